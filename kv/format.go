@@ -1,0 +1,147 @@
+package kv
+
+import (
+	"fmt"
+)
+
+// SupportedHeadDims are the head dimensions every format supports.
+var SupportedHeadDims = []int{64, 128, 256}
+
+// Format is a Spec resolved for one head dimension: group sizes capped at D
+// and the byte layout of a packed block fixed. It is the single source of
+// the cache's memory accounting.
+type Format struct {
+	Spec
+	D    int          // head dimension
+	K, V TensorLayout // layouts of the packed K and V halves of a block
+}
+
+// Resolve fixes the spec for head dimension d.
+func (s Spec) Resolve(d int) (Format, error) {
+	ok := false
+	for _, v := range SupportedHeadDims {
+		ok = ok || v == d
+	}
+	if !ok {
+		return Format{}, fmt.Errorf("kv: head dim %d is not supported (want one of %v)", d, SupportedHeadDims)
+	}
+	f := Format{Spec: s, D: d}
+	f.K = newLayout(s.K, d, s.Residual)
+	f.V = newLayout(s.V, d, s.Residual)
+	f.Spec.K.Group, f.Spec.V.Group = f.K.Group, f.V.Group
+	return f, nil
+}
+
+// MustResolve is ParseSpec followed by Resolve, for specs known to be valid.
+func MustResolve(spec string, d int) Format {
+	f, err := MustParseSpec(spec).Resolve(d)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// BlockBytes is the size of one packed block (K and V, Nr tokens, one KV head).
+func (f Format) BlockBytes() int { return f.K.Bytes + f.V.Bytes }
+
+// ResidualBytes is the size of the fp16 residual block (K and V, Nr tokens,
+// one KV head) that every sequence holds besides its packed blocks.
+func (f Format) ResidualBytes() int { return 2 * f.Residual * f.D * 2 }
+
+// BytesPerToken is the packed size of one token of one KV head (K and V,
+// scales and zeros included), the rate at which a long cache grows.
+func (f Format) BytesPerToken() float64 {
+	return float64(f.BlockBytes()) / float64(f.Residual)
+}
+
+// BitsPerElement is BytesPerToken in bits per cached K or V element.
+func (f Format) BitsPerElement() float64 {
+	return f.BytesPerToken() * 8 / float64(2*f.D)
+}
+
+// Blocks returns how many packed blocks and residual tokens a cache of L
+// tokens holds.
+func (f Format) Blocks(l int) (packed, residual int) {
+	return l / f.Residual, l % f.Residual
+}
+
+// SequenceBytes is the memory one KV head of a sequence of L tokens takes:
+// its packed blocks plus one full residual block (allocated whole).
+func (f Format) SequenceBytes(l int) int64 {
+	packed, _ := f.Blocks(l)
+	return int64(packed)*int64(f.BlockBytes()) + int64(f.ResidualBytes())
+}
+
+// ReadBytes is what one decode step reads for one KV head of a sequence of L
+// tokens: the packed blocks and the occupied part of the residual block.
+func (f Format) ReadBytes(l int) int64 {
+	packed, res := f.Blocks(l)
+	return int64(packed)*int64(f.BlockBytes()) + int64(res)*int64(2*f.D*2)
+}
+
+// TensorLayout is the byte layout of the K or the V half of a packed block:
+// Nr tokens of D channels of one KV head. The canonical ("linear") layout is
+//
+//	data   [Nr][D] elements, token-major; sub-byte codes packed little-endian
+//	       within each byte: channel c of a row sits in byte c/PerByte at bit
+//	       (c%PerByte)*Bits (int4: even channel in the low nibble)
+//	params integer types only, fp16 (scale, zero) pairs, scale first:
+//	       PerChannel: [Nr/G][D] pairs (token group, channel)
+//	       PerToken:   [Nr][D/G] pairs (token, channel group)
+//
+// data comes first, params follow at ParamsOffset (16-byte aligned). GPU
+// kernels may keep their own packed order (layout induction) but must unpack
+// to the same codes and params.
+type TensorLayout struct {
+	TensorFormat
+	D, Tokens    int // head dim, tokens per block (Nr)
+	RowBytes     int // bytes of one token's data row
+	ParamsOffset int // byte offset of the params
+	Params       int // number of (scale, zero) pairs
+	Bytes        int // total bytes, a multiple of LayoutAlign
+}
+
+// LayoutAlign is the alignment of the params and of a whole layout, so that a
+// GPU reads each part with 16-byte vectors.
+const LayoutAlign = 16
+
+// ParamBytes is the size of one (scale, zero) pair: two fp16 values.
+const ParamBytes = 4
+
+func newLayout(tf TensorFormat, d, nr int) TensorLayout {
+	if tf.Elem.IsInt() && tf.Scaling == PerToken && (tf.Group == GroupHeadDim || tf.Group > d) {
+		tf.Group = d // one group spans at most the whole head
+	}
+	l := TensorLayout{TensorFormat: tf, D: d, Tokens: nr}
+	l.RowBytes = d * tf.Elem.Bits() / 8
+	data := nr * l.RowBytes
+	l.ParamsOffset = alignUp(data, LayoutAlign)
+	if tf.Elem.IsInt() {
+		if tf.Scaling == PerChannel {
+			l.Params = nr / tf.Group * d
+		} else {
+			l.Params = nr * (d / tf.Group)
+		}
+	}
+	l.Bytes = alignUp(l.ParamsOffset+l.Params*ParamBytes, LayoutAlign)
+	return l
+}
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+// PerByte is the number of codes in one byte (1 for 8- and 16-bit types,
+// where an element spans whole bytes).
+func (l TensorLayout) PerByte() int {
+	if b := l.Elem.Bits(); b < 8 {
+		return 8 / b
+	}
+	return 1
+}
+
+// ParamIndex returns the index of the (scale, zero) pair for token t, channel c.
+func (l TensorLayout) ParamIndex(t, c int) int {
+	if l.Scaling == PerChannel {
+		return t/l.Group*l.D + c
+	}
+	return t*(l.D/l.Group) + c/l.Group
+}

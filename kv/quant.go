@@ -1,0 +1,185 @@
+package kv
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/bitdecode/bitdecode/internal/half"
+)
+
+// QuantParams computes the fp16 (scale, zero) pair of one group of fp16
+// values as the package doc defines it. scale32 is the float32 scale before
+// rounding to fp16, which ErrorBound needs.
+func QuantParams(e Elem, lo, hi float32) (scale, zero uint16, scale32 float32) {
+	scale32 = (hi - lo) / float32(e.Levels())
+	return half.FromFloat32(scale32), half.FromFloat32(lo), scale32
+}
+
+// QuantCode quantizes one value with an fp16 (scale, zero) pair.
+func QuantCode(e Elem, x float32, scale, zero uint16) uint8 {
+	s := half.ToFloat32(scale)
+	if s == 0 {
+		return 0
+	}
+	q := float32(math.RoundToEven(float64((x - half.ToFloat32(zero)) / s)))
+	switch {
+	case q < 0:
+		return 0
+	case q > float32(e.Levels()):
+		return uint8(e.Levels())
+	case q != q: // NaN input: code 0 (the NaN shows in the scale instead)
+		return 0
+	}
+	return uint8(q)
+}
+
+// Dequant returns the value that code q stands for under (scale, zero).
+func Dequant(q uint8, scale, zero uint16) float32 {
+	return float32(half.ToFloat32(scale)*float32(q)) + half.ToFloat32(zero)
+}
+
+// ErrorBound returns the largest |x - Dequant(QuantCode(x))| that the rounding
+// steps of the package doc allow for a value x of magnitude up to absMax in a
+// group with float32 scale scale32 and fp16 scale scale:
+//
+//	s/2                       rounding x to the nearest code
+//	+ L·|s - scale32|         codes near the top of the range carry the fp16
+//	                          error of the scale, L = 2^b - 1 times (a clamp at
+//	                          L moves the value by at most that much too)
+//	+ 4·eps32·(absMax + L·s)  float32 rounding of the subtract, divide,
+//	                          multiply and add
+func ErrorBound(e Elem, scale uint16, scale32, absMax float32) float64 {
+	s := float64(half.ToFloat32(scale))
+	l := float64(e.Levels())
+	const eps32 = 1.0 / (1 << 23)
+	return s/2 + l*math.Abs(s-float64(scale32)) + 4*eps32*(float64(absMax)+l*s)
+}
+
+// Pack quantizes (or converts) one block of fp16 values src, [Nr][D] bits
+// token-major, into dst (len >= l.Bytes) in the canonical layout.
+func (l TensorLayout) Pack(dst []byte, src []uint16) {
+	if len(src) < l.Tokens*l.D || len(dst) < l.Bytes {
+		panic(fmt.Sprintf("kv: Pack: src %d values, dst %d bytes; want %d and %d", len(src), len(dst), l.Tokens*l.D, l.Bytes))
+	}
+	clear(dst[:l.Bytes])
+	switch l.Elem {
+	case FP16:
+		for i, h := range src[:l.Tokens*l.D] {
+			binary.LittleEndian.PutUint16(dst[2*i:], h)
+		}
+		return
+	case BF16:
+		for i, h := range src[:l.Tokens*l.D] {
+			binary.LittleEndian.PutUint16(dst[2*i:], half.BF16FromFloat32(half.ToFloat32(h)))
+		}
+		return
+	case FP8E4M3, FP8E5M2:
+		f8 := l.fp8()
+		for i, h := range src[:l.Tokens*l.D] {
+			dst[i] = f8.FromFloat32(half.ToFloat32(h))
+		}
+		return
+	}
+	// Integer types: compute each group's params, then the codes.
+	x := func(t, c int) float32 { return half.ToFloat32(src[t*l.D+c]) }
+	for p := 0; p < l.Params; p++ {
+		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+		l.forGroup(p, func(t, c int) {
+			v := x(t, c)
+			lo, hi = min(lo, v), max(hi, v)
+		})
+		scale, zero, _ := QuantParams(l.Elem, lo, hi)
+		l.putParam(dst, p, scale, zero)
+	}
+	for t := 0; t < l.Tokens; t++ {
+		for c := 0; c < l.D; c++ {
+			scale, zero := l.Param(dst, l.ParamIndex(t, c))
+			l.putCode(dst, t, c, QuantCode(l.Elem, x(t, c), scale, zero))
+		}
+	}
+}
+
+// forGroup calls fn for every (token, channel) of param group p.
+func (l TensorLayout) forGroup(p int, fn func(t, c int)) {
+	if l.Scaling == PerChannel {
+		g, c := p/l.D, p%l.D
+		for t := g * l.Group; t < (g+1)*l.Group; t++ {
+			fn(t, c)
+		}
+		return
+	}
+	groups := l.D / l.Group
+	t, g := p/groups, p%groups
+	for c := g * l.Group; c < (g+1)*l.Group; c++ {
+		fn(t, c)
+	}
+}
+
+// Unpack dequantizes (or converts) a packed block into dst, [Nr][D] float32.
+func (l TensorLayout) Unpack(dst []float32, src []byte) {
+	for t := 0; t < l.Tokens; t++ {
+		l.UnpackRow(dst[t*l.D:(t+1)*l.D], src, t)
+	}
+}
+
+// UnpackRow dequantizes token t of a packed block into dst[:D].
+func (l TensorLayout) UnpackRow(dst []float32, src []byte, t int) {
+	row := src[t*l.RowBytes : (t+1)*l.RowBytes]
+	switch l.Elem {
+	case FP16:
+		for c := range l.D {
+			dst[c] = half.ToFloat32(binary.LittleEndian.Uint16(row[2*c:]))
+		}
+	case BF16:
+		for c := range l.D {
+			dst[c] = half.BF16ToFloat32(binary.LittleEndian.Uint16(row[2*c:]))
+		}
+	case FP8E4M3, FP8E5M2:
+		f8 := l.fp8()
+		for c := range l.D {
+			dst[c] = f8.ToFloat32(row[c])
+		}
+	default:
+		for c := range l.D {
+			scale, zero := l.Param(src, l.ParamIndex(t, c))
+			dst[c] = Dequant(l.Code(src, t, c), scale, zero)
+		}
+	}
+}
+
+func (l TensorLayout) fp8() half.FP8 {
+	if l.Elem == FP8E5M2 {
+		return half.E5M2
+	}
+	return half.E4M3
+}
+
+// FP8 returns the fp8 format of an fp8 layout.
+func (l TensorLayout) FP8() half.FP8 { return l.fp8() }
+
+// Code returns the integer code of token t, channel c of a packed block.
+func (l TensorLayout) Code(src []byte, t, c int) uint8 {
+	bits := l.Elem.Bits()
+	per := l.PerByte()
+	b := src[t*l.RowBytes+c/per]
+	return b >> (uint(c%per) * uint(bits)) & uint8(l.Elem.Levels())
+}
+
+func (l TensorLayout) putCode(dst []byte, t, c int, q uint8) {
+	bits := l.Elem.Bits()
+	per := l.PerByte()
+	dst[t*l.RowBytes+c/per] |= q << (uint(c%per) * uint(bits))
+}
+
+// Param returns the fp16 (scale, zero) pair with index i of a packed block.
+func (l TensorLayout) Param(src []byte, i int) (scale, zero uint16) {
+	o := l.ParamsOffset + i*ParamBytes
+	return binary.LittleEndian.Uint16(src[o:]), binary.LittleEndian.Uint16(src[o+2:])
+}
+
+func (l TensorLayout) putParam(dst []byte, i int, scale, zero uint16) {
+	o := l.ParamsOffset + i*ParamBytes
+	binary.LittleEndian.PutUint16(dst[o:], scale)
+	binary.LittleEndian.PutUint16(dst[o+2:], zero)
+}

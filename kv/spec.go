@@ -1,0 +1,359 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Elem is the element type a K or V tensor is stored in.
+type Elem uint8
+
+// The element types. Integer types are quantized with per-group fp16 scale and
+// zero; float types are converted element by element.
+const (
+	FP16 Elem = iota + 1
+	BF16
+	FP8E4M3
+	FP8E5M2
+	Int8
+	Int4
+	Int2
+)
+
+var elemNames = map[Elem]string{
+	FP16: "fp16", BF16: "bf16", FP8E4M3: "fp8e4m3", FP8E5M2: "fp8e5m2",
+	Int8: "int8", Int4: "int4", Int2: "int2",
+}
+
+// elemAliases maps every accepted spelling to its element type.
+var elemAliases = map[string]Elem{
+	"fp16": FP16, "f16": FP16, "half": FP16,
+	"bf16": BF16,
+	"fp8e4m3": FP8E4M3, "fp8": FP8E4M3, "e4m3": FP8E4M3,
+	"fp8e5m2": FP8E5M2, "e5m2": FP8E5M2,
+	"int8": Int8, "int4": Int4, "int2": Int2,
+}
+
+// widthElem maps the widths of the "kXvY" form to element types.
+var widthElem = map[string]Elem{"16": FP16, "8": Int8, "4": Int4, "2": Int2}
+
+// String returns the canonical name of e ("int4", "fp8e4m3", ...).
+func (e Elem) String() string {
+	if s, ok := elemNames[e]; ok {
+		return s
+	}
+	return fmt.Sprintf("Elem(%d)", uint8(e))
+}
+
+// Bits returns the number of bits of one stored element.
+func (e Elem) Bits() int {
+	switch e {
+	case FP16, BF16:
+		return 16
+	case FP8E4M3, FP8E5M2, Int8:
+		return 8
+	case Int4:
+		return 4
+	case Int2:
+		return 2
+	}
+	return 0
+}
+
+// IsInt reports whether e is quantized with scales and zeros.
+func (e Elem) IsInt() bool { return e == Int8 || e == Int4 || e == Int2 }
+
+// Levels returns 2^bits - 1, the largest code of an integer type.
+func (e Elem) Levels() int { return 1<<e.Bits() - 1 }
+
+// Scaling says along which axis an integer tensor's groups run.
+type Scaling uint8
+
+const (
+	// PerToken groups G consecutive channels of one token ("kt" for keys; values always).
+	PerToken Scaling = iota + 1
+	// PerChannel groups G consecutive tokens of one channel ("kc", keys only).
+	PerChannel
+)
+
+// String returns "kt" or "kc".
+func (s Scaling) String() string {
+	switch s {
+	case PerToken:
+		return "kt"
+	case PerChannel:
+		return "kc"
+	}
+	return fmt.Sprintf("Scaling(%d)", uint8(s))
+}
+
+// GroupHeadDim is the group size that means "the whole head dimension" (one
+// group per token), written "d" in a spec.
+const GroupHeadDim = 0
+
+// DefaultGroup is the group size used when a spec names none.
+const DefaultGroup = 128
+
+// Residual block sizes: defaults follow the decode kernel's tile (BitDecoding
+// eq. 1: 128 tokens for int4, 256 for int2), limits keep blocks tile-aligned.
+const (
+	DefaultResidual     = 128
+	DefaultResidualInt2 = 256
+	ResidualAlign       = 32
+	MaxResidual         = 1024
+)
+
+// ValidGroups lists the group sizes a spec accepts (GroupHeadDim aside).
+var ValidGroups = []int{32, 64, 128, 256}
+
+// TensorFormat is the storage format of K or of V.
+type TensorFormat struct {
+	Elem Elem
+	// Scaling is PerChannel or PerToken for integer keys, PerToken for
+	// integer values, zero for float types.
+	Scaling Scaling
+	// Group is the group size G (tokens for PerChannel, channels for
+	// PerToken) or GroupHeadDim; zero for float types.
+	Group int
+}
+
+// String returns the format as a spec fragment, e.g. "int4/kc128".
+func (f TensorFormat) String() string {
+	if !f.Elem.IsInt() {
+		return f.Elem.String()
+	}
+	g := "d"
+	if f.Group != GroupHeadDim {
+		g = strconv.Itoa(f.Group)
+	}
+	return f.Elem.String() + "/" + f.Scaling.String() + g
+}
+
+// Spec is a parsed KV cache format: the formats of K and V, the residual
+// block size and whether K and V are Hadamard-rotated before they are stored.
+type Spec struct {
+	K, V TensorFormat
+	// Residual is Nr, the number of newest tokens kept in fp16 before a block
+	// is packed; every packed block holds exactly Nr tokens.
+	Residual int
+	// Rotate applies an orthonormal Walsh-Hadamard transform to K and V
+	// (and to Q, and back to the output) so outlier channels are spread
+	// before quantization. Scores and outputs are unchanged in exact arithmetic.
+	Rotate bool
+}
+
+// SpecGrammar documents what ParseSpec accepts; the CLI prints it.
+const SpecGrammar = `KV format spec:  BASE[:OPTION]...
+
+BASE     fp16 | bf16 | fp8e4m3 (fp8) | fp8e5m2 | int8 | int4 | int2
+             the same type for K and V
+         kXvY    K and V widths apart, X,Y in 16 (fp16), 8, 4, 2 (int): k8v4, k4v2
+OPTION   kc[G]   keys per channel, groups of G tokens (default for integer K, G=128)
+         kt[G]   keys per token, groups of G channels (G=d: the whole head)
+         v[G]    values per token, groups of G channels (default 128)
+         g[G]    the same G for keys and values
+         resN    residual block of N fp16 tokens (multiple of 32, <= 1024;
+                 default 128, 256 when K or V is int2)
+         rot     Hadamard-rotate K and V before quantization
+G        32 | 64 | 128 | 256 | d (head dim); capped at the head dim
+
+examples: int4   k8v4   int4:kt64   int2:kc32:res256   fp8e4m3   k4v2:rot`
+
+// SpecError reports a spec that cannot be parsed, in the manner of
+// strconv.NumError: the whole spec, the part at fault and why.
+type SpecError struct {
+	Spec  string // the spec as given
+	Field string // the part that is wrong ("" when the spec is empty)
+	Err   error  // the reason
+}
+
+func (e *SpecError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("kv: invalid format spec %q: %v", e.Spec, e.Err)
+	}
+	return fmt.Sprintf("kv: invalid format spec %q at %q: %v", e.Spec, e.Field, e.Err)
+}
+
+// Unwrap returns the reason.
+func (e *SpecError) Unwrap() error { return e.Err }
+
+// ErrSpec is the reason behind every SpecError whose cause is an unknown word.
+var ErrSpec = errors.New("unknown word")
+
+// validBases lists the base names for error messages.
+const validBases = "fp16, bf16, fp8e4m3, fp8e5m2, int8, int4, int2, or kXvY with X,Y in 16/8/4/2 (e.g. k8v4)"
+
+// ParseSpec parses a format spec (see SpecGrammar). Group sizes larger than
+// the head dimension are capped when the spec is resolved for a head dim.
+func ParseSpec(s string) (Spec, error) {
+	fail := func(field string, err error) (Spec, error) {
+		return Spec{}, &SpecError{Spec: s, Field: field, Err: err}
+	}
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), ":")
+	if parts[0] == "" {
+		return fail("", fmt.Errorf("empty spec; want %s", validBases))
+	}
+	var sp Spec
+	base := parts[0]
+	if e, ok := elemAliases[base]; ok {
+		sp.K.Elem, sp.V.Elem = e, e
+	} else if kw, vw, ok := splitKV(base); ok {
+		ke, okK := widthElem[kw]
+		ve, okV := widthElem[vw]
+		if !okK || !okV {
+			return fail(base, fmt.Errorf("%w: widths must be 16, 8, 4 or 2", ErrSpec))
+		}
+		sp.K.Elem, sp.V.Elem = ke, ve
+	} else {
+		return fail(base, fmt.Errorf("%w: want %s", ErrSpec, validBases))
+	}
+	if sp.K.Elem.IsInt() {
+		sp.K.Scaling, sp.K.Group = PerChannel, DefaultGroup
+	}
+	if sp.V.Elem.IsInt() {
+		sp.V.Scaling, sp.V.Group = PerToken, DefaultGroup
+	}
+	sp.Residual = DefaultResidual
+	if sp.K.Elem == Int2 || sp.V.Elem == Int2 {
+		sp.Residual = DefaultResidualInt2
+	}
+	seen := map[string]bool{}
+	for _, opt := range parts[1:] {
+		key := strings.TrimRight(opt, "0123456789d")
+		if key == "" || key == "res" && strings.HasSuffix(opt, "d") {
+			return fail(opt, fmt.Errorf("%w: want kc[G], kt[G], v[G], g[G], resN or rot", ErrSpec))
+		}
+		if seen[key] || (key == "kc" && seen["kt"]) || (key == "kt" && seen["kc"]) {
+			return fail(opt, errors.New("given twice"))
+		}
+		seen[key] = true
+		arg := opt[len(key):]
+		switch key {
+		case "kc", "kt":
+			if !sp.K.Elem.IsInt() {
+				return fail(opt, fmt.Errorf("keys are %v; kc/kt apply to integer keys only", sp.K.Elem))
+			}
+			sp.K.Scaling = PerChannel
+			if key == "kt" {
+				sp.K.Scaling = PerToken
+			}
+			if arg != "" {
+				g, err := parseGroup(arg, key == "kt")
+				if err != nil {
+					return fail(opt, err)
+				}
+				sp.K.Group = g
+			}
+		case "v", "g":
+			g, err := parseGroup(arg, true)
+			if err != nil {
+				return fail(opt, err)
+			}
+			if key == "v" && !sp.V.Elem.IsInt() {
+				return fail(opt, fmt.Errorf("values are %v; v[G] applies to integer values only", sp.V.Elem))
+			}
+			if key == "g" {
+				if !sp.K.Elem.IsInt() && !sp.V.Elem.IsInt() {
+					return fail(opt, fmt.Errorf("%v has no groups", sp.K.Elem))
+				}
+				if sp.K.Elem.IsInt() {
+					if g == GroupHeadDim && sp.K.Scaling == PerChannel {
+						return fail(opt, errors.New("per-channel keys group tokens; G=d applies to kt"))
+					}
+					sp.K.Group = g
+				}
+			}
+			if sp.V.Elem.IsInt() {
+				sp.V.Group = g
+			}
+		case "res":
+			n, err := strconv.Atoi(arg)
+			if err != nil || n < ResidualAlign || n > MaxResidual || n%ResidualAlign != 0 {
+				return fail(opt, fmt.Errorf("residual must be a multiple of %d in [%d, %d]", ResidualAlign, ResidualAlign, MaxResidual))
+			}
+			sp.Residual = n
+		case "rot":
+			if arg != "" {
+				return fail(opt, fmt.Errorf("%w: rot takes no argument", ErrSpec))
+			}
+			sp.Rotate = true
+		default:
+			return fail(opt, fmt.Errorf("%w: want kc[G], kt[G], v[G], g[G], resN or rot", ErrSpec))
+		}
+	}
+	if sp.K.Scaling == PerChannel && sp.K.Group == GroupHeadDim {
+		return fail("kc", errors.New("per-channel keys group tokens; G=d applies to kt"))
+	}
+	if sp.K.Scaling == PerChannel && sp.Residual%sp.K.Group != 0 {
+		return fail(fmt.Sprintf("res%d", sp.Residual), fmt.Errorf("the residual block must hold whole key groups of %d tokens", sp.K.Group))
+	}
+	return sp, nil
+}
+
+// MustParseSpec is ParseSpec for specs known to be valid; it panics otherwise.
+func MustParseSpec(s string) Spec {
+	sp, err := ParseSpec(s)
+	if err != nil {
+		panic(err)
+	}
+	return sp
+}
+
+func splitKV(s string) (k, v string, ok bool) {
+	if !strings.HasPrefix(s, "k") {
+		return "", "", false
+	}
+	i := strings.Index(s, "v")
+	if i < 2 || i == len(s)-1 {
+		return "", "", false
+	}
+	return s[1:i], s[i+1:], true
+}
+
+func parseGroup(arg string, allowHeadDim bool) (int, error) {
+	if arg == "d" {
+		if !allowHeadDim {
+			return 0, errors.New("per-channel keys group tokens; G=d applies to kt")
+		}
+		return GroupHeadDim, nil
+	}
+	g, err := strconv.Atoi(arg)
+	if err == nil {
+		for _, v := range ValidGroups {
+			if g == v {
+				return g, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("group size %q: want one of %v or d", arg, ValidGroups)
+}
+
+// String returns the canonical spelling of the spec, which ParseSpec parses
+// back to the same Spec.
+func (s Spec) String() string {
+	var b strings.Builder
+	if s.K.Elem == s.V.Elem {
+		b.WriteString(s.K.Elem.String())
+	} else {
+		fmt.Fprintf(&b, "k%dv%d", s.K.Elem.Bits(), s.V.Elem.Bits())
+	}
+	grp := func(g int) string {
+		if g == GroupHeadDim {
+			return "d"
+		}
+		return strconv.Itoa(g)
+	}
+	if s.K.Elem.IsInt() {
+		fmt.Fprintf(&b, ":%v%s", s.K.Scaling, grp(s.K.Group))
+	}
+	if s.V.Elem.IsInt() {
+		fmt.Fprintf(&b, ":v%s", grp(s.V.Group))
+	}
+	fmt.Fprintf(&b, ":res%d", s.Residual)
+	if s.Rotate {
+		b.WriteString(":rot")
+	}
+	return b.String()
+}
