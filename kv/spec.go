@@ -30,7 +30,7 @@ var elemNames = map[Elem]string{
 // elemAliases maps every accepted spelling to its element type.
 var elemAliases = map[string]Elem{
 	"fp16": FP16, "f16": FP16, "half": FP16,
-	"bf16": BF16,
+	"bf16":    BF16,
 	"fp8e4m3": FP8E4M3, "fp8": FP8E4M3, "e4m3": FP8E4M3,
 	"fp8e5m2": FP8E5M2, "e5m2": FP8E5M2,
 	"int8": Int8, "int4": Int4, "int2": Int2,
