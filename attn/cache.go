@@ -1,0 +1,142 @@
+package attn
+
+import (
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// Shape is the head configuration of one attention layer.
+type Shape struct {
+	Hq, Hkv, D int
+}
+
+// Group returns Hq/Hkv, the number of query heads per KV head.
+func (s Shape) Group() int { return s.Hq / s.Hkv }
+
+// Validate checks that the shape is one the implementations support.
+func (s Shape) Validate() error {
+	if s.Hkv <= 0 || s.Hq <= 0 || s.Hq%s.Hkv != 0 {
+		return fmt.Errorf("attn: Hq=%d must be a positive multiple of Hkv=%d", s.Hq, s.Hkv)
+	}
+	for _, d := range kv.SupportedHeadDims {
+		if s.D == d {
+			return nil
+		}
+	}
+	return fmt.Errorf("attn: head dim %d is not supported (want one of %v)", s.D, kv.SupportedHeadDims)
+}
+
+// Seq is a view of one sequence's cache for one layer.
+type Seq struct {
+	// Blocks are the packed blocks in token order; block i holds tokens
+	// [i*Nr, (i+1)*Nr). Each is [Hkv][Format.BlockBytes()] bytes: for
+	// every KV head, its K layout followed by its V layout.
+	Blocks [][]byte
+	// ResK and ResV hold the residual tokens as fp16 bits, [Hkv][Nr][D].
+	ResK, ResV []uint16
+	// ResLen is the number of tokens in the residual block (< Nr).
+	ResLen int
+}
+
+// Len returns the number of cached tokens given the block size nr.
+func (s *Seq) Len(nr int) int { return len(s.Blocks)*nr + s.ResLen }
+
+// Cache is a sequence's cache for one layer that owns its memory: it appends
+// new tokens (rotating and rounding them to fp16 into the residual block) and
+// packs the residual block when it fills. The engine's paged cache manager
+// does the same with blocks from a shared pool; NewBlock is the seam.
+type Cache struct {
+	Seq
+	Format kv.Format
+	Shape  Shape
+	// NewBlock returns zeroed memory for one packed block of
+	// Hkv*Format.BlockBytes() bytes; nil allocates with make.
+	NewBlock func() ([]byte, error)
+	scratch  []uint16
+	rot      []float32
+}
+
+// NewCache returns an empty cache of format f for shape s.
+func NewCache(f kv.Format, s Shape) (*Cache, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if f.D != s.D {
+		return nil, fmt.Errorf("attn: format resolved for head dim %d, shape has %d", f.D, s.D)
+	}
+	c := &Cache{Format: f, Shape: s}
+	c.ResK = make([]uint16, s.Hkv*f.Residual*s.D)
+	c.ResV = make([]uint16, s.Hkv*f.Residual*s.D)
+	return c, nil
+}
+
+// Append adds T new tokens, k and v laid out [T][Hkv][D] float32. With a
+// rotating format they are rotated first; they are rounded to fp16 into the
+// residual block, which is packed whenever it fills.
+func (c *Cache) Append(k, v []float32) error {
+	hkv, d, nr := c.Shape.Hkv, c.Shape.D, c.Format.Residual
+	if len(k) != len(v) || len(k)%(hkv*d) != 0 {
+		return fmt.Errorf("attn: Append: k has %d and v %d values; want equal multiples of Hkv*D=%d", len(k), len(v), hkv*d)
+	}
+	if c.Format.Rotate && c.rot == nil {
+		c.rot = make([]float32, d)
+	}
+	for t := 0; t < len(k)/(hkv*d); t++ {
+		for h := 0; h < hkv; h++ {
+			src := (t*hkv + h) * d
+			dst := (h*nr + c.ResLen) * d
+			c.put(c.ResK[dst:dst+d], k[src:src+d])
+			c.put(c.ResV[dst:dst+d], v[src:src+d])
+		}
+		c.ResLen++
+		if c.ResLen == nr {
+			if err := c.packResidual(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Cache) put(dst []uint16, src []float32) {
+	if c.Format.Rotate {
+		copy(c.rot, src)
+		kv.Rotate(c.rot)
+		src = c.rot
+	}
+	for i, x := range src {
+		dst[i] = half.FromFloat32(x)
+	}
+}
+
+// packResidual quantizes the full residual block into a new packed block.
+func (c *Cache) packResidual() error {
+	f := c.Format
+	var blk []byte
+	var err error
+	if c.NewBlock != nil {
+		blk, err = c.NewBlock()
+		if err != nil {
+			return fmt.Errorf("attn: allocating a KV block: %w", err)
+		}
+	} else {
+		blk = make([]byte, c.Shape.Hkv*f.BlockBytes())
+	}
+	PackResidual(blk, f, c.Shape.Hkv, c.ResK, c.ResV)
+	c.Blocks = append(c.Blocks, blk)
+	c.ResLen = 0
+	return nil
+}
+
+// PackResidual packs a full residual block (resK, resV: [Hkv][Nr][D] fp16)
+// into blk ([Hkv][BlockBytes]).
+func PackResidual(blk []byte, f kv.Format, hkv int, resK, resV []uint16) {
+	n := f.Residual * f.D
+	for h := 0; h < hkv; h++ {
+		base := blk[h*f.BlockBytes():]
+		f.K.Pack(base[:f.K.Bytes], resK[h*n:(h+1)*n])
+		f.V.Pack(base[f.K.Bytes:f.K.Bytes+f.V.Bytes], resV[h*n:(h+1)*n])
+	}
+}
