@@ -280,3 +280,24 @@ func TestDecodeErrors(t *testing.T) {
 		t.Error("Append of a partial token accepted")
 	}
 }
+
+func TestDecodeF32(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	sh := Shape{Hq: 6, Hkv: 2, D: 64}
+	lens := []int{2, 200, 57}
+	_, keys, vals := buildBatch(t, r, kv.MustResolve("fp16", sh.D), sh, lens)
+	for _, tq := range []int{1, 2} {
+		q := randQ(r, len(lens)*tq*sh.Hq*sh.D)
+		got, want := nanSlice(len(q)), nanSlice(len(q))
+		if err := DecodeF32(got, q, keys, vals, sh, tq, 0); err != nil {
+			t.Fatal(err)
+		}
+		ExactReference(want, q, keys, vals, sh, tq, 0)
+		for i := range got {
+			// float32 sums of at most 200 terms of magnitude <= ~5: 1e-4 is 100x that rounding.
+			if got[i] != got[i] || math.Abs(float64(got[i]-want[i])) > 1e-4 {
+				t.Fatalf("Tq=%d element %d: got %g want %g", tq, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"io"
 )
 
 // SupportedHeadDims are the head dimensions every format supports.
@@ -144,4 +145,32 @@ func (l TensorLayout) ParamIndex(t, c int) int {
 		return t/l.Group*l.D + c
 	}
 	return t*(l.D/l.Group) + c/l.Group
+}
+
+// Describe writes a human-readable account of the format for head dim D:
+// layouts, bits per element and memory per token, as `bitdecode inspect kv`
+// prints it.
+func (f Format) Describe(w io.Writer) {
+	fmt.Fprintf(w, "format     %s (head dim %d)\n", f.Spec.String(), f.D)
+	for _, h := range []struct {
+		name string
+		l    TensorLayout
+	}{{"K", f.K}, {"V", f.V}} {
+		name := h.l.TensorFormat.String()
+		if h.name == "V" && h.l.Elem.IsInt() {
+			name = fmt.Sprintf("%v/v%d", h.l.Elem, h.l.Group) // values are always per token
+		}
+		fmt.Fprintf(w, "%s          %s: data %d B (%d B/token row)", h.name, name, h.l.ParamsOffset, h.l.RowBytes)
+		if h.l.Params > 0 {
+			fmt.Fprintf(w, ", %d fp16 scale/zero pairs = %d B", h.l.Params, h.l.Params*ParamBytes)
+		}
+		fmt.Fprintf(w, ", %d B per block\n", h.l.Bytes)
+	}
+	fmt.Fprintf(w, "block      %d tokens, %d B per KV head (K+V)\n", f.Residual, f.BlockBytes())
+	fmt.Fprintf(w, "residual   %d fp16 tokens, %d B per KV head per sequence\n", f.Residual, f.ResidualBytes())
+	fmt.Fprintf(w, "per token  %.2f B per KV head, %.3f bits per element (fp16: 16; %.2fx smaller)\n",
+		f.BytesPerToken(), f.BitsPerElement(), 16/f.BitsPerElement())
+	if f.Rotate {
+		fmt.Fprintf(w, "rotation   Walsh-Hadamard on K and V (and Q, and the output back)\n")
+	}
 }

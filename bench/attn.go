@@ -1,0 +1,293 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// Point is one (batch, context) cell of the benchmark grid.
+type Point struct{ B, L int }
+
+// CPUGrid is BENCHMARKS.md's protocol scaled to a small CPU machine;
+// CPUQuickGrid runs in well under a minute on two cores.
+var (
+	CPUGrid      = []Point{{1, 8192}, {1, 32768}, {8, 8192}, {4, 32768}}
+	CPUQuickGrid = []Point{{1, 4096}, {1, 16384}}
+)
+
+// DefaultFormats are the formats of the protocol (fp16, int8, int4 KC and
+// KT, int2, k4v2).
+var DefaultFormats = []string{"fp16", "int8", "int4", "int4:kt128", "int2", "k4v2"}
+
+// MainShape is the protocol's main row: Llama-3-8B attention.
+var MainShape = attn.Shape{Hq: 32, Hkv: 8, D: 128}
+
+// AttnConfig configures an attention benchmark.
+type AttnConfig struct {
+	Formats []string
+	Grid    []Point
+	Shape   attn.Shape
+	Reps    int // timed runs per row (median reported)
+	// Progress receives one line per row as it is measured (nil: quiet).
+	Progress io.Writer
+}
+
+// AttnRow is one measured row.
+type AttnRow struct {
+	Device    string  `json:"device"`
+	Format    string  `json:"format"`
+	B         int     `json:"B"`
+	L         int     `json:"L"`
+	Hq        int     `json:"Hq"`
+	Hkv       int     `json:"Hkv"`
+	D         int     `json:"D"`
+	TimeUS    float64 `json:"time_us"`
+	BytesRead int64   `json:"bytes_read"`
+	GBps      float64 `json:"gb_per_s"`
+	// FracCeiling is GBps over the read bandwidth measured in the same run.
+	FracCeiling float64 `json:"frac_of_read_ceiling"`
+	// Speedup is the fp32 baseline's time over this row's time.
+	Speedup float64 `json:"speedup_vs_fp32"`
+	// MaxAbsErr is the largest error against float64 attention on the
+	// unquantized K/V (sequence 0), i.e. the format's own error.
+	MaxAbsErr     float64 `json:"max_abs_err_vs_f64"`
+	BytesPerToken float64 `json:"kv_bytes_per_token_per_head"`
+	BitsPerElem   float64 `json:"bits_per_element"`
+}
+
+// AttnReport is the result of RunAttnCPU.
+type AttnReport struct {
+	Date         string    `json:"date"`
+	Machine      string    `json:"machine"`
+	Threads      int       `json:"threads"`
+	ReadGBps     float64   `json:"read_ceiling_gb_per_s"`
+	ReadGBps1T   float64   `json:"read_one_thread_gb_per_s"`
+	Rows         []AttnRow `json:"rows"`
+	BaselineRows []AttnRow `json:"fp32_rows"`
+}
+
+// RunAttnCPU measures CPU decode attention (one query token per sequence)
+// for every format and grid point, plus the fp32 baseline, and this
+// machine's read bandwidth in the same run.
+func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
+	if cfg.Reps <= 0 {
+		cfg.Reps = 5
+	}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	rep := &AttnReport{Date: time.Now().UTC().Format("2006-01-02"), Machine: machineName(), Threads: runtime.GOMAXPROCS(0)}
+	fmt.Fprintf(progress, "measuring read bandwidth (%d threads)...\n", rep.Threads)
+	rep.ReadGBps = ReadBandwidth(1<<30, 0, 5)
+	rep.ReadGBps1T = ReadBandwidth(1<<30, 1, 3)
+	fmt.Fprintf(progress, "read bandwidth: %.1f GB/s (%d threads), %.1f GB/s (1 thread)\n", rep.ReadGBps, rep.Threads, rep.ReadGBps1T)
+	sh := cfg.Shape
+	for _, pt := range cfg.Grid {
+		r := rand.New(rand.NewPCG(uint64(pt.B), uint64(pt.L)))
+		keys, vals := make([][]float32, pt.B), make([][]float32, pt.B)
+		for b := range keys {
+			keys[b], vals[b] = syntheticKV(r, pt.L, sh.Hkv, sh.D)
+		}
+		q := syntheticQ(r, keys, sh)
+		exact := make([]float32, sh.Hq*sh.D)
+		attn.ExactReference(exact, q[:sh.Hq*sh.D], keys[:1], vals[:1], sh, 1, 0)
+
+		out := make([]float32, len(q))
+		base := timeIt(cfg.Reps, func() {
+			if err := attn.DecodeF32(out, q, keys, vals, sh, 1, 0); err != nil {
+				panic(err)
+			}
+		})
+		fp32Bytes := int64(pt.B*pt.L*sh.Hkv*sh.D*2*4) + int64(2*len(q)*4)
+		baseRow := AttnRow{Device: "cpu", Format: "fp32 (baseline)", B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
+			TimeUS: base * 1e6, BytesRead: fp32Bytes, Speedup: 1, MaxAbsErr: maxAbsDiff(out[:len(exact)], exact),
+			BytesPerToken: float64(2 * sh.D * 4), BitsPerElem: 32}
+		baseRow.GBps = float64(fp32Bytes) / base / 1e9
+		baseRow.FracCeiling = baseRow.GBps / rep.ReadGBps
+		rep.BaselineRows = append(rep.BaselineRows, baseRow)
+		fmt.Fprintf(progress, "%s\n", rowLine(baseRow))
+
+		for _, spec := range cfg.Formats {
+			f, err := kv.MustParseSpec(spec).Resolve(sh.D)
+			if err != nil {
+				return nil, err
+			}
+			seqs := make([]*attn.Seq, pt.B)
+			var bytesRead int64
+			for b := range seqs {
+				c, err := attn.NewCache(f, sh)
+				if err != nil {
+					return nil, err
+				}
+				if err := c.Append(keys[b], vals[b]); err != nil {
+					return nil, err
+				}
+				seqs[b] = &c.Seq
+				bytesRead += f.ReadBytes(pt.L) * int64(sh.Hkv)
+			}
+			bytesRead += int64(2 * len(q) * 4)
+			p := attn.Params{Format: f, Shape: sh, Tq: 1}
+			sec := timeIt(cfg.Reps, func() {
+				if err := attn.Decode(out, q, seqs, p); err != nil {
+					panic(err)
+				}
+			})
+			row := AttnRow{Device: "cpu", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
+				TimeUS: sec * 1e6, BytesRead: bytesRead, GBps: float64(bytesRead) / sec / 1e9,
+				Speedup: base / sec, MaxAbsErr: maxAbsDiff(out[:len(exact)], exact),
+				BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()}
+			row.FracCeiling = row.GBps / rep.ReadGBps
+			rep.Rows = append(rep.Rows, row)
+			fmt.Fprintf(progress, "%s\n", rowLine(row))
+		}
+	}
+	return rep, nil
+}
+
+// syntheticKV draws [L][Hkv][D] keys with per-channel offsets and a few
+// outlier channels (x10..x50) and unit-scale values, as real caches look.
+func syntheticKV(r *rand.Rand, l, hkv, d int) (k, v []float32) {
+	m := hkv * d
+	scale, off := make([]float64, m), make([]float64, m)
+	for i := range scale {
+		scale[i], off[i] = 0.5+r.Float64(), 0.5*r.NormFloat64()
+		if r.IntN(16) == 0 {
+			scale[i] *= 10 + 40*r.Float64()
+		}
+	}
+	k, v = make([]float32, l*m), make([]float32, l*m)
+	for t := 0; t < l; t++ {
+		for i := 0; i < m; i++ {
+			k[t*m+i] = float32(off[i] + scale[i]*r.NormFloat64())
+			v[t*m+i] = float32(r.NormFloat64())
+		}
+	}
+	return k, v
+}
+
+// TargetScoreStd is the standard deviation of the synthetic attention
+// scores q·k/sqrt(D): real models' scores spread over a few units; random
+// queries against outlier-heavy keys would make softmax one-hot instead.
+const TargetScoreStd = 2.5
+
+// syntheticQ draws [B][Hq][D] queries, each scaled so its scores against
+// the first tokens of its sequence have a standard deviation of
+// TargetScoreStd.
+func syntheticQ(r *rand.Rand, keys [][]float32, sh attn.Shape) []float32 {
+	d := sh.D
+	q := make([]float32, len(keys)*sh.Hq*d)
+	for b := range keys {
+		l := len(keys[b]) / (sh.Hkv * d)
+		for hq := 0; hq < sh.Hq; hq++ {
+			row := q[(b*sh.Hq+hq)*d : (b*sh.Hq+hq+1)*d]
+			for c := range row {
+				row[c] = float32(r.NormFloat64())
+			}
+			h := hq / sh.Group()
+			var s1, s2 float64
+			n := min(l, 256)
+			for t := 0; t < n; t++ {
+				var s float64
+				for c := range row {
+					s += float64(row[c]) * float64(keys[b][(t*sh.Hkv+h)*d+c])
+				}
+				s /= math.Sqrt(float64(d))
+				s1, s2 = s1+s, s2+s*s
+			}
+			std := math.Sqrt(max(s2/float64(n)-(s1/float64(n))*(s1/float64(n)), 1e-12))
+			for c := range row {
+				row[c] *= float32(TargetScoreStd / std)
+			}
+		}
+	}
+	return q
+}
+
+// timeIt runs fn once to warm up, then reps times, and returns the median
+// in seconds.
+func timeIt(reps int, fn func()) float64 {
+	fn()
+	t := make([]float64, reps)
+	for i := range t {
+		start := time.Now()
+		fn()
+		t[i] = time.Since(start).Seconds()
+	}
+	sort.Float64s(t)
+	return t[reps/2]
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	var m float64
+	for i := range a {
+		d := math.Abs(float64(a[i] - b[i]))
+		if d != d {
+			return math.NaN()
+		}
+		m = max(m, d)
+	}
+	return m
+}
+
+func rowLine(r AttnRow) string {
+	return fmt.Sprintf("  %-22s B=%-3d L=%-6d %10.1f us %7.2f GB/s %5.1f%% of read  %5.2fx fp32  err %.2e",
+		r.Format, r.B, r.L, r.TimeUS, r.GBps, 100*r.FracCeiling, r.Speedup, r.MaxAbsErr)
+}
+
+// WriteTable prints the report as a Markdown table.
+func (rep *AttnReport) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "CPU decode attention, %s, %d threads, Hq=%d Hkv=%d D=%d, %s\n", rep.Machine, rep.Threads,
+		MainShape.Hq, MainShape.Hkv, MainShape.D, rep.Date)
+	fmt.Fprintf(w, "read ceiling (Go streaming read, same run): %.1f GB/s (%d threads), %.1f GB/s (1 thread)\n\n", rep.ReadGBps, rep.Threads, rep.ReadGBps1T)
+	fmt.Fprintln(w, "| format | B | L | bits/elem | time us | bytes read | GB/s | of read ceiling | vs fp32 | max abs err vs f64 |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	all := append(append([]AttnRow(nil), rep.BaselineRows...), rep.Rows...)
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].L != all[j].L {
+			return all[i].L < all[j].L
+		}
+		return all[i].B < all[j].B
+	})
+	for _, r := range all {
+		fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.0f | %s | %.2f | %.1f%% | %.2fx | %.1e |\n", r.Format, r.B, r.L, r.BitsPerElem,
+			r.TimeUS, mib(r.BytesRead), r.GBps, 100*r.FracCeiling, r.Speedup, r.MaxAbsErr)
+	}
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// WriteJSON writes the report as indented JSON to path.
+func (rep *AttnReport) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func machineName() string {
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if len(line) > 10 && line[:10] == "model name" {
+				for i := range line {
+					if line[i] == ':' {
+						return strings.TrimSpace(line[i+1:])
+					}
+				}
+			}
+		}
+	}
+	return runtime.GOARCH
+}

@@ -1,0 +1,164 @@
+// Command bitdecode is a long-context LLM inference engine whose KV cache is
+// stored at 2, 4 or 8 bits and read faster than fp16.
+//
+// This file only wires subcommands to the packages that do the work.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// command is one subcommand: its usage line, one-line summary, long help
+// and the function that runs it.
+type command struct {
+	name    string
+	usage   string // arguments after the name
+	summary string
+	help    string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// errUsage marks an error in the arguments: usage is printed and the exit
+// code is 2.
+type errUsage struct{ msg string }
+
+func (e errUsage) Error() string { return e.msg }
+
+func usageErrorf(format string, a ...any) error { return errUsage{fmt.Sprintf(format, a...)} }
+
+// errNotYet reports a subcommand that is planned but not built.
+var errNotYet = errors.New("not built yet")
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printTopUsage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				printHelp(stdout, c)
+				return 0
+			}
+		}
+		printTopUsage(stdout)
+		return 0
+	case "-version", "--version", "version":
+		fmt.Fprintf(stdout, "bitdecode %s\n", version)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "bitdecode: unknown command %q\nRun 'bitdecode help' for the list of commands.\n", args[0])
+		return 2
+	}
+	err := c.run(args[1:], stdout, stderr)
+	var ue errUsage
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "bitdecode %s: %v\nusage: bitdecode %s %s\nRun 'bitdecode help %s' for details.\n", c.name, err, c.name, c.usage, c.name)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "bitdecode %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+func printTopUsage(w io.Writer) {
+	fmt.Fprintf(w, "bitdecode %s: LLM inference with a low-bit (int8/int4/int2) KV cache that decodes faster than fp16.\n\n", version)
+	fmt.Fprintf(w, "usage: bitdecode <command> [arguments]\n\ncommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun 'bitdecode help <command>' for a command's flags and an example; 'bitdecode --version' for the version.\n")
+}
+
+func printHelp(w io.Writer, c *command) {
+	fmt.Fprintf(w, "usage: bitdecode %s %s\n\n%s\n\n%s\n", c.name, c.usage, c.summary, strings.TrimSpace(c.help))
+	if fs := c.flags(); fs != nil {
+		fmt.Fprintf(w, "\nflags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}
+
+// flags returns the command's flag set for help output (nil if it has none).
+func (c *command) flags() *flag.FlagSet {
+	if f, ok := flagSets[c.name]; ok {
+		return f()
+	}
+	return nil
+}
+
+// flagSets builds each command's flags without parsing, for help.
+var flagSets = map[string]func() *flag.FlagSet{}
+
+// newFlagSet returns a flag set whose -h prints the command's full help.
+func newFlagSet(c *command, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() { printHelp(stdout, c) }
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors and -h into
+// the full help.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return flag.ErrHelp
+	}
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
+}
+
+func notYet(name, issue, instead string) func([]string, io.Writer, io.Writer) error {
+	return func(args []string, stdout, stderr io.Writer) error {
+		return fmt.Errorf("%w: %s arrives with %s; meanwhile try %s", errNotYet, name, issue, instead)
+	}
+}
+
+func init() {
+	register(&command{name: "run", usage: "[--model DIR] [--kv SPEC] [--device auto|cpu|cuda] PROMPT",
+		summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache (not built yet)",
+		help:    "Loads config.json, *.safetensors and tokenizer.json from DIR and streams generated tokens.\n\nexample:\n  bitdecode run --model ./Llama-3.2-1B --kv int4 \"Write a haiku about caches\"",
+		run:     notYet("run", "the model runtime (issue #5)", "'bitdecode bench --quick'")})
+	register(&command{name: "serve", usage: "[--model DIR] [--kv SPEC] [--addr HOST:PORT]",
+		summary: "OpenAI-compatible HTTP server with continuous batching (not built yet)",
+		help:    "Serves /v1/chat/completions, /v1/completions and /v1/models.\n\nexample:\n  bitdecode serve --model ./Llama-3.2-1B --kv int4 --addr 127.0.0.1:8080",
+		run:     notYet("serve", "the serving engine (issue #6)", "'bitdecode bench --quick'")})
+	register(&command{name: "eval", usage: "ppl --model DIR --file TEXT [--ctx N] [--kv SPEC,...]",
+		summary: "accuracy of KV formats: perplexity and KL divergence against fp16 (not built yet)",
+		help:    "example:\n  bitdecode eval ppl --model ./gocoder-23m --file heldout.txt --ctx 8192 --kv fp16,int8,int4,int2",
+		run:     notYet("eval", "the model runtime (issue #5)", "'bitdecode bench attn' for kernel-level error")})
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCLI(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string // substring expected on stdout
+		stderr string // substring expected on stderr
+	}{
+		{nil, 2, "", "usage: bitdecode <command>"},
+		{[]string{"--version"}, 0, "bitdecode ", ""},
+		{[]string{"help"}, 0, "commands:", ""},
+		{[]string{"help", "bench"}, 0, "usage: bitdecode bench", ""},
+		{[]string{"bench", "-h"}, 0, "example:", ""},
+		{[]string{"nope"}, 2, "", `unknown command "nope"`},
+		{[]string{"run", "hello"}, 1, "", "not built yet"},
+		{[]string{"serve"}, 1, "", "not built yet"},
+		{[]string{"eval", "ppl"}, 1, "", "not built yet"},
+		{[]string{"inspect"}, 2, "", "kv or gpu"},
+		{[]string{"inspect", "kv", "int4"}, 0, "4.250 bits per element", ""},
+		{[]string{"inspect", "kv", "--head-dim", "64", "k4v2"}, 0, "head dim 64", ""},
+		{[]string{"inspect", "kv", "int3"}, 2, "", "kXvY"},
+		{[]string{"inspect", "kv"}, 0, "BASE[:OPTION]", ""},
+		{[]string{"bench", "--kv", "int5"}, 2, "", "invalid format spec"},
+		{[]string{"bench", "--grid", "1by8"}, 2, "", "grid point"},
+		{[]string{"bench", "--device", "tpu"}, 2, "", "want auto, cpu or cuda"},
+		{[]string{"bench", "--device", "cuda"}, 1, "", "try --device cpu"},
+		{[]string{"bench", "--bogus"}, 2, "", "flag provided but not defined"},
+	}
+	for _, tc := range tests {
+		var out, errb bytes.Buffer
+		code := runMain(tc.args, &out, &errb)
+		if code != tc.code || !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errb.String(), tc.stderr) {
+			t.Errorf("bitdecode %q: exit %d, stdout %q, stderr %q; want exit %d, stdout ~%q, stderr ~%q",
+				tc.args, code, out.String(), errb.String(), tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+func TestBenchAutoFallsBackToCPU(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := runMain([]string{"bench", "--device", "auto", "--kv", "int4", "--grid", "1x512", "--reps", "1"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "running on the CPU") {
+		t.Errorf("stderr lacks the fallback line: %q", errb.String())
+	}
+	if !strings.Contains(out.String(), "| int4:kc128:v128:res128 | 1 | 512 |") {
+		t.Errorf("table lacks the int4 row:\n%s", out.String())
+	}
+}
