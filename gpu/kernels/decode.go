@@ -1,0 +1,199 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+//go:embed decode.cu
+var decodeSource string
+
+// Tile constants of decode.cu (kept equal to its constexprs).
+const (
+	decodeThreads = 128
+	decodeTile    = 64
+	// decodeTargetCTAs is how many CTAs a step aims for (about four waves
+	// on a 132-SM H100). It is a constant, not read from the device, so the
+	// split count, and with it the result's bits, depend on the shape only.
+	decodeTargetCTAs = 528
+)
+
+// decodeRowChunks are the RMAX instantiations: query rows per CTA.
+var decodeRowChunks = []int{1, 2, 4, 8}
+
+// DecodeLayout is the packed-block layout of a KV format as the decode
+// kernel reads it (package kv's canonical layout; see decode.cu).
+type DecodeLayout struct {
+	D            int  // head dim: 64, 128 or 256
+	KBits, VBits int  // 16 (fp16), 8, 4 or 2
+	KPerChannel  bool // keys quantized per channel (KC) rather than per token
+	GK, GV       int  // group sizes (tokens for KC, channels otherwise)
+	Nr           int  // tokens per block (= residual block size)
+	BlockBytes   int  // one KV head's block: K half then V half
+	KBytes       int  // size of the K half
+	KParamsOff   int  // offset of K's (scale, zero) pairs in the K half
+	VParamsOff   int  // offset of V's pairs in the V half
+}
+
+// DecodeShape is the shape of one decode call.
+type DecodeShape struct {
+	B, Hq, Hkv, Tq int
+	MaxBlocks      int // columns of the block table
+	MaxL           int // longest sequence (cached tokens, query tokens included)
+}
+
+// DecodeBuffers are the device buffers of one call (see decode.cu for layouts).
+type DecodeBuffers struct {
+	Pool       cuda.DevicePtr // [nBlocks][Hkv][BlockBytes]
+	BlockTable cuda.DevicePtr // [B][MaxBlocks] int32
+	ResK, ResV cuda.DevicePtr // [B][Hkv][Nr][D] fp16
+	Lens       cuda.DevicePtr // [B] int32
+	Q, Out     cuda.DevicePtr // [B][Tq][Hq][D] fp16
+}
+
+// DecodePlan is a compiled, sized decode for one (layout, shape): the
+// kernels, the split length and the workspace for the split partials.
+type DecodePlan struct {
+	layout              DecodeLayout
+	shape               DecodeShape
+	rmax, rowChunks     int
+	splitLen, maxSplits int
+	split, combine      cuda.Function
+	partO, partML       cuda.DevicePtr
+	dev                 *cuda.Device
+}
+
+// SplitLen returns the tokens per split and the number of splits of the
+// longest sequence.
+func (p *DecodePlan) SplitLen() (tokens, splits int) { return p.splitLen, p.maxSplits }
+
+func (l DecodeLayout) check() error {
+	okBits := func(b int) bool { return b == 16 || b == 8 || b == 4 || b == 2 }
+	switch {
+	case l.D != 64 && l.D != 128 && l.D != 256:
+		return fmt.Errorf("kernels: decode: head dim %d has no kernel (want 64, 128 or 256)", l.D)
+	case !okBits(l.KBits) || !okBits(l.VBits):
+		return fmt.Errorf("kernels: decode: K/V widths %d/%d bits have no kernel (want 16, 8, 4 or 2)", l.KBits, l.VBits)
+	case l.KBits < 16 && (l.GK < 8 || (!l.KPerChannel && l.D%l.GK != 0) || (l.KPerChannel && l.Nr%l.GK != 0)):
+		return fmt.Errorf("kernels: decode: key group %d does not fit D=%d, Nr=%d", l.GK, l.D, l.Nr)
+	case l.VBits < 16 && (l.GV < 8 || l.D%l.GV != 0):
+		return fmt.Errorf("kernels: decode: value group %d does not fit D=%d", l.GV, l.D)
+	case l.Nr <= 0 || l.BlockBytes%16 != 0 || l.KBytes%16 != 0:
+		return fmt.Errorf("kernels: decode: block of %d tokens, %d/%d bytes is not 16-byte aligned", l.Nr, l.BlockBytes, l.KBytes)
+	}
+	return nil
+}
+
+// PlanDecode compiles (on first use) the kernels for layout l and sizes the
+// split-KV workspace for shape s.
+func PlanDecode(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
+		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
+	}
+	p := &DecodePlan{layout: l, shape: s, dev: dev}
+	rows := s.Hq / s.Hkv * s.Tq
+	p.rmax = decodeRowChunks[len(decodeRowChunks)-1]
+	for _, r := range decodeRowChunks {
+		if r >= rows {
+			p.rmax = r
+			break
+		}
+	}
+	p.rowChunks = (rows + p.rmax - 1) / p.rmax
+	items := s.B * s.Hkv * p.rowChunks
+	maxTiles := (s.MaxL + decodeTile - 1) / decodeTile
+	splits := min(max(1, (decodeTargetCTAs+items-1)/items), maxTiles)
+	p.splitLen = (maxTiles + splits - 1) / splits * decodeTile
+	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
+
+	kc := "false"
+	if l.KPerChannel {
+		kc = "true"
+	}
+	splitExpr := fmt.Sprintf("decode_split<%d, %d, %d, %s, %d>", l.D, l.KBits, l.VBits, kc, p.rmax)
+	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, p.rmax)
+	mod, err := dev.Compile(cuda.Program{Name: "decode.cu", Source: decodeSource, Exprs: []string{splitExpr, combineExpr}})
+	if err != nil {
+		return nil, err
+	}
+	if p.split, err = mod.Function(splitExpr); err != nil {
+		return nil, err
+	}
+	if p.combine, err = mod.Function(combineExpr); err != nil {
+		return nil, err
+	}
+	parts := s.B * s.Hkv * p.rowChunks * p.maxSplits * p.rmax
+	if p.partO, err = dev.Alloc(parts * l.D * 4); err != nil {
+		return nil, err
+	}
+	if p.partML, err = dev.Alloc(parts * 2 * 4); err != nil {
+		dev.Free(p.partO)
+		return nil, err
+	}
+	return p, nil
+}
+
+// Close frees the plan's workspace.
+func (p *DecodePlan) Close() error {
+	e1 := p.dev.Free(p.partO)
+	e2 := p.dev.Free(p.partML)
+	if e1 != nil {
+		return e1
+	}
+	return e2
+}
+
+// Launch queues the decode (split kernel, then combine) on stream st.
+// scale is the softmax scale; 0 means 1/sqrt(D).
+func (p *DecodePlan) Launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, scale float32) error {
+	l, s := p.layout, p.shape
+	const log2e = 1.4426950408889634
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(l.D)))
+	}
+	err := c.Launch(p.split, cuda.Dim3{X: p.maxSplits, Y: s.Hkv * p.rowChunks, Z: s.B}, cuda.Dim3{X: decodeThreads}, 0, st,
+		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.Lens, b.Q, p.partO, p.partML,
+		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(p.maxSplits), int32(p.rowChunks),
+		int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff), int32(max(l.GK, 1)), int32(max(l.GV, 1)),
+		float32(float64(scale)*log2e))
+	if err != nil {
+		return err
+	}
+	return c.Launch(p.combine, cuda.Dim3{X: s.Hkv * p.rowChunks, Y: s.B}, cuda.Dim3{X: decodeThreads}, 0, st,
+		p.partO, p.partML, b.Lens, b.Out, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen), int32(p.maxSplits), int32(p.rowChunks))
+}
+
+// LayoutFor returns the decode kernel's view of KV format f, or an error
+// naming the format when no kernel reads it yet.
+func LayoutFor(f kv.Format) (DecodeLayout, error) {
+	bits := func(e kv.Elem) (int, error) {
+		switch e {
+		case kv.FP16:
+			return 16, nil
+		case kv.Int8, kv.Int4, kv.Int2:
+			return e.Bits(), nil
+		}
+		return 0, fmt.Errorf("kernels: no GPU decode kernel reads %v K/V yet (format %s); use fp16, int8, int4 or int2, or --device cpu", e, f.Spec.String())
+	}
+	kb, err := bits(f.K.Elem)
+	if err != nil {
+		return DecodeLayout{}, err
+	}
+	vb, err := bits(f.V.Elem)
+	if err != nil {
+		return DecodeLayout{}, err
+	}
+	if f.Rotate {
+		return DecodeLayout{}, fmt.Errorf("kernels: the GPU decode kernel does not rotate queries yet (format %s); use --device cpu", f.Spec.String())
+	}
+	return DecodeLayout{D: f.D, KBits: kb, VBits: vb, KPerChannel: f.K.Scaling == kv.PerChannel,
+		GK: f.K.Group, GV: f.V.Group, Nr: f.Residual, BlockBytes: f.BlockBytes(), KBytes: f.K.Bytes,
+		KParamsOff: f.K.ParamsOffset, VParamsOff: f.V.ParamsOffset}, nil
+}

@@ -1,0 +1,249 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+var (
+	devOnce sync.Once
+	dev     *cuda.Device
+	devErr  error
+)
+
+// device opens GPU 0 once, or skips the test with the reason.
+func device(t *testing.T) *cuda.Device {
+	t.Helper()
+	devOnce.Do(func() { dev, devErr = cuda.Open(0) })
+	if devErr != nil {
+		t.Skipf("no CUDA device: %v", devErr)
+	}
+	return dev
+}
+
+// gpuCase is one decode call: caches built on the CPU with package attn,
+// uploaded to a pool in shuffled block order (paged), run on the GPU and
+// checked against attn.Reference.
+type gpuCase struct {
+	spec string
+	sh   attn.Shape
+	lens []int
+	tq   int
+}
+
+func (c gpuCase) String() string {
+	return fmt.Sprintf("%s Hq=%d Hkv=%d D=%d lens=%v Tq=%d", c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq)
+}
+
+// keysValues draws K with per-channel offsets and outlier channels and V at
+// unit scale, [n][Hkv][D].
+func keysValues(r *rand.Rand, n, hkv, d int) (k, v []float32) {
+	m := hkv * d
+	scale, off := make([]float64, m), make([]float64, m)
+	for i := range scale {
+		scale[i], off[i] = 0.5+r.Float64(), 0.5*r.NormFloat64()
+		if r.IntN(16) == 0 {
+			scale[i] *= 10 + 40*r.Float64()
+		}
+	}
+	k, v = make([]float32, n*m), make([]float32, n*m)
+	for i := range k {
+		k[i] = float32(off[i%m] + scale[i%m]*r.NormFloat64())
+		v[i] = float32(r.NormFloat64())
+	}
+	return k, v
+}
+
+func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
+	d := device(t)
+	f, err := kv.MustParseSpec(c.spec).Resolve(c.sh.D)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := kernels.LayoutFor(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []*attn.Seq
+	maxL, maxBlocks, nBlocks := 0, 1, 0
+	for _, l := range c.lens {
+		cache, err := attn.NewCache(f, c.sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, v := keysValues(r, l, c.sh.Hkv, c.sh.D)
+		if err := cache.Append(k, v); err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, &cache.Seq)
+		maxL = max(maxL, l)
+		maxBlocks = max(maxBlocks, len(cache.Blocks))
+		nBlocks += len(cache.Blocks)
+	}
+	// Paged pool: blocks in a shuffled order, plus one unused poisoned block.
+	blockBytes := c.sh.Hkv * f.BlockBytes()
+	pool := make([]byte, (nBlocks+1)*blockBytes)
+	for i := range pool {
+		pool[i] = 0xff // NaN fp16 everywhere nothing is written
+	}
+	perm := r.Perm(nBlocks + 1)
+	table := make([]int32, len(seqs)*maxBlocks)
+	resK := make([]uint16, len(seqs)*c.sh.Hkv*f.Residual*c.sh.D)
+	resV := make([]uint16, len(resK))
+	lens := make([]int32, len(seqs))
+	next := 0
+	for b, s := range seqs {
+		for i, blk := range s.Blocks {
+			slot := perm[next]
+			next++
+			copy(pool[slot*blockBytes:], blk)
+			table[b*maxBlocks+i] = int32(slot)
+		}
+		n := c.sh.Hkv * f.Residual * c.sh.D
+		copy(resK[b*n:], s.ResK[:n])
+		copy(resV[b*n:], s.ResV[:n])
+		lens[b] = int32(s.Len(f.Residual))
+	}
+	nq := len(seqs) * c.tq * c.sh.Hq * c.sh.D
+	q := make([]float32, nq)
+	qh := make([]uint16, nq)
+	for i := range q {
+		qh[i] = half.FromFloat32(float32(r.NormFloat64()))
+		q[i] = half.ToFloat32(qh[i]) // the reference sees the fp16 query the GPU sees
+	}
+	want := make([]float32, nq)
+	st, err := attn.Reference(want, q, seqs, attn.Params{Format: f, Shape: c.sh, Tq: c.tq})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	plan, err := kernels.PlanDecode(d, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plan.Close()
+	var bufs kernels.DecodeBuffers
+	var allocs []cuda.DevicePtr
+	up := func(dst *cuda.DevicePtr, src []byte) {
+		p, err := d.Alloc(max(len(src), 16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs = append(allocs, p)
+		if err := d.HtoD(p, src); err != nil {
+			t.Fatal(err)
+		}
+		*dst = p
+	}
+	defer func() {
+		for _, p := range allocs {
+			d.Free(p)
+		}
+	}()
+	up(&bufs.Pool, pool)
+	up(&bufs.BlockTable, cuda.Bytes(table))
+	up(&bufs.ResK, cuda.Bytes(resK))
+	up(&bufs.ResV, cuda.Bytes(resV))
+	up(&bufs.Lens, cuda.Bytes(lens))
+	up(&bufs.Q, cuda.Bytes(qh))
+	poison := make([]uint16, nq)
+	for i := range poison {
+		poison[i] = 0x7e00 // fp16 NaN
+	}
+	up(&bufs.Out, cuda.Bytes(poison))
+
+	var first []uint16
+	for run := 0; run < 3; run++ {
+		if err := d.HtoD(bufs.Out, cuda.Bytes(poison)); err != nil {
+			t.Fatal(err)
+		}
+		err := d.Do(func(cx *cuda.Ctx) error {
+			if err := plan.Launch(cx, d.Stream(), bufs, 0); err != nil {
+				return err
+			}
+			return cx.SyncStream(d.Stream())
+		})
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		got := make([]uint16, nq)
+		if err := d.DtoH(cuda.Bytes(got), bufs.Out); err != nil {
+			t.Fatal(err)
+		}
+		if run == 0 {
+			first = got
+			checkOut(t, c, f, st, got, want)
+			continue
+		}
+		for i := range got {
+			if got[i] != first[i] {
+				t.Fatalf("%v: run %d element %d: %#04x, first run %#04x: not deterministic", c, run, i, got[i], first[i])
+			}
+		}
+	}
+}
+
+// checkOut compares every output element with the reference. The bound is
+// attn's CPU bound (float32 folding of scores and sums, see attn's tests)
+// with tiles of 64 tokens in place of blocks, plus the fp16 rounding of the
+// output (half an ulp: 2^-11 relative).
+func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint16, want []float32) {
+	t.Helper()
+	const eps32 = 1.0 / (1 << 23)
+	d := c.sh.D
+	for row := 0; row < len(got)/d; row++ {
+		scoreTol := (1 / math.Sqrt(float64(d))) * float64(d+8) * eps32 * st.ScoreMag[row]
+		acc := (64 + float64(st.MaxL)/64 + 32) * 2 * eps32
+		tol := st.MaxAbsV * (2.5*scoreTol + acc)
+		for ch := 0; ch < d; ch++ {
+			g := float64(half.ToFloat32(got[row*d+ch]))
+			w := float64(want[row*d+ch])
+			if g != g || math.Abs(g-w) > tol+math.Abs(w)/2048 {
+				t.Fatalf("%v: row %d channel %d: got %g, want %g (tol %.3g)", c, row, ch, g, w, tol+math.Abs(w)/2048)
+			}
+		}
+	}
+}
+
+func TestGPUDecodeMatchesReference(t *testing.T) {
+	device(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	specs := []string{"fp16", "int8", "int4", "int4:kt128", "int4:kt32:v32", "int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:kc64:res64"}
+	shapes := []attn.Shape{{Hq: 32, Hkv: 8, D: 128}, {Hq: 4, Hkv: 4, D: 64}, {Hq: 8, Hkv: 1, D: 128}, {Hq: 6, Hkv: 2, D: 256},
+		{Hq: 14, Hkv: 2, D: 128}, {Hq: 16, Hkv: 1, D: 64}}
+	for i, spec := range specs {
+		for j, sh := range shapes {
+			nr := kv.MustParseSpec(spec).Residual
+			all := []int{5, nr - 1, nr, nr + 1, 3*nr + 7, 1000, 4099}
+			lens := []int{all[(i+j)%len(all)], all[(i+j+3)%len(all)], all[(i+2*j+5)%len(all)]}
+			for _, tq := range []int{1, 3} {
+				runCase(t, r, gpuCase{spec: spec, sh: sh, lens: lens, tq: tq})
+			}
+		}
+	}
+}
+
+func TestGPUDecodeLong(t *testing.T) {
+	device(t)
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, spec := range []string{"fp16", "int4", "int2"} {
+		runCase(t, r, gpuCase{spec: spec, sh: attn.Shape{Hq: 32, Hkv: 8, D: 128}, lens: []int{20000}, tq: 1})
+	}
+}
+
+func TestLayoutForUnsupported(t *testing.T) {
+	for _, spec := range []string{"fp8e4m3", "bf16", "int4:rot"} {
+		if _, err := kernels.LayoutFor(kv.MustResolve(spec, 128)); err == nil {
+			t.Errorf("LayoutFor(%s) succeeded; want an error naming the format", spec)
+		}
+	}
+}
