@@ -1,0 +1,401 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// GPUGrid is BENCHMARKS.md's decode-attention grid.
+var GPUGrid = []Point{{1, 8192}, {1, 32768}, {1, 131072}, {8, 32768}, {16, 32768}, {32, 8192}, {64, 8192}, {128, 8192}}
+
+// GPUFormats are the protocol's formats for the GPU table.
+var GPUFormats = []string{"fp16", "int8", "int4", "int4:kt128", "int2", "k4v2"}
+
+// GPU timing protocol (BENCHMARKS.md): warm-ups, timed runs, and the working
+// set the rotated inputs must exceed so that L2 (50 MB on H100) cannot serve
+// them.
+const (
+	gpuWarmups        = 5
+	gpuRuns           = 50
+	gpuRotateBytes    = 256 << 20
+	gpuMaxPoolBytes   = 40 << 30
+	gpuPrototypes     = 16    // distinct random blocks replicated over the pool
+	gpuErrCheckTokens = 32768 // check against the float64 reference up to this length
+)
+
+// GPUConfig configures RunAttnGPU.
+type GPUConfig struct {
+	Formats []string
+	Grid    []Point
+	Shape   attn.Shape
+	// ResidualFull runs every row with Nr-1 tokens in the residual block
+	// (L-1 cached tokens) instead of none.
+	ResidualFull bool
+	// Paged shuffles the block table (pages scattered over the pool).
+	Paged    bool
+	Progress io.Writer
+}
+
+// GPURow is one measured GPU row.
+type GPURow struct {
+	AttnRow
+	Splits      int     `json:"splits"`
+	ResidualLen int     `json:"residual_tokens"`
+	Paged       bool    `json:"paged"`
+	KernelErr   float64 `json:"max_abs_err_vs_f64_ref"` // vs attn.Reference on the stored values, sequence 0; -1 if not checked
+	SDPAUS      float64 `json:"sdpa_us,omitempty"`
+	SpeedupSDPA float64 `json:"speedup_vs_sdpa,omitempty"`
+}
+
+// GPUReport is the result of RunAttnGPU.
+type GPUReport struct {
+	Date     string       `json:"date"`
+	Device   string       `json:"device"`
+	Info     *cuda.Info   `json:"info,omitempty"`
+	ReadGBps float64      `json:"read_ceiling_gb_per_s"`
+	Rows     []GPURow     `json:"rows"`
+	SDPA     []SDPARecord `json:"sdpa,omitempty"`
+}
+
+// RunAttnGPU measures the GPU decode kernels on every format and grid point.
+func RunAttnGPU(dev *cuda.Device, cfg GPUConfig) (*GPUReport, error) {
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	info, err := dev.Info(true)
+	if err != nil {
+		return nil, err
+	}
+	rep := &GPUReport{Date: time.Now().UTC().Format("2006-01-02"), Device: info.Name, Info: &info}
+	if info.Bandwidth != nil {
+		rep.ReadGBps = info.Bandwidth.GBps
+	}
+	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s (16-byte streaming probe)\n", info.Name, rep.ReadGBps)
+	for _, spec := range cfg.Formats {
+		f, err := kv.MustParseSpec(spec).Resolve(cfg.Shape.D)
+		if err != nil {
+			return nil, err
+		}
+		for _, pt := range cfg.Grid {
+			row, err := runGPUPoint(dev, f, cfg, pt)
+			if err != nil {
+				return nil, fmt.Errorf("%s B=%d L=%d: %w", spec, pt.B, pt.L, err)
+			}
+			row.FracCeiling = row.GBps / rep.ReadGBps
+			rep.Rows = append(rep.Rows, *row)
+			fmt.Fprintf(progress, "  %-24s B=%-3d L=%-6d splits=%-3d %9.1f us %7.0f GB/s %5.1f%% of read  err %.1e\n",
+				row.Format, row.B, row.L, row.Splits, row.TimeUS, row.GBps, 100*row.FracCeiling, row.KernelErr)
+		}
+	}
+	return rep, nil
+}
+
+func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *GPURow, err error) {
+	sh := cfg.Shape
+	lay, err := kernels.LayoutFor(f)
+	if err != nil {
+		return nil, err
+	}
+	l := pt.L
+	if cfg.ResidualFull {
+		l = pt.L - 1
+	}
+	nr := f.Residual
+	nBlocks := l / nr
+	headBlock := sh.Hkv * f.BlockBytes()
+	setBytes := int64(pt.B) * (int64(nBlocks)*int64(headBlock) + int64(sh.Hkv*f.ResidualBytes()))
+	sets := int(max(1, min((gpuRotateBytes+setBytes-1)/setBytes, gpuMaxPoolBytes/max(setBytes, 1))))
+	poolBlocks := sets * pt.B * max(nBlocks, 1)
+
+	// Prototype blocks and residual from real (synthetic, realistic) K/V.
+	r := rand.New(rand.NewPCG(uint64(pt.B), uint64(pt.L)))
+	cache, err := attn.NewCache(f, sh)
+	if err != nil {
+		return nil, err
+	}
+	k, v := syntheticKV(r, gpuPrototypes*nr+nr-1, sh.Hkv, sh.D)
+	if err := cache.Append(k, v); err != nil {
+		return nil, err
+	}
+
+	var allocs []cuda.DevicePtr
+	defer func() {
+		for _, p := range allocs {
+			dev.Free(p)
+		}
+	}()
+	alloc := func(n int) (cuda.DevicePtr, error) {
+		p, err := dev.Alloc(max(n, 16))
+		if err == nil {
+			allocs = append(allocs, p)
+		}
+		return p, err
+	}
+	pool, err := alloc(poolBlocks * headBlock)
+	if err != nil {
+		return nil, err
+	}
+	// Upload the prototypes, then double the filled prefix until the pool is full.
+	protos := make([]byte, 0, gpuPrototypes*headBlock)
+	for _, b := range cache.Blocks {
+		protos = append(protos, b...)
+	}
+	if err := dev.HtoD(pool, protos[:min(len(protos), poolBlocks*headBlock)]); err != nil {
+		return nil, err
+	}
+	err = dev.Do(func(c *cuda.Ctx) error {
+		for filled := min(gpuPrototypes, poolBlocks); filled < poolBlocks; {
+			n := min(filled, poolBlocks-filled)
+			if err := c.DtoD(pool+cuda.DevicePtr(filled*headBlock), pool, n*headBlock); err != nil {
+				return err
+			}
+			filled += n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Block tables, one per rotated set; residuals and lengths.
+	maxBlocks := max(nBlocks, 1)
+	tables := make([]cuda.DevicePtr, sets)
+	resKs, resVs := make([]cuda.DevicePtr, sets), make([]cuda.DevicePtr, sets)
+	table := make([]int32, pt.B*maxBlocks)
+	res := make([]uint16, pt.B*len(cache.ResK))
+	for i := range res {
+		res[i] = cache.ResK[i%len(cache.ResK)]
+	}
+	resV := make([]uint16, len(res))
+	for i := range resV {
+		resV[i] = cache.ResV[i%len(cache.ResV)]
+	}
+	for s := 0; s < sets; s++ {
+		base := s * pt.B * maxBlocks
+		perm := r.Perm(pt.B * maxBlocks)
+		for i := range table {
+			if cfg.Paged {
+				table[i] = int32(base + perm[i])
+			} else {
+				table[i] = int32(base + i)
+			}
+		}
+		if tables[s], err = alloc(len(table) * 4); err != nil {
+			return nil, err
+		}
+		if resKs[s], err = alloc(len(res) * 2); err != nil {
+			return nil, err
+		}
+		if resVs[s], err = alloc(len(res) * 2); err != nil {
+			return nil, err
+		}
+		if err := dev.HtoD(tables[s], cuda.Bytes(table)); err != nil {
+			return nil, err
+		}
+		if err := dev.HtoD(resKs[s], cuda.Bytes(res)); err != nil {
+			return nil, err
+		}
+		if err := dev.HtoD(resVs[s], cuda.Bytes(resV)); err != nil {
+			return nil, err
+		}
+	}
+	lens := make([]int32, pt.B)
+	for i := range lens {
+		lens[i] = int32(l)
+	}
+	lensPtr, err := alloc(len(lens) * 4)
+	if err != nil {
+		return nil, err
+	}
+	if err := dev.HtoD(lensPtr, cuda.Bytes(lens)); err != nil {
+		return nil, err
+	}
+	nq := pt.B * sh.Hq * sh.D
+	qh := make([]uint16, nq)
+	qf := syntheticQ(r, [][]float32{k}, attn.Shape{Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D})
+	for i := range qh {
+		qh[i] = half.FromFloat32(qf[i%len(qf)])
+	}
+	qPtr, err := alloc(nq * 2)
+	if err != nil {
+		return nil, err
+	}
+	outPtr, err := alloc(nq * 2)
+	if err != nil {
+		return nil, err
+	}
+	if err := dev.HtoD(qPtr, cuda.Bytes(qh)); err != nil {
+		return nil, err
+	}
+	plan, err := kernels.PlanDecode(dev, lay, kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l})
+	if err != nil {
+		return nil, err
+	}
+	defer plan.Close()
+	bufs := func(s int) kernels.DecodeBuffers {
+		return kernels.DecodeBuffers{Pool: pool, BlockTable: tables[s], ResK: resKs[s], ResV: resVs[s], Lens: lensPtr, Q: qPtr, Out: outPtr}
+	}
+	var times []float64
+	err = dev.Do(func(c *cuda.Ctx) error {
+		st := dev.Stream()
+		e0, err := c.NewEvent()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyEvent(e0)
+		e1, err := c.NewEvent()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyEvent(e1)
+		for i := 0; i < gpuWarmups+gpuRuns; i++ {
+			if err := c.Record(e0, st); err != nil {
+				return err
+			}
+			if err := plan.Launch(c, st, bufs(i%sets), 0); err != nil {
+				return err
+			}
+			if err := c.Record(e1, st); err != nil {
+				return err
+			}
+			if err := c.SyncEvent(e1); err != nil {
+				return err
+			}
+			ms, err := c.ElapsedMS(e0, e1)
+			if err != nil {
+				return err
+			}
+			if i >= gpuWarmups {
+				times = append(times, float64(ms)*1e3)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Float64s(times)
+	us := times[len(times)/2]
+	bytes := int64(pt.B)*int64(sh.Hkv)*f.ReadBytes(l) + int64(2*nq*2)
+	splitLen, splits := plan.SplitLen()
+	_ = splitLen
+	row = &GPURow{AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
+		TimeUS: us, BytesRead: bytes, GBps: float64(bytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
+		Splits: splits, ResidualLen: l % nr, Paged: cfg.Paged, KernelErr: -1}
+
+	// Check the last run's output (set (gpuWarmups+gpuRuns-1)%sets) for
+	// sequence 0 against the float64 reference on the same stored values.
+	if l <= gpuErrCheckTokens {
+		s := (gpuWarmups + gpuRuns - 1) % sets
+		got := make([]uint16, nq)
+		if err := dev.DtoH(cuda.Bytes(got), outPtr); err != nil {
+			return nil, err
+		}
+		tbl := make([]int32, len(table))
+		if err := dev.DtoH(cuda.Bytes(tbl), tables[s]); err != nil {
+			return nil, err
+		}
+		seq := &attn.Seq{ResK: cache.ResK, ResV: cache.ResV, ResLen: l % nr}
+		for i := 0; i < nBlocks; i++ {
+			p := int(tbl[i]) % gpuPrototypes // pool block j holds prototype j mod P
+			seq.Blocks = append(seq.Blocks, cache.Blocks[p])
+		}
+		q0 := make([]float32, sh.Hq*sh.D)
+		for i := range q0 {
+			q0[i] = half.ToFloat32(qh[i])
+		}
+		want := make([]float32, len(q0))
+		if _, err := attn.Reference(want, q0, []*attn.Seq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1}); err != nil {
+			return nil, err
+		}
+		var m float64
+		for i := range want {
+			d := math.Abs(float64(half.ToFloat32(got[i])) - float64(want[i]))
+			if d != d {
+				d = math.Inf(1)
+			}
+			m = max(m, d)
+		}
+		row.KernelErr = m
+	}
+	return row, nil
+}
+
+// SDPARecord is one row of bench/anchors/sdpa_decode.py's JSON.
+type SDPARecord struct {
+	B        int     `json:"B"`
+	L        int     `json:"L"`
+	Hq       int     `json:"Hq"`
+	Hkv      int     `json:"Hkv"`
+	D        int     `json:"D"`
+	FlashUS  float64 `json:"flash_us"`
+	CudnnUS  float64 `json:"cudnn_us"`
+	BestUS   float64 `json:"best_us"`
+	MaxAbsEr float64 `json:"max_abs_err"`
+}
+
+// AttachSDPA reads the anchor's JSON and fills each row's SDPA time and speedup.
+func (rep *GPUReport) AttachSDPA(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var recs []SDPARecord
+	if err := json.Unmarshal(b, &recs); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	rep.SDPA = recs
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		for _, s := range recs {
+			if s.B == r.B && s.L == r.L && s.Hq == r.Hq && s.Hkv == r.Hkv && s.D == r.D && s.BestUS > 0 {
+				r.SDPAUS, r.SpeedupSDPA = s.BestUS, s.BestUS/r.TimeUS
+			}
+		}
+	}
+	return nil
+}
+
+// WriteTable prints the GPU report as Markdown.
+func (rep *GPUReport) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "GPU decode attention, %s, %s; read ceiling %.0f GB/s (16-byte streaming probe, same run)\n\n", rep.Device, rep.Date, rep.ReadGBps)
+	fmt.Fprintln(w, "| format | B | L | Hq/Hkv/D | res | splits | time us | bytes read | GB/s | of ceiling | SDPA fp16 us | vs SDPA | max err vs f64 ref |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rep.Rows {
+		sdpa, sp := "-", "-"
+		if r.SDPAUS > 0 {
+			sdpa, sp = fmt.Sprintf("%.1f", r.SDPAUS), fmt.Sprintf("%.2fx", r.SpeedupSDPA)
+		}
+		e := "-"
+		if r.KernelErr >= 0 {
+			e = fmt.Sprintf("%.1e", r.KernelErr)
+		}
+		pg := ""
+		if r.Paged {
+			pg = " paged"
+		}
+		fmt.Fprintf(w, "| %s%s | %d | %d | %d/%d/%d | %d | %d | %.1f | %s | %.0f | %.1f%% | %s | %s | %s |\n", r.Format, pg, r.B, r.L,
+			r.Hq, r.Hkv, r.D, r.ResidualLen, r.Splits, r.TimeUS, mib(r.BytesRead), r.GBps, 100*r.FracCeiling, sdpa, sp, e)
+	}
+}
+
+// WriteJSON writes the report as indented JSON.
+func (rep *GPUReport) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
