@@ -2,6 +2,7 @@ package attn
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"runtime"
 	"sync"
@@ -35,6 +36,9 @@ func init() {
 func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	if err := p.check(out, q, seqs); err != nil {
 		return err
+	}
+	if p.Format.K.Order != kv.Linear || p.Format.V.Order != kv.Linear {
+		return fmt.Errorf("attn: the CPU decode reads blocks in linear order; format %s is in the GPU's mma order", p.Format.Spec.String())
 	}
 	nr := p.Format.Residual
 	split := (SplitTokens + nr - 1) / nr * nr

@@ -44,13 +44,16 @@ type GPUConfig struct {
 	// (L-1 cached tokens) instead of none.
 	ResidualFull bool
 	// Paged shuffles the block table (pages scattered over the pool).
-	Paged    bool
+	Paged bool
+	// Kernel is the decode implementation to time.
+	Kernel   kernels.DecodeKernel
 	Progress io.Writer
 }
 
 // GPURow is one measured GPU row.
 type GPURow struct {
 	AttnRow
+	Kernel      string  `json:"kernel"`
 	Splits      int     `json:"splits"`
 	ResidualLen int     `json:"residual_tokens"`
 	Paged       bool    `json:"paged"`
@@ -89,6 +92,7 @@ func RunAttnGPU(dev *cuda.Device, cfg GPUConfig) (*GPUReport, error) {
 		if err != nil {
 			return nil, err
 		}
+		f = f.WithOrder(cfg.Kernel.Order())
 		for _, pt := range cfg.Grid {
 			row, err := runGPUPoint(dev, f, cfg, pt)
 			if err != nil {
@@ -174,13 +178,15 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	tables := make([]cuda.DevicePtr, sets)
 	resKs, resVs := make([]cuda.DevicePtr, sets), make([]cuda.DevicePtr, sets)
 	table := make([]int32, pt.B*maxBlocks)
-	res := make([]uint16, pt.B*len(cache.ResK))
+	protoK := kernels.ResidualOrder(cfg.Kernel, f, cache.ResK, false)
+	protoV := kernels.ResidualOrder(cfg.Kernel, f, cache.ResV, true)
+	res := make([]uint16, pt.B*len(protoK))
 	for i := range res {
-		res[i] = cache.ResK[i%len(cache.ResK)]
+		res[i] = protoK[i%len(protoK)]
 	}
 	resV := make([]uint16, len(res))
 	for i := range resV {
-		resV[i] = cache.ResV[i%len(cache.ResV)]
+		resV[i] = protoV[i%len(protoV)]
 	}
 	for s := 0; s < sets; s++ {
 		base := s * pt.B * maxBlocks
@@ -239,7 +245,7 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if err := dev.HtoD(qPtr, cuda.Bytes(qh)); err != nil {
 		return nil, err
 	}
-	plan, err := kernels.PlanDecode(dev, lay, kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l})
+	plan, err := kernels.PlanDecode(dev, cfg.Kernel, lay, kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l})
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +297,7 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	bytes := int64(pt.B)*int64(sh.Hkv)*f.ReadBytes(l) + int64(2*nq*2)
 	splitLen, splits := plan.SplitLen()
 	_ = splitLen
-	row = &GPURow{AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
+	row = &GPURow{Kernel: cfg.Kernel.String(), AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: bytes, GBps: float64(bytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
 		Splits: splits, ResidualLen: l % nr, Paged: cfg.Paged, KernelErr: -1}
 
@@ -386,7 +392,7 @@ func (rep *GPUReport) WriteTable(w io.Writer) {
 		if r.Paged {
 			pg = " paged"
 		}
-		fmt.Fprintf(w, "| %s%s | %d | %d | %d/%d/%d | %d | %d | %.1f | %s | %.0f | %.1f%% | %s | %s | %s |\n", r.Format, pg, r.B, r.L,
+		fmt.Fprintf(w, "| %s %s%s | %d | %d | %d/%d/%d | %d | %d | %.1f | %s | %.0f | %.1f%% | %s | %s | %s |\n", r.Kernel, r.Format, pg, r.B, r.L,
 			r.Hq, r.Hkv, r.D, r.ResidualLen, r.Splits, r.TimeUS, mib(r.BytesRead), r.GBps, 100*r.FracCeiling, sdpa, sp, e)
 	}
 }

@@ -29,6 +29,7 @@ func (s Spec) Resolve(d int) (Format, error) {
 	f := Format{Spec: s, D: d}
 	f.K = newLayout(s.K, d, s.Residual)
 	f.V = newLayout(s.V, d, s.Residual)
+	f.V.role = roleV
 	f.Spec.K.Group, f.Spec.V.Group = f.K.Group, f.V.Group
 	return f, nil
 }
@@ -96,10 +97,13 @@ func (f Format) ReadBytes(l int) int64 {
 type TensorLayout struct {
 	TensorFormat
 	D, Tokens    int // head dim, tokens per block (Nr)
-	RowBytes     int // bytes of one token's data row
+	RowBytes     int // bytes of one token's data row (Linear order)
 	ParamsOffset int // byte offset of the params
 	Params       int // number of (scale, zero) pairs
 	Bytes        int // total bytes, a multiple of LayoutAlign
+	// Order is the arrangement of the codes (Linear unless WithOrder).
+	Order Order
+	role  role
 }
 
 // LayoutAlign is the alignment of the params and of a whole layout, so that a

@@ -63,21 +63,21 @@ func (l TensorLayout) Pack(dst []byte, src []uint16) {
 		panic(fmt.Sprintf("kv: Pack: src %d values, dst %d bytes; want %d and %d", len(src), len(dst), l.Tokens*l.D, l.Bytes))
 	}
 	clear(dst[:l.Bytes])
-	switch l.Elem {
-	case FP16:
-		for i, h := range src[:l.Tokens*l.D] {
-			binary.LittleEndian.PutUint16(dst[2*i:], h)
-		}
-		return
-	case BF16:
-		for i, h := range src[:l.Tokens*l.D] {
-			binary.LittleEndian.PutUint16(dst[2*i:], half.BF16FromFloat32(half.ToFloat32(h)))
-		}
-		return
-	case FP8E4M3, FP8E5M2:
-		f8 := l.fp8()
-		for i, h := range src[:l.Tokens*l.D] {
-			dst[i] = f8.FromFloat32(half.ToFloat32(h))
+	if !l.Elem.IsInt() {
+		for t := 0; t < l.Tokens; t++ {
+			for c := 0; c < l.D; c++ {
+				h := src[t*l.D+c]
+				var v uint16
+				switch l.Elem {
+				case FP16:
+					v = h
+				case BF16:
+					v = half.BF16FromFloat32(half.ToFloat32(h))
+				default:
+					v = uint16(l.fp8().FromFloat32(half.ToFloat32(h)))
+				}
+				l.putElem(dst, t, c, v)
+			}
 		}
 		return
 	}
@@ -95,7 +95,7 @@ func (l TensorLayout) Pack(dst []byte, src []uint16) {
 	for t := 0; t < l.Tokens; t++ {
 		for c := 0; c < l.D; c++ {
 			scale, zero := l.Param(dst, l.ParamIndex(t, c))
-			l.putCode(dst, t, c, QuantCode(l.Elem, x(t, c), scale, zero))
+			l.putElem(dst, t, c, uint16(QuantCode(l.Elem, x(t, c), scale, zero)))
 		}
 	}
 }
@@ -125,25 +125,18 @@ func (l TensorLayout) Unpack(dst []float32, src []byte) {
 
 // UnpackRow dequantizes token t of a packed block into dst[:D].
 func (l TensorLayout) UnpackRow(dst []float32, src []byte, t int) {
-	row := src[t*l.RowBytes : (t+1)*l.RowBytes]
-	switch l.Elem {
-	case FP16:
-		for c := range l.D {
-			dst[c] = half.ToFloat32(binary.LittleEndian.Uint16(row[2*c:]))
-		}
-	case BF16:
-		for c := range l.D {
-			dst[c] = half.BF16ToFloat32(binary.LittleEndian.Uint16(row[2*c:]))
-		}
-	case FP8E4M3, FP8E5M2:
-		f8 := l.fp8()
-		for c := range l.D {
-			dst[c] = f8.ToFloat32(row[c])
-		}
-	default:
-		for c := range l.D {
+	for c := range l.D {
+		v := l.elem(src, t, c)
+		switch l.Elem {
+		case FP16:
+			dst[c] = half.ToFloat32(v)
+		case BF16:
+			dst[c] = half.BF16ToFloat32(v)
+		case FP8E4M3, FP8E5M2:
+			dst[c] = l.fp8().ToFloat32(uint8(v))
+		default:
 			scale, zero := l.Param(src, l.ParamIndex(t, c))
-			dst[c] = Dequant(l.Code(src, t, c), scale, zero)
+			dst[c] = Dequant(uint8(v), scale, zero)
 		}
 	}
 }
@@ -159,17 +152,44 @@ func (l TensorLayout) fp8() half.FP8 {
 func (l TensorLayout) FP8() half.FP8 { return l.fp8() }
 
 // Code returns the integer code of token t, channel c of a packed block.
-func (l TensorLayout) Code(src []byte, t, c int) uint8 {
+func (l TensorLayout) Code(src []byte, t, c int) uint8 { return uint8(l.elem(src, t, c)) }
+
+// elemPos returns where the element of token t, channel c starts: its byte
+// and the bit within that byte (sub-byte codes only).
+func (l TensorLayout) elemPos(t, c int) (int, uint) {
+	if l.Order == MMA {
+		return l.mmaPos(t, c)
+	}
 	bits := l.Elem.Bits()
+	if bits >= 8 {
+		return t*l.RowBytes + c*bits/8, 0
+	}
 	per := l.PerByte()
-	b := src[t*l.RowBytes+c/per]
-	return b >> (uint(c%per) * uint(bits)) & uint8(l.Elem.Levels())
+	return t*l.RowBytes + c/per, uint(c%per) * uint(bits)
 }
 
-func (l TensorLayout) putCode(dst []byte, t, c int, q uint8) {
-	bits := l.Elem.Bits()
-	per := l.PerByte()
-	dst[t*l.RowBytes+c/per] |= q << (uint(c%per) * uint(bits))
+// elem returns the raw bits of the element of token t, channel c.
+func (l TensorLayout) elem(src []byte, t, c int) uint16 {
+	i, sh := l.elemPos(t, c)
+	switch l.Elem.Bits() {
+	case 16:
+		return binary.LittleEndian.Uint16(src[i:])
+	case 8:
+		return uint16(src[i])
+	}
+	return uint16(src[i]>>sh) & uint16(l.Elem.Levels())
+}
+
+func (l TensorLayout) putElem(dst []byte, t, c int, v uint16) {
+	i, sh := l.elemPos(t, c)
+	switch l.Elem.Bits() {
+	case 16:
+		binary.LittleEndian.PutUint16(dst[i:], v)
+	case 8:
+		dst[i] = uint8(v)
+	default:
+		dst[i] |= uint8(v) << sh
+	}
 }
 
 // Param returns the fp16 (scale, zero) pair with index i of a packed block.

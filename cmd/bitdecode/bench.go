@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bitdecode/bitdecode/bench"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 )
 
 var benchCmd = &command{
@@ -30,6 +31,23 @@ example:
   bitdecode bench attn --kv int4,int2 --grid 1x32768,8x8192 --json out.json`,
 }
 
+// gpuBenchFlags are the flags that apply to --device cuda only.
+type gpuBenchFlags struct {
+	residualFull *bool
+	paged        *bool
+	anchor       *string
+	kernel       *string
+}
+
+func addGPUBenchFlags(fs *flag.FlagSet) gpuBenchFlags {
+	return gpuBenchFlags{
+		residualFull: fs.Bool("residual-full", false, "cuda: cache L-1 tokens so the fp16 residual block holds Nr-1 (default: none)"),
+		paged:        fs.Bool("paged", false, "cuda: scatter the KV blocks over the pool through a shuffled block table"),
+		anchor:       fs.String("anchor", "", "cuda: JSON from bench/anchors/sdpa_decode.py measured in the same session, for the speedup column"),
+		kernel:       fs.String("kernel", "mma", "cuda: decode kernel version: mma (tensor cores, default) or v1 (CUDA cores)"),
+	}
+}
+
 func benchFlags(fs *flag.FlagSet) (device *string, quick *bool, kvs, grid, jsonPath *string, reps *int) {
 	device = fs.String("device", "cpu", "where to run: cpu, cuda, or auto (cuda when a driver is present)")
 	quick = fs.Bool("quick", false, "a small grid that runs in under a minute on two cores")
@@ -44,6 +62,7 @@ func init() {
 	flagSets["bench"] = func() *flag.FlagSet {
 		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 		benchFlags(fs)
+		addGPUBenchFlags(fs)
 		return fs
 	}
 	benchCmd.run = runBench
@@ -56,6 +75,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlagSet(benchCmd, stdout)
 	device, quick, kvs, grid, jsonPath, reps := benchFlags(fs)
+	gf := addGPUBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -66,18 +86,34 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if dev != "cpu" {
-		return fmt.Errorf("the CUDA attention benchmark is not built yet; run with --device cpu")
-	}
-	cfg := bench.AttnConfig{Shape: bench.MainShape, Reps: *reps, Progress: stderr}
+	var formats []string
 	for _, s := range strings.Split(*kvs, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			if _, err := parseSpecChecked(s); err != nil {
 				return err
 			}
-			cfg.Formats = append(cfg.Formats, s)
+			formats = append(formats, s)
 		}
 	}
+	if dev == "cuda" {
+		gcfg := bench.GPUConfig{Formats: formats, Grid: bench.GPUGrid, Shape: bench.MainShape,
+			ResidualFull: *gf.residualFull, Paged: *gf.paged, Progress: stderr}
+		switch *gf.kernel {
+		case "mma":
+			gcfg.Kernel = kernels.DecodeMMA
+		case "v1":
+			gcfg.Kernel = kernels.DecodeV1
+		default:
+			return usageErrorf("--kernel %q: want mma or v1", *gf.kernel)
+		}
+		if *grid != "" {
+			if gcfg.Grid, err = parseGrid(*grid); err != nil {
+				return err
+			}
+		}
+		return benchGPU(gcfg, *gf.anchor, *jsonPath, stdout, stderr)
+	}
+	cfg := bench.AttnConfig{Shape: bench.MainShape, Reps: *reps, Progress: stderr, Formats: formats}
 	cfg.Grid = bench.CPUGrid
 	if *quick {
 		cfg.Grid = bench.CPUQuickGrid

@@ -302,29 +302,59 @@ __global__ void __launch_bounds__(kThreads) decode_split(
   }
 }
 
-// decode_combine merges the splits of every row in split order and writes
-// the fp16 output. One CTA per (KV head and row chunk, sequence).
+// kMaxSplits bounds the splits of one sequence (the combine's shared memory).
+constexpr int kMaxSplits = 1024;
+
+// decode_combine merges the splits of one query row in split order and
+// writes the fp16 output. One CTA per (KV head and row chunk, sequence, row):
+//   1. M = max over splits of the running max (a tree: max is exact);
+//   2. w_s = exp2(m_s - M) in shared memory, L = sum_s l_s·w_s (warp 0,
+//      each lane a fixed stride, then a fixed shuffle tree);
+//   3. every thread sums partO[s][r][c]·w_s for its channels, unrolled so
+//      that several loads are in flight.
 template <int D, int RMAX>
 __global__ void __launch_bounds__(kThreads) decode_combine(
     const float* __restrict__ partO, const float* __restrict__ partML, const int* __restrict__ lens,
     u16* __restrict__ out, int Hq, int Hkv, int Tq, int splitLen, int maxSplits, int rowChunks) {
-  const int b = blockIdx.y, h = blockIdx.x / rowChunks, rc = blockIdx.x % rowChunks;
+  __shared__ float w[kMaxSplits];
+  __shared__ float red[kThreads / 32];
+  __shared__ float total;
+  const int b = blockIdx.y, h = blockIdx.x / rowChunks, rc = blockIdx.x % rowChunks, r = blockIdx.z;
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * RMAX, nrows = min(RMAX, R - row0);
+  if (r >= nrows) return;
   const int nSplits = (lens[b] + splitLen - 1) / splitLen;
   const size_t part0 = (size_t(b) * Hkv * rowChunks + blockIdx.x) * maxSplits;
-  for (int idx = threadIdx.x; idx < nrows * D; idx += kThreads) {
-    const int r = idx / D, cc = idx % D;
-    float m = kNegInf;
-    for (int s = 0; s < nSplits; s++) m = fmaxf(m, partML[((part0 + s) * RMAX + r) * 2]);
-    float l = 0.f, o = 0.f;
-    for (int s = 0; s < nSplits; s++) {
-      const float ms = partML[((part0 + s) * RMAX + r) * 2];
-      const float w = ms == kNegInf ? 0.f : exp2f(ms - m);
-      l = fmaf(partML[((part0 + s) * RMAX + r) * 2 + 1], w, l);
-      o = fmaf(partO[(part0 + s) * RMAX * D + r * D + cc], w, o);
-    }
-    const int row = row0 + r, i = row / group, hq = h * group + row % group;
-    out[((size_t(b) * Tq + i) * Hq + hq) * D + cc] = f2h(o / l);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  float m = kNegInf;
+  for (int s = tid; s < nSplits; s += kThreads) m = fmaxf(m, partML[((part0 + s) * RMAX + r) * 2]);
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  if (lane == 0) red[warp] = m;
+  __syncthreads();
+  m = red[0];
+#pragma unroll
+  for (int i = 1; i < kThreads / 32; i++) m = fmaxf(m, red[i]);
+  for (int s = tid; s < nSplits; s += kThreads) {
+    const float ms = partML[((part0 + s) * RMAX + r) * 2];
+    w[s] = ms == kNegInf ? 0.f : exp2f(ms - m);
+  }
+  __syncthreads();
+  if (warp == 0) {
+    float l = 0.f;
+    for (int s = lane; s < nSplits; s += 32) l = fmaf(partML[((part0 + s) * RMAX + r) * 2 + 1], w[s], l);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (lane == 0) total = l;
+  }
+  __syncthreads();
+  const float inv = 1.f / total;
+  const int row = row0 + r, i = row / group, hq = h * group + row % group;
+  for (int c = tid; c < D; c += kThreads) {
+    const float* po = partO + part0 * RMAX * D + r * D + c;
+    float o = 0.f;
+#pragma unroll 8
+    for (int s = 0; s < nSplits; s++) o = fmaf(po[size_t(s) * RMAX * D], w[s], o);
+    out[((size_t(b) * Tq + i) * Hq + hq) * D + c] = f2h(o * inv);
   }
 }

@@ -2,8 +2,10 @@ package kernels
 
 import (
 	_ "embed"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
@@ -11,6 +13,57 @@ import (
 
 //go:embed decode.cu
 var decodeSource string
+
+//go:embed decode_mma.cu
+var decodeMMASource string
+
+// EnvPtxasVerbose, when set, makes the decode planner compile with
+// ptxas -v and print the compiler's register and spill report to stderr.
+const EnvPtxasVerbose = "BITDECODE_PTXAS_VERBOSE"
+
+// DecodeKernel selects a decode-attention implementation (decode.cu's
+// version list): both compute the same function within the format's bound.
+type DecodeKernel int
+
+const (
+	// DecodeMMA is v2: tensor cores over blocks in kv.MMA order (the default).
+	DecodeMMA DecodeKernel = iota
+	// DecodeV1 is v1: CUDA cores over blocks in kv.Linear order.
+	DecodeV1
+)
+
+// String returns "mma" or "v1".
+func (k DecodeKernel) String() string {
+	if k == DecodeV1 {
+		return "v1"
+	}
+	return "mma"
+}
+
+// Order returns the packed order the kernel reads, for blocks and (v2) the
+// fp16 residual.
+func (k DecodeKernel) Order() kv.Order {
+	if k == DecodeV1 {
+		return kv.Linear
+	}
+	return kv.MMA
+}
+
+// mmaRows is decode_mma.cu's kRows: query rows per CTA (the mma N extent).
+const mmaRows = 8
+
+// mmaWarps is decode_mma.cu's kWarps; mmaMinTilesPerWarp is the fewest
+// tiles a warp should get per split.
+const (
+	mmaWarps           = 4
+	mmaMinTilesPerWarp = 4
+)
+
+// decodeMaxSplits is decode.cu's kMaxSplits: splits of one sequence.
+const decodeMaxSplits = 1024
+
+// mmaLaneBudget bounds the K+V bytes one lane loads per tile (registers).
+const mmaLaneBudget = 128
 
 // Tile constants of decode.cu (kept equal to its constexprs).
 const (
@@ -71,6 +124,75 @@ type DecodePlan struct {
 // longest sequence.
 func (p *DecodePlan) SplitLen() (tokens, splits int) { return p.splitLen, p.maxSplits }
 
+// planMMA plans decode_mma.cu. Splits cover whole blocks; the tile is MT
+// fragment groups of 16 tokens, as many as the lane budget allows within a
+// block and (keys per channel) within a key group.
+func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
+	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
+		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
+	}
+	if l.Nr%16 != 0 {
+		return nil, fmt.Errorf("kernels: decode: block of %d tokens is not a multiple of 16", l.Nr)
+	}
+	p := &DecodePlan{layout: l, shape: s, dev: dev, rmax: mmaRows}
+	rows := s.Hq / s.Hkv * s.Tq
+	p.rowChunks = (rows + mmaRows - 1) / mmaRows
+	mt := max(1, min(4, mmaLaneBudget/(l.D*(l.KBits+l.VBits)/16)))
+	for mt > 1 && (l.Nr%(16*mt) != 0 || (l.KBits < 16 && l.KPerChannel && l.GK < 16*mt)) {
+		mt /= 2
+	}
+	// Splits: enough CTAs to fill the GPU a few times over, but every warp
+	// gets at least mmaMinTilesPerWarp tiles to amortize its setup.
+	items := s.B * s.Hkv * p.rowChunks
+	maxBlocks := (s.MaxL + l.Nr - 1) / l.Nr
+	minSplitTokens := mmaWarps * mmaMinTilesPerWarp * 16 * mt
+	splits := min(max(1, (decodeTargetCTAs+items-1)/items), maxBlocks, max(1, s.MaxL/minSplitTokens), decodeMaxSplits)
+	p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
+	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
+	kg, vg := 1, 1
+	if l.KBits < 16 && !l.KPerChannel {
+		kg = l.D / l.GK
+	}
+	if l.VBits < 16 {
+		vg = l.D / l.GV
+	}
+	splitExpr := fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt)
+	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
+	return p, p.load(dev, decodeSource+"\n"+decodeMMASource, "decode_mma.cu", splitExpr, combineExpr)
+}
+
+// load compiles the plan's kernels and allocates its workspace.
+func (p *DecodePlan) load(dev *cuda.Device, src, name, splitExpr, combineExpr string) error {
+	prog := cuda.Program{Name: name, Source: src, Exprs: []string{splitExpr, combineExpr}}
+	verbose := os.Getenv(EnvPtxasVerbose) != ""
+	if verbose {
+		prog.Options = append(prog.Options, "--ptxas-options=-v")
+	}
+	mod, err := dev.Compile(prog)
+	if err != nil {
+		return err
+	}
+	if verbose {
+		fmt.Fprintf(os.Stderr, "%s [%s, %s]:\n%s\n", name, splitExpr, combineExpr, mod.Log())
+	}
+	if p.split, err = mod.Function(splitExpr); err != nil {
+		return err
+	}
+	if p.combine, err = mod.Function(combineExpr); err != nil {
+		return err
+	}
+	s := p.shape
+	parts := s.B * s.Hkv * p.rowChunks * p.maxSplits * p.rmax
+	if p.partO, err = dev.Alloc(parts * p.layout.D * 4); err != nil {
+		return err
+	}
+	if p.partML, err = dev.Alloc(parts * 2 * 4); err != nil {
+		dev.Free(p.partO)
+		return err
+	}
+	return nil
+}
+
 func (l DecodeLayout) check() error {
 	okBits := func(b int) bool { return b == 16 || b == 8 || b == 4 || b == 2 }
 	switch {
@@ -88,11 +210,14 @@ func (l DecodeLayout) check() error {
 	return nil
 }
 
-// PlanDecode compiles (on first use) the kernels for layout l and sizes the
+// PlanDecode compiles (on first use) kernel k for layout l and sizes the
 // split-KV workspace for shape s.
-func PlanDecode(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
+func PlanDecode(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
 	if err := l.check(); err != nil {
 		return nil, err
+	}
+	if k == DecodeMMA {
+		return planMMA(dev, l, s)
 	}
 	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
 		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
@@ -119,25 +244,7 @@ func PlanDecode(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, e
 	}
 	splitExpr := fmt.Sprintf("decode_split<%d, %d, %d, %s, %d>", l.D, l.KBits, l.VBits, kc, p.rmax)
 	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, p.rmax)
-	mod, err := dev.Compile(cuda.Program{Name: "decode.cu", Source: decodeSource, Exprs: []string{splitExpr, combineExpr}})
-	if err != nil {
-		return nil, err
-	}
-	if p.split, err = mod.Function(splitExpr); err != nil {
-		return nil, err
-	}
-	if p.combine, err = mod.Function(combineExpr); err != nil {
-		return nil, err
-	}
-	parts := s.B * s.Hkv * p.rowChunks * p.maxSplits * p.rmax
-	if p.partO, err = dev.Alloc(parts * l.D * 4); err != nil {
-		return nil, err
-	}
-	if p.partML, err = dev.Alloc(parts * 2 * 4); err != nil {
-		dev.Free(p.partO)
-		return nil, err
-	}
-	return p, nil
+	return p, p.load(dev, decodeSource, "decode.cu", splitExpr, combineExpr)
 }
 
 // Close frees the plan's workspace.
@@ -166,7 +273,7 @@ func (p *DecodePlan) Launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, scale 
 	if err != nil {
 		return err
 	}
-	return c.Launch(p.combine, cuda.Dim3{X: s.Hkv * p.rowChunks, Y: s.B}, cuda.Dim3{X: decodeThreads}, 0, st,
+	return c.Launch(p.combine, cuda.Dim3{X: s.Hkv * p.rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: decodeThreads}, 0, st,
 		p.partO, p.partML, b.Lens, b.Out, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen), int32(p.maxSplits), int32(p.rowChunks))
 }
 
@@ -196,4 +303,28 @@ func LayoutFor(f kv.Format) (DecodeLayout, error) {
 	return DecodeLayout{D: f.D, KBits: kb, VBits: vb, KPerChannel: f.K.Scaling == kv.PerChannel,
 		GK: f.K.Group, GV: f.V.Group, Nr: f.Residual, BlockBytes: f.BlockBytes(), KBytes: f.K.Bytes,
 		KParamsOff: f.K.ParamsOffset, VParamsOff: f.V.ParamsOffset}, nil
+}
+
+// ResidualOrder returns an fp16 residual buffer ([Hkv][Nr][D], token-major as
+// package attn keeps it) in the order kernel k reads: unchanged for v1, the
+// keys' (values=false) or values' kv.MMA order for v2.
+func ResidualOrder(k DecodeKernel, f kv.Format, res []uint16, values bool) []uint16 {
+	if k.Order() == kv.Linear {
+		return res
+	}
+	fp := kv.MustResolve(fmt.Sprintf("fp16:res%d", f.Residual), f.D).WithOrder(kv.MMA)
+	lay := fp.K
+	if values {
+		lay = fp.V
+	}
+	n := f.Residual * f.D
+	out := make([]uint16, len(res))
+	buf := make([]byte, lay.Bytes)
+	for h := 0; h < len(res)/n; h++ {
+		lay.Pack(buf, res[h*n:(h+1)*n])
+		for i := range n {
+			out[h*n+i] = binary.LittleEndian.Uint16(buf[2*i:])
+		}
+	}
+	return out
 }

@@ -34,14 +34,15 @@ func device(t *testing.T) *cuda.Device {
 // uploaded to a pool in shuffled block order (paged), run on the GPU and
 // checked against attn.Reference.
 type gpuCase struct {
-	spec string
-	sh   attn.Shape
-	lens []int
-	tq   int
+	kernel kernels.DecodeKernel
+	spec   string
+	sh     attn.Shape
+	lens   []int
+	tq     int
 }
 
 func (c gpuCase) String() string {
-	return fmt.Sprintf("%s Hq=%d Hkv=%d D=%d lens=%v Tq=%d", c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq)
+	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq)
 }
 
 // keysValues draws K with per-channel offsets and outlier channels and V at
@@ -69,6 +70,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f = f.WithOrder(c.kernel.Order())
 	lay, err := kernels.LayoutFor(f)
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +111,8 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 			table[b*maxBlocks+i] = int32(slot)
 		}
 		n := c.sh.Hkv * f.Residual * c.sh.D
-		copy(resK[b*n:], s.ResK[:n])
-		copy(resV[b*n:], s.ResV[:n])
+		copy(resK[b*n:], kernels.ResidualOrder(c.kernel, f, s.ResK[:n], false))
+		copy(resV[b*n:], kernels.ResidualOrder(c.kernel, f, s.ResV[:n], true))
 		lens[b] = int32(s.Len(f.Residual))
 	}
 	nq := len(seqs) * c.tq * c.sh.Hq * c.sh.D
@@ -126,7 +128,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 		t.Fatal(err)
 	}
 
-	plan, err := kernels.PlanDecode(d, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL})
+	plan, err := kernels.PlanDecode(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,14 +197,24 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 // checkOut compares every output element with the reference. The bound is
 // attn's CPU bound (float32 folding of scores and sums, see attn's tests)
 // with tiles of 64 tokens in place of blocks, plus the fp16 rounding of the
-// output (half an ulp: 2^-11 relative).
+// output (half an ulp: 2^-11 relative). The tensor-core kernel also rounds
+// its mma operands to fp16: the scaled query (each score term within 2^-11,
+// so the score within 2^-11·ScoreMag·scale) and the probabilities times
+// value scales (each weight within 2^-11, the output within 2^-11·MaxAbsV
+// for the weights and as much again for the denominator they no longer
+// match).
 func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint16, want []float32) {
 	t.Helper()
-	const eps32 = 1.0 / (1 << 23)
+	const eps32, eps16 = 1.0 / (1 << 23), 1.0 / (1 << 11)
 	d := c.sh.D
+	scale := 1 / math.Sqrt(float64(d))
 	for row := 0; row < len(got)/d; row++ {
-		scoreTol := (1 / math.Sqrt(float64(d))) * float64(d+8) * eps32 * st.ScoreMag[row]
+		scoreTol := scale * float64(d+8) * eps32 * st.ScoreMag[row]
 		acc := (64 + float64(st.MaxL)/64 + 32) * 2 * eps32
+		if c.kernel == kernels.DecodeMMA {
+			scoreTol += scale * eps16 * st.ScoreMag[row]
+			acc += 2 * eps16
+		}
 		tol := st.MaxAbsV * (2.5*scoreTol + acc)
 		for ch := 0; ch < d; ch++ {
 			g := float64(half.ToFloat32(got[row*d+ch]))
@@ -215,6 +227,12 @@ func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint
 }
 
 func TestGPUDecodeMatchesReference(t *testing.T) {
+	for _, k := range []kernels.DecodeKernel{kernels.DecodeMMA, kernels.DecodeV1} {
+		t.Run(k.String(), func(t *testing.T) { testDecodeMatches(t, k) })
+	}
+}
+
+func testDecodeMatches(t *testing.T, kern kernels.DecodeKernel) {
 	device(t)
 	r := rand.New(rand.NewPCG(21, 22))
 	specs := []string{"fp16", "int8", "int4", "int4:kt128", "int4:kt32:v32", "int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:kc64:res64"}
@@ -226,7 +244,7 @@ func TestGPUDecodeMatchesReference(t *testing.T) {
 			all := []int{5, nr - 1, nr, nr + 1, 3*nr + 7, 1000, 4099}
 			lens := []int{all[(i+j)%len(all)], all[(i+j+3)%len(all)], all[(i+2*j+5)%len(all)]}
 			for _, tq := range []int{1, 3} {
-				runCase(t, r, gpuCase{spec: spec, sh: sh, lens: lens, tq: tq})
+				runCase(t, r, gpuCase{kernel: kern, spec: spec, sh: sh, lens: lens, tq: tq})
 			}
 		}
 	}
@@ -236,7 +254,9 @@ func TestGPUDecodeLong(t *testing.T) {
 	device(t)
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, spec := range []string{"fp16", "int4", "int2"} {
-		runCase(t, r, gpuCase{spec: spec, sh: attn.Shape{Hq: 32, Hkv: 8, D: 128}, lens: []int{20000}, tq: 1})
+		for _, k := range []kernels.DecodeKernel{kernels.DecodeMMA, kernels.DecodeV1} {
+			runCase(t, r, gpuCase{kernel: k, spec: spec, sh: attn.Shape{Hq: 32, Hkv: 8, D: 128}, lens: []int{20000}, tq: 1})
+		}
 	}
 }
 

@@ -1,0 +1,190 @@
+package backend
+
+import (
+	"fmt"
+	"math"
+)
+
+// DType is the element type of a tensor, or of the host data a weight is
+// made from.
+type DType int
+
+// The element types. Weights may be loaded from F32, F16 and BF16 data;
+// activations are F32 (F16 and BF16 where a backend supports them); I32 holds
+// token ids, positions and row indices.
+const (
+	F32 DType = iota + 1
+	F16
+	BF16
+	I32
+)
+
+// String returns the safetensors-style name of d ("F32", "BF16", ...).
+func (d DType) String() string {
+	switch d {
+	case F32:
+		return "F32"
+	case F16:
+		return "F16"
+	case BF16:
+		return "BF16"
+	case I32:
+		return "I32"
+	}
+	return fmt.Sprintf("DType(%d)", int(d))
+}
+
+// Size returns the size of one element of type d in bytes, or 0 for an
+// unknown type.
+func (d DType) Size() int {
+	switch d {
+	case F32, I32:
+		return 4
+	case F16, BF16:
+		return 2
+	}
+	return 0
+}
+
+// Tensor is an activation buffer owned by a Backend. Its elements are only
+// reached through Upload, UploadInt32 and Download; an op given a tensor of
+// another backend, or a freed one, records an error.
+type Tensor interface {
+	// Shape returns the dimensions of the tensor (a copy).
+	Shape() []int
+	// DType returns the element type.
+	DType() DType
+}
+
+// Weight is a read-only parameter owned by a Backend, made once from host
+// data by LoadWeight. How it is stored (float32, bf16, a quantized format)
+// is the backend's choice.
+type Weight interface {
+	// Name returns the name given to LoadWeight (the checkpoint tensor name).
+	Name() string
+	// Shape returns the logical dimensions, [N, K] for a linear layer with K
+	// inputs and N outputs, [N] for a vector.
+	Shape() []int
+}
+
+// Backend is the device a model runs on: memory for activations, weights, and
+// the ops of a Llama-family forward pass.
+//
+// Alloc, Free, LoadWeight and FreeWeight are safe for concurrent use. The
+// ops, Upload, UploadInt32, Download and Sync form one ordered stream and must
+// be called from one goroutine at a time. Ops record their first error and
+// skip later work until Sync (see the package documentation).
+//
+// Shapes below use T for rows (tokens), K for input and N for output widths.
+// Elementwise ops allow dst to be the same tensor as an input; Linear, Rows
+// and Embedding do not.
+type Backend interface {
+	// Name names the backend and its configuration for logs ("cpu (2 threads)").
+	Name() string
+
+	// Alloc returns a new tensor of the given type and shape. Its contents are
+	// unspecified. Every dimension must be positive.
+	Alloc(dtype DType, shape ...int) (Tensor, error)
+	// Free releases t; t must not be used afterwards. Free of nil does nothing.
+	Free(t Tensor)
+	// Upload copies src into the F32, F16 or BF16 tensor dst (rounding to
+	// nearest even for the 16-bit types); len(src) must equal its size.
+	Upload(dst Tensor, src []float32) error
+	// UploadInt32 copies src into the I32 tensor dst.
+	UploadInt32(dst Tensor, src []int32) error
+	// Download waits for the ops issued so far and copies the F32, F16 or
+	// BF16 tensor src into dst (len(dst) must equal its size). It returns the
+	// pending op error, if any, without clearing it.
+	Download(dst []float32, src Tensor) error
+
+	// LoadWeight makes a weight of the given logical shape from host data of
+	// type dtype (F32, F16 or BF16, little-endian, row-major). The backend
+	// does not keep data after LoadWeight returns, so data may be a view of a
+	// memory-mapped file. name is kept for error messages.
+	LoadWeight(name string, dtype DType, shape []int, data []byte) (Weight, error)
+	// FreeWeight releases w. FreeWeight of nil does nothing.
+	FreeWeight(w Weight)
+
+	// Embedding gathers rows of table: dst[t,:] = table[ids[t],:].
+	// dst [T, K] F32, table [V, K], ids [T] I32 with 0 <= ids[t] < V.
+	Embedding(dst Tensor, table Weight, ids Tensor)
+	// Rows gathers rows of a tensor: dst[i,:] = src[idx[i],:].
+	// dst [R, K], src [T, K], idx [R] I32 with 0 <= idx[i] < T.
+	Rows(dst, src Tensor, idx Tensor)
+	// Linear computes dst = x·wᵀ + bias, a fully connected layer.
+	// dst [T, N], x [T, K], w [N, K], bias [N] or nil.
+	Linear(dst, x Tensor, w Weight, bias Weight)
+	// RMSNorm normalizes each group of G = len(w) consecutive elements of a
+	// row: dst = w ⊙ x / sqrt(mean(x²) + eps), HF's LlamaRMSNorm. With
+	// G = cols it is the usual norm over the hidden size; with G = D it is
+	// Qwen3's per-head q/k norm. dst and x [T, C] with C a multiple of G.
+	RMSNorm(dst, x Tensor, w Weight, eps float32)
+	// RoPE rotates x in place by the rotary position embedding of HF Llama
+	// ("rotate_half" layout): with D = 2·len(invFreq) and, for each head and
+	// i < D/2, angle θ = float32(pos[t])·invFreq[i] (float32 product),
+	//   x'[i]     = x[i]·cos θ − x[i+D/2]·sin θ
+	//   x'[i+D/2] = x[i+D/2]·cos θ + x[i]·sin θ.
+	// x [T, H·D] F32, pos [T] I32, invFreq [D/2] (a weight of float32 data).
+	RoPE(x Tensor, pos Tensor, invFreq Weight)
+	// SwiGLU computes dst = silu(gate) ⊙ up with silu(g) = g/(1+e^−g).
+	// All three [T, N].
+	SwiGLU(dst, gate, up Tensor)
+	// Add computes dst = a + b elementwise. All three have the same size.
+	Add(dst, a, b Tensor)
+
+	// Err returns the first error recorded by an op since the last Sync,
+	// without waiting for queued work.
+	Err() error
+	// Sync waits for all queued work and returns the first op error since the
+	// last Sync, clearing it so the backend can run the next request.
+	Sync() error
+	// Close releases everything the backend holds. Tensors and weights must
+	// not be used afterwards.
+	Close() error
+}
+
+// NumElements returns the number of elements of a tensor of the given shape:
+// the product of its dimensions. It returns -1 if a dimension is not
+// positive or the product overflows an int (or exceeds 2^53, beyond which no
+// backend can address elements).
+func NumElements(shape []int) int {
+	if len(shape) == 0 {
+		return -1
+	}
+	n := 1
+	for _, d := range shape {
+		if d <= 0 || n > maxElements/d {
+			return -1
+		}
+		n *= d
+	}
+	return n
+}
+
+// maxElements bounds the element count of any tensor: 2^53 (or the largest
+// int on 32-bit platforms), which keeps every byte offset exact in int64 and
+// float64 arithmetic.
+const maxElements = min(math.MaxInt, 1<<53)
+
+// Matrix returns the row-major matrix view of shape that every op uses: rows
+// is the product of all dimensions but the last, cols the last dimension.
+func Matrix(shape []int) (rows, cols int) {
+	if len(shape) == 0 {
+		return 0, 0
+	}
+	cols = shape[len(shape)-1]
+	rows = 1
+	for _, d := range shape[:len(shape)-1] {
+		rows *= d
+	}
+	return rows, cols
+}
+
+// ShapeError reports an op called with tensors whose shapes do not fit.
+type ShapeError struct {
+	Op     string // the op, e.g. "Linear"
+	Detail string // what did not fit, with the shapes
+}
+
+// Error implements error.
+func (e *ShapeError) Error() string { return "backend: " + e.Op + ": " + e.Detail }

@@ -1,0 +1,283 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bitdecode/bitdecode/backend"
+)
+
+// f32 returns the CPU tensor behind t if it is an F32 tensor of this backend.
+func (b *Backend) f32(op string, t backend.Tensor) (*tensor, error) {
+	ct, err := b.tensorOf(op, t)
+	if err != nil {
+		return nil, err
+	}
+	if ct.dtype != backend.F32 {
+		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("tensor %v: the cpu backend computes on F32 tensors only", ct)}
+	}
+	return ct, nil
+}
+
+// i32 returns the CPU tensor behind t if it is an I32 tensor of this backend.
+func (b *Backend) i32(op string, t backend.Tensor) (*tensor, error) {
+	ct, err := b.tensorOf(op, t)
+	if err != nil {
+		return nil, err
+	}
+	if ct.dtype != backend.I32 {
+		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("index tensor %v is not I32", ct)}
+	}
+	return ct, nil
+}
+
+// matrix returns the matrix view (rows, cols) of t.
+func (t *tensor) matrix() (rows, cols int) { return backend.Matrix(t.shape) }
+
+// shapeErr records a ShapeError for op.
+func (b *Backend) shapeErr(op, format string, args ...any) {
+	b.fail(&backend.ShapeError{Op: op, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Embedding implements backend.Backend.
+func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backend.Tensor) {
+	const op = "Embedding"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	w, err2 := b.weightOf(op, table)
+	id, err3 := b.i32(op, ids)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	T, K := d.matrix()
+	if len(w.shape) != 2 || w.shape[1] != K || len(id.i32) != T {
+		b.shapeErr(op, "dst %v, table %s %v, ids %v", d, w.name, w.shape, id)
+		return
+	}
+	V := w.shape[0]
+	for t, v := range id.i32 {
+		if v < 0 || int(v) >= V {
+			b.fail(fmt.Errorf("cpu: %s: token id %d at row %d out of range [0, %d) of %s", op, v, t, V, w.name))
+			return
+		}
+		w.row(d.f32[t*K:(t+1)*K], int(v))
+	}
+}
+
+// Rows implements backend.Backend.
+func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
+	const op = "Rows"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	s, err2 := b.f32(op, src)
+	ix, err3 := b.i32(op, idx)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	R, K := d.matrix()
+	T, K2 := s.matrix()
+	if K != K2 || len(ix.i32) != R || d == s {
+		b.shapeErr(op, "dst %v, src %v, idx %v", d, s, ix)
+		return
+	}
+	for r, v := range ix.i32 {
+		if v < 0 || int(v) >= T {
+			b.fail(fmt.Errorf("cpu: %s: row index %d out of range [0, %d)", op, v, T))
+			return
+		}
+		copy(d.f32[r*K:(r+1)*K], s.f32[int(v)*K:(int(v)+1)*K])
+	}
+}
+
+// Linear implements backend.Backend.
+func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.Weight) {
+	const op = "Linear"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	xt, err2 := b.f32(op, x)
+	wt, err3 := b.weightOf(op, w)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	var bv []float32
+	if bias != nil {
+		bt, err := b.weightOf(op, bias)
+		if err != nil {
+			b.fail(err)
+			return
+		}
+		if len(bt.shape) != 1 || len(wt.shape) != 2 || bt.shape[0] != wt.shape[0] {
+			b.shapeErr(op, "bias %s %v for weight %s %v", bt.name, bt.shape, wt.name, wt.shape)
+			return
+		}
+		bv = bt.data
+	}
+	T, K := xt.matrix()
+	T2, N := d.matrix()
+	if len(wt.shape) != 2 || wt.shape[0] != N || wt.shape[1] != K || T != T2 || d == xt {
+		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
+		return
+	}
+	b.linear(d.f32, xt.f32, wt.data, bv, T, K, N)
+}
+
+// RMSNorm implements backend.Backend.
+//
+// The mean of squares is accumulated in float64 and rounded once to float32;
+// then, as HF's LlamaRMSNorm computes in float32, y = w·(x·r) with
+// r = 1/sqrt(mean + eps).
+func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) {
+	const op = "RMSNorm"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	xt, err2 := b.f32(op, x)
+	wt, err3 := b.weightOf(op, w)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	T, C := xt.matrix()
+	if len(wt.shape) != 1 || C%wt.shape[0] != 0 || len(d.f32) != len(xt.f32) {
+		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
+		return
+	}
+	G := wt.shape[0]
+	groups := T * (C / G)
+	b.parallelRows(groups, G, func(g0, g1 int) {
+		for g := g0; g < g1; g++ {
+			xs := xt.f32[g*G : (g+1)*G]
+			ys := d.f32[g*G : (g+1)*G]
+			var ss float64
+			for _, v := range xs {
+				ss += float64(v) * float64(v)
+			}
+			mean := float32(ss / float64(G))
+			r := float32(1 / math.Sqrt(float64(mean+eps)))
+			for i, v := range xs {
+				ys[i] = wt.data[i] * (v * r)
+			}
+		}
+	})
+}
+
+// RoPE implements backend.Backend.
+//
+// As in HF Llama, the angle is the float32 product pos·invFreq[i] and cos and
+// sin are taken of that float32 value (here in float64, rounded once).
+func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Weight) {
+	const op = "RoPE"
+	if b.failed() {
+		return
+	}
+	xt, err1 := b.f32(op, x)
+	p, err2 := b.i32(op, pos)
+	f, err3 := b.weightOf(op, invFreq)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	T, C := xt.matrix()
+	if len(f.shape) != 1 || C%(2*f.shape[0]) != 0 || len(p.i32) != T {
+		b.shapeErr(op, "x %v, pos %v, invFreq %s %v", xt, p, f.name, f.shape)
+		return
+	}
+	half := f.shape[0]
+	D := 2 * half
+	b.parallelRows(T, C, func(t0, t1 int) {
+		cos := make([]float32, half)
+		sin := make([]float32, half)
+		for t := t0; t < t1; t++ {
+			pf := float32(p.i32[t])
+			for i, inv := range f.data {
+				theta := float64(pf * inv)
+				cos[i] = float32(math.Cos(theta))
+				sin[i] = float32(math.Sin(theta))
+			}
+			row := xt.f32[t*C : (t+1)*C]
+			for h := 0; h+D <= C; h += D {
+				lo := row[h : h+half]
+				hi := row[h+half : h+D]
+				for i := range lo {
+					x1, x2 := lo[i], hi[i]
+					lo[i] = x1*cos[i] - x2*sin[i]
+					hi[i] = x2*cos[i] + x1*sin[i]
+				}
+			}
+		}
+	})
+}
+
+// SwiGLU implements backend.Backend. silu is computed in float64 and rounded
+// once, then multiplied by up in float32.
+func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
+	const op = "SwiGLU"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	g, err2 := b.f32(op, gate)
+	u, err3 := b.f32(op, up)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	if len(d.f32) != len(g.f32) || len(d.f32) != len(u.f32) {
+		b.shapeErr(op, "dst %v, gate %v, up %v", d, g, u)
+		return
+	}
+	T, C := d.matrix()
+	b.parallelRows(T, C, func(t0, t1 int) {
+		gs, us, ds := g.f32[t0*C:t1*C], u.f32[t0*C:t1*C], d.f32[t0*C:t1*C]
+		for i, gv := range gs {
+			g64 := float64(gv)
+			ds[i] = float32(g64/(1+math.Exp(-g64))) * us[i]
+		}
+	})
+}
+
+// Add implements backend.Backend.
+func (b *Backend) Add(dst, a, c backend.Tensor) {
+	const op = "Add"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	at, err2 := b.f32(op, a)
+	ct, err3 := b.f32(op, c)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	if len(d.f32) != len(at.f32) || len(d.f32) != len(ct.f32) {
+		b.shapeErr(op, "dst %v, a %v, b %v", d, at, ct)
+		return
+	}
+	T, C := d.matrix()
+	b.parallelRows(T, C, func(t0, t1 int) {
+		as, cs, ds := at.f32[t0*C:t1*C], ct.f32[t0*C:t1*C], d.f32[t0*C:t1*C]
+		for i := range ds {
+			ds[i] = as[i] + cs[i]
+		}
+	})
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,492 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Family names (config.json "model_type") and the architectures
+// ("architectures") that this package runs.
+var supported = []struct{ modelType, architecture string }{
+	{"llama", "LlamaForCausalLM"},
+	{"mistral", "MistralForCausalLM"},
+	{"qwen2", "Qwen2ForCausalLM"},
+	{"qwen3", "Qwen3ForCausalLM"},
+}
+
+// supportedList names the supported families for error messages.
+func supportedList() string {
+	var s []string
+	for _, f := range supported {
+		s = append(s, f.architecture+" ("+f.modelType+")")
+	}
+	return strings.Join(s, ", ")
+}
+
+// Limits on config values: far above any real model, low enough that a
+// hostile config cannot make the loader allocate absurd buffers or overflow
+// an int computing a size.
+const (
+	maxDim    = 1 << 20 // hidden_size, intermediate_size, head_dim, heads
+	maxVocab  = 1 << 24
+	maxLayers = 1 << 12
+	// defaultRopeTheta is transformers' default when a config has none.
+	defaultRopeTheta = 10000.0
+	// maxConfigSize bounds the size of config.json read into memory.
+	maxConfigSize = 16 << 20
+)
+
+// Config holds the hyperparameters of a Llama-family model, read from a
+// Hugging Face config.json. Field names use the shape letters of the project:
+// Hq query heads, Hkv key/value heads, D head dimension.
+type Config struct {
+	ModelType    string // "llama", "mistral", "qwen2" or "qwen3"
+	Architecture string // e.g. "LlamaForCausalLM"; "" if the config names none
+
+	Hidden       int // hidden_size
+	Intermediate int // intermediate_size of the SwiGLU MLP
+	Layers       int // num_hidden_layers
+	Heads        int // num_attention_heads (Hq)
+	KVHeads      int // num_key_value_heads (Hkv); Heads if absent
+	HeadDim      int // head_dim (D); Hidden/Heads if absent
+	Vocab        int // vocab_size
+	MaxPositions int // max_position_embeddings (0 if absent); informational
+
+	RMSNormEps float64 // rms_norm_eps
+	// RopeTheta is the RoPE base, from "rope_parameters".rope_theta or the
+	// top-level "rope_theta" (10000 if neither is present).
+	RopeTheta float64
+	// RopeScaling is the RoPE frequency scaling, nil for none ("default").
+	RopeScaling *RopeScaling
+
+	TieWordEmbeddings bool // lm_head shares model.embed_tokens.weight
+	QKVBias           bool // q_proj, k_proj, v_proj have biases (Qwen2; attention_bias)
+	OBias             bool // o_proj has a bias (attention_bias of Llama and Qwen3)
+	MLPBias           bool // gate, up and down projections have biases (Llama mlp_bias)
+	QKNorm            bool // per-head RMSNorm of q and k before RoPE (Qwen3)
+
+	// SlidingWindow is the attention window in tokens of the layers that use
+	// one (Mistral's sliding_window; Qwen's when use_sliding_window), 0 if
+	// no layer does. A query at position p sees keys at positions > p-W.
+	SlidingWindow int
+	// LayerWindows holds each layer's window (0: full causal attention).
+	LayerWindows []int
+
+	DType       string // torch_dtype or dtype of the checkpoint ("bfloat16", ...); may be ""
+	BOSTokenID  int    // bos_token_id, -1 if absent
+	EOSTokenIDs []int  // eos_token_id (one or a list), nil if absent
+}
+
+// RopeScaling is a RoPE frequency scaling rule of transformers.
+type RopeScaling struct {
+	// Type is "linear" (positions divided by Factor) or "llama3" (Llama 3.1
+	// and 3.2: low frequencies divided by Factor, high ones kept, a smooth
+	// blend between).
+	Type   string
+	Factor float64
+	// The llama3 parameters.
+	LowFreqFactor        float64
+	HighFreqFactor       float64
+	OriginalMaxPositions int
+}
+
+// ConfigError reports a config.json that cannot be used. It names the file
+// (if known) and the JSON field, and wraps the cause.
+type ConfigError struct {
+	File  string // path of config.json, or ""
+	Field string // JSON field, e.g. "num_key_value_heads", or ""
+	Err   error
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("model: ")
+	if e.File != "" {
+		b.WriteString(e.File + ": ")
+	}
+	if e.Field != "" {
+		b.WriteString("field " + e.Field + ": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// ErrUnsupportedArchitecture is the cause of the error for a config naming an
+// architecture or model type this package does not run.
+var ErrUnsupportedArchitecture = errors.New("unsupported architecture")
+
+// rawConfig is config.json as written. Pointers and raw messages tell absent
+// and null fields from zero values.
+type rawConfig struct {
+	Architectures         []string        `json:"architectures"`
+	ModelType             *string         `json:"model_type"`
+	HiddenSize            *int            `json:"hidden_size"`
+	IntermediateSize      *int            `json:"intermediate_size"`
+	NumHiddenLayers       *int            `json:"num_hidden_layers"`
+	NumAttentionHeads     *int            `json:"num_attention_heads"`
+	NumKeyValueHeads      *int            `json:"num_key_value_heads"`
+	HeadDim               *int            `json:"head_dim"`
+	VocabSize             *int            `json:"vocab_size"`
+	MaxPositionEmbeddings *int            `json:"max_position_embeddings"`
+	RMSNormEps            *float64        `json:"rms_norm_eps"`
+	HiddenAct             *string         `json:"hidden_act"`
+	RopeTheta             *float64        `json:"rope_theta"`
+	RopeScaling           json.RawMessage `json:"rope_scaling"`
+	RopeParameters        json.RawMessage `json:"rope_parameters"`
+	TieWordEmbeddings     *bool           `json:"tie_word_embeddings"`
+	AttentionBias         *bool           `json:"attention_bias"`
+	MLPBias               *bool           `json:"mlp_bias"`
+	SlidingWindow         *int            `json:"sliding_window"`
+	UseSlidingWindow      *bool           `json:"use_sliding_window"`
+	MaxWindowLayers       *int            `json:"max_window_layers"`
+	LayerTypes            []string        `json:"layer_types"`
+	TorchDType            *string         `json:"torch_dtype"`
+	DType                 *string         `json:"dtype"`
+	BOSTokenID            json.RawMessage `json:"bos_token_id"`
+	EOSTokenID            json.RawMessage `json:"eos_token_id"`
+}
+
+// rawRope is a "rope_scaling" or "rope_parameters" object.
+type rawRope struct {
+	RopeType                      *string  `json:"rope_type"`
+	Type                          *string  `json:"type"` // older spelling of rope_type
+	RopeTheta                     *float64 `json:"rope_theta"`
+	Factor                        *float64 `json:"factor"`
+	LowFreqFactor                 *float64 `json:"low_freq_factor"`
+	HighFreqFactor                *float64 `json:"high_freq_factor"`
+	OriginalMaxPositionEmbeddings *int     `json:"original_max_position_embeddings"`
+}
+
+// LoadConfig reads and validates the config.json at path.
+func LoadConfig(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Err: err}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		return nil, &ConfigError{File: path, Err: err}
+	}
+	if len(data) > maxConfigSize {
+		return nil, &ConfigError{File: path, Err: fmt.Errorf("larger than %d bytes", maxConfigSize)}
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			ce.File = path
+		}
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses and validates the contents of a config.json. Errors are
+// *ConfigError values naming the field.
+func ParseConfig(data []byte) (*Config, error) {
+	var raw rawConfig
+	if err := json.Unmarshal(data, &raw); err != nil {
+		field := ""
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field = te.Field
+		}
+		return nil, &ConfigError{Field: field, Err: err}
+	}
+	c := &Config{BOSTokenID: -1}
+	if err := c.family(&raw); err != nil {
+		return nil, err
+	}
+	if raw.HiddenAct != nil && *raw.HiddenAct != "silu" && *raw.HiddenAct != "swish" {
+		return nil, &ConfigError{Field: "hidden_act", Err: fmt.Errorf("activation %q is not supported (want silu)", *raw.HiddenAct)}
+	}
+
+	var err error
+	dims := []struct {
+		dst   *int
+		src   *int
+		field string
+		max   int
+	}{
+		{&c.Hidden, raw.HiddenSize, "hidden_size", maxDim},
+		{&c.Intermediate, raw.IntermediateSize, "intermediate_size", maxDim},
+		{&c.Layers, raw.NumHiddenLayers, "num_hidden_layers", maxLayers},
+		{&c.Heads, raw.NumAttentionHeads, "num_attention_heads", maxDim},
+		{&c.Vocab, raw.VocabSize, "vocab_size", maxVocab},
+	}
+	for _, d := range dims {
+		if *d.dst, err = positive(d.src, d.field, d.max); err != nil {
+			return nil, err
+		}
+	}
+	c.KVHeads = c.Heads
+	if raw.NumKeyValueHeads != nil {
+		if c.KVHeads, err = positive(raw.NumKeyValueHeads, "num_key_value_heads", maxDim); err != nil {
+			return nil, err
+		}
+	}
+	if c.Heads%c.KVHeads != 0 {
+		return nil, &ConfigError{Field: "num_key_value_heads", Err: fmt.Errorf("%d query heads are not a multiple of %d key/value heads", c.Heads, c.KVHeads)}
+	}
+	if raw.HeadDim != nil {
+		if c.HeadDim, err = positive(raw.HeadDim, "head_dim", maxDim); err != nil {
+			return nil, err
+		}
+	} else {
+		if c.Hidden%c.Heads != 0 {
+			return nil, &ConfigError{Field: "head_dim", Err: fmt.Errorf("absent, and hidden_size %d is not a multiple of num_attention_heads %d", c.Hidden, c.Heads)}
+		}
+		c.HeadDim = c.Hidden / c.Heads
+	}
+	if c.HeadDim%2 != 0 {
+		return nil, &ConfigError{Field: "head_dim", Err: fmt.Errorf("%d is odd; RoPE needs an even head dimension", c.HeadDim)}
+	}
+	if c.Heads*c.HeadDim > maxDim {
+		return nil, &ConfigError{Field: "head_dim", Err: fmt.Errorf("%d heads of %d exceed the limit of %d", c.Heads, c.HeadDim, maxDim)}
+	}
+	if raw.MaxPositionEmbeddings != nil {
+		if c.MaxPositions = *raw.MaxPositionEmbeddings; c.MaxPositions < 0 {
+			return nil, &ConfigError{Field: "max_position_embeddings", Err: fmt.Errorf("negative: %d", c.MaxPositions)}
+		}
+	}
+	if raw.RMSNormEps == nil {
+		return nil, &ConfigError{Field: "rms_norm_eps", Err: errors.New("missing")}
+	}
+	if c.RMSNormEps = *raw.RMSNormEps; !(c.RMSNormEps > 0 && c.RMSNormEps < 1) {
+		return nil, &ConfigError{Field: "rms_norm_eps", Err: fmt.Errorf("%g is not in (0, 1)", c.RMSNormEps)}
+	}
+	if err := c.rope(&raw); err != nil {
+		return nil, err
+	}
+	c.biases(&raw)
+	if err := c.windows(&raw); err != nil {
+		return nil, err
+	}
+	switch {
+	case raw.TorchDType != nil:
+		c.DType = *raw.TorchDType
+	case raw.DType != nil:
+		c.DType = *raw.DType
+	}
+	if ids, err := tokenIDs(raw.BOSTokenID, "bos_token_id"); err != nil {
+		return nil, err
+	} else if len(ids) > 0 {
+		c.BOSTokenID = ids[0]
+	}
+	if c.EOSTokenIDs, err = tokenIDs(raw.EOSTokenID, "eos_token_id"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// family sets ModelType and Architecture and rejects what is not supported.
+func (c *Config) family(raw *rawConfig) error {
+	archType := ""
+	if len(raw.Architectures) > 0 {
+		for _, a := range raw.Architectures {
+			for _, f := range supported {
+				if a == f.architecture {
+					c.Architecture, archType = a, f.modelType
+				}
+			}
+		}
+		if c.Architecture == "" {
+			return &ConfigError{Field: "architectures", Err: fmt.Errorf("%w %q; supported: %s", ErrUnsupportedArchitecture, raw.Architectures, supportedList())}
+		}
+	}
+	switch {
+	case raw.ModelType != nil:
+		c.ModelType = *raw.ModelType
+		if !slices.ContainsFunc(supported, func(f struct{ modelType, architecture string }) bool { return f.modelType == c.ModelType }) {
+			return &ConfigError{Field: "model_type", Err: fmt.Errorf("%w %q; supported: %s", ErrUnsupportedArchitecture, c.ModelType, supportedList())}
+		}
+		if archType != "" && archType != c.ModelType {
+			return &ConfigError{Field: "model_type", Err: fmt.Errorf("%q does not match architecture %s", c.ModelType, c.Architecture)}
+		}
+	case archType != "":
+		c.ModelType = archType
+	default:
+		return &ConfigError{Field: "model_type", Err: fmt.Errorf("missing, and no architectures given; supported: %s", supportedList())}
+	}
+	return nil
+}
+
+// rope reads the RoPE base and scaling from "rope_parameters" (transformers
+// 5) or "rope_theta" and "rope_scaling" (earlier versions).
+func (c *Config) rope(raw *rawConfig) error {
+	c.RopeTheta = defaultRopeTheta
+	if raw.RopeTheta != nil {
+		c.RopeTheta = *raw.RopeTheta
+	}
+	field := "rope_scaling"
+	msg := raw.RopeScaling
+	if !isNull(raw.RopeParameters) {
+		field, msg = "rope_parameters", raw.RopeParameters
+	}
+	if !isNull(msg) {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(msg, &fields); err != nil {
+			return &ConfigError{Field: field, Err: fmt.Errorf("want an object: %w", err)}
+		}
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			if v := bytes.TrimSpace(fields[k]); len(v) > 0 && v[0] == '{' {
+				// transformers 5 nests parameters per layer type for models
+				// that mix attention kinds (Gemma 3); none of ours does.
+				return &ConfigError{Field: field, Err: fmt.Errorf("per-layer-type parameters (%q) are not supported", k)}
+			}
+		}
+		var rr rawRope
+		if err := json.Unmarshal(msg, &rr); err != nil {
+			return &ConfigError{Field: field, Err: err}
+		}
+		if rr.RopeTheta != nil {
+			c.RopeTheta = *rr.RopeTheta
+		}
+		typ := "default"
+		switch {
+		case rr.RopeType != nil:
+			typ = *rr.RopeType
+		case rr.Type != nil:
+			typ = *rr.Type
+		}
+		switch typ {
+		case "default":
+		case "linear", "llama3":
+			s := &RopeScaling{Type: typ}
+			if rr.Factor == nil || !(*rr.Factor > 0) || math.IsInf(*rr.Factor, 0) {
+				return &ConfigError{Field: field + ".factor", Err: fmt.Errorf("want a finite factor > 0 for %s scaling", typ)}
+			}
+			s.Factor = *rr.Factor
+			if typ == "llama3" {
+				if rr.LowFreqFactor == nil || rr.HighFreqFactor == nil || rr.OriginalMaxPositionEmbeddings == nil {
+					return &ConfigError{Field: field, Err: errors.New("llama3 scaling needs low_freq_factor, high_freq_factor and original_max_position_embeddings")}
+				}
+				s.LowFreqFactor, s.HighFreqFactor, s.OriginalMaxPositions = *rr.LowFreqFactor, *rr.HighFreqFactor, *rr.OriginalMaxPositionEmbeddings
+				if !(s.LowFreqFactor > 0 && s.HighFreqFactor > s.LowFreqFactor && !math.IsInf(s.HighFreqFactor, 0)) || s.OriginalMaxPositions <= 0 {
+					return &ConfigError{Field: field, Err: fmt.Errorf("llama3 scaling needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0, got %g, %g, %d", s.LowFreqFactor, s.HighFreqFactor, s.OriginalMaxPositions)}
+				}
+			}
+			c.RopeScaling = s
+		default:
+			return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3)", typ)}
+		}
+	}
+	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
+		return &ConfigError{Field: "rope_theta", Err: fmt.Errorf("%g is not a finite base > 1", c.RopeTheta)}
+	}
+	return nil
+}
+
+// biases sets which projections carry a bias, per family.
+func (c *Config) biases(raw *rawConfig) {
+	attn := raw.AttentionBias != nil && *raw.AttentionBias
+	switch c.ModelType {
+	case "llama":
+		c.QKVBias, c.OBias = attn, attn
+		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
+	case "mistral":
+		// Mistral's projections have no biases.
+	case "qwen2":
+		c.QKVBias = true // Qwen2Attention: q, k, v always biased, o never
+	case "qwen3":
+		c.QKVBias, c.OBias = attn, attn
+		c.QKNorm = true
+	}
+	c.TieWordEmbeddings = raw.TieWordEmbeddings != nil && *raw.TieWordEmbeddings
+}
+
+// windows sets SlidingWindow and LayerWindows the way transformers does.
+func (c *Config) windows(raw *rawConfig) error {
+	c.LayerWindows = make([]int, c.Layers)
+	w := 0
+	if raw.SlidingWindow != nil {
+		if w = *raw.SlidingWindow; w <= 0 {
+			return &ConfigError{Field: "sliding_window", Err: fmt.Errorf("%d is not a positive window", w)}
+		}
+	}
+	var sliding func(layer int) bool
+	switch {
+	case len(raw.LayerTypes) > 0:
+		if len(raw.LayerTypes) != c.Layers {
+			return &ConfigError{Field: "layer_types", Err: fmt.Errorf("%d entries for %d layers", len(raw.LayerTypes), c.Layers)}
+		}
+		for i, t := range raw.LayerTypes {
+			if t != "full_attention" && t != "sliding_attention" {
+				return &ConfigError{Field: "layer_types", Err: fmt.Errorf("layer %d: type %q is not supported (want full_attention or sliding_attention)", i, t)}
+			}
+		}
+		sliding = func(i int) bool { return raw.LayerTypes[i] == "sliding_attention" }
+	case c.ModelType == "mistral":
+		sliding = func(int) bool { return true }
+	case c.ModelType == "qwen2" || c.ModelType == "qwen3":
+		if raw.UseSlidingWindow == nil || !*raw.UseSlidingWindow {
+			return nil // sliding_window is ignored unless use_sliding_window
+		}
+		first := 0
+		if raw.MaxWindowLayers != nil {
+			first = *raw.MaxWindowLayers
+		}
+		sliding = func(i int) bool { return i >= first }
+	default:
+		return nil // Llama has no sliding window
+	}
+	for i := range c.LayerWindows {
+		if sliding(i) {
+			if w == 0 {
+				if len(raw.LayerTypes) > 0 {
+					return &ConfigError{Field: "sliding_window", Err: fmt.Errorf("layer %d is sliding_attention but no window is given", i)}
+				}
+				continue // Mistral with "sliding_window": null
+			}
+			c.LayerWindows[i] = w
+			c.SlidingWindow = w
+		}
+	}
+	return nil
+}
+
+// positive returns *v checked to be in [1, max].
+func positive(v *int, field string, max int) (int, error) {
+	if v == nil {
+		return 0, &ConfigError{Field: field, Err: errors.New("missing")}
+	}
+	if *v <= 0 || *v > max {
+		return 0, &ConfigError{Field: field, Err: fmt.Errorf("%d is not in [1, %d]", *v, max)}
+	}
+	return *v, nil
+}
+
+// tokenIDs decodes a token id field that is absent, null, a number or a list
+// of numbers.
+func tokenIDs(msg json.RawMessage, field string) ([]int, error) {
+	if isNull(msg) {
+		return nil, nil
+	}
+	var one int
+	if err := json.Unmarshal(msg, &one); err == nil {
+		return []int{one}, nil
+	}
+	var list []int
+	if err := json.Unmarshal(msg, &list); err != nil {
+		return nil, &ConfigError{Field: field, Err: fmt.Errorf("want a token id or a list of them: %w", err)}
+	}
+	return list, nil
+}
+
+// isNull reports whether a raw JSON value is absent or null.
+func isNull(msg json.RawMessage) bool {
+	return len(msg) == 0 || bytes.Equal(bytes.TrimSpace(msg), []byte("null"))
+}

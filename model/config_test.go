@@ -1,0 +1,274 @@
+package model
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Config snippets in the formats the public checkpoints of each family use
+// (fields not read by this package trimmed).
+const (
+	cfgGocoder = `{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 0, "dtype": "bfloat16",
+  "eos_token_id": 1, "head_dim": 128, "hidden_act": "silu", "hidden_size": 512, "intermediate_size": 1536,
+  "max_position_embeddings": 8192, "mlp_bias": false, "model_type": "llama", "num_attention_heads": 4,
+  "num_hidden_layers": 6, "num_key_value_heads": 2, "pad_token_id": null, "rms_norm_eps": 1e-05,
+  "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"},
+  "tie_word_embeddings": true, "transformers_version": "5.17.0", "vocab_size": 8192}`
+	cfgLlama2 = `{
+  "architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+  "hidden_size": 4096, "intermediate_size": 11008, "max_position_embeddings": 4096, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32, "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05, "rope_scaling": null, "tie_word_embeddings": false, "torch_dtype": "float16",
+  "vocab_size": 32000}`
+	cfgLlama3 = `{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000, "eos_token_id": 128001,
+  "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 8192,
+  "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 500000.0, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16", "vocab_size": 128256}`
+	cfgLlama31 = `{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
+  "eos_token_id": [128001, 128008, 128009], "hidden_act": "silu", "hidden_size": 4096,
+  "intermediate_size": 14336, "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256}`
+	cfgLlama32 = `{
+  "architectures": ["LlamaForCausalLM"], "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64,
+  "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 8192, "max_position_embeddings": 131072,
+  "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+  "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "rope_theta": 500000.0,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "vocab_size": 128256}`
+	cfgMistral01 = `{
+  "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+  "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mistral",
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+  "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "vocab_size": 32000}`
+	cfgMistral03 = `{
+  "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "head_dim": null,
+  "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768,
+  "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16", "vocab_size": 32768}`
+	cfgMistralNemo = `{
+  "architectures": ["MistralForCausalLM"], "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120,
+  "intermediate_size": 14336, "max_position_embeddings": 1024000, "model_type": "mistral",
+  "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+  "rope_theta": 1000000.0, "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "vocab_size": 131072}`
+	cfgQwen25 = `{
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "intermediate_size": 4864,
+  "max_position_embeddings": 32768, "max_window_layers": 24, "model_type": "qwen2", "num_attention_heads": 14,
+  "num_hidden_layers": 24, "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+  "sliding_window": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_cache": true,
+  "use_mrope": false, "use_sliding_window": false, "vocab_size": 151936}`
+	cfgQwen3 = `{
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+  "intermediate_size": 3072, "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "use_sliding_window": false, "vocab_size": 151936}`
+)
+
+func TestParseConfig(t *testing.T) {
+	llama31Scaling := &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 8192}
+	for _, tc := range []struct {
+		name string
+		json string
+		want Config
+	}{
+		{"gocoder rope_parameters", cfgGocoder, Config{ModelType: "llama", Architecture: "LlamaForCausalLM",
+			Hidden: 512, Intermediate: 1536, Layers: 6, Heads: 4, KVHeads: 2, HeadDim: 128, Vocab: 8192, MaxPositions: 8192,
+			RMSNormEps: 1e-5, RopeTheta: 500000, TieWordEmbeddings: true, DType: "bfloat16", BOSTokenID: 0, EOSTokenIDs: []int{1}}},
+		{"llama 2 default theta, MHA", cfgLlama2, Config{ModelType: "llama", Architecture: "LlamaForCausalLM",
+			Hidden: 4096, Intermediate: 11008, Layers: 32, Heads: 32, KVHeads: 32, HeadDim: 128, Vocab: 32000, MaxPositions: 4096,
+			RMSNormEps: 1e-5, RopeTheta: 10000, DType: "float16", BOSTokenID: 1, EOSTokenIDs: []int{2}}},
+		{"llama 3", cfgLlama3, Config{ModelType: "llama", Architecture: "LlamaForCausalLM",
+			Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 128256, MaxPositions: 8192,
+			RMSNormEps: 1e-5, RopeTheta: 500000, DType: "bfloat16", BOSTokenID: 128000, EOSTokenIDs: []int{128001}}},
+		{"llama 3.1 llama3 scaling, eos list", cfgLlama31, Config{ModelType: "llama", Architecture: "LlamaForCausalLM",
+			Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 128256, MaxPositions: 131072,
+			RMSNormEps: 1e-5, RopeTheta: 500000, RopeScaling: llama31Scaling, DType: "bfloat16", BOSTokenID: 128000, EOSTokenIDs: []int{128001, 128008, 128009}}},
+		{"llama 3.2 tied, head_dim", cfgLlama32, Config{ModelType: "llama", Architecture: "LlamaForCausalLM",
+			Hidden: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, Vocab: 128256, MaxPositions: 131072,
+			RMSNormEps: 1e-5, RopeTheta: 500000, RopeScaling: &RopeScaling{Type: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 8192},
+			TieWordEmbeddings: true, DType: "bfloat16", BOSTokenID: 128000, EOSTokenIDs: []int{128001}}},
+		{"mistral 0.1 sliding window", cfgMistral01, Config{ModelType: "mistral", Architecture: "MistralForCausalLM",
+			Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 32000, MaxPositions: 32768,
+			RMSNormEps: 1e-5, RopeTheta: 10000, SlidingWindow: 4096, DType: "bfloat16", BOSTokenID: 1, EOSTokenIDs: []int{2}}},
+		{"mistral 0.3 null window and head_dim", cfgMistral03, Config{ModelType: "mistral", Architecture: "MistralForCausalLM",
+			Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 32768, MaxPositions: 32768,
+			RMSNormEps: 1e-5, RopeTheta: 1e6, DType: "bfloat16", BOSTokenID: 1, EOSTokenIDs: []int{2}}},
+		{"mistral nemo head_dim != hidden/heads", cfgMistralNemo, Config{ModelType: "mistral", Architecture: "MistralForCausalLM",
+			Hidden: 5120, Intermediate: 14336, Layers: 40, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 131072, MaxPositions: 1024000,
+			RMSNormEps: 1e-5, RopeTheta: 1e6, DType: "bfloat16", BOSTokenID: -1}},
+		{"qwen2.5 qkv bias, window unused", cfgQwen25, Config{ModelType: "qwen2", Architecture: "Qwen2ForCausalLM",
+			Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64, Vocab: 151936, MaxPositions: 32768,
+			RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true, QKVBias: true, DType: "bfloat16", BOSTokenID: 151643, EOSTokenIDs: []int{151643}}},
+		{"qwen3 qk norm", cfgQwen3, Config{ModelType: "qwen3", Architecture: "Qwen3ForCausalLM",
+			Hidden: 1024, Intermediate: 3072, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 151936, MaxPositions: 40960,
+			RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true, QKNorm: true, DType: "bfloat16", BOSTokenID: 151643, EOSTokenIDs: []int{151645}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseConfig([]byte(tc.json))
+			if err != nil {
+				t.Fatalf("ParseConfig: %v", err)
+			}
+			want := tc.want
+			want.LayerWindows = make([]int, want.Layers)
+			if want.SlidingWindow > 0 {
+				for i := range want.LayerWindows {
+					want.LayerWindows[i] = want.SlidingWindow
+				}
+			}
+			if !reflect.DeepEqual(*got, want) {
+				t.Errorf("ParseConfig =\n%+v\nwant\n%+v", *got, want)
+				if got.RopeScaling != nil {
+					t.Errorf("RopeScaling = %+v", *got.RopeScaling)
+				}
+			}
+		})
+	}
+}
+
+func TestParseConfigWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(string) string
+		base string
+		want []int
+	}{
+		{"qwen2 use_sliding_window from max_window_layers", func(s string) string {
+			return strings.NewReplacer(`"use_sliding_window": false`, `"use_sliding_window": true`, `"max_window_layers": 24`, `"max_window_layers": 22`).Replace(s)
+		}, cfgQwen25, append(make([]int, 22), 32768, 32768)},
+		{"layer_types", func(s string) string {
+			return strings.Replace(s, `"sliding_window": 4096,`, `"sliding_window": 4096, "layer_types": [`+strings.Repeat(`"sliding_attention","full_attention",`, 15)+`"sliding_attention","full_attention"],`, 1)
+		}, cfgMistral01, func() []int {
+			w := make([]int, 32)
+			for i := 0; i < 32; i += 2 {
+				w[i] = 4096
+			}
+			return w
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig([]byte(tc.edit(tc.base)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(c.LayerWindows, tc.want) {
+				t.Errorf("LayerWindows = %v, want %v", c.LayerWindows, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, json, field, msg string
+	}{
+		{"unknown architecture", strings.Replace(cfgLlama3, `"LlamaForCausalLM"`, `"GemmaForCausalLM"`, 1), "architectures", "supported: LlamaForCausalLM (llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3)"},
+		{"unknown model_type", strings.Replace(cfgLlama3, `"model_type": "llama"`, `"model_type": "gemma"`, 1), "model_type", `"gemma"`},
+		{"mismatched model_type", strings.Replace(cfgLlama3, `"model_type": "llama"`, `"model_type": "qwen2"`, 1), "model_type", "does not match"},
+		{"no family", `{"hidden_size": 8}`, "model_type", "missing"},
+		{"missing hidden_size", strings.Replace(cfgLlama3, `"hidden_size": 4096,`, ``, 1), "hidden_size", "missing"},
+		{"string hidden_size", strings.Replace(cfgLlama3, `"hidden_size": 4096`, `"hidden_size": "4096"`, 1), "hidden_size", "string"},
+		{"negative heads", strings.Replace(cfgLlama3, `"num_attention_heads": 32`, `"num_attention_heads": -32`, 1), "num_attention_heads", "not in"},
+		{"huge vocab", strings.Replace(cfgLlama3, `"vocab_size": 128256`, `"vocab_size": 12825600000`, 1), "vocab_size", "not in"},
+		{"kv heads do not divide", strings.Replace(cfgLlama3, `"num_key_value_heads": 8`, `"num_key_value_heads": 5`, 1), "num_key_value_heads", "multiple"},
+		{"hidden not multiple of heads", strings.Replace(cfgLlama3, `"hidden_size": 4096`, `"hidden_size": 4097`, 1), "head_dim", "multiple"},
+		{"odd head_dim", strings.Replace(cfgLlama32, `"head_dim": 64`, `"head_dim": 63`, 1), "head_dim", "odd"},
+		{"gelu", strings.Replace(cfgLlama3, `"silu"`, `"gelu"`, 1), "hidden_act", "gelu"},
+		{"yarn", strings.Replace(cfgLlama31, `"llama3"`, `"yarn"`, 1), "rope_scaling.rope_type", `"yarn" is not supported (supported: default, linear, llama3)`},
+		{"dynamic old spelling", strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": {"type": "dynamic", "factor": 2.0}`, 1), "rope_scaling.rope_type", "dynamic"},
+		{"llama3 missing factors", strings.Replace(cfgLlama31, `"low_freq_factor": 1.0,`, ``, 1), "rope_scaling", "low_freq_factor"},
+		{"llama3 equal factors", strings.Replace(cfgLlama31, `"high_freq_factor": 4.0`, `"high_freq_factor": 1.0`, 1), "rope_scaling", "low_freq_factor < high_freq_factor"},
+		{"zero factor", strings.Replace(cfgLlama31, `"factor": 8.0`, `"factor": 0`, 1), "rope_scaling.factor", "factor"},
+		{"per-layer-type rope_parameters", strings.Replace(cfgGocoder, `{"rope_theta": 500000.0, "rope_type": "default"}`, `{"full_attention": {"rope_theta": 1e6}}`, 1), "rope_parameters", `per-layer-type parameters ("full_attention") are not supported`},
+		{"bad theta", strings.Replace(cfgLlama3, `"rope_theta": 500000.0`, `"rope_theta": 0.5`, 1), "rope_theta", "base"},
+		{"zero eps", strings.Replace(cfgLlama3, `"rms_norm_eps": 1e-05`, `"rms_norm_eps": 0`, 1), "rms_norm_eps", "(0, 1)"},
+		{"zero window", strings.Replace(cfgMistral01, `"sliding_window": 4096`, `"sliding_window": 0`, 1), "sliding_window", "positive"},
+		{"bad layer type", strings.Replace(cfgMistral01, `"sliding_window": 4096,`, `"sliding_window": 4096, "layer_types": ["chunked_attention"],`, 1), "layer_types", "1 entries for 32 layers"},
+		{"bad eos", strings.Replace(cfgLlama3, `"eos_token_id": 128001`, `"eos_token_id": "x"`, 1), "eos_token_id", "token id"},
+		{"not json", `{"model_type": `, "", "unexpected end"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.json))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("ParseConfig error = %v (%T), want a *ConfigError", err, err)
+			}
+			if ce.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("ParseConfig error = %v (field %q), want field %q and %q", err, ce.Field, tc.field, tc.msg)
+			}
+		})
+	}
+	_, err := ParseConfig([]byte(strings.Replace(cfgLlama3, `"LlamaForCausalLM"`, `"GemmaForCausalLM"`, 1)))
+	if !errors.Is(err, ErrUnsupportedArchitecture) {
+		t.Errorf("unknown architecture error %v does not wrap ErrUnsupportedArchitecture", err)
+	}
+}
+
+func TestLoadConfigNamesFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(p, []byte(strings.Replace(cfgLlama3, `"num_key_value_heads": 8`, `"num_key_value_heads": 7`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(p)
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "num_key_value_heads") {
+		t.Fatalf("LoadConfig error = %v, want it to name the file and field", err)
+	}
+}
+
+// TestInvFreq checks the RoPE frequencies against float64 evaluations of
+// transformers' formulas, and the three llama3 bands on Llama 3.1's config.
+func TestInvFreq(t *testing.T) {
+	for _, js := range []string{cfgGocoder, cfgLlama2, cfgLlama31, cfgLlama32, strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": {"type": "linear", "factor": 4.0}`, 1)} {
+		c, err := ParseConfig([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := c.InvFreq(), refInvFreq(c)
+		if len(got) != c.HeadDim/2 {
+			t.Fatalf("%d frequencies for head_dim %d", len(got), c.HeadDim)
+		}
+		for i := range got {
+			// float32 steps against float64: a few ulps.
+			if rel := math.Abs(float64(got[i])-want[i]) / want[i]; rel > 4e-7 {
+				t.Errorf("%s: inv_freq[%d] = %v, want %v (rel %.1e)", c.ModelType, i, got[i], want[i], rel)
+			}
+		}
+	}
+	c, _ := ParseConfig([]byte(cfgLlama31))
+	inv := c.InvFreq()
+	plain, _ := ParseConfig([]byte(cfgLlama3)) // same theta and head_dim, no scaling
+	base := plain.InvFreq()
+	var high, low, medium int
+	for i := range inv {
+		switch r := float64(inv[i]) / float64(base[i]); {
+		case r == 1:
+			high++
+		case math.Abs(r-1/8.0) < 1e-6:
+			low++
+		default:
+			medium++
+			if !(r > 1/8.0 && r < 1) {
+				t.Errorf("inv_freq[%d] scaled by %v, outside (1/8, 1)", i, r)
+			}
+		}
+	}
+	if high == 0 || low == 0 || medium == 0 {
+		t.Errorf("llama3 bands: %d high, %d medium, %d low frequencies; want all three", high, medium, low)
+	}
+}

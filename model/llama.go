@@ -1,0 +1,211 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/backend"
+)
+
+// Llama is the Llama architecture and its close relatives, which differ only
+// in the pieces the config switches on:
+//
+//	Llama 2/3/3.1/3.2  llama3 or linear RoPE scaling; attention_bias, mlp_bias
+//	Mistral            sliding-window attention (handled by the Attention)
+//	Qwen2, Qwen2.5     q, k, v projection biases
+//	Qwen3              per-head RMSNorm of q and k before RoPE; explicit head_dim
+//
+// Every variant may tie lm_head to the token embedding. The fields are the
+// weights, tagged with their Hugging Face tensor names; Load fills them.
+type Llama struct {
+	TokenEmbedding backend.Weight `hf:"model.embed_tokens.weight" shape:"V,H"`
+	Layers         []LlamaLayer
+	Norm           backend.Weight `hf:"model.norm.weight" shape:"H"`
+	Output         backend.Weight `hf:"lm_head.weight" shape:"V,H" if:"!tied"` // TokenEmbedding when tied
+
+	cfg     *Config
+	be      backend.Backend
+	invFreq backend.Weight // RoPE inverse frequencies [D/2]
+	eps     float32
+}
+
+// LlamaLayer is one decoder layer's weights.
+type LlamaLayer struct {
+	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H"`
+	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H"`
+	QBias    backend.Weight `hf:"model.layers.%d.self_attn.q_proj.bias" shape:"QD" if:"qkv_bias"`
+	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H"`
+	KBias    backend.Weight `hf:"model.layers.%d.self_attn.k_proj.bias" shape:"KVD" if:"qkv_bias"`
+	V        backend.Weight `hf:"model.layers.%d.self_attn.v_proj.weight" shape:"KVD,H"`
+	VBias    backend.Weight `hf:"model.layers.%d.self_attn.v_proj.bias" shape:"KVD" if:"qkv_bias"`
+	QNorm    backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"D" if:"qk_norm"`
+	KNorm    backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"D" if:"qk_norm"`
+	O        backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD"`
+	OBias    backend.Weight `hf:"model.layers.%d.self_attn.o_proj.bias" shape:"H" if:"o_bias"`
+	MLPNorm  backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H"`
+	Gate     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H"`
+	GateBias backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias"`
+	Up       backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H"`
+	UpBias   backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias"`
+	Down     backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I"`
+	DownBias backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
+}
+
+func init() { register(newLlama, "llama", "mistral", "qwen2", "qwen3") }
+
+// newLlama loads the weights of cfg from the loader's checkpoint.
+func newLlama(cfg *Config, ld *loader) (Model, error) {
+	m := &Llama{cfg: cfg, be: ld.be, eps: float32(cfg.RMSNormEps), Layers: make([]LlamaLayer, cfg.Layers)}
+	ld.dims = map[string]int{
+		"H": cfg.Hidden, "I": cfg.Intermediate, "V": cfg.Vocab, "D": cfg.HeadDim,
+		"QD": cfg.Heads * cfg.HeadDim, "KVD": cfg.KVHeads * cfg.HeadDim,
+	}
+	ld.conds = map[string]bool{
+		"tied": cfg.TieWordEmbeddings, "qkv_bias": cfg.QKVBias, "o_bias": cfg.OBias,
+		"mlp_bias": cfg.MLPBias, "qk_norm": cfg.QKNorm,
+	}
+	ld.ignore = func(name string) bool {
+		// Old checkpoints store RoPE's buffer; tied checkpoints may still
+		// store lm_head (transformers overwrites it with the embedding).
+		return strings.HasSuffix(name, ".rotary_emb.inv_freq") || (cfg.TieWordEmbeddings && name == "lm_head.weight")
+	}
+	if err := ld.load(m); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if cfg.TieWordEmbeddings {
+		m.Output = m.TokenEmbedding
+	}
+	var err error
+	if m.invFreq, err = loadVector(m.be, "rope.inv_freq", cfg.InvFreq()); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return m, nil
+}
+
+// Config implements Model.
+func (m *Llama) Config() *Config { return m.cfg }
+
+// Forward implements Model. With T new tokens, H hidden, each layer computes
+//
+//	x = RMSNorm(h)
+//	q, k, v = x·Wqᵀ (+bq), x·Wkᵀ (+bk), x·Wvᵀ (+bv)
+//	q, k = RMSNorm_head(q), RMSNorm_head(k)       (Qwen3)
+//	q, k = RoPE(q, pos), RoPE(k, pos)
+//	h = h + Attention(q, k, v)·Woᵀ (+bo)
+//	x = RMSNorm(h)
+//	h = h + (silu(x·Wgᵀ) ⊙ x·Wuᵀ)·Wdᵀ
+//
+// and the logits are RMSNorm(h)·Wlmᵀ for the output rows.
+func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
+	cfg, be := m.cfg, m.be
+	if err := b.Validate(cfg.Vocab); err != nil {
+		return nil, err
+	}
+	if attn == nil {
+		return nil, errors.New("model: forward: nil Attention")
+	}
+	if bs, ok := attn.(BatchStarter); ok {
+		if err := bs.Begin(b); err != nil {
+			return nil, fmt.Errorf("model: forward: %w", err)
+		}
+	}
+	outRows := b.OutputRows()
+	T, R := len(b.Tokens), len(outRows)
+	QD, KVD := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
+
+	a := &arena{be: be}
+	defer a.free()
+	ids := a.alloc(backend.I32, T)
+	pos := a.alloc(backend.I32, T)
+	rows := a.alloc(backend.I32, R)
+	h := a.alloc(backend.F32, T, cfg.Hidden) // the residual stream
+	x := a.alloc(backend.F32, T, cfg.Hidden)
+	q := a.alloc(backend.F32, T, QD)
+	k := a.alloc(backend.F32, T, KVD)
+	v := a.alloc(backend.F32, T, KVD)
+	o := a.alloc(backend.F32, T, QD)
+	gate := a.alloc(backend.F32, T, cfg.Intermediate)
+	up := a.alloc(backend.F32, T, cfg.Intermediate)
+	hOut := a.alloc(backend.F32, R, cfg.Hidden)
+	logits := a.alloc(backend.F32, R, cfg.Vocab)
+	if a.err != nil {
+		return nil, fmt.Errorf("model: forward: %w", a.err)
+	}
+	for _, u := range []struct {
+		dst backend.Tensor
+		src []int32
+	}{{ids, b.Tokens}, {pos, b.Positions()}, {rows, outRows}} {
+		if err := be.UploadInt32(u.dst, u.src); err != nil {
+			return nil, fmt.Errorf("model: forward: %w", err)
+		}
+	}
+
+	be.Embedding(h, m.TokenEmbedding, ids)
+	for i := range m.Layers {
+		l := &m.Layers[i]
+
+		// Self-attention block.
+		be.RMSNorm(x, h, l.AttnNorm, m.eps)
+		be.Linear(q, x, l.Q, l.QBias)
+		be.Linear(k, x, l.K, l.KBias)
+		be.Linear(v, x, l.V, l.VBias)
+		if l.QNorm != nil {
+			be.RMSNorm(q, q, l.QNorm, m.eps)
+			be.RMSNorm(k, k, l.KNorm, m.eps)
+		}
+		be.RoPE(q, pos, m.invFreq)
+		be.RoPE(k, pos, m.invFreq)
+		if err := be.Err(); err != nil {
+			return nil, m.fail(i, err)
+		}
+		if err := attn.Attend(i, b, q, k, v, o); err != nil {
+			return nil, m.fail(i, err)
+		}
+		be.Linear(x, o, l.O, l.OBias)
+		be.Add(h, h, x)
+
+		// MLP block.
+		be.RMSNorm(x, h, l.MLPNorm, m.eps)
+		be.Linear(gate, x, l.Gate, l.GateBias)
+		be.Linear(up, x, l.Up, l.UpBias)
+		be.SwiGLU(gate, gate, up)
+		be.Linear(x, gate, l.Down, l.DownBias)
+		be.Add(h, h, x)
+	}
+
+	// Final norm and lm_head, on the output rows only.
+	be.Rows(hOut, h, rows)
+	be.RMSNorm(hOut, hOut, m.Norm, m.eps)
+	be.Linear(logits, hOut, m.Output, nil)
+	out := &Logits{Vocab: cfg.Vocab, Data: make([]float32, R*cfg.Vocab)}
+	if err := be.Download(out.Data, logits); err != nil {
+		return nil, m.fail(-1, err)
+	}
+	if err := be.Sync(); err != nil {
+		return nil, m.fail(-1, err)
+	}
+	return out, nil
+}
+
+// fail clears the backend's pending error (so the next request starts clean)
+// and wraps err with the layer it happened in (-1: after the layers).
+func (m *Llama) fail(layer int, err error) error {
+	_ = m.be.Sync()
+	if layer < 0 {
+		return fmt.Errorf("model: forward: %w", err)
+	}
+	return fmt.Errorf("model: forward: layer %d: %w", layer, err)
+}
+
+// Close implements Model.
+func (m *Llama) Close() error {
+	v := reflect.ValueOf(m).Elem()
+	freeWeights(m.be, v)
+	m.be.FreeWeight(m.invFreq)
+	m.invFreq = nil
+	return nil
+}

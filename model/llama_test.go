@@ -1,0 +1,277 @@
+package model
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/model/safetensors"
+)
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// synthFamilies are small random models of every supported family and
+// feature, each checked against refForward.
+var synthFamilies = []struct {
+	name   string
+	dtype  safetensors.DType
+	config string
+}{
+	{"llama tied bf16", safetensors.BF16, `{"architectures":["LlamaForCausalLM"],"model_type":"llama",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":100,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":true,"hidden_act":"silu"}`},
+	{"llama3 rope scaling via rope_parameters", safetensors.BF16, `{"architectures":["LlamaForCausalLM"],"model_type":"llama",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":1,
+		"vocab_size":100,"rms_norm_eps":1e-5,"tie_word_embeddings":true,
+		"rope_parameters":{"rope_type":"llama3","rope_theta":10000.0,"factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":16}}`},
+	{"llama biases untied f16 linear scaling", safetensors.F16, `{"architectures":["LlamaForCausalLM"],"model_type":"llama",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":4,
+		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":500000.0,"attention_bias":true,"mlp_bias":true,"tie_word_embeddings":false,
+		"rope_scaling":{"type":"linear","factor":2.0}}`},
+	{"mistral sliding window f32", safetensors.F32, `{"architectures":["MistralForCausalLM"],"model_type":"mistral",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":100,"rms_norm_eps":1e-5,"rope_theta":1000000.0,"sliding_window":4,"tie_word_embeddings":false}`},
+	{"qwen2 qkv bias", safetensors.BF16, `{"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
+		"use_sliding_window":false,"sliding_window":32768,"max_window_layers":2}`},
+	{"qwen3 qk norm explicit head_dim", safetensors.BF16, `{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,
+		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":1000000,"attention_bias":false,"tie_word_embeddings":true,
+		"sliding_window":null,"use_sliding_window":false}`},
+}
+
+// logitTol is the tolerance of the synthetic tests: float32 computation
+// against float64, relative to the largest |logit| of the row. Rounding
+// differences give ~1e-6 here; a wrong op gives 1e-2 or more.
+const logitTol = 1e-4
+
+// checkRow compares a row of logits with the reference and returns the
+// largest error relative to the row's largest |logit|.
+func checkRow(t *testing.T, what string, got []float32, want []float64) float64 {
+	t.Helper()
+	var scale, worst float64
+	for _, w := range want {
+		scale = max(scale, math.Abs(w))
+	}
+	for i := range want {
+		d := math.Abs(float64(got[i]) - want[i])
+		if !(d <= logitTol*scale) {
+			t.Fatalf("%s: logit %d = %.7g, want %.7g (|diff| %.2g > %.0e·%.3g)", what, i, got[i], want[i], d, logitTol, scale)
+		}
+		worst = max(worst, d/scale)
+	}
+	return worst
+}
+
+// TestSyntheticFamilies loads a small random checkpoint of each family and
+// checks prefill (all positions) and token-by-token decode against the
+// float64 reference forward pass.
+func TestSyntheticFamilies(t *testing.T) {
+	tokens := []int32{1, 17, 42, 99, 0, 5, 5, 63, 28, 71, 3}
+	for i, fam := range synthFamilies {
+		t.Run(fam.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := writeSynthetic(t, dir, fam.config, fam.dtype, uint64(10+i), nil)
+			be := cpu.New(2)
+			m, err := Load(dir, be, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			want := refForward(m.Config(), w, tokens)
+
+			cache := NewDenseCache(be, m.Config())
+			var b Batch
+			b.Add(7, 0, tokens...)
+			b.AllLogits = true
+			out, err := m.Forward(&b, cache)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var worst float64
+			for p := range tokens {
+				worst = max(worst, checkRow(t, "prefill position "+itoa(p), out.Row(p), want[p]))
+			}
+
+			// Prefill 4 tokens, then decode the rest one by one.
+			cache = NewDenseCache(be, m.Config())
+			b = Batch{}
+			b.Add(7, 0, tokens[:4]...)
+			out, err = m.Forward(&b, cache)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRow(t, "prefill last", out.Row(0), want[3])
+			for p := 4; p < len(tokens); p++ {
+				b = Batch{}
+				b.Add(7, p, tokens[p])
+				out, err = m.Forward(&b, cache)
+				if err != nil {
+					t.Fatal(err)
+				}
+				worst = max(worst, checkRow(t, "decode position "+itoa(p), out.Row(0), want[p]))
+			}
+			t.Logf("worst logit error / max |logit|: %.2e", worst)
+		})
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestLoadErrors checks that a checkpoint disagreeing with its config is
+// rejected with an error naming the tensor.
+func TestLoadErrors(t *testing.T) {
+	base := synthFamilies[0].config // llama, tied
+	for _, tc := range []struct {
+		name   string
+		config string
+		extra  map[string][]int
+		edit   func(dir string)
+		want   string
+	}{
+		{"unused tensor", base, map[string][]int{"model.layers.0.self_attn.q_norm.weight": {16}}, nil, "model.layers.0.self_attn.q_norm.weight"},
+		{"missing lm_head", strings.Replace(base, `"tie_word_embeddings":true`, `"tie_word_embeddings":false`, 1), nil, nil, ""},
+		{"wrong shape", strings.Replace(base, `"intermediate_size":96`, `"intermediate_size":97`, 1), nil, nil, ""},
+		{"stored rotary buffer is ignored", base, map[string][]int{"model.layers.0.self_attn.rotary_emb.inv_freq": {8}}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeSynthetic(t, dir, base, safetensors.BF16, 1, tc.extra)
+			if tc.config != base {
+				// Overwrite config.json with the disagreeing one.
+				if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(tc.config), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := Load(dir, cpu.New(1), LoadOptions{})
+			switch {
+			case tc.name == "stored rotary buffer is ignored":
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				m.Close()
+			case tc.name == "missing lm_head":
+				if err == nil || !strings.Contains(err.Error(), `"lm_head.weight"`) {
+					t.Fatalf("Load = %v, want an error naming lm_head.weight", err)
+				}
+			case tc.name == "wrong shape":
+				if err == nil || !strings.Contains(err.Error(), "gate_proj.weight") || !strings.Contains(err.Error(), "[96 64]") {
+					t.Fatalf("Load = %v, want a shape error naming gate_proj", err)
+				}
+			default:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Load = %v, want an error containing %q", err, tc.want)
+				}
+			}
+		})
+	}
+
+	if _, err := Load(t.TempDir(), cpu.New(1), LoadOptions{}); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Errorf("Load of an empty dir: %v", err)
+	}
+
+	// A weight stored in a dtype with no float conversion.
+	dir := t.TempDir()
+	writeSynthetic(t, dir, base, safetensors.BF16, 1, nil)
+	path := filepath.Join(dir, "model.safetensors")
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tensors []safetensors.Tensor
+	for _, info := range f.Tensors() {
+		tt, err := f.Tensor(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tt.Data = slices.Clone(tt.Data)
+		if info.Name == "model.norm.weight" {
+			tt.DType = safetensors.I32
+			tt.Data = make([]byte, 4*info.NumElements())
+		}
+		tensors = append(tensors, tt)
+	}
+	f.Close()
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir, cpu.New(1), LoadOptions{}); err == nil || !strings.Contains(err.Error(), `"model.norm.weight"`) || !strings.Contains(err.Error(), "I32") {
+		t.Errorf("Load with an I32 weight: %v", err)
+	}
+}
+
+// TestLoadProgress checks the progress bar output.
+func TestLoadProgress(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthetic(t, dir, synthFamilies[0].config, safetensors.BF16, 1, nil)
+	var buf bytes.Buffer
+	m, err := Load(dir, cpu.New(1), LoadOptions{Progress: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	out := buf.String()
+	if !strings.Contains(out, "\rloading [") || !strings.Contains(out, "100%") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("progress output %q", out)
+	}
+}
+
+// fullCache is an Attention whose Begin always reports that the cache is
+// full, as a paged low-bit cache would when out of memory.
+type fullCache struct{ attends int }
+
+func (c *fullCache) Begin(*Batch) error { return errors.New("kv: out of memory for 3 tokens") }
+func (c *fullCache) Attend(int, *Batch, backend.Tensor, backend.Tensor, backend.Tensor, backend.Tensor) error {
+	c.attends++
+	return nil
+}
+
+// TestForwardErrors checks that bad batches and failing caches give errors,
+// not panics, and leave the backend usable.
+func TestForwardErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthetic(t, dir, synthFamilies[0].config, safetensors.BF16, 1, nil)
+	be := cpu.New(2)
+	m, err := Load(dir, be, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var b Batch
+	b.Add(0, 0, 1, 2, 3)
+	fc := &fullCache{}
+	if _, err := m.Forward(&b, fc); err == nil || !strings.Contains(err.Error(), "out of memory") || fc.attends != 0 {
+		t.Errorf("Forward with a full cache: %v, %d Attend calls", err, fc.attends)
+	}
+	if _, err := m.Forward(&b, nil); err == nil {
+		t.Error("Forward with a nil Attention succeeded")
+	}
+	bad := Batch{}
+	bad.Add(0, 0, 1, 100) // vocab is 100
+	if _, err := m.Forward(&bad, NewDenseCache(be, m.Config())); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
+		t.Errorf("Forward with token 100: %v", err)
+	}
+	cache := NewDenseCache(be, m.Config())
+	skip := Batch{}
+	skip.Add(0, 2, 1) // the cache holds nothing for sequence 0
+	if _, err := m.Forward(&skip, cache); err == nil || !strings.Contains(err.Error(), "layer 0") {
+		t.Errorf("Forward at a position the cache does not hold: %v", err)
+	}
+	if _, err := m.Forward(&b, cache); err != nil {
+		t.Errorf("Forward after errors: %v", err)
+	}
+}

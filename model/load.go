@@ -1,0 +1,326 @@
+package model
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/model/safetensors"
+)
+
+// Model is a loaded model: its config and a forward pass over a backend.
+type Model interface {
+	// Config returns the model's hyperparameters. The caller must not
+	// modify them.
+	Config() *Config
+	// Forward runs the batch's new tokens through the model, handing each
+	// layer's q, k and v to attn, and returns the logits of the last token of
+	// each sequence (of every token with b.AllLogits).
+	Forward(b *Batch, attn Attention) (*Logits, error)
+	// Close frees the model's weights on its backend.
+	Close() error
+}
+
+// LoadOptions tunes Load.
+type LoadOptions struct {
+	// Progress receives a progress bar while weights load (carriage
+	// returns, one final newline); nil loads silently. See StderrProgress.
+	Progress io.Writer
+}
+
+// constructor builds a model of one family from its config and checkpoint.
+type constructor func(cfg *Config, ld *loader) (Model, error)
+
+// families maps config model_type to the constructor of its architecture
+// file; each file registers itself in init.
+var families = map[string]constructor{}
+
+// register makes a constructor available to Load for the given model types.
+func register(c constructor, modelTypes ...string) {
+	for _, t := range modelTypes {
+		families[t] = c
+	}
+}
+
+// Load loads the Hugging Face model in dir (config.json and model.safetensors
+// or a sharded model.safetensors.index.json) onto be.
+func Load(dir string, be backend.Backend, opts LoadOptions) (Model, error) {
+	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	ck, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	defer ck.Close() // weights are copied into the backend
+	return LoadCheckpoint(cfg, ck, be, opts)
+}
+
+// LoadCheckpoint loads a model of the given config from an open checkpoint
+// onto be. The checkpoint may be closed once it returns.
+func LoadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend, opts LoadOptions) (Model, error) {
+	newModel, ok := families[cfg.ModelType]
+	if !ok {
+		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
+	}
+	return newModel(cfg, &loader{ck: ck, be: be, progress: opts.Progress})
+}
+
+// StderrProgress returns os.Stderr if it is a terminal (a character device)
+// and nil otherwise, for LoadOptions.Progress.
+func StderrProgress() io.Writer {
+	st, err := os.Stderr.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return os.Stderr
+}
+
+// loader fills a model's weight struct from a checkpoint.
+//
+// A weight field is a backend.Weight with struct tags:
+//
+//	hf:"model.layers.%d.self_attn.q_proj.weight"  the checkpoint tensor name;
+//	                                               %d is the layer index
+//	shape:"QD,H"                                   the expected shape, in the
+//	                                               symbols of loader.dims
+//	if:"qkv_bias"                                  load only if the condition
+//	                                               holds ("!tied": if it does not)
+//
+// A slice of structs (the layers) is filled element by element with %d set
+// to the index. Tensors of the checkpoint that no field reads are an error:
+// they mean the config and the checkpoint disagree.
+type loader struct {
+	ck       *safetensors.Checkpoint
+	be       backend.Backend
+	progress io.Writer
+	dims     map[string]int  // shape symbols
+	conds    map[string]bool // if-tag conditions
+	ignore   func(name string) bool
+}
+
+// weightSpec is one tensor to load into a struct field.
+type weightSpec struct {
+	name  string
+	shape []int
+	dst   *backend.Weight
+}
+
+// load fills the tagged backend.Weight fields of *dst.
+func (ld *loader) load(dst any) error {
+	var specs []weightSpec
+	if err := ld.collect(reflect.ValueOf(dst).Elem(), -1, &specs); err != nil {
+		return err
+	}
+	used := make(map[string]bool, len(specs))
+	var total int64
+	for _, s := range specs {
+		info, ok := ld.ck.Info(s.name)
+		if !ok {
+			return fmt.Errorf("model: checkpoint has no tensor %q", s.name)
+		}
+		if !slices.Equal(info.Shape, s.shape) {
+			return fmt.Errorf("model: tensor %q has shape %v, want %v from config.json", s.name, info.Shape, s.shape)
+		}
+		used[s.name] = true
+		total += info.End - info.Begin
+	}
+	var unused []string
+	for _, name := range ld.ck.Names() {
+		if !used[name] && (ld.ignore == nil || !ld.ignore(name)) {
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) > 0 {
+		more := ""
+		if len(unused) > 5 {
+			more = fmt.Sprintf(" and %d more", len(unused)-5)
+			unused = unused[:5]
+		}
+		return fmt.Errorf("model: the checkpoint has tensors this config does not use: %s%s (config.json and the weights disagree?)", strings.Join(unused, ", "), more)
+	}
+
+	bar := newProgressBar(ld.progress, total)
+	for _, s := range specs {
+		t, err := ld.ck.Tensor(s.name)
+		if err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+		dt, err := backendDType(t.DType)
+		if err != nil {
+			return fmt.Errorf("model: %s: tensor %q: %w", t.File, s.name, err)
+		}
+		w, err := ld.be.LoadWeight(s.name, dt, s.shape, t.Data)
+		if err != nil {
+			return fmt.Errorf("model: %s: %w", t.File, err)
+		}
+		*s.dst = w
+		bar.add(int64(len(t.Data)))
+	}
+	bar.done()
+	return nil
+}
+
+// weightType is the reflect type of backend.Weight.
+var weightType = reflect.TypeFor[backend.Weight]()
+
+// collect walks the struct v, appending a spec per tagged weight field.
+func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		switch {
+		case f.Type == weightType:
+			tag, ok := f.Tag.Lookup("hf")
+			if !ok {
+				continue
+			}
+			if cond, ok := f.Tag.Lookup("if"); ok {
+				want := !strings.HasPrefix(cond, "!")
+				c, known := ld.conds[strings.TrimPrefix(cond, "!")]
+				if !known {
+					return fmt.Errorf("model: field %s: unknown condition %q", f.Name, cond)
+				}
+				if c != want {
+					continue
+				}
+			}
+			name := tag
+			if strings.Contains(tag, "%d") {
+				if layer < 0 {
+					return fmt.Errorf("model: field %s: tag %q outside a layer", f.Name, tag)
+				}
+				name = strings.ReplaceAll(tag, "%d", strconv.Itoa(layer))
+			}
+			shape, err := ld.shape(f.Tag.Get("shape"))
+			if err != nil {
+				return fmt.Errorf("model: field %s: %w", f.Name, err)
+			}
+			*specs = append(*specs, weightSpec{name: name, shape: shape, dst: fv.Addr().Interface().(*backend.Weight)})
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && f.IsExported():
+			for j := range fv.Len() {
+				if err := ld.collect(fv.Index(j), j, specs); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// shape evaluates a shape tag such as "QD,H".
+func (ld *loader) shape(tag string) ([]int, error) {
+	if tag == "" {
+		return nil, errors.New("missing shape tag")
+	}
+	var shape []int
+	for _, sym := range strings.Split(tag, ",") {
+		d, ok := ld.dims[sym]
+		if !ok {
+			return nil, fmt.Errorf("unknown dimension %q in shape tag %q", sym, tag)
+		}
+		shape = append(shape, d)
+	}
+	return shape, nil
+}
+
+// backendDType maps a checkpoint dtype to the backend's.
+func backendDType(d safetensors.DType) (backend.DType, error) {
+	switch d {
+	case safetensors.F32:
+		return backend.F32, nil
+	case safetensors.F16:
+		return backend.F16, nil
+	case safetensors.BF16:
+		return backend.BF16, nil
+	}
+	return 0, fmt.Errorf("%w %q for a weight (supported: F32, F16, BF16)", safetensors.ErrUnsupportedDType, d)
+}
+
+// loadVector makes a weight from host float32 values (e.g. RoPE frequencies).
+func loadVector(be backend.Backend, name string, v []float32) (backend.Weight, error) {
+	data := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
+	}
+	return be.LoadWeight(name, backend.F32, []int{len(v)}, data)
+}
+
+// progressBar draws "loading [=====     ]  45%  21/46 MB" on one line.
+type progressBar struct {
+	w             io.Writer
+	total, loaded int64
+	shown         int // last percentage drawn, -1 before the first
+	start         time.Time
+}
+
+// progressWidth is the number of cells of the bar.
+const progressWidth = 30
+
+func newProgressBar(w io.Writer, total int64) *progressBar {
+	p := &progressBar{w: w, total: max(total, 1), shown: -1, start: time.Now()}
+	p.add(0)
+	return p
+}
+
+// add advances the bar by n bytes, redrawing when the percentage changes.
+func (p *progressBar) add(n int64) {
+	if p.w == nil {
+		return
+	}
+	p.loaded += n
+	pct := int(p.loaded * 100 / p.total)
+	if pct == p.shown {
+		return
+	}
+	p.shown = pct
+	cells := pct * progressWidth / 100
+	fmt.Fprintf(p.w, "\rloading [%s%s] %3d%%  %d/%d MB", strings.Repeat("=", cells), strings.Repeat(" ", progressWidth-cells), pct, p.loaded>>20, p.total>>20)
+}
+
+// done ends the bar's line.
+func (p *progressBar) done() {
+	if p.w == nil {
+		return
+	}
+	fmt.Fprintf(p.w, " in %.1fs\n", time.Since(p.start).Seconds())
+}
+
+// freeWeights frees every backend.Weight field of the struct v (recursing
+// into slices of structs) and sets it to nil. A weight shared by two fields
+// (tied embeddings) is freed once.
+func freeWeights(be backend.Backend, v reflect.Value) {
+	seen := map[backend.Weight]bool{}
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		t := v.Type()
+		for i := range t.NumField() {
+			f, fv := t.Field(i), v.Field(i)
+			switch {
+			case !f.IsExported():
+			case f.Type == weightType:
+				if w, _ := fv.Interface().(backend.Weight); w != nil && !seen[w] {
+					seen[w] = true
+					be.FreeWeight(w)
+				}
+				fv.Set(reflect.Zero(weightType))
+			case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+				for j := range fv.Len() {
+					walk(fv.Index(j))
+				}
+			}
+		}
+	}
+	walk(v)
+}

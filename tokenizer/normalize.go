@@ -1,0 +1,186 @@
+package tokenizer
+
+import (
+	"strings"
+	"unicode"
+)
+
+// normalizer is one HF normalizer, applied to each text piece between added
+// tokens (AddedVocabulary::extract_and_normalize).
+type normalizer interface {
+	normalize(s string) string
+}
+
+// prependNorm is Prepend: the string goes before any non-empty piece.
+type prependNorm string
+
+func (p prependNorm) normalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(p) + s
+}
+
+// replaceNorm is Replace: every match of the pattern becomes content.
+type replaceNorm struct {
+	m       matcher
+	content string
+}
+
+func (r *replaceNorm) normalize(s string) string {
+	return replaceAll(r.m, s, r.content)
+}
+
+func replaceAll(m matcher, s, content string) string {
+	if lm, ok := m.(literalMatcher); ok {
+		if lm == "" {
+			return s
+		}
+		return strings.ReplaceAll(s, string(lm), content)
+	}
+	ms := m.findAll(s, nil)
+	if len(ms) == 0 {
+		return s
+	}
+	var b strings.Builder
+	prev := 0
+	for _, mt := range ms {
+		b.WriteString(s[prev:mt[0]])
+		b.WriteString(content)
+		prev = mt[1]
+	}
+	b.WriteString(s[prev:])
+	return b.String()
+}
+
+// sequenceNorm runs normalizers in order.
+type sequenceNorm []normalizer
+
+func (seq sequenceNorm) normalize(s string) string {
+	for _, n := range seq {
+		s = n.normalize(s)
+	}
+	return s
+}
+
+// lowercaseNorm is Lowercase: Rust's char::to_lowercase on every character.
+type lowercaseNorm struct{}
+
+func (lowercaseNorm) normalize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == 'İ' {
+			return -1 // handled below: it lowercases to two characters
+		}
+		return unicode.ToLower(r)
+	}, strings.ReplaceAll(s, "İ", "i\u0307"))
+}
+
+// stripNorm is Strip: leading and/or trailing whitespace removed.
+type stripNorm struct{ left, right bool }
+
+func (st stripNorm) normalize(s string) string {
+	if st.left {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+	}
+	if st.right {
+		s = strings.TrimRightFunc(s, unicode.IsSpace)
+	}
+	return s
+}
+
+// stripAccentsNorm is StripAccents: combining marks removed (meant to follow
+// NFD, as in HF).
+type stripAccentsNorm struct{}
+
+func (stripAccentsNorm) normalize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Mn, r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// unicodeNorm is NFC, NFD, NFKC or NFKD (see unorm.go).
+type unicodeNorm struct {
+	compat, compose bool
+}
+
+func (u unicodeNorm) normalize(s string) string {
+	return normalizeUnicode(s, u.compat, u.compose)
+}
+
+// parseNormalizer decodes the "normalizer" field (non-null).
+func parseNormalizer(n jnode, depth int) (normalizer, error) {
+	if depth > maxNesting {
+		return nil, n.errorf("nested more than %d deep", maxNesting)
+	}
+	o, err := n.object()
+	if err != nil {
+		return nil, err
+	}
+	typ, err := o.typeName()
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case "Prepend":
+		p, err := o.get("prepend").str()
+		if err != nil {
+			return nil, err
+		}
+		return prependNorm(p), nil
+	case "Replace":
+		p, isRegex, err := o.get("pattern").pattern()
+		if err != nil {
+			return nil, err
+		}
+		m, err := compilePattern(p, isRegex)
+		if err != nil {
+			return nil, o.get("pattern").errorf("cannot compile %q: %v", p, err)
+		}
+		c, err := o.get("content").str()
+		if err != nil {
+			return nil, err
+		}
+		return &replaceNorm{m: m, content: c}, nil
+	case "Sequence":
+		list, err := o.get("normalizers").array()
+		if err != nil {
+			return nil, err
+		}
+		seq := make(sequenceNorm, 0, len(list))
+		for _, e := range list {
+			nn, err := parseNormalizer(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			seq = append(seq, nn)
+		}
+		return seq, nil
+	case "Lowercase":
+		return lowercaseNorm{}, nil
+	case "Strip":
+		l, err := o.get("strip_left").boolOr(true)
+		if err != nil {
+			return nil, err
+		}
+		r, err := o.get("strip_right").boolOr(true)
+		if err != nil {
+			return nil, err
+		}
+		return stripNorm{l, r}, nil
+	case "StripAccents":
+		return stripAccentsNorm{}, nil
+	case "NFC":
+		return unicodeNorm{compose: true}, nil
+	case "NFD":
+		return unicodeNorm{}, nil
+	case "NFKC":
+		return unicodeNorm{compat: true, compose: true}, nil
+	case "NFKD":
+		return unicodeNorm{compat: true}, nil
+	}
+	return nil, o.get("type").wrap(unsupported("normalizer", typ,
+		"Prepend, Replace, Sequence, Lowercase, Strip, StripAccents, NFC, NFD, NFKC, NFKD"))
+}
