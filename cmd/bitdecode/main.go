@@ -149,10 +149,6 @@ func notYet(name, issue, instead string) func([]string, io.Writer, io.Writer) er
 }
 
 func init() {
-	register(&command{name: "run", usage: "[--model DIR] [--kv SPEC] [--device auto|cpu|cuda] PROMPT",
-		summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache (not built yet)",
-		help:    "Loads config.json, *.safetensors and tokenizer.json from DIR and streams generated tokens.\n\nexample:\n  bitdecode run --model ./Llama-3.2-1B --kv int4 \"Write a haiku about caches\"",
-		run:     notYet("run", "the model runtime (issue #5)", "'bitdecode bench --quick'")})
 	register(&command{name: "serve", usage: "[--model DIR] [--kv SPEC] [--addr HOST:PORT]",
 		summary: "OpenAI-compatible HTTP server with continuous batching (not built yet)",
 		help:    "Serves /v1/chat/completions, /v1/completions and /v1/models.\n\nexample:\n  bitdecode serve --model ./Llama-3.2-1B --kv int4 --addr 127.0.0.1:8080",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -19,7 +20,10 @@ func TestCLI(t *testing.T) {
 		{[]string{"help", "bench"}, 0, "usage: bitdecode bench", ""},
 		{[]string{"bench", "-h"}, 0, "example:", ""},
 		{[]string{"nope"}, 2, "", `unknown command "nope"`},
-		{[]string{"run", "hello"}, 1, "", "not built yet"},
+		{[]string{"run", "hello"}, 2, "", "--model DIR is required"},
+		{[]string{"run", "--model", "/nonexistent", "--kv", "int9", "x"}, 2, "", "invalid format spec"},
+		{[]string{"run", "--model", "/nonexistent", "--temperature", "-1", "x"}, 2, "", "temperature"},
+		{[]string{"run", "--model", "/nonexistent", "--device", "cpu", "x"}, 1, "", "/nonexistent"},
 		{[]string{"serve"}, 1, "", "not built yet"},
 		{[]string{"eval", "ppl"}, 1, "", "not built yet"},
 		{[]string{"inspect"}, 2, "", "kv or gpu"},
@@ -54,5 +58,23 @@ func TestBenchAutoFallsBackToCPU(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "| int4:kc128:v128:res128 | 1 | 512 |") {
 		t.Errorf("table lacks the int4 row:\n%s", out.String())
+	}
+}
+
+func TestRunOnReferenceModel(t *testing.T) {
+	dir := "../../../shared/models/gocoder-23m"
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("../shared/models/gocoder-23m not found; skipping the real-checkpoint run")
+	}
+	var out, errb bytes.Buffer
+	code := runMain([]string{"run", "--model", dir, "--kv", "int4", "--device", "cpu", "--max-tokens", "8", "func main() {"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.HasPrefix(out.String(), "func main() {") || len(out.String()) <= len("func main() {\n") {
+		t.Errorf("stdout %q: want the prompt and a continuation", out.String())
+	}
+	if !strings.Contains(errb.String(), "new tokens at") || !strings.Contains(errb.String(), "fp16 would be") {
+		t.Errorf("stderr lacks the statistics line: %q", errb.String())
 	}
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
+)
+
+var runCmd = &command{
+	name:    "run",
+	usage:   "--model DIR [--kv SPEC] [--device auto|cpu|cuda] [sampling flags] PROMPT",
+	summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache",
+	help: `Loads config.json, *.safetensors and tokenizer.json from DIR, encodes PROMPT
+(with the model's chat template when --chat is given), and streams the
+generated text to stdout. The KV cache is stored in the --kv format ('bitdecode
+inspect kv' explains the specs); the last line on stderr gives the prompt and
+decode speed and the KV memory used next to what fp16 would take.
+
+Runs on the CPU for now (the GPU forward pass is issue #5's next step);
+--device auto says so and continues on the CPU, --device cuda fails.
+
+example:
+  bitdecode run --model ../shared/models/gocoder-23m --kv int4 "func main() {"`,
+}
+
+type runFlags struct {
+	modelDir, kvSpec, device, stop        *string
+	maxTokens, topK, chunk                *int
+	temperature, topP, minP, repeatPenalt *float64
+	seed                                  *uint64
+	chat, quiet                           *bool
+}
+
+func addRunFlags(fs *flag.FlagSet) runFlags {
+	return runFlags{
+		modelDir:     fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
+		kvSpec:       fs.String("kv", "int4", "KV cache format spec"),
+		device:       fs.String("device", "auto", "auto, cpu or cuda"),
+		stop:         fs.String("stop", "", "stop when the output ends with this string (\\n escapes allowed)"),
+		maxTokens:    fs.Int("max-tokens", 128, "new tokens at most"),
+		topK:         fs.Int("top-k", 0, "sample from the K most likely tokens (0: all)"),
+		chunk:        fs.Int("prefill-chunk", 512, "prompt tokens per prefill step"),
+		temperature:  fs.Float64("temperature", 0, "sampling temperature (0: greedy)"),
+		topP:         fs.Float64("top-p", 0, "nucleus sampling mass (0: off)"),
+		minP:         fs.Float64("min-p", 0, "drop tokens below this fraction of the best one's probability (0: off)"),
+		repeatPenalt: fs.Float64("repeat-penalty", 1, "penalty for tokens already in the context (1: off)"),
+		seed:         fs.Uint64("seed", 0, "sampler seed"),
+		chat:         fs.Bool("chat", false, "wrap PROMPT as a user message in the model's chat template"),
+		quiet:        fs.Bool("quiet", false, "no progress bar or statistics on stderr"),
+	}
+}
+
+func init() {
+	flagSets["run"] = func() *flag.FlagSet {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		addRunFlags(fs)
+		return fs
+	}
+	runCmd.run = runRun
+	register(runCmd)
+}
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(runCmd, stdout)
+	f := addRunFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("want exactly one PROMPT argument (quote it), got %d", fs.NArg())
+	}
+	if *f.modelDir == "" {
+		return usageErrorf("--model DIR is required (an embedded default model arrives with issue #10)")
+	}
+	spec, err := parseSpecChecked(*f.kvSpec)
+	if err != nil {
+		return err
+	}
+	dev, err := resolveDevice(*f.device, stderr)
+	if err != nil {
+		return err
+	}
+	if dev == "cuda" {
+		if *f.device == "cuda" {
+			return fmt.Errorf("--device cuda: the GPU forward pass is not built yet (issue #5); use --device cpu")
+		}
+		fmt.Fprintln(stderr, "bitdecode: the GPU forward pass is not built yet; running on the CPU")
+	}
+	opts := engine.GenerateOptions{
+		MaxTokens:   *f.maxTokens,
+		ChunkTokens: *f.chunk,
+		Sample: engine.SampleOptions{Temperature: *f.temperature, TopK: *f.topK, TopP: *f.topP, MinP: *f.minP,
+			RepeatPenalty: *f.repeatPenalt, Seed: *f.seed},
+	}
+	if err := opts.Sample.Validate(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	if *f.stop != "" {
+		opts.Stop = []string{strings.ReplaceAll(*f.stop, `\n`, "\n")}
+	}
+	tok, err := tokenizer.Load(*f.modelDir)
+	if err != nil {
+		return err
+	}
+	be := cpu.New(0)
+	defer be.Close()
+	var progress io.Writer
+	if !*f.quiet {
+		progress = model.StderrProgress()
+	}
+	m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: progress})
+	if err != nil {
+		return fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, *f.modelDir)
+	}
+	defer m.Close()
+	var ids []int
+	if *f.chat {
+		if ids, err = tok.EncodeChat([]tokenizer.Message{{Role: "user", Content: fs.Arg(0)}}, tokenizer.ChatOptions{AddGenerationPrompt: true}); err != nil {
+			return err
+		}
+	} else {
+		ids = tok.Encode(fs.Arg(0), true)
+	}
+	cache, err := engine.NewKVCache(be, m.Config(), spec)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if !*f.quiet {
+		fmt.Fprintf(stderr, "model %s (%d layers, %d/%d heads, head dim %d) on the CPU, KV cache %s\n",
+			m.Config().Architecture, m.Config().Layers, m.Config().Heads, m.Config().KVHeads, m.Config().HeadDim, cache.Format().Spec.String())
+	}
+	fmt.Fprint(stdout, fs.Arg(0))
+	st, err := engine.Generate(ctx, m, tok, cache, 0, ids, opts, func(s string) { fmt.Fprint(stdout, s) })
+	fmt.Fprintln(stdout)
+	if err != nil {
+		return err
+	}
+	if !*f.quiet {
+		fmt.Fprintf(stderr, "%d prompt tokens in %v (%.0f tok/s), %d new tokens at %.1f tok/s (%s); KV cache %s: %s (fp16 would be %s, %.1fx smaller)\n",
+			st.PromptTokens, st.Prefill.Round(time.Millisecond), float64(st.PromptTokens)/st.Prefill.Seconds(),
+			st.GeneratedTokens, st.DecodeTokensPerSecond(), st.StopReason, cache.Format().Spec.String(),
+			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), float64(st.KVBytesFP16)/float64(max(st.KVBytes, 1)))
+	}
+	return nil
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
+)
+
+// GenerateOptions configure one generation.
+type GenerateOptions struct {
+	Sample    SampleOptions
+	MaxTokens int      // new tokens at most
+	Stop      []string // stop when the text ends with one of these (not emitted)
+	// StopIDs end generation when sampled (the tokenizer's EOS-like tokens
+	// by default); they are not emitted.
+	StopIDs []int
+	// ChunkTokens is the prefill chunk (0: the whole prompt at once).
+	ChunkTokens int
+}
+
+// Stats describes a finished generation.
+type Stats struct {
+	PromptTokens, GeneratedTokens int
+	Prefill, Decode               time.Duration
+	// KVBytes is the cache's memory at the end; KVBytesFP16 what the same
+	// tokens take in an fp16 cache.
+	KVBytes, KVBytesFP16 int64
+	StopReason           string // "stop token", "stop string", "max tokens", "context full"
+	Tokens               []int  // the generated ids
+}
+
+// DecodeTokensPerSecond returns the decode rate.
+func (s Stats) DecodeTokensPerSecond() float64 {
+	if s.Decode <= 0 || s.GeneratedTokens <= 1 {
+		return 0
+	}
+	return float64(s.GeneratedTokens-1) / s.Decode.Seconds()
+}
+
+// Generate runs prompt (token ids, BOS included) through m with cache c as
+// sequence seq and samples up to opts.MaxTokens tokens, calling emit with
+// each piece of text as it becomes complete UTF-8.
+func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c *KVCache, seq int, prompt []int, opts GenerateOptions, emit func(string)) (Stats, error) {
+	st := Stats{PromptTokens: len(prompt)}
+	if len(prompt) == 0 {
+		return st, fmt.Errorf("engine: empty prompt")
+	}
+	if err := opts.Sample.Validate(); err != nil {
+		return st, err
+	}
+	maxPos := m.Config().MaxPositions
+	if maxPos > 0 && len(prompt) >= maxPos {
+		return st, fmt.Errorf("engine: prompt of %d tokens does not fit the model's context of %d", len(prompt), maxPos)
+	}
+	if opts.StopIDs == nil {
+		opts.StopIDs = tok.StopIDs()
+	}
+	stop := map[int]bool{}
+	for _, id := range opts.StopIDs {
+		stop[id] = true
+	}
+	sampler := NewSampler(opts.Sample)
+	stream := tok.NewDecodeStream(tokenizer.DecodeOptions{SkipSpecial: true})
+	context := append([]int(nil), prompt...)
+
+	// Prefill in chunks.
+	start := time.Now()
+	chunk := opts.ChunkTokens
+	if chunk <= 0 {
+		chunk = len(prompt)
+	}
+	var logits *model.Logits
+	for pos := 0; pos < len(prompt); pos += chunk {
+		end := min(len(prompt), pos+chunk)
+		var b model.Batch
+		ids := make([]int32, end-pos)
+		for i, t := range prompt[pos:end] {
+			ids[i] = int32(t)
+		}
+		b.Add(seq, pos, ids...)
+		var err error
+		if logits, err = m.Forward(&b, c); err != nil {
+			return st, err
+		}
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+	}
+	st.Prefill = time.Since(start)
+
+	// Decode.
+	start = time.Now()
+	var text strings.Builder
+	pending := ""
+	for st.GeneratedTokens < opts.MaxTokens {
+		next := sampler.Sample(logits.Row(0), context)
+		if stop[next] {
+			st.StopReason = "stop token"
+			break
+		}
+		st.GeneratedTokens++
+		st.Tokens = append(st.Tokens, next)
+		context = append(context, next)
+		piece := stream.Step(next)
+		if len(opts.Stop) > 0 {
+			// Hold back text that may be the start of a stop string.
+			pending += piece
+			text.WriteString(piece)
+			if s, hit := endsWithStop(text.String(), opts.Stop); hit {
+				emit(strings.TrimSuffix(pending, s))
+				st.StopReason = "stop string"
+				pending = ""
+				break
+			}
+			keep := stopPrefixLen(text.String(), opts.Stop)
+			if len(pending) > keep {
+				emit(pending[:len(pending)-keep])
+				pending = pending[len(pending)-keep:]
+			}
+		} else {
+			emit(piece)
+		}
+		if maxPos > 0 && len(context) >= maxPos {
+			st.StopReason = "context full"
+			break
+		}
+		if st.GeneratedTokens == opts.MaxTokens {
+			st.StopReason = "max tokens"
+			break
+		}
+		var b model.Batch
+		b.Add(seq, len(context)-1, int32(next))
+		var err error
+		if logits, err = m.Forward(&b, c); err != nil {
+			return st, err
+		}
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+	}
+	if st.StopReason != "stop string" {
+		emit(pending + stream.Flush())
+	}
+	st.Decode = time.Since(start)
+	st.KVBytes, st.KVBytesFP16 = c.Bytes(seq)
+	return st, nil
+}
+
+func endsWithStop(text string, stops []string) (string, bool) {
+	for _, s := range stops {
+		if s != "" && strings.HasSuffix(text, s) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// stopPrefixLen is the length of the longest suffix of text that is a
+// proper prefix of a stop string.
+func stopPrefixLen(text string, stops []string) int {
+	best := 0
+	for _, s := range stops {
+		for n := min(len(s)-1, len(text)); n > best; n-- {
+			if strings.HasSuffix(text, s[:n]) {
+				best = n
+				break
+			}
+		}
+	}
+	return best
+}

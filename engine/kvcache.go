@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// KVCache is a low-bit KV cache for a model: one attn.Cache per (sequence,
+// layer) in a kv.Format. It implements model.Attention on the CPU: the new
+// tokens' K and V are appended (rounded to fp16 into the residual block,
+// packed when it fills), then the new queries attend to everything the
+// sequence holds, causally (attn.Decode with Tq = the new tokens). A prompt
+// therefore attends to its own earlier tokens as stored: packed blocks
+// quantized, the newest Nr-1 in fp16.
+type KVCache struct {
+	be     backend.Backend
+	format kv.Format
+	shape  attn.Shape
+	layers int
+	seqs   map[int][]*attn.Cache
+	q, k   []float32
+	v, out []float32
+}
+
+// NewKVCache returns an empty cache of the given format for model config cfg.
+func NewKVCache(be backend.Backend, cfg *model.Config, spec kv.Spec) (*KVCache, error) {
+	sh := attn.Shape{Hq: cfg.Heads, Hkv: cfg.KVHeads, D: cfg.HeadDim}
+	if err := sh.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
+	}
+	f, err := spec.Resolve(cfg.HeadDim)
+	if err != nil {
+		return nil, err
+	}
+	return &KVCache{be: be, format: f, shape: sh, layers: cfg.Layers, seqs: map[int][]*attn.Cache{}}, nil
+}
+
+// Format returns the cache's resolved KV format.
+func (c *KVCache) Format() kv.Format { return c.format }
+
+// Len returns the number of tokens cached for sequence id.
+func (c *KVCache) Len(id int) int {
+	if s := c.seqs[id]; s != nil {
+		return s[0].Len(c.format.Residual)
+	}
+	return 0
+}
+
+// Bytes returns the memory the cache of sequence id takes (all layers and
+// KV heads; packed blocks plus the fp16 residual blocks), and what the same
+// tokens would take in fp16.
+func (c *KVCache) Bytes(id int) (bytes, fp16Bytes int64) {
+	l := c.Len(id)
+	per := int64(c.layers * c.shape.Hkv)
+	return per * c.format.SequenceBytes(l), per * int64(l) * int64(2*c.shape.D*2)
+}
+
+// Remove frees sequence id's cache.
+func (c *KVCache) Remove(id int) { delete(c.seqs, id) }
+
+// Attend implements model.Attention.
+func (c *KVCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
+	if layer < 0 || layer >= c.layers {
+		return fmt.Errorf("engine: layer %d out of range [0, %d)", layer, c.layers)
+	}
+	T := len(b.Tokens)
+	qw, kvw := c.shape.Hq*c.shape.D, c.shape.Hkv*c.shape.D
+	c.q, c.k, c.v, c.out = grow(c.q, T*qw), grow(c.k, T*kvw), grow(c.v, T*kvw), grow(c.out, T*qw)
+	for _, t := range []struct {
+		dst []float32
+		src backend.Tensor
+	}{{c.q, q}, {c.k, k}, {c.v, v}} {
+		if err := c.be.Download(t.dst, t.src); err != nil {
+			return fmt.Errorf("engine: layer %d: %w", layer, err)
+		}
+	}
+	for _, s := range b.Seqs {
+		caches := c.seqs[s.ID]
+		if caches == nil {
+			caches = make([]*attn.Cache, c.layers)
+			for i := range caches {
+				var err error
+				if caches[i], err = attn.NewCache(c.format, c.shape); err != nil {
+					return err
+				}
+			}
+			c.seqs[s.ID] = caches
+		}
+		cache := caches[layer]
+		if have := cache.Len(c.format.Residual); have != s.Pos {
+			return fmt.Errorf("engine: layer %d: sequence %d continues at position %d, but its cache holds %d tokens", layer, s.ID, s.Pos, have)
+		}
+		if err := cache.Append(c.k[s.Start*kvw:(s.Start+s.Len)*kvw], c.v[s.Start*kvw:(s.Start+s.Len)*kvw]); err != nil {
+			return fmt.Errorf("engine: layer %d: %w", layer, err)
+		}
+		p := attn.Params{Format: c.format, Shape: c.shape, Tq: s.Len}
+		if err := attn.Decode(c.out[s.Start*qw:(s.Start+s.Len)*qw], c.q[s.Start*qw:(s.Start+s.Len)*qw], []*attn.Seq{&cache.Seq}, p); err != nil {
+			return fmt.Errorf("engine: layer %d: %w", layer, err)
+		}
+	}
+	return c.be.Upload(out, c.out)
+}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
