@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
@@ -20,6 +21,10 @@ var decodeMMASource string
 // EnvPtxasVerbose, when set, makes the decode planner compile with
 // ptxas -v and print the compiler's register and spill report to stderr.
 const EnvPtxasVerbose = "BITDECODE_PTXAS_VERBOSE"
+
+// EnvDecodeMT overrides the tensor-core kernel's fragment groups per tile
+// (1, 2, 4 or 8; still capped by the block and key group), for tuning runs.
+const EnvDecodeMT = "BITDECODE_DECODE_MT"
 
 // DecodeKernel selects a decode-attention implementation (decode.cu's
 // version list): both compute the same function within the format's bound.
@@ -52,18 +57,18 @@ func (k DecodeKernel) Order() kv.Order {
 // mmaRows is decode_mma.cu's kRows: query rows per CTA (the mma N extent).
 const mmaRows = 8
 
-// mmaWarps is decode_mma.cu's kWarps; mmaMinTilesPerWarp is the fewest
-// tiles a warp should get per split.
-const (
-	mmaWarps           = 4
-	mmaMinTilesPerWarp = 4
-)
+// mmaMinSplitTokens is the fewest tokens a split gets, so that each of the 4
+// warps has work enough to amortize its setup (v2.1: 4 tiles of 32 tokens).
+const mmaMinSplitTokens = 512
 
 // decodeMaxSplits is decode.cu's kMaxSplits: splits of one sequence.
 const decodeMaxSplits = 1024
 
 // mmaLaneBudget bounds the K+V bytes one lane loads per tile (registers).
-const mmaLaneBudget = 128
+// Measured on the H100 (BITDECODE_DECODE_MT sweep, docs/perf): 256 bytes
+// gives int8 MT=2 (80 -> 98% at 128x8K), int4 MT=4 (68 -> 76% KC, KT
+// 65 -> 77% at 16x32K), int2 MT=8 (48 -> 52%); fp16 stays at MT=1.
+const mmaLaneBudget = 256
 
 // Tile constants of decode.cu (kept equal to its constexprs).
 const (
@@ -137,7 +142,10 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	p := &DecodePlan{layout: l, shape: s, dev: dev, rmax: mmaRows}
 	rows := s.Hq / s.Hkv * s.Tq
 	p.rowChunks = (rows + mmaRows - 1) / mmaRows
-	mt := max(1, min(4, mmaLaneBudget/(l.D*(l.KBits+l.VBits)/16)))
+	mt := max(1, min(8, mmaLaneBudget/(l.D*(l.KBits+l.VBits)/16)))
+	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMT)); err == nil && (v == 1 || v == 2 || v == 4 || v == 8) {
+		mt = v // tuning experiments: bench with BITDECODE_DECODE_MT=1|2|4|8
+	}
 	for mt > 1 && (l.Nr%(16*mt) != 0 || (l.KBits < 16 && l.KPerChannel && l.GK < 16*mt)) {
 		mt /= 2
 	}
@@ -145,7 +153,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	// gets at least mmaMinTilesPerWarp tiles to amortize its setup.
 	items := s.B * s.Hkv * p.rowChunks
 	maxBlocks := (s.MaxL + l.Nr - 1) / l.Nr
-	minSplitTokens := mmaWarps * mmaMinTilesPerWarp * 16 * mt
+	minSplitTokens := mmaMinSplitTokens
 	splits := min(max(1, (decodeTargetCTAs+items-1)/items), maxBlocks, max(1, s.MaxL/minSplitTokens), decodeMaxSplits)
 	p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
 	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
