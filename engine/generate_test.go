@@ -9,31 +9,11 @@ import (
 	"testing"
 
 	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
-
-// gocoderDir finds the reference checkpoint ($BITDECODE_GOCODER_DIR, or
-// shared/models/gocoder-23m above the working directory) or skips.
-func gocoderDir(t *testing.T) string {
-	t.Helper()
-	if dir := os.Getenv("BITDECODE_GOCODER_DIR"); dir != "" {
-		return dir
-	}
-	dir, _ := os.Getwd()
-	for {
-		p := filepath.Join(dir, "shared", "models", "gocoder-23m")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		if parent := filepath.Dir(dir); parent != dir {
-			dir = parent
-			continue
-		}
-		t.Skip("shared/models/gocoder-23m not found in any parent of the working directory; skipping the real-checkpoint test")
-	}
-}
 
 // TestGreedyMatchesGolden generates through the low-bit cache machinery with
 // fp16 KV and checks all 48 greedy tokens of every golden prompt; other
@@ -41,7 +21,7 @@ func gocoderDir(t *testing.T) string {
 // prompts and continuations are short (< 128 tokens), so the res32 variants
 // are what exercise packed blocks here.
 func TestGreedyMatchesGolden(t *testing.T) {
-	dir := gocoderDir(t)
+	dir := testmodel.Dir(t)
 	var g struct {
 		Prompts []struct {
 			IDs    []int `json:"ids"`

@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,30 +12,8 @@ import (
 	"github.com/bitdecode/bitdecode/backend/cpu"
 )
 
-// findModelDir returns the gocoder-23m directory: $BITDECODE_GOCODER_DIR if
-// set, else the first shared/models/gocoder-23m found walking up from the
-// working directory. It skips the test when there is none.
-func findModelDir(t testing.TB) string {
-	t.Helper()
-	if dir := os.Getenv("BITDECODE_GOCODER_DIR"); dir != "" {
-		return dir
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "models", "gocoder-23m")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/models/gocoder-23m not found in any parent of the working directory; skipping the real-checkpoint test")
-		}
-		dir = parent
-	}
-}
+// findModelDir returns the gocoder-23m directory or skips (see testmodel).
+func findModelDir(t testing.TB) string { return testmodel.Dir(t) }
 
 // golden is golden.json: outputs of transformers in float32 from the BF16
 // weights of gocoder-23m.

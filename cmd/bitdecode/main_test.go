@@ -2,9 +2,10 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/bitdecode/bitdecode/internal/testmodel"
 )
 
 func TestCLI(t *testing.T) {
@@ -62,10 +63,7 @@ func TestBenchAutoFallsBackToCPU(t *testing.T) {
 }
 
 func TestRunOnReferenceModel(t *testing.T) {
-	dir := "../../../shared/models/gocoder-23m"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("../shared/models/gocoder-23m not found; skipping the real-checkpoint run")
-	}
+	dir := testmodel.Dir(t)
 	var out, errb bytes.Buffer
 	code := runMain([]string{"run", "--model", dir, "--kv", "int4", "--device", "cpu", "--max-tokens", "8", "func main() {"}, &out, &errb)
 	if code != 0 {
