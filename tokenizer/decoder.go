@@ -162,14 +162,7 @@ func (seq sequenceDec) decodeChain(tokens []string) []string {
 
 // parseDecoder decodes the "decoder" field (non-null).
 func parseDecoder(n jnode, depth int) (decoder, error) {
-	if depth > maxNesting {
-		return nil, n.errorf("nested more than %d deep", maxNesting)
-	}
-	o, err := n.object()
-	if err != nil {
-		return nil, err
-	}
-	typ, err := o.typeName()
+	o, typ, err := openComponent(n, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -205,15 +198,7 @@ func parseDecoder(n jnode, depth int) (decoder, error) {
 		}
 		return stripDec{content: r, start: start, stop: stop}, nil
 	case "Replace":
-		p, isRegex, err := o.get("pattern").pattern()
-		if err != nil {
-			return nil, err
-		}
-		m, err := compilePattern(p, isRegex)
-		if err != nil {
-			return nil, o.get("pattern").errorf("cannot compile %q: %v", p, err)
-		}
-		c, err := o.get("content").str()
+		m, c, err := parseReplace(o)
 		if err != nil {
 			return nil, err
 		}
@@ -225,19 +210,8 @@ func parseDecoder(n jnode, depth int) (decoder, error) {
 		}
 		return bpeDec{suffix: s}, nil
 	case "Sequence":
-		list, err := o.get("decoders").array()
-		if err != nil {
-			return nil, err
-		}
-		seq := make(sequenceDec, 0, len(list))
-		for _, e := range list {
-			d, err := parseDecoder(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			seq = append(seq, d)
-		}
-		return seq, nil
+		seq, err := parseList(o, "decoders", depth, parseDecoder)
+		return sequenceDec(seq), err
 	}
 	return nil, o.get("type").wrap(unsupported("decoder", typ,
 		"ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, BPEDecoder, Sequence"))

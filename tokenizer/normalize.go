@@ -112,14 +112,7 @@ func (u unicodeNorm) normalize(s string) string {
 
 // parseNormalizer decodes the "normalizer" field (non-null).
 func parseNormalizer(n jnode, depth int) (normalizer, error) {
-	if depth > maxNesting {
-		return nil, n.errorf("nested more than %d deep", maxNesting)
-	}
-	o, err := n.object()
-	if err != nil {
-		return nil, err
-	}
-	typ, err := o.typeName()
+	o, typ, err := openComponent(n, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -131,33 +124,14 @@ func parseNormalizer(n jnode, depth int) (normalizer, error) {
 		}
 		return prependNorm(p), nil
 	case "Replace":
-		p, isRegex, err := o.get("pattern").pattern()
-		if err != nil {
-			return nil, err
-		}
-		m, err := compilePattern(p, isRegex)
-		if err != nil {
-			return nil, o.get("pattern").errorf("cannot compile %q: %v", p, err)
-		}
-		c, err := o.get("content").str()
+		m, c, err := parseReplace(o)
 		if err != nil {
 			return nil, err
 		}
 		return &replaceNorm{m: m, content: c}, nil
 	case "Sequence":
-		list, err := o.get("normalizers").array()
-		if err != nil {
-			return nil, err
-		}
-		seq := make(sequenceNorm, 0, len(list))
-		for _, e := range list {
-			nn, err := parseNormalizer(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			seq = append(seq, nn)
-		}
-		return seq, nil
+		seq, err := parseList(o, "normalizers", depth, parseNormalizer)
+		return sequenceNorm(seq), err
 	case "Lowercase":
 		return lowercaseNorm{}, nil
 	case "Strip":
@@ -183,4 +157,50 @@ func parseNormalizer(n jnode, depth int) (normalizer, error) {
 	}
 	return nil, o.get("type").wrap(unsupported("normalizer", typ,
 		"Prepend, Replace, Sequence, Lowercase, Strip, StripAccents, NFC, NFD, NFKC, NFKD"))
+}
+
+// openComponent checks the nesting limit and returns a component node's
+// object and its "type".
+func openComponent(n jnode, depth int) (jobject, string, error) {
+	if depth > maxNesting {
+		return jobject{}, "", n.errorf("nested more than %d deep", maxNesting)
+	}
+	o, err := n.object()
+	if err != nil {
+		return jobject{}, "", err
+	}
+	typ, err := o.typeName()
+	return o, typ, err
+}
+
+// parseList parses the array o[key] of nested components (a "Sequence").
+func parseList[T any](o jobject, key string, depth int, parse func(jnode, int) (T, error)) ([]T, error) {
+	list, err := o.get(key).array()
+	if err != nil {
+		return nil, err
+	}
+	seq := make([]T, 0, len(list))
+	for _, e := range list {
+		x, err := parse(e, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		seq = append(seq, x)
+	}
+	return seq, nil
+}
+
+// parseReplace parses a Replace component's pattern (string or regex) and
+// replacement content.
+func parseReplace(o jobject) (matcher, string, error) {
+	p, isRegex, err := o.get("pattern").pattern()
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := compilePattern(p, isRegex)
+	if err != nil {
+		return nil, "", o.get("pattern").errorf("cannot compile %q: %v", p, err)
+	}
+	c, err := o.get("content").str()
+	return m, c, err
 }

@@ -310,14 +310,7 @@ func isPunctuation(r rune) bool {
 
 // parsePreTokenizer decodes the "pre_tokenizer" field (non-null).
 func parsePreTokenizer(n jnode, depth int) (preTokenizer, error) {
-	if depth > maxNesting {
-		return nil, n.errorf("nested more than %d deep", maxNesting)
-	}
-	o, err := n.object()
-	if err != nil {
-		return nil, err
-	}
-	typ, err := o.typeName()
+	o, typ, err := openComponent(n, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -385,19 +378,8 @@ func parsePreTokenizer(n jnode, depth int) (preTokenizer, error) {
 		r, _ := utf8.DecodeRuneInString(d)
 		return &splitPre{m: runeMatcher(func(c rune) bool { return c == r }), behavior: splitRemoved}, nil
 	case "Sequence":
-		list, err := o.get("pretokenizers").array()
-		if err != nil {
-			return nil, err
-		}
-		seq := make(sequencePre, 0, len(list))
-		for _, e := range list {
-			pt, err := parsePreTokenizer(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			seq = append(seq, pt)
-		}
-		return seq, nil
+		seq, err := parseList(o, "pretokenizers", depth, parsePreTokenizer)
+		return sequencePre(seq), err
 	}
 	return nil, o.get("type").wrap(unsupported("pre_tokenizer", typ,
 		"ByteLevel, Split, Metaspace, Digits, Whitespace, WhitespaceSplit, Punctuation, CharDelimiterSplit, Sequence"))

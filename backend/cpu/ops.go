@@ -221,24 +221,7 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 // SwiGLU implements backend.Backend. silu is computed in float64 and rounded
 // once, then multiplied by up in float32.
 func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
-	const op = "SwiGLU"
-	if b.failed() {
-		return
-	}
-	d, err1 := b.f32(op, dst)
-	g, err2 := b.f32(op, gate)
-	u, err3 := b.f32(op, up)
-	if err := firstErr(err1, err2, err3); err != nil {
-		b.fail(err)
-		return
-	}
-	if len(d.f32) != len(g.f32) || len(d.f32) != len(u.f32) {
-		b.shapeErr(op, "dst %v, gate %v, up %v", d, g, u)
-		return
-	}
-	T, C := d.matrix()
-	b.parallelRows(T, C, func(t0, t1 int) {
-		gs, us, ds := g.f32[t0*C:t1*C], u.f32[t0*C:t1*C], d.f32[t0*C:t1*C]
+	b.elementwise("SwiGLU", dst, gate, up, func(ds, gs, us []float32) {
 		for i, gv := range gs {
 			g64 := float64(gv)
 			ds[i] = float32(g64/(1+math.Exp(-g64))) * us[i]
@@ -248,27 +231,33 @@ func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
 
 // Add implements backend.Backend.
 func (b *Backend) Add(dst, a, c backend.Tensor) {
-	const op = "Add"
+	b.elementwise("Add", dst, a, c, func(ds, as, cs []float32) {
+		for i := range ds {
+			ds[i] = as[i] + cs[i]
+		}
+	})
+}
+
+// elementwise runs fn over row chunks of three same-sized float32 tensors,
+// dst = fn(x, y), in parallel; shape and dtype errors are recorded under op.
+func (b *Backend) elementwise(op string, dst, x, y backend.Tensor, fn func(ds, xs, ys []float32)) {
 	if b.failed() {
 		return
 	}
 	d, err1 := b.f32(op, dst)
-	at, err2 := b.f32(op, a)
-	ct, err3 := b.f32(op, c)
+	xt, err2 := b.f32(op, x)
+	yt, err3 := b.f32(op, y)
 	if err := firstErr(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
-	if len(d.f32) != len(at.f32) || len(d.f32) != len(ct.f32) {
-		b.shapeErr(op, "dst %v, a %v, b %v", d, at, ct)
+	if len(d.f32) != len(xt.f32) || len(d.f32) != len(yt.f32) {
+		b.shapeErr(op, "dst %v, inputs %v and %v", d, xt, yt)
 		return
 	}
 	T, C := d.matrix()
 	b.parallelRows(T, C, func(t0, t1 int) {
-		as, cs, ds := at.f32[t0*C:t1*C], ct.f32[t0*C:t1*C], d.f32[t0*C:t1*C]
-		for i := range ds {
-			ds[i] = as[i] + cs[i]
-		}
+		fn(d.f32[t0*C:t1*C], xt.f32[t0*C:t1*C], yt.f32[t0*C:t1*C])
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"math"
 	"os"
 	"path/filepath"
@@ -366,28 +367,8 @@ func TestOpenFiles(t *testing.T) {
 	c.Close()
 }
 
-// findModelDir walks up from the working directory looking for
-// shared/models/gocoder-23m.
-func findModelDir(t testing.TB) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "models", "gocoder-23m")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/models/gocoder-23m not found above the working directory; skipping the real-checkpoint test")
-		}
-		dir = parent
-	}
-}
-
 func TestGocoderCheckpoint(t *testing.T) {
-	c, err := OpenDir(findModelDir(t))
+	c, err := OpenDir(testmodel.Dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
