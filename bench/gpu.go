@@ -58,6 +58,9 @@ type GPURow struct {
 	ResidualLen int     `json:"residual_tokens"`
 	Paged       bool    `json:"paged"`
 	KernelErr   float64 `json:"max_abs_err_vs_f64_ref"` // vs attn.Reference on the stored values, sequence 0; -1 if not checked
+	// PackUS is the time to quantize and pack one full residual block for
+	// every sequence and KV head at once (the worst step: all fill together).
+	PackUS      float64 `json:"pack_us,omitempty"`
 	SDPAUS      float64 `json:"sdpa_us,omitempty"`
 	SpeedupSDPA float64 `json:"speedup_vs_sdpa,omitempty"`
 }
@@ -294,12 +297,18 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	}
 	sort.Float64s(times)
 	us := times[len(times)/2]
+	packUS := 0.0
+	if cfg.Kernel == kernels.DecodeMMA {
+		if packUS, err = timePack(dev, f, resKs[0], resVs[0], pt.B*sh.Hkv, alloc); err != nil {
+			return nil, fmt.Errorf("pack: %w", err)
+		}
+	}
 	bytes := int64(pt.B)*int64(sh.Hkv)*f.ReadBytes(l) + int64(2*nq*2)
 	splitLen, splits := plan.SplitLen()
 	_ = splitLen
 	row = &GPURow{Kernel: cfg.Kernel.String(), AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: bytes, GBps: float64(bytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
-		Splits: splits, ResidualLen: l % nr, Paged: cfg.Paged, KernelErr: -1}
+		Splits: splits, ResidualLen: l % nr, Paged: cfg.Paged, KernelErr: -1, PackUS: packUS}
 
 	// Check the last run's output (set (gpuWarmups+gpuRuns-1)%sets) for
 	// sequence 0 against the float64 reference on the same stored values.
@@ -337,6 +346,59 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 		row.KernelErr = m
 	}
 	return row, nil
+}
+
+// timePack returns the median time to pack heads full residual blocks
+// (resK/resV in kv.MMA order) into fresh blocks with the GPU packer.
+func timePack(dev *cuda.Device, f kv.Format, resK, resV cuda.DevicePtr, heads int, alloc func(int) (cuda.DevicePtr, error)) (float64, error) {
+	plan, err := kernels.PlanPack(dev, f)
+	if err != nil {
+		return 0, err
+	}
+	dst, err := alloc(heads * f.BlockBytes())
+	if err != nil {
+		return 0, err
+	}
+	var times []float64
+	err = dev.Do(func(c *cuda.Ctx) error {
+		e0, err := c.NewEvent()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyEvent(e0)
+		e1, err := c.NewEvent()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyEvent(e1)
+		for i := 0; i < gpuWarmups+gpuRuns/2; i++ {
+			if err := c.Record(e0, dev.Stream()); err != nil {
+				return err
+			}
+			if err := plan.Launch(c, dev.Stream(), resK, resV, dst, heads); err != nil {
+				return err
+			}
+			if err := c.Record(e1, dev.Stream()); err != nil {
+				return err
+			}
+			if err := c.SyncEvent(e1); err != nil {
+				return err
+			}
+			ms, err := c.ElapsedMS(e0, e1)
+			if err != nil {
+				return err
+			}
+			if i >= gpuWarmups {
+				times = append(times, float64(ms)*1e3)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	sort.Float64s(times)
+	return times[len(times)/2], nil
 }
 
 // SDPARecord is one row of bench/anchors/sdpa_decode.py's JSON.
@@ -377,8 +439,8 @@ func (rep *GPUReport) AttachSDPA(path string) error {
 // WriteTable prints the GPU report as Markdown.
 func (rep *GPUReport) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "GPU decode attention, %s, %s; read ceiling %.0f GB/s (16-byte streaming probe, same run)\n\n", rep.Device, rep.Date, rep.ReadGBps)
-	fmt.Fprintln(w, "| format | B | L | Hq/Hkv/D | res | splits | time us | bytes read | GB/s | of ceiling | SDPA fp16 us | vs SDPA | max err vs f64 ref |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| format | B | L | Hq/Hkv/D | res | splits | time us | bytes read | GB/s | of ceiling | SDPA fp16 us | vs SDPA | max err vs f64 ref | pack us (all B) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {
 		sdpa, sp := "-", "-"
 		if r.SDPAUS > 0 {
@@ -392,8 +454,12 @@ func (rep *GPUReport) WriteTable(w io.Writer) {
 		if r.Paged {
 			pg = " paged"
 		}
-		fmt.Fprintf(w, "| %s %s%s | %d | %d | %d/%d/%d | %d | %d | %.1f | %s | %.0f | %.1f%% | %s | %s | %s |\n", r.Kernel, r.Format, pg, r.B, r.L,
-			r.Hq, r.Hkv, r.D, r.ResidualLen, r.Splits, r.TimeUS, mib(r.BytesRead), r.GBps, 100*r.FracCeiling, sdpa, sp, e)
+		pk := "-"
+		if r.PackUS > 0 {
+			pk = fmt.Sprintf("%.1f (%.0f%%)", r.PackUS, 100*r.PackUS/r.TimeUS)
+		}
+		fmt.Fprintf(w, "| %s %s%s | %d | %d | %d/%d/%d | %d | %d | %.1f | %s | %.0f | %.1f%% | %s | %s | %s | %s |\n", r.Kernel, r.Format, pg, r.B, r.L,
+			r.Hq, r.Hkv, r.D, r.ResidualLen, r.Splits, r.TimeUS, mib(r.BytesRead), r.GBps, 100*r.FracCeiling, sdpa, sp, e, pk)
 	}
 }
 

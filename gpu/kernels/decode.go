@@ -87,7 +87,8 @@ var decodeRowChunks = []int{1, 2, 4, 8}
 // kernel reads it (package kv's canonical layout; see decode.cu).
 type DecodeLayout struct {
 	D            int  // head dim: 64, 128 or 256
-	KBits, VBits int  // 16 (fp16), 8, 4 or 2
+	KBits, VBits int  // 16 (fp16 or bf16), 8, 4 or 2
+	BF16         bool // 16-bit K and V are bf16 (tensor-core kernel only)
 	KPerChannel  bool // keys quantized per channel (KC) rather than per token
 	GK, GV       int  // group sizes (tokens for KC, channels otherwise)
 	Nr           int  // tokens per block (= residual block size)
@@ -164,7 +165,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	if l.VBits < 16 {
 		vg = l.D / l.GV
 	}
-	splitExpr := fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt)
+	splitExpr := fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16)
 	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return p, p.load(dev, decodeSource+"\n"+decodeMMASource, "decode_mma.cu", splitExpr, combineExpr)
 }
@@ -226,6 +227,9 @@ func PlanDecode(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape)
 	}
 	if k == DecodeMMA {
 		return planMMA(dev, l, s)
+	}
+	if l.BF16 {
+		return nil, fmt.Errorf("kernels: decode v1 reads fp16 blocks only; bf16 K/V need the tensor-core kernel (--kernel mma)")
 	}
 	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
 		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
@@ -290,7 +294,7 @@ func (p *DecodePlan) Launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, scale 
 func LayoutFor(f kv.Format) (DecodeLayout, error) {
 	bits := func(e kv.Elem) (int, error) {
 		switch e {
-		case kv.FP16:
+		case kv.FP16, kv.BF16:
 			return 16, nil
 		case kv.Int8, kv.Int4, kv.Int2:
 			return e.Bits(), nil
@@ -308,7 +312,10 @@ func LayoutFor(f kv.Format) (DecodeLayout, error) {
 	if f.Rotate {
 		return DecodeLayout{}, fmt.Errorf("kernels: the GPU decode kernel does not rotate queries yet (format %s); use --device cpu", f.Spec.String())
 	}
-	return DecodeLayout{D: f.D, KBits: kb, VBits: vb, KPerChannel: f.K.Scaling == kv.PerChannel,
+	if (f.K.Elem == kv.BF16) != (f.V.Elem == kv.BF16) {
+		return DecodeLayout{}, fmt.Errorf("kernels: no GPU decode kernel mixes bf16 with other K/V types (format %s)", f.Spec.String())
+	}
+	return DecodeLayout{D: f.D, KBits: kb, VBits: vb, BF16: f.K.Elem == kv.BF16, KPerChannel: f.K.Scaling == kv.PerChannel,
 		GK: f.K.Group, GV: f.V.Group, Nr: f.Residual, BlockBytes: f.BlockBytes(), KBytes: f.K.Bytes,
 		KParamsOff: f.K.ParamsOffset, VParamsOff: f.V.ParamsOffset}, nil
 }

@@ -82,6 +82,27 @@ BD_DEVICE u32 trans8x8(u32 x) {
   asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(x));
   return r;
 }
+// pack2T packs two floats as the mma operand type: fp16, or bf16 for
+// bf16-stored K/V (BF).
+template <bool BF>
+BD_DEVICE u32 pack2T(float lo, float hi) {
+  if (!BF) return pack2(lo, hi);
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+BD_DEVICE void mma16816bf(float c[4], const u32 a[4], u32 b0, u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1);
+template <bool BF>
+BD_DEVICE void mmaT(float c[4], const u32 a[4], u32 b0, u32 b1) {
+  if (BF) mma16816bf(c, a, b0, b1);
+  else mma16816(c, a, b0, b1);
+}
 BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -186,7 +207,8 @@ BD_DEVICE void loadTile(TileRaw<D, KBITS, VBITS, MT>& raw, const u8* __restrict_
 //   KBITS/VBITS  code widths (16: fp16, no scales)
 //   KC           keys per channel (scales folded into bq); else per token
 //   KG, VG       channel groups per token of K (KT) and V scales
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT>
+//   BF           16-bit K/V are bf16 (bf16 mma; bq must be bf16 too)
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF>
 BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& raw,
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
                     int gK, int gV, int within0, int tok0, int tEnd, const int limit[2],
@@ -202,7 +224,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
 #pragma unroll
     for (int k = 0; k < KG; k++) c[k][0] = c[k][1] = c[k][2] = c[k][3] = 0.f;
 #pragma unroll
-    for (int kb = 0; kb < D / 16; kb++) mma16816(c[KBITS < 16 && !KC ? kb * 16 * KG / D : 0], &a[4 * kb], bq[kb][0], bq[kb][1]);
+    for (int kb = 0; kb < D / 16; kb++) mmaT<BF>(c[KBITS < 16 && !KC ? kb * 16 * KG / D : 0], &a[4 * kb], bq[kb][0], bq[kb][1]);
     if (KBITS < 16 && !KC) {  // per-token scales: s_t·(Q·codes) + z_t·ΣQ per channel group
 #pragma unroll
       for (int half = 0; half < 2; half++) {
@@ -293,22 +315,22 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
         for (int e = 0; e < 4; e++) p[e] = s[mt][e];
       }
       // (token g | g+8, rows 2q, 2q+1) -> B: (tokens 2q.. | 2q+8.., row g)
-      const u32 b0 = trans8x8(pack2(p[0], p[1]));
-      const u32 b1 = trans8x8(pack2(p[2], p[3]));
+      const u32 b0 = trans8x8(pack2T<BF>(p[0], p[1]));
+      const u32 b1 = trans8x8(pack2T<BF>(p[2], p[3]));
 #pragma unroll
-      for (int mb = k * D / 16 / VG; mb < (k + 1) * D / 16 / VG; mb++) mma16816(st.acc[mb], &a[4 * mb], b0, b1);
+      for (int mb = k * D / 16 / VG; mb < (k + 1) * D / 16 / VG; mb++) mmaT<BF>(st.acc[mb], &a[4 * mb], b0, b1);
     }
   }
 }
 
 // Fill B fragments of the (scaled) queries: lane's channels of k-block kb are
 // 16kb + 2q, +1 (b0) and 16kb + 2q + 8, +9 (b1), for row g.
-template <int D>
+template <int D, bool BF = false>
 BD_DEVICE void makeB(const float qf[D / 16][4], const float* sc, u32 bq[D / 16][2]) {
 #pragma unroll
   for (int kb = 0; kb < D / 16; kb++) {
-    bq[kb][0] = pack2(qf[kb][0] * sc[4 * kb], qf[kb][1] * sc[4 * kb + 1]);
-    bq[kb][1] = pack2(qf[kb][2] * sc[4 * kb + 2], qf[kb][3] * sc[4 * kb + 3]);
+    bq[kb][0] = pack2T<BF>(qf[kb][0] * sc[4 * kb], qf[kb][1] * sc[4 * kb + 1]);
+    bq[kb][1] = pack2T<BF>(qf[kb][2] * sc[4 * kb + 2], qf[kb][3] * sc[4 * kb + 3]);
   }
 }
 
@@ -326,7 +348,7 @@ BD_DEVICE void toC(float v, int q, float out[2]) {
   out[1] = __shfl_sync(0xffffffffu, v, (2 * q + 1) * 4);
 }
 
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT>
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF>
 __global__ void __launch_bounds__(kThreads) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ lens,
@@ -372,6 +394,8 @@ __global__ void __launch_bounds__(kThreads) decode_mma(
   for (int i = 0; i < D / 4; i++) ones[i] = 1.f;
   u32 bPlain[D / 16][2];
   makeB<D>(qf, ones, bPlain);
+  u32 bPlainT[D / 16][2];  // the packed blocks' operand type (bf16 for bf16 storage)
+  makeB<D, BF>(qf, ones, bPlainT);
   float zeroC[2] = {0.f, 0.f};
   // ΣQ per KT channel group, in C layout.
   float qsumC[2][KG];
@@ -449,8 +473,8 @@ __global__ void __launch_bounds__(kThreads) decode_mma(
         toC(quadSum(bias), qd, biasC);
       }
     }
-    tile<D, KBITS, VBITS, KC, KG, VG, MT>(st, raw, half, half + kBytes, kParamsOff, vParamsOff, gK, gV, within, tok, t1, limit,
-                                          (KBITS < 16 && KC) ? bScaled : bPlain, (KBITS < 16 && KC) ? biasC : zeroC, qsumC, lane);
+    tile<D, KBITS, VBITS, KC, KG, VG, MT, BF>(st, raw, half, half + kBytes, kParamsOff, vParamsOff, gK, gV, within, tok, t1, limit,
+                                          (KBITS < 16 && KC) ? bScaled : bPlainT, (KBITS < 16 && KC) ? biasC : zeroC, qsumC, lane);
   };
   // Register double buffering pays for fp16 (v2.1: (16,32K) 91% -> 96% of
   // the read ceiling) but costs low-bit formats occupancy (224 registers, 2
@@ -490,7 +514,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma(
       const int fb = (within / kGroup) * kGroup * D * 2;
       TileRaw<D, 16, 16, 1> raw;
       loadTile<D, 16, 16, 1>(raw, resK + off + fb, resV + off + fb, lane);
-      tile<D, 16, 16, false, 1, 1, 1>(rs, raw, nullptr, nullptr, 0, 0, 1, 1, within, tok, t1, limit, bPlain, zeroC, qsum1, lane);
+      tile<D, 16, 16, false, 1, 1, 1, false>(rs, raw, nullptr, nullptr, 0, 0, 1, 1, within, tok, t1, limit, bPlain, zeroC, qsum1, lane);
     }
     // The residual tiles rescaled acc and zacc alike only through alpha: carry
     // the zeros' scale by replaying the max change on zacc.

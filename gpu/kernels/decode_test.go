@@ -212,8 +212,13 @@ func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint
 		scoreTol := scale * float64(d+8) * eps32 * st.ScoreMag[row]
 		acc := (64 + float64(st.MaxL)/64 + 32) * 2 * eps32
 		if c.kernel == kernels.DecodeMMA {
-			scoreTol += scale * eps16 * st.ScoreMag[row]
-			acc += 2 * eps16
+			// bf16 storage means bf16 mma operands: 8 significand bits, 2^-8.
+			epsOp := eps16
+			if f.K.Elem == kv.BF16 {
+				epsOp = 1.0 / (1 << 8)
+			}
+			scoreTol += scale * epsOp * st.ScoreMag[row]
+			acc += 2 * epsOp
 		}
 		tol := st.MaxAbsV * (2.5*scoreTol + acc)
 		for ch := 0; ch < d; ch++ {
@@ -235,10 +240,13 @@ func TestGPUDecodeMatchesReference(t *testing.T) {
 func testDecodeMatches(t *testing.T, kern kernels.DecodeKernel) {
 	device(t)
 	r := rand.New(rand.NewPCG(21, 22))
-	specs := []string{"fp16", "int8", "int4", "int4:kt128", "int4:kt32:v32", "int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:kc64:res64"}
+	specs := []string{"fp16", "bf16", "int8", "int4", "int4:kt128", "int4:kt32:v32", "int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:kc64:res64"}
 	shapes := []attn.Shape{{Hq: 32, Hkv: 8, D: 128}, {Hq: 4, Hkv: 4, D: 64}, {Hq: 8, Hkv: 1, D: 128}, {Hq: 6, Hkv: 2, D: 256},
 		{Hq: 14, Hkv: 2, D: 128}, {Hq: 16, Hkv: 1, D: 64}}
 	for i, spec := range specs {
+		if kern == kernels.DecodeV1 && spec == "bf16" {
+			continue // v1 reads fp16 blocks only
+		}
 		for j, sh := range shapes {
 			nr := kv.MustParseSpec(spec).Residual
 			all := []int{5, nr - 1, nr, nr + 1, 3*nr + 7, 1000, 4099}
@@ -261,9 +269,23 @@ func TestGPUDecodeLong(t *testing.T) {
 }
 
 func TestLayoutForUnsupported(t *testing.T) {
-	for _, spec := range []string{"fp8e4m3", "bf16", "int4:rot"} {
+	for _, spec := range []string{"fp8e4m3", "int4:rot"} {
 		if _, err := kernels.LayoutFor(kv.MustResolve(spec, 128)); err == nil {
 			t.Errorf("LayoutFor(%s) succeeded; want an error naming the format", spec)
 		}
+	}
+}
+
+func TestPlanDecodeV1RejectsBF16(t *testing.T) {
+	lay, err := kernels.LayoutFor(kv.MustResolve("bf16", 128))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lay.BF16 {
+		t.Fatal("bf16 layout not marked BF16")
+	}
+	d := device(t)
+	if _, err := kernels.PlanDecode(d, kernels.DecodeV1, lay, kernels.DecodeShape{B: 1, Hq: 8, Hkv: 2, Tq: 1, MaxBlocks: 1, MaxL: 128}); err == nil {
+		t.Error("v1 accepted bf16 blocks")
 	}
 }

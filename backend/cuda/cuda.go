@@ -1,0 +1,644 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/bitdecode/bitdecode/backend"
+	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+)
+
+// Memory pool and staging sizes.
+const (
+	// poolGranule rounds every tensor allocation up, so that tensors of
+	// nearly equal sizes share pooled buffers (and every buffer keeps
+	// cuMemAlloc's 256-byte alignment, which cuBLASLt's fast paths want).
+	poolGranule = 512
+	// poolMaxBytes bounds the memory kept in the pool of freed tensors;
+	// beyond it a freed tensor's memory goes back to the driver.
+	poolMaxBytes = 2 << 30
+	// stagingBytes is the device buffer through which LoadWeight converts
+	// F32 and BF16 matrices to fp16, one chunk at a time, so loading needs
+	// no buffer as large as the largest weight.
+	stagingBytes = 32 << 20
+)
+
+// Backend is the CUDA backend. Create it with New; Close releases the
+// device.
+type Backend struct {
+	dev    *gcuda.Device
+	ops    *kernels.Ops
+	stream gcuda.Stream
+	name   string
+
+	mu  sync.Mutex
+	err error // first op error since the last Sync
+
+	memMu     sync.Mutex
+	pool      map[int][]gcuda.DevicePtr // freed tensor buffers by rounded size
+	poolBytes int
+	tensors   map[*tensor]struct{} // live tensors, freed at Close
+	weights   map[*weight]struct{} // live weights, freed at Close
+	closed    bool
+
+	loadMu  sync.Mutex
+	staging gcuda.DevicePtr // stagingBytes, allocated on the first conversion
+
+	// Linear's fp16 copy of x; touched only by ops (one goroutine at a
+	// time) on the owner thread.
+	xh      gcuda.DevicePtr
+	xhBytes int
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New opens GPU ordinal (0 is the first), checks that cuBLASLt loads and
+// compiles the kernels of gpu/kernels/ops.cu (NVRTC, cached on disk). Where
+// there is no driver or no such device the error wraps gpu/cuda's
+// ErrNoDriver or ErrNoDevice.
+func New(ordinal int) (*Backend, error) {
+	dev, err := gcuda.Open(ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("backend/cuda: %w", err)
+	}
+	if _, err := gcuda.CUBLASLtVersion(); err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("backend/cuda: %w", err)
+	}
+	ops, err := kernels.LoadOps(dev)
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("backend/cuda: kernels for %s: %w", dev.Name(), err)
+	}
+	return &Backend{
+		dev: dev, ops: ops, stream: dev.Stream(),
+		name:    fmt.Sprintf("cuda (%s, %s)", dev.Name(), dev.Arch()),
+		pool:    map[int][]gcuda.DevicePtr{},
+		tensors: map[*tensor]struct{}{},
+		weights: map[*weight]struct{}{},
+	}, nil
+}
+
+// Name implements backend.Backend: "cuda (NVIDIA H100 80GB HBM3, sm_90a)".
+func (b *Backend) Name() string { return b.name }
+
+// Device returns the GPU the backend runs on, for code (such as a GPU KV
+// cache) that queues its own kernels on Device().Stream() between ops.
+func (b *Backend) Device() *gcuda.Device { return b.dev }
+
+// Ptr returns the device address of t's elements (row-major, of t's DType),
+// for code that reads or writes activations with its own kernels on the
+// device's stream. It is valid until t is freed.
+func (b *Backend) Ptr(t backend.Tensor) (gcuda.DevicePtr, error) {
+	ct, err := b.tensorOf("Ptr", t)
+	if err != nil {
+		return 0, err
+	}
+	return ct.ptr, nil
+}
+
+// tensor is the CUDA backend's backend.Tensor.
+type tensor struct {
+	owner *Backend
+	shape []int
+	dtype backend.DType
+	n     int             // elements
+	ptr   gcuda.DevicePtr // device memory of size bytes (rounded)
+	size  int
+	host  []int32 // I32: the values last uploaded, nil before UploadInt32
+	freed bool
+}
+
+func (t *tensor) Shape() []int         { return slices.Clone(t.shape) }
+func (t *tensor) DType() backend.DType { return t.dtype }
+func (t *tensor) String() string       { return fmt.Sprintf("%v%v", t.dtype, t.shape) }
+
+// matrix returns the matrix view (rows, cols) of t.
+func (t *tensor) matrix() (rows, cols int) { return backend.Matrix(t.shape) }
+
+// weight is the CUDA backend's backend.Weight: a matrix in fp16 (f16), any
+// other shape in float32 (f32).
+type weight struct {
+	owner *Backend
+	name  string
+	shape []int
+	f16   gcuda.DevicePtr // [N, K] fp16 for two-dimensional weights
+	f32   gcuda.DevicePtr // float32 for all others
+	freed bool
+}
+
+func (w *weight) Name() string { return w.name }
+func (w *weight) Shape() []int { return slices.Clone(w.shape) }
+
+// roundSize rounds a byte count up to the pool granule.
+func roundSize(bytes int) int { return (bytes + poolGranule - 1) / poolGranule * poolGranule }
+
+// Alloc implements backend.Backend. Memory comes from the pool of freed
+// tensors when a buffer of the same rounded size is there.
+func (b *Backend) Alloc(dtype backend.DType, shape ...int) (backend.Tensor, error) {
+	n := backend.NumElements(shape)
+	if n < 0 {
+		return nil, fmt.Errorf("backend/cuda: alloc %v%v: invalid shape", dtype, shape)
+	}
+	if dtype.Size() == 0 {
+		return nil, fmt.Errorf("backend/cuda: alloc %v%v: unsupported dtype", dtype, shape)
+	}
+	if n > math.MaxInt/dtype.Size() {
+		return nil, fmt.Errorf("backend/cuda: alloc %v%v: too large", dtype, shape)
+	}
+	size := roundSize(n * dtype.Size())
+	ptr, err := b.allocMem(size)
+	if err != nil {
+		return nil, fmt.Errorf("backend/cuda: alloc %v%v: %w", dtype, shape, err)
+	}
+	t := &tensor{owner: b, shape: slices.Clone(shape), dtype: dtype, n: n, ptr: ptr, size: size}
+	b.memMu.Lock()
+	b.tensors[t] = struct{}{}
+	b.memMu.Unlock()
+	return t, nil
+}
+
+// allocMem returns size bytes of device memory, from the pool if it has a
+// buffer of that size. When the device is out of memory, the pool is
+// emptied and the allocation tried once more.
+func (b *Backend) allocMem(size int) (gcuda.DevicePtr, error) {
+	b.memMu.Lock()
+	if b.closed {
+		b.memMu.Unlock()
+		return 0, gcuda.ErrClosed
+	}
+	if list := b.pool[size]; len(list) > 0 {
+		p := list[len(list)-1]
+		b.pool[size] = list[:len(list)-1]
+		b.poolBytes -= size
+		b.memMu.Unlock()
+		return p, nil
+	}
+	b.memMu.Unlock()
+	var p gcuda.DevicePtr
+	err := b.dev.Do(func(c *gcuda.Ctx) error {
+		var err error
+		if p, err = c.Alloc(size); err == nil {
+			return nil
+		}
+		if b.drainPool(c) == 0 {
+			return err
+		}
+		p, err = c.Alloc(size)
+		return err
+	})
+	return p, err
+}
+
+// drainPool frees every pooled buffer (after the stream has finished with
+// them) and returns how many bytes it released. It runs on the owner thread.
+func (b *Backend) drainPool(c *gcuda.Ctx) int {
+	b.memMu.Lock()
+	pool := b.pool
+	released := b.poolBytes
+	b.pool, b.poolBytes = map[int][]gcuda.DevicePtr{}, 0
+	b.memMu.Unlock()
+	if released == 0 {
+		return 0
+	}
+	_ = c.SyncStream(b.stream)
+	for _, list := range pool {
+		for _, p := range list {
+			_ = c.Free(p)
+		}
+	}
+	return released
+}
+
+// Free implements backend.Backend. The memory goes to the pool (up to
+// poolMaxBytes), to be reused by a later Alloc of the same rounded size.
+func (b *Backend) Free(t backend.Tensor) {
+	ct, ok := t.(*tensor)
+	if !ok || ct == nil || ct.owner != b {
+		return
+	}
+	b.memMu.Lock()
+	if ct.freed || b.closed {
+		b.memMu.Unlock()
+		return
+	}
+	ct.freed = true
+	delete(b.tensors, ct)
+	ptr, size := ct.ptr, ct.size
+	ct.host = nil
+	if b.poolBytes+size <= poolMaxBytes {
+		b.pool[size] = append(b.pool[size], ptr)
+		b.poolBytes += size
+		b.memMu.Unlock()
+		return
+	}
+	b.memMu.Unlock()
+	// Queued ops may still use the buffer: wait for the stream, then free.
+	_ = b.dev.Do(func(c *gcuda.Ctx) error {
+		if err := c.SyncStream(b.stream); err != nil {
+			return err
+		}
+		return c.Free(ptr)
+	})
+}
+
+// tensorOf returns the CUDA tensor behind t, checking owner and liveness.
+func (b *Backend) tensorOf(op string, t backend.Tensor) (*tensor, error) {
+	ct, ok := t.(*tensor)
+	switch {
+	case t == nil || (ok && ct == nil):
+		return nil, fmt.Errorf("backend/cuda: %s: nil tensor", op)
+	case !ok || ct.owner != b:
+		return nil, fmt.Errorf("backend/cuda: %s: tensor %T is not from this backend", op, t)
+	}
+	b.memMu.Lock()
+	freed := ct.freed
+	b.memMu.Unlock()
+	if freed {
+		return nil, fmt.Errorf("backend/cuda: %s: tensor %v used after Free", op, ct.shape)
+	}
+	return ct, nil
+}
+
+// weightOf returns the CUDA weight behind w, checking its owner.
+func (b *Backend) weightOf(op string, w backend.Weight) (*weight, error) {
+	cw, ok := w.(*weight)
+	switch {
+	case w == nil || (ok && cw == nil):
+		return nil, fmt.Errorf("backend/cuda: %s: nil weight", op)
+	case !ok || cw.owner != b:
+		return nil, fmt.Errorf("backend/cuda: %s: weight %T is not from this backend", op, w)
+	}
+	b.memMu.Lock()
+	freed := cw.freed
+	b.memMu.Unlock()
+	if freed {
+		return nil, fmt.Errorf("backend/cuda: %s: weight %s used after FreeWeight", op, cw.name)
+	}
+	return cw, nil
+}
+
+// copyIn copies host bytes into device memory through the stream and waits.
+func (b *Backend) copyIn(dst gcuda.DevicePtr, src []byte) error {
+	return b.dev.Do(func(c *gcuda.Ctx) error {
+		if err := c.HtoDAsync(dst, src, b.stream); err != nil {
+			return err
+		}
+		return c.SyncStream(b.stream)
+	})
+}
+
+// Upload implements backend.Backend. F16 and BF16 values are rounded on the
+// host.
+func (b *Backend) Upload(dst backend.Tensor, src []float32) error {
+	t, err := b.tensorOf("Upload", dst)
+	if err != nil {
+		return err
+	}
+	if len(src) != t.n {
+		return fmt.Errorf("backend/cuda: Upload: %d values into tensor %v of %d elements", len(src), t, t.n)
+	}
+	var data []byte
+	switch t.dtype {
+	case backend.F32:
+		data = gcuda.Bytes(src)
+	case backend.F16, backend.BF16:
+		h := make([]uint16, len(src))
+		conv := half.FromFloat32
+		if t.dtype == backend.BF16 {
+			conv = half.BF16FromFloat32
+		}
+		for i, v := range src {
+			h[i] = conv(v)
+		}
+		data = gcuda.Bytes(h)
+	default:
+		return fmt.Errorf("backend/cuda: Upload: float32 values into tensor %v", t)
+	}
+	if err := b.copyIn(t.ptr, data); err != nil {
+		return fmt.Errorf("backend/cuda: Upload into %v: %w", t, err)
+	}
+	return nil
+}
+
+// UploadInt32 implements backend.Backend. The values are also kept on the
+// host, where Embedding and Rows check them.
+func (b *Backend) UploadInt32(dst backend.Tensor, src []int32) error {
+	t, err := b.tensorOf("UploadInt32", dst)
+	if err != nil {
+		return err
+	}
+	if t.dtype != backend.I32 {
+		return fmt.Errorf("backend/cuda: UploadInt32: into tensor %v", t)
+	}
+	if len(src) != t.n {
+		return fmt.Errorf("backend/cuda: UploadInt32: %d values into tensor %v", len(src), t)
+	}
+	if err := b.copyIn(t.ptr, gcuda.Bytes(src)); err != nil {
+		return fmt.Errorf("backend/cuda: UploadInt32 into %v: %w", t, err)
+	}
+	t.host = append(t.host[:0], src...)
+	return nil
+}
+
+// Download implements backend.Backend. It waits for the ops queued so far;
+// a device error from them is recorded as the pending op error.
+func (b *Backend) Download(dst []float32, src backend.Tensor) error {
+	if err := b.Err(); err != nil {
+		return err
+	}
+	t, err := b.tensorOf("Download", src)
+	if err != nil {
+		return err
+	}
+	if len(dst) != t.n {
+		return fmt.Errorf("backend/cuda: Download: tensor %v of %d elements into %d values", t, t.n, len(dst))
+	}
+	var h []uint16
+	var raw []byte
+	switch t.dtype {
+	case backend.F32:
+		raw = gcuda.Bytes(dst)
+	case backend.F16, backend.BF16:
+		h = make([]uint16, t.n)
+		raw = gcuda.Bytes(h)
+	default:
+		return fmt.Errorf("backend/cuda: Download: tensor %v as float32", t)
+	}
+	err = b.dev.Do(func(c *gcuda.Ctx) error {
+		if err := c.DtoHAsync(raw, t.ptr, b.stream); err != nil {
+			return err
+		}
+		return c.SyncStream(b.stream)
+	})
+	if err != nil {
+		err = fmt.Errorf("backend/cuda: Download of %v: %w", t, err)
+		b.fail(err)
+		return err
+	}
+	switch t.dtype {
+	case backend.F16:
+		for i, v := range h {
+			dst[i] = half.ToFloat32(v)
+		}
+	case backend.BF16:
+		for i, v := range h {
+			dst[i] = half.BF16ToFloat32(v)
+		}
+	}
+	return nil
+}
+
+// fp16Overflow returns the index of the first finite value of F32 or BF16
+// data that rounds to infinity in fp16 (|v| >= 65520), or -1.
+func fp16Overflow(dtype backend.DType, data []byte) int {
+	switch dtype {
+	case backend.F32:
+		const limit, inf = 0x477ff000, 0x7f800000 // float32 bits of 65520 and +Inf
+		for i := 0; i < len(data)/4; i++ {
+			if a := binary.LittleEndian.Uint32(data[4*i:]) &^ (1 << 31); a >= limit && a < inf {
+				return i
+			}
+		}
+	case backend.BF16:
+		const limit, inf = 0x4780, 0x7f80 // bf16 bits of 65536 (the next above 65280) and +Inf
+		for i := 0; i < len(data)/2; i++ {
+			if a := binary.LittleEndian.Uint16(data[2*i:]) &^ (1 << 15); a >= limit && a < inf {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// decodeF32 widens F32, F16 or BF16 little-endian data to float32.
+func decodeF32(dtype backend.DType, data []byte, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		switch dtype {
+		case backend.F32:
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		case backend.F16:
+			v[i] = half.ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
+		case backend.BF16:
+			v[i] = half.BF16ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	}
+	return v
+}
+
+// LoadWeight implements backend.Backend. A matrix (two dimensions) is
+// converted to fp16 on the device, in chunks through a staging buffer; a
+// finite value beyond fp16's range is an error naming the weight. Any
+// other shape is widened to float32 on the host and uploaded.
+func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data []byte) (backend.Weight, error) {
+	n := backend.NumElements(shape)
+	if n < 0 {
+		return nil, fmt.Errorf("backend/cuda: weight %s: invalid shape %v", name, shape)
+	}
+	sz := dtype.Size()
+	if dtype == backend.I32 || sz == 0 {
+		return nil, fmt.Errorf("backend/cuda: weight %s: unsupported dtype %v (want F32, F16 or BF16)", name, dtype)
+	}
+	if n > math.MaxInt/4 || len(data) != n*sz {
+		return nil, fmt.Errorf("backend/cuda: weight %s: %d bytes of data for %v%v (want %d)", name, len(data), dtype, shape, n*sz)
+	}
+	w := &weight{owner: b, name: name, shape: slices.Clone(shape)}
+	if len(shape) != 2 {
+		v := decodeF32(dtype, data, n)
+		err := b.dev.Do(func(c *gcuda.Ctx) error {
+			var err error
+			if w.f32, err = c.Alloc(4 * n); err != nil {
+				return err
+			}
+			if err := c.HtoDAsync(w.f32, gcuda.Bytes(v), b.stream); err != nil {
+				return err
+			}
+			return c.SyncStream(b.stream)
+		})
+		if err != nil {
+			b.freeWeightMem(w)
+			return nil, fmt.Errorf("backend/cuda: weight %s %v: %w", name, shape, err)
+		}
+		return b.register(w)
+	}
+	if i := fp16Overflow(dtype, data); i >= 0 {
+		v := decodeF32(dtype, data[i*sz:(i+1)*sz], 1)[0]
+		return nil, fmt.Errorf("backend/cuda: weight %s %v: element %d (row %d) = %g is beyond fp16's range (±65504), in which the cuda backend stores matrices; use --device cpu", name, shape, i, i/shape[1], v)
+	}
+	b.loadMu.Lock()
+	defer b.loadMu.Unlock()
+	err := b.dev.Do(func(c *gcuda.Ctx) error {
+		var err error
+		if w.f16, err = c.Alloc(2 * n); err != nil {
+			return err
+		}
+		if dtype == backend.F16 {
+			if err := c.HtoDAsync(w.f16, data, b.stream); err != nil {
+				return err
+			}
+			return c.SyncStream(b.stream)
+		}
+		if b.staging == 0 {
+			if b.staging, err = c.Alloc(stagingBytes); err != nil {
+				return fmt.Errorf("staging buffer: %w", err)
+			}
+		}
+		// Chunks of whole elements; the stream orders each chunk's copy
+		// after the previous chunk's conversion.
+		chunk := stagingBytes / sz
+		for i0 := 0; i0 < n; i0 += chunk {
+			m := min(chunk, n-i0)
+			if err := c.HtoDAsync(b.staging, data[i0*sz:(i0+m)*sz], b.stream); err != nil {
+				return err
+			}
+			dst := w.f16 + gcuda.DevicePtr(2*i0)
+			if dtype == backend.F32 {
+				err = b.ops.F32ToF16(c, b.stream, dst, b.staging, m)
+			} else {
+				err = b.ops.BF16ToF16(c, b.stream, dst, b.staging, m)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return c.SyncStream(b.stream)
+	})
+	if err != nil {
+		b.freeWeightMem(w)
+		return nil, fmt.Errorf("backend/cuda: weight %s %v%v: %w", name, dtype, shape, err)
+	}
+	return b.register(w)
+}
+
+// register records a loaded weight for Close.
+func (b *Backend) register(w *weight) (backend.Weight, error) {
+	b.memMu.Lock()
+	defer b.memMu.Unlock()
+	if b.closed {
+		return nil, fmt.Errorf("backend/cuda: weight %s: %w", w.name, gcuda.ErrClosed)
+	}
+	b.weights[w] = struct{}{}
+	return w, nil
+}
+
+// freeWeightMem frees w's device memory after the stream is done with it.
+func (b *Backend) freeWeightMem(w *weight) {
+	f16, f32 := w.f16, w.f32
+	w.f16, w.f32 = 0, 0
+	if f16 == 0 && f32 == 0 {
+		return
+	}
+	_ = b.dev.Do(func(c *gcuda.Ctx) error {
+		_ = c.SyncStream(b.stream)
+		return errors.Join(c.Free(f16), c.Free(f32))
+	})
+}
+
+// FreeWeight implements backend.Backend. It waits for queued ops, which may
+// read the weight, before freeing its memory.
+func (b *Backend) FreeWeight(w backend.Weight) {
+	cw, ok := w.(*weight)
+	if !ok || cw == nil || cw.owner != b {
+		return
+	}
+	b.memMu.Lock()
+	if cw.freed || b.closed {
+		b.memMu.Unlock()
+		return
+	}
+	cw.freed = true
+	delete(b.weights, cw)
+	b.memMu.Unlock()
+	b.freeWeightMem(cw)
+}
+
+// fail records err as the pending op error unless one is pending already.
+func (b *Backend) fail(err error) {
+	b.mu.Lock()
+	if b.err == nil {
+		b.err = err
+	}
+	b.mu.Unlock()
+}
+
+// failed reports whether an op error is pending (ops then do nothing).
+func (b *Backend) failed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err != nil
+}
+
+// Err implements backend.Backend. It does not wait for queued kernels, so
+// an error they raise appears only at Download or Sync.
+func (b *Backend) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// Sync implements backend.Backend: it waits for the stream, then returns and
+// clears the first op error (a device error of the queued work included).
+func (b *Backend) Sync() error {
+	if err := b.dev.Do(func(c *gcuda.Ctx) error { return c.SyncStream(b.stream) }); err != nil {
+		b.fail(fmt.Errorf("backend/cuda: Sync: %w", err))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err := b.err
+	b.err = nil
+	return err
+}
+
+// Close implements backend.Backend: it waits for queued work, frees every
+// tensor, weight and buffer, and closes the device. Calling it again
+// returns nil.
+func (b *Backend) Close() error {
+	b.memMu.Lock()
+	if b.closed {
+		b.memMu.Unlock()
+		return nil
+	}
+	b.closed = true
+	var ptrs []gcuda.DevicePtr
+	for _, list := range b.pool {
+		ptrs = append(ptrs, list...)
+	}
+	for t := range b.tensors {
+		t.freed = true
+		ptrs = append(ptrs, t.ptr)
+	}
+	for w := range b.weights {
+		w.freed = true
+		ptrs = append(ptrs, w.f16, w.f32)
+	}
+	b.pool, b.poolBytes, b.tensors, b.weights = nil, 0, nil, nil
+	b.memMu.Unlock()
+	b.loadMu.Lock()
+	ptrs = append(ptrs, b.staging)
+	b.staging = 0
+	b.loadMu.Unlock()
+	ptrs = append(ptrs, b.xh)
+	b.xh, b.xhBytes = 0, 0
+
+	err := b.dev.Do(func(c *gcuda.Ctx) error {
+		errs := []error{c.SyncStream(b.stream)}
+		for _, p := range ptrs {
+			errs = append(errs, c.Free(p))
+		}
+		return errors.Join(errs...)
+	})
+	if e := b.dev.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return fmt.Errorf("backend/cuda: Close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+// Package cuda implements backend.Backend on an NVIDIA GPU, through the
+// cgo-free runtime of package gpu/cuda and the kernels of package
+// gpu/kernels. Nothing here needs the CUDA toolkit to build; New fails with
+// an error wrapping gpu/cuda's ErrNoDriver or ErrNoDevice where there is no
+// GPU, so callers can fall back to package backend/cpu.
+//
+// # Storage
+//
+// Tensors live in device memory. Activations are float32 and every op
+// computes on F32 tensors, with the semantics of backend/cpu (the
+// reference); F16 and BF16 tensors can be allocated, uploaded and downloaded
+// (rounding to nearest even on upload, on the host) but not computed on. I32
+// tensors (token ids, positions, row indices) also keep the host copy given
+// to UploadInt32, so Embedding and Rows check indices on the host, as the CPU
+// backend does, before any kernel reads them.
+//
+// Weights of two dimensions (the matrices of Linear, and the token
+// embedding, which tied models also use as lm_head) are stored once, in
+// fp16, converted on the device from F32, BF16 or F16 checkpoint data. BF16
+// values convert exactly (fp16 has more significand bits) as long as they lie
+// within fp16's range (±65504; smaller than 2⁻¹⁴ they lose bits as fp16
+// subnormals); a finite value beyond it makes LoadWeight fail with an error
+// naming the weight, rather than load an infinity. Embedding gathers from the
+// fp16 table, so with F32 checkpoints the embeddings are fp16-rounded.
+// Weights of other ranks (norm weights, biases, RoPE frequencies) are stored
+// in float32, exactly as the CPU backend stores them.
+//
+// # Ops
+//
+// Linear converts x to fp16 with a kernel, multiplies with cuBLASLt (fp16
+// inputs, fp32 accumulation and output: Y[T,N] = X[T,K]·W[N,K]ᵀ) and adds
+// the bias with a kernel. Its results differ from the CPU's float32 products
+// by the fp16 rounding of x (and of W for F32 checkpoints): at most about
+// 2⁻¹¹ relative to Σ|x_k·w_k| per rounded operand. Embedding, Rows, RMSNorm,
+// RoPE, SwiGLU and Add are the kernels of gpu/kernels/ops.cu; they follow the
+// CPU's arithmetic (float64 sums of squares in RMSNorm, float64 cos and sin of
+// the float32 RoPE angle, unfused float32 products) and agree with it to an
+// ulp or two; SwiGLU's silu uses float32 expf. All kernels are
+// deterministic: no atomics, reduction orders fixed by the shapes.
+//
+// # Streams, ordering and errors
+//
+// Every op queues its kernels on the device's stream inside one
+// gpu/cuda Device.Do (one hand-off to the device's owner thread per op),
+// and returns at once. Upload, UploadInt32 and Download copy through the same
+// stream and wait for it, so they see the ops issued before them. As in
+// backend/cpu, an op records its first error (a shape mismatch, an index out
+// of range, a failed launch) and later ops do nothing until Sync; Err reports
+// the recorded error without waiting, Download and Sync wait for the stream
+// and also report errors of the queued work.
+//
+// Freed tensors return their memory to a pool that Alloc reuses by size, so
+// a forward pass that allocates the same shapes every step allocates device
+// memory only on its first step. All ops run on one stream, so a buffer
+// reused this way is never touched by two ops at once. Close frees
+// everything and closes the device.
+package cuda

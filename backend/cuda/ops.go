@@ -1,0 +1,289 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/backend"
+	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+// f32 returns the CUDA tensor behind t if it is an F32 tensor of this backend.
+func (b *Backend) f32(op string, t backend.Tensor) (*tensor, error) {
+	ct, err := b.tensorOf(op, t)
+	if err != nil {
+		return nil, err
+	}
+	if ct.dtype != backend.F32 {
+		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("tensor %v: the cuda backend computes on F32 tensors only", ct)}
+	}
+	return ct, nil
+}
+
+// i32 returns the CUDA tensor behind t if it is an I32 tensor of this
+// backend whose values have been uploaded.
+func (b *Backend) i32(op string, t backend.Tensor) (*tensor, error) {
+	ct, err := b.tensorOf(op, t)
+	if err != nil {
+		return nil, err
+	}
+	if ct.dtype != backend.I32 {
+		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("index tensor %v is not I32", ct)}
+	}
+	if ct.host == nil {
+		return nil, fmt.Errorf("backend/cuda: %s: index tensor %v used before UploadInt32", op, ct)
+	}
+	return ct, nil
+}
+
+// vector returns the float32 device memory of a one-dimensional weight.
+func (b *Backend) vector(op string, w backend.Weight) (*weight, error) {
+	cw, err := b.weightOf(op, w)
+	if err != nil {
+		return nil, err
+	}
+	if len(cw.shape) != 1 {
+		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("weight %s %v is not a vector", cw.name, cw.shape)}
+	}
+	return cw, nil
+}
+
+// shapeErr records a ShapeError for op.
+func (b *Backend) shapeErr(op, format string, args ...any) {
+	b.fail(&backend.ShapeError{Op: op, Detail: fmt.Sprintf(format, args...)})
+}
+
+// launch runs f (the op's launches) in one hand-off to the device's owner
+// thread and records its error under op.
+func (b *Backend) launch(op string, f func(c *gcuda.Ctx) error) {
+	if err := b.dev.Do(f); err != nil {
+		b.fail(fmt.Errorf("backend/cuda: %s: %w", op, err))
+	}
+}
+
+// Embedding implements backend.Backend, gathering from the fp16 table.
+func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backend.Tensor) {
+	const op = "Embedding"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	w, err2 := b.weightOf(op, table)
+	id, err3 := b.i32(op, ids)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	T, K := d.matrix()
+	if len(w.shape) != 2 || w.shape[1] != K || id.n != T {
+		b.shapeErr(op, "dst %v, table %s %v, ids %v", d, w.name, w.shape, id)
+		return
+	}
+	V := w.shape[0]
+	for t, v := range id.host {
+		if v < 0 || int(v) >= V {
+			b.fail(fmt.Errorf("backend/cuda: %s: token id %d at row %d out of range [0, %d) of %s", op, v, t, V, w.name))
+			return
+		}
+	}
+	b.launch(op, func(c *gcuda.Ctx) error {
+		return b.ops.EmbeddingF16(c, b.stream, d.ptr, w.f16, id.ptr, T, K, V)
+	})
+}
+
+// Rows implements backend.Backend.
+func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
+	const op = "Rows"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	s, err2 := b.f32(op, src)
+	ix, err3 := b.i32(op, idx)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	R, K := d.matrix()
+	T, K2 := s.matrix()
+	if K != K2 || ix.n != R || d == s {
+		b.shapeErr(op, "dst %v, src %v, idx %v", d, s, ix)
+		return
+	}
+	for _, v := range ix.host {
+		if v < 0 || int(v) >= T {
+			b.fail(fmt.Errorf("backend/cuda: %s: row index %d out of range [0, %d)", op, v, T))
+			return
+		}
+	}
+	b.launch(op, func(c *gcuda.Ctx) error {
+		return b.ops.Rows(c, b.stream, d.ptr, s.ptr, ix.ptr, R, K, T)
+	})
+}
+
+// Linear implements backend.Backend: x is rounded to fp16 into a scratch
+// buffer, cuBLASLt computes dst = x·wᵀ in fp32, and a kernel adds the bias.
+func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.Weight) {
+	const op = "Linear"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	xt, err2 := b.f32(op, x)
+	wt, err3 := b.weightOf(op, w)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	var bt *weight
+	if bias != nil {
+		var err error
+		if bt, err = b.weightOf(op, bias); err != nil {
+			b.fail(err)
+			return
+		}
+		if len(bt.shape) != 1 || len(wt.shape) != 2 || bt.shape[0] != wt.shape[0] {
+			b.shapeErr(op, "bias %s %v for weight %s %v", bt.name, bt.shape, wt.name, wt.shape)
+			return
+		}
+	}
+	T, K := xt.matrix()
+	T2, N := d.matrix()
+	if len(wt.shape) != 2 || wt.shape[0] != N || wt.shape[1] != K || T != T2 || d == xt {
+		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
+		return
+	}
+	b.launch(op, func(c *gcuda.Ctx) error {
+		xh, err := b.scratch(c, 2*T*K)
+		if err == nil {
+			err = b.ops.F32ToF16(c, b.stream, xh, xt.ptr, T*K)
+		}
+		if err == nil {
+			g := gcuda.GEMMShape{M: T, N: N, K: K, In: gcuda.F16, Out: gcuda.F32}
+			err = c.GEMM(b.stream, g, d.ptr, xh, wt.f16)
+		}
+		if err == nil && bt != nil {
+			err = b.ops.AddBias(c, b.stream, d.ptr, bt.f32, T, N)
+		}
+		if err != nil {
+			return fmt.Errorf("weight %s: %w", wt.name, err)
+		}
+		return nil
+	})
+}
+
+// scratch returns Linear's fp16 buffer with room for bytes, growing it (to
+// at least twice its old size, so a prefill of growing length reallocates
+// rarely) after the stream has finished with the old one. It runs on the
+// owner thread.
+func (b *Backend) scratch(c *gcuda.Ctx, bytes int) (gcuda.DevicePtr, error) {
+	if bytes <= b.xhBytes {
+		return b.xh, nil
+	}
+	if b.xh != 0 {
+		if err := c.SyncStream(b.stream); err != nil {
+			return 0, err
+		}
+		if err := c.Free(b.xh); err != nil {
+			return 0, err
+		}
+		b.xh, b.xhBytes = 0, 0
+	}
+	size := roundSize(max(bytes, 2*b.xhBytes, 1<<20))
+	p, err := c.Alloc(size)
+	if err != nil {
+		return 0, fmt.Errorf("fp16 copy of the input: %w", err)
+	}
+	b.xh, b.xhBytes = p, size
+	return p, nil
+}
+
+// RMSNorm implements backend.Backend. The group is the weight's length: the
+// whole row, or one head (Qwen3's q/k norm).
+func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) {
+	const op = "RMSNorm"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	xt, err2 := b.f32(op, x)
+	wt, err3 := b.vector(op, w)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	_, C := xt.matrix()
+	if C%wt.shape[0] != 0 || d.n != xt.n {
+		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
+		return
+	}
+	G := wt.shape[0]
+	b.launch(op, func(c *gcuda.Ctx) error {
+		return b.ops.RMSNorm(c, b.stream, d.ptr, xt.ptr, wt.f32, xt.n/G, G, eps)
+	})
+}
+
+// RoPE implements backend.Backend.
+func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Weight) {
+	const op = "RoPE"
+	if b.failed() {
+		return
+	}
+	xt, err1 := b.f32(op, x)
+	p, err2 := b.i32(op, pos)
+	f, err3 := b.vector(op, invFreq)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	T, C := xt.matrix()
+	if C%(2*f.shape[0]) != 0 || p.n != T {
+		b.shapeErr(op, "x %v, pos %v, invFreq %s %v", xt, p, f.name, f.shape)
+		return
+	}
+	b.launch(op, func(c *gcuda.Ctx) error {
+		return b.ops.RoPE(c, b.stream, xt.ptr, p.ptr, f.f32, T, C, f.shape[0])
+	})
+}
+
+// SwiGLU implements backend.Backend.
+func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
+	b.elementwise("SwiGLU", dst, gate, up, b.ops.SwiGLU)
+}
+
+// Add implements backend.Backend.
+func (b *Backend) Add(dst, a, c backend.Tensor) {
+	b.elementwise("Add", dst, a, c, b.ops.Add)
+}
+
+// elementwise checks three same-sized F32 tensors and launches kernel over
+// them; errors are recorded under op.
+func (b *Backend) elementwise(op string, dst, x, y backend.Tensor,
+	kernel func(c *gcuda.Ctx, s gcuda.Stream, dst, x, y gcuda.DevicePtr, n int) error) {
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	xt, err2 := b.f32(op, x)
+	yt, err3 := b.f32(op, y)
+	if err := firstErr(err1, err2, err3); err != nil {
+		b.fail(err)
+		return
+	}
+	if d.n != xt.n || d.n != yt.n {
+		b.shapeErr(op, "dst %v, inputs %v and %v", d, xt, yt)
+		return
+	}
+	b.launch(op, func(c *gcuda.Ctx) error {
+		return kernel(c, b.stream, d.ptr, xt.ptr, yt.ptr, d.n)
+	})
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

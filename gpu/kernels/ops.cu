@@ -1,0 +1,201 @@
+// ops.cu: the elementwise, gather and normalization kernels of a Llama
+// forward pass (everything but the GEMMs, which are cuBLASLt's, and
+// attention, which is decode.cu's), for backend/cuda.
+//
+// Each kernel computes exactly what package backend/cpu computes (the
+// reference: backend/cpu/ops.go), in the same floating-point order where the
+// CPU's is fixed:
+//
+//   f32_to_f16   y[i] = fp16(x[i])                  round to nearest even
+//   bf16_to_f16  y[i] = fp16(float(x[i]))           exact unless |x| > 65504
+//   f16_to_f32   y[i] = float(x[i])                 exact
+//   bf16_to_f32  y[i] = float(x[i])                 exact
+//   embedding_f16  dst[t,:] = float(table[ids[t],:])  table [V, K] fp16
+//   rows_f32     dst[r,:] = src[idx[r],:]           src [T, K], dst [R, K]
+//   rmsnorm      y[g,:] = w ⊙ (x[g,:] · r), r = 1/sqrt(mean(x[g,:]²) + eps)
+//                over groups of G consecutive elements (G = len(w))
+//   rope         HF rotate_half, x [T, C] with C a multiple of D = 2·half:
+//                θ = float(pos[t])·invFreq[i] (float32 product),
+//                x'[i] = x[i]·cos θ − x[i+half]·sin θ,
+//                x'[i+half] = x[i+half]·cos θ + x[i]·sin θ
+//   swiglu       dst[i] = silu(gate[i])·up[i], silu(g) = g/(1+e^−g)
+//   add          dst[i] = a[i] + b[i]
+//   add_bias     y[t,n] += bias[n], y [T, N]
+//
+// Data: row-major float32 activations, int32 ids/positions/row indices,
+// fp16 or bf16 as raw 16-bit patterns (no cuda_fp16.h: conversions are
+// inline PTX cvt, as in decode.cu).
+//
+// Work: the elementwise kernels use grid-stride loops (opsThreads = 256 threads,
+// the grid sized by the Go wrapper); every output element is written by one
+// thread, so results do not depend on the grid. The gathers use one block
+// per output row. rmsnorm uses one block per group; each thread sums the
+// squares of its strided elements in double, then a fixed shared-memory tree
+// combines the partial sums (no atomics), so the result is bitwise
+// deterministic for a given G (the block size is a function of G only). The
+// double accumulation matches backend/cpu, which also sums in float64 and
+// rounds the mean once. rope uses one block per row: the block first computes
+// cos and sin of the row's half angles into shared memory (in double from the
+// float32 angle, rounded once, as backend/cpu does), then rotates every head.
+//
+// Floating point: products and sums that backend/cpu rounds one by one are
+// written with __fmul_rn / __fadd_rn / __fsub_rn so that NVCC does not fuse
+// them into FMAs, keeping the GPU within an ulp or two of the CPU. swiglu's
+// silu is float32 expf (max 2 ulp, no fast math) and an IEEE division.
+//
+// Versions:
+//   v1 (this file) scalar, one element per thread per step; memory-bound and
+//      small next to the GEMMs at the sizes we run. Not yet measured (first
+//      run on the H100 pending); vector loads are the obvious next step if a
+//      profile shows these kernels.
+//
+// Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
+// references); backend/cuda's tests check them against backend/cpu.
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+
+#define BD_DEVICE __device__ __forceinline__
+
+// kNormMaxThreads is rmsnorm's largest block (a power of two; the tree
+// reduction halves it). The Go wrapper picks min(nextPow2(G), this), at
+// least 32.
+constexpr int kNormMaxThreads = 256;
+
+BD_DEVICE float h2f(u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+BD_DEVICE u16 f2h(float f) {
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+BD_DEVICE float bf2f(u16 h) { return __int_as_float(int(u32(h) << 16)); }
+
+// A canonical quiet NaN for outputs of invalid indices (ids out of range):
+// the host checks indices first, so this only marks a bug loudly.
+#define kNaN __int_as_float(0x7fc00000)
+
+extern "C" __global__ void f32_to_f16(u16* __restrict__ y, const float* __restrict__ x, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = f2h(x[i]);
+}
+
+extern "C" __global__ void bf16_to_f16(u16* __restrict__ y, const u16* __restrict__ x, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = f2h(bf2f(x[i]));
+}
+
+extern "C" __global__ void f16_to_f32(float* __restrict__ y, const u16* __restrict__ x, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = h2f(x[i]);
+}
+
+extern "C" __global__ void bf16_to_f32(float* __restrict__ y, const u16* __restrict__ x, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = bf2f(x[i]);
+}
+
+// embedding_f16: grid (T), block opsThreads (ops.go, 256). dst [T, K] float32,
+// table [V, K] fp16, ids [T] int32.
+extern "C" __global__ void embedding_f16(float* __restrict__ dst, const u16* __restrict__ table,
+                                         const int* __restrict__ ids, int K, int V) {
+  const long long t = blockIdx.x;
+  const int id = ids[t];
+  float* out = dst + t * K;
+  if (id < 0 || id >= V) {
+    for (int k = threadIdx.x; k < K; k += blockDim.x) out[k] = kNaN;
+    return;
+  }
+  const u16* row = table + (long long)id * K;
+  for (int k = threadIdx.x; k < K; k += blockDim.x) out[k] = h2f(row[k]);
+}
+
+// rows_f32: grid (R), block opsThreads (ops.go, 256). dst [R, K], src [T, K], idx [R].
+extern "C" __global__ void rows_f32(float* __restrict__ dst, const float* __restrict__ src,
+                                    const int* __restrict__ idx, int K, int T) {
+  const long long r = blockIdx.x;
+  const int i = idx[r];
+  float* out = dst + r * K;
+  if (i < 0 || i >= T) {
+    for (int k = threadIdx.x; k < K; k += blockDim.x) out[k] = kNaN;
+    return;
+  }
+  const float* row = src + (long long)i * K;
+  for (int k = threadIdx.x; k < K; k += blockDim.x) out[k] = row[k];
+}
+
+// rmsnorm: grid (groups), block a power of two <= kNormMaxThreads. y and x
+// [groups, G] (y may be x), w [G]. Each thread reads and writes the same
+// elements, and all reads of the sum happen before any write, so in place
+// is safe.
+extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __restrict__ w, int G, float eps) {
+  __shared__ double partial[kNormMaxThreads];
+  const long long g = blockIdx.x;
+  const float* xs = x + g * G;
+  float* ys = y + g * G;
+  double ss = 0;
+  for (int i = threadIdx.x; i < G; i += blockDim.x) {
+    const double v = xs[i];
+    ss += v * v;
+  }
+  partial[threadIdx.x] = ss;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  // As backend/cpu: the mean rounded once to float32, eps added in float32,
+  // the reciprocal square root in double rounded once.
+  const float mean = float(partial[0] / double(G));
+  const float r = float(1.0 / sqrt(double(__fadd_rn(mean, eps))));
+  for (int i = threadIdx.x; i < G; i += blockDim.x) ys[i] = __fmul_rn(w[i], __fmul_rn(xs[i], r));
+}
+
+// rope: grid (T), block opsThreads (ops.go, 256), dynamic shared memory 2·half floats.
+// x [T, C] in place, pos [T], invFreq [half].
+extern "C" __global__ void rope(float* x, const int* __restrict__ pos, const float* __restrict__ invFreq,
+                                int C, int half) {
+  extern __shared__ float cs[];  // cos [half] then sin [half]
+  const long long t = blockIdx.x;
+  const float p = float(pos[t]);
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const double theta = __fmul_rn(p, invFreq[i]);
+    cs[i] = float(cos(theta));
+    cs[half + i] = float(sin(theta));
+  }
+  __syncthreads();
+  float* row = x + t * C;
+  const int pairs = C / 2;  // (head, i) pairs: C/(2·half) heads of half each
+  for (int j = threadIdx.x; j < pairs; j += blockDim.x) {
+    const int h = j / half, i = j - h * half;
+    float* lo = row + h * 2 * half + i;
+    float* hi = lo + half;
+    const float x1 = *lo, x2 = *hi, c = cs[i], s = cs[half + i];
+    *lo = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+    *hi = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+  }
+}
+
+// swiglu: grid-stride; dst may alias gate or up.
+extern "C" __global__ void swiglu(float* dst, const float* gate, const float* up, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const float g = gate[i];
+    const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
+    dst[i] = __fmul_rn(silu, up[i]);
+  }
+}
+
+// add: grid-stride; dst may alias a or b.
+extern "C" __global__ void add(float* dst, const float* a, const float* b, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    dst[i] = __fadd_rn(a[i], b[i]);
+}
+
+// add_bias: grid-stride over y [T, N]; bias [N].
+extern "C" __global__ void add_bias(float* __restrict__ y, const float* __restrict__ bias, long long n, int N) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = __fadd_rn(y[i], bias[i % N]);
+}

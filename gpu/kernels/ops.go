@@ -1,0 +1,210 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+//go:embed ops.cu
+var opsSource string
+
+// Launch geometry of ops.cu.
+const (
+	// opsThreads is the block size of the elementwise and gather kernels.
+	opsThreads = 256
+	// opsMaxBlocks caps the grid of the grid-stride kernels: enough blocks
+	// to fill a large GPU several times (132 SMs × 16 resident blocks of 256
+	// threads on an H100 is 2112), few enough that huge tensors loop.
+	opsMaxBlocks = 4096
+	// normMaxThreads is ops.cu's kNormMaxThreads.
+	normMaxThreads = 256
+	// maxGridX is the largest grid X dimension CUDA allows.
+	maxGridX = 1<<31 - 1
+)
+
+// Ops holds the compiled kernels of ops.cu: the conversions, gathers,
+// RMSNorm, RoPE, SwiGLU and adds of a forward pass. Every launch method
+// queues one kernel on stream s of the Ctx's device and returns the launch
+// error; pointers are device addresses of whole buffers the caller owns,
+// laid out as ops.cu documents. Methods must be called inside Device.Do.
+type Ops struct {
+	f32ToF16, bf16ToF16, f16ToF32, bf16ToF32 cuda.Function
+	embedding, rows, rmsnorm, rope           cuda.Function
+	swiglu, add, addBias                     cuda.Function
+}
+
+// LoadOps compiles ops.cu for dev (once per device; later calls reuse the
+// module) and looks its kernels up.
+func LoadOps(dev *cuda.Device) (*Ops, error) {
+	mod, err := dev.Compile(cuda.Program{Name: "ops.cu", Source: opsSource})
+	if err != nil {
+		return nil, err
+	}
+	o := &Ops{}
+	for _, k := range []struct {
+		f    *cuda.Function
+		name string
+	}{
+		{&o.f32ToF16, "f32_to_f16"}, {&o.bf16ToF16, "bf16_to_f16"},
+		{&o.f16ToF32, "f16_to_f32"}, {&o.bf16ToF32, "bf16_to_f32"},
+		{&o.embedding, "embedding_f16"}, {&o.rows, "rows_f32"},
+		{&o.rmsnorm, "rmsnorm"}, {&o.rope, "rope"},
+		{&o.swiglu, "swiglu"}, {&o.add, "add"}, {&o.addBias, "add_bias"},
+	} {
+		if *k.f, err = mod.Function(k.name); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// elemGrid returns the grid of a grid-stride kernel over n elements.
+func elemGrid(n int) cuda.Dim3 {
+	return cuda.Dim3{X: max(1, min((n+opsThreads-1)/opsThreads, opsMaxBlocks))}
+}
+
+// checkRows validates a one-block-per-row launch.
+func checkRows(op string, rows, cols int) error {
+	if rows <= 0 || cols <= 0 || rows > maxGridX || cols > maxGridX {
+		return fmt.Errorf("kernels: %s: bad shape [%d, %d]", op, rows, cols)
+	}
+	return nil
+}
+
+// checkN validates an elementwise launch over n elements.
+func checkN(op string, n int) error {
+	if n <= 0 {
+		return fmt.Errorf("kernels: %s: %d elements", op, n)
+	}
+	return nil
+}
+
+// F32ToF16 converts n float32 values at src to fp16 at dst, rounding to
+// nearest even (values beyond ±65504 become ±Inf).
+func (o *Ops) F32ToF16(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, n int) error {
+	if err := checkN("f32_to_f16", n); err != nil {
+		return err
+	}
+	return c.Launch(o.f32ToF16, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, src, int64(n))
+}
+
+// BF16ToF16 converts n bf16 values at src to fp16 at dst (exact for
+// |x| <= 65504 down to fp16's subnormals; larger magnitudes become ±Inf).
+func (o *Ops) BF16ToF16(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, n int) error {
+	if err := checkN("bf16_to_f16", n); err != nil {
+		return err
+	}
+	return c.Launch(o.bf16ToF16, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, src, int64(n))
+}
+
+// F16ToF32 widens n fp16 values at src to float32 at dst (exact).
+func (o *Ops) F16ToF32(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, n int) error {
+	if err := checkN("f16_to_f32", n); err != nil {
+		return err
+	}
+	return c.Launch(o.f16ToF32, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, src, int64(n))
+}
+
+// BF16ToF32 widens n bf16 values at src to float32 at dst (exact).
+func (o *Ops) BF16ToF32(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, n int) error {
+	if err := checkN("bf16_to_f32", n); err != nil {
+		return err
+	}
+	return c.Launch(o.bf16ToF32, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, src, int64(n))
+}
+
+// EmbeddingF16 gathers dst[t,:] = float(table[ids[t],:]) for dst [T, K]
+// float32, table [V, K] fp16 and ids [T] int32. A row whose id is outside
+// [0, V) is filled with NaN; callers check ids first.
+func (o *Ops) EmbeddingF16(c *cuda.Ctx, s cuda.Stream, dst, table, ids cuda.DevicePtr, T, K, V int) error {
+	if err := checkRows("embedding_f16", T, K); err != nil {
+		return err
+	}
+	if V <= 0 || V > maxGridX {
+		return fmt.Errorf("kernels: embedding_f16: %d table rows", V)
+	}
+	return c.Launch(o.embedding, cuda.Dim3{X: T}, cuda.Dim3{X: opsThreads}, 0, s, dst, table, ids, int32(K), int32(V))
+}
+
+// Rows gathers dst[r,:] = src[idx[r],:] for dst [R, K], src [T, K] float32
+// and idx [R] int32. A row whose index is outside [0, T) is filled with NaN.
+func (o *Ops) Rows(c *cuda.Ctx, s cuda.Stream, dst, src, idx cuda.DevicePtr, R, K, T int) error {
+	if err := checkRows("rows_f32", R, K); err != nil {
+		return err
+	}
+	if T <= 0 || T > maxGridX {
+		return fmt.Errorf("kernels: rows_f32: %d source rows", T)
+	}
+	return c.Launch(o.rows, cuda.Dim3{X: R}, cuda.Dim3{X: opsThreads}, 0, s, dst, src, idx, int32(K), int32(T))
+}
+
+// normThreads returns the block size RMSNorm uses for groups of G elements:
+// the next power of two, between 32 and 256. It depends on G only, which is
+// what makes the reduction order, and so the result, a function of the
+// shape.
+func normThreads(G int) int {
+	t := 32
+	for t < G && t < normMaxThreads {
+		t *= 2
+	}
+	return t
+}
+
+// RMSNorm normalizes groups of G consecutive float32 values:
+// dst[g,:] = w ⊙ x[g,:] / sqrt(mean(x[g,:]²) + eps) for dst and x
+// [groups, G] (dst may equal x) and w [G] float32.
+func (o *Ops) RMSNorm(c *cuda.Ctx, s cuda.Stream, dst, x, w cuda.DevicePtr, groups, G int, eps float32) error {
+	if err := checkRows("rmsnorm", groups, G); err != nil {
+		return err
+	}
+	return c.Launch(o.rmsnorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, dst, x, w, int32(G), eps)
+}
+
+// RoPE rotates x [T, C] float32 in place by the HF Llama rotary embedding
+// (rotate_half) with positions pos [T] int32 and inverse frequencies
+// invFreq [half] float32; C must be a multiple of the head dim 2·half.
+func (o *Ops) RoPE(c *cuda.Ctx, s cuda.Stream, x, pos, invFreq cuda.DevicePtr, T, C, half int) error {
+	if err := checkRows("rope", T, C); err != nil {
+		return err
+	}
+	if half <= 0 || C%(2*half) != 0 {
+		return fmt.Errorf("kernels: rope: row of %d is not a multiple of the head dim 2·%d", C, half)
+	}
+	// cos and sin of the row's half angles; 2·half floats stay far below the
+	// 48 KiB of dynamic shared memory allowed without opting in for any real
+	// head dim (half <= 6144).
+	shared := 2 * half * 4
+	if shared > 48<<10 {
+		return fmt.Errorf("kernels: rope: head dim %d too large", 2*half)
+	}
+	return c.Launch(o.rope, cuda.Dim3{X: T}, cuda.Dim3{X: opsThreads}, shared, s, x, pos, invFreq, int32(C), int32(half))
+}
+
+// SwiGLU computes dst = silu(gate) ⊙ up elementwise over n float32 values
+// (dst may equal gate or up).
+func (o *Ops) SwiGLU(c *cuda.Ctx, s cuda.Stream, dst, gate, up cuda.DevicePtr, n int) error {
+	if err := checkN("swiglu", n); err != nil {
+		return err
+	}
+	return c.Launch(o.swiglu, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, gate, up, int64(n))
+}
+
+// Add computes dst = a + b elementwise over n float32 values (dst may equal
+// a or b).
+func (o *Ops) Add(c *cuda.Ctx, s cuda.Stream, dst, a, b cuda.DevicePtr, n int) error {
+	if err := checkN("add", n); err != nil {
+		return err
+	}
+	return c.Launch(o.add, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, a, b, int64(n))
+}
+
+// AddBias adds bias [N] to every row of y [T, N] float32 in place.
+func (o *Ops) AddBias(c *cuda.Ctx, s cuda.Stream, y, bias cuda.DevicePtr, T, N int) error {
+	if T <= 0 || N <= 0 || N > maxGridX {
+		return fmt.Errorf("kernels: add_bias: bad shape [%d, %d]", T, N)
+	}
+	n := T * N
+	return c.Launch(o.addBias, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, y, bias, int64(n), int32(N))
+}

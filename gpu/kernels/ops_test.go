@@ -1,0 +1,460 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+)
+
+// eps32 is float32's unit roundoff, 2⁻²⁴: one correctly rounded float32
+// operation has relative error at most eps32.
+const eps32 = 0x1p-24
+
+var (
+	opsOnce sync.Once
+	opsDev  *cuda.Device
+	opsK    *kernels.Ops
+	opsErr  error
+)
+
+// opsSetup opens GPU 0 and compiles ops.cu once, or skips the test.
+func opsSetup(t *testing.T) (*cuda.Device, *kernels.Ops) {
+	t.Helper()
+	opsOnce.Do(func() {
+		if opsDev, opsErr = cuda.Open(0); opsErr != nil {
+			return
+		}
+		if opsK, opsErr = kernels.LoadOps(opsDev); opsErr != nil {
+			opsErr = fmt.Errorf("compile ops.cu: %w", opsErr)
+		}
+	})
+	if opsDev == nil {
+		t.Skipf("no CUDA device: %v", opsErr)
+	}
+	if opsErr != nil {
+		t.Fatal(opsErr)
+	}
+	return opsDev, opsK
+}
+
+// gpuMem allocates device buffers for one test and frees them at its end.
+// All copies go through the device's stream, in order with the kernels.
+type gpuMem struct {
+	t *testing.T
+	d *cuda.Device
+}
+
+func newGPUMem(t *testing.T, d *cuda.Device) *gpuMem { return &gpuMem{t: t, d: d} }
+
+// put allocates a buffer holding src.
+func (g *gpuMem) put(src []byte) cuda.DevicePtr {
+	g.t.Helper()
+	p, err := g.d.Alloc(max(len(src), 16))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.t.Cleanup(func() { g.d.Free(p) })
+	g.write(p, src)
+	return p
+}
+
+func (g *gpuMem) write(p cuda.DevicePtr, src []byte) {
+	g.t.Helper()
+	err := g.d.Do(func(c *cuda.Ctx) error {
+		if err := c.HtoDAsync(p, src, g.d.Stream()); err != nil {
+			return err
+		}
+		return c.SyncStream(g.d.Stream())
+	})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *gpuMem) read(dst []byte, p cuda.DevicePtr) {
+	g.t.Helper()
+	err := g.d.Do(func(c *cuda.Ctx) error {
+		if err := c.DtoHAsync(dst, p, g.d.Stream()); err != nil {
+			return err
+		}
+		return c.SyncStream(g.d.Stream())
+	})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// run queues launch on the device's stream and waits for it.
+func (g *gpuMem) run(launch func(c *cuda.Ctx, s cuda.Stream) error) {
+	g.t.Helper()
+	err := g.d.Do(func(c *cuda.Ctx) error {
+		if err := launch(c, g.d.Stream()); err != nil {
+			return err
+		}
+		return c.SyncStream(g.d.Stream())
+	})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// nanF32 returns n float32 NaNs, the poison every output starts as.
+func nanF32(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(math.NaN())
+	}
+	return v
+}
+
+// poisonedF32 allocates an output of n float32 NaNs.
+func (g *gpuMem) poisonedF32(n int) cuda.DevicePtr { return g.put(cuda.Bytes(nanF32(n))) }
+
+func (g *gpuMem) f32s(p cuda.DevicePtr, n int) []float32 {
+	v := make([]float32, n)
+	g.read(cuda.Bytes(v), p)
+	return v
+}
+
+func randF32(r *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(scale * r.NormFloat64())
+	}
+	return v
+}
+
+// checkClose fails on NaN or |got-want| > tol(i).
+func checkClose(t *testing.T, what string, got []float32, want []float64, tol func(i int) float64) {
+	t.Helper()
+	for i, w := range want {
+		g := float64(got[i])
+		if g != g || math.Abs(g-w) > tol(i) {
+			t.Fatalf("%s: element %d = %g, want %g (tol %.3g)", what, i, g, w, tol(i))
+		}
+	}
+}
+
+func TestOpsConvert(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(1, 2))
+
+	// float32 -> fp16: every value must round exactly as half.FromFloat32
+	// (both round to nearest even), including overflow, subnormals and ±0.
+	src := append(randF32(r, 997, 10), 65504, 65519, 65520, -1e6, 0x1p-24, 0x1p-25, 0x1.8p-25, 3e-6, 0,
+		float32(math.Copysign(0, -1)), float32(math.Inf(1)), 1.0009765625, 1.00048828125)
+	n := len(src)
+	dst := g.put(make([]byte, 2*n))
+	g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.F32ToF16(c, s, dst, g.put(cuda.Bytes(src)), n) })
+	got := make([]uint16, n)
+	g.read(cuda.Bytes(got), dst)
+	for i, v := range src {
+		if want := half.FromFloat32(v); got[i] != want {
+			t.Fatalf("f32_to_f16(%g) = %#04x, want %#04x", v, got[i], want)
+		}
+	}
+
+	// bf16 -> fp16 and the widenings: all 65536 bit patterns, exact (NaN
+	// patterns only need to stay NaN).
+	all := make([]uint16, 1<<16)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	n = len(all)
+	in := g.put(cuda.Bytes(all))
+	h := g.put(make([]byte, 2*n))
+	g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.BF16ToF16(c, s, h, in, n) })
+	got = make([]uint16, n)
+	g.read(cuda.Bytes(got), h)
+	for i, b := range all {
+		f := half.BF16ToFloat32(b)
+		if f != f {
+			if gf := half.ToFloat32(got[i]); gf == gf {
+				t.Fatalf("bf16_to_f16(NaN %#04x) = %#04x, not NaN", b, got[i])
+			}
+			continue
+		}
+		if want := half.FromFloat32(f); got[i] != want {
+			t.Fatalf("bf16_to_f16(%#04x = %g) = %#04x, want %#04x", b, f, got[i], want)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		launch func(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, n int) error
+		ref    func(uint16) float32
+	}{{"f16_to_f32", o.F16ToF32, half.ToFloat32}, {"bf16_to_f32", o.BF16ToF32, half.BF16ToFloat32}} {
+		out := g.poisonedF32(n)
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return tc.launch(c, s, out, in, n) })
+		f := g.f32s(out, n)
+		for i, b := range all {
+			want := tc.ref(b)
+			if want != want {
+				if f[i] == f[i] {
+					t.Fatalf("%s(NaN %#04x) = %g", tc.name, b, f[i])
+				}
+				continue
+			}
+			if math.Float32bits(f[i]) != math.Float32bits(want) {
+				t.Fatalf("%s(%#04x) = %g, want %g", tc.name, b, f[i], want)
+			}
+		}
+	}
+}
+
+func TestOpsGather(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, sh := range []struct{ T, K, V int }{{3, 1000, 37}, {1, 1, 1}, {17, 512, 8192}, {5, 33, 5}} {
+		table := make([]uint16, sh.V*sh.K)
+		for i := range table {
+			table[i] = half.FromFloat32(float32(r.NormFloat64()))
+		}
+		ids := make([]int32, sh.T)
+		for i := range ids {
+			ids[i] = int32(r.IntN(sh.V))
+		}
+		ids[sh.T-1] = int32(sh.V - 1)
+		out := g.poisonedF32(sh.T * sh.K)
+		tab, idp := g.put(cuda.Bytes(table)), g.put(cuda.Bytes(ids))
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+			return o.EmbeddingF16(c, s, out, tab, idp, sh.T, sh.K, sh.V)
+		})
+		got := g.f32s(out, sh.T*sh.K)
+		for t0, id := range ids {
+			for k := range sh.K {
+				if want := half.ToFloat32(table[int(id)*sh.K+k]); got[t0*sh.K+k] != want {
+					t.Fatalf("embedding %+v: [%d,%d] = %g, want %g", sh, t0, k, got[t0*sh.K+k], want)
+				}
+			}
+		}
+
+		// Rows: gather from a float32 [V, K] source with repeated indices.
+		src := randF32(r, sh.V*sh.K, 1)
+		out = g.poisonedF32(sh.T * sh.K)
+		sp := g.put(cuda.Bytes(src))
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.Rows(c, s, out, sp, idp, sh.T, sh.K, sh.V) })
+		got = g.f32s(out, sh.T*sh.K)
+		for t0, id := range ids {
+			for k := range sh.K {
+				if want := src[int(id)*sh.K+k]; got[t0*sh.K+k] != want {
+					t.Fatalf("rows %+v: [%d,%d] = %g, want %g", sh, t0, k, got[t0*sh.K+k], want)
+				}
+			}
+		}
+	}
+
+	// An id out of range gives a NaN row (the backend checks ids before).
+	ids := []int32{0, 5, -1}
+	table := make([]uint16, 5*4)
+	out := g.poisonedF32(3 * 4)
+	g.write(out, cuda.Bytes(make([]float32, 12)))
+	tab, idp := g.put(cuda.Bytes(table)), g.put(cuda.Bytes(ids))
+	g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.EmbeddingF16(c, s, out, tab, idp, 3, 4, 5) })
+	got := g.f32s(out, 12)
+	for i, v := range got {
+		if isNaN := v != v; isNaN != (i >= 4) {
+			t.Fatalf("embedding with ids %v: element %d = %g", ids, i, v)
+		}
+	}
+}
+
+func TestOpsRMSNorm(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(5, 6))
+	const eps = 1e-5
+	for _, sh := range []struct{ rows, C, G int }{
+		{3, 1000, 1000}, {1, 1, 1}, {7, 4096, 4096}, {5, 512, 128}, {2, 33, 33}, {4, 6 * 64, 64}, {1, 300, 300},
+	} {
+		n := sh.rows * sh.C
+		x := randF32(r, n, 2)
+		for i := range x {
+			if r.IntN(50) == 0 {
+				x[i] *= 40 // outlier channels, as real hidden states have
+			}
+		}
+		w := randF32(r, sh.G, 1)
+		groups := n / sh.G
+		want := make([]float64, n)
+		for gi := range groups {
+			var ss float64
+			for i := range sh.G {
+				v := float64(x[gi*sh.G+i])
+				ss += v * v
+			}
+			rr := 1 / math.Sqrt(ss/float64(sh.G)+eps)
+			for i := range sh.G {
+				want[gi*sh.G+i] = float64(w[i]) * float64(x[gi*sh.G+i]) * rr
+			}
+		}
+		xp, wp := g.put(cuda.Bytes(x)), g.put(cuda.Bytes(w))
+		var first []float32
+		for run := range 3 {
+			out := g.poisonedF32(n)
+			dst := out
+			if run == 2 {
+				dst = g.put(cuda.Bytes(x)) // in place
+				out = dst
+			}
+			src := xp
+			if run == 2 {
+				src = dst
+			}
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.RMSNorm(c, s, dst, src, wp, groups, sh.G, eps) })
+			got := g.f32s(out, n)
+			if run == 0 {
+				// The GPU rounds the mean (eps32), the sum with eps (eps32,
+				// halved by the square root), the reciprocal root (eps32)
+				// and the two products (eps32 each): at most 4.5·eps32 of
+				// |want|; 6 leaves room for the float64 sum's own error.
+				checkClose(t, fmt.Sprintf("rmsnorm %+v", sh), got, want, func(i int) float64 { return 6*eps32*math.Abs(want[i]) + 1e-37 })
+				first = got
+				continue
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(first[i]) {
+					t.Fatalf("rmsnorm %+v run %d: element %d = %g, first run %g: not deterministic", sh, run, i, got[i], first[i])
+				}
+			}
+		}
+	}
+}
+
+func TestOpsRoPE(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, sh := range []struct{ T, H, D int }{{3, 4, 128}, {1, 1, 2}, {9, 8, 64}, {2, 3, 256}} {
+		half := sh.D / 2
+		C := sh.H * sh.D
+		inv := make([]float32, half)
+		for i := range inv {
+			inv[i] = float32(math.Pow(500000, -float64(2*i)/float64(sh.D)))
+		}
+		pos := make([]int32, sh.T)
+		for i := range pos {
+			pos[i] = int32(r.IntN(9000))
+		}
+		pos[0] = 0
+		x := randF32(r, sh.T*C, 3)
+		want := make([]float64, len(x))
+		mag := make([]float64, len(x))
+		for t0 := range sh.T {
+			for h := range sh.H {
+				for i := range half {
+					theta := float64(float32(pos[t0]) * inv[i])
+					c, s := math.Cos(theta), math.Sin(theta)
+					lo, hi := t0*C+h*sh.D+i, t0*C+h*sh.D+i+half
+					x1, x2 := float64(x[lo]), float64(x[hi])
+					want[lo] = x1*c - x2*s
+					want[hi] = x2*c + x1*s
+					mag[lo] = math.Abs(x1*c) + math.Abs(x2*s)
+					mag[hi] = mag[lo]
+				}
+			}
+		}
+		xp, pp, ip := g.put(cuda.Bytes(x)), g.put(cuda.Bytes(pos)), g.put(cuda.Bytes(inv))
+		var first []float32
+		for run := range 2 {
+			g.write(xp, cuda.Bytes(x))
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.RoPE(c, s, xp, pp, ip, sh.T, C, half) })
+			got := g.f32s(xp, len(x))
+			if run == 0 {
+				// cos and sin are rounded to float32 (eps32 each), then two
+				// products and a sum are rounded (eps32 each): at most
+				// 3·eps32 of |x1·c| + |x2·s|; 4 for slack in double trig.
+				checkClose(t, fmt.Sprintf("rope %+v", sh), got, want, func(i int) float64 { return 4*eps32*mag[i] + 1e-37 })
+				first = got
+				continue
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(first[i]) {
+					t.Fatalf("rope %+v: element %d not deterministic", sh, i)
+				}
+			}
+		}
+	}
+}
+
+func TestOpsElementwise(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{1, 3 * 1000, 1536, 1 << 21} {
+		a, b := randF32(r, n, 3), randF32(r, n, 3)
+		ap, bp := g.put(cuda.Bytes(a)), g.put(cuda.Bytes(b))
+
+		out := g.poisonedF32(n)
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.SwiGLU(c, s, out, ap, bp, n) })
+		got := g.f32s(out, n)
+		want := make([]float64, n)
+		for i := range want {
+			ga := float64(a[i])
+			want[i] = ga / (1 + math.Exp(-ga)) * float64(b[i])
+		}
+		// expf is within 2 ulp (2⁻²² relative), which perturbs 1+e^-g by at
+		// most as much; the add, the division and the product round once
+		// each: at most 2⁻²² + 3·eps32 = 7·eps32 of |want|.
+		checkClose(t, fmt.Sprintf("swiglu n=%d", n), got, want, func(i int) float64 { return 8*eps32*math.Abs(want[i]) + 1e-37 })
+
+		out = g.poisonedF32(n)
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.Add(c, s, out, ap, bp, n) })
+		got = g.f32s(out, n)
+		for i := range got {
+			if want := a[i] + b[i]; math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("add n=%d: element %d = %g, want %g (exact)", n, i, got[i], want)
+			}
+		}
+
+		// In place: dst = a, as the model's h = h + x.
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.Add(c, s, ap, ap, bp, n) })
+		got = g.f32s(ap, n)
+		for i := range got {
+			if want := a[i] + b[i]; got[i] != want {
+				t.Fatalf("add in place n=%d: element %d = %g, want %g", n, i, got[i], want)
+			}
+		}
+	}
+
+	// AddBias on odd shapes: exact float32 sums.
+	for _, sh := range []struct{ T, N int }{{3, 1000}, {1, 1}, {5, 37}} {
+		y, bias := randF32(r, sh.T*sh.N, 2), randF32(r, sh.N, 1)
+		yp, bp := g.put(cuda.Bytes(y)), g.put(cuda.Bytes(bias))
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.AddBias(c, s, yp, bp, sh.T, sh.N) })
+		got := g.f32s(yp, len(y))
+		for i := range got {
+			if want := y[i] + bias[i%sh.N]; got[i] != want {
+				t.Fatalf("add_bias %+v: element %d = %g, want %g", sh, i, got[i], want)
+			}
+		}
+	}
+}
+
+func TestOpsBadShapes(t *testing.T) {
+	d, o := opsSetup(t)
+	err := d.Do(func(c *cuda.Ctx) error {
+		s := d.Stream()
+		for _, e := range []error{
+			o.RMSNorm(c, s, 0, 0, 0, 0, 4, 1e-5),
+			o.RoPE(c, s, 0, 0, 0, 2, 10, 4),
+			o.Add(c, s, 0, 0, 0, 0),
+			o.EmbeddingF16(c, s, 0, 0, 0, 1, 4, 0),
+		} {
+			if e == nil {
+				return fmt.Errorf("a bad shape was launched")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

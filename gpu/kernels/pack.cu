@@ -1,0 +1,168 @@
+// pack.cu: quantize and pack a full residual block into a packed KV block
+// (BitDecoding's "residual kernel"), bit for bit as kv.TensorLayout.Pack in
+// kv.MMA order does on the CPU.
+//
+// Input:  one half (K or V) of the fp16 residual block of one KV head,
+//         [Nr][D] in kv.MMA order for 16-bit codes (the order decode_mma.cu
+//         reads the residual in), at src + head*Nr*D*2.
+// Output: the half of the packed block, in kv.MMA order with its fp16
+//         (scale, zero) pairs at paramsOff, at dst + head*blockBytes.
+// Rounding (kv/doc.go): lo/hi exact; scale32 = (hi-lo)/L rounded to nearest
+// (__fdiv_rn); s = fp16(scale32), z = lo; q = clamp(rint((x-z)/s), 0, L).
+//
+// Work: one CTA per (KV head, K or V), the half staged in shared memory.
+// Phase 1: one thread per quantization group
+// finds min and max, writes the pair, keeps (s, z) in shared memory.
+// Phase 2: one thread per 32-bit output word gathers its codes (the word's
+// elements follow from the fragment order) and writes the word: no two
+// threads write the same byte, so no atomics.
+//
+// Go wrapper and test: pack.go, pack_test.go (bitwise equal to the Go packer).
+
+#define BD_DEVICE __device__ __forceinline__
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+
+namespace pack {
+
+constexpr int kThreads = 256;
+constexpr int kMaxGroups = 4096;  // Nr*D/32 for Nr=512, D=256
+
+BD_DEVICE float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+BD_DEVICE u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+BD_DEVICE u16 f2bf(float f) { u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+
+// elemPos mirrors kv.TensorLayout.mmaPos: the byte and bit of token t,
+// channel c for BITS-bit codes; ROLE 0 = keys (tokens on M), 1 = values.
+template <int D, int BITS, int ROLE>
+BD_DEVICE void elemPos(int t, int c, int& byteIdx, int& shift) {
+  const int grp = t / 16, tt = t % 16;
+  int lane, k;
+  if (ROLE == 0) {
+    const int kb = c / 16, cc = c % 16;
+    const int g = tt % 8, hiRow = tt / 8, q = (cc % 8) / 2, hiCol = cc / 8, lo = cc % 2;
+    lane = g * 4 + q;
+    k = kb * 8 + (hiRow + 2 * hiCol) * 2 + lo;
+  } else {
+    const int mb = c / 16, cm = c % 16;
+    const int g = cm % 8, hiRow = cm / 8, q = (tt % 8) / 2, hiCol = tt / 8, lo = tt % 2;
+    lane = g * 4 + q;
+    k = mb * 8 + (hiRow + 2 * hiCol) * 2 + lo;
+  }
+  constexpr int perWord = 32 / BITS;
+  const int w = k / perWord, p = k % perWord;
+  const int bit = (p % 2) * 16 + (p / 2) * BITS;
+  const int inLane = w * 4 + bit / 8;
+  constexpr int laneBytes = D / 2 * BITS / 8;
+  constexpr int chunk = laneBytes < 16 ? laneBytes : 16;
+  constexpr int groupBytes = 16 * D * BITS / 8;
+  byteIdx = grp * groupBytes + (inLane / chunk * 32 + lane) * chunk + inLane % chunk;
+  shift = bit % 8;
+}
+
+// wordElem is the inverse for whole words: the (token, channel) of code p of
+// the 32-bit word at byte offset off.
+template <int D, int BITS, int ROLE>
+BD_DEVICE void wordElem(int off, int p, int& t, int& c) {
+  constexpr int laneBytes = D / 2 * BITS / 8;
+  constexpr int chunk = laneBytes < 16 ? laneBytes : 16;
+  constexpr int groupBytes = 16 * D * BITS / 8;
+  const int grp = off / groupBytes, r = off % groupBytes;
+  const int j = r / (32 * chunk), lane = (r / chunk) % 32, inLane = j * chunk + r % chunk;
+  // Code p of the lane's word w is fragment element w*perWord + p (elemPos).
+  constexpr int perWord = 32 / BITS;
+  const int kk = (inLane / 4) * perWord + p;
+  const int g = lane / 4, q = lane % 4;
+  const int blk = kk / 8, a = (kk % 8) / 2, lo = kk % 2;
+  const int hiRow = a % 2, hiCol = a / 2;
+  if (ROLE == 0) {
+    t = grp * 16 + g + 8 * hiRow;
+    c = blk * 16 + 2 * q + lo + 8 * hiCol;
+  } else {
+    c = blk * 16 + g + 8 * hiRow;
+    t = grp * 16 + 2 * q + lo + 8 * hiCol;
+  }
+}
+
+template <int D, int ROLE>
+BD_DEVICE float srcAt(const u8* src, int t, int c) {
+  int b, sh;
+  elemPos<D, 16, ROLE>(t, c, b, sh);
+  return h2f(*reinterpret_cast<const u16*>(src + b));
+}
+
+// packHalf packs one half (K or V) of one KV head's block from the residual
+// staged in shared memory (stage: [Nr][D] fp16 in MMA order of ROLE).
+//   BITS     8, 4, 2 (integer codes) or 16 (fp16, or bf16 with BF)
+//   PERCHAN  groups of G tokens per channel (keys "kc"); else G channels per token
+template <int D, int BITS, bool PERCHAN, int ROLE, bool BF>
+BD_DEVICE void packHalf(const u8* stage, u8* out, float* sS, float* sZ, int Nr, int paramsOff, int G) {
+  constexpr int L = (1 << (BITS < 16 ? BITS : 1)) - 1;
+  const int groups = BITS < 16 ? (PERCHAN ? Nr / G * D : Nr * (D / G)) : 0;
+  for (int gi = threadIdx.x; gi < groups; gi += kThreads) {
+    float lo = __int_as_float(0x7f800000), hi = -lo;
+    for (int e = 0; e < G; e++) {
+      int t, c;
+      if (PERCHAN) { t = gi / D * G + e; c = gi % D; }
+      else { t = gi / (D / G); c = gi % (D / G) * G + e; }
+      const float x = srcAt<D, ROLE>(stage, t, c);
+      lo = fminf(lo, x);
+      hi = fmaxf(hi, x);
+    }
+    const float scale32 = __fdiv_rn(__fsub_rn(hi, lo), float(L));
+    const u16 s = f2h(scale32), z = f2h(lo);
+    *reinterpret_cast<u32*>(out + paramsOff + 4 * gi) = u32(s) | (u32(z) << 16);
+    sS[gi] = h2f(s);
+    sZ[gi] = h2f(z);
+  }
+  __syncthreads();
+  const int words = Nr * D * BITS / 32;
+  for (int wi = threadIdx.x; wi < words; wi += kThreads) {
+    u32 word = 0;
+    constexpr int perWord = 32 / BITS;
+#pragma unroll
+    for (int p = 0; p < perWord; p++) {
+      int t, c;
+      wordElem<D, BITS, ROLE>(wi * 4, p, t, c);
+      const float x = srcAt<D, ROLE>(stage, t, c);
+      const int bit = (p % 2) * 16 + (p / 2) * BITS;
+      u32 code;
+      if (BITS == 16) {
+        code = BF ? f2bf(x) : f2h(x);
+      } else {
+        const int gi = PERCHAN ? t / G * D + c : t * (D / G) + c / G;
+        const float sc = sS[gi];
+        float q = 0.f;
+        if (sc != 0.f) q = fminf(fmaxf(rintf(__fdiv_rn(__fsub_rn(x, sZ[gi]), sc)), 0.f), float(L));
+        code = u32(q);
+      }
+      word |= code << bit;
+    }
+    *reinterpret_cast<u32*>(out + wi * 4) = word;
+  }
+}
+
+// pack_block packs one KV head's block per CTA: blockIdx.x is the head
+// (sequence-major), blockIdx.y 0 packs K and 1 packs V. The half's residual
+// (Nr*D*2 bytes) is first staged into dynamic shared memory with coalesced
+// 16-byte loads, so the scattered group reads of both phases hit shared
+// memory (v1 read global memory directly: 66 us for 8 int4 heads).
+template <int D, int KBITS, int VBITS, bool KC, bool BF>
+__global__ void __launch_bounds__(kThreads) pack_block(const u8* __restrict__ resK, const u8* __restrict__ resV, u8* __restrict__ dst,
+                                                        int Nr, int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV) {
+  extern __shared__ __align__(16) u8 stage[];
+  __shared__ float sS[kMaxGroups], sZ[kMaxGroups];
+  const int h = blockIdx.x, role = blockIdx.y;
+  const size_t halfBytes = size_t(Nr) * D * 2;
+  const uint4* in = reinterpret_cast<const uint4*>((role == 0 ? resK : resV) + h * halfBytes);
+  uint4* st = reinterpret_cast<uint4*>(stage);
+  for (int i = threadIdx.x; i < int(halfBytes / 16); i += kThreads) st[i] = in[i];
+  __syncthreads();
+  u8* out = dst + size_t(h) * blockBytes;
+  if (role == 0) packHalf<D, KBITS, KC, 0, BF>(stage, out, sS, sZ, Nr, kParamsOff, gK);
+  else packHalf<D, VBITS, false, 1, BF>(stage, out + kBytes, sS, sZ, Nr, vParamsOff, gV);
+}
+
+}  // namespace pack
