@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
@@ -26,8 +28,11 @@ generated text to stdout. The KV cache is stored in the --kv format ('bitdecode
 inspect kv' explains the specs); the last line on stderr gives the prompt and
 decode speed and the KV memory used next to what fp16 would take.
 
-Runs on the CPU for now (the GPU forward pass is issue #5's next step);
---device auto says so and continues on the CPU, --device cuda fails.
+With --device cuda (or auto on a machine with a GPU) the model's layers run
+on the GPU (fp16 weights, cuBLASLt); attention over the low-bit cache still
+runs on the CPU until the GPU KV cache lands (the decode kernels exist:
+'bitdecode bench attn --device cuda'). --device auto without a GPU says so in
+one line and runs on the CPU.
 
 example:
   bitdecode run --model ../shared/models/gocoder-23m --kv int4 "func main() {"`,
@@ -90,12 +95,6 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if dev == "cuda" {
-		if *f.device == "cuda" {
-			return fmt.Errorf("--device cuda: the GPU forward pass is not built yet (issue #5); use --device cpu")
-		}
-		fmt.Fprintln(stderr, "bitdecode: the GPU forward pass is not built yet; running on the CPU")
-	}
 	opts := engine.GenerateOptions{
 		MaxTokens:   *f.maxTokens,
 		ChunkTokens: *f.chunk,
@@ -112,7 +111,15 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	be := cpu.New(0)
+	var be backend.Backend = cpu.New(0)
+	where := "the CPU"
+	if dev == "cuda" {
+		gb, err := bcuda.New(0)
+		if err != nil {
+			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
+		}
+		be, where = gb, "CUDA (attention over the low-bit cache still on the CPU)"
+	}
 	defer be.Close()
 	var progress io.Writer
 	if !*f.quiet {
@@ -138,8 +145,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if !*f.quiet {
-		fmt.Fprintf(stderr, "model %s (%d layers, %d/%d heads, head dim %d) on the CPU, KV cache %s\n",
-			m.Config().Architecture, m.Config().Layers, m.Config().Heads, m.Config().KVHeads, m.Config().HeadDim, cache.Format().Spec.String())
+		fmt.Fprintf(stderr, "model %s (%d layers, %d/%d heads, head dim %d) on %s, KV cache %s\n",
+			m.Config().Architecture, m.Config().Layers, m.Config().Heads, m.Config().KVHeads, m.Config().HeadDim, where, cache.Format().Spec.String())
 	}
 	fmt.Fprint(stdout, fs.Arg(0))
 	st, err := engine.Generate(ctx, m, tok, cache, 0, ids, opts, func(s string) { fmt.Fprint(stdout, s) })
@@ -148,10 +155,15 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !*f.quiet {
-		fmt.Fprintf(stderr, "%d prompt tokens in %v (%.0f tok/s), %d new tokens at %.1f tok/s (%s); KV cache %s: %s (fp16 would be %s, %.1fx smaller)\n",
+		ratio := float64(st.KVBytesFP16) / float64(max(st.KVBytes, 1))
+		note := fmt.Sprintf("%.1fx smaller", ratio)
+		if ratio < 1 {
+			note = "short contexts are dominated by the fp16 residual block of each layer"
+		}
+		fmt.Fprintf(stderr, "%d prompt tokens in %v (%.0f tok/s), %d new tokens at %.1f tok/s (%s); KV cache %s: %s (fp16 would be %s; %s)\n",
 			st.PromptTokens, st.Prefill.Round(time.Millisecond), float64(st.PromptTokens)/st.Prefill.Seconds(),
 			st.GeneratedTokens, st.DecodeTokensPerSecond(), st.StopReason, cache.Format().Spec.String(),
-			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), float64(st.KVBytesFP16)/float64(max(st.KVBytes, 1)))
+			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), note)
 	}
 	return nil
 }

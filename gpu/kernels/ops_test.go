@@ -357,7 +357,7 @@ func TestOpsRoPE(t *testing.T) {
 					want[lo] = x1*c - x2*s
 					want[hi] = x2*c + x1*s
 					mag[lo] = math.Abs(x1*c) + math.Abs(x2*s)
-					mag[hi] = mag[lo]
+					mag[hi] = math.Abs(x2*c) + math.Abs(x1*s) // the terms of x'[i+half], not x'[i]
 				}
 			}
 		}

@@ -27,7 +27,7 @@ typedef unsigned int u32;
 
 namespace pack {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 1024;  // v3: 256 -> 1024, the per-code index arithmetic spread 4x wider
 constexpr int kMaxGroups = 4096;  // Nr*D/32 for Nr=512, D=256
 
 BD_DEVICE float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }

@@ -13,7 +13,7 @@ var packSource string
 
 // packThreads is pack.cu's kThreads; packMaxGroups its kMaxGroups.
 const (
-	packThreads   = 256
+	packThreads   = 1024
 	packMaxGroups = 4096
 )
 
