@@ -153,8 +153,4 @@ func init() {
 		summary: "OpenAI-compatible HTTP server with continuous batching (not built yet)",
 		help:    "Serves /v1/chat/completions, /v1/completions and /v1/models.\n\nexample:\n  bitdecode serve --model ./Llama-3.2-1B --kv int4 --addr 127.0.0.1:8080",
 		run:     notYet("serve", "the serving engine (issue #6)", "'bitdecode bench --quick'")})
-	register(&command{name: "eval", usage: "ppl --model DIR --file TEXT [--ctx N] [--kv SPEC,...]",
-		summary: "accuracy of KV formats: perplexity and KL divergence against fp16 (not built yet)",
-		help:    "example:\n  bitdecode eval ppl --model ./gocoder-23m --file heldout.txt --ctx 8192 --kv fp16,int8,int4,int2",
-		run:     notYet("eval", "the model runtime (issue #5)", "'bitdecode bench attn' for kernel-level error")})
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
+)
+
+var evalCmd = &command{
+	name:    "eval",
+	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--kv SPEC,...] [--chunk C] [--json FILE]",
+	summary: "accuracy of KV formats: perplexity, KL divergence and top-1 agreement against the first format",
+	help: `'eval ppl' tokenizes TEXT (no BOS), cuts it into windows of --ctx tokens
+starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV
+format in --kv. The first format is the baseline for the mean KL divergence
+(nats per token) and the share of positions whose most likely token agrees.
+
+--chunk 1 decodes token by token, exactly as generation uses the cache. A
+larger chunk (default 256) is faster and slightly harsher: a token also sees
+blocks packed earlier in its own chunk quantized, where decoding would still
+have held them in the fp16 residual block.
+
+example:
+  bitdecode eval ppl --model ../shared/models/gocoder-23m --file heldout.txt --ctx 2048 --windows 4 --kv fp16,int8,int4,int2`,
+}
+
+type evalFlags struct {
+	modelDir, file, kvs, device, jsonPath *string
+	ctx, windows, chunk                   *int
+}
+
+func addEvalFlags(fs *flag.FlagSet) evalFlags {
+	return evalFlags{
+		modelDir: fs.String("model", "", "checkpoint directory"),
+		file:     fs.String("file", "", "text file to score"),
+		kvs:      fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
+		device:   fs.String("device", "auto", "auto, cpu or cuda (cuda runs the layers on the GPU; cache attention stays on the CPU)"),
+		jsonPath: fs.String("json", "", "also write the results as JSON to this file"),
+		ctx:      fs.Int("ctx", 2048, "window length in tokens"),
+		windows:  fs.Int("windows", 0, "windows to score (0: all that fit)"),
+		chunk:    fs.Int("chunk", 256, "tokens per forward call (1: token by token, as in decoding)"),
+	}
+}
+
+func init() {
+	flagSets["eval"] = func() *flag.FlagSet {
+		fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+		addEvalFlags(fs)
+		return fs
+	}
+	evalCmd.run = runEval
+	register(evalCmd)
+}
+
+func runEval(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "ppl" {
+		return usageErrorf("the evaluation to run: ppl")
+	}
+	fs := newFlagSet(evalCmd, stdout)
+	f := addEvalFlags(fs)
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if *f.modelDir == "" || *f.file == "" {
+		return usageErrorf("--model DIR and --file TEXT are required")
+	}
+	var specs []kv.Spec
+	for _, s := range strings.Split(*f.kvs, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			sp, err := parseSpecChecked(s)
+			if err != nil {
+				return err
+			}
+			specs = append(specs, sp)
+		}
+	}
+	dev, err := resolveDevice(*f.device, stderr)
+	if err != nil {
+		return err
+	}
+	text, err := os.ReadFile(*f.file)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenizer.Load(*f.modelDir)
+	if err != nil {
+		return err
+	}
+	var be backend.Backend = cpu.New(0)
+	if dev == "cuda" {
+		if be, err = bcuda.New(0); err != nil {
+			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
+		}
+	}
+	defer be.Close()
+	m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: model.StderrProgress()})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ids := tok.Encode(string(text), false)
+	fmt.Fprintf(stderr, "%s: %d tokens; ctx %d, chunk %d, on %s\n", *f.file, len(ids), *f.ctx, *f.chunk, dev)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := engine.EvalPPL(ctx, be, m, ids, specs, engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, Chunk: *f.chunk, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "| KV | PPL | vs %s | KLD vs %s (nats/token) | top-1 agreement | tokens |\n|---|---|---|---|---|---|\n", res[0].Spec, res[0].Spec)
+	for _, r := range res {
+		fmt.Fprintf(stdout, "| %s | %.4f | %+.2f%% | %.5f | %.2f%% | %d |\n", r.Spec, r.PPL, 100*(r.PPL/res[0].PPL-1), r.KLD, 100*r.Top1, r.Tokens)
+	}
+	if *f.jsonPath != "" {
+		b, err := json.MarshalIndent(map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "device": dev, "results": res}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*f.jsonPath, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// PPLOptions configure EvalPPL.
+type PPLOptions struct {
+	// Ctx is the window length in tokens; windows start at 0, Ctx, 2·Ctx, ...
+	Ctx int
+	// Windows is how many windows to score (0: all that fit).
+	Windows int
+	// Chunk is the number of tokens fed per forward call. 1 is real decoding
+	// (every token attends to the cache exactly as a generated token would);
+	// larger chunks are faster and slightly harsher: a token also sees
+	// blocks packed earlier within its own chunk quantized, where decoding
+	// would still have had them in the fp16 residual.
+	Chunk int
+	// Progress receives a line per window (nil: quiet).
+	Progress io.Writer
+}
+
+// PPLResult is one format's accuracy over the scored tokens.
+type PPLResult struct {
+	Spec   string  `json:"kv"`
+	PPL    float64 `json:"ppl"`
+	KLD    float64 `json:"kld_vs_baseline"` // mean KL(baseline || format) per token, nats
+	Top1   float64 `json:"top1_agreement"`  // share of positions whose argmax equals the baseline's
+	Tokens int     `json:"tokens"`
+}
+
+// EvalPPL scores tokens (no BOS: windows are cut from the running text) with
+// each KV format in specs, the first being the baseline that KL divergence
+// and top-1 agreement are measured against. All formats advance in lockstep
+// chunk by chunk, so no logits are stored.
+func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []int, specs []kv.Spec, o PPLOptions) ([]PPLResult, error) {
+	if o.Ctx < 2 || o.Chunk < 1 {
+		return nil, fmt.Errorf("engine: eval: ctx %d and chunk %d must be >= 2 and >= 1", o.Ctx, o.Chunk)
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("engine: eval: no KV formats")
+	}
+	if maxPos := m.Config().MaxPositions; maxPos > 0 && o.Ctx > maxPos {
+		return nil, fmt.Errorf("engine: eval: ctx %d exceeds the model's %d positions", o.Ctx, maxPos)
+	}
+	windows := len(tokens) / o.Ctx
+	if o.Windows > 0 {
+		windows = min(windows, o.Windows)
+	}
+	if windows == 0 {
+		return nil, fmt.Errorf("engine: eval: %d tokens do not fill one window of %d", len(tokens), o.Ctx)
+	}
+	type acc struct{ nll, kld, agree float64 }
+	sums := make([]acc, len(specs))
+	n := 0
+	start := time.Now()
+	for w := 0; w < windows; w++ {
+		win := tokens[w*o.Ctx : (w+1)*o.Ctx]
+		caches := make([]*KVCache, len(specs))
+		for i, sp := range specs {
+			var err error
+			if caches[i], err = NewKVCache(be, m.Config(), sp); err != nil {
+				return nil, err
+			}
+		}
+		for pos := 0; pos < len(win)-1; pos += o.Chunk {
+			end := min(len(win)-1, pos+o.Chunk) // the last token is only a target
+			var b model.Batch
+			ids := make([]int32, end-pos)
+			for i, t := range win[pos:end] {
+				ids[i] = int32(t)
+			}
+			b.Add(0, pos, ids...)
+			b.AllLogits = true
+			var base *model.Logits
+			for i := range specs {
+				lg, err := m.Forward(&b, caches[i])
+				if err != nil {
+					return nil, err
+				}
+				if i == 0 {
+					base = &model.Logits{Vocab: lg.Vocab, Data: append([]float32(nil), lg.Data...)}
+				}
+				for r := 0; r < end-pos; r++ {
+					target := win[pos+r+1]
+					lp := logSoftmax(lg.Row(r))
+					sums[i].nll -= lp[target]
+					if i == 0 {
+						continue
+					}
+					bp := logSoftmax(base.Row(r))
+					var kl float64
+					for v := range bp {
+						kl += math.Exp(bp[v]) * (bp[v] - lp[v])
+					}
+					sums[i].kld += kl
+					if argmax(lg.Row(r)) == argmax(base.Row(r)) {
+						sums[i].agree++
+					}
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		n += len(win) - 1
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "window %d/%d (%d tokens scored, %v):", w+1, windows, n, time.Since(start).Round(time.Second))
+			for i, sp := range specs {
+				fmt.Fprintf(o.Progress, " %s %.4f", sp.String(), math.Exp(sums[i].nll/float64(n)))
+			}
+			fmt.Fprintln(o.Progress)
+		}
+	}
+	res := make([]PPLResult, len(specs))
+	for i, sp := range specs {
+		res[i] = PPLResult{Spec: sp.String(), PPL: math.Exp(sums[i].nll / float64(n)), KLD: sums[i].kld / float64(n),
+			Top1: sums[i].agree / float64(n), Tokens: n}
+		if i == 0 {
+			res[i].Top1 = 1
+		}
+	}
+	return res, nil
+}
+
+// logSoftmax returns log p in float64.
+func logSoftmax(x []float32) []float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = math.Max(m, float64(v))
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(float64(v) - m)
+	}
+	lse := m + math.Log(s)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - lse
+	}
+	return out
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
