@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
-	"math"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
