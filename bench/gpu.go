@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/bitdecode/bitdecode/attn"
@@ -256,47 +255,16 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	bufs := func(s int) kernels.DecodeBuffers {
 		return kernels.DecodeBuffers{Pool: pool, BlockTable: tables[s], ResK: resKs[s], ResV: resVs[s], Lens: lensPtr, Q: qPtr, Out: outPtr}
 	}
-	var times []float64
-	err = dev.Do(func(c *cuda.Ctx) error {
-		st := dev.Stream()
-		e0, err := c.NewEvent()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyEvent(e0)
-		e1, err := c.NewEvent()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyEvent(e1)
-		for i := 0; i < gpuWarmups+gpuRuns; i++ {
-			if err := c.Record(e0, st); err != nil {
-				return err
-			}
-			if err := plan.Launch(c, st, bufs(i%sets), 0); err != nil {
-				return err
-			}
-			if err := c.Record(e1, st); err != nil {
-				return err
-			}
-			if err := c.SyncEvent(e1); err != nil {
-				return err
-			}
-			ms, err := c.ElapsedMS(e0, e1)
-			if err != nil {
-				return err
-			}
-			if i >= gpuWarmups {
-				times = append(times, float64(ms)*1e3)
-			}
-		}
-		return nil
+	var us float64
+	err = dev.Do(func(c *cuda.Ctx) (err error) {
+		us, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
+			return plan.Launch(c, dev.Stream(), bufs(i%sets), 0)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Float64s(times)
-	us := times[len(times)/2]
 	packUS := 0.0
 	if cfg.Kernel == kernels.DecodeMMA {
 		if packUS, err = timePack(dev, f, resKs[0], resVs[0], pt.B*sh.Hkv, alloc); err != nil {
@@ -359,46 +327,14 @@ func timePack(dev *cuda.Device, f kv.Format, resK, resV cuda.DevicePtr, heads in
 	if err != nil {
 		return 0, err
 	}
-	var times []float64
-	err = dev.Do(func(c *cuda.Ctx) error {
-		e0, err := c.NewEvent()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyEvent(e0)
-		e1, err := c.NewEvent()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyEvent(e1)
-		for i := 0; i < gpuWarmups+gpuRuns/2; i++ {
-			if err := c.Record(e0, dev.Stream()); err != nil {
-				return err
-			}
-			if err := plan.Launch(c, dev.Stream(), resK, resV, dst, heads); err != nil {
-				return err
-			}
-			if err := c.Record(e1, dev.Stream()); err != nil {
-				return err
-			}
-			if err := c.SyncEvent(e1); err != nil {
-				return err
-			}
-			ms, err := c.ElapsedMS(e0, e1)
-			if err != nil {
-				return err
-			}
-			if i >= gpuWarmups {
-				times = append(times, float64(ms)*1e3)
-			}
-		}
-		return nil
+	var us float64
+	err = dev.Do(func(c *cuda.Ctx) (err error) {
+		us, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns/2, func(int) error {
+			return plan.Launch(c, dev.Stream(), resK, resV, dst, heads)
+		})
+		return err
 	})
-	if err != nil {
-		return 0, err
-	}
-	sort.Float64s(times)
-	return times[len(times)/2], nil
+	return us, err
 }
 
 // SDPARecord is one row of bench/anchors/sdpa_decode.py's JSON.

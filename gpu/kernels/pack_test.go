@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -92,46 +91,14 @@ func TestGPUPackTime(t *testing.T) {
 }
 
 func timePack(d *cuda.Device, plan *kernels.PackPlan, src []byte, dstBytes, heads int) (float64, error) {
-	var times []float64
-	err := withBuffers(d, [][]byte{src, src, make([]byte, dstBytes)}, func(c *cuda.Ctx, p []cuda.DevicePtr) error {
-		e0, err := c.NewEvent()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyEvent(e0)
-		e1, err := c.NewEvent()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyEvent(e1)
-		for i := 0; i < 25; i++ {
-			if err := c.Record(e0, d.Stream()); err != nil {
-				return err
-			}
-			if err := plan.Launch(c, d.Stream(), p[0], p[1], p[2], heads); err != nil {
-				return err
-			}
-			if err := c.Record(e1, d.Stream()); err != nil {
-				return err
-			}
-			if err := c.SyncEvent(e1); err != nil {
-				return err
-			}
-			ms, err := c.ElapsedMS(e0, e1)
-			if err != nil {
-				return err
-			}
-			if i >= 5 {
-				times = append(times, float64(ms)*1e3)
-			}
-		}
-		return nil
+	var us float64
+	err := withBuffers(d, [][]byte{src, src, make([]byte, dstBytes)}, func(c *cuda.Ctx, p []cuda.DevicePtr) (err error) {
+		us, err = c.MedianUS(d.Stream(), 5, 20, func(int) error {
+			return plan.Launch(c, d.Stream(), p[0], p[1], p[2], heads)
+		})
+		return err
 	})
-	if err != nil {
-		return 0, err
-	}
-	sort.Float64s(times)
-	return times[len(times)/2], nil
+	return us, err
 }
 
 // withBuffers uploads bufs to fresh device buffers, runs fn on the owner
