@@ -143,6 +143,15 @@ type Backend interface {
 	Close() error
 }
 
+// RandomLoader is implemented by backends that can make random weights
+// without host data (benchmark models of realistic size). Callers fall back
+// to LoadWeight with host-generated data where it is missing.
+type RandomLoader interface {
+	// LoadRandom returns a [N, K] matrix weight of pseudo-random values with
+	// mean 0 and standard deviation std, the same for the same seed.
+	LoadRandom(name string, shape []int, std float32, seed uint64) (Weight, error)
+}
+
 // NumElements returns the number of elements of a tensor of the given shape:
 // the product of its dimensions. It returns -1 if a dimension is not
 // positive or the product overflows an int (or exceeds 2^53, beyond which no

@@ -105,6 +105,7 @@ type loader struct {
 	ck       *safetensors.Checkpoint
 	be       backend.Backend
 	progress io.Writer
+	random   *randomSource   // random weights instead of ck (NewRandom)
 	dims     map[string]int  // shape symbols
 	conds    map[string]bool // if-tag conditions
 	ignore   func(name string) bool
@@ -122,6 +123,9 @@ func (ld *loader) load(dst any) error {
 	var specs []weightSpec
 	if err := ld.collect(reflect.ValueOf(dst).Elem(), -1, &specs); err != nil {
 		return err
+	}
+	if ld.random != nil {
+		return ld.random.load(ld.be, specs)
 	}
 	used := make(map[string]bool, len(specs))
 	var total int64

@@ -93,6 +93,22 @@ extern "C" __global__ void f16_to_f32(float* __restrict__ y, const u16* __restri
     y[i] = h2f(x[i]);
 }
 
+// fill_normal_f16 writes n pseudo-random fp16 values of standard deviation
+// std (a sum of four uniforms: nearly Gaussian, bounded by 3.5 std), a fixed
+// hash of (seed, index): random weights of realistic scale for benchmarks.
+extern "C" __global__ void fill_normal_f16(u16* __restrict__ y, long long n, unsigned seed, float std) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    u32 x = u32(i) * 0x9e3779b9u ^ u32(i >> 32) * 0x85ebca6bu ^ seed;
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
+      sum += float(x >> 8) * (1.f / 16777216.f) - 0.5f;
+    }
+    y[i] = f2h(sum * 1.7320508f * std);
+  }
+}
+
 extern "C" __global__ void bf16_to_f32(float* __restrict__ y, const u16* __restrict__ x, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     y[i] = bf2f(x[i]);

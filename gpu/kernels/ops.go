@@ -32,7 +32,7 @@ const (
 type Ops struct {
 	f32ToF16, bf16ToF16, f16ToF32, bf16ToF32 cuda.Function
 	embedding, rows, rmsnorm, rope           cuda.Function
-	swiglu, add, addBias                     cuda.Function
+	swiglu, add, addBias, fillNormal         cuda.Function
 }
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
@@ -52,6 +52,7 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 		{&o.embedding, "embedding_f16"}, {&o.rows, "rows_f32"},
 		{&o.rmsnorm, "rmsnorm"}, {&o.rope, "rope"},
 		{&o.swiglu, "swiglu"}, {&o.add, "add"}, {&o.addBias, "add_bias"},
+		{&o.fillNormal, "fill_normal_f16"},
 	} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
@@ -97,6 +98,15 @@ func (o *Ops) BF16ToF16(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, n i
 		return err
 	}
 	return c.Launch(o.bf16ToF16, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, src, int64(n))
+}
+
+// FillNormalF16 writes n pseudo-random fp16 values of standard deviation std
+// to dst, a fixed function of (seed, index).
+func (o *Ops) FillNormalF16(c *cuda.Ctx, s cuda.Stream, dst cuda.DevicePtr, n int, seed uint32, std float32) error {
+	if err := checkN("fill_normal_f16", n); err != nil {
+		return err
+	}
+	return c.Launch(o.fillNormal, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, int64(n), seed, std)
 }
 
 // F16ToF32 widens n fp16 values at src to float32 at dst (exact).

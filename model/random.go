@@ -1,0 +1,73 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/backend"
+)
+
+// RandomStd is the standard deviation of NewRandom's matrices: the scale of
+// trained Llama projection weights (0.01-0.03).
+const RandomStd = 0.02
+
+// NewRandom builds a model of config cfg on be with random weights of
+// realistic scale: matrices N(0, RandomStd²), norm weights 1, biases 0.
+// Benchmarks use it for the shapes of checkpoints they do not have (an 8B
+// model's decode step at long context). The same seed gives the same
+// weights on the same backend. Backends that implement
+// backend.RandomLoader fill matrices themselves; others get host data.
+func NewRandom(cfg *Config, be backend.Backend, seed uint64) (Model, error) {
+	newModel, ok := families[cfg.ModelType]
+	if !ok {
+		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
+	}
+	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed}})
+}
+
+// randomSource makes NewRandom's weights.
+type randomSource struct{ seed uint64 }
+
+func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
+	rl, devFill := be.(backend.RandomLoader)
+	for i, s := range specs {
+		seed := r.seed*0x9e3779b97f4a7c15 + uint64(i)
+		var w backend.Weight
+		var err error
+		switch {
+		case len(s.shape) == 2 && devFill:
+			w, err = rl.LoadRandom(s.name, s.shape, RandomStd, seed)
+		default:
+			w, err = be.LoadWeight(s.name, backend.F32, s.shape, randomData(s.name, s.shape, seed))
+		}
+		if err != nil {
+			return fmt.Errorf("model: random weight: %w", err)
+		}
+		*s.dst = w
+	}
+	return nil
+}
+
+// randomData returns float32 little-endian data for a weight: ones for
+// norms, zeros for biases, N(0, RandomStd²) otherwise.
+func randomData(name string, shape []int, seed uint64) []byte {
+	n := backend.NumElements(shape)
+	data := make([]byte, 4*n)
+	rng := rand.New(rand.NewPCG(seed, 0x5851f42d4c957f2d))
+	for i := range n {
+		var v float32
+		switch {
+		case strings.Contains(name, "norm"):
+			v = 1
+		case strings.HasSuffix(name, ".bias"):
+			v = 0
+		default:
+			v = float32(rng.NormFloat64() * RandomStd)
+		}
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+	}
+	return data
+}
