@@ -18,7 +18,9 @@
 //              fp16 blocks (KBITS/VBITS == 16) are plain [Nr][D] halves.
 //   blockTable [B][maxBlocks] int32: block i of sequence b is pool block
 //              blockTable[b*maxBlocks+i] (paged KV; contiguous caches use 0,1,2..)
-//   resK, resV [B][Hkv][Nr][D] fp16: the residual block (L_b % Nr tokens)
+//   resK, resV [slots][Hkv][Nr][D] fp16: the residual blocks (L_b % Nr tokens)
+//   resSlots   [B] int32: sequence b's residual is slot resSlots[b]; null
+//              means slot b (a paged cache keeps residuals in a slot pool)
 //   lens       [B] int32: L_b, cached tokens including the Tq query tokens
 //   q          [B][Tq][Hq][D] fp16;  out [B][Tq][Hq][D] fp16
 //   partO      [B][Hkv*rowChunks][maxSplits][RMAX][D] float32, unnormalized
@@ -144,8 +146,8 @@ BD_DEVICE void loadToken8(const u8* half, int paramsOff, int g, int t, int c, fl
 template <int D, int KBITS, int VBITS, bool KC, int RMAX>
 __global__ void __launch_bounds__(kThreads) decode_split(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
-    const u16* __restrict__ resK, const u16* __restrict__ resV, const int* __restrict__ lens,
-    const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
+    const u16* __restrict__ resK, const u16* __restrict__ resV, const int* __restrict__ resSlots,
+    const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2) {
   constexpr int kTPR = D / kChunk;       // threads per token row
@@ -195,7 +197,7 @@ __global__ void __launch_bounds__(kThreads) decode_split(
     for (int k = 0; k < kChunk; k++) acc[r][k] = 0.f;
 
   const int nPacked = L / Nr;
-  const size_t resOff = (size_t(b) * Hkv + h) * Nr * D;
+  const size_t resOff = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D;
   const u8* resKb = reinterpret_cast<const u8*>(resK + resOff);
   const u8* resVb = reinterpret_cast<const u8*>(resV + resOff);
 

@@ -103,13 +103,19 @@ type DecodeShape struct {
 	B, Hq, Hkv, Tq int
 	MaxBlocks      int // columns of the block table
 	MaxL           int // longest sequence (cached tokens, query tokens included)
+	// SplitLen fixes the tokens per split (a multiple of the block size):
+	// a sequence's result then depends on its own length only, not on the
+	// batch it is decoded in (what an engine wants: batched = solo, bit for
+	// bit). 0 lets the planner size splits to fill the GPU for this shape.
+	SplitLen int
 }
 
 // DecodeBuffers are the device buffers of one call (see decode.cu for layouts).
 type DecodeBuffers struct {
 	Pool       cuda.DevicePtr // [nBlocks][Hkv][BlockBytes]
 	BlockTable cuda.DevicePtr // [B][MaxBlocks] int32
-	ResK, ResV cuda.DevicePtr // [B][Hkv][Nr][D] fp16
+	ResK, ResV cuda.DevicePtr // [slots][Hkv][Nr][D] fp16
+	ResSlots   cuda.DevicePtr // [B] int32 residual slot of each sequence; 0: slot b
 	Lens       cuda.DevicePtr // [B] int32
 	Q, Out     cuda.DevicePtr // [B][Tq][Hq][D] fp16
 }
@@ -157,6 +163,9 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	minSplitTokens := mmaMinSplitTokens
 	splits := min(max(1, (decodeTargetCTAs+items-1)/items), maxBlocks, max(1, s.MaxL/minSplitTokens), decodeMaxSplits)
 	p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
+	if err := p.fixSplit(s); err != nil {
+		return nil, err
+	}
 	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
 	kg, vg := 1, 1
 	if l.KBits < 16 && !l.KPerChannel {
@@ -168,6 +177,21 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	splitExpr := fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16)
 	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return p, p.load(dev, decodeSource+"\n"+decodeMMASource, "decode_mma.cu", splitExpr, combineExpr)
+}
+
+// fixSplit applies a fixed split length from the shape, if it asks for one.
+func (p *DecodePlan) fixSplit(s DecodeShape) error {
+	if s.SplitLen == 0 {
+		return nil
+	}
+	if s.SplitLen < 0 || s.SplitLen%p.layout.Nr != 0 || s.SplitLen%decodeTile != 0 {
+		return fmt.Errorf("kernels: decode: split of %d tokens is not a multiple of the block (%d) and tile (%d)", s.SplitLen, p.layout.Nr, decodeTile)
+	}
+	if (s.MaxL+s.SplitLen-1)/s.SplitLen > decodeMaxSplits {
+		return fmt.Errorf("kernels: decode: %d tokens in splits of %d exceed %d splits", s.MaxL, s.SplitLen, decodeMaxSplits)
+	}
+	p.splitLen = s.SplitLen
+	return nil
 }
 
 // load compiles the plan's kernels and allocates its workspace.
@@ -248,6 +272,9 @@ func PlanDecode(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape)
 	maxTiles := (s.MaxL + decodeTile - 1) / decodeTile
 	splits := min(max(1, (decodeTargetCTAs+items-1)/items), maxTiles)
 	p.splitLen = (maxTiles + splits - 1) / splits * decodeTile
+	if err := p.fixSplit(s); err != nil {
+		return nil, err
+	}
 	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
 
 	kc := "false"
@@ -269,24 +296,42 @@ func (p *DecodePlan) Close() error {
 	return e2
 }
 
-// Launch queues the decode (split kernel, then combine) on stream st.
-// scale is the softmax scale; 0 means 1/sqrt(D).
+// Launch queues the decode (split kernel, then combine) on stream st for
+// the plan's shape. scale is the softmax scale; 0 means 1/sqrt(D).
 func (p *DecodePlan) Launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, scale float32) error {
-	l, s := p.layout, p.shape
+	return p.launch(c, st, b, p.shape, p.rowChunks, p.maxSplits, scale)
+}
+
+// LaunchShape queues a decode of shape s, which must fit the plan: the same
+// heads and block-table width, at most the plan's sequences, query rows and
+// length. The split length stays the plan's, so with a fixed
+// DecodeShape.SplitLen a sequence's result does not depend on s.
+func (p *DecodePlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s DecodeShape, scale float32) error {
+	ps := p.shape
+	if s.Hq != ps.Hq || s.Hkv != ps.Hkv || s.MaxBlocks != ps.MaxBlocks || s.B < 1 || s.B > ps.B ||
+		s.Tq < 1 || s.Tq > ps.Tq || s.MaxL < s.Tq || s.MaxL > ps.MaxL {
+		return fmt.Errorf("kernels: decode: shape %+v does not fit the plan's %+v", s, ps)
+	}
+	rows := s.Hq / s.Hkv * s.Tq
+	return p.launch(c, st, b, s, (rows+p.rmax-1)/p.rmax, (s.MaxL+p.splitLen-1)/p.splitLen, scale)
+}
+
+func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s DecodeShape, rowChunks, maxSplits int, scale float32) error {
+	l := p.layout
 	const log2e = 1.4426950408889634
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(l.D)))
 	}
-	err := c.Launch(p.split, cuda.Dim3{X: p.maxSplits, Y: s.Hkv * p.rowChunks, Z: s.B}, cuda.Dim3{X: decodeThreads}, 0, st,
-		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.Lens, b.Q, p.partO, p.partML,
-		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(p.maxSplits), int32(p.rowChunks),
+	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: decodeThreads}, 0, st,
+		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, p.partO, p.partML,
+		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
 		int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff), int32(max(l.GK, 1)), int32(max(l.GV, 1)),
 		float32(float64(scale)*log2e))
 	if err != nil {
 		return err
 	}
-	return c.Launch(p.combine, cuda.Dim3{X: s.Hkv * p.rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: decodeThreads}, 0, st,
-		p.partO, p.partML, b.Lens, b.Out, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen), int32(p.maxSplits), int32(p.rowChunks))
+	return c.Launch(p.combine, cuda.Dim3{X: s.Hkv * rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: decodeThreads}, 0, st,
+		p.partO, p.partML, b.Lens, b.Out, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen), int32(maxSplits), int32(rowChunks))
 }
 
 // LayoutFor returns the decode kernel's view of KV format f, or an error

@@ -351,8 +351,8 @@ BD_DEVICE void toC(float v, int q, float out[2]) {
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF>
 __global__ void __launch_bounds__(kThreads) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
-    const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ lens,
-    const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
+    const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
+    const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2) {
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
@@ -499,7 +499,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma(
   }
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (t1 > packedEnd) {
-    const size_t off = (size_t(b) * Hkv + h) * Nr * D * 2;
+    const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
     const int resStart = nPacked * Nr;
     float qsum1[2][1] = {{0.f}, {0.f}};
     WarpState<D, 1> rs;  // residual uses unscaled values: a state without groups

@@ -149,6 +149,25 @@ BD_DEVICE void packHalf(const u8* stage, u8* out, float* sS, float* sZ, int Nr, 
 // (Nr*D*2 bytes) is first staged into dynamic shared memory with coalesced
 // 16-byte loads, so the scattered group reads of both phases hit shared
 // memory (v1 read global memory directly: 66 us for 8 int4 heads).
+// packOne stages one half (K: role 0, V: role 1) of a residual block in
+// dynamic shared memory with coalesced 16-byte loads, so the scattered group
+// reads of both phases hit shared memory (v1 read global memory directly:
+// 66 us for 8 int4 heads), then packs it into the block at out.
+template <int D, int KBITS, int VBITS, bool KC, bool BF>
+BD_DEVICE void packOne(const u8* __restrict__ in, u8* __restrict__ out, int role, u8* stage, float* sS, float* sZ,
+                       int Nr, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV) {
+  const size_t halfBytes = size_t(Nr) * D * 2;
+  const uint4* src = reinterpret_cast<const uint4*>(in);
+  uint4* st = reinterpret_cast<uint4*>(stage);
+  for (int i = threadIdx.x; i < int(halfBytes / 16); i += kThreads) st[i] = src[i];
+  __syncthreads();
+  if (role == 0) packHalf<D, KBITS, KC, 0, BF>(stage, out, sS, sZ, Nr, kParamsOff, gK);
+  else packHalf<D, VBITS, false, 1, BF>(stage, out + kBytes, sS, sZ, Nr, vParamsOff, gV);
+}
+
+// pack_block packs one KV head's block per CTA: blockIdx.x is the head
+// (sequence-major), blockIdx.y 0 packs K and 1 packs V; residual h is at
+// res + h*Nr*D*2 and its block goes to dst + h*blockBytes.
 template <int D, int KBITS, int VBITS, bool KC, bool BF>
 __global__ void __launch_bounds__(kThreads) pack_block(const u8* __restrict__ resK, const u8* __restrict__ resV, u8* __restrict__ dst,
                                                         int Nr, int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV) {
@@ -156,13 +175,26 @@ __global__ void __launch_bounds__(kThreads) pack_block(const u8* __restrict__ re
   __shared__ float sS[kMaxGroups], sZ[kMaxGroups];
   const int h = blockIdx.x, role = blockIdx.y;
   const size_t halfBytes = size_t(Nr) * D * 2;
-  const uint4* in = reinterpret_cast<const uint4*>((role == 0 ? resK : resV) + h * halfBytes);
-  uint4* st = reinterpret_cast<uint4*>(stage);
-  for (int i = threadIdx.x; i < int(halfBytes / 16); i += kThreads) st[i] = in[i];
-  __syncthreads();
-  u8* out = dst + size_t(h) * blockBytes;
-  if (role == 0) packHalf<D, KBITS, KC, 0, BF>(stage, out, sS, sZ, Nr, kParamsOff, gK);
-  else packHalf<D, VBITS, false, 1, BF>(stage, out + kBytes, sS, sZ, Nr, vParamsOff, gV);
+  packOne<D, KBITS, VBITS, KC, BF>((role == 0 ? resK : resV) + h * halfBytes, dst + size_t(h) * blockBytes, role, stage, sS, sZ,
+                                   Nr, kBytes, kParamsOff, vParamsOff, gK, gV);
+}
+
+// pack_paged packs the full residual blocks of a paged cache: blockIdx.x =
+// i*Hkv + h packs KV head h of item i, from residual slot srcSlots[i]
+// (res + (slot*Hkv + h)*Nr*D*2) into pool block dstBlocks[i]
+// (pool + (block*Hkv + h)*blockBytes).
+template <int D, int KBITS, int VBITS, bool KC, bool BF>
+__global__ void __launch_bounds__(kThreads) pack_paged(const u8* __restrict__ resK, const u8* __restrict__ resV,
+                                                        const int* __restrict__ srcSlots, const int* __restrict__ dstBlocks,
+                                                        u8* __restrict__ pool, int Hkv, int Nr, int blockBytes, int kBytes,
+                                                        int kParamsOff, int vParamsOff, int gK, int gV) {
+  extern __shared__ __align__(16) u8 stage[];
+  __shared__ float sS[kMaxGroups], sZ[kMaxGroups];
+  const int i = blockIdx.x / Hkv, h = blockIdx.x % Hkv, role = blockIdx.y;
+  const size_t halfBytes = size_t(Nr) * D * 2;
+  const u8* in = (role == 0 ? resK : resV) + (size_t(srcSlots[i]) * Hkv + h) * halfBytes;
+  u8* out = pool + (size_t(dstBlocks[i]) * Hkv + h) * blockBytes;
+  packOne<D, KBITS, VBITS, KC, BF>(in, out, role, stage, sS, sZ, Nr, kBytes, kParamsOff, vParamsOff, gK, gV);
 }
 
 }  // namespace pack

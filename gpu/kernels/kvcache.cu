@@ -1,0 +1,86 @@
+// kvcache.cu: the write side of the GPU KV cache: new tokens' K and V go
+// into the fp16 residual blocks of their sequences, in kv.MMA order, where
+// decode_mma.cu reads them and pack.cu quantizes them once a block is full
+// (the residual is fp16 for every format, bf16 ones included: pack.cu
+// converts when it writes a bf16 block).
+//
+//   k, v      [T][Hkv*D] float32: the new tokens' keys (RoPE applied) and values
+//   slot, row [T] int32: token t goes to residual slot slot[t], token row
+//             row[t] (its position mod Nr); slot < 0 skips the token
+//   resK/resV [slots][Hkv][Nr][D] fp16, kv.MMA order
+//
+// kv.MMA order of a 16-bit [Nr][D] half (kv/mma.go, mmaPos with 16-bit
+// codes): token t, channel c is halfword
+//   grp*16*D + (k/8*32 + lane)*8 + k%8,   grp = t/16,
+// keys (A operand of S^T = K·Q^T, rows = tokens):
+//   lane = (t%8)*4 + (c%8)/2,  k = (c/16)*8 + ((t%16)/8 + 2*((c%16)/8))*2 + c%2
+// values (A operand of O^T = V^T·P^T, rows = channels):
+//   lane = (c%8)*4 + (t%8)/2,  k = (c/16)*8 + ((c%16)/8 + 2*((t%16)/8))*2 + t%2
+//
+// kv_fill_random writes pseudo-random KV-like values (a fixed hash of the
+// index, so runs repeat bit for bit) for benchmarks that need a long cache
+// without running a model over it.
+//
+// Go wrapper: kvcache.go; tested through engine's GPU cache tests.
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+
+namespace kvc {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ int mmaHalf(int t, int c, int D, bool values) {
+  const int grp = t / 16, tt = t % 16;
+  int lane, k;
+  if (!values) {
+    lane = (tt % 8) * 4 + (c % 8) / 2;
+    k = (c / 16) * 8 + (tt / 8 + 2 * ((c % 16) / 8)) * 2 + c % 2;
+  } else {
+    lane = (c % 8) * 4 + (tt % 8) / 2;
+    k = (c / 16) * 8 + ((c % 16) / 8 + 2 * (tt / 8)) * 2 + tt % 2;
+  }
+  return grp * 16 * D + (k / 8 * 32 + lane) * 8 + k % 8;
+}
+
+__device__ __forceinline__ u16 toHalf(float x) {
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+
+// kv_append: one thread per (token, KV head, channel).
+extern "C" __global__ void __launch_bounds__(kThreads) kv_append(const float* __restrict__ k, const float* __restrict__ v,
+                                                       const int* __restrict__ slot, const int* __restrict__ row,
+                                                       u16* __restrict__ resK, u16* __restrict__ resV, int T, int Hkv, int D, int Nr) {
+  const long i = long(blockIdx.x) * kThreads + threadIdx.x;
+  const long n = long(T) * Hkv * D;
+  if (i >= n) return;
+  const int t = int(i / (long(Hkv) * D)), hc = int(i % (long(Hkv) * D));
+  const int h = hc / D, c = hc % D;
+  const int s = slot[t];
+  if (s < 0) return;
+  const size_t base = (size_t(s) * Hkv + h) * Nr * D;
+  resK[base + mmaHalf(row[t], c, D, false)] = toHalf(k[i]);
+  resV[base + mmaHalf(row[t], c, D, true)] = toHalf(v[i]);
+}
+
+// kv_fill_random: n fp16 values; channel c of every row gets a Gaussian-
+// like value (sum of four uniforms) with standard deviation std, and one
+// channel in 16 is an outlier channel scaled by 8 (as real keys have).
+extern "C" __global__ void __launch_bounds__(kThreads) kv_fill_random(u16* __restrict__ dst, long n, int D, u32 seed, float std) {
+  const long i = long(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= n) return;
+  float sum = 0.f;
+  u32 x = u32(i) * 0x9e3779b9u ^ (u32(i >> 32) * 0x85ebca6bu) ^ seed;
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
+    sum += float(x >> 8) * (1.f / 16777216.f) - 0.5f;
+  }
+  float val = sum * 1.7320508f * std;  // var of the sum of 4 U(-.5,.5) is 1/3
+  if (int(i % D) % 16 == 5) val *= 8.f;
+  dst[i] = toHalf(val);
+}
+
+}  // namespace kvc

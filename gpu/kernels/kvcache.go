@@ -1,0 +1,59 @@
+package kernels
+
+import (
+	_ "embed"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+//go:embed kvcache.cu
+var kvcacheSource string
+
+// kvcThreads is kvcache.cu's kThreads.
+const kvcThreads = 256
+
+// KVWriter holds kvcache.cu's kernels: the append of new tokens into fp16
+// residual blocks and the random fill of benchmarks.
+type KVWriter struct {
+	appendFn, fillFn cuda.Function
+}
+
+// LoadKVWriter compiles kvcache.cu (once per device).
+func LoadKVWriter(dev *cuda.Device) (*KVWriter, error) {
+	const ap, fi = "kv_append", "kv_fill_random"
+	mod, err := dev.Compile(cuda.Program{Name: "kvcache.cu", Source: kvcacheSource})
+	if err != nil {
+		return nil, err
+	}
+	w := &KVWriter{}
+	if w.appendFn, err = mod.Function(ap); err != nil {
+		return nil, err
+	}
+	if w.fillFn, err = mod.Function(fi); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Append writes T tokens' keys and values (k, v: [T][Hkv*D] float32) into
+// the residual pools resK, resV ([slots][Hkv][Nr][D], kv.MMA order): token t
+// goes to slot slot[t] (skipped when negative) at token row row[t] < Nr.
+func (w *KVWriter) Append(c *cuda.Ctx, st cuda.Stream, k, v, slot, row, resK, resV cuda.DevicePtr, T, Hkv, D, Nr int) error {
+	n := T * Hkv * D
+	if n <= 0 {
+		return nil
+	}
+	return c.Launch(w.appendFn, cuda.Dim3{X: (n + kvcThreads - 1) / kvcThreads}, cuda.Dim3{X: kvcThreads}, 0, st,
+		k, v, slot, row, resK, resV, int32(T), int32(Hkv), int32(D), int32(Nr))
+}
+
+// FillRandom writes n pseudo-random fp16 KV values (standard deviation
+// std, one outlier channel in 16 scaled by 8; rows of D channels) to dst,
+// the same for the same seed.
+func (w *KVWriter) FillRandom(c *cuda.Ctx, st cuda.Stream, dst cuda.DevicePtr, n, D int, seed uint32, std float32) error {
+	if n <= 0 {
+		return nil
+	}
+	return c.Launch(w.fillFn, cuda.Dim3{X: (n + kvcThreads - 1) / kvcThreads}, cuda.Dim3{X: kvcThreads}, 0, st,
+		dst, int64(n), int32(D), seed, std)
+}
