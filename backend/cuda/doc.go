@@ -27,11 +27,16 @@
 //
 // # Ops
 //
-// Linear converts x to fp16 with a kernel, multiplies with cuBLASLt (fp16
-// inputs, fp32 accumulation and output: Y[T,N] = X[T,K]·W[N,K]ᵀ) and adds
-// the bias with a kernel. Its results differ from the CPU's float32 products
-// by the fp16 rounding of x (and of W for F32 checkpoints): at most about
-// 2⁻¹¹ relative to Σ|x_k·w_k| per rounded operand. Embedding, Rows, RMSNorm,
+// Linear has two paths. For decode-sized batches (at most
+// kernels.GEMVMaxRows rows, K a multiple of 8) gemv.cu reads each fp16
+// weight row once with a warp, multiplies by x in float32 and adds the bias
+// in the same kernel (its results differ from the CPU's only by float32
+// summation order, and by the fp16 rounding of W for F32 checkpoints).
+// Larger batches convert x to fp16 with a kernel, multiply with cuBLASLt
+// (fp16 inputs, fp32 accumulation and output: Y[T,N] = X[T,K]·W[N,K]ᵀ) and
+// add the bias with a kernel: their results differ from the CPU's by the
+// fp16 rounding of x as well, at most about 2⁻¹¹ relative to Σ|x_k·w_k| per
+// rounded operand. BITDECODE_NO_GEMV=1 sends every batch to cuBLASLt. Embedding, Rows, RMSNorm,
 // RoPE, SwiGLU and Add are the kernels of gpu/kernels/ops.cu; they follow the
 // CPU's arithmetic (float64 sums of squares in RMSNorm, float64 cos and sin of
 // the float32 RoPE angle, unfused float32 products) and agree with it to an

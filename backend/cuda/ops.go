@@ -52,11 +52,65 @@ func (b *Backend) shapeErr(op, format string, args ...any) {
 	b.fail(&backend.ShapeError{Op: op, Detail: fmt.Sprintf(format, args...)})
 }
 
-// launch runs f (the op's launches) in one hand-off to the device's owner
-// thread and records its error under op.
+// launch queues f (the op's launches) to run on the device's owner thread
+// in order with the other ops (see Backend's queue).
 func (b *Backend) launch(op string, f func(c *gcuda.Ctx) error) {
-	if err := b.dev.Do(f); err != nil {
-		b.fail(fmt.Errorf("backend/cuda: %s: %w", op, err))
+	b.qMu.Lock()
+	b.queue = append(b.queue, queuedOp{op: op, f: f})
+	full := len(b.queue) >= maxQueued
+	b.qMu.Unlock()
+	if full {
+		b.flush()
+	}
+}
+
+// Enqueue queues f to run on the device's owner thread after the ops issued
+// so far, as one more op named op: code with its own kernels (a GPU KV
+// cache) stays in order with the backend's ops without a hand-off per call.
+// An error f returns becomes the pending op error.
+func (b *Backend) Enqueue(op string, f func(c *gcuda.Ctx) error) { b.launch(op, f) }
+
+// Do runs the queued ops, then f, in one hand-off to the owner thread, and
+// returns f's error (queued ops' errors become the pending op error). Use it
+// for work that must happen now, such as freeing memory queued ops may use.
+func (b *Backend) Do(f func(c *gcuda.Ctx) error) error {
+	var ferr error
+	b.flushWith(func(c *gcuda.Ctx) error { ferr = f(c); return nil })
+	return ferr
+}
+
+// flush runs the queued ops in one hand-off to the owner thread.
+func (b *Backend) flush() { b.flushWith(nil) }
+
+// flushWith runs the queued ops and then, if non-nil, after(c), in one
+// hand-off. After an op fails, the remaining queued ops are dropped (the
+// error model: ops skip their work once an error is pending).
+func (b *Backend) flushWith(after func(c *gcuda.Ctx) error) {
+	b.qMu.Lock()
+	ops := b.queue
+	b.queue = nil
+	b.qMu.Unlock()
+	if len(ops) == 0 && after == nil {
+		return
+	}
+	var opErr error
+	err := b.dev.Do(func(c *gcuda.Ctx) error {
+		for _, q := range ops {
+			if err := q.f(c); err != nil {
+				opErr = fmt.Errorf("backend/cuda: %s: %w", q.op, err)
+				break
+			}
+		}
+		if after != nil {
+			return after(c)
+		}
+		return nil
+	})
+	if opErr != nil {
+		b.fail(opErr)
+	}
+	if err != nil && after == nil {
+		b.fail(fmt.Errorf("backend/cuda: %w", err))
 	}
 }
 
@@ -150,6 +204,21 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	T2, N := d.matrix()
 	if len(wt.shape) != 2 || wt.shape[0] != N || wt.shape[1] != K || T != T2 || d == xt {
 		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
+		return
+	}
+	if b.gemv != nil && b.gemv.Fits(T, K) {
+		// Decode: a warp per output channel reads the weights once and x
+		// as float32 (gemv.cu); the bias is fused.
+		var bp gcuda.DevicePtr
+		if bt != nil {
+			bp = bt.f32
+		}
+		b.launch(op, func(c *gcuda.Ctx) error {
+			if err := b.gemv.Launch(c, b.stream, d.ptr, xt.ptr, wt.f16, bp, T, N, K); err != nil {
+				return fmt.Errorf("weight %s: %w", wt.name, err)
+			}
+			return nil
+		})
 		return
 	}
 	b.launch(op, func(c *gcuda.Ctx) error {

@@ -1,0 +1,98 @@
+// gemv.cu: the linear layer of a decode step, y = x·Wᵀ + bias, for a few
+// rows of x (T <= 8 tokens), where a GEMM library's tiles waste most of a
+// weight read on rows that do not exist.
+//
+//   x    [T][K] float32 (the activations, read as they are: no fp16 copy)
+//   W    [N][K] fp16 row-major (the backend's weight layout)
+//   bias [N] float32, or null
+//   y    [T][N] float32
+//
+// Work: one warp per output channel n (kWarps warps per CTA). Lane l reads
+// 8 consecutive weights (one 16-byte load) at k = 8l + 256i, converts them
+// to float and multiplies them by the T rows' x (float4 loads, L1 hits: all
+// warps of an SM read the same x). kUnroll loads are issued before their
+// math so each lane keeps 64 bytes of weights in flight. The warp's partial
+// sums are reduced with xor shuffles in a fixed order: deterministic.
+// Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
+// otherwise.
+//
+// Go wrapper: gemv.go; test: gemv_test.go (float64 reference).
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+
+namespace gemv {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kUnroll = 4;
+constexpr int kChunk = 8;  // halves per lane per load
+
+__device__ __forceinline__ float2 h2x2(u32 h) {
+  float lo, hi;
+  asm("{ .reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b; }" : "=f"(lo), "=f"(hi) : "r"(h));
+  return make_float2(lo, hi);
+}
+
+__device__ __forceinline__ uint4 ldgStream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+template <int T>
+__device__ __forceinline__ void fma8(float (&acc)[T], const uint4& w, const float* __restrict__ x, int K, int k) {
+  float wf[8];
+  const u32 words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const float2 f = h2x2(words[i]);
+    wf[2 * i] = f.x;
+    wf[2 * i + 1] = f.y;
+  }
+#pragma unroll
+  for (int t = 0; t < T; t++) {
+    const float4 a = *reinterpret_cast<const float4*>(x + size_t(t) * K + k);
+    const float4 b = *reinterpret_cast<const float4*>(x + size_t(t) * K + k + 4);
+    acc[t] = fmaf(wf[0], a.x, acc[t]);
+    acc[t] = fmaf(wf[1], a.y, acc[t]);
+    acc[t] = fmaf(wf[2], a.z, acc[t]);
+    acc[t] = fmaf(wf[3], a.w, acc[t]);
+    acc[t] = fmaf(wf[4], b.x, acc[t]);
+    acc[t] = fmaf(wf[5], b.y, acc[t]);
+    acc[t] = fmaf(wf[6], b.z, acc[t]);
+    acc[t] = fmaf(wf[7], b.w, acc[t]);
+  }
+}
+
+template <int T>
+__global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x, const u16* __restrict__ W,
+                                                     const float* __restrict__ bias, float* __restrict__ y, int N, int K) {
+  const int n = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (n >= N) return;
+  const u16* row = W + size_t(n) * K;
+  float acc[T];
+#pragma unroll
+  for (int t = 0; t < T; t++) acc[t] = 0.f;
+  constexpr int kStep = 32 * kChunk;  // halves per warp per load
+  int k = lane * kChunk;
+  for (; k + (kUnroll - 1) * kStep < K; k += kUnroll * kStep) {
+    uint4 w[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) w[u] = ldgStream(row + k + u * kStep);
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
+  }
+  for (; k < K; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
+#pragma unroll
+  for (int t = 0; t < T; t++)
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], off);
+  if (lane == 0) {
+    const float b = bias ? bias[n] : 0.f;
+#pragma unroll
+    for (int t = 0; t < T; t++) y[size_t(t) * N + n] = acc[t] + b;
+  }
+}
+
+}  // namespace gemv
