@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/bitdecode/bitdecode/backend"
@@ -26,6 +28,8 @@ type PPLOptions struct {
 	Chunk int
 	// Progress receives a line per window (nil: quiet).
 	Progress io.Writer
+	// NewCache makes a window's cache for a format (nil: the CPU KVCache).
+	NewCache func(kv.Spec) (Cache, error)
 }
 
 // PPLResult is one format's accuracy over the scored tokens.
@@ -58,16 +62,28 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 	if windows == 0 {
 		return nil, fmt.Errorf("engine: eval: %d tokens do not fill one window of %d", len(tokens), o.Ctx)
 	}
-	type acc struct{ nll, kld, agree float64 }
-	sums := make([]acc, len(specs))
+	sums := make([]pplSums, len(specs))
 	n := 0
 	start := time.Now()
 	for w := 0; w < windows; w++ {
 		win := tokens[w*o.Ctx : (w+1)*o.Ctx]
-		caches := make([]*KVCache, len(specs))
+		caches := make([]Cache, len(specs))
+		closeAll := func() {
+			for _, c := range caches {
+				if c != nil {
+					CloseCache(c)
+				}
+			}
+		}
 		for i, sp := range specs {
 			var err error
-			if caches[i], err = NewKVCache(be, m.Config(), sp); err != nil {
+			if o.NewCache != nil {
+				caches[i], err = o.NewCache(sp)
+			} else {
+				caches[i], err = NewKVCache(be, m.Config(), sp)
+			}
+			if err != nil {
+				closeAll()
 				return nil, err
 			}
 		}
@@ -80,37 +96,22 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 			}
 			b.Add(0, pos, ids...)
 			b.AllLogits = true
-			var base *model.Logits
+			all := make([]*model.Logits, len(specs))
 			for i := range specs {
 				lg, err := m.Forward(&b, caches[i])
 				if err != nil {
+					closeAll()
 					return nil, err
 				}
-				if i == 0 {
-					base = &model.Logits{Vocab: lg.Vocab, Data: append([]float32(nil), lg.Data...)}
-				}
-				for r := 0; r < end-pos; r++ {
-					target := win[pos+r+1]
-					lp := logSoftmax(lg.Row(r))
-					sums[i].nll -= lp[target]
-					if i == 0 {
-						continue
-					}
-					bp := logSoftmax(base.Row(r))
-					var kl float64
-					for v := range bp {
-						kl += math.Exp(bp[v]) * (bp[v] - lp[v])
-					}
-					sums[i].kld += kl
-					if argmax(lg.Row(r)) == argmax(base.Row(r)) {
-						sums[i].agree++
-					}
-				}
+				all[i] = lg
 			}
+			scoreChunk(all, win[pos+1:end+1], sums)
 			if err := ctx.Err(); err != nil {
+				closeAll()
 				return nil, err
 			}
 		}
+		closeAll()
 		n += len(win) - 1
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, "window %d/%d (%d tokens scored, %v):", w+1, windows, n, time.Since(start).Round(time.Second))
@@ -129,6 +130,54 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 		}
 	}
 	return res, nil
+}
+
+// pplSums accumulates one format's scores.
+type pplSums struct{ nll, kld, agree float64 }
+
+// scoreChunk adds the scores of one chunk: all[i] holds format i's logits
+// for the chunk's rows, targets the next token of each row. Rows are scored
+// in parallel; the sums are added in row order, so the result does not
+// depend on the number of goroutines.
+func scoreChunk(all []*model.Logits, targets []int, sums []pplSums) {
+	rows := len(targets)
+	per := make([][]pplSums, rows)
+	workers := min(runtime.GOMAXPROCS(0), rows)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for r := w; r < rows; r += workers {
+				out := make([]pplSums, len(all))
+				bp := logSoftmax(all[0].Row(r))
+				top := argmax(all[0].Row(r))
+				for i, lg := range all {
+					if i == 0 {
+						out[0].nll = -bp[targets[r]]
+						continue
+					}
+					lp := logSoftmax(lg.Row(r))
+					out[i].nll = -lp[targets[r]]
+					var kl float64
+					for v := range bp {
+						kl += math.Exp(bp[v]) * (bp[v] - lp[v])
+					}
+					out[i].kld = kl
+					if argmax(lg.Row(r)) == top {
+						out[i].agree = 1
+					}
+				}
+				per[r] = out
+			}
+		})
+	}
+	wg.Wait()
+	for _, out := range per {
+		for i := range sums {
+			sums[i].nll += out[i].nll
+			sums[i].kld += out[i].kld
+			sums[i].agree += out[i].agree
+		}
+	}
 }
 
 // logSoftmax returns log p in float64.

@@ -5,8 +5,29 @@ import (
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
+)
+
+// Cache is a KV cache the engine drives: the model's Attention plus the
+// bookkeeping of its sequences. KVCache (CPU) and GPUCache implement it.
+type Cache interface {
+	model.Attention
+	// Format returns the cache's resolved KV format.
+	Format() kv.Format
+	// Len returns the number of tokens cached for sequence id.
+	Len(id int) int
+	// Bytes returns the memory sequence id takes, and what the same tokens
+	// would take in fp16.
+	Bytes(id int) (bytes, fp16Bytes int64)
+	// Remove frees sequence id.
+	Remove(id int)
+}
+
+var (
+	_ Cache = (*KVCache)(nil)
+	_ Cache = (*GPUCache)(nil)
 )
 
 // KVCache is a low-bit KV cache for a model: one attn.Cache per (sequence,
@@ -110,4 +131,22 @@ func grow(s []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return s[:n]
+}
+
+// NewCacheFor returns the KV cache that suits backend be: a GPUCache (sized
+// by o) on the CUDA backend, the CPU KVCache otherwise. A format the GPU
+// kernels do not read is an error that says so, never a silent CPU path.
+func NewCacheFor(be backend.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (Cache, error) {
+	if gb, ok := be.(*bcuda.Backend); ok {
+		return NewGPUCache(gb, cfg, spec, o)
+	}
+	return NewKVCache(be, cfg, spec)
+}
+
+// CloseCache releases c's device memory when it holds any (a GPUCache).
+func CloseCache(c Cache) error {
+	if cl, ok := c.(interface{ Close() error }); ok {
+		return cl.Close()
+	}
+	return nil
 }

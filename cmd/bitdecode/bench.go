@@ -13,7 +13,7 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE]",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | model [flags]",
 	summary: "benchmark decode attention per KV format: time, GB/s, fraction of the read ceiling, error",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
@@ -26,9 +26,13 @@ and the largest error against float64 attention on the unquantized K/V.
 The synthetic K has per-channel offsets and a few outlier channels (x10-x50)
 like real keys; queries are scaled so scores have a realistic spread.
 
+'bitdecode bench model --help' times whole decode steps of a model (random
+weights, GPU) against the bytes floor.
+
 example:
   bitdecode bench --quick
-  bitdecode bench attn --kv int4,int2 --grid 1x32768,8x8192 --json out.json`,
+  bitdecode bench attn --kv int4,int2 --grid 1x32768,8x8192 --json out.json
+  bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2`,
 }
 
 // gpuBenchFlags are the flags that apply to --device cuda only.
@@ -70,6 +74,9 @@ func init() {
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "model" {
+		return runBenchModel(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "attn" {
 		args = args[1:]
 	}

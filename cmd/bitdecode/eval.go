@@ -47,7 +47,7 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		modelDir: fs.String("model", "", "checkpoint directory"),
 		file:     fs.String("file", "", "text file to score"),
 		kvs:      fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
-		device:   fs.String("device", "auto", "auto, cpu or cuda (cuda runs the layers on the GPU; cache attention stays on the CPU)"),
+		device:   fs.String("device", "auto", "auto, cpu or cuda (cuda runs the layers and the KV cache on the GPU)"),
 		jsonPath: fs.String("json", "", "also write the results as JSON to this file"),
 		ctx:      fs.Int("ctx", 2048, "window length in tokens"),
 		windows:  fs.Int("windows", 0, "windows to score (0: all that fit)"),
@@ -115,7 +115,11 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "%s: %d tokens; ctx %d, chunk %d, on %s\n", *f.file, len(ids), *f.ctx, *f.chunk, dev)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	res, err := engine.EvalPPL(ctx, be, m, ids, specs, engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, Chunk: *f.chunk, Progress: stderr})
+	newCache := func(sp kv.Spec) (engine.Cache, error) {
+		return engine.NewCacheFor(be, m.Config(), sp, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: *f.ctx, MaxChunk: *f.chunk})
+	}
+	res, err := engine.EvalPPL(ctx, be, m, ids, specs, engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, Chunk: *f.chunk,
+		Progress: stderr, NewCache: newCache})
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,11 @@ generated text to stdout. The KV cache is stored in the --kv format ('bitdecode
 inspect kv' explains the specs); the last line on stderr gives the prompt and
 decode speed and the KV memory used next to what fp16 would take.
 
-With --device cuda (or auto on a machine with a GPU) the model's layers run
-on the GPU (fp16 weights, cuBLASLt); attention over the low-bit cache still
-runs on the CPU until the GPU KV cache lands (the decode kernels exist:
-'bitdecode bench attn --device cuda'). --device auto without a GPU says so in
-one line and runs on the CPU.
+With --device cuda (or auto on a machine with a GPU) everything runs on the
+GPU: fp16 weights with cuBLASLt GEMMs, and the KV cache in GPU memory, packed
+by the fused quantize/pack kernel and read by the tensor-core decode
+attention. --device auto without a GPU says so in one line and runs on the
+CPU.
 
 example:
   bitdecode run --model ../shared/models/gocoder-23m --kv int4 "func main() {"`,
@@ -118,7 +118,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
 		}
-		be, where = gb, "CUDA (attention over the low-bit cache still on the CPU)"
+		be, where = gb, "CUDA"
 	}
 	defer be.Close()
 	var progress io.Writer
@@ -138,10 +138,16 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	} else {
 		ids = tok.Encode(fs.Arg(0), true)
 	}
-	cache, err := engine.NewKVCache(be, m.Config(), spec)
+	// The GPU cache is sized to this run: the prompt plus the new tokens.
+	maxLen := len(ids) + *f.maxTokens
+	if mp := m.Config().MaxPositions; mp > 0 {
+		maxLen = min(maxLen, mp)
+	}
+	cache, err := engine.NewCacheFor(be, m.Config(), spec, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: maxLen, MaxChunk: *f.chunk})
 	if err != nil {
 		return err
 	}
+	defer engine.CloseCache(cache)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if !*f.quiet {

@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// LinearRow is one linear-layer shape of a decode step at batch T: the
+// median time of gemv.cu and of cuBLASLt (fp16 x, as the backend's large-
+// batch path), and gemv.cu's GB/s on the weight bytes.
+type LinearRow struct {
+	Name       string  `json:"name"`
+	N, K, T    int     `json:"-"`
+	GEMVUS     float64 `json:"gemv_us"`
+	CublasUS   float64 `json:"cublaslt_us"`
+	GEMVGBps   float64 `json:"gemv_gb_per_s"`
+	CublasGBps float64 `json:"cublaslt_gb_per_s"`
+}
+
+// TimeLinears times the linear-layer shapes of config c at T rows on dev.
+func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) ([]LinearRow, error) {
+	g, err := kernels.LoadGEMV(dev)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := kernels.LoadOps(dev)
+	if err != nil {
+		return nil, err
+	}
+	H, I := c.Hidden, c.Intermediate
+	shapes := []LinearRow{
+		{Name: "q/o proj", N: c.Heads * c.HeadDim, K: H}, {Name: "k/v proj", N: c.KVHeads * c.HeadDim, K: H},
+		{Name: "gate/up", N: I, K: H}, {Name: "down", N: H, K: I}, {Name: "lm_head", N: c.Vocab, K: H},
+	}
+	var rows []LinearRow
+	err = dev.Do(func(x *cuda.Ctx) error {
+		st := dev.Stream()
+		for _, r := range shapes {
+			r.T = T
+			// Four copies of the weights, rotated, so no run reads from L2.
+			const copies = 4
+			var ws [copies]cuda.DevicePtr
+			for i := range ws {
+				p, err := x.Alloc(2 * r.N * r.K)
+				if err != nil {
+					return err
+				}
+				defer x.Free(p)
+				if err := ops.FillNormalF16(x, st, p, r.N*r.K, uint32(i+1), 0.02); err != nil {
+					return err
+				}
+				ws[i] = p
+			}
+			xp, err := x.Alloc(4 * T * r.K)
+			if err != nil {
+				return err
+			}
+			defer x.Free(xp)
+			if err := x.Memset32Async(xp, 0x3c003c00, T*r.K, st); err != nil {
+				return err
+			}
+			xh, err := x.Alloc(2 * T * r.K)
+			if err != nil {
+				return err
+			}
+			defer x.Free(xh)
+			yp, err := x.Alloc(4 * T * r.N)
+			if err != nil {
+				return err
+			}
+			defer x.Free(yp)
+			if g.Fits(T, r.K) {
+				if r.GEMVUS, err = x.MedianUS(st, 3, 20, func(i int) error {
+					return g.Launch(x, st, yp, xp, ws[i%copies], 0, T, r.N, r.K)
+				}); err != nil {
+					return err
+				}
+			}
+			if r.CublasUS, err = x.MedianUS(st, 3, 20, func(i int) error {
+				if err := ops.F32ToF16(x, st, xh, xp, T*r.K); err != nil {
+					return err
+				}
+				return x.GEMM(st, cuda.GEMMShape{M: T, N: r.N, K: r.K, In: cuda.F16, Out: cuda.F32}, yp, xh, ws[i%copies])
+			}); err != nil {
+				return err
+			}
+			bytes := float64(2 * r.N * r.K)
+			r.CublasGBps = bytes / r.CublasUS / 1e3
+			if r.GEMVUS > 0 {
+				r.GEMVGBps = bytes / r.GEMVUS / 1e3
+			}
+			fmt.Fprintf(progress, "linear %-9s %6dx%-6d T=%d: gemv %7.1f us (%4.0f GB/s), cuBLASLt %7.1f us (%4.0f GB/s)\n",
+				r.Name, r.N, r.K, T, r.GEMVUS, r.GEMVGBps, r.CublasUS, r.CublasGBps)
+			rows = append(rows, r)
+		}
+		return nil
+	})
+	return rows, err
+}

@@ -1,0 +1,236 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// Presets are model configs (Hugging Face config.json) for end-to-end
+// benchmarks with random weights: the shapes of checkpoints that cannot be
+// downloaded here.
+var Presets = map[string]string{
+	"llama-3.1-8b": `{"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+		"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+		"num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+		"vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5,
+		"rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+		"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+		"tie_word_embeddings": false, "bos_token_id": 128000, "eos_token_id": 128001}`,
+	"llama-3.2-1b": `{"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+		"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+		"num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
+		"vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5,
+		"rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 32.0,
+		"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+		"tie_word_embeddings": true, "bos_token_id": 128000, "eos_token_id": 128001}`,
+}
+
+// PresetNames returns the preset names, sorted.
+func PresetNames() []string {
+	var names []string
+	for n := range Presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ModelConfig configures RunModelGPU.
+type ModelConfig struct {
+	Preset   string   // a key of Presets
+	Formats  []string // KV specs
+	Contexts []int    // cached tokens per sequence before the timed steps
+	Batch    int      // sequences decoded together (default 1)
+	Steps    int      // timed decode steps (default 16)
+	Warmup   int      // untimed steps first (default 3)
+	Progress io.Writer
+}
+
+// ModelRow is one (format, context) point of the model benchmark.
+type ModelRow struct {
+	KV           string  `json:"kv"`
+	Context      int     `json:"context"`
+	Batch        int     `json:"batch"`
+	MsPerStep    float64 `json:"ms_per_step"` // median decode step (Batch tokens)
+	TokensPerSec float64 `json:"tokens_per_s"`
+	WeightBytes  int64   `json:"weight_bytes_read"`
+	KVBytes      int64   `json:"kv_bytes_read"`
+	FloorMs      float64 `json:"floor_ms"` // (weights + KV bytes) / read ceiling
+	OfFloor      float64 `json:"floor_fraction"`
+	KVMemory     int64   `json:"kv_memory_bytes"`
+}
+
+// ModelReport is the whole run.
+type ModelReport struct {
+	Device   string      `json:"device"`
+	Date     string      `json:"date"`
+	Preset   string      `json:"preset"`
+	ReadGBps float64     `json:"read_ceiling_gb_per_s"`
+	Linears  []LinearRow `json:"linears"`
+	Rows     []ModelRow  `json:"rows"`
+}
+
+// RunModelGPU measures decode steps of a preset model with random weights
+// on GPU 0, with the KV cache of each format filled to each context with
+// random KV-like data (GPUCache.FillRandom: packed exactly as real tokens
+// are). A step is a whole forward pass (embedding, 32 layers of GEMMs,
+// norms and low-bit attention, lm_head) plus the logits' copy to the host.
+// The floor is the bytes a step must read (every weight matrix once, the
+// KV cache once) over the read ceiling measured in the same run.
+func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
+	js, ok := Presets[cfg.Preset]
+	if !ok {
+		return nil, fmt.Errorf("bench: no preset %q (have %v)", cfg.Preset, PresetNames())
+	}
+	mc, err := model.ParseConfig([]byte(js))
+	if err != nil {
+		return nil, fmt.Errorf("bench: preset %s: %w", cfg.Preset, err)
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 1
+	}
+	if cfg.Steps <= 0 {
+		cfg.Steps = 16
+	}
+	if cfg.Warmup <= 0 {
+		cfg.Warmup = 3
+	}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	be, err := bcuda.New(0)
+	if err != nil {
+		return nil, err
+	}
+	defer be.Close()
+	dev := be.Device()
+	bw, err := dev.ProbeBandwidth()
+	if err != nil {
+		return nil, err
+	}
+	rep := &ModelReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Preset: cfg.Preset, ReadGBps: bw.GBps}
+	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
+	if rep.Linears, err = TimeLinears(dev, mc, cfg.Batch, progress); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "building %s with random weights\n", cfg.Preset)
+	start := time.Now()
+	m, err := model.NewRandom(mc, be, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	if err := be.Sync(); err != nil {
+		return nil, err
+	}
+	weightBytes := linearWeightBytes(mc)
+	fmt.Fprintf(progress, "weights ready in %v (%.2f GB of matrices read per step)\n", time.Since(start).Round(time.Millisecond), float64(weightBytes)/1e9)
+	for _, spec := range cfg.Formats {
+		sp, err := kv.ParseSpec(spec)
+		if err != nil {
+			return nil, err
+		}
+		f, err := sp.Resolve(mc.HeadDim)
+		if err != nil {
+			return nil, err
+		}
+		for _, ctx := range cfg.Contexts {
+			row, err := timeModel(be, m, mc, sp, f, ctx, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("bench: %s at %d tokens: %w", spec, ctx, err)
+			}
+			row.WeightBytes = weightBytes
+			row.FloorMs = float64(row.WeightBytes+row.KVBytes) / (bw.GBps * 1e9) * 1e3
+			row.OfFloor = row.FloorMs / row.MsPerStep
+			fmt.Fprintf(progress, "%-8s ctx %6d B %d: %.2f ms/step (%.1f tok/s), floor %.2f ms (%.0f%%)\n",
+				spec, ctx, cfg.Batch, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
+			rep.Rows = append(rep.Rows, *row)
+		}
+	}
+	return rep, nil
+}
+
+// linearWeightBytes is the fp16 bytes of every matrix a decode step reads:
+// the projections of each layer and the lm_head (the embedding lookup reads
+// one row per token).
+func linearWeightBytes(c *model.Config) int64 {
+	H, I, qd, kvd := int64(c.Hidden), int64(c.Intermediate), int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
+	perLayer := H*qd + 2*H*kvd + qd*H + 3*H*I
+	return 2 * (int64(c.Layers)*perLayer + int64(c.Vocab)*H)
+}
+
+func timeModel(be *bcuda.Backend, m model.Model, mc *model.Config, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
+	steps := cfg.Warmup + cfg.Steps
+	cache, err := engine.NewGPUCache(be, mc, sp, engine.GPUCacheOptions{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16})
+	if err != nil {
+		return nil, err
+	}
+	defer cache.Close()
+	for s := range cfg.Batch {
+		if err := cache.FillRandom(s, ctx, uint32(1000+s)); err != nil {
+			return nil, err
+		}
+	}
+	var times []float64
+	for i := range steps {
+		var b model.Batch
+		for s := range cfg.Batch {
+			b.Add(s, cache.Len(s), int32((i*7919+s*104729)%mc.Vocab))
+		}
+		t0 := time.Now()
+		if _, err := m.Forward(&b, cache); err != nil {
+			return nil, err
+		}
+		if i >= cfg.Warmup {
+			times = append(times, float64(time.Since(t0).Microseconds())/1e3)
+		}
+	}
+	sort.Float64s(times)
+	med := times[len(times)/2]
+	kvRead := int64(0)
+	for s := range cfg.Batch {
+		kvRead += int64(mc.Layers*mc.KVHeads) * f.ReadBytes(cache.Len(s))
+	}
+	mem, _ := cache.Bytes(0)
+	return &ModelRow{KV: sp.String(), Context: ctx, Batch: cfg.Batch, MsPerStep: med, TokensPerSec: float64(cfg.Batch) / med * 1e3,
+		KVBytes: kvRead, KVMemory: mem * int64(cfg.Batch)}, nil
+}
+
+// WriteTable writes the report as Markdown tables.
+func (rep *ModelReport) WriteTable(w io.Writer) {
+	if len(rep.Linears) > 0 {
+		fmt.Fprintf(w, "Linear layers of one decode step, %s shapes, %s, %d rows (weights fp16, cold in L2)\n\n", rep.Preset, rep.Device, rep.Linears[0].T)
+		fmt.Fprintln(w, "| layer | N x K | gemv.cu us | GB/s | of ceiling | cuBLASLt us | GB/s |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		for _, r := range rep.Linears {
+			fmt.Fprintf(w, "| %s | %dx%d | %.1f | %.0f | %.0f%% | %.1f | %.0f |\n", r.Name, r.N, r.K, r.GEMVUS, r.GEMVGBps, 100*r.GEMVGBps/rep.ReadGBps, r.CublasUS, r.CublasGBps)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "Decode step, %s shapes with random weights, %s, %s; read ceiling %.0f GB/s (same run)\n\n", rep.Preset, rep.Device, rep.Date, rep.ReadGBps)
+	fmt.Fprintln(w, "| KV | context | batch | ms/step | tokens/s | weights read | KV read | floor ms | floor/time | KV memory |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.1f | %.2f GB | %.2f GB | %.2f | %.0f%% | %.2f GB |\n", r.KV, r.Context, r.Batch, r.MsPerStep, r.TokensPerSec,
+			float64(r.WeightBytes)/1e9, float64(r.KVBytes)/1e9, r.FloorMs, 100*r.OfFloor, float64(r.KVMemory)/1e9)
+	}
+}
+
+// WriteJSON writes the report to path.
+func (rep *ModelReport) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,631 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/backend"
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// ErrKVFull is returned (wrapped) when a batch needs more KV blocks or
+// sequence slots than the cache has free. Nothing has changed when it is
+// returned: the caller may free sequences and retry.
+var ErrKVFull = errors.New("KV cache full")
+
+// GPU cache defaults.
+const (
+	// gpuDefaultSeqs is the default number of residual slots (sequences held
+	// at once).
+	gpuDefaultSeqs = 8
+	// gpuDefaultChunk is the default longest run of new tokens of one
+	// sequence in a batch (a prefill chunk).
+	gpuDefaultChunk = 512
+	// gpuDecodeSplit is the fixed split length (tokens) of decode steps: a
+	// sequence's attention then depends on its own length only, never on
+	// the batch it runs in. 512 tokens keep every warp of a split busy
+	// (kernels' mmaMinSplitTokens) and give a 32K context 64 splits per KV
+	// head, enough CTAs to fill the GPU at batch 1.
+	gpuDecodeSplit = 512
+	// gpuPrefillSplit is the split length of prefill chunks, whose many
+	// query rows fill the GPU without splitting the context finely (and
+	// keep the split workspace small).
+	gpuPrefillSplit = 8192
+)
+
+// GPUCacheOptions size a GPUCache. Zero values pick the defaults.
+type GPUCacheOptions struct {
+	// MaxSeqs is the number of sequences the cache holds at once (each has
+	// a 16-bit residual block per layer). Default 8.
+	MaxSeqs int
+	// MaxLen is the longest sequence in tokens. Default: the model's
+	// max_position_embeddings.
+	MaxLen int
+	// Blocks is the number of packed blocks in the pool (each holds Nr
+	// tokens of every layer and KV head). Default: MaxSeqs·MaxLen/Nr, every
+	// sequence at full length.
+	Blocks int
+	// MaxChunk is the most new tokens one sequence may bring in one batch
+	// (the prefill chunk). Default 512.
+	MaxChunk int
+}
+
+// GPUCache is the low-bit KV cache on the GPU, as a model.Attention for the
+// CUDA backend. Storage per layer: a pool of packed blocks
+// [Blocks][Hkv][BlockBytes] in kv.MMA order and 16-bit residual blocks
+// [MaxSeqs][Hkv][Nr][D] (kv.MMA order too); a sequence owns one residual
+// slot and a list of pool blocks (its block table; the same block ids in
+// every layer).
+//
+// Per batch, Begin reserves the blocks the new tokens will fill and uploads
+// the block tables, lengths and the write plan once. Per layer, Attend
+//
+//  1. converts q to fp16,
+//  2. writes the new k and v into the residual blocks (kernels.KVWriter) in
+//     rounds: a round fills each sequence's residual up to its end, then
+//     one pack launch quantizes every residual that filled into its block
+//     (kernels.PackPlan.LaunchPaged), and the next round starts over,
+//  3. runs the tensor-core decode attention (kernels.DecodePlan): one launch
+//     per run of consecutive sequences with the same number of new tokens,
+//  4. converts the output to float32.
+//
+// Decode steps use a fixed split length, so a sequence's output does not
+// depend on the other sequences of its batch. A GPUCache is not safe for
+// concurrent use.
+type GPUCache struct {
+	be     *bcuda.Backend
+	dev    *gcuda.Device
+	format kv.Format // in kv.MMA order
+	shape  attn.Shape
+	layers int
+	opts   GPUCacheOptions
+	maxBlk int // block-table columns: ceil(MaxLen / Nr)
+
+	ops     *kernels.Ops
+	writer  *kernels.KVWriter
+	pack    *kernels.PackPlan
+	decode  *kernels.DecodePlan // B = MaxSeqs, Tq = 1
+	prefill *kernels.DecodePlan // B = 1, Tq = MaxChunk
+
+	pool, resK, resV []gcuda.DevicePtr // per layer
+	qh, oh           gcuda.DevicePtr   // fp16 q and out, [maxT][Hq*D]
+	maxT             int
+	meta             gcuda.DevicePtr // the batch's int32 tables (metaLayout)
+	metaWords        int
+
+	freeBlocks []int32
+	freeSlots  []int
+	seqs       map[int]*gpuSeq
+
+	// The current batch, set by Begin.
+	batch *model.Batch
+	plan  gpuBatchPlan
+}
+
+// gpuSeq is one sequence's share of the cache.
+type gpuSeq struct {
+	slot   int
+	blocks []int32 // pool block of each packed block, in order
+	n      int     // tokens held
+}
+
+// gpuBatchPlan is what Begin worked out for a batch: the write rounds and
+// the attention launches, with offsets into the uploaded int32 tables.
+type gpuBatchPlan struct {
+	T      int
+	rounds []gpuRound
+	runs   []gpuRun
+	// Word offsets into meta.
+	table, lens, slots int
+}
+
+// gpuRound is one write round: an append of the tokens whose slot entry is
+// not -1, then a pack of n full residual blocks.
+type gpuRound struct {
+	slot, row   int // word offsets of the [T] slot and row arrays
+	src, dst, n int // word offsets of the [n] pack arrays, and n
+}
+
+// gpuRun is one attention launch: sequences [first, first+n) of the batch,
+// each with tq new tokens, the longest holding maxL tokens.
+type gpuRun struct {
+	first, n, tq, tok0, maxL int
+}
+
+// NewGPUCache returns an empty GPU cache of the given format for model
+// config cfg on the CUDA backend be. It compiles the kernels the format
+// needs (cached on disk) and allocates the whole pool up front, so running
+// out of memory is an error here, never in the middle of a request.
+func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (*GPUCache, error) {
+	sh := attn.Shape{Hq: cfg.Heads, Hkv: cfg.KVHeads, D: cfg.HeadDim}
+	if err := sh.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
+	}
+	for l, w := range cfg.LayerWindows {
+		if w > 0 {
+			return nil, fmt.Errorf("engine: the GPU KV cache does not support sliding-window attention yet (layer %d has a window of %d tokens); use --device cpu", l, w)
+		}
+	}
+	f, err := spec.Resolve(cfg.HeadDim)
+	if err != nil {
+		return nil, err
+	}
+	f = f.WithOrder(kv.MMA)
+	lay, err := kernels.LayoutFor(f)
+	if err != nil {
+		return nil, err
+	}
+	if o.MaxSeqs <= 0 {
+		o.MaxSeqs = gpuDefaultSeqs
+	}
+	if o.MaxLen <= 0 {
+		o.MaxLen = cfg.MaxPositions
+	}
+	if o.MaxLen <= 0 {
+		return nil, errors.New("engine: GPU cache: the model has no max_position_embeddings; set MaxLen")
+	}
+	if o.MaxChunk <= 0 {
+		o.MaxChunk = gpuDefaultChunk
+	}
+	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
+	nr := f.Residual
+	c := &GPUCache{be: be, dev: be.Device(), format: f, shape: sh, layers: cfg.Layers, opts: o,
+		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuSeq{}}
+	if o.Blocks <= 0 {
+		c.opts.Blocks = o.MaxSeqs * c.maxBlk
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+	if c.ops, err = kernels.LoadOps(c.dev); err != nil {
+		return nil, err
+	}
+	if c.writer, err = kernels.LoadKVWriter(c.dev); err != nil {
+		return nil, err
+	}
+	if c.pack, err = kernels.PlanPack(c.dev, f); err != nil {
+		return nil, err
+	}
+	split := func(n int) int { return (n + nr - 1) / nr * nr } // a whole number of blocks
+	if c.decode, err = kernels.PlanDecode(c.dev, kernels.DecodeMMA, lay, kernels.DecodeShape{
+		B: o.MaxSeqs, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: o.MaxLen,
+		SplitLen: split(max(gpuDecodeSplit, 64))}); err != nil {
+		return nil, err
+	}
+	if c.prefill, err = kernels.PlanDecode(c.dev, kernels.DecodeMMA, lay, kernels.DecodeShape{
+		B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: c.opts.MaxChunk, MaxBlocks: c.maxBlk, MaxL: o.MaxLen,
+		SplitLen: split(gpuPrefillSplit)}); err != nil {
+		return nil, err
+	}
+	blockBytes := f.BlockBytes() * sh.Hkv
+	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
+	err = c.be.Do(func(x *gcuda.Ctx) error {
+		for range c.layers {
+			p, err := x.Alloc(c.opts.Blocks * blockBytes)
+			if err != nil {
+				return fmt.Errorf("engine: GPU KV pool of %d blocks x %d layers (%d MiB per layer): %w", c.opts.Blocks, c.layers, c.opts.Blocks*blockBytes>>20, err)
+			}
+			c.pool = append(c.pool, p)
+			for _, dst := range []*[]gcuda.DevicePtr{&c.resK, &c.resV} {
+				r, err := x.Alloc(resBytes)
+				if err != nil {
+					return err
+				}
+				*dst = append(*dst, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := c.opts.Blocks - 1; i >= 0; i-- {
+		c.freeBlocks = append(c.freeBlocks, int32(i))
+	}
+	for i := o.MaxSeqs - 1; i >= 0; i-- {
+		c.freeSlots = append(c.freeSlots, i)
+	}
+	ok = true
+	return c, nil
+}
+
+// Close frees the device memory of the cache.
+func (c *GPUCache) Close() error {
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	// Queued layers may still read the buffers: run them and wait.
+	keep(c.be.Do(func(x *gcuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
+	for _, p := range []*kernels.DecodePlan{c.decode, c.prefill} {
+		if p != nil {
+			keep(p.Close())
+		}
+	}
+	c.decode, c.prefill = nil, nil
+	ptrs := append(append(append([]gcuda.DevicePtr{c.qh, c.oh, c.meta}, c.pool...), c.resK...), c.resV...)
+	for _, p := range ptrs {
+		if p != 0 {
+			keep(c.dev.Free(p))
+		}
+	}
+	c.pool, c.resK, c.resV, c.qh, c.oh, c.meta = nil, nil, nil, 0, 0, 0
+	return first
+}
+
+// Format returns the cache's KV format (in kv.MMA order).
+func (c *GPUCache) Format() kv.Format { return c.format }
+
+// Len returns the number of tokens cached for sequence id.
+func (c *GPUCache) Len(id int) int {
+	if s := c.seqs[id]; s != nil {
+		return s.n
+	}
+	return 0
+}
+
+// Bytes returns the memory sequence id's tokens take (all layers and KV
+// heads, by the format's accounting) and what they would take in fp16.
+func (c *GPUCache) Bytes(id int) (bytes, fp16Bytes int64) {
+	l := c.Len(id)
+	per := int64(c.layers * c.shape.Hkv)
+	return per * c.format.SequenceBytes(l), per * int64(l) * int64(2*c.shape.D*2)
+}
+
+// FreeBlocks returns the number of unused pool blocks and sequence slots.
+func (c *GPUCache) FreeBlocks() (blocks, slots int) { return len(c.freeBlocks), len(c.freeSlots) }
+
+// Remove frees sequence id's blocks and slot.
+func (c *GPUCache) Remove(id int) {
+	s := c.seqs[id]
+	if s == nil {
+		return
+	}
+	c.freeBlocks = append(c.freeBlocks, s.blocks...)
+	c.freeSlots = append(c.freeSlots, s.slot)
+	delete(c.seqs, id)
+}
+
+// Begin implements model.BatchStarter: it checks the batch against the
+// cache, reserves the blocks its tokens fill and uploads the batch's block
+// tables, lengths and write plan. On error nothing has changed.
+func (c *GPUCache) Begin(b *model.Batch) error {
+	nr := c.format.Residual
+	needBlocks, needSlots := 0, 0
+	for _, s := range b.Seqs {
+		have := c.Len(s.ID)
+		switch {
+		case s.Pos != have:
+			return fmt.Errorf("engine: GPU cache: sequence %d continues at position %d, but the cache holds %d tokens", s.ID, s.Pos, have)
+		case s.Len > c.opts.MaxChunk:
+			return fmt.Errorf("engine: GPU cache: sequence %d brings %d tokens in one batch, more than the cache's chunk of %d (use a smaller --prefill-chunk)", s.ID, s.Len, c.opts.MaxChunk)
+		case s.Pos+s.Len > c.opts.MaxLen:
+			return fmt.Errorf("engine: GPU cache: sequence %d would hold %d tokens, more than the cache's %d", s.ID, s.Pos+s.Len, c.opts.MaxLen)
+		}
+		if c.seqs[s.ID] == nil {
+			needSlots++
+		}
+		needBlocks += (s.Pos+s.Len)/nr - s.Pos/nr
+	}
+	if len(b.Seqs) > c.opts.MaxSeqs {
+		return fmt.Errorf("engine: GPU cache: a batch of %d sequences exceeds the cache's %d", len(b.Seqs), c.opts.MaxSeqs)
+	}
+	if needBlocks > len(c.freeBlocks) || needSlots > len(c.freeSlots) {
+		return fmt.Errorf("engine: GPU cache: the batch needs %d blocks and %d sequence slots, %d and %d are free: %w",
+			needBlocks, needSlots, len(c.freeBlocks), len(c.freeSlots), ErrKVFull)
+	}
+	T := len(b.Tokens)
+	if err := c.reserveScratch(T); err != nil {
+		return err
+	}
+
+	// Assign slots and blocks; lay out the int32 tables:
+	// table [B][maxBlk] | lens [B] | slots [B] | per round: slot [T], row [T], src [n], dst [n].
+	var words []int32
+	put := func(v ...int32) int { off := len(words); words = append(words, v...); return off }
+	p := gpuBatchPlan{T: T}
+	seqs := make([]*gpuSeq, len(b.Seqs))
+	var fresh []int // slots new to this batch: zeroed before use
+	for i, s := range b.Seqs {
+		g := c.seqs[s.ID]
+		if g == nil {
+			g = &gpuSeq{slot: c.freeSlots[len(c.freeSlots)-1]}
+			c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
+			c.seqs[s.ID] = g
+			fresh = append(fresh, g.slot)
+		}
+		for range (s.Pos+s.Len)/nr - s.Pos/nr {
+			g.blocks = append(g.blocks, c.freeBlocks[len(c.freeBlocks)-1])
+			c.freeBlocks = c.freeBlocks[:len(c.freeBlocks)-1]
+		}
+		seqs[i] = g
+	}
+	p.table = len(words)
+	for _, g := range seqs {
+		row := make([]int32, c.maxBlk)
+		copy(row, g.blocks)
+		put(row...)
+	}
+	p.lens = len(words)
+	for _, s := range b.Seqs {
+		put(int32(s.Pos + s.Len))
+	}
+	p.slots = len(words)
+	for _, g := range seqs {
+		put(int32(g.slot))
+	}
+	// Rounds: round r takes, of each sequence, the new tokens of its r-th
+	// residual fill; a sequence whose fill reaches Nr packs into its next
+	// block at the end of the round.
+	rounds := 0
+	for _, s := range b.Seqs {
+		rounds = max(rounds, (s.Pos+s.Len-1)/nr-s.Pos/nr+1)
+	}
+	for r := range rounds {
+		slot, row := make([]int32, T), make([]int32, T)
+		for i := range slot {
+			slot[i] = -1
+		}
+		var src, dst []int32
+		for i, s := range b.Seqs {
+			g := seqs[i]
+			for j := range s.Len {
+				pos := s.Pos + j
+				if pos/nr-s.Pos/nr != r {
+					continue
+				}
+				slot[s.Start+j], row[s.Start+j] = int32(g.slot), int32(pos%nr)
+				if pos%nr == nr-1 {
+					src = append(src, int32(g.slot))
+					dst = append(dst, g.blocks[pos/nr])
+				}
+			}
+		}
+		rd := gpuRound{slot: put(slot...), row: put(row...), n: len(src)}
+		rd.src, rd.dst = put(src...), put(dst...)
+		p.rounds = append(p.rounds, rd)
+	}
+	// Attention runs: consecutive sequences with the same number of new
+	// tokens share a launch (all of a decode step's sequences, typically).
+	for i, s := range b.Seqs {
+		if n := len(p.runs); n > 0 && p.runs[n-1].tq == s.Len && s.Len == 1 {
+			p.runs[n-1].n++
+			p.runs[n-1].maxL = max(p.runs[n-1].maxL, s.Pos+s.Len)
+			continue
+		}
+		p.runs = append(p.runs, gpuRun{first: i, n: 1, tq: s.Len, tok0: s.Start, maxL: s.Pos + s.Len})
+	}
+	for i, s := range b.Seqs {
+		seqs[i].n = s.Pos + s.Len
+	}
+	if err := c.upload(words); err != nil {
+		return err
+	}
+	if len(fresh) > 0 {
+		c.zeroSlots(fresh)
+	}
+	c.batch, c.plan = b, p
+	return nil
+}
+
+// zeroSlots queues the zeroing of residual slots in every layer. The decode
+// kernel reads whole 16-token groups of the residual and masks the tokens
+// beyond a sequence's length by their weight, which leaves 0·NaN = NaN if
+// stale bytes there (an earlier cache's packed codes, say) spell a NaN.
+func (c *GPUCache) zeroSlots(slots []int) {
+	words := c.shape.Hkv * c.format.Residual * c.shape.D / 2 // fp16 pairs per slot
+	st := c.dev.Stream()
+	c.be.Enqueue("GPU KV cache: zero residual slots", func(x *gcuda.Ctx) error {
+		for _, s := range slots {
+			off := gcuda.DevicePtr(s * words * 4)
+			for l := range c.layers {
+				if err := x.Memset32Async(c.resK[l]+off, 0, words, st); err != nil {
+					return err
+				}
+				if err := x.Memset32Async(c.resV[l]+off, 0, words, st); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// reserveScratch makes the fp16 q/out buffers hold T tokens.
+func (c *GPUCache) reserveScratch(T int) error {
+	if T <= c.maxT {
+		return nil
+	}
+	T = max(T, 2*c.maxT, c.opts.MaxSeqs)
+	bytes := T * c.shape.Hq * c.shape.D * 2
+	return c.be.Do(func(x *gcuda.Ctx) error {
+		if err := x.SyncStream(c.dev.Stream()); err != nil { // queued kernels may use the old buffers
+			return err
+		}
+		for _, p := range []*gcuda.DevicePtr{&c.qh, &c.oh} {
+			if *p != 0 {
+				if err := x.Free(*p); err != nil {
+					return err
+				}
+				*p = 0
+			}
+			var err error
+			if *p, err = x.Alloc(bytes); err != nil {
+				return fmt.Errorf("engine: GPU cache scratch for %d tokens: %w", T, err)
+			}
+		}
+		c.maxT = T
+		return nil
+	})
+}
+
+// upload copies the batch's int32 tables to the device, in stream order.
+func (c *GPUCache) upload(words []int32) error {
+	buf := make([]byte, 4*len(words))
+	for i, w := range words {
+		binary.LittleEndian.PutUint32(buf[4*i:], uint32(w))
+	}
+	return c.be.Do(func(x *gcuda.Ctx) error {
+		if len(words) > c.metaWords {
+			if c.meta != 0 {
+				if err := x.Synchronize(); err != nil {
+					return err
+				}
+				if err := x.Free(c.meta); err != nil {
+					return err
+				}
+				c.meta = 0
+			}
+			n := max(len(words), 2*c.metaWords)
+			var err error
+			if c.meta, err = x.Alloc(4 * n); err != nil {
+				return err
+			}
+			c.metaWords = n
+		}
+		return x.HtoDAsync(c.meta, buf, c.dev.Stream())
+	})
+}
+
+// Attend implements model.Attention.
+func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
+	if layer < 0 || layer >= c.layers {
+		return fmt.Errorf("engine: GPU cache: layer %d out of range [0, %d)", layer, c.layers)
+	}
+	if b != c.batch {
+		return errors.New("engine: GPU cache: Attend of a batch Begin did not see (call Begin first; model.Forward does)")
+	}
+	var ptr [4]gcuda.DevicePtr
+	for i, t := range []backend.Tensor{q, k, v, out} {
+		if t.DType() != backend.F32 {
+			return fmt.Errorf("engine: GPU cache: tensor %d is %v, want F32", i, t.DType())
+		}
+		var err error
+		if ptr[i], err = c.be.Ptr(t); err != nil {
+			return fmt.Errorf("engine: GPU cache: %w", err)
+		}
+	}
+	p, sh, f := &c.plan, c.shape, c.format
+	word := func(off int) gcuda.DevicePtr { return c.meta + gcuda.DevicePtr(4*off) }
+	st := c.dev.Stream()
+	qw := sh.Hq * sh.D
+	rounds, runs, T := p.rounds, p.runs, p.T
+	table, lens, slots := p.table, p.lens, p.slots
+	c.be.Enqueue(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *gcuda.Ctx) error {
+		if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
+			return err
+		}
+		for _, r := range rounds {
+			if err := c.writer.Append(x, st, ptr[1], ptr[2], word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, f.Residual); err != nil {
+				return err
+			}
+			if err := c.pack.LaunchPaged(x, st, c.resK[layer], c.resV[layer], word(r.src), word(r.dst), c.pool[layer], r.n, sh.Hkv); err != nil {
+				return err
+			}
+		}
+		for _, r := range runs {
+			plan := c.decode
+			if r.tq > 1 {
+				plan = c.prefill
+			}
+			bufs := kernels.DecodeBuffers{
+				Pool: c.pool[layer], BlockTable: word(table + r.first*c.maxBlk),
+				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),
+				Q: c.qh + gcuda.DevicePtr(r.tok0*qw*2), Out: c.oh + gcuda.DevicePtr(r.tok0*qw*2),
+			}
+			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: r.maxL}
+			if err := plan.LaunchShape(x, st, bufs, shape, 0); err != nil {
+				return err
+			}
+		}
+		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
+	})
+	return nil
+}
+
+// gpuFillChunk is how many blocks FillRandom packs per launch.
+const gpuFillChunk = 64
+
+// FillRandom makes sequence id (which must be new) hold n tokens of
+// pseudo-random KV-like data (standard deviation 1, one outlier channel in
+// 16; the same for the same seed) in every layer, quantized and packed as
+// real tokens are. Benchmarks use it to measure decode steps at long
+// contexts without running a prefill over them.
+func (c *GPUCache) FillRandom(id, n int, seed uint32) error {
+	if c.seqs[id] != nil {
+		return fmt.Errorf("engine: GPU cache: FillRandom of sequence %d, which exists", id)
+	}
+	if n < 0 || n > c.opts.MaxLen {
+		return fmt.Errorf("engine: GPU cache: FillRandom of %d tokens (max %d)", n, c.opts.MaxLen)
+	}
+	nr, sh := c.format.Residual, c.shape
+	full := n / nr
+	if full > len(c.freeBlocks) || len(c.freeSlots) == 0 {
+		return fmt.Errorf("engine: GPU cache: %d tokens need %d blocks, %d are free: %w", n, full, len(c.freeBlocks), ErrKVFull)
+	}
+	g := &gpuSeq{slot: c.freeSlots[len(c.freeSlots)-1], n: n}
+	c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
+	for range full {
+		g.blocks = append(g.blocks, c.freeBlocks[len(c.freeBlocks)-1])
+		c.freeBlocks = c.freeBlocks[:len(c.freeBlocks)-1]
+	}
+	c.seqs[id] = g
+	half := sh.Hkv * nr * sh.D // elements of one residual block, all heads
+	chunk := min(gpuFillChunk, max(full, 1))
+	words := make([]int32, 0, 2*full)
+	for i := range chunk {
+		words = append(words, int32(i))
+	}
+	words = append(words, g.blocks...)
+	if err := c.upload(words); err != nil {
+		return err
+	}
+	st := c.dev.Stream()
+	return c.be.Do(func(x *gcuda.Ctx) error {
+		stK, err := x.Alloc(chunk * half * 2)
+		if err != nil {
+			return err
+		}
+		defer x.Free(stK)
+		stV, err := x.Alloc(chunk * half * 2)
+		if err != nil {
+			return err
+		}
+		defer x.Free(stV)
+		for l := range c.layers {
+			s := seed + uint32(l)*0x9e3779b9
+			for b0 := 0; b0 < full; b0 += chunk {
+				m := min(chunk, full-b0)
+				if err := c.writer.FillRandom(x, st, stK, m*half, sh.D, s+uint32(b0)*2, 1); err != nil {
+					return err
+				}
+				if err := c.writer.FillRandom(x, st, stV, m*half, sh.D, s+uint32(b0)*2+1, 1); err != nil {
+					return err
+				}
+				dst := c.meta + gcuda.DevicePtr(4*(chunk+b0))
+				if err := c.pack.LaunchPaged(x, st, stK, stV, c.meta, dst, c.pool[l], m, sh.Hkv); err != nil {
+					return err
+				}
+			}
+			res := gcuda.DevicePtr(g.slot * half * 2)
+			if err := c.writer.FillRandom(x, st, c.resK[l]+res, half, sh.D, s^0x5bd1e995, 1); err != nil {
+				return err
+			}
+			if err := c.writer.FillRandom(x, st, c.resV[l]+res, half, sh.D, s^0x1b873593, 1); err != nil {
+				return err
+			}
+		}
+		return x.SyncStream(st) // the staging buffers are freed on return
+	})
+}

@@ -1,0 +1,350 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/backend"
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/internal/testmodel"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
+)
+
+var (
+	gpuOnce sync.Once
+	gpuBE   *bcuda.Backend
+	gpuErr  error
+)
+
+// gpuBackend opens the CUDA backend once, or skips the test without a GPU.
+func gpuBackend(t *testing.T) *bcuda.Backend {
+	t.Helper()
+	gpuOnce.Do(func() { gpuBE, gpuErr = bcuda.New(0) })
+	if gpuErr != nil {
+		if errors.Is(gpuErr, cuda.ErrNoDriver) || errors.Is(gpuErr, cuda.ErrNoDevice) {
+			t.Skipf("no CUDA device: %v", gpuErr)
+		}
+		t.Fatal(gpuErr)
+	}
+	_ = gpuBE.Sync()
+	return gpuBE
+}
+
+// gpuStep is one batch of a GPU cache scenario: sequence ids and how many
+// new tokens each brings.
+type gpuStep struct {
+	ids  []int
+	lens []int
+}
+
+// gpuScenario exercises prefill chunks that cross block boundaries (short,
+// exactly one block, several blocks), a sequence that joins later, and mixed
+// batches of decode steps and a prefill chunk, over 2 layers.
+func gpuScenario(nr int) []gpuStep {
+	steps := []gpuStep{
+		{ids: []int{1}, lens: []int{nr + 7}},
+		{ids: []int{2, 1}, lens: []int{nr, 1}},
+		{ids: []int{3}, lens: []int{5}},
+		{ids: []int{1, 2, 3}, lens: []int{nr - 9, 3, 2 * nr}},
+	}
+	for i := range 12 {
+		steps = append(steps, gpuStep{ids: []int{3, 1, 2}, lens: []int{1, 1, 1 + i%2}})
+	}
+	return steps
+}
+
+// TestGPUCacheMatchesReference drives a GPUCache through gpuScenario with
+// random keys (outlier channels), values and queries, and checks every
+// output against attn.Reference over CPU caches fed the same tokens (the
+// GPU packs bit for bit as the CPU does, so both attend over the same
+// values), with the tensor-core kernel's bound.
+func TestGPUCacheMatchesReference(t *testing.T) {
+	be := gpuBackend(t)
+	specs := []string{"fp16", "bf16", "int8", "int4", "int4:kt128", "int2", "k4v2", "int4:kc32:v32:res64"}
+	shapes := []attn.Shape{{Hq: 12, Hkv: 4, D: 128}, {Hq: 8, Hkv: 1, D: 64}, {Hq: 6, Hkv: 2, D: 256}}
+	for i, spec := range specs {
+		sh := shapes[i%len(shapes)]
+		t.Run(fmt.Sprintf("%s/Hq%d-Hkv%d-D%d", spec, sh.Hq, sh.Hkv, sh.D), func(t *testing.T) {
+			runGPUScenario(t, be, spec, sh, rand.New(rand.NewPCG(uint64(i), 7)))
+		})
+	}
+}
+
+func runGPUScenario(t *testing.T, be *bcuda.Backend, spec string, sh attn.Shape, r *rand.Rand) {
+	const layers = 2
+	cfg := &model.Config{Architecture: "test", Layers: layers, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 4096}
+	sp := kv.MustParseSpec(spec)
+	f, err := sp.Resolve(sh.D)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, err := NewGPUCache(be, cfg, sp, GPUCacheOptions{MaxSeqs: 4, MaxLen: 1024, MaxChunk: 2 * f.Residual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	refs := map[int][]*attn.Cache{} // per sequence, per layer
+	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
+	for si, step := range gpuScenario(f.Residual) {
+		var b model.Batch
+		for i, id := range step.ids {
+			b.Add(id, gc.Len(id), make([]int32, step.lens[i])...)
+		}
+		T := len(b.Tokens)
+		if err := gc.Begin(&b); err != nil {
+			t.Fatalf("step %d: %v", si, err)
+		}
+		for l := range layers {
+			q := make([]float32, T*qw)
+			for i := range q {
+				q[i] = half.ToFloat32(half.FromFloat32(float32(r.NormFloat64()))) // the GPU attends with fp16 queries
+			}
+			k, v := keysValues(r, T, sh.Hkv, sh.D)
+			var ts [4]backend.Tensor
+			for i, w := range []int{qw, kvw, kvw, qw} {
+				if ts[i], err = be.Alloc(backend.F32, T, w); err != nil {
+					t.Fatal(err)
+				}
+				defer be.Free(ts[i])
+			}
+			for i, src := range [][]float32{q, k, v} {
+				if err := be.Upload(ts[i], src); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := gc.Attend(l, &b, ts[0], ts[1], ts[2], ts[3]); err != nil {
+				t.Fatalf("step %d layer %d: %v", si, l, err)
+			}
+			got := make([]float32, T*qw)
+			if err := be.Download(got, ts[3]); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range b.Seqs {
+				if refs[s.ID] == nil {
+					for range layers {
+						c, err := attn.NewCache(f, sh)
+						if err != nil {
+							t.Fatal(err)
+						}
+						refs[s.ID] = append(refs[s.ID], c)
+					}
+				}
+				ref := refs[s.ID][l]
+				if err := ref.Append(k[s.Start*kvw:(s.Start+s.Len)*kvw], v[s.Start*kvw:(s.Start+s.Len)*kvw]); err != nil {
+					t.Fatal(err)
+				}
+				want := make([]float32, s.Len*qw)
+				st, err := attn.Reference(want, q[s.Start*qw:(s.Start+s.Len)*qw], []*attn.Seq{&ref.Seq}, attn.Params{Format: f, Shape: sh, Tq: s.Len})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkGPU(t, fmt.Sprintf("step %d layer %d seq %d (pos %d, %d tokens)", si, l, s.ID, s.Pos, s.Len), f, sh, st, got[s.Start*qw:(s.Start+s.Len)*qw], want)
+			}
+		}
+	}
+	blocks, slots := gc.FreeBlocks()
+	for id := range refs {
+		gc.Remove(id)
+	}
+	b2, s2 := gc.FreeBlocks()
+	if s2 != 4 || b2 != gc.opts.Blocks || b2 <= blocks || s2 <= slots {
+		t.Fatalf("after removing every sequence: %d blocks and %d slots free, want %d and 4", b2, s2, gc.opts.Blocks)
+	}
+}
+
+// keysValues draws n tokens of keys with per-channel offsets and outlier
+// channels (x10-x50) and unit-scale values, [n][Hkv·D].
+func keysValues(r *rand.Rand, n, hkv, d int) (k, v []float32) {
+	m := hkv * d
+	scale, off := make([]float64, m), make([]float64, m)
+	for i := range scale {
+		scale[i], off[i] = 0.5+r.Float64(), 0.5*r.NormFloat64()
+		if r.IntN(16) == 0 {
+			scale[i] *= 10 + 40*r.Float64()
+		}
+	}
+	k, v = make([]float32, n*m), make([]float32, n*m)
+	for i := range k {
+		k[i] = float32(off[i%m] + scale[i%m]*r.NormFloat64())
+		v[i] = float32(r.NormFloat64())
+	}
+	return k, v
+}
+
+// checkGPU compares outputs with the reference under the tensor-core
+// kernel's bound (gpu/kernels' decode test derives it): float32 folding of
+// scores and sums over tiles, fp16 (bf16) rounding of the mma operands, and
+// the fp16 rounding of the output.
+func checkGPU(t *testing.T, what string, f kv.Format, sh attn.Shape, st attn.RefStats, got, want []float32) {
+	t.Helper()
+	const eps32, eps16 = 1.0 / (1 << 23), 1.0 / (1 << 11)
+	d := sh.D
+	scale := 1 / math.Sqrt(float64(d))
+	epsOp := eps16
+	if f.K.Elem == kv.BF16 {
+		epsOp = 1.0 / (1 << 8)
+	}
+	for row := range len(got) / d {
+		scoreTol := scale*float64(d+8)*eps32*st.ScoreMag[row] + scale*epsOp*st.ScoreMag[row]
+		acc := (64+float64(st.MaxL)/64+32)*2*eps32 + 2*epsOp
+		tol := st.MaxAbsV * (2.5*scoreTol + acc)
+		for ch := range d {
+			g, w := float64(got[row*d+ch]), float64(want[row*d+ch])
+			if g != g || math.Abs(g-w) > tol+math.Abs(w)/1024 {
+				t.Fatalf("%s: row %d channel %d: got %g, want %g (tol %.3g)", what, row, ch, g, w, tol+math.Abs(w)/1024)
+			}
+		}
+	}
+}
+
+// TestGPUCacheBatchInvariant decodes one sequence alone and inside a batch
+// with two others: its outputs must be the same bits.
+func TestGPUCacheBatchInvariant(t *testing.T) {
+	be := gpuBackend(t)
+	sh := attn.Shape{Hq: 28, Hkv: 4, D: 128} // group 7
+	cfg := &model.Config{Architecture: "test", Layers: 1, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 8192}
+	sp := kv.MustParseSpec("int4")
+	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
+	run := func(others bool) [][]float32 {
+		r := rand.New(rand.NewPCG(1, 2))
+		gc, err := NewGPUCache(be, cfg, sp, GPUCacheOptions{MaxSeqs: 3, MaxLen: 4096, MaxChunk: 512})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gc.Close()
+		if err := gc.FillRandom(0, 3000, 5); err != nil {
+			t.Fatal(err)
+		}
+		if others {
+			if err := gc.FillRandom(1, 700, 6); err != nil {
+				t.Fatal(err)
+			}
+			if err := gc.FillRandom(2, 4000, 7); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var outs [][]float32
+		for range 20 {
+			var b model.Batch
+			b.Add(0, gc.Len(0), 0)
+			if others {
+				b.Add(1, gc.Len(1), 0)
+				b.Add(2, gc.Len(2), 0)
+			}
+			T := len(b.Tokens)
+			q := make([]float32, qw)
+			for i := range q {
+				q[i] = float32(r.NormFloat64())
+			}
+			k, v := keysValues(r, 1, sh.Hkv, sh.D)
+			qa, ka, va := make([]float32, T*qw), make([]float32, T*kvw), make([]float32, T*kvw)
+			for i := range T { // every sequence gets the same new token: only the cache differs
+				copy(qa[i*qw:], q)
+				copy(ka[i*kvw:], k)
+				copy(va[i*kvw:], v)
+			}
+			if err := gc.Begin(&b); err != nil {
+				t.Fatal(err)
+			}
+			var ts [4]backend.Tensor
+			for i, w := range []int{qw, kvw, kvw, qw} {
+				if ts[i], err = be.Alloc(backend.F32, T, w); err != nil {
+					t.Fatal(err)
+				}
+				defer be.Free(ts[i])
+			}
+			for i, src := range [][]float32{qa, ka, va} {
+				if err := be.Upload(ts[i], src); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := gc.Attend(0, &b, ts[0], ts[1], ts[2], ts[3]); err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float32, T*qw)
+			if err := be.Download(out, ts[3]); err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range out {
+				if x != x {
+					t.Fatal("NaN in the output")
+				}
+			}
+			outs = append(outs, out[:qw])
+		}
+		return outs
+	}
+	solo, batched := run(false), run(true)
+	for s := range solo {
+		for i := range solo[s] {
+			if math.Float32bits(solo[s][i]) != math.Float32bits(batched[s][i]) {
+				t.Fatalf("step %d element %d: solo %g, batched %g: the batch changed a sequence's result", s, i, solo[s][i], batched[s][i])
+			}
+		}
+	}
+}
+
+// TestGPUCacheGolden generates greedily with gocoder-23m on the GPU with an
+// fp16 GPU KV cache (golden.json's tokens) and with int4 (agreement logged).
+func TestGPUCacheGolden(t *testing.T) {
+	dir := testmodel.Dir(t)
+	be := gpuBackend(t)
+	data, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Prompts []struct {
+			IDs    []int `json:"ids"`
+			Greedy []int `json:"greedy_ids"`
+		} `json:"prompts"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(dir, be, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"fp16", "int8", "int4"} {
+		match, total := 0, 0
+		for pi, p := range g.Prompts {
+			c, err := NewGPUCache(be, m.Config(), kv.MustParseSpec(spec), GPUCacheOptions{MaxSeqs: 1, MaxLen: len(p.IDs) + len(p.Greedy) + 1, MaxChunk: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := Generate(context.Background(), m, tok, c, 0, p.IDs, GenerateOptions{MaxTokens: len(p.Greedy), StopIDs: []int{}, ChunkTokens: 64}, func(string) {})
+			c.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for n < len(p.Greedy) && n < len(st.Tokens) && st.Tokens[n] == p.Greedy[n] {
+				n++
+			}
+			match, total = match+n, total+len(p.Greedy)
+			if spec == "fp16" && n != len(p.Greedy) {
+				t.Errorf("fp16 GPU KV cache, prompt %d: greedy tokens follow golden.json for %d of %d", pi, n, len(p.Greedy))
+			}
+		}
+		t.Logf("%s GPU KV cache: %d of %d golden greedy tokens before the first divergence", spec, match, total)
+	}
+}
