@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
@@ -103,10 +104,17 @@ type GPUCache struct {
 	freeSlots  []int
 	seqs       map[int]*gpuSeq
 
+	// id tells caches apart in graph keys: a new cache's buffers may reuse
+	// a closed one's addresses, but never its captured graphs.
+	id uint64
+
 	// The current batch, set by Begin.
 	batch *model.Batch
 	plan  gpuBatchPlan
 }
+
+// gpuCacheIDs numbers GPU caches (GPUCache.id).
+var gpuCacheIDs atomic.Uint64
 
 // gpuSeq is one sequence's share of the cache.
 type gpuSeq struct {
@@ -175,7 +183,7 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 	}
 	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
 	nr := f.Residual
-	c := &GPUCache{be: be, dev: be.Device(), format: f, shape: sh, layers: cfg.Layers, opts: o,
+	c := &GPUCache{be: be, dev: be.Device(), format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1),
 		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuSeq{}}
 	if o.Blocks <= 0 {
 		c.opts.Blocks = o.MaxSeqs * c.maxBlk
@@ -522,6 +530,17 @@ func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor
 	qw := sh.Hq * sh.D
 	rounds, runs, T := p.rounds, p.runs, p.T
 	table, lens, slots := p.table, p.lens, p.slots
+	// The key of the op: every value its launches depend on (for CUDA graph
+	// replay of decode steps; see backend/cuda's graph.go).
+	key := []uint64{c.id, uint64(layer), uint64(T), uint64(ptr[0]), uint64(ptr[1]), uint64(ptr[2]), uint64(ptr[3]),
+		uint64(c.pool[layer]), uint64(c.resK[layer]), uint64(c.resV[layer]),
+		uint64(c.qh), uint64(c.oh), uint64(c.meta), uint64(table), uint64(lens), uint64(slots)}
+	for _, r := range rounds {
+		key = append(key, uint64(r.slot), uint64(r.row), uint64(r.src), uint64(r.dst), uint64(r.n))
+	}
+	for _, r := range runs {
+		key = append(key, uint64(r.first), uint64(r.n), uint64(r.tq), uint64(r.tok0), uint64(c.runMaxL(r)))
+	}
 	c.be.Enqueue(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *gcuda.Ctx) error {
 		if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
 			return err
@@ -544,14 +563,25 @@ func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor
 				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),
 				Q: c.qh + gcuda.DevicePtr(r.tok0*qw*2), Out: c.oh + gcuda.DevicePtr(r.tok0*qw*2),
 			}
-			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: r.maxL}
+			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r)}
 			if err := plan.LaunchShape(x, st, bufs, shape, 0); err != nil {
 				return err
 			}
 		}
 		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
-	})
+	}, key...)
 	return nil
+}
+
+// runMaxL is the length a run's launch is sized for: the cache's MaxLen
+// for decode runs (their splits beyond a sequence's length exit at once),
+// so that step after step a decode launches the same grid and can be
+// replayed as a graph; the run's longest sequence for prefill chunks.
+func (c *GPUCache) runMaxL(r gpuRun) int {
+	if r.tq == 1 {
+		return c.opts.MaxLen
+	}
+	return r.maxL
 }
 
 // gpuFillChunk is how many blocks FillRandom packs per launch.
