@@ -62,8 +62,9 @@ type Backend struct {
 	// The op queue: ops append closures; Download, Sync, uploads and Do
 	// run them in one hand-off to the owner thread (a hand-off costs about
 	// 20 us; a decode step of an 8B model issues about 500 ops).
-	qMu   sync.Mutex
-	queue []queuedOp
+	qMu    sync.Mutex
+	queue  []queuedOp
+	graphs *graphCache // touched on the owner thread only
 
 	// Linear's fp16 copy of x; touched only by ops (one goroutine at a
 	// time) on the owner thread.
@@ -99,7 +100,7 @@ func New(ordinal int) (*Backend, error) {
 		}
 	}
 	return &Backend{
-		dev: dev, ops: ops, gemv: gemv, stream: dev.Stream(),
+		dev: dev, ops: ops, gemv: gemv, stream: dev.Stream(), graphs: newGraphCache(),
 		name:    fmt.Sprintf("cuda (%s, %s)", dev.Name(), dev.Arch()),
 		pool:    map[int][]gcuda.DevicePtr{},
 		tensors: map[*tensor]struct{}{},
@@ -127,8 +128,9 @@ func (b *Backend) Ptr(t backend.Tensor) (gcuda.DevicePtr, error) {
 
 // queuedOp is an op waiting in the queue.
 type queuedOp struct {
-	op string
-	f  func(c *gcuda.Ctx) error
+	op  string
+	f   func(c *gcuda.Ctx) error
+	key []uint64 // launch arguments, for graph replay (nil: not replayable)
 }
 
 // tensor is the CUDA backend's backend.Tensor.
@@ -659,6 +661,7 @@ func (b *Backend) Close() error {
 
 	err := b.dev.Do(func(c *gcuda.Ctx) error {
 		errs := []error{c.SyncStream(b.stream)}
+		b.graphs.reset(c)
 		for _, p := range ptrs {
 			errs = append(errs, c.Free(p))
 		}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/bitdecode/bitdecode/backend"
 	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
@@ -53,10 +54,14 @@ func (b *Backend) shapeErr(op, format string, args ...any) {
 }
 
 // launch queues f (the op's launches) to run on the device's owner thread
-// in order with the other ops (see Backend's queue).
-func (b *Backend) launch(op string, f func(c *gcuda.Ctx) error) {
+// in order with the other ops (see Backend's queue). key lists every value
+// f's launches depend on (device addresses, sizes, scalars): two flushes
+// whose ops have equal keys launch the same kernels with the same
+// arguments, so the second may replay a CUDA graph of the first (graph.go).
+// An op queued without a key makes its flush run directly.
+func (b *Backend) launch(op string, f func(c *gcuda.Ctx) error, key ...uint64) {
 	b.qMu.Lock()
-	b.queue = append(b.queue, queuedOp{op: op, f: f})
+	b.queue = append(b.queue, queuedOp{op: op, f: f, key: key})
 	full := len(b.queue) >= maxQueued
 	b.qMu.Unlock()
 	if full {
@@ -67,8 +72,13 @@ func (b *Backend) launch(op string, f func(c *gcuda.Ctx) error) {
 // Enqueue queues f to run on the device's owner thread after the ops issued
 // so far, as one more op named op: code with its own kernels (a GPU KV
 // cache) stays in order with the backend's ops without a hand-off per call.
-// An error f returns becomes the pending op error.
-func (b *Backend) Enqueue(op string, f func(c *gcuda.Ctx) error) { b.launch(op, f) }
+// An error f returns becomes the pending op error. key, as for the
+// backend's own ops, lists every value f's launches depend on, so that a
+// decode step can be replayed as a CUDA graph; f must then only launch
+// kernels on the device's stream. Without a key the flush runs directly.
+func (b *Backend) Enqueue(op string, f func(c *gcuda.Ctx) error, key ...uint64) {
+	b.launch(op, f, key...)
+}
 
 // Do runs the queued ops, then f, in one hand-off to the owner thread, and
 // returns f's error (queued ops' errors become the pending op error). Use it
@@ -95,10 +105,12 @@ func (b *Backend) flushWith(after func(c *gcuda.Ctx) error) {
 	}
 	var opErr error
 	err := b.dev.Do(func(c *gcuda.Ctx) error {
-		for _, q := range ops {
-			if err := q.f(c); err != nil {
-				opErr = fmt.Errorf("backend/cuda: %s: %w", q.op, err)
-				break
+		if !b.graphs.run(c, b.stream, ops) {
+			for _, q := range ops {
+				if err := q.f(c); err != nil {
+					opErr = fmt.Errorf("backend/cuda: %s: %w", q.op, err)
+					break
+				}
 			}
 		}
 		if after != nil {
@@ -141,7 +153,7 @@ func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backen
 	}
 	b.launch(op, func(c *gcuda.Ctx) error {
 		return b.ops.EmbeddingF16(c, b.stream, d.ptr, w.f16, id.ptr, T, K, V)
-	})
+	}, u64(d.ptr), u64(w.f16), u64(id.ptr), u64(T), u64(K), u64(V))
 }
 
 // Rows implements backend.Backend.
@@ -171,7 +183,7 @@ func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
 	}
 	b.launch(op, func(c *gcuda.Ctx) error {
 		return b.ops.Rows(c, b.stream, d.ptr, s.ptr, ix.ptr, R, K, T)
-	})
+	}, u64(d.ptr), u64(s.ptr), u64(ix.ptr), u64(R), u64(K), u64(T))
 }
 
 // Linear implements backend.Backend: x is rounded to fp16 into a scratch
@@ -218,7 +230,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 				return fmt.Errorf("weight %s: %w", wt.name, err)
 			}
 			return nil
-		})
+		}, u64(d.ptr), u64(xt.ptr), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K))
 		return
 	}
 	b.launch(op, func(c *gcuda.Ctx) error {
@@ -288,7 +300,7 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 	G := wt.shape[0]
 	b.launch(op, func(c *gcuda.Ctx) error {
 		return b.ops.RMSNorm(c, b.stream, d.ptr, xt.ptr, wt.f32, xt.n/G, G, eps)
-	})
+	}, u64(d.ptr), u64(xt.ptr), u64(wt.f32), u64(xt.n), u64(G), uint64(math.Float32bits(eps)))
 }
 
 // RoPE implements backend.Backend.
@@ -311,7 +323,7 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 	}
 	b.launch(op, func(c *gcuda.Ctx) error {
 		return b.ops.RoPE(c, b.stream, xt.ptr, p.ptr, f.f32, T, C, f.shape[0])
-	})
+	}, u64(xt.ptr), u64(p.ptr), u64(f.f32), u64(T), u64(C), u64(f.shape[0]))
 }
 
 // SwiGLU implements backend.Backend.
@@ -344,7 +356,7 @@ func (b *Backend) elementwise(op string, dst, x, y backend.Tensor,
 	}
 	b.launch(op, func(c *gcuda.Ctx) error {
 		return kernel(c, b.stream, d.ptr, xt.ptr, yt.ptr, d.n)
-	})
+	}, u64(d.ptr), u64(xt.ptr), u64(yt.ptr), u64(d.n))
 }
 
 // firstErr returns the first non-nil error.
@@ -356,3 +368,6 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+// u64 converts a key value (a device address or a size) for launch.
+func u64[T ~int | ~uint64](v T) uint64 { return uint64(v) }
