@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
+)
+
+// FormatRun is one KV format's generation in CompareFormats.
+type FormatRun struct {
+	Spec  kv.Spec
+	Stats Stats
+	// Agree is the number of generated tokens equal to the first format's,
+	// counted up to the first difference.
+	Agree int
+	// FullBytes and FullBytesFP16 are what a sequence filling the model's
+	// context (MaxPositions tokens; the generated length if unknown) takes
+	// in this format and in fp16.
+	FullBytes, FullBytesFP16 int64
+	Text                     string
+}
+
+// CompareFormats generates from the same prompt once per KV format, each in
+// a fresh cache on be (the backend m runs on), and reports speed, memory and agreement with the first
+// format (the baseline, e.g. fp16). With greedy sampling and no stop tokens
+// every run generates opts.MaxTokens tokens.
+func CompareFormats(ctx context.Context, be backend.Backend, m model.Model, tok *tokenizer.Tokenizer, prompt []int, specs []kv.Spec, opts GenerateOptions) ([]FormatRun, error) {
+	runs := make([]FormatRun, 0, len(specs))
+	for _, spec := range specs {
+		c, err := NewKVCache(be, m.Config(), spec)
+		if err != nil {
+			return nil, err
+		}
+		var text []byte
+		st, err := Generate(ctx, m, tok, c, 0, prompt, opts, func(s string) { text = append(text, s...) })
+		if err != nil {
+			return nil, fmt.Errorf("engine: KV %s: %w", spec, err)
+		}
+		r := FormatRun{Spec: spec, Stats: st, Text: string(text)}
+		full := m.Config().MaxPositions
+		if full <= 0 {
+			full = st.PromptTokens + st.GeneratedTokens
+		}
+		r.FullBytes, r.FullBytesFP16 = c.BytesAt(full)
+		if len(runs) > 0 {
+			base := runs[0].Stats.Tokens
+			for r.Agree < len(st.Tokens) && r.Agree < len(base) && st.Tokens[r.Agree] == base[r.Agree] {
+				r.Agree++
+			}
+		} else {
+			r.Agree = len(st.Tokens)
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
