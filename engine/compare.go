@@ -25,9 +25,9 @@ type FormatRun struct {
 }
 
 // CompareFormats generates from the same prompt once per KV format, each in
-// a fresh cache on be (the backend m runs on), and reports speed, memory and agreement with the first
-// format (the baseline, e.g. fp16). With greedy sampling and no stop tokens
-// every run generates opts.MaxTokens tokens.
+// a fresh cache on be (the backend m runs on), and reports speed, memory and
+// agreement with the first format (the baseline, e.g. fp16). With greedy
+// sampling and no stop tokens every run generates opts.MaxTokens tokens.
 func CompareFormats(ctx context.Context, be backend.Backend, m model.Model, tok *tokenizer.Tokenizer, prompt []int, specs []kv.Spec, opts GenerateOptions) ([]FormatRun, error) {
 	runs := make([]FormatRun, 0, len(specs))
 	for _, spec := range specs {
@@ -40,21 +40,33 @@ func CompareFormats(ctx context.Context, be backend.Backend, m model.Model, tok 
 		if err != nil {
 			return nil, fmt.Errorf("engine: KV %s: %w", spec, err)
 		}
-		r := FormatRun{Spec: spec, Stats: st, Text: string(text)}
-		full := m.Config().MaxPositions
-		if full <= 0 {
-			full = st.PromptTokens + st.GeneratedTokens
-		}
-		r.FullBytes, r.FullBytesFP16 = c.BytesAt(full)
+		r := NewFormatRun(c, m, st)
+		r.Text = string(text)
 		if len(runs) > 0 {
-			base := runs[0].Stats.Tokens
-			for r.Agree < len(st.Tokens) && r.Agree < len(base) && st.Tokens[r.Agree] == base[r.Agree] {
-				r.Agree++
-			}
-		} else {
-			r.Agree = len(st.Tokens)
+			r.AgreeWith(runs[0].Stats.Tokens)
 		}
 		runs = append(runs, r)
 	}
 	return runs, nil
+}
+
+// NewFormatRun describes the finished generation st made with cache c; Agree
+// is set to all generated tokens (see AgreeWith).
+func NewFormatRun(c *KVCache, m model.Model, st Stats) FormatRun {
+	r := FormatRun{Spec: c.Format().Spec, Stats: st, Agree: len(st.Tokens)}
+	full := m.Config().MaxPositions
+	if full <= 0 {
+		full = st.PromptTokens + st.GeneratedTokens
+	}
+	r.FullBytes, r.FullBytesFP16 = c.BytesAt(full)
+	return r
+}
+
+// AgreeWith sets r.Agree to the number of r's generated tokens equal to
+// base, up to the first difference.
+func (r *FormatRun) AgreeWith(base []int) {
+	r.Agree = 0
+	for r.Agree < len(r.Stats.Tokens) && r.Agree < len(base) && r.Stats.Tokens[r.Agree] == base[r.Agree] {
+		r.Agree++
+	}
 }

@@ -1,9 +1,7 @@
 // Command tinymodel prepares the corpus and tokenizer of bitdecode's embedded
-// default model, and writes the placeholder model that stands in for it
-// until a trained one is installed.
+// default model (model/gotiny):
 //
 //	go run ./tools/tinymodel prepare -out .gpu/tiny/data
-//	go run ./tools/tinymodel placeholder -out internal/tinymodel/files
 //
 // prepare collects the Go standard library sources of $(go env GOROOT)/src,
 // holds out about 3% of the packages, trains a byte-level BPE tokenizer,
@@ -19,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: tinymodel prepare|placeholder [flags]")
+		fmt.Fprintln(os.Stderr, "usage: tinymodel prepare [-out DIR] [-vocab N] [-heldout-pct P] [-goroot DIR]")
 		os.Exit(2)
 	}
 	var err error
@@ -32,13 +30,8 @@ func main() {
 		goroot := fs.String("goroot", "", "Go root to read src/ from (default: runtime.GOROOT or $(go env GOROOT))")
 		_ = fs.Parse(os.Args[2:])
 		err = prepare(*out, *goroot, *vocab, *heldout)
-	case "placeholder":
-		fs := flag.NewFlagSet("placeholder", flag.ExitOnError)
-		out := fs.String("out", "internal/tinymodel/files", "directory with tokenizer.json (from prepare) to write the placeholder model into")
-		_ = fs.Parse(os.Args[2:])
-		err = placeholder(*out)
 	default:
-		fmt.Fprintf(os.Stderr, "tinymodel: unknown command %q (want prepare or placeholder)\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "tinymodel: unknown command %q (want prepare)\n", os.Args[1])
 		os.Exit(2)
 	}
 	if err != nil {
