@@ -93,7 +93,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return usageErrorf("want exactly one PROMPT argument (quote it), got %d", fs.NArg())
 	}
-	compare := *f.compare || (*f.modelDir == "" && !flagSet(fs, "compare-fp16"))
+	compare := *f.compare || (*f.modelDir == "" && !flagSet(fs, "compare-fp16") && !*f.quiet)
 	spec, err := parseSpecChecked(*f.kvSpec)
 	if err != nil {
 		return err
