@@ -13,12 +13,13 @@ import (
 // median time of gemv.cu and of cuBLASLt (fp16 x, as the backend's large-
 // batch path), and gemv.cu's GB/s on the weight bytes.
 type LinearRow struct {
-	Name       string  `json:"name"`
-	N, K, T    int     `json:"-"`
-	GEMVUS     float64 `json:"gemv_us"`
-	CublasUS   float64 `json:"cublaslt_us"`
-	GEMVGBps   float64 `json:"gemv_gb_per_s"`
-	CublasGBps float64 `json:"cublaslt_gb_per_s"`
+	Name       string    `json:"name"`
+	N, K, T    int       `json:"-"`
+	GEMVUS     float64   `json:"gemv_us"`
+	SplitUS    []float64 `json:"gemv_split_1_2_4_us"`
+	CublasUS   float64   `json:"cublaslt_us"`
+	GEMVGBps   float64   `json:"gemv_gb_per_s"`
+	CublasGBps float64   `json:"cublaslt_gb_per_s"`
 }
 
 // TimeLinears times the linear-layer shapes of config c at T rows on dev.
@@ -79,6 +80,15 @@ func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) (
 				}); err != nil {
 					return err
 				}
+				for _, split := range []int{1, 2, 4} {
+					us, err := x.MedianUS(st, 3, 20, func(i int) error {
+						return g.LaunchSplit(x, st, yp, xp, ws[i%copies], 0, T, r.N, r.K, split)
+					})
+					if err != nil {
+						return err
+					}
+					r.SplitUS = append(r.SplitUS, us)
+				}
 			}
 			if r.CublasUS, err = x.MedianUS(st, 3, 20, func(i int) error {
 				if err := ops.F32ToF16(x, st, xh, xp, T*r.K); err != nil {
@@ -93,8 +103,8 @@ func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) (
 			if r.GEMVUS > 0 {
 				r.GEMVGBps = bytes / r.GEMVUS / 1e3
 			}
-			fmt.Fprintf(progress, "linear %-9s %6dx%-6d T=%d: gemv %7.1f us (%4.0f GB/s), cuBLASLt %7.1f us (%4.0f GB/s)\n",
-				r.Name, r.N, r.K, T, r.GEMVUS, r.GEMVGBps, r.CublasUS, r.CublasGBps)
+			fmt.Fprintf(progress, "linear %-9s %6dx%-6d T=%d: gemv %7.1f us (%4.0f GB/s; split 1/2/4: %.1f), cuBLASLt %7.1f us (%4.0f GB/s)\n",
+				r.Name, r.N, r.K, T, r.GEMVUS, r.GEMVGBps, r.SplitUS, r.CublasUS, r.CublasGBps)
 			rows = append(rows, r)
 		}
 		return nil

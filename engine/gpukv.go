@@ -285,8 +285,11 @@ func (c *GPUCache) Len(id int) int {
 
 // Bytes returns the memory sequence id's tokens take (all layers and KV
 // heads, by the format's accounting) and what they would take in fp16.
-func (c *GPUCache) Bytes(id int) (bytes, fp16Bytes int64) {
-	l := c.Len(id)
+func (c *GPUCache) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(id)) }
+
+// BytesAt returns the memory a sequence of l tokens takes in this cache's
+// format (all layers and KV heads), and what the same tokens take in fp16.
+func (c *GPUCache) BytesAt(l int) (bytes, fp16Bytes int64) {
 	per := int64(c.layers * c.shape.Hkv)
 	return per * c.format.SequenceBytes(l), per * int64(l) * int64(2*c.shape.D*2)
 }

@@ -21,6 +21,8 @@ type Cache interface {
 	// Bytes returns the memory sequence id takes, and what the same tokens
 	// would take in fp16.
 	Bytes(id int) (bytes, fp16Bytes int64)
+	// BytesAt returns the memory a sequence of l tokens takes, and in fp16.
+	BytesAt(l int) (bytes, fp16Bytes int64)
 	// Remove frees sequence id.
 	Remove(id int)
 }
@@ -75,7 +77,13 @@ func (c *KVCache) Len(id int) int {
 // KV heads; packed blocks plus the fp16 residual blocks), and what the same
 // tokens would take in fp16.
 func (c *KVCache) Bytes(id int) (bytes, fp16Bytes int64) {
-	l := c.Len(id)
+	return c.BytesAt(c.Len(id))
+}
+
+// BytesAt returns the memory a sequence of l tokens takes in this cache's
+// format (all layers and KV heads; packed blocks plus the fp16 residual
+// block), and what the same tokens take in an fp16 cache.
+func (c *KVCache) BytesAt(l int) (bytes, fp16Bytes int64) {
 	per := int64(c.layers * c.shape.Hkv)
 	return per * c.format.SequenceBytes(l), per * int64(l) * int64(2*c.shape.D*2)
 }

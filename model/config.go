@@ -83,6 +83,10 @@ type Config struct {
 	DType       string // torch_dtype or dtype of the checkpoint ("bfloat16", ...); may be ""
 	BOSTokenID  int    // bos_token_id, -1 if absent
 	EOSTokenIDs []int  // eos_token_id (one or a list), nil if absent
+
+	// Quant describes low-bit weights stored in the checkpoint
+	// ("quantization_config"), nil for plain float weights.
+	Quant *QuantConfig
 }
 
 // RopeScaling is a RoPE frequency scaling rule of transformers.
@@ -156,6 +160,7 @@ type rawConfig struct {
 	DType                 *string         `json:"dtype"`
 	BOSTokenID            json.RawMessage `json:"bos_token_id"`
 	EOSTokenID            json.RawMessage `json:"eos_token_id"`
+	QuantizationConfig    json.RawMessage `json:"quantization_config"`
 }
 
 // rawRope is a "rope_scaling" or "rope_parameters" object.
@@ -287,6 +292,9 @@ func ParseConfig(data []byte) (*Config, error) {
 		c.BOSTokenID = ids[0]
 	}
 	if c.EOSTokenIDs, err = tokenIDs(raw.EOSTokenID, "eos_token_id"); err != nil {
+		return nil, err
+	}
+	if c.Quant, err = parseQuantConfig(raw.QuantizationConfig); err != nil {
 		return nil, err
 	}
 	return c, nil

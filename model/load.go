@@ -74,7 +74,7 @@ func LoadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend,
 	if !ok {
 		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
 	}
-	return newModel(cfg, &loader{ck: ck, be: be, progress: opts.Progress})
+	return newModel(cfg, &loader{ck: ck, be: be, progress: opts.Progress, quant: cfg.Quant})
 }
 
 // StderrProgress returns os.Stderr if it is a terminal (a character device)
@@ -109,6 +109,7 @@ type loader struct {
 	dims     map[string]int  // shape symbols
 	conds    map[string]bool // if-tag conditions
 	ignore   func(name string) bool
+	quant    *QuantConfig // int8 weights with scales (nil: none)
 }
 
 // weightSpec is one tensor to load into a struct field.
@@ -116,6 +117,7 @@ type weightSpec struct {
 	name  string
 	shape []int
 	dst   *backend.Weight
+	scale string // the scales of an I8 tensor (see quant.go), "" for float
 }
 
 // load fills the tagged backend.Weight fields of *dst.
@@ -129,7 +131,8 @@ func (ld *loader) load(dst any) error {
 	}
 	used := make(map[string]bool, len(specs))
 	var total int64
-	for _, s := range specs {
+	for i := range specs {
+		s := &specs[i]
 		info, ok := ld.ck.Info(s.name)
 		if !ok {
 			return fmt.Errorf("model: checkpoint has no tensor %q", s.name)
@@ -139,6 +142,13 @@ func (ld *loader) load(dst any) error {
 		}
 		used[s.name] = true
 		total += info.End - info.Begin
+		if info.DType == safetensors.I8 {
+			name, err := ld.quantScaleInfo(info)
+			if err != nil {
+				return err
+			}
+			s.scale, used[name] = name, true
+		}
 	}
 	var unused []string
 	for _, name := range ld.ck.Names() {
@@ -161,6 +171,11 @@ func (ld *loader) load(dst any) error {
 		if err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
+		if s.scale != "" {
+			if t, err = ld.dequant(t, s); err != nil {
+				return err
+			}
+		}
 		dt, err := backendDType(t.DType)
 		if err != nil {
 			return fmt.Errorf("model: %s: tensor %q: %w", t.File, s.name, err)
@@ -174,6 +189,20 @@ func (ld *loader) load(dst any) error {
 	}
 	bar.done()
 	return nil
+}
+
+// dequant turns the I8 tensor t of spec s and its scales into an F32 tensor.
+func (ld *loader) dequant(t safetensors.Tensor, s weightSpec) (safetensors.Tensor, error) {
+	sc, err := ld.ck.Tensor(s.scale)
+	if err != nil {
+		return t, fmt.Errorf("model: %w", err)
+	}
+	data, err := dequantInt8(t.Data, sc.Data, s.shape[0], s.shape[1], ld.quant.GroupSize)
+	if err != nil {
+		return t, fmt.Errorf("model: %s: tensor %q: %w", t.File, s.name, err)
+	}
+	t.DType, t.Data = safetensors.F32, data
+	return t, nil
 }
 
 // weightType is the reflect type of backend.Weight.

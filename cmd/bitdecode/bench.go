@@ -13,8 +13,8 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | model [flags]",
-	summary: "benchmark decode attention per KV format: time, GB/s, fraction of the read ceiling, error",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags]",
+	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), or model decode steps on the GPU (model)",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
 on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128), and this machine's read
@@ -26,12 +26,19 @@ and the largest error against float64 attention on the unquantized K/V.
 The synthetic K has per-channel offsets and a few outlier channels (x10-x50)
 like real keys; queries are scaled so scores have a realistic spread.
 
-'bitdecode bench model --help' times whole decode steps of a model (random
-weights, GPU) against the bytes floor.
+'bench e2e' generates greedily from --prompt with each KV format in --kv on
+a model (--model DIR, or the embedded default model) and prints prefill and
+decode speed, the KV memory of the sequence and of one filling the context
+next to the first format's, and how many tokens agree with it. By default
+it fills the model's context; --quick generates 256 tokens.
 
-example:
+'bench model' times whole decode steps of a model with random weights on the
+GPU against the bytes floor ('bitdecode bench model --help').
+
+examples:
   bitdecode bench --quick
   bitdecode bench attn --kv int4,int2 --grid 1x32768,8x8192 --json out.json
+  bitdecode bench e2e --quick
   bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2`,
 }
 
@@ -67,6 +74,13 @@ func init() {
 		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 		benchFlags(fs)
 		addGPUBenchFlags(fs)
+		e2e := flag.NewFlagSet("bench e2e", flag.ContinueOnError)
+		addBenchE2EFlags(e2e)
+		e2e.VisitAll(func(f *flag.Flag) {
+			if fs.Lookup(f.Name) == nil {
+				fs.Var(f.Value, f.Name, "e2e: "+f.Usage)
+			}
+		})
 		return fs
 	}
 	benchCmd.run = runBench
@@ -76,6 +90,9 @@ func init() {
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "model" {
 		return runBenchModel(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "e2e" {
+		return runBenchE2E(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "attn" {
 		args = args[1:]
@@ -87,7 +104,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf("unexpected argument %q (the only benchmark so far is attn)", fs.Arg(0))
+		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, and e2e, which comes first)", fs.Arg(0))
 	}
 	dev, err := resolveDevice(*device, stderr)
 	if err != nil {

@@ -19,9 +19,14 @@ func TestCLI(t *testing.T) {
 		{[]string{"--version"}, 0, "bitdecode ", ""},
 		{[]string{"help"}, 0, "commands:", ""},
 		{[]string{"help", "bench"}, 0, "usage: bitdecode bench", ""},
-		{[]string{"bench", "-h"}, 0, "example:", ""},
+		{[]string{"bench", "-h"}, 0, "bench e2e --quick", ""},
 		{[]string{"nope"}, 2, "", `unknown command "nope"`},
-		{[]string{"run", "hello"}, 2, "", "--model DIR is required"},
+		{[]string{"run", "--device", "cpu", "--max-tokens", "4", "func main() {"}, 0, "func main() {", "using the embedded model gotiny"},
+		{[]string{"run", "--device", "cpu", "--max-tokens", "4", "--compare-fp16=false", "x"}, 0, "x", "KV cache int4"},
+		{[]string{"bench", "e2e", "--tokens", "8", "--kv", "fp16,int4"}, 0, "int4:kc128", "bench e2e: gotiny"},
+		{[]string{"bench", "e2e", "--kv", "int9"}, 2, "", "invalid format spec"},
+		{[]string{"bench", "e2e", "--tokens", "5000"}, 2, "", "exceed the model's context"},
+		{[]string{"bench", "e2e", "extra"}, 2, "", "use --prompt"},
 		{[]string{"run", "--model", "/nonexistent", "--kv", "int9", "x"}, 2, "", "invalid format spec"},
 		{[]string{"run", "--model", "/nonexistent", "--temperature", "-1", "x"}, 2, "", "temperature"},
 		{[]string{"run", "--model", "/nonexistent", "--device", "cpu", "x"}, 1, "", "/nonexistent"},
@@ -60,6 +65,28 @@ func TestBenchAutoFallsBackToCPU(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "| int4:kc128:v128:res128 | 1 | 512 |") {
 		t.Errorf("table lacks the int4 row:\n%s", out.String())
+	}
+}
+
+// TestRunEmbedded is the README's first command: the embedded model with an
+// int4 KV cache and the fp16 comparison.
+func TestRunEmbedded(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := runMain([]string{"run", "--kv", "int4", "--device", "cpu", "func main() {"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.HasPrefix(out.String(), "func main() {") {
+		t.Errorf("stdout %q: want the prompt and a continuation", out.String())
+	}
+	e := errb.String()
+	if n := strings.Count(e, "embedded model"); n != 1 {
+		t.Errorf("stderr names the embedded model %d times, want once:\n%s", n, e)
+	}
+	for _, want := range []string{"decode tok/s", "KV at 1024 tokens", "int4:kc128:v64:res128", "saved", "tok/s"} {
+		if !strings.Contains(e, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, e)
+		}
 	}
 }
 

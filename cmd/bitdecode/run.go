@@ -14,27 +14,35 @@ import (
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
 	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
 
 var runCmd = &command{
 	name:    "run",
-	usage:   "--model DIR [--kv SPEC] [--device auto|cpu|cuda] [sampling flags] PROMPT",
+	usage:   "[--model DIR] [--kv SPEC] [--compare-fp16] [--device auto|cpu|cuda] [sampling flags] PROMPT",
 	summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache",
-	help: `Loads config.json, *.safetensors and tokenizer.json from DIR, encodes PROMPT
+	help: `Loads config.json, *.safetensors and tokenizer.json from DIR (without
+--model: the embedded default model, a 2 MB Llama trained on the Go standard
+library, model/gotiny), encodes PROMPT
 (with the model's chat template when --chat is given), and streams the
 generated text to stdout. The KV cache is stored in the --kv format ('bitdecode
 inspect kv' explains the specs); the last line on stderr gives the prompt and
 decode speed and the KV memory used next to what fp16 would take.
 
-With --device cuda (or auto on a machine with a GPU) everything runs on the
-GPU: fp16 weights with cuBLASLt GEMMs, and the KV cache in GPU memory, packed
-by the fused quantize/pack kernel and read by the tensor-core decode
-attention. --device auto without a GPU says so in one line and runs on the
-CPU.
+--compare-fp16 (on by default with the embedded model) then generates the
+same tokens again with an fp16 KV cache and prints both side by side: speed,
+KV memory now and at the model's full context, and how many tokens agree.
 
-example:
+With --device cuda (or auto on a machine with a GPU) everything runs on the
+GPU: fp16 weights (GEMV kernels for decode, cuBLASLt for prefill), and the KV
+cache in GPU memory, packed by the fused quantize/pack kernel and read by the
+tensor-core decode attention; decode steps replay as CUDA graphs. --device
+auto without a GPU says so in one line and runs on the CPU.
+
+examples:
+  bitdecode run --kv int4 "func main() {"
   bitdecode run --model ../shared/models/gocoder-23m --kv int4 "func main() {"`,
 }
 
@@ -43,7 +51,7 @@ type runFlags struct {
 	maxTokens, topK, chunk                *int
 	temperature, topP, minP, repeatPenalt *float64
 	seed                                  *uint64
-	chat, quiet                           *bool
+	chat, quiet, compare                  *bool
 }
 
 func addRunFlags(fs *flag.FlagSet) runFlags {
@@ -62,6 +70,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 		seed:         fs.Uint64("seed", 0, "sampler seed"),
 		chat:         fs.Bool("chat", false, "wrap PROMPT as a user message in the model's chat template"),
 		quiet:        fs.Bool("quiet", false, "no progress bar or statistics on stderr"),
+		compare:      fs.Bool("compare-fp16", false, "also generate with an fp16 KV cache and compare speed, memory and tokens (default on with the embedded model)"),
 	}
 }
 
@@ -84,9 +93,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return usageErrorf("want exactly one PROMPT argument (quote it), got %d", fs.NArg())
 	}
-	if *f.modelDir == "" {
-		return usageErrorf("--model DIR is required (an embedded default model arrives with issue #10)")
-	}
+	compare := *f.compare || (*f.modelDir == "" && !flagSet(fs, "compare-fp16") && !*f.quiet)
 	spec, err := parseSpecChecked(*f.kvSpec)
 	if err != nil {
 		return err
@@ -107,10 +114,6 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if *f.stop != "" {
 		opts.Stop = []string{strings.ReplaceAll(*f.stop, `\n`, "\n")}
 	}
-	tok, err := tokenizer.Load(*f.modelDir)
-	if err != nil {
-		return err
-	}
 	var be backend.Backend = cpu.New(0)
 	where := "the CPU"
 	if dev == "cuda" {
@@ -125,9 +128,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if !*f.quiet {
 		progress = model.StderrProgress()
 	}
-	m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: progress})
+	m, tok, _, err := openModel(*f.modelDir, be, progress, stderr, *f.quiet)
 	if err != nil {
-		return fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, *f.modelDir)
+		return err
 	}
 	defer m.Close()
 	var ids []int
@@ -171,7 +174,24 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			st.GeneratedTokens, st.DecodeTokensPerSecond(), st.StopReason, cache.Format().Spec.String(),
 			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), note)
 	}
+	if compare && cache.Format().Spec.String() != "fp16" {
+		base, err := engine.CompareFormats(ctx, be, m, tok, ids, []kv.Spec{kv.MustParseSpec("fp16")}, opts)
+		if err != nil {
+			return err
+		}
+		run := engine.NewFormatRun(cache, m, st)
+		run.AgreeWith(base[0].Stats.Tokens)
+		fmt.Fprintln(stderr)
+		writeCompareTable(stderr, []engine.FormatRun{base[0], run}, m.Config().MaxPositions)
+	}
 	return nil
+}
+
+// flagSet reports whether the named flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func humanBytes(n int64) string {

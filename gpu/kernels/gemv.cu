@@ -7,12 +7,21 @@
 //   bias [N] float32, or null
 //   y    [T][N] float32
 //
-// Work: one warp per output channel n (kWarps warps per CTA). Lane l reads
-// 8 consecutive weights (one 16-byte load) at k = 8l + 256i, converts them
-// to float and multiplies them by the T rows' x (float4 loads, L1 hits: all
-// warps of an SM read the same x). kUnroll loads are issued before their
-// math so each lane keeps 64 bytes of weights in flight. The warp's partial
-// sums are reduced with xor shuffles in a fixed order: deterministic.
+// Work: S warps per output channel n (S = 1, 2 or 4: split-K, so that a
+// small N still puts enough warps, and bytes in flight, on every SM), kWarps
+// warps per CTA. Warp s of a channel takes the s-th of S contiguous slices
+// of K (multiples of 8 channels). Lane l reads 8 consecutive weights (one
+// 16-byte load) at k = 8l + 256i of its slice, converts them to float and
+// multiplies them by the T rows' x (float4 loads, L1 hits: all warps of an
+// SM read the same x). kUnroll loads are issued before their math so each
+// lane keeps 64 bytes of weights in flight. Each warp's partial sums are
+// reduced with xor shuffles, the S slices added in slice order through
+// shared memory: a fixed order, deterministic.
+//
+// Versions (H100, T = 1; docs/perf/decode-step.md):
+//   v1 S = 1: q/o 4096x4096 21.9 us (51% of the read ceiling), k/v
+//      1024x4096 11.7 us (24%), gate/up 14336x4096 47.9 us (81%).
+//   v2 split-K for small N.
 // Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
 // otherwise.
 //
@@ -65,30 +74,48 @@ __device__ __forceinline__ void fma8(float (&acc)[T], const uint4& w, const floa
   }
 }
 
-template <int T>
+template <int T, int S>
 __global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x, const u16* __restrict__ W,
                                                      const float* __restrict__ bias, float* __restrict__ y, int N, int K) {
-  const int n = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (n >= N) return;
-  const u16* row = W + size_t(n) * K;
+  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  __shared__ float part[kWarps][T];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n = blockIdx.x * (kWarps / S) + warp / S, slice = warp % S;
+  // Slice bounds: K/S rounded up to whole 8-channel chunks.
+  const int sliceLen = (K / kChunk + S - 1) / S * kChunk;
+  const int k0 = slice * sliceLen, k1 = min(K, k0 + sliceLen);
   float acc[T];
 #pragma unroll
   for (int t = 0; t < T; t++) acc[t] = 0.f;
-  constexpr int kStep = 32 * kChunk;  // halves per warp per load
-  int k = lane * kChunk;
-  for (; k + (kUnroll - 1) * kStep < K; k += kUnroll * kStep) {
-    uint4 w[kUnroll];
+  if (n < N) {
+    const u16* row = W + size_t(n) * K;
+    constexpr int kStep = 32 * kChunk;  // halves per warp per load
+    int k = k0 + lane * kChunk;
+    for (; k + (kUnroll - 1) * kStep < k1; k += kUnroll * kStep) {
+      uint4 w[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; u++) w[u] = ldgStream(row + k + u * kStep);
+      for (int u = 0; u < kUnroll; u++) w[u] = ldgStream(row + k + u * kStep);
 #pragma unroll
-    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
+      for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
+    }
+    for (; k < k1; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
   }
-  for (; k < K; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
 #pragma unroll
   for (int t = 0; t < T; t++)
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], off);
-  if (lane == 0) {
+  if (S > 1) {
+    if (lane == 0)
+#pragma unroll
+      for (int t = 0; t < T; t++) part[warp][t] = acc[t];
+    __syncthreads();
+    if (lane == 0 && slice == 0)
+#pragma unroll
+      for (int t = 0; t < T; t++)
+#pragma unroll
+        for (int s = 1; s < S; s++) acc[t] += part[warp + s][t];
+  }
+  if (lane == 0 && slice == 0 && n < N) {
     const float b = bias ? bias[n] : 0.f;
 #pragma unroll
     for (int t = 0; t < T; t++) y[size_t(t) * N + n] = acc[t] + b;

@@ -17,16 +17,34 @@ const GEMVMaxRows = 8
 // gemvWarps is gemv.cu's kWarps: output channels per CTA.
 const gemvWarps = 4
 
-// GEMV holds gemv.cu's kernels, one per row count 1..GEMVMaxRows.
+// gemvSplits are the split-K factors gemv.cu is instantiated with.
+var gemvSplits = [...]int{1, 2, 4}
+
+// gemvSplitFor picks the split-K factor for N output channels: enough
+// warps to put about 32 on each of an H100's 132 SMs (v2; docs/perf).
+func gemvSplitFor(N int) int {
+	switch {
+	case N <= 2048:
+		return 4
+	case N <= 8192:
+		return 2
+	}
+	return 1
+}
+
+// GEMV holds gemv.cu's kernels, one per (row count 1..GEMVMaxRows, split).
 type GEMV struct {
-	fns [GEMVMaxRows + 1]cuda.Function
+	fns [GEMVMaxRows + 1][len(gemvSplits)]cuda.Function
 }
 
 // LoadGEMV compiles gemv.cu (once per device).
 func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
+	expr := func(t, s int) string { return fmt.Sprintf("gemv::gemv_f16<%d, %d>", t, s) }
 	var exprs []string
 	for t := 1; t <= GEMVMaxRows; t++ {
-		exprs = append(exprs, fmt.Sprintf("gemv::gemv_f16<%d>", t))
+		for _, s := range gemvSplits {
+			exprs = append(exprs, expr(t, s))
+		}
 	}
 	mod, err := dev.Compile(cuda.Program{Name: "gemv.cu", Source: gemvSource, Exprs: exprs})
 	if err != nil {
@@ -34,8 +52,10 @@ func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
 	}
 	g := &GEMV{}
 	for t := 1; t <= GEMVMaxRows; t++ {
-		if g.fns[t], err = mod.Function(exprs[t-1]); err != nil {
-			return nil, err
+		for i, s := range gemvSplits {
+			if g.fns[t][i], err = mod.Function(expr(t, s)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return g, nil
@@ -51,6 +71,28 @@ func (g *GEMV) Launch(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.DevicePtr,
 	if !g.Fits(T, K) || N <= 0 {
 		return fmt.Errorf("kernels: gemv: shape T=%d N=%d K=%d does not fit", T, N, K)
 	}
-	return c.Launch(g.fns[T], cuda.Dim3{X: (N + gemvWarps - 1) / gemvWarps}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
+	return g.launchSplit(c, st, y, x, w, bias, T, N, K, gemvSplitFor(N))
+}
+
+// launchSplit launches with split-K factor s (one of gemvSplits).
+func (g *GEMV) launchSplit(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.DevicePtr, T, N, K, s int) error {
+	i := 0
+	for i < len(gemvSplits) && gemvSplits[i] != s {
+		i++
+	}
+	if i == len(gemvSplits) {
+		return fmt.Errorf("kernels: gemv: no split-K factor %d", s)
+	}
+	perCTA := gemvWarps / s
+	return c.Launch(g.fns[T][i], cuda.Dim3{X: (N + perCTA - 1) / perCTA}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
 		x, w, bias, y, int32(N), int32(K))
+}
+
+// LaunchSplit is Launch with an explicit split-K factor (1, 2 or 4), for
+// tests and tuning.
+func (g *GEMV) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.DevicePtr, T, N, K, split int) error {
+	if !g.Fits(T, K) || N <= 0 {
+		return fmt.Errorf("kernels: gemv: shape T=%d N=%d K=%d does not fit", T, N, K)
+	}
+	return g.launchSplit(c, st, y, x, w, bias, T, N, K, split)
 }

@@ -16,7 +16,8 @@ import (
 // against a float64 reference on the same fp16 weights. Weights are
 // N(0, 0.02²); x has outlier channels (x20) as real activations do. The
 // bound is float32 accumulation: each lane sums K/32 products, then 5
-// shuffle levels, so |err| <= (K/32 + 8)·2⁻²⁴·Σ|x·w|.
+// shuffle levels and up to 3 split-K adds, so |err| <= (K/32 + 8)·2⁻²⁴·Σ|x·w|.
+// Every split-K factor (1, 2, 4) is checked.
 func TestGEMVMatchesReference(t *testing.T) {
 	d, _ := opsSetup(t)
 	g, err := kernels.LoadGEMV(d)
@@ -43,13 +44,16 @@ func TestGEMVMatchesReference(t *testing.T) {
 				bias[i] = float32(r.NormFloat64())
 			}
 			wp, xp, bp := m.put(cuda.Bytes(w)), m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
-			for _, withBias := range []bool{false, true} {
+			for i, split := range []int{1, 2, 4} {
+				withBias := i%2 == 1
 				yp := m.put(cuda.Bytes(nanF32(sh.T * sh.N)))
 				b := cuda.DevicePtr(0)
 				if withBias {
 					b = bp
 				}
-				m.run(func(c *cuda.Ctx, s cuda.Stream) error { return g.Launch(c, s, yp, xp, wp, b, sh.T, sh.N, sh.K) })
+				m.run(func(c *cuda.Ctx, s cuda.Stream) error {
+					return g.LaunchSplit(c, s, yp, xp, wp, b, sh.T, sh.N, sh.K, split)
+				})
 				got := make([]float32, sh.T*sh.N)
 				m.read(cuda.Bytes(got), yp)
 				for ti := range sh.T {
@@ -67,7 +71,7 @@ func TestGEMVMatchesReference(t *testing.T) {
 						tol := float64(sh.K/32+8) * 0x1p-24 * mag
 						g := float64(got[ti*sh.N+n])
 						if g != g || math.Abs(g-want) > tol {
-							t.Fatalf("bias %v: y[%d,%d] = %g, want %g (tol %.3g)", withBias, ti, n, g, want, tol)
+							t.Fatalf("split %d, bias %v: y[%d,%d] = %g, want %g (tol %.3g)", split, withBias, ti, n, g, want, tol)
 						}
 					}
 				}

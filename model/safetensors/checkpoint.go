@@ -82,6 +82,22 @@ func OpenFiles(paths ...string) (*Checkpoint, error) {
 	return newCheckpoint(files, where), nil
 }
 
+// NewCheckpoint makes a checkpoint of already open files (e.g. from
+// OpenBytes, for weights embedded in a program); a tensor name found in two
+// files is an error. Close closes the files.
+func NewCheckpoint(files ...*File) (*Checkpoint, error) {
+	where := make(map[string]*File)
+	for _, f := range files {
+		for _, t := range f.Tensors() {
+			if g, dup := where[t.Name]; dup {
+				return nil, &Error{File: f.Path(), Tensor: t.Name, Err: fmt.Errorf("also in %s", g.Path())}
+			}
+			where[t.Name] = f
+		}
+	}
+	return newCheckpoint(files, where), nil
+}
+
 // index is the JSON of model.safetensors.index.json.
 type index struct {
 	Metadata  map[string]any    `json:"metadata"`
