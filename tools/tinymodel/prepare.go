@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -31,11 +32,16 @@ const (
 )
 
 // goldenPrompts are the prompts golden.json continues (BOS prepended).
+// Each ends where a BPE token boundary falls in real code (after a newline
+// or a word): a prompt ending in a bare space ("package ") or in " {" with
+// the newline missing asks the model to continue from a token split it
+// never saw in training.
 var goldenPrompts = []string{
-	"func main() {",
-	"package ",
+	"func main() {\n",
+	"package main\n\nimport (\n",
 	"// Copyright",
 	"func (b *Buffer) Write(p []byte) (n int, err error) {\n",
+	"func TestParse(t *testing.T) {\n",
 }
 
 // generated matches the line Go's convention puts in generated files
@@ -52,23 +58,63 @@ type sourceFile struct {
 
 // corpusInfo is corpus.json: where the text came from and how it was split.
 type corpusInfo struct {
-	GoVersion       string   `json:"go_version"`
-	Source          string   `json:"source"`
-	Rules           string   `json:"rules"`
-	Licence         string   `json:"licence"`
-	Files           int      `json:"files"`
-	Packages        int      `json:"packages"`
-	SkippedGen      int      `json:"skipped_generated_files"`
-	TrainFiles      int      `json:"train_files"`
-	TrainBytes      int64    `json:"train_bytes"`
-	TrainTokens     int64    `json:"train_tokens"`
-	HeldoutFiles    int      `json:"heldout_files"`
-	HeldoutBytes    int64    `json:"heldout_bytes"`
-	HeldoutTokens   int64    `json:"heldout_tokens"`
-	HeldoutPct      int      `json:"heldout_pct"`
-	HeldoutPackages []string `json:"heldout_packages"`
-	Vocab           int      `json:"vocab_size"`
-	TokenFormat     string   `json:"token_format"`
+	GoVersion  string `json:"go_version"`
+	Source     string `json:"source"`
+	Rules      string `json:"rules"`
+	Licence    string `json:"licence"`
+	Files      int    `json:"files"`
+	Packages   int    `json:"packages"`
+	SkippedGen int    `json:"skipped_generated_files"`
+	SkippedBig int    `json:"skipped_large_files"`
+	SkippedDup int    `json:"skipped_duplicate_files"`
+	// Kinds: files and bytes by kind (library, test, vendor).
+	Kinds         map[string]*kindStats `json:"kinds"`
+	TrainFiles    int                   `json:"train_files"`
+	TrainBytes    int64                 `json:"train_bytes"`
+	TrainTokens   int64                 `json:"train_tokens"`
+	HeldoutFiles  int                   `json:"heldout_files"`
+	HeldoutBytes  int64                 `json:"heldout_bytes"`
+	HeldoutTokens int64                 `json:"heldout_tokens"`
+	// HeldoutLib*: val_lib.bin, the held-out packages' library files only
+	// (no tests, testdata or vendored code): the held-out set of the first
+	// corpus (library code only), for comparing runs in bits per byte.
+	HeldoutLibFiles  int      `json:"heldout_lib_files"`
+	HeldoutLibBytes  int64    `json:"heldout_lib_bytes"`
+	HeldoutLibTokens int64    `json:"heldout_lib_tokens"`
+	HeldoutPct       int      `json:"heldout_pct"`
+	HeldoutPackages  []string `json:"heldout_packages"`
+	Vocab            int      `json:"vocab_size"`
+	TokenFormat      string   `json:"token_format"`
+}
+
+type kindStats struct {
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// licenceText is the LICENSE file written beside the model: the Go licence,
+// then each vendored module's licence (or a note that it is the same text).
+func licenceText(goVersion, goLicence string, vendored []vendorLicence) string {
+	var b strings.Builder
+	b.WriteString("The embedded default model of bitdecode was trained on the source code of the Go\n" +
+		"standard library (" + goVersion + "), including its tests and the modules vendored into it,\n" +
+		"which is distributed under the following licence.\n\n" + goLicence)
+	if len(vendored) == 0 {
+		return b.String()
+	}
+	b.WriteString("\n----\n\nThe vendored modules (directories under GOROOT/src) are under these licences:\n\n")
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	for _, l := range vendored {
+		if norm(l.text) == norm(goLicence) {
+			fmt.Fprintf(&b, "%s: the same text as the Go licence above.\n", pathDir(l.path))
+		}
+	}
+	for _, l := range vendored {
+		if norm(l.text) != norm(goLicence) {
+			fmt.Fprintf(&b, "\n%s:\n\n%s", pathDir(l.path), l.text)
+		}
+	}
+	return b.String()
 }
 
 func goRoot(flagVal string) (string, error) {
@@ -93,38 +139,97 @@ func heldOut(pkg string, pct int) bool {
 	return int(h.Sum64()%100) < pct
 }
 
-// collect reads the corpus: every .go file under GOROOT/src except
-// _test.go files, testdata/ and vendor/ trees, and generated files.
-func collect(root string) (files []sourceFile, skippedGen int, err error) {
+// excludedTrees are vendored modules left out of the corpus because their
+// licence is not BSD-3-Clause (google/pprof is Apache-2.0).
+var excludedTrees = []string{"cmd/vendor/github.com/google/pprof"}
+
+// maxFileBytes caps one source file: the few larger ones (after the
+// generated files are gone) are tables of test vectors and data.
+const maxFileBytes = 256 << 10
+
+// vendorLicence is a LICENSE file of a vendored module included in the corpus.
+type vendorLicence struct {
+	path string // relative to GOROOT/src
+	text string
+}
+
+// collectStats counts what collect left out.
+type collectStats struct {
+	skippedGen, skippedDup, skippedBig int
+	licences                           []vendorLicence
+}
+
+// collect reads the corpus: every .go file under GOROOT/src, tests
+// (*_test.go) and vendored modules (vendor/ trees: golang.org/x and the
+// other BSD-licensed modules) included, except testdata/ trees (fixtures,
+// often deliberately broken code for the compiler and vet, and 1.7 MB that
+// the token-file budget has no room for), generated files, files over
+// maxFileBytes, exact duplicates (the same file vendored twice: the first
+// path in sorted order is kept) and excludedTrees. A file's package is its
+// directory, so the held-out split keeps a package's tests with it.
+func collect(root string) (files []sourceFile, st collectStats, err error) {
 	src := filepath.Join(root, "src")
+	var paths []string
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
+		rel, _ := filepath.Rel(src, p)
+		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if n := d.Name(); n == "testdata" || n == "vendor" || (strings.HasPrefix(n, ".") && p != src) {
+			if strings.HasPrefix(d.Name(), ".") && p != src || d.Name() == "testdata" || slices.Contains(excludedTrees, rel) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+		if d.Name() == "LICENSE" && strings.Contains("/"+rel, "/vendor/") {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			st.licences = append(st.licences, vendorLicence{rel, string(b)})
 			return nil
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
+		if strings.HasSuffix(p, ".go") && d.Type().IsRegular() {
+			paths = append(paths, rel)
 		}
-		if generated.Match(b) {
-			skippedGen++
-			return nil
-		}
-		rel, _ := filepath.Rel(src, p)
-		rel = filepath.ToSlash(rel)
-		files = append(files, sourceFile{pkg: pathDir(rel), path: rel, text: string(b)})
 		return nil
 	})
-	slices.SortFunc(files, func(a, b sourceFile) int { return strings.Compare(a.path, b.path) })
-	return files, skippedGen, err
+	if err != nil {
+		return nil, st, err
+	}
+	slices.Sort(paths)
+	seen := map[[32]byte]bool{}
+	for _, rel := range paths {
+		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil, st, err
+		}
+		switch h := sha256.Sum256(b); {
+		case generated.Match(b):
+			st.skippedGen++
+		case len(b) > maxFileBytes:
+			st.skippedBig++
+		case seen[h]:
+			st.skippedDup++
+		default:
+			seen[h] = true
+			files = append(files, sourceFile{pkg: pathDir(rel), path: rel, text: string(b)})
+		}
+	}
+	slices.SortFunc(st.licences, func(a, b vendorLicence) int { return strings.Compare(a.path, b.path) })
+	return files, st, nil
+}
+
+// kind classifies a file for corpus.json's statistics.
+func kind(rel string) string {
+	switch {
+	case strings.Contains("/"+rel, "/vendor/"):
+		return "vendor"
+	case strings.HasSuffix(rel, "_test.go"):
+		return "test"
+	}
+	return "library"
 }
 
 func pathDir(p string) string {
@@ -149,23 +254,38 @@ func prepare(out, goroot string, vocab, pct int) error {
 	if err != nil {
 		return fmt.Errorf("reading the Go licence: %w", err)
 	}
-	files, skipped, err := collect(root)
+	files, st, err := collect(root)
 	if err != nil {
 		return err
 	}
-	var train, held []sourceFile
+	var train, held, heldLib []sourceFile
 	pkgs, heldPkgs := map[string]bool{}, map[string]bool{}
+	kinds := map[string]*kindStats{}
 	for _, f := range files {
 		pkgs[f.pkg] = true
+		k := kind(f.path)
+		if kinds[k] == nil {
+			kinds[k] = &kindStats{}
+		}
+		kinds[k].Files++
+		kinds[k].Bytes += int64(len(f.text))
 		if heldOut(f.pkg, pct) {
 			held = append(held, f)
 			heldPkgs[f.pkg] = true
+			if k == "library" {
+				heldLib = append(heldLib, f)
+			}
 		} else {
 			train = append(train, f)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "%s: %d files in %d packages (%d generated files skipped); %d files in %d packages held out\n",
-		goVersion, len(files), len(pkgs), skipped, len(held), len(heldPkgs))
+	fmt.Fprintf(os.Stderr, "%s: %d files in %d packages (skipped: %d generated, %d over %d bytes, %d duplicates); %d files in %d packages held out\n",
+		goVersion, len(files), len(pkgs), st.skippedGen, st.skippedBig, maxFileBytes, st.skippedDup, len(held), len(heldPkgs))
+	for _, k := range []string{"library", "test", "vendor"} {
+		if ks := kinds[k]; ks != nil {
+			fmt.Fprintf(os.Stderr, "  %-8s %5d files %6.1f MB\n", k, ks.Files, float64(ks.Bytes)/1e6)
+		}
+	}
 
 	// Tokenizer: word counts over the training files.
 	counts := map[string]int64{}
@@ -201,13 +321,18 @@ func prepare(out, goroot string, vocab, pct int) error {
 	// Token files, encoded by the tokenizer package (the engine's encoder).
 	trainTok, trainBytes := encodeAll(tok, train)
 	heldTok, heldBytes := encodeAll(tok, held)
+	libTok, libBytes := encodeAll(tok, heldLib)
 	info := corpusInfo{
 		GoVersion: goVersion, Source: root + "/src",
-		Rules:   "*.go files under GOROOT/src; excluded: *_test.go, testdata/ and vendor/ trees, files marked '// Code generated ... DO NOT EDIT.'; one document per file: BOS + text + EOS; held out: packages whose FNV-1a-64(import path) % 100 < heldout_pct",
-		Licence: "BSD-3-Clause (the Go licence, see LICENSE)",
-		Files:   len(files), Packages: len(pkgs), SkippedGen: skipped,
+		Rules: "*.go files under GOROOT/src, *_test.go and vendored modules (vendor/ trees) included; excluded: files marked '// Code generated ... DO NOT EDIT.', files over " +
+			fmt.Sprint(maxFileBytes) + " bytes, exact duplicates (first path kept), " + strings.Join(excludedTrees, ", ") +
+			" (Apache-2.0), testdata/ trees; one document per file: BOS + text + EOS; a file's package is its directory; held out: packages whose FNV-1a-64(package path) % 100 < heldout_pct",
+		Licence: "BSD-3-Clause (the Go licence and the vendored modules' BSD-3-Clause licences, see LICENSE)",
+		Files:   len(files), Packages: len(pkgs), SkippedGen: st.skippedGen, SkippedBig: st.skippedBig, SkippedDup: st.skippedDup,
+		Kinds:      kinds,
 		TrainFiles: len(train), TrainBytes: trainBytes, TrainTokens: int64(len(trainTok)),
 		HeldoutFiles: len(held), HeldoutBytes: heldBytes, HeldoutTokens: int64(len(heldTok)),
+		HeldoutLibFiles: len(heldLib), HeldoutLibBytes: libBytes, HeldoutLibTokens: int64(len(libTok)),
 		HeldoutPct: pct, Vocab: vocab, TokenFormat: "uint16 little-endian token ids",
 	}
 	for p := range heldPkgs {
@@ -222,13 +347,13 @@ func prepare(out, goroot string, vocab, pct int) error {
 	}
 	promptsJSON, _ := json.MarshalIndent(map[string]any{"prompts": prompts}, "", " ")
 
-	licenceNotice := "The embedded default model of bitdecode was trained on the source code of the Go\n" +
-		"standard library (" + goVersion + "), which is distributed under the following licence.\n\n" + string(licence)
+	licenceNotice := licenceText(goVersion, string(licence), st.licences)
 	for name, data := range map[string][]byte{
 		"tokenizer.json":        tokJSON,
 		"tokenizer_config.json": tokCfg,
 		"train.bin":             uint16s(trainTok),
 		"val.bin":               uint16s(heldTok),
+		"val_lib.bin":           uint16s(libTok),
 		"corpus.json":           append(infoJSON, '\n'),
 		"prompts.json":          append(promptsJSON, '\n'),
 		"LICENSE":               []byte(licenceNotice),

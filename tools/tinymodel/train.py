@@ -9,7 +9,7 @@ trained on the Go standard library sources prepared by
 then stored with int8 weights (group-wise, symmetric, fp16 scales; the format
 is defined below in quantize_int8 and read by bitdecode's model loader).
 
-    python3 tools/tinymodel/train.py --data .gpu/tiny/data --out $OUT/tiny --minutes 6
+    python3 tools/tinymodel/train.py --data .gpu/tiny/data --out $OUT/tiny --minutes 5.5
     python3 tools/tinymodel/train.py --data .gpu/tiny/data --out $OUT/tiny-smoke --smoke
 
 Needs only torch, numpy and the standard library (no transformers,
@@ -39,15 +39,18 @@ import torch.nn.functional as F
 
 T_START = time.time()
 
-# The model. hidden = heads * head_dim; GQA group 2; 2 layers. Sized so that
-# the int8 checkpoint (weights + fp16 scales + fp32 norms) stays under 2 MB:
-# embed 2048*256 + 2 * (attn 4*256*64*2 + 2*256*64*2 + mlp 3*256*576)
-# = 1,802,240 int8 weights + 28,160 fp16 scales + 1,280 fp32 norm weights.
+# The model. hidden = heads * head_dim; GQA group 2; 3 layers (--layers and
+# --intermediate change the depth and the MLP width). Sized so that the int8
+# checkpoint (weights + fp16 scales + fp32 norms) stays under 2 MB:
+# embed 2048*256 + 3 * (attn 4*256*64*2 + 2*256*64*2 + mlp 3*256*320)
+# = 1,851,392 int8 weights + 57,856 fp16 scales + 1,792 fp32 norm weights.
+# (The first trained model had 2 layers of SwiGLU 576, 1,802,240 weights:
+# deeper and narrower is the better use of the same bytes at this size.)
 MODEL = dict(
     vocab_size=2048,
     hidden_size=256,
-    intermediate_size=576,
-    num_hidden_layers=2,
+    intermediate_size=320,
+    num_hidden_layers=3,
     num_attention_heads=4,
     num_key_value_heads=2,
     head_dim=64,
@@ -114,8 +117,9 @@ def apply_rope(x, cos, sin):
 
 
 class Attention(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, dropout=0.0):
         super().__init__()
+        self.dropout = dropout
         H, Hq, Hkv, D = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
         self.Hq, self.Hkv, self.D = Hq, Hkv, D
         self.q_proj = nn.Linear(H, Hq * D, bias=False)
@@ -137,9 +141,10 @@ class Attention(nn.Module):
             s = (q @ k.transpose(-1, -2)) / math.sqrt(self.D)
             mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
             s = s.masked_fill(~mask, float("-inf"))
-            o = torch.softmax(s.float(), dim=-1).to(q.dtype) @ v
+            p = torch.softmax(s.float(), dim=-1).to(q.dtype)
+            o = F.dropout(p, self.dropout, self.training) @ v
         else:
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
         return self.o_proj(o.transpose(1, 2).reshape(B, T, self.Hq * self.D))
 
 
@@ -156,33 +161,38 @@ class MLP(nn.Module):
 
 
 class Layer(nn.Module):
-    def __init__(self, c):
+    """A Llama decoder layer. dropout (training only; eval() and the golden
+    file's forward have none) applies to the attention probabilities and to
+    each residual branch's output, as in GPT-2."""
+
+    def __init__(self, c, dropout=0.0):
         super().__init__()
+        self.dropout = dropout
         self.input_layernorm = RMSNorm(c["hidden_size"], c["rms_norm_eps"])
-        self.self_attn = Attention(c)
+        self.self_attn = Attention(c, dropout)
         self.post_attention_layernorm = RMSNorm(c["hidden_size"], c["rms_norm_eps"])
         self.mlp = MLP(c)
 
     def forward(self, x, cos, sin, eager=False):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, eager)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        x = x + F.dropout(self.self_attn(self.input_layernorm(x), cos, sin, eager), self.dropout, self.training)
+        return x + F.dropout(self.mlp(self.post_attention_layernorm(x)), self.dropout, self.training)
 
 
 class Inner(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, dropout=0.0):
         super().__init__()
         self.embed_tokens = nn.Embedding(c["vocab_size"], c["hidden_size"])
-        self.layers = nn.ModuleList([Layer(c) for _ in range(c["num_hidden_layers"])])
+        self.layers = nn.ModuleList([Layer(c, dropout) for _ in range(c["num_hidden_layers"])])
         self.norm = RMSNorm(c["hidden_size"], c["rms_norm_eps"])
 
 
 class Llama(nn.Module):
     """LlamaForCausalLM with tied embeddings; parameter names match HF's."""
 
-    def __init__(self, c):
+    def __init__(self, c, dropout=0.0):
         super().__init__()
         self.c = c
-        self.model = Inner(c)
+        self.model = Inner(c, dropout)
         std = 0.02
         for name, p in self.named_parameters():
             if p.dim() == 2:
@@ -300,6 +310,24 @@ def write_safetensors(path, tensors, metadata):
     return os.path.getsize(path)
 
 
+def write_int8(path, state):
+    """Quantizes state (name -> float32 CPU tensor) and writes the int8
+    safetensors file. Returns (bytes, dequantized state, tensor count)."""
+    tensors, deq = [], {}
+    for name, w in state.items():
+        if w.dim() == 2:
+            q, s = quantize_int8(w)
+            tensors.append((name, q.numpy()))
+            tensors.append((name + "_scale", s.numpy()))
+            deq[name] = dequantize_int8(q, s)
+        else:
+            tensors.append((name, w.numpy().astype(np.float32)))
+            deq[name] = w
+    size = write_safetensors(path, tensors,
+                             {"format": "pt", "bitdecode_quant": f"int8 symmetric, group {GROUP} along the last dim, F16 scales in NAME_scale"})
+    return size, deq, len(tensors)
+
+
 # ---------------------------------------------------------------------------
 # Golden file.
 
@@ -390,14 +418,20 @@ def main():
     ap.add_argument("--out", required=True, help="output checkpoint directory")
     ap.add_argument("--minutes", type=float, default=6.0, help="wall-time budget of the whole run, minutes")
     ap.add_argument("--smoke", action="store_true", help="a few steps, no torch.compile: tests the pipeline in < 60 s")
-    ap.add_argument("--batch", type=int, default=64, help="sequences per step")
+    ap.add_argument("--batch", type=int, default=128, help="sequences per step")
     ap.add_argument("--seq", type=int, default=1024, help="tokens per training sequence")
     ap.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     ap.add_argument("--warmup", type=int, default=200, help="warm-up steps")
+    ap.add_argument("--dropout", type=float, default=0.1, help="dropout on attention probabilities and residual branches (training only)")
+    ap.add_argument("--weight-decay", type=float, default=0.1, help="AdamW weight decay of the 2-D weights")
+    ap.add_argument("--layers", type=int, default=MODEL["num_hidden_layers"], help="decoder layers")
+    ap.add_argument("--intermediate", type=int, default=MODEL["intermediate_size"], help="SwiGLU width (a multiple of 64)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--no-compile", action="store_true", help="do not use torch.compile")
     ap.add_argument("--eval-every", type=float, default=30.0, help="seconds between held-out evaluations")
     args = ap.parse_args()
+    MODEL["num_hidden_layers"] = args.layers
+    MODEL["intermediate_size"] = args.intermediate
 
     os.makedirs(args.out, exist_ok=True)
     logf = open(os.path.join(args.out, "train_log.txt"), "w")
@@ -420,6 +454,8 @@ def main():
     assert len(tok_json["model"]["vocab"]) == MODEL["vocab_size"], "tokenizer vocab != model vocab_size"
     train = load_tokens(os.path.join(args.data, "train.bin"))
     val = load_tokens(os.path.join(args.data, "val.bin"))
+    lib_path = os.path.join(args.data, "val_lib.bin")
+    val_lib = load_tokens(lib_path) if os.path.exists(lib_path) else None
     assert int(train.max()) < MODEL["vocab_size"] and int(val.max()) < MODEL["vocab_size"]
     log(f"train {train.numel():,} tokens, held-out {val.numel():,} tokens ({len(corpus['heldout_packages'])} packages)")
 
@@ -430,13 +466,18 @@ def main():
     seq = min(args.seq, 256) if args.smoke else args.seq
     batch = min(args.batch, 8) if args.smoke else args.batch
 
-    model = Llama(MODEL).to(device)
+    model = Llama(MODEL, args.dropout).to(device)
     nparams = sum(p.numel() for p in model.parameters())
-    log(f"model: {nparams:,} parameters, config {MODEL}")
+    log(f"model: {nparams:,} parameters, dropout {args.dropout}, config {MODEL}")
+    # The int8 file's size depends only on the shape: check it before training.
+    size0 = write_int8(os.path.join(args.out, "model.safetensors"), {k: v.detach().float().cpu() for k, v in model.state_dict().items()})[0]
+    if size0 > MAX_BYTES:
+        sys.exit(f"train.py: this shape makes a {size0:,}-byte model.safetensors, over the {MAX_BYTES:,}-byte budget")
+    log(f"int8 model.safetensors will be {size0:,} bytes (budget {MAX_BYTES:,})")
 
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
+    groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     extra = {"fused": True} if device.type == "cuda" else {}
     opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95), eps=1e-8, **extra)
 
@@ -504,20 +545,9 @@ def main():
 
     # Quantize, dequantize, and evaluate the model the Go loader will see.
     state = {k: v.detach().float().cpu() for k, v in model.state_dict().items()}
-    tensors, deq = [], {}
-    for name, w in state.items():
-        if w.dim() == 2:
-            q, s = quantize_int8(w)
-            tensors.append((name, q.numpy()))
-            tensors.append((name + "_scale", s.numpy()))
-            deq[name] = dequantize_int8(q, s)
-        else:
-            tensors.append((name, w.numpy().astype(np.float32)))
-            deq[name] = w
+    size, deq, ntensors = write_int8(os.path.join(args.out, "model.safetensors"), state)
     qerr = max(float((deq[k] - state[k]).abs().max()) for k in state)
-    size = write_safetensors(os.path.join(args.out, "model.safetensors"), tensors,
-                             {"format": "pt", "bitdecode_quant": f"int8 symmetric, group {GROUP} along the last dim, F16 scales in NAME_scale"})
-    log(f"model.safetensors: {size:,} bytes ({len(tensors)} tensors), max |W - deq(q(W))| = {qerr:.3g}")
+    log(f"model.safetensors: {size:,} bytes ({ntensors} tensors), max |W - deq(q(W))| = {qerr:.3g}")
     if size > MAX_BYTES:
         log(f"WARNING: model.safetensors is {size:,} bytes, over the {MAX_BYTES:,}-byte budget")
 
@@ -526,13 +556,27 @@ def main():
     qmodel.eval()
     qmodel_dev = qmodel.to(device)
     n_win = 8 if args.smoke else None
-    vl_fp, cnt = evaluate(model.float(), val, seq, device, max_windows=n_win, autocast=False)
+    model = model.float()
+    vl_fp, cnt = evaluate(model, val, seq, device, max_windows=n_win, autocast=False)
     vl_q, _ = evaluate(qmodel_dev, val, seq, device, max_windows=n_win, autocast=False)
-    qmodel = qmodel_dev.cpu()
     ratio = corpus["heldout_bytes"] / max(corpus["heldout_tokens"], 1)
     bpb = lambda l: l / math.log(2) / ratio  # nats/token -> bits per byte
     log(f"held-out ({cnt:,} tokens scored, float32): trained weights loss {vl_fp:.4f} ppl {math.exp(vl_fp):.3f} {bpb(vl_fp):.3f} bits/byte; "
         f"int8 weights loss {vl_q:.4f} ppl {math.exp(vl_q):.3f} {bpb(vl_q):.3f} bits/byte")
+    heldout_lib = None
+    if val_lib is not None and corpus.get("heldout_lib_tokens"):
+        # The held-out packages' library files only: the first corpus's
+        # held-out set. Bits per byte compare across tokenizers.
+        ll_fp, lcnt = evaluate(model, val_lib, seq, device, max_windows=n_win, autocast=False)
+        ll_q, _ = evaluate(qmodel_dev, val_lib, seq, device, max_windows=n_win, autocast=False)
+        lratio = corpus["heldout_lib_bytes"] / corpus["heldout_lib_tokens"]
+        heldout_lib = {"files": corpus["heldout_lib_files"], "tokens_scored": lcnt,
+                       "loss_fp32": ll_fp, "ppl_fp32": math.exp(ll_fp), "bits_per_byte_fp32": ll_fp / math.log(2) / lratio,
+                       "loss_int8": ll_q, "ppl_int8": math.exp(ll_q), "bits_per_byte_int8": ll_q / math.log(2) / lratio}
+        log(f"held-out library files only ({lcnt:,} tokens scored; the first model's set: 1.253 bits/byte int8): "
+            f"float32 {heldout_lib['bits_per_byte_fp32']:.3f} bits/byte, int8 {heldout_lib['bits_per_byte_int8']:.3f} bits/byte (ppl {math.exp(ll_q):.3f})")
+
+    qmodel = qmodel_dev.cpu()
 
     # config.json
     cfg = {
@@ -592,9 +636,11 @@ def main():
             "loss_fp32": vl_fp, "ppl_fp32": math.exp(vl_fp), "bits_per_byte_fp32": bpb(vl_fp),
             "loss_int8": vl_q, "ppl_int8": math.exp(vl_q), "bits_per_byte_int8": bpb(vl_q),
         },
+        "heldout_library": heldout_lib,
         "training": {
             "steps": step, "tokens": tokens_seen, "seconds": round(train_s, 1), "batch": batch, "seq": seq,
-            "peak_lr": args.lr, "smoke": args.smoke, "parameters": nparams,
+            "peak_lr": args.lr, "dropout": args.dropout, "weight_decay": args.weight_decay,
+            "smoke": args.smoke, "parameters": nparams,
             "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
             "torch": torch.__version__, "go_version": corpus["go_version"],
             "train_tokens": corpus["train_tokens"], "epochs": round(tokens_seen / corpus["train_tokens"], 2),
