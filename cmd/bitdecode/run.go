@@ -31,6 +31,9 @@ generated text to stdout. The KV cache is stored in the --kv format ('bitdecode
 inspect kv' explains the specs); the last line on stderr gives the prompt and
 decode speed and the KV memory used next to what fp16 would take.
 
+The embedded model decodes with --repeat-penalty 1.3 unless the flag is
+given: a 2 MB model repeats one line forever under plain greedy decoding.
+
 --compare-fp16 (on by default with the embedded model) then generates the
 same tokens again with an fp16 KV cache and prints both side by side: speed,
 KV memory now and at the model's full context, and how many tokens agree.
@@ -101,6 +104,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	dev, err := resolveDevice(*f.device, stderr)
 	if err != nil {
 		return err
+	}
+	if *f.modelDir == "" && !flagSet(fs, "repeat-penalty") {
+		*f.repeatPenalt = embeddedRepeatPenalty
 	}
 	opts := engine.GenerateOptions{
 		MaxTokens:   *f.maxTokens,
@@ -186,6 +192,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// embeddedRepeatPenalty is the embedded model's default repetition penalty.
+const embeddedRepeatPenalty = 1.3
 
 // flagSet reports whether the named flag was given on the command line.
 func flagSet(fs *flag.FlagSet, name string) bool {
