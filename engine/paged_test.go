@@ -161,7 +161,6 @@ func TestPagedMatchesKVCache(t *testing.T) {
 	}
 }
 
-
 // TestPagedPrefixSharing runs two prompts with a common prefix of three
 // blocks: the second opens with the first's blocks shared (reference count
 // 2, no new memory) and its logits are bitwise those of running it alone.
