@@ -147,4 +147,3 @@ func notYet(name, issue, instead string) func([]string, io.Writer, io.Writer) er
 		return fmt.Errorf("%w: %s arrives with %s; meanwhile try %s", errNotYet, name, issue, instead)
 	}
 }
-
