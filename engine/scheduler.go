@@ -489,9 +489,9 @@ func (s *Scheduler) step() {
 		if need <= s.cache.FreeBlocks() || len(in) == 0 {
 			break
 		}
-		if !s.preemptYoungest() {
-			break
-		}
+		// Preempt and plan again; if nothing could be preempted, the
+		// running set changed too (the last sequence ended), so plan again.
+		s.preemptYoungest()
 	}
 	if len(in) == 0 {
 		return

@@ -107,7 +107,7 @@ func TestSchedulerMatchesSolo(t *testing.T) {
 		wantPreempt     bool
 	}{
 		{"ample", 400, 16, false},
-		{"tight", 12, 8, true},
+		{"tight", 9, 8, true},
 	} {
 		t.Run(cfg.name, func(t *testing.T) {
 			pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec(spec), PagedOptions{MaxSeqs: cfg.maxSeqs, Blocks: cfg.blocks})

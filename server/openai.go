@@ -83,6 +83,9 @@ type commonRequest struct {
 	PresencePenalty  *float64        `json:"presence_penalty"`
 	LogitBias        map[string]any  `json:"logit_bias"`
 	User             string          `json:"user"`
+	// IgnoreEOS is vLLM's extension: keep generating through the model's
+	// stop tokens (stop strings still apply), for benchmarks.
+	IgnoreEOS bool `json:"ignore_eos"`
 }
 
 // chatRequest is the body of POST /v1/chat/completions.

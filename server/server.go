@@ -267,6 +267,9 @@ func (s *Server) prepare(c *commonRequest, maxTokens *int, prompt []int, param s
 	}
 	j := &job{stream: c.Stream, includeUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage, param: param}
 	j.req = engine.Request{Prompt: prompt, MaxTokens: max, Stop: stops}
+	if c.IgnoreEOS {
+		j.req.StopIDs = []int{}
+	}
 	j.req.Sample.Temperature, j.req.Sample.TopP = 1, 1 // OpenAI's defaults
 	if c.Temperature != nil {
 		j.req.Sample.Temperature = *c.Temperature
