@@ -292,31 +292,45 @@ func contextError(limit, prompt, max int, param string) *apiError {
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, s.parseChat, true)
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, s.parseCompletion, false)
+}
+
+// handle reads and parses a generation request and runs it.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byte) (*job, *apiError), chat bool) {
 	body, e := s.readBody(w, r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
+	j, e := parse(body)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	s.run(w, r, j, chat)
+}
+
+// parseChat validates a chat completion request and builds its job.
+func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	var req chatRequest
 	if e := decodeJSON(body, &req); e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	if e := s.checkModel(req.Model); e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	if e := checkSampling(&req.commonRequest); e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	if e := checkChatOnly(&req); e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	if len(req.Messages) == 0 {
-		writeError(w, invalid("messages", "", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."))
-		return
+		return nil, invalid("messages", "", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
 	}
 	msgs := make([]tokenizer.Message, len(req.Messages))
 	for i, m := range req.Messages {
@@ -326,27 +340,22 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		case "developer":
 			role = "system"
 		case "tool", "function":
-			writeError(w, invalid(fmt.Sprintf("messages.[%d].role", i), "unsupported_value", "Messages with role '%s' are not supported (no tool calling).", m.Role))
-			return
+			return nil, invalid(fmt.Sprintf("messages.[%d].role", i), "unsupported_value", "Messages with role '%s' are not supported (no tool calling).", m.Role)
 		default:
-			writeError(w, invalid(fmt.Sprintf("messages.[%d].role", i), "invalid_value", "Invalid value for 'messages.[%d].role': '%s'. Supported values are: 'system', 'developer', 'user' and 'assistant'.", i, m.Role))
-			return
+			return nil, invalid(fmt.Sprintf("messages.[%d].role", i), "invalid_value", "Invalid value for 'messages.[%d].role': '%s'. Supported values are: 'system', 'developer', 'user' and 'assistant'.", i, m.Role)
 		}
 		if s := strings.TrimSpace(string(m.ToolCalls)); s != "" && s != "null" && s != "[]" {
-			writeError(w, invalid(fmt.Sprintf("messages.[%d].tool_calls", i), "unsupported_parameter", "tool_calls are not supported by this server."))
-			return
+			return nil, invalid(fmt.Sprintf("messages.[%d].tool_calls", i), "unsupported_parameter", "tool_calls are not supported by this server.")
 		}
 		text, e := messageText(i, m)
 		if e != nil {
-			writeError(w, e)
-			return
+			return nil, e
 		}
 		msgs[i] = tokenizer.Message{Role: role, Content: text}
 	}
 	prompt, err := s.cfg.Tokenizer.EncodeChat(msgs, tokenizer.ChatOptions{AddGenerationPrompt: true, ContentSpecialAsText: true})
 	if err != nil {
-		writeError(w, invalid("messages", "", "The conversation cannot be rendered with the model's chat template: %v", err))
-		return
+		return nil, invalid("messages", "", "The conversation cannot be rendered with the model's chat template: %v", err)
 	}
 	maxTokens := req.MaxCompletionTokens
 	if maxTokens == nil {
@@ -354,46 +363,34 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	j, e := s.prepare(&req.commonRequest, maxTokens, prompt, "messages")
 	if e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
-	s.run(w, r, j, true)
+	return j, nil
 }
 
-func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	body, e := s.readBody(w, r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
+// parseCompletion validates a text completion request and builds its job.
+func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 	var req completionRequest
 	if e := decodeJSON(body, &req); e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	if e := s.checkModel(req.Model); e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	if e := checkSampling(&req.commonRequest); e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	switch {
 	case req.Suffix != nil && *req.Suffix != "":
-		writeError(w, invalid("suffix", "unsupported_parameter", "suffix (insertion) is not supported by this server."))
-		return
+		return nil, invalid("suffix", "unsupported_parameter", "suffix (insertion) is not supported by this server.")
 	case req.Logprobs != nil:
-		writeError(w, invalid("logprobs", "unsupported_parameter", "logprobs are not supported by this server."))
-		return
+		return nil, invalid("logprobs", "unsupported_parameter", "logprobs are not supported by this server.")
 	case req.BestOf != nil && *req.BestOf != 1:
-		writeError(w, invalid("best_of", "unsupported_value", "best_of = %d is not supported; only 1 is.", *req.BestOf))
-		return
+		return nil, invalid("best_of", "unsupported_value", "best_of = %d is not supported; only 1 is.", *req.BestOf)
 	}
 	prompt, text, e := s.completionPrompt(req.Prompt)
 	if e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens == nil {
@@ -402,13 +399,12 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	j, e := s.prepare(&req.commonRequest, maxTokens, prompt, "prompt")
 	if e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	if req.Echo {
 		j.echo = text
 	}
-	s.run(w, r, j, false)
+	return j, nil
 }
 
 // completionPrompt reads prompt: a string, an array of one string, an array
