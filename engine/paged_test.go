@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -280,5 +281,139 @@ func TestPagedOutOfBlocks(t *testing.T) {
 	}
 	if _, err := NewPagedCache(be, m.Config(), sp, PagedOptions{MaxSeqs: 4, MemoryBytes: 1000}); err == nil {
 		t.Error("a pool of 1000 bytes accepted")
+	}
+}
+
+// TestPagedRandomOps drives a small PagedCache with random interleavings of
+// Open (prompts drawn from a few shared prefixes), prefill chunks, decode
+// steps, Truncate and Remove, through the tiny model. After every operation
+// each block's reference count equals the number of block tables holding
+// it, the free count is the rest, and the allocator's invariants hold;
+// out-of-blocks batches fail without changing anything. At the end every
+// block is free.
+func TestPagedRandomOps(t *testing.T) {
+	m, _, be := tiny(t)
+	c, err := NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), PagedOptions{MaxSeqs: 6, Blocks: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	prefixes := make([][]int, 3)
+	for i := range prefixes {
+		for range 64 + 32*i {
+			prefixes[i] = append(prefixes[i], r.IntN(tinymodel.Vocab))
+		}
+	}
+	type state struct{ prompt []int }
+	live := map[int]*state{}
+	nextID, shared, refused := 0, 0, 0
+	check := func(op string) {
+		t.Helper()
+		if err := c.Allocator().Check(); err != nil {
+			t.Fatalf("after %s: %v", op, err)
+		}
+		refs := map[int]int{}
+		for _, s := range c.seqs {
+			for _, b := range s.blocks {
+				refs[b]++
+			}
+		}
+		used := 0
+		for id := 0; id < c.TotalBlocks(); id++ {
+			if c.Allocator().Refs(id) != refs[id] {
+				t.Fatalf("after %s: block %d has %d references, %d tables hold it", op, id, c.Allocator().Refs(id), refs[id])
+			}
+			if refs[id] > 0 {
+				used++
+			}
+		}
+		if c.FreeBlocks() != c.TotalBlocks()-used {
+			t.Fatalf("after %s: %d free, %d used of %d", op, c.FreeBlocks(), used, c.TotalBlocks())
+		}
+	}
+	forward := func(id int, toks []int) error {
+		var b model.Batch
+		ids := make([]int32, len(toks))
+		for i, v := range toks {
+			ids[i] = int32(v)
+		}
+		b.Add(id, c.Len(id), ids...)
+		before := c.FreeBlocks()
+		_, err := m.Forward(&b, c)
+		if errors.Is(err, ErrOutOfBlocks) {
+			refused++
+		}
+		if errors.Is(err, ErrOutOfBlocks) && c.FreeBlocks() != before {
+			t.Fatalf("a refused batch changed the free count %d -> %d", before, c.FreeBlocks())
+		}
+		return err
+	}
+	pick := func() (int, bool) {
+		if len(live) == 0 {
+			return 0, false
+		}
+		ids := slices.Sorted(maps.Keys(live))
+		return ids[r.IntN(len(ids))], true
+	}
+	for step := 0; step < 300; step++ {
+		op := r.IntN(10)
+		id, ok := pick()
+		switch {
+		case op < 2 && len(live) < c.MaxSeqs(): // open and prefill
+			p := append(append([]int(nil), prefixes[r.IntN(len(prefixes))]...), r.IntN(tinymodel.Vocab), r.IntN(tinymodel.Vocab))
+			nextID++
+			cached, err := c.Open(nextID, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cached > 0 {
+				shared++
+			}
+			live[nextID] = &state{prompt: p}
+			if err := forward(nextID, p[cached:]); err != nil {
+				if !errors.Is(err, ErrOutOfBlocks) {
+					t.Fatal(err)
+				}
+				c.Remove(nextID)
+				delete(live, nextID)
+			}
+			check("open")
+		case op < 7 && ok: // a decode step or a chunk of up to 40 tokens
+			toks := make([]int, 1)
+			if op >= 4 {
+				toks = make([]int, 1+r.IntN(40))
+			}
+			for i := range toks {
+				toks[i] = r.IntN(tinymodel.Vocab)
+			}
+			if err := forward(id, toks); err != nil && !errors.Is(err, ErrOutOfBlocks) {
+				t.Fatal(err)
+			}
+			check("decode")
+		case op == 7 && ok: // truncate to a block boundary
+			n := c.Len(id) / 32 * 32
+			if n > 0 && r.IntN(2) == 0 {
+				n -= 32
+			}
+			if err := c.Truncate(id, n); err != nil {
+				t.Fatal(err)
+			}
+			check("truncate")
+		case op >= 8 && ok: // remove
+			c.Remove(id)
+			delete(live, id)
+			check("remove")
+		}
+	}
+	for id := range live {
+		c.Remove(id)
+	}
+	check("the end")
+	t.Logf("%d opens with a shared prefix, %d batches refused for lack of blocks", shared, refused)
+	if shared == 0 || refused == 0 {
+		t.Errorf("the random run did not exercise sharing (%d) and running out of blocks (%d)", shared, refused)
+	}
+	if c.FreeBlocks() != c.TotalBlocks() || c.Seqs() != 0 {
+		t.Fatalf("%d of %d blocks free at the end", c.FreeBlocks(), c.TotalBlocks())
 	}
 }
