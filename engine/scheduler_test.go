@@ -319,3 +319,87 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// recordingCache wraps a BlockCache and records each batch's shape: the
+// scheduler sees only the interface, as it will a GPU cache.
+type recordingCache struct {
+	BlockCache
+	mu      sync.Mutex
+	batches [][]int // per batch, the tokens of each sequence
+}
+
+func (c *recordingCache) Begin(b *model.Batch) error {
+	var lens []int
+	for _, s := range b.Seqs {
+		lens = append(lens, s.Len)
+	}
+	c.mu.Lock()
+	c.batches = append(c.batches, lens)
+	c.mu.Unlock()
+	return c.BlockCache.Begin(b)
+}
+
+// TestSchedulerBoundedChunks submits long prompts while short requests
+// decode and checks every step: at most one sequence contributes more than
+// one token, and that chunk is at most PrefillChunk tokens, so a long
+// prompt stalls the decoding streams by one bounded chunk per step; the
+// decoding requests keep getting a token in the steps that prefill.
+func TestSchedulerBoundedChunks(t *testing.T) {
+	m, tok, be := tiny(t)
+	pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), PagedOptions{MaxSeqs: 6, Blocks: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &recordingCache{BlockCache: pc}
+	const chunk = 64
+	s, _ := NewScheduler(m, tok, rc, SchedulerOptions{PrefillChunk: chunk})
+	defer s.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	long := func(n int) []int {
+		p := []int{tinymodel.BOS}
+		for range n {
+			p = append(p, r.IntN(256))
+		}
+		return p
+	}
+	var streams []*Stream
+	for i := range 3 { // decoding streams
+		st, err := s.Submit(context.Background(), Request{Prompt: long(5 + i), MaxTokens: 60, StopIDs: []int{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	for _, n := range []int{700, 400} { // long prompts
+		st, err := s.Submit(context.Background(), Request{Prompt: long(n), MaxTokens: 4, StopIDs: []int{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	for _, st := range streams {
+		collect(t, st)
+	}
+	mixed := 0
+	for i, lens := range rc.batches {
+		multi := 0
+		for _, l := range lens {
+			if l > 1 {
+				multi++
+			}
+			if l > chunk {
+				t.Fatalf("step %d: a sequence fed %d tokens, chunk is %d", i, l, chunk)
+			}
+		}
+		if multi > 1 {
+			t.Fatalf("step %d: %d sequences prefill at once: %v", i, multi, lens)
+		}
+		if multi == 1 && len(lens) > 1 {
+			mixed++
+		}
+	}
+	if mixed == 0 {
+		t.Error("no step mixed a prefill chunk with decode tokens")
+	}
+	t.Logf("%d steps, %d mixing a prefill chunk with decode tokens", len(rc.batches), mixed)
+}

@@ -130,6 +130,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	return nil
 }
 
+// statusClientClosed is the status /metrics counts for a request whose
+// client left before any response was written (nginx's 499).
+const statusClientClosed = 499
+
 // statusWriter records the status code for metrics; Unwrap keeps
 // http.ResponseController's Flush working.
 type statusWriter struct {
@@ -164,7 +168,11 @@ func (s *Server) counted(endpoint, method string, h http.HandlerFunc) http.Handl
 		} else {
 			h(sw, r)
 		}
-		if sw.code == 0 {
+		switch {
+		case sw.code != 0:
+		case r.Context().Err() != nil:
+			sw.code = statusClientClosed
+		default:
 			sw.code = http.StatusOK
 		}
 		s.cfg.Metrics.observeRequest(endpoint, sw.code, time.Since(start))
