@@ -2,6 +2,11 @@
 // caches, feeds the model batches (prefill, then one token per step) and
 // samples the next tokens. The model sees the cache only through
 // model.Attention; the cache's format (package kv) and attention (package
-// attn) are chosen here. Continuous batching and the paged block manager
-// (issue #6) will grow here too.
+// attn) are chosen here.
+//
+// For one sequence, Generate drives a KVCache. For serving, a Scheduler runs
+// continuous batching over a BlockCache: PagedCache keeps every layer's
+// packed blocks in one pool managed by a BlockAllocator (reference counts,
+// copy-free sharing of identical prompt prefixes), admits requests by free
+// blocks, and preempts the youngest sequence when the pool runs out.
 package engine

@@ -147,10 +147,3 @@ func notYet(name, issue, instead string) func([]string, io.Writer, io.Writer) er
 		return fmt.Errorf("%w: %s arrives with %s; meanwhile try %s", errNotYet, name, issue, instead)
 	}
 }
-
-func init() {
-	register(&command{name: "serve", usage: "[--model DIR] [--kv SPEC] [--addr HOST:PORT]",
-		summary: "OpenAI-compatible HTTP server with continuous batching (not built yet)",
-		help:    "Serves /v1/chat/completions, /v1/completions and /v1/models.\n\nexample:\n  bitdecode serve --model ./Llama-3.2-1B --kv int4 --addr 127.0.0.1:8080",
-		run:     notYet("serve", "the serving engine (issue #6)", "'bitdecode bench --quick'")})
-}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/server"
+	"github.com/bitdecode/bitdecode/tokenizer"
+)
+
+var serveCmd = &command{
+	name:    "serve",
+	usage:   "--model DIR [--kv SPEC] [--addr HOST:PORT] [--kv-memory SIZE] [--max-seqs N]",
+	summary: "OpenAI-compatible HTTP server with continuous batching over a paged low-bit KV cache",
+	help: `Loads the checkpoint in DIR and serves the OpenAI API on --addr:
+POST /v1/chat/completions and /v1/completions (streaming or not), GET
+/v1/models, /health and /metrics (Prometheus). Every request's KV cache lives
+in a shared pool of --kv-memory bytes, cut into blocks of the format's
+residual size (128 tokens for int4); up to --max-seqs sequences run in one
+batch, each step decoding one token of every running sequence plus at most
+--prefill-chunk prompt tokens of one new request. Requests that do not fit
+wait in a queue (--max-queue; beyond it the server answers 429); when the
+pool runs out, the youngest sequence is preempted and recomputed later.
+Identical prompt prefixes share their packed blocks. SIGINT or SIGTERM stops
+accepting requests and lets running streams finish for up to --drain.
+
+The model runs on the CPU (--device auto says so when no GPU path is used);
+the GPU paged cache is still to come. docs/serving.md has the details and
+client examples.
+
+example:
+  bitdecode serve --model ../shared/models/gocoder-23m --kv int4 --kv-memory 1GiB
+  curl -s localhost:8080/v1/completions -H 'Content-Type: application/json' \
+    -d '{"model":"gocoder-23m","prompt":"func main() {","max_tokens":32}'`,
+}
+
+type serveFlags struct {
+	modelDir, kvSpec, device, addr, kvMemory, name, maxBody *string
+	maxSeqs, chunk, maxQueue                                *int
+	drain                                                   *time.Duration
+	quiet                                                   *bool
+}
+
+func addServeFlags(fs *flag.FlagSet) serveFlags {
+	return serveFlags{
+		modelDir: fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
+		kvSpec:   fs.String("kv", "int4", "KV cache format spec ('bitdecode inspect kv' explains them)"),
+		device:   fs.String("device", "auto", "auto or cpu (the GPU serving path is not built yet)"),
+		addr:     fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT"),
+		kvMemory: fs.String("kv-memory", "1GiB", "memory of the KV cache: residual blocks of --max-seqs sequences plus the block pool (bytes, or with KiB/MiB/GiB/KB/MB/GB)"),
+		name:     fs.String("served-model-name", "", "model id clients send and /v1/models lists (default: the base name of DIR)"),
+		maxBody:  fs.String("max-body", "4MiB", "largest request body (bytes or with a unit); larger ones get 413"),
+		maxSeqs:  fs.Int("max-seqs", 32, "sequences running in one batch at most"),
+		chunk:    fs.Int("prefill-chunk", 256, "prompt tokens prefilled per step at most (rounded up to whole KV blocks)"),
+		maxQueue: fs.Int("max-queue", 1024, "requests waiting at most; beyond it new requests get 429"),
+		drain:    fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long running streams may finish"),
+		quiet:    fs.Bool("quiet", false, "no progress bar or log lines on stderr"),
+	}
+}
+
+func init() {
+	flagSets["serve"] = func() *flag.FlagSet {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		addServeFlags(fs)
+		return fs
+	}
+	serveCmd.run = runServe
+	register(serveCmd)
+}
+
+// serveContext is the context that ends the server: SIGINT or SIGTERM
+// (tests replace it).
+var serveContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(serveCmd, stdout)
+	f := addServeFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageErrorf("unexpected arguments %q", fs.Args())
+	}
+	if *f.modelDir == "" {
+		return usageErrorf("--model DIR is required")
+	}
+	spec, err := parseSpecChecked(*f.kvSpec)
+	if err != nil {
+		return err
+	}
+	memBytes, err := parseBytes(*f.kvMemory)
+	if err != nil {
+		return usageErrorf("--kv-memory: %v", err)
+	}
+	maxBody, err := parseBytes(*f.maxBody)
+	if err != nil {
+		return usageErrorf("--max-body: %v", err)
+	}
+	if *f.maxSeqs < 1 || *f.chunk < 1 || *f.maxQueue < 1 {
+		return usageErrorf("--max-seqs, --prefill-chunk and --max-queue must be positive")
+	}
+	switch *f.device {
+	case "cpu":
+	case "auto":
+		if !*f.quiet {
+			fmt.Fprintln(stderr, "bitdecode: serve runs on the CPU (the GPU paged KV cache is not built yet)")
+		}
+	case "cuda":
+		return fmt.Errorf("--device cuda: serving on the GPU is not built yet (try --device cpu)")
+	default:
+		return usageErrorf("--device %q: want auto or cpu", *f.device)
+	}
+	name := *f.name
+	if name == "" {
+		name = filepath.Base(filepath.Clean(*f.modelDir))
+	}
+	logw := io.Writer(stderr)
+	if *f.quiet {
+		logw = io.Discard
+	}
+	logger := log.New(logw, "bitdecode serve: ", log.LstdFlags)
+
+	tok, err := tokenizer.Load(*f.modelDir)
+	if err != nil {
+		return err
+	}
+	be := cpu.New(0)
+	defer be.Close()
+	var progress io.Writer
+	if !*f.quiet {
+		progress = model.StderrProgress()
+	}
+	m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: progress})
+	if err != nil {
+		return fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, *f.modelDir)
+	}
+	defer m.Close()
+	cache, err := engine.NewPagedCache(be, m.Config(), spec, engine.PagedOptions{MaxSeqs: *f.maxSeqs, MemoryBytes: memBytes})
+	if err != nil {
+		return fmt.Errorf("%w (raise --kv-memory or lower --max-seqs)", err)
+	}
+	met := server.NewMetrics()
+	sched, err := engine.NewScheduler(m, tok, cache, engine.SchedulerOptions{MaxSeqs: *f.maxSeqs, PrefillChunk: *f.chunk, MaxQueue: *f.maxQueue,
+		OnFirstToken: met.ObserveTTFT, OnToken: met.ObserveTokenLatency})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{Scheduler: sched, Tokenizer: tok, ModelName: name, Metrics: met, BlockBytes: cache.BlockBytes(),
+		Fingerprint: "bitdecode-" + cache.Format().Spec.String(), MaxBodyBytes: maxBody, Log: logger})
+	if err != nil {
+		sched.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", *f.addr)
+	if err != nil {
+		sched.Close()
+		return fmt.Errorf("%w (is another server on %s? try --addr 127.0.0.1:0)", err, *f.addr)
+	}
+	cfg := m.Config()
+	logger.Printf("model %s (%s, %d layers, %d/%d heads, head dim %d) on %s", name, cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, be.Name())
+	logger.Printf("KV cache %s: %d blocks of %d tokens (%s each) + %d residual slots (%s each) = %s; up to %d tokens per request",
+		cache.Format().Spec.String(), cache.TotalBlocks(), cache.BlockTokens(), humanBytes(cache.BlockBytes()), *f.maxSeqs,
+		humanBytes(cache.ResidualBytes()), humanBytes(cache.Bytes()), sched.ContextLimit())
+	logger.Printf("listening on http://%s (model id %q); SIGINT/SIGTERM drains for up to %v", ln.Addr(), name, *f.drain)
+	ctx, stop := serveContext()
+	defer stop()
+	return srv.Serve(ctx, ln, *f.drain)
+}
+
+// parseBytes reads a size: a number of bytes with an optional unit (B, KB,
+// MB, GB, TB as powers of 1000; KiB, MiB, GiB, TiB as powers of 1024; case
+// insensitive; fractions allowed with a unit).
+func parseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mul    float64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+		{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12}, {"b", 1}}
+	mul := 1.0
+	lower := strings.ToLower(t)
+	for _, u := range units {
+		if strings.HasSuffix(lower, u.suffix) {
+			mul, t = u.mul, strings.TrimSpace(t[:len(t)-len(u.suffix)])
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 || v*mul >= 1<<62 {
+		return 0, fmt.Errorf("%q is not a size (want e.g. 512MiB, 2GiB or 1000000)", s)
+	}
+	return int64(v * mul), nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bitdecode/bitdecode/internal/tinymodel"
+)
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{{"1GiB", 1 << 30}, {"512MiB", 512 << 20}, {"1.5 gb", 1500000000}, {"4096", 4096}, {"10kb", 10000}, {"2KiB", 2048}}
+	for _, tc := range tests {
+		if got, err := parseBytes(tc.in); err != nil || got != tc.want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "GiB", "1XB", "0", "1e30"} {
+		if _, err := parseBytes(bad); err == nil {
+			t.Errorf("parseBytes(%q) accepted", bad)
+		}
+	}
+}
+
+// TestServeTinyModel starts 'bitdecode serve' on a free loopback port with
+// the random tiny model, completes one request over HTTP, then ends the
+// server as SIGINT would and checks that it drains and returns cleanly.
+func TestServeTinyModel(t *testing.T) {
+	dir := t.TempDir()
+	if err := tinymodel.Write(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	old := serveContext
+	serveContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
+	defer func() { serveContext = old }()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		var out strings.Builder
+		code := runMain([]string{"serve", "--model", dir, "--kv", "int4:kc32:v32:res32", "--addr", "127.0.0.1:0", "--kv-memory", "4MiB", "--max-seqs", "4", "--served-model-name", "tiny"}, &out, pw)
+		pw.Close()
+		done <- code
+	}()
+	sc := bufio.NewScanner(pr)
+	addr := ""
+	re := regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+	var log []string
+	for sc.Scan() {
+		log = append(log, sc.Text())
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no listening line in %q", log)
+	}
+	go io.Copy(io.Discard, pr)
+	if !strings.Contains(strings.Join(log, "\n"), "KV cache int4:kc32:v32:res32") {
+		t.Errorf("start-up log lacks the KV cache line: %q", log)
+	}
+	resp, err := http.Post(addr+"/v1/completions", "application/json", strings.NewReader(`{"model":"tiny","prompt":"hello","max_tokens":5,"temperature":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(r.Choices) != 1 || r.Usage.CompletionTokens < 1 {
+		t.Fatalf("completion: status %d, %+v", resp.StatusCode, r)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited with %d", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop after the signal")
+	}
+}

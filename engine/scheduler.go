@@ -1,0 +1,661 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
+)
+
+// Scheduler errors returned by Submit.
+var (
+	// ErrQueueFull means the wait queue holds MaxQueue requests already.
+	ErrQueueFull = errors.New("engine: scheduler queue is full")
+	// ErrClosed means the scheduler is shutting down or closed.
+	ErrClosed = errors.New("engine: scheduler is closed")
+)
+
+// ContextError reports a request that can never fit: its prompt plus
+// max tokens exceed the model's context or the whole KV cache.
+type ContextError struct {
+	PromptTokens int
+	MaxTokens    int
+	Limit        int    // tokens that fit
+	What         string // "the model's context" or "the KV cache"
+}
+
+// Error implements error.
+func (e *ContextError) Error() string {
+	return fmt.Sprintf("engine: %d prompt tokens + %d max tokens = %d exceed %s of %d tokens",
+		e.PromptTokens, e.MaxTokens, e.PromptTokens+e.MaxTokens, e.What, e.Limit)
+}
+
+// SchedulerOptions configure a Scheduler.
+type SchedulerOptions struct {
+	// MaxSeqs is the number of sequences running at once (0: the cache's
+	// MaxSeqs).
+	MaxSeqs int
+	// PrefillChunk is the most prompt tokens one step prefills (0: 256). It
+	// is rounded up to a whole number of cache blocks, and chunks start at
+	// multiples of it, so a prompt is cut the same way whatever runs beside
+	// it.
+	PrefillChunk int
+	// MaxQueue is the number of requests that may wait (0: 1024).
+	MaxQueue int
+	// OnFirstToken, when set, receives each request's time to first token
+	// (from Submit); OnToken the time between later tokens of a request.
+	// They run on the scheduler's goroutine and must be quick.
+	OnFirstToken, OnToken func(time.Duration)
+}
+
+// Request is one generation request.
+type Request struct {
+	// Prompt holds the token ids, BOS included.
+	Prompt []int
+	// MaxTokens is the number of new tokens at most (>= 1).
+	MaxTokens int
+	// Sample is the sampling configuration, seed included.
+	Sample SampleOptions
+	// Stop ends generation when the text ends with one of these; the stop
+	// string is not emitted.
+	Stop []string
+	// StopIDs end generation when sampled (not emitted); nil means the
+	// tokenizer's stop tokens.
+	StopIDs []int
+}
+
+// Finish reasons of a Result, named as in the OpenAI API where one exists.
+const (
+	FinishStop      = "stop"      // a stop token or stop string
+	FinishLength    = "length"    // max tokens or the model's context
+	FinishCancelled = "cancelled" // the request's context ended
+	FinishError     = "error"     // the forward pass failed or the scheduler closed
+)
+
+// Result describes a finished request.
+type Result struct {
+	FinishReason     string
+	PromptTokens     int
+	CompletionTokens int
+	// CachedTokens is the number of prompt tokens whose KV blocks were
+	// shared with an earlier prompt instead of computed.
+	CachedTokens int
+	// Preemptions counts how often the request lost its blocks under
+	// memory pressure and was recomputed.
+	Preemptions int
+	Tokens      []int // the generated ids
+	TTFT        time.Duration
+	Err         error // set with FinishCancelled and FinishError
+}
+
+// Stream delivers a request's text as it is generated.
+type Stream struct {
+	mu      sync.Mutex
+	pending strings.Builder
+	done    bool
+	res     Result
+	notify  chan struct{}
+}
+
+func newStream() *Stream { return &Stream{notify: make(chan struct{}, 1)} }
+
+func (s *Stream) push(text string) {
+	if text == "" {
+		return
+	}
+	s.mu.Lock()
+	s.pending.WriteString(text)
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Stream) finish(r Result) {
+	s.mu.Lock()
+	s.done, s.res = true, r
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Stream) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Next waits for text or the end of the request and returns the text
+// generated since the previous call (complete UTF-8, stop strings held back
+// until they cannot match) and whether the request has finished; then
+// Result describes it. It returns ctx's error if ctx ends first.
+func (s *Stream) Next(ctx context.Context) (text string, done bool, err error) {
+	for {
+		s.mu.Lock()
+		text, done = s.pending.String(), s.done
+		s.pending.Reset()
+		s.mu.Unlock()
+		if text != "" || done {
+			return text, done, nil
+		}
+		select {
+		case <-s.notify:
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		}
+	}
+}
+
+// Result returns the request's result once Next has reported done.
+func (s *Stream) Result() Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.res
+}
+
+// SchedulerStats is a snapshot of the scheduler for metrics.
+type SchedulerStats struct {
+	Queued, Running           int
+	FreeBlocks, TotalBlocks   int
+	PromptTokens              int64 // prompt tokens computed (cached ones excluded)
+	CachedTokens              int64 // prompt tokens taken from shared blocks
+	GeneratedTokens           int64
+	Preemptions               int64
+	Steps                     int64
+	Finished, Cancelled, Fail int64
+}
+
+// Scheduler runs continuous batching over a model and a paged KV cache. One
+// goroutine owns the model and the cache; each step it feeds one new token
+// of every running sequence plus at most one prefill chunk of
+// PrefillChunk tokens, so a long prompt stalls the other streams by one
+// bounded chunk per step. Requests wait in a FIFO queue and are admitted
+// when a sequence slot and the blocks of their prompt are free; when a step
+// needs more blocks than are free, the youngest running sequence is
+// preempted (its blocks freed, the request requeued at the front and later
+// recomputed: its prompt in the same chunks, its generated tokens one per
+// step, so it continues with exactly the tokens it would have produced).
+// A request whose context ends is removed at the next step and its blocks
+// freed.
+//
+// With greedy sampling a request's text does not depend on what runs beside
+// it: the CPU forward computes every row of a batch independently and
+// bitwise reproducibly, and the cache sees the same chunk boundaries.
+type Scheduler struct {
+	m     model.Model
+	tok   *tokenizer.Tokenizer
+	cache BlockCache
+	opts  SchedulerOptions
+	limit int // max prompt + new tokens
+
+	mu       sync.Mutex
+	incoming []*seq
+	closing  bool
+	stats    SchedulerStats
+	wake     chan struct{}
+	quit     chan struct{}
+	exited   chan struct{}
+	nextID   int
+	admitted int64
+
+	// owned by the loop
+	queue   []*seq
+	running []*seq
+}
+
+// seq is one request inside the scheduler.
+type seq struct {
+	id        int
+	req       Request
+	ctx       context.Context
+	stopWake  func() bool
+	stream    *Stream
+	tokens    []int // prompt then generated
+	promptLen int
+	n         int // tokens cached
+	order     int64
+	sampler   *Sampler
+	dec       *tokenizer.DecodeStream
+	text      strings.Builder // generated text, for stop strings
+	held      string          // text held back as a possible stop-string start
+	stopIDs   map[int]bool
+	res       Result
+	submitted time.Time
+	last      time.Time
+}
+
+// NewScheduler starts a scheduler over m, its tokenizer and cache, which it
+// owns from now on: nothing else may call the model or the cache until
+// Close returns.
+func NewScheduler(m model.Model, tok *tokenizer.Tokenizer, cache BlockCache, o SchedulerOptions) (*Scheduler, error) {
+	if o.MaxSeqs <= 0 || o.MaxSeqs > cache.MaxSeqs() {
+		o.MaxSeqs = cache.MaxSeqs()
+	}
+	if o.PrefillChunk <= 0 {
+		o.PrefillChunk = 256
+	}
+	nr := cache.BlockTokens()
+	o.PrefillChunk = (o.PrefillChunk + nr - 1) / nr * nr
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = 1024
+	}
+	limit := (cache.TotalBlocks()+1)*nr - 1
+	if mp := m.Config().MaxPositions; mp > 0 {
+		limit = min(limit, mp)
+	}
+	s := &Scheduler{m: m, tok: tok, cache: cache, opts: o, limit: limit,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+	s.stats.TotalBlocks, s.stats.FreeBlocks = cache.TotalBlocks(), cache.FreeBlocks()
+	go s.loop()
+	return s, nil
+}
+
+// ContextLimit returns the most tokens (prompt plus new) a request may use:
+// the model's context, or what the whole KV cache holds if that is less.
+func (s *Scheduler) ContextLimit() int { return s.limit }
+
+// Options returns the scheduler's options after defaults.
+func (s *Scheduler) Options() SchedulerOptions { return s.opts }
+
+// Stats returns a snapshot of the scheduler's counters.
+func (s *Scheduler) Stats() SchedulerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Queued += len(s.incoming)
+	return st
+}
+
+// Submit queues a request; ctx cancels it (at the next step, freeing its
+// blocks). The returned Stream delivers its text.
+func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
+	if len(r.Prompt) == 0 {
+		return nil, errors.New("engine: empty prompt")
+	}
+	vocab := s.m.Config().Vocab
+	for i, t := range r.Prompt {
+		if t < 0 || t >= vocab {
+			return nil, fmt.Errorf("engine: prompt token %d has id %d, outside the vocabulary [0, %d)", i, t, vocab)
+		}
+	}
+	if r.MaxTokens < 1 {
+		return nil, fmt.Errorf("engine: max tokens %d must be >= 1", r.MaxTokens)
+	}
+	if err := r.Sample.Validate(); err != nil {
+		return nil, err
+	}
+	if len(r.Prompt)+r.MaxTokens > s.limit {
+		what := "the KV cache"
+		if mp := s.m.Config().MaxPositions; mp > 0 && s.limit == mp {
+			what = "the model's context"
+		}
+		return nil, &ContextError{PromptTokens: len(r.Prompt), MaxTokens: r.MaxTokens, Limit: s.limit, What: what}
+	}
+	stopIDs := r.StopIDs
+	if stopIDs == nil {
+		stopIDs = s.tok.StopIDs()
+	}
+	q := &seq{req: r, ctx: ctx, stream: newStream(), tokens: append([]int(nil), r.Prompt...), promptLen: len(r.Prompt),
+		sampler: NewSampler(r.Sample), dec: s.tok.NewDecodeStream(tokenizer.DecodeOptions{SkipSpecial: true}),
+		stopIDs: map[int]bool{}, submitted: time.Now()}
+	for _, id := range stopIDs {
+		q.stopIDs[id] = true
+	}
+	q.res.PromptTokens = len(r.Prompt)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if len(s.incoming)+s.stats.Queued >= s.opts.MaxQueue {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w (%d requests waiting)", ErrQueueFull, s.opts.MaxQueue)
+	}
+	s.nextID++
+	q.id = s.nextID
+	s.incoming = append(s.incoming, q)
+	s.mu.Unlock()
+	q.stopWake = context.AfterFunc(ctx, s.signal)
+	s.signal()
+	return q.stream, nil
+}
+
+func (s *Scheduler) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Shutdown stops accepting requests, waits until the running and queued
+// ones finish or ctx ends, then closes the scheduler (failing what is left
+// with ErrClosed).
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+	for {
+		st := s.Stats()
+		if st.Queued == 0 && st.Running == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	s.Close()
+	return err
+}
+
+// Close stops the scheduler at once: requests still queued or running end
+// with FinishError and ErrClosed, their blocks freed. Close waits for the
+// scheduler's goroutine to exit.
+func (s *Scheduler) Close() {
+	s.mu.Lock()
+	s.closing = true
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	s.mu.Unlock()
+	<-s.exited
+}
+
+func (s *Scheduler) loop() {
+	defer close(s.exited)
+	for {
+		s.mu.Lock()
+		s.queue = append(s.queue, s.incoming...)
+		s.incoming = s.incoming[:0]
+		s.mu.Unlock()
+		select {
+		case <-s.quit:
+			for _, q := range append(s.running, s.queue...) {
+				s.end(q, FinishError, ErrClosed)
+			}
+			s.running, s.queue = nil, nil
+			s.publish()
+			return
+		default:
+		}
+		s.dropCancelled()
+		s.admit()
+		s.publish()
+		if len(s.running) == 0 {
+			select {
+			case <-s.wake:
+			case <-s.quit:
+			}
+			continue
+		}
+		s.step()
+		s.publish()
+	}
+}
+
+// publish copies the loop's counts into the stats snapshot.
+func (s *Scheduler) publish() {
+	s.mu.Lock()
+	s.stats.Queued, s.stats.Running = len(s.queue), len(s.running)
+	s.stats.FreeBlocks, s.stats.TotalBlocks = s.cache.FreeBlocks(), s.cache.TotalBlocks()
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) count(f func(st *SchedulerStats)) {
+	s.mu.Lock()
+	f(&s.stats)
+	s.mu.Unlock()
+}
+
+// dropCancelled ends the requests whose context is done.
+func (s *Scheduler) dropCancelled() {
+	keep := s.running[:0]
+	for _, q := range s.running {
+		if err := q.ctx.Err(); err != nil {
+			s.end(q, FinishCancelled, err)
+			continue
+		}
+		keep = append(keep, q)
+	}
+	clear(s.running[len(keep):])
+	s.running = keep
+	kq := s.queue[:0]
+	for _, q := range s.queue {
+		if err := q.ctx.Err(); err != nil {
+			s.end(q, FinishCancelled, err)
+			continue
+		}
+		kq = append(kq, q)
+	}
+	clear(s.queue[len(kq):])
+	s.queue = kq
+}
+
+// admit moves requests from the head of the queue to running while a slot
+// and the blocks of the request's prompt are free, keeping one free block
+// per running sequence for its next decode steps. The queue is strictly
+// FIFO: a request that does not fit blocks those behind it.
+func (s *Scheduler) admit() {
+	for len(s.queue) > 0 && len(s.running) < s.opts.MaxSeqs {
+		q := s.queue[0]
+		cached, err := s.cache.Open(q.id, q.tokens[:q.promptLen])
+		if err != nil {
+			if errors.Is(err, ErrNoSlot) || errors.Is(err, ErrOutOfBlocks) {
+				return
+			}
+			s.queue = s.queue[1:]
+			s.end(q, FinishError, err)
+			continue
+		}
+		need := s.cache.BlocksNeeded(q.id, q.promptLen-cached)
+		if need+len(s.running) > s.cache.FreeBlocks() && len(s.running) > 0 {
+			s.cache.Remove(q.id)
+			return
+		}
+		s.queue = s.queue[1:]
+		q.n = cached
+		if q.res.Preemptions == 0 {
+			q.res.CachedTokens = cached
+			s.count(func(st *SchedulerStats) { st.CachedTokens += int64(cached) })
+		}
+		s.admitted++
+		q.order = s.admitted
+		s.running = append(s.running, q)
+	}
+}
+
+// step runs one forward pass: a token of every decoding sequence and at
+// most one prefill chunk.
+func (s *Scheduler) step() {
+	var b model.Batch
+	var in []*seq
+	for {
+		b, in = s.plan()
+		need := 0
+		for i, sq := range b.Seqs {
+			need += s.cache.BlocksNeeded(in[i].id, sq.Len)
+		}
+		if need <= s.cache.FreeBlocks() || len(in) == 0 {
+			break
+		}
+		// Preempt and plan again; if nothing could be preempted, the
+		// running set changed too (the last sequence ended), so plan again.
+		s.preemptYoungest()
+	}
+	if len(in) == 0 {
+		return
+	}
+	logits, err := s.m.Forward(&b, s.cache)
+	s.count(func(st *SchedulerStats) { st.Steps++ })
+	if err != nil {
+		if errors.Is(err, ErrOutOfBlocks) && s.preemptYoungest() {
+			return
+		}
+		for _, q := range in {
+			s.remove(q)
+			s.end(q, FinishError, err)
+		}
+		return
+	}
+	now := time.Now()
+	for i, q := range in {
+		n := b.Seqs[i].Len
+		if q.n < q.promptLen {
+			s.count(func(st *SchedulerStats) { st.PromptTokens += int64(n) })
+		}
+		q.n += n
+		if q.n == len(q.tokens) {
+			s.sample(q, logits.Row(i), now)
+		}
+	}
+}
+
+// plan builds the next batch from the running sequences.
+func (s *Scheduler) plan() (model.Batch, []*seq) {
+	var b model.Batch
+	var in []*seq
+	prefill := false
+	for _, q := range s.running {
+		switch {
+		case q.n >= q.promptLen:
+			b.Add(q.id, q.n, int32(q.tokens[q.n]))
+		case !prefill:
+			c := s.opts.PrefillChunk
+			end := min(q.promptLen, (q.n/c+1)*c)
+			ids := make([]int32, end-q.n)
+			for i, t := range q.tokens[q.n:end] {
+				ids[i] = int32(t)
+			}
+			b.Add(q.id, q.n, ids...)
+			prefill = true
+		default:
+			continue
+		}
+		in = append(in, q)
+	}
+	return b, in
+}
+
+// preemptYoungest frees the blocks of the most recently admitted running
+// sequence and requeues it at the front; false if none can be preempted
+// (then the last one ends with an error).
+func (s *Scheduler) preemptYoungest() bool {
+	if len(s.running) == 0 {
+		return false
+	}
+	yi := 0
+	for i, q := range s.running {
+		if q.order > s.running[yi].order {
+			yi = i
+		}
+	}
+	q := s.running[yi]
+	s.running = append(s.running[:yi], s.running[yi+1:]...)
+	s.cache.Remove(q.id)
+	if len(s.running) == 0 {
+		// Alone and still out of blocks: it cannot fit (Submit's check
+		// makes this a bug, not a user error).
+		s.end(q, FinishError, fmt.Errorf("%w: a lone sequence of %d tokens does not fit", ErrOutOfBlocks, len(q.tokens)))
+		return false
+	}
+	q.n = 0
+	q.res.Preemptions++
+	s.count(func(st *SchedulerStats) { st.Preemptions++ })
+	s.queue = append([]*seq{q}, s.queue...)
+	return true
+}
+
+func (s *Scheduler) remove(q *seq) {
+	for i, r := range s.running {
+		if r == q {
+			s.running = append(s.running[:i], s.running[i+1:]...)
+			break
+		}
+	}
+	s.cache.Remove(q.id)
+}
+
+// sample picks q's next token, streams its text and ends q when a stop
+// condition holds.
+func (s *Scheduler) sample(q *seq, logits []float32, now time.Time) {
+	next := q.sampler.Sample(logits, q.tokens)
+	if len(q.res.Tokens) == 0 {
+		q.res.TTFT = now.Sub(q.submitted)
+		if s.opts.OnFirstToken != nil {
+			s.opts.OnFirstToken(q.res.TTFT)
+		}
+	} else if s.opts.OnToken != nil {
+		s.opts.OnToken(now.Sub(q.last))
+	}
+	q.last = now
+	if q.stopIDs[next] {
+		s.finish(q, FinishStop, false)
+		return
+	}
+	q.tokens = append(q.tokens, next)
+	q.res.Tokens = append(q.res.Tokens, next)
+	q.res.CompletionTokens++
+	s.count(func(st *SchedulerStats) { st.GeneratedTokens++ })
+	piece := q.dec.Step(next)
+	if len(q.req.Stop) > 0 {
+		q.held += piece
+		q.text.WriteString(piece)
+		if stop, hit := endsWithStop(q.text.String(), q.req.Stop); hit {
+			q.stream.push(strings.TrimSuffix(q.held, stop))
+			q.held = ""
+			s.finish(q, FinishStop, true)
+			return
+		}
+		keep := stopPrefixLen(q.text.String(), q.req.Stop)
+		if len(q.held) > keep {
+			q.stream.push(q.held[:len(q.held)-keep])
+			q.held = q.held[len(q.held)-keep:]
+		}
+	} else {
+		q.stream.push(piece)
+	}
+	if q.res.CompletionTokens >= q.req.MaxTokens || len(q.tokens) >= s.limit {
+		s.finish(q, FinishLength, false)
+	}
+}
+
+// finish ends a running request normally.
+func (s *Scheduler) finish(q *seq, reason string, stopString bool) {
+	if !stopString {
+		q.stream.push(q.held + q.dec.Flush())
+	}
+	s.remove(q)
+	s.end(q, reason, nil)
+}
+
+// end delivers q's result (its blocks must already be freed, or never
+// taken).
+func (s *Scheduler) end(q *seq, reason string, err error) {
+	s.cache.Remove(q.id)
+	if q.stopWake != nil {
+		q.stopWake()
+	}
+	q.res.FinishReason, q.res.Err = reason, err
+	s.count(func(st *SchedulerStats) {
+		switch reason {
+		case FinishCancelled:
+			st.Cancelled++
+		case FinishError:
+			st.Fail++
+		default:
+			st.Finished++
+		}
+	})
+	q.stream.finish(q.res)
+}

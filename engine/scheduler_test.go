@@ -1,0 +1,405 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/internal/testmodel"
+	"github.com/bitdecode/bitdecode/internal/tinymodel"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
+)
+
+// collect reads a stream to its end.
+func collect(t testing.TB, st *Stream) (string, Result) {
+	t.Helper()
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		text, done, err := st.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(text)
+		if done {
+			return b.String(), st.Result()
+		}
+	}
+}
+
+// schedCase is one request of a scheduler test with its solo reference.
+type schedCase struct {
+	prompt []int
+	max    int
+	want   string
+	wantN  int
+}
+
+// soloReference generates each case alone with Generate over a KVCache
+// (the same chunking), the oracle the scheduler must match.
+func soloReference(t *testing.T, be backend.Backend, m model.Model, tok *tokenizer.Tokenizer, spec string, chunk int, cases []schedCase) {
+	t.Helper()
+	for i := range cases {
+		c, err := NewKVCache(be, m.Config(), kv.MustParseSpec(spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		st, err := Generate(context.Background(), m, tok, c, 0, cases[i].prompt, GenerateOptions{MaxTokens: cases[i].max, ChunkTokens: chunk}, func(s string) { out.WriteString(s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[i].want, cases[i].wantN = out.String(), st.GeneratedTokens
+	}
+}
+
+func tinyCases(r *rand.Rand, n int, common []int) []schedCase {
+	cases := make([]schedCase, n)
+	for i := range cases {
+		var p []int
+		p = append(p, tinymodel.BOS)
+		if i%3 == 0 {
+			p = append(p, common...)
+		}
+		for range 1 + r.IntN(90) {
+			p = append(p, r.IntN(256))
+		}
+		cases[i] = schedCase{prompt: p, max: 8 + r.IntN(40)}
+	}
+	return cases
+}
+
+// TestSchedulerMatchesSolo submits many greedy requests at once (a third
+// share a 70-token prefix) and checks that each one's streamed text and
+// token count equal its solo run through Generate and KVCache, with ample
+// memory (prefix sharing, no preemption) and with a pool so small that the
+// scheduler must queue and preempt; at the end every block is free and the
+// allocator's invariants hold.
+func TestSchedulerMatchesSolo(t *testing.T) {
+	m, tok, be := tiny(t)
+	const spec, chunk = "int4:kc32:v32:res32", 64
+	r := rand.New(rand.NewPCG(11, 12))
+	common := make([]int, 70)
+	for i := range common {
+		common[i] = r.IntN(256)
+	}
+	n := 24
+	if testing.Short() {
+		n = 12
+	}
+	cases := tinyCases(r, n, common)
+	soloReference(t, be, m, tok, spec, chunk, cases)
+	for _, c := range cases[:3] {
+		t.Logf("solo: %d tokens %q", c.wantN, c.want)
+	}
+	for _, cfg := range []struct {
+		name            string
+		blocks, maxSeqs int
+		wantPreempt     bool
+	}{
+		{"ample", 400, 16, false},
+		{"tight", 9, 8, true},
+	} {
+		t.Run(cfg.name, func(t *testing.T) {
+			pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec(spec), PagedOptions{MaxSeqs: cfg.maxSeqs, Blocks: cfg.blocks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewScheduler(m, tok, pc, SchedulerOptions{PrefillChunk: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			got := make([]string, len(cases))
+			res := make([]Result, len(cases))
+			for i, c := range cases {
+				st, err := s.Submit(context.Background(), Request{Prompt: c.prompt, MaxTokens: c.max})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wg.Go(func() { got[i], res[i] = collect(t, st) })
+			}
+			wg.Wait()
+			s.Close()
+			for i, c := range cases {
+				if got[i] != c.want || res[i].CompletionTokens != c.wantN {
+					t.Errorf("request %d (%d prompt tokens, preempted %d times): %d tokens %q, solo %d tokens %q",
+						i, len(c.prompt), res[i].Preemptions, res[i].CompletionTokens, got[i], c.wantN, c.want)
+				}
+				if res[i].FinishReason != FinishStop && res[i].FinishReason != FinishLength {
+					t.Errorf("request %d finished with %q (%v)", i, res[i].FinishReason, res[i].Err)
+				}
+			}
+			st := s.Stats()
+			t.Logf("%s: %d steps, %d preemptions, %d prompt tokens computed, %d shared", cfg.name, st.Steps, st.Preemptions, st.PromptTokens, st.CachedTokens)
+			if cfg.wantPreempt && st.Preemptions == 0 {
+				t.Error("the tight pool never preempted")
+			}
+			if !cfg.wantPreempt && (st.Preemptions != 0 || st.CachedTokens == 0) {
+				t.Errorf("ample pool: %d preemptions, %d shared prompt tokens", st.Preemptions, st.CachedTokens)
+			}
+			if pc.FreeBlocks() != pc.TotalBlocks() || pc.Seqs() != 0 {
+				t.Errorf("leak: %d of %d blocks free, %d sequences", pc.FreeBlocks(), pc.TotalBlocks(), pc.Seqs())
+			}
+			if err := pc.Allocator().Check(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestSchedulerReferenceModel runs the golden prompts of the real
+// checkpoint through the scheduler, all at once, and compares each with its
+// solo Generate run (skipped without the checkpoint).
+func TestSchedulerReferenceModel(t *testing.T) {
+	dir := testmodel.Dir(t)
+	be := cpu.New(0)
+	m, err := model.Load(dir, be, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := []string{"func main() {", "package http\n\nimport (", "// Copyright 2024", "type Server struct {", "for i := 0; i < n; i++ {", "if err != nil {"}
+	var cases []schedCase
+	for _, p := range prompts {
+		cases = append(cases, schedCase{prompt: tok.Encode(p, true), max: 24})
+	}
+	const spec = "int4"
+	soloReference(t, be, m, tok, spec, 256, cases)
+	pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec(spec), PagedOptions{MaxSeqs: 8, Blocks: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := NewScheduler(m, tok, pc, SchedulerOptions{})
+	defer s.Close()
+	streams := make([]*Stream, len(cases))
+	for i, c := range cases {
+		if streams[i], err = s.Submit(context.Background(), Request{Prompt: c.prompt, MaxTokens: c.max}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range cases {
+		got, res := collect(t, streams[i])
+		if got != c.want {
+			t.Errorf("prompt %q: batched %q, solo %q (%s)", prompts[i], got, c.want, res.FinishReason)
+		}
+	}
+}
+
+// TestSchedulerCancelAndLimits checks cancellation mid-stream (the blocks
+// are freed at once and the result says cancelled), stop strings, max
+// tokens, seeded sampling, and Submit's errors.
+func TestSchedulerCancelAndLimits(t *testing.T) {
+	m, tok, be := tiny(t)
+	pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), PagedOptions{MaxSeqs: 4, Blocks: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := NewScheduler(m, tok, pc, SchedulerOptions{PrefillChunk: 32, MaxQueue: 8})
+	defer s.Close()
+	prompt := []int{tinymodel.BOS, 'h', 'e', 'l', 'l', 'o'}
+
+	// Cancel after the first piece of text.
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := s.Submit(ctx, Request{Prompt: prompt, MaxTokens: 1000, StopIDs: []int{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_, res := collect(t, st)
+	if res.FinishReason != FinishCancelled || !errors.Is(res.Err, context.Canceled) {
+		t.Errorf("cancelled request: %q %v", res.FinishReason, res.Err)
+	}
+	waitFor(t, func() bool { return s.Stats().Running == 0 && pc.FreeBlocks() == pc.TotalBlocks() })
+
+	// Max tokens and seeded sampling.
+	sample := SampleOptions{Temperature: 1, TopP: 0.9, Seed: 42}
+	var texts []string
+	for range 2 {
+		st, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 30, Sample: sample, StopIDs: []int{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, res := collect(t, st)
+		if res.CompletionTokens != 30 || res.FinishReason != FinishLength {
+			t.Errorf("max tokens 30: %d tokens, %q", res.CompletionTokens, res.FinishReason)
+		}
+		texts = append(texts, text)
+	}
+	if texts[0] != texts[1] {
+		t.Errorf("same seed, different texts %q %q", texts[0], texts[1])
+	}
+
+	// A stop string cuts the text before it and is not emitted.
+	st, _ = s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 30, Sample: sample, StopIDs: []int{}})
+	full, _ := collect(t, st)
+	if len(full) > 8 {
+		stop := full[5:8]
+		st, _ = s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 30, Sample: sample, StopIDs: []int{}, Stop: []string{stop}})
+		got, res := collect(t, st)
+		if want := full[:strings.Index(full, stop)]; got != want || res.FinishReason != FinishStop {
+			t.Errorf("stop %q: got %q (%s), want %q", stop, got, res.FinishReason, want)
+		}
+	}
+
+	// Errors.
+	var ce *ContextError
+	if _, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 5000}); !errors.As(err, &ce) || ce.Limit != s.ContextLimit() {
+		t.Errorf("oversized request: %v", err)
+	}
+	for _, bad := range []Request{{MaxTokens: 1}, {Prompt: []int{-1}, MaxTokens: 1}, {Prompt: []int{tinymodel.Vocab}, MaxTokens: 1},
+		{Prompt: prompt}, {Prompt: prompt, MaxTokens: 1, Sample: SampleOptions{Temperature: -1}}} {
+		if _, err := s.Submit(context.Background(), bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	s.Close()
+	if _, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 1}); !errors.Is(err, ErrClosed) {
+		t.Errorf("submit after close: %v", err)
+	}
+	if pc.FreeBlocks() != pc.TotalBlocks() {
+		t.Errorf("%d of %d blocks free after close", pc.FreeBlocks(), pc.TotalBlocks())
+	}
+}
+
+// TestSchedulerQueueFull fills the queue of a scheduler whose only slot is
+// busy and checks ErrQueueFull, then that Close ends everything.
+func TestSchedulerQueueFull(t *testing.T) {
+	m, tok, be := tiny(t)
+	pc, _ := NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), PagedOptions{MaxSeqs: 1, Blocks: 40})
+	s, _ := NewScheduler(m, tok, pc, SchedulerOptions{MaxQueue: 3})
+	var streams []*Stream
+	var full error
+	for i := 0; i < 10 && full == nil; i++ {
+		st, err := s.Submit(context.Background(), Request{Prompt: []int{tinymodel.BOS, 'a' + i}, MaxTokens: 500, StopIDs: []int{}})
+		if err != nil {
+			full = err
+			break
+		}
+		streams = append(streams, st)
+	}
+	if !errors.Is(full, ErrQueueFull) {
+		t.Fatalf("10 requests on 1 slot and a queue of 3: %v", full)
+	}
+	s.Close()
+	for _, st := range streams {
+		_, res := collect(t, st)
+		if res.FinishReason != FinishError || !errors.Is(res.Err, ErrClosed) {
+			t.Errorf("after Close: %q %v", res.FinishReason, res.Err)
+		}
+	}
+	if pc.FreeBlocks() != pc.TotalBlocks() || pc.Seqs() != 0 {
+		t.Errorf("leak after Close: %d of %d free", pc.FreeBlocks(), pc.TotalBlocks())
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// recordingCache wraps a BlockCache and records each batch's shape: the
+// scheduler sees only the interface, as it will a GPU cache.
+type recordingCache struct {
+	BlockCache
+	mu      sync.Mutex
+	batches [][]int // per batch, the tokens of each sequence
+}
+
+func (c *recordingCache) Begin(b *model.Batch) error {
+	var lens []int
+	for _, s := range b.Seqs {
+		lens = append(lens, s.Len)
+	}
+	c.mu.Lock()
+	c.batches = append(c.batches, lens)
+	c.mu.Unlock()
+	return c.BlockCache.Begin(b)
+}
+
+// TestSchedulerBoundedChunks submits long prompts while short requests
+// decode and checks every step: at most one sequence contributes more than
+// one token, and that chunk is at most PrefillChunk tokens, so a long
+// prompt stalls the decoding streams by one bounded chunk per step; the
+// decoding requests keep getting a token in the steps that prefill.
+func TestSchedulerBoundedChunks(t *testing.T) {
+	m, tok, be := tiny(t)
+	pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), PagedOptions{MaxSeqs: 6, Blocks: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &recordingCache{BlockCache: pc}
+	const chunk = 64
+	s, _ := NewScheduler(m, tok, rc, SchedulerOptions{PrefillChunk: chunk})
+	defer s.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	long := func(n int) []int {
+		p := []int{tinymodel.BOS}
+		for range n {
+			p = append(p, r.IntN(256))
+		}
+		return p
+	}
+	var streams []*Stream
+	for i := range 3 { // decoding streams
+		st, err := s.Submit(context.Background(), Request{Prompt: long(5 + i), MaxTokens: 60, StopIDs: []int{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	for _, n := range []int{700, 400} { // long prompts
+		st, err := s.Submit(context.Background(), Request{Prompt: long(n), MaxTokens: 4, StopIDs: []int{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	for _, st := range streams {
+		collect(t, st)
+	}
+	mixed := 0
+	for i, lens := range rc.batches {
+		multi := 0
+		for _, l := range lens {
+			if l > 1 {
+				multi++
+			}
+			if l > chunk {
+				t.Fatalf("step %d: a sequence fed %d tokens, chunk is %d", i, l, chunk)
+			}
+		}
+		if multi > 1 {
+			t.Fatalf("step %d: %d sequences prefill at once: %v", i, multi, lens)
+		}
+		if multi == 1 && len(lens) > 1 {
+			mixed++
+		}
+	}
+	if mixed == 0 {
+		t.Error("no step mixed a prefill chunk with decode tokens")
+	}
+	t.Logf("%d steps, %d mixing a prefill chunk with decode tokens", len(rc.batches), mixed)
+}

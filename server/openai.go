@@ -1,0 +1,361 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+)
+
+// This file holds the OpenAI API shapes: request bodies as the official
+// clients (openai-python, openai-node) send them, the responses and stream
+// chunks they parse, and the error object. Fields this server does not use
+// are accepted and ignored (user, metadata, store, service_tier,
+// parallel_tool_calls, frequency_penalty and presence_penalty in range, ...);
+// fields whose meaning it cannot honour (n > 1, logprobs, tools, image or
+// audio content, JSON response formats, logit_bias, suffix, best_of > 1)
+// are refused with a 400 naming the parameter, so a client never gets a
+// silently different answer.
+
+// apiError is the OpenAI error object with its HTTP status.
+type apiError struct {
+	Status  int     `json:"-"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func strp(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// invalid returns a 400 invalid_request_error for param.
+func invalid(param, code, format string, a ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, a...), Type: "invalid_request_error", Param: strp(param), Code: strp(code)}
+}
+
+// errorBody is what an error response holds.
+type errorBody struct {
+	Error *apiError `json:"error"`
+}
+
+// chatMessage is one message of a chat request. Content is a string or an
+// array of content parts; only text parts are supported.
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Name    string          `json:"name,omitempty"`
+	// ToolCalls and ToolCallID are refused (no tool support).
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// commonRequest holds the fields shared by chat and text completions.
+type commonRequest struct {
+	Model            string          `json:"model"`
+	MaxTokens        *int            `json:"max_tokens"`
+	Temperature      *float64        `json:"temperature"`
+	TopP             *float64        `json:"top_p"`
+	N                *int            `json:"n"`
+	Stream           bool            `json:"stream"`
+	StreamOptions    *streamOptions  `json:"stream_options"`
+	Stop             json.RawMessage `json:"stop"`
+	Seed             *int64          `json:"seed"`
+	FrequencyPenalty *float64        `json:"frequency_penalty"`
+	PresencePenalty  *float64        `json:"presence_penalty"`
+	LogitBias        map[string]any  `json:"logit_bias"`
+	User             string          `json:"user"`
+	// IgnoreEOS is vLLM's extension: keep generating through the model's
+	// stop tokens (stop strings still apply), for benchmarks.
+	IgnoreEOS bool `json:"ignore_eos"`
+}
+
+// chatRequest is the body of POST /v1/chat/completions.
+type chatRequest struct {
+	commonRequest
+	Messages            []chatMessage   `json:"messages"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Logprobs            *bool           `json:"logprobs"`
+	TopLogprobs         *int            `json:"top_logprobs"`
+	Tools               json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	Functions           json.RawMessage `json:"functions"`
+	ResponseFormat      *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
+	Modalities []string        `json:"modalities"`
+	Audio      json.RawMessage `json:"audio"`
+}
+
+// completionRequest is the body of POST /v1/completions.
+type completionRequest struct {
+	commonRequest
+	Prompt   json.RawMessage `json:"prompt"`
+	Echo     bool            `json:"echo"`
+	Suffix   *string         `json:"suffix"`
+	Logprobs *int            `json:"logprobs"`
+	BestOf   *int            `json:"best_of"`
+}
+
+// decodeJSON parses body into v, turning JSON errors into OpenAI errors
+// that name the field.
+func decodeJSON(body []byte, v any) *apiError {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return invalid("", "", "The request body is empty; send a JSON object (Content-Type: application/json).")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := strings.TrimPrefix(te.Field, "commonRequest.")
+			return invalid(field, "", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
+		}
+		return invalid("", "", "We could not parse the JSON body of your request (%v). The OpenAI API expects a JSON payload.", err)
+	}
+	return nil
+}
+
+func jsonKind(goType string) string {
+	switch {
+	case strings.Contains(goType, "int"):
+		return "an integer"
+	case strings.Contains(goType, "float"):
+		return "a number"
+	case goType == "bool" || goType == "*bool":
+		return "a boolean"
+	case strings.Contains(goType, "string"):
+		return "a string"
+	case strings.HasPrefix(goType, "[]") || strings.HasPrefix(goType, "*[]"):
+		return "an array"
+	}
+	return "an object"
+}
+
+// maxStops is the OpenAI limit on stop sequences.
+const maxStops = 4
+
+// parseStop reads stop: null, a string or an array of up to 4 strings.
+func parseStop(raw json.RawMessage) ([]string, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, invalid("stop", "", "Invalid type for 'stop': expected a string or an array of strings.")
+	}
+	if len(many) > maxStops {
+		return nil, invalid("stop", "", "Invalid 'stop': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxStops, len(many))
+	}
+	var out []string
+	for _, s := range many {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// messageText returns a message's content as text: a string, or the
+// concatenated text of an array of {type: "text"} parts.
+func messageText(i int, m chatMessage) (string, *apiError) {
+	param := fmt.Sprintf("messages.[%d].content", i)
+	raw := bytes.TrimSpace(m.Content)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", invalid(param, "", "Invalid value for '%s': a %s message needs content (tool calls are not supported).", param, m.Role)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", invalid(param, "", "Invalid type for '%s': expected a string or an array of content parts.", param)
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		if p.Type != "text" {
+			return "", invalid(fmt.Sprintf("%s.[%d].type", param, j), "unsupported_content", "Content parts of type '%s' are not supported by this model; only 'text' parts are.", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// usage is the OpenAI usage object.
+type usage struct {
+	PromptTokens        int           `json:"prompt_tokens"`
+	CompletionTokens    int           `json:"completion_tokens"`
+	TotalTokens         int           `json:"total_tokens"`
+	PromptTokensDetails *tokenDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type tokenDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type assistantMessage struct {
+	Role    string  `json:"role"`
+	Content string  `json:"content"`
+	Refusal *string `json:"refusal"`
+}
+
+type chatChoice struct {
+	Index        int              `json:"index"`
+	Message      assistantMessage `json:"message"`
+	Logprobs     *struct{}        `json:"logprobs"`
+	FinishReason string           `json:"finish_reason"`
+}
+
+type chatResponse struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             usage        `json:"usage"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+}
+
+type chunkDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int        `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	Logprobs     *struct{}  `json:"logprobs"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chatChunk struct {
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           []chunkChoice `json:"choices"`
+	// Usage is present (null until the last chunk) when the request set
+	// stream_options.include_usage.
+	Usage *usage `json:"usage,omitempty"`
+}
+
+type textChoice struct {
+	Text         string    `json:"text"`
+	Index        int       `json:"index"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type textResponse struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []textChoice `json:"choices"`
+	Usage             *usage       `json:"usage,omitempty"`
+}
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+	// MaxModelLen is the context limit (prompt plus completion), as vLLM
+	// reports it.
+	MaxModelLen int `json:"max_model_len"`
+}
+
+type modelList struct {
+	Object string        `json:"object"`
+	Data   []modelObject `json:"data"`
+}
+
+// checkSampling validates the sampling fields shared by both endpoints.
+func checkSampling(c *commonRequest) *apiError {
+	if c.Model == "" {
+		return invalid("model", "", "You must provide a model parameter.")
+	}
+	if c.N != nil && *c.N != 1 {
+		if *c.N < 1 {
+			return invalid("n", "integer_below_min_value", "Invalid 'n': integer below minimum value. Expected a value >= 1, but got %d instead.", *c.N)
+		}
+		return invalid("n", "unsupported_value", "n = %d is not supported: this server returns one choice per request (send %d requests).", *c.N, *c.N)
+	}
+	if t := c.Temperature; t != nil && (*t < 0 || *t > 2 || math.IsNaN(*t)) {
+		return invalid("temperature", "decimal_out_of_range", "Invalid 'temperature': expected a value between 0 and 2, but got %g instead.", *t)
+	}
+	if p := c.TopP; p != nil && (*p < 0 || *p > 1 || math.IsNaN(*p)) {
+		return invalid("top_p", "decimal_out_of_range", "Invalid 'top_p': expected a value between 0 and 1, but got %g instead.", *p)
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"frequency_penalty", c.FrequencyPenalty}, {"presence_penalty", c.PresencePenalty}} {
+		if f.v != nil && (*f.v < -2 || *f.v > 2 || math.IsNaN(*f.v)) {
+			return invalid(f.name, "decimal_out_of_range", "Invalid '%s': expected a value between -2 and 2, but got %g instead.", f.name, *f.v)
+		}
+	}
+	if len(c.LogitBias) > 0 {
+		return invalid("logit_bias", "unsupported_parameter", "logit_bias is not supported by this server.")
+	}
+	if c.StreamOptions != nil && !c.Stream {
+		return invalid("stream_options", "", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+	}
+	return nil
+}
+
+// checkChatOnly refuses the chat features this server does not have.
+func checkChatOnly(r *chatRequest) *apiError {
+	if r.Logprobs != nil && *r.Logprobs {
+		return invalid("logprobs", "unsupported_parameter", "logprobs are not supported by this server.")
+	}
+	if r.TopLogprobs != nil && *r.TopLogprobs > 0 {
+		return invalid("top_logprobs", "unsupported_parameter", "top_logprobs is not supported by this server.")
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"tools", r.Tools}, {"functions", r.Functions}, {"audio", r.Audio}} {
+		if s := strings.TrimSpace(string(f.raw)); s != "" && s != "null" && s != "[]" {
+			return invalid(f.name, "unsupported_parameter", "%s is not supported by this server.", f.name)
+		}
+	}
+	if s := strings.TrimSpace(string(r.ToolChoice)); s != "" && s != "null" && s != `"none"` && s != `"auto"` {
+		return invalid("tool_choice", "unsupported_parameter", "tool_choice is not supported by this server (no tools).")
+	}
+	if r.ResponseFormat != nil && r.ResponseFormat.Type != "" && r.ResponseFormat.Type != "text" {
+		return invalid("response_format", "unsupported_parameter", "response_format type '%s' is not supported; only 'text' is.", r.ResponseFormat.Type)
+	}
+	for _, m := range r.Modalities {
+		if m != "text" {
+			return invalid("modalities", "unsupported_parameter", "modality '%s' is not supported; only 'text' is.", m)
+		}
+	}
+	return nil
+}

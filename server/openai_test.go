@@ -1,0 +1,287 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// The request bodies below are what the official clients send: openai-
+// python 1.x (client.chat.completions.create / client.completions.create)
+// serializes its keyword arguments as given, omitting NOT_GIVEN ones;
+// openai-node 4.x does the same with its params object. Both send
+// "stream": true with stream_options when asked, max_completion_tokens
+// (newer) or max_tokens, stop as a string or a list, and content either as
+// a string or as a list of {"type": "text", "text": ...} parts.
+var clientFixtures = []struct {
+	name, path, body string
+	chat, stream     bool
+	usageChunk       bool
+}{
+	{"python chat", "/v1/chat/completions",
+		`{"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hi"}],"model":"tiny","max_completion_tokens":12,"seed":7,"stop":["\n\n"],"temperature":0}`,
+		true, false, false},
+	{"python chat parts stream usage", "/v1/chat/completions",
+		`{"messages":[{"role":"developer","content":[{"type":"text","text":"Be"},{"type":"text","text":" brief."}]},{"role":"user","content":[{"type":"text","text":"Say hi"}]}],"model":"tiny","max_tokens":12,"stream":true,"stream_options":{"include_usage":true},"temperature":0,"top_p":1,"n":1,"user":"u-1","metadata":{"k":"v"},"store":false,"parallel_tool_calls":true,"frequency_penalty":0,"presence_penalty":0}`,
+		true, true, true},
+	{"node chat stream", "/v1/chat/completions",
+		`{"model":"tiny","messages":[{"role":"user","content":"Say hi"},{"role":"assistant","content":"hi"},{"role":"user","content":"again"}],"stream":true,"max_tokens":10,"temperature":0,"stop":"zz","tool_choice":"none","tools":[],"response_format":{"type":"text"},"logprobs":false}`,
+		true, true, false},
+	{"python completion", "/v1/completions",
+		`{"model":"tiny","prompt":"func main() {","max_tokens":10,"temperature":0,"seed":3,"stop":null,"echo":false,"n":1,"best_of":1}`,
+		false, false, false},
+	{"python completion stream usage", "/v1/completions",
+		`{"model":"tiny","prompt":["func main() {"],"max_tokens":10,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`,
+		false, true, true},
+	{"node completion token ids", "/v1/completions",
+		`{"model":"tiny","prompt":[256,102,117,110,99],"max_tokens":6,"temperature":0}`,
+		false, false, false},
+}
+
+// TestClientFixtures sends each fixture and checks every field the official
+// clients read from the response (id, object, created, model, choices with
+// index, message/delta/text and finish_reason, usage), the SSE framing
+// (data lines, a role chunk first, finish_reason on the last choice chunk,
+// "usage": null on chunks and a final usage chunk with empty choices when
+// include_usage is set, [DONE] at the end), and that a streamed greedy text
+// equals the same request not streamed.
+func TestClientFixtures(t *testing.T) {
+	ts := newTestServer(t, 200, 8)
+	for _, f := range clientFixtures {
+		t.Run(f.name, func(t *testing.T) {
+			url := ts.url + f.path
+			if !f.stream {
+				code, b := post(t, context.Background(), url, f.body)
+				if code != 200 {
+					t.Fatalf("status %d: %s", code, b)
+				}
+				var r map[string]any
+				if err := json.Unmarshal(b, &r); err != nil {
+					t.Fatal(err)
+				}
+				checkCompletion(t, r, f.chat)
+				return
+			}
+			text, chunks := streamText(t, url, f.body, f.chat)
+			if len(chunks) < 2 {
+				t.Fatalf("%d chunks", len(chunks))
+			}
+			finishes := 0
+			for i, c := range chunks {
+				where := fmt.Sprintf("chunk %d", i)
+				need(t, where, c, "id", "string")
+				need(t, where, c, "created", "number")
+				if c["model"] != "tiny" {
+					t.Fatalf("%s: model %v", where, c["model"])
+				}
+				want := "text_completion"
+				if f.chat {
+					want = "chat.completion.chunk"
+				}
+				if c["object"] != want || c["id"] != chunks[0]["id"] {
+					t.Fatalf("%s: object %v id %v", where, c["object"], c["id"])
+				}
+				choices := need(t, where, c, "choices", "array").([]any)
+				last := f.usageChunk && i == len(chunks)-1
+				if last {
+					if len(choices) != 0 {
+						t.Fatalf("usage chunk has choices %v", choices)
+					}
+					checkUsage(t, where, need(t, where, c, "usage", "object").(map[string]any))
+					continue
+				}
+				if f.usageChunk {
+					need(t, where, c, "usage", "null")
+				} else if _, ok := c["usage"]; ok {
+					t.Fatalf("%s: usage present without include_usage", where)
+				}
+				if len(choices) != 1 {
+					t.Fatalf("%s: %d choices", where, len(choices))
+				}
+				ch := choices[0].(map[string]any)
+				need(t, where, ch, "index", "number")
+				if f.chat {
+					d := need(t, where, ch, "delta", "object").(map[string]any)
+					if i == 0 && d["role"] != "assistant" {
+						t.Fatalf("first chunk's delta %v lacks the role", d)
+					}
+				} else {
+					need(t, where, ch, "text", "string")
+				}
+				if fr, ok := ch["finish_reason"].(string); ok {
+					finishes++
+					if fr != "stop" && fr != "length" {
+						t.Fatalf("finish_reason %q", fr)
+					}
+				} else {
+					need(t, where, ch, "finish_reason", "null")
+				}
+			}
+			if finishes != 1 {
+				t.Fatalf("%d chunks carry a finish_reason, want 1", finishes)
+			}
+			// The same request without streaming gives the same text.
+			var body map[string]any
+			_ = json.Unmarshal([]byte(f.body), &body)
+			delete(body, "stream")
+			delete(body, "stream_options")
+			nb, _ := json.Marshal(body)
+			code, b := post(t, context.Background(), url, string(nb))
+			if code != 200 {
+				t.Fatalf("status %d: %s", code, b)
+			}
+			if whole := content(t, b, f.chat); whole != text {
+				t.Fatalf("streamed %q, whole %q", text, whole)
+			}
+		})
+	}
+}
+
+func checkCompletion(t *testing.T, r map[string]any, chat bool) {
+	t.Helper()
+	id := need(t, "response", r, "id", "string").(string)
+	need(t, "response", r, "created", "number")
+	if r["model"] != "tiny" {
+		t.Fatalf("model %v", r["model"])
+	}
+	wantObj, prefix := "text_completion", "cmpl-"
+	if chat {
+		wantObj, prefix = "chat.completion", "chatcmpl-"
+	}
+	if r["object"] != wantObj || !strings.HasPrefix(id, prefix) {
+		t.Fatalf("object %v id %v", r["object"], id)
+	}
+	choices := need(t, "response", r, "choices", "array").([]any)
+	if len(choices) != 1 {
+		t.Fatalf("%d choices", len(choices))
+	}
+	ch := choices[0].(map[string]any)
+	if ch["index"] != 0.0 {
+		t.Fatalf("index %v", ch["index"])
+	}
+	if fr := need(t, "choice", ch, "finish_reason", "string"); fr != "stop" && fr != "length" {
+		t.Fatalf("finish_reason %v", fr)
+	}
+	if chat {
+		msg := need(t, "choice", ch, "message", "object").(map[string]any)
+		if msg["role"] != "assistant" {
+			t.Fatalf("role %v", msg["role"])
+		}
+		need(t, "message", msg, "content", "string")
+	} else {
+		need(t, "choice", ch, "text", "string")
+	}
+	checkUsage(t, "usage", need(t, "response", r, "usage", "object").(map[string]any))
+}
+
+// TestErrors checks that invalid, unsupported, oversized and misrouted
+// requests get the OpenAI error object with the right status, type, param
+// and code, and that the server keeps serving.
+func TestErrors(t *testing.T) {
+	ts := newTestServer(t, 40, 4)
+	chat, comp := ts.url+"/v1/chat/completions", ts.url+"/v1/completions"
+	user := `"messages":[{"role":"user","content":"hi"}]`
+	tests := []struct {
+		name, url, body string
+		status          int
+		typ, param      string
+		code            string
+		msg             string // substring of the message
+	}{
+		{"bad json", chat, `{"model":"tiny",`, 400, "invalid_request_error", "", "", "parse the JSON"},
+		{"empty body", chat, ``, 400, "invalid_request_error", "", "", "empty"},
+		{"no model", chat, `{` + user + `}`, 400, "invalid_request_error", "model", "", "model parameter"},
+		{"unknown model", chat, `{"model":"gpt-4o",` + user + `}`, 404, "invalid_request_error", "model", "model_not_found", "gpt-4o"},
+		{"no messages", chat, `{"model":"tiny","messages":[]}`, 400, "invalid_request_error", "messages", "", "empty array"},
+		{"n 2", chat, `{"model":"tiny","n":2,` + user + `}`, 400, "invalid_request_error", "n", "unsupported_value", "n = 2"},
+		{"logprobs", chat, `{"model":"tiny","logprobs":true,` + user + `}`, 400, "invalid_request_error", "logprobs", "unsupported_parameter", "logprobs"},
+		{"tools", chat, `{"model":"tiny","tools":[{"type":"function","function":{"name":"f"}}],` + user + `}`, 400, "invalid_request_error", "tools", "unsupported_parameter", "tools"},
+		{"image part", chat, `{"model":"tiny","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "invalid_request_error", "messages.[0].content.[0].type", "unsupported_content", "image_url"},
+		{"bad role", chat, `{"model":"tiny","messages":[{"role":"wizard","content":"x"}]}`, 400, "invalid_request_error", "messages.[0].role", "invalid_value", "wizard"},
+		{"tool role", chat, `{"model":"tiny","messages":[{"role":"tool","content":"x","tool_call_id":"1"}]}`, 400, "invalid_request_error", "messages.[0].role", "unsupported_value", "tool"},
+		{"temperature range", chat, `{"model":"tiny","temperature":3,` + user + `}`, 400, "invalid_request_error", "temperature", "decimal_out_of_range", "between 0 and 2"},
+		{"temperature type", chat, `{"model":"tiny","temperature":"hot",` + user + `}`, 400, "invalid_request_error", "temperature", "", "temperature"},
+		{"top_p range", chat, `{"model":"tiny","top_p":1.5,` + user + `}`, 400, "invalid_request_error", "top_p", "decimal_out_of_range", "top_p"},
+		{"max_tokens 0", chat, `{"model":"tiny","max_tokens":0,` + user + `}`, 400, "invalid_request_error", "max_tokens", "integer_below_min_value", ">= 1"},
+		{"five stops", chat, `{"model":"tiny","stop":["a","b","c","d","e"],` + user + `}`, 400, "invalid_request_error", "stop", "", "maximum length 4"},
+		{"stream_options alone", chat, `{"model":"tiny","stream_options":{"include_usage":true},` + user + `}`, 400, "invalid_request_error", "stream_options", "", "only allowed when 'stream'"},
+		{"json format", chat, `{"model":"tiny","response_format":{"type":"json_object"},` + user + `}`, 400, "invalid_request_error", "response_format", "unsupported_parameter", "json_object"},
+		{"context too long", chat, `{"model":"tiny","max_tokens":5000,` + user + `}`, 400, "invalid_request_error", "messages", "context_length_exceeded", "maximum context length is 1311 tokens"},
+		{"prompt too long", comp, `{"model":"tiny","prompt":"` + strings.Repeat("x", 2000) + `"}`, 400, "invalid_request_error", "prompt", "context_length_exceeded", "(2001 in the prompt, 16 in the completion)"},
+		{"no prompt", comp, `{"model":"tiny"}`, 400, "invalid_request_error", "prompt", "", "prompt parameter"},
+		{"two prompts", comp, `{"model":"tiny","prompt":["a","b"]}`, 400, "invalid_request_error", "prompt", "unsupported_value", "2 prompts"},
+		{"bad token id", comp, `{"model":"tiny","prompt":[1,99999]}`, 400, "invalid_request_error", "prompt", "invalid_value", "99999"},
+		{"prompt object", comp, `{"model":"tiny","prompt":{"a":1}}`, 400, "invalid_request_error", "prompt", "", "Invalid type for 'prompt'"},
+		{"suffix", comp, `{"model":"tiny","prompt":"a","suffix":"b"}`, 400, "invalid_request_error", "suffix", "unsupported_parameter", "suffix"},
+		{"completion logprobs", comp, `{"model":"tiny","prompt":"a","logprobs":2}`, 400, "invalid_request_error", "logprobs", "unsupported_parameter", "logprobs"},
+		{"too large", chat, `{"model":"tiny",` + user + `,"user":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "invalid_request_error", "", "request_too_large", "exceeds the limit"},
+		{"unknown url", ts.url + "/v1/embeddings", `{}`, 404, "invalid_request_error", "", "", "Invalid URL"},
+	}
+	for _, tc := range tests {
+		code, b := post(t, context.Background(), tc.url, tc.body)
+		var e struct {
+			Error *struct {
+				Message string  `json:"message"`
+				Type    string  `json:"type"`
+				Param   *string `json:"param"`
+				Code    *string `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(b, &e); err != nil || e.Error == nil {
+			t.Errorf("%s: status %d, body %s is not an error object", tc.name, code, b)
+			continue
+		}
+		param, ecode := "", ""
+		if e.Error.Param != nil {
+			param = *e.Error.Param
+		}
+		if e.Error.Code != nil {
+			ecode = *e.Error.Code
+		}
+		if code != tc.status || e.Error.Type != tc.typ || param != tc.param || ecode != tc.code || !strings.Contains(e.Error.Message, tc.msg) {
+			t.Errorf("%s: status %d type %q param %q code %q message %q; want %d %q %q %q ~%q",
+				tc.name, code, e.Error.Type, param, ecode, e.Error.Message, tc.status, tc.typ, tc.param, tc.code, tc.msg)
+		}
+		// Both keys are present (null when unset), as clients expect.
+		var raw map[string]map[string]any
+		_ = json.Unmarshal(b, &raw)
+		for _, k := range []string{"message", "type", "param", "code"} {
+			if _, ok := raw["error"][k]; !ok {
+				t.Errorf("%s: error object lacks %q", tc.name, k)
+			}
+		}
+	}
+	// Wrong method.
+	resp, err := http.Get(chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET chat: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	// Models.
+	resp, err = http.Get(ts.url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list modelList
+	_ = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "tiny" || list.Data[0].Object != "model" || list.Data[0].OwnedBy == "" {
+		t.Errorf("/v1/models = %+v", list)
+	}
+	for path, want := range map[string]int{"/v1/models/tiny": 200, "/v1/models/other": 404, "/health": 200} {
+		resp, err := http.Get(ts.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}

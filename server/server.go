@@ -1,0 +1,675 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	randv2 "math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/tokenizer"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Scheduler runs the generations; the server submits to it and, in
+	// Serve, shuts it down.
+	Scheduler *engine.Scheduler
+	// Tokenizer encodes prompts and renders chat templates.
+	Tokenizer *tokenizer.Tokenizer
+	// ModelName is the model id clients send and /v1/models lists.
+	ModelName string
+	// Metrics receives request counts; pass the same Metrics to the
+	// scheduler's latency hooks (nil: new metrics without latencies).
+	Metrics *Metrics
+	// BlockBytes is the size of one KV block, for /metrics (0: not shown).
+	BlockBytes int64
+	// Fingerprint is the system_fingerprint of responses (e.g. the KV
+	// format); "" gives "bitdecode".
+	Fingerprint string
+	// MaxBodyBytes bounds request bodies (0: 4 MiB); larger ones get 413.
+	MaxBodyBytes int64
+	// Log receives one line per failed request and lifecycle events (nil:
+	// discarded).
+	Log *log.Logger
+}
+
+// DefaultMaxBodyBytes is the request body limit when Config leaves it 0.
+const DefaultMaxBodyBytes = 4 << 20
+
+// defaultCompletionMaxTokens is OpenAI's default max_tokens for
+// /v1/completions (chat completions default to the rest of the context).
+const defaultCompletionMaxTokens = 16
+
+// Server is the OpenAI-compatible HTTP API over a Scheduler.
+type Server struct {
+	cfg      Config
+	created  int64
+	draining atomic.Bool
+	mux      *http.ServeMux
+}
+
+// New returns a server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Scheduler == nil || cfg.Tokenizer == nil {
+		return nil, errors.New("server: a scheduler and a tokenizer are required")
+	}
+	if cfg.ModelName == "" {
+		return nil, errors.New("server: a model name is required")
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Fingerprint == "" {
+		cfg.Fingerprint = "bitdecode"
+	}
+	if cfg.Log == nil {
+		cfg.Log = log.New(io.Discard, "", 0)
+	}
+	s := &Server{cfg: cfg, created: time.Now().Unix(), mux: http.NewServeMux()}
+	s.mux.HandleFunc("/v1/chat/completions", s.counted("chat", http.MethodPost, s.chat))
+	s.mux.HandleFunc("/v1/completions", s.counted("completions", http.MethodPost, s.completions))
+	s.mux.HandleFunc("/v1/models", s.counted("models", http.MethodGet, s.models))
+	s.mux.HandleFunc("/v1/models/{id...}", s.counted("models", http.MethodGet, s.model))
+	s.mux.HandleFunc("/health", s.counted("health", http.MethodGet, s.health))
+	s.mux.HandleFunc("/metrics", s.metrics)
+	s.mux.HandleFunc("/", s.counted("other", "", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), Type: "invalid_request_error"})
+	}))
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Metrics returns the server's metrics.
+func (s *Server) Metrics() *Metrics { return s.cfg.Metrics }
+
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: it
+// stops accepting connections, answers new requests on open connections
+// with 503, lets running streams finish for up to drain, then ends what is
+// left (their blocks are freed) and closes the scheduler.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: s.cfg.Log}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.cfg.Scheduler.Close()
+		return fmt.Errorf("server: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	st := s.cfg.Scheduler.Stats()
+	s.cfg.Log.Printf("shutting down: draining %d running and %d queued requests (up to %v)", st.Running, st.Queued, drain)
+	dctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := hs.Shutdown(dctx)
+	if err != nil {
+		s.cfg.Log.Printf("drain timed out; ending the remaining streams")
+	}
+	s.cfg.Scheduler.Close() // ends what is left; their handlers return
+	hs.Close()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("server: shutdown: %w", err)
+	}
+	s.cfg.Log.Printf("stopped")
+	return nil
+}
+
+// statusClientClosed is the status /metrics counts for a request whose
+// client left before any response was written (nginx's 499).
+const statusClientClosed = 499
+
+// statusWriter records the status code for metrics; Unwrap keeps
+// http.ResponseController's Flush working.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// counted wraps a handler with the method check and request metrics.
+func (s *Server) counted(endpoint, method string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		if method != "" && r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+			sw.Header().Set("Allow", method)
+			writeError(sw, &apiError{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("Method %s is not allowed for %s; use %s.", r.Method, r.URL.Path, method), Type: "invalid_request_error"})
+		} else {
+			h(sw, r)
+		}
+		switch {
+		case sw.code != 0:
+		case r.Context().Err() != nil:
+			sw.code = statusClientClosed
+		default:
+			sw.code = http.StatusOK
+		}
+		s.cfg.Metrics.observeRequest(endpoint, sw.code, time.Since(start))
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, e.Status, errorBody{Error: e})
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) modelObject() modelObject {
+	return modelObject{ID: s.cfg.ModelName, Object: "model", Created: s.created, OwnedBy: "bitdecode", MaxModelLen: s.cfg.Scheduler.ContextLimit()}
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelObject{s.modelObject()}})
+}
+
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id != s.cfg.ModelName {
+		writeError(w, modelNotFound(id))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.modelObject())
+}
+
+func modelNotFound(id string) *apiError {
+	return &apiError{Status: http.StatusNotFound, Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id),
+		Type: "invalid_request_error", Param: strp("model"), Code: strp("model_not_found")}
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	s.cfg.Metrics.write(w, s.cfg.Scheduler.Stats(), s.cfg.BlockBytes)
+}
+
+// readBody reads a JSON body under the size limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	if s.draining.Load() {
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Message: "The server is shutting down; retry on another instance.", Type: "server_error", Code: strp("shutting_down")}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", mb.Limit),
+				Type: "invalid_request_error", Code: strp("request_too_large")}
+		}
+		return nil, invalid("", "", "Could not read the request body: %v", err)
+	}
+	return body, nil
+}
+
+// job is a validated generation request.
+type job struct {
+	req          engine.Request
+	stream       bool
+	includeUsage bool
+	echo         string // text to prepend (completions with echo)
+	param        string // the prompt's parameter name, for context errors
+}
+
+// prepare fills the engine request from the common fields and checks the
+// context length.
+func (s *Server) prepare(c *commonRequest, maxTokens *int, prompt []int, param string) (*job, *apiError) {
+	stops, e := parseStop(c.Stop)
+	if e != nil {
+		return nil, e
+	}
+	limit := s.cfg.Scheduler.ContextLimit()
+	var max int
+	if maxTokens != nil {
+		max = *maxTokens
+		if max < 1 {
+			return nil, invalid("max_tokens", "integer_below_min_value", "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", max)
+		}
+	} else {
+		max = limit - len(prompt)
+	}
+	if len(prompt)+max > limit || max < 1 {
+		return nil, contextError(limit, len(prompt), max, param)
+	}
+	j := &job{stream: c.Stream, includeUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage, param: param}
+	j.req = engine.Request{Prompt: prompt, MaxTokens: max, Stop: stops}
+	if c.IgnoreEOS {
+		j.req.StopIDs = []int{}
+	}
+	j.req.Sample.Temperature, j.req.Sample.TopP = 1, 1 // OpenAI's defaults
+	if c.Temperature != nil {
+		j.req.Sample.Temperature = *c.Temperature
+	}
+	if c.TopP != nil {
+		j.req.Sample.TopP = *c.TopP
+	}
+	if c.Seed != nil {
+		j.req.Sample.Seed = uint64(*c.Seed)
+	} else {
+		j.req.Sample.Seed = randv2.Uint64()
+	}
+	return j, nil
+}
+
+func contextError(limit, prompt, max int, param string) *apiError {
+	return invalid(param, "context_length_exceeded",
+		"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.",
+		limit, prompt+max, prompt, param, max, param)
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, s.parseChat, true)
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, s.parseCompletion, false)
+}
+
+// handle reads and parses a generation request and runs it.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byte) (*job, *apiError), chat bool) {
+	body, e := s.readBody(w, r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	j, e := parse(body)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	s.run(w, r, j, chat)
+}
+
+// parseChat validates a chat completion request and builds its job.
+func (s *Server) parseChat(body []byte) (*job, *apiError) {
+	var req chatRequest
+	if e := decodeJSON(body, &req); e != nil {
+		return nil, e
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		return nil, e
+	}
+	if e := checkSampling(&req.commonRequest); e != nil {
+		return nil, e
+	}
+	if e := checkChatOnly(&req); e != nil {
+		return nil, e
+	}
+	if len(req.Messages) == 0 {
+		return nil, invalid("messages", "", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	}
+	msgs := make([]tokenizer.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		role := m.Role
+		switch role {
+		case "system", "user", "assistant":
+		case "developer":
+			role = "system"
+		case "tool", "function":
+			return nil, invalid(fmt.Sprintf("messages.[%d].role", i), "unsupported_value", "Messages with role '%s' are not supported (no tool calling).", m.Role)
+		default:
+			return nil, invalid(fmt.Sprintf("messages.[%d].role", i), "invalid_value", "Invalid value for 'messages.[%d].role': '%s'. Supported values are: 'system', 'developer', 'user' and 'assistant'.", i, m.Role)
+		}
+		if s := strings.TrimSpace(string(m.ToolCalls)); s != "" && s != "null" && s != "[]" {
+			return nil, invalid(fmt.Sprintf("messages.[%d].tool_calls", i), "unsupported_parameter", "tool_calls are not supported by this server.")
+		}
+		text, e := messageText(i, m)
+		if e != nil {
+			return nil, e
+		}
+		msgs[i] = tokenizer.Message{Role: role, Content: text}
+	}
+	prompt, err := s.cfg.Tokenizer.EncodeChat(msgs, tokenizer.ChatOptions{AddGenerationPrompt: true, ContentSpecialAsText: true})
+	if err != nil {
+		return nil, invalid("messages", "", "The conversation cannot be rendered with the model's chat template: %v", err)
+	}
+	maxTokens := req.MaxCompletionTokens
+	if maxTokens == nil {
+		maxTokens = req.MaxTokens
+	}
+	j, e := s.prepare(&req.commonRequest, maxTokens, prompt, "messages")
+	if e != nil {
+		return nil, e
+	}
+	return j, nil
+}
+
+// parseCompletion validates a text completion request and builds its job.
+func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
+	var req completionRequest
+	if e := decodeJSON(body, &req); e != nil {
+		return nil, e
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		return nil, e
+	}
+	if e := checkSampling(&req.commonRequest); e != nil {
+		return nil, e
+	}
+	switch {
+	case req.Suffix != nil && *req.Suffix != "":
+		return nil, invalid("suffix", "unsupported_parameter", "suffix (insertion) is not supported by this server.")
+	case req.Logprobs != nil:
+		return nil, invalid("logprobs", "unsupported_parameter", "logprobs are not supported by this server.")
+	case req.BestOf != nil && *req.BestOf != 1:
+		return nil, invalid("best_of", "unsupported_value", "best_of = %d is not supported; only 1 is.", *req.BestOf)
+	}
+	prompt, text, e := s.completionPrompt(req.Prompt)
+	if e != nil {
+		return nil, e
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens == nil {
+		d := defaultCompletionMaxTokens
+		maxTokens = &d
+	}
+	j, e := s.prepare(&req.commonRequest, maxTokens, prompt, "prompt")
+	if e != nil {
+		return nil, e
+	}
+	if req.Echo {
+		j.echo = text
+	}
+	return j, nil
+}
+
+// completionPrompt reads prompt: a string, an array of one string, an array
+// of token ids, or an array of one array of token ids. It returns the ids
+// and the prompt's text (for echo).
+func (s *Server) completionPrompt(raw json.RawMessage) ([]int, string, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, "", invalid("prompt", "", "You must provide a prompt parameter.")
+	}
+	var str string
+	var strs []string
+	var ids []int
+	var idss [][]int
+	switch {
+	case json.Unmarshal(raw, &str) == nil:
+	case json.Unmarshal(raw, &strs) == nil:
+		if len(strs) != 1 {
+			return nil, "", invalid("prompt", "unsupported_value", "An array of %d prompts is not supported; send one prompt per request.", len(strs))
+		}
+		str = strs[0]
+	case json.Unmarshal(raw, &ids) == nil:
+	case json.Unmarshal(raw, &idss) == nil:
+		if len(idss) != 1 {
+			return nil, "", invalid("prompt", "unsupported_value", "An array of %d prompts is not supported; send one prompt per request.", len(idss))
+		}
+		ids = idss[0]
+	default:
+		return nil, "", invalid("prompt", "", "Invalid type for 'prompt': expected a string, an array of strings, an array of integers, or an array of integer arrays.")
+	}
+	if ids != nil {
+		vocab := s.cfg.Tokenizer.VocabSize()
+		for i, t := range ids {
+			if t < 0 || t >= vocab {
+				return nil, "", invalid("prompt", "invalid_value", "Invalid token id %d at prompt index %d: the vocabulary has %d tokens.", t, i, vocab)
+			}
+		}
+		return ids, s.cfg.Tokenizer.DecodeWith(ids, tokenizer.DecodeOptions{SkipSpecial: true}), nil
+	}
+	ids = s.cfg.Tokenizer.Encode(str, true)
+	if len(ids) == 0 {
+		return nil, "", invalid("prompt", "", "The prompt is empty.")
+	}
+	return ids, str, nil
+}
+
+func (s *Server) checkModel(name string) *apiError {
+	if name == "" {
+		return invalid("model", "", "You must provide a model parameter.")
+	}
+	if name != s.cfg.ModelName {
+		return modelNotFound(name)
+	}
+	return nil
+}
+
+// submitError maps Submit's errors to API errors.
+func submitError(err error, param string) *apiError {
+	var ce *engine.ContextError
+	switch {
+	case errors.As(err, &ce):
+		return contextError(ce.Limit, ce.PromptTokens, ce.MaxTokens, param)
+	case errors.Is(err, engine.ErrQueueFull):
+		return &apiError{Status: http.StatusTooManyRequests, Message: "The server is overloaded: too many requests are waiting. Retry after a short delay.", Type: "rate_limit_error", Code: strp("queue_full")}
+	case errors.Is(err, engine.ErrClosed):
+		return &apiError{Status: http.StatusServiceUnavailable, Message: "The server is shutting down; retry on another instance.", Type: "server_error", Code: strp("shutting_down")}
+	}
+	return invalid("", "", "%v", err)
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// run submits the job and writes the response, streamed or whole.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) {
+	ctx := r.Context()
+	st, err := s.cfg.Scheduler.Submit(ctx, j.req)
+	if err != nil {
+		writeError(w, submitError(err, j.param))
+		return
+	}
+	id, created := newID("cmpl-"), time.Now().Unix()
+	if chat {
+		id = newID("chatcmpl-")
+	}
+	if j.stream {
+		s.stream(w, r, st, j, chat, id, created)
+		return
+	}
+	var text strings.Builder
+	text.WriteString(j.echo)
+	for {
+		piece, done, err := st.Next(ctx)
+		if err != nil {
+			return // the client left; the scheduler frees the sequence
+		}
+		text.WriteString(piece)
+		if done {
+			break
+		}
+	}
+	res := st.Result()
+	if res.FinishReason == engine.FinishCancelled {
+		return
+	}
+	if res.FinishReason == engine.FinishError {
+		s.cfg.Log.Printf("request %s failed: %v", id, res.Err)
+		writeError(w, generationError(res.Err))
+		return
+	}
+	u := usageOf(res)
+	if chat {
+		writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.cfg.ModelName,
+			Choices:           []chatChoice{{Message: assistantMessage{Role: "assistant", Content: text.String()}, FinishReason: res.FinishReason}},
+			Usage:             *u,
+			SystemFingerprint: s.cfg.Fingerprint})
+		return
+	}
+	fr := res.FinishReason
+	writeJSON(w, http.StatusOK, textResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.ModelName,
+		SystemFingerprint: s.cfg.Fingerprint, Choices: []textChoice{{Text: text.String(), FinishReason: &fr}}, Usage: u})
+}
+
+func generationError(err error) *apiError {
+	if errors.Is(err, engine.ErrClosed) {
+		return &apiError{Status: http.StatusServiceUnavailable, Message: "The server shut down before the request finished.", Type: "server_error", Code: strp("shutting_down")}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("Generation failed: %v", err), Type: "server_error"}
+}
+
+func usageOf(res engine.Result) *usage {
+	return &usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, TotalTokens: res.PromptTokens + res.CompletionTokens,
+		PromptTokensDetails: &tokenDetails{CachedTokens: res.CachedTokens}}
+}
+
+// stream writes the response as server-sent events, as OpenAI does: one
+// "data: {json}\n\n" event per chunk and "data: [DONE]\n\n" at the end.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *engine.Stream, j *job, chat bool, id string, created int64) {
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(v any) bool {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	chatChunkOf := func(delta chunkDelta, finish *string) any {
+		c := chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.ModelName, SystemFingerprint: s.cfg.Fingerprint,
+			Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}}
+		if j.includeUsage {
+			return withNullUsage{c}
+		}
+		return c
+	}
+	textChunkOf := func(text string, finish *string) any {
+		c := textResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.ModelName, SystemFingerprint: s.cfg.Fingerprint,
+			Choices: []textChoice{{Text: text, FinishReason: finish}}}
+		if j.includeUsage {
+			return withNullTextUsage{c}
+		}
+		return c
+	}
+	empty := ""
+	if chat {
+		if !send(chatChunkOf(chunkDelta{Role: "assistant", Content: &empty}, nil)) {
+			return
+		}
+	}
+	if j.echo != "" && !chat {
+		if !send(textChunkOf(j.echo, nil)) {
+			return
+		}
+	}
+	for {
+		piece, done, err := st.Next(ctx)
+		if err != nil {
+			return // client gone; the scheduler frees the sequence at its next step
+		}
+		if piece != "" {
+			var ok bool
+			if chat {
+				p := piece
+				ok = send(chatChunkOf(chunkDelta{Content: &p}, nil))
+			} else {
+				ok = send(textChunkOf(piece, nil))
+			}
+			if !ok {
+				return
+			}
+		}
+		if done {
+			break
+		}
+	}
+	res := st.Result()
+	switch res.FinishReason {
+	case engine.FinishCancelled:
+		return
+	case engine.FinishError:
+		s.cfg.Log.Printf("stream %s failed: %v", id, res.Err)
+		send(errorBody{Error: generationError(res.Err)})
+		return
+	}
+	fr := res.FinishReason
+	if chat {
+		send(chatChunkOf(chunkDelta{}, &fr))
+	} else {
+		send(textChunkOf("", &fr))
+	}
+	if j.includeUsage {
+		u := usageOf(res)
+		if chat {
+			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.ModelName, SystemFingerprint: s.cfg.Fingerprint,
+				Choices: []chunkChoice{}, Usage: u})
+		} else {
+			send(textResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.ModelName, SystemFingerprint: s.cfg.Fingerprint,
+				Choices: []textChoice{}, Usage: u})
+		}
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	_ = rc.Flush()
+}
+
+// withNullUsage marshals a chat chunk with "usage": null, as OpenAI sends
+// on every chunk but the last when include_usage is set.
+type withNullUsage struct{ chatChunk }
+
+func (c withNullUsage) MarshalJSON() ([]byte, error) {
+	type plain chatChunk
+	return marshalWithNullUsage(plain(c.chatChunk))
+}
+
+type withNullTextUsage struct{ textResponse }
+
+func (c withNullTextUsage) MarshalJSON() ([]byte, error) {
+	type plain textResponse
+	return marshalWithNullUsage(plain(c.textResponse))
+}
+
+func marshalWithNullUsage(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	// v has no usage field set (omitempty): add "usage":null before the
+	// closing brace.
+	return append(b[:len(b)-1], []byte(`,"usage":null}`)...), nil
+}
