@@ -10,6 +10,7 @@ import (
 
 	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
 	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 )
@@ -49,7 +50,7 @@ type ModelConfig struct {
 	Preset   string   // a key of Presets
 	Formats  []string // KV specs
 	Contexts []int    // cached tokens per sequence before the timed steps
-	Batch    int      // sequences decoded together (default 1)
+	Batch    int      // sequences decoded together; 0: as many as fit in GPU memory (per format and context)
 	Steps    int      // timed decode steps (default 16)
 	Warmup   int      // untimed steps first (default 3)
 	Progress io.Writer
@@ -95,9 +96,6 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: preset %s: %w", cfg.Preset, err)
 	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 1
-	}
 	if cfg.Steps <= 0 {
 		cfg.Steps = 16
 	}
@@ -120,7 +118,7 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	}
 	rep := &ModelReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Preset: cfg.Preset, ReadGBps: bw.GBps}
 	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
-	if rep.Linears, err = TimeLinears(dev, mc, cfg.Batch, progress); err != nil {
+	if rep.Linears, err = TimeLinears(dev, mc, max(cfg.Batch, 1), progress); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "building %s with random weights\n", cfg.Preset)
@@ -145,7 +143,13 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 			return nil, err
 		}
 		for _, ctx := range cfg.Contexts {
-			row, err := timeModel(be, m, mc, sp, f, ctx, cfg)
+			rc := cfg
+			if rc.Batch == 0 {
+				if rc.Batch, err = maxBatch(be, mc, f, ctx+cfg.Steps+cfg.Warmup+1); err != nil {
+					return nil, err
+				}
+			}
+			row, err := timeModel(be, m, mc, sp, f, ctx, rc)
 			if err != nil {
 				return nil, fmt.Errorf("bench: %s at %d tokens: %w", spec, ctx, err)
 			}
@@ -153,11 +157,39 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 			row.FloorMs = float64(row.WeightBytes+row.KVBytes) / (bw.GBps * 1e9) * 1e3
 			row.OfFloor = row.FloorMs / row.MsPerStep
 			fmt.Fprintf(progress, "%-8s ctx %6d B %d: %.2f ms/step (%.1f tok/s), floor %.2f ms (%.0f%%)\n",
-				spec, ctx, cfg.Batch, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
+				spec, ctx, rc.Batch, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
 			rep.Rows = append(rep.Rows, *row)
 		}
 	}
 	return rep, nil
+}
+
+// maxBatchReserve is the device memory maxBatch leaves for activations,
+// split-KV workspaces and the CUDA context.
+const maxBatchReserve = 3 << 30
+
+// maxBatch returns how many sequences of l tokens in format f fit in the
+// device memory that is free now (the weights are loaded), by the format's
+// accounting: packed blocks plus one residual slot per sequence and layer,
+// and the decode workspace (about 2 KiB per 512-token split and KV head).
+func maxBatch(be *bcuda.Backend, c *model.Config, f kv.Format, l int) (int, error) {
+	var free uint64
+	if err := be.Do(func(x *cuda.Ctx) error {
+		var err error
+		free, _, err = x.MemInfo()
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	nr := f.Residual
+	blocks := int64((l + nr - 1) / nr)
+	perSeq := int64(c.Layers*c.KVHeads)*(blocks*int64(f.BlockBytes())+int64(nr*c.HeadDim*2*2)) +
+		int64(c.KVHeads)*int64((l+511)/512)*8*int64(c.HeadDim)*4
+	n := (int64(free) - maxBatchReserve) / perSeq
+	if n < 1 {
+		return 0, fmt.Errorf("bench: one sequence of %d tokens in %s (%d MiB) does not fit in %d MiB free", l, f.Spec.String(), perSeq>>20, free>>20)
+	}
+	return int(n), nil
 }
 
 // linearWeightBytes is the fp16 bytes of every matrix a decode step reads:

@@ -49,9 +49,13 @@ type GPUCacheOptions struct {
 	// max_position_embeddings.
 	MaxLen int
 	// Blocks is the number of packed blocks in the pool (each holds Nr
-	// tokens of every layer and KV head). Default: MaxSeqs·MaxLen/Nr, every
-	// sequence at full length.
+	// tokens of every layer and KV head). Default: what MemoryBytes leaves
+	// after the residual slots, or without MemoryBytes MaxSeqs·MaxLen/Nr,
+	// every sequence at full length.
 	Blocks int
+	// MemoryBytes is the cache's memory (residual slots plus pool) when
+	// Blocks is 0.
+	MemoryBytes int64
 	// MaxChunk is the most new tokens one sequence may bring in one batch
 	// (the prefill chunk). Default 512.
 	MaxChunk int
@@ -185,7 +189,17 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 	nr := f.Residual
 	c := &GPUCache{be: be, dev: be.Device(), format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1),
 		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuSeq{}}
-	if o.Blocks <= 0 {
+	blockBytes := f.BlockBytes() * sh.Hkv
+	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
+	switch {
+	case o.Blocks > 0:
+	case o.MemoryBytes > 0:
+		per := int64(blockBytes) * int64(c.layers)
+		c.opts.Blocks = int((o.MemoryBytes - 2*int64(resBytes)*int64(c.layers)) / per)
+		if c.opts.Blocks < 1 {
+			return nil, fmt.Errorf("engine: GPU cache: %d bytes do not hold the %d sequences' residual blocks and one block", o.MemoryBytes, o.MaxSeqs)
+		}
+	default:
 		c.opts.Blocks = o.MaxSeqs * c.maxBlk
 	}
 	ok := false
@@ -214,8 +228,6 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 		SplitLen: split(gpuPrefillSplit)}); err != nil {
 		return nil, err
 	}
-	blockBytes := f.BlockBytes() * sh.Hkv
-	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
 	err = c.be.Do(func(x *gcuda.Ctx) error {
 		for range c.layers {
 			p, err := x.Alloc(c.opts.Blocks * blockBytes)
@@ -294,8 +306,83 @@ func (c *GPUCache) BytesAt(l int) (bytes, fp16Bytes int64) {
 	return per * c.format.SequenceBytes(l), per * int64(l) * int64(2*c.shape.D*2)
 }
 
-// FreeBlocks returns the number of unused pool blocks and sequence slots.
-func (c *GPUCache) FreeBlocks() (blocks, slots int) { return len(c.freeBlocks), len(c.freeSlots) }
+var _ BlockCache = (*GPUCache)(nil)
+
+// BlockBytes is the memory of one pool block across all layers and KV heads.
+func (c *GPUCache) BlockBytes() int64 {
+	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.format.BlockBytes())
+}
+
+// ResidualBytes is the memory of one sequence's fp16 residual slots across
+// all layers and KV heads (K and V).
+func (c *GPUCache) ResidualBytes() int64 {
+	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.format.Residual) * int64(c.shape.D) * 2 * 2
+}
+
+// FreeBlocks implements BlockCache: the unused pool blocks.
+func (c *GPUCache) FreeBlocks() int { return len(c.freeBlocks) }
+
+// FreeSlots returns the number of unused sequence slots.
+func (c *GPUCache) FreeSlots() int { return len(c.freeSlots) }
+
+// TotalBlocks implements BlockCache.
+func (c *GPUCache) TotalBlocks() int { return c.opts.Blocks }
+
+// MaxSeqs implements BlockCache.
+func (c *GPUCache) MaxSeqs() int { return c.opts.MaxSeqs }
+
+// BlockTokens implements BlockCache: tokens per block (the residual size).
+func (c *GPUCache) BlockTokens() int { return c.format.Residual }
+
+// BlocksNeeded implements BlockCache: the blocks n more tokens of sequence
+// id fill.
+func (c *GPUCache) BlocksNeeded(id, n int) int {
+	l, nr := c.Len(id), c.format.Residual
+	return (l+n)/nr - l/nr
+}
+
+// Open implements BlockCache: it takes a residual slot for sequence id. The
+// GPU cache shares no prefixes yet, so nothing of the prompt is cached.
+func (c *GPUCache) Open(id int, prompt []int) (int, error) {
+	if c.seqs[id] != nil {
+		return 0, fmt.Errorf("engine: GPU cache: sequence %d is already open", id)
+	}
+	if len(c.freeSlots) == 0 {
+		return 0, fmt.Errorf("%w (%d sequences)", ErrNoSlot, c.opts.MaxSeqs)
+	}
+	g := &gpuSeq{slot: c.freeSlots[len(c.freeSlots)-1]}
+	c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
+	c.seqs[id] = g
+	c.zeroSlots([]int{g.slot})
+	return 0, nil
+}
+
+// Truncate implements BlockCache: it keeps the first n tokens of sequence
+// id. Tokens can be dropped from the fp16 residual only: n below the
+// sequence's packed tokens is an error (a packed block cannot be reopened),
+// except n = 0, which empties the sequence.
+func (c *GPUCache) Truncate(id, n int) error {
+	g := c.seqs[id]
+	if g == nil {
+		if n == 0 {
+			return nil
+		}
+		return fmt.Errorf("engine: GPU cache: truncate unknown sequence %d", id)
+	}
+	nr := c.format.Residual
+	switch {
+	case n < 0 || n > g.n:
+		return fmt.Errorf("engine: GPU cache: truncate sequence %d of %d tokens to %d", id, g.n, n)
+	case n == 0:
+		c.freeBlocks = append(c.freeBlocks, g.blocks...)
+		g.blocks, g.n = nil, 0
+	case n < len(g.blocks)*nr:
+		return fmt.Errorf("engine: GPU cache: truncate sequence %d to %d tokens: its first %d are packed", id, n, len(g.blocks)*nr)
+	default:
+		g.n = n
+	}
+	return nil
+}
 
 // Remove frees sequence id's blocks and slot.
 func (c *GPUCache) Remove(id int) {

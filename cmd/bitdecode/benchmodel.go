@@ -4,13 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/bitdecode/bitdecode/bench"
 )
 
 // benchModelHelp is the help of 'bitdecode bench model'.
-const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--batch B] [--steps S] [--json FILE]
+const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--batch B|max] [--steps S] [--json FILE]
 
 Times whole decode steps of a model with random weights of realistic scale
 (std 0.02) on the GPU: embedding, every layer's cuBLASLt GEMMs, norms, RoPE,
@@ -24,6 +25,7 @@ Presets: ` + "%s" + `
 
 example:
   bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2
+  bitdecode bench model --ctx 32k --kv fp16,int4,int2 --batch max    # serving throughput
 `
 
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
@@ -33,7 +35,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", "))
 	ctxs := fs.String("ctx", "32k,128k", "comma-separated contexts (tokens cached per sequence; k = 1024)")
 	kvs := fs.String("kv", "fp16,int4,int2", "comma-separated KV format specs")
-	batch := fs.Int("batch", 1, "sequences decoded together")
+	batch := fs.String("batch", "1", "sequences decoded together, or max: as many as fit in GPU memory (per format and context)")
 	steps := fs.Int("steps", 16, "timed decode steps per row (median reported)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
@@ -45,7 +47,14 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q", fs.Arg(0))
 	}
-	cfg := bench.ModelConfig{Preset: *preset, Batch: *batch, Steps: *steps, Progress: stderr}
+	cfg := bench.ModelConfig{Preset: *preset, Steps: *steps, Progress: stderr}
+	if *batch != "max" {
+		n, err := strconv.Atoi(*batch)
+		if err != nil || n < 1 {
+			return usageErrorf("--batch %q: want a positive number or max", *batch)
+		}
+		cfg.Batch = n
+	}
 	for _, s := range strings.Split(*kvs, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			if _, err := parseSpecChecked(s); err != nil {

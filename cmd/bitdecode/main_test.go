@@ -30,7 +30,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"run", "--model", "/nonexistent", "--kv", "int9", "x"}, 2, "", "invalid format spec"},
 		{[]string{"run", "--model", "/nonexistent", "--temperature", "-1", "x"}, 2, "", "temperature"},
 		{[]string{"run", "--model", "/nonexistent", "--device", "cpu", "x"}, 1, "", "/nonexistent"},
-		{[]string{"serve"}, 2, "", "--model DIR is required"},
+		{[]string{"serve", "--device", "tpu"}, 2, "", "want auto, cpu or cuda"},
 		{[]string{"help", "serve"}, 0, "--kv-memory", ""},
 		{[]string{"serve", "--model", "/nonexistent", "--kv-memory", "lots"}, 2, "", "not a size"},
 		{[]string{"serve", "--model", "/nonexistent", "--kv", "int9"}, 2, "", "invalid format spec"},

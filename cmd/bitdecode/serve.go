@@ -15,18 +15,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
 	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/server"
-	"github.com/bitdecode/bitdecode/tokenizer"
 )
 
 var serveCmd = &command{
 	name:    "serve",
-	usage:   "--model DIR [--kv SPEC] [--addr HOST:PORT] [--kv-memory SIZE] [--max-seqs N]",
+	usage:   "[--model DIR] [--kv SPEC] [--device auto|cpu|cuda] [--addr HOST:PORT] [--kv-memory SIZE] [--max-seqs N]",
 	summary: "OpenAI-compatible HTTP server with continuous batching over a paged low-bit KV cache",
-	help: `Loads the checkpoint in DIR and serves the OpenAI API on --addr:
+	help: `Loads the checkpoint in DIR (without --model: the embedded default
+model, model/gotiny) and serves the OpenAI API on --addr:
 POST /v1/chat/completions and /v1/completions (streaming or not), GET
 /v1/models, /health and /metrics (Prometheus). Every request's KV cache lives
 in a shared pool of --kv-memory bytes, cut into blocks of the format's
@@ -35,12 +38,14 @@ batch, each step decoding one token of every running sequence plus at most
 --prefill-chunk prompt tokens of one new request. Requests that do not fit
 wait in a queue (--max-queue; beyond it the server answers 429); when the
 pool runs out, the youngest sequence is preempted and recomputed later.
-Identical prompt prefixes share their packed blocks. SIGINT or SIGTERM stops
-accepting requests and lets running streams finish for up to --drain.
+On the CPU, identical prompt prefixes share their packed blocks. SIGINT or
+SIGTERM stops accepting requests and lets running streams finish for up to
+--drain.
 
-The model runs on the CPU (--device auto says so when no GPU path is used);
-the GPU paged cache is still to come. docs/serving.md has the details and
-client examples.
+With --device cuda (auto picks it when a GPU is present) the model and the
+paged KV cache live on the GPU (engine.GPUCache: tensor-core decode over the
+packed blocks, decode steps replayed as CUDA graphs); the GPU cache does not
+share prefixes yet. docs/serving.md has the details and client examples.
 
 example:
   bitdecode serve --model ../shared/models/gocoder-23m --kv int4 --kv-memory 1GiB
@@ -59,7 +64,7 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 	return serveFlags{
 		modelDir: fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
 		kvSpec:   fs.String("kv", "int4", "KV cache format spec ('bitdecode inspect kv' explains them)"),
-		device:   fs.String("device", "auto", "auto or cpu (the GPU serving path is not built yet)"),
+		device:   fs.String("device", "auto", "auto, cpu or cuda"),
 		addr:     fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT"),
 		kvMemory: fs.String("kv-memory", "1GiB", "memory of the KV cache: residual blocks of --max-seqs sequences plus the block pool (bytes, or with KiB/MiB/GiB/KB/MB/GB)"),
 		name:     fs.String("served-model-name", "", "model id clients send and /v1/models lists (default: the base name of DIR)"),
@@ -97,9 +102,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageErrorf("unexpected arguments %q", fs.Args())
 	}
-	if *f.modelDir == "" {
-		return usageErrorf("--model DIR is required")
-	}
 	spec, err := parseSpecChecked(*f.kvSpec)
 	if err != nil {
 		return err
@@ -115,19 +117,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if *f.maxSeqs < 1 || *f.chunk < 1 || *f.maxQueue < 1 {
 		return usageErrorf("--max-seqs, --prefill-chunk and --max-queue must be positive")
 	}
-	switch *f.device {
-	case "cpu":
-	case "auto":
-		if !*f.quiet {
-			fmt.Fprintln(stderr, "bitdecode: serve runs on the CPU (the GPU paged KV cache is not built yet)")
-		}
-	case "cuda":
-		return fmt.Errorf("--device cuda: serving on the GPU is not built yet (try --device cpu)")
-	default:
-		return usageErrorf("--device %q: want auto or cpu", *f.device)
+	dev, err := resolveDevice(*f.device, stderr)
+	if err != nil {
+		return err
 	}
 	name := *f.name
-	if name == "" {
+	if name == "" && *f.modelDir != "" {
 		name = filepath.Base(filepath.Clean(*f.modelDir))
 	}
 	logw := io.Writer(stderr)
@@ -136,24 +131,41 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := log.New(logw, "bitdecode serve: ", log.LstdFlags)
 
-	tok, err := tokenizer.Load(*f.modelDir)
-	if err != nil {
-		return err
+	var be backend.Backend = cpu.New(0)
+	var gb *bcuda.Backend
+	if dev == "cuda" {
+		if gb, err = bcuda.New(0); err != nil {
+			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
+		}
+		be = gb
 	}
-	be := cpu.New(0)
 	defer be.Close()
 	var progress io.Writer
 	if !*f.quiet {
 		progress = model.StderrProgress()
 	}
-	m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: progress})
+	m, tok, modelName, err := openModel(*f.modelDir, be, progress, stderr, *f.quiet)
 	if err != nil {
-		return fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, *f.modelDir)
+		return err
 	}
 	defer m.Close()
-	cache, err := engine.NewPagedCache(be, m.Config(), spec, engine.PagedOptions{MaxSeqs: *f.maxSeqs, MemoryBytes: memBytes})
-	if err != nil {
-		return fmt.Errorf("%w (raise --kv-memory or lower --max-seqs)", err)
+	if name == "" {
+		name = modelName
+	}
+	var cache servingCache
+	if gb != nil {
+		gc, err := engine.NewGPUCache(gb, m.Config(), spec, engine.GPUCacheOptions{MaxSeqs: *f.maxSeqs, MaxChunk: *f.chunk, MemoryBytes: memBytes})
+		if err != nil {
+			return fmt.Errorf("%w (lower --kv-memory or --max-seqs)", err)
+		}
+		defer gc.Close()
+		cache = gc
+	} else {
+		pc, err := engine.NewPagedCache(be, m.Config(), spec, engine.PagedOptions{MaxSeqs: *f.maxSeqs, MemoryBytes: memBytes})
+		if err != nil {
+			return fmt.Errorf("%w (raise --kv-memory or lower --max-seqs)", err)
+		}
+		cache = pc
 	}
 	met := server.NewMetrics()
 	sched, err := engine.NewScheduler(m, tok, cache, engine.SchedulerOptions{MaxSeqs: *f.maxSeqs, PrefillChunk: *f.chunk, MaxQueue: *f.maxQueue,
@@ -176,11 +188,21 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	logger.Printf("model %s (%s, %d layers, %d/%d heads, head dim %d) on %s", name, cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, be.Name())
 	logger.Printf("KV cache %s: %d blocks of %d tokens (%s each) + %d residual slots (%s each) = %s; up to %d tokens per request",
 		cache.Format().Spec.String(), cache.TotalBlocks(), cache.BlockTokens(), humanBytes(cache.BlockBytes()), *f.maxSeqs,
-		humanBytes(cache.ResidualBytes()), humanBytes(cache.Bytes()), sched.ContextLimit())
+		humanBytes(cache.ResidualBytes()), humanBytes(int64(cache.TotalBlocks())*cache.BlockBytes()+int64(*f.maxSeqs)*cache.ResidualBytes()), sched.ContextLimit())
 	logger.Printf("listening on http://%s (model id %q); SIGINT/SIGTERM drains for up to %v", ln.Addr(), name, *f.drain)
 	ctx, stop := serveContext()
 	defer stop()
 	return srv.Serve(ctx, ln, *f.drain)
+}
+
+// servingCache is what serve needs of a KV cache: the scheduler's
+// BlockCache plus sizes for the log and /metrics (engine.PagedCache on the
+// CPU, engine.GPUCache on the GPU).
+type servingCache interface {
+	engine.BlockCache
+	Format() kv.Format
+	BlockBytes() int64
+	ResidualBytes() int64
 }
 
 // parseBytes reads a size: a number of bytes with an optional unit (B, KB,

@@ -39,6 +39,15 @@ func TestServeTinyModel(t *testing.T) {
 	if err := tinymodel.Write(dir, 1); err != nil {
 		t.Fatal(err)
 	}
+	testServe(t, []string{"--model", dir, "--served-model-name", "tiny"}, "tiny")
+}
+
+// TestServeEmbeddedModel serves the embedded default model (no --model).
+func TestServeEmbeddedModel(t *testing.T) {
+	testServe(t, nil, "gotiny")
+}
+
+func testServe(t *testing.T, modelArgs []string, name string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	old := serveContext
 	serveContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
@@ -47,7 +56,8 @@ func TestServeTinyModel(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		var out strings.Builder
-		code := runMain([]string{"serve", "--model", dir, "--kv", "int4:kc32:v32:res32", "--addr", "127.0.0.1:0", "--kv-memory", "4MiB", "--max-seqs", "4", "--served-model-name", "tiny"}, &out, pw)
+		args := append([]string{"serve", "--device", "cpu", "--kv", "int4:kc32:v32:res32", "--addr", "127.0.0.1:0", "--kv-memory", "4MiB", "--max-seqs", "4"}, modelArgs...)
+		code := runMain(args, &out, pw)
 		pw.Close()
 		done <- code
 	}()
@@ -69,7 +79,7 @@ func TestServeTinyModel(t *testing.T) {
 	if !strings.Contains(strings.Join(log, "\n"), "KV cache int4:kc32:v32:res32") {
 		t.Errorf("start-up log lacks the KV cache line: %q", log)
 	}
-	resp, err := http.Post(addr+"/v1/completions", "application/json", strings.NewReader(`{"model":"tiny","prompt":"hello","max_tokens":5,"temperature":0}`))
+	resp, err := http.Post(addr+"/v1/completions", "application/json", strings.NewReader(`{"model":"`+name+`","prompt":"hello","max_tokens":5,"temperature":0}`))
 	if err != nil {
 		t.Fatal(err)
 	}
