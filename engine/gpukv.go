@@ -28,9 +28,9 @@ const (
 	// gpuDefaultChunk is the default longest run of new tokens of one
 	// sequence in a batch (a prefill chunk).
 	gpuDefaultChunk = 512
-	// gpuDecodeSplit is the fixed split length (tokens) of decode steps: a
-	// sequence's attention then depends on its own length only, never on
-	// the batch it runs in. 512 tokens keep every warp of a split busy
+	// gpuDecodeSplit is the fixed split length (tokens) of decode steps
+	// with GPUCacheOptions.BatchInvariant: a sequence's attention then
+	// depends on its own length only, never on the batch it runs in. 512 tokens keep every warp of a split busy
 	// (kernels' mmaMinSplitTokens) and give a 32K context 64 splits per KV
 	// head, enough CTAs to fill the GPU at batch 1.
 	gpuDecodeSplit = 512
@@ -59,6 +59,13 @@ type GPUCacheOptions struct {
 	// MaxChunk is the most new tokens one sequence may bring in one batch
 	// (the prefill chunk). Default 512.
 	MaxChunk int
+	// BatchInvariant fixes the decode split length (gpuDecodeSplit), so
+	// that a sequence's attention does not depend on the batch it runs in.
+	// Off (the default), each batch size gets splits sized to fill the GPU:
+	// long splits for large batches, which reads the cache at a higher
+	// fraction of the bandwidth (the GEMMs of a batch above
+	// kernels.GEMVMaxRows rows are not batch-invariant either).
+	BatchInvariant bool
 }
 
 // GPUCache is the low-bit KV cache on the GPU, as a model.Attention for the
@@ -95,8 +102,9 @@ type GPUCache struct {
 	ops     *kernels.Ops
 	writer  *kernels.KVWriter
 	pack    *kernels.PackPlan
-	decode  *kernels.DecodePlan // B = MaxSeqs, Tq = 1
-	prefill *kernels.DecodePlan // B = 1, Tq = MaxChunk
+	lay     kernels.DecodeLayout
+	decode  map[int]*kernels.DecodePlan // Tq = 1, by batch bucket (decodePlan)
+	prefill *kernels.DecodePlan         // B = 1, Tq = MaxChunk
 
 	pool, resK, resV []gcuda.DevicePtr // per layer
 	qh, oh           gcuda.DevicePtr   // fp16 q and out, [maxT][Hq*D]
@@ -145,9 +153,40 @@ type gpuRound struct {
 }
 
 // gpuRun is one attention launch: sequences [first, first+n) of the batch,
-// each with tq new tokens, the longest holding maxL tokens.
+// each with tq new tokens, the longest holding maxL tokens, by plan.
 type gpuRun struct {
 	first, n, tq, tok0, maxL int
+	plan                     *kernels.DecodePlan
+	bucket                   int // decode plan's batch bucket (0: prefill)
+}
+
+// decodePlan returns the decode plan for a run of n sequences: one per
+// power-of-two bucket of n (capped at MaxSeqs), made on first use, with
+// splits sized for the bucket at MaxLen; with BatchInvariant, one plan of a
+// fixed split length for every n.
+func (c *GPUCache) decodePlan(n int) (*kernels.DecodePlan, int, error) {
+	bucket := c.opts.MaxSeqs
+	if !c.opts.BatchInvariant {
+		bucket = 1
+		for bucket < n {
+			bucket *= 2
+		}
+		bucket = min(bucket, c.opts.MaxSeqs)
+	}
+	if p := c.decode[bucket]; p != nil {
+		return p, bucket, nil
+	}
+	nr := c.format.Residual
+	shape := kernels.DecodeShape{B: bucket, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: c.opts.MaxLen}
+	if c.opts.BatchInvariant {
+		shape.SplitLen = (max(gpuDecodeSplit, 64) + nr - 1) / nr * nr
+	}
+	p, err := kernels.PlanDecode(c.dev, kernels.DecodeMMA, c.lay, shape)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.decode[bucket] = p
+	return p, bucket, nil
 }
 
 // NewGPUCache returns an empty GPU cache of the given format for model
@@ -218,9 +257,8 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 		return nil, err
 	}
 	split := func(n int) int { return (n + nr - 1) / nr * nr } // a whole number of blocks
-	if c.decode, err = kernels.PlanDecode(c.dev, kernels.DecodeMMA, lay, kernels.DecodeShape{
-		B: o.MaxSeqs, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: o.MaxLen,
-		SplitLen: split(max(gpuDecodeSplit, 64))}); err != nil {
+	c.lay, c.decode = lay, map[int]*kernels.DecodePlan{}
+	if _, _, err := c.decodePlan(1); err != nil {
 		return nil, err
 	}
 	if c.prefill, err = kernels.PlanDecode(c.dev, kernels.DecodeMMA, lay, kernels.DecodeShape{
@@ -268,10 +306,11 @@ func (c *GPUCache) Close() error {
 	}
 	// Queued layers may still read the buffers: run them and wait.
 	keep(c.be.Do(func(x *gcuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
-	for _, p := range []*kernels.DecodePlan{c.decode, c.prefill} {
-		if p != nil {
-			keep(p.Close())
-		}
+	for _, p := range c.decode {
+		keep(p.Close())
+	}
+	if c.prefill != nil {
+		keep(c.prefill.Close())
 	}
 	c.decode, c.prefill = nil, nil
 	ptrs := append(append(append([]gcuda.DevicePtr{c.qh, c.oh, c.meta}, c.pool...), c.resK...), c.resV...)
@@ -428,11 +467,33 @@ func (c *GPUCache) Begin(b *model.Batch) error {
 		return err
 	}
 
+	// Attention runs: consecutive sequences with the same number of new
+	// tokens share a launch (all of a decode step's sequences, typically).
+	var runs []gpuRun
+	for i, s := range b.Seqs {
+		if n := len(runs); n > 0 && runs[n-1].tq == s.Len && s.Len == 1 {
+			runs[n-1].n++
+			runs[n-1].maxL = max(runs[n-1].maxL, s.Pos+s.Len)
+			continue
+		}
+		runs = append(runs, gpuRun{first: i, n: 1, tq: s.Len, tok0: s.Start, maxL: s.Pos + s.Len})
+	}
+	for i := range runs {
+		r := &runs[i]
+		if r.tq > 1 {
+			r.plan = c.prefill
+			continue
+		}
+		var err error
+		if r.plan, r.bucket, err = c.decodePlan(r.n); err != nil {
+			return err
+		}
+	}
 	// Assign slots and blocks; lay out the int32 tables:
 	// table [B][maxBlk] | lens [B] | slots [B] | per round: slot [T], row [T], src [n], dst [n].
 	var words []int32
 	put := func(v ...int32) int { off := len(words); words = append(words, v...); return off }
-	p := gpuBatchPlan{T: T}
+	p := gpuBatchPlan{T: T, runs: runs}
 	seqs := make([]*gpuSeq, len(b.Seqs))
 	var fresh []int // slots new to this batch: zeroed before use
 	for i, s := range b.Seqs {
@@ -493,16 +554,6 @@ func (c *GPUCache) Begin(b *model.Batch) error {
 		rd := gpuRound{slot: put(slot...), row: put(row...), n: len(src)}
 		rd.src, rd.dst = put(src...), put(dst...)
 		p.rounds = append(p.rounds, rd)
-	}
-	// Attention runs: consecutive sequences with the same number of new
-	// tokens share a launch (all of a decode step's sequences, typically).
-	for i, s := range b.Seqs {
-		if n := len(p.runs); n > 0 && p.runs[n-1].tq == s.Len && s.Len == 1 {
-			p.runs[n-1].n++
-			p.runs[n-1].maxL = max(p.runs[n-1].maxL, s.Pos+s.Len)
-			continue
-		}
-		p.runs = append(p.runs, gpuRun{first: i, n: 1, tq: s.Len, tok0: s.Start, maxL: s.Pos + s.Len})
 	}
 	for i, s := range b.Seqs {
 		seqs[i].n = s.Pos + s.Len
@@ -629,7 +680,7 @@ func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor
 		key = append(key, uint64(r.slot), uint64(r.row), uint64(r.src), uint64(r.dst), uint64(r.n))
 	}
 	for _, r := range runs {
-		key = append(key, uint64(r.first), uint64(r.n), uint64(r.tq), uint64(r.tok0), uint64(c.runMaxL(r)))
+		key = append(key, uint64(r.first), uint64(r.n), uint64(r.tq), uint64(r.tok0), uint64(c.runMaxL(r)), uint64(r.bucket))
 	}
 	c.be.Enqueue(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *gcuda.Ctx) error {
 		if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
@@ -644,10 +695,7 @@ func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor
 			}
 		}
 		for _, r := range runs {
-			plan := c.decode
-			if r.tq > 1 {
-				plan = c.prefill
-			}
+			plan := r.plan
 			bufs := kernels.DecodeBuffers{
 				Pool: c.pool[layer], BlockTable: word(table + r.first*c.maxBlk),
 				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),

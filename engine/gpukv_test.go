@@ -212,6 +212,7 @@ func checkGPU(t *testing.T, what string, f kv.Format, sh attn.Shape, st attn.Ref
 }
 
 // TestGPUCacheBatchInvariant decodes one sequence alone and inside a batch
+// (GPUCacheOptions.BatchInvariant)
 // with two others: its outputs must be the same bits.
 func TestGPUCacheBatchInvariant(t *testing.T) {
 	be := gpuBackend(t)
@@ -221,7 +222,7 @@ func TestGPUCacheBatchInvariant(t *testing.T) {
 	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
 	run := func(others bool) [][]float32 {
 		r := rand.New(rand.NewPCG(1, 2))
-		gc, err := NewGPUCache(be, cfg, sp, GPUCacheOptions{MaxSeqs: 3, MaxLen: 4096, MaxChunk: 512})
+		gc, err := NewGPUCache(be, cfg, sp, GPUCacheOptions{MaxSeqs: 3, MaxLen: 4096, MaxChunk: 512, BatchInvariant: true})
 		if err != nil {
 			t.Fatal(err)
 		}
