@@ -22,6 +22,15 @@ var decodeMMASource string
 // ptxas -v and print the compiler's register and spill report to stderr.
 const EnvPtxasVerbose = "BITDECODE_PTXAS_VERBOSE"
 
+// EnvDecodeStages overrides the tensor-core kernel's cp.async staging depth
+// for low-bit formats (0 turns staging off; 2-4 tiles per warp), for tuning.
+const EnvDecodeStages = "BITDECODE_DECODE_STAGES"
+
+// mmaStages is the default staging depth of low-bit formats: 0, the v2.3
+// register loads. The v2.4 cp.async ring (3 tiles per warp) measured slower
+// (docs/perf/decode-attention.md) and stays behind EnvDecodeStages.
+const mmaStages = 0
+
 // EnvDecodeMT overrides the tensor-core kernel's fragment groups per tile
 // (1, 2, 4 or 8; still capped by the block and key group), for tuning runs.
 const EnvDecodeMT = "BITDECODE_DECODE_MT"
@@ -128,6 +137,7 @@ type DecodePlan struct {
 	rmax, rowChunks     int
 	splitLen, maxSplits int
 	split, combine      cuda.Function
+	smem                int // dynamic shared memory of split (the cp.async ring)
 	partO, partML       cuda.DevicePtr
 	dev                 *cuda.Device
 }
@@ -174,7 +184,18 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	if l.VBits < 16 {
 		vg = l.D / l.GV
 	}
-	splitExpr := fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16)
+	stages := 0
+	if l.KBits < 16 || l.VBits < 16 {
+		stages = mmaStages
+		if v, err := strconv.Atoi(os.Getenv(EnvDecodeStages)); err == nil && v >= 0 && v <= 4 && v != 1 {
+			stages = v // tuning experiments: BITDECODE_DECODE_STAGES=0|2|3|4
+		}
+		if l.D == 256 && stages > 2 {
+			stages = 2 // the 32 KiB of redO leave room for two 64 KiB-ring CTAs per SM
+		}
+	}
+	p.smem = stages * 4 * mt * 16 * l.D * (l.KBits + l.VBits) / 8 // 4 warps, tiles of mt groups
+	splitExpr := fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages)
 	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return p, p.load(dev, decodeSource+"\n"+decodeMMASource, "decode_mma.cu", splitExpr, combineExpr)
 }
@@ -213,6 +234,11 @@ func (p *DecodePlan) load(dev *cuda.Device, src, name, splitExpr, combineExpr st
 	}
 	if p.combine, err = mod.Function(combineExpr); err != nil {
 		return err
+	}
+	if p.smem > 0 {
+		if err := dev.Do(func(c *cuda.Ctx) error { return c.SetMaxDynamicShared(p.split, p.smem) }); err != nil {
+			return err
+		}
 	}
 	s := p.shape
 	parts := s.B * s.Hkv * p.rowChunks * p.maxSplits * p.rmax
@@ -322,7 +348,7 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(l.D)))
 	}
-	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: decodeThreads}, 0, st,
+	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: decodeThreads}, p.smem, st,
 		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, p.partO, p.partML,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
 		int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff), int32(max(l.GK, 1)), int32(max(l.GV, 1)),

@@ -43,6 +43,9 @@
 //        rejected for low-bit formats (occupancy, see kPrefetch).
 //   v2.3 bigger tiles for low-bit formats (256 lane bytes: int8 MT=2, int4 4,
 //        int2 8): int8 (128,8K) 80 -> 92%, int4 KC 67 -> 76%, int2 46 -> 53%.
+//   v2.4 cp.async staging of the code bytes through a per-warp ring (template
+//        parameter ST): slower (int4 KC 76 -> 74%, int2 (16,32K) -9%); off by
+//        default (ST = 0), kept for experiments (BITDECODE_DECODE_STAGES).
 // Go wrapper and tests: decode_mma.go, decode_mma_test.go.
 
 #define BD_DEVICE __device__ __forceinline__
@@ -202,6 +205,47 @@ BD_DEVICE void loadTile(TileRaw<D, KBITS, VBITS, MT>& raw, const u8* __restrict_
   }
 }
 
+// cp.async: 16-byte global -> shared copies that complete in the background
+// (groups committed and waited for in order), the staging of v2.4.
+BD_DEVICE void cpAsync16(void* smem, const void* gmem) {
+  u32 s;
+  asm("{ .reg .u64 a;\n cvta.to.shared.u64 a, %1;\n cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+BD_DEVICE void cpAsyncCommit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+BD_DEVICE void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// loadTileShared is loadTile from a tile staged in shared memory with the
+// global layout (K groups, then V groups).
+template <int D, int BITS>
+BD_DEVICE void loadGroupShared(const u8* p, int lane, u32 w[Frag<D, BITS>::kWords]) {
+  using F = Frag<D, BITS>;
+#pragma unroll
+  for (int j = 0; j < F::kChunks; j++) {
+    const u8* src = p + (j * 32 + lane) * F::kChunk;
+    if (F::kChunk == 16) {
+      const uint4 v = *reinterpret_cast<const uint4*>(src);
+      w[4 * j] = v.x, w[4 * j + 1] = v.y, w[4 * j + 2] = v.z, w[4 * j + 3] = v.w;
+    } else if (F::kChunk == 8) {
+      const uint2 v = *reinterpret_cast<const uint2*>(src);
+      w[2 * j] = v.x, w[2 * j + 1] = v.y;
+    } else {
+      w[j] = *reinterpret_cast<const u32*>(src);
+    }
+  }
+}
+template <int D, int KBITS, int VBITS, int MT>
+BD_DEVICE void loadTileShared(TileRaw<D, KBITS, VBITS, MT>& raw, const u8* kdat, const u8* vdat, int lane) {
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    loadGroupShared<D, KBITS>(kdat + mt * Frag<D, KBITS>::kGroupBytes, lane, raw.k[mt]);
+    loadGroupShared<D, VBITS>(vdat + mt * Frag<D, VBITS>::kGroupBytes, lane, raw.v[mt]);
+  }
+}
+
 // Tile processes MT fragment groups starting at token tok0 of the sequence:
 // the packed half pointers point at the first group's K and V data.
 //   KBITS/VBITS  code widths (16: fp16, no scales)
@@ -348,7 +392,7 @@ BD_DEVICE void toC(float v, int q, float out[2]) {
   out[1] = __shfl_sync(0xffffffffu, v, (2 * q + 1) * 4);
 }
 
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF>
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST>
 __global__ void __launch_bounds__(kThreads) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
@@ -480,7 +524,44 @@ __global__ void __launch_bounds__(kThreads) decode_mma(
   // the read ceiling) but costs low-bit formats occupancy (224 registers, 2
   // CTAs/SM; int4 KT (128,8K) 85% -> 73%), so they load just in time.
   constexpr bool kPrefetch = KBITS == 16 && VBITS == 16;
-  if (kPrefetch && tileBegin < tileEnd) {
+  if (ST > 0) {
+    // v2.4: each warp stages its tiles through a ring of ST tiles in
+    // shared memory with cp.async, ST-1 tiles ahead of the one it computes,
+    // so the bytes in flight no longer come out of the register budget.
+    extern __shared__ __align__(16) u8 ring[];
+    constexpr int kTileK = MT * kFragBytes, kTileBytes = kTileK + MT * vFragBytes;
+    constexpr int kST = ST > 0 ? ST : 1;
+    u8* mine = ring + warp * kST * kTileBytes;
+    auto issue = [&](int ti, int slot) {
+      int within;
+      const u8* half = blockOf(ti, within);
+      const u8* ks = half + (within / kGroup) * kFragBytes;
+      const u8* vs = half + kBytes + (within / kGroup) * vFragBytes;
+      u8* dst = mine + slot * kTileBytes;
+#pragma unroll
+      for (int o = lane * 16; o < kTileK; o += 512) cpAsync16(dst + o, ks + o);
+#pragma unroll
+      for (int o = lane * 16; o < kTileBytes - kTileK; o += 512) cpAsync16(dst + kTileK + o, vs + o);
+    };
+#pragma unroll
+    for (int s = 0; s < kST - 1; s++) {
+      if (tileBegin + s < tileEnd) issue(tileBegin + s, s);
+      cpAsyncCommit();
+    }
+    for (int ti = tileBegin; ti < tileEnd; ti++) {
+      const int rel = ti - tileBegin;
+      if (ti + kST - 1 < tileEnd) issue(ti + kST - 1, (rel + kST - 1) % kST);
+      cpAsyncCommit();
+      cpAsyncWait<kST - 1>();  // tile ti's group has landed
+      __syncwarp();
+      TileRaw<D, KBITS, VBITS, MT> raw;
+      const u8* src = mine + (rel % kST) * kTileBytes;
+      loadTileShared<D, KBITS, VBITS, MT>(raw, src, src + kTileK, lane);
+      __syncwarp();  // every lane has read the slot before the next issue refills it
+      compute(raw, ti);
+    }
+    cpAsyncWait<0>();
+  } else if (kPrefetch && tileBegin < tileEnd) {
     TileRaw<D, KBITS, VBITS, MT> r0, r1;
     load(r0, tileBegin);
     for (int ti = tileBegin; ti < tileEnd; ti += 2) {
