@@ -15,11 +15,6 @@ import (
 	"github.com/bitdecode/bitdecode/model"
 )
 
-// ErrKVFull is returned (wrapped) when a batch needs more KV blocks or
-// sequence slots than the cache has free. Nothing has changed when it is
-// returned: the caller may free sequences and retry.
-var ErrKVFull = errors.New("KV cache full")
-
 // GPU cache defaults.
 const (
 	// gpuDefaultSeqs is the default number of residual slots (sequences held
@@ -460,7 +455,7 @@ func (c *GPUCache) Begin(b *model.Batch) error {
 	}
 	if needBlocks > len(c.freeBlocks) || needSlots > len(c.freeSlots) {
 		return fmt.Errorf("engine: GPU cache: the batch needs %d blocks and %d sequence slots, %d and %d are free: %w",
-			needBlocks, needSlots, len(c.freeBlocks), len(c.freeSlots), ErrKVFull)
+			needBlocks, needSlots, len(c.freeBlocks), len(c.freeSlots), ErrOutOfBlocks)
 	}
 	T := len(b.Tokens)
 	if err := c.reserveScratch(T); err != nil {
@@ -740,7 +735,7 @@ func (c *GPUCache) FillRandom(id, n int, seed uint32) error {
 	nr, sh := c.format.Residual, c.shape
 	full := n / nr
 	if full > len(c.freeBlocks) || len(c.freeSlots) == 0 {
-		return fmt.Errorf("engine: GPU cache: %d tokens need %d blocks, %d are free: %w", n, full, len(c.freeBlocks), ErrKVFull)
+		return fmt.Errorf("engine: GPU cache: %d tokens need %d blocks, %d are free: %w", n, full, len(c.freeBlocks), ErrOutOfBlocks)
 	}
 	g := &gpuSeq{slot: c.freeSlots[len(c.freeSlots)-1], n: n}
 	c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
