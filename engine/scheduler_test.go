@@ -144,8 +144,12 @@ func TestSchedulerMatchesSolo(t *testing.T) {
 			if cfg.wantPreempt && st.Preemptions == 0 {
 				t.Error("the tight pool never preempted")
 			}
-			if !cfg.wantPreempt && (st.Preemptions != 0 || st.CachedTokens == 0) {
-				t.Errorf("ample pool: %d preemptions, %d shared prompt tokens", st.Preemptions, st.CachedTokens)
+			// Whether a prefix is shared depends on timing (the first request
+			// with it must have packed its blocks before another is admitted;
+			// under -race all are often admitted in one step), so sharing is
+			// asserted by TestPagedPrefixSharing, not here.
+			if !cfg.wantPreempt && st.Preemptions != 0 {
+				t.Errorf("ample pool: %d preemptions", st.Preemptions)
 			}
 			if pc.FreeBlocks() != pc.TotalBlocks() || pc.Seqs() != 0 {
 				t.Errorf("leak: %d of %d blocks free, %d sequences", pc.FreeBlocks(), pc.TotalBlocks(), pc.Seqs())
