@@ -16,17 +16,24 @@ import (
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 var runCmd = &command{
 	name:    "run",
-	usage:   "--model DIR [--kv SPEC] [--device auto|cpu|cuda] [sampling flags] PROMPT",
+	usage:   "--model DIR [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K]] [--device auto|cpu|cuda] [sampling flags] PROMPT",
 	summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache",
 	help: `Loads config.json, *.safetensors and tokenizer.json from DIR, encodes PROMPT
 (with the model's chat template when --chat is given), and streams the
 generated text to stdout. The KV cache is stored in the --kv format ('bitdecode
 inspect kv' explains the specs); the last line on stderr gives the prompt and
-decode speed and the KV memory used next to what fp16 would take.
+decode speed, the KV memory used and the weight memory, each next to what
+fp16 would take.
+
+--weights quantizes the linear layers at load (int8, int4, int3; ':gptq'
+calibrates on --calib FILE; embeddings and the LM head stay 16-bit), and
+--dec-k K adds dynamic error compensation: per step, the K input channels
+per 1024 with the largest activations add their residual rows back.
 
 With --device cuda (or auto on a machine with a GPU) the model's layers run
 on the GPU (fp16 weights, cuBLASLt); attention over the low-bit cache still
@@ -40,7 +47,8 @@ example:
 
 type runFlags struct {
 	modelDir, kvSpec, device, stop        *string
-	maxTokens, topK, chunk                *int
+	weights, calib                        *string
+	maxTokens, topK, chunk, decK, calibN  *int
 	temperature, topP, minP, repeatPenalt *float64
 	seed                                  *uint64
 	chat, quiet                           *bool
@@ -50,6 +58,10 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 	return runFlags{
 		modelDir:     fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
 		kvSpec:       fs.String("kv", "int4", "KV cache format spec"),
+		weights:      fs.String("weights", "fp16", "weight format of the linear layers (fp16, int8, int4, int3[:gptq])"),
+		calib:        fs.String("calib", "", "calibration text for a :gptq weight format"),
+		calibN:       fs.Int("calib-tokens", 4096, "calibration tokens at most"),
+		decK:         fs.Int("dec-k", 0, "DEC k_chunk: input channels per 1024 whose residual rows are added (0: off)"),
 		device:       fs.String("device", "auto", "auto, cpu or cuda"),
 		stop:         fs.String("stop", "", "stop when the output ends with this string (\\n escapes allowed)"),
 		maxTokens:    fs.Int("max-tokens", 128, "new tokens at most"),
@@ -91,6 +103,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	wspec, err := parseWeightSpec(*f.weights)
+	if err != nil {
+		return err
+	}
+	if *f.decK < 0 || (*f.decK > 0 && !wspec.IsQuantized()) {
+		return usageErrorf("--dec-k %d: want 0, or a positive k_chunk with quantized --weights", *f.decK)
+	}
 	dev, err := resolveDevice(*f.device, stderr)
 	if err != nil {
 		return err
@@ -125,7 +144,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if !*f.quiet {
 		progress = model.StderrProgress()
 	}
-	m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: progress})
+	lopts := model.LoadOptions{Progress: progress, Weights: wspec, DECKChunk: *f.decK, Log: stderr}
+	if wspec.Method == wq.GPTQ {
+		if lopts.Calib, err = calibrate(be, *f.modelDir, tok, *f.calib, *f.calibN, stderr); err != nil {
+			return err
+		}
+	}
+	m, err := model.Load(*f.modelDir, be, lopts)
 	if err != nil {
 		return fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, *f.modelDir)
 	}
@@ -160,10 +185,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		if ratio < 1 {
 			note = "short contexts are dominated by the fp16 residual block of each layer"
 		}
-		fmt.Fprintf(stderr, "%d prompt tokens in %v (%.0f tok/s), %d new tokens at %.1f tok/s (%s); KV cache %s: %s (fp16 would be %s; %s)\n",
+		fmt.Fprintf(stderr, "%d prompt tokens in %v (%.0f tok/s), %d new tokens at %.1f tok/s (%s); KV cache %s: %s (fp16 would be %s; %s); %s\n",
 			st.PromptTokens, st.Prefill.Round(time.Millisecond), float64(st.PromptTokens)/st.Prefill.Seconds(),
 			st.GeneratedTokens, st.DecodeTokensPerSecond(), st.StopReason, cache.Format().Spec.String(),
-			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), note)
+			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), note, weightLine(model.WeightMemoryOf(m)))
 	}
 	return nil
 }
