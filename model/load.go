@@ -53,6 +53,12 @@ type LoadOptions struct {
 	// Log receives one line per load-time path decision (a backend without
 	// a low-bit Linear); nil: quiet.
 	Log io.Writer
+	// Quantized, if not nil, caches the packed matrices by tensor name across
+	// loads of the same checkpoint with the same Weights (and calibration):
+	// a load finds them there instead of quantizing again (GPTQ takes
+	// seconds per layer), e.g. to load one format with several DEC k_chunk.
+	// Backends do not modify the matrices, so models may share them.
+	Quantized map[string]*wq.Matrix
 }
 
 // constructor builds a model of one family from its config and checkpoint.

@@ -70,19 +70,26 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 	if err != nil {
 		return nil, fmt.Errorf("model: tensor %q: %w", name, err)
 	}
-	var m *wq.Matrix
-	switch o.Weights.Method {
-	case wq.GPTQ:
+	m := o.Quantized[name]
+	switch {
+	case m != nil:
+		if m.N != N || m.K != K || m.Elem != o.Weights.Elem || m.Group != o.Weights.Group {
+			return nil, fmt.Errorf("model: tensor %q: the cached matrix is [%d, %d] %v g%d, want [%d, %d] %s", name, m.N, m.K, m.Elem, m.Group, N, K, o.Weights)
+		}
+	case o.Weights.Method == wq.GPTQ:
 		h := o.Calib[name]
 		if h == nil {
 			return nil, fmt.Errorf("model: tensor %q: no calibration statistics for GPTQ (give a calibration text: --calib FILE)", name)
 		}
-		m, err = wq.QuantizeGPTQ(o.Weights.Elem, o.Weights.Group, N, K, w, h)
+		m, err = wq.QuantizeGPTQ(o.Weights.Elem, o.Weights.Group, N, K, w, h, wq.GPTQOptions{ActOrder: o.Weights.ActOrder})
 	default:
 		m, err = wq.Quantize(o.Weights.Elem, o.Weights.Group, N, K, w)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("model: tensor %q: %w", name, err)
+	}
+	if o.Quantized != nil {
+		o.Quantized[name] = m
 	}
 	var dec *wq.DEC
 	if o.DECKChunk > 0 {

@@ -1,9 +1,11 @@
 package wq
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -75,14 +77,23 @@ const gptqDamp = 0.01
 // gptqFactor returns U, the upper Cholesky factor of (H + λI)⁻¹, row-major
 // [K, K] (package doc, steps 1–3). If the dampened H is not positive
 // definite, λ is raised tenfold up to three times.
-func gptqFactor(h *Hessian) ([]float64, error) {
+//
+// With perm non-nil the factor is of the permuted Hessian H[perm, perm]
+// (act-order walks the channels in that order).
+func gptqFactor(h *Hessian, perm []int) ([]float64, error) {
 	K := h.K
+	hij := func(i, j int) float64 { return h.H[min(i, j)*K+max(i, j)] }
+	if perm == nil {
+		perm = make([]int, K)
+		for i := range perm {
+			perm[i] = i
+		}
+	}
 	a := make([]float64, K*K)
 	var mean float64
 	for i := range K {
-		for j := i; j < K; j++ {
-			a[i*K+j] = h.H[i*K+j]
-			a[j*K+i] = h.H[i*K+j]
+		for j := range K {
+			a[i*K+j] = hij(perm[i], perm[j])
 		}
 		if a[i*K+i] == 0 {
 			a[i*K+i] = 1 // a channel the calibration never activated
@@ -202,10 +213,20 @@ func invFromCholesky(l []float64, K int) []float64 {
 	return inv
 }
 
+// GPTQOptions tune QuantizeGPTQ.
+type GPTQOptions struct {
+	// ActOrder walks the channels in decreasing order of H_kk (the most
+	// active first) instead of their natural order. The groups stay the
+	// contiguous groups of the format, so their (scale, zero) pairs are
+	// fixed up front by RTN's rules on the original weights ("static
+	// groups") rather than at the group's first channel.
+	ActOrder bool
+}
+
 // QuantizeGPTQ stores the row-major [N, K] weight w in format (e, G) with
 // GPTQ (package doc) using the calibration Hessian h of the layer's input.
 // fp16 needs no calibration and is stored as by Quantize.
-func QuantizeGPTQ(e Elem, G, N, K int, w []float32, h *Hessian) (*Matrix, error) {
+func QuantizeGPTQ(e Elem, G, N, K int, w []float32, h *Hessian, o GPTQOptions) (*Matrix, error) {
 	if !e.IsInt() {
 		return Quantize(e, G, N, K, w)
 	}
@@ -227,7 +248,10 @@ func QuantizeGPTQ(e Elem, G, N, K int, w []float32, h *Hessian) (*Matrix, error)
 			return nil, fmt.Errorf("wq: gptq: non-finite weight %v at row %d, column %d", v, i/K, i%K)
 		}
 	}
-	u, err := gptqFactor(h)
+	if o.ActOrder {
+		return gptqActOrder(m, w, h)
+	}
+	u, err := gptqFactor(h, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +277,42 @@ func QuantizeGPTQ(e Elem, G, N, K int, w []float32, h *Hessian) (*Matrix, error)
 				for j := i + 1; j < K; j++ {
 					row[j] -= err * ui[j]
 				}
+			}
+		}
+	})
+	return m, nil
+}
+
+// gptqActOrder is QuantizeGPTQ with GPTQOptions.ActOrder into the empty m.
+func gptqActOrder(m *Matrix, w []float32, h *Hessian) (*Matrix, error) {
+	e, G, N, K := m.Elem, m.Group, m.N, m.K
+	perm := make([]int, K)
+	for i := range perm {
+		perm[i] = i
+	}
+	slices.SortStableFunc(perm, func(a, b int) int { return cmp.Compare(h.H[b*K+b], h.H[a*K+a]) })
+	u, err := gptqFactor(h, perm)
+	if err != nil {
+		return nil, err
+	}
+	parallelFor(N, func(n int) {
+		orig := make([]float32, K)
+		for k := range K {
+			orig[k] = RoundFP16(w[n*K+k])
+		}
+		m.quantizeRow(n, orig)    // static groups: RTN's params (codes are overwritten)
+		row := make([]float64, K) // row[i] is channel perm[i]
+		for i, k := range perm {
+			row[i] = float64(orig[k])
+		}
+		for i, k := range perm {
+			s, z := m.Param(n, k/G)
+			q := QuantCode(e, float32(row[i]), s, z)
+			m.setRaw(n, k, uint32(q))
+			err := (row[i] - float64(Dequant(q, s, z))) / u[i*K+i]
+			ui := u[i*K : (i+1)*K]
+			for j := i + 1; j < K; j++ {
+				row[j] -= err * ui[j]
 			}
 		}
 	})

@@ -116,6 +116,9 @@ type Spec struct {
 	Elem   Elem
 	Group  int    // G, input channels per (scale, zero) pair; 0 for fp16
 	Method Method // RTN or GPTQ; 0 for fp16
+	// ActOrder makes GPTQ walk the channels most active first
+	// (GPTQOptions.ActOrder); spec word "act".
+	ActOrder bool
 }
 
 // IsQuantized reports whether s stores integer codes (not fp16).
@@ -126,7 +129,11 @@ func (s Spec) String() string {
 	if !s.IsQuantized() {
 		return s.Elem.String()
 	}
-	return fmt.Sprintf("%s:g%d:%s", s.Elem, s.Group, s.Method)
+	out := fmt.Sprintf("%s:g%d:%s", s.Elem, s.Group, s.Method)
+	if s.ActOrder {
+		out += ":act"
+	}
+	return out
 }
 
 // Short returns the spec without defaults ("int4", "int3:gptq").
@@ -141,6 +148,9 @@ func (s Spec) Short() string {
 	if s.Method != RTN {
 		out += ":" + s.Method.String()
 	}
+	if s.ActOrder {
+		out += ":act"
+	}
 	return out
 }
 
@@ -150,9 +160,10 @@ const SpecGrammar = `weight format spec:  BASE[:OPTION]...
 BASE     fp16 | int8 | int4 | int3
 OPTION   rtn     round to nearest (default)
          gptq    GPTQ with the Hessians of a calibration text (--calib FILE)
+         act     GPTQ in act-order (most active channels first; implies gptq)
          gG      groups of G input channels per fp16 (scale, zero): 32, 64,
                  128 (default) or 256
-examples: int4   int3:gptq   int4:g64:gptq   fp16`
+examples: int4   int3:gptq   int3:act   int4:g64:gptq   fp16`
 
 // SpecError reports a spec that cannot be parsed: the whole spec, the part
 // at fault and why.
@@ -209,6 +220,8 @@ func ParseSpec(str string) (Spec, error) {
 			s.Method = RTN
 		case p == "gptq":
 			s.Method = GPTQ
+		case p == "act":
+			s.Method, s.ActOrder = GPTQ, true
 		case strings.HasPrefix(p, "g"):
 			g, err := strconv.Atoi(p[1:])
 			if err != nil {
@@ -223,8 +236,11 @@ func ParseSpec(str string) (Spec, error) {
 			}
 			s.Group = g
 		default:
-			return fail(p, fmt.Errorf("%w (want rtn, gptq or gG)", ErrSpec))
+			return fail(p, fmt.Errorf("%w (want rtn, gptq, act or gG)", ErrSpec))
 		}
+	}
+	if s.ActOrder && s.Method != GPTQ {
+		return fail(str, errors.New("act-order is a GPTQ option (rtn and act conflict)"))
 	}
 	return s, nil
 }

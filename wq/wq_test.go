@@ -18,6 +18,7 @@ func TestParseSpec(t *testing.T) {
 		{"int8:g64", "int8:g64:rtn"},
 		{"int4:g32:gptq:rtn", "int4:g32:rtn"},
 		{"fp16", "fp16"},
+		{"int3:act", "int3:g128:gptq:act"},
 		{"bf16", "fp16"},
 	} {
 		s, err := ParseSpec(tc.in)
@@ -269,17 +270,20 @@ func TestGPTQBeatsRTN(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gq, err := QuantizeGPTQ(e, 128, N, K, w, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		er, eg := outputErr(xt, T, w, rtn), outputErr(xt, T, w, gq)
-		t.Logf("%v: output error RTN %.4g, GPTQ %.4g (%.2fx lower)", e, er, eg, er/eg)
-		if !(eg < er) {
-			t.Errorf("%v: GPTQ output error %g is not below RTN's %g", e, eg, er)
+		er := outputErr(xt, T, w, rtn)
+		for _, act := range []bool{false, true} {
+			gq, err := QuantizeGPTQ(e, 128, N, K, w, h, GPTQOptions{ActOrder: act})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eg := outputErr(xt, T, w, gq)
+			t.Logf("%v act-order %v: output error RTN %.4g, GPTQ %.4g (%.2fx lower)", e, act, er, eg, er/eg)
+			if !(eg < er) {
+				t.Errorf("%v act-order %v: GPTQ output error %g is not below RTN's %g", e, act, eg, er)
+			}
 		}
 	}
-	if _, err := QuantizeGPTQ(Int4, 128, N, K, w, NewHessian(K)); err == nil {
+	if _, err := QuantizeGPTQ(Int4, 128, N, K, w, NewHessian(K), GPTQOptions{}); err == nil {
 		t.Error("QuantizeGPTQ accepted a Hessian without tokens")
 	}
 }
@@ -291,7 +295,7 @@ func TestGPTQFactor(t *testing.T) {
 	if err := h.Add(correlatedInputs(rng, T, K, nil), T); err != nil {
 		t.Fatal(err)
 	}
-	u, err := gptqFactor(h)
+	u, err := gptqFactor(h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,13 +162,14 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	var variants []engine.PPLVariant
 	for _, ws := range wspecs {
+		cache := map[string]*wq.Matrix{} // one quantization per format, shared by its DEC variants
 		for _, k := range decKs {
 			if k > 0 && !ws.IsQuantized() {
 				continue
 			}
 			start := time.Now()
 			m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: model.StderrProgress(), Weights: ws,
-				Calib: calib, DECKChunk: k, Log: stderr})
+				Calib: calib, DECKChunk: k, Log: stderr, Quantized: cache})
 			if err != nil {
 				return err
 			}
