@@ -102,23 +102,26 @@ func gptqFactor(h *Hessian, perm []int) ([]float64, error) {
 	}
 	mean /= float64(K)
 	damp := gptqDamp * mean
+	// With J the reversal permutation and J(H+λI)J = L Lᵀ (L lower),
+	// (H+λI)⁻¹ = (J L⁻¹ J)ᵀ (J L⁻¹ J) and J L⁻¹ J is upper with a positive
+	// diagonal: it is U. One Cholesky and one triangular inverse.
 	for range 4 {
-		m := append([]float64(nil), a...)
+		m := make([]float64, K*K)
 		for i := range K {
+			for j := range K {
+				m[i*K+j] = a[(K-1-i)*K+(K-1-j)]
+			}
 			m[i*K+i] += damp
 		}
 		if cholesky(m, K) {
-			inv := invFromCholesky(m, K)
-			if cholesky(inv, K) {
-				// inv = L Lᵀ with L lower; U = Lᵀ, stored row-major.
-				u := make([]float64, K*K)
-				for i := range K {
-					for j := i; j < K; j++ {
-						u[i*K+j] = inv[j*K+i]
-					}
+			mt := lowerInverseT(m, K) // mt[j*K+i] = (L⁻¹)[i][j]
+			u := make([]float64, K*K)
+			for i := range K {
+				for j := i; j < K; j++ {
+					u[i*K+j] = mt[(K-1-j)*K+(K-1-i)]
 				}
-				return u, nil
 			}
+			return u, nil
 		}
 		damp *= 10
 	}
@@ -177,11 +180,11 @@ func parallelRange(lo, hi, cost int, fn func(i0, i1 int)) {
 	wg.Wait()
 }
 
-// invFromCholesky returns (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹ for the lower factor l.
-func invFromCholesky(l []float64, K int) []float64 {
-	// Row i of Lt = L⁻ᵀ's column... compute M = L⁻¹ (lower) column by column
-	// into rows of mt = Mᵀ so each solve writes contiguous memory.
-	mt := make([]float64, K*K) // mt[j*K+i] = M[i][j], nonzero for i >= j
+// lowerInverseT returns the transpose of M = L⁻¹ for the lower factor l:
+// mt[j*K+i] = M[i][j] (nonzero for i >= j), so each column's forward
+// substitution writes contiguous memory.
+func lowerInverseT(l []float64, K int) []float64 {
+	mt := make([]float64, K*K)
 	parallelFor(K, func(j int) {
 		col := mt[j*K : (j+1)*K]
 		for i := j; i < K; i++ {
@@ -196,21 +199,7 @@ func invFromCholesky(l []float64, K int) []float64 {
 			col[i] = s / l[i*K+i]
 		}
 	})
-	// inv[a][b] = Σ_i M[i][a]·M[i][b] = dot(mt row a, mt row b) over i >= max(a, b).
-	inv := make([]float64, K*K)
-	parallelFor(K, func(a int) {
-		ra := mt[a*K : (a+1)*K]
-		for b := a; b < K; b++ {
-			rb := mt[b*K : (b+1)*K]
-			s := 0.0
-			for i := b; i < K; i++ {
-				s += ra[i] * rb[i]
-			}
-			inv[a*K+b] = s
-			inv[b*K+a] = s
-		}
-	})
-	return inv
+	return mt
 }
 
 // GPTQOptions tune QuantizeGPTQ.
