@@ -21,12 +21,30 @@ type CalibOptions struct {
 	Chunk int
 }
 
+// Calibration is what Calibrate measured.
+type Calibration struct {
+	// Hessians holds H = Σ x xᵀ of every linear layer's input by checkpoint
+	// tensor name: what GPTQ needs (model.LoadOptions.Calib). Layers that read
+	// the same input (q, k, v; gate, up) share one Hessian.
+	Hessians map[string]*wq.Hessian
+	// Recall maps a DEC k_chunk to the mean recall of wq.SelectApprox
+	// against wq.SelectExact over the real linear inputs seen (every
+	// recallStride-th token of each distinct input).
+	Recall  map[int]float64
+	recallN map[int]int
+}
+
+// RecallKChunks are the k_chunk values Calibrate measures the top-k recall at.
+var RecallKChunks = []int{8, 16, 32, 64}
+
+// recallStride subsamples tokens for the recall measurement (an exact top-k
+// sorts every chunk).
+const recallStride = 16
+
 // Calibrate runs the model in dir (loaded with its stored weights, fp16 KV)
-// over the calibration tokens and returns, by checkpoint tensor name, the
-// Hessian H = Σ x xᵀ of every linear layer's input: what GPTQ needs
-// (model.LoadOptions.Calib). Layers that read the same input (q, k, v; gate,
-// up) share one Hessian.
-func Calibrate(ctx context.Context, be backend.Backend, dir string, tokens []int, o CalibOptions) (map[string]*wq.Hessian, error) {
+// over the calibration tokens and returns the Hessians of every linear
+// layer's input and the recall of DEC's approximate top-k on those inputs.
+func Calibrate(ctx context.Context, be backend.Backend, dir string, tokens []int, o CalibOptions) (*Calibration, error) {
 	if o.Ctx <= 0 {
 		o.Ctx = 2048
 	}
@@ -36,7 +54,8 @@ func Calibrate(ctx context.Context, be backend.Backend, dir string, tokens []int
 	if len(tokens) < 2 {
 		return nil, fmt.Errorf("engine: calibrate: %d calibration tokens", len(tokens))
 	}
-	rec := &hessianRecorder{Backend: be, hs: map[string]*wq.Hessian{}}
+	cal := &Calibration{Hessians: map[string]*wq.Hessian{}, Recall: map[int]float64{}, recallN: map[int]int{}}
+	rec := &hessianRecorder{Backend: be, hs: cal.Hessians, cal: cal}
 	m, err := model.Load(dir, rec, model.LoadOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("engine: calibrate: %w", err)
@@ -74,7 +93,10 @@ func Calibrate(ctx context.Context, be backend.Backend, dir string, tokens []int
 			}
 		}
 	}
-	return rec.hs, nil
+	for k, n := range cal.recallN {
+		cal.Recall[k] /= float64(max(n, 1))
+	}
+	return cal, nil
 }
 
 // hessianRecorder wraps a backend and accumulates the Hessian of every
@@ -88,6 +110,7 @@ type hessianRecorder struct {
 	lastH *wq.Hessian
 	buf   []float32
 	err   error
+	cal   *Calibration
 }
 
 // Linear implements backend.Backend: it records x's Hessian, then runs the
@@ -134,6 +157,13 @@ func (r *hessianRecorder) record(x backend.Tensor, w backend.Weight) error {
 	}
 	if err := h.Add(r.buf, T); err != nil {
 		return fmt.Errorf("input of %s: %w", name, err)
+	}
+	for t := 0; t < T; t += recallStride {
+		x := r.buf[t*K : (t+1)*K]
+		for _, k := range RecallKChunks {
+			r.cal.Recall[k] += wq.Recall(wq.SelectApprox(nil, x, k), wq.SelectExact(nil, x, k))
+			r.cal.recallN[k]++
+		}
 	}
 	r.last = append(r.last[:0], r.buf...)
 	r.lastH = h

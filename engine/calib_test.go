@@ -24,9 +24,16 @@ func TestCalibrateAndEvalWeights(t *testing.T) {
 	for i := range calib {
 		calib[i] = (i*37 + 11) % 8000
 	}
-	hs, err := Calibrate(context.Background(), be, dir, calib, CalibOptions{Ctx: 64, Chunk: 32})
+	cal, err := Calibrate(context.Background(), be, dir, calib, CalibOptions{Ctx: 64, Chunk: 32})
 	if err != nil {
 		t.Fatal(err)
+	}
+	hs := cal.Hessians
+	for _, k := range RecallKChunks {
+		t.Logf("approximate top-k recall on the model's linear inputs, k_chunk %d: %.3f", k, cal.Recall[k])
+		if !(cal.Recall[k] > 0 && cal.Recall[k] <= 1) {
+			t.Errorf("recall at k_chunk %d: %v", k, cal.Recall[k])
+		}
 	}
 	layer := func(l int, proj string) *wq.Hessian {
 		return hs[fmt.Sprintf("model.layers.%d.%s.weight", l, proj)]

@@ -59,12 +59,16 @@ func calibrate(be backend.Backend, dir string, tok *tokenizer.Tokenizer, file st
 		ids = ids[:maxTokens]
 	}
 	start := time.Now()
-	hs, err := engine.Calibrate(context.Background(), be, dir, ids, engine.CalibOptions{})
+	cal, err := engine.Calibrate(context.Background(), be, dir, ids, engine.CalibOptions{})
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "calibration: %d tokens of %s in %v\n", len(ids), file, time.Since(start).Round(time.Millisecond))
-	return hs, nil
+	fmt.Fprintf(stderr, "calibration: %d tokens of %s in %v; DEC approximate top-k recall vs exact on these activations:", len(ids), file, time.Since(start).Round(time.Millisecond))
+	for _, k := range engine.RecallKChunks {
+		fmt.Fprintf(stderr, " k_chunk %d %.3f", k, cal.Recall[k])
+	}
+	fmt.Fprintln(stderr)
+	return cal.Hessians, nil
 }
 
 // weightLine describes a model's weight memory for the stats line.
