@@ -160,14 +160,18 @@ func (m *Matrix) At(n, k int) float32 {
 
 // DequantRow writes row n's values ŵ into dst[:K]. It gives exactly At's
 // values, unpacking a whole block at a time (the CPU GEMV's inner step).
-func (m *Matrix) DequantRow(dst []float32, n int) {
+func (m *Matrix) DequantRow(dst []float32, n int) { m.DequantRowStrided(dst, n, 1) }
+
+// DequantRowStrided writes row n's values ŵ_k into dst[k·stride], so a
+// caller can interleave rows (the CPU Linear's 4-row layout) in one pass.
+func (m *Matrix) DequantRowStrided(dst []float32, n, stride int) {
 	K := m.K
-	dst = dst[:K]
+	dst = dst[:(K-1)*stride+1]
 	row := m.Words[n*m.Elem.RowWords(K) : (n+1)*m.Elem.RowWords(K)]
 	if !m.Elem.IsInt() {
 		for i, w := range row {
-			dst[2*i] = half.ToFloat32(uint16(w))
-			dst[2*i+1] = half.ToFloat32(uint16(w >> halfShift))
+			dst[2*i*stride] = half.ToFloat32(uint16(w))
+			dst[(2*i+1)*stride] = half.ToFloat32(uint16(w >> halfShift))
 		}
 		return
 	}
@@ -175,41 +179,39 @@ func (m *Matrix) DequantRow(dst []float32, n int) {
 	params := m.Params[2*n*(K/G) : 2*(n+1)*(K/G)]
 	for g := 0; g < K/G; g++ {
 		s, z := half.ToFloat32(params[2*g]), half.ToFloat32(params[2*g+1])
-		out := dst[g*G : (g+1)*G]
+		k0 := g * G
 		switch m.Elem {
 		case Int4:
-			ws := row[g*G/8 : (g+1)*G/8]
-			for i, w := range ws {
-				o := out[8*i : 8*i+8 : 8*i+8]
+			for i, w := range row[g*G/8 : (g+1)*G/8] {
+				o := (k0 + 8*i) * stride
 				for p := range 4 {
-					o[2*p] = s*float32(w>>(4*p)&0xf) + z
-					o[2*p+1] = s*float32(w>>(halfShift+4*p)&0xf) + z
+					dst[o+2*p*stride] = s*float32(w>>(4*p)&0xf) + z
+					dst[o+(2*p+1)*stride] = s*float32(w>>(halfShift+4*p)&0xf) + z
 				}
 			}
 		case Int8:
-			ws := row[g*G/4 : (g+1)*G/4]
-			for i, w := range ws {
-				o := out[4*i : 4*i+4 : 4*i+4]
-				o[0] = s*float32(w&0xff) + z
-				o[2] = s*float32(w>>8&0xff) + z
-				o[1] = s*float32(w>>16&0xff) + z
-				o[3] = s*float32(w>>24) + z
+			for i, w := range row[g*G/4 : (g+1)*G/4] {
+				o := (k0 + 4*i) * stride
+				dst[o] = s*float32(w&0xff) + z
+				dst[o+2*stride] = s*float32(w>>8&0xff) + z
+				dst[o+stride] = s*float32(w>>16&0xff) + z
+				dst[o+3*stride] = s*float32(w>>24) + z
 			}
 		case Int3:
 			ws := row[g*G/32*3 : (g+1)*G/32*3]
 			for b := 0; b < len(ws); b += 3 {
-				o := out[b/3*32 : b/3*32+32 : b/3*32+32]
+				o := (k0 + b/3*32) * stride
 				w0, w1, w2 := ws[b], ws[b+1], ws[b+2]
 				for j, w := range [3]uint32{w0, w1, w2} {
 					for p := range int3Fields {
-						o[10*j+2*p] = s*float32(w>>(3*p)&7) + z
-						o[10*j+2*p+1] = s*float32(w>>(halfShift+3*p)&7) + z
+						dst[o+(10*j+2*p)*stride] = s*float32(w>>(3*p)&7) + z
+						dst[o+(10*j+2*p+1)*stride] = s*float32(w>>(halfShift+3*p)&7) + z
 					}
 				}
 				q30 := w0>>int3SpareLo&1 | (w1>>int3SpareLo&1)<<1 | (w2>>int3SpareLo&1)<<2
 				q31 := w0>>int3SpareHi&1 | (w1>>int3SpareHi&1)<<1 | (w2>>int3SpareHi&1)<<2
-				o[30] = s*float32(q30) + z
-				o[31] = s*float32(q31) + z
+				dst[o+30*stride] = s*float32(q30) + z
+				dst[o+31*stride] = s*float32(q31) + z
 			}
 		}
 	}

@@ -120,8 +120,15 @@ func TestPackRoundTrip(t *testing.T) {
 				m.Params[i] = half.FromFloat32(float32(rng.NormFloat64() * 0.01))
 			}
 			row := make([]float32, K)
+			strided := make([]float32, 3*K)
 			for n := range N {
 				m.DequantRow(row, n)
+				m.DequantRowStrided(strided, n, 3)
+				for k := range K {
+					if math.Float32bits(strided[3*k]) != math.Float32bits(row[k]) {
+						t.Fatalf("%v (%d,%d): strided %v, DequantRow %v", e, n, k, strided[3*k], row[k])
+					}
+				}
 				for k := range K {
 					if got := m.Raw(n, k); got != want[n*K+k] || refRaw(m, n, k) != got {
 						t.Fatalf("%v [%d,%d] (%d,%d): Raw %d, doc decode %d, want %d", e, N, K, n, k, got, refRaw(m, n, k), want[n*K+k])

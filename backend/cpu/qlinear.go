@@ -89,9 +89,9 @@ func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 	b.parallel(tiles, func(item int) {
 		n0 := item * qTileN
 		n1 := min(N, n0+qTileN)
-		buf := getScratch(qTileN*K + K)
+		buf := getScratch(qTileN * K)
 		defer scratchPool.Put(buf)
-		tile, row := (*buf)[:qTileN*K], (*buf)[qTileN*K:]
+		tile := *buf
 		// Dequantize rows n0..n1 into the 4-row interleaved layout; rows past
 		// n1 in the last group are zero.
 		for r := 0; r < n1-n0; r += packRows {
@@ -103,10 +103,7 @@ func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 					}
 					continue
 				}
-				m.DequantRow(row, n0+r+i)
-				for k, v := range row {
-					g[k*packRows+i] = v
-				}
+				m.DequantRowStrided(g[i:], n0+r+i, packRows)
 			}
 		}
 		for t := range T {
