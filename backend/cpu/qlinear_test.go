@@ -222,3 +222,47 @@ func TestQuantLinearErrors(t *testing.T) {
 		t.Error("Linear accepted a freed weight")
 	}
 }
+
+// BenchmarkQuantLinear times the packed-weight Linear (dequantize a tile,
+// then the float32 dot products) at decode and prefill batch sizes, with and
+// without DEC, and reports the packed bytes read per second.
+func BenchmarkQuantLinear(b *testing.B) {
+	for _, tc := range []struct {
+		e       wq.Elem
+		T, K, N int
+		kChunk  int
+	}{{wq.Int4, 1, 512, 1536, 0}, {wq.Int4, 1, 1536, 512, 0}, {wq.Int4, 1, 1536, 512, 32}, {wq.Int3, 1, 1536, 512, 0}, {wq.Int4, 64, 512, 1536, 0}} {
+		b.Run(fmt.Sprintf("%v_T%d_K%d_N%d_dec%d", tc.e, tc.T, tc.K, tc.N, tc.kChunk), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			be := New(0)
+			wv := llmWeight(r, tc.N, tc.K)
+			m, err := wq.Quantize(tc.e, 128, tc.N, tc.K, wv)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var dec *wq.DEC
+			if tc.kChunk > 0 {
+				res, err := wq.NewResidual(wv, m, wq.Int4)
+				if err != nil {
+					b.Fatal(err)
+				}
+				dec = &wq.DEC{R: res, KChunk: tc.kChunk}
+			}
+			w, err := be.LoadQuantWeight("w", m, dec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			x, _ := be.Alloc(backend.F32, tc.T, tc.K)
+			_ = be.Upload(x, randVec(r, tc.T*tc.K))
+			y, _ := be.Alloc(backend.F32, tc.T, tc.N)
+			for b.Loop() {
+				be.Linear(y, x, w, nil)
+			}
+			if err := be.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "packedGB/s")
+			b.ReportMetric(2*float64(tc.T*tc.K*tc.N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
