@@ -80,7 +80,7 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		weights:     fs.String("weights", "fp16", "comma-separated weight format specs of the linear layers"),
 		decK:        fs.String("dec-k", "0", "comma-separated DEC k_chunk values (channels per 1024 inputs; 0: off)"),
 		calib:       fs.String("calib", "", "calibration text for GPTQ weight formats"),
-		calibTokens: fs.Int("calib-tokens", 4096, "calibration tokens at most (from the start of --calib)"),
+		calibTokens: fs.Int("calib-tokens", 16384, "calibration tokens at most (from the start of --calib)"),
 	}
 }
 

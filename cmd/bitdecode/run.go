@@ -60,7 +60,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 		kvSpec:       fs.String("kv", "int4", "KV cache format spec"),
 		weights:      fs.String("weights", "fp16", "weight format of the linear layers (fp16, int8, int4, int3[:gptq])"),
 		calib:        fs.String("calib", "", "calibration text for a :gptq weight format"),
-		calibN:       fs.Int("calib-tokens", 4096, "calibration tokens at most"),
+		calibN:       fs.Int("calib-tokens", 16384, "calibration tokens at most"),
 		decK:         fs.Int("dec-k", 0, "DEC k_chunk: input channels per 1024 whose residual rows are added (0: off)"),
 		device:       fs.String("device", "auto", "auto, cpu or cuda"),
 		stop:         fs.String("stop", "", "stop when the output ends with this string (\\n escapes allowed)"),
