@@ -3,6 +3,8 @@ package backend
 import (
 	"fmt"
 	"math"
+
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // DType is the element type of a tensor, or of the host data a weight is
@@ -150,6 +152,25 @@ type RandomLoader interface {
 	// LoadRandom returns a [N, K] matrix weight of pseudo-random values with
 	// mean 0 and standard deviation std, the same for the same seed.
 	LoadRandom(name string, shape []int, std float32, seed uint64) (Weight, error)
+}
+
+// QuantWeightLoader is implemented by backends that run linear layers on
+// packed low-bit weights (package wq) without widening them. The model
+// loader quantizes a linear layer's weight and hands it over here; a backend
+// without this interface gets the dequantized values through LoadWeight
+// instead (the loader says so in one line), which keeps the accuracy of the
+// format but not its memory or speed, and cannot do DEC.
+type QuantWeightLoader interface {
+	// LoadQuantWeight makes a linear weight [m.N, m.K] from a packed matrix
+	// (valid per m.Validate). With dec non-nil, Linear adds dynamic error
+	// compensation for every row of x: its own approximate top-k of |x| per
+	// chunk of wq.ChunkChannels inputs (wq.SelectApprox with dec.KChunk),
+	// then wq.Compensate's sum over the residual rows of those channels,
+	// added after the bias: dst = (x·Ŵᵀ + bias) + dec. dec.R is [K, N]; a
+	// device backend keeps it in host memory mapped into the device. The
+	// backend does not keep m or dec beyond the weight's life and does not
+	// modify them.
+	LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (Weight, error)
 }
 
 // NumElements returns the number of elements of a tensor of the given shape:

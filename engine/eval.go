@@ -28,17 +28,20 @@ type PPLOptions struct {
 	Chunk int
 	// Progress receives a line per window (nil: quiet).
 	Progress io.Writer
-	// NewCache makes a window's cache for a format (nil: the CPU KVCache).
-	NewCache func(kv.Spec) (Cache, error)
+	// NewCache makes a window's cache for a variant's model and KV format
+	// (nil: the CPU KVCache).
+	NewCache func(m model.Model, spec kv.Spec) (Cache, error)
 }
 
-// PPLResult is one format's accuracy over the scored tokens.
+// PPLResult is one configuration's accuracy over the scored tokens.
 type PPLResult struct {
-	Spec   string  `json:"kv"`
-	PPL    float64 `json:"ppl"`
-	KLD    float64 `json:"kld_vs_baseline"` // mean KL(baseline || format) per token, nats
-	Top1   float64 `json:"top1_agreement"`  // share of positions whose argmax equals the baseline's
-	Tokens int     `json:"tokens"`
+	Name   string             `json:"name"`
+	Spec   string             `json:"kv"`
+	Weight model.WeightMemory `json:"weights"`
+	PPL    float64            `json:"ppl"`
+	KLD    float64            `json:"kld_vs_baseline"` // mean KL(baseline || format) per token, nats
+	Top1   float64            `json:"top1_agreement"`  // share of positions whose argmax equals the baseline's
+	Tokens int                `json:"tokens"`
 }
 
 // EvalPPL scores tokens (no BOS: windows are cut from the running text) with
@@ -46,13 +49,39 @@ type PPLResult struct {
 // and top-1 agreement are measured against. All formats advance in lockstep
 // chunk by chunk, so no logits are stored.
 func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []int, specs []kv.Spec, o PPLOptions) ([]PPLResult, error) {
+	vs := make([]PPLVariant, len(specs))
+	for i, sp := range specs {
+		vs[i] = PPLVariant{Name: sp.String(), Model: m, KV: sp}
+	}
+	return EvalPPLVariants(ctx, be, vs, tokens, o)
+}
+
+// PPLVariant is one configuration EvalPPLVariants scores: a model (its
+// weights in some format, with or without DEC) and a KV format. Variants may
+// share a model.
+type PPLVariant struct {
+	Name  string
+	Model model.Model
+	KV    kv.Spec
+}
+
+// EvalPPLVariants is EvalPPL over configurations that may differ in their
+// weights as well as their KV format: the first variant is the baseline. All
+// models must be loaded on be and share one config.
+func EvalPPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant, tokens []int, o PPLOptions) ([]PPLResult, error) {
 	if o.Ctx < 2 || o.Chunk < 1 {
 		return nil, fmt.Errorf("engine: eval: ctx %d and chunk %d must be >= 2 and >= 1", o.Ctx, o.Chunk)
 	}
-	if len(specs) == 0 {
-		return nil, fmt.Errorf("engine: eval: no KV formats")
+	if len(variants) == 0 {
+		return nil, fmt.Errorf("engine: eval: no configurations")
 	}
-	if maxPos := m.Config().MaxPositions; maxPos > 0 && o.Ctx > maxPos {
+	cfg := variants[0].Model.Config()
+	for _, v := range variants[1:] {
+		if c := v.Model.Config(); c.Vocab != cfg.Vocab || c.Layers != cfg.Layers || c.Hidden != cfg.Hidden {
+			return nil, fmt.Errorf("engine: eval: %s is a different model than %s", v.Name, variants[0].Name)
+		}
+	}
+	if maxPos := cfg.MaxPositions; maxPos > 0 && o.Ctx > maxPos {
 		return nil, fmt.Errorf("engine: eval: ctx %d exceeds the model's %d positions", o.Ctx, maxPos)
 	}
 	windows := len(tokens) / o.Ctx
@@ -62,12 +91,12 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 	if windows == 0 {
 		return nil, fmt.Errorf("engine: eval: %d tokens do not fill one window of %d", len(tokens), o.Ctx)
 	}
-	sums := make([]pplSums, len(specs))
+	sums := make([]pplSums, len(variants))
 	n := 0
 	start := time.Now()
 	for w := 0; w < windows; w++ {
 		win := tokens[w*o.Ctx : (w+1)*o.Ctx]
-		caches := make([]Cache, len(specs))
+		caches := make([]Cache, len(variants))
 		closeAll := func() {
 			for _, c := range caches {
 				if c != nil {
@@ -75,12 +104,12 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 				}
 			}
 		}
-		for i, sp := range specs {
+		for i, v := range variants {
 			var err error
 			if o.NewCache != nil {
-				caches[i], err = o.NewCache(sp)
+				caches[i], err = o.NewCache(v.Model, v.KV)
 			} else {
-				caches[i], err = NewKVCache(be, m.Config(), sp)
+				caches[i], err = NewKVCache(be, v.Model.Config(), v.KV)
 			}
 			if err != nil {
 				closeAll()
@@ -96,12 +125,12 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 			}
 			b.Add(0, pos, ids...)
 			b.AllLogits = true
-			all := make([]*model.Logits, len(specs))
-			for i := range specs {
-				lg, err := m.Forward(&b, caches[i])
+			all := make([]*model.Logits, len(variants))
+			for i, v := range variants {
+				lg, err := v.Model.Forward(&b, caches[i])
 				if err != nil {
 					closeAll()
-					return nil, err
+					return nil, fmt.Errorf("engine: eval: %s: %w", v.Name, err)
 				}
 				all[i] = lg
 			}
@@ -115,15 +144,15 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 		n += len(win) - 1
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, "window %d/%d (%d tokens scored, %v):", w+1, windows, n, time.Since(start).Round(time.Second))
-			for i, sp := range specs {
-				fmt.Fprintf(o.Progress, " %s %.4f", sp.String(), math.Exp(sums[i].nll/float64(n)))
+			for i, v := range variants {
+				fmt.Fprintf(o.Progress, " %s %.4f", v.Name, math.Exp(sums[i].nll/float64(n)))
 			}
 			fmt.Fprintln(o.Progress)
 		}
 	}
-	res := make([]PPLResult, len(specs))
-	for i, sp := range specs {
-		res[i] = PPLResult{Spec: sp.String(), PPL: math.Exp(sums[i].nll / float64(n)), KLD: sums[i].kld / float64(n),
+	res := make([]PPLResult, len(variants))
+	for i, v := range variants {
+		res[i] = PPLResult{Name: v.Name, Spec: v.KV.String(), Weight: model.WeightMemoryOf(v.Model), PPL: math.Exp(sums[i].nll / float64(n)), KLD: sums[i].kld / float64(n),
 			Top1: sums[i].agree / float64(n), Tokens: n}
 		if i == 0 {
 			res[i].Top1 = 1

@@ -29,27 +29,28 @@ type Llama struct {
 	be      backend.Backend
 	invFreq backend.Weight // RoPE inverse frequencies [D/2]
 	eps     float32
+	mem     WeightMemory
 }
 
 // LlamaLayer is one decoder layer's weights.
 type LlamaLayer struct {
 	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H"`
-	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H"`
+	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H" quant:"linear"`
 	QBias    backend.Weight `hf:"model.layers.%d.self_attn.q_proj.bias" shape:"QD" if:"qkv_bias"`
-	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H"`
+	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H" quant:"linear"`
 	KBias    backend.Weight `hf:"model.layers.%d.self_attn.k_proj.bias" shape:"KVD" if:"qkv_bias"`
-	V        backend.Weight `hf:"model.layers.%d.self_attn.v_proj.weight" shape:"KVD,H"`
+	V        backend.Weight `hf:"model.layers.%d.self_attn.v_proj.weight" shape:"KVD,H" quant:"linear"`
 	VBias    backend.Weight `hf:"model.layers.%d.self_attn.v_proj.bias" shape:"KVD" if:"qkv_bias"`
 	QNorm    backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"D" if:"qk_norm"`
 	KNorm    backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"D" if:"qk_norm"`
-	O        backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD"`
+	O        backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD" quant:"linear"`
 	OBias    backend.Weight `hf:"model.layers.%d.self_attn.o_proj.bias" shape:"H" if:"o_bias"`
 	MLPNorm  backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H"`
-	Gate     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H"`
+	Gate     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" quant:"linear"`
 	GateBias backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias"`
-	Up       backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H"`
+	Up       backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" quant:"linear"`
 	UpBias   backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias"`
-	Down     backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I"`
+	Down     backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I" quant:"linear"`
 	DownBias backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
 }
 
@@ -78,6 +79,11 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 	if cfg.TieWordEmbeddings {
 		m.Output = m.TokenEmbedding
 	}
+	m.mem = ld.mem
+	m.mem.Format, m.mem.DECKChunk = "fp16", ld.opts.DECKChunk
+	if ld.opts.Weights.IsQuantized() {
+		m.mem.Format = ld.opts.Weights.String()
+	}
 	var err error
 	if m.invFreq, err = loadVector(m.be, "rope.inv_freq", cfg.InvFreq()); err != nil {
 		m.Close()
@@ -85,6 +91,9 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 	}
 	return m, nil
 }
+
+// WeightMemory implements WeightReporter.
+func (m *Llama) WeightMemory() WeightMemory { return m.mem }
 
 // Config implements Model.
 func (m *Llama) Config() *Config { return m.cfg }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/model/safetensors"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // Model is a loaded model: its config and a forward pass over a backend.
@@ -36,6 +37,28 @@ type LoadOptions struct {
 	// Progress receives a progress bar while weights load (carriage
 	// returns, one final newline); nil loads silently. See StderrProgress.
 	Progress io.Writer
+	// Weights is the format of the linear layers (q, k, v, o, gate, up,
+	// down: the fields tagged quant:"linear"), quantized at load. The zero
+	// value and fp16 keep them as stored. Embeddings, norms and the LM head
+	// stay in 16 bits.
+	Weights wq.Spec
+	// Calib holds GPTQ's calibration statistics by checkpoint tensor name
+	// (engine.Calibrate makes them); required when Weights.Method is GPTQ.
+	Calib map[string]*wq.Hessian
+	// DECKChunk > 0 adds dynamic error compensation to every quantized
+	// linear layer, selecting DECKChunk channels per wq.ChunkChannels inputs.
+	DECKChunk int
+	// DECResidual is the element type of the DEC residual (0: wq.Int4).
+	DECResidual wq.Elem
+	// Log receives one line per load-time path decision (a backend without
+	// a low-bit Linear); nil: quiet.
+	Log io.Writer
+	// Quantized, if not nil, caches the packed matrices by tensor name across
+	// loads of the same checkpoint with the same Weights (and calibration):
+	// a load finds them there instead of quantizing again (GPTQ takes
+	// seconds per layer), e.g. to load one format with several DEC k_chunk.
+	// Backends do not modify the matrices, so models may share them.
+	Quantized map[string]*wq.Matrix
 }
 
 // constructor builds a model of one family from its config and checkpoint.
@@ -74,7 +97,13 @@ func LoadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend,
 	if !ok {
 		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
 	}
-	return newModel(cfg, &loader{ck: ck, be: be, progress: opts.Progress, quant: cfg.Quant})
+	if opts.DECKChunk < 0 {
+		return nil, fmt.Errorf("model: negative DEC k_chunk %d", opts.DECKChunk)
+	}
+	if opts.DECKChunk > 0 && !opts.Weights.IsQuantized() {
+		return nil, fmt.Errorf("model: DEC (k_chunk %d) needs quantized weights, not %q", opts.DECKChunk, opts.Weights.Short())
+	}
+	return newModel(cfg, &loader{ck: ck, be: be, progress: opts.Progress, opts: opts, quant: cfg.Quant})
 }
 
 // StderrProgress returns os.Stderr if it is a terminal (a character device)
@@ -97,6 +126,8 @@ func StderrProgress() io.Writer {
 //	                                               symbols of loader.dims
 //	if:"qkv_bias"                                  load only if the condition
 //	                                               holds ("!tied": if it does not)
+//	quant:"linear"                                 a linear layer's weight, which
+//	                                               LoadOptions.Weights quantizes
 //
 // A slice of structs (the layers) is filled element by element with %d set
 // to the index. Tensors of the checkpoint that no field reads are an error:
@@ -110,14 +141,19 @@ type loader struct {
 	conds    map[string]bool // if-tag conditions
 	ignore   func(name string) bool
 	quant    *QuantConfig // int8 weights with scales (nil: none)
+	opts     LoadOptions
+
+	mem          WeightMemory // filled by load
+	fallbackSaid bool         // the dequantize-to-float32 line was logged
 }
 
 // weightSpec is one tensor to load into a struct field.
 type weightSpec struct {
-	name  string
-	shape []int
-	dst   *backend.Weight
-	scale string // the scales of an I8 tensor (see quant.go), "" for float
+	name   string
+	shape  []int
+	dst    *backend.Weight
+	scale  string // the scales of an I8 tensor (see quant.go), "" for float
+	linear bool   // tagged quant:"linear"
 }
 
 // load fills the tagged backend.Weight fields of *dst.
@@ -180,7 +216,15 @@ func (ld *loader) load(dst any) error {
 		if err != nil {
 			return fmt.Errorf("model: %s: tensor %q: %w", t.File, s.name, err)
 		}
-		w, err := ld.be.LoadWeight(s.name, dt, s.shape, t.Data)
+		n := int64(backend.NumElements(s.shape))
+		ld.mem.FP16Bytes += 2 * n
+		var w backend.Weight
+		if s.linear && ld.opts.Weights.IsQuantized() {
+			w, err = ld.loadLinear(s.name, s.shape, dt, t.Data)
+		} else {
+			ld.mem.Bytes += 2 * n
+			w, err = ld.be.LoadWeight(s.name, dt, s.shape, t.Data)
+		}
 		if err != nil {
 			return fmt.Errorf("model: %s: %w", t.File, err)
 		}
@@ -240,7 +284,8 @@ func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error
 			if err != nil {
 				return fmt.Errorf("model: field %s: %w", f.Name, err)
 			}
-			*specs = append(*specs, weightSpec{name: name, shape: shape, dst: fv.Addr().Interface().(*backend.Weight)})
+			*specs = append(*specs, weightSpec{name: name, shape: shape, dst: fv.Addr().Interface().(*backend.Weight),
+				linear: f.Tag.Get("quant") == "linear"})
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && f.IsExported():
 			for j := range fv.Len() {
 				if err := ld.collect(fv.Index(j), j, specs); err != nil {

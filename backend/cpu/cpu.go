@@ -121,6 +121,8 @@ func (b *Backend) weightOf(op string, w backend.Weight) (*weight, error) {
 	switch {
 	case w == nil || (ok && cw == nil):
 		return nil, fmt.Errorf("cpu: %s: nil weight", op)
+	case b.quantWeight(w) != nil:
+		return nil, fmt.Errorf("cpu: %s: weight %s is a quantized linear weight (only Linear takes it)", op, w.Name())
 	case !ok || cw.owner != b:
 		return nil, fmt.Errorf("cpu: %s: weight %T is not from this backend", op, w)
 	case cw.data == nil:
@@ -259,6 +261,9 @@ func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data
 
 // FreeWeight implements backend.Backend.
 func (b *Backend) FreeWeight(w backend.Weight) {
+	if b.freeQuant(w) {
+		return
+	}
 	if cw, ok := w.(*weight); ok && cw != nil && cw.owner == b {
 		cw.data = nil
 	}

@@ -103,6 +103,14 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	}
 	d, err1 := b.f32(op, dst)
 	xt, err2 := b.f32(op, x)
+	if qw := b.quantWeight(w); qw != nil {
+		if err := firstErr(err1, err2); err != nil {
+			b.fail(err)
+			return
+		}
+		b.linearQuant(op, d, xt, qw, bias)
+		return
+	}
 	wt, err3 := b.weightOf(op, w)
 	if err := firstErr(err1, err2, err3); err != nil {
 		b.fail(err)

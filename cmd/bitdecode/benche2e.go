@@ -75,7 +75,7 @@ func runBenchE2E(args []string, stdout, stderr io.Writer) error {
 		be = gb
 	}
 	defer be.Close()
-	m, tok, name, err := openModel(*f.modelDir, be, model.StderrProgress(), stderr, false)
+	m, tok, name, err := openModel(*f.modelDir, be, model.LoadOptions{Progress: model.StderrProgress()}, stderr, false)
 	if err != nil {
 		return err
 	}

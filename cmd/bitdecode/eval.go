@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
@@ -17,12 +19,25 @@ import (
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
+	"github.com/bitdecode/bitdecode/wq"
 )
+
+// variantName names an eval configuration: "int4:gptq+dec16 kv int4".
+func variantName(ws wq.Spec, decK int, sp *kv.Spec) string {
+	s := ws.Short()
+	if decK > 0 {
+		s += fmt.Sprintf("+dec%d", decK)
+	}
+	if sp != nil {
+		s += " kv " + sp.String()
+	}
+	return s
+}
 
 var evalCmd = &command{
 	name:    "eval",
-	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--kv SPEC,...] [--chunk C] [--json FILE]",
-	summary: "accuracy of KV formats: perplexity, KL divergence and top-1 agreement against the first format",
+	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--calib FILE] [--chunk C] [--json FILE]",
+	summary: "accuracy of KV and weight formats: perplexity, KL divergence and top-1 agreement against the first",
 	help: `'eval ppl' tokenizes TEXT (no BOS), cuts it into windows of --ctx tokens
 starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV
 format in --kv. The first format is the baseline for the mean KL divergence
@@ -33,25 +48,39 @@ larger chunk (default 256) is faster and slightly harsher: a token also sees
 blocks packed earlier in its own chunk quantized, where decoding would still
 have held them in the fp16 residual block.
 
-example:
-  bitdecode eval ppl --model ../shared/models/gocoder-23m --file heldout.txt --ctx 2048 --windows 4 --kv fp16,int8,int4,int2`,
+--weights lists weight formats of the linear layers ('int4', 'int3:gptq',
+...; see the grammar on a bad spec) and --dec-k the DEC k_chunk values
+(channels per 1024 inputs whose residual rows are added back; 0: no DEC).
+Every weight format is scored with every k (fp16 only with 0) and every KV
+format; the first combination is the baseline. GPTQ formats calibrate on
+--calib FILE (its first --calib-tokens tokens), which must not overlap TEXT's
+scored windows. All models are held in memory at once.
+
+examples:
+  bitdecode eval ppl --model ../shared/models/gocoder-23m --file heldout.txt --ctx 2048 --windows 4 --kv fp16,int8,int4,int2
+  bitdecode eval ppl --model DIR --file heldout.txt --windows 2 --kv fp16 --weights fp16,int4,int4:gptq --dec-k 0,32 --calib calib.txt`,
 }
 
 type evalFlags struct {
 	modelDir, file, kvs, device, jsonPath *string
-	ctx, windows, chunk                   *int
+	weights, decK, calib                  *string
+	ctx, windows, chunk, calibTokens      *int
 }
 
 func addEvalFlags(fs *flag.FlagSet) evalFlags {
 	return evalFlags{
-		modelDir: fs.String("model", "", "checkpoint directory"),
-		file:     fs.String("file", "", "text file to score"),
-		kvs:      fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
-		device:   fs.String("device", "auto", "auto, cpu or cuda (cuda runs the layers and the KV cache on the GPU)"),
-		jsonPath: fs.String("json", "", "also write the results as JSON to this file"),
-		ctx:      fs.Int("ctx", 2048, "window length in tokens"),
-		windows:  fs.Int("windows", 0, "windows to score (0: all that fit)"),
-		chunk:    fs.Int("chunk", 256, "tokens per forward call (1: token by token, as in decoding)"),
+		modelDir:    fs.String("model", "", "checkpoint directory"),
+		file:        fs.String("file", "", "text file to score"),
+		kvs:         fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
+		device:      fs.String("device", "auto", "auto, cpu or cuda (cuda runs the layers and the KV cache on the GPU)"),
+		jsonPath:    fs.String("json", "", "also write the results as JSON to this file"),
+		ctx:         fs.Int("ctx", 2048, "window length in tokens"),
+		windows:     fs.Int("windows", 0, "windows to score (0: all that fit)"),
+		chunk:       fs.Int("chunk", 256, "tokens per forward call (1: token by token, as in decoding)"),
+		weights:     fs.String("weights", "fp16", "comma-separated weight format specs of the linear layers"),
+		decK:        fs.String("dec-k", "0", "comma-separated DEC k_chunk values (channels per 1024 inputs; 0: off)"),
+		calib:       fs.String("calib", "", "calibration text for GPTQ weight formats"),
+		calibTokens: fs.Int("calib-tokens", 16384, "calibration tokens at most (from the start of --calib)"),
 	}
 }
 
@@ -87,6 +116,23 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			specs = append(specs, sp)
 		}
 	}
+	var wspecs []wq.Spec
+	for _, s := range strings.Split(*f.weights, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			sp, err := parseWeightSpec(s)
+			if err != nil {
+				return err
+			}
+			wspecs = append(wspecs, sp)
+		}
+	}
+	if len(wspecs) == 0 {
+		return usageErrorf("--weights: empty list")
+	}
+	decKs, err := parseIntList("dec-k", *f.decK)
+	if err != nil {
+		return err
+	}
 	dev, err := resolveDevice(*f.device, stderr)
 	if err != nil {
 		return err
@@ -106,29 +152,58 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	defer be.Close()
-	m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: model.StderrProgress()})
-	if err != nil {
-		return err
+	var calib map[string]*wq.Hessian
+	for _, ws := range wspecs {
+		if ws.Method == wq.GPTQ && calib == nil {
+			if calib, err = calibrate(be, *f.modelDir, tok, *f.calib, *f.calibTokens, stderr); err != nil {
+				return err
+			}
+		}
 	}
-	defer m.Close()
+	var variants []engine.PPLVariant
+	for _, ws := range wspecs {
+		cache := map[string]*wq.Matrix{} // one quantization per format, shared by its DEC variants
+		for _, k := range decKs {
+			if k > 0 && !ws.IsQuantized() {
+				continue
+			}
+			start := time.Now()
+			m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: model.StderrProgress(), Weights: ws,
+				Calib: calib, DECKChunk: k, Log: stderr, Quantized: cache})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			fmt.Fprintf(stderr, "loaded %s in %v\n", variantName(ws, k, nil), time.Since(start).Round(time.Millisecond))
+			for _, sp := range specs {
+				variants = append(variants, engine.PPLVariant{Name: variantName(ws, k, &sp), Model: m, KV: sp})
+			}
+		}
+	}
 	ids := tok.Encode(string(text), false)
 	fmt.Fprintf(stderr, "%s: %d tokens; ctx %d, chunk %d, on %s\n", *f.file, len(ids), *f.ctx, *f.chunk, dev)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	newCache := func(sp kv.Spec) (engine.Cache, error) {
+	newCache := func(m model.Model, sp kv.Spec) (engine.Cache, error) {
 		return engine.NewCacheFor(be, m.Config(), sp, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: *f.ctx, MaxChunk: *f.chunk})
 	}
-	res, err := engine.EvalPPL(ctx, be, m, ids, specs, engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, Chunk: *f.chunk,
+	res, err := engine.EvalPPLVariants(ctx, be, variants, ids, engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, Chunk: *f.chunk,
 		Progress: stderr, NewCache: newCache})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "| KV | PPL | vs %s | KLD vs %s (nats/token) | top-1 agreement | tokens |\n|---|---|---|---|---|---|\n", res[0].Spec, res[0].Spec)
+	fmt.Fprintf(stdout, "| weights | DEC k_chunk | KV | PPL | vs first | KLD vs first (nats/token) | top-1 agreement | weight MiB (fp16) | DEC residual MiB | tokens |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range res {
-		fmt.Fprintf(stdout, "| %s | %.4f | %+.2f%% | %.5f | %.2f%% | %d |\n", r.Spec, r.PPL, 100*(r.PPL/res[0].PPL-1), r.KLD, 100*r.Top1, r.Tokens)
+		dec, decMiB := "-", "-"
+		if r.Weight.DECKChunk > 0 {
+			dec, decMiB = strconv.Itoa(r.Weight.DECKChunk), fmt.Sprintf("%.2f", float64(r.Weight.DECBytes)/(1<<20))
+		}
+		fmt.Fprintf(stdout, "| %s | %s | %s | %.4f | %+.2f%% | %.5f | %.2f%% | %.2f (%.2f) | %s | %d |\n", r.Weight.Format, dec, r.Spec, r.PPL, 100*(r.PPL/res[0].PPL-1),
+			r.KLD, 100*r.Top1, float64(r.Weight.Bytes)/(1<<20), float64(r.Weight.FP16Bytes)/(1<<20), decMiB, r.Tokens)
 	}
 	if *f.jsonPath != "" {
-		b, err := json.MarshalIndent(map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "device": dev, "results": res}, "", "  ")
+		b, err := json.MarshalIndent(map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "device": dev,
+			"calib": *f.calib, "calib_tokens": *f.calibTokens, "results": res}, "", "  ")
 		if err != nil {
 			return err
 		}

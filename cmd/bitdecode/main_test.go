@@ -49,6 +49,10 @@ func TestCLI(t *testing.T) {
 		{[]string{"bench", "--device", "tpu"}, 2, "", "want auto, cpu or cuda"},
 		{[]string{"bench", "--device", "cuda"}, 1, "", "try --device cpu"},
 		{[]string{"bench", "--bogus"}, 2, "", "flag provided but not defined"},
+		{[]string{"run", "--model", "/nonexistent", "--weights", "int5", "x"}, 2, "", "invalid weight spec"},
+		{[]string{"run", "--model", "/nonexistent", "--dec-k", "8", "x"}, 2, "", "quantized --weights"},
+		{[]string{"eval", "ppl", "--model", "m", "--file", "f", "--weights", "int4:awq"}, 2, "", "want rtn, gptq, act or gG"},
+		{[]string{"eval", "ppl", "--model", "m", "--file", "f", "--dec-k", "8,x"}, 2, "", "--dec-k"},
 	}
 	for _, tc := range tests {
 		var out, errb bytes.Buffer
@@ -108,5 +112,17 @@ func TestRunOnReferenceModel(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "new tokens at") || !strings.Contains(errb.String(), "fp16 would be") {
 		t.Errorf("stderr lacks the statistics line: %q", errb.String())
+	}
+}
+
+func TestRunQuantizedWeights(t *testing.T) {
+	dir := testmodel.Dir(t)
+	var out, errb bytes.Buffer
+	code := runMain([]string{"run", "--model", dir, "--kv", "int4", "--weights", "int4", "--dec-k", "16", "--device", "cpu", "--max-tokens", "4", "func main() {"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "weights int4:g128:rtn:") || !strings.Contains(errb.String(), "DEC k_chunk 16") {
+		t.Errorf("stderr lacks the weight memory: %q", errb.String())
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 // openModel loads the checkpoint in dir, or the embedded default model
 // (model/gotiny) when dir is "", saying so in one line on stderr unless
-// quiet. It returns the model, its tokenizer and a name for messages.
-func openModel(dir string, be backend.Backend, progress io.Writer, stderr io.Writer, quiet bool) (model.Model, *tokenizer.Tokenizer, string, error) {
+// quiet, with opts (weight format, DEC, progress bar). It returns the model, its tokenizer and a name for messages.
+func openModel(dir string, be backend.Backend, opts model.LoadOptions, stderr io.Writer, quiet bool) (model.Model, *tokenizer.Tokenizer, string, error) {
 	if dir == "" {
 		if !quiet {
 			fmt.Fprintf(stderr, "no --model given: using the embedded model %s; --model DIR runs a Hugging Face checkpoint\n", gotiny.Describe())
@@ -22,7 +22,8 @@ func openModel(dir string, be backend.Backend, progress io.Writer, stderr io.Wri
 		if err != nil {
 			return nil, nil, "", err
 		}
-		m, err := gotiny.Load(be, model.LoadOptions{})
+		opts.Progress = nil // 2 MB: no bar
+		m, err := gotiny.Load(be, opts)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -32,7 +33,7 @@ func openModel(dir string, be backend.Backend, progress io.Writer, stderr io.Wri
 	if err != nil {
 		return nil, nil, "", err
 	}
-	m, err := model.Load(dir, be, model.LoadOptions{Progress: progress})
+	m, err := model.Load(dir, be, opts)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, dir)
 	}

@@ -17,11 +17,12 @@ import (
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 var runCmd = &command{
 	name:    "run",
-	usage:   "[--model DIR] [--kv SPEC] [--compare-fp16] [--device auto|cpu|cuda] [sampling flags] PROMPT",
+	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K]] [--compare-fp16] [--device auto|cpu|cuda] [sampling flags] PROMPT",
 	summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache",
 	help: `Loads config.json, *.safetensors and tokenizer.json from DIR (without
 --model: the embedded default model, a 2 MB Llama trained on the Go standard
@@ -29,7 +30,13 @@ library, model/gotiny), encodes PROMPT
 (with the model's chat template when --chat is given), and streams the
 generated text to stdout. The KV cache is stored in the --kv format ('bitdecode
 inspect kv' explains the specs); the last line on stderr gives the prompt and
-decode speed and the KV memory used next to what fp16 would take.
+decode speed, the KV memory used and the weight memory, each next to what
+fp16 would take.
+
+--weights quantizes the linear layers at load (int8, int4, int3; ':gptq'
+calibrates on --calib FILE; embeddings and the LM head stay 16-bit), and
+--dec-k K adds dynamic error compensation: per step, the K input channels
+per 1024 with the largest activations add their residual rows back.
 
 The embedded model decodes with --repeat-penalty 1.3 unless the flag is
 given: a 2 MB model repeats one line forever under plain greedy decoding.
@@ -51,7 +58,8 @@ examples:
 
 type runFlags struct {
 	modelDir, kvSpec, device, stop        *string
-	maxTokens, topK, chunk                *int
+	weights, calib                        *string
+	maxTokens, topK, chunk, decK, calibN  *int
 	temperature, topP, minP, repeatPenalt *float64
 	seed                                  *uint64
 	chat, quiet, compare                  *bool
@@ -61,6 +69,10 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 	return runFlags{
 		modelDir:     fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
 		kvSpec:       fs.String("kv", "int4", "KV cache format spec"),
+		weights:      fs.String("weights", "fp16", "weight format of the linear layers (fp16, int8, int4, int3[:gptq])"),
+		calib:        fs.String("calib", "", "calibration text for a :gptq weight format"),
+		calibN:       fs.Int("calib-tokens", 16384, "calibration tokens at most"),
+		decK:         fs.Int("dec-k", 0, "DEC k_chunk: input channels per 1024 whose residual rows are added (0: off)"),
 		device:       fs.String("device", "auto", "auto, cpu or cuda"),
 		stop:         fs.String("stop", "", "stop when the output ends with this string (\\n escapes allowed)"),
 		maxTokens:    fs.Int("max-tokens", 128, "new tokens at most"),
@@ -101,6 +113,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	wspec, err := parseWeightSpec(*f.weights)
+	if err != nil {
+		return err
+	}
+	if *f.decK < 0 || (*f.decK > 0 && !wspec.IsQuantized()) {
+		return usageErrorf("--dec-k %d: want 0, or a positive k_chunk with quantized --weights", *f.decK)
+	}
 	dev, err := resolveDevice(*f.device, stderr)
 	if err != nil {
 		return err
@@ -134,7 +153,20 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if !*f.quiet {
 		progress = model.StderrProgress()
 	}
-	m, tok, _, err := openModel(*f.modelDir, be, progress, stderr, *f.quiet)
+	lopts := model.LoadOptions{Progress: progress, Weights: wspec, DECKChunk: *f.decK, Log: stderr}
+	if wspec.Method == wq.GPTQ {
+		if *f.modelDir == "" {
+			return usageErrorf("--weights %s calibrates on a checkpoint: give --model DIR", wspec.Short())
+		}
+		ctok, err := tokenizer.Load(*f.modelDir)
+		if err != nil {
+			return err
+		}
+		if lopts.Calib, err = calibrate(be, *f.modelDir, ctok, *f.calib, *f.calibN, stderr); err != nil {
+			return err
+		}
+	}
+	m, tok, _, err := openModel(*f.modelDir, be, lopts, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}
@@ -175,10 +207,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		if ratio < 1 {
 			note = "short contexts are dominated by the fp16 residual block of each layer"
 		}
-		fmt.Fprintf(stderr, "%d prompt tokens in %v (%.0f tok/s), %d new tokens at %.1f tok/s (%s); KV cache %s: %s (fp16 would be %s; %s)\n",
+		fmt.Fprintf(stderr, "%d prompt tokens in %v (%.0f tok/s), %d new tokens at %.1f tok/s (%s); KV cache %s: %s (fp16 would be %s; %s); %s\n",
 			st.PromptTokens, st.Prefill.Round(time.Millisecond), float64(st.PromptTokens)/st.Prefill.Seconds(),
 			st.GeneratedTokens, st.DecodeTokensPerSecond(), st.StopReason, cache.Format().Spec.String(),
-			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), note)
+			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), note, weightLine(model.WeightMemoryOf(m)))
 	}
 	if compare && cache.Format().Spec.String() != "fp16" {
 		base, err := engine.CompareFormats(ctx, be, m, tok, ids, []kv.Spec{kv.MustParseSpec("fp16")}, opts)

@@ -144,7 +144,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if !*f.quiet {
 		progress = model.StderrProgress()
 	}
-	m, tok, modelName, err := openModel(*f.modelDir, be, progress, stderr, *f.quiet)
+	m, tok, modelName, err := openModel(*f.modelDir, be, model.LoadOptions{Progress: progress}, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}

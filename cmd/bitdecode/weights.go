@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// parseWeightSpec parses a --weights value, printing the grammar on error.
+func parseWeightSpec(s string) (wq.Spec, error) {
+	sp, err := wq.ParseSpec(s)
+	if err != nil {
+		return sp, usageErrorf("%v\n\n%s", err, indent(wq.SpecGrammar))
+	}
+	return sp, nil
+}
+
+// parseIntList parses a comma-separated list of non-negative integers.
+func parseIntList(flagName, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v < 0 {
+			return nil, usageErrorf("--%s %q: want non-negative integers separated by commas", flagName, s)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, usageErrorf("--%s: empty list", flagName)
+	}
+	return out, nil
+}
+
+// calibrate tokenizes the calibration text and collects GPTQ's statistics
+// from the model in dir on be, saying on stderr what it used.
+func calibrate(be backend.Backend, dir string, tok *tokenizer.Tokenizer, file string, maxTokens int, stderr io.Writer) (map[string]*wq.Hessian, error) {
+	if file == "" {
+		return nil, usageErrorf("GPTQ needs a calibration text: --calib FILE")
+	}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--calib: %w", err)
+	}
+	ids := tok.Encode(string(text), false)
+	if maxTokens > 0 && len(ids) > maxTokens {
+		ids = ids[:maxTokens]
+	}
+	start := time.Now()
+	cal, err := engine.Calibrate(context.Background(), be, dir, ids, engine.CalibOptions{})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "calibration: %d tokens of %s in %v; DEC approximate top-k recall vs exact on these activations:", len(ids), file, time.Since(start).Round(time.Millisecond))
+	for _, k := range engine.RecallKChunks {
+		fmt.Fprintf(stderr, " k_chunk %d %.3f", k, cal.Recall[k])
+	}
+	fmt.Fprintln(stderr)
+	return cal.Hessians, nil
+}
+
+// weightLine describes a model's weight memory for the stats line.
+func weightLine(wm model.WeightMemory) string {
+	s := fmt.Sprintf("weights %s: %s (fp16 would be %s)", wm.Format, humanBytes(wm.Bytes), humanBytes(wm.FP16Bytes))
+	if wm.DECKChunk > 0 {
+		s += fmt.Sprintf(", DEC k_chunk %d with %s of residuals in host memory", wm.DECKChunk, humanBytes(wm.DECBytes))
+	}
+	return s
+}

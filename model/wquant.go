@@ -1,0 +1,131 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// WeightMemory is what a model's weights take in their formats: packed
+// codes and params for quantized linear layers, 2 bytes per element for
+// everything kept in 16 bits (embeddings, norms, LM head). It counts the
+// format, not how a backend widens it (the CPU backend computes on float32
+// copies of 16-bit weights).
+type WeightMemory struct {
+	Format    string `json:"format"`                // the linear layers' format ("int4:g128:rtn", "fp16")
+	Bytes     int64  `json:"bytes"`                 // all weights as stored (a tied LM head counted once)
+	FP16Bytes int64  `json:"fp16_bytes"`            // the same weights in fp16
+	DECBytes  int64  `json:"dec_bytes,omitempty"`   // DEC residuals (host memory on a GPU), 0 without DEC
+	DECKChunk int    `json:"dec_k_chunk,omitempty"` // k_chunk of DEC, 0 without
+}
+
+// WeightReporter is implemented by models that account their weights.
+type WeightReporter interface {
+	// WeightMemory returns the model's weight memory.
+	WeightMemory() WeightMemory
+}
+
+// WeightMemoryOf returns m's weight memory, or the zero value if m does not
+// report it.
+func WeightMemoryOf(m Model) WeightMemory {
+	if r, ok := m.(WeightReporter); ok {
+		return r.WeightMemory()
+	}
+	return WeightMemory{}
+}
+
+// decodeFloat32 widens little-endian F32, F16 or BF16 data to float32.
+func decodeFloat32(dt backend.DType, data []byte) ([]float32, error) {
+	sz := dt.Size()
+	if sz == 0 || dt == backend.I32 || len(data)%sz != 0 {
+		return nil, fmt.Errorf("cannot widen %d bytes of %v", len(data), dt)
+	}
+	out := make([]float32, len(data)/sz)
+	for i := range out {
+		switch dt {
+		case backend.F32:
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		case backend.F16:
+			out[i] = half.ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
+		case backend.BF16:
+			out[i] = half.BF16ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	}
+	return out, nil
+}
+
+// loadLinear quantizes one linear layer's weight [N, K] to the load
+// options' format and hands it to the backend: packed through
+// backend.QuantWeightLoader, or dequantized to float32 through LoadWeight
+// where the backend has no low-bit Linear (said once on the log).
+func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []byte) (backend.Weight, error) {
+	o := ld.opts
+	N, K := shape[0], shape[1]
+	w, err := decodeFloat32(dt, data)
+	if err != nil {
+		return nil, fmt.Errorf("model: tensor %q: %w", name, err)
+	}
+	m := o.Quantized[name]
+	switch {
+	case m != nil:
+		if m.N != N || m.K != K || m.Elem != o.Weights.Elem || m.Group != o.Weights.Group {
+			return nil, fmt.Errorf("model: tensor %q: the cached matrix is [%d, %d] %v g%d, want [%d, %d] %s", name, m.N, m.K, m.Elem, m.Group, N, K, o.Weights)
+		}
+	case o.Weights.Method == wq.GPTQ:
+		h := o.Calib[name]
+		if h == nil {
+			return nil, fmt.Errorf("model: tensor %q: no calibration statistics for GPTQ (give a calibration text: --calib FILE)", name)
+		}
+		m, err = wq.QuantizeGPTQ(o.Weights.Elem, o.Weights.Group, N, K, w, h, wq.GPTQOptions{ActOrder: o.Weights.ActOrder})
+	default:
+		m, err = wq.Quantize(o.Weights.Elem, o.Weights.Group, N, K, w)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("model: tensor %q: %w", name, err)
+	}
+	if o.Quantized != nil {
+		o.Quantized[name] = m
+	}
+	var dec *wq.DEC
+	if o.DECKChunk > 0 {
+		re := o.DECResidual
+		if re == 0 {
+			re = wq.Int4
+		}
+		r, err := wq.NewResidual(w, m, re)
+		if err != nil {
+			return nil, fmt.Errorf("model: tensor %q: %w", name, err)
+		}
+		dec = &wq.DEC{R: r, KChunk: o.DECKChunk}
+		ld.mem.DECBytes += dec.Bytes()
+	}
+	ld.mem.Bytes += m.Bytes()
+	if ql, ok := ld.be.(backend.QuantWeightLoader); ok {
+		qw, err := ql.LoadQuantWeight(name, m, dec)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		return qw, nil
+	}
+	if dec != nil {
+		return nil, fmt.Errorf("model: tensor %q: backend %s cannot run DEC (it has no low-bit Linear); drop --dec-k or use --device cpu", name, ld.be.Name())
+	}
+	if !ld.fallbackSaid && o.Log != nil {
+		fmt.Fprintf(o.Log, "model: backend %s has no low-bit Linear: %s weights are dequantized to float32 (the format's accuracy, not its memory or speed)\n", ld.be.Name(), o.Weights.Short())
+	}
+	ld.fallbackSaid = true
+	deq := make([]byte, 4*N*K)
+	row := make([]float32, K)
+	for n := range N {
+		m.DequantRow(row, n)
+		for k, v := range row {
+			binary.LittleEndian.PutUint32(deq[4*(n*K+k):], math.Float32bits(v))
+		}
+	}
+	return ld.be.LoadWeight(name, backend.F32, slices.Clone(shape), deq)
+}

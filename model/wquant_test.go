@@ -1,0 +1,95 @@
+package model
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/internal/testmodel"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// plainBackend hides the CPU backend's low-bit Linear, as a backend without
+// one would look to the loader.
+type plainBackend struct{ backend.Backend }
+
+// TestLoadQuantized loads the reference checkpoint with int4 weights, on the
+// CPU backend's packed path and through the dequantize-to-float32 fallback:
+// both compute the same float32 sums over Ŵ, so the logits must agree bit
+// for bit; the accounting must match the format; DEC and GPTQ without what
+// they need must fail clearly.
+func TestLoadQuantized(t *testing.T) {
+	dir := testmodel.Dir(t)
+	spec, err := wq.ParseSpec("int4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(2)
+	cache := map[string]*wq.Matrix{}
+	packed, err := Load(dir, be, LoadOptions{Weights: spec, Quantized: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer packed.Close()
+	var log bytes.Buffer
+	pb := plainBackend{be}
+	if n := len(cache); n != 7*packed.Config().Layers {
+		t.Errorf("%d matrices cached, want 7 per layer", n)
+	}
+	fallback, err := Load(dir, pb, LoadOptions{Weights: spec, Log: &log, Quantized: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fallback.Close()
+	if !strings.Contains(log.String(), "dequantized to float32") || strings.Count(log.String(), "\n") != 1 {
+		t.Errorf("fallback log %q: want one line saying the weights are dequantized", log.String())
+	}
+	cfg := packed.Config()
+	ids := []int32{5, 100, 2000, 7, 42, 8000, 3}
+	logits := func(m Model) []float32 {
+		var b Batch
+		b.Add(0, 0, ids...)
+		b.AllLogits = true
+		lg, err := m.Forward(&b, noAttention{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lg.Data
+	}
+	a, c := logits(packed), logits(fallback)
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(c[i]) || a[i] != a[i] {
+			t.Fatalf("logit %d: packed %v, fallback %v", i, a[i], c[i])
+		}
+	}
+
+	wm := WeightMemoryOf(packed)
+	H, I, L := int64(cfg.Hidden), int64(cfg.Intermediate), int64(cfg.Layers)
+	QD, KVD := int64(cfg.Heads*cfg.HeadDim), int64(cfg.KVHeads*cfg.HeadDim)
+	linear := (QD*H + 2*KVD*H + H*QD + 3*H*I) * L
+	other := int64(cfg.Vocab)*H + H*(2*L+1) // tied embedding, norms
+	want := linear/2 + linear/128*4 + 2*other
+	if wm.Bytes != want || wm.FP16Bytes != 2*(linear+other) || wm.Format != "int4:g128:rtn" {
+		t.Errorf("weight memory %+v, want %d bytes (fp16 %d)", wm, want, 2*(linear+other))
+	}
+
+	if _, err := Load(dir, pb, LoadOptions{Weights: spec, DECKChunk: 16}); err == nil || !strings.Contains(err.Error(), "DEC") {
+		t.Errorf("DEC on a backend without a low-bit Linear: err = %v", err)
+	}
+	g, _ := wq.ParseSpec("int4:gptq")
+	if _, err := Load(dir, be, LoadOptions{Weights: g}); err == nil || !strings.Contains(err.Error(), "--calib") {
+		t.Errorf("GPTQ without calibration: err = %v", err)
+	}
+	if _, err := Load(dir, be, LoadOptions{DECKChunk: 8}); err == nil {
+		t.Error("DEC with fp16 weights was accepted")
+	}
+}
+
+// noAttention returns zeros from attention: the test compares two weight
+// paths, not the cache.
+type noAttention struct{}
+
+func (noAttention) Attend(layer int, b *Batch, q, k, v, out backend.Tensor) error { return nil }

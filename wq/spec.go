@@ -1,0 +1,287 @@
+package wq
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Elem is the element type a weight is stored in.
+type Elem uint8
+
+// The element types. Integer types are quantized per group with fp16
+// (scale, zero) pairs; FP16 stores the (fp16-rounded) values.
+const (
+	FP16 Elem = iota + 1
+	Int8
+	Int4
+	Int3
+)
+
+// String returns the canonical name ("int4", "fp16", ...).
+func (e Elem) String() string {
+	switch e {
+	case FP16:
+		return "fp16"
+	case Int8:
+		return "int8"
+	case Int4:
+		return "int4"
+	case Int3:
+		return "int3"
+	}
+	return fmt.Sprintf("Elem(%d)", uint8(e))
+}
+
+// Bits returns the bits of one stored element.
+func (e Elem) Bits() int {
+	switch e {
+	case FP16:
+		return 16
+	case Int8:
+		return 8
+	case Int4:
+		return 4
+	case Int3:
+		return 3
+	}
+	return 0
+}
+
+// IsInt reports whether e is quantized with scales and zeros.
+func (e Elem) IsInt() bool { return e == Int8 || e == Int4 || e == Int3 }
+
+// Levels returns L = 2^bits − 1, the largest code of an integer type.
+func (e Elem) Levels() int { return 1<<e.Bits() - 1 }
+
+// BlockElems returns E, the input channels of one packed block (package doc).
+func (e Elem) BlockElems() int {
+	switch e {
+	case FP16:
+		return 2
+	case Int8:
+		return 4
+	case Int4:
+		return 8
+	case Int3:
+		return 32
+	}
+	return 0
+}
+
+// BlockWords returns WB, the uint32 words of one packed block.
+func (e Elem) BlockWords() int {
+	if e == Int3 {
+		return 3
+	}
+	if e == 0 || e > Int3 {
+		return 0
+	}
+	return 1
+}
+
+// Method is the quantization algorithm that picks codes and params.
+type Method uint8
+
+// The methods. Both produce the same format.
+const (
+	// RTN rounds each weight to the nearest code (package doc).
+	RTN Method = iota + 1
+	// GPTQ rounds column by column and pushes each error onto the columns
+	// not yet quantized, using calibration statistics (package doc).
+	GPTQ
+)
+
+// String returns "rtn" or "gptq".
+func (m Method) String() string {
+	switch m {
+	case RTN:
+		return "rtn"
+	case GPTQ:
+		return "gptq"
+	}
+	return fmt.Sprintf("Method(%d)", uint8(m))
+}
+
+// DefaultGroup is the group size G when a spec names none.
+const DefaultGroup = 128
+
+// ValidGroups lists the group sizes a spec accepts: multiples of 32, the
+// int3 block, so no packed block straddles two groups.
+var ValidGroups = []int{32, 64, 128, 256}
+
+// Spec is a parsed weight format: element type, group size and method.
+type Spec struct {
+	Elem   Elem
+	Group  int    // G, input channels per (scale, zero) pair; 0 for fp16
+	Method Method // RTN or GPTQ; 0 for fp16
+	// ActOrder makes GPTQ walk the channels most active first
+	// (GPTQOptions.ActOrder); spec word "act".
+	ActOrder bool
+}
+
+// IsQuantized reports whether s stores integer codes (not fp16).
+func (s Spec) IsQuantized() bool { return s.Elem.IsInt() }
+
+// String returns the canonical spec ("int4:g128:rtn", "fp16").
+func (s Spec) String() string {
+	if !s.IsQuantized() {
+		return s.Elem.String()
+	}
+	out := fmt.Sprintf("%s:g%d:%s", s.Elem, s.Group, s.Method)
+	if s.ActOrder {
+		out += ":act"
+	}
+	return out
+}
+
+// Short returns the spec without defaults ("int4", "int3:gptq").
+func (s Spec) Short() string {
+	if !s.IsQuantized() {
+		return s.Elem.String()
+	}
+	out := s.Elem.String()
+	if s.Group != DefaultGroup {
+		out += ":g" + strconv.Itoa(s.Group)
+	}
+	if s.Method != RTN {
+		out += ":" + s.Method.String()
+	}
+	if s.ActOrder {
+		out += ":act"
+	}
+	return out
+}
+
+// SpecGrammar documents what ParseSpec accepts; the CLI prints it.
+const SpecGrammar = `weight format spec:  BASE[:OPTION]...
+
+BASE     fp16 | int8 | int4 | int3
+OPTION   rtn     round to nearest (default)
+         gptq    GPTQ with the Hessians of a calibration text (--calib FILE)
+         act     GPTQ in act-order (most active channels first; implies gptq)
+         gG      groups of G input channels per fp16 (scale, zero): 32, 64,
+                 128 (default) or 256
+examples: int4   int3:gptq   int3:act   int4:g64:gptq   fp16`
+
+// SpecError reports a spec that cannot be parsed: the whole spec, the part
+// at fault and why.
+type SpecError struct {
+	Spec  string // the spec as given
+	Field string // the part that is wrong ("" when the spec is empty)
+	Err   error  // the reason
+}
+
+func (e *SpecError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("wq: invalid weight spec %q: %v", e.Spec, e.Err)
+	}
+	return fmt.Sprintf("wq: invalid weight spec %q at %q: %v", e.Spec, e.Field, e.Err)
+}
+
+// Unwrap returns the reason.
+func (e *SpecError) Unwrap() error { return e.Err }
+
+// ErrSpec is the reason behind a SpecError for an unknown word.
+var ErrSpec = errors.New("unknown word")
+
+// ParseSpec parses a weight format spec (see SpecGrammar).
+func ParseSpec(str string) (Spec, error) {
+	fail := func(field string, err error) (Spec, error) {
+		return Spec{}, &SpecError{Spec: str, Field: field, Err: err}
+	}
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(str)), ":")
+	var s Spec
+	switch parts[0] {
+	case "":
+		return fail("", errors.New("empty spec"))
+	case "fp16", "f16", "half", "bf16":
+		// bf16 checkpoints are rounded to fp16 like every other input.
+		s.Elem = FP16
+	case "int8":
+		s.Elem = Int8
+	case "int4":
+		s.Elem = Int4
+	case "int3":
+		s.Elem = Int3
+	default:
+		return fail(parts[0], fmt.Errorf("%w (want fp16, int8, int4 or int3)", ErrSpec))
+	}
+	if s.IsQuantized() {
+		s.Group, s.Method = DefaultGroup, RTN
+	}
+	for _, p := range parts[1:] {
+		if !s.IsQuantized() {
+			return fail(p, errors.New("fp16 takes no options"))
+		}
+		switch {
+		case p == "rtn":
+			s.Method = RTN
+		case p == "gptq":
+			s.Method = GPTQ
+		case p == "act":
+			s.Method, s.ActOrder = GPTQ, true
+		case strings.HasPrefix(p, "g"):
+			g, err := strconv.Atoi(p[1:])
+			if err != nil {
+				return fail(p, fmt.Errorf("group size: %w", err))
+			}
+			ok := false
+			for _, v := range ValidGroups {
+				ok = ok || v == g
+			}
+			if !ok {
+				return fail(p, fmt.Errorf("group size %d (want one of %v)", g, ValidGroups))
+			}
+			s.Group = g
+		default:
+			return fail(p, fmt.Errorf("%w (want rtn, gptq, act or gG)", ErrSpec))
+		}
+	}
+	if s.ActOrder && s.Method != GPTQ {
+		return fail(str, errors.New("act-order is a GPTQ option (rtn and act conflict)"))
+	}
+	return s, nil
+}
+
+// RowWords returns the uint32 words of one packed row of K input channels.
+// K must be a multiple of the element's block (Check says so).
+func (e Elem) RowWords(K int) int { return K / e.BlockElems() * e.BlockWords() }
+
+// RowBytes returns the bytes one row of K input channels takes in format
+// (e, G): codes plus fp16 (scale, zero) pairs. G is ignored for fp16.
+func RowBytes(e Elem, G, K int) int64 {
+	b := int64(e.RowWords(K)) * 4
+	if e.IsInt() {
+		b += int64(K/G) * 4
+	}
+	return b
+}
+
+// Bytes returns the memory of an [N, K] weight in format (e, G).
+func Bytes(e Elem, G, N, K int) int64 { return int64(N) * RowBytes(e, G, K) }
+
+// Check reports whether an [N, K] weight can be stored in format (e, G):
+// K must be a positive multiple of the group (integer types) and of the
+// packed block.
+func Check(e Elem, G, N, K int) error {
+	if e.BlockElems() == 0 {
+		return fmt.Errorf("wq: unknown element type %v", e)
+	}
+	if N <= 0 || K <= 0 {
+		return fmt.Errorf("wq: invalid shape [%d, %d]", N, K)
+	}
+	if e.IsInt() {
+		if G <= 0 || G%Int3.BlockElems() != 0 {
+			return fmt.Errorf("wq: group size %d is not a positive multiple of %d", G, Int3.BlockElems())
+		}
+		if K%G != 0 {
+			return fmt.Errorf("wq: %d input channels are not a multiple of the group size %d", K, G)
+		}
+	}
+	if K%e.BlockElems() != 0 {
+		return fmt.Errorf("wq: %d input channels are not a multiple of the %s block of %d", K, e, e.BlockElems())
+	}
+	return nil
+}
