@@ -80,7 +80,7 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 			if o.NewCache != nil {
 				caches[i], err = o.NewCache(sp)
 			} else {
-				caches[i], err = NewKVCache(be, m.Config(), sp)
+				caches[i], err = NewCPUCache(be, m.Config(), sp)
 			}
 			if err != nil {
 				closeAll()
