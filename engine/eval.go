@@ -28,8 +28,12 @@ type PPLOptions struct {
 	Chunk int
 	// Progress receives a line per window (nil: quiet).
 	Progress io.Writer
-	// NewCache makes a window's cache for a format (nil: the CPU KVCache).
+	// NewCache makes a window's cache for a format (nil: NewCPUCache).
 	NewCache func(kv.Spec) (Cache, error)
+	// Probes, if not nil, returns positions of window w (tokens win) whose
+	// token is also scored for top-1 accuracy on its own (e.g. ReuseProbes:
+	// long-range retrieval targets). Position p is predicted by row p-1.
+	Probes func(w int, win []int) []int
 }
 
 // PPLResult is one format's accuracy over the scored tokens.
@@ -39,6 +43,14 @@ type PPLResult struct {
 	KLD    float64 `json:"kld_vs_baseline"` // mean KL(baseline || format) per token, nats
 	Top1   float64 `json:"top1_agreement"`  // share of positions whose argmax equals the baseline's
 	Tokens int     `json:"tokens"`
+	// ProbeTop1 is the share of probe positions (PPLOptions.Probes) whose
+	// argmax is the true token; Probes their number.
+	ProbeTop1 float64 `json:"probe_top1,omitempty"`
+	Probes    int     `json:"probes,omitempty"`
+	// Read is what a bw cache's decode calls read (nil for other caches);
+	// Traffic its plane bytes over an fp16 cache's.
+	Read    *ReadStats `json:"read,omitempty"`
+	Traffic float64    `json:"read_vs_fp16,omitempty"`
 }
 
 // EvalPPL scores tokens (no BOS: windows are cut from the running text) with
@@ -63,6 +75,9 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 		return nil, fmt.Errorf("engine: eval: %d tokens do not fill one window of %d", len(tokens), o.Ctx)
 	}
 	sums := make([]pplSums, len(specs))
+	hits := make([]int, len(specs))
+	reads := make([]*ReadStats, len(specs))
+	probes := 0
 	n := 0
 	start := time.Now()
 	for w := 0; w < windows; w++ {
@@ -87,6 +102,10 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 				return nil, err
 			}
 		}
+		var probe []int
+		if o.Probes != nil {
+			probe = o.Probes(w, win)
+		}
 		for pos := 0; pos < len(win)-1; pos += o.Chunk {
 			end := min(len(win)-1, pos+o.Chunk) // the last token is only a target
 			var b model.Batch
@@ -106,9 +125,28 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 				all[i] = lg
 			}
 			scoreChunk(all, win[pos+1:end+1], sums)
+			for _, p := range probe {
+				if p < pos+1 || p > end {
+					continue
+				}
+				probes++
+				for i, lg := range all {
+					if argmax(lg.Row(p-1-pos)) == win[p] {
+						hits[i]++
+					}
+				}
+			}
 			if err := ctx.Err(); err != nil {
 				closeAll()
 				return nil, err
+			}
+		}
+		for i, c := range caches {
+			if rs, ok := c.(interface{ ReadStats() ReadStats }); ok {
+				if reads[i] == nil {
+					reads[i] = &ReadStats{}
+				}
+				*reads[i] = reads[i].Add(rs.ReadStats())
 			}
 		}
 		closeAll()
@@ -127,6 +165,12 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 			Top1: sums[i].agree / float64(n), Tokens: n}
 		if i == 0 {
 			res[i].Top1 = 1
+		}
+		if probes > 0 {
+			res[i].ProbeTop1, res[i].Probes = float64(hits[i])/float64(probes), probes
+		}
+		if reads[i] != nil {
+			res[i].Read, res[i].Traffic = reads[i], reads[i].Traffic()
 		}
 	}
 	return res, nil

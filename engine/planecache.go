@@ -13,7 +13,8 @@ import (
 // precision tiers): one attn.PlaneCache per (sequence, layer), a tier map
 // and an attention-mass vector per (sequence, layer, KV head), and the
 // TierPolicy that rewrites the tier maps every Period tokens. It implements
-// model.Attention: new tokens are split into the planes (High), the new
+// model.Attention: new tokens are split into the planes (High, or the
+// only tier of a uniform spec: TierPolicy.NewTier), the new
 // queries attend with attn.DecodePlanes reading each token at its tier and
 // adding its attention probability to the mass, and once Period tokens
 // have been decoded since the last re-tier the policy re-tiers that layer.
@@ -170,6 +171,13 @@ func (c *PlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tens
 		}
 		if err := cache.Append(c.k[s.Start*kvw:(s.Start+s.Len)*kvw], c.v[s.Start*kvw:(s.Start+s.Len)*kvw]); err != nil {
 			return fmt.Errorf("engine: layer %d: %w", layer, err)
+		}
+		if nt := c.policy.NewTier(); nt != kv.High {
+			for h := range cache.Tiers {
+				for t := s.Pos; t < cache.Len; t++ {
+					cache.Tiers[h][t] = nt
+				}
+			}
 		}
 		mass := ps.mass[layer]
 		for h := range mass {

@@ -74,3 +74,21 @@ func (p *TierPolicy) Retier(tiers []kv.Tier, mass []float32, l int) {
 		tiers[p.order[i]] = kv.High
 	}
 }
+
+// NewTier is the tier of a token when it is written, until the next
+// re-tier: High, unless the spec has neither a High share nor a window, in
+// which case the best tier with a share (so bw:m100:w0:s0 reads every
+// token, the newest included, at 8 bits: a uniform read).
+func (p *TierPolicy) NewTier() kv.Tier {
+	s := p.Spec
+	if s.High > 0 || s.Window > 0 {
+		return kv.High
+	}
+	switch {
+	case s.Medium > 0:
+		return kv.Medium
+	case s.Low > 0:
+		return kv.Low
+	}
+	return kv.High // everything evicted: a token still sees itself
+}

@@ -68,6 +68,16 @@ func TestRetierShares(t *testing.T) {
 	}
 }
 
+func TestNewTier(t *testing.T) {
+	for spec, want := range map[string]kv.Tier{"bw": kv.High, "bw:m100": kv.High, "bw:m100:w0:s0": kv.Medium,
+		"bw:l100:w0": kv.Low, "bw:m50:l50:w0": kv.Medium, "bw:h10:l90:w0": kv.High} {
+		p := &TierPolicy{Spec: kv.MustParseSpec(spec).Planes}
+		if got := p.NewTier(); got != want {
+			t.Errorf("%s: NewTier = %v, want %v", spec, got, want)
+		}
+	}
+}
+
 // TestRetierTieBreak: equal masses rank newer tokens first, so the oldest
 // candidates get the lowest tiers, the same on every call.
 func TestRetierTieBreak(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 
 var evalCmd = &command{
 	name:    "eval",
-	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--kv SPEC,...] [--chunk C] [--json FILE]",
+	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--kv SPEC,...] [--chunk C] [--reuse-gap N] [--json FILE]",
 	summary: "accuracy of KV formats: perplexity, KL divergence and top-1 agreement against the first format",
 	help: `'eval ppl' tokenizes TEXT (no BOS), cuts it into windows of --ctx tokens
 starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV
@@ -33,13 +33,24 @@ larger chunk (default 256) is faster and slightly harsher: a token also sees
 blocks packed earlier in its own chunk quantized, where decoding would still
 have held them in the fp16 residual block.
 
+Bit-plane formats (bw, read-time precision tiers) re-tier every R tokens
+(spec option rN) between forward calls; --chunk R reproduces token-by-token
+decoding under the policy. Their rows add the bytes read against an fp16
+cache. Adjustment terms a spec leaves open come from the model's settings
+(DIR/bitdecode.json or the built-in table).
+
+--reuse-gap N adds a long-range retrieval check: identifiers (6+ characters)
+that reappear at least N tokens after their previous occurrence in the
+window, with none in between; the column gives the top-1 accuracy of their
+tokens after the first (the model must recall the name from far back).
+
 example:
   bitdecode eval ppl --model ../shared/models/gocoder-23m --file heldout.txt --ctx 2048 --windows 4 --kv fp16,int8,int4,int2`,
 }
 
 type evalFlags struct {
 	modelDir, file, kvs, device, jsonPath *string
-	ctx, windows, chunk                   *int
+	ctx, windows, chunk, reuseGap         *int
 }
 
 func addEvalFlags(fs *flag.FlagSet) evalFlags {
@@ -52,6 +63,7 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		ctx:      fs.Int("ctx", 2048, "window length in tokens"),
 		windows:  fs.Int("windows", 0, "windows to score (0: all that fit)"),
 		chunk:    fs.Int("chunk", 256, "tokens per forward call (1: token by token, as in decoding)"),
+		reuseGap: fs.Int("reuse-gap", 0, "score long-range identifier reuse at least N tokens back (0: off)"),
 	}
 }
 
@@ -78,6 +90,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("--model DIR and --file TEXT are required")
 	}
 	var specs []kv.Spec
+	var err error
 	for _, s := range strings.Split(*f.kvs, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			sp, err := parseSpecChecked(s)
@@ -86,6 +99,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			}
 			specs = append(specs, sp)
 		}
+	}
+	if specs, err = withModelSettings(*f.modelDir, specs, stderr); err != nil {
+		return err
 	}
 	dev, err := resolveDevice(*f.device, stderr)
 	if err != nil {
@@ -118,15 +134,21 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	newCache := func(sp kv.Spec) (engine.Cache, error) {
 		return engine.NewCacheFor(be, m.Config(), sp, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: *f.ctx, MaxChunk: *f.chunk})
 	}
-	res, err := engine.EvalPPL(ctx, be, m, ids, specs, engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, Chunk: *f.chunk,
-		Progress: stderr, NewCache: newCache})
+	opts := engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, Chunk: *f.chunk, Progress: stderr, NewCache: newCache}
+	if *f.reuseGap > 0 {
+		opts.Probes = func(_ int, win []int) []int {
+			pieces := make([]string, len(win))
+			for i, t := range win {
+				pieces[i] = tok.Decode([]int{t})
+			}
+			return engine.ReuseProbes(pieces, *f.reuseGap)
+		}
+	}
+	res, err := engine.EvalPPL(ctx, be, m, ids, specs, opts)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "| KV | PPL | vs %s | KLD vs %s (nats/token) | top-1 agreement | tokens |\n|---|---|---|---|---|---|\n", res[0].Spec, res[0].Spec)
-	for _, r := range res {
-		fmt.Fprintf(stdout, "| %s | %.4f | %+.2f%% | %.5f | %.2f%% | %d |\n", r.Spec, r.PPL, 100*(r.PPL/res[0].PPL-1), r.KLD, 100*r.Top1, r.Tokens)
-	}
+	writePPLTable(stdout, res)
 	if *f.jsonPath != "" {
 		b, err := json.MarshalIndent(map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "device": dev, "results": res}, "", "  ")
 		if err != nil {
@@ -137,4 +159,38 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writePPLTable prints eval results as a Markdown table; bw rows add the
+// bytes read against fp16 and, with probes, the retrieval column appears.
+func writePPLTable(w io.Writer, res []engine.PPLResult) {
+	probes, reads := res[0].Probes > 0, false
+	for _, r := range res {
+		reads = reads || r.Read != nil
+	}
+	fmt.Fprintf(w, "| KV | PPL | vs %s | KLD vs %s (nats/token) | top-1 agreement |", res[0].Spec, res[0].Spec)
+	sep := "|---|---|---|---|---|"
+	if reads {
+		fmt.Fprint(w, " read vs fp16 |")
+		sep += "---|"
+	}
+	if probes {
+		fmt.Fprintf(w, " reuse top-1 (%d probes) |", res[0].Probes)
+		sep += "---|"
+	}
+	fmt.Fprintf(w, " tokens |\n%s---|\n", sep)
+	for _, r := range res {
+		fmt.Fprintf(w, "| %s | %.4f | %+.2f%% | %.5f | %.2f%% |", r.Spec, r.PPL, 100*(r.PPL/res[0].PPL-1), r.KLD, 100*r.Top1)
+		if reads {
+			if r.Read != nil {
+				fmt.Fprintf(w, " %.1f%% |", 100*r.Traffic)
+			} else {
+				fmt.Fprint(w, " – |")
+			}
+		}
+		if probes {
+			fmt.Fprintf(w, " %.1f%% |", 100*r.ProbeTop1)
+		}
+		fmt.Fprintf(w, " %d |\n", r.Tokens)
+	}
 }

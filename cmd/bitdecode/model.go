@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/model/gotiny"
 	"github.com/bitdecode/bitdecode/tokenizer"
@@ -37,4 +38,28 @@ func openModel(dir string, be backend.Backend, progress io.Writer, stderr io.Wri
 		return nil, nil, "", fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, dir)
 	}
 	return m, tok, dir, nil
+}
+
+// withModelSettings fills the adjustment terms a bw spec leaves open from
+// the model's settings (model.LoadSettings; dir "" means defaults) and says
+// on stderr, once, which terms a bw spec uses and where they came from.
+func withModelSettings(dir string, specs []kv.Spec, stderr io.Writer) ([]kv.Spec, error) {
+	st := model.Settings{BW: model.BWSettings{Adj8: -1, Adj4: -1}, From: "defaults"}
+	if dir != "" {
+		var err error
+		if st, err = model.LoadSettings(dir); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]kv.Spec, len(specs))
+	told := false
+	for i, sp := range specs {
+		out[i] = sp.WithAdjust(st.BW.Adj8, st.BW.Adj4)
+		if sp.Planes.On && !told && (sp.Planes.Adj8 == kv.AdjUnset || sp.Planes.Adj4 == kv.AdjUnset) {
+			r := out[i].Planes.Recon(sp.K.Elem)
+			fmt.Fprintf(stderr, "bw adjustment terms from the model's settings (%s): a8=%#x a4=%#x\n", st.From, r.Adj8, r.Adj4)
+			told = true
+		}
+	}
+	return out, nil
 }

@@ -146,6 +146,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if mp := m.Config().MaxPositions; mp > 0 {
 		maxLen = min(maxLen, mp)
 	}
+	withSettings, err := withModelSettings(*f.modelDir, []kv.Spec{spec}, stderr)
+	if err != nil {
+		return err
+	}
+	spec = withSettings[0]
 	cache, err := engine.NewCacheFor(be, m.Config(), spec, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: maxLen, MaxChunk: *f.chunk})
 	if err != nil {
 		return err
