@@ -289,23 +289,61 @@ type planeWorker struct {
 	scores []float32 // [R][n]
 	acc    []float32 // [R][D]
 	part   []float32 // [R][D] partial sums of PlaneAccumBlock tokens
+	// med[b] and low[n] are the float32 values of a Medium read whose top
+	// byte (planes 0 and 1) is b and of a Low read whose top nibble is n:
+	// a partial read is a function of the bits it fetches, so a table of
+	// kv.Recon.Read replaces the per-element fill and filter.
+	med [256]float32
+	low [16]float32
 }
 
 func newPlaneWorker(p Params) *planeWorker {
 	d := p.Shape.D
 	r := p.Shape.Group() * p.Tq
-	return &planeWorker{p: p, lay: p.Format.PlaneLayout(), rec: p.Format.Planes.Recon(p.Format.K.Elem), r: r,
+	w := &planeWorker{p: p, lay: p.Format.PlaneLayout(), rec: p.Format.Planes.Recon(p.Format.K.Elem), r: r,
 		q: make([]float32, r*d), bits: make([]uint16, d), row: make([]float32, d),
 		acc: make([]float32, r*d), part: make([]float32, r*d)}
+	one := []uint16{0}
+	val := make([]float32, 1)
+	for b := range 256 {
+		one[0] = w.rec.Read(uint16(b)<<8, kv.Medium)
+		toFloatRow(val, one, p.Format.K.Elem)
+		w.med[b] = val[0]
+	}
+	for n := range 16 {
+		one[0] = w.rec.Read(uint16(n)<<12, kv.Low)
+		toFloatRow(val, one, p.Format.K.Elem)
+		w.low[n] = val[0]
+	}
+	return w
 }
 
 // readRow rebuilds token t (K: half 0, V: half 1) of KV head h at its tier
-// into w.row.
+// into w.row, reading only the planes the tier needs.
 func (w *planeWorker) readRow(s *PlaneSeq, h, half, t int, tier kv.Tier) {
-	nr := w.lay.Tokens
+	nr, d := w.lay.Tokens, w.lay.D
 	blk := s.Blocks[t/nr][h*w.lay.BlockBytes : (h+1)*w.lay.BlockBytes]
-	w.lay.ReadRow(w.bits, blk, half, t%nr, tier, w.rec)
-	toFloatRow(w.row, w.bits, w.p.Format.K.Elem)
+	a, _ := w.lay.Slice(half, kv.PlaneTop, t%nr)
+	top := blk[a : a+d/2]
+	row := w.row[:d]
+	switch tier {
+	case kv.Medium:
+		b, _ := w.lay.Slice(half, kv.PlaneMid, t%nr)
+		mid := blk[b : b+d/2]
+		for i := range top {
+			tb, mb := top[i], mid[i]
+			row[2*i] = w.med[tb<<4|mb&0xF]
+			row[2*i+1] = w.med[tb&0xF0|mb>>4]
+		}
+	case kv.Low:
+		for i, tb := range top {
+			row[2*i] = w.low[tb&0xF]
+			row[2*i+1] = w.low[tb>>4]
+		}
+	default:
+		w.lay.ReadRow(w.bits, blk, half, t%nr, tier, w.rec)
+		toFloatRow(w.row, w.bits, w.p.Format.K.Elem)
+	}
 }
 
 func (w *planeWorker) run(out, q []float32, b, h int, s *PlaneSeq, mass []float32) error {
