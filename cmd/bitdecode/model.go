@@ -52,14 +52,19 @@ func withModelSettings(dir string, specs []kv.Spec, stderr io.Writer) ([]kv.Spec
 		}
 	}
 	out := make([]kv.Spec, len(specs))
-	told := false
+	var a8, a4 string // the terms filled in, for the message
 	for i, sp := range specs {
 		out[i] = sp.WithAdjust(st.BW.Adj8, st.BW.Adj4)
-		if sp.Planes.On && !told && (sp.Planes.Adj8 == kv.AdjUnset || sp.Planes.Adj4 == kv.AdjUnset) {
-			r := out[i].Planes.Recon(sp.K.Elem)
-			fmt.Fprintf(stderr, "bw adjustment terms from the model's settings (%s): a8=%#x a4=%#x\n", st.From, r.Adj8, r.Adj4)
-			told = true
+		r := out[i].Planes.Recon(sp.K.Elem)
+		if sp.Planes.On && sp.Planes.Adj8 == kv.AdjUnset && a8 == "" {
+			a8 = fmt.Sprintf(" a8=%#x", r.Adj8)
 		}
+		if sp.Planes.On && sp.Planes.Adj4 == kv.AdjUnset && a4 == "" {
+			a4 = fmt.Sprintf(" a4=%#x", r.Adj4)
+		}
+	}
+	if a8+a4 != "" {
+		fmt.Fprintf(stderr, "bw adjustment terms a spec leaves open come from the model's settings (%s):%s%s\n", st.From, a8, a4)
 	}
 	return out, nil
 }
