@@ -45,7 +45,7 @@ type BWSettings struct {
 // by directory name. gocoder-23m: bench/results/2026-11-22-cpu-bw (sweep of
 // uniform 8- and 4-bit reads, ctx 2048, lowest KL divergence vs fp16).
 var builtinSettings = map[string]BWSettings{
-	"gocoder-23m": {Adj8: 0x80, Adj4: 0x600, Source: "bench/results/2026-11-22-cpu-bw (adjustment sweep, lowest KLD vs fp16)"},
+	"gocoder-23m": {Adj8: 0x70, Adj4: 0x500, Source: "bench/results/2026-11-22-cpu-bw (adjustment sweep, lowest KLD vs fp16)"},
 }
 
 // LoadSettings returns the settings of the checkpoint in dir. A missing
