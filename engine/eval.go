@@ -20,6 +20,9 @@ type PPLOptions struct {
 	Ctx int
 	// Windows is how many windows to score (0: all that fit).
 	Windows int
+	// First is the index of the first window scored (windows before it are
+	// skipped).
+	First int
 	// Chunk is the number of tokens fed per forward call. 1 is real decoding
 	// (every token attends to the cache exactly as a generated token would);
 	// larger chunks are faster and slightly harsher: a token also sees
@@ -67,12 +70,15 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 	if maxPos := m.Config().MaxPositions; maxPos > 0 && o.Ctx > maxPos {
 		return nil, fmt.Errorf("engine: eval: ctx %d exceeds the model's %d positions", o.Ctx, maxPos)
 	}
-	windows := len(tokens) / o.Ctx
+	if o.First < 0 {
+		return nil, fmt.Errorf("engine: eval: first window %d, want >= 0", o.First)
+	}
+	windows := len(tokens)/o.Ctx - o.First
 	if o.Windows > 0 {
 		windows = min(windows, o.Windows)
 	}
-	if windows == 0 {
-		return nil, fmt.Errorf("engine: eval: %d tokens do not fill one window of %d", len(tokens), o.Ctx)
+	if windows <= 0 {
+		return nil, fmt.Errorf("engine: eval: %d tokens do not fill window %d of %d tokens", len(tokens), o.First, o.Ctx)
 	}
 	sums := make([]pplSums, len(specs))
 	hits := make([]int, len(specs))
@@ -81,7 +87,7 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 	n := 0
 	start := time.Now()
 	for w := 0; w < windows; w++ {
-		win := tokens[w*o.Ctx : (w+1)*o.Ctx]
+		win := tokens[(o.First+w)*o.Ctx : (o.First+w+1)*o.Ctx]
 		caches := make([]Cache, len(specs))
 		closeAll := func() {
 			for _, c := range caches {
@@ -104,7 +110,7 @@ func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []in
 		}
 		var probe []int
 		if o.Probes != nil {
-			probe = o.Probes(w, win)
+			probe = o.Probes(o.First+w, win)
 		}
 		for pos := 0; pos < len(win)-1; pos += o.Chunk {
 			end := min(len(win)-1, pos+o.Chunk) // the last token is only a target

@@ -21,7 +21,7 @@ import (
 
 var evalCmd = &command{
 	name:    "eval",
-	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--kv SPEC,...] [--chunk C] [--reuse-gap N] [--json FILE]",
+	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--chunk C] [--reuse-gap N] [--json FILE]",
 	summary: "accuracy of KV formats: perplexity, KL divergence and top-1 agreement against the first format",
 	help: `'eval ppl' tokenizes TEXT (no BOS), cuts it into windows of --ctx tokens
 starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV
@@ -50,7 +50,7 @@ example:
 
 type evalFlags struct {
 	modelDir, file, kvs, device, jsonPath *string
-	ctx, windows, chunk, reuseGap         *int
+	ctx, windows, first, chunk, reuseGap  *int
 }
 
 func addEvalFlags(fs *flag.FlagSet) evalFlags {
@@ -62,6 +62,7 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		jsonPath: fs.String("json", "", "also write the results as JSON to this file"),
 		ctx:      fs.Int("ctx", 2048, "window length in tokens"),
 		windows:  fs.Int("windows", 0, "windows to score (0: all that fit)"),
+		first:    fs.Int("first-window", 0, "index of the first window to score"),
 		chunk:    fs.Int("chunk", 256, "tokens per forward call (1: token by token, as in decoding)"),
 		reuseGap: fs.Int("reuse-gap", 0, "score long-range identifier reuse at least N tokens back (0: off)"),
 	}
@@ -134,7 +135,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	newCache := func(sp kv.Spec) (engine.Cache, error) {
 		return engine.NewCacheFor(be, m.Config(), sp, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: *f.ctx, MaxChunk: *f.chunk})
 	}
-	opts := engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, Chunk: *f.chunk, Progress: stderr, NewCache: newCache}
+	opts := engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, First: *f.first, Chunk: *f.chunk, Progress: stderr, NewCache: newCache}
 	if *f.reuseGap > 0 {
 		opts.Probes = func(_ int, win []int) []int {
 			pieces := make([]string, len(win))
