@@ -37,6 +37,9 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	if err := p.check(out, q, seqs); err != nil {
 		return err
 	}
+	if p.Format.Planes.On {
+		return fmt.Errorf("attn: format %s is a bit-plane format; use DecodePlanes", p.Format.Spec.String())
+	}
 	if p.Format.K.Order != kv.Linear || p.Format.V.Order != kv.Linear {
 		return fmt.Errorf("attn: the CPU decode reads blocks in linear order; format %s is in the GPU's mma order", p.Format.Spec.String())
 	}

@@ -20,6 +20,9 @@ type PPLOptions struct {
 	Ctx int
 	// Windows is how many windows to score (0: all that fit).
 	Windows int
+	// First is the index of the first window scored (windows before it are
+	// skipped).
+	First int
 	// Chunk is the number of tokens fed per forward call. 1 is real decoding
 	// (every token attends to the cache exactly as a generated token would);
 	// larger chunks are faster and slightly harsher: a token also sees
@@ -29,8 +32,12 @@ type PPLOptions struct {
 	// Progress receives a line per window (nil: quiet).
 	Progress io.Writer
 	// NewCache makes a window's cache for a variant's model and KV format
-	// (nil: the CPU KVCache).
+	// (nil: NewCPUCache).
 	NewCache func(m model.Model, spec kv.Spec) (Cache, error)
+	// Probes, if not nil, returns positions of window w (tokens win) whose
+	// token is also scored for top-1 accuracy on its own (e.g. ReuseProbes:
+	// long-range retrieval targets). Position p is predicted by row p-1.
+	Probes func(w int, win []int) []int
 }
 
 // PPLResult is one configuration's accuracy over the scored tokens.
@@ -42,6 +49,14 @@ type PPLResult struct {
 	KLD    float64            `json:"kld_vs_baseline"` // mean KL(baseline || format) per token, nats
 	Top1   float64            `json:"top1_agreement"`  // share of positions whose argmax equals the baseline's
 	Tokens int                `json:"tokens"`
+	// ProbeTop1 is the share of probe positions (PPLOptions.Probes) whose
+	// argmax is the true token; Probes their number.
+	ProbeTop1 float64 `json:"probe_top1,omitempty"`
+	Probes    int     `json:"probes,omitempty"`
+	// Read is what a bw cache's decode calls read (nil for other caches);
+	// Traffic its plane bytes over an fp16 cache's.
+	Read    *ReadStats `json:"read,omitempty"`
+	Traffic float64    `json:"read_vs_fp16,omitempty"`
 }
 
 // EvalPPL scores tokens (no BOS: windows are cut from the running text) with
@@ -84,18 +99,24 @@ func EvalPPLVariants(ctx context.Context, be backend.Backend, variants []PPLVari
 	if maxPos := cfg.MaxPositions; maxPos > 0 && o.Ctx > maxPos {
 		return nil, fmt.Errorf("engine: eval: ctx %d exceeds the model's %d positions", o.Ctx, maxPos)
 	}
-	windows := len(tokens) / o.Ctx
+	if o.First < 0 {
+		return nil, fmt.Errorf("engine: eval: first window %d, want >= 0", o.First)
+	}
+	windows := len(tokens)/o.Ctx - o.First
 	if o.Windows > 0 {
 		windows = min(windows, o.Windows)
 	}
-	if windows == 0 {
-		return nil, fmt.Errorf("engine: eval: %d tokens do not fill one window of %d", len(tokens), o.Ctx)
+	if windows <= 0 {
+		return nil, fmt.Errorf("engine: eval: %d tokens do not fill window %d of %d tokens", len(tokens), o.First, o.Ctx)
 	}
 	sums := make([]pplSums, len(variants))
+	hits := make([]int, len(variants))
+	reads := make([]*ReadStats, len(variants))
+	probes := 0
 	n := 0
 	start := time.Now()
 	for w := 0; w < windows; w++ {
-		win := tokens[w*o.Ctx : (w+1)*o.Ctx]
+		win := tokens[(o.First+w)*o.Ctx : (o.First+w+1)*o.Ctx]
 		caches := make([]Cache, len(variants))
 		closeAll := func() {
 			for _, c := range caches {
@@ -109,12 +130,16 @@ func EvalPPLVariants(ctx context.Context, be backend.Backend, variants []PPLVari
 			if o.NewCache != nil {
 				caches[i], err = o.NewCache(v.Model, v.KV)
 			} else {
-				caches[i], err = NewKVCache(be, v.Model.Config(), v.KV)
+				caches[i], err = NewCPUCache(be, v.Model.Config(), v.KV)
 			}
 			if err != nil {
 				closeAll()
 				return nil, err
 			}
+		}
+		var probe []int
+		if o.Probes != nil {
+			probe = o.Probes(o.First+w, win)
 		}
 		for pos := 0; pos < len(win)-1; pos += o.Chunk {
 			end := min(len(win)-1, pos+o.Chunk) // the last token is only a target
@@ -135,9 +160,28 @@ func EvalPPLVariants(ctx context.Context, be backend.Backend, variants []PPLVari
 				all[i] = lg
 			}
 			scoreChunk(all, win[pos+1:end+1], sums)
+			for _, p := range probe {
+				if p < pos+1 || p > end {
+					continue
+				}
+				probes++
+				for i, lg := range all {
+					if argmax(lg.Row(p-1-pos)) == win[p] {
+						hits[i]++
+					}
+				}
+			}
 			if err := ctx.Err(); err != nil {
 				closeAll()
 				return nil, err
+			}
+		}
+		for i, c := range caches {
+			if rs, ok := c.(interface{ ReadStats() ReadStats }); ok {
+				if reads[i] == nil {
+					reads[i] = &ReadStats{}
+				}
+				*reads[i] = reads[i].Add(rs.ReadStats())
 			}
 		}
 		closeAll()
@@ -156,6 +200,12 @@ func EvalPPLVariants(ctx context.Context, be backend.Backend, variants []PPLVari
 			Top1: sums[i].agree / float64(n), Tokens: n}
 		if i == 0 {
 			res[i].Top1 = 1
+		}
+		if probes > 0 {
+			res[i].ProbeTop1, res[i].Probes = float64(hits[i])/float64(probes), probes
+		}
+		if reads[i] != nil {
+			res[i].Read, res[i].Traffic = reads[i], reads[i].Traffic()
 		}
 	}
 	return res, nil

@@ -198,6 +198,9 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 			return nil, fmt.Errorf("engine: the GPU KV cache does not support sliding-window attention yet (layer %d has a window of %d tokens); use --device cpu", l, w)
 		}
 	}
+	if spec.Planes.On {
+		return nil, fmt.Errorf("engine: format %s: the bit-plane (bw) cache has no CUDA kernel yet; use --device cpu", spec.String())
+	}
 	f, err := spec.Resolve(cfg.HeadDim)
 	if err != nil {
 		return nil, err

@@ -55,6 +55,9 @@ func NewKVCache(be backend.Backend, cfg *model.Config, spec kv.Spec) (*KVCache, 
 	if err := sh.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
 	}
+	if spec.Planes.On {
+		return nil, fmt.Errorf("engine: format %s is a bit-plane (bw) format; use NewPlaneCache or NewCPUCache", spec.String())
+	}
 	f, err := spec.Resolve(cfg.HeadDim)
 	if err != nil {
 		return nil, err
@@ -146,9 +149,12 @@ func grow(s []float32, n int) []float32 {
 // kernels do not read is an error that says so, never a silent CPU path.
 func NewCacheFor(be backend.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (Cache, error) {
 	if gb, ok := be.(*bcuda.Backend); ok {
+		if spec.Planes.On {
+			return nil, fmt.Errorf("engine: format %s: the bit-plane (bw) cache has no CUDA kernel yet; use --device cpu", spec.String())
+		}
 		return NewGPUCache(gb, cfg, spec, o)
 	}
-	return NewKVCache(be, cfg, spec)
+	return NewCPUCache(be, cfg, spec)
 }
 
 // CloseCache releases c's device memory when it holds any (a GPUCache).

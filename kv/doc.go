@@ -42,4 +42,22 @@
 //
 // Float element types (fp16, bf16, fp8 e4m3/e5m2) are converted element by
 // element with round to nearest even; fp8 saturates to its largest finite value.
+//
+// # Bit planes (bw: read-time precision tiers)
+//
+// The "bw" format keeps K and V in fp16 (or bf16) but splits every element
+// when it is written into three planes stored apart: plane 0 holds bits
+// 15..12 (sign and the top three exponent bits), plane 1 bits 11..8, plane
+// 2 bits 7..0 (PlaneLayout is the one definition of where each byte goes).
+// There is no residual block: a token is in the planes as soon as it is
+// written, in a block of Nr tokens (blkN) that may be partly filled. Each
+// token has a Tier: High reads all three planes (exact), Medium planes 0
+// and 1, Low plane 0 only, Evicted nothing. Recon.Read defines the value a
+// partial read yields, bit for bit: the missing bits are filled with the
+// adjustment term (Adj8 for bits 7..0, Adj4 for bits 11..0), a read whose
+// exponent bits are all zero becomes 0 (the subnormal filter), and a fill
+// that would make an inf/NaN pattern from an exponent not fully read
+// saturates to the largest finite value. Tiers are chosen by the engine's
+// policy; this package defines only the numbers and the bytes read per
+// tier (PlaneLayout.TierBytes, PlaneReadBytes).
 package kv

@@ -48,7 +48,12 @@ func (f Format) BlockBytes() int { return f.K.Bytes + f.V.Bytes }
 
 // ResidualBytes is the size of the fp16 residual block (K and V, Nr tokens,
 // one KV head) that every sequence holds besides its packed blocks.
-func (f Format) ResidualBytes() int { return 2 * f.Residual * f.D * 2 }
+func (f Format) ResidualBytes() int {
+	if f.Planes.On {
+		return 0 // bw splits every token into its block as it is written
+	}
+	return 2 * f.Residual * f.D * 2
+}
 
 // BytesPerToken is the packed size of one token of one KV head (K and V,
 // scales and zeros included), the rate at which a long cache grows.
@@ -64,6 +69,9 @@ func (f Format) BitsPerElement() float64 {
 // Blocks returns how many packed blocks and residual tokens a cache of L
 // tokens holds.
 func (f Format) Blocks(l int) (packed, residual int) {
+	if f.Planes.On {
+		return (l + f.Residual - 1) / f.Residual, 0 // the last block may be partly filled
+	}
 	return l / f.Residual, l % f.Residual
 }
 
@@ -75,8 +83,13 @@ func (f Format) SequenceBytes(l int) int64 {
 }
 
 // ReadBytes is what one decode step reads for one KV head of a sequence of L
-// tokens: the packed blocks and the occupied part of the residual block.
+// tokens: the packed blocks and the occupied part of the residual block. For
+// bw it is the all-High read (every plane, plus the index); the read of a
+// tier mix is PlaneLayout.PlaneReadBytes.
 func (f Format) ReadBytes(l int) int64 {
+	if f.Planes.On {
+		return f.PlaneLayout().PlaneReadBytes([NumTiers]int{High: l})
+	}
 	packed, res := f.Blocks(l)
 	return int64(packed)*int64(f.BlockBytes()) + int64(res)*int64(2*f.D*2)
 }
@@ -155,6 +168,10 @@ func (l TensorLayout) ParamIndex(t, c int) int {
 // layouts, bits per element and memory per token, as `bitdecode inspect kv`
 // prints it.
 func (f Format) Describe(w io.Writer) {
+	if f.Planes.On {
+		f.describePlanes(w)
+		return
+	}
 	fmt.Fprintf(w, "format     %s (head dim %d)\n", f.Spec.String(), f.D)
 	for _, h := range []struct {
 		name string

@@ -80,7 +80,8 @@ func TestParseSpecErrors(t *testing.T) {
 }
 
 func FuzzParseSpec(f *testing.F) {
-	for _, s := range []string{"int4", "k8v4:kt64", "int2:kc32:res256:rot", "fp8", "k4v2:g32", "::", "kv"} {
+	for _, s := range []string{"int4", "k8v4:kt64", "int2:kc32:res256:rot", "fp8", "k4v2:g32", "::", "kv",
+		"bw", "bw:h20:m40:l40", "bw:bf16:e75:w0:s0:r1", "bw:a8=0x70:a4=2048:nofilter:blk128", "bw:trunc"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -142,6 +142,9 @@ type Spec struct {
 	// (and to Q, and back to the output) so outlier channels are spread
 	// before quantization. Scores and outputs are unchanged in exact arithmetic.
 	Rotate bool
+	// Planes is set for the bit-plane format "bw" (K and V fp16 or bf16,
+	// Residual the tokens per block); zero for every other format.
+	Planes PlaneSpec
 }
 
 // SpecGrammar documents what ParseSpec accepts; the CLI prints it.
@@ -159,7 +162,9 @@ OPTION   kc[G]   keys per channel, groups of G tokens (default for integer K, G=
          rot     Hadamard-rotate K and V before quantization
 G        32 | 64 | 128 | 256 | d (head dim); capped at the head dim
 
-examples: int4   k8v4   int4:kt64   int2:kc32:res256   fp8e4m3   k4v2:rot`
+examples: int4   k8v4   int4:kt64   int2:kc32:res256   fp8e4m3   k4v2:rot
+
+` + PlaneGrammar
 
 // SpecError reports a spec that cannot be parsed, in the manner of
 // strconv.NumError: the whole spec, the part at fault and why.
@@ -183,7 +188,7 @@ func (e *SpecError) Unwrap() error { return e.Err }
 var ErrSpec = errors.New("unknown word")
 
 // validBases lists the base names for error messages.
-const validBases = "fp16, bf16, fp8e4m3, fp8e5m2, int8, int4, int2, or kXvY with X,Y in 16/8/4/2 (e.g. k8v4)"
+const validBases = "fp16, bf16, fp8e4m3, fp8e5m2, int8, int4, int2, kXvY with X,Y in 16/8/4/2 (e.g. k8v4), or bw"
 
 // ParseSpec parses a format spec (see SpecGrammar). Group sizes larger than
 // the head dimension are capped when the spec is resolved for a head dim.
@@ -197,6 +202,9 @@ func ParseSpec(s string) (Spec, error) {
 	}
 	var sp Spec
 	base := parts[0]
+	if base == "bw" {
+		return parsePlaneSpec(s, parts[1:])
+	}
 	if e, ok := elemAliases[base]; ok {
 		sp.K.Elem, sp.V.Elem = e, e
 	} else if kw, vw, ok := splitKV(base); ok {
@@ -333,6 +341,9 @@ func parseGroup(arg string, allowHeadDim bool) (int, error) {
 // String returns the canonical spelling of the spec, which ParseSpec parses
 // back to the same Spec.
 func (s Spec) String() string {
+	if s.Planes.On {
+		return s.planeString()
+	}
 	var b strings.Builder
 	if s.K.Elem == s.V.Elem {
 		b.WriteString(s.K.Elem.String())

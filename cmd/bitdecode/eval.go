@@ -36,7 +36,7 @@ func variantName(ws wq.Spec, decK int, sp *kv.Spec) string {
 
 var evalCmd = &command{
 	name:    "eval",
-	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--calib FILE] [--chunk C] [--json FILE]",
+	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--calib FILE] [--chunk C] [--reuse-gap N] [--json FILE]",
 	summary: "accuracy of KV and weight formats: perplexity, KL divergence and top-1 agreement against the first",
 	help: `'eval ppl' tokenizes TEXT (no BOS), cuts it into windows of --ctx tokens
 starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV
@@ -56,6 +56,17 @@ format; the first combination is the baseline. GPTQ formats calibrate on
 --calib FILE (its first --calib-tokens tokens), which must not overlap TEXT's
 scored windows. All models are held in memory at once.
 
+Bit-plane formats (bw, read-time precision tiers) re-tier every R tokens
+(spec option rN) between forward calls; --chunk R reproduces token-by-token
+decoding under the policy. Their rows add the bytes read against an fp16
+cache. Adjustment terms a spec leaves open come from the model's settings
+(DIR/bitdecode.json or the built-in table).
+
+--reuse-gap N adds a long-range retrieval check: identifiers (6+ characters)
+that reappear at least N tokens after their previous occurrence in the
+window, with none in between; the column gives the top-1 accuracy of their
+tokens after the first (the model must recall the name from far back).
+
 examples:
   bitdecode eval ppl --model ../shared/models/gocoder-23m --file heldout.txt --ctx 2048 --windows 4 --kv fp16,int8,int4,int2
   bitdecode eval ppl --model DIR --file heldout.txt --windows 2 --kv fp16 --weights fp16,int4,int4:gptq --dec-k 0,32 --calib calib.txt`,
@@ -64,7 +75,8 @@ examples:
 type evalFlags struct {
 	modelDir, file, kvs, device, jsonPath *string
 	weights, decK, calib                  *string
-	ctx, windows, chunk, calibTokens      *int
+	ctx, windows, first, chunk, reuseGap  *int
+	calibTokens                           *int
 }
 
 func addEvalFlags(fs *flag.FlagSet) evalFlags {
@@ -76,7 +88,9 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		jsonPath:    fs.String("json", "", "also write the results as JSON to this file"),
 		ctx:         fs.Int("ctx", 2048, "window length in tokens"),
 		windows:     fs.Int("windows", 0, "windows to score (0: all that fit)"),
+		first:       fs.Int("first-window", 0, "index of the first window to score"),
 		chunk:       fs.Int("chunk", 256, "tokens per forward call (1: token by token, as in decoding)"),
+		reuseGap:    fs.Int("reuse-gap", 0, "score long-range identifier reuse at least N tokens back (0: off)"),
 		weights:     fs.String("weights", "fp16", "comma-separated weight format specs of the linear layers"),
 		decK:        fs.String("dec-k", "0", "comma-separated DEC k_chunk values (channels per 1024 inputs; 0: off)"),
 		calib:       fs.String("calib", "", "calibration text for GPTQ weight formats"),
@@ -115,6 +129,10 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			}
 			specs = append(specs, sp)
 		}
+	}
+	var err error
+	if specs, err = withModelSettings(*f.modelDir, specs, stderr); err != nil {
+		return err
 	}
 	var wspecs []wq.Spec
 	for _, s := range strings.Split(*f.weights, ",") {
@@ -187,20 +205,21 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	newCache := func(m model.Model, sp kv.Spec) (engine.Cache, error) {
 		return engine.NewCacheFor(be, m.Config(), sp, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: *f.ctx, MaxChunk: *f.chunk})
 	}
-	res, err := engine.EvalPPLVariants(ctx, be, variants, ids, engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, Chunk: *f.chunk,
-		Progress: stderr, NewCache: newCache})
+	opts := engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, First: *f.first, Chunk: *f.chunk, Progress: stderr, NewCache: newCache}
+	if *f.reuseGap > 0 {
+		opts.Probes = func(_ int, win []int) []int {
+			pieces := make([]string, len(win))
+			for i, t := range win {
+				pieces[i] = tok.Decode([]int{t})
+			}
+			return engine.ReuseProbes(pieces, *f.reuseGap)
+		}
+	}
+	res, err := engine.EvalPPLVariants(ctx, be, variants, ids, opts)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "| weights | DEC k_chunk | KV | PPL | vs first | KLD vs first (nats/token) | top-1 agreement | weight MiB (fp16) | DEC residual MiB | tokens |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range res {
-		dec, decMiB := "-", "-"
-		if r.Weight.DECKChunk > 0 {
-			dec, decMiB = strconv.Itoa(r.Weight.DECKChunk), fmt.Sprintf("%.2f", float64(r.Weight.DECBytes)/(1<<20))
-		}
-		fmt.Fprintf(stdout, "| %s | %s | %s | %.4f | %+.2f%% | %.5f | %.2f%% | %.2f (%.2f) | %s | %d |\n", r.Weight.Format, dec, r.Spec, r.PPL, 100*(r.PPL/res[0].PPL-1),
-			r.KLD, 100*r.Top1, float64(r.Weight.Bytes)/(1<<20), float64(r.Weight.FP16Bytes)/(1<<20), decMiB, r.Tokens)
-	}
+	writePPLTable(stdout, res)
 	if *f.jsonPath != "" {
 		b, err := json.MarshalIndent(map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "device": dev,
 			"calib": *f.calib, "calib_tokens": *f.calibTokens, "results": res}, "", "  ")
@@ -212,4 +231,44 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writePPLTable prints eval results as a Markdown table: weights, DEC and
+// KV format per row; bw rows add the bytes read against fp16 and, with
+// probes, the retrieval column appears.
+func writePPLTable(w io.Writer, res []engine.PPLResult) {
+	probes, reads := res[0].Probes > 0, false
+	for _, r := range res {
+		reads = reads || r.Read != nil
+	}
+	fmt.Fprint(w, "| weights | DEC k_chunk | KV | PPL | vs first | KLD vs first (nats/token) | top-1 agreement | weight MiB (fp16) | DEC residual MiB |")
+	sep := "|---|---|---|---|---|---|---|---|---|"
+	if reads {
+		fmt.Fprint(w, " read vs fp16 |")
+		sep += "---|"
+	}
+	if probes {
+		fmt.Fprintf(w, " reuse top-1 (%d probes) |", res[0].Probes)
+		sep += "---|"
+	}
+	fmt.Fprintf(w, " tokens |\n%s---|\n", sep)
+	for _, r := range res {
+		dec, decMiB := "-", "-"
+		if r.Weight.DECKChunk > 0 {
+			dec, decMiB = strconv.Itoa(r.Weight.DECKChunk), fmt.Sprintf("%.2f", float64(r.Weight.DECBytes)/(1<<20))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.4f | %+.2f%% | %.5f | %.2f%% | %.2f (%.2f) | %s |", r.Weight.Format, dec, r.Spec, r.PPL, 100*(r.PPL/res[0].PPL-1),
+			r.KLD, 100*r.Top1, float64(r.Weight.Bytes)/(1<<20), float64(r.Weight.FP16Bytes)/(1<<20), decMiB)
+		if reads {
+			if r.Read != nil {
+				fmt.Fprintf(w, " %.1f%% |", 100*r.Traffic)
+			} else {
+				fmt.Fprint(w, " - |")
+			}
+		}
+		if probes {
+			fmt.Fprintf(w, " %.1f%% |", 100*r.ProbeTop1)
+		}
+		fmt.Fprintf(w, " %d |\n", r.Tokens)
+	}
 }

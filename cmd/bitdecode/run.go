@@ -184,6 +184,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if mp := m.Config().MaxPositions; mp > 0 {
 		maxLen = min(maxLen, mp)
 	}
+	withSettings, err := withModelSettings(*f.modelDir, []kv.Spec{spec}, stderr)
+	if err != nil {
+		return err
+	}
+	spec = withSettings[0]
 	cache, err := engine.NewCacheFor(be, m.Config(), spec, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: maxLen, MaxChunk: *f.chunk})
 	if err != nil {
 		return err
@@ -204,7 +209,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if !*f.quiet {
 		ratio := float64(st.KVBytesFP16) / float64(max(st.KVBytes, 1))
 		note := fmt.Sprintf("%.1fx smaller", ratio)
-		if ratio < 1 {
+		switch {
+		case cache.Format().Planes.On:
+			note = "bw stores fp16 bit planes, in blocks allocated whole; it saves reads, not memory"
+			if pc, ok := cache.(*engine.PlaneCache); ok && pc.ReadStats().FP16Bytes > 0 {
+				note += fmt.Sprintf("; decode read %.1f%% of fp16's bytes", 100*pc.ReadStats().Traffic())
+			}
+		case ratio < 1:
 			note = "short contexts are dominated by the fp16 residual block of each layer"
 		}
 		fmt.Fprintf(stderr, "%d prompt tokens in %v (%.0f tok/s), %d new tokens at %.1f tok/s (%s); KV cache %s: %s (fp16 would be %s; %s); %s\n",

@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+func countTiers(tiers []kv.Tier) [kv.NumTiers]int {
+	var c [kv.NumTiers]int
+	for _, t := range tiers {
+		c[t]++
+	}
+	return c
+}
+
+// TestRetierShares: with the sinks and window inside the High share, the
+// shares are exact; sinks and window are High; among the other tokens the
+// tier never improves as mass falls; a spec without e evicts nothing.
+func TestRetierShares(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	tests := []struct {
+		spec string
+		l    int
+		want [kv.NumTiers]int
+	}{
+		{"bw:h20:m40:l40", 1000, [kv.NumTiers]int{200, 400, 400, 0}},
+		{"bw:h25:e75", 1001, [kv.NumTiers]int{1001 - 750, 0, 0, 750}},
+		{"bw:h10:m30:l60", 997, [kv.NumTiers]int{997 - 299 - 598, 299, 598, 0}},
+		{"bw:m100:w0:s0", 300, [kv.NumTiers]int{0, 300, 0, 0}},
+		{"bw:l100:w0:s0", 5, [kv.NumTiers]int{0, 0, 5, 0}},
+		// Window and sinks exceed the High share: Medium shrinks first.
+		{"bw:h10:m40:l50:w100:s4", 200, [kv.NumTiers]int{104, 0, 96, 0}},
+		// Shorter than the window: everything High.
+		{"bw:l100", 50, [kv.NumTiers]int{50, 0, 0, 0}},
+	}
+	for _, tc := range tests {
+		sp := kv.MustParseSpec(tc.spec).Planes
+		p := &TierPolicy{Spec: sp}
+		mass := make([]float32, tc.l)
+		for i := range mass {
+			mass[i] = float32(r.ExpFloat64())
+		}
+		tiers := make([]kv.Tier, tc.l)
+		p.Retier(tiers, mass, tc.l)
+		if got := countTiers(tiers); got != tc.want {
+			t.Errorf("%s L=%d: tier counts %v, want %v", tc.spec, tc.l, got, tc.want)
+		}
+		for pos, tier := range tiers {
+			forced := pos < sp.Sinks || pos >= tc.l-sp.Window
+			if forced && tier != kv.High {
+				t.Fatalf("%s: sink/window token %d is %v", tc.spec, pos, tier)
+			}
+			if sp.Evicted == 0 && tier == kv.Evicted {
+				t.Fatalf("%s: token %d evicted without e in the spec", tc.spec, pos)
+			}
+			for q := range tiers {
+				qForced := q < sp.Sinks || q >= tc.l-sp.Window
+				if !forced && !qForced && mass[q] > mass[pos] && tiers[q] > tier {
+					t.Fatalf("%s: token %d (mass %g) is %v but token %d (mass %g) is %v", tc.spec, q, mass[q], tiers[q], pos, mass[pos], tier)
+				}
+			}
+		}
+	}
+}
+
+func TestNewTier(t *testing.T) {
+	for spec, want := range map[string]kv.Tier{"bw": kv.High, "bw:m100": kv.High, "bw:m100:w0:s0": kv.Medium,
+		"bw:l100:w0": kv.Low, "bw:m50:l50:w0": kv.Medium, "bw:h10:l90:w0": kv.High} {
+		p := &TierPolicy{Spec: kv.MustParseSpec(spec).Planes}
+		if got := p.NewTier(); got != want {
+			t.Errorf("%s: NewTier = %v, want %v", spec, got, want)
+		}
+	}
+}
+
+// TestRetierTieBreak: equal masses rank newer tokens first, so the oldest
+// candidates get the lowest tiers, the same on every call.
+func TestRetierTieBreak(t *testing.T) {
+	p := &TierPolicy{Spec: kv.MustParseSpec("bw:h50:l50:w2:s1").Planes}
+	mass := make([]float32, 10)
+	tiers := make([]kv.Tier, 10)
+	p.Retier(tiers, mass, 10)
+	want := []kv.Tier{kv.High, kv.Low, kv.Low, kv.Low, kv.Low, kv.Low, kv.High, kv.High, kv.High, kv.High}
+	for i := range want {
+		if tiers[i] != want[i] {
+			t.Fatalf("tiers %v, want %v", tiers, want)
+		}
+	}
+}
+
+// TestPlaneCacheRetier drives the bw cache as a model does (one Attend per
+// layer) token by token and in chunks of R: both re-tier at the same
+// points, so the tier counts agree exactly and meet the policy's shares,
+// sinks and window stay High, and the read statistics add up.
+func TestPlaneCacheRetier(t *testing.T) {
+	cfg := &model.Config{Architecture: "test", Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64}
+	be := cpu.New(1)
+	spec := kv.MustParseSpec("bw:h20:m40:l40:w16:s2:r8")
+	r := rand.New(rand.NewPCG(33, 34))
+	const n = 96
+	qw, kvw := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
+	qs, ks, vs := make([]float32, n*qw), make([]float32, n*kvw), make([]float32, n*kvw)
+	for _, s := range [][]float32{qs, ks, vs} {
+		for i := range s {
+			s[i] = float32(r.NormFloat64())
+		}
+	}
+	feed := func(chunk int) *PlaneCache {
+		c, err := NewPlaneCache(be, cfg, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos := 0; pos < n; pos += chunk {
+			var b model.Batch
+			b.Add(7, pos, make([]int32, chunk)...)
+			tensors := make([]backend.Tensor, 4)
+			for i, src := range [][]float32{qs[pos*qw : (pos+chunk)*qw], ks[pos*kvw : (pos+chunk)*kvw], vs[pos*kvw : (pos+chunk)*kvw], qs[pos*qw : (pos+chunk)*qw]} {
+				if tensors[i], err = be.Alloc(backend.F32, len(src)); err != nil {
+					t.Fatal(err)
+				}
+				if err := be.Upload(tensors[i], src); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for layer := range cfg.Layers {
+				if err := c.Attend(layer, &b, tensors[0], tensors[1], tensors[2], tensors[3]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return c
+	}
+	step, chunked := feed(1), feed(8)
+	want := (&TierPolicy{Spec: spec.Planes}).Counts(n)
+	for layer := range cfg.Layers {
+		for h := range cfg.KVHeads {
+			a, b := step.Tiers(7, layer, h), chunked.Tiers(7, layer, h)
+			if countTiers(a) != want || countTiers(b) != want {
+				t.Errorf("layer %d head %d: counts %v (steps) and %v (chunks), want %v", layer, h, countTiers(a), countTiers(b), want)
+			}
+			for pos := range a {
+				if (pos < 2 || pos >= n-16) && (a[pos] != kv.High || b[pos] != kv.High) {
+					t.Errorf("layer %d head %d: forced token %d is %v / %v", layer, h, pos, a[pos], b[pos])
+				}
+			}
+		}
+	}
+	st := step.ReadStats()
+	var fp16 int64
+	for l := 1; l <= n; l++ {
+		fp16 += int64(l) * 4 * 64
+	}
+	fp16 *= int64(cfg.Layers * cfg.KVHeads)
+	if st.FP16Bytes != fp16 || st.PlaneBytes >= fp16 || st.PlaneBytes <= fp16/4 {
+		t.Errorf("read stats %+v: fp16 bytes want %d, plane bytes within (1/4, 1) of it", st, fp16)
+	}
+	if got := st.Tokens[kv.High] + st.Tokens[kv.Medium] + st.Tokens[kv.Low]; st.IndexBytes != got*kv.IndexBytes {
+		t.Errorf("index bytes %d for %d tokens read", st.IndexBytes, got)
+	}
+	if _, err := NewKVCache(be, cfg, spec); err == nil {
+		t.Error("NewKVCache accepted a bw spec")
+	}
+}
