@@ -111,6 +111,8 @@ type GPUCache struct {
 	freeSlots  []int
 	seqs       map[int]*gpuSeq
 
+	window int // windowLimit of the model
+
 	// id tells caches apart in graph keys: a new cache's buffers may reuse
 	// a closed one's addresses, but never its captured graphs.
 	id uint64
@@ -193,11 +195,6 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 	if err := sh.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
 	}
-	for l, w := range cfg.LayerWindows {
-		if w > 0 {
-			return nil, fmt.Errorf("engine: the GPU KV cache does not support sliding-window attention yet (layer %d has a window of %d tokens); use --device cpu", l, w)
-		}
-	}
 	if spec.Planes.On {
 		return nil, fmt.Errorf("engine: format %s: the bit-plane (bw) cache has no CUDA kernel yet; use --device cpu", spec.String())
 	}
@@ -224,7 +221,7 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 	}
 	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
 	nr := f.Residual
-	c := &GPUCache{be: be, dev: be.Device(), format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1),
+	c := &GPUCache{be: be, dev: be.Device(), format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: windowLimit(cfg),
 		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuSeq{}}
 	blockBytes := f.BlockBytes() * sh.Hkv
 	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
@@ -436,6 +433,9 @@ func (c *GPUCache) Remove(id int) {
 // cache, reserves the blocks its tokens fill and uploads the batch's block
 // tables, lengths and write plan. On error nothing has changed.
 func (c *GPUCache) Begin(b *model.Batch) error {
+	if err := checkWindow(c.window, b); err != nil {
+		return err
+	}
 	nr := c.format.Residual
 	needBlocks, needSlots := 0, 0
 	for _, s := range b.Seqs {

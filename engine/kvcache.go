@@ -45,6 +45,7 @@ type KVCache struct {
 	shape  attn.Shape
 	layers int
 	seqs   map[int][]*attn.Cache
+	window int // windowLimit of the model
 	q, k   []float32
 	v, out []float32
 }
@@ -62,7 +63,7 @@ func NewKVCache(be backend.Backend, cfg *model.Config, spec kv.Spec) (*KVCache, 
 	if err != nil {
 		return nil, err
 	}
-	return &KVCache{be: be, format: f, shape: sh, layers: cfg.Layers, seqs: map[int][]*attn.Cache{}}, nil
+	return &KVCache{be: be, format: f, shape: sh, layers: cfg.Layers, seqs: map[int][]*attn.Cache{}, window: windowLimit(cfg)}, nil
 }
 
 // Format returns the cache's resolved KV format.
@@ -98,6 +99,9 @@ func (c *KVCache) Remove(id int) { delete(c.seqs, id) }
 func (c *KVCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
 	if layer < 0 || layer >= c.layers {
 		return fmt.Errorf("engine: layer %d out of range [0, %d)", layer, c.layers)
+	}
+	if err := checkWindow(c.window, b); err != nil {
+		return err
 	}
 	T := len(b.Tokens)
 	qw, kvw := c.shape.Hq*c.shape.D, c.shape.Hkv*c.shape.D
@@ -142,6 +146,35 @@ func grow(s []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return s[:n]
+}
+
+// windowLimit is the smallest sliding window of cfg's layers (0: none).
+// The low-bit caches attend over the whole sequence; they hold a sequence
+// only while it is no longer than this window, where a sliding window
+// changes nothing (Mistral v0.1's 4096 tokens, say), and refuse longer ones
+// with checkWindow's error instead of attending wrongly.
+func windowLimit(cfg *model.Config) int {
+	limit := 0
+	for _, w := range cfg.LayerWindows {
+		if w > 0 && (limit == 0 || w < limit) {
+			limit = w
+		}
+	}
+	return limit
+}
+
+// checkWindow returns an error if a sequence of b would grow beyond limit
+// tokens (0: no limit).
+func checkWindow(limit int, b *model.Batch) error {
+	if limit <= 0 {
+		return nil
+	}
+	for _, s := range b.Seqs {
+		if s.Pos+s.Len > limit {
+			return fmt.Errorf("engine: sequence %d would hold %d tokens, beyond the model's sliding window of %d, which the low-bit KV caches do not implement yet (use a shorter context)", s.ID, s.Pos+s.Len, limit)
+		}
+	}
+	return nil
 }
 
 // NewCacheFor returns the KV cache that suits backend be: a GPUCache (sized

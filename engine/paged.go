@@ -89,6 +89,7 @@ type PagedCache struct {
 	format kv.Format
 	shape  attn.Shape
 	layers int
+	window int // windowLimit of the model
 
 	alloc    *BlockAllocator
 	pool     [][]byte // [layer][blocks·stride]
@@ -138,7 +139,7 @@ func NewPagedCache(be backend.Backend, cfg *model.Config, spec kv.Spec, o PagedO
 	if o.MaxSeqs <= 0 {
 		return nil, fmt.Errorf("engine: paged cache: max sequences %d must be positive", o.MaxSeqs)
 	}
-	c := &PagedCache{be: be, format: f, shape: sh, layers: cfg.Layers, maxSeqs: o.MaxSeqs, seqs: map[int]*pagedSeq{}}
+	c := &PagedCache{be: be, format: f, shape: sh, layers: cfg.Layers, maxSeqs: o.MaxSeqs, seqs: map[int]*pagedSeq{}, window: windowLimit(cfg)}
 	c.stride = sh.Hkv * f.BlockBytes()
 	blocks := o.Blocks
 	if blocks == 0 {
@@ -373,6 +374,9 @@ func (c *PagedCache) Truncate(id, n int) error {
 // the blocks the batch's new tokens will fill, for all sequences or none.
 // A sequence not yet opened is opened when it starts at position 0.
 func (c *PagedCache) Begin(b *model.Batch) error {
+	if err := checkWindow(c.window, b); err != nil {
+		return err
+	}
 	c.commit()
 	need := 0
 	var opened []int
