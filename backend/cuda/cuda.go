@@ -566,7 +566,7 @@ func (b *Backend) freeWeightMem(w *weight) {
 	if f16 == 0 && f32 == 0 {
 		return
 	}
-	_ = b.dev.Do(func(c *gcuda.Ctx) error {
+	_ = b.Do(func(c *gcuda.Ctx) error { // runs queued ops that may read w first
 		_ = c.SyncStream(b.stream)
 		return errors.Join(c.Free(f16), c.Free(f32))
 	})
