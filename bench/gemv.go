@@ -3,10 +3,12 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // LinearRow is one linear-layer shape of a decode step at batch T: the
@@ -20,11 +22,20 @@ type LinearRow struct {
 	CublasUS   float64   `json:"cublaslt_us"`
 	GEMVGBps   float64   `json:"gemv_gb_per_s"`
 	CublasGBps float64   `json:"cublaslt_gb_per_s"`
+	// Int4US is gemvq.cu over the same matrix in wq's int4 (groups of 128),
+	// Int4GBps on its packed bytes (codes and scale pairs); 0 for the
+	// lm_head, which stays 16-bit.
+	Int4US   float64 `json:"int4_gemv_us,omitempty"`
+	Int4GBps float64 `json:"int4_gemv_gb_per_s,omitempty"`
 }
 
 // TimeLinears times the linear-layer shapes of config c at T rows on dev.
 func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) ([]LinearRow, error) {
 	g, err := kernels.LoadGEMV(dev)
+	if err != nil {
+		return nil, err
+	}
+	gq, err := kernels.LoadGEMVQ(dev)
 	if err != nil {
 		return nil, err
 	}
@@ -98,16 +109,61 @@ func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) (
 			}); err != nil {
 				return err
 			}
+			if r.Name != "lm_head" && T <= kernels.GEMVMaxRows {
+				if r.Int4US, r.Int4GBps, err = timeInt4(x, st, gq, xp, yp, T, r.N, r.K); err != nil {
+					return err
+				}
+			}
 			bytes := float64(2 * r.N * r.K)
 			r.CublasGBps = bytes / r.CublasUS / 1e3
 			if r.GEMVUS > 0 {
 				r.GEMVGBps = bytes / r.GEMVUS / 1e3
 			}
-			fmt.Fprintf(progress, "linear %-9s %6dx%-6d T=%d: gemv %7.1f us (%4.0f GB/s; split 1/2/4: %.1f), cuBLASLt %7.1f us (%4.0f GB/s)\n",
-				r.Name, r.N, r.K, T, r.GEMVUS, r.GEMVGBps, r.SplitUS, r.CublasUS, r.CublasGBps)
+			fmt.Fprintf(progress, "linear %-9s %6dx%-6d T=%d: gemv %7.1f us (%4.0f GB/s; split 1/2/4: %.1f), cuBLASLt %7.1f us (%4.0f GB/s), int4 gemvq %6.1f us (%4.0f GB/s)\n",
+				r.Name, r.N, r.K, T, r.GEMVUS, r.GEMVGBps, r.SplitUS, r.CublasUS, r.CublasGBps, r.Int4US, r.Int4GBps)
 			rows = append(rows, r)
 		}
 		return nil
 	})
 	return rows, err
+}
+
+// timeInt4 quantizes a random N(0, 0.02²) [N, K] matrix to wq's int4 with
+// groups of 128 on the host, uploads four copies and times gemvq.cu over
+// them in rotation.
+func timeInt4(x *cuda.Ctx, st cuda.Stream, gq *kernels.GEMVQ, xp, yp cuda.DevicePtr, T, N, K int) (us, gbps float64, err error) {
+	r := rand.New(rand.NewPCG(uint64(N), uint64(K)))
+	w := make([]float32, N*K)
+	for i := range w {
+		w[i] = float32(0.02 * r.NormFloat64())
+	}
+	m, err := wq.Quantize(wq.Int4, 128, N, K, w)
+	if err != nil {
+		return 0, 0, err
+	}
+	const copies = 4
+	var words, params [copies]cuda.DevicePtr
+	for i := range copies {
+		if words[i], err = x.Alloc(4 * len(m.Words)); err != nil {
+			return 0, 0, err
+		}
+		defer x.Free(words[i])
+		if params[i], err = x.Alloc(2 * len(m.Params)); err != nil {
+			return 0, 0, err
+		}
+		defer x.Free(params[i])
+		if err := x.HtoD(words[i], cuda.Bytes(m.Words)); err != nil {
+			return 0, 0, err
+		}
+		if err := x.HtoD(params[i], cuda.Bytes(m.Params)); err != nil {
+			return 0, 0, err
+		}
+	}
+	us, err = x.MedianUS(st, 3, 20, func(i int) error {
+		return gq.Launch(x, st, yp, xp, words[i%copies], params[i%copies], 0, T, N, K, 4, 128)
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return us, float64(m.Bytes()) / us / 1e3, nil
 }

@@ -242,10 +242,11 @@ func timeModel(be *bcuda.Backend, m model.Model, mc *model.Config, sp kv.Spec, f
 func (rep *ModelReport) WriteTable(w io.Writer) {
 	if len(rep.Linears) > 0 {
 		fmt.Fprintf(w, "Linear layers of one decode step, %s shapes, %s, %d rows (weights fp16, cold in L2)\n\n", rep.Preset, rep.Device, rep.Linears[0].T)
-		fmt.Fprintln(w, "| layer | N x K | gemv.cu us | GB/s | of ceiling | cuBLASLt us | GB/s |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| layer | N x K | gemv.cu us | GB/s | of ceiling | cuBLASLt us | GB/s | int4 gemvq.cu us | GB/s | of ceiling |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 		for _, r := range rep.Linears {
-			fmt.Fprintf(w, "| %s | %dx%d | %.1f | %.0f | %.0f%% | %.1f | %.0f |\n", r.Name, r.N, r.K, r.GEMVUS, r.GEMVGBps, 100*r.GEMVGBps/rep.ReadGBps, r.CublasUS, r.CublasGBps)
+			fmt.Fprintf(w, "| %s | %dx%d | %.1f | %.0f | %.0f%% | %.1f | %.0f | %.1f | %.0f | %.0f%% |\n", r.Name, r.N, r.K, r.GEMVUS, r.GEMVGBps, 100*r.GEMVGBps/rep.ReadGBps,
+				r.CublasUS, r.CublasGBps, r.Int4US, r.Int4GBps, 100*r.Int4GBps/rep.ReadGBps)
 		}
 		fmt.Fprintln(w)
 	}

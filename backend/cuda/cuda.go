@@ -40,11 +40,16 @@ const (
 // Backend is the CUDA backend. Create it with New; Close releases the
 // device.
 type Backend struct {
-	dev    *gcuda.Device
-	ops    *kernels.Ops
-	gemv   *kernels.GEMV // Linear for T <= kernels.GEMVMaxRows rows; nil: cuBLASLt always
-	stream gcuda.Stream
-	name   string
+	dev  *gcuda.Device
+	ops  *kernels.Ops
+	gemv *kernels.GEMV // Linear for T <= kernels.GEMVMaxRows rows; nil: cuBLASLt always
+
+	// gemvq.cu, compiled on the first packed low-bit weight.
+	gemvqOnce sync.Once
+	gemvq     *kernels.GEMVQ
+	gemvqErr  error
+	stream    gcuda.Stream
+	name      string
 
 	mu  sync.Mutex
 	err error // first op error since the last Sync
@@ -160,7 +165,11 @@ type weight struct {
 	shape []int
 	f16   gcuda.DevicePtr // [N, K] fp16 for two-dimensional weights
 	f32   gcuda.DevicePtr // float32 for all others
-	freed bool
+	// Packed low-bit weights (LoadQuantWeight): wq's words and (scale,
+	// zero) pairs, codes of qbits bits in groups of qgroup channels.
+	q, qp         gcuda.DevicePtr
+	qbits, qgroup int
+	freed         bool
 }
 
 func (w *weight) Name() string { return w.name }
@@ -561,14 +570,14 @@ func (b *Backend) register(w *weight) (backend.Weight, error) {
 
 // freeWeightMem frees w's device memory after the stream is done with it.
 func (b *Backend) freeWeightMem(w *weight) {
-	f16, f32 := w.f16, w.f32
-	w.f16, w.f32 = 0, 0
-	if f16 == 0 && f32 == 0 {
+	f16, f32, q, qp := w.f16, w.f32, w.q, w.qp
+	w.f16, w.f32, w.q, w.qp = 0, 0, 0, 0
+	if f16 == 0 && f32 == 0 && q == 0 && qp == 0 {
 		return
 	}
 	_ = b.Do(func(c *gcuda.Ctx) error { // runs queued ops that may read w first
 		_ = c.SyncStream(b.stream)
-		return errors.Join(c.Free(f16), c.Free(f32))
+		return errors.Join(c.Free(f16), c.Free(f32), c.Free(q), c.Free(qp))
 	})
 }
 

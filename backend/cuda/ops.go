@@ -218,6 +218,10 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
 		return
 	}
+	if wt.isQuant() {
+		b.linearQuant(d, xt, wt, bt, T, N, K)
+		return
+	}
 	if b.gemv != nil && b.gemv.Fits(T, K) {
 		// Decode: a warp per output channel reads the weights once and x
 		// as float32 (gemv.cu); the bias is fused.

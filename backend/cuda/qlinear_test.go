@@ -1,0 +1,86 @@
+package cuda_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// TestQuantLinear runs Linear over packed int4 and int8 weights on the GPU
+// for a decode batch (T = 3: gemvq.cu, float32 products of wq's exact ŵ) and
+// a prefill batch (T = 20: fp16 dequantization and cuBLASLt, so x and ŵ
+// are rounded to fp16) against a float64 reference on ŵ; int3 weights load
+// dequantized, and DEC is refused with a clear error.
+func TestQuantLinear(t *testing.T) {
+	b := gpu(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	const N, K = 300, 1024
+	w := make([]float32, N*K)
+	for i := range w {
+		w[i] = float32(0.02 * r.NormFloat64())
+	}
+	bias := make([]float32, N)
+	for i := range bias {
+		bias[i] = float32(r.NormFloat64())
+	}
+	bw, err := b.LoadWeight("bias", backend.F32, []int{N}, encode(backend.F32, bias))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeWeight(bw)
+	for _, e := range []wq.Elem{wq.Int4, wq.Int8, wq.Int3} {
+		m, err := wq.Quantize(e, 128, N, K, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qw, err := b.LoadQuantWeight("w", m, nil)
+		if err != nil {
+			t.Fatalf("int%d: %v", e.Bits(), err)
+		}
+		for _, T := range []int{3, 20} {
+			x := make([]float32, T*K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			xt, _ := b.Alloc(backend.F32, T, K)
+			yt, _ := b.Alloc(backend.F32, T, N)
+			if err := b.Upload(xt, x); err != nil {
+				t.Fatal(err)
+			}
+			b.Linear(yt, xt, qw, bw)
+			got := make([]float32, T*N)
+			if err := b.Download(got, yt); err != nil {
+				t.Fatalf("int%d T=%d: %v", e.Bits(), T, err)
+			}
+			for ti := range T {
+				for n := range N {
+					want, mag := float64(bias[n]), math.Abs(float64(bias[n]))
+					for k := range K {
+						p := float64(x[ti*K+k]) * float64(m.At(n, k))
+						want += p
+						mag += math.Abs(p)
+					}
+					tol := float64(K/32+8) * 0x1p-24 * mag // float32 sums of exact ŵ·x
+					if T > 8 || e == wq.Int3 {
+						tol += 2 * 0x1p-11 * mag // fp16 x and/or ŵ
+					}
+					if g := float64(got[ti*N+n]); g != g || math.Abs(g-want) > tol {
+						t.Fatalf("int%d T=%d: y[%d,%d] = %g, want %g (tol %.3g)", e.Bits(), T, ti, n, g, want, tol)
+					}
+				}
+			}
+			b.Free(xt)
+			b.Free(yt)
+		}
+		b.FreeWeight(qw)
+	}
+	m, _ := wq.Quantize(wq.Int4, 128, N, K, w)
+	dec := &wq.DEC{R: m, KChunk: 8}
+	if _, err := b.LoadQuantWeight("w", m, dec); err == nil || !strings.Contains(err.Error(), "DEC") {
+		t.Fatalf("DEC on CUDA: err = %v, want a clear refusal", err)
+	}
+}

@@ -1,0 +1,95 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// TestGEMVQMatchesReference checks gemvq.cu against a float64 reference on
+// wq's dequantized values Ŵ (wq.Matrix.At), for int4 and int8, groups of
+// 128 and 32, every row count and every split, weights N(0, 0.02²) with
+// outlier input columns and x with outlier channels. The kernel forms each
+// ŵ exactly as wq does, so the bound is float32 accumulation only:
+// (K/32 + 8)·2⁻²⁴·Σ|x·ŵ|. The fp16 dequantization for prefill must equal
+// fp16(ŵ) bit for bit.
+func TestGEMVQMatchesReference(t *testing.T) {
+	d, _ := opsSetup(t)
+	g, err := kernels.LoadGEMVQ(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		e          wq.Elem
+		G, T, N, K int
+	}{{wq.Int4, 128, 1, 4096, 4096}, {wq.Int4, 128, 3, 1000, 1024}, {wq.Int4, 32, 8, 257, 2048}, {wq.Int8, 128, 1, 1024, 4096},
+		{wq.Int8, 64, 5, 333, 1408}, {wq.Int4, 128, 2, 64, 14336}} {
+		t.Run(fmt.Sprintf("int%d-g%d-T%d-N%d-K%d", c.e.Bits(), c.G, c.T, c.N, c.K), func(t *testing.T) {
+			m := newGPUMem(t, d)
+			w := make([]float32, c.N*c.K)
+			for i := range w {
+				w[i] = float32(0.02 * r.NormFloat64())
+				if i%c.K%97 == 11 {
+					w[i] *= 20
+				}
+			}
+			qm, err := wq.Quantize(c.e, c.G, c.N, c.K, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := make([]float32, c.T*c.K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+				if i%c.K%37 == 3 {
+					x[i] *= 20
+				}
+			}
+			bias := make([]float32, c.N)
+			for i := range bias {
+				bias[i] = float32(r.NormFloat64())
+			}
+			wp, pp := m.put(cuda.Bytes(qm.Words)), m.put(cuda.Bytes(qm.Params))
+			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
+			yp := m.put(cuda.Bytes(nanF32(c.T * c.N)))
+			m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+				return g.Launch(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G)
+			})
+			got := make([]float32, c.T*c.N)
+			m.read(cuda.Bytes(got), yp)
+			for n := range c.N {
+				for ti := range c.T {
+					want, mag := float64(bias[n]), math.Abs(float64(bias[n]))
+					for k := range c.K {
+						p := float64(x[ti*c.K+k]) * float64(qm.At(n, k))
+						want += p
+						mag += math.Abs(p)
+					}
+					tol := float64(c.K/32+8) * 0x1p-24 * mag
+					if gv := float64(got[ti*c.N+n]); gv != gv || math.Abs(gv-want) > tol {
+						t.Fatalf("y[%d,%d] = %g, want %g (tol %.3g)", ti, n, gv, want, tol)
+					}
+				}
+			}
+			hp := m.put(make([]byte, 2*c.N*c.K))
+			m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+				return g.Dequant(cx, s, hp, wp, pp, c.N, c.K, c.e.Bits(), c.G)
+			})
+			h := make([]uint16, c.N*c.K)
+			m.read(cuda.Bytes(h), hp)
+			for n := range c.N {
+				for k := range c.K {
+					if want := half.FromFloat32(qm.At(n, k)); h[n*c.K+k] != want {
+						t.Fatalf("dequant [%d,%d] = %#04x, want %#04x", n, k, h[n*c.K+k], want)
+					}
+				}
+			}
+		})
+	}
+}
