@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"strconv"
 
@@ -160,6 +161,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	rows := s.Hq / s.Hkv * s.Tq
 	p.rowChunks = (rows + mmaRows - 1) / mmaRows
 	mt := max(1, min(8, mmaLaneBudget/(l.D*(l.KBits+l.VBits)/16)))
+	mt = 1 << (bits.Len(uint(mt)) - 1) // a power of two: k4v2's 5 -> 4 (the loop below halved it to 2)
 	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMT)); err == nil && (v == 1 || v == 2 || v == 4 || v == 8) {
 		mt = v // tuning experiments: bench with BITDECODE_DECODE_MT=1|2|4|8
 	}
