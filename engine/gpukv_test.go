@@ -18,6 +18,7 @@ import (
 	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
@@ -113,7 +114,7 @@ func runGPUScenario(t *testing.T, be *bcuda.Backend, spec string, sh attn.Shape,
 			for i := range q {
 				q[i] = half.ToFloat32(half.FromFloat32(float32(r.NormFloat64()))) // the GPU attends with fp16 queries
 			}
-			k, v := keysValues(r, T, sh.Hkv, sh.D)
+			k, v := kvtest.KeysValues(r, T, sh.Hkv, sh.D)
 			var ts [4]backend.Tensor
 			for i, w := range []int{qw, kvw, kvw, qw} {
 				if ts[i], err = be.Alloc(backend.F32, T, w); err != nil {
@@ -166,42 +167,13 @@ func runGPUScenario(t *testing.T, be *bcuda.Backend, spec string, sh attn.Shape,
 	}
 }
 
-// keysValues draws n tokens of keys with per-channel offsets and outlier
-// channels (x10-x50) and unit-scale values, [n][Hkv·D].
-func keysValues(r *rand.Rand, n, hkv, d int) (k, v []float32) {
-	m := hkv * d
-	scale, off := make([]float64, m), make([]float64, m)
-	for i := range scale {
-		scale[i], off[i] = 0.5+r.Float64(), 0.5*r.NormFloat64()
-		if r.IntN(16) == 0 {
-			scale[i] *= 10 + 40*r.Float64()
-		}
-	}
-	k, v = make([]float32, n*m), make([]float32, n*m)
-	for i := range k {
-		k[i] = float32(off[i%m] + scale[i%m]*r.NormFloat64())
-		v[i] = float32(r.NormFloat64())
-	}
-	return k, v
-}
-
-// checkGPU compares outputs with the reference under the tensor-core
-// kernel's bound (gpu/kernels' decode test derives it): float32 folding of
-// scores and sums over tiles, fp16 (bf16) rounding of the mma operands, and
-// the fp16 rounding of the output.
+// checkGPU compares outputs with the reference within the tensor-core
+// kernel's bound (kvtest.DecodeTol) plus the fp16 rounding of the output.
 func checkGPU(t *testing.T, what string, f kv.Format, sh attn.Shape, st attn.RefStats, got, want []float32) {
 	t.Helper()
-	const eps32, eps16 = 1.0 / (1 << 23), 1.0 / (1 << 11)
 	d := sh.D
-	scale := 1 / math.Sqrt(float64(d))
-	epsOp := eps16
-	if f.K.Elem == kv.BF16 {
-		epsOp = 1.0 / (1 << 8)
-	}
 	for row := range len(got) / d {
-		scoreTol := scale*float64(d+8)*eps32*st.ScoreMag[row] + scale*epsOp*st.ScoreMag[row]
-		acc := (64+float64(st.MaxL)/64+32)*2*eps32 + 2*epsOp
-		tol := st.MaxAbsV * (2.5*scoreTol + acc)
+		tol := kvtest.DecodeTol(f, st, d, row, true)
 		for ch := range d {
 			g, w := float64(got[row*d+ch]), float64(want[row*d+ch])
 			if g != g || math.Abs(g-w) > tol+math.Abs(w)/1024 {
@@ -251,7 +223,7 @@ func TestGPUCacheBatchInvariant(t *testing.T) {
 			for i := range q {
 				q[i] = float32(r.NormFloat64())
 			}
-			k, v := keysValues(r, 1, sh.Hkv, sh.D)
+			k, v := kvtest.KeysValues(r, 1, sh.Hkv, sh.D)
 			qa, ka, va := make([]float32, T*qw), make([]float32, T*kvw), make([]float32, T*kvw)
 			for i := range T { // every sequence gets the same new token: only the cache differs
 				copy(qa[i*qw:], q)

@@ -11,6 +11,7 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -45,25 +46,6 @@ func (c gpuCase) String() string {
 	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq)
 }
 
-// keysValues draws K with per-channel offsets and outlier channels and V at
-// unit scale, [n][Hkv][D].
-func keysValues(r *rand.Rand, n, hkv, d int) (k, v []float32) {
-	m := hkv * d
-	scale, off := make([]float64, m), make([]float64, m)
-	for i := range scale {
-		scale[i], off[i] = 0.5+r.Float64(), 0.5*r.NormFloat64()
-		if r.IntN(16) == 0 {
-			scale[i] *= 10 + 40*r.Float64()
-		}
-	}
-	k, v = make([]float32, n*m), make([]float32, n*m)
-	for i := range k {
-		k[i] = float32(off[i%m] + scale[i%m]*r.NormFloat64())
-		v[i] = float32(r.NormFloat64())
-	}
-	return k, v
-}
-
 func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 	d := device(t)
 	f, err := kv.MustParseSpec(c.spec).Resolve(c.sh.D)
@@ -82,7 +64,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, v := keysValues(r, l, c.sh.Hkv, c.sh.D)
+		k, v := kvtest.KeysValues(r, l, c.sh.Hkv, c.sh.D)
 		if err := cache.Append(k, v); err != nil {
 			t.Fatal(err)
 		}
@@ -194,33 +176,14 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 	}
 }
 
-// checkOut compares every output element with the reference. The bound is
-// attn's CPU bound (float32 folding of scores and sums, see attn's tests)
-// with tiles of 64 tokens in place of blocks, plus the fp16 rounding of the
-// output (half an ulp: 2^-11 relative). The tensor-core kernel also rounds
-// its mma operands to fp16: the scaled query (each score term within 2^-11,
-// so the score within 2^-11·ScoreMag·scale) and the probabilities times
-// value scales (each weight within 2^-11, the output within 2^-11·MaxAbsV
-// for the weights and as much again for the denominator they no longer
-// match).
+// checkOut compares every output element with the reference within
+// kvtest.DecodeTol, plus the fp16 rounding of the output (half an ulp:
+// 2^-11 relative).
 func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint16, want []float32) {
 	t.Helper()
-	const eps32, eps16 = 1.0 / (1 << 23), 1.0 / (1 << 11)
 	d := c.sh.D
-	scale := 1 / math.Sqrt(float64(d))
 	for row := 0; row < len(got)/d; row++ {
-		scoreTol := scale * float64(d+8) * eps32 * st.ScoreMag[row]
-		acc := (64 + float64(st.MaxL)/64 + 32) * 2 * eps32
-		if c.kernel == kernels.DecodeMMA {
-			// bf16 storage means bf16 mma operands: 8 significand bits, 2^-8.
-			epsOp := eps16
-			if f.K.Elem == kv.BF16 {
-				epsOp = 1.0 / (1 << 8)
-			}
-			scoreTol += scale * epsOp * st.ScoreMag[row]
-			acc += 2 * epsOp
-		}
-		tol := st.MaxAbsV * (2.5*scoreTol + acc)
+		tol := kvtest.DecodeTol(f, st, d, row, c.kernel == kernels.DecodeMMA)
 		for ch := 0; ch < d; ch++ {
 			g := float64(half.ToFloat32(got[row*d+ch]))
 			w := float64(want[row*d+ch])
