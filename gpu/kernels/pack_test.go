@@ -9,6 +9,7 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -23,7 +24,7 @@ func TestGPUPackMatchesGo(t *testing.T) {
 			f := kv.MustResolve(spec, dim).WithOrder(kv.MMA)
 			n := f.Residual * dim
 			resK, resV := make([]uint16, hkv*n), make([]uint16, hkv*n)
-			k, v := keysValues(r, hkv*f.Residual, 1, dim)
+			k, v := kvtest.KeysValues(r, hkv*f.Residual, 1, dim)
 			for i := range resK {
 				resK[i], resV[i] = half.FromFloat32(k[i]), half.FromFloat32(v[i])
 			}
