@@ -240,20 +240,30 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	b.launch(op, func(c *gcuda.Ctx) error {
 		xh, err := b.scratch(c, 2*T*K)
 		if err == nil {
-			err = b.ops.F32ToF16(c, b.stream, xh, xt.ptr, T*K)
-		}
-		if err == nil {
-			g := gcuda.GEMMShape{M: T, N: N, K: K, In: gcuda.F16, Out: gcuda.F32}
-			err = c.GEMM(b.stream, g, d.ptr, xh, wt.f16)
-		}
-		if err == nil && bt != nil {
-			err = b.ops.AddBias(c, b.stream, d.ptr, bt.f32, T, N)
+			err = b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K)
 		}
 		if err != nil {
 			return fmt.Errorf("weight %s: %w", wt.name, err)
 		}
 		return nil
 	})
+}
+
+// gemmF16 is Linear's large-batch path: x rounded to fp16 into xh (room
+// for T·K halves), dst = xh·wᵀ with cuBLASLt (fp16 w [N, K], fp32
+// accumulation and output), plus the bias. It runs on the owner thread.
+func (b *Backend) gemmF16(c *gcuda.Ctx, d, xt *tensor, xh, w gcuda.DevicePtr, bt *weight, T, N, K int) error {
+	if err := b.ops.F32ToF16(c, b.stream, xh, xt.ptr, T*K); err != nil {
+		return err
+	}
+	g := gcuda.GEMMShape{M: T, N: N, K: K, In: gcuda.F16, Out: gcuda.F32}
+	if err := c.GEMM(b.stream, g, d.ptr, xh, w); err != nil {
+		return err
+	}
+	if bt != nil {
+		return b.ops.AddBias(c, b.stream, d.ptr, bt.f32, T, N)
+	}
+	return nil
 }
 
 // scratch returns Linear's fp16 buffer with room for bytes, growing it (to

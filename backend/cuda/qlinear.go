@@ -90,18 +90,12 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 			return err
 		}
 		xh, wh := buf, buf+gcuda.DevicePtr(xBytes)
-		if err := b.gemvq.Dequant(c, b.stream, wh, wt.q, wt.qp, N, K, wt.qbits, wt.qgroup); err != nil {
+		err = b.gemvq.Dequant(c, b.stream, wh, wt.q, wt.qp, N, K, wt.qbits, wt.qgroup)
+		if err == nil {
+			err = b.gemmF16(c, d, xt, xh, wh, bt, T, N, K)
+		}
+		if err != nil {
 			return fmt.Errorf("weight %s: %w", wt.name, err)
-		}
-		if err := b.ops.F32ToF16(c, b.stream, xh, xt.ptr, T*K); err != nil {
-			return err
-		}
-		g := gcuda.GEMMShape{M: T, N: N, K: K, In: gcuda.F16, Out: gcuda.F32}
-		if err := c.GEMM(b.stream, g, d.ptr, xh, wh); err != nil {
-			return fmt.Errorf("weight %s: %w", wt.name, err)
-		}
-		if bt != nil {
-			return b.ops.AddBias(c, b.stream, d.ptr, bt.f32, T, N)
 		}
 		return nil
 	})
