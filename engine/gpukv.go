@@ -336,8 +336,7 @@ func (c *GPUCache) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.L
 // BytesAt returns the memory a sequence of l tokens takes in this cache's
 // format (all layers and KV heads), and what the same tokens take in fp16.
 func (c *GPUCache) BytesAt(l int) (bytes, fp16Bytes int64) {
-	per := int64(c.layers * c.shape.Hkv)
-	return per * c.format.SequenceBytes(l), per * int64(l) * int64(2*c.shape.D*2)
+	return sequenceBytes(c.format, c.layers, c.shape, l)
 }
 
 var _ BlockCache = (*GPUCache)(nil)

@@ -88,8 +88,7 @@ func (c *KVCache) Bytes(id int) (bytes, fp16Bytes int64) {
 // format (all layers and KV heads; packed blocks plus the fp16 residual
 // block), and what the same tokens take in an fp16 cache.
 func (c *KVCache) BytesAt(l int) (bytes, fp16Bytes int64) {
-	per := int64(c.layers * c.shape.Hkv)
-	return per * c.format.SequenceBytes(l), per * int64(l) * int64(2*c.shape.D*2)
+	return sequenceBytes(c.format, c.layers, c.shape, l)
 }
 
 // Remove frees sequence id's cache.
@@ -146,6 +145,14 @@ func grow(s []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return s[:n]
+}
+
+// sequenceBytes is the memory l tokens of one sequence take in format f
+// across all layers and KV heads (the format's accounting: packed blocks
+// plus the residual block), and what they take in an fp16 cache.
+func sequenceBytes(f kv.Format, layers int, sh attn.Shape, l int) (bytes, fp16Bytes int64) {
+	per := int64(layers * sh.Hkv)
+	return per * f.SequenceBytes(l), per * int64(l) * int64(2*sh.D*2)
 }
 
 // windowLimit is the smallest sliding window of cfg's layers (0: none).

@@ -115,8 +115,7 @@ func (c *PlaneCache) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c
 
 // BytesAt returns the memory a sequence of l tokens takes, and in fp16.
 func (c *PlaneCache) BytesAt(l int) (bytes, fp16Bytes int64) {
-	per := int64(c.layers * c.shape.Hkv)
-	return per * c.format.SequenceBytes(l), per * int64(l) * int64(2*c.shape.D*2)
+	return sequenceBytes(c.format, c.layers, c.shape, l)
 }
 
 // Remove frees sequence id's cache.
