@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"os"
 	"slices"
@@ -36,6 +37,7 @@ type graphCache struct {
 	disabled bool
 	seed     maphash.Seed
 	entries  map[uint64]*graphEntry
+	buf      []byte // the key sequence's bytes, reused for hashing
 }
 
 // graphEntry is one key sequence: how often it ran, and its graph once
@@ -76,16 +78,11 @@ func (g *graphCache) run(c *gcuda.Ctx, s gcuda.Stream, ops []queuedOp) bool {
 	if flat == nil {
 		return false
 	}
-	var h maphash.Hash
-	h.SetSeed(g.seed)
+	g.buf = g.buf[:0]
 	for _, v := range flat {
-		var b [8]byte
-		for i := range b {
-			b[i] = byte(v >> (8 * i))
-		}
-		h.Write(b[:])
+		g.buf = binary.LittleEndian.AppendUint64(g.buf, v)
 	}
-	sum := h.Sum64()
+	sum := maphash.Bytes(g.seed, g.buf)
 	e := g.entries[sum]
 	if e == nil || !slices.Equal(e.keys, flat) {
 		if len(g.entries) >= graphMaxEntries {
