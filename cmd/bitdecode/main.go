@@ -39,8 +39,6 @@ func (e errUsage) Error() string { return e.msg }
 
 func usageErrorf(format string, a ...any) error { return errUsage{fmt.Sprintf(format, a...)} }
 
-// errNotYet reports a subcommand that is planned but not built.
-var errNotYet = errors.New("not built yet")
 
 func main() {
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
@@ -142,8 +140,3 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func notYet(name, issue, instead string) func([]string, io.Writer, io.Writer) error {
-	return func(args []string, stdout, stderr io.Writer) error {
-		return fmt.Errorf("%w: %s arrives with %s; meanwhile try %s", errNotYet, name, issue, instead)
-	}
-}
