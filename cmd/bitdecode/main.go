@@ -39,7 +39,6 @@ func (e errUsage) Error() string { return e.msg }
 
 func usageErrorf(format string, a ...any) error { return errUsage{fmt.Sprintf(format, a...)} }
 
-
 func main() {
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -139,4 +138,3 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
-
