@@ -154,6 +154,18 @@ type RandomLoader interface {
 	LoadRandom(name string, shape []int, std float32, seed uint64) (Weight, error)
 }
 
+// RandomQuantLoader is implemented by backends that can make random packed
+// low-bit linear weights on the device (benchmarks of weight formats at the
+// size of real models, where quantizing billions of host values would take
+// minutes). The codes are pseudo-random bits, every group's (scale, zero)
+// the same realistic pair: the layout and the bytes a GEMV reads are those of
+// a real quantized matrix, the values only plausible.
+type RandomQuantLoader interface {
+	// LoadRandomQuant returns a [N, K] linear weight in format e (an integer
+	// wq.Elem) with groups of G input channels.
+	LoadRandomQuant(name string, shape []int, e wq.Elem, G int, seed uint64) (Weight, error)
+}
+
 // QuantWeightLoader is implemented by backends that run linear layers on
 // packed low-bit weights (package wq) without widening them. The model
 // loader quantizes a linear layer's weight and hands it over here; a backend

@@ -23,10 +23,14 @@ type LinearRow struct {
 	GEMVGBps   float64   `json:"gemv_gb_per_s"`
 	CublasGBps float64   `json:"cublaslt_gb_per_s"`
 	// Int4US is gemvq.cu over the same matrix in wq's int4 (groups of 128),
-	// Int4GBps on its packed bytes (codes and scale pairs); 0 for the
-	// lm_head, which stays 16-bit.
+	// Int4GBps on its packed bytes (codes and scale pairs); likewise int3
+	// and int8; 0 for the lm_head, which stays 16-bit.
 	Int4US   float64 `json:"int4_gemv_us,omitempty"`
 	Int4GBps float64 `json:"int4_gemv_gb_per_s,omitempty"`
+	Int3US   float64 `json:"int3_gemv_us,omitempty"`
+	Int3GBps float64 `json:"int3_gemv_gb_per_s,omitempty"`
+	Int8US   float64 `json:"int8_gemv_us,omitempty"`
+	Int8GBps float64 `json:"int8_gemv_gb_per_s,omitempty"`
 }
 
 // TimeLinears times the linear-layer shapes of config c at T rows on dev.
@@ -109,9 +113,14 @@ func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) (
 			}); err != nil {
 				return err
 			}
-			if r.Name != "lm_head" && T <= kernels.GEMVMaxRows {
-				if r.Int4US, r.Int4GBps, err = timeInt4(x, st, gq, xp, yp, T, r.N, r.K); err != nil {
-					return err
+			if r.Name != "lm_head" && T <= kernels.GEMVQMaxRows {
+				for _, q := range []struct {
+					e        wq.Elem
+					us, gbps *float64
+				}{{wq.Int4, &r.Int4US, &r.Int4GBps}, {wq.Int3, &r.Int3US, &r.Int3GBps}, {wq.Int8, &r.Int8US, &r.Int8GBps}} {
+					if *q.us, *q.gbps, err = timeQuant(x, st, gq, q.e, xp, yp, T, r.N, r.K); err != nil {
+						return err
+					}
 				}
 			}
 			bytes := float64(2 * r.N * r.K)
@@ -119,8 +128,8 @@ func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) (
 			if r.GEMVUS > 0 {
 				r.GEMVGBps = bytes / r.GEMVUS / 1e3
 			}
-			fmt.Fprintf(progress, "linear %-9s %6dx%-6d T=%d: gemv %7.1f us (%4.0f GB/s; split 1/2/4: %.1f), cuBLASLt %7.1f us (%4.0f GB/s), int4 gemvq %6.1f us (%4.0f GB/s)\n",
-				r.Name, r.N, r.K, T, r.GEMVUS, r.GEMVGBps, r.SplitUS, r.CublasUS, r.CublasGBps, r.Int4US, r.Int4GBps)
+			fmt.Fprintf(progress, "linear %-9s %6dx%-6d T=%d: gemv %7.1f us (%4.0f GB/s; split 1/2/4: %.1f), cuBLASLt %7.1f us (%4.0f GB/s), gemvq int4 %6.1f us (%4.0f GB/s) int3 %6.1f us (%4.0f GB/s) int8 %6.1f us (%4.0f GB/s)\n",
+				r.Name, r.N, r.K, T, r.GEMVUS, r.GEMVGBps, r.SplitUS, r.CublasUS, r.CublasGBps, r.Int4US, r.Int4GBps, r.Int3US, r.Int3GBps, r.Int8US, r.Int8GBps)
 			rows = append(rows, r)
 		}
 		return nil
@@ -128,16 +137,16 @@ func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) (
 	return rows, err
 }
 
-// timeInt4 quantizes a random N(0, 0.02²) [N, K] matrix to wq's int4 with
-// groups of 128 on the host, uploads four copies and times gemvq.cu over
-// them in rotation.
-func timeInt4(x *cuda.Ctx, st cuda.Stream, gq *kernels.GEMVQ, xp, yp cuda.DevicePtr, T, N, K int) (us, gbps float64, err error) {
+// timeQuant quantizes a random N(0, 0.02²) [N, K] matrix to wq's format e
+// with groups of 128 on the host, uploads four copies and times gemvq.cu
+// over them in rotation.
+func timeQuant(x *cuda.Ctx, st cuda.Stream, gq *kernels.GEMVQ, e wq.Elem, xp, yp cuda.DevicePtr, T, N, K int) (us, gbps float64, err error) {
 	r := rand.New(rand.NewPCG(uint64(N), uint64(K)))
 	w := make([]float32, N*K)
 	for i := range w {
 		w[i] = float32(0.02 * r.NormFloat64())
 	}
-	m, err := wq.Quantize(wq.Int4, 128, N, K, w)
+	m, err := wq.Quantize(e, 128, N, K, w)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -160,7 +169,7 @@ func timeInt4(x *cuda.Ctx, st cuda.Stream, gq *kernels.GEMVQ, xp, yp cuda.Device
 		}
 	}
 	us, err = x.MedianUS(st, 3, 20, func(i int) error {
-		return gq.Launch(x, st, yp, xp, words[i%copies], params[i%copies], 0, T, N, K, 4, 128)
+		return gq.Launch(x, st, yp, xp, words[i%copies], params[i%copies], 0, T, N, K, e.Bits(), 128)
 	})
 	if err != nil {
 		return 0, 0, err

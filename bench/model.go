@@ -13,6 +13,7 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // Presets are model configs (Hugging Face config.json) for end-to-end
@@ -47,17 +48,23 @@ func PresetNames() []string {
 
 // ModelConfig configures RunModelGPU.
 type ModelConfig struct {
-	Preset   string   // a key of Presets
-	Formats  []string // KV specs
-	Contexts []int    // cached tokens per sequence before the timed steps
-	Batch    int      // sequences decoded together; 0: as many as fit in GPU memory (per format and context)
-	Steps    int      // timed decode steps (default 16)
-	Warmup   int      // untimed steps first (default 3)
-	Progress io.Writer
+	Preset  string   // a key of Presets
+	Formats []string // KV specs
+	// Weights are the linear layers' formats (wq specs); none means fp16.
+	// Integer formats are random packed matrices (backend.RandomQuantLoader).
+	Weights []string
+	// SkipLinears skips the per-layer GEMV table.
+	SkipLinears bool
+	Contexts    []int // cached tokens per sequence before the timed steps
+	Batch       int   // sequences decoded together; 0: as many as fit in GPU memory (per format and context)
+	Steps       int   // timed decode steps (default 16)
+	Warmup      int   // untimed steps first (default 3)
+	Progress    io.Writer
 }
 
 // ModelRow is one (format, context) point of the model benchmark.
 type ModelRow struct {
+	Weights      string  `json:"weights"`
 	KV           string  `json:"kv"`
 	Context      int     `json:"context"`
 	Batch        int     `json:"batch"`
@@ -118,50 +125,72 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	}
 	rep := &ModelReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Preset: cfg.Preset, ReadGBps: bw.GBps}
 	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
-	if rep.Linears, err = TimeLinears(dev, mc, max(cfg.Batch, 1), progress); err != nil {
-		return nil, err
+	if !cfg.SkipLinears {
+		if rep.Linears, err = TimeLinears(dev, mc, max(cfg.Batch, 1), progress); err != nil {
+			return nil, err
+		}
 	}
-	fmt.Fprintf(progress, "building %s with random weights\n", cfg.Preset)
+	weights := cfg.Weights
+	if len(weights) == 0 {
+		weights = []string{"fp16"}
+	}
+	for _, ws := range weights {
+		wspec, err := wq.ParseSpec(ws)
+		if err != nil {
+			return nil, err
+		}
+		if err := runWeights(rep, be, mc, wspec, cfg, progress); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// runWeights times every (KV format, context) row with the linear layers in
+// format wspec.
+func runWeights(rep *ModelReport, be *bcuda.Backend, mc *model.Config, wspec wq.Spec, cfg ModelConfig, progress io.Writer) error {
+	fmt.Fprintf(progress, "building %s with random %s weights\n", cfg.Preset, wspec)
 	start := time.Now()
-	m, err := model.NewRandom(mc, be, 1)
+	m, err := model.NewRandomWeights(mc, be, 1, wspec)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer m.Close()
 	if err := be.Sync(); err != nil {
-		return nil, err
+		return err
 	}
-	weightBytes := linearWeightBytes(mc)
+	weightBytes := linearWeightBytes(mc, wspec)
 	fmt.Fprintf(progress, "weights ready in %v (%.2f GB of matrices read per step)\n", time.Since(start).Round(time.Millisecond), float64(weightBytes)/1e9)
 	for _, spec := range cfg.Formats {
 		sp, err := kv.ParseSpec(spec)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		f, err := sp.Resolve(mc.HeadDim)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, ctx := range cfg.Contexts {
 			rc := cfg
 			if rc.Batch == 0 {
 				if rc.Batch, err = maxBatch(be, mc, f, ctx+cfg.Steps+cfg.Warmup+1); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			row, err := timeModel(be, m, mc, sp, f, ctx, rc)
 			if err != nil {
-				return nil, fmt.Errorf("bench: %s at %d tokens: %w", spec, ctx, err)
+				return fmt.Errorf("bench: %s weights, %s KV at %d tokens: %w", wspec, spec, ctx, err)
 			}
+			row.Weights = wspec.String()
 			row.WeightBytes = weightBytes
-			row.FloorMs = float64(row.WeightBytes+row.KVBytes) / (bw.GBps * 1e9) * 1e3
+			row.FloorMs = float64(row.WeightBytes+row.KVBytes) / (rep.ReadGBps * 1e9) * 1e3
 			row.OfFloor = row.FloorMs / row.MsPerStep
-			fmt.Fprintf(progress, "%-8s ctx %6d B %d: %.2f ms/step (%.1f tok/s), floor %.2f ms (%.0f%%)\n",
-				spec, ctx, rc.Batch, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
+			fmt.Fprintf(progress, "%-8s %-8s ctx %6d B %d: %.2f ms/step (%.1f tok/s), floor %.2f ms (%.0f%%)\n",
+				wspec.Short(), spec, ctx, rc.Batch, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
 			rep.Rows = append(rep.Rows, *row)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // maxBatchReserve is the device memory maxBatch leaves for activations,
@@ -192,13 +221,19 @@ func maxBatch(be *bcuda.Backend, c *model.Config, f kv.Format, l int) (int, erro
 	return int(n), nil
 }
 
-// linearWeightBytes is the fp16 bytes of every matrix a decode step reads:
-// the projections of each layer and the lm_head (the embedding lookup reads
-// one row per token).
-func linearWeightBytes(c *model.Config) int64 {
-	H, I, qd, kvd := int64(c.Hidden), int64(c.Intermediate), int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
-	perLayer := H*qd + 2*H*kvd + qd*H + 3*H*I
-	return 2 * (int64(c.Layers)*perLayer + int64(c.Vocab)*H)
+// linearWeightBytes is the bytes of every matrix a decode step reads: the
+// projections of each layer in format w (codes and scale pairs) and the
+// fp16 lm_head (the embedding lookup reads one row per token).
+func linearWeightBytes(c *model.Config, w wq.Spec) int64 {
+	H, I, qd, kvd := c.Hidden, c.Intermediate, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	mat := func(n, k int) int64 {
+		if w.IsQuantized() {
+			return wq.Bytes(w.Elem, w.Group, n, k)
+		}
+		return 2 * int64(n) * int64(k)
+	}
+	perLayer := mat(qd, H) + 2*mat(kvd, H) + mat(H, qd) + 2*mat(I, H) + mat(H, I)
+	return int64(c.Layers)*perLayer + 2*int64(c.Vocab)*int64(H)
 }
 
 func timeModel(be *bcuda.Backend, m model.Model, mc *model.Config, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
@@ -242,19 +277,20 @@ func timeModel(be *bcuda.Backend, m model.Model, mc *model.Config, sp kv.Spec, f
 func (rep *ModelReport) WriteTable(w io.Writer) {
 	if len(rep.Linears) > 0 {
 		fmt.Fprintf(w, "Linear layers of one decode step, %s shapes, %s, %d rows (weights fp16, cold in L2)\n\n", rep.Preset, rep.Device, rep.Linears[0].T)
-		fmt.Fprintln(w, "| layer | N x K | gemv.cu us | GB/s | of ceiling | cuBLASLt us | GB/s | int4 gemvq.cu us | GB/s | of ceiling |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| layer | N x K | gemv.cu us | of ceiling | cuBLASLt us | int4 gemvq.cu us | GB/s | of ceiling | int3 us | of ceiling | int8 us | of ceiling |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+		pct := func(gbps float64) float64 { return 100 * gbps / rep.ReadGBps }
 		for _, r := range rep.Linears {
-			fmt.Fprintf(w, "| %s | %dx%d | %.1f | %.0f | %.0f%% | %.1f | %.0f | %.1f | %.0f | %.0f%% |\n", r.Name, r.N, r.K, r.GEMVUS, r.GEMVGBps, 100*r.GEMVGBps/rep.ReadGBps,
-				r.CublasUS, r.CublasGBps, r.Int4US, r.Int4GBps, 100*r.Int4GBps/rep.ReadGBps)
+			fmt.Fprintf(w, "| %s | %dx%d | %.1f | %.0f%% | %.1f | %.1f | %.0f | %.0f%% | %.1f | %.0f%% | %.1f | %.0f%% |\n", r.Name, r.N, r.K, r.GEMVUS, pct(r.GEMVGBps),
+				r.CublasUS, r.Int4US, r.Int4GBps, pct(r.Int4GBps), r.Int3US, pct(r.Int3GBps), r.Int8US, pct(r.Int8GBps))
 		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "Decode step, %s shapes with random weights, %s, %s; read ceiling %.0f GB/s (same run)\n\n", rep.Preset, rep.Device, rep.Date, rep.ReadGBps)
-	fmt.Fprintln(w, "| KV | context | batch | ms/step | tokens/s | weights read | KV read | floor ms | floor/time | KV memory |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| weights | KV | context | batch | ms/step | tokens/s | weights read | KV read | floor ms | floor/time | KV memory |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.1f | %.2f GB | %.2f GB | %.2f | %.0f%% | %.2f GB |\n", r.KV, r.Context, r.Batch, r.MsPerStep, r.TokensPerSec,
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %.2f | %.1f | %.2f GB | %.2f GB | %.2f | %.0f%% | %.2f GB |\n", r.Weights, r.KV, r.Context, r.Batch, r.MsPerStep, r.TokensPerSec,
 			float64(r.WeightBytes)/1e9, float64(r.KVBytes)/1e9, r.FloorMs, 100*r.OfFloor, float64(r.KVMemory)/1e9)
 	}
 }

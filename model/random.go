@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // RandomStd is the standard deviation of NewRandom's matrices: the scale of
@@ -21,15 +22,31 @@ const RandomStd = 0.02
 // weights on the same backend. Backends that implement
 // backend.RandomLoader fill matrices themselves; others get host data.
 func NewRandom(cfg *Config, be backend.Backend, seed uint64) (Model, error) {
+	return NewRandomWeights(cfg, be, seed, wq.Spec{Elem: wq.FP16})
+}
+
+// NewRandomWeights is NewRandom with the linear layers (not embeddings, LM
+// head or norms) in weight format w: for an integer format, random packed
+// matrices made by a backend.RandomQuantLoader (benchmarks of the format's
+// speed; the values are only plausible).
+func NewRandomWeights(cfg *Config, be backend.Backend, seed uint64, w wq.Spec) (Model, error) {
 	newModel, ok := families[cfg.ModelType]
 	if !ok {
 		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
 	}
-	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed}})
+	if w.IsQuantized() {
+		if _, ok := be.(backend.RandomQuantLoader); !ok {
+			return nil, fmt.Errorf("model: random %s weights need a backend that makes packed weights (the CUDA backend)", w)
+		}
+	}
+	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed, weights: w}})
 }
 
 // randomSource makes NewRandom's weights.
-type randomSource struct{ seed uint64 }
+type randomSource struct {
+	seed    uint64
+	weights wq.Spec // the linear layers' format
+}
 
 func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
 	rl, devFill := be.(backend.RandomLoader)
@@ -38,6 +55,8 @@ func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
 		var w backend.Weight
 		var err error
 		switch {
+		case s.linear && r.weights.IsQuantized():
+			w, err = be.(backend.RandomQuantLoader).LoadRandomQuant(s.name, s.shape, r.weights.Elem, r.weights.Group, seed)
 		case len(s.shape) == 2 && devFill:
 			w, err = rl.LoadRandom(s.name, s.shape, RandomStd, seed)
 		default:

@@ -6,15 +6,17 @@ import (
 	"github.com/bitdecode/bitdecode/backend"
 	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
 var _ backend.QuantWeightLoader = (*Backend)(nil)
 
-// LoadQuantWeight implements backend.QuantWeightLoader. int4 and int8
+// LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
 // matrices stay packed on the device (wq's layout): decode-sized batches
-// read them with gemvq.cu, prefill dequantizes them to fp16 and multiplies
-// with cuBLASLt. Other formats (int3, fp16) are dequantized to fp16 at load.
+// (T <= kernels.GEMVQMaxRows) read them with gemvq.cu's tensor-core GEMV,
+// prefill dequantizes them to fp16 and multiplies with cuBLASLt. fp16
+// matrices are stored like any weight.
 // DEC is not built on the GPU yet: a dec is an error that says so.
 func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backend.Weight, error) {
 	if err := m.Validate(); err != nil {
@@ -24,7 +26,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 		return nil, fmt.Errorf("backend/cuda: weight %s: DEC (error compensation from host memory) has no CUDA kernel yet; drop --dec-k or use --device cpu", name)
 	}
 	bits := m.Elem.Bits()
-	if !m.Elem.IsInt() || !(bits == 4 || bits == 8) || m.Group%32 != 0 {
+	if !m.Elem.IsInt() || !(bits == 3 || bits == 4 || bits == 8) || m.Group%32 != 0 {
 		// Dequantize here: exactly wq's values, stored as fp16 like any matrix.
 		data := make([]float32, m.N*m.K)
 		for n := range m.N {
@@ -60,6 +62,52 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 	return b.register(w)
 }
 
+var _ backend.RandomQuantLoader = (*Backend)(nil)
+
+// LoadRandomQuant implements backend.RandomQuantLoader: codes filled on the
+// device with the bits of random fp16 normals, every (scale, zero) pair
+// 2·std/L and −std (ŵ spans ±std like N(0, std²) weights' central mass).
+func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, seed uint64) (backend.Weight, error) {
+	if len(shape) != 2 || shape[0] <= 0 || shape[1] <= 0 {
+		return nil, fmt.Errorf("backend/cuda: random weight %s: shape %v is not a matrix", name, shape)
+	}
+	N, K := shape[0], shape[1]
+	bits := e.Bits()
+	if !e.IsInt() || G <= 0 || G%32 != 0 || K%G != 0 {
+		return nil, fmt.Errorf("backend/cuda: random weight %s: %v with groups of %d over %d channels has no kernel", name, e, G, K)
+	}
+	g, err := b.quantKernels()
+	if err != nil {
+		return nil, fmt.Errorf("backend/cuda: weight %s: %w", name, err)
+	}
+	if !g.Reads(bits, G, K) {
+		return nil, fmt.Errorf("backend/cuda: weight %s: int%d groups of %d over %d channels have no kernel", name, bits, G, K)
+	}
+	const std = 0.02
+	scale := half.FromFloat32(2 * std / float32(e.Levels()))
+	zero := half.FromFloat32(-std)
+	words := N * K / 32 * bits // 32 channels in `bits` words, every format
+	w := &weight{owner: b, name: name, shape: []int{N, K}, qbits: bits, qgroup: G}
+	err = b.dev.Do(func(c *gcuda.Ctx) error {
+		var err error
+		if w.q, err = c.Alloc(4 * words); err != nil {
+			return err
+		}
+		if w.qp, err = c.Alloc(4 * N * (K / G)); err != nil {
+			return err
+		}
+		if err := b.ops.FillNormalF16(c, b.stream, w.q, 2*words, uint32(seed^seed>>32), 1); err != nil {
+			return err
+		}
+		return c.Memset32Async(w.qp, uint32(zero)<<16|uint32(scale), N*(K/G), b.stream)
+	})
+	if err != nil {
+		b.freeWeightMem(w)
+		return nil, fmt.Errorf("backend/cuda: random weight %s %v: %w", name, shape, err)
+	}
+	return b.register(w)
+}
+
 // quantKernels compiles gemvq.cu on first use.
 func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 	b.gemvqOnce.Do(func() { b.gemvq, b.gemvqErr = kernels.LoadGEMVQ(b.dev) })
@@ -73,7 +121,7 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 	if bt != nil {
 		bp = bt.f32
 	}
-	if T <= kernels.GEMVMaxRows {
+	if T <= kernels.GEMVQMaxRows {
 		b.launch("Linear", func(c *gcuda.Ctx) error {
 			if err := b.gemvq.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup); err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)

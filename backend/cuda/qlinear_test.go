@@ -10,11 +10,12 @@ import (
 	"github.com/bitdecode/bitdecode/wq"
 )
 
-// TestQuantLinear runs Linear over packed int4 and int8 weights on the GPU
-// for a decode batch (T = 3: gemvq.cu, float32 products of wq's exact ŵ) and
-// a prefill batch (T = 20: fp16 dequantization and cuBLASLt, so x and ŵ
-// are rounded to fp16) against a float64 reference on ŵ; int3 weights load
-// dequantized, and DEC is refused with a clear error.
+// TestQuantLinear runs Linear over packed int3, int4 and int8 weights on the
+// GPU for decode batches (T = 3 and 12: gemvq.cu, one and two n-tiles) and a
+// prefill batch (T = 20: fp16 dequantization and cuBLASLt) against a float64
+// reference on ŵ. Both paths multiply fp16 operands (x rounded, ŵ within
+// 2⁻¹¹ + 2⁻²⁴ of wq's) with float32 sums, so the bound is
+// 2⁻¹⁰·(1 + 2⁻¹⁰) per product plus (K/16 + 24)·2⁻²³ of Σ|x·ŵ|.
 func TestQuantLinear(t *testing.T) {
 	b := gpu(t)
 	r := rand.New(rand.NewPCG(7, 8))
@@ -41,7 +42,7 @@ func TestQuantLinear(t *testing.T) {
 		if err != nil {
 			t.Fatalf("int%d: %v", e.Bits(), err)
 		}
-		for _, T := range []int{3, 20} {
+		for _, T := range []int{3, 12, 20} {
 			x := make([]float32, T*K)
 			for i := range x {
 				x[i] = float32(r.NormFloat64())
@@ -64,10 +65,7 @@ func TestQuantLinear(t *testing.T) {
 						want += p
 						mag += math.Abs(p)
 					}
-					tol := float64(K/32+8) * 0x1p-24 * mag // float32 sums of exact ŵ·x
-					if T > 8 || e == wq.Int3 {
-						tol += 2 * 0x1p-11 * mag // fp16 x and/or ŵ
-					}
+					tol := (0x1p-10*(1+0x1p-10)+float64(K/16+24)*0x1p-23)*mag + 0x1p-24*math.Abs(want)
 					if g := float64(got[ti*N+n]); g != g || math.Abs(g-want) > tol {
 						t.Fatalf("int%d T=%d: y[%d,%d] = %g, want %g (tol %.3g)", e.Bits(), T, ti, n, g, want, tol)
 					}

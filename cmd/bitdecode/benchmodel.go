@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/bitdecode/bitdecode/bench"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // benchModelHelp is the help of 'bitdecode bench model'.
-const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--batch B|max] [--steps S] [--json FILE]
+const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--weights SPEC,...] [--batch B|max] [--steps S] [--no-linears] [--json FILE]
 
 Times whole decode steps of a model with random weights of realistic scale
 (std 0.02) on the GPU: embedding, every layer's cuBLASLt GEMMs, norms, RoPE,
@@ -21,11 +22,18 @@ data packed exactly as real tokens are. Each row gives the median step time,
 tokens/s, the bytes a step must read (weights once, KV once) and the floor:
 those bytes over the read ceiling measured in the same run.
 
+--weights int4,int3,... runs the rows again with the linear layers in those
+formats (random packed codes with plausible scales: the bytes and kernels of a
+real quantized model, not its values). A table of each linear layer's GEMV
+time (fp16 gemv.cu, cuBLASLt, and gemvq.cu in int4, int3 and int8) comes
+first unless --no-linears.
+
 Presets: ` + "%s" + `
 
 example:
   bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2
   bitdecode bench model --ctx 32k --kv fp16,int4,int2 --batch max    # serving throughput
+  bitdecode bench model --ctx 1k,32k --kv int4 --weights fp16,int4,int3
 `
 
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
@@ -35,6 +43,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", "))
 	ctxs := fs.String("ctx", "32k,128k", "comma-separated contexts (tokens cached per sequence; k = 1024)")
 	kvs := fs.String("kv", "fp16,int4,int2", "comma-separated KV format specs")
+	weights := fs.String("weights", "fp16", "comma-separated linear-layer weight formats (fp16, int8, int4, int3; random packed codes)")
+	noLinears := fs.Bool("no-linears", false, "skip the per-layer GEMV timing table")
 	batch := fs.String("batch", "1", "sequences decoded together, or max: as many as fit in GPU memory (per format and context)")
 	steps := fs.Int("steps", 16, "timed decode steps per row (median reported)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
@@ -47,7 +57,15 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q", fs.Arg(0))
 	}
-	cfg := bench.ModelConfig{Preset: *preset, Steps: *steps, Progress: stderr}
+	cfg := bench.ModelConfig{Preset: *preset, Steps: *steps, Progress: stderr, SkipLinears: *noLinears}
+	for _, s := range strings.Split(*weights, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			if _, err := wq.ParseSpec(s); err != nil {
+				return usageErrorf("--weights: %v", err)
+			}
+			cfg.Weights = append(cfg.Weights, s)
+		}
+	}
 	if *batch != "max" {
 		n, err := strconv.Atoi(*batch)
 		if err != nil || n < 1 {

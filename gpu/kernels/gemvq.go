@@ -10,33 +10,60 @@ import (
 //go:embed gemvq.cu
 var gemvqSource string
 
-// gemvqThreads is gemvq.cu's kThreads; gemvqWarps its kWarps.
+// GEMVQMaxRows is the most rows of x gemvq.cu's GEMV takes (two n-tiles of
+// the mma's 8 columns); larger batches dequantize and go to cuBLASLt.
+const GEMVQMaxRows = 16
+
+// gemvqRows is gemvq.cu's kRows: output channels per CTA; gemvqTile its
+// kTile: input channels per warp tile.
 const (
-	gemvqWarps   = 4
-	gemvqThreads = gemvqWarps * 32
+	gemvqRows = 16
+	gemvqTile = 128
 )
 
-// gemvqBits are the code widths gemvq.cu reads (package wq's int4, int8).
-var gemvqBits = [...]int{4, 8}
+// gemvqBits are the code widths gemvq.cu reads (package wq's int3, int4,
+// int8).
+var gemvqBits = [...]int{3, 4, 8}
+
+// gemvqSplits are the warps per CTA (split-K) gemvq.cu is instantiated with.
+var gemvqSplits = [...]int{1, 2, 4, 8, 16}
+
+// gemvqTargetWarps is how many warps a launch aims for: about 16 per SM of
+// an H100 (132 SMs), enough 128-byte loads in flight per SM to cover DRAM
+// latency.
+const gemvqTargetWarps = 2048
+
+// gemvqSplitFor picks the warps per CTA for an [N, K] weight: the fewest
+// that give gemvqTargetWarps warps in all, while each warp keeps at least
+// two tiles of K.
+func gemvqSplitFor(N, K int) int {
+	ctas := (N + gemvqRows - 1) / gemvqRows
+	tiles := (K + gemvqTile - 1) / gemvqTile
+	s := 1
+	for s < gemvqSplits[len(gemvqSplits)-1] && ctas*s < gemvqTargetWarps && tiles/(2*s) >= 2 {
+		s *= 2
+	}
+	return s
+}
 
 // GEMVQ holds gemvq.cu's kernels: the decode GEMV over packed low-bit
-// weights for 1..GEMVMaxRows rows, each code width and split, and the
+// weights for 1..GEMVQMaxRows rows, each code width and split, and the
 // dequantization to fp16 for prefill.
 type GEMVQ struct {
-	gemv    [GEMVMaxRows + 1][len(gemvqBits)][len(gemvSplits)]cuda.Function
+	gemv    [2][len(gemvqBits)][len(gemvqSplits)]cuda.Function // [n-tiles-1][bits][split]
 	dequant [len(gemvqBits)]cuda.Function
 }
 
-// LoadGEMVQ compiles gemvq.cu (once per device; its 50 instantiations take
-// a few seconds the first time, then come from the kernel cache).
+// LoadGEMVQ compiles gemvq.cu (once per device; later from the kernel
+// cache).
 func LoadGEMVQ(dev *cuda.Device) (*GEMVQ, error) {
-	gexpr := func(t, b, s int) string { return fmt.Sprintf("gemvq::gemv_q<%d, %d, %d>", t, b, s) }
+	gexpr := func(nt, b, s int) string { return fmt.Sprintf("gemvq::gemv_q<%d, %d, %d>", nt, b, s) }
 	dexpr := func(b int) string { return fmt.Sprintf("gemvq::dequant_q<%d>", b) }
 	var exprs []string
-	for t := 1; t <= GEMVMaxRows; t++ {
+	for nt := 1; nt <= 2; nt++ {
 		for _, b := range gemvqBits {
-			for _, s := range gemvSplits {
-				exprs = append(exprs, gexpr(t, b, s))
+			for _, s := range gemvqSplits {
+				exprs = append(exprs, gexpr(nt, b, s))
 			}
 		}
 	}
@@ -48,10 +75,10 @@ func LoadGEMVQ(dev *cuda.Device) (*GEMVQ, error) {
 		return nil, err
 	}
 	g := &GEMVQ{}
-	for t := 1; t <= GEMVMaxRows; t++ {
+	for nt := 1; nt <= 2; nt++ {
 		for bi, b := range gemvqBits {
-			for si, s := range gemvSplits {
-				if g.gemv[t][bi][si], err = mod.Function(gexpr(t, b, s)); err != nil {
+			for si, s := range gemvqSplits {
+				if g.gemv[nt-1][bi][si], err = mod.Function(gexpr(nt, b, s)); err != nil {
 					return nil, err
 				}
 			}
@@ -80,22 +107,31 @@ func (g *GEMVQ) Reads(bits, G, K int) bool {
 	return gemvqBitsIndex(bits) >= 0 && G > 0 && G%32 == 0 && K%G == 0
 }
 
-// Launch computes y = x·Ŵᵀ + bias for T <= GEMVMaxRows rows: x [T][K]
+// Launch computes y = x·Ŵᵀ + bias for T <= GEMVQMaxRows rows: x [T][K]
 // float32, words and params the packed matrix ([N] rows of wq's layout),
-// bias [N] float32 or 0, y [T][N] float32.
+// bias [N] float32 or 0, y [T][N] float32. The split is chosen from the
+// shape (gemvqSplitFor).
 func (g *GEMVQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int) error {
+	return g.LaunchSplit(c, st, y, x, words, params, bias, T, N, K, bits, G, gemvqSplitFor(N, K))
+}
+
+// LaunchSplit is Launch with S warps per CTA (one of 1, 2, 4, 8, 16), for
+// tests and tuning.
+func (g *GEMVQ) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G, S int) error {
 	bi := gemvqBitsIndex(bits)
-	if T < 1 || T > GEMVMaxRows || N <= 0 || !g.Reads(bits, G, K) {
+	if T < 1 || T > GEMVQMaxRows || N <= 0 || !g.Reads(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
 	}
-	s := gemvSplitFor(N)
 	si := 0
-	for gemvSplits[si] != s {
+	for si < len(gemvqSplits) && gemvqSplits[si] != S {
 		si++
 	}
-	perCTA := gemvqWarps / s
-	return c.Launch(g.gemv[T][bi][si], cuda.Dim3{X: (N + perCTA - 1) / perCTA}, cuda.Dim3{X: gemvqThreads}, 0, st,
-		x, words, params, bias, y, int32(N), int32(K), int32(G))
+	if si == len(gemvqSplits) {
+		return fmt.Errorf("kernels: gemvq: split %d is not one of %v", S, gemvqSplits)
+	}
+	nt := (T + 7) / 8
+	return c.Launch(g.gemv[nt-1][bi][si], cuda.Dim3{X: (N + gemvqRows - 1) / gemvqRows}, cuda.Dim3{X: 32 * S}, 0, st,
+		x, words, params, bias, y, int32(T), int32(N), int32(K), int32(G))
 }
 
 // Dequant writes Ŵ as fp16 [N][K] to out (for prefill through cuBLASLt).
@@ -104,6 +140,6 @@ func (g *GEMVQ) Dequant(c *cuda.Ctx, st cuda.Stream, out, words, params cuda.Dev
 	if N <= 0 || !g.Reads(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq dequant: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
 	}
-	chunks := N * (K / (128 / bits))
-	return c.Launch(g.dequant[bi], cuda.Dim3{X: (chunks + 255) / 256}, cuda.Dim3{X: 256}, 0, st, words, params, out, int32(N), int32(K), int32(G))
+	spans := N * (K / 32)
+	return c.Launch(g.dequant[bi], cuda.Dim3{X: (spans + 255) / 256}, cuda.Dim3{X: 256}, 0, st, words, params, out, int32(N), int32(K), int32(G))
 }

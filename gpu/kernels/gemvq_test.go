@@ -13,12 +13,15 @@ import (
 )
 
 // TestGEMVQMatchesReference checks gemvq.cu against a float64 reference on
-// wq's dequantized values Ŵ (wq.Matrix.At), for int4 and int8, groups of
-// 128 and 32, every row count and every split, weights N(0, 0.02²) with
-// outlier input columns and x with outlier channels. The kernel forms each
-// ŵ exactly as wq does, so the bound is float32 accumulation only:
-// (K/32 + 8)·2⁻²⁴·Σ|x·ŵ|. The fp16 dequantization for prefill must equal
-// fp16(ŵ) bit for bit.
+// wq's dequantized values Ŵ (wq.Matrix.At), for int3, int4 and int8, groups
+// of 128, 64 and 32, one and two n-tiles of rows, K not a multiple of the
+// 128-channel tile, N not a multiple of 16, and every split; weights
+// N(0, 0.02²) with outlier input columns and x with outlier channels. The
+// kernel's operands are fp16 (ŵ rounded once from the exact s·q + z, so
+// within 2⁻¹¹ + 2⁻²⁴ of wq's float32 ŵ relatively; x rounded to nearest),
+// so each product is within 2⁻¹⁰·(1 + 2⁻¹⁰) of x·ŵ, and the float32 sums of
+// the tensor cores and the split reduction add (K/16 + 24)·2⁻²³ of Σ|x·ŵ|.
+// The fp16 dequantization for prefill must equal fp16(ŵ) bit for bit.
 func TestGEMVQMatchesReference(t *testing.T) {
 	d, _ := opsSetup(t)
 	g, err := kernels.LoadGEMVQ(d)
@@ -30,7 +33,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 		e          wq.Elem
 		G, T, N, K int
 	}{{wq.Int4, 128, 1, 4096, 4096}, {wq.Int4, 128, 3, 1000, 1024}, {wq.Int4, 32, 8, 257, 2048}, {wq.Int8, 128, 1, 1024, 4096},
-		{wq.Int8, 64, 5, 333, 1408}, {wq.Int4, 128, 2, 64, 14336}} {
+		{wq.Int8, 64, 5, 333, 1408}, {wq.Int4, 128, 2, 64, 14336}, {wq.Int4, 64, 16, 100, 1344}, {wq.Int4, 128, 11, 4096, 4096},
+		{wq.Int3, 128, 1, 4096, 4096}, {wq.Int3, 32, 9, 77, 1440}, {wq.Int8, 128, 16, 200, 4096}} {
 		t.Run(fmt.Sprintf("int%d-g%d-T%d-N%d-K%d", c.e.Bits(), c.G, c.T, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			w := make([]float32, c.N*c.K)
@@ -57,23 +61,34 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			}
 			wp, pp := m.put(cuda.Bytes(qm.Words)), m.put(cuda.Bytes(qm.Params))
 			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
-			yp := m.put(cuda.Bytes(nanF32(c.T * c.N)))
-			m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-				return g.Launch(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G)
-			})
-			got := make([]float32, c.T*c.N)
-			m.read(cuda.Bytes(got), yp)
+			want := make([]float64, c.T*c.N)
+			mag := make([]float64, c.T*c.N)
 			for n := range c.N {
 				for ti := range c.T {
-					want, mag := float64(bias[n]), math.Abs(float64(bias[n]))
+					sum, m := 0.0, 0.0
 					for k := range c.K {
 						p := float64(x[ti*c.K+k]) * float64(qm.At(n, k))
-						want += p
-						mag += math.Abs(p)
+						sum += p
+						m += math.Abs(p)
 					}
-					tol := float64(c.K/32+8) * 0x1p-24 * mag
-					if gv := float64(got[ti*c.N+n]); gv != gv || math.Abs(gv-want) > tol {
-						t.Fatalf("y[%d,%d] = %g, want %g (tol %.3g)", ti, n, gv, want, tol)
+					want[ti*c.N+n], mag[ti*c.N+n] = sum+float64(bias[n]), m
+				}
+			}
+			prodErr := 0x1p-10 * (1 + 0x1p-10)
+			for _, split := range []int{0, 1, 2, 4, 8, 16} {
+				yp := m.put(cuda.Bytes(nanF32(c.T * c.N)))
+				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+					if split == 0 {
+						return g.Launch(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G)
+					}
+					return g.LaunchSplit(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G, split)
+				})
+				got := make([]float32, c.T*c.N)
+				m.read(cuda.Bytes(got), yp)
+				for i, w := range want {
+					tol := (prodErr+float64(c.K/16+24)*0x1p-23)*mag[i] + 0x1p-24*math.Abs(w)
+					if gv := float64(got[i]); gv != gv || math.Abs(gv-w) > tol {
+						t.Fatalf("split %d: y[%d,%d] = %g, want %g (tol %.3g)", split, i/c.N, i%c.N, gv, w, tol)
 					}
 				}
 			}
