@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
@@ -57,9 +56,9 @@ func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) (
 		st := dev.Stream()
 		for _, r := range shapes {
 			r.T = T
-			// Four copies of the weights, rotated, so no run reads from L2.
-			const copies = 4
-			var ws [copies]cuda.DevicePtr
+			// Copies of the weights, rotated, so no run reads from L2.
+			copies := coldCopies(2 * int64(r.N) * int64(r.K))
+			ws := make([]cuda.DevicePtr, copies)
 			for i := range ws {
 				p, err := x.Alloc(2 * r.N * r.K)
 				if err != nil {
@@ -141,38 +140,16 @@ func TimeLinears(dev *cuda.Device, c *model.Config, T int, progress io.Writer) (
 // with groups of 128 on the host, uploads four copies and times gemvq.cu
 // over them in rotation.
 func timeQuant(x *cuda.Ctx, st cuda.Stream, gq *kernels.GEMVQ, e wq.Elem, xp, yp cuda.DevicePtr, T, N, K int) (us, gbps float64, err error) {
-	r := rand.New(rand.NewPCG(uint64(N), uint64(K)))
-	w := make([]float32, N*K)
-	for i := range w {
-		w[i] = float32(0.02 * r.NormFloat64())
-	}
-	m, err := wq.Quantize(e, 128, N, K, w)
+	words, params, bytes, free, err := uploadQuant(x, e, N, K)
 	if err != nil {
 		return 0, 0, err
 	}
-	const copies = 4
-	var words, params [copies]cuda.DevicePtr
-	for i := range copies {
-		if words[i], err = x.Alloc(4 * len(m.Words)); err != nil {
-			return 0, 0, err
-		}
-		defer x.Free(words[i])
-		if params[i], err = x.Alloc(2 * len(m.Params)); err != nil {
-			return 0, 0, err
-		}
-		defer x.Free(params[i])
-		if err := x.HtoD(words[i], cuda.Bytes(m.Words)); err != nil {
-			return 0, 0, err
-		}
-		if err := x.HtoD(params[i], cuda.Bytes(m.Params)); err != nil {
-			return 0, 0, err
-		}
-	}
+	defer free()
 	us, err = x.MedianUS(st, 3, 20, func(i int) error {
-		return gq.Launch(x, st, yp, xp, words[i%copies], params[i%copies], 0, T, N, K, e.Bits(), 128)
+		return gq.Launch(x, st, yp, xp, words[i%len(words)], params[i%len(params)], 0, T, N, K, e.Bits(), 128)
 	})
 	if err != nil {
 		return 0, 0, err
 	}
-	return us, float64(m.Bytes()) / us / 1e3, nil
+	return us, float64(bytes) / us / 1e3, nil
 }

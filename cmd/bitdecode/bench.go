@@ -94,6 +94,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "e2e" {
 		return runBenchE2E(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "gemvq" {
+		return runBenchGEMVQ(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "attn" {
 		args = args[1:]
 	}

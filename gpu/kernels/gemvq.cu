@@ -11,12 +11,16 @@
 //   params [N][K/G][2] fp16: (scale s, zero z) of row n, group g.
 //   x [T][K] float32, bias [N] float32 or null, y [T][N] float32.
 //
-// Numbers: each ŵ is formed in half2 arithmetic, q exact (1024+q − 1024),
-// then one fma.rn.f16x2 of q with (s, s) and (z, z): ŵ rounded once to fp16,
-// within one fp16 ulp of wq's float32 ŵ (wq/doc.go). x is rounded to fp16 as
-// the tensor-core operand; products and sums are float32 (mma.sync with f32
-// accumulation). These are the operands the prefill path (dequant_q +
-// cuBLASLt over fp16 x) multiplies too.
+// Numbers: x is rounded to fp16 as the tensor-core operand; products and
+// sums are float32 (mma.sync with f32 accumulation). With G a multiple of
+// the 128-channel tile (the default G = 128), a tile's codes share one
+// (scale, zero) per row, so the mma multiplies the exact integer codes and
+// each tile adds s·Σq·x + z·Σx (Σx from a second mma with A = ones): wq's ŵ
+// exactly, in distributed form, and the fewest ops per weight (a word of 8
+// int4 codes: one shift, four lop3, four half2 ops). With smaller groups ŵ is
+// formed in half2 before the mma: q exact, then one fma.rn.f16x2 with (s, s)
+// and (z, z), ŵ rounded once to fp16 (within one fp16 ulp of wq's float32
+// ŵ, wq/doc.go).
 //
 // Work: mma.sync m16n8k16 with the weights as A (16 output channels x 16
 // input channels) and x as B (16 input channels x 8 tokens; T > 8 takes a
@@ -34,12 +38,12 @@
 // in flight. The S warps' partial sums are added in warp order through shared
 // memory: a fixed order, deterministic.
 //
-// Versions (H100, T = 1, int4 G128; docs/perf/decode-step.md):
-//   v1 CUDA cores, a warp per output channel, lane l on channels 32l..:
-//      gate/up 14336x4096 66.5 us (469 GB/s, 15% of the read ceiling): x
-//      reads 128 bytes apart across lanes (32 L1 wavefronts per load) and
-//      ~4 float ops per weight.
-//   v2 tensor cores, this file.
+// Versions (H100, T = 1, int4 G128; docs/perf/gemvq.md has each step):
+//   v1 CUDA cores, a warp per output channel, lane l on channels 32l..,
+//      ŵ and products in float32: gate/up 14336x4096 66.5 us (15% of the
+//      read ceiling, launch latency included): ~6 instructions per weight.
+//   v2 tensor cores, ŵ in half2: gate/up 23-24 us (GPU time), 42%.
+//   v3 scales folded out of the inner loop (GEMVQ_FOLD).
 //
 // Go wrapper: gemvq.go; test: gemvq_test.go (float64 reference of wq's Ŵ).
 
@@ -51,11 +55,49 @@ namespace gemvq {
 constexpr int kRows = 16;      // output channels per CTA (the mma's M)
 constexpr int kTile = 128;     // input channels per tile (4 lanes x 32)
 constexpr int kSpan = 32;      // input channels per lane per tile
-// kUnroll: tiles whose codes are loaded before their math (128 bytes per lane
-// in flight for int4 and int8, 96 for int3).
+// Tuning knobs (NVRTC -D options; the defaults are the measured best,
+// docs/perf/decode-step.md):
+//   GEMVQ_PIPE      1: the next batch of kUnroll tiles is loaded before the
+//                   current one's math (register double buffering).
+//   GEMVQ_WARPS_SM  warps per SM the launch bounds ask registers for
+//                   (0: no bound).
+//   GEMVQ_UNROLL    tiles per load batch (0: kUnroll's default).
+//   GEMVQ_FOLD      1: with G a multiple of 128, mma over the exact codes
+//                   and apply (s, z) per tile (fewer ops per weight); 0:
+//                   ŵ in half2 before the mma.
+//   GEMVQ_XSTAGE    1: a tile's x goes through a per-warp shared-memory
+//                   buffer (one coalesced float4 per lane and token, the first
+//                   token's loaded with the codes); 0: each lane reads its
+//                   own 32 channels (8 float4 loads 128 bytes apart).
+// Diagnostics (wrong results; they bound where the time goes):
+//   GEMVQ_DIAG=1    x is not read (B = 1.0): the cost of the x path.
+//   GEMVQ_DIAG=2    loads only: the codes are XOR-ed into the output, no
+//                   dequantization or mma: the load pattern's bandwidth.
+#ifndef GEMVQ_PIPE
+#define GEMVQ_PIPE 1
+#endif
+#ifndef GEMVQ_WARPS_SM
+#define GEMVQ_WARPS_SM 0
+#endif
+#ifndef GEMVQ_UNROLL
+#define GEMVQ_UNROLL 0
+#endif
+#ifndef GEMVQ_DIAG
+#define GEMVQ_DIAG 0
+#endif
+#ifndef GEMVQ_FOLD
+#define GEMVQ_FOLD 0
+#endif
+#ifndef GEMVQ_XSTAGE
+#define GEMVQ_XSTAGE 1
+#endif
+
+// kUnroll: tiles whose codes are loaded before their math (64 bytes per lane
+// for int4, double buffered).
 template <int BITS>
-constexpr int kUnroll = BITS == 8 ? 2 : 4;
+constexpr int kUnroll = GEMVQ_UNROLL > 0 ? GEMVQ_UNROLL : 2;
 constexpr u32 kMagic = 0x64006400u;  // half2 (1024, 1024)
+constexpr u32 kOnes = 0x3c003c00u;   // half2 (1, 1)
 
 __device__ __forceinline__ float h2f(u16 h) {
   float f;
@@ -90,6 +132,19 @@ __device__ __forceinline__ u32 deq(u32 magicq, u32 s2, u32 z2) {
   asm("sub.f16x2 %0, %1, %2;" : "=r"(q) : "r"(magicq), "r"(kMagic));
   asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(w) : "r"(q), "r"(s2), "r"(z2));
   return w;
+}
+
+// sub1024 turns (1024+q, 1024+q′) into (q, q′) exactly.
+__device__ __forceinline__ u32 sub1024(u32 v) {
+  u32 q;
+  asm("sub.f16x2 %0, %1, %2;" : "=r"(q) : "r"(v), "r"(kMagic));
+  return q;
+}
+// odd16 turns (1024+16q, 1024+16q′) into (q, q′) exactly: ·1/16 − 64.
+__device__ __forceinline__ u32 odd16(u32 v) {
+  u32 q;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(q) : "r"(v), "r"(0x2c002c00u), "r"(0xd400d400u));
+  return q;
 }
 
 __device__ __forceinline__ void mma16816(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
@@ -153,6 +208,38 @@ __device__ __forceinline__ void dequantSpan(u32 (&out)[16], const Span<BITS>& s,
   }
 }
 
+// codesSpan writes the span's 16 pairs of codes as exact half2 integers
+// (q, q′), the cheapest unpacking per width: int4 takes the even nibbles
+// with the magic and one subtraction, the odd ones in place (1024 + 16q) and
+// one fma by 1/16 and −64, so a word of 8 codes costs one shift, four lop3
+// and four half2 ops.
+template <int BITS>
+__device__ __forceinline__ void codesSpan(u32 (&out)[16], const Span<BITS>& s) {
+  if constexpr (BITS == 4) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const u32 lo = s.w[i], hi = s.w[i] >> 8;
+      out[4 * i] = sub1024(lop3OrMask(lo, 0x000f000fu));
+      out[4 * i + 1] = odd16(lop3OrMask(lo, 0x00f000f0u));
+      out[4 * i + 2] = sub1024(lop3OrMask(hi, 0x000f000fu));
+      out[4 * i + 3] = odd16(lop3OrMask(hi, 0x00f000f0u));
+    }
+  } else if constexpr (BITS == 8) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      out[2 * i] = sub1024(prmt(s.w[i], 0x64646464u, 0x4240));
+      out[2 * i + 1] = sub1024(prmt(s.w[i], 0x64646464u, 0x4341));
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 3; j++)
+#pragma unroll
+      for (int p = 0; p < 5; p++) out[5 * j + p] = sub1024(lop3OrMask(s.w[j] >> (3 * p), 0x00070007u));
+    const u32 q = ((s.w[0] >> 15) & 0x00010001u) | ((s.w[1] >> 14) & 0x00020002u) | ((s.w[2] >> 13) & 0x00040004u);
+    out[15] = sub1024(q | kMagic);
+  }
+}
+
 // loadX converts x[t][k..k+31] to 16 half2 (pair m: channels k+2m, k+2m+1).
 __device__ __forceinline__ void loadX(u32 (&xb)[16], const float* x) {
 #pragma unroll
@@ -163,11 +250,33 @@ __device__ __forceinline__ void loadX(u32 (&xb)[16], const float* x) {
   }
 }
 
+constexpr int minBlocks(int S) { return GEMVQ_WARPS_SM / S > 1 ? GEMVQ_WARPS_SM / S : 1; }
+
+// Batch<BITS> is kUnroll tiles of one lane's codes for rows r and r+8 and
+// their (scale, zero) pairs.
+template <int BITS>
+struct Batch {
+  Span<BITS> a0[kUnroll<BITS>], a1[kUnroll<BITS>];
+  u32 sz0[kUnroll<BITS>], sz1[kUnroll<BITS>];
+  float4 x0[kUnroll<BITS>];  // GEMVQ_XSTAGE: channels 4·lane.. of token 0
+};
+
+// kXStride is the u32 stride of a token's row in the x staging buffer: 64
+// half2 of a tile plus 4 of padding, so the mma lanes' 16-byte reads of 8
+// tokens spread over all banks.
+constexpr int kXStride = 64 + 4;
+
 // gemv_q: grid (ceil(N/16)), block 32·S. NT n-tiles of 8 tokens (T <= 8·NT).
 template <int NT, int BITS, int S>
-__global__ void __launch_bounds__(32 * S) gemv_q(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
-                                                 const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G) {
+__global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
+                                                               const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G) {
+  constexpr int U = kUnroll<BITS>;
+  // fold: with groups of whole tiles (G a multiple of 128), a tile's codes
+  // share one (scale, zero) per row, so the tensor cores multiply the exact
+  // integer codes and the scales are applied once per tile to the sums.
+  const bool fold = GEMVQ_FOLD && G % kTile == 0;
   __shared__ float part[S > 1 ? S : 1][NT][kRows][8];
+  __shared__ __align__(16) u32 xs[GEMVQ_XSTAGE ? S : 1][GEMVQ_XSTAGE ? 8 * NT : 1][kXStride];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int r = lane / 4, c = lane % 4;
   const int n0 = blockIdx.x * kRows;
@@ -188,42 +297,117 @@ __global__ void __launch_bounds__(32 * S) gemv_q(const float* __restrict__ x, co
 #pragma unroll
     for (int i = 0; i < 4; i++) acc[nt][i] = 0.f;
 
-  for (int tb = t0; tb < t1; tb += kUnroll<BITS>) {
-    Span<BITS> a0[kUnroll<BITS>], a1[kUnroll<BITS>];
-    u32 sz0[kUnroll<BITS>], sz1[kUnroll<BITS>];
-    // Loads first: kUnroll tiles of codes and their (scale, zero) pairs.
+  // load fills b with the tiles tb..tb+U-1 (zeros past the warp's run or K).
+  auto load = [&](Batch<BITS>& b, int tb) {
 #pragma unroll
-    for (int u = 0; u < kUnroll<BITS>; u++) {
+    for (int u = 0; u < U; u++) {
       const int k = (tb + u) * kTile + c * kSpan;
       const bool in = tb + u < t1 && k < K;
 #pragma unroll
-      for (int i = 0; i < BITS; i++) a0[u].w[i] = a1[u].w[i] = 0;
-      sz0[u] = sz1[u] = 0;
-      if (in && ok0) loadSpan<BITS>(a0[u], row0, k), sz0[u] = __ldg(p0 + k / G);
-      if (in && ok1) loadSpan<BITS>(a1[u], row1, k), sz1[u] = __ldg(p1 + k / G);
+      for (int i = 0; i < BITS; i++) b.a0[u].w[i] = b.a1[u].w[i] = 0;
+      b.sz0[u] = b.sz1[u] = 0;
+      if (GEMVQ_XSTAGE) {
+        const int kx = (tb + u) * kTile + 4 * lane;
+        b.x0[u] = tb + u < t1 && kx < K ? *reinterpret_cast<const float4*>(x + kx) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+      if (in && ok0) loadSpan<BITS>(b.a0[u], row0, k), b.sz0[u] = __ldg(p0 + k / G);
+      if (in && ok1) loadSpan<BITS>(b.a1[u], row1, k), b.sz1[u] = __ldg(p1 + k / G);
     }
+  };
+  // math runs the tiles of b through the tensor cores.
+  auto math = [&](const Batch<BITS>& b, int tb) {
 #pragma unroll
-    for (int u = 0; u < kUnroll<BITS>; u++) {
+    for (int u = 0; u < U; u++) {
       const int k = (tb + u) * kTile + c * kSpan;
       if (tb + u >= t1) break;  // warp-uniform
+      if (GEMVQ_DIAG == 2) {
+        u32 h = b.sz0[u] ^ b.sz1[u];
+#pragma unroll
+        for (int i = 0; i < BITS; i++) h ^= b.a0[u].w[i] ^ b.a1[u].w[i];
+        acc[0][0] += __uint_as_float(h & 0x3fffffffu);
+        continue;
+      }
+      if (GEMVQ_XSTAGE && GEMVQ_DIAG != 1) {
+        // The tile's x as half2 in the warp's buffer: lane l converts
+        // channels 4l..4l+3 of every token (token 0's came with the codes).
+        const int kx = (tb + u) * kTile + 4 * lane;
+        __syncwarp();
+        for (int t = 0; t < T; t++) {
+          const float4 v = t == 0 ? b.x0[u] : kx < K ? *reinterpret_cast<const float4*>(x + size_t(t) * K + kx) : make_float4(0.f, 0.f, 0.f, 0.f);
+          *reinterpret_cast<uint2*>(&xs[warp][t][2 * lane]) = make_uint2(pack2(v.x, v.y), pack2(v.z, v.w));
+        }
+        __syncwarp();
+      }
       u32 w0[16], w1[16];
-      dequantSpan<BITS>(w0, a0[u], sz0[u]);
-      dequantSpan<BITS>(w1, a1[u], sz1[u]);
+      if (fold) {
+        codesSpan<BITS>(w0, b.a0[u]);
+        codesSpan<BITS>(w1, b.a1[u]);
+      } else {
+        dequantSpan<BITS>(w0, b.a0[u], b.sz0[u]);
+        dequantSpan<BITS>(w1, b.a1[u], b.sz1[u]);
+      }
 #pragma unroll
       for (int nt = 0; nt < NT; nt++) {
         const int t = nt * 8 + r;
         u32 xb[16];
-        if (t < T && k < K) {
+        if (GEMVQ_XSTAGE && GEMVQ_DIAG != 1) {
+          if (t < T) {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+              const uint4 v = *reinterpret_cast<const uint4*>(&xs[warp][t][16 * c + 4 * q]);
+              xb[4 * q] = v.x, xb[4 * q + 1] = v.y, xb[4 * q + 2] = v.z, xb[4 * q + 3] = v.w;
+            }
+          } else {
+#pragma unroll
+            for (int i = 0; i < 16; i++) xb[i] = 0;
+          }
+        } else if (GEMVQ_DIAG == 1) {
+#pragma unroll
+          for (int i = 0; i < 16; i++) xb[i] = 0x3c003c00u;
+        } else if (t < T && k < K) {
           loadX(xb, x + size_t(t) * K + k);
         } else {
 #pragma unroll
           for (int i = 0; i < 16; i++) xb[i] = 0;
         }
+        if (fold) {
+          // This tile's Σ q·x and Σ x (A = ones: every row gets the sums),
+          // then y += s·Σ q·x + z·Σ x with the rows' pairs of this group.
+          float d[4] = {0.f, 0.f, 0.f, 0.f}, xs4[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int j = 0; j < 8; j++) mma16816(acc[nt], w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
+          for (int j = 0; j < 8; j++) {
+            mma16816(d, w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
+            mma16816(xs4, kOnes, kOnes, kOnes, kOnes, xb[2 * j], xb[2 * j + 1]);
+          }
+          const float s0 = h2f(u16(b.sz0[u] & 0xffff)), z0 = h2f(u16(b.sz0[u] >> 16));
+          const float s1 = h2f(u16(b.sz1[u] & 0xffff)), z1 = h2f(u16(b.sz1[u] >> 16));
+          acc[nt][0] = fmaf(s0, d[0], fmaf(z0, xs4[0], acc[nt][0]));
+          acc[nt][1] = fmaf(s0, d[1], fmaf(z0, xs4[1], acc[nt][1]));
+          acc[nt][2] = fmaf(s1, d[2], fmaf(z1, xs4[2], acc[nt][2]));
+          acc[nt][3] = fmaf(s1, d[3], fmaf(z1, xs4[3], acc[nt][3]));
+        } else {
+#pragma unroll
+          for (int j = 0; j < 8; j++) mma16816(acc[nt], w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
+        }
       }
     }
+  };
+#if GEMVQ_PIPE
+  Batch<BITS> cur;
+  load(cur, t0);
+  for (int tb = t0; tb < t1; tb += U) {
+    Batch<BITS> next;
+    load(next, tb + U);
+    math(cur, tb);
+    cur = next;
   }
+#else
+  for (int tb = t0; tb < t1; tb += U) {
+    Batch<BITS> cur;
+    load(cur, tb);
+    math(cur, tb);
+  }
+#endif
 
   // acc[nt]: rows r, r+8 (output channels), columns 2c, 2c+1 (tokens).
   if (S > 1) {

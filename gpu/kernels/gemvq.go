@@ -28,6 +28,15 @@ var gemvqBits = [...]int{3, 4, 8}
 // gemvqSplits are the warps per CTA (split-K) gemvq.cu is instantiated with.
 var gemvqSplits = [...]int{1, 2, 4, 8, 16}
 
+// gemvqMaxSplit is the most warps per CTA with nt n-tiles: 16 warps' x
+// staging buffers for 16 tokens would pass the 48 KB of static shared memory.
+func gemvqMaxSplit(nt int) int {
+	if nt == 2 {
+		return 8
+	}
+	return 16
+}
+
 // gemvqTargetWarps is how many warps a launch aims for: about 16 per SM of
 // an H100 (132 SMs), enough 128-byte loads in flight per SM to cover DRAM
 // latency.
@@ -56,21 +65,28 @@ type GEMVQ struct {
 
 // LoadGEMVQ compiles gemvq.cu (once per device; later from the kernel
 // cache).
-func LoadGEMVQ(dev *cuda.Device) (*GEMVQ, error) {
+func LoadGEMVQ(dev *cuda.Device) (*GEMVQ, error) { return LoadGEMVQOptions(dev) }
+
+// LoadGEMVQOptions compiles gemvq.cu with extra NVRTC options: its tuning
+// knobs (-DGEMVQ_PIPE=0, -DGEMVQ_UNROLL=8, ...; see the file) for
+// experiments such as `bitdecode bench gemvq --variants`.
+func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 	gexpr := func(nt, b, s int) string { return fmt.Sprintf("gemvq::gemv_q<%d, %d, %d>", nt, b, s) }
 	dexpr := func(b int) string { return fmt.Sprintf("gemvq::dequant_q<%d>", b) }
 	var exprs []string
 	for nt := 1; nt <= 2; nt++ {
 		for _, b := range gemvqBits {
 			for _, s := range gemvqSplits {
-				exprs = append(exprs, gexpr(nt, b, s))
+				if s <= gemvqMaxSplit(nt) {
+					exprs = append(exprs, gexpr(nt, b, s))
+				}
 			}
 		}
 	}
 	for _, b := range gemvqBits {
 		exprs = append(exprs, dexpr(b))
 	}
-	mod, err := dev.Compile(cuda.Program{Name: "gemvq.cu", Source: gemvqSource, Exprs: exprs})
+	mod, err := dev.Compile(cuda.Program{Name: "gemvq.cu", Source: gemvqSource, Exprs: exprs, Options: opts})
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +94,9 @@ func LoadGEMVQ(dev *cuda.Device) (*GEMVQ, error) {
 	for nt := 1; nt <= 2; nt++ {
 		for bi, b := range gemvqBits {
 			for si, s := range gemvqSplits {
+				if s > gemvqMaxSplit(nt) {
+					continue
+				}
 				if g.gemv[nt-1][bi][si], err = mod.Function(gexpr(nt, b, s)); err != nil {
 					return nil, err
 				}
@@ -130,8 +149,27 @@ func (g *GEMVQ) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bi
 		return fmt.Errorf("kernels: gemvq: split %d is not one of %v", S, gemvqSplits)
 	}
 	nt := (T + 7) / 8
+	if S > gemvqMaxSplit(nt) {
+		S, si = gemvqMaxSplit(nt), si-1
+	}
 	return c.Launch(g.gemv[nt-1][bi][si], cuda.Dim3{X: (N + gemvqRows - 1) / gemvqRows}, cuda.Dim3{X: 32 * S}, 0, st,
 		x, words, params, bias, y, int32(T), int32(N), int32(K), int32(G))
+}
+
+// SplitFor returns the warps per CTA Launch uses for an [N, K] weight.
+func SplitFor(N, K int) int { return gemvqSplitFor(N, K) }
+
+// Info returns the resources of the GEMV kernel for T rows, a code width and
+// split S.
+func (g *GEMVQ) Info(c *cuda.Ctx, T, bits, S int) (cuda.FuncInfo, error) {
+	bi, si := gemvqBitsIndex(bits), 0
+	for si < len(gemvqSplits) && gemvqSplits[si] != S {
+		si++
+	}
+	if bi < 0 || si == len(gemvqSplits) || T < 1 || T > GEMVQMaxRows || S > gemvqMaxSplit((T+7)/8) {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq: no kernel for T=%d bits=%d split %d", T, bits, S)
+	}
+	return c.FuncInfo(g.gemv[(T+7)/8-1][bi][si])
 }
 
 // Dequant writes Ŵ as fp16 [N][K] to out (for prefill through cuBLASLt).
@@ -143,3 +181,6 @@ func (g *GEMVQ) Dequant(c *cuda.Ctx, st cuda.Stream, out, words, params cuda.Dev
 	spans := N * (K / 32)
 	return c.Launch(g.dequant[bi], cuda.Dim3{X: (spans + 255) / 256}, cuda.Dim3{X: 256}, 0, st, words, params, out, int32(N), int32(K), int32(G))
 }
+
+// GEMVQMaxSplit is the most warps per CTA LaunchSplit takes for T rows.
+func GEMVQMaxSplit(T int) int { return gemvqMaxSplit((T + 7) / 8) }

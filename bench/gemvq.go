@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// GEMVQRow is one (variant, weight format, shape, split) point of the
+// gemvq.cu sweep.
+type GEMVQRow struct {
+	Variant    string  `json:"variant"` // NVRTC -D options, "" for the defaults
+	Bits       int     `json:"bits"`
+	Name       string  `json:"name"`
+	N          int     `json:"n"`
+	K          int     `json:"k"`
+	T          int     `json:"t"`
+	Split      int     `json:"split"`
+	Auto       bool    `json:"auto"` // the split Launch picks
+	US         float64 `json:"us"`
+	GBps       float64 `json:"gb_per_s"`
+	OfCeiling  float64 `json:"ceiling_fraction"`
+	Registers  int     `json:"registers"`
+	LocalBytes int     `json:"local_bytes"`
+}
+
+// SweepGEMVQ times gemvq.cu's GEMV for the linear-layer shapes of config c
+// at T rows, for each compile-time variant (space-separated NAME=VALUE knobs
+// of gemvq.cu, e.g. "GEMVQ_PIPE=0 GEMVQ_UNROLL=8"), each code width and each
+// split, with weights cold in L2 (four copies in rotation).
+// Shapes and splits, when not empty, restrict the sweep (shape names as in
+// the rows: "gate/up", ...).
+func SweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bits []int, shapes0 []string, splits []int, ceilingGBps float64, progress io.Writer) ([]GEMVQRow, error) {
+	H, I, qd, kvd := c.Hidden, c.Intermediate, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	shapes := []struct {
+		name string
+		N, K int
+	}{{"q/o proj", qd, H}, {"k/v proj", kvd, H}, {"gate/up", I, H}, {"down", H, I}}
+	if len(shapes0) > 0 {
+		kept := shapes[:0]
+		for _, sh := range shapes {
+			if slices.Contains(shapes0, sh.name) {
+				kept = append(kept, sh)
+			}
+		}
+		shapes = kept
+	}
+	if len(splits) == 0 {
+		splits = []int{1, 2, 4, 8, 16}
+	}
+	var rows []GEMVQRow
+	for _, v := range variants {
+		var opts []string
+		for _, f := range strings.Fields(v) {
+			opts = append(opts, "-D"+f)
+		}
+		g, err := kernels.LoadGEMVQOptions(dev, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("bench: gemvq variant %q: %w", v, err)
+		}
+		err = dev.Do(func(x *cuda.Ctx) error {
+			st := dev.Stream()
+			for _, b := range bits {
+				e := map[int]wq.Elem{3: wq.Int3, 4: wq.Int4, 8: wq.Int8}[b]
+				for _, sh := range shapes {
+					ws, ps, bytes, free, err := uploadQuant(x, e, sh.N, sh.K)
+					if err != nil {
+						return err
+					}
+					xp, err := x.Alloc(4 * T * sh.K)
+					if err != nil {
+						free()
+						return err
+					}
+					yp, err := x.Alloc(4 * T * sh.N)
+					if err != nil {
+						free()
+						x.Free(xp)
+						return err
+					}
+					if err := x.Memset32Async(xp, 0x3f800000, T*sh.K, st); err != nil {
+						return err
+					}
+					auto := kernels.SplitFor(sh.N, sh.K)
+					for _, s := range splits {
+						if s > kernels.GEMVQMaxSplit(T) {
+							continue
+						}
+						us, err := x.MedianUS(st, 3, 20, func(i int) error {
+							return g.LaunchSplit(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, T, sh.N, sh.K, b, 128, s)
+						})
+						if err != nil {
+							return err
+						}
+						fi, err := g.Info(x, T, b, s)
+						if err != nil {
+							return err
+						}
+						r := GEMVQRow{Variant: v, Bits: b, Name: sh.name, N: sh.N, K: sh.K, T: T, Split: s, Auto: s == auto, US: us,
+							GBps: float64(bytes) / us / 1e3, Registers: fi.Registers, LocalBytes: fi.LocalBytes}
+						r.OfCeiling = r.GBps / ceilingGBps
+						mark := ""
+						if r.Auto {
+							mark = " (auto)"
+						}
+						fmt.Fprintf(progress, "gemvq [%s] int%d %-9s %5dx%-5d T=%d S=%-2d: %6.1f us %5.0f GB/s %3.0f%% regs %d local %d%s\n",
+							v, b, sh.name, sh.N, sh.K, T, s, us, r.GBps, 100*r.OfCeiling, fi.Registers, fi.LocalBytes, mark)
+						rows = append(rows, r)
+					}
+					free()
+					x.Free(xp)
+					x.Free(yp)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// coldBytes is how many bytes of weight copies a GEMV timing rotates over:
+// more than twice an H100's 50 MB L2, so every run reads from DRAM.
+const coldBytes = 128 << 20
+
+// coldCopies returns the copies of a matrix of the given bytes that make up
+// coldBytes (at least 4).
+func coldCopies(bytes int64) int { return max(4, int((coldBytes+bytes-1)/bytes)) }
+
+// uploadQuant quantizes a random N(0, 0.02²) [N, K] matrix to format e with
+// groups of 128 and uploads coldCopies copies; free releases them.
+func uploadQuant(x *cuda.Ctx, e wq.Elem, N, K int) (words, params []cuda.DevicePtr, bytes int64, free func(), err error) {
+	r := rand.New(rand.NewPCG(uint64(N), uint64(K)))
+	w := make([]float32, N*K)
+	for i := range w {
+		w[i] = float32(0.02 * r.NormFloat64())
+	}
+	m, err := wq.Quantize(e, 128, N, K, w)
+	if err != nil {
+		return nil, nil, 0, nil, err
+	}
+	var ptrs []cuda.DevicePtr
+	free = func() {
+		for _, p := range ptrs {
+			x.Free(p)
+		}
+	}
+	for range coldCopies(m.Bytes()) {
+		wp, err := x.Alloc(4 * len(m.Words))
+		if err != nil {
+			free()
+			return nil, nil, 0, nil, err
+		}
+		ptrs = append(ptrs, wp)
+		pp, err := x.Alloc(2 * len(m.Params))
+		if err != nil {
+			free()
+			return nil, nil, 0, nil, err
+		}
+		ptrs = append(ptrs, pp)
+		if err := x.HtoD(wp, cuda.Bytes(m.Words)); err != nil {
+			free()
+			return nil, nil, 0, nil, err
+		}
+		if err := x.HtoD(pp, cuda.Bytes(m.Params)); err != nil {
+			free()
+			return nil, nil, 0, nil, err
+		}
+		words, params = append(words, wp), append(params, pp)
+	}
+	return words, params, m.Bytes(), free, nil
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/bench"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// benchGEMVQHelp is the help of 'bitdecode bench gemvq'.
+const benchGEMVQHelp = `usage: bitdecode bench gemvq [--preset NAME] [--rows T] [--bits 4,3,8] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
+
+Times gemvq.cu, the decode GEMV over packed low-bit weights, on the linear-
+layer shapes of a preset model (weights cold in L2), for every split (warps
+per CTA) and each compile-time variant: a variant is a space-separated list
+of gemvq.cu's knobs (GEMVQ_PIPE, GEMVQ_UNROLL, GEMVQ_WARPS_SM), variants are
+separated by ';', and "" is the defaults. Each line gives the time, GB/s on
+the packed bytes, the fraction of the read ceiling, and the kernel's
+registers and local (spill) bytes. A tool for kernel work (docs/perf).
+
+example:
+  bitdecode bench gemvq --variants ';GEMVQ_PIPE=0;GEMVQ_UNROLL=8'
+`
+
+func runBenchGEMVQ(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench gemvq", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchGEMVQHelp) }
+	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", "))
+	rows := fs.Int("rows", 1, "rows of x (tokens), 1..16")
+	bitsFlag := fs.String("bits", "4", "comma-separated code widths (3, 4, 8)")
+	variants := fs.String("variants", "", "';'-separated variants of gemvq.cu's knobs (\"\" = defaults)")
+	shapes := fs.String("shapes", "", "comma-separated layer names to keep (q/o proj, k/v proj, gate/up, down); empty: all")
+	splitsFlag := fs.String("splits", "", "comma-separated warps per CTA to time (1, 2, 4, 8, 16); empty: all")
+	jsonPath := fs.String("json", "", "also write the rows as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return usageErrorf("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	var bits []int
+	for _, s := range strings.Split(*bitsFlag, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || (b != 3 && b != 4 && b != 8) {
+			return usageErrorf("--bits %q: want 3, 4 or 8", s)
+		}
+		bits = append(bits, b)
+	}
+	var shapeList []string
+	for _, s := range strings.Split(*shapes, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			shapeList = append(shapeList, s)
+		}
+	}
+	var splits []int
+	for _, s := range strings.Split(*splitsFlag, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 16 || n&(n-1) != 0 {
+			return usageErrorf("--splits %q: want 1, 2, 4, 8 or 16", s)
+		}
+		splits = append(splits, n)
+	}
+	js, ok := bench.Presets[*preset]
+	if !ok {
+		return usageErrorf("--preset %q: have %s", *preset, strings.Join(bench.PresetNames(), ", "))
+	}
+	mc, err := model.ParseConfig([]byte(js))
+	if err != nil {
+		return err
+	}
+	if err := gpuAvailable(); err != nil {
+		return fmt.Errorf("bench gemvq runs on a GPU: %w", err)
+	}
+	dev, err := cuda.Open(0)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	bw, err := dev.ProbeBandwidth()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
+	out, err := bench.SweepGEMVQ(dev, mc, *rows, strings.Split(*variants, ";"), bits, shapeList, splits, bw.GBps, stdout)
+	if err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		data, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonPath, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
