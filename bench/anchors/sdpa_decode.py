@@ -5,7 +5,10 @@ Protocol (shared BENCHMARKS.md): one decode step, fp16 Q reshaped to
 [B, Hkv, Hq/Hkv, D] (the query transformation, no mask), K/V [B, Hkv, L, D],
 torch.nn.functional.scaled_dot_product_attention with the FLASH backend, and
 CUDNN where it runs. CUDA events around each call, 5 warm-ups, median of 50,
-inputs rotated among enough copies that the working set exceeds L2.
+inputs rotated among enough copies that the working set exceeds L2. Each
+timed call is queued behind a 200 us torch.cuda._sleep, so the events measure
+GPU time, not Python's launch latency: the same method as bitdecode's
+cuda.Ctx.MedianUS (docs/perf/gemvq.md, "Timing method").
 
     python3 bench/anchors/sdpa_decode.py --json sdpa.json [--grid 1x8192,8x32768]
 
@@ -23,6 +26,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 GRID = [(1, 8192), (1, 32768), (1, 131072), (8, 32768), (16, 32768), (32, 8192), (64, 8192), (128, 8192)]
 ROTATE_BYTES = 256 << 20
 WARMUP, RUNS = 5, 50
+SLEEP_CYCLES = 400_000  # ~200 us at the H100's 1.98 GHz boost clock
 
 
 def time_backend(backend, qs, ks, vs):
@@ -31,6 +35,7 @@ def time_backend(backend, qs, ks, vs):
         for i in range(WARMUP + RUNS):
             j = i % len(qs)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(SLEEP_CYCLES)
             start.record()
             out = F.scaled_dot_product_attention(qs[j], ks[j], vs[j])
             end.record()
