@@ -218,6 +218,11 @@ type Scheduler struct {
 	cache BlockCache
 	opts  SchedulerOptions
 	limit int // max prompt + new tokens
+	// tierSpec is the policy of a TieredCache (nil for other caches),
+	// cacheSpec the cache's format when it tells: noted at start, so that
+	// ParseKVTiers never touches the cache.
+	tierSpec  *kv.PlaneSpec
+	cacheSpec string
 
 	mu       sync.Mutex
 	incoming []*seq
@@ -282,6 +287,13 @@ func NewScheduler(m model.Model, tok *tokenizer.Tokenizer, cache BlockCache, o S
 	s := &Scheduler{m: m, tok: tok, cache: cache, opts: o, limit: limit,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
 	s.stats.TotalBlocks, s.stats.FreeBlocks = cache.TotalBlocks(), cache.FreeBlocks()
+	if tc, ok := cache.(TieredCache); ok {
+		p := tc.TierSpec()
+		s.tierSpec = &p
+	}
+	if f, ok := cache.(interface{ Format() kv.Format }); ok {
+		s.cacheSpec = f.Format().Spec.String()
+	}
 	go s.loop()
 	return s, nil
 }
@@ -303,16 +315,17 @@ func poolLimit(c BlockCache) int {
 // ParseKVTiers returns the tier policy that Request.KVTiers s gives over
 // the scheduler's cache, or a *TiersError (ErrNoTiers when the cache is
 // not a TieredCache).
+// It is safe for concurrent use (it reads what NewScheduler noted of the
+// cache, never the cache).
 func (s *Scheduler) ParseKVTiers(kvTiers string) (kv.PlaneSpec, error) {
-	tc, ok := s.cache.(TieredCache)
-	if !ok {
+	if s.tierSpec == nil {
 		err := ErrNoTiers
-		if f, ok := s.cache.(interface{ Format() kv.Format }); ok {
-			err = fmt.Errorf("%w; this one is %s", ErrNoTiers, f.Format().Spec.String())
+		if s.cacheSpec != "" {
+			err = fmt.Errorf("%w; this one is %s", ErrNoTiers, s.cacheSpec)
 		}
 		return kv.PlaneSpec{}, &TiersError{KVTiers: kvTiers, Err: err}
 	}
-	p, err := kv.ParsePlanePolicy(kvTiers, tc.TierSpec())
+	p, err := kv.ParsePlanePolicy(kvTiers, *s.tierSpec)
 	if err != nil {
 		return kv.PlaneSpec{}, &TiersError{KVTiers: kvTiers, Err: err}
 	}
