@@ -9,4 +9,7 @@
 // packed blocks in one pool managed by a BlockAllocator (reference counts,
 // copy-free sharing of identical prompt prefixes), admits requests by free
 // blocks, and preempts the youngest sequence when the pool runs out.
+// PlaneCache (the bit-plane format, read-time precision tiers) is a
+// BlockCache too when made by NewPagedPlaneCache; as a TieredCache it takes
+// a request's own tier policy (Request.KVTiers) and reports TierStats.
 package engine

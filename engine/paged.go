@@ -126,7 +126,7 @@ type pendingKey struct {
 // config cfg, sized by o.
 func NewPagedCache(be backend.Backend, cfg *model.Config, spec kv.Spec, o PagedOptions) (*PagedCache, error) {
 	if spec.Planes.On {
-		return nil, fmt.Errorf("engine: paged cache: the bit-plane format %s is not served yet (bitdecode run and eval take it)", spec.String())
+		return nil, fmt.Errorf("engine: paged cache: the bit-plane format %s has its own paged cache (NewPagedPlaneCache)", spec.String())
 	}
 	sh := attn.Shape{Hq: cfg.Heads, Hkv: cfg.KVHeads, D: cfg.HeadDim}
 	if err := sh.Validate(); err != nil {

@@ -23,24 +23,53 @@ import (
 // call (a chunk of R) re-tiers at the same points as R single-token steps,
 // on masses equal up to float32 rounding, which is how `bitdecode eval ppl
 // --chunk R` reproduces token-by-token decoding under the policy.
+//
+// NewPlaneCache returns an unbounded cache (blocks allocated as needed; run
+// and eval use it). NewPagedPlaneCache returns one over a fixed pool of
+// blocks that implements BlockCache, for the Scheduler: Begin reserves
+// the blocks a batch fills (a block of Nr tokens is taken when its first
+// token is written: there is no residual block) or fails with
+// ErrOutOfBlocks before changing anything, and Remove and Truncate free
+// the blocks together with the sequence's tier maps and attention mass.
+// Prefixes are not shared (Open reports nothing cached): a block's tier
+// map and mass belong to the sequence that filled it.
+//
+// A sequence's tier policy is the spec's unless SetTierPolicy gives it
+// another (a request's own tier mix over the same planes). A PlaneCache is
+// not safe for concurrent use.
 type PlaneCache struct {
 	be     backend.Backend
 	format kv.Format
 	shape  attn.Shape
 	layers int
 	seqs   map[int]*planeSeq
-	policy TierPolicy
+	policy TierPolicy // the spec's policy; its order is the re-tier scratch of every sequence
 	stats  ReadStats
+	mix    [kv.NumTiers]int64 // (token, layer, KV head) entries held in each tier
 	q, k   []float32
 	v, out []float32
+
+	// The block pool of NewPagedPlaneCache; alloc is nil in an unbounded
+	// cache.
+	alloc   *BlockAllocator
+	pool    [][]byte // [layer][blocks·stride]
+	stride  int      // bytes of one block of one layer: Hkv·BlockBytes
+	maxSeqs int
 }
 
 // planeSeq is one sequence's state.
 type planeSeq struct {
 	caches []*attn.PlaneCache
-	mass   [][][]float32 // [layer][Hkv][L]
-	since  []int         // tokens decoded per layer since its last re-tier
+	mass   [][][]float32        // [layer][Hkv][L]
+	since  []int                // tokens decoded per layer since its last re-tier
+	blocks []int                // pool blocks in token order (paged cache only)
+	policy kv.PlaneSpec         // the tier policy
+	counts [][][kv.NumTiers]int // [layer][Hkv]: the tokens of each tier, as added to mix
 }
+
+// planeSideBytes is what a bw cache keeps per token and KV head besides the
+// planes: one tier map entry and the float32 attention mass.
+const planeSideBytes = 1 + 4
 
 // ReadStats count what decode calls read from a bw cache, summed over
 // calls, layers and KV heads.
@@ -73,9 +102,41 @@ func (r ReadStats) Add(o ReadStats) ReadStats {
 	return r
 }
 
-var _ Cache = (*PlaneCache)(nil)
+// TierStats describe a tiered cache for metrics: what its decode calls
+// have read and the tier mix it holds now.
+type TierStats struct {
+	// Read is what decode calls have read so far.
+	Read ReadStats
+	// Cached counts the (token, layer, KV head) entries held now in each
+	// tier (Evicted ones included: they are stored, not read).
+	Cached [kv.NumTiers]int64
+	// PerToken is the number of entries per cached token (layers·Hkv).
+	PerToken int
+}
 
-// NewPlaneCache returns an empty bw cache for model config cfg.
+// TieredCache is a BlockCache whose tokens are read at precision tiers
+// chosen by a policy (PlaneCache): a request may give its own policy over
+// the same stored planes. The Scheduler applies Request.KVTiers through it
+// and publishes TierStats in SchedulerStats.
+type TieredCache interface {
+	BlockCache
+	// TierSpec returns the cache's own policy (the spec's).
+	TierSpec() kv.PlaneSpec
+	// SetTierPolicy gives open sequence id the policy fields of p (shares,
+	// window, sinks, period); how the planes are stored and rebuilt stays
+	// the cache's. It applies to the tokens written from now on and at the
+	// next re-tier.
+	SetTierPolicy(id int, p kv.PlaneSpec) error
+	// TierStats returns the read statistics and the current tier mix.
+	TierStats() TierStats
+}
+
+var (
+	_ Cache       = (*PlaneCache)(nil)
+	_ TieredCache = (*PlaneCache)(nil)
+)
+
+// NewPlaneCache returns an empty, unbounded bw cache for model config cfg.
 func NewPlaneCache(be backend.Backend, cfg *model.Config, spec kv.Spec) (*PlaneCache, error) {
 	if !spec.Planes.On {
 		return nil, fmt.Errorf("engine: format %s is not a bit-plane (bw) format", spec.String())
@@ -95,6 +156,40 @@ func NewPlaneCache(be backend.Backend, cfg *model.Config, spec kv.Spec) (*PlaneC
 	}
 	return &PlaneCache{be: be, format: f, shape: sh, layers: cfg.Layers, seqs: map[int]*planeSeq{},
 		policy: TierPolicy{Spec: spec.Planes}}, nil
+}
+
+// NewPagedPlaneCache returns an empty bw cache over a pool of blocks sized
+// by o, as PagedCache is: o.Blocks blocks, or as many as o.MemoryBytes
+// holds at BlockBytes each (there are no residual blocks); o.MaxSeqs
+// sequences at once. The pool's planes are allocated up front; the tier
+// maps and attention mass (5 bytes per token and KV head, included in
+// BlockBytes) grow with the sequences and are freed with their blocks.
+func NewPagedPlaneCache(be backend.Backend, cfg *model.Config, spec kv.Spec, o PagedOptions) (*PlaneCache, error) {
+	c, err := NewPlaneCache(be, cfg, spec)
+	if err != nil {
+		return nil, err
+	}
+	if o.MaxSeqs <= 0 {
+		return nil, fmt.Errorf("engine: bw cache: max sequences %d must be positive", o.MaxSeqs)
+	}
+	blocks := o.Blocks
+	if blocks == 0 {
+		if o.MemoryBytes < c.BlockBytes() {
+			return nil, fmt.Errorf("engine: bw cache: %d bytes hold no block of %d bytes (%s, %d tokens of every layer and KV head); give more memory",
+				o.MemoryBytes, c.BlockBytes(), c.format.Spec.String(), c.format.Residual)
+		}
+		blocks = int(o.MemoryBytes / c.BlockBytes())
+	}
+	c.stride = c.shape.Hkv * c.format.PlaneLayout().BlockBytes
+	if blocks <= 0 || int64(blocks)*int64(c.stride) > 1<<40 {
+		return nil, fmt.Errorf("engine: bw cache: %d blocks", blocks)
+	}
+	c.alloc, c.maxSeqs = NewBlockAllocator(blocks), o.MaxSeqs
+	c.pool = make([][]byte, c.layers)
+	for l := range c.pool {
+		c.pool[l] = make([]byte, blocks*c.stride)
+	}
+	return c, nil
 }
 
 // Format returns the cache's resolved KV format.
@@ -118,8 +213,272 @@ func (c *PlaneCache) BytesAt(l int) (bytes, fp16Bytes int64) {
 	return sequenceBytes(c.format, c.layers, c.shape, l)
 }
 
-// Remove frees sequence id's cache.
-func (c *PlaneCache) Remove(id int) { delete(c.seqs, id) }
+// BlockBytes is the memory one block takes across all layers and KV heads:
+// its planes (kv.Format.BlockBytes, the same as fp16) plus the tier map and
+// attention mass of its tokens. It is the unit of NewPagedPlaneCache's
+// memory budget.
+func (c *PlaneCache) BlockBytes() int64 {
+	per := int64(c.format.BlockBytes()) + int64(c.format.Residual)*planeSideBytes
+	return int64(c.layers) * int64(c.shape.Hkv) * per
+}
+
+// ResidualBytes is 0: a bw cache has no residual block.
+func (c *PlaneCache) ResidualBytes() int64 { return 0 }
+
+// PoolBytes returns the bytes of the block pool's planes (0 for an
+// unbounded cache).
+func (c *PlaneCache) PoolBytes() int64 {
+	var n int64
+	for _, p := range c.pool {
+		n += int64(len(p))
+	}
+	return n
+}
+
+// BlockTokens implements BlockCache: tokens per block (blkN).
+func (c *PlaneCache) BlockTokens() int { return c.format.Residual }
+
+// FreeBlocks implements BlockCache (0 for an unbounded cache).
+func (c *PlaneCache) FreeBlocks() int {
+	if c.alloc == nil {
+		return 0
+	}
+	return c.alloc.Free()
+}
+
+// TotalBlocks implements BlockCache (0 for an unbounded cache).
+func (c *PlaneCache) TotalBlocks() int {
+	if c.alloc == nil {
+		return 0
+	}
+	return c.alloc.Total()
+}
+
+// MaxSeqs implements BlockCache (0 for an unbounded cache, which holds any
+// number).
+func (c *PlaneCache) MaxSeqs() int { return c.maxSeqs }
+
+// Seqs returns the number of sequences held.
+func (c *PlaneCache) Seqs() int { return len(c.seqs) }
+
+// Allocator exposes the block allocator of a paged cache (nil otherwise),
+// for tests.
+func (c *PlaneCache) Allocator() *BlockAllocator { return c.alloc }
+
+// blocksHeld returns the blocks sequence s holds: reserved from the pool,
+// or allocated by its caches in an unbounded cache.
+func (c *PlaneCache) blocksHeld(s *planeSeq) int {
+	if c.alloc != nil {
+		return len(s.blocks)
+	}
+	return len(s.caches[0].Blocks)
+}
+
+// BlocksNeeded implements BlockCache: the blocks that n more tokens of
+// sequence id start (a block is taken when its first token is written).
+func (c *PlaneCache) BlocksNeeded(id, n int) int {
+	nr := c.format.Residual
+	l, have := 0, 0
+	if s := c.seqs[id]; s != nil {
+		l, have = s.caches[0].Len, c.blocksHeld(s)
+	}
+	return max(0, (l+n+nr-1)/nr-have)
+}
+
+// Open implements BlockCache: it starts sequence id. Nothing is shared, so
+// nothing of the prompt is cached.
+func (c *PlaneCache) Open(id int, prompt []int) (int, error) {
+	if c.seqs[id] != nil {
+		return 0, fmt.Errorf("engine: bw cache: sequence %d is already open", id)
+	}
+	_, err := c.newSeq(id)
+	return 0, err
+}
+
+// newSeq starts sequence id with the cache's policy.
+func (c *PlaneCache) newSeq(id int) (*planeSeq, error) {
+	if c.alloc != nil && len(c.seqs) >= c.maxSeqs {
+		return nil, fmt.Errorf("%w (%d sequences)", ErrNoSlot, c.maxSeqs)
+	}
+	s := &planeSeq{caches: make([]*attn.PlaneCache, c.layers), mass: make([][][]float32, c.layers), since: make([]int, c.layers),
+		policy: c.policy.Spec, counts: make([][][kv.NumTiers]int, c.layers)}
+	for l := range s.caches {
+		pc, err := attn.NewPlaneCache(c.format, c.shape)
+		if err != nil {
+			return nil, err
+		}
+		if c.alloc != nil {
+			pc.NewBlock = func() ([]byte, error) {
+				i := len(pc.Blocks)
+				if i >= len(s.blocks) {
+					return nil, fmt.Errorf("%w: layer %d needs block %d of a sequence that reserved %d", ErrOutOfBlocks, l, i, len(s.blocks))
+				}
+				b := c.block(l, s.blocks[i])
+				clear(b)
+				return b, nil
+			}
+		}
+		s.caches[l] = pc
+		s.mass[l] = make([][]float32, c.shape.Hkv)
+		s.counts[l] = make([][kv.NumTiers]int, c.shape.Hkv)
+	}
+	c.seqs[id] = s
+	return s, nil
+}
+
+// block returns layer l's bytes of pool block id.
+func (c *PlaneCache) block(l, id int) []byte {
+	return c.pool[l][id*c.stride : (id+1)*c.stride : (id+1)*c.stride]
+}
+
+// Remove frees sequence id's blocks, tier maps and mass. Removing an
+// unknown id does nothing.
+func (c *PlaneCache) Remove(id int) {
+	s := c.seqs[id]
+	if s == nil {
+		return
+	}
+	for l := range s.counts {
+		for h := range s.counts[l] {
+			c.setCounts(s, l, h, [kv.NumTiers]int{})
+		}
+	}
+	for _, b := range s.blocks {
+		// One reference per entry; an error would be a bookkeeping bug,
+		// which Check reports in tests.
+		_ = c.alloc.Release(b)
+	}
+	delete(c.seqs, id)
+}
+
+// Truncate implements BlockCache: it keeps the first n tokens of sequence
+// id, with their tiers and mass, and frees the blocks after them. The
+// planes are written a token at a time, so any n is possible. Truncating
+// to 0 also restarts the re-tier period.
+func (c *PlaneCache) Truncate(id, n int) error {
+	s := c.seqs[id]
+	if s == nil {
+		if n == 0 {
+			return nil
+		}
+		return fmt.Errorf("engine: bw cache: truncate unknown sequence %d", id)
+	}
+	for l, pc := range s.caches {
+		if n < 0 || n > pc.Len {
+			return fmt.Errorf("engine: bw cache: truncate sequence %d to %d tokens, layer %d holds %d", id, n, l, pc.Len)
+		}
+	}
+	nr := c.format.Residual
+	keep := (n + nr - 1) / nr
+	for l, pc := range s.caches {
+		pc.Len = n
+		pc.Blocks = pc.Blocks[:min(keep, len(pc.Blocks))]
+		for h := range pc.Tiers {
+			pc.Tiers[h] = pc.Tiers[h][:n]
+			s.mass[l][h] = s.mass[l][h][:min(n, len(s.mass[l][h]))]
+			c.setCounts(s, l, h, tierCounts(pc.Tiers[h]))
+		}
+		if n == 0 {
+			s.since[l] = 0
+		}
+	}
+	if c.alloc != nil && len(s.blocks) > keep {
+		for _, b := range s.blocks[keep:] {
+			_ = c.alloc.Release(b)
+		}
+		s.blocks = s.blocks[:keep]
+	}
+	return nil
+}
+
+// Begin implements model.BatchStarter: it checks the positions, opens the
+// sequences that start at position 0 and, in a paged cache, reserves the
+// blocks the batch's tokens start, for all sequences or none.
+func (c *PlaneCache) Begin(b *model.Batch) error {
+	need := 0
+	var opened []int
+	undo := func() {
+		for _, id := range opened {
+			c.Remove(id)
+		}
+	}
+	for _, sq := range b.Seqs {
+		if c.seqs[sq.ID] == nil && sq.Pos == 0 {
+			if _, err := c.newSeq(sq.ID); err != nil {
+				undo()
+				return err
+			}
+			opened = append(opened, sq.ID)
+		}
+		if have := c.Len(sq.ID); c.seqs[sq.ID] == nil || have != sq.Pos {
+			undo()
+			return fmt.Errorf("engine: bw cache: sequence %d continues at position %d, but the cache holds %d tokens", sq.ID, sq.Pos, have)
+		}
+		need += c.BlocksNeeded(sq.ID, sq.Len)
+	}
+	if c.alloc == nil {
+		return nil
+	}
+	if need > c.alloc.Free() {
+		undo()
+		return fmt.Errorf("%w: the batch of %d tokens needs %d blocks, %d of %d free", ErrOutOfBlocks, len(b.Tokens), need, c.alloc.Free(), c.alloc.Total())
+	}
+	for _, sq := range b.Seqs {
+		s := c.seqs[sq.ID]
+		ids, err := c.alloc.Alloc(c.BlocksNeeded(sq.ID, sq.Len))
+		if err != nil { // cannot happen after the check above
+			return err
+		}
+		s.blocks = append(s.blocks, ids...)
+	}
+	return nil
+}
+
+// TierSpec implements TieredCache: the spec's policy.
+func (c *PlaneCache) TierSpec() kv.PlaneSpec { return c.policy.Spec }
+
+// SetTierPolicy implements TieredCache.
+func (c *PlaneCache) SetTierPolicy(id int, p kv.PlaneSpec) error {
+	s := c.seqs[id]
+	if s == nil {
+		return fmt.Errorf("engine: bw cache: set the tier policy of sequence %d, which is not open", id)
+	}
+	if err := checkPolicy(p); err != nil {
+		return fmt.Errorf("engine: bw cache: %w", err)
+	}
+	q := c.policy.Spec
+	q.High, q.Medium, q.Low, q.Evicted = p.High, p.Medium, p.Low, p.Evicted
+	q.Window, q.Sinks, q.Period = p.Window, p.Sinks, p.Period
+	s.policy = q
+	return nil
+}
+
+// checkPolicy validates the policy fields of a bw spec made by hand (a
+// parsed one is valid).
+func checkPolicy(p kv.PlaneSpec) error {
+	shares := []int{p.High, p.Medium, p.Low, p.Evicted}
+	sum := 0
+	for _, v := range shares {
+		if v < 0 || v > 100 {
+			return fmt.Errorf("tier shares h%d m%d l%d e%d: each must be in [0, 100]", p.High, p.Medium, p.Low, p.Evicted)
+		}
+		sum += v
+	}
+	switch {
+	case sum != 100:
+		return fmt.Errorf("tier shares h%d m%d l%d e%d sum to %d%%, want 100%%", p.High, p.Medium, p.Low, p.Evicted, sum)
+	case p.Window < 0 || p.Window > kv.MaxPlaneTokens || p.Sinks < 0 || p.Sinks > kv.MaxPlaneTokens:
+		return fmt.Errorf("window %d and sinks %d must be in [0, %d]", p.Window, p.Sinks, kv.MaxPlaneTokens)
+	case p.Period < 1 || p.Period > kv.MaxPlaneTokens:
+		return fmt.Errorf("re-tier period %d must be in [1, %d]", p.Period, kv.MaxPlaneTokens)
+	}
+	return nil
+}
+
+// TierStats implements TieredCache.
+func (c *PlaneCache) TierStats() TierStats {
+	return TierStats{Read: c.stats, Cached: c.mix, PerToken: c.layers * c.shape.Hkv}
+}
 
 // ReadStats returns what decode calls have read so far.
 func (c *PlaneCache) ReadStats() ReadStats { return c.stats }
@@ -132,6 +491,27 @@ func (c *PlaneCache) Tiers(id, layer, h int) []kv.Tier {
 		return nil
 	}
 	return s.caches[layer].Tiers[h][:s.caches[layer].Len]
+}
+
+// tierCounts counts the tokens of each tier.
+func tierCounts(tiers []kv.Tier) [kv.NumTiers]int {
+	var n [kv.NumTiers]int
+	for _, t := range tiers {
+		if t < kv.NumTiers {
+			n[t]++
+		}
+	}
+	return n
+}
+
+// setCounts records the tier counts of one layer and KV head of s, keeping
+// the cache's mix in step.
+func (c *PlaneCache) setCounts(s *planeSeq, layer, h int, n [kv.NumTiers]int) {
+	old := &s.counts[layer][h]
+	for t := range n {
+		c.mix[t] += int64(n[t] - old[t])
+	}
+	*old = n
 }
 
 // Attend implements model.Attention.
@@ -154,15 +534,13 @@ func (c *PlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tens
 	for _, s := range b.Seqs {
 		ps := c.seqs[s.ID]
 		if ps == nil {
-			ps = &planeSeq{caches: make([]*attn.PlaneCache, c.layers), mass: make([][][]float32, c.layers), since: make([]int, c.layers)}
-			for i := range ps.caches {
-				var err error
-				if ps.caches[i], err = attn.NewPlaneCache(c.format, c.shape); err != nil {
-					return err
-				}
-				ps.mass[i] = make([][]float32, c.shape.Hkv)
+			if c.alloc != nil {
+				return fmt.Errorf("engine: layer %d: sequence %d was not begun (call Begin or Open first)", layer, s.ID)
 			}
-			c.seqs[s.ID] = ps
+			var err error
+			if ps, err = c.newSeq(s.ID); err != nil {
+				return err
+			}
 		}
 		cache := ps.caches[layer]
 		if cache.Len != s.Pos {
@@ -171,7 +549,8 @@ func (c *PlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tens
 		if err := cache.Append(c.k[s.Start*kvw:(s.Start+s.Len)*kvw], c.v[s.Start*kvw:(s.Start+s.Len)*kvw]); err != nil {
 			return fmt.Errorf("engine: layer %d: %w", layer, err)
 		}
-		if nt := c.policy.NewTier(); nt != kv.High {
+		pol := TierPolicy{Spec: ps.policy, order: c.policy.order}
+		if nt := pol.NewTier(); nt != kv.High {
 			for h := range cache.Tiers {
 				for t := s.Pos; t < cache.Len; t++ {
 					cache.Tiers[h][t] = nt
@@ -190,7 +569,8 @@ func (c *PlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tens
 			return fmt.Errorf("engine: layer %d: %w", layer, err)
 		}
 		for h := 0; h < c.shape.Hkv; h++ {
-			_, counts := attn.TierIndex(cache.Tiers[h][:cache.Len], nil)
+			counts := tierCounts(cache.Tiers[h][:cache.Len])
+			c.setCounts(ps, layer, h, counts)
 			read := counts[kv.High] + counts[kv.Medium] + counts[kv.Low]
 			c.stats.PlaneBytes += lay.PlaneReadBytes(counts) - int64(read*kv.IndexBytes)
 			c.stats.IndexBytes += int64(read * kv.IndexBytes)
@@ -200,12 +580,14 @@ func (c *PlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tens
 			}
 		}
 		ps.since[layer] += s.Len
-		if ps.since[layer] >= c.policy.Spec.Period {
+		if ps.since[layer] >= pol.Spec.Period {
 			ps.since[layer] = 0
 			for h := 0; h < c.shape.Hkv; h++ {
-				c.policy.Retier(cache.Tiers[h], mass[h], cache.Len)
+				pol.Retier(cache.Tiers[h], mass[h], cache.Len)
+				c.setCounts(ps, layer, h, tierCounts(cache.Tiers[h][:cache.Len]))
 			}
 		}
+		c.policy.order = pol.order
 	}
 	return c.be.Upload(out, c.out)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
@@ -67,7 +68,31 @@ type Request struct {
 	// StopIDs end generation when sampled (not emitted); nil means the
 	// tokenizer's stop tokens.
 	StopIDs []int
+	// KVTiers, when not empty, is the request's own tier policy over a bw
+	// cache (a TieredCache): the policy options of a bw spec, e.g.
+	// "h20:m40:l40" or "m100:w0:s0" (kv.ParsePlanePolicy: the options
+	// given replace the cache's; storage options are refused). Submit
+	// returns a *TiersError when it is invalid or the cache has no tiers.
+	KVTiers string
 }
+
+// ErrNoTiers is the reason of a TiersError when the KV cache has no
+// precision tiers.
+var ErrNoTiers = errors.New("the KV cache has no precision tiers (only the bw format has)")
+
+// TiersError reports a Request.KVTiers that cannot be applied.
+type TiersError struct {
+	KVTiers string // as given
+	Err     error  // ErrNoTiers or a *kv.SpecError
+}
+
+// Error implements error.
+func (e *TiersError) Error() string {
+	return fmt.Sprintf("engine: kv tiers %q: %v", e.KVTiers, e.Err)
+}
+
+// Unwrap returns the reason.
+func (e *TiersError) Unwrap() error { return e.Err }
 
 // Finish reasons of a Result, named as in the OpenAI API where one exists.
 const (
@@ -166,6 +191,9 @@ type SchedulerStats struct {
 	Preemptions               int64
 	Steps                     int64
 	Finished, Cancelled, Fail int64
+	// Tiers describes a TieredCache (bw) after the last step; nil for
+	// other caches.
+	Tiers *TierStats
 }
 
 // Scheduler runs continuous batching over a model and a paged KV cache. One
@@ -190,6 +218,11 @@ type Scheduler struct {
 	cache BlockCache
 	opts  SchedulerOptions
 	limit int // max prompt + new tokens
+	// tierSpec is the policy of a TieredCache (nil for other caches),
+	// cacheSpec the cache's format when it tells: noted at start, so that
+	// ParseKVTiers never touches the cache.
+	tierSpec  *kv.PlaneSpec
+	cacheSpec string
 
 	mu       sync.Mutex
 	incoming []*seq
@@ -218,6 +251,7 @@ type seq struct {
 	n         int // tokens cached
 	order     int64
 	sampler   *Sampler
+	tiers     *kv.PlaneSpec // the request's tier policy (nil: the cache's)
 	dec       *tokenizer.DecodeStream
 	text      strings.Builder // generated text, for stop strings
 	held      string          // text held back as a possible stop-string start
@@ -229,8 +263,12 @@ type seq struct {
 
 // NewScheduler starts a scheduler over m, its tokenizer and cache, which it
 // owns from now on: nothing else may call the model or the cache until
-// Close returns.
+// Close returns. The cache must have a block pool and sequence slots.
 func NewScheduler(m model.Model, tok *tokenizer.Tokenizer, cache BlockCache, o SchedulerOptions) (*Scheduler, error) {
+	if cache.TotalBlocks() <= 0 || cache.MaxSeqs() <= 0 || cache.BlockTokens() <= 0 {
+		return nil, fmt.Errorf("engine: scheduler: the KV cache has %d blocks of %d tokens and %d sequence slots; it needs a sized pool (NewPagedCache, NewPagedPlaneCache, NewGPUCache)",
+			cache.TotalBlocks(), cache.BlockTokens(), cache.MaxSeqs())
+	}
 	if o.MaxSeqs <= 0 || o.MaxSeqs > cache.MaxSeqs() {
 		o.MaxSeqs = cache.MaxSeqs()
 	}
@@ -242,15 +280,56 @@ func NewScheduler(m model.Model, tok *tokenizer.Tokenizer, cache BlockCache, o S
 	if o.MaxQueue <= 0 {
 		o.MaxQueue = 1024
 	}
-	limit := (cache.TotalBlocks()+1)*nr - 1
+	limit := poolLimit(cache)
 	if mp := m.Config().MaxPositions; mp > 0 {
 		limit = min(limit, mp)
 	}
 	s := &Scheduler{m: m, tok: tok, cache: cache, opts: o, limit: limit,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
 	s.stats.TotalBlocks, s.stats.FreeBlocks = cache.TotalBlocks(), cache.FreeBlocks()
+	if tc, ok := cache.(TieredCache); ok {
+		p := tc.TierSpec()
+		s.tierSpec = &p
+	}
+	if f, ok := cache.(interface{ Format() kv.Format }); ok {
+		s.cacheSpec = f.Format().Spec.String()
+	}
 	go s.loop()
 	return s, nil
+}
+
+// poolLimit is the most tokens (prompt plus new) one request may use when
+// it has the whole pool: its cache then holds all of them but the last
+// sampled one. A cache with a residual block (PagedCache, GPUCache) holds
+// a partial block besides its full ones, (blocks+1)·Nr - 1 tokens in all;
+// one without (bw) fills a block from its first token, blocks·Nr.
+func poolLimit(c BlockCache) int {
+	total, nr := c.TotalBlocks(), c.BlockTokens()
+	limit := (total+1)*nr - 1
+	for limit > 1 && c.BlocksNeeded(-1, limit-1) > total { // id -1 is never a sequence
+		limit--
+	}
+	return limit
+}
+
+// ParseKVTiers returns the tier policy that Request.KVTiers s gives over
+// the scheduler's cache, or a *TiersError (ErrNoTiers when the cache is
+// not a TieredCache).
+// It is safe for concurrent use (it reads what NewScheduler noted of the
+// cache, never the cache).
+func (s *Scheduler) ParseKVTiers(kvTiers string) (kv.PlaneSpec, error) {
+	if s.tierSpec == nil {
+		err := ErrNoTiers
+		if s.cacheSpec != "" {
+			err = fmt.Errorf("%w; this one is %s", ErrNoTiers, s.cacheSpec)
+		}
+		return kv.PlaneSpec{}, &TiersError{KVTiers: kvTiers, Err: err}
+	}
+	p, err := kv.ParsePlanePolicy(kvTiers, *s.tierSpec)
+	if err != nil {
+		return kv.PlaneSpec{}, &TiersError{KVTiers: kvTiers, Err: err}
+	}
+	return p, nil
 }
 
 // ContextLimit returns the most tokens (prompt plus new) a request may use:
@@ -287,6 +366,14 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 	if err := r.Sample.Validate(); err != nil {
 		return nil, err
 	}
+	var tiers *kv.PlaneSpec
+	if r.KVTiers != "" {
+		p, err := s.ParseKVTiers(r.KVTiers)
+		if err != nil {
+			return nil, err
+		}
+		tiers = &p
+	}
 	if len(r.Prompt)+r.MaxTokens > s.limit {
 		what := "the KV cache"
 		if mp := s.m.Config().MaxPositions; mp > 0 && s.limit == mp {
@@ -299,7 +386,7 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		stopIDs = s.tok.StopIDs()
 	}
 	q := &seq{req: r, ctx: ctx, stream: newStream(), tokens: append([]int(nil), r.Prompt...), promptLen: len(r.Prompt),
-		sampler: NewSampler(r.Sample), dec: s.tok.NewDecodeStream(tokenizer.DecodeOptions{SkipSpecial: true}),
+		sampler: NewSampler(r.Sample), tiers: tiers, dec: s.tok.NewDecodeStream(tokenizer.DecodeOptions{SkipSpecial: true}),
 		stopIDs: map[int]bool{}, submitted: time.Now()}
 	for _, id := range stopIDs {
 		q.stopIDs[id] = true
@@ -409,6 +496,10 @@ func (s *Scheduler) publish() {
 	s.mu.Lock()
 	s.stats.Queued, s.stats.Running = len(s.queue), len(s.running)
 	s.stats.FreeBlocks, s.stats.TotalBlocks = s.cache.FreeBlocks(), s.cache.TotalBlocks()
+	if tc, ok := s.cache.(TieredCache); ok {
+		ts := tc.TierStats()
+		s.stats.Tiers = &ts
+	}
 	s.mu.Unlock()
 }
 
@@ -457,6 +548,14 @@ func (s *Scheduler) admit() {
 			s.queue = s.queue[1:]
 			s.end(q, FinishError, err)
 			continue
+		}
+		if q.tiers != nil {
+			// Submit checked that the cache is a TieredCache.
+			if err := s.cache.(TieredCache).SetTierPolicy(q.id, *q.tiers); err != nil {
+				s.queue = s.queue[1:]
+				s.end(q, FinishError, err) // end removes the sequence
+				continue
+			}
 		}
 		need := s.cache.BlocksNeeded(q.id, q.promptLen-cached)
 		if need+len(s.running) > s.cache.FreeBlocks() && len(s.running) > 0 {

@@ -45,11 +45,12 @@ type schedCase struct {
 }
 
 // soloReference generates each case alone with Generate over a KVCache
-// (the same chunking), the oracle the scheduler must match.
+// (or an unbounded PlaneCache for bw; the same chunking), the oracle the
+// scheduler must match.
 func soloReference(t *testing.T, be backend.Backend, m model.Model, tok *tokenizer.Tokenizer, spec string, chunk int, cases []schedCase) {
 	t.Helper()
 	for i := range cases {
-		c, err := NewKVCache(be, m.Config(), kv.MustParseSpec(spec))
+		c, err := NewCPUCache(be, m.Config(), kv.MustParseSpec(spec))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -519,3 +519,67 @@ func (f Format) describePlanes(w io.Writer) {
 	fmt.Fprintf(w, "per token  %d B stored per KV head (16 bits per element); reads at the target shares %.1f%% of fp16\n",
 		4*f.D, 100*share)
 }
+
+// ParsePlanePolicy parses the policy part of a bw spec (see PlaneGrammar):
+// ':'-separated hP, mP, lP, eP, wN, sN and rN, with an optional leading
+// "bw". The options given replace base's; if any share (h, m, l, e) is
+// given, all four are replaced and h takes the rest if omitted, as in a
+// spec, so "l100" means everything LOW whatever base's shares were. The
+// options that fix how the planes are stored or rebuilt (bf16, fp16, blkN,
+// a8, a4, trunc, nofilter) are refused: they belong to the cache, not to a
+// reader of it. base's other fields are kept. Errors are *SpecError.
+func ParsePlanePolicy(s string, base PlaneSpec) (PlaneSpec, error) {
+	fail := func(field string, err error) (PlaneSpec, error) {
+		return PlaneSpec{}, &SpecError{Spec: s, Field: field, Err: err}
+	}
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), ":")
+	if parts[0] == "bw" {
+		parts = parts[1:]
+	}
+	if len(parts) == 0 || len(parts) == 1 && parts[0] == "" {
+		return fail("", errors.New("empty tier policy; want options such as h20:m40:l40 (hP mP lP eP wN sN rN)"))
+	}
+	given := map[byte]bool{}
+	for _, opt := range parts {
+		key := strings.TrimRight(opt, "0123456789")
+		if len(key) != 1 || !strings.Contains("hmlewsr", key) {
+			if opt == "" {
+				return fail(opt, fmt.Errorf("%w: empty option", ErrSpec))
+			}
+			return fail(opt, fmt.Errorf("%w: a tier policy takes only hP, mP, lP, eP, wN, sN and rN (the storage options bf16, fp16, blkN, a8, a4, trunc and nofilter are the cache's)", ErrSpec))
+		}
+		given[key[0]] = true
+	}
+	sp, err := parsePlaneSpec(s, parts)
+	if err != nil {
+		return PlaneSpec{}, err
+	}
+	p, out := sp.Planes, base
+	out.On = true
+	if given['h'] || given['m'] || given['l'] || given['e'] {
+		out.High, out.Medium, out.Low, out.Evicted = p.High, p.Medium, p.Low, p.Evicted
+	}
+	if given['w'] {
+		out.Window = p.Window
+	}
+	if given['s'] {
+		out.Sinks = p.Sinks
+	}
+	if given['r'] {
+		out.Period = p.Period
+	}
+	return out, nil
+}
+
+// PolicyString returns the policy part of p in spec syntax, which
+// ParsePlanePolicy parses back: "h20:m40:l40:w64:s4:r16" (eP only when
+// set).
+func (p PlaneSpec) PolicyString() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "h%d:m%d:l%d", p.High, p.Medium, p.Low)
+	if p.Evicted > 0 {
+		fmt.Fprintf(&b, ":e%d", p.Evicted)
+	}
+	fmt.Fprintf(&b, ":w%d:s%d:r%d", p.Window, p.Sinks, p.Period)
+	return b.String()
+}

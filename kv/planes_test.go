@@ -284,3 +284,60 @@ func TestWithAdjust(t *testing.T) {
 		t.Error("WithAdjust changed a non-bw spec")
 	}
 }
+
+// TestParsePlanePolicy checks the request-level policy syntax: options
+// given replace the base's, shares are replaced together, the storage
+// options are refused, and PolicyString parses back.
+func TestParsePlanePolicy(t *testing.T) {
+	base := MustParseSpec("bw:h20:m40:l40:w32:s2:r8:a8=0x70:nofilter").Planes
+	tests := []struct{ in, want string }{
+		{"h20:m40:l40", "h20:m40:l40:w32:s2:r8"},
+		{"l100", "h0:m0:l100:w32:s2:r8"},
+		{"m30", "h70:m30:l0:w32:s2:r8"},
+		{"bw:h100", "h100:m0:l0:w32:s2:r8"},
+		{"w0:s0", "h20:m40:l40:w0:s0:r8"},
+		{"H25:E75:R1", "h25:m0:l0:e75:w32:s2:r1"},
+	}
+	for _, tc := range tests {
+		p, err := ParsePlanePolicy(tc.in, base)
+		if err != nil {
+			t.Errorf("ParsePlanePolicy(%q): %v", tc.in, err)
+			continue
+		}
+		if got := p.PolicyString(); got != tc.want {
+			t.Errorf("ParsePlanePolicy(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if !p.On || p.Adj8 != base.Adj8 || p.Adj4 != base.Adj4 || p.NoFilter != base.NoFilter {
+			t.Errorf("ParsePlanePolicy(%q) changed the reconstruction: %+v", tc.in, p)
+		}
+		if back, err := ParsePlanePolicy(p.PolicyString(), base); err != nil || back != p {
+			t.Errorf("round trip of %q: %+v, %v; want %+v", p.PolicyString(), back, err, p)
+		}
+	}
+	errs := []struct{ in, field, msg string }{
+		{"", "", "empty tier policy"},
+		{"bw", "", "empty tier policy"},
+		{"h20:m40", "", "want 100%"},
+		{"h101", "h101", "[0, 100]"},
+		{"bf16", "bf16", "storage options"},
+		{"blk128", "blk128", "storage options"},
+		{"a8=3", "a8=3", "storage options"},
+		{"trunc", "trunc", "storage options"},
+		{"nofilter", "nofilter", "storage options"},
+		{"int4", "int4", "storage options"},
+		{"h20::m80", "", "empty option"},
+		{"r0", "r0", "[1, "},
+		{"w4:w8", "w8", "given twice"},
+	}
+	for _, tc := range errs {
+		_, err := ParsePlanePolicy(tc.in, base)
+		var se *SpecError
+		if !errors.As(err, &se) {
+			t.Errorf("ParsePlanePolicy(%q) = %v, want *SpecError", tc.in, err)
+			continue
+		}
+		if se.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("ParsePlanePolicy(%q) error %q (field %q); want field %q and text %q", tc.in, err, se.Field, tc.field, tc.msg)
+		}
+	}
+}

@@ -12,6 +12,16 @@
 // 503 while shutting down. A client that disconnects cancels its request:
 // the scheduler frees the sequence's KV blocks at its next step.
 //
+// Two non-standard request fields are accepted (OpenAI clients send them
+// with extra_body; other unknown fields are ignored, as before):
+// "ignore_eos" (vLLM's) and "kv_tiers", bitdecode's extension for a server
+// whose KV cache is bw (read-time precision tiers): the request's own tier
+// policy over the same stored planes, in the policy syntax of a bw spec
+// ("h20:m40:l40", "m100:w0:s0"; see kv.ParsePlanePolicy). An invalid
+// policy, or kv_tiers on a server whose cache is not bw, is a 400 with
+// param "kv_tiers". For a bw cache /metrics adds the tokens read per tier,
+// the plane bytes read against fp16's and the current tier mix.
+//
 // docs/serving.md describes the endpoints, the metrics and the behaviour
 // under overload for users.
 package server

@@ -21,6 +21,7 @@ func FuzzParseRequest(f *testing.F) {
 	}
 	f.Add(`{"model":"tiny","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text"}]}],"stop":"","max_tokens":null,"seed":-1}`)
 	f.Add(`{"model":"tiny","prompt":[[1,2,3]],"echo":true,"max_tokens":1}`)
+	f.Add(`{"model":"tiny","prompt":"a","max_tokens":1,"kv_tiers":"h20:m40:l40"}`)
 	limit := ts.sched.ContextLimit()
 	vocab := 258
 	f.Fuzz(func(t *testing.T, body string) {

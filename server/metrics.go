@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/kv"
 )
 
 // Metrics collects what /metrics exposes in the Prometheus text format
@@ -120,6 +121,9 @@ func (m *Metrics) write(w io.Writer, st engine.SchedulerStats, blockBytes int64)
 	value("bitdecode_kv_blocks_free", "gauge", "KV cache blocks free (prefix-cached ones included).", float64(st.FreeBlocks))
 	value("bitdecode_kv_blocks_total", "gauge", "KV cache blocks in the pool.", float64(st.TotalBlocks))
 	value("bitdecode_kv_block_bytes", "gauge", "Bytes of one KV block across all layers and KV heads.", float64(blockBytes))
+	if t := st.Tiers; t != nil {
+		writeTiers(w, metric, value, t)
+	}
 	value("bitdecode_preemptions_total", "counter", "Sequences preempted (blocks freed, recomputed later) for lack of KV blocks.", float64(st.Preemptions))
 	value("bitdecode_scheduler_steps_total", "counter", "Forward passes run by the scheduler.", float64(st.Steps))
 	metric("bitdecode_requests_finished_total", "counter", "Generation requests finished in the scheduler, by outcome.")
@@ -140,6 +144,35 @@ func (m *Metrics) write(w io.Writer, st engine.SchedulerStats, blockBytes int64)
 	m.ttft.write(w, "bitdecode_time_to_first_token_seconds", "Time from request to its first generated token.")
 	m.itl.write(w, "bitdecode_inter_token_latency_seconds", "Time between consecutive tokens of a request.")
 	m.duration.write(w, "bitdecode_request_duration_seconds", "Duration of successful completion requests.")
+}
+
+// writeTiers writes the series of a bw cache (read-time precision tiers).
+func writeTiers(w io.Writer, metric func(name, typ, help string), value func(name, typ, help string, v float64), t *engine.TierStats) {
+	r := t.Read
+	metric("bitdecode_kv_tier_read_tokens_total", "counter", "Cached tokens met by the decode calls of the bw KV cache, by the tier they were read at (evicted: skipped), summed over layers and KV heads.")
+	for tier := kv.High; tier < kv.NumTiers; tier++ {
+		fmt.Fprintf(w, "bitdecode_kv_tier_read_tokens_total{tier=%q} %d\n", tier.String(), r.Tokens[tier])
+	}
+	value("bitdecode_kv_plane_read_bytes_total", "counter", "Bytes of bit planes read by the decode calls of the bw KV cache.", float64(r.PlaneBytes))
+	value("bitdecode_kv_plane_index_read_bytes_total", "counter", "Bytes of tier-sorted token index read by the decode calls of the bw KV cache.", float64(r.IndexBytes))
+	value("bitdecode_kv_fp16_read_bytes_total", "counter", "Bytes an fp16 KV cache would have read for the same decode calls.", float64(r.FP16Bytes))
+	var total int64
+	for _, n := range t.Cached {
+		total += n
+	}
+	per := float64(max(t.PerToken, 1))
+	metric("bitdecode_kv_tier_tokens", "gauge", "Tokens held now in the bw KV cache in each tier, averaged over layers and KV heads.")
+	for tier := kv.High; tier < kv.NumTiers; tier++ {
+		fmt.Fprintf(w, "bitdecode_kv_tier_tokens{tier=%q} %s\n", tier.String(), formatFloat(float64(t.Cached[tier])/per))
+	}
+	metric("bitdecode_kv_tier_share", "gauge", "Share of the tokens held now in the bw KV cache in each tier (0 when empty).")
+	for tier := kv.High; tier < kv.NumTiers; tier++ {
+		share := 0.0
+		if total > 0 {
+			share = float64(t.Cached[tier]) / float64(total)
+		}
+		fmt.Fprintf(w, "bitdecode_kv_tier_share{tier=%q} %s\n", tier.String(), formatFloat(share))
+	}
 }
 
 // histogram is a Prometheus histogram with fixed upper bounds.

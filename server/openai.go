@@ -86,6 +86,10 @@ type commonRequest struct {
 	// IgnoreEOS is vLLM's extension: keep generating through the model's
 	// stop tokens (stop strings still apply), for benchmarks.
 	IgnoreEOS bool `json:"ignore_eos"`
+	// KVTiers is bitdecode's extension for a bw KV cache: the request's
+	// own tier policy (engine.Request.KVTiers), e.g. "h20:m40:l40". Null
+	// or "" keeps the server's. OpenAI clients send it with extra_body.
+	KVTiers *string `json:"kv_tiers"`
 }
 
 // chatRequest is the body of POST /v1/chat/completions.

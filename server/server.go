@@ -278,6 +278,12 @@ func (s *Server) prepare(c *commonRequest, maxTokens *int, prompt []int, param s
 	if c.IgnoreEOS {
 		j.req.StopIDs = []int{}
 	}
+	if c.KVTiers != nil && *c.KVTiers != "" {
+		if _, err := s.cfg.Scheduler.ParseKVTiers(*c.KVTiers); err != nil {
+			return nil, tiersError(err)
+		}
+		j.req.KVTiers = *c.KVTiers
+	}
 	j.req.Sample.Temperature, j.req.Sample.TopP = 1, 1 // OpenAI's defaults
 	if c.Temperature != nil {
 		j.req.Sample.Temperature = *c.Temperature
@@ -291,6 +297,18 @@ func (s *Server) prepare(c *commonRequest, maxTokens *int, prompt []int, param s
 		j.req.Sample.Seed = randv2.Uint64()
 	}
 	return j, nil
+}
+
+// tiersError maps an engine.TiersError to a 400 for kv_tiers.
+func tiersError(err error) *apiError {
+	var te *engine.TiersError
+	if !errors.As(err, &te) {
+		return invalid("kv_tiers", "invalid_value", "Invalid 'kv_tiers': %v", err)
+	}
+	if errors.Is(err, engine.ErrNoTiers) {
+		return invalid("kv_tiers", "unsupported_parameter", "'kv_tiers' (a bitdecode extension) needs a bw KV cache: %v.", te.Err)
+	}
+	return invalid("kv_tiers", "invalid_value", "Invalid 'kv_tiers' %q: %v. Expected a tier policy such as \"h20:m40:l40\": hP, mP, lP, eP (percent of cached tokens read at 16, 8, 4 bits or not at all, summing to 100), wN, sN, rN.", te.KVTiers, te.Err)
 }
 
 func contextError(limit, prompt, max int, param string) *apiError {
@@ -471,9 +489,12 @@ func (s *Server) checkModel(name string) *apiError {
 // submitError maps Submit's errors to API errors.
 func submitError(err error, param string) *apiError {
 	var ce *engine.ContextError
+	var te *engine.TiersError
 	switch {
 	case errors.As(err, &ce):
 		return contextError(ce.Limit, ce.PromptTokens, ce.MaxTokens, param)
+	case errors.As(err, &te):
+		return tiersError(err)
 	case errors.Is(err, engine.ErrQueueFull):
 		return &apiError{Status: http.StatusTooManyRequests, Message: "The server is overloaded: too many requests are waiting. Retry after a short delay.", Type: "rate_limit_error", Code: strp("queue_full")}
 	case errors.Is(err, engine.ErrClosed):

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/internal/tinymodel"
@@ -30,6 +31,23 @@ type testServer struct {
 
 func newTestServer(t testing.TB, blocks, maxSeqs int) *testServer {
 	t.Helper()
+	var pc *engine.PagedCache
+	ts := startTestServer(t, func(be backend.Backend, cfg *model.Config) (engine.BlockCache, int64, error) {
+		var err error
+		pc, err = engine.NewPagedCache(be, cfg, kv.MustParseSpec("int4:kc32:v32:res32"), engine.PagedOptions{MaxSeqs: maxSeqs, Blocks: blocks})
+		if err != nil {
+			return nil, 0, err
+		}
+		return pc, pc.BlockBytes(), nil
+	})
+	ts.cache = pc
+	return ts
+}
+
+// startTestServer serves the tiny random model over the cache newCache
+// makes (it also returns the block size for /metrics).
+func startTestServer(t testing.TB, newCache func(backend.Backend, *model.Config) (engine.BlockCache, int64, error)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	if err := tinymodel.Write(dir, 1); err != nil {
 		t.Fatal(err)
@@ -43,16 +61,16 @@ func newTestServer(t testing.TB, blocks, maxSeqs int) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := engine.NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), engine.PagedOptions{MaxSeqs: maxSeqs, Blocks: blocks})
+	cache, blockBytes, err := newCache(be, m.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
 	met := NewMetrics()
-	s, err := engine.NewScheduler(m, tok, pc, engine.SchedulerOptions{PrefillChunk: 64, OnFirstToken: met.ObserveTTFT, OnToken: met.ObserveTokenLatency})
+	s, err := engine.NewScheduler(m, tok, cache, engine.SchedulerOptions{PrefillChunk: 64, OnFirstToken: met.ObserveTTFT, OnToken: met.ObserveTokenLatency})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Scheduler: s, Tokenizer: tok, ModelName: "tiny", Metrics: met, BlockBytes: pc.BlockBytes(), MaxBodyBytes: 64 << 10})
+	srv, err := New(Config{Scheduler: s, Tokenizer: tok, ModelName: "tiny", Metrics: met, BlockBytes: blockBytes, MaxBodyBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +81,7 @@ func newTestServer(t testing.TB, blocks, maxSeqs int) *testServer {
 		s.Close()
 		m.Close()
 	})
-	return &testServer{url: hs.URL, cache: pc, sched: s, srv: srv, hs: hs}
+	return &testServer{url: hs.URL, sched: s, srv: srv, hs: hs}
 }
 
 // post sends a JSON body and returns the status and the body.

@@ -47,8 +47,15 @@ paged KV cache live on the GPU (engine.GPUCache: tensor-core decode over the
 packed blocks, decode steps replayed as CUDA graphs); the GPU cache does not
 share prefixes yet. docs/serving.md has the details and client examples.
 
-example:
+--kv bw... (fp16 KV stored as bit planes, read at 16/8/4 bits per token by
+importance; docs/bitweaver.md) is served on the CPU (--device cpu) from a
+pool of blocks of the spec's blkN tokens, without prefix sharing; a request
+may choose its own tier mix with the extension field "kv_tiers" (e.g.
+"h20:m40:l40"), and /metrics reports the bytes read per tier.
+
+examples:
   bitdecode serve --model ../shared/models/gocoder-23m --kv int4 --kv-memory 1GiB
+  bitdecode serve --device cpu --kv bw:h20:m40:l40
   curl -s localhost:8080/v1/completions -H 'Content-Type: application/json' \
     -d '{"model":"gocoder-23m","prompt":"func main() {","max_tokens":32}'`,
 }
@@ -152,15 +159,30 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if name == "" {
 		name = modelName
 	}
+	withSettings, err := withModelSettings(*f.modelDir, []kv.Spec{spec}, logw)
+	if err != nil {
+		return err
+	}
+	spec = withSettings[0]
 	var cache servingCache
-	if gb != nil {
+	switch {
+	case gb != nil:
 		gc, err := engine.NewGPUCache(gb, m.Config(), spec, engine.GPUCacheOptions{MaxSeqs: *f.maxSeqs, MaxChunk: *f.chunk, MemoryBytes: memBytes})
 		if err != nil {
+			if spec.Planes.On {
+				return err // no CUDA kernel for bw yet: the error says to use --device cpu
+			}
 			return fmt.Errorf("%w (lower --kv-memory or --max-seqs)", err)
 		}
 		defer gc.Close()
 		cache = gc
-	} else {
+	case spec.Planes.On:
+		pc, err := engine.NewPagedPlaneCache(be, m.Config(), spec, engine.PagedOptions{MaxSeqs: *f.maxSeqs, MemoryBytes: memBytes})
+		if err != nil {
+			return fmt.Errorf("%w (raise --kv-memory)", err)
+		}
+		cache = pc
+	default:
 		pc, err := engine.NewPagedCache(be, m.Config(), spec, engine.PagedOptions{MaxSeqs: *f.maxSeqs, MemoryBytes: memBytes})
 		if err != nil {
 			return fmt.Errorf("%w (raise --kv-memory or lower --max-seqs)", err)
@@ -186,9 +208,16 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := m.Config()
 	logger.Printf("model %s (%s, %d layers, %d/%d heads, head dim %d) on %s", name, cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, be.Name())
-	logger.Printf("KV cache %s: %d blocks of %d tokens (%s each) + %d residual slots (%s each) = %s; up to %d tokens per request",
-		cache.Format().Spec.String(), cache.TotalBlocks(), cache.BlockTokens(), humanBytes(cache.BlockBytes()), *f.maxSeqs,
-		humanBytes(cache.ResidualBytes()), humanBytes(int64(cache.TotalBlocks())*cache.BlockBytes()+int64(*f.maxSeqs)*cache.ResidualBytes()), sched.ContextLimit())
+	if cache.Format().Planes.On {
+		p := cache.Format().Planes
+		logger.Printf("KV cache %s: %d blocks of %d tokens (%s each: fp16 bit planes, tier maps and attention mass) = %s for up to %d sequences; up to %d tokens per request; tiers h%d/m%d/l%d/e%d%% (requests may set their own with \"kv_tiers\")",
+			cache.Format().Spec.String(), cache.TotalBlocks(), cache.BlockTokens(), humanBytes(cache.BlockBytes()),
+			humanBytes(int64(cache.TotalBlocks())*cache.BlockBytes()), *f.maxSeqs, sched.ContextLimit(), p.High, p.Medium, p.Low, p.Evicted)
+	} else {
+		logger.Printf("KV cache %s: %d blocks of %d tokens (%s each) + %d residual slots (%s each) = %s; up to %d tokens per request",
+			cache.Format().Spec.String(), cache.TotalBlocks(), cache.BlockTokens(), humanBytes(cache.BlockBytes()), *f.maxSeqs,
+			humanBytes(cache.ResidualBytes()), humanBytes(int64(cache.TotalBlocks())*cache.BlockBytes()+int64(*f.maxSeqs)*cache.ResidualBytes()), sched.ContextLimit())
+	}
 	logger.Printf("listening on http://%s (model id %q); SIGINT/SIGTERM drains for up to %v", ln.Addr(), name, *f.drain)
 	ctx, stop := serveContext()
 	defer stop()
@@ -196,8 +225,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 }
 
 // servingCache is what serve needs of a KV cache: the scheduler's
-// BlockCache plus sizes for the log and /metrics (engine.PagedCache on the
-// CPU, engine.GPUCache on the GPU).
+// BlockCache plus sizes for the log and /metrics (engine.PagedCache or, for
+// bw, engine.PlaneCache on the CPU; engine.GPUCache on the GPU).
 type servingCache interface {
 	engine.BlockCache
 	Format() kv.Format

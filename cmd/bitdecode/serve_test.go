@@ -39,15 +39,44 @@ func TestServeTinyModel(t *testing.T) {
 	if err := tinymodel.Write(dir, 1); err != nil {
 		t.Fatal(err)
 	}
-	testServe(t, []string{"--model", dir, "--served-model-name", "tiny"}, "tiny")
+	testServe(t, []string{"--model", dir, "--served-model-name", "tiny"}, "tiny", "int4:kc32:v32:res32", "KV cache int4:kc32:v32:res32")
 }
 
 // TestServeEmbeddedModel serves the embedded default model (no --model).
 func TestServeEmbeddedModel(t *testing.T) {
-	testServe(t, nil, "gotiny")
+	testServe(t, nil, "gotiny", "int4:kc32:v32:res32", "KV cache int4:kc32:v32:res32")
 }
 
-func testServe(t *testing.T, modelArgs []string, name string) {
+// TestServeBW serves the bit-plane format on the CPU, with --model and
+// with the embedded model: a request with its own kv_tiers completes and
+// /metrics has the bw series.
+func TestServeBW(t *testing.T) {
+	dir := t.TempDir()
+	if err := tinymodel.Write(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("model", func(t *testing.T) {
+		testServe(t, []string{"--model", dir, "--served-model-name", "tiny"}, "tiny", "bw:h20:m40:l40:blk32", "KV cache bw:h20:m40:l40:w64:s4:r16")
+	})
+	t.Run("embedded", func(t *testing.T) {
+		testServe(t, nil, "gotiny", "bw:h20:m40:l40", "KV cache bw:h20:m40:l40:w64:s4:r16")
+	})
+}
+
+// TestServeBWOnCUDA: without a CUDA plane cache, --kv bw on --device cuda
+// fails with an error that says to use the CPU (here, where there is no
+// GPU, the device error comes first; either way serve does not start).
+func TestServeBWOnCUDA(t *testing.T) {
+	var out, errw strings.Builder
+	if code := runMain([]string{"serve", "--device", "cuda", "--kv", "bw:h20:m40:l40", "--addr", "127.0.0.1:0", "--quiet"}, &out, &errw); code == 0 {
+		t.Fatal("serve --device cuda --kv bw started")
+	}
+	if !strings.Contains(errw.String(), "cpu") {
+		t.Errorf("error does not point to the CPU: %q", errw.String())
+	}
+}
+
+func testServe(t *testing.T, modelArgs []string, name, kvSpec, wantLog string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	old := serveContext
 	serveContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
@@ -56,7 +85,7 @@ func testServe(t *testing.T, modelArgs []string, name string) {
 	done := make(chan int, 1)
 	go func() {
 		var out strings.Builder
-		args := append([]string{"serve", "--device", "cpu", "--kv", "int4:kc32:v32:res32", "--addr", "127.0.0.1:0", "--kv-memory", "4MiB", "--max-seqs", "4"}, modelArgs...)
+		args := append([]string{"serve", "--device", "cpu", "--kv", kvSpec, "--addr", "127.0.0.1:0", "--kv-memory", "4MiB", "--max-seqs", "4"}, modelArgs...)
 		code := runMain(args, &out, pw)
 		pw.Close()
 		done <- code
@@ -76,7 +105,7 @@ func testServe(t *testing.T, modelArgs []string, name string) {
 		t.Fatalf("no listening line in %q", log)
 	}
 	go io.Copy(io.Discard, pr)
-	if !strings.Contains(strings.Join(log, "\n"), "KV cache int4:kc32:v32:res32") {
+	if !strings.Contains(strings.Join(log, "\n"), wantLog) {
 		t.Errorf("start-up log lacks the KV cache line: %q", log)
 	}
 	resp, err := http.Post(addr+"/v1/completions", "application/json", strings.NewReader(`{"model":"`+name+`","prompt":"hello","max_tokens":5,"temperature":0}`))
@@ -95,6 +124,27 @@ func testServe(t *testing.T, modelArgs []string, name string) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || len(r.Choices) != 1 || r.Usage.CompletionTokens < 1 {
 		t.Fatalf("completion: status %d, %+v", resp.StatusCode, r)
+	}
+	if strings.HasPrefix(kvSpec, "bw") {
+		resp, err := http.Post(addr+"/v1/completions", "application/json", strings.NewReader(`{"model":"`+name+`","prompt":"hello","max_tokens":5,"temperature":0,"kv_tiers":"m100:w0:s0"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("completion with kv_tiers: status %d: %s", resp.StatusCode, b)
+		}
+		if resp, err = http.Get(addr + "/metrics"); err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, s := range []string{`bitdecode_kv_tier_read_tokens_total{tier="medium"}`, "bitdecode_kv_plane_read_bytes_total", "bitdecode_kv_fp16_read_bytes_total", `bitdecode_kv_tier_share{tier="low"}`} {
+			if !strings.Contains(string(b), s) {
+				t.Errorf("/metrics lacks %s", s)
+			}
+		}
 	}
 	cancel()
 	select {
