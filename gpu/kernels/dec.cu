@@ -329,67 +329,69 @@ __device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1,
   const float* x = a.x + size_t(t) * a.K;
   const u32* words = a.words + u0 * kWordsPerUnit;
   const u32* params = F::kParams ? a.params + g0 : nullptr;
-  const int nb = (a.S + rmax - 1) / rmax;
-  auto rowsOf = [&](int b) { return min(rmax, a.S - b * rmax); };
+  const int nb = (a.S + rmax - 1) / rmax;  // batches; all but the last have rmax rows
 
   // Each owned word's param index within a row's slice (fixed per thread).
   int gi[W];
 #pragma unroll
   for (int w = 0; w < W; w++) gi[w] = F::kParams ? (u0 * kUnit + (tid + w * THREADS) * kPer) / kGroup - g0 : 0;
 
+  // The pipeline: iteration b stores batch b's loads (issued in iteration
+  // b − 1) into shared memory, issues batch b + 1's loads, and sums batch
+  // b while they are in flight. Batch b + 1's row indices reach ks[(b+1)&1]
+  // in iteration b's store phase, from selr, read one iteration earlier.
   uint4 rw[kLoads];
   u32 rp[kParamLoads];
   float xr = 0.f;
-  // issue starts the loads of a batch of rows whose channels are in ks.
-  auto issue = [&](const int* ksb, int rows) {
+  if (tid < min(rmax, a.S)) ks[tid] = sel[tid];
+  int selr = nb > 1 && tid < min(rmax, a.S - rmax) ? sel[rmax + tid] : 0;
+  __syncthreads();
+  for (int b = -1; b < nb; b++) {
+    const int rows = b >= 0 ? min(rmax, a.S - b * rmax) : 0;
+    if (b >= 0) {
+      __syncthreads();  // the previous batch's sums are done with sw, sp, sx
 #pragma unroll
-    for (int j = 0; j < kLoads; j++) {
-      const int i = tid + j * THREADS;
-      if (i < rows * nch) {
-        const int r = i / nch, c = i - r * nch;
-        rw[j] = ld_host4(words + size_t(ksb[r]) * rowWords + c * 4);
-      }
-    }
-    if (F::kParams) {
-#pragma unroll
-      for (int j = 0; j < kParamLoads; j++) {
+      for (int j = 0; j < kLoads; j++) {
         const int i = tid + j * THREADS;
-        if (i < rows * np) {
-          const int r = i / np, g = i - r * np;
-          rp[j] = ld_host(params + size_t(ksb[r]) * paramRow + g);
+        if (i < rows * nch) sw[i] = rw[j];
+      }
+      if (F::kParams) {
+#pragma unroll
+        for (int j = 0; j < kParamLoads; j++) {
+          const int i = tid + j * THREADS;
+          if (i < rows * np) sp[i] = rp[j];
         }
       }
+      if (tid < rows) sx[tid] = xr;
+      if (b + 1 < nb && tid < min(rmax, a.S - (b + 1) * rmax)) ks[((b + 1) & 1) * kRowsMax + tid] = selr;
+      __syncthreads();
     }
-    if (tid < rows) xr = x[ksb[tid]];
-  };
-
-  if (tid < rowsOf(0)) ks[tid] = sel[tid];
-  int selr = nb > 1 && tid < rowsOf(1) ? sel[rmax + tid] : 0;
-  __syncthreads();
-  issue(ks, rowsOf(0));
-  for (int b = 0; b < nb; b++) {
-    const int rows = rowsOf(b);
-    __syncthreads();  // the previous batch's sums are done with sw, sp, sx
-#pragma unroll
-    for (int j = 0; j < kLoads; j++) {
-      const int i = tid + j * THREADS;
-      if (i < rows * nch) sw[i] = rw[j];
-    }
-    if (F::kParams) {
-#pragma unroll
-      for (int j = 0; j < kParamLoads; j++) {
-        const int i = tid + j * THREADS;
-        if (i < rows * np) sp[i] = rp[j];
-      }
-    }
-    if (tid < rows) sx[tid] = xr;
-    int* ksNext = ks + ((b + 1) & 1) * kRowsMax;
-    if (b + 1 < nb && tid < rowsOf(b + 1)) ksNext[tid] = selr;
-    __syncthreads();
     if (b + 1 < nb) {
-      issue(ksNext, rowsOf(b + 1));  // in flight while this batch is summed
-      selr = b + 2 < nb && tid < rowsOf(b + 2) ? sel[(b + 2) * rmax + tid] : 0;
+      // Issue batch b + 1: its codes, params and x values.
+      const int* ksb = ks + ((b + 1) & 1) * kRowsMax;
+      const int nrows = min(rmax, a.S - (b + 1) * rmax);
+#pragma unroll
+      for (int j = 0; j < kLoads; j++) {
+        const int i = tid + j * THREADS;
+        if (i < nrows * nch) {
+          const int r = i / nch, c = i - r * nch;
+          rw[j] = ld_host4(words + size_t(ksb[r]) * rowWords + c * 4);
+        }
+      }
+      if (F::kParams) {
+#pragma unroll
+        for (int j = 0; j < kParamLoads; j++) {
+          const int i = tid + j * THREADS;
+          if (i < nrows * np) {
+            const int r = i / np, g = i - r * np;
+            rp[j] = ld_host(params + size_t(ksb[r]) * paramRow + g);
+          }
+        }
+      }
+      if (tid < nrows) xr = x[ksb[tid]];
+      selr = b + 2 < nb && tid < min(rmax, a.S - (b + 2) * rmax) ? sel[(b + 2) * rmax + tid] : 0;
     }
+    if (b < 0) continue;
     for (int r = 0; r < rows; r++) {
       const float xk = sx[r];
       const u32* roww = reinterpret_cast<const u32*>(sw + r * nch);
