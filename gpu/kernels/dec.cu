@@ -63,7 +63,9 @@
 //        launch or graph replay. Slices are whole 32-output units, so no
 //        tile is shared by two DEC CTAs;
 //      - the select_topk launch must precede the fused launch (sel).
-//    fused_selftest<ELEM, W> is such a grid with trivial base CTAs (they copy
+//    dec::fused_cta_any<THREADS>(a, blockIdx.x, smem) does the same with
+//    ELEM and W read from a.elem and a.wpt (kernels.DECFusedArgs fills
+//    them). fused_selftest is such a grid with trivial base CTAs (they copy
 //    a precomputed base output into y) to test the protocol.
 //
 // Go wrapper: dec.go; tests: dec_test.go (wq.SelectApprox, wq.Compensate).
@@ -92,8 +94,8 @@ constexpr int kLoads = 4;       // 16-byte code loads per thread per batch
 constexpr int kParamLoads = 2;  // 4-byte param loads per thread per batch
 constexpr int kRowsMax = 128;   // rows per batch at most
 
-// Args is everything a DEC launch reads, passed by value (72 bytes; the Go
-// side packs it: dec.go's decArgs).
+// Args is everything a DEC launch reads, passed by value (80 bytes; the Go
+// side packs it: dec.go's DECLaunch.args).
 struct Args {
   const float* x;    // [T][K]
   float* y;          // [T][N]
@@ -104,8 +106,10 @@ struct Args {
   int N, K, T, S;
   int kChunk;        // channels per 1024, at most 1024
   int blocks;        // n_tb: DEC CTAs
+  int elem;          // the residual's element type (kFP16, kInt8, kInt4), for fused_cta_any
+  int wpt;           // W, packed words per thread covering a slice, for fused_cta_any
 };
-static_assert(sizeof(Args) == 72, "dec.go packs Args as 72 bytes");
+static_assert(sizeof(Args) == 80, "dec.go packs Args as 80 bytes");
 
 // Fmt describes one residual element type: outputs per packed 32-bit word
 // and whether rows have (scale, zero) params.
@@ -500,14 +504,34 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
   for (int i = threadIdx.x; i < (u1 - u0) * kTilesPerUnit; i += THREADS) a.flags[u0 * kTilesPerUnit + i] = 0;
 }
 
+// fused_cta_any is fused_cta with the element type and W taken from a.elem
+// and a.wpt at run time (kernels.DECFusedArgs fills them for THREADS),
+// so a base kernel needs no template parameter for them. Its registers are
+// those of the largest instantiation (int4, W = 8: 64 sums per thread);
+// a base kernel that knows its residual type can call fused_cta directly.
+template <int THREADS>
+__device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem) {
+#define DEC_FUSED_CASE(E, W) \
+  case (E) * 16 + (W):       \
+    fused_cta<E, W, THREADS>(a, b, smem); \
+    return;
+  switch (a.elem * 16 + a.wpt) {
+    DEC_FUSED_CASE(kInt4, 1) DEC_FUSED_CASE(kInt4, 2) DEC_FUSED_CASE(kInt4, 4) DEC_FUSED_CASE(kInt4, 8)
+    DEC_FUSED_CASE(kInt8, 1) DEC_FUSED_CASE(kInt8, 2) DEC_FUSED_CASE(kInt8, 4) DEC_FUSED_CASE(kInt8, 8)
+    DEC_FUSED_CASE(kFP16, 1) DEC_FUSED_CASE(kFP16, 2) DEC_FUSED_CASE(kFP16, 4) DEC_FUSED_CASE(kFP16, 8)
+  }
+#undef DEC_FUSED_CASE
+  __trap();  // a launch the Go side would not build
+}
+
 // fused_selftest is a fused grid whose base CTAs (blockIdx.x >= a.blocks,
 // one tile each) copy ybase into y instead of computing a GEMV: the
-// protocol of fused mode with a known base, for tests.
-template <int E, int W>
+// protocol of fused mode with a known base, for tests; its DEC CTAs go
+// through fused_cta_any.
 __global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const float* __restrict__ ybase) {
   __shared__ __align__(16) unsigned char smem[smem_bytes(kThreads)];
   if (int(blockIdx.x) < a.blocks) {
-    fused_cta<E, W, kThreads>(a, blockIdx.x, smem);
+    fused_cta_any<kThreads>(a, blockIdx.x, smem);
     return;
   }
   const int tile = int(blockIdx.x) - a.blocks;

@@ -29,9 +29,15 @@ const (
 	// outputs is whole units (kUnit), so N must be a multiple of it.
 	decUnit = 32
 	// decArgsBytes is sizeof(dec::Args).
-	decArgsBytes = 72
+	decArgsBytes = 80
 	// decMaxTokens bounds T (the compensation grid's y dimension).
 	decMaxTokens = 65535
+	// dec.cu's batching constants (kLoads, kParamLoads, kRowsMax): 16-byte
+	// and param loads per thread per batch, rows per batch at most (also
+	// the fewest threads a DEC CTA may have).
+	decLoads      = 4
+	decParamLoads = 2
+	decRowsMax    = 128
 )
 
 // decWordsPerThread are the W instantiations: packed words of the slice
@@ -192,13 +198,14 @@ func (l *DECLaunch) check() (int, error) {
 	return DECSelected(r.K, l.KChunk), nil
 }
 
-// args packs dec::Args (dec.cu) for S selected channels per token.
-func (l *DECLaunch) args(S int) []byte {
+// args packs dec::Args (dec.cu) for S selected channels per token and W
+// words per thread (0 where the kernel does not use it).
+func (l *DECLaunch) args(S, w int) []byte {
 	b := make([]byte, 0, decArgsBytes)
 	for _, p := range []cuda.DevicePtr{l.X, l.Y, l.Sel, l.R.Words, l.R.Params, l.Flags} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(p))
 	}
-	for _, v := range []int{l.R.N, l.R.K, l.T, S, min(l.KChunk, wq.ChunkChannels), l.Blocks} {
+	for _, v := range []int{l.R.N, l.R.K, l.T, S, min(l.KChunk, wq.ChunkChannels), l.Blocks, int(l.R.Elem), w} {
 		b = binary.LittleEndian.AppendUint32(b, uint32(int32(v)))
 	}
 	return b
@@ -210,18 +217,17 @@ func (l *DECLaunch) args(S int) []byte {
 type DEC struct {
 	sel   cuda.Function
 	comp  [len(decElems)][len(decWordsPerThread)]cuda.Function
-	fused [len(decElems)][len(decWordsPerThread)]cuda.Function
+	fused cuda.Function // the fused protocol's self-test
 }
 
 // LoadDEC compiles dec.cu (once per device).
 func LoadDEC(dev *cuda.Device) (*DEC, error) {
-	const selExpr = "dec::select_topk"
+	const selExpr, fusedExpr = "dec::select_topk", "dec::fused_selftest"
 	cexpr := func(e wq.Elem, w int) string { return fmt.Sprintf("dec::compensate<%d, %d>", int(e), w) }
-	fexpr := func(e wq.Elem, w int) string { return fmt.Sprintf("dec::fused_selftest<%d, %d>", int(e), w) }
-	exprs := []string{selExpr}
+	exprs := []string{selExpr, fusedExpr}
 	for _, e := range decElems {
 		for _, w := range decWordsPerThread {
-			exprs = append(exprs, cexpr(e, w), fexpr(e, w))
+			exprs = append(exprs, cexpr(e, w))
 		}
 	}
 	mod, err := dev.Compile(cuda.Program{Name: "dec.cu", Source: decSource, Exprs: exprs})
@@ -232,12 +238,12 @@ func LoadDEC(dev *cuda.Device) (*DEC, error) {
 	if d.sel, err = mod.Function(selExpr); err != nil {
 		return nil, err
 	}
+	if d.fused, err = mod.Function(fusedExpr); err != nil {
+		return nil, err
+	}
 	for i, e := range decElems {
 		for j, w := range decWordsPerThread {
 			if d.comp[i][j], err = mod.Function(cexpr(e, w)); err != nil {
-				return nil, err
-			}
-			if d.fused[i][j], err = mod.Function(fexpr(e, w)); err != nil {
 				return nil, err
 			}
 		}
@@ -254,7 +260,7 @@ func (d *DEC) Select(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
 		return err
 	}
 	chunks := (l.R.K + wq.ChunkChannels - 1) / wq.ChunkChannels
-	return c.Launch(d.sel, cuda.Dim3{X: chunks, Y: l.T}, cuda.Dim3{X: wq.ChunkChannels}, 0, st, l.args(S))
+	return c.Launch(d.sel, cuda.Dim3{X: chunks, Y: l.T}, cuda.Dim3{X: wq.ChunkChannels}, 0, st, l.args(S, 0))
 }
 
 // blocksFor checks n_tb and returns the words-per-thread instantiation.
@@ -288,7 +294,7 @@ func (d *DEC) Compensate(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
 	if err != nil {
 		return err
 	}
-	return c.Launch(d.comp[ei][wi], cuda.Dim3{X: l.Blocks, Y: l.T}, cuda.Dim3{X: DECThreads}, 0, st, l.args(S))
+	return c.Launch(d.comp[ei][wi], cuda.Dim3{X: l.Blocks, Y: l.T}, cuda.Dim3{X: DECThreads}, 0, st, l.args(S, decWordsPerThread[wi]))
 }
 
 // FusedSelfTest runs fused mode's protocol with trivial base CTAs: n_tb DEC
@@ -303,18 +309,19 @@ func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cud
 	if S == 0 || l.Flags == 0 || yBase == 0 {
 		return fmt.Errorf("kernels: dec: the fused self-test needs k_chunk > 0, flags and a base output")
 	}
-	ei, wi, err := l.blocksFor()
+	args, _, err := DECFusedArgs(l, DECThreads)
 	if err != nil {
 		return err
 	}
 	grid := l.Blocks + l.R.N/DECTile
-	return c.Launch(d.fused[ei][wi], cuda.Dim3{X: grid}, cuda.Dim3{X: DECThreads}, 0, st, l.args(S), yBase)
+	return c.Launch(d.fused, cuda.Dim3{X: grid}, cuda.Dim3{X: DECThreads}, 0, st, args, yBase)
 }
 
 // DECFusedArgs returns dec::Args for a base kernel hosting fused-mode DEC
-// CTAs (passed by value, 72 bytes), with its n_tb and the words-per-thread
-// instantiation W its dec::fused_cta<E, W, THREADS> call must use for
-// threads threads per CTA.
+// CTAs with threads threads per CTA (passed by value, 80 bytes), and W, the
+// words per thread its dec::fused_cta<E, W, THREADS> call must use (Args
+// carries it, and the element type, for dec::fused_cta_any). The grid is
+// l.Blocks DEC CTAs followed by the base CTAs.
 func DECFusedArgs(l *DECLaunch, threads int) (args []byte, w int, err error) {
 	S, err := l.check()
 	if err != nil {
@@ -326,8 +333,11 @@ func DECFusedArgs(l *DECLaunch, threads int) (args []byte, w int, err error) {
 	if l.Blocks < 1 || l.Blocks > DECMaxBlocks(l.R.N) {
 		return nil, 0, fmt.Errorf("kernels: dec: n_tb %d out of range [1, %d]", l.Blocks, DECMaxBlocks(l.R.N))
 	}
+	if threads < decRowsMax || threads%32 != 0 {
+		return nil, 0, fmt.Errorf("kernels: dec: fused DEC CTAs of %d threads: want a multiple of 32, at least %d", threads, decRowsMax)
+	}
 	if w = decWords(l.R.Elem, l.R.N, l.Blocks, threads); w == 0 {
 		return nil, 0, fmt.Errorf("kernels: dec: n_tb %d is too few for %d outputs with %d threads", l.Blocks, l.R.N, threads)
 	}
-	return l.args(S), w, nil
+	return l.args(S, w), w, nil
 }

@@ -13,15 +13,6 @@ import (
 	"github.com/bitdecode/bitdecode/wq"
 )
 
-// dec.cu's batching constants (kLoads, kParamLoads, kRowsMax), for the
-// model of its shared-memory batches below; TestDECConstantsMatchSource
-// checks them against the source.
-const (
-	decLoads      = 4
-	decParamLoads = 2
-	decRowsMax    = 128
-)
-
 // selectModel computes what dec.cu's select_topk writes, step by step as the
 // kernel does (block max, histogram, the crossing bucket of an inclusive
 // scan, two exclusive prefix sums in thread order), rather than by wq's
@@ -217,11 +208,11 @@ func decBatchRows(e wq.Elem, u0, u1, threads int) int {
 }
 
 // TestDECArgsLayout checks the packing of dec::Args: six pointers, then
-// N, K, T, S, k_chunk (capped at 1024) and n_tb as int32.
+// N, K, T, S, k_chunk (capped at 1024), n_tb, element type and W as int32.
 func TestDECArgsLayout(t *testing.T) {
 	l := &DECLaunch{X: 0x1000, Y: 0x2000, Sel: 0x3000, Flags: 0x6000, T: 3, KChunk: 2000, Blocks: 16,
 		R: &DECResidual{Elem: wq.Int4, Words: 0x4000, Params: 0x5000, N: 4096, K: 14336}}
-	b := l.args(777)
+	b := l.args(777, 4)
 	if len(b) != decArgsBytes {
 		t.Fatalf("%d bytes, want %d", len(b), decArgsBytes)
 	}
@@ -230,7 +221,7 @@ func TestDECArgsLayout(t *testing.T) {
 			t.Errorf("pointer %d = %#x, want %#x", i, got, want)
 		}
 	}
-	for i, want := range []uint32{4096, 14336, 3, 777, 1024, 16} {
+	for i, want := range []uint32{4096, 14336, 3, 777, 1024, 16, uint32(wq.Int4), 4} {
 		if got := binary.LittleEndian.Uint32(b[48+4*i:]); got != want {
 			t.Errorf("int %d = %d, want %d", i, got, want)
 		}
