@@ -59,19 +59,7 @@ func init() { register(newLlama, "llama", "mistral", "qwen2", "qwen3") }
 // newLlama loads the weights of cfg from the loader's checkpoint.
 func newLlama(cfg *Config, ld *loader) (Model, error) {
 	m := &Llama{cfg: cfg, be: ld.be, eps: float32(cfg.RMSNormEps), Layers: make([]LlamaLayer, cfg.Layers)}
-	ld.dims = map[string]int{
-		"H": cfg.Hidden, "I": cfg.Intermediate, "V": cfg.Vocab, "D": cfg.HeadDim,
-		"QD": cfg.Heads * cfg.HeadDim, "KVD": cfg.KVHeads * cfg.HeadDim,
-	}
-	ld.conds = map[string]bool{
-		"tied": cfg.TieWordEmbeddings, "qkv_bias": cfg.QKVBias, "o_bias": cfg.OBias,
-		"mlp_bias": cfg.MLPBias, "qk_norm": cfg.QKNorm,
-	}
-	ld.ignore = func(name string) bool {
-		// Old checkpoints store RoPE's buffer; tied checkpoints may still
-		// store lm_head (transformers overwrites it with the embedding).
-		return strings.HasSuffix(name, ".rotary_emb.inv_freq") || (cfg.TieWordEmbeddings && name == "lm_head.weight")
-	}
+	setupLlama(cfg, ld)
 	if err := ld.load(m); err != nil {
 		m.Close()
 		return nil, err
@@ -90,6 +78,24 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	return m, nil
+}
+
+// setupLlama sets the shape symbols, tag conditions and ignored tensors of
+// a Llama-family checkpoint of config cfg on ld.
+func setupLlama(cfg *Config, ld *loader) {
+	ld.dims = map[string]int{
+		"H": cfg.Hidden, "I": cfg.Intermediate, "V": cfg.Vocab, "D": cfg.HeadDim,
+		"QD": cfg.Heads * cfg.HeadDim, "KVD": cfg.KVHeads * cfg.HeadDim,
+	}
+	ld.conds = map[string]bool{
+		"tied": cfg.TieWordEmbeddings, "qkv_bias": cfg.QKVBias, "o_bias": cfg.OBias,
+		"mlp_bias": cfg.MLPBias, "qk_norm": cfg.QKNorm,
+	}
+	ld.ignore = func(name string) bool {
+		// Old checkpoints store RoPE's buffer; tied checkpoints may still
+		// store lm_head (transformers overwrites it with the embedding).
+		return strings.HasSuffix(name, ".rotary_emb.inv_freq") || (cfg.TieWordEmbeddings && name == "lm_head.weight")
+	}
 }
 
 // WeightMemory implements WeightReporter.

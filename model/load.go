@@ -48,6 +48,10 @@ type LoadOptions struct {
 	// DECKChunk > 0 adds dynamic error compensation to every quantized
 	// linear layer, selecting DECKChunk channels per wq.ChunkChannels inputs.
 	DECKChunk int
+	// DECByShape, if not nil, sets DEC per linear-layer shape instead (the
+	// tuned choices of the settings file: DECTuning.Choices); a shape it
+	// lacks gets DECKChunk.
+	DECByShape map[Shape]DECChoice
 	// DECResidual is the element type of the DEC residual (0: wq.Int4).
 	DECResidual wq.Elem
 	// Log receives one line per load-time path decision (a backend without
@@ -102,6 +106,14 @@ func LoadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend,
 	}
 	if opts.DECKChunk > 0 && !opts.Weights.IsQuantized() {
 		return nil, fmt.Errorf("model: DEC (k_chunk %d) needs quantized weights, not %q", opts.DECKChunk, opts.Weights.Short())
+	}
+	for sh, c := range opts.DECByShape {
+		if c.KChunk < 0 || c.Blocks < 0 {
+			return nil, fmt.Errorf("model: DEC for shape %v: k_chunk %d, n_tb %d: want non-negative values", sh, c.KChunk, c.Blocks)
+		}
+		if c.KChunk > 0 && !opts.Weights.IsQuantized() {
+			return nil, fmt.Errorf("model: DEC (k_chunk %d for shape %v) needs quantized weights, not %q", c.KChunk, sh, opts.Weights.Short())
+		}
 	}
 	return newModel(cfg, &loader{ck: ck, be: be, progress: opts.Progress, opts: opts, quant: cfg.Quant})
 }

@@ -18,16 +18,24 @@ const SettingsFile = "bitdecode.json"
 const maxSettingsSize = 1 << 20
 
 // Settings are inference settings measured for one model, which the CLI
-// applies where a flag leaves them open. Today: the adjustment terms of
-// the bit-plane KV format (kv "bw"), picked by a sweep on the model.
+// applies where a flag leaves them open: the adjustment terms of the
+// bit-plane KV format (kv "bw"), picked by a sweep on the model, and the DEC
+// tunings of 'bitdecode tune dec' (k_chunk and n_tb per linear-layer shape
+// for each slowdown target, per weight format and device), which
+// '--dec-k tuned:5%' reads.
 //
 // They come from DIR/bitdecode.json when present, else from a built-in
 // table keyed by the checkpoint directory's name (for shared, read-only
 // checkpoint directories such as the reference model's), else defaults.
 //
-//	{"bw": {"adj8": 112, "adj4": 2048, "source": "how they were measured"}}
+//	{"bw": {"adj8": 112, "adj4": 2048, "source": "how they were measured"},
+//	 "dec": {"int4": {"device": "...", "shapes": [{"n": 4096, "k": 4096, "base_us": 12.5,
+//	          "picks": [{"slowdown_pct": 5, "k_chunk": 32, "n_tb": 16, ...}]}]}}}
 type Settings struct {
 	BW BWSettings `json:"bw"`
+	// DEC holds DEC tunings by weight format (DECSettingsKey: "int4",
+	// "int3"); nil without.
+	DEC map[string]*DECTuning `json:"dec,omitempty"`
 	// From says where the settings came from: the file's path, "built-in
 	// (NAME)" or "defaults".
 	From string `json:"-"`
@@ -79,6 +87,11 @@ func LoadSettings(dir string) (Settings, error) {
 	}
 	if s.BW.Adj4 < -1 || s.BW.Adj4 > 0xFFF {
 		return s, fmt.Errorf("model: settings %s: bw.adj4 = %d, want -1 or 0..4095", path, s.BW.Adj4)
+	}
+	for key, t := range s.DEC {
+		if err := t.validate(); err != nil {
+			return s, fmt.Errorf("model: settings %s: dec.%s: %w", path, key, err)
+		}
 	}
 	s.From = path
 	return s, nil

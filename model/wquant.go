@@ -21,7 +21,10 @@ type WeightMemory struct {
 	Bytes     int64  `json:"bytes"`                 // all weights as stored (a tied LM head counted once)
 	FP16Bytes int64  `json:"fp16_bytes"`            // the same weights in fp16
 	DECBytes  int64  `json:"dec_bytes,omitempty"`   // DEC residuals (host memory on a GPU), 0 without DEC
-	DECKChunk int    `json:"dec_k_chunk,omitempty"` // k_chunk of DEC, 0 without
+	DECKChunk int    `json:"dec_k_chunk,omitempty"` // k_chunk of DEC, 0 without (or when set per shape)
+	// DECPerShape is k_chunk by linear-layer shape ("4096x14336") when
+	// LoadOptions.DECByShape set it, nil otherwise.
+	DECPerShape map[string]int `json:"dec_k_chunk_per_shape,omitempty"`
 }
 
 // WeightReporter is implemented by models that account their weights.
@@ -92,7 +95,17 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 		o.Quantized[name] = m
 	}
 	var dec *wq.DEC
-	if o.DECKChunk > 0 {
+	choice := DECChoice{KChunk: o.DECKChunk}
+	if c, ok := o.DECByShape[Shape{N, K}]; ok {
+		choice = c
+	}
+	if o.DECByShape != nil {
+		if ld.mem.DECPerShape == nil {
+			ld.mem.DECPerShape = map[string]int{}
+		}
+		ld.mem.DECPerShape[Shape{N, K}.String()] = choice.KChunk
+	}
+	if choice.KChunk > 0 {
 		re := o.DECResidual
 		if re == 0 {
 			re = wq.Int4
@@ -101,7 +114,7 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 		if err != nil {
 			return nil, fmt.Errorf("model: tensor %q: %w", name, err)
 		}
-		dec = &wq.DEC{R: r, KChunk: o.DECKChunk}
+		dec = &wq.DEC{R: r, KChunk: choice.KChunk, Blocks: choice.Blocks}
 		ld.mem.DECBytes += dec.Bytes()
 	}
 	ld.mem.Bytes += m.Bytes()

@@ -35,6 +35,11 @@ type DEC struct {
 	R *Matrix
 	// KChunk is k_chunk: channels selected per ChunkChannels input channels.
 	KChunk int
+	// Blocks is n_tb, the thread blocks a GPU backend spreads the
+	// compensation of the N outputs over (tuned per weight shape by
+	// 'bitdecode tune dec'); 0 lets the backend choose. It changes the speed,
+	// never the numbers; the CPU backend ignores it.
+	Blocks int
 }
 
 // Bytes returns the host memory of the residual.

@@ -122,7 +122,9 @@
 // top-k of |x| (see SelectApprox: a magnitude histogram with 8 buckets per
 // octave and an in-order fill of the boundary bucket), so every selected
 // channel's |x| is at least 8/9 of every unselected one's.
-// The compensation is summed per output in increasing k in float32 and added
-// once to the base output; with no channel selected the base output is
-// returned untouched.
+// The compensation is summed per output in increasing k in float32 (each
+// term x_k·R̂_kn rounded to float32 before the add: no fused multiply-add)
+// and added once to the base output; with no channel selected the base
+// output is returned untouched. gpu/kernels/dec.cu reproduces the selection
+// and these sums bit for bit, reading R̂'s selected rows from host memory.
 package wq

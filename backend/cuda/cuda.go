@@ -48,8 +48,12 @@ type Backend struct {
 	gemvqOnce sync.Once
 	gemvq     *kernels.GEMVQ
 	gemvqErr  error
-	stream    gcuda.Stream
-	name      string
+	// dec.cu, compiled on the first DEC weight.
+	decOnce sync.Once
+	decK    *kernels.DEC
+	decErr  error
+	stream  gcuda.Stream
+	name    string
 
 	mu  sync.Mutex
 	err error // first op error since the last Sync
@@ -169,7 +173,10 @@ type weight struct {
 	// zero) pairs, codes of qbits bits in groups of qgroup channels.
 	q, qp         gcuda.DevicePtr
 	qbits, qgroup int
-	freed         bool
+	// dec is the weight's DEC residual and scratch (LoadQuantWeight with
+	// a wq.DEC), nil without; Linear then compensates after the base.
+	dec   *decWeight
+	freed bool
 }
 
 func (w *weight) Name() string { return w.name }
@@ -568,16 +575,30 @@ func (b *Backend) register(w *weight) (backend.Weight, error) {
 	return w, nil
 }
 
-// freeWeightMem frees w's device memory after the stream is done with it.
+// takeWeightMem returns w's device memory (and its DEC residual's mapped
+// host memory) and forgets it, for freeing.
+func takeWeightMem(w *weight) (ptrs []gcuda.DevicePtr, host *gcuda.HostBuffer) {
+	ptrs = []gcuda.DevicePtr{w.f16, w.f32, w.q, w.qp}
+	if w.dec != nil {
+		ptrs, host = append(ptrs, w.dec.sel), w.dec.host
+	}
+	w.f16, w.f32, w.q, w.qp, w.dec = 0, 0, 0, 0, nil
+	return ptrs, host
+}
+
+// freeWeightMem frees w's memory after the stream is done with it.
 func (b *Backend) freeWeightMem(w *weight) {
-	f16, f32, q, qp := w.f16, w.f32, w.q, w.qp
-	w.f16, w.f32, w.q, w.qp = 0, 0, 0, 0
-	if f16 == 0 && f32 == 0 && q == 0 && qp == 0 {
+	ptrs, host := takeWeightMem(w)
+	if host == nil && !slices.ContainsFunc(ptrs, func(p gcuda.DevicePtr) bool { return p != 0 }) {
 		return
 	}
 	_ = b.Do(func(c *gcuda.Ctx) error { // runs queued ops that may read w first
 		_ = c.SyncStream(b.stream)
-		return errors.Join(c.Free(f16), c.Free(f32), c.Free(q), c.Free(qp))
+		errs := []error{c.FreeHost(host)}
+		for _, p := range ptrs {
+			errs = append(errs, c.Free(p))
+		}
+		return errors.Join(errs...)
 	})
 }
 
@@ -648,6 +669,7 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	var ptrs []gcuda.DevicePtr
+	var hosts []*gcuda.HostBuffer
 	for _, list := range b.pool {
 		ptrs = append(ptrs, list...)
 	}
@@ -657,7 +679,8 @@ func (b *Backend) Close() error {
 	}
 	for w := range b.weights {
 		w.freed = true
-		ptrs = append(ptrs, w.f16, w.f32)
+		wp, host := takeWeightMem(w)
+		ptrs, hosts = append(ptrs, wp...), append(hosts, host)
 	}
 	b.pool, b.poolBytes, b.tensors, b.weights = nil, 0, nil, nil
 	b.memMu.Unlock()
@@ -673,6 +696,9 @@ func (b *Backend) Close() error {
 		b.graphs.reset(c)
 		for _, p := range ptrs {
 			errs = append(errs, c.Free(p))
+		}
+		for _, h := range hosts {
+			errs = append(errs, c.FreeHost(h))
 		}
 		return errors.Join(errs...)
 	})

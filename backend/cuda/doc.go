@@ -43,6 +43,30 @@
 // ulp or two; SwiGLU's silu uses float32 expf. All kernels are
 // deterministic: no atomics, reduction orders fixed by the shapes.
 //
+// # Low-bit weights and DEC
+//
+// LoadQuantWeight keeps int4 and int8 matrices packed (wq's layout):
+// decode-sized batches run gpu/kernels/gemvq.cu, prefill dequantizes to
+// fp16 and multiplies with cuBLASLt; int3 and fp16 matrices are dequantized
+// to fp16 at load. A DEC residual (wq.DEC: Rᵀ [K, N] in int4, int8 or fp16)
+// is copied into pinned host memory mapped into the device and never
+// uploaded: after the base product, Linear queues one more op that runs
+// gpu/kernels/dec.cu for every row of x, the per-chunk approximate top-k of
+// |x| (wq.SelectApprox exactly) and the compensation, whose thread blocks
+// read only the selected residual rows over PCIe (zero-copy) and add
+// wq.Compensate's sums, bit for bit, to the base output. Decode batches
+// select into a small per-weight device scratch (so the op replays in a
+// CUDA graph); prefill batches into Linear's scratch. Prefill is
+// compensated too, token by token, as on the CPU. The thread blocks (n_tb)
+// come from wq.DEC.Blocks (tuned per shape by 'bitdecode tune dec'), else a
+// default.
+//
+// BITDECODE_DEC_MODE=serial (the default) runs DEC as its own kernels after
+// the base GEMV; "fused" (the DEC thread blocks inside gemvq.cu's grid,
+// waiting on per-tile ready flags: gpu/kernels/dec.cu) is refused until
+// gemvq.cu hosts them. BITDECODE_DEC_BLOCKS=n overrides n_tb for every DEC
+// weight, for experiments.
+//
 // # Streams, ordering and errors
 //
 // Every op queues its kernels on the device's stream inside one

@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // golden is the part of gocoder-23m's golden.json this test reads.
@@ -136,4 +138,61 @@ func argmax(v []float32) int32 {
 		}
 	}
 	return int32(best)
+}
+
+// TestModelDECMatchesCPU loads gocoder-23m with int4 weights and DEC
+// (k_chunk 32, int4 residuals in mapped host memory) on the GPU and on the
+// CPU backend: the prompt's logits (prefill: cuBLASLt base, DEC per token)
+// and those of 8 decode steps fed the CPU's greedy tokens (gemvq.cu base,
+// dec.cu after it, replayed as CUDA graphs after the first steps) must agree
+// within logitRelL2Tol. The compensation is wq's exactly on both; only the
+// base products' rounding differs.
+func TestModelDECMatchesCPU(t *testing.T) {
+	dir := testmodel.Dir(t)
+	gb := gpu(t)
+	spec, err := wq.ParseSpec("int4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := map[string]*wq.Matrix{}
+	load := func(be backend.Backend) model.Model {
+		m, err := model.Load(dir, be, model.LoadOptions{Weights: spec, DECKChunk: 32, Quantized: cache})
+		if err != nil {
+			t.Fatalf("%s: %v", be.Name(), err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	cb := cpu.New(0)
+	mc, mg := load(cb), load(gb)
+	ids := []int32{5, 100, 2000, 7, 42, 8000, 3, 77, 1234, 4321, 11, 900}
+	caches := []model.Attention{model.NewDenseCache(cb, mc.Config()), model.NewDenseCache(gb, mg.Config())}
+	compare := func(step string, b *model.Batch) int32 {
+		var rows [2][]float32
+		for i, m := range []model.Model{mc, mg} {
+			out, err := m.Forward(b, caches[i])
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			rows[i] = out.Row(out.Rows() - 1)
+		}
+		var diff, norm float64
+		for j, c := range rows[0] {
+			d := float64(rows[1][j]) - float64(c)
+			diff += d * d
+			norm += float64(c) * float64(c)
+		}
+		if rel := math.Sqrt(diff / norm); !(rel <= logitRelL2Tol) {
+			t.Fatalf("%s: relative L2 difference of the logits %.3g > %.0e", step, rel, logitRelL2Tol)
+		}
+		return argmax(rows[0])
+	}
+	var b model.Batch
+	b.Add(0, 0, ids...)
+	next := compare("prefill", &b)
+	for s := range 8 {
+		var d model.Batch
+		d.Add(0, len(ids)+s, next)
+		next = compare(fmt.Sprintf("decode step %d", s), &d)
+	}
 }

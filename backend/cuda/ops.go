@@ -186,8 +186,9 @@ func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
 	}, u64(d.ptr), u64(s.ptr), u64(ix.ptr), u64(R), u64(K), u64(T))
 }
 
-// Linear implements backend.Backend: x is rounded to fp16 into a scratch
-// buffer, cuBLASLt computes dst = x·wᵀ in fp32, and a kernel adds the bias.
+// Linear implements backend.Backend (doc.go, "Ops"): gemv.cu or gemvq.cu
+// for decode-sized batches, cuBLASLt on fp16 otherwise; then DEC for a
+// weight that has it.
 func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.Weight) {
 	const op = "Linear"
 	if b.failed() {
@@ -218,11 +219,10 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
 		return
 	}
-	if wt.isQuant() {
+	switch {
+	case wt.isQuant():
 		b.linearQuant(d, xt, wt, bt, T, N, K)
-		return
-	}
-	if b.gemv != nil && b.gemv.Fits(T, K) {
+	case b.gemv != nil && b.gemv.Fits(T, K):
 		// Decode: a warp per output channel reads the weights once and x
 		// as float32 (gemv.cu); the bias is fused.
 		var bp gcuda.DevicePtr
@@ -235,18 +235,21 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 			}
 			return nil
 		}, u64(d.ptr), u64(xt.ptr), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K))
-		return
+	default:
+		b.launch(op, func(c *gcuda.Ctx) error {
+			xh, err := b.scratch(c, 2*T*K)
+			if err == nil {
+				err = b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K)
+			}
+			if err != nil {
+				return fmt.Errorf("weight %s: %w", wt.name, err)
+			}
+			return nil
+		})
 	}
-	b.launch(op, func(c *gcuda.Ctx) error {
-		xh, err := b.scratch(c, 2*T*K)
-		if err == nil {
-			err = b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K)
-		}
-		if err != nil {
-			return fmt.Errorf("weight %s: %w", wt.name, err)
-		}
-		return nil
-	})
+	if wt.dec != nil {
+		b.compensate(d, xt, wt, T)
+	}
 }
 
 // gemmF16 is Linear's large-batch path: x rounded to fp16 into xh (room

@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 
 	"github.com/bitdecode/bitdecode/backend"
 	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
@@ -12,19 +14,152 @@ import (
 
 var _ backend.QuantWeightLoader = (*Backend)(nil)
 
+// Environment variables of DEC (doc.go, "Low-bit weights and DEC").
+const (
+	// EnvDECMode picks how DEC runs beside the base GEMV: "serial" (the
+	// default: selection and compensation kernels after the base GEMV) or
+	// "fused" (the compensation CTAs inside the base GEMV's grid; refused
+	// until gemvq.cu hosts them).
+	EnvDECMode = "BITDECODE_DEC_MODE"
+	// EnvDECBlocks overrides n_tb, the compensation's thread blocks, for
+	// every DEC weight (also tuned ones), for experiments.
+	EnvDECBlocks = "BITDECODE_DEC_BLOCKS"
+)
+
+// decDefaultBlocks is n_tb for a DEC weight that names none (wq.DEC.Blocks
+// 0), clamped to what the shape allows. TODO(H100): set from
+// 'bitdecode bench dec'.
+const decDefaultBlocks = 32
+
+// decPrefillScratch bounds the selection scratch of one prefill DEC launch;
+// longer batches are compensated in groups of tokens.
+const decPrefillScratch = 64 << 20
+
+// decWeight is a weight's DEC state on the GPU: the residual in mapped host
+// memory and the device scratch its decode steps select into.
+type decWeight struct {
+	host   *gcuda.HostBuffer // Rᵀ's words, then its params (256-byte aligned); mapped
+	res    kernels.DECResidual
+	kChunk int
+	blocks int             // n_tb
+	S      int             // channels one token selects
+	sel    gcuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection
+}
+
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
 // matrices stay packed on the device (wq's layout): decode-sized batches
 // (T <= kernels.GEMVQMaxRows) read them with gemvq.cu's tensor-core GEMV,
 // prefill dequantizes them to fp16 and multiplies with cuBLASLt. fp16
 // matrices are stored like any weight.
-// DEC is not built on the GPU yet: a dec is an error that says so.
+// A DEC residual (int4, int8 or fp16; N a multiple of 128, or of 32 for
+// fp16) is copied into pinned host memory mapped into the device, which
+// dec.cu reads over PCIe after each base product (doc.go).
 func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backend.Weight, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("backend/cuda: weight %s: %w", name, err)
 	}
 	if dec != nil {
-		return nil, fmt.Errorf("backend/cuda: weight %s: DEC (error compensation from host memory) has no CUDA kernel yet; drop --dec-k or use --device cpu", name)
+		if err := b.checkDEC(m, dec); err != nil {
+			return nil, fmt.Errorf("backend/cuda: weight %s: %w", name, err)
+		}
 	}
+	w, err := b.loadQuantBase(name, m)
+	if err != nil || dec == nil || dec.KChunk == 0 {
+		return w, err
+	}
+	cw := w.(*weight)
+	if err := b.attachDEC(cw, dec); err != nil {
+		b.FreeWeight(cw)
+		return nil, fmt.Errorf("backend/cuda: weight %s: DEC: %w", name, err)
+	}
+	return cw, nil
+}
+
+// checkDEC validates a DEC residual for weight m before anything is
+// allocated.
+func (b *Backend) checkDEC(m *wq.Matrix, dec *wq.DEC) error {
+	if err := dec.R.Validate(); err != nil {
+		return fmt.Errorf("DEC residual: %w", err)
+	}
+	if dec.R.N != m.K || dec.R.K != m.N {
+		return fmt.Errorf("[%d, %d]: DEC residual is [%d, %d], want [%d, %d]", m.N, m.K, dec.R.N, dec.R.K, m.K, m.N)
+	}
+	if dec.KChunk < 0 || dec.Blocks < 0 {
+		return fmt.Errorf("DEC k_chunk %d, n_tb %d: want non-negative values", dec.KChunk, dec.Blocks)
+	}
+	if err := kernels.DECReads(dec.R.Elem, m.N); err != nil {
+		return fmt.Errorf("DEC residual for [%d, %d]: %w", m.N, m.K, err)
+	}
+	mode, err := kernels.ParseDECMode(os.Getenv(EnvDECMode))
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvDECMode, err)
+	}
+	if mode == kernels.DECFused {
+		return fmt.Errorf("%s=fused: gemvq.cu does not host DEC CTAs yet (gpu/kernels/dec.cu has the contract); use serial", EnvDECMode)
+	}
+	return nil
+}
+
+// decBlocks returns n_tb for a residual of N outputs: EnvDECBlocks, else
+// the weight's own (tuned) value, else decDefaultBlocks clamped to the
+// shape's range. An explicit value out of range is an error.
+func decBlocks(e wq.Elem, N, own int) (int, error) {
+	lo, hi := kernels.DECMinBlocks(e, N), kernels.DECMaxBlocks(N)
+	if v := os.Getenv(EnvDECBlocks); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("%s=%q: want a number of thread blocks", EnvDECBlocks, v)
+		}
+		own = n
+	}
+	if own == 0 {
+		return min(max(decDefaultBlocks, lo), hi), nil
+	}
+	if own < lo || own > hi {
+		return 0, fmt.Errorf("n_tb %d out of range [%d, %d] for %d %v outputs", own, lo, hi, N, e)
+	}
+	return own, nil
+}
+
+// attachDEC copies dec's residual into mapped host memory and allocates the
+// selection scratch of decode batches.
+func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
+	r := dec.R
+	N, K := r.K, r.N
+	blocks, err := decBlocks(r.Elem, N, dec.Blocks)
+	if err != nil {
+		return err
+	}
+	if _, err := b.decKernels(); err != nil {
+		return err
+	}
+	words, params := gcuda.Bytes(r.Words), gcuda.Bytes(r.Params)
+	off := (len(words) + 255) / 256 * 256
+	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk)}
+	w.dec = dw // freed with the weight from here on
+	err = b.Do(func(c *gcuda.Ctx) error {
+		var err error
+		if dw.host, err = c.AllocHost(off+max(len(params), 16), true); err != nil {
+			return err
+		}
+		dw.sel, err = c.Alloc(4 * kernels.GEMVMaxRows * dw.S)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	copy(dw.host.Bytes(), words)
+	copy(dw.host.Bytes()[off:], params)
+	dw.res = kernels.DECResidual{Elem: r.Elem, Words: dw.host.DevicePtr(), N: N, K: K}
+	if r.Elem.IsInt() {
+		dw.res.Params = dw.host.DevicePtr() + gcuda.DevicePtr(off)
+	}
+	return nil
+}
+
+// loadQuantBase loads the base matrix: packed for gemvq.cu, or dequantized
+// to fp16.
+func (b *Backend) loadQuantBase(name string, m *wq.Matrix) (backend.Weight, error) {
 	bits := m.Elem.Bits()
 	if !m.Elem.IsInt() || !(bits == 3 || bits == 4 || bits == 8) || m.Group%32 != 0 {
 		// Dequantize here: exactly wq's values, stored as fp16 like any matrix.
@@ -106,6 +241,55 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 		return nil, fmt.Errorf("backend/cuda: random weight %s %v: %w", name, shape, err)
 	}
 	return b.register(w)
+}
+
+// decKernels compiles dec.cu on first use.
+func (b *Backend) decKernels() (*kernels.DEC, error) {
+	b.decOnce.Do(func() { b.decK, b.decErr = kernels.LoadDEC(b.dev) })
+	return b.decK, b.decErr
+}
+
+// compensate queues DEC for a Linear whose base output is in d: per token,
+// dec.cu's selection, then the compensation from the residual in host
+// memory (serial mode). Decode batches select into the weight's own
+// scratch, so the op has a key and replays in a CUDA graph; prefill
+// batches select into Linear's scratch, in groups of tokens.
+func (b *Backend) compensate(d, xt *tensor, wt *weight, T int) {
+	dw := wt.dec
+	N, K := dw.res.N, dw.res.K
+	if T <= kernels.GEMVMaxRows {
+		b.launch("Linear DEC", func(c *gcuda.Ctx) error {
+			l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
+			if err := b.decK.Select(c, b.stream, &l); err != nil {
+				return fmt.Errorf("weight %s: %w", wt.name, err)
+			}
+			if err := b.decK.Compensate(c, b.stream, &l); err != nil {
+				return fmt.Errorf("weight %s: %w", wt.name, err)
+			}
+			return nil
+		}, u64(d.ptr), u64(xt.ptr), u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(T), u64(N), u64(K),
+			u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
+		return
+	}
+	b.launch("Linear DEC", func(c *gcuda.Ctx) error {
+		group := max(1, min(T, decPrefillScratch/(4*dw.S)))
+		sel, err := b.scratch(c, 4*group*dw.S)
+		if err != nil {
+			return err
+		}
+		for t0 := 0; t0 < T; t0 += group {
+			n := min(group, T-t0)
+			l := kernels.DECLaunch{X: xt.ptr + gcuda.DevicePtr(4*t0*K), Y: d.ptr + gcuda.DevicePtr(4*t0*N), Sel: sel,
+				R: &dw.res, T: n, KChunk: dw.kChunk, Blocks: dw.blocks}
+			if err := b.decK.Select(c, b.stream, &l); err != nil {
+				return fmt.Errorf("weight %s: %w", wt.name, err)
+			}
+			if err := b.decK.Compensate(c, b.stream, &l); err != nil {
+				return fmt.Errorf("weight %s: %w", wt.name, err)
+			}
+		}
+		return nil
+	})
 }
 
 // quantKernels compiles gemvq.cu on first use.

@@ -1,12 +1,14 @@
 package cuda_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
+	"slices"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -14,10 +16,11 @@ import (
 // TestQuantLinear runs Linear over packed int3, int4 and int8 weights on the
 // GPU for decode batches (T = 3 and 12: gemvq.cu, one and two n-tiles) and a
 // prefill batch (T = 20: fp16 dequantization and cuBLASLt) against a float64
-// reference on ŵ. Both paths multiply fp16 x with float32 sums: the GEMV
-// sums s·Σq·x + z·Σx per 128-channel tile of exact codes, the prefill path
-// fp16(ŵ)·x, so the bound is 2⁻¹⁰·(1 + 2⁻¹⁰) plus (K/16 + 40)·2⁻²³ of
-// Σ(|s|·q + |z|)·|x| (gemvq_test.go has the derivation).
+// reference on ŵ. Both paths multiply fp16 x with float32 sums and ŵ either
+// exact (codes times scales per tile) or rounded once to fp16, so the bound
+// is 2⁻¹⁰·(1 + 2⁻¹⁰) plus (K/16 + 40)·2⁻²³ of Σ(|s|·q + |z|)·|x|
+// (gemvq_test.go has the derivation). TestQuantLinearDEC covers weights
+// with DEC.
 func TestQuantLinear(t *testing.T) {
 	b := gpu(t)
 	r := rand.New(rand.NewPCG(7, 8))
@@ -79,9 +82,136 @@ func TestQuantLinear(t *testing.T) {
 		}
 		b.FreeWeight(qw)
 	}
+}
+
+// TestQuantLinearDEC runs Linear over weights with DEC (an int4 residual
+// in mapped host memory, k_chunk 32) for a packed int4 base (gemvq.cu) and
+// an int3 base (dequantized to fp16), decode (T = 3) and prefill (T = 20)
+// batches, with a bias:
+//   - the output must equal wq.Compensate applied to the same backend's
+//     output without DEC, bit for bit (the selection and the sums are
+//     wq's; the base product is deterministic);
+//   - and the CPU backend's output with the same DEC within the base
+//     products' tolerance (the compensation itself is identical);
+//   - k_chunk 0 must give the base output exactly.
+func TestQuantLinearDEC(t *testing.T) {
+	b := gpu(t)
+	c := cpu.New(0)
+	r := rand.New(rand.NewPCG(17, 18))
+	const N, K = 384, 1536 // N a multiple of the residual group, K of the weight group
+	w := make([]float32, N*K)
+	for i := range w {
+		w[i] = float32(0.02 * r.NormFloat64())
+	}
+	bias := make([]float32, N)
+	for i := range bias {
+		bias[i] = float32(r.NormFloat64())
+	}
+	bw, err := b.LoadWeight("bias", backend.F32, []int{N}, encode(backend.F32, bias))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeWeight(bw)
+	cb, err := c.LoadWeight("bias", backend.F32, []int{N}, encode(backend.F32, bias))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
+		m, err := wq.Quantize(e, 128, N, K, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := wq.NewResidual(w, m, wq.Int4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const kChunk = 32
+		load := func(be backend.QuantWeightLoader, dec *wq.DEC) backend.Weight {
+			qw, err := be.LoadQuantWeight("w", m, dec)
+			if err != nil {
+				t.Fatalf("int%d: %v", e.Bits(), err)
+			}
+			return qw
+		}
+		base := load(b, nil)
+		withDEC := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
+		zeroK := load(b, &wq.DEC{R: res, KChunk: 0})
+		onCPU := load(c, &wq.DEC{R: res, KChunk: kChunk})
+		for _, T := range []int{3, 20} {
+			name := fmt.Sprintf("int%d T=%d", e.Bits(), T)
+			x := make([]float32, T*K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+				if i%K%97 == 13 {
+					x[i] *= 30
+				}
+			}
+			run := func(be backend.Backend, qw, bias backend.Weight) []float32 {
+				xt, _ := be.Alloc(backend.F32, T, K)
+				yt, _ := be.Alloc(backend.F32, T, N)
+				defer be.Free(xt)
+				defer be.Free(yt)
+				if err := be.Upload(xt, x); err != nil {
+					t.Fatal(err)
+				}
+				be.Linear(yt, xt, qw, bias)
+				got := make([]float32, T*N)
+				if err := be.Download(got, yt); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				return got
+			}
+			y0 := run(b, base, bw)
+			got := run(b, withDEC, bw)
+			want := slices.Clone(y0)
+			for ti := range T {
+				xt := x[ti*K : (ti+1)*K]
+				wq.Compensate(want[ti*N:(ti+1)*N], xt, wq.SelectApprox(nil, xt, kChunk), res, nil)
+			}
+			changed := 0
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s: y[%d] = %g, want %g (wq.Compensate of the base output %g)", name, i, got[i], want[i], y0[i])
+				}
+				if got[i] != y0[i] {
+					changed++
+				}
+			}
+			if changed < len(got)/2 {
+				t.Fatalf("%s: DEC changed only %d of %d outputs", name, changed, len(got))
+			}
+			if y := run(b, zeroK, bw); !slices.Equal(y, y0) {
+				t.Fatalf("%s: k_chunk 0 changed the base output", name)
+			}
+			ref := run(c, onCPU, cb)
+			for ti := range T {
+				for n := range N {
+					mag := math.Abs(float64(bias[n]))
+					for k := range K {
+						mag += math.Abs(float64(x[ti*K+k]) * float64(m.At(n, k)))
+					}
+					tol := float64(K/32+8) * 0x1p-24 * mag
+					if T > 8 || e == wq.Int3 {
+						tol += 2 * 0x1p-11 * mag
+					}
+					i := ti*N + n
+					if d := math.Abs(float64(got[i]) - float64(ref[i])); d > tol {
+						t.Fatalf("%s: y[%d,%d] = %g, CPU backend %g (tol %.3g)", name, ti, n, got[i], ref[i], tol)
+					}
+				}
+			}
+		}
+		for _, qw := range []backend.Weight{base, withDEC, zeroK} {
+			b.FreeWeight(qw)
+		}
+		c.FreeWeight(onCPU)
+	}
 	m, _ := wq.Quantize(wq.Int4, 128, N, K, w)
-	dec := &wq.DEC{R: m, KChunk: 8}
-	if _, err := b.LoadQuantWeight("w", m, dec); err == nil || !strings.Contains(err.Error(), "DEC") {
-		t.Fatalf("DEC on CUDA: err = %v, want a clear refusal", err)
+	res, _ := wq.NewResidual(w, m, wq.Int4)
+	if _, err := b.LoadQuantWeight("w", m, &wq.DEC{R: res, KChunk: 8, Blocks: 100}); err == nil {
+		t.Fatal("n_tb 100 for 384 outputs (12 units) was accepted")
+	}
+	if _, err := b.LoadQuantWeight("w", m, &wq.DEC{R: m, KChunk: 8}); err == nil {
+		t.Fatal("a residual of the wrong shape was accepted")
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags]",
-	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), or model decode steps on the GPU (model)",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | dec [flags]",
+	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), or DEC on the GPU (dec)",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
 on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128), and this machine's read
@@ -35,11 +35,15 @@ it fills the model's context; --quick generates 256 tokens.
 'bench model' times whole decode steps of a model with random weights on the
 GPU against the bytes floor ('bitdecode bench model --help').
 
+'bench dec' times dynamic error compensation on the GPU per layer shape,
+k_chunk and n_tb, with the zero-copy read rate ('bitdecode bench dec --help').
+
 examples:
   bitdecode bench --quick
   bitdecode bench attn --kv int4,int2 --grid 1x32768,8x8192 --json out.json
   bitdecode bench e2e --quick
-  bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2`,
+  bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2
+  bitdecode bench dec --json dec.json`,
 }
 
 // gpuBenchFlags are the flags that apply to --device cuda only.
@@ -96,6 +100,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "gemvq" {
 		return runBenchGEMVQ(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "dec" {
+		return runBenchDEC(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "attn" {
 		args = args[1:]

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,11 +21,15 @@ import (
 	"github.com/bitdecode/bitdecode/wq"
 )
 
-// variantName names an eval configuration: "int4:gptq+dec16 kv int4".
-func variantName(ws wq.Spec, decK int, sp *kv.Spec) string {
+// variantName names an eval configuration: "int4:gptq+dec16 kv int4",
+// "int4+dec(tuned:5%) kv fp16".
+func variantName(ws wq.Spec, d decChoice, sp *kv.Spec) string {
 	s := ws.Short()
-	if decK > 0 {
-		s += fmt.Sprintf("+dec%d", decK)
+	switch {
+	case d.tuned > 0:
+		s += "+dec(" + d.String() + ")"
+	case d.k > 0:
+		s += fmt.Sprintf("+dec%d", d.k)
 	}
 	if sp != nil {
 		s += " kv " + sp.String()
@@ -36,7 +39,7 @@ func variantName(ws wq.Spec, decK int, sp *kv.Spec) string {
 
 var evalCmd = &command{
 	name:    "eval",
-	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--calib FILE] [--chunk C] [--reuse-gap N] [--json FILE]",
+	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K|tuned:P%,...] [--calib FILE] [--chunk C] [--reuse-gap N] [--json FILE]",
 	summary: "accuracy of KV and weight formats: perplexity, KL divergence and top-1 agreement against the first",
 	help: `'eval ppl' tokenizes TEXT (no BOS), cuts it into windows of --ctx tokens
 starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV
@@ -50,7 +53,9 @@ have held them in the fp16 residual block.
 
 --weights lists weight formats of the linear layers ('int4', 'int3:gptq',
 ...; see the grammar on a bad spec) and --dec-k the DEC k_chunk values
-(channels per 1024 inputs whose residual rows are added back; 0: no DEC).
+(channels per 1024 inputs whose residual rows are added back; 0: no DEC;
+tuned:5%: per layer shape from the model's bitdecode.json, 'bitdecode tune
+dec').
 Every weight format is scored with every k (fp16 only with 0) and every KV
 format; the first combination is the baseline. GPTQ formats calibrate on
 --calib FILE (its first --calib-tokens tokens), which must not overlap TEXT's
@@ -92,7 +97,7 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		chunk:       fs.Int("chunk", 256, "tokens per forward call (1: token by token, as in decoding)"),
 		reuseGap:    fs.Int("reuse-gap", 0, "score long-range identifier reuse at least N tokens back (0: off)"),
 		weights:     fs.String("weights", "fp16", "comma-separated weight format specs of the linear layers"),
-		decK:        fs.String("dec-k", "0", "comma-separated DEC k_chunk values (channels per 1024 inputs; 0: off)"),
+		decK:        fs.String("dec-k", "0", "comma-separated --dec-k values: k_chunk (channels per 1024 inputs; 0: off) or tuned:P%"),
 		calib:       fs.String("calib", "", "calibration text for GPTQ weight formats"),
 		calibTokens: fs.Int("calib-tokens", 16384, "calibration tokens at most (from the start of --calib)"),
 	}
@@ -147,7 +152,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if len(wspecs) == 0 {
 		return usageErrorf("--weights: empty list")
 	}
-	decKs, err := parseIntList("dec-k", *f.decK)
+	decKs, err := parseDECChoices(*f.decK)
 	if err != nil {
 		return err
 	}
@@ -182,12 +187,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	for _, ws := range wspecs {
 		cache := map[string]*wq.Matrix{} // one quantization per format, shared by its DEC variants
 		for _, k := range decKs {
-			if k > 0 && !ws.IsQuantized() {
+			if k.on() && !ws.IsQuantized() {
 				continue
 			}
 			start := time.Now()
-			m, err := model.Load(*f.modelDir, be, model.LoadOptions{Progress: model.StderrProgress(), Weights: ws,
-				Calib: calib, DECKChunk: k, Log: stderr, Quantized: cache})
+			lo := model.LoadOptions{Progress: model.StderrProgress(), Weights: ws, Calib: calib, Log: stderr, Quantized: cache}
+			if err := k.apply(&lo, *f.modelDir, ws, stderr); err != nil {
+				return err
+			}
+			m, err := model.Load(*f.modelDir, be, lo)
 			if err != nil {
 				return err
 			}
@@ -253,9 +261,9 @@ func writePPLTable(w io.Writer, res []engine.PPLResult) {
 	}
 	fmt.Fprintf(w, " tokens |\n%s---|\n", sep)
 	for _, r := range res {
-		dec, decMiB := "-", "-"
-		if r.Weight.DECKChunk > 0 {
-			dec, decMiB = strconv.Itoa(r.Weight.DECKChunk), fmt.Sprintf("%.2f", float64(r.Weight.DECBytes)/(1<<20))
+		dec, decMiB := decLabel(r.Weight), "-"
+		if r.Weight.DECBytes > 0 {
+			decMiB = fmt.Sprintf("%.2f", float64(r.Weight.DECBytes)/(1<<20))
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %.4f | %+.2f%% | %.5f | %.2f%% | %.2f (%.2f) | %s |", r.Weight.Format, dec, r.Spec, r.PPL, 100*(r.PPL/res[0].PPL-1),
 			r.KLD, 100*r.Top1, float64(r.Weight.Bytes)/(1<<20), float64(r.Weight.FP16Bytes)/(1<<20), decMiB)

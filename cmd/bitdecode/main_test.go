@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,6 +58,19 @@ func TestCLI(t *testing.T) {
 		{[]string{"run", "--model", "/nonexistent", "--dec-k", "8", "x"}, 2, "", "quantized --weights"},
 		{[]string{"eval", "ppl", "--model", "m", "--file", "f", "--weights", "int4:awq"}, 2, "", "want rtn, gptq, act or gG"},
 		{[]string{"eval", "ppl", "--model", "m", "--file", "f", "--dec-k", "8,x"}, 2, "", "--dec-k"},
+		{[]string{"eval", "ppl", "--model", "m", "--file", "f", "--dec-k", "0,tuned:"}, 2, "", "tuned:5%"},
+		{[]string{"run", "--model", "/nonexistent", "--weights", "int4", "--dec-k", "tuned:-3%", "x"}, 2, "", "positive percentage"},
+		{[]string{"run", "--weights", "int4", "--dec-k", "tuned:5%", "x"}, 2, "", "give --model DIR"},
+		{[]string{"help", "tune"}, 0, "--slowdown", ""},
+		{[]string{"tune"}, 2, "", "what to tune: dec"},
+		{[]string{"tune", "dec"}, 2, "", "--shapes"},
+		{[]string{"tune", "dec", "--shapes", "4096by4096"}, 2, "", "NxK"},
+		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--slowdown", "5%,x"}, 2, "", "--slowdown"},
+		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--device", "cpu"}, 2, "", "run on a GPU"},
+		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--weights", "fp16"}, 2, "", "quantized weights"},
+		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--residual", "int3"}, 2, "", "--residual"},
+		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--model", "m"}, 2, "", "not both"},
+		{[]string{"bench", "dec", "--k-chunk", "32,8"}, 2, "", "increasing"},
 	}
 	for _, tc := range tests {
 		var out, errb bytes.Buffer
@@ -127,5 +142,65 @@ func TestRunQuantizedWeights(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "weights int4:g128:rtn:") || !strings.Contains(errb.String(), "DEC k_chunk 16") {
 		t.Errorf("stderr lacks the weight memory: %q", errb.String())
+	}
+}
+
+// TestDECTimingsNeedGPU checks that 'tune dec' and 'bench dec' fail with a
+// clear error on a machine without a GPU (skipped where there is one: they
+// would run).
+func TestDECTimingsNeedGPU(t *testing.T) {
+	if gpuAvailable() == nil {
+		t.Skip("a GPU is present: tune dec would run")
+	}
+	for _, args := range [][]string{{"tune", "dec", "--shapes", "llama-3.1-8b"}, {"bench", "dec"}} {
+		var out, errb bytes.Buffer
+		if code := runMain(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), "DEC timings run on a GPU") {
+			t.Errorf("bitdecode %q: exit %d, stderr %q; want exit 1 saying it needs a GPU", args, code, errb.String())
+		}
+	}
+}
+
+// TestRunTunedDEC runs the reference model with --dec-k tuned:5% from a
+// bitdecode.json beside a copy of its files: the loader must say what it
+// chose per shape and the statistics line must show per-shape DEC; a target
+// that was not tuned, and a model without a tuning, fail clearly.
+func TestRunTunedDEC(t *testing.T) {
+	src := testmodel.Dir(t)
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
+		if _, err := os.Stat(filepath.Join(src, f)); err != nil {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(decK string) (int, string) {
+		var out, errb bytes.Buffer
+		code := runMain([]string{"run", "--model", dir, "--kv", "int4", "--weights", "int4", "--dec-k", decK, "--device", "cpu", "--max-tokens", "4", "func main() {"}, &out, &errb)
+		return code, errb.String()
+	}
+	if code, e := run("tuned:5%"); code != 1 || !strings.Contains(e, "no DEC tuning for int4") || !strings.Contains(e, "tune dec") {
+		t.Fatalf("no tuning: exit %d, stderr %q", code, e)
+	}
+	settings := `{"dec": {"int4": {"device": "test", "mode": "serial", "residual": "int4", "tokens": 1, "date": "2026-01-01", "shapes": [
+		{"n": 512, "k": 512, "base_us": 5, "picks": [{"slowdown_pct": 5, "k_chunk": 32, "n_tb": 4}]},
+		{"n": 256, "k": 512, "base_us": 4, "picks": [{"slowdown_pct": 5, "k_chunk": 0, "n_tb": 0}]},
+		{"n": 1536, "k": 512, "base_us": 6, "picks": [{"slowdown_pct": 5, "k_chunk": 16, "n_tb": 8}]},
+		{"n": 512, "k": 1536, "base_us": 6, "picks": [{"slowdown_pct": 5, "k_chunk": 64, "n_tb": 8}]}]}}}`
+	if err := os.WriteFile(filepath.Join(dir, "bitdecode.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, e := run("tuned:5%")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	for _, want := range []string{"DEC tuned:5% from", "512x512 k_chunk 32 n_tb 4", "DEC k_chunk per shape (1536x512:16 256x512:0 512x1536:64 512x512:32)"} {
+		if !strings.Contains(e, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, e)
+		}
+	}
+	if code, e := run("tuned:10%"); code != 1 || !strings.Contains(e, "tuned: 5%") {
+		t.Errorf("untuned target: exit %d, stderr %q", code, e)
 	}
 }

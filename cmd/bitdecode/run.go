@@ -22,7 +22,7 @@ import (
 
 var runCmd = &command{
 	name:    "run",
-	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K]] [--compare-fp16] [--device auto|cpu|cuda] [sampling flags] PROMPT",
+	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K|tuned:P%]] [--compare-fp16] [--device auto|cpu|cuda] [sampling flags] PROMPT",
 	summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache",
 	help: `Loads config.json, *.safetensors and tokenizer.json from DIR (without
 --model: the embedded default model, a 2 MB Llama trained on the Go standard
@@ -36,7 +36,10 @@ fp16 would take.
 --weights quantizes the linear layers at load (int8, int4, int3; ':gptq'
 calibrates on --calib FILE; embeddings and the LM head stay 16-bit), and
 --dec-k K adds dynamic error compensation: per step, the K input channels
-per 1024 with the largest activations add their residual rows back.
+per 1024 with the largest activations add their residual rows back;
+--dec-k tuned:5% takes k_chunk (and the GPU's thread blocks) per layer shape
+from the model's bitdecode.json, as 'bitdecode tune dec' measured them for a
+5% slower decode step. On the GPU the residuals stay in host memory.
 
 The embedded model decodes with --repeat-penalty 1.3 unless the flag is
 given: a 2 MB model repeats one line forever under plain greedy decoding.
@@ -58,8 +61,8 @@ examples:
 
 type runFlags struct {
 	modelDir, kvSpec, device, stop        *string
-	weights, calib                        *string
-	maxTokens, topK, chunk, decK, calibN  *int
+	weights, calib, decK                  *string
+	maxTokens, topK, chunk, calibN        *int
 	temperature, topP, minP, repeatPenalt *float64
 	seed                                  *uint64
 	chat, quiet, compare                  *bool
@@ -72,7 +75,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 		weights:      fs.String("weights", "fp16", "weight format of the linear layers (fp16, int8, int4, int3[:gptq])"),
 		calib:        fs.String("calib", "", "calibration text for a :gptq weight format"),
 		calibN:       fs.Int("calib-tokens", 16384, "calibration tokens at most"),
-		decK:         fs.Int("dec-k", 0, "DEC k_chunk: input channels per 1024 whose residual rows are added (0: off)"),
+		decK:         fs.String("dec-k", "0", decKUsage),
 		device:       fs.String("device", "auto", "auto, cpu or cuda"),
 		stop:         fs.String("stop", "", "stop when the output ends with this string (\\n escapes allowed)"),
 		maxTokens:    fs.Int("max-tokens", 128, "new tokens at most"),
@@ -117,8 +120,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *f.decK < 0 || (*f.decK > 0 && !wspec.IsQuantized()) {
-		return usageErrorf("--dec-k %d: want 0, or a positive k_chunk with quantized --weights", *f.decK)
+	decK, err := parseDECChoice(*f.decK)
+	if err != nil {
+		return err
+	}
+	if decK.on() && !wspec.IsQuantized() {
+		return usageErrorf("--dec-k %s: DEC needs quantized --weights (int8, int4, int3)", decK)
 	}
 	dev, err := resolveDevice(*f.device, stderr)
 	if err != nil {
@@ -153,7 +160,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if !*f.quiet {
 		progress = model.StderrProgress()
 	}
-	lopts := model.LoadOptions{Progress: progress, Weights: wspec, DECKChunk: *f.decK, Log: stderr}
+	lopts := model.LoadOptions{Progress: progress, Weights: wspec, Log: stderr}
+	if err := decK.apply(&lopts, *f.modelDir, wspec, stderr); err != nil {
+		return err
+	}
 	if wspec.Method == wq.GPTQ {
 		if *f.modelDir == "" {
 			return usageErrorf("--weights %s calibrates on a checkpoint: give --model DIR", wspec.Short())

@@ -74,8 +74,11 @@ func calibrate(be backend.Backend, dir string, tok *tokenizer.Tokenizer, file st
 // weightLine describes a model's weight memory for the stats line.
 func weightLine(wm model.WeightMemory) string {
 	s := fmt.Sprintf("weights %s: %s (fp16 would be %s)", wm.Format, humanBytes(wm.Bytes), humanBytes(wm.FP16Bytes))
-	if wm.DECKChunk > 0 {
+	switch {
+	case wm.DECKChunk > 0:
 		s += fmt.Sprintf(", DEC k_chunk %d with %s of residuals in host memory", wm.DECKChunk, humanBytes(wm.DECBytes))
+	case len(wm.DECPerShape) > 0:
+		s += fmt.Sprintf(", DEC k_chunk per shape (%s) with %s of residuals in host memory", decLabel(wm), humanBytes(wm.DECBytes))
 	}
 	return s
 }

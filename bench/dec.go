@@ -1,0 +1,542 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// DEC timing: the decode-step cost of dynamic error compensation on the GPU
+// ('bitdecode bench dec', 'bitdecode tune dec').
+//
+// For one linear-layer shape [N, K] and T rows of x it times, each run
+// after a write of decFlushBytes that evicts L2 (in a decode step the same
+// layer comes back only after every other layer's weights went through L2,
+// so neither its weights nor its residual rows are cached):
+//
+//   - the base GEMV alone (gemvq.cu for int4/int8, gemv.cu on fp16 for
+//     formats backend/cuda dequantizes at load);
+//   - for each k_chunk, dec.cu's selection alone;
+//   - for each (k_chunk, n_tb): the step as backend/cuda runs it in serial
+//     mode (base, selection, compensation), and the compensation alone,
+//     whose residual bytes (T·S rows of codes and params) over its time are
+//     the achieved zero-copy read rate.
+//
+// Weights and residuals hold random codes and valid fp16 params (the time
+// does not depend on the values); x has outlier channels, so the selected
+// rows are spread over the residual like real activations'.
+
+// Defaults of DECConfig.
+var (
+	// DefaultDECKChunks are the k_chunk values timed, increasing.
+	DefaultDECKChunks = []int{8, 16, 32, 64, 128, 256, 512, 1024}
+	// DefaultDECBlocks are the n_tb values timed (clamped per shape).
+	DefaultDECBlocks = []int{4, 8, 16, 32, 66, 132}
+)
+
+const (
+	// decFlushBytes is written before each timed run to evict L2 (H100:
+	// 50 MB).
+	decFlushBytes = 192 << 20
+	// decCopies is how many different activation rows are rotated, so
+	// consecutive runs select different residual rows.
+	decCopies = 4
+	// decPCIeBytes is the pinned host-to-device copy that measures the
+	// copy engines' PCIe rate, for reference.
+	decPCIeBytes = 64 << 20
+)
+
+// DECShape is one linear-layer shape to time.
+type DECShape struct {
+	Name string `json:"name"` // the layers that have it ("gate_proj/up_proj"), or "NxK"
+	N    int    `json:"n"`
+	K    int    `json:"k"`
+}
+
+// DECShapesOf returns the distinct linear-layer shapes of c, named by
+// their layers.
+func DECShapesOf(c *model.Config) ([]DECShape, error) {
+	ls, err := model.LinearShapes(c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DECShape, len(ls))
+	for i, s := range ls {
+		out[i] = DECShape{Name: strings.Join(s.Layers, "/"), N: s.N, K: s.K}
+	}
+	return out, nil
+}
+
+// PresetConfig parses the config of a preset (Presets).
+func PresetConfig(name string) (*model.Config, error) {
+	js, ok := Presets[name]
+	if !ok {
+		return nil, fmt.Errorf("bench: no preset %q (have %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	c, err := model.ParseConfig([]byte(js))
+	if err != nil {
+		return nil, fmt.Errorf("bench: preset %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// DECConfig configures RunDEC.
+type DECConfig struct {
+	Shapes []DECShape
+	// Weights is the base format: int4 and int8 stay packed (gemvq.cu),
+	// others run as fp16 (gemv.cu), as backend/cuda stores them.
+	Weights  wq.Spec
+	Residual wq.Elem // the residual's element type (0: int4)
+	Tokens   int     // rows of x, 1..kernels.GEMVMaxRows (0: 1)
+	KChunks  []int   // increasing (nil: DefaultDECKChunks)
+	Blocks   []int   // n_tb values (nil: DefaultDECBlocks), clamped to each shape's range
+	Runs     int     // timed runs per point, median reported (0: 30)
+	Warmup   int     // untimed runs first (0: 3)
+	// StopPct > 0 stops a shape's k_chunk sweep after the first k_chunk
+	// whose fastest step is more than StopPct percent slower than the base.
+	StopPct  float64
+	Progress io.Writer // one line per timed point; nil: quiet
+}
+
+// DECReport is a RunDEC run.
+type DECReport struct {
+	Device   string           `json:"device"`
+	Date     string           `json:"date"`
+	Weights  string           `json:"weights"`
+	Residual string           `json:"residual"`
+	Mode     string           `json:"mode"`
+	Tokens   int              `json:"tokens"`
+	PCIeGBps float64          `json:"pcie_copy_gb_per_s"` // pinned host-to-device copy, for reference
+	Shapes   []DECShapeResult `json:"shapes"`
+}
+
+// DECShapeResult is one shape's base time and points.
+type DECShapeResult struct {
+	DECShape
+	BaseUS float64    `json:"base_us"`
+	Points []DECPoint `json:"points"`
+}
+
+// DECPoint is one (k_chunk, n_tb) of a shape.
+type DECPoint struct {
+	KChunk      int     `json:"k_chunk"`
+	Blocks      int     `json:"n_tb"`
+	Selected    int     `json:"selected"`       // channels per token (S)
+	StepUS      float64 `json:"step_us"`        // base + selection + compensation
+	SelectUS    float64 `json:"select_us"`      // selection alone
+	CompUS      float64 `json:"compensate_us"`  // compensation alone
+	Bytes       int64   `json:"residual_bytes"` // T·S residual rows (codes and params)
+	GBps        float64 `json:"read_gb_per_s"`  // Bytes / CompUS
+	OverheadPct float64 `json:"overhead_pct"`   // 100·(StepUS/BaseUS − 1)
+}
+
+// decBlocksFor returns the n_tb values of want that a shape allows, or the
+// fewest it allows if none.
+func decBlocksFor(want []int, e wq.Elem, N int) []int {
+	lo, hi := kernels.DECMinBlocks(e, N), kernels.DECMaxBlocks(N)
+	var out []int
+	for _, b := range want {
+		if b >= lo && b <= hi && !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		out = []int{lo}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// RunDEC times DEC for each shape of cfg on dev (see the comment above).
+func RunDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
+	if cfg.Residual == 0 {
+		cfg.Residual = wq.Int4
+	}
+	if cfg.Tokens == 0 {
+		cfg.Tokens = 1
+	}
+	if cfg.KChunks == nil {
+		cfg.KChunks = DefaultDECKChunks
+	}
+	if cfg.Blocks == nil {
+		cfg.Blocks = DefaultDECBlocks
+	}
+	if cfg.Runs <= 0 {
+		cfg.Runs = 30
+	}
+	if cfg.Warmup <= 0 {
+		cfg.Warmup = 3
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if cfg.Tokens < 1 || cfg.Tokens > kernels.GEMVMaxRows {
+		return nil, fmt.Errorf("bench: dec: %d tokens: want 1..%d (decode batches)", cfg.Tokens, kernels.GEMVMaxRows)
+	}
+	if !slices.IsSorted(cfg.KChunks) || len(cfg.KChunks) == 0 || cfg.KChunks[0] < 1 {
+		return nil, fmt.Errorf("bench: dec: k_chunk values %v: want positive and increasing", cfg.KChunks)
+	}
+	packed := cfg.Weights.Elem == wq.Int4 || cfg.Weights.Elem == wq.Int8
+	for _, s := range cfg.Shapes {
+		if err := kernels.DECReads(cfg.Residual, s.N); err != nil {
+			return nil, fmt.Errorf("bench: dec: shape %dx%d: %w", s.N, s.K, err)
+		}
+		if packed && s.K%cfg.Weights.Group != 0 {
+			return nil, fmt.Errorf("bench: dec: shape %dx%d: K is not a multiple of the group %d", s.N, s.K, cfg.Weights.Group)
+		}
+	}
+	t := &timer{dev: dev, cfg: cfg, packed: packed}
+	var err error
+	if t.dec, err = kernels.LoadDEC(dev); err != nil {
+		return nil, err
+	}
+	if packed {
+		t.gq, err = kernels.LoadGEMVQ(dev)
+	} else {
+		t.gv, err = kernels.LoadGEMV(dev)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.ops, err = kernels.LoadOps(dev); err != nil {
+		return nil, err
+	}
+	rep := &DECReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Weights: cfg.Weights.Short(),
+		Residual: cfg.Residual.String(), Mode: kernels.DECSerial.String(), Tokens: cfg.Tokens}
+	err = dev.Do(func(c *cuda.Ctx) error {
+		st := dev.Stream()
+		var err error
+		if t.flush, err = c.Alloc(decFlushBytes); err != nil {
+			return err
+		}
+		defer c.Free(t.flush)
+		if rep.PCIeGBps, err = pcieCopyGBps(c, st); err != nil {
+			return err
+		}
+		fmt.Fprintf(cfg.Progress, "%s: pinned host-to-device copy %.1f GB/s\n", dev.Name(), rep.PCIeGBps)
+		for i, s := range cfg.Shapes {
+			r, err := t.shape(c, st, s, fmt.Sprintf("[%d/%d]", i+1, len(cfg.Shapes)))
+			if err != nil {
+				return fmt.Errorf("shape %dx%d: %w", s.N, s.K, err)
+			}
+			rep.Shapes = append(rep.Shapes, *r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: dec: %w", err)
+	}
+	return rep, nil
+}
+
+// timer holds RunDEC's kernels and flush buffer.
+type timer struct {
+	dev    *cuda.Device
+	cfg    DECConfig
+	packed bool
+	gq     *kernels.GEMVQ
+	gv     *kernels.GEMV
+	ops    *kernels.Ops
+	dec    *kernels.DEC
+	flush  cuda.DevicePtr
+}
+
+// medianUS times step like cuda.Ctx.MedianUS, but writes the flush buffer
+// (untimed) before every run. The flush also keeps the GPU busy while the
+// host queues the run's launches, so they execute back to back as in a
+// replayed CUDA graph, without host launch gaps in the timing.
+func (t *timer) medianUS(c *cuda.Ctx, st cuda.Stream, step func(i int) error) (float64, error) {
+	e0, err := c.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer c.DestroyEvent(e0)
+	e1, err := c.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer c.DestroyEvent(e1)
+	var times []float64
+	for i := range t.cfg.Warmup + t.cfg.Runs {
+		if err := c.Memset32Async(t.flush, uint32(i), decFlushBytes/4, st); err != nil {
+			return 0, err
+		}
+		if err := c.Record(e0, st); err != nil {
+			return 0, err
+		}
+		if err := step(i); err != nil {
+			return 0, err
+		}
+		if err := c.Record(e1, st); err != nil {
+			return 0, err
+		}
+		if err := c.SyncEvent(e1); err != nil {
+			return 0, err
+		}
+		ms, err := c.ElapsedMS(e0, e1)
+		if err != nil {
+			return 0, err
+		}
+		if i >= t.cfg.Warmup {
+			times = append(times, float64(ms)*1e3)
+		}
+	}
+	sort.Float64s(times)
+	return times[len(times)/2], nil
+}
+
+// shape times one shape.
+func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DECShapeResult, error) {
+	cfg, T, N, K := t.cfg, t.cfg.Tokens, s.N, s.K
+	r := rand.New(rand.NewPCG(uint64(N), uint64(K)))
+	var free []cuda.DevicePtr
+	defer func() {
+		for _, p := range free {
+			c.Free(p)
+		}
+	}()
+	alloc := func(bytes int) (cuda.DevicePtr, error) {
+		p, err := c.Alloc(max(bytes, 16))
+		if err == nil {
+			free = append(free, p)
+		}
+		return p, err
+	}
+	// Base weights.
+	var base func(y, x cuda.DevicePtr) error
+	if t.packed {
+		bits, G := cfg.Weights.Elem.Bits(), cfg.Weights.Group
+		words, params := randomPacked(r, cfg.Weights.Elem, G, N, K)
+		wp, err := alloc(4 * len(words))
+		if err != nil {
+			return nil, err
+		}
+		pp, err := alloc(2 * len(params))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.HtoD(wp, cuda.Bytes(words)); err != nil {
+			return nil, err
+		}
+		if err := c.HtoD(pp, cuda.Bytes(params)); err != nil {
+			return nil, err
+		}
+		base = func(y, x cuda.DevicePtr) error { return t.gq.Launch(c, st, y, x, wp, pp, 0, T, N, K, bits, G) }
+	} else {
+		wp, err := alloc(2 * N * K)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.ops.FillNormalF16(c, st, wp, N*K, uint32(N^K), 0.02); err != nil {
+			return nil, err
+		}
+		base = func(y, x cuda.DevicePtr) error { return t.gv.Launch(c, st, y, x, wp, 0, T, N, K) }
+	}
+	// Activations: decCopies batches of T rows with outlier channels.
+	xs := make([]cuda.DevicePtr, decCopies)
+	for i := range xs {
+		x := make([]float32, T*K)
+		for j := range x {
+			x[j] = float32(r.NormFloat64())
+			if j%K%97 == 13 {
+				x[j] *= float32(20 + 30*r.Float64())
+			}
+		}
+		p, err := alloc(4 * len(x))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.HtoD(p, cuda.Bytes(x)); err != nil {
+			return nil, err
+		}
+		xs[i] = p
+	}
+	y, err := alloc(4 * T * N)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := alloc(4 * T * kernels.DECSelected(K, cfg.KChunks[len(cfg.KChunks)-1]))
+	if err != nil {
+		return nil, err
+	}
+	// The residual Rᵀ [K][N] in mapped host memory.
+	rw, rpar := randomPacked(r, cfg.Residual, wq.ResidualGroup, K, N)
+	wb, pb := cuda.Bytes(rw), cuda.Bytes(rpar)
+	off := (len(wb) + 255) / 256 * 256
+	host, err := c.AllocHost(off+max(len(pb), 16), true)
+	if err != nil {
+		return nil, fmt.Errorf("the residual in mapped host memory: %w", err)
+	}
+	defer c.FreeHost(host)
+	copy(host.Bytes(), wb)
+	copy(host.Bytes()[off:], pb)
+	res := &kernels.DECResidual{Elem: cfg.Residual, Words: host.DevicePtr(), N: N, K: K}
+	if cfg.Residual.IsInt() {
+		res.Params = host.DevicePtr() + cuda.DevicePtr(off)
+	}
+	rowBytes := wq.RowBytes(cfg.Residual, wq.ResidualGroup, N)
+
+	out := &DECShapeResult{DECShape: s}
+	if out.BaseUS, err = t.medianUS(c, st, func(i int) error { return base(y, xs[i%decCopies]) }); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Progress, "dec %s %dx%d %s: base %.1f us\n", tag, N, K, s.Name, out.BaseUS)
+	blocks := decBlocksFor(cfg.Blocks, cfg.Residual, N)
+	for _, k := range cfg.KChunks {
+		launch := func(i, nTB int) *kernels.DECLaunch {
+			return &kernels.DECLaunch{X: xs[i%decCopies], Y: y, Sel: sel, R: res, T: T, KChunk: k, Blocks: nTB}
+		}
+		selUS, err := t.medianUS(c, st, func(i int) error { return t.dec.Select(c, st, launch(i, blocks[0])) })
+		if err != nil {
+			return nil, err
+		}
+		best := 0.0
+		for _, nTB := range blocks {
+			p := DECPoint{KChunk: k, Blocks: nTB, Selected: kernels.DECSelected(K, k), SelectUS: selUS}
+			p.Bytes = int64(T) * int64(p.Selected) * rowBytes
+			if p.StepUS, err = t.medianUS(c, st, func(i int) error {
+				l := launch(i, nTB)
+				if err := base(y, l.X); err != nil {
+					return err
+				}
+				if err := t.dec.Select(c, st, l); err != nil {
+					return err
+				}
+				return t.dec.Compensate(c, st, l)
+			}); err != nil {
+				return nil, err
+			}
+			// The compensation alone reads the selection of copy 0.
+			if err := t.dec.Select(c, st, launch(0, nTB)); err != nil {
+				return nil, err
+			}
+			if p.CompUS, err = t.medianUS(c, st, func(int) error { return t.dec.Compensate(c, st, launch(0, nTB)) }); err != nil {
+				return nil, err
+			}
+			p.GBps = float64(p.Bytes) / p.CompUS / 1e3
+			p.OverheadPct = 100 * (p.StepUS/out.BaseUS - 1)
+			out.Points = append(out.Points, p)
+			if best == 0 || p.OverheadPct < best {
+				best = p.OverheadPct
+			}
+			fmt.Fprintf(cfg.Progress, "dec %s %dx%d k_chunk %4d n_tb %3d: step %7.1f us (%+6.1f%%), select %5.1f us, compensate %6.1f us (%5.1f GB/s)\n",
+				tag, N, K, k, nTB, p.StepUS, p.OverheadPct, p.SelectUS, p.CompUS, p.GBps)
+		}
+		if cfg.StopPct > 0 && best > cfg.StopPct {
+			break
+		}
+	}
+	return out, nil
+}
+
+// randomPacked returns random codes and valid fp16 (scale, zero) pairs of
+// an [n, k] matrix of element type e in wq's packed layout (fp16: random
+// values of magnitude about 0.002, no params).
+func randomPacked(r *rand.Rand, e wq.Elem, G, n, k int) ([]uint32, []uint16) {
+	words := make([]uint32, n*e.RowWords(k))
+	if !e.IsInt() {
+		for i := range words {
+			lo, hi := half.FromFloat32(float32(0.002*r.NormFloat64())), half.FromFloat32(float32(0.002*r.NormFloat64()))
+			words[i] = uint32(lo) | uint32(hi)<<16
+		}
+		return words, nil
+	}
+	for i := range words {
+		words[i] = r.Uint32()
+	}
+	params := make([]uint16, 2*n*(k/G))
+	for i := 0; i < len(params); i += 2 {
+		params[i], params[i+1] = half.FromFloat32(float32(0.0005+0.0005*r.Float64())), half.FromFloat32(float32(-0.004*(1+r.Float64())))
+	}
+	return words, params
+}
+
+// pcieCopyGBps times a pinned host-to-device copy of decPCIeBytes.
+func pcieCopyGBps(c *cuda.Ctx, st cuda.Stream) (float64, error) {
+	h, err := c.AllocHost(decPCIeBytes, false)
+	if err != nil {
+		return 0, err
+	}
+	defer c.FreeHost(h)
+	d, err := c.Alloc(decPCIeBytes)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Free(d)
+	us, err := c.MedianUS(st, 2, 5, func(int) error { return c.HtoDAsync(d, h.Bytes(), st) })
+	if err != nil {
+		return 0, err
+	}
+	return decPCIeBytes / us / 1e3, nil
+}
+
+// Pick returns the choice for a slowdown target of pct percent: the largest
+// k_chunk with a point within it, at its fastest n_tb; k_chunk 0 if none.
+func (s *DECShapeResult) Pick(pct float64) model.DECPick {
+	best := model.DECPick{SlowdownPct: pct, US: s.BaseUS}
+	for _, p := range s.Points {
+		if p.OverheadPct > pct {
+			continue
+		}
+		if p.KChunk > best.KChunk || (p.KChunk == best.KChunk && p.StepUS < best.US) {
+			best = model.DECPick{SlowdownPct: pct, KChunk: p.KChunk, Blocks: p.Blocks, US: p.StepUS, OverheadPct: p.OverheadPct}
+		}
+	}
+	return best
+}
+
+// Tuning returns the settings-file form of the report with picks for each
+// target (percent).
+func (rep *DECReport) Tuning(targets []float64, source string) *model.DECTuning {
+	tu := &model.DECTuning{Device: rep.Device, Mode: rep.Mode, Residual: rep.Residual, Tokens: rep.Tokens,
+		Date: rep.Date, Source: source, Targets: slices.Clone(targets)}
+	for i := range rep.Shapes {
+		s := &rep.Shapes[i]
+		st := model.DECShapeTuning{N: s.N, K: s.K, BaseUS: s.BaseUS}
+		if s.Name != "" && s.Name != fmt.Sprintf("%dx%d", s.N, s.K) {
+			st.Layers = strings.Split(s.Name, "/")
+		}
+		for _, p := range targets {
+			st.Picks = append(st.Picks, s.Pick(p))
+		}
+		for _, p := range s.Points {
+			st.Points = append(st.Points, model.DECPoint{KChunk: p.KChunk, Blocks: p.Blocks, US: p.StepUS, DECUS: p.SelectUS + p.CompUS})
+		}
+		tu.Shapes = append(tu.Shapes, st)
+	}
+	return tu
+}
+
+// WriteTable prints every point as a Markdown table.
+func (rep *DECReport) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "DEC on %s, serial mode, base %s, residual %s, T = %d; pinned copy %.1f GB/s\n\n", rep.Device, rep.Weights, rep.Residual, rep.Tokens, rep.PCIeGBps)
+	fmt.Fprintln(w, "| layers | N x K | base us | k_chunk | rows/token | n_tb | select us | compensate us | step us | overhead | residual KiB | read GB/s |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range rep.Shapes {
+		for _, p := range s.Points {
+			fmt.Fprintf(w, "| %s | %dx%d | %.1f | %d | %d | %d | %.1f | %.1f | %.1f | %+.1f%% | %.1f | %.1f |\n", s.Name, s.N, s.K, s.BaseUS,
+				p.KChunk, p.Selected, p.Blocks, p.SelectUS, p.CompUS, p.StepUS, p.OverheadPct, float64(p.Bytes)/1024, p.GBps)
+		}
+	}
+}
+
+// WriteJSON writes the report to path.
+func (rep *DECReport) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

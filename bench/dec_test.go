@@ -1,0 +1,69 @@
+package bench
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// TestDECPick checks the tuner's choice on made-up points: the largest
+// k_chunk within the target, at its fastest n_tb; k_chunk 0 when nothing
+// fits; and the settings-file form of a report.
+func TestDECPick(t *testing.T) {
+	s := DECShapeResult{DECShape: DECShape{Name: "q_proj/o_proj", N: 4096, K: 4096}, BaseUS: 100, Points: []DECPoint{
+		{KChunk: 8, Blocks: 4, StepUS: 103, OverheadPct: 3},
+		{KChunk: 8, Blocks: 16, StepUS: 102, OverheadPct: 2},
+		{KChunk: 16, Blocks: 4, StepUS: 106, OverheadPct: 6},
+		{KChunk: 16, Blocks: 16, StepUS: 104.5, OverheadPct: 4.5},
+		{KChunk: 32, Blocks: 16, StepUS: 109, OverheadPct: 9},
+		{KChunk: 32, Blocks: 32, StepUS: 108, OverheadPct: 8},
+	}}
+	for _, c := range []struct {
+		pct       float64
+		k, blocks int
+	}{{1, 0, 0}, {2.5, 8, 16}, {5, 16, 16}, {10, 32, 32}} {
+		p := s.Pick(c.pct)
+		if p.KChunk != c.k || p.Blocks != c.blocks || p.SlowdownPct != c.pct {
+			t.Errorf("Pick(%g%%) = %+v, want k_chunk %d n_tb %d", c.pct, p, c.k, c.blocks)
+		}
+	}
+	if p := s.Pick(1); p.US != 100 || p.OverheadPct != 0 {
+		t.Errorf("no DEC: %+v, want the base time", p)
+	}
+	rep := &DECReport{Device: "GPU", Mode: "serial", Residual: "int4", Tokens: 1, Shapes: []DECShapeResult{s}}
+	tu := rep.Tuning([]float64{2.5, 10}, "test")
+	want := model.DECShapeTuning{N: 4096, K: 4096, Layers: []string{"q_proj", "o_proj"}, BaseUS: 100,
+		Picks: []model.DECPick{s.Pick(2.5), s.Pick(10)}}
+	got := tu.Shapes[0]
+	got.Points = nil
+	if !reflect.DeepEqual(got, want) || len(tu.Shapes[0].Points) != len(s.Points) {
+		t.Errorf("tuning %+v, want %+v", tu.Shapes[0], want)
+	}
+	c, err := tu.Choices(10)
+	if err != nil || c[model.Shape{N: 4096, K: 4096}] != (model.DECChoice{KChunk: 32, Blocks: 32}) {
+		t.Errorf("choices at 10%%: %v, %v", c, err)
+	}
+}
+
+// TestDECBlocksFor checks the clamping of the n_tb list to a shape.
+func TestDECBlocksFor(t *testing.T) {
+	if got := decBlocksFor(DefaultDECBlocks, wq.Int4, 1024); !reflect.DeepEqual(got, []int{4, 8, 16, 32}) {
+		t.Errorf("1024 int4 outputs: %v", got)
+	}
+	if got := decBlocksFor([]int{1, 2}, wq.FP16, 14336); !reflect.DeepEqual(got, []int{4}) {
+		t.Errorf("fp16 14336 outputs from {1, 2}: %v, want the fewest allowed", got)
+	}
+	shapes, err := PresetConfig("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := DECShapesOf(shapes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 4 || ds[3] != (DECShape{Name: "down_proj", N: 4096, K: 14336}) {
+		t.Errorf("llama-3.1-8b shapes: %+v", ds)
+	}
+}

@@ -1,0 +1,453 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/bench"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// DEC on the command line: the --dec-k values of run and eval, 'bench dec'
+// and 'tune dec'.
+
+// decTunedPrefix starts a --dec-k value that names a tuned slowdown.
+const decTunedPrefix = "tuned:"
+
+// decChoice is one --dec-k value: k_chunk for every linear layer, or
+// tuned:P%, the per-shape k_chunk and n_tb that 'tune dec' saved in the
+// model's bitdecode.json for a slowdown of P percent.
+type decChoice struct {
+	k     int
+	tuned float64 // percent; 0: not tuned
+}
+
+// String returns the value as typed canonically: "32" or "tuned:5%".
+func (d decChoice) String() string {
+	if d.tuned > 0 {
+		return decTunedPrefix + formatPct(d.tuned)
+	}
+	return strconv.Itoa(d.k)
+}
+
+// on reports whether the value asks for DEC.
+func (d decChoice) on() bool { return d.k > 0 || d.tuned > 0 }
+
+func formatPct(p float64) string { return strconv.FormatFloat(p, 'g', -1, 64) + "%" }
+
+// parsePct parses a percentage ("5%", "2.5%" or "5") into percent.
+func parsePct(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil || !(v > 0) || v > 1000 {
+		return 0, fmt.Errorf("%q is not a positive percentage", s)
+	}
+	return v, nil
+}
+
+// decKUsage is the help of --dec-k.
+const decKUsage = "DEC: k_chunk, the input channels per 1024 whose residual rows are added (0: off), or tuned:P% for the k_chunk and n_tb per layer shape that 'bitdecode tune dec' saved in the model's bitdecode.json for a P% slowdown"
+
+// parseDECChoice parses one --dec-k value.
+func parseDECChoice(s string) (decChoice, error) {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, decTunedPrefix); ok {
+		p, err := parsePct(rest)
+		if err != nil {
+			return decChoice{}, usageErrorf("--dec-k %q: after tuned: %v (e.g. tuned:5%%)", s, err)
+		}
+		return decChoice{tuned: p}, nil
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 0 {
+		return decChoice{}, usageErrorf("--dec-k %q: want a non-negative k_chunk or tuned:P%% (e.g. 32, tuned:5%%)", s)
+	}
+	return decChoice{k: k}, nil
+}
+
+// parseDECChoices parses a comma-separated list of --dec-k values.
+func parseDECChoices(s string) ([]decChoice, error) {
+	var out []decChoice
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		d, err := parseDECChoice(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, usageErrorf("--dec-k: empty list")
+	}
+	return out, nil
+}
+
+// apply sets the load options' DEC for weight format ws of the model in dir:
+// DECKChunk, or DECByShape from the settings file (every linear-layer shape
+// of the model must be tuned). It says on stderr what a tuned value chose.
+func (d decChoice) apply(o *model.LoadOptions, dir string, ws wq.Spec, stderr io.Writer) error {
+	if d.tuned == 0 {
+		o.DECKChunk, o.DECByShape = d.k, nil
+		return nil
+	}
+	if dir == "" {
+		return usageErrorf("--dec-k %s reads the model's %s: give --model DIR", d, model.SettingsFile)
+	}
+	key := model.DECSettingsKey(ws)
+	s, err := model.LoadSettings(dir)
+	if err != nil {
+		return err
+	}
+	tu := s.DEC[key]
+	if tu == nil {
+		return fmt.Errorf("--dec-k %s: %s has no DEC tuning for %s weights; run: bitdecode tune dec --model %s --weights %s",
+			d, filepath.Join(dir, model.SettingsFile), key, dir, key)
+	}
+	choices, err := tu.Choices(d.tuned)
+	if err != nil {
+		return fmt.Errorf("--dec-k %s: %s: %w", d, s.From, err)
+	}
+	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return err
+	}
+	shapes, err := model.LinearShapes(cfg)
+	if err != nil {
+		return err
+	}
+	var parts []string
+	for _, sh := range shapes {
+		c, ok := choices[sh.Shape]
+		if !ok {
+			return fmt.Errorf("--dec-k %s: %s's %s tuning has no shape %v (%s); tune again for this model", d, s.From, key, sh.Shape, strings.Join(sh.Layers, "/"))
+		}
+		parts = append(parts, fmt.Sprintf("%v k_chunk %d n_tb %d", sh.Shape, c.KChunk, c.Blocks))
+	}
+	fmt.Fprintf(stderr, "DEC %s from %s (tuned on %s, %s): %s\n", d, s.From, tu.Device, tu.Date, strings.Join(parts, ", "))
+	o.DECKChunk, o.DECByShape = 0, choices
+	return nil
+}
+
+// decLabel describes a model's DEC for tables: "32", "4096x4096:32 ...",
+// or "-".
+func decLabel(wm model.WeightMemory) string {
+	if wm.DECKChunk > 0 {
+		return strconv.Itoa(wm.DECKChunk)
+	}
+	if len(wm.DECPerShape) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(wm.DECPerShape))
+	for k := range wm.DECPerShape {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s:%d", k, wm.DECPerShape[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// decShapes resolves --model DIR or --shapes (a preset name or NxK,...)
+// into the shapes to time.
+func decShapes(dir, shapes string) ([]bench.DECShape, error) {
+	switch {
+	case dir != "" && shapes != "":
+		return nil, usageErrorf("give --model DIR or --shapes, not both")
+	case dir != "":
+		cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
+		if err != nil {
+			return nil, err
+		}
+		return bench.DECShapesOf(cfg)
+	case shapes == "":
+		return nil, usageErrorf("give --model DIR, or --shapes with a preset (%s) or NxK,...", strings.Join(bench.PresetNames(), ", "))
+	}
+	if _, ok := bench.Presets[shapes]; ok {
+		cfg, err := bench.PresetConfig(shapes)
+		if err != nil {
+			return nil, err
+		}
+		return bench.DECShapesOf(cfg)
+	}
+	var out []bench.DECShape
+	for _, f := range strings.Split(shapes, ",") {
+		f = strings.TrimSpace(f)
+		n, k, ok := strings.Cut(strings.ToLower(f), "x")
+		N, err1 := strconv.Atoi(n)
+		K, err2 := strconv.Atoi(k)
+		if !ok || err1 != nil || err2 != nil || N <= 0 || K <= 0 {
+			return nil, usageErrorf("--shapes %q: want a preset (%s) or NxK,... (e.g. 4096x4096,14336x4096)", shapes, strings.Join(bench.PresetNames(), ", "))
+		}
+		out = append(out, bench.DECShape{Name: f, N: N, K: K})
+	}
+	return out, nil
+}
+
+// decFlags are the flags 'bench dec' and 'tune dec' share.
+type decFlags struct {
+	modelDir, shapes, weights, residual, kChunks, blocks, device *string
+	tokens, runs                                                 *int
+}
+
+func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
+	return decFlags{
+		modelDir: fs.String("model", "", "time the linear-layer shapes of this checkpoint (config.json)"),
+		shapes:   fs.String("shapes", "", "or: a preset ("+strings.Join(bench.PresetNames(), ", ")+") or NxK,... (N outputs, K inputs)"),
+		weights:  fs.String("weights", "int4", "base weight format (int4, int8: packed gemvq.cu; int3: fp16 gemv.cu, as the CUDA backend runs it)"),
+		residual: fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
+		kChunks:  fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
+		blocks:   fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
+		device:   fs.String("device", "cuda", "cuda (or auto): the timings need a GPU"),
+		tokens:   fs.Int("tokens", 1, "rows of x per step (1: single-sequence decode; at most 8)"),
+		runs:     fs.Int("runs", 30, "timed runs per point (median reported)"),
+	}
+}
+
+// config turns the flags into a bench.DECConfig and opens the GPU.
+func (f decFlags) config(progress io.Writer) (bench.DECConfig, *cuda.Device, error) {
+	var cfg bench.DECConfig
+	if *f.device != "cuda" && *f.device != "auto" {
+		return cfg, nil, usageErrorf("--device %q: DEC timings run on a GPU (cuda)", *f.device)
+	}
+	shapes, err := decShapes(*f.modelDir, *f.shapes)
+	if err != nil {
+		return cfg, nil, err
+	}
+	ws, err := parseWeightSpec(*f.weights)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if !ws.IsQuantized() {
+		return cfg, nil, usageErrorf("--weights %s: DEC compensates quantized weights (int8, int4, int3)", ws.Short())
+	}
+	res, err := wq.ParseSpec(*f.residual)
+	if err != nil || res.Elem == wq.Int3 || res.Group != 0 && res.Group != wq.DefaultGroup {
+		return cfg, nil, usageErrorf("--residual %q: want int4, int8 or fp16", *f.residual)
+	}
+	ks, err := parseIntList("k-chunk", *f.kChunks)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if !slices.IsSorted(ks) || ks[0] < 1 {
+		return cfg, nil, usageErrorf("--k-chunk %q: want positive values in increasing order", *f.kChunks)
+	}
+	blocks, err := parseIntList("n-tb", *f.blocks)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if *f.tokens < 1 || *f.tokens > 8 || *f.runs < 1 {
+		return cfg, nil, usageErrorf("--tokens %d, --runs %d: want 1..8 tokens and at least one run", *f.tokens, *f.runs)
+	}
+	if err := gpuAvailable(); err != nil {
+		return cfg, nil, fmt.Errorf("DEC timings run on a GPU: %w", err)
+	}
+	dev, err := cuda.Open(0)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("DEC timings run on a GPU: %w", err)
+	}
+	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
+		Runs: *f.runs, Progress: progress}
+	return cfg, dev, nil
+}
+
+// benchDECHelp is the help of 'bitdecode bench dec'.
+const benchDECHelp = `usage: bitdecode bench dec [--shapes PRESET|NxK,...|--model DIR] [--weights int4] [--residual int4] [--k-chunk K,...] [--n-tb B,...] [--tokens T] [--runs R] [--json FILE]
+
+Times dynamic error compensation (DEC) on the GPU in serial mode for each
+linear-layer shape (default: Llama-3.1-8B's 4096x4096, 1024x4096,
+14336x4096 and 4096x14336, N x K): the base GEMV alone, then for each
+k_chunk and n_tb the selection kernel, the compensation kernel (reading the
+selected residual rows from pinned host memory mapped into the GPU) and the
+whole step (base + selection + compensation), each run after L2 has been
+flushed. The read GB/s column is the residual bytes the compensation reads
+(codes and params of the selected rows) over its time: the achieved
+zero-copy PCIe rate, next to the pinned-copy rate measured in the same run.
+
+example:
+  bitdecode bench dec --json dec.json
+  bitdecode bench dec --shapes 4096x4096 --k-chunk 8,32,128 --n-tb 8,16,32
+`
+
+func runBenchDEC(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench dec", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchDECHelp); fs.PrintDefaults() }
+	f := addDECFlags(fs, "8,16,32,64,128,256")
+	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return usageErrorf("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *f.modelDir == "" && *f.shapes == "" {
+		*f.shapes = "llama-3.1-8b"
+	}
+	cfg, dev, err := f.config(stderr)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	rep, err := bench.RunDEC(dev, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	rep.WriteTable(stdout)
+	if *jsonPath != "" {
+		if err := rep.WriteJSON(*jsonPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", *jsonPath)
+	}
+	return nil
+}
+
+var tuneCmd = &command{
+	name:    "tune",
+	usage:   "dec (--model DIR | --shapes PRESET|NxK,...) [--weights int4|int3] [--slowdown 2.5%,5%,10%,20%] [--out FILE] [--device cuda]",
+	summary: "measure on the GPU the largest DEC k_chunk per layer shape within a decode slowdown, for --dec-k tuned:P%",
+	help: `'tune dec' measures, for each distinct linear-layer shape of the model (or
+of --shapes), the base GEMV time of a decode step and the time of the same
+step with DEC (serial mode: selection and compensation kernels after the base
+GEMV) for k_chunk 8, 16, 32, ... and each n_tb in --n-tb, every run after an
+L2 flush, medians of --runs runs. For each --slowdown target it picks the
+largest k_chunk whose step is at most that much slower than the base, with
+the n_tb that was fastest for it (k_chunk 0 if even the smallest is too
+slow), prints the measurements and the picks, and saves them under "dec" in
+the model's bitdecode.json (or --out FILE), keyed by weight format, beside
+the file's other settings. 'run' and 'eval ppl' then take --dec-k tuned:5%:
+each layer gets its shape's k_chunk and n_tb for a 5% slowdown.
+
+Without --model, --shapes times a preset's shapes on random weights
+(llama-3.1-8b, llama-3.2-1b) or a list NxK,...; nothing is saved unless
+--out names a file. The timings need a GPU; without one the command fails.
+
+examples:
+  bitdecode tune dec --model DIR --weights int4 --slowdown 2.5%,5%,10%,20%
+  bitdecode tune dec --shapes llama-3.1-8b --out llama8b-dec.json
+  bitdecode run --model DIR --weights int4 --dec-k tuned:5% "prompt"`,
+}
+
+func init() {
+	flagSets["tune"] = func() *flag.FlagSet {
+		fs := flag.NewFlagSet("tune", flag.ContinueOnError)
+		addTuneFlags(fs)
+		return fs
+	}
+	tuneCmd.run = runTune
+	register(tuneCmd)
+}
+
+type tuneFlags struct {
+	decFlags
+	slowdown, out *string
+}
+
+func addTuneFlags(fs *flag.FlagSet) tuneFlags {
+	return tuneFlags{
+		decFlags: addDECFlags(fs, "8,16,32,64,128,256,512,1024"),
+		slowdown: fs.String("slowdown", "2.5%,5%,10%,20%", "decode slowdown targets (percent over the base GEMV)"),
+		out:      fs.String("out", "", "settings file to update (default: DIR/bitdecode.json with --model)"),
+	}
+}
+
+func runTune(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "dec" {
+		return usageErrorf("what to tune: dec")
+	}
+	fs := newFlagSet(tuneCmd, stdout)
+	f := addTuneFlags(fs)
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	var targets []float64
+	for _, s := range strings.Split(*f.slowdown, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		p, err := parsePct(s)
+		if err != nil {
+			return usageErrorf("--slowdown: %v", err)
+		}
+		if !slices.Contains(targets, p) {
+			targets = append(targets, p)
+		}
+	}
+	if len(targets) == 0 {
+		return usageErrorf("--slowdown: empty list")
+	}
+	sort.Float64s(targets)
+	out := *f.out
+	if out == "" && *f.modelDir != "" {
+		out = filepath.Join(*f.modelDir, model.SettingsFile)
+	}
+	cfg, dev, err := f.config(stderr)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	cfg.StopPct = targets[len(targets)-1]
+	rep, err := bench.RunDEC(dev, cfg)
+	if err != nil {
+		return err
+	}
+	tu := rep.Tuning(targets, "bitdecode tune dec "+strings.Join(args[1:], " "))
+	fmt.Fprintln(stdout)
+	rep.WriteTable(stdout)
+	fmt.Fprintln(stdout)
+	writeTuneTable(stdout, tu)
+	if out == "" {
+		fmt.Fprintln(stderr, "not saved (no --model or --out)")
+		return nil
+	}
+	key := model.DECSettingsKey(cfg.Weights)
+	if err := model.SaveDECTuning(out, key, tu); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "saved the %s tuning to %s; use it with --dec-k tuned:%s\n", key, out, formatPct(targets[len(targets)/2]))
+	return nil
+}
+
+// writeTuneTable prints the picks: a row per shape, a column per target.
+func writeTuneTable(w io.Writer, tu *model.DECTuning) {
+	fmt.Fprint(w, "| layers | N x K | base us |")
+	sep := "|---|---|---|"
+	for _, p := range tu.Targets {
+		fmt.Fprintf(w, " <= +%s: k_chunk / n_tb (us) |", formatPct(p))
+		sep += "---|"
+	}
+	fmt.Fprintf(w, "\n%s\n", sep)
+	for _, s := range tu.Shapes {
+		name := strings.Join(s.Layers, "/")
+		if name == "" {
+			name = "-"
+		}
+		fmt.Fprintf(w, "| %s | %dx%d | %.1f |", name, s.N, s.K, s.BaseUS)
+		for _, p := range s.Picks {
+			if p.KChunk == 0 {
+				fmt.Fprint(w, " 0 (off) |")
+				continue
+			}
+			fmt.Fprintf(w, " %d / %d (%.1f, %+.1f%%) |", p.KChunk, p.Blocks, p.US, p.OverheadPct)
+		}
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,545 @@
+// dec.cu: dynamic error compensation (DEC, DecDEC) of a linear layer over
+// packed low-bit weights: after the base GEMV has written y = x·Ŵᵀ (+ bias),
+// add back the quantization residual of the few input channels whose
+// activations are largest, reading only those channels' residual rows from
+// host memory mapped into the device (zero-copy PCIe reads). The numbers are
+// those of package wq (wq/dec.go, wq/doc.go "Dynamic error compensation"),
+// bit for bit.
+//
+//   x      [T][K] float32 (device), y [T][N] float32 (device, holds the base)
+//   words  Rᵀ [K][N]'s packed rows (wq layout, one row per input channel):
+//          int4: N/8 words per row, int8: N/4, fp16: N/2 (mapped host memory)
+//   params [K][N/128] (scale, zero) fp16 pairs of the int4/int8 rows (mapped
+//          host memory), null for fp16
+//   sel    [T][S] int32 scratch (device): the selected channels of each
+//          token, in increasing order; S = Σ over chunks of kc (below)
+//
+// 1. select_topk, one CTA of 1024 threads per (chunk of 1024 input channels,
+//    token), thread i owning channel c0+i: wq.SelectApprox exactly.
+//    key = float32 bits of |x| >> 20; keyMax = the chunk's largest (block
+//    max); bucket b = min(keyMax − key, 255); a shared-memory histogram
+//    (atomics: counts do not depend on order); an inclusive scan of the 256
+//    counts finds B, the unique bucket where the running count first reaches
+//    kc = min(c, ceil(k_chunk·c/1024)) (wq.ChunkSelect), and fill = kc − the
+//    count above it. A channel is taken if b < B, or if b == B and fewer
+//    than fill channels of bucket B precede it; both "precede" counts are
+//    block-wide exclusive prefix sums of ballots, so the fill and the output
+//    positions follow channel order, never timing. Chunk j's kc channels go
+//    to sel[t][j·kc_full ...] (every chunk before the last is full).
+//
+// 2. compensate<ELEM, W>, grid (n_tb, T): CTA b owns a slice of the outputs
+//    (whole units of kUnit = 32 outputs, n_tb slices as equal as units
+//    allow). Its threads stream the slice's part of the selected rows
+//    (codes and params) from host memory into shared memory in batches of
+//    rows: every thread issues up to kLoads 16-byte loads (and kParamLoads
+//    4-byte param loads; consecutive threads read consecutive addresses, so
+//    a warp's loads coalesce), and the next batch's loads are issued before
+//    the current batch is summed, so PCIe latency overlaps the math. Then
+//    each thread, owning W packed words of the slice (8 int4, 4 int8 or 2
+//    fp16 outputs per word), adds for each row in increasing selected order
+//        r̂  = __fadd_rn(__fmul_rn(float(s), float(q)), float(z))   (fp16: the value)
+//        dec = __fadd_rn(dec, __fmul_rn(x_k, r̂))
+//    (explicit _rn: no fused multiply-add may change the bits), and finally
+//    y_n = __fadd_rn(y_n, dec_n): wq.Compensate's sum, bit for bit.
+//
+// 3. fused mode: the DEC CTAs run in the same grid as the base GEMV, at the
+//    lowest blockIdx (so they are resident first; base CTAs never wait).
+//    The base kernel calls, after writing y for an output tile,
+//        dec::tiles_ready(a.flags, first_tile, count)   (every thread of the CTA)
+//    and its DEC CTAs (blockIdx.x < a.blocks) call
+//        dec::fused_cta<ELEM, W, THREADS>(a, blockIdx.x, smem)
+//    with smem = at least dec::smem_bytes(THREADS) bytes of 16-byte aligned
+//    shared memory (the base CTAs may use the same buffer for their own
+//    purposes). Contract:
+//      - flags: a.flags, one u32 per tile of kTile = 16 outputs (N/16 of
+//        them), all 0 before the launch; the base sets flag i to 1 once y
+//        holds its final base value for outputs 16i..16i+15 of every token
+//        (stores, then __syncthreads, then one thread __threadfence + atomic
+//        exchange: tiles_ready does exactly this);
+//      - a DEC CTA first computes its slice's dec for token 0 into registers
+//        (no wait), then waits for every tile of its slice (ld.acquire.gpu
+//        spin), adds dec to y (L2 reads and writes), computes and adds the
+//        other tokens, and finally resets its tiles' flags to 0 for the next
+//        launch or graph replay. Slices are whole 32-output units, so no
+//        tile is shared by two DEC CTAs;
+//      - the select_topk launch must precede the fused launch (sel).
+//    dec::fused_cta_any<THREADS>(a, blockIdx.x, smem) does the same with
+//    ELEM and W read from a.elem and a.wpt (kernels.DECFusedArgs fills
+//    them). fused_selftest is such a grid with trivial base CTAs (they copy
+//    a precomputed base output into y) to test the protocol.
+//
+// Go wrapper: dec.go; tests: dec_test.go (wq.SelectApprox, wq.Compensate).
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+
+namespace dec {
+
+// Element types: the values of wq.Elem, so the Go side names instantiations
+// with the enum's number.
+constexpr int kFP16 = 1;
+constexpr int kInt8 = 2;
+constexpr int kInt4 = 3;
+
+constexpr int kChunkChannels = 1024;  // wq.ChunkChannels
+constexpr int kBucketShift = 20;      // wq's bucketShift: 8 buckets per octave
+constexpr int kBuckets = 256;         // wq's bucketCount
+constexpr int kSelectThreads = kChunkChannels;
+
+constexpr int kThreads = 256;   // threads of a compensate CTA
+constexpr int kUnit = 32;       // outputs per slice unit (slices are whole units)
+constexpr int kTile = 16;       // outputs per ready flag (fused mode)
+constexpr int kGroup = 128;     // wq.ResidualGroup: outputs per (scale, zero)
+constexpr int kLoads = 4;       // 16-byte code loads per thread per batch
+constexpr int kParamLoads = 2;  // 4-byte param loads per thread per batch
+constexpr int kRowsMax = 128;   // rows per batch at most
+
+// Args is everything a DEC launch reads, passed by value (80 bytes; the Go
+// side packs it: dec.go's DECLaunch.args).
+struct Args {
+  const float* x;    // [T][K]
+  float* y;          // [T][N]
+  int* sel;          // [T][S]
+  const u32* words;  // Rᵀ codes, mapped host memory
+  const u32* params; // Rᵀ (scale, zero) pairs, mapped host memory; null for fp16
+  u32* flags;        // [N/16] ready flags (fused mode); null otherwise
+  int N, K, T, S;
+  int kChunk;        // channels per 1024, at most 1024
+  int blocks;        // n_tb: DEC CTAs
+  int elem;          // the residual's element type (kFP16, kInt8, kInt4), for fused_cta_any
+  int wpt;           // W, packed words per thread covering a slice, for fused_cta_any
+};
+static_assert(sizeof(Args) == 80, "dec.go packs Args as 80 bytes");
+
+// Fmt describes one residual element type: outputs per packed 32-bit word
+// and whether rows have (scale, zero) params.
+template <int E>
+struct Fmt;
+template <>
+struct Fmt<kInt4> {
+  static constexpr int kPerWord = 8;
+  static constexpr bool kParams = true;
+};
+template <>
+struct Fmt<kInt8> {
+  static constexpr int kPerWord = 4;
+  static constexpr bool kParams = true;
+};
+template <>
+struct Fmt<kFP16> {
+  static constexpr int kPerWord = 2;
+  static constexpr bool kParams = false;
+};
+
+// smem_bytes is the shared memory accumulate needs with THREADS threads:
+// codes (kLoads 16-byte chunks per thread), params, x values and two
+// buffers of row indices.
+__host__ __device__ constexpr int smem_bytes(int threads) {
+  return threads * kLoads * 16 + threads * kParamLoads * 4 + kRowsMax * 4 + 2 * kRowsMax * 4;
+}
+
+__device__ __forceinline__ float h2f(u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+
+// Loads from the mapped host memory: plain global loads (L2 may keep the
+// lines; the residual never changes).
+__device__ __forceinline__ uint4 ld_host4(const u32* p) {
+  uint4 v;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ u32 ld_host(const u32* p) {
+  u32 v;
+  asm volatile("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+// Reads and writes of y through L2 only (fused mode: other CTAs wrote y
+// during this launch; no stale L1 line may be used).
+__device__ __forceinline__ float ld_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_cg(float* p, float v) { asm volatile("st.global.cg.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory"); }
+
+__device__ __forceinline__ u32 ld_acquire(const u32* p) {
+  u32 v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// chunk_select is wq.ChunkSelect for kChunk <= 1024.
+__host__ __device__ __forceinline__ int chunk_select(int kChunk, int c) {
+  if (kChunk <= 0 || c <= 0) return 0;
+  const int k = (kChunk * c + kChunkChannels - 1) / kChunkChannels;
+  return k < c ? k : c;
+}
+
+// slice returns DEC CTA b's outputs in units of kUnit: [u0, u1).
+__device__ __forceinline__ void slice(int N, int blocks, int b, int& u0, int& u1) {
+  const int units = N / kUnit;
+  u0 = int((long long)b * units / blocks);
+  u1 = int((long long)(b + 1) * units / blocks);
+}
+
+// value returns output o (0..kPerWord−1 of the word's outputs, in output
+// order) of a packed residual word as float32: the wq layout (doc.go) with
+// the low half holding even outputs, the high half odd ones.
+template <int E>
+__device__ __forceinline__ float value(u32 w, int o, float s, float z) {
+  if (E == kFP16) return h2f(u16(o ? w >> 16 : w & 0xffffu));
+  u32 q;
+  if (E == kInt4) {
+    q = (w >> ((o & 1) * 16 + (o >> 1) * 4)) & 0xfu;
+  } else {  // int8: bytes 0, 1, 2, 3 hold outputs 0, 2, 1, 3
+    q = (w >> ((o & 1) * 16 + (o >> 1) * 8)) & 0xffu;
+  }
+  return __fadd_rn(__fmul_rn(s, float(q)), z);  // s·q is exact; one rounding, as wq.Dequant
+}
+
+// block_rank returns, for a CTA of exactly 1024 threads, the number of
+// threads below this one whose f is true (an exclusive prefix sum of
+// ballots: deterministic). warpv holds 32 ints of shared memory.
+__device__ __forceinline__ int block_rank(bool f, int* warpv) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const u32 m = __ballot_sync(0xffffffffu, f);
+  __syncthreads();  // warpv may still be read by a previous call
+  if (lane == 0) warpv[warp] = __popc(m);
+  __syncthreads();
+  if (warp == 0) {
+    const int v = warpv[lane];
+    int incl = v;
+#pragma unroll
+    for (int off = 1; off < 32; off *= 2) {
+      const int u = __shfl_up_sync(0xffffffffu, incl, off);
+      if (lane >= off) incl += u;
+    }
+    warpv[lane] = incl - v;
+  }
+  __syncthreads();
+  return warpv[warp] + __popc(m & ((1u << lane) - 1u));
+}
+
+// select_topk writes the channels wq.SelectApprox selects for one (chunk,
+// token) = (blockIdx.x, blockIdx.y) into a.sel (see the file comment).
+__global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) {
+  __shared__ int hist[kBuckets];
+  __shared__ int warpv[32];
+  __shared__ int shMax, shB, shFill;
+  const int chunk = blockIdx.x, t = blockIdx.y, i = threadIdx.x;
+  const int lane = i & 31, warp = i >> 5;
+  const int c0 = chunk * kChunkChannels;
+  const int c = min(kChunkChannels, a.K - c0);
+  const int kc = chunk_select(a.kChunk, c);
+  if (kc == 0) return;  // the same for the whole CTA
+  const bool valid = i < c;
+  int key = -1;
+  if (valid) key = int((__float_as_uint(a.x[size_t(t) * a.K + c0 + i]) & 0x7fffffffu) >> kBucketShift);
+  if (i < kBuckets) hist[i] = 0;
+
+  // keyMax: warp maxima, then warp 0 over them.
+  int m = key;
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
+  if (lane == 0) warpv[warp] = m;
+  __syncthreads();  // also publishes hist's zeros
+  if (warp == 0) {
+    int v = warpv[lane];
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, off));
+    if (lane == 0) shMax = v;
+  }
+  __syncthreads();
+  const int b = valid ? min(shMax - key, kBuckets - 1) : kBuckets;
+  if (valid) atomicAdd(&hist[b], 1);
+  __syncthreads();
+
+  // Inclusive scan of the 256 counts: warps 0..7 scan their 32 entries,
+  // then add the totals of the warps before them; each thread rewrites only
+  // its own entry between barriers.
+  if (i < kBuckets) {
+    int incl = hist[i];
+#pragma unroll
+    for (int off = 1; off < 32; off *= 2) {
+      const int u = __shfl_up_sync(0xffffffffu, incl, off);
+      if (lane >= off) incl += u;
+    }
+    if (lane == 31) warpv[warp] = incl;
+    hist[i] = incl;
+  }
+  __syncthreads();
+  if (i < kBuckets) {
+    int cum = hist[i];
+    for (int w = 0; w < warp; w++) cum += warpv[w];
+    hist[i] = cum;
+  }
+  __syncthreads();
+  // B is the unique bucket where the running count first reaches kc (it
+  // exists: the count over all 256 buckets is c >= kc), as wq's loop finds.
+  if (i < kBuckets) {
+    const int cum = hist[i], prev = i == 0 ? 0 : hist[i - 1];
+    if (cum >= kc && prev < kc) {
+      shB = i;
+      shFill = kc - prev;
+    }
+  }
+  __syncthreads();
+  const int B = shB, fill = shFill;
+  const bool inB = valid && b == B;
+  const int rankB = block_rank(inB, warpv);
+  const bool take = valid && (b < B || (inB && rankB < fill));
+  const int pos = block_rank(take, warpv);
+  if (take) a.sel[size_t(t) * a.S + size_t(chunk) * chunk_select(a.kChunk, kChunkChannels) + pos] = c0 + i;
+}
+
+// accumulate sums token t's compensation of the outputs of units [u0, u1)
+// into acc: acc[w][o] is output u0·kUnit + (threadIdx.x + w·THREADS)·kPerWord
+// + o. All THREADS threads of the CTA must call it (it synchronizes);
+// smem holds smem_bytes(THREADS) bytes, 16-byte aligned.
+template <int E, int W, int THREADS>
+__device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1, unsigned char* smem,
+                                           float (&acc)[W][Fmt<E>::kPerWord]) {
+  static_assert(THREADS >= kRowsMax && THREADS % 32 == 0, "a thread per row of a batch");
+  using F = Fmt<E>;
+  constexpr int kPer = F::kPerWord;
+  constexpr int kWordsPerUnit = kUnit / kPer;
+  constexpr int kChunksPerUnit = kWordsPerUnit / 4;
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int w = 0; w < W; w++)
+#pragma unroll
+    for (int o = 0; o < kPer; o++) acc[w][o] = 0.f;
+  const int sliceWords = (u1 - u0) * kWordsPerUnit;
+  if (sliceWords > W * THREADS) __trap();  // the Go side picks W >= the slice
+  if (a.S <= 0 || u0 >= u1) return;
+  const int rowWords = a.N / kPer;
+  const int nch = (u1 - u0) * kChunksPerUnit;  // 16-byte chunks per row of the slice
+  const int g0 = F::kParams ? u0 * kUnit / kGroup : 0;
+  const int np = F::kParams ? (u1 * kUnit - 1) / kGroup + 1 - g0 : 0;  // params per row
+  const int paramRow = a.N / kGroup;
+  int rmax = min(kRowsMax, THREADS * kLoads / nch);
+  if (F::kParams) rmax = min(rmax, THREADS * kParamLoads / np);
+
+  uint4* sw = reinterpret_cast<uint4*>(smem);
+  u32* sp = reinterpret_cast<u32*>(smem + THREADS * kLoads * 16);
+  float* sx = reinterpret_cast<float*>(sp + THREADS * kParamLoads);
+  int* ks = reinterpret_cast<int*>(sx + kRowsMax);  // [2][kRowsMax]
+
+  const int* sel = a.sel + size_t(t) * a.S;
+  const float* x = a.x + size_t(t) * a.K;
+  const u32* words = a.words + u0 * kWordsPerUnit;
+  const u32* params = F::kParams ? a.params + g0 : nullptr;
+  const int nb = (a.S + rmax - 1) / rmax;  // batches; all but the last have rmax rows
+
+  // Each owned word's param index within a row's slice (fixed per thread).
+  int gi[W];
+#pragma unroll
+  for (int w = 0; w < W; w++) gi[w] = F::kParams ? (u0 * kUnit + (tid + w * THREADS) * kPer) / kGroup - g0 : 0;
+
+  // The pipeline: iteration b stores batch b's loads (issued in iteration
+  // b − 1) into shared memory, issues batch b + 1's loads, and sums batch
+  // b while they are in flight. Batch b + 1's row indices reach ks[(b+1)&1]
+  // in iteration b's store phase, from selr, read one iteration earlier.
+  uint4 rw[kLoads];
+  u32 rp[kParamLoads];
+  float xr = 0.f;
+  if (tid < min(rmax, a.S)) ks[tid] = sel[tid];
+  int selr = nb > 1 && tid < min(rmax, a.S - rmax) ? sel[rmax + tid] : 0;
+  __syncthreads();
+  for (int b = -1; b < nb; b++) {
+    const int rows = b >= 0 ? min(rmax, a.S - b * rmax) : 0;
+    if (b >= 0) {
+      __syncthreads();  // the previous batch's sums are done with sw, sp, sx
+#pragma unroll
+      for (int j = 0; j < kLoads; j++) {
+        const int i = tid + j * THREADS;
+        if (i < rows * nch) sw[i] = rw[j];
+      }
+      if (F::kParams) {
+#pragma unroll
+        for (int j = 0; j < kParamLoads; j++) {
+          const int i = tid + j * THREADS;
+          if (i < rows * np) sp[i] = rp[j];
+        }
+      }
+      if (tid < rows) sx[tid] = xr;
+      if (b + 1 < nb && tid < min(rmax, a.S - (b + 1) * rmax)) ks[((b + 1) & 1) * kRowsMax + tid] = selr;
+      __syncthreads();
+    }
+    if (b + 1 < nb) {
+      // Issue batch b + 1: its codes, params and x values.
+      const int* ksb = ks + ((b + 1) & 1) * kRowsMax;
+      const int nrows = min(rmax, a.S - (b + 1) * rmax);
+#pragma unroll
+      for (int j = 0; j < kLoads; j++) {
+        const int i = tid + j * THREADS;
+        if (i < nrows * nch) {
+          const int r = i / nch, c = i - r * nch;
+          rw[j] = ld_host4(words + size_t(ksb[r]) * rowWords + c * 4);
+        }
+      }
+      if (F::kParams) {
+#pragma unroll
+        for (int j = 0; j < kParamLoads; j++) {
+          const int i = tid + j * THREADS;
+          if (i < nrows * np) {
+            const int r = i / np, g = i - r * np;
+            rp[j] = ld_host(params + size_t(ksb[r]) * paramRow + g);
+          }
+        }
+      }
+      if (tid < nrows) xr = x[ksb[tid]];
+      selr = b + 2 < nb && tid < min(rmax, a.S - (b + 2) * rmax) ? sel[(b + 2) * rmax + tid] : 0;
+    }
+    if (b < 0) continue;
+    for (int r = 0; r < rows; r++) {
+      const float xk = sx[r];
+      const u32* roww = reinterpret_cast<const u32*>(sw + r * nch);
+#pragma unroll
+      for (int w = 0; w < W; w++) {
+        const int j = tid + w * THREADS;
+        if (j < sliceWords) {
+          const u32 word = roww[j];
+          float s = 0.f, z = 0.f;
+          if (F::kParams) {
+            const u32 sz = sp[r * np + gi[w]];
+            s = h2f(u16(sz & 0xffffu));
+            z = h2f(u16(sz >> 16));
+          }
+#pragma unroll
+          for (int o = 0; o < kPer; o++) acc[w][o] = __fadd_rn(acc[w][o], __fmul_rn(xk, value<E>(word, o, s, z)));
+        }
+      }
+    }
+  }
+}
+
+// add_out adds acc (from accumulate) to y[t] once: y_n = y_n + dec_n. With
+// L2 set, y is read and written through L2 only (fused mode: the base CTAs
+// wrote it during this launch).
+template <int E, int W, int THREADS, bool L2>
+__device__ __forceinline__ void add_out(const Args& a, int t, int u0, int u1, const float (&acc)[W][Fmt<E>::kPerWord]) {
+  constexpr int kPer = Fmt<E>::kPerWord;
+  const int sliceWords = (u1 - u0) * (kUnit / kPer);
+  float* y = a.y + size_t(t) * a.N + u0 * kUnit;
+#pragma unroll
+  for (int w = 0; w < W; w++) {
+    const int j = threadIdx.x + w * THREADS;
+    if (j < sliceWords) {
+#pragma unroll
+      for (int o = 0; o < kPer; o++) {
+        float* p = y + j * kPer + o;
+        if (L2) {
+          st_cg(p, __fadd_rn(ld_cg(p), acc[w][o]));
+        } else {
+          *p = __fadd_rn(*p, acc[w][o]);
+        }
+      }
+    }
+  }
+}
+
+// compensate adds token blockIdx.y's compensation to the outputs of DEC CTA
+// blockIdx.x's slice (serial mode: y already holds the base output).
+template <int E, int W>
+__global__ void __launch_bounds__(kThreads) compensate(const Args a) {
+  __shared__ __align__(16) unsigned char smem[smem_bytes(kThreads)];
+  int u0, u1;
+  slice(a.N, a.blocks, blockIdx.x, u0, u1);
+  if (u0 >= u1) return;
+  float acc[W][Fmt<E>::kPerWord];
+  accumulate<E, W, kThreads>(a, blockIdx.y, u0, u1, smem, acc);
+  add_out<E, W, kThreads, false>(a, blockIdx.y, u0, u1, acc);
+}
+
+// tiles_ready is the base CTAs' side of fused mode: after its stores to y
+// for `count` tiles starting at `first` (outputs 16·first .. 16·(first +
+// count) − 1, every token), every thread of the CTA calls it; it
+// synchronizes the CTA, then one thread makes the stores visible at GPU
+// scope and raises the tiles' flags. Without DEC (flags null) it does
+// nothing, so a base kernel may call it unconditionally.
+__device__ __forceinline__ void tiles_ready(u32* flags, int first, int count) {
+  if (flags == nullptr) return;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    for (int i = 0; i < count; i++) atomicExch(flags + first + i, 1u);
+  }
+}
+
+// wait_tiles returns once every tile of units [u0, u1) is ready. All
+// threads of the CTA must call it.
+template <int THREADS>
+__device__ __forceinline__ void wait_tiles(const u32* flags, int u0, int u1) {
+  constexpr int kTilesPerUnit = kUnit / kTile;
+  const int t0 = u0 * kTilesPerUnit, n = (u1 - u0) * kTilesPerUnit;
+  for (int i = threadIdx.x; i < n; i += THREADS) {
+    while (ld_acquire(flags + t0 + i) == 0) __nanosleep(64);
+  }
+  __syncthreads();
+}
+
+// fused_cta is the DEC CTAs' side of fused mode (file comment, 3.): DEC CTA
+// b (0 <= b < a.blocks, the grid's lowest blockIdx values) computes its
+// slice's compensation for every token, waits for the base CTAs' flags
+// before the first add, and resets the flags at the end. THREADS must be
+// the kernel's blockDim.x; W must cover the slice (dec.go's decWords).
+template <int E, int W, int THREADS>
+__device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* smem) {
+  int u0, u1;
+  slice(a.N, a.blocks, b, u0, u1);
+  if (u0 >= u1) return;
+  for (int t = 0; t < a.T; t++) {
+    float acc[W][Fmt<E>::kPerWord];
+    accumulate<E, W, THREADS>(a, t, u0, u1, smem, acc);
+    if (t == 0) wait_tiles<THREADS>(a.flags, u0, u1);
+    add_out<E, W, THREADS, true>(a, t, u0, u1, acc);
+  }
+  __syncthreads();
+  constexpr int kTilesPerUnit = kUnit / kTile;
+  for (int i = threadIdx.x; i < (u1 - u0) * kTilesPerUnit; i += THREADS) a.flags[u0 * kTilesPerUnit + i] = 0;
+}
+
+// fused_cta_any is fused_cta with the element type and W taken from a.elem
+// and a.wpt at run time (kernels.DECFusedArgs fills them for THREADS),
+// so a base kernel needs no template parameter for them. Its registers are
+// those of the largest instantiation (int4, W = 8: 64 sums per thread);
+// a base kernel that knows its residual type can call fused_cta directly.
+template <int THREADS>
+__device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem) {
+#define DEC_FUSED_CASE(E, W) \
+  case (E) * 16 + (W):       \
+    fused_cta<E, W, THREADS>(a, b, smem); \
+    return;
+  switch (a.elem * 16 + a.wpt) {
+    DEC_FUSED_CASE(kInt4, 1) DEC_FUSED_CASE(kInt4, 2) DEC_FUSED_CASE(kInt4, 4) DEC_FUSED_CASE(kInt4, 8)
+    DEC_FUSED_CASE(kInt8, 1) DEC_FUSED_CASE(kInt8, 2) DEC_FUSED_CASE(kInt8, 4) DEC_FUSED_CASE(kInt8, 8)
+    DEC_FUSED_CASE(kFP16, 1) DEC_FUSED_CASE(kFP16, 2) DEC_FUSED_CASE(kFP16, 4) DEC_FUSED_CASE(kFP16, 8)
+  }
+#undef DEC_FUSED_CASE
+  __trap();  // a launch the Go side would not build
+}
+
+// fused_selftest is a fused grid whose base CTAs (blockIdx.x >= a.blocks,
+// one tile each) copy ybase into y instead of computing a GEMV: the
+// protocol of fused mode with a known base, for tests; its DEC CTAs go
+// through fused_cta_any.
+__global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const float* __restrict__ ybase) {
+  __shared__ __align__(16) unsigned char smem[smem_bytes(kThreads)];
+  if (int(blockIdx.x) < a.blocks) {
+    fused_cta_any<kThreads>(a, blockIdx.x, smem);
+    return;
+  }
+  const int tile = int(blockIdx.x) - a.blocks;
+  for (int i = threadIdx.x; i < a.T * kTile; i += kThreads) {
+    const size_t p = size_t(i / kTile) * a.N + tile * kTile + i % kTile;
+    a.y[p] = ybase[p];
+  }
+  tiles_ready(a.flags, tile, 1);
+}
+
+}  // namespace dec

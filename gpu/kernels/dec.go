@@ -1,0 +1,343 @@
+package kernels
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+//go:embed dec.cu
+var decSource string
+
+// DECSource returns dec.cu's text. A kernel that hosts fused-mode DEC CTAs
+// (dec::fused_cta, dec::tiles_ready; dec.cu's file comment has the
+// contract) compiles it in front of its own source, as decode_mma.cu does
+// with decode.cu.
+func DECSource() string { return decSource }
+
+// dec.cu's constants.
+const (
+	// DECThreads is the threads of a compensation CTA (dec.cu's kThreads).
+	DECThreads = 256
+	// DECTile is the outputs per ready flag in fused mode (kTile).
+	DECTile = 16
+	// decUnit is the outputs per slice unit: a DEC CTA's slice of the
+	// outputs is whole units (kUnit), so N must be a multiple of it.
+	decUnit = 32
+	// decArgsBytes is sizeof(dec::Args).
+	decArgsBytes = 80
+	// decMaxTokens bounds T (the compensation grid's y dimension).
+	decMaxTokens = 65535
+	// dec.cu's batching constants (kLoads, kParamLoads, kRowsMax): 16-byte
+	// and param loads per thread per batch, rows per batch at most (also
+	// the fewest threads a DEC CTA may have).
+	decLoads      = 4
+	decParamLoads = 2
+	decRowsMax    = 128
+)
+
+// decWordsPerThread are the W instantiations: packed words of the slice
+// each thread owns (its outputs' sums live in registers).
+var decWordsPerThread = [...]int{1, 2, 4, 8}
+
+// decElems are the residual element types dec.cu reads, indexed as its
+// instantiations; the template argument is the wq.Elem value.
+var decElems = [...]wq.Elem{wq.FP16, wq.Int8, wq.Int4}
+
+// DECMode is how the compensation runs beside the base GEMV.
+type DECMode uint8
+
+const (
+	// DECSerial launches the selection and the compensation after the
+	// base GEMV on the same stream.
+	DECSerial DECMode = iota + 1
+	// DECFused runs the compensation CTAs in the base GEMV's grid
+	// (dec::fused_cta), waiting on per-tile ready flags; it needs a base
+	// kernel that hosts them (dec.cu's contract).
+	DECFused
+)
+
+// String returns "serial" or "fused".
+func (m DECMode) String() string {
+	switch m {
+	case DECSerial:
+		return "serial"
+	case DECFused:
+		return "fused"
+	}
+	return fmt.Sprintf("DECMode(%d)", uint8(m))
+}
+
+// ParseDECMode parses "serial" or "fused"; "" is serial.
+func ParseDECMode(s string) (DECMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "serial":
+		return DECSerial, nil
+	case "fused":
+		return DECFused, nil
+	}
+	return 0, fmt.Errorf("kernels: DEC mode %q: want serial or fused", s)
+}
+
+// DECResidual is a DEC residual Rᵀ [K][N] as dec.cu reads it: packed rows
+// of wq's layout (one per input channel) in host memory mapped into the
+// device, addressed through the mapping's device pointers.
+type DECResidual struct {
+	Elem   wq.Elem        // wq.Int4 or wq.Int8 (groups of wq.ResidualGroup outputs), or wq.FP16
+	Words  cuda.DevicePtr // K rows of RowWords(N) words, 16-byte aligned
+	Params cuda.DevicePtr // K rows of N/ResidualGroup (scale, zero) pairs; 0 for fp16
+	N, K   int            // the base weight's outputs and inputs
+}
+
+// DECReads reports whether dec.cu reads a residual of element type e for N
+// outputs, and why not.
+func DECReads(e wq.Elem, N int) error {
+	if decElemIndex(e) < 0 {
+		return fmt.Errorf("kernels: dec: %v residuals have no kernel (int4, int8 or fp16)", e)
+	}
+	if N <= 0 || N%decUnit != 0 {
+		return fmt.Errorf("kernels: dec: %d outputs are not a positive multiple of %d", N, decUnit)
+	}
+	if e.IsInt() && N%wq.ResidualGroup != 0 {
+		return fmt.Errorf("kernels: dec: %d outputs are not a multiple of the residual group %d", N, wq.ResidualGroup)
+	}
+	return nil
+}
+
+func decElemIndex(e wq.Elem) int {
+	for i, v := range decElems {
+		if v == e {
+			return i
+		}
+	}
+	return -1
+}
+
+// DECSelected returns S, the channels one token selects over K inputs at
+// k_chunk kChunk: Σ over the chunks of wq.ChunkSelect (the length of each
+// token's list in the selection scratch).
+func DECSelected(K, kChunk int) int {
+	kChunk = min(kChunk, wq.ChunkChannels)
+	full := K / wq.ChunkChannels
+	return full*wq.ChunkSelect(kChunk, wq.ChunkChannels) + wq.ChunkSelect(kChunk, K%wq.ChunkChannels)
+}
+
+// decUnitWords returns the packed words of one slice unit: a 32-bit word
+// holds 32/bits outputs, so 32 outputs take bits words.
+func decUnitWords(e wq.Elem) int { return decUnit * e.Bits() / 32 }
+
+// decSlice returns DEC CTA b's slice of the outputs in units: [u0, u1), as
+// dec.cu's slice computes it.
+func decSlice(N, blocks, b int) (u0, u1 int) {
+	units := N / decUnit
+	return b * units / blocks, (b + 1) * units / blocks
+}
+
+// decWords returns W, the words per thread that cover the largest slice
+// with DECThreads threads, or 0 if none does (too few blocks).
+func decWords(e wq.Elem, N, blocks, threads int) int {
+	units := N / decUnit
+	most := (units + blocks - 1) / blocks * decUnitWords(e)
+	for _, w := range decWordsPerThread {
+		if w*threads >= most {
+			return w
+		}
+	}
+	return 0
+}
+
+// DECMinBlocks returns the fewest DEC CTAs (n_tb) that can compensate N
+// outputs of element type e: each thread sums at most 8 packed words.
+func DECMinBlocks(e wq.Elem, N int) int {
+	units := N / decUnit
+	perCTA := decWordsPerThread[len(decWordsPerThread)-1] * DECThreads / decUnitWords(e)
+	return max(1, (units+perCTA-1)/perCTA)
+}
+
+// DECMaxBlocks returns the most DEC CTAs worth launching for N outputs: one
+// per 32-output unit.
+func DECMaxBlocks(N int) int { return max(1, N/decUnit) }
+
+// DECFlagWords returns the ready flags (uint32, zero before the first
+// launch) a fused launch over N outputs needs: one per DECTile outputs.
+func DECFlagWords(N int) int { return (N + DECTile - 1) / DECTile }
+
+// DECLaunch is one DEC launch: buffers, sizes and n_tb.
+type DECLaunch struct {
+	X, Y   cuda.DevicePtr // x [T][K], y [T][N] float32 on the device
+	Sel    cuda.DevicePtr // [T][DECSelected(K, KChunk)] int32 scratch on the device
+	Flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed (fused mode only)
+	R      *DECResidual
+	T      int
+	KChunk int // channels per wq.ChunkChannels inputs (0: nothing to do)
+	Blocks int // n_tb: DEC CTAs over the N outputs
+}
+
+// check validates the launch and returns S.
+func (l *DECLaunch) check() (int, error) {
+	r := l.R
+	if r == nil {
+		return 0, fmt.Errorf("kernels: dec: no residual")
+	}
+	if err := DECReads(r.Elem, r.N); err != nil {
+		return 0, err
+	}
+	if r.K <= 0 || l.T < 1 || l.T > decMaxTokens || l.KChunk < 0 {
+		return 0, fmt.Errorf("kernels: dec: T=%d K=%d k_chunk=%d out of range", l.T, r.K, l.KChunk)
+	}
+	if r.Words == 0 || (r.Elem.IsInt() && r.Params == 0) || l.X == 0 || l.Y == 0 || l.Sel == 0 {
+		return 0, fmt.Errorf("kernels: dec: a null buffer (words %#x, params %#x, x %#x, y %#x, sel %#x)", r.Words, r.Params, l.X, l.Y, l.Sel)
+	}
+	if r.Words%16 != 0 {
+		return 0, fmt.Errorf("kernels: dec: residual words at %#x are not 16-byte aligned", r.Words)
+	}
+	return DECSelected(r.K, l.KChunk), nil
+}
+
+// args packs dec::Args (dec.cu) for S selected channels per token and W
+// words per thread (0 where the kernel does not use it).
+func (l *DECLaunch) args(S, w int) []byte {
+	b := make([]byte, 0, decArgsBytes)
+	for _, p := range []cuda.DevicePtr{l.X, l.Y, l.Sel, l.R.Words, l.R.Params, l.Flags} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(p))
+	}
+	for _, v := range []int{l.R.N, l.R.K, l.T, S, min(l.KChunk, wq.ChunkChannels), l.Blocks, int(l.R.Elem), w} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(int32(v)))
+	}
+	return b
+}
+
+// DEC holds dec.cu's kernels: the per-chunk selection and the compensation
+// (serial mode) of each residual type and words per thread, and the fused
+// protocol's self-test.
+type DEC struct {
+	sel   cuda.Function
+	comp  [len(decElems)][len(decWordsPerThread)]cuda.Function
+	fused cuda.Function // the fused protocol's self-test
+}
+
+// LoadDEC compiles dec.cu (once per device).
+func LoadDEC(dev *cuda.Device) (*DEC, error) {
+	const selExpr, fusedExpr = "dec::select_topk", "dec::fused_selftest"
+	cexpr := func(e wq.Elem, w int) string { return fmt.Sprintf("dec::compensate<%d, %d>", int(e), w) }
+	exprs := []string{selExpr, fusedExpr}
+	for _, e := range decElems {
+		for _, w := range decWordsPerThread {
+			exprs = append(exprs, cexpr(e, w))
+		}
+	}
+	mod, err := dev.Compile(cuda.Program{Name: "dec.cu", Source: decSource, Exprs: exprs})
+	if err != nil {
+		return nil, err
+	}
+	d := &DEC{}
+	if d.sel, err = mod.Function(selExpr); err != nil {
+		return nil, err
+	}
+	if d.fused, err = mod.Function(fusedExpr); err != nil {
+		return nil, err
+	}
+	for i, e := range decElems {
+		for j, w := range decWordsPerThread {
+			if d.comp[i][j], err = mod.Function(cexpr(e, w)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
+}
+
+// Select writes each token's selected channels (wq.SelectApprox, in
+// increasing order) to l.Sel: one CTA per (chunk of 1024 inputs, token).
+// With k_chunk 0 it launches nothing.
+func (d *DEC) Select(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
+	S, err := l.check()
+	if err != nil || S == 0 {
+		return err
+	}
+	chunks := (l.R.K + wq.ChunkChannels - 1) / wq.ChunkChannels
+	return c.Launch(d.sel, cuda.Dim3{X: chunks, Y: l.T}, cuda.Dim3{X: wq.ChunkChannels}, 0, st, l.args(S, 0))
+}
+
+// blocksFor checks n_tb and returns the words-per-thread instantiation.
+func (l *DECLaunch) blocksFor() (ei, wi int, err error) {
+	r := l.R
+	if l.Blocks < 1 || l.Blocks > DECMaxBlocks(r.N) {
+		return 0, 0, fmt.Errorf("kernels: dec: n_tb %d out of range [1, %d] for %d outputs", l.Blocks, DECMaxBlocks(r.N), r.N)
+	}
+	w := decWords(r.Elem, r.N, l.Blocks, DECThreads)
+	if w == 0 {
+		return 0, 0, fmt.Errorf("kernels: dec: n_tb %d is too few for %d %v outputs (at least %d)", l.Blocks, r.N, r.Elem, DECMinBlocks(r.Elem, r.N))
+	}
+	for wi = range decWordsPerThread {
+		if decWordsPerThread[wi] == w {
+			break
+		}
+	}
+	return decElemIndex(r.Elem), wi, nil
+}
+
+// Compensate adds each token's compensation to y (serial mode: y holds the
+// base output, l.Sel the selection of a Select launch before it): grid
+// (n_tb, T). The result equals wq.Compensate bit for bit. With k_chunk 0
+// it launches nothing and y is untouched.
+func (d *DEC) Compensate(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
+	S, err := l.check()
+	if err != nil || S == 0 {
+		return err
+	}
+	ei, wi, err := l.blocksFor()
+	if err != nil {
+		return err
+	}
+	return c.Launch(d.comp[ei][wi], cuda.Dim3{X: l.Blocks, Y: l.T}, cuda.Dim3{X: DECThreads}, 0, st, l.args(S, decWordsPerThread[wi]))
+}
+
+// FusedSelfTest runs fused mode's protocol with trivial base CTAs: n_tb DEC
+// CTAs at the lowest blockIdx plus one base CTA per DECTile outputs that
+// copies yBase [T][N] into y and raises its tile's flag. y ends as
+// Compensate would leave yBase, and l.Flags all zero again. For tests.
+func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cuda.DevicePtr) error {
+	S, err := l.check()
+	if err != nil {
+		return err
+	}
+	if S == 0 || l.Flags == 0 || yBase == 0 {
+		return fmt.Errorf("kernels: dec: the fused self-test needs k_chunk > 0, flags and a base output")
+	}
+	args, _, err := DECFusedArgs(l, DECThreads)
+	if err != nil {
+		return err
+	}
+	grid := l.Blocks + l.R.N/DECTile
+	return c.Launch(d.fused, cuda.Dim3{X: grid}, cuda.Dim3{X: DECThreads}, 0, st, args, yBase)
+}
+
+// DECFusedArgs returns dec::Args for a base kernel hosting fused-mode DEC
+// CTAs with threads threads per CTA (passed by value, 80 bytes), and W, the
+// words per thread its dec::fused_cta<E, W, THREADS> call must use (Args
+// carries it, and the element type, for dec::fused_cta_any). The grid is
+// l.Blocks DEC CTAs followed by the base CTAs.
+func DECFusedArgs(l *DECLaunch, threads int) (args []byte, w int, err error) {
+	S, err := l.check()
+	if err != nil {
+		return nil, 0, err
+	}
+	if S == 0 || l.Flags == 0 {
+		return nil, 0, fmt.Errorf("kernels: dec: fused mode needs k_chunk > 0 and flags")
+	}
+	if l.Blocks < 1 || l.Blocks > DECMaxBlocks(l.R.N) {
+		return nil, 0, fmt.Errorf("kernels: dec: n_tb %d out of range [1, %d]", l.Blocks, DECMaxBlocks(l.R.N))
+	}
+	if threads < decRowsMax || threads%32 != 0 {
+		return nil, 0, fmt.Errorf("kernels: dec: fused DEC CTAs of %d threads: want a multiple of 32, at least %d", threads, decRowsMax)
+	}
+	if w = decWords(l.R.Elem, l.R.N, l.Blocks, threads); w == 0 {
+		return nil, 0, fmt.Errorf("kernels: dec: n_tb %d is too few for %d outputs with %d threads", l.Blocks, l.R.N, threads)
+	}
+	return l.args(S, w), w, nil
+}

@@ -1,0 +1,298 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// selectModel computes what dec.cu's select_topk writes, step by step as the
+// kernel does (block max, histogram, the crossing bucket of an inclusive
+// scan, two exclusive prefix sums in thread order), rather than by wq's
+// loop: a CPU check of the kernel's formulation. It fails t if a step's
+// invariant breaks (no unique crossing, a position beyond kc).
+func selectModel(t *testing.T, x []float32, kChunk int) []int32 {
+	t.Helper()
+	const chunkN = wq.ChunkChannels
+	K := len(x)
+	kChunk = min(kChunk, chunkN)
+	out := make([]int32, DECSelected(K, kChunk))
+	for i := range out {
+		out[i] = -1
+	}
+	kcFull := wq.ChunkSelect(kChunk, chunkN)
+	for chunk := 0; chunk*chunkN < K; chunk++ {
+		c0 := chunk * chunkN
+		c := min(chunkN, K-c0)
+		kc := wq.ChunkSelect(kChunk, c)
+		if kc == 0 {
+			continue
+		}
+		var key, b [chunkN]int
+		keyMax := -1
+		for i := range chunkN {
+			key[i] = -1
+			if i < c {
+				key[i] = int(math.Float32bits(x[c0+i]) & 0x7fffffff >> 20)
+			}
+			keyMax = max(keyMax, key[i])
+		}
+		var hist [256]int
+		for i := range chunkN {
+			b[i] = 256
+			if i < c {
+				b[i] = min(keyMax-key[i], 255)
+				hist[b[i]]++
+			}
+		}
+		var cum [256]int
+		run := 0
+		for j, h := range hist {
+			run += h
+			cum[j] = run
+		}
+		B, fill, crossings := -1, 0, 0
+		for j := range cum {
+			prev := 0
+			if j > 0 {
+				prev = cum[j-1]
+			}
+			if cum[j] >= kc && prev < kc {
+				B, fill = j, kc-prev
+				crossings++
+			}
+		}
+		if crossings != 1 {
+			t.Fatalf("chunk %d: %d crossing buckets, want exactly 1", chunk, crossings)
+		}
+		rankB, pos := 0, 0
+		for i := range chunkN {
+			valid := i < c
+			inB := valid && b[i] == B
+			take := valid && (b[i] < B || (inB && rankB < fill))
+			if inB {
+				rankB++
+			}
+			if take {
+				if pos >= kc {
+					t.Fatalf("chunk %d: position %d beyond kc %d", chunk, pos, kc)
+				}
+				out[chunk*kcFull+pos] = int32(c0 + i)
+				pos++
+			}
+		}
+		if pos != kc {
+			t.Fatalf("chunk %d: took %d channels, want %d", chunk, pos, kc)
+		}
+	}
+	return out
+}
+
+// DECTestActivations (exported to the GPU tests of package kernels_test)
+// returns K activations like a transformer layer's inputs:
+// N(0, 1), a few outlier channels (x20-x50, the same channels every token
+// would have), with mode adding exact ties (values from a small set), zeros,
+// signed zeros and subnormals, which stress the boundary fill.
+func DECTestActivations(r *rand.Rand, K, mode int) []float32 {
+	x := make([]float32, K)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+		if i%97 == 13 {
+			x[i] *= float32(20 + 30*r.Float64())
+		}
+		switch mode {
+		case 1: // ties: a few magnitudes, random signs
+			x[i] = float32([]float64{0.5, 1, 1.0625, 3, 40}[r.IntN(5)])
+			if r.IntN(2) == 0 {
+				x[i] = -x[i]
+			}
+		case 2: // zeros, negative zeros and subnormals among normal values
+			switch r.IntN(4) {
+			case 0:
+				x[i] = 0
+			case 1:
+				x[i] = float32(math.Copysign(0, -1))
+			case 2:
+				x[i] = math.Float32frombits(uint32(1 + r.IntN(1000)))
+			}
+		}
+	}
+	return x
+}
+
+// TestDECSelectModelMatchesWQ checks the kernel's formulation of the
+// approximate top-k (selectModel) against wq.SelectApprox on activations
+// with outliers, ties, zeros and subnormals, for K not a multiple of 1024
+// and k_chunk from 1 past 1024.
+func TestDECSelectModelMatchesWQ(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, K := range []int{1, 31, 1000, 1024, 1537, 4096, 14336, 3001} {
+		for _, kChunk := range []int{0, 1, 3, 8, 64, 500, 1024, 5000} {
+			for mode := range 3 {
+				x := DECTestActivations(r, K, mode)
+				want := wq.SelectApprox(nil, x, kChunk)
+				got := selectModel(t, x, kChunk)
+				if len(want) != DECSelected(K, kChunk) {
+					t.Fatalf("K=%d k_chunk=%d: wq selects %d, DECSelected says %d", K, kChunk, len(want), DECSelected(K, kChunk))
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("K=%d k_chunk=%d mode %d: model %v..., wq %v...", K, kChunk, mode, got[:min(8, len(got))], want[:min(8, len(want))])
+				}
+			}
+		}
+	}
+}
+
+// TestDECSlices checks the output slicing: contiguous units covering [0,
+// N/32), words per thread enough for the largest slice from DECMinBlocks on
+// (and not below it), and batches of at least one row in dec.cu's shared
+// memory for every slice (so its loops make progress).
+func TestDECSlices(t *testing.T) {
+	for _, e := range decElems {
+		for _, N := range []int{128, 1024, 4096, 14336, 28672} {
+			if DECReads(e, N) != nil {
+				t.Fatalf("%v N=%d: %v", e, N, DECReads(e, N))
+			}
+			lo := DECMinBlocks(e, N)
+			if lo > 1 && decWords(e, N, lo-1, DECThreads) != 0 {
+				t.Errorf("%v N=%d: %d blocks fit, DECMinBlocks says %d", e, N, lo-1, lo)
+			}
+			for blocks := lo; blocks <= DECMaxBlocks(N); blocks++ {
+				w := decWords(e, N, blocks, DECThreads)
+				if w == 0 {
+					t.Fatalf("%v N=%d n_tb=%d: no words per thread", e, N, blocks)
+				}
+				next := 0
+				for b := range blocks {
+					u0, u1 := decSlice(N, blocks, b)
+					if u0 != next || u1 < u0 {
+						t.Fatalf("%v N=%d n_tb=%d: block %d slice [%d, %d), want start %d", e, N, blocks, b, u0, u1, next)
+					}
+					next = u1
+					if words := (u1 - u0) * decUnitWords(e); words > w*DECThreads {
+						t.Fatalf("%v N=%d n_tb=%d: slice of %d words > %d·%d", e, N, blocks, words, w, DECThreads)
+					}
+					if u1 > u0 && decBatchRows(e, u0, u1, DECThreads) < 1 {
+						t.Fatalf("%v N=%d n_tb=%d: block %d batches no rows", e, N, blocks, b)
+					}
+				}
+				if next != N/decUnit {
+					t.Fatalf("%v N=%d n_tb=%d: slices end at unit %d, want %d", e, N, blocks, next, N/decUnit)
+				}
+			}
+		}
+	}
+	if DECReads(wq.Int3, 4096) == nil || DECReads(wq.Int4, 4000) == nil || DECReads(wq.FP16, 48) == nil || DECReads(wq.Int4, 96) == nil {
+		t.Error("DECReads accepts a shape it cannot read")
+	}
+}
+
+// decBatchRows mirrors dec.cu's rmax: the rows of one shared-memory batch
+// for the slice of units [u0, u1).
+func decBatchRows(e wq.Elem, u0, u1, threads int) int {
+	nch := (u1 - u0) * decUnitWords(e) / 4
+	rows := min(decRowsMax, threads*decLoads/nch)
+	if e.IsInt() {
+		g0 := u0 * decUnit / wq.ResidualGroup
+		np := (u1*decUnit-1)/wq.ResidualGroup + 1 - g0
+		rows = min(rows, threads*decParamLoads/np)
+	}
+	return rows
+}
+
+// TestDECArgsLayout checks the packing of dec::Args: six pointers, then
+// N, K, T, S, k_chunk (capped at 1024), n_tb, element type and W as int32.
+func TestDECArgsLayout(t *testing.T) {
+	l := &DECLaunch{X: 0x1000, Y: 0x2000, Sel: 0x3000, Flags: 0x6000, T: 3, KChunk: 2000, Blocks: 16,
+		R: &DECResidual{Elem: wq.Int4, Words: 0x4000, Params: 0x5000, N: 4096, K: 14336}}
+	b := l.args(777, 4)
+	if len(b) != decArgsBytes {
+		t.Fatalf("%d bytes, want %d", len(b), decArgsBytes)
+	}
+	for i, want := range []uint64{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000} {
+		if got := binary.LittleEndian.Uint64(b[8*i:]); got != want {
+			t.Errorf("pointer %d = %#x, want %#x", i, got, want)
+		}
+	}
+	for i, want := range []uint32{4096, 14336, 3, 777, 1024, 16, uint32(wq.Int4), 4} {
+		if got := binary.LittleEndian.Uint32(b[48+4*i:]); got != want {
+			t.Errorf("int %d = %d, want %d", i, got, want)
+		}
+	}
+}
+
+// TestDECConstantsMatchSource checks that the Go constants mirroring
+// dec.cu's equal the source's.
+func TestDECConstantsMatchSource(t *testing.T) {
+	for name, want := range map[string]int{
+		"kThreads": DECThreads, "kUnit": decUnit, "kTile": DECTile, "kGroup": wq.ResidualGroup,
+		"kChunkChannels": wq.ChunkChannels, "kLoads": decLoads, "kParamLoads": decParamLoads, "kRowsMax": decRowsMax,
+		"kFP16": int(wq.FP16), "kInt8": int(wq.Int8), "kInt4": int(wq.Int4),
+	} {
+		m := regexp.MustCompile(`constexpr int ` + name + ` = (\d+);`).FindStringSubmatch(decSource)
+		if m == nil {
+			t.Errorf("dec.cu has no constexpr %s", name)
+			continue
+		}
+		if got, _ := strconv.Atoi(m[1]); got != want {
+			t.Errorf("dec.cu %s = %d, Go says %d", name, got, want)
+		}
+	}
+	if !regexp.MustCompile(`sizeof\(Args\) == ` + strconv.Itoa(decArgsBytes)).MatchString(decSource) {
+		t.Errorf("dec.cu does not assert sizeof(Args) == %d", decArgsBytes)
+	}
+}
+
+// TestDECLaunchChecks checks the wrapper's refusals, which run before any
+// device call (a nil Ctx is never touched).
+func TestDECLaunchChecks(t *testing.T) {
+	r := &DECResidual{Elem: wq.Int4, Words: 0x10000, Params: 0x20000, N: 4096, K: 4096}
+	ok := DECLaunch{X: 0x100, Y: 0x200, Sel: 0x300, R: r, T: 1, KChunk: 8, Blocks: 4}
+	var d DEC
+	for name, mut := range map[string]func(l *DECLaunch){
+		"no residual": func(l *DECLaunch) { l.R = nil },
+		"T=0":         func(l *DECLaunch) { l.T = 0 },
+		"null x":      func(l *DECLaunch) { l.X = 0 },
+		"n_tb 0":      func(l *DECLaunch) { l.Blocks = 0 },
+		"n_tb 129":    func(l *DECLaunch) { l.Blocks = 129 },
+		"misaligned": func(l *DECLaunch) {
+			l.R = &DECResidual{Elem: wq.Int4, Words: 0x10004, Params: 0x20000, N: 4096, K: 4096}
+		},
+		"int3": func(l *DECLaunch) {
+			l.R = &DECResidual{Elem: wq.Int3, Words: 0x10000, Params: 0x20000, N: 4096, K: 4096}
+		},
+		"no params":   func(l *DECLaunch) { l.R = &DECResidual{Elem: wq.Int8, Words: 0x10000, N: 4096, K: 4096} },
+		"negative k":  func(l *DECLaunch) { l.KChunk = -1 },
+		"fp16 n_tb 1": func(l *DECLaunch) { l.R = &DECResidual{Elem: wq.FP16, Words: 0x10000, N: 14336, K: 4096}; l.Blocks = 1 },
+	} {
+		l := ok
+		mut(&l)
+		if err := d.Compensate((*cuda.Ctx)(nil), 0, &l); err == nil {
+			t.Errorf("%s: Compensate accepted it", name)
+		}
+	}
+	zero := ok
+	zero.KChunk = 0
+	if err := d.Select(nil, 0, &zero); err != nil {
+		t.Errorf("k_chunk 0: Select: %v, want nothing launched", err)
+	}
+	if err := d.Compensate(nil, 0, &zero); err != nil {
+		t.Errorf("k_chunk 0: Compensate: %v, want nothing launched", err)
+	}
+	if m, err := ParseDECMode("FUSED"); err != nil || m != DECFused || m.String() != "fused" {
+		t.Errorf("ParseDECMode(FUSED) = %v, %v", m, err)
+	}
+	if m, err := ParseDECMode(""); err != nil || m != DECSerial {
+		t.Errorf("ParseDECMode(\"\") = %v, %v; want serial", m, err)
+	}
+	if _, err := ParseDECMode("async"); err == nil {
+		t.Error("ParseDECMode(async) accepted")
+	}
+}

@@ -1,0 +1,333 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// decSetup opens the device and compiles dec.cu, or skips.
+func decSetup(t *testing.T) (*cuda.Device, *kernels.DEC) {
+	t.Helper()
+	d := device(t)
+	k, err := kernels.LoadDEC(d)
+	if err != nil {
+		t.Fatalf("compile dec.cu: %v", err)
+	}
+	return d, k
+}
+
+// mappedResidual copies the residual Rᵀ (wq matrix of K rows, N columns)
+// into host memory mapped into the device, freed at the test's end.
+func mappedResidual(t *testing.T, d *cuda.Device, r *wq.Matrix) *kernels.DECResidual {
+	t.Helper()
+	words, params := cuda.Bytes(r.Words), cuda.Bytes(r.Params)
+	off := (len(words) + 255) / 256 * 256
+	var h *cuda.HostBuffer
+	err := d.Do(func(c *cuda.Ctx) error {
+		var err error
+		h, err = c.AllocHost(off+max(len(params), 16), true)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Do(func(c *cuda.Ctx) error { return c.FreeHost(h) }) })
+	copy(h.Bytes(), words)
+	copy(h.Bytes()[off:], params)
+	res := &kernels.DECResidual{Elem: r.Elem, Words: h.DevicePtr(), N: r.K, K: r.N}
+	if r.Elem.IsInt() {
+		res.Params = h.DevicePtr() + cuda.DevicePtr(off)
+	}
+	return res
+}
+
+// randomResidual returns a residual Rᵀ [K][N] in element type e with
+// values like a 4-bit weight's error (N(0, 0.002²), a few x10 outliers).
+func randomResidual(t *testing.T, r *rand.Rand, e wq.Elem, N, K int) *wq.Matrix {
+	t.Helper()
+	rt := make([]float32, K*N)
+	for i := range rt {
+		rt[i] = float32(0.002 * r.NormFloat64())
+		if i%389 == 7 {
+			rt[i] *= 10
+		}
+	}
+	m, err := wq.Quantize(e, wq.ResidualGroup, K, N, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestDECSelectMatchesWQ runs dec.cu's select_topk on T = 3 tokens of
+// realistic activations (outlier channels; ties, zeros and subnormals in
+// the other modes) and requires each token's list to equal
+// wq.SelectApprox's exactly, for K a multiple of 1024 or not and k_chunk
+// from 0 to 1024. It logs the recall against the exact top-k.
+func TestDECSelectMatchesWQ(t *testing.T) {
+	d, k := decSetup(t)
+	r := rand.New(rand.NewPCG(91, 92))
+	const T = 3
+	recall := map[int][]float64{}
+	for _, K := range []int{4096, 14336, 1000, 1537, 3001} {
+		for _, kChunk := range []int{0, 1, 8, 32, 100, 1024} {
+			for mode := range 3 {
+				name := fmt.Sprintf("K%d-k%d-mode%d", K, kChunk, mode)
+				m := newGPUMem(t, d)
+				x := make([]float32, 0, T*K)
+				for range T {
+					x = append(x, kernels.DECTestActivations(r, K, mode)...)
+				}
+				S := kernels.DECSelected(K, kChunk)
+				if kChunk == 0 && S != 0 {
+					t.Fatalf("%s: S = %d, want 0", name, S)
+				}
+				selp := m.put(make([]byte, 4*max(T*S, 1)))
+				xp := m.put(cuda.Bytes(x))
+				// A poisoned scratch: every slot must be written.
+				poison := make([]int32, T*S)
+				for i := range poison {
+					poison[i] = -7
+				}
+				m.write(selp, cuda.Bytes(poison))
+				// Select reads x and K only; the residual is a placeholder.
+				l := &kernels.DECLaunch{X: xp, Y: xp, Sel: selp, T: T, KChunk: kChunk, Blocks: 1,
+					R: &kernels.DECResidual{Elem: wq.FP16, Words: 0x100, N: 32, K: K}}
+				m.run(func(c *cuda.Ctx, s cuda.Stream) error { return k.Select(c, s, l) })
+				got := make([]int32, T*S)
+				m.read(cuda.Bytes(got), selp)
+				for ti := range T {
+					xt := x[ti*K : (ti+1)*K]
+					want := wq.SelectApprox(nil, xt, kChunk)
+					if g := got[ti*S : (ti+1)*S]; !slices.Equal(g, want) {
+						i := 0
+						for i < len(want) && g[i] == want[i] {
+							i++
+						}
+						t.Fatalf("%s token %d: first difference at %d: got %d, want %d (of %d)", name, ti, i, g[i], want[i], S)
+					}
+					if mode == 0 && kChunk > 0 {
+						recall[kChunk] = append(recall[kChunk], wq.Recall(want, wq.SelectExact(nil, xt, kChunk)))
+					}
+				}
+			}
+		}
+	}
+	for _, kChunk := range []int{1, 8, 32, 100, 1024} {
+		var sum float64
+		for _, v := range recall[kChunk] {
+			sum += v
+		}
+		t.Logf("k_chunk %4d: recall of the approximate top-k vs exact %.4f (mean of %d tokens)", kChunk, sum/float64(len(recall[kChunk])), len(recall[kChunk]))
+	}
+}
+
+// decCase is one compensation shape.
+type decCase struct {
+	e            wq.Elem
+	N, K, T      int
+	kChunk, nTB  int
+	tokenPattern int // activation mode of DECTestActivations
+}
+
+// runSerial uploads everything, runs Select and Compensate, and returns y.
+func runSerial(t *testing.T, d *cuda.Device, k *kernels.DEC, res *kernels.DECResidual, x, yBase []float32, c decCase) []float32 {
+	t.Helper()
+	m := newGPUMem(t, d)
+	S := kernels.DECSelected(c.K, c.kChunk)
+	l := &kernels.DECLaunch{X: m.put(cuda.Bytes(x)), Y: m.put(cuda.Bytes(yBase)), Sel: m.put(make([]byte, 4*max(c.T*S, 1))),
+		R: res, T: c.T, KChunk: c.kChunk, Blocks: c.nTB}
+	m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+		if err := k.Select(cx, s, l); err != nil {
+			return err
+		}
+		return k.Compensate(cx, s, l)
+	})
+	return m.f32s(l.Y, c.T*c.N)
+}
+
+// wantCompensated applies wq.Compensate to each token of yBase.
+func wantCompensated(x, yBase []float32, r *wq.Matrix, c decCase) []float32 {
+	want := slices.Clone(yBase)
+	for ti := range c.T {
+		xt := x[ti*c.K : (ti+1)*c.K]
+		wq.Compensate(want[ti*c.N:(ti+1)*c.N], xt, wq.SelectApprox(nil, xt, c.kChunk), r, nil)
+	}
+	return want
+}
+
+// sameBits fails at the first element whose bits differ.
+func sameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: y[%d] = %g (%#08x), want %g (%#08x)", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+// TestDECCompensateMatchesWQ requires serial-mode DEC (Select, then
+// Compensate over a residual in mapped host memory) to leave y exactly as
+// wq.Compensate does, bit for bit, for int4, int8 and fp16 residuals, the
+// Llama-3.1-8B shapes and odd ones, one and several tokens, k_chunk from 1
+// to 1024 and n_tb from the fewest to one per 32 outputs; with k_chunk 0 y
+// stays bit-identical to the base.
+func TestDECCompensateMatchesWQ(t *testing.T) {
+	d, k := decSetup(t)
+	r := rand.New(rand.NewPCG(93, 94))
+	cases := []decCase{
+		{wq.Int4, 4096, 4096, 1, 32, 16, 0},
+		{wq.Int4, 1024, 4096, 3, 8, 4, 1},
+		{wq.Int4, 14336, 4096, 1, 64, 1, 0},
+		{wq.Int4, 4096, 14336, 2, 37, 132 - 4, 2},
+		{wq.Int4, 384, 1000, 3, 1, 12, 0},
+		{wq.Int4, 256, 1537, 1, 1024, 3, 1},
+		{wq.Int8, 4096, 4096, 2, 16, 8, 0},
+		{wq.Int8, 1024, 3001, 1, 256, 32, 2},
+		{wq.FP16, 4096, 4096, 1, 32, 16, 0},
+		{wq.FP16, 14336, 4096, 2, 8, kernels.DECMinBlocks(wq.FP16, 14336), 0},
+		{wq.FP16, 96, 1000, 4, 100, 2, 1},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%v-N%d-K%d-T%d-k%d-ntb%d", c.e, c.N, c.K, c.T, c.kChunk, c.nTB), func(t *testing.T) {
+			rm := randomResidual(t, r, c.e, c.N, c.K)
+			res := mappedResidual(t, d, rm)
+			x := make([]float32, 0, c.T*c.K)
+			for range c.T {
+				x = append(x, kernels.DECTestActivations(r, c.K, c.tokenPattern)...)
+			}
+			yBase := make([]float32, c.T*c.N)
+			for i := range yBase {
+				yBase[i] = float32(r.NormFloat64())
+			}
+			yBase[0] = float32(math.Copysign(0, -1)) // -0 + 0 = +0: the add must happen, as in wq
+			got := runSerial(t, d, k, res, x, yBase, c)
+			sameBits(t, "serial", got, wantCompensated(x, yBase, rm, c))
+			c0 := c
+			c0.kChunk = 0
+			sameBits(t, "k_chunk 0", runSerial(t, d, k, res, x, yBase, c0), yBase)
+		})
+	}
+}
+
+// TestDECFullMatchesExact compensates every channel (k_chunk 1024) with an
+// fp16 residual of a real int4 quantization: y must then equal x·fp16(W)ᵀ
+// (float64 reference) within the fp16 rounding of the residual and float32
+// sums: |err| <= 2⁻²⁴·|base| + Σ_k |x_k·R_kn|·(2⁻¹¹ + (K+1)·2⁻²⁴), and the
+// error must be far below the int4 base's.
+func TestDECFullMatchesExact(t *testing.T) {
+	d, k := decSetup(t)
+	r := rand.New(rand.NewPCG(95, 96))
+	const N, K, T = 512, 4096, 2
+	w := make([]float32, N*K)
+	for i := range w {
+		w[i] = float32(0.02 * r.NormFloat64())
+	}
+	q, err := wq.Quantize(wq.Int4, 128, N, K, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := wq.NewResidual(w, q, wq.FP16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mappedResidual(t, d, rm)
+	x := make([]float32, 0, T*K)
+	for range T {
+		x = append(x, kernels.DECTestActivations(r, K, 0)...)
+	}
+	yBase := make([]float32, T*N)
+	exact := make([]float64, T*N)
+	row := make([]float32, K)
+	for n := range N {
+		q.DequantRow(row, n)
+		for ti := range T {
+			var base, ex float64
+			for kk := range K {
+				xv := float64(x[ti*K+kk])
+				base += xv * float64(row[kk])
+				ex += xv * float64(wq.RoundFP16(w[n*K+kk]))
+			}
+			yBase[ti*N+n], exact[ti*N+n] = float32(base), ex
+		}
+	}
+	c := decCase{wq.FP16, N, K, T, wq.ChunkChannels, 8, 0}
+	got := runSerial(t, d, k, res, x, yBase, c)
+	var worstBase, worstDEC float64
+	for ti := range T {
+		for n := range N {
+			var mag float64
+			for kk := range K {
+				mag += math.Abs(float64(x[ti*K+kk]) * float64(rm.At(kk, n)))
+			}
+			i := ti*N + n
+			tol := 0x1p-24*math.Abs(float64(yBase[i])) + mag*(0x1p-11+float64(K+1)*0x1p-24)
+			e := math.Abs(float64(got[i]) - exact[i])
+			if e > tol || got[i] != got[i] {
+				t.Fatalf("y[%d,%d] = %g, want %g (tol %.3g)", ti, n, got[i], exact[i], tol)
+			}
+			worstDEC = max(worstDEC, e)
+			worstBase = max(worstBase, math.Abs(float64(yBase[i])-exact[i]))
+		}
+	}
+	t.Logf("largest |y − x·Wᵀ|: int4 base %.3g, with full DEC %.3g", worstBase, worstDEC)
+	if worstDEC > worstBase/20 {
+		t.Fatalf("full DEC error %.3g is not far below the base's %.3g", worstDEC, worstBase)
+	}
+}
+
+// TestDECFusedProtocol runs fused mode's protocol (dec::fused_cta with
+// trivial base CTAs raising the ready flags) twice in a row: y must equal
+// serial mode's bits both times and the flags must be back to zero.
+func TestDECFusedProtocol(t *testing.T) {
+	d, k := decSetup(t)
+	r := rand.New(rand.NewPCG(97, 98))
+	for _, c := range []decCase{
+		{wq.Int4, 4096, 4096, 2, 32, 8, 0},
+		{wq.FP16, 1024, 4096, 1, 64, 3, 0},
+		{wq.Int8, 14336, 4096, 3, 16, 66, 0},
+	} {
+		t.Run(fmt.Sprintf("%v-N%d-T%d-ntb%d", c.e, c.N, c.T, c.nTB), func(t *testing.T) {
+			rm := randomResidual(t, r, c.e, c.N, c.K)
+			res := mappedResidual(t, d, rm)
+			x := make([]float32, 0, c.T*c.K)
+			for range c.T {
+				x = append(x, kernels.DECTestActivations(r, c.K, 0)...)
+			}
+			yBase := make([]float32, c.T*c.N)
+			for i := range yBase {
+				yBase[i] = float32(r.NormFloat64())
+			}
+			want := wantCompensated(x, yBase, rm, c)
+			m := newGPUMem(t, d)
+			S := kernels.DECSelected(c.K, c.kChunk)
+			l := &kernels.DECLaunch{X: m.put(cuda.Bytes(x)), Y: m.poisonedF32(c.T * c.N), Sel: m.put(make([]byte, 4*c.T*S)),
+				Flags: m.put(make([]byte, 4*kernels.DECFlagWords(c.N))), R: res, T: c.T, KChunk: c.kChunk, Blocks: c.nTB}
+			yb := m.put(cuda.Bytes(yBase))
+			for run := range 2 {
+				m.write(l.Y, cuda.Bytes(nanF32(c.T*c.N)))
+				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+					if err := k.Select(cx, s, l); err != nil {
+						return err
+					}
+					return k.FusedSelfTest(cx, s, l, yb)
+				})
+				sameBits(t, fmt.Sprintf("fused run %d", run), m.f32s(l.Y, c.T*c.N), want)
+				flags := make([]uint32, kernels.DECFlagWords(c.N))
+				m.read(cuda.Bytes(flags), l.Flags)
+				for i, f := range flags {
+					if f != 0 {
+						t.Fatalf("run %d: flag %d = %d after the launch, want 0", run, i, f)
+					}
+				}
+			}
+		})
+	}
+}

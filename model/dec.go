@@ -1,0 +1,233 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// Shape is the [N, K] of a linear layer's weight: N outputs, K inputs.
+type Shape struct{ N, K int }
+
+// String returns "NxK" (4096x14336), the form the settings file and the
+// tables use.
+func (s Shape) String() string { return fmt.Sprintf("%dx%d", s.N, s.K) }
+
+// DECChoice is the DEC setting of one linear-layer shape: k_chunk (0: no
+// DEC for that shape) and n_tb, the GPU thread blocks of the compensation
+// (0: the backend's default).
+type DECChoice struct {
+	KChunk int `json:"k_chunk"`
+	Blocks int `json:"n_tb"`
+}
+
+// LinearShape is one distinct shape of a model's quantizable linear layers,
+// with the layers that have it ("q_proj", "o_proj") and how many matrices
+// of the model do (layers × names).
+type LinearShape struct {
+	Shape
+	Layers []string
+	Count  int
+}
+
+// LinearShapes returns the distinct shapes of cfg's linear layers (the
+// weights LoadOptions.Weights quantizes), in the order the layers first
+// use them.
+func LinearShapes(cfg *Config) ([]LinearShape, error) {
+	if _, ok := families[cfg.ModelType]; !ok {
+		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
+	}
+	ld := &loader{}
+	setupLlama(cfg, ld) // every registered family is a Llama
+	m := &Llama{Layers: make([]LlamaLayer, cfg.Layers)}
+	var specs []weightSpec
+	if err := ld.collect(reflect.ValueOf(m).Elem(), -1, &specs); err != nil {
+		return nil, err
+	}
+	var out []LinearShape
+	for _, s := range specs {
+		if !s.linear {
+			continue
+		}
+		sh := Shape{s.shape[0], s.shape[1]}
+		i := slices.IndexFunc(out, func(l LinearShape) bool { return l.Shape == sh })
+		if i < 0 {
+			out = append(out, LinearShape{Shape: sh})
+			i = len(out) - 1
+		}
+		parts := strings.Split(s.name, ".") // model.layers.0.self_attn.q_proj.weight
+		name := parts[max(0, len(parts)-2)]
+		if !slices.Contains(out[i].Layers, name) {
+			out[i].Layers = append(out[i].Layers, name)
+		}
+		out[i].Count++
+	}
+	return out, nil
+}
+
+// DECTuning is what 'bitdecode tune dec' measured for one weight format on
+// one device: per linear-layer shape, the base GEMV time and, for each
+// slowdown target, the largest k_chunk (with its best n_tb) whose decode
+// step stays within it. It is stored in the settings file under
+// "dec" → weight format (DECSettingsKey); docs/weights.md has the schema.
+type DECTuning struct {
+	Device   string           `json:"device"`            // the GPU's name
+	Mode     string           `json:"mode"`              // "serial" (or "fused")
+	Residual string           `json:"residual"`          // the residual's element type ("int4")
+	Tokens   int              `json:"tokens"`            // rows of x per timed step (1: decode)
+	Date     string           `json:"date,omitempty"`    // UTC, YYYY-MM-DD
+	Source   string           `json:"source,omitempty"`  // the command that measured it
+	Shapes   []DECShapeTuning `json:"shapes"`            // one per distinct [N, K]
+	Targets  []float64        `json:"targets,omitempty"` // the slowdown targets tuned for, percent
+}
+
+// DECShapeTuning is one shape's measurements and picks.
+type DECShapeTuning struct {
+	N      int        `json:"n"`
+	K      int        `json:"k"`
+	Layers []string   `json:"layers,omitempty"`
+	BaseUS float64    `json:"base_us"`            // the base GEMV alone, median microseconds
+	Picks  []DECPick  `json:"picks"`              // one per target, increasing
+	Points []DECPoint `json:"measured,omitempty"` // every (k_chunk, n_tb) timed
+}
+
+// DECPick is the choice for one slowdown target: the largest k_chunk whose
+// base + DEC time is at most (1 + target) times the base, at the n_tb that
+// was fastest for it; k_chunk 0 when even the smallest tried was too slow.
+type DECPick struct {
+	SlowdownPct float64 `json:"slowdown_pct"` // the target, percent (5 = 5%)
+	KChunk      int     `json:"k_chunk"`
+	Blocks      int     `json:"n_tb"`
+	US          float64 `json:"us"`           // base + DEC, median microseconds
+	OverheadPct float64 `json:"overhead_pct"` // 100·(US/BaseUS − 1)
+}
+
+// DECPoint is one timed (k_chunk, n_tb): base GEMV plus DEC, median
+// microseconds, and DEC alone.
+type DECPoint struct {
+	KChunk int     `json:"k_chunk"`
+	Blocks int     `json:"n_tb"`
+	US     float64 `json:"us"`
+	DECUS  float64 `json:"dec_us,omitempty"`
+}
+
+// DECSettingsKey returns the settings file's key for weight format s: the
+// element type and a group size other than the default ("int4",
+// "int3:g64"); the method (RTN, GPTQ) does not change the kernels' speed.
+func DECSettingsKey(s wq.Spec) string {
+	return wq.Spec{Elem: s.Elem, Group: s.Group, Method: wq.RTN}.Short()
+}
+
+// samePct reports whether two slowdown targets in percent are the same.
+func samePct(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// Choices returns the DEC choice of every tuned shape for the slowdown
+// target pct (percent, one of the tuned targets).
+func (t *DECTuning) Choices(pct float64) (map[Shape]DECChoice, error) {
+	out := map[Shape]DECChoice{}
+	for _, s := range t.Shapes {
+		i := slices.IndexFunc(s.Picks, func(p DECPick) bool { return samePct(p.SlowdownPct, pct) })
+		if i < 0 {
+			return nil, fmt.Errorf("no pick for a %g%% slowdown for shape %dx%d (tuned: %s)", pct, s.N, s.K, t.targetList())
+		}
+		out[Shape{s.N, s.K}] = DECChoice{KChunk: s.Picks[i].KChunk, Blocks: s.Picks[i].Blocks}
+	}
+	return out, nil
+}
+
+// targetList lists the tuned targets for messages ("2.5%, 5%").
+func (t *DECTuning) targetList() string {
+	var seen []string
+	for _, s := range t.Shapes {
+		for _, p := range s.Picks {
+			v := fmt.Sprintf("%g%%", p.SlowdownPct)
+			if !slices.Contains(seen, v) {
+				seen = append(seen, v)
+			}
+		}
+	}
+	if len(seen) == 0 {
+		return "none"
+	}
+	return strings.Join(seen, ", ")
+}
+
+// validate checks the numbers a hand-edited file could get wrong.
+func (t *DECTuning) validate() error {
+	if t == nil {
+		return errors.New("null tuning")
+	}
+	for _, s := range t.Shapes {
+		if s.N <= 0 || s.K <= 0 {
+			return fmt.Errorf("shape %dx%d", s.N, s.K)
+		}
+		for _, p := range s.Picks {
+			if p.KChunk < 0 || p.Blocks < 0 || !(p.SlowdownPct > 0) {
+				return fmt.Errorf("shape %dx%d: pick k_chunk %d, n_tb %d for %g%%: want non-negative k_chunk and n_tb and a positive target",
+					s.N, s.K, p.KChunk, p.Blocks, p.SlowdownPct)
+			}
+		}
+	}
+	return nil
+}
+
+// SaveDECTuning stores t under "dec" → key in the settings file at path,
+// keeping everything else the file holds (other formats' tunings, "bw",
+// keys this version does not know). The file is replaced atomically.
+func SaveDECTuning(path, key string, t *DECTuning) error {
+	if err := t.validate(); err != nil {
+		return fmt.Errorf("model: DEC tuning: %w", err)
+	}
+	top := map[string]json.RawMessage{}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("model: settings: %w", err)
+	default:
+		if err := json.Unmarshal(data, &top); err != nil {
+			return fmt.Errorf("model: settings %s: %w (not overwritten)", path, err)
+		}
+	}
+	dec := map[string]json.RawMessage{}
+	if raw, ok := top["dec"]; ok {
+		if err := json.Unmarshal(raw, &dec); err != nil {
+			return fmt.Errorf("model: settings %s: dec: %w (not overwritten)", path, err)
+		}
+	}
+	if dec[key], err = json.Marshal(t); err != nil {
+		return err
+	}
+	if top["dec"], err = json.Marshal(dec); err != nil {
+		return err
+	}
+	out, err := json.MarshalIndent(top, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".bitdecode-*.json")
+	if err != nil {
+		return fmt.Errorf("model: settings: %w", err)
+	}
+	_, err = tmp.Write(append(out, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("model: settings %s: %w", path, err)
+	}
+	return nil
+}
