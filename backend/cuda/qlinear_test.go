@@ -186,14 +186,14 @@ func TestQuantLinearDEC(t *testing.T) {
 			ref := run(c, onCPU, cb)
 			for ti := range T {
 				for n := range N {
-					mag := math.Abs(float64(bias[n]))
+					// The base products' bound (TestQuantLinear); DEC adds
+					// wq.Compensate's exact float32 sums on both sides.
+					mag := 0.0
 					for k := range K {
-						mag += math.Abs(float64(x[ti*K+k]) * float64(m.At(n, k)))
+						sc, z := m.Param(n, k/m.Group)
+						mag += (math.Abs(float64(half.ToFloat32(sc)))*float64(m.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))) * math.Abs(float64(x[ti*K+k]))
 					}
-					tol := float64(K/32+8) * 0x1p-24 * mag
-					if T > 8 || e == wq.Int3 {
-						tol += 2 * 0x1p-11 * mag
-					}
+					tol := (0x1p-10*(1+0x1p-10)+float64(K/16+40)*0x1p-23)*mag + 0x1p-22*math.Abs(float64(ref[ti*N+n]))
 					i := ti*N + n
 					if d := math.Abs(float64(got[i]) - float64(ref[i])); d > tol {
 						t.Fatalf("%s: y[%d,%d] = %g, CPU backend %g (tol %.3g)", name, ti, n, got[i], ref[i], tol)
