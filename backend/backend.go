@@ -162,8 +162,10 @@ type RandomLoader interface {
 // a real quantized matrix, the values only plausible.
 type RandomQuantLoader interface {
 	// LoadRandomQuant returns a [N, K] linear weight in format e (an integer
-	// wq.Elem) with groups of G input channels.
-	LoadRandomQuant(name string, shape []int, e wq.Elem, G int, seed uint64) (Weight, error)
+	// wq.Elem) with groups of G input channels. With dec.KChunk > 0 it also
+	// gets DEC with a random int4 residual of realistic scale (dec.R is
+	// ignored): the bytes and kernels of a real one.
+	LoadRandomQuant(name string, shape []int, e wq.Elem, G int, seed uint64, dec wq.DEC) (Weight, error)
 }
 
 // QuantWeightLoader is implemented by backends that run linear layers on

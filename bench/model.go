@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,16 +56,38 @@ type ModelConfig struct {
 	Weights []string
 	// SkipLinears skips the per-layer GEMV table.
 	SkipLinears bool
-	Contexts    []int // cached tokens per sequence before the timed steps
-	Batch       int   // sequences decoded together; 0: as many as fit in GPU memory (per format and context)
-	Steps       int   // timed decode steps (default 16)
-	Warmup      int   // untimed steps first (default 3)
-	Progress    io.Writer
+	// DEC lists the DEC settings to time quantized weights with: k_chunk
+	// values (0: off) or tuned slowdown targets (DECTuned > 0) picked from
+	// DECTunings by weight format (model.DECSettingsKey). None means off.
+	DEC        []ModelDEC
+	DECTunings map[string]*model.DECTuning
+	Contexts   []int // cached tokens per sequence before the timed steps
+	Batch      int   // sequences decoded together; 0: as many as fit in GPU memory (per format and context)
+	Steps      int   // timed decode steps (default 16)
+	Warmup     int   // untimed steps first (default 3)
+	Progress   io.Writer
+}
+
+// ModelDEC is one DEC setting of the model benchmark: a fixed k_chunk for
+// every layer (n_tb the backend's default), or the per-shape picks of a
+// 'tune dec' run for a slowdown target in percent.
+type ModelDEC struct {
+	KChunk int
+	Tuned  float64
+}
+
+// String names the setting as --dec-k takes it.
+func (d ModelDEC) String() string {
+	if d.Tuned > 0 {
+		return fmt.Sprintf("tuned:%g%%", d.Tuned)
+	}
+	return fmt.Sprint(d.KChunk)
 }
 
 // ModelRow is one (format, context) point of the model benchmark.
 type ModelRow struct {
 	Weights      string  `json:"weights"`
+	DEC          string  `json:"dec,omitempty"` // k_chunk or tuned:P%; "" without DEC
 	KV           string  `json:"kv"`
 	Context      int     `json:"context"`
 	Batch        int     `json:"batch"`
@@ -139,8 +162,18 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := runWeights(rep, be, mc, wspec, cfg, progress); err != nil {
-			return nil, err
+		decs := cfg.DEC
+		if len(decs) == 0 || !wspec.IsQuantized() {
+			decs = []ModelDEC{{}}
+		}
+		for _, d := range decs {
+			decFor, err := decChoices(mc, wspec, d, cfg.DECTunings)
+			if err != nil {
+				return nil, err
+			}
+			if err := runWeights(rep, be, mc, wspec, d, decFor, cfg, progress); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return rep, nil
@@ -148,10 +181,14 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 
 // runWeights times every (KV format, context) row with the linear layers in
 // format wspec.
-func runWeights(rep *ModelReport, be *bcuda.Backend, mc *model.Config, wspec wq.Spec, cfg ModelConfig, progress io.Writer) error {
-	fmt.Fprintf(progress, "building %s with random %s weights\n", cfg.Preset, wspec)
+func runWeights(rep *ModelReport, be *bcuda.Backend, mc *model.Config, wspec wq.Spec, d ModelDEC, decFor func(N, K int) wq.DEC, cfg ModelConfig, progress io.Writer) error {
+	decName := ""
+	if decFor != nil {
+		decName = d.String()
+	}
+	fmt.Fprintf(progress, "building %s with random %s weights (DEC %s)\n", cfg.Preset, wspec, cmp.Or(decName, "off"))
 	start := time.Now()
-	m, err := model.NewRandomWeights(mc, be, 1, wspec)
+	m, err := model.NewRandomWeights(mc, be, 1, wspec, decFor)
 	if err != nil {
 		return err
 	}
@@ -182,6 +219,7 @@ func runWeights(rep *ModelReport, be *bcuda.Backend, mc *model.Config, wspec wq.
 				return fmt.Errorf("bench: %s weights, %s KV at %d tokens: %w", wspec, spec, ctx, err)
 			}
 			row.Weights = wspec.String()
+			row.DEC = decName
 			row.WeightBytes = weightBytes
 			row.FloorMs = float64(row.WeightBytes+row.KVBytes) / (rep.ReadGBps * 1e9) * 1e3
 			row.OfFloor = row.FloorMs / row.MsPerStep
@@ -191,6 +229,39 @@ func runWeights(rep *ModelReport, be *bcuda.Backend, mc *model.Config, wspec wq.
 		}
 	}
 	return nil
+}
+
+// decChoices returns the DEC of each linear shape for setting d, or nil for
+// none.
+func decChoices(mc *model.Config, w wq.Spec, d ModelDEC, tunings map[string]*model.DECTuning) (func(N, K int) wq.DEC, error) {
+	switch {
+	case d.Tuned > 0:
+		key := model.DECSettingsKey(w)
+		tu := tunings[key]
+		if tu == nil {
+			return nil, fmt.Errorf("bench: DEC %s: no tuning for %s weights (run bitdecode tune dec --shapes ... --weights %s)", d, key, key)
+		}
+		choices, err := tu.Choices(d.Tuned)
+		if err != nil {
+			return nil, fmt.Errorf("bench: DEC %s: %w", d, err)
+		}
+		shapes, err := model.LinearShapes(mc)
+		if err != nil {
+			return nil, err
+		}
+		for _, sh := range shapes {
+			if _, ok := choices[sh.Shape]; !ok {
+				return nil, fmt.Errorf("bench: DEC %s: shape %s is not tuned", d, sh.Shape)
+			}
+		}
+		return func(N, K int) wq.DEC {
+			c := choices[model.Shape{N: N, K: K}]
+			return wq.DEC{KChunk: c.KChunk, Blocks: c.Blocks}
+		}, nil
+	case d.KChunk > 0:
+		return func(N, K int) wq.DEC { return wq.DEC{KChunk: d.KChunk} }, nil
+	}
+	return nil, nil
 }
 
 // maxBatchReserve is the device memory maxBatch leaves for activations,
@@ -287,10 +358,10 @@ func (rep *ModelReport) WriteTable(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "Decode step, %s shapes with random weights, %s, %s; read ceiling %.0f GB/s (same run)\n\n", rep.Preset, rep.Device, rep.Date, rep.ReadGBps)
-	fmt.Fprintln(w, "| weights | KV | context | batch | ms/step | tokens/s | weights read | KV read | floor ms | floor/time | KV memory |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| weights | DEC k_chunk | KV | context | batch | ms/step | tokens/s | weights read | KV read | floor ms | floor/time | KV memory |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %.2f | %.1f | %.2f GB | %.2f GB | %.2f | %.0f%% | %.2f GB |\n", r.Weights, r.KV, r.Context, r.Batch, r.MsPerStep, r.TokensPerSec,
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.2f | %.1f | %.2f GB | %.2f GB | %.2f | %.0f%% | %.2f GB |\n", r.Weights, cmp.Or(r.DEC, "-"), r.KV, r.Context, r.Batch, r.MsPerStep, r.TokensPerSec,
 			float64(r.WeightBytes)/1e9, float64(r.KVBytes)/1e9, r.FloorMs, 100*r.OfFloor, float64(r.KVMemory)/1e9)
 	}
 }

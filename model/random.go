@@ -22,14 +22,15 @@ const RandomStd = 0.02
 // weights on the same backend. Backends that implement
 // backend.RandomLoader fill matrices themselves; others get host data.
 func NewRandom(cfg *Config, be backend.Backend, seed uint64) (Model, error) {
-	return NewRandomWeights(cfg, be, seed, wq.Spec{Elem: wq.FP16})
+	return NewRandomWeights(cfg, be, seed, wq.Spec{Elem: wq.FP16}, nil)
 }
 
 // NewRandomWeights is NewRandom with the linear layers (not embeddings, LM
 // head or norms) in weight format w: for an integer format, random packed
 // matrices made by a backend.RandomQuantLoader (benchmarks of the format's
-// speed; the values are only plausible).
-func NewRandomWeights(cfg *Config, be backend.Backend, seed uint64, w wq.Spec) (Model, error) {
+// speed; the values are only plausible). decFor, when not nil, gives each
+// [N, K] linear layer its DEC (k_chunk, n_tb; random residuals).
+func NewRandomWeights(cfg *Config, be backend.Backend, seed uint64, w wq.Spec, decFor func(N, K int) wq.DEC) (Model, error) {
 	newModel, ok := families[cfg.ModelType]
 	if !ok {
 		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
@@ -39,13 +40,17 @@ func NewRandomWeights(cfg *Config, be backend.Backend, seed uint64, w wq.Spec) (
 			return nil, fmt.Errorf("model: random %s weights need a backend that makes packed weights (the CUDA backend)", w)
 		}
 	}
-	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed, weights: w}})
+	if decFor != nil && !w.IsQuantized() {
+		return nil, fmt.Errorf("model: DEC needs quantized weights, not %s", w)
+	}
+	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed, weights: w, decFor: decFor}})
 }
 
 // randomSource makes NewRandom's weights.
 type randomSource struct {
 	seed    uint64
-	weights wq.Spec // the linear layers' format
+	weights wq.Spec               // the linear layers' format
+	decFor  func(N, K int) wq.DEC // DEC per linear shape, or nil
 }
 
 func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
@@ -56,7 +61,11 @@ func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
 		var err error
 		switch {
 		case s.linear && r.weights.IsQuantized():
-			w, err = be.(backend.RandomQuantLoader).LoadRandomQuant(s.name, s.shape, r.weights.Elem, r.weights.Group, seed)
+			var dec wq.DEC
+			if r.decFor != nil {
+				dec = r.decFor(s.shape[0], s.shape[1])
+			}
+			w, err = be.(backend.RandomQuantLoader).LoadRandomQuant(s.name, s.shape, r.weights.Elem, r.weights.Group, seed, dec)
 		case len(s.shape) == 2 && devFill:
 			w, err = rl.LoadRandom(s.name, s.shape, RandomStd, seed)
 		default:

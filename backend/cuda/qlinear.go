@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 
@@ -202,7 +203,9 @@ var _ backend.RandomQuantLoader = (*Backend)(nil)
 // LoadRandomQuant implements backend.RandomQuantLoader: codes filled on the
 // device with the bits of random fp16 normals, every (scale, zero) pair
 // 2·std/L and −std (ŵ spans ±std like N(0, std²) weights' central mass).
-func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, seed uint64) (backend.Weight, error) {
+// A DEC residual gets random int4 codes on the host with (scale, zero) of
+// an RTN residual's size, then goes to mapped host memory as a real one.
+func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, seed uint64, dec wq.DEC) (backend.Weight, error) {
 	if len(shape) != 2 || shape[0] <= 0 || shape[1] <= 0 {
 		return nil, fmt.Errorf("backend/cuda: random weight %s: shape %v is not a matrix", name, shape)
 	}
@@ -239,6 +242,28 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 	if err != nil {
 		b.freeWeightMem(w)
 		return nil, fmt.Errorf("backend/cuda: random weight %s %v: %w", name, shape, err)
+	}
+	if dec.KChunk > 0 {
+		res, err := wq.NewMatrix(wq.Int4, wq.ResidualGroup, K, N)
+		if err == nil {
+			rng := rand.New(rand.NewPCG(seed, 0xdec))
+			for i := range res.Words {
+				res.Words[i] = rng.Uint32()
+			}
+			// An RTN residual of int4 weights spans about one weight step.
+			rs, rz := half.FromFloat32(2*std/float32(e.Levels())/15), half.FromFloat32(-std/float32(e.Levels()))
+			for i := 0; i < len(res.Params); i += 2 {
+				res.Params[i], res.Params[i+1] = rs, rz
+			}
+			dec.R = res
+			if err = b.checkDEC(&wq.Matrix{Elem: e, Group: G, N: N, K: K}, &dec); err == nil {
+				err = b.attachDEC(w, &dec)
+			}
+		}
+		if err != nil {
+			b.freeWeightMem(w)
+			return nil, fmt.Errorf("backend/cuda: random weight %s %v: DEC: %w", name, shape, err)
+		}
 	}
 	return b.register(w)
 }

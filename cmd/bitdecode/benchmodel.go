@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/bitdecode/bitdecode/bench"
+	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
 // benchModelHelp is the help of 'bitdecode bench model'.
-const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--weights SPEC,...] [--batch B|max] [--steps S] [--no-linears] [--json FILE]
+const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--dec-settings DIR] [--batch B|max] [--steps S] [--no-linears] [--json FILE]
 
 Times whole decode steps of a model with random weights of realistic scale
 (std 0.02) on the GPU: embedding, every layer's cuBLASLt GEMMs, norms, RoPE,
@@ -24,7 +25,9 @@ those bytes over the read ceiling measured in the same run.
 
 --weights int4,int3,... runs the rows again with the linear layers in those
 formats (random packed codes with plausible scales: the bytes and kernels of a
-real quantized model, not its values). A table of each linear layer's GEMV
+real quantized model, not its values). --dec-k adds DEC to them (random int4
+residuals in mapped host memory): fixed k_chunk values, or tuned:P%% with the
+picks of 'bitdecode tune dec' read from --dec-settings DIR. A table of each linear layer's GEMV
 time (fp16 gemv.cu, cuBLASLt, and gemvq.cu in int4, int3 and int8) comes
 first unless --no-linears.
 
@@ -34,6 +37,7 @@ example:
   bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2
   bitdecode bench model --ctx 32k --kv fp16,int4,int2 --batch max    # serving throughput
   bitdecode bench model --ctx 1k,32k --kv int4 --weights fp16,int4,int3
+  bitdecode bench model --ctx 1k --kv int4 --weights int4 --dec-k 0,tuned:5%%,tuned:20%% --dec-settings DIR
 `
 
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
@@ -45,6 +49,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	kvs := fs.String("kv", "fp16,int4,int2", "comma-separated KV format specs")
 	weights := fs.String("weights", "fp16", "comma-separated linear-layer weight formats (fp16, int8, int4, int3; random packed codes)")
 	noLinears := fs.Bool("no-linears", false, "skip the per-layer GEMV timing table")
+	decK := fs.String("dec-k", "", "comma-separated DEC settings for quantized weights: k_chunk values (0: off) or tuned:P% (with --dec-settings)")
+	decSettings := fs.String("dec-settings", "", "directory whose bitdecode.json holds 'bitdecode tune dec' results (for --dec-k tuned:P%)")
 	batch := fs.String("batch", "1", "sequences decoded together, or max: as many as fit in GPU memory (per format and context)")
 	steps := fs.Int("steps", 16, "timed decode steps per row (median reported)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
@@ -65,6 +71,25 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 			}
 			cfg.Weights = append(cfg.Weights, s)
 		}
+	}
+	if *decK != "" {
+		choices, err := parseDECChoices(*decK)
+		if err != nil {
+			return err
+		}
+		for _, c := range choices {
+			if c.tuned > 0 && *decSettings == "" {
+				return usageErrorf("--dec-k %s needs --dec-settings DIR (the bitdecode.json that 'bitdecode tune dec --out DIR/bitdecode.json' wrote)", c)
+			}
+			cfg.DEC = append(cfg.DEC, bench.ModelDEC{KChunk: c.k, Tuned: c.tuned})
+		}
+	}
+	if *decSettings != "" {
+		st, err := model.LoadSettings(*decSettings)
+		if err != nil {
+			return err
+		}
+		cfg.DECTunings = st.DEC
 	}
 	if *batch != "max" {
 		n, err := strconv.Atoi(*batch)
