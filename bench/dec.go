@@ -104,6 +104,10 @@ type DECConfig struct {
 	Blocks   []int   // n_tb values (nil: DefaultDECBlocks), clamped to each shape's range
 	Runs     int     // timed runs per point, median reported (0: 30)
 	Warmup   int     // untimed runs first (0: 3)
+	// Mode is how a step runs DEC beside the base GEMV: kernels.DECSerial
+	// (0 too) or kernels.DECConcurrent (a second stream, joined by an add;
+	// as backend/cuda runs it).
+	Mode kernels.DECMode
 	// StopPct > 0 stops a shape's k_chunk sweep after the first k_chunk
 	// whose fastest step is more than StopPct percent slower than the base.
 	StopPct  float64
@@ -188,7 +192,13 @@ func RunDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 	if !slices.IsSorted(cfg.KChunks) || len(cfg.KChunks) == 0 || cfg.KChunks[0] < 1 {
 		return nil, fmt.Errorf("bench: dec: k_chunk values %v: want positive and increasing", cfg.KChunks)
 	}
-	packed := cfg.Weights.Elem == wq.Int4 || cfg.Weights.Elem == wq.Int8
+	if cfg.Mode == 0 {
+		cfg.Mode = kernels.DECSerial
+	}
+	if cfg.Mode != kernels.DECSerial && cfg.Mode != kernels.DECConcurrent {
+		return nil, fmt.Errorf("bench: dec: mode %v is not timed here (serial or concurrent)", cfg.Mode)
+	}
+	packed := cfg.Weights.Elem == wq.Int4 || cfg.Weights.Elem == wq.Int8 || cfg.Weights.Elem == wq.Int3
 	for _, s := range cfg.Shapes {
 		if err := kernels.DECReads(cfg.Residual, s.N); err != nil {
 			return nil, fmt.Errorf("bench: dec: shape %dx%d: %w", s.N, s.K, err)
@@ -214,7 +224,7 @@ func RunDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 		return nil, err
 	}
 	rep := &DECReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Weights: cfg.Weights.Short(),
-		Residual: cfg.Residual.String(), Mode: kernels.DECSerial.String(), Tokens: cfg.Tokens}
+		Residual: cfg.Residual.String(), Mode: cfg.Mode.String(), Tokens: cfg.Tokens}
 	err = dev.Do(func(c *cuda.Ctx) error {
 		st := dev.Stream()
 		var err error
@@ -222,6 +232,20 @@ func RunDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 			return err
 		}
 		defer c.Free(t.flush)
+		if cfg.Mode == kernels.DECConcurrent {
+			if t.s2, err = c.NewStream(); err != nil {
+				return err
+			}
+			defer c.DestroyStream(t.s2)
+			if t.fork, err = c.NewEvent(); err != nil {
+				return err
+			}
+			defer c.DestroyEvent(t.fork)
+			if t.join, err = c.NewEvent(); err != nil {
+				return err
+			}
+			defer c.DestroyEvent(t.join)
+		}
 		if rep.PCIeGBps, err = pcieCopyGBps(c, st); err != nil {
 			return err
 		}
@@ -251,6 +275,9 @@ type timer struct {
 	ops    *kernels.Ops
 	dec    *kernels.DEC
 	flush  cuda.DevicePtr
+	// Concurrent mode: the second stream and its fork/join events.
+	s2         cuda.Stream
+	fork, join cuda.Event
 }
 
 // medianUS times step like cuda.Ctx.MedianUS, but writes the flush buffer
@@ -313,6 +340,11 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 			free = append(free, p)
 		}
 		return p, err
+	}
+	// The compensation's own output in concurrent mode.
+	part, err := alloc(4 * T * N)
+	if err != nil {
+		return nil, err
 	}
 	// Base weights.
 	var base func(y, x cuda.DevicePtr) error
@@ -408,6 +440,9 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 			p.Bytes = int64(T) * int64(p.Selected) * rowBytes
 			if p.StepUS, err = t.medianUS(c, st, func(i int) error {
 				l := launch(i, nTB)
+				if t.cfg.Mode == kernels.DECConcurrent {
+					return t.concurrentStep(c, st, base, l, part, N)
+				}
 				if err := base(y, l.X); err != nil {
 					return err
 				}
@@ -439,6 +474,31 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 		}
 	}
 	return out, nil
+}
+
+// concurrentStep queues one step of concurrent mode as backend/cuda runs
+// it: fork; on the second stream zero part, select and compensate into it;
+// the base GEMV on st; join; y += part.
+func (t *timer) concurrentStep(c *cuda.Ctx, st cuda.Stream, base func(y, x cuda.DevicePtr) error, l *kernels.DECLaunch, part cuda.DevicePtr, N int) error {
+	y := l.Y
+	d := *l
+	d.Y = part
+	for _, f := range []func() error{
+		func() error { return c.Record(t.fork, st) },
+		func() error { return c.WaitEvent(t.s2, t.fork) },
+		func() error { return c.Memset32Async(part, 0, l.T*N, t.s2) },
+		func() error { return t.dec.Select(c, t.s2, &d) },
+		func() error { return t.dec.Compensate(c, t.s2, &d) },
+		func() error { return c.Record(t.join, t.s2) },
+		func() error { return base(y, l.X) },
+		func() error { return c.WaitEvent(st, t.join) },
+		func() error { return t.ops.Add(c, st, y, y, part, l.T*N) },
+	} {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // randomPacked returns random codes and valid fp16 (scale, zero) pairs of

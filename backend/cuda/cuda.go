@@ -52,8 +52,12 @@ type Backend struct {
 	decOnce sync.Once
 	decK    *kernels.DEC
 	decErr  error
-	stream  gcuda.Stream
-	name    string
+	// decStream and its fork/join events run DEC beside the base GEMV
+	// (kernels.DECConcurrent); made on first use, on the owner thread.
+	decStream        gcuda.Stream
+	decFork, decJoin gcuda.Event
+	stream           gcuda.Stream
+	name             string
 
 	mu  sync.Mutex
 	err error // first op error since the last Sync
@@ -580,7 +584,7 @@ func (b *Backend) register(w *weight) (backend.Weight, error) {
 func takeWeightMem(w *weight) (ptrs []gcuda.DevicePtr, host *gcuda.HostBuffer) {
 	ptrs = []gcuda.DevicePtr{w.f16, w.f32, w.q, w.qp}
 	if w.dec != nil {
-		ptrs, host = append(ptrs, w.dec.sel), w.dec.host
+		ptrs, host = append(ptrs, w.dec.sel, w.dec.part), w.dec.host
 	}
 	w.f16, w.f32, w.q, w.qp, w.dec = 0, 0, 0, 0, nil
 	return ptrs, host

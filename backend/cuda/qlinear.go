@@ -18,9 +18,11 @@ var _ backend.QuantWeightLoader = (*Backend)(nil)
 // Environment variables of DEC (doc.go, "Low-bit weights and DEC").
 const (
 	// EnvDECMode picks how DEC runs beside the base GEMV: "serial" (the
-	// default: selection and compensation kernels after the base GEMV) or
-	// "fused" (the compensation CTAs inside the base GEMV's grid; refused
-	// until gemvq.cu hosts them).
+	// default: selection and compensation kernels after the base GEMV),
+	// "concurrent" (both on a second stream beside the base GEMV of a
+	// packed weight, joined by one add; decode batches) or "fused" (the
+	// compensation CTAs inside the base GEMV's grid; refused until gemvq.cu
+	// hosts them).
 	EnvDECMode = "BITDECODE_DEC_MODE"
 	// EnvDECBlocks overrides n_tb, the compensation's thread blocks, for
 	// every DEC weight (also tuned ones), for experiments.
@@ -45,6 +47,8 @@ type decWeight struct {
 	blocks int             // n_tb
 	S      int             // channels one token selects
 	sel    gcuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection
+	mode   kernels.DECMode
+	part   gcuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent mode)
 }
 
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
@@ -136,12 +140,21 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	}
 	words, params := gcuda.Bytes(r.Words), gcuda.Bytes(r.Params)
 	off := (len(words) + 255) / 256 * 256
-	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk)}
+	mode, err := kernels.ParseDECMode(os.Getenv(EnvDECMode))
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvDECMode, err)
+	}
+	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk), mode: mode}
 	w.dec = dw // freed with the weight from here on
 	err = b.Do(func(c *gcuda.Ctx) error {
 		var err error
 		if dw.host, err = c.AllocHost(off+max(len(params), 16), true); err != nil {
 			return err
+		}
+		if mode == kernels.DECConcurrent && w.isQuant() {
+			if dw.part, err = c.Alloc(4 * kernels.GEMVMaxRows * N); err != nil {
+				return err
+			}
 		}
 		dw.sel, err = c.Alloc(4 * kernels.GEMVMaxRows * dw.S)
 		return err
@@ -268,6 +281,73 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 	return b.register(w)
 }
 
+// concurrent reports whether Linear over w runs its DEC on the second
+// stream beside the base GEMV (a packed weight, a decode batch).
+func (dw *decWeight) concurrent(T int) bool {
+	return dw != nil && dw.part != 0 && T <= kernels.GEMVMaxRows
+}
+
+// linearQuantDEC is Linear over a packed weight with DEC in concurrent
+// mode, as one op: fork the second stream after x is ready; there zero the
+// weight's part buffer, select and compensate into it; meanwhile the base
+// GEMV on the main stream; join; y += part (the same float32 add as
+// serial mode: the same bits).
+func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp gcuda.DevicePtr, T, N, K int) {
+	dw := wt.dec
+	b.launch("Linear DEC", func(c *gcuda.Ctx) error {
+		if err := b.decStreams(c); err != nil {
+			return err
+		}
+		l := kernels.DECLaunch{X: xt.ptr, Y: dw.part, Sel: dw.sel, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
+		err := firstErr(c.Record(b.decFork, b.stream), c.WaitEvent(b.decStream, b.decFork))
+		if err == nil {
+			err = c.Memset32Async(dw.part, 0, T*N, b.decStream)
+		}
+		if err == nil {
+			err = b.decK.Select(c, b.decStream, &l)
+		}
+		if err == nil {
+			err = b.decK.Compensate(c, b.decStream, &l)
+		}
+		if err == nil {
+			err = c.Record(b.decJoin, b.decStream)
+		}
+		if err == nil {
+			err = b.gemvq.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup)
+		}
+		if err == nil {
+			err = c.WaitEvent(b.stream, b.decJoin)
+		}
+		if err == nil {
+			err = b.ops.Add(c, b.stream, d.ptr, d.ptr, dw.part, T*N)
+		}
+		if err != nil {
+			return fmt.Errorf("weight %s: %w", wt.name, err)
+		}
+		return nil
+	}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup),
+		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.part), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
+}
+
+// decStreams makes the DEC stream and its events on first use.
+func (b *Backend) decStreams(c *gcuda.Ctx) error {
+	if b.decStream != 0 {
+		return nil
+	}
+	s, err := c.NewStream()
+	if err != nil {
+		return err
+	}
+	if b.decFork, err = c.NewEvent(); err == nil {
+		b.decJoin, err = c.NewEvent()
+	}
+	if err != nil {
+		return err
+	}
+	b.decStream = s
+	return nil
+}
+
 // decKernels compiles dec.cu on first use.
 func (b *Backend) decKernels() (*kernels.DEC, error) {
 	b.decOnce.Do(func() { b.decK, b.decErr = kernels.LoadDEC(b.dev) })
@@ -329,6 +409,10 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 	var bp gcuda.DevicePtr
 	if bt != nil {
 		bp = bt.f32
+	}
+	if wt.dec.concurrent(T) {
+		b.linearQuantDEC(d, xt, wt, bp, T, N, K)
+		return
 	}
 	if T <= kernels.GEMVQMaxRows {
 		b.launch("Linear", func(c *gcuda.Ctx) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -135,6 +136,11 @@ func TestQuantLinearDEC(t *testing.T) {
 		}
 		base := load(b, nil)
 		withDEC := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
+		// The same DEC on the second stream beside the base GEMV (decode
+		// batches; prefill stays serial): the same bits.
+		t.Setenv(bcuda.EnvDECMode, "concurrent")
+		concurrent := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
+		t.Setenv(bcuda.EnvDECMode, "")
 		zeroK := load(b, &wq.DEC{R: res, KChunk: 0})
 		onCPU := load(c, &wq.DEC{R: res, KChunk: kChunk})
 		for _, T := range []int{3, 20} {
@@ -179,6 +185,11 @@ func TestQuantLinearDEC(t *testing.T) {
 			}
 			if changed < len(got)/2 {
 				t.Fatalf("%s: DEC changed only %d of %d outputs", name, changed, len(got))
+			}
+			for rep := range 2 { // the second run replays a CUDA graph
+				if y := run(b, concurrent, bw); !slices.Equal(y, got) {
+					t.Fatalf("%s: concurrent DEC (run %d) differs from serial", name, rep)
+				}
 			}
 			if y := run(b, zeroK, bw); !slices.Equal(y, y0) {
 				t.Fatalf("%s: k_chunk 0 changed the base output", name)

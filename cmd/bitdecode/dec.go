@@ -4,14 +4,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
 	"github.com/bitdecode/bitdecode/bench"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -196,15 +199,16 @@ func decShapes(dir, shapes string) ([]bench.DECShape, error) {
 
 // decFlags are the flags 'bench dec' and 'tune dec' share.
 type decFlags struct {
-	modelDir, shapes, weights, residual, kChunks, blocks, device *string
-	tokens, runs                                                 *int
+	modelDir, shapes, weights, residual, kChunks, blocks, device, mode *string
+	tokens, runs                                                       *int
 }
 
 func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 	return decFlags{
 		modelDir: fs.String("model", "", "time the linear-layer shapes of this checkpoint (config.json)"),
 		shapes:   fs.String("shapes", "", "or: a preset ("+strings.Join(bench.PresetNames(), ", ")+") or NxK,... (N outputs, K inputs)"),
-		weights:  fs.String("weights", "int4", "base weight format (int4, int8: packed gemvq.cu; int3: fp16 gemv.cu, as the CUDA backend runs it)"),
+		weights:  fs.String("weights", "int4", "base weight format (int4, int3, int8: packed, gemvq.cu)"),
+		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial or concurrent (a second stream); default: $"+bcuda.EnvDECMode+", else serial"),
 		residual: fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
 		kChunks:  fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
 		blocks:   fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
@@ -256,8 +260,16 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, *cuda.Device, err
 	if err != nil {
 		return cfg, nil, fmt.Errorf("DEC timings run on a GPU: %w", err)
 	}
+	modeName := *f.mode
+	if modeName == "" {
+		modeName = os.Getenv(bcuda.EnvDECMode)
+	}
+	mode, err := kernels.ParseDECMode(modeName)
+	if err != nil || mode == kernels.DECFused {
+		return cfg, nil, usageErrorf("--mode %q: want serial or concurrent", modeName)
+	}
 	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
-		Runs: *f.runs, Progress: progress}
+		Runs: *f.runs, Mode: mode, Progress: progress}
 	return cfg, dev, nil
 }
 

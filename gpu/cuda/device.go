@@ -320,6 +320,14 @@ func (c *Ctx) Record(e Event, s Stream) error {
 	return drv.check("cuEventRecord", drv.call(drv.cuEventRecord, uintptr(e), uintptr(s)))
 }
 
+// WaitEvent makes the work queued on s after this call wait until e (as
+// last recorded) has completed, without blocking the host. Inside a stream
+// capture it joins s to the capture (fork/join across streams).
+func (c *Ctx) WaitEvent(s Stream, e Event) error {
+	drv := c.d.drv
+	return drv.check("cuStreamWaitEvent", drv.call(drv.cuStreamWaitEvent, uintptr(s), uintptr(e), 0))
+}
+
 // SyncEvent waits until e has completed.
 func (c *Ctx) SyncEvent(e Event) error {
 	drv := c.d.drv

@@ -60,6 +60,7 @@ type driver struct {
 	cuMemsetD8, cuMemsetD32, cuMemsetD8Async, cuMemsetD32Async           uintptr
 	cuStreamCreate, cuStreamDestroy, cuStreamSynchronize                 uintptr
 	cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime uintptr
+	cuStreamWaitEvent                                                    uintptr
 	cuEventDestroy                                                       uintptr
 	cuModuleLoadData, cuModuleGetFunction, cuModuleUnload                uintptr
 	cuFuncSetAttribute, cuFuncGetAttribute, cuLaunchKernel               uintptr
@@ -141,6 +142,7 @@ func bindDriver(lib *library) (*driver, error) {
 	d.cuStreamSynchronize = s.need("cuStreamSynchronize")
 	d.cuEventCreate = s.need("cuEventCreate")
 	d.cuEventRecord = s.need("cuEventRecord")
+	d.cuStreamWaitEvent = s.need("cuStreamWaitEvent")
 	d.cuEventSynchronize = s.need("cuEventSynchronize")
 	// CUDA 13's header maps cuEventElapsedTime to _v2; 12.x drivers before
 	// 12.8 have only the original, which has the same signature.

@@ -59,6 +59,12 @@ const (
 	// (dec::fused_cta), waiting on per-tile ready flags; it needs a base
 	// kernel that hosts them (dec.cu's contract).
 	DECFused
+	// DECConcurrent runs the selection and the compensation on a second
+	// stream, forked before the base GEMV and joined after it: the
+	// compensation of the residual goes to a zeroed scratch that one
+	// elementwise add puts into y (the same single float32 add as serial,
+	// so the same bits), and the PCIe reads overlap the GEMV's.
+	DECConcurrent
 )
 
 // String returns "serial" or "fused".
@@ -68,19 +74,23 @@ func (m DECMode) String() string {
 		return "serial"
 	case DECFused:
 		return "fused"
+	case DECConcurrent:
+		return "concurrent"
 	}
 	return fmt.Sprintf("DECMode(%d)", uint8(m))
 }
 
-// ParseDECMode parses "serial" or "fused"; "" is serial.
+// ParseDECMode parses "serial", "concurrent" or "fused"; "" is serial.
 func ParseDECMode(s string) (DECMode, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "serial":
 		return DECSerial, nil
 	case "fused":
 		return DECFused, nil
+	case "concurrent":
+		return DECConcurrent, nil
 	}
-	return 0, fmt.Errorf("kernels: DEC mode %q: want serial or fused", s)
+	return 0, fmt.Errorf("kernels: DEC mode %q: want serial, concurrent or fused", s)
 }
 
 // DECResidual is a DEC residual Rᵀ [K][N] as dec.cu reads it: packed rows
