@@ -365,6 +365,9 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 // LayoutFor returns the decode kernel's view of KV format f, or an error
 // naming the format when no kernel reads it yet.
 func LayoutFor(f kv.Format) (DecodeLayout, error) {
+	if f.Planes.On {
+		return DecodeLayout{}, fmt.Errorf("kernels: format %s is bit planes: the decode kernel reads packed blocks; use PlanPlanes (planes.go)", f.Spec.String())
+	}
 	bits := func(e kv.Elem) (int, error) {
 		switch e {
 		case kv.FP16, kv.BF16:

@@ -54,3 +54,42 @@ func DecodeTol(f kv.Format, st attn.RefStats, d, row int, tensorCores bool) floa
 	}
 	return st.MaxAbsV * (2.5*scoreTol + acc)
 }
+
+// PlaneDecodeTol is DecodeTol for the bit-plane kernels (gpu/kernels
+// planes.cu) against attn.ReferencePlanes' statistics: the same terms, with
+// bf16 operands (2^-8) for bf16 K/V when tensorCores.
+func PlaneDecodeTol(bf16 bool, st attn.PlaneRefStats, d, row int, tensorCores bool) float64 {
+	scoreTol, acc := planeTerms(bf16, st, d, row, tensorCores)
+	return st.MaxAbsV * (2.5*scoreTol + acc)
+}
+
+// PlaneMassTol is the bound of one token's attention mass from a GPU
+// bit-plane kernel against attn.ReferencePlanes' (attn's own CPU bound with
+// the kernel's score error): rows·(4·δmax + (L+4)·eps32), δmax the largest
+// score bound over the output rows, L the sequence's length, rows the query
+// rows of a KV head.
+func PlaneMassTol(bf16 bool, st attn.PlaneRefStats, d, rows, l int, tensorCores bool) float64 {
+	const eps32 = 1.0 / (1 << 23)
+	var dmax float64
+	for row := range st.ScoreMag {
+		s, _ := planeTerms(bf16, st, d, row, tensorCores)
+		dmax = max(dmax, s)
+	}
+	return float64(rows) * (4*dmax + float64(l+4)*eps32)
+}
+
+func planeTerms(bf16 bool, st attn.PlaneRefStats, d, row int, tensorCores bool) (scoreTol, acc float64) {
+	const eps32, eps16 = 1.0 / (1 << 23), 1.0 / (1 << 11)
+	scale := 1 / math.Sqrt(float64(d))
+	scoreTol = scale * float64(d+8) * eps32 * st.ScoreMag[row]
+	acc = (64 + float64(st.MaxL)/64 + 32) * 2 * eps32
+	if tensorCores {
+		epsOp := eps16
+		if bf16 {
+			epsOp = 1.0 / (1 << 8)
+		}
+		scoreTol += scale * epsOp * st.ScoreMag[row]
+		acc += 2 * epsOp
+	}
+	return scoreTol, acc
+}

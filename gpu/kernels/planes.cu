@@ -1,0 +1,1025 @@
+// planes.cu: split-KV decode attention over the bit-plane KV format ("bw",
+// read-time precision tiers; docs/bitweaver.md, kv/planes.go).
+//
+//   out[b,i,hq,:] = softmax_t(scale · q[b,i,hq,:]·K[b,t,h,:]) · V[b,t,h,:]
+//
+// over the tokens t <= L_b - Tq + i that the tier-sorted index lists for KV
+// head h = hq / (Hq/Hkv), each read at its tier: HIGH (16 bits: planes 0, 1
+// and 2), MEDIUM (8 bits: planes 0 and 1, low byte filled with adj8), LOW (4
+// bits: plane 0, low 12 bits filled with adj4); MEDIUM and LOW reads go
+// through the subnormal filter and the saturation of kv.Recon.Read. EVICTED
+// tokens are not in the index and are never read.
+//
+// Data (all device memory):
+//   pool       plane blocks, [nBlocks][Hkv][blockBytes], blockBytes = 4·Nr·D;
+//              one KV head's block is kv.PlaneLayout (the one definition):
+//                K half at 0, V half at 2·Nr·D, each:
+//                  plane 0 (bits 15..12) [Nr][D/2] at 0
+//                  plane 1 (bits 11..8)  [Nr][D/2] at Nr·D/2
+//                  plane 2 (bits 7..0)   [Nr][D]   at Nr·D
+//                nibble of channel c in byte c/2 of the token's slice, even c
+//                in the low nibble; plane-2 byte c is channel c.
+//   blockTable [B][maxBlocks] int32: token t of sequence b lives in pool block
+//              blockTable[b*maxBlocks + t/Nr], slot t%Nr
+//   lens       [B] int32: L_b, cached tokens including the Tq query tokens
+//   index      [B][Hkv][idxStride] int32: the tier-sorted index (TierIndex in
+//              planes.go, attn.TierIndex): the positions of the HIGH tokens
+//              ascending, then the MEDIUM ones, then the LOW ones
+//   counts     [B][Hkv][4] int32: tokens per tier (HIGH, MEDIUM, LOW, EVICTED)
+//   q          [B][Tq][Hq][D] fp16;  out [B][Tq][Hq][D] fp16
+//   partO      [B][Hkv*rowChunks][maxSplits][RMAX][D] float32, unnormalized
+//   partML     [B][Hkv*rowChunks][maxSplits][RMAX][2] float32: running max
+//              (log2 domain) and denominator of each split
+//   scores     [B][Hkv][R][idxStride] float32 (R = Hq/Hkv·Tq; only when the
+//              attention mass is asked for): the log2-domain score of every
+//              (query row, index entry)
+//   finalML    [B][Hkv][R][2] float32: each row's final max and denominator
+//   mass       [B][Hkv][massStride] float32: H2O attention mass, accumulated
+//
+// Position space. Each tier run of a (sequence, KV head) is cut into groups
+// of kGroup = 16 index entries (the last group of a run may be partial), and
+// the groups are laid end to end: HIGH groups, MEDIUM groups, LOW groups. A
+// group is homogeneous (one tier: one set of planes for the whole warp). A
+// (sequence, KV head) spans padLen = 16·(⌈nH/16⌉ + ⌈nM/16⌉ + ⌈nL/16⌉)
+// positions; splits cover splitLen positions each (a multiple of kTile = 64),
+// so both kernels and the combine agree on which split holds which entries.
+//
+// Kernels:
+//   split_mma  (v2, tensor cores) one CTA of 4 warps per (split, KV head x row
+//              chunk of 8 query rows, sequence). Each warp takes a contiguous
+//              run of groups and walks it in tiles of MT groups of one tier
+//              (MTH, MTM, MTL per tier). Operand roles as decode_mma.cu:
+//                scores  S^T[16 tokens x 8 rows] += K[16 tok x 16 ch]·Q^T[16 ch x 8 rows]
+//                output  O^T[16 ch x 8 rows]     += V^T[16 ch x 16 tok]·P^T[16 tok x 8 rows]
+//              The A fragments are rebuilt in registers from the plane bytes
+//              (byte permutes, no tables). Because a dot product does not care
+//              in which order its channels come, the K operand's channel order
+//              is chosen so that lane (g, q) rebuilds channels [q·D/4, (q+1)·D/4)
+//              of tokens g and g+8 from contiguous bytes (16-byte loads at
+//              D = 128 for planes 0/1, 2 x 16 for plane 2), and the query's B
+//              fragment is permuted to match (kChanK). V^T pairs two tokens in
+//              each half2 (the mma's K extent is tokens), so lane (g, q) rebuilds
+//              channels [g·D/8, (g+1)·D/8) of tokens 2q, 2q+1, 2q+8, 2q+9 (8-byte
+//              loads of planes 0/1 at D = 128) and its output channels are
+//              permuted back when the warps are merged (kChanV).
+//   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
+//              channels per thread, scalar reconstruction (the kv.Recon.Read
+//              rule, element by element), shuffle reductions. The simple
+//              baseline the tensor-core kernel is checked against.
+//   combine    merges the splits of each query row in split order (log-sum-exp,
+//              decode.cu's decode_combine plus the padLen split count) and
+//              writes the final max and denominator for the mass pass.
+//   mass       one thread per index entry: mass[t] += Σ_rows exp2(s - M)/L over
+//              the group's query rows in row order.
+// No atomics anywhere: every result is bitwise deterministic.
+//
+// Reconstruction (kv.Recon.Read; fp16, filter on, fill adj4 with bits 11..10
+// not both set: the FAST path; everything else takes the exact integer path):
+//   MEDIUM: top byte | adj8, then mul.ftz.f16x2 by 1.0: the exponent is fully
+//           read, so "exponent bits read all zero" is "subnormal or zero", which
+//           ftz flushes (to ±0: equal to the +0 of Read in every sum).
+//   LOW:    nibble<<12 | (adj4 & 0x3FF) is Read's value divided by 2^a2 (a2 =
+//           adj4 bits 11..10: the two exponent bits the read misses), with the
+//           exponent 4·nibble[14..12]; a zero nibble is subnormal, so ftz again
+//           is the filter. The 2^a2 goes on the fp32 score and on the
+//           probability of the value mma (exact power-of-two scalings).
+//   generic: top byte/nibble and fill exactly as Read, then the filter and the
+//           saturation on both halves of a word at once (fixPair).
+//
+// Go wrapper and tests: planes.go, planes_test.go (against attn.ReferencePlanes).
+
+#define BD_DEVICE __device__ __forceinline__
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+
+#define kNegInf (-__int_as_float(0x7f800000))
+
+namespace planes {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRows = 8;       // query rows per CTA of split_mma: the mma N extent
+constexpr int kGroup = 16;     // index entries per group: the mma M (K) / K (V) extent
+constexpr int kTile = 64;      // positions per tile of split_v1; splitLen is a multiple
+constexpr int kChunk = 8;      // channels per thread in split_v1
+constexpr int kMaxSplits = 1024;  // splits of one (sequence, KV head): the combine's smem
+constexpr int kHigh = 0, kMedium = 1, kLow = 2;  // kv.High, kv.Medium, kv.Low
+
+// ---- PTX: every inline-assembly wrapper of this file is between these lines ----
+BD_DEVICE u32 prmt(u32 a, u32 b, u32 sel) {
+  u32 r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+  return r;
+}
+// ftz1 multiplies both fp16 halves by 1.0 with subnormals flushed to zero.
+BD_DEVICE u32 ftz1(u32 x) {
+  u32 r;
+  asm("mul.ftz.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(0x3C003C00u));
+  return r;
+}
+BD_DEVICE float h2f(u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+BD_DEVICE u16 f2h(float f) {
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// pack2 packs (lo, hi) as fp16x2 (BF: bf16x2), round to nearest even.
+template <bool BF>
+BD_DEVICE u32 pack2(float lo, float hi) {
+  u32 r;
+  if (BF) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+BD_DEVICE u32 trans8x8(u32 x) {
+  u32 r;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
+}
+template <bool BF>
+BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1) {
+  if (BF) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+// Read-only global loads through the non-coherent path: 16, 8 and 4 bytes.
+BD_DEVICE void ldg128(const void* p, u32& a, u32& b, u32& c, u32& d) {
+  asm("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p));
+}
+BD_DEVICE void ldg64(const void* p, u32& a, u32& b) {
+  asm("ld.global.nc.v2.u32 {%0,%1}, [%2];" : "=r"(a), "=r"(b) : "l"(p));
+}
+BD_DEVICE u32 ldg32(const void* p) {
+  u32 a;
+  asm("ld.global.nc.u32 %0, [%1];" : "=r"(a) : "l"(p));
+  return a;
+}
+// ---- end of PTX ----
+
+// ldWords loads N bytes (4, 8 or a multiple of 16; aligned to min(N, 16))
+// into N/4 words.
+template <int N>
+BD_DEVICE void ldWords(const u8* p, u32* w) {
+  static_assert(N == 4 || N == 8 || N % 16 == 0, "load size");
+  if (N % 16 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 16; i++) ldg128(p + 16 * i, w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+  } else if (N == 8) {
+    ldg64(p, w[0], w[1]);
+  } else {
+    w[0] = ldg32(p);
+  }
+}
+
+// Bit fields of the element types (kv/planes.go).
+template <bool BF>
+struct Elem {
+  static constexpr u32 kExp = BF ? 0x7F80u : 0x7C00u;        // exponent field
+  static constexpr u32 kMaxFinite = BF ? 0x7F7Fu : 0x7BFFu;  // largest finite value
+};
+
+// BD_DEVICE toFloat converts a 16-bit element to float.
+template <bool BF>
+BD_DEVICE float toFloat(u32 h) {
+  return BF ? __int_as_float(int(h << 16)) : h2f(u16(h));
+}
+
+// readElem is kv.Recon.Read for the bits h a read at tier fetched (the
+// other bits of h are zero): the scalar rule split_v1 applies per element.
+template <bool BF>
+BD_DEVICE u32 readElem(u32 h, int tier, u32 adj8, u32 adj4, bool filter) {
+  if (tier == kHigh) return h;
+  const u32 R = tier == kMedium ? 0xFF00u : 0xF000u;
+  const u32 x = (h & R) | (tier == kMedium ? adj8 : adj4);
+  const u32 E = Elem<BF>::kExp;
+  const u32 got = h & E & R;
+  if (filter && got == 0) return 0;
+  if ((E & ~R) != 0 && got == (E & R) && (x & E) == E) return (h & 0x8000u) | Elem<BF>::kMaxFinite;
+  return x;
+}
+
+// Fix holds what the generic path needs to apply the filter and the
+// saturation of one tier to words of two elements.
+struct Fix {
+  u32 er2;     // (exponent & read mask) in both halves
+  u32 mf2;     // max finite in both halves
+  bool filter, sat;
+};
+
+// makeFix returns the Fix of a partial tier (kMedium or kLow) with fill f.
+template <bool BF>
+BD_DEVICE Fix makeFix(int tier, u32 f, bool filter) {
+  const u32 R = tier == kMedium ? 0xFF00u : 0xF000u, E = Elem<BF>::kExp;
+  Fix x;
+  x.er2 = (E & R) * 0x10001u;
+  x.mf2 = Elem<BF>::kMaxFinite * 0x10001u;
+  x.filter = filter;
+  const u32 unread = E & ~R & 0xFFFFu;
+  x.sat = unread != 0 && (f & unread) == unread;
+  return x;
+}
+
+// fixPair applies kv.Recon's filter and saturation to both halves of w, a
+// filled partial read: a half whose read exponent bits are all zero becomes
+// 0; one whose read exponent bits are all ones, when the fill sets the
+// unread ones, becomes ±max finite. Per 16-bit half, (v + 0x7FFF) has bit 15
+// set iff v != 0 (v < 0x8000: no carry out), and prmt's sign mode (selector
+// 0xBB99) spreads bits 15 and 31 over their halves.
+BD_DEVICE u32 fixPair(u32 w, const Fix& f) {
+  const u32 got = w & f.er2;
+  if (f.filter) w &= prmt(got + 0x7FFF7FFFu, 0, 0xBB99);
+  if (f.sat) {
+    const u32 notSat = prmt((got ^ f.er2) + 0x7FFF7FFFu, 0, 0xBB99);
+    w = (w & notSat) | (~notSat & ((w & 0x80008000u) | f.mf2));
+  }
+  return w;
+}
+
+// padGroups returns the groups of a (sequence, KV head) with counts c.
+BD_DEVICE int padGroups(const int* c) {
+  return (c[0] + kGroup - 1) / kGroup + (c[1] + kGroup - 1) / kGroup + (c[2] + kGroup - 1) / kGroup;
+}
+
+// Runs locates a (sequence, KV head)'s tier runs in group and entry space.
+struct Runs {
+  int g1, g2, g3;  // group ends of the HIGH, MEDIUM and LOW runs
+  int e1, e2, e3;  // entry ends (nH, nH+nM, nH+nM+nL)
+  BD_DEVICE void init(const int* c) {
+    e1 = c[0];
+    e2 = e1 + c[1];
+    e3 = e2 + c[2];
+    g1 = (c[0] + kGroup - 1) / kGroup;
+    g2 = g1 + (c[1] + kGroup - 1) / kGroup;
+    g3 = g2 + (c[2] + kGroup - 1) / kGroup;
+  }
+  BD_DEVICE int tier(int gi) const { return gi < g1 ? kHigh : gi < g2 ? kMedium : kLow; }
+  BD_DEVICE int groupEnd(int tier) const { return tier == kHigh ? g1 : tier == kMedium ? g2 : g3; }
+  // entries returns group gi's first entry and its number of entries (<= 16).
+  BD_DEVICE void entries(int gi, int& e0, int& n) const {
+    int g0, eb, ee;
+    if (gi < g1) {
+      g0 = 0, eb = 0, ee = e1;
+    } else if (gi < g2) {
+      g0 = g1, eb = e1, ee = e2;
+    } else {
+      g0 = g2, eb = e2, ee = e3;
+    }
+    e0 = eb + (gi - g0) * kGroup;
+    n = min(kGroup, ee - e0);
+  }
+};
+
+// ============================================================================
+// split_mma: tensor cores.
+
+// Geo is the per-lane geometry of head dim D.
+template <int D>
+struct Geo {
+  static_assert(D == 64 || D == 128 || D == 256, "head dim");
+  static constexpr int kKTop = D / 32;  // words of plane 0 (or 1) per K token: D/4 channels
+  static constexpr int kKLow = D / 16;  // words of plane 2 per K token
+  static constexpr int kVTop = D / 64;  // words of plane 0 (or 1) per V token: D/8 channels
+  static constexpr int kVLow = D / 32;  // words of plane 2 per V token
+  static constexpr int kRegs = D / 8;   // half2 registers per K token or V token pair
+  static constexpr int kKB = D / 16;    // k blocks (QK) and m blocks (PV)
+};
+
+// kChanK(i, e) is the channel, within lane q's quarter, of element e of K
+// register i: word j of plane 0 (channels 8j..8j+7) gives registers 4j..4j+3
+// holding channels (8j, 8j+2), (8j+4, 8j+6), (8j+1, 8j+3), (8j+5, 8j+7).
+BD_DEVICE constexpr int kChanK(int i, int e) {
+  return 8 * (i / 4) + ((i % 4) == 0 ? 0 : (i % 4) == 1 ? 4 : (i % 4) == 2 ? 1 : 5) + 2 * e;
+}
+// kChanV(i) is the channel, within lane g's eighth, of V register i: word j
+// gives registers 8j..8j+7 holding channels 8j + {0, 2, 1, 3, 4, 6, 5, 7}.
+BD_DEVICE constexpr int kChanV(int i) {
+  return 8 * (i / 8) + ((i % 8) == 0 ? 0 : (i % 8) == 1 ? 2 : (i % 8) == 2 ? 1 : (i % 8) == 3 ? 3
+                        : (i % 8) == 4 ? 4 : (i % 8) == 5 ? 6 : (i % 8) == 6 ? 5 : 7);
+}
+
+// topBytes turns a plane-0 word x0 and a plane-1 word x1 (or, for LOW, the
+// fill's nibble in every nibble) into the top bytes of the even (e) and odd
+// (o) nibbles: e byte i = top byte of the low nibble of byte i, o byte i =
+// top byte of the high nibble.
+BD_DEVICE void topBytes(u32 x0, u32 x1, u32& e, u32& o) {
+  e = ((x0 << 4) & 0xF0F0F0F0u) | (x1 & 0x0F0F0F0Fu);
+  o = (x0 & 0xF0F0F0F0u) | ((x1 >> 4) & 0x0F0F0F0Fu);
+}
+
+// GroupRaw is one lane's plane words of one group at tier T: K tokens m = g
+// and g+8 (channels of its quarter), V tokens m = 2q, 2q+1, 2q+8, 2q+9
+// (channels of its eighth). Planes a tier does not read are one unused word.
+template <int D, int T>
+struct GroupRaw {
+  using G = Geo<D>;
+  u32 k0[2][G::kKTop];
+  u32 k1[2][T <= kMedium ? G::kKTop : 1];
+  u32 k2[2][T == kHigh ? G::kKLow : 1];
+  u32 v0[4][G::kVTop];
+  u32 v1[4][T <= kMedium ? G::kVTop : 1];
+  u32 v2[4][T == kHigh ? G::kVLow : 1];
+};
+
+// Tier constants of the reconstruction, set once per CTA.
+struct Recon {
+  u32 y8, y4;     // the low-byte fill of MEDIUM (adj8) and LOW (adj4) in every byte
+  u32 c4;         // LOW's plane-1 stand-in: fill bits 11..8 (FAST: 9..8) in every nibble
+  float lowScale; // FAST: 2^a2, else 1
+  Fix fixM, fixL; // generic path
+};
+
+// Tok locates one token: its block (of one KV head) in the pool and its slot.
+struct Tok {
+  int slot;    // pool block * Hkv + h, or -1: no token (padding)
+  int within;  // slot in the block
+};
+
+// loadGroup issues the loads of one group at tier T. kTok[2]/vTok[4] locate
+// the lane's tokens; missing tokens read as zero words.
+template <int D, int T>
+BD_DEVICE void loadGroup(GroupRaw<D, T>& r, const u8* __restrict__ pool, int Nr, const Tok kTok[2], const Tok vTok[4],
+                         int g, int q) {
+  using G = Geo<D>;
+  const size_t blockBytes = size_t(4) * Nr * D;
+  const int p1 = Nr * D / 2, p2 = Nr * D, vh = 2 * Nr * D;  // plane 1, plane 2, V half
+#pragma unroll
+  for (int i = 0; i < 2; i++) {
+    if (kTok[i].slot >= 0) {
+      const u8* base = pool + size_t(kTok[i].slot) * blockBytes;
+      const int top = kTok[i].within * (D / 2) + q * (G::kKTop * 4);
+      ldWords<G::kKTop * 4>(base + top, r.k0[i]);
+      if constexpr (T <= kMedium) ldWords<G::kKTop * 4>(base + p1 + top, r.k1[i]);
+      if constexpr (T == kHigh) ldWords<G::kKLow * 4>(base + p2 + kTok[i].within * D + q * (G::kKLow * 4), r.k2[i]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < G::kKTop; j++) r.k0[i][j] = 0;
+      if constexpr (T <= kMedium) {
+#pragma unroll
+        for (int j = 0; j < G::kKTop; j++) r.k1[i][j] = 0;
+      }
+      if constexpr (T == kHigh) {
+#pragma unroll
+        for (int j = 0; j < G::kKLow; j++) r.k2[i][j] = 0;
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    if (vTok[i].slot >= 0) {
+      const u8* base = pool + size_t(vTok[i].slot) * blockBytes + vh;
+      const int top = vTok[i].within * (D / 2) + g * (G::kVTop * 4);
+      ldWords<G::kVTop * 4>(base + top, r.v0[i]);
+      if constexpr (T <= kMedium) ldWords<G::kVTop * 4>(base + p1 + top, r.v1[i]);
+      if constexpr (T == kHigh) ldWords<G::kVLow * 4>(base + p2 + vTok[i].within * D + g * (G::kVLow * 4), r.v2[i]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < G::kVTop; j++) r.v0[i][j] = 0;
+      if constexpr (T <= kMedium) {
+#pragma unroll
+        for (int j = 0; j < G::kVTop; j++) r.v1[i][j] = 0;
+      }
+      if constexpr (T == kHigh) {
+#pragma unroll
+        for (int j = 0; j < G::kVLow; j++) r.v2[i][j] = 0;
+      }
+    }
+  }
+}
+
+// finish applies the partial tiers' filter (FAST: ftz) or the generic fix.
+template <bool BF, bool FAST, int T>
+BD_DEVICE u32 finish(u32 w, const Recon& rc) {
+  if (T == kHigh) return w;
+  if (FAST) return ftz1(w);
+  return fixPair(w, T == kMedium ? rc.fixM : rc.fixL);
+}
+
+// rebuildK turns K token i's words into kRegs half2 registers (kChanK order).
+template <int D, bool BF, bool FAST, int T>
+BD_DEVICE void rebuildK(const GroupRaw<D, T>& r, int i, const Recon& rc, u32 h[Geo<D>::kRegs]) {
+#pragma unroll
+  for (int j = 0; j < Geo<D>::kKTop; j++) {
+    u32 x1 = rc.c4, y0, y1;
+    if constexpr (T <= kMedium) x1 = r.k1[i][j];
+    if constexpr (T == kHigh) {
+      y0 = r.k2[i][2 * j];
+      y1 = r.k2[i][2 * j + 1];
+    } else {
+      y0 = y1 = T == kMedium ? rc.y8 : rc.y4;
+    }
+    u32 e, o;
+    topBytes(r.k0[i][j], x1, e, o);
+    h[4 * j + 0] = finish<BF, FAST, T>(prmt(y0, e, 0x5240), rc);  // channels 8j, 8j+2
+    h[4 * j + 1] = finish<BF, FAST, T>(prmt(y1, e, 0x7260), rc);  // 8j+4, 8j+6
+    h[4 * j + 2] = finish<BF, FAST, T>(prmt(y0, o, 0x5341), rc);  // 8j+1, 8j+3
+    h[4 * j + 3] = finish<BF, FAST, T>(prmt(y1, o, 0x7361), rc);  // 8j+5, 8j+7
+  }
+}
+
+// rebuildV turns the V token pair (a, b) into kRegs half2 registers (kChanV
+// order), each (token a, token b) of one channel.
+template <int D, bool BF, bool FAST, int T>
+BD_DEVICE void rebuildV(const GroupRaw<D, T>& r, int a, int b, const Recon& rc, u32 h[Geo<D>::kRegs]) {
+#pragma unroll
+  for (int j = 0; j < Geo<D>::kVTop; j++) {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {  // channels 8j..8j+3, then 8j+4..8j+7
+      const u32 sel = half == 0 ? 0x5410u : 0x7632u;
+      const u32 x0 = prmt(r.v0[a][j], r.v0[b][j], sel);
+      u32 x1 = rc.c4;
+      if constexpr (T <= kMedium) x1 = prmt(r.v1[a][j], r.v1[b][j], sel);
+      u32 e, o;  // e = [a c0, a c2, b c0, b c2], o = [a c1, a c3, b c1, b c3] (c relative to the half)
+      topBytes(x0, x1, e, o);
+      u32 ye, yo;  // the low bytes in e's and o's order
+      if constexpr (T == kHigh) {
+        ye = prmt(r.v2[a][2 * j + half], r.v2[b][2 * j + half], 0x6420);
+        yo = prmt(r.v2[a][2 * j + half], r.v2[b][2 * j + half], 0x7531);
+      } else {
+        ye = yo = T == kMedium ? rc.y8 : rc.y4;
+      }
+      h[8 * j + 4 * half + 0] = finish<BF, FAST, T>(prmt(ye, e, 0x6240), rc);  // c0
+      h[8 * j + 4 * half + 1] = finish<BF, FAST, T>(prmt(ye, e, 0x7351), rc);  // c2
+      h[8 * j + 4 * half + 2] = finish<BF, FAST, T>(prmt(yo, o, 0x6240), rc);  // c1
+      h[8 * j + 4 * half + 3] = finish<BF, FAST, T>(prmt(yo, o, 0x7351), rc);  // c3
+    }
+  }
+}
+
+// WarpState is one warp's online softmax. Lane (g, q) holds rows 2q and
+// 2q+1: running max m (log2 domain), its share of the denominator l, and
+// O^T accumulators acc[mb] = (channel kChanV(2mb) of its eighth, rows 2q,
+// 2q+1), (channel kChanV(2mb+1), rows 2q, 2q+1).
+template <int D>
+struct WarpState {
+  float m[2], l[2];
+  float acc[D / 16][4];
+};
+
+// Ctx is what every tile of a CTA shares.
+struct Ctx {
+  const u8* pool;
+  const int* table;  // this sequence's block table row
+  const int* index;  // this (sequence, KV head)'s index
+  float* scores;     // this (sequence, KV head)'s first row of this chunk, or null
+  int Nr, Hkv, h, nrows, idxStride;
+  int limit[2];      // last visible token of rows 2q, 2q+1
+};
+
+// tileMMA processes n (<= MT) groups of tier T starting at group gi.
+template <int D, bool BF, bool FAST, int T, int MT>
+BD_DEVICE void tileMMA(WarpState<D>& st, const Ctx& cx, const Runs& runs, const Recon& rc, int gi, int n,
+                       const u32 bq[D / 16][2], int lane) {
+  using G = Geo<D>;
+  const int g = lane / 4, q = lane % 4;
+  GroupRaw<D, T> raw[MT];
+  int kTokId[MT][2];  // token positions of K rows g, g+8 (-1: none)
+  int e0s[MT];
+  // Index entries, blocks, and loads of every group first (bytes in flight).
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    if (mt >= n) break;  // a partial tile (end of a run or of the warp's range)
+    Tok kTok[2], vTok[4];
+    int e0, cnt;
+    runs.entries(gi + mt, e0, cnt);
+    e0s[mt] = e0;
+    // Lane l (and l+16) looks up entry l%16 of the group.
+    const int me = lane % kGroup;
+    int tok = -1, slot = -1, within = 0;
+    if (me < cnt) {
+      tok = cx.index[e0 + me];
+      const int blk = tok / cx.Nr;
+      within = tok - blk * cx.Nr;
+      slot = cx.table[blk] * cx.Hkv + cx.h;
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int src = g + 8 * i;
+      kTokId[mt][i] = __shfl_sync(0xffffffffu, tok, src);
+      kTok[i].slot = __shfl_sync(0xffffffffu, slot, src);
+      kTok[i].within = __shfl_sync(0xffffffffu, within, src);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const int src = 2 * q + (i & 1) + 8 * (i >> 1);
+      vTok[i].slot = __shfl_sync(0xffffffffu, slot, src);
+      vTok[i].within = __shfl_sync(0xffffffffu, within, src);
+    }
+    loadGroup<D, T>(raw[mt], cx.pool, cx.Nr, kTok, vTok, g, q);
+  }
+  // Scores.
+  float s[MT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    if (mt >= n) {
+      s[mt][0] = s[mt][1] = s[mt][2] = s[mt][3] = kNegInf;
+      continue;
+    }
+    u32 h0[G::kRegs], h1[G::kRegs];
+    rebuildK<D, BF, FAST, T>(raw[mt], 0, rc, h0);
+    rebuildK<D, BF, FAST, T>(raw[mt], 1, rc, h1);
+    float c[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kb = 0; kb < G::kKB; kb++) {
+      const u32 a[4] = {h0[2 * kb], h1[2 * kb], h0[2 * kb + 1], h1[2 * kb + 1]};
+      mma16816<BF>(c, a, bq[kb][0], bq[kb][1]);
+    }
+    const float sc = (FAST && T == kLow) ? rc.lowScale : 1.f;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int tok = kTokId[mt][e >> 1];
+      s[mt][e] = (tok < 0 || tok > cx.limit[e & 1]) ? kNegInf : c[e] * sc;
+    }
+    if (cx.scores != nullptr) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int r = 2 * q + (e & 1), m = g + 8 * (e >> 1);
+        if (r < cx.nrows && kTokId[mt][e >> 1] >= 0) cx.scores[size_t(r) * cx.idxStride + e0s[mt] + m] = s[mt][e];
+      }
+    }
+  }
+  // Online softmax for rows 2q, 2q+1 (decode_mma.cu's).
+  float alpha[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float mx = kNegInf;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) mx = fmaxf(mx, fmaxf(s[mt][r], s[mt][r + 2]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+    const float mNew = fmaxf(st.m[r], mx);
+    if (mNew == kNegInf) {
+      alpha[r] = 1.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
+    } else {
+      alpha[r] = exp2f(st.m[r] - mNew);
+      float sum = 0.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        s[mt][r] = exp2f(s[mt][r] - mNew);
+        s[mt][r + 2] = exp2f(s[mt][r + 2] - mNew);
+        sum += s[mt][r] + s[mt][r + 2];
+      }
+      st.l[r] = st.l[r] * alpha[r] + sum;
+    }
+    st.m[r] = mNew;
+  }
+#pragma unroll
+  for (int mb = 0; mb < D / 16; mb++) {
+    st.acc[mb][0] *= alpha[0];
+    st.acc[mb][1] *= alpha[1];
+    st.acc[mb][2] *= alpha[0];
+    st.acc[mb][3] *= alpha[1];
+  }
+  // Values.
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    if (mt >= n) break;
+    u32 pa[G::kRegs], pb[G::kRegs];
+    rebuildV<D, BF, FAST, T>(raw[mt], 0, 1, rc, pa);  // tokens 2q, 2q+1
+    rebuildV<D, BF, FAST, T>(raw[mt], 2, 3, rc, pb);  // tokens 2q+8, 2q+9
+    const float sc = (FAST && T == kLow) ? rc.lowScale : 1.f;
+    // (token g | g+8, rows 2q, 2q+1) -> B: (tokens 2q.. | 2q+8.., row g)
+    const u32 b0 = trans8x8(pack2<BF>(s[mt][0] * sc, s[mt][1] * sc));
+    const u32 b1 = trans8x8(pack2<BF>(s[mt][2] * sc, s[mt][3] * sc));
+#pragma unroll
+    for (int mb = 0; mb < G::kKB; mb++) {
+      const u32 a[4] = {pa[2 * mb], pa[2 * mb + 1], pb[2 * mb], pb[2 * mb + 1]};
+      mma16816<BF>(st.acc[mb], a, b0, b1);
+    }
+  }
+}
+
+template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL>
+__global__ void __launch_bounds__(kThreads) split_mma(
+    const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
+    const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts, int idxStride,
+    const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
+    int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
+    int adj8, int adj4, int filter, float scaleLog2) {
+  static_assert(!(BF && FAST), "the ftz path is fp16 only");
+  __shared__ float redO[kWarps][kRows][D];
+  __shared__ float redM[kWarps][kRows], redL[kWarps][kRows];
+
+  const int split = blockIdx.x, b = blockIdx.z;
+  const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
+  const int bh = b * Hkv + h;
+  Runs runs;
+  runs.init(counts + 4 * bh);
+  const int g0 = split * (splitLen / kGroup);
+  if (g0 >= runs.g3) return;  // this (sequence, KV head) has fewer splits
+  const int g1 = min(runs.g3, g0 + splitLen / kGroup);
+  const int L = lens[b];
+  const int group = Hq / Hkv, R = group * Tq;
+  const int row0 = rc * kRows, nrows = min(kRows, R - row0);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
+
+  Ctx cx;
+  cx.pool = pool;
+  cx.table = blockTable + size_t(b) * maxBlocks;
+  cx.index = index + size_t(bh) * idxStride;
+  cx.scores = scores ? scores + (size_t(bh) * R + row0) * idxStride : nullptr;
+  cx.Nr = Nr, cx.Hkv = Hkv, cx.h = h, cx.nrows = nrows, cx.idxStride = idxStride;
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const int row = row0 + 2 * qd + r;
+    cx.limit[r] = 2 * qd + r < nrows ? L - Tq + row / group : 0x7fffffff;
+  }
+
+  Recon rcn;
+  rcn.y8 = u32(adj8 & 0xFF) * 0x01010101u;
+  rcn.y4 = u32(adj4 & 0xFF) * 0x01010101u;
+  rcn.c4 = u32((adj4 >> 8) & (FAST ? 0x3 : 0xF)) * 0x11111111u;
+  rcn.lowScale = FAST ? float(1 << ((adj4 >> 10) & 3)) : 1.f;
+  rcn.fixM = makeFix<BF>(kMedium, u32(adj8), filter != 0);
+  rcn.fixL = makeFix<BF>(kLow, u32(adj4), filter != 0);
+
+  // B fragments of the query row g (zero beyond nrows), scaled by
+  // scale·log2(e), in the kChanK order of the lane's quarter.
+  u32 bq[D / 16][2];
+  {
+    const int row = row0 + g, i = row / group, hq = h * group + row % group;
+    float x[D / 4];
+    if (g < nrows) {
+      const u16* qp = q + ((size_t(b) * Tq + i) * Hq + hq) * D + qd * (D / 4);
+#pragma unroll
+      for (int c = 0; c < D / 4; c += 8) {
+        u32 w[4];
+        ldWords<16>(reinterpret_cast<const u8*>(qp + c), w);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+          x[c + 2 * k] = h2f(u16(w[k] & 0xffff)) * scaleLog2;
+          x[c + 2 * k + 1] = h2f(u16(w[k] >> 16)) * scaleLog2;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int c = 0; c < D / 4; c++) x[c] = 0.f;
+    }
+#pragma unroll
+    for (int kb = 0; kb < D / 16; kb++)
+#pragma unroll
+      for (int hi = 0; hi < 2; hi++) bq[kb][hi] = pack2<BF>(x[kChanK(2 * kb + hi, 0)], x[kChanK(2 * kb + hi, 1)]);
+  }
+
+  WarpState<D> st;
+  st.m[0] = st.m[1] = kNegInf;
+  st.l[0] = st.l[1] = 0.f;
+#pragma unroll
+  for (int mb = 0; mb < D / 16; mb++) st.acc[mb][0] = st.acc[mb][1] = st.acc[mb][2] = st.acc[mb][3] = 0.f;
+
+  // Each warp takes a contiguous run of the split's groups and walks it in
+  // tiles of one tier.
+  const int perWarp = (g1 - g0 + kWarps - 1) / kWarps;
+  const int wBegin = g0 + warp * perWarp, wEnd = min(g1, wBegin + perWarp);
+  for (int gi = wBegin; gi < wEnd;) {
+    const int tier = runs.tier(gi);
+    const int lim = min(runs.groupEnd(tier), wEnd) - gi;
+    if (tier == kHigh) {
+      const int n = min(MTH, lim);
+      tileMMA<D, BF, FAST, kHigh, MTH>(st, cx, runs, rcn, gi, n, bq, lane);
+      gi += n;
+    } else if (tier == kMedium) {
+      const int n = min(MTM, lim);
+      tileMMA<D, BF, FAST, kMedium, MTM>(st, cx, runs, rcn, gi, n, bq, lane);
+      gi += n;
+    } else {
+      const int n = min(MTL, lim);
+      tileMMA<D, BF, FAST, kLow, MTL>(st, cx, runs, rcn, gi, n, bq, lane);
+      gi += n;
+    }
+  }
+
+  // Warp totals: denominators summed over the 8 lanes of each row (xor over g).
+#pragma unroll
+  for (int r = 0; r < 2; r++)
+#pragma unroll
+    for (int off = 4; off < 32; off *= 2) st.l[r] += __shfl_xor_sync(0xffffffffu, st.l[r], off);
+#pragma unroll
+  for (int mb = 0; mb < D / 16; mb++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int c = g * (D / 8) + kChanV(2 * mb + (e >> 1)), r = 2 * qd + (e & 1);
+      redO[warp][r][c] = st.acc[mb][e];
+    }
+  if (g == 0) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      redM[warp][2 * qd + r] = st.m[r];
+      redL[warp][2 * qd + r] = st.l[r];
+    }
+  }
+  __syncthreads();
+  // Merge the warps in order.
+  const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
+  for (int idx = threadIdx.x; idx < kRows * D; idx += kThreads) {
+    const int r = idx / D, c = idx % D;
+    float m = kNegInf;
+#pragma unroll
+    for (int w = 0; w < kWarps; w++) m = fmaxf(m, redM[w][r]);
+    float o = 0.f, l = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; w++) {
+      const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
+      o = fmaf(redO[w][r][c], a, o);
+      l = fmaf(redL[w][r], a, l);
+    }
+    partO[part * kRows * D + idx] = o;
+    if (c == 0) {
+      partML[(part * kRows + r) * 2] = m;
+      partML[(part * kRows + r) * 2 + 1] = l;
+    }
+  }
+}
+
+// ============================================================================
+// split_v1: CUDA cores (decode.cu's v1 over the position space).
+
+// posEntry maps position p to its index entry (or -1 for padding) and tier.
+BD_DEVICE int posEntry(const Runs& runs, int p, int& tier) {
+  const int gi = p / kGroup;
+  tier = runs.tier(gi);
+  int e0, n;
+  runs.entries(gi, e0, n);
+  return p % kGroup < n ? e0 + p % kGroup : -1;
+}
+
+// loadToken8 rebuilds channels [c, c+8) of token (slot, within) of one half
+// (0: K, 1: V) at tier as floats, reading only the tier's planes.
+template <int D, bool BF>
+BD_DEVICE void loadToken8(const u8* __restrict__ pool, int Nr, int slot, int within, int half, int c, int tier,
+                          u32 adj8, u32 adj4, bool filter, float x[kChunk]) {
+  const u8* base = pool + size_t(slot) * (size_t(4) * Nr * D) + size_t(half) * 2 * Nr * D;
+  const u32 p0 = ldg32(base + within * (D / 2) + c / 2);
+  const u32 p1 = tier <= kMedium ? ldg32(base + Nr * D / 2 + within * (D / 2) + c / 2) : 0u;
+  u32 lo0 = 0, lo1 = 0;
+  if (tier == kHigh) ldg64(base + Nr * D + within * D + c, lo0, lo1);
+#pragma unroll
+  for (int k = 0; k < kChunk; k++) {
+    const u32 lo = ((k < 4 ? lo0 : lo1) >> (8 * (k % 4))) & 0xFF;
+    const u32 hbits = ((p0 >> (4 * k)) & 0xF) << 12 | ((p1 >> (4 * k)) & 0xF) << 8 | lo;
+    x[k] = toFloat<BF>(readElem<BF>(hbits, tier, adj8, adj4, filter));
+  }
+}
+
+template <int D, bool BF, int RMAX>
+__global__ void __launch_bounds__(kThreads) split_v1(
+    const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
+    const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts, int idxStride,
+    const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
+    int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
+    int adj8, int adj4, int filter, float scaleLog2) {
+  constexpr int kTPR = D / kChunk;      // threads per token row
+  constexpr int kTL = kThreads / kTPR;  // token lanes
+  static_assert(kTPR <= 32 && kTile % kTL == 0, "tile must split evenly over token lanes");
+
+  __shared__ float sc[RMAX][kTile];
+  __shared__ float alpha[RMAX], mrow[RMAX], lrow[RMAX];
+  __shared__ float red[kTL][RMAX][D];
+
+  const int split = blockIdx.x, b = blockIdx.z;
+  const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
+  const int bh = b * Hkv + h;
+  Runs runs;
+  runs.init(counts + 4 * bh);
+  const int p0 = split * splitLen, pEnd = runs.g3 * kGroup;
+  if (p0 >= pEnd) return;
+  const int p1 = min(pEnd, p0 + splitLen);
+  const int L = lens[b];
+  const int group = Hq / Hkv, R = group * Tq;
+  const int row0 = rc * RMAX, nrows = min(RMAX, R - row0);
+  const int tid = threadIdx.x, chunk = tid % kTPR, lane_t = tid / kTPR;
+  const int c = chunk * kChunk;
+  const int* idx = index + size_t(bh) * idxStride;
+  const int* table = blockTable + size_t(b) * maxBlocks;
+  const u32 a8 = u32(adj8), a4 = u32(adj4);
+  const bool filt = filter != 0;
+
+  float qr[RMAX][kChunk];
+  int limit[RMAX];
+#pragma unroll
+  for (int r = 0; r < RMAX; r++) {
+    const int row = row0 + r, i = row / group, hq = h * group + row % group;
+    limit[r] = r < nrows ? L - Tq + i : -1;
+    if (r < nrows) {
+      u32 w[4];
+      ldWords<16>(reinterpret_cast<const u8*>(q + ((size_t(b) * Tq + i) * Hq + hq) * D + c), w);
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        qr[r][2 * k] = h2f(u16(w[k] & 0xffff)) * scaleLog2;
+        qr[r][2 * k + 1] = h2f(u16(w[k] >> 16)) * scaleLog2;
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kChunk; k++) qr[r][k] = 0.f;
+    }
+  }
+  if (tid < RMAX) {
+    mrow[tid] = kNegInf;
+    lrow[tid] = 0.f;
+  }
+  float acc[RMAX][kChunk];
+#pragma unroll
+  for (int r = 0; r < RMAX; r++)
+#pragma unroll
+    for (int k = 0; k < kChunk; k++) acc[r][k] = 0.f;
+
+  for (int tile = p0; tile < p1; tile += kTile) {
+    // 1. Scores.
+    for (int tt = lane_t; tt < kTile; tt += kTL) {
+      const int p = tile + tt;
+      int tier = kHigh, e = -1, tok = -1;
+      if (p < p1) e = posEntry(runs, p, tier);
+      float x[kChunk];
+      if (e >= 0) {
+        tok = idx[e];
+        const int blk = tok / Nr;
+        loadToken8<D, BF>(pool, Nr, table[blk] * Hkv + h, tok - blk * Nr, 0, c, tier, a8, a4, filt, x);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kChunk; k++) x[k] = 0.f;
+      }
+#pragma unroll
+      for (int r = 0; r < RMAX; r++) {
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < kChunk; k++) s = fmaf(qr[r][k], x[k], s);
+#pragma unroll
+        for (int off = kTPR / 2; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+        s = (e >= 0 && tok <= limit[r]) ? s : kNegInf;
+        if (chunk == 0) {
+          sc[r][tt] = s;
+          if (scores != nullptr && e >= 0 && r < nrows) scores[(size_t(bh) * R + row0 + r) * idxStride + e] = s;
+        }
+      }
+    }
+    __syncthreads();
+    // 2. Online softmax, one warp per row.
+    const int warp = tid / 32, lane = tid % 32;
+    for (int r = warp; r < RMAX; r += kThreads / 32) {
+      const float s0 = sc[r][lane], s1 = sc[r][lane + 32];
+      float m = fmaxf(s0, s1);
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+      const float mOld = mrow[r], mNew = fmaxf(mOld, m);
+      float a = 1.f, e0 = 0.f, e1 = 0.f;
+      if (mNew != kNegInf) {
+        a = exp2f(mOld - mNew);
+        e0 = exp2f(s0 - mNew);
+        e1 = exp2f(s1 - mNew);
+      }
+      float sum = e0 + e1;
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      sc[r][lane] = e0;
+      sc[r][lane + 32] = e1;
+      __syncwarp();
+      if (lane == 0) {
+        alpha[r] = a;
+        mrow[r] = mNew;
+        lrow[r] = lrow[r] * a + sum;
+      }
+    }
+    __syncthreads();
+    // 3. Values.
+#pragma unroll
+    for (int r = 0; r < RMAX; r++) {
+      const float a = alpha[r];
+#pragma unroll
+      for (int k = 0; k < kChunk; k++) acc[r][k] *= a;
+    }
+    for (int tt = lane_t; tt < kTile; tt += kTL) {
+      const int p = tile + tt;
+      if (p >= p1) break;
+      int tier;
+      const int e = posEntry(runs, p, tier);
+      if (e < 0) continue;
+      const int tok = idx[e], blk = tok / Nr;
+      float x[kChunk];
+      loadToken8<D, BF>(pool, Nr, table[blk] * Hkv + h, tok - blk * Nr, 1, c, tier, a8, a4, filt, x);
+#pragma unroll
+      for (int r = 0; r < RMAX; r++) {
+        const float pr = sc[r][tt];
+#pragma unroll
+        for (int k = 0; k < kChunk; k++) acc[r][k] = fmaf(pr, x[k], acc[r][k]);
+      }
+    }
+    __syncthreads();
+  }
+
+  // Sum the token lanes in a fixed order and write this split's partials.
+#pragma unroll
+  for (int r = 0; r < RMAX; r++)
+#pragma unroll
+    for (int k = 0; k < kChunk; k++) red[lane_t][r][c + k] = acc[r][k];
+  __syncthreads();
+  const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
+  for (int i = tid; i < RMAX * D; i += kThreads) {
+    const int r = i / D, cc = i % D;
+    float o = 0.f;
+#pragma unroll
+    for (int l = 0; l < kTL; l++) o += red[l][r][cc];
+    partO[part * RMAX * D + i] = o;
+  }
+  if (tid < RMAX) {
+    partML[(part * RMAX + tid) * 2] = mrow[tid];
+    partML[(part * RMAX + tid) * 2 + 1] = lrow[tid];
+  }
+}
+
+// ============================================================================
+// combine: decode_combine (decode.cu) with the split count of the position
+// space and the final (max, denominator) of every row written for the mass
+// pass. One CTA per (KV head and row chunk, sequence, row). A row that sees
+// no token (everything it may see is evicted) gets zeros.
+template <int D, int RMAX>
+__global__ void __launch_bounds__(kThreads) combine(
+    const float* __restrict__ partO, const float* __restrict__ partML, const int* __restrict__ counts,
+    u16* __restrict__ out, float* __restrict__ finalML, int Hq, int Hkv, int Tq, int splitLen, int maxSplits,
+    int rowChunks) {
+  __shared__ float w[kMaxSplits];
+  __shared__ float red[kThreads / 32];
+  __shared__ float total;
+  const int b = blockIdx.y, h = blockIdx.x / rowChunks, rc = blockIdx.x % rowChunks, r = blockIdx.z;
+  const int group = Hq / Hkv, R = group * Tq;
+  const int row0 = rc * RMAX, nrows = min(RMAX, R - row0);
+  if (r >= nrows) return;
+  const int nSplits = (padGroups(counts + 4 * (b * Hkv + h)) * kGroup + splitLen - 1) / splitLen;
+  const size_t part0 = (size_t(b) * Hkv * rowChunks + blockIdx.x) * maxSplits;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  float m = kNegInf;
+  for (int s = tid; s < nSplits; s += kThreads) m = fmaxf(m, partML[((part0 + s) * RMAX + r) * 2]);
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  if (lane == 0) red[warp] = m;
+  __syncthreads();
+  m = red[0];
+#pragma unroll
+  for (int i = 1; i < kThreads / 32; i++) m = fmaxf(m, red[i]);
+  for (int s = tid; s < nSplits; s += kThreads) {
+    const float ms = partML[((part0 + s) * RMAX + r) * 2];
+    w[s] = ms == kNegInf ? 0.f : exp2f(ms - m);
+  }
+  __syncthreads();
+  if (warp == 0) {
+    float l = 0.f;
+    for (int s = lane; s < nSplits; s += 32) l = fmaf(partML[((part0 + s) * RMAX + r) * 2 + 1], w[s], l);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (lane == 0) total = l;
+  }
+  __syncthreads();
+  const float inv = total > 0.f ? 1.f / total : 0.f;
+  const int row = row0 + r, i = row / group, hq = h * group + row % group;
+  if (finalML != nullptr && tid == 0) {
+    finalML[((size_t(b) * Hkv + h) * R + row) * 2] = m;
+    finalML[((size_t(b) * Hkv + h) * R + row) * 2 + 1] = total;
+  }
+  for (int c = tid; c < D; c += kThreads) {
+    const float* po = partO + part0 * RMAX * D + r * D + c;
+    float o = 0.f;
+#pragma unroll 8
+    for (int s = 0; s < nSplits; s++) o = fmaf(po[size_t(s) * RMAX * D], w[s], o);
+    out[((size_t(b) * Tq + i) * Hq + hq) * D + c] = f2h(o * inv);
+  }
+}
+
+// mass adds each read token's attention probability, summed over the R query
+// rows of its KV head in row order, to mass[b][h][t]. One thread per index
+// entry; grid (entries / kThreads, Hkv, B). Entries are distinct tokens, so
+// no two threads touch one element.
+__global__ void __launch_bounds__(kThreads) mass(
+    const float* __restrict__ scores, const float* __restrict__ finalML, const int* __restrict__ index,
+    const int* __restrict__ counts, float* __restrict__ massOut, int Hkv, int R, int idxStride, int massStride) {
+  const int b = blockIdx.z, h = blockIdx.y, bh = b * Hkv + h;
+  const int e = blockIdx.x * kThreads + threadIdx.x;
+  const int* c = counts + 4 * bh;
+  if (e >= c[0] + c[1] + c[2]) return;
+  float sum = 0.f;
+  for (int r = 0; r < R; r++) {
+    const float m = finalML[(size_t(bh) * R + r) * 2], l = finalML[(size_t(bh) * R + r) * 2 + 1];
+    const float s = scores[(size_t(bh) * R + r) * idxStride + e];
+    if (l > 0.f && s != kNegInf) sum += exp2f(s - m) / l;
+  }
+  massOut[size_t(bh) * massStride + index[size_t(bh) * idxStride + e]] += sum;
+}
+
+}  // namespace planes

@@ -1,0 +1,457 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+	"math/bits"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+//go:embed planes.cu
+var planesSource string
+
+// EnvPlanesMT overrides the tensor-core planes kernel's groups of 16 tokens
+// per tile, per tier: "H,M,L" with each 1, 2, 4 or 8 (e.g. "1,2,4"), for
+// tuning runs.
+const EnvPlanesMT = "BITDECODE_PLANES_MT"
+
+// PlanesKernel selects a bit-plane decode implementation (planes.cu): both
+// compute the same function within the format's bound.
+type PlanesKernel int
+
+const (
+	// PlanesMMA is split_mma: tensor cores, A fragments rebuilt from the
+	// plane bytes in registers (the default).
+	PlanesMMA PlanesKernel = iota
+	// PlanesV1 is split_v1: CUDA cores, the scalar reconstruction.
+	PlanesV1
+)
+
+// String returns "mma" or "v1".
+func (k PlanesKernel) String() string {
+	if k == PlanesV1 {
+		return "v1"
+	}
+	return "mma"
+}
+
+// Constants of planes.cu (kept equal to its constexprs).
+const (
+	planesThreads = 128
+	// PlanesGroup is planes.cu's kGroup: each tier run of a (sequence, KV
+	// head) is cut into groups of this many index entries.
+	PlanesGroup = 16
+	// planesTile is kTile: split lengths are a multiple of it.
+	planesTile = 64
+	// planesRows is kRows: query rows per CTA of split_mma.
+	planesRows = 8
+	// planesMaxSplits is kMaxSplits.
+	planesMaxSplits = 1024
+	// planesLaneBudget bounds the plane bytes one lane of split_mma loads per
+	// tile (decode.go's mmaLaneBudget rule): groups per tile are
+	// budget / (2·D·bits/16), so at D = 128 HIGH 1, MEDIUM 2, LOW 4.
+	planesLaneBudget = 256
+)
+
+// PlanesLayout is the bit-plane format as the kernels read it: the block
+// layout is kv.PlaneLayout (4·Nr·D bytes per KV head), and the fills and
+// filter are kv.Recon's.
+type PlanesLayout struct {
+	D    int  // head dim: 64, 128 or 256
+	Nr   int  // tokens per block
+	BF16 bool // K and V are bf16 (else fp16)
+	// Adj8 fills bits 7..0 of MEDIUM reads, Adj4 bits 11..0 of LOW reads.
+	Adj8, Adj4 int
+	// Filter turns on the subnormal filter of partial reads.
+	Filter bool
+}
+
+// PlanesLayoutFor returns the kernels' view of bw format f, with f's fills
+// (kv.PlaneSpec.Recon: the spec's, else the defaults; resolve the model's
+// settings with Spec.WithAdjust first).
+func PlanesLayoutFor(f kv.Format) (PlanesLayout, error) {
+	if !f.Planes.On {
+		return PlanesLayout{}, fmt.Errorf("kernels: format %s is not a bit-plane (bw) format", f.Spec.String())
+	}
+	r := f.Planes.Recon(f.K.Elem)
+	l := PlanesLayout{D: f.D, Nr: f.Residual, BF16: f.K.Elem == kv.BF16, Adj8: int(r.Adj8 & kv.MaxAdj8),
+		Adj4: int(r.Adj4 & kv.MaxAdj4), Filter: r.Filter}
+	return l, l.check()
+}
+
+// BlockBytes returns one KV head's block: kv.PlaneLayout.BlockBytes.
+func (l PlanesLayout) BlockBytes() int { return kv.NewPlaneLayout(l.D, l.Nr).BlockBytes }
+
+func (l PlanesLayout) check() error {
+	switch {
+	case l.D != 64 && l.D != 128 && l.D != 256:
+		return fmt.Errorf("kernels: planes: head dim %d has no kernel (want 64, 128 or 256)", l.D)
+	case l.Nr < PlanesGroup || l.Nr%PlanesGroup != 0:
+		return fmt.Errorf("kernels: planes: block of %d tokens is not a positive multiple of %d", l.Nr, PlanesGroup)
+	case l.Adj8 < 0 || l.Adj8 > kv.MaxAdj8 || l.Adj4 < 0 || l.Adj4 > kv.MaxAdj4:
+		return fmt.Errorf("kernels: planes: fills a8=%#x a4=%#x out of range", l.Adj8, l.Adj4)
+	}
+	return nil
+}
+
+// fast reports whether split_mma can take its fp16 ftz path: fp16, filter
+// on, and a LOW fill that cannot saturate (bits 11..10 not both set).
+func (l PlanesLayout) fast() bool {
+	return !l.BF16 && l.Filter && (l.Adj4>>10)&3 != 3
+}
+
+// PlanesShape is the shape of one bit-plane decode call.
+type PlanesShape struct {
+	B, Hq, Hkv, Tq int
+	MaxBlocks      int // columns of the block table
+	MaxL           int // longest sequence (cached tokens, query tokens included)
+	// IndexStride is the entries per (sequence, KV head) in the index
+	// (TierIndex.Stride); 0 means MaxL.
+	IndexStride int
+	// SplitLen fixes the positions per split (a multiple of 64): a
+	// sequence's result then depends on its own tokens only, not on the
+	// batch. 0 lets the planner size splits to fill the GPU.
+	SplitLen int
+	// Mass sizes the workspace for the attention-mass output.
+	Mass bool
+	// MassStride is the tokens per (sequence, KV head) of the mass array;
+	// 0 means MaxL.
+	MassStride int
+}
+
+// PlanesBuffers are the device buffers of one call (planes.cu has the
+// layouts).
+type PlanesBuffers struct {
+	Pool       cuda.DevicePtr // [nBlocks][Hkv][BlockBytes] plane blocks
+	BlockTable cuda.DevicePtr // [B][MaxBlocks] int32
+	Lens       cuda.DevicePtr // [B] int32
+	Index      cuda.DevicePtr // [B][Hkv][IndexStride] int32 (TierIndex.Index)
+	Counts     cuda.DevicePtr // [B][Hkv][4] int32 (TierIndex.Counts)
+	Q, Out     cuda.DevicePtr // [B][Tq][Hq][D] fp16
+	// Mass, when not 0, is [B][Hkv][MassStride] float32: every token read
+	// gets its attention probability summed over its KV head's query rows
+	// added (attn.DecodePlanes' mass). The plan needs PlanesShape.Mass.
+	Mass cuda.DevicePtr
+}
+
+// PlanesPlan is a compiled, sized bit-plane decode for one (layout, shape).
+type PlanesPlan struct {
+	kernel              PlanesKernel
+	layout              PlanesLayout
+	shape               PlanesShape
+	rmax, rowChunks     int
+	splitLen, maxSplits int
+	mt                  [3]int // split_mma: groups per tile per tier
+	split, combine      cuda.Function
+	mass                cuda.Function
+	partO, partML       cuda.DevicePtr
+	scores, finalML     cuda.DevicePtr
+	dev                 *cuda.Device
+}
+
+// SplitLen returns the positions per split and the number of splits of the
+// longest (sequence, KV head).
+func (p *PlanesPlan) SplitLen() (positions, splits int) { return p.splitLen, p.maxSplits }
+
+// Kernel returns the plan's implementation.
+func (p *PlanesPlan) Kernel() PlanesKernel { return p.kernel }
+
+// PlanesPositions returns the positions a (sequence, KV head) with counts
+// (tokens per tier) spans: every tier run rounded up to whole groups of
+// PlanesGroup. Splits cut this space.
+func PlanesPositions(counts [kv.NumTiers]int) int {
+	g := 0
+	for t := kv.High; t < kv.Evicted; t++ {
+		g += (counts[t] + PlanesGroup - 1) / PlanesGroup
+	}
+	return g * PlanesGroup
+}
+
+// planesMaxPositions bounds PlanesPositions for l tokens: at most two runs
+// end in a partial group besides the last.
+func planesMaxPositions(l int) int { return ((l+PlanesGroup-1)/PlanesGroup + 2) * PlanesGroup }
+
+// planesMT returns split_mma's groups per tile for each tier: the lane
+// budget over a group's bytes per lane (2·D·bits/16), a power of two in
+// [1, 8], or EnvPlanesMT's.
+func planesMT(d int) ([3]int, error) {
+	var mt [3]int
+	for i, b := range []int{16, 8, 4} {
+		n := max(1, min(8, planesLaneBudget/(2*d*b/16)))
+		mt[i] = 1 << (bits.Len(uint(n)) - 1)
+	}
+	if s := os.Getenv(EnvPlanesMT); s != "" {
+		f := strings.Split(s, ",")
+		if len(f) != 3 {
+			return mt, fmt.Errorf("kernels: %s=%q: want H,M,L such as 1,2,4", EnvPlanesMT, s)
+		}
+		for i, x := range f {
+			v, err := strconv.Atoi(strings.TrimSpace(x))
+			if err != nil || (v != 1 && v != 2 && v != 4 && v != 8) {
+				return mt, fmt.Errorf("kernels: %s=%q: each of H,M,L must be 1, 2, 4 or 8", EnvPlanesMT, s)
+			}
+			mt[i] = v
+		}
+	}
+	return mt, nil
+}
+
+// PlanPlanes compiles (on first use) kernel k for layout l and sizes the
+// split-KV workspace for shape s.
+func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape) (*PlanesPlan, error) {
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	if s.IndexStride == 0 {
+		s.IndexStride = s.MaxL
+	}
+	if s.MassStride == 0 {
+		s.MassStride = s.MaxL
+	}
+	if s.B < 1 || s.Hkv < 1 || s.Hq < s.Hkv || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq ||
+		s.MaxBlocks < (s.MaxL+l.Nr-1)/l.Nr || s.IndexStride < s.MaxL || s.MassStride < s.MaxL {
+		return nil, fmt.Errorf("kernels: planes: bad shape %+v", s)
+	}
+	p := &PlanesPlan{kernel: k, layout: l, shape: s, dev: dev}
+	rows := s.Hq / s.Hkv * s.Tq
+	switch k {
+	case PlanesMMA:
+		p.rmax = planesRows
+	case PlanesV1:
+		p.rmax = decodeRowChunks[len(decodeRowChunks)-1]
+		for _, r := range decodeRowChunks {
+			if r >= rows {
+				p.rmax = r
+				break
+			}
+		}
+	default:
+		return nil, fmt.Errorf("kernels: planes: unknown kernel %d", k)
+	}
+	p.rowChunks = (rows + p.rmax - 1) / p.rmax
+	// Splits: enough CTAs to fill the GPU a few times over (decode.go's
+	// rule), each at least mmaMinSplitTokens positions for the tensor-core
+	// kernel, whole tiles of planesTile positions.
+	maxPos := planesMaxPositions(s.MaxL)
+	items := s.B * s.Hkv * p.rowChunks
+	splits := min(max(1, (decodeTargetCTAs+items-1)/items), (maxPos+planesTile-1)/planesTile, planesMaxSplits)
+	if k == PlanesMMA {
+		splits = min(splits, max(1, s.MaxL/mmaMinSplitTokens))
+	}
+	p.splitLen = ((maxPos+splits-1)/splits + planesTile - 1) / planesTile * planesTile
+	if s.SplitLen != 0 {
+		if s.SplitLen < 0 || s.SplitLen%planesTile != 0 {
+			return nil, fmt.Errorf("kernels: planes: split of %d positions is not a positive multiple of %d", s.SplitLen, planesTile)
+		}
+		p.splitLen = s.SplitLen
+	}
+	p.maxSplits = (maxPos + p.splitLen - 1) / p.splitLen
+	if p.maxSplits > planesMaxSplits {
+		return nil, fmt.Errorf("kernels: planes: %d tokens in splits of %d positions exceed %d splits", s.MaxL, p.splitLen, planesMaxSplits)
+	}
+	var splitExpr string
+	if k == PlanesMMA {
+		mt, err := planesMT(l.D)
+		if err != nil {
+			return nil, err
+		}
+		p.mt = mt
+		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2])
+	} else {
+		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, p.rmax)
+	}
+	combineExpr := fmt.Sprintf("planes::combine<%d, %d>", l.D, p.rmax)
+	const massExpr = "planes::mass"
+	prog := cuda.Program{Name: "planes.cu", Source: planesSource, Exprs: []string{splitExpr, combineExpr, massExpr}}
+	verbose := os.Getenv(EnvPtxasVerbose) != ""
+	if verbose {
+		prog.Options = append(prog.Options, "--ptxas-options=-v")
+	}
+	mod, err := dev.Compile(prog)
+	if err != nil {
+		return nil, err
+	}
+	if verbose {
+		fmt.Fprintf(os.Stderr, "planes.cu [%s, %s]:\n%s\n", splitExpr, combineExpr, mod.Log())
+	}
+	if p.split, err = mod.Function(splitExpr); err != nil {
+		return nil, err
+	}
+	if p.combine, err = mod.Function(combineExpr); err != nil {
+		return nil, err
+	}
+	if p.mass, err = mod.Function(massExpr); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			p.Close()
+		}
+	}()
+	parts := s.B * s.Hkv * p.rowChunks * p.maxSplits * p.rmax
+	if p.partO, err = dev.Alloc(parts * l.D * 4); err != nil {
+		return nil, err
+	}
+	if p.partML, err = dev.Alloc(parts * 2 * 4); err != nil {
+		return nil, err
+	}
+	if s.Mass {
+		if p.scores, err = dev.Alloc(s.B * s.Hkv * rows * s.IndexStride * 4); err != nil {
+			return nil, err
+		}
+		if p.finalML, err = dev.Alloc(s.B * s.Hkv * rows * 2 * 4); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return p, nil
+}
+
+// Close frees the plan's workspace.
+func (p *PlanesPlan) Close() error {
+	var first error
+	for _, ptr := range []*cuda.DevicePtr{&p.partO, &p.partML, &p.scores, &p.finalML} {
+		if *ptr != 0 {
+			if err := p.dev.Free(*ptr); err != nil && first == nil {
+				first = err
+			}
+			*ptr = 0
+		}
+	}
+	return first
+}
+
+// Launch queues the decode (split kernel, combine, and the mass pass when
+// b.Mass is set) on stream st for the plan's shape. scale is the softmax
+// scale; 0 means 1/sqrt(D).
+func (p *PlanesPlan) Launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, scale float32) error {
+	return p.launch(c, st, b, p.shape, scale)
+}
+
+// LaunchShape queues a decode of shape s, which must fit the plan: the same
+// heads, block-table width, index and mass strides and split length, at
+// most the plan's sequences, query tokens and length.
+func (p *PlanesPlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s PlanesShape, scale float32) error {
+	ps := p.shape
+	if s.IndexStride == 0 {
+		s.IndexStride = ps.IndexStride
+	}
+	if s.MassStride == 0 {
+		s.MassStride = ps.MassStride
+	}
+	if s.Hq != ps.Hq || s.Hkv != ps.Hkv || s.MaxBlocks != ps.MaxBlocks || s.IndexStride != ps.IndexStride ||
+		s.MassStride != ps.MassStride || s.B < 1 || s.B > ps.B || s.Tq < 1 || s.Tq > ps.Tq || s.MaxL < s.Tq || s.MaxL > ps.MaxL {
+		return fmt.Errorf("kernels: planes: shape %+v does not fit the plan's %+v", s, ps)
+	}
+	return p.launch(c, st, b, s, scale)
+}
+
+func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s PlanesShape, scale float32) error {
+	l := p.layout
+	if b.Mass != 0 && !p.shape.Mass {
+		return fmt.Errorf("kernels: planes: mass output asked of a plan made without PlanesShape.Mass")
+	}
+	const log2e = 1.4426950408889634
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(l.D)))
+	}
+	rows := s.Hq / s.Hkv * s.Tq
+	rowChunks := (rows + p.rmax - 1) / p.rmax
+	maxSplits := (planesMaxPositions(s.MaxL) + p.splitLen - 1) / p.splitLen
+	var scores, finalML cuda.DevicePtr
+	if b.Mass != 0 {
+		scores, finalML = p.scores, p.finalML
+	}
+	filter := int32(0)
+	if l.Filter {
+		filter = 1
+	}
+	// The workspace is laid out for the plan's rowChunks and maxSplits;
+	// smaller shapes index it with their own, which fit inside.
+	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: planesThreads}, 0, st,
+		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.Lens, b.Index, b.Counts, int32(s.IndexStride),
+		b.Q, p.partO, p.partML, scores,
+		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
+		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e))
+	if err != nil {
+		return err
+	}
+	err = c.Launch(p.combine, cuda.Dim3{X: s.Hkv * rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: planesThreads}, 0, st,
+		p.partO, p.partML, b.Counts, b.Out, finalML, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen),
+		int32(maxSplits), int32(rowChunks))
+	if err != nil || b.Mass == 0 {
+		return err
+	}
+	return c.Launch(p.mass, cuda.Dim3{X: (s.IndexStride + planesThreads - 1) / planesThreads, Y: s.Hkv, Z: s.B},
+		cuda.Dim3{X: planesThreads}, 0, st,
+		scores, finalML, b.Index, b.Counts, b.Mass, int32(s.Hkv), int32(rows), int32(s.IndexStride), int32(s.MassStride))
+}
+
+// TierIndex is the host copy of the kernels' tier-sorted index (planes.cu):
+// for each of B sequences and Hkv KV heads, the positions of the tokens to
+// read grouped by tier, HIGH ascending, then MEDIUM, then LOW (EVICTED
+// tokens absent; attn.TierIndex's order), and the number of tokens of each
+// tier. Upload Index and Counts as PlanesBuffers.Index and .Counts.
+type TierIndex struct {
+	B, Hkv, Stride int
+	// Index is [B][Hkv][Stride] int32; entries past a head's count are unused.
+	Index []int32
+	// Counts is [B][Hkv][4] int32: HIGH, MEDIUM, LOW, EVICTED (kv.Tier order).
+	Counts []int32
+}
+
+// NewTierIndex returns an empty index (no tokens) for b sequences of hkv KV
+// heads of up to stride tokens.
+func NewTierIndex(b, hkv, stride int) *TierIndex {
+	return &TierIndex{B: b, Hkv: hkv, Stride: stride, Index: make([]int32, b*hkv*stride), Counts: make([]int32, b*hkv*int(kv.NumTiers))}
+}
+
+// Set fills sequence b's KV head h from its tier map: tiers[t] is the tier
+// of token t, len(tiers) the sequence's length (at most Stride).
+func (x *TierIndex) Set(b, h int, tiers []kv.Tier) error {
+	if b < 0 || b >= x.B || h < 0 || h >= x.Hkv {
+		return fmt.Errorf("kernels: tier index: sequence %d KV head %d out of range [%d, %d)", b, h, x.B, x.Hkv)
+	}
+	if len(tiers) > x.Stride {
+		return fmt.Errorf("kernels: tier index: %d tokens exceed the stride of %d", len(tiers), x.Stride)
+	}
+	bh := b*x.Hkv + h
+	var n [kv.NumTiers]int
+	for pos, t := range tiers {
+		if t >= kv.NumTiers {
+			return fmt.Errorf("kernels: tier index: token %d has tier %d", pos, t)
+		}
+		n[t]++
+	}
+	next := [kv.NumTiers]int{}
+	for t := kv.High + 1; t < kv.NumTiers; t++ {
+		next[t] = next[t-1] + n[t-1]
+	}
+	idx := x.Index[bh*x.Stride : (bh+1)*x.Stride]
+	for pos, t := range tiers {
+		if t != kv.Evicted {
+			idx[next[t]] = int32(pos)
+			next[t]++
+		}
+	}
+	for t := range n {
+		x.Counts[bh*int(kv.NumTiers)+t] = int32(n[t])
+	}
+	return nil
+}
+
+// TierCounts returns sequence b's KV head h's tokens per tier.
+func (x *TierIndex) TierCounts(b, h int) [kv.NumTiers]int {
+	var n [kv.NumTiers]int
+	for t := range n {
+		n[t] = int(x.Counts[(b*x.Hkv+h)*int(kv.NumTiers)+t])
+	}
+	return n
+}

@@ -1,0 +1,618 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/internal/kvtest"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// Tier mixes of the bit-plane tests: every token of every KV head gets a
+// tier by mix.
+const (
+	mixHigh   = "high"   // all HIGH
+	mixMedium = "medium" // all MEDIUM
+	mixLow    = "low"    // all LOW
+	mixRandom = "random" // HIGH, MEDIUM, LOW at random
+	mixRuns   = "runs"   // random tiers in runs of 1-200 tokens
+	mixEvict  = "evict"  // HIGH, MEDIUM, LOW, EVICTED at random; token 0 HIGH
+)
+
+var planeMixes = []string{mixHigh, mixMedium, mixLow, mixRandom, mixRuns, mixEvict}
+
+// planeTiers draws the tier map of one KV head of l tokens.
+func planeTiers(r *rand.Rand, mix string, l int) []kv.Tier {
+	t := make([]kv.Tier, l)
+	switch mix {
+	case mixMedium:
+		for i := range t {
+			t[i] = kv.Medium
+		}
+	case mixLow:
+		for i := range t {
+			t[i] = kv.Low
+		}
+	case mixRandom:
+		for i := range t {
+			t[i] = kv.Tier(r.IntN(3))
+		}
+	case mixRuns:
+		for i := 0; i < l; {
+			n, tier := 1+r.IntN(200), kv.Tier(r.IntN(3))
+			for ; n > 0 && i < l; n, i = n-1, i+1 {
+				t[i] = tier
+			}
+		}
+	case mixEvict:
+		for i := range t {
+			t[i] = kv.Tier(r.IntN(4))
+		}
+		t[0] = kv.High // every query row sees a token
+	}
+	return t
+}
+
+// planesCase is one bit-plane decode call: caches built on the CPU with
+// package attn, the planes a token's tier does not read poisoned, uploaded
+// to a pool in shuffled block order (paged), run on the GPU and checked
+// against attn.ReferencePlanes.
+type planesCase struct {
+	kernel kernels.PlanesKernel
+	spec   string
+	sh     attn.Shape
+	lens   []int
+	tq     int
+	mix    string
+	// splitLen fixes the split length (positions) when not 0.
+	splitLen int
+	// scale multiplies K and V (0: 1). Tiny values (2^-12) put many
+	// elements where the subnormal filter and the fills decide the read.
+	scale float64
+	// vScale multiplies V only (0: 1).
+	vScale float64
+}
+
+func (c planesCase) String() string {
+	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d mix=%s split=%d scale=%g", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D,
+		c.lens, c.tq, c.mix, c.splitLen, c.scale)
+}
+
+// planesData is a built case, host side.
+type planesData struct {
+	f         kv.Format
+	lay       kernels.PlanesLayout
+	seqs      []*attn.PlaneSeq
+	pool      []byte
+	table     []int32
+	maxBlocks int
+	lens      []int32
+	maxL      int
+	index     *kernels.TierIndex
+	q         []float32 // what the reference sees (fp16 values)
+	qh        []uint16
+	want      []float32
+	st        attn.PlaneRefStats
+	k, v      [][]float32 // the float32 K/V of each sequence, [L][Hkv][D]
+}
+
+// poisonUnread overwrites the planes a tier does not read of every token
+// (MEDIUM: plane 2; LOW: planes 1 and 2; EVICTED: all) and the unused
+// slots of the last block with 0xff, in K and V.
+func poisonUnread(blocks [][]byte, tiers [][]kv.Tier, lay kv.PlaneLayout, l int) {
+	for i, blk := range blocks {
+		for h := range tiers {
+			base := blk[h*lay.BlockBytes : (h+1)*lay.BlockBytes]
+			for t := 0; t < lay.Tokens; t++ {
+				pos := i*lay.Tokens + t
+				first := kv.NumPlanes // first plane to poison
+				if pos < l {
+					first = tiers[h][pos].Planes()
+				} else {
+					first = 0
+				}
+				for half := 0; half < 2; half++ {
+					for p := first; p < kv.NumPlanes; p++ {
+						lo, hi := lay.Slice(half, p, t)
+						for j := lo; j < hi; j++ {
+							base[j] = 0xff
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func buildPlanes(t *testing.T, r *rand.Rand, c planesCase) *planesData {
+	t.Helper()
+	f, err := kv.MustParseSpec(c.spec).Resolve(c.sh.D)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := kernels.PlanesLayoutFor(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := f.PlaneLayout()
+	dt := &planesData{f: f, lay: lay, maxBlocks: 1}
+	nBlocks := 0
+	for _, l := range c.lens {
+		cache, err := attn.NewPlaneCache(f, c.sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, v := kvtest.KeysValues(r, l, c.sh.Hkv, c.sh.D)
+		if c.scale != 0 {
+			for i := range k {
+				k[i] *= float32(c.scale)
+				v[i] *= float32(c.scale)
+			}
+		}
+		if c.vScale != 0 {
+			for i := range v {
+				v[i] *= float32(c.vScale)
+			}
+		}
+		if err := cache.Append(k, v); err != nil {
+			t.Fatal(err)
+		}
+		for h := range cache.Tiers {
+			cache.Tiers[h] = planeTiers(r, c.mix, l)
+		}
+		poisonUnread(cache.Blocks, cache.Tiers, pl, l)
+		dt.seqs = append(dt.seqs, &cache.PlaneSeq)
+		dt.k, dt.v = append(dt.k, k), append(dt.v, v)
+		dt.maxL = max(dt.maxL, l)
+		dt.maxBlocks = max(dt.maxBlocks, len(cache.Blocks))
+		nBlocks += len(cache.Blocks)
+	}
+	// Paged pool: blocks in a shuffled order, plus one unused poisoned block.
+	blockBytes := c.sh.Hkv * pl.BlockBytes
+	dt.pool = make([]byte, (nBlocks+1)*blockBytes)
+	for i := range dt.pool {
+		dt.pool[i] = 0xff
+	}
+	perm := r.Perm(nBlocks + 1)
+	dt.table = make([]int32, len(dt.seqs)*dt.maxBlocks)
+	dt.lens = make([]int32, len(dt.seqs))
+	dt.index = kernels.NewTierIndex(len(dt.seqs), c.sh.Hkv, dt.maxL)
+	next := 0
+	for b, s := range dt.seqs {
+		for i, blk := range s.Blocks {
+			slot := perm[next]
+			next++
+			copy(dt.pool[slot*blockBytes:], blk)
+			dt.table[b*dt.maxBlocks+i] = int32(slot)
+		}
+		dt.lens[b] = int32(s.Len)
+		for h := 0; h < c.sh.Hkv; h++ {
+			if err := dt.index.Set(b, h, s.Tiers[h][:s.Len]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	nq := len(dt.seqs) * c.tq * c.sh.Hq * c.sh.D
+	dt.q, dt.qh = make([]float32, nq), make([]uint16, nq)
+	for i := range dt.q {
+		dt.qh[i] = half.FromFloat32(float32(r.NormFloat64()))
+		dt.q[i] = half.ToFloat32(dt.qh[i]) // the reference sees the fp16 query the GPU sees
+	}
+	dt.want = make([]float32, nq)
+	if dt.st, err = attn.ReferencePlanes(dt.want, dt.q, dt.seqs, attn.Params{Format: f, Shape: c.sh, Tq: c.tq}); err != nil {
+		t.Fatal(err)
+	}
+	return dt
+}
+
+// gpuBufs uploads host slices and frees them at the end of the test.
+type gpuBufs struct {
+	t      *testing.T
+	d      *cuda.Device
+	allocs []cuda.DevicePtr
+}
+
+func (g *gpuBufs) up(src []byte) cuda.DevicePtr {
+	g.t.Helper()
+	p, err := g.d.Alloc(max(len(src), 16))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.allocs = append(g.allocs, p)
+	if len(src) > 0 {
+		if err := g.d.HtoD(p, src); err != nil {
+			g.t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func (g *gpuBufs) free() {
+	for _, p := range g.allocs {
+		g.d.Free(p)
+	}
+}
+
+// planesOut runs the plan on the case's buffers (mass from massInit when
+// withMass) and returns the fp16 output and the mass.
+func planesOut(t *testing.T, d *cuda.Device, plan *kernels.PlanesPlan, bufs kernels.PlanesBuffers, nq int, massInit []float32) ([]uint16, []float32) {
+	t.Helper()
+	poison := make([]uint16, nq)
+	for i := range poison {
+		poison[i] = 0x7e00 // fp16 NaN
+	}
+	if err := d.HtoD(bufs.Out, cuda.Bytes(poison)); err != nil {
+		t.Fatal(err)
+	}
+	if bufs.Mass != 0 {
+		if err := d.HtoD(bufs.Mass, cuda.Bytes(massInit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := d.Do(func(cx *cuda.Ctx) error {
+		if err := plan.Launch(cx, d.Stream(), bufs, 0); err != nil {
+			return err
+		}
+		return cx.SyncStream(d.Stream())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]uint16, nq)
+	if err := d.DtoH(cuda.Bytes(got), bufs.Out); err != nil {
+		t.Fatal(err)
+	}
+	var mass []float32
+	if bufs.Mass != 0 {
+		mass = make([]float32, len(massInit))
+		if err := d.DtoH(cuda.Bytes(mass), bufs.Mass); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got, mass
+}
+
+func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
+	t.Helper()
+	d := device(t)
+	dt := buildPlanes(t, r, c)
+	g := &gpuBufs{t: t, d: d}
+	defer g.free()
+	bufs := kernels.PlanesBuffers{
+		Pool: g.up(dt.pool), BlockTable: g.up(cuda.Bytes(dt.table)), Lens: g.up(cuda.Bytes(dt.lens)),
+		Index: g.up(cuda.Bytes(dt.index.Index)), Counts: g.up(cuda.Bytes(dt.index.Counts)), Q: g.up(cuda.Bytes(dt.qh)),
+	}
+	nq := len(dt.q)
+	bufs.Out = g.up(make([]byte, nq*2))
+	massInit := make([]float32, len(dt.seqs)*c.sh.Hkv*dt.maxL)
+	for i := range massInit {
+		massInit[i] = float32(r.IntN(1000)) / 64 // exact in float32: the sum is checked, not the rounding
+	}
+	bufs.Mass = g.up(cuda.Bytes(massInit))
+	plan, err := kernels.PlanPlanes(d, c.kernel, dt.lay, kernels.PlanesShape{B: len(dt.seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq,
+		MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true})
+	if err != nil {
+		t.Fatalf("%v: %v", c, err)
+	}
+	defer plan.Close()
+	var first []uint16
+	var firstMass []float32
+	for run := 0; run < 3; run++ {
+		got, mass := planesOut(t, d, plan, bufs, nq, massInit)
+		if run == 0 {
+			first, firstMass = got, mass
+			checkPlanesOut(t, c, dt, got)
+			checkPlanesMass(t, c, dt, mass, massInit)
+			continue
+		}
+		for i := range got {
+			if got[i] != first[i] {
+				t.Fatalf("%v: run %d element %d: %#04x, first run %#04x: not deterministic", c, run, i, got[i], first[i])
+			}
+		}
+		for i := range mass {
+			if math.Float32bits(mass[i]) != math.Float32bits(firstMass[i]) {
+				t.Fatalf("%v: run %d mass %d: %g, first run %g: not deterministic", c, run, i, mass[i], firstMass[i])
+			}
+		}
+	}
+}
+
+// fp16Round is the rounding of a value w to fp16: half an ulp, 2^-11
+// relative, and at least half the subnormal step 2^-24 (tiny outputs).
+func fp16Round(w float64) float64 { return max(math.Abs(w)/2048, 1.0/(1<<25)) }
+
+// fp16Max is the largest finite fp16 value.
+const fp16Max = 65504
+
+// checkPlanesOut compares every output element with the reference within
+// kvtest.PlaneDecodeTol plus the fp16 rounding of the output.
+func checkPlanesOut(t *testing.T, c planesCase, dt *planesData, got []uint16) {
+	t.Helper()
+	d := c.sh.D
+	for row := 0; row < len(got)/d; row++ {
+		tol := kvtest.PlaneDecodeTol(dt.lay.BF16, dt.st, d, row, c.kernel == kernels.PlanesMMA)
+		for ch := 0; ch < d; ch++ {
+			g := float64(half.ToFloat32(got[row*d+ch]))
+			w := float64(dt.want[row*d+ch])
+			if math.IsInf(g, 0) && math.Abs(w)+tol >= fp16Max {
+				continue // the bound reaches beyond fp16's range (bf16 K/V read at 4 bits: huge values)
+			}
+			if g != g || math.Abs(g-w) > tol+fp16Round(w) {
+				t.Fatalf("%v: row %d channel %d: got %g, want %g (tol %.3g)", c, row, ch, g, w, tol+fp16Round(w))
+			}
+		}
+	}
+}
+
+// checkPlanesMass checks the mass each call added against the reference,
+// per token, and that evicted tokens and the padding past each sequence got
+// nothing.
+func checkPlanesMass(t *testing.T, c planesCase, dt *planesData, mass, init []float32) {
+	t.Helper()
+	rows := c.sh.Group() * c.tq
+	for b, s := range dt.seqs {
+		tol := kvtest.PlaneMassTol(dt.lay.BF16, dt.st, c.sh.D, rows, s.Len, c.kernel == kernels.PlanesMMA)
+		for h := 0; h < c.sh.Hkv; h++ {
+			off := (b*c.sh.Hkv + h) * dt.maxL
+			for tok := 0; tok < dt.maxL; tok++ {
+				added := float64(mass[off+tok]) - float64(init[off+tok])
+				want := 0.0
+				if tok < s.Len {
+					want = dt.st.Mass[b][h][tok]
+				}
+				// The float32 sum adds the rounding of init + mass.
+				e := tol + math.Abs(float64(mass[off+tok]))/(1<<23)
+				if added != added || math.Abs(added-want) > e {
+					t.Fatalf("%v: seq %d head %d token %d: mass added %g, want %g (tol %.3g)", c, b, h, tok, added, want, e)
+				}
+				if (tok >= s.Len || s.Tiers[h][tok] == kv.Evicted) && mass[off+tok] != init[off+tok] {
+					t.Fatalf("%v: seq %d head %d token %d (not read) has mass %g added", c, b, h, tok, added)
+				}
+			}
+		}
+	}
+}
+
+// planeShapes cover D 64/128/256 and GQA groups 1, 3, 4, 5, 7, 8 and 16.
+var planeShapes = []attn.Shape{{Hq: 32, Hkv: 8, D: 128}, {Hq: 4, Hkv: 4, D: 64}, {Hq: 6, Hkv: 2, D: 256},
+	{Hq: 8, Hkv: 1, D: 128}, {Hq: 14, Hkv: 2, D: 128}, {Hq: 16, Hkv: 1, D: 64}, {Hq: 10, Hkv: 2, D: 256}}
+
+// planeSpecs cover the fp16 ftz path (default and other fills), the exact
+// integer path (bf16, no filter, a LOW fill that saturates) and block sizes.
+var planeSpecs = []string{"bw", "bw:a8=0x70:a4=0x500:blk32", "bw:trunc:blk128", "bw:bf16", "bw:nofilter", "bw:a4=0xfff"}
+
+// TestGPUPlanesMatchesReference runs both kernels over every tier mix, spec
+// and shape, with ragged lengths (partial last blocks), three sequences per
+// call, shuffled pages, 1 or 3 query tokens, against attn.ReferencePlanes,
+// with the attention mass and bitwise determinism.
+func TestGPUPlanesMatchesReference(t *testing.T) {
+	for _, k := range []kernels.PlanesKernel{kernels.PlanesMMA, kernels.PlanesV1} {
+		t.Run(k.String(), func(t *testing.T) { testPlanesMatches(t, k) })
+	}
+}
+
+func testPlanesMatches(t *testing.T, k kernels.PlanesKernel) {
+	device(t)
+	r := rand.New(rand.NewPCG(31, 32))
+	n := 0
+	for i, spec := range planeSpecs {
+		nr := kv.MustParseSpec(spec).Residual
+		all := []int{5, nr - 1, nr, nr + 1, 3*nr + 7, 1000, 2100}
+		for j, sh := range planeShapes {
+			for m, mix := range planeMixes {
+				lens := []int{all[(i+j+m)%len(all)], all[(i+j+2*m+3)%len(all)], all[(i+2*j+m+5)%len(all)]}
+				runPlanesCase(t, r, planesCase{kernel: k, spec: spec, sh: sh, lens: lens, tq: 1 + 2*(n%2), mix: mix})
+				n++
+			}
+		}
+	}
+}
+
+// TestGPUPlanesSplits runs long sequences with the planner's splits and
+// with fixed short ones (split boundaries inside tier runs and groups).
+func TestGPUPlanesSplits(t *testing.T) {
+	device(t)
+	r := rand.New(rand.NewPCG(33, 34))
+	sh := attn.Shape{Hq: 32, Hkv: 8, D: 128}
+	for _, k := range []kernels.PlanesKernel{kernels.PlanesMMA, kernels.PlanesV1} {
+		for _, mix := range []string{mixRandom, mixRuns, mixEvict, mixLow} {
+			for _, split := range []int{0, 64, 192} {
+				runPlanesCase(t, r, planesCase{kernel: k, spec: "bw", sh: sh, lens: []int{20000, 777}, tq: 1, mix: mix, splitLen: split})
+			}
+		}
+	}
+}
+
+// TestGPUPlanesFilter runs K and V scaled to 2^-12 (many fp16 elements
+// whose partial reads hit the subnormal filter, a fill or the saturation
+// rule) with every fill and filter variant and both element types.
+func TestGPUPlanesFilter(t *testing.T) {
+	device(t)
+	r := rand.New(rand.NewPCG(39, 40))
+	for _, k := range []kernels.PlanesKernel{kernels.PlanesMMA, kernels.PlanesV1} {
+		for _, spec := range []string{"bw", "bw:nofilter", "bw:a8=0xff:a4=0x3ff", "bw:a4=0xfff", "bw:bf16", "bw:bf16:nofilter:a8=0x80"} {
+			for _, mix := range []string{mixMedium, mixLow, mixRandom} {
+				runPlanesCase(t, r, planesCase{kernel: k, spec: spec, sh: attn.Shape{Hq: 8, Hkv: 2, D: 128}, lens: []int{40, 200}, tq: 1,
+					mix: mix, scale: 1.0 / 4096})
+			}
+		}
+		for _, spec := range []string{"bw:a4=0xfff", "bw:a4=0xc00:nofilter"} {
+			for _, mix := range []string{mixLow, mixRandom} {
+				runPlanesCase(t, r, planesCase{kernel: k, spec: spec, sh: attn.Shape{Hq: 8, Hkv: 2, D: 128}, lens: []int{40, 200}, tq: 1,
+					mix: mix, vScale: 4096})
+			}
+		}
+	}
+}
+
+// TestGPUPlanesHighMatchesFP16 checks that an all-HIGH bit-plane cache
+// gives the fp16 tensor-core decode's result (both within their bounds of
+// the same float64 attention) for the same K/V.
+func TestGPUPlanesHighMatchesFP16(t *testing.T) {
+	d := device(t)
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, sh := range []attn.Shape{{Hq: 32, Hkv: 8, D: 128}, {Hq: 6, Hkv: 2, D: 256}, {Hq: 4, Hkv: 4, D: 64}} {
+		c := planesCase{kernel: kernels.PlanesMMA, spec: "bw", sh: sh, lens: []int{4099, 300}, tq: 1, mix: mixHigh}
+		dt := buildPlanes(t, r, c)
+		g := &gpuBufs{t: t, d: d}
+		defer g.free()
+		// Planes.
+		nq := len(dt.q)
+		pb := kernels.PlanesBuffers{Pool: g.up(dt.pool), BlockTable: g.up(cuda.Bytes(dt.table)), Lens: g.up(cuda.Bytes(dt.lens)),
+			Index: g.up(cuda.Bytes(dt.index.Index)), Counts: g.up(cuda.Bytes(dt.index.Counts)), Q: g.up(cuda.Bytes(dt.qh)),
+			Out: g.up(make([]byte, nq*2))}
+		pp, err := kernels.PlanPlanes(d, kernels.PlanesMMA, dt.lay, kernels.PlanesShape{B: len(dt.seqs), Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1,
+			MaxBlocks: dt.maxBlocks, MaxL: dt.maxL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotP, _ := planesOut(t, d, pp, pb, nq, nil)
+		pp.Close()
+		// fp16 decode of the same K/V.
+		f := kv.MustResolve("fp16:res64", sh.D).WithOrder(kv.MMA)
+		lay, err := kernels.LayoutFor(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []*attn.Seq
+		maxBlocks, nBlocks := 1, 0
+		for b := range dt.seqs {
+			cache, err := attn.NewCache(f, sh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cache.Append(dt.k[b], dt.v[b]); err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, &cache.Seq)
+			maxBlocks = max(maxBlocks, len(cache.Blocks))
+			nBlocks += len(cache.Blocks)
+		}
+		blockBytes := sh.Hkv * f.BlockBytes()
+		pool := make([]byte, max(nBlocks, 1)*blockBytes)
+		table := make([]int32, len(seqs)*maxBlocks)
+		n := sh.Hkv * f.Residual * sh.D
+		resK, resV := make([]uint16, len(seqs)*n), make([]uint16, len(seqs)*n)
+		next := 0
+		for b, s := range seqs {
+			for i, blk := range s.Blocks {
+				copy(pool[next*blockBytes:], blk)
+				table[b*maxBlocks+i] = int32(next)
+				next++
+			}
+			copy(resK[b*n:], kernels.ResidualOrder(kernels.DecodeMMA, f, s.ResK[:n], false))
+			copy(resV[b*n:], kernels.ResidualOrder(kernels.DecodeMMA, f, s.ResV[:n], true))
+		}
+		db := kernels.DecodeBuffers{Pool: g.up(pool), BlockTable: g.up(cuda.Bytes(table)), ResK: g.up(cuda.Bytes(resK)),
+			ResV: g.up(cuda.Bytes(resV)), Lens: pb.Lens, Q: pb.Q, Out: g.up(make([]byte, nq*2))}
+		dp, err := kernels.PlanDecode(d, kernels.DecodeMMA, lay, kernels.DecodeShape{B: len(seqs), Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1,
+			MaxBlocks: maxBlocks, MaxL: dt.maxL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.Do(func(cx *cuda.Ctx) error {
+			if err := dp.Launch(cx, d.Stream(), db, 0); err != nil {
+				return err
+			}
+			return cx.SyncStream(d.Stream())
+		})
+		dp.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotD := make([]uint16, nq)
+		if err := d.DtoH(cuda.Bytes(gotD), db.Out); err != nil {
+			t.Fatal(err)
+		}
+		checkPlanesOut(t, c, dt, gotP)
+		for row := 0; row < nq/sh.D; row++ {
+			tol := 2 * kvtest.PlaneDecodeTol(false, dt.st, sh.D, row, true)
+			for ch := 0; ch < sh.D; ch++ {
+				i := row*sh.D + ch
+				a, b := float64(half.ToFloat32(gotP[i])), float64(half.ToFloat32(gotD[i]))
+				if math.Abs(a-b) > tol+2*fp16Round(b) {
+					t.Fatalf("%v: row %d channel %d: planes %g, fp16 decode %g (tol %.3g)", c, row, ch, a, b, tol+2*fp16Round(b))
+				}
+			}
+		}
+	}
+}
+
+func TestPlanesLayoutFor(t *testing.T) {
+	l, err := kernels.PlanesLayoutFor(kv.MustResolve("bw:h20:m40:l40:a8=0x70:a4=0x500:blk32", 128))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := kernels.PlanesLayout{D: 128, Nr: 32, Adj8: 0x70, Adj4: 0x500, Filter: true}
+	if l != want {
+		t.Errorf("layout %+v, want %+v", l, want)
+	}
+	if l.BlockBytes() != 4*32*128 {
+		t.Errorf("block bytes %d, want %d", l.BlockBytes(), 4*32*128)
+	}
+	l, err = kernels.PlanesLayoutFor(kv.MustResolve("bw:bf16:nofilter", 64))
+	if err != nil || !l.BF16 || l.Filter || l.Adj8 != kv.DefaultAdj8 || l.Adj4 != kv.DefaultAdj4 {
+		t.Errorf("bf16 nofilter: %+v, %v", l, err)
+	}
+	if _, err := kernels.PlanesLayoutFor(kv.MustResolve("fp16", 128)); err == nil {
+		t.Error("PlanesLayoutFor(fp16) succeeded; want an error naming the format")
+	}
+	if _, err := kernels.LayoutFor(kv.MustResolve("bw", 128)); err == nil {
+		t.Error("LayoutFor(bw) succeeded; the packed-block decode kernel cannot read planes")
+	}
+}
+
+// TestTierIndexMatchesAttn checks TierIndex.Set against attn.TierIndex, the
+// order attn.DecodePlanes reads.
+func TestTierIndexMatchesAttn(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 38))
+	x := kernels.NewTierIndex(2, 3, 500)
+	for b := 0; b < 2; b++ {
+		for h := 0; h < 3; h++ {
+			for _, mix := range planeMixes {
+				tiers := planeTiers(r, mix, 1+r.IntN(500))
+				if err := x.Set(b, h, tiers); err != nil {
+					t.Fatal(err)
+				}
+				want, counts := attn.TierIndex(tiers, nil)
+				if got := x.TierCounts(b, h); got != counts {
+					t.Fatalf("%s: counts %v, want %v", mix, got, counts)
+				}
+				off := (b*3 + h) * 500
+				if got := x.Index[off : off+len(want)]; !slices.Equal(got, want) {
+					t.Fatalf("%s: index %v, want %v", mix, got, want)
+				}
+			}
+		}
+	}
+	if err := x.Set(0, 0, make([]kv.Tier, 501)); err == nil {
+		t.Error("Set accepted more tokens than the stride")
+	}
+	if err := x.Set(2, 0, nil); err == nil {
+		t.Error("Set accepted a sequence out of range")
+	}
+}
+
+func TestPlanesPositions(t *testing.T) {
+	for _, tc := range []struct {
+		counts [kv.NumTiers]int
+		want   int
+	}{
+		{[kv.NumTiers]int{}, 0},
+		{[kv.NumTiers]int{16, 0, 0, 5}, 16},
+		{[kv.NumTiers]int{1, 1, 1, 0}, 48},
+		{[kv.NumTiers]int{17, 32, 15, 100}, 32 + 32 + 16},
+	} {
+		if got := kernels.PlanesPositions(tc.counts); got != tc.want {
+			t.Errorf("PlanesPositions(%v) = %d, want %d", tc.counts, got, tc.want)
+		}
+	}
+}
