@@ -233,7 +233,7 @@ func RunDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 		}
 		defer c.Free(t.flush)
 		if cfg.Mode == kernels.DECConcurrent {
-			if t.s2, err = c.NewStream(); err != nil {
+			if t.s2, err = c.NewPriorityStream(); err != nil {
 				return err
 			}
 			defer c.DestroyStream(t.s2)

@@ -329,12 +329,14 @@ func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp gcuda.DevicePtr, 
 		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.part), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
 }
 
-// decStreams makes the DEC stream and its events on first use.
+// decStreams makes the DEC stream (of the highest priority, so DEC's few
+// thread blocks start before the base GEMV's pending ones) and its events
+// on first use.
 func (b *Backend) decStreams(c *gcuda.Ctx) error {
 	if b.decStream != 0 {
 		return nil
 	}
-	s, err := c.NewStream()
+	s, err := c.NewPriorityStream()
 	if err != nil {
 		return err
 	}

@@ -291,6 +291,22 @@ func (c *Ctx) NewStream() (Stream, error) {
 	return Stream(s), drv.check("cuStreamCreate", int32(r))
 }
 
+// NewPriorityStream creates a non-blocking stream of the highest priority
+// the device offers: its pending thread blocks are scheduled before those of
+// other streams (work beside a kernel that fills the GPU, such as DEC's
+// beside the base GEMV).
+func (c *Ctx) NewPriorityStream() (Stream, error) {
+	drv := c.d.drv
+	var least, greatest int32
+	r, _, _ := purego.SyscallN(drv.cuCtxGetStreamPriorityRange, uintptr(unsafe.Pointer(&least)), uintptr(unsafe.Pointer(&greatest)))
+	if err := drv.check("cuCtxGetStreamPriorityRange", int32(r)); err != nil {
+		return 0, err
+	}
+	var s uintptr
+	r, _, _ = purego.SyscallN(drv.cuStreamCreateWithPriority, uintptr(unsafe.Pointer(&s)), streamNonBlocking, uintptr(greatest))
+	return Stream(s), drv.check("cuStreamCreateWithPriority", int32(r))
+}
+
 // DestroyStream destroys s. Work already queued on it still runs.
 func (c *Ctx) DestroyStream(s Stream) error {
 	if s == 0 {

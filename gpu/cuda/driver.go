@@ -48,26 +48,26 @@ const (
 type driver struct {
 	lib *library
 
-	cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString         uintptr
-	cuDeviceGet, cuDeviceGetCount, cuDeviceGetName, cuDeviceGetAttribute uintptr
-	cuDeviceTotalMem                                                     uintptr
-	cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease, cuCtxSetCurrent uintptr
-	cuCtxSynchronize, cuMemGetInfo                                       uintptr
-	cuMemAlloc, cuMemFree, cuMemAllocHost, cuMemHostAlloc                uintptr
-	cuMemHostGetDevicePointer, cuMemFreeHost                             uintptr
-	cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD                             uintptr
-	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync              uintptr
-	cuMemsetD8, cuMemsetD32, cuMemsetD8Async, cuMemsetD32Async           uintptr
-	cuStreamCreate, cuStreamDestroy, cuStreamSynchronize                 uintptr
-	cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime uintptr
-	cuStreamWaitEvent                                                    uintptr
-	cuEventDestroy                                                       uintptr
-	cuModuleLoadData, cuModuleGetFunction, cuModuleUnload                uintptr
-	cuFuncSetAttribute, cuFuncGetAttribute, cuLaunchKernel               uintptr
-	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate         uintptr
-	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy                    uintptr
-	cuOccupancyMaxActiveBlocksPerMultiprocessor                          uintptr
-	nameEventElapsedTime                                                 string
+	cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString               uintptr
+	cuDeviceGet, cuDeviceGetCount, cuDeviceGetName, cuDeviceGetAttribute       uintptr
+	cuDeviceTotalMem                                                           uintptr
+	cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease, cuCtxSetCurrent       uintptr
+	cuCtxSynchronize, cuMemGetInfo                                             uintptr
+	cuMemAlloc, cuMemFree, cuMemAllocHost, cuMemHostAlloc                      uintptr
+	cuMemHostGetDevicePointer, cuMemFreeHost                                   uintptr
+	cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD                                   uintptr
+	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync                    uintptr
+	cuMemsetD8, cuMemsetD32, cuMemsetD8Async, cuMemsetD32Async                 uintptr
+	cuStreamCreate, cuStreamDestroy, cuStreamSynchronize                       uintptr
+	cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime       uintptr
+	cuStreamWaitEvent, cuStreamCreateWithPriority, cuCtxGetStreamPriorityRange uintptr
+	cuEventDestroy                                                             uintptr
+	cuModuleLoadData, cuModuleGetFunction, cuModuleUnload                      uintptr
+	cuFuncSetAttribute, cuFuncGetAttribute, cuLaunchKernel                     uintptr
+	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate               uintptr
+	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy                          uintptr
+	cuOccupancyMaxActiveBlocksPerMultiprocessor                                uintptr
+	nameEventElapsedTime                                                       string
 }
 
 var (
@@ -143,6 +143,8 @@ func bindDriver(lib *library) (*driver, error) {
 	d.cuEventCreate = s.need("cuEventCreate")
 	d.cuEventRecord = s.need("cuEventRecord")
 	d.cuStreamWaitEvent = s.need("cuStreamWaitEvent")
+	d.cuStreamCreateWithPriority = s.need("cuStreamCreateWithPriority")
+	d.cuCtxGetStreamPriorityRange = s.need("cuCtxGetStreamPriorityRange")
 	d.cuEventSynchronize = s.need("cuEventSynchronize")
 	// CUDA 13's header maps cuEventElapsedTime to _v2; 12.x drivers before
 	// 12.8 have only the original, which has the same signature.
