@@ -124,6 +124,16 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 			if err != nil {
 				return nil, err
 			}
+			if f.Planes.On {
+				row, err := runPlanesCPU(f, sh, pt, keys, vals, q, exact, base, cfg.Reps)
+				if err != nil {
+					return nil, fmt.Errorf("%s B=%d L=%d: %w", spec, pt.B, pt.L, err)
+				}
+				row.FracCeiling = row.GBps / rep.ReadGBps
+				rep.Rows = append(rep.Rows, row)
+				fmt.Fprintf(progress, "%s\n", rowLine(row))
+				continue
+			}
 			seqs := make([]*attn.Seq, pt.B)
 			var bytesRead int64
 			for b := range seqs {

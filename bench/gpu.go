@@ -62,6 +62,12 @@ type GPURow struct {
 	PackUS      float64 `json:"pack_us,omitempty"`
 	SDPAUS      float64 `json:"sdpa_us,omitempty"`
 	SpeedupSDPA float64 `json:"speedup_vs_sdpa,omitempty"`
+	// FP16US is the fp16 kernel's time at the same point in the same run,
+	// SpeedupFP16 FP16US over this row's time (bw rows).
+	FP16US      float64 `json:"fp16_us,omitempty"`
+	SpeedupFP16 float64 `json:"speedup_vs_fp16,omitempty"`
+	// Planes describes a bit-plane (bw) row: tier shares and bytes.
+	Planes *PlanesRow `json:"planes,omitempty"`
 }
 
 // GPUReport is the result of RunAttnGPU.
@@ -89,6 +95,7 @@ func RunAttnGPU(dev *cuda.Device, cfg GPUConfig) (*GPUReport, error) {
 		rep.ReadGBps = info.Bandwidth.GBps
 	}
 	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s (16-byte streaming probe)\n", info.Name, rep.ReadGBps)
+	fp16 := map[Point]float64{} // the fp16 kernel's time per point, for bw rows
 	for _, spec := range cfg.Formats {
 		f, err := kv.MustParseSpec(spec).Resolve(cfg.Shape.D)
 		if err != nil {
@@ -96,9 +103,17 @@ func RunAttnGPU(dev *cuda.Device, cfg GPUConfig) (*GPUReport, error) {
 		}
 		f = f.WithOrder(cfg.Kernel.Order())
 		for _, pt := range cfg.Grid {
-			row, err := runGPUPoint(dev, f, cfg, pt)
+			var row *GPURow
+			if f.Planes.On {
+				row, err = runPlanesPoint(dev, f, cfg, pt)
+			} else {
+				row, err = runGPUPoint(dev, f, cfg, pt)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s B=%d L=%d: %w", spec, pt.B, pt.L, err)
+			}
+			if isFP16(f) && !cfg.ResidualFull {
+				fp16[pt] = row.TimeUS
 			}
 			row.FracCeiling = row.GBps / rep.ReadGBps
 			rep.Rows = append(rep.Rows, *row)
@@ -106,7 +121,8 @@ func RunAttnGPU(dev *cuda.Device, cfg GPUConfig) (*GPUReport, error) {
 				row.Format, row.B, row.L, row.Splits, row.TimeUS, row.GBps, 100*row.FracCeiling, row.KernelErr)
 		}
 	}
-	return rep, nil
+	err = fp16Times(dev, cfg, rep, fp16, func(format string, a ...any) { fmt.Fprintf(progress, format, a...) })
+	return rep, err
 }
 
 func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *GPURow, err error) {
@@ -375,8 +391,8 @@ func (rep *GPUReport) AttachSDPA(path string) error {
 // WriteTable prints the GPU report as Markdown.
 func (rep *GPUReport) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "GPU decode attention, %s, %s; read ceiling %.0f GB/s (16-byte streaming probe, same run)\n\n", rep.Device, rep.Date, rep.ReadGBps)
-	fmt.Fprintln(w, "| format | B | L | Hq/Hkv/D | res | splits | time us | bytes read | GB/s | of ceiling | SDPA fp16 us | vs SDPA | max err vs f64 ref | pack us (all B) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| format | B | L | Hq/Hkv/D | res | splits | time us | bytes read | GB/s | of ceiling | SDPA fp16 us | vs SDPA | max err vs f64 ref | pack us (all B) | vs fp16 kernel |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {
 		sdpa, sp := "-", "-"
 		if r.SDPAUS > 0 {
@@ -394,8 +410,12 @@ func (rep *GPUReport) WriteTable(w io.Writer) {
 		if r.PackUS > 0 {
 			pk = fmt.Sprintf("%.1f (%.0f%%)", r.PackUS, 100*r.PackUS/r.TimeUS)
 		}
-		fmt.Fprintf(w, "| %s %s%s | %d | %d | %d/%d/%d | %d | %d | %.1f | %s | %.0f | %.1f%% | %s | %s | %s | %s |\n", r.Kernel, r.Format, pg, r.B, r.L,
-			r.Hq, r.Hkv, r.D, r.ResidualLen, r.Splits, r.TimeUS, mib(r.BytesRead), r.GBps, 100*r.FracCeiling, sdpa, sp, e, pk)
+		vs := "-"
+		if r.SpeedupFP16 > 0 {
+			vs = fmt.Sprintf("%.2fx (fp16 %.1f us, reads %.0f%%)", r.SpeedupFP16, r.FP16US, 100*r.Planes.ReadVsFP16)
+		}
+		fmt.Fprintf(w, "| %s %s%s | %d | %d | %d/%d/%d | %d | %d | %.1f | %s | %.0f | %.1f%% | %s | %s | %s | %s | %s |\n", r.Kernel, r.Format, pg, r.B, r.L,
+			r.Hq, r.Hkv, r.D, r.ResidualLen, r.Splits, r.TimeUS, mib(r.BytesRead), r.GBps, 100*r.FracCeiling, sdpa, sp, e, pk, vs)
 	}
 }
 

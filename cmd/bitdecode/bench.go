@@ -9,6 +9,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/bench"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/kv"
 )
 
 var benchCmd = &command{
@@ -26,6 +27,14 @@ and the largest error against float64 attention on the unquantized K/V.
 The synthetic K has per-channel offsets and a few outlier channels (x10-x50)
 like real keys; queries are scaled so scores have a realistic spread.
 
+Bit-plane formats (--kv bw:...) run the planes kernel (tensor cores, or CUDA
+cores with --kernel v1) with every sequence's tokens tiered by the H2O
+policy over random attention masses (the spec's shares, sinks and window):
+rows report the bytes actually read (planes and tier index), and on the GPU
+the fp16 kernel's time at the same point and the speedup over it. With only
+bw formats the GPU grid is issue #8's (1x8K 1x32K 1x128K 16x8K 16x32K 64x8K
+128x8K).
+
 'bench e2e' generates greedily from --prompt with each KV format in --kv on
 a model (--model DIR, or the embedded default model) and prints prefill and
 decode speed, the KV memory of the sequence and of one filling the context
@@ -41,6 +50,7 @@ k_chunk and n_tb, with the zero-copy read rate ('bitdecode bench dec --help').
 examples:
   bitdecode bench --quick
   bitdecode bench attn --kv int4,int2 --grid 1x32768,8x8192 --json out.json
+  bitdecode bench attn --device cuda --kv bw:h100,bw:m100:w0:s0,bw:l100:w0:s0,bw:h20:m40:l40 --json bw.json
   bitdecode bench e2e --quick
   bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2
   bitdecode bench dec --json dec.json`,
@@ -139,6 +149,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			gcfg.Kernel = kernels.DecodeV1
 		default:
 			return usageErrorf("--kernel %q: want mma or v1", *gf.kernel)
+		}
+		allBW := true
+		for _, s := range formats {
+			allBW = allBW && kv.MustParseSpec(s).Planes.On
+		}
+		if allBW {
+			gcfg.Grid = bench.BWGrid
 		}
 		if *grid != "" {
 			if gcfg.Grid, err = parseGrid(*grid); err != nil {

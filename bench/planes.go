@@ -1,0 +1,342 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// BWGrid is issue #8's grid for the bit-plane kernel: the grid `bench attn
+// --device cuda` uses when every format is a bw spec.
+var BWGrid = []Point{{1, 8192}, {1, 32768}, {1, 131072}, {16, 8192}, {16, 32768}, {64, 8192}, {128, 8192}}
+
+// PlanesKernel returns the bit-plane kernel matching decode kernel k's
+// version: tensor cores for mma, CUDA cores for v1.
+func PlanesKernel(k kernels.DecodeKernel) kernels.PlanesKernel {
+	if k == kernels.DecodeV1 {
+		return kernels.PlanesV1
+	}
+	return kernels.PlanesMMA
+}
+
+// planeTierMaps draws the tier map of every (sequence, KV head) for spec p
+// at l tokens: engine.TierPolicy's counts, sinks and window, over random
+// attention masses (so the tokens of each tier are scattered as under H2O),
+// a different draw per head.
+func planeTierMaps(r *rand.Rand, p kv.PlaneSpec, b, hkv, l int) [][]kv.Tier {
+	pol := engine.TierPolicy{Spec: p}
+	mass := make([]float32, l)
+	maps := make([][]kv.Tier, b*hkv)
+	for i := range maps {
+		for t := range mass {
+			mass[t] = r.Float32()
+		}
+		maps[i] = make([]kv.Tier, l)
+		pol.Retier(maps[i], mass, l)
+	}
+	return maps
+}
+
+// runPlanesCPU times attn.DecodePlanes at one grid point over bw caches of
+// keys/vals, tiered by planeTierMaps; the error is against float64
+// attention on the unquantized K/V (exact), like the other CPU rows.
+func runPlanesCPU(f kv.Format, sh attn.Shape, pt Point, keys, vals [][]float32, q, exact []float32, base float64, reps int) (AttnRow, error) {
+	r := rand.New(rand.NewPCG(uint64(pt.B), uint64(pt.L)+1))
+	maps := planeTierMaps(r, f.Planes, pt.B, sh.Hkv, pt.L)
+	lay := f.PlaneLayout()
+	seqs := make([]*attn.PlaneSeq, pt.B)
+	var bytesRead int64
+	for b := range seqs {
+		c, err := attn.NewPlaneCache(f, sh)
+		if err != nil {
+			return AttnRow{}, err
+		}
+		if err := c.Append(keys[b], vals[b]); err != nil {
+			return AttnRow{}, err
+		}
+		for h := range c.Tiers {
+			c.Tiers[h] = maps[b*sh.Hkv+h]
+			_, counts := attn.TierIndex(c.Tiers[h], nil)
+			bytesRead += lay.PlaneReadBytes(counts)
+		}
+		seqs[b] = &c.PlaneSeq
+	}
+	bytesRead += int64(2 * len(q) * 4)
+	out := make([]float32, len(q))
+	p := attn.Params{Format: f, Shape: sh, Tq: 1}
+	var derr error
+	sec := timeIt(reps, func() {
+		if err := attn.DecodePlanes(out, q, seqs, p, nil); err != nil {
+			derr = err
+		}
+	})
+	if derr != nil {
+		return AttnRow{}, derr
+	}
+	row := AttnRow{Device: "cpu", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
+		TimeUS: sec * 1e6, BytesRead: bytesRead, GBps: float64(bytesRead) / sec / 1e9,
+		Speedup: base / sec, MaxAbsErr: maxAbsDiff(out[:len(exact)], exact),
+		BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()}
+	return row, nil
+}
+
+// runPlanesPoint measures the bit-plane kernel at one grid point: the cache
+// of every sequence holds L tokens, split into planes from synthetic K/V
+// (gpuPrototypes distinct blocks replicated over the pool), tiered by
+// planeTierMaps; the pool, block tables and index rotate over enough sets
+// that the bytes one step reads exceed L2.
+func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GPURow, error) {
+	sh := cfg.Shape
+	lay, err := kernels.PlanesLayoutFor(f)
+	if err != nil {
+		return nil, err
+	}
+	pl := f.PlaneLayout()
+	l, nr := pt.L, pl.Tokens
+	nBlocks := (l + nr - 1) / nr
+	headBlock := sh.Hkv * pl.BlockBytes
+	r := rand.New(rand.NewPCG(uint64(pt.B), uint64(pt.L)))
+	maps := planeTierMaps(r, f.Planes, pt.B, sh.Hkv, l)
+	index := kernels.NewTierIndex(pt.B, sh.Hkv, l)
+	var counts [kv.NumTiers]int64
+	var planeBytes, indexBytes int64
+	for b := 0; b < pt.B; b++ {
+		for h := 0; h < sh.Hkv; h++ {
+			if err := index.Set(b, h, maps[b*sh.Hkv+h]); err != nil {
+				return nil, err
+			}
+			c := index.TierCounts(b, h)
+			read := c[kv.High] + c[kv.Medium] + c[kv.Low]
+			all := pl.PlaneReadBytes(c)
+			indexBytes += int64(read * kv.IndexBytes)
+			planeBytes += all - int64(read*kv.IndexBytes)
+			for t := range c {
+				counts[t] += int64(c[t])
+			}
+		}
+	}
+	nq := pt.B * sh.Hq * sh.D
+	countsBytes := int64(len(index.Counts) * 4)
+	readBytes := planeBytes + indexBytes + countsBytes + int64(2*nq*2)
+	storedSet := int64(pt.B) * int64(nBlocks) * int64(headBlock)
+	sets := int(max(1, min((gpuRotateBytes+readBytes-1)/readBytes, gpuMaxPoolBytes/max(storedSet, 1))))
+	poolBlocks := sets * pt.B * nBlocks
+
+	cache, err := attn.NewPlaneCache(f, sh)
+	if err != nil {
+		return nil, err
+	}
+	k, v := syntheticKV(r, gpuPrototypes*nr, sh.Hkv, sh.D)
+	if err := cache.Append(k, v); err != nil {
+		return nil, err
+	}
+
+	var allocs []cuda.DevicePtr
+	defer func() {
+		for _, p := range allocs {
+			dev.Free(p)
+		}
+	}()
+	alloc := func(n int) (cuda.DevicePtr, error) {
+		p, err := dev.Alloc(max(n, 16))
+		if err == nil {
+			allocs = append(allocs, p)
+		}
+		return p, err
+	}
+	upload := func(src []byte) (cuda.DevicePtr, error) {
+		p, err := alloc(len(src))
+		if err != nil {
+			return 0, err
+		}
+		return p, dev.HtoD(p, src)
+	}
+	pool, err := alloc(poolBlocks * headBlock)
+	if err != nil {
+		return nil, err
+	}
+	protos := make([]byte, 0, gpuPrototypes*headBlock)
+	for _, b := range cache.Blocks {
+		protos = append(protos, b...)
+	}
+	if err := dev.HtoD(pool, protos[:min(len(protos), poolBlocks*headBlock)]); err != nil {
+		return nil, err
+	}
+	err = dev.Do(func(c *cuda.Ctx) error {
+		for filled := min(gpuPrototypes, poolBlocks); filled < poolBlocks; {
+			n := min(filled, poolBlocks-filled)
+			if err := c.DtoD(pool+cuda.DevicePtr(filled*headBlock), pool, n*headBlock); err != nil {
+				return err
+			}
+			filled += n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	tables := make([]cuda.DevicePtr, sets)
+	indexes := make([]cuda.DevicePtr, sets)
+	table := make([]int32, pt.B*nBlocks)
+	for s := 0; s < sets; s++ {
+		base := s * pt.B * nBlocks
+		perm := r.Perm(pt.B * nBlocks)
+		for i := range table {
+			if cfg.Paged {
+				table[i] = int32(base + perm[i])
+			} else {
+				table[i] = int32(base + i)
+			}
+		}
+		if tables[s], err = upload(cuda.Bytes(table)); err != nil {
+			return nil, err
+		}
+		if indexes[s], err = upload(cuda.Bytes(index.Index)); err != nil {
+			return nil, err
+		}
+	}
+	countsPtr, err := upload(cuda.Bytes(index.Counts))
+	if err != nil {
+		return nil, err
+	}
+	lens := make([]int32, pt.B)
+	for i := range lens {
+		lens[i] = int32(l)
+	}
+	lensPtr, err := upload(cuda.Bytes(lens))
+	if err != nil {
+		return nil, err
+	}
+	qh := make([]uint16, nq)
+	qf := syntheticQ(r, [][]float32{k}, attn.Shape{Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D})
+	for i := range qh {
+		qh[i] = half.FromFloat32(qf[i%len(qf)])
+	}
+	qPtr, err := upload(cuda.Bytes(qh))
+	if err != nil {
+		return nil, err
+	}
+	outPtr, err := alloc(nq * 2)
+	if err != nil {
+		return nil, err
+	}
+	kern := PlanesKernel(cfg.Kernel)
+	plan, err := kernels.PlanPlanes(dev, kern, lay, kernels.PlanesShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: nBlocks, MaxL: l})
+	if err != nil {
+		return nil, err
+	}
+	defer plan.Close()
+	bufs := func(s int) kernels.PlanesBuffers {
+		return kernels.PlanesBuffers{Pool: pool, BlockTable: tables[s], Lens: lensPtr, Index: indexes[s], Counts: countsPtr, Q: qPtr, Out: outPtr}
+	}
+	var us float64
+	err = dev.Do(func(c *cuda.Ctx) (err error) {
+		us, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
+			return plan.Launch(c, dev.Stream(), bufs(i%sets), 0)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, splits := plan.SplitLen()
+	all := float64(l) * float64(pt.B*sh.Hkv)
+	row := &GPURow{Kernel: kern.String(), AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
+		TimeUS: us, BytesRead: readBytes, GBps: float64(readBytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
+		Splits: splits, Paged: cfg.Paged, KernelErr: -1,
+		Planes: &PlanesRow{PlaneBytes: planeBytes, IndexBytes: indexBytes, ReadBitsPerElem: float64(planeBytes) * 8 / (all * float64(2*sh.D)),
+			ReadVsFP16: float64(planeBytes) / (all * float64(pl.TierBytes(kv.High)))}}
+	for t := range counts {
+		row.Planes.Tokens[t] = float64(counts[t]) / all
+	}
+
+	// Check the last run's output for sequence 0 against the float64
+	// reference on the same stored values and tiers.
+	if l <= gpuErrCheckTokens {
+		s := (gpuWarmups + gpuRuns - 1) % sets
+		got := make([]uint16, nq)
+		if err := dev.DtoH(cuda.Bytes(got), outPtr); err != nil {
+			return nil, err
+		}
+		tbl := make([]int32, len(table))
+		if err := dev.DtoH(cuda.Bytes(tbl), tables[s]); err != nil {
+			return nil, err
+		}
+		seq := &attn.PlaneSeq{Len: l, Tiers: maps[:sh.Hkv]}
+		for i := 0; i < nBlocks; i++ {
+			seq.Blocks = append(seq.Blocks, cache.Blocks[int(tbl[i])%gpuPrototypes]) // pool block j holds prototype j mod P
+		}
+		q0 := make([]float32, sh.Hq*sh.D)
+		for i := range q0 {
+			q0[i] = half.ToFloat32(qh[i])
+		}
+		want := make([]float32, len(q0))
+		if _, err := attn.ReferencePlanes(want, q0, []*attn.PlaneSeq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1}); err != nil {
+			return nil, err
+		}
+		var m float64
+		for i := range want {
+			d := math.Abs(float64(half.ToFloat32(got[i])) - float64(want[i]))
+			if d != d {
+				d = math.Inf(1)
+			}
+			m = max(m, d)
+		}
+		row.KernelErr = m
+	}
+	return row, nil
+}
+
+// PlanesRow is what a bit-plane (bw) row adds to a GPU row.
+type PlanesRow struct {
+	// Tokens is the share of cached tokens in each tier (HIGH, MEDIUM, LOW,
+	// EVICTED), over every sequence and KV head.
+	Tokens [kv.NumTiers]float64 `json:"tier_share"`
+	// PlaneBytes and IndexBytes are the plane and tier-index bytes the step
+	// reads (kv.PlaneLayout.PlaneReadBytes); BytesRead adds Q, O and the
+	// tier counts.
+	PlaneBytes int64 `json:"plane_bytes"`
+	IndexBytes int64 `json:"index_bytes"`
+	// ReadBitsPerElem is the plane bits read per cached K/V element.
+	ReadBitsPerElem float64 `json:"read_bits_per_element"`
+	// ReadVsFP16 is PlaneBytes over an fp16 cache's bytes for the same tokens.
+	ReadVsFP16 float64 `json:"read_vs_fp16"`
+}
+
+// fp16Times fills every bw row's fp16 time and speedup from fp16, the
+// fp16 kernel's time at each point, measuring the points it lacks.
+func fp16Times(dev *cuda.Device, cfg GPUConfig, rep *GPUReport, fp16 map[Point]float64, progress func(string, ...any)) error {
+	for i := range rep.Rows {
+		row := &rep.Rows[i]
+		if row.Planes == nil {
+			continue
+		}
+		pt := Point{row.B, row.L}
+		if _, ok := fp16[pt]; !ok {
+			f := kv.MustResolve("fp16", cfg.Shape.D).WithOrder(cfg.Kernel.Order())
+			c := cfg
+			c.ResidualFull = false
+			fr, err := runGPUPoint(dev, f, c, pt)
+			if err != nil {
+				return fmt.Errorf("fp16 B=%d L=%d: %w", pt.B, pt.L, err)
+			}
+			fp16[pt] = fr.TimeUS
+			progress("  %-24s B=%-3d L=%-6d %9.1f us (the fp16 kernel, for the bw rows)\n", "fp16", pt.B, pt.L, fr.TimeUS)
+		}
+		row.FP16US = fp16[pt]
+		row.SpeedupFP16 = row.FP16US / row.TimeUS
+	}
+	return nil
+}
+
+// isFP16 reports whether f is plain fp16 K and V (the bw rows' reference).
+func isFP16(f kv.Format) bool {
+	return !f.Planes.On && f.K.Elem == kv.FP16 && f.V.Elem == kv.FP16 && !f.Rotate
+}
