@@ -30,9 +30,9 @@ const (
 )
 
 // decDefaultBlocks is n_tb for a DEC weight that names none (wq.DEC.Blocks
-// 0), clamped to what the shape allows. TODO(H100): set from
-// 'bitdecode bench dec'.
-const decDefaultBlocks = 32
+// 0), clamped to what the shape allows: the best or within 10% of it for
+// every Llama-3.1-8B shape at k_chunk 8-32 on the H100 (docs/weights.md).
+const decDefaultBlocks = 8
 
 // decPrefillScratch bounds the selection scratch of one prefill DEC launch;
 // longer batches are compensated in groups of tokens.
