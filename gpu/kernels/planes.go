@@ -21,6 +21,15 @@ var planesSource string
 // tuning runs.
 const EnvPlanesMT = "BITDECODE_PLANES_MT"
 
+// EnvPlanesPrefetch, set to 0, turns off split_mma's register double
+// buffering of HIGH tiles (the next tile's planes loaded before the current
+// one is computed), for tuning runs.
+const EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
+
+// EnvPlanesMinSplit overrides the fewest tokens a split of split_mma gets
+// (default mmaMinSplitTokens, 512), for tuning runs.
+const EnvPlanesMinSplit = "BITDECODE_PLANES_MIN_SPLIT"
+
 // PlanesKernel selects a bit-plane decode implementation (planes.cu): both
 // compute the same function within the format's bound.
 type PlanesKernel int
@@ -242,7 +251,11 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 	items := s.B * s.Hkv * p.rowChunks
 	splits := min(max(1, (decodeTargetCTAs+items-1)/items), (maxPos+planesTile-1)/planesTile, planesMaxSplits)
 	if k == PlanesMMA {
-		splits = min(splits, max(1, s.MaxL/mmaMinSplitTokens))
+		minSplit := mmaMinSplitTokens
+		if v, err := strconv.Atoi(os.Getenv(EnvPlanesMinSplit)); err == nil && v >= planesTile {
+			minSplit = v
+		}
+		splits = min(splits, max(1, s.MaxL/minSplit))
 	}
 	p.splitLen = ((maxPos+splits-1)/splits + planesTile - 1) / planesTile * planesTile
 	if s.SplitLen != 0 {
@@ -262,7 +275,8 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 			return nil, err
 		}
 		p.mt = mt
-		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2])
+		prefetch := os.Getenv(EnvPlanesPrefetch) != "0"
+		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch)
 	} else {
 		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, p.rmax)
 	}
