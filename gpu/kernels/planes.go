@@ -23,7 +23,7 @@ const EnvPlanesMT = "BITDECODE_PLANES_MT"
 
 // EnvPlanesPrefetch, set to 0, turns off split_mma's register double
 // buffering of HIGH tiles (the next tile's planes loaded before the current
-// one is computed), for tuning runs.
+// one is computed; D <= 128 only), for tuning runs.
 const EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
 
 // EnvPlanesMinSplit overrides the fewest tokens a split of split_mma gets
@@ -275,7 +275,9 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 			return nil, err
 		}
 		p.mt = mt
-		prefetch := os.Getenv(EnvPlanesPrefetch) != "0"
+		// Double-buffered HIGH tiles hold two tiles of planes in registers
+		// (128 at D = 128); at D = 256 that alone is the whole register file.
+		prefetch := l.D <= 128 && os.Getenv(EnvPlanesPrefetch) != "0"
 		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch)
 	} else {
 		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, p.rmax)
