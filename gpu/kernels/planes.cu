@@ -136,6 +136,11 @@ BD_DEVICE u16 f2h(float f) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
+BD_DEVICE u16 f2bf(float f) {
+  u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
 // pack2 packs (lo, hi) as fp16x2 (BF: bf16x2), round to nearest even.
 template <bool BF>
 BD_DEVICE u32 pack2(float lo, float hi) {
@@ -1116,6 +1121,36 @@ __global__ void __launch_bounds__(kThreads) mass(
     if (l > 0.f && s != kNegInf) sum += exp2f(s - m) / l;
   }
   massOut[size_t(bh) * massStride + index[size_t(bh) * idxStride + e]] += sum;
+}
+
+// write splits new tokens into their blocks' planes (the engine's append):
+// token t's K and V rows, float32 rounded to fp16 (bf16 when bf16 != 0),
+// go to slot within[t] of pool block block[t] (skipped when block[t] < 0),
+// kv.PlaneLayout.Split's bytes. One thread per (token, KV head, channel
+// pair): it writes one byte of planes 0 and 1 and two of plane 2, in K and V.
+//   k, v  [T][Hkv*D] float32;  block, within [T] int32
+__global__ void __launch_bounds__(kThreads) write(
+    const float* __restrict__ k, const float* __restrict__ v, const int* __restrict__ block, const int* __restrict__ within,
+    u8* __restrict__ pool, int T, int Hkv, int D, int Nr, int bf16) {
+  const long i = long(blockIdx.x) * kThreads + threadIdx.x;
+  const int pairs = D / 2;
+  if (i >= long(T) * Hkv * pairs) return;
+  const int t = int(i / (long(Hkv) * pairs)), hp = int(i % (long(Hkv) * pairs));
+  const int h = hp / pairs, c = 2 * (hp % pairs);
+  const int blk = block[t];
+  if (blk < 0) return;
+  const int w = within[t];
+  u8* base = pool + (size_t(blk) * Hkv + h) * (size_t(4) * Nr * D);
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const float* src = (half == 0 ? k : v) + (size_t(t) * Hkv + h) * D + c;
+    const u32 h0 = bf16 ? f2bf(src[0]) : f2h(src[0]);
+    const u32 h1 = bf16 ? f2bf(src[1]) : f2h(src[1]);
+    u8* hb = base + size_t(half) * 2 * Nr * D;
+    hb[w * (D / 2) + c / 2] = u8((h0 >> 12) | ((h1 >> 12) << 4));
+    hb[Nr * D / 2 + w * (D / 2) + c / 2] = u8(((h0 >> 8) & 0xF) | (((h1 >> 8) & 0xF) << 4));
+    *reinterpret_cast<u16*>(hb + Nr * D + w * D + c) = u16((h0 & 0xFF) | ((h1 & 0xFF) << 8));
+  }
 }
 
 }  // namespace planes

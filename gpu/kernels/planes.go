@@ -471,3 +471,41 @@ func (x *TierIndex) TierCounts(b, h int) [kv.NumTiers]int {
 	}
 	return n
 }
+
+// PlanesWriter is planes.cu's write kernel: new tokens' K and V split into
+// their blocks' planes on the GPU (the bit-plane cache's append).
+type PlanesWriter struct {
+	fn cuda.Function
+}
+
+// LoadPlanesWriter compiles the write kernel (once per device; then from
+// the kernel cache).
+func LoadPlanesWriter(dev *cuda.Device) (*PlanesWriter, error) {
+	const expr = "planes::write"
+	mod, err := dev.Compile(cuda.Program{Name: "planes.cu", Source: planesSource, Exprs: []string{expr}})
+	if err != nil {
+		return nil, err
+	}
+	fn, err := mod.Function(expr)
+	if err != nil {
+		return nil, err
+	}
+	return &PlanesWriter{fn: fn}, nil
+}
+
+// Launch queues the split of T tokens: k and v are [T][Hkv·D] float32,
+// rounded to fp16 (bf16 when bf16); token t goes to slot within[t] of pool
+// block block[t] (int32 arrays of T; a negative block skips the token), in
+// a pool of [blocks][Hkv][4·Nr·D] bytes (kv.PlaneLayout per KV head).
+func (w *PlanesWriter) Launch(c *cuda.Ctx, st cuda.Stream, k, v, block, within, pool cuda.DevicePtr, T, hkv, d, nr int, bf16 bool) error {
+	if T == 0 {
+		return nil
+	}
+	n := T * hkv * d / 2
+	b := int32(0)
+	if bf16 {
+		b = 1
+	}
+	return c.Launch(w.fn, cuda.Dim3{X: (n + planesThreads - 1) / planesThreads}, cuda.Dim3{X: planesThreads}, 0, st,
+		k, v, block, within, pool, int32(T), int32(hkv), int32(d), int32(nr), b)
+}
