@@ -62,6 +62,13 @@
 //              channels [g·D/8, (g+1)·D/8) of tokens 2q, 2q+1, 2q+8, 2q+9 (8-byte
 //              loads of planes 0/1 at D = 128) and its output channels are
 //              permuted back when the warps are merged (kChanV).
+//              Latency: each tile's index entries are fetched one tile ahead
+//              (Ahead), so a tile waits for its block-table lookup (L2) and
+//              its planes, not for the index; with PF, runs of HIGH tiles are
+//              double-buffered in registers (the next tile's planes load while
+//              the current one computes), as decode_mma.cu does for fp16.
+//              Tiles are MTH/MTM/MTL groups by tier (planes.go: a 256-byte
+//              lane budget, at D = 128 HIGH 1, MEDIUM 2, LOW 4).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -127,6 +134,11 @@ BD_DEVICE float h2f(u16 h) {
 BD_DEVICE u16 f2h(float f) {
   u16 h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+BD_DEVICE u16 f2bf(float f) {
+  u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
 // pack2 packs (lo, hi) as fp16x2 (BF: bf16x2), round to nearest even.
@@ -482,36 +494,69 @@ struct Ctx {
   int limit[2];      // last visible token of rows 2q, 2q+1
 };
 
-// tileMMA processes n (<= MT) groups of tier T starting at group gi.
-template <int D, bool BF, bool FAST, int T, int MT>
-BD_DEVICE void tileMMA(WarpState<D>& st, const Ctx& cx, const Runs& runs, const Recon& rc, int gi, int n,
-                       const u32 bq[D / 16][2], int lane) {
-  using G = Geo<D>;
-  const int g = lane / 4, q = lane % 4;
+// Ahead is a tile's index entries, fetched one tile before the tile is
+// processed, so that the index load (DRAM) is off the tile's critical path:
+// the tile's tier, its groups, and this lane's entry (lane % 16) of each.
+template <int MTX>
+struct Ahead {
+  int tier, n;
+  int e0[MTX];   // first entry of each group
+  int cnt[MTX];  // entries of each group (<= 16)
+  int tok[MTX];  // this lane's entry: a token position, or -1
+};
+
+// fetchAhead describes the tile that starts at group gi (< wEnd): up to MT
+// groups of its tier (MTH, MTM or MTL), within the tier run and the warp's
+// range, and loads this lane's index entries.
+template <int MTH, int MTM, int MTL, int MTX>
+BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Ctx& cx, int gi, int wEnd, int lane) {
+  a.tier = runs.tier(gi);
+  const int mt = a.tier == kHigh ? MTH : a.tier == kMedium ? MTM : MTL;
+  a.n = min(mt, min(runs.groupEnd(a.tier), wEnd) - gi);
+#pragma unroll
+  for (int i = 0; i < MTX; i++) {
+    a.tok[i] = -1;
+    a.e0[i] = a.cnt[i] = 0;
+    if (i < a.n) {
+      runs.entries(gi + i, a.e0[i], a.cnt[i]);
+      if (lane % kGroup < a.cnt[i]) a.tok[i] = cx.index[a.e0[i] + lane % kGroup];
+    }
+  }
+}
+
+// Tile is one warp tile of n (<= MT) groups of tier T: the lane's plane
+// words and the token positions of its K rows g, g+8 (-1: none).
+template <int D, int T, int MT>
+struct Tile {
   GroupRaw<D, T> raw[MT];
-  int kTokId[MT][2];  // token positions of K rows g, g+8 (-1: none)
-  int e0s[MT];
-  // Index entries, blocks, and loads of every group first (bytes in flight).
+  int kTok[MT][2];
+  int e0[MT];
+  int n;
+};
+
+// issueTile finds the blocks of a's entries (block table), gives every
+// lane the slots of its K and V tokens (shuffles) and issues the tile's
+// plane loads. a may be overwritten afterwards.
+template <int D, int T, int MT, int MTX>
+BD_DEVICE void issueTile(Tile<D, T, MT>& t, const Ahead<MTX>& a, const Ctx& cx, int lane) {
+  const int g = lane / 4, q = lane % 4;
+  t.n = a.n;
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
-    if (mt >= n) break;  // a partial tile (end of a run or of the warp's range)
-    Tok kTok[2], vTok[4];
-    int e0, cnt;
-    runs.entries(gi + mt, e0, cnt);
-    e0s[mt] = e0;
-    // Lane l (and l+16) looks up entry l%16 of the group.
-    const int me = lane % kGroup;
-    int tok = -1, slot = -1, within = 0;
-    if (me < cnt) {
-      tok = cx.index[e0 + me];
+    if (mt >= a.n) break;  // a partial tile (end of a run or of the warp's range)
+    t.e0[mt] = a.e0[mt];
+    const int tok = a.tok[mt];
+    int slot = -1, within = 0;
+    if (tok >= 0) {
       const int blk = tok / cx.Nr;
       within = tok - blk * cx.Nr;
       slot = cx.table[blk] * cx.Hkv + cx.h;
     }
+    Tok kTok[2], vTok[4];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
       const int src = g + 8 * i;
-      kTokId[mt][i] = __shfl_sync(0xffffffffu, tok, src);
+      t.kTok[mt][i] = __shfl_sync(0xffffffffu, tok, src);
       kTok[i].slot = __shfl_sync(0xffffffffu, slot, src);
       kTok[i].within = __shfl_sync(0xffffffffu, within, src);
     }
@@ -521,8 +566,18 @@ BD_DEVICE void tileMMA(WarpState<D>& st, const Ctx& cx, const Runs& runs, const 
       vTok[i].slot = __shfl_sync(0xffffffffu, slot, src);
       vTok[i].within = __shfl_sync(0xffffffffu, within, src);
     }
-    loadGroup<D, T>(raw[mt], cx.pool, cx.Nr, kTok, vTok, g, q);
+    loadGroup<D, T>(t.raw[mt], cx.pool, cx.Nr, kTok, vTok, g, q);
   }
+}
+
+// computeTile runs a loaded tile through the scores, the online softmax
+// and the values.
+template <int D, bool BF, bool FAST, int T, int MT>
+BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx& cx, const Recon& rc,
+                           const u32 bq[D / 16][2], int lane) {
+  using G = Geo<D>;
+  const int g = lane / 4, q = lane % 4;
+  const int n = t.n;
   // Scores.
   float s[MT][4];
 #pragma unroll
@@ -532,8 +587,8 @@ BD_DEVICE void tileMMA(WarpState<D>& st, const Ctx& cx, const Runs& runs, const 
       continue;
     }
     u32 h0[G::kRegs], h1[G::kRegs];
-    rebuildK<D, BF, FAST, T>(raw[mt], 0, rc, h0);
-    rebuildK<D, BF, FAST, T>(raw[mt], 1, rc, h1);
+    rebuildK<D, BF, FAST, T>(t.raw[mt], 0, rc, h0);
+    rebuildK<D, BF, FAST, T>(t.raw[mt], 1, rc, h1);
     float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int kb = 0; kb < G::kKB; kb++) {
@@ -543,14 +598,14 @@ BD_DEVICE void tileMMA(WarpState<D>& st, const Ctx& cx, const Runs& runs, const 
     const float sc = (FAST && T == kLow) ? rc.lowScale : 1.f;
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      const int tok = kTokId[mt][e >> 1];
+      const int tok = t.kTok[mt][e >> 1];
       s[mt][e] = (tok < 0 || tok > cx.limit[e & 1]) ? kNegInf : c[e] * sc;
     }
     if (cx.scores != nullptr) {
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int r = 2 * q + (e & 1), m = g + 8 * (e >> 1);
-        if (r < cx.nrows && kTokId[mt][e >> 1] >= 0) cx.scores[size_t(r) * cx.idxStride + e0s[mt] + m] = s[mt][e];
+        if (r < cx.nrows && t.kTok[mt][e >> 1] >= 0) cx.scores[size_t(r) * cx.idxStride + t.e0[mt] + m] = s[mt][e];
       }
     }
   }
@@ -594,8 +649,8 @@ BD_DEVICE void tileMMA(WarpState<D>& st, const Ctx& cx, const Runs& runs, const 
   for (int mt = 0; mt < MT; mt++) {
     if (mt >= n) break;
     u32 pa[G::kRegs], pb[G::kRegs];
-    rebuildV<D, BF, FAST, T>(raw[mt], 0, 1, rc, pa);  // tokens 2q, 2q+1
-    rebuildV<D, BF, FAST, T>(raw[mt], 2, 3, rc, pb);  // tokens 2q+8, 2q+9
+    rebuildV<D, BF, FAST, T>(t.raw[mt], 0, 1, rc, pa);  // tokens 2q, 2q+1
+    rebuildV<D, BF, FAST, T>(t.raw[mt], 2, 3, rc, pb);  // tokens 2q+8, 2q+9
     const float sc = (FAST && T == kLow) ? rc.lowScale : 1.f;
     // (token g | g+8, rows 2q, 2q+1) -> B: (tokens 2q.. | 2q+8.., row g)
     const u32 b0 = trans8x8(pack2<BF>(s[mt][0] * sc, s[mt][1] * sc));
@@ -608,7 +663,54 @@ BD_DEVICE void tileMMA(WarpState<D>& st, const Ctx& cx, const Runs& runs, const 
   }
 }
 
-template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL>
+// oneTile processes the tile cur describes (tier T, starting at group gi)
+// and fetches the next one's entries into cur while the loads are in
+// flight; it returns the next tile's first group.
+template <int D, bool BF, bool FAST, int T, int MT, int MTH, int MTM, int MTL, int MTX>
+BD_DEVICE int oneTile(WarpState<D>& st, Ahead<MTX>& cur, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
+                      int wEnd, const u32 bq[D / 16][2], int lane) {
+  Tile<D, T, MT> t;
+  issueTile<D, T, MT, MTX>(t, cur, cx, lane);
+  gi += cur.n;
+  if (gi < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, gi, wEnd, lane);
+  computeTile<D, BF, FAST, T, MT>(st, t, cx, rc, bq, lane);
+  return gi;
+}
+
+// highRun processes consecutive HIGH tiles from group gi (which cur
+// describes) with register double buffering: the next tile's planes are
+// loaded before the current one is computed (decode_mma.cu's kPrefetch for
+// fp16). It returns the first group after the run, with cur describing it.
+template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, int MTX>
+BD_DEVICE int highRun(WarpState<D>& st, Ahead<MTX>& cur, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
+                      int wEnd, const u32 bq[D / 16][2], int lane) {
+  Tile<D, kHigh, MTH> ta, tb;
+  issueTile<D, kHigh, MTH, MTX>(ta, cur, cx, lane);
+  gi += cur.n;
+  if (gi < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, gi, wEnd, lane);
+  for (;;) {
+    bool more = gi < wEnd && cur.tier == kHigh;
+    if (more) {
+      issueTile<D, kHigh, MTH, MTX>(tb, cur, cx, lane);
+      gi += cur.n;
+      if (gi < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, gi, wEnd, lane);
+    }
+    computeTile<D, BF, FAST, kHigh, MTH>(st, ta, cx, rc, bq, lane);
+    if (!more) return gi;
+    more = gi < wEnd && cur.tier == kHigh;
+    if (more) {
+      issueTile<D, kHigh, MTH, MTX>(ta, cur, cx, lane);
+      gi += cur.n;
+      if (gi < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, gi, wEnd, lane);
+    }
+    computeTile<D, BF, FAST, kHigh, MTH>(st, tb, cx, rc, bq, lane);
+    if (!more) return gi;
+  }
+}
+
+BD_DEVICE constexpr int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, bool PF>
 __global__ void __launch_bounds__(kThreads) split_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts, int idxStride,
@@ -687,24 +789,23 @@ __global__ void __launch_bounds__(kThreads) split_mma(
   for (int mb = 0; mb < D / 16; mb++) st.acc[mb][0] = st.acc[mb][1] = st.acc[mb][2] = st.acc[mb][3] = 0.f;
 
   // Each warp takes a contiguous run of the split's groups and walks it in
-  // tiles of one tier.
+  // tiles of one tier; cur describes the tile at gi, fetched a tile ahead.
+  constexpr int MTX = max3(MTH, MTM, MTL);
   const int perWarp = (g1 - g0 + kWarps - 1) / kWarps;
   const int wBegin = g0 + warp * perWarp, wEnd = min(g1, wBegin + perWarp);
+  Ahead<MTX> cur;
+  if (wBegin < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, wBegin, wEnd, lane);
   for (int gi = wBegin; gi < wEnd;) {
-    const int tier = runs.tier(gi);
-    const int lim = min(runs.groupEnd(tier), wEnd) - gi;
-    if (tier == kHigh) {
-      const int n = min(MTH, lim);
-      tileMMA<D, BF, FAST, kHigh, MTH>(st, cx, runs, rcn, gi, n, bq, lane);
-      gi += n;
-    } else if (tier == kMedium) {
-      const int n = min(MTM, lim);
-      tileMMA<D, BF, FAST, kMedium, MTM>(st, cx, runs, rcn, gi, n, bq, lane);
-      gi += n;
+    if (cur.tier == kHigh) {
+      if (PF) {
+        gi = highRun<D, BF, FAST, MTH, MTM, MTL, MTX>(st, cur, runs, cx, rcn, gi, wEnd, bq, lane);
+      } else {
+        gi = oneTile<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, cur, runs, cx, rcn, gi, wEnd, bq, lane);
+      }
+    } else if (cur.tier == kMedium) {
+      gi = oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, cur, runs, cx, rcn, gi, wEnd, bq, lane);
     } else {
-      const int n = min(MTL, lim);
-      tileMMA<D, BF, FAST, kLow, MTL>(st, cx, runs, rcn, gi, n, bq, lane);
-      gi += n;
+      gi = oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, cur, runs, cx, rcn, gi, wEnd, bq, lane);
     }
   }
 
@@ -1020,6 +1121,36 @@ __global__ void __launch_bounds__(kThreads) mass(
     if (l > 0.f && s != kNegInf) sum += exp2f(s - m) / l;
   }
   massOut[size_t(bh) * massStride + index[size_t(bh) * idxStride + e]] += sum;
+}
+
+// write splits new tokens into their blocks' planes (the engine's append):
+// token t's K and V rows, float32 rounded to fp16 (bf16 when bf16 != 0),
+// go to slot within[t] of pool block block[t] (skipped when block[t] < 0),
+// kv.PlaneLayout.Split's bytes. One thread per (token, KV head, channel
+// pair): it writes one byte of planes 0 and 1 and two of plane 2, in K and V.
+//   k, v  [T][Hkv*D] float32;  block, within [T] int32
+__global__ void __launch_bounds__(kThreads) write(
+    const float* __restrict__ k, const float* __restrict__ v, const int* __restrict__ block, const int* __restrict__ within,
+    u8* __restrict__ pool, int T, int Hkv, int D, int Nr, int bf16) {
+  const long i = long(blockIdx.x) * kThreads + threadIdx.x;
+  const int pairs = D / 2;
+  if (i >= long(T) * Hkv * pairs) return;
+  const int t = int(i / (long(Hkv) * pairs)), hp = int(i % (long(Hkv) * pairs));
+  const int h = hp / pairs, c = 2 * (hp % pairs);
+  const int blk = block[t];
+  if (blk < 0) return;
+  const int w = within[t];
+  u8* base = pool + (size_t(blk) * Hkv + h) * (size_t(4) * Nr * D);
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const float* src = (half == 0 ? k : v) + (size_t(t) * Hkv + h) * D + c;
+    const u32 h0 = bf16 ? f2bf(src[0]) : f2h(src[0]);
+    const u32 h1 = bf16 ? f2bf(src[1]) : f2h(src[1]);
+    u8* hb = base + size_t(half) * 2 * Nr * D;
+    hb[w * (D / 2) + c / 2] = u8((h0 >> 12) | ((h1 >> 12) << 4));
+    hb[Nr * D / 2 + w * (D / 2) + c / 2] = u8(((h0 >> 8) & 0xF) | (((h1 >> 8) & 0xF) << 4));
+    *reinterpret_cast<u16*>(hb + Nr * D + w * D + c) = u16((h0 & 0xFF) | ((h1 & 0xFF) << 8));
+  }
 }
 
 }  // namespace planes

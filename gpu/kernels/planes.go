@@ -21,6 +21,15 @@ var planesSource string
 // tuning runs.
 const EnvPlanesMT = "BITDECODE_PLANES_MT"
 
+// EnvPlanesPrefetch, set to 0, turns off split_mma's register double
+// buffering of HIGH tiles (the next tile's planes loaded before the current
+// one is computed; D <= 128 only), for tuning runs.
+const EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
+
+// EnvPlanesMinSplit overrides the fewest tokens a split of split_mma gets
+// (default mmaMinSplitTokens, 512), for tuning runs.
+const EnvPlanesMinSplit = "BITDECODE_PLANES_MIN_SPLIT"
+
 // PlanesKernel selects a bit-plane decode implementation (planes.cu): both
 // compute the same function within the format's bound.
 type PlanesKernel int
@@ -242,7 +251,11 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 	items := s.B * s.Hkv * p.rowChunks
 	splits := min(max(1, (decodeTargetCTAs+items-1)/items), (maxPos+planesTile-1)/planesTile, planesMaxSplits)
 	if k == PlanesMMA {
-		splits = min(splits, max(1, s.MaxL/mmaMinSplitTokens))
+		minSplit := mmaMinSplitTokens
+		if v, err := strconv.Atoi(os.Getenv(EnvPlanesMinSplit)); err == nil && v >= planesTile {
+			minSplit = v
+		}
+		splits = min(splits, max(1, s.MaxL/minSplit))
 	}
 	p.splitLen = ((maxPos+splits-1)/splits + planesTile - 1) / planesTile * planesTile
 	if s.SplitLen != 0 {
@@ -262,7 +275,10 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 			return nil, err
 		}
 		p.mt = mt
-		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2])
+		// Double-buffered HIGH tiles hold two tiles of planes in registers
+		// (128 at D = 128); at D = 256 that alone is the whole register file.
+		prefetch := l.D <= 128 && os.Getenv(EnvPlanesPrefetch) != "0"
+		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch)
 	} else {
 		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, p.rmax)
 	}
@@ -454,4 +470,42 @@ func (x *TierIndex) TierCounts(b, h int) [kv.NumTiers]int {
 		n[t] = int(x.Counts[(b*x.Hkv+h)*int(kv.NumTiers)+t])
 	}
 	return n
+}
+
+// PlanesWriter is planes.cu's write kernel: new tokens' K and V split into
+// their blocks' planes on the GPU (the bit-plane cache's append).
+type PlanesWriter struct {
+	fn cuda.Function
+}
+
+// LoadPlanesWriter compiles the write kernel (once per device; then from
+// the kernel cache).
+func LoadPlanesWriter(dev *cuda.Device) (*PlanesWriter, error) {
+	const expr = "planes::write"
+	mod, err := dev.Compile(cuda.Program{Name: "planes.cu", Source: planesSource, Exprs: []string{expr}})
+	if err != nil {
+		return nil, err
+	}
+	fn, err := mod.Function(expr)
+	if err != nil {
+		return nil, err
+	}
+	return &PlanesWriter{fn: fn}, nil
+}
+
+// Launch queues the split of T tokens: k and v are [T][Hkv·D] float32,
+// rounded to fp16 (bf16 when bf16); token t goes to slot within[t] of pool
+// block block[t] (int32 arrays of T; a negative block skips the token), in
+// a pool of [blocks][Hkv][4·Nr·D] bytes (kv.PlaneLayout per KV head).
+func (w *PlanesWriter) Launch(c *cuda.Ctx, st cuda.Stream, k, v, block, within, pool cuda.DevicePtr, T, hkv, d, nr int, bf16 bool) error {
+	if T == 0 {
+		return nil
+	}
+	n := T * hkv * d / 2
+	b := int32(0)
+	if bf16 {
+		b = 1
+	}
+	return c.Launch(w.fn, cuda.Dim3{X: (n + planesThreads - 1) / planesThreads}, cuda.Dim3{X: planesThreads}, 0, st,
+		k, v, block, within, pool, int32(T), int32(hkv), int32(d), int32(nr), b)
 }

@@ -616,3 +616,83 @@ func TestPlanesPositions(t *testing.T) {
 		}
 	}
 }
+
+// writeCase draws T tokens of K/V, their destinations (some skipped) and
+// the pool the Go split gives, for the GPU write kernel's test.
+func writeCase(r *rand.Rand, lay kv.PlaneLayout, hkv, blocks, T int, bf16 bool) (k, v []float32, block, within []int32, want []byte) {
+	k, v = kvtest.KeysValues(r, T, hkv, lay.D)
+	block, within = make([]int32, T), make([]int32, T)
+	want = make([]byte, blocks*hkv*lay.BlockBytes)
+	for i := range want {
+		want[i] = byte(i * 7) // garbage the kernel must leave alone
+	}
+	row := make([]uint16, lay.D)
+	used := map[[2]int32]bool{}
+	for t := range block {
+		block[t] = int32(r.IntN(blocks))
+		within[t] = int32(r.IntN(lay.Tokens))
+		if used[[2]int32{block[t], within[t]}] || r.IntN(8) == 0 {
+			block[t] = -1 // skipped (and no two tokens share a slot)
+			continue
+		}
+		used[[2]int32{block[t], within[t]}] = true
+		for h := 0; h < hkv; h++ {
+			base := want[(int(block[t])*hkv+h)*lay.BlockBytes : (int(block[t])*hkv+h+1)*lay.BlockBytes]
+			for kvHalf, src := range [][]float32{k, v} {
+				for c := range row {
+					x := src[(t*hkv+h)*lay.D+c]
+					if bf16 {
+						row[c] = half.BF16FromFloat32(x)
+					} else {
+						row[c] = half.FromFloat32(x)
+					}
+				}
+				lay.Split(base, kvHalf, int(within[t]), row)
+			}
+		}
+	}
+	return
+}
+
+// TestGPUPlanesWrite checks the write kernel against kv.PlaneLayout.Split.
+func TestGPUPlanesWrite(t *testing.T) {
+	d := device(t)
+	w, err := kernels.LoadPlanesWriter(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, tc := range []struct{ d, nr, hkv, T int }{{128, 64, 8, 300}, {64, 32, 2, 100}, {256, 128, 4, 50}} {
+		for _, bf16 := range []bool{false, true} {
+			lay := kv.NewPlaneLayout(tc.d, tc.nr)
+			blocks := 5
+			k, v, block, within, want := writeCase(r, lay, tc.hkv, blocks, tc.T, bf16)
+			g := &gpuBufs{t: t, d: d}
+			init := make([]byte, len(want))
+			for i := range init {
+				init[i] = byte(i * 7)
+			}
+			pool := g.up(init)
+			kp, vp, bp, wp := g.up(cuda.Bytes(k)), g.up(cuda.Bytes(v)), g.up(cuda.Bytes(block)), g.up(cuda.Bytes(within))
+			err := d.Do(func(c *cuda.Ctx) error {
+				if err := w.Launch(c, d.Stream(), kp, vp, bp, wp, pool, tc.T, tc.hkv, tc.d, tc.nr, bf16); err != nil {
+					return err
+				}
+				return c.SyncStream(d.Stream())
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, len(want))
+			if err := d.DtoH(got, pool); err != nil {
+				t.Fatal(err)
+			}
+			g.free()
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("D=%d Nr=%d Hkv=%d bf16=%v: pool byte %d: %#02x, want %#02x", tc.d, tc.nr, tc.hkv, bf16, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
