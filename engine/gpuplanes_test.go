@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/attn"
@@ -11,8 +15,10 @@ import (
 	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
+	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
 )
 
 // TestGPUPlaneCacheMatchesReference drives a GPUPlaneCache through
@@ -142,5 +148,82 @@ func runGPUPlaneScenario(t *testing.T, be *bcuda.Backend, spec string, sh attn.S
 	}
 	if len(gc.freeBlocks) != gc.opts.Blocks || len(gc.freeSlots) != 4 {
 		t.Fatalf("after removing every sequence: %d blocks and %d slots free, want %d and 4", len(gc.freeBlocks), len(gc.freeSlots), gc.opts.Blocks)
+	}
+}
+
+// TestGPUPlaneCacheGolden generates golden.json's greedy tokens with an
+// all-HIGH bit-plane cache on the GPU (it reads the same fp16 values as the
+// fp16 cache: every greedy token must follow), and scores the reference
+// checkpoint with bw caches on the GPU: all-HIGH PPL equals the fp16 GPU
+// cache's within the kernels' rounding, uniform 8-bit reads read half the
+// bytes for a small KLD, and an H/M/L mix re-tiers (traffic below fp16's).
+func TestGPUPlaneCacheGolden(t *testing.T) {
+	dir := testmodel.Dir(t)
+	be := gpuBackend(t)
+	data, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Prompts []struct {
+			IDs    []int `json:"ids"`
+			Greedy []int `json:"greedy_ids"`
+		} `json:"prompts"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(dir, be, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pi, p := range g.Prompts {
+		c, err := NewGPUPlaneCache(be, m.Config(), kv.MustParseSpec("bw"), GPUCacheOptions{MaxSeqs: 1, MaxLen: len(p.IDs) + len(p.Greedy) + 1, MaxChunk: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := Generate(context.Background(), m, tok, c, 0, p.IDs, GenerateOptions{MaxTokens: len(p.Greedy), StopIDs: []int{}, ChunkTokens: 64}, func(string) {})
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for n < len(p.Greedy) && n < len(st.Tokens) && st.Tokens[n] == p.Greedy[n] {
+			n++
+		}
+		if n != len(p.Greedy) {
+			t.Errorf("all-HIGH bw GPU cache, prompt %d: greedy tokens follow golden.json for %d of %d", pi, n, len(p.Greedy))
+		}
+	}
+	text, err := os.ReadFile(filepath.Join(dir, "heldout.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tok.Encode(string(text[:20000]), false)
+	specs := []kv.Spec{kv.MustParseSpec("fp16"), kv.MustParseSpec("bw:r16"), kv.MustParseSpec("bw:m100:w0:s0:a8=0x70"),
+		kv.MustParseSpec("bw:h20:m40:l40:r16")}
+	newCache := func(m model.Model, sp kv.Spec) (Cache, error) {
+		return NewCacheFor(be, m.Config(), sp, GPUCacheOptions{MaxSeqs: 1, MaxLen: 256, MaxChunk: 16})
+	}
+	res, err := EvalPPL(context.Background(), be, m, ids, specs, PPLOptions{Ctx: 256, Windows: 1, First: 1, Chunk: 16, NewCache: newCache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, hi, med, mix := res[0], res[1], res[2], res[3]
+	t.Logf("GPU PPL: fp16 %.4f, bw all-high %.4f, bw 8-bit %.4f (KLD %.4f), bw h20:m40:l40 %.4f (KLD %.4f, traffic %.3f)",
+		fp.PPL, hi.PPL, med.PPL, med.KLD, mix.PPL, mix.KLD, mix.Traffic)
+	if math.Abs(hi.PPL/fp.PPL-1) > 1e-3 || hi.KLD > 1e-4 || hi.Traffic != 1 {
+		t.Errorf("bw all-high: PPL %g vs fp16 %g, KLD %g, traffic %g; want equal PPL, KLD ~0, traffic 1", hi.PPL, fp.PPL, hi.KLD, hi.Traffic)
+	}
+	if med.Traffic != 0.5 || med.KLD <= 0 || med.KLD > 0.1 {
+		t.Errorf("bw uniform 8-bit: traffic %g, KLD %g; want 0.5 and a small positive KLD", med.Traffic, med.KLD)
+	}
+	if mix.Traffic >= 0.9 || mix.PPL != mix.PPL {
+		t.Errorf("bw h20:m40:l40: traffic %g, PPL %g; want re-tiered reads below fp16's", mix.Traffic, mix.PPL)
 	}
 }
