@@ -196,7 +196,7 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
 	}
 	if spec.Planes.On {
-		return nil, fmt.Errorf("engine: format %s: the bit-plane (bw) cache has no CUDA kernel yet; use --device cpu", spec.String())
+		return nil, fmt.Errorf("engine: format %s: the paged GPU cache does not hold bit planes (bw) yet; GPUPlaneCache does (NewCacheFor: run and eval), or use --device cpu", spec.String())
 	}
 	f, err := spec.Resolve(cfg.HeadDim)
 	if err != nil {

@@ -184,20 +184,22 @@ func checkWindow(limit int, b *model.Batch) error {
 	return nil
 }
 
-// NewCacheFor returns the KV cache that suits backend be: a GPUCache (sized
-// by o) on the CUDA backend, the CPU KVCache otherwise. A format the GPU
-// kernels do not read is an error that says so, never a silent CPU path.
+// NewCacheFor returns the KV cache that suits backend be: on the CUDA
+// backend a GPUCache (sized by o), or a GPUPlaneCache for bit-plane (bw)
+// specs; the CPU caches otherwise. A format the GPU kernels do not read is
+// an error that says so, never a silent CPU path.
 func NewCacheFor(be backend.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (Cache, error) {
 	if gb, ok := be.(*bcuda.Backend); ok {
 		if spec.Planes.On {
-			return nil, fmt.Errorf("engine: format %s: the bit-plane (bw) cache has no CUDA kernel yet; use --device cpu", spec.String())
+			return NewGPUPlaneCache(gb, cfg, spec, o)
 		}
 		return NewGPUCache(gb, cfg, spec, o)
 	}
 	return NewCPUCache(be, cfg, spec)
 }
 
-// CloseCache releases c's device memory when it holds any (a GPUCache).
+// CloseCache releases c's device memory when it holds any (a GPUCache or
+// GPUPlaneCache).
 func CloseCache(c Cache) error {
 	if cl, ok := c.(interface{ Close() error }); ok {
 		return cl.Close()

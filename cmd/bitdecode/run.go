@@ -222,7 +222,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		switch {
 		case cache.Format().Planes.On:
 			note = "bw stores fp16 bit planes, in blocks allocated whole; it saves reads, not memory"
-			if pc, ok := cache.(*engine.PlaneCache); ok && pc.ReadStats().FP16Bytes > 0 {
+			if pc, ok := cache.(interface{ ReadStats() engine.ReadStats }); ok && pc.ReadStats().FP16Bytes > 0 {
 				note += fmt.Sprintf("; decode read %.1f%% of fp16's bytes", 100*pc.ReadStats().Traffic())
 			}
 		case ratio < 1:

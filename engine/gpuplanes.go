@@ -1,0 +1,581 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/backend"
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// GPUPlaneCache is the bit-plane (bw) KV cache on the GPU, as a
+// model.Attention for the CUDA backend: what NewCacheFor returns for a bw
+// spec there. It keeps PlaneCache's semantics (new tokens split into their
+// block's planes and tiered by TierPolicy.NewTier; decode reads each token
+// at its tier and adds its attention probability to the mass; every Period
+// tokens the policy re-tiers a layer) with the kernels of
+// gpu/kernels/planes.cu.
+//
+// Storage per layer: a pool of plane blocks [Blocks][Hkv][BlockBytes]; a
+// sequence owns a list of pool blocks (the same ids in every layer) and a
+// slot of the mass array [MaxSeqs][layers][Hkv][MaxLen] float32. Tier maps
+// and the policy stay on the host.
+//
+// Per batch, Begin re-tiers the layers whose Period has elapsed (downloading
+// their mass), reserves the blocks the new tokens fill, appends their tiers,
+// builds every layer's tier index (kernels.TierIndex) and uploads it with
+// the block tables and the write plan. Per layer, Attend converts q to fp16,
+// writes the new K and V into the planes (kernels.PlanesWriter), runs the
+// tensor-core planes decode once per sequence (so a sequence's result does
+// not depend on its batch) with the mass output, and converts the output
+// back. Re-tiering at the next Begin uses the mass PlaneCache's re-tier at
+// the end of Attend uses, so both caches tier alike (up to the float
+// rounding of the masses, which can swap near-equal tokens).
+//
+// Costs this first version accepts: the index is rebuilt on the host and
+// uploaded every batch (4 B per token, layer and KV head), re-tiering
+// synchronizes with the GPU, and the prefill plan's score workspace (for the
+// mass) is Hkv·(Hq/Hkv)·MaxChunk·MaxLen floats. A GPUPlaneCache is not safe
+// for concurrent use.
+type GPUPlaneCache struct {
+	be     *bcuda.Backend
+	dev    *gcuda.Device
+	format kv.Format
+	pl     kv.PlaneLayout
+	lay    kernels.PlanesLayout
+	shape  attn.Shape
+	layers int
+	opts   GPUCacheOptions
+	maxBlk int
+	window int
+	policy TierPolicy
+	stats  ReadStats
+	id     uint64
+
+	ops             *kernels.Ops
+	writer          *kernels.PlanesWriter
+	decode, prefill *kernels.PlanesPlan
+
+	pool      []gcuda.DevicePtr // per layer
+	mass      gcuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
+	qh, oh    gcuda.DevicePtr   // fp16 q and out, [maxT][Hq*D]
+	maxT      int
+	meta      gcuda.DevicePtr // the batch's int32 tables (gpuPlanePlan)
+	metaWords int
+
+	freeBlocks []int32
+	freeSlots  []int
+	seqs       map[int]*gpuPlaneSeq
+
+	batch *model.Batch
+	plan  gpuPlanePlan
+}
+
+// gpuPlaneSeq is one sequence's share of a GPUPlaneCache.
+type gpuPlaneSeq struct {
+	slot   int
+	blocks []int32
+	n      int
+	tiers  [][][]kv.Tier // [layer][Hkv][n]
+	since  []int         // per layer: tokens attended since its last re-tier
+}
+
+// gpuPlanePlan holds the word offsets of a batch's tables in meta:
+// table [B][maxBlk] | lens [B] | block, within [T] | index
+// [layers][B][Hkv][MaxLen] | counts [layers][B][Hkv][4].
+type gpuPlanePlan struct {
+	T, B                       int
+	table, lens, block, within int
+	index, counts              int
+	seqs                       []*gpuPlaneSeq
+	prefillMaxL                []int // per sequence: the launch's MaxL
+}
+
+var _ Cache = (*GPUPlaneCache)(nil)
+
+// gpuPlanePrefillSplit is the split length (positions) of prefill chunks.
+const gpuPlanePrefillSplit = 8192
+
+// NewGPUPlaneCache returns an empty bit-plane cache of bw spec for model
+// config cfg on the CUDA backend be, sized by o (MaxSeqs, MaxLen,
+// MaxChunk, Blocks or MemoryBytes; BatchInvariant is implied: every
+// sequence runs its own launch). It compiles the kernels and allocates the
+// whole pool up front.
+func NewGPUPlaneCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (*GPUPlaneCache, error) {
+	if !spec.Planes.On {
+		return nil, fmt.Errorf("engine: format %s is not a bit-plane (bw) format", spec.String())
+	}
+	sh := attn.Shape{Hq: cfg.Heads, Hkv: cfg.KVHeads, D: cfg.HeadDim}
+	if err := sh.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
+	}
+	f, err := spec.Resolve(cfg.HeadDim)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	lay, err := kernels.PlanesLayoutFor(f)
+	if err != nil {
+		return nil, err
+	}
+	if o.MaxSeqs <= 0 {
+		o.MaxSeqs = gpuDefaultSeqs
+	}
+	if o.MaxLen <= 0 {
+		o.MaxLen = cfg.MaxPositions
+	}
+	if o.MaxLen <= 0 {
+		return nil, errors.New("engine: GPU bit-plane cache: the model has no max_position_embeddings; set MaxLen")
+	}
+	if o.MaxChunk <= 0 {
+		o.MaxChunk = gpuDefaultChunk
+	}
+	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
+	pl := f.PlaneLayout()
+	nr := pl.Tokens
+	c := &GPUPlaneCache{be: be, dev: be.Device(), format: f, pl: pl, lay: lay, shape: sh, layers: cfg.Layers, id: gpuCacheIDs.Add(1),
+		window: windowLimit(cfg), policy: TierPolicy{Spec: spec.Planes}, maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuPlaneSeq{}}
+	blockBytes := sh.Hkv * pl.BlockBytes
+	massBytes := int64(o.MaxSeqs) * int64(c.layers) * int64(sh.Hkv) * int64(o.MaxLen) * 4
+	switch {
+	case o.Blocks > 0:
+	case o.MemoryBytes > 0:
+		o.Blocks = int((o.MemoryBytes - massBytes) / (int64(blockBytes) * int64(c.layers)))
+		if o.Blocks < 1 {
+			return nil, fmt.Errorf("engine: GPU bit-plane cache: %d bytes do not hold the %d sequences' attention mass and one block", o.MemoryBytes, o.MaxSeqs)
+		}
+	default:
+		o.Blocks = o.MaxSeqs * c.maxBlk
+	}
+	c.opts = o
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+	if c.ops, err = kernels.LoadOps(c.dev); err != nil {
+		return nil, err
+	}
+	if c.writer, err = kernels.LoadPlanesWriter(c.dev); err != nil {
+		return nil, err
+	}
+	base := kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: o.MaxLen, Mass: true}
+	if c.decode, err = kernels.PlanPlanes(c.dev, kernels.PlanesMMA, lay, base); err != nil {
+		return nil, err
+	}
+	pre := base
+	pre.Tq, pre.SplitLen = o.MaxChunk, gpuPlanePrefillSplit
+	if c.prefill, err = kernels.PlanPlanes(c.dev, kernels.PlanesMMA, lay, pre); err != nil {
+		return nil, err
+	}
+	err = c.be.Do(func(x *gcuda.Ctx) error {
+		for range c.layers {
+			p, err := x.Alloc(o.Blocks * blockBytes)
+			if err != nil {
+				return fmt.Errorf("engine: GPU bit-plane pool of %d blocks x %d layers (%d MiB per layer): %w", o.Blocks, c.layers, o.Blocks*blockBytes>>20, err)
+			}
+			c.pool = append(c.pool, p)
+		}
+		var err error
+		c.mass, err = x.Alloc(int(massBytes))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := o.Blocks - 1; i >= 0; i-- {
+		c.freeBlocks = append(c.freeBlocks, int32(i))
+	}
+	for i := o.MaxSeqs - 1; i >= 0; i-- {
+		c.freeSlots = append(c.freeSlots, i)
+	}
+	ok = true
+	return c, nil
+}
+
+// Close frees the device memory of the cache.
+func (c *GPUPlaneCache) Close() error {
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	keep(c.be.Do(func(x *gcuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
+	for _, p := range []*kernels.PlanesPlan{c.decode, c.prefill} {
+		if p != nil {
+			keep(p.Close())
+		}
+	}
+	c.decode, c.prefill = nil, nil
+	for _, p := range append([]gcuda.DevicePtr{c.mass, c.qh, c.oh, c.meta}, c.pool...) {
+		if p != 0 {
+			keep(c.dev.Free(p))
+		}
+	}
+	c.pool, c.mass, c.qh, c.oh, c.meta = nil, 0, 0, 0, 0
+	return first
+}
+
+// Format returns the cache's resolved KV format.
+func (c *GPUPlaneCache) Format() kv.Format { return c.format }
+
+// Len returns the number of tokens cached for sequence id.
+func (c *GPUPlaneCache) Len(id int) int {
+	if s := c.seqs[id]; s != nil {
+		return s.n
+	}
+	return 0
+}
+
+// Bytes returns the memory sequence id takes (planes only), and in fp16.
+func (c *GPUPlaneCache) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(id)) }
+
+// BytesAt returns the memory a sequence of l tokens takes, and in fp16.
+func (c *GPUPlaneCache) BytesAt(l int) (bytes, fp16Bytes int64) {
+	return sequenceBytes(c.format, c.layers, c.shape, l)
+}
+
+// ReadStats returns what decode calls have read so far (PlaneCache's
+// accounting).
+func (c *GPUPlaneCache) ReadStats() ReadStats { return c.stats }
+
+// Tiers returns sequence id's tier map of one layer and KV head (nil if
+// absent); the slice is the cache's own.
+func (c *GPUPlaneCache) Tiers(id, layer, h int) []kv.Tier {
+	s := c.seqs[id]
+	if s == nil || layer < 0 || layer >= c.layers || h < 0 || h >= c.shape.Hkv {
+		return nil
+	}
+	return s.tiers[layer][h][:s.n]
+}
+
+// Remove frees sequence id's blocks and slot.
+func (c *GPUPlaneCache) Remove(id int) {
+	s := c.seqs[id]
+	if s == nil {
+		return
+	}
+	c.freeBlocks = append(c.freeBlocks, s.blocks...)
+	c.freeSlots = append(c.freeSlots, s.slot)
+	delete(c.seqs, id)
+}
+
+// massOffset returns the byte offset of (slot, layer)'s mass.
+func (c *GPUPlaneCache) massOffset(slot, layer int) gcuda.DevicePtr {
+	return gcuda.DevicePtr(((slot*c.layers + layer) * c.shape.Hkv * c.opts.MaxLen) * 4)
+}
+
+// Begin implements model.BatchStarter: it checks the batch, re-tiers the
+// layers of its sequences whose period has elapsed, reserves blocks, tiers
+// the new tokens and uploads the batch's tables. On a check's error nothing
+// has changed.
+func (c *GPUPlaneCache) Begin(b *model.Batch) error {
+	if err := checkWindow(c.window, b); err != nil {
+		return err
+	}
+	nr := c.pl.Tokens
+	blocksFor := func(l int) int { return (l + nr - 1) / nr }
+	needBlocks, needSlots := 0, 0
+	for _, s := range b.Seqs {
+		have := c.Len(s.ID)
+		switch {
+		case s.Pos != have:
+			return fmt.Errorf("engine: GPU bit-plane cache: sequence %d continues at position %d, but the cache holds %d tokens", s.ID, s.Pos, have)
+		case s.Len > c.opts.MaxChunk:
+			return fmt.Errorf("engine: GPU bit-plane cache: sequence %d brings %d tokens in one batch, more than the cache's chunk of %d (use a smaller --prefill-chunk)", s.ID, s.Len, c.opts.MaxChunk)
+		case s.Pos+s.Len > c.opts.MaxLen:
+			return fmt.Errorf("engine: GPU bit-plane cache: sequence %d would hold %d tokens, more than the cache's %d", s.ID, s.Pos+s.Len, c.opts.MaxLen)
+		}
+		if c.seqs[s.ID] == nil {
+			needSlots++
+		}
+		needBlocks += blocksFor(s.Pos+s.Len) - blocksFor(s.Pos)
+	}
+	if len(b.Seqs) > c.opts.MaxSeqs {
+		return fmt.Errorf("engine: GPU bit-plane cache: a batch of %d sequences exceeds the cache's %d", len(b.Seqs), c.opts.MaxSeqs)
+	}
+	if needBlocks > len(c.freeBlocks) || needSlots > len(c.freeSlots) {
+		return fmt.Errorf("engine: GPU bit-plane cache: the batch needs %d blocks and %d sequence slots, %d and %d are free: %w",
+			needBlocks, needSlots, len(c.freeBlocks), len(c.freeSlots), ErrOutOfBlocks)
+	}
+	T := len(b.Tokens)
+	if err := c.reserveScratch(T); err != nil {
+		return err
+	}
+	if err := c.retier(b); err != nil {
+		return err
+	}
+	// Slots, blocks and the new tokens' tiers.
+	B, hkv, maxLen := len(b.Seqs), c.shape.Hkv, c.opts.MaxLen
+	seqs := make([]*gpuPlaneSeq, B)
+	var fresh []int
+	nt := c.policy.NewTier()
+	for i, s := range b.Seqs {
+		g := c.seqs[s.ID]
+		if g == nil {
+			g = &gpuPlaneSeq{slot: c.freeSlots[len(c.freeSlots)-1], tiers: make([][][]kv.Tier, c.layers), since: make([]int, c.layers)}
+			c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
+			for l := range g.tiers {
+				g.tiers[l] = make([][]kv.Tier, hkv)
+			}
+			c.seqs[s.ID] = g
+			fresh = append(fresh, g.slot)
+		}
+		for range blocksFor(s.Pos+s.Len) - blocksFor(s.Pos) {
+			g.blocks = append(g.blocks, c.freeBlocks[len(c.freeBlocks)-1])
+			c.freeBlocks = c.freeBlocks[:len(c.freeBlocks)-1]
+		}
+		for l := range g.tiers {
+			for h := range g.tiers[l] {
+				for range s.Len {
+					g.tiers[l][h] = append(g.tiers[l][h], nt)
+				}
+			}
+		}
+		g.n = s.Pos + s.Len
+		seqs[i] = g
+	}
+	// Tables.
+	var words []int32
+	p := gpuPlanePlan{T: T, B: B, seqs: seqs}
+	p.table = len(words)
+	for _, g := range seqs {
+		row := make([]int32, c.maxBlk)
+		copy(row, g.blocks)
+		words = append(words, row...)
+	}
+	p.lens = len(words)
+	for _, g := range seqs {
+		words = append(words, int32(g.n))
+	}
+	p.block = len(words)
+	words = append(words, make([]int32, 2*T)...)
+	p.within = p.block + T
+	for i, s := range b.Seqs {
+		for j := range s.Len {
+			pos := s.Pos + j
+			words[p.block+s.Start+j] = seqs[i].blocks[pos/nr]
+			words[p.within+s.Start+j] = int32(pos % nr)
+		}
+	}
+	p.index = len(words)
+	idx := make([]*kernels.TierIndex, c.layers)
+	for l := range idx {
+		idx[l] = kernels.NewTierIndex(B, hkv, maxLen)
+		for i, g := range seqs {
+			for h := 0; h < hkv; h++ {
+				if err := idx[l].Set(i, h, g.tiers[l][h][:g.n]); err != nil {
+					return err
+				}
+				counts := idx[l].TierCounts(i, h)
+				read := counts[kv.High] + counts[kv.Medium] + counts[kv.Low]
+				c.stats.PlaneBytes += c.pl.PlaneReadBytes(counts) - int64(read*kv.IndexBytes)
+				c.stats.IndexBytes += int64(read * kv.IndexBytes)
+				c.stats.FP16Bytes += int64(g.n) * int64(c.pl.TierBytes(kv.High))
+				for t, n := range counts {
+					c.stats.Tokens[t] += int64(n)
+				}
+			}
+		}
+		words = append(words, idx[l].Index...)
+	}
+	p.counts = len(words)
+	for l := range idx {
+		words = append(words, idx[l].Counts...)
+	}
+	if err := c.upload(words); err != nil {
+		return err
+	}
+	if len(fresh) > 0 {
+		c.zeroMass(fresh)
+	}
+	c.batch, c.plan = b, p
+	return nil
+}
+
+// retier re-tiers, for each sequence of b, the layers whose Period has
+// elapsed since their last re-tier, on the mass accumulated so far.
+func (c *GPUPlaneCache) retier(b *model.Batch) error {
+	type job struct {
+		g     *gpuPlaneSeq
+		layer int
+	}
+	var jobs []job
+	for _, s := range b.Seqs {
+		g := c.seqs[s.ID]
+		if g == nil {
+			continue
+		}
+		for l, n := range g.since {
+			if n >= c.policy.Spec.Period {
+				jobs = append(jobs, job{g, l})
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	hkv, maxLen := c.shape.Hkv, c.opts.MaxLen
+	buf := make([]byte, hkv*maxLen*4)
+	mass := make([]float32, maxLen)
+	return c.be.Do(func(x *gcuda.Ctx) error {
+		if err := x.SyncStream(c.dev.Stream()); err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if err := x.DtoH(buf, c.mass+c.massOffset(j.g.slot, j.layer)); err != nil {
+				return err
+			}
+			for h := 0; h < hkv; h++ {
+				for t := 0; t < j.g.n; t++ {
+					mass[t] = math.Float32frombits(binary.LittleEndian.Uint32(buf[(h*maxLen+t)*4:]))
+				}
+				c.policy.Retier(j.g.tiers[j.layer][h], mass, j.g.n)
+			}
+			j.g.since[j.layer] = 0
+		}
+		return nil
+	})
+}
+
+// zeroMass queues the zeroing of new sequences' mass slots.
+func (c *GPUPlaneCache) zeroMass(slots []int) {
+	words := c.layers * c.shape.Hkv * c.opts.MaxLen
+	st := c.dev.Stream()
+	c.be.Enqueue("GPU bit-plane cache: zero mass", func(x *gcuda.Ctx) error {
+		for _, s := range slots {
+			if err := x.Memset32Async(c.mass+c.massOffset(s, 0), 0, words, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// reserveScratch makes the fp16 q/out buffers hold T tokens.
+func (c *GPUPlaneCache) reserveScratch(T int) error {
+	if T <= c.maxT {
+		return nil
+	}
+	T = max(T, 2*c.maxT, c.opts.MaxSeqs)
+	bytes := T * c.shape.Hq * c.shape.D * 2
+	return c.be.Do(func(x *gcuda.Ctx) error {
+		if err := x.SyncStream(c.dev.Stream()); err != nil {
+			return err
+		}
+		for _, p := range []*gcuda.DevicePtr{&c.qh, &c.oh} {
+			if *p != 0 {
+				if err := x.Free(*p); err != nil {
+					return err
+				}
+				*p = 0
+			}
+			var err error
+			if *p, err = x.Alloc(bytes); err != nil {
+				return fmt.Errorf("engine: GPU bit-plane cache scratch for %d tokens: %w", T, err)
+			}
+		}
+		c.maxT = T
+		return nil
+	})
+}
+
+// upload copies the batch's int32 tables to the device, in stream order.
+func (c *GPUPlaneCache) upload(words []int32) error {
+	buf := make([]byte, 4*len(words))
+	for i, w := range words {
+		binary.LittleEndian.PutUint32(buf[4*i:], uint32(w))
+	}
+	return c.be.Do(func(x *gcuda.Ctx) error {
+		if len(words) > c.metaWords {
+			if c.meta != 0 {
+				if err := x.Synchronize(); err != nil {
+					return err
+				}
+				if err := x.Free(c.meta); err != nil {
+					return err
+				}
+				c.meta = 0
+			}
+			n := max(len(words), 2*c.metaWords)
+			var err error
+			if c.meta, err = x.Alloc(4 * n); err != nil {
+				return err
+			}
+			c.metaWords = n
+		}
+		return x.HtoDAsync(c.meta, buf, c.dev.Stream())
+	})
+}
+
+// Attend implements model.Attention.
+func (c *GPUPlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
+	if layer < 0 || layer >= c.layers {
+		return fmt.Errorf("engine: GPU bit-plane cache: layer %d out of range [0, %d)", layer, c.layers)
+	}
+	if b != c.batch {
+		return errors.New("engine: GPU bit-plane cache: Attend of a batch Begin did not see (call Begin first; model.Forward does)")
+	}
+	var ptr [4]gcuda.DevicePtr
+	for i, t := range []backend.Tensor{q, k, v, out} {
+		if t.DType() != backend.F32 {
+			return fmt.Errorf("engine: GPU bit-plane cache: tensor %d is %v, want F32", i, t.DType())
+		}
+		var err error
+		if ptr[i], err = c.be.Ptr(t); err != nil {
+			return fmt.Errorf("engine: GPU bit-plane cache: %w", err)
+		}
+	}
+	p, sh := &c.plan, c.shape
+	word := func(off int) gcuda.DevicePtr { return c.meta + gcuda.DevicePtr(4*off) }
+	st := c.dev.Stream()
+	qw, hkv, maxLen := sh.Hq*sh.D, sh.Hkv, c.opts.MaxLen
+	type launch struct {
+		plan  *kernels.PlanesPlan
+		bufs  kernels.PlanesBuffers
+		shape kernels.PlanesShape
+	}
+	var launches []launch
+	key := []uint64{c.id, uint64(layer), uint64(p.T), uint64(ptr[0]), uint64(ptr[1]), uint64(ptr[2]), uint64(ptr[3]),
+		uint64(c.pool[layer]), uint64(c.mass), uint64(c.qh), uint64(c.oh), uint64(c.meta), uint64(p.B),
+		uint64(p.table), uint64(p.lens), uint64(p.block), uint64(p.index), uint64(p.counts)}
+	for i, s := range b.Seqs {
+		g := p.seqs[i]
+		ln := launch{plan: c.decode, shape: kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: hkv, Tq: s.Len, MaxBlocks: c.maxBlk,
+			MaxL: maxLen, IndexStride: maxLen, MassStride: maxLen}}
+		if s.Len > 1 {
+			ln.plan, ln.shape.MaxL = c.prefill, s.Pos+s.Len
+		}
+		ln.bufs = kernels.PlanesBuffers{Pool: c.pool[layer], BlockTable: word(p.table + i*c.maxBlk), Lens: word(p.lens + i),
+			Index: word(p.index + (layer*p.B+i)*hkv*maxLen), Counts: word(p.counts + (layer*p.B+i)*hkv*int(kv.NumTiers)),
+			Q: c.qh + gcuda.DevicePtr(s.Start*qw*2), Out: c.oh + gcuda.DevicePtr(s.Start*qw*2), Mass: c.mass + c.massOffset(g.slot, layer)}
+		launches = append(launches, ln)
+		key = append(key, uint64(g.slot), uint64(s.Len), uint64(s.Start), uint64(ln.shape.MaxL))
+		g.since[layer] += s.Len
+	}
+	T, bf16, nr := p.T, c.lay.BF16, c.pl.Tokens
+	block, within := word(p.block), word(p.within)
+	c.be.Enqueue(fmt.Sprintf("GPU bit-plane cache layer %d", layer), func(x *gcuda.Ctx) error {
+		if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
+			return err
+		}
+		if err := c.writer.Launch(x, st, ptr[1], ptr[2], block, within, c.pool[layer], T, hkv, sh.D, nr, bf16); err != nil {
+			return err
+		}
+		for _, ln := range launches {
+			if err := ln.plan.LaunchShape(x, st, ln.bufs, ln.shape, 0); err != nil {
+				return err
+			}
+		}
+		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
+	}, key...)
+	return nil
+}
