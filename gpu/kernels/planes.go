@@ -21,9 +21,11 @@ var planesSource string
 // tuning runs.
 const EnvPlanesMT = "BITDECODE_PLANES_MT"
 
-// EnvPlanesPrefetch, set to 0, turns off split_mma's register double
+// EnvPlanesPrefetch, set to 1, turns on split_mma's register double
 // buffering of HIGH tiles (the next tile's planes loaded before the current
-// one is computed; D <= 128 only), for tuning runs.
+// one is computed; D <= 128 only). Off by default: on the H100 it makes
+// all-HIGH reads 1.2-1.4x faster but MEDIUM and LOW reads (and so every
+// realistic mix) 1.5-2x slower (bench/results/2026-11-23-h100-bw).
 const EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
 
 // EnvPlanesMinSplit overrides the fewest tokens a split of split_mma gets
@@ -277,7 +279,7 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 		p.mt = mt
 		// Double-buffered HIGH tiles hold two tiles of planes in registers
 		// (128 at D = 128); at D = 256 that alone is the whole register file.
-		prefetch := l.D <= 128 && os.Getenv(EnvPlanesPrefetch) != "0"
+		prefetch := l.D <= 128 && os.Getenv(EnvPlanesPrefetch) == "1"
 		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch)
 	} else {
 		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, p.rmax)
