@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"time"
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/engine"
@@ -228,7 +230,9 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 		return nil, err
 	}
 	kern := PlanesKernel(cfg.Kernel)
-	plan, err := kernels.PlanPlanes(dev, kern, lay, kernels.PlanesShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: nBlocks, MaxL: l})
+	// The plan can also write the attention mass (the H2O bookkeeping),
+	// timed as a second variant of the same step.
+	plan, err := kernels.PlanPlanes(dev, kern, lay, kernels.PlanesShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: nBlocks, MaxL: l, Mass: true})
 	if err != nil {
 		return nil, err
 	}
@@ -236,23 +240,41 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	bufs := func(s int) kernels.PlanesBuffers {
 		return kernels.PlanesBuffers{Pool: pool, BlockTable: tables[s], Lens: lensPtr, Index: indexes[s], Counts: countsPtr, Q: qPtr, Out: outPtr}
 	}
-	var us float64
+	massPtr, err := alloc(pt.B * sh.Hkv * l * 4)
+	if err != nil {
+		return nil, err
+	}
+	var us, massUS float64
 	err = dev.Do(func(c *cuda.Ctx) (err error) {
 		us, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
 			return plan.Launch(c, dev.Stream(), bufs(i%sets), 0)
+		})
+		if err != nil {
+			return err
+		}
+		massUS, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
+			b := bufs(i % sets)
+			b.Mass = massPtr
+			return plan.Launch(c, dev.Stream(), b, 0)
 		})
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	// The host side of re-tiering, once every Period steps: the policy over
+	// every (sequence, KV head)'s mass, then the tier index rebuilt from the
+	// new maps (the upload of the index is not counted).
+	retierUS := hostRetierUS(r, f.Planes, maps, pt.B, sh.Hkv, l)
 	_, splits := plan.SplitLen()
 	all := float64(l) * float64(pt.B*sh.Hkv)
 	row := &GPURow{Kernel: kern.String(), AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: readBytes, GBps: float64(readBytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
 		Splits: splits, Paged: cfg.Paged, KernelErr: -1,
 		Planes: &PlanesRow{PlaneBytes: planeBytes, IndexBytes: indexBytes, ReadBitsPerElem: float64(planeBytes) * 8 / (all * float64(2*sh.D)),
-			ReadVsFP16: float64(planeBytes) / (all * float64(pl.TierBytes(kv.High)))}}
+			ReadVsFP16: float64(planeBytes) / (all * float64(pl.TierBytes(kv.High))), MassUS: massUS, RetierUS: retierUS}}
+	period := max(f.Planes.Period, 1)
+	row.Planes.BookkeepingShare = (max(massUS-us, 0) + retierUS/float64(period)) / us
 	for t := range counts {
 		row.Planes.Tokens[t] = float64(counts[t]) / all
 	}
@@ -308,6 +330,44 @@ type PlanesRow struct {
 	ReadBitsPerElem float64 `json:"read_bits_per_element"`
 	// ReadVsFP16 is PlaneBytes over an fp16 cache's bytes for the same tokens.
 	ReadVsFP16 float64 `json:"read_vs_fp16"`
+	// MassUS is the same step also writing the attention mass of every
+	// token read (the H2O statistic); RetierUS the host's re-tiering of every
+	// (sequence, KV head) and the rebuild of the tier index, which happens
+	// once every Period steps; BookkeepingShare is (MassUS − step +
+	// RetierUS/Period) over the step without mass, the share of the
+	// attention step the tiers' bookkeeping costs.
+	MassUS           float64 `json:"mass_us"`
+	RetierUS         float64 `json:"retier_host_us"`
+	BookkeepingShare float64 `json:"bookkeeping_share"`
+}
+
+// hostRetierUS times, on the host, re-tiering every (sequence, KV head) of
+// maps (copies: the originals stay as the kernel read them) by random
+// masses with the spec's policy, then rebuilding the tier index from them
+// into a scratch index (median of 3).
+func hostRetierUS(r *rand.Rand, p kv.PlaneSpec, maps [][]kv.Tier, b, hkv, l int) float64 {
+	pol := engine.TierPolicy{Spec: p}
+	index := kernels.NewTierIndex(b, hkv, l)
+	copies := make([][]kv.Tier, len(maps))
+	for i, m := range maps {
+		copies[i] = slices.Clone(m)
+	}
+	maps = copies
+	mass := make([]float32, l)
+	for t := range mass {
+		mass[t] = r.Float32()
+	}
+	var times []float64
+	for range 3 {
+		t0 := time.Now()
+		for i, m := range maps {
+			pol.Retier(m, mass, l)
+			_ = index.Set(i/hkv, i%hkv, m)
+		}
+		times = append(times, float64(time.Since(t0).Nanoseconds())/1e3)
+	}
+	slices.Sort(times)
+	return times[len(times)/2]
 }
 
 // fp16Times fills every bw row's fp16 time and speedup from fp16, the
