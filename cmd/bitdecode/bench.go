@@ -14,8 +14,8 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | dec [flags]",
-	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), or DEC on the GPU (dec)",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | gemvq [flags] | dec [flags]",
+	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the low-bit weight GEMV (gemvq), or DEC on the GPU (dec)",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
 on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128), and this machine's read
