@@ -94,9 +94,12 @@
 // shift and one AND with a mask of the form 0x000f000f (int4), 0x00070007
 // (int3) or 0x00ff00ff (int8) leaves the codes of channels (2m, 2m+1) in the
 // low bits of the two halves of a register; OR-ing 0x64006400 (lop3 does
-// shift-free AND and OR in one instruction) makes the half2 (1024+q, 1024+q′),
-// and one hfma2 with (s, s) and (z−1024·s, z−1024·s) gives (ŵ, ŵ′) to
-// multiply by the half2 (x_2m, x_2m+1) read straight from x. int3 puts 30
+// shift-free AND and OR in one instruction) makes the half2 (1024+q, 1024+q′);
+// subtracting (1024, 1024) gives the exact codes, and one hfma2 with (s, s)
+// and (z, z) gives (ŵ, ŵ′), rounded once to fp16 (folding the 1024 into
+// the zero instead, z − 1024·s, would round that term at 1024 times the
+// scale). These pairs are the A operand of gpu/kernels/gemvq.cu's mma,
+// whose B operand takes x's channels in the same pairs. int3 puts 30
 // codes in such fields (five pairs per word, like int4's four) and spreads
 // the last two over the three spare bits 15 and 31, gathered by three
 // shift-and-mask steps once per 32 channels: 3 bits per weight and almost the
