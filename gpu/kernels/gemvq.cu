@@ -12,15 +12,14 @@
 //   x [T][K] float32, bias [N] float32 or null, y [T][N] float32.
 //
 // Numbers: x is rounded to fp16 as the tensor-core operand; products and
-// sums are float32 (mma.sync with f32 accumulation). With G a multiple of
-// the 128-channel tile (the default G = 128), a tile's codes share one
-// (scale, zero) per row, so the mma multiplies the exact integer codes and
-// each tile adds s·Σq·x + z·Σx (Σx from a second mma with A = ones): wq's ŵ
-// exactly, in distributed form, and the fewest ops per weight (a word of 8
-// int4 codes: one shift, four lop3, four half2 ops). With smaller groups ŵ is
-// formed in half2 before the mma: q exact, then one fma.rn.f16x2 with (s, s)
-// and (z, z), ŵ rounded once to fp16 (within one fp16 ulp of wq's float32
-// ŵ, wq/doc.go).
+// sums are float32 (mma.sync with f32 accumulation). By default ŵ is formed
+// in half2 before the mma: q exact (1024+q − 1024), then one fma.rn.f16x2
+// with (s, s) and (z, z), ŵ rounded once to fp16 (within one fp16 ulp of
+// wq's float32 ŵ, wq/doc.go). GEMVQ_FOLD=1 instead, where G is a multiple of
+// the 128-channel tile, lets the mma multiply the exact integer codes and
+// adds s·Σq·x + z·Σx per tile (Σx from a second mma with A = ones): wq's ŵ
+// exactly, in distributed form, with fewer ops per weight; it measured no
+// faster, so it is off.
 //
 // Work: mma.sync m16n8k16 with the weights as A (16 output channels x 16
 // input channels) and x as B (16 input channels x 8 tokens; T > 8 takes a
@@ -43,7 +42,7 @@
 //      ŵ and products in float32: gate/up 14336x4096 66.5 us (15% of the
 //      read ceiling, launch latency included): ~6 instructions per weight.
 //   v2 tensor cores, ŵ in half2: gate/up 23-24 us (GPU time), 42%.
-//   v3 scales folded out of the inner loop (GEMVQ_FOLD).
+//   v3 scales folded out of the inner loop (GEMVQ_FOLD=1): no gain, off.
 //
 // Go wrapper: gemvq.go; test: gemvq_test.go (float64 reference of wq's Ŵ).
 
@@ -56,7 +55,7 @@ constexpr int kRows = 16;      // output channels per CTA (the mma's M)
 constexpr int kTile = 128;     // input channels per tile (4 lanes x 32)
 constexpr int kSpan = 32;      // input channels per lane per tile
 // Tuning knobs (NVRTC -D options; the defaults are the measured best,
-// docs/perf/decode-step.md):
+// docs/perf/gemvq.md; `bitdecode bench gemvq --variants` times them):
 //   GEMVQ_PIPE      1: the next batch of kUnroll tiles is loaded before the
 //                   current one's math (register double buffering).
 //   GEMVQ_WARPS_SM  warps per SM the launch bounds ask registers for
