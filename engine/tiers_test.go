@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"cmp"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/backend"
@@ -165,4 +168,72 @@ func TestPlaneCacheRetier(t *testing.T) {
 	if _, err := NewKVCache(be, cfg, spec); err == nil {
 		t.Error("NewKVCache accepted a bw spec")
 	}
+}
+
+// TestRetierMatchesComparisonSort checks Retier's integer-key ranking
+// against the ranking it defines, a comparison sort by (mass with
+// cmp.Compare, then position), on masses with ties, zeros of both signs,
+// negatives and NaNs, for several specs and lengths.
+func TestRetierMatchesComparisonSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	specs := []kv.PlaneSpec{
+		{High: 20, Medium: 40, Low: 40, Window: 64, Sinks: 4, Period: 16},
+		{High: 10, Medium: 30, Low: 50, Evicted: 10, Window: 8, Sinks: 1, Period: 16},
+		{Medium: 100, Period: 16},
+	}
+	pool := []float32{0, float32(math.Copysign(0, -1)), 1, 0.5, -2, float32(math.NaN()), float32(math.Inf(1)), 1e-40}
+	for _, sp := range specs {
+		for _, l := range []int{1, 5, 100, 1000, 5000} {
+			mass := make([]float32, l)
+			for i := range mass {
+				if r.IntN(3) == 0 {
+					mass[i] = pool[r.IntN(len(pool))]
+				} else {
+					mass[i] = float32(r.IntN(50)) / 7
+				}
+			}
+			p := TierPolicy{Spec: sp}
+			got := make([]kv.Tier, l)
+			p.Retier(got, mass, l)
+			want := retierBySort(sp, mass, l)
+			if !slices.Equal(got, want) {
+				t.Fatalf("spec %+v, l %d: integer-key ranking differs from the comparison sort", sp, l)
+			}
+		}
+	}
+}
+
+// retierBySort is Retier with the comparison sort it is defined by.
+func retierBySort(s kv.PlaneSpec, mass []float32, l int) []kv.Tier {
+	tiers := make([]kv.Tier, l)
+	sinks := min(s.Sinks, l)
+	win := max(sinks, l-s.Window)
+	var order []int
+	for t := sinks; t < win; t++ {
+		order = append(order, t)
+	}
+	for t := 0; t < sinks; t++ {
+		tiers[t] = kv.High
+	}
+	for t := win; t < l; t++ {
+		tiers[t] = kv.High
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(mass[a], mass[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	want := (&TierPolicy{Spec: s}).Counts(l)
+	i := 0
+	for _, tier := range []kv.Tier{kv.Evicted, kv.Low, kv.Medium} {
+		for n := 0; n < want[tier] && i < len(order); n++ {
+			tiers[order[i]] = tier
+			i++
+		}
+	}
+	for ; i < len(order); i++ {
+		tiers[order[i]] = kv.High
+	}
+	return tiers
 }
