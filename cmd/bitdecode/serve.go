@@ -170,7 +170,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		gc, err := engine.NewGPUCache(gb, m.Config(), spec, engine.GPUCacheOptions{MaxSeqs: *f.maxSeqs, MaxChunk: *f.chunk, MemoryBytes: memBytes})
 		if err != nil {
 			if spec.Planes.On {
-				return err // no CUDA kernel for bw yet: the error says to use --device cpu
+				return err // the paged GPU cache holds no bit planes: the error says to use --device cpu
 			}
 			return fmt.Errorf("%w (lower --kv-memory or --max-seqs)", err)
 		}
