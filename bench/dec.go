@@ -195,8 +195,8 @@ func RunDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 	if cfg.Mode == 0 {
 		cfg.Mode = kernels.DECSerial
 	}
-	if cfg.Mode != kernels.DECSerial && cfg.Mode != kernels.DECConcurrent {
-		return nil, fmt.Errorf("bench: dec: mode %v is not timed here (serial or concurrent)", cfg.Mode)
+	if cfg.Mode == kernels.DECFused && (cfg.Residual == wq.FP16 || cfg.Tokens > 8) {
+		return nil, fmt.Errorf("bench: dec: fused mode takes int4 or int8 residuals and at most 8 tokens")
 	}
 	packed := cfg.Weights.Elem == wq.Int4 || cfg.Weights.Elem == wq.Int8 || cfg.Weights.Elem == wq.Int3
 	for _, s := range cfg.Shapes {
@@ -222,6 +222,14 @@ func RunDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 	}
 	if t.ops, err = kernels.LoadOps(dev); err != nil {
 		return nil, err
+	}
+	if cfg.Mode == kernels.DECFused {
+		if !packed {
+			return nil, fmt.Errorf("bench: dec: fused mode needs packed base weights (int3, int4, int8)")
+		}
+		if t.gqd, err = kernels.LoadGEMVQDEC(dev); err != nil {
+			return nil, err
+		}
 	}
 	rep := &DECReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Weights: cfg.Weights.Short(),
 		Residual: cfg.Residual.String(), Mode: cfg.Mode.String(), Tokens: cfg.Tokens}
@@ -275,6 +283,7 @@ type timer struct {
 	ops    *kernels.Ops
 	dec    *kernels.DEC
 	flush  cuda.DevicePtr
+	gqd    *kernels.GEMVQDEC // fused mode
 	// Concurrent mode: the second stream and its fork/join events.
 	s2         cuda.Stream
 	fork, join cuda.Event
@@ -346,6 +355,15 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 	if err != nil {
 		return nil, err
 	}
+	// Fused mode: the ready flags (the kernel leaves them zeroed).
+	flags, err := alloc(4 * kernels.DECFlagWords(N))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Memset32Async(flags, 0, kernels.DECFlagWords(N), st); err != nil {
+		return nil, err
+	}
+	var fusedStep func(l *kernels.DECLaunch) error
 	// Base weights.
 	var base func(y, x cuda.DevicePtr) error
 	if t.packed {
@@ -366,6 +384,14 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 			return nil, err
 		}
 		base = func(y, x cuda.DevicePtr) error { return t.gq.Launch(c, st, y, x, wp, pp, 0, T, N, K, bits, G) }
+		fusedStep = func(l *kernels.DECLaunch) error {
+			f := *l
+			f.Flags = flags
+			if err := t.dec.Select(c, st, &f); err != nil {
+				return err
+			}
+			return t.gqd.Launch(c, st, f.Y, f.X, wp, pp, 0, T, N, K, bits, G, &f)
+		}
 	} else {
 		wp, err := alloc(2 * N * K)
 		if err != nil {
@@ -440,8 +466,11 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 			p.Bytes = int64(T) * int64(p.Selected) * rowBytes
 			if p.StepUS, err = t.medianUS(c, st, func(i int) error {
 				l := launch(i, nTB)
-				if t.cfg.Mode == kernels.DECConcurrent {
+				switch t.cfg.Mode {
+				case kernels.DECConcurrent:
 					return t.concurrentStep(c, st, base, l, part, N)
+				case kernels.DECFused:
+					return fusedStep(l)
 				}
 				if err := base(y, l.X); err != nil {
 					return err

@@ -56,8 +56,12 @@ type Backend struct {
 	// (kernels.DECConcurrent); made on first use, on the owner thread.
 	decStream        gcuda.Stream
 	decFork, decJoin gcuda.Event
-	stream           gcuda.Stream
-	name             string
+	// gemvq.cu with dec.cu, for DEC's fused mode, compiled on first use.
+	fusedOnce sync.Once
+	fused     *kernels.GEMVQDEC
+	fusedErr  error
+	stream    gcuda.Stream
+	name      string
 
 	mu  sync.Mutex
 	err error // first op error since the last Sync
@@ -584,7 +588,7 @@ func (b *Backend) register(w *weight) (backend.Weight, error) {
 func takeWeightMem(w *weight) (ptrs []gcuda.DevicePtr, host *gcuda.HostBuffer) {
 	ptrs = []gcuda.DevicePtr{w.f16, w.f32, w.q, w.qp}
 	if w.dec != nil {
-		ptrs, host = append(ptrs, w.dec.sel, w.dec.part), w.dec.host
+		ptrs, host = append(ptrs, w.dec.sel, w.dec.part, w.dec.flags), w.dec.host
 	}
 	w.f16, w.f32, w.q, w.qp, w.dec = 0, 0, 0, 0, nil
 	return ptrs, host

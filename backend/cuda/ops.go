@@ -247,7 +247,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 			return nil
 		})
 	}
-	if wt.dec != nil && !wt.dec.concurrent(T) {
+	if wt.dec != nil && !wt.dec.beside(T) {
 		b.compensate(d, xt, wt, T)
 	}
 }

@@ -21,8 +21,8 @@ const (
 	// default: selection and compensation kernels after the base GEMV),
 	// "concurrent" (both on a second stream beside the base GEMV of a
 	// packed weight, joined by one add; decode batches) or "fused" (the
-	// compensation CTAs inside the base GEMV's grid; refused until gemvq.cu
-	// hosts them).
+	// selection, then one launch whose first n_tb CTAs compensate while the
+	// others compute the base GEMV of a packed weight; decode batches).
 	EnvDECMode = "BITDECODE_DEC_MODE"
 	// EnvDECBlocks overrides n_tb, the compensation's thread blocks, for
 	// every DEC weight (also tuned ones), for experiments.
@@ -49,6 +49,7 @@ type decWeight struct {
 	sel    gcuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection
 	mode   kernels.DECMode
 	part   gcuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent mode)
+	flags  gcuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the ready flags (fused mode)
 }
 
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
@@ -99,8 +100,8 @@ func (b *Backend) checkDEC(m *wq.Matrix, dec *wq.DEC) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", EnvDECMode, err)
 	}
-	if mode == kernels.DECFused {
-		return fmt.Errorf("%s=fused: gemvq.cu does not host DEC CTAs yet (gpu/kernels/dec.cu has the contract); use serial", EnvDECMode)
+	if mode == kernels.DECFused && dec.R.Elem == wq.FP16 {
+		return fmt.Errorf("%s=fused: fp16 residuals run serial or concurrent", EnvDECMode)
 	}
 	return nil
 }
@@ -153,6 +154,14 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 		}
 		if mode == kernels.DECConcurrent && w.isQuant() {
 			if dw.part, err = c.Alloc(4 * kernels.GEMVMaxRows * N); err != nil {
+				return err
+			}
+		}
+		if mode == kernels.DECFused && w.isQuant() {
+			if dw.flags, err = c.Alloc(4 * kernels.DECFlagWords(N)); err != nil {
+				return err
+			}
+			if err := c.Memset32Async(dw.flags, 0, kernels.DECFlagWords(N), b.stream); err != nil {
 				return err
 			}
 		}
@@ -281,10 +290,11 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 	return b.register(w)
 }
 
-// concurrent reports whether Linear over w runs its DEC on the second
-// stream beside the base GEMV (a packed weight, a decode batch).
-func (dw *decWeight) concurrent(T int) bool {
-	return dw != nil && dw.part != 0 && T <= kernels.GEMVMaxRows
+// beside reports whether Linear over w runs its DEC beside the base GEMV
+// (concurrent or fused mode: a packed weight, a decode batch) rather than
+// after it.
+func (dw *decWeight) beside(T int) bool {
+	return dw != nil && (dw.part != 0 || dw.flags != 0) && T <= kernels.GEMVMaxRows
 }
 
 // linearQuantDEC is Linear over a packed weight with DEC in concurrent
@@ -327,6 +337,35 @@ func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp gcuda.DevicePtr, 
 		return nil
 	}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup),
 		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.part), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
+}
+
+// linearQuantFused is Linear over a packed weight with DEC in fused mode:
+// the selection, then one launch of gemvq.cu's gemv_q_dec whose first n_tb
+// CTAs compensate from host memory while the others compute the base GEMV
+// (the same bits as serial mode).
+func (b *Backend) linearQuantFused(d, xt *tensor, wt *weight, bp gcuda.DevicePtr, T, N, K int) {
+	dw := wt.dec
+	b.launch("Linear DEC", func(c *gcuda.Ctx) error {
+		g, err := b.fusedKernels()
+		if err != nil {
+			return err
+		}
+		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, Flags: dw.flags, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
+		if err := b.decK.Select(c, b.stream, &l); err != nil {
+			return fmt.Errorf("weight %s: %w", wt.name, err)
+		}
+		if err := g.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, &l); err != nil {
+			return fmt.Errorf("weight %s: %w", wt.name, err)
+		}
+		return nil
+	}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup),
+		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.flags), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
+}
+
+// fusedKernels compiles gemvq.cu with dec.cu (fused mode) on first use.
+func (b *Backend) fusedKernels() (*kernels.GEMVQDEC, error) {
+	b.fusedOnce.Do(func() { b.fused, b.fusedErr = kernels.LoadGEMVQDEC(b.dev) })
+	return b.fused, b.fusedErr
 }
 
 // decStreams makes the DEC stream (of the highest priority, so DEC's few
@@ -412,8 +451,12 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 	if bt != nil {
 		bp = bt.f32
 	}
-	if wt.dec.concurrent(T) {
-		b.linearQuantDEC(d, xt, wt, bp, T, N, K)
+	if wt.dec.beside(T) {
+		if wt.dec.flags != 0 {
+			b.linearQuantFused(d, xt, wt, bp, T, N, K)
+		} else {
+			b.linearQuantDEC(d, xt, wt, bp, T, N, K)
+		}
 		return
 	}
 	if T <= kernels.GEMVQMaxRows {

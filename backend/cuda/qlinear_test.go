@@ -140,6 +140,9 @@ func TestQuantLinearDEC(t *testing.T) {
 		// batches; prefill stays serial): the same bits.
 		t.Setenv(bcuda.EnvDECMode, "concurrent")
 		concurrent := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
+		// And inside the base GEMV's grid (fused mode).
+		t.Setenv(bcuda.EnvDECMode, "fused")
+		fused := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 3})
 		t.Setenv(bcuda.EnvDECMode, "")
 		zeroK := load(b, &wq.DEC{R: res, KChunk: 0})
 		onCPU := load(c, &wq.DEC{R: res, KChunk: kChunk})
@@ -186,9 +189,12 @@ func TestQuantLinearDEC(t *testing.T) {
 			if changed < len(got)/2 {
 				t.Fatalf("%s: DEC changed only %d of %d outputs", name, changed, len(got))
 			}
-			for rep := range 2 { // the second run replays a CUDA graph
+			for rep := range 3 { // later runs replay a CUDA graph (fused: the flags were reset)
 				if y := run(b, concurrent, bw); !slices.Equal(y, got) {
 					t.Fatalf("%s: concurrent DEC (run %d) differs from serial", name, rep)
+				}
+				if y := run(b, fused, bw); !slices.Equal(y, got) {
+					t.Fatalf("%s: fused DEC (run %d) differs from serial", name, rep)
 				}
 			}
 			if y := run(b, zeroK, bw); !slices.Equal(y, y0) {

@@ -208,7 +208,7 @@ func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 		modelDir: fs.String("model", "", "time the linear-layer shapes of this checkpoint (config.json)"),
 		shapes:   fs.String("shapes", "", "or: a preset ("+strings.Join(bench.PresetNames(), ", ")+") or NxK,... (N outputs, K inputs)"),
 		weights:  fs.String("weights", "int4", "base weight format (int4, int3, int8: packed, gemvq.cu)"),
-		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial or concurrent (a second stream); default: $"+bcuda.EnvDECMode+", else serial"),
+		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bcuda.EnvDECMode+", else serial"),
 		residual: fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
 		kChunks:  fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
 		blocks:   fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
@@ -265,8 +265,8 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, *cuda.Device, err
 		modeName = os.Getenv(bcuda.EnvDECMode)
 	}
 	mode, err := kernels.ParseDECMode(modeName)
-	if err != nil || mode == kernels.DECFused {
-		return cfg, nil, usageErrorf("--mode %q: want serial or concurrent", modeName)
+	if err != nil {
+		return cfg, nil, usageErrorf("--mode %q: want serial, concurrent or fused", modeName)
 	}
 	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
 		Runs: *f.runs, Mode: mode, Progress: progress}

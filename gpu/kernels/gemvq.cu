@@ -265,10 +265,11 @@ struct Batch {
 // tokens spread over all banks.
 constexpr int kXStride = 64 + 4;
 
-// gemv_q: grid (ceil(N/16)), block 32·S. NT n-tiles of 8 tokens (T <= 8·NT).
+// gemv is the work of the CTA that owns output channels 16·cta..16·cta+15
+// (all 32·S threads call it).
 template <int NT, int BITS, int S>
-__global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
-                                                               const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G) {
+__device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
+                                     const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, int cta) {
   constexpr int U = kUnroll<BITS>;
   // fold: with groups of whole tiles (G a multiple of 128), a tile's codes
   // share one (scale, zero) per row, so the tensor cores multiply the exact
@@ -278,7 +279,7 @@ __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __re
   __shared__ __align__(16) u32 xs[GEMVQ_XSTAGE ? S : 1][GEMVQ_XSTAGE ? 8 * NT : 1][kXStride];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int r = lane / 4, c = lane % 4;
-  const int n0 = blockIdx.x * kRows;
+  const int n0 = cta * kRows;
   const int rowWords = K / 32 * BITS, groups = K / G;
   const int tiles = (K + kTile - 1) / kTile, per = (tiles + S - 1) / S;
   const int t0 = warp * per, t1 = min(tiles, t0 + per);
@@ -437,6 +438,37 @@ __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __re
       }
   }
 }
+
+// gemv_q: grid (ceil(N/16)), block 32·S. NT n-tiles of 8 tokens (T <= 8·NT).
+template <int NT, int BITS, int S>
+__global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
+                                                               const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G) {
+  gemv<NT, BITS, S>(x, words, params, bias, y, T, N, K, G, blockIdx.x);
+}
+
+#ifdef GEMVQ_WITH_DEC
+// gemv_q_dec: DEC's fused mode (dec.cu, "fused mode"): grid (d.blocks +
+// ceil(N/16)), block 32·S (S = 4 or 8: dec.cu's CTAs need >= 128 threads),
+// T <= 8. The first d.blocks CTAs are DEC's: resident first, they sum their
+// slice of the compensation from host memory while the base CTAs run, wait
+// for their tiles' ready flags, add, and reset the flags. Every base CTA
+// computes its 16 outputs like gemv_q, then raises its tile's flag. The
+// result equals gemv_q followed by dec.cu's serial compensation, bit for
+// bit. Compiled only with dec.cu's source in front (kernels.LoadGEMVQDEC).
+template <int BITS, int S>
+__global__ void __launch_bounds__(32 * S) gemv_q_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
+                                                    const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, const dec::Args d) {
+  static_assert(32 * S >= dec::kRowsMax, "dec.cu's CTAs need a thread per row of a batch");
+  __shared__ __align__(16) unsigned char smem[dec::smem_bytes(32 * S)];
+  if (int(blockIdx.x) < d.blocks) {
+    dec::fused_cta_any<32 * S>(d, blockIdx.x, smem);
+    return;
+  }
+  const int cta = int(blockIdx.x) - d.blocks;
+  gemv<1, BITS, S>(x, words, params, bias, y, T, N, K, G, cta);
+  dec::tiles_ready(d.flags, cta, 1);
+}
+#endif
 
 // dequant_q writes Ŵ in fp16 ([N][K], wq's float32 ŵ rounded to nearest) for
 // prefill: one thread per 32-channel span.

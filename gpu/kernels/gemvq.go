@@ -184,3 +184,67 @@ func (g *GEMVQ) Dequant(c *cuda.Ctx, st cuda.Stream, out, words, params cuda.Dev
 
 // GEMVQMaxSplit is the most warps per CTA LaunchSplit takes for T rows.
 func GEMVQMaxSplit(T int) int { return gemvqMaxSplit((T + 7) / 8) }
+
+// gemvqDECSplits are the warps per CTA of the fused DEC kernels: dec.cu's
+// CTAs need at least 128 threads, and 16 warps' shared memory (the GEMV's
+// and DEC's) would pass 48 KB.
+var gemvqDECSplits = [...]int{4, 8}
+
+// GEMVQDEC holds gemvq.cu's gemv_q_dec kernels: the decode GEMV with DEC's
+// compensation CTAs in the same grid (dec.cu's fused mode), T <= 8.
+type GEMVQDEC struct {
+	fns [len(gemvqBits)][len(gemvqDECSplits)]cuda.Function
+}
+
+// LoadGEMVQDEC compiles gemvq.cu with dec.cu in front (the fused kernels
+// call dec.cu's CTA code).
+func LoadGEMVQDEC(dev *cuda.Device) (*GEMVQDEC, error) {
+	expr := func(b, s int) string { return fmt.Sprintf("gemvq::gemv_q_dec<%d, %d>", b, s) }
+	var exprs []string
+	for _, b := range gemvqBits {
+		for _, s := range gemvqDECSplits {
+			exprs = append(exprs, expr(b, s))
+		}
+	}
+	src := DECSource() + "\n#define GEMVQ_WITH_DEC 1\n" + gemvqSource
+	mod, err := dev.Compile(cuda.Program{Name: "gemvq_dec.cu", Source: src, Exprs: exprs})
+	if err != nil {
+		return nil, err
+	}
+	g := &GEMVQDEC{}
+	for bi, b := range gemvqBits {
+		for si, s := range gemvqDECSplits {
+			if g.fns[bi][si], err = mod.Function(expr(b, s)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return g, nil
+}
+
+// Launch computes y = x·Ŵᵀ + bias plus DEC's compensation for T <= 8 rows
+// in one launch: l's selection (DEC.Select, queued before) and residual, its
+// zeroed flags ([DECFlagWords(N)] uint32, left zeroed for the next launch)
+// and n_tb; l.X and l.Y must be x and y. The result equals Launch followed by
+// DEC.Compensate bit for bit.
+func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) error {
+	bi := gemvqBitsIndex(bits)
+	if T < 1 || T > 8 || N <= 0 || bi < 0 || G <= 0 || G%32 != 0 || K%G != 0 {
+		return fmt.Errorf("kernels: gemvq+dec: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
+	}
+	if l.X != x || l.Y != y || l.T != T {
+		return fmt.Errorf("kernels: gemvq+dec: the DEC launch's x, y and T must be the GEMV's")
+	}
+	S := min(max(gemvqSplitFor(N, K), gemvqDECSplits[0]), gemvqDECSplits[len(gemvqDECSplits)-1])
+	si := 0
+	for gemvqDECSplits[si] != S {
+		si++
+	}
+	args, _, err := DECFusedArgs(l, 32*S)
+	if err != nil {
+		return err
+	}
+	grid := l.Blocks + (N+gemvqRows-1)/gemvqRows
+	return c.Launch(g.fns[bi][si], cuda.Dim3{X: grid}, cuda.Dim3{X: 32 * S}, 0, st,
+		x, words, params, bias, y, int32(T), int32(N), int32(K), int32(G), args)
+}
