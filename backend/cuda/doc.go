@@ -62,10 +62,13 @@
 // default.
 //
 // BITDECODE_DEC_MODE=serial (the default) runs DEC as its own kernels after
-// the base GEMV; "fused" (the DEC thread blocks inside gemvq.cu's grid,
-// waiting on per-tile ready flags: gpu/kernels/dec.cu) is refused until
-// gemvq.cu hosts them. BITDECODE_DEC_BLOCKS=n overrides n_tb for every DEC
-// weight, for experiments.
+// the base GEMV; "concurrent" runs them on a second, highest-priority stream
+// beside it, joined by one add; "fused" launches gemvq.cu's gemv_q_dec, the
+// DEC thread blocks inside the base GEMV's grid, waiting on per-tile ready
+// flags (gpu/kernels/dec.cu), after the selection kernel. All three give the
+// same bits; fused is the fastest on the H100 (docs/weights.md), still not
+// cheap enough for the tuner to turn DEC on. BITDECODE_DEC_BLOCKS=n
+// overrides n_tb for every DEC weight, for experiments.
 //
 // # Streams, ordering and errors
 //
