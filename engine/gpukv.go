@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -86,13 +85,12 @@ type GPUCacheOptions struct {
 // depend on the other sequences of its batch. A GPUCache is not safe for
 // concurrent use.
 type GPUCache struct {
-	be     *bcuda.Backend
-	dev    *gcuda.Device
-	format kv.Format // in kv.MMA order
-	shape  attn.Shape
-	layers int
-	opts   GPUCacheOptions
-	maxBlk int // block-table columns: ceil(MaxLen / Nr)
+	gpuBuffers           // be, dev, and the per-batch q/out and table buffers
+	format     kv.Format // in kv.MMA order
+	shape      attn.Shape
+	layers     int
+	opts       GPUCacheOptions
+	maxBlk     int // block-table columns: ceil(MaxLen / Nr)
 
 	ops     *kernels.Ops
 	writer  *kernels.KVWriter
@@ -102,10 +100,6 @@ type GPUCache struct {
 	prefill *kernels.DecodePlan         // B = 1, Tq = MaxChunk
 
 	pool, resK, resV []gcuda.DevicePtr // per layer
-	qh, oh           gcuda.DevicePtr   // fp16 q and out, [maxT][Hq*D]
-	maxT             int
-	meta             gcuda.DevicePtr // the batch's int32 tables (metaLayout)
-	metaWords        int
 
 	freeBlocks []int32
 	freeSlots  []int
@@ -221,7 +215,7 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 	}
 	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
 	nr := f.Residual
-	c := &GPUCache{be: be, dev: be.Device(), format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: windowLimit(cfg),
+	c := &GPUCache{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: windowLimit(cfg),
 		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuSeq{}}
 	blockBytes := f.BlockBytes() * sh.Hkv
 	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
@@ -308,13 +302,13 @@ func (c *GPUCache) Close() error {
 		keep(c.prefill.Close())
 	}
 	c.decode, c.prefill = nil, nil
-	ptrs := append(append(append([]gcuda.DevicePtr{c.qh, c.oh, c.meta}, c.pool...), c.resK...), c.resV...)
+	ptrs := append(append(append(c.take(), c.pool...), c.resK...), c.resV...)
 	for _, p := range ptrs {
 		if p != 0 {
 			keep(c.dev.Free(p))
 		}
 	}
-	c.pool, c.resK, c.resV, c.qh, c.oh, c.meta = nil, nil, nil, 0, 0, 0
+	c.pool, c.resK, c.resV = nil, nil, nil
 	return first
 }
 
@@ -460,7 +454,7 @@ func (c *GPUCache) Begin(b *model.Batch) error {
 			needBlocks, needSlots, len(c.freeBlocks), len(c.freeSlots), ErrOutOfBlocks)
 	}
 	T := len(b.Tokens)
-	if err := c.reserveScratch(T); err != nil {
+	if err := c.reserveScratch(T, c.opts.MaxSeqs, c.shape.Hq*c.shape.D, "GPU cache"); err != nil {
 		return err
 	}
 
@@ -588,62 +582,6 @@ func (c *GPUCache) zeroSlots(slots []int) {
 	})
 }
 
-// reserveScratch makes the fp16 q/out buffers hold T tokens.
-func (c *GPUCache) reserveScratch(T int) error {
-	if T <= c.maxT {
-		return nil
-	}
-	T = max(T, 2*c.maxT, c.opts.MaxSeqs)
-	bytes := T * c.shape.Hq * c.shape.D * 2
-	return c.be.Do(func(x *gcuda.Ctx) error {
-		if err := x.SyncStream(c.dev.Stream()); err != nil { // queued kernels may use the old buffers
-			return err
-		}
-		for _, p := range []*gcuda.DevicePtr{&c.qh, &c.oh} {
-			if *p != 0 {
-				if err := x.Free(*p); err != nil {
-					return err
-				}
-				*p = 0
-			}
-			var err error
-			if *p, err = x.Alloc(bytes); err != nil {
-				return fmt.Errorf("engine: GPU cache scratch for %d tokens: %w", T, err)
-			}
-		}
-		c.maxT = T
-		return nil
-	})
-}
-
-// upload copies the batch's int32 tables to the device, in stream order.
-func (c *GPUCache) upload(words []int32) error {
-	buf := make([]byte, 4*len(words))
-	for i, w := range words {
-		binary.LittleEndian.PutUint32(buf[4*i:], uint32(w))
-	}
-	return c.be.Do(func(x *gcuda.Ctx) error {
-		if len(words) > c.metaWords {
-			if c.meta != 0 {
-				if err := x.Synchronize(); err != nil {
-					return err
-				}
-				if err := x.Free(c.meta); err != nil {
-					return err
-				}
-				c.meta = 0
-			}
-			n := max(len(words), 2*c.metaWords)
-			var err error
-			if c.meta, err = x.Alloc(4 * n); err != nil {
-				return err
-			}
-			c.metaWords = n
-		}
-		return x.HtoDAsync(c.meta, buf, c.dev.Stream())
-	})
-}
-
 // Attend implements model.Attention.
 func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
 	if layer < 0 || layer >= c.layers {
@@ -652,15 +590,9 @@ func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor
 	if b != c.batch {
 		return errors.New("engine: GPU cache: Attend of a batch Begin did not see (call Begin first; model.Forward does)")
 	}
-	var ptr [4]gcuda.DevicePtr
-	for i, t := range []backend.Tensor{q, k, v, out} {
-		if t.DType() != backend.F32 {
-			return fmt.Errorf("engine: GPU cache: tensor %d is %v, want F32", i, t.DType())
-		}
-		var err error
-		if ptr[i], err = c.be.Ptr(t); err != nil {
-			return fmt.Errorf("engine: GPU cache: %w", err)
-		}
+	ptr, err := attentionPtrs(c.be, "GPU cache", q, k, v, out)
+	if err != nil {
+		return err
 	}
 	p, sh, f := &c.plan, c.shape, c.format
 	word := func(off int) gcuda.DevicePtr { return c.meta + gcuda.DevicePtr(4*off) }

@@ -45,30 +45,25 @@ import (
 // mass) is Hkv·(Hq/Hkv)·MaxChunk·MaxLen floats. A GPUPlaneCache is not safe
 // for concurrent use.
 type GPUPlaneCache struct {
-	be     *bcuda.Backend
-	dev    *gcuda.Device
-	format kv.Format
-	pl     kv.PlaneLayout
-	lay    kernels.PlanesLayout
-	shape  attn.Shape
-	layers int
-	opts   GPUCacheOptions
-	maxBlk int
-	window int
-	policy TierPolicy
-	stats  ReadStats
-	id     uint64
+	gpuBuffers // be, dev, and the per-batch q/out and table buffers
+	format     kv.Format
+	pl         kv.PlaneLayout
+	lay        kernels.PlanesLayout
+	shape      attn.Shape
+	layers     int
+	opts       GPUCacheOptions
+	maxBlk     int
+	window     int
+	policy     TierPolicy
+	stats      ReadStats
+	id         uint64
 
 	ops             *kernels.Ops
 	writer          *kernels.PlanesWriter
 	decode, prefill *kernels.PlanesPlan
 
-	pool      []gcuda.DevicePtr // per layer
-	mass      gcuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
-	qh, oh    gcuda.DevicePtr   // fp16 q and out, [maxT][Hq*D]
-	maxT      int
-	meta      gcuda.DevicePtr // the batch's int32 tables (gpuPlanePlan)
-	metaWords int
+	pool []gcuda.DevicePtr // per layer
+	mass gcuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
 
 	freeBlocks []int32
 	freeSlots  []int
@@ -139,7 +134,7 @@ func NewGPUPlaneCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUC
 	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
 	pl := f.PlaneLayout()
 	nr := pl.Tokens
-	c := &GPUPlaneCache{be: be, dev: be.Device(), format: f, pl: pl, lay: lay, shape: sh, layers: cfg.Layers, id: gpuCacheIDs.Add(1),
+	c := &GPUPlaneCache{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, pl: pl, lay: lay, shape: sh, layers: cfg.Layers, id: gpuCacheIDs.Add(1),
 		window: windowLimit(cfg), policy: TierPolicy{Spec: spec.Planes}, maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuPlaneSeq{}}
 	blockBytes := sh.Hkv * pl.BlockBytes
 	massBytes := int64(o.MaxSeqs) * int64(c.layers) * int64(sh.Hkv) * int64(o.MaxLen) * 4
@@ -215,12 +210,12 @@ func (c *GPUPlaneCache) Close() error {
 		}
 	}
 	c.decode, c.prefill = nil, nil
-	for _, p := range append([]gcuda.DevicePtr{c.mass, c.qh, c.oh, c.meta}, c.pool...) {
+	for _, p := range append(append(c.take(), c.mass), c.pool...) {
 		if p != 0 {
 			keep(c.dev.Free(p))
 		}
 	}
-	c.pool, c.mass, c.qh, c.oh, c.meta = nil, 0, 0, 0, 0
+	c.pool, c.mass = nil, 0
 	return first
 }
 
@@ -307,7 +302,7 @@ func (c *GPUPlaneCache) Begin(b *model.Batch) error {
 			needBlocks, needSlots, len(c.freeBlocks), len(c.freeSlots), ErrOutOfBlocks)
 	}
 	T := len(b.Tokens)
-	if err := c.reserveScratch(T); err != nil {
+	if err := c.reserveScratch(T, c.opts.MaxSeqs, c.shape.Hq*c.shape.D, "GPU bit-plane cache"); err != nil {
 		return err
 	}
 	if err := c.retier(b); err != nil {
@@ -460,62 +455,6 @@ func (c *GPUPlaneCache) zeroMass(slots []int) {
 	})
 }
 
-// reserveScratch makes the fp16 q/out buffers hold T tokens.
-func (c *GPUPlaneCache) reserveScratch(T int) error {
-	if T <= c.maxT {
-		return nil
-	}
-	T = max(T, 2*c.maxT, c.opts.MaxSeqs)
-	bytes := T * c.shape.Hq * c.shape.D * 2
-	return c.be.Do(func(x *gcuda.Ctx) error {
-		if err := x.SyncStream(c.dev.Stream()); err != nil {
-			return err
-		}
-		for _, p := range []*gcuda.DevicePtr{&c.qh, &c.oh} {
-			if *p != 0 {
-				if err := x.Free(*p); err != nil {
-					return err
-				}
-				*p = 0
-			}
-			var err error
-			if *p, err = x.Alloc(bytes); err != nil {
-				return fmt.Errorf("engine: GPU bit-plane cache scratch for %d tokens: %w", T, err)
-			}
-		}
-		c.maxT = T
-		return nil
-	})
-}
-
-// upload copies the batch's int32 tables to the device, in stream order.
-func (c *GPUPlaneCache) upload(words []int32) error {
-	buf := make([]byte, 4*len(words))
-	for i, w := range words {
-		binary.LittleEndian.PutUint32(buf[4*i:], uint32(w))
-	}
-	return c.be.Do(func(x *gcuda.Ctx) error {
-		if len(words) > c.metaWords {
-			if c.meta != 0 {
-				if err := x.Synchronize(); err != nil {
-					return err
-				}
-				if err := x.Free(c.meta); err != nil {
-					return err
-				}
-				c.meta = 0
-			}
-			n := max(len(words), 2*c.metaWords)
-			var err error
-			if c.meta, err = x.Alloc(4 * n); err != nil {
-				return err
-			}
-			c.metaWords = n
-		}
-		return x.HtoDAsync(c.meta, buf, c.dev.Stream())
-	})
-}
-
 // Attend implements model.Attention.
 func (c *GPUPlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
 	if layer < 0 || layer >= c.layers {
@@ -524,15 +463,9 @@ func (c *GPUPlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.T
 	if b != c.batch {
 		return errors.New("engine: GPU bit-plane cache: Attend of a batch Begin did not see (call Begin first; model.Forward does)")
 	}
-	var ptr [4]gcuda.DevicePtr
-	for i, t := range []backend.Tensor{q, k, v, out} {
-		if t.DType() != backend.F32 {
-			return fmt.Errorf("engine: GPU bit-plane cache: tensor %d is %v, want F32", i, t.DType())
-		}
-		var err error
-		if ptr[i], err = c.be.Ptr(t); err != nil {
-			return fmt.Errorf("engine: GPU bit-plane cache: %w", err)
-		}
+	ptr, err := attentionPtrs(c.be, "GPU bit-plane cache", q, k, v, out)
+	if err != nil {
+		return err
 	}
 	p, sh := &c.plan, c.shape
 	word := func(off int) gcuda.DevicePtr { return c.meta + gcuda.DevicePtr(4*off) }

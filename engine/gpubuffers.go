@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/backend"
+	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+// gpuBuffers are the per-batch device buffers a GPU cache (GPUCache,
+// GPUPlaneCache) grows on demand: fp16 copies of q and out, and the batch's
+// int32 tables (each cache defines their layout).
+type gpuBuffers struct {
+	be  *bcuda.Backend
+	dev *gcuda.Device
+
+	qh, oh    gcuda.DevicePtr // fp16 q and out, [maxT][Hq*D]
+	maxT      int
+	meta      gcuda.DevicePtr // the batch's int32 tables
+	metaWords int
+}
+
+// reserveScratch makes the fp16 q/out buffers hold T tokens of tokenHalves
+// halves each (growing to at least minT tokens and doubling); what names the
+// cache in errors.
+func (g *gpuBuffers) reserveScratch(T, minT, tokenHalves int, what string) error {
+	if T <= g.maxT {
+		return nil
+	}
+	T = max(T, 2*g.maxT, minT)
+	bytes := T * tokenHalves * 2
+	return g.be.Do(func(x *gcuda.Ctx) error {
+		if err := x.SyncStream(g.dev.Stream()); err != nil { // queued kernels may use the old buffers
+			return err
+		}
+		for _, p := range []*gcuda.DevicePtr{&g.qh, &g.oh} {
+			if *p != 0 {
+				if err := x.Free(*p); err != nil {
+					return err
+				}
+				*p = 0
+			}
+			var err error
+			if *p, err = x.Alloc(bytes); err != nil {
+				return fmt.Errorf("engine: %s scratch for %d tokens: %w", what, T, err)
+			}
+		}
+		g.maxT = T
+		return nil
+	})
+}
+
+// upload copies the batch's int32 tables to the device, in stream order.
+func (g *gpuBuffers) upload(words []int32) error {
+	buf := make([]byte, 4*len(words))
+	for i, w := range words {
+		binary.LittleEndian.PutUint32(buf[4*i:], uint32(w))
+	}
+	return g.be.Do(func(x *gcuda.Ctx) error {
+		if len(words) > g.metaWords {
+			if g.meta != 0 {
+				if err := x.Synchronize(); err != nil {
+					return err
+				}
+				if err := x.Free(g.meta); err != nil {
+					return err
+				}
+				g.meta = 0
+			}
+			n := max(len(words), 2*g.metaWords)
+			var err error
+			if g.meta, err = x.Alloc(4 * n); err != nil {
+				return err
+			}
+			g.metaWords = n
+		}
+		return x.HtoDAsync(g.meta, buf, g.dev.Stream())
+	})
+}
+
+// take returns the buffers' device memory and forgets it, for freeing.
+func (g *gpuBuffers) take() []gcuda.DevicePtr {
+	ptrs := []gcuda.DevicePtr{g.qh, g.oh, g.meta}
+	g.qh, g.oh, g.meta = 0, 0, 0
+	return ptrs
+}
+
+// attentionPtrs returns the device pointers of Attend's float32 q, k, v and
+// out tensors; what names the cache in errors.
+func attentionPtrs(be *bcuda.Backend, what string, q, k, v, out backend.Tensor) ([4]gcuda.DevicePtr, error) {
+	var ptr [4]gcuda.DevicePtr
+	for i, t := range []backend.Tensor{q, k, v, out} {
+		if t.DType() != backend.F32 {
+			return ptr, fmt.Errorf("engine: %s: tensor %d is %v, want F32", what, i, t.DType())
+		}
+		var err error
+		if ptr[i], err = be.Ptr(t); err != nil {
+			return ptr, fmt.Errorf("engine: %s: %w", what, err)
+		}
+	}
+	return ptr, nil
+}
