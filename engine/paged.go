@@ -372,36 +372,68 @@ func (c *PagedCache) Truncate(id, n int) error {
 
 // Begin implements model.BatchStarter: it checks the positions and reserves
 // the blocks the batch's new tokens will fill, for all sequences or none.
+// batchSeqs are a block cache's per-sequence operations reserveBatch needs.
+type batchSeqs struct {
+	open         func(id int) error // open sequence id, not open, starting at position 0
+	has          func(id int) bool
+	length       func(id int) int
+	remove       func(id int)
+	blocksNeeded func(id, n int) int
+}
+
+// reserveBatch is the all-or-nothing check of a block cache's Begin: it
+// opens the sequences of b that start at position 0 and are not open, checks
+// that every sequence continues where its cache ends, and, with an
+// allocator, that the free blocks cover the batch. On error the sequences it
+// opened are removed and nothing else has changed; the caller allocates the
+// blocks after it returns nil. what names the cache in errors.
+func reserveBatch(b *model.Batch, what string, alloc *BlockAllocator, s batchSeqs) error {
+	need := 0
+	var opened []int
+	undo := func() {
+		for _, id := range opened {
+			s.remove(id)
+		}
+	}
+	for _, sq := range b.Seqs {
+		if !s.has(sq.ID) && sq.Pos == 0 {
+			if err := s.open(sq.ID); err != nil {
+				undo()
+				return err
+			}
+			opened = append(opened, sq.ID)
+		}
+		if have := s.length(sq.ID); !s.has(sq.ID) || have != sq.Pos {
+			undo()
+			return fmt.Errorf("engine: %s: sequence %d continues at position %d, but the cache holds %d tokens", what, sq.ID, sq.Pos, have)
+		}
+		need += s.blocksNeeded(sq.ID, sq.Len)
+	}
+	if alloc != nil && need > alloc.Free() {
+		undo()
+		return fmt.Errorf("%w: the batch of %d tokens needs %d blocks, %d of %d free", ErrOutOfBlocks, len(b.Tokens), need, alloc.Free(), alloc.Total())
+	}
+	return nil
+}
+
 // A sequence not yet opened is opened when it starts at position 0.
 func (c *PagedCache) Begin(b *model.Batch) error {
 	if err := checkWindow(c.window, b); err != nil {
 		return err
 	}
 	c.commit()
-	need := 0
-	var opened []int
-	undo := func() {
-		for _, id := range opened {
-			c.Remove(id)
-		}
-	}
-	for _, sq := range b.Seqs {
-		if c.seqs[sq.ID] == nil && sq.Pos == 0 {
-			if _, err := c.newSeq(sq.ID); err != nil {
-				undo()
-				return err
-			}
-			opened = append(opened, sq.ID)
-		}
-		if have := c.Len(sq.ID); c.seqs[sq.ID] == nil || have != sq.Pos {
-			undo()
-			return fmt.Errorf("engine: paged cache: sequence %d continues at position %d, but the cache holds %d tokens", sq.ID, sq.Pos, have)
-		}
-		need += c.BlocksNeeded(sq.ID, sq.Len)
-	}
-	if need > c.alloc.Free() {
-		undo()
-		return fmt.Errorf("%w: the batch of %d tokens needs %d blocks, %d of %d free", ErrOutOfBlocks, len(b.Tokens), need, c.alloc.Free(), c.alloc.Total())
+	err := reserveBatch(b, "paged cache", c.alloc, batchSeqs{
+		open: func(id int) error {
+			_, err := c.newSeq(id)
+			return err
+		},
+		has:          func(id int) bool { return c.seqs[id] != nil },
+		length:       c.Len,
+		remove:       c.Remove,
+		blocksNeeded: c.BlocksNeeded,
+	})
+	if err != nil {
+		return err
 	}
 	nr := c.format.Residual
 	for _, sq := range b.Seqs {

@@ -395,33 +395,18 @@ func (c *PlaneCache) Truncate(id, n int) error {
 // sequences that start at position 0 and, in a paged cache, reserves the
 // blocks the batch's tokens start, for all sequences or none.
 func (c *PlaneCache) Begin(b *model.Batch) error {
-	need := 0
-	var opened []int
-	undo := func() {
-		for _, id := range opened {
-			c.Remove(id)
-		}
-	}
-	for _, sq := range b.Seqs {
-		if c.seqs[sq.ID] == nil && sq.Pos == 0 {
-			if _, err := c.newSeq(sq.ID); err != nil {
-				undo()
-				return err
-			}
-			opened = append(opened, sq.ID)
-		}
-		if have := c.Len(sq.ID); c.seqs[sq.ID] == nil || have != sq.Pos {
-			undo()
-			return fmt.Errorf("engine: bw cache: sequence %d continues at position %d, but the cache holds %d tokens", sq.ID, sq.Pos, have)
-		}
-		need += c.BlocksNeeded(sq.ID, sq.Len)
-	}
-	if c.alloc == nil {
-		return nil
-	}
-	if need > c.alloc.Free() {
-		undo()
-		return fmt.Errorf("%w: the batch of %d tokens needs %d blocks, %d of %d free", ErrOutOfBlocks, len(b.Tokens), need, c.alloc.Free(), c.alloc.Total())
+	err := reserveBatch(b, "bw cache", c.alloc, batchSeqs{
+		open: func(id int) error {
+			_, err := c.newSeq(id)
+			return err
+		},
+		has:          func(id int) bool { return c.seqs[id] != nil },
+		length:       c.Len,
+		remove:       c.Remove,
+		blocksNeeded: c.BlocksNeeded,
+	})
+	if err != nil || c.alloc == nil {
+		return err
 	}
 	for _, sq := range b.Seqs {
 		s := c.seqs[sq.ID]
