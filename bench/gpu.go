@@ -170,25 +170,7 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if err != nil {
 		return nil, err
 	}
-	// Upload the prototypes, then double the filled prefix until the pool is full.
-	protos := make([]byte, 0, gpuPrototypes*headBlock)
-	for _, b := range cache.Blocks {
-		protos = append(protos, b...)
-	}
-	if err := dev.HtoD(pool, protos[:min(len(protos), poolBlocks*headBlock)]); err != nil {
-		return nil, err
-	}
-	err = dev.Do(func(c *cuda.Ctx) error {
-		for filled := min(gpuPrototypes, poolBlocks); filled < poolBlocks; {
-			n := min(filled, poolBlocks-filled)
-			if err := c.DtoD(pool+cuda.DevicePtr(filled*headBlock), pool, n*headBlock); err != nil {
-				return err
-			}
-			filled += n
-		}
-		return nil
-	})
-	if err != nil {
+	if err := fillPool(dev, pool, cache.Blocks, headBlock, poolBlocks); err != nil {
 		return nil, err
 	}
 	// Block tables, one per rotated set; residuals and lengths.
@@ -427,4 +409,28 @@ func (rep *GPUReport) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// fillPool writes the prototype blocks (gpuPrototypes of headBlock bytes,
+// concatenated from blocks) to the start of pool, then doubles the filled
+// prefix on the device until poolBlocks blocks hold copies of them: pool
+// block j holds prototype j mod gpuPrototypes.
+func fillPool(dev *cuda.Device, pool cuda.DevicePtr, blocks [][]byte, headBlock, poolBlocks int) error {
+	protos := make([]byte, 0, gpuPrototypes*headBlock)
+	for _, b := range blocks {
+		protos = append(protos, b...)
+	}
+	if err := dev.HtoD(pool, protos[:min(len(protos), poolBlocks*headBlock)]); err != nil {
+		return err
+	}
+	return dev.Do(func(c *cuda.Ctx) error {
+		for filled := min(gpuPrototypes, poolBlocks); filled < poolBlocks; {
+			n := min(filled, poolBlocks-filled)
+			if err := c.DtoD(pool+cuda.DevicePtr(filled*headBlock), pool, n*headBlock); err != nil {
+				return err
+			}
+			filled += n
+		}
+		return nil
+	})
 }

@@ -164,24 +164,7 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	if err != nil {
 		return nil, err
 	}
-	protos := make([]byte, 0, gpuPrototypes*headBlock)
-	for _, b := range cache.Blocks {
-		protos = append(protos, b...)
-	}
-	if err := dev.HtoD(pool, protos[:min(len(protos), poolBlocks*headBlock)]); err != nil {
-		return nil, err
-	}
-	err = dev.Do(func(c *cuda.Ctx) error {
-		for filled := min(gpuPrototypes, poolBlocks); filled < poolBlocks; {
-			n := min(filled, poolBlocks-filled)
-			if err := c.DtoD(pool+cuda.DevicePtr(filled*headBlock), pool, n*headBlock); err != nil {
-				return err
-			}
-			filled += n
-		}
-		return nil
-	})
-	if err != nil {
+	if err := fillPool(dev, pool, cache.Blocks, headBlock, poolBlocks); err != nil {
 		return nil, err
 	}
 	tables := make([]cuda.DevicePtr, sets)
