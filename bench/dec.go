@@ -290,47 +290,11 @@ type timer struct {
 }
 
 // medianUS times step like cuda.Ctx.MedianUS, but writes the flush buffer
-// (untimed) before every run. The flush also keeps the GPU busy while the
-// host queues the run's launches, so they execute back to back as in a
-// replayed CUDA graph, without host launch gaps in the timing.
+// (untimed) before every run, so each run reads weights and residual rows
+// from DRAM as a real decode step does.
 func (t *timer) medianUS(c *cuda.Ctx, st cuda.Stream, step func(i int) error) (float64, error) {
-	e0, err := c.NewEvent()
-	if err != nil {
-		return 0, err
-	}
-	defer c.DestroyEvent(e0)
-	e1, err := c.NewEvent()
-	if err != nil {
-		return 0, err
-	}
-	defer c.DestroyEvent(e1)
-	var times []float64
-	for i := range t.cfg.Warmup + t.cfg.Runs {
-		if err := c.Memset32Async(t.flush, uint32(i), decFlushBytes/4, st); err != nil {
-			return 0, err
-		}
-		if err := c.Record(e0, st); err != nil {
-			return 0, err
-		}
-		if err := step(i); err != nil {
-			return 0, err
-		}
-		if err := c.Record(e1, st); err != nil {
-			return 0, err
-		}
-		if err := c.SyncEvent(e1); err != nil {
-			return 0, err
-		}
-		ms, err := c.ElapsedMS(e0, e1)
-		if err != nil {
-			return 0, err
-		}
-		if i >= t.cfg.Warmup {
-			times = append(times, float64(ms)*1e3)
-		}
-	}
-	sort.Float64s(times)
-	return times[len(times)/2], nil
+	flush := func(i int) error { return c.Memset32Async(t.flush, uint32(i), decFlushBytes/4, st) }
+	return c.MedianUSPrep(st, t.cfg.Warmup, t.cfg.Runs, flush, step)
 }
 
 // shape times one shape.

@@ -58,6 +58,13 @@ func (c *Ctx) spin(s Stream) error {
 // end event. step(i) gets the run index, so callers can rotate inputs. It
 // must only queue work on s.
 func (c *Ctx) MedianUS(s Stream, warmups, runs int, step func(i int) error) (float64, error) {
+	return c.MedianUSPrep(s, warmups, runs, nil, step)
+}
+
+// MedianUSPrep is MedianUS with prep(i), when not nil, queued untimed on s
+// before each run's start event (after the spin): for example a write that
+// flushes L2, so that every run reads from DRAM.
+func (c *Ctx) MedianUSPrep(s Stream, warmups, runs int, prep, step func(i int) error) (float64, error) {
 	e0, err := c.NewEvent()
 	if err != nil {
 		return 0, err
@@ -72,6 +79,11 @@ func (c *Ctx) MedianUS(s Stream, warmups, runs int, step func(i int) error) (flo
 	for i := 0; i < warmups+runs; i++ {
 		if err := c.spin(s); err != nil {
 			return 0, err
+		}
+		if prep != nil {
+			if err := prep(i); err != nil {
+				return 0, err
+			}
 		}
 		if err := c.Record(e0, s); err != nil {
 			return 0, err
