@@ -307,6 +307,68 @@ __global__ void __launch_bounds__(kThreads) decode_split(
 // kMaxSplits bounds the splits of one sequence (the combine's shared memory).
 constexpr int kMaxSplits = 1024;
 
+// kFuseMaxSplits bounds the splits a split kernel merges itself (the
+// shared memory of finishSplits' weights); more go to decode_combine.
+constexpr int kFuseMaxSplits = 64;
+
+// finishSplits is decode_combine folded into the tensor-core split
+// kernels (v2.5): every CTA of a (row chunk, sequence) counts itself done
+// on counter after writing its partials; the last one merges the splits of
+// its rows in split order with decode_combine's arithmetic, writes the
+// fp16 output and resets the counter for the next launch. Which CTA is
+// last varies from run to run; the order of the merge does not, so the
+// bits do not either. Called by the 128 threads that wrote the partials;
+// sync synchronizes exactly them (__syncthreads, or a named barrier where a
+// producer warp has left). part0 is split 0's partial index.
+template <int D, int RMAX, typename SYNC>
+BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
+                            int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync) {
+  static_assert(D % 4 == 0, "float4 channels");
+  __shared__ float w[RMAX][kFuseMaxSplits];
+  __shared__ float inv[RMAX];
+  __shared__ int last;
+  __threadfence();  // this CTA's partials are visible before its count
+  sync();
+  if (tid == 0) last = atomicAdd(counter, 1) == nSplits - 1;
+  sync();
+  if (!last) return;
+  __threadfence();
+  const int lane = tid % 32, warp = tid / 32;
+  for (int r = warp; r < nrows; r += kThreads / 32) {  // one warp per row: weights and denominator
+    float m = kNegInf;
+    for (int s = lane; s < nSplits; s += 32) m = fmaxf(m, __ldcg(&partML[((part0 + s) * RMAX + r) * 2]));
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float l = 0.f;
+    for (int s = lane; s < nSplits; s += 32) {
+      const float ms = __ldcg(&partML[((part0 + s) * RMAX + r) * 2]);
+      const float ws = ms == kNegInf ? 0.f : exp2f(ms - m);
+      w[r][s] = ws;
+      l = fmaf(__ldcg(&partML[((part0 + s) * RMAX + r) * 2 + 1]), ws, l);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (lane == 0) inv[r] = 1.f / l;
+  }
+  sync();
+  // Four channels per thread and step; the splits' loads are independent.
+  for (int idx = tid; idx < nrows * D / 4; idx += kThreads) {
+    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 16
+    for (int s = 0; s < nSplits; s++) {
+      const float4 v = __ldcg(&po[size_t(s) * RMAX * D / 4]);
+      const float ws = w[r][s];
+      o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
+    }
+    const int row = row0 + r, i = row / group, hq = h * group + row % group;
+    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
+    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
+  }
+  if (tid == 0) *counter = 0;
+}
+
 // decode_combine merges the splits of one query row in split order and
 // writes the fp16 output. One CTA per (KV head and row chunk, sequence, row):
 //   1. M = max over splits of the running max (a tree: max is exact);

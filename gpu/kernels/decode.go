@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
@@ -32,6 +33,15 @@ const EnvDecodeStages = "BITDECODE_DECODE_STAGES"
 // (docs/perf/decode-attention.md) and stays behind EnvDecodeStages.
 const mmaStages = 0
 
+// EnvDecodeSplits set to "target:N" sizes the tensor-core kernels' splits
+// for about N CTAs per step (v2's rule, N = 528) instead of sizeMMA's
+// wave rule, for tuning runs.
+const EnvDecodeSplits = "BITDECODE_DECODE_SPLITS"
+
+// EnvDecodeMinSplit overrides the fewest tokens per split of the
+// tensor-core kernels (mmaMinSplitTokens), for tuning runs.
+const EnvDecodeMinSplit = "BITDECODE_DECODE_MINSPLIT"
+
 // EnvDecodeMT overrides the tensor-core kernel's fragment groups per tile
 // (1, 2, 4 or 8; still capped by the block and key group), for tuning runs.
 const EnvDecodeMT = "BITDECODE_DECODE_MT"
@@ -45,14 +55,35 @@ const (
 	DecodeMMA DecodeKernel = iota
 	// DecodeV1 is v1: CUDA cores over blocks in kv.Linear order.
 	DecodeV1
+	// DecodeWGMMA is v3, the Hopper variant of v2: a TMA ring fed by a
+	// producer warp and wgmma in one consumer warpgroup (decode_wgmma.cu).
+	DecodeWGMMA
+	// DecodeAuto plans whichever of DecodeMMA and DecodeWGMMA measured
+	// faster for the format and shape (PickDecodeKernel).
+	DecodeAuto
 )
 
-// String returns "mma" or "v1".
+// String returns "mma", "v1", "wgmma" or "auto".
 func (k DecodeKernel) String() string {
-	if k == DecodeV1 {
+	switch k {
+	case DecodeV1:
 		return "v1"
+	case DecodeWGMMA:
+		return "wgmma"
+	case DecodeAuto:
+		return "auto"
 	}
 	return "mma"
+}
+
+// ParseDecodeKernel returns the kernel named s: "mma", "v1", "wgmma" or "auto".
+func ParseDecodeKernel(s string) (DecodeKernel, error) {
+	for _, k := range []DecodeKernel{DecodeMMA, DecodeV1, DecodeWGMMA, DecodeAuto} {
+		if k.String() == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("kernels: no decode kernel %q (want auto, mma, wgmma or v1)", s)
 }
 
 // Order returns the packed order the kernel reads, for blocks and (v2) the
@@ -67,12 +98,25 @@ func (k DecodeKernel) Order() kv.Order {
 // mmaRows is decode_mma.cu's kRows: query rows per CTA (the mma N extent).
 const mmaRows = 8
 
-// mmaMinSplitTokens is the fewest tokens a split gets, so that each of the 4
-// warps has work enough to amortize its setup (v2.1: 4 tiles of 32 tokens).
-const mmaMinSplitTokens = 512
+// mmaCTAsPerSM is how many CTAs of decode_mma.cu (128 threads) share an
+// SM at the low-bit formats' 217-242 registers per thread.
+const mmaCTAsPerSM = 2
+
+// mmaMinSplitTokens is the fewest tokens a split gets, so that each CTA
+// has work enough to amortize its setup (v2.1: 512; v3.1: 256 measured
+// 0.4-1.6 us faster at 1 x 8K, equal at 1 x 32K).
+const mmaMinSplitTokens = 256
 
 // decodeMaxSplits is decode.cu's kMaxSplits: splits of one sequence.
 const decodeMaxSplits = 1024
+
+// decodeFuseMaxSplits is decode.cu's kFuseMaxSplits: the most splits the
+// tensor-core kernels merge themselves (v2.5); more run decode_combine.
+const decodeFuseMaxSplits = 64
+
+// EnvDecodeFuse set to 0 leaves the merge of the splits to decode_combine
+// (a second launch), for comparisons.
+const EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
 
 // mmaLaneBudget bounds the K+V bytes one lane loads per tile (registers).
 // Measured on the H100 (BITDECODE_DECODE_MT sweep, docs/perf): 256 bytes
@@ -138,28 +182,126 @@ type DecodePlan struct {
 	rmax, rowChunks     int
 	splitLen, maxSplits int
 	split, combine      cuda.Function
-	smem                int // dynamic shared memory of split (the cp.async ring)
+	smem                int // dynamic shared memory of split (the cp.async or TMA ring)
+	threads             int // threads per CTA of split
+	kernel              DecodeKernel
 	partO, partML       cuda.DevicePtr
-	dev                 *cuda.Device
+	// counters, when not 0, fuses the merge of the splits into the split
+	// kernel (v2.5): one zeroed int per (sequence, KV head x row chunk)
+	// that tells the last split to finish that it merges (finishSplits in
+	// decode.cu); decode_combine does not run.
+	counters cuda.DevicePtr
+	dev      *cuda.Device
 }
+
+// Kernel returns the kernel the plan runs (DecodeAuto's pick).
+func (p *DecodePlan) Kernel() DecodeKernel { return p.kernel }
 
 // SplitLen returns the tokens per split and the number of splits of the
 // longest sequence.
 func (p *DecodePlan) SplitLen() (tokens, splits int) { return p.splitLen, p.maxSplits }
 
-// planMMA plans decode_mma.cu. Splits cover whole blocks; the tile is MT
-// fragment groups of 16 tokens, as many as the lane budget allows within a
-// block and (keys per channel) within a key group.
-func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
+// decodeRefSMs is the SM count the tensor-core kernels' split planner
+// sizes waves for (an H100 SXM). A constant, not read from the device, so
+// the split count, and with it the result's bits, depend on the shape only.
+const decodeRefSMs = 132
+
+// splitWaves is how many waves of CTAs (at most) the split planner aims
+// for when a step has several sequences: shorter CTAs balance the SMs'
+// uneven shares of the memory bandwidth, but past about four waves the
+// extra partials cost more than they balance (H100 sweeps,
+// docs/perf/decode-attention.md v3.1: 16 x 32K int4 with 2 or 3 splits
+// runs 1.4-1.7x slower than with 9-13; 32 x 8K with 5 splits 10-14% slower
+// than with 3).
+const splitWaves = 4
+
+// splitFewItems is the CTA count per split below which a step (one
+// sequence of a few KV heads) is planned as a single full wave instead:
+// there more splits mean more, smaller partials to merge for no balance.
+const splitFewItems = 16
+
+// sizeMMA checks shape s against layout l and sizes the splits of the
+// tensor-core kernels (decode_mma.cu and decode_wgmma.cu), ctasPerSM of
+// whose CTAs run at once on an SM. Splits cover whole blocks of at least
+// minSplit tokens (mmaMinSplitTokens, to amortize each CTA's setup); their
+// count is splitBlocks'.
+func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, roundUp bool) (*DecodePlan, error) {
 	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
 		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
 	}
 	if l.Nr%16 != 0 {
 		return nil, fmt.Errorf("kernels: decode: block of %d tokens is not a multiple of 16", l.Nr)
 	}
-	p := &DecodePlan{layout: l, shape: s, dev: dev, rmax: mmaRows}
+	p := &DecodePlan{layout: l, shape: s, dev: dev, rmax: mmaRows, threads: decodeThreads, kernel: DecodeMMA}
 	rows := s.Hq / s.Hkv * s.Tq
 	p.rowChunks = (rows + mmaRows - 1) / mmaRows
+	items := s.B * s.Hkv * p.rowChunks
+	maxBlocks := (s.MaxL + l.Nr - 1) / l.Nr
+	minSplit := mmaMinSplitTokens
+	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMinSplit)); err == nil && v >= 16 {
+		minSplit = v // tuning experiments: BITDECODE_DECODE_MINSPLIT=128|256|...
+	}
+	minBlocks := (minSplit + l.Nr - 1) / l.Nr
+	if v, ok := strings.CutPrefix(os.Getenv(EnvDecodeSplits), "target:"); ok {
+		// tuning experiments: v2's rule, a fixed CTA target
+		if target, err := strconv.Atoi(v); err == nil && target > 0 {
+			splits := min(max(1, (target+items-1)/items), maxBlocks, max(1, maxBlocks/minBlocks), decodeMaxSplits)
+			p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
+		}
+	}
+	if p.splitLen == 0 {
+		p.splitLen = splitBlocks(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, roundUp) * l.Nr
+	}
+	if err := p.fixSplit(s); err != nil {
+		return nil, err
+	}
+	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
+	return p, nil
+}
+
+// splitBlocks returns the blocks per split for items CTAs per split of a
+// sequence of maxBlocks blocks, at least minBlocks per split (unless the
+// sequence is shorter), on slots concurrent CTAs: with splitFewItems or
+// more items, splitWaves waves of CTAs, the split count rounded down (or up
+// with roundUp: the wgmma kernel, whose fp16 128 x 8K step took 1481 us
+// with one split and 1399 us with two, where decode_mma.cu's int2 took
+// 379 and 395); with fewer items, the split count that puts the most CTAs
+// in one wave.
+func splitBlocks(items, maxBlocks, minBlocks, slots int, roundUp bool) int {
+	most := min(decodeMaxSplits, max(1, maxBlocks/max(1, minBlocks)))
+	if items >= splitFewItems {
+		splits := splitWaves * slots / items
+		if roundUp {
+			splits = (splitWaves*slots + items - 1) / items
+		}
+		splits = min(most, max(1, splits))
+		return (maxBlocks + splits - 1) / splits
+	}
+	bestBps, bestCTAs := maxBlocks, items
+	for bps := maxBlocks; bps >= 1; bps-- {
+		splits := (maxBlocks + bps - 1) / bps
+		if splits > most || items*splits > slots {
+			break
+		}
+		if items*splits > bestCTAs {
+			bestBps, bestCTAs = bps, items*splits
+		}
+	}
+	return bestBps
+}
+
+// planMMA plans decode_mma.cu. The tile is MT fragment groups of 16
+// tokens, as many as the lane budget allows within a block and (keys per
+// channel) within a key group.
+func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
+	ctas := mmaCTAsPerSM // ptxas: 217-242 registers for low-bit formats
+	if l.KBits == 16 && l.VBits == 16 && l.D <= 128 {
+		ctas = 3 // 168 registers
+	}
+	p, err := sizeMMA(dev, l, s, ctas, false)
+	if err != nil {
+		return nil, err
+	}
 	mt := max(1, min(8, mmaLaneBudget/(l.D*(l.KBits+l.VBits)/16)))
 	mt = 1 << (bits.Len(uint(mt)) - 1) // a power of two: k4v2's 5 -> 4 (the loop below halved it to 2)
 	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMT)); err == nil && (v == 1 || v == 2 || v == 4 || v == 8) {
@@ -168,24 +310,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	for mt > 1 && (l.Nr%(16*mt) != 0 || (l.KBits < 16 && l.KPerChannel && l.GK < 16*mt)) {
 		mt /= 2
 	}
-	// Splits: enough CTAs to fill the GPU a few times over, but every warp
-	// gets at least mmaMinTilesPerWarp tiles to amortize its setup.
-	items := s.B * s.Hkv * p.rowChunks
-	maxBlocks := (s.MaxL + l.Nr - 1) / l.Nr
-	minSplitTokens := mmaMinSplitTokens
-	splits := min(max(1, (decodeTargetCTAs+items-1)/items), maxBlocks, max(1, s.MaxL/minSplitTokens), decodeMaxSplits)
-	p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
-	if err := p.fixSplit(s); err != nil {
-		return nil, err
-	}
-	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
-	kg, vg := 1, 1
-	if l.KBits < 16 && !l.KPerChannel {
-		kg = l.D / l.GK
-	}
-	if l.VBits < 16 {
-		vg = l.D / l.GV
-	}
+	kg, vg := wgmmaGroups(l)
 	stages := 0
 	if l.KBits < 16 || l.VBits < 16 {
 		stages = mmaStages
@@ -251,6 +376,21 @@ func (p *DecodePlan) load(dev *cuda.Device, src, name, splitExpr, combineExpr st
 		dev.Free(p.partO)
 		return err
 	}
+	if p.kernel == DecodeV1 || p.maxSplits > decodeFuseMaxSplits || os.Getenv(EnvDecodeFuse) == "0" {
+		return nil // v1, or more splits than finishSplits' shared memory holds
+	}
+	n := s.B * s.Hkv * p.rowChunks
+	if p.counters, err = dev.Alloc(n * 4); err == nil {
+		err = dev.Do(func(c *cuda.Ctx) error { return c.Memset32(p.counters, 0, n) })
+	}
+	if err != nil {
+		dev.Free(p.partO)
+		dev.Free(p.partML)
+		if p.counters != 0 {
+			dev.Free(p.counters)
+		}
+		return err
+	}
 	return nil
 }
 
@@ -277,8 +417,14 @@ func PlanDecode(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape)
 	if err := l.check(); err != nil {
 		return nil, err
 	}
-	if k == DecodeMMA {
+	if k == DecodeAuto {
+		k = PickDecodeKernel(dev, l, s)
+	}
+	switch k {
+	case DecodeMMA:
 		return planMMA(dev, l, s)
+	case DecodeWGMMA:
+		return planWGMMA(dev, l, s)
 	}
 	if l.BF16 {
 		return nil, fmt.Errorf("kernels: decode v1 reads fp16 blocks only; bf16 K/V need the tensor-core kernel (--kernel mma)")
@@ -286,7 +432,7 @@ func PlanDecode(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape)
 	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
 		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
 	}
-	p := &DecodePlan{layout: l, shape: s, dev: dev}
+	p := &DecodePlan{layout: l, shape: s, dev: dev, threads: decodeThreads, kernel: DecodeV1}
 	rows := s.Hq / s.Hkv * s.Tq
 	p.rmax = decodeRowChunks[len(decodeRowChunks)-1]
 	for _, r := range decodeRowChunks {
@@ -318,6 +464,11 @@ func PlanDecode(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape)
 func (p *DecodePlan) Close() error {
 	e1 := p.dev.Free(p.partO)
 	e2 := p.dev.Free(p.partML)
+	if p.counters != 0 {
+		if e3 := p.dev.Free(p.counters); e1 == nil {
+			e1 = e3
+		}
+	}
 	if e1 != nil {
 		return e1
 	}
@@ -350,12 +501,15 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(l.D)))
 	}
-	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: decodeThreads}, p.smem, st,
-		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, p.partO, p.partML,
+	args := []any{b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, p.partO, p.partML,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
 		int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff), int32(max(l.GK, 1)), int32(max(l.GV, 1)),
-		float32(float64(scale)*log2e))
-	if err != nil {
+		float32(float64(scale) * log2e)}
+	if p.kernel != DecodeV1 {
+		args = append(args, p.counters, b.Out) // counters 0: decode_combine merges
+	}
+	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: p.threads}, p.smem, st, args...)
+	if err != nil || p.counters != 0 {
 		return err
 	}
 	return c.Launch(p.combine, cuda.Dim3{X: s.Hkv * rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: decodeThreads}, 0, st,

@@ -26,8 +26,11 @@
 // fragments go from the S^T accumulator layout to the B operand layout of
 // the second mma with movmatrix.trans. At the end the 4 warps are merged in
 // a fixed order through shared memory and the split's partial (unnormalized
-// O, running max, denominator) goes to global memory; decode_combine in
-// decode.cu merges the splits in order. No atomics: bitwise deterministic.
+// O, running max, denominator) goes to global memory; the last CTA of the
+// row chunk to finish merges the splits in order (finishSplits; past 64
+// splits decode_combine does, in a second launch). The only atomic is that
+// counter: which CTA merges varies, the merge's order does not, so the
+// result is bitwise deterministic.
 //
 // Versions (H100, Hq=32 Hkv=8 D=128; us and fraction of the 3.02 TB/s read
 // ceiling; docs/perf/decode-attention.md has every step):
@@ -46,6 +49,11 @@
 //   v2.4 cp.async staging of the code bytes through a per-warp ring (template
 //        parameter ST): slower (int4 KC 76 -> 74%, int2 (16,32K) -9%); off by
 //        default (ST = 0), kept for experiments (BITDECODE_DECODE_STAGES).
+//   v2.5 the merge of the splits folded into this kernel (finishSplits in
+//        decode.cu: the last CTA of a row chunk merges, in split order):
+//        (1,8K) int4 KC 18.4 -> 16.4 us. v3.1 (decode.go) plans the splits
+//        for whole waves: one for a single sequence, about four otherwise.
+//   v3   the Hopper variant, decode_wgmma.cu (TMA ring + wgmma).
 // Go wrapper and tests: decode_mma.go, decode_mma_test.go.
 
 #define BD_DEVICE __device__ __forceinline__
@@ -398,7 +406,8 @@ __global__ void __launch_bounds__(kThreads) decode_mma(
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2) {
+    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2,
+    int* __restrict__ counters, u16* __restrict__ out) {
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
   __shared__ float redO[kWarps][kRows][D];
   __shared__ float redM[kWarps][kRows], redL[kWarps][kRows];
@@ -661,6 +670,10 @@ __global__ void __launch_bounds__(kThreads) decode_mma(
       partML[(part * kRows + r) * 2] = m;
       partML[(part * kRows + r) * 2 + 1] = l;
     }
+  }
+  if (counters) {  // v2.5: the last split merges (finishSplits, decode.cu)
+    finishSplits<D, kRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
+                           (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { __syncthreads(); });
   }
 }
 

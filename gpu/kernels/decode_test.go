@@ -183,7 +183,7 @@ func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint
 	t.Helper()
 	d := c.sh.D
 	for row := 0; row < len(got)/d; row++ {
-		tol := kvtest.DecodeTol(f, st, d, row, c.kernel == kernels.DecodeMMA)
+		tol := kvtest.DecodeTol(f, st, d, row, c.kernel != kernels.DecodeV1)
 		for ch := 0; ch < d; ch++ {
 			g := float64(half.ToFloat32(got[row*d+ch]))
 			w := float64(want[row*d+ch])
@@ -195,9 +195,29 @@ func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint
 }
 
 func TestGPUDecodeMatchesReference(t *testing.T) {
-	for _, k := range []kernels.DecodeKernel{kernels.DecodeMMA, kernels.DecodeV1} {
+	for _, k := range []kernels.DecodeKernel{kernels.DecodeMMA, kernels.DecodeV1, kernels.DecodeWGMMA} {
 		t.Run(k.String(), func(t *testing.T) { testDecodeMatches(t, k) })
 	}
+}
+
+// wgmmaReads reports whether the wgmma kernel reads spec at head dim d; if
+// not, it checks that planning says so with an error rather than running.
+func wgmmaReads(t *testing.T, spec string, d int) bool {
+	t.Helper()
+	lay, err := kernels.LayoutFor(kv.MustResolve(spec, d).WithOrder(kv.MMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if major, minor := device(t).ComputeCapability(); major != 9 || minor != 0 {
+		t.Skipf("the wgmma kernel needs an sm_90 GPU (this one is %d.%d)", major, minor)
+	}
+	if err := kernels.WGMMASupports(device(t), lay); err != nil {
+		if _, perr := kernels.PlanDecode(device(t), kernels.DecodeWGMMA, lay, kernels.DecodeShape{B: 1, Hq: 8, Hkv: 8, Tq: 1, MaxBlocks: 4, MaxL: 4 * lay.Nr}); perr == nil {
+			t.Fatalf("%s D=%d: PlanDecode(wgmma) succeeded, but WGMMASupports says %v", spec, d, err)
+		}
+		return false
+	}
+	return true
 }
 
 func testDecodeMatches(t *testing.T, kern kernels.DecodeKernel) {
@@ -211,6 +231,9 @@ func testDecodeMatches(t *testing.T, kern kernels.DecodeKernel) {
 			continue // v1 reads fp16 blocks only
 		}
 		for j, sh := range shapes {
+			if kern == kernels.DecodeWGMMA && !wgmmaReads(t, spec, sh.D) {
+				continue
+			}
 			nr := kv.MustParseSpec(spec).Residual
 			all := []int{5, nr - 1, nr, nr + 1, 3*nr + 7, 1000, 4099}
 			lens := []int{all[(i+j)%len(all)], all[(i+j+3)%len(all)], all[(i+2*j+5)%len(all)]}
@@ -225,7 +248,7 @@ func TestGPUDecodeLong(t *testing.T) {
 	device(t)
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, spec := range []string{"fp16", "int4", "int2"} {
-		for _, k := range []kernels.DecodeKernel{kernels.DecodeMMA, kernels.DecodeV1} {
+		for _, k := range []kernels.DecodeKernel{kernels.DecodeMMA, kernels.DecodeV1, kernels.DecodeWGMMA} {
 			runCase(t, r, gpuCase{kernel: k, spec: spec, sh: attn.Shape{Hq: 32, Hkv: 8, D: 128}, lens: []int{20000}, tq: 1})
 		}
 	}

@@ -1,0 +1,186 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+//go:embed decode_wgmma.cu
+var decodeWGMMASource string
+
+// Tuning knobs of the Hopper kernel (decode_wgmma.cu), for experiments:
+// the ring depth (2 to 8 tiles), the tile (1 or 2 wgmma M-blocks of 64
+// tokens) and the CTAs per SM the register allocation must allow (1 to 4).
+const (
+	EnvWGMMAStages = "BITDECODE_WGMMA_STAGES"
+	EnvWGMMAMW     = "BITDECODE_WGMMA_MW"
+	EnvWGMMAMinB   = "BITDECODE_WGMMA_MINB"
+)
+
+// Tile constants of decode_wgmma.cu (kept equal to its constexprs).
+const (
+	wgmmaThreads    = 160 // one consumer warpgroup and a producer warp
+	wgmmaTileTokens = 64  // tokens per tile: the wgmma M of the scores
+	wgmmaSlice      = 64  // channels per output wgmma: value groups must cover whole slices
+	wgmmaStepBytes  = 256 // one k16 step of a B operand (two 128-byte core matrices)
+	// wgmmaRingBudget is the shared memory the default ring depth may use
+	// per CTA, and wgmmaCTASmem what a CTA may use for three to share an
+	// SM (228 KiB, 1 KiB of it reserved per CTA).
+	wgmmaRingBudget = 56 << 10
+	wgmmaCTASmem    = 72 << 10
+	wgmmaMaxStages  = 8
+)
+
+// wgmmaStage returns the bytes of one ring stage of layout l with tiles
+// of mw M-blocks: the tile's K and V codes, then its K and V (scale, zero)
+// pairs.
+func wgmmaStage(l DecodeLayout, mw int) int {
+	tt := mw * wgmmaTileTokens
+	n := tt * l.D * (l.KBits + l.VBits) / 8
+	if l.KBits < 16 {
+		if l.KPerChannel {
+			n += l.D * 4
+		} else {
+			n += tt * (l.D / l.GK) * 4
+		}
+	}
+	if l.VBits < 16 {
+		n += tt * (l.D / l.GV) * 4
+	}
+	return n
+}
+
+// wgmmaSmem returns the dynamic shared memory of a CTA with st stages:
+// the ring, decode_wgmma.cu's Shared (query and probability operands, the
+// warps' reductions; rounded to its 128-byte alignment) and 2·st mbarriers.
+func wgmmaSmem(l DecodeLayout, st, mw int) int {
+	vgb := 1
+	if l.VBits < 16 {
+		vgb = l.D / l.GV
+	}
+	shared := l.D/16*wgmmaStepBytes + vgb*(mw*wgmmaTileTokens/16)*wgmmaStepBytes + 2*4*mmaRows*4 + 4*mmaRows*4 + 4*mmaRows*vgb*4
+	shared = (shared + 127) / 128 * 128
+	return st*wgmmaStage(l, mw) + shared + 2*st*8
+}
+
+// WGMMASupports says why the Hopper kernel cannot read layout l on dev, or
+// nil if it can.
+func WGMMASupports(dev *cuda.Device, l DecodeLayout) error {
+	if major, minor := dev.ComputeCapability(); major != 9 || minor != 0 {
+		return fmt.Errorf("kernels: the wgmma decode kernel needs compute capability 9.0 (Hopper); this GPU is %d.%d (use --kernel mma)", major, minor)
+	}
+	switch {
+	case l.Nr%wgmmaTileTokens != 0:
+		return fmt.Errorf("kernels: the wgmma decode kernel needs blocks of a multiple of %d tokens (this format has %d; use --kernel mma)", wgmmaTileTokens, l.Nr)
+	case l.KBits < 16 && l.KPerChannel && l.GK%wgmmaTileTokens != 0:
+		return fmt.Errorf("kernels: the wgmma decode kernel needs key groups of a multiple of %d tokens (kc%d; use --kernel mma)", wgmmaTileTokens, l.GK)
+	case l.VBits < 16 && l.GV%wgmmaSlice != 0:
+		return fmt.Errorf("kernels: the wgmma decode kernel needs value groups of a multiple of %d channels (v%d; use --kernel mma)", wgmmaSlice, l.GV)
+	case l.KParamsOff%16 != 0 || l.VParamsOff%16 != 0:
+		return fmt.Errorf("kernels: the wgmma decode kernel needs 16-byte aligned scale regions (offsets %d, %d)", l.KParamsOff, l.VParamsOff)
+	}
+	return nil
+}
+
+// planWGMMA plans decode_wgmma.cu: decode_mma.cu's splits and partials
+// (the same combine kernel), tiles of 64 tokens through a TMA ring.
+func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
+	if err := WGMMASupports(dev, l); err != nil {
+		return nil, err
+	}
+	ctas := 3 // minB below: registers capped for three CTAs per SM
+	if l.D > 128 {
+		ctas = 1
+	}
+	p, err := sizeMMA(dev, l, s, ctas, true)
+	if err != nil {
+		return nil, err
+	}
+	// Defaults (H100 sweeps, docs/perf/decode-attention.md v3): low-bit
+	// tiles of two M-blocks (128 tokens) where two stages fit in a third of
+	// an SM's shared memory, and registers capped for three CTAs per SM at
+	// D <= 128.
+	mw := 1
+	if (l.KBits < 16 || l.VBits < 16) && 2*wgmmaStage(l, 2) <= wgmmaCTASmem {
+		mw = 2
+	}
+	if v, err := strconv.Atoi(os.Getenv(EnvWGMMAMW)); err == nil && (v == 1 || v == 2) {
+		mw = v
+	}
+	if l.Nr%(mw*wgmmaTileTokens) != 0 || (l.KBits < 16 && l.KPerChannel && l.GK%(mw*wgmmaTileTokens) != 0) ||
+		wgmmaSmem(l, 2, mw) > dev.MaxSharedPerBlock() {
+		mw = 1
+	}
+	minB := 1
+	if l.D <= 128 {
+		minB = 3
+	}
+	if v, err := strconv.Atoi(os.Getenv(EnvWGMMAMinB)); err == nil && v >= 1 && v <= 4 {
+		minB = v
+	}
+	st := max(2, min(wgmmaMaxStages, wgmmaRingBudget/wgmmaStage(l, mw)))
+	if v, err := strconv.Atoi(os.Getenv(EnvWGMMAStages)); err == nil && v >= 2 && v <= wgmmaMaxStages {
+		st = v // tuning experiments: BITDECODE_WGMMA_STAGES=2..8
+	}
+	for st > 2 && wgmmaSmem(l, st, mw) > dev.MaxSharedPerBlock() {
+		st--
+	}
+	if wgmmaSmem(l, st, mw) > dev.MaxSharedPerBlock() {
+		return nil, fmt.Errorf("kernels: the wgmma decode kernel needs %d bytes of shared memory for this format; the GPU allows %d per CTA (use --kernel mma)", wgmmaSmem(l, st, mw), dev.MaxSharedPerBlock())
+	}
+	p.smem = wgmmaSmem(l, st, mw)
+	p.threads, p.kernel = wgmmaThreads, DecodeWGMMA
+	kg, vg := wgmmaGroups(l)
+	splitExpr := fmt.Sprintf("wg::decode_wgmma<%d, %d, %d, %t, %d, %d, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, l.BF16, st, mw, minB)
+	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
+	return p, p.load(dev, decodeSource+"\n"+decodeMMASource+"\n"+decodeWGMMASource, "decode_wgmma.cu", splitExpr, combineExpr)
+}
+
+// wgmmaGroups returns the KT key groups and the value groups per token
+// (1 where there are no such scales), the kernels' KG and VG.
+func wgmmaGroups(l DecodeLayout) (kg, vg int) {
+	kg, vg = 1, 1
+	if l.KBits < 16 && !l.KPerChannel {
+		kg = l.D / l.GK
+	}
+	if l.VBits < 16 {
+		vg = l.D / l.GV
+	}
+	return kg, vg
+}
+
+// PickDecodeKernel returns the faster of DecodeWGMMA and DecodeMMA for
+// layout l and shape s on dev, from the side-by-side H100 grid
+// (bench/results/2026-11-23-h100-wgmma; docs/perf/decode-attention.md v3):
+//   - wgmma for fp16 and bf16 (faster at every measured shape: the TMA
+//     ring keeps more bytes in flight than registers can), keys per token
+//     (KT: 1.0-1.1x mma.sync but for two shapes within 4%), and int8 but
+//     for a single long sequence (one wave of CTAs: mma.sync's 8 warps per
+//     SM unpack faster than one warpgroup per CTA);
+//   - mma.sync for keys per channel (KC: the query refold costs the
+//     warpgroup a barrier per key group, one warp's business in
+//     decode_mma.cu), int2 and k4v2 (dequantization-bound, same reason);
+//   - mma.sync wherever the wgmma kernel cannot read the format, or the
+//     GPU is not a Hopper.
+func PickDecodeKernel(dev *cuda.Device, l DecodeLayout, s DecodeShape) DecodeKernel {
+	if WGMMASupports(dev, l) != nil {
+		return DecodeMMA
+	}
+	rows := s.Hq / s.Hkv * s.Tq
+	items := s.B * s.Hkv * ((rows + mmaRows - 1) / mmaRows)
+	switch {
+	case l.KBits == 16 && l.VBits == 16:
+		return DecodeWGMMA
+	case l.KBits == 8 && l.VBits == 8:
+		if items >= splitFewItems || s.MaxL <= 8192 {
+			return DecodeWGMMA
+		}
+	case l.KBits < 16 && !l.KPerChannel && l.KBits == l.VBits && l.KBits >= 4:
+		return DecodeWGMMA
+	}
+	return DecodeMMA
+}

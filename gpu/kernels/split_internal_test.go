@@ -1,0 +1,40 @@
+package kernels
+
+import "testing"
+
+// TestSplitBlocks checks sizeMMA's split rule on the benchmark grid's
+// shapes (Hkv = 8, one row chunk; blocks of 128 tokens, splits of at least
+// 4 blocks) for decode_mma.cu's rounding (down) and 3 CTAs per SM.
+func TestSplitBlocks(t *testing.T) {
+	const slots = 3 * decodeRefSMs
+	for _, tc := range []struct {
+		b, l       int
+		wantSplits int
+	}{
+		{1, 8192, 16},   // at most 64/4 splits
+		{1, 32768, 43},  // 344 CTAs: the fullest single wave of 396 slots
+		{1, 131072, 49}, // 392 CTAs, not 1.3 waves of 512
+		{8, 32768, 24},  // at most 4 waves: 1536 CTAs
+		{16, 32768, 12}, // 1536 CTAs
+		{32, 8192, 6},   // 1536 CTAs
+		{64, 8192, 3},   // 1536 CTAs
+		{128, 8192, 1},  // 1024 CTAs: two splits would be 5 waves
+	} {
+		items, maxBlocks := tc.b*8, tc.l/128
+		bps := splitBlocks(items, maxBlocks, 4, slots, false)
+		splits := (maxBlocks + bps - 1) / bps
+		if splits != tc.wantSplits {
+			t.Errorf("B=%d L=%d: %d splits of %d blocks, want %d splits", tc.b, tc.l, splits, bps, tc.wantSplits)
+		}
+		if bps < 4 && maxBlocks >= 4 {
+			t.Errorf("B=%d L=%d: %d blocks per split, below the minimum 4", tc.b, tc.l, bps)
+		}
+	}
+	if bps := splitBlocks(8, 2, 4, slots, false); bps != 2 {
+		t.Errorf("a sequence shorter than the minimum split: %d blocks per split, want 2 (one split)", bps)
+	}
+	// Rounded up (the wgmma kernel): 128 x 8K takes two splits.
+	if bps := splitBlocks(1024, 64, 4, slots, true); bps != 32 {
+		t.Errorf("128 x 8K rounded up: %d blocks per split, want 32 (two splits)", bps)
+	}
+}
