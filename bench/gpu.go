@@ -45,7 +45,10 @@ type GPUConfig struct {
 	// Paged shuffles the block table (pages scattered over the pool).
 	Paged bool
 	// Kernel is the decode implementation to time.
-	Kernel   kernels.DecodeKernel
+	Kernel kernels.DecodeKernel
+	// Kernels, when set, times each of them in turn in place of Kernel (a
+	// side-by-side run; a format a kernel cannot read is skipped with a note).
+	Kernels  []kernels.DecodeKernel
 	Progress io.Writer
 }
 
@@ -96,33 +99,63 @@ func RunAttnGPU(dev *cuda.Device, cfg GPUConfig) (*GPUReport, error) {
 	}
 	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s (16-byte streaming probe)\n", info.Name, rep.ReadGBps)
 	fp16 := map[Point]float64{} // the fp16 kernel's time per point, for bw rows
+	kerns := cfg.Kernels
+	if len(kerns) == 0 {
+		kerns = []kernels.DecodeKernel{cfg.Kernel}
+	}
 	for _, spec := range cfg.Formats {
-		f, err := kv.MustParseSpec(spec).Resolve(cfg.Shape.D)
-		if err != nil {
-			return nil, err
-		}
-		f = f.WithOrder(cfg.Kernel.Order())
-		for _, pt := range cfg.Grid {
-			var row *GPURow
-			if f.Planes.On {
-				row, err = runPlanesPoint(dev, f, cfg, pt)
-			} else {
-				row, err = runGPUPoint(dev, f, cfg, pt)
+		for _, kern := range kerns {
+			kcfg := cfg
+			kcfg.Kernel = kern
+			if err := runFormat(dev, kcfg, spec, rep, fp16, progress); err != nil {
+				return nil, err
 			}
-			if err != nil {
-				return nil, fmt.Errorf("%s B=%d L=%d: %w", spec, pt.B, pt.L, err)
-			}
-			if isFP16(f) && !cfg.ResidualFull {
-				fp16[pt] = row.TimeUS
-			}
-			row.FracCeiling = row.GBps / rep.ReadGBps
-			rep.Rows = append(rep.Rows, *row)
-			fmt.Fprintf(progress, "  %-24s B=%-3d L=%-6d splits=%-3d %9.1f us %7.0f GB/s %5.1f%% of read  err %.1e\n",
-				row.Format, row.B, row.L, row.Splits, row.TimeUS, row.GBps, 100*row.FracCeiling, row.KernelErr)
 		}
 	}
 	err = fp16Times(dev, cfg, rep, fp16, func(format string, a ...any) { fmt.Fprintf(progress, format, a...) })
 	return rep, err
+}
+
+// runFormat measures one format with cfg.Kernel on every grid point.
+func runFormat(dev *cuda.Device, cfg GPUConfig, spec string, rep *GPUReport, fp16 map[Point]float64, progress io.Writer) error {
+	f, err := kv.MustParseSpec(spec).Resolve(cfg.Shape.D)
+	if err != nil {
+		return err
+	}
+	f = f.WithOrder(cfg.Kernel.Order())
+	if cfg.Kernel == kernels.DecodeWGMMA && len(cfg.Kernels) > 1 {
+		if f.Planes.On {
+			fmt.Fprintf(progress, "  %-24s skipped for wgmma: bit planes have their own kernel (planes.cu)\n", spec)
+			return nil
+		}
+		lay, err := kernels.LayoutFor(f)
+		if err == nil {
+			err = kernels.WGMMASupports(dev, lay)
+		}
+		if err != nil {
+			fmt.Fprintf(progress, "  %-24s skipped for wgmma: %v\n", spec, err)
+			return nil
+		}
+	}
+	for _, pt := range cfg.Grid {
+		var row *GPURow
+		if f.Planes.On {
+			row, err = runPlanesPoint(dev, f, cfg, pt)
+		} else {
+			row, err = runGPUPoint(dev, f, cfg, pt)
+		}
+		if err != nil {
+			return fmt.Errorf("%s B=%d L=%d: %w", spec, pt.B, pt.L, err)
+		}
+		if isFP16(f) && !cfg.ResidualFull && cfg.Kernel != kernels.DecodeV1 && (fp16[pt] == 0 || row.TimeUS < fp16[pt]) {
+			fp16[pt] = row.TimeUS
+		}
+		row.FracCeiling = row.GBps / rep.ReadGBps
+		rep.Rows = append(rep.Rows, *row)
+		fmt.Fprintf(progress, "  %-6s %-24s B=%-3d L=%-6d splits=%-3d %9.1f us %7.0f GB/s %5.1f%% of read  err %.1e\n",
+			row.Kernel, row.Format, row.B, row.L, row.Splits, row.TimeUS, row.GBps, 100*row.FracCeiling, row.KernelErr)
+	}
+	return nil
 }
 
 func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *GPURow, err error) {
@@ -264,7 +297,7 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 		return nil, err
 	}
 	packUS := 0.0
-	if cfg.Kernel == kernels.DecodeMMA {
+	if cfg.Kernel != kernels.DecodeV1 {
 		if packUS, err = timePack(dev, f, resKs[0], resVs[0], pt.B*sh.Hkv, alloc); err != nil {
 			return nil, fmt.Errorf("pack: %w", err)
 		}
@@ -272,7 +305,11 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	bytes := int64(pt.B)*int64(sh.Hkv)*f.ReadBytes(l) + int64(2*nq*2)
 	splitLen, splits := plan.SplitLen()
 	_ = splitLen
-	row = &GPURow{Kernel: cfg.Kernel.String(), AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
+	kname := cfg.Kernel.String()
+	if cfg.Kernel == kernels.DecodeAuto {
+		kname = "auto:" + plan.Kernel().String()
+	}
+	row = &GPURow{Kernel: kname, AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: bytes, GBps: float64(bytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
 		Splits: splits, ResidualLen: l % nr, Paged: cfg.Paged, KernelErr: -1, PackUS: packUS}
 

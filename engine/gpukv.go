@@ -172,7 +172,7 @@ func (c *GPUCache) decodePlan(n int) (*kernels.DecodePlan, int, error) {
 	if c.opts.BatchInvariant {
 		shape.SplitLen = (max(gpuDecodeSplit, 64) + nr - 1) / nr * nr
 	}
-	p, err := kernels.PlanDecode(c.dev, kernels.DecodeMMA, c.lay, shape)
+	p, err := kernels.PlanDecode(c.dev, kernels.DecodeAuto, c.lay, shape)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -250,7 +250,7 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 	if _, _, err := c.decodePlan(1); err != nil {
 		return nil, err
 	}
-	if c.prefill, err = kernels.PlanDecode(c.dev, kernels.DecodeMMA, lay, kernels.DecodeShape{
+	if c.prefill, err = kernels.PlanDecode(c.dev, kernels.DecodeAuto, lay, kernels.DecodeShape{
 		B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: c.opts.MaxChunk, MaxBlocks: c.maxBlk, MaxL: o.MaxLen,
 		SplitLen: split(gpuPrefillSplit)}); err != nil {
 		return nil, err

@@ -69,7 +69,7 @@ func addGPUBenchFlags(fs *flag.FlagSet) gpuBenchFlags {
 		residualFull: fs.Bool("residual-full", false, "cuda: cache L-1 tokens so the fp16 residual block holds Nr-1 (default: none)"),
 		paged:        fs.Bool("paged", false, "cuda: scatter the KV blocks over the pool through a shuffled block table"),
 		anchor:       fs.String("anchor", "", "cuda: JSON from bench/anchors/sdpa_decode.py measured in the same session, for the speedup column"),
-		kernel:       fs.String("kernel", "mma", "cuda: decode kernel version: mma (tensor cores, default) or v1 (CUDA cores)"),
+		kernel:       fs.String("kernel", "auto", "cuda: decode kernel: auto (what the engine plans: the faster of mma and wgmma for each format and shape), mma (tensor cores, mma.sync), wgmma (Hopper: TMA ring + wgmma) or v1 (CUDA cores); a comma-separated list times them side by side"),
 	}
 }
 
@@ -142,14 +142,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if dev == "cuda" {
 		gcfg := bench.GPUConfig{Formats: formats, Grid: bench.GPUGrid, Shape: bench.MainShape,
 			ResidualFull: *gf.residualFull, Paged: *gf.paged, Progress: stderr}
-		switch *gf.kernel {
-		case "mma":
-			gcfg.Kernel = kernels.DecodeMMA
-		case "v1":
-			gcfg.Kernel = kernels.DecodeV1
-		default:
-			return usageErrorf("--kernel %q: want mma or v1", *gf.kernel)
+		for _, name := range strings.Split(*gf.kernel, ",") {
+			k, err := kernels.ParseDecodeKernel(strings.TrimSpace(name))
+			if err != nil {
+				return usageErrorf("--kernel %q: want auto, mma, wgmma or v1, or a comma-separated list to time side by side", *gf.kernel)
+			}
+			gcfg.Kernels = append(gcfg.Kernels, k)
 		}
+		gcfg.Kernel = gcfg.Kernels[0]
 		allBW := true
 		for _, s := range formats {
 			allBW = allBW && kv.MustParseSpec(s).Planes.On
