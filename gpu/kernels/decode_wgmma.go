@@ -70,7 +70,14 @@ func wgmmaSmem(l DecodeLayout, st, mw int) int {
 // WGMMASupports says why the Hopper kernel cannot read layout l on dev, or
 // nil if it can.
 func WGMMASupports(dev *cuda.Device, l DecodeLayout) error {
-	if major, minor := dev.ComputeCapability(); major != 9 || minor != 0 {
+	major, minor := dev.ComputeCapability()
+	return wgmmaSupports(major, minor, l)
+}
+
+// wgmmaSupports is WGMMASupports for a GPU of compute capability
+// major.minor.
+func wgmmaSupports(major, minor int, l DecodeLayout) error {
+	if major != 9 || minor != 0 {
 		return fmt.Errorf("kernels: the wgmma decode kernel needs compute capability 9.0 (Hopper); this GPU is %d.%d (use --kernel mma)", major, minor)
 	}
 	switch {
@@ -167,7 +174,13 @@ func wgmmaGroups(l DecodeLayout) (kg, vg int) {
 //   - mma.sync wherever the wgmma kernel cannot read the format, or the
 //     GPU is not a Hopper.
 func PickDecodeKernel(dev *cuda.Device, l DecodeLayout, s DecodeShape) DecodeKernel {
-	if WGMMASupports(dev, l) != nil {
+	major, minor := dev.ComputeCapability()
+	return pickDecode(major, minor, l, s)
+}
+
+// pickDecode is PickDecodeKernel on a GPU of compute capability major.minor.
+func pickDecode(major, minor int, l DecodeLayout, s DecodeShape) DecodeKernel {
+	if wgmmaSupports(major, minor, l) != nil {
 		return DecodeMMA
 	}
 	rows := s.Hq / s.Hkv * s.Tq

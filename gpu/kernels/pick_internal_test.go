@@ -1,0 +1,56 @@
+package kernels
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// TestPickDecode checks DecodeAuto's rule against the winners of the H100
+// side-by-side grid (bench/results/2026-11-23-h100-wgmma, side_by_side.md)
+// and that it never picks the wgmma kernel where it cannot run.
+func TestPickDecode(t *testing.T) {
+	shape := func(b, l int) DecodeShape {
+		return DecodeShape{B: b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: l / 64, MaxL: l}
+	}
+	for _, tc := range []struct {
+		spec string
+		b, l int
+		want DecodeKernel
+	}{
+		{"fp16", 1, 8192, DecodeWGMMA},
+		{"fp16", 128, 8192, DecodeWGMMA},
+		{"bf16", 16, 32768, DecodeWGMMA},
+		{"int4:kt128", 1, 8192, DecodeWGMMA},
+		{"int4:kt128", 128, 8192, DecodeWGMMA},
+		{"int8", 1, 8192, DecodeWGMMA},
+		{"int8", 1, 131072, DecodeMMA}, // a single long sequence
+		{"int8", 16, 32768, DecodeWGMMA},
+		{"int4", 1, 8192, DecodeMMA}, // keys per channel
+		{"int4", 128, 8192, DecodeMMA},
+		{"int2", 8, 32768, DecodeMMA},
+		{"k4v2", 64, 8192, DecodeMMA},
+		{"int4:kt32:v32", 1, 8192, DecodeMMA}, // value groups under 64 channels: wgmma cannot read it
+		{"int4:kc32:v32", 1, 8192, DecodeMMA}, // key groups under 64 tokens
+		{"fp16:res96", 1, 8192, DecodeMMA},    // blocks of 96 tokens: not whole 64-token tiles
+	} {
+		lay, err := LayoutFor(kv.MustResolve(tc.spec, 128).WithOrder(kv.MMA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pickDecode(9, 0, lay, shape(tc.b, tc.l)); got != tc.want {
+			t.Errorf("%s %dx%d on sm_90: picked %v, want %v", tc.spec, tc.b, tc.l, got, tc.want)
+		}
+		if got := pickDecode(8, 0, lay, shape(tc.b, tc.l)); got != DecodeMMA {
+			t.Errorf("%s on sm_80: picked %v, want mma (wgmma is Hopper-only)", tc.spec, got)
+		}
+	}
+	lay, err := LayoutFor(kv.MustResolve("int4:kt32:v32", 128).WithOrder(kv.MMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wgmmaSupports(9, 0, lay); err == nil || !strings.Contains(err.Error(), "--kernel mma") {
+		t.Errorf("wgmmaSupports(v32) = %v, want an error that points to --kernel mma", err)
+	}
+}
