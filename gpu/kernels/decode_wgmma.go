@@ -163,8 +163,9 @@ func wgmmaGroups(l DecodeLayout) (kg, vg int) {
 // PickDecodeKernel returns the faster of DecodeWGMMA and DecodeMMA for
 // layout l and shape s on dev, from the side-by-side H100 grid
 // (bench/results/2026-11-23-h100-wgmma; docs/perf/decode-attention.md v3):
-//   - wgmma for fp16 and bf16 (faster at every measured shape: the TMA
-//     ring keeps more bytes in flight than registers can), keys per token
+//   - wgmma for fp16 (faster at every measured shape: the TMA ring keeps
+//     more bytes in flight than registers can; bf16, measured with wgmma
+//     only, times like fp16 and is taken alike), keys per token
 //     (KT: 1.0-1.1x mma.sync but for two shapes within 4%), and int8 but
 //     for a single long sequence (one wave of CTAs: mma.sync's 8 warps per
 //     SM unpack faster than one warpgroup per CTA);
