@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -14,8 +15,9 @@ var inspectCmd = &command{
 	usage:   "kv [--head-dim D] SPEC... | gpu",
 	summary: "explain KV formats (layout, bits per element, memory) or the GPU runtime",
 	help: `'inspect kv' prints, for each format spec, the packed layout of a block, the
-bits per cached element with scales and zeros included, and the memory per
-token; with no spec it prints the spec grammar.
+bits per cached element with scales and zeros included, the memory per
+token, and which GPU decode kernel reads it; with no spec it prints the spec
+grammar.
 
 'inspect gpu' prints the device, driver, NVRTC and cuBLASLt versions and the
 kernel cache (not built yet).
@@ -64,6 +66,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stdout)
 			}
 			f.Describe(stdout)
+			fmt.Fprintf(stdout, "gpu        %s\n", kernels.DescribeDecode(f))
 		}
 		return nil
 	case "gpu":

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/kv"
 )
 
 //go:embed decode_wgmma.cu
@@ -197,4 +199,42 @@ func pickDecode(major, minor int, l DecodeLayout, s DecodeShape) DecodeKernel {
 		return DecodeWGMMA
 	}
 	return DecodeMMA
+}
+
+// DescribeDecode says which GPU decode kernel reads format f (package kv's
+// canonical layout), for 'bitdecode inspect kv': DecodeAuto's pick on a
+// Hopper GPU for one sequence of 8K and for 16 of 32K (Hq=32, Hkv=8), the
+// kernel of other GPUs, or why no kernel reads it.
+func DescribeDecode(f kv.Format) string {
+	if f.Planes.On {
+		return "bit planes: planes.cu's tiered kernel"
+	}
+	l, err := LayoutFor(f.WithOrder(kv.MMA))
+	if err == nil {
+		err = l.check()
+	}
+	if err != nil {
+		return "no GPU decode kernel: " + strings.TrimPrefix(err.Error(), "kernels: ")
+	}
+	if err := wgmmaSupports(9, 0, l); err != nil {
+		msg, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), "kernels: the wgmma decode kernel "), " (")
+		return "mma.sync (decode_mma.cu) on every GPU; the Hopper wgmma kernel " + msg
+	}
+	shape := func(b, n int) DecodeShape {
+		return DecodeShape{B: b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: (n + l.Nr - 1) / l.Nr, MaxL: n}
+	}
+	name := func(k DecodeKernel) string {
+		if k == DecodeWGMMA {
+			return "wgmma+TMA (decode_wgmma.cu)"
+		}
+		return "mma.sync (decode_mma.cu)"
+	}
+	small, large := pickDecode(9, 0, l, shape(1, 8192)), pickDecode(9, 0, l, shape(16, 32768))
+	switch {
+	case small == DecodeMMA && large == DecodeMMA:
+		return "mma.sync (decode_mma.cu) on every GPU: on Hopper it measured faster than the wgmma kernel for this format"
+	case small == large:
+		return "on Hopper " + name(small) + ", the faster there (--kernel auto); mma.sync (decode_mma.cu) on other GPUs"
+	}
+	return fmt.Sprintf("on Hopper %s for one sequence of 8K, %s for 16 of 32K (--kernel auto); mma.sync on other GPUs", name(small), name(large))
 }

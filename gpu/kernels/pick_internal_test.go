@@ -54,3 +54,18 @@ func TestPickDecode(t *testing.T) {
 		t.Errorf("wgmmaSupports(v32) = %v, want an error that points to --kernel mma", err)
 	}
 }
+
+// TestDescribeDecode checks the kernel line of 'bitdecode inspect kv'.
+func TestDescribeDecode(t *testing.T) {
+	for spec, want := range map[string]string{
+		"int4":           "mma.sync (decode_mma.cu) on every GPU: on Hopper it measured faster",
+		"int4:kt128":     "on Hopper wgmma+TMA",
+		"int4:kt32:v32":  "needs value groups of a multiple of 64 channels",
+		"fp8e4m3":        "no GPU decode kernel: no GPU decode kernel reads fp8e4m3",
+		"bw:h20:m40:l40": "bit planes",
+	} {
+		if got := DescribeDecode(kv.MustResolve(spec, 128)); !strings.Contains(got, want) {
+			t.Errorf("DescribeDecode(%s) = %q, want it to contain %q", spec, got, want)
+		}
+	}
+}
