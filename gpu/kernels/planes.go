@@ -29,8 +29,13 @@ const EnvPlanesMT = "BITDECODE_PLANES_MT"
 const EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
 
 // EnvPlanesMinSplit overrides the fewest tokens a split of split_mma gets
-// (default mmaMinSplitTokens, 512), for tuning runs.
+// (default planesMinSplitTokens, 512), for tuning runs.
 const EnvPlanesMinSplit = "BITDECODE_PLANES_MIN_SPLIT"
+
+// planesMinSplitTokens is the fewest positions a split of the tensor-core
+// planes kernel gets: decode_mma.cu's v2.1 value, measured with this kernel
+// (the integer kernels moved to 256 in v3.1, not re-measured here).
+const planesMinSplitTokens = 512
 
 // PlanesKernel selects a bit-plane decode implementation (planes.cu): both
 // compute the same function within the format's bound.
@@ -247,13 +252,13 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 	}
 	p.rowChunks = (rows + p.rmax - 1) / p.rmax
 	// Splits: enough CTAs to fill the GPU a few times over (decode.go's
-	// rule), each at least mmaMinSplitTokens positions for the tensor-core
+	// rule), each at least planesMinSplitTokens positions for the tensor-core
 	// kernel, whole tiles of planesTile positions.
 	maxPos := planesMaxPositions(s.MaxL)
 	items := s.B * s.Hkv * p.rowChunks
 	splits := min(max(1, (decodeTargetCTAs+items-1)/items), (maxPos+planesTile-1)/planesTile, planesMaxSplits)
 	if k == PlanesMMA {
-		minSplit := mmaMinSplitTokens
+		minSplit := planesMinSplitTokens
 		if v, err := strconv.Atoi(os.Getenv(EnvPlanesMinSplit)); err == nil && v >= planesTile {
 			minSplit = v
 		}
