@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -98,7 +99,7 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 		r := rand.New(rand.NewPCG(uint64(pt.B), uint64(pt.L)))
 		keys, vals := make([][]float32, pt.B), make([][]float32, pt.B)
 		for b := range keys {
-			keys[b], vals[b] = syntheticKV(r, pt.L, sh.Hkv, sh.D)
+			keys[b], vals[b] = kvtest.KeysValues(r, pt.L, sh.Hkv, sh.D)
 		}
 		q := syntheticQ(r, keys, sh)
 		exact := make([]float32, sh.Hq*sh.D)
@@ -164,27 +165,6 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 		}
 	}
 	return rep, nil
-}
-
-// syntheticKV draws [L][Hkv][D] keys with per-channel offsets and a few
-// outlier channels (x10..x50) and unit-scale values, as real caches look.
-func syntheticKV(r *rand.Rand, l, hkv, d int) (k, v []float32) {
-	m := hkv * d
-	scale, off := make([]float64, m), make([]float64, m)
-	for i := range scale {
-		scale[i], off[i] = 0.5+r.Float64(), 0.5*r.NormFloat64()
-		if r.IntN(16) == 0 {
-			scale[i] *= 10 + 40*r.Float64()
-		}
-	}
-	k, v = make([]float32, l*m), make([]float32, l*m)
-	for t := 0; t < l; t++ {
-		for i := 0; i < m; i++ {
-			k[t*m+i] = float32(off[i] + scale[i]*r.NormFloat64())
-			v[t*m+i] = float32(r.NormFloat64())
-		}
-	}
-	return k, v
 }
 
 // TargetScoreStd is the standard deviation of the synthetic attention

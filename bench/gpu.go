@@ -13,6 +13,7 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -181,7 +182,7 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if err != nil {
 		return nil, err
 	}
-	k, v := syntheticKV(r, gpuPrototypes*nr+nr-1, sh.Hkv, sh.D)
+	k, v := kvtest.KeysValues(r, gpuPrototypes*nr+nr-1, sh.Hkv, sh.D)
 	if err := cache.Append(k, v); err != nil {
 		return nil, err
 	}
@@ -330,25 +331,37 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 			p := int(tbl[i]) % gpuPrototypes // pool block j holds prototype j mod P
 			seq.Blocks = append(seq.Blocks, cache.Blocks[p])
 		}
-		q0 := make([]float32, sh.Hq*sh.D)
-		for i := range q0 {
-			q0[i] = half.ToFloat32(qh[i])
-		}
+		q0 := fp16ToFloat32s(qh[:sh.Hq*sh.D])
 		want := make([]float32, len(q0))
 		if _, err := attn.Reference(want, q0, []*attn.Seq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1}); err != nil {
 			return nil, err
 		}
-		var m float64
-		for i := range want {
-			d := math.Abs(float64(half.ToFloat32(got[i])) - float64(want[i]))
-			if d != d {
-				d = math.Inf(1)
-			}
-			m = max(m, d)
-		}
-		row.KernelErr = m
+		row.KernelErr = maxAbsErrFP16(got, want)
 	}
 	return row, nil
+}
+
+// fp16ToFloat32s widens fp16 values.
+func fp16ToFloat32s(h []uint16) []float32 {
+	f := make([]float32, len(h))
+	for i, x := range h {
+		f[i] = half.ToFloat32(x)
+	}
+	return f
+}
+
+// maxAbsErrFP16 returns the largest |got - want| over want's elements,
+// got in fp16; a NaN in got counts as +Inf.
+func maxAbsErrFP16(got []uint16, want []float32) float64 {
+	var m float64
+	for i := range want {
+		d := math.Abs(float64(half.ToFloat32(got[i])) - float64(want[i]))
+		if d != d {
+			d = math.Inf(1)
+		}
+		m = max(m, d)
+	}
+	return m
 }
 
 // timePack returns the median time to pack heads full residual blocks

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -135,7 +135,7 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	if err != nil {
 		return nil, err
 	}
-	k, v := syntheticKV(r, gpuPrototypes*nr, sh.Hkv, sh.D)
+	k, v := kvtest.KeysValues(r, gpuPrototypes*nr, sh.Hkv, sh.D)
 	if err := cache.Append(k, v); err != nil {
 		return nil, err
 	}
@@ -278,23 +278,12 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 		for i := 0; i < nBlocks; i++ {
 			seq.Blocks = append(seq.Blocks, cache.Blocks[int(tbl[i])%gpuPrototypes]) // pool block j holds prototype j mod P
 		}
-		q0 := make([]float32, sh.Hq*sh.D)
-		for i := range q0 {
-			q0[i] = half.ToFloat32(qh[i])
-		}
+		q0 := fp16ToFloat32s(qh[:sh.Hq*sh.D])
 		want := make([]float32, len(q0))
 		if _, err := attn.ReferencePlanes(want, q0, []*attn.PlaneSeq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1}); err != nil {
 			return nil, err
 		}
-		var m float64
-		for i := range want {
-			d := math.Abs(float64(half.ToFloat32(got[i])) - float64(want[i]))
-			if d != d {
-				d = math.Inf(1)
-			}
-			m = max(m, d)
-		}
-		row.KernelErr = m
+		row.KernelErr = maxAbsErrFP16(got, want)
 	}
 	return row, nil
 }

@@ -181,13 +181,25 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return writeReport(stdout, stderr, rep, *jsonPath)
+}
+
+// report is what the bench commands print: a Markdown table, and JSON.
+type report interface {
+	WriteTable(w io.Writer)
+	WriteJSON(path string) error
+}
+
+// writeReport prints rep's table after a blank line and, with a path,
+// writes its JSON there and says so on stderr.
+func writeReport(stdout, stderr io.Writer, rep report, jsonPath string) error {
 	fmt.Fprintln(stdout)
 	rep.WriteTable(stdout)
-	if *jsonPath != "" {
-		if err := rep.WriteJSON(*jsonPath); err != nil {
+	if jsonPath != "" {
+		if err := rep.WriteJSON(jsonPath); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", *jsonPath)
+		fmt.Fprintf(stderr, "wrote %s\n", jsonPath)
 	}
 	return nil
 }

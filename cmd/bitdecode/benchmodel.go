@@ -120,13 +120,5 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout)
-	rep.WriteTable(stdout)
-	if *jsonPath != "" {
-		if err := rep.WriteJSON(*jsonPath); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "wrote %s\n", *jsonPath)
-	}
-	return nil
+	return writeReport(stdout, stderr, rep, *jsonPath)
 }

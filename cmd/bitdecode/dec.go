@@ -318,15 +318,7 @@ func runBenchDEC(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout)
-	rep.WriteTable(stdout)
-	if *jsonPath != "" {
-		if err := rep.WriteJSON(*jsonPath); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "wrote %s\n", *jsonPath)
-	}
-	return nil
+	return writeReport(stdout, stderr, rep, *jsonPath)
 }
 
 var tuneCmd = &command{

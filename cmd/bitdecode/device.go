@@ -95,13 +95,5 @@ func benchGPU(cfg bench.GPUConfig, anchor, jsonPath string, stdout, stderr io.Wr
 			return err
 		}
 	}
-	fmt.Fprintln(stdout)
-	rep.WriteTable(stdout)
-	if jsonPath != "" {
-		if err := rep.WriteJSON(jsonPath); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "wrote %s\n", jsonPath)
-	}
-	return nil
+	return writeReport(stdout, stderr, rep, jsonPath)
 }

@@ -290,6 +290,20 @@ func splitBlocks(items, maxBlocks, minBlocks, slots int, roundUp bool) int {
 	return bestBps
 }
 
+// scaleGroups returns the KT key groups and the value groups per token
+// (1 where there are no such scales): the KG and VG of decode_mma.cu and
+// decode_wgmma.cu.
+func scaleGroups(l DecodeLayout) (kg, vg int) {
+	kg, vg = 1, 1
+	if l.KBits < 16 && !l.KPerChannel {
+		kg = l.D / l.GK
+	}
+	if l.VBits < 16 {
+		vg = l.D / l.GV
+	}
+	return kg, vg
+}
+
 // planMMA plans decode_mma.cu. The tile is MT fragment groups of 16
 // tokens, as many as the lane budget allows within a block and (keys per
 // channel) within a key group.
@@ -310,7 +324,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	for mt > 1 && (l.Nr%(16*mt) != 0 || (l.KBits < 16 && l.KPerChannel && l.GK < 16*mt)) {
 		mt /= 2
 	}
-	kg, vg := wgmmaGroups(l)
+	kg, vg := scaleGroups(l)
 	stages := 0
 	if l.KBits < 16 || l.VBits < 16 {
 		stages = mmaStages

@@ -143,23 +143,10 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, er
 	}
 	p.smem = wgmmaSmem(l, st, mw)
 	p.threads, p.kernel = wgmmaThreads, DecodeWGMMA
-	kg, vg := wgmmaGroups(l)
+	kg, vg := scaleGroups(l)
 	splitExpr := fmt.Sprintf("wg::decode_wgmma<%d, %d, %d, %t, %d, %d, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, l.BF16, st, mw, minB)
 	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return p, p.load(dev, decodeSource+"\n"+decodeMMASource+"\n"+decodeWGMMASource, "decode_wgmma.cu", splitExpr, combineExpr)
-}
-
-// wgmmaGroups returns the KT key groups and the value groups per token
-// (1 where there are no such scales), the kernels' KG and VG.
-func wgmmaGroups(l DecodeLayout) (kg, vg int) {
-	kg, vg = 1, 1
-	if l.KBits < 16 && !l.KPerChannel {
-		kg = l.D / l.GK
-	}
-	if l.VBits < 16 {
-		vg = l.D / l.GV
-	}
-	return kg, vg
 }
 
 // PickDecodeKernel returns the faster of DecodeWGMMA and DecodeMMA for

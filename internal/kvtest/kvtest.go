@@ -1,6 +1,7 @@
 // Package kvtest holds what the GPU attention tests of several packages
-// share: realistic random keys and values, and the error bound of the
-// decode kernels against attn.Reference.
+// share: realistic random keys and values (the attention benchmarks draw
+// theirs here too), and the error bound of the decode kernels against
+// attn.Reference.
 package kvtest
 
 import (
