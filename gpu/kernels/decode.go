@@ -46,6 +46,10 @@ const EnvDecodeMinSplit = "BITDECODE_DECODE_MINSPLIT"
 // (1, 2, 4 or 8; still capped by the block and key group), for tuning runs.
 const EnvDecodeMT = "BITDECODE_DECODE_MT"
 
+// EnvDecodeMinB overrides the CTAs per SM that decode_mma.cu's registers
+// must allow (1-4; __launch_bounds__), for tuning runs.
+const EnvDecodeMinB = "BITDECODE_DECODE_MINB"
+
 // DecodeKernel selects a decode-attention implementation (decode.cu's
 // version list): both compute the same function within the format's bound.
 type DecodeKernel int
@@ -312,11 +316,23 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	if l.KBits == 16 && l.VBits == 16 && l.D <= 128 {
 		ctas = 3 // 168 registers
 	}
+	minB, budget := 1, mmaLaneBudget
+	if l.KBits == 2 && l.VBits == 2 {
+		// v2.6 (H100 sweep, docs/perf/decode-attention.md): int2 tiles of
+		// half the lane budget with registers capped for three CTAs per SM
+		// (168, no spills) measured 1-8% faster than 231 registers and
+		// twice the bytes per tile; int4 and k4v2 were faster uncapped.
+		minB, budget = 3, mmaLaneBudget/2
+	}
+	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMinB)); err == nil && v >= 1 && v <= 4 {
+		minB = v
+	}
+	ctas = max(ctas, minB)
 	p, err := sizeMMA(dev, l, s, ctas, false)
 	if err != nil {
 		return nil, err
 	}
-	mt := max(1, min(8, mmaLaneBudget/(l.D*(l.KBits+l.VBits)/16)))
+	mt := max(1, min(8, budget/(l.D*(l.KBits+l.VBits)/16)))
 	mt = 1 << (bits.Len(uint(mt)) - 1) // a power of two: k4v2's 5 -> 4 (the loop below halved it to 2)
 	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMT)); err == nil && (v == 1 || v == 2 || v == 4 || v == 8) {
 		mt = v // tuning experiments: bench with BITDECODE_DECODE_MT=1|2|4|8
@@ -336,7 +352,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 		}
 	}
 	p.smem = stages * 4 * mt * 16 * l.D * (l.KBits + l.VBits) / 8 // 4 warps, tiles of mt groups
-	splitExpr := fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages)
+	splitExpr := fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB)
 	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return p, p.load(dev, decodeSource+"\n"+decodeMMASource, "decode_mma.cu", splitExpr, combineExpr)
 }

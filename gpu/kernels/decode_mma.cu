@@ -54,6 +54,10 @@
 //        (1,8K) int4 KC 18.4 -> 16.4 us. v3.1 (decode.go) plans the splits
 //        for whole waves: one for a single sequence, about four otherwise.
 //   v3   the Hopper variant, decode_wgmma.cu (TMA ring + wgmma).
+//   v2.6 two instructions per unpacked register (code: masks in place, an
+//        fma for the scaled positions, a byte permute for int8), int2 tiles
+//        of 4 groups at 168 registers: int4 KC (128,8K) 77 -> 83%, int2
+//        52 -> 58%, k4v2 66 -> 69%; wgmma int8 92 -> 97%.
 // Go wrapper and tests: decode_mma.go, decode_mma_test.go.
 
 #define BD_DEVICE __device__ __forceinline__
@@ -86,6 +90,16 @@ BD_DEVICE u32 lop_and_or(u32 a, u32 b, u32 c) {  // (a & b) | c
 BD_DEVICE u32 hsub2(u32 a, u32 b) {
   u32 r;
   asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+BD_DEVICE u32 hfma2(u32 a, u32 b, u32 c) {
+  u32 r;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+BD_DEVICE u32 prmt(u32 a, u32 b, u32 sel) {
+  u32 r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
   return r;
 }
 BD_DEVICE u32 trans8x8(u32 x) {
@@ -162,21 +176,46 @@ BD_DEVICE void loadGroup(const u8* __restrict__ p, int lane, u32 w[Frag<D, BITS>
   }
 }
 
+// code returns register position p of a word w of BITS-bit codes (the
+// codes at bits [p·BITS, p·BITS + BITS) of each 16-bit half) as a half2 of
+// exact integers; w8 is w >> 8, shared by the word's upper positions. After
+// unrolling, p is a constant and this is two instructions per register:
+//   int8:       a byte permute puts each half's byte under the fp16 exponent
+//               of 1024 (0x64cc = 1024 + c), then one subtract;
+//   int4, int2: a code of the low byte, masked in place under 1024, reads
+//               1024 + c·2^s (0x6400 | c << s; exact, the mantissa holds bits
+//               0..9), and one fma (x·2^-s - 1024·2^-s) returns c exactly.
+//               The high byte's codes do the same from w8.
+// (v2.6: the shift per register this replaces cost int2 23 instructions per
+// word instead of 17, int4 11 instead of 9.)
+template <int BITS>
+BD_DEVICE u32 code(u32 w, u32 w8, int p) {
+  static_assert(BITS == 2 || BITS == 4 || BITS == 8, "code widths");
+  if constexpr (BITS == 8) return hsub2(prmt(w, 0x64646464u, p == 0 ? 0x4240u : 0x4341u), kMagic);
+  constexpr int kLow = BITS < 8 ? 8 / BITS : 1;  // positions in the low byte of a half
+  const int s = (p % kLow) * BITS;
+  const u32 x = lop_and_or(p < kLow ? w : w8, (((1u << BITS) - 1) << s) * 0x10001u, kMagic);
+  if (s == 0) return hsub2(x, kMagic);
+  const u32 scale = u32(15 - s) << 10, bias = 0x8000u | (u32(25 - s) << 10);  // fp16 2^-s, -2^(10-s)
+  return hfma2(x, scale * 0x10001u, bias * 0x10001u);
+}
+
 // unpack turns lane's words into half2 registers in fragment order: register
 // j holds codes 2j and 2j+1, exact small integers (or the fp16 values).
 template <int D, int BITS>
 BD_DEVICE void unpack(const u32 w[Frag<D, BITS>::kWords], u32 h[Frag<D, BITS>::kRegs]) {
-  if (BITS == 16) {
+  if constexpr (BITS == 16) {
 #pragma unroll
     for (int j = 0; j < Frag<D, BITS>::kRegs; j++) h[j] = w[j];
-    return;
+  } else {
+    constexpr int kPairs = 16 / BITS;  // register pairs per word
+#pragma unroll
+    for (int i = 0; i < Frag<D, BITS>::kWords; i++) {
+      const u32 w8 = w[i] >> 8;
+#pragma unroll
+      for (int p = 0; p < kPairs; p++) h[i * kPairs + p] = code<BITS>(w[i], w8, p);
+    }
   }
-  constexpr int kPairs = 16 / BITS;  // register pairs per word
-  constexpr u32 kMask = ((1u << BITS) - 1) * 0x10001u;
-#pragma unroll
-  for (int i = 0; i < Frag<D, BITS>::kWords; i++)
-#pragma unroll
-    for (int p = 0; p < kPairs; p++) h[i * kPairs + p] = hsub2(lop_and_or(w[i] >> (p * BITS), kMask, kMagic), kMagic);
 }
 
 BD_DEVICE void param(const u8* __restrict__ half, int off, int i, float& s, float& z) {
@@ -400,8 +439,9 @@ BD_DEVICE void toC(float v, int q, float out[2]) {
   out[1] = __shfl_sync(0xffffffffu, v, (2 * q + 1) * 4);
 }
 
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST>
-__global__ void __launch_bounds__(kThreads) decode_mma(
+// MINB is the CTAs per SM the registers must allow (__launch_bounds__).
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,

@@ -20,7 +20,7 @@
 // two ring stages fit in a third of an SM's shared memory): block m+1 is
 // unpacked while block m's wgmmas run, and the warpgroup's two barriers
 // per tile are paid once per 128 tokens. MINB caps the registers for that
-// many CTAs per SM (3 at D <= 128: 128 registers).
+// many CTAs per SM (3 at D <= 128: 128 registers; int8 2: 168).
 // Scales are folded as in decode_mma.cu: KC into the query B operand (one
 // refold per key group), KT on the score accumulators, V's into P (one P
 // operand per 64-channel slice's value group, so V groups must be >= 64
@@ -36,6 +36,12 @@
 //         low-bit format (int2 128 x 8K 33% of the read ceiling vs 53%).
 //   v3.0b MW = 2, 3 CTAs per SM: 128 x 8K int4 KT 81 -> 93%, KC 64 -> 74%,
 //         int2 34 -> 41%.
+//   v2.6  (shared with decode_mma.cu) two-instruction unpack; int8 at 2 CTAs per
+//         SM: 128 x 8K int8 92 -> 97%.
+//   v3.2  every consumer thread arrives on a stage's empty barrier (one
+//         lane per warp after __syncwarp left compute-sanitizer racecheck
+//         unable to order the other lanes' ring reads before the next bulk
+//         copy): racecheck clean, same time.
 //   kernels.PickDecodeKernel keeps it where it measured faster: fp16/bf16,
 //   int4 KT, int8 (DecodeAuto).
 
@@ -43,7 +49,6 @@ namespace wg {
 
 using mma::Frag;
 using mma::kGroup;
-using mma::kMagic;
 using mma::kRows;
 typedef unsigned long long u64;
 
@@ -137,21 +142,20 @@ BD_DEVICE void loadSlice(const u8* p, int lane, int mb, u32 h[4]) {
   using F = Frag<D, BITS>;
   const int inLane = mb * BITS;  // 8 codes of BITS bits per block per lane
   auto at = [&](int byte) { return p + ((byte / F::kChunk) * 32 + lane) * F::kChunk + byte % F::kChunk; };
-  if (BITS == 16) {
+  if constexpr (BITS == 16) {
     const uint4 v = *reinterpret_cast<const uint4*>(at(inLane));
     h[0] = v.x, h[1] = v.y, h[2] = v.z, h[3] = v.w;
-  } else if (BITS == 8) {
+  } else if constexpr (BITS == 8) {
     const uint2 v = *reinterpret_cast<const uint2*>(at(inLane));
     const u32 w[2] = {v.x, v.y};
 #pragma unroll
-    for (int r = 0; r < 4; r++) h[r] = mma::hsub2(mma::lop_and_or(w[r / 2] >> ((r % 2) * 8), 0xff * 0x10001u, kMagic), kMagic);
+    for (int r = 0; r < 4; r++) h[r] = mma::code<BITS>(w[r / 2], 0, r % 2);
   } else {
     constexpr int kPairs = 16 / BITS;
-    constexpr u32 kMask = ((1u << BITS) - 1) * 0x10001u;
     const u32 w = *reinterpret_cast<const u32*>(at(inLane / 4 * 4));
     const int p0 = (mb * 4) % kPairs;
 #pragma unroll
-    for (int r = 0; r < 4; r++) h[r] = mma::hsub2(mma::lop_and_or(w >> ((p0 + r) * BITS), kMask, kMagic), kMagic);
+    for (int r = 0; r < 4; r++) h[r] = mma::code<BITS>(w, w >> 8, p0 + r);
   }
 }
 
@@ -417,7 +421,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
 #pragma unroll
     for (int s = 0; s < ST; s++) {
       mbarInit(&full[s], 1);
-      mbarInit(&empty[s], kConsumerWarps);
+      mbarInit(&empty[s], kConsumers);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -531,8 +535,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     tile<D, KBITS, VBITS, KC, KG, VG, BF, VGB, MW>(st, sh, stage, stage + kKCode, stage + kKCode + kVCode, stage + kKCode + kVCode + kKPar,
                                                    TT / kGroup, tok, t1, limit, kScaledQ ? biasC : zeroC, qsumC, parity, warp, lane);
     parity ^= 1;
-    __syncwarp();
-    if (lane == 0) mbarArrive(&empty[s]);  // the stage's bytes are in registers or consumed
+    // Every consumer thread releases its own reads of the stage (an arrive
+    // orders only the arriving thread's accesses; v3.2: one lane per warp
+    // after __syncwarp left racecheck unable to order the other lanes'
+    // reads before the next bulk copy into the stage).
+    mbarArrive(&empty[s]);
   }
 
   // Residual tokens: fp16 in mma order, read from global memory.

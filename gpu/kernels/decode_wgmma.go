@@ -127,6 +127,12 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, er
 	minB := 1
 	if l.D <= 128 {
 		minB = 3
+		if l.KBits == 8 && l.VBits == 8 {
+			// int8 unpacks two registers per word: capped at 128 registers
+			// it measured 91-92% at 16 x 32K and 128 x 8K; at 168, 94-97%
+			// (and 19.4 -> 16.7 us at 1 x 8K), with the same splits.
+			minB = 2
+		}
 	}
 	if v, err := strconv.Atoi(os.Getenv(EnvWGMMAMinB)); err == nil && v >= 1 && v <= 4 {
 		minB = v
@@ -151,7 +157,8 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, er
 
 // PickDecodeKernel returns the faster of DecodeWGMMA and DecodeMMA for
 // layout l and shape s on dev, from the side-by-side H100 grid
-// (bench/results/2026-11-23-h100-wgmma; docs/perf/decode-attention.md v3):
+// (bench/results/2026-11-23-h100-wgmma, checked again after v2.6 in
+// bench/results/2026-11-23-h100-v2.6; docs/perf/decode-attention.md v3):
 //   - wgmma for fp16 (faster at every measured shape: the TMA ring keeps
 //     more bytes in flight than registers can; bf16, measured with wgmma
 //     only, times like fp16 and is taken alike), keys per token
