@@ -10,12 +10,17 @@
 // Rounding (kv/doc.go): lo/hi exact; scale32 = (hi-lo)/L rounded to nearest
 // (__fdiv_rn); s = fp16(scale32), z = lo; q = clamp(rint((x-z)/s), 0, L).
 //
-// Work: one CTA per (KV head, K or V), the half staged in shared memory.
-// Phase 1: one thread per quantization group
-// finds min and max, writes the pair, keeps (s, z) in shared memory.
-// Phase 2: one thread per 32-bit output word gathers its codes (the word's
+// Work (v4): CTAs of 256 threads per (KV head, K or V, slice), the half
+// staged in shared memory. Phase 1: up to nSub threads per quantization
+// group find its min and max (partials met in shared memory), keep (s, z)
+// in shared memory, and slice 0 writes the pair. Phase 2: one thread
+// per 32-bit output word of the CTA's slice gathers its codes (the word's
 // elements follow from the fragment order) and writes the word: no two
-// threads write the same byte, so no atomics.
+// threads write the same byte, so no atomics. A launch of few heads is cut
+// into slices of words (every slice stages the half and finds the groups'
+// parameters again) so that it fills the GPU: v3 ran one 1024-thread CTA
+// per half with one thread per group, 20.7 us for 8 int4 heads of 128
+// tokens on 16 SMs, 300 us for 1024 heads.
 //
 // Go wrapper and test: pack.go, pack_test.go (bitwise equal to the Go packer).
 
@@ -27,8 +32,7 @@ typedef unsigned int u32;
 
 namespace pack {
 
-constexpr int kThreads = 1024;  // v3: 256 -> 1024, the per-code index arithmetic spread 4x wider
-constexpr int kMaxGroups = 4096;  // Nr*D/32 for Nr=512, D=256
+constexpr int kThreads = 256;  // v4 (v3: 1024, one CTA per half)
 
 BD_DEVICE float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 BD_DEVICE u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
@@ -93,33 +97,64 @@ BD_DEVICE float srcAt(const u8* src, int t, int c) {
   return h2f(*reinterpret_cast<const u16*>(src + b));
 }
 
-// packHalf packs one half (K or V) of one KV head's block from the residual
-// staged in shared memory (stage: [Nr][D] fp16 in MMA order of ROLE).
+// packHalf packs slice `slice` of `slices` (words [words·slice/slices,
+// words·(slice+1)/slices)) of one half (K or V) of one KV head's block from
+// the residual staged in shared memory (stage: [Nr][D] fp16 in MMA order of
+// ROLE); sS and sZ receive the half's group parameters, which slice 0 also
+// writes to the block.
 //   BITS     8, 4, 2 (integer codes) or 16 (fp16, or bf16 with BF)
 //   PERCHAN  groups of G tokens per channel (keys "kc"); else G channels per token
 template <int D, int BITS, bool PERCHAN, int ROLE, bool BF>
-BD_DEVICE void packHalf(const u8* stage, u8* out, float* sS, float* sZ, int Nr, int paramsOff, int G) {
+BD_DEVICE void packHalf(const u8* stage, u8* out, float* sS, float* sZ, int Nr, int paramsOff, int G, int slice, int slices) {
   constexpr int L = (1 << (BITS < 16 ? BITS : 1)) - 1;
   const int groups = BITS < 16 ? (PERCHAN ? Nr / G * D : Nr * (D / G)) : 0;
-  for (int gi = threadIdx.x; gi < groups; gi += kThreads) {
+  // Phase 1: thread i takes group i % groups (neighbouring threads take
+  // neighbouring groups: conflict-free shared-memory reads) and every
+  // sub-th element of it, sub = i / groups of nSub; partial minima and
+  // maxima meet in shared memory. (v4's first try, a team of lanes per
+  // group, read one group's elements 64 bytes apart: 16-way bank conflicts,
+  // no faster than v3.)
+  __shared__ float pLo[kThreads], pHi[kThreads];
+  int nSub = 1;
+  while (2 * nSub * groups <= kThreads && 2 * nSub <= G) nSub *= 2;
+  for (int base = 0; base < groups; base += kThreads / nSub) {
+    const int i = threadIdx.x, gi = base + i % (kThreads / nSub), sub = i / (kThreads / nSub);
     float lo = __int_as_float(0x7f800000), hi = -lo;
-    for (int e = 0; e < G; e++) {
-      int t, c;
-      if (PERCHAN) { t = gi / D * G + e; c = gi % D; }
-      else { t = gi / (D / G); c = gi % (D / G) * G + e; }
-      const float x = srcAt<D, ROLE>(stage, t, c);
-      lo = fminf(lo, x);
-      hi = fmaxf(hi, x);
+    if (gi < groups) {
+#pragma unroll 4
+      for (int e = sub; e < G; e += nSub) {
+        int t, c;
+        if (PERCHAN) { t = gi / D * G + e; c = gi % D; }
+        else { t = gi / (D / G); c = gi % (D / G) * G + e; }
+        const float x = srcAt<D, ROLE>(stage, t, c);
+        lo = fminf(lo, x);
+        hi = fmaxf(hi, x);
+      }
     }
-    const float scale32 = __fdiv_rn(__fsub_rn(hi, lo), float(L));
-    const u16 s = f2h(scale32), z = f2h(lo);
-    *reinterpret_cast<u32*>(out + paramsOff + 4 * gi) = u32(s) | (u32(z) << 16);
-    sS[gi] = h2f(s);
-    sZ[gi] = h2f(z);
+    if (nSub > 1) {
+      pLo[i] = lo;
+      pHi[i] = hi;
+      __syncthreads();
+      if (sub == 0) {
+        for (int k = 1; k < nSub; k++) {
+          lo = fminf(lo, pLo[i + k * (kThreads / nSub)]);
+          hi = fmaxf(hi, pHi[i + k * (kThreads / nSub)]);
+        }
+      }
+      __syncthreads();
+    }
+    if (gi < groups && sub == 0) {
+      const float scale32 = __fdiv_rn(__fsub_rn(hi, lo), float(L));
+      const u16 s = f2h(scale32), z = f2h(lo);
+      if (slice == 0) *reinterpret_cast<u32*>(out + paramsOff + 4 * gi) = u32(s) | (u32(z) << 16);
+      sS[gi] = h2f(s);
+      sZ[gi] = h2f(z);
+    }
   }
   __syncthreads();
   const int words = Nr * D * BITS / 32;
-  for (int wi = threadIdx.x; wi < words; wi += kThreads) {
+  const int w1 = words * (slice + 1) / slices;
+  for (int wi = words * slice / slices + threadIdx.x; wi < w1; wi += kThreads) {
     u32 word = 0;
     constexpr int perWord = 32 / BITS;
 #pragma unroll
@@ -144,57 +179,56 @@ BD_DEVICE void packHalf(const u8* stage, u8* out, float* sS, float* sZ, int Nr, 
   }
 }
 
-// pack_block packs one KV head's block per CTA: blockIdx.x is the head
-// (sequence-major), blockIdx.y 0 packs K and 1 packs V. The half's residual
-// (Nr*D*2 bytes) is first staged into dynamic shared memory with coalesced
-// 16-byte loads, so the scattered group reads of both phases hit shared
-// memory (v1 read global memory directly: 66 us for 8 int4 heads).
 // packOne stages one half (K: role 0, V: role 1) of a residual block in
 // dynamic shared memory with coalesced 16-byte loads, so the scattered group
 // reads of both phases hit shared memory (v1 read global memory directly:
-// 66 us for 8 int4 heads), then packs it into the block at out.
+// 66 us for 8 int4 heads), then packs its slice (blockIdx.z of gridDim.z)
+// into the block at out. The groups' (s, z) follow the stage.
 template <int D, int KBITS, int VBITS, bool KC, bool BF>
-BD_DEVICE void packOne(const u8* __restrict__ in, u8* __restrict__ out, int role, u8* stage, float* sS, float* sZ,
+BD_DEVICE void packOne(const u8* __restrict__ in, u8* __restrict__ out, int role, u8* stage, int maxGroups,
                        int Nr, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV) {
   const size_t halfBytes = size_t(Nr) * D * 2;
+  float* sS = reinterpret_cast<float*>(stage + halfBytes);
+  float* sZ = sS + maxGroups;
   const uint4* src = reinterpret_cast<const uint4*>(in);
   uint4* st = reinterpret_cast<uint4*>(stage);
   for (int i = threadIdx.x; i < int(halfBytes / 16); i += kThreads) st[i] = src[i];
   __syncthreads();
-  if (role == 0) packHalf<D, KBITS, KC, 0, BF>(stage, out, sS, sZ, Nr, kParamsOff, gK);
-  else packHalf<D, VBITS, false, 1, BF>(stage, out + kBytes, sS, sZ, Nr, vParamsOff, gV);
+  if (role == 0) packHalf<D, KBITS, KC, 0, BF>(stage, out, sS, sZ, Nr, kParamsOff, gK, blockIdx.z, gridDim.z);
+  else packHalf<D, VBITS, false, 1, BF>(stage, out + kBytes, sS, sZ, Nr, vParamsOff, gV, blockIdx.z, gridDim.z);
 }
 
-// pack_block packs one KV head's block per CTA: blockIdx.x is the head
-// (sequence-major), blockIdx.y 0 packs K and 1 packs V; residual h is at
-// res + h*Nr*D*2 and its block goes to dst + h*blockBytes.
+// pack_block packs one KV head's block per (x, y) CTA column: blockIdx.x
+// is the head (sequence-major), blockIdx.y 0 packs K and 1 packs V,
+// blockIdx.z is the slice; residual h is at res + h*Nr*D*2 and its block
+// goes to dst + h*blockBytes. maxGroups sizes the (s, z) arrays after the
+// stage in dynamic shared memory.
 template <int D, int KBITS, int VBITS, bool KC, bool BF>
 __global__ void __launch_bounds__(kThreads) pack_block(const u8* __restrict__ resK, const u8* __restrict__ resV, u8* __restrict__ dst,
-                                                        int Nr, int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV) {
+                                                        int Nr, int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV,
+                                                        int maxGroups) {
   extern __shared__ __align__(16) u8 stage[];
-  __shared__ float sS[kMaxGroups], sZ[kMaxGroups];
   const int h = blockIdx.x, role = blockIdx.y;
   const size_t halfBytes = size_t(Nr) * D * 2;
-  packOne<D, KBITS, VBITS, KC, BF>((role == 0 ? resK : resV) + h * halfBytes, dst + size_t(h) * blockBytes, role, stage, sS, sZ,
+  packOne<D, KBITS, VBITS, KC, BF>((role == 0 ? resK : resV) + h * halfBytes, dst + size_t(h) * blockBytes, role, stage, maxGroups,
                                    Nr, kBytes, kParamsOff, vParamsOff, gK, gV);
 }
 
 // pack_paged packs the full residual blocks of a paged cache: blockIdx.x =
 // i*Hkv + h packs KV head h of item i, from residual slot srcSlots[i]
 // (res + (slot*Hkv + h)*Nr*D*2) into pool block dstBlocks[i]
-// (pool + (block*Hkv + h)*blockBytes).
+// (pool + (block*Hkv + h)*blockBytes); blockIdx.y and z as in pack_block.
 template <int D, int KBITS, int VBITS, bool KC, bool BF>
 __global__ void __launch_bounds__(kThreads) pack_paged(const u8* __restrict__ resK, const u8* __restrict__ resV,
                                                         const int* __restrict__ srcSlots, const int* __restrict__ dstBlocks,
                                                         u8* __restrict__ pool, int Hkv, int Nr, int blockBytes, int kBytes,
-                                                        int kParamsOff, int vParamsOff, int gK, int gV) {
+                                                        int kParamsOff, int vParamsOff, int gK, int gV, int maxGroups) {
   extern __shared__ __align__(16) u8 stage[];
-  __shared__ float sS[kMaxGroups], sZ[kMaxGroups];
   const int i = blockIdx.x / Hkv, h = blockIdx.x % Hkv, role = blockIdx.y;
   const size_t halfBytes = size_t(Nr) * D * 2;
   const u8* in = (role == 0 ? resK : resV) + (size_t(srcSlots[i]) * Hkv + h) * halfBytes;
   u8* out = pool + (size_t(dstBlocks[i]) * Hkv + h) * blockBytes;
-  packOne<D, KBITS, VBITS, KC, BF>(in, out, role, stage, sS, sZ, Nr, kBytes, kParamsOff, vParamsOff, gK, gV);
+  packOne<D, KBITS, VBITS, KC, BF>(in, out, role, stage, maxGroups, Nr, kBytes, kParamsOff, vParamsOff, gK, gV);
 }
 
 }  // namespace pack

@@ -3,6 +3,8 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"os"
+	"strconv"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
@@ -11,25 +13,32 @@ import (
 //go:embed pack.cu
 var packSource string
 
-// packThreads is pack.cu's kThreads; packMaxGroups its kMaxGroups.
-const (
-	packThreads   = 1024
-	packMaxGroups = 4096
-)
+// packThreads is pack.cu's kThreads.
+const packThreads = 256
+
+// packStaticShared is pack.cu's static shared memory: the partial minima
+// and maxima of phase 1, for the K and the V instantiation.
+const packStaticShared = 2 * 2 * packThreads * 4
+
+// packMaxSlices bounds the slices one half is cut into (pack.cu v4).
+const packMaxSlices = 32
+
+// EnvPackSlices overrides the slices per half of a pack launch (1 to
+// packMaxSlices), for tests and tuning runs.
+const EnvPackSlices = "BITDECODE_PACK_SLICES"
 
 // PackPlan quantizes and packs full fp16 residual blocks into packed blocks
 // of one format, on the GPU (pack.cu), in kv.MMA order.
 type PackPlan struct {
-	f      kv.Format
-	fn     cuda.Function // pack_block
-	paged  cuda.Function // pack_paged
-	kG, vG int
-	smem   int // dynamic shared memory: one staged half
+	f         kv.Format
+	fn        cuda.Function // pack_block
+	paged     cuda.Function // pack_paged
+	kG, vG    int
+	maxGroups int // the larger half's quantization groups per block
+	smem      int // dynamic shared memory: one staged half, then the groups' (s, z)
+	sms       int // the GPU's SMs, for the slicing of small launches
+	maxSlices int // slices that still give every thread a word of the smaller half
 }
-
-// packMaxStage bounds the staged half (Nr*D*2 bytes) by the H100's 227 KiB
-// of shared memory per block less the static group arrays.
-const packMaxStage = 192 << 10
 
 // PlanPack compiles the pack kernels for format f.
 func PlanPack(dev *cuda.Device, f kv.Format) (*PackPlan, error) {
@@ -37,16 +46,14 @@ func PlanPack(dev *cuda.Device, f kv.Format) (*PackPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PackPlan{f: f, kG: max(f.K.Group, 1), vG: max(f.V.Group, 1)}
-	for _, h := range []kv.TensorLayout{f.K, f.V} {
-		if h.Params > packMaxGroups {
-			return nil, fmt.Errorf("kernels: pack: %d groups per block exceed %d", h.Params, packMaxGroups)
-		}
+	p := &PackPlan{f: f, kG: max(f.K.Group, 1), vG: max(f.V.Group, 1), maxGroups: max(f.K.Params, f.V.Params), sms: dev.SMs()}
+	p.smem = f.Residual*f.D*2 + 8*p.maxGroups
+	if p.smem+packStaticShared > dev.MaxSharedPerBlock() {
+		return nil, fmt.Errorf("kernels: pack: a residual half of %d tokens x %d channels and its %d groups need %d bytes of shared memory; the GPU allows %d per CTA (use a smaller residual block)",
+			f.Residual, f.D, p.maxGroups, p.smem+packStaticShared, dev.MaxSharedPerBlock())
 	}
-	p.smem = f.Residual * f.D * 2
-	if p.smem > packMaxStage {
-		return nil, fmt.Errorf("kernels: pack: a residual half of %d tokens x %d channels (%d bytes) exceeds the %d-byte stage", f.Residual, f.D, p.smem, packMaxStage)
-	}
+	words := f.Residual * f.D * min(lay.KBits, lay.VBits) / 32
+	p.maxSlices = max(1, min(packMaxSlices, words/packThreads))
 	targs := fmt.Sprintf("<%d, %d, %d, %t, %t>", f.D, lay.KBits, lay.VBits, lay.KPerChannel && lay.KBits < 16, lay.BF16)
 	expr, paged := "pack::pack_block"+targs, "pack::pack_paged"+targs
 	mod, err := dev.Compile(cuda.Program{Name: "pack.cu", Source: packSource, Exprs: []string{expr, paged}})
@@ -73,9 +80,26 @@ func PlanPack(dev *cuda.Device, f kv.Format) (*PackPlan, error) {
 // receives the packed blocks ([heads][BlockBytes]). One launch.
 func (p *PackPlan) Launch(c *cuda.Ctx, st cuda.Stream, resK, resV, dst cuda.DevicePtr, heads int) error {
 	f := p.f
-	return c.Launch(p.fn, cuda.Dim3{X: heads, Y: 2}, cuda.Dim3{X: packThreads}, p.smem, st,
+	return c.Launch(p.fn, cuda.Dim3{X: heads, Y: 2, Z: p.slices(heads)}, cuda.Dim3{X: packThreads}, p.smem, st,
 		resK, resV, dst, int32(f.Residual), int32(f.BlockBytes()), int32(f.K.Bytes),
-		int32(f.K.ParamsOffset), int32(f.V.ParamsOffset), int32(p.kG), int32(p.vG))
+		int32(f.K.ParamsOffset), int32(f.V.ParamsOffset), int32(p.kG), int32(p.vG), int32(p.maxGroups))
+}
+
+// slices returns how many CTAs share each half of a launch of heads blocks:
+// enough for about two CTAs per SM (a decode step's pack of one block per
+// head of a few sequences would otherwise run on a few SMs), at most one
+// per packThreads words of the smaller half.
+func (p *PackPlan) slices(heads int) int {
+	if v, err := strconv.Atoi(os.Getenv(EnvPackSlices)); err == nil && v >= 1 && v <= packMaxSlices {
+		return v
+	}
+	return packSlices(heads, p.sms, p.maxSlices)
+}
+
+// packSlices is slices for a GPU of sms SMs.
+func packSlices(heads, sms, maxSlices int) int {
+	items := 2 * heads
+	return max(1, min(maxSlices, (2*sms+items-1)/items))
 }
 
 // LaunchPaged packs n full residual blocks of a paged cache in one launch:
@@ -88,7 +112,7 @@ func (p *PackPlan) LaunchPaged(c *cuda.Ctx, st cuda.Stream, resK, resV, srcSlots
 		return nil
 	}
 	f := p.f
-	return c.Launch(p.paged, cuda.Dim3{X: n * hkv, Y: 2}, cuda.Dim3{X: packThreads}, p.smem, st,
+	return c.Launch(p.paged, cuda.Dim3{X: n * hkv, Y: 2, Z: p.slices(n * hkv)}, cuda.Dim3{X: packThreads}, p.smem, st,
 		resK, resV, srcSlots, dstBlocks, pool, int32(hkv), int32(f.Residual), int32(f.BlockBytes()), int32(f.K.Bytes),
-		int32(f.K.ParamsOffset), int32(f.V.ParamsOffset), int32(p.kG), int32(p.vG))
+		int32(f.K.ParamsOffset), int32(f.V.ParamsOffset), int32(p.kG), int32(p.vG), int32(p.maxGroups))
 }

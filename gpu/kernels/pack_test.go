@@ -40,26 +40,31 @@ func TestGPUPackMatchesGo(t *testing.T) {
 			}
 			srcK := cuda.Bytes(kernels.ResidualOrder(kernels.DecodeMMA, f, resK, false))
 			srcV := cuda.Bytes(kernels.ResidualOrder(kernels.DecodeMMA, f, resV, true))
-			got := make([]byte, len(want))
-			err = withBuffers(d, [][]byte{srcK, srcV, make([]byte, len(want))}, func(c *cuda.Ctx, p []cuda.DevicePtr) error {
-				if err := plan.Launch(c, d.Stream(), p[0], p[1], p[2], hkv); err != nil {
-					return err
+			// Three heads are cut into slices of words; one slice per half
+			// is the path of launches of many heads.
+			for _, slices := range []string{"", "1"} {
+				t.Setenv(kernels.EnvPackSlices, slices)
+				got := make([]byte, len(want))
+				err = withBuffers(d, [][]byte{srcK, srcV, make([]byte, len(want))}, func(c *cuda.Ctx, p []cuda.DevicePtr) error {
+					if err := plan.Launch(c, d.Stream(), p[0], p[1], p[2], hkv); err != nil {
+						return err
+					}
+					if err := c.SyncStream(d.Stream()); err != nil {
+						return err
+					}
+					return c.DtoH(got, p[2])
+				})
+				if err != nil {
+					t.Fatalf("%s D=%d slices %q: %v", spec, dim, slices, err)
 				}
-				if err := c.SyncStream(d.Stream()); err != nil {
-					return err
+				if !bytes.Equal(got, want) {
+					i := 0
+					for got[i] == want[i] {
+						i++
+					}
+					t.Fatalf("%s D=%d slices %q: GPU-packed block differs from the Go packer first at byte %d (head %d, offset %d): %#02x vs %#02x",
+						spec, dim, slices, i, i/f.BlockBytes(), i%f.BlockBytes(), got[i], want[i])
 				}
-				return c.DtoH(got, p[2])
-			})
-			if err != nil {
-				t.Fatalf("%s D=%d: %v", spec, dim, err)
-			}
-			if !bytes.Equal(got, want) {
-				i := 0
-				for got[i] == want[i] {
-					i++
-				}
-				t.Fatalf("%s D=%d: GPU-packed block differs from the Go packer first at byte %d (head %d, offset %d): %#02x vs %#02x",
-					spec, dim, i, i/f.BlockBytes(), i%f.BlockBytes(), got[i], want[i])
 			}
 		}
 	}

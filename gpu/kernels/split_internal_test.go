@@ -38,3 +38,22 @@ func TestSplitBlocks(t *testing.T) {
 		t.Errorf("128 x 8K rounded up: %d blocks per split, want 32 (two splits)", bps)
 	}
 }
+
+// TestPackSlices checks the slicing of pack launches: about two CTAs per SM
+// for a few heads, one CTA per half for many, never more slices than words
+// allow.
+func TestPackSlices(t *testing.T) {
+	for _, c := range []struct{ heads, sms, maxSlices, want int }{
+		{8, 132, 8, 8},    // one sequence, int4 (2048 words per K half): 16 halves x 8
+		{8, 132, 4, 4},    // int2: 1024 words
+		{3, 132, 32, 32},  // fp16 in the test: capped by packMaxSlices
+		{64, 132, 8, 3},   // 8 sequences: 128 halves x 3 = 384 CTAs
+		{1024, 132, 8, 1}, // 128 sequences
+		{132, 132, 8, 1},
+		{1, 132, 1, 1},
+	} {
+		if got := packSlices(c.heads, c.sms, c.maxSlices); got != c.want {
+			t.Errorf("packSlices(%d heads, %d SMs, max %d) = %d, want %d", c.heads, c.sms, c.maxSlices, got, c.want)
+		}
+	}
+}
