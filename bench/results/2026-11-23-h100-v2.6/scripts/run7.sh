@@ -1,0 +1,14 @@
+#!/bin/bash
+# Session 5 call 7: pack.cu v4 (256-thread CTAs, team reductions for the groups, slices for small launches):
+# bitwise tests against the Go packer, pack times, engine GPU-cache tests, sanitizers on pack, bench rows with the pack column.
+# carry: [".gpu/s5", ".gpu/m5"]
+cd "$(dirname "$0")"
+xz -d -k -f bitdecode.xz engine.test.xz gpu_kernels.test.xz; chmod +x bitdecode engine.test gpu_kernels.test
+R=$OUT/r; mkdir -p $R
+export BITDECODE_GOCODER_DIR=$(cd ../m5 && pwd)
+timeout 120 ./gpu_kernels.test -test.run 'TestGPUPack' -test.v > $R/test_pack.log 2>&1; echo "rc=$?" >> $R/test_pack.log
+timeout 120 ./engine.test -test.run 'TestGPUCache|TestGPUScheduler' -test.v > $R/test_engine_gpu.log 2>&1; echo "rc=$?" >> $R/test_engine_gpu.log
+timeout 60 compute-sanitizer --tool memcheck --kernel-name kns=pack_ ./engine.test -test.run '^TestGPUCacheMatchesReference$|^TestGPUCacheBatchInvariant$' > $R/memcheck_pack.txt 2>&1; echo "rc=$?" >> $R/memcheck_pack.txt
+timeout 60 compute-sanitizer --tool racecheck --kernel-name kns=pack_ ./engine.test -test.run '^TestGPUCacheMatchesReference$' > $R/racecheck_pack.txt 2>&1; echo "rc=$?" >> $R/racecheck_pack.txt
+timeout 90 ./bitdecode bench attn --device cuda --kernel auto --kv fp16,int8,int4,int4:kt128,int2 --grid 1x8192,1x131072,16x32768,128x8192 --json $R/pack_rows.json > $R/pack_rows.md 2> $R/pack_rows.log; echo "rc=$?" >> $R/pack_rows.log
+tar czf $OUT/r.tgz -C $OUT r && rm -rf $R
