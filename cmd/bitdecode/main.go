@@ -126,11 +126,15 @@ func newFlagSet(c *command, stdout io.Writer) *flag.FlagSet {
 }
 
 // parseFlags parses args, turning flag errors into usage errors and -h into
-// the full help.
+// the full help. fs.Parse would call fs.Usage for every error, printing
+// the full help on stdout for a mistyped flag, and once more for -h.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.Usage = usage
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
+		usage()
 		return flag.ErrHelp
 	}
 	if err != nil {

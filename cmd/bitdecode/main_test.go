@@ -204,3 +204,24 @@ func TestRunTunedDEC(t *testing.T) {
 		t.Errorf("untuned target: exit %d, stderr %q", code, e)
 	}
 }
+
+// TestHelpOnce checks that -h prints a command's help once, on stdout, and
+// that a mistyped flag prints only the short usage error, on stderr.
+func TestHelpOnce(t *testing.T) {
+	for _, args := range [][]string{{"run", "-h"}, {"bench", "attn", "-h"}, {"serve", "-h"}, {"eval", "ppl", "-h"}, {"inspect", "kv", "-h"}} {
+		var out, errb bytes.Buffer
+		if code := runMain(args, &out, &errb); code != 0 {
+			t.Errorf("bitdecode %q: exit %d, want 0", args, code)
+		}
+		if n := strings.Count(out.String(), "usage: bitdecode"); n != 1 {
+			t.Errorf("bitdecode %q: the help's usage line appears %d times on stdout, want once", args, n)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := runMain([]string{"run", "--bogus"}, &out, &errb); code != 2 {
+		t.Errorf("bitdecode run --bogus: exit %d, want 2", code)
+	}
+	if out.Len() != 0 || !strings.Contains(errb.String(), "flag provided but not defined: -bogus") {
+		t.Errorf("bitdecode run --bogus: stdout %q, stderr %q; want nothing on stdout and the flag error on stderr", out.String(), errb.String())
+	}
+}
