@@ -10,17 +10,28 @@
 // Rounding (kv/doc.go): lo/hi exact; scale32 = (hi-lo)/L rounded to nearest
 // (__fdiv_rn); s = fp16(scale32), z = lo; q = clamp(rint((x-z)/s), 0, L).
 //
-// Work (v4): CTAs of 256 threads per (KV head, K or V, slice), the half
-// staged in shared memory. Phase 1: up to nSub threads per quantization
-// group find its min and max (partials met in shared memory), keep (s, z)
-// in shared memory, and slice 0 writes the pair. Phase 2: one thread
-// per 32-bit output word of the CTA's slice gathers its codes (the word's
-// elements follow from the fragment order) and writes the word: no two
-// threads write the same byte, so no atomics. A launch of few heads is cut
-// into slices of words (every slice stages the half and finds the groups'
-// parameters again) so that it fills the GPU: v3 ran one 1024-thread CTA
-// per half with one thread per group, 20.7 us for 8 int4 heads of 128
-// tokens on 16 SMs, 300 us for 1024 heads.
+// Work: CTAs of 256 threads per (KV head, K or V, slice), the half staged
+// in shared memory with coalesced 16-byte copies. Phase 1 (integer codes):
+// each thread folds staged 16-byte chunks into the 2-4 quantization groups
+// their 8 elements belong to; lanes holding the same groups reduce by
+// shuffles and one lane per group updates the group's min and max with
+// shared-memory integer atomics on order-preserving keys (exact in any
+// order, so deterministic); then one thread per group writes (s, z) (slice
+// 0) and keeps them in shared memory. Phase 2: one thread per 32-bit output
+// word converts the word's elements, which sit as one contiguous run in the
+// staged lane data (the two fragment orders agree element for element):
+// no two threads write the same byte, so no atomics. A launch of few heads
+// is cut into slices of words (every slice stages the half and finds the
+// groups again) so that it fills the GPU.
+//   v3  1024 threads, one thread per group, every code's fragment position
+//       computed twice: 20.7 us for 8 int4 heads of 128 tokens (16 SMs),
+//       300 us for 1024 heads.
+//   v4  256 threads, slices, up to 8 threads per group: 12.4 us and
+//       213.5 us; ncu at 1024 heads: 78% of issue slots busy, ALU 74%,
+//       about 165 instructions per element (index arithmetic).
+//   v5  the chunk- and word-oriented phases above, group indices by
+//       shifts: 11.0 us and 127.7 us (95.8 M instructions at 1024 heads,
+//       still 74% of issue slots: one IEEE division per code remains).
 //
 // Go wrapper and test: pack.go, pack_test.go (bitwise equal to the Go packer).
 
@@ -32,55 +43,34 @@ typedef unsigned int u32;
 
 namespace pack {
 
-constexpr int kThreads = 256;  // v4 (v3: 1024, one CTA per half)
+constexpr int kThreads = 256;  // v4 (v3: 1024)
 
 BD_DEVICE float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 BD_DEVICE u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 BD_DEVICE u16 f2bf(float f) { u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 
-// elemPos mirrors kv.TensorLayout.mmaPos: the byte and bit of token t,
-// channel c for BITS-bit codes; ROLE 0 = keys (tokens on M), 1 = values.
-template <int D, int BITS, int ROLE>
-BD_DEVICE void elemPos(int t, int c, int& byteIdx, int& shift) {
-  const int grp = t / 16, tt = t % 16;
-  int lane, k;
-  if (ROLE == 0) {
-    const int kb = c / 16, cc = c % 16;
-    const int g = tt % 8, hiRow = tt / 8, q = (cc % 8) / 2, hiCol = cc / 8, lo = cc % 2;
-    lane = g * 4 + q;
-    k = kb * 8 + (hiRow + 2 * hiCol) * 2 + lo;
-  } else {
-    const int mb = c / 16, cm = c % 16;
-    const int g = cm % 8, hiRow = cm / 8, q = (tt % 8) / 2, hiCol = tt / 8, lo = tt % 2;
-    lane = g * 4 + q;
-    k = mb * 8 + (hiRow + 2 * hiCol) * 2 + lo;
-  }
-  constexpr int perWord = 32 / BITS;
-  const int w = k / perWord, p = k % perWord;
-  const int bit = (p % 2) * 16 + (p / 2) * BITS;
-  const int inLane = w * 4 + bit / 8;
-  constexpr int laneBytes = D / 2 * BITS / 8;
-  constexpr int chunk = laneBytes < 16 ? laneBytes : 16;
-  constexpr int groupBytes = 16 * D * BITS / 8;
-  byteIdx = grp * groupBytes + (inLane / chunk * 32 + lane) * chunk + inLane % chunk;
-  shift = bit % 8;
-}
+// Fragment order (kv/mma.go; decode_mma.cu reads it). A half is a run of
+// 16-token groups; in each, lane (g, q) = (lane/4, lane%4) of a warp holds
+// fragment elements kk = 0, 1, ... and element kk is
+//   keys   (ROLE 0): token 16·grp + g + 8·hiRow, channel 16·blk + 2q + lo + 8·hiCol
+//   values (ROLE 1): channel 16·blk + g + 8·hiRow, token 16·grp + 2q + lo + 8·hiCol
+// with blk = kk/8, a = (kk%8)/2, hiRow = a%2, hiCol = a/2, lo = kk%2. A lane
+// stores its elements as 32-bit words of 32/BITS codes, code p of word w
+// being element w·32/BITS + p at bit (p%2)·16 + (p/2)·BITS; its bytes are
+// cut into chunks of min(16, lane bytes) that the 32 lanes interleave.
+template <int D, int BITS>
+struct Geo {
+  static constexpr int kLaneBytes = D / 2 * BITS / 8;
+  static constexpr int kChunk = kLaneBytes < 16 ? kLaneBytes : 16;
+  static constexpr int kGroupBytes = 16 * D * BITS / 8;
+  static constexpr int kPerWord = 32 / BITS;
+};
 
-// wordElem is the inverse for whole words: the (token, channel) of code p of
-// the 32-bit word at byte offset off.
-template <int D, int BITS, int ROLE>
-BD_DEVICE void wordElem(int off, int p, int& t, int& c) {
-  constexpr int laneBytes = D / 2 * BITS / 8;
-  constexpr int chunk = laneBytes < 16 ? laneBytes : 16;
-  constexpr int groupBytes = 16 * D * BITS / 8;
-  const int grp = off / groupBytes, r = off % groupBytes;
-  const int j = r / (32 * chunk), lane = (r / chunk) % 32, inLane = j * chunk + r % chunk;
-  // Code p of the lane's word w is fragment element w*perWord + p (elemPos).
-  constexpr int perWord = 32 / BITS;
-  const int kk = (inLane / 4) * perWord + p;
-  const int g = lane / 4, q = lane % 4;
-  const int blk = kk / 8, a = (kk % 8) / 2, lo = kk % 2;
-  const int hiRow = a % 2, hiCol = a / 2;
+// elemTC returns the token and channel of fragment element kk of lane
+// (g, q) in 16-token group grp.
+template <int ROLE>
+BD_DEVICE void elemTC(int grp, int g, int q, int kk, int& t, int& c) {
+  const int blk = kk / 8, a = (kk % 8) / 2, lo = kk % 2, hiRow = a % 2, hiCol = a / 2;
   if (ROLE == 0) {
     t = grp * 16 + g + 8 * hiRow;
     c = blk * 16 + 2 * q + lo + 8 * hiCol;
@@ -90,90 +80,152 @@ BD_DEVICE void wordElem(int off, int p, int& t, int& c) {
   }
 }
 
-template <int D, int ROLE>
-BD_DEVICE float srcAt(const u8* src, int t, int c) {
-  int b, sh;
-  elemPos<D, 16, ROLE>(t, c, b, sh);
-  return h2f(*reinterpret_cast<const u16*>(src + b));
+// groupOf is the quantization group of (t, c): G = 2^gs tokens per channel
+// (PERCHAN, keys "kc") or G channels per token. (Shifts: v5's first build
+// divided by the runtime G, two integer divisions per element.)
+template <int D, bool PERCHAN>
+BD_DEVICE int groupOf(int t, int c, int gs) { return PERCHAN ? (t >> gs) * D + c : t * (D >> gs) + (c >> gs); }
+
+// key orders floats as signed integers (-0 below +0, as Go's min and max),
+// so group minima and maxima are integer min/max, exact in any order.
+BD_DEVICE int key(float f) {
+  const int b = __float_as_int(f);
+  return b ^ ((b >> 31) & 0x7fffffff);
+}
+BD_DEVICE float unkey(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }
+
+// halfAt returns fp16 element e (0..7) of a 16-byte chunk as a float.
+BD_DEVICE float halfAt(const uint4& v, int e) {
+  const u32 w = e / 2 == 0 ? v.x : e / 2 == 1 ? v.y : e / 2 == 2 ? v.z : v.w;
+  return h2f(u16(e % 2 ? w >> 16 : w & 0xffff));
 }
 
 // packHalf packs slice `slice` of `slices` (words [words·slice/slices,
 // words·(slice+1)/slices)) of one half (K or V) of one KV head's block from
-// the residual staged in shared memory (stage: [Nr][D] fp16 in MMA order of
-// ROLE); sS and sZ receive the half's group parameters, which slice 0 also
-// writes to the block.
+// the residual staged in shared memory (stage: [Nr][D] fp16 in the fragment
+// order of ROLE); sS and sZ receive the half's group parameters, which
+// slice 0 also writes to the block.
 //   BITS     8, 4, 2 (integer codes) or 16 (fp16, or bf16 with BF)
 //   PERCHAN  groups of G tokens per channel (keys "kc"); else G channels per token
+// G is a power of two of at least 16 (kv.ValidGroups), so the 8 elements of
+// a staged 16-byte chunk fall in 2 groups (keys per token) or 4 (otherwise).
 template <int D, int BITS, bool PERCHAN, int ROLE, bool BF>
 BD_DEVICE void packHalf(const u8* stage, u8* out, float* sS, float* sZ, int Nr, int paramsOff, int G, int slice, int slices) {
+  using In = Geo<D, 16>;
+  using Out = Geo<D, BITS>;
   constexpr int L = (1 << (BITS < 16 ? BITS : 1)) - 1;
-  const int groups = BITS < 16 ? (PERCHAN ? Nr / G * D : Nr * (D / G)) : 0;
-  // Phase 1: thread i takes group i % groups (neighbouring threads take
-  // neighbouring groups: conflict-free shared-memory reads) and every
-  // sub-th element of it, sub = i / groups of nSub; partial minima and
-  // maxima meet in shared memory. (v4's first try, a team of lanes per
-  // group, read one group's elements 64 bytes apart: 16-way bank conflicts,
-  // no faster than v3.)
-  __shared__ float pLo[kThreads], pHi[kThreads];
-  int nSub = 1;
-  while (2 * nSub * groups <= kThreads && 2 * nSub <= G) nSub *= 2;
-  for (int base = 0; base < groups; base += kThreads / nSub) {
-    const int i = threadIdx.x, gi = base + i % (kThreads / nSub), sub = i / (kThreads / nSub);
-    float lo = __int_as_float(0x7f800000), hi = -lo;
-    if (gi < groups) {
-#pragma unroll 4
-      for (int e = sub; e < G; e += nSub) {
-        int t, c;
-        if (PERCHAN) { t = gi / D * G + e; c = gi % D; }
-        else { t = gi / (D / G); c = gi % (D / G) * G + e; }
-        const float x = srcAt<D, ROLE>(stage, t, c);
-        lo = fminf(lo, x);
-        hi = fmaxf(hi, x);
-      }
+  const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  const int gs = __ffs(G) - 1;  // G is a power of two (PlanPack checks)
+  if constexpr (BITS < 16) {
+    const int groups = PERCHAN ? (Nr >> gs) * D : Nr * (D >> gs);
+    int* kLo = reinterpret_cast<int*>(sS);  // phase 1 keeps the keys where (s, z) go
+    int* kHi = reinterpret_cast<int*>(sZ);
+    for (int gi = threadIdx.x; gi < groups; gi += kThreads) {
+      kLo[gi] = 0x7fffffff;
+      kHi[gi] = int(0x80000000u);
     }
-    if (nSub > 1) {
-      pLo[i] = lo;
-      pHi[i] = hi;
-      __syncthreads();
-      if (sub == 0) {
-        for (int k = 1; k < nSub; k++) {
-          lo = fminf(lo, pLo[i + k * (kThreads / nSub)]);
-          hi = fmaxf(hi, pHi[i + k * (kThreads / nSub)]);
+    __syncthreads();
+    // Phase 1: lane L of a warp takes staged chunk base + L (a 16-byte run
+    // of lane L's elements 8j..8j+7 in 16-token group grp: the warp's 32
+    // chunks share grp and j), folds its elements into its 2 or 4 groups,
+    // the lanes holding the same groups reduce by shuffles (the 8 g's, or
+    // the 4 q's for keys per token), and one lane per group updates the
+    // group with shared-memory integer atomics.
+    constexpr bool kTwo = ROLE == 0 && !PERCHAN;  // keys per token: groups by hiRow
+    constexpr int kSlots = kTwo ? 2 : 4;
+    const int chunks = Nr * D / 8;  // a multiple of 32
+    for (int base = threadIdx.x - lane; base < chunks; base += kThreads) {
+      const int ci = base + lane;
+      const int grp = ci / (32 * (D / 16)), j = (ci / 32) % (D / 16);
+      const uint4 v = *reinterpret_cast<const uint4*>(stage + size_t(ci) * 16);
+      int lo[kSlots], hi[kSlots], gis[kSlots];
+#pragma unroll
+      for (int m = 0; m < kSlots; m++) lo[m] = 0x7fffffff, hi[m] = int(0x80000000u);
+#pragma unroll
+      for (int e = 0; e < 8; e++) {
+        const int m = kTwo ? (e / 2) % 2 : e % 2 + 2 * (e / 4);
+        int t, c;
+        elemTC<ROLE>(grp, g, q, 8 * j + e, t, c);
+        gis[m] = groupOf<D, PERCHAN>(t, c, gs);
+        const int k = key(halfAt(v, e));
+        lo[m] = min(lo[m], k);
+        hi[m] = max(hi[m], k);
+      }
+#pragma unroll
+      for (int m = 0; m < kSlots; m++) {
+        if (kTwo) {
+#pragma unroll
+          for (int off = 1; off < 4; off *= 2) {
+            lo[m] = min(lo[m], __shfl_xor_sync(0xffffffffu, lo[m], off));
+            hi[m] = max(hi[m], __shfl_xor_sync(0xffffffffu, hi[m], off));
+          }
+        } else {
+#pragma unroll
+          for (int off = 4; off < 32; off *= 2) {
+            lo[m] = min(lo[m], __shfl_xor_sync(0xffffffffu, lo[m], off));
+            hi[m] = max(hi[m], __shfl_xor_sync(0xffffffffu, hi[m], off));
+          }
+        }
+        if ((kTwo ? q : g) == 0) {
+          atomicMin(&kLo[gis[m]], lo[m]);
+          atomicMax(&kHi[gis[m]], hi[m]);
         }
       }
-      __syncthreads();
     }
-    if (gi < groups && sub == 0) {
+    __syncthreads();
+    for (int gi = threadIdx.x; gi < groups; gi += kThreads) {
+      const float lo = unkey(kLo[gi]), hi = unkey(kHi[gi]);
       const float scale32 = __fdiv_rn(__fsub_rn(hi, lo), float(L));
       const u16 s = f2h(scale32), z = f2h(lo);
       if (slice == 0) *reinterpret_cast<u32*>(out + paramsOff + 4 * gi) = u32(s) | (u32(z) << 16);
       sS[gi] = h2f(s);
       sZ[gi] = h2f(z);
     }
+    __syncthreads();
   }
-  __syncthreads();
+  // Phase 2: one thread per output word. Its codes are the lane's fragment
+  // elements w·kPerWord.., which sit in the staged lane data as 2·kPerWord
+  // contiguous bytes (int4: exactly one chunk).
+  constexpr int kInBytes = 2 * Out::kPerWord;
+  constexpr int kPiece = kInBytes < 16 ? kInBytes : 16;
   const int words = Nr * D * BITS / 32;
   const int w1 = words * (slice + 1) / slices;
   for (int wi = words * slice / slices + threadIdx.x; wi < w1; wi += kThreads) {
-    u32 word = 0;
-    constexpr int perWord = 32 / BITS;
+    const int off = wi * 4, grp = off / Out::kGroupBytes, r = off % Out::kGroupBytes;
+    const int ln = (r / Out::kChunk) % 32, w = ((r / (32 * Out::kChunk)) * Out::kChunk + r % Out::kChunk) / 4;
+    const int lg = ln / 4, lq = ln % 4;
+    u32 in[kInBytes / 4];
 #pragma unroll
-    for (int p = 0; p < perWord; p++) {
-      int t, c;
-      wordElem<D, BITS, ROLE>(wi * 4, p, t, c);
-      const float x = srcAt<D, ROLE>(stage, t, c);
-      const int bit = (p % 2) * 16 + (p / 2) * BITS;
+    for (int piece = 0; piece < kInBytes / kPiece; piece++) {
+      const int b = w * kInBytes + piece * kPiece;  // lane byte of the staged data
+      const u8* src = stage + grp * In::kGroupBytes + ((b / 16) * 32 + ln) * 16 + b % 16;
+      if constexpr (kPiece == 16) {
+        const uint4 v = *reinterpret_cast<const uint4*>(src);
+        in[4 * piece] = v.x, in[4 * piece + 1] = v.y, in[4 * piece + 2] = v.z, in[4 * piece + 3] = v.w;
+      } else if constexpr (kPiece == 8) {
+        const uint2 v = *reinterpret_cast<const uint2*>(src);
+        in[0] = v.x, in[1] = v.y;
+      } else {
+        in[0] = *reinterpret_cast<const u32*>(src);
+      }
+    }
+    u32 word = 0;
+#pragma unroll
+    for (int p = 0; p < Out::kPerWord; p++) {
+      const float x = h2f(u16(p % 2 ? in[p / 2] >> 16 : in[p / 2] & 0xffff));
       u32 code;
-      if (BITS == 16) {
+      if constexpr (BITS == 16) {
         code = BF ? f2bf(x) : f2h(x);
       } else {
-        const int gi = PERCHAN ? t / G * D + c : t * (D / G) + c / G;
+        int t, c;
+        elemTC<ROLE>(grp, lg, lq, w * Out::kPerWord + p, t, c);
+        const int gi = groupOf<D, PERCHAN>(t, c, gs);
         const float sc = sS[gi];
-        float q = 0.f;
-        if (sc != 0.f) q = fminf(fmaxf(rintf(__fdiv_rn(__fsub_rn(x, sZ[gi]), sc)), 0.f), float(L));
-        code = u32(q);
+        float qv = 0.f;
+        if (sc != 0.f) qv = fminf(fmaxf(rintf(__fdiv_rn(__fsub_rn(x, sZ[gi]), sc)), 0.f), float(L));
+        code = u32(qv);
       }
-      word |= code << bit;
+      word |= code << ((p % 2) * 16 + (p / 2) * BITS);
     }
     *reinterpret_cast<u32*>(out + wi * 4) = word;
   }

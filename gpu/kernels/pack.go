@@ -16,10 +16,6 @@ var packSource string
 // packThreads is pack.cu's kThreads.
 const packThreads = 256
 
-// packStaticShared is pack.cu's static shared memory: the partial minima
-// and maxima of phase 1, for the K and the V instantiation.
-const packStaticShared = 2 * 2 * packThreads * 4
-
 // packMaxSlices bounds the slices one half is cut into (pack.cu v4).
 const packMaxSlices = 32
 
@@ -47,10 +43,15 @@ func PlanPack(dev *cuda.Device, f kv.Format) (*PackPlan, error) {
 		return nil, err
 	}
 	p := &PackPlan{f: f, kG: max(f.K.Group, 1), vG: max(f.V.Group, 1), maxGroups: max(f.K.Params, f.V.Params), sms: dev.SMs()}
+	for _, g := range []int{p.kG, p.vG} {
+		if g != 1 && (g < 16 || g&(g-1) != 0) {
+			return nil, fmt.Errorf("kernels: pack: quantization groups of %d: the GPU packer needs a power of two of at least 16", g)
+		}
+	}
 	p.smem = f.Residual*f.D*2 + 8*p.maxGroups
-	if p.smem+packStaticShared > dev.MaxSharedPerBlock() {
+	if p.smem > dev.MaxSharedPerBlock() {
 		return nil, fmt.Errorf("kernels: pack: a residual half of %d tokens x %d channels and its %d groups need %d bytes of shared memory; the GPU allows %d per CTA (use a smaller residual block)",
-			f.Residual, f.D, p.maxGroups, p.smem+packStaticShared, dev.MaxSharedPerBlock())
+			f.Residual, f.D, p.maxGroups, p.smem, dev.MaxSharedPerBlock())
 	}
 	words := f.Residual * f.D * min(lay.KBits, lay.VBits) / 32
 	p.maxSlices = max(1, min(packMaxSlices, words/packThreads))
