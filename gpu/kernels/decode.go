@@ -308,6 +308,22 @@ func scaleGroups(l DecodeLayout) (kg, vg int) {
 	return kg, vg
 }
 
+// mmaTile returns decode_mma.cu's default fragment groups per tile (MT,
+// before the block and key-group caps) and the CTAs per SM its registers
+// are capped for (MINB): as many groups as mmaLaneBudget allows, a power of
+// two (k4v2's 5 -> 4); int2 gets half the budget and 3 CTAs per SM (v2.6,
+// H100 sweep, docs/perf/decode-attention.md: 168 registers, no spills,
+// 1-8% faster than 231 registers and twice the bytes per tile; int4 and
+// k4v2 were faster uncapped).
+func mmaTile(l DecodeLayout) (mt, minB int) {
+	minB, budget := 1, mmaLaneBudget
+	if l.KBits == 2 && l.VBits == 2 {
+		minB, budget = 3, mmaLaneBudget/2
+	}
+	mt = max(1, min(8, budget/(l.D*(l.KBits+l.VBits)/16)))
+	return 1 << (bits.Len(uint(mt)) - 1), minB
+}
+
 // planMMA plans decode_mma.cu. The tile is MT fragment groups of 16
 // tokens, as many as the lane budget allows within a block and (keys per
 // channel) within a key group.
@@ -316,14 +332,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	if l.KBits == 16 && l.VBits == 16 && l.D <= 128 {
 		ctas = 3 // 168 registers
 	}
-	minB, budget := 1, mmaLaneBudget
-	if l.KBits == 2 && l.VBits == 2 {
-		// v2.6 (H100 sweep, docs/perf/decode-attention.md): int2 tiles of
-		// half the lane budget with registers capped for three CTAs per SM
-		// (168, no spills) measured 1-8% faster than 231 registers and
-		// twice the bytes per tile; int4 and k4v2 were faster uncapped.
-		minB, budget = 3, mmaLaneBudget/2
-	}
+	mt, minB := mmaTile(l)
 	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMinB)); err == nil && v >= 1 && v <= 4 {
 		minB = v
 	}
@@ -332,8 +341,6 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, erro
 	if err != nil {
 		return nil, err
 	}
-	mt := max(1, min(8, budget/(l.D*(l.KBits+l.VBits)/16)))
-	mt = 1 << (bits.Len(uint(mt)) - 1) // a power of two: k4v2's 5 -> 4 (the loop below halved it to 2)
 	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMT)); err == nil && (v == 1 || v == 2 || v == 4 || v == 8) {
 		mt = v // tuning experiments: bench with BITDECODE_DECODE_MT=1|2|4|8
 	}

@@ -124,16 +124,7 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, er
 		wgmmaSmem(l, 2, mw) > dev.MaxSharedPerBlock() {
 		mw = 1
 	}
-	minB := 1
-	if l.D <= 128 {
-		minB = 3
-		if l.KBits == 8 && l.VBits == 8 {
-			// int8 unpacks two registers per word: capped at 128 registers
-			// it measured 91-92% at 16 x 32K and 128 x 8K; at 168, 94-97%
-			// (and 19.4 -> 16.7 us at 1 x 8K), with the same splits.
-			minB = 2
-		}
-	}
+	minB := wgmmaMinB(l)
 	if v, err := strconv.Atoi(os.Getenv(EnvWGMMAMinB)); err == nil && v >= 1 && v <= 4 {
 		minB = v
 	}
@@ -153,6 +144,21 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, er
 	splitExpr := fmt.Sprintf("wg::decode_wgmma<%d, %d, %d, %t, %d, %d, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, l.BF16, st, mw, minB)
 	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return p, p.load(dev, decodeSource+"\n"+decodeMMASource+"\n"+decodeWGMMASource, "decode_wgmma.cu", splitExpr, combineExpr)
+}
+
+// wgmmaMinB returns the CTAs per SM decode_wgmma.cu's registers are capped
+// for: 3 (128 registers) at D <= 128, but 2 (168) for int8, which measured
+// 91-92% of the read ceiling at 16 x 32K and 128 x 8K capped at 128 and
+// 94-97% at 168 (and 19.4 -> 16.7 us at 1 x 8K) with the same splits; 1 at
+// D = 256.
+func wgmmaMinB(l DecodeLayout) int {
+	switch {
+	case l.D > 128:
+		return 1
+	case l.KBits == 8 && l.VBits == 8:
+		return 2
+	}
+	return 3
 }
 
 // PickDecodeKernel returns the faster of DecodeWGMMA and DecodeMMA for

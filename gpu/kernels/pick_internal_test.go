@@ -69,3 +69,36 @@ func TestDescribeDecode(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeTiles checks the per-format tile and register-cap defaults of
+// both tensor-core kernels against the H100 sweeps they come from
+// (docs/perf/decode-attention.md v2.3, v2.6, v3.0b).
+func TestDecodeTiles(t *testing.T) {
+	for _, tc := range []struct {
+		spec          string
+		d             int
+		mt, minB, wgB int
+	}{
+		{"fp16", 128, 1, 1, 3},
+		{"int8", 128, 2, 1, 2},
+		{"int4", 128, 4, 1, 3},
+		{"int4:kt128", 128, 4, 1, 3},
+		{"k4v2", 128, 4, 1, 3}, // 5 groups by the budget, rounded down to a power of two
+		{"int2", 128, 4, 3, 3}, // half the budget, 3 CTAs per SM
+		{"int2", 64, 8, 3, 3},  // the same bytes per lane as D = 128 at MT 4
+		{"int4", 256, 2, 1, 1}, // D = 256: the wgmma kernel runs one CTA per SM
+		{"int8", 64, 4, 1, 2},
+	} {
+		l, err := LayoutFor(kv.MustResolve(tc.spec, tc.d).WithOrder(kv.MMA))
+		if err != nil {
+			t.Fatalf("%s D=%d: %v", tc.spec, tc.d, err)
+		}
+		mt, minB := mmaTile(l)
+		if mt != tc.mt || minB != tc.minB {
+			t.Errorf("%s D=%d: mmaTile = MT %d, %d CTAs per SM; want MT %d, %d", tc.spec, tc.d, mt, minB, tc.mt, tc.minB)
+		}
+		if got := wgmmaMinB(l); got != tc.wgB {
+			t.Errorf("%s D=%d: wgmmaMinB = %d, want %d", tc.spec, tc.d, got, tc.wgB)
+		}
+	}
+}
