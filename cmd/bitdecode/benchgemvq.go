@@ -40,11 +40,8 @@ func runBenchGEMVQ(args []string, stdout, stderr io.Writer) error {
 	shapes := fs.String("shapes", "", "comma-separated layer names to keep (q/o proj, k/v proj, gate/up, down); empty: all")
 	splitsFlag := fs.String("splits", "", "comma-separated warps per CTA to time (1, 2, 4, 8, 16); empty: all")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to this file")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
-		return usageErrorf("%v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q", fs.Arg(0))

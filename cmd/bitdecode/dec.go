@@ -297,11 +297,8 @@ func runBenchDEC(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, benchDECHelp); fs.PrintDefaults() }
 	f := addDECFlags(fs, "8,16,32,64,128,256")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
-		return usageErrorf("%v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q", fs.Arg(0))

@@ -126,13 +126,16 @@ func newFlagSet(c *command, stdout io.Writer) *flag.FlagSet {
 }
 
 // parseFlags parses args, turning flag errors into usage errors and -h into
-// the full help. fs.Parse would call fs.Usage for every error, printing
-// the full help on stdout for a mistyped flag, and once more for -h.
+// the full help. During the parse fs prints nothing: fs.Parse would call
+// fs.Usage for every error (the whole help for a mistyped flag) and print
+// the error itself, which the usage error reports.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	usage := fs.Usage
+	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	fs.Usage = usage
+	fs.SetOutput(out)
 	if errors.Is(err, flag.ErrHelp) {
 		usage()
 		return flag.ErrHelp
