@@ -101,7 +101,10 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, er
 	if err := WGMMASupports(dev, l); err != nil {
 		return nil, err
 	}
-	ctas := 3 // minB below: registers capped for three CTAs per SM
+	// The split planner counts three CTAs per SM at D <= 128, as wgmmaMinB
+	// caps the registers for, int8 included: its cap of two was measured
+	// with these splits.
+	ctas := 3
 	if l.D > 128 {
 		ctas = 1
 	}

@@ -19,8 +19,8 @@ const packThreads = 256
 // packMaxSlices bounds the slices one half is cut into (pack.cu v4).
 const packMaxSlices = 32
 
-// EnvPackSlices overrides the slices per half of a pack launch (1 to
-// packMaxSlices), for tests and tuning runs.
+// EnvPackSlices overrides the slices per half of a pack plan's launches (1
+// to packMaxSlices; read by PlanPack), for tests and tuning runs.
 const EnvPackSlices = "BITDECODE_PACK_SLICES"
 
 // PackPlan quantizes and packs full fp16 residual blocks into packed blocks
@@ -34,6 +34,7 @@ type PackPlan struct {
 	smem      int // dynamic shared memory: one staged half, then the groups' (s, z)
 	sms       int // the GPU's SMs, for the slicing of small launches
 	maxSlices int // slices that still give every thread a word of the smaller half
+	fixed     int // EnvPackSlices at planning, or 0: slices by packSlices
 }
 
 // PlanPack compiles the pack kernels for format f.
@@ -55,6 +56,9 @@ func PlanPack(dev *cuda.Device, f kv.Format) (*PackPlan, error) {
 	}
 	words := f.Residual * f.D * min(lay.KBits, lay.VBits) / 32
 	p.maxSlices = max(1, min(packMaxSlices, words/packThreads))
+	if v, err := strconv.Atoi(os.Getenv(EnvPackSlices)); err == nil && v >= 1 && v <= packMaxSlices {
+		p.fixed = v
+	}
 	targs := fmt.Sprintf("<%d, %d, %d, %t, %t>", f.D, lay.KBits, lay.VBits, lay.KPerChannel && lay.KBits < 16, lay.BF16)
 	expr, paged := "pack::pack_block"+targs, "pack::pack_paged"+targs
 	mod, err := dev.Compile(cuda.Program{Name: "pack.cu", Source: packSource, Exprs: []string{expr, paged}})
@@ -91,8 +95,8 @@ func (p *PackPlan) Launch(c *cuda.Ctx, st cuda.Stream, resK, resV, dst cuda.Devi
 // head of a few sequences would otherwise run on a few SMs), at most one
 // per packThreads words of the smaller half.
 func (p *PackPlan) slices(heads int) int {
-	if v, err := strconv.Atoi(os.Getenv(EnvPackSlices)); err == nil && v >= 1 && v <= packMaxSlices {
-		return v
+	if p.fixed > 0 {
+		return p.fixed
 	}
 	return packSlices(heads, p.sms, p.maxSlices)
 }

@@ -34,16 +34,16 @@ func TestGPUPackMatchesGo(t *testing.T) {
 				f.K.Pack(b[:f.K.Bytes], resK[h*n:(h+1)*n])
 				f.V.Pack(b[f.K.Bytes:f.K.Bytes+f.V.Bytes], resV[h*n:(h+1)*n])
 			}
-			plan, err := kernels.PlanPack(d, f)
-			if err != nil {
-				t.Fatalf("%s D=%d: %v", spec, dim, err)
-			}
 			srcK := cuda.Bytes(kernels.ResidualOrder(kernels.DecodeMMA, f, resK, false))
 			srcV := cuda.Bytes(kernels.ResidualOrder(kernels.DecodeMMA, f, resV, true))
 			// Three heads are cut into slices of words; one slice per half
 			// is the path of launches of many heads.
 			for _, slices := range []string{"", "1"} {
 				t.Setenv(kernels.EnvPackSlices, slices)
+				plan, err := kernels.PlanPack(d, f)
+				if err != nil {
+					t.Fatalf("%s D=%d: %v", spec, dim, err)
+				}
 				got := make([]byte, len(want))
 				err = withBuffers(d, [][]byte{srcK, srcV, make([]byte, len(want))}, func(c *cuda.Ctx, p []cuda.DevicePtr) error {
 					if err := plan.Launch(c, d.Stream(), p[0], p[1], p[2], hkv); err != nil {
