@@ -27,9 +27,9 @@ import (
 // so neither its weights nor its residual rows are cached):
 //
 //   - the base GEMV alone (gemvq.cu for int4/int8, gemv.cu on fp16 for
-//     formats backend/cuda dequantizes at load);
+//     formats backend/gpu dequantizes at load);
 //   - for each k_chunk, dec.cu's selection alone;
-//   - for each (k_chunk, n_tb): the step as backend/cuda runs it in serial
+//   - for each (k_chunk, n_tb): the step as backend/gpu runs it in serial
 //     mode (base, selection, compensation), and the compensation alone,
 //     whose residual bytes (T·S rows of codes and params) over its time are
 //     the achieved zero-copy read rate.
@@ -96,7 +96,7 @@ func PresetConfig(name string) (*model.Config, error) {
 type DECConfig struct {
 	Shapes []DECShape
 	// Weights is the base format: int4 and int8 stay packed (gemvq.cu),
-	// others run as fp16 (gemv.cu), as backend/cuda stores them.
+	// others run as fp16 (gemv.cu), as backend/gpu stores them.
 	Weights  wq.Spec
 	Residual wq.Elem // the residual's element type (0: int4)
 	Tokens   int     // rows of x, 1..kernels.GEMVMaxRows (0: 1)
@@ -106,7 +106,7 @@ type DECConfig struct {
 	Warmup   int     // untimed runs first (0: 3)
 	// Mode is how a step runs DEC beside the base GEMV: kernels.DECSerial
 	// (0 too) or kernels.DECConcurrent (a second stream, joined by an add;
-	// as backend/cuda runs it).
+	// as backend/gpu runs it).
 	Mode kernels.DECMode
 	// StopPct > 0 stops a shape's k_chunk sweep after the first k_chunk
 	// whose fastest step is more than StopPct percent slower than the base.
@@ -469,7 +469,7 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 	return out, nil
 }
 
-// concurrentStep queues one step of concurrent mode as backend/cuda runs
+// concurrentStep queues one step of concurrent mode as backend/gpu runs
 // it: fork; on the second stream zero part, select and compensate into it;
 // the base GEMV on st; join; y += part.
 func (t *timer) concurrentStep(c *cuda.Ctx, st cuda.Stream, base func(y, x cuda.DevicePtr) error, l *kernels.DECLaunch, part cuda.DevicePtr, N int) error {

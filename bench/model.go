@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
@@ -136,7 +136,7 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	be, err := bcuda.New(0)
+	be, err := gpu.New(0)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 
 // runWeights times every (KV format, context) row with the linear layers in
 // format wspec.
-func runWeights(rep *ModelReport, be *bcuda.Backend, mc *model.Config, wspec wq.Spec, d ModelDEC, decFor func(N, K int) wq.DEC, cfg ModelConfig, progress io.Writer) error {
+func runWeights(rep *ModelReport, be *gpu.Backend, mc *model.Config, wspec wq.Spec, d ModelDEC, decFor func(N, K int) wq.DEC, cfg ModelConfig, progress io.Writer) error {
 	decName := ""
 	if decFor != nil {
 		decName = d.String()
@@ -272,7 +272,7 @@ const maxBatchReserve = 3 << 30
 // device memory that is free now (the weights are loaded), by the format's
 // accounting: packed blocks plus one residual slot per sequence and layer,
 // and the decode workspace (about 2 KiB per 512-token split and KV head).
-func maxBatch(be *bcuda.Backend, c *model.Config, f kv.Format, l int) (int, error) {
+func maxBatch(be *gpu.Backend, c *model.Config, f kv.Format, l int) (int, error) {
 	var free uint64
 	if err := be.Do(func(x *cuda.Ctx) error {
 		var err error
@@ -307,7 +307,7 @@ func linearWeightBytes(c *model.Config, w wq.Spec) int64 {
 	return int64(c.Layers)*perLayer + 2*int64(c.Vocab)*int64(H)
 }
 
-func timeModel(be *bcuda.Backend, m model.Model, mc *model.Config, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
+func timeModel(be *gpu.Backend, m model.Model, mc *model.Config, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
 	steps := cfg.Warmup + cfg.Steps
 	cache, err := engine.NewGPUCache(be, mc, sp, engine.GPUCacheOptions{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16})
 	if err != nil {

@@ -5,20 +5,20 @@ import (
 	"fmt"
 
 	"github.com/bitdecode/bitdecode/backend"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
-	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
 
 // gpuBuffers are the per-batch device buffers a GPU cache (GPUCache,
 // GPUPlaneCache) grows on demand: fp16 copies of q and out, and the batch's
 // int32 tables (each cache defines their layout).
 type gpuBuffers struct {
-	be  *bcuda.Backend
-	dev *gcuda.Device
+	be  *gpu.Backend
+	dev *cuda.Device
 
-	qh, oh    gcuda.DevicePtr // fp16 q and out, [maxT][Hq*D]
+	qh, oh    cuda.DevicePtr // fp16 q and out, [maxT][Hq*D]
 	maxT      int
-	meta      gcuda.DevicePtr // the batch's int32 tables
+	meta      cuda.DevicePtr // the batch's int32 tables
 	metaWords int
 }
 
@@ -31,11 +31,11 @@ func (g *gpuBuffers) reserveScratch(T, minT, tokenHalves int, what string) error
 	}
 	T = max(T, 2*g.maxT, minT)
 	bytes := T * tokenHalves * 2
-	return g.be.Do(func(x *gcuda.Ctx) error {
+	return g.be.Do(func(x *cuda.Ctx) error {
 		if err := x.SyncStream(g.dev.Stream()); err != nil { // queued kernels may use the old buffers
 			return err
 		}
-		for _, p := range []*gcuda.DevicePtr{&g.qh, &g.oh} {
+		for _, p := range []*cuda.DevicePtr{&g.qh, &g.oh} {
 			if *p != 0 {
 				if err := x.Free(*p); err != nil {
 					return err
@@ -58,7 +58,7 @@ func (g *gpuBuffers) upload(words []int32) error {
 	for i, w := range words {
 		binary.LittleEndian.PutUint32(buf[4*i:], uint32(w))
 	}
-	return g.be.Do(func(x *gcuda.Ctx) error {
+	return g.be.Do(func(x *cuda.Ctx) error {
 		if len(words) > g.metaWords {
 			if g.meta != 0 {
 				if err := x.Synchronize(); err != nil {
@@ -81,16 +81,16 @@ func (g *gpuBuffers) upload(words []int32) error {
 }
 
 // take returns the buffers' device memory and forgets it, for freeing.
-func (g *gpuBuffers) take() []gcuda.DevicePtr {
-	ptrs := []gcuda.DevicePtr{g.qh, g.oh, g.meta}
+func (g *gpuBuffers) take() []cuda.DevicePtr {
+	ptrs := []cuda.DevicePtr{g.qh, g.oh, g.meta}
 	g.qh, g.oh, g.meta = 0, 0, 0
 	return ptrs
 }
 
 // attentionPtrs returns the device pointers of Attend's float32 q, k, v and
 // out tensors; what names the cache in errors.
-func attentionPtrs(be *bcuda.Backend, what string, q, k, v, out backend.Tensor) ([4]gcuda.DevicePtr, error) {
-	var ptr [4]gcuda.DevicePtr
+func attentionPtrs(be *gpu.Backend, what string, q, k, v, out backend.Tensor) ([4]cuda.DevicePtr, error) {
+	var ptr [4]cuda.DevicePtr
 	for i, t := range []backend.Tensor{q, k, v, out} {
 		if t.DType() != backend.F32 {
 			return ptr, fmt.Errorf("engine: %s: tensor %d is %v, want F32", what, i, t.DType())

@@ -7,8 +7,8 @@ import (
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
-	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
@@ -99,7 +99,7 @@ type GPUCache struct {
 	decode  map[int]*kernels.DecodePlan // Tq = 1, by batch bucket (decodePlan)
 	prefill *kernels.DecodePlan         // B = 1, Tq = MaxChunk
 
-	pool, resK, resV []gcuda.DevicePtr // per layer
+	pool, resK, resV []cuda.DevicePtr // per layer
 
 	freeBlocks []int32
 	freeSlots  []int
@@ -184,7 +184,7 @@ func (c *GPUCache) decodePlan(n int) (*kernels.DecodePlan, int, error) {
 // config cfg on the CUDA backend be. It compiles the kernels the format
 // needs (cached on disk) and allocates the whole pool up front, so running
 // out of memory is an error here, never in the middle of a request.
-func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (*GPUCache, error) {
+func NewGPUCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (*GPUCache, error) {
 	sh := attn.Shape{Hq: cfg.Heads, Hkv: cfg.KVHeads, D: cfg.HeadDim}
 	if err := sh.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
@@ -255,14 +255,14 @@ func NewGPUCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheO
 		SplitLen: split(gpuPrefillSplit)}); err != nil {
 		return nil, err
 	}
-	err = c.be.Do(func(x *gcuda.Ctx) error {
+	err = c.be.Do(func(x *cuda.Ctx) error {
 		for range c.layers {
 			p, err := x.Alloc(c.opts.Blocks * blockBytes)
 			if err != nil {
 				return fmt.Errorf("engine: GPU KV pool of %d blocks x %d layers (%d MiB per layer): %w", c.opts.Blocks, c.layers, c.opts.Blocks*blockBytes>>20, err)
 			}
 			c.pool = append(c.pool, p)
-			for _, dst := range []*[]gcuda.DevicePtr{&c.resK, &c.resV} {
+			for _, dst := range []*[]cuda.DevicePtr{&c.resK, &c.resV} {
 				r, err := x.Alloc(resBytes)
 				if err != nil {
 					return err
@@ -294,7 +294,7 @@ func (c *GPUCache) Close() error {
 		}
 	}
 	// Queued layers may still read the buffers: run them and wait.
-	keep(c.be.Do(func(x *gcuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
+	keep(c.be.Do(func(x *cuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
 	for _, p := range c.decode {
 		keep(p.Close())
 	}
@@ -566,9 +566,9 @@ func (c *GPUCache) Begin(b *model.Batch) error {
 func (c *GPUCache) zeroSlots(slots []int) {
 	words := c.shape.Hkv * c.format.Residual * c.shape.D / 2 // fp16 pairs per slot
 	st := c.dev.Stream()
-	c.be.Enqueue("GPU KV cache: zero residual slots", func(x *gcuda.Ctx) error {
+	c.be.Enqueue("GPU KV cache: zero residual slots", func(x *cuda.Ctx) error {
 		for _, s := range slots {
-			off := gcuda.DevicePtr(s * words * 4)
+			off := cuda.DevicePtr(s * words * 4)
 			for l := range c.layers {
 				if err := x.Memset32Async(c.resK[l]+off, 0, words, st); err != nil {
 					return err
@@ -595,13 +595,13 @@ func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor
 		return err
 	}
 	p, sh, f := &c.plan, c.shape, c.format
-	word := func(off int) gcuda.DevicePtr { return c.meta + gcuda.DevicePtr(4*off) }
+	word := func(off int) cuda.DevicePtr { return c.meta + cuda.DevicePtr(4*off) }
 	st := c.dev.Stream()
 	qw := sh.Hq * sh.D
 	rounds, runs, T := p.rounds, p.runs, p.T
 	table, lens, slots := p.table, p.lens, p.slots
 	// The key of the op: every value its launches depend on (for CUDA graph
-	// replay of decode steps; see backend/cuda's graph.go).
+	// replay of decode steps; see backend/gpu's graph.go).
 	key := []uint64{c.id, uint64(layer), uint64(T), uint64(ptr[0]), uint64(ptr[1]), uint64(ptr[2]), uint64(ptr[3]),
 		uint64(c.pool[layer]), uint64(c.resK[layer]), uint64(c.resV[layer]),
 		uint64(c.qh), uint64(c.oh), uint64(c.meta), uint64(table), uint64(lens), uint64(slots)}
@@ -611,7 +611,7 @@ func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor
 	for _, r := range runs {
 		key = append(key, uint64(r.first), uint64(r.n), uint64(r.tq), uint64(r.tok0), uint64(c.runMaxL(r)), uint64(r.bucket))
 	}
-	c.be.Enqueue(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *gcuda.Ctx) error {
+	c.be.Enqueue(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *cuda.Ctx) error {
 		if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
 			return err
 		}
@@ -628,7 +628,7 @@ func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor
 			bufs := kernels.DecodeBuffers{
 				Pool: c.pool[layer], BlockTable: word(table + r.first*c.maxBlk),
 				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),
-				Q: c.qh + gcuda.DevicePtr(r.tok0*qw*2), Out: c.oh + gcuda.DevicePtr(r.tok0*qw*2),
+				Q: c.qh + cuda.DevicePtr(r.tok0*qw*2), Out: c.oh + cuda.DevicePtr(r.tok0*qw*2),
 			}
 			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r)}
 			if err := plan.LaunchShape(x, st, bufs, shape, 0); err != nil {
@@ -689,7 +689,7 @@ func (c *GPUCache) FillRandom(id, n int, seed uint32) error {
 		return err
 	}
 	st := c.dev.Stream()
-	return c.be.Do(func(x *gcuda.Ctx) error {
+	return c.be.Do(func(x *cuda.Ctx) error {
 		stK, err := x.Alloc(chunk * half * 2)
 		if err != nil {
 			return err
@@ -710,12 +710,12 @@ func (c *GPUCache) FillRandom(id, n int, seed uint32) error {
 				if err := c.writer.FillRandom(x, st, stV, m*half, sh.D, s+uint32(b0)*2+1, 1); err != nil {
 					return err
 				}
-				dst := c.meta + gcuda.DevicePtr(4*(chunk+b0))
+				dst := c.meta + cuda.DevicePtr(4*(chunk+b0))
 				if err := c.pack.LaunchPaged(x, st, stK, stV, c.meta, dst, c.pool[l], m, sh.Hkv); err != nil {
 					return err
 				}
 			}
-			res := gcuda.DevicePtr(g.slot * half * 2)
+			res := cuda.DevicePtr(g.slot * half * 2)
 			if err := c.writer.FillRandom(x, st, c.resK[l]+res, half, sh.D, s^0x5bd1e995, 1); err != nil {
 				return err
 			}

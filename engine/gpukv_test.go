@@ -15,7 +15,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
@@ -27,14 +27,14 @@ import (
 
 var (
 	gpuOnce sync.Once
-	gpuBE   *bcuda.Backend
+	gpuBE   *gpu.Backend
 	gpuErr  error
 )
 
 // gpuBackend opens the CUDA backend once, or skips the test without a GPU.
-func gpuBackend(t *testing.T) *bcuda.Backend {
+func gpuBackend(t *testing.T) *gpu.Backend {
 	t.Helper()
-	gpuOnce.Do(func() { gpuBE, gpuErr = bcuda.New(0) })
+	gpuOnce.Do(func() { gpuBE, gpuErr = gpu.New(0) })
 	if gpuErr != nil {
 		if errors.Is(gpuErr, cuda.ErrNoDriver) || errors.Is(gpuErr, cuda.ErrNoDevice) {
 			t.Skipf("no CUDA device: %v", gpuErr)
@@ -85,7 +85,7 @@ func TestGPUCacheMatchesReference(t *testing.T) {
 	}
 }
 
-func runGPUScenario(t *testing.T, be *bcuda.Backend, spec string, sh attn.Shape, r *rand.Rand) {
+func runGPUScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r *rand.Rand) {
 	const layers = 2
 	cfg := &model.Config{Architecture: "test", Layers: layers, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 4096}
 	sp := kv.MustParseSpec(spec)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
-	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
@@ -62,8 +62,8 @@ type GPUPlaneCache struct {
 	writer          *kernels.PlanesWriter
 	decode, prefill *kernels.PlanesPlan
 
-	pool []gcuda.DevicePtr // per layer
-	mass gcuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
+	pool []cuda.DevicePtr // per layer
+	mass cuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
 
 	freeBlocks []int32
 	freeSlots  []int
@@ -103,7 +103,7 @@ const gpuPlanePrefillSplit = 8192
 // MaxChunk, Blocks or MemoryBytes; BatchInvariant is implied: every
 // sequence runs its own launch). It compiles the kernels and allocates the
 // whole pool up front.
-func NewGPUPlaneCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (*GPUPlaneCache, error) {
+func NewGPUPlaneCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (*GPUPlaneCache, error) {
 	if !spec.Planes.On {
 		return nil, fmt.Errorf("engine: format %s is not a bit-plane (bw) format", spec.String())
 	}
@@ -170,7 +170,7 @@ func NewGPUPlaneCache(be *bcuda.Backend, cfg *model.Config, spec kv.Spec, o GPUC
 	if c.prefill, err = kernels.PlanPlanes(c.dev, kernels.PlanesMMA, lay, pre); err != nil {
 		return nil, err
 	}
-	err = c.be.Do(func(x *gcuda.Ctx) error {
+	err = c.be.Do(func(x *cuda.Ctx) error {
 		for range c.layers {
 			p, err := x.Alloc(o.Blocks * blockBytes)
 			if err != nil {
@@ -203,7 +203,7 @@ func (c *GPUPlaneCache) Close() error {
 			first = err
 		}
 	}
-	keep(c.be.Do(func(x *gcuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
+	keep(c.be.Do(func(x *cuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
 	for _, p := range []*kernels.PlanesPlan{c.decode, c.prefill} {
 		if p != nil {
 			keep(p.Close())
@@ -264,8 +264,8 @@ func (c *GPUPlaneCache) Remove(id int) {
 }
 
 // massOffset returns the byte offset of (slot, layer)'s mass.
-func (c *GPUPlaneCache) massOffset(slot, layer int) gcuda.DevicePtr {
-	return gcuda.DevicePtr(((slot*c.layers + layer) * c.shape.Hkv * c.opts.MaxLen) * 4)
+func (c *GPUPlaneCache) massOffset(slot, layer int) cuda.DevicePtr {
+	return cuda.DevicePtr(((slot*c.layers + layer) * c.shape.Hkv * c.opts.MaxLen) * 4)
 }
 
 // Begin implements model.BatchStarter: it checks the batch, re-tiers the
@@ -421,7 +421,7 @@ func (c *GPUPlaneCache) retier(b *model.Batch) error {
 	hkv, maxLen := c.shape.Hkv, c.opts.MaxLen
 	buf := make([]byte, hkv*maxLen*4)
 	mass := make([]float32, maxLen)
-	return c.be.Do(func(x *gcuda.Ctx) error {
+	return c.be.Do(func(x *cuda.Ctx) error {
 		if err := x.SyncStream(c.dev.Stream()); err != nil {
 			return err
 		}
@@ -445,7 +445,7 @@ func (c *GPUPlaneCache) retier(b *model.Batch) error {
 func (c *GPUPlaneCache) zeroMass(slots []int) {
 	words := c.layers * c.shape.Hkv * c.opts.MaxLen
 	st := c.dev.Stream()
-	c.be.Enqueue("GPU bit-plane cache: zero mass", func(x *gcuda.Ctx) error {
+	c.be.Enqueue("GPU bit-plane cache: zero mass", func(x *cuda.Ctx) error {
 		for _, s := range slots {
 			if err := x.Memset32Async(c.mass+c.massOffset(s, 0), 0, words, st); err != nil {
 				return err
@@ -468,7 +468,7 @@ func (c *GPUPlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.T
 		return err
 	}
 	p, sh := &c.plan, c.shape
-	word := func(off int) gcuda.DevicePtr { return c.meta + gcuda.DevicePtr(4*off) }
+	word := func(off int) cuda.DevicePtr { return c.meta + cuda.DevicePtr(4*off) }
 	st := c.dev.Stream()
 	qw, hkv, maxLen := sh.Hq*sh.D, sh.Hkv, c.opts.MaxLen
 	type launch struct {
@@ -489,14 +489,14 @@ func (c *GPUPlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.T
 		}
 		ln.bufs = kernels.PlanesBuffers{Pool: c.pool[layer], BlockTable: word(p.table + i*c.maxBlk), Lens: word(p.lens + i),
 			Index: word(p.index + (layer*p.B+i)*hkv*maxLen), Counts: word(p.counts + (layer*p.B+i)*hkv*int(kv.NumTiers)),
-			Q: c.qh + gcuda.DevicePtr(s.Start*qw*2), Out: c.oh + gcuda.DevicePtr(s.Start*qw*2), Mass: c.mass + c.massOffset(g.slot, layer)}
+			Q: c.qh + cuda.DevicePtr(s.Start*qw*2), Out: c.oh + cuda.DevicePtr(s.Start*qw*2), Mass: c.mass + c.massOffset(g.slot, layer)}
 		launches = append(launches, ln)
 		key = append(key, uint64(g.slot), uint64(s.Len), uint64(s.Start), uint64(ln.shape.MaxL))
 		g.since[layer] += s.Len
 	}
 	T, bf16, nr := p.T, c.lay.BF16, c.pl.Tokens
 	block, within := word(p.block), word(p.within)
-	c.be.Enqueue(fmt.Sprintf("GPU bit-plane cache layer %d", layer), func(x *gcuda.Ctx) error {
+	c.be.Enqueue(fmt.Sprintf("GPU bit-plane cache layer %d", layer), func(x *cuda.Ctx) error {
 		if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
@@ -41,7 +41,7 @@ func TestGPUPlaneCacheMatchesReference(t *testing.T) {
 	}
 }
 
-func runGPUPlaneScenario(t *testing.T, be *bcuda.Backend, spec string, sh attn.Shape, r *rand.Rand) {
+func runGPUPlaneScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r *rand.Rand) {
 	const layers = 2
 	cfg := &model.Config{Architecture: "test", Layers: layers, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 4096}
 	sp := kv.MustParseSpec(spec)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 )
@@ -189,7 +189,7 @@ func checkWindow(limit int, b *model.Batch) error {
 // specs; the CPU caches otherwise. A format the GPU kernels do not read is
 // an error that says so, never a silent CPU path.
 func NewCacheFor(be backend.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (Cache, error) {
-	if gb, ok := be.(*bcuda.Backend); ok {
+	if gb, ok := be.(*gpu.Backend); ok {
 		if spec.Planes.On {
 			return NewGPUPlaneCache(gb, cfg, spec, o)
 		}

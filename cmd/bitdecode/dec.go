@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/bench"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
@@ -208,7 +208,7 @@ func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 		modelDir: fs.String("model", "", "time the linear-layer shapes of this checkpoint (config.json)"),
 		shapes:   fs.String("shapes", "", "or: a preset ("+strings.Join(bench.PresetNames(), ", ")+") or NxK,... (N outputs, K inputs)"),
 		weights:  fs.String("weights", "int4", "base weight format (int4, int3, int8: packed, gemvq.cu)"),
-		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bcuda.EnvDECMode+", else serial"),
+		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+gpu.EnvDECMode+", else serial"),
 		residual: fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
 		kChunks:  fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
 		blocks:   fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
@@ -262,7 +262,7 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, *cuda.Device, err
 	}
 	modeName := *f.mode
 	if modeName == "" {
-		modeName = os.Getenv(bcuda.EnvDECMode)
+		modeName = os.Getenv(gpu.EnvDECMode)
 	}
 	mode, err := kernels.ParseDECMode(modeName)
 	if err != nil {

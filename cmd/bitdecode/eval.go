@@ -13,7 +13,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
@@ -170,7 +170,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	var be backend.Backend = cpu.New(0)
 	if dev == "cuda" {
-		if be, err = bcuda.New(0); err != nil {
+		if be, err = gpu.New(0); err != nil {
 			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
 		}
 	}

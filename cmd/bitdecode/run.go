@@ -12,7 +12,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
@@ -149,7 +149,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	var be backend.Backend = cpu.New(0)
 	where := "the CPU"
 	if dev == "cuda" {
-		gb, err := bcuda.New(0)
+		gb, err := gpu.New(0)
 		if err != nil {
 			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
 		}

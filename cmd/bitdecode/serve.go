@@ -17,7 +17,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
@@ -139,9 +139,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	logger := log.New(logw, "bitdecode serve: ", log.LstdFlags)
 
 	var be backend.Backend = cpu.New(0)
-	var gb *bcuda.Backend
+	var gb *gpu.Backend
 	if dev == "cuda" {
-		if gb, err = bcuda.New(0); err != nil {
+		if gb, err = gpu.New(0); err != nil {
 			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
 		}
 		be = gb

@@ -1,4 +1,4 @@
-// Package cuda implements backend.Backend on an NVIDIA GPU, through the
+// Package gpu implements backend.Backend on an NVIDIA GPU, through the
 // cgo-free runtime of package gpu/cuda and the kernels of package
 // gpu/kernels. Nothing here needs the CUDA toolkit to build; New fails with
 // an error wrapping gpu/cuda's ErrNoDriver or ErrNoDevice where there is no
@@ -86,4 +86,4 @@
 // memory only on its first step. All ops run on one stream, so a buffer
 // reused this way is never touched by two ops at once. Close frees
 // everything and closes the device.
-package cuda
+package gpu

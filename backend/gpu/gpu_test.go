@@ -1,4 +1,4 @@
-package cuda_test
+package gpu_test
 
 import (
 	"encoding/binary"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/internal/half"
 )
@@ -26,16 +26,16 @@ const (
 
 var (
 	gpuOnce sync.Once
-	gpuBE   *bcuda.Backend
+	gpuBE   *gpu.Backend
 	gpuErr  error
 )
 
-// gpu returns the shared CUDA backend on GPU 0, skipping the test where
+// gpuBackend returns the shared CUDA backend on GPU 0, skipping the test where
 // there is no driver or device and failing it on any other error (a kernel
 // that does not compile, a missing cuBLASLt).
-func gpu(t *testing.T) *bcuda.Backend {
+func gpuBackend(t *testing.T) *gpu.Backend {
 	t.Helper()
-	gpuOnce.Do(func() { gpuBE, gpuErr = bcuda.New(0) })
+	gpuOnce.Do(func() { gpuBE, gpuErr = gpu.New(0) })
 	if gpuErr != nil {
 		if errors.Is(gpuErr, cuda.ErrNoDriver) || errors.Is(gpuErr, cuda.ErrNoDevice) {
 			t.Skipf("no CUDA device: %v", gpuErr)
@@ -50,7 +50,7 @@ func TestNewWithoutDevice(t *testing.T) {
 	if cuda.Available() == nil {
 		t.Skip("a CUDA device is present")
 	}
-	_, err := bcuda.New(0)
+	_, err := gpu.New(0)
 	if err == nil || !(errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
 		t.Fatalf("New(0) without a device: err = %v, want one wrapping ErrNoDriver or ErrNoDevice", err)
 	}
@@ -61,10 +61,10 @@ func TestNewWithoutDevice(t *testing.T) {
 type pair struct {
 	t   *testing.T
 	cpu *cpu.Backend
-	gpu *bcuda.Backend
+	gpu *gpu.Backend
 }
 
-func newPair(t *testing.T) *pair { return &pair{t: t, cpu: cpu.New(0), gpu: gpu(t)} }
+func newPair(t *testing.T) *pair { return &pair{t: t, cpu: cpu.New(0), gpu: gpuBackend(t)} }
 
 // tensors is one tensor on each backend.
 type tensors struct{ c, g backend.Tensor }
@@ -439,7 +439,7 @@ func TestGather(t *testing.T) {
 // TestHalfTensors: F16 and BF16 tensors round on upload exactly as the CPU
 // backend's do.
 func TestHalfTensors(t *testing.T) {
-	be := gpu(t)
+	be := gpuBackend(t)
 	ref := cpu.New(1)
 	v := []float32{0, 1, -2.5, 3.14159, 65504, 1e6, 1e-7, float32(math.Inf(-1))}
 	for _, dt := range []backend.DType{backend.F16, backend.BF16} {
@@ -467,7 +467,7 @@ func TestHalfTensors(t *testing.T) {
 }
 
 func TestPoolReuse(t *testing.T) {
-	be := gpu(t)
+	be := gpuBackend(t)
 	x, err := be.Alloc(backend.F32, 3, 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -491,7 +491,7 @@ func TestPoolReuse(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	b := gpu(t)
+	b := gpuBackend(t)
 	defer b.Sync()
 	mk := func(v []float32, shape ...int) backend.Tensor {
 		x, err := b.Alloc(backend.F32, shape...)
@@ -616,8 +616,8 @@ func TestErrors(t *testing.T) {
 // TestClose uses a backend of its own: after Close, ops record an error
 // and Alloc fails.
 func TestClose(t *testing.T) {
-	gpu(t)
-	b, err := bcuda.New(0)
+	gpuBackend(t)
+	b, err := gpu.New(0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cuda
+package gpu
 
 import (
 	"encoding/binary"
@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/bitdecode/bitdecode/backend"
-	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
 )
@@ -40,7 +40,7 @@ const (
 // Backend is the CUDA backend. Create it with New; Close releases the
 // device.
 type Backend struct {
-	dev  *gcuda.Device
+	dev  *cuda.Device
 	ops  *kernels.Ops
 	gemv *kernels.GEMV // Linear for T <= kernels.GEMVMaxRows rows; nil: cuBLASLt always
 
@@ -54,27 +54,27 @@ type Backend struct {
 	decErr  error
 	// decStream and its fork/join events run DEC beside the base GEMV
 	// (kernels.DECConcurrent); made on first use, on the owner thread.
-	decStream        gcuda.Stream
-	decFork, decJoin gcuda.Event
+	decStream        cuda.Stream
+	decFork, decJoin cuda.Event
 	// gemvq.cu with dec.cu, for DEC's fused mode, compiled on first use.
 	fusedOnce sync.Once
 	fused     *kernels.GEMVQDEC
 	fusedErr  error
-	stream    gcuda.Stream
+	stream    cuda.Stream
 	name      string
 
 	mu  sync.Mutex
 	err error // first op error since the last Sync
 
 	memMu     sync.Mutex
-	pool      map[int][]gcuda.DevicePtr // freed tensor buffers by rounded size
+	pool      map[int][]cuda.DevicePtr // freed tensor buffers by rounded size
 	poolBytes int
 	tensors   map[*tensor]struct{} // live tensors, freed at Close
 	weights   map[*weight]struct{} // live weights, freed at Close
 	closed    bool
 
 	loadMu  sync.Mutex
-	staging gcuda.DevicePtr // stagingBytes, allocated on the first conversion
+	staging cuda.DevicePtr // stagingBytes, allocated on the first conversion
 
 	// The op queue: ops append closures; Download, Sync, uploads and Do
 	// run them in one hand-off to the owner thread (a hand-off costs about
@@ -85,7 +85,7 @@ type Backend struct {
 
 	// Linear's fp16 copy of x; touched only by ops (one goroutine at a
 	// time) on the owner thread.
-	xh      gcuda.DevicePtr
+	xh      cuda.DevicePtr
 	xhBytes int
 }
 
@@ -96,30 +96,30 @@ var _ backend.Backend = (*Backend)(nil)
 // there is no driver or no such device the error wraps gpu/cuda's
 // ErrNoDriver or ErrNoDevice.
 func New(ordinal int) (*Backend, error) {
-	dev, err := gcuda.Open(ordinal)
+	dev, err := cuda.Open(ordinal)
 	if err != nil {
-		return nil, fmt.Errorf("backend/cuda: %w", err)
+		return nil, fmt.Errorf("backend/gpu: %w", err)
 	}
-	if _, err := gcuda.CUBLASLtVersion(); err != nil {
+	if _, err := cuda.CUBLASLtVersion(); err != nil {
 		dev.Close()
-		return nil, fmt.Errorf("backend/cuda: %w", err)
+		return nil, fmt.Errorf("backend/gpu: %w", err)
 	}
 	ops, err := kernels.LoadOps(dev)
 	if err != nil {
 		dev.Close()
-		return nil, fmt.Errorf("backend/cuda: kernels for %s: %w", dev.Name(), err)
+		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
 	var gemv *kernels.GEMV
 	if os.Getenv(EnvNoGEMV) == "" {
 		if gemv, err = kernels.LoadGEMV(dev); err != nil {
 			dev.Close()
-			return nil, fmt.Errorf("backend/cuda: kernels for %s: %w", dev.Name(), err)
+			return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 		}
 	}
 	return &Backend{
 		dev: dev, ops: ops, gemv: gemv, stream: dev.Stream(), graphs: newGraphCache(),
 		name:    fmt.Sprintf("cuda (%s, %s)", dev.Name(), dev.Arch()),
-		pool:    map[int][]gcuda.DevicePtr{},
+		pool:    map[int][]cuda.DevicePtr{},
 		tensors: map[*tensor]struct{}{},
 		weights: map[*weight]struct{}{},
 	}, nil
@@ -130,12 +130,12 @@ func (b *Backend) Name() string { return b.name }
 
 // Device returns the GPU the backend runs on, for code (such as a GPU KV
 // cache) that queues its own kernels on Device().Stream() between ops.
-func (b *Backend) Device() *gcuda.Device { return b.dev }
+func (b *Backend) Device() *cuda.Device { return b.dev }
 
 // Ptr returns the device address of t's elements (row-major, of t's DType),
 // for code that reads or writes activations with its own kernels on the
 // device's stream. It is valid until t is freed.
-func (b *Backend) Ptr(t backend.Tensor) (gcuda.DevicePtr, error) {
+func (b *Backend) Ptr(t backend.Tensor) (cuda.DevicePtr, error) {
 	ct, err := b.tensorOf("Ptr", t)
 	if err != nil {
 		return 0, err
@@ -146,7 +146,7 @@ func (b *Backend) Ptr(t backend.Tensor) (gcuda.DevicePtr, error) {
 // queuedOp is an op waiting in the queue.
 type queuedOp struct {
 	op  string
-	f   func(c *gcuda.Ctx) error
+	f   func(c *cuda.Ctx) error
 	key []uint64 // launch arguments, for graph replay (nil: not replayable)
 }
 
@@ -155,8 +155,8 @@ type tensor struct {
 	owner *Backend
 	shape []int
 	dtype backend.DType
-	n     int             // elements
-	ptr   gcuda.DevicePtr // device memory of size bytes (rounded)
+	n     int            // elements
+	ptr   cuda.DevicePtr // device memory of size bytes (rounded)
 	size  int
 	host  []int32 // I32: the values last uploaded, nil before UploadInt32
 	freed bool
@@ -175,11 +175,11 @@ type weight struct {
 	owner *Backend
 	name  string
 	shape []int
-	f16   gcuda.DevicePtr // [N, K] fp16 for two-dimensional weights
-	f32   gcuda.DevicePtr // float32 for all others
+	f16   cuda.DevicePtr // [N, K] fp16 for two-dimensional weights
+	f32   cuda.DevicePtr // float32 for all others
 	// Packed low-bit weights (LoadQuantWeight): wq's words and (scale,
 	// zero) pairs, codes of qbits bits in groups of qgroup channels.
-	q, qp         gcuda.DevicePtr
+	q, qp         cuda.DevicePtr
 	qbits, qgroup int
 	// dec is the weight's DEC residual and scratch (LoadQuantWeight with
 	// a wq.DEC), nil without; Linear then compensates after the base.
@@ -198,18 +198,18 @@ func roundSize(bytes int) int { return (bytes + poolGranule - 1) / poolGranule *
 func (b *Backend) Alloc(dtype backend.DType, shape ...int) (backend.Tensor, error) {
 	n := backend.NumElements(shape)
 	if n < 0 {
-		return nil, fmt.Errorf("backend/cuda: alloc %v%v: invalid shape", dtype, shape)
+		return nil, fmt.Errorf("backend/gpu: alloc %v%v: invalid shape", dtype, shape)
 	}
 	if dtype.Size() == 0 {
-		return nil, fmt.Errorf("backend/cuda: alloc %v%v: unsupported dtype", dtype, shape)
+		return nil, fmt.Errorf("backend/gpu: alloc %v%v: unsupported dtype", dtype, shape)
 	}
 	if n > math.MaxInt/dtype.Size() {
-		return nil, fmt.Errorf("backend/cuda: alloc %v%v: too large", dtype, shape)
+		return nil, fmt.Errorf("backend/gpu: alloc %v%v: too large", dtype, shape)
 	}
 	size := roundSize(n * dtype.Size())
 	ptr, err := b.allocMem(size)
 	if err != nil {
-		return nil, fmt.Errorf("backend/cuda: alloc %v%v: %w", dtype, shape, err)
+		return nil, fmt.Errorf("backend/gpu: alloc %v%v: %w", dtype, shape, err)
 	}
 	t := &tensor{owner: b, shape: slices.Clone(shape), dtype: dtype, n: n, ptr: ptr, size: size}
 	b.memMu.Lock()
@@ -221,11 +221,11 @@ func (b *Backend) Alloc(dtype backend.DType, shape ...int) (backend.Tensor, erro
 // allocMem returns size bytes of device memory, from the pool if it has a
 // buffer of that size. When the device is out of memory, the pool is
 // emptied and the allocation tried once more.
-func (b *Backend) allocMem(size int) (gcuda.DevicePtr, error) {
+func (b *Backend) allocMem(size int) (cuda.DevicePtr, error) {
 	b.memMu.Lock()
 	if b.closed {
 		b.memMu.Unlock()
-		return 0, gcuda.ErrClosed
+		return 0, cuda.ErrClosed
 	}
 	if list := b.pool[size]; len(list) > 0 {
 		p := list[len(list)-1]
@@ -235,8 +235,8 @@ func (b *Backend) allocMem(size int) (gcuda.DevicePtr, error) {
 		return p, nil
 	}
 	b.memMu.Unlock()
-	var p gcuda.DevicePtr
-	err := b.dev.Do(func(c *gcuda.Ctx) error {
+	var p cuda.DevicePtr
+	err := b.dev.Do(func(c *cuda.Ctx) error {
 		var err error
 		if p, err = c.Alloc(size); err == nil {
 			return nil
@@ -252,11 +252,11 @@ func (b *Backend) allocMem(size int) (gcuda.DevicePtr, error) {
 
 // drainPool frees every pooled buffer (after the stream has finished with
 // them) and returns how many bytes it released. It runs on the owner thread.
-func (b *Backend) drainPool(c *gcuda.Ctx) int {
+func (b *Backend) drainPool(c *cuda.Ctx) int {
 	b.memMu.Lock()
 	pool := b.pool
 	released := b.poolBytes
-	b.pool, b.poolBytes = map[int][]gcuda.DevicePtr{}, 0
+	b.pool, b.poolBytes = map[int][]cuda.DevicePtr{}, 0
 	b.memMu.Unlock()
 	if released == 0 {
 		return 0
@@ -294,7 +294,7 @@ func (b *Backend) Free(t backend.Tensor) {
 	}
 	b.memMu.Unlock()
 	// Queued ops may still use the buffer: wait for the stream, then free.
-	_ = b.Do(func(c *gcuda.Ctx) error {
+	_ = b.Do(func(c *cuda.Ctx) error {
 		if err := c.SyncStream(b.stream); err != nil {
 			return err
 		}
@@ -307,15 +307,15 @@ func (b *Backend) tensorOf(op string, t backend.Tensor) (*tensor, error) {
 	ct, ok := t.(*tensor)
 	switch {
 	case t == nil || (ok && ct == nil):
-		return nil, fmt.Errorf("backend/cuda: %s: nil tensor", op)
+		return nil, fmt.Errorf("backend/gpu: %s: nil tensor", op)
 	case !ok || ct.owner != b:
-		return nil, fmt.Errorf("backend/cuda: %s: tensor %T is not from this backend", op, t)
+		return nil, fmt.Errorf("backend/gpu: %s: tensor %T is not from this backend", op, t)
 	}
 	b.memMu.Lock()
 	freed := ct.freed
 	b.memMu.Unlock()
 	if freed {
-		return nil, fmt.Errorf("backend/cuda: %s: tensor %v used after Free", op, ct.shape)
+		return nil, fmt.Errorf("backend/gpu: %s: tensor %v used after Free", op, ct.shape)
 	}
 	return ct, nil
 }
@@ -325,22 +325,22 @@ func (b *Backend) weightOf(op string, w backend.Weight) (*weight, error) {
 	cw, ok := w.(*weight)
 	switch {
 	case w == nil || (ok && cw == nil):
-		return nil, fmt.Errorf("backend/cuda: %s: nil weight", op)
+		return nil, fmt.Errorf("backend/gpu: %s: nil weight", op)
 	case !ok || cw.owner != b:
-		return nil, fmt.Errorf("backend/cuda: %s: weight %T is not from this backend", op, w)
+		return nil, fmt.Errorf("backend/gpu: %s: weight %T is not from this backend", op, w)
 	}
 	b.memMu.Lock()
 	freed := cw.freed
 	b.memMu.Unlock()
 	if freed {
-		return nil, fmt.Errorf("backend/cuda: %s: weight %s used after FreeWeight", op, cw.name)
+		return nil, fmt.Errorf("backend/gpu: %s: weight %s used after FreeWeight", op, cw.name)
 	}
 	return cw, nil
 }
 
 // copyIn copies host bytes into device memory through the stream and waits.
-func (b *Backend) copyIn(dst gcuda.DevicePtr, src []byte) error {
-	return b.Do(func(c *gcuda.Ctx) error {
+func (b *Backend) copyIn(dst cuda.DevicePtr, src []byte) error {
+	return b.Do(func(c *cuda.Ctx) error {
 		if err := c.HtoDAsync(dst, src, b.stream); err != nil {
 			return err
 		}
@@ -356,12 +356,12 @@ func (b *Backend) Upload(dst backend.Tensor, src []float32) error {
 		return err
 	}
 	if len(src) != t.n {
-		return fmt.Errorf("backend/cuda: Upload: %d values into tensor %v of %d elements", len(src), t, t.n)
+		return fmt.Errorf("backend/gpu: Upload: %d values into tensor %v of %d elements", len(src), t, t.n)
 	}
 	var data []byte
 	switch t.dtype {
 	case backend.F32:
-		data = gcuda.Bytes(src)
+		data = cuda.Bytes(src)
 	case backend.F16, backend.BF16:
 		h := make([]uint16, len(src))
 		conv := half.FromFloat32
@@ -371,12 +371,12 @@ func (b *Backend) Upload(dst backend.Tensor, src []float32) error {
 		for i, v := range src {
 			h[i] = conv(v)
 		}
-		data = gcuda.Bytes(h)
+		data = cuda.Bytes(h)
 	default:
-		return fmt.Errorf("backend/cuda: Upload: float32 values into tensor %v", t)
+		return fmt.Errorf("backend/gpu: Upload: float32 values into tensor %v", t)
 	}
 	if err := b.copyIn(t.ptr, data); err != nil {
-		return fmt.Errorf("backend/cuda: Upload into %v: %w", t, err)
+		return fmt.Errorf("backend/gpu: Upload into %v: %w", t, err)
 	}
 	return nil
 }
@@ -389,13 +389,13 @@ func (b *Backend) UploadInt32(dst backend.Tensor, src []int32) error {
 		return err
 	}
 	if t.dtype != backend.I32 {
-		return fmt.Errorf("backend/cuda: UploadInt32: into tensor %v", t)
+		return fmt.Errorf("backend/gpu: UploadInt32: into tensor %v", t)
 	}
 	if len(src) != t.n {
-		return fmt.Errorf("backend/cuda: UploadInt32: %d values into tensor %v", len(src), t)
+		return fmt.Errorf("backend/gpu: UploadInt32: %d values into tensor %v", len(src), t)
 	}
-	if err := b.copyIn(t.ptr, gcuda.Bytes(src)); err != nil {
-		return fmt.Errorf("backend/cuda: UploadInt32 into %v: %w", t, err)
+	if err := b.copyIn(t.ptr, cuda.Bytes(src)); err != nil {
+		return fmt.Errorf("backend/gpu: UploadInt32 into %v: %w", t, err)
 	}
 	t.host = append(t.host[:0], src...)
 	return nil
@@ -413,27 +413,27 @@ func (b *Backend) Download(dst []float32, src backend.Tensor) error {
 		return err
 	}
 	if len(dst) != t.n {
-		return fmt.Errorf("backend/cuda: Download: tensor %v of %d elements into %d values", t, t.n, len(dst))
+		return fmt.Errorf("backend/gpu: Download: tensor %v of %d elements into %d values", t, t.n, len(dst))
 	}
 	var h []uint16
 	var raw []byte
 	switch t.dtype {
 	case backend.F32:
-		raw = gcuda.Bytes(dst)
+		raw = cuda.Bytes(dst)
 	case backend.F16, backend.BF16:
 		h = make([]uint16, t.n)
-		raw = gcuda.Bytes(h)
+		raw = cuda.Bytes(h)
 	default:
-		return fmt.Errorf("backend/cuda: Download: tensor %v as float32", t)
+		return fmt.Errorf("backend/gpu: Download: tensor %v as float32", t)
 	}
-	err = b.Do(func(c *gcuda.Ctx) error {
+	err = b.Do(func(c *cuda.Ctx) error {
 		if err := c.DtoHAsync(raw, t.ptr, b.stream); err != nil {
 			return err
 		}
 		return c.SyncStream(b.stream)
 	})
 	if err != nil {
-		err = fmt.Errorf("backend/cuda: Download of %v: %w", t, err)
+		err = fmt.Errorf("backend/gpu: Download of %v: %w", t, err)
 		b.fail(err)
 		return err
 	}
@@ -495,41 +495,41 @@ func decodeF32(dtype backend.DType, data []byte, n int) []float32 {
 func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data []byte) (backend.Weight, error) {
 	n := backend.NumElements(shape)
 	if n < 0 {
-		return nil, fmt.Errorf("backend/cuda: weight %s: invalid shape %v", name, shape)
+		return nil, fmt.Errorf("backend/gpu: weight %s: invalid shape %v", name, shape)
 	}
 	sz := dtype.Size()
 	if dtype == backend.I32 || sz == 0 {
-		return nil, fmt.Errorf("backend/cuda: weight %s: unsupported dtype %v (want F32, F16 or BF16)", name, dtype)
+		return nil, fmt.Errorf("backend/gpu: weight %s: unsupported dtype %v (want F32, F16 or BF16)", name, dtype)
 	}
 	if n > math.MaxInt/4 || len(data) != n*sz {
-		return nil, fmt.Errorf("backend/cuda: weight %s: %d bytes of data for %v%v (want %d)", name, len(data), dtype, shape, n*sz)
+		return nil, fmt.Errorf("backend/gpu: weight %s: %d bytes of data for %v%v (want %d)", name, len(data), dtype, shape, n*sz)
 	}
 	w := &weight{owner: b, name: name, shape: slices.Clone(shape)}
 	if len(shape) != 2 {
 		v := decodeF32(dtype, data, n)
-		err := b.dev.Do(func(c *gcuda.Ctx) error {
+		err := b.dev.Do(func(c *cuda.Ctx) error {
 			var err error
 			if w.f32, err = c.Alloc(4 * n); err != nil {
 				return err
 			}
-			if err := c.HtoDAsync(w.f32, gcuda.Bytes(v), b.stream); err != nil {
+			if err := c.HtoDAsync(w.f32, cuda.Bytes(v), b.stream); err != nil {
 				return err
 			}
 			return c.SyncStream(b.stream)
 		})
 		if err != nil {
 			b.freeWeightMem(w)
-			return nil, fmt.Errorf("backend/cuda: weight %s %v: %w", name, shape, err)
+			return nil, fmt.Errorf("backend/gpu: weight %s %v: %w", name, shape, err)
 		}
 		return b.register(w)
 	}
 	if i := fp16Overflow(dtype, data); i >= 0 {
 		v := decodeF32(dtype, data[i*sz:(i+1)*sz], 1)[0]
-		return nil, fmt.Errorf("backend/cuda: weight %s %v: element %d (row %d) = %g is beyond fp16's range (±65504), in which the cuda backend stores matrices; use --device cpu", name, shape, i, i/shape[1], v)
+		return nil, fmt.Errorf("backend/gpu: weight %s %v: element %d (row %d) = %g is beyond fp16's range (±65504), in which the cuda backend stores matrices; use --device cpu", name, shape, i, i/shape[1], v)
 	}
 	b.loadMu.Lock()
 	defer b.loadMu.Unlock()
-	err := b.dev.Do(func(c *gcuda.Ctx) error {
+	err := b.dev.Do(func(c *cuda.Ctx) error {
 		var err error
 		if w.f16, err = c.Alloc(2 * n); err != nil {
 			return err
@@ -553,7 +553,7 @@ func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data
 			if err := c.HtoDAsync(b.staging, data[i0*sz:(i0+m)*sz], b.stream); err != nil {
 				return err
 			}
-			dst := w.f16 + gcuda.DevicePtr(2*i0)
+			dst := w.f16 + cuda.DevicePtr(2*i0)
 			if dtype == backend.F32 {
 				err = b.ops.F32ToF16(c, b.stream, dst, b.staging, m)
 			} else {
@@ -567,7 +567,7 @@ func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data
 	})
 	if err != nil {
 		b.freeWeightMem(w)
-		return nil, fmt.Errorf("backend/cuda: weight %s %v%v: %w", name, dtype, shape, err)
+		return nil, fmt.Errorf("backend/gpu: weight %s %v%v: %w", name, dtype, shape, err)
 	}
 	return b.register(w)
 }
@@ -577,7 +577,7 @@ func (b *Backend) register(w *weight) (backend.Weight, error) {
 	b.memMu.Lock()
 	defer b.memMu.Unlock()
 	if b.closed {
-		return nil, fmt.Errorf("backend/cuda: weight %s: %w", w.name, gcuda.ErrClosed)
+		return nil, fmt.Errorf("backend/gpu: weight %s: %w", w.name, cuda.ErrClosed)
 	}
 	b.weights[w] = struct{}{}
 	return w, nil
@@ -585,8 +585,8 @@ func (b *Backend) register(w *weight) (backend.Weight, error) {
 
 // takeWeightMem returns w's device memory (and its DEC residual's mapped
 // host memory) and forgets it, for freeing.
-func takeWeightMem(w *weight) (ptrs []gcuda.DevicePtr, host *gcuda.HostBuffer) {
-	ptrs = []gcuda.DevicePtr{w.f16, w.f32, w.q, w.qp}
+func takeWeightMem(w *weight) (ptrs []cuda.DevicePtr, host *cuda.HostBuffer) {
+	ptrs = []cuda.DevicePtr{w.f16, w.f32, w.q, w.qp}
 	if w.dec != nil {
 		ptrs, host = append(ptrs, w.dec.sel, w.dec.part, w.dec.flags), w.dec.host
 	}
@@ -597,10 +597,10 @@ func takeWeightMem(w *weight) (ptrs []gcuda.DevicePtr, host *gcuda.HostBuffer) {
 // freeWeightMem frees w's memory after the stream is done with it.
 func (b *Backend) freeWeightMem(w *weight) {
 	ptrs, host := takeWeightMem(w)
-	if host == nil && !slices.ContainsFunc(ptrs, func(p gcuda.DevicePtr) bool { return p != 0 }) {
+	if host == nil && !slices.ContainsFunc(ptrs, func(p cuda.DevicePtr) bool { return p != 0 }) {
 		return
 	}
-	_ = b.Do(func(c *gcuda.Ctx) error { // runs queued ops that may read w first
+	_ = b.Do(func(c *cuda.Ctx) error { // runs queued ops that may read w first
 		_ = c.SyncStream(b.stream)
 		errs := []error{c.FreeHost(host)}
 		for _, p := range ptrs {
@@ -655,8 +655,8 @@ func (b *Backend) Err() error {
 // Sync implements backend.Backend: it waits for the stream, then returns and
 // clears the first op error (a device error of the queued work included).
 func (b *Backend) Sync() error {
-	if err := b.Do(func(c *gcuda.Ctx) error { return c.SyncStream(b.stream) }); err != nil {
-		b.fail(fmt.Errorf("backend/cuda: Sync: %w", err))
+	if err := b.Do(func(c *cuda.Ctx) error { return c.SyncStream(b.stream) }); err != nil {
+		b.fail(fmt.Errorf("backend/gpu: Sync: %w", err))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -676,8 +676,8 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
-	var ptrs []gcuda.DevicePtr
-	var hosts []*gcuda.HostBuffer
+	var ptrs []cuda.DevicePtr
+	var hosts []*cuda.HostBuffer
 	for _, list := range b.pool {
 		ptrs = append(ptrs, list...)
 	}
@@ -699,7 +699,7 @@ func (b *Backend) Close() error {
 	ptrs = append(ptrs, b.xh)
 	b.xh, b.xhBytes = 0, 0
 
-	err := b.dev.Do(func(c *gcuda.Ctx) error {
+	err := b.dev.Do(func(c *cuda.Ctx) error {
 		errs := []error{c.SyncStream(b.stream)}
 		b.graphs.reset(c)
 		for _, p := range ptrs {
@@ -714,7 +714,7 @@ func (b *Backend) Close() error {
 		err = e
 	}
 	if err != nil {
-		return fmt.Errorf("backend/cuda: Close: %w", err)
+		return fmt.Errorf("backend/gpu: Close: %w", err)
 	}
 	return nil
 }
@@ -725,10 +725,10 @@ func (b *Backend) Close() error {
 func (b *Backend) LoadRandom(name string, shape []int, std float32, seed uint64) (backend.Weight, error) {
 	n := backend.NumElements(shape)
 	if len(shape) != 2 || n <= 0 {
-		return nil, fmt.Errorf("backend/cuda: random weight %s: shape %v is not a matrix", name, shape)
+		return nil, fmt.Errorf("backend/gpu: random weight %s: shape %v is not a matrix", name, shape)
 	}
 	w := &weight{owner: b, name: name, shape: slices.Clone(shape)}
-	err := b.dev.Do(func(c *gcuda.Ctx) error {
+	err := b.dev.Do(func(c *cuda.Ctx) error {
 		var err error
 		if w.f16, err = c.Alloc(2 * n); err != nil {
 			return err
@@ -737,7 +737,7 @@ func (b *Backend) LoadRandom(name string, shape []int, std float32, seed uint64)
 	})
 	if err != nil {
 		b.freeWeightMem(w)
-		return nil, fmt.Errorf("backend/cuda: random weight %s %v: %w", name, shape, err)
+		return nil, fmt.Errorf("backend/gpu: random weight %s %v: %w", name, shape, err)
 	}
 	return b.register(w)
 }

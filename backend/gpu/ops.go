@@ -1,11 +1,11 @@
-package cuda
+package gpu
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/bitdecode/bitdecode/backend"
-	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
 
 // f32 returns the CUDA tensor behind t if it is an F32 tensor of this backend.
@@ -31,7 +31,7 @@ func (b *Backend) i32(op string, t backend.Tensor) (*tensor, error) {
 		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("index tensor %v is not I32", ct)}
 	}
 	if ct.host == nil {
-		return nil, fmt.Errorf("backend/cuda: %s: index tensor %v used before UploadInt32", op, ct)
+		return nil, fmt.Errorf("backend/gpu: %s: index tensor %v used before UploadInt32", op, ct)
 	}
 	return ct, nil
 }
@@ -59,7 +59,7 @@ func (b *Backend) shapeErr(op, format string, args ...any) {
 // whose ops have equal keys launch the same kernels with the same
 // arguments, so the second may replay a CUDA graph of the first (graph.go).
 // An op queued without a key makes its flush run directly.
-func (b *Backend) launch(op string, f func(c *gcuda.Ctx) error, key ...uint64) {
+func (b *Backend) launch(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 	b.qMu.Lock()
 	b.queue = append(b.queue, queuedOp{op: op, f: f, key: key})
 	full := len(b.queue) >= maxQueued
@@ -76,16 +76,16 @@ func (b *Backend) launch(op string, f func(c *gcuda.Ctx) error, key ...uint64) {
 // backend's own ops, lists every value f's launches depend on, so that a
 // decode step can be replayed as a CUDA graph; f must then only launch
 // kernels on the device's stream. Without a key the flush runs directly.
-func (b *Backend) Enqueue(op string, f func(c *gcuda.Ctx) error, key ...uint64) {
+func (b *Backend) Enqueue(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 	b.launch(op, f, key...)
 }
 
 // Do runs the queued ops, then f, in one hand-off to the owner thread, and
 // returns f's error (queued ops' errors become the pending op error). Use it
 // for work that must happen now, such as freeing memory queued ops may use.
-func (b *Backend) Do(f func(c *gcuda.Ctx) error) error {
+func (b *Backend) Do(f func(c *cuda.Ctx) error) error {
 	var ferr error
-	b.flushWith(func(c *gcuda.Ctx) error { ferr = f(c); return nil })
+	b.flushWith(func(c *cuda.Ctx) error { ferr = f(c); return nil })
 	return ferr
 }
 
@@ -95,7 +95,7 @@ func (b *Backend) flush() { b.flushWith(nil) }
 // flushWith runs the queued ops and then, if non-nil, after(c), in one
 // hand-off. After an op fails, the remaining queued ops are dropped (the
 // error model: ops skip their work once an error is pending).
-func (b *Backend) flushWith(after func(c *gcuda.Ctx) error) {
+func (b *Backend) flushWith(after func(c *cuda.Ctx) error) {
 	b.qMu.Lock()
 	ops := b.queue
 	b.queue = nil
@@ -104,11 +104,11 @@ func (b *Backend) flushWith(after func(c *gcuda.Ctx) error) {
 		return
 	}
 	var opErr error
-	err := b.dev.Do(func(c *gcuda.Ctx) error {
+	err := b.dev.Do(func(c *cuda.Ctx) error {
 		if !b.graphs.run(c, b.stream, ops) {
 			for _, q := range ops {
 				if err := q.f(c); err != nil {
-					opErr = fmt.Errorf("backend/cuda: %s: %w", q.op, err)
+					opErr = fmt.Errorf("backend/gpu: %s: %w", q.op, err)
 					break
 				}
 			}
@@ -122,7 +122,7 @@ func (b *Backend) flushWith(after func(c *gcuda.Ctx) error) {
 		b.fail(opErr)
 	}
 	if err != nil && after == nil {
-		b.fail(fmt.Errorf("backend/cuda: %w", err))
+		b.fail(fmt.Errorf("backend/gpu: %w", err))
 	}
 }
 
@@ -147,11 +147,11 @@ func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backen
 	V := w.shape[0]
 	for t, v := range id.host {
 		if v < 0 || int(v) >= V {
-			b.fail(fmt.Errorf("backend/cuda: %s: token id %d at row %d out of range [0, %d) of %s", op, v, t, V, w.name))
+			b.fail(fmt.Errorf("backend/gpu: %s: token id %d at row %d out of range [0, %d) of %s", op, v, t, V, w.name))
 			return
 		}
 	}
-	b.launch(op, func(c *gcuda.Ctx) error {
+	b.launch(op, func(c *cuda.Ctx) error {
 		return b.ops.EmbeddingF16(c, b.stream, d.ptr, w.f16, id.ptr, T, K, V)
 	}, u64(d.ptr), u64(w.f16), u64(id.ptr), u64(T), u64(K), u64(V))
 }
@@ -177,11 +177,11 @@ func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
 	}
 	for _, v := range ix.host {
 		if v < 0 || int(v) >= T {
-			b.fail(fmt.Errorf("backend/cuda: %s: row index %d out of range [0, %d)", op, v, T))
+			b.fail(fmt.Errorf("backend/gpu: %s: row index %d out of range [0, %d)", op, v, T))
 			return
 		}
 	}
-	b.launch(op, func(c *gcuda.Ctx) error {
+	b.launch(op, func(c *cuda.Ctx) error {
 		return b.ops.Rows(c, b.stream, d.ptr, s.ptr, ix.ptr, R, K, T)
 	}, u64(d.ptr), u64(s.ptr), u64(ix.ptr), u64(R), u64(K), u64(T))
 }
@@ -225,18 +225,18 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	case b.gemv != nil && b.gemv.Fits(T, K):
 		// Decode: a warp per output channel reads the weights once and x
 		// as float32 (gemv.cu); the bias is fused.
-		var bp gcuda.DevicePtr
+		var bp cuda.DevicePtr
 		if bt != nil {
 			bp = bt.f32
 		}
-		b.launch(op, func(c *gcuda.Ctx) error {
+		b.launch(op, func(c *cuda.Ctx) error {
 			if err := b.gemv.Launch(c, b.stream, d.ptr, xt.ptr, wt.f16, bp, T, N, K); err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
 			}
 			return nil
 		}, u64(d.ptr), u64(xt.ptr), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K))
 	default:
-		b.launch(op, func(c *gcuda.Ctx) error {
+		b.launch(op, func(c *cuda.Ctx) error {
 			xh, err := b.scratch(c, 2*T*K)
 			if err == nil {
 				err = b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K)
@@ -255,11 +255,11 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 // gemmF16 is Linear's large-batch path: x rounded to fp16 into xh (room
 // for T·K halves), dst = xh·wᵀ with cuBLASLt (fp16 w [N, K], fp32
 // accumulation and output), plus the bias. It runs on the owner thread.
-func (b *Backend) gemmF16(c *gcuda.Ctx, d, xt *tensor, xh, w gcuda.DevicePtr, bt *weight, T, N, K int) error {
+func (b *Backend) gemmF16(c *cuda.Ctx, d, xt *tensor, xh, w cuda.DevicePtr, bt *weight, T, N, K int) error {
 	if err := b.ops.F32ToF16(c, b.stream, xh, xt.ptr, T*K); err != nil {
 		return err
 	}
-	g := gcuda.GEMMShape{M: T, N: N, K: K, In: gcuda.F16, Out: gcuda.F32}
+	g := cuda.GEMMShape{M: T, N: N, K: K, In: cuda.F16, Out: cuda.F32}
 	if err := c.GEMM(b.stream, g, d.ptr, xh, w); err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func (b *Backend) gemmF16(c *gcuda.Ctx, d, xt *tensor, xh, w gcuda.DevicePtr, bt
 // at least twice its old size, so a prefill of growing length reallocates
 // rarely) after the stream has finished with the old one. It runs on the
 // owner thread.
-func (b *Backend) scratch(c *gcuda.Ctx, bytes int) (gcuda.DevicePtr, error) {
+func (b *Backend) scratch(c *cuda.Ctx, bytes int) (cuda.DevicePtr, error) {
 	if bytes <= b.xhBytes {
 		return b.xh, nil
 	}
@@ -315,7 +315,7 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 		return
 	}
 	G := wt.shape[0]
-	b.launch(op, func(c *gcuda.Ctx) error {
+	b.launch(op, func(c *cuda.Ctx) error {
 		return b.ops.RMSNorm(c, b.stream, d.ptr, xt.ptr, wt.f32, xt.n/G, G, eps)
 	}, u64(d.ptr), u64(xt.ptr), u64(wt.f32), u64(xt.n), u64(G), uint64(math.Float32bits(eps)))
 }
@@ -338,7 +338,7 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 		b.shapeErr(op, "x %v, pos %v, invFreq %s %v", xt, p, f.name, f.shape)
 		return
 	}
-	b.launch(op, func(c *gcuda.Ctx) error {
+	b.launch(op, func(c *cuda.Ctx) error {
 		return b.ops.RoPE(c, b.stream, xt.ptr, p.ptr, f.f32, T, C, f.shape[0])
 	}, u64(xt.ptr), u64(p.ptr), u64(f.f32), u64(T), u64(C), u64(f.shape[0]))
 }
@@ -356,7 +356,7 @@ func (b *Backend) Add(dst, a, c backend.Tensor) {
 // elementwise checks three same-sized F32 tensors and launches kernel over
 // them; errors are recorded under op.
 func (b *Backend) elementwise(op string, dst, x, y backend.Tensor,
-	kernel func(c *gcuda.Ctx, s gcuda.Stream, dst, x, y gcuda.DevicePtr, n int) error) {
+	kernel func(c *cuda.Ctx, s cuda.Stream, dst, x, y cuda.DevicePtr, n int) error) {
 	if b.failed() {
 		return
 	}
@@ -371,7 +371,7 @@ func (b *Backend) elementwise(op string, dst, x, y backend.Tensor,
 		b.shapeErr(op, "dst %v, inputs %v and %v", d, xt, yt)
 		return
 	}
-	b.launch(op, func(c *gcuda.Ctx) error {
+	b.launch(op, func(c *cuda.Ctx) error {
 		return kernel(c, b.stream, d.ptr, xt.ptr, yt.ptr, d.n)
 	}, u64(d.ptr), u64(xt.ptr), u64(yt.ptr), u64(d.n))
 }

@@ -1,4 +1,4 @@
-package cuda_test
+package gpu_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
-	bcuda "github.com/bitdecode/bitdecode/backend/cuda"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -23,7 +23,7 @@ import (
 // (gemvq_test.go has the derivation). TestQuantLinearDEC covers weights
 // with DEC.
 func TestQuantLinear(t *testing.T) {
-	b := gpu(t)
+	b := gpuBackend(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	const N, K = 300, 1024
 	w := make([]float32, N*K)
@@ -96,7 +96,7 @@ func TestQuantLinear(t *testing.T) {
 //     products' tolerance (the compensation itself is identical);
 //   - k_chunk 0 must give the base output exactly.
 func TestQuantLinearDEC(t *testing.T) {
-	b := gpu(t)
+	b := gpuBackend(t)
 	c := cpu.New(0)
 	r := rand.New(rand.NewPCG(17, 18))
 	const N, K = 384, 1536 // N a multiple of the residual group, K of the weight group
@@ -138,12 +138,12 @@ func TestQuantLinearDEC(t *testing.T) {
 		withDEC := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
 		// The same DEC on the second stream beside the base GEMV (decode
 		// batches; prefill stays serial): the same bits.
-		t.Setenv(bcuda.EnvDECMode, "concurrent")
+		t.Setenv(gpu.EnvDECMode, "concurrent")
 		concurrent := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
 		// And inside the base GEMV's grid (fused mode).
-		t.Setenv(bcuda.EnvDECMode, "fused")
+		t.Setenv(gpu.EnvDECMode, "fused")
 		fused := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 3})
-		t.Setenv(bcuda.EnvDECMode, "")
+		t.Setenv(gpu.EnvDECMode, "")
 		zeroK := load(b, &wq.DEC{R: res, KChunk: 0})
 		onCPU := load(c, &wq.DEC{R: res, KChunk: kChunk})
 		for _, T := range []int{3, 20} {

@@ -1,4 +1,4 @@
-package cuda
+package gpu
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/bitdecode/bitdecode/backend"
-	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/wq"
@@ -41,15 +41,15 @@ const decPrefillScratch = 64 << 20
 // decWeight is a weight's DEC state on the GPU: the residual in mapped host
 // memory and the device scratch its decode steps select into.
 type decWeight struct {
-	host   *gcuda.HostBuffer // Rᵀ's words, then its params (256-byte aligned); mapped
+	host   *cuda.HostBuffer // Rᵀ's words, then its params (256-byte aligned); mapped
 	res    kernels.DECResidual
 	kChunk int
-	blocks int             // n_tb
-	S      int             // channels one token selects
-	sel    gcuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection
+	blocks int            // n_tb
+	S      int            // channels one token selects
+	sel    cuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection
 	mode   kernels.DECMode
-	part   gcuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent mode)
-	flags  gcuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the ready flags (fused mode)
+	part   cuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent mode)
+	flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the ready flags (fused mode)
 }
 
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
@@ -62,11 +62,11 @@ type decWeight struct {
 // dec.cu reads over PCIe after each base product (doc.go).
 func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backend.Weight, error) {
 	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("backend/cuda: weight %s: %w", name, err)
+		return nil, fmt.Errorf("backend/gpu: weight %s: %w", name, err)
 	}
 	if dec != nil {
 		if err := b.checkDEC(m, dec); err != nil {
-			return nil, fmt.Errorf("backend/cuda: weight %s: %w", name, err)
+			return nil, fmt.Errorf("backend/gpu: weight %s: %w", name, err)
 		}
 	}
 	w, err := b.loadQuantBase(name, m)
@@ -76,7 +76,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 	cw := w.(*weight)
 	if err := b.attachDEC(cw, dec); err != nil {
 		b.FreeWeight(cw)
-		return nil, fmt.Errorf("backend/cuda: weight %s: DEC: %w", name, err)
+		return nil, fmt.Errorf("backend/gpu: weight %s: DEC: %w", name, err)
 	}
 	return cw, nil
 }
@@ -139,7 +139,7 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	if _, err := b.decKernels(); err != nil {
 		return err
 	}
-	words, params := gcuda.Bytes(r.Words), gcuda.Bytes(r.Params)
+	words, params := cuda.Bytes(r.Words), cuda.Bytes(r.Params)
 	off := (len(words) + 255) / 256 * 256
 	mode, err := kernels.ParseDECMode(os.Getenv(EnvDECMode))
 	if err != nil {
@@ -147,7 +147,7 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	}
 	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk), mode: mode}
 	w.dec = dw // freed with the weight from here on
-	err = b.Do(func(c *gcuda.Ctx) error {
+	err = b.Do(func(c *cuda.Ctx) error {
 		var err error
 		if dw.host, err = c.AllocHost(off+max(len(params), 16), true); err != nil {
 			return err
@@ -175,7 +175,7 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	copy(dw.host.Bytes()[off:], params)
 	dw.res = kernels.DECResidual{Elem: r.Elem, Words: dw.host.DevicePtr(), N: N, K: K}
 	if r.Elem.IsInt() {
-		dw.res.Params = dw.host.DevicePtr() + gcuda.DevicePtr(off)
+		dw.res.Params = dw.host.DevicePtr() + cuda.DevicePtr(off)
 	}
 	return nil
 }
@@ -190,17 +190,17 @@ func (b *Backend) loadQuantBase(name string, m *wq.Matrix) (backend.Weight, erro
 		for n := range m.N {
 			m.DequantRow(data[n*m.K:(n+1)*m.K], n)
 		}
-		return b.LoadWeight(name, backend.F32, []int{m.N, m.K}, gcuda.Bytes(data))
+		return b.LoadWeight(name, backend.F32, []int{m.N, m.K}, cuda.Bytes(data))
 	}
 	g, err := b.quantKernels()
 	if err != nil {
-		return nil, fmt.Errorf("backend/cuda: weight %s: %w", name, err)
+		return nil, fmt.Errorf("backend/gpu: weight %s: %w", name, err)
 	}
 	if !g.Reads(bits, m.Group, m.K) {
-		return nil, fmt.Errorf("backend/cuda: weight %s: int%d groups of %d over %d channels have no kernel", name, bits, m.Group, m.K)
+		return nil, fmt.Errorf("backend/gpu: weight %s: int%d groups of %d over %d channels have no kernel", name, bits, m.Group, m.K)
 	}
 	w := &weight{owner: b, name: name, shape: []int{m.N, m.K}, qbits: bits, qgroup: m.Group}
-	err = b.Do(func(c *gcuda.Ctx) error {
+	err = b.Do(func(c *cuda.Ctx) error {
 		var err error
 		if w.q, err = c.Alloc(4 * len(m.Words)); err != nil {
 			return err
@@ -208,14 +208,14 @@ func (b *Backend) loadQuantBase(name string, m *wq.Matrix) (backend.Weight, erro
 		if w.qp, err = c.Alloc(2 * len(m.Params)); err != nil {
 			return err
 		}
-		if err := c.HtoD(w.q, gcuda.Bytes(m.Words)); err != nil {
+		if err := c.HtoD(w.q, cuda.Bytes(m.Words)); err != nil {
 			return err
 		}
-		return c.HtoD(w.qp, gcuda.Bytes(m.Params))
+		return c.HtoD(w.qp, cuda.Bytes(m.Params))
 	})
 	if err != nil {
 		b.freeWeightMem(w)
-		return nil, fmt.Errorf("backend/cuda: weight %s: %w", name, err)
+		return nil, fmt.Errorf("backend/gpu: weight %s: %w", name, err)
 	}
 	return b.register(w)
 }
@@ -229,26 +229,26 @@ var _ backend.RandomQuantLoader = (*Backend)(nil)
 // an RTN residual's size, then goes to mapped host memory as a real one.
 func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, seed uint64, dec wq.DEC) (backend.Weight, error) {
 	if len(shape) != 2 || shape[0] <= 0 || shape[1] <= 0 {
-		return nil, fmt.Errorf("backend/cuda: random weight %s: shape %v is not a matrix", name, shape)
+		return nil, fmt.Errorf("backend/gpu: random weight %s: shape %v is not a matrix", name, shape)
 	}
 	N, K := shape[0], shape[1]
 	bits := e.Bits()
 	if !e.IsInt() || G <= 0 || G%32 != 0 || K%G != 0 {
-		return nil, fmt.Errorf("backend/cuda: random weight %s: %v with groups of %d over %d channels has no kernel", name, e, G, K)
+		return nil, fmt.Errorf("backend/gpu: random weight %s: %v with groups of %d over %d channels has no kernel", name, e, G, K)
 	}
 	g, err := b.quantKernels()
 	if err != nil {
-		return nil, fmt.Errorf("backend/cuda: weight %s: %w", name, err)
+		return nil, fmt.Errorf("backend/gpu: weight %s: %w", name, err)
 	}
 	if !g.Reads(bits, G, K) {
-		return nil, fmt.Errorf("backend/cuda: weight %s: int%d groups of %d over %d channels have no kernel", name, bits, G, K)
+		return nil, fmt.Errorf("backend/gpu: weight %s: int%d groups of %d over %d channels have no kernel", name, bits, G, K)
 	}
 	const std = 0.02
 	scale := half.FromFloat32(2 * std / float32(e.Levels()))
 	zero := half.FromFloat32(-std)
 	words := N * K / 32 * bits // 32 channels in `bits` words, every format
 	w := &weight{owner: b, name: name, shape: []int{N, K}, qbits: bits, qgroup: G}
-	err = b.dev.Do(func(c *gcuda.Ctx) error {
+	err = b.dev.Do(func(c *cuda.Ctx) error {
 		var err error
 		if w.q, err = c.Alloc(4 * words); err != nil {
 			return err
@@ -263,7 +263,7 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 	})
 	if err != nil {
 		b.freeWeightMem(w)
-		return nil, fmt.Errorf("backend/cuda: random weight %s %v: %w", name, shape, err)
+		return nil, fmt.Errorf("backend/gpu: random weight %s %v: %w", name, shape, err)
 	}
 	if dec.KChunk > 0 {
 		res, err := wq.NewMatrix(wq.Int4, wq.ResidualGroup, K, N)
@@ -284,7 +284,7 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 		}
 		if err != nil {
 			b.freeWeightMem(w)
-			return nil, fmt.Errorf("backend/cuda: random weight %s %v: DEC: %w", name, shape, err)
+			return nil, fmt.Errorf("backend/gpu: random weight %s %v: DEC: %w", name, shape, err)
 		}
 	}
 	return b.register(w)
@@ -302,9 +302,9 @@ func (dw *decWeight) beside(T int) bool {
 // weight's part buffer, select and compensate into it; meanwhile the base
 // GEMV on the main stream; join; y += part (the same float32 add as
 // serial mode: the same bits).
-func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp gcuda.DevicePtr, T, N, K int) {
+func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) {
 	dw := wt.dec
-	b.launch("Linear DEC", func(c *gcuda.Ctx) error {
+	b.launch("Linear DEC", func(c *cuda.Ctx) error {
 		if err := b.decStreams(c); err != nil {
 			return err
 		}
@@ -343,9 +343,9 @@ func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp gcuda.DevicePtr, 
 // the selection, then one launch of gemvq.cu's gemv_q_dec whose first n_tb
 // CTAs compensate from host memory while the others compute the base GEMV
 // (the same bits as serial mode).
-func (b *Backend) linearQuantFused(d, xt *tensor, wt *weight, bp gcuda.DevicePtr, T, N, K int) {
+func (b *Backend) linearQuantFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) {
 	dw := wt.dec
-	b.launch("Linear DEC", func(c *gcuda.Ctx) error {
+	b.launch("Linear DEC", func(c *cuda.Ctx) error {
 		g, err := b.fusedKernels()
 		if err != nil {
 			return err
@@ -371,7 +371,7 @@ func (b *Backend) fusedKernels() (*kernels.GEMVQDEC, error) {
 // decStreams makes the DEC stream (of the highest priority, so DEC's few
 // thread blocks start before the base GEMV's pending ones) and its events
 // on first use.
-func (b *Backend) decStreams(c *gcuda.Ctx) error {
+func (b *Backend) decStreams(c *cuda.Ctx) error {
 	if b.decStream != 0 {
 		return nil
 	}
@@ -404,7 +404,7 @@ func (b *Backend) compensate(d, xt *tensor, wt *weight, T int) {
 	dw := wt.dec
 	N, K := dw.res.N, dw.res.K
 	if T <= kernels.GEMVMaxRows {
-		b.launch("Linear DEC", func(c *gcuda.Ctx) error {
+		b.launch("Linear DEC", func(c *cuda.Ctx) error {
 			l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
 			if err := b.decK.Select(c, b.stream, &l); err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
@@ -417,7 +417,7 @@ func (b *Backend) compensate(d, xt *tensor, wt *weight, T int) {
 			u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
 		return
 	}
-	b.launch("Linear DEC", func(c *gcuda.Ctx) error {
+	b.launch("Linear DEC", func(c *cuda.Ctx) error {
 		group := max(1, min(T, decPrefillScratch/(4*dw.S)))
 		sel, err := b.scratch(c, 4*group*dw.S)
 		if err != nil {
@@ -425,7 +425,7 @@ func (b *Backend) compensate(d, xt *tensor, wt *weight, T int) {
 		}
 		for t0 := 0; t0 < T; t0 += group {
 			n := min(group, T-t0)
-			l := kernels.DECLaunch{X: xt.ptr + gcuda.DevicePtr(4*t0*K), Y: d.ptr + gcuda.DevicePtr(4*t0*N), Sel: sel,
+			l := kernels.DECLaunch{X: xt.ptr + cuda.DevicePtr(4*t0*K), Y: d.ptr + cuda.DevicePtr(4*t0*N), Sel: sel,
 				R: &dw.res, T: n, KChunk: dw.kChunk, Blocks: dw.blocks}
 			if err := b.decK.Select(c, b.stream, &l); err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
@@ -447,7 +447,7 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 // linearQuant is Linear over a packed weight: gemvq.cu for decode-sized
 // batches, fp16 dequantization into scratch plus cuBLASLt otherwise.
 func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
-	var bp gcuda.DevicePtr
+	var bp cuda.DevicePtr
 	if bt != nil {
 		bp = bt.f32
 	}
@@ -460,7 +460,7 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 		return
 	}
 	if T <= kernels.GEMVQMaxRows {
-		b.launch("Linear", func(c *gcuda.Ctx) error {
+		b.launch("Linear", func(c *cuda.Ctx) error {
 			if err := b.gemvq.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup); err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
 			}
@@ -468,14 +468,14 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 		}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup))
 		return
 	}
-	b.launch("Linear", func(c *gcuda.Ctx) error {
+	b.launch("Linear", func(c *cuda.Ctx) error {
 		// One scratch holds x in fp16, then the dequantized weight.
 		xBytes := (2*T*K + 255) / 256 * 256
 		buf, err := b.scratch(c, xBytes+2*N*K)
 		if err != nil {
 			return err
 		}
-		xh, wh := buf, buf+gcuda.DevicePtr(xBytes)
+		xh, wh := buf, buf+cuda.DevicePtr(xBytes)
 		err = b.gemvq.Dequant(c, b.stream, wh, wt.q, wt.qp, N, K, wt.qbits, wt.qgroup)
 		if err == nil {
 			err = b.gemmF16(c, d, xt, xh, wh, bt, T, N, K)

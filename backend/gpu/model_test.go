@@ -1,4 +1,4 @@
-package cuda_test
+package gpu_test
 
 import (
 	"encoding/json"
@@ -39,7 +39,7 @@ const (
 // decoding must follow golden.json's 48 tokens for at least minGreedy.
 func TestModelMatchesCPU(t *testing.T) {
 	dir := testmodel.Dir(t)
-	gb := gpu(t)
+	gb := gpuBackend(t)
 	data, err := os.ReadFile(filepath.Join(dir, "golden.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func argmax(v []float32) int32 {
 // base products' rounding differs.
 func TestModelDECMatchesCPU(t *testing.T) {
 	dir := testmodel.Dir(t)
-	gb := gpu(t)
+	gb := gpuBackend(t)
 	spec, err := wq.ParseSpec("int4")
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package cuda
+package gpu
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 	"os"
 	"slices"
 
-	gcuda "github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
 
 // EnvNoGraphs, when set, runs every flush of the op queue directly (no CUDA
@@ -45,7 +45,7 @@ type graphCache struct {
 type graphEntry struct {
 	keys  []uint64
 	seen  int
-	graph *gcuda.Graph
+	graph *cuda.Graph
 	bad   bool // capture failed: always run directly
 }
 
@@ -70,7 +70,7 @@ func (g *graphCache) flatKey(ops []queuedOp) []uint64 {
 // run runs ops as a graph replay (capturing it first if this is the second
 // time their keys are seen) and reports whether it did; false means the
 // caller runs them directly. It runs on the owner thread.
-func (g *graphCache) run(c *gcuda.Ctx, s gcuda.Stream, ops []queuedOp) bool {
+func (g *graphCache) run(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) bool {
 	if g == nil || g.disabled || len(ops) < graphMinOps {
 		return false
 	}
@@ -127,7 +127,7 @@ func (g *graphCache) run(c *gcuda.Ctx, s gcuda.Stream, ops []queuedOp) bool {
 }
 
 // reset destroys every graph and forgets every key sequence.
-func (g *graphCache) reset(c *gcuda.Ctx) {
+func (g *graphCache) reset(c *cuda.Ctx) {
 	for _, e := range g.entries {
 		if e.graph != nil {
 			_ = c.DestroyGraph(e.graph)
