@@ -1,0 +1,19 @@
+//go:build amd64 && !purego
+
+package cpufeat
+
+import "golang.org/x/sys/cpu"
+
+func detect() Features {
+	x := cpu.X86
+	var f Features
+	if x.HasAVX2 && x.HasFMA && x.HasBMI2 {
+		f.Max = AVX2
+	}
+	if f.Max == AVX2 && x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ {
+		f.Max = AVX512
+		f.VNNI = x.HasAVX512VNNI
+		f.BF16 = x.HasAVX512BF16
+	}
+	return f
+}
