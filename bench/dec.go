@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
@@ -94,7 +95,9 @@ func PresetConfig(name string) (*model.Config, error) {
 
 // DECConfig configures RunDEC.
 type DECConfig struct {
-	Shapes []DECShape
+	// Ordinal is the GPU to time on (0: the first).
+	Ordinal int
+	Shapes  []DECShape
 	// Weights is the base format: int4 and int8 stay packed (gemvq.cu),
 	// others run as fp16 (gemv.cu), as backend/gpu stores them.
 	Weights  wq.Spec
@@ -163,8 +166,25 @@ func decBlocksFor(want []int, e wq.Elem, N int) []int {
 	return out
 }
 
-// RunDEC times DEC for each shape of cfg on dev (see the comment above).
-func RunDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
+// EnvDECMode is the environment variable that picks the CUDA backend's DEC
+// mode (backend/gpu), which 'bench dec' and 'tune dec' default to.
+const EnvDECMode = gpu.EnvDECMode
+
+// ParseDECMode parses a DEC mode name: serial (or ""), concurrent or fused.
+func ParseDECMode(s string) (kernels.DECMode, error) { return kernels.ParseDECMode(s) }
+
+// RunDEC times DEC for each shape of cfg on GPU cfg.Ordinal (see the
+// comment above).
+func RunDEC(cfg DECConfig) (*DECReport, error) {
+	dev, err := cuda.Open(cfg.Ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("bench: dec: %w", err)
+	}
+	defer dev.Close()
+	return runDEC(dev, cfg)
+}
+
+func runDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 	if cfg.Residual == 0 {
 		cfg.Residual = wq.Int4
 	}

@@ -31,13 +31,28 @@ type GEMVQRow struct {
 	LocalBytes int     `json:"local_bytes"`
 }
 
-// SweepGEMVQ times gemvq.cu's GEMV for the linear-layer shapes of config c
+// SweepGEMVQ times gemvq.cu's GEMV on GPU 0 (after probing its read
+// ceiling, printed on progress) for the linear-layer shapes of config c
 // at T rows, for each compile-time variant (space-separated NAME=VALUE knobs
 // of gemvq.cu, e.g. "GEMVQ_PIPE=0 GEMVQ_UNROLL=8"), each code width and each
 // split, with weights cold in L2 (four copies in rotation).
 // Shapes and splits, when not empty, restrict the sweep (shape names as in
 // the rows: "gate/up", ...).
-func SweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bits []int, shapes0 []string, splits []int, ceilingGBps float64, progress io.Writer) ([]GEMVQRow, error) {
+func SweepGEMVQ(c *model.Config, T int, variants []string, bits []int, shapes0 []string, splits []int, progress io.Writer) ([]GEMVQRow, error) {
+	dev, err := cuda.Open(0)
+	if err != nil {
+		return nil, fmt.Errorf("bench: gemvq: %w", err)
+	}
+	defer dev.Close()
+	bw, err := dev.ProbeBandwidth()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
+	return sweepGEMVQ(dev, c, T, variants, bits, shapes0, splits, bw.GBps, progress)
+}
+
+func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bits []int, shapes0 []string, splits []int, ceilingGBps float64, progress io.Writer) ([]GEMVQRow, error) {
 	H, I, qd, kvd := c.Hidden, c.Intermediate, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	shapes := []struct {
 		name string

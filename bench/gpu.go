@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/bitdecode/bitdecode/attn"
@@ -37,6 +38,8 @@ const (
 
 // GPUConfig configures RunAttnGPU.
 type GPUConfig struct {
+	// Ordinal is the GPU to time on (0: the first).
+	Ordinal int
 	Formats []string
 	Grid    []Point
 	Shape   attn.Shape
@@ -84,8 +87,33 @@ type GPUReport struct {
 	SDPA     []SDPARecord `json:"sdpa,omitempty"`
 }
 
-// RunAttnGPU measures the GPU decode kernels on every format and grid point.
-func RunAttnGPU(dev *cuda.Device, cfg GPUConfig) (*GPUReport, error) {
+// RunAttnGPU measures the GPU decode kernels on GPU cfg.Ordinal for every
+// format and grid point (BENCHMARKS.md's protocol).
+func RunAttnGPU(cfg GPUConfig) (*GPUReport, error) {
+	dev, err := cuda.Open(cfg.Ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer dev.Close()
+	return runAttnGPU(dev, cfg)
+}
+
+// ParseDecodeKernels parses --kernel: auto, mma, wgmma or v1, or a
+// comma-separated list of them to time side by side.
+func ParseDecodeKernels(list string) ([]kernels.DecodeKernel, error) {
+	var out []kernels.DecodeKernel
+	for _, name := range strings.Split(list, ",") {
+		k, err := kernels.ParseDecodeKernel(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// runAttnGPU measures the GPU decode kernels on every format and grid point.
+func runAttnGPU(dev *cuda.Device, cfg GPUConfig) (*GPUReport, error) {
 	progress := cfg.Progress
 	if progress == nil {
 		progress = io.Discard

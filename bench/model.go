@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/bitdecode/bitdecode/backend/gpu"
-	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
+	"github.com/bitdecode/bitdecode/kvcache/gpukv"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -309,7 +310,7 @@ func linearWeightBytes(c *model.Config, w wq.Spec) int64 {
 
 func timeModel(be *gpu.Backend, m model.Model, mc *model.Config, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
 	steps := cfg.Warmup + cfg.Steps
-	cache, err := engine.NewGPUCache(be, mc, sp, engine.GPUCacheOptions{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16})
+	cache, err := gpukv.NewPaged(be, mc, sp, kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16})
 	if err != nil {
 		return nil, err
 	}

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/bitdecode/bitdecode/attn"
-	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 )
 
 // BWGrid is issue #8's grid for the bit-plane kernel: the grid `bench attn
@@ -29,11 +29,11 @@ func PlanesKernel(k kernels.DecodeKernel) kernels.PlanesKernel {
 }
 
 // planeTierMaps draws the tier map of every (sequence, KV head) for spec p
-// at l tokens: engine.TierPolicy's counts, sinks and window, over random
+// at l tokens: kvcache.TierPolicy's counts, sinks and window, over random
 // attention masses (so the tokens of each tier are scattered as under H2O),
 // a different draw per head.
 func planeTierMaps(r *rand.Rand, p kv.PlaneSpec, b, hkv, l int) [][]kv.Tier {
-	pol := engine.TierPolicy{Spec: p}
+	pol := kvcache.TierPolicy{Spec: p}
 	mass := make([]float32, l)
 	maps := make([][]kv.Tier, b*hkv)
 	for i := range maps {
@@ -318,7 +318,7 @@ type PlanesRow struct {
 // masses with the spec's policy, then rebuilding the tier index from them
 // into a scratch index (median of 3).
 func hostRetierUS(r *rand.Rand, p kv.PlaneSpec, maps [][]kv.Tier, b, hkv, l int) float64 {
-	pol := engine.TierPolicy{Spec: p}
+	pol := kvcache.TierPolicy{Spec: p}
 	index := kernels.NewTierIndex(b, hkv, l)
 	copies := make([][]kv.Tier, len(maps))
 	for i, m := range maps {

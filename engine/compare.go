@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
-	"github.com/bitdecode/bitdecode/tokenizer"
 )
 
 // FormatRun is one KV format's generation in CompareFormats.
@@ -25,27 +24,24 @@ type FormatRun struct {
 }
 
 // CompareFormats generates from the same prompt once per KV format, each in
-// a fresh cache on be (the backend m runs on), and reports speed, memory and
-// agreement with the first format (the baseline, e.g. fp16). With greedy
-// sampling and no stop tokens every run generates opts.MaxTokens tokens.
-func CompareFormats(ctx context.Context, be backend.Backend, m model.Model, tok *tokenizer.Tokenizer, prompt []int, specs []kv.Spec, opts GenerateOptions) ([]FormatRun, error) {
+// a fresh cache sized for the run (SoloCacheOptions), and reports speed,
+// memory and agreement with the first format (the baseline, e.g. fp16).
+// With greedy sampling and no stop tokens every run generates
+// opts.MaxTokens tokens.
+func (m *Model) CompareFormats(ctx context.Context, prompt []int, specs []kv.Spec, opts GenerateOptions) ([]FormatRun, error) {
 	runs := make([]FormatRun, 0, len(specs))
 	for _, spec := range specs {
-		maxLen := len(prompt) + opts.MaxTokens
-		if mp := m.Config().MaxPositions; mp > 0 {
-			maxLen = min(maxLen, mp)
-		}
-		c, err := NewCacheFor(be, m.Config(), spec, GPUCacheOptions{MaxSeqs: 1, MaxLen: maxLen, MaxChunk: opts.ChunkTokens})
+		c, err := m.NewCache(spec, m.SoloCacheOptions(len(prompt), opts))
 		if err != nil {
 			return nil, err
 		}
 		var text []byte
-		st, err := Generate(ctx, m, tok, c, 0, prompt, opts, func(s string) { text = append(text, s...) })
-		CloseCache(c)
+		st, err := Generate(ctx, m.Model, m.Tokenizer, c, 0, prompt, opts, func(s string) { text = append(text, s...) })
+		c.Close()
 		if err != nil {
 			return nil, fmt.Errorf("engine: KV %s: %w", spec, err)
 		}
-		r := NewFormatRun(c, m, st)
+		r := NewFormatRun(c, m.Model, st)
 		r.Text = string(text)
 		if len(runs) > 0 {
 			r.AgreeWith(runs[0].Stats.Tokens)
@@ -57,7 +53,7 @@ func CompareFormats(ctx context.Context, be backend.Backend, m model.Model, tok 
 
 // NewFormatRun describes the finished generation st made with cache c; Agree
 // is set to all generated tokens (see AgreeWith).
-func NewFormatRun(c Cache, m model.Model, st Stats) FormatRun {
+func NewFormatRun(c kvcache.Cache, m model.Model, st Stats) FormatRun {
 	r := FormatRun{Spec: c.Format().Spec, Stats: st, Agree: len(st.Tokens)}
 	full := m.Config().MaxPositions
 	if full <= 0 {
@@ -74,4 +70,15 @@ func (r *FormatRun) AgreeWith(base []int) {
 	for r.Agree < len(r.Stats.Tokens) && r.Agree < len(base) && r.Stats.Tokens[r.Agree] == base[r.Agree] {
 		r.Agree++
 	}
+}
+
+// SoloCacheOptions size the cache of one generation: a single sequence
+// holding the prompt and opts.MaxTokens new tokens (at most the model's
+// context), prefilled in chunks of opts.ChunkTokens.
+func (m *Model) SoloCacheOptions(promptTokens int, opts GenerateOptions) kvcache.Options {
+	maxLen := promptTokens + opts.MaxTokens
+	if mp := m.Config().MaxPositions; mp > 0 {
+		maxLen = min(maxLen, mp)
+	}
+	return kvcache.Options{MaxSeqs: 1, MaxLen: maxLen, MaxChunk: opts.ChunkTokens}
 }

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/internal/tinymodel"
 	"github.com/bitdecode/bitdecode/kv"
-	"github.com/bitdecode/bitdecode/model"
-	"github.com/bitdecode/bitdecode/tokenizer"
+	"github.com/bitdecode/bitdecode/kvcache"
 )
 
 // ExampleScheduler serves two requests at once from a paged int4 cache of
@@ -22,17 +20,15 @@ func ExampleScheduler() {
 	if err := tinymodel.Write(dir, 1); err != nil {
 		panic(err)
 	}
-	be := cpu.New(0)
-	m, err := model.Load(dir, be, model.LoadOptions{})
+	// One call opens the model on the CPU with a paged int4 KV cache of 64
+	// blocks for up to 8 sequences.
+	lm, err := engine.Open(dir, engine.Options{Device: "cpu", KV: kv.MustParseSpec("int4:kc32:v32:res32"),
+		Cache: &kvcache.Options{MaxSeqs: 8, Blocks: 64}})
 	if err != nil {
 		panic(err)
 	}
-	defer m.Close()
-	tok, _ := tokenizer.Load(dir)
-	cache, err := engine.NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), engine.PagedOptions{MaxSeqs: 8, Blocks: 64})
-	if err != nil {
-		panic(err)
-	}
+	defer lm.Close()
+	m, tok, cache := lm.Model, lm.Tokenizer, lm.Cache
 	s, _ := engine.NewScheduler(m, tok, cache, engine.SchedulerOptions{PrefillChunk: 64})
 	defer s.Close()
 

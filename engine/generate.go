@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
@@ -44,7 +45,7 @@ func (s Stats) DecodeTokensPerSecond() float64 {
 // Generate runs prompt (token ids, BOS included) through m with cache c as
 // sequence seq and samples up to opts.MaxTokens tokens, calling emit with
 // each piece of text as it becomes complete UTF-8.
-func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c Cache, seq int, prompt []int, opts GenerateOptions, emit func(string)) (Stats, error) {
+func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kvcache.Cache, seq int, prompt []int, opts GenerateOptions, emit func(string)) (Stats, error) {
 	st := Stats{PromptTokens: len(prompt)}
 	if len(prompt) == 0 {
 		return st, fmt.Errorf("engine: empty prompt")

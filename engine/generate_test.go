@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
@@ -49,7 +49,7 @@ func TestGreedyMatchesGolden(t *testing.T) {
 	for _, spec := range []string{"fp16", "int8", "int4", "int8:kc32:res32", "int4:kc32:v32:res32", "int2:kc32:v32:res32"} {
 		agree, total := 0, 0
 		for i, p := range g.Prompts {
-			c, err := NewKVCache(be, m.Config(), kv.MustParseSpec(spec))
+			c, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,77 +134,5 @@ func TestStopPrefix(t *testing.T) {
 	}
 	if s, ok := endsWithStop("x\n\n", []string{"\n\n"}); !ok || s != "\n\n" {
 		t.Errorf("endsWithStop = %q %v", s, ok)
-	}
-}
-
-// TestEvalPPL scores one window of held-out Go code: the fp16 baseline's
-// chunked and token-by-token modes agree, and KL divergence grows as the
-// cache gets coarser (int8 < int4 < int2), as the reference table's
-// perplexities do.
-func TestEvalPPL(t *testing.T) {
-	dir := testmodel.Dir(t)
-	text, err := os.ReadFile(filepath.Join(dir, "heldout.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := tok.Encode(string(text[:20000]), false)
-	be := cpu.New(0)
-	m, err := model.Load(dir, be, model.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	specs := []kv.Spec{kv.MustParseSpec("fp16:res32"), kv.MustParseSpec("int8:kc32:res32"), kv.MustParseSpec("int4:kc32:v32:res32"), kv.MustParseSpec("int2:kc32:v32:res32")}
-	chunked, err := EvalPPL(context.Background(), be, m, ids, specs, PPLOptions{Ctx: 384, Windows: 1, Chunk: 96})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range chunked {
-		t.Logf("ctx 384, chunk 96: %-24s ppl %.4f  kld %.5f  top1 %.3f", r.Spec, r.PPL, r.KLD, r.Top1)
-	}
-	if chunked[0].KLD != 0 || chunked[0].Top1 != 1 {
-		t.Errorf("baseline against itself: kld %g top1 %g", chunked[0].KLD, chunked[0].Top1)
-	}
-	if !(chunked[1].KLD < chunked[2].KLD && chunked[2].KLD < chunked[3].KLD) {
-		t.Errorf("KL divergence not increasing int8 < int4 < int2: %+v", chunked)
-	}
-	if chunked[1].KLD > 1e-3 {
-		t.Errorf("int8 KLD %g, want < 1e-3 (the reference's int8 PPL cost is 0.01%%)", chunked[1].KLD)
-	}
-	// fp16 storage is exact whether blocks pack early or late: the chunked
-	// and the token-by-token runs score the same stored values and differ
-	// only by float32 summation order.
-	step, err := EvalPPL(context.Background(), be, m, ids, specs[:1], PPLOptions{Ctx: 384, Windows: 1, Chunk: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := math.Abs(step[0].PPL-chunked[0].PPL) / chunked[0].PPL; d > 1e-4 {
-		t.Errorf("fp16 ppl token by token %.6f vs chunked %.6f (rel %.2g)", step[0].PPL, chunked[0].PPL, d)
-	}
-}
-
-// TestSlidingWindowLimit checks that the low-bit caches refuse to grow a
-// sequence beyond a model's sliding window (which they do not implement)
-// with a clear error, and accept it up to the window.
-func TestSlidingWindowLimit(t *testing.T) {
-	cfg := &model.Config{LayerWindows: []int{0, 4096, 0}}
-	if got := windowLimit(cfg); got != 4096 {
-		t.Fatalf("windowLimit = %d, want 4096", got)
-	}
-	if windowLimit(&model.Config{LayerWindows: []int{0, 0}}) != 0 {
-		t.Fatal("no windows: want no limit")
-	}
-	var ok, over model.Batch
-	ok.Add(1, 4000, make([]int32, 96)...)
-	over.Add(1, 4000, make([]int32, 97)...)
-	if err := checkWindow(4096, &ok); err != nil {
-		t.Fatalf("a sequence filling the window: %v", err)
-	}
-	if err := checkWindow(4096, &over); err == nil || !strings.Contains(err.Error(), "sliding window of 4096") {
-		t.Fatalf("beyond the window: err = %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
@@ -69,7 +70,7 @@ type Request struct {
 	// tokenizer's stop tokens.
 	StopIDs []int
 	// KVTiers, when not empty, is the request's own tier policy over a bw
-	// cache (a TieredCache): the policy options of a bw spec, e.g.
+	// cache (one with precision tiers, bw): the policy options of a bw spec, e.g.
 	// "h20:m40:l40" or "m100:w0:s0" (kv.ParsePlanePolicy: the options
 	// given replace the cache's; storage options are refused). Submit
 	// returns a *TiersError when it is invalid or the cache has no tiers.
@@ -78,7 +79,7 @@ type Request struct {
 
 // ErrNoTiers is the reason of a TiersError when the KV cache has no
 // precision tiers.
-var ErrNoTiers = errors.New("the KV cache has no precision tiers (only the bw format has)")
+var ErrNoTiers = kvcache.ErrNoTiers
 
 // TiersError reports a Request.KVTiers that cannot be applied.
 type TiersError struct {
@@ -191,9 +192,9 @@ type SchedulerStats struct {
 	Preemptions               int64
 	Steps                     int64
 	Finished, Cancelled, Fail int64
-	// Tiers describes a TieredCache (bw) after the last step; nil for
-	// other caches.
-	Tiers *TierStats
+	// Tiers describes a cache with precision tiers (bw) after the last
+	// step; nil for other caches.
+	Tiers *kvcache.TierStats
 }
 
 // Scheduler runs continuous batching over a model and a paged KV cache. One
@@ -215,10 +216,10 @@ type SchedulerStats struct {
 type Scheduler struct {
 	m     model.Model
 	tok   *tokenizer.Tokenizer
-	cache BlockCache
+	cache kvcache.Cache
 	opts  SchedulerOptions
 	limit int // max prompt + new tokens
-	// tierSpec is the policy of a TieredCache (nil for other caches),
+	// tierSpec is the policy of a cache with tiers (nil for other caches),
 	// cacheSpec the cache's format when it tells: noted at start, so that
 	// ParseKVTiers never touches the cache.
 	tierSpec  *kv.PlaneSpec
@@ -264,9 +265,9 @@ type seq struct {
 // NewScheduler starts a scheduler over m, its tokenizer and cache, which it
 // owns from now on: nothing else may call the model or the cache until
 // Close returns. The cache must have a block pool and sequence slots.
-func NewScheduler(m model.Model, tok *tokenizer.Tokenizer, cache BlockCache, o SchedulerOptions) (*Scheduler, error) {
+func NewScheduler(m model.Model, tok *tokenizer.Tokenizer, cache kvcache.Cache, o SchedulerOptions) (*Scheduler, error) {
 	if cache.TotalBlocks() <= 0 || cache.MaxSeqs() <= 0 || cache.BlockTokens() <= 0 {
-		return nil, fmt.Errorf("engine: scheduler: the KV cache has %d blocks of %d tokens and %d sequence slots; it needs a sized pool (NewPagedCache, NewPagedPlaneCache, NewGPUCache)",
+		return nil, fmt.Errorf("engine: scheduler: the KV cache has %d blocks of %d tokens and %d sequence slots; it needs a sized pool (kvcache.Options.Blocks or MemoryBytes, and MaxSeqs)",
 			cache.TotalBlocks(), cache.BlockTokens(), cache.MaxSeqs())
 	}
 	if o.MaxSeqs <= 0 || o.MaxSeqs > cache.MaxSeqs() {
@@ -287,23 +288,21 @@ func NewScheduler(m model.Model, tok *tokenizer.Tokenizer, cache BlockCache, o S
 	s := &Scheduler{m: m, tok: tok, cache: cache, opts: o, limit: limit,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
 	s.stats.TotalBlocks, s.stats.FreeBlocks = cache.TotalBlocks(), cache.FreeBlocks()
-	if tc, ok := cache.(TieredCache); ok {
-		p := tc.TierSpec()
+	if f := cache.Format(); f.Planes.On {
+		p := f.Planes
 		s.tierSpec = &p
 	}
-	if f, ok := cache.(interface{ Format() kv.Format }); ok {
-		s.cacheSpec = f.Format().Spec.String()
-	}
+	s.cacheSpec = cache.Format().Spec.String()
 	go s.loop()
 	return s, nil
 }
 
 // poolLimit is the most tokens (prompt plus new) one request may use when
 // it has the whole pool: its cache then holds all of them but the last
-// sampled one. A cache with a residual block (PagedCache, GPUCache) holds
+// sampled one. A cache with a residual block (every format but bw) holds
 // a partial block besides its full ones, (blocks+1)·Nr - 1 tokens in all;
 // one without (bw) fills a block from its first token, blocks·Nr.
-func poolLimit(c BlockCache) int {
+func poolLimit(c kvcache.Cache) int {
 	total, nr := c.TotalBlocks(), c.BlockTokens()
 	limit := (total+1)*nr - 1
 	for limit > 1 && c.BlocksNeeded(-1, limit-1) > total { // id -1 is never a sequence
@@ -314,7 +313,7 @@ func poolLimit(c BlockCache) int {
 
 // ParseKVTiers returns the tier policy that Request.KVTiers s gives over
 // the scheduler's cache, or a *TiersError (ErrNoTiers when the cache is
-// not a TieredCache).
+// without tiers).
 // It is safe for concurrent use (it reads what NewScheduler noted of the
 // cache, never the cache).
 func (s *Scheduler) ParseKVTiers(kvTiers string) (kv.PlaneSpec, error) {
@@ -496,8 +495,7 @@ func (s *Scheduler) publish() {
 	s.mu.Lock()
 	s.stats.Queued, s.stats.Running = len(s.queue), len(s.running)
 	s.stats.FreeBlocks, s.stats.TotalBlocks = s.cache.FreeBlocks(), s.cache.TotalBlocks()
-	if tc, ok := s.cache.(TieredCache); ok {
-		ts := tc.TierStats()
+	if ts, ok := s.cache.TierStats(); ok {
 		s.stats.Tiers = &ts
 	}
 	s.mu.Unlock()
@@ -542,7 +540,7 @@ func (s *Scheduler) admit() {
 		q := s.queue[0]
 		cached, err := s.cache.Open(q.id, q.tokens[:q.promptLen])
 		if err != nil {
-			if errors.Is(err, ErrNoSlot) || errors.Is(err, ErrOutOfBlocks) {
+			if errors.Is(err, kvcache.ErrNoSlot) || errors.Is(err, kvcache.ErrOutOfBlocks) {
 				return
 			}
 			s.queue = s.queue[1:]
@@ -550,8 +548,8 @@ func (s *Scheduler) admit() {
 			continue
 		}
 		if q.tiers != nil {
-			// Submit checked that the cache is a TieredCache.
-			if err := s.cache.(TieredCache).SetTierPolicy(q.id, *q.tiers); err != nil {
+			// Submit checked that the cache has tiers.
+			if err := s.cache.SetTierPolicy(q.id, *q.tiers); err != nil {
 				s.queue = s.queue[1:]
 				s.end(q, FinishError, err) // end removes the sequence
 				continue
@@ -598,7 +596,7 @@ func (s *Scheduler) step() {
 	logits, err := s.m.Forward(&b, s.cache)
 	s.count(func(st *SchedulerStats) { st.Steps++ })
 	if err != nil {
-		if errors.Is(err, ErrOutOfBlocks) && s.preemptYoungest() {
+		if errors.Is(err, kvcache.ErrOutOfBlocks) && s.preemptYoungest() {
 			return
 		}
 		for _, q := range in {
@@ -665,7 +663,7 @@ func (s *Scheduler) preemptYoungest() bool {
 	if len(s.running) == 0 {
 		// Alone and still out of blocks: it cannot fit (Submit's check
 		// makes this a bug, not a user error).
-		s.end(q, FinishError, fmt.Errorf("%w: a lone sequence of %d tokens does not fit", ErrOutOfBlocks, len(q.tokens)))
+		s.end(q, FinishError, fmt.Errorf("%w: a lone sequence of %d tokens does not fit", kvcache.ErrOutOfBlocks, len(q.tokens)))
 		return false
 	}
 	q.n = 0

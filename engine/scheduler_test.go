@@ -14,6 +14,7 @@ import (
 	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/internal/tinymodel"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
@@ -44,13 +45,13 @@ type schedCase struct {
 	wantN  int
 }
 
-// soloReference generates each case alone with Generate over a KVCache
-// (or an unbounded PlaneCache for bw; the same chunking), the oracle the
+// soloReference generates each case alone with Generate over an unbounded
+// CPU cache (kvcache.New: Paged, or Planes for bw; the same chunking), the oracle the
 // scheduler must match.
 func soloReference(t *testing.T, be backend.Backend, m model.Model, tok *tokenizer.Tokenizer, spec string, chunk int, cases []schedCase) {
 	t.Helper()
 	for i := range cases {
-		c, err := NewCPUCache(be, m.Config(), kv.MustParseSpec(spec))
+		c, err := kvcache.New(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +112,7 @@ func TestSchedulerMatchesSolo(t *testing.T) {
 		{"tight", 9, 8, true},
 	} {
 		t.Run(cfg.name, func(t *testing.T) {
-			pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec(spec), PagedOptions{MaxSeqs: cfg.maxSeqs, Blocks: cfg.blocks})
+			pc, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: cfg.maxSeqs, Blocks: cfg.blocks})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +185,7 @@ func TestSchedulerReferenceModel(t *testing.T) {
 	}
 	const spec = "int4"
 	soloReference(t, be, m, tok, spec, 256, cases)
-	pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec(spec), PagedOptions{MaxSeqs: 8, Blocks: 16})
+	pc, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 8, Blocks: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestSchedulerReferenceModel(t *testing.T) {
 // tokens, seeded sampling, and Submit's errors.
 func TestSchedulerCancelAndLimits(t *testing.T) {
 	m, tok, be := tiny(t)
-	pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), PagedOptions{MaxSeqs: 4, Blocks: 40})
+	pc, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), kvcache.Options{MaxSeqs: 4, Blocks: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestSchedulerCancelAndLimits(t *testing.T) {
 // busy and checks ErrQueueFull, then that Close ends everything.
 func TestSchedulerQueueFull(t *testing.T) {
 	m, tok, be := tiny(t)
-	pc, _ := NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), PagedOptions{MaxSeqs: 1, Blocks: 40})
+	pc, _ := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), kvcache.Options{MaxSeqs: 1, Blocks: 40})
 	s, _ := NewScheduler(m, tok, pc, SchedulerOptions{MaxQueue: 3})
 	var streams []*Stream
 	var full error
@@ -325,10 +326,10 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// recordingCache wraps a BlockCache and records each batch's shape: the
+// recordingCache wraps a kvcache.Cache and records each batch's shape: the
 // scheduler sees only the interface, as it will a GPU cache.
 type recordingCache struct {
-	BlockCache
+	kvcache.Cache
 	mu      sync.Mutex
 	batches [][]int // per batch, the tokens of each sequence
 }
@@ -341,7 +342,7 @@ func (c *recordingCache) Begin(b *model.Batch) error {
 	c.mu.Lock()
 	c.batches = append(c.batches, lens)
 	c.mu.Unlock()
-	return c.BlockCache.Begin(b)
+	return c.Cache.Begin(b)
 }
 
 // TestSchedulerBoundedChunks submits long prompts while short requests
@@ -351,11 +352,11 @@ func (c *recordingCache) Begin(b *model.Batch) error {
 // decoding requests keep getting a token in the steps that prefill.
 func TestSchedulerBoundedChunks(t *testing.T) {
 	m, tok, be := tiny(t)
-	pc, err := NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), PagedOptions{MaxSeqs: 6, Blocks: 100})
+	pc, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), kvcache.Options{MaxSeqs: 6, Blocks: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := &recordingCache{BlockCache: pc}
+	rc := &recordingCache{Cache: pc}
 	const chunk = 64
 	s, _ := NewScheduler(m, tok, rc, SchedulerOptions{PrefillChunk: chunk})
 	defer s.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 )
 
 // Metrics collects what /metrics exposes in the Prometheus text format
@@ -147,7 +148,7 @@ func (m *Metrics) write(w io.Writer, st engine.SchedulerStats, blockBytes int64)
 }
 
 // writeTiers writes the series of a bw cache (read-time precision tiers).
-func writeTiers(w io.Writer, metric func(name, typ, help string), value func(name, typ, help string, v float64), t *engine.TierStats) {
+func writeTiers(w io.Writer, metric func(name, typ, help string), value func(name, typ, help string, v float64), t *kvcache.TierStats) {
 	r := t.Read
 	metric("bitdecode_kv_tier_read_tokens_total", "counter", "Cached tokens met by the decode calls of the bw KV cache, by the tier they were read at (evicted: skipped), summed over layers and KV heads.")
 	for tier := kv.High; tier < kv.NumTiers; tier++ {

@@ -15,6 +15,7 @@ import (
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/internal/tinymodel"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
@@ -23,7 +24,7 @@ import (
 // loopback.
 type testServer struct {
 	url   string
-	cache *engine.PagedCache
+	cache *kvcache.Paged
 	sched *engine.Scheduler
 	srv   *Server
 	hs    *httptest.Server
@@ -31,10 +32,10 @@ type testServer struct {
 
 func newTestServer(t testing.TB, blocks, maxSeqs int) *testServer {
 	t.Helper()
-	var pc *engine.PagedCache
-	ts := startTestServer(t, func(be backend.Backend, cfg *model.Config) (engine.BlockCache, int64, error) {
+	var pc *kvcache.Paged
+	ts := startTestServer(t, func(be backend.Backend, cfg *model.Config) (kvcache.Cache, int64, error) {
 		var err error
-		pc, err = engine.NewPagedCache(be, cfg, kv.MustParseSpec("int4:kc32:v32:res32"), engine.PagedOptions{MaxSeqs: maxSeqs, Blocks: blocks})
+		pc, err = kvcache.NewPaged(be, cfg, kv.MustParseSpec("int4:kc32:v32:res32"), kvcache.Options{MaxSeqs: maxSeqs, Blocks: blocks})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -46,7 +47,7 @@ func newTestServer(t testing.TB, blocks, maxSeqs int) *testServer {
 
 // startTestServer serves the tiny random model over the cache newCache
 // makes (it also returns the block size for /metrics).
-func startTestServer(t testing.TB, newCache func(backend.Backend, *model.Config) (engine.BlockCache, int64, error)) *testServer {
+func startTestServer(t testing.TB, newCache func(backend.Backend, *model.Config) (kvcache.Cache, int64, error)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	if err := tinymodel.Write(dir, 1); err != nil {

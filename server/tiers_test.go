@@ -12,18 +12,18 @@ import (
 	"time"
 
 	"github.com/bitdecode/bitdecode/backend"
-	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 )
 
 // newBWTestServer serves the tiny model over a paged bw cache.
-func newBWTestServer(t testing.TB, spec string) (*testServer, *engine.PlaneCache) {
+func newBWTestServer(t testing.TB, spec string) (*testServer, *kvcache.Planes) {
 	t.Helper()
-	var pc *engine.PlaneCache
-	ts := startTestServer(t, func(be backend.Backend, cfg *model.Config) (engine.BlockCache, int64, error) {
+	var pc *kvcache.Planes
+	ts := startTestServer(t, func(be backend.Backend, cfg *model.Config) (kvcache.Cache, int64, error) {
 		var err error
-		pc, err = engine.NewPagedPlaneCache(be, cfg, kv.MustParseSpec(spec), engine.PagedOptions{MaxSeqs: 4, Blocks: 40})
+		pc, err = kvcache.NewPlanes(be, cfg, kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 4, Blocks: 40})
 		if err != nil {
 			return nil, 0, err
 		}

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/bench"
-	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -126,7 +126,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, and e2e, which comes first)", fs.Arg(0))
 	}
-	dev, err := resolveDevice(*device, stderr)
+	if err := checkDevice(*device); err != nil {
+		return err
+	}
+	dev, err := backend.ResolveDevice(*device, stderr)
 	if err != nil {
 		return err
 	}
@@ -142,12 +145,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if dev == "cuda" {
 		gcfg := bench.GPUConfig{Formats: formats, Grid: bench.GPUGrid, Shape: bench.MainShape,
 			ResidualFull: *gf.residualFull, Paged: *gf.paged, Progress: stderr}
-		for _, name := range strings.Split(*gf.kernel, ",") {
-			k, err := kernels.ParseDecodeKernel(strings.TrimSpace(name))
-			if err != nil {
-				return usageErrorf("--kernel %q: want auto, mma, wgmma or v1, or a comma-separated list to time side by side", *gf.kernel)
-			}
-			gcfg.Kernels = append(gcfg.Kernels, k)
+		if gcfg.Kernels, err = bench.ParseDecodeKernels(*gf.kernel); err != nil {
+			return usageErrorf("--kernel %q: want auto, mma, wgmma or v1, or a comma-separated list to time side by side", *gf.kernel)
 		}
 		gcfg.Kernel = gcfg.Kernels[0]
 		allBW := true
@@ -162,7 +161,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		return benchGPU(gcfg, *gf.anchor, *jsonPath, stdout, stderr)
+		rep, err := bench.RunAttnGPU(gcfg)
+		if err != nil {
+			return err
+		}
+		if *gf.anchor != "" {
+			if err := rep.AttachSDPA(*gf.anchor); err != nil {
+				return err
+			}
+		}
+		return writeReport(stdout, stderr, rep, *jsonPath)
 	}
 	cfg := bench.AttnConfig{Shape: bench.MainShape, Reps: *reps, Progress: stderr, Formats: formats}
 	cfg.Grid = bench.CPUGrid

@@ -9,12 +9,8 @@ import (
 	"os/signal"
 	"strings"
 
-	"github.com/bitdecode/bitdecode/backend"
-	"github.com/bitdecode/bitdecode/backend/cpu"
-	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
-	"github.com/bitdecode/bitdecode/model"
 )
 
 // e2eQuickTokens is the number of new tokens of 'bench e2e --quick'.
@@ -62,24 +58,16 @@ func runBenchE2E(args []string, stdout, stderr io.Writer) error {
 	if *f.tokens < 0 {
 		return usageErrorf("--tokens %d: want a positive count", *f.tokens)
 	}
-	dev, err := resolveDevice(*f.device, stderr)
+	o, err := openOptions(*f.modelDir, *f.device, "fp16", "0", "", 0, stderr, false)
 	if err != nil {
 		return err
 	}
-	var be backend.Backend = cpu.New(0)
-	if dev == "cuda" {
-		gb, err := gpu.New(0)
-		if err != nil {
-			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
-		}
-		be = gb
-	}
-	defer be.Close()
-	m, tok, name, err := openModel(*f.modelDir, be, model.LoadOptions{Progress: model.StderrProgress()}, stderr, false)
+	lm, err := engine.Open(*f.modelDir, o)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer lm.Close()
+	m, tok, name := lm.Model, lm.Tokenizer, lm.Name
 	ids := tok.Encode(*f.prompt, true)
 	n := *f.tokens
 	full := m.Config().MaxPositions
@@ -103,10 +91,10 @@ func runBenchE2E(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "bench e2e: %s, %d prompt + %d new tokens, greedy, per KV format: %s\n", name, len(ids), n, *f.kvs)
 	// A short untimed run first, so that the first format's numbers do not
 	// include warming up.
-	if _, err := engine.CompareFormats(ctx, be, m, tok, ids, specs[:1], engine.GenerateOptions{MaxTokens: 8, StopIDs: []int{}}); err != nil {
+	if _, err := lm.CompareFormats(ctx, ids, specs[:1], engine.GenerateOptions{MaxTokens: 8, StopIDs: []int{}}); err != nil {
 		return err
 	}
-	runs, err := engine.CompareFormats(ctx, be, m, tok, ids, specs, engine.GenerateOptions{MaxTokens: n, StopIDs: []int{}})
+	runs, err := lm.CompareFormats(ctx, ids, specs, engine.GenerateOptions{MaxTokens: n, StopIDs: []int{}})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/bitdecode/bitdecode/bench"
-	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/model"
 )
 
@@ -79,20 +78,10 @@ func runBenchGEMVQ(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := gpuAvailable(); err != nil {
-		return fmt.Errorf("bench gemvq runs on a GPU: %w", err)
-	}
-	dev, err := cuda.Open(0)
-	if err != nil {
+	if err := needGPU("bench gemvq"); err != nil {
 		return err
 	}
-	defer dev.Close()
-	bw, err := dev.ProbeBandwidth()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
-	out, err := bench.SweepGEMVQ(dev, mc, *rows, strings.Split(*variants, ";"), bits, shapeList, splits, bw.GBps, stdout)
+	out, err := bench.SweepGEMVQ(mc, *rows, strings.Split(*variants, ";"), bits, shapeList, splits, stdout)
 	if err != nil {
 		return err
 	}

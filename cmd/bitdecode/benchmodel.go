@@ -110,8 +110,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg.Contexts = append(cfg.Contexts, n)
 	}
-	if err := gpuAvailable(); err != nil {
-		return fmt.Errorf("bench model runs on a GPU: %w", err)
+	if err := needGPU("bench model"); err != nil {
+		return err
 	}
 	rep, err := bench.RunModelGPU(cfg)
 	if err != nil {

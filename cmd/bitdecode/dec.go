@@ -4,17 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/bench"
-	"github.com/bitdecode/bitdecode/gpu/cuda"
-	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -94,51 +91,8 @@ func parseDECChoices(s string) ([]decChoice, error) {
 	return out, nil
 }
 
-// apply sets the load options' DEC for weight format ws of the model in dir:
-// DECKChunk, or DECByShape from the settings file (every linear-layer shape
-// of the model must be tuned). It says on stderr what a tuned value chose.
-func (d decChoice) apply(o *model.LoadOptions, dir string, ws wq.Spec, stderr io.Writer) error {
-	if d.tuned == 0 {
-		o.DECKChunk, o.DECByShape = d.k, nil
-		return nil
-	}
-	if dir == "" {
-		return usageErrorf("--dec-k %s reads the model's %s: give --model DIR", d, model.SettingsFile)
-	}
-	key := model.DECSettingsKey(ws)
-	s, err := model.LoadSettings(dir)
-	if err != nil {
-		return err
-	}
-	tu := s.DEC[key]
-	if tu == nil {
-		return fmt.Errorf("--dec-k %s: %s has no DEC tuning for %s weights; run: bitdecode tune dec --model %s --weights %s",
-			d, filepath.Join(dir, model.SettingsFile), key, dir, key)
-	}
-	choices, err := tu.Choices(d.tuned)
-	if err != nil {
-		return fmt.Errorf("--dec-k %s: %s: %w", d, s.From, err)
-	}
-	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return err
-	}
-	shapes, err := model.LinearShapes(cfg)
-	if err != nil {
-		return err
-	}
-	var parts []string
-	for _, sh := range shapes {
-		c, ok := choices[sh.Shape]
-		if !ok {
-			return fmt.Errorf("--dec-k %s: %s's %s tuning has no shape %v (%s); tune again for this model", d, s.From, key, sh.Shape, strings.Join(sh.Layers, "/"))
-		}
-		parts = append(parts, fmt.Sprintf("%v k_chunk %d n_tb %d", sh.Shape, c.KChunk, c.Blocks))
-	}
-	fmt.Fprintf(stderr, "DEC %s from %s (tuned on %s, %s): %s\n", d, s.From, tu.Device, tu.Date, strings.Join(parts, ", "))
-	o.DECKChunk, o.DECByShape = 0, choices
-	return nil
-}
+// engine returns the choice as engine.Options.DEC.
+func (d decChoice) engine() engine.DEC { return engine.DEC{KChunk: d.k, TunedPct: d.tuned} }
 
 // decLabel describes a model's DEC for tables: "32", "4096x4096:32 ...",
 // or "-".
@@ -208,7 +162,7 @@ func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 		modelDir: fs.String("model", "", "time the linear-layer shapes of this checkpoint (config.json)"),
 		shapes:   fs.String("shapes", "", "or: a preset ("+strings.Join(bench.PresetNames(), ", ")+") or NxK,... (N outputs, K inputs)"),
 		weights:  fs.String("weights", "int4", "base weight format (int4, int3, int8: packed, gemvq.cu)"),
-		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+gpu.EnvDECMode+", else serial"),
+		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bench.EnvDECMode+", else serial"),
 		residual: fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
 		kChunks:  fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
 		blocks:   fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
@@ -218,59 +172,56 @@ func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 	}
 }
 
-// config turns the flags into a bench.DECConfig and opens the GPU.
-func (f decFlags) config(progress io.Writer) (bench.DECConfig, *cuda.Device, error) {
+// config turns the flags into a bench.DECConfig, after checking that a GPU
+// is there to run it.
+func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 	var cfg bench.DECConfig
 	if *f.device != "cuda" && *f.device != "auto" {
-		return cfg, nil, usageErrorf("--device %q: DEC timings run on a GPU (cuda)", *f.device)
+		return cfg, usageErrorf("--device %q: DEC timings run on a GPU (cuda)", *f.device)
 	}
 	shapes, err := decShapes(*f.modelDir, *f.shapes)
 	if err != nil {
-		return cfg, nil, err
+		return cfg, err
 	}
 	ws, err := parseWeightSpec(*f.weights)
 	if err != nil {
-		return cfg, nil, err
+		return cfg, err
 	}
 	if !ws.IsQuantized() {
-		return cfg, nil, usageErrorf("--weights %s: DEC compensates quantized weights (int8, int4, int3)", ws.Short())
+		return cfg, usageErrorf("--weights %s: DEC compensates quantized weights (int8, int4, int3)", ws.Short())
 	}
 	res, err := wq.ParseSpec(*f.residual)
 	if err != nil || res.Elem == wq.Int3 || res.Group != 0 && res.Group != wq.DefaultGroup {
-		return cfg, nil, usageErrorf("--residual %q: want int4, int8 or fp16", *f.residual)
+		return cfg, usageErrorf("--residual %q: want int4, int8 or fp16", *f.residual)
 	}
 	ks, err := parseIntList("k-chunk", *f.kChunks)
 	if err != nil {
-		return cfg, nil, err
+		return cfg, err
 	}
 	if !slices.IsSorted(ks) || ks[0] < 1 {
-		return cfg, nil, usageErrorf("--k-chunk %q: want positive values in increasing order", *f.kChunks)
+		return cfg, usageErrorf("--k-chunk %q: want positive values in increasing order", *f.kChunks)
 	}
 	blocks, err := parseIntList("n-tb", *f.blocks)
 	if err != nil {
-		return cfg, nil, err
+		return cfg, err
 	}
 	if *f.tokens < 1 || *f.tokens > 8 || *f.runs < 1 {
-		return cfg, nil, usageErrorf("--tokens %d, --runs %d: want 1..8 tokens and at least one run", *f.tokens, *f.runs)
-	}
-	if err := gpuAvailable(); err != nil {
-		return cfg, nil, fmt.Errorf("DEC timings run on a GPU: %w", err)
-	}
-	dev, err := cuda.Open(0)
-	if err != nil {
-		return cfg, nil, fmt.Errorf("DEC timings run on a GPU: %w", err)
+		return cfg, usageErrorf("--tokens %d, --runs %d: want 1..8 tokens and at least one run", *f.tokens, *f.runs)
 	}
 	modeName := *f.mode
 	if modeName == "" {
-		modeName = os.Getenv(gpu.EnvDECMode)
+		modeName, _ = lookupEnv(bench.EnvDECMode)
 	}
-	mode, err := kernels.ParseDECMode(modeName)
+	mode, err := bench.ParseDECMode(modeName)
 	if err != nil {
-		return cfg, nil, usageErrorf("--mode %q: want serial, concurrent or fused", modeName)
+		return cfg, usageErrorf("--mode %q: want serial, concurrent or fused", modeName)
+	}
+	if err := needGPU("DEC timing"); err != nil {
+		return cfg, err
 	}
 	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
 		Runs: *f.runs, Mode: mode, Progress: progress}
-	return cfg, dev, nil
+	return cfg, nil
 }
 
 // benchDECHelp is the help of 'bitdecode bench dec'.
@@ -306,12 +257,11 @@ func runBenchDEC(args []string, stdout, stderr io.Writer) error {
 	if *f.modelDir == "" && *f.shapes == "" {
 		*f.shapes = "llama-3.1-8b"
 	}
-	cfg, dev, err := f.config(stderr)
+	cfg, err := f.config(stderr)
 	if err != nil {
 		return err
 	}
-	defer dev.Close()
-	rep, err := bench.RunDEC(dev, cfg)
+	rep, err := bench.RunDEC(cfg)
 	if err != nil {
 		return err
 	}
@@ -400,13 +350,12 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if out == "" && *f.modelDir != "" {
 		out = filepath.Join(*f.modelDir, model.SettingsFile)
 	}
-	cfg, dev, err := f.config(stderr)
+	cfg, err := f.config(stderr)
 	if err != nil {
 		return err
 	}
-	defer dev.Close()
 	cfg.StopPct = targets[len(targets)-1]
-	rep, err := bench.RunDEC(dev, cfg)
+	rep, err := bench.RunDEC(cfg)
 	if err != nil {
 		return err
 	}

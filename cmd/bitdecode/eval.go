@@ -11,13 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bitdecode/bitdecode/backend"
-	"github.com/bitdecode/bitdecode/backend/cpu"
-	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/eval"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
-	"github.com/bitdecode/bitdecode/tokenizer"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
@@ -135,10 +133,6 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			specs = append(specs, sp)
 		}
 	}
-	var err error
-	if specs, err = withModelSettings(*f.modelDir, specs, stderr); err != nil {
-		return err
-	}
 	var wspecs []wq.Spec
 	for _, s := range strings.Split(*f.weights, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -156,74 +150,70 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dev, err := resolveDevice(*f.device, stderr)
-	if err != nil {
+	if err := checkDevice(*f.device); err != nil {
 		return err
 	}
 	text, err := os.ReadFile(*f.file)
 	if err != nil {
 		return err
 	}
-	tok, err := tokenizer.Load(*f.modelDir)
-	if err != nil {
-		return err
-	}
-	var be backend.Backend = cpu.New(0)
-	if dev == "cuda" {
-		if be, err = gpu.New(0); err != nil {
-			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
-		}
-	}
-	defer be.Close()
-	var calib map[string]*wq.Hessian
+	// One backend, tokenizer and calibration for every variant: the first
+	// open makes them, the others share them.
+	var first *engine.Model
+	var hessians map[string]*wq.Hessian
+	var variants []eval.PPLVariant
 	for _, ws := range wspecs {
-		if ws.Method == wq.GPTQ && calib == nil {
-			if calib, err = calibrate(be, *f.modelDir, tok, *f.calib, *f.calibTokens, stderr); err != nil {
-				return err
-			}
-		}
-	}
-	var variants []engine.PPLVariant
-	for _, ws := range wspecs {
-		cache := map[string]*wq.Matrix{} // one quantization per format, shared by its DEC variants
+		quant := map[string]*wq.Matrix{} // one quantization per format, shared by its DEC variants
 		for _, k := range decKs {
 			if k.on() && !ws.IsQuantized() {
 				continue
 			}
-			start := time.Now()
-			lo := model.LoadOptions{Progress: model.StderrProgress(), Weights: ws, Calib: calib, Log: stderr, Quantized: cache}
-			if err := k.apply(&lo, *f.modelDir, ws, stderr); err != nil {
-				return err
+			if ws.Method == wq.GPTQ && *f.calib == "" {
+				return usageErrorf("GPTQ needs a calibration text: --calib FILE")
 			}
-			m, err := model.Load(*f.modelDir, be, lo)
+			start := time.Now()
+			o := engine.Options{Device: *f.device, Env: lookupEnv, Weights: ws, DEC: k.engine(), Quantized: quant, Hessians: hessians,
+				Calib: engine.Calib{File: *f.calib, MaxTokens: *f.calibTokens}, Progress: model.StderrProgress(), Log: stderr}
+			if first != nil {
+				o.Backend = first.Backend
+			}
+			lm, err := engine.Open(*f.modelDir, o)
 			if err != nil {
 				return err
 			}
-			defer m.Close()
+			defer lm.Close()
+			if first == nil {
+				first = lm
+			}
+			if lm.Hessians != nil {
+				hessians = lm.Hessians
+			}
 			fmt.Fprintf(stderr, "loaded %s in %v\n", variantName(ws, k, nil), time.Since(start).Round(time.Millisecond))
 			for _, sp := range specs {
-				variants = append(variants, engine.PPLVariant{Name: variantName(ws, k, &sp), Model: m, KV: sp})
+				sp = lm.ResolveSpec(sp)
+				variants = append(variants, eval.PPLVariant{Name: variantName(ws, k, &sp), Model: lm.Model, KV: sp})
 			}
 		}
 	}
+	tok, be, dev := first.Tokenizer, first.Backend, first.Device
 	ids := tok.Encode(string(text), false)
 	fmt.Fprintf(stderr, "%s: %d tokens; ctx %d, chunk %d, on %s\n", *f.file, len(ids), *f.ctx, *f.chunk, dev)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	newCache := func(m model.Model, sp kv.Spec) (engine.Cache, error) {
-		return engine.NewCacheFor(be, m.Config(), sp, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: *f.ctx, MaxChunk: *f.chunk})
+	newCache := func(m model.Model, sp kv.Spec) (kvcache.Cache, error) {
+		return kvcache.New(be, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxLen: *f.ctx, MaxChunk: *f.chunk})
 	}
-	opts := engine.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, First: *f.first, Chunk: *f.chunk, Progress: stderr, NewCache: newCache}
+	opts := eval.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, First: *f.first, Chunk: *f.chunk, Progress: stderr, NewCache: newCache}
 	if *f.reuseGap > 0 {
 		opts.Probes = func(_ int, win []int) []int {
 			pieces := make([]string, len(win))
 			for i, t := range win {
 				pieces[i] = tok.Decode([]int{t})
 			}
-			return engine.ReuseProbes(pieces, *f.reuseGap)
+			return eval.ReuseProbes(pieces, *f.reuseGap)
 		}
 	}
-	res, err := engine.EvalPPLVariants(ctx, be, variants, ids, opts)
+	res, err := eval.PPLVariants(ctx, be, variants, ids, opts)
 	if err != nil {
 		return err
 	}
@@ -244,7 +234,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 // writePPLTable prints eval results as a Markdown table: weights, DEC and
 // KV format per row; bw rows add the bytes read against fp16 and, with
 // probes, the retrieval column appears.
-func writePPLTable(w io.Writer, res []engine.PPLResult) {
+func writePPLTable(w io.Writer, res []eval.PPLResult) {
 	probes, reads := res[0].Probes > 0, false
 	for _, r := range res {
 		reads = reads || r.Read != nil

@@ -6,8 +6,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache/gpukv"
 )
 
 var inspectCmd = &command{
@@ -66,7 +68,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stdout)
 			}
 			f.Describe(stdout)
-			fmt.Fprintf(stdout, "gpu        %s\n", kernels.DescribeDecode(f))
+			fmt.Fprintf(stdout, "gpu        %s\n", gpukv.DescribeDecode(f))
 		}
 		return nil
 	case "gpu":
@@ -86,3 +88,42 @@ func parseSpecChecked(s string) (kv.Spec, error) {
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+func inspectGPU(stdout, stderr io.Writer) error {
+	if err := backend.DeviceAvailable("cuda"); err != nil {
+		return fmt.Errorf("%w (bitdecode runs on the CPU without one: --device cpu)", err)
+	}
+	fmt.Fprintln(stderr, "probing device 0 (bandwidth probe streams 1 GiB)...")
+	in, err := gpu.Inspect(0, true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "device        %s (%s, compute %d.%d), %d SMs\n", in.Name, in.Arch, in.ComputeMajor, in.ComputeMinor, in.SMs)
+	fmt.Fprintf(stdout, "memory        %.1f GiB total, %.1f GiB free; L2 %.0f MB; smem/block %d KiB\n",
+		float64(in.MemTotalBytes)/(1<<30), float64(in.MemFreeBytes)/(1<<30), float64(in.L2Bytes)/1e6, in.SharedPerBlockOptinBytes/1024)
+	fmt.Fprintf(stdout, "driver        CUDA %s\n", in.DriverVersion)
+	fmt.Fprintf(stdout, "nvrtc         %s %s%s\n", in.NVRTCVersion, in.NVRTCLibrary, errSuffix(in.NVRTCError))
+	fmt.Fprintf(stdout, "cuda headers  %s\n", orNone(in.IncludeDir))
+	fmt.Fprintf(stdout, "cublasLt      %s%s\n", in.CUBLASLtVersion, errSuffix(in.CUBLASLtError))
+	if in.Bandwidth != nil {
+		fmt.Fprintf(stdout, "read b/w      %.0f GB/s measured (%.0f GB/s theoretical)\n", in.Bandwidth.GBps, in.PeakGBps())
+	} else {
+		fmt.Fprintf(stdout, "read b/w      not measured%s\n", errSuffix(in.BandwidthError))
+	}
+	fmt.Fprintf(stdout, "kernel cache  %s: %d entries, %.1f MiB%s\n", in.Cache.Dir, in.Cache.Entries, float64(in.Cache.Bytes)/(1<<20), errSuffix(in.CacheError))
+	return nil
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " (error: " + e + ")"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "not found"
+	}
+	return s
+}

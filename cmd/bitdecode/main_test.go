@@ -149,12 +149,12 @@ func TestRunQuantizedWeights(t *testing.T) {
 // clear error on a machine without a GPU (skipped where there is one: they
 // would run).
 func TestDECTimingsNeedGPU(t *testing.T) {
-	if gpuAvailable() == nil {
+	if needGPU("tune dec") == nil {
 		t.Skip("a GPU is present: tune dec would run")
 	}
 	for _, args := range [][]string{{"tune", "dec", "--shapes", "llama-3.1-8b"}, {"bench", "dec"}} {
 		var out, errb bytes.Buffer
-		if code := runMain(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), "DEC timings run on a GPU") {
+		if code := runMain(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), "runs on a GPU") {
 			t.Errorf("bitdecode %q: exit %d, stderr %q; want exit 1 saying it needs a GPU", args, code, errb.String())
 		}
 	}

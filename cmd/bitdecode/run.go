@@ -10,13 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bitdecode/bitdecode/backend"
-	"github.com/bitdecode/bitdecode/backend/cpu"
-	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
-	"github.com/bitdecode/bitdecode/tokenizer"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
@@ -116,18 +112,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	wspec, err := parseWeightSpec(*f.weights)
-	if err != nil {
-		return err
-	}
-	decK, err := parseDECChoice(*f.decK)
-	if err != nil {
-		return err
-	}
-	if decK.on() && !wspec.IsQuantized() {
-		return usageErrorf("--dec-k %s: DEC needs quantized --weights (int8, int4, int3)", decK)
-	}
-	dev, err := resolveDevice(*f.device, stderr)
+	o, err := openOptions(*f.modelDir, *f.device, *f.weights, *f.decK, *f.calib, *f.calibN, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}
@@ -146,72 +131,30 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if *f.stop != "" {
 		opts.Stop = []string{strings.ReplaceAll(*f.stop, `\n`, "\n")}
 	}
-	var be backend.Backend = cpu.New(0)
-	where := "the CPU"
-	if dev == "cuda" {
-		gb, err := gpu.New(0)
-		if err != nil {
-			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
-		}
-		be, where = gb, "CUDA"
-	}
-	defer be.Close()
-	var progress io.Writer
-	if !*f.quiet {
-		progress = model.StderrProgress()
-	}
-	lopts := model.LoadOptions{Progress: progress, Weights: wspec, Log: stderr}
-	if err := decK.apply(&lopts, *f.modelDir, wspec, stderr); err != nil {
-		return err
-	}
-	if wspec.Method == wq.GPTQ {
-		if *f.modelDir == "" {
-			return usageErrorf("--weights %s calibrates on a checkpoint: give --model DIR", wspec.Short())
-		}
-		ctok, err := tokenizer.Load(*f.modelDir)
-		if err != nil {
-			return err
-		}
-		if lopts.Calib, err = calibrate(be, *f.modelDir, ctok, *f.calib, *f.calibN, stderr); err != nil {
-			return err
-		}
-	}
-	m, tok, _, err := openModel(*f.modelDir, be, lopts, stderr, *f.quiet)
+	lm, err := engine.Open(*f.modelDir, o)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	var ids []int
-	if *f.chat {
-		if ids, err = tok.EncodeChat([]tokenizer.Message{{Role: "user", Content: fs.Arg(0)}}, tokenizer.ChatOptions{AddGenerationPrompt: true}); err != nil {
-			return err
-		}
-	} else {
-		ids = tok.Encode(fs.Arg(0), true)
-	}
-	// The GPU cache is sized to this run: the prompt plus the new tokens.
-	maxLen := len(ids) + *f.maxTokens
-	if mp := m.Config().MaxPositions; mp > 0 {
-		maxLen = min(maxLen, mp)
-	}
-	withSettings, err := withModelSettings(*f.modelDir, []kv.Spec{spec}, stderr)
+	defer lm.Close()
+	ids, err := lm.Encode(fs.Arg(0), *f.chat)
 	if err != nil {
 		return err
 	}
-	spec = withSettings[0]
-	cache, err := engine.NewCacheFor(be, m.Config(), spec, engine.GPUCacheOptions{MaxSeqs: 1, MaxLen: maxLen, MaxChunk: *f.chunk})
+	// The cache is sized to this run: the prompt plus the new tokens.
+	cache, err := lm.NewCache(spec, lm.SoloCacheOptions(len(ids), opts))
 	if err != nil {
 		return err
 	}
-	defer engine.CloseCache(cache)
+	defer cache.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	cfg := lm.Config()
 	if !*f.quiet {
 		fmt.Fprintf(stderr, "model %s (%d layers, %d/%d heads, head dim %d) on %s, KV cache %s\n",
-			m.Config().Architecture, m.Config().Layers, m.Config().Heads, m.Config().KVHeads, m.Config().HeadDim, where, cache.Format().Spec.String())
+			cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, lm.Backend.Name(), cache.Format().Spec.String())
 	}
 	fmt.Fprint(stdout, fs.Arg(0))
-	st, err := engine.Generate(ctx, m, tok, cache, 0, ids, opts, func(s string) { fmt.Fprint(stdout, s) })
+	st, err := engine.Generate(ctx, lm.Model, lm.Tokenizer, cache, 0, ids, opts, func(s string) { fmt.Fprint(stdout, s) })
 	fmt.Fprintln(stdout)
 	if err != nil {
 		return err
@@ -222,8 +165,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		switch {
 		case cache.Format().Planes.On:
 			note = "bw stores fp16 bit planes, in blocks allocated whole; it saves reads, not memory"
-			if pc, ok := cache.(interface{ ReadStats() engine.ReadStats }); ok && pc.ReadStats().FP16Bytes > 0 {
-				note += fmt.Sprintf("; decode read %.1f%% of fp16's bytes", 100*pc.ReadStats().Traffic())
+			if ts, ok := cache.TierStats(); ok && ts.Read.FP16Bytes > 0 {
+				note += fmt.Sprintf("; decode read %.1f%% of fp16's bytes", 100*ts.Read.Traffic())
 			}
 		case ratio < 1:
 			note = "short contexts are dominated by the fp16 residual block of each layer"
@@ -231,19 +174,52 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%d prompt tokens in %v (%.0f tok/s), %d new tokens at %.1f tok/s (%s); KV cache %s: %s (fp16 would be %s; %s); %s\n",
 			st.PromptTokens, st.Prefill.Round(time.Millisecond), float64(st.PromptTokens)/st.Prefill.Seconds(),
 			st.GeneratedTokens, st.DecodeTokensPerSecond(), st.StopReason, cache.Format().Spec.String(),
-			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), note, weightLine(model.WeightMemoryOf(m)))
+			humanBytes(st.KVBytes), humanBytes(st.KVBytesFP16), note, weightLine(model.WeightMemoryOf(lm.Model)))
 	}
 	if compare && cache.Format().Spec.String() != "fp16" {
-		base, err := engine.CompareFormats(ctx, be, m, tok, ids, []kv.Spec{kv.MustParseSpec("fp16")}, opts)
+		base, err := lm.CompareFormats(ctx, ids, []kv.Spec{kv.MustParseSpec("fp16")}, opts)
 		if err != nil {
 			return err
 		}
-		run := engine.NewFormatRun(cache, m, st)
+		run := engine.NewFormatRun(cache, lm.Model, st)
 		run.AgreeWith(base[0].Stats.Tokens)
 		fmt.Fprintln(stderr)
-		writeCompareTable(stderr, []engine.FormatRun{base[0], run}, m.Config().MaxPositions)
+		writeCompareTable(stderr, []engine.FormatRun{base[0], run}, cfg.MaxPositions)
 	}
 	return nil
+}
+
+// openOptions turns the flags every model-opening command shares into
+// engine.Options: the device, the weight format with its DEC and GPTQ
+// calibration, the progress bar and the log (stderr, unless quiet).
+func openOptions(dir, device, weights, decK, calib string, calibTokens int, stderr io.Writer, quiet bool) (engine.Options, error) {
+	o := engine.Options{Device: device, Env: lookupEnv, Calib: engine.Calib{File: calib, MaxTokens: calibTokens}}
+	if err := checkDevice(device); err != nil {
+		return o, err
+	}
+	ws, err := parseWeightSpec(weights)
+	if err != nil {
+		return o, err
+	}
+	d, err := parseDECChoice(decK)
+	if err != nil {
+		return o, err
+	}
+	switch {
+	case d.on() && !ws.IsQuantized():
+		return o, usageErrorf("--dec-k %s: DEC needs quantized --weights (int8, int4, int3)", d)
+	case d.tuned > 0 && dir == "":
+		return o, usageErrorf("--dec-k %s reads the model's %s: give --model DIR", d, model.SettingsFile)
+	case ws.Method == wq.GPTQ && dir == "":
+		return o, usageErrorf("--weights %s calibrates on a checkpoint: give --model DIR", ws.Short())
+	case ws.Method == wq.GPTQ && calib == "":
+		return o, usageErrorf("GPTQ needs a calibration text: --calib FILE")
+	}
+	o.Weights, o.DEC = ws, d.engine()
+	if !quiet {
+		o.Progress, o.Log = model.StderrProgress(), stderr
+	}
+	return o, nil
 }
 
 // embeddedRepeatPenalty is the embedded model's default repetition penalty.

@@ -15,12 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bitdecode/bitdecode/backend"
-	"github.com/bitdecode/bitdecode/backend/cpu"
-	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/engine"
-	"github.com/bitdecode/bitdecode/kv"
-	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/server"
 )
 
@@ -124,10 +120,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if *f.maxSeqs < 1 || *f.chunk < 1 || *f.maxQueue < 1 {
 		return usageErrorf("--max-seqs, --prefill-chunk and --max-queue must be positive")
 	}
-	dev, err := resolveDevice(*f.device, stderr)
-	if err != nil {
-		return err
-	}
 	name := *f.name
 	if name == "" && *f.modelDir != "" {
 		name = filepath.Base(filepath.Clean(*f.modelDir))
@@ -137,58 +129,20 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		logw = io.Discard
 	}
 	logger := log.New(logw, "bitdecode serve: ", log.LstdFlags)
-
-	var be backend.Backend = cpu.New(0)
-	var gb *gpu.Backend
-	if dev == "cuda" {
-		if gb, err = gpu.New(0); err != nil {
-			return fmt.Errorf("--device %s: %w (try --device cpu)", *f.device, err)
-		}
-		be = gb
-	}
-	defer be.Close()
-	var progress io.Writer
-	if !*f.quiet {
-		progress = model.StderrProgress()
-	}
-	m, tok, modelName, err := openModel(*f.modelDir, be, model.LoadOptions{Progress: progress}, stderr, *f.quiet)
+	o, err := openOptions(*f.modelDir, *f.device, "fp16", "0", "", 0, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	o.KV, o.Cache = spec, &kvcache.Options{MaxSeqs: *f.maxSeqs, MaxChunk: *f.chunk, MemoryBytes: memBytes}
+	lm, err := engine.Open(*f.modelDir, o)
+	if err != nil {
+		return err
+	}
+	defer lm.Close()
 	if name == "" {
-		name = modelName
+		name = lm.Name
 	}
-	withSettings, err := withModelSettings(*f.modelDir, []kv.Spec{spec}, logw)
-	if err != nil {
-		return err
-	}
-	spec = withSettings[0]
-	var cache servingCache
-	switch {
-	case gb != nil:
-		gc, err := engine.NewGPUCache(gb, m.Config(), spec, engine.GPUCacheOptions{MaxSeqs: *f.maxSeqs, MaxChunk: *f.chunk, MemoryBytes: memBytes})
-		if err != nil {
-			if spec.Planes.On {
-				return err // the paged GPU cache holds no bit planes: the error says to use --device cpu
-			}
-			return fmt.Errorf("%w (lower --kv-memory or --max-seqs)", err)
-		}
-		defer gc.Close()
-		cache = gc
-	case spec.Planes.On:
-		pc, err := engine.NewPagedPlaneCache(be, m.Config(), spec, engine.PagedOptions{MaxSeqs: *f.maxSeqs, MemoryBytes: memBytes})
-		if err != nil {
-			return fmt.Errorf("%w (raise --kv-memory)", err)
-		}
-		cache = pc
-	default:
-		pc, err := engine.NewPagedCache(be, m.Config(), spec, engine.PagedOptions{MaxSeqs: *f.maxSeqs, MemoryBytes: memBytes})
-		if err != nil {
-			return fmt.Errorf("%w (raise --kv-memory or lower --max-seqs)", err)
-		}
-		cache = pc
-	}
+	m, tok, cache := lm.Model, lm.Tokenizer, lm.Cache
 	met := server.NewMetrics()
 	sched, err := engine.NewScheduler(m, tok, cache, engine.SchedulerOptions{MaxSeqs: *f.maxSeqs, PrefillChunk: *f.chunk, MaxQueue: *f.maxQueue,
 		OnFirstToken: met.ObserveTTFT, OnToken: met.ObserveTokenLatency})
@@ -207,7 +161,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w (is another server on %s? try --addr 127.0.0.1:0)", err, *f.addr)
 	}
 	cfg := m.Config()
-	logger.Printf("model %s (%s, %d layers, %d/%d heads, head dim %d) on %s", name, cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, be.Name())
+	logger.Printf("model %s (%s, %d layers, %d/%d heads, head dim %d) on %s", name, cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, lm.Backend.Name())
 	if cache.Format().Planes.On {
 		p := cache.Format().Planes
 		logger.Printf("KV cache %s: %d blocks of %d tokens (%s each: fp16 bit planes, tier maps and attention mass) = %s for up to %d sequences; up to %d tokens per request; tiers h%d/m%d/l%d/e%d%% (requests may set their own with \"kv_tiers\")",
@@ -222,16 +176,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := serveContext()
 	defer stop()
 	return srv.Serve(ctx, ln, *f.drain)
-}
-
-// servingCache is what serve needs of a KV cache: the scheduler's
-// BlockCache plus sizes for the log and /metrics (engine.PagedCache or, for
-// bw, engine.PlaneCache on the CPU; engine.GPUCache on the GPU).
-type servingCache interface {
-	engine.BlockCache
-	Format() kv.Format
-	BlockBytes() int64
-	ResidualBytes() int64
 }
 
 // parseBytes reads a size: a number of bytes with an optional unit (B, KB,

@@ -1,18 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/bitdecode/bitdecode/backend"
-	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/model"
-	"github.com/bitdecode/bitdecode/tokenizer"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
@@ -42,33 +35,6 @@ func parseIntList(flagName, s string) ([]int, error) {
 		return nil, usageErrorf("--%s: empty list", flagName)
 	}
 	return out, nil
-}
-
-// calibrate tokenizes the calibration text and collects GPTQ's statistics
-// from the model in dir on be, saying on stderr what it used.
-func calibrate(be backend.Backend, dir string, tok *tokenizer.Tokenizer, file string, maxTokens int, stderr io.Writer) (map[string]*wq.Hessian, error) {
-	if file == "" {
-		return nil, usageErrorf("GPTQ needs a calibration text: --calib FILE")
-	}
-	text, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("--calib: %w", err)
-	}
-	ids := tok.Encode(string(text), false)
-	if maxTokens > 0 && len(ids) > maxTokens {
-		ids = ids[:maxTokens]
-	}
-	start := time.Now()
-	cal, err := engine.Calibrate(context.Background(), be, dir, ids, engine.CalibOptions{})
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(stderr, "calibration: %d tokens of %s in %v; DEC approximate top-k recall vs exact on these activations:", len(ids), file, time.Since(start).Round(time.Millisecond))
-	for _, k := range engine.RecallKChunks {
-		fmt.Fprintf(stderr, " k_chunk %d %.3f", k, cal.Recall[k])
-	}
-	fmt.Fprintln(stderr)
-	return cal.Hessians, nil
 }
 
 // weightLine describes a model's weight memory for the stats line.

@@ -1,4 +1,4 @@
-package engine
+package gpukv
 
 import (
 	"encoding/binary"
@@ -9,8 +9,8 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
 
-// gpuBuffers are the per-batch device buffers a GPU cache (GPUCache,
-// GPUPlaneCache) grows on demand: fp16 copies of q and out, and the batch's
+// gpuBuffers are the per-batch device buffers a GPU cache (Paged,
+// Planes) grows on demand: fp16 copies of q and out, and the batch's
 // int32 tables (each cache defines their layout).
 type gpuBuffers struct {
 	be  *gpu.Backend
@@ -44,7 +44,7 @@ func (g *gpuBuffers) reserveScratch(T, minT, tokenHalves int, what string) error
 			}
 			var err error
 			if *p, err = x.Alloc(bytes); err != nil {
-				return fmt.Errorf("engine: %s scratch for %d tokens: %w", what, T, err)
+				return fmt.Errorf("gpukv: %s scratch for %d tokens: %w", what, T, err)
 			}
 		}
 		g.maxT = T
@@ -93,11 +93,11 @@ func attentionPtrs(be *gpu.Backend, what string, q, k, v, out backend.Tensor) ([
 	var ptr [4]cuda.DevicePtr
 	for i, t := range []backend.Tensor{q, k, v, out} {
 		if t.DType() != backend.F32 {
-			return ptr, fmt.Errorf("engine: %s: tensor %d is %v, want F32", what, i, t.DType())
+			return ptr, fmt.Errorf("gpukv: %s: tensor %d is %v, want F32", what, i, t.DType())
 		}
 		var err error
 		if ptr[i], err = be.Ptr(t); err != nil {
-			return ptr, fmt.Errorf("engine: %s: %w", what, err)
+			return ptr, fmt.Errorf("gpukv: %s: %w", what, err)
 		}
 	}
 	return ptr, nil

@@ -1,16 +1,10 @@
-package engine
+package kvcache
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
-
-// ErrOutOfBlocks is returned (wrapped) when the paged KV cache has too few
-// free blocks for a request. It is a normal condition under load: the
-// scheduler queues or preempts, the server answers 503.
-var ErrOutOfBlocks = errors.New("engine: out of KV cache blocks")
 
 // PrefixKey identifies the content of one completely packed KV block: a
 // SHA-256 chained over the token ids of every block from the start of the
@@ -102,7 +96,7 @@ func (a *BlockAllocator) Refs(id int) int {
 // ErrOutOfBlocks and no blocks when fewer than n are free.
 func (a *BlockAllocator) Alloc(n int) ([]int, error) {
 	if n < 0 {
-		return nil, fmt.Errorf("engine: alloc %d blocks", n)
+		return nil, fmt.Errorf("kvcache: alloc %d blocks", n)
 	}
 	if n > a.nfree {
 		return nil, fmt.Errorf("%w: need %d, %d of %d free", ErrOutOfBlocks, n, a.nfree, len(a.ref))
@@ -121,7 +115,7 @@ func (a *BlockAllocator) Alloc(n int) ([]int, error) {
 // Retain adds a reference to the used block id.
 func (a *BlockAllocator) Retain(id int) error {
 	if id < 0 || id >= len(a.ref) || a.ref[id] == 0 {
-		return fmt.Errorf("engine: retain of block %d, which is not in use", id)
+		return fmt.Errorf("kvcache: retain of block %d, which is not in use", id)
 	}
 	a.ref[id]++
 	return nil
@@ -131,10 +125,10 @@ func (a *BlockAllocator) Retain(id int) error {
 // a free block is an error (a double free) and changes nothing.
 func (a *BlockAllocator) Release(id int) error {
 	if id < 0 || id >= len(a.ref) {
-		return fmt.Errorf("engine: release of block %d outside [0, %d)", id, len(a.ref))
+		return fmt.Errorf("kvcache: release of block %d outside [0, %d)", id, len(a.ref))
 	}
 	if a.ref[id] == 0 {
-		return fmt.Errorf("engine: double free of block %d", id)
+		return fmt.Errorf("kvcache: double free of block %d", id)
 	}
 	a.ref[id]--
 	if a.ref[id] == 0 {
@@ -148,7 +142,7 @@ func (a *BlockAllocator) Release(id int) error {
 // Register does nothing.
 func (a *BlockAllocator) Register(id int, key PrefixKey) error {
 	if id < 0 || id >= len(a.ref) || a.ref[id] == 0 {
-		return fmt.Errorf("engine: register of block %d, which is not in use", id)
+		return fmt.Errorf("kvcache: register of block %d, which is not in use", id)
 	}
 	if _, ok := a.byKey[key]; ok || a.keyed[id] {
 		return nil
@@ -181,31 +175,31 @@ func (a *BlockAllocator) Check() error {
 	prev := int32(noBlock)
 	for i := a.head; i != noBlock; i = a.next[i] {
 		if i < 0 || int(i) >= len(a.ref) {
-			return fmt.Errorf("engine: free list holds block %d", i)
+			return fmt.Errorf("kvcache: free list holds block %d", i)
 		}
 		if seen[i] {
-			return fmt.Errorf("engine: block %d twice in the free list", i)
+			return fmt.Errorf("kvcache: block %d twice in the free list", i)
 		}
 		if a.prev[i] != prev {
-			return fmt.Errorf("engine: block %d: prev link %d, want %d", i, a.prev[i], prev)
+			return fmt.Errorf("kvcache: block %d: prev link %d, want %d", i, a.prev[i], prev)
 		}
 		if a.ref[i] != 0 {
-			return fmt.Errorf("engine: free block %d has %d references", i, a.ref[i])
+			return fmt.Errorf("kvcache: free block %d has %d references", i, a.ref[i])
 		}
 		seen[i], prev = true, i
 		n++
 	}
 	if prev != a.tail || n != a.nfree {
-		return fmt.Errorf("engine: free list of %d blocks ending at %d; counted %d ending at %d", a.nfree, a.tail, n, prev)
+		return fmt.Errorf("kvcache: free list of %d blocks ending at %d; counted %d ending at %d", a.nfree, a.tail, n, prev)
 	}
 	for i, r := range a.ref {
 		if r < 0 || (r == 0) != seen[i] {
-			return fmt.Errorf("engine: block %d has %d references but free-list membership %v", i, r, seen[i])
+			return fmt.Errorf("kvcache: block %d has %d references but free-list membership %v", i, r, seen[i])
 		}
 	}
 	for k, id := range a.byKey {
 		if !a.keyed[id] || a.key[id] != k {
-			return fmt.Errorf("engine: key index points to block %d, which holds another key", id)
+			return fmt.Errorf("kvcache: key index points to block %d, which holds another key", id)
 		}
 	}
 	keyed := 0
@@ -215,7 +209,7 @@ func (a *BlockAllocator) Check() error {
 		}
 	}
 	if keyed != len(a.byKey) {
-		return fmt.Errorf("engine: %d keyed blocks, %d keys indexed", keyed, len(a.byKey))
+		return fmt.Errorf("kvcache: %d keyed blocks, %d keys indexed", keyed, len(a.byKey))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package engine
+package gpukv
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 )
 
@@ -23,7 +24,7 @@ const (
 	// sequence in a batch (a prefill chunk).
 	gpuDefaultChunk = 512
 	// gpuDecodeSplit is the fixed split length (tokens) of decode steps
-	// with GPUCacheOptions.BatchInvariant: a sequence's attention then
+	// with kvcache.Options.BatchInvariant: a sequence's attention then
 	// depends on its own length only, never on the batch it runs in. 512 tokens keep every warp of a split busy
 	// (kernels' mmaMinSplitTokens) and give a 32K context 64 splits per KV
 	// head, enough CTAs to fill the GPU at batch 1.
@@ -34,35 +35,7 @@ const (
 	gpuPrefillSplit = 8192
 )
 
-// GPUCacheOptions size a GPUCache. Zero values pick the defaults.
-type GPUCacheOptions struct {
-	// MaxSeqs is the number of sequences the cache holds at once (each has
-	// a 16-bit residual block per layer). Default 8.
-	MaxSeqs int
-	// MaxLen is the longest sequence in tokens. Default: the model's
-	// max_position_embeddings.
-	MaxLen int
-	// Blocks is the number of packed blocks in the pool (each holds Nr
-	// tokens of every layer and KV head). Default: what MemoryBytes leaves
-	// after the residual slots, or without MemoryBytes MaxSeqs·MaxLen/Nr,
-	// every sequence at full length.
-	Blocks int
-	// MemoryBytes is the cache's memory (residual slots plus pool) when
-	// Blocks is 0.
-	MemoryBytes int64
-	// MaxChunk is the most new tokens one sequence may bring in one batch
-	// (the prefill chunk). Default 512.
-	MaxChunk int
-	// BatchInvariant fixes the decode split length (gpuDecodeSplit), so
-	// that a sequence's attention does not depend on the batch it runs in.
-	// Off (the default), each batch size gets splits sized to fill the GPU:
-	// long splits for large batches, which reads the cache at a higher
-	// fraction of the bandwidth (the GEMMs of a batch above
-	// kernels.GEMVMaxRows rows are not batch-invariant either).
-	BatchInvariant bool
-}
-
-// GPUCache is the low-bit KV cache on the GPU, as a model.Attention for the
+// Paged is the low-bit KV cache on the GPU, as a model.Attention for the
 // CUDA backend. Storage per layer: a pool of packed blocks
 // [Blocks][Hkv][BlockBytes] in kv.MMA order and 16-bit residual blocks
 // [MaxSeqs][Hkv][Nr][D] (kv.MMA order too); a sequence owns one residual
@@ -82,14 +55,14 @@ type GPUCacheOptions struct {
 //  4. converts the output to float32.
 //
 // Decode steps use a fixed split length, so a sequence's output does not
-// depend on the other sequences of its batch. A GPUCache is not safe for
+// depend on the other sequences of its batch. A Paged is not safe for
 // concurrent use.
-type GPUCache struct {
+type Paged struct {
 	gpuBuffers           // be, dev, and the per-batch q/out and table buffers
 	format     kv.Format // in kv.MMA order
 	shape      attn.Shape
 	layers     int
-	opts       GPUCacheOptions
+	opts       kvcache.Options
 	maxBlk     int // block-table columns: ceil(MaxLen / Nr)
 
 	ops     *kernels.Ops
@@ -101,9 +74,8 @@ type GPUCache struct {
 
 	pool, resK, resV []cuda.DevicePtr // per layer
 
-	freeBlocks []int32
-	freeSlots  []int
-	seqs       map[int]*gpuSeq
+	alloc blockPool
+	seqs  map[int]*seqBlocks
 
 	window int // windowLimit of the model
 
@@ -116,15 +88,8 @@ type GPUCache struct {
 	plan  gpuBatchPlan
 }
 
-// gpuCacheIDs numbers GPU caches (GPUCache.id).
+// gpuCacheIDs numbers GPU caches (Paged.id).
 var gpuCacheIDs atomic.Uint64
-
-// gpuSeq is one sequence's share of the cache.
-type gpuSeq struct {
-	slot   int
-	blocks []int32 // pool block of each packed block, in order
-	n      int     // tokens held
-}
 
 // gpuBatchPlan is what Begin worked out for a batch: the write rounds and
 // the attention launches, with offsets into the uploaded int32 tables.
@@ -155,7 +120,7 @@ type gpuRun struct {
 // power-of-two bucket of n (capped at MaxSeqs), made on first use, with
 // splits sized for the bucket at MaxLen; with BatchInvariant, one plan of a
 // fixed split length for every n.
-func (c *GPUCache) decodePlan(n int) (*kernels.DecodePlan, int, error) {
+func (c *Paged) decodePlan(n int) (*kernels.DecodePlan, int, error) {
 	bucket := c.opts.MaxSeqs
 	if !c.opts.BatchInvariant {
 		bucket = 1
@@ -180,17 +145,17 @@ func (c *GPUCache) decodePlan(n int) (*kernels.DecodePlan, int, error) {
 	return p, bucket, nil
 }
 
-// NewGPUCache returns an empty GPU cache of the given format for model
+// NewPaged returns an empty GPU cache of the given format for model
 // config cfg on the CUDA backend be. It compiles the kernels the format
 // needs (cached on disk) and allocates the whole pool up front, so running
 // out of memory is an error here, never in the middle of a request.
-func NewGPUCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (*GPUCache, error) {
+func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Options) (*Paged, error) {
 	sh := attn.Shape{Hq: cfg.Heads, Hkv: cfg.KVHeads, D: cfg.HeadDim}
 	if err := sh.Validate(); err != nil {
-		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
+		return nil, fmt.Errorf("gpukv: model %s: %w", cfg.Architecture, err)
 	}
 	if spec.Planes.On {
-		return nil, fmt.Errorf("engine: format %s: the paged GPU cache does not hold bit planes (bw) yet; GPUPlaneCache does (NewCacheFor: run and eval), or use --device cpu", spec.String())
+		return nil, fmt.Errorf("gpukv: format %s: the paged GPU cache does not hold bit planes (bw); Planes does (kvcache.New picks it)", spec.String())
 	}
 	f, err := spec.Resolve(cfg.HeadDim)
 	if err != nil {
@@ -208,15 +173,15 @@ func NewGPUCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOpt
 		o.MaxLen = cfg.MaxPositions
 	}
 	if o.MaxLen <= 0 {
-		return nil, errors.New("engine: GPU cache: the model has no max_position_embeddings; set MaxLen")
+		return nil, errors.New("gpukv: GPU cache: the model has no max_position_embeddings; set MaxLen")
 	}
 	if o.MaxChunk <= 0 {
 		o.MaxChunk = gpuDefaultChunk
 	}
 	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
 	nr := f.Residual
-	c := &GPUCache{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: windowLimit(cfg),
-		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuSeq{}}
+	c := &Paged{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: kvcache.WindowLimit(cfg),
+		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*seqBlocks{}}
 	blockBytes := f.BlockBytes() * sh.Hkv
 	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
 	switch {
@@ -225,7 +190,7 @@ func NewGPUCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOpt
 		per := int64(blockBytes) * int64(c.layers)
 		c.opts.Blocks = int((o.MemoryBytes - 2*int64(resBytes)*int64(c.layers)) / per)
 		if c.opts.Blocks < 1 {
-			return nil, fmt.Errorf("engine: GPU cache: %d bytes do not hold the %d sequences' residual blocks and one block", o.MemoryBytes, o.MaxSeqs)
+			return nil, fmt.Errorf("gpukv: GPU cache: %d bytes do not hold the %d sequences' residual blocks and one block", o.MemoryBytes, o.MaxSeqs)
 		}
 	default:
 		c.opts.Blocks = o.MaxSeqs * c.maxBlk
@@ -259,7 +224,7 @@ func NewGPUCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOpt
 		for range c.layers {
 			p, err := x.Alloc(c.opts.Blocks * blockBytes)
 			if err != nil {
-				return fmt.Errorf("engine: GPU KV pool of %d blocks x %d layers (%d MiB per layer): %w", c.opts.Blocks, c.layers, c.opts.Blocks*blockBytes>>20, err)
+				return fmt.Errorf("gpukv: GPU KV pool of %d blocks x %d layers (%d MiB per layer): %w (give the cache less memory: --kv-memory, --max-seqs)", c.opts.Blocks, c.layers, c.opts.Blocks*blockBytes>>20, err)
 			}
 			c.pool = append(c.pool, p)
 			for _, dst := range []*[]cuda.DevicePtr{&c.resK, &c.resV} {
@@ -275,18 +240,13 @@ func NewGPUCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOpt
 	if err != nil {
 		return nil, err
 	}
-	for i := c.opts.Blocks - 1; i >= 0; i-- {
-		c.freeBlocks = append(c.freeBlocks, int32(i))
-	}
-	for i := o.MaxSeqs - 1; i >= 0; i-- {
-		c.freeSlots = append(c.freeSlots, i)
-	}
+	c.alloc = newBlockPool(c.opts.Blocks, o.MaxSeqs)
 	ok = true
 	return c, nil
 }
 
 // Close frees the device memory of the cache.
-func (c *GPUCache) Close() error {
+func (c *Paged) Close() error {
 	var first error
 	keep := func(err error) {
 		if first == nil {
@@ -313,10 +273,10 @@ func (c *GPUCache) Close() error {
 }
 
 // Format returns the cache's KV format (in kv.MMA order).
-func (c *GPUCache) Format() kv.Format { return c.format }
+func (c *Paged) Format() kv.Format { return c.format }
 
 // Len returns the number of tokens cached for sequence id.
-func (c *GPUCache) Len(id int) int {
+func (c *Paged) Len(id int) int {
 	if s := c.seqs[id]; s != nil {
 		return s.n
 	}
@@ -325,86 +285,92 @@ func (c *GPUCache) Len(id int) int {
 
 // Bytes returns the memory sequence id's tokens take (all layers and KV
 // heads, by the format's accounting) and what they would take in fp16.
-func (c *GPUCache) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(id)) }
+func (c *Paged) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(id)) }
 
 // BytesAt returns the memory a sequence of l tokens takes in this cache's
 // format (all layers and KV heads), and what the same tokens take in fp16.
-func (c *GPUCache) BytesAt(l int) (bytes, fp16Bytes int64) {
-	return sequenceBytes(c.format, c.layers, c.shape, l)
+func (c *Paged) BytesAt(l int) (bytes, fp16Bytes int64) {
+	return kvcache.SequenceBytes(c.format, c.layers, c.shape, l)
 }
 
-var _ BlockCache = (*GPUCache)(nil)
+var _ kvcache.Cache = (*Paged)(nil)
 
 // BlockBytes is the memory of one pool block across all layers and KV heads.
-func (c *GPUCache) BlockBytes() int64 {
+func (c *Paged) BlockBytes() int64 {
 	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.format.BlockBytes())
 }
 
 // ResidualBytes is the memory of one sequence's fp16 residual slots across
 // all layers and KV heads (K and V).
-func (c *GPUCache) ResidualBytes() int64 {
+func (c *Paged) ResidualBytes() int64 {
 	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.format.Residual) * int64(c.shape.D) * 2 * 2
 }
 
-// FreeBlocks implements BlockCache: the unused pool blocks.
-func (c *GPUCache) FreeBlocks() int { return len(c.freeBlocks) }
+// FreeBlocks implements kvcache.Cache: the unused pool blocks.
+func (c *Paged) FreeBlocks() int { return len(c.alloc.freeBlocks) }
+
+// SetTierPolicy implements kvcache.Cache: this cache has no tiers.
+func (c *Paged) SetTierPolicy(id int, p kv.PlaneSpec) error {
+	return fmt.Errorf("gpukv: %w; this one is %s", kvcache.ErrNoTiers, c.format.Spec.String())
+}
+
+// TierStats implements kvcache.Cache: this cache has no tiers.
+func (c *Paged) TierStats() (kvcache.TierStats, bool) { return kvcache.TierStats{}, false }
 
 // FreeSlots returns the number of unused sequence slots.
-func (c *GPUCache) FreeSlots() int { return len(c.freeSlots) }
+func (c *Paged) FreeSlots() int { return len(c.alloc.freeSlots) }
 
-// TotalBlocks implements BlockCache.
-func (c *GPUCache) TotalBlocks() int { return c.opts.Blocks }
+// TotalBlocks implements kvcache.Cache.
+func (c *Paged) TotalBlocks() int { return c.opts.Blocks }
 
-// MaxSeqs implements BlockCache.
-func (c *GPUCache) MaxSeqs() int { return c.opts.MaxSeqs }
+// MaxSeqs implements kvcache.Cache.
+func (c *Paged) MaxSeqs() int { return c.opts.MaxSeqs }
 
-// BlockTokens implements BlockCache: tokens per block (the residual size).
-func (c *GPUCache) BlockTokens() int { return c.format.Residual }
+// BlockTokens implements kvcache.Cache: tokens per block (the residual size).
+func (c *Paged) BlockTokens() int { return c.format.Residual }
 
-// BlocksNeeded implements BlockCache: the blocks n more tokens of sequence
+// BlocksNeeded implements kvcache.Cache: the blocks n more tokens of sequence
 // id fill.
-func (c *GPUCache) BlocksNeeded(id, n int) int {
+func (c *Paged) BlocksNeeded(id, n int) int {
 	l, nr := c.Len(id), c.format.Residual
 	return (l+n)/nr - l/nr
 }
 
-// Open implements BlockCache: it takes a residual slot for sequence id. The
+// Open implements kvcache.Cache: it takes a residual slot for sequence id. The
 // GPU cache shares no prefixes yet, so nothing of the prompt is cached.
-func (c *GPUCache) Open(id int, prompt []int) (int, error) {
+func (c *Paged) Open(id int, prompt []int) (int, error) {
 	if c.seqs[id] != nil {
-		return 0, fmt.Errorf("engine: GPU cache: sequence %d is already open", id)
+		return 0, fmt.Errorf("gpukv: GPU cache: sequence %d is already open", id)
 	}
-	if len(c.freeSlots) == 0 {
-		return 0, fmt.Errorf("%w (%d sequences)", ErrNoSlot, c.opts.MaxSeqs)
+	if len(c.alloc.freeSlots) == 0 {
+		return 0, fmt.Errorf("%w (%d sequences)", kvcache.ErrNoSlot, c.opts.MaxSeqs)
 	}
-	g := &gpuSeq{slot: c.freeSlots[len(c.freeSlots)-1]}
-	c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
+	g := c.alloc.open()
 	c.seqs[id] = g
 	c.zeroSlots([]int{g.slot})
 	return 0, nil
 }
 
-// Truncate implements BlockCache: it keeps the first n tokens of sequence
+// Truncate implements kvcache.Cache: it keeps the first n tokens of sequence
 // id. Tokens can be dropped from the fp16 residual only: n below the
 // sequence's packed tokens is an error (a packed block cannot be reopened),
 // except n = 0, which empties the sequence.
-func (c *GPUCache) Truncate(id, n int) error {
+func (c *Paged) Truncate(id, n int) error {
 	g := c.seqs[id]
 	if g == nil {
 		if n == 0 {
 			return nil
 		}
-		return fmt.Errorf("engine: GPU cache: truncate unknown sequence %d", id)
+		return fmt.Errorf("gpukv: GPU cache: truncate unknown sequence %d", id)
 	}
 	nr := c.format.Residual
 	switch {
 	case n < 0 || n > g.n:
-		return fmt.Errorf("engine: GPU cache: truncate sequence %d of %d tokens to %d", id, g.n, n)
+		return fmt.Errorf("gpukv: GPU cache: truncate sequence %d of %d tokens to %d", id, g.n, n)
 	case n == 0:
-		c.freeBlocks = append(c.freeBlocks, g.blocks...)
-		g.blocks, g.n = nil, 0
+		c.alloc.empty(g)
 	case n < len(g.blocks)*nr:
-		return fmt.Errorf("engine: GPU cache: truncate sequence %d to %d tokens: its first %d are packed", id, n, len(g.blocks)*nr)
+		return fmt.Errorf("gpukv: GPU cache: truncate sequence %d to %d tokens: its first %d are packed", id, n, len(g.blocks)*nr)
 	default:
 		g.n = n
 	}
@@ -412,21 +378,20 @@ func (c *GPUCache) Truncate(id, n int) error {
 }
 
 // Remove frees sequence id's blocks and slot.
-func (c *GPUCache) Remove(id int) {
+func (c *Paged) Remove(id int) {
 	s := c.seqs[id]
 	if s == nil {
 		return
 	}
-	c.freeBlocks = append(c.freeBlocks, s.blocks...)
-	c.freeSlots = append(c.freeSlots, s.slot)
+	c.alloc.release(s)
 	delete(c.seqs, id)
 }
 
 // Begin implements model.BatchStarter: it checks the batch against the
 // cache, reserves the blocks its tokens fill and uploads the batch's block
 // tables, lengths and write plan. On error nothing has changed.
-func (c *GPUCache) Begin(b *model.Batch) error {
-	if err := checkWindow(c.window, b); err != nil {
+func (c *Paged) Begin(b *model.Batch) error {
+	if err := kvcache.CheckWindow(c.window, b); err != nil {
 		return err
 	}
 	nr := c.format.Residual
@@ -435,11 +400,11 @@ func (c *GPUCache) Begin(b *model.Batch) error {
 		have := c.Len(s.ID)
 		switch {
 		case s.Pos != have:
-			return fmt.Errorf("engine: GPU cache: sequence %d continues at position %d, but the cache holds %d tokens", s.ID, s.Pos, have)
+			return fmt.Errorf("gpukv: GPU cache: sequence %d continues at position %d, but the cache holds %d tokens", s.ID, s.Pos, have)
 		case s.Len > c.opts.MaxChunk:
-			return fmt.Errorf("engine: GPU cache: sequence %d brings %d tokens in one batch, more than the cache's chunk of %d (use a smaller --prefill-chunk)", s.ID, s.Len, c.opts.MaxChunk)
+			return fmt.Errorf("gpukv: GPU cache: sequence %d brings %d tokens in one batch, more than the cache's chunk of %d (use a smaller --prefill-chunk)", s.ID, s.Len, c.opts.MaxChunk)
 		case s.Pos+s.Len > c.opts.MaxLen:
-			return fmt.Errorf("engine: GPU cache: sequence %d would hold %d tokens, more than the cache's %d", s.ID, s.Pos+s.Len, c.opts.MaxLen)
+			return fmt.Errorf("gpukv: GPU cache: sequence %d would hold %d tokens, more than the cache's %d", s.ID, s.Pos+s.Len, c.opts.MaxLen)
 		}
 		if c.seqs[s.ID] == nil {
 			needSlots++
@@ -447,11 +412,10 @@ func (c *GPUCache) Begin(b *model.Batch) error {
 		needBlocks += (s.Pos+s.Len)/nr - s.Pos/nr
 	}
 	if len(b.Seqs) > c.opts.MaxSeqs {
-		return fmt.Errorf("engine: GPU cache: a batch of %d sequences exceeds the cache's %d", len(b.Seqs), c.opts.MaxSeqs)
+		return fmt.Errorf("gpukv: GPU cache: a batch of %d sequences exceeds the cache's %d", len(b.Seqs), c.opts.MaxSeqs)
 	}
-	if needBlocks > len(c.freeBlocks) || needSlots > len(c.freeSlots) {
-		return fmt.Errorf("engine: GPU cache: the batch needs %d blocks and %d sequence slots, %d and %d are free: %w",
-			needBlocks, needSlots, len(c.freeBlocks), len(c.freeSlots), ErrOutOfBlocks)
+	if err := c.alloc.fits("GPU cache", needBlocks, needSlots); err != nil {
+		return err
 	}
 	T := len(b.Tokens)
 	if err := c.reserveScratch(T, c.opts.MaxSeqs, c.shape.Hq*c.shape.D, "GPU cache"); err != nil {
@@ -485,20 +449,16 @@ func (c *GPUCache) Begin(b *model.Batch) error {
 	var words []int32
 	put := func(v ...int32) int { off := len(words); words = append(words, v...); return off }
 	p := gpuBatchPlan{T: T, runs: runs}
-	seqs := make([]*gpuSeq, len(b.Seqs))
+	seqs := make([]*seqBlocks, len(b.Seqs))
 	var fresh []int // slots new to this batch: zeroed before use
 	for i, s := range b.Seqs {
 		g := c.seqs[s.ID]
 		if g == nil {
-			g = &gpuSeq{slot: c.freeSlots[len(c.freeSlots)-1]}
-			c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
+			g = c.alloc.open()
 			c.seqs[s.ID] = g
 			fresh = append(fresh, g.slot)
 		}
-		for range (s.Pos+s.Len)/nr - s.Pos/nr {
-			g.blocks = append(g.blocks, c.freeBlocks[len(c.freeBlocks)-1])
-			c.freeBlocks = c.freeBlocks[:len(c.freeBlocks)-1]
-		}
+		c.alloc.grow(g, (s.Pos+s.Len)/nr-s.Pos/nr)
 		seqs[i] = g
 	}
 	p.table = len(words)
@@ -563,7 +523,7 @@ func (c *GPUCache) Begin(b *model.Batch) error {
 // kernel reads whole 16-token groups of the residual and masks the tokens
 // beyond a sequence's length by their weight, which leaves 0·NaN = NaN if
 // stale bytes there (an earlier cache's packed codes, say) spell a NaN.
-func (c *GPUCache) zeroSlots(slots []int) {
+func (c *Paged) zeroSlots(slots []int) {
 	words := c.shape.Hkv * c.format.Residual * c.shape.D / 2 // fp16 pairs per slot
 	st := c.dev.Stream()
 	c.be.Enqueue("GPU KV cache: zero residual slots", func(x *cuda.Ctx) error {
@@ -583,12 +543,12 @@ func (c *GPUCache) zeroSlots(slots []int) {
 }
 
 // Attend implements model.Attention.
-func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
+func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
 	if layer < 0 || layer >= c.layers {
-		return fmt.Errorf("engine: GPU cache: layer %d out of range [0, %d)", layer, c.layers)
+		return fmt.Errorf("gpukv: GPU cache: layer %d out of range [0, %d)", layer, c.layers)
 	}
 	if b != c.batch {
-		return errors.New("engine: GPU cache: Attend of a batch Begin did not see (call Begin first; model.Forward does)")
+		return errors.New("gpukv: GPU cache: Attend of a batch Begin did not see (call Begin first; model.Forward does)")
 	}
 	ptr, err := attentionPtrs(c.be, "GPU cache", q, k, v, out)
 	if err != nil {
@@ -644,7 +604,7 @@ func (c *GPUCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor
 // for decode runs (their splits beyond a sequence's length exit at once),
 // so that step after step a decode launches the same grid and can be
 // replayed as a graph; the run's longest sequence for prefill chunks.
-func (c *GPUCache) runMaxL(r gpuRun) int {
+func (c *Paged) runMaxL(r gpuRun) int {
 	if r.tq == 1 {
 		return c.opts.MaxLen
 	}
@@ -659,24 +619,21 @@ const gpuFillChunk = 64
 // 16; the same for the same seed) in every layer, quantized and packed as
 // real tokens are. Benchmarks use it to measure decode steps at long
 // contexts without running a prefill over them.
-func (c *GPUCache) FillRandom(id, n int, seed uint32) error {
+func (c *Paged) FillRandom(id, n int, seed uint32) error {
 	if c.seqs[id] != nil {
-		return fmt.Errorf("engine: GPU cache: FillRandom of sequence %d, which exists", id)
+		return fmt.Errorf("gpukv: GPU cache: FillRandom of sequence %d, which exists", id)
 	}
 	if n < 0 || n > c.opts.MaxLen {
-		return fmt.Errorf("engine: GPU cache: FillRandom of %d tokens (max %d)", n, c.opts.MaxLen)
+		return fmt.Errorf("gpukv: GPU cache: FillRandom of %d tokens (max %d)", n, c.opts.MaxLen)
 	}
 	nr, sh := c.format.Residual, c.shape
 	full := n / nr
-	if full > len(c.freeBlocks) || len(c.freeSlots) == 0 {
-		return fmt.Errorf("engine: GPU cache: %d tokens need %d blocks, %d are free: %w", n, full, len(c.freeBlocks), ErrOutOfBlocks)
+	if err := c.alloc.fits("GPU cache: FillRandom", full, 1); err != nil {
+		return err
 	}
-	g := &gpuSeq{slot: c.freeSlots[len(c.freeSlots)-1], n: n}
-	c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
-	for range full {
-		g.blocks = append(g.blocks, c.freeBlocks[len(c.freeBlocks)-1])
-		c.freeBlocks = c.freeBlocks[:len(c.freeBlocks)-1]
-	}
+	g := c.alloc.open()
+	c.alloc.grow(g, full)
+	g.n = n
 	c.seqs[id] = g
 	half := sh.Hkv * nr * sh.D // elements of one residual block, all heads
 	chunk := min(gpuFillChunk, max(full, 1))

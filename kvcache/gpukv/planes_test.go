@@ -1,4 +1,4 @@
-package engine
+package gpukv
 
 import (
 	"context"
@@ -13,10 +13,13 @@ import (
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/eval"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
@@ -49,14 +52,14 @@ func runGPUPlaneScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Sha
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCacheFor(be, cfg, sp, GPUCacheOptions{MaxSeqs: 4, MaxLen: 1024, MaxChunk: 2 * f.Residual})
+	c, err := kvcache.New(be, cfg, sp, kvcache.Options{MaxSeqs: 4, MaxLen: 1024, MaxChunk: 2 * f.Residual})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer CloseCache(c)
-	gc, ok := c.(*GPUPlaneCache)
+	defer c.Close()
+	gc, ok := c.(*Planes)
 	if !ok {
-		t.Fatalf("NewCacheFor(%s) on CUDA returned %T, want *GPUPlaneCache", spec, c)
+		t.Fatalf("kvcache.New(%s) on CUDA returned %T, want *Planes", spec, c)
 	}
 	refs := map[int][]*attn.PlaneCache{} // per sequence, per layer
 	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
@@ -146,8 +149,8 @@ func runGPUPlaneScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Sha
 	for id := range refs {
 		gc.Remove(id)
 	}
-	if len(gc.freeBlocks) != gc.opts.Blocks || len(gc.freeSlots) != 4 {
-		t.Fatalf("after removing every sequence: %d blocks and %d slots free, want %d and 4", len(gc.freeBlocks), len(gc.freeSlots), gc.opts.Blocks)
+	if len(gc.alloc.freeBlocks) != gc.opts.Blocks || len(gc.alloc.freeSlots) != 4 {
+		t.Fatalf("after removing every sequence: %d blocks and %d slots free, want %d and 4", len(gc.alloc.freeBlocks), len(gc.alloc.freeSlots), gc.opts.Blocks)
 	}
 }
 
@@ -183,11 +186,11 @@ func TestGPUPlaneCacheGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	for pi, p := range g.Prompts {
-		c, err := NewGPUPlaneCache(be, m.Config(), kv.MustParseSpec("bw"), GPUCacheOptions{MaxSeqs: 1, MaxLen: len(p.IDs) + len(p.Greedy) + 1, MaxChunk: 64})
+		c, err := NewPlanes(be, m.Config(), kv.MustParseSpec("bw"), kvcache.Options{MaxSeqs: 1, MaxLen: len(p.IDs) + len(p.Greedy) + 1, MaxChunk: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := Generate(context.Background(), m, tok, c, 0, p.IDs, GenerateOptions{MaxTokens: len(p.Greedy), StopIDs: []int{}, ChunkTokens: 64}, func(string) {})
+		st, err := engine.Generate(context.Background(), m, tok, c, 0, p.IDs, engine.GenerateOptions{MaxTokens: len(p.Greedy), StopIDs: []int{}, ChunkTokens: 64}, func(string) {})
 		c.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -207,10 +210,10 @@ func TestGPUPlaneCacheGolden(t *testing.T) {
 	ids := tok.Encode(string(text[:20000]), false)
 	specs := []kv.Spec{kv.MustParseSpec("fp16"), kv.MustParseSpec("bw:r16"), kv.MustParseSpec("bw:m100:w0:s0:a8=0x70"),
 		kv.MustParseSpec("bw:h20:m40:l40:r16")}
-	newCache := func(m model.Model, sp kv.Spec) (Cache, error) {
-		return NewCacheFor(be, m.Config(), sp, GPUCacheOptions{MaxSeqs: 1, MaxLen: 256, MaxChunk: 16})
+	newCache := func(m model.Model, sp kv.Spec) (kvcache.Cache, error) {
+		return kvcache.New(be, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxLen: 256, MaxChunk: 16})
 	}
-	res, err := EvalPPL(context.Background(), be, m, ids, specs, PPLOptions{Ctx: 256, Windows: 1, First: 1, Chunk: 16, NewCache: newCache})
+	res, err := eval.PPL(context.Background(), be, m, ids, specs, eval.PPLOptions{Ctx: 256, Windows: 1, First: 1, Chunk: 16, NewCache: newCache})
 	if err != nil {
 		t.Fatal(err)
 	}

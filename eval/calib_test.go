@@ -1,4 +1,4 @@
-package engine
+package eval
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // TestCalibrateAndEvalWeights calibrates on a few tokens of the reference
 // checkpoint (every linear input gets a Hessian over exactly those tokens;
 // q, k, v and gate, up share theirs), loads GPTQ int4 weights from it and
-// scores fp16 against int4 RTN and GPTQ weights with EvalPPLVariants.
+// scores fp16 against int4 RTN and GPTQ weights with PPLVariants.
 func TestCalibrateAndEvalWeights(t *testing.T) {
 	dir := testmodel.Dir(t)
 	be := cpu.New(0)
@@ -69,7 +69,7 @@ func TestCalibrateAndEvalWeights(t *testing.T) {
 	for i := range tokens {
 		tokens[i] = (i*101 + 7) % 8000
 	}
-	res, err := EvalPPLVariants(context.Background(), be, vs, tokens, PPLOptions{Ctx: 64, Chunk: 32})
+	res, err := PPLVariants(context.Background(), be, vs, tokens, PPLOptions{Ctx: 64, Chunk: 32})
 	if err != nil {
 		t.Fatal(err)
 	}

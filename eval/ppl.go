@@ -1,4 +1,4 @@
-package engine
+package eval
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 )
 
-// PPLOptions configure EvalPPL.
+// PPLOptions configure PPL.
 type PPLOptions struct {
 	// Ctx is the window length in tokens; windows start at 0, Ctx, 2·Ctx, ...
 	Ctx int
@@ -32,8 +33,8 @@ type PPLOptions struct {
 	// Progress receives a line per window (nil: quiet).
 	Progress io.Writer
 	// NewCache makes a window's cache for a variant's model and KV format
-	// (nil: NewCPUCache).
-	NewCache func(m model.Model, spec kv.Spec) (Cache, error)
+	// (nil: kvcache.New on the variant's backend, unbounded).
+	NewCache func(m model.Model, spec kv.Spec) (kvcache.Cache, error)
 	// Probes, if not nil, returns positions of window w (tokens win) whose
 	// token is also scored for top-1 accuracy on its own (e.g. ReuseProbes:
 	// long-range retrieval targets). Position p is predicted by row p-1.
@@ -55,23 +56,23 @@ type PPLResult struct {
 	Probes    int     `json:"probes,omitempty"`
 	// Read is what a bw cache's decode calls read (nil for other caches);
 	// Traffic its plane bytes over an fp16 cache's.
-	Read    *ReadStats `json:"read,omitempty"`
-	Traffic float64    `json:"read_vs_fp16,omitempty"`
+	Read    *kvcache.ReadStats `json:"read,omitempty"`
+	Traffic float64            `json:"read_vs_fp16,omitempty"`
 }
 
-// EvalPPL scores tokens (no BOS: windows are cut from the running text) with
+// PPL scores tokens (no BOS: windows are cut from the running text) with
 // each KV format in specs, the first being the baseline that KL divergence
 // and top-1 agreement are measured against. All formats advance in lockstep
 // chunk by chunk, so no logits are stored.
-func EvalPPL(ctx context.Context, be backend.Backend, m model.Model, tokens []int, specs []kv.Spec, o PPLOptions) ([]PPLResult, error) {
+func PPL(ctx context.Context, be backend.Backend, m model.Model, tokens []int, specs []kv.Spec, o PPLOptions) ([]PPLResult, error) {
 	vs := make([]PPLVariant, len(specs))
 	for i, sp := range specs {
 		vs[i] = PPLVariant{Name: sp.String(), Model: m, KV: sp}
 	}
-	return EvalPPLVariants(ctx, be, vs, tokens, o)
+	return PPLVariants(ctx, be, vs, tokens, o)
 }
 
-// PPLVariant is one configuration EvalPPLVariants scores: a model (its
+// PPLVariant is one configuration PPLVariants scores: a model (its
 // weights in some format, with or without DEC) and a KV format. Variants may
 // share a model.
 type PPLVariant struct {
@@ -80,48 +81,48 @@ type PPLVariant struct {
 	KV    kv.Spec
 }
 
-// EvalPPLVariants is EvalPPL over configurations that may differ in their
+// PPLVariants is PPL over configurations that may differ in their
 // weights as well as their KV format: the first variant is the baseline. All
 // models must be loaded on be and share one config.
-func EvalPPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant, tokens []int, o PPLOptions) ([]PPLResult, error) {
+func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant, tokens []int, o PPLOptions) ([]PPLResult, error) {
 	if o.Ctx < 2 || o.Chunk < 1 {
-		return nil, fmt.Errorf("engine: eval: ctx %d and chunk %d must be >= 2 and >= 1", o.Ctx, o.Chunk)
+		return nil, fmt.Errorf("eval: ctx %d and chunk %d must be >= 2 and >= 1", o.Ctx, o.Chunk)
 	}
 	if len(variants) == 0 {
-		return nil, fmt.Errorf("engine: eval: no configurations")
+		return nil, fmt.Errorf("eval: no configurations")
 	}
 	cfg := variants[0].Model.Config()
 	for _, v := range variants[1:] {
 		if c := v.Model.Config(); c.Vocab != cfg.Vocab || c.Layers != cfg.Layers || c.Hidden != cfg.Hidden {
-			return nil, fmt.Errorf("engine: eval: %s is a different model than %s", v.Name, variants[0].Name)
+			return nil, fmt.Errorf("eval: %s is a different model than %s", v.Name, variants[0].Name)
 		}
 	}
 	if maxPos := cfg.MaxPositions; maxPos > 0 && o.Ctx > maxPos {
-		return nil, fmt.Errorf("engine: eval: ctx %d exceeds the model's %d positions", o.Ctx, maxPos)
+		return nil, fmt.Errorf("eval: ctx %d exceeds the model's %d positions", o.Ctx, maxPos)
 	}
 	if o.First < 0 {
-		return nil, fmt.Errorf("engine: eval: first window %d, want >= 0", o.First)
+		return nil, fmt.Errorf("eval: first window %d, want >= 0", o.First)
 	}
 	windows := len(tokens)/o.Ctx - o.First
 	if o.Windows > 0 {
 		windows = min(windows, o.Windows)
 	}
 	if windows <= 0 {
-		return nil, fmt.Errorf("engine: eval: %d tokens do not fill window %d of %d tokens", len(tokens), o.First, o.Ctx)
+		return nil, fmt.Errorf("eval: %d tokens do not fill window %d of %d tokens", len(tokens), o.First, o.Ctx)
 	}
 	sums := make([]pplSums, len(variants))
 	hits := make([]int, len(variants))
-	reads := make([]*ReadStats, len(variants))
+	reads := make([]*kvcache.ReadStats, len(variants))
 	probes := 0
 	n := 0
 	start := time.Now()
 	for w := 0; w < windows; w++ {
 		win := tokens[(o.First+w)*o.Ctx : (o.First+w+1)*o.Ctx]
-		caches := make([]Cache, len(variants))
+		caches := make([]kvcache.Cache, len(variants))
 		closeAll := func() {
 			for _, c := range caches {
 				if c != nil {
-					CloseCache(c)
+					c.Close()
 				}
 			}
 		}
@@ -130,7 +131,7 @@ func EvalPPLVariants(ctx context.Context, be backend.Backend, variants []PPLVari
 			if o.NewCache != nil {
 				caches[i], err = o.NewCache(v.Model, v.KV)
 			} else {
-				caches[i], err = NewCPUCache(be, v.Model.Config(), v.KV)
+				caches[i], err = kvcache.New(be, v.Model.Config(), v.KV, kvcache.Options{})
 			}
 			if err != nil {
 				closeAll()
@@ -155,7 +156,7 @@ func EvalPPLVariants(ctx context.Context, be backend.Backend, variants []PPLVari
 				lg, err := v.Model.Forward(&b, caches[i])
 				if err != nil {
 					closeAll()
-					return nil, fmt.Errorf("engine: eval: %s: %w", v.Name, err)
+					return nil, fmt.Errorf("eval: %s: %w", v.Name, err)
 				}
 				all[i] = lg
 			}
@@ -177,11 +178,11 @@ func EvalPPLVariants(ctx context.Context, be backend.Backend, variants []PPLVari
 			}
 		}
 		for i, c := range caches {
-			if rs, ok := c.(interface{ ReadStats() ReadStats }); ok {
+			if st, ok := c.TierStats(); ok {
 				if reads[i] == nil {
-					reads[i] = &ReadStats{}
+					reads[i] = &kvcache.ReadStats{}
 				}
-				*reads[i] = reads[i].Add(rs.ReadStats())
+				*reads[i] = reads[i].Add(st.Read)
 			}
 		}
 		closeAll()

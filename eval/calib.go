@@ -1,4 +1,4 @@
-package engine
+package eval
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -52,13 +53,13 @@ func Calibrate(ctx context.Context, be backend.Backend, dir string, tokens []int
 		o.Chunk = 256
 	}
 	if len(tokens) < 2 {
-		return nil, fmt.Errorf("engine: calibrate: %d calibration tokens", len(tokens))
+		return nil, fmt.Errorf("eval: calibrate: %d calibration tokens", len(tokens))
 	}
 	cal := &Calibration{Hessians: map[string]*wq.Hessian{}, Recall: map[int]float64{}, recallN: map[int]int{}}
 	rec := &hessianRecorder{Backend: be, hs: cal.Hessians, cal: cal}
 	m, err := model.Load(dir, rec, model.LoadOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("engine: calibrate: %w", err)
+		return nil, fmt.Errorf("eval: calibrate: %w", err)
 	}
 	defer m.Close()
 	spec, err := kv.ParseSpec("fp16")
@@ -70,7 +71,7 @@ func Calibrate(ctx context.Context, be backend.Backend, dir string, tokens []int
 		if m.Config().MaxPositions > 0 && len(win) > m.Config().MaxPositions {
 			win = win[:m.Config().MaxPositions]
 		}
-		cache, err := NewKVCache(rec, m.Config(), spec)
+		cache, err := kvcache.NewPaged(rec, m.Config(), spec, kvcache.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -83,10 +84,10 @@ func Calibrate(ctx context.Context, be backend.Backend, dir string, tokens []int
 			var b model.Batch
 			b.Add(0, pos, ids...)
 			if _, err := m.Forward(&b, cache); err != nil {
-				return nil, fmt.Errorf("engine: calibrate: %w", err)
+				return nil, fmt.Errorf("eval: calibrate: %w", err)
 			}
 			if rec.err != nil {
-				return nil, fmt.Errorf("engine: calibrate: %w", rec.err)
+				return nil, fmt.Errorf("eval: calibrate: %w", rec.err)
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, err

@@ -1,4 +1,4 @@
-package engine
+package kvcache
 
 import (
 	"errors"
@@ -8,32 +8,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/internal/tinymodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
-	"github.com/bitdecode/bitdecode/tokenizer"
 )
 
 // tiny loads the random-weight tiny model (internal/tinymodel) on the CPU.
-func tiny(t testing.TB) (model.Model, *tokenizer.Tokenizer, *cpu.Backend) {
-	t.Helper()
-	dir := t.TempDir()
-	if err := tinymodel.Write(dir, 1); err != nil {
-		t.Fatal(err)
-	}
-	be := cpu.New(0)
-	m, err := model.Load(dir, be, model.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, tok, be
-}
+var tiny = tinymodel.Load
 
 func randTokens(r *rand.Rand, n, vocab int) []int32 {
 	ids := make([]int32, n)
@@ -55,13 +36,13 @@ func sameBits(a, b []float32) bool {
 	return true
 }
 
-// TestPagedMatchesKVCache feeds the same sequences through KVCache (one at a
-// time) and PagedCache (all in one batch, prefill chunks then decode
+// TestPagedSizedMatchesUnbounded feeds the same sequences through an unbounded Paged cache (one at a
+// time) and a sized one (all in one batch, prefill chunks then decode
 // steps): every logit row is bitwise equal, so the paged storage changes
 // nothing and a sequence's rows do not depend on what it is batched with
 // (the CPU matmul sums each row in a fixed order, see backend/cpu). At the
 // end, removing the sequences frees every block.
-func TestPagedMatchesKVCache(t *testing.T) {
+func TestPagedSizedMatchesUnbounded(t *testing.T) {
 	m, _, be := tiny(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, spec := range []string{"int4:kc32:v32:res32", "int2:kc32:v32:res32", "fp16:res32"} {
@@ -72,10 +53,10 @@ func TestPagedMatchesKVCache(t *testing.T) {
 			prompts[i] = randTokens(r, n, tinymodel.Vocab)
 		}
 		const chunk, steps = 32, 40
-		// Reference: each sequence alone in a KVCache.
+		// Reference: each sequence alone in an unbounded cache.
 		want := make([][][]float32, len(prompts))
 		for i, p := range prompts {
-			c, err := NewKVCache(be, m.Config(), sp)
+			c, err := NewPaged(be, m.Config(), sp, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +82,7 @@ func TestPagedMatchesKVCache(t *testing.T) {
 				want[i] = append(want[i], slices.Clone(lg.Row(0)))
 			}
 		}
-		pc, err := NewPagedCache(be, m.Config(), sp, PagedOptions{MaxSeqs: 4, Blocks: 64})
+		pc, err := NewPaged(be, m.Config(), sp, Options{MaxSeqs: 4, Blocks: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +124,7 @@ func TestPagedMatchesKVCache(t *testing.T) {
 			}
 			for s := range got[i] {
 				if !sameBits(got[i][s], want[i][s]) {
-					t.Fatalf("%s seq %d step %d: paged batched logits differ from the solo KVCache", spec, i, s)
+					t.Fatalf("%s seq %d step %d: paged batched logits differ from the solo unbounded cache", spec, i, s)
 				}
 			}
 		}
@@ -179,7 +160,7 @@ func TestPagedPrefixSharing(t *testing.T) {
 		}
 		return out
 	}
-	run := func(c *PagedCache, id int, p []int32, from int) []float32 {
+	run := func(c *Paged, id int, p []int32, from int) []float32 {
 		var lg *model.Logits
 		var err error
 		for pos := from; pos < len(p); pos += 64 {
@@ -193,13 +174,13 @@ func TestPagedPrefixSharing(t *testing.T) {
 		}
 		return slices.Clone(lg.Row(0))
 	}
-	solo, err := NewPagedCache(be, m.Config(), sp, PagedOptions{MaxSeqs: 2, Blocks: 16})
+	solo, err := NewPaged(be, m.Config(), sp, Options{MaxSeqs: 2, Blocks: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := run(solo, 1, bp, 0)
 
-	c, err := NewPagedCache(be, m.Config(), sp, PagedOptions{MaxSeqs: 2, Blocks: 16})
+	c, err := NewPaged(be, m.Config(), sp, Options{MaxSeqs: 2, Blocks: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,14 +226,14 @@ func TestPagedPrefixSharing(t *testing.T) {
 func TestPagedOutOfBlocks(t *testing.T) {
 	m, _, be := tiny(t)
 	sp := kv.MustParseSpec("int4:kc32:v32:res32")
-	c, err := NewPagedCache(be, m.Config(), sp, PagedOptions{MaxSeqs: 2, Blocks: 2})
+	c, err := NewPaged(be, m.Config(), sp, Options{MaxSeqs: 2, Blocks: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := c.Format()
 	wantBytes := int64(m.Config().Layers*m.Config().KVHeads) * (2*int64(f.BlockBytes()) + 2*int64(f.ResidualBytes()))
-	if c.Bytes() != wantBytes {
-		t.Errorf("allocated %d bytes, accounting says %d", c.Bytes(), wantBytes)
+	if c.AllocatedBytes() != wantBytes {
+		t.Errorf("allocated %d bytes, accounting says %d", c.AllocatedBytes(), wantBytes)
 	}
 	r := rand.New(rand.NewPCG(1, 1))
 	var b model.Batch
@@ -279,7 +260,7 @@ func TestPagedOutOfBlocks(t *testing.T) {
 	if err := c.Truncate(1, 32); err != nil || c.Len(1) != 32 || c.FreeBlocks() != 1 {
 		t.Errorf("truncate to 32: %v, len %d, free %d", err, c.Len(1), c.FreeBlocks())
 	}
-	if _, err := NewPagedCache(be, m.Config(), sp, PagedOptions{MaxSeqs: 4, MemoryBytes: 1000}); err == nil {
+	if _, err := NewPaged(be, m.Config(), sp, Options{MaxSeqs: 4, MemoryBytes: 1000}); err == nil {
 		t.Error("a pool of 1000 bytes accepted")
 	}
 }
@@ -293,7 +274,7 @@ func TestPagedOutOfBlocks(t *testing.T) {
 // block is free.
 func TestPagedRandomOps(t *testing.T) {
 	m, _, be := tiny(t)
-	c, err := NewPagedCache(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), PagedOptions{MaxSeqs: 6, Blocks: 11})
+	c, err := NewPaged(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), Options{MaxSeqs: 6, Blocks: 11})
 	if err != nil {
 		t.Fatal(err)
 	}

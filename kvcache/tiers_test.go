@@ -1,4 +1,4 @@
-package engine
+package kvcache
 
 import (
 	"cmp"
@@ -113,8 +113,8 @@ func TestPlaneCacheRetier(t *testing.T) {
 			s[i] = float32(r.NormFloat64())
 		}
 	}
-	feed := func(chunk int) *PlaneCache {
-		c, err := NewPlaneCache(be, cfg, spec)
+	feed := func(chunk int) *Planes {
+		c, err := NewPlanes(be, cfg, spec, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,8 +165,8 @@ func TestPlaneCacheRetier(t *testing.T) {
 	if got := st.Tokens[kv.High] + st.Tokens[kv.Medium] + st.Tokens[kv.Low]; st.IndexBytes != got*kv.IndexBytes {
 		t.Errorf("index bytes %d for %d tokens read", st.IndexBytes, got)
 	}
-	if _, err := NewKVCache(be, cfg, spec); err == nil {
-		t.Error("NewKVCache accepted a bw spec")
+	if _, err := NewPaged(be, cfg, spec, Options{}); err == nil {
+		t.Error("NewPaged accepted a bw spec")
 	}
 }
 

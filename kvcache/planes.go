@@ -1,4 +1,4 @@
-package engine
+package kvcache
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/bitdecode/bitdecode/model"
 )
 
-// PlaneCache is the CPU KV cache of the bit-plane format (kv "bw", read-time
+// Planes is the CPU KV cache of the bit-plane format (kv "bw", read-time
 // precision tiers): one attn.PlaneCache per (sequence, layer), a tier map
 // and an attention-mass vector per (sequence, layer, KV head), and the
 // TierPolicy that rewrites the tier maps every Period tokens. It implements
@@ -24,9 +24,9 @@ import (
 // on masses equal up to float32 rounding, which is how `bitdecode eval ppl
 // --chunk R` reproduces token-by-token decoding under the policy.
 //
-// NewPlaneCache returns an unbounded cache (blocks allocated as needed; run
-// and eval use it). NewPagedPlaneCache returns one over a fixed pool of
-// blocks that implements BlockCache, for the Scheduler: Begin reserves
+// Unbounded (no pool size: run and eval), blocks are allocated as needed.
+// Sized (Options.Blocks or MemoryBytes), the cache keeps a fixed pool of
+// blocks for the scheduler: Begin reserves
 // the blocks a batch fills (a block of Nr tokens is taken when its first
 // token is written: there is no residual block) or fails with
 // ErrOutOfBlocks before changing anything, and Remove and Truncate free
@@ -35,10 +35,10 @@ import (
 // map and mass belong to the sequence that filled it.
 //
 // A sequence's tier policy is the spec's unless SetTierPolicy gives it
-// another (a request's own tier mix over the same planes). A PlaneCache is
+// another (a request's own tier mix over the same planes). A Planes is
 // not safe for concurrent use.
-type PlaneCache struct {
-	be     backend.Backend
+type Planes struct {
+	host   hostBuffers
 	format kv.Format
 	shape  attn.Shape
 	layers int
@@ -46,10 +46,8 @@ type PlaneCache struct {
 	policy TierPolicy // the spec's policy; its order is the re-tier scratch of every sequence
 	stats  ReadStats
 	mix    [kv.NumTiers]int64 // (token, layer, KV head) entries held in each tier
-	q, k   []float32
-	v, out []float32
 
-	// The block pool of NewPagedPlaneCache; alloc is nil in an unbounded
+	// The block pool of a sized cache; alloc is nil in an unbounded
 	// cache.
 	alloc   *BlockAllocator
 	pool    [][]byte // [layer][blocks·stride]
@@ -114,75 +112,51 @@ type TierStats struct {
 	PerToken int
 }
 
-// TieredCache is a BlockCache whose tokens are read at precision tiers
-// chosen by a policy (PlaneCache): a request may give its own policy over
-// the same stored planes. The Scheduler applies Request.KVTiers through it
-// and publishes TierStats in SchedulerStats.
-type TieredCache interface {
-	BlockCache
-	// TierSpec returns the cache's own policy (the spec's).
-	TierSpec() kv.PlaneSpec
-	// SetTierPolicy gives open sequence id the policy fields of p (shares,
-	// window, sinks, period); how the planes are stored and rebuilt stays
-	// the cache's. It applies to the tokens written from now on and at the
-	// next re-tier.
-	SetTierPolicy(id int, p kv.PlaneSpec) error
-	// TierStats returns the read statistics and the current tier mix.
-	TierStats() TierStats
-}
+var _ Cache = (*Planes)(nil)
 
-var (
-	_ Cache       = (*PlaneCache)(nil)
-	_ TieredCache = (*PlaneCache)(nil)
-)
-
-// NewPlaneCache returns an empty, unbounded bw cache for model config cfg.
-func NewPlaneCache(be backend.Backend, cfg *model.Config, spec kv.Spec) (*PlaneCache, error) {
+// NewPlanes returns an empty bw cache for model config cfg on backend be,
+// sized by o as Paged is: o.Blocks blocks, or as many as o.MemoryBytes holds
+// at BlockBytes each (there are no residual blocks), for o.MaxSeqs
+// sequences at once; with neither, an unbounded cache. The pool's planes
+// are allocated up front; the tier maps and attention mass (5 bytes per
+// token and KV head, included in BlockBytes) grow with the sequences and
+// are freed with their blocks.
+func NewPlanes(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (*Planes, error) {
 	if !spec.Planes.On {
-		return nil, fmt.Errorf("engine: format %s is not a bit-plane (bw) format", spec.String())
+		return nil, fmt.Errorf("kvcache: format %s is not a bit-plane (bw) format", spec.String())
 	}
-	sh := attn.Shape{Hq: cfg.Heads, Hkv: cfg.KVHeads, D: cfg.HeadDim}
-	if err := sh.Validate(); err != nil {
-		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
+	sh, err := ShapeOf(cfg)
+	if err != nil {
+		return nil, err
 	}
 	for l, w := range cfg.LayerWindows {
 		if w > 0 {
-			return nil, fmt.Errorf("engine: the bw cache does not support sliding-window attention (layer %d has a window of %d tokens)", l, w)
+			return nil, fmt.Errorf("kvcache: the bw cache does not support sliding-window attention (layer %d has a window of %d tokens)", l, w)
 		}
 	}
 	f, err := spec.Resolve(cfg.HeadDim)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, fmt.Errorf("kvcache: %w", err)
 	}
-	return &PlaneCache{be: be, format: f, shape: sh, layers: cfg.Layers, seqs: map[int]*planeSeq{},
-		policy: TierPolicy{Spec: spec.Planes}}, nil
-}
-
-// NewPagedPlaneCache returns an empty bw cache over a pool of blocks sized
-// by o, as PagedCache is: o.Blocks blocks, or as many as o.MemoryBytes
-// holds at BlockBytes each (there are no residual blocks); o.MaxSeqs
-// sequences at once. The pool's planes are allocated up front; the tier
-// maps and attention mass (5 bytes per token and KV head, included in
-// BlockBytes) grow with the sequences and are freed with their blocks.
-func NewPagedPlaneCache(be backend.Backend, cfg *model.Config, spec kv.Spec, o PagedOptions) (*PlaneCache, error) {
-	c, err := NewPlaneCache(be, cfg, spec)
-	if err != nil {
-		return nil, err
+	c := &Planes{host: hostBuffers{be: be}, format: f, shape: sh, layers: cfg.Layers, seqs: map[int]*planeSeq{},
+		policy: TierPolicy{Spec: spec.Planes}}
+	if o.Blocks == 0 && o.MemoryBytes == 0 {
+		return c, nil
 	}
 	if o.MaxSeqs <= 0 {
-		return nil, fmt.Errorf("engine: bw cache: max sequences %d must be positive", o.MaxSeqs)
+		return nil, fmt.Errorf("kvcache: bw cache: max sequences %d must be positive", o.MaxSeqs)
 	}
 	blocks := o.Blocks
 	if blocks == 0 {
 		if o.MemoryBytes < c.BlockBytes() {
-			return nil, fmt.Errorf("engine: bw cache: %d bytes hold no block of %d bytes (%s, %d tokens of every layer and KV head); give more memory",
+			return nil, fmt.Errorf("kvcache: bw cache: %d bytes hold no block of %d bytes (%s, %d tokens of every layer and KV head); give more memory",
 				o.MemoryBytes, c.BlockBytes(), c.format.Spec.String(), c.format.Residual)
 		}
 		blocks = int(o.MemoryBytes / c.BlockBytes())
 	}
 	c.stride = c.shape.Hkv * c.format.PlaneLayout().BlockBytes
 	if blocks <= 0 || int64(blocks)*int64(c.stride) > 1<<40 {
-		return nil, fmt.Errorf("engine: bw cache: %d blocks", blocks)
+		return nil, fmt.Errorf("kvcache: bw cache: %d blocks", blocks)
 	}
 	c.alloc, c.maxSeqs = NewBlockAllocator(blocks), o.MaxSeqs
 	c.pool = make([][]byte, c.layers)
@@ -193,10 +167,10 @@ func NewPagedPlaneCache(be backend.Backend, cfg *model.Config, spec kv.Spec, o P
 }
 
 // Format returns the cache's resolved KV format.
-func (c *PlaneCache) Format() kv.Format { return c.format }
+func (c *Planes) Format() kv.Format { return c.format }
 
 // Len returns the number of tokens cached for sequence id.
-func (c *PlaneCache) Len(id int) int {
+func (c *Planes) Len(id int) int {
 	if s := c.seqs[id]; s != nil {
 		return s.caches[0].Len
 	}
@@ -206,28 +180,28 @@ func (c *PlaneCache) Len(id int) int {
 // Bytes returns the memory sequence id takes (all layers and KV heads,
 // planes only; tier maps, mass and index add 9 bytes per token and head),
 // and what the same tokens take in fp16.
-func (c *PlaneCache) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(id)) }
+func (c *Planes) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(id)) }
 
 // BytesAt returns the memory a sequence of l tokens takes, and in fp16.
-func (c *PlaneCache) BytesAt(l int) (bytes, fp16Bytes int64) {
-	return sequenceBytes(c.format, c.layers, c.shape, l)
+func (c *Planes) BytesAt(l int) (bytes, fp16Bytes int64) {
+	return SequenceBytes(c.format, c.layers, c.shape, l)
 }
 
 // BlockBytes is the memory one block takes across all layers and KV heads:
 // its planes (kv.Format.BlockBytes, the same as fp16) plus the tier map and
-// attention mass of its tokens. It is the unit of NewPagedPlaneCache's
+// attention mass of its tokens. It is the unit of NewPagedPlanes's
 // memory budget.
-func (c *PlaneCache) BlockBytes() int64 {
+func (c *Planes) BlockBytes() int64 {
 	per := int64(c.format.BlockBytes()) + int64(c.format.Residual)*planeSideBytes
 	return int64(c.layers) * int64(c.shape.Hkv) * per
 }
 
 // ResidualBytes is 0: a bw cache has no residual block.
-func (c *PlaneCache) ResidualBytes() int64 { return 0 }
+func (c *Planes) ResidualBytes() int64 { return 0 }
 
 // PoolBytes returns the bytes of the block pool's planes (0 for an
 // unbounded cache).
-func (c *PlaneCache) PoolBytes() int64 {
+func (c *Planes) PoolBytes() int64 {
 	var n int64
 	for _, p := range c.pool {
 		n += int64(len(p))
@@ -235,48 +209,48 @@ func (c *PlaneCache) PoolBytes() int64 {
 	return n
 }
 
-// BlockTokens implements BlockCache: tokens per block (blkN).
-func (c *PlaneCache) BlockTokens() int { return c.format.Residual }
+// BlockTokens implements Cache: tokens per block (blkN).
+func (c *Planes) BlockTokens() int { return c.format.Residual }
 
-// FreeBlocks implements BlockCache (0 for an unbounded cache).
-func (c *PlaneCache) FreeBlocks() int {
+// FreeBlocks implements Cache (0 for an unbounded cache).
+func (c *Planes) FreeBlocks() int {
 	if c.alloc == nil {
 		return 0
 	}
 	return c.alloc.Free()
 }
 
-// TotalBlocks implements BlockCache (0 for an unbounded cache).
-func (c *PlaneCache) TotalBlocks() int {
+// TotalBlocks implements Cache (0 for an unbounded cache).
+func (c *Planes) TotalBlocks() int {
 	if c.alloc == nil {
 		return 0
 	}
 	return c.alloc.Total()
 }
 
-// MaxSeqs implements BlockCache (0 for an unbounded cache, which holds any
+// MaxSeqs implements Cache (0 for an unbounded cache, which holds any
 // number).
-func (c *PlaneCache) MaxSeqs() int { return c.maxSeqs }
+func (c *Planes) MaxSeqs() int { return c.maxSeqs }
 
 // Seqs returns the number of sequences held.
-func (c *PlaneCache) Seqs() int { return len(c.seqs) }
+func (c *Planes) Seqs() int { return len(c.seqs) }
 
 // Allocator exposes the block allocator of a paged cache (nil otherwise),
 // for tests.
-func (c *PlaneCache) Allocator() *BlockAllocator { return c.alloc }
+func (c *Planes) Allocator() *BlockAllocator { return c.alloc }
 
 // blocksHeld returns the blocks sequence s holds: reserved from the pool,
 // or allocated by its caches in an unbounded cache.
-func (c *PlaneCache) blocksHeld(s *planeSeq) int {
+func (c *Planes) blocksHeld(s *planeSeq) int {
 	if c.alloc != nil {
 		return len(s.blocks)
 	}
 	return len(s.caches[0].Blocks)
 }
 
-// BlocksNeeded implements BlockCache: the blocks that n more tokens of
+// BlocksNeeded implements Cache: the blocks that n more tokens of
 // sequence id start (a block is taken when its first token is written).
-func (c *PlaneCache) BlocksNeeded(id, n int) int {
+func (c *Planes) BlocksNeeded(id, n int) int {
 	nr := c.format.Residual
 	l, have := 0, 0
 	if s := c.seqs[id]; s != nil {
@@ -285,18 +259,18 @@ func (c *PlaneCache) BlocksNeeded(id, n int) int {
 	return max(0, (l+n+nr-1)/nr-have)
 }
 
-// Open implements BlockCache: it starts sequence id. Nothing is shared, so
+// Open implements Cache: it starts sequence id. Nothing is shared, so
 // nothing of the prompt is cached.
-func (c *PlaneCache) Open(id int, prompt []int) (int, error) {
+func (c *Planes) Open(id int, prompt []int) (int, error) {
 	if c.seqs[id] != nil {
-		return 0, fmt.Errorf("engine: bw cache: sequence %d is already open", id)
+		return 0, fmt.Errorf("kvcache: bw cache: sequence %d is already open", id)
 	}
 	_, err := c.newSeq(id)
 	return 0, err
 }
 
 // newSeq starts sequence id with the cache's policy.
-func (c *PlaneCache) newSeq(id int) (*planeSeq, error) {
+func (c *Planes) newSeq(id int) (*planeSeq, error) {
 	if c.alloc != nil && len(c.seqs) >= c.maxSeqs {
 		return nil, fmt.Errorf("%w (%d sequences)", ErrNoSlot, c.maxSeqs)
 	}
@@ -327,13 +301,13 @@ func (c *PlaneCache) newSeq(id int) (*planeSeq, error) {
 }
 
 // block returns layer l's bytes of pool block id.
-func (c *PlaneCache) block(l, id int) []byte {
+func (c *Planes) block(l, id int) []byte {
 	return c.pool[l][id*c.stride : (id+1)*c.stride : (id+1)*c.stride]
 }
 
 // Remove frees sequence id's blocks, tier maps and mass. Removing an
 // unknown id does nothing.
-func (c *PlaneCache) Remove(id int) {
+func (c *Planes) Remove(id int) {
 	s := c.seqs[id]
 	if s == nil {
 		return
@@ -351,21 +325,21 @@ func (c *PlaneCache) Remove(id int) {
 	delete(c.seqs, id)
 }
 
-// Truncate implements BlockCache: it keeps the first n tokens of sequence
+// Truncate implements Cache: it keeps the first n tokens of sequence
 // id, with their tiers and mass, and frees the blocks after them. The
 // planes are written a token at a time, so any n is possible. Truncating
 // to 0 also restarts the re-tier period.
-func (c *PlaneCache) Truncate(id, n int) error {
+func (c *Planes) Truncate(id, n int) error {
 	s := c.seqs[id]
 	if s == nil {
 		if n == 0 {
 			return nil
 		}
-		return fmt.Errorf("engine: bw cache: truncate unknown sequence %d", id)
+		return fmt.Errorf("kvcache: bw cache: truncate unknown sequence %d", id)
 	}
 	for l, pc := range s.caches {
 		if n < 0 || n > pc.Len {
-			return fmt.Errorf("engine: bw cache: truncate sequence %d to %d tokens, layer %d holds %d", id, n, l, pc.Len)
+			return fmt.Errorf("kvcache: bw cache: truncate sequence %d to %d tokens, layer %d holds %d", id, n, l, pc.Len)
 		}
 	}
 	nr := c.format.Residual
@@ -394,7 +368,7 @@ func (c *PlaneCache) Truncate(id, n int) error {
 // Begin implements model.BatchStarter: it checks the positions, opens the
 // sequences that start at position 0 and, in a paged cache, reserves the
 // blocks the batch's tokens start, for all sequences or none.
-func (c *PlaneCache) Begin(b *model.Batch) error {
+func (c *Planes) Begin(b *model.Batch) error {
 	err := reserveBatch(b, "bw cache", c.alloc, batchSeqs{
 		open: func(id int) error {
 			_, err := c.newSeq(id)
@@ -419,17 +393,18 @@ func (c *PlaneCache) Begin(b *model.Batch) error {
 	return nil
 }
 
-// TierSpec implements TieredCache: the spec's policy.
-func (c *PlaneCache) TierSpec() kv.PlaneSpec { return c.policy.Spec }
+// TierSpec returns the spec's tier policy (a sequence may have its own:
+// SetTierPolicy).
+func (c *Planes) TierSpec() kv.PlaneSpec { return c.policy.Spec }
 
-// SetTierPolicy implements TieredCache.
-func (c *PlaneCache) SetTierPolicy(id int, p kv.PlaneSpec) error {
+// SetTierPolicy implements Cache.
+func (c *Planes) SetTierPolicy(id int, p kv.PlaneSpec) error {
 	s := c.seqs[id]
 	if s == nil {
-		return fmt.Errorf("engine: bw cache: set the tier policy of sequence %d, which is not open", id)
+		return fmt.Errorf("kvcache: bw cache: set the tier policy of sequence %d, which is not open", id)
 	}
 	if err := checkPolicy(p); err != nil {
-		return fmt.Errorf("engine: bw cache: %w", err)
+		return fmt.Errorf("kvcache: bw cache: %w", err)
 	}
 	q := c.policy.Spec
 	q.High, q.Medium, q.Low, q.Evicted = p.High, p.Medium, p.Low, p.Evicted
@@ -460,17 +435,20 @@ func checkPolicy(p kv.PlaneSpec) error {
 	return nil
 }
 
-// TierStats implements TieredCache.
-func (c *PlaneCache) TierStats() TierStats {
-	return TierStats{Read: c.stats, Cached: c.mix, PerToken: c.layers * c.shape.Hkv}
+// TierStats implements Cache.
+func (c *Planes) TierStats() (TierStats, bool) {
+	return TierStats{Read: c.stats, Cached: c.mix, PerToken: c.layers * c.shape.Hkv}, true
 }
 
+// Close implements Cache; a CPU cache's memory is the garbage collector's.
+func (c *Planes) Close() error { return nil }
+
 // ReadStats returns what decode calls have read so far.
-func (c *PlaneCache) ReadStats() ReadStats { return c.stats }
+func (c *Planes) ReadStats() ReadStats { return c.stats }
 
 // Tiers returns sequence id's tier map of one layer and KV head (nil if
 // absent); the slice is the cache's own.
-func (c *PlaneCache) Tiers(id, layer, h int) []kv.Tier {
+func (c *Planes) Tiers(id, layer, h int) []kv.Tier {
 	s := c.seqs[id]
 	if s == nil || layer < 0 || layer >= c.layers || h < 0 || h >= c.shape.Hkv {
 		return nil
@@ -491,7 +469,7 @@ func tierCounts(tiers []kv.Tier) [kv.NumTiers]int {
 
 // setCounts records the tier counts of one layer and KV head of s, keeping
 // the cache's mix in step.
-func (c *PlaneCache) setCounts(s *planeSeq, layer, h int, n [kv.NumTiers]int) {
+func (c *Planes) setCounts(s *planeSeq, layer, h int, n [kv.NumTiers]int) {
 	old := &s.counts[layer][h]
 	for t := range n {
 		c.mix[t] += int64(n[t] - old[t])
@@ -500,27 +478,21 @@ func (c *PlaneCache) setCounts(s *planeSeq, layer, h int, n [kv.NumTiers]int) {
 }
 
 // Attend implements model.Attention.
-func (c *PlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
-	if layer < 0 || layer >= c.layers {
-		return fmt.Errorf("engine: layer %d out of range [0, %d)", layer, c.layers)
+func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
+	if err := CheckLayer(layer, c.layers); err != nil {
+		return err
 	}
-	T := len(b.Tokens)
+	hb := &c.host
+	if err := hb.download(layer, len(b.Tokens), c.shape, q, k, v); err != nil {
+		return err
+	}
 	qw, kvw := c.shape.Hq*c.shape.D, c.shape.Hkv*c.shape.D
-	c.q, c.k, c.v, c.out = grow(c.q, T*qw), grow(c.k, T*kvw), grow(c.v, T*kvw), grow(c.out, T*qw)
-	for _, t := range []struct {
-		dst []float32
-		src backend.Tensor
-	}{{c.q, q}, {c.k, k}, {c.v, v}} {
-		if err := c.be.Download(t.dst, t.src); err != nil {
-			return fmt.Errorf("engine: layer %d: %w", layer, err)
-		}
-	}
 	lay := c.format.PlaneLayout()
 	for _, s := range b.Seqs {
 		ps := c.seqs[s.ID]
 		if ps == nil {
 			if c.alloc != nil {
-				return fmt.Errorf("engine: layer %d: sequence %d was not begun (call Begin or Open first)", layer, s.ID)
+				return fmt.Errorf("kvcache: layer %d: sequence %d was not begun (call Begin or Open first)", layer, s.ID)
 			}
 			var err error
 			if ps, err = c.newSeq(s.ID); err != nil {
@@ -529,10 +501,10 @@ func (c *PlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tens
 		}
 		cache := ps.caches[layer]
 		if cache.Len != s.Pos {
-			return fmt.Errorf("engine: layer %d: sequence %d continues at position %d, but its cache holds %d tokens", layer, s.ID, s.Pos, cache.Len)
+			return fmt.Errorf("kvcache: layer %d: sequence %d continues at position %d, but its cache holds %d tokens", layer, s.ID, s.Pos, cache.Len)
 		}
-		if err := cache.Append(c.k[s.Start*kvw:(s.Start+s.Len)*kvw], c.v[s.Start*kvw:(s.Start+s.Len)*kvw]); err != nil {
-			return fmt.Errorf("engine: layer %d: %w", layer, err)
+		if err := cache.Append(hb.k[s.Start*kvw:(s.Start+s.Len)*kvw], hb.v[s.Start*kvw:(s.Start+s.Len)*kvw]); err != nil {
+			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}
 		pol := TierPolicy{Spec: ps.policy, order: c.policy.order}
 		if nt := pol.NewTier(); nt != kv.High {
@@ -549,9 +521,9 @@ func (c *PlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tens
 			}
 		}
 		p := attn.Params{Format: c.format, Shape: c.shape, Tq: s.Len}
-		if err := attn.DecodePlanes(c.out[s.Start*qw:(s.Start+s.Len)*qw], c.q[s.Start*qw:(s.Start+s.Len)*qw],
+		if err := attn.DecodePlanes(hb.out[s.Start*qw:(s.Start+s.Len)*qw], hb.q[s.Start*qw:(s.Start+s.Len)*qw],
 			[]*attn.PlaneSeq{&cache.PlaneSeq}, p, [][][]float32{mass}); err != nil {
-			return fmt.Errorf("engine: layer %d: %w", layer, err)
+			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}
 		for h := 0; h < c.shape.Hkv; h++ {
 			counts := tierCounts(cache.Tiers[h][:cache.Len])
@@ -574,14 +546,21 @@ func (c *PlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tens
 		}
 		c.policy.order = pol.order
 	}
-	return c.be.Upload(out, c.out)
+	return hb.upload(layer, out)
 }
 
-// NewCPUCache returns the CPU cache for a format: a PlaneCache for bw, the
-// KVCache otherwise.
-func NewCPUCache(be backend.Backend, cfg *model.Config, spec kv.Spec) (Cache, error) {
-	if spec.Planes.On {
-		return NewPlaneCache(be, cfg, spec)
+// CheckIdle returns an error unless the cache holds nothing: no sequence,
+// every block free, an empty tier mix and consistent books. Tests call it
+// after the last request; it is cheap enough for a debugging server too.
+func (c *Planes) CheckIdle() error {
+	if len(c.seqs) != 0 || c.FreeBlocks() != c.TotalBlocks() {
+		return fmt.Errorf("kvcache: bw cache not idle: %d sequences, %d of %d blocks free", len(c.seqs), c.FreeBlocks(), c.TotalBlocks())
 	}
-	return NewKVCache(be, cfg, spec)
+	if c.mix != [kv.NumTiers]int64{} {
+		return fmt.Errorf("kvcache: bw cache not idle: tier mix %v with nothing cached", c.mix)
+	}
+	if c.alloc != nil {
+		return c.alloc.Check()
+	}
+	return nil
 }

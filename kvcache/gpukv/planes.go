@@ -1,4 +1,4 @@
-package engine
+package gpukv
 
 import (
 	"encoding/binary"
@@ -12,13 +12,14 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 )
 
-// GPUPlaneCache is the bit-plane (bw) KV cache on the GPU, as a
-// model.Attention for the CUDA backend: what NewCacheFor returns for a bw
+// Planes is the bit-plane (bw) KV cache on the GPU, as a
+// model.Attention for the CUDA backend: what kvcache.New returns for a bw
 // spec there. It keeps PlaneCache's semantics (new tokens split into their
-// block's planes and tiered by TierPolicy.NewTier; decode reads each token
+// block's planes and tiered by kvcache.TierPolicy.NewTier; decode reads each token
 // at its tier and adds its attention probability to the mass; every Period
 // tokens the policy re-tiers a layer) with the kernels of
 // gpu/kernels/planes.cu.
@@ -42,20 +43,20 @@ import (
 // Costs this first version accepts: the index is rebuilt on the host and
 // uploaded every batch (4 B per token, layer and KV head), re-tiering
 // synchronizes with the GPU, and the prefill plan's score workspace (for the
-// mass) is Hkv·(Hq/Hkv)·MaxChunk·MaxLen floats. A GPUPlaneCache is not safe
+// mass) is Hkv·(Hq/Hkv)·MaxChunk·MaxLen floats. A Planes is not safe
 // for concurrent use.
-type GPUPlaneCache struct {
+type Planes struct {
 	gpuBuffers // be, dev, and the per-batch q/out and table buffers
 	format     kv.Format
 	pl         kv.PlaneLayout
 	lay        kernels.PlanesLayout
 	shape      attn.Shape
 	layers     int
-	opts       GPUCacheOptions
+	opts       kvcache.Options
 	maxBlk     int
 	window     int
-	policy     TierPolicy
-	stats      ReadStats
+	policy     kvcache.TierPolicy
+	stats      kvcache.ReadStats
 	id         uint64
 
 	ops             *kernels.Ops
@@ -65,21 +66,18 @@ type GPUPlaneCache struct {
 	pool []cuda.DevicePtr // per layer
 	mass cuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
 
-	freeBlocks []int32
-	freeSlots  []int
-	seqs       map[int]*gpuPlaneSeq
+	alloc blockPool
+	seqs  map[int]*gpuPlaneSeq
 
 	batch *model.Batch
 	plan  gpuPlanePlan
 }
 
-// gpuPlaneSeq is one sequence's share of a GPUPlaneCache.
+// gpuPlaneSeq is one sequence's share of a Planes.
 type gpuPlaneSeq struct {
-	slot   int
-	blocks []int32
-	n      int
-	tiers  [][][]kv.Tier // [layer][Hkv][n]
-	since  []int         // per layer: tokens attended since its last re-tier
+	seqBlocks               // slot: the sequence's row of the mass array
+	tiers     [][][]kv.Tier // [layer][Hkv][n]
+	since     []int         // per layer: tokens attended since its last re-tier
 }
 
 // gpuPlanePlan holds the word offsets of a batch's tables in meta:
@@ -93,27 +91,27 @@ type gpuPlanePlan struct {
 	prefillMaxL                []int // per sequence: the launch's MaxL
 }
 
-var _ Cache = (*GPUPlaneCache)(nil)
+var _ kvcache.Cache = (*Planes)(nil)
 
 // gpuPlanePrefillSplit is the split length (positions) of prefill chunks.
 const gpuPlanePrefillSplit = 8192
 
-// NewGPUPlaneCache returns an empty bit-plane cache of bw spec for model
+// NewPlanes returns an empty bit-plane cache of bw spec for model
 // config cfg on the CUDA backend be, sized by o (MaxSeqs, MaxLen,
 // MaxChunk, Blocks or MemoryBytes; BatchInvariant is implied: every
 // sequence runs its own launch). It compiles the kernels and allocates the
 // whole pool up front.
-func NewGPUPlaneCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCacheOptions) (*GPUPlaneCache, error) {
+func NewPlanes(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Options) (*Planes, error) {
 	if !spec.Planes.On {
-		return nil, fmt.Errorf("engine: format %s is not a bit-plane (bw) format", spec.String())
+		return nil, fmt.Errorf("gpukv: format %s is not a bit-plane (bw) format", spec.String())
 	}
 	sh := attn.Shape{Hq: cfg.Heads, Hkv: cfg.KVHeads, D: cfg.HeadDim}
 	if err := sh.Validate(); err != nil {
-		return nil, fmt.Errorf("engine: model %s: %w", cfg.Architecture, err)
+		return nil, fmt.Errorf("gpukv: model %s: %w", cfg.Architecture, err)
 	}
 	f, err := spec.Resolve(cfg.HeadDim)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, fmt.Errorf("gpukv: %w", err)
 	}
 	lay, err := kernels.PlanesLayoutFor(f)
 	if err != nil {
@@ -126,7 +124,7 @@ func NewGPUPlaneCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCac
 		o.MaxLen = cfg.MaxPositions
 	}
 	if o.MaxLen <= 0 {
-		return nil, errors.New("engine: GPU bit-plane cache: the model has no max_position_embeddings; set MaxLen")
+		return nil, errors.New("gpukv: GPU bit-plane cache: the model has no max_position_embeddings; set MaxLen")
 	}
 	if o.MaxChunk <= 0 {
 		o.MaxChunk = gpuDefaultChunk
@@ -134,8 +132,8 @@ func NewGPUPlaneCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCac
 	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
 	pl := f.PlaneLayout()
 	nr := pl.Tokens
-	c := &GPUPlaneCache{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, pl: pl, lay: lay, shape: sh, layers: cfg.Layers, id: gpuCacheIDs.Add(1),
-		window: windowLimit(cfg), policy: TierPolicy{Spec: spec.Planes}, maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuPlaneSeq{}}
+	c := &Planes{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, pl: pl, lay: lay, shape: sh, layers: cfg.Layers, id: gpuCacheIDs.Add(1),
+		window: kvcache.WindowLimit(cfg), policy: kvcache.TierPolicy{Spec: spec.Planes}, maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuPlaneSeq{}}
 	blockBytes := sh.Hkv * pl.BlockBytes
 	massBytes := int64(o.MaxSeqs) * int64(c.layers) * int64(sh.Hkv) * int64(o.MaxLen) * 4
 	switch {
@@ -143,7 +141,7 @@ func NewGPUPlaneCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCac
 	case o.MemoryBytes > 0:
 		o.Blocks = int((o.MemoryBytes - massBytes) / (int64(blockBytes) * int64(c.layers)))
 		if o.Blocks < 1 {
-			return nil, fmt.Errorf("engine: GPU bit-plane cache: %d bytes do not hold the %d sequences' attention mass and one block", o.MemoryBytes, o.MaxSeqs)
+			return nil, fmt.Errorf("gpukv: GPU bit-plane cache: %d bytes do not hold the %d sequences' attention mass and one block", o.MemoryBytes, o.MaxSeqs)
 		}
 	default:
 		o.Blocks = o.MaxSeqs * c.maxBlk
@@ -174,7 +172,7 @@ func NewGPUPlaneCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCac
 		for range c.layers {
 			p, err := x.Alloc(o.Blocks * blockBytes)
 			if err != nil {
-				return fmt.Errorf("engine: GPU bit-plane pool of %d blocks x %d layers (%d MiB per layer): %w", o.Blocks, c.layers, o.Blocks*blockBytes>>20, err)
+				return fmt.Errorf("gpukv: GPU bit-plane pool of %d blocks x %d layers (%d MiB per layer): %w", o.Blocks, c.layers, o.Blocks*blockBytes>>20, err)
 			}
 			c.pool = append(c.pool, p)
 		}
@@ -185,18 +183,13 @@ func NewGPUPlaneCache(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o GPUCac
 	if err != nil {
 		return nil, err
 	}
-	for i := o.Blocks - 1; i >= 0; i-- {
-		c.freeBlocks = append(c.freeBlocks, int32(i))
-	}
-	for i := o.MaxSeqs - 1; i >= 0; i-- {
-		c.freeSlots = append(c.freeSlots, i)
-	}
+	c.alloc = newBlockPool(o.Blocks, o.MaxSeqs)
 	ok = true
 	return c, nil
 }
 
 // Close frees the device memory of the cache.
-func (c *GPUPlaneCache) Close() error {
+func (c *Planes) Close() error {
 	var first error
 	keep := func(err error) {
 		if first == nil {
@@ -220,10 +213,10 @@ func (c *GPUPlaneCache) Close() error {
 }
 
 // Format returns the cache's resolved KV format.
-func (c *GPUPlaneCache) Format() kv.Format { return c.format }
+func (c *Planes) Format() kv.Format { return c.format }
 
 // Len returns the number of tokens cached for sequence id.
-func (c *GPUPlaneCache) Len(id int) int {
+func (c *Planes) Len(id int) int {
 	if s := c.seqs[id]; s != nil {
 		return s.n
 	}
@@ -231,20 +224,20 @@ func (c *GPUPlaneCache) Len(id int) int {
 }
 
 // Bytes returns the memory sequence id takes (planes only), and in fp16.
-func (c *GPUPlaneCache) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(id)) }
+func (c *Planes) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(id)) }
 
 // BytesAt returns the memory a sequence of l tokens takes, and in fp16.
-func (c *GPUPlaneCache) BytesAt(l int) (bytes, fp16Bytes int64) {
-	return sequenceBytes(c.format, c.layers, c.shape, l)
+func (c *Planes) BytesAt(l int) (bytes, fp16Bytes int64) {
+	return kvcache.SequenceBytes(c.format, c.layers, c.shape, l)
 }
 
-// ReadStats returns what decode calls have read so far (PlaneCache's
+// ReadStats returns what decode calls have read so far (kvcache.Planes'
 // accounting).
-func (c *GPUPlaneCache) ReadStats() ReadStats { return c.stats }
+func (c *Planes) ReadStats() kvcache.ReadStats { return c.stats }
 
 // Tiers returns sequence id's tier map of one layer and KV head (nil if
 // absent); the slice is the cache's own.
-func (c *GPUPlaneCache) Tiers(id, layer, h int) []kv.Tier {
+func (c *Planes) Tiers(id, layer, h int) []kv.Tier {
 	s := c.seqs[id]
 	if s == nil || layer < 0 || layer >= c.layers || h < 0 || h >= c.shape.Hkv {
 		return nil
@@ -252,19 +245,106 @@ func (c *GPUPlaneCache) Tiers(id, layer, h int) []kv.Tier {
 	return s.tiers[layer][h][:s.n]
 }
 
+// BlockBytes implements kvcache.Cache: one block's planes across all layers
+// and KV heads.
+func (c *Planes) BlockBytes() int64 {
+	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.pl.BlockBytes)
+}
+
+// ResidualBytes implements kvcache.Cache: a bw cache has no residual block.
+func (c *Planes) ResidualBytes() int64 { return 0 }
+
+// BlockTokens implements kvcache.Cache: tokens per block (blkN).
+func (c *Planes) BlockTokens() int { return c.pl.Tokens }
+
+// FreeBlocks implements kvcache.Cache.
+func (c *Planes) FreeBlocks() int { return len(c.alloc.freeBlocks) }
+
+// TotalBlocks implements kvcache.Cache.
+func (c *Planes) TotalBlocks() int { return c.alloc.blocks }
+
+// MaxSeqs implements kvcache.Cache.
+func (c *Planes) MaxSeqs() int { return c.opts.MaxSeqs }
+
+// BlocksNeeded implements kvcache.Cache: the blocks that n more tokens of
+// sequence id start (a block is taken when its first token is written).
+func (c *Planes) BlocksNeeded(id, n int) int {
+	nr, l := c.pl.Tokens, c.Len(id)
+	return (l+n+nr-1)/nr - (l+nr-1)/nr
+}
+
+// errServeGPUPlanes is why the GPU bit-plane cache takes no requests from
+// the scheduler yet: per-request tier policies, prefix reuse and
+// preemption are implemented and tested on the CPU cache only.
+var errServeGPUPlanes = errors.New("gpukv: the GPU bit-plane (bw) cache runs run and eval only; serve bw formats on the CPU (--device cpu)")
+
+// Open implements kvcache.Cache. Serving bw formats on the GPU is not
+// supported yet: Open, which only the scheduler calls, says so.
+func (c *Planes) Open(id int, prompt []int) (int, error) { return 0, errServeGPUPlanes }
+
+// Truncate implements kvcache.Cache for n = 0 (the sequence is emptied and
+// its re-tier period restarts) and n = Len (nothing changes); other lengths
+// are refused, as the tier maps and the mass of the dropped tokens are not
+// rolled back.
+func (c *Planes) Truncate(id, n int) error {
+	s := c.seqs[id]
+	switch {
+	case s == nil && n == 0:
+		return nil
+	case s == nil:
+		return fmt.Errorf("gpukv: GPU bit-plane cache: truncate unknown sequence %d", id)
+	case n == s.n:
+		return nil
+	case n != 0:
+		return fmt.Errorf("gpukv: GPU bit-plane cache: truncate sequence %d of %d tokens to %d: only 0 is supported", id, s.n, n)
+	}
+	c.alloc.empty(&s.seqBlocks)
+	for l := range s.tiers {
+		for h := range s.tiers[l] {
+			s.tiers[l][h] = s.tiers[l][h][:0]
+		}
+		s.since[l] = 0
+	}
+	c.zeroMass([]int{s.slot})
+	return nil
+}
+
+// SetTierPolicy implements kvcache.Cache: every sequence of the GPU cache
+// uses the spec's policy; a request's own policy needs the CPU cache.
+func (c *Planes) SetTierPolicy(id int, p kv.PlaneSpec) error {
+	return fmt.Errorf("gpukv: GPU bit-plane cache: per-request tier policies are not supported yet (use --device cpu)")
+}
+
+// TierStats implements kvcache.Cache: what decode has read, and the tier mix
+// of the sequences held now.
+func (c *Planes) TierStats() (kvcache.TierStats, bool) {
+	st := kvcache.TierStats{Read: c.stats, PerToken: c.layers * c.shape.Hkv}
+	for _, s := range c.seqs {
+		for l := range s.tiers {
+			for h := range s.tiers[l] {
+				for _, t := range s.tiers[l][h][:s.n] {
+					if t < kv.NumTiers {
+						st.Cached[t]++
+					}
+				}
+			}
+		}
+	}
+	return st, true
+}
+
 // Remove frees sequence id's blocks and slot.
-func (c *GPUPlaneCache) Remove(id int) {
+func (c *Planes) Remove(id int) {
 	s := c.seqs[id]
 	if s == nil {
 		return
 	}
-	c.freeBlocks = append(c.freeBlocks, s.blocks...)
-	c.freeSlots = append(c.freeSlots, s.slot)
+	c.alloc.release(&s.seqBlocks)
 	delete(c.seqs, id)
 }
 
 // massOffset returns the byte offset of (slot, layer)'s mass.
-func (c *GPUPlaneCache) massOffset(slot, layer int) cuda.DevicePtr {
+func (c *Planes) massOffset(slot, layer int) cuda.DevicePtr {
 	return cuda.DevicePtr(((slot*c.layers + layer) * c.shape.Hkv * c.opts.MaxLen) * 4)
 }
 
@@ -272,8 +352,8 @@ func (c *GPUPlaneCache) massOffset(slot, layer int) cuda.DevicePtr {
 // layers of its sequences whose period has elapsed, reserves blocks, tiers
 // the new tokens and uploads the batch's tables. On a check's error nothing
 // has changed.
-func (c *GPUPlaneCache) Begin(b *model.Batch) error {
-	if err := checkWindow(c.window, b); err != nil {
+func (c *Planes) Begin(b *model.Batch) error {
+	if err := kvcache.CheckWindow(c.window, b); err != nil {
 		return err
 	}
 	nr := c.pl.Tokens
@@ -283,11 +363,11 @@ func (c *GPUPlaneCache) Begin(b *model.Batch) error {
 		have := c.Len(s.ID)
 		switch {
 		case s.Pos != have:
-			return fmt.Errorf("engine: GPU bit-plane cache: sequence %d continues at position %d, but the cache holds %d tokens", s.ID, s.Pos, have)
+			return fmt.Errorf("gpukv: GPU bit-plane cache: sequence %d continues at position %d, but the cache holds %d tokens", s.ID, s.Pos, have)
 		case s.Len > c.opts.MaxChunk:
-			return fmt.Errorf("engine: GPU bit-plane cache: sequence %d brings %d tokens in one batch, more than the cache's chunk of %d (use a smaller --prefill-chunk)", s.ID, s.Len, c.opts.MaxChunk)
+			return fmt.Errorf("gpukv: GPU bit-plane cache: sequence %d brings %d tokens in one batch, more than the cache's chunk of %d (use a smaller --prefill-chunk)", s.ID, s.Len, c.opts.MaxChunk)
 		case s.Pos+s.Len > c.opts.MaxLen:
-			return fmt.Errorf("engine: GPU bit-plane cache: sequence %d would hold %d tokens, more than the cache's %d", s.ID, s.Pos+s.Len, c.opts.MaxLen)
+			return fmt.Errorf("gpukv: GPU bit-plane cache: sequence %d would hold %d tokens, more than the cache's %d", s.ID, s.Pos+s.Len, c.opts.MaxLen)
 		}
 		if c.seqs[s.ID] == nil {
 			needSlots++
@@ -295,11 +375,10 @@ func (c *GPUPlaneCache) Begin(b *model.Batch) error {
 		needBlocks += blocksFor(s.Pos+s.Len) - blocksFor(s.Pos)
 	}
 	if len(b.Seqs) > c.opts.MaxSeqs {
-		return fmt.Errorf("engine: GPU bit-plane cache: a batch of %d sequences exceeds the cache's %d", len(b.Seqs), c.opts.MaxSeqs)
+		return fmt.Errorf("gpukv: GPU bit-plane cache: a batch of %d sequences exceeds the cache's %d", len(b.Seqs), c.opts.MaxSeqs)
 	}
-	if needBlocks > len(c.freeBlocks) || needSlots > len(c.freeSlots) {
-		return fmt.Errorf("engine: GPU bit-plane cache: the batch needs %d blocks and %d sequence slots, %d and %d are free: %w",
-			needBlocks, needSlots, len(c.freeBlocks), len(c.freeSlots), ErrOutOfBlocks)
+	if err := c.alloc.fits("GPU bit-plane cache", needBlocks, needSlots); err != nil {
+		return err
 	}
 	T := len(b.Tokens)
 	if err := c.reserveScratch(T, c.opts.MaxSeqs, c.shape.Hq*c.shape.D, "GPU bit-plane cache"); err != nil {
@@ -316,18 +395,14 @@ func (c *GPUPlaneCache) Begin(b *model.Batch) error {
 	for i, s := range b.Seqs {
 		g := c.seqs[s.ID]
 		if g == nil {
-			g = &gpuPlaneSeq{slot: c.freeSlots[len(c.freeSlots)-1], tiers: make([][][]kv.Tier, c.layers), since: make([]int, c.layers)}
-			c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
+			g = &gpuPlaneSeq{seqBlocks: *c.alloc.open(), tiers: make([][][]kv.Tier, c.layers), since: make([]int, c.layers)}
 			for l := range g.tiers {
 				g.tiers[l] = make([][]kv.Tier, hkv)
 			}
 			c.seqs[s.ID] = g
 			fresh = append(fresh, g.slot)
 		}
-		for range blocksFor(s.Pos+s.Len) - blocksFor(s.Pos) {
-			g.blocks = append(g.blocks, c.freeBlocks[len(c.freeBlocks)-1])
-			c.freeBlocks = c.freeBlocks[:len(c.freeBlocks)-1]
-		}
+		c.alloc.grow(&g.seqBlocks, blocksFor(s.Pos+s.Len)-blocksFor(s.Pos))
 		for l := range g.tiers {
 			for h := range g.tiers[l] {
 				for range s.Len {
@@ -398,7 +473,7 @@ func (c *GPUPlaneCache) Begin(b *model.Batch) error {
 
 // retier re-tiers, for each sequence of b, the layers whose Period has
 // elapsed since their last re-tier, on the mass accumulated so far.
-func (c *GPUPlaneCache) retier(b *model.Batch) error {
+func (c *Planes) retier(b *model.Batch) error {
 	type job struct {
 		g     *gpuPlaneSeq
 		layer int
@@ -442,7 +517,7 @@ func (c *GPUPlaneCache) retier(b *model.Batch) error {
 }
 
 // zeroMass queues the zeroing of new sequences' mass slots.
-func (c *GPUPlaneCache) zeroMass(slots []int) {
+func (c *Planes) zeroMass(slots []int) {
 	words := c.layers * c.shape.Hkv * c.opts.MaxLen
 	st := c.dev.Stream()
 	c.be.Enqueue("GPU bit-plane cache: zero mass", func(x *cuda.Ctx) error {
@@ -456,12 +531,12 @@ func (c *GPUPlaneCache) zeroMass(slots []int) {
 }
 
 // Attend implements model.Attention.
-func (c *GPUPlaneCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
+func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
 	if layer < 0 || layer >= c.layers {
-		return fmt.Errorf("engine: GPU bit-plane cache: layer %d out of range [0, %d)", layer, c.layers)
+		return fmt.Errorf("gpukv: GPU bit-plane cache: layer %d out of range [0, %d)", layer, c.layers)
 	}
 	if b != c.batch {
-		return errors.New("engine: GPU bit-plane cache: Attend of a batch Begin did not see (call Begin first; model.Forward does)")
+		return errors.New("gpukv: GPU bit-plane cache: Attend of a batch Begin did not see (call Begin first; model.Forward does)")
 	}
 	ptr, err := attentionPtrs(c.be, "GPU bit-plane cache", q, k, v, out)
 	if err != nil {

@@ -1,4 +1,4 @@
-package engine
+package gpukv
 
 import (
 	"context"
@@ -12,15 +12,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
@@ -93,7 +96,7 @@ func runGPUScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc, err := NewGPUCache(be, cfg, sp, GPUCacheOptions{MaxSeqs: 4, MaxLen: 1024, MaxChunk: 2 * f.Residual})
+	gc, err := NewPaged(be, cfg, sp, kvcache.Options{MaxSeqs: 4, MaxLen: 1024, MaxChunk: 2 * f.Residual})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +187,7 @@ func checkGPU(t *testing.T, what string, f kv.Format, sh attn.Shape, st attn.Ref
 }
 
 // TestGPUCacheBatchInvariant decodes one sequence alone and inside a batch
-// (GPUCacheOptions.BatchInvariant)
+// (kvcache.Options.BatchInvariant)
 // with two others: its outputs must be the same bits.
 func TestGPUCacheBatchInvariant(t *testing.T) {
 	be := gpuBackend(t)
@@ -194,7 +197,7 @@ func TestGPUCacheBatchInvariant(t *testing.T) {
 	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
 	run := func(others bool) [][]float32 {
 		r := rand.New(rand.NewPCG(1, 2))
-		gc, err := NewGPUCache(be, cfg, sp, GPUCacheOptions{MaxSeqs: 3, MaxLen: 4096, MaxChunk: 512, BatchInvariant: true})
+		gc, err := NewPaged(be, cfg, sp, kvcache.Options{MaxSeqs: 3, MaxLen: 4096, MaxChunk: 512, BatchInvariant: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,11 +304,11 @@ func TestGPUCacheGolden(t *testing.T) {
 	for _, spec := range []string{"fp16", "int8", "int4"} {
 		match, total := 0, 0
 		for pi, p := range g.Prompts {
-			c, err := NewGPUCache(be, m.Config(), kv.MustParseSpec(spec), GPUCacheOptions{MaxSeqs: 1, MaxLen: len(p.IDs) + len(p.Greedy) + 1, MaxChunk: 64})
+			c, err := NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 1, MaxLen: len(p.IDs) + len(p.Greedy) + 1, MaxChunk: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := Generate(context.Background(), m, tok, c, 0, p.IDs, GenerateOptions{MaxTokens: len(p.Greedy), StopIDs: []int{}, ChunkTokens: 64}, func(string) {})
+			st, err := engine.Generate(context.Background(), m, tok, c, 0, p.IDs, engine.GenerateOptions{MaxTokens: len(p.Greedy), StopIDs: []int{}, ChunkTokens: 64}, func(string) {})
 			c.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -346,29 +349,29 @@ func TestGPUScheduler(t *testing.T) {
 	for _, spec := range []string{"int4", "int2"} {
 		solo := make([]string, len(prompts))
 		for i, p := range prompts {
-			c, err := NewGPUCache(be, m.Config(), kv.MustParseSpec(spec), GPUCacheOptions{MaxSeqs: 1, MaxLen: 512, MaxChunk: 256})
+			c, err := NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 1, MaxLen: 512, MaxChunk: 256})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var out strings.Builder
-			if _, err := Generate(context.Background(), m, tok, c, 0, tok.Encode(p, true), GenerateOptions{MaxTokens: maxTokens, ChunkTokens: 256, StopIDs: []int{}},
+			if _, err := engine.Generate(context.Background(), m, tok, c, 0, tok.Encode(p, true), engine.GenerateOptions{MaxTokens: maxTokens, ChunkTokens: 256, StopIDs: []int{}},
 				func(s string) { out.WriteString(s) }); err != nil {
 				t.Fatal(err)
 			}
 			c.Close()
 			solo[i] = out.String()
 		}
-		gc, err := NewGPUCache(be, m.Config(), kv.MustParseSpec(spec), GPUCacheOptions{MaxSeqs: 4, MaxLen: 512, MaxChunk: 256, Blocks: 3})
+		gc, err := NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 4, MaxLen: 512, MaxChunk: 256, Blocks: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewScheduler(m, tok, gc, SchedulerOptions{PrefillChunk: 256})
+		s, err := engine.NewScheduler(m, tok, gc, engine.SchedulerOptions{PrefillChunk: 256})
 		if err != nil {
 			t.Fatal(err)
 		}
-		streams := make([]*Stream, len(prompts))
+		streams := make([]*engine.Stream, len(prompts))
 		for i, p := range prompts {
-			if streams[i], err = s.Submit(context.Background(), Request{Prompt: tok.Encode(p, true), MaxTokens: maxTokens, StopIDs: []int{}}); err != nil {
+			if streams[i], err = s.Submit(context.Background(), engine.Request{Prompt: tok.Encode(p, true), MaxTokens: maxTokens, StopIDs: []int{}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -388,5 +391,23 @@ func TestGPUScheduler(t *testing.T) {
 		}
 		gc.Close()
 		t.Logf("%s: %d of %d batched texts (4 slots, 3 blocks: queueing and preemption) equal their solo GPU run", spec, same, len(prompts))
+	}
+}
+
+// collect reads a scheduler stream to its end.
+func collect(t testing.TB, st *engine.Stream) (string, engine.Result) {
+	t.Helper()
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		text, done, err := st.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(text)
+		if done {
+			return b.String(), st.Result()
+		}
 	}
 }

@@ -1,0 +1,225 @@
+package kvcache
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// Cache is a KV cache as the engine drives it: the model's Attention (with
+// Begin, which checks a batch and reserves the blocks its new tokens fill,
+// for all sequences or none) plus the bookkeeping of its sequences and its
+// block pool. Every cache of this package and of kvcache/gpukv implements
+// it; the engine sees nothing else.
+//
+// Sequence ids are chosen by the caller and stay valid until Remove. A
+// sequence is opened by Open (the scheduler: it may reuse cached prefix
+// blocks) or by the first batch that starts it at position 0.
+//
+// Block accounting is in the cache's own blocks of BlockTokens() tokens; the
+// scheduler only compares counts. An unbounded cache (run, eval: its blocks
+// are allocated as sequences grow) has TotalBlocks() == 0 and MaxSeqs() == 0.
+// A Cache is not safe for concurrent use: one goroutine drives it.
+type Cache interface {
+	model.Attention
+	model.BatchStarter
+
+	// Format returns the cache's resolved KV format.
+	Format() kv.Format
+
+	// Open starts sequence id for a prompt and reuses, without copying, the
+	// cached blocks of the longest prefix of whole blocks it shares with
+	// earlier prompts (never the prompt's last token, whose logits are
+	// needed). It returns how many prompt tokens are already cached: the
+	// first batch of the sequence starts at that position. It fails with
+	// ErrNoSlot when MaxSeqs sequences are open.
+	Open(id int, prompt []int) (cached int, err error)
+	// Remove frees sequence id's blocks and residual slot at once. Removing
+	// an unknown id does nothing.
+	Remove(id int)
+	// Truncate keeps the first n tokens of sequence id. Packed blocks cannot
+	// be reopened: a cache may refuse an n inside them.
+	Truncate(id, n int) error
+	// Len returns the number of tokens cached for sequence id.
+	Len(id int) int
+	// BlocksNeeded returns how many free blocks Begin would take to add n
+	// tokens to sequence id.
+	BlocksNeeded(id, n int) int
+
+	// BlockTokens is the number of tokens in one block (the format's Nr).
+	BlockTokens() int
+	// FreeBlocks and TotalBlocks count the block pool (0 when unbounded).
+	FreeBlocks() int
+	TotalBlocks() int
+	// MaxSeqs is the number of sequences the cache holds at once (0: any).
+	MaxSeqs() int
+	// BlockBytes is the memory of one block across all layers and KV heads;
+	// ResidualBytes that of one sequence's 16-bit residual blocks (0 for
+	// formats without one).
+	BlockBytes() int64
+	ResidualBytes() int64
+	// Bytes returns the memory sequence id takes (all layers and KV heads,
+	// by the format's accounting) and what the same tokens take in fp16.
+	Bytes(id int) (bytes, fp16Bytes int64)
+	// BytesAt returns the memory a sequence of l tokens takes, and in fp16.
+	BytesAt(l int) (bytes, fp16Bytes int64)
+
+	// SetTierPolicy gives open sequence id the policy fields of p (tier
+	// shares, window, sinks, period) over the stored bit planes; how they
+	// are stored stays the cache's. Caches without precision tiers (every
+	// format but bw) return an error wrapping ErrNoTiers.
+	SetTierPolicy(id int, p kv.PlaneSpec) error
+	// TierStats returns what decode has read and the tier mix held now; ok
+	// is false for caches without tiers.
+	TierStats() (st TierStats, ok bool)
+
+	// Close frees the cache's memory (device memory, for a GPU cache).
+	Close() error
+}
+
+var (
+	// ErrOutOfBlocks is returned (wrapped) when the cache has too few free
+	// blocks for a batch. It is a normal condition under load: the scheduler
+	// queues or preempts, the server answers 503.
+	ErrOutOfBlocks = errors.New("kvcache: out of KV cache blocks")
+	// ErrNoSlot is returned (wrapped) by Open when the cache already holds
+	// MaxSeqs sequences.
+	ErrNoSlot = errors.New("kvcache: no free sequence slot in the KV cache")
+	// ErrNoTiers is the reason SetTierPolicy fails on a cache without
+	// precision tiers.
+	ErrNoTiers = errors.New("the KV cache has no precision tiers (only the bw format has)")
+)
+
+// Options size a cache. Zero values pick the defaults.
+type Options struct {
+	// MaxSeqs is the number of sequences held at once; each holds a 16-bit
+	// residual block per layer (reserved up front). 0: on the CPU, any
+	// number (an unbounded cache, as run and eval use); on the GPU, 8.
+	MaxSeqs int
+	// Blocks is the number of packed blocks in the pool (each holds
+	// BlockTokens tokens of every layer and KV head). 0: what MemoryBytes
+	// leaves after the residual blocks; without MemoryBytes, on the CPU an
+	// unbounded pool, on the GPU MaxSeqs·MaxLen/Nr (every sequence at full
+	// length).
+	Blocks int
+	// MemoryBytes is the cache's memory (residual blocks plus pool) when
+	// Blocks is 0.
+	MemoryBytes int64
+	// MaxLen is the longest sequence in tokens (GPU caches size their block
+	// tables by it). Default: the model's max_position_embeddings.
+	MaxLen int
+	// MaxChunk is the most new tokens one sequence may bring in one batch
+	// (the prefill chunk; GPU caches plan their prefill launch for it).
+	// Default 512.
+	MaxChunk int
+	// BatchInvariant fixes a GPU cache's decode split length, so that a
+	// sequence's attention does not depend on the batch it runs in. Off,
+	// each batch size gets splits sized to fill the GPU (faster at large
+	// batch). CPU caches are always batch-invariant.
+	BatchInvariant bool
+}
+
+// Provider makes the KV caches of a backend that keeps tensors in its own
+// memory (kvcache/gpukv for the CUDA backend, backend/gpu). Providers
+// register themselves with Register when their package is linked in.
+type Provider interface {
+	// Serves reports whether the provider makes the caches of backend be.
+	Serves(be backend.Backend) bool
+	// New returns an empty cache of format spec for model config cfg on be.
+	New(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (Cache, error)
+}
+
+var (
+	providersMu sync.Mutex
+	providers   []Provider
+)
+
+// Register adds a provider; New asks the providers in the order they were
+// registered.
+func Register(p Provider) {
+	providersMu.Lock()
+	defer providersMu.Unlock()
+	providers = append(providers, p)
+}
+
+// New returns an empty cache of format spec for model config cfg on backend
+// be, sized by o: the cache a registered provider offers for be (the GPU
+// caches on the CUDA backend), else a CPU cache: Planes for a bit-plane
+// (bw) spec, Paged for the others. The CPU caches work with any backend
+// (they copy each layer's q, k and v to the host), so a program that links
+// a device backend without its provider gets correct but slow caches; the
+// bitdecode command links kvcache/gpukv. A format the provider's kernels do
+// not read is an error that says so, never a silent CPU path.
+func New(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (Cache, error) {
+	providersMu.Lock()
+	ps := providers
+	providersMu.Unlock()
+	for _, p := range ps {
+		if p.Serves(be) {
+			return p.New(be, cfg, spec, o)
+		}
+	}
+	if spec.Planes.On {
+		return NewPlanes(be, cfg, spec, o)
+	}
+	return NewPaged(be, cfg, spec, o)
+}
+
+// ShapeOf returns the attention shape of model config cfg, checked.
+func ShapeOf(cfg *model.Config) (attn.Shape, error) {
+	sh := attn.Shape{Hq: cfg.Heads, Hkv: cfg.KVHeads, D: cfg.HeadDim}
+	if err := sh.Validate(); err != nil {
+		return sh, fmt.Errorf("kvcache: model %s: %w", cfg.Architecture, err)
+	}
+	return sh, nil
+}
+
+// SequenceBytes is the memory l tokens of one sequence take in format f
+// across all layers and KV heads (the format's accounting: packed blocks
+// plus the residual block), and what they take in an fp16 cache.
+func SequenceBytes(f kv.Format, layers int, sh attn.Shape, l int) (bytes, fp16Bytes int64) {
+	per := int64(layers * sh.Hkv)
+	return per * f.SequenceBytes(l), per * int64(l) * int64(2*sh.D*2)
+}
+
+// WindowLimit is the smallest sliding window of cfg's layers (0: none).
+// The low-bit caches attend over the whole sequence; they hold a sequence
+// only while it is no longer than this window, where a sliding window
+// changes nothing (Mistral v0.1's 4096 tokens, say), and refuse longer ones
+// with CheckWindow's error instead of attending wrongly.
+func WindowLimit(cfg *model.Config) int {
+	limit := 0
+	for _, w := range cfg.LayerWindows {
+		if w > 0 && (limit == 0 || w < limit) {
+			limit = w
+		}
+	}
+	return limit
+}
+
+// CheckWindow returns an error if a sequence of b would grow beyond limit
+// tokens (0: no limit).
+func CheckWindow(limit int, b *model.Batch) error {
+	if limit <= 0 {
+		return nil
+	}
+	for _, s := range b.Seqs {
+		if s.Pos+s.Len > limit {
+			return fmt.Errorf("kvcache: sequence %d would hold %d tokens, beyond the model's sliding window of %d, which the low-bit KV caches do not implement yet (use a shorter context)", s.ID, s.Pos+s.Len, limit)
+		}
+	}
+	return nil
+}
+
+// CheckLayer returns an error if layer is outside [0, layers).
+func CheckLayer(layer, layers int) error {
+	if layer < 0 || layer >= layers {
+		return fmt.Errorf("kvcache: layer %d out of range [0, %d)", layer, layers)
+	}
+	return nil
+}

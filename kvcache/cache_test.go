@@ -1,0 +1,30 @@
+package kvcache
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// TestSlidingWindowLimit checks that the low-bit caches refuse to grow a
+// sequence beyond a model's sliding window (which they do not implement)
+// with a clear error, and accept it up to the window.
+func TestSlidingWindowLimit(t *testing.T) {
+	cfg := &model.Config{LayerWindows: []int{0, 4096, 0}}
+	if got := WindowLimit(cfg); got != 4096 {
+		t.Fatalf("WindowLimit = %d, want 4096", got)
+	}
+	if WindowLimit(&model.Config{LayerWindows: []int{0, 0}}) != 0 {
+		t.Fatal("no windows: want no limit")
+	}
+	var ok, over model.Batch
+	ok.Add(1, 4000, make([]int32, 96)...)
+	over.Add(1, 4000, make([]int32, 97)...)
+	if err := CheckWindow(4096, &ok); err != nil {
+		t.Fatalf("a sequence filling the window: %v", err)
+	}
+	if err := CheckWindow(4096, &over); err == nil || !strings.Contains(err.Error(), "sliding window of 4096") {
+		t.Fatalf("beyond the window: err = %v", err)
+	}
+}

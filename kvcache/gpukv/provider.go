@@ -1,0 +1,36 @@
+package gpukv
+
+import (
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// provider makes the caches of the CUDA backend for kvcache.New.
+type provider struct{}
+
+func init() { kvcache.Register(provider{}) }
+
+// Serves reports whether be is the CUDA backend.
+func (provider) Serves(be backend.Backend) bool {
+	_, ok := be.(*gpu.Backend)
+	return ok
+}
+
+// New returns a Planes cache for a bit-plane (bw) spec, a Paged one for the
+// others.
+func (provider) New(be backend.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Options) (kvcache.Cache, error) {
+	gb := be.(*gpu.Backend)
+	if spec.Planes.On {
+		return NewPlanes(gb, cfg, spec, o)
+	}
+	return NewPaged(gb, cfg, spec, o)
+}
+
+// DescribeDecode says which GPU decode kernel reads format f (the one
+// Paged plans on this GPU generation, Hopper first), or why none does, for
+// 'bitdecode inspect kv'.
+func DescribeDecode(f kv.Format) string { return kernels.DescribeDecode(f) }
