@@ -1,15 +1,18 @@
-// Package engine runs generation: it owns sequences and their low-bit KV
-// caches, feeds the model batches (prefill, then one token per step) and
-// samples the next tokens. The model sees the cache only through
-// model.Attention; the cache's format (package kv) and attention (package
-// attn) are chosen here.
+// Package engine runs generation: it opens a model for a command, owns the
+// sequences, feeds the model batches (prefill, then one token per step) and
+// samples the next tokens.
 //
-// For one sequence, Generate drives a KVCache. For serving, a Scheduler runs
-// continuous batching over a BlockCache: PagedCache keeps every layer's
-// packed blocks in one pool managed by a BlockAllocator (reference counts,
-// copy-free sharing of identical prompt prefixes), admits requests by free
-// blocks, and preempts the youngest sequence when the pool runs out.
-// PlaneCache (the bit-plane format, read-time precision tiers) is a
-// BlockCache too when made by NewPagedPlaneCache; as a TieredCache it takes
-// a request's own tier policy (Request.KVTiers) and reports TierStats.
+// Open is the one call every command makes: it resolves the device (a GPU
+// when one is usable, else the CPU with one line saying why), reads the
+// checkpoint's tokenizer, settings and DEC tuning once, calibrates GPTQ
+// formats (package eval), loads the weights (package model) and, on
+// request, builds the KV cache from a spec (package kvcache, which asks the
+// backend for its own cache).
+//
+// For one sequence, Generate drives a kvcache.Cache. For serving, a
+// Scheduler runs continuous batching over a sized cache: it admits requests
+// by free blocks, reuses cached prompt prefixes, preempts the youngest
+// sequence when the pool runs out, and applies a request's own precision
+// tiers (Request.KVTiers) where the cache has them (bw). The engine knows no
+// concrete backend or cache type.
 package engine
