@@ -339,71 +339,13 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 	if err != nil {
 		return nil, err
 	}
-	// Fused mode: the ready flags (the kernel leaves them zeroed).
-	flags, err := alloc(4 * kernels.DECFlagWords(N))
+	base, fusedStep, err := t.baseGEMV(c, st, r, alloc, N, K)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Memset32Async(flags, 0, kernels.DECFlagWords(N), st); err != nil {
+	xs, err := decActivations(c, r, alloc, T, K)
+	if err != nil {
 		return nil, err
-	}
-	var fusedStep func(l *kernels.DECLaunch) error
-	// Base weights.
-	var base func(y, x cuda.DevicePtr) error
-	if t.packed {
-		bits, G := cfg.Weights.Elem.Bits(), cfg.Weights.Group
-		words, params := randomPacked(r, cfg.Weights.Elem, G, N, K)
-		wp, err := alloc(4 * len(words))
-		if err != nil {
-			return nil, err
-		}
-		pp, err := alloc(2 * len(params))
-		if err != nil {
-			return nil, err
-		}
-		if err := c.HtoD(wp, cuda.Bytes(words)); err != nil {
-			return nil, err
-		}
-		if err := c.HtoD(pp, cuda.Bytes(params)); err != nil {
-			return nil, err
-		}
-		base = func(y, x cuda.DevicePtr) error { return t.gq.Launch(c, st, y, x, wp, pp, 0, T, N, K, bits, G) }
-		fusedStep = func(l *kernels.DECLaunch) error {
-			f := *l
-			f.Flags = flags
-			if err := t.dec.Select(c, st, &f); err != nil {
-				return err
-			}
-			return t.gqd.Launch(c, st, f.Y, f.X, wp, pp, 0, T, N, K, bits, G, &f)
-		}
-	} else {
-		wp, err := alloc(2 * N * K)
-		if err != nil {
-			return nil, err
-		}
-		if err := t.ops.FillNormalF16(c, st, wp, N*K, uint32(N^K), 0.02); err != nil {
-			return nil, err
-		}
-		base = func(y, x cuda.DevicePtr) error { return t.gv.Launch(c, st, y, x, wp, 0, T, N, K) }
-	}
-	// Activations: decCopies batches of T rows with outlier channels.
-	xs := make([]cuda.DevicePtr, decCopies)
-	for i := range xs {
-		x := make([]float32, T*K)
-		for j := range x {
-			x[j] = float32(r.NormFloat64())
-			if j%K%97 == 13 {
-				x[j] *= float32(20 + 30*r.Float64())
-			}
-		}
-		p, err := alloc(4 * len(x))
-		if err != nil {
-			return nil, err
-		}
-		if err := c.HtoD(p, cuda.Bytes(x)); err != nil {
-			return nil, err
-		}
-		xs[i] = p
 	}
 	y, err := alloc(4 * T * N)
 	if err != nil {
@@ -413,21 +355,11 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 	if err != nil {
 		return nil, err
 	}
-	// The residual Rᵀ [K][N] in mapped host memory.
-	rw, rpar := randomPacked(r, cfg.Residual, wq.ResidualGroup, K, N)
-	wb, pb := cuda.Bytes(rw), cuda.Bytes(rpar)
-	off := (len(wb) + 255) / 256 * 256
-	host, err := c.AllocHost(off+max(len(pb), 16), true)
+	res, freeRes, err := mappedResidual(c, r, cfg.Residual, N, K)
 	if err != nil {
-		return nil, fmt.Errorf("the residual in mapped host memory: %w", err)
+		return nil, err
 	}
-	defer c.FreeHost(host)
-	copy(host.Bytes(), wb)
-	copy(host.Bytes()[off:], pb)
-	res := &kernels.DECResidual{Elem: cfg.Residual, Words: host.DevicePtr(), N: N, K: K}
-	if cfg.Residual.IsInt() {
-		res.Params = host.DevicePtr() + cuda.DevicePtr(off)
-	}
+	defer freeRes()
 	rowBytes := wq.RowBytes(cfg.Residual, wq.ResidualGroup, N)
 
 	out := &DECShapeResult{DECShape: s}
@@ -487,6 +419,102 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 		}
 	}
 	return out, nil
+}
+
+// baseGEMV makes the random base weights of an N x K layer in the
+// configured format and returns the base GEMV launch (y = x·Wᵀ) and, for
+// packed weights, fused mode's whole step.
+func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(int) (cuda.DevicePtr, error), N, K int) (
+	base func(y, x cuda.DevicePtr) error, fusedStep func(l *kernels.DECLaunch) error, err error) {
+	cfg, T := t.cfg, t.cfg.Tokens
+	if !t.packed {
+		wp, err := alloc(2 * N * K)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := t.ops.FillNormalF16(c, st, wp, N*K, uint32(N^K), 0.02); err != nil {
+			return nil, nil, err
+		}
+		return func(y, x cuda.DevicePtr) error { return t.gv.Launch(c, st, y, x, wp, 0, T, N, K) }, nil, nil
+	}
+	// Fused mode's ready flags (the kernel leaves them zeroed).
+	flags, err := alloc(4 * kernels.DECFlagWords(N))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.Memset32Async(flags, 0, kernels.DECFlagWords(N), st); err != nil {
+		return nil, nil, err
+	}
+	bits, G := cfg.Weights.Elem.Bits(), cfg.Weights.Group
+	words, params := randomPacked(r, cfg.Weights.Elem, G, N, K)
+	wp, err := alloc(4 * len(words))
+	if err != nil {
+		return nil, nil, err
+	}
+	pp, err := alloc(2 * len(params))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.HtoD(wp, cuda.Bytes(words)); err != nil {
+		return nil, nil, err
+	}
+	if err := c.HtoD(pp, cuda.Bytes(params)); err != nil {
+		return nil, nil, err
+	}
+	base = func(y, x cuda.DevicePtr) error { return t.gq.Launch(c, st, y, x, wp, pp, 0, T, N, K, bits, G) }
+	fusedStep = func(l *kernels.DECLaunch) error {
+		f := *l
+		f.Flags = flags
+		if err := t.dec.Select(c, st, &f); err != nil {
+			return err
+		}
+		return t.gqd.Launch(c, st, f.Y, f.X, wp, pp, 0, T, N, K, bits, G, &f)
+	}
+	return base, fusedStep, nil
+}
+
+// decActivations uploads decCopies batches of T rows of K activations with
+// outlier channels.
+func decActivations(c *cuda.Ctx, r *rand.Rand, alloc func(int) (cuda.DevicePtr, error), T, K int) ([]cuda.DevicePtr, error) {
+	xs := make([]cuda.DevicePtr, decCopies)
+	for i := range xs {
+		x := make([]float32, T*K)
+		for j := range x {
+			x[j] = float32(r.NormFloat64())
+			if j%K%97 == 13 {
+				x[j] *= float32(20 + 30*r.Float64())
+			}
+		}
+		p, err := alloc(4 * len(x))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.HtoD(p, cuda.Bytes(x)); err != nil {
+			return nil, err
+		}
+		xs[i] = p
+	}
+	return xs, nil
+}
+
+// mappedResidual puts a random residual Rᵀ [K][N] of element type e in
+// mapped host memory, as the CUDA backend keeps DEC's residuals, and
+// returns it with the function that frees it.
+func mappedResidual(c *cuda.Ctx, r *rand.Rand, e wq.Elem, N, K int) (*kernels.DECResidual, func(), error) {
+	rw, rpar := randomPacked(r, e, wq.ResidualGroup, K, N)
+	wb, pb := cuda.Bytes(rw), cuda.Bytes(rpar)
+	off := (len(wb) + 255) / 256 * 256
+	host, err := c.AllocHost(off+max(len(pb), 16), true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the residual in mapped host memory: %w", err)
+	}
+	copy(host.Bytes(), wb)
+	copy(host.Bytes()[off:], pb)
+	res := &kernels.DECResidual{Elem: e, Words: host.DevicePtr(), N: N, K: K}
+	if e.IsInt() {
+		res.Params = host.DevicePtr() + cuda.DevicePtr(off)
+	}
+	return res, func() { c.FreeHost(host) }, nil
 }
 
 // concurrentStep queues one step of concurrent mode as backend/gpu runs

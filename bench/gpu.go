@@ -199,10 +199,11 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	}
 	nr := f.Residual
 	nBlocks := l / nr
+	maxBlocks := max(nBlocks, 1)
 	headBlock := sh.Hkv * f.BlockBytes()
 	setBytes := int64(pt.B) * (int64(nBlocks)*int64(headBlock) + int64(sh.Hkv*f.ResidualBytes()))
 	sets := int(max(1, min((gpuRotateBytes+setBytes-1)/setBytes, gpuMaxPoolBytes/max(setBytes, 1))))
-	poolBlocks := sets * pt.B * max(nBlocks, 1)
+	poolBlocks := sets * pt.B * maxBlocks
 
 	// Prototype blocks and residual from real (synthetic, realistic) K/V.
 	r := rand.New(rand.NewPCG(uint64(pt.B), uint64(pt.L)))
@@ -214,97 +215,44 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if err := cache.Append(k, v); err != nil {
 		return nil, err
 	}
-
-	var allocs []cuda.DevicePtr
-	defer func() {
-		for _, p := range allocs {
-			dev.Free(p)
-		}
-	}()
-	alloc := func(n int) (cuda.DevicePtr, error) {
-		p, err := dev.Alloc(max(n, 16))
-		if err == nil {
-			allocs = append(allocs, p)
-		}
-		return p, err
-	}
-	pool, err := alloc(poolBlocks * headBlock)
+	a := &devArena{dev: dev}
+	defer a.free()
+	pool, err := a.alloc(poolBlocks * headBlock)
 	if err != nil {
 		return nil, err
 	}
 	if err := fillPool(dev, pool, cache.Blocks, headBlock, poolBlocks); err != nil {
 		return nil, err
 	}
-	// Block tables, one per rotated set; residuals and lengths.
-	maxBlocks := max(nBlocks, 1)
+	// Block tables and residuals, one per rotated set; lengths, q and out.
+	res := repeatTo(kernels.ResidualOrder(cfg.Kernel, f, cache.ResK, false), pt.B)
+	resV := repeatTo(kernels.ResidualOrder(cfg.Kernel, f, cache.ResV, true), pt.B)
+	hostTables := rotatedTables(r, sets, pt.B, maxBlocks, cfg.Paged)
 	tables := make([]cuda.DevicePtr, sets)
 	resKs, resVs := make([]cuda.DevicePtr, sets), make([]cuda.DevicePtr, sets)
-	table := make([]int32, pt.B*maxBlocks)
-	protoK := kernels.ResidualOrder(cfg.Kernel, f, cache.ResK, false)
-	protoV := kernels.ResidualOrder(cfg.Kernel, f, cache.ResV, true)
-	res := make([]uint16, pt.B*len(protoK))
-	for i := range res {
-		res[i] = protoK[i%len(protoK)]
-	}
-	resV := make([]uint16, len(res))
-	for i := range resV {
-		resV[i] = protoV[i%len(protoV)]
-	}
-	for s := 0; s < sets; s++ {
-		base := s * pt.B * maxBlocks
-		perm := r.Perm(pt.B * maxBlocks)
-		for i := range table {
-			if cfg.Paged {
-				table[i] = int32(base + perm[i])
-			} else {
-				table[i] = int32(base + i)
-			}
-		}
-		if tables[s], err = alloc(len(table) * 4); err != nil {
+	for s := range sets {
+		if tables[s], err = a.upload(cuda.Bytes(hostTables[s])); err != nil {
 			return nil, err
 		}
-		if resKs[s], err = alloc(len(res) * 2); err != nil {
+		if resKs[s], err = a.upload(cuda.Bytes(res)); err != nil {
 			return nil, err
 		}
-		if resVs[s], err = alloc(len(res) * 2); err != nil {
-			return nil, err
-		}
-		if err := dev.HtoD(tables[s], cuda.Bytes(table)); err != nil {
-			return nil, err
-		}
-		if err := dev.HtoD(resKs[s], cuda.Bytes(res)); err != nil {
-			return nil, err
-		}
-		if err := dev.HtoD(resVs[s], cuda.Bytes(resV)); err != nil {
+		if resVs[s], err = a.upload(cuda.Bytes(resV)); err != nil {
 			return nil, err
 		}
 	}
-	lens := make([]int32, pt.B)
-	for i := range lens {
-		lens[i] = int32(l)
-	}
-	lensPtr, err := alloc(len(lens) * 4)
+	lensPtr, err := a.upload(cuda.Bytes(sameLens(pt.B, l)))
 	if err != nil {
 		return nil, err
 	}
-	if err := dev.HtoD(lensPtr, cuda.Bytes(lens)); err != nil {
-		return nil, err
-	}
-	nq := pt.B * sh.Hq * sh.D
-	qh := make([]uint16, nq)
-	qf := syntheticQ(r, [][]float32{k}, attn.Shape{Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D})
-	for i := range qh {
-		qh[i] = half.FromFloat32(qf[i%len(qf)])
-	}
-	qPtr, err := alloc(nq * 2)
+	qh := queriesFP16(r, k, sh, pt.B)
+	nq := len(qh)
+	qPtr, err := a.upload(cuda.Bytes(qh))
 	if err != nil {
 		return nil, err
 	}
-	outPtr, err := alloc(nq * 2)
+	outPtr, err := a.alloc(nq * 2)
 	if err != nil {
-		return nil, err
-	}
-	if err := dev.HtoD(qPtr, cuda.Bytes(qh)); err != nil {
 		return nil, err
 	}
 	plan, err := kernels.PlanDecode(dev, cfg.Kernel, lay, kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l})
@@ -312,13 +260,12 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 		return nil, err
 	}
 	defer plan.Close()
-	bufs := func(s int) kernels.DecodeBuffers {
-		return kernels.DecodeBuffers{Pool: pool, BlockTable: tables[s], ResK: resKs[s], ResV: resVs[s], Lens: lensPtr, Q: qPtr, Out: outPtr}
-	}
 	var us float64
 	err = dev.Do(func(c *cuda.Ctx) (err error) {
 		us, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
-			return plan.Launch(c, dev.Stream(), bufs(i%sets), 0)
+			s := i % sets
+			return plan.Launch(c, dev.Stream(), kernels.DecodeBuffers{Pool: pool, BlockTable: tables[s], ResK: resKs[s], ResV: resVs[s],
+				Lens: lensPtr, Q: qPtr, Out: outPtr}, 0)
 		})
 		return err
 	})
@@ -327,13 +274,12 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	}
 	packUS := 0.0
 	if cfg.Kernel != kernels.DecodeV1 {
-		if packUS, err = timePack(dev, f, resKs[0], resVs[0], pt.B*sh.Hkv, alloc); err != nil {
+		if packUS, err = timePack(dev, f, resKs[0], resVs[0], pt.B*sh.Hkv, a.alloc); err != nil {
 			return nil, fmt.Errorf("pack: %w", err)
 		}
 	}
 	bytes := int64(pt.B)*int64(sh.Hkv)*f.ReadBytes(l) + int64(2*nq*2)
-	splitLen, splits := plan.SplitLen()
-	_ = splitLen
+	_, splits := plan.SplitLen()
 	kname := cfg.Kernel.String()
 	if cfg.Kernel == kernels.DecodeAuto {
 		kname = "auto:" + plan.Kernel().String()
@@ -341,32 +287,44 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	row = &GPURow{Kernel: kname, AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: bytes, GBps: float64(bytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
 		Splits: splits, ResidualLen: l % nr, Paged: cfg.Paged, KernelErr: -1, PackUS: packUS}
-
-	// Check the last run's output (set (gpuWarmups+gpuRuns-1)%sets) for
-	// sequence 0 against the float64 reference on the same stored values.
 	if l <= gpuErrCheckTokens {
-		s := (gpuWarmups + gpuRuns - 1) % sets
-		got := make([]uint16, nq)
-		if err := dev.DtoH(cuda.Bytes(got), outPtr); err != nil {
+		// The last run used set (gpuWarmups+gpuRuns-1)%sets.
+		tbl := hostTables[(gpuWarmups+gpuRuns-1)%sets]
+		if row.KernelErr, err = checkDecode(dev, outPtr, qh, cache, tbl[:nBlocks], l, f, sh); err != nil {
 			return nil, err
 		}
-		tbl := make([]int32, len(table))
-		if err := dev.DtoH(cuda.Bytes(tbl), tables[s]); err != nil {
-			return nil, err
-		}
-		seq := &attn.Seq{ResK: cache.ResK, ResV: cache.ResV, ResLen: l % nr}
-		for i := 0; i < nBlocks; i++ {
-			p := int(tbl[i]) % gpuPrototypes // pool block j holds prototype j mod P
-			seq.Blocks = append(seq.Blocks, cache.Blocks[p])
-		}
-		q0 := fp16ToFloat32s(qh[:sh.Hq*sh.D])
-		want := make([]float32, len(q0))
-		if _, err := attn.Reference(want, q0, []*attn.Seq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1}); err != nil {
-			return nil, err
-		}
-		row.KernelErr = maxAbsErrFP16(got, want)
 	}
 	return row, nil
+}
+
+// checkDecode returns the largest error of sequence 0's output at out
+// against the float64 reference over the values the kernel read: table's
+// pool blocks (pool block j holds prototype j mod gpuPrototypes of cache)
+// and cache's residual, l tokens in all.
+func checkDecode(dev *cuda.Device, out cuda.DevicePtr, qh []uint16, cache *attn.Cache, table []int32, l int, f kv.Format, sh attn.Shape) (float64, error) {
+	got := make([]uint16, len(qh))
+	if err := dev.DtoH(cuda.Bytes(got), out); err != nil {
+		return 0, err
+	}
+	seq := &attn.Seq{ResK: cache.ResK, ResV: cache.ResV, ResLen: l % f.Residual}
+	for _, b := range table {
+		seq.Blocks = append(seq.Blocks, cache.Blocks[int(b)%gpuPrototypes])
+	}
+	q0 := fp16ToFloat32s(qh[:sh.Hq*sh.D])
+	want := make([]float32, len(q0))
+	if _, err := attn.Reference(want, q0, []*attn.Seq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1}); err != nil {
+		return 0, err
+	}
+	return maxAbsErrFP16(got, want), nil
+}
+
+// repeatTo returns B copies of proto back to back.
+func repeatTo(proto []uint16, B int) []uint16 {
+	out := make([]uint16, B*len(proto))
+	for i := range out {
+		out[i] = proto[i%len(proto)]
+	}
+	return out
 }
 
 // fp16ToFloat32s widens fp16 values.

@@ -9,7 +9,6 @@ import (
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
-	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
@@ -106,27 +105,12 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	headBlock := sh.Hkv * pl.BlockBytes
 	r := rand.New(rand.NewPCG(uint64(pt.B), uint64(pt.L)))
 	maps := planeTierMaps(r, f.Planes, pt.B, sh.Hkv, l)
-	index := kernels.NewTierIndex(pt.B, sh.Hkv, l)
-	var counts [kv.NumTiers]int64
-	var planeBytes, indexBytes int64
-	for b := 0; b < pt.B; b++ {
-		for h := 0; h < sh.Hkv; h++ {
-			if err := index.Set(b, h, maps[b*sh.Hkv+h]); err != nil {
-				return nil, err
-			}
-			c := index.TierCounts(b, h)
-			read := c[kv.High] + c[kv.Medium] + c[kv.Low]
-			all := pl.PlaneReadBytes(c)
-			indexBytes += int64(read * kv.IndexBytes)
-			planeBytes += all - int64(read*kv.IndexBytes)
-			for t := range c {
-				counts[t] += int64(c[t])
-			}
-		}
+	tr, err := newTierReads(pl, maps, pt.B, sh.Hkv, l)
+	if err != nil {
+		return nil, err
 	}
 	nq := pt.B * sh.Hq * sh.D
-	countsBytes := int64(len(index.Counts) * 4)
-	readBytes := planeBytes + indexBytes + countsBytes + int64(2*nq*2)
+	readBytes := tr.planeBytes + tr.indexBytes + int64(len(tr.index.Counts)*4) + int64(2*nq*2)
 	storedSet := int64(pt.B) * int64(nBlocks) * int64(headBlock)
 	sets := int(max(1, min((gpuRotateBytes+readBytes-1)/readBytes, gpuMaxPoolBytes/max(storedSet, 1))))
 	poolBlocks := sets * pt.B * nBlocks
@@ -139,76 +123,43 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	if err := cache.Append(k, v); err != nil {
 		return nil, err
 	}
-
-	var allocs []cuda.DevicePtr
-	defer func() {
-		for _, p := range allocs {
-			dev.Free(p)
-		}
-	}()
-	alloc := func(n int) (cuda.DevicePtr, error) {
-		p, err := dev.Alloc(max(n, 16))
-		if err == nil {
-			allocs = append(allocs, p)
-		}
-		return p, err
-	}
-	upload := func(src []byte) (cuda.DevicePtr, error) {
-		p, err := alloc(len(src))
-		if err != nil {
-			return 0, err
-		}
-		return p, dev.HtoD(p, src)
-	}
-	pool, err := alloc(poolBlocks * headBlock)
+	a := &devArena{dev: dev}
+	defer a.free()
+	pool, err := a.alloc(poolBlocks * headBlock)
 	if err != nil {
 		return nil, err
 	}
 	if err := fillPool(dev, pool, cache.Blocks, headBlock, poolBlocks); err != nil {
 		return nil, err
 	}
-	tables := make([]cuda.DevicePtr, sets)
-	indexes := make([]cuda.DevicePtr, sets)
-	table := make([]int32, pt.B*nBlocks)
-	for s := 0; s < sets; s++ {
-		base := s * pt.B * nBlocks
-		perm := r.Perm(pt.B * nBlocks)
-		for i := range table {
-			if cfg.Paged {
-				table[i] = int32(base + perm[i])
-			} else {
-				table[i] = int32(base + i)
-			}
-		}
-		if tables[s], err = upload(cuda.Bytes(table)); err != nil {
+	hostTables := rotatedTables(r, sets, pt.B, nBlocks, cfg.Paged)
+	tables, indexes := make([]cuda.DevicePtr, sets), make([]cuda.DevicePtr, sets)
+	for s := range sets {
+		if tables[s], err = a.upload(cuda.Bytes(hostTables[s])); err != nil {
 			return nil, err
 		}
-		if indexes[s], err = upload(cuda.Bytes(index.Index)); err != nil {
+		if indexes[s], err = a.upload(cuda.Bytes(tr.index.Index)); err != nil {
 			return nil, err
 		}
 	}
-	countsPtr, err := upload(cuda.Bytes(index.Counts))
+	countsPtr, err := a.upload(cuda.Bytes(tr.index.Counts))
 	if err != nil {
 		return nil, err
 	}
-	lens := make([]int32, pt.B)
-	for i := range lens {
-		lens[i] = int32(l)
-	}
-	lensPtr, err := upload(cuda.Bytes(lens))
+	lensPtr, err := a.upload(cuda.Bytes(sameLens(pt.B, l)))
 	if err != nil {
 		return nil, err
 	}
-	qh := make([]uint16, nq)
-	qf := syntheticQ(r, [][]float32{k}, attn.Shape{Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D})
-	for i := range qh {
-		qh[i] = half.FromFloat32(qf[i%len(qf)])
-	}
-	qPtr, err := upload(cuda.Bytes(qh))
+	qh := queriesFP16(r, k, sh, pt.B)
+	qPtr, err := a.upload(cuda.Bytes(qh))
 	if err != nil {
 		return nil, err
 	}
-	outPtr, err := alloc(nq * 2)
+	outPtr, err := a.alloc(nq * 2)
+	if err != nil {
+		return nil, err
+	}
+	massPtr, err := a.alloc(pt.B * sh.Hkv * l * 4)
 	if err != nil {
 		return nil, err
 	}
@@ -220,25 +171,19 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 		return nil, err
 	}
 	defer plan.Close()
-	bufs := func(s int) kernels.PlanesBuffers {
-		return kernels.PlanesBuffers{Pool: pool, BlockTable: tables[s], Lens: lensPtr, Index: indexes[s], Counts: countsPtr, Q: qPtr, Out: outPtr}
-	}
-	massPtr, err := alloc(pt.B * sh.Hkv * l * 4)
-	if err != nil {
-		return nil, err
+	bufs := func(s int, mass cuda.DevicePtr) kernels.PlanesBuffers {
+		return kernels.PlanesBuffers{Pool: pool, BlockTable: tables[s], Lens: lensPtr, Index: indexes[s], Counts: countsPtr, Q: qPtr, Out: outPtr, Mass: mass}
 	}
 	var us, massUS float64
 	err = dev.Do(func(c *cuda.Ctx) (err error) {
 		us, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
-			return plan.Launch(c, dev.Stream(), bufs(i%sets), 0)
+			return plan.Launch(c, dev.Stream(), bufs(i%sets, 0), 0)
 		})
 		if err != nil {
 			return err
 		}
 		massUS, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
-			b := bufs(i % sets)
-			b.Mass = massPtr
-			return plan.Launch(c, dev.Stream(), b, 0)
+			return plan.Launch(c, dev.Stream(), bufs(i%sets, massPtr), 0)
 		})
 		return err
 	})
@@ -254,38 +199,71 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	row := &GPURow{Kernel: kern.String(), AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: readBytes, GBps: float64(readBytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
 		Splits: splits, Paged: cfg.Paged, KernelErr: -1,
-		Planes: &PlanesRow{PlaneBytes: planeBytes, IndexBytes: indexBytes, ReadBitsPerElem: float64(planeBytes) * 8 / (all * float64(2*sh.D)),
-			ReadVsFP16: float64(planeBytes) / (all * float64(pl.TierBytes(kv.High))), MassUS: massUS, RetierUS: retierUS}}
+		Planes: &PlanesRow{PlaneBytes: tr.planeBytes, IndexBytes: tr.indexBytes, ReadBitsPerElem: float64(tr.planeBytes) * 8 / (all * float64(2*sh.D)),
+			ReadVsFP16: float64(tr.planeBytes) / (all * float64(pl.TierBytes(kv.High))), MassUS: massUS, RetierUS: retierUS}}
 	period := max(f.Planes.Period, 1)
 	row.Planes.BookkeepingShare = (max(massUS-us, 0) + retierUS/float64(period)) / us
-	for t := range counts {
-		row.Planes.Tokens[t] = float64(counts[t]) / all
+	for t := range tr.counts {
+		row.Planes.Tokens[t] = float64(tr.counts[t]) / all
 	}
-
-	// Check the last run's output for sequence 0 against the float64
-	// reference on the same stored values and tiers.
 	if l <= gpuErrCheckTokens {
-		s := (gpuWarmups + gpuRuns - 1) % sets
-		got := make([]uint16, nq)
-		if err := dev.DtoH(cuda.Bytes(got), outPtr); err != nil {
+		// The last run used set (gpuWarmups+gpuRuns-1)%sets.
+		tbl := hostTables[(gpuWarmups+gpuRuns-1)%sets][:nBlocks]
+		if row.KernelErr, err = checkPlanes(dev, outPtr, qh, cache, maps[:sh.Hkv], tbl, l, f, sh); err != nil {
 			return nil, err
 		}
-		tbl := make([]int32, len(table))
-		if err := dev.DtoH(cuda.Bytes(tbl), tables[s]); err != nil {
-			return nil, err
-		}
-		seq := &attn.PlaneSeq{Len: l, Tiers: maps[:sh.Hkv]}
-		for i := 0; i < nBlocks; i++ {
-			seq.Blocks = append(seq.Blocks, cache.Blocks[int(tbl[i])%gpuPrototypes]) // pool block j holds prototype j mod P
-		}
-		q0 := fp16ToFloat32s(qh[:sh.Hq*sh.D])
-		want := make([]float32, len(q0))
-		if _, err := attn.ReferencePlanes(want, q0, []*attn.PlaneSeq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1}); err != nil {
-			return nil, err
-		}
-		row.KernelErr = maxAbsErrFP16(got, want)
 	}
 	return row, nil
+}
+
+// tierReads is what a planes decode step reads for tier maps: the tier
+// index the kernel takes, the tokens per tier, and the plane and index
+// bytes.
+type tierReads struct {
+	index                  *kernels.TierIndex
+	counts                 [kv.NumTiers]int64
+	planeBytes, indexBytes int64
+}
+
+// newTierReads builds the tier index of B sequences' Hkv tier maps of l
+// tokens and counts what a step reads.
+func newTierReads(pl kv.PlaneLayout, maps [][]kv.Tier, B, hkv, l int) (*tierReads, error) {
+	tr := &tierReads{index: kernels.NewTierIndex(B, hkv, l)}
+	for b := 0; b < B; b++ {
+		for h := 0; h < hkv; h++ {
+			if err := tr.index.Set(b, h, maps[b*hkv+h]); err != nil {
+				return nil, err
+			}
+			c := tr.index.TierCounts(b, h)
+			read := c[kv.High] + c[kv.Medium] + c[kv.Low]
+			tr.indexBytes += int64(read * kv.IndexBytes)
+			tr.planeBytes += pl.PlaneReadBytes(c) - int64(read*kv.IndexBytes)
+			for t := range c {
+				tr.counts[t] += int64(c[t])
+			}
+		}
+	}
+	return tr, nil
+}
+
+// checkPlanes returns the largest error of sequence 0's output at out
+// against the float64 reference over the stored values and tiers the
+// kernel read (pool block j holds prototype j mod gpuPrototypes of cache).
+func checkPlanes(dev *cuda.Device, out cuda.DevicePtr, qh []uint16, cache *attn.PlaneCache, tiers [][]kv.Tier, table []int32, l int, f kv.Format, sh attn.Shape) (float64, error) {
+	got := make([]uint16, len(qh))
+	if err := dev.DtoH(cuda.Bytes(got), out); err != nil {
+		return 0, err
+	}
+	seq := &attn.PlaneSeq{Len: l, Tiers: tiers}
+	for _, b := range table {
+		seq.Blocks = append(seq.Blocks, cache.Blocks[int(b)%gpuPrototypes])
+	}
+	q0 := fp16ToFloat32s(qh[:sh.Hq*sh.D])
+	want := make([]float32, len(q0))
+	if _, err := attn.ReferencePlanes(want, q0, []*attn.PlaneSeq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1}); err != nil {
+		return 0, err
+	}
+	return maxAbsErrFP16(got, want), nil
 }
 
 // PlanesRow is what a bit-plane (bw) row adds to a GPU row.
