@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/bitdecode/bitdecode/kvcache"
@@ -53,6 +52,9 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 	if err := opts.Sample.Validate(); err != nil {
 		return st, err
 	}
+	if err := checkStops(opts.Stop); err != nil {
+		return st, err
+	}
 	maxPos := m.Config().MaxPositions
 	if maxPos > 0 && len(prompt) >= maxPos {
 		return st, fmt.Errorf("engine: prompt of %d tokens does not fit the model's context of %d", len(prompt), maxPos)
@@ -95,8 +97,7 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 
 	// Decode.
 	start = time.Now()
-	var text strings.Builder
-	pending := ""
+	stops := newStopMatcher(opts.Stop)
 	for st.GeneratedTokens < opts.MaxTokens {
 		next := sampler.Sample(logits.Row(0), context)
 		if stop[next] {
@@ -106,24 +107,13 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 		st.GeneratedTokens++
 		st.Tokens = append(st.Tokens, next)
 		context = append(context, next)
-		piece := stream.Step(next)
-		if len(opts.Stop) > 0 {
-			// Hold back text that may be the start of a stop string.
-			pending += piece
-			text.WriteString(piece)
-			if s, hit := endsWithStop(text.String(), opts.Stop); hit {
-				emit(strings.TrimSuffix(pending, s))
-				st.StopReason = "stop string"
-				pending = ""
-				break
-			}
-			keep := stopPrefixLen(text.String(), opts.Stop)
-			if len(pending) > keep {
-				emit(pending[:len(pending)-keep])
-				pending = pending[len(pending)-keep:]
-			}
-		} else {
-			emit(piece)
+		// Text that may be the start of a stop string is held back; at a
+		// stop, the text is cut where it begins, even inside this token.
+		out, hit := stops.add(stream.Step(next))
+		emit(out)
+		if hit {
+			st.StopReason = "stop string"
+			break
 		}
 		if maxPos > 0 && len(context) >= maxPos {
 			st.StopReason = "context full"
@@ -144,33 +134,14 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 		}
 	}
 	if st.StopReason != "stop string" {
-		emit(pending + stream.Flush())
+		if out, hit := stops.add(stream.Flush()); hit {
+			emit(out)
+			st.StopReason = "stop string"
+		} else {
+			emit(out + stops.flush())
+		}
 	}
 	st.Decode = time.Since(start)
 	st.KVBytes, st.KVBytesFP16 = c.Bytes(seq)
 	return st, nil
-}
-
-func endsWithStop(text string, stops []string) (string, bool) {
-	for _, s := range stops {
-		if s != "" && strings.HasSuffix(text, s) {
-			return s, true
-		}
-	}
-	return "", false
-}
-
-// stopPrefixLen is the length of the longest suffix of text that is a
-// proper prefix of a stop string.
-func stopPrefixLen(text string, stops []string) int {
-	best := 0
-	for _, s := range stops {
-		for n := min(len(s)-1, len(text)); n > best; n-- {
-			if strings.HasSuffix(text, s[:n]) {
-				best = n
-				break
-			}
-		}
-	}
-	return best
 }

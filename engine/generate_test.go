@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,11 +130,97 @@ func TestSampler(t *testing.T) {
 	}
 }
 
-func TestStopPrefix(t *testing.T) {
-	if n := stopPrefixLen("hello wor", []string{"world"}); n != 3 {
-		t.Errorf("stopPrefixLen = %d, want 3", n)
+// TestStopInsideToken generates with the embedded model, whose byte-level
+// BPE has tokens such as "\n\t": a stop string inside one token's text must
+// cut the output where it begins, in Generate and in the scheduler alike.
+// Before the stop matcher, only a text ending with the stop was seen, and
+// generation ran past the newline.
+func TestStopInsideToken(t *testing.T) {
+	lm, err := Open("", Options{Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s, ok := endsWithStop("x\n\n", []string{"\n\n"}); !ok || s != "\n\n" {
-		t.Errorf("endsWithStop = %q %v", s, ok)
+	defer lm.Close()
+	prompt, _ := lm.Encode("func main() {", false)
+	gen := func(stop []string) (string, Stats) {
+		c, err := lm.NewCache(kv.MustParseSpec("int8"), kvcache.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		st, err := Generate(context.Background(), lm.Model, lm.Tokenizer, c, 0, prompt,
+			GenerateOptions{MaxTokens: 40, Stop: stop, StopIDs: []int{}, Sample: SampleOptions{RepeatPenalty: 1.3}}, func(s string) { out.WriteString(s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), st
+	}
+	free, st := gen(nil)
+	// Pick a one-byte stop string that first occurs inside a longer token,
+	// not at its start: the case the old matcher missed.
+	stop, at := "", -1
+	text := ""
+	for _, id := range st.Tokens {
+		piece := lm.Tokenizer.Decode([]int{id})
+		for k := 1; k < len(piece) && stop == ""; k++ {
+			if c := piece[k : k+1]; strings.Index(free, c) == len(text)+k {
+				stop, at = c, len(text)+k
+			}
+		}
+		text += piece
+	}
+	if stop == "" {
+		t.Fatalf("no byte of %q first occurs inside a token", free)
+	}
+	got, st2 := gen([]string{stop})
+	if got != free[:at] || st2.StopReason != "stop string" {
+		t.Errorf("stop %q: got %q (%s), want %q", stop, got, st2.StopReason, free[:at])
+	}
+
+	// The scheduler, with the same request.
+	sc, err := lm.NewCache(kv.MustParseSpec("int8"), kvcache.Options{MaxSeqs: 2, Blocks: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewScheduler(lm.Model, lm.Tokenizer, sc, SchedulerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	strm, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 40, Stop: []string{stop}, StopIDs: []int{},
+		Sample: SampleOptions{RepeatPenalty: 1.3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, res := collect(t, strm)
+	if got != free[:at] || res.FinishReason != FinishStop {
+		t.Errorf("scheduler, stop %q: got %q (%s), want %q", stop, got, res.FinishReason, free[:at])
+	}
+}
+
+// TestMaxTokensOverflow submits max tokens of 2^63-1, which wrapped the
+// context check (prompt + max tokens) into a negative number: it must be
+// refused as beyond the context, not run to the end of it.
+func TestMaxTokensOverflow(t *testing.T) {
+	m, tok, be := tiny(t)
+	c, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec("int4:kc32:v32:res32"), kvcache.Options{MaxSeqs: 2, Blocks: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewScheduler(m, tok, c, SchedulerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Submit(context.Background(), Request{Prompt: []int{1, 2, 3}, MaxTokens: math.MaxInt})
+	var ce *ContextError
+	if !errors.As(err, &ce) {
+		t.Fatalf("max tokens 2^63-1: err = %v, want a ContextError", err)
+	}
+	if _, err := s.Submit(context.Background(), Request{Prompt: []int{1}, MaxTokens: 1, Stop: make([]string, MaxStops+1)}); err == nil {
+		t.Error("too many stop strings accepted")
+	}
+	if _, err := s.Submit(context.Background(), Request{Prompt: []int{1}, MaxTokens: 1, Stop: []string{strings.Repeat("x", MaxStopBytes+1)}}); err == nil {
+		t.Error("an overlong stop string accepted")
 	}
 }

@@ -63,8 +63,10 @@ type Request struct {
 	MaxTokens int
 	// Sample is the sampling configuration, seed included.
 	Sample SampleOptions
-	// Stop ends generation when the text ends with one of these; the stop
-	// string is not emitted.
+	// Stop ends generation at the first occurrence of any of these in the
+	// generated text, wherever it falls (inside one token's text too); the
+	// text is cut where the stop string begins (at most MaxStops strings of
+	// MaxStopBytes bytes).
 	Stop []string
 	// StopIDs end generation when sampled (not emitted); nil means the
 	// tokenizer's stop tokens.
@@ -254,8 +256,7 @@ type seq struct {
 	sampler   *Sampler
 	tiers     *kv.PlaneSpec // the request's tier policy (nil: the cache's)
 	dec       *tokenizer.DecodeStream
-	text      strings.Builder // generated text, for stop strings
-	held      string          // text held back as a possible stop-string start
+	stops     *stopMatcher // cuts the text at the request's stop strings
 	stopIDs   map[int]bool
 	res       Result
 	submitted time.Time
@@ -373,7 +374,11 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		}
 		tiers = &p
 	}
-	if len(r.Prompt)+r.MaxTokens > s.limit {
+	if err := checkStops(r.Stop); err != nil {
+		return nil, err
+	}
+	// Compared without adding: MaxTokens may be any int (2^63-1 included).
+	if len(r.Prompt) > s.limit || r.MaxTokens > s.limit-len(r.Prompt) {
 		what := "the KV cache"
 		if mp := s.m.Config().MaxPositions; mp > 0 && s.limit == mp {
 			what = "the model's context"
@@ -385,7 +390,7 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		stopIDs = s.tok.StopIDs()
 	}
 	q := &seq{req: r, ctx: ctx, stream: newStream(), tokens: append([]int(nil), r.Prompt...), promptLen: len(r.Prompt),
-		sampler: NewSampler(r.Sample), tiers: tiers, dec: s.tok.NewDecodeStream(tokenizer.DecodeOptions{SkipSpecial: true}),
+		sampler: NewSampler(r.Sample), tiers: tiers, stops: newStopMatcher(r.Stop), dec: s.tok.NewDecodeStream(tokenizer.DecodeOptions{SkipSpecial: true}),
 		stopIDs: map[int]bool{}, submitted: time.Now()}
 	for _, id := range stopIDs {
 		q.stopIDs[id] = true
@@ -704,23 +709,11 @@ func (s *Scheduler) sample(q *seq, logits []float32, now time.Time) {
 	q.res.Tokens = append(q.res.Tokens, next)
 	q.res.CompletionTokens++
 	s.count(func(st *SchedulerStats) { st.GeneratedTokens++ })
-	piece := q.dec.Step(next)
-	if len(q.req.Stop) > 0 {
-		q.held += piece
-		q.text.WriteString(piece)
-		if stop, hit := endsWithStop(q.text.String(), q.req.Stop); hit {
-			q.stream.push(strings.TrimSuffix(q.held, stop))
-			q.held = ""
-			s.finish(q, FinishStop, true)
-			return
-		}
-		keep := stopPrefixLen(q.text.String(), q.req.Stop)
-		if len(q.held) > keep {
-			q.stream.push(q.held[:len(q.held)-keep])
-			q.held = q.held[len(q.held)-keep:]
-		}
-	} else {
-		q.stream.push(piece)
+	out, hit := q.stops.add(q.dec.Step(next))
+	q.stream.push(out)
+	if hit {
+		s.finish(q, FinishStop, true)
+		return
 	}
 	if q.res.CompletionTokens >= q.req.MaxTokens || len(q.tokens) >= s.limit {
 		s.finish(q, FinishLength, false)
@@ -730,7 +723,13 @@ func (s *Scheduler) sample(q *seq, logits []float32, now time.Time) {
 // finish ends a running request normally.
 func (s *Scheduler) finish(q *seq, reason string, stopString bool) {
 	if !stopString {
-		q.stream.push(q.held + q.dec.Flush())
+		out, hit := q.stops.add(q.dec.Flush())
+		if !hit {
+			out += q.stops.flush()
+		} else if reason == FinishLength {
+			reason = FinishStop
+		}
+		q.stream.push(out)
 	}
 	s.remove(q)
 	s.end(q, reason, nil)
