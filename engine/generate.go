@@ -99,7 +99,7 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 	start = time.Now()
 	stops := newStopMatcher(opts.Stop)
 	for st.GeneratedTokens < opts.MaxTokens {
-		next := sampler.Sample(logits.Row(0), context)
+		next := sampler.SampleLogprob(logits.Row(0), context, st.GeneratedTokens).ID
 		if stop[next] {
 			st.StopReason = "stop token"
 			break

@@ -20,6 +20,20 @@ type SampleOptions struct {
 	// RepeatPenalty divides positive logits (multiplies negative ones) of
 	// tokens already in the context, as llama.cpp and transformers do (1 or 0: off).
 	RepeatPenalty float64
+	// PresencePenalty is subtracted from the logit of every token already
+	// generated, FrequencyPenalty times the number of times it was
+	// generated, as the OpenAI API defines them (0: off; the prompt does
+	// not count).
+	PresencePenalty, FrequencyPenalty float64
+	// LogitBias is added to the logits of the tokens it names before
+	// sampling (OpenAI's logit_bias: -100 bans a token, 100 forces it).
+	LogitBias map[int]float64
+	// TopLogprobs, with Logprobs, is how many of the most likely tokens'
+	// log probabilities Sample reports besides the chosen one's (0-20).
+	TopLogprobs int
+	// Logprobs makes the sampler report the chosen token's log probability
+	// (SampleLogprob).
+	Logprobs bool
 	// Seed seeds the sampler; runs with the same seed give the same tokens.
 	Seed uint64
 }
@@ -35,10 +49,42 @@ func (o SampleOptions) Validate() error {
 		return fmt.Errorf("engine: top-p %g must be in [0, 1]", o.TopP)
 	case o.MinP < 0 || o.MinP > 1:
 		return fmt.Errorf("engine: min-p %g must be in [0, 1]", o.MinP)
-	case o.RepeatPenalty < 0:
+	case o.RepeatPenalty < 0 || math.IsNaN(o.RepeatPenalty):
 		return fmt.Errorf("engine: repeat penalty %g must be >= 0", o.RepeatPenalty)
+	case !(o.PresencePenalty >= -2 && o.PresencePenalty <= 2):
+		return fmt.Errorf("engine: presence penalty %g must be in [-2, 2]", o.PresencePenalty)
+	case !(o.FrequencyPenalty >= -2 && o.FrequencyPenalty <= 2):
+		return fmt.Errorf("engine: frequency penalty %g must be in [-2, 2]", o.FrequencyPenalty)
+	case o.TopLogprobs < 0 || o.TopLogprobs > MaxTopLogprobs:
+		return fmt.Errorf("engine: top logprobs %d must be in [0, %d]", o.TopLogprobs, MaxTopLogprobs)
+	}
+	for id, b := range o.LogitBias {
+		if id < 0 || !(b >= -100 && b <= 100) {
+			return fmt.Errorf("engine: logit bias %g for token %d: want a token id >= 0 and a bias in [-100, 100]", b, id)
+		}
 	}
 	return nil
+}
+
+// MaxTopLogprobs is the most alternatives SampleOptions.TopLogprobs may ask
+// for (the OpenAI API's limit).
+const MaxTopLogprobs = 20
+
+// TokenLogprob is a token with its log probability under the model: the
+// log-softmax of the raw logits, before penalties, bias and temperature (as
+// vLLM reports them by default).
+type TokenLogprob struct {
+	ID      int
+	Logprob float64
+}
+
+// SampledToken is a sampled token with, when asked for, its log
+// probability and the most likely alternatives'.
+type SampledToken struct {
+	TokenLogprob
+	// Top holds the TopLogprobs most likely tokens, most likely first (ties
+	// by id).
+	Top []TokenLogprob
 }
 
 // Sampler picks next tokens from logits.
@@ -57,6 +103,32 @@ func NewSampler(o SampleOptions) *Sampler {
 // Sample returns the next token for logits, given the context so far (for
 // the repetition penalty). logits is modified.
 func (s *Sampler) Sample(logits []float32, context []int) int {
+	return s.SampleLogprob(logits, context, 0).ID
+}
+
+// SampleLogprob is Sample that also reports log probabilities when the
+// options ask for them. generated is how many tokens at the end of context
+// were generated (the ones presence and frequency penalties count).
+func (s *Sampler) SampleLogprob(logits []float32, context []int, generated int) SampledToken {
+	o := s.opts
+	var lp []float64
+	if o.Logprobs {
+		lp = logSoftmax(logits)
+	}
+	s.penalize(logits, context, generated)
+	id := s.pick(logits)
+	out := SampledToken{TokenLogprob: TokenLogprob{ID: id}}
+	if lp != nil {
+		out.Logprob = lp[id]
+		out.Top = topLogprobs(lp, o.TopLogprobs)
+	}
+	return out
+}
+
+// penalize applies to logits, in this order, the repetition penalty (over
+// the whole context), the presence and frequency penalties (over the
+// generated tokens) and the logit bias.
+func (s *Sampler) penalize(logits []float32, context []int, generated int) {
 	o := s.opts
 	if o.RepeatPenalty > 0 && o.RepeatPenalty != 1 {
 		seen := map[int]bool{}
@@ -71,6 +143,28 @@ func (s *Sampler) Sample(logits []float32, context []int) int {
 			}
 		}
 	}
+	if (o.PresencePenalty != 0 || o.FrequencyPenalty != 0) && generated > 0 {
+		counts := map[int]int{}
+		for _, t := range context[max(0, len(context)-generated):] {
+			counts[t]++
+		}
+		for t, n := range counts {
+			if t >= 0 && t < len(logits) {
+				logits[t] -= float32(o.PresencePenalty + o.FrequencyPenalty*float64(n))
+			}
+		}
+	}
+	for t, b := range o.LogitBias {
+		if t < len(logits) {
+			logits[t] += float32(b)
+		}
+	}
+}
+
+// pick samples from the processed logits: argmax at temperature 0, else
+// from the top-k / min-p / top-p filtered softmax.
+func (s *Sampler) pick(logits []float32) int {
+	o := s.opts
 	if o.Temperature == 0 {
 		best := 0
 		for i, x := range logits {
@@ -128,4 +222,47 @@ func (s *Sampler) Sample(logits []float32, context []int) int {
 		r -= p
 	}
 	return s.idx[n-1]
+}
+
+// logSoftmax returns log-softmax(x) in float64.
+func logSoftmax(x []float32) []float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = math.Max(m, float64(v))
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v) - m)
+	}
+	lse := m + math.Log(sum)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - lse
+	}
+	return out
+}
+
+// topLogprobs returns the n largest entries of lp, largest first, ties by
+// id.
+func topLogprobs(lp []float64, n int) []TokenLogprob {
+	if n <= 0 {
+		return nil
+	}
+	top := make([]TokenLogprob, 0, n+1)
+	for id, v := range lp {
+		if len(top) == n && !(v > top[n-1].Logprob) {
+			continue
+		}
+		i := len(top)
+		for i > 0 && v > top[i-1].Logprob {
+			i--
+		}
+		top = append(top, TokenLogprob{})
+		copy(top[i+1:], top[i:])
+		top[i] = TokenLogprob{ID: id, Logprob: v}
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	return top
 }

@@ -117,17 +117,33 @@ type Result struct {
 	// memory pressure and was recomputed.
 	Preemptions int
 	Tokens      []int // the generated ids
-	TTFT        time.Duration
-	Err         error // set with FinishCancelled and FinishError
+	// Logprobs holds every generated token's log probabilities when the
+	// request asked for them (Sample.Logprobs); a stop token, which is not
+	// emitted, is not included.
+	Logprobs []SampledToken
+	TTFT     time.Duration
+	Err      error // set with FinishCancelled and FinishError
 }
 
 // Stream delivers a request's text as it is generated.
 type Stream struct {
 	mu      sync.Mutex
 	pending strings.Builder
+	tokens  []SampledToken // sampled since the last Next, with Request.Sample.Logprobs
 	done    bool
 	res     Result
 	notify  chan struct{}
+}
+
+// Chunk is what NextChunk returns: the text generated since the previous
+// call and, when the request asked for log probabilities, the tokens sampled
+// since then (their text may still be held back in part: a stop string's
+// possible start, an incomplete UTF-8 sequence).
+type Chunk struct {
+	Text   string
+	Tokens []SampledToken
+	// Done reports that the request has finished; Result describes it.
+	Done bool
 }
 
 func newStream() *Stream { return &Stream{notify: make(chan struct{}, 1)} }
@@ -140,6 +156,13 @@ func (s *Stream) push(text string) {
 	s.pending.WriteString(text)
 	s.mu.Unlock()
 	s.signal()
+}
+
+// pushToken records a sampled token's log probabilities for the next chunk.
+func (s *Stream) pushToken(t SampledToken) {
+	s.mu.Lock()
+	s.tokens = append(s.tokens, t)
+	s.mu.Unlock()
 }
 
 func (s *Stream) finish(r Result) {
@@ -161,18 +184,25 @@ func (s *Stream) signal() {
 // until they cannot match) and whether the request has finished; then
 // Result describes it. It returns ctx's error if ctx ends first.
 func (s *Stream) Next(ctx context.Context) (text string, done bool, err error) {
+	c, err := s.NextChunk(ctx)
+	return c.Text, c.Done, err
+}
+
+// NextChunk is Next with the sampled tokens' log probabilities.
+func (s *Stream) NextChunk(ctx context.Context) (Chunk, error) {
 	for {
 		s.mu.Lock()
-		text, done = s.pending.String(), s.done
+		c := Chunk{Text: s.pending.String(), Tokens: s.tokens, Done: s.done}
 		s.pending.Reset()
+		s.tokens = nil
 		s.mu.Unlock()
-		if text != "" || done {
-			return text, done, nil
+		if c.Text != "" || len(c.Tokens) > 0 || c.Done {
+			return c, nil
 		}
 		select {
 		case <-s.notify:
 		case <-ctx.Done():
-			return "", false, ctx.Err()
+			return Chunk{}, ctx.Err()
 		}
 	}
 }
@@ -691,7 +721,8 @@ func (s *Scheduler) remove(q *seq) {
 // sample picks q's next token, streams its text and ends q when a stop
 // condition holds.
 func (s *Scheduler) sample(q *seq, logits []float32, now time.Time) {
-	next := q.sampler.Sample(logits, q.tokens)
+	tok := q.sampler.SampleLogprob(logits, q.tokens, len(q.res.Tokens))
+	next := tok.ID
 	if len(q.res.Tokens) == 0 {
 		q.res.TTFT = now.Sub(q.submitted)
 		if s.opts.OnFirstToken != nil {
@@ -704,6 +735,10 @@ func (s *Scheduler) sample(q *seq, logits []float32, now time.Time) {
 	if q.stopIDs[next] {
 		s.finish(q, FinishStop, false)
 		return
+	}
+	if q.req.Sample.Logprobs {
+		q.res.Logprobs = append(q.res.Logprobs, tok)
+		q.stream.pushToken(tok)
 	}
 	q.tokens = append(q.tokens, next)
 	q.res.Tokens = append(q.res.Tokens, next)

@@ -19,12 +19,12 @@ func TestStopMatcher(t *testing.T) {
 		{[]string{"\n"}, []string{"func", " main()", " {\n\t", "return"}, "func main() {", true},
 		{[]string{"END"}, []string{"abc", "E", "N", "Dxyz"}, "abc", true},
 		{[]string{"END"}, []string{"abcEN", "x"}, "abcENx", false},
-		{[]string{"ab", "b"}, []string{"xa", "bc"}, "x", true},  // earliest start wins
+		{[]string{"ab", "b"}, []string{"xa", "bc"}, "x", true}, // earliest start wins
 		{[]string{"bc", "abcd"}, []string{"zabcd"}, "z", true}, // earliest start, not first listed
-		{[]string{"}}"}, []string{"a}", "}", "b"}, "a", true},   // across tokens
-		{[]string{"x"}, []string{"", "yy", ""}, "yy", false},    // empty pieces
-		{nil, []string{"a", "b"}, "ab", false},                  // no stops
-		{[]string{""}, []string{"a", "b"}, "ab", false},         // empty stops are ignored
+		{[]string{"}}"}, []string{"a}", "}", "b"}, "a", true},  // across tokens
+		{[]string{"x"}, []string{"", "yy", ""}, "yy", false},   // empty pieces
+		{nil, []string{"a", "b"}, "ab", false},                 // no stops
+		{[]string{""}, []string{"a", "b"}, "ab", false},        // empty stops are ignored
 		{[]string{"aab"}, []string{"a", "a", "a", "b", "c"}, "a", true},
 	}
 	for _, c := range cases {
