@@ -121,8 +121,10 @@ type Result struct {
 	// request asked for them (Sample.Logprobs); a stop token, which is not
 	// emitted, is not included.
 	Logprobs []SampledToken
-	TTFT     time.Duration
-	Err      error // set with FinishCancelled and FinishError
+	// Queued is the time from Submit to the request's first admission,
+	// TTFT to its first token, Decode from its first token to its last.
+	Queued, TTFT, Decode time.Duration
+	Err                  error // set with FinishCancelled and FinishError
 }
 
 // Stream delivers a request's text as it is generated.
@@ -598,6 +600,7 @@ func (s *Scheduler) admit() {
 		s.queue = s.queue[1:]
 		q.n = cached
 		if q.res.Preemptions == 0 {
+			q.res.Queued = time.Since(q.submitted)
 			q.res.CachedTokens = cached
 			s.count(func(st *SchedulerStats) { st.CachedTokens += int64(cached) })
 		}
@@ -778,6 +781,9 @@ func (s *Scheduler) end(q *seq, reason string, err error) {
 		q.stopWake()
 	}
 	q.res.FinishReason, q.res.Err = reason, err
+	if len(q.res.Tokens) > 0 {
+		q.res.Decode = q.last.Sub(q.submitted) - q.res.TTFT
+	}
 	s.count(func(st *SchedulerStats) {
 		switch reason {
 		case FinishCancelled:

@@ -82,7 +82,7 @@ var malformed = []struct {
 	status     int
 }{
 	{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}`, 400},
-	{"/v1/chat/completions", `{"model":"tiny","n":3,"messages":[{"role":"user","content":"x"}]}`, 400},
+	{"/v1/chat/completions", `{"model":"tiny","n":30,"messages":[{"role":"user","content":"x"}]}`, 400},
 	{"/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`, 404},
 	{"/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":100000}`, 400},
 	{"/v1/completions", `{"model":"tiny","prompt":[-5]}`, 400},
@@ -127,6 +127,7 @@ func TestLoadLoopback(t *testing.T) {
 				defer cancel2()
 				body = strings.Replace(body, `,"stream":true`, "", 1)
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.url+"/v1/chat/completions", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
@@ -135,6 +136,7 @@ func TestLoadLoopback(t *testing.T) {
 				return
 			}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.url+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Errorf("abandoned stream %d: %v", i, err)
@@ -148,7 +150,7 @@ func TestLoadLoopback(t *testing.T) {
 			for events > 0 {
 				line, err := br.ReadString('\n')
 				if err != nil {
-					t.Errorf("abandoned stream %d: %v", i, err)
+					t.Errorf("abandoned stream %d: %v (status %s, last line %q)", i, err, resp.Status, line)
 					return
 				}
 				if strings.HasPrefix(line, "data: ") {

@@ -7,18 +7,25 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
+	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/bitdecode/bitdecode/engine"
 )
 
 // This file holds the OpenAI API shapes: request bodies as the official
 // clients (openai-python, openai-node) send them, the responses and stream
-// chunks they parse, and the error object. Fields this server does not use
-// are accepted and ignored (user, metadata, store, service_tier,
-// parallel_tool_calls, frequency_penalty and presence_penalty in range, ...);
-// fields whose meaning it cannot honour (n > 1, logprobs, tools, image or
-// audio content, JSON response formats, logit_bias, suffix, best_of > 1)
-// are refused with a 400 naming the parameter, so a client never gets a
-// silently different answer.
+// chunks they parse, and the error object. Every sampling parameter is
+// honoured: temperature, top_p, seed, presence_penalty, frequency_penalty,
+// logit_bias, n, logprobs and top_logprobs, and vLLM's top_k, min_p and
+// repetition_penalty. Fields that cannot change the answer are accepted and
+// ignored (ignoredFields: user, metadata, store, ...). Anything else, a
+// field this server does not know or one whose meaning it cannot honour
+// (tools, image or audio content, JSON response formats, suffix, prompt
+// logprobs with echo), is refused with a 400 naming the parameter, so a
+// client never gets a silently different answer.
 
 // apiError is the OpenAI error object with its HTTP status.
 type apiError struct {
@@ -70,19 +77,23 @@ type streamOptions struct {
 
 // commonRequest holds the fields shared by chat and text completions.
 type commonRequest struct {
-	Model            string          `json:"model"`
-	MaxTokens        *int            `json:"max_tokens"`
-	Temperature      *float64        `json:"temperature"`
-	TopP             *float64        `json:"top_p"`
-	N                *int            `json:"n"`
-	Stream           bool            `json:"stream"`
-	StreamOptions    *streamOptions  `json:"stream_options"`
-	Stop             json.RawMessage `json:"stop"`
-	Seed             *int64          `json:"seed"`
-	FrequencyPenalty *float64        `json:"frequency_penalty"`
-	PresencePenalty  *float64        `json:"presence_penalty"`
-	LogitBias        map[string]any  `json:"logit_bias"`
-	User             string          `json:"user"`
+	Model            string             `json:"model"`
+	MaxTokens        *int               `json:"max_tokens"`
+	Temperature      *float64           `json:"temperature"`
+	TopP             *float64           `json:"top_p"`
+	N                *int               `json:"n"`
+	Stream           bool               `json:"stream"`
+	StreamOptions    *streamOptions     `json:"stream_options"`
+	Stop             json.RawMessage    `json:"stop"`
+	Seed             *int64             `json:"seed"`
+	FrequencyPenalty *float64           `json:"frequency_penalty"`
+	PresencePenalty  *float64           `json:"presence_penalty"`
+	LogitBias        map[string]float64 `json:"logit_bias"`
+	// TopK, MinP and RepetitionPenalty are vLLM's sampling extensions
+	// (top_k -1 or 0: off; repetition_penalty 1: off).
+	TopK              *int     `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
 	// IgnoreEOS is vLLM's extension: keep generating through the model's
 	// stop tokens (stop strings still apply), for benchmarks.
 	IgnoreEOS bool `json:"ignore_eos"`
@@ -230,7 +241,7 @@ type assistantMessage struct {
 type chatChoice struct {
 	Index        int              `json:"index"`
 	Message      assistantMessage `json:"message"`
-	Logprobs     *struct{}        `json:"logprobs"`
+	Logprobs     *chatLogprobs    `json:"logprobs"`
 	FinishReason string           `json:"finish_reason"`
 }
 
@@ -250,10 +261,10 @@ type chunkDelta struct {
 }
 
 type chunkChoice struct {
-	Index        int        `json:"index"`
-	Delta        chunkDelta `json:"delta"`
-	Logprobs     *struct{}  `json:"logprobs"`
-	FinishReason *string    `json:"finish_reason"`
+	Index        int           `json:"index"`
+	Delta        chunkDelta    `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
 }
 
 type chatChunk struct {
@@ -269,10 +280,10 @@ type chatChunk struct {
 }
 
 type textChoice struct {
-	Text         string    `json:"text"`
-	Index        int       `json:"index"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Text         string        `json:"text"`
+	Index        int           `json:"index"`
+	Logprobs     *textLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
 }
 
 type textResponse struct {
@@ -300,47 +311,158 @@ type modelList struct {
 	Data   []modelObject `json:"data"`
 }
 
-// checkSampling validates the sampling fields shared by both endpoints.
-func checkSampling(c *commonRequest) *apiError {
+// maxChoices bounds n: every choice is a sequence of its own in the KV
+// cache (sharing the prompt's packed blocks where the cache shares
+// prefixes).
+const maxChoices = 16
+
+// maxCompletionLogprobs is the legacy completions endpoint's limit on
+// logprobs (OpenAI's).
+const maxCompletionLogprobs = 5
+
+// checkSampling validates the sampling fields shared by both endpoints and
+// returns them as engine options (seed aside) and the number of choices.
+func checkSampling(c *commonRequest, vocab int) (engine.SampleOptions, int, *apiError) {
+	o := engine.SampleOptions{Temperature: 1, TopP: 1} // OpenAI's defaults
 	if c.Model == "" {
-		return invalid("model", "", "You must provide a model parameter.")
+		return o, 0, invalid("model", "", "You must provide a model parameter.")
 	}
-	if c.N != nil && *c.N != 1 {
-		if *c.N < 1 {
-			return invalid("n", "integer_below_min_value", "Invalid 'n': integer below minimum value. Expected a value >= 1, but got %d instead.", *c.N)
+	n := 1
+	if c.N != nil {
+		n = *c.N
+		if n < 1 {
+			return o, 0, invalid("n", "integer_below_min_value", "Invalid 'n': integer below minimum value. Expected a value >= 1, but got %d instead.", n)
 		}
-		return invalid("n", "unsupported_value", "n = %d is not supported: this server returns one choice per request (send %d requests).", *c.N, *c.N)
+		if n > maxChoices {
+			return o, 0, invalid("n", "integer_above_max_value", "Invalid 'n': integer above maximum value. Expected a value <= %d, but got %d instead.", maxChoices, n)
+		}
 	}
-	if t := c.Temperature; t != nil && (*t < 0 || *t > 2 || math.IsNaN(*t)) {
-		return invalid("temperature", "decimal_out_of_range", "Invalid 'temperature': expected a value between 0 and 2, but got %g instead.", *t)
+	if t := c.Temperature; t != nil {
+		if *t < 0 || *t > 2 || math.IsNaN(*t) {
+			return o, 0, invalid("temperature", "decimal_out_of_range", "Invalid 'temperature': expected a value between 0 and 2, but got %g instead.", *t)
+		}
+		o.Temperature = *t
 	}
-	if p := c.TopP; p != nil && (*p < 0 || *p > 1 || math.IsNaN(*p)) {
-		return invalid("top_p", "decimal_out_of_range", "Invalid 'top_p': expected a value between 0 and 1, but got %g instead.", *p)
+	if p := c.TopP; p != nil {
+		if *p < 0 || *p > 1 || math.IsNaN(*p) {
+			return o, 0, invalid("top_p", "decimal_out_of_range", "Invalid 'top_p': expected a value between 0 and 1, but got %g instead.", *p)
+		}
+		o.TopP = *p
 	}
 	for _, f := range []struct {
 		name string
 		v    *float64
-	}{{"frequency_penalty", c.FrequencyPenalty}, {"presence_penalty", c.PresencePenalty}} {
-		if f.v != nil && (*f.v < -2 || *f.v > 2 || math.IsNaN(*f.v)) {
-			return invalid(f.name, "decimal_out_of_range", "Invalid '%s': expected a value between -2 and 2, but got %g instead.", f.name, *f.v)
+		dst  *float64
+	}{{"frequency_penalty", c.FrequencyPenalty, &o.FrequencyPenalty}, {"presence_penalty", c.PresencePenalty, &o.PresencePenalty}} {
+		if f.v == nil {
+			continue
 		}
+		if *f.v < -2 || *f.v > 2 || math.IsNaN(*f.v) {
+			return o, 0, invalid(f.name, "decimal_out_of_range", "Invalid '%s': expected a value between -2 and 2, but got %g instead.", f.name, *f.v)
+		}
+		*f.dst = *f.v
+	}
+	if k := c.TopK; k != nil {
+		if *k < -1 {
+			return o, 0, invalid("top_k", "integer_below_min_value", "Invalid 'top_k': expected -1 (off), 0 (off) or a positive count, but got %d instead.", *k)
+		}
+		o.TopK = max(*k, 0)
+	}
+	if p := c.MinP; p != nil {
+		if *p < 0 || *p > 1 || math.IsNaN(*p) {
+			return o, 0, invalid("min_p", "decimal_out_of_range", "Invalid 'min_p': expected a value between 0 and 1, but got %g instead.", *p)
+		}
+		o.MinP = *p
+	}
+	if p := c.RepetitionPenalty; p != nil {
+		if !(*p > 0 && *p <= 10) {
+			return o, 0, invalid("repetition_penalty", "decimal_out_of_range", "Invalid 'repetition_penalty': expected a value in (0, 10] (1 is off), but got %g instead.", *p)
+		}
+		o.RepeatPenalty = *p
 	}
 	if len(c.LogitBias) > 0 {
-		return invalid("logit_bias", "unsupported_parameter", "logit_bias is not supported by this server.")
+		if len(c.LogitBias) > maxLogitBias {
+			return o, 0, invalid("logit_bias", "", "Invalid 'logit_bias': %d entries, at most %d.", len(c.LogitBias), maxLogitBias)
+		}
+		o.LogitBias = make(map[int]float64, len(c.LogitBias))
+		for key, b := range c.LogitBias {
+			id, err := strconv.Atoi(key)
+			if err != nil || id < 0 || id >= vocab {
+				return o, 0, invalid("logit_bias", "invalid_value", "Invalid key %q in 'logit_bias': expected a token id in [0, %d).", key, vocab)
+			}
+			if b < -100 || b > 100 || math.IsNaN(b) {
+				return o, 0, invalid("logit_bias", "decimal_out_of_range", "Invalid value for token %d in 'logit_bias': expected a value between -100 and 100, but got %g instead.", id, b)
+			}
+			o.LogitBias[id] = b
+		}
 	}
 	if c.StreamOptions != nil && !c.Stream {
-		return invalid("stream_options", "", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+		return o, 0, invalid("stream_options", "", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+	}
+	return o, n, nil
+}
+
+// maxLogitBias bounds logit_bias's entries (OpenAI allows 300).
+const maxLogitBias = 300
+
+// ignoredFields are request fields that cannot change the answer: they are
+// accepted and ignored. (stream_options and kv_tiers are handled.)
+var ignoredFields = map[string]bool{"user": true, "metadata": true, "store": true, "service_tier": true,
+	"parallel_tool_calls": true, "prompt_cache_key": true, "safety_identifier": true}
+
+// checkFields returns a 400 naming the first field of body that the request
+// type v does not declare and that is not in ignoredFields.
+func checkFields(body []byte, v any) *apiError {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(body, &keys); err != nil {
+		return nil // decodeJSON reported it
+	}
+	known := jsonFields(reflect.TypeOf(v))
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !known[k] && !ignoredFields[k] {
+			return invalid(k, "unknown_parameter", "Unrecognized request argument supplied: %s. This server does not support it, and ignoring it could change the answer.", k)
+		}
 	}
 	return nil
 }
 
+// jsonFields returns the JSON names of a struct type's fields, those of
+// embedded structs included.
+func jsonFields(t reflect.Type) map[string]bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	out := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			for k := range jsonFields(f.Type) {
+				out[k] = true
+			}
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[name] = true
+		}
+	}
+	return out
+}
+
 // checkChatOnly refuses the chat features this server does not have.
 func checkChatOnly(r *chatRequest) *apiError {
-	if r.Logprobs != nil && *r.Logprobs {
-		return invalid("logprobs", "unsupported_parameter", "logprobs are not supported by this server.")
-	}
-	if r.TopLogprobs != nil && *r.TopLogprobs > 0 {
-		return invalid("top_logprobs", "unsupported_parameter", "top_logprobs is not supported by this server.")
+	if t := r.TopLogprobs; t != nil {
+		if *t < 0 || *t > engine.MaxTopLogprobs {
+			return invalid("top_logprobs", "integer_out_of_range", "Invalid 'top_logprobs': expected a value between 0 and %d, but got %d instead.", engine.MaxTopLogprobs, *t)
+		}
+		if r.Logprobs == nil || !*r.Logprobs {
+			return invalid("top_logprobs", "", "'top_logprobs' needs 'logprobs' set to true.")
+		}
 	}
 	for _, f := range []struct {
 		name string

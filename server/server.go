@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,10 +40,45 @@ type Config struct {
 	Fingerprint string
 	// MaxBodyBytes bounds request bodies (0: 4 MiB); larger ones get 413.
 	MaxBodyBytes int64
-	// Log receives one line per failed request and lifecycle events (nil:
+	// Log receives lifecycle events and one line per failed request (nil:
 	// discarded).
 	Log *log.Logger
+	// RequestLog receives one line per generation request: its id,
+	// endpoint, choices, prompt and completion tokens, queue time, time to
+	// first token, decode tokens/s and finish reason (nil: none).
+	RequestLog io.Writer
+	// LogJSON writes RequestLog's lines as JSON objects, one per line.
+	LogJSON bool
+
+	// Timeouts (0: the defaults below). BodyTimeout bounds reading a
+	// request's headers and body; IdleTimeout a keep-alive connection
+	// waiting for its next request; WriteTimeout each write of a response
+	// (a whole non-streamed response, or one event of a stream), so a
+	// client that stops reading cannot hold a generation's connection.
+	BodyTimeout, IdleTimeout, WriteTimeout time.Duration
+
+	// APIKey, when set, is required as "Authorization: Bearer KEY" on the
+	// API (compared in constant time); /health and /metrics stay open
+	// unless AuthAll.
+	APIKey  string
+	AuthAll bool
+	// AllowedHosts, when set, are the Host header values accepted (a name,
+	// or name:port; "*" accepts any): a defense against DNS rebinding of a
+	// server bound to loopback. Requests for other hosts get 421.
+	AllowedHosts []string
+	// CORSOrigins are the browser origins allowed to call the API ("*":
+	// any). A request with an Origin header not listed is refused with
+	// 403, so a web page cannot make a visitor's browser use the server;
+	// listed origins get CORS headers and preflight answers.
+	CORSOrigins []string
 }
+
+// Timeout defaults.
+const (
+	DefaultBodyTimeout  = 60 * time.Second
+	DefaultIdleTimeout  = 120 * time.Second
+	DefaultWriteTimeout = 60 * time.Second
+)
 
 // DefaultMaxBodyBytes is the request body limit when Config leaves it 0.
 const DefaultMaxBodyBytes = 4 << 20
@@ -57,6 +93,8 @@ type Server struct {
 	created  int64
 	draining atomic.Bool
 	mux      *http.ServeMux
+	logMu    sync.Mutex // serializes RequestLog lines
+	active   sync.WaitGroup
 }
 
 // New returns a server for cfg.
@@ -79,11 +117,24 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 	s := &Server{cfg: cfg, created: time.Now().Unix(), mux: http.NewServeMux()}
 	s.mux.HandleFunc("/v1/chat/completions", s.counted("chat", http.MethodPost, s.chat))
 	s.mux.HandleFunc("/v1/completions", s.counted("completions", http.MethodPost, s.completions))
 	s.mux.HandleFunc("/v1/models", s.counted("models", http.MethodGet, s.models))
 	s.mux.HandleFunc("/v1/models/{id...}", s.counted("models", http.MethodGet, s.model))
+	s.mux.HandleFunc("/v1/embeddings", s.counted("other", "", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Message: "Embeddings (/v1/embeddings) are not supported by this server: it serves a generative model.",
+			Type: "invalid_request_error", Code: strp("unsupported_endpoint")})
+	}))
 	s.mux.HandleFunc("/health", s.counted("health", http.MethodGet, s.health))
 	s.mux.HandleFunc("/metrics", s.metrics)
 	s.mux.HandleFunc("/", s.counted("other", "", func(w http.ResponseWriter, r *http.Request) {
@@ -93,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
 
 // Metrics returns the server's metrics.
 func (s *Server) Metrics() *Metrics { return s.cfg.Metrics }
@@ -103,7 +154,10 @@ func (s *Server) Metrics() *Metrics { return s.cfg.Metrics }
 // with 503, lets running streams finish for up to drain, then ends what is
 // left (their blocks are freed) and closes the scheduler.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: s.cfg.Log}
+	// ReadTimeout would also end long streams (the connection's read
+	// deadline cancels the request's context): the body's deadline is set
+	// per request instead (readBody), then cleared.
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.cfg.BodyTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: s.cfg.Log}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -121,7 +175,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	if err != nil {
 		s.cfg.Log.Printf("drain timed out; ending the remaining streams")
 	}
-	s.cfg.Scheduler.Close() // ends what is left; their handlers return
+	s.cfg.Scheduler.Close() // ends what is left: each stream gets an error event and [DONE]
+	// Let those handlers write their last events before the connections
+	// close (each write is bounded by WriteTimeout).
+	finished := make(chan struct{})
+	go func() { s.active.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(s.cfg.WriteTimeout):
+	}
 	hs.Close()
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("server: shutdown: %w", err)
@@ -160,6 +222,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // counted wraps a handler with the method check and request metrics.
 func (s *Server) counted(endpoint, method string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		s.active.Add(1)
+		defer s.active.Done()
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		if method != "" && r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
@@ -232,7 +296,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	if s.draining.Load() {
 		return nil, &apiError{Status: http.StatusServiceUnavailable, Message: "The server is shutting down; retry on another instance.", Type: "server_error", Code: strp("shutting_down")}
 	}
+	// The body must arrive within BodyTimeout; the deadline is cleared
+	// once it has (a server-wide ReadTimeout would cut long streams).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		// The rest of the body is not worth waiting for: answer and close
+		// the connection (the deadline stays, so draining it cannot hang).
+		w.Header().Set("Connection", "close")
+	} else {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
@@ -246,16 +321,20 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 
 // job is a validated generation request.
 type job struct {
-	req          engine.Request
+	req          engine.Request // choice 0's; choice i adds i to the seed
+	n            int            // choices
+	seeded       bool           // the client gave a seed
+	chat         bool
 	stream       bool
 	includeUsage bool
+	logprobs     bool   // report the sampled tokens' log probabilities
 	echo         string // text to prepend (completions with echo)
 	param        string // the prompt's parameter name, for context errors
 }
 
 // prepare fills the engine request from the common fields and checks the
 // context length.
-func (s *Server) prepare(c *commonRequest, maxTokens *int, prompt []int, param string) (*job, *apiError) {
+func (s *Server) prepare(c *commonRequest, sample engine.SampleOptions, n int, maxTokens *int, prompt []int, param string) (*job, *apiError) {
 	stops, e := parseStop(c.Stop)
 	if e != nil {
 		return nil, e
@@ -270,11 +349,12 @@ func (s *Server) prepare(c *commonRequest, maxTokens *int, prompt []int, param s
 	} else {
 		max = limit - len(prompt)
 	}
-	if len(prompt)+max > limit || max < 1 {
+	// Compared without adding: max may be any int (2^63-1 included).
+	if len(prompt) > limit || max > limit-len(prompt) || max < 1 {
 		return nil, contextError(limit, len(prompt), max, param)
 	}
-	j := &job{stream: c.Stream, includeUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage, param: param}
-	j.req = engine.Request{Prompt: prompt, MaxTokens: max, Stop: stops}
+	j := &job{n: n, stream: c.Stream, includeUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage, param: param}
+	j.req = engine.Request{Prompt: prompt, MaxTokens: max, Stop: stops, Sample: sample}
 	if c.IgnoreEOS {
 		j.req.StopIDs = []int{}
 	}
@@ -284,15 +364,8 @@ func (s *Server) prepare(c *commonRequest, maxTokens *int, prompt []int, param s
 		}
 		j.req.KVTiers = *c.KVTiers
 	}
-	j.req.Sample.Temperature, j.req.Sample.TopP = 1, 1 // OpenAI's defaults
-	if c.Temperature != nil {
-		j.req.Sample.Temperature = *c.Temperature
-	}
-	if c.TopP != nil {
-		j.req.Sample.TopP = *c.TopP
-	}
 	if c.Seed != nil {
-		j.req.Sample.Seed = uint64(*c.Seed)
+		j.req.Sample.Seed, j.seeded = uint64(*c.Seed), true
 	} else {
 		j.req.Sample.Seed = randv2.Uint64()
 	}
@@ -346,14 +419,24 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	if e := decodeJSON(body, &req); e != nil {
 		return nil, e
 	}
+	if e := checkFields(body, &req); e != nil {
+		return nil, e
+	}
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, e
 	}
-	if e := checkSampling(&req.commonRequest); e != nil {
+	sample, n, e := checkSampling(&req.commonRequest, s.cfg.Tokenizer.VocabSize())
+	if e != nil {
 		return nil, e
 	}
 	if e := checkChatOnly(&req); e != nil {
 		return nil, e
+	}
+	if req.Logprobs != nil && *req.Logprobs {
+		sample.Logprobs = true
+		if req.TopLogprobs != nil {
+			sample.TopLogprobs = *req.TopLogprobs
+		}
 	}
 	if len(req.Messages) == 0 {
 		return nil, invalid("messages", "", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
@@ -387,10 +470,11 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	if maxTokens == nil {
 		maxTokens = req.MaxTokens
 	}
-	j, e := s.prepare(&req.commonRequest, maxTokens, prompt, "messages")
+	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, prompt, "messages")
 	if e != nil {
 		return nil, e
 	}
+	j.chat, j.logprobs = true, sample.Logprobs
 	return j, nil
 }
 
@@ -400,19 +484,28 @@ func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 	if e := decodeJSON(body, &req); e != nil {
 		return nil, e
 	}
+	if e := checkFields(body, &req); e != nil {
+		return nil, e
+	}
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, e
 	}
-	if e := checkSampling(&req.commonRequest); e != nil {
+	sample, n, e := checkSampling(&req.commonRequest, s.cfg.Tokenizer.VocabSize())
+	if e != nil {
 		return nil, e
 	}
 	switch {
 	case req.Suffix != nil && *req.Suffix != "":
 		return nil, invalid("suffix", "unsupported_parameter", "suffix (insertion) is not supported by this server.")
-	case req.Logprobs != nil:
-		return nil, invalid("logprobs", "unsupported_parameter", "logprobs are not supported by this server.")
-	case req.BestOf != nil && *req.BestOf != 1:
-		return nil, invalid("best_of", "unsupported_value", "best_of = %d is not supported; only 1 is.", *req.BestOf)
+	case req.Logprobs != nil && (*req.Logprobs < 0 || *req.Logprobs > maxCompletionLogprobs):
+		return nil, invalid("logprobs", "integer_out_of_range", "Invalid 'logprobs': expected a value between 0 and %d, but got %d instead.", maxCompletionLogprobs, *req.Logprobs)
+	case req.Logprobs != nil && req.Echo:
+		return nil, invalid("logprobs", "unsupported_parameter", "logprobs with echo (the prompt's log probabilities) are not supported; drop echo or logprobs.")
+	case req.BestOf != nil && *req.BestOf != n:
+		return nil, invalid("best_of", "unsupported_value", "best_of = %d is not supported; only best_of = n (%d) is.", *req.BestOf, n)
+	}
+	if req.Logprobs != nil {
+		sample.Logprobs, sample.TopLogprobs = true, *req.Logprobs
 	}
 	prompt, text, e := s.completionPrompt(req.Prompt)
 	if e != nil {
@@ -423,10 +516,11 @@ func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 		d := defaultCompletionMaxTokens
 		maxTokens = &d
 	}
-	j, e := s.prepare(&req.commonRequest, maxTokens, prompt, "prompt")
+	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, prompt, "prompt")
 	if e != nil {
 		return nil, e
 	}
+	j.logprobs = sample.Logprobs
 	if req.Echo {
 		j.echo = text
 	}
@@ -509,10 +603,36 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
+// submit queues the job's n choices, choice i with the seed plus i (each
+// is a sequence of its own; a cache that shares prefixes shares the
+// prompt's packed blocks). On an error nothing stays queued.
+func (s *Server) submit(ctx context.Context, j *job) ([]*engine.Stream, error) {
+	streams := make([]*engine.Stream, j.n)
+	for i := range streams {
+		req := j.req
+		req.Sample.Seed += uint64(i)
+		st, err := s.cfg.Scheduler.Submit(ctx, req)
+		if err != nil {
+			return nil, err // the caller cancels ctx, which ends the others
+		}
+		streams[i] = st
+	}
+	return streams, nil
+}
+
+// choiceResult is one choice's collected output.
+type choiceResult struct {
+	text   strings.Builder
+	tokens []engine.SampledToken
+	res    engine.Result
+}
+
 // run submits the job and writes the response, streamed or whole.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) {
-	ctx := r.Context()
-	st, err := s.cfg.Scheduler.Submit(ctx, j.req)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel() // ends the choices still running if the handler returns early
+	start := time.Now()
+	streams, err := s.submit(ctx, j)
 	if err != nil {
 		writeError(w, submitError(err, j.param))
 		return
@@ -522,41 +642,67 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 		id = newID("chatcmpl-")
 	}
 	if j.stream {
-		s.stream(w, r, st, j, chat, id, created)
+		results := s.stream(ctx, w, streams, j, chat, id, created)
+		s.logRequest(id, j, results, start)
 		return
 	}
-	var text strings.Builder
-	text.WriteString(j.echo)
-	for {
-		piece, done, err := st.Next(ctx)
-		if err != nil {
-			return // the client left; the scheduler frees the sequence
+	out := make([]*choiceResult, len(streams))
+	for i, st := range streams {
+		c := &choiceResult{}
+		c.text.WriteString(j.echo)
+		for {
+			ch, err := st.NextChunk(ctx)
+			if err != nil {
+				return // the client left; the scheduler frees the sequences
+			}
+			c.text.WriteString(ch.Text)
+			c.tokens = append(c.tokens, ch.Tokens...)
+			if ch.Done {
+				break
+			}
 		}
-		text.WriteString(piece)
-		if done {
-			break
+		c.res = st.Result()
+		out[i] = c
+	}
+	results := make([]engine.Result, len(out))
+	for i, c := range out {
+		results[i] = c.res
+	}
+	s.logRequest(id, j, results, start)
+	for _, c := range out {
+		switch c.res.FinishReason {
+		case engine.FinishCancelled:
+			return
+		case engine.FinishError:
+			s.cfg.Log.Printf("request %s failed: %v", id, c.res.Err)
+			writeError(w, generationError(c.res.Err))
+			return
 		}
 	}
-	res := st.Result()
-	if res.FinishReason == engine.FinishCancelled {
-		return
-	}
-	if res.FinishReason == engine.FinishError {
-		s.cfg.Log.Printf("request %s failed: %v", id, res.Err)
-		writeError(w, generationError(res.Err))
-		return
-	}
-	u := usageOf(res)
+	u := usageOf(results)
+	s.setWriteDeadline(w)
 	if chat {
-		writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.cfg.ModelName,
-			Choices:           []chatChoice{{Message: assistantMessage{Role: "assistant", Content: text.String()}, FinishReason: res.FinishReason}},
-			Usage:             *u,
-			SystemFingerprint: s.cfg.Fingerprint})
+		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.cfg.ModelName, Usage: *u, SystemFingerprint: s.cfg.Fingerprint}
+		for i, c := range out {
+			ch := chatChoice{Index: i, Message: assistantMessage{Role: "assistant", Content: c.text.String()}, FinishReason: c.res.FinishReason}
+			if j.logprobs {
+				ch.Logprobs = chatLogprobsOf(s.cfg.Tokenizer, c.tokens)
+			}
+			resp.Choices = append(resp.Choices, ch)
+		}
+		writeJSON(w, http.StatusOK, resp)
 		return
 	}
-	fr := res.FinishReason
-	writeJSON(w, http.StatusOK, textResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.ModelName,
-		SystemFingerprint: s.cfg.Fingerprint, Choices: []textChoice{{Text: text.String(), FinishReason: &fr}}, Usage: u})
+	resp := textResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.ModelName, SystemFingerprint: s.cfg.Fingerprint, Usage: u}
+	for i, c := range out {
+		fr := c.res.FinishReason
+		ch := textChoice{Index: i, Text: c.text.String(), FinishReason: &fr}
+		if j.logprobs {
+			ch.Logprobs = textLogprobsOf(s.cfg.Tokenizer, c.tokens, len(j.echo))
+		}
+		resp.Choices = append(resp.Choices, ch)
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func generationError(err error) *apiError {
@@ -566,15 +712,31 @@ func generationError(err error) *apiError {
 	return &apiError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("Generation failed: %v", err), Type: "server_error"}
 }
 
-func usageOf(res engine.Result) *usage {
-	return &usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, TotalTokens: res.PromptTokens + res.CompletionTokens,
-		PromptTokensDetails: &tokenDetails{CachedTokens: res.CachedTokens}}
+// usageOf sums the choices' usage: the prompt counts once.
+func usageOf(results []engine.Result) *usage {
+	u := &usage{PromptTokens: results[0].PromptTokens, PromptTokensDetails: &tokenDetails{CachedTokens: results[0].CachedTokens}}
+	for _, r := range results {
+		u.CompletionTokens += r.CompletionTokens
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// choiceEvent is what a choice's reader hands the stream writer: a chunk,
+// or its end with the result.
+type choiceEvent struct {
+	index int
+	chunk engine.Chunk
+	err   error
 }
 
 // stream writes the response as server-sent events, as OpenAI does: one
-// "data: {json}\n\n" event per chunk and "data: [DONE]\n\n" at the end.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *engine.Stream, j *job, chat bool, id string, created int64) {
-	ctx := r.Context()
+// "data: {json}\n\n" event per chunk, each choice's chunks tagged with its
+// index, a last chunk with each choice's finish_reason (or an error event
+// if generation failed or the server shut down), the usage chunk when
+// asked, and "data: [DONE]\n\n" at the end. It returns the choices'
+// results (for the request log).
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*engine.Stream, j *job, chat bool, id string, created int64) []engine.Result {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -582,81 +744,131 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *engine.Strea
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	results := make([]engine.Result, len(streams))
+	write := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
 	send := func(v any) bool {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return false
 		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		return write(append(append([]byte("data: "), b...), '\n', '\n'))
 	}
-	chatChunkOf := func(delta chunkDelta, finish *string) any {
+	done := func() { write([]byte("data: [DONE]\n\n")) }
+	chatChunkOf := func(i int, delta chunkDelta, lp *chatLogprobs, finish *string) any {
 		c := chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.ModelName, SystemFingerprint: s.cfg.Fingerprint,
-			Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}}
+			Choices: []chunkChoice{{Index: i, Delta: delta, Logprobs: lp, FinishReason: finish}}}
 		if j.includeUsage {
 			return withNullUsage{c}
 		}
 		return c
 	}
-	textChunkOf := func(text string, finish *string) any {
+	textChunkOf := func(i int, text string, lp *textLogprobs, finish *string) any {
 		c := textResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.ModelName, SystemFingerprint: s.cfg.Fingerprint,
-			Choices: []textChoice{{Text: text, FinishReason: finish}}}
+			Choices: []textChoice{{Index: i, Text: text, Logprobs: lp, FinishReason: finish}}}
 		if j.includeUsage {
 			return withNullTextUsage{c}
 		}
 		return c
 	}
-	empty := ""
-	if chat {
-		if !send(chatChunkOf(chunkDelta{Role: "assistant", Content: &empty}, nil)) {
-			return
+	offsets := make([]int, len(streams)) // text offsets, for completion logprobs
+	for i := range streams {
+		empty := ""
+		switch {
+		case chat && !send(chatChunkOf(i, chunkDelta{Role: "assistant", Content: &empty}, nil, nil)):
+			return results
+		case !chat && j.echo != "" && !send(textChunkOf(i, j.echo, nil, nil)):
+			return results
 		}
+		offsets[i] = len(j.echo)
 	}
-	if j.echo != "" && !chat {
-		if !send(textChunkOf(j.echo, nil)) {
-			return
-		}
+	// One reader per choice; the writer sends their chunks as they come.
+	events := make(chan choiceEvent)
+	for i, st := range streams {
+		go func() {
+			for {
+				ch, err := st.NextChunk(ctx)
+				select {
+				case events <- choiceEvent{index: i, chunk: ch, err: err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil || ch.Done {
+					return
+				}
+			}
+		}()
 	}
-	for {
-		piece, done, err := st.Next(ctx)
-		if err != nil {
-			return // client gone; the scheduler frees the sequence at its next step
+	var failed error
+	for left := len(streams); left > 0; {
+		var ev choiceEvent
+		select {
+		case ev = <-events:
+		case <-ctx.Done():
+			return results // the client left; the scheduler frees the sequences
 		}
-		if piece != "" {
+		if ev.err != nil {
+			return results
+		}
+		i, ch := ev.index, ev.chunk
+		if ch.Text != "" || len(ch.Tokens) > 0 {
 			var ok bool
 			if chat {
-				p := piece
-				ok = send(chatChunkOf(chunkDelta{Content: &p}, nil))
+				var lp *chatLogprobs
+				if j.logprobs {
+					lp = chatLogprobsOf(s.cfg.Tokenizer, ch.Tokens)
+				}
+				p := ch.Text
+				ok = send(chatChunkOf(i, chunkDelta{Content: &p}, lp, nil))
 			} else {
-				ok = send(textChunkOf(piece, nil))
+				var lp *textLogprobs
+				if j.logprobs {
+					lp = textLogprobsOf(s.cfg.Tokenizer, ch.Tokens, offsets[i])
+				}
+				ok = send(textChunkOf(i, ch.Text, lp, nil))
 			}
+			offsets[i] += len(ch.Text)
 			if !ok {
-				return
+				return results
 			}
 		}
-		if done {
-			break
+		if !ch.Done {
+			continue
+		}
+		left--
+		res := streams[i].Result()
+		results[i] = res
+		switch res.FinishReason {
+		case engine.FinishCancelled:
+			return results
+		case engine.FinishError:
+			if failed == nil {
+				failed = res.Err
+			}
+			continue
+		}
+		fr := res.FinishReason
+		if chat {
+			send(chatChunkOf(i, chunkDelta{}, nil, &fr))
+		} else {
+			send(textChunkOf(i, "", nil, &fr))
 		}
 	}
-	res := st.Result()
-	switch res.FinishReason {
-	case engine.FinishCancelled:
-		return
-	case engine.FinishError:
-		s.cfg.Log.Printf("stream %s failed: %v", id, res.Err)
-		send(errorBody{Error: generationError(res.Err)})
-		return
-	}
-	fr := res.FinishReason
-	if chat {
-		send(chatChunkOf(chunkDelta{}, &fr))
-	} else {
-		send(textChunkOf("", &fr))
+	if failed != nil {
+		// Generation failed, or the server shut down before the end: an
+		// error event, then [DONE], so a client sees why the stream ended.
+		s.cfg.Log.Printf("stream %s failed: %v", id, failed)
+		send(errorBody{Error: generationError(failed)})
+		done()
+		return results
 	}
 	if j.includeUsage {
-		u := usageOf(res)
+		u := usageOf(results)
 		if chat {
 			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.ModelName, SystemFingerprint: s.cfg.Fingerprint,
 				Choices: []chunkChoice{}, Usage: u})
@@ -665,8 +877,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *engine.Strea
 				Choices: []textChoice{}, Usage: u})
 		}
 	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	_ = rc.Flush()
+	done()
+	return results
 }
 
 // withNullUsage marshals a chat chunk with "usage": null, as OpenAI sends

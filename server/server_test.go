@@ -49,6 +49,13 @@ func newTestServer(t testing.TB, blocks, maxSeqs int) *testServer {
 // makes (it also returns the block size for /metrics).
 func startTestServer(t testing.TB, newCache func(backend.Backend, *model.Config) (kvcache.Cache, int64, error)) *testServer {
 	t.Helper()
+	return startTestServerWith(t, newCache, nil)
+}
+
+// startTestServerWith is startTestServer with the server's Config adjusted
+// by configure (nil: none).
+func startTestServerWith(t testing.TB, newCache func(backend.Backend, *model.Config) (kvcache.Cache, int64, error), configure func(*Config)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	if err := tinymodel.Write(dir, 1); err != nil {
 		t.Fatal(err)
@@ -71,7 +78,11 @@ func startTestServer(t testing.TB, newCache func(backend.Backend, *model.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Scheduler: s, Tokenizer: tok, ModelName: "tiny", Metrics: met, BlockBytes: blockBytes, MaxBodyBytes: 64 << 10})
+	cfg := Config{Scheduler: s, Tokenizer: tok, ModelName: "tiny", Metrics: met, BlockBytes: blockBytes, MaxBodyBytes: 64 << 10}
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,8 @@ import (
 // ends Serve's context (as SIGTERM does): the running stream finishes
 // normally with [DONE], Serve returns nil, the scheduler is closed, and no
 // block is left in use. With a drain too short for a second stream, that
-// stream ends early with an error event and its blocks are freed too.
+// stream ends early with an error event and [DONE] (before the fix the
+// connection closed with no final event) and its blocks are freed too.
 func TestGracefulShutdown(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -67,8 +68,17 @@ func TestGracefulShutdown(t *testing.T) {
 			if tc.complete && (last != "[DONE]" || !strings.Contains(events[len(events)-2], `"finish_reason":"length"`)) {
 				t.Errorf("drained stream ends with %q", events[len(events)-2:])
 			}
-			if !tc.complete && last == "[DONE]" {
-				t.Errorf("a stream of %d tokens finished within a %v drain", tc.maxTok, tc.drain)
+			if !tc.complete {
+				// Cut at the end of the drain: an error event saying so,
+				// then [DONE], never a normal finish.
+				if len(events) < 2 || last != "[DONE]" || !strings.Contains(events[len(events)-2], `"shutting_down"`) {
+					t.Errorf("a stream cut by the shutdown ends with %q; want an error event (shutting_down) and [DONE]", events[max(0, len(events)-2):])
+				}
+				for _, e := range events {
+					if strings.Contains(e, `"finish_reason":"length"`) {
+						t.Errorf("a stream of %d tokens finished within a %v drain", tc.maxTok, tc.drain)
+					}
+				}
 			}
 			select {
 			case err := <-served:

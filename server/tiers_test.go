@@ -91,7 +91,7 @@ func TestKVTiers(t *testing.T) {
 	user := `"messages":[{"role":"user","content":"hello there"}]`
 	for _, body := range []string{
 		`{"model":"tiny","prompt":"func main() {","max_tokens":8,"temperature":0,"kv_tiers":"l100:w0:s0"}`,
-		`{"model":"tiny","prompt":"func main() {","max_tokens":8,"temperature":0,"kv_tiers":"h100","some_other_extension":{"x":1}}`,
+		`{"model":"tiny","prompt":"func main() {","max_tokens":8,"temperature":0,"kv_tiers":"h100","user":"u1"}`,
 		`{"model":"tiny","prompt":"func main() {","max_tokens":8,"temperature":0,"kv_tiers":null}`,
 		`{"model":"tiny","prompt":"func main() {","max_tokens":8,"temperature":0,"kv_tiers":""}`,
 		`{"model":"tiny",` + user + `,"max_tokens":8,"temperature":0,"kv_tiers":"bw:m100:w0:s0"}`,
@@ -163,7 +163,7 @@ func TestKVTiers(t *testing.T) {
 		t.Errorf("kv_tiers on int4: %d %q %q %q %q", code, typ, param, ecode, msg)
 	}
 	for _, body := range []string{
-		`{"model":"tiny","prompt":"a","max_tokens":2,"kv_tiers":null,"unknown_field":[1,2]}`,
+		`{"model":"tiny","prompt":"a","max_tokens":2,"kv_tiers":null,"metadata":{"a":"b"}}`,
 		`{"model":"tiny","prompt":"a","max_tokens":2,"kv_tiers":""}`,
 	} {
 		if code, b := post(t, context.Background(), ts4.url+"/v1/completions", body); code != 200 {
