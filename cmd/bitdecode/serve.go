@@ -49,6 +49,17 @@ pool of blocks of the spec's blkN tokens, without prefix sharing; a request
 may choose its own tier mix with the extension field "kv_tiers" (e.g.
 "h20:m40:l40"), and /metrics reports the bytes read per tier.
 
+Security: bound to 127.0.0.1 (the default --addr) the server answers only
+Host names of this machine (DNS rebinding), refuses requests from web pages
+(an Origin header not in --cors-origins) and POST bodies that are not
+JSON (a cross-site form or text/plain fetch), so a browser cannot be made to
+use it. --api-key KEY (or $BITDECODE_API_KEY) requires "Authorization: Bearer
+KEY" on the API, and on /health and /metrics with --api-key-all. Listening on
+another address, set --api-key and --allowed-hosts. A request's body must
+arrive within --body-timeout, idle connections close after --idle-timeout,
+and a client that stops reading is dropped after --write-timeout. Each
+request gets one log line on stderr (--log-format json for JSON lines).
+
 examples:
   bitdecode serve --model ../shared/models/gocoder-23m --kv int4 --kv-memory 1GiB
   bitdecode serve --device cpu --kv bw:h20:m40:l40
@@ -58,25 +69,35 @@ examples:
 
 type serveFlags struct {
 	modelDir, kvSpec, device, addr, kvMemory, name, maxBody *string
+	apiKey, allowedHosts, corsOrigins, logFormat            *string
 	maxSeqs, chunk, maxQueue                                *int
-	drain                                                   *time.Duration
-	quiet                                                   *bool
+	drain, bodyTimeout, idleTimeout, writeTimeout           *time.Duration
+	quiet, authAll, noRequestLog                            *bool
 }
 
 func addServeFlags(fs *flag.FlagSet) serveFlags {
 	return serveFlags{
-		modelDir: fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
-		kvSpec:   fs.String("kv", "int4", "KV cache format spec ('bitdecode inspect kv' explains them)"),
-		device:   fs.String("device", "auto", "auto, cpu or cuda"),
-		addr:     fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT"),
-		kvMemory: fs.String("kv-memory", "1GiB", "memory of the KV cache: residual blocks of --max-seqs sequences plus the block pool (bytes, or with KiB/MiB/GiB/KB/MB/GB)"),
-		name:     fs.String("served-model-name", "", "model id clients send and /v1/models lists (default: the base name of DIR)"),
-		maxBody:  fs.String("max-body", "4MiB", "largest request body (bytes or with a unit); larger ones get 413"),
-		maxSeqs:  fs.Int("max-seqs", 32, "sequences running in one batch at most"),
-		chunk:    fs.Int("prefill-chunk", 256, "prompt tokens prefilled per step at most (rounded up to whole KV blocks)"),
-		maxQueue: fs.Int("max-queue", 1024, "requests waiting at most; beyond it new requests get 429"),
-		drain:    fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long running streams may finish"),
-		quiet:    fs.Bool("quiet", false, "no progress bar or log lines on stderr"),
+		modelDir:     fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
+		kvSpec:       fs.String("kv", "int4", "KV cache format spec ('bitdecode inspect kv' explains them)"),
+		device:       fs.String("device", "auto", "auto, cpu or cuda"),
+		addr:         fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT"),
+		kvMemory:     fs.String("kv-memory", "1GiB", "memory of the KV cache: residual blocks of --max-seqs sequences plus the block pool (bytes, or with KiB/MiB/GiB/KB/MB/GB)"),
+		name:         fs.String("served-model-name", "", "model id clients send and /v1/models lists (default: the base name of DIR)"),
+		maxBody:      fs.String("max-body", "4MiB", "largest request body (bytes or with a unit); larger ones get 413"),
+		maxSeqs:      fs.Int("max-seqs", 32, "sequences running in one batch at most"),
+		chunk:        fs.Int("prefill-chunk", 256, "prompt tokens prefilled per step at most (rounded up to whole KV blocks)"),
+		maxQueue:     fs.Int("max-queue", 1024, "requests waiting at most; beyond it new requests get 429"),
+		drain:        fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long running streams may finish"),
+		quiet:        fs.Bool("quiet", false, "no progress bar or log lines on stderr"),
+		apiKey:       fs.String("api-key", "", "require 'Authorization: Bearer KEY' on the API (default: $"+envAPIKey+"; empty: no auth)"),
+		authAll:      fs.Bool("api-key-all", false, "with --api-key, require it on /health and /metrics too"),
+		allowedHosts: fs.String("allowed-hosts", "", "comma-separated Host names the server answers (a defense against DNS rebinding; default: localhost, 127.0.0.1 and ::1 when --addr is a loopback address, any otherwise; * for any)"),
+		corsOrigins:  fs.String("cors-origins", "", "comma-separated browser origins allowed to call the API, with CORS headers (* for any; default: none, so a web page cannot use the server through a visitor's browser)"),
+		logFormat:    fs.String("log-format", "text", "request log format on stderr: text or json"),
+		noRequestLog: fs.Bool("no-request-log", false, "no log line per request"),
+		bodyTimeout:  fs.Duration("body-timeout", server.DefaultBodyTimeout, "how long a request's headers and body may take to arrive"),
+		idleTimeout:  fs.Duration("idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open"),
+		writeTimeout: fs.Duration("write-timeout", server.DefaultWriteTimeout, "how long one write of a response (a whole response, or one event of a stream) may take"),
 	}
 }
 
@@ -108,6 +129,22 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	spec, err := parseSpecChecked(*f.kvSpec)
 	if err != nil {
 		return err
+	}
+	if *f.logFormat != "text" && *f.logFormat != "json" {
+		return usageErrorf("--log-format %q: want text or json", *f.logFormat)
+	}
+	if *f.bodyTimeout <= 0 || *f.idleTimeout <= 0 || *f.writeTimeout <= 0 {
+		return usageErrorf("--body-timeout, --idle-timeout and --write-timeout must be positive")
+	}
+	if *f.apiKey == "" {
+		*f.apiKey, _ = lookupEnv(envAPIKey)
+	}
+	if *f.authAll && *f.apiKey == "" {
+		return usageErrorf("--api-key-all needs --api-key (or $%s)", envAPIKey)
+	}
+	hosts, origins := splitList(*f.allowedHosts), splitList(*f.corsOrigins)
+	if len(hosts) == 0 && loopbackAddr(*f.addr) {
+		hosts = server.LoopbackHosts
 	}
 	memBytes, err := parseBytes(*f.kvMemory)
 	if err != nil {
@@ -149,8 +186,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Scheduler: sched, Tokenizer: tok, ModelName: name, Metrics: met, BlockBytes: cache.BlockBytes(),
-		Fingerprint: "bitdecode-" + cache.Format().Spec.String(), MaxBodyBytes: maxBody, Log: logger})
+	scfg := server.Config{Scheduler: sched, Tokenizer: tok, ModelName: name, Metrics: met, BlockBytes: cache.BlockBytes(),
+		Fingerprint: "bitdecode-" + cache.Format().Spec.String(), MaxBodyBytes: maxBody, Log: logger,
+		BodyTimeout: *f.bodyTimeout, IdleTimeout: *f.idleTimeout, WriteTimeout: *f.writeTimeout,
+		APIKey: *f.apiKey, AuthAll: *f.authAll, AllowedHosts: hosts, CORSOrigins: origins, LogJSON: *f.logFormat == "json"}
+	if !*f.quiet && !*f.noRequestLog {
+		scfg.RequestLog = stderr
+	}
+	srv, err := server.New(scfg)
 	if err != nil {
 		sched.Close()
 		return err
@@ -201,4 +244,32 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size (want e.g. 512MiB, 2GiB or 1000000)", s)
 	}
 	return int64(v * mul), nil
+}
+
+// envAPIKey is the environment variable serve reads its API key from when
+// --api-key is not given (a flag shows in the process list).
+const envAPIKey = "BITDECODE_API_KEY"
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// loopbackAddr reports whether a listen address is on a loopback interface.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
