@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/bitdecode/bitdecode/internal/fileio"
 )
 
 // File names read by Load from a checkpoint directory.
@@ -69,6 +71,13 @@ type DecodeOptions struct {
 	SkipSpecial bool
 }
 
+// Limits on the files Load reads: the largest real tokenizer.json files are
+// tens of MB (Gemma's is 33 MB); the configs are small.
+const (
+	MaxTokenizerBytes = 256 << 20
+	MaxConfigBytes    = 16 << 20
+)
+
 // Load reads a tokenizer from a checkpoint directory (tokenizer.json, and
 // tokenizer_config.json and generation_config.json when present) or from the
 // path of a tokenizer.json file (then the other two are looked for beside it).
@@ -81,11 +90,11 @@ func Load(path string) (*Tokenizer, error) {
 	}
 	var f Files
 	var err error
-	if f.Tokenizer, err = os.ReadFile(path); err != nil {
+	if f.Tokenizer, err = fileio.ReadFile(path, MaxTokenizerBytes); err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	read := func(name string) ([]byte, error) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := fileio.ReadFile(filepath.Join(dir, name), MaxConfigBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
