@@ -20,6 +20,10 @@ type GenerateOptions struct {
 	StopIDs []int
 	// ChunkTokens is the prefill chunk (0: the whole prompt at once).
 	ChunkTokens int
+	// Cached is how many tokens at the start of the prompt the cache already
+	// holds for the sequence (a conversation's earlier turns): prefill starts
+	// after them. 0: the sequence is new.
+	Cached int
 }
 
 // Stats describes a finished generation.
@@ -76,8 +80,11 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 	if chunk <= 0 {
 		chunk = len(prompt)
 	}
+	if opts.Cached < 0 || opts.Cached >= len(prompt) || c.Len(seq) != opts.Cached {
+		return st, fmt.Errorf("engine: the cache holds %d tokens of sequence %d, the options say %d of a %d-token prompt", c.Len(seq), seq, opts.Cached, len(prompt))
+	}
 	var logits *model.Logits
-	for pos := 0; pos < len(prompt); pos += chunk {
+	for pos := opts.Cached; pos < len(prompt); pos += chunk {
 		end := min(len(prompt), pos+chunk)
 		var b model.Batch
 		ids := make([]int32, end-pos)

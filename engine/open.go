@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,9 @@ func Open(dir string, o Options) (m *Model, err error) {
 		m.Model, err = gotiny.Load(m.Backend, lo)
 		return m, m.finish(o, err)
 	}
+	if err = checkCheckpointDir(dir); err != nil {
+		return m, err
+	}
 	if m.Tokenizer, err = tokenizer.Load(dir); err != nil {
 		return m, err
 	}
@@ -173,6 +177,36 @@ func Open(dir string, o Options) (m *Model, err error) {
 		err = fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, dir)
 	}
 	return m, m.finish(o, err)
+}
+
+// checkCheckpointDir says what dir is when it is not a Hugging Face
+// checkpoint directory: a missing path (a hub id, when it looks like one:
+// nothing is downloaded), a file (a .gguf, a config.json) or a directory
+// without config.json.
+func checkCheckpointDir(dir string) error {
+	const want = "a local Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json)"
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if parts := strings.Split(dir, "/"); len(parts) == 2 && parts[0] != "" && parts[1] != "" && !strings.HasPrefix(dir, ".") {
+			return fmt.Errorf("engine: %s does not exist here; it looks like a Hugging Face hub id, and bitdecode downloads nothing: fetch it first (huggingface-cli download %s --local-dir DIR) and give --model DIR", dir, dir)
+		}
+		return fmt.Errorf("engine: model directory %s does not exist (want %s)", dir, want)
+	case err != nil:
+		return fmt.Errorf("engine: model directory: %w", err)
+	case !st.IsDir():
+		switch {
+		case strings.HasSuffix(strings.ToLower(dir), ".gguf"):
+			return fmt.Errorf("engine: %s is a GGUF file, which bitdecode does not read; give %s", dir, want)
+		case filepath.Base(dir) == "config.json" || strings.HasSuffix(dir, ".safetensors") || filepath.Base(dir) == tokenizer.TokenizerFile:
+			return fmt.Errorf("engine: %s is a file of a checkpoint; give the directory that holds it: --model %s", dir, filepath.Dir(dir))
+		}
+		return fmt.Errorf("engine: %s is a file; want %s", dir, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		return fmt.Errorf("engine: %s has no config.json: not %s", dir, want)
+	}
+	return nil
 }
 
 // finish builds the cache o asks for once the weights loaded without err.

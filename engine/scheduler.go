@@ -49,6 +49,9 @@ type SchedulerOptions struct {
 	PrefillChunk int
 	// MaxQueue is the number of requests that may wait (0: 1024).
 	MaxQueue int
+	// Context caps the tokens (prompt plus new) one request may use, below
+	// the model's context and the cache's pool (0: no cap of its own).
+	Context int
 	// OnFirstToken, when set, receives each request's time to first token
 	// (from Submit); OnToken the time between later tokens of a request.
 	// They run on the scheduler's goroutine and must be quick.
@@ -317,6 +320,9 @@ func NewScheduler(m model.Model, tok *tokenizer.Tokenizer, cache kvcache.Cache, 
 	limit := poolLimit(cache)
 	if mp := m.Config().MaxPositions; mp > 0 {
 		limit = min(limit, mp)
+	}
+	if o.Context > 0 {
+		limit = min(limit, o.Context)
 	}
 	s := &Scheduler{m: m, tok: tok, cache: cache, opts: o, limit: limit,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}

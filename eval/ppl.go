@@ -188,7 +188,9 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 		closeAll()
 		n += len(win) - 1
 		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "window %d/%d (%d tokens scored, %v):", w+1, windows, n, time.Since(start).Round(time.Second))
+			el := time.Since(start)
+			eta := time.Duration(float64(el) / float64(w+1) * float64(windows-w-1))
+			fmt.Fprintf(o.Progress, "window %d/%d (%d tokens scored, %v, about %v left):", w+1, windows, n, el.Round(time.Second), eta.Round(time.Second))
 			for i, v := range variants {
 				fmt.Fprintf(o.Progress, " %s %.4f", v.Name, math.Exp(sums[i].nll/float64(n)))
 			}

@@ -181,11 +181,19 @@ func ShapeOf(cfg *model.Config) (attn.Shape, error) {
 
 // SequenceBytes is the memory l tokens of one sequence take in format f
 // across all layers and KV heads (the format's accounting: packed blocks
-// plus the residual block), and what they take in an fp16 cache.
+// plus the residual block), and what they take in the default fp16 format
+// by the same accounting (the baseline every comparison uses).
 func SequenceBytes(f kv.Format, layers int, sh attn.Shape, l int) (bytes, fp16Bytes int64) {
 	per := int64(layers * sh.Hkv)
-	return per * f.SequenceBytes(l), per * int64(l) * int64(2*sh.D*2)
+	fp16 := per * int64(l) * int64(2*sh.D*2)
+	if base, err := fp16Spec.Resolve(sh.D); err == nil {
+		fp16 = per * base.SequenceBytes(l)
+	}
+	return per * f.SequenceBytes(l), fp16
 }
+
+// fp16Spec is the baseline format of SequenceBytes.
+var fp16Spec = kv.MustParseSpec("fp16")
 
 // WindowLimit is the smallest sliding window of cfg's layers (0: none).
 // The low-bit caches attend over the whole sequence; they hold a sequence

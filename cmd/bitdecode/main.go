@@ -129,11 +129,36 @@ func newFlagSet(c *command, stdout io.Writer) *flag.FlagSet {
 // the full help. During the parse fs prints nothing: fs.Parse would call
 // fs.Usage for every error (the whole help for a mistyped flag) and print
 // the error itself, which the usage error reports.
+// parseInterspersed parses flags anywhere among the arguments, as most
+// command-line tools do ('run "prompt" --max-tokens 20'); "--" ends the
+// flags. fs.Args() then holds the other arguments in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// Parse stops at the first argument that is not a flag, or after
+		// "--" (then everything left is an argument).
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, positional...))
+}
+
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
+	err := parseInterspersed(fs, args)
 	fs.Usage = usage
 	fs.SetOutput(out)
 	if errors.Is(err, flag.ErrHelp) {

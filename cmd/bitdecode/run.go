@@ -13,12 +13,13 @@ import (
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/tokenizer"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
 var runCmd = &command{
 	name:    "run",
-	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K|tuned:P%]] [--compare-fp16] [--device auto|cpu|cuda] [sampling flags] PROMPT",
+	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K|tuned:P%]] [--compare-fp16] [--device auto|cpu|cuda] [sampling flags] PROMPT | - | --prompt-file FILE",
 	summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache",
 	help: `Loads config.json, *.safetensors and tokenizer.json from DIR (without
 --model: the embedded default model, a 2 MB Llama trained on the Go standard
@@ -50,15 +51,20 @@ cache in GPU memory, packed by the fused quantize/pack kernel and read by the
 tensor-core decode attention; decode steps replay as CUDA graphs. --device
 auto without a GPU says so in one line and runs on the CPU.
 
+PROMPT is one argument (quote it); - reads it from standard input and
+--prompt-file FILE from a file. Flags may come before or after it.
+--ctx-size N caps the context (prompt plus new tokens) below the model's.
+
 examples:
   bitdecode run --kv int4 "func main() {"
+  git diff | bitdecode run --model DIR --chat --max-tokens 200 -
   bitdecode run --model ../shared/models/gocoder-23m --kv int4 "func main() {"`,
 }
 
 type runFlags struct {
 	modelDir, kvSpec, device, stop        *string
-	weights, calib, decK                  *string
-	maxTokens, topK, chunk, calibN        *int
+	weights, calib, decK, promptFile      *string
+	maxTokens, topK, chunk, calibN, ctx   *int
 	temperature, topP, minP, repeatPenalt *float64
 	seed                                  *uint64
 	chat, quiet, compare                  *bool
@@ -74,7 +80,9 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 		decK:         fs.String("dec-k", "0", decKUsage),
 		device:       fs.String("device", "auto", "auto, cpu or cuda"),
 		stop:         fs.String("stop", "", "stop when the output ends with this string (\\n escapes allowed)"),
-		maxTokens:    fs.Int("max-tokens", 128, "new tokens at most"),
+		maxTokens:    fs.Int("max-tokens", 128, "new tokens at most (>= 1)"),
+		ctx:          fs.Int("ctx-size", 0, "cap the context (prompt plus new tokens) and the KV memory it reserves, in tokens (0: the model's context)"),
+		promptFile:   fs.String("prompt-file", "", "read the prompt from this file instead of the PROMPT argument"),
 		topK:         fs.Int("top-k", 0, "sample from the K most likely tokens (0: all)"),
 		chunk:        fs.Int("prefill-chunk", 512, "prompt tokens per prefill step"),
 		temperature:  fs.Float64("temperature", 0, "sampling temperature (0: greedy)"),
@@ -104,8 +112,15 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("want exactly one PROMPT argument (quote it), got %d", fs.NArg())
+	prompt, err := readPrompt(fs, *f.promptFile)
+	if err != nil {
+		return err
+	}
+	if *f.maxTokens < 1 {
+		return usageErrorf("--max-tokens %d: want at least 1", *f.maxTokens)
+	}
+	if *f.ctx < 0 || *f.chunk < 1 {
+		return usageErrorf("--ctx-size %d, --prefill-chunk %d: want a non-negative context and a positive chunk", *f.ctx, *f.chunk)
 	}
 	compare := *f.compare || (*f.modelDir == "" && !flagSet(fs, "compare-fp16") && !*f.quiet)
 	spec, err := parseSpecChecked(*f.kvSpec)
@@ -136,9 +151,20 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer lm.Close()
-	ids, err := lm.Encode(fs.Arg(0), *f.chat)
+	if *f.chat && !*f.quiet {
+		if ct := lm.Tokenizer.ChatTemplate(); ct.Format == tokenizer.ChatPlain {
+			fmt.Fprintf(stderr, "--chat: the model has no chat template (%s): using the plain fallback \"user: PROMPT\\n\\nassistant:\"\n", ct.Reason)
+		}
+	}
+	ids, err := lm.Encode(prompt, *f.chat)
 	if err != nil {
 		return err
+	}
+	if limit := contextLimit(lm.Config().MaxPositions, *f.ctx); limit > 0 {
+		if len(ids) >= limit {
+			return fmt.Errorf("the prompt has %d tokens, the context %d (raise --ctx-size or shorten the prompt)", len(ids), limit)
+		}
+		opts.MaxTokens = min(opts.MaxTokens, limit-len(ids))
 	}
 	// The cache is sized to this run: the prompt plus the new tokens.
 	cache, err := lm.NewCache(spec, lm.SoloCacheOptions(len(ids), opts))
@@ -153,7 +179,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "model %s (%d layers, %d/%d heads, head dim %d) on %s, KV cache %s\n",
 			cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, lm.Backend.Name(), cache.Format().Spec.String())
 	}
-	fmt.Fprint(stdout, fs.Arg(0))
+	fmt.Fprint(stdout, prompt)
 	st, err := engine.Generate(ctx, lm.Model, lm.Tokenizer, cache, 0, ids, opts, func(s string) { fmt.Fprint(stdout, s) })
 	fmt.Fprintln(stdout)
 	if err != nil {
@@ -220,6 +246,48 @@ func openOptions(dir, device, weights, decK, calib string, calibTokens int, stde
 		o.Progress, o.Log = model.StderrProgress(), stderr
 	}
 	return o, nil
+}
+
+// readPrompt returns the prompt: the one PROMPT argument, standard input
+// for "-", or the --prompt-file.
+func readPrompt(fs *flag.FlagSet, file string) (string, error) {
+	switch {
+	case file != "" && fs.NArg() > 0:
+		return "", usageErrorf("give PROMPT or --prompt-file, not both")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--prompt-file: %w", err)
+		}
+		return string(b), nil
+	case fs.NArg() != 1:
+		return "", usageErrorf("want exactly one PROMPT argument (quote it; - reads standard input), got %d", fs.NArg())
+	case fs.Arg(0) == "-":
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, maxStdinPrompt+1))
+		if err != nil {
+			return "", fmt.Errorf("reading the prompt from standard input: %w", err)
+		}
+		if len(b) > maxStdinPrompt {
+			return "", fmt.Errorf("the prompt on standard input is over %d bytes", maxStdinPrompt)
+		}
+		return string(b), nil
+	}
+	return fs.Arg(0), nil
+}
+
+// maxStdinPrompt bounds a prompt read from standard input.
+const maxStdinPrompt = 64 << 20
+
+// contextLimit is the context a run may use: the model's, capped by
+// --ctx-size (0 for either: no cap from it).
+func contextLimit(model, ctx int) int {
+	switch {
+	case model <= 0:
+		return ctx
+	case ctx <= 0:
+		return model
+	}
+	return min(model, ctx)
 }
 
 // embeddedRepeatPenalty is the embedded model's default repetition penalty.

@@ -70,7 +70,7 @@ examples:
 type serveFlags struct {
 	modelDir, kvSpec, device, addr, kvMemory, name, maxBody *string
 	apiKey, allowedHosts, corsOrigins, logFormat            *string
-	maxSeqs, chunk, maxQueue                                *int
+	maxSeqs, chunk, maxQueue, ctx                           *int
 	drain, bodyTimeout, idleTimeout, writeTimeout           *time.Duration
 	quiet, authAll, noRequestLog                            *bool
 }
@@ -170,7 +170,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	o.KV, o.Cache = spec, &kvcache.Options{MaxSeqs: *f.maxSeqs, MaxChunk: *f.chunk, MemoryBytes: memBytes}
+	if *f.ctx < 0 {
+		return usageErrorf("--ctx-size %d: want a non-negative token count", *f.ctx)
+	}
+	o.KV, o.Cache = spec, &kvcache.Options{MaxSeqs: *f.maxSeqs, MaxChunk: *f.chunk, MemoryBytes: memBytes, MaxLen: *f.ctx}
 	lm, err := engine.Open(*f.modelDir, o)
 	if err != nil {
 		return err
@@ -181,7 +184,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	m, tok, cache := lm.Model, lm.Tokenizer, lm.Cache
 	met := server.NewMetrics()
-	sched, err := engine.NewScheduler(m, tok, cache, engine.SchedulerOptions{MaxSeqs: *f.maxSeqs, PrefillChunk: *f.chunk, MaxQueue: *f.maxQueue,
+	sched, err := engine.NewScheduler(m, tok, cache, engine.SchedulerOptions{MaxSeqs: *f.maxSeqs, PrefillChunk: *f.chunk, MaxQueue: *f.maxQueue, Context: *f.ctx,
 		OnFirstToken: met.ObserveTTFT, OnToken: met.ObserveTokenLatency})
 	if err != nil {
 		return err
