@@ -87,6 +87,7 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 		maxSeqs:      fs.Int("max-seqs", 32, "sequences running in one batch at most"),
 		chunk:        fs.Int("prefill-chunk", 256, "prompt tokens prefilled per step at most (rounded up to whole KV blocks)"),
 		maxQueue:     fs.Int("max-queue", 1024, "requests waiting at most; beyond it new requests get 429"),
+		ctx:          fs.Int("ctx-size", 0, "cap a request's context (prompt plus completion), in tokens; on the GPU it also sizes the block tables (0: the model's context)"),
 		drain:        fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long running streams may finish"),
 		quiet:        fs.Bool("quiet", false, "no progress bar or log lines on stderr"),
 		apiKey:       fs.String("api-key", "", "require 'Authorization: Bearer KEY' on the API (default: $"+envAPIKey+"; empty: no auth)"),

@@ -1,0 +1,165 @@
+// Runs the official OpenAI Node client (npm "openai") against a bitdecode
+// server: completions, chat, streams, stop sequences, every sampling
+// parameter, logprobs, n > 1, errors, 32 concurrent streams and aborts.
+// The same cases as server/compat_test.go, through the client a user runs.
+//
+//   bitdecode serve --model DIR --kv int4 --addr 127.0.0.1:8080 &
+//   cd tools/openai-client && npm install && BASE_URL=http://127.0.0.1:8080/v1 MODEL=NAME node check.mjs
+//
+// Prints one line per case and a summary; exits 1 if a case failed.
+import OpenAI from "openai";
+
+const baseURL = process.env.BASE_URL ?? "http://127.0.0.1:8080/v1";
+const model = process.env.MODEL ?? "gocoder-23m";
+const client = new OpenAI({ baseURL, apiKey: process.env.API_KEY ?? "none", maxRetries: 0 });
+
+let failed = 0, passed = 0;
+async function check(name, fn) {
+  const t0 = performance.now();
+  try {
+    const note = await fn();
+    passed++;
+    console.log(`ok   ${name} (${(performance.now() - t0).toFixed(0)} ms)${note ? ": " + note : ""}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${e?.stack ?? e}`);
+  }
+}
+function assert(cond, msg) { if (!cond) throw new Error(msg); }
+
+const prompt = "func main() {";
+const user = [{ role: "user", content: "Write a Go function that reverses a slice." }];
+
+await check("models.list", async () => {
+  const list = await client.models.list();
+  assert(list.data.some((m) => m.id === model), `model ${model} not in ${JSON.stringify(list.data)}`);
+});
+
+let greedyText = "";
+await check("completions.create", async () => {
+  const r = await client.completions.create({ model, prompt, max_tokens: 32, temperature: 0 });
+  greedyText = r.choices[0].text;
+  assert(r.choices[0].finish_reason === "length" && r.usage.completion_tokens === 32, JSON.stringify(r));
+  return JSON.stringify(greedyText.slice(0, 40));
+});
+
+await check("completions stream equals whole", async () => {
+  const s = await client.completions.create({ model, prompt, max_tokens: 32, temperature: 0, stream: true, stream_options: { include_usage: true } });
+  let text = "", usage = null;
+  for await (const c of s) {
+    for (const ch of c.choices) text += ch.text;
+    if (c.usage) usage = c.usage;
+  }
+  assert(text === greedyText, `streamed ${JSON.stringify(text)} vs ${JSON.stringify(greedyText)}`);
+  assert(usage && usage.completion_tokens === 32, `usage ${JSON.stringify(usage)}`);
+});
+
+await check("chat.completions.create", async () => {
+  const r = await client.chat.completions.create({ model, messages: [{ role: "system", content: "You write Go." }, ...user], max_tokens: 24, temperature: 0 });
+  assert(r.choices[0].message.role === "assistant" && r.choices[0].message.content.length > 0, JSON.stringify(r));
+});
+
+await check("chat stream", async () => {
+  const s = await client.chat.completions.create({ model, messages: user, max_tokens: 24, temperature: 0, stream: true });
+  let text = "", finish = null;
+  for await (const c of s) {
+    text += c.choices[0]?.delta?.content ?? "";
+    finish = c.choices[0]?.finish_reason ?? finish;
+  }
+  assert(finish === "length" && text.length > 0, `finish ${finish} text ${JSON.stringify(text)}`);
+});
+
+await check("stop sequence inside a token", async () => {
+  // Cut at the first occurrence of a byte that sits inside a token of the
+  // greedy text, not at its start.
+  const r = await client.completions.create({ model, prompt, max_tokens: 32, temperature: 0, logprobs: 0 });
+  const lp = r.choices[0].logprobs;
+  let stop = null, at = -1;
+  for (let i = 0; i < lp.tokens.length && stop === null; i++) {
+    const tok = lp.tokens[i];
+    for (let k = 1; k < tok.length; k++) {
+      const c = tok[k];
+      if (r.choices[0].text.indexOf(c) === lp.text_offset[i] + k) { stop = c; at = lp.text_offset[i] + k; break; }
+    }
+  }
+  if (stop === null) return "no byte inside a token to stop at (skipped)";
+  const cut = await client.completions.create({ model, prompt, max_tokens: 32, temperature: 0, stop: [stop] });
+  assert(cut.choices[0].text === r.choices[0].text.slice(0, at) && cut.choices[0].finish_reason === "stop",
+    `stop ${JSON.stringify(stop)}: ${JSON.stringify(cut.choices[0].text)}`);
+  return `stop ${JSON.stringify(stop)} at ${at}`;
+});
+
+await check("every sampling parameter", async () => {
+  const r = await client.chat.completions.create({
+    model, messages: user, max_tokens: 16, temperature: 0.8, top_p: 0.9, seed: 7,
+    presence_penalty: 0.5, frequency_penalty: 0.5, logit_bias: { "0": -100 },
+    // vLLM's extensions, sent as extra body fields
+    top_k: 20, min_p: 0.05, repetition_penalty: 1.1,
+  });
+  const again = await client.chat.completions.create({
+    model, messages: user, max_tokens: 16, temperature: 0.8, top_p: 0.9, seed: 7,
+    presence_penalty: 0.5, frequency_penalty: 0.5, logit_bias: { "0": -100 }, top_k: 20, min_p: 0.05, repetition_penalty: 1.1,
+  });
+  assert(r.choices[0].message.content === again.choices[0].message.content, "the same seed gave different samples");
+});
+
+await check("chat logprobs", async () => {
+  const r = await client.chat.completions.create({ model, messages: user, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3 });
+  const c = r.choices[0].logprobs.content;
+  assert(c.length === 8 && c.every((t) => t.logprob <= 0 && t.top_logprobs.length === 3), JSON.stringify(c[0]));
+  assert(c.every((t) => Math.abs(t.logprob - t.top_logprobs[0].logprob) < 1e-9), "greedy token is not the most likely");
+});
+
+await check("completion logprobs", async () => {
+  const r = await client.completions.create({ model, prompt, max_tokens: 8, temperature: 0, logprobs: 2 });
+  const lp = r.choices[0].logprobs;
+  assert(lp.tokens.join("").length >= 1 && lp.token_logprobs.length === 8 && lp.top_logprobs.length === 8, JSON.stringify(lp));
+});
+
+await check("n = 3", async () => {
+  const r = await client.completions.create({ model, prompt, max_tokens: 12, temperature: 1, seed: 3, n: 3 });
+  assert(r.choices.length === 3 && r.choices.map((c) => c.index).join() === "0,1,2", JSON.stringify(r.choices.map((c) => c.index)));
+  assert(r.usage.completion_tokens === 36, JSON.stringify(r.usage));
+});
+
+await check("errors", async () => {
+  const cases = [
+    [{ model: "no-such-model", prompt, max_tokens: 4 }, OpenAI.NotFoundError],
+    [{ model, prompt, max_tokens: 4, temperature: 5 }, OpenAI.BadRequestError],
+    [{ model, prompt, max_tokens: 4, guided_json: {} }, OpenAI.BadRequestError],
+    [{ model, prompt, max_tokens: 10 ** 9 }, OpenAI.BadRequestError],
+  ];
+  for (const [body, want] of cases) {
+    try {
+      await client.completions.create(body);
+      throw new Error(`accepted ${JSON.stringify(body)}`);
+    } catch (e) {
+      assert(e instanceof want, `${JSON.stringify(body)}: ${e}`);
+    }
+  }
+});
+
+await check("32 concurrent streams, every fourth aborted", async () => {
+  const solo = (await client.chat.completions.create({ model, messages: user, max_tokens: 24, temperature: 0 })).choices[0].message.content;
+  let aborted = 0;
+  const runs = Array.from({ length: 32 }, async (_, i) => {
+    const ac = new AbortController();
+    const s = await client.chat.completions.create({ model, messages: user, max_tokens: 24, temperature: 0, stream: true }, { signal: ac.signal });
+    let text = "";
+    try {
+      for await (const c of s) {
+        if (i % 4 === 3) { ac.abort(); aborted++; return; }
+        text += c.choices[0]?.delta?.content ?? "";
+      }
+    } catch (e) {
+      if (i % 4 === 3) return;
+      throw e;
+    }
+    assert(text === solo, `stream ${i}: ${JSON.stringify(text)} vs ${JSON.stringify(solo)}`);
+  });
+  await Promise.all(runs);
+  return `${aborted} aborted, 24 equal to the solo text`;
+});
+
+console.log(`\n${passed} passed, ${failed} failed (${baseURL}, model ${model})`);
+process.exit(failed ? 1 : 0);
