@@ -39,7 +39,7 @@ func TestServeTinyModel(t *testing.T) {
 	if err := tinymodel.Write(dir, 1); err != nil {
 		t.Fatal(err)
 	}
-	testServe(t, []string{"--model", dir, "--served-model-name", "tiny"}, "tiny", "int4:kc32:v32:res32", "KV cache int4:kc32:v32:res32")
+	testServe(t, []string{"--model", dir, "--served-model-name", "tiny", "--ctx-size", "1000", "--log-format", "json"}, "tiny", "int4:kc32:v32:res32", "KV cache int4:kc32:v32:res32")
 }
 
 // TestServeEmbeddedModel serves the embedded default model (no --model).
