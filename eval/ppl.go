@@ -30,6 +30,16 @@ type PPLOptions struct {
 	// blocks packed earlier within its own chunk quantized, where decoding
 	// would still have had them in the fp16 residual.
 	Chunk int
+	// PackAll scores every token against a fully packed context, as the
+	// fake-quantized reference does: chunks are rounded up to whole blocks of
+	// every format, and each window's last partial block is completed with
+	// the tokens that follow it in the text (repeats of the last token at
+	// the end of the text) before its queries attend, so no scored token
+	// reads its neighbours from the 16-bit residual block. Off, the last up
+	// to Nr-1 positions of a window (and, with chunks shorter than a block,
+	// more) read the residual, as decoding does; PPLResult.PackedShare says
+	// how many scored tokens read a packed context.
+	PackAll bool
 	// Progress receives a line per window (nil: quiet).
 	Progress io.Writer
 	// NewCache makes a window's cache for a variant's model and KV format
@@ -50,6 +60,13 @@ type PPLResult struct {
 	KLD    float64            `json:"kld_vs_baseline"` // mean KL(baseline || format) per token, nats
 	Top1   float64            `json:"top1_agreement"`  // share of positions whose argmax equals the baseline's
 	Tokens int                `json:"tokens"`
+	// Resolved is the format as resolved for the model's head dim (groups
+	// clipped to D, defaults filled in).
+	Resolved string `json:"kv_resolved"`
+	// PackedShare is the share of scored tokens whose query attended to
+	// packed blocks only (its own block included): 1 with PackAll; formats
+	// without a residual block (bw) count as packed.
+	PackedShare float64 `json:"packed_share"`
 	// ProbeTop1 is the share of probe positions (PPLOptions.Probes) whose
 	// argmax is the true token; Probes their number.
 	ProbeTop1 float64 `json:"probe_top1,omitempty"`
@@ -110,6 +127,27 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 	if windows <= 0 {
 		return nil, fmt.Errorf("eval: %d tokens do not fill window %d of %d tokens", len(tokens), o.First, o.Ctx)
 	}
+	// Each format's block (Nr; bw keeps no residual: 1), and the chunk and
+	// fed length that PackAll needs.
+	nrs := make([]int, len(variants))
+	resolved := make([]string, len(variants))
+	block := 1
+	for i, v := range variants {
+		f, err := v.KV.Resolve(cfg.HeadDim)
+		if err != nil {
+			return nil, fmt.Errorf("eval: %s: %w", v.Name, err)
+		}
+		resolved[i], nrs[i] = f.Spec.String(), 1
+		if !f.Planes.On {
+			nrs[i] = f.Residual
+		}
+		block = lcm(block, nrs[i])
+	}
+	chunk := o.Chunk
+	if o.PackAll {
+		chunk = (chunk + block - 1) / block * block
+	}
+	packed := make([]int, len(variants)) // scored tokens that read a packed context
 	sums := make([]pplSums, len(variants))
 	hits := make([]int, len(variants))
 	reads := make([]*kvcache.ReadStats, len(variants))
@@ -117,7 +155,14 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 	n := 0
 	start := time.Now()
 	for w := 0; w < windows; w++ {
-		win := tokens[(o.First+w)*o.Ctx : (o.First+w+1)*o.Ctx]
+		start0 := (o.First + w) * o.Ctx
+		win := tokens[start0 : start0+o.Ctx]
+		// The tokens fed: the window's but its last (only a target), and
+		// with PackAll the text after it up to a whole block.
+		feed := win[:len(win)-1]
+		if o.PackAll {
+			feed = completeBlock(tokens, start0, len(feed), block, cfg.MaxPositions)
+		}
 		caches := make([]kvcache.Cache, len(variants))
 		closeAll := func() {
 			for _, c := range caches {
@@ -142,11 +187,11 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 		if o.Probes != nil {
 			probe = o.Probes(o.First+w, win)
 		}
-		for pos := 0; pos < len(win)-1; pos += o.Chunk {
-			end := min(len(win)-1, pos+o.Chunk) // the last token is only a target
+		for pos := 0; pos < len(feed); pos += chunk {
+			end := min(len(feed), pos+chunk)
 			var b model.Batch
 			ids := make([]int32, end-pos)
-			for i, t := range win[pos:end] {
+			for i, t := range feed[pos:end] {
 				ids[i] = int32(t)
 			}
 			b.Add(0, pos, ids...)
@@ -160,9 +205,18 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 				}
 				all[i] = lg
 			}
-			scoreChunk(all, win[pos+1:end+1], sums)
+			// Score the rows whose target is in the window.
+			scored := max(0, min(end, len(win)-1)-pos)
+			scoreChunk(all, win[pos+1:pos+1+scored], sums)
+			for i, nr := range nrs {
+				for p := pos; p < pos+scored; p++ {
+					if (p/nr+1)*nr <= end || nr == 1 {
+						packed[i]++
+					}
+				}
+			}
 			for _, p := range probe {
-				if p < pos+1 || p > end {
+				if p < pos+1 || p > pos+scored {
 					continue
 				}
 				probes++
@@ -200,7 +254,7 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 	res := make([]PPLResult, len(variants))
 	for i, v := range variants {
 		res[i] = PPLResult{Name: v.Name, Spec: v.KV.String(), Weight: model.WeightMemoryOf(v.Model), PPL: math.Exp(sums[i].nll / float64(n)), KLD: sums[i].kld / float64(n),
-			Top1: sums[i].agree / float64(n), Tokens: n}
+			Top1: sums[i].agree / float64(n), Tokens: n, Resolved: resolved[i], PackedShare: float64(packed[i]) / float64(n)}
 		if i == 0 {
 			res[i].Top1 = 1
 		}
@@ -288,4 +342,30 @@ func argmax(x []float32) int {
 		}
 	}
 	return best
+}
+
+// completeBlock returns the n tokens fed for the window at start of tokens,
+// extended to a whole number of blocks with the tokens that follow in the
+// text (repeats of the last token past its end), within maxPos positions
+// (0: no limit).
+func completeBlock(tokens []int, start, n, block, maxPos int) []int {
+	want := (n + block - 1) / block * block
+	if maxPos > 0 {
+		want = min(want, maxPos)
+	}
+	want = max(want, n)
+	out := make([]int, want)
+	for i := range out {
+		j := min(start+i, len(tokens)-1)
+		out[i] = tokens[j]
+	}
+	return out
+}
+
+func lcm(a, b int) int {
+	g, h := a, b
+	for h != 0 {
+		g, h = h, g%h
+	}
+	return a / g * b
 }

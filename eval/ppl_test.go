@@ -3,12 +3,14 @@ package eval
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
+	"github.com/bitdecode/bitdecode/internal/tinymodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
@@ -110,5 +112,44 @@ func TestEvalPPL(t *testing.T) {
 	}
 	if d := math.Abs(step[0].PPL-chunked[0].PPL) / chunked[0].PPL; d > 1e-4 {
 		t.Errorf("fp16 ppl token by token %.6f vs chunked %.6f (rel %.2g)", step[0].PPL, chunked[0].PPL, d)
+	}
+}
+
+// TestPPLPackAll checks the honest mode on the tiny model: every scored
+// token reads a packed context (the share is 1; without it a window's last
+// positions read the fp16 residual and the share is below 1), the fed
+// length grows to whole blocks without scoring more tokens, and the rows
+// name the resolved formats.
+func TestPPLPackAll(t *testing.T) {
+	m, _, be := tinymodel.Load(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	tokens := make([]int, 3*300)
+	for i := range tokens {
+		tokens[i] = r.IntN(tinymodel.Vocab)
+	}
+	specs := []kv.Spec{kv.MustParseSpec("fp16"), kv.MustParseSpec("int2:kc32:v32:res64"), kv.MustParseSpec("int4:kc32:v128:res32")}
+	honest, err := PPL(context.Background(), be, m, tokens, specs, PPLOptions{Ctx: 300, Windows: 2, Chunk: 40, PackAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := PPL(context.Background(), be, m, tokens, specs, PPLOptions{Ctx: 300, Windows: 2, Chunk: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range specs {
+		h, p := honest[i], plain[i]
+		if h.Tokens != 2*299 || p.Tokens != h.Tokens {
+			t.Errorf("%s: %d and %d tokens scored, want %d", h.Spec, h.Tokens, p.Tokens, 2*299)
+		}
+		if h.PackedShare != 1 || p.PackedShare >= 1 {
+			t.Errorf("%s: packed share %g with PackAll, %g without; want 1 and below 1", h.Spec, h.PackedShare, p.PackedShare)
+		}
+		t.Logf("%s (%s): PPL %.4f packed vs %.4f decoding (packed share %.3f)", h.Spec, h.Resolved, h.PPL, p.PPL, p.PackedShare)
+	}
+	if honest[2].Resolved != "int4:kc32:v64:res32" {
+		t.Errorf("resolved spec %q, want the value group clipped to D=64", honest[2].Resolved)
+	}
+	if honest[1].PPL == plain[1].PPL {
+		t.Error("int2 scores the same with every token packed as with the residual read in fp16")
 	}
 }

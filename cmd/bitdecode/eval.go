@@ -44,10 +44,15 @@ starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV
 format in --kv. The first format is the baseline for the mean KL divergence
 (nats per token) and the share of positions whose most likely token agrees.
 
---chunk 1 decodes token by token, exactly as generation uses the cache. A
-larger chunk (default 256) is faster and slightly harsher: a token also sees
-blocks packed earlier in its own chunk quantized, where decoding would still
-have held them in the fp16 residual block.
+By default (--pack-all) every scored token attends to a fully packed
+context, as the fake-quantized reference does: chunks are whole blocks of
+every format (--chunk is rounded up) and each window's last block is
+completed with the text that follows it, so no format looks better for
+keeping its newest tokens in fp16; the table's "packed" column says so
+(100%). --pack-all=false --chunk 1 decodes token by token instead, exactly
+as generation uses the cache (the newest up to Nr-1 tokens read in fp16); a
+larger chunk is faster and slightly harsher. The KV column gives each
+format as resolved for the model's head dim.
 
 --weights lists weight formats of the linear layers ('int4', 'int3:gptq',
 ...; see the grammar on a bad spec) and --dec-k the DEC k_chunk values
@@ -80,6 +85,7 @@ type evalFlags struct {
 	weights, decK, calib                  *string
 	ctx, windows, first, chunk, reuseGap  *int
 	calibTokens                           *int
+	packAll                               *bool
 }
 
 func addEvalFlags(fs *flag.FlagSet) evalFlags {
@@ -98,6 +104,7 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		decK:        fs.String("dec-k", "0", "comma-separated --dec-k values: k_chunk (channels per 1024 inputs; 0: off) or tuned:P%"),
 		calib:       fs.String("calib", "", "calibration text for GPTQ weight formats"),
 		calibTokens: fs.Int("calib-tokens", 16384, "calibration tokens at most (from the start of --calib)"),
+		packAll:     fs.Bool("pack-all", true, "score every token against a fully packed context (chunks of whole blocks, each window's last block completed from the following text), as the fake-quantized reference does; false: the last positions of a window read the fp16 residual block, as in decoding"),
 	}
 }
 
@@ -201,9 +208,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	newCache := func(m model.Model, sp kv.Spec) (kvcache.Cache, error) {
-		return kvcache.New(be, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxLen: *f.ctx, MaxChunk: *f.chunk})
+		return kvcache.New(be, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxLen: *f.ctx + kv.MaxResidual, MaxChunk: *f.chunk + kv.MaxResidual})
 	}
-	opts := eval.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, First: *f.first, Chunk: *f.chunk, Progress: stderr, NewCache: newCache}
+	opts := eval.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, First: *f.first, Chunk: *f.chunk, PackAll: *f.packAll, Progress: stderr, NewCache: newCache}
 	if *f.reuseGap > 0 {
 		opts.Probes = func(_ int, win []int) []int {
 			pieces := make([]string, len(win))
@@ -219,7 +226,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	writePPLTable(stdout, res)
 	if *f.jsonPath != "" {
-		b, err := json.MarshalIndent(map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "device": dev,
+		b, err := json.MarshalIndent(map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "pack_all": *f.packAll, "device": dev,
 			"calib": *f.calib, "calib_tokens": *f.calibTokens, "results": res}, "", "  ")
 		if err != nil {
 			return err
@@ -249,13 +256,13 @@ func writePPLTable(w io.Writer, res []eval.PPLResult) {
 		fmt.Fprintf(w, " reuse top-1 (%d probes) |", res[0].Probes)
 		sep += "---|"
 	}
-	fmt.Fprintf(w, " tokens |\n%s---|\n", sep)
+	fmt.Fprintf(w, " packed | tokens |\n%s---|---|\n", sep)
 	for _, r := range res {
 		dec, decMiB := decLabel(r.Weight), "-"
 		if r.Weight.DECBytes > 0 {
 			decMiB = fmt.Sprintf("%.2f", float64(r.Weight.DECBytes)/(1<<20))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.4f | %+.2f%% | %.5f | %.2f%% | %.2f (%.2f) | %s |", r.Weight.Format, dec, r.Spec, r.PPL, 100*(r.PPL/res[0].PPL-1),
+		fmt.Fprintf(w, "| %s | %s | %s | %.4f | %+.2f%% | %.5f | %.2f%% | %.2f (%.2f) | %s |", r.Weight.Format, dec, r.Resolved, r.PPL, 100*(r.PPL/res[0].PPL-1),
 			r.KLD, 100*r.Top1, float64(r.Weight.Bytes)/(1<<20), float64(r.Weight.FP16Bytes)/(1<<20), decMiB)
 		if reads {
 			if r.Read != nil {
@@ -267,6 +274,6 @@ func writePPLTable(w io.Writer, res []eval.PPLResult) {
 		if probes {
 			fmt.Fprintf(w, " %.1f%% |", 100*r.ProbeTop1)
 		}
-		fmt.Fprintf(w, " %d |\n", r.Tokens)
+		fmt.Fprintf(w, " %.1f%% | %d |\n", 100*r.PackedShare, r.Tokens)
 	}
 }
