@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestParseSpec(t *testing.T) {
 			t.Errorf("ParseSpec(%q).String() = %q, want %q", tc.in, got, tc.want)
 		}
 		back, err := ParseSpec(sp.String())
-		if err != nil || back != sp {
+		if err != nil || !reflect.DeepEqual(back, sp) {
 			t.Errorf("round trip of %q: %+v, %v; want %+v", sp.String(), back, err, sp)
 		}
 	}
@@ -90,7 +91,7 @@ func FuzzParseSpec(f *testing.F) {
 			return
 		}
 		back, err := ParseSpec(sp.String())
-		if err != nil || back != sp {
+		if err != nil || !reflect.DeepEqual(back, sp) {
 			t.Fatalf("%q -> %q -> %+v, %v", s, sp.String(), back, err)
 		}
 		for _, d := range SupportedHeadDims {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func TestParsePlaneSpec(t *testing.T) {
 		if got := sp.String(); got != tc.want {
 			t.Errorf("ParseSpec(%q).String() = %q, want %q", tc.in, got, tc.want)
 		}
-		if back, err := ParseSpec(sp.String()); err != nil || back != sp {
+		if back, err := ParseSpec(sp.String()); err != nil || !reflect.DeepEqual(back, sp) {
 			t.Errorf("round trip of %q: %+v, %v; want %+v", sp.String(), back, err, sp)
 		}
 	}
@@ -280,7 +281,7 @@ func TestWithAdjust(t *testing.T) {
 	if r := MustParseSpec("bw").Planes.Recon(FP16); r.Adj8 != DefaultAdj8 || r.Adj4 != DefaultAdj4 || !r.Filter {
 		t.Errorf("default Recon = %+v", r)
 	}
-	if sp := MustParseSpec("int4"); sp.WithAdjust(1, 2) != sp {
+	if sp := MustParseSpec("int4"); !reflect.DeepEqual(sp.WithAdjust(1, 2), sp) {
 		t.Error("WithAdjust changed a non-bw spec")
 	}
 }

@@ -145,7 +145,84 @@ type Spec struct {
 	// Planes is set for the bit-plane format "bw" (K and V fp16 or bf16,
 	// Residual the tokens per block); zero for every other format.
 	Planes PlaneSpec
+	// Layers give some layers their own format (later entries win); the
+	// others take this spec's. Every layer's Residual is this spec's.
+	Layers []LayerFormat
 }
+
+// LayerFormat is a per-layer override of a spec: the format of some layers.
+type LayerFormat struct {
+	Layers []LayerRange
+	Spec   Spec // without Layers of its own
+}
+
+// LayerRange is the layers From..To, inclusive; a negative index counts
+// from the end (-1 is the last layer).
+type LayerRange struct{ From, To int }
+
+// parseLayerRange parses "N" or "A..B" (indexes may be negative).
+func parseLayerRange(r string) (LayerRange, error) {
+	a, b, isRange := strings.Cut(r, "..")
+	from, err1 := strconv.Atoi(a)
+	to, err2 := from, error(nil)
+	if isRange {
+		to, err2 = strconv.Atoi(b)
+	}
+	if err1 != nil || err2 != nil {
+		return LayerRange{}, fmt.Errorf("layers %q: want N or A..B (negative counts from the last layer, -1)", r)
+	}
+	return LayerRange{From: from, To: to}, nil
+}
+
+// abs returns the range's layers for a model of n layers.
+func (r LayerRange) abs(n int) (from, to int) {
+	from, to = r.From, r.To
+	if from < 0 {
+		from += n
+	}
+	if to < 0 {
+		to += n
+	}
+	return from, to
+}
+
+func (r LayerRange) String() string {
+	if r.From == r.To {
+		return strconv.Itoa(r.From)
+	}
+	return fmt.Sprintf("%d..%d", r.From, r.To)
+}
+
+// CheckLayers returns an error if a per-layer range does not name layers of
+// a model of n layers.
+func (s Spec) CheckLayers(n int) error {
+	for _, lf := range s.Layers {
+		for _, r := range lf.Layers {
+			if from, to := r.abs(n); from < 0 || to >= n || from > to {
+				return &SpecError{Spec: s.String(), Field: "@" + r.String(), Err: fmt.Errorf("layers %v of a model of %d layers", r, n)}
+			}
+		}
+	}
+	return nil
+}
+
+// ForLayer returns the spec of layer i of a model of n layers: the last
+// per-layer format that names it, else s itself (without Layers).
+func (s Spec) ForLayer(i, n int) Spec {
+	out := s
+	out.Layers = nil
+	for _, lf := range s.Layers {
+		for _, r := range lf.Layers {
+			if from, to := r.abs(n); i >= from && i <= to {
+				out = lf.Spec
+			}
+		}
+	}
+	return out
+}
+
+// PerLayer reports whether the spec gives some layers their own format.
+func (s Spec) PerLayer() bool { return len(s.Layers) > 0 }
 
 // SpecGrammar documents what ParseSpec accepts; the CLI prints it.
 const SpecGrammar = `KV format spec:  BASE[:OPTION]...
@@ -163,6 +240,11 @@ OPTION   kc[G]   keys per channel, groups of G tokens (default for integer K, G=
 G        32 | 64 | 128 | 256 | d (head dim); capped at the head dim
 
 examples: int4   k8v4   int4:kt64   int2:kc32:res256   fp8e4m3   k4v2:rot
+
+Per-layer formats: SPEC@LAYERS=SPEC[@LAYERS=SPEC]...  LAYERS is N or A..B
+joined by +, negative from the end (-1 is the last layer); later ones win;
+every layer keeps the base's residual block. Example: int2@0..1+-2..-1=int8
+(int2, the first two and last two layers int8).
 
 ` + PlaneGrammar
 
@@ -193,8 +275,57 @@ const validBases = "fp16, bf16, fp8e4m3, fp8e5m2, int8, int4, int2, kXvY with X,
 // ParseSpec parses a format spec (see SpecGrammar). Group sizes larger than
 // the head dimension are capped when the spec is resolved for a head dim.
 func ParseSpec(s string) (Spec, error) {
+	parts := strings.Split(strings.TrimSpace(s), "@")
+	sp, err := parseOne(s, parts[0])
+	if err != nil || len(parts) == 1 {
+		return sp, err
+	}
 	fail := func(field string, err error) (Spec, error) {
 		return Spec{}, &SpecError{Spec: s, Field: field, Err: err}
+	}
+	if sp.Planes.On {
+		return fail("@"+parts[1], errors.New("the bit-plane format (bw) takes no per-layer formats"))
+	}
+	for _, p := range parts[1:] {
+		ranges, sub, ok := strings.Cut(p, "=")
+		if !ok || ranges == "" || sub == "" {
+			return fail("@"+p, errors.New("a per-layer format is @LAYERS=SPEC, e.g. @0..1=int8"))
+		}
+		lf := LayerFormat{}
+		for _, r := range strings.Split(ranges, "+") {
+			lr, err := parseLayerRange(r)
+			if err != nil {
+				return fail("@"+p, err)
+			}
+			lf.Layers = append(lf.Layers, lr)
+		}
+		o, err := parseOne(s, sub)
+		if err != nil {
+			return o, err
+		}
+		if o.Planes.On {
+			return fail("@"+p, errors.New("a layer cannot take the bit-plane format (bw)"))
+		}
+		// Every layer packs blocks of the same Nr tokens (the caches keep one
+		// block table for all layers).
+		if o.Residual != sp.Residual && strings.Contains(strings.ToLower(sub), ":res") {
+			return fail("@"+p, fmt.Errorf("a layer's residual block must be the base's (res%d): every layer packs blocks of the same tokens", sp.Residual))
+		}
+		o.Residual = sp.Residual
+		if o.K.Scaling == PerChannel && o.Residual%o.K.Group != 0 {
+			return fail("@"+p, fmt.Errorf("the residual block of %d tokens must hold whole key groups of %d tokens", o.Residual, o.K.Group))
+		}
+		lf.Spec = o
+		sp.Layers = append(sp.Layers, lf)
+	}
+	return sp, nil
+}
+
+// parseOne parses one format spec without per-layer formats; all is the
+// whole spec, for errors.
+func parseOne(all, s string) (Spec, error) {
+	fail := func(field string, err error) (Spec, error) {
+		return Spec{}, &SpecError{Spec: all, Field: field, Err: err}
 	}
 	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), ":")
 	if parts[0] == "" {
@@ -365,6 +496,16 @@ func (s Spec) String() string {
 	fmt.Fprintf(&b, ":res%d", s.Residual)
 	if s.Rotate {
 		b.WriteString(":rot")
+	}
+	for _, lf := range s.Layers {
+		b.WriteString("@")
+		for i, r := range lf.Layers {
+			if i > 0 {
+				b.WriteString("+")
+			}
+			b.WriteString(r.String())
+		}
+		b.WriteString("=" + lf.Spec.String())
 	}
 	return b.String()
 }

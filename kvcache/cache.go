@@ -179,17 +179,52 @@ func ShapeOf(cfg *model.Config) (attn.Shape, error) {
 	return sh, nil
 }
 
-// SequenceBytes is the memory l tokens of one sequence take in format f
-// across all layers and KV heads (the format's accounting: packed blocks
-// plus the residual block), and what they take in the default fp16 format
-// by the same accounting (the baseline every comparison uses).
-func SequenceBytes(f kv.Format, layers int, sh attn.Shape, l int) (bytes, fp16Bytes int64) {
-	per := int64(layers * sh.Hkv)
-	fp16 := per * int64(l) * int64(2*sh.D*2)
+// SequenceBytes is the memory l tokens of one sequence take in the layers'
+// formats fs (one per layer) across all KV heads (each format's accounting:
+// packed blocks plus the residual block), and what they take in the default
+// fp16 format by the same accounting (the baseline every comparison uses).
+func SequenceBytes(fs []kv.Format, sh attn.Shape, l int) (bytes, fp16Bytes int64) {
+	fp16 := int64(len(fs)) * int64(l) * int64(2*sh.D*2)
 	if base, err := fp16Spec.Resolve(sh.D); err == nil {
-		fp16 = per * base.SequenceBytes(l)
+		fp16 = int64(len(fs)) * base.SequenceBytes(l)
 	}
-	return per * f.SequenceBytes(l), fp16
+	for _, f := range fs {
+		bytes += f.SequenceBytes(l)
+	}
+	return int64(sh.Hkv) * bytes, int64(sh.Hkv) * fp16
+}
+
+// LayerFormats resolves spec for every layer of model config cfg: each
+// layer's own format where the spec gives per-layer formats, else the
+// spec's. The first return is the base format (Format of a cache).
+func LayerFormats(cfg *model.Config, spec kv.Spec) (kv.Format, []kv.Format, error) {
+	base, err := spec.Resolve(cfg.HeadDim)
+	if err != nil {
+		return base, nil, err
+	}
+	if err := spec.CheckLayers(cfg.Layers); err != nil {
+		return base, nil, err
+	}
+	fs := make([]kv.Format, cfg.Layers)
+	for l := range fs {
+		if fs[l], err = spec.ForLayer(l, cfg.Layers).Resolve(cfg.HeadDim); err != nil {
+			return base, nil, err
+		}
+	}
+	return base, fs, nil
+}
+
+// BlockBytesOf is the memory of one block of every layer, Hkv heads each,
+// in the layers' formats fs.
+func BlockBytesOf(fs []kv.Format, hkv int) int64 { return sumBytes(fs, hkv, kv.Format.BlockBytes) }
+
+// sumBytes returns Hkv times the sum over the layers' formats of per(f).
+func sumBytes(fs []kv.Format, hkv int, per func(kv.Format) int) int64 {
+	var n int64
+	for _, f := range fs {
+		n += int64(per(f))
+	}
+	return int64(hkv) * n
 }
 
 // fp16Spec is the baseline format of SequenceBytes.
@@ -230,4 +265,14 @@ func CheckLayer(layer, layers int) error {
 		return fmt.Errorf("kvcache: layer %d out of range [0, %d)", layer, layers)
 	}
 	return nil
+}
+
+// LayerCopies returns n copies of f: the layers' formats of a cache
+// without per-layer formats.
+func LayerCopies(f kv.Format, n int) []kv.Format {
+	fs := make([]kv.Format, n)
+	for i := range fs {
+		fs[i] = f
+	}
+	return fs
 }

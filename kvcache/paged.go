@@ -35,8 +35,9 @@ import (
 // function of the token prefix alone, whatever else ran in the batch.
 // Blocks completed token by token during decoding are never shared.
 type Paged struct {
-	format kv.Format
-	shape  attn.Shape
+	format  kv.Format   // the spec's (its Spec names the per-layer formats)
+	formats []kv.Format // each layer's
+	shape   attn.Shape
 	layers int
 	window int // WindowLimit of the model
 	host   hostBuffers
@@ -44,7 +45,7 @@ type Paged struct {
 	// The pool of a sized cache; alloc is nil in an unbounded one.
 	alloc    *BlockAllocator
 	pool     [][]byte // [layer][blocks·stride]
-	stride   int      // bytes of one block of one layer: Hkv·BlockBytes
+	strides  []int    // per layer: bytes of one block, Hkv·BlockBytes
 	resK     [][]uint16
 	resV     [][]uint16 // [layer][slots·Hkv·Nr·D]
 	resWidth int        // Hkv·Nr·D
@@ -85,11 +86,11 @@ func NewPaged(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	f, err := spec.Resolve(cfg.HeadDim)
+	f, fs, err := LayerFormats(cfg, spec)
 	if err != nil {
 		return nil, err
 	}
-	c := &Paged{format: f, shape: sh, layers: cfg.Layers, seqs: map[int]*pagedSeq{}, window: WindowLimit(cfg), host: hostBuffers{be: be}}
+	c := &Paged{format: f, formats: fs, shape: sh, layers: cfg.Layers, seqs: map[int]*pagedSeq{}, window: WindowLimit(cfg), host: hostBuffers{be: be}}
 	if o.Blocks == 0 && o.MemoryBytes == 0 {
 		return c, nil
 	}
@@ -97,7 +98,10 @@ func NewPaged(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (*
 		return nil, fmt.Errorf("kvcache: paged cache: max sequences %d must be positive", o.MaxSeqs)
 	}
 	c.maxSeqs = o.MaxSeqs
-	c.stride = sh.Hkv * f.BlockBytes()
+	c.strides = make([]int, cfg.Layers)
+	for l, lf := range fs {
+		c.strides[l] = sh.Hkv * lf.BlockBytes()
+	}
 	blocks := o.Blocks
 	if blocks == 0 {
 		left := o.MemoryBytes - int64(o.MaxSeqs)*c.ResidualBytes()
@@ -107,7 +111,7 @@ func NewPaged(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (*
 		}
 		blocks = int(left / c.BlockBytes())
 	}
-	if blocks <= 0 || int64(blocks)*int64(c.stride) > 1<<40 {
+	if blocks <= 0 || int64(blocks)*c.BlockBytes() > 1<<40 {
 		return nil, fmt.Errorf("kvcache: paged cache: %d blocks", blocks)
 	}
 	c.alloc = NewBlockAllocator(blocks)
@@ -115,7 +119,7 @@ func NewPaged(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (*
 	c.pool = make([][]byte, cfg.Layers)
 	c.resK, c.resV = make([][]uint16, cfg.Layers), make([][]uint16, cfg.Layers)
 	for l := range c.pool {
-		c.pool[l] = make([]byte, blocks*c.stride)
+		c.pool[l] = make([]byte, blocks*c.strides[l])
 		c.resK[l] = make([]uint16, o.MaxSeqs*c.resWidth)
 		c.resV[l] = make([]uint16, o.MaxSeqs*c.resWidth)
 	}
@@ -131,13 +135,13 @@ func (c *Paged) Format() kv.Format { return c.format }
 // BlockBytes is the memory of one block across all layers and KV heads,
 // from the format's accounting (kv.Format.BlockBytes).
 func (c *Paged) BlockBytes() int64 {
-	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.format.BlockBytes())
+	return sumBytes(c.formats, c.shape.Hkv, kv.Format.BlockBytes)
 }
 
 // ResidualBytes is the memory of one sequence's fp16 residual blocks across
 // all layers and KV heads (kv.Format.ResidualBytes).
 func (c *Paged) ResidualBytes() int64 {
-	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.format.ResidualBytes())
+	return sumBytes(c.formats, c.shape.Hkv, kv.Format.ResidualBytes)
 }
 
 // AllocatedBytes returns the memory a sized cache allocated: the block pool
@@ -155,7 +159,7 @@ func (c *Paged) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(
 
 // BytesAt implements Cache.
 func (c *Paged) BytesAt(l int) (bytes, fp16Bytes int64) {
-	return SequenceBytes(c.format, c.layers, c.shape, l)
+	return SequenceBytes(c.formats, c.shape, l)
 }
 
 // BlockTokens implements Cache: the format's residual size Nr.
@@ -261,7 +265,7 @@ func (c *Paged) newSeq(id int) (*pagedSeq, error) {
 	s := &pagedSeq{layers: make([]*attn.Cache, c.layers), open: true}
 	if c.alloc == nil {
 		for l := range s.layers {
-			lc, err := attn.NewCache(c.format, c.shape)
+			lc, err := attn.NewCache(c.formats[l], c.shape)
 			if err != nil {
 				return nil, err
 			}
@@ -276,7 +280,7 @@ func (c *Paged) newSeq(id int) (*pagedSeq, error) {
 	s.slot = c.slots[len(c.slots)-1]
 	c.slots = c.slots[:len(c.slots)-1]
 	for l := range s.layers {
-		lc := &attn.Cache{Format: c.format, Shape: c.shape}
+		lc := &attn.Cache{Format: c.formats[l], Shape: c.shape}
 		lc.ResK = c.resK[l][s.slot*c.resWidth : (s.slot+1)*c.resWidth]
 		lc.ResV = c.resV[l][s.slot*c.resWidth : (s.slot+1)*c.resWidth]
 		lc.NewBlock = func() ([]byte, error) {
@@ -296,7 +300,8 @@ func (c *Paged) newSeq(id int) (*pagedSeq, error) {
 
 // block returns layer l's bytes of block id.
 func (c *Paged) block(l, id int) []byte {
-	return c.pool[l][id*c.stride : (id+1)*c.stride : (id+1)*c.stride]
+	st := c.strides[l]
+	return c.pool[l][id*st : (id+1)*st : (id+1)*st]
 }
 
 // Remove implements Cache.
@@ -460,7 +465,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		if err := lc.Append(h.k[sq.Start*kvw:(sq.Start+sq.Len)*kvw], h.v[sq.Start*kvw:(sq.Start+sq.Len)*kvw]); err != nil {
 			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}
-		p := attn.Params{Format: c.format, Shape: c.shape, Tq: sq.Len}
+		p := attn.Params{Format: c.formats[layer], Shape: c.shape, Tq: sq.Len}
 		if err := attn.Decode(h.out[sq.Start*qw:(sq.Start+sq.Len)*qw], h.q[sq.Start*qw:(sq.Start+sq.Len)*qw], []*attn.Seq{&lc.Seq}, p); err != nil {
 			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}

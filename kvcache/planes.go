@@ -125,6 +125,9 @@ func NewPlanes(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (
 	if !spec.Planes.On {
 		return nil, fmt.Errorf("kvcache: format %s is not a bit-plane (bw) format", spec.String())
 	}
+	if spec.PerLayer() {
+		return nil, fmt.Errorf("kvcache: the bit-plane format %s takes no per-layer formats", spec.String())
+	}
 	sh, err := ShapeOf(cfg)
 	if err != nil {
 		return nil, err
@@ -184,7 +187,7 @@ func (c *Planes) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len
 
 // BytesAt returns the memory a sequence of l tokens takes, and in fp16.
 func (c *Planes) BytesAt(l int) (bytes, fp16Bytes int64) {
-	return SequenceBytes(c.format, c.layers, c.shape, l)
+	return SequenceBytes(LayerCopies(c.format, c.layers), c.shape, l)
 }
 
 // BlockBytes is the memory one block takes across all layers and KV heads:

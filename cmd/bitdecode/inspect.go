@@ -69,6 +69,13 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			}
 			f.Describe(stdout)
 			fmt.Fprintf(stdout, "gpu        %s\n", gpukv.DescribeDecode(f))
+			for _, lf := range sp.Layers {
+				lr := make([]string, len(lf.Layers))
+				for i, r := range lf.Layers {
+					lr[i] = r.String()
+				}
+				fmt.Fprintf(stdout, "layers %s  %s (%.2f bits per element)\n", strings.Join(lr, "+"), lf.Spec.String(), kv.MustResolve(lf.Spec.String(), *d).BitsPerElement())
+			}
 		}
 		return nil
 	case "gpu":

@@ -3,6 +3,7 @@ package gpukv
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/bitdecode/bitdecode/attn"
@@ -59,18 +60,17 @@ const (
 // concurrent use.
 type Paged struct {
 	gpuBuffers           // be, dev, and the per-batch q/out and table buffers
-	format     kv.Format // in kv.MMA order
+	format     kv.Format // the spec's, in kv.MMA order (its Spec names the per-layer formats)
 	shape      attn.Shape
 	layers     int
 	opts       kvcache.Options
 	maxBlk     int // block-table columns: ceil(MaxLen / Nr)
 
-	ops     *kernels.Ops
-	writer  *kernels.KVWriter
-	pack    *kernels.PackPlan
-	lay     kernels.DecodeLayout
-	decode  map[int]*kernels.DecodePlan // Tq = 1, by batch bucket (decodePlan)
-	prefill *kernels.DecodePlan         // B = 1, Tq = MaxChunk
+	ops    *kernels.Ops
+	writer *kernels.KVWriter
+	// kern holds each layer's format and kernels; layers of one format
+	// share them.
+	kern []*layerKernels
 
 	pool, resK, resV []cuda.DevicePtr // per layer
 
@@ -112,37 +112,69 @@ type gpuRound struct {
 // each with tq new tokens, the longest holding maxL tokens, by plan.
 type gpuRun struct {
 	first, n, tq, tok0, maxL int
-	plan                     *kernels.DecodePlan
 	bucket                   int // decode plan's batch bucket (0: prefill)
 }
 
-// decodePlan returns the decode plan for a run of n sequences: one per
-// power-of-two bucket of n (capped at MaxSeqs), made on first use, with
-// splits sized for the bucket at MaxLen; with BatchInvariant, one plan of a
-// fixed split length for every n.
-func (c *Paged) decodePlan(n int) (*kernels.DecodePlan, int, error) {
-	bucket := c.opts.MaxSeqs
-	if !c.opts.BatchInvariant {
-		bucket = 1
-		for bucket < n {
-			bucket *= 2
-		}
-		bucket = min(bucket, c.opts.MaxSeqs)
+// layerKernels are the kernels of one format: its pack plan, its decode
+// plans by batch bucket (decodePlan) and its prefill plan.
+type layerKernels struct {
+	format  kv.Format // in kv.MMA order
+	lay     kernels.DecodeLayout
+	pack    *kernels.PackPlan
+	decode  map[int]*kernels.DecodePlan // Tq = 1, by batch bucket
+	prefill *kernels.DecodePlan         // B = 1, Tq = MaxChunk
+}
+
+// bucket returns the decode plan bucket of a run of n sequences: the
+// power of two above n (capped at MaxSeqs), or MaxSeqs with BatchInvariant.
+func (c *Paged) bucket(n int) int {
+	if c.opts.BatchInvariant {
+		return c.opts.MaxSeqs
 	}
-	if p := c.decode[bucket]; p != nil {
-		return p, bucket, nil
+	b := 1
+	for b < n {
+		b *= 2
 	}
-	nr := c.format.Residual
+	return min(b, c.opts.MaxSeqs)
+}
+
+// decodePlan returns lk's decode plan for a batch bucket, made on first use
+// with splits sized for the bucket at MaxLen (with BatchInvariant, of a
+// fixed split length).
+func (c *Paged) decodePlan(lk *layerKernels, bucket int) (*kernels.DecodePlan, error) {
+	if p := lk.decode[bucket]; p != nil {
+		return p, nil
+	}
+	nr := lk.format.Residual
 	shape := kernels.DecodeShape{B: bucket, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: c.opts.MaxLen}
 	if c.opts.BatchInvariant {
 		shape.SplitLen = (max(gpuDecodeSplit, 64) + nr - 1) / nr * nr
 	}
-	p, err := kernels.PlanDecode(c.dev, kernels.DecodeAuto, c.lay, shape)
+	p, err := kernels.PlanDecode(c.dev, kernels.DecodeAuto, lk.lay, shape)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	c.decode[bucket] = p
-	return p, bucket, nil
+	lk.decode[bucket] = p
+	return p, nil
+}
+
+// plan returns the plan of run r in lk's kernels (made in Begin).
+func (lk *layerKernels) plan(r gpuRun) *kernels.DecodePlan {
+	if r.tq > 1 {
+		return lk.prefill
+	}
+	return lk.decode[r.bucket]
+}
+
+// uniqueKernels returns each distinct layerKernels once.
+func (c *Paged) uniqueKernels() []*layerKernels {
+	var out []*layerKernels
+	for _, lk := range c.kern {
+		if lk != nil && !slices.Contains(out, lk) {
+			out = append(out, lk)
+		}
+	}
+	return out
 }
 
 // NewPaged returns an empty GPU cache of the given format for model
@@ -157,14 +189,16 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	if spec.Planes.On {
 		return nil, fmt.Errorf("gpukv: format %s: the paged GPU cache does not hold bit planes (bw); Planes does (kvcache.New picks it)", spec.String())
 	}
-	f, err := spec.Resolve(cfg.HeadDim)
+	f, fs, err := kvcache.LayerFormats(cfg, spec)
 	if err != nil {
 		return nil, err
 	}
 	f = f.WithOrder(kv.MMA)
-	lay, err := kernels.LayoutFor(f)
-	if err != nil {
-		return nil, err
+	for l := range fs {
+		fs[l] = fs[l].WithOrder(kv.MMA)
+		if _, err := kernels.LayoutFor(fs[l]); err != nil {
+			return nil, fmt.Errorf("gpukv: layer %d: %w", l, err)
+		}
 	}
 	if o.MaxSeqs <= 0 {
 		o.MaxSeqs = gpuDefaultSeqs
@@ -182,12 +216,11 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	nr := f.Residual
 	c := &Paged{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: kvcache.WindowLimit(cfg),
 		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*seqBlocks{}}
-	blockBytes := f.BlockBytes() * sh.Hkv
 	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
 	switch {
 	case o.Blocks > 0:
 	case o.MemoryBytes > 0:
-		per := int64(blockBytes) * int64(c.layers)
+		per := kvcache.BlockBytesOf(fs, sh.Hkv)
 		c.opts.Blocks = int((o.MemoryBytes - 2*int64(resBytes)*int64(c.layers)) / per)
 		if c.opts.Blocks < 1 {
 			return nil, fmt.Errorf("gpukv: GPU cache: %d bytes do not hold the %d sequences' residual blocks and one block", o.MemoryBytes, o.MaxSeqs)
@@ -207,21 +240,35 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	if c.writer, err = kernels.LoadKVWriter(c.dev); err != nil {
 		return nil, err
 	}
-	if c.pack, err = kernels.PlanPack(c.dev, f); err != nil {
-		return nil, err
-	}
+	// The kernels of each distinct format (per-layer formats share them).
+	byFormat := map[string]*layerKernels{}
+	c.kern = make([]*layerKernels, c.layers)
 	split := func(n int) int { return (n + nr - 1) / nr * nr } // a whole number of blocks
-	c.lay, c.decode = lay, map[int]*kernels.DecodePlan{}
-	if _, _, err := c.decodePlan(1); err != nil {
-		return nil, err
-	}
-	if c.prefill, err = kernels.PlanDecode(c.dev, kernels.DecodeAuto, lay, kernels.DecodeShape{
-		B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: c.opts.MaxChunk, MaxBlocks: c.maxBlk, MaxL: o.MaxLen,
-		SplitLen: split(gpuPrefillSplit)}); err != nil {
-		return nil, err
+	for l, lf := range fs {
+		if lk := byFormat[lf.Spec.String()]; lk != nil {
+			c.kern[l] = lk
+			continue
+		}
+		lk := &layerKernels{format: lf, decode: map[int]*kernels.DecodePlan{}}
+		c.kern[l], byFormat[lf.Spec.String()] = lk, lk
+		if lk.lay, err = kernels.LayoutFor(lf); err != nil {
+			return nil, err
+		}
+		if lk.pack, err = kernels.PlanPack(c.dev, lf); err != nil {
+			return nil, err
+		}
+		if _, err := c.decodePlan(lk, c.bucket(1)); err != nil {
+			return nil, err
+		}
+		if lk.prefill, err = kernels.PlanDecode(c.dev, kernels.DecodeAuto, lk.lay, kernels.DecodeShape{
+			B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: c.opts.MaxChunk, MaxBlocks: c.maxBlk, MaxL: o.MaxLen,
+			SplitLen: split(gpuPrefillSplit)}); err != nil {
+			return nil, err
+		}
 	}
 	err = c.be.Do(func(x *cuda.Ctx) error {
-		for range c.layers {
+		for l := range c.layers {
+			blockBytes := fs[l].BlockBytes() * sh.Hkv
 			p, err := x.Alloc(c.opts.Blocks * blockBytes)
 			if err != nil {
 				return fmt.Errorf("gpukv: GPU KV pool of %d blocks x %d layers (%d MiB per layer): %w (give the cache less memory: --kv-memory, --max-seqs)", c.opts.Blocks, c.layers, c.opts.Blocks*blockBytes>>20, err)
@@ -255,13 +302,15 @@ func (c *Paged) Close() error {
 	}
 	// Queued layers may still read the buffers: run them and wait.
 	keep(c.be.Do(func(x *cuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
-	for _, p := range c.decode {
-		keep(p.Close())
+	for _, lk := range c.uniqueKernels() {
+		for _, p := range lk.decode {
+			keep(p.Close())
+		}
+		if lk.prefill != nil {
+			keep(lk.prefill.Close())
+		}
+		lk.decode, lk.prefill = nil, nil
 	}
-	if c.prefill != nil {
-		keep(c.prefill.Close())
-	}
-	c.decode, c.prefill = nil, nil
 	ptrs := append(append(append(c.take(), c.pool...), c.resK...), c.resV...)
 	for _, p := range ptrs {
 		if p != 0 {
@@ -270,6 +319,15 @@ func (c *Paged) Close() error {
 	}
 	c.pool, c.resK, c.resV = nil, nil, nil
 	return first
+}
+
+// formats returns every layer's format.
+func (c *Paged) formats() []kv.Format {
+	fs := make([]kv.Format, c.layers)
+	for l, lk := range c.kern {
+		fs[l] = lk.format
+	}
+	return fs
 }
 
 // Format returns the cache's KV format (in kv.MMA order).
@@ -290,14 +348,14 @@ func (c *Paged) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(
 // BytesAt returns the memory a sequence of l tokens takes in this cache's
 // format (all layers and KV heads), and what the same tokens take in fp16.
 func (c *Paged) BytesAt(l int) (bytes, fp16Bytes int64) {
-	return kvcache.SequenceBytes(c.format, c.layers, c.shape, l)
+	return kvcache.SequenceBytes(c.formats(), c.shape, l)
 }
 
 var _ kvcache.Cache = (*Paged)(nil)
 
 // BlockBytes is the memory of one pool block across all layers and KV heads.
 func (c *Paged) BlockBytes() int64 {
-	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.format.BlockBytes())
+	return kvcache.BlockBytesOf(c.formats(), c.shape.Hkv)
 }
 
 // ResidualBytes is the memory of one sequence's fp16 residual slots across
@@ -436,12 +494,13 @@ func (c *Paged) Begin(b *model.Batch) error {
 	for i := range runs {
 		r := &runs[i]
 		if r.tq > 1 {
-			r.plan = c.prefill
 			continue
 		}
-		var err error
-		if r.plan, r.bucket, err = c.decodePlan(r.n); err != nil {
-			return err
+		r.bucket = c.bucket(r.n)
+		for _, lk := range c.uniqueKernels() { // planned here: Attend may be captured in a graph
+			if _, err := c.decodePlan(lk, r.bucket); err != nil {
+				return err
+			}
 		}
 	}
 	// Assign slots and blocks; lay out the int32 tables:
@@ -554,7 +613,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 	if err != nil {
 		return err
 	}
-	p, sh, f := &c.plan, c.shape, c.format
+	p, sh, lk := &c.plan, c.shape, c.kern[layer]
 	word := func(off int) cuda.DevicePtr { return c.meta + cuda.DevicePtr(4*off) }
 	st := c.dev.Stream()
 	qw := sh.Hq * sh.D
@@ -576,15 +635,15 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 			return err
 		}
 		for _, r := range rounds {
-			if err := c.writer.Append(x, st, ptr[1], ptr[2], word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, f.Residual); err != nil {
+			if err := c.writer.Append(x, st, ptr[1], ptr[2], word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, lk.format.Residual); err != nil {
 				return err
 			}
-			if err := c.pack.LaunchPaged(x, st, c.resK[layer], c.resV[layer], word(r.src), word(r.dst), c.pool[layer], r.n, sh.Hkv); err != nil {
+			if err := lk.pack.LaunchPaged(x, st, c.resK[layer], c.resV[layer], word(r.src), word(r.dst), c.pool[layer], r.n, sh.Hkv); err != nil {
 				return err
 			}
 		}
 		for _, r := range runs {
-			plan := r.plan
+			plan := lk.plan(r)
 			bufs := kernels.DecodeBuffers{
 				Pool: c.pool[layer], BlockTable: word(table + r.first*c.maxBlk),
 				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),
@@ -668,7 +727,7 @@ func (c *Paged) FillRandom(id, n int, seed uint32) error {
 					return err
 				}
 				dst := c.meta + cuda.DevicePtr(4*(chunk+b0))
-				if err := c.pack.LaunchPaged(x, st, stK, stV, c.meta, dst, c.pool[l], m, sh.Hkv); err != nil {
+				if err := c.kern[l].pack.LaunchPaged(x, st, stK, stV, c.meta, dst, c.pool[l], m, sh.Hkv); err != nil {
 					return err
 				}
 			}

@@ -411,3 +411,54 @@ func collect(t testing.TB, st *engine.Stream) (string, engine.Result) {
 		}
 	}
 }
+
+// TestGPUPerLayerFormats runs gocoder-23m on the GPU with per-layer
+// formats (blocks of 32 tokens, so the prompts are packed): overrides that
+// name the base's format give the same tokens bit for bit, and a mixed spec
+// (int2 with its first and last layers int8) runs, keeps each layer in its
+// own pool, and follows golden.json at least as long as uniform int2.
+func TestGPUPerLayerFormats(t *testing.T) {
+	dir := testmodel.Dir(t)
+	be := gpuBackend(t)
+	m, err := model.Load(dir, be, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := tok.Encode(strings.Repeat("func (s *Server) handle(w http.ResponseWriter, r *http.Request) {\n\tif err := s.check(r); err != nil {\n", 6), true)
+	gen := func(spec string) []int {
+		c, err := NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 1, MaxLen: len(prompt) + 65, MaxChunk: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if want := kvcache.BlockBytesOf(c.formats(), m.Config().KVHeads); c.BlockBytes() != want {
+			t.Errorf("%s: block bytes %d, want %d", spec, c.BlockBytes(), want)
+		}
+		st, err := engine.Generate(context.Background(), m, tok, c, 0, prompt, engine.GenerateOptions{MaxTokens: 64, StopIDs: []int{}, ChunkTokens: 64}, func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Tokens
+	}
+	base := gen("int4:kc32:v32:res32")
+	same := gen("int4:kc32:v32:res32@0..-1=int4:kc32:v32:res32")
+	if fmt.Sprint(base) != fmt.Sprint(same) {
+		t.Errorf("overrides naming the base format changed the tokens:\n%v\n%v", base, same)
+	}
+	fp16 := gen("fp16:res32")
+	agree := func(a []int) int {
+		n := 0
+		for n < len(a) && a[n] == fp16[n] {
+			n++
+		}
+		return n
+	}
+	int2 := gen("int2:kc32:v32:res32")
+	mixed := gen("int2:kc32:v32:res32@0+-1=int8:kc32:res32")
+	t.Logf("tokens equal to fp16's before the first difference (of 64): int4 %d, int2 %d, int2 with int8 first and last layers %d", agree(base), agree(int2), agree(mixed))
+}

@@ -228,7 +228,7 @@ func (c *Planes) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len
 
 // BytesAt returns the memory a sequence of l tokens takes, and in fp16.
 func (c *Planes) BytesAt(l int) (bytes, fp16Bytes int64) {
-	return kvcache.SequenceBytes(c.format, c.layers, c.shape, l)
+	return kvcache.SequenceBytes(kvcache.LayerCopies(c.format, c.layers), c.shape, l)
 }
 
 // ReadStats returns what decode calls have read so far (kvcache.Planes'
