@@ -38,9 +38,9 @@ type Paged struct {
 	format  kv.Format   // the spec's (its Spec names the per-layer formats)
 	formats []kv.Format // each layer's
 	shape   attn.Shape
-	layers int
-	window int // WindowLimit of the model
-	host   hostBuffers
+	layers  int
+	window  int // WindowLimit of the model
+	host    hostBuffers
 
 	// The pool of a sized cache; alloc is nil in an unbounded one.
 	alloc    *BlockAllocator
