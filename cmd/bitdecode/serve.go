@@ -39,7 +39,7 @@ SIGTERM stops accepting requests and lets running streams finish for up to
 --drain.
 
 With --device cuda (auto picks it when a GPU is present) the model and the
-paged KV cache live on the GPU (engine.GPUCache: tensor-core decode over the
+paged KV cache live on the GPU (kvcache/gpukv: tensor-core decode over the
 packed blocks, decode steps replayed as CUDA graphs); the GPU cache does not
 share prefixes yet. docs/serving.md has the details and client examples.
 
