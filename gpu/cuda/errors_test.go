@@ -84,8 +84,36 @@ func fakeOpener(ok ...string) (opener, *[]string) {
 	}, &tried
 }
 
-func env(kv map[string]string) func(string) string {
-	return func(k string) string { return kv[k] }
+// env returns the Config that ParseConfig reads from the variables kv.
+func env(kv map[string]string) Config {
+	c, err := ParseConfig(func(k string) (string, bool) { v, ok := kv[k]; return v, ok })
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// setCacheDir configures the cache directory dir for the rest of the test.
+func setCacheDir(t *testing.T, dir string) {
+	t.Helper()
+	old := currentConfig(false)
+	c := old
+	c.CacheDir = dir
+	if err := Configure(c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Configure(old) })
+}
+
+func TestParseConfig(t *testing.T) {
+	c := env(map[string]string{EnvLibCUDA: " /x/libcuda.so.1 ", EnvNVRTC: "", EnvCacheDir: "/c", EnvCUDAHome: "/opt/cuda", EnvCUDAPath: "/usr/cuda"})
+	want := Config{LibCUDA: "/x/libcuda.so.1", CacheDir: "/c", IncludeDirs: []string{"/opt/cuda/include", "/usr/cuda/include"}}
+	if fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Errorf("ParseConfig = %+v, want %+v", c, want)
+	}
+	if c := env(nil); fmt.Sprint(c) != fmt.Sprint(Config{}) {
+		t.Errorf("ParseConfig of nothing = %+v, want the zero Config", c)
+	}
 }
 
 func TestOpenLibraryFallbacks(t *testing.T) {
