@@ -75,7 +75,7 @@ func TestGPUPackTime(t *testing.T) {
 	d := device(t)
 	for _, spec := range []string{"int4", "int2", "int8"} {
 		f := kv.MustResolve(spec, 128).WithOrder(kv.MMA)
-		plan, err := kernels.PlanPack(d, f)
+		plan, err := kernels.PlanPackWith(d, f, tuning.Pack)
 		if err != nil {
 			t.Fatal(err)
 		}
