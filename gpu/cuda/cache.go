@@ -309,7 +309,7 @@ func noteCacheWrite(dir string, err error) {
 // cacheDir returns the CUBIN cache directory: Config.CacheDir, else
 // os.UserCacheDir()/bitdecode/kernels.
 func cacheDir() (string, error) {
-	if d := strings.TrimSpace(currentConfig(false).CacheDir); d != "" {
+	if d := strings.TrimSpace(currentConfig(libNone).CacheDir); d != "" {
 		return d, nil
 	}
 	base, err := os.UserCacheDir()

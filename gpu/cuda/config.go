@@ -56,37 +56,59 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	return c, nil
 }
 
+// lib names the libraries whose settings cannot change once loaded.
+type lib int
+
+const (
+	libNone lib = iota
+	libDriver
+	libNVRTC
+	libCUBLASLt
+)
+
 var (
 	configMu sync.Mutex
 	config   Config
-	// configLocked is set once a library has been opened with the library
-	// paths of config: they cannot change afterwards.
-	configLocked bool
+	// loaded marks the libraries opened with config's settings: those
+	// settings cannot change afterwards.
+	loaded [libCUBLASLt + 1]bool
 )
 
-// Configure sets the package's settings. Call it before the first Open,
-// DeviceCount, NVRTC or GEMM: once a library has been loaded, a Config
-// naming other library files or include folders is an error (the cache
-// directory may still change; it is read at each compilation).
+// Configure sets the package's settings. Call it before the first use: once
+// a library has been loaded, a Config naming another file for it (or, for
+// NVRTC, other include folders) is an error; settings of libraries not yet
+// loaded, and the cache directory (read at each compilation), may change.
 func Configure(c Config) error {
 	configMu.Lock()
 	defer configMu.Unlock()
-	if configLocked && (c.LibCUDA != config.LibCUDA || c.NVRTC != config.NVRTC || c.CUBLASLt != config.CUBLASLt ||
-		strings.Join(c.IncludeDirs, "\x00") != strings.Join(config.IncludeDirs, "\x00")) {
-		return fmt.Errorf("cuda: Configure: the GPU libraries are already loaded with %+v; configure before the first use", config)
+	for _, k := range []struct {
+		l         lib
+		what      string
+		same      bool
+		have, got string
+	}{
+		{libDriver, "the CUDA driver", c.LibCUDA == config.LibCUDA, config.LibCUDA, c.LibCUDA},
+		{libNVRTC, "NVRTC", c.NVRTC == config.NVRTC, config.NVRTC, c.NVRTC},
+		{libNVRTC, "NVRTC's include folders", strings.Join(c.IncludeDirs, "\x00") == strings.Join(config.IncludeDirs, "\x00"),
+			strings.Join(config.IncludeDirs, ":"), strings.Join(c.IncludeDirs, ":")},
+		{libCUBLASLt, "cuBLASLt", c.CUBLASLt == config.CUBLASLt, config.CUBLASLt, c.CUBLASLt},
+	} {
+		if loaded[k.l] && !k.same {
+			return fmt.Errorf("cuda: Configure: %s is already loaded with %q, not %q; configure before the first use", k.what, k.have, k.got)
+		}
 	}
 	c.IncludeDirs = append([]string(nil), c.IncludeDirs...)
 	config = c
 	return nil
 }
 
-// currentConfig returns the settings; lock marks the library paths as in
-// use (a library is about to be opened with them).
-func currentConfig(lock bool) Config {
+// currentConfig returns the settings; l, unless libNone, marks that
+// library's settings as in use (it is about to be opened with them).
+func currentConfig(l lib) Config {
 	configMu.Lock()
 	defer configMu.Unlock()
-	if lock {
-		configLocked = true
+	if l != libNone {
+		loaded[l] = true
 	}
 	return config
 }

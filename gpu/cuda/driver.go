@@ -80,7 +80,7 @@ var (
 // CUDA_ERROR_NO_DEVICE).
 func loadDriver() (*driver, error) {
 	driverOnce.Do(func() {
-		driverLib, driverErr = openDriver(currentConfig(true), dlopenNow)
+		driverLib, driverErr = openDriver(currentConfig(libDriver), dlopenNow)
 	})
 	return driverLib, driverErr
 }

@@ -96,13 +96,48 @@ func env(kv map[string]string) Config {
 // setCacheDir configures the cache directory dir for the rest of the test.
 func setCacheDir(t *testing.T, dir string) {
 	t.Helper()
-	old := currentConfig(false)
+	old := currentConfig(libNone)
 	c := old
 	c.CacheDir = dir
 	if err := Configure(c); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { Configure(old) })
+}
+
+// TestConfigureAfterLoad checks that a loaded library's settings are fixed
+// while the others, and the cache directory, may still change.
+func TestConfigureAfterLoad(t *testing.T) {
+	configMu.Lock()
+	savedLoaded, savedConfig := loaded, config
+	loaded = [len(loaded)]bool{}
+	configMu.Unlock()
+	defer func() {
+		configMu.Lock()
+		loaded, config = savedLoaded, savedConfig
+		configMu.Unlock()
+	}()
+	base := Config{LibCUDA: "/a/libcuda.so.1"}
+	if err := Configure(base); err != nil {
+		t.Fatal(err)
+	}
+	currentConfig(libDriver) // as loadDriver does
+	if err := Configure(Config{LibCUDA: "/a/libcuda.so.1", NVRTC: "/b/libnvrtc.so", IncludeDirs: []string{"/c"}, CacheDir: "/d"}); err != nil {
+		t.Errorf("changing what is not loaded yet: %v", err)
+	}
+	currentConfig(libNVRTC)
+	for _, c := range []Config{
+		{LibCUDA: "/x/libcuda.so.1", NVRTC: "/b/libnvrtc.so", IncludeDirs: []string{"/c"}},
+		{LibCUDA: "/a/libcuda.so.1", NVRTC: "/x/libnvrtc.so", IncludeDirs: []string{"/c"}},
+		{LibCUDA: "/a/libcuda.so.1", NVRTC: "/b/libnvrtc.so"},
+	} {
+		if err := Configure(c); err == nil || !strings.Contains(err.Error(), "already loaded") {
+			t.Errorf("Configure(%+v) after the load = %v, want an error", c, err)
+		}
+	}
+	if err := Configure(Config{LibCUDA: "/a/libcuda.so.1", NVRTC: "/b/libnvrtc.so", IncludeDirs: []string{"/c"}, CUBLASLt: "/e", CacheDir: "/f"}); err != nil {
+		t.Errorf("changing cuBLASLt (not loaded) and the cache: %v", err)
+	}
 }
 
 func TestParseConfig(t *testing.T) {

@@ -114,7 +114,7 @@ var (
 // loadCUBLASLt opens cuBLASLt once per process. Failures wrap ErrNoCUBLASLt.
 func loadCUBLASLt() (*cublasLt, error) {
 	cublasLtOnce.Do(func() {
-		cublasLtLoaded, cublasLtErr = openCUBLASLt(currentConfig(true), dlopenNow)
+		cublasLtLoaded, cublasLtErr = openCUBLASLt(currentConfig(libCUBLASLt), dlopenNow)
 	})
 	return cublasLtLoaded, cublasLtErr
 }

@@ -48,7 +48,7 @@ var (
 // loadNVRTC opens NVRTC once per process. Failures wrap ErrNoNVRTC.
 func loadNVRTC() (*nvrtcLib, error) {
 	nvrtcOnce.Do(func() {
-		nvrtcLoaded, nvrtcErr = openNVRTC(currentConfig(true), dlopenNow)
+		nvrtcLoaded, nvrtcErr = openNVRTC(currentConfig(libNVRTC), dlopenNow)
 	})
 	return nvrtcLoaded, nvrtcErr
 }
