@@ -14,17 +14,16 @@ import (
 // set, names the only file to try, else sonames tried in order.
 type libSpec struct {
 	what     string              // for messages: "CUDA driver", "NVRTC", "cuBLASLt"
-	env      string              // the variable ParseConfig reads into the field
-	override func(Config) string // the Config field
+	override func(Config) string // the Config field (ParseConfig: BITDECODE_LIBCUDA, ...)
 	names    []string            // sonames, newest first
 }
 
 // The libraries this package loads. Sonames follow the CUDA 13 and 12
 // toolkits; the bare .so is the development symlink.
 var (
-	specDriver   = libSpec{"CUDA driver", EnvLibCUDA, func(c Config) string { return c.LibCUDA }, []string{"libcuda.so.1"}}
-	specNVRTC    = libSpec{"NVRTC", EnvNVRTC, func(c Config) string { return c.NVRTC }, []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}}
-	specCUBLASLt = libSpec{"cuBLASLt", EnvCUBLASLt, func(c Config) string { return c.CUBLASLt }, []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}}
+	specDriver   = libSpec{"CUDA driver", func(c Config) string { return c.LibCUDA }, []string{"libcuda.so.1"}}
+	specNVRTC    = libSpec{"NVRTC", func(c Config) string { return c.NVRTC }, []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}}
+	specCUBLASLt = libSpec{"cuBLASLt", func(c Config) string { return c.CUBLASLt }, []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}}
 )
 
 // candidates lists the files to try, in order.

@@ -453,6 +453,17 @@ struct OnlineSoftmax {
   }
 };
 
+// foldTile runs a warp's online softmax over a tile of scores s for rows 2q
+// and 2q+1 (each row's tile max over the warp): s becomes probabilities and
+// st's accumulators (an OnlineSoftmax or OnlineSoftmaxZ) are rescaled;
+// alpha receives the rows' factors.
+template <typename ST, int MT>
+BD_DEVICE void foldTile(ST& st, float (&s)[MT][4], float (&alpha)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) st.fold(r, s, warpRowMax(s, r), alpha);
+  st.rescale(alpha);
+}
+
 // OnlineSoftmaxZ adds the sums of the value zeros of VG channel groups
 // (values quantized per token: out = Σ p·s·codes + Σ p·z), which the max
 // rescales like the accumulators.
@@ -533,6 +544,18 @@ BD_DEVICE void initRowsV1(float* mrow, float* lrow, float (&acc)[RMAX][CHUNK], i
   for (int r = 0; r < RMAX; r++)
 #pragma unroll
     for (int k = 0; k < CHUNK; k++) acc[r][k] = 0.f;
+}
+
+// accumulateV1 adds probability sc[r][tt] times the token's CHUNK values x
+// to each row's accumulators.
+template <int RMAX, int CHUNK>
+BD_DEVICE void accumulateV1(float (&acc)[RMAX][CHUNK], const float (&sc)[RMAX][64], int tt, const float (&x)[CHUNK]) {
+#pragma unroll
+  for (int r = 0; r < RMAX; r++) {
+    const float p = sc[r][tt];
+#pragma unroll
+    for (int k = 0; k < CHUNK; k++) acc[r][k] = fmaf(p, x[k], acc[r][k]);
+  }
 }
 
 // rescaleV1 multiplies each row's accumulators by the row's alpha.

@@ -218,12 +218,7 @@ __global__ void __launch_bounds__(kThreads) decode_split(
       } else {
         loadToken8<D, 16, false>(resVb, 0, 0, within, c, x);
       }
-#pragma unroll
-      for (int r = 0; r < RMAX; r++) {
-        const float p = sc[r][tt];
-#pragma unroll
-        for (int k = 0; k < kChunk; k++) acc[r][k] = fmaf(p, x[k], acc[r][k]);
-      }
+      accumulateV1(acc, sc, tt, x);
     }
     __syncthreads();
   }

@@ -154,9 +154,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
   }
   // Online softmax for rows 2q, 2q+1.
   float alpha[2];
-#pragma unroll
-  for (int r = 0; r < 2; r++) st.fold(r, s, warpRowMax(s, r), alpha);
-  st.rescale(alpha);
+  foldTile(st, s, alpha);
   // Values.
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {

@@ -542,9 +542,7 @@ BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx&
   }
   // Online softmax for rows 2q, 2q+1 (the decode family's, bitdecode.cuh).
   float alpha[2];
-#pragma unroll
-  for (int r = 0; r < 2; r++) st.fold(r, s, warpRowMax(s, r), alpha);
-  st.rescale(alpha);
+  foldTile(st, s, alpha);
   // Values.
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
@@ -848,12 +846,7 @@ __global__ void __launch_bounds__(kThreads) split_v1(
       const int tok = idx[e], blk = tok / Nr;
       float x[kChunk];
       loadPlaneToken8<D, BF>(pool, Nr, table[blk] * Hkv + h, tok - blk * Nr, 1, c, tier, a8, a4, filt, x);
-#pragma unroll
-      for (int r = 0; r < RMAX; r++) {
-        const float pr = sc[r][tt];
-#pragma unroll
-        for (int k = 0; k < kChunk; k++) acc[r][k] = fmaf(pr, x[k], acc[r][k]);
-      }
+      accumulateV1(acc, sc, tt, x);
     }
     __syncthreads();
   }

@@ -148,6 +148,7 @@ type VarError struct {
 	Want  string // the accepted values, e.g. "1, 2, 4 or 8"
 }
 
+// Error returns "NAME=VALUE: want WANT".
 func (e *VarError) Error() string { return fmt.Sprintf("%s=%s: want %s", e.Name, e.Value, e.Want) }
 
 // Accepted values of the knobs, shared by ParseTuning and the planners'
