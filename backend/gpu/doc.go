@@ -36,7 +36,7 @@
 // (fp16 inputs, fp32 accumulation and output: Y[T,N] = X[T,K]·W[N,K]ᵀ) and
 // add the bias with a kernel: their results differ from the CPU's by the
 // fp16 rounding of x as well, at most about 2⁻¹¹ relative to Σ|x_k·w_k| per
-// rounded operand. BITDECODE_NO_GEMV=1 sends every batch to cuBLASLt. Embedding, Rows, RMSNorm,
+// rounded operand. Options.NoGEMV (BITDECODE_NO_GEMV=1) sends every batch to cuBLASLt. Embedding, Rows, RMSNorm,
 // RoPE, SwiGLU and Add are the kernels of gpu/kernels/ops.cu; they follow the
 // CPU's arithmetic (float64 sums of squares in RMSNorm, float64 cos and sin of
 // the float32 RoPE angle, unfused float32 products) and agree with it to an
@@ -61,14 +61,22 @@
 // come from wq.DEC.Blocks (tuned per shape by 'bitdecode tune dec'), else a
 // default.
 //
-// BITDECODE_DEC_MODE=serial (the default) runs DEC as its own kernels after
+// Options.DECMode (BITDECODE_DEC_MODE) serial, the default, runs DEC as its own kernels after
 // the base GEMV; "concurrent" runs them on a second, highest-priority stream
 // beside it, joined by one add; "fused" launches gemvq.cu's gemv_q_dec, the
 // DEC thread blocks inside the base GEMV's grid, waiting on per-tile ready
 // flags (gpu/kernels/dec.cu), after the selection kernel. All three give the
 // same bits; fused is the fastest on the H100 (docs/weights.md), still not
-// cheap enough for the tuner to turn DEC on. BITDECODE_DEC_BLOCKS=n
-// overrides n_tb for every DEC weight, for experiments.
+// cheap enough for the tuner to turn DEC on. Options.DECBlocks
+// (BITDECODE_DEC_BLOCKS=n) overrides n_tb for every DEC weight, for
+// experiments.
+//
+// # Settings
+//
+// The backend reads no environment variable: Open takes Options, which a
+// program fills once at its edge with ParseOptions(os.LookupEnv) (the
+// backend's variables, the kernel planners' kernels.Tuning and gpu/cuda's
+// Config; docs/gpu.md has the table). New is Open with the default Options.
 //
 // # Streams, ordering and errors
 //

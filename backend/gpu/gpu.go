@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"sync"
 
@@ -14,10 +13,6 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
 )
-
-// EnvNoGEMV, when set, makes Linear use cuBLASLt for every batch size
-// (for comparisons; by default decode-sized batches use gemv.cu).
-const EnvNoGEMV = "BITDECODE_NO_GEMV"
 
 // Memory pool and staging sizes.
 const (
@@ -37,9 +32,10 @@ const (
 	stagingBytes = 32 << 20
 )
 
-// Backend is the CUDA backend. Create it with New; Close releases the
-// device.
+// Backend is the CUDA backend. Create it with Open (or New); Close
+// releases the device.
 type Backend struct {
+	opts Options
 	dev  *cuda.Device
 	ops  *kernels.Ops
 	gemv *kernels.GEMV // Linear for T <= kernels.GEMVMaxRows rows; nil: cuBLASLt always
@@ -91,11 +87,26 @@ type Backend struct {
 
 var _ backend.Backend = (*Backend)(nil)
 
-// New opens GPU ordinal (0 is the first), checks that cuBLASLt loads and
+// New is Open with the default Options.
+func New(ordinal int) (*Backend, error) { return Open(ordinal, Options{}) }
+
+// Open opens GPU ordinal (0 is the first) with options o (configuring
+// gpu/cuda first when o.CUDA is set), checks that cuBLASLt loads and
 // compiles the kernels of gpu/kernels/ops.cu (NVRTC, cached on disk). Where
 // there is no driver or no such device the error wraps gpu/cuda's
 // ErrNoDriver or ErrNoDevice.
-func New(ordinal int) (*Backend, error) {
+func Open(ordinal int, o Options) (*Backend, error) {
+	if o.DECMode != 0 && o.DECMode != kernels.DECSerial && o.DECMode != kernels.DECConcurrent && o.DECMode != kernels.DECFused {
+		return nil, fmt.Errorf("backend/gpu: Options.DECMode %d: want serial, concurrent or fused", o.DECMode)
+	}
+	if o.DECBlocks < 0 {
+		return nil, fmt.Errorf("backend/gpu: Options.DECBlocks %d: want 0 (each weight's own) or a positive number", o.DECBlocks)
+	}
+	if o.CUDA != nil {
+		if err := cuda.Configure(*o.CUDA); err != nil {
+			return nil, fmt.Errorf("backend/gpu: %w", err)
+		}
+	}
 	dev, err := cuda.Open(ordinal)
 	if err != nil {
 		return nil, fmt.Errorf("backend/gpu: %w", err)
@@ -110,20 +121,24 @@ func New(ordinal int) (*Backend, error) {
 		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
 	var gemv *kernels.GEMV
-	if os.Getenv(EnvNoGEMV) == "" {
+	if !o.NoGEMV {
 		if gemv, err = kernels.LoadGEMV(dev); err != nil {
 			dev.Close()
 			return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 		}
 	}
 	return &Backend{
-		dev: dev, ops: ops, gemv: gemv, stream: dev.Stream(), graphs: newGraphCache(),
+		opts: o, dev: dev, ops: ops, gemv: gemv, stream: dev.Stream(), graphs: newGraphCache(o.NoGraphs),
 		name:    fmt.Sprintf("cuda (%s, %s)", dev.Name(), dev.Arch()),
 		pool:    map[int][]cuda.DevicePtr{},
 		tensors: map[*tensor]struct{}{},
 		weights: map[*weight]struct{}{},
 	}, nil
 }
+
+// Options returns the options the backend was opened with: code that plans
+// its own kernels on Device() takes their Tuning.
+func (b *Backend) Options() Options { return b.opts }
 
 // Name implements backend.Backend: "cuda (NVIDIA H100 80GB HBM3, sm_90a)".
 func (b *Backend) Name() string { return b.name }

@@ -35,7 +35,7 @@ var (
 // that does not compile, a missing cuBLASLt).
 func gpuBackend(t *testing.T) *gpu.Backend {
 	t.Helper()
-	gpuOnce.Do(func() { gpuBE, gpuErr = gpu.New(0) })
+	gpuOnce.Do(func() { gpuBE, gpuErr = gpu.Open(0, options) })
 	if gpuErr != nil {
 		if errors.Is(gpuErr, cuda.ErrNoDriver) || errors.Is(gpuErr, cuda.ErrNoDevice) {
 			t.Skipf("no CUDA device: %v", gpuErr)

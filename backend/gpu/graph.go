@@ -3,15 +3,10 @@ package gpu
 import (
 	"encoding/binary"
 	"hash/maphash"
-	"os"
 	"slices"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
-
-// EnvNoGraphs, when set, runs every flush of the op queue directly (no CUDA
-// graph replay), for comparisons.
-const EnvNoGraphs = "BITDECODE_NO_GRAPHS"
 
 // CUDA graph replay of the op queue.
 //
@@ -49,8 +44,10 @@ type graphEntry struct {
 	bad   bool // capture failed: always run directly
 }
 
-func newGraphCache() *graphCache {
-	return &graphCache{disabled: os.Getenv(EnvNoGraphs) != "", seed: maphash.MakeSeed(), entries: map[uint64]*graphEntry{}}
+// newGraphCache returns an empty cache; disabled runs every flush directly
+// (Options.NoGraphs).
+func newGraphCache(disabled bool) *graphCache {
+	return &graphCache{disabled: disabled, seed: maphash.MakeSeed(), entries: map[uint64]*graphEntry{}}
 }
 
 // flatKey returns the flush's key sequence (op names hashed, each op's key

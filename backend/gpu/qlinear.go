@@ -3,8 +3,6 @@ package gpu
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -14,20 +12,6 @@ import (
 )
 
 var _ backend.QuantWeightLoader = (*Backend)(nil)
-
-// Environment variables of DEC (doc.go, "Low-bit weights and DEC").
-const (
-	// EnvDECMode picks how DEC runs beside the base GEMV: "serial" (the
-	// default: selection and compensation kernels after the base GEMV),
-	// "concurrent" (both on a second stream beside the base GEMV of a
-	// packed weight, joined by one add; decode batches) or "fused" (the
-	// selection, then one launch whose first n_tb CTAs compensate while the
-	// others compute the base GEMV of a packed weight; decode batches).
-	EnvDECMode = "BITDECODE_DEC_MODE"
-	// EnvDECBlocks overrides n_tb, the compensation's thread blocks, for
-	// every DEC weight (also tuned ones), for experiments.
-	EnvDECBlocks = "BITDECODE_DEC_BLOCKS"
-)
 
 // decDefaultBlocks is n_tb for a DEC weight that names none (wq.DEC.Blocks
 // 0), clamped to what the shape allows: the best or within 10% of it for
@@ -96,27 +80,19 @@ func (b *Backend) checkDEC(m *wq.Matrix, dec *wq.DEC) error {
 	if err := kernels.DECReads(dec.R.Elem, m.N); err != nil {
 		return fmt.Errorf("DEC residual for [%d, %d]: %w", m.N, m.K, err)
 	}
-	mode, err := kernels.ParseDECMode(os.Getenv(EnvDECMode))
-	if err != nil {
-		return fmt.Errorf("%s: %w", EnvDECMode, err)
-	}
-	if mode == kernels.DECFused && dec.R.Elem == wq.FP16 {
-		return fmt.Errorf("%s=fused: fp16 residuals run serial or concurrent", EnvDECMode)
+	if b.opts.decMode() == kernels.DECFused && dec.R.Elem == wq.FP16 {
+		return fmt.Errorf("DEC mode fused (%s): fp16 residuals run serial or concurrent", EnvDECMode)
 	}
 	return nil
 }
 
-// decBlocks returns n_tb for a residual of N outputs: EnvDECBlocks, else
-// the weight's own (tuned) value, else decDefaultBlocks clamped to the
-// shape's range. An explicit value out of range is an error.
-func decBlocks(e wq.Elem, N, own int) (int, error) {
+// decBlocks returns n_tb for a residual of N outputs: all (Options.DECBlocks)
+// when positive, else the weight's own (tuned) value, else decDefaultBlocks
+// clamped to the shape's range. An explicit value out of range is an error.
+func decBlocks(e wq.Elem, N, own, all int) (int, error) {
 	lo, hi := kernels.DECMinBlocks(e, N), kernels.DECMaxBlocks(N)
-	if v := os.Getenv(EnvDECBlocks); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, fmt.Errorf("%s=%q: want a number of thread blocks", EnvDECBlocks, v)
-		}
-		own = n
+	if all > 0 {
+		own = all
 	}
 	if own == 0 {
 		return min(max(decDefaultBlocks, lo), hi), nil
@@ -132,7 +108,7 @@ func decBlocks(e wq.Elem, N, own int) (int, error) {
 func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	r := dec.R
 	N, K := r.K, r.N
-	blocks, err := decBlocks(r.Elem, N, dec.Blocks)
+	blocks, err := decBlocks(r.Elem, N, dec.Blocks, b.opts.DECBlocks)
 	if err != nil {
 		return err
 	}
@@ -141,10 +117,7 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	}
 	words, params := cuda.Bytes(r.Words), cuda.Bytes(r.Params)
 	off := (len(words) + 255) / 256 * 256
-	mode, err := kernels.ParseDECMode(os.Getenv(EnvDECMode))
-	if err != nil {
-		return fmt.Errorf("%s: %w", EnvDECMode, err)
-	}
+	mode := b.opts.decMode()
 	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk), mode: mode}
 	w.dec = dw // freed with the weight from here on
 	err = b.Do(func(c *cuda.Ctx) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -117,6 +118,21 @@ func TestQuantLinearDEC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Backends of the other DEC modes (Options.DECMode), each with its bias.
+	modeBackend := func(mode kernels.DECMode) (*gpu.Backend, backend.Weight) {
+		mb, err := gpu.Open(0, gpu.Options{DECMode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { mb.Close() })
+		mbw, err := mb.LoadWeight("bias", backend.F32, []int{N}, encode(backend.F32, bias))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mb, mbw
+	}
+	bCon, bwCon := modeBackend(kernels.DECConcurrent)
+	bFused, bwFused := modeBackend(kernels.DECFused)
 	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
 		m, err := wq.Quantize(e, 128, N, K, w)
 		if err != nil {
@@ -138,12 +154,9 @@ func TestQuantLinearDEC(t *testing.T) {
 		withDEC := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
 		// The same DEC on the second stream beside the base GEMV (decode
 		// batches; prefill stays serial): the same bits.
-		t.Setenv(gpu.EnvDECMode, "concurrent")
-		concurrent := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
+		concurrent := load(bCon, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
 		// And inside the base GEMV's grid (fused mode).
-		t.Setenv(gpu.EnvDECMode, "fused")
-		fused := load(b, &wq.DEC{R: res, KChunk: kChunk, Blocks: 3})
-		t.Setenv(gpu.EnvDECMode, "")
+		fused := load(bFused, &wq.DEC{R: res, KChunk: kChunk, Blocks: 3})
 		zeroK := load(b, &wq.DEC{R: res, KChunk: 0})
 		onCPU := load(c, &wq.DEC{R: res, KChunk: kChunk})
 		for _, T := range []int{3, 20} {
@@ -190,10 +203,10 @@ func TestQuantLinearDEC(t *testing.T) {
 				t.Fatalf("%s: DEC changed only %d of %d outputs", name, changed, len(got))
 			}
 			for rep := range 3 { // later runs replay a CUDA graph (fused: the flags were reset)
-				if y := run(b, concurrent, bw); !slices.Equal(y, got) {
+				if y := run(bCon, concurrent, bwCon); !slices.Equal(y, got) {
 					t.Fatalf("%s: concurrent DEC (run %d) differs from serial", name, rep)
 				}
-				if y := run(b, fused, bw); !slices.Equal(y, got) {
+				if y := run(bFused, fused, bwFused); !slices.Equal(y, got) {
 					t.Fatalf("%s: fused DEC (run %d) differs from serial", name, rep)
 				}
 			}
@@ -221,6 +234,8 @@ func TestQuantLinearDEC(t *testing.T) {
 		for _, qw := range []backend.Weight{base, withDEC, zeroK} {
 			b.FreeWeight(qw)
 		}
+		bCon.FreeWeight(concurrent)
+		bFused.FreeWeight(fused)
 		c.FreeWeight(onCPU)
 	}
 	m, _ := wq.Quantize(wq.Int4, 128, N, K, w)

@@ -21,6 +21,11 @@ type Program struct {
 	Name string
 	// Source is the CUDA C++ text.
 	Source string
+	// Headers are files the source (or another header) may #include by
+	// name, handed to NVRTC in memory (nvrtcCreateProgram's headers and
+	// includeNames), e.g. gpu/kernels' shared bitdecode.cuh. They are part
+	// of the cache key: a changed header compiles anew.
+	Headers []Header
 	// Exprs are name expressions of the kernels (or __device__ variables)
 	// to instantiate and look up after compilation, e.g. "decode<128, 4>"
 	// or "scale". extern "C" kernels need none.
@@ -29,6 +34,12 @@ type Program struct {
 	// "--use_fast_math". The architecture, -std=c++17, -default-device and
 	// the CUDA include path are added by Compile.
 	Options []string
+}
+
+// Header is one in-memory file a Program may #include "Name".
+type Header struct {
+	Name   string // the include name, e.g. "bitdecode.cuh"
+	Source string // its text
 }
 
 // Cache file layout. An entry is a fixed header followed by the payload:
@@ -57,7 +68,8 @@ const (
 type cacheKey [sha256.Size]byte
 
 // makeCacheKey hashes everything that determines the CUBIN: the program's
-// name, source and name expressions, the full option list (which includes
+// name, source, headers (names and texts) and name expressions, the full
+// option list (which includes
 // the architecture and include path), the NVRTC version and the
 // architecture. Each field is length-prefixed so no two inputs collide by
 // concatenation.
@@ -79,6 +91,12 @@ func makeCacheKey(p Program, opts []string, nvrtcVersion, arch string) cacheKey 
 	field(cacheKeyDomain)
 	field(p.Name)
 	field(p.Source)
+	binary.LittleEndian.PutUint64(n[:], uint64(len(p.Headers)))
+	h.Write(n[:])
+	for _, hd := range p.Headers {
+		field(hd.Name)
+		field(hd.Source)
+	}
 	list(p.Exprs)
 	list(opts)
 	field(nvrtcVersion)
@@ -288,10 +306,10 @@ func noteCacheWrite(dir string, err error) {
 	cacheWriteErrs[dir] = err.Error()
 }
 
-// cacheDir returns the CUBIN cache directory: $BITDECODE_CACHE_DIR, else
+// cacheDir returns the CUBIN cache directory: Config.CacheDir, else
 // os.UserCacheDir()/bitdecode/kernels.
 func cacheDir() (string, error) {
-	if d := strings.TrimSpace(os.Getenv(EnvCacheDir)); d != "" {
+	if d := strings.TrimSpace(currentConfig(libNone).CacheDir); d != "" {
 		return d, nil
 	}
 	base, err := os.UserCacheDir()

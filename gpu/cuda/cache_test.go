@@ -55,6 +55,19 @@ func TestCacheKeySensitivity(t *testing.T) {
 	p = testProgram
 	p.Name = "other.cu"
 	variants["name"] = makeCacheKey(p, testOpts, "13.0", "sm_90a")
+	p.Headers = []Header{{Name: "shared.cuh", Source: "// v1"}}
+	withHeader := makeCacheKey(p, testOpts, "13.0", "sm_90a")
+	variants["a header"] = withHeader
+	p.Headers = []Header{{Name: "shared.cuh", Source: "// v2"}}
+	variants["a header's text"] = makeCacheKey(p, testOpts, "13.0", "sm_90a")
+	p.Headers = []Header{{Name: "other.cuh", Source: "// v1"}}
+	variants["a header's name"] = makeCacheKey(p, testOpts, "13.0", "sm_90a")
+	p.Headers = []Header{{Name: "shared.cuh", Source: "// v1"}, {Name: "more.cuh"}}
+	variants["another header"] = makeCacheKey(p, testOpts, "13.0", "sm_90a")
+	p.Headers = []Header{{Name: "shared.cuh", Source: "// v1"}}
+	if makeCacheKey(p, testOpts, "13.0", "sm_90a") != withHeader {
+		t.Error("the same header twice gives two keys")
+	}
 	variants["options"] = makeCacheKey(testProgram, append(append([]string(nil), testOpts...), "-DX=1"), "13.0", "sm_90a")
 	variants["nvrtc version"] = makeCacheKey(testProgram, testOpts, "12.8", "sm_90a")
 	variants["arch"] = makeCacheKey(testProgram, testOpts, "13.0", "sm_80")
@@ -95,7 +108,7 @@ func TestCacheMissThenHit(t *testing.T) {
 	}
 	assertNoTempFiles(t, dir)
 
-	t.Setenv(EnvCacheDir, dir)
+	setCacheDir(t, dir)
 	st, err := CacheInfo()
 	if err != nil {
 		t.Fatal(err)
@@ -244,19 +257,19 @@ func TestCacheUnwritableDirStillCompiles(t *testing.T) {
 	if _, _, err := kc.get(testProgram, "sm_90a", testOpts); err != nil {
 		t.Fatalf("get with an unwritable cache: %v", err)
 	}
-	t.Setenv(EnvCacheDir, kc.dir)
+	setCacheDir(t, kc.dir)
 	st, _ := CacheInfo()
 	if st.LastWriteError == "" {
 		t.Error("the write failure was not recorded")
 	}
-	t.Setenv(EnvCacheDir, t.TempDir())
+	setCacheDir(t, t.TempDir())
 	if st, _ := CacheInfo(); st.LastWriteError != "" {
 		t.Errorf("another directory reports the failure: %q", st.LastWriteError)
 	}
 }
 
 func TestCacheDirDefault(t *testing.T) {
-	t.Setenv(EnvCacheDir, "")
+	setCacheDir(t, "")
 	t.Setenv("XDG_CACHE_HOME", "/tmp/xdg-test")
 	d, err := cacheDir()
 	if err != nil {
@@ -265,11 +278,11 @@ func TestCacheDirDefault(t *testing.T) {
 	if d != "/tmp/xdg-test/bitdecode/kernels" {
 		t.Errorf("cacheDir = %q", d)
 	}
-	t.Setenv(EnvCacheDir, "/elsewhere")
+	setCacheDir(t, "/elsewhere")
 	if d, _ := cacheDir(); d != "/elsewhere" {
 		t.Errorf("override: cacheDir = %q", d)
 	}
-	t.Setenv(EnvCacheDir, "/does/not/exist/yet")
+	setCacheDir(t, "/does/not/exist/yet")
 	if st, err := CacheInfo(); err != nil || st.Entries != 0 {
 		t.Errorf("CacheInfo of a missing dir = %+v, %v", st, err)
 	}

@@ -6,10 +6,19 @@
 // The libraries are opened with dlopen (through github.com/ebitengine/purego)
 // the first time they are needed:
 //
-//   - the driver, libcuda.so.1 (override: BITDECODE_LIBCUDA=/path/to/lib);
-//   - NVRTC, libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so (BITDECODE_NVRTC);
+//   - the driver, libcuda.so.1 (override: Config.LibCUDA);
+//   - NVRTC, libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so (Config.NVRTC);
 //   - cuBLASLt, libcublasLt.so.13, libcublasLt.so.12, libcublasLt.so
-//     (BITDECODE_CUBLASLT).
+//     (Config.CUBLASLt).
+//
+// # Settings
+//
+// The package reads no environment variable. A program parses its settings
+// once at its edge, cfg, err := [ParseConfig](os.LookupEnv) (BITDECODE_LIBCUDA,
+// BITDECODE_NVRTC, BITDECODE_CUBLASLT, BITDECODE_CACHE_DIR, CUDA_HOME,
+// CUDA_PATH; docs/gpu.md has the table), and hands them to [Configure]
+// before the first use. Without Configure the zero [Config] holds: sonames,
+// the usual CUDA include folders and the user cache directory.
 //
 // When the driver cannot be loaded, or no device is present, [Open] and
 // [Available] return an error wrapping [ErrNoDriver] or [ErrNoDevice] whose
@@ -43,16 +52,18 @@
 // kernel up with [Module.Function] by its name expression, or by its plain
 // name for extern "C" kernels. Default NVRTC options: the architecture,
 // -std=c++17, -default-device, and -I for the CUDA headers when a directory
-// holding cuda_fp16.h is found ($CUDA_HOME/include, $CUDA_PATH/include, the
+// holding cuda_fp16.h is found (Config.IncludeDirs, the
 // NVRTC library's ../include, /usr/local/cuda/include,
 // /usr/local/cuda-*/include). When found, the macro BITDECODE_CUDA_HEADERS is
 // defined, and only then may a kernel #include <cuda_fp16.h> or
 // <cuda_bf16.h>; [NVRTC] reports the directory. Fast math is off unless a
-// program asks for it. NVRTC rejects -O3.
+// program asks for it. NVRTC rejects -O3. [Program.Headers] are in-memory
+// files the source may #include by name (nvrtcCreateProgram's headers).
 //
 // CUBINs are cached on disk under os.UserCacheDir()/bitdecode/kernels
-// (override: BITDECODE_CACHE_DIR), keyed by the SHA-256 of the source, the
-// options, the name expressions, the NVRTC version and the architecture. An
+// (override: Config.CacheDir), keyed by the SHA-256 of the source, the
+// headers, the options, the name expressions, the NVRTC version and the
+// architecture. An
 // entry is written to a temporary file and renamed into place, so two
 // processes can fill the cache at once; each entry carries its length and a
 // checksum, and a corrupt or truncated entry is rebuilt. [CacheInfo] reports

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"unsafe"
 
@@ -81,13 +80,13 @@ var (
 // CUDA_ERROR_NO_DEVICE).
 func loadDriver() (*driver, error) {
 	driverOnce.Do(func() {
-		driverLib, driverErr = openDriver(os.Getenv, dlopenNow)
+		driverLib, driverErr = openDriver(currentConfig(libDriver), dlopenNow)
 	})
 	return driverLib, driverErr
 }
 
-func openDriver(getenv func(string) string, open opener) (*driver, error) {
-	lib, err := openLibrary(specDriver, getenv, open)
+func openDriver(c Config, open opener) (*driver, error) {
+	lib, err := openLibrary(specDriver, c, open)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoDriver, err)
 	}

@@ -84,8 +84,71 @@ func fakeOpener(ok ...string) (opener, *[]string) {
 	}, &tried
 }
 
-func env(kv map[string]string) func(string) string {
-	return func(k string) string { return kv[k] }
+// env returns the Config that ParseConfig reads from the variables kv.
+func env(kv map[string]string) Config {
+	c, err := ParseConfig(func(k string) (string, bool) { v, ok := kv[k]; return v, ok })
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// setCacheDir configures the cache directory dir for the rest of the test.
+func setCacheDir(t *testing.T, dir string) {
+	t.Helper()
+	old := currentConfig(libNone)
+	c := old
+	c.CacheDir = dir
+	if err := Configure(c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Configure(old) })
+}
+
+// TestConfigureAfterLoad checks that a loaded library's settings are fixed
+// while the others, and the cache directory, may still change.
+func TestConfigureAfterLoad(t *testing.T) {
+	configMu.Lock()
+	savedLoaded, savedConfig := loaded, config
+	loaded = [len(loaded)]bool{}
+	configMu.Unlock()
+	defer func() {
+		configMu.Lock()
+		loaded, config = savedLoaded, savedConfig
+		configMu.Unlock()
+	}()
+	base := Config{LibCUDA: "/a/libcuda.so.1"}
+	if err := Configure(base); err != nil {
+		t.Fatal(err)
+	}
+	currentConfig(libDriver) // as loadDriver does
+	if err := Configure(Config{LibCUDA: "/a/libcuda.so.1", NVRTC: "/b/libnvrtc.so", IncludeDirs: []string{"/c"}, CacheDir: "/d"}); err != nil {
+		t.Errorf("changing what is not loaded yet: %v", err)
+	}
+	currentConfig(libNVRTC)
+	for _, c := range []Config{
+		{LibCUDA: "/x/libcuda.so.1", NVRTC: "/b/libnvrtc.so", IncludeDirs: []string{"/c"}},
+		{LibCUDA: "/a/libcuda.so.1", NVRTC: "/x/libnvrtc.so", IncludeDirs: []string{"/c"}},
+		{LibCUDA: "/a/libcuda.so.1", NVRTC: "/b/libnvrtc.so"},
+	} {
+		if err := Configure(c); err == nil || !strings.Contains(err.Error(), "already loaded") {
+			t.Errorf("Configure(%+v) after the load = %v, want an error", c, err)
+		}
+	}
+	if err := Configure(Config{LibCUDA: "/a/libcuda.so.1", NVRTC: "/b/libnvrtc.so", IncludeDirs: []string{"/c"}, CUBLASLt: "/e", CacheDir: "/f"}); err != nil {
+		t.Errorf("changing cuBLASLt (not loaded) and the cache: %v", err)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	c := env(map[string]string{EnvLibCUDA: " /x/libcuda.so.1 ", EnvNVRTC: "", EnvCacheDir: "/c", EnvCUDAHome: "/opt/cuda", EnvCUDAPath: "/usr/cuda"})
+	want := Config{LibCUDA: "/x/libcuda.so.1", CacheDir: "/c", IncludeDirs: []string{"/opt/cuda/include", "/usr/cuda/include"}}
+	if fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Errorf("ParseConfig = %+v, want %+v", c, want)
+	}
+	if c := env(nil); fmt.Sprint(c) != fmt.Sprint(Config{}) {
+		t.Errorf("ParseConfig of nothing = %+v, want the zero Config", c)
+	}
 }
 
 func TestOpenLibraryFallbacks(t *testing.T) {

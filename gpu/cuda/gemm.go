@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"unsafe"
 
@@ -115,13 +114,13 @@ var (
 // loadCUBLASLt opens cuBLASLt once per process. Failures wrap ErrNoCUBLASLt.
 func loadCUBLASLt() (*cublasLt, error) {
 	cublasLtOnce.Do(func() {
-		cublasLtLoaded, cublasLtErr = openCUBLASLt(os.Getenv, dlopenNow)
+		cublasLtLoaded, cublasLtErr = openCUBLASLt(currentConfig(libCUBLASLt), dlopenNow)
 	})
 	return cublasLtLoaded, cublasLtErr
 }
 
-func openCUBLASLt(getenv func(string) string, open opener) (*cublasLt, error) {
-	lib, err := openLibrary(specCUBLASLt, getenv, open)
+func openCUBLASLt(c Config, open opener) (*cublasLt, error) {
+	lib, err := openLibrary(specCUBLASLt, c, open)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCUBLASLt, err)
 	}

@@ -204,7 +204,7 @@ func TestFindIncludeDir(t *testing.T) {
 	noGlob := func(string) ([]string, error) { return nil, nil }
 
 	home := mk(filepath.Join(root, "cudahome", "include"))
-	if got := findIncludeDir(env(map[string]string{"CUDA_HOME": filepath.Join(root, "cudahome")}), "", noGlob); got != home {
+	if got := findIncludeDir(env(map[string]string{"CUDA_HOME": filepath.Join(root, "cudahome")}).IncludeDirs, "", noGlob); got != home {
 		t.Errorf("CUDA_HOME: got %q, want %q", got, home)
 	}
 	// The NVRTC library's ../include (pip wheels: nvidia/cu13/lib + include).
@@ -212,13 +212,13 @@ func TestFindIncludeDir(t *testing.T) {
 	lib := filepath.Join(root, "wheel", "lib", "libnvrtc.so.13")
 	os.MkdirAll(filepath.Dir(lib), 0o755)
 	os.WriteFile(lib, nil, 0o644)
-	if got := findIncludeDir(env(nil), lib, noGlob); got != wheel && !strings.HasPrefix(got, "/usr/local/cuda") {
+	if got := findIncludeDir(nil, lib, noGlob); got != wheel && !strings.HasPrefix(got, "/usr/local/cuda") {
 		t.Errorf("nvrtc dir: got %q, want %q", got, wheel)
 	}
 	// A directory without cuda_fp16.h does not count.
 	empty := filepath.Join(root, "empty", "include")
 	os.MkdirAll(empty, 0o755)
-	got := findIncludeDir(env(map[string]string{"CUDA_HOME": filepath.Join(root, "empty")}), "", noGlob)
+	got := findIncludeDir(env(map[string]string{"CUDA_HOME": filepath.Join(root, "empty")}).IncludeDirs, "", noGlob)
 	if got == empty {
 		t.Errorf("picked %q, which has no %s", got, probeHeader)
 	}

@@ -32,13 +32,24 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// Keep the GPU tests' kernels out of the user's cache unless asked.
+	// The test binary is a program's edge: it configures the package from
+	// the environment, and keeps the GPU tests' kernels out of the user's
+	// cache unless BITDECODE_CACHE_DIR names one.
+	cfg, err := ParseConfig(os.LookupEnv)
+	if err != nil {
+		fmt.Println("gpu/cuda:", err)
+		os.Exit(2)
+	}
 	tmpCache := ""
-	if os.Getenv(EnvCacheDir) == "" {
+	if cfg.CacheDir == "" {
 		if dir, err := os.MkdirTemp("", "bitdecode-cuda-test-"); err == nil {
 			tmpCache = dir
-			os.Setenv(EnvCacheDir, dir)
+			cfg.CacheDir = dir
 		}
+	}
+	if err := Configure(cfg); err != nil {
+		fmt.Println("gpu/cuda:", err)
+		os.Exit(2)
 	}
 	code := m.Run()
 	if gpuDev != nil {
@@ -431,7 +442,7 @@ func TestGPUCompileError(t *testing.T) {
 
 func TestGPUKernelCacheOnDisk(t *testing.T) {
 	d := testDevice(t)
-	t.Setenv(EnvCacheDir, t.TempDir())
+	setCacheDir(t, t.TempDir())
 	p := Program{Name: "cached.cu", Source: "extern \"C\" __global__ void nop() {}\n" + uniqueComment()}
 	m := compileTest(t, d, p)
 	if m.FromCache() {
@@ -463,6 +474,45 @@ func TestGPUKernelCacheOnDisk(t *testing.T) {
 	p2, err := d.Alloc(16)
 	must(t, err)
 	must(t, d.Free(p2))
+}
+
+// TestGPUCompileWithHeaders compiles a program whose source includes an
+// in-memory header that includes another, then checks that a changed
+// header is a new compilation (cache key) and not the old module.
+func TestGPUCompileWithHeaders(t *testing.T) {
+	d := testDevice(t)
+	setCacheDir(t, t.TempDir())
+	src := `#include "outer.cuh"
+extern "C" __global__ void scaled(float* y) { y[threadIdx.x] = scaledOf(float(threadIdx.x)); }` + uniqueComment()
+	headers := func(k string) []Header {
+		return []Header{
+			{Name: "outer.cuh", Source: "#pragma once\n#include \"inner.cuh\"\n__device__ float scaledOf(float x) { return x * kFactor; }\n"},
+			{Name: "inner.cuh", Source: "#pragma once\nconstexpr float kFactor = " + k + ";\n"},
+		}
+	}
+	run := func(p Program) []float32 {
+		m := compileTest(t, d, p)
+		y, err := d.Alloc(32 * 4)
+		must(t, err)
+		defer d.Free(y)
+		must(t, d.Launch(fn(t, m, "scaled"), Dim3{X: 1}, Dim3{X: 32}, 0, d.Stream(), y))
+		must(t, d.Synchronize())
+		out := make([]byte, 32*4)
+		must(t, d.DtoH(out, y))
+		return f32s(out)
+	}
+	for _, k := range []string{"2.f", "3.f"} {
+		got := run(Program{Name: "headers.cu", Source: src, Headers: headers(k)})
+		want := float32(2)
+		if k == "3.f" {
+			want = 3
+		}
+		for i, v := range got {
+			if v != want*float32(i) {
+				t.Fatalf("kFactor %s: y[%d] = %g, want %g", k, i, v, want*float32(i))
+			}
+		}
+	}
 }
 
 // TestGPUCompileInsideDo compiles from inside a Do while another goroutine

@@ -10,33 +10,25 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// Environment variables that override library paths and the cache location.
-const (
-	EnvLibCUDA  = "BITDECODE_LIBCUDA"   // path of the CUDA driver library
-	EnvNVRTC    = "BITDECODE_NVRTC"     // path of the NVRTC library
-	EnvCUBLASLt = "BITDECODE_CUBLASLT"  // path of the cuBLASLt library
-	EnvCacheDir = "BITDECODE_CACHE_DIR" // directory of the CUBIN cache
-)
-
-// libSpec says how to find one shared library: an environment variable that,
-// when set, names the only file to try, else sonames tried in order.
+// libSpec says how to find one shared library: a Config field that, when
+// set, names the only file to try, else sonames tried in order.
 type libSpec struct {
-	what  string   // for messages: "CUDA driver", "NVRTC", "cuBLASLt"
-	env   string   // override variable
-	names []string // sonames, newest first
+	what     string              // for messages: "CUDA driver", "NVRTC", "cuBLASLt"
+	override func(Config) string // the Config field (ParseConfig: BITDECODE_LIBCUDA, ...)
+	names    []string            // sonames, newest first
 }
 
 // The libraries this package loads. Sonames follow the CUDA 13 and 12
 // toolkits; the bare .so is the development symlink.
 var (
-	specDriver   = libSpec{"CUDA driver", EnvLibCUDA, []string{"libcuda.so.1"}}
-	specNVRTC    = libSpec{"NVRTC", EnvNVRTC, []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}}
-	specCUBLASLt = libSpec{"cuBLASLt", EnvCUBLASLt, []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}}
+	specDriver   = libSpec{"CUDA driver", func(c Config) string { return c.LibCUDA }, []string{"libcuda.so.1"}}
+	specNVRTC    = libSpec{"NVRTC", func(c Config) string { return c.NVRTC }, []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}}
+	specCUBLASLt = libSpec{"cuBLASLt", func(c Config) string { return c.CUBLASLt }, []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}}
 )
 
 // candidates lists the files to try, in order.
-func (s libSpec) candidates(getenv func(string) string) []string {
-	if p := strings.TrimSpace(getenv(s.env)); p != "" {
+func (s libSpec) candidates(c Config) []string {
+	if p := strings.TrimSpace(s.override(c)); p != "" {
 		return []string{p}
 	}
 	return s.names
@@ -59,9 +51,9 @@ type library struct {
 // openLibrary tries each candidate in order and returns the first that
 // opens. The error lists every candidate with its reason, e.g.
 // "libcuda.so.1: cannot open shared object file: No such file or directory".
-func openLibrary(s libSpec, getenv func(string) string, open opener) (*library, error) {
+func openLibrary(s libSpec, c Config, open opener) (*library, error) {
 	var reasons []string
-	for _, name := range s.candidates(getenv) {
+	for _, name := range s.candidates(c) {
 		h, err := open(name)
 		if err == nil {
 			return &library{name: name, handle: h}, nil

@@ -48,13 +48,13 @@ var (
 // loadNVRTC opens NVRTC once per process. Failures wrap ErrNoNVRTC.
 func loadNVRTC() (*nvrtcLib, error) {
 	nvrtcOnce.Do(func() {
-		nvrtcLoaded, nvrtcErr = openNVRTC(os.Getenv, dlopenNow)
+		nvrtcLoaded, nvrtcErr = openNVRTC(currentConfig(libNVRTC), dlopenNow)
 	})
 	return nvrtcLoaded, nvrtcErr
 }
 
-func openNVRTC(getenv func(string) string, open opener) (*nvrtcLib, error) {
-	lib, err := openLibrary(specNVRTC, getenv, open)
+func openNVRTC(c Config, open opener) (*nvrtcLib, error) {
+	lib, err := openLibrary(specNVRTC, c, open)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoNVRTC, err)
 	}
@@ -87,7 +87,7 @@ func openNVRTC(getenv func(string) string, open opener) (*nvrtcLib, error) {
 	if n.path == "" && strings.Contains(lib.name, "/") {
 		n.path = lib.name
 	}
-	n.includeDir = findIncludeDir(getenv, n.path, filepath.Glob)
+	n.includeDir = findIncludeDir(c.IncludeDirs, n.path, filepath.Glob)
 	return n, nil
 }
 
@@ -140,15 +140,11 @@ func (n *nvrtcLib) supports(major, minor int) bool {
 }
 
 // findIncludeDir returns the first directory holding cuda_fp16.h among
-// $CUDA_HOME/include, $CUDA_PATH/include, the NVRTC library's ../include,
-// /usr/local/cuda/include and /usr/local/cuda-*/include (newest first), or "".
-func findIncludeDir(getenv func(string) string, nvrtcPath string, glob func(string) ([]string, error)) string {
-	var dirs []string
-	for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
-		if v := getenv(env); v != "" {
-			dirs = append(dirs, filepath.Join(v, "include"))
-		}
-	}
+// first (Config.IncludeDirs: $CUDA_HOME/include, $CUDA_PATH/include), the
+// NVRTC library's ../include, /usr/local/cuda/include and
+// /usr/local/cuda-*/include (newest first), or "".
+func findIncludeDir(first []string, nvrtcPath string, glob func(string) ([]string, error)) string {
+	dirs := append([]string(nil), first...)
 	if nvrtcPath != "" {
 		libDir := filepath.Dir(nvrtcPath)
 		dirs = append(dirs, filepath.Join(libDir, "..", "include"))
@@ -231,9 +227,16 @@ func (n *nvrtcLib) compile(p Program, arch string, opts []string) (compiled, err
 		return compiled{}, &CompileError{Program: p.Name, Exprs: p.Exprs, Arch: arch, Log: log, Err: err}
 	}
 	src, name := cstring(p.Source), cstring(p.Name)
+	hdrSrc, hdrName := make([]string, len(p.Headers)), make([]string, len(p.Headers))
+	for i, h := range p.Headers {
+		hdrSrc[i], hdrName[i] = h.Source, h.Name
+	}
+	headers, includeNames := newCstrArray(hdrSrc), newCstrArray(hdrName)
+	defer headers.free()
+	defer includeNames.free()
 	var prog uintptr
 	r, _, _ := purego.SyscallN(n.nvrtcCreateProgram, uintptr(unsafe.Pointer(&prog)),
-		uintptr(unsafe.Pointer(&src[0])), uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
+		uintptr(unsafe.Pointer(&src[0])), uintptr(unsafe.Pointer(&name[0])), uintptr(len(p.Headers)), headers.base(), includeNames.base())
 	if err := n.check("nvrtcCreateProgram", r); err != nil {
 		return fail("", err)
 	}

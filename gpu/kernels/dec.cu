@@ -70,8 +70,7 @@
 //
 // Go wrapper: dec.go; tests: dec_test.go (wq.SelectApprox, wq.Compensate).
 
-typedef unsigned short u16;
-typedef unsigned int u32;
+#include "bitdecode.cuh"
 
 namespace dec {
 
@@ -136,12 +135,6 @@ struct Fmt<kFP16> {
 // buffers of row indices.
 __host__ __device__ constexpr int smem_bytes(int threads) {
   return threads * kLoads * 16 + threads * kParamLoads * 4 + kRowsMax * 4 + 2 * kRowsMax * 4;
-}
-
-__device__ __forceinline__ float h2f(u16 h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
 }
 
 // Loads from the mapped host memory: plain global loads (L2 may keep the

@@ -240,7 +240,7 @@ func LoadDEC(dev *cuda.Device) (*DEC, error) {
 			exprs = append(exprs, cexpr(e, w))
 		}
 	}
-	mod, err := dev.Compile(cuda.Program{Name: "dec.cu", Source: decSource, Exprs: exprs})
+	mod, err := dev.Compile(program("dec.cu", decSource, exprs, nil))
 	if err != nil {
 		return nil, err
 	}

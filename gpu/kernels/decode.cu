@@ -42,8 +42,10 @@
 //   3. values: each thread rescales its accumulators and adds weight · V for
 //      its 8 channels of its tokens.
 // At the end the kTL token lanes are summed in a fixed order through shared
-// memory. decode_combine merges the splits of each row in split order
-// (log-sum-exp), so results are bitwise deterministic: no atomics.
+// memory. decode_combine (bitdecode.cuh) merges the splits of each row in
+// split order (log-sum-exp), so results are bitwise deterministic: no atomics.
+// The softmax step and the merges are the decode family's, in bitdecode.cuh
+// (planes.cu's split_v1 runs the same ones).
 //
 // Versions:
 //   v1 (this file) CUDA-core dequantize + FMA; 8 channels per thread; loads of
@@ -53,27 +55,11 @@
 // Go wrapper and tests: gpu/kernels/decode.go, decode_test.go (against the
 // float64 reference in package attn).
 
-#define BD_DEVICE __device__ __forceinline__
-
-typedef unsigned char u8;
-typedef unsigned short u16;
-typedef unsigned int u32;
+#include "bitdecode.cuh"
 
 constexpr int kThreads = 128;  // threads per CTA: 4 warps
 constexpr int kTile = 64;      // tokens per tile (two per lane in the softmax warp)
 constexpr int kChunk = 8;      // channels per thread
-#define kNegInf (-__int_as_float(0x7f800000))
-
-BD_DEVICE float h2f(u16 h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-BD_DEVICE u16 f2h(float f) {
-  u16 h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
 
 struct __align__(16) V4 { u32 x, y, z, w; };
 struct __align__(8) V2 { u32 x, y; };
@@ -110,12 +96,6 @@ BD_DEVICE void loadHalf8(const u16* p, float x[8]) {
   }
 }
 
-BD_DEVICE void param(const u8* half, int paramsOff, int i, float& s, float& z) {
-  const u32 v = *reinterpret_cast<const u32*>(half + paramsOff + 4 * i);
-  s = h2f(u16(v & 0xffff));
-  z = h2f(u16(v >> 16));
-}
-
 // loadToken8 dequantizes channels [c, c+8) of token t of one K or V half
 // (or of the fp16 residual) into x.
 //   BITS      element bits of the packed half (16: fp16)
@@ -132,12 +112,12 @@ BD_DEVICE void loadToken8(const u8* half, int paramsOff, int g, int t, int c, fl
 #pragma unroll
     for (int k = 0; k < 8; k++) {
       float s, z;
-      param(half, paramsOff, (t / g) * D + c + k, s, z);
+      param<false>(half, paramsOff, (t / g) * D + c + k, s, z);
       x[k] = fmaf(s, x[k], z);
     }
   } else {  // pairs [t][D/g]; g >= 8 so one pair covers the 8 channels
     float s, z;
-    param(half, paramsOff, t * (D / g) + c / g, s, z);
+    param<false>(half, paramsOff, t * (D / g) + c / g, s, z);
 #pragma unroll
     for (int k = 0; k < 8; k++) x[k] = fmaf(s, x[k], z);
   }
@@ -186,15 +166,8 @@ __global__ void __launch_bounds__(kThreads) decode_split(
 #pragma unroll
     for (int k = 0; k < kChunk; k++) qr[r][k] = x[k] * scaleLog2;
   }
-  if (tid < RMAX) {
-    mrow[tid] = kNegInf;
-    lrow[tid] = 0.f;
-  }
   float acc[RMAX][kChunk];
-#pragma unroll
-  for (int r = 0; r < RMAX; r++)
-#pragma unroll
-    for (int k = 0; k < kChunk; k++) acc[r][k] = 0.f;
+  initRowsV1(mrow, lrow, acc, tid);
 
   const int nPacked = L / Nr;
   const size_t resOff = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D;
@@ -230,39 +203,10 @@ __global__ void __launch_bounds__(kThreads) decode_split(
     }
     __syncthreads();
     // 2. Online softmax, one warp per row.
-    const int warp = tid / 32, lane = tid % 32;
-    for (int r = warp; r < RMAX; r += kThreads / 32) {
-      const float s0 = sc[r][lane], s1 = sc[r][lane + 32];
-      float m = fmaxf(s0, s1);
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-      const float mOld = mrow[r], mNew = fmaxf(mOld, m);
-      float a = 1.f, p0 = 0.f, p1 = 0.f;
-      if (mNew != kNegInf) {
-        a = exp2f(mOld - mNew);
-        p0 = exp2f(s0 - mNew);
-        p1 = exp2f(s1 - mNew);
-      }
-      float sum = p0 + p1;
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-      sc[r][lane] = p0;
-      sc[r][lane + 32] = p1;
-      __syncwarp();
-      if (lane == 0) {
-        alpha[r] = a;
-        mrow[r] = mNew;
-        lrow[r] = lrow[r] * a + sum;
-      }
-    }
+    softmaxRowsV1<RMAX, kThreads>(sc, alpha, mrow, lrow, tid);
     __syncthreads();
     // 3. Values.
-#pragma unroll
-    for (int r = 0; r < RMAX; r++) {
-      const float a = alpha[r];
-#pragma unroll
-      for (int k = 0; k < kChunk; k++) acc[r][k] *= a;
-    }
+    rescaleV1(acc, alpha);
     for (int tt = lane_t; tt < kTile; tt += kTL) {
       const int t = tile + tt;
       if (t >= t1) break;
@@ -274,151 +218,12 @@ __global__ void __launch_bounds__(kThreads) decode_split(
       } else {
         loadToken8<D, 16, false>(resVb, 0, 0, within, c, x);
       }
-#pragma unroll
-      for (int r = 0; r < RMAX; r++) {
-        const float p = sc[r][tt];
-#pragma unroll
-        for (int k = 0; k < kChunk; k++) acc[r][k] = fmaf(p, x[k], acc[r][k]);
-      }
+      accumulateV1(acc, sc, tt, x);
     }
     __syncthreads();
   }
 
   // Sum the token lanes in a fixed order and write this split's partials.
-#pragma unroll
-  for (int r = 0; r < RMAX; r++)
-#pragma unroll
-    for (int k = 0; k < kChunk; k++) red[lane_t][r][c + k] = acc[r][k];
-  __syncthreads();
-  const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  for (int idx = tid; idx < RMAX * D; idx += kThreads) {
-    const int r = idx / D, cc = idx % D;
-    float o = 0.f;
-#pragma unroll
-    for (int l = 0; l < kTL; l++) o += red[l][r][cc];
-    partO[part * RMAX * D + idx] = o;
-  }
-  if (tid < RMAX) {
-    partML[(part * RMAX + tid) * 2] = mrow[tid];
-    partML[(part * RMAX + tid) * 2 + 1] = lrow[tid];
-  }
-}
-
-// kMaxSplits bounds the splits of one sequence (the combine's shared memory).
-constexpr int kMaxSplits = 1024;
-
-// kFuseMaxSplits bounds the splits a split kernel merges itself (the
-// shared memory of finishSplits' weights); more go to decode_combine.
-constexpr int kFuseMaxSplits = 64;
-
-// finishSplits is decode_combine folded into the tensor-core split
-// kernels (v2.5): every CTA of a (row chunk, sequence) counts itself done
-// on counter after writing its partials; the last one merges the splits of
-// its rows in split order with decode_combine's arithmetic, writes the
-// fp16 output and resets the counter for the next launch. Which CTA is
-// last varies from run to run; the order of the merge does not, so the
-// bits do not either. Called by the 128 threads that wrote the partials;
-// sync synchronizes exactly them (__syncthreads, or a named barrier where a
-// producer warp has left). part0 is split 0's partial index.
-template <int D, int RMAX, typename SYNC>
-BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
-                            int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync) {
-  static_assert(D % 4 == 0, "float4 channels");
-  __shared__ float w[RMAX][kFuseMaxSplits];
-  __shared__ float inv[RMAX];
-  __shared__ int last;
-  __threadfence();  // this CTA's partials are visible before its count
-  sync();
-  if (tid == 0) last = atomicAdd(counter, 1) == nSplits - 1;
-  sync();
-  if (!last) return;
-  __threadfence();
-  const int lane = tid % 32, warp = tid / 32;
-  for (int r = warp; r < nrows; r += kThreads / 32) {  // one warp per row: weights and denominator
-    float m = kNegInf;
-    for (int s = lane; s < nSplits; s += 32) m = fmaxf(m, __ldcg(&partML[((part0 + s) * RMAX + r) * 2]));
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    float l = 0.f;
-    for (int s = lane; s < nSplits; s += 32) {
-      const float ms = __ldcg(&partML[((part0 + s) * RMAX + r) * 2]);
-      const float ws = ms == kNegInf ? 0.f : exp2f(ms - m);
-      w[r][s] = ws;
-      l = fmaf(__ldcg(&partML[((part0 + s) * RMAX + r) * 2 + 1]), ws, l);
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-    if (lane == 0) inv[r] = 1.f / l;
-  }
-  sync();
-  // Four channels per thread and step; the splits' loads are independent.
-  for (int idx = tid; idx < nrows * D / 4; idx += kThreads) {
-    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
-    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
-    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 16
-    for (int s = 0; s < nSplits; s++) {
-      const float4 v = __ldcg(&po[size_t(s) * RMAX * D / 4]);
-      const float ws = w[r][s];
-      o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
-    }
-    const int row = row0 + r, i = row / group, hq = h * group + row % group;
-    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
-    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
-  }
-  if (tid == 0) *counter = 0;
-}
-
-// decode_combine merges the splits of one query row in split order and
-// writes the fp16 output. One CTA per (KV head and row chunk, sequence, row):
-//   1. M = max over splits of the running max (a tree: max is exact);
-//   2. w_s = exp2(m_s - M) in shared memory, L = sum_s l_s·w_s (warp 0,
-//      each lane a fixed stride, then a fixed shuffle tree);
-//   3. every thread sums partO[s][r][c]·w_s for its channels, unrolled so
-//      that several loads are in flight.
-template <int D, int RMAX>
-__global__ void __launch_bounds__(kThreads) decode_combine(
-    const float* __restrict__ partO, const float* __restrict__ partML, const int* __restrict__ lens,
-    u16* __restrict__ out, int Hq, int Hkv, int Tq, int splitLen, int maxSplits, int rowChunks) {
-  __shared__ float w[kMaxSplits];
-  __shared__ float red[kThreads / 32];
-  __shared__ float total;
-  const int b = blockIdx.y, h = blockIdx.x / rowChunks, rc = blockIdx.x % rowChunks, r = blockIdx.z;
-  const int group = Hq / Hkv, R = group * Tq;
-  const int row0 = rc * RMAX, nrows = min(RMAX, R - row0);
-  if (r >= nrows) return;
-  const int nSplits = (lens[b] + splitLen - 1) / splitLen;
-  const size_t part0 = (size_t(b) * Hkv * rowChunks + blockIdx.x) * maxSplits;
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  float m = kNegInf;
-  for (int s = tid; s < nSplits; s += kThreads) m = fmaxf(m, partML[((part0 + s) * RMAX + r) * 2]);
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-  if (lane == 0) red[warp] = m;
-  __syncthreads();
-  m = red[0];
-#pragma unroll
-  for (int i = 1; i < kThreads / 32; i++) m = fmaxf(m, red[i]);
-  for (int s = tid; s < nSplits; s += kThreads) {
-    const float ms = partML[((part0 + s) * RMAX + r) * 2];
-    w[s] = ms == kNegInf ? 0.f : exp2f(ms - m);
-  }
-  __syncthreads();
-  if (warp == 0) {
-    float l = 0.f;
-    for (int s = lane; s < nSplits; s += 32) l = fmaf(partML[((part0 + s) * RMAX + r) * 2 + 1], w[s], l);
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-    if (lane == 0) total = l;
-  }
-  __syncthreads();
-  const float inv = 1.f / total;
-  const int row = row0 + r, i = row / group, hq = h * group + row % group;
-  for (int c = tid; c < D; c += kThreads) {
-    const float* po = partO + part0 * RMAX * D + r * D + c;
-    float o = 0.f;
-#pragma unroll 8
-    for (int s = 0; s < nSplits; s++) o = fmaf(po[size_t(s) * RMAX * D], w[s], o);
-    out[((size_t(b) * Tq + i) * Hq + hq) * D + c] = f2h(o * inv);
-  }
+  writeLanePartials<D, RMAX, kTL, kChunk, kThreads>(red, acc, lane_t, c, tid, mrow, lrow, partO, partML, b, Hkv, rowChunks,
+                                                    maxSplits, split);
 }

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
@@ -20,35 +17,10 @@ var decodeSource string
 //go:embed decode_mma.cu
 var decodeMMASource string
 
-// EnvPtxasVerbose, when set, makes the decode planner compile with
-// ptxas -v and print the compiler's register and spill report to stderr.
-const EnvPtxasVerbose = "BITDECODE_PTXAS_VERBOSE"
-
-// EnvDecodeStages overrides the tensor-core kernel's cp.async staging depth
-// for low-bit formats (0 turns staging off; 2-4 tiles per warp), for tuning.
-const EnvDecodeStages = "BITDECODE_DECODE_STAGES"
-
 // mmaStages is the default staging depth of low-bit formats: 0, the v2.3
 // register loads. The v2.4 cp.async ring (3 tiles per warp) measured slower
-// (docs/perf/decode-attention.md) and stays behind EnvDecodeStages.
+// (docs/perf/decode-attention.md) and stays behind MMATuning.Stages.
 const mmaStages = 0
-
-// EnvDecodeSplits set to "target:N" sizes the tensor-core kernels' splits
-// for about N CTAs per step (v2's rule, N = 528) instead of sizeMMA's
-// wave rule, for tuning runs.
-const EnvDecodeSplits = "BITDECODE_DECODE_SPLITS"
-
-// EnvDecodeMinSplit overrides the fewest tokens per split of the
-// tensor-core kernels (mmaMinSplitTokens), for tuning runs.
-const EnvDecodeMinSplit = "BITDECODE_DECODE_MINSPLIT"
-
-// EnvDecodeMT overrides the tensor-core kernel's fragment groups per tile
-// (1, 2, 4 or 8; still capped by the block and key group), for tuning runs.
-const EnvDecodeMT = "BITDECODE_DECODE_MT"
-
-// EnvDecodeMinB overrides the CTAs per SM that decode_mma.cu's registers
-// must allow (1-4; __launch_bounds__), for tuning runs.
-const EnvDecodeMinB = "BITDECODE_DECODE_MINB"
 
 // DecodeKernel selects a decode-attention implementation (decode.cu's
 // version list): both compute the same function within the format's bound.
@@ -99,7 +71,8 @@ func (k DecodeKernel) Order() kv.Order {
 	return kv.MMA
 }
 
-// mmaRows is decode_mma.cu's kRows: query rows per CTA (the mma N extent).
+// mmaRows is bitdecode.cuh's kQueryRows: query rows per CTA of the
+// tensor-core kernels (the mma N extent).
 const mmaRows = 8
 
 // mmaCTAsPerSM is how many CTAs of decode_mma.cu (128 threads) share an
@@ -111,16 +84,12 @@ const mmaCTAsPerSM = 2
 // 0.4-1.6 us faster at 1 x 8K, equal at 1 x 32K).
 const mmaMinSplitTokens = 256
 
-// decodeMaxSplits is decode.cu's kMaxSplits: splits of one sequence.
+// decodeMaxSplits is bitdecode.cuh's kMaxSplits: splits of one sequence.
 const decodeMaxSplits = 1024
 
-// decodeFuseMaxSplits is decode.cu's kFuseMaxSplits: the most splits the
-// tensor-core kernels merge themselves (v2.5); more run decode_combine.
+// decodeFuseMaxSplits is bitdecode.cuh's kFuseMaxSplits: the most splits
+// the tensor-core kernels merge themselves (v2.5); more run decode_combine.
 const decodeFuseMaxSplits = 64
-
-// EnvDecodeFuse set to 0 leaves the merge of the splits to decode_combine
-// (a second launch), for comparisons.
-const EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
 
 // mmaLaneBudget bounds the K+V bytes one lane loads per tile (registers).
 // Measured on the H100 (BITDECODE_DECODE_MT sweep, docs/perf): 256 bytes
@@ -227,9 +196,9 @@ const splitFewItems = 16
 // sizeMMA checks shape s against layout l and sizes the splits of the
 // tensor-core kernels (decode_mma.cu and decode_wgmma.cu), ctasPerSM of
 // whose CTAs run at once on an SM. Splits cover whole blocks of at least
-// minSplit tokens (mmaMinSplitTokens, to amortize each CTA's setup); their
-// count is splitBlocks'.
-func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, roundUp bool) (*DecodePlan, error) {
+// t.MinSplitTokens tokens (default mmaMinSplitTokens, to amortize each CTA's
+// setup); their count is splitBlocks', or v2's rule for t.TargetCTAs.
+func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, roundUp bool, t DecodeTuning) (*DecodePlan, error) {
 	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
 		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
 	}
@@ -242,16 +211,13 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rou
 	items := s.B * s.Hkv * p.rowChunks
 	maxBlocks := (s.MaxL + l.Nr - 1) / l.Nr
 	minSplit := mmaMinSplitTokens
-	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMinSplit)); err == nil && v >= 16 {
-		minSplit = v // tuning experiments: BITDECODE_DECODE_MINSPLIT=128|256|...
+	if t.MinSplitTokens != 0 {
+		minSplit = t.MinSplitTokens
 	}
 	minBlocks := (minSplit + l.Nr - 1) / l.Nr
-	if v, ok := strings.CutPrefix(os.Getenv(EnvDecodeSplits), "target:"); ok {
-		// tuning experiments: v2's rule, a fixed CTA target
-		if target, err := strconv.Atoi(v); err == nil && target > 0 {
-			splits := min(max(1, (target+items-1)/items), maxBlocks, max(1, maxBlocks/minBlocks), decodeMaxSplits)
-			p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
-		}
+	if target := t.TargetCTAs; target > 0 { // v2's rule, a fixed CTA target
+		splits := min(max(1, (target+items-1)/items), maxBlocks, max(1, maxBlocks/minBlocks), decodeMaxSplits)
+		p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
 	}
 	if p.splitLen == 0 {
 		p.splitLen = splitBlocks(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, roundUp) * l.Nr
@@ -324,44 +290,59 @@ func mmaTile(l DecodeLayout) (mt, minB int) {
 	return 1 << (bits.Len(uint(mt)) - 1), minB
 }
 
-// planMMA plans decode_mma.cu. The tile is MT fragment groups of 16
-// tokens, as many as the lane budget allows within a block and (keys per
-// channel) within a key group.
-func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
-	ctas := mmaCTAsPerSM // ptxas: 217-242 registers for low-bit formats
+// mmaConfig is decode_mma.cu's configuration for layout l under tuning t:
+// the tile (MT fragment groups of 16 tokens, as many as the lane budget
+// allows within a block and, keys per channel, within a key group), the
+// cp.async stages, the register cap (MINB) and the CTAs per SM the split
+// planner counts.
+func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
+	ctas = mmaCTAsPerSM // ptxas: 217-242 registers for low-bit formats
 	if l.KBits == 16 && l.VBits == 16 && l.D <= 128 {
 		ctas = 3 // 168 registers
 	}
-	mt, minB := mmaTile(l)
-	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMinB)); err == nil && v >= 1 && v <= 4 {
-		minB = v
+	mt, minB = mmaTile(l)
+	if t.MinB != 0 {
+		minB = t.MinB
 	}
 	ctas = max(ctas, minB)
-	p, err := sizeMMA(dev, l, s, ctas, false)
-	if err != nil {
-		return nil, err
-	}
-	if v, err := strconv.Atoi(os.Getenv(EnvDecodeMT)); err == nil && (v == 1 || v == 2 || v == 4 || v == 8) {
-		mt = v // tuning experiments: bench with BITDECODE_DECODE_MT=1|2|4|8
+	if t.MT != 0 {
+		mt = t.MT
 	}
 	for mt > 1 && (l.Nr%(16*mt) != 0 || (l.KBits < 16 && l.KPerChannel && l.GK < 16*mt)) {
 		mt /= 2
 	}
-	kg, vg := scaleGroups(l)
-	stages := 0
 	if l.KBits < 16 || l.VBits < 16 {
 		stages = mmaStages
-		if v, err := strconv.Atoi(os.Getenv(EnvDecodeStages)); err == nil && v >= 0 && v <= 4 && v != 1 {
-			stages = v // tuning experiments: BITDECODE_DECODE_STAGES=0|2|3|4
+		if t.Stages != 0 {
+			stages = t.Stages
 		}
 		if l.D == 256 && stages > 2 {
 			stages = 2 // the 32 KiB of redO leave room for two 64 KiB-ring CTAs per SM
 		}
 	}
+	return mt, stages, minB, ctas
+}
+
+// mmaProgram returns decode_mma.cu's program for layout l with tiles of mt
+// groups, stages cp.async stages and registers capped for minB CTAs per
+// SM, and its split and combine kernels' name expressions.
+func mmaProgram(l DecodeLayout, mt, stages, minB int) (prog cuda.Program, splitExpr, combineExpr string) {
+	kg, vg := scaleGroups(l)
+	splitExpr = fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB)
+	combineExpr = fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
+	return program("decode_mma.cu", decodeMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
+}
+
+// planMMA plans decode_mma.cu (mmaConfig, mmaProgram).
+func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
+	mt, stages, minB, ctas := mmaConfig(l, t.MMA)
+	p, err := sizeMMA(dev, l, s, ctas, false, t)
+	if err != nil {
+		return nil, err
+	}
 	p.smem = stages * 4 * mt * 16 * l.D * (l.KBits + l.VBits) / 8 // 4 warps, tiles of mt groups
-	splitExpr := fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB)
-	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
-	return p, p.load(dev, decodeSource+"\n"+decodeMMASource, "decode_mma.cu", splitExpr, combineExpr)
+	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB)
+	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 
 // fixSplit applies a fixed split length from the shape, if it asks for one.
@@ -379,19 +360,18 @@ func (p *DecodePlan) fixSplit(s DecodeShape) error {
 	return nil
 }
 
-// load compiles the plan's kernels and allocates its workspace.
-func (p *DecodePlan) load(dev *cuda.Device, src, name, splitExpr, combineExpr string) error {
-	prog := cuda.Program{Name: name, Source: src, Exprs: []string{splitExpr, combineExpr}}
-	verbose := os.Getenv(EnvPtxasVerbose) != ""
-	if verbose {
+// load compiles the plan's kernels (prog, whose name expressions are
+// splitExpr and combineExpr) and allocates its workspace.
+func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combineExpr string, t DecodeTuning) error {
+	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}
 	mod, err := dev.Compile(prog)
 	if err != nil {
 		return err
 	}
-	if verbose {
-		fmt.Fprintf(os.Stderr, "%s [%s, %s]:\n%s\n", name, splitExpr, combineExpr, mod.Log())
+	if t.Ptxas != nil {
+		fmt.Fprintf(t.Ptxas, "%s [%s, %s]:\n%s\n", prog.Name, splitExpr, combineExpr, mod.Log())
 	}
 	if p.split, err = mod.Function(splitExpr); err != nil {
 		return err
@@ -413,7 +393,7 @@ func (p *DecodePlan) load(dev *cuda.Device, src, name, splitExpr, combineExpr st
 		dev.Free(p.partO)
 		return err
 	}
-	if p.kernel == DecodeV1 || p.maxSplits > decodeFuseMaxSplits || os.Getenv(EnvDecodeFuse) == "0" {
+	if p.kernel == DecodeV1 || p.maxSplits > decodeFuseMaxSplits || t.NoFuse {
 		return nil // v1, or more splits than finishSplits' shared memory holds
 	}
 	n := s.B * s.Hkv * p.rowChunks
@@ -448,10 +428,18 @@ func (l DecodeLayout) check() error {
 	return nil
 }
 
-// PlanDecode compiles (on first use) kernel k for layout l and sizes the
-// split-KV workspace for shape s.
+// PlanDecode is PlanDecodeWith the default tuning (the zero DecodeTuning).
 func PlanDecode(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
+	return PlanDecodeWith(dev, k, l, s, DecodeTuning{})
+}
+
+// PlanDecodeWith compiles (on first use) kernel k for layout l, tuned by t,
+// and sizes the split-KV workspace for shape s.
+func PlanDecodeWith(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
 	if err := l.check(); err != nil {
+		return nil, err
+	}
+	if err := t.check(); err != nil {
 		return nil, err
 	}
 	if k == DecodeAuto {
@@ -459,9 +447,9 @@ func PlanDecode(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape)
 	}
 	switch k {
 	case DecodeMMA:
-		return planMMA(dev, l, s)
+		return planMMA(dev, l, s, t)
 	case DecodeWGMMA:
-		return planWGMMA(dev, l, s)
+		return planWGMMA(dev, l, s, t)
 	}
 	if l.BF16 {
 		return nil, fmt.Errorf("kernels: decode v1 reads fp16 blocks only; bf16 K/V need the tensor-core kernel (--kernel mma)")
@@ -488,13 +476,16 @@ func PlanDecode(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeShape)
 	}
 	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
 
-	kc := "false"
-	if l.KPerChannel {
-		kc = "true"
-	}
-	splitExpr := fmt.Sprintf("decode_split<%d, %d, %d, %s, %d>", l.D, l.KBits, l.VBits, kc, p.rmax)
-	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, p.rmax)
-	return p, p.load(dev, decodeSource, "decode.cu", splitExpr, combineExpr)
+	prog, splitExpr, combineExpr := v1Program(l, p.rmax)
+	return p, p.load(dev, prog, splitExpr, combineExpr, t)
+}
+
+// v1Program returns decode.cu's program for layout l with rmax query rows
+// per CTA, and its split and combine kernels' name expressions.
+func v1Program(l DecodeLayout, rmax int) (prog cuda.Program, splitExpr, combineExpr string) {
+	splitExpr = fmt.Sprintf("decode_split<%d, %d, %d, %t, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, rmax)
+	combineExpr = fmt.Sprintf("decode_combine<%d, %d>", l.D, rmax)
+	return program("decode.cu", decodeSource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
 }
 
 // Close frees the plan's workspace.

@@ -49,8 +49,8 @@
 //   v2.4 cp.async staging of the code bytes through a per-warp ring (template
 //        parameter ST): slower (int4 KC 76 -> 74%, int2 (16,32K) -9%); off by
 //        default (ST = 0), kept for experiments (BITDECODE_DECODE_STAGES).
-//   v2.5 the merge of the splits folded into this kernel (finishSplits in
-//        decode.cu: the last CTA of a row chunk merges, in split order):
+//   v2.5 the merge of the splits folded into this kernel (finishSplits,
+//        bitdecode.cuh: the last CTA of a row chunk merges, in split order):
 //        (1,8K) int4 KC 18.4 -> 16.4 us. v3.1 (decode.go) plans the splits
 //        for whole waves: one for a single sequence, about four otherwise.
 //   v3   the Hopper variant, decode_wgmma.cu (TMA ring + wgmma).
@@ -58,182 +58,22 @@
 //        fma for the scaled positions, a byte permute for int8), int2 tiles
 //        of 4 groups at 168 registers: int4 KC (128,8K) 77 -> 83%, int2
 //        52 -> 58%, k4v2 66 -> 69%; wgmma int8 92 -> 97%.
-// Go wrapper and tests: decode_mma.go, decode_mma_test.go.
+// The fragment layout, the unpack, the online softmax and the merges are the
+// decode family's, in bitdecode.cuh.
+// Go wrapper and tests: decode.go (planMMA), decode_test.go.
 
-#define BD_DEVICE __device__ __forceinline__
-
-typedef unsigned char u8;
-typedef unsigned short u16;
-typedef unsigned int u32;
-
-#define kNegInf (-__int_as_float(0x7f800000))
+#include "bitdecode.cuh"
 
 namespace mma {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kRows = 8;      // query rows per CTA: the mma N extent
-constexpr int kGroup = 16;    // tokens per fragment group: the mma M (K) / K (V) extent
-constexpr u32 kMagic = 0x64006400u;  // fp16 pair (1024, 1024)
 
-BD_DEVICE float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-BD_DEVICE u32 pack2(float lo, float hi) {
-  u32 r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-BD_DEVICE u32 lop_and_or(u32 a, u32 b, u32 c) {  // (a & b) | c
-  u32 r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-  return r;
-}
-BD_DEVICE u32 hsub2(u32 a, u32 b) {
-  u32 r;
-  asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-BD_DEVICE u32 hfma2(u32 a, u32 b, u32 c) {
-  u32 r;
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-  return r;
-}
-BD_DEVICE u32 prmt(u32 a, u32 b, u32 sel) {
-  u32 r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-  return r;
-}
-BD_DEVICE u32 trans8x8(u32 x) {
-  u32 r;
-  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(x));
-  return r;
-}
-// pack2T packs two floats as the mma operand type: fp16, or bf16 for
-// bf16-stored K/V (BF).
-template <bool BF>
-BD_DEVICE u32 pack2T(float lo, float hi) {
-  if (!BF) return pack2(lo, hi);
-  u32 r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-BD_DEVICE void mma16816bf(float c[4], const u32 a[4], u32 b0, u32 b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1);
-template <bool BF>
-BD_DEVICE void mmaT(float c[4], const u32 a[4], u32 b0, u32 b1) {
-  if (BF) mma16816bf(c, a, b0, b1);
-  else mma16816(c, a, b0, b1);
-}
-BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Fragment group geometry for BITS-bit codes and head dim D.
-template <int D, int BITS>
-struct Frag {
-  static constexpr int kLaneBytes = D / 2 * BITS / 8;            // one lane's share of a group
-  static constexpr int kChunk = kLaneBytes < 16 ? kLaneBytes : 16;  // bytes per load
-  static constexpr int kChunks = kLaneBytes / kChunk;
-  static constexpr int kWords = kLaneBytes / 4;
-  static constexpr int kGroupBytes = kGroup * D * BITS / 8;
-  static constexpr int kRegs = D / 16 * 4;                        // half2 registers
-};
-
-// Read-only global loads through the non-coherent path, 16, 8 and 4 bytes.
-BD_DEVICE void ldg128(const void* p, u32& a, u32& b, u32& c, u32& d) {
-  asm("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p));
-}
-BD_DEVICE void ldg64(const void* p, u32& a, u32& b) {
-  asm("ld.global.nc.v2.u32 {%0,%1}, [%2];" : "=r"(a), "=r"(b) : "l"(p));
-}
-BD_DEVICE u32 ldg32(const void* p) {
-  u32 a;
-  asm("ld.global.nc.u32 %0, [%1];" : "=r"(a) : "l"(p));
-  return a;
-}
-
-// loadGroup reads lane's words of the 16-token group at p.
-template <int D, int BITS>
-BD_DEVICE void loadGroup(const u8* __restrict__ p, int lane, u32 w[Frag<D, BITS>::kWords]) {
-  using F = Frag<D, BITS>;
-#pragma unroll
-  for (int j = 0; j < F::kChunks; j++) {
-    const u8* src = p + (j * 32 + lane) * F::kChunk;
-    if (F::kChunk == 16) {
-      ldg128(src, w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]);
-    } else if (F::kChunk == 8) {
-      ldg64(src, w[2 * j], w[2 * j + 1]);
-    } else {
-      w[j] = ldg32(src);
-    }
-  }
-}
-
-// code returns register position p of a word w of BITS-bit codes (the
-// codes at bits [p·BITS, p·BITS + BITS) of each 16-bit half) as a half2 of
-// exact integers; w8 is w >> 8, shared by the word's upper positions. After
-// unrolling, p is a constant and this is two instructions per register:
-//   int8:       a byte permute puts each half's byte under the fp16 exponent
-//               of 1024 (0x64cc = 1024 + c), then one subtract;
-//   int4, int2: a code of the low byte, masked in place under 1024, reads
-//               1024 + c·2^s (0x6400 | c << s; exact, the mantissa holds bits
-//               0..9), and one fma (x·2^-s - 1024·2^-s) returns c exactly.
-//               The high byte's codes do the same from w8.
-// (v2.6: the shift per register this replaces cost int2 23 instructions per
-// word instead of 17, int4 11 instead of 9.)
-template <int BITS>
-BD_DEVICE u32 code(u32 w, u32 w8, int p) {
-  static_assert(BITS == 2 || BITS == 4 || BITS == 8, "code widths");
-  if constexpr (BITS == 8) return hsub2(prmt(w, 0x64646464u, p == 0 ? 0x4240u : 0x4341u), kMagic);
-  constexpr int kLow = BITS < 8 ? 8 / BITS : 1;  // positions in the low byte of a half
-  const int s = (p % kLow) * BITS;
-  const u32 x = lop_and_or(p < kLow ? w : w8, (((1u << BITS) - 1) << s) * 0x10001u, kMagic);
-  if (s == 0) return hsub2(x, kMagic);
-  const u32 scale = u32(15 - s) << 10, bias = 0x8000u | (u32(25 - s) << 10);  // fp16 2^-s, -2^(10-s)
-  return hfma2(x, scale * 0x10001u, bias * 0x10001u);
-}
-
-// unpack turns lane's words into half2 registers in fragment order: register
-// j holds codes 2j and 2j+1, exact small integers (or the fp16 values).
-template <int D, int BITS>
-BD_DEVICE void unpack(const u32 w[Frag<D, BITS>::kWords], u32 h[Frag<D, BITS>::kRegs]) {
-  if constexpr (BITS == 16) {
-#pragma unroll
-    for (int j = 0; j < Frag<D, BITS>::kRegs; j++) h[j] = w[j];
-  } else {
-    constexpr int kPairs = 16 / BITS;  // register pairs per word
-#pragma unroll
-    for (int i = 0; i < Frag<D, BITS>::kWords; i++) {
-      const u32 w8 = w[i] >> 8;
-#pragma unroll
-      for (int p = 0; p < kPairs; p++) h[i * kPairs + p] = code<BITS>(w[i], w8, p);
-    }
-  }
-}
-
-BD_DEVICE void param(const u8* __restrict__ half, int off, int i, float& s, float& z) {
-  const u32 v = ldg32(half + off + 4 * i);
-  s = h2f(u16(v & 0xffff));
-  z = h2f(u16(v >> 16));
-}
-
-// WarpState is one warp's online softmax over its tiles. Lane (g, q) holds
-// rows 2q and 2q+1: running max m (log2 domain), its share of the
-// denominator l and of the value zeros, and O^T accumulators acc[mb] =
+// WarpState is one warp's online softmax over its tiles (bitdecode.cuh):
+// lane (g, q) holds rows 2q and 2q+1, and O^T accumulators acc[mb] =
 // (ch 16mb+g, rows 2q/2q+1), (ch 16mb+g+8, rows 2q/2q+1).
 template <int D, int VG>
-struct WarpState {
-  float m[2], l[2];
-  float acc[D / 16][4];
-  float zacc[2][VG];
-};
+using WarpState = OnlineSoftmaxZ<D / 16, VG>;
 
 // TileRaw is one tile's packed K and V words of one lane, loaded ahead of
 // their use (the main loop keeps two: the tile being computed and the next).
@@ -252,38 +92,8 @@ BD_DEVICE void loadTile(TileRaw<D, KBITS, VBITS, MT>& raw, const u8* __restrict_
   }
 }
 
-// cp.async: 16-byte global -> shared copies that complete in the background
-// (groups committed and waited for in order), the staging of v2.4.
-BD_DEVICE void cpAsync16(void* smem, const void* gmem) {
-  u32 s;
-  asm("{ .reg .u64 a;\n cvta.to.shared.u64 a, %1;\n cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-BD_DEVICE void cpAsyncCommit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-BD_DEVICE void cpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // loadTileShared is loadTile from a tile staged in shared memory with the
 // global layout (K groups, then V groups).
-template <int D, int BITS>
-BD_DEVICE void loadGroupShared(const u8* p, int lane, u32 w[Frag<D, BITS>::kWords]) {
-  using F = Frag<D, BITS>;
-#pragma unroll
-  for (int j = 0; j < F::kChunks; j++) {
-    const u8* src = p + (j * 32 + lane) * F::kChunk;
-    if (F::kChunk == 16) {
-      const uint4 v = *reinterpret_cast<const uint4*>(src);
-      w[4 * j] = v.x, w[4 * j + 1] = v.y, w[4 * j + 2] = v.z, w[4 * j + 3] = v.w;
-    } else if (F::kChunk == 8) {
-      const uint2 v = *reinterpret_cast<const uint2*>(src);
-      w[2 * j] = v.x, w[2 * j + 1] = v.y;
-    } else {
-      w[j] = *reinterpret_cast<const u32*>(src);
-    }
-  }
-}
 template <int D, int KBITS, int VBITS, int MT>
 BD_DEVICE void loadTileShared(TileRaw<D, KBITS, VBITS, MT>& raw, const u8* kdat, const u8* vdat, int lane) {
 #pragma unroll
@@ -319,7 +129,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
     if (KBITS < 16 && !KC) {  // per-token scales: s_t·(Q·codes) + z_t·ΣQ per channel group
 #pragma unroll
       for (int half = 0; half < 2; half++) {
-        const int t = within0 + mt * kGroup + g + 8 * half;
+        const int t = within0 + mt * kFragTokens + g + 8 * half;
         float acc0 = 0.f, acc1 = 0.f;
 #pragma unroll
         for (int k = 0; k < KG; k++) {
@@ -338,50 +148,13 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
     // Mask padding past the end and tokens after a query token's position.
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      const int t = tok0 + mt * kGroup + g + 8 * (e >> 1);
+      const int t = tok0 + mt * kFragTokens + g + 8 * (e >> 1);
       if (t >= tEnd || t > limit[e & 1]) s[mt][e] = kNegInf;
     }
   }
   // Online softmax for rows 2q, 2q+1.
   float alpha[2];
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    float mx = kNegInf;
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) mx = fmaxf(mx, fmaxf(s[mt][r], s[mt][r + 2]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-    const float mNew = fmaxf(st.m[r], mx);
-    if (mNew == kNegInf) {
-      alpha[r] = 1.f;
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
-    } else {
-      alpha[r] = exp2f(st.m[r] - mNew);
-      float sum = 0.f;
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        s[mt][r] = exp2f(s[mt][r] - mNew);
-        s[mt][r + 2] = exp2f(s[mt][r + 2] - mNew);
-        sum += s[mt][r] + s[mt][r + 2];
-      }
-      st.l[r] = st.l[r] * alpha[r] + sum;
-    }
-    st.m[r] = mNew;
-  }
-#pragma unroll
-  for (int mb = 0; mb < D / 16; mb++) {
-    st.acc[mb][0] *= alpha[0];
-    st.acc[mb][1] *= alpha[1];
-    st.acc[mb][2] *= alpha[0];
-    st.acc[mb][3] *= alpha[1];
-  }
-#pragma unroll
-  for (int k = 0; k < VG; k++) {
-    st.zacc[0][k] *= alpha[0];
-    st.zacc[1][k] *= alpha[1];
-  }
+  foldTile(st, s, alpha);
   // Values.
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
@@ -393,7 +166,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
       if (VBITS < 16) {  // p·s per token and channel group; zeros accumulate apart
 #pragma unroll
         for (int half = 0; half < 2; half++) {
-          const int t = within0 + mt * kGroup + g + 8 * half;
+          const int t = within0 + mt * kFragTokens + g + 8 * half;
           float sc, z;
           param(vhalf, vParamsOff, t * VG + k, sc, z);
           p[2 * half] = s[mt][2 * half] * sc;
@@ -425,20 +198,6 @@ BD_DEVICE void makeB(const float qf[D / 16][4], const float* sc, u32 bq[D / 16][
   }
 }
 
-// quadSum sums v over the 4 lanes of a quad (same g).
-BD_DEVICE float quadSum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  v += __shfl_xor_sync(0xffffffffu, v, 2);
-  return v;
-}
-
-// toC moves a per-row value held by the quad of row g to the C layout's
-// rows 2q and 2q+1.
-BD_DEVICE void toC(float v, int q, float out[2]) {
-  out[0] = __shfl_sync(0xffffffffu, v, (2 * q) * 4);
-  out[1] = __shfl_sync(0xffffffffu, v, (2 * q + 1) * 4);
-}
-
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__).
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
@@ -449,8 +208,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2,
     int* __restrict__ counters, u16* __restrict__ out) {
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
-  __shared__ float redO[kWarps][kRows][D];
-  __shared__ float redM[kWarps][kRows], redL[kWarps][kRows];
+  __shared__ float redO[kWarps][kQueryRows][D];
+  __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
   const int split = blockIdx.x, b = blockIdx.z;
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
@@ -459,29 +218,15 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   if (t0 >= L) return;
   const int t1 = min(L, t0 + splitLen);
   const int group = Hq / Hkv, R = group * Tq;
-  const int row0 = rc * kRows, nrows = min(kRows, R - row0);
+  const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
 
   // Queries of row g (zero beyond nrows), scaled by scale·log2(e), for the
   // lane's B-fragment channels.
   float qf[D / 16][4];
-  {
-    const int row = row0 + g, i = row / group, hq = h * group + row % group;
-    const u16* qp = q + ((size_t(b) * Tq + i) * Hq + hq) * D;
-#pragma unroll
-    for (int kb = 0; kb < D / 16; kb++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int c = 16 * kb + 2 * qd + (e & 1) + 8 * (e >> 1);
-        qf[kb][e] = g < nrows ? h2f(qp[c]) * scaleLog2 : 0.f;
-      }
-  }
+  loadQueryFrag<D>(q, b, Tq, Hq, h, group, row0, nrows, g, qd, scaleLog2, qf);
   int limit[2];  // last visible token of rows 2q, 2q+1 (beyond nrows: all)
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int row = row0 + 2 * qd + r;
-    limit[r] = 2 * qd + r < nrows ? L - Tq + row / group : 0x7fffffff;
-  }
+  causalLimits(limit, row0, nrows, qd, L, Tq, group);
   float ones[D / 4];
 #pragma unroll
   for (int i = 0; i < D / 4; i++) ones[i] = 1.f;
@@ -504,16 +249,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   }
 
   WarpState<D, VG> st;
-  st.m[0] = st.m[1] = kNegInf;
-  st.l[0] = st.l[1] = 0.f;
-#pragma unroll
-  for (int mb = 0; mb < D / 16; mb++) st.acc[mb][0] = st.acc[mb][1] = st.acc[mb][2] = st.acc[mb][3] = 0.f;
-#pragma unroll
-  for (int k = 0; k < VG; k++) st.zacc[0][k] = st.zacc[1][k] = 0.f;
+  st.init();
 
   const int nPacked = L / Nr;
   const int packedEnd = min(t1, nPacked * Nr);
-  constexpr int TT = MT * kGroup;
+  constexpr int TT = MT * kFragTokens;
   // Packed tiles: t0 is a multiple of Nr and TT divides Nr, so tiles never
   // straddle blocks and key groups (G >= 16) never straddle a fragment group.
   int curGroup = -1;
@@ -535,7 +275,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   auto load = [&](TileRaw<D, KBITS, VBITS, MT>& raw, int ti) {
     int within;
     const u8* half = blockOf(ti, within);
-    loadTile<D, KBITS, VBITS, MT>(raw, half + (within / kGroup) * kFragBytes, half + kBytes + (within / kGroup) * vFragBytes, lane);
+    loadTile<D, KBITS, VBITS, MT>(raw, half + (within / kFragTokens) * kFragBytes, half + kBytes + (within / kFragTokens) * vFragBytes, lane);
   };
   auto compute = [&](const TileRaw<D, KBITS, VBITS, MT>& raw, int ti) {
     int within;
@@ -584,8 +324,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     auto issue = [&](int ti, int slot) {
       int within;
       const u8* half = blockOf(ti, within);
-      const u8* ks = half + (within / kGroup) * kFragBytes;
-      const u8* vs = half + kBytes + (within / kGroup) * vFragBytes;
+      const u8* ks = half + (within / kFragTokens) * kFragBytes;
+      const u8* vs = half + kBytes + (within / kFragTokens) * vFragBytes;
       u8* dst = mine + slot * kTileBytes;
 #pragma unroll
       for (int o = lane * 16; o < kTileK; o += 512) cpAsync16(dst + o, ks + o);
@@ -639,9 +379,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
 #pragma unroll
       for (int e = 0; e < 4; e++) rs.acc[mb][e] = st.acc[mb][e];
     rs.zacc[0][0] = rs.zacc[1][0] = 0.f;
-    for (int tok = max(t0, packedEnd) + warp * kGroup; tok < t1; tok += kWarps * kGroup) {
+    for (int tok = max(t0, packedEnd) + warp * kFragTokens; tok < t1; tok += kWarps * kFragTokens) {
       const int within = tok - resStart;
-      const int fb = (within / kGroup) * kGroup * D * 2;
+      const int fb = (within / kFragTokens) * kFragTokens * D * 2;
       TileRaw<D, 16, 16, 1> raw;
       loadTile<D, 16, 16, 1>(raw, resK + off + fb, resV + off + fb, lane);
       tile<D, 16, 16, false, 1, 1, 1, false>(rs, raw, nullptr, nullptr, 0, 0, 1, 1, within, tok, t1, limit, bPlain, zeroC, qsum1, lane);
@@ -665,15 +405,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
 
   // Warp totals: denominators and value zeros summed over the 8 lanes of
   // each row (xor over g); zeros folded into the accumulators.
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-#pragma unroll
-    for (int off = 4; off < 32; off *= 2) st.l[r] += __shfl_xor_sync(0xffffffffu, st.l[r], off);
-#pragma unroll
-    for (int k = 0; k < VG; k++)
-#pragma unroll
-      for (int off = 4; off < 32; off *= 2) st.zacc[r][k] += __shfl_xor_sync(0xffffffffu, st.zacc[r][k], off);
-  }
+  st.sumRows();
 #pragma unroll
   for (int mb = 0; mb < D / 16; mb++)
 #pragma unroll
@@ -683,36 +415,13 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       if (VBITS < 16) v += st.zacc[e & 1][c * VG / D];
       redO[warp][r][c] = v;
     }
-  if (g == 0) {
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      redM[warp][2 * qd + r] = st.m[r];
-      redL[warp][2 * qd + r] = st.l[r];
-    }
-  }
+  st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
   // Merge the warps in order.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  for (int idx = threadIdx.x; idx < kRows * D; idx += kThreads) {
-    const int r = idx / D, c = idx % D;
-    float m = kNegInf;
-#pragma unroll
-    for (int w = 0; w < kWarps; w++) m = fmaxf(m, redM[w][r]);
-    float o = 0.f, l = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; w++) {
-      const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
-      o = fmaf(redO[w][r][c], a, o);
-      l = fmaf(redL[w][r], a, l);
-    }
-    partO[part * kRows * D + idx] = o;
-    if (c == 0) {
-      partML[(part * kRows + r) * 2] = m;
-      partML[(part * kRows + r) * 2 + 1] = l;
-    }
-  }
-  if (counters) {  // v2.5: the last split merges (finishSplits, decode.cu)
-    finishSplits<D, kRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
+  mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
+  if (counters) {  // v2.5: the last split merges (finishSplits, bitdecode.cuh)
+    finishSplits<D, kQueryRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
                            (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { __syncthreads(); });
   }
 }

@@ -110,7 +110,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 		t.Fatal(err)
 	}
 
-	plan, err := kernels.PlanDecode(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL})
+	plan, err := kernels.PlanDecodeWith(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL}, tuning.Decode)
 	if err != nil {
 		t.Fatal(err)
 	}

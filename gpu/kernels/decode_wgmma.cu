@@ -27,8 +27,9 @@
 // channels). The fp16 residual block runs through the same tile code with
 // its operands read straight from global memory. The split partials have
 // decode_mma.cu's layout; the last CTA of a row chunk merges them
-// (finishSplits, decode.cu), or decode_combine does past 64 splits.
-// Prepended: decode.cu and decode_mma.cu (namespace mma's helpers).
+// (finishSplits), or decode_combine does past 64 splits. The fragment
+// layout, the unpack, the online softmax and the merges are the decode
+// family's, in bitdecode.cuh; this file needs nothing of decode_mma.cu.
 //
 // Versions (H100, Hq=32 Hkv=8 D=128; docs/perf/decode-attention.md):
 //   v3.0  64-token tiles, no register cap: correct; faster than mma.sync
@@ -45,17 +46,16 @@
 //   kernels.PickDecodeKernel keeps it where it measured faster: fp16/bf16,
 //   int4 KT, int8 (DecodeAuto).
 
+#include "bitdecode.cuh"
+
 namespace wg {
 
-using mma::Frag;
-using mma::kGroup;
-using mma::kRows;
 typedef unsigned long long u64;
 
 constexpr int kConsumerWarps = 4;                       // one warpgroup
 constexpr int kConsumers = kConsumerWarps * 32;
 constexpr int kThreads = kConsumers + 32;               // + the producer warp
-constexpr int kTileTokens = kConsumerWarps * kGroup;    // 64: the wgmma M of the scores (a tile is MW of them)
+constexpr int kTileTokens = kConsumerWarps * kFragTokens;    // 64: the wgmma M of the scores (a tile is MW of them)
 constexpr int kCoreBytes = 128;                         // 8 rows x 16 bytes: one core matrix
 constexpr int kStepBytes = 2 * kCoreBytes;              // one k16 step of a B operand (N = 8)
 constexpr int kSlice = 64;                              // channels per output wgmma (its M)
@@ -132,7 +132,7 @@ BD_DEVICE void wgmma(float c[4], const u32 a[4], unsigned long long b) {
 // global memory (a generic pointer; the kv.MMA chunk order).
 template <int D, int BITS>
 BD_DEVICE void loadGroupAny(const u8* p, int lane, u32 w[Frag<D, BITS>::kWords]) {
-  mma::loadGroupShared<D, BITS>(p, lane, w);
+  loadGroupShared<D, BITS>(p, lane, w);
 }
 
 // loadSlice returns the 4 A registers of channel block mb (16 channels) of
@@ -149,36 +149,32 @@ BD_DEVICE void loadSlice(const u8* p, int lane, int mb, u32 h[4]) {
     const uint2 v = *reinterpret_cast<const uint2*>(at(inLane));
     const u32 w[2] = {v.x, v.y};
 #pragma unroll
-    for (int r = 0; r < 4; r++) h[r] = mma::code<BITS>(w[r / 2], 0, r % 2);
+    for (int r = 0; r < 4; r++) h[r] = code<BITS>(w[r / 2], 0, r % 2);
   } else {
     constexpr int kPairs = 16 / BITS;
     const u32 w = *reinterpret_cast<const u32*>(at(inLane / 4 * 4));
     const int p0 = (mb * 4) % kPairs;
 #pragma unroll
-    for (int r = 0; r < 4; r++) h[r] = mma::code<BITS>(w, w >> 8, p0 + r);
+    for (int r = 0; r < 4; r++) h[r] = code<BITS>(w, w >> 8, p0 + r);
   }
 }
 
-// State is the warpgroup's online softmax, as one lane holds it: the
-// running max of rows 2q, 2q+1 (log2 domain; the same in every warp), the
-// lane's share of their denominators and of the value zeros' sums, and the
-// O^T accumulators of the warp's channels: acc[i] = (ch 64i+16w+g | +8,
-// rows 2q | 2q+1).
+// State is the warpgroup's online softmax, as one lane holds it
+// (bitdecode.cuh): the running max of rows 2q, 2q+1 (log2 domain; the same
+// in every warp), the lane's share of their denominators and of the value
+// zeros' sums, and the O^T accumulators of the warp's channels: acc[i] =
+// (ch 64i+16w+g | +8, rows 2q | 2q+1).
 template <int D, int VG>
-struct State {
-  float m[2], l[2];
-  float acc[D / kSlice][4];
-  float zacc[2][VG];
-};
+using State = OnlineSoftmaxZ<D / kSlice, VG>;
 
 // Shared is the consumers' shared memory besides the ring.
 template <int D, int VGB, int MW>
 struct Shared {
   alignas(128) u8 qB[D / 16][kStepBytes];                       // B of the scores: the (scaled) queries
   alignas(128) u8 pB[VGB][MW * kTileTokens / 16][kStepBytes];   // B of the output: P^T per value group
-  float redM[2][kConsumerWarps][kRows];                    // tile maxima, double-buffered by tile parity
-  float redL[kConsumerWarps][kRows];
-  float redZ[kConsumerWarps][kRows][VGB];
+  float redM[2][kConsumerWarps][kQueryRows];                    // tile maxima, double-buffered by tile parity
+  float redL[kConsumerWarps][kQueryRows];
+  float redZ[kConsumerWarps][kQueryRows][VGB];
 };
 
 // storeB writes a lane's B fragment pair (b0: k 2q,2q+1; b1: k 2q+8,2q+9;
@@ -188,14 +184,14 @@ BD_DEVICE void storeB(u8* step, int g, int q, u32 b0, u32 b1) {
   *reinterpret_cast<u32*>(step + kCoreBytes + g * 16 + q * 4) = b1;
 }
 
-// tile computes one tile of 64·MW tokens starting at token tok0: K and V
+// tileWG computes one tile of 64·MW tokens starting at token tok0: K and V
 // groups at kdat and vdat (shared memory for packed tiles, global for the
 // residual; group j at +j·groupBytes), K and V (scale, zero) pairs of the
 // tile's tokens at kpar and vpar (KT and low-bit V only). nGroups bounds
 // the groups that exist (the residual block's end); the rest read as zero
 // and are masked. The B operand of the scores must be in sh.qB.
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, bool BF, int VGB, int MW>
-BD_DEVICE void tile(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, const u8* vdat, const u8* kpar, const u8* vpar,
+BD_DEVICE void tileWG(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, const u8* vdat, const u8* kpar, const u8* vpar,
                     int nGroups, int tok0, int tEnd, const int limit[2], const float biasC[2], const float qsumC[2][KG],
                     int parity, int warp, int lane) {
   const int g = lane / 4, q = lane % 4;
@@ -216,7 +212,7 @@ BD_DEVICE void tile(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, co
 #pragma unroll
         for (int i = 0; i < Frag<D, KBITS>::kWords; i++) w[i] = 0;
       }
-      mma::unpack<D, KBITS>(w, a[m]);
+      unpack<D, KBITS>(w, a[m]);
 #pragma unroll
       for (int k = 0; k < KGA; k++) c[m][k][0] = c[m][k][1] = c[m][k][2] = c[m][k][3] = 0.f;
       wgFence();
@@ -238,7 +234,7 @@ BD_DEVICE void tile(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, co
 #pragma unroll
         for (int k = 0; k < KGA; k++) {
           const u32 v = *reinterpret_cast<const u32*>(kpar + 4 * (t * KG + k));
-          const float sc = mma::h2f(u16(v & 0xffff)), z = mma::h2f(u16(v >> 16));
+          const float sc = h2f(u16(v & 0xffff)), z = h2f(u16(v >> 16));
           acc0 += sc * c[m][k][2 * half] + z * qsumC[0][k];
           acc1 += sc * c[m][k][2 * half + 1] + z * qsumC[1][k];
         }
@@ -258,15 +254,7 @@ BD_DEVICE void tile(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, co
   // The tile's max of rows 2q, 2q+1 over the warpgroup.
   float mx[2];
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    float v = kNegInf;
-#pragma unroll
-    for (int m = 0; m < MW; m++) v = fmaxf(v, fmaxf(s[m][r], s[m][r + 2]));
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 8));
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 16));
-    mx[r] = v;
-  }
+  for (int r = 0; r < 2; r++) mx[r] = warpRowMax(s, r);
   if (g == 0) {
     sh.redM[parity][warp][2 * q] = mx[0];
     sh.redM[parity][warp][2 * q + 1] = mx[1];
@@ -278,36 +266,9 @@ BD_DEVICE void tile(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, co
     float v = kNegInf;
 #pragma unroll
     for (int w = 0; w < kConsumerWarps; w++) v = fmaxf(v, sh.redM[parity][w][2 * q + r]);
-    const float mNew = fmaxf(st.m[r], v);
-    if (mNew == kNegInf) {
-      alpha[r] = 1.f;
-#pragma unroll
-      for (int m = 0; m < MW; m++) s[m][r] = s[m][r + 2] = 0.f;
-    } else {
-      alpha[r] = exp2f(st.m[r] - mNew);
-      float sum = 0.f;
-#pragma unroll
-      for (int m = 0; m < MW; m++) {
-        s[m][r] = exp2f(s[m][r] - mNew);
-        s[m][r + 2] = exp2f(s[m][r + 2] - mNew);
-        sum += s[m][r] + s[m][r + 2];
-      }
-      st.l[r] = st.l[r] * alpha[r] + sum;
-    }
-    st.m[r] = mNew;
+    st.fold(r, s, v, alpha);
   }
-#pragma unroll
-  for (int i = 0; i < D / kSlice; i++) {
-    st.acc[i][0] *= alpha[0];
-    st.acc[i][1] *= alpha[1];
-    st.acc[i][2] *= alpha[0];
-    st.acc[i][3] *= alpha[1];
-  }
-#pragma unroll
-  for (int k = 0; k < VG; k++) {
-    st.zacc[0][k] *= alpha[0];
-    st.zacc[1][k] *= alpha[1];
-  }
+  st.rescale(alpha);
   // P^T (times the value scales, per value group) into the B operands: the
   // warp's tokens of M-block m are k16 step 4m+w.
   constexpr int kPB = VBITS < 16 ? VG : 1;
@@ -322,7 +283,7 @@ BD_DEVICE void tile(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, co
         for (int half = 0; half < 2; half++) {
           const int t = 16 * step + g + 8 * half;
           const u32 v = *reinterpret_cast<const u32*>(vpar + 4 * (t * VG + k));
-          const float sc = mma::h2f(u16(v & 0xffff)), z = mma::h2f(u16(v >> 16));
+          const float sc = h2f(u16(v & 0xffff)), z = h2f(u16(v >> 16));
           p[2 * half] = s[m][2 * half] * sc;
           p[2 * half + 1] = s[m][2 * half + 1] * sc;
           st.zacc[0][k] += s[m][2 * half] * z;
@@ -332,7 +293,7 @@ BD_DEVICE void tile(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, co
 #pragma unroll
         for (int e = 0; e < 4; e++) p[e] = s[m][e];
       }
-      storeB(sh.pB[k][step], g, q, mma::trans8x8(mma::pack2T<BF>(p[0], p[1])), mma::trans8x8(mma::pack2T<BF>(p[2], p[3])));
+      storeB(sh.pB[k][step], g, q, trans8x8(pack2T<BF>(p[0], p[1])), trans8x8(pack2T<BF>(p[2], p[3])));
     }
   }
   // Values: warp w supplies channels 64i+16w.. of every token group.
@@ -370,7 +331,7 @@ BD_DEVICE void writeQ(u8 (*qB)[kStepBytes], const float qf[D / 16][4], const flo
     if (kb % kConsumerWarps != warp) continue;
     const float s0 = sc ? sc[4 * kb] : 1.f, s1 = sc ? sc[4 * kb + 1] : 1.f;
     const float s2 = sc ? sc[4 * kb + 2] : 1.f, s3 = sc ? sc[4 * kb + 3] : 1.f;
-    storeB(qB[kb], g, q, mma::pack2T<BF>(qf[kb][0] * s0, qf[kb][1] * s1), mma::pack2T<BF>(qf[kb][2] * s2, qf[kb][3] * s3));
+    storeB(qB[kb], g, q, pack2T<BF>(qf[kb][0] * s0, qf[kb][1] * s1), pack2T<BF>(qf[kb][2] * s2, qf[kb][3] * s3));
   }
 }
 
@@ -443,8 +404,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
         const u8* half = blockOf(ti, within);
         u8* dst = ring + s * kStage;
         mbarExpectTx(&full[s], kStage);
-        bulkCopy(dst, half + (within / kGroup) * Frag<D, KBITS>::kGroupBytes, kKCode, &full[s]);
-        bulkCopy(dst + kKCode, half + kBytes + (within / kGroup) * Frag<D, VBITS>::kGroupBytes, kVCode, &full[s]);
+        bulkCopy(dst, half + (within / kFragTokens) * Frag<D, KBITS>::kGroupBytes, kKCode, &full[s]);
+        bulkCopy(dst + kKCode, half + kBytes + (within / kFragTokens) * Frag<D, VBITS>::kGroupBytes, kVCode, &full[s]);
         if (kKPar > 0) {
           const int off = KC ? (within / gK) * D * 4 : within * KG * 4;
           bulkCopy(dst + kKCode + kVCode, half + kParamsOff + off, kKPar, &full[s]);
@@ -457,26 +418,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
 
   // Consumers.
   const int group = Hq / Hkv, R = group * Tq;
-  const int row0 = rc * kRows, nrows = min(kRows, R - row0);
+  const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
   const int g = lane / 4, qd = lane % 4;
   float qf[D / 16][4];
-  {
-    const int row = row0 + g, i = row / group, hq = h * group + row % group;
-    const u16* qp = qIn + ((size_t(b) * Tq + i) * Hq + hq) * D;
-#pragma unroll
-    for (int kb = 0; kb < D / 16; kb++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int c = 16 * kb + 2 * qd + (e & 1) + 8 * (e >> 1);
-        qf[kb][e] = g < nrows ? mma::h2f(qp[c]) * scaleLog2 : 0.f;
-      }
-  }
+  loadQueryFrag<D>(qIn, b, Tq, Hq, h, group, row0, nrows, g, qd, scaleLog2, qf);
   int limit[2];
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int row = row0 + 2 * qd + r;
-    limit[r] = 2 * qd + r < nrows ? L - Tq + row / group : 0x7fffffff;
-  }
+  causalLimits(limit, row0, nrows, qd, L, Tq, group);
   float qsumC[2][KG];
 #pragma unroll
   for (int k = 0; k < KG; k++) {
@@ -484,7 +431,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
 #pragma unroll
     for (int kb = k * D / 16 / KG; kb < (k + 1) * D / 16 / KG; kb++) part += qf[kb][0] + qf[kb][1] + qf[kb][2] + qf[kb][3];
     float tmp[2];
-    mma::toC(mma::quadSum(part), qd, tmp);
+    toC(quadSum(part), qd, tmp);
     qsumC[0][k] = tmp[0];
     qsumC[1][k] = tmp[1];
   }
@@ -494,12 +441,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
   if (!kScaledQ) writeQ<D, BF>(sh.qB, qf, nullptr, warp, lane);
 
   State<D, VG> st;
-  st.m[0] = st.m[1] = kNegInf;
-  st.l[0] = st.l[1] = 0.f;
-#pragma unroll
-  for (int i = 0; i < D / kSlice; i++) st.acc[i][0] = st.acc[i][1] = st.acc[i][2] = st.acc[i][3] = 0.f;
-#pragma unroll
-  for (int k = 0; k < VG; k++) st.zacc[0][k] = st.zacc[1][k] = 0.f;
+  st.init();
 
   int parity = 0, curGroup = -1;
   for (int ti = 0; ti < nTiles; ti++) {
@@ -520,20 +462,20 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
         for (int hi = 0; hi < 2; hi++) {
           const int c = 16 * kb + 2 * qd + 8 * hi;
           const uint2 pz = *reinterpret_cast<const uint2*>(par + 4 * c);
-          sc[4 * kb + 2 * hi] = mma::h2f(u16(pz.x & 0xffff));
-          sc[4 * kb + 2 * hi + 1] = mma::h2f(u16(pz.y & 0xffff));
-          bias += qf[kb][2 * hi] * mma::h2f(u16(pz.x >> 16)) + qf[kb][2 * hi + 1] * mma::h2f(u16(pz.y >> 16));
+          sc[4 * kb + 2 * hi] = h2f(u16(pz.x & 0xffff));
+          sc[4 * kb + 2 * hi + 1] = h2f(u16(pz.y & 0xffff));
+          bias += qf[kb][2 * hi] * h2f(u16(pz.x >> 16)) + qf[kb][2 * hi + 1] * h2f(u16(pz.y >> 16));
         }
       writeQ<D, BF>(sh.qB, qf, sc, warp, lane);
-      mma::toC(mma::quadSum(bias), qd, biasC);
+      toC(quadSum(bias), qd, biasC);
       qChanged = true;
     }
     if (qChanged) {
       fenceProxyAsync();
       consumerSync();  // the query operand is complete
     }
-    tile<D, KBITS, VBITS, KC, KG, VG, BF, VGB, MW>(st, sh, stage, stage + kKCode, stage + kKCode + kVCode, stage + kKCode + kVCode + kKPar,
-                                                   TT / kGroup, tok, t1, limit, kScaledQ ? biasC : zeroC, qsumC, parity, warp, lane);
+    tileWG<D, KBITS, VBITS, KC, KG, VG, BF, VGB, MW>(st, sh, stage, stage + kKCode, stage + kKCode + kVCode, stage + kKCode + kVCode + kKPar,
+                                                   TT / kFragTokens, tok, t1, limit, kScaledQ ? biasC : zeroC, qsumC, parity, warp, lane);
     parity ^= 1;
     // Every consumer thread releases its own reads of the stage (an arrive
     // orders only the arriving thread's accesses; v3.2: one lane per warp
@@ -556,9 +498,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     float qsum1[2][1] = {{0.f}, {0.f}};
     for (int tok = max(t0, packedEnd); tok < t1; tok += TT) {
       const int within = tok - resStart;
-      const int fb = (within / kGroup) * kGroup * D * 2;
-      const int nGroups = min(TT / kGroup, (min(t1, resStart + Nr) - tok + kGroup - 1) / kGroup);
-      tile<D, 16, 16, false, 1, VG, false, VGB, MW>(st, sh, resK + off + fb, resV + off + fb, nullptr, nullptr, nGroups, tok, t1, limit,
+      const int fb = (within / kFragTokens) * kFragTokens * D * 2;
+      const int nGroups = min(TT / kFragTokens, (min(t1, resStart + Nr) - tok + kFragTokens - 1) / kFragTokens);
+      tileWG<D, 16, 16, false, 1, VG, false, VGB, MW>(st, sh, resK + off + fb, resV + off + fb, nullptr, nullptr, nGroups, tok, t1, limit,
                                                 zeroC, qsum1, parity, warp, lane);
       parity ^= 1;
     }
@@ -566,15 +508,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
 
   // Denominators and value zeros: sum the lanes of each row (xor over g),
   // then the warps in order through shared memory.
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-#pragma unroll
-    for (int off = 4; off < 32; off *= 2) st.l[r] += __shfl_xor_sync(0xffffffffu, st.l[r], off);
-#pragma unroll
-    for (int k = 0; k < VG; k++)
-#pragma unroll
-      for (int off = 4; off < 32; off *= 2) st.zacc[r][k] += __shfl_xor_sync(0xffffffffu, st.zacc[r][k], off);
-  }
+  st.sumRows();
   if (g == 0) {
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -597,7 +531,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
         for (int w = 0; w < kConsumerWarps; w++) z += sh.redZ[w][r][c * VG / D];
         v += z;
       }
-      partO[(part * kRows + r) * D + c] = v;
+      partO[(part * kQueryRows + r) * D + c] = v;
     }
   if (warp == 0 && g == 0) {
 #pragma unroll
@@ -605,12 +539,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
       float l = 0.f;
 #pragma unroll
       for (int w = 0; w < kConsumerWarps; w++) l += sh.redL[w][2 * qd + r];
-      partML[(part * kRows + 2 * qd + r) * 2] = st.m[r];
-      partML[(part * kRows + 2 * qd + r) * 2 + 1] = l;
+      partML[(part * kQueryRows + 2 * qd + r) * 2] = st.m[r];
+      partML[(part * kQueryRows + 2 * qd + r) * 2 + 1] = l;
     }
   }
-  if (counters) {  // the last split merges (finishSplits, decode.cu)
-    finishSplits<D, kRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
+  if (counters) {  // the last split merges (finishSplits, bitdecode.cuh)
+    finishSplits<D, kQueryRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
                            (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { consumerSync(); });
   }
 }

@@ -3,8 +3,6 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -13,15 +11,6 @@ import (
 
 //go:embed decode_wgmma.cu
 var decodeWGMMASource string
-
-// Tuning knobs of the Hopper kernel (decode_wgmma.cu), for experiments:
-// the ring depth (2 to 8 tiles), the tile (1 or 2 wgmma M-blocks of 64
-// tokens) and the CTAs per SM the register allocation must allow (1 to 4).
-const (
-	EnvWGMMAStages = "BITDECODE_WGMMA_STAGES"
-	EnvWGMMAMW     = "BITDECODE_WGMMA_MW"
-	EnvWGMMAMinB   = "BITDECODE_WGMMA_MINB"
-)
 
 // Tile constants of decode_wgmma.cu (kept equal to its constexprs).
 const (
@@ -95,58 +84,78 @@ func wgmmaSupports(major, minor int, l DecodeLayout) error {
 	return nil
 }
 
-// planWGMMA plans decode_wgmma.cu: decode_mma.cu's splits and partials
-// (the same combine kernel), tiles of 64 tokens through a TMA ring.
-func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape) (*DecodePlan, error) {
-	if err := WGMMASupports(dev, l); err != nil {
-		return nil, err
-	}
+// wgmmaConfig is decode_wgmma.cu's configuration for layout l under
+// tuning t on a GPU that gives a CTA maxShared bytes of shared memory: the
+// tile (mw M-blocks), the ring stages st, the register cap minB, and the
+// CTAs per SM the split planner counts. Defaults (H100 sweeps,
+// docs/perf/decode-attention.md v3): low-bit tiles of two M-blocks (128
+// tokens) where two stages fit in a third of an SM's shared memory, and
+// registers capped for three CTAs per SM at D <= 128.
+func wgmmaConfig(l DecodeLayout, t WGMMATuning, maxShared int) (mw, st, minB, ctas int, err error) {
 	// The split planner counts three CTAs per SM at D <= 128, as wgmmaMinB
 	// caps the registers for, int8 included: its cap of two was measured
 	// with these splits.
-	ctas := 3
+	ctas = 3
 	if l.D > 128 {
 		ctas = 1
 	}
-	p, err := sizeMMA(dev, l, s, ctas, true)
-	if err != nil {
-		return nil, err
-	}
-	// Defaults (H100 sweeps, docs/perf/decode-attention.md v3): low-bit
-	// tiles of two M-blocks (128 tokens) where two stages fit in a third of
-	// an SM's shared memory, and registers capped for three CTAs per SM at
-	// D <= 128.
-	mw := 1
+	mw = 1
 	if (l.KBits < 16 || l.VBits < 16) && 2*wgmmaStage(l, 2) <= wgmmaCTASmem {
 		mw = 2
 	}
-	if v, err := strconv.Atoi(os.Getenv(EnvWGMMAMW)); err == nil && (v == 1 || v == 2) {
-		mw = v
+	if t.MW != 0 {
+		mw = t.MW
 	}
 	if l.Nr%(mw*wgmmaTileTokens) != 0 || (l.KBits < 16 && l.KPerChannel && l.GK%(mw*wgmmaTileTokens) != 0) ||
-		wgmmaSmem(l, 2, mw) > dev.MaxSharedPerBlock() {
+		wgmmaSmem(l, 2, mw) > maxShared {
 		mw = 1
 	}
-	minB := wgmmaMinB(l)
-	if v, err := strconv.Atoi(os.Getenv(EnvWGMMAMinB)); err == nil && v >= 1 && v <= 4 {
-		minB = v
+	minB = wgmmaMinB(l)
+	if t.MinB != 0 {
+		minB = t.MinB
 	}
-	st := max(2, min(wgmmaMaxStages, wgmmaRingBudget/wgmmaStage(l, mw)))
-	if v, err := strconv.Atoi(os.Getenv(EnvWGMMAStages)); err == nil && v >= 2 && v <= wgmmaMaxStages {
-		st = v // tuning experiments: BITDECODE_WGMMA_STAGES=2..8
+	st = max(2, min(wgmmaMaxStages, wgmmaRingBudget/wgmmaStage(l, mw)))
+	if t.Stages != 0 {
+		st = t.Stages
 	}
-	for st > 2 && wgmmaSmem(l, st, mw) > dev.MaxSharedPerBlock() {
+	for st > 2 && wgmmaSmem(l, st, mw) > maxShared {
 		st--
 	}
-	if wgmmaSmem(l, st, mw) > dev.MaxSharedPerBlock() {
-		return nil, fmt.Errorf("kernels: the wgmma decode kernel needs %d bytes of shared memory for this format; the GPU allows %d per CTA (use --kernel mma)", wgmmaSmem(l, st, mw), dev.MaxSharedPerBlock())
+	if wgmmaSmem(l, st, mw) > maxShared {
+		return 0, 0, 0, 0, fmt.Errorf("kernels: the wgmma decode kernel needs %d bytes of shared memory for this format; the GPU allows %d per CTA (use --kernel mma)", wgmmaSmem(l, st, mw), maxShared)
+	}
+	return mw, st, minB, ctas, nil
+}
+
+// wgmmaProgram returns decode_wgmma.cu's program for layout l with tiles
+// of mw M-blocks, st ring stages and registers capped for minB CTAs per SM,
+// and its split and combine kernels' name expressions.
+func wgmmaProgram(l DecodeLayout, mw, st, minB int) (prog cuda.Program, splitExpr, combineExpr string) {
+	kg, vg := scaleGroups(l)
+	splitExpr = fmt.Sprintf("wg::decode_wgmma<%d, %d, %d, %t, %d, %d, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, l.BF16, st, mw, minB)
+	combineExpr = fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
+	return program("decode_wgmma.cu", decodeWGMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
+}
+
+// planWGMMA plans decode_wgmma.cu: decode_mma.cu's splits and partials
+// (the same combine kernel), tiles of 64 tokens through a TMA ring
+// (wgmmaConfig, wgmmaProgram).
+func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
+	if err := WGMMASupports(dev, l); err != nil {
+		return nil, err
+	}
+	mw, st, minB, ctas, err := wgmmaConfig(l, t.WGMMA, dev.MaxSharedPerBlock())
+	if err != nil {
+		return nil, err
+	}
+	p, err := sizeMMA(dev, l, s, ctas, true, t)
+	if err != nil {
+		return nil, err
 	}
 	p.smem = wgmmaSmem(l, st, mw)
 	p.threads, p.kernel = wgmmaThreads, DecodeWGMMA
-	kg, vg := scaleGroups(l)
-	splitExpr := fmt.Sprintf("wg::decode_wgmma<%d, %d, %d, %t, %d, %d, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, l.BF16, st, mw, minB)
-	combineExpr := fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
-	return p, p.load(dev, decodeSource+"\n"+decodeMMASource+"\n"+decodeWGMMASource, "decode_wgmma.cu", splitExpr, combineExpr)
+	prog, splitExpr, combineExpr := wgmmaProgram(l, mw, st, minB)
+	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 
 // wgmmaMinB returns the CTAs per SM decode_wgmma.cu's registers are capped

@@ -5,4 +5,12 @@
 // shape) and launches; the callers above (backend/gpu, benchmarks) own the
 // buffers. Layout constants come from package kv through plain structs here,
 // so the kernels and the Go packer read one definition.
+//
+// Every .cu file includes bitdecode.cuh, the header all kernel families
+// share (conversions, PTX wrappers, the kv.MMA fragment layout, the decode
+// family's online softmax and merges), handed to NVRTC in memory. The
+// planners' knobs are data: a Tuning (one struct per planner, zero = the
+// measured defaults) that ParseTuning fills from the environment at a
+// program's edge and the caller passes to PlanDecodeWith, PlanPlanesWith
+// and PlanPackWith; the package itself reads no environment variable.
 package kernels

@@ -27,8 +27,7 @@
 //
 // Go wrapper: gemv.go; test: gemv_test.go (float64 reference).
 
-typedef unsigned short u16;
-typedef unsigned int u32;
+#include "bitdecode.cuh"
 
 namespace gemv {
 
@@ -41,12 +40,6 @@ __device__ __forceinline__ float2 h2x2(u32 h) {
   float lo, hi;
   asm("{ .reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b; }" : "=f"(lo), "=f"(hi) : "r"(h));
   return make_float2(lo, hi);
-}
-
-__device__ __forceinline__ uint4 ldgStream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
 }
 
 template <int T>

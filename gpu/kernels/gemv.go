@@ -46,7 +46,7 @@ func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
 			exprs = append(exprs, expr(t, s))
 		}
 	}
-	mod, err := dev.Compile(cuda.Program{Name: "gemv.cu", Source: gemvSource, Exprs: exprs})
+	mod, err := dev.Compile(program("gemv.cu", gemvSource, exprs, nil))
 	if err != nil {
 		return nil, err
 	}

@@ -46,8 +46,14 @@
 //
 // Go wrapper: gemvq.go; test: gemvq_test.go (float64 reference of wq's Ŵ).
 
-typedef unsigned short u16;
-typedef unsigned int u32;
+#include "bitdecode.cuh"
+
+// gemvq_dec.cu (kernels.LoadGEMVQDEC) is this file compiled with
+// -DGEMVQ_WITH_DEC=1: dec.cu, handed to NVRTC as a header beside
+// bitdecode.cuh, comes first for gemv_q_dec's DEC CTAs.
+#ifdef GEMVQ_WITH_DEC
+#include "dec.cu"
+#endif
 
 namespace gemvq {
 
@@ -95,61 +101,22 @@ constexpr int kSpan = 32;      // input channels per lane per tile
 // for int4, double buffered).
 template <int BITS>
 constexpr int kUnroll = GEMVQ_UNROLL > 0 ? GEMVQ_UNROLL : 2;
-constexpr u32 kMagic = 0x64006400u;  // half2 (1024, 1024)
 constexpr u32 kOnes = 0x3c003c00u;   // half2 (1, 1)
 
-__device__ __forceinline__ float h2f(u16 h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ u16 f2h(float f) {
-  u16 h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-// pack2 rounds (lo, hi) to the half2 with lo in the low 16 bits.
-__device__ __forceinline__ u32 pack2(float lo, float hi) {
-  u32 r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-__device__ __forceinline__ u32 lop3OrMask(u32 a, u32 mask) {  // (a & mask) | kMagic
-  u32 r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(mask), "r"(kMagic));
-  return r;
-}
-__device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 sel) {
-  u32 r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-  return r;
-}
+// lop3OrMask is (a & mask) | kMagic: the masked codes under 1024.
+__device__ __forceinline__ u32 lop3OrMask(u32 a, u32 mask) { return lop3AndOr(a, mask, kMagic); }
 // deq turns the half2 (1024+q, 1024+q′) into (s·q + z, s·q′ + z): the
 // subtraction is exact, the fma rounds once.
-__device__ __forceinline__ u32 deq(u32 magicq, u32 s2, u32 z2) {
-  u32 q, w;
-  asm("sub.f16x2 %0, %1, %2;" : "=r"(q) : "r"(magicq), "r"(kMagic));
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(w) : "r"(q), "r"(s2), "r"(z2));
-  return w;
-}
-
+__device__ __forceinline__ u32 deq(u32 magicq, u32 s2, u32 z2) { return hfma2(hsub2(magicq, kMagic), s2, z2); }
 // sub1024 turns (1024+q, 1024+q′) into (q, q′) exactly.
-__device__ __forceinline__ u32 sub1024(u32 v) {
-  u32 q;
-  asm("sub.f16x2 %0, %1, %2;" : "=r"(q) : "r"(v), "r"(kMagic));
-  return q;
-}
+__device__ __forceinline__ u32 sub1024(u32 v) { return hsub2(v, kMagic); }
 // odd16 turns (1024+16q, 1024+16q′) into (q, q′) exactly: ·1/16 − 64.
-__device__ __forceinline__ u32 odd16(u32 v) {
-  u32 q;
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(q) : "r"(v), "r"(0x2c002c00u), "r"(0xd400d400u));
-  return q;
-}
+__device__ __forceinline__ u32 odd16(u32 v) { return hfma2(v, 0x2c002c00u, 0xd400d400u); }
 
-__device__ __forceinline__ void mma16816(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+// mmaA4 is bitdecode.cuh's mma16816 with the A fragment as four registers.
+__device__ __forceinline__ void mmaA4(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  const u32 a[4] = {a0, a1, a2, a3};
+  mma16816(d, a, b0, b1);
 }
 
 // Span<BITS> is one lane's 32 channels of one row: kWords u32 of codes.
@@ -171,10 +138,7 @@ __device__ __forceinline__ void loadSpan(Span<BITS>& s, const u32* row, int k) {
   } else {
 #pragma unroll
     for (int i = 0; i < BITS; i += 4) {
-      uint4 v;
-      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "l"(p + i));
+      const uint4 v = ldgStream(p + i);
       s.w[i] = v.x, s.w[i + 1] = v.y, s.w[i + 2] = v.z, s.w[i + 3] = v.w;
     }
   }
@@ -376,8 +340,8 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
           float d[4] = {0.f, 0.f, 0.f, 0.f}, xs4[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
           for (int j = 0; j < 8; j++) {
-            mma16816(d, w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
-            mma16816(xs4, kOnes, kOnes, kOnes, kOnes, xb[2 * j], xb[2 * j + 1]);
+            mmaA4(d, w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
+            mmaA4(xs4, kOnes, kOnes, kOnes, kOnes, xb[2 * j], xb[2 * j + 1]);
           }
           const float s0 = h2f(u16(b.sz0[u] & 0xffff)), z0 = h2f(u16(b.sz0[u] >> 16));
           const float s1 = h2f(u16(b.sz1[u] & 0xffff)), z1 = h2f(u16(b.sz1[u] >> 16));
@@ -387,7 +351,7 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
           acc[nt][3] = fmaf(s1, d[3], fmaf(z1, xs4[3], acc[nt][3]));
         } else {
 #pragma unroll
-          for (int j = 0; j < 8; j++) mma16816(acc[nt], w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
+          for (int j = 0; j < 8; j++) mmaA4(acc[nt], w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
         }
       }
     }

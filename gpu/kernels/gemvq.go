@@ -86,7 +86,7 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 	for _, b := range gemvqBits {
 		exprs = append(exprs, dexpr(b))
 	}
-	mod, err := dev.Compile(cuda.Program{Name: "gemvq.cu", Source: gemvqSource, Exprs: exprs, Options: opts})
+	mod, err := dev.Compile(program("gemvq.cu", gemvqSource, exprs, opts))
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ type GEMVQDEC struct {
 }
 
 // LoadGEMVQDEC compiles gemvq.cu with dec.cu in front (the fused kernels
-// call dec.cu's CTA code).
+// call dec.cu's CTA code): gemvqDECProgram.
 func LoadGEMVQDEC(dev *cuda.Device) (*GEMVQDEC, error) {
 	expr := func(b, s int) string { return fmt.Sprintf("gemvq::gemv_q_dec<%d, %d>", b, s) }
 	var exprs []string
@@ -206,8 +206,7 @@ func LoadGEMVQDEC(dev *cuda.Device) (*GEMVQDEC, error) {
 			exprs = append(exprs, expr(b, s))
 		}
 	}
-	src := DECSource() + "\n#define GEMVQ_WITH_DEC 1\n" + gemvqSource
-	mod, err := dev.Compile(cuda.Program{Name: "gemvq_dec.cu", Source: src, Exprs: exprs})
+	mod, err := dev.Compile(gemvqDECProgram(exprs))
 	if err != nil {
 		return nil, err
 	}
@@ -247,4 +246,11 @@ func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias
 	grid := l.Blocks + (N+gemvqRows-1)/gemvqRows
 	return c.Launch(g.fns[bi][si], cuda.Dim3{X: grid}, cuda.Dim3{X: 32 * S}, 0, st,
 		x, words, params, bias, y, int32(T), int32(N), int32(K), int32(G), args)
+}
+
+// gemvqDECProgram is gemvq.cu compiled with -DGEMVQ_WITH_DEC=1, under which
+// it includes dec.cu (handed to NVRTC as a header beside bitdecode.cuh)
+// before its own code.
+func gemvqDECProgram(exprs []string) cuda.Program {
+	return program("gemvq_dec.cu", gemvqSource, exprs, []string{"-DGEMVQ_WITH_DEC=1"}, cuda.Header{Name: "dec.cu", Source: decSource})
 }

@@ -10,7 +10,7 @@
 //   resK/resV [slots][Hkv][Nr][D] fp16, kv.MMA order
 //
 // kv.MMA order of a 16-bit [Nr][D] half (kv/mma.go, mmaPos with 16-bit
-// codes): token t, channel c is halfword
+// codes; bitdecode.cuh's fragIndex): token t, channel c is halfword
 //   grp*16*D + (k/8*32 + lane)*8 + k%8,   grp = t/16,
 // keys (A operand of S^T = K·Q^T, rows = tokens):
 //   lane = (t%8)*4 + (c%8)/2,  k = (c/16)*8 + ((t%16)/8 + 2*((c%16)/8))*2 + c%2
@@ -23,31 +23,11 @@
 //
 // Go wrapper: kvcache.go; tested through engine's GPU cache tests.
 
-typedef unsigned short u16;
-typedef unsigned int u32;
+#include "bitdecode.cuh"
 
 namespace kvc {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ int mmaHalf(int t, int c, int D, bool values) {
-  const int grp = t / 16, tt = t % 16;
-  int lane, k;
-  if (!values) {
-    lane = (tt % 8) * 4 + (c % 8) / 2;
-    k = (c / 16) * 8 + (tt / 8 + 2 * ((c % 16) / 8)) * 2 + c % 2;
-  } else {
-    lane = (c % 8) * 4 + (tt % 8) / 2;
-    k = (c / 16) * 8 + ((c % 16) / 8 + 2 * (tt / 8)) * 2 + tt % 2;
-  }
-  return grp * 16 * D + (k / 8 * 32 + lane) * 8 + k % 8;
-}
-
-__device__ __forceinline__ u16 toHalf(float x) {
-  u16 h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-  return h;
-}
 
 // kv_append: one thread per (token, KV head, channel).
 extern "C" __global__ void __launch_bounds__(kThreads) kv_append(const float* __restrict__ k, const float* __restrict__ v,
@@ -61,8 +41,8 @@ extern "C" __global__ void __launch_bounds__(kThreads) kv_append(const float* __
   const int s = slot[t];
   if (s < 0) return;
   const size_t base = (size_t(s) * Hkv + h) * Nr * D;
-  resK[base + mmaHalf(row[t], c, D, false)] = toHalf(k[i]);
-  resV[base + mmaHalf(row[t], c, D, true)] = toHalf(v[i]);
+  resK[base + fragIndex(row[t], c, D, false)] = f2h(k[i]);
+  resV[base + fragIndex(row[t], c, D, true)] = f2h(v[i]);
 }
 
 // kv_fill_random: n fp16 values; channel c of every row gets a Gaussian-
@@ -80,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) kv_fill_random(u16* __res
   }
   float val = sum * 1.7320508f * std;  // var of the sum of 4 U(-.5,.5) is 1/3
   if (int(i % D) % 16 == 5) val *= 8.f;
-  dst[i] = toHalf(val);
+  dst[i] = f2h(val);
 }
 
 }  // namespace kvc

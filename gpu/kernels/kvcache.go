@@ -21,7 +21,7 @@ type KVWriter struct {
 // LoadKVWriter compiles kvcache.cu (once per device).
 func LoadKVWriter(dev *cuda.Device) (*KVWriter, error) {
 	const ap, fi = "kv_append", "kv_fill_random"
-	mod, err := dev.Compile(cuda.Program{Name: "kvcache.cu", Source: kvcacheSource})
+	mod, err := dev.Compile(program("kvcache.cu", kvcacheSource, nil, nil))
 	if err != nil {
 		return nil, err
 	}

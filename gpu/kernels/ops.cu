@@ -24,7 +24,7 @@
 //
 // Data: row-major float32 activations, int32 ids/positions/row indices,
 // fp16 or bf16 as raw 16-bit patterns (no cuda_fp16.h: conversions are
-// inline PTX cvt, as in decode.cu).
+// bitdecode.cuh's inline PTX cvt).
 //
 // Work: the elementwise kernels use grid-stride loops (opsThreads = 256 threads,
 // the grid sized by the Go wrapper); every output element is written by one
@@ -52,27 +52,12 @@
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
 
-typedef unsigned short u16;
-typedef unsigned int u32;
-
-#define BD_DEVICE __device__ __forceinline__
+#include "bitdecode.cuh"
 
 // kNormMaxThreads is rmsnorm's largest block (a power of two; the tree
 // reduction halves it). The Go wrapper picks min(nextPow2(G), this), at
 // least 32.
 constexpr int kNormMaxThreads = 256;
-
-BD_DEVICE float h2f(u16 h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-BD_DEVICE u16 f2h(float f) {
-  u16 h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-BD_DEVICE float bf2f(u16 h) { return __int_as_float(int(u32(h) << 16)); }
 
 // A canonical quiet NaN for outputs of invalid indices (ids out of range):
 // the host checks indices first, so this only marks a bug loudly.

@@ -38,7 +38,7 @@ type Ops struct {
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
 // module) and looks its kernels up.
 func LoadOps(dev *cuda.Device) (*Ops, error) {
-	mod, err := dev.Compile(cuda.Program{Name: "ops.cu", Source: opsSource})
+	mod, err := dev.Compile(program("ops.cu", opsSource, nil, nil))
 	if err != nil {
 		return nil, err
 	}

@@ -35,50 +35,16 @@
 //
 // Go wrapper and test: pack.go, pack_test.go (bitwise equal to the Go packer).
 
-#define BD_DEVICE __device__ __forceinline__
-
-typedef unsigned char u8;
-typedef unsigned short u16;
-typedef unsigned int u32;
+#include "bitdecode.cuh"
 
 namespace pack {
 
 constexpr int kThreads = 256;  // v4 (v3: 1024)
 
-BD_DEVICE float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-BD_DEVICE u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-BD_DEVICE u16 f2bf(float f) { u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-
-// Fragment order (kv/mma.go; decode_mma.cu reads it). A half is a run of
-// 16-token groups; in each, lane (g, q) = (lane/4, lane%4) of a warp holds
-// fragment elements kk = 0, 1, ... and element kk is
-//   keys   (ROLE 0): token 16·grp + g + 8·hiRow, channel 16·blk + 2q + lo + 8·hiCol
-//   values (ROLE 1): channel 16·blk + g + 8·hiRow, token 16·grp + 2q + lo + 8·hiCol
-// with blk = kk/8, a = (kk%8)/2, hiRow = a%2, hiCol = a/2, lo = kk%2. A lane
-// stores its elements as 32-bit words of 32/BITS codes, code p of word w
-// being element w·32/BITS + p at bit (p%2)·16 + (p/2)·BITS; its bytes are
-// cut into chunks of min(16, lane bytes) that the 32 lanes interleave.
+// Fragment order: bitdecode.cuh's kv.MMA layout (Frag's geometry, fragElem
+// for the token and channel of a lane's element kk), as decode_mma.cu reads it.
 template <int D, int BITS>
-struct Geo {
-  static constexpr int kLaneBytes = D / 2 * BITS / 8;
-  static constexpr int kChunk = kLaneBytes < 16 ? kLaneBytes : 16;
-  static constexpr int kGroupBytes = 16 * D * BITS / 8;
-  static constexpr int kPerWord = 32 / BITS;
-};
-
-// elemTC returns the token and channel of fragment element kk of lane
-// (g, q) in 16-token group grp.
-template <int ROLE>
-BD_DEVICE void elemTC(int grp, int g, int q, int kk, int& t, int& c) {
-  const int blk = kk / 8, a = (kk % 8) / 2, lo = kk % 2, hiRow = a % 2, hiCol = a / 2;
-  if (ROLE == 0) {
-    t = grp * 16 + g + 8 * hiRow;
-    c = blk * 16 + 2 * q + lo + 8 * hiCol;
-  } else {
-    c = blk * 16 + g + 8 * hiRow;
-    t = grp * 16 + 2 * q + lo + 8 * hiCol;
-  }
-}
+using Geo = Frag<D, BITS>;
 
 // groupOf is the quantization group of (t, c): G = 2^gs tokens per channel
 // (PERCHAN, keys "kc") or G channels per token. (Shifts: v5's first build
@@ -145,7 +111,7 @@ BD_DEVICE void packHalf(const u8* stage, u8* out, float* sS, float* sZ, int Nr, 
       for (int e = 0; e < 8; e++) {
         const int m = kTwo ? (e / 2) % 2 : e % 2 + 2 * (e / 4);
         int t, c;
-        elemTC<ROLE>(grp, g, q, 8 * j + e, t, c);
+        fragElem<ROLE>(grp, g, q, 8 * j + e, t, c);
         gis[m] = groupOf<D, PERCHAN>(t, c, gs);
         const int k = key(halfAt(v, e));
         lo[m] = min(lo[m], k);
@@ -218,7 +184,7 @@ BD_DEVICE void packHalf(const u8* stage, u8* out, float* sS, float* sZ, int Nr, 
         code = BF ? f2bf(x) : f2h(x);
       } else {
         int t, c;
-        elemTC<ROLE>(grp, lg, lq, w * Out::kPerWord + p, t, c);
+        fragElem<ROLE>(grp, lg, lq, w * Out::kPerWord + p, t, c);
         const int gi = groupOf<D, PERCHAN>(t, c, gs);
         const float sc = sS[gi];
         float qv = 0.f;

@@ -3,8 +3,6 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
-	"os"
-	"strconv"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
@@ -19,10 +17,6 @@ const packThreads = 256
 // packMaxSlices bounds the slices one half is cut into (pack.cu v4).
 const packMaxSlices = 32
 
-// EnvPackSlices overrides the slices per half of a pack plan's launches (1
-// to packMaxSlices; read by PlanPack), for tests and tuning runs.
-const EnvPackSlices = "BITDECODE_PACK_SLICES"
-
 // PackPlan quantizes and packs full fp16 residual blocks into packed blocks
 // of one format, on the GPU (pack.cu), in kv.MMA order.
 type PackPlan struct {
@@ -34,13 +28,21 @@ type PackPlan struct {
 	smem      int // dynamic shared memory: one staged half, then the groups' (s, z)
 	sms       int // the GPU's SMs, for the slicing of small launches
 	maxSlices int // slices that still give every thread a word of the smaller half
-	fixed     int // EnvPackSlices at planning, or 0: slices by packSlices
+	fixed     int // PackTuning.Slices, or 0: slices by packSlices
 }
 
-// PlanPack compiles the pack kernels for format f.
+// PlanPack is PlanPackWith the default tuning (the zero PackTuning).
 func PlanPack(dev *cuda.Device, f kv.Format) (*PackPlan, error) {
+	return PlanPackWith(dev, f, PackTuning{})
+}
+
+// PlanPackWith compiles the pack kernels for format f, tuned by t.
+func PlanPackWith(dev *cuda.Device, f kv.Format, t PackTuning) (*PackPlan, error) {
 	lay, err := LayoutFor(f)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.check(); err != nil {
 		return nil, err
 	}
 	p := &PackPlan{f: f, kG: max(f.K.Group, 1), vG: max(f.V.Group, 1), maxGroups: max(f.K.Params, f.V.Params), sms: dev.SMs()}
@@ -56,12 +58,9 @@ func PlanPack(dev *cuda.Device, f kv.Format) (*PackPlan, error) {
 	}
 	words := f.Residual * f.D * min(lay.KBits, lay.VBits) / 32
 	p.maxSlices = max(1, min(packMaxSlices, words/packThreads))
-	if v, err := strconv.Atoi(os.Getenv(EnvPackSlices)); err == nil && v >= 1 && v <= packMaxSlices {
-		p.fixed = v
-	}
-	targs := fmt.Sprintf("<%d, %d, %d, %t, %t>", f.D, lay.KBits, lay.VBits, lay.KPerChannel && lay.KBits < 16, lay.BF16)
-	expr, paged := "pack::pack_block"+targs, "pack::pack_paged"+targs
-	mod, err := dev.Compile(cuda.Program{Name: "pack.cu", Source: packSource, Exprs: []string{expr, paged}})
+	p.fixed = t.Slices
+	prog, expr, paged := packProgram(f.D, lay)
+	mod, err := dev.Compile(prog)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +77,14 @@ func PlanPack(dev *cuda.Device, f kv.Format) (*PackPlan, error) {
 		return c.SetMaxDynamicShared(p.paged, p.smem)
 	})
 	return p, err
+}
+
+// packProgram returns pack.cu's program for head dim d and layout lay, and
+// its pack_block and pack_paged kernels' name expressions.
+func packProgram(d int, lay DecodeLayout) (prog cuda.Program, expr, paged string) {
+	targs := fmt.Sprintf("<%d, %d, %d, %t, %t>", d, lay.KBits, lay.VBits, lay.KPerChannel && lay.KBits < 16, lay.BF16)
+	expr, paged = "pack::pack_block"+targs, "pack::pack_paged"+targs
+	return program("pack.cu", packSource, []string{expr, paged}, nil), expr, paged
 }
 
 // Launch packs heads blocks (sequence-major KV heads): resK and resV hold

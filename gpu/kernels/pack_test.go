@@ -38,9 +38,8 @@ func TestGPUPackMatchesGo(t *testing.T) {
 			srcV := cuda.Bytes(kernels.ResidualOrder(kernels.DecodeMMA, f, resV, true))
 			// Three heads are cut into slices of words; one slice per half
 			// is the path of launches of many heads.
-			for _, slices := range []string{"", "1"} {
-				t.Setenv(kernels.EnvPackSlices, slices)
-				plan, err := kernels.PlanPack(d, f)
+			for _, slices := range []int{0, 1} {
+				plan, err := kernels.PlanPackWith(d, f, kernels.PackTuning{Slices: slices})
 				if err != nil {
 					t.Fatalf("%s D=%d: %v", spec, dim, err)
 				}
@@ -55,14 +54,14 @@ func TestGPUPackMatchesGo(t *testing.T) {
 					return c.DtoH(got, p[2])
 				})
 				if err != nil {
-					t.Fatalf("%s D=%d slices %q: %v", spec, dim, slices, err)
+					t.Fatalf("%s D=%d slices %d: %v", spec, dim, slices, err)
 				}
 				if !bytes.Equal(got, want) {
 					i := 0
 					for got[i] == want[i] {
 						i++
 					}
-					t.Fatalf("%s D=%d slices %q: GPU-packed block differs from the Go packer first at byte %d (head %d, offset %d): %#02x vs %#02x",
+					t.Fatalf("%s D=%d slices %d: GPU-packed block differs from the Go packer first at byte %d (head %d, offset %d): %#02x vs %#02x",
 						spec, dim, slices, i, i/f.BlockBytes(), i%f.BlockBytes(), got[i], want[i])
 				}
 			}
@@ -76,7 +75,7 @@ func TestGPUPackTime(t *testing.T) {
 	d := device(t)
 	for _, spec := range []string{"int4", "int2", "int8"} {
 		f := kv.MustResolve(spec, 128).WithOrder(kv.MMA)
-		plan, err := kernels.PlanPack(d, f)
+		plan, err := kernels.PlanPackWith(d, f, tuning.Pack)
 		if err != nil {
 			t.Fatal(err)
 		}

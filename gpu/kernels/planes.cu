@@ -74,11 +74,15 @@
 //              rule, element by element), shuffle reductions. The simple
 //              baseline the tensor-core kernel is checked against.
 //   combine    merges the splits of each query row in split order (log-sum-exp,
-//              decode.cu's decode_combine plus the padLen split count) and
+//              decode_combine's merge plus the padLen split count) and
 //              writes the final max and denominator for the mass pass.
 //   mass       one thread per index entry: mass[t] += Σ_rows exp2(s - M)/L over
 //              the group's query rows in row order.
-// No atomics anywhere: every result is bitwise deterministic.
+// No atomics anywhere: every result is bitwise deterministic. The online
+// softmax (both kernels), the merge of a CTA's warps and the merge of the
+// splits are the decode family's (bitdecode.cuh), as are the fragment-layout
+// helpers and the PTX wrappers; this file keeps what is its own: the tier
+// runs, the plane loads and the reconstruction.
 //
 // Reconstruction (kv.Recon.Read; fp16, filter on, fill adj4 with bits 11..10
 // not both set: the FAST path; everything else takes the exact integer path):
@@ -95,95 +99,24 @@
 //
 // Go wrapper and tests: planes.go, planes_test.go (against attn.ReferencePlanes).
 
-#define BD_DEVICE __device__ __forceinline__
-
-typedef unsigned char u8;
-typedef unsigned short u16;
-typedef unsigned int u32;
-
-#define kNegInf (-__int_as_float(0x7f800000))
+#include "bitdecode.cuh"
 
 namespace planes {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kRows = 8;       // query rows per CTA of split_mma: the mma N extent
-constexpr int kGroup = 16;     // index entries per group: the mma M (K) / K (V) extent
+constexpr int kGroup = kFragTokens;  // index entries per group: the mma M (K) / K (V) extent
 constexpr int kTile = 64;      // positions per tile of split_v1; splitLen is a multiple
 constexpr int kChunk = 8;      // channels per thread in split_v1
-constexpr int kMaxSplits = 1024;  // splits of one (sequence, KV head): the combine's smem
 constexpr int kHigh = 0, kMedium = 1, kLow = 2;  // kv.High, kv.Medium, kv.Low
 
-// ---- PTX: every inline-assembly wrapper of this file is between these lines ----
-BD_DEVICE u32 prmt(u32 a, u32 b, u32 sel) {
-  u32 r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-  return r;
-}
-// ftz1 multiplies both fp16 halves by 1.0 with subnormals flushed to zero.
+// ftz1 multiplies both fp16 halves by 1.0 with subnormals flushed to zero
+// (the only inline PTX of this file; the rest is bitdecode.cuh's).
 BD_DEVICE u32 ftz1(u32 x) {
   u32 r;
   asm("mul.ftz.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(0x3C003C00u));
   return r;
 }
-BD_DEVICE float h2f(u16 h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-BD_DEVICE u16 f2h(float f) {
-  u16 h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-BD_DEVICE u16 f2bf(float f) {
-  u16 h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-// pack2 packs (lo, hi) as fp16x2 (BF: bf16x2), round to nearest even.
-template <bool BF>
-BD_DEVICE u32 pack2(float lo, float hi) {
-  u32 r;
-  if (BF) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  }
-  return r;
-}
-BD_DEVICE u32 trans8x8(u32 x) {
-  u32 r;
-  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(x));
-  return r;
-}
-template <bool BF>
-BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1) {
-  if (BF) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-// Read-only global loads through the non-coherent path: 16, 8 and 4 bytes.
-BD_DEVICE void ldg128(const void* p, u32& a, u32& b, u32& c, u32& d) {
-  asm("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p));
-}
-BD_DEVICE void ldg64(const void* p, u32& a, u32& b) {
-  asm("ld.global.nc.v2.u32 {%0,%1}, [%2];" : "=r"(a), "=r"(b) : "l"(p));
-}
-BD_DEVICE u32 ldg32(const void* p) {
-  u32 a;
-  asm("ld.global.nc.u32 %0, [%1];" : "=r"(a) : "l"(p));
-  return a;
-}
-// ---- end of PTX ----
 
 // ldWords loads N bytes (4, 8 or a multiple of 16; aligned to min(N, 16))
 // into N/4 words.
@@ -363,10 +296,10 @@ struct Tok {
   int within;  // slot in the block
 };
 
-// loadGroup issues the loads of one group at tier T. kTok[2]/vTok[4] locate
+// loadPlaneGroup issues the loads of one group at tier T. kTok[2]/vTok[4] locate
 // the lane's tokens; missing tokens read as zero words.
 template <int D, int T>
-BD_DEVICE void loadGroup(GroupRaw<D, T>& r, const u8* __restrict__ pool, int Nr, const Tok kTok[2], const Tok vTok[4],
+BD_DEVICE void loadPlaneGroup(GroupRaw<D, T>& r, const u8* __restrict__ pool, int Nr, const Tok kTok[2], const Tok vTok[4],
                          int g, int q) {
   using G = Geo<D>;
   const size_t blockBytes = size_t(4) * Nr * D;
@@ -474,15 +407,13 @@ BD_DEVICE void rebuildV(const GroupRaw<D, T>& r, int a, int b, const Recon& rc, 
   }
 }
 
-// WarpState is one warp's online softmax. Lane (g, q) holds rows 2q and
-// 2q+1: running max m (log2 domain), its share of the denominator l, and
-// O^T accumulators acc[mb] = (channel kChanV(2mb) of its eighth, rows 2q,
-// 2q+1), (channel kChanV(2mb+1), rows 2q, 2q+1).
+// WarpState is one warp's online softmax, the decode family's
+// (bitdecode.cuh). Lane (g, q) holds rows 2q and 2q+1: running max m (log2
+// domain), its share of the denominator l, and O^T accumulators acc[mb] =
+// (channel kChanV(2mb) of its eighth, rows 2q, 2q+1), (channel kChanV(2mb+1),
+// rows 2q, 2q+1).
 template <int D>
-struct WarpState {
-  float m[2], l[2];
-  float acc[D / 16][4];
-};
+using WarpState = OnlineSoftmax<D / 16>;
 
 // Ctx is what every tile of a CTA shares.
 struct Ctx {
@@ -566,7 +497,7 @@ BD_DEVICE void issueTile(Tile<D, T, MT>& t, const Ahead<MTX>& a, const Ctx& cx, 
       vTok[i].slot = __shfl_sync(0xffffffffu, slot, src);
       vTok[i].within = __shfl_sync(0xffffffffu, within, src);
     }
-    loadGroup<D, T>(t.raw[mt], cx.pool, cx.Nr, kTok, vTok, g, q);
+    loadPlaneGroup<D, T>(t.raw[mt], cx.pool, cx.Nr, kTok, vTok, g, q);
   }
 }
 
@@ -593,7 +524,7 @@ BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx&
 #pragma unroll
     for (int kb = 0; kb < G::kKB; kb++) {
       const u32 a[4] = {h0[2 * kb], h1[2 * kb], h0[2 * kb + 1], h1[2 * kb + 1]};
-      mma16816<BF>(c, a, bq[kb][0], bq[kb][1]);
+      mmaT<BF>(c, a, bq[kb][0], bq[kb][1]);
     }
     const float sc = (FAST && T == kLow) ? rc.lowScale : 1.f;
 #pragma unroll
@@ -609,41 +540,9 @@ BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx&
       }
     }
   }
-  // Online softmax for rows 2q, 2q+1 (decode_mma.cu's).
+  // Online softmax for rows 2q, 2q+1 (the decode family's, bitdecode.cuh).
   float alpha[2];
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    float mx = kNegInf;
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) mx = fmaxf(mx, fmaxf(s[mt][r], s[mt][r + 2]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-    const float mNew = fmaxf(st.m[r], mx);
-    if (mNew == kNegInf) {
-      alpha[r] = 1.f;
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
-    } else {
-      alpha[r] = exp2f(st.m[r] - mNew);
-      float sum = 0.f;
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        s[mt][r] = exp2f(s[mt][r] - mNew);
-        s[mt][r + 2] = exp2f(s[mt][r + 2] - mNew);
-        sum += s[mt][r] + s[mt][r + 2];
-      }
-      st.l[r] = st.l[r] * alpha[r] + sum;
-    }
-    st.m[r] = mNew;
-  }
-#pragma unroll
-  for (int mb = 0; mb < D / 16; mb++) {
-    st.acc[mb][0] *= alpha[0];
-    st.acc[mb][1] *= alpha[1];
-    st.acc[mb][2] *= alpha[0];
-    st.acc[mb][3] *= alpha[1];
-  }
+  foldTile(st, s, alpha);
   // Values.
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
@@ -653,12 +552,12 @@ BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx&
     rebuildV<D, BF, FAST, T>(t.raw[mt], 2, 3, rc, pb);  // tokens 2q+8, 2q+9
     const float sc = (FAST && T == kLow) ? rc.lowScale : 1.f;
     // (token g | g+8, rows 2q, 2q+1) -> B: (tokens 2q.. | 2q+8.., row g)
-    const u32 b0 = trans8x8(pack2<BF>(s[mt][0] * sc, s[mt][1] * sc));
-    const u32 b1 = trans8x8(pack2<BF>(s[mt][2] * sc, s[mt][3] * sc));
+    const u32 b0 = trans8x8(pack2T<BF>(s[mt][0] * sc, s[mt][1] * sc));
+    const u32 b1 = trans8x8(pack2T<BF>(s[mt][2] * sc, s[mt][3] * sc));
 #pragma unroll
     for (int mb = 0; mb < G::kKB; mb++) {
       const u32 a[4] = {pa[2 * mb], pa[2 * mb + 1], pb[2 * mb], pb[2 * mb + 1]};
-      mma16816<BF>(st.acc[mb], a, b0, b1);
+      mmaT<BF>(st.acc[mb], a, b0, b1);
     }
   }
 }
@@ -718,8 +617,8 @@ __global__ void __launch_bounds__(kThreads) split_mma(
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
     int adj8, int adj4, int filter, float scaleLog2) {
   static_assert(!(BF && FAST), "the ftz path is fp16 only");
-  __shared__ float redO[kWarps][kRows][D];
-  __shared__ float redM[kWarps][kRows], redL[kWarps][kRows];
+  __shared__ float redO[kWarps][kQueryRows][D];
+  __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
   const int split = blockIdx.x, b = blockIdx.z;
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
@@ -731,7 +630,7 @@ __global__ void __launch_bounds__(kThreads) split_mma(
   const int g1 = min(runs.g3, g0 + splitLen / kGroup);
   const int L = lens[b];
   const int group = Hq / Hkv, R = group * Tq;
-  const int row0 = rc * kRows, nrows = min(kRows, R - row0);
+  const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
 
   Ctx cx;
@@ -740,11 +639,7 @@ __global__ void __launch_bounds__(kThreads) split_mma(
   cx.index = index + size_t(bh) * idxStride;
   cx.scores = scores ? scores + (size_t(bh) * R + row0) * idxStride : nullptr;
   cx.Nr = Nr, cx.Hkv = Hkv, cx.h = h, cx.nrows = nrows, cx.idxStride = idxStride;
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int row = row0 + 2 * qd + r;
-    cx.limit[r] = 2 * qd + r < nrows ? L - Tq + row / group : 0x7fffffff;
-  }
+  causalLimits(cx.limit, row0, nrows, qd, L, Tq, group);
 
   Recon rcn;
   rcn.y8 = u32(adj8 & 0xFF) * 0x01010101u;
@@ -779,14 +674,11 @@ __global__ void __launch_bounds__(kThreads) split_mma(
 #pragma unroll
     for (int kb = 0; kb < D / 16; kb++)
 #pragma unroll
-      for (int hi = 0; hi < 2; hi++) bq[kb][hi] = pack2<BF>(x[kChanK(2 * kb + hi, 0)], x[kChanK(2 * kb + hi, 1)]);
+      for (int hi = 0; hi < 2; hi++) bq[kb][hi] = pack2T<BF>(x[kChanK(2 * kb + hi, 0)], x[kChanK(2 * kb + hi, 1)]);
   }
 
   WarpState<D> st;
-  st.m[0] = st.m[1] = kNegInf;
-  st.l[0] = st.l[1] = 0.f;
-#pragma unroll
-  for (int mb = 0; mb < D / 16; mb++) st.acc[mb][0] = st.acc[mb][1] = st.acc[mb][2] = st.acc[mb][3] = 0.f;
+  st.init();
 
   // Each warp takes a contiguous run of the split's groups and walks it in
   // tiles of one tier; cur describes the tile at gi, fetched a tile ahead.
@@ -810,10 +702,7 @@ __global__ void __launch_bounds__(kThreads) split_mma(
   }
 
   // Warp totals: denominators summed over the 8 lanes of each row (xor over g).
-#pragma unroll
-  for (int r = 0; r < 2; r++)
-#pragma unroll
-    for (int off = 4; off < 32; off *= 2) st.l[r] += __shfl_xor_sync(0xffffffffu, st.l[r], off);
+  st.sumRows();
 #pragma unroll
   for (int mb = 0; mb < D / 16; mb++)
 #pragma unroll
@@ -821,34 +710,11 @@ __global__ void __launch_bounds__(kThreads) split_mma(
       const int c = g * (D / 8) + kChanV(2 * mb + (e >> 1)), r = 2 * qd + (e & 1);
       redO[warp][r][c] = st.acc[mb][e];
     }
-  if (g == 0) {
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      redM[warp][2 * qd + r] = st.m[r];
-      redL[warp][2 * qd + r] = st.l[r];
-    }
-  }
+  st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
-  // Merge the warps in order.
+  // Merge the warps in order (the decode family's, bitdecode.cuh).
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  for (int idx = threadIdx.x; idx < kRows * D; idx += kThreads) {
-    const int r = idx / D, c = idx % D;
-    float m = kNegInf;
-#pragma unroll
-    for (int w = 0; w < kWarps; w++) m = fmaxf(m, redM[w][r]);
-    float o = 0.f, l = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; w++) {
-      const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
-      o = fmaf(redO[w][r][c], a, o);
-      l = fmaf(redL[w][r], a, l);
-    }
-    partO[part * kRows * D + idx] = o;
-    if (c == 0) {
-      partML[(part * kRows + r) * 2] = m;
-      partML[(part * kRows + r) * 2 + 1] = l;
-    }
-  }
+  mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
 }
 
 // ============================================================================
@@ -863,10 +729,10 @@ BD_DEVICE int posEntry(const Runs& runs, int p, int& tier) {
   return p % kGroup < n ? e0 + p % kGroup : -1;
 }
 
-// loadToken8 rebuilds channels [c, c+8) of token (slot, within) of one half
+// loadPlaneToken8 rebuilds channels [c, c+8) of token (slot, within) of one half
 // (0: K, 1: V) at tier as floats, reading only the tier's planes.
 template <int D, bool BF>
-BD_DEVICE void loadToken8(const u8* __restrict__ pool, int Nr, int slot, int within, int half, int c, int tier,
+BD_DEVICE void loadPlaneToken8(const u8* __restrict__ pool, int Nr, int slot, int within, int half, int c, int tier,
                           u32 adj8, u32 adj4, bool filter, float x[kChunk]) {
   const u8* base = pool + size_t(slot) * (size_t(4) * Nr * D) + size_t(half) * 2 * Nr * D;
   const u32 p0 = ldg32(base + within * (D / 2) + c / 2);
@@ -933,15 +799,8 @@ __global__ void __launch_bounds__(kThreads) split_v1(
       for (int k = 0; k < kChunk; k++) qr[r][k] = 0.f;
     }
   }
-  if (tid < RMAX) {
-    mrow[tid] = kNegInf;
-    lrow[tid] = 0.f;
-  }
   float acc[RMAX][kChunk];
-#pragma unroll
-  for (int r = 0; r < RMAX; r++)
-#pragma unroll
-    for (int k = 0; k < kChunk; k++) acc[r][k] = 0.f;
+  initRowsV1(mrow, lrow, acc, tid);
 
   for (int tile = p0; tile < p1; tile += kTile) {
     // 1. Scores.
@@ -953,7 +812,7 @@ __global__ void __launch_bounds__(kThreads) split_v1(
       if (e >= 0) {
         tok = idx[e];
         const int blk = tok / Nr;
-        loadToken8<D, BF>(pool, Nr, table[blk] * Hkv + h, tok - blk * Nr, 0, c, tier, a8, a4, filt, x);
+        loadPlaneToken8<D, BF>(pool, Nr, table[blk] * Hkv + h, tok - blk * Nr, 0, c, tier, a8, a4, filt, x);
       } else {
 #pragma unroll
         for (int k = 0; k < kChunk; k++) x[k] = 0.f;
@@ -973,40 +832,11 @@ __global__ void __launch_bounds__(kThreads) split_v1(
       }
     }
     __syncthreads();
-    // 2. Online softmax, one warp per row.
-    const int warp = tid / 32, lane = tid % 32;
-    for (int r = warp; r < RMAX; r += kThreads / 32) {
-      const float s0 = sc[r][lane], s1 = sc[r][lane + 32];
-      float m = fmaxf(s0, s1);
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-      const float mOld = mrow[r], mNew = fmaxf(mOld, m);
-      float a = 1.f, e0 = 0.f, e1 = 0.f;
-      if (mNew != kNegInf) {
-        a = exp2f(mOld - mNew);
-        e0 = exp2f(s0 - mNew);
-        e1 = exp2f(s1 - mNew);
-      }
-      float sum = e0 + e1;
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-      sc[r][lane] = e0;
-      sc[r][lane + 32] = e1;
-      __syncwarp();
-      if (lane == 0) {
-        alpha[r] = a;
-        mrow[r] = mNew;
-        lrow[r] = lrow[r] * a + sum;
-      }
-    }
+    // 2. Online softmax, one warp per row (decode.cu's, bitdecode.cuh).
+    softmaxRowsV1<RMAX, kThreads>(sc, alpha, mrow, lrow, tid);
     __syncthreads();
     // 3. Values.
-#pragma unroll
-    for (int r = 0; r < RMAX; r++) {
-      const float a = alpha[r];
-#pragma unroll
-      for (int k = 0; k < kChunk; k++) acc[r][k] *= a;
-    }
+    rescaleV1(acc, alpha);
     for (int tt = lane_t; tt < kTile; tt += kTL) {
       const int p = tile + tt;
       if (p >= p1) break;
@@ -1015,92 +845,41 @@ __global__ void __launch_bounds__(kThreads) split_v1(
       if (e < 0) continue;
       const int tok = idx[e], blk = tok / Nr;
       float x[kChunk];
-      loadToken8<D, BF>(pool, Nr, table[blk] * Hkv + h, tok - blk * Nr, 1, c, tier, a8, a4, filt, x);
-#pragma unroll
-      for (int r = 0; r < RMAX; r++) {
-        const float pr = sc[r][tt];
-#pragma unroll
-        for (int k = 0; k < kChunk; k++) acc[r][k] = fmaf(pr, x[k], acc[r][k]);
-      }
+      loadPlaneToken8<D, BF>(pool, Nr, table[blk] * Hkv + h, tok - blk * Nr, 1, c, tier, a8, a4, filt, x);
+      accumulateV1(acc, sc, tt, x);
     }
     __syncthreads();
   }
 
   // Sum the token lanes in a fixed order and write this split's partials.
-#pragma unroll
-  for (int r = 0; r < RMAX; r++)
-#pragma unroll
-    for (int k = 0; k < kChunk; k++) red[lane_t][r][c + k] = acc[r][k];
-  __syncthreads();
-  const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  for (int i = tid; i < RMAX * D; i += kThreads) {
-    const int r = i / D, cc = i % D;
-    float o = 0.f;
-#pragma unroll
-    for (int l = 0; l < kTL; l++) o += red[l][r][cc];
-    partO[part * RMAX * D + i] = o;
-  }
-  if (tid < RMAX) {
-    partML[(part * RMAX + tid) * 2] = mrow[tid];
-    partML[(part * RMAX + tid) * 2 + 1] = lrow[tid];
-  }
+  writeLanePartials<D, RMAX, kTL, kChunk, kThreads>(red, acc, lane_t, c, tid, mrow, lrow, partO, partML, b, Hkv, rowChunks,
+                                                    maxSplits, split);
 }
 
 // ============================================================================
-// combine: decode_combine (decode.cu) with the split count of the position
-// space and the final (max, denominator) of every row written for the mass
-// pass. One CTA per (KV head and row chunk, sequence, row). A row that sees
-// no token (everything it may see is evicted) gets zeros.
+// combine: decode_combine (bitdecode.cuh's combineRow) with the split count
+// of the position space and the final (max, denominator) of every row
+// written for the mass pass. One CTA per (KV head and row chunk, sequence,
+// row). A row that sees no token (everything it may see is evicted) gets
+// zeros.
 template <int D, int RMAX>
 __global__ void __launch_bounds__(kThreads) combine(
     const float* __restrict__ partO, const float* __restrict__ partML, const int* __restrict__ counts,
     u16* __restrict__ out, float* __restrict__ finalML, int Hq, int Hkv, int Tq, int splitLen, int maxSplits,
     int rowChunks) {
-  __shared__ float w[kMaxSplits];
-  __shared__ float red[kThreads / 32];
-  __shared__ float total;
+  static_assert(kThreads == kMergeThreads, "combine runs the decode family's merge");
   const int b = blockIdx.y, h = blockIdx.x / rowChunks, rc = blockIdx.x % rowChunks, r = blockIdx.z;
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * RMAX, nrows = min(RMAX, R - row0);
   if (r >= nrows) return;
   const int nSplits = (padGroups(counts + 4 * (b * Hkv + h)) * kGroup + splitLen - 1) / splitLen;
   const size_t part0 = (size_t(b) * Hkv * rowChunks + blockIdx.x) * maxSplits;
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  float m = kNegInf;
-  for (int s = tid; s < nSplits; s += kThreads) m = fmaxf(m, partML[((part0 + s) * RMAX + r) * 2]);
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-  if (lane == 0) red[warp] = m;
-  __syncthreads();
-  m = red[0];
-#pragma unroll
-  for (int i = 1; i < kThreads / 32; i++) m = fmaxf(m, red[i]);
-  for (int s = tid; s < nSplits; s += kThreads) {
-    const float ms = partML[((part0 + s) * RMAX + r) * 2];
-    w[s] = ms == kNegInf ? 0.f : exp2f(ms - m);
-  }
-  __syncthreads();
-  if (warp == 0) {
-    float l = 0.f;
-    for (int s = lane; s < nSplits; s += 32) l = fmaf(partML[((part0 + s) * RMAX + r) * 2 + 1], w[s], l);
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-    if (lane == 0) total = l;
-  }
-  __syncthreads();
-  const float inv = total > 0.f ? 1.f / total : 0.f;
-  const int row = row0 + r, i = row / group, hq = h * group + row % group;
-  if (finalML != nullptr && tid == 0) {
-    finalML[((size_t(b) * Hkv + h) * R + row) * 2] = m;
-    finalML[((size_t(b) * Hkv + h) * R + row) * 2 + 1] = total;
-  }
-  for (int c = tid; c < D; c += kThreads) {
-    const float* po = partO + part0 * RMAX * D + r * D + c;
-    float o = 0.f;
-#pragma unroll 8
-    for (int s = 0; s < nSplits; s++) o = fmaf(po[size_t(s) * RMAX * D], w[s], o);
-    out[((size_t(b) * Tq + i) * Hq + hq) * D + c] = f2h(o * inv);
-  }
+  combineRow<D, RMAX, true>(partO, partML, out, part0, nSplits, r, b, h, row0, group, Hq, Tq, [&](int row, float m, float total) {
+    if (finalML != nullptr && threadIdx.x == 0) {
+      finalML[((size_t(b) * Hkv + h) * R + row) * 2] = m;
+      finalML[((size_t(b) * Hkv + h) * R + row) * 2 + 1] = total;
+    }
+  });
 }
 
 // mass adds each read token's attention probability, summed over the R query

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
@@ -15,22 +12,6 @@ import (
 
 //go:embed planes.cu
 var planesSource string
-
-// EnvPlanesMT overrides the tensor-core planes kernel's groups of 16 tokens
-// per tile, per tier: "H,M,L" with each 1, 2, 4 or 8 (e.g. "1,2,4"), for
-// tuning runs.
-const EnvPlanesMT = "BITDECODE_PLANES_MT"
-
-// EnvPlanesPrefetch, set to 1, turns on split_mma's register double
-// buffering of HIGH tiles (the next tile's planes loaded before the current
-// one is computed; D <= 128 only). Off by default: on the H100 it makes
-// all-HIGH reads 1.2-1.4x faster but MEDIUM and LOW reads (and so every
-// realistic mix) 1.5-2x slower (bench/results/2026-11-23-h100-bw).
-const EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
-
-// EnvPlanesMinSplit overrides the fewest tokens a split of split_mma gets
-// (default planesMinSplitTokens, 512), for tuning runs.
-const EnvPlanesMinSplit = "BITDECODE_PLANES_MIN_SPLIT"
 
 // planesMinSplitTokens is the fewest positions a split of the tensor-core
 // planes kernel gets: decode_mma.cu's v2.1 value, measured with this kernel
@@ -65,9 +46,10 @@ const (
 	PlanesGroup = 16
 	// planesTile is kTile: split lengths are a multiple of it.
 	planesTile = 64
-	// planesRows is kRows: query rows per CTA of split_mma.
+	// planesRows is bitdecode.cuh's kQueryRows: query rows per CTA of
+	// split_mma.
 	planesRows = 8
-	// planesMaxSplits is kMaxSplits.
+	// planesMaxSplits is bitdecode.cuh's kMaxSplits.
 	planesMaxSplits = 1024
 	// planesLaneBudget bounds the plane bytes one lane of split_mma loads per
 	// tile (decode.go's mmaLaneBudget rule): groups per tile are
@@ -195,33 +177,31 @@ func planesMaxPositions(l int) int { return ((l+PlanesGroup-1)/PlanesGroup + 2) 
 
 // planesMT returns split_mma's groups per tile for each tier: the lane
 // budget over a group's bytes per lane (2·D·bits/16), a power of two in
-// [1, 8], or EnvPlanesMT's.
-func planesMT(d int) ([3]int, error) {
+// [1, 8], or t's.
+func planesMT(d int, t [3]int) [3]int {
+	if t != [3]int{} {
+		return t
+	}
 	var mt [3]int
 	for i, b := range []int{16, 8, 4} {
 		n := max(1, min(8, planesLaneBudget/(2*d*b/16)))
 		mt[i] = 1 << (bits.Len(uint(n)) - 1)
 	}
-	if s := os.Getenv(EnvPlanesMT); s != "" {
-		f := strings.Split(s, ",")
-		if len(f) != 3 {
-			return mt, fmt.Errorf("kernels: %s=%q: want H,M,L such as 1,2,4", EnvPlanesMT, s)
-		}
-		for i, x := range f {
-			v, err := strconv.Atoi(strings.TrimSpace(x))
-			if err != nil || (v != 1 && v != 2 && v != 4 && v != 8) {
-				return mt, fmt.Errorf("kernels: %s=%q: each of H,M,L must be 1, 2, 4 or 8", EnvPlanesMT, s)
-			}
-			mt[i] = v
-		}
-	}
-	return mt, nil
+	return mt
 }
 
-// PlanPlanes compiles (on first use) kernel k for layout l and sizes the
-// split-KV workspace for shape s.
+// PlanPlanes is PlanPlanesWith the default tuning (the zero PlanesTuning).
 func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape) (*PlanesPlan, error) {
+	return PlanPlanesWith(dev, k, l, s, PlanesTuning{})
+}
+
+// PlanPlanesWith compiles (on first use) kernel k for layout l, tuned by t,
+// and sizes the split-KV workspace for shape s.
+func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape, t PlanesTuning) (*PlanesPlan, error) {
 	if err := l.check(); err != nil {
+		return nil, err
+	}
+	if err := t.check(); err != nil {
 		return nil, err
 	}
 	if s.IndexStride == 0 {
@@ -259,8 +239,8 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 	splits := min(max(1, (decodeTargetCTAs+items-1)/items), (maxPos+planesTile-1)/planesTile, planesMaxSplits)
 	if k == PlanesMMA {
 		minSplit := planesMinSplitTokens
-		if v, err := strconv.Atoi(os.Getenv(EnvPlanesMinSplit)); err == nil && v >= planesTile {
-			minSplit = v
+		if t.MinSplitTokens != 0 {
+			minSplit = t.MinSplitTokens
 		}
 		splits = min(splits, max(1, s.MaxL/minSplit))
 	}
@@ -275,33 +255,19 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 	if p.maxSplits > planesMaxSplits {
 		return nil, fmt.Errorf("kernels: planes: %d tokens in splits of %d positions exceed %d splits", s.MaxL, p.splitLen, planesMaxSplits)
 	}
-	var splitExpr string
 	if k == PlanesMMA {
-		mt, err := planesMT(l.D)
-		if err != nil {
-			return nil, err
-		}
-		p.mt = mt
-		// Double-buffered HIGH tiles hold two tiles of planes in registers
-		// (128 at D = 128); at D = 256 that alone is the whole register file.
-		prefetch := l.D <= 128 && os.Getenv(EnvPlanesPrefetch) == "1"
-		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch)
-	} else {
-		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, p.rmax)
+		p.mt = planesMT(l.D, t.MT)
 	}
-	combineExpr := fmt.Sprintf("planes::combine<%d, %d>", l.D, p.rmax)
-	const massExpr = "planes::mass"
-	prog := cuda.Program{Name: "planes.cu", Source: planesSource, Exprs: []string{splitExpr, combineExpr, massExpr}}
-	verbose := os.Getenv(EnvPtxasVerbose) != ""
-	if verbose {
+	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, t.Prefetch)
+	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}
 	mod, err := dev.Compile(prog)
 	if err != nil {
 		return nil, err
 	}
-	if verbose {
-		fmt.Fprintf(os.Stderr, "planes.cu [%s, %s]:\n%s\n", splitExpr, combineExpr, mod.Log())
+	if t.Ptxas != nil {
+		fmt.Fprintf(t.Ptxas, "planes.cu [%s, %s]:\n%s\n", splitExpr, combineExpr, mod.Log())
 	}
 	if p.split, err = mod.Function(splitExpr); err != nil {
 		return nil, err
@@ -335,6 +301,24 @@ func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape)
 	}
 	ok = true
 	return p, nil
+}
+
+// planesProgram returns planes.cu's program for kernel k and layout l with
+// rmax query rows per CTA (split_v1) or mt groups per tile of each tier
+// (split_mma, with prefetch), and its split, combine and mass kernels' name
+// expressions.
+func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch bool) (prog cuda.Program, splitExpr, combineExpr, massExpr string) {
+	if k == PlanesMMA {
+		// Double-buffered HIGH tiles hold two tiles of planes in registers
+		// (128 at D = 128); at D = 256 that alone is the whole register file.
+		prefetch = prefetch && l.D <= 128
+		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch)
+	} else {
+		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, rmax)
+	}
+	combineExpr = fmt.Sprintf("planes::combine<%d, %d>", l.D, rmax)
+	massExpr = "planes::mass"
+	return program("planes.cu", planesSource, []string{splitExpr, combineExpr, massExpr}, nil), splitExpr, combineExpr, massExpr
 }
 
 // Close frees the plan's workspace.
@@ -489,7 +473,7 @@ type PlanesWriter struct {
 // the kernel cache).
 func LoadPlanesWriter(dev *cuda.Device) (*PlanesWriter, error) {
 	const expr = "planes::write"
-	mod, err := dev.Compile(cuda.Program{Name: "planes.cu", Source: planesSource, Exprs: []string{expr}})
+	mod, err := dev.Compile(program("planes.cu", planesSource, []string{expr}, nil))
 	if err != nil {
 		return nil, err
 	}

@@ -296,8 +296,8 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
 		massInit[i] = float32(r.IntN(1000)) / 64 // exact in float32: the sum is checked, not the rounding
 	}
 	bufs.Mass = g.up(cuda.Bytes(massInit))
-	plan, err := kernels.PlanPlanes(d, c.kernel, dt.lay, kernels.PlanesShape{B: len(dt.seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq,
-		MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true})
+	plan, err := kernels.PlanPlanesWith(d, c.kernel, dt.lay, kernels.PlanesShape{B: len(dt.seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq,
+		MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true}, tuning.Planes)
 	if err != nil {
 		t.Fatalf("%v: %v", c, err)
 	}

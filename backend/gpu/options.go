@@ -1,0 +1,121 @@
+// options.go: the CUDA backend's settings as data, and ParseOptions, the
+// one place that reads its environment variables (with those of
+// gpu/kernels and gpu/cuda, through their own parsers).
+
+package gpu
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+)
+
+// Environment variables of the backend, read by ParseOptions only
+// (docs/gpu.md has the table of every BITDECODE_* variable).
+const (
+	// EnvNoGEMV is Options.NoGEMV: Linear uses cuBLASLt for every batch
+	// size (for comparisons; by default decode-sized batches use gemv.cu).
+	EnvNoGEMV = "BITDECODE_NO_GEMV"
+	// EnvNoGraphs is Options.NoGraphs: every flush of the op queue runs
+	// directly, with no CUDA graph replay (for comparisons).
+	EnvNoGraphs = "BITDECODE_NO_GRAPHS"
+	// EnvDECMode is Options.DECMode: how DEC runs beside the base GEMV,
+	// "serial" (the default: selection and compensation kernels after the
+	// base GEMV), "concurrent" (both on a second stream beside the base
+	// GEMV of a packed weight, joined by one add; decode batches) or
+	// "fused" (the selection, then one launch whose first n_tb CTAs
+	// compensate while the others compute the base GEMV of a packed
+	// weight; decode batches).
+	EnvDECMode = "BITDECODE_DEC_MODE"
+	// EnvDECBlocks is Options.DECBlocks: n_tb, the compensation's thread
+	// blocks, for every DEC weight (also tuned ones), for experiments.
+	EnvDECBlocks = "BITDECODE_DEC_BLOCKS"
+)
+
+// Options are the backend's settings. The zero Options is the default:
+// gemv.cu for decode batches, CUDA graph replay, serial DEC with each
+// weight's own n_tb, the kernels' measured tuning, and gpu/cuda configured
+// as it already is. A program fills them once at its edge
+// (ParseOptions(os.LookupEnv)) and passes them to Open.
+type Options struct {
+	// NoGEMV sends every Linear batch to cuBLASLt.
+	NoGEMV bool
+	// NoGraphs runs every flush of the op queue directly (no graphs).
+	NoGraphs bool
+	// DECMode is how DEC runs beside the base GEMV; 0 is kernels.DECSerial.
+	DECMode kernels.DECMode
+	// DECBlocks, when positive, is n_tb for every DEC weight (else the
+	// weight's own wq.DEC.Blocks, else a default); it must fit each
+	// weight's shape.
+	DECBlocks int
+	// Tuning holds the kernel planners' knobs, for the code that plans
+	// kernels on this backend's device (Backend.Options().Tuning).
+	Tuning kernels.Tuning
+	// CUDA, when not nil, configures gpu/cuda (library paths, include
+	// folders, kernel cache) before the device is opened.
+	CUDA *cuda.Config
+}
+
+// ParseOptions reads the backend's environment variables, the kernel
+// planners' (kernels.ParseTuning) and gpu/cuda's (cuda.ParseConfig) through
+// lookup: os.LookupEnv at a program's edge, a map in tests. An empty value
+// is unset; a bad one is an error naming the variable and the accepted
+// values.
+func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
+	var o Options
+	get := func(name string) (string, bool) {
+		v, _ := lookup(name)
+		v = strings.TrimSpace(v)
+		return v, v != ""
+	}
+	bad := func(name, v, want string) error {
+		return fmt.Errorf("backend/gpu: %w", &kernels.VarError{Name: name, Value: strconv.Quote(v), Want: want})
+	}
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{EnvNoGEMV, &o.NoGEMV}, {EnvNoGraphs, &o.NoGraphs}} {
+		if v, ok := get(b.name); ok {
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return Options{}, bad(b.name, v, "1, t, true, 0, f or false")
+			}
+			*b.dst = on
+		}
+	}
+	if v, ok := get(EnvDECMode); ok {
+		m, err := kernels.ParseDECMode(v)
+		if err != nil {
+			return Options{}, bad(EnvDECMode, v, "serial, concurrent or fused")
+		}
+		o.DECMode = m
+	}
+	if v, ok := get(EnvDECBlocks); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return Options{}, bad(EnvDECBlocks, v, "a positive number of thread blocks")
+		}
+		o.DECBlocks = n
+	}
+	var err error
+	if o.Tuning, err = kernels.ParseTuning(lookup); err != nil {
+		return Options{}, err
+	}
+	c, err := cuda.ParseConfig(lookup)
+	if err != nil {
+		return Options{}, err
+	}
+	o.CUDA = &c
+	return o, nil
+}
+
+// decMode returns the DEC mode, DECSerial for the zero value.
+func (o Options) decMode() kernels.DECMode {
+	if o.DECMode == 0 {
+		return kernels.DECSerial
+	}
+	return o.DECMode
+}

@@ -1,0 +1,61 @@
+package gpu_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+)
+
+// env returns a lookup over the variables kv.
+func env(kv map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+}
+
+func TestParseOptions(t *testing.T) {
+	o, err := gpu.ParseOptions(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.NoGEMV || o.NoGraphs || o.DECMode != 0 || o.DECBlocks != 0 || o.Tuning != (kernels.Tuning{}) || o.CUDA == nil || o.CUDA.CacheDir != "" {
+		t.Errorf("ParseOptions of nothing = %+v, want the defaults with a zero CUDA config", o)
+	}
+	o, err = gpu.ParseOptions(env(map[string]string{
+		gpu.EnvNoGEMV: "1", gpu.EnvNoGraphs: "true", gpu.EnvDECMode: "fused", gpu.EnvDECBlocks: "6",
+		kernels.EnvDecodeMT: "2", "BITDECODE_CACHE_DIR": "/tmp/k",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.NoGEMV || !o.NoGraphs || o.DECMode != kernels.DECFused || o.DECBlocks != 6 || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
+		t.Errorf("ParseOptions = %+v", o)
+	}
+	// "0" turns a switch off (it used to count as set).
+	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvNoGraphs: "0", gpu.EnvNoGEMV: ""})); err != nil || o.NoGraphs || o.NoGEMV {
+		t.Errorf("NO_GRAPHS=0, NO_GEMV empty: %+v, %v", o, err)
+	}
+	for _, tt := range []struct{ name, value, want string }{
+		{gpu.EnvNoGEMV, "yes", "1, t, true, 0, f or false"},
+		{gpu.EnvNoGraphs, "on", "1, t, true, 0, f or false"},
+		{gpu.EnvDECMode, "parallel", "serial, concurrent or fused"},
+		{gpu.EnvDECBlocks, "0", "a positive number of thread blocks"},
+		{gpu.EnvDECBlocks, "many", "a positive number of thread blocks"},
+		{kernels.EnvDecodeStages, "1", "0, 2, 3 or 4"},
+	} {
+		_, err := gpu.ParseOptions(env(map[string]string{tt.name: tt.value}))
+		var ve *kernels.VarError
+		if !errors.As(err, &ve) || ve.Name != tt.name || ve.Want != tt.want || !strings.Contains(err.Error(), tt.value) {
+			t.Errorf("%s=%q: err = %v, want a VarError naming it and %q", tt.name, tt.value, err, tt.want)
+		}
+	}
+}
+
+func TestOpenRejectsBadOptions(t *testing.T) {
+	for _, o := range []gpu.Options{{DECMode: 9}, {DECBlocks: -1}} {
+		if _, err := gpu.Open(0, o); err == nil || !strings.Contains(err.Error(), "Options.DEC") {
+			t.Errorf("Open(0, %+v) = %v, want an error naming the option", o, err)
+		}
+	}
+}

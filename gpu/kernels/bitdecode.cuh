@@ -1,0 +1,774 @@
+// bitdecode.cuh: what the kernel families of gpu/kernels share. Every .cu
+// file includes it; the Go wrappers hand it to NVRTC as an in-memory header
+// (cuda.Program.Headers, kernelHeaders in header.go), so its text is part of
+// every CUBIN cache key and a change here recompiles every kernel.
+//
+//   1. types and conversions: fp16/bf16 <-> float, packed f16x2/bf16x2 pairs;
+//   2. inline-PTX wrappers: read-only and streaming loads, prmt and lop3,
+//      f16x2 arithmetic, mma.sync.m16n8k16 (fp16 and bf16), movmatrix,
+//      cp.async (Hopper-only wrappers, wgmma, mbarrier and the TMA bulk copy,
+//      stay in decode_wgmma.cu, the one file that targets sm_90a only);
+//   3. the kv.MMA fragment layout (kv/mma.go, the one definition of the packed
+//      order): the geometry of a 16-token fragment group, the place of an
+//      element, a lane's loads of a group and the exact unpack of its codes;
+//   4. the online softmax of the decode family (decode.cu v1, decode_mma.cu,
+//      decode_wgmma.cu and planes.cu): the state of a warp's query rows in the
+//      mma C layout and its update per tile, and v1's one-warp-per-row step;
+//   5. the merge of partial softmax results: a CTA's warps, then the splits of
+//      a row (decode_combine, planes' combine, and finishSplits, the merge the
+//      last split of a row chunk runs inside the tensor-core split kernels).
+// Only what two or more files use lives here; a file's own helpers stay in it.
+// The merges fix their summation order by the shape alone (no atomics into
+// results), so every kernel built on them is bitwise deterministic.
+//
+// Constants mirrored in Go (kQueryRows, kFragTokens, kMaxSplits,
+// kFuseMaxSplits) are checked against decode.go and planes.go by
+// header_internal_test.go. Format layouts are not defined here: they come
+// from package kv through the Go wrappers (template arguments and offsets).
+
+#pragma once
+
+#define BD_DEVICE __device__ __forceinline__
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+
+// kNegInf is -infinity: the running max of a row that has seen no token.
+#define kNegInf (-__int_as_float(0x7f800000))
+
+// ============================================================================
+// 1. Conversions (inline PTX: no cuda_fp16.h needed).
+
+BD_DEVICE float h2f(u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+BD_DEVICE u16 f2h(float f) {
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+BD_DEVICE u16 f2bf(float f) {
+  u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// bf2f is exact: a bf16 is the top half of a float.
+BD_DEVICE float bf2f(u16 h) { return __int_as_float(int(u32(h) << 16)); }
+
+// pack2 rounds (lo, hi) to the f16x2 with lo in the low 16 bits.
+BD_DEVICE u32 pack2(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+// pack2T packs two floats as the mma operand type: fp16, or bf16 for
+// bf16-stored K/V (BF).
+template <bool BF>
+BD_DEVICE u32 pack2T(float lo, float hi) {
+  if (!BF) return pack2(lo, hi);
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// ============================================================================
+// 2. PTX wrappers.
+
+BD_DEVICE u32 prmt(u32 a, u32 b, u32 sel) {
+  u32 r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+  return r;
+}
+// lop3AndOr is (a & b) | c in one instruction (lop3 truth table 0xea).
+BD_DEVICE u32 lop3AndOr(u32 a, u32 b, u32 c) {
+  u32 r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+BD_DEVICE u32 hsub2(u32 a, u32 b) {
+  u32 r;
+  asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+BD_DEVICE u32 hfma2(u32 a, u32 b, u32 c) {
+  u32 r;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+// trans8x8 transposes an 8x8 matrix of 16-bit elements across the warp
+// (movmatrix): from the mma C layout to the B operand layout.
+BD_DEVICE u32 trans8x8(u32 x) {
+  u32 r;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
+}
+
+// Read-only global loads through the non-coherent path, 16, 8 and 4 bytes.
+BD_DEVICE void ldg128(const void* p, u32& a, u32& b, u32& c, u32& d) {
+  asm("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p));
+}
+BD_DEVICE void ldg64(const void* p, u32& a, u32& b) {
+  asm("ld.global.nc.v2.u32 {%0,%1}, [%2];" : "=r"(a), "=r"(b) : "l"(p));
+}
+BD_DEVICE u32 ldg32(const void* p) {
+  u32 a;
+  asm("ld.global.nc.u32 %0, [%1];" : "=r"(a) : "l"(p));
+  return a;
+}
+// ldgStream loads 16 read-once bytes (weights) without allocating in L1.
+BD_DEVICE uint4 ldgStream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// mma16816 is mma.sync.m16n8k16 with fp16 operands and fp32 accumulators:
+// c += A·B, A in registers a[0..3] (row-major 16x16), B in b0, b1 (16x8).
+BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// mma16816bf is mma16816 with bf16 operands.
+BD_DEVICE void mma16816bf(float c[4], const u32 a[4], u32 b0, u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// mmaT is mma16816 on the operand type of the K/V storage: bf16 when BF.
+template <bool BF>
+BD_DEVICE void mmaT(float c[4], const u32 a[4], u32 b0, u32 b1) {
+  if (BF) mma16816bf(c, a, b0, b1);
+  else mma16816(c, a, b0, b1);
+}
+
+// cp.async: 16-byte global -> shared copies that complete in the background
+// (groups committed and waited for in order).
+BD_DEVICE void cpAsync16(void* smem, const void* gmem) {
+  u32 s;
+  asm("{ .reg .u64 a;\n cvta.to.shared.u64 a, %1;\n cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+BD_DEVICE void cpAsyncCommit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+BD_DEVICE void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// ============================================================================
+// 3. The kv.MMA fragment layout (kv/mma.go).
+//
+// A packed half (K or V of one KV head's block) is a run of groups of
+// kFragTokens tokens. In a group, lane (g, q) = (lane/4, lane%4) of a warp
+// holds the elements of its mma.m16n8k16 A fragments, element kk being
+//   keys   (ROLE 0): token 16·grp + g + 8·hiRow, channel 16·blk + 2q + lo + 8·hiCol
+//   values (ROLE 1): channel 16·blk + g + 8·hiRow, token 16·grp + 2q + lo + 8·hiCol
+// with blk = kk/8, a = (kk%8)/2, hiRow = a%2, hiCol = a/2, lo = kk%2 (keys are
+// the A operand of S^T = K·Q^T, values of O^T = V^T·P^T). A lane stores its
+// elements as 32-bit words of 32/BITS codes, code p of word w being element
+// w·32/BITS + p at bit (p%2)·16 + (p/2)·BITS; its bytes are cut into chunks
+// of min(16, lane bytes) that the 32 lanes interleave, so each lane loads
+// its own fragments with 16-byte loads in the order it consumes them.
+
+// kFragTokens is the tokens of a fragment group: the mma's M extent for the
+// keys and K extent for the values (Go: decode.go and planes.go use 16).
+constexpr int kFragTokens = 16;
+// kQueryRows is the query rows of one CTA of the tensor-core kernels: the
+// mma's N extent (Go: mmaRows, planesRows).
+constexpr int kQueryRows = 8;
+// kMagic is the f16x2 (1024, 1024): a code c in the low mantissa bits of
+// 1024 reads 1024 + c exactly.
+constexpr u32 kMagic = 0x64006400u;
+
+// Frag is the geometry of a fragment group of BITS-bit codes, head dim D.
+template <int D, int BITS>
+struct Frag {
+  static constexpr int kLaneBytes = D / 2 * BITS / 8;               // one lane's share of a group
+  static constexpr int kChunk = kLaneBytes < 16 ? kLaneBytes : 16;  // bytes per load
+  static constexpr int kChunks = kLaneBytes / kChunk;
+  static constexpr int kWords = kLaneBytes / 4;
+  static constexpr int kGroupBytes = kFragTokens * D * BITS / 8;
+  static constexpr int kRegs = D / 16 * 4;  // half2 registers
+  static constexpr int kPerWord = 32 / BITS;
+};
+
+// fragElem returns the token and channel of fragment element kk of lane
+// (g, q) in group grp (the packer's direction).
+template <int ROLE>
+BD_DEVICE void fragElem(int grp, int g, int q, int kk, int& t, int& c) {
+  const int blk = kk / 8, a = (kk % 8) / 2, lo = kk % 2, hiRow = a % 2, hiCol = a / 2;
+  if (ROLE == 0) {
+    t = grp * 16 + g + 8 * hiRow;
+    c = blk * 16 + 2 * q + lo + 8 * hiCol;
+  } else {
+    c = blk * 16 + g + 8 * hiRow;
+    t = grp * 16 + 2 * q + lo + 8 * hiCol;
+  }
+}
+
+// fragIndex returns the element index of (token t, channel c) in an fp16
+// half of D channels in fragment order (the writer's direction; kv.MMA of
+// 16-bit elements: one 8-element chunk per lane and 8 elements).
+BD_DEVICE int fragIndex(int t, int c, int D, bool values) {
+  const int grp = t / 16, tt = t % 16;
+  int lane, k;
+  if (!values) {
+    lane = (tt % 8) * 4 + (c % 8) / 2;
+    k = (c / 16) * 8 + (tt / 8 + 2 * ((c % 16) / 8)) * 2 + c % 2;
+  } else {
+    lane = (c % 8) * 4 + (tt % 8) / 2;
+    k = (c / 16) * 8 + ((c % 16) / 8 + 2 * (tt / 8)) * 2 + tt % 2;
+  }
+  return grp * 16 * D + (k / 8 * 32 + lane) * 8 + k % 8;
+}
+
+// loadGroup reads lane's words of the group at p (global memory, read-only).
+template <int D, int BITS>
+BD_DEVICE void loadGroup(const u8* __restrict__ p, int lane, u32 w[Frag<D, BITS>::kWords]) {
+  using F = Frag<D, BITS>;
+#pragma unroll
+  for (int j = 0; j < F::kChunks; j++) {
+    const u8* src = p + (j * 32 + lane) * F::kChunk;
+    if (F::kChunk == 16) {
+      ldg128(src, w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]);
+    } else if (F::kChunk == 8) {
+      ldg64(src, w[2 * j], w[2 * j + 1]);
+    } else {
+      w[j] = ldg32(src);
+    }
+  }
+}
+
+// loadGroupShared is loadGroup through a generic pointer (a group staged in
+// shared memory, or the residual in global memory).
+template <int D, int BITS>
+BD_DEVICE void loadGroupShared(const u8* p, int lane, u32 w[Frag<D, BITS>::kWords]) {
+  using F = Frag<D, BITS>;
+#pragma unroll
+  for (int j = 0; j < F::kChunks; j++) {
+    const u8* src = p + (j * 32 + lane) * F::kChunk;
+    if (F::kChunk == 16) {
+      const uint4 v = *reinterpret_cast<const uint4*>(src);
+      w[4 * j] = v.x, w[4 * j + 1] = v.y, w[4 * j + 2] = v.z, w[4 * j + 3] = v.w;
+    } else if (F::kChunk == 8) {
+      const uint2 v = *reinterpret_cast<const uint2*>(src);
+      w[2 * j] = v.x, w[2 * j + 1] = v.y;
+    } else {
+      w[j] = *reinterpret_cast<const u32*>(src);
+    }
+  }
+}
+
+// code returns register position p of a word w of BITS-bit codes (the
+// codes at bits [p·BITS, p·BITS + BITS) of each 16-bit half) as a half2 of
+// exact integers; w8 is w >> 8, shared by the word's upper positions. After
+// unrolling, p is a constant and this is two instructions per register:
+//   int8:       a byte permute puts each half's byte under the fp16 exponent
+//               of 1024 (0x64cc = 1024 + c), then one subtract;
+//   int4, int2: a code of the low byte, masked in place under 1024, reads
+//               1024 + c·2^s (0x6400 | c << s; exact, the mantissa holds bits
+//               0..9), and one fma (x·2^-s - 1024·2^-s) returns c exactly.
+//               The high byte's codes do the same from w8.
+// (v2.6: the shift per register this replaces cost int2 23 instructions per
+// word instead of 17, int4 11 instead of 9.)
+template <int BITS>
+BD_DEVICE u32 code(u32 w, u32 w8, int p) {
+  static_assert(BITS == 2 || BITS == 4 || BITS == 8, "code widths");
+  if constexpr (BITS == 8) return hsub2(prmt(w, 0x64646464u, p == 0 ? 0x4240u : 0x4341u), kMagic);
+  constexpr int kLow = BITS < 8 ? 8 / BITS : 1;  // positions in the low byte of a half
+  const int s = (p % kLow) * BITS;
+  const u32 x = lop3AndOr(p < kLow ? w : w8, (((1u << BITS) - 1) << s) * 0x10001u, kMagic);
+  if (s == 0) return hsub2(x, kMagic);
+  const u32 scale = u32(15 - s) << 10, bias = 0x8000u | (u32(25 - s) << 10);  // fp16 2^-s, -2^(10-s)
+  return hfma2(x, scale * 0x10001u, bias * 0x10001u);
+}
+
+// unpack turns lane's words into half2 registers in fragment order: register
+// j holds codes 2j and 2j+1, exact small integers (or the fp16 values).
+template <int D, int BITS>
+BD_DEVICE void unpack(const u32 w[Frag<D, BITS>::kWords], u32 h[Frag<D, BITS>::kRegs]) {
+  if constexpr (BITS == 16) {
+#pragma unroll
+    for (int j = 0; j < Frag<D, BITS>::kRegs; j++) h[j] = w[j];
+  } else {
+    constexpr int kPairs = 16 / BITS;  // register pairs per word
+#pragma unroll
+    for (int i = 0; i < Frag<D, BITS>::kWords; i++) {
+      const u32 w8 = w[i] >> 8;
+#pragma unroll
+      for (int p = 0; p < kPairs; p++) h[i * kPairs + p] = code<BITS>(w[i], w8, p);
+    }
+  }
+}
+
+// param reads the (scale, zero) pair i of a packed half's parameters at
+// half + off (package kv: fp16 pairs, scale in the low half), through the
+// non-coherent path (NC, the tensor-core kernels) or a plain load (decode.cu
+// v1, whose measured code keeps it).
+template <bool NC = true>
+BD_DEVICE void param(const u8* __restrict__ half, int off, int i, float& s, float& z) {
+  const u32 v = NC ? ldg32(half + off + 4 * i) : *reinterpret_cast<const u32*>(half + off + 4 * i);
+  s = h2f(u16(v & 0xffff));
+  z = h2f(u16(v >> 16));
+}
+
+// quadSum sums v over the 4 lanes of a quad (same g).
+BD_DEVICE float quadSum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  return v;
+}
+
+// toC moves a per-row value held by the quad of row g to the C layout's
+// rows 2q and 2q+1.
+BD_DEVICE void toC(float v, int q, float out[2]) {
+  out[0] = __shfl_sync(0xffffffffu, v, (2 * q) * 4);
+  out[1] = __shfl_sync(0xffffffffu, v, (2 * q + 1) * 4);
+}
+
+// loadQueryFrag reads query row g of a CTA's row chunk (row row0 + g of KV
+// head h: token i = row / group, head h·group + row % group; zero beyond
+// nrows), scaled by scale·log2(e), as the lane's B-fragment channels of the
+// scores: qf[kb][e] is channel 16kb + 2q + (e & 1) + 8(e >> 1).
+//   q [B][Tq][Hq][D] fp16
+template <int D>
+BD_DEVICE void loadQueryFrag(const u16* q, int b, int Tq, int Hq, int h, int group, int row0, int nrows, int g, int qd,
+                             float scaleLog2, float (&qf)[D / 16][4]) {
+  const int row = row0 + g, i = row / group, hq = h * group + row % group;
+  const u16* qp = q + ((size_t(b) * Tq + i) * Hq + hq) * D;
+#pragma unroll
+  for (int kb = 0; kb < D / 16; kb++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int c = 16 * kb + 2 * qd + (e & 1) + 8 * (e >> 1);
+      qf[kb][e] = g < nrows ? h2f(qp[c]) * scaleLog2 : 0.f;
+    }
+}
+
+// causalLimits returns the last token rows 2q and 2q+1 of a row chunk may
+// see (query token i of a sequence of L tokens sees tokens <= L - Tq + i);
+// rows beyond nrows see everything (their results are not written).
+BD_DEVICE void causalLimits(int (&limit)[2], int row0, int nrows, int qd, int L, int Tq, int group) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const int row = row0 + 2 * qd + r;
+    limit[r] = 2 * qd + r < nrows ? L - Tq + row / group : 0x7fffffff;
+  }
+}
+
+// ============================================================================
+// 4. Online softmax.
+//
+// Scores are in the log2 domain (scale·log2(e) folded into the query), so
+// probabilities are exp2(s - m). A tile's scores s[mt][e] are in the C layout
+// of S^T (tokens x rows): lane (g, q) holds tokens g (e = 0, 1) and g+8
+// (e = 2, 3) of fragment group mt, for rows 2q (e even) and 2q+1 (e odd).
+
+// warpRowMax returns the tile's max of row 2q+r over the warp (the 8 lanes
+// of each row: xor over g).
+template <int MT>
+BD_DEVICE float warpRowMax(const float (&s)[MT][4], int r) {
+  float mx = kNegInf;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) mx = fmaxf(mx, fmaxf(s[mt][r], s[mt][r + 2]));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+  return mx;
+}
+
+// OnlineSoftmax is one lane's share of the online softmax of query rows 2q
+// and 2q+1: their running max m, the lane's part of their denominators l,
+// and NACC blocks of O^T accumulators in the C layout (acc[i][e]: rows
+// 2q + (e & 1); the channels are the kernel's).
+template <int NACC>
+struct OnlineSoftmax {
+  float m[2], l[2];
+  float acc[NACC][4];
+
+  BD_DEVICE void init() {
+    m[0] = m[1] = kNegInf;
+    l[0] = l[1] = 0.f;
+#pragma unroll
+    for (int i = 0; i < NACC; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+  }
+  // fold takes row 2q+r of a tile whose max over the tile (every lane and
+  // warp that shares the row) is mx: the running max becomes max(m, mx),
+  // the row's scores become probabilities and join the denominator, and
+  // alpha[r] is the factor that rescales what was accumulated before.
+  template <int MT>
+  BD_DEVICE void fold(int r, float (&s)[MT][4], float mx, float (&alpha)[2]) {
+    const float mNew = fmaxf(m[r], mx);
+    if (mNew == kNegInf) {
+      alpha[r] = 1.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
+    } else {
+      alpha[r] = exp2f(m[r] - mNew);
+      float sum = 0.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        s[mt][r] = exp2f(s[mt][r] - mNew);
+        s[mt][r + 2] = exp2f(s[mt][r + 2] - mNew);
+        sum += s[mt][r] + s[mt][r + 2];
+      }
+      l[r] = l[r] * alpha[r] + sum;
+    }
+    m[r] = mNew;
+  }
+  // rescale multiplies the accumulators by the rows' alpha.
+  BD_DEVICE void rescale(const float alpha[2]) {
+#pragma unroll
+    for (int i = 0; i < NACC; i++) {
+      acc[i][0] *= alpha[0];
+      acc[i][1] *= alpha[1];
+      acc[i][2] *= alpha[0];
+      acc[i][3] *= alpha[1];
+    }
+  }
+  // sumRows sums the denominators over the 8 lanes of each row (xor over g),
+  // in a fixed order.
+  BD_DEVICE void sumRows() {
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+      for (int off = 4; off < 32; off *= 2) l[r] += __shfl_xor_sync(0xffffffffu, l[r], off);
+  }
+  // storeRows puts the rows' max and (summed) denominator in warp's slots
+  // of redM and redL for mergeWarps (lanes g = 0 hold them).
+  template <int WARPS, int ROWS>
+  BD_DEVICE void storeRows(float (&redM)[WARPS][ROWS], float (&redL)[WARPS][ROWS], int warp, int g, int qd) const {
+    if (g == 0) {
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        redM[warp][2 * qd + r] = m[r];
+        redL[warp][2 * qd + r] = l[r];
+      }
+    }
+  }
+};
+
+// foldTile runs a warp's online softmax over a tile of scores s for rows 2q
+// and 2q+1 (each row's tile max over the warp): s becomes probabilities and
+// st's accumulators (an OnlineSoftmax or OnlineSoftmaxZ) are rescaled;
+// alpha receives the rows' factors.
+template <typename ST, int MT>
+BD_DEVICE void foldTile(ST& st, float (&s)[MT][4], float (&alpha)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) st.fold(r, s, warpRowMax(s, r), alpha);
+  st.rescale(alpha);
+}
+
+// OnlineSoftmaxZ adds the sums of the value zeros of VG channel groups
+// (values quantized per token: out = Σ p·s·codes + Σ p·z), which the max
+// rescales like the accumulators.
+template <int NACC, int VG>
+struct OnlineSoftmaxZ : OnlineSoftmax<NACC> {
+  float zacc[2][VG];
+
+  BD_DEVICE void init() {
+    OnlineSoftmax<NACC>::init();
+#pragma unroll
+    for (int k = 0; k < VG; k++) zacc[0][k] = zacc[1][k] = 0.f;
+  }
+  BD_DEVICE void rescale(const float alpha[2]) {
+    OnlineSoftmax<NACC>::rescale(alpha);
+#pragma unroll
+    for (int k = 0; k < VG; k++) {
+      zacc[0][k] *= alpha[0];
+      zacc[1][k] *= alpha[1];
+    }
+  }
+  // sumRows sums the denominators and the zeros over the 8 lanes of each row.
+  BD_DEVICE void sumRows() {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+#pragma unroll
+      for (int off = 4; off < 32; off *= 2) this->l[r] += __shfl_xor_sync(0xffffffffu, this->l[r], off);
+#pragma unroll
+      for (int k = 0; k < VG; k++)
+#pragma unroll
+        for (int off = 4; off < 32; off *= 2) zacc[r][k] += __shfl_xor_sync(0xffffffffu, zacc[r][k], off);
+    }
+  }
+};
+
+// softmaxRowsV1 is the online-softmax step of the CUDA-core kernels (decode.cu
+// v1, planes' split_v1): one warp per row r of the tile's scores sc[r][0..63]
+// (two per lane) turns them into probabilities in place and updates the row's
+// running max mrow and denominator lrow; alpha[r] rescales the row's
+// accumulators.
+template <int RMAX, int THREADS>
+BD_DEVICE void softmaxRowsV1(float (&sc)[RMAX][64], float* alpha, float* mrow, float* lrow, int tid) {
+  const int warp = tid / 32, lane = tid % 32;
+  for (int r = warp; r < RMAX; r += THREADS / 32) {
+    const float s0 = sc[r][lane], s1 = sc[r][lane + 32];
+    float m = fmaxf(s0, s1);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    const float mOld = mrow[r], mNew = fmaxf(mOld, m);
+    float a = 1.f, p0 = 0.f, p1 = 0.f;
+    if (mNew != kNegInf) {
+      a = exp2f(mOld - mNew);
+      p0 = exp2f(s0 - mNew);
+      p1 = exp2f(s1 - mNew);
+    }
+    float sum = p0 + p1;
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    sc[r][lane] = p0;
+    sc[r][lane + 32] = p1;
+    __syncwarp();
+    if (lane == 0) {
+      alpha[r] = a;
+      mrow[r] = mNew;
+      lrow[r] = lrow[r] * a + sum;
+    }
+  }
+}
+
+// initRowsV1 starts the rows of a CUDA-core split: running max -inf and
+// denominator 0 (shared, one thread per row), accumulators 0.
+template <int RMAX, int CHUNK>
+BD_DEVICE void initRowsV1(float* mrow, float* lrow, float (&acc)[RMAX][CHUNK], int tid) {
+  if (tid < RMAX) {
+    mrow[tid] = kNegInf;
+    lrow[tid] = 0.f;
+  }
+#pragma unroll
+  for (int r = 0; r < RMAX; r++)
+#pragma unroll
+    for (int k = 0; k < CHUNK; k++) acc[r][k] = 0.f;
+}
+
+// accumulateV1 adds probability sc[r][tt] times the token's CHUNK values x
+// to each row's accumulators.
+template <int RMAX, int CHUNK>
+BD_DEVICE void accumulateV1(float (&acc)[RMAX][CHUNK], const float (&sc)[RMAX][64], int tt, const float (&x)[CHUNK]) {
+#pragma unroll
+  for (int r = 0; r < RMAX; r++) {
+    const float p = sc[r][tt];
+#pragma unroll
+    for (int k = 0; k < CHUNK; k++) acc[r][k] = fmaf(p, x[k], acc[r][k]);
+  }
+}
+
+// rescaleV1 multiplies each row's accumulators by the row's alpha.
+template <int RMAX, int CHUNK>
+BD_DEVICE void rescaleV1(float (&acc)[RMAX][CHUNK], const float* alpha) {
+#pragma unroll
+  for (int r = 0; r < RMAX; r++) {
+    const float a = alpha[r];
+#pragma unroll
+    for (int k = 0; k < CHUNK; k++) acc[r][k] *= a;
+  }
+}
+
+// ============================================================================
+// 5. Merges.
+//
+// A split's partial of a query row is its unnormalized output O (float32 per
+// channel), its running max m (log2 domain) and its denominator l:
+//   partO  [B][Hkv*rowChunks][maxSplits][RMAX][D]
+//   partML [B][Hkv*rowChunks][maxSplits][RMAX][2]
+// Merging partials (m_i, l_i, O_i) in a fixed order: M = max m_i,
+// w_i = exp2(m_i - M) (0 for a partial that saw nothing), out = Σ w_i·O_i /
+// Σ w_i·l_i.
+
+// kMaxSplits bounds the splits of one row (the combine's shared memory).
+constexpr int kMaxSplits = 1024;
+// kFuseMaxSplits bounds the splits a split kernel merges itself (the shared
+// memory of finishSplits' weights); more go to decode_combine.
+constexpr int kFuseMaxSplits = 64;
+// kMergeThreads is the threads of the merges: the 4 warps of a split CTA of
+// the tensor-core kernels (the wgmma kernel's consumer warpgroup) and of a
+// combine CTA.
+constexpr int kMergeThreads = 128;
+
+// mergeWarps merges the WARPS warps' results of a split CTA (each warp ran
+// its own online softmax over its tiles; redO, redM, redL hold their O, max
+// and denominators per row) in warp order and writes the split's partial
+// `part`. Called by every thread of the CTA after the results are in
+// shared memory.
+template <int D, int WARPS, int ROWS>
+BD_DEVICE void mergeWarps(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
+                          float* partO, float* partML, size_t part) {
+  for (int idx = threadIdx.x; idx < ROWS * D; idx += WARPS * 32) {
+    const int r = idx / D, c = idx % D;
+    float m = kNegInf;
+#pragma unroll
+    for (int w = 0; w < WARPS; w++) m = fmaxf(m, redM[w][r]);
+    float o = 0.f, l = 0.f;
+#pragma unroll
+    for (int w = 0; w < WARPS; w++) {
+      const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
+      o = fmaf(redO[w][r][c], a, o);
+      l = fmaf(redL[w][r], a, l);
+    }
+    partO[part * ROWS * D + idx] = o;
+    if (c == 0) {
+      partML[(part * ROWS + r) * 2] = m;
+      partML[(part * ROWS + r) * 2 + 1] = l;
+    }
+  }
+}
+
+// writeLanePartials ends a CUDA-core split (decode.cu v1, planes' split_v1)
+// of CTA (split, blockIdx.y, b): the TL token lanes' accumulators acc (CHUNK
+// channels from c of each row) are summed in lane order through red, and the
+// split's partial is written with the rows' running max and denominator.
+template <int D, int RMAX, int TL, int CHUNK, int THREADS>
+BD_DEVICE void writeLanePartials(float (&red)[TL][RMAX][D], const float (&acc)[RMAX][CHUNK], int laneT, int c, int tid,
+                                 const float* mrow, const float* lrow, float* partO, float* partML, int b, int Hkv,
+                                 int rowChunks, int maxSplits, int split) {
+#pragma unroll
+  for (int r = 0; r < RMAX; r++)
+#pragma unroll
+    for (int k = 0; k < CHUNK; k++) red[laneT][r][c + k] = acc[r][k];
+  __syncthreads();
+  const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
+  for (int idx = tid; idx < RMAX * D; idx += THREADS) {
+    const int r = idx / D, cc = idx % D;
+    float o = 0.f;
+#pragma unroll
+    for (int l = 0; l < TL; l++) o += red[l][r][cc];
+    partO[part * RMAX * D + idx] = o;
+  }
+  if (tid < RMAX) {
+    partML[(part * RMAX + tid) * 2] = mrow[tid];
+    partML[(part * RMAX + tid) * 2 + 1] = lrow[tid];
+  }
+}
+
+// combineRow merges row r's nSplits partials from part0, in split order,
+// by one CTA of kMergeThreads threads, and writes the fp16 output row of
+// (sequence b, KV head h, row row0 + r):
+//   1. M = max over splits of the running max (a tree: max is exact);
+//   2. w_s = exp2(m_s - M) in shared memory, L = Σ l_s·w_s (warp 0, each
+//      lane a fixed stride, then a fixed shuffle tree);
+//   3. every thread sums partO[s][r][c]·w_s for its channels, unrolled so
+//      that several loads are in flight, times 1/L.
+// EMPTY allows rows that saw no token (L = 0: zeros out). final(row, M, L)
+// runs between 2 and 3 (planes' combine keeps them for its mass pass).
+template <int D, int RMAX, bool EMPTY, typename FINAL>
+BD_DEVICE void combineRow(const float* partO, const float* partML, u16* out, size_t part0, int nSplits, int r, int b,
+                          int h, int row0, int group, int Hq, int Tq, FINAL final) {
+  __shared__ float w[kMaxSplits];
+  __shared__ float red[kMergeThreads / 32];
+  __shared__ float total;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  float m = kNegInf;
+  for (int s = tid; s < nSplits; s += kMergeThreads) m = fmaxf(m, partML[((part0 + s) * RMAX + r) * 2]);
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  if (lane == 0) red[warp] = m;
+  __syncthreads();
+  m = red[0];
+#pragma unroll
+  for (int i = 1; i < kMergeThreads / 32; i++) m = fmaxf(m, red[i]);
+  for (int s = tid; s < nSplits; s += kMergeThreads) {
+    const float ms = partML[((part0 + s) * RMAX + r) * 2];
+    w[s] = ms == kNegInf ? 0.f : exp2f(ms - m);
+  }
+  __syncthreads();
+  if (warp == 0) {
+    float l = 0.f;
+    for (int s = lane; s < nSplits; s += 32) l = fmaf(partML[((part0 + s) * RMAX + r) * 2 + 1], w[s], l);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (lane == 0) total = l;
+  }
+  __syncthreads();
+  const float inv = EMPTY ? (total > 0.f ? 1.f / total : 0.f) : 1.f / total;
+  const int row = row0 + r, i = row / group, hq = h * group + row % group;
+  final(row, m, total);
+  for (int c = tid; c < D; c += kMergeThreads) {
+    const float* po = partO + part0 * RMAX * D + r * D + c;
+    float o = 0.f;
+#pragma unroll 8
+    for (int s = 0; s < nSplits; s++) o = fmaf(po[size_t(s) * RMAX * D], w[s], o);
+    out[((size_t(b) * Tq + i) * Hq + hq) * D + c] = f2h(o * inv);
+  }
+}
+
+// decode_combine merges the splits of one query row in split order and
+// writes the fp16 output (combineRow): one CTA per (KV head and row chunk,
+// sequence, row). The decode family's second launch (v1 always; the
+// tensor-core kernels past kFuseMaxSplits splits).
+//   lens [B] int32: the rows of sequence b have ⌈L_b / splitLen⌉ splits
+//   out  [B][Tq][Hq][D] fp16
+template <int D, int RMAX>
+__global__ void __launch_bounds__(kMergeThreads) decode_combine(
+    const float* __restrict__ partO, const float* __restrict__ partML, const int* __restrict__ lens,
+    u16* __restrict__ out, int Hq, int Hkv, int Tq, int splitLen, int maxSplits, int rowChunks) {
+  const int b = blockIdx.y, h = blockIdx.x / rowChunks, rc = blockIdx.x % rowChunks, r = blockIdx.z;
+  const int group = Hq / Hkv, R = group * Tq;
+  const int row0 = rc * RMAX, nrows = min(RMAX, R - row0);
+  if (r >= nrows) return;
+  const int nSplits = (lens[b] + splitLen - 1) / splitLen;
+  const size_t part0 = (size_t(b) * Hkv * rowChunks + blockIdx.x) * maxSplits;
+  combineRow<D, RMAX, false>(partO, partML, out, part0, nSplits, r, b, h, row0, group, Hq, Tq, [](int, float, float) {});
+}
+
+// finishSplits is decode_combine folded into the tensor-core split
+// kernels (v2.5): every CTA of a (row chunk, sequence) counts itself done
+// on counter after writing its partials; the last one merges the splits of
+// its rows in split order with decode_combine's arithmetic, writes the
+// fp16 output and resets the counter for the next launch. Which CTA is
+// last varies from run to run; the order of the merge does not, so the
+// bits do not either. Called by the kMergeThreads threads that wrote the
+// partials; sync synchronizes exactly them (__syncthreads, or a named
+// barrier where a producer warp has left). part0 is split 0's partial index.
+template <int D, int RMAX, typename SYNC>
+BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
+                            int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync) {
+  static_assert(D % 4 == 0, "float4 channels");
+  __shared__ float w[RMAX][kFuseMaxSplits];
+  __shared__ float inv[RMAX];
+  __shared__ int last;
+  __threadfence();  // this CTA's partials are visible before its count
+  sync();
+  if (tid == 0) last = atomicAdd(counter, 1) == nSplits - 1;
+  sync();
+  if (!last) return;
+  __threadfence();
+  const int lane = tid % 32, warp = tid / 32;
+  for (int r = warp; r < nrows; r += kMergeThreads / 32) {  // one warp per row: weights and denominator
+    float m = kNegInf;
+    for (int s = lane; s < nSplits; s += 32) m = fmaxf(m, __ldcg(&partML[((part0 + s) * RMAX + r) * 2]));
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float l = 0.f;
+    for (int s = lane; s < nSplits; s += 32) {
+      const float ms = __ldcg(&partML[((part0 + s) * RMAX + r) * 2]);
+      const float ws = ms == kNegInf ? 0.f : exp2f(ms - m);
+      w[r][s] = ws;
+      l = fmaf(__ldcg(&partML[((part0 + s) * RMAX + r) * 2 + 1]), ws, l);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (lane == 0) inv[r] = 1.f / l;
+  }
+  sync();
+  // Four channels per thread and step; the splits' loads are independent.
+  for (int idx = tid; idx < nrows * D / 4; idx += kMergeThreads) {
+    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 16
+    for (int s = 0; s < nSplits; s++) {
+      const float4 v = __ldcg(&po[size_t(s) * RMAX * D / 4]);
+      const float ws = w[r][s];
+      o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
+    }
+    const int row = row0 + r, i = row / group, hq = h * group + row % group;
+    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
+    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
+  }
+  if (tid == 0) *counter = 0;
+}

@@ -1,0 +1,331 @@
+// tuning.go: the planners' tuning knobs as data (one struct per planner,
+// whose zero value is the measured default) and ParseTuning, the one place
+// that reads their BITDECODE_* environment variables.
+
+package kernels
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Environment variables of the planners' tuning, read by ParseTuning only
+// (docs/gpu.md has the table: meaning, default, who reads it).
+const (
+	// EnvPtxasVerbose, when true, makes the decode and planes planners
+	// compile with ptxas -v and print the register and spill report of each
+	// program to stderr (DecodeTuning.Ptxas, PlanesTuning.Ptxas).
+	EnvPtxasVerbose = "BITDECODE_PTXAS_VERBOSE"
+	// EnvDecodeStages is MMATuning.Stages: decode_mma.cu's cp.async staging
+	// depth for low-bit formats (0 off; 2-4 tiles per warp).
+	EnvDecodeStages = "BITDECODE_DECODE_STAGES"
+	// EnvDecodeSplits set to "target:N" is DecodeTuning.TargetCTAs: the
+	// tensor-core kernels' splits sized for about N CTAs per step (v2's
+	// rule, N = 528) instead of sizeMMA's wave rule.
+	EnvDecodeSplits = "BITDECODE_DECODE_SPLITS"
+	// EnvDecodeMinSplit is DecodeTuning.MinSplitTokens: the fewest tokens
+	// per split of the tensor-core kernels.
+	EnvDecodeMinSplit = "BITDECODE_DECODE_MINSPLIT"
+	// EnvDecodeMT is MMATuning.MT: decode_mma.cu's fragment groups per tile
+	// (1, 2, 4 or 8; still capped by the block and key group).
+	EnvDecodeMT = "BITDECODE_DECODE_MT"
+	// EnvDecodeMinB is MMATuning.MinB: the CTAs per SM that decode_mma.cu's
+	// registers must allow (1-4; __launch_bounds__).
+	EnvDecodeMinB = "BITDECODE_DECODE_MINB"
+	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
+	// the splits left to decode_combine (a second launch), for comparisons.
+	EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
+	// EnvWGMMAStages, EnvWGMMAMW and EnvWGMMAMinB are WGMMATuning's ring
+	// depth (2-8 tiles), tile (1 or 2 wgmma M-blocks of 64 tokens) and CTAs
+	// per SM the registers must allow (1-4).
+	EnvWGMMAStages = "BITDECODE_WGMMA_STAGES"
+	EnvWGMMAMW     = "BITDECODE_WGMMA_MW"
+	EnvWGMMAMinB   = "BITDECODE_WGMMA_MINB"
+	// EnvPlanesMT is PlanesTuning.MT: split_mma's groups of 16 tokens per
+	// tile, per tier, "H,M,L" with each 1, 2, 4 or 8 (e.g. "1,2,4").
+	EnvPlanesMT = "BITDECODE_PLANES_MT"
+	// EnvPlanesPrefetch is PlanesTuning.Prefetch: split_mma's register
+	// double buffering of HIGH tiles. Off by default: on the H100 it makes
+	// all-HIGH reads 1.2-1.4x faster but MEDIUM and LOW reads (and so every
+	// realistic mix) 1.5-2x slower (bench/results/2026-11-23-h100-bw).
+	EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
+	// EnvPlanesMinSplit is PlanesTuning.MinSplitTokens: the fewest positions
+	// a split of split_mma gets.
+	EnvPlanesMinSplit = "BITDECODE_PLANES_MIN_SPLIT"
+	// EnvPackSlices is PackTuning.Slices: the slices per half of a pack
+	// plan's launches (1 to packMaxSlices).
+	EnvPackSlices = "BITDECODE_PACK_SLICES"
+)
+
+// Tuning holds every planner's knobs. The zero Tuning is the measured
+// default of each (docs/perf/decode-attention.md); a program fills it once
+// at its edge (ParseTuning(os.LookupEnv)) and passes the parts down to the
+// plans: PlanDecodeWith, PlanPlanesWith, PlanPackWith.
+type Tuning struct {
+	Decode DecodeTuning
+	Planes PlanesTuning
+	Pack   PackTuning
+}
+
+// DecodeTuning is the decode planner's (PlanDecodeWith): the tensor-core
+// kernels' tiles and their splits. Zero fields are the defaults.
+type DecodeTuning struct {
+	MMA   MMATuning
+	WGMMA WGMMATuning
+	// MinSplitTokens is the fewest tokens a split of the tensor-core kernels
+	// gets (at least 16); 0 is mmaMinSplitTokens (256).
+	MinSplitTokens int
+	// TargetCTAs, when positive, sizes the splits for about this many CTAs
+	// per step (v2's rule) instead of whole waves (splitBlocks).
+	TargetCTAs int
+	// NoFuse leaves the merge of the splits to decode_combine, a second
+	// launch, instead of the last split of each row chunk (v2.5).
+	NoFuse bool
+	// Ptxas, when not nil, receives ptxas's register and spill report of
+	// each decode program as it is compiled.
+	Ptxas io.Writer
+}
+
+// MMATuning is decode_mma.cu's. Zero fields are the defaults.
+type MMATuning struct {
+	// MT is the fragment groups of 16 tokens per tile (1, 2, 4 or 8, then
+	// capped by the block and the key group); 0 is mmaTile's lane budget.
+	MT int
+	// Stages is the cp.async ring depth of low-bit formats (2, 3 or 4 tiles
+	// per warp; 2 at most at D = 256); 0 is no staging, the default (v2.4
+	// measured slower).
+	Stages int
+	// MinB is the CTAs per SM the registers are capped for (1-4); 0 is
+	// mmaTile's.
+	MinB int
+}
+
+// WGMMATuning is decode_wgmma.cu's. Zero fields are the defaults.
+type WGMMATuning struct {
+	// Stages is the TMA ring depth (2-8 tiles, fewer where shared memory
+	// runs out); 0 is as many as wgmmaRingBudget holds.
+	Stages int
+	// MW is the tile in wgmma M-blocks of 64 tokens (1 or 2); 0 is 2 for
+	// low-bit formats whose two stages fit a third of an SM, else 1.
+	MW int
+	// MinB is the CTAs per SM the registers are capped for (1-4); 0 is
+	// wgmmaMinB's.
+	MinB int
+}
+
+// PlanesTuning is the bit-plane planner's (PlanPlanesWith). Zero fields are
+// the defaults.
+type PlanesTuning struct {
+	// MT is split_mma's groups per tile of HIGH, MEDIUM and LOW tiles (each
+	// 1, 2, 4 or 8, all three set or none); zero is planesMT's lane budget.
+	MT [3]int
+	// Prefetch double-buffers runs of HIGH tiles in registers (D <= 128).
+	Prefetch bool
+	// MinSplitTokens is the fewest positions a split of split_mma gets (at
+	// least 64); 0 is planesMinSplitTokens (512).
+	MinSplitTokens int
+	// Ptxas, when not nil, receives ptxas's register and spill report of
+	// each planes program as it is compiled.
+	Ptxas io.Writer
+}
+
+// PackTuning is the pack planner's (PlanPackWith).
+type PackTuning struct {
+	// Slices fixes the CTAs per half of every launch (1 to 32); 0 sizes them
+	// for about two CTAs per SM (packSlices).
+	Slices int
+}
+
+// VarError is a bad value of a setting: the environment variable (or Go
+// field) named, the value given and what is accepted.
+type VarError struct {
+	Name  string // e.g. "BITDECODE_DECODE_MT" or "MMATuning.MT"
+	Value string
+	Want  string // the accepted values, e.g. "1, 2, 4 or 8"
+}
+
+// Error returns "NAME=VALUE: want WANT".
+func (e *VarError) Error() string { return fmt.Sprintf("%s=%s: want %s", e.Name, e.Value, e.Want) }
+
+// Accepted values of the knobs, shared by ParseTuning and the planners'
+// checks of a Tuning built in Go.
+var (
+	tilePow2       = []int{1, 2, 4, 8}
+	mmaStageDepths = []int{0, 2, 3, 4}
+	wgmmaMWs       = []int{1, 2}
+)
+
+const (
+	wantPow2    = "1, 2, 4 or 8"
+	wantStages  = "0, 2, 3 or 4"
+	wantMinB    = "1 to 4"
+	wantWGStage = "2 to 8"
+	wantMW      = "1 or 2"
+	wantBool    = "1, t, true, 0, f or false"
+)
+
+// ParseTuning reads the planners' environment variables through lookup
+// (os.LookupEnv at a program's edge, a map in tests). An empty value is
+// unset. A value out of range is an error (a *VarError, wrapped) naming the
+// variable and the accepted values.
+func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
+	p := envParser{lookup: lookup}
+	var t Tuning
+	d := &t.Decode
+	d.MMA.MT = p.intIn(EnvDecodeMT, tilePow2, wantPow2)
+	d.MMA.Stages = p.intIn(EnvDecodeStages, mmaStageDepths, wantStages)
+	d.MMA.MinB = p.intRange(EnvDecodeMinB, 1, 4, wantMinB)
+	d.WGMMA.Stages = p.intRange(EnvWGMMAStages, 2, wgmmaMaxStages, wantWGStage)
+	d.WGMMA.MW = p.intIn(EnvWGMMAMW, wgmmaMWs, wantMW)
+	d.WGMMA.MinB = p.intRange(EnvWGMMAMinB, 1, 4, wantMinB)
+	d.MinSplitTokens = p.intRange(EnvDecodeMinSplit, 16, 1<<30, "a number of tokens of at least 16")
+	if v, ok := p.get(EnvDecodeSplits); ok {
+		n, err := strconv.Atoi(strings.TrimPrefix(v, "target:"))
+		if !strings.HasPrefix(v, "target:") || err != nil || n < 1 {
+			p.fail(EnvDecodeSplits, v, "target:N with N a positive number of CTAs")
+		}
+		d.TargetCTAs = n
+	}
+	if fuse, ok := p.boolean(EnvDecodeFuse); ok {
+		d.NoFuse = !fuse
+	}
+	if on, _ := p.boolean(EnvPtxasVerbose); on {
+		d.Ptxas, t.Planes.Ptxas = os.Stderr, os.Stderr
+	}
+	if v, ok := p.get(EnvPlanesMT); ok {
+		f := strings.Split(v, ",")
+		if len(f) != 3 {
+			p.fail(EnvPlanesMT, v, "H,M,L such as 1,2,4, each "+wantPow2)
+		}
+		for i := 0; i < len(f) && i < 3; i++ {
+			n, err := strconv.Atoi(strings.TrimSpace(f[i]))
+			if err != nil || !slices.Contains(tilePow2, n) {
+				p.fail(EnvPlanesMT, v, "H,M,L such as 1,2,4, each "+wantPow2)
+			}
+			t.Planes.MT[i] = n
+		}
+	}
+	t.Planes.Prefetch, _ = p.boolean(EnvPlanesPrefetch)
+	t.Planes.MinSplitTokens = p.intRange(EnvPlanesMinSplit, planesTile, 1<<30, fmt.Sprintf("a number of positions of at least %d", planesTile))
+	t.Pack.Slices = p.intRange(EnvPackSlices, 1, packMaxSlices, fmt.Sprintf("1 to %d", packMaxSlices))
+	if p.err != nil {
+		return Tuning{}, fmt.Errorf("kernels: %w", p.err)
+	}
+	return t, nil
+}
+
+// envParser reads variables through lookup and keeps the first bad value.
+type envParser struct {
+	lookup func(string) (string, bool)
+	err    error
+}
+
+// get returns the variable's trimmed value and whether it is set and not empty.
+func (p *envParser) get(name string) (string, bool) {
+	v, _ := p.lookup(name)
+	v = strings.TrimSpace(v)
+	return v, v != ""
+}
+
+func (p *envParser) fail(name, v, want string) {
+	if p.err == nil {
+		p.err = &VarError{Name: name, Value: strconv.Quote(v), Want: want}
+	}
+}
+
+// intIn returns the variable as one of allowed, or 0 when unset.
+func (p *envParser) intIn(name string, allowed []int, want string) int {
+	v, ok := p.get(name)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || !slices.Contains(allowed, n) {
+		p.fail(name, v, want)
+		return 0
+	}
+	return n
+}
+
+// intRange returns the variable as a number in [lo, hi], or 0 when unset.
+func (p *envParser) intRange(name string, lo, hi int, want string) int {
+	v, ok := p.get(name)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		p.fail(name, v, want)
+		return 0
+	}
+	return n
+}
+
+// boolean returns the variable as strconv.ParseBool reads it, and whether
+// it is set.
+func (p *envParser) boolean(name string) (on, set bool) {
+	v, ok := p.get(name)
+	if !ok {
+		return false, false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.fail(name, v, wantBool)
+		return false, false
+	}
+	return b, true
+}
+
+// check returns an error naming the first field of t out of range.
+func (t DecodeTuning) check() error {
+	bad := func(field string, v int, want string) error {
+		return fmt.Errorf("kernels: %w", &VarError{Name: field, Value: strconv.Itoa(v), Want: "0 (the default) or " + want})
+	}
+	switch {
+	case t.MMA.MT != 0 && !slices.Contains(tilePow2, t.MMA.MT):
+		return bad("MMATuning.MT", t.MMA.MT, wantPow2)
+	case !slices.Contains(mmaStageDepths, t.MMA.Stages):
+		return bad("MMATuning.Stages", t.MMA.Stages, wantStages)
+	case t.MMA.MinB < 0 || t.MMA.MinB > 4:
+		return bad("MMATuning.MinB", t.MMA.MinB, wantMinB)
+	case t.WGMMA.Stages != 0 && (t.WGMMA.Stages < 2 || t.WGMMA.Stages > wgmmaMaxStages):
+		return bad("WGMMATuning.Stages", t.WGMMA.Stages, wantWGStage)
+	case t.WGMMA.MW != 0 && !slices.Contains(wgmmaMWs, t.WGMMA.MW):
+		return bad("WGMMATuning.MW", t.WGMMA.MW, wantMW)
+	case t.WGMMA.MinB < 0 || t.WGMMA.MinB > 4:
+		return bad("WGMMATuning.MinB", t.WGMMA.MinB, wantMinB)
+	case t.MinSplitTokens != 0 && t.MinSplitTokens < 16:
+		return bad("DecodeTuning.MinSplitTokens", t.MinSplitTokens, "at least 16")
+	case t.TargetCTAs < 0:
+		return bad("DecodeTuning.TargetCTAs", t.TargetCTAs, "a positive number of CTAs")
+	}
+	return nil
+}
+
+// check returns an error naming the first field of t out of range.
+func (t PlanesTuning) check() error {
+	if t.MT != [3]int{} {
+		for _, n := range t.MT {
+			if !slices.Contains(tilePow2, n) {
+				return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.MT", Value: fmt.Sprint(t.MT), Want: "all zero (the default) or each of H, M, L " + wantPow2})
+			}
+		}
+	}
+	if t.MinSplitTokens != 0 && t.MinSplitTokens < planesTile {
+		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.MinSplitTokens", Value: strconv.Itoa(t.MinSplitTokens),
+			Want: fmt.Sprintf("0 (the default) or at least %d", planesTile)})
+	}
+	return nil
+}
+
+// check returns an error when t's slices are out of range.
+func (t PackTuning) check() error {
+	if t.Slices < 0 || t.Slices > packMaxSlices {
+		return fmt.Errorf("kernels: %w", &VarError{Name: "PackTuning.Slices", Value: strconv.Itoa(t.Slices), Want: fmt.Sprintf("0 (the default) or 1 to %d", packMaxSlices)})
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package kernels
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+func lookup(kv map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+}
+
+func TestParseTuning(t *testing.T) {
+	got, err := ParseTuning(lookup(nil))
+	if err != nil || got != (Tuning{}) {
+		t.Fatalf("ParseTuning of nothing = %+v, %v; want the zero Tuning", got, err)
+	}
+	got, err = ParseTuning(lookup(map[string]string{
+		EnvDecodeMT: "4", EnvDecodeStages: "3", EnvDecodeMinB: "2", EnvDecodeMinSplit: "128", EnvDecodeSplits: "target:528",
+		EnvDecodeFuse: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
+		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPackSlices: "7", EnvPtxasVerbose: "true",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Tuning{
+		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
+			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, Ptxas: os.Stderr},
+		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Ptxas: os.Stderr},
+		Pack:   PackTuning{Slices: 7},
+	}
+	if got != want {
+		t.Errorf("ParseTuning =\n%+v\nwant\n%+v", got, want)
+	}
+	// Empty is unset; FUSE=1 is the default.
+	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvPtxasVerbose: "0"})); err != nil || got != (Tuning{}) {
+		t.Errorf("empty/default values: %+v, %v", got, err)
+	}
+	// Every value that used to be ignored silently is an error naming the
+	// variable and what it accepts.
+	for _, tt := range []struct{ name, value, want string }{
+		{EnvDecodeMT, "3", "1, 2, 4 or 8"},
+		{EnvDecodeMT, "x", "1, 2, 4 or 8"},
+		{EnvDecodeStages, "1", "0, 2, 3 or 4"},
+		{EnvDecodeStages, "5", "0, 2, 3 or 4"},
+		{EnvDecodeMinB, "0", "1 to 4"},
+		{EnvDecodeMinSplit, "8", "a number of tokens of at least 16"},
+		{EnvDecodeSplits, "528", "target:N with N a positive number of CTAs"},
+		{EnvDecodeSplits, "target:0", "target:N with N a positive number of CTAs"},
+		{EnvDecodeFuse, "no", "1, t, true, 0, f or false"},
+		{EnvWGMMAStages, "9", "2 to 8"},
+		{EnvWGMMAMW, "4", "1 or 2"},
+		{EnvWGMMAMinB, "5", "1 to 4"},
+		{EnvPlanesMT, "1,2", "H,M,L such as 1,2,4, each 1, 2, 4 or 8"},
+		{EnvPlanesMT, "1,2,3", "H,M,L such as 1,2,4, each 1, 2, 4 or 8"},
+		{EnvPlanesPrefetch, "2", "1, t, true, 0, f or false"},
+		{EnvPlanesMinSplit, "63", "a number of positions of at least 64"},
+		{EnvPackSlices, "33", "1 to 32"},
+		{EnvPtxasVerbose, "verbose", "1, t, true, 0, f or false"},
+	} {
+		_, err := ParseTuning(lookup(map[string]string{tt.name: tt.value}))
+		var ve *VarError
+		if !errors.As(err, &ve) || ve.Name != tt.name || ve.Want != tt.want || !strings.Contains(err.Error(), tt.name+`="`+tt.value+`"`) {
+			t.Errorf("%s=%q: err = %v, want a VarError naming it and %q", tt.name, tt.value, err, tt.want)
+		}
+	}
+}
+
+func TestTuningChecks(t *testing.T) {
+	for _, tt := range []struct {
+		err   error
+		field string
+	}{
+		{DecodeTuning{MMA: MMATuning{MT: 3}}.check(), "MMATuning.MT"},
+		{DecodeTuning{MMA: MMATuning{Stages: 1}}.check(), "MMATuning.Stages"},
+		{DecodeTuning{MMA: MMATuning{MinB: 5}}.check(), "MMATuning.MinB"},
+		{DecodeTuning{WGMMA: WGMMATuning{Stages: 1}}.check(), "WGMMATuning.Stages"},
+		{DecodeTuning{WGMMA: WGMMATuning{MW: 3}}.check(), "WGMMATuning.MW"},
+		{DecodeTuning{WGMMA: WGMMATuning{MinB: -1}}.check(), "WGMMATuning.MinB"},
+		{DecodeTuning{MinSplitTokens: 8}.check(), "DecodeTuning.MinSplitTokens"},
+		{DecodeTuning{TargetCTAs: -1}.check(), "DecodeTuning.TargetCTAs"},
+		{PlanesTuning{MT: [3]int{1, 0, 4}}.check(), "PlanesTuning.MT"},
+		{PlanesTuning{MinSplitTokens: 32}.check(), "PlanesTuning.MinSplitTokens"},
+		{PackTuning{Slices: 33}.check(), "PackTuning.Slices"},
+	} {
+		var ve *VarError
+		if !errors.As(tt.err, &ve) || ve.Name != tt.field {
+			t.Errorf("%s: check = %v, want a VarError naming it", tt.field, tt.err)
+		}
+	}
+	for _, err := range []error{(DecodeTuning{}).check(), (PlanesTuning{}).check(), (PackTuning{}).check()} {
+		if err != nil {
+			t.Errorf("the zero tuning fails its check: %v", err)
+		}
+	}
+}
+
+// TestTuningReachesTheConfigs checks that each knob changes what the planner
+// builds, and that the zero Tuning builds today's defaults.
+func TestTuningReachesTheConfigs(t *testing.T) {
+	lay := func(spec string, d int) DecodeLayout {
+		l, err := LayoutFor(kv.MustResolve(spec, d).WithOrder(kv.MMA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	int4, int2 := lay("int4:kt128", 128), lay("int2", 128)
+	if mt, st, minB, ctas := mmaConfig(int4, MMATuning{}); mt != 4 || st != 0 || minB != 1 || ctas != 2 {
+		t.Errorf("mmaConfig int4 default = %d, %d, %d, %d; want 4, 0, 1, 2", mt, st, minB, ctas)
+	}
+	if mt, _, minB, ctas := mmaConfig(int2, MMATuning{}); mt != 4 || minB != 3 || ctas != 3 {
+		t.Errorf("mmaConfig int2 default = mt %d, minB %d, ctas %d; want 4, 3, 3", mt, minB, ctas)
+	}
+	if mt, st, minB, ctas := mmaConfig(int4, MMATuning{MT: 2, Stages: 3, MinB: 4}); mt != 2 || st != 3 || minB != 4 || ctas != 4 {
+		t.Errorf("mmaConfig int4 tuned = %d, %d, %d, %d; want 2, 3, 4, 4", mt, st, minB, ctas)
+	}
+	if _, st, _, _ := mmaConfig(lay("int4", 256), MMATuning{Stages: 4}); st != 2 {
+		t.Errorf("D=256 stages = %d, want the cap of 2", st)
+	}
+	const h100Shared = 227 << 10
+	mw, st, minB, ctas, err := wgmmaConfig(int4, WGMMATuning{}, h100Shared)
+	if err != nil || mw != 2 || minB != 3 || ctas != 3 || st < 2 {
+		t.Errorf("wgmmaConfig int4 default = %d, %d, %d, %d, %v", mw, st, minB, ctas, err)
+	}
+	if mw, st, minB, _, err := wgmmaConfig(int4, WGMMATuning{MW: 1, Stages: 2, MinB: 1}, h100Shared); err != nil || mw != 1 || st != 2 || minB != 1 {
+		t.Errorf("wgmmaConfig int4 tuned = %d, %d, %d, %v; want 1, 2, 1", mw, st, minB, err)
+	}
+	if got := planesMT(128, [3]int{}); got != [3]int{1, 2, 4} {
+		t.Errorf("planesMT default at D=128 = %v, want [1 2 4]", got)
+	}
+	if got := planesMT(128, [3]int{2, 2, 2}); got != [3]int{2, 2, 2} {
+		t.Errorf("planesMT tuned = %v", got)
+	}
+}
