@@ -23,6 +23,28 @@ type Device struct {
 	Available func() error
 	// Open returns a new backend on the device.
 	Open func(o OpenOptions) (Backend, error)
+	// Configure, when set, reads the device's settings from env (library
+	// paths, kernel tuning) before anything probes the device; a bad value
+	// is an error naming the variable (ConfigureDevices).
+	Configure func(env func(name string) (string, bool)) error
+}
+
+// ConfigureDevices hands every registered device its settings from env
+// (the program's edge passes os.LookupEnv), before the first
+// ResolveDevice: a GPU runtime must know where its libraries are before it
+// looks for a driver.
+func ConfigureDevices(env func(name string) (string, bool)) error {
+	devicesMu.Lock()
+	ds := slices.Clone(devices)
+	devicesMu.Unlock()
+	for _, d := range ds {
+		if d.Configure != nil {
+			if err := d.Configure(env); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // OpenOptions configure a backend as it opens.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
@@ -40,6 +41,9 @@ const (
 type GPUConfig struct {
 	// Ordinal is the GPU to time on (0: the first).
 	Ordinal int
+	// GPU holds the kernels' tuning (and the backend's settings), from the
+	// environment at the program's edge (GPUSettings).
+	GPU GPUOptions
 	Formats []string
 	Grid    []Point
 	Shape   attn.Shape
@@ -255,7 +259,7 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if err != nil {
 		return nil, err
 	}
-	plan, err := kernels.PlanDecode(dev, cfg.Kernel, lay, kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l})
+	plan, err := kernels.PlanDecodeWith(dev, cfg.Kernel, lay, kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l}, cfg.GPU.Tuning.Decode)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +278,7 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	}
 	packUS := 0.0
 	if cfg.Kernel != kernels.DecodeV1 {
-		if packUS, err = timePack(dev, f, resKs[0], resVs[0], pt.B*sh.Hkv, a.alloc); err != nil {
+		if packUS, err = timePack(dev, f, cfg.GPU.Tuning.Pack, resKs[0], resVs[0], pt.B*sh.Hkv, a.alloc); err != nil {
 			return nil, fmt.Errorf("pack: %w", err)
 		}
 	}
@@ -352,8 +356,8 @@ func maxAbsErrFP16(got []uint16, want []float32) float64 {
 
 // timePack returns the median time to pack heads full residual blocks
 // (resK/resV in kv.MMA order) into fresh blocks with the GPU packer.
-func timePack(dev *cuda.Device, f kv.Format, resK, resV cuda.DevicePtr, heads int, alloc func(int) (cuda.DevicePtr, error)) (float64, error) {
-	plan, err := kernels.PlanPack(dev, f)
+func timePack(dev *cuda.Device, f kv.Format, t kernels.PackTuning, resK, resV cuda.DevicePtr, heads int, alloc func(int) (cuda.DevicePtr, error)) (float64, error) {
+	plan, err := kernels.PlanPackWith(dev, f, t)
 	if err != nil {
 		return 0, err
 	}
@@ -470,3 +474,11 @@ func fillPool(dev *cuda.Device, pool cuda.DevicePtr, blocks [][]byte, headBlock,
 		return nil
 	})
 }
+
+// GPUOptions are the CUDA backend's settings, the kernels' tuning among
+// them (backend/gpu.Options).
+type GPUOptions = gpu.Options
+
+// GPUSettings reads the GPU settings (BITDECODE_*, docs/gpu.md) through
+// lookup: os.LookupEnv at the program's edge.
+func GPUSettings(lookup func(string) (string, bool)) (GPUOptions, error) { return gpu.ParseOptions(lookup) }

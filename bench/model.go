@@ -50,6 +50,9 @@ func PresetNames() []string {
 
 // ModelConfig configures RunModelGPU.
 type ModelConfig struct {
+	// GPU holds the backend's settings and the kernels' tuning
+	// (GPUSettings).
+	GPU     GPUOptions
 	Preset  string   // a key of Presets
 	Formats []string // KV specs
 	// Weights are the linear layers' formats (wq specs); none means fp16.
@@ -137,7 +140,7 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	be, err := gpu.New(0)
+	be, err := gpu.Open(0, cfg.GPU)
 	if err != nil {
 		return nil, err
 	}

@@ -166,7 +166,7 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	kern := PlanesKernel(cfg.Kernel)
 	// The plan can also write the attention mass (the H2O bookkeeping),
 	// timed as a second variant of the same step.
-	plan, err := kernels.PlanPlanes(dev, kern, lay, kernels.PlanesShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: nBlocks, MaxL: l, Mass: true})
+	plan, err := kernels.PlanPlanesWith(dev, kern, lay, kernels.PlanesShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: nBlocks, MaxL: l, Mass: true}, cfg.GPU.Tuning.Planes)
 	if err != nil {
 		return nil, err
 	}

@@ -6,15 +6,37 @@ import (
 )
 
 // init registers the "cuda" device: an NVIDIA GPU through this backend.
+// Its settings come from the environment the program's edge hands over
+// (backend.OpenOptions.Env, backend.ConfigureDevices), parsed by
+// ParseOptions.
 func init() {
 	backend.RegisterDevice(backend.Device{
 		Name:        "cuda",
 		Accelerator: true,
 		Available:   cuda.Available,
+		Configure: func(env func(string) (string, bool)) error {
+			o, err := ParseOptions(orNone(env))
+			if err != nil {
+				return err
+			}
+			return cuda.Configure(*o.CUDA)
+		},
 		Open: func(o backend.OpenOptions) (backend.Backend, error) {
-			return New(o.Ordinal)
+			opts, err := ParseOptions(orNone(o.Env))
+			if err != nil {
+				return nil, err
+			}
+			return Open(o.Ordinal, opts)
 		},
 	})
+}
+
+// orNone returns env, or a lookup that finds nothing for nil.
+func orNone(env func(string) (string, bool)) func(string) (string, bool) {
+	if env == nil {
+		return func(string) (string, bool) { return "", false }
+	}
+	return env
 }
 
 // Inspect describes GPU ordinal for 'bitdecode inspect gpu': device,

@@ -145,6 +145,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if dev == "cuda" {
 		gcfg := bench.GPUConfig{Formats: formats, Grid: bench.GPUGrid, Shape: bench.MainShape,
 			ResidualFull: *gf.residualFull, Paged: *gf.paged, Progress: stderr}
+		if gcfg.GPU, err = bench.GPUSettings(lookupEnv); err != nil {
+			return err
+		}
 		if gcfg.Kernels, err = bench.ParseDecodeKernels(*gf.kernel); err != nil {
 			return usageErrorf("--kernel %q: want auto, mma, wgmma or v1, or a comma-separated list to time side by side", *gf.kernel)
 		}

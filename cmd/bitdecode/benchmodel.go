@@ -61,6 +61,11 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("unexpected argument %q", fs.Arg(0))
 	}
 	cfg := bench.ModelConfig{Preset: *preset, Steps: *steps, Progress: stderr, SkipLinears: *noLinears}
+	gpuSettings, err := bench.GPUSettings(lookupEnv)
+	if err != nil {
+		return err
+	}
+	cfg.GPU = gpuSettings
 	for _, s := range strings.Split(*weights, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			if _, err := wq.ParseSpec(s); err != nil {

@@ -12,6 +12,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/bitdecode/bitdecode/backend"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -66,6 +68,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "bitdecode: unknown command %q\nRun 'bitdecode help' for the list of commands.\n", args[0])
 		return 2
+	}
+	// The edge: the devices read their settings (BITDECODE_*) here, once.
+	if err := backend.ConfigureDevices(lookupEnv); err != nil {
+		fmt.Fprintf(stderr, "bitdecode: %v\n", err)
+		return 1
 	}
 	err := c.run(args[1:], stdout, stderr)
 	var ue errUsage

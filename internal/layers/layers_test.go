@@ -3,10 +3,14 @@ package layers
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +49,8 @@ var forbidden = map[string][]string{
 type pkg struct {
 	ImportPath string
 	Name       string
+	Dir        string
+	GoFiles    []string
 	Imports    []string
 }
 
@@ -123,5 +129,42 @@ func TestPackageNames(t *testing.T) {
 			t.Errorf("packages %s and %s are both named %s", other, p.ImportPath, p.Name)
 		}
 		seen[p.Name] = p.ImportPath
+	}
+}
+
+// envReaders are the packages allowed to read the process environment: the
+// command's edge (cmd/bitdecode's lookupEnv hands it down as data), the
+// tools, and the test-support package that finds the reference checkpoint.
+var envReaders = []string{"cmd", "tools", "internal/testmodel"}
+
+// TestNoHiddenConfig checks that no library package reads the environment
+// itself (os.Getenv, os.LookupEnv, os.Environ, syscall.Getenv): tuning is
+// data handed down from the edge, never hidden global configuration.
+func TestNoHiddenConfig(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if slices.ContainsFunc(envReaders, func(e string) bool { return under(rel, e) }) {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			path := filepath.Join(p.Dir, f)
+			file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && (x.Name == "os" || x.Name == "syscall") {
+					switch sel.Sel.Name {
+					case "Getenv", "LookupEnv", "Environ":
+						t.Errorf("%s reads the environment (%s.%s): settings are data handed down from the edge (cmd/bitdecode/env.go)", filepath.Join(rel, f), x.Name, sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
 	}
 }

@@ -68,6 +68,7 @@ type Paged struct {
 
 	ops    *kernels.Ops
 	writer *kernels.KVWriter
+	tuning kernels.Tuning // the backend's (its Options)
 	// kern holds each layer's format and kernels; layers of one format
 	// share them.
 	kern []*layerKernels
@@ -150,7 +151,7 @@ func (c *Paged) decodePlan(lk *layerKernels, bucket int) (*kernels.DecodePlan, e
 	if c.opts.BatchInvariant {
 		shape.SplitLen = (max(gpuDecodeSplit, 64) + nr - 1) / nr * nr
 	}
-	p, err := kernels.PlanDecode(c.dev, kernels.DecodeAuto, lk.lay, shape)
+	p, err := kernels.PlanDecodeWith(c.dev, kernels.DecodeAuto, lk.lay, shape, c.tuning.Decode)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	}
 	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
 	nr := f.Residual
-	c := &Paged{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: kvcache.WindowLimit(cfg),
+	c := &Paged{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, tuning: be.Options().Tuning, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: kvcache.WindowLimit(cfg),
 		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*seqBlocks{}}
 	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
 	switch {
@@ -254,15 +255,15 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 		if lk.lay, err = kernels.LayoutFor(lf); err != nil {
 			return nil, err
 		}
-		if lk.pack, err = kernels.PlanPack(c.dev, lf); err != nil {
+		if lk.pack, err = kernels.PlanPackWith(c.dev, lf, c.tuning.Pack); err != nil {
 			return nil, err
 		}
 		if _, err := c.decodePlan(lk, c.bucket(1)); err != nil {
 			return nil, err
 		}
-		if lk.prefill, err = kernels.PlanDecode(c.dev, kernels.DecodeAuto, lk.lay, kernels.DecodeShape{
+		if lk.prefill, err = kernels.PlanDecodeWith(c.dev, kernels.DecodeAuto, lk.lay, kernels.DecodeShape{
 			B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: c.opts.MaxChunk, MaxBlocks: c.maxBlk, MaxL: o.MaxLen,
-			SplitLen: split(gpuPrefillSplit)}); err != nil {
+			SplitLen: split(gpuPrefillSplit)}, c.tuning.Decode); err != nil {
 			return nil, err
 		}
 	}

@@ -160,12 +160,13 @@ func NewPlanes(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Optio
 		return nil, err
 	}
 	base := kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: o.MaxLen, Mass: true}
-	if c.decode, err = kernels.PlanPlanes(c.dev, kernels.PlanesMMA, lay, base); err != nil {
+	t := be.Options().Tuning.Planes
+	if c.decode, err = kernels.PlanPlanesWith(c.dev, kernels.PlanesMMA, lay, base, t); err != nil {
 		return nil, err
 	}
 	pre := base
 	pre.Tq, pre.SplitLen = o.MaxChunk, gpuPlanePrefillSplit
-	if c.prefill, err = kernels.PlanPlanes(c.dev, kernels.PlanesMMA, lay, pre); err != nil {
+	if c.prefill, err = kernels.PlanPlanesWith(c.dev, kernels.PlanesMMA, lay, pre, t); err != nil {
 		return nil, err
 	}
 	err = c.be.Do(func(x *cuda.Ctx) error {
