@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ func variantName(ws wq.Spec, d decChoice, sp *kv.Spec) string {
 
 var evalCmd = &command{
 	name:    "eval",
-	usage:   "ppl --model DIR --file TEXT [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K|tuned:P%,...] [--calib FILE] [--chunk C] [--reuse-gap N] [--json FILE]",
+	usage:   "ppl|needle --model DIR --file TEXT [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K|tuned:P%,...] [--calib FILE] [--chunk C] [--reuse-gap N] [--json FILE]",
 	summary: "accuracy of KV and weight formats: perplexity, KL divergence and top-1 agreement against the first",
 	help: `'eval ppl' tokenizes TEXT (no BOS), cuts it into windows of --ctx tokens
 starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV
@@ -75,7 +76,16 @@ that reappear at least N tokens after their previous occurrence in the
 window, with none in between; the column gives the top-1 accuracy of their
 tokens after the first (the model must recall the name from far back).
 
+'eval needle' is long-context recall: a line binding a random name to a
+random 5-digit number is put into TEXT at each of --depths of a context of
+--ctx tokens, the binding begins again at the end, and the model must copy
+the number from that far back (teacher-forced; a probe counts when every
+token of the number is the top-1). --trials probes per depth, the same
+probes for every configuration; --kv, --weights, --chunk and --pack-all as
+for ppl.
+
 examples:
+  bitdecode eval needle --model ../shared/models/gocoder-23m --file heldout.txt --ctx 8192 --kv fp16,int4,int2 --trials 8
   bitdecode eval ppl --model ../shared/models/gocoder-23m --file heldout.txt --ctx 2048 --windows 4 --kv fp16,int8,int4,int2
   bitdecode eval ppl --model DIR --file heldout.txt --windows 2 --kv fp16 --weights fp16,int4,int4:gptq --dec-k 0,32 --calib calib.txt`,
 }
@@ -84,7 +94,8 @@ type evalFlags struct {
 	modelDir, file, kvs, device, jsonPath *string
 	weights, decK, calib                  *string
 	ctx, windows, first, chunk, reuseGap  *int
-	calibTokens                           *int
+	calibTokens, trials                   *int
+	depths                                *string
 	packAll                               *bool
 }
 
@@ -104,6 +115,8 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		decK:        fs.String("dec-k", "0", "comma-separated --dec-k values: k_chunk (channels per 1024 inputs; 0: off) or tuned:P%"),
 		calib:       fs.String("calib", "", "calibration text for GPTQ weight formats"),
 		calibTokens: fs.Int("calib-tokens", 16384, "calibration tokens at most (from the start of --calib)"),
+		depths:      fs.String("depths", "0.05,0.25,0.5,0.75,0.95", "needle: where the needles go, as fractions of the context (comma-separated)"),
+		trials:      fs.Int("trials", 8, "needle: probes per depth"),
 		packAll:     fs.Bool("pack-all", true, "score every token against a fully packed context (chunks of whole blocks, each window's last block completed from the following text), as the fake-quantized reference does; false: the last positions of a window read the fp16 residual block, as in decoding"),
 	}
 }
@@ -119,9 +132,10 @@ func init() {
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "ppl" {
-		return usageErrorf("the evaluation to run: ppl")
+	if len(args) == 0 || (args[0] != "ppl" && args[0] != "needle") {
+		return usageErrorf("the evaluation to run: ppl or needle")
 	}
+	which := args[0]
 	fs := newFlagSet(evalCmd, stdout)
 	f := addEvalFlags(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
@@ -210,6 +224,20 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	newCache := func(m model.Model, sp kv.Spec) (kvcache.Cache, error) {
 		return kvcache.New(be, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxLen: *f.ctx + kv.MaxResidual, MaxChunk: *f.chunk + kv.MaxResidual})
 	}
+	if which == "needle" {
+		depths, err := parseFloatList("depths", *f.depths)
+		if err != nil {
+			return err
+		}
+		res, err := eval.Needle(ctx, be, variants, tok, ids, eval.NeedleOptions{Ctx: *f.ctx, Depths: depths, Trials: *f.trials, Chunk: *f.chunk,
+			PackAll: *f.packAll, Seed: 1, NewCache: newCache, Progress: stderr})
+		if err != nil {
+			return err
+		}
+		writeNeedleTable(stdout, res, *f.ctx)
+		return writeEvalJSON(*f.jsonPath, map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "pack_all": *f.packAll, "device": dev,
+			"trials": *f.trials, "results": res})
+	}
 	opts := eval.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, First: *f.first, Chunk: *f.chunk, PackAll: *f.packAll, Progress: stderr, NewCache: newCache}
 	if *f.reuseGap > 0 {
 		opts.Probes = func(_ int, win []int) []int {
@@ -225,17 +253,58 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	writePPLTable(stdout, res)
-	if *f.jsonPath != "" {
-		b, err := json.MarshalIndent(map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "pack_all": *f.packAll, "device": dev,
-			"calib": *f.calib, "calib_tokens": *f.calibTokens, "results": res}, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*f.jsonPath, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
+	return writeEvalJSON(*f.jsonPath, map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "pack_all": *f.packAll, "device": dev,
+		"calib": *f.calib, "calib_tokens": *f.calibTokens, "results": res})
+}
+
+// writeEvalJSON writes v as indented JSON to path ("" : nothing).
+func writeEvalJSON(path string, v any) error {
+	if path == "" {
+		return nil
 	}
-	return nil
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// writeNeedleTable prints needle recall: a row per configuration, a column
+// per depth.
+func writeNeedleTable(w io.Writer, res []eval.NeedleResult, ctx int) {
+	fmt.Fprintf(w, "| configuration | recall, all depths |")
+	sep := "|---|---|"
+	for _, d := range res[0].Depths {
+		fmt.Fprintf(w, " needle at %.0f%% (%d tokens back) |", 100*d, int((1-d)*float64(ctx)))
+		sep += "---|"
+	}
+	fmt.Fprintf(w, " probes |\n%s---|\n", sep)
+	for _, r := range res {
+		fmt.Fprintf(w, "| %s | %.1f%% |", r.Name, 100*r.All)
+		for _, v := range r.Recall {
+			fmt.Fprintf(w, " %.0f%% |", 100*v)
+		}
+		fmt.Fprintf(w, " %d |\n", r.Probes)
+	}
+}
+
+// parseFloatList parses a comma-separated list of numbers in [0, 1].
+func parseFloatList(flagName, s string) ([]float64, error) {
+	var out []float64
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || v < 0 || v > 1 {
+			return nil, usageErrorf("--%s %q: want fractions in [0, 1] separated by commas", flagName, s)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, usageErrorf("--%s: empty list", flagName)
+	}
+	return out, nil
 }
 
 // writePPLTable prints eval results as a Markdown table: weights, DEC and
