@@ -31,6 +31,16 @@ func (s Spec) Resolve(d int) (Format, error) {
 	f.V = newLayout(s.V, d, s.Residual)
 	f.V.role = roleV
 	f.Spec.K.Group, f.Spec.V.Group = f.K.Group, f.V.Group
+	if s.Reference {
+		// Stored as fp16; Pack simulates the integer format (Sim).
+		for _, l := range []*TensorLayout{&f.K, &f.V} {
+			if l.Elem.IsInt() {
+				sim, role := l.TensorFormat, l.role
+				*l = newLayout(TensorFormat{Elem: FP16}, d, s.Residual)
+				l.Sim, l.role = sim, role
+			}
+		}
+	}
 	return f, nil
 }
 
@@ -116,7 +126,10 @@ type TensorLayout struct {
 	Bytes        int // total bytes, a multiple of LayoutAlign
 	// Order is the arrangement of the codes (Linear unless WithOrder).
 	Order Order
-	role  role
+	// Sim, in a reference format (Spec.Reference), is the integer format
+	// Pack simulates with float32 parameters before storing fp16 values.
+	Sim  TensorFormat
+	role role
 }
 
 // LayoutAlign is the alignment of the params and of a whole layout, so that a

@@ -63,6 +63,10 @@ func (l TensorLayout) Pack(dst []byte, src []uint16) {
 		panic(fmt.Sprintf("kv: Pack: src %d values, dst %d bytes; want %d and %d", len(src), len(dst), l.Tokens*l.D, l.Bytes))
 	}
 	clear(dst[:l.Bytes])
+	if l.Sim.Elem.IsInt() {
+		l.packReference(dst, src)
+		return
+	}
 	if !l.Elem.IsInt() {
 		for t := 0; t < l.Tokens; t++ {
 			for c := 0; c < l.D; c++ {
@@ -202,4 +206,29 @@ func (l TensorLayout) putParam(dst []byte, i int, scale, zero uint16) {
 	o := l.ParamsOffset + i*ParamBytes
 	binary.LittleEndian.PutUint16(dst[o:], scale)
 	binary.LittleEndian.PutUint16(dst[o+2:], zero)
+}
+
+// packReference stores a reference format's block: each group of the
+// simulated integer format (l.Sim) quantized with its float32 scale and
+// zero, the dequantized values rounded to fp16.
+func (l TensorLayout) packReference(dst []byte, src []uint16) {
+	sim := newLayout(l.Sim, l.D, l.Tokens)
+	levels := float32(l.Sim.Elem.Levels())
+	for p := 0; p < sim.Params; p++ {
+		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+		sim.forGroup(p, func(t, c int) {
+			v := half.ToFloat32(src[t*l.D+c])
+			lo, hi = min(lo, v), max(hi, v)
+		})
+		scale := (hi - lo) / levels
+		sim.forGroup(p, func(t, c int) {
+			v := half.ToFloat32(src[t*l.D+c])
+			q := float32(0)
+			if scale > 0 {
+				q = float32(math.RoundToEven(float64((v - lo) / scale)))
+				q = max(0, min(levels, q))
+			}
+			l.putElem(dst, t, c, half.FromFloat32(q*scale+lo))
+		})
+	}
 }

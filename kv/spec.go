@@ -148,6 +148,12 @@ type Spec struct {
 	// Layers give some layers their own format (later entries win); the
 	// others take this spec's. Every layer's Residual is this spec's.
 	Layers []LayerFormat
+	// Reference makes the format a CPU-only accuracy reference: each
+	// block is quantized as the spec says, but with float32 scales and
+	// zeros (not rounded to fp16) and stored dequantized as fp16 values, so
+	// that eval can tell what the format costs apart from what its 16-bit
+	// parameters cost. The GPU caches refuse it.
+	Reference bool
 }
 
 // LayerFormat is a per-layer override of a spec: the format of some layers.
@@ -237,6 +243,8 @@ OPTION   kc[G]   keys per channel, groups of G tokens (default for integer K, G=
          resN    residual block of N fp16 tokens (multiple of 32, <= 1024;
                  default 128, 256 when K or V is int2)
          rot     Hadamard-rotate K and V before quantization
+         ref     accuracy reference (CPU only): quantize with float32 scales
+                 and zeros, store the dequantized values in fp16
 G        32 | 64 | 128 | 256 | d (head dim); capped at the head dim
 
 examples: int4   k8v4   int4:kt64   int2:kc32:res256   fp8e4m3   k4v2:rot
@@ -418,8 +426,16 @@ func parseOne(all, s string) (Spec, error) {
 				return fail(opt, fmt.Errorf("%w: rot takes no argument", ErrSpec))
 			}
 			sp.Rotate = true
+		case "ref":
+			if arg != "" {
+				return fail(opt, fmt.Errorf("%w: ref takes no argument", ErrSpec))
+			}
+			if !sp.K.Elem.IsInt() && !sp.V.Elem.IsInt() {
+				return fail(opt, errors.New("ref simulates an integer format; this one has none"))
+			}
+			sp.Reference = true
 		default:
-			return fail(opt, fmt.Errorf("%w: want kc[G], kt[G], v[G], g[G], resN or rot", ErrSpec))
+			return fail(opt, fmt.Errorf("%w: want kc[G], kt[G], v[G], g[G], resN, rot or ref", ErrSpec))
 		}
 	}
 	if sp.K.Scaling == PerChannel && sp.K.Group == GroupHeadDim {
@@ -496,6 +512,9 @@ func (s Spec) String() string {
 	fmt.Fprintf(&b, ":res%d", s.Residual)
 	if s.Rotate {
 		b.WriteString(":rot")
+	}
+	if s.Reference {
+		b.WriteString(":ref")
 	}
 	for _, lf := range s.Layers {
 		b.WriteString("@")

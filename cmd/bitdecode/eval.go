@@ -96,7 +96,7 @@ type evalFlags struct {
 	ctx, windows, first, chunk, reuseGap  *int
 	calibTokens, trials                   *int
 	depths                                *string
-	packAll                               *bool
+	packAll, reference                    *bool
 }
 
 func addEvalFlags(fs *flag.FlagSet) evalFlags {
@@ -117,6 +117,7 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		calibTokens: fs.Int("calib-tokens", 16384, "calibration tokens at most (from the start of --calib)"),
 		depths:      fs.String("depths", "0.05,0.25,0.5,0.75,0.95", "needle: where the needles go, as fractions of the context (comma-separated)"),
 		trials:      fs.Int("trials", 8, "needle: probes per depth"),
+		reference:   fs.Bool("kv-reference", false, "after each integer KV format, a row with the same quantization but float32 scales and zeros (the format's :ref), to tell what the format costs from what its 16-bit parameters cost (runs in a host cache)"),
 		packAll:     fs.Bool("pack-all", true, "score every token against a fully packed context (chunks of whole blocks, each window's last block completed from the following text), as the fake-quantized reference does; false: the last positions of a window read the fp16 residual block, as in decoding"),
 	}
 }
@@ -152,6 +153,11 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			specs = append(specs, sp)
+			if *f.reference && !sp.Planes.On && !sp.Reference && (sp.K.Elem.IsInt() || sp.V.Elem.IsInt()) {
+				ref := sp
+				ref.Reference = true
+				specs = append(specs, ref)
+			}
 		}
 	}
 	var wspecs []wq.Spec
@@ -222,6 +228,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	newCache := func(m model.Model, sp kv.Spec) (kvcache.Cache, error) {
+		if sp.Reference { // simulated on the host, whatever the device
+			return kvcache.NewPaged(be, m.Config(), sp, kvcache.Options{})
+		}
 		return kvcache.New(be, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxLen: *f.ctx + kv.MaxResidual, MaxChunk: *f.chunk + kv.MaxResidual})
 	}
 	if which == "needle" {

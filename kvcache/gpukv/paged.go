@@ -196,6 +196,9 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	}
 	f = f.WithOrder(kv.MMA)
 	for l := range fs {
+		if fs[l].Spec.Reference {
+			return nil, fmt.Errorf("gpukv: %s is a CPU accuracy reference (:ref); the GPU cache does not simulate it", fs[l].Spec.String())
+		}
 		fs[l] = fs[l].WithOrder(kv.MMA)
 		if _, err := kernels.LayoutFor(fs[l]); err != nil {
 			return nil, fmt.Errorf("gpukv: layer %d: %w", l, err)
