@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/bitdecode/bitdecode/model/safetensors"
 )
@@ -37,9 +38,21 @@ const (
 
 // Write writes config.json, model.safetensors (F32 random weights from
 // seed), tokenizer.json and tokenizer_config.json into dir.
-func Write(dir string, seed uint64) error {
+func Write(dir string, seed uint64) error { return write(dir, seed, 0) }
+
+// WriteKeyBias writes the tiny model as a Qwen2 checkpoint (q, k and v
+// projections with biases) whose key bias puts per-channel offsets of 10 to
+// 300 times the keys' spread into every key, as real models with large
+// k_proj biases have; the q and v biases are small.
+func WriteKeyBias(dir string, seed uint64) error { return write(dir, seed, 1) }
+
+func write(dir string, seed uint64, keyBias int) error {
+	arch, typ := "LlamaForCausalLM", "llama"
+	if keyBias != 0 {
+		arch, typ = "Qwen2ForCausalLM", "qwen2"
+	}
 	cfg := map[string]any{
-		"architectures": []string{"LlamaForCausalLM"}, "model_type": "llama",
+		"architectures": []string{arch}, "model_type": typ,
 		"hidden_size": Hidden, "intermediate_size": Intermediate, "num_hidden_layers": Layers,
 		"num_attention_heads": Heads, "num_key_value_heads": KVHeads, "head_dim": HeadDim,
 		"vocab_size": Vocab, "max_position_embeddings": MaxPositions, "rms_norm_eps": 1e-5,
@@ -49,7 +62,7 @@ func Write(dir string, seed uint64) error {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return err
 	}
-	if err := writeWeights(filepath.Join(dir, "model.safetensors"), seed); err != nil {
+	if err := writeWeights(filepath.Join(dir, "model.safetensors"), seed, keyBias != 0); err != nil {
 		return err
 	}
 	if err := writeJSON(filepath.Join(dir, "tokenizer.json"), tokenizerJSON()); err != nil {
@@ -73,7 +86,7 @@ func writeJSON(path string, v any) error {
 
 // writeWeights writes random F32 weights: norms near 1, matrices scaled so
 // that activations stay near unit size.
-func writeWeights(path string, seed uint64) error {
+func writeWeights(path string, seed uint64, biases bool) error {
 	H, I, V, D := Hidden, Intermediate, Vocab, HeadDim
 	shapes := map[string][]int{
 		"model.embed_tokens.weight": {V, H}, "model.norm.weight": {H}, "lm_head.weight": {V, H},
@@ -89,6 +102,11 @@ func writeWeights(path string, seed uint64) error {
 		shapes[p+"mlp.gate_proj.weight"] = []int{I, H}
 		shapes[p+"mlp.up_proj.weight"] = []int{I, H}
 		shapes[p+"mlp.down_proj.weight"] = []int{H, I}
+		if biases {
+			shapes[p+"self_attn.q_proj.bias"] = []int{Heads * D}
+			shapes[p+"self_attn.k_proj.bias"] = []int{KVHeads * D}
+			shapes[p+"self_attn.v_proj.bias"] = []int{KVHeads * D}
+		}
 	}
 	names := make([]string, 0, len(shapes))
 	for n := range shapes {
@@ -107,6 +125,12 @@ func writeWeights(path string, seed uint64) error {
 		for range n {
 			var x float64
 			switch {
+			case strings.HasSuffix(name, "k_proj.bias"):
+				// The keys' spread is about 2 (weights of std 2/sqrt(H)
+				// over inputs of unit size): offsets of 10-300 spreads.
+				x = 2 * (10 + 290*r.Float64()) * float64(1-2*r.IntN(2))
+			case strings.HasSuffix(name, ".bias"):
+				x = 0.1 * r.NormFloat64()
 			case len(shape) == 1:
 				x = 1 + 0.1*r.NormFloat64()
 			case name == "model.embed_tokens.weight":
