@@ -414,7 +414,7 @@ func TestLoadWeightDTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := w.(*weight).data
+		got := w.(*weight).f32
 		for i, v := range vals {
 			want := v
 			switch dt {

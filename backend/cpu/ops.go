@@ -127,7 +127,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 			b.shapeErr(op, "bias %s %v for weight %s %v", bt.name, bt.shape, wt.name, wt.shape)
 			return
 		}
-		bv = bt.data
+		bv = bt.f32
 	}
 	T, K := xt.matrix()
 	T2, N := d.matrix()
@@ -135,7 +135,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
 		return
 	}
-	b.linear(d.f32, xt.f32, wt.data, bv, T, K, N)
+	b.linear(d.f32, xt.f32, wt, bv, T, K, N)
 }
 
 // RMSNorm implements backend.Backend.
@@ -173,7 +173,7 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 			mean := float32(ss / float64(G))
 			r := float32(1 / math.Sqrt(float64(mean+eps)))
 			for i, v := range xs {
-				ys[i] = wt.data[i] * (v * r)
+				ys[i] = wt.f32[i] * (v * r)
 			}
 		}
 	})
@@ -207,7 +207,7 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 		sin := make([]float32, half)
 		for t := t0; t < t1; t++ {
 			pf := float32(p.i32[t])
-			for i, inv := range f.data {
+			for i, inv := range f.f32 {
 				theta := float64(pf * inv)
 				cos[i] = float32(math.Cos(theta))
 				sin[i] = float32(math.Sin(theta))

@@ -7,11 +7,10 @@ package cpu
 // matrix's dequantized values (wq.Matrix.DequantRow: ŵ = float32(s·q) + z).
 //
 // Kernel: the weight stays packed (int4: 4.25 bits per weight with its
-// params, a quarter of fp16, an eighth of this backend's float32 weights).
-// A work item is a tile of qTileN output rows: its rows are dequantized once
-// into a per-worker float32 scratch in the 4-row interleaved layout of
-// matmul.go, then every token of the batch runs dot1x4 over it. So each
-// output is the same sequential float32 sum over k of x_k·ŵ_k as the float32
+// params, a quarter of fp16). A work item is a tile of qTileN output rows:
+// its rows are dequantized once into a per-worker float32 scratch, row-major,
+// then every token of the batch runs the F32 SIMD tiles over it (dot.go). So
+// each output is the canonical float32 sum of x_k·ŵ_k that the float32
 // Linear computes on Ŵ, whatever T, the tile or the thread count: prefill
 // and decode agree bit for bit, and the float64 reference of Ŵ bounds the
 // error exactly as for float32 weights. Dequantization costs a few
@@ -34,7 +33,7 @@ import (
 var _ backend.QuantWeightLoader = (*Backend)(nil)
 
 // qTileN is the number of output rows a quantized Linear work item
-// dequantizes at once: a multiple of packRows whose float32 scratch
+// dequantizes at once: a multiple of 4 (the SIMD tiles' rows) whose float32 scratch
 // (qTileN·K·4 bytes, 192 KiB at K = 1536) stays in L2.
 const qTileN = 32
 
@@ -91,35 +90,18 @@ func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 		n1 := min(N, n0+qTileN)
 		buf := getScratch(qTileN * K)
 		defer scratchPool.Put(buf)
-		tile := *buf
-		// Dequantize rows n0..n1 into the 4-row interleaved layout; rows past
-		// n1 in the last group are zero.
-		for r := 0; r < n1-n0; r += packRows {
-			g := tile[r*K : (r+packRows)*K]
-			for i := range packRows {
-				if n0+r+i >= n1 {
-					for k := range K {
-						g[k*packRows+i] = 0
-					}
-					continue
-				}
-				m.DequantRowStrided(g[i:], n0+r+i, packRows)
-			}
+		tile := (*buf)[:(n1-n0)*K]
+		for r := range n1 - n0 {
+			m.DequantRow(tile[r*K:(r+1)*K], n0+r)
 		}
-		for t := range T {
-			xt := x[t*K : (t+1)*K]
-			yt := y[t*N : (t+1)*N]
-			for r := 0; r < n1-n0; r += packRows {
-				a0, a1, a2, a3 := dot1x4(xt, tile[r*K:(r+packRows)*K])
-				acc := [packRows]float32{a0, a1, a2, a3}
-				copy(yt[n0+r:min(n1, n0+r+packRows)], acc[:])
-			}
-			if bias != nil {
-				for n := n0; n < n1; n++ {
-					yt[n] += bias[n]
-				}
-			}
+		// The dequantized rows are an F32 weight of n1-n0 rows; y and bias
+		// are offset so that its row r is output n0+r.
+		tw := &weight{shape: []int{n1 - n0, K}, format: wF32, f32: tile}
+		var bt []float32
+		if bias != nil {
+			bt = bias[n0:]
 		}
+		linearTile(y[n0:], x, tw, bt, K, N, 0, T, 0, n1-n0)
 	})
 	if w.dec == nil || w.dec.KChunk == 0 {
 		return
@@ -169,7 +151,7 @@ func (b *Backend) linearQuant(op string, d, xt *tensor, qw *qweight, bias backen
 			b.shapeErr(op, "bias %s %v for weight %s [%d %d]", bt.name, bt.shape, qw.name, qw.m.N, qw.m.K)
 			return
 		}
-		bv = bt.data
+		bv = bt.f32
 	}
 	T, K := xt.matrix()
 	T2, N := d.matrix()

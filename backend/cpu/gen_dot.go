@@ -1,0 +1,296 @@
+//go:build ignore
+
+// gen_dot writes dot_amd64.s and dot_amd64.go: the SIMD dot-product tiles of
+// Linear (matmul.go explains the arithmetic they must reproduce). Run it with
+// `go generate ./backend/cpu` after changing it; the build needs only the
+// generated files.
+//
+// A tile computes, for MR rows of x and NR rows of the weight, the 16-lane
+// partial sums of the canonical order over the first k16 inputs and reduces
+// each to one float32 by the fixed tree (lane l + l+8, + l+4, + l+2, + l+1).
+// AVX-512 keeps one zmm accumulator per output; AVX2 two ymm (lanes 0-7 and
+// 8-15), so both levels compute the same bits. Products are rounded before the
+// add (VMULPS then VADDPS, never an FMA): the pure-Go reference does the same
+// and every level agrees bit for bit.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"log"
+	"os"
+	"strings"
+)
+
+// format is a weight storage format: how 16 weights are loaded and widened.
+type wfmt struct {
+	name  string // Go name part
+	esize int    // bytes per weight element
+	// groups: the I8 format (per-group float32 scales); the kernel is
+	// specialized on the group size.
+	group int
+}
+
+var formats = []wfmt{
+	{name: "F32", esize: 4},
+	{name: "BF16", esize: 2},
+	{name: "F16", esize: 2},
+	{name: "I8G32", esize: 1, group: 32},
+	{name: "I8G64", esize: 1, group: 64},
+	{name: "I8G128", esize: 1, group: 128},
+}
+
+// tiles are the (MR, NR) shapes generated per level.
+var tiles512 = [][2]int{{1, 1}, {1, 4}, {4, 1}, {4, 4}}
+var tiles256 = [][2]int{{1, 1}, {1, 4}}
+
+// xrows and wrows are the general registers holding row pointers.
+var xrows = []string{"SI", "R8", "R9", "R10"}
+var wrows = []string{"DI", "R11", "R12", "R13"}
+
+type gen struct {
+	s bytes.Buffer
+}
+
+func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.s, "\t"+format+"\n", args...) }
+func (g *gen) label(l string)              { fmt.Fprintf(&g.s, "%s:\n", l) }
+
+func funcName(f wfmt, mr, nr int, level string) string {
+	return fmt.Sprintf("dot%s_%dx%d%s", f.name, mr, nr, level)
+}
+
+// prologue loads the arguments and the row pointers.
+func (g *gen) prologue(mr, nr int) {
+	g.p("MOVQ x+0(FP), SI")
+	g.p("MOVQ xs+8(FP), DX")
+	g.p("MOVQ w+16(FP), DI")
+	g.p("MOVQ ws+24(FP), BX")
+	g.p("MOVQ k16+32(FP), CX")
+	for r := 1; r < mr; r++ {
+		g.p("LEAQ (%s)(DX*1), %s", xrows[r-1], xrows[r])
+	}
+	for c := 1; c < nr; c++ {
+		g.p("LEAQ (%s)(BX*1), %s", wrows[c-1], wrows[c])
+	}
+}
+
+// --- AVX-512 ---
+
+func acc512(mr, nr, r, c int) int { return r*nr + c }
+
+func (g *gen) loadW512(f wfmt, c int, dst string, off int) {
+	switch {
+	case f.name == "F32":
+		g.p("VMOVUPS %d(%s)(AX*4), %s", 4*off, wrows[c], dst)
+	case f.name == "BF16":
+		g.p("VPMOVZXWD %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
+		g.p("VPSLLD $16, %s, %s", dst, dst)
+	case f.name == "F16":
+		g.p("VCVTPH2PS %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
+	case f.group > 0:
+		g.p("VPMOVSXBD %d(%s)(AX*1), %s", off, wrows[c], dst)
+		g.p("VCVTDQ2PS %s, %s", dst, dst)
+		g.p("VMULPS Z%d, %s, %s", 20+c, dst, dst)
+	}
+}
+
+// step512 emits one 16-input step at element offset off from AX.
+func (g *gen) step512(f wfmt, mr, nr, off int) {
+	for r := range mr {
+		g.p("VMOVUPS %d(%s)(AX*4), Z%d", 4*off, xrows[r], 16+r)
+	}
+	prod := 0
+	for c := range nr {
+		w := fmt.Sprintf("Z%d", 24+c%2)
+		g.loadW512(f, c, w, off)
+		for r := range mr {
+			p := 26 + prod%4
+			prod++
+			a := acc512(mr, nr, r, c)
+			g.p("VMULPS Z%d, %s, Z%d", 16+r, w, p)
+			g.p("VADDPS Z%d, Z%d, Z%d", p, a, a)
+		}
+	}
+}
+
+func (g *gen) reduce512(mr, nr int) {
+	g.p("MOVQ dst+40(FP), DI")
+	g.p("MOVQ ds+48(FP), DX")
+	for r := range mr {
+		for c := range nr {
+			a := acc512(mr, nr, r, c)
+			g.p("VEXTRACTF64X4 $1, Z%d, Y30", a)
+			g.p("VADDPS Y30, Y%d, Y%d", a, a)
+			g.p("VEXTRACTF32X4 $1, Y%d, X30", a)
+			g.p("VADDPS X30, X%d, X%d", a, a)
+			g.p("VMOVHLPS X%d, X%d, X30", a, a)
+			g.p("VADDPS X30, X%d, X%d", a, a)
+			g.p("VMOVSHDUP X%d, X30", a)
+			g.p("VADDSS X30, X%d, X%d", a, a)
+			g.p("VMOVSS X%d, %d(DI)", a, 4*c)
+		}
+		if r+1 < mr {
+			g.p("ADDQ DX, DI")
+		}
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+func (g *gen) kernel512(f wfmt, mr, nr int) {
+	name := funcName(f, mr, nr, "AVX512")
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.prologue(mr, nr)
+	for i := range mr * nr {
+		g.p("VPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.p("XORQ AX, AX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	if f.group > 0 {
+		g.p("MOVQ sc+56(FP), DX")
+		g.p("MOVQ ss+64(FP), BX")
+		g.label(name + "_loop")
+		for c := range nr {
+			g.p("VBROADCASTSS %d(DX), Z%d", 4*c, 20+c)
+		}
+		for s := 0; s < f.group/16; s++ {
+			g.step512(f, mr, nr, 16*s)
+		}
+		g.p("ADDQ $%d, AX", f.group)
+		g.p("ADDQ BX, DX")
+	} else {
+		g.label(name + "_loop")
+		g.step512(f, mr, nr, 0)
+		g.p("ADDQ $16, AX")
+	}
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.reduce512(mr, nr)
+}
+
+// --- AVX2 (MR = 1): row c accumulates in Y(2c) (lanes 0-7) and Y(2c+1) ---
+
+func (g *gen) loadW256(f wfmt, c int, dst string, off int) {
+	switch {
+	case f.name == "F32":
+		g.p("VMOVUPS %d(%s)(AX*4), %s", 4*off, wrows[c], dst)
+	case f.name == "BF16":
+		g.p("VPMOVZXWD %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
+		g.p("VPSLLD $16, %s, %s", dst, dst)
+	case f.name == "F16":
+		g.p("VCVTPH2PS %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
+	case f.group > 0:
+		g.p("VPMOVSXBD %d(%s)(AX*1), %s", off, wrows[c], dst)
+		g.p("VCVTDQ2PS %s, %s", dst, dst)
+		g.p("VMULPS Y%d, %s, %s", 10+c, dst, dst)
+	}
+}
+
+func (g *gen) step256(f wfmt, nr, off int) {
+	g.p("VMOVUPS %d(SI)(AX*4), Y8", 4*off)
+	g.p("VMOVUPS %d(SI)(AX*4), Y9", 4*off+32)
+	for c := range nr {
+		for h := range 2 {
+			w := fmt.Sprintf("Y%d", 14+h)
+			g.loadW256(f, c, w, off+8*h)
+			g.p("VMULPS Y%d, %s, %s", 8+h, w, w)
+			g.p("VADDPS %s, Y%d, Y%d", w, 2*c+h, 2*c+h)
+		}
+	}
+}
+
+func (g *gen) kernel256(f wfmt, nr int) {
+	name := funcName(f, 1, nr, "AVX2")
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.prologue(1, nr)
+	for i := range 2 * nr {
+		g.p("VXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.p("XORQ AX, AX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	if f.group > 0 {
+		g.p("MOVQ sc+56(FP), DX")
+		g.p("MOVQ ss+64(FP), BX")
+		g.label(name + "_loop")
+		for c := range nr {
+			g.p("VBROADCASTSS %d(DX), Y%d", 4*c, 10+c)
+		}
+		for s := 0; s < f.group/16; s++ {
+			g.step256(f, nr, 16*s)
+		}
+		g.p("ADDQ $%d, AX", f.group)
+		g.p("ADDQ BX, DX")
+	} else {
+		g.label(name + "_loop")
+		g.step256(f, nr, 0)
+		g.p("ADDQ $16, AX")
+	}
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.p("MOVQ dst+40(FP), DI")
+	for c := range nr {
+		lo, hi := 2*c, 2*c+1
+		g.p("VADDPS Y%d, Y%d, Y%d", hi, lo, lo)
+		g.p("VEXTRACTF128 $1, Y%d, X14", lo)
+		g.p("VADDPS X14, X%d, X%d", lo, lo)
+		g.p("VMOVHLPS X%d, X%d, X14", lo, lo)
+		g.p("VADDPS X14, X%d, X%d", lo, lo)
+		g.p("VMOVSHDUP X%d, X14", lo)
+		g.p("VADDSS X14, X%d, X%d", lo, lo)
+		g.p("VMOVSS X%d, %d(DI)", lo, 4*c)
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+const header = "// Code generated by gen_dot.go; DO NOT EDIT.\n\n"
+
+func main() {
+	var asm gen
+	asm.s.WriteString(header)
+	asm.s.WriteString("//go:build !purego\n\n#include \"textflag.h\"\n")
+	var decl strings.Builder
+	decl.WriteString(header)
+	decl.WriteString("//go:build !purego\n\npackage cpu\n\nimport \"unsafe\"\n\n")
+	declare := func(name string) {
+		fmt.Fprintf(&decl, "//go:noescape\nfunc %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n\n", name)
+	}
+	for _, f := range formats {
+		for _, t := range tiles512 {
+			asm.kernel512(f, t[0], t[1])
+			declare(funcName(f, t[0], t[1], "AVX512"))
+		}
+		for _, t := range tiles256 {
+			asm.kernel256(f, t[1])
+			declare(funcName(f, t[0], t[1], "AVX2"))
+		}
+	}
+	// The dispatch table: kernels by level, format and tile.
+	decl.WriteString("// asmDots lists the generated tiles by level, format and (MR, NR).\nvar asmDots = []asmDot{\n")
+	for _, f := range formats {
+		for _, t := range tiles512 {
+			fmt.Fprintf(&decl, "\t{avx512: true, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(f, t[0], t[1], "AVX512"))
+		}
+		for _, t := range tiles256 {
+			fmt.Fprintf(&decl, "\t{avx512: false, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(f, t[0], t[1], "AVX2"))
+		}
+	}
+	decl.WriteString("}\n")
+	src, err := format.Source([]byte(decl.String()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile("dot_amd64.s", asm.s.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile("dot_amd64.go", src, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
