@@ -54,7 +54,7 @@ type gen struct {
 }
 
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.s, "\t"+format+"\n", args...) }
-func (g *gen) label(l string)              { fmt.Fprintf(&g.s, "%s:\n", l) }
+func (g *gen) label(l string)               { fmt.Fprintf(&g.s, "%s:\n", l) }
 
 func funcName(f wfmt, mr, nr int, level string) string {
 	return fmt.Sprintf("dot%s_%dx%d%s", f.name, mr, nr, level)
