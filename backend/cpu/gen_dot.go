@@ -75,6 +75,27 @@ func (g *gen) prologue(mr, nr int) {
 	}
 }
 
+// prefetchSetup points R8 at the span of weight rows after the tile's (the
+// next call's rows: rows are contiguous), for an MR = 1 tile, which reads
+// each weight byte once and depends on the memory keeping up.
+func (g *gen) prefetchSetup(nr int) {
+	g.p("MOVQ ws+24(FP), R8")
+	if nr > 1 {
+		g.p("IMULQ $%d, R8", nr)
+	}
+	g.p("ADDQ DI, R8")
+}
+
+// prefetchStep prefetches, per step, as many bytes of the next span as the
+// step reads of this one (NR rows × 16 elements), and advances R8.
+func (g *gen) prefetchStep(f wfmt, nr int) {
+	bytes := nr * f.esize * 16
+	for off := 0; off < bytes; off += 64 {
+		g.p("PREFETCHT0 %d(R8)", off)
+	}
+	g.p("ADDQ $%d, R8", bytes)
+}
+
 // --- AVX-512 ---
 
 func acc512(mr, nr, r, c int) int { return r*nr + c }
@@ -97,6 +118,9 @@ func (g *gen) loadW512(f wfmt, c int, dst string, off int) {
 
 // step512 emits one 16-input step at element offset off from AX.
 func (g *gen) step512(f wfmt, mr, nr, off int) {
+	if mr == 1 {
+		g.prefetchStep(f, nr)
+	}
 	for r := range mr {
 		g.p("VMOVUPS %d(%s)(AX*4), Z%d", 4*off, xrows[r], 16+r)
 	}
@@ -143,6 +167,9 @@ func (g *gen) kernel512(f wfmt, mr, nr int) {
 	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 	g.prologue(mr, nr)
+	if mr == 1 {
+		g.prefetchSetup(nr)
+	}
 	for i := range mr * nr {
 		g.p("VPXORD Z%d, Z%d, Z%d", i, i, i)
 	}
@@ -191,6 +218,7 @@ func (g *gen) loadW256(f wfmt, c int, dst string, off int) {
 }
 
 func (g *gen) step256(f wfmt, nr, off int) {
+	g.prefetchStep(f, nr)
 	g.p("VMOVUPS %d(SI)(AX*4), Y8", 4*off)
 	g.p("VMOVUPS %d(SI)(AX*4), Y9", 4*off+32)
 	for c := range nr {
@@ -208,6 +236,7 @@ func (g *gen) kernel256(f wfmt, nr int) {
 	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 	g.prologue(1, nr)
+	g.prefetchSetup(nr)
 	for i := range 2 * nr {
 		g.p("VXORPS Y%d, Y%d, Y%d", i, i, i)
 	}
