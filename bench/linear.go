@@ -249,6 +249,24 @@ func LinearCPU(c *model.Config, formats []string, Ts []int, threads, reps int, m
 	return rows, nil
 }
 
+// LoadCPU returns the median wall time of reps loads of the checkpoint in
+// dir onto a CPU backend (Load to Close, the close excluded).
+func LoadCPU(dir string, threads, reps int) (time.Duration, error) {
+	var ts []time.Duration
+	for range reps {
+		be := cpu.New(threads)
+		t0 := time.Now()
+		m, err := model.Load(dir, be, model.LoadOptions{})
+		if err != nil {
+			return 0, err
+		}
+		ts = append(ts, time.Since(t0))
+		m.Close()
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	return ts[len(ts)/2], nil
+}
+
 // StepRowCPU is one whole decode step of StepCPU.
 type StepRowCPU struct {
 	KV           string  `json:"kv"`

@@ -59,7 +59,7 @@ type tiles struct {
 
 // tileFormats names the weight formats that have SIMD tiles, as
 // gen_dot.go names them; tileIndex maps a weight to its entry.
-var tileFormats = [...]string{"F32", "BF16", "F16", "I8G32", "I8G64", "I8G128"}
+var tileFormats = [...]string{"F32", "BF16", "F16", "I8G32", "I8G64", "I8G128", "WQ8G128", "WQ4G128"}
 
 // tileIndex returns w's index in tileFormats, or -1 if no tile reads it (an
 // I8 group size other than 32, 64 or 128).
@@ -158,11 +158,34 @@ func dotGeneric(x []float32, w *weight, n, k16 int) float32 {
 	return reduceLanes(&acc)
 }
 
+// widenMinRows is the number of tokens from which a tile widens its weight
+// rows to float32 once instead of in every SIMD step: the widening costs
+// about one step's conversion per weight, saved on every further token.
+const widenMinRows = 16
+
 // linearTile computes y[t, n] for t in [t0, t1), n in [n0, n1) in the
 // canonical order: the body on the SIMD tiles (or dotGeneric), then the
 // remaining inputs and the bias.
 func linearTile(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 int) {
 	k16 := K &^ (dotLanes - 1)
+	if t1-t0 >= widenMinRows && w.format != wF32 {
+		// Many tokens share the tile's weight rows: widen them once into a
+		// float32 scratch (exact, so the bits are those of the stored
+		// format) and run the F32 tiles, which skip the per-use conversion.
+		buf := getScratch((n1 - n0) * K)
+		defer scratchPool.Put(buf)
+		f := (*buf)[:(n1-n0)*K]
+		for n := n0; n < n1; n++ {
+			w.row(f[(n-n0)*K:(n-n0+1)*K], n)
+		}
+		tw := &weight{shape: []int{n1 - n0, K}, format: wF32, f32: f}
+		var bt []float32
+		if bias != nil {
+			bt = bias[n0:]
+		}
+		linearTile(y[n0:], x, tw, bt, K, N, t0, t1, 0, n1-n0)
+		return
+	}
 	if ts, ok := tilesFor(w); ok {
 		simdTile(ts, y, x, w, K, N, k16, t0, t1, n0, n1)
 	} else {

@@ -263,6 +263,10 @@ func (g *gen) kernel256(f wfmt, nr int) {
 	g.p("CMPQ AX, CX")
 	g.p("JLT %s_loop", name)
 	g.label(name + "_reduce")
+	g.reduce256(nr)
+}
+
+func (g *gen) reduce256(nr int) {
 	g.p("MOVQ dst+40(FP), DI")
 	for c := range nr {
 		lo, hi := 2*c, 2*c+1
@@ -277,6 +281,157 @@ func (g *gen) kernel256(f wfmt, nr int) {
 	}
 	g.p("VZEROUPPER")
 	g.p("RET")
+}
+
+// --- packed wq formats (package wq's layout): 16 words per chunk ---
+
+// wqfmt is a packed wq format with groups of 128 channels.
+type wqfmt struct {
+	name   string
+	fields []int  // bit offset of field f in each word
+	mask   uint32 // code mask
+	ch     int    // channels per chunk of 16 words
+	gr     int    // chunks per group of 128 channels
+}
+
+var wqformats = []wqfmt{
+	{name: "WQ8G128", fields: []int{0, 8, 16, 24}, mask: 0xff, ch: 64, gr: 2},
+	{name: "WQ4G128", fields: []int{0, 4, 8, 12, 16, 20, 24, 28}, mask: 0xf, ch: 128, gr: 1},
+}
+
+// xscale is the AX scale of x addresses: x (permuted, float32) advances
+// ch·4 bytes per chunk while the words advance 64.
+func (f wqfmt) xscale() int { return f.ch * 4 / 64 }
+
+// field512 extracts field i of the words in src into dst as float32.
+func (g *gen) fieldExtract(f wqfmt, i int, src, dst, mask string) {
+	sh := f.fields[i]
+	switch {
+	case sh == 0:
+		g.p("VPANDD %s, %s, %s", mask, src, dst)
+	case i == len(f.fields)-1 && sh+bitsOf(f.mask) == 32:
+		g.p("VPSRLD $%d, %s, %s", sh, src, dst)
+	default:
+		g.p("VPSRLD $%d, %s, %s", sh, src, dst)
+		g.p("VPANDD %s, %s, %s", mask, dst, dst)
+	}
+	g.p("VCVTDQ2PS %s, %s", dst, dst)
+}
+
+func bitsOf(m uint32) int {
+	n := 0
+	for ; m != 0; m >>= 1 {
+		n++
+	}
+	return n
+}
+
+// kernelWQ512: AX is the byte offset in the word rows; x row r at
+// (xrows[r])(AX*xscale) + 64·field; the (scale, zero) of row c, this group,
+// at 8c(DX) and 8c+4(DX), DX advancing BX = N·8 bytes per group.
+func (g *gen) kernelWQ512(f wqfmt, mr, nr int) {
+	name := funcName(wfmt{name: f.name}, mr, nr, "AVX512")
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.prologue(mr, nr)
+	if mr == 1 {
+		g.prefetchSetup(nr)
+	}
+	for i := range mr * nr {
+		g.p("VPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.p("MOVL $%d, AX", f.mask)
+	g.p("VPBROADCASTD AX, Z31")
+	g.p("XORQ AX, AX")
+	g.p("MOVQ sc+56(FP), DX")
+	g.p("MOVQ ss+64(FP), BX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	g.label(name + "_loop")
+	for ch := range f.gr {
+		if mr == 1 {
+			for off := 0; off < nr*64; off += 64 {
+				g.p("PREFETCHT0 %d(R8)", off)
+			}
+			g.p("ADDQ $%d, R8", nr*64)
+		}
+		for c := range nr {
+			g.p("VMOVDQU32 %d(%s)(AX*1), Z28", 64*ch, wrows[c])
+			g.p("VBROADCASTSS %d(DX), Z20", 8*c)
+			g.p("VBROADCASTSS %d(DX), Z21", 8*c+4)
+			for i := range f.fields {
+				g.fieldExtract(f, i, "Z28", "Z29", "Z31")
+				g.p("VFMADD213PS Z21, Z20, Z29") // Z29 = Z29·s + z: ŵ, the product exact
+				for r := range mr {
+					a := acc512(mr, nr, r, c)
+					g.p("VMULPS %d(%s)(AX*%d), Z29, Z30", 64*ch*f.xscale()+64*i, xrows[r], f.xscale())
+					g.p("VADDPS Z30, Z%d, Z%d", a, a)
+				}
+			}
+		}
+	}
+	g.p("ADDQ $%d, AX", 64*f.gr)
+	g.p("ADDQ BX, DX")
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.reduce512(mr, nr)
+}
+
+// kernelWQ256 (MR = 1): row c in Y(2c) (words 0-7) and Y(2c+1) (8-15).
+func (g *gen) kernelWQ256(f wqfmt, nr int) {
+	name := funcName(wfmt{name: f.name}, 1, nr, "AVX2")
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.prologue(1, nr)
+	g.prefetchSetup(nr)
+	for i := range 2 * nr {
+		g.p("VXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.p("MOVL $%d, AX", f.mask)
+	g.p("MOVQ AX, X15")
+	g.p("VPBROADCASTD X15, Y15")
+	g.p("XORQ AX, AX")
+	g.p("MOVQ sc+56(FP), DX")
+	g.p("MOVQ ss+64(FP), BX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	g.label(name + "_loop")
+	for ch := range f.gr {
+		for off := 0; off < nr*64; off += 64 {
+			g.p("PREFETCHT0 %d(R8)", off)
+		}
+		g.p("ADDQ $%d, R8", nr*64)
+		for c := range nr {
+			g.p("VBROADCASTSS %d(DX), Y10", 8*c)
+			g.p("VBROADCASTSS %d(DX), Y11", 8*c+4)
+			for h := range 2 {
+				g.p("VMOVDQU %d(%s)(AX*1), Y8", 64*ch+32*h, wrows[c])
+				for i := range f.fields {
+					sh := f.fields[i]
+					switch {
+					case sh == 0:
+						g.p("VPAND Y15, Y8, Y12")
+					case i == len(f.fields)-1 && sh+bitsOf(f.mask) == 32:
+						g.p("VPSRLD $%d, Y8, Y12", sh)
+					default:
+						g.p("VPSRLD $%d, Y8, Y12", sh)
+						g.p("VPAND Y15, Y12, Y12")
+					}
+					g.p("VCVTDQ2PS Y12, Y12")
+					g.p("VFMADD213PS Y11, Y10, Y12")
+					g.p("VMULPS %d(SI)(AX*%d), Y12, Y13", 64*ch*f.xscale()+64*i+32*h, f.xscale())
+					g.p("VADDPS Y13, Y%d, Y%d", 2*c+h, 2*c+h)
+				}
+			}
+		}
+	}
+	g.p("ADDQ $%d, AX", 64*f.gr)
+	g.p("ADDQ BX, DX")
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.reduce256(nr)
 }
 
 const header = "// Code generated by gen_dot.go; DO NOT EDIT.\n\n"
@@ -301,6 +456,16 @@ func main() {
 			declare(funcName(f, t[0], t[1], "AVX2"))
 		}
 	}
+	for _, f := range wqformats {
+		for _, t := range tiles512 {
+			asm.kernelWQ512(f, t[0], t[1])
+			declare(funcName(wfmt{name: f.name}, t[0], t[1], "AVX512"))
+		}
+		for _, t := range tiles256 {
+			asm.kernelWQ256(f, t[1])
+			declare(funcName(wfmt{name: f.name}, t[0], t[1], "AVX2"))
+		}
+	}
 	// The dispatch table: kernels by level, format and tile.
 	decl.WriteString("// asmDots lists the generated tiles by level, format and (MR, NR).\nvar asmDots = []asmDot{\n")
 	for _, f := range formats {
@@ -309,6 +474,14 @@ func main() {
 		}
 		for _, t := range tiles256 {
 			fmt.Fprintf(&decl, "\t{avx512: false, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(f, t[0], t[1], "AVX2"))
+		}
+	}
+	for _, f := range wqformats {
+		for _, t := range tiles512 {
+			fmt.Fprintf(&decl, "\t{avx512: true, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(wfmt{name: f.name}, t[0], t[1], "AVX512"))
+		}
+		for _, t := range tiles256 {
+			fmt.Fprintf(&decl, "\t{avx512: false, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(wfmt{name: f.name}, t[0], t[1], "AVX2"))
 		}
 	}
 	decl.WriteString("}\n")

@@ -43,6 +43,10 @@ type qweight struct {
 	name  string
 	m     *wq.Matrix
 	dec   *wq.DEC
+	// packed and pz are the packed order's format and float32 (scale,
+	// zero) pairs (qdot.go); nil for formats that dequantize tiles.
+	packed *packedFormat
+	pz     []float32
 }
 
 func (w *qweight) Name() string { return w.name }
@@ -65,7 +69,11 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 			return nil, fmt.Errorf("cpu: weight %s: negative DEC k_chunk %d", name, dec.KChunk)
 		}
 	}
-	return &qweight{owner: b, name: name, m: m, dec: dec}, nil
+	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m)}
+	if w.packed != nil {
+		w.pz = packedParams(m)
+	}
+	return w, nil
 }
 
 // scratchPool holds float32 buffers for dequantized tiles and DEC sums.
@@ -84,6 +92,25 @@ func getScratch(n int) *[]float32 {
 func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 	m := w.m
 	N, K := m.N, m.K
+	if p := w.packed; p != nil {
+		buf := getScratch(T * K)
+		defer scratchPool.Put(buf)
+		xp := *buf
+		b.parallelRows(T, K, func(t0, t1 int) {
+			for t := t0; t < t1; t++ {
+				p.permute(xp[t*K:(t+1)*K], x[t*K:(t+1)*K])
+			}
+		})
+		tilesT := (T + tileT - 1) / tileT
+		tilesN := (N + tileN - 1) / tileN
+		b.parallel(tilesT*tilesN, func(item int) {
+			t0 := (item / tilesN) * tileT
+			n0 := (item % tilesN) * tileN
+			packedTile(p, y, xp, m, w.pz, bias, t0, min(T, t0+tileT), n0, min(N, n0+tileN))
+		})
+		b.dec(y, x, w, T)
+		return
+	}
 	tiles := (N + qTileN - 1) / qTileN
 	b.parallel(tiles, func(item int) {
 		n0 := item * qTileN
@@ -103,6 +130,12 @@ func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 		}
 		linearTile(y[n0:], x, tw, bt, K, N, 0, T, 0, n1-n0)
 	})
+	b.dec(y, x, w, T)
+}
+
+// dec adds w's dynamic error compensation, if any, to y = x·Ŵᵀ + bias.
+func (b *Backend) dec(y, x []float32, w *qweight, T int) {
+	N, K := w.m.N, w.m.K
 	if w.dec == nil || w.dec.KChunk == 0 {
 		return
 	}
@@ -130,7 +163,7 @@ func (b *Backend) freeQuant(w backend.Weight) bool {
 	if qw == nil {
 		return false
 	}
-	qw.m, qw.dec = nil, nil
+	qw.m, qw.dec, qw.pz = nil, nil, nil
 	return true
 }
 

@@ -246,3 +246,6 @@ func (b *Backend) LoadInt8WeightView(name string, shape []int, q, scales []byte,
 	}
 	return w, nil
 }
+
+// unsafePointerU32 returns p as an unsafe.Pointer (a packed word row).
+func unsafePointerU32(p *uint32) unsafe.Pointer { return unsafe.Pointer(p) }

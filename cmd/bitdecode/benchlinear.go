@@ -97,11 +97,17 @@ func runBenchLinear(args []string, stdout, stderr io.Writer) error {
 	}
 	m := bench.MeasureCPU(n)
 	fmt.Fprintf(stdout, "cpu: %d threads, %s, clock %.2f GHz, fp32 peak %.0f GFLOP/s, read ceiling %.1f GB/s\n", m.Threads, m.Level, m.ClockGHz, m.PeakGFLOPs, m.ReadCeilGBps)
+	load, err := bench.LoadCPU(*dir, n, 5)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "load %s: %.1f ms (median of 5)\n", *dir, load.Seconds()*1e3)
 	out := struct {
+		LoadMs  float64              `json:"load_ms"`
 		Machine bench.MachineCPU     `json:"machine"`
 		Linear  []bench.LinearRowCPU `json:"linear"`
 		Steps   []bench.StepRowCPU   `json:"steps"`
-	}{Machine: m}
+	}{LoadMs: load.Seconds() * 1e3, Machine: m}
 	if len(fl) > 0 {
 		if out.Linear, err = bench.LinearCPU(cfg, fl, Ts, n, *reps, m, stdout); err != nil {
 			return err
