@@ -63,6 +63,7 @@ type weight struct {
 	scales []float32
 	group  int // wI8: G, columns per scale
 	freed  bool
+	rope   *ropeCos // a RoPE inverse-frequency vector's cos/sin table (RoPE)
 }
 
 func (w *weight) Name() string { return w.name }
@@ -70,7 +71,7 @@ func (w *weight) Shape() []int { return slices.Clone(w.shape) }
 
 // free drops the weight's memory (FreeWeight).
 func (w *weight) free() {
-	w.f32, w.u16, w.i8, w.scales, w.freed = nil, nil, nil, nil, true
+	w.f32, w.u16, w.i8, w.scales, w.rope, w.freed = nil, nil, nil, nil, nil, true
 }
 
 // elemSize returns the bytes of one stored matrix element.
@@ -249,3 +250,41 @@ func (b *Backend) LoadInt8WeightView(name string, shape []int, q, scales []byte,
 
 // unsafePointerU32 returns p as an unsafe.Pointer (a packed word row).
 func unsafePointerU32(p *uint32) unsafe.Pointer { return unsafe.Pointer(p) }
+
+// ropeCos is the cos and sin of the RoPE angles pos·invFreq[i] for the
+// positions [0, rows), row-major (row pos holds the len(invFreq) angles).
+type ropeCos struct {
+	rows     int
+	cos, sin []float32
+}
+
+// ropeTable returns w's table (w a vector of RoPE inverse frequencies)
+// covering at least positions [0, rows), growing it (doubling) as longer
+// sequences arrive. The table is shared by the ops of one backend, which
+// run one at a time.
+func (w *weight) ropeTable(rows int) *ropeCos {
+	if t := w.rope; t != nil && t.rows >= rows {
+		return t
+	}
+	half := len(w.f32)
+	n := max(rows, 2*w.ropeRows(), 64)
+	t := &ropeCos{rows: n, cos: make([]float32, n*half), sin: make([]float32, n*half)}
+	for pos := range n {
+		pf := float32(pos)
+		for i, inv := range w.f32 {
+			theta := float64(pf * inv)
+			t.cos[pos*half+i] = float32(math.Cos(theta))
+			t.sin[pos*half+i] = float32(math.Sin(theta))
+		}
+	}
+	w.rope = t
+	return t
+}
+
+// ropeRows returns the rows of w's current RoPE table (0: none).
+func (w *weight) ropeRows() int {
+	if w.rope == nil {
+		return 0
+	}
+	return w.rope.rows
+}
