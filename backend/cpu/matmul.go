@@ -33,14 +33,31 @@ const (
 	tileN = 32
 )
 
+// gemvTileN is the weight rows of one work item of a decode-sized Linear
+// (T < widenMinRows): 64 KiB of bf16 rows at K = 512, a long contiguous run
+// for the prefetchers (v2.2 in docs/perf/cpu-linear.md: the LM head's GEMV
+// went from 264-273 to 203-214 us against tileN = 32 rows; cutting N into 8
+// items per thread measured no better).
+const gemvTileN = 64
+
+// rowsPerItem returns the weight rows of one work item. Only the work split
+// depends on it, never the result.
+func (b *Backend) rowsPerItem(T, N int) int {
+	if T >= widenMinRows {
+		return tileN
+	}
+	return gemvTileN
+}
+
 // linear computes y = x·wᵀ + bias for x [T, K], matrix w [N, K], y [T, N],
 // bias [N] or nil, on b's worker goroutines.
 func (b *Backend) linear(y, x []float32, w *weight, bias []float32, T, K, N int) {
+	tn := b.rowsPerItem(T, N)
 	tilesT := (T + tileT - 1) / tileT
-	tilesN := (N + tileN - 1) / tileN
+	tilesN := (N + tn - 1) / tn
 	b.parallel(tilesT*tilesN, func(item int) {
 		t0 := (item / tilesN) * tileT
-		n0 := (item % tilesN) * tileN
-		linearTile(y, x, w, bias, K, N, t0, min(T, t0+tileT), n0, min(N, n0+tileN))
+		n0 := (item % tilesN) * tn
+		linearTile(y, x, w, bias, K, N, t0, min(T, t0+tileT), n0, min(N, n0+tn))
 	})
 }
