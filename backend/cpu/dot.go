@@ -59,7 +59,7 @@ type tiles struct {
 
 // tileFormats names the weight formats that have SIMD tiles, as
 // gen_dot.go names them; tileIndex maps a weight to its entry.
-var tileFormats = [...]string{"F32", "BF16", "F16", "I8G32", "I8G64", "I8G128", "WQ8G128", "WQ4G128"}
+var tileFormats = [...]string{"F32", "BF16", "F16", "I8G32", "I8G64", "I8G128", "WQ8G128", "WQ4G128", "WQ3G128"}
 
 // tileIndex returns w's index in tileFormats, or -1 if no tile reads it (an
 // I8 group size other than 32, 64 or 128).

@@ -150,6 +150,12 @@ func dotWQ4G128_1x1AVX2(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k1
 //go:noescape
 func dotWQ4G128_1x4AVX2(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 
+//go:noescape
+func dotWQ3G128_1x1AVX512(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+
+//go:noescape
+func dotWQ3G128_1x4AVX512(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+
 // asmDots lists the generated tiles by level, format and (MR, NR).
 var asmDots = []asmDot{
 	{avx512: true, format: "F32", mr: 1, nr: 1, fn: dotF32_1x1AVX512},
@@ -200,4 +206,6 @@ var asmDots = []asmDot{
 	{avx512: true, format: "WQ4G128", mr: 4, nr: 4, fn: dotWQ4G128_4x4AVX512},
 	{avx512: false, format: "WQ4G128", mr: 1, nr: 1, fn: dotWQ4G128_1x1AVX2},
 	{avx512: false, format: "WQ4G128", mr: 1, nr: 4, fn: dotWQ4G128_1x4AVX2},
+	{avx512: true, format: "WQ3G128", mr: 1, nr: 1, fn: dotWQ3G128_1x1AVX512},
+	{avx512: true, format: "WQ3G128", mr: 1, nr: 4, fn: dotWQ3G128_1x4AVX512},
 }

@@ -20,8 +20,16 @@ package cpu
 // call into the chunk's field order (xp[chunk·C + 16f + l] = x[chunk·C +
 // chan(f, l)]), so a tile reads it with plain vector loads. The order
 // depends on K and the format only: every level (dotWQGeneric is the
-// reference), thread count and batch gives the same bits. Other formats
-// (int3, fp16, other group sizes) dequantize tiles (qlinear.go).
+// reference), thread count and batch gives the same bits.
+//
+// int3 (groups of 128, K a multiple of 512) has a packed order of its own:
+// a chunk is 16 blocks of 3 words (512 channels) and lane l is block l,
+// whose 3 words the SIMD tile gathers; its 32 fields are word j's ten
+// 3-bit fields (j = 0, 1, 2; bit offsets 3p + 16h, channel 10j + 2p + h)
+// and then channels 30 and 31 from the spare bits 15 and 31 of the three
+// words. A lane's group is 4·chunk + l/4, so a chunk's (scale, zero) pairs
+// are kept per row as 4 scales then 4 zeros (packedParams3).
+// Other formats (fp16, other group sizes) dequantize tiles (qlinear.go).
 
 import (
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
@@ -34,6 +42,7 @@ const packedGroup = 128
 
 // packedFormat describes a wq format in the packed order.
 type packedFormat struct {
+	int3   bool   // the int3 order (lanes are blocks of 3 words, packedFormat.params)
 	tile   int    // tileFormats index of its SIMD tiles
 	shifts []int  // bit offset of each field in a word
 	chans  []int  // chan(f, l) for f-major (f, l): 16·fields entries
@@ -45,6 +54,31 @@ type packedFormat struct {
 var packedFormats = map[wq.Elem]*packedFormat{
 	wq.Int8: newPackedFormat(6, []int{0, 8, 16, 24}, 0xff, func(f, l int) int { return 4*l + [4]int{0, 2, 1, 3}[f] }),
 	wq.Int4: newPackedFormat(7, []int{0, 4, 8, 12, 16, 20, 24, 28}, 0xf, func(f, l int) int { return 8*l + 2*(f%4) + f/4 }),
+	wq.Int3: newInt3Format(),
+}
+
+// int3Chunk is the channels of an int3 chunk: 16 blocks of 32.
+const int3Chunk = 512
+
+// int3Shift is the bit offset of field f < 30 of an int3 block in its word
+// f/10; int3Chan the channel (in the block) of field f.
+func int3Shift(f int) int { r := f % 10; return 3*(r/2) + 16*(r%2) }
+func int3Chan(f int) int {
+	if f >= 30 {
+		return f
+	}
+	r := f % 10
+	return 10*(f/10) + 2*(r/2) + r%2
+}
+
+func newInt3Format() *packedFormat {
+	p := &packedFormat{int3: true, tile: 8, mask: 7, ch: int3Chunk}
+	for f := range 32 {
+		for l := range dotLanes {
+			p.chans = append(p.chans, 32*l+int3Chan(f))
+		}
+	}
+	return p
 }
 
 func newPackedFormat(tile int, shifts []int, mask uint32, chanOf func(f, l int) int) *packedFormat {
@@ -60,10 +94,32 @@ func newPackedFormat(tile int, shifts []int, mask uint32, chanOf func(f, l int) 
 // packedOf returns m's packed format, or nil if its Linear dequantizes tiles.
 func packedOf(m *wq.Matrix) *packedFormat {
 	p := packedFormats[m.Elem]
-	if p == nil || m.Group != packedGroup || m.K%packedGroup != 0 {
+	if p == nil || m.Group != packedGroup || m.K%p.ch != 0 {
 		return nil
 	}
 	return p
+}
+
+// params returns m's (scale, zero) pairs as float32 in the layout p's tiles
+// read: packedParams, or for int3 per chunk c and row n the 4 scales then
+// the 4 zeros of groups 4c..4c+3 at [8(c·N+n)], with 16 values of padding
+// (a tile loads 16 and keeps 8).
+func (p *packedFormat) params(m *wq.Matrix) []float32 {
+	if !p.int3 {
+		return packedParams(m)
+	}
+	chunks := m.K / int3Chunk
+	pz := make([]float32, 8*chunks*m.N+16)
+	for c := range chunks {
+		for n := range m.N {
+			for i := range 4 {
+				s, z := m.Param(n, 4*c+i)
+				pz[8*(c*m.N+n)+i] = half.ToFloat32(s)
+				pz[8*(c*m.N+n)+4+i] = half.ToFloat32(z)
+			}
+		}
+	}
+	return pz
 }
 
 // packedParams returns m's (scale, zero) pairs as float32, transposed: the
@@ -95,6 +151,9 @@ func (p *packedFormat) permute(xp, x []float32) {
 // dotWQGeneric returns the packed-order sum of row n of m with the permuted
 // x row xp.
 func dotWQGeneric(p *packedFormat, xp []float32, m *wq.Matrix, pz []float32, n int) float32 {
+	if p.int3 {
+		return dotInt3Generic(xp, m, pz, n)
+	}
 	var acc [dotLanes]float32
 	RW := m.Elem.RowWords(m.K)
 	row := m.Words[n*RW : (n+1)*RW]
@@ -107,6 +166,36 @@ func dotWQGeneric(p *packedFormat, xp []float32, m *wq.Matrix, pz []float32, n i
 			for l := range acc {
 				q := float32(words[l] >> sh & p.mask)
 				w := s*q + z // s·q is exact: one rounding, as the tiles' FMA
+				acc[l] += float32(xs[l] * w)
+			}
+		}
+	}
+	return reduceLanes(&acc)
+}
+
+// dotInt3Generic is dotWQGeneric for int3.
+func dotInt3Generic(xp []float32, m *wq.Matrix, pz []float32, n int) float32 {
+	var acc [dotLanes]float32
+	RW := m.Elem.RowWords(m.K)
+	row := m.Words[n*RW : (n+1)*RW]
+	for c := 0; c < m.K/int3Chunk; c++ {
+		ps := pz[8*(c*m.N+n) : 8*(c*m.N+n)+8]
+		words := row[c*3*dotLanes : (c+1)*3*dotLanes]
+		for f := range 32 {
+			xs := xp[c*int3Chunk+f*dotLanes : c*int3Chunk+(f+1)*dotLanes : c*int3Chunk+(f+1)*dotLanes]
+			for l := range acc {
+				w0, w1, w2 := words[3*l], words[3*l+1], words[3*l+2]
+				var q uint32
+				switch f {
+				case 30:
+					q = w0>>15&1 | w1>>14&2 | w2>>13&4
+				case 31:
+					q = w0>>31&1 | w1>>30&2 | w2>>29&4
+				default:
+					q = [3]uint32{w0, w1, w2}[f/10] >> int3Shift(f) & 7
+				}
+				s, z := ps[l/4], ps[4+l/4]
+				w := s*float32(q) + z
 				acc[l] += float32(xs[l] * w)
 			}
 		}
@@ -135,8 +224,10 @@ func packedTile(p *packedFormat, y, xp []float32, m *wq.Matrix, pz, bias []float
 				nr = 4
 			}
 			wp := unsafePointerU32(&m.Words[n*RW])
-			sc := &pz[2*n]
-			ss := uintptr(8 * N)
+			sc, ss := &pz[2*n], uintptr(8*N)
+			if p.int3 {
+				sc, ss = &pz[8*n], uintptr(32*N)
+			}
 			t := t0
 			if k4 := pick(nr == 4, ts.k44, ts.k41); k4 != nil {
 				for ; t+4 <= t1; t += 4 {

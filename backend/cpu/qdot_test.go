@@ -23,7 +23,7 @@ func TestQuantLinearLevels(t *testing.T) {
 	}
 	for _, e := range []wq.Elem{wq.Int8, wq.Int4, wq.Int3, wq.FP16} {
 		for _, G := range []int{128, 64} {
-			for _, sh := range []struct{ K, N int }{{128, 5}, {384, 37}, {512, 66}} {
+			for _, sh := range []struct{ K, N int }{{128, 5}, {384, 37}, {512, 66}, {1024, 9}} {
 				for _, T := range Ts {
 					t.Run(fmt.Sprintf("%v_g%d_T%d_K%d_N%d", e, G, T, sh.K, sh.N), func(t *testing.T) {
 						checkQuantLevels(t, r, e, G, T, sh.K, sh.N)
@@ -82,40 +82,46 @@ func checkQuantLevels(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int) {
 	}
 }
 
-// TestPackedPermutation checks the packed order's channel map against
-// wq's layout: field f of word l of a chunk holds channel chan(f, l).
+// TestPackedPermutation checks each packed order's channel map against
+// wq's layout (Matrix.Raw): the field f of lane l that a tile decodes holds
+// the code of channel chans[16f+l], on random codes, and the map covers
+// every channel of a chunk once.
 func TestPackedPermutation(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
 	for e, p := range packedFormats {
-		const N = 1
 		K := p.ch
-		m, err := wq.NewMatrix(e, packedGroup, N, 2*K)
+		m, err := wq.NewMatrix(e, packedGroup, 1, max(K, packedGroup))
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Two passes of codes (k's low and high digits in base mask+1)
-		// identify every channel even with 4-bit codes.
-		bits := uint(0)
-		for v := p.mask; v != 0; v >>= 1 {
-			bits++
+		for k := range K {
+			m.SetCode(0, k, uint8(r.Uint32()&p.mask))
 		}
-		for pass := range uint(2) {
-			for k := range 2 * K {
-				m.SetCode(0, k, uint8(uint32(k)>>(bits*pass)&p.mask))
+		for i, ch := range p.chans {
+			f, l := i/dotLanes, i%dotLanes
+			var got uint32
+			switch {
+			case !p.int3:
+				got = m.Words[l] >> p.shifts[f] & p.mask
+			case f == 30:
+				w := m.Words[3*l : 3*l+3]
+				got = w[0]>>15&1 | w[1]>>14&2 | w[2]>>13&4
+			case f == 31:
+				w := m.Words[3*l : 3*l+3]
+				got = w[0]>>31&1 | w[1]>>30&2 | w[2]>>29&4
+			default:
+				got = m.Words[3*l+f/10] >> int3Shift(f) & 7
 			}
-			for i, ch := range p.chans {
-				f, l := i/dotLanes, i%dotLanes
-				got := m.Words[l] >> p.shifts[f] & p.mask
-				if want := uint32(ch) >> (bits * pass) & p.mask; got != want {
-					t.Errorf("%v pass %d: field %d of word %d holds code %d, want channel %d's", e, pass, f, l, got, ch)
-				}
+			if want := m.Raw(0, ch); got != want {
+				t.Errorf("%v: field %d of lane %d decodes %d, want channel %d's code %d", e, f, l, got, ch, want)
 			}
 		}
 		seen := map[int]bool{}
 		for _, ch := range p.chans {
 			seen[ch] = true
 		}
-		if len(seen) != K {
-			t.Errorf("%v: the map covers %d of %d channels", e, len(seen), K)
+		if len(seen) != K || len(p.chans) != K {
+			t.Errorf("%v: the map has %d entries covering %d of %d channels", e, len(p.chans), len(seen), K)
 		}
 	}
 }

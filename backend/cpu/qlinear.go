@@ -71,7 +71,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 	}
 	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m)}
 	if w.packed != nil {
-		w.pz = packedParams(m)
+		w.pz = w.packed.params(m)
 	}
 	return w, nil
 }
@@ -101,12 +101,13 @@ func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 				p.permute(xp[t*K:(t+1)*K], x[t*K:(t+1)*K])
 			}
 		})
+		tn := b.rowsPerItem(T, N)
 		tilesT := (T + tileT - 1) / tileT
-		tilesN := (N + tileN - 1) / tileN
+		tilesN := (N + tn - 1) / tn
 		b.parallel(tilesT*tilesN, func(item int) {
 			t0 := (item / tilesN) * tileT
-			n0 := (item % tilesN) * tileN
-			packedTile(p, y, xp, m, w.pz, bias, t0, min(T, t0+tileT), n0, min(N, n0+tileN))
+			n0 := (item % tilesN) * tn
+			packedTile(p, y, xp, m, w.pz, bias, t0, min(T, t0+tileT), n0, min(N, n0+tn))
 		})
 		b.dec(y, x, w, T)
 		return
