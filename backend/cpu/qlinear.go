@@ -7,15 +7,17 @@ package cpu
 // matrix's dequantized values (wq.Matrix.DequantRow: ŵ = float32(s·q) + z).
 //
 // Kernel: the weight stays packed (int4: 4.25 bits per weight with its
-// params, a quarter of fp16). A work item is a tile of qTileN output rows:
-// its rows are dequantized once into a per-worker float32 scratch, row-major,
-// then every token of the batch runs the F32 SIMD tiles over it (dot.go). So
-// each output is the canonical float32 sum of x_k·ŵ_k that the float32
-// Linear computes on Ŵ, whatever T, the tile or the thread count: prefill
-// and decode agree bit for bit, and the float64 reference of Ŵ bounds the
-// error exactly as for float32 weights. Dequantization costs a few
-// operations per weight per call, amortized over the T tokens; for T = 1 it
-// is the whole cost (the GPU GEMV does it in registers at the read ceiling).
+// params, a quarter of fp16). int8, int4 and int3 with groups of 128 run in
+// their packed order (qdot.go): SIMD tiles decode the codes in registers
+// (ŵ = s·q + z by one FMA, exact) and sum x·ŵ in 16 lanes. Other formats
+// (fp16, other group sizes) dequantize: a work item of qTileN output rows
+// dequantizes them once into a per-worker float32 scratch, row-major, then
+// every token of the batch runs the F32 SIMD tiles over it (dot.go). Either
+// way each output is one fixed float32 sum of the products x_k·ŵ_k, whatever
+// T, the tile, the SIMD level or the thread count: prefill and decode agree
+// bit for bit, and the float64 reference over Ŵ bounds the error as for
+// float32 weights (the packed order sums the same products in another
+// order than a float32 Linear over Ŵ, so the two agree to rounding).
 //
 // DEC: after the base output (bias included), each token selects its input
 // channels (wq.SelectApprox, k_chunk per 1024 inputs) and adds the residual
