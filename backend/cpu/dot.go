@@ -158,6 +158,38 @@ func dotGeneric(x []float32, w *weight, n, k16 int) float32 {
 	return reduceLanes(&acc)
 }
 
+// widenFunc is a SIMD widening kernel (dot_amd64.s): the float32 values of
+// the first k16 elements of the row at w into dst; I8 rows read the scale
+// of group g at sc + g·ss bytes.
+type widenFunc func(dst *float32, w unsafe.Pointer, k16 int, sc *float32, ss uintptr)
+
+// widenRows writes the exact float32 values of rows [n0, n1) of matrix w
+// into f (row-major, K per row), with the SIMD kernel of the format where
+// the level has one.
+func widenRows(f []float32, w *weight, n0, n1 int) {
+	N, K := w.shape[0], w.shape[1]
+	k16 := K &^ (dotLanes - 1)
+	var fn widenFunc
+	if i := tileIndex(w); i >= 0 && k16 > 0 {
+		fn = widenTable[cpufeat.Active()][i]
+	}
+	for n := n0; n < n1; n++ {
+		row := f[(n-n0)*K : (n-n0+1)*K]
+		if fn == nil {
+			w.row(row, n)
+			continue
+		}
+		var sc *float32
+		if w.format == wI8 {
+			sc = &w.scales[n]
+		}
+		fn(&row[0], w.rowPtr(n), k16, sc, uintptr(4*N))
+		for k := k16; k < K; k++ {
+			row[k] = w.at(n, k)
+		}
+	}
+}
+
 // widenMinRows is the number of tokens from which a tile widens its weight
 // rows to float32 once instead of in every SIMD step: the widening costs
 // about one step's conversion per weight, saved on every further token.
@@ -175,9 +207,7 @@ func linearTile(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 
 		buf := getScratch((n1 - n0) * K)
 		defer scratchPool.Put(buf)
 		f := (*buf)[:(n1-n0)*K]
-		for n := n0; n < n1; n++ {
-			w.row(f[(n-n0)*K:(n-n0+1)*K], n)
-		}
+		widenRows(f, w, n0, n1)
 		tw := &weight{shape: []int{n1 - n0, K}, format: wF32, f32: f}
 		var bt []float32
 		if bias != nil {

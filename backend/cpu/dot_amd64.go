@@ -156,6 +156,30 @@ func dotWQ3G128_1x1AVX512(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, 
 //go:noescape
 func dotWQ3G128_1x4AVX512(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 
+//go:noescape
+func widenBF16AVX512(dst *float32, w unsafe.Pointer, k16 int, sc *float32, ss uintptr)
+
+//go:noescape
+func widenF16AVX512(dst *float32, w unsafe.Pointer, k16 int, sc *float32, ss uintptr)
+
+//go:noescape
+func widenI8G32AVX512(dst *float32, w unsafe.Pointer, k16 int, sc *float32, ss uintptr)
+
+//go:noescape
+func widenI8G64AVX512(dst *float32, w unsafe.Pointer, k16 int, sc *float32, ss uintptr)
+
+//go:noescape
+func widenI8G128AVX512(dst *float32, w unsafe.Pointer, k16 int, sc *float32, ss uintptr)
+
+// asmWidens lists the widening kernels by tileFormats name.
+var asmWidens = map[string]widenFunc{
+	"BF16":   widenBF16AVX512,
+	"F16":    widenF16AVX512,
+	"I8G32":  widenI8G32AVX512,
+	"I8G64":  widenI8G64AVX512,
+	"I8G128": widenI8G128AVX512,
+}
+
 // asmDots lists the generated tiles by level, format and (MR, NR).
 var asmDots = []asmDot{
 	{avx512: true, format: "F32", mr: 1, nr: 1, fn: dotF32_1x1AVX512},

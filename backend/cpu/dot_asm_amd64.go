@@ -12,10 +12,17 @@ type asmDot struct {
 	fn     dotFunc
 }
 
-// tileTable holds the SIMD tiles by level and tileFormats index.
-var tileTable [cpufeat.AVX512 + 1][len(tileFormats)]tiles
+// tileTable holds the SIMD tiles by level and tileFormats index;
+// widenTable the widening kernels.
+var (
+	tileTable  [cpufeat.AVX512 + 1][len(tileFormats)]tiles
+	widenTable [cpufeat.AVX512 + 1][len(tileFormats)]widenFunc
+)
 
 func init() {
+	for i, f := range tileFormats {
+		widenTable[cpufeat.AVX512][i] = asmWidens[f]
+	}
 	for _, d := range asmDots {
 		lvl := cpufeat.AVX2
 		if d.avx512 {
