@@ -140,10 +140,10 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 
 // RMSNorm implements backend.Backend.
 //
-// In float32, as HF's LlamaRMSNorm computes: the sum of squares in the
-// canonical order of dot.go (sumSquares), mean = sum/G, r = 1/sqrt(mean +
-// eps) (a correctly rounded float32 square root, then the reciprocal), and
-// y = w·(x·r).
+// As HF's LlamaRMSNorm computes in float32: the sum of squares (sumSquares:
+// compensated float32 lanes, within about 2⁻²³ of the exact sum), mean =
+// float32(sum/G), r = 1/sqrt(mean + eps) rounded once to float32 (as the
+// CUDA backend does), and y = w·(x·r) in float32.
 func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) {
 	const op = "RMSNorm"
 	if b.failed() {
@@ -166,8 +166,8 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 	b.parallelRows(groups, G, func(g0, g1 int) {
 		for g := g0; g < g1; g++ {
 			xs := xt.f32[g*G : (g+1)*G]
-			mean := sumSquares(xs) / float32(G)
-			r := 1 / float32(math.Sqrt(float64(mean+eps)))
+			mean := float32(sumSquares(xs) / float64(G))
+			r := float32(1 / math.Sqrt(float64(mean+eps)))
 			scaleMulVec(d.f32[g*G:(g+1)*G], xs, wt.f32, r)
 		}
 	})

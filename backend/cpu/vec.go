@@ -7,12 +7,7 @@ package cpu
 // Each function takes whole slices; the SIMD kernel covers the first
 // multiple of vecLanes elements and Go the rest.
 
-import (
-	"math"
-	"unsafe"
-
-	"github.com/bitdecode/bitdecode/internal/cpufeat"
-)
+import "math"
 
 // vecLanes is the width of the elementwise SIMD kernels.
 const vecLanes = 8
@@ -113,26 +108,36 @@ func expNeg(g float32) float32 {
 	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
 }
 
-// sumSquares returns Σ x[i]² in the canonical order of dot.go (16 lanes,
-// the tree, then the tail), on the F32 1×1 tile where the level has one.
-func sumSquares(x []float32) float32 {
+// sumSquares returns Σ x[i]² to within about 2⁻²³ relative, independent
+// of len(x): 16 float32 lanes (lane l takes elements l, l+16, ... below the
+// last multiple of 16) with Kahan compensation, y = x² − c, t = s + y,
+// c = (t − s) − y, s = t; then Σ_l (s_l − c_l) and the remaining squares
+// in float64. A plain float32 sum's error grows with the row (about
+// len/16·2⁻²⁴ in the worst case); the CUDA backend sums in float64 and its
+// tests allow the CPU a few float32 ulps of the normalized result.
+func sumSquares(x []float32) float64 {
 	k16 := len(x) &^ (dotLanes - 1)
-	var s float32
-	if ts := tileTable[cpufeat.Active()][0]; k16 > 0 && ts.k11 != nil && cpufeat.Active() != cpufeat.Generic {
-		p := &x[0]
-		ts.k11(p, 0, unsafe.Pointer(p), 0, k16, &s, 0, nil, 0)
+	var sc [2 * dotLanes]float32
+	if k16 > 0 && vecSIMD() {
+		sumSquaresAVX2(&x[0], k16, &sc)
 	} else {
-		var acc [dotLanes]float32
+		s, c := sc[:dotLanes], sc[dotLanes:]
 		for k := 0; k < k16; k += dotLanes {
 			xs := x[k : k+dotLanes : k+dotLanes]
-			for l := range acc {
-				acc[l] += float32(xs[l] * xs[l])
+			for l := range dotLanes {
+				y := float32(xs[l]*xs[l]) - c[l]
+				t := s[l] + y
+				c[l] = (t - s[l]) - y
+				s[l] = t
 			}
 		}
-		s = reduceLanes(&acc)
+	}
+	var total float64
+	for l := range dotLanes {
+		total += float64(sc[l]) - float64(sc[dotLanes+l])
 	}
 	for _, v := range x[k16:] {
-		s += float32(v * v)
+		total += float64(v) * float64(v)
 	}
-	return s
+	return total
 }

@@ -158,3 +158,43 @@ sw_loop:
 sw_done:
 	VZEROUPPER
 	RET
+
+// func sumSquaresAVX2(x *float32, n int, sc *[32]float32)
+// Kahan-compensated sums of squares in 16 float32 lanes (lane l: elements
+// l, l+16, ...): sc[l] the sum, sc[16+l] its compensation. n is a multiple
+// of 16.
+TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ sc+16(FP), DI
+	VXORPS Y0, Y0, Y0 // s, lanes 0-7
+	VXORPS Y1, Y1, Y1 // s, lanes 8-15
+	VXORPS Y2, Y2, Y2 // c, lanes 0-7
+	VXORPS Y3, Y3, Y3 // c, lanes 8-15
+	XORQ AX, AX
+ss_loop:
+	CMPQ AX, CX
+	JGE ss_done
+	VMOVUPS (SI)(AX*4), Y4
+	VMULPS Y4, Y4, Y4 // x·x
+	VSUBPS Y2, Y4, Y4 // y = x·x - c
+	VADDPS Y4, Y0, Y5 // t = s + y
+	VSUBPS Y0, Y5, Y6 // c = (t - s) - y
+	VSUBPS Y4, Y6, Y2
+	VMOVAPS Y5, Y0    // s = t
+	VMOVUPS 32(SI)(AX*4), Y4
+	VMULPS Y4, Y4, Y4
+	VSUBPS Y3, Y4, Y4
+	VADDPS Y4, Y1, Y5
+	VSUBPS Y1, Y5, Y6
+	VSUBPS Y4, Y6, Y3
+	VMOVAPS Y5, Y1
+	ADDQ $16, AX
+	JMP ss_loop
+ss_done:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VZEROUPPER
+	RET

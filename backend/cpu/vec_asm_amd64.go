@@ -14,6 +14,9 @@ func scaleMulAVX2(dst, x, w *float32, n int, r float32)
 func ropeAVX2(lo, hi, cos, sin *float32, n int)
 
 //go:noescape
+func sumSquaresAVX2(x *float32, n int, sc *[32]float32)
+
+//go:noescape
 func swigluAVX2(dst, gate, u *float32, n int)
 
 // vecSIMD reports whether the elementwise kernels of vec_amd64.s run now.
