@@ -57,8 +57,10 @@ func ropeVec(lo, hi, cos, sin []float32) {
 	}
 }
 
-// swigluVec sets dst[i] = silu(g[i])·u[i] with silu(g) = g/(1 + e^−g),
-// e^−g from expNeg.
+// swigluVec sets dst[i] = silu(g[i])·u[i] with silu(g) = g/(1 + e^−g)
+// computed in float64 (siluF64) and rounded once to float32, as the CUDA
+// backend's comparison assumes: within one float32 rounding of the exact
+// silu, then the float32 product with u.
 func swigluVec(dst, g, u []float32) {
 	n := len(dst)
 	g, u = g[:n], u[:n]
@@ -68,44 +70,42 @@ func swigluVec(dst, g, u []float32) {
 		i = v
 	}
 	for ; i < n; i++ {
-		dst[i] = g[i] / (expNeg(g[i]) + 1) * u[i]
+		dst[i] = siluF64(g[i]) * u[i]
 	}
 }
 
-// The constants of expNeg (vec_amd64.s holds the same bits).
+// The constants of siluF64 (vec_amd64.s holds the same bits).
 const (
-	expLo    = -87.0 // e^x below it is clamped (2^-126 still normal after rounding n)
-	expHi    = 88.0  // e^x above it is clamped (below float32's largest)
-	expLog2e = float32(1.44269504088896341)
-	expMagic = 12582912.0  // 1.5·2^23: adding and subtracting it rounds to an integer
-	expC1    = 0.693359375 // ln 2 = c1 + c2 (Cody-Waite): n·c1 is exact
-	expC2    = float32(-2.12194440e-4)
-	expP0    = float32(1.9875691500e-4) // Cephes expf's polynomial
-	expP1    = float32(1.3981999507e-3)
-	expP2    = float32(8.3334519073e-3)
-	expP3    = float32(4.1665795894e-2)
-	expP4    = float32(1.6666665459e-1)
-	expP5    = float32(5.0000001201e-1)
+	siluLo    = -708.0 // e^x clamped below it (silu is then g, exactly)
+	siluHi    = 708.0  // and above it (silu is then g·e^g, a tiny value or 0)
+	siluLog2e = 1.4426950408889634
+	siluMagic = 6755399441055744.0         // 1.5·2^52: adding and subtracting it rounds to an integer
+	siluLn2Hi = 6.93147180369123816490e-01 // fdlibm's ln 2 = hi + lo; n·hi is exact
+	siluLn2Lo = 1.90821492927058770002e-10
 )
 
-// expNeg returns e^−g for g in float32 (relative error about 2⁻²², Cephes'
-// expf): x = clamp(−g), n = round(x·log2 e), r = x − n·ln 2 in two parts,
-// e^r by a degree-7 polynomial, times 2^n.
-func expNeg(g float32) float32 {
-	x := -g
-	x = max(x, expLo)
-	x = min(x, expHi)
-	n := float32(float32(x*expLog2e)+expMagic) - expMagic
-	r := x - float32(n*expC1)
-	r = r - float32(n*expC2)
-	p := expP0
-	p = float32(p*r) + expP1
-	p = float32(p*r) + expP2
-	p = float32(p*r) + expP3
-	p = float32(p*r) + expP4
-	p = float32(p*r) + expP5
-	y := float32(float32(float32(p*r)*r)+r) + 1
-	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
+// siluCoef are 1/k! for k = 9 down to 2: e^r = 1 + r + r²·Σ r^(k−2)/k!,
+// truncated after k = 9 (|r| ≤ ln2/2: relative error below 2⁻³⁷).
+var siluCoef = [...]float64{1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2}
+
+// siluF64 returns float32(g/(1 + e^−g)) with e^−g in float64: x = clamp(−g),
+// n = round(x·log2 e), r = x − n·ln2 (in two parts), e^r by Horner's rule
+// on 1/k!, times 2^n. Every product is rounded before its add (no fused
+// multiply-add), so swigluAVX2 computes the same bits.
+func siluF64(g float32) float32 {
+	x := -float64(g)
+	x = max(x, siluLo)
+	x = min(x, siluHi)
+	n := float64(float64(x*siluLog2e)+siluMagic) - siluMagic
+	r := x - float64(n*siluLn2Hi)
+	r = r - float64(n*siluLn2Lo)
+	p := siluCoef[0]
+	for _, c := range siluCoef[1:] {
+		p = float64(p*r) + c
+	}
+	y := float64(float64(float64(p*r)*r)+r) + 1
+	e := y * math.Float64frombits(uint64(int64(n)+1023)<<52)
+	return float32(float64(g) / (e + 1))
 }
 
 // sumSquares returns Σ x[i]² to within about 2⁻²³ relative, independent

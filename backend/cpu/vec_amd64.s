@@ -7,25 +7,28 @@
 // vec.go computes, operation for operation (no fused multiply-add), so the
 // levels agree bit for bit. n is a multiple of 8; the callers do the rest.
 
-// The constants of expNeg (vec.go): clamp bounds, log2(e), the round-to-
-// integer magic 1.5·2^23, Cody-Waite ln2 = c1 + c2, Cephes expf's
-// polynomial p0..p5, and 1.
-DATA vecConst<>+0(SB)/4, $0xc2ae0000  // -87
-DATA vecConst<>+4(SB)/4, $0x42b00000  // 88
-DATA vecConst<>+8(SB)/4, $0x3fb8aa3b  // log2(e)
-DATA vecConst<>+12(SB)/4, $0x4b400000 // 1.5·2^23
-DATA vecConst<>+16(SB)/4, $0x3f318000 // c1 = 0.693359375
-DATA vecConst<>+20(SB)/4, $0xb95e8083 // c2 = -2.12194440e-4
-DATA vecConst<>+24(SB)/4, $0x39506967 // p0
-DATA vecConst<>+28(SB)/4, $0x3ab743ce // p1
-DATA vecConst<>+32(SB)/4, $0x3c088908 // p2
-DATA vecConst<>+36(SB)/4, $0x3d2aa9c1 // p3
-DATA vecConst<>+40(SB)/4, $0x3e2aaaaa // p4
-DATA vecConst<>+44(SB)/4, $0x3f000000 // p5
-DATA vecConst<>+48(SB)/4, $0x3f800000 // 1
-DATA vecConst<>+52(SB)/4, $0x80000000 // sign bit
-DATA vecConst<>+56(SB)/4, $127        // exponent bias
-GLOBL vecConst<>(SB), RODATA|NOPTR, $60
+// The constants of siluF64 (vec.go): clamp bounds, log2(e), the round-to-
+// integer magic 1.5·2^52, fdlibm's ln2 = ln2hi + ln2lo (n·ln2hi exact), the
+// Taylor coefficients 1/k! for k = 2..9, 1, the sign bit and the exponent
+// bias.
+DATA vecConst<>+0(SB)/8, $0xc086200000000000   // -708
+DATA vecConst<>+8(SB)/8, $0x4086200000000000   // 708
+DATA vecConst<>+16(SB)/8, $0x3ff71547652b82fe  // log2(e)
+DATA vecConst<>+24(SB)/8, $0x4338000000000000  // 1.5·2^52
+DATA vecConst<>+32(SB)/8, $0x3fe62e42fee00000  // ln2hi
+DATA vecConst<>+40(SB)/8, $0x3dea39ef35793c76  // ln2lo
+DATA vecConst<>+48(SB)/8, $0x3ec71de3a556c734  // 1/9!
+DATA vecConst<>+56(SB)/8, $0x3efa01a01a01a01a  // 1/8!
+DATA vecConst<>+64(SB)/8, $0x3f2a01a01a01a01a  // 1/7!
+DATA vecConst<>+72(SB)/8, $0x3f56c16c16c16c17  // 1/6!
+DATA vecConst<>+80(SB)/8, $0x3f81111111111111  // 1/5!
+DATA vecConst<>+88(SB)/8, $0x3fa5555555555555  // 1/4!
+DATA vecConst<>+96(SB)/8, $0x3fc5555555555555  // 1/3!
+DATA vecConst<>+104(SB)/8, $0x3fe0000000000000 // 1/2!
+DATA vecConst<>+112(SB)/8, $0x3ff0000000000000 // 1
+DATA vecConst<>+120(SB)/8, $0x8000000000000000 // sign bit
+DATA vecConst<>+128(SB)/8, $1023               // exponent bias
+GLOBL vecConst<>(SB), RODATA|NOPTR, $136
 
 // func addAVX2(dst, a, b *float32, n int)
 TEXT ·addAVX2(SB), NOSPLIT, $0-32
@@ -96,64 +99,74 @@ rope_done:
 	RET
 
 // func swigluAVX2(dst, gate, u *float32, n int)
+// silu in float64, 4 lanes at a time (siluF64), rounded once to float32,
+// times u in float32.
 TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ gate+8(FP), SI
 	MOVQ u+16(FP), DX
 	MOVQ n+24(FP), CX
-	VBROADCASTSS vecConst<>+0(SB), Y8   // lo
-	VBROADCASTSS vecConst<>+4(SB), Y9   // hi
-	VBROADCASTSS vecConst<>+8(SB), Y10  // log2e
-	VBROADCASTSS vecConst<>+12(SB), Y11 // magic
-	VBROADCASTSS vecConst<>+48(SB), Y12 // 1
-	VBROADCASTSS vecConst<>+52(SB), Y13 // sign
-	VPBROADCASTD vecConst<>+56(SB), Y14 // 127
+	VBROADCASTSD vecConst<>+0(SB), Y8   // lo
+	VBROADCASTSD vecConst<>+8(SB), Y9   // hi
+	VBROADCASTSD vecConst<>+16(SB), Y10 // log2e
+	VBROADCASTSD vecConst<>+24(SB), Y11 // magic
+	VBROADCASTSD vecConst<>+112(SB), Y12 // 1
+	VBROADCASTSD vecConst<>+120(SB), Y13 // sign
+	VPBROADCASTQ vecConst<>+128(SB), Y14 // 1023
 	XORQ AX, AX
 sw_loop:
 	CMPQ AX, CX
 	JGE sw_done
-	VMOVUPS (SI)(AX*4), Y0             // g
-	VXORPS Y13, Y0, Y1                 // x = -g
-	VMAXPS Y8, Y1, Y1                  // x = max(x, lo)
-	VMINPS Y9, Y1, Y1                  // x = min(x, hi)
-	VMULPS Y10, Y1, Y2                 // t = x·log2e
-	VADDPS Y11, Y2, Y2                 // n = (t + magic) - magic
-	VSUBPS Y11, Y2, Y2
-	VBROADCASTSS vecConst<>+16(SB), Y3 // r = (x - n·c1) - n·c2
-	VMULPS Y2, Y3, Y3
-	VSUBPS Y3, Y1, Y1
-	VBROADCASTSS vecConst<>+20(SB), Y3
-	VMULPS Y2, Y3, Y3
-	VSUBPS Y3, Y1, Y1
-	VBROADCASTSS vecConst<>+24(SB), Y4 // p = p0
-	VMULPS Y1, Y4, Y4                  // p = p·r + p1
-	VBROADCASTSS vecConst<>+28(SB), Y5
-	VADDPS Y5, Y4, Y4
-	VMULPS Y1, Y4, Y4
-	VBROADCASTSS vecConst<>+32(SB), Y5
-	VADDPS Y5, Y4, Y4
-	VMULPS Y1, Y4, Y4
-	VBROADCASTSS vecConst<>+36(SB), Y5
-	VADDPS Y5, Y4, Y4
-	VMULPS Y1, Y4, Y4
-	VBROADCASTSS vecConst<>+40(SB), Y5
-	VADDPS Y5, Y4, Y4
-	VMULPS Y1, Y4, Y4
-	VBROADCASTSS vecConst<>+44(SB), Y5
-	VADDPS Y5, Y4, Y4
-	VMULPS Y1, Y4, Y4                  // y = ((p·r)·r + r) + 1
-	VMULPS Y1, Y4, Y4
-	VADDPS Y1, Y4, Y4
-	VADDPS Y12, Y4, Y4
-	VCVTPS2DQ Y2, Y2                   // y·2^n
-	VPADDD Y14, Y2, Y2
-	VPSLLD $23, Y2, Y2
-	VMULPS Y2, Y4, Y4
-	VADDPS Y12, Y4, Y4                 // silu = g / (1 + e)
-	VDIVPS Y4, Y0, Y0
-	VMULPS (DX)(AX*4), Y0, Y0          // · u
-	VMOVUPS Y0, (DI)(AX*4)
-	ADDQ $8, AX
+	VCVTPS2PD (SI)(AX*4), Y0            // g
+	VXORPD Y13, Y0, Y1                  // x = -g
+	VMAXPD Y8, Y1, Y1                   // x = max(x, lo)
+	VMINPD Y9, Y1, Y1                   // x = min(x, hi)
+	VMULPD Y10, Y1, Y2                  // n = (x·log2e + magic) - magic
+	VADDPD Y11, Y2, Y2
+	VSUBPD Y11, Y2, Y2
+	VBROADCASTSD vecConst<>+32(SB), Y3  // r = (x - n·ln2hi) - n·ln2lo
+	VMULPD Y2, Y3, Y3
+	VSUBPD Y3, Y1, Y1
+	VBROADCASTSD vecConst<>+40(SB), Y3
+	VMULPD Y2, Y3, Y3
+	VSUBPD Y3, Y1, Y1
+	VBROADCASTSD vecConst<>+48(SB), Y4  // p = 1/9!, then p = p·r + 1/k!
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+56(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+64(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+72(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+80(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+88(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+96(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+104(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4                   // y = ((p·r)·r + r) + 1
+	VMULPD Y1, Y4, Y4
+	VADDPD Y1, Y4, Y4
+	VADDPD Y12, Y4, Y4
+	VCVTPD2DQY Y2, X6                   // e = y·2^n
+	VPMOVSXDQ X6, Y6
+	VPADDQ Y14, Y6, Y6
+	VPSLLQ $52, Y6, Y6
+	VMULPD Y6, Y4, Y4
+	VADDPD Y12, Y4, Y4                  // silu = g / (e + 1)
+	VDIVPD Y4, Y0, Y0
+	VCVTPD2PSY Y0, X0                   // rounded once to float32
+	VMULPS (DX)(AX*4), X0, X0           // · u
+	VMOVUPS X0, (DI)(AX*4)
+	ADDQ $4, AX
 	JMP sw_loop
 sw_done:
 	VZEROUPPER

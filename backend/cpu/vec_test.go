@@ -10,23 +10,34 @@ import (
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
 )
 
-// TestExpNeg checks expNeg against math.Exp over its unclamped range: at
-// most 2⁻²³ relative error (Cephes' expf bound; a dense sweep measured
-// 1.34·2⁻²⁴), and e^0 = 1 exactly.
-func TestExpNeg(t *testing.T) {
-	step := float32(0.001)
+// TestSiLU checks siluF64 against float64 math over float32 inputs up to
+// the clamps and beyond: the float64 silu before its final rounding is
+// within 2⁻³⁵ relative (so the float32 result is the correctly rounded one
+// or its neighbour at a tie), and the tails are exact: g for large g, a
+// tiny value or zero for very negative g.
+func TestSiLU(t *testing.T) {
+	step := 0.001
 	if testing.Short() {
 		step = 0.01
 	}
-	for x := float32(expLo); x <= expHi-1; x += step {
-		got := float64(expNeg(-x))
-		want := math.Exp(float64(x))
-		if e := math.Abs(got-want) / want; !(e <= 0x1p-23) {
-			t.Fatalf("expNeg(%v) = %v, want %v (relative error %.3g)", -x, got, want, e)
+	for gv := -110.0; gv <= 110; gv += step {
+		g := float32(gv)
+		want := float64(g) / (1 + math.Exp(-float64(g)))
+		got := float64(siluF64(g))
+		// One float32 rounding of a value within 2⁻³⁵ of want.
+		if d := math.Abs(got - want); !(d <= (0x1p-24+0x1p-35)*math.Abs(want)+0x1p-149) {
+			t.Fatalf("siluF64(%v) = %v, want %v (error %.3g ulp)", g, got, want, d/(0x1p-24*math.Abs(want)))
 		}
 	}
-	if expNeg(0) != 1 {
-		t.Errorf("expNeg(0) = %v, want 1", expNeg(0))
+	for _, g := range []float32{1e30, 3e38, 800} {
+		if got := siluF64(g); got != g {
+			t.Errorf("siluF64(%v) = %v, want %v", g, got, g)
+		}
+	}
+	for _, g := range []float32{-800, -1e30, -3e38} {
+		if got := siluF64(g); got > 0 || got < -1e-30 {
+			t.Errorf("siluF64(%v) = %v, want a tiny non-positive value", g, got)
+		}
 	}
 }
 
