@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
+	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
@@ -63,6 +64,9 @@ func checkQuantLevels(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int) {
 						want += float64(xv[tt*K+k]) * float64(wh[n*K+k])
 					}
 					tol := canonicalTol(xv[tt*K:(tt+1)*K], wh[n*K:(n+1)*K], bv[n], K)
+					if int4Integer(m) {
+						tol = baseTol(m, xv[tt*K:(tt+1)*K], wh, n) + 0x1p-24*math.Abs(want)
+					}
 					if d := math.Abs(float64(v) - want); !(d <= tol) {
 						restore()
 						t.Fatalf("%v: y[%d,%d] = %v, want %v (err %g, tol %g)", lvl, tt, n, v, want, d, tol)
@@ -124,4 +128,43 @@ func TestPackedPermutation(t *testing.T) {
 			t.Errorf("%v: the map has %d entries covering %d of %d channels", e, len(p.chans), len(seen), K)
 		}
 	}
+}
+
+// baseTol bounds |y − Σ x·ŵ| for row n of m and token row x (len K) on
+// the quantized Linear's own arithmetic: linearTol for the float orders;
+// for int4 with groups of 128 (qint4.go) the rounding of x to int8 codes in
+// blocks of 8 (each code off by at most sx/2, weighted by s·q) plus the
+// float32 combination: products, lane sums over K/128 groups, the tree, the
+// z·X sum and the bias (depth K/128 + 7), and each X's own float32 sum of
+// 128 terms.
+func baseTol(m *wq.Matrix, x, wh []float32, n int) float64 {
+	K := m.K
+	if !int4Integer(m) {
+		return linearTol(x, wh[n*K:(n+1)*K], 0, 0, K)
+	}
+	const u = 0x1p-24
+	var quant, terms, xsumErr float64
+	for g := 0; g < K/int4Group; g++ {
+		s16, z16 := m.Param(n, g)
+		s, z := float64(half.ToFloat32(s16)), float64(half.ToFloat32(z16))
+		var absX, sumX float64
+		for b := 0; b < int4Group/8; b++ {
+			k0 := g*int4Group + 8*b
+			var amax float32
+			for _, v := range x[k0 : k0+8] {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			sx := float64(amax / 127)
+			for k := k0; k < k0+8; k++ {
+				sq := s * float64(m.Raw(n, k))
+				quant += sq * sx / 2
+				terms += sq * (math.Abs(float64(x[k])) + sx/2)
+				absX += math.Abs(float64(x[k]))
+				sumX += float64(x[k])
+			}
+		}
+		terms += math.Abs(z * sumX)
+		xsumErr += math.Abs(z) * int4Group * u * absX
+	}
+	return quant + float64(K/int4Group+7)*u*terms + xsumErr + 1e-30
 }

@@ -94,6 +94,11 @@ func getScratch(n int) *[]float32 {
 func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 	m := w.m
 	N, K := m.N, m.K
+	if int4Integer(m) {
+		b.qlinearInt4(y, x, w, bias, T)
+		b.dec(y, x, w, T)
+		return
+	}
 	if p := w.packed; p != nil {
 		buf := getScratch(T * K)
 		defer scratchPool.Put(buf)
