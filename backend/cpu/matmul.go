@@ -8,23 +8,29 @@ package cpu
 // (PyTorch's nn.Linear); nothing is repacked or widened at load, so a
 // memory-mapped checkpoint is read in place. X and Y are row-major.
 //
-// Tiling: the output is cut into tiles of tileT tokens × tileN weight rows,
-// one work item each, handed to the worker goroutines in order (the item
-// decides what is computed, not the goroutine). Inside a tile, each group
-// of 4 weight rows (4·K·2 bytes: 4 KiB of bf16 at K = 512) stays in L1 while
-// the tile's tokens pass over it 4 at a time (the 4×4 SIMD tile: 16 zmm
-// accumulators, 4 x vectors, each weight vector widened once for 4 tokens);
-// a tile's tokens (tileT·K·4 bytes: 128 KiB at K = 512) stay in L2. For one
-// token (decode) the work is split over N only and each weight byte is read
-// once, by the 1×4 tile (4 independent add chains, one x load per 4 weight
-// vectors), at the memory's speed.
+// Tiling: the output is cut into tiles of tileT tokens × tileN weight rows
+// (gemvTileN rows below widenMinRows tokens), one work item each, handed to
+// the worker goroutines in order (the item decides what is computed, not
+// the goroutine). Prefill (T ≥ widenMinRows): a tile first widens its
+// weight rows once into a float32 scratch (exact; AVX-512 kernels), then
+// each group of 4 rows (8 KiB of float32 at K = 512) stays in L1 while the
+// tile's tokens pass over it 4 at a time (the 4×4 SIMD tile: 16 zmm
+// accumulators, 4 x vectors); the tile's tokens (tileT·K·4 bytes: 128 KiB at
+// K = 512) stay in L2. Decode (a few tokens): the work is split over N only
+// and each weight byte is read once, by the 1×4 tile (4 independent add
+// chains, one x load per 4 weight vectors, the next rows prefetched), at
+// the memory's speed; 4 tokens share the 4×4 tile, which widens each weight
+// vector once for all 4.
 //
 // Versions (docs/perf/cpu-linear.md has each one's prediction and outcome):
 //
 //	v1 (2026-11-22): float32 weights widened at load, packed 4-row layout,
 //	   scalar dot1x4 with one sequential sum per output: 9 GFLOP/s per core.
 //	v2 (2026-11-25): stored precision, 16-lane canonical order, AVX-512 and
-//	   AVX2 tiles from gen_dot.go, pure-Go tile as the reference.
+//	   AVX2 tiles from gen_dot.go, pure-Go tile as the reference; v2.1
+//	   prefetch, v2.2 64-row decode items, v2.4 and v2.7 widened prefill
+//	   tiles: decode GEMV 44-92% of the read ceiling, prefill 60-73% of the
+//	   fp32 peak on a quiet minute (2.3, a spinning worker pool, rejected).
 
 // Tile sizes of Linear; see above. tileN is a multiple of 4 (the SIMD
 // tiles' weight rows), tileT of 4 (their tokens).
