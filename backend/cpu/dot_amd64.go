@@ -186,6 +186,9 @@ func int4VNNI_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uin
 //go:noescape
 func int4VNNI_1x4(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)
 
+//go:noescape
+func int4AVX2_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)
+
 // asmDots lists the generated tiles by level, format and (MR, NR).
 var asmDots = []asmDot{
 	{avx512: true, format: "F32", mr: 1, nr: 1, fn: dotF32_1x1AVX512},

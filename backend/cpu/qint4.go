@@ -26,8 +26,9 @@ package cpu
 // weights falls from 48 vector operations (each nibble decoded to float,
 // FMA, multiply, add) to about 13, so the GEMV runs at the memory's speed
 // instead of the FP pipes'. Every level computes the same bits (integer
-// sums are exact in any order); the AVX-512 VNNI tiles are int4VNNI_1x4
-// and _1x1, dotInt4Generic the reference.
+// sums are exact in any order): the AVX-512 VNNI tiles int4VNNI_1x4 and
+// _1x1, the AVX2 tile int4AVX2_1x1 (VPMADDUBSW and VPMADDWD: the same int32
+// sums) where VNNI is missing, and dotInt4Generic, the reference.
 
 import (
 	"math"
@@ -137,6 +138,13 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 				k(&toks[t].xq[0], &toks[t].sx[0], &toks[t].xsum[0], unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), 4*RW, &y[t*N+n], &pz[2*n], uintptr(8*N))
 			}
 			n += nr
+		}
+	} else if cpufeat.Active() >= cpufeat.AVX2 {
+		RW := m.Elem.RowWords(m.K)
+		for n := n0; n < n1; n++ {
+			for t := t0; t < t1; t++ {
+				int4AVX2_1x1(&toks[t].xq[0], &toks[t].sx[0], &toks[t].xsum[0], unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), 4*RW, &y[t*N+n], &pz[2*n], uintptr(8*N))
+			}
 		}
 	} else {
 		for t := t0; t < t1; t++ {
