@@ -10,7 +10,8 @@ import (
 	"github.com/bitdecode/bitdecode/internal/half"
 )
 
-// Backend is the pure-Go CPU backend. Create it with New.
+// Backend is the CPU backend (Go with SIMD assembly; see the package
+// documentation). Create it with New.
 type Backend struct {
 	threads int
 
