@@ -151,16 +151,16 @@ func loadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend,
 		return nil, err
 	}
 	if owned {
-		if k, ok := m.(checkpointKeeper); ok {
-			k.keepCheckpoint(ck)
-		} else {
-			// A model that cannot hold the checkpoint: nothing may read
-			// the mapping after this returns.
-			if ld.view != nil {
-				m.Close()
-				return nil, fmt.Errorf("model: %s cannot keep its checkpoint open for the backend's in-place weights", cfg.ModelType)
-			}
+		k, ok := m.(checkpointKeeper)
+		switch {
+		case ld.view == nil:
+			// The backend copied everything: the mapping can go now.
 			_ = ck.Close()
+		case ok:
+			k.keepCheckpoint(ck)
+		default:
+			m.Close()
+			return nil, fmt.Errorf("model: %s cannot keep its checkpoint open for the backend's in-place weights", cfg.ModelType)
 		}
 	}
 	return m, nil
