@@ -12,7 +12,8 @@ import (
 )
 
 // TestQuantLinearLevels checks the packed-weight Linear (the packed order
-// for int8 and int4 with groups of 128, dequantized tiles otherwise) at every
+// for int8, int4 and int3 with groups of 128, int4 also on its opt-in
+// integer path, dequantized tiles otherwise) at every
 // SIMD level and thread counts 1 and 2 against the float64 reference over
 // Ŵ, on ragged N and T = 1, 2, 3, 7, 64, 300 with NaN-poisoned outputs, and
 // that every level and thread count gives the bits of the pure-Go tile.
@@ -36,6 +37,19 @@ func TestQuantLinearLevels(t *testing.T) {
 }
 
 func checkQuantLevels(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int) {
+	for _, on := range []bool{false, true} {
+		if on && !(e == wq.Int4 && G == int4Group) {
+			continue
+		}
+		func() {
+			int4IntegerOn = on
+			defer func() { int4IntegerOn = false }()
+			checkQuantLevelsMode(t, r, e, G, T, K, N, on)
+		}()
+	}
+}
+
+func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int, int8dot bool) {
 	m, err := wq.Quantize(e, G, N, K, llmWeight(r, N, K))
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +78,8 @@ func checkQuantLevels(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int) {
 						want += float64(xv[tt*K+k]) * float64(wh[n*K+k])
 					}
 					tol := canonicalTol(xv[tt*K:(tt+1)*K], wh[n*K:(n+1)*K], bv[n], K)
-					if int4Integer(m) {
-						tol = baseTol(m, xv[tt*K:(tt+1)*K], wh, n) + 0x1p-24*math.Abs(want)
+					if int8dot {
+						tol = baseTol(m, xv[tt*K:(tt+1)*K], wh, n, true) + 0x1p-24*math.Abs(want)
 					}
 					if d := math.Abs(float64(v) - want); !(d <= tol) {
 						restore()
@@ -131,15 +145,16 @@ func TestPackedPermutation(t *testing.T) {
 }
 
 // baseTol bounds |y − Σ x·ŵ| for row n of m and token row x (len K) on
-// the quantized Linear's own arithmetic: linearTol for the float orders;
+// the quantized Linear's own arithmetic (int8dot: the integer int4 path):
+// linearTol for the float orders;
 // for int4 with groups of 128 (qint4.go) the rounding of x to int8 codes in
 // blocks of 8 (each code off by at most sx/2, weighted by s·q) plus the
 // float32 combination: products, lane sums over K/128 groups, the tree, the
 // z·X sum and the bias (depth K/128 + 7), and each X's own float32 sum of
 // 128 terms.
-func baseTol(m *wq.Matrix, x, wh []float32, n int) float64 {
+func baseTol(m *wq.Matrix, x, wh []float32, n int, int8dot bool) float64 {
 	K := m.K
-	if !int4Integer(m) {
+	if !int8dot {
 		return linearTol(x, wh[n*K:(n+1)*K], 0, 0, K)
 	}
 	const u = 0x1p-24

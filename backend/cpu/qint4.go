@@ -1,6 +1,12 @@
 package cpu
 
-// int4 weights (groups of 128) multiply by integer dot products.
+// int4 weights (groups of 128) may multiply by integer dot products: an
+// opt-in (BITDECODE_CPU_INT4=int8dot, read when a weight is loaded) that
+// runs the int4 GEMV about twice as fast at a measured accuracy cost. Off by
+// default: on gocoder-23m it keeps RTN's perplexity (8.6959 against 8.6977)
+// but costs GPTQ and DEC about 0.1% (int4 GPTQ +1.11% against +1.00%, RTN
+// with DEC k_chunk 32 +0.72% against +0.59%; docs/perf/cpu-linear.md v2.9),
+// so the default is the float packed order of qdot.go.
 //
 // Each token's x is quantized to int8 codes in blocks of 8 channels: block
 // j (channels 8j..8j+7, the 8 codes of one packed word) gets sx_j =
@@ -32,6 +38,7 @@ package cpu
 
 import (
 	"math"
+	"os"
 	"unsafe"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
@@ -41,7 +48,15 @@ import (
 // int4Group is the group size of the integer int4 path.
 const int4Group = 128
 
-// int4Integer reports whether m multiplies by integer dot products.
+// EnvInt4 names the environment variable that selects the int4 path:
+// "int8dot" for integer dot products, anything else the float path.
+const EnvInt4 = "BITDECODE_CPU_INT4"
+
+// int4IntegerOn is whether weights loaded now take the integer path
+// (EnvInt4 read once; tests set it directly).
+var int4IntegerOn = os.Getenv(EnvInt4) == "int8dot"
+
+// int4Integer reports whether m can multiply by integer dot products.
 func int4Integer(m *wq.Matrix) bool {
 	return m.Elem == wq.Int4 && m.Group == int4Group && m.K%int4Group == 0
 }

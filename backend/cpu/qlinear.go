@@ -9,7 +9,8 @@ package cpu
 // Kernel: the weight stays packed (int4: 4.25 bits per weight with its
 // params, a quarter of fp16). int8, int4 and int3 with groups of 128 run in
 // their packed order (qdot.go): SIMD tiles decode the codes in registers
-// (ŵ = s·q + z by one FMA, exact) and sum x·ŵ in 16 lanes. Other formats
+// (ŵ = s·q + z by one FMA, exact) and sum x·ŵ in 16 lanes (int4 optionally
+// by integer dot products, qint4.go). Other formats
 // (fp16, other group sizes) dequantize: a work item of qTileN output rows
 // dequantizes them once into a per-worker float32 scratch, row-major, then
 // every token of the batch runs the F32 SIMD tiles over it (dot.go). Either
@@ -49,6 +50,8 @@ type qweight struct {
 	// zero) pairs (qdot.go); nil for formats that dequantize tiles.
 	packed *packedFormat
 	pz     []float32
+	// int8dot: int4 by integer dot products (qint4.go), chosen at load.
+	int8dot bool
 }
 
 func (w *qweight) Name() string { return w.name }
@@ -71,7 +74,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 			return nil, fmt.Errorf("cpu: weight %s: negative DEC k_chunk %d", name, dec.KChunk)
 		}
 	}
-	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m)}
+	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), int8dot: int4IntegerOn && int4Integer(m)}
 	if w.packed != nil {
 		w.pz = w.packed.params(m)
 	}
@@ -94,7 +97,7 @@ func getScratch(n int) *[]float32 {
 func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 	m := w.m
 	N, K := m.N, m.K
-	if int4Integer(m) {
+	if w.int8dot {
 		b.qlinearInt4(y, x, w, bias, T)
 		b.dec(y, x, w, T)
 		return
