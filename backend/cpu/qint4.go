@@ -4,7 +4,7 @@ package cpu
 // opt-in (BITDECODE_CPU_INT4=int8dot, read when a weight is loaded) that
 // runs the int4 GEMV about twice as fast at a measured accuracy cost. Off by
 // default: on gocoder-23m it keeps RTN's perplexity (8.6959 against 8.6977)
-// but costs GPTQ and DEC about 0.1% (int4 GPTQ +1.11% against +1.00%, RTN
+// but costs GPTQ and DEC about 0.1% (int4 GPTQ +1.11% against +1.01%, RTN
 // with DEC k_chunk 32 +0.72% against +0.59%; docs/perf/cpu-linear.md v2.9),
 // so the default is the float packed order of qdot.go.
 //
