@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/model/safetensors"
 )
 
 // Llama is the Llama architecture and its close relatives, which differ only
@@ -30,6 +31,7 @@ type Llama struct {
 	invFreq backend.Weight // RoPE inverse frequencies [D/2]
 	eps     float32
 	mem     WeightMemory
+	ck      *safetensors.Checkpoint // closed in Close: the backend may read its bytes in place
 }
 
 // LlamaLayer is one decoder layer's weights.
@@ -216,11 +218,22 @@ func (m *Llama) fail(layer int, err error) error {
 	return fmt.Errorf("model: forward: layer %d: %w", layer, err)
 }
 
-// Close implements Model.
+// keepCheckpoint implements checkpointKeeper.
+func (m *Llama) keepCheckpoint(ck *safetensors.Checkpoint) { m.ck = ck }
+
+// Close implements Model. It frees the weights, then closes the checkpoint
+// they may have been read from in place.
 func (m *Llama) Close() error {
 	v := reflect.ValueOf(m).Elem()
 	freeWeights(m.be, v)
 	m.be.FreeWeight(m.invFreq)
 	m.invFreq = nil
+	if m.ck != nil {
+		ck := m.ck
+		m.ck = nil
+		if err := ck.Close(); err != nil {
+			return fmt.Errorf("model: close: %w", err)
+		}
+	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -90,13 +91,36 @@ func Load(dir string, be backend.Backend, opts LoadOptions) (Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	defer ck.Close() // weights are copied into the backend
-	return LoadCheckpoint(cfg, ck, be, opts)
+	// The model owns the checkpoint: a backend that computes on the stored
+	// bytes in place (viewLoader) reads the mapping until Close.
+	m, err := loadCheckpoint(cfg, ck, be, opts, true)
+	if err != nil {
+		_ = ck.Close()
+		return nil, err
+	}
+	return m, nil
 }
 
 // LoadCheckpoint loads a model of the given config from an open checkpoint
-// onto be. The checkpoint may be closed once it returns.
+// onto be. The checkpoint may be closed once it returns: weights that a
+// backend reads in place are copied from a memory-mapped checkpoint (bytes
+// held in memory, as OpenBytes gives, are shared, not copied).
 func LoadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend, opts LoadOptions) (Model, error) {
+	return loadCheckpoint(cfg, ck, be, opts, false)
+}
+
+// viewLoader is implemented by backends that compute on a weight's stored
+// bytes in place (backend/cpu): matrices keep the checkpoint's precision
+// and memory, and the model keeps those bytes valid until Close. Others get
+// LoadWeight, which copies (and int8 weights dequantized to float32).
+type viewLoader interface {
+	LoadWeightView(name string, dtype backend.DType, shape []int, data []byte) (backend.Weight, error)
+	LoadInt8WeightView(name string, shape []int, q, scales []byte, group int) (backend.Weight, error)
+}
+
+// loadCheckpoint is LoadCheckpoint; with owned, the model takes ck and
+// closes it in Close (Load's mapped files stay mapped for the weights).
+func loadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend, opts LoadOptions, owned bool) (Model, error) {
 	newModel, ok := families[cfg.ModelType]
 	if !ok {
 		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
@@ -115,7 +139,37 @@ func LoadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend,
 			return nil, fmt.Errorf("model: DEC (k_chunk %d for shape %v) needs quantized weights, not %q", c.KChunk, sh, opts.Weights.Short())
 		}
 	}
-	return newModel(cfg, &loader{ck: ck, be: be, progress: opts.Progress, opts: opts, quant: cfg.Quant})
+	ld := &loader{ck: ck, be: be, progress: opts.Progress, opts: opts, quant: cfg.Quant}
+	if vl, ok := be.(viewLoader); ok {
+		ld.view = vl
+		// Bytes of a mapped checkpoint that the caller closes must be
+		// copied; owned or in-memory bytes are used in place.
+		ld.copyView = !owned && ck.Mapped()
+	}
+	m, err := newModel(cfg, ld)
+	if err != nil {
+		return nil, err
+	}
+	if owned {
+		k, ok := m.(checkpointKeeper)
+		switch {
+		case ld.view == nil:
+			// The backend copied everything: the mapping can go now.
+			_ = ck.Close()
+		case ok:
+			k.keepCheckpoint(ck)
+		default:
+			m.Close()
+			return nil, fmt.Errorf("model: %s cannot keep its checkpoint open for the backend's in-place weights", cfg.ModelType)
+		}
+	}
+	return m, nil
+}
+
+// checkpointKeeper is implemented by models that close the checkpoint their
+// weights are read from in their Close.
+type checkpointKeeper interface {
+	keepCheckpoint(ck *safetensors.Checkpoint)
 }
 
 // StderrProgress returns os.Stderr if it is a terminal (a character device)
@@ -154,6 +208,8 @@ type loader struct {
 	ignore   func(name string) bool
 	quant    *QuantConfig // int8 weights with scales (nil: none)
 	opts     LoadOptions
+	view     viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
+	copyView bool       // view must get copies: the caller unmaps the checkpoint
 
 	mem          WeightMemory // filled by load
 	fallbackSaid bool         // the dequantize-to-float32 line was logged
@@ -219,6 +275,19 @@ func (ld *loader) load(dst any) error {
 		if err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
+		quantized := s.linear && ld.opts.Weights.IsQuantized()
+		if s.scale != "" && ld.view != nil && !quantized {
+			// int8 codes and scales, read in their stored precision.
+			w, err := ld.loadInt8View(t, s)
+			if err != nil {
+				return err
+			}
+			ld.mem.FP16Bytes += 2 * int64(backend.NumElements(s.shape))
+			ld.mem.Bytes += 2 * int64(backend.NumElements(s.shape))
+			*s.dst = w
+			bar.add(int64(len(t.Data)))
+			continue
+		}
 		if s.scale != "" {
 			if t, err = ld.dequant(t, s); err != nil {
 				return err
@@ -231,9 +300,17 @@ func (ld *loader) load(dst any) error {
 		n := int64(backend.NumElements(s.shape))
 		ld.mem.FP16Bytes += 2 * n
 		var w backend.Weight
-		if s.linear && ld.opts.Weights.IsQuantized() {
+		switch {
+		case quantized:
 			w, err = ld.loadLinear(s.name, s.shape, dt, t.Data)
-		} else {
+		case ld.view != nil && len(s.shape) == 2:
+			ld.mem.Bytes += 2 * n
+			data := t.Data
+			if ld.copyView {
+				data = bytes.Clone(data)
+			}
+			w, err = ld.view.LoadWeightView(s.name, dt, s.shape, data)
+		default:
 			ld.mem.Bytes += 2 * n
 			w, err = ld.be.LoadWeight(s.name, dt, s.shape, t.Data)
 		}
@@ -259,6 +336,24 @@ func (ld *loader) dequant(t safetensors.Tensor, s weightSpec) (safetensors.Tenso
 	}
 	t.DType, t.Data = safetensors.F32, data
 	return t, nil
+}
+
+// loadInt8View hands the I8 tensor t of spec s and its scales to the
+// backend in their stored form.
+func (ld *loader) loadInt8View(t safetensors.Tensor, s weightSpec) (backend.Weight, error) {
+	sc, err := ld.ck.Tensor(s.scale)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	q := t.Data
+	if ld.copyView {
+		q = bytes.Clone(q)
+	}
+	w, err := ld.view.LoadInt8WeightView(s.name, s.shape, q, sc.Data, ld.quant.GroupSize)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", t.File, err)
+	}
+	return w, nil
 }
 
 // weightType is the reflect type of backend.Weight.

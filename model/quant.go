@@ -25,9 +25,11 @@ import (
 //	NAME_scale  F16 [rows, cols/G]      one scale per G consecutive columns
 //
 // with W[r, c] = float32(q[r, c]) * float32(scale[r, c/G]) (symmetric: no
-// zero point). The loader dequantizes to float32 before handing the weight
-// to the backend, so a quantized checkpoint goes through the same model code
-// as any other. Weights stored as float (e.g. RMSNorm vectors) load as usual.
+// zero point). A backend that reads stored bytes in place (viewLoader:
+// backend/cpu) gets the codes and scales as stored and multiplies by them
+// directly; others get the weight dequantized to float32. Either way a
+// quantized checkpoint goes through the same model code as any other.
+// Weights stored as float (e.g. RMSNorm vectors) load as usual.
 // tools/tinymodel/train.py writes this format (quantize_int8).
 
 // QuantMethod is the quant_method of bitdecode's own weight formats.

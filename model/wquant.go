@@ -14,8 +14,8 @@ import (
 // WeightMemory is what a model's weights take in their formats: packed
 // codes and params for quantized linear layers, 2 bytes per element for
 // everything kept in 16 bits (embeddings, norms, LM head). It counts the
-// format, not how a backend widens it (the CPU backend computes on float32
-// copies of 16-bit weights).
+// format, not how a backend stores it (the CPU backend reads 16-bit and
+// int8 checkpoint weights as stored; a GPU backend may convert them).
 type WeightMemory struct {
 	Format    string `json:"format"`                // the linear layers' format ("int4:g128:rtn", "fp16")
 	Bytes     int64  `json:"bytes"`                 // all weights as stored (a tied LM head counted once)

@@ -1,9 +1,7 @@
 package cpu
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -12,7 +10,8 @@ import (
 	"github.com/bitdecode/bitdecode/internal/half"
 )
 
-// Backend is the pure-Go CPU backend. Create it with New.
+// Backend is the CPU backend (Go with SIMD assembly; see the package
+// documentation). Create it with New.
 type Backend struct {
 	threads int
 
@@ -52,27 +51,6 @@ type tensor struct {
 func (t *tensor) Shape() []int         { return slices.Clone(t.shape) }
 func (t *tensor) DType() backend.DType { return t.dtype }
 func (t *tensor) String() string       { return fmt.Sprintf("%v%v", t.dtype, t.shape) }
-
-// weight is the CPU backend's backend.Weight, in float32. A vector is stored
-// as is; a matrix [N, K] in the packed layout of matmul.go.
-type weight struct {
-	owner *Backend
-	name  string
-	shape []int
-	data  []float32
-}
-
-// row copies row n of a matrix weight into dst (len K).
-func (w *weight) row(dst []float32, n int) {
-	K := w.shape[1]
-	g := w.data[(n/packRows)*K*packRows+n%packRows:]
-	for k := range dst {
-		dst[k] = g[k*packRows]
-	}
-}
-
-func (w *weight) Name() string { return w.name }
-func (w *weight) Shape() []int { return slices.Clone(w.shape) }
 
 // Alloc implements backend.Backend.
 func (b *Backend) Alloc(dtype backend.DType, shape ...int) (backend.Tensor, error) {
@@ -125,7 +103,7 @@ func (b *Backend) weightOf(op string, w backend.Weight) (*weight, error) {
 		return nil, fmt.Errorf("cpu: %s: weight %s is a quantized linear weight (only Linear takes it)", op, w.Name())
 	case !ok || cw.owner != b:
 		return nil, fmt.Errorf("cpu: %s: weight %T is not from this backend", op, w)
-	case cw.data == nil:
+	case cw.freed:
 		return nil, fmt.Errorf("cpu: %s: weight %s used after FreeWeight", op, cw.name)
 	}
 	return cw, nil
@@ -217,55 +195,13 @@ func (b *Backend) Float32s(t backend.Tensor) ([]float32, error) {
 	return ct.f32, nil
 }
 
-// LoadWeight implements backend.Backend. The data is widened to float32, and
-// a matrix (two dimensions) is stored in the packed layout of matmul.go.
-func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data []byte) (backend.Weight, error) {
-	n := backend.NumElements(shape)
-	if n < 0 {
-		return nil, fmt.Errorf("cpu: weight %s: invalid shape %v", name, shape)
-	}
-	if sz := dtype.Size(); dtype == backend.I32 || sz == 0 {
-		return nil, fmt.Errorf("cpu: weight %s: unsupported dtype %v (want F32, F16 or BF16)", name, dtype)
-	} else if len(data) != n*sz {
-		return nil, fmt.Errorf("cpu: weight %s: %d bytes of data for %v%v (want %d)", name, len(data), dtype, shape, n*sz)
-	}
-	var decode func(i int) float32
-	switch dtype {
-	case backend.F32:
-		decode = func(i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])) }
-	case backend.F16:
-		decode = func(i int) float32 { return half.ToFloat32(binary.LittleEndian.Uint16(data[2*i:])) }
-	case backend.BF16:
-		decode = func(i int) float32 { return half.BF16ToFloat32(binary.LittleEndian.Uint16(data[2*i:])) }
-	}
-	w := &weight{owner: b, name: name, shape: slices.Clone(shape)}
-	if len(shape) != 2 {
-		w.data = make([]float32, n)
-		for i := range w.data {
-			w.data[i] = decode(i)
-		}
-		return w, nil
-	}
-	// A matrix: widen and pack in one pass, rows spread over the workers.
-	N, K := shape[0], shape[1]
-	w.data = make([]float32, packedLen(N, K))
-	b.parallelRows(N, K, func(n0, n1 int) {
-		for r := n0; r < n1; r++ {
-			for k := range K {
-				w.data[packedIndex(r, k, K)] = decode(r*K + k)
-			}
-		}
-	})
-	return w, nil
-}
-
 // FreeWeight implements backend.Backend.
 func (b *Backend) FreeWeight(w backend.Weight) {
 	if b.freeQuant(w) {
 		return
 	}
 	if cw, ok := w.(*weight); ok && cw != nil && cw.owner == b {
-		cw.data = nil
+		cw.free()
 	}
 }
 

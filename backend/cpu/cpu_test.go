@@ -289,6 +289,8 @@ func TestElementwise(t *testing.T) {
 	for i := range got {
 		gg := float64(gv[i])
 		want := gg / (1 + math.Exp(-gg)) * float64(uv[i])
+		// silu in float64 (TestSiLU: far below a float32 ulp), rounded
+		// once, then the float32 product with u.
 		if d := math.Abs(float64(got[i]) - want); !(d <= 2*0x1p-24*math.Abs(want)+1e-30) {
 			t.Fatalf("SwiGLU[%d] = %v, want %v", i, got[i], want)
 		}
@@ -414,7 +416,7 @@ func TestLoadWeightDTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := w.(*weight).data
+		got := w.(*weight).f32
 		for i, v := range vals {
 			want := v
 			switch dt {

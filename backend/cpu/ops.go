@@ -127,7 +127,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 			b.shapeErr(op, "bias %s %v for weight %s %v", bt.name, bt.shape, wt.name, wt.shape)
 			return
 		}
-		bv = bt.data
+		bv = bt.f32
 	}
 	T, K := xt.matrix()
 	T2, N := d.matrix()
@@ -135,14 +135,15 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
 		return
 	}
-	b.linear(d.f32, xt.f32, wt.data, bv, T, K, N)
+	b.linear(d.f32, xt.f32, wt, bv, T, K, N)
 }
 
 // RMSNorm implements backend.Backend.
 //
-// The mean of squares is accumulated in float64 and rounded once to float32;
-// then, as HF's LlamaRMSNorm computes in float32, y = w·(x·r) with
-// r = 1/sqrt(mean + eps).
+// As HF's LlamaRMSNorm computes in float32: the sum of squares (sumSquares:
+// compensated float32 lanes, within about 2⁻²³ of the exact sum), mean =
+// float32(sum/G), r = 1/sqrt(mean + eps) rounded once to float32 (as the
+// CUDA backend does), and y = w·(x·r) in float32.
 func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) {
 	const op = "RMSNorm"
 	if b.failed() {
@@ -165,24 +166,19 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 	b.parallelRows(groups, G, func(g0, g1 int) {
 		for g := g0; g < g1; g++ {
 			xs := xt.f32[g*G : (g+1)*G]
-			ys := d.f32[g*G : (g+1)*G]
-			var ss float64
-			for _, v := range xs {
-				ss += float64(v) * float64(v)
-			}
-			mean := float32(ss / float64(G))
+			mean := float32(sumSquares(xs) / float64(G))
 			r := float32(1 / math.Sqrt(float64(mean+eps)))
-			for i, v := range xs {
-				ys[i] = wt.data[i] * (v * r)
-			}
+			scaleMulVec(d.f32[g*G:(g+1)*G], xs, wt.f32, r)
 		}
 	})
 }
 
 // RoPE implements backend.Backend.
 //
-// As in HF Llama, the angle is the float32 product pos·invFreq[i] and cos and
-// sin are taken of that float32 value (here in float64, rounded once).
+// As in HF Llama, the angle is the float32 product pos·invFreq[i], and cos
+// and sin are taken of that float32 value (in float64, rounded once); they
+// are computed once per position and kept with invFreq (ropeTable), then
+// each head's halves rotate in float32 (ropeVec).
 func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Weight) {
 	const op = "RoPE"
 	if b.failed() {
@@ -202,48 +198,36 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 	}
 	half := f.shape[0]
 	D := 2 * half
+	maxPos := int32(0)
+	for _, v := range p.i32 {
+		if v < 0 {
+			b.fail(fmt.Errorf("cpu: %s: negative position %d", op, v))
+			return
+		}
+		maxPos = max(maxPos, v)
+	}
+	tab := f.ropeTable(int(maxPos) + 1)
 	b.parallelRows(T, C, func(t0, t1 int) {
-		cos := make([]float32, half)
-		sin := make([]float32, half)
 		for t := t0; t < t1; t++ {
-			pf := float32(p.i32[t])
-			for i, inv := range f.data {
-				theta := float64(pf * inv)
-				cos[i] = float32(math.Cos(theta))
-				sin[i] = float32(math.Sin(theta))
-			}
+			pt := int(p.i32[t])
+			cos := tab.cos[pt*half : (pt+1)*half]
+			sin := tab.sin[pt*half : (pt+1)*half]
 			row := xt.f32[t*C : (t+1)*C]
 			for h := 0; h+D <= C; h += D {
-				lo := row[h : h+half]
-				hi := row[h+half : h+D]
-				for i := range lo {
-					x1, x2 := lo[i], hi[i]
-					lo[i] = x1*cos[i] - x2*sin[i]
-					hi[i] = x2*cos[i] + x1*sin[i]
-				}
+				ropeVec(row[h:h+half], row[h+half:h+D], cos, sin)
 			}
 		}
 	})
 }
 
-// SwiGLU implements backend.Backend. silu is computed in float64 and rounded
-// once, then multiplied by up in float32.
+// SwiGLU implements backend.Backend: silu(g)·u in float32 (swigluVec).
 func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
-	b.elementwise("SwiGLU", dst, gate, up, func(ds, gs, us []float32) {
-		for i, gv := range gs {
-			g64 := float64(gv)
-			ds[i] = float32(g64/(1+math.Exp(-g64))) * us[i]
-		}
-	})
+	b.elementwise("SwiGLU", dst, gate, up, swigluVec)
 }
 
 // Add implements backend.Backend.
 func (b *Backend) Add(dst, a, c backend.Tensor) {
-	b.elementwise("Add", dst, a, c, func(ds, as, cs []float32) {
-		for i := range ds {
-			ds[i] = as[i] + cs[i]
-		}
-	})
+	b.elementwise("Add", dst, a, c, addVec)
 }
 
 // elementwise runs fn over row chunks of three same-sized float32 tensors,

@@ -7,16 +7,18 @@ package cpu
 // matrix's dequantized values (wq.Matrix.DequantRow: ŵ = float32(s·q) + z).
 //
 // Kernel: the weight stays packed (int4: 4.25 bits per weight with its
-// params, a quarter of fp16, an eighth of this backend's float32 weights).
-// A work item is a tile of qTileN output rows: its rows are dequantized once
-// into a per-worker float32 scratch in the 4-row interleaved layout of
-// matmul.go, then every token of the batch runs dot1x4 over it. So each
-// output is the same sequential float32 sum over k of x_k·ŵ_k as the float32
-// Linear computes on Ŵ, whatever T, the tile or the thread count: prefill
-// and decode agree bit for bit, and the float64 reference of Ŵ bounds the
-// error exactly as for float32 weights. Dequantization costs a few
-// operations per weight per call, amortized over the T tokens; for T = 1 it
-// is the whole cost (the GPU GEMV does it in registers at the read ceiling).
+// params, a quarter of fp16). int8, int4 and int3 with groups of 128 run in
+// their packed order (qdot.go): SIMD tiles decode the codes in registers
+// (ŵ = s·q + z by one FMA, exact) and sum x·ŵ in 16 lanes (int4 optionally
+// by integer dot products, qint4.go). Other formats
+// (fp16, other group sizes) dequantize: a work item of qTileN output rows
+// dequantizes them once into a per-worker float32 scratch, row-major, then
+// every token of the batch runs the F32 SIMD tiles over it (dot.go). Either
+// way each output is one fixed float32 sum of the products x_k·ŵ_k, whatever
+// T, the tile, the SIMD level or the thread count: prefill and decode agree
+// bit for bit, and the float64 reference over Ŵ bounds the error as for
+// float32 weights (the packed order sums the same products in another
+// order than a float32 Linear over Ŵ, so the two agree to rounding).
 //
 // DEC: after the base output (bias included), each token selects its input
 // channels (wq.SelectApprox, k_chunk per 1024 inputs) and adds the residual
@@ -34,7 +36,7 @@ import (
 var _ backend.QuantWeightLoader = (*Backend)(nil)
 
 // qTileN is the number of output rows a quantized Linear work item
-// dequantizes at once: a multiple of packRows whose float32 scratch
+// dequantizes at once: a multiple of 4 (the SIMD tiles' rows) whose float32 scratch
 // (qTileN·K·4 bytes, 192 KiB at K = 1536) stays in L2.
 const qTileN = 32
 
@@ -44,6 +46,12 @@ type qweight struct {
 	name  string
 	m     *wq.Matrix
 	dec   *wq.DEC
+	// packed and pz are the packed order's format and float32 (scale,
+	// zero) pairs (qdot.go); nil for formats that dequantize tiles.
+	packed *packedFormat
+	pz     []float32
+	// int8dot: int4 by integer dot products (qint4.go), chosen at load.
+	int8dot bool
 }
 
 func (w *qweight) Name() string { return w.name }
@@ -66,7 +74,11 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 			return nil, fmt.Errorf("cpu: weight %s: negative DEC k_chunk %d", name, dec.KChunk)
 		}
 	}
-	return &qweight{owner: b, name: name, m: m, dec: dec}, nil
+	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), int8dot: int4IntegerOn && int4Integer(m)}
+	if w.packed != nil {
+		w.pz = w.packed.params(m)
+	}
+	return w, nil
 }
 
 // scratchPool holds float32 buffers for dequantized tiles and DEC sums.
@@ -85,42 +97,56 @@ func getScratch(n int) *[]float32 {
 func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 	m := w.m
 	N, K := m.N, m.K
+	if w.int8dot {
+		b.qlinearInt4(y, x, w, bias, T)
+		b.dec(y, x, w, T)
+		return
+	}
+	if p := w.packed; p != nil {
+		buf := getScratch(T * K)
+		defer scratchPool.Put(buf)
+		xp := *buf
+		b.parallelRows(T, K, func(t0, t1 int) {
+			for t := t0; t < t1; t++ {
+				p.permute(xp[t*K:(t+1)*K], x[t*K:(t+1)*K])
+			}
+		})
+		tn := b.rowsPerItem(T, N)
+		tilesT := (T + tileT - 1) / tileT
+		tilesN := (N + tn - 1) / tn
+		b.parallel(tilesT*tilesN, func(item int) {
+			t0 := (item / tilesN) * tileT
+			n0 := (item % tilesN) * tn
+			packedTile(p, y, xp, m, w.pz, bias, t0, min(T, t0+tileT), n0, min(N, n0+tn))
+		})
+		b.dec(y, x, w, T)
+		return
+	}
 	tiles := (N + qTileN - 1) / qTileN
 	b.parallel(tiles, func(item int) {
 		n0 := item * qTileN
 		n1 := min(N, n0+qTileN)
 		buf := getScratch(qTileN * K)
 		defer scratchPool.Put(buf)
-		tile := *buf
-		// Dequantize rows n0..n1 into the 4-row interleaved layout; rows past
-		// n1 in the last group are zero.
-		for r := 0; r < n1-n0; r += packRows {
-			g := tile[r*K : (r+packRows)*K]
-			for i := range packRows {
-				if n0+r+i >= n1 {
-					for k := range K {
-						g[k*packRows+i] = 0
-					}
-					continue
-				}
-				m.DequantRowStrided(g[i:], n0+r+i, packRows)
-			}
+		tile := (*buf)[:(n1-n0)*K]
+		for r := range n1 - n0 {
+			m.DequantRow(tile[r*K:(r+1)*K], n0+r)
 		}
-		for t := range T {
-			xt := x[t*K : (t+1)*K]
-			yt := y[t*N : (t+1)*N]
-			for r := 0; r < n1-n0; r += packRows {
-				a0, a1, a2, a3 := dot1x4(xt, tile[r*K:(r+packRows)*K])
-				acc := [packRows]float32{a0, a1, a2, a3}
-				copy(yt[n0+r:min(n1, n0+r+packRows)], acc[:])
-			}
-			if bias != nil {
-				for n := n0; n < n1; n++ {
-					yt[n] += bias[n]
-				}
-			}
+		// The dequantized rows are an F32 weight of n1-n0 rows; y and bias
+		// are offset so that its row r is output n0+r.
+		tw := &weight{shape: []int{n1 - n0, K}, format: wF32, f32: tile}
+		var bt []float32
+		if bias != nil {
+			bt = bias[n0:]
 		}
+		linearTile(y[n0:], x, tw, bt, K, N, 0, T, 0, n1-n0)
 	})
+	b.dec(y, x, w, T)
+}
+
+// dec adds w's dynamic error compensation, if any, to y = x·Ŵᵀ + bias.
+func (b *Backend) dec(y, x []float32, w *qweight, T int) {
+	N, K := w.m.N, w.m.K
 	if w.dec == nil || w.dec.KChunk == 0 {
 		return
 	}
@@ -148,7 +174,7 @@ func (b *Backend) freeQuant(w backend.Weight) bool {
 	if qw == nil {
 		return false
 	}
-	qw.m, qw.dec = nil, nil
+	qw.m, qw.dec, qw.pz = nil, nil, nil
 	return true
 }
 
@@ -169,7 +195,7 @@ func (b *Backend) linearQuant(op string, d, xt *tensor, qw *qweight, bias backen
 			b.shapeErr(op, "bias %s %v for weight %s [%d %d]", bt.name, bt.shape, qw.name, qw.m.N, qw.m.K)
 			return
 		}
-		bv = bt.data
+		bv = bt.f32
 	}
 	T, K := xt.matrix()
 	T2, N := d.matrix()

@@ -70,7 +70,7 @@ func TestQuantLinear(t *testing.T) {
 				got := download(t, b, y)
 				want := linearRef(xv, wh, bv, tc.T, tc.K, tc.N)
 				for i := range got {
-					tol := linearTol(xv, wh, i/tc.N, i%tc.N, tc.K)
+					tol := baseTol(m, xv[(i/tc.N)*tc.K:(i/tc.N+1)*tc.K], wh, i%tc.N, false) + 0x1p-24*math.Abs(want[i])
 					if d := math.Abs(float64(got[i]) - want[i]); !(d <= tol) {
 						t.Fatalf("y[%d,%d] = %v, want %v (tol %g)", i/tc.N, i%tc.N, got[i], want[i], tol)
 					}
@@ -153,7 +153,7 @@ func TestDEC(t *testing.T) {
 					resid += xk * (rk*(0x1p-11+0x1p-24) + 0x1p-25)
 					sumR += xk * rk
 				}
-				tol := resid + linearTol(xv, wh, tk, n, tc.K) + float64(tc.K+2)*0x1p-24*sumR + 0x1p-24*math.Abs(want[i])
+				tol := resid + baseTol(m, xv[tk*tc.K:(tk+1)*tc.K], wh, n, false) + float64(tc.K+2)*0x1p-24*sumR + 0x1p-24*math.Abs(want[i])
 				if d := math.Abs(float64(got[i]) - want[i]); !(d <= tol) {
 					t.Fatalf("k=all fp16: y[%d,%d] = %v, fp16 weights give %v (tol %g)", tk, n, got[i], want[i], tol)
 				}

@@ -114,6 +114,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "dec" {
 		return runBenchDEC(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "linear" {
+		return runBenchLinear(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "attn" {
 		args = args[1:]
 	}

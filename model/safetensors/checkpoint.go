@@ -232,6 +232,18 @@ func (c *Checkpoint) Files() []string {
 	return out
 }
 
+// Mapped reports whether any file of the checkpoint is memory-mapped: then
+// its tensor data becomes invalid at Close. Data of files read into memory
+// (or opened with OpenBytes) stays valid while referenced.
+func (c *Checkpoint) Mapped() bool {
+	for _, f := range c.files {
+		if f.Mapped() {
+			return true
+		}
+	}
+	return false
+}
+
 // Close closes all files of the checkpoint.
 func (c *Checkpoint) Close() error {
 	var errs []error

@@ -1,0 +1,52 @@
+//go:build !purego
+
+package cpu
+
+import "github.com/bitdecode/bitdecode/internal/cpufeat"
+
+// asmDot is one generated SIMD tile (dot_amd64.go lists them).
+type asmDot struct {
+	avx512 bool
+	format string
+	mr, nr int
+	fn     dotFunc
+}
+
+// tileTable holds the SIMD tiles by level and tileFormats index;
+// widenTable the widening kernels.
+var (
+	tileTable  [cpufeat.AVX512 + 1][len(tileFormats)]tiles
+	widenTable [cpufeat.AVX512 + 1][len(tileFormats)]widenFunc
+)
+
+func init() {
+	for i, f := range tileFormats {
+		widenTable[cpufeat.AVX512][i] = asmWidens[f]
+	}
+	for _, d := range asmDots {
+		lvl := cpufeat.AVX2
+		if d.avx512 {
+			lvl = cpufeat.AVX512
+		}
+		i := -1
+		for j, f := range tileFormats {
+			if f == d.format {
+				i = j
+			}
+		}
+		if i < 0 {
+			panic("cpu: generated tile of unknown format " + d.format)
+		}
+		t := &tileTable[lvl][i]
+		switch [2]int{d.mr, d.nr} {
+		case [2]int{1, 1}:
+			t.k11 = d.fn
+		case [2]int{1, 4}:
+			t.k14 = d.fn
+		case [2]int{4, 1}:
+			t.k41 = d.fn
+		case [2]int{4, 4}:
+			t.k44 = d.fn
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
+	"github.com/bitdecode/bitdecode/internal/half"
+)
+
+// storedWeight is a test matrix in one storage format: its bytes as a
+// checkpoint stores them and the exact float32 values they stand for.
+type storedWeight struct {
+	format wformat
+	group  int       // wI8
+	data   []byte    // F32/F16/BF16 elements, or I8 codes
+	scales []byte    // wI8: fp16 scales [N, K/group]
+	vals   []float32 // the exact values, row-major [N, K]
+}
+
+// makeStored draws an [N, K] weight of realistic scale (std 0.05, a few
+// x10-x50 outliers) in format f.
+func makeStored(r *rand.Rand, f wformat, group, N, K int) storedWeight {
+	s := storedWeight{format: f, group: group, vals: make([]float32, N*K)}
+	for i := range s.vals {
+		v := float32(r.NormFloat64() * 0.05)
+		if r.IntN(100) == 0 {
+			v *= float32(10 + r.IntN(41))
+		}
+		switch f {
+		case wF32:
+			s.data = binary.LittleEndian.AppendUint32(s.data, math.Float32bits(v))
+		case wF16:
+			h := half.FromFloat32(v)
+			s.data = binary.LittleEndian.AppendUint16(s.data, h)
+			v = half.ToFloat32(h)
+		case wBF16:
+			h := half.BF16FromFloat32(v)
+			s.data = binary.LittleEndian.AppendUint16(s.data, h)
+			v = half.BF16ToFloat32(h)
+		}
+		s.vals[i] = v
+	}
+	if f == wI8 {
+		s.data = make([]byte, N*K)
+		for n := range N {
+			for g := range K / group {
+				sc := half.FromFloat32(float32(0.0005 + 0.002*r.Float64()))
+				s.scales = binary.LittleEndian.AppendUint16(s.scales, sc)
+				for k := g * group; k < (g+1)*group; k++ {
+					q := int8(r.IntN(255) - 127)
+					s.data[n*K+k] = byte(q)
+					s.vals[n*K+k] = float32(q) * half.ToFloat32(sc)
+				}
+			}
+		}
+	}
+	return s
+}
+
+// load makes the weight on b: through LoadWeight (a copy) or the in-place
+// views.
+func (s storedWeight) load(t *testing.T, b *Backend, N, K int, view bool) backend.Weight {
+	t.Helper()
+	var w backend.Weight
+	var err error
+	switch s.format {
+	case wI8:
+		w, err = b.LoadInt8WeightView("w", []int{N, K}, s.data, s.scales, s.group)
+	default:
+		dt := map[wformat]backend.DType{wF32: backend.F32, wF16: backend.F16, wBF16: backend.BF16}[s.format]
+		if view {
+			w, err = b.LoadWeightView("w", dt, []int{N, K}, s.data)
+		} else {
+			w, err = b.LoadWeight("w", dt, []int{N, K}, s.data)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// activations returns T·K values of about unit size with a few outlier
+// input channels (x10-x50 on every token), as hidden states have.
+func activations(r *rand.Rand, T, K int) []float32 {
+	scale := make([]float32, K)
+	for k := range scale {
+		scale[k] = 1
+		if r.IntN(40) == 0 {
+			scale[k] = float32(10 + r.IntN(41))
+		}
+	}
+	x := make([]float32, T*K)
+	for i := range x {
+		x[i] = float32(r.NormFloat64()) * scale[i%K]
+	}
+	return x
+}
+
+// canonicalTol bounds the error of the canonical order (dot.go) against the
+// exact sum: every term passes through at most K/16 lane adds, the 4 tree
+// adds, the K%16 tail adds, its own product rounding and the bias add, each
+// a relative error of at most 2⁻²⁴ of a partial sum bounded by Σ|x·w| + |b|.
+func canonicalTol(x, w []float32, bias float32, K int) float64 {
+	var s float64
+	for k := range K {
+		s += math.Abs(float64(x[k]) * float64(w[k]))
+	}
+	s += math.Abs(float64(bias))
+	depth := K/dotLanes + 4 + K%dotLanes + 2
+	return float64(depth)*0x1p-24*s*1.0001 + 1e-30
+}
+
+// TestLinearFormats checks Linear on every storage format and SIMD level
+// against the float64 reference, on awkward shapes (K and N off the vector
+// width and the tiles; T = 1, 2, 3, 7, 64, 300), with NaN-poisoned outputs;
+// and that every level, both load paths and thread counts 1 and 2 give the
+// same bits, and a token alone the same bits as in its batch.
+func TestLinearFormats(t *testing.T) {
+	type fc struct {
+		f     wformat
+		group int
+	}
+	formats := []fc{{wF32, 0}, {wBF16, 0}, {wF16, 0}, {wI8, 32}, {wI8, 64}, {wI8, 128}, {wI8, 48}}
+	Ts := []int{1, 2, 3, 7, 64, 300}
+	if testing.Short() {
+		Ts = []int{1, 3, 7, 64}
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, f := range formats {
+		Ks := []int{1, 15, 16, 33, 300, 512}
+		if f.f == wI8 {
+			Ks = []int{f.group, 3 * f.group, 1536 / f.group * f.group}
+		}
+		for _, K := range Ks {
+			for _, N := range []int{1, 5, 37, 66} {
+				for _, T := range Ts {
+					name := fmt.Sprintf("%v_g%d_T%d_K%d_N%d", f.f, f.group, T, K, N)
+					t.Run(name, func(t *testing.T) {
+						checkLinearFormat(t, r, f.f, f.group, T, K, N)
+					})
+				}
+			}
+		}
+	}
+}
+
+func checkLinearFormat(t *testing.T, r *rand.Rand, f wformat, group, T, K, N int) {
+	sw := makeStored(r, f, group, N, K)
+	xv := activations(r, T, K)
+	bv := make([]float32, N)
+	for i := range bv {
+		bv[i] = float32(r.NormFloat64())
+	}
+	withBias := N%2 == 1
+	var ref []float32
+	for _, lvl := range cpufeat.Levels() {
+		_, restore := cpufeat.Force(lvl)
+		for _, threads := range []int{1, 2} {
+			for _, view := range []bool{false, true} {
+				b := New(threads)
+				w := sw.load(t, b, N, K, view)
+				var bw backend.Weight
+				if withBias {
+					bw = mustWeight(t, b, "bias", bv, N)
+				}
+				x := mustTensor(t, b, xv, T, K)
+				y := poisoned(t, b, T, N)
+				b.Linear(y, x, w, bw)
+				got := download(t, b, y)
+				if ref == nil {
+					for i, v := range got {
+						tt, n := i/N, i%N
+						want := 0.0
+						for k := range K {
+							want += float64(xv[tt*K+k]) * float64(sw.vals[n*K+k])
+						}
+						var bias float32
+						if withBias {
+							bias = bv[n]
+							want += float64(bias)
+						}
+						tol := canonicalTol(xv[tt*K:(tt+1)*K], sw.vals[n*K:(n+1)*K], bias, K)
+						if d := math.Abs(float64(v) - want); !(d <= tol) {
+							restore()
+							t.Fatalf("%v: y[%d,%d] = %v, want %v (err %g, tol %g)", lvl, tt, n, v, want, d, tol)
+						}
+					}
+					ref = got
+					continue
+				}
+				for i, v := range got {
+					if math.Float32bits(v) != math.Float32bits(ref[i]) {
+						restore()
+						t.Fatalf("%v, %d threads, view %v: y[%d,%d] = %v, want the bits of %v (generic, 1 thread)", lvl, threads, view, i/N, i%N, v, ref[i])
+					}
+				}
+			}
+		}
+		// The last token alone gives its bits in the batch.
+		b := New(2)
+		w := sw.load(t, b, N, K, true)
+		var bw backend.Weight
+		if withBias {
+			bw = mustWeight(t, b, "bias", bv, N)
+		}
+		x := mustTensor(t, b, xv[(T-1)*K:], 1, K)
+		y := poisoned(t, b, 1, N)
+		b.Linear(y, x, w, bw)
+		for n, v := range download(t, b, y) {
+			if math.Float32bits(v) != math.Float32bits(ref[(T-1)*N+n]) {
+				restore()
+				t.Fatalf("%v: token %d alone: y[%d] = %v, in the batch %v", lvl, T-1, n, v, ref[(T-1)*N+n])
+			}
+		}
+		restore()
+	}
+}
+
+// TestEmbeddingFormats checks that Embedding widens every format's rows
+// exactly.
+func TestEmbeddingFormats(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const V, K = 11, 64
+	for _, f := range []wformat{wF32, wF16, wBF16, wI8} {
+		sw := makeStored(r, f, 32, V, K)
+		b := New(2)
+		w := sw.load(t, b, V, K, true)
+		ids := []int32{3, 0, 10, 3}
+		d := poisoned(t, b, len(ids), K)
+		b.Embedding(d, w, mustInt32(t, b, ids))
+		got := download(t, b, d)
+		for i, id := range ids {
+			for k := range K {
+				if got[i*K+k] != sw.vals[int(id)*K+k] {
+					t.Fatalf("%v: row %d (id %d), column %d = %v, want %v", f, i, id, k, got[i*K+k], sw.vals[int(id)*K+k])
+				}
+			}
+		}
+	}
+}
+
+// TestLoadViews checks the in-place loaders: a view shares the caller's
+// bytes (aligned data), unaligned data is copied, and bad shapes and sizes
+// are errors.
+func TestLoadViews(t *testing.T) {
+	b := New(1)
+	buf := make([]byte, 2*4*8+1)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	w, err := b.LoadWeightView("w", backend.BF16, []int{4, 8}, buf[:64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cw := w.(*weight); &cw.u16[0] != (*uint16)(unsafePointer(&buf[0])) {
+		t.Error("aligned BF16 view: the weight does not share the caller's bytes")
+	}
+	w, err = b.LoadWeightView("w", backend.BF16, []int{4, 8}, buf[1:65])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cw := w.(*weight); cw.at(0, 0) != half.BF16ToFloat32(binary.LittleEndian.Uint16(buf[1:])) {
+		t.Errorf("unaligned BF16 view: element (0,0) = %v", cw.at(0, 0))
+	}
+	for _, tc := range []struct {
+		shape        []int
+		q, sc, group int
+	}{
+		{[]int{4}, 4, 2, 4},      // not a matrix
+		{[]int{2, 8}, 16, 8, 3},  // group does not divide K
+		{[]int{2, 8}, 15, 8, 4},  // short codes
+		{[]int{2, 8}, 16, 6, 4},  // short scales
+		{[]int{2, 8}, 16, 8, 0},  // no group
+		{[]int{-1, 8}, 16, 8, 4}, // bad shape
+	} {
+		if _, err := b.LoadInt8WeightView("q", tc.shape, make([]byte, tc.q), make([]byte, tc.sc), tc.group); err == nil {
+			t.Errorf("LoadInt8WeightView(%v, %d codes, %d scale bytes, group %d) succeeded", tc.shape, tc.q, tc.sc, tc.group)
+		}
+	}
+}
+
+// unsafePointer converts a byte pointer for an identity comparison.
+func unsafePointer(p *byte) unsafe.Pointer { return unsafe.Pointer(p) }

@@ -1,0 +1,827 @@
+//go:build ignore
+
+// gen_dot writes dot_amd64.s and dot_amd64.go: the SIMD dot-product tiles of
+// Linear (matmul.go explains the arithmetic they must reproduce). Run it with
+// `go generate ./backend/cpu` after changing it; the build needs only the
+// generated files.
+//
+// A tile computes, for MR rows of x and NR rows of the weight, the 16-lane
+// partial sums of the canonical order over the first k16 inputs and reduces
+// each to one float32 by the fixed tree (lane l + l+8, + l+4, + l+2, + l+1).
+// AVX-512 keeps one zmm accumulator per output; AVX2 two ymm (lanes 0-7 and
+// 8-15), so both levels compute the same bits. Products are rounded before the
+// add (VMULPS then VADDPS, never an FMA): the pure-Go reference does the same
+// and every level agrees bit for bit.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"log"
+	"os"
+	"strings"
+)
+
+// format is a weight storage format: how 16 weights are loaded and widened.
+type wfmt struct {
+	name  string // Go name part
+	esize int    // bytes per weight element
+	// groups: the I8 format (per-group float32 scales); the kernel is
+	// specialized on the group size.
+	group int
+}
+
+var formats = []wfmt{
+	{name: "F32", esize: 4},
+	{name: "BF16", esize: 2},
+	{name: "F16", esize: 2},
+	{name: "I8G32", esize: 1, group: 32},
+	{name: "I8G64", esize: 1, group: 64},
+	{name: "I8G128", esize: 1, group: 128},
+}
+
+// tiles are the (MR, NR) shapes generated per level.
+var tiles512 = [][2]int{{1, 1}, {1, 4}, {4, 1}, {4, 4}}
+var tiles256 = [][2]int{{1, 1}, {1, 4}}
+
+// xrows and wrows are the general registers holding row pointers.
+var xrows = []string{"SI", "R8", "R9", "R10"}
+var wrows = []string{"DI", "R11", "R12", "R13"}
+
+type gen struct {
+	s bytes.Buffer
+}
+
+func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.s, "\t"+format+"\n", args...) }
+func (g *gen) label(l string)               { fmt.Fprintf(&g.s, "%s:\n", l) }
+
+func funcName(f wfmt, mr, nr int, level string) string {
+	return fmt.Sprintf("dot%s_%dx%d%s", f.name, mr, nr, level)
+}
+
+// prologue loads the arguments and the row pointers.
+func (g *gen) prologue(mr, nr int) {
+	g.p("MOVQ x+0(FP), SI")
+	g.p("MOVQ xs+8(FP), DX")
+	g.p("MOVQ w+16(FP), DI")
+	g.p("MOVQ ws+24(FP), BX")
+	g.p("MOVQ k16+32(FP), CX")
+	for r := 1; r < mr; r++ {
+		g.p("LEAQ (%s)(DX*1), %s", xrows[r-1], xrows[r])
+	}
+	for c := 1; c < nr; c++ {
+		g.p("LEAQ (%s)(BX*1), %s", wrows[c-1], wrows[c])
+	}
+}
+
+// prefetchSetup points R8 at the span of weight rows after the tile's (the
+// next call's rows: rows are contiguous), for an MR = 1 tile, which reads
+// each weight byte once and depends on the memory keeping up.
+func (g *gen) prefetchSetup(nr int) {
+	g.p("MOVQ ws+24(FP), R8")
+	if nr > 1 {
+		g.p("IMULQ $%d, R8", nr)
+	}
+	g.p("ADDQ DI, R8")
+}
+
+// prefetchStep prefetches, per step, as many bytes of the next span as the
+// step reads of this one (NR rows × 16 elements), and advances R8.
+func (g *gen) prefetchStep(f wfmt, nr int) {
+	bytes := nr * f.esize * 16
+	for off := 0; off < bytes; off += 64 {
+		g.p("PREFETCHT0 %d(R8)", off)
+	}
+	g.p("ADDQ $%d, R8", bytes)
+}
+
+// prefetchStepReg is prefetchStep with the pointer in reg (MR = 4 tiles,
+// whose R8 holds an x row; their DX is free once the rows are set up).
+func (g *gen) prefetchStepReg(f wfmt, nr int, reg string) {
+	bytes := nr * f.esize * 16
+	for off := 0; off < bytes; off += 64 {
+		g.p("PREFETCHT0 %d(%s)", off, reg)
+	}
+	g.p("ADDQ $%d, %s", bytes, reg)
+}
+
+// --- AVX-512 ---
+
+func acc512(mr, nr, r, c int) int { return r*nr + c }
+
+func (g *gen) loadW512(f wfmt, c int, dst string, off int) {
+	switch {
+	case f.name == "F32":
+		g.p("VMOVUPS %d(%s)(AX*4), %s", 4*off, wrows[c], dst)
+	case f.name == "BF16":
+		g.p("VPMOVZXWD %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
+		g.p("VPSLLD $16, %s, %s", dst, dst)
+	case f.name == "F16":
+		g.p("VCVTPH2PS %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
+	case f.group > 0:
+		g.p("VPMOVSXBD %d(%s)(AX*1), %s", off, wrows[c], dst)
+		g.p("VCVTDQ2PS %s, %s", dst, dst)
+		g.p("VMULPS Z%d, %s, %s", 20+c, dst, dst)
+	}
+}
+
+// step512 emits one 16-input step at element offset off from AX.
+func (g *gen) step512(f wfmt, mr, nr, off int) {
+	if mr == 1 {
+		g.prefetchStep(f, nr)
+	} else if f.group == 0 {
+		g.prefetchStepReg(f, nr, "DX")
+	}
+	for r := range mr {
+		g.p("VMOVUPS %d(%s)(AX*4), Z%d", 4*off, xrows[r], 16+r)
+	}
+	prod := 0
+	for c := range nr {
+		w := fmt.Sprintf("Z%d", 24+c%2)
+		g.loadW512(f, c, w, off)
+		for r := range mr {
+			p := 26 + prod%4
+			prod++
+			a := acc512(mr, nr, r, c)
+			g.p("VMULPS Z%d, %s, Z%d", 16+r, w, p)
+			g.p("VADDPS Z%d, Z%d, Z%d", p, a, a)
+		}
+	}
+}
+
+func (g *gen) reduce512(mr, nr int) {
+	g.p("MOVQ dst+40(FP), DI")
+	g.p("MOVQ ds+48(FP), DX")
+	for r := range mr {
+		for c := range nr {
+			a := acc512(mr, nr, r, c)
+			g.p("VEXTRACTF64X4 $1, Z%d, Y30", a)
+			g.p("VADDPS Y30, Y%d, Y%d", a, a)
+			g.p("VEXTRACTF32X4 $1, Y%d, X30", a)
+			g.p("VADDPS X30, X%d, X%d", a, a)
+			g.p("VMOVHLPS X%d, X%d, X30", a, a)
+			g.p("VADDPS X30, X%d, X%d", a, a)
+			g.p("VMOVSHDUP X%d, X30", a)
+			g.p("VADDSS X30, X%d, X%d", a, a)
+			g.p("VMOVSS X%d, %d(DI)", a, 4*c)
+		}
+		if r+1 < mr {
+			g.p("ADDQ DX, DI")
+		}
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+func (g *gen) kernel512(f wfmt, mr, nr int) {
+	name := funcName(f, mr, nr, "AVX512")
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.prologue(mr, nr)
+	if mr == 1 {
+		g.prefetchSetup(nr)
+	} else if f.group == 0 {
+		// DX (the x stride, used) becomes the prefetch pointer: the
+		// rows after the tile's.
+		g.p("MOVQ BX, DX")
+		if nr > 1 {
+			g.p("IMULQ $%d, DX", nr)
+		}
+		g.p("ADDQ DI, DX")
+	}
+	for i := range mr * nr {
+		g.p("VPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.p("XORQ AX, AX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	if f.group > 0 {
+		g.p("MOVQ sc+56(FP), DX")
+		g.p("MOVQ ss+64(FP), BX")
+		g.label(name + "_loop")
+		for c := range nr {
+			g.p("VBROADCASTSS %d(DX), Z%d", 4*c, 20+c)
+		}
+		for s := 0; s < f.group/16; s++ {
+			g.step512(f, mr, nr, 16*s)
+		}
+		g.p("ADDQ $%d, AX", f.group)
+		g.p("ADDQ BX, DX")
+	} else {
+		g.label(name + "_loop")
+		g.step512(f, mr, nr, 0)
+		g.p("ADDQ $16, AX")
+	}
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.reduce512(mr, nr)
+}
+
+// --- AVX2 (MR = 1): row c accumulates in Y(2c) (lanes 0-7) and Y(2c+1) ---
+
+func (g *gen) loadW256(f wfmt, c int, dst string, off int) {
+	switch {
+	case f.name == "F32":
+		g.p("VMOVUPS %d(%s)(AX*4), %s", 4*off, wrows[c], dst)
+	case f.name == "BF16":
+		g.p("VPMOVZXWD %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
+		g.p("VPSLLD $16, %s, %s", dst, dst)
+	case f.name == "F16":
+		g.p("VCVTPH2PS %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
+	case f.group > 0:
+		g.p("VPMOVSXBD %d(%s)(AX*1), %s", off, wrows[c], dst)
+		g.p("VCVTDQ2PS %s, %s", dst, dst)
+		g.p("VMULPS Y%d, %s, %s", 10+c, dst, dst)
+	}
+}
+
+func (g *gen) step256(f wfmt, nr, off int) {
+	g.prefetchStep(f, nr)
+	g.p("VMOVUPS %d(SI)(AX*4), Y8", 4*off)
+	g.p("VMOVUPS %d(SI)(AX*4), Y9", 4*off+32)
+	for c := range nr {
+		for h := range 2 {
+			w := fmt.Sprintf("Y%d", 14+h)
+			g.loadW256(f, c, w, off+8*h)
+			g.p("VMULPS Y%d, %s, %s", 8+h, w, w)
+			g.p("VADDPS %s, Y%d, Y%d", w, 2*c+h, 2*c+h)
+		}
+	}
+}
+
+func (g *gen) kernel256(f wfmt, nr int) {
+	name := funcName(f, 1, nr, "AVX2")
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.prologue(1, nr)
+	g.prefetchSetup(nr)
+	for i := range 2 * nr {
+		g.p("VXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.p("XORQ AX, AX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	if f.group > 0 {
+		g.p("MOVQ sc+56(FP), DX")
+		g.p("MOVQ ss+64(FP), BX")
+		g.label(name + "_loop")
+		for c := range nr {
+			g.p("VBROADCASTSS %d(DX), Y%d", 4*c, 10+c)
+		}
+		for s := 0; s < f.group/16; s++ {
+			g.step256(f, nr, 16*s)
+		}
+		g.p("ADDQ $%d, AX", f.group)
+		g.p("ADDQ BX, DX")
+	} else {
+		g.label(name + "_loop")
+		g.step256(f, nr, 0)
+		g.p("ADDQ $16, AX")
+	}
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.reduce256(nr)
+}
+
+func (g *gen) reduce256(nr int) {
+	g.p("MOVQ dst+40(FP), DI")
+	for c := range nr {
+		lo, hi := 2*c, 2*c+1
+		g.p("VADDPS Y%d, Y%d, Y%d", hi, lo, lo)
+		g.p("VEXTRACTF128 $1, Y%d, X14", lo)
+		g.p("VADDPS X14, X%d, X%d", lo, lo)
+		g.p("VMOVHLPS X%d, X%d, X14", lo, lo)
+		g.p("VADDPS X14, X%d, X%d", lo, lo)
+		g.p("VMOVSHDUP X%d, X14", lo)
+		g.p("VADDSS X14, X%d, X%d", lo, lo)
+		g.p("VMOVSS X%d, %d(DI)", lo, 4*c)
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+// --- packed wq formats (package wq's layout): 16 words per chunk ---
+
+// wqfmt is a packed wq format with groups of 128 channels.
+type wqfmt struct {
+	name   string
+	fields []int  // bit offset of field f in each word
+	mask   uint32 // code mask
+	ch     int    // channels per chunk of 16 words
+	gr     int    // chunks per group of 128 channels
+}
+
+var wqformats = []wqfmt{
+	{name: "WQ8G128", fields: []int{0, 8, 16, 24}, mask: 0xff, ch: 64, gr: 2},
+	{name: "WQ4G128", fields: []int{0, 4, 8, 12, 16, 20, 24, 28}, mask: 0xf, ch: 128, gr: 1},
+}
+
+// xscale is the AX scale of x addresses: x (permuted, float32) advances
+// ch·4 bytes per chunk while the words advance 64.
+func (f wqfmt) xscale() int { return f.ch * 4 / 64 }
+
+// field512 extracts field i of the words in src into dst as float32.
+func (g *gen) fieldExtract(f wqfmt, i int, src, dst, mask string) {
+	sh := f.fields[i]
+	switch {
+	case sh == 0:
+		g.p("VPANDD %s, %s, %s", mask, src, dst)
+	case i == len(f.fields)-1 && sh+bitsOf(f.mask) == 32:
+		g.p("VPSRLD $%d, %s, %s", sh, src, dst)
+	default:
+		g.p("VPSRLD $%d, %s, %s", sh, src, dst)
+		g.p("VPANDD %s, %s, %s", mask, dst, dst)
+	}
+	g.p("VCVTDQ2PS %s, %s", dst, dst)
+}
+
+func bitsOf(m uint32) int {
+	n := 0
+	for ; m != 0; m >>= 1 {
+		n++
+	}
+	return n
+}
+
+// kernelWQ512: AX is the byte offset in the word rows; x row r at
+// (xrows[r])(AX*xscale) + 64·field; the (scale, zero) of row c, this group,
+// at 8c(DX) and 8c+4(DX), DX advancing BX = N·8 bytes per group.
+func (g *gen) kernelWQ512(f wqfmt, mr, nr int) {
+	name := funcName(wfmt{name: f.name}, mr, nr, "AVX512")
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.prologue(mr, nr)
+	if mr == 1 {
+		g.prefetchSetup(nr)
+	}
+	for i := range mr * nr {
+		g.p("VPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.p("MOVL $%d, AX", f.mask)
+	g.p("VPBROADCASTD AX, Z31")
+	g.p("XORQ AX, AX")
+	g.p("MOVQ sc+56(FP), DX")
+	g.p("MOVQ ss+64(FP), BX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	g.label(name + "_loop")
+	for ch := range f.gr {
+		if mr == 1 {
+			for off := 0; off < nr*64; off += 64 {
+				g.p("PREFETCHT0 %d(R8)", off)
+			}
+			g.p("ADDQ $%d, R8", nr*64)
+		}
+		for c := range nr {
+			g.p("VMOVDQU32 %d(%s)(AX*1), Z28", 64*ch, wrows[c])
+			g.p("VBROADCASTSS %d(DX), Z20", 8*c)
+			g.p("VBROADCASTSS %d(DX), Z21", 8*c+4)
+			for i := range f.fields {
+				g.fieldExtract(f, i, "Z28", "Z29", "Z31")
+				g.p("VFMADD213PS Z21, Z20, Z29") // Z29 = Z29·s + z: ŵ, the product exact
+				for r := range mr {
+					a := acc512(mr, nr, r, c)
+					g.p("VMULPS %d(%s)(AX*%d), Z29, Z30", 64*ch*f.xscale()+64*i, xrows[r], f.xscale())
+					g.p("VADDPS Z30, Z%d, Z%d", a, a)
+				}
+			}
+		}
+	}
+	g.p("ADDQ $%d, AX", 64*f.gr)
+	g.p("ADDQ BX, DX")
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.reduce512(mr, nr)
+}
+
+// kernelWQ256 (MR = 1): row c in Y(2c) (words 0-7) and Y(2c+1) (8-15).
+func (g *gen) kernelWQ256(f wqfmt, nr int) {
+	name := funcName(wfmt{name: f.name}, 1, nr, "AVX2")
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.prologue(1, nr)
+	g.prefetchSetup(nr)
+	for i := range 2 * nr {
+		g.p("VXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.p("MOVL $%d, AX", f.mask)
+	g.p("MOVQ AX, X15")
+	g.p("VPBROADCASTD X15, Y15")
+	g.p("XORQ AX, AX")
+	g.p("MOVQ sc+56(FP), DX")
+	g.p("MOVQ ss+64(FP), BX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	g.label(name + "_loop")
+	for ch := range f.gr {
+		for off := 0; off < nr*64; off += 64 {
+			g.p("PREFETCHT0 %d(R8)", off)
+		}
+		g.p("ADDQ $%d, R8", nr*64)
+		for c := range nr {
+			g.p("VBROADCASTSS %d(DX), Y10", 8*c)
+			g.p("VBROADCASTSS %d(DX), Y11", 8*c+4)
+			for h := range 2 {
+				g.p("VMOVDQU %d(%s)(AX*1), Y8", 64*ch+32*h, wrows[c])
+				for i := range f.fields {
+					sh := f.fields[i]
+					switch {
+					case sh == 0:
+						g.p("VPAND Y15, Y8, Y12")
+					case i == len(f.fields)-1 && sh+bitsOf(f.mask) == 32:
+						g.p("VPSRLD $%d, Y8, Y12", sh)
+					default:
+						g.p("VPSRLD $%d, Y8, Y12", sh)
+						g.p("VPAND Y15, Y12, Y12")
+					}
+					g.p("VCVTDQ2PS Y12, Y12")
+					g.p("VFMADD213PS Y11, Y10, Y12")
+					g.p("VMULPS %d(SI)(AX*%d), Y12, Y13", 64*ch*f.xscale()+64*i+32*h, f.xscale())
+					g.p("VADDPS Y13, Y%d, Y%d", 2*c+h, 2*c+h)
+				}
+			}
+		}
+	}
+	g.p("ADDQ $%d, AX", 64*f.gr)
+	g.p("ADDQ BX, DX")
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.reduce256(nr)
+}
+
+// --- packed int3 (groups of 128): lane l of a chunk is block l (3 words,
+// 32 channels) of 16 consecutive blocks; the words are gathered. MR = 1. ---
+
+// int3Fields lists, in the packed order, each field's word j and bit
+// offset (fields 30 and 31, the spare bits, are marked by word -1 and -2).
+func int3Fields() [][2]int {
+	var fs [][2]int
+	for j := range 3 {
+		for r := range 10 {
+			fs = append(fs, [2]int{j, 3*(r/2) + 16*(r%2)})
+		}
+	}
+	return append(fs, [2]int{-1, 15}, [2]int{-2, 31})
+}
+
+func (g *gen) kernelWQ3_512(nr int) {
+	name := funcName(wfmt{name: "WQ3G128"}, 1, nr, "AVX512")
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.prologue(1, nr)
+	g.prefetchSetup(nr)
+	for i := range nr {
+		g.p("VPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.p("VMOVDQU32 int3Const<>+0(SB), Z16")   // gather index 3l
+	g.p("VMOVDQU32 int3Const<>+64(SB), Z17")  // s lanes: group l/4
+	g.p("VMOVDQU32 int3Const<>+128(SB), Z18") // z lanes: 4 + l/4
+	for _, c := range [][2]int{{19, 7}, {23, 1}, {24, 2}, {25, 4}} {
+		g.p("MOVL $%d, R10", c[1])
+		g.p("VPBROADCASTD R10, Z%d", c[0])
+	}
+	g.p("XORQ AX, AX")
+	g.p("MOVQ sc+56(FP), DX")
+	g.p("MOVQ ss+64(FP), BX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	g.label(name + "_loop")
+	for off := 0; off < nr*192; off += 64 {
+		g.p("PREFETCHT0 %d(R8)", off)
+	}
+	g.p("ADDQ $%d, R8", nr*192)
+	for c := range nr {
+		g.p("LEAQ (%s)(AX*1), R9", wrows[c])
+		for j := range 3 {
+			g.p("KXNORW K1, K1, K1")
+			g.p("VPGATHERDD %d(R9)(Z16*4), K1, Z%d", 4*j, 26+j)
+		}
+		g.p("VPERMPS %d(DX), Z17, Z20", 32*c)
+		g.p("VPERMPS %d(DX), Z18, Z21", 32*c)
+		for f, fd := range int3Fields() {
+			j, sh := fd[0], fd[1]
+			switch {
+			case j >= 0 && sh == 0:
+				g.p("VPANDD Z19, Z%d, Z29", 26+j)
+			case j >= 0:
+				g.p("VPSRLD $%d, Z%d, Z29", sh, 26+j)
+				g.p("VPANDD Z19, Z29, Z29")
+			default: // spare bit sh of words 0, 1, 2 -> code bits 0, 1, 2
+				g.p("VPSRLD $%d, Z26, Z29", sh)
+				g.p("VPANDD Z23, Z29, Z29")
+				g.p("VPSRLD $%d, Z27, Z30", sh-1)
+				g.p("VPANDD Z24, Z30, Z30")
+				g.p("VPORD Z30, Z29, Z29")
+				g.p("VPSRLD $%d, Z28, Z30", sh-2)
+				g.p("VPANDD Z25, Z30, Z30")
+				g.p("VPORD Z30, Z29, Z29")
+			}
+			g.p("VCVTDQ2PS Z29, Z29")
+			g.p("VFMADD213PS Z21, Z20, Z29")
+			g.p("VMULPS %d(SI), Z29, Z30", 64*f)
+			g.p("VADDPS Z30, Z%d, Z%d", c, c)
+		}
+	}
+	g.p("ADDQ $192, AX")
+	g.p("ADDQ $2048, SI")
+	g.p("ADDQ BX, DX")
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.reduce512(1, nr)
+}
+
+// --- widening a weight row to float32 (the prefill tiles' scratch) ---
+
+// widen512 writes the float32 values of the first k16 elements of one row
+// (DI) to dst (SI); I8 rows read the scale of group g at sc + g·ss.
+func (g *gen) widen512(f wfmt) {
+	name := "widen" + f.name + "AVX512"
+	fmt.Fprintf(&g.s, "\n// func %s(dst *float32, w unsafe.Pointer, k16 int, sc *float32, ss uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+	g.p("MOVQ dst+0(FP), SI")
+	g.p("MOVQ w+8(FP), DI")
+	g.p("MOVQ k16+16(FP), CX")
+	g.p("MOVQ sc+24(FP), DX")
+	g.p("MOVQ ss+32(FP), BX")
+	g.p("XORQ AX, AX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_done", name)
+	g.label(name + "_loop")
+	if f.group > 0 {
+		g.p("VBROADCASTSS (DX), Z20")
+		for st := 0; st < f.group/16; st++ {
+			g.loadW512(f, 0, "Z0", 16*st)
+			g.p("VMOVUPS Z0, %d(SI)(AX*4)", 64*st)
+		}
+		g.p("ADDQ $%d, AX", f.group)
+		g.p("ADDQ BX, DX")
+	} else {
+		g.loadW512(f, 0, "Z0", 0)
+		g.p("VMOVUPS Z0, (SI)(AX*4)")
+		g.p("ADDQ $16, AX")
+	}
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_done")
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+// --- int4 with integer dot products (AVX-512 VNNI; qint4.go) ---
+
+// kernelInt4VNNI (MR = 1): per group of 128 channels (16 words) and row c,
+// D = VPDPBUSD of the low and high nibbles with the token's int8 x (lanes:
+// words), acc_c += float(D)·(s·sx), and the scalar zs_c += z·X.
+func (g *gen) kernelInt4VNNI(nr int) {
+	name := fmt.Sprintf("int4VNNI_1x%d", nr)
+	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.p("MOVQ xq+0(FP), SI")
+	g.p("MOVQ sx+8(FP), R9")
+	g.p("MOVQ xsum+16(FP), R10")
+	g.p("MOVQ w+24(FP), DI")
+	g.p("MOVQ ws+32(FP), BX")
+	g.p("MOVQ rowBytes+40(FP), CX")
+	for c := 1; c < nr; c++ {
+		g.p("LEAQ (%s)(BX*1), %s", wrows[c-1], wrows[c])
+	}
+	g.p("MOVQ BX, R8") // prefetch pointer: the rows after the tile's
+	if nr > 1 {
+		g.p("IMULQ $%d, R8", nr)
+	}
+	g.p("ADDQ DI, R8")
+	for c := range nr {
+		g.p("VPXORD Z%d, Z%d, Z%d", c, c, c)
+		g.p("VPXORD Z%d, Z%d, Z%d", 4+c, 4+c, 4+c)
+	}
+	g.p("MOVL $0x0f0f0f0f, AX")
+	g.p("VPBROADCASTD AX, Z31")
+	g.p("XORQ AX, AX")
+	g.p("MOVQ pz+56(FP), DX")
+	g.p("MOVQ ps+64(FP), BX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	g.label(name + "_loop")
+	for off := 0; off < nr*64; off += 64 {
+		g.p("PREFETCHT0 %d(R8)", off)
+	}
+	g.p("ADDQ $%d, R8", nr*64)
+	g.p("VMOVUPS (R9), Z27") // sx of each lane's 8 channels
+	g.p("VMOVSS (R10), X24") // X
+	for c := range nr {
+		g.p("VMOVDQU32 (%s)(AX*1), Z28", wrows[c])
+		g.p("VPANDD Z31, Z28, Z29")
+		g.p("VPSRLD $4, Z28, Z28")
+		g.p("VPANDD Z31, Z28, Z28")
+		g.p("VPXORD Z30, Z30, Z30")
+		g.p("VPDPBUSD (SI)(AX*2), Z29, Z30")
+		g.p("VPDPBUSD 64(SI)(AX*2), Z28, Z30")
+		g.p("VCVTDQ2PS Z30, Z30")
+		g.p("VBROADCASTSS %d(DX), Z26", 8*c)
+		g.p("VMULPS Z27, Z26, Z26") // u_l = s·sx_l
+		g.p("VMULPS Z26, Z30, Z30")
+		g.p("VADDPS Z30, Z%d, Z%d", c, c)
+		g.p("VMOVSS %d(DX), X25", 8*c+4)
+		g.p("VMULSS X24, X25, X25") // z·X
+		g.p("VADDSS X25, X%d, X%d", 4+c, 4+c)
+	}
+	g.p("ADDQ $64, AX")
+	g.p("ADDQ BX, DX")
+	g.p("ADDQ $64, R9")
+	g.p("ADDQ $4, R10")
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.p("MOVQ dst+48(FP), DI")
+	for c := range nr {
+		a := c
+		g.p("VEXTRACTF64X4 $1, Z%d, Y30", a)
+		g.p("VADDPS Y30, Y%d, Y%d", a, a)
+		g.p("VEXTRACTF32X4 $1, Y%d, X30", a)
+		g.p("VADDPS X30, X%d, X%d", a, a)
+		g.p("VMOVHLPS X%d, X%d, X30", a, a)
+		g.p("VADDPS X30, X%d, X%d", a, a)
+		g.p("VMOVSHDUP X%d, X30", a)
+		g.p("VADDSS X30, X%d, X%d", a, a)
+		g.p("VADDSS X%d, X%d, X%d", 4+c, a, a) // + Σ z·X
+		g.p("VMOVSS X%d, %d(DI)", a, 4*c)
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+// kernelInt4AVX2 (MR = NR = 1) is kernelInt4VNNI for AVX2: VPMADDUBSW
+// (unsigned 4-bit codes × signed x codes, pairs summed in int16: at most
+// 2·15·127, no saturation) then VPMADDWD by ones gives the same int32 lane
+// sums as VPDPBUSD; the float combination is the same.
+func (g *gen) kernelInt4AVX2() {
+	name := "int4AVX2_1x1"
+	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.p("MOVQ xq+0(FP), SI")
+	g.p("MOVQ sx+8(FP), R9")
+	g.p("MOVQ xsum+16(FP), R10")
+	g.p("MOVQ w+24(FP), DI")
+	g.p("MOVQ ws+32(FP), BX")
+	g.p("MOVQ rowBytes+40(FP), CX")
+	g.p("LEAQ (DI)(BX*1), R8") // prefetch: the next row
+	g.p("VXORPS Y0, Y0, Y0")
+	g.p("VXORPS Y1, Y1, Y1")
+	g.p("VXORPS Y2, Y2, Y2")
+	g.p("MOVL $0x0f0f0f0f, AX")
+	g.p("MOVQ AX, X11")
+	g.p("VPBROADCASTD X11, Y11")
+	g.p("MOVL $0x00010001, AX")
+	g.p("MOVQ AX, X10")
+	g.p("VPBROADCASTD X10, Y10")
+	g.p("XORQ AX, AX")
+	g.p("MOVQ pz+56(FP), DX")
+	g.p("MOVQ ps+64(FP), BX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	g.label(name + "_loop")
+	g.p("PREFETCHT0 (R8)")
+	g.p("ADDQ $64, R8")
+	g.p("VBROADCASTSS (DX), Y5") // s
+	g.p("VMOVSS (R10), X12")     // X
+	for h := range 2 {
+		g.p("VMOVDQU %d(DI)(AX*1), Y6", 32*h)
+		g.p("VPAND Y11, Y6, Y7")
+		g.p("VPSRLD $4, Y6, Y8")
+		g.p("VPAND Y11, Y8, Y8")
+		g.p("VPMADDUBSW %d(SI)(AX*2), Y7, Y9", 32*h)
+		g.p("VPMADDWD Y10, Y9, Y9")
+		g.p("VPMADDUBSW %d(SI)(AX*2), Y8, Y13", 64+32*h)
+		g.p("VPMADDWD Y10, Y13, Y13")
+		g.p("VPADDD Y13, Y9, Y9")
+		g.p("VCVTDQ2PS Y9, Y9")
+		g.p("VMULPS %d(R9), Y5, Y13", 32*h) // u_l = s·sx_l
+		g.p("VMULPS Y13, Y9, Y9")
+		g.p("VADDPS Y9, Y%d, Y%d", h, h)
+	}
+	g.p("VMOVSS 4(DX), X13")
+	g.p("VMULSS X12, X13, X13")
+	g.p("VADDSS X13, X2, X2")
+	g.p("ADDQ $64, AX")
+	g.p("ADDQ BX, DX")
+	g.p("ADDQ $64, R9")
+	g.p("ADDQ $4, R10")
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.p("MOVQ dst+48(FP), DI")
+	g.p("VADDPS Y1, Y0, Y0")
+	g.p("VEXTRACTF128 $1, Y0, X14")
+	g.p("VADDPS X14, X0, X0")
+	g.p("VMOVHLPS X0, X0, X14")
+	g.p("VADDPS X14, X0, X0")
+	g.p("VMOVSHDUP X0, X14")
+	g.p("VADDSS X14, X0, X0")
+	g.p("VADDSS X2, X0, X0")
+	g.p("VMOVSS X0, (DI)")
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+const header = "// Code generated by gen_dot.go; DO NOT EDIT.\n\n"
+
+func main() {
+	var asm gen
+	asm.s.WriteString(header)
+	asm.s.WriteString("//go:build !purego\n\n#include \"textflag.h\"\n")
+	// int3's constants: the gather index 3l, and the permutations that
+	// spread a row's 4 scales and 4 zeros of a chunk over the lanes l/4.
+	for l := range 16 {
+		fmt.Fprintf(&asm.s, "DATA int3Const<>+%d(SB)/4, $%d\n", 4*l, 3*l)
+	}
+	for l := range 16 {
+		fmt.Fprintf(&asm.s, "DATA int3Const<>+%d(SB)/4, $%d\n", 64+4*l, l/4)
+	}
+	for l := range 16 {
+		fmt.Fprintf(&asm.s, "DATA int3Const<>+%d(SB)/4, $%d\n", 128+4*l, 4+l/4)
+	}
+	asm.s.WriteString("GLOBL int3Const<>(SB), RODATA|NOPTR, $192\n")
+	var decl strings.Builder
+	decl.WriteString(header)
+	decl.WriteString("//go:build !purego\n\npackage cpu\n\nimport \"unsafe\"\n\n")
+	declare := func(name string) {
+		fmt.Fprintf(&decl, "//go:noescape\nfunc %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n\n", name)
+	}
+	for _, f := range formats {
+		for _, t := range tiles512 {
+			asm.kernel512(f, t[0], t[1])
+			declare(funcName(f, t[0], t[1], "AVX512"))
+		}
+		for _, t := range tiles256 {
+			asm.kernel256(f, t[1])
+			declare(funcName(f, t[0], t[1], "AVX2"))
+		}
+	}
+	for _, f := range wqformats {
+		for _, t := range tiles512 {
+			asm.kernelWQ512(f, t[0], t[1])
+			declare(funcName(wfmt{name: f.name}, t[0], t[1], "AVX512"))
+		}
+		for _, t := range tiles256 {
+			asm.kernelWQ256(f, t[1])
+			declare(funcName(wfmt{name: f.name}, t[0], t[1], "AVX2"))
+		}
+	}
+	for _, nr := range []int{1, 4} {
+		asm.kernelWQ3_512(nr)
+		declare(funcName(wfmt{name: "WQ3G128"}, 1, nr, "AVX512"))
+	}
+	for _, f := range formats[1:] {
+		asm.widen512(f)
+		fmt.Fprintf(&decl, "//go:noescape\nfunc widen%sAVX512(dst *float32, w unsafe.Pointer, k16 int, sc *float32, ss uintptr)\n\n", f.name)
+	}
+	decl.WriteString("// asmWidens lists the widening kernels by tileFormats name.\nvar asmWidens = map[string]widenFunc{\n")
+	for _, f := range formats[1:] {
+		fmt.Fprintf(&decl, "\t%q: widen%sAVX512,\n", f.name, f.name)
+	}
+	decl.WriteString("}\n\n")
+	for _, nr := range []int{1, 4} {
+		asm.kernelInt4VNNI(nr)
+		fmt.Fprintf(&decl, "//go:noescape\nfunc int4VNNI_1x%d(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n", nr)
+	}
+	asm.kernelInt4AVX2()
+	decl.WriteString("//go:noescape\nfunc int4AVX2_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n")
+	// The dispatch table: kernels by level, format and tile.
+	decl.WriteString("// asmDots lists the generated tiles by level, format and (MR, NR).\nvar asmDots = []asmDot{\n")
+	for _, f := range formats {
+		for _, t := range tiles512 {
+			fmt.Fprintf(&decl, "\t{avx512: true, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(f, t[0], t[1], "AVX512"))
+		}
+		for _, t := range tiles256 {
+			fmt.Fprintf(&decl, "\t{avx512: false, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(f, t[0], t[1], "AVX2"))
+		}
+	}
+	for _, f := range wqformats {
+		for _, t := range tiles512 {
+			fmt.Fprintf(&decl, "\t{avx512: true, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(wfmt{name: f.name}, t[0], t[1], "AVX512"))
+		}
+		for _, t := range tiles256 {
+			fmt.Fprintf(&decl, "\t{avx512: false, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(wfmt{name: f.name}, t[0], t[1], "AVX2"))
+		}
+	}
+	for _, nr := range []int{1, 4} {
+		fmt.Fprintf(&decl, "\t{avx512: true, format: %q, mr: 1, nr: %d, fn: %s},\n", "WQ3G128", nr, funcName(wfmt{name: "WQ3G128"}, 1, nr, "AVX512"))
+	}
+	decl.WriteString("}\n")
+	src, err := format.Source([]byte(decl.String()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile("dot_amd64.s", asm.s.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile("dot_amd64.go", src, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

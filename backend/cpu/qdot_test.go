@@ -1,0 +1,185 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// TestQuantLinearLevels checks the packed-weight Linear (the packed order
+// for int8, int4 and int3 with groups of 128, int4 also on its opt-in
+// integer path, dequantized tiles otherwise) at every
+// SIMD level and thread counts 1 and 2 against the float64 reference over
+// Ŵ, on ragged N and T = 1, 2, 3, 7, 64, 300 with NaN-poisoned outputs, and
+// that every level and thread count gives the bits of the pure-Go tile.
+func TestQuantLinearLevels(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	Ts := []int{1, 2, 3, 7, 64, 300}
+	if testing.Short() {
+		Ts = []int{1, 3, 7, 64}
+	}
+	for _, e := range []wq.Elem{wq.Int8, wq.Int4, wq.Int3, wq.FP16} {
+		for _, G := range []int{128, 64} {
+			for _, sh := range []struct{ K, N int }{{128, 5}, {384, 37}, {512, 66}, {1024, 9}} {
+				for _, T := range Ts {
+					t.Run(fmt.Sprintf("%v_g%d_T%d_K%d_N%d", e, G, T, sh.K, sh.N), func(t *testing.T) {
+						checkQuantLevels(t, r, e, G, T, sh.K, sh.N)
+					})
+				}
+			}
+		}
+	}
+}
+
+func checkQuantLevels(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int) {
+	for _, on := range []bool{false, true} {
+		if on && !(e == wq.Int4 && G == int4Group) {
+			continue
+		}
+		func() {
+			int4IntegerOn = on
+			defer func() { int4IntegerOn = false }()
+			checkQuantLevelsMode(t, r, e, G, T, K, N, on)
+		}()
+	}
+}
+
+func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int, int8dot bool) {
+	m, err := wq.Quantize(e, G, N, K, llmWeight(r, N, K))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := dequantized(m)
+	xv := activations(r, T, K)
+	bv := make([]float32, N)
+	for i := range bv {
+		bv[i] = float32(r.NormFloat64())
+	}
+	var ref []float32
+	for _, lvl := range cpufeat.Levels() {
+		_, restore := cpufeat.Force(lvl)
+		for _, threads := range []int{1, 2} {
+			b := New(threads)
+			w := mustQuant(t, b, m, nil)
+			x := mustTensor(t, b, xv, T, K)
+			y := poisoned(t, b, T, N)
+			b.Linear(y, x, w, mustWeight(t, b, "bias", bv, N))
+			got := download(t, b, y)
+			if ref == nil {
+				for i, v := range got {
+					tt, n := i/N, i%N
+					want := float64(bv[n])
+					for k := range K {
+						want += float64(xv[tt*K+k]) * float64(wh[n*K+k])
+					}
+					tol := canonicalTol(xv[tt*K:(tt+1)*K], wh[n*K:(n+1)*K], bv[n], K)
+					if int8dot {
+						tol = baseTol(m, xv[tt*K:(tt+1)*K], wh, n, true) + 0x1p-24*math.Abs(want)
+					}
+					if d := math.Abs(float64(v) - want); !(d <= tol) {
+						restore()
+						t.Fatalf("%v: y[%d,%d] = %v, want %v (err %g, tol %g)", lvl, tt, n, v, want, d, tol)
+					}
+				}
+				ref = got
+				continue
+			}
+			for i, v := range got {
+				if math.Float32bits(v) != math.Float32bits(ref[i]) {
+					restore()
+					t.Fatalf("%v, %d threads: y[%d,%d] = %v, want the bits of %v (generic, 1 thread)", lvl, threads, i/N, i%N, v, ref[i])
+				}
+			}
+		}
+		restore()
+	}
+}
+
+// TestPackedPermutation checks each packed order's channel map against
+// wq's layout (Matrix.Raw): the field f of lane l that a tile decodes holds
+// the code of channel chans[16f+l], on random codes, and the map covers
+// every channel of a chunk once.
+func TestPackedPermutation(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	for e, p := range packedFormats {
+		K := p.ch
+		m, err := wq.NewMatrix(e, packedGroup, 1, max(K, packedGroup))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range K {
+			m.SetCode(0, k, uint8(r.Uint32()&p.mask))
+		}
+		for i, ch := range p.chans {
+			f, l := i/dotLanes, i%dotLanes
+			var got uint32
+			switch {
+			case !p.int3:
+				got = m.Words[l] >> p.shifts[f] & p.mask
+			case f == 30:
+				w := m.Words[3*l : 3*l+3]
+				got = w[0]>>15&1 | w[1]>>14&2 | w[2]>>13&4
+			case f == 31:
+				w := m.Words[3*l : 3*l+3]
+				got = w[0]>>31&1 | w[1]>>30&2 | w[2]>>29&4
+			default:
+				got = m.Words[3*l+f/10] >> int3Shift(f) & 7
+			}
+			if want := m.Raw(0, ch); got != want {
+				t.Errorf("%v: field %d of lane %d decodes %d, want channel %d's code %d", e, f, l, got, ch, want)
+			}
+		}
+		seen := map[int]bool{}
+		for _, ch := range p.chans {
+			seen[ch] = true
+		}
+		if len(seen) != K || len(p.chans) != K {
+			t.Errorf("%v: the map has %d entries covering %d of %d channels", e, len(p.chans), len(seen), K)
+		}
+	}
+}
+
+// baseTol bounds |y − Σ x·ŵ| for row n of m and token row x (len K) on
+// the quantized Linear's own arithmetic (int8dot: the integer int4 path):
+// linearTol for the float orders;
+// for int4 with groups of 128 (qint4.go) the rounding of x to int8 codes in
+// blocks of 8 (each code off by at most sx/2, weighted by s·q) plus the
+// float32 combination: products, lane sums over K/128 groups, the tree, the
+// z·X sum and the bias (depth K/128 + 7), and each X's own float32 sum of
+// 128 terms.
+func baseTol(m *wq.Matrix, x, wh []float32, n int, int8dot bool) float64 {
+	K := m.K
+	if !int8dot {
+		return linearTol(x, wh[n*K:(n+1)*K], 0, 0, K)
+	}
+	const u = 0x1p-24
+	var quant, terms, xsumErr float64
+	for g := 0; g < K/int4Group; g++ {
+		s16, z16 := m.Param(n, g)
+		s, z := float64(half.ToFloat32(s16)), float64(half.ToFloat32(z16))
+		var absX, sumX float64
+		for b := 0; b < int4Group/8; b++ {
+			k0 := g*int4Group + 8*b
+			var amax float32
+			for _, v := range x[k0 : k0+8] {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			sx := float64(amax / 127)
+			for k := k0; k < k0+8; k++ {
+				sq := s * float64(m.Raw(n, k))
+				quant += sq * sx / 2
+				terms += sq * (math.Abs(float64(x[k])) + sx/2)
+				absX += math.Abs(float64(x[k]))
+				sumX += float64(x[k])
+			}
+		}
+		terms += math.Abs(z * sumX)
+		xsumErr += math.Abs(z) * int4Group * u * absX
+	}
+	return quant + float64(K/int4Group+7)*u*terms + xsumErr + 1e-30
+}

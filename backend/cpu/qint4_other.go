@@ -1,0 +1,17 @@
+//go:build !amd64 || purego
+
+package cpu
+
+import "unsafe"
+
+func int4VNNI_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr) {
+	panic("cpu: no SIMD kernels in this build")
+}
+
+func int4VNNI_1x4(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr) {
+	panic("cpu: no SIMD kernels in this build")
+}
+
+func int4AVX2_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr) {
+	panic("cpu: no SIMD kernels in this build")
+}
