@@ -1,7 +1,8 @@
 package cpu
 
 // int4 weights (groups of 128) may multiply by integer dot products: an
-// opt-in (BITDECODE_CPU_INT4=int8dot, read when a weight is loaded) that
+// opt-in (BITDECODE_CPU_INT4=int8dot, handed to the device at a program's
+// edge by backend.ConfigureDevices, used for weights loaded after) that
 // runs the int4 GEMV about twice as fast at a measured accuracy cost. Off by
 // default: on gocoder-23m it keeps RTN's perplexity (8.6959 against 8.6977)
 // but costs GPTQ and DEC about 0.1% (int4 GPTQ +1.11% against +1.01%, RTN
@@ -37,8 +38,8 @@ package cpu
 // sums) where VNNI is missing, and dotInt4Generic, the reference.
 
 import (
+	"fmt"
 	"math"
-	"os"
 	"unsafe"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
@@ -53,8 +54,23 @@ const int4Group = 128
 const EnvInt4 = "BITDECODE_CPU_INT4"
 
 // int4IntegerOn is whether weights loaded now take the integer path
-// (EnvInt4 read once; tests set it directly).
-var int4IntegerOn = os.Getenv(EnvInt4) == "int8dot"
+// (configure sets it from EnvInt4; tests set it directly).
+var int4IntegerOn bool
+
+// configure reads the CPU device's settings from env: EnvInt4, "int8dot"
+// or "float" (the default).
+func configure(env func(string) (string, bool)) error {
+	v, ok := env(EnvInt4)
+	switch {
+	case !ok || v == "" || v == "float":
+		int4IntegerOn = false
+	case v == "int8dot":
+		int4IntegerOn = true
+	default:
+		return fmt.Errorf("%s=%q: want int8dot or float", EnvInt4, v)
+	}
+	return nil
+}
 
 // int4Integer reports whether m can multiply by integer dot products.
 func int4Integer(m *wq.Matrix) bool {

@@ -14,8 +14,8 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | gemvq [flags] | dec [flags]",
-	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the low-bit weight GEMV (gemvq), or DEC on the GPU (dec)",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | gemvq [flags] | dec [flags] | linear [flags]",
+	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the low-bit weight GEMV (gemvq), DEC on the GPU (dec), or the CPU's linear layers and decode step (linear)",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
 on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128), and this machine's read
@@ -46,6 +46,11 @@ GPU against the bytes floor ('bitdecode bench model --help').
 
 'bench dec' times dynamic error compensation on the GPU per layer shape,
 k_chunk and n_tb, with the zero-copy read rate ('bitdecode bench dec --help').
+
+'bench linear' times the CPU backend's linear layers (prefill GFLOP/s against
+the measured fp32 peak, decode GEMV GB/s against the read ceiling) and whole
+decode steps of a model against their bytes floor ('bitdecode bench linear
+--help').
 
 examples:
   bitdecode bench --quick
@@ -127,7 +132,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, and e2e, which comes first)", fs.Arg(0))
+		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, e2e, model, gemvq, dec and linear, which come first)", fs.Arg(0))
 	}
 	if err := checkDevice(*device); err != nil {
 		return err
