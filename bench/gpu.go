@@ -43,7 +43,7 @@ type GPUConfig struct {
 	Ordinal int
 	// GPU holds the kernels' tuning (and the backend's settings), from the
 	// environment at the program's edge (GPUSettings).
-	GPU GPUOptions
+	GPU     GPUOptions
 	Formats []string
 	Grid    []Point
 	Shape   attn.Shape
@@ -481,4 +481,6 @@ type GPUOptions = gpu.Options
 
 // GPUSettings reads the GPU settings (BITDECODE_*, docs/gpu.md) through
 // lookup: os.LookupEnv at the program's edge.
-func GPUSettings(lookup func(string) (string, bool)) (GPUOptions, error) { return gpu.ParseOptions(lookup) }
+func GPUSettings(lookup func(string) (string, bool)) (GPUOptions, error) {
+	return gpu.ParseOptions(lookup)
+}
