@@ -63,6 +63,9 @@ type PPLResult struct {
 	// Resolved is the format as resolved for the model's head dim (groups
 	// clipped to D, defaults filled in).
 	Resolved string `json:"kv_resolved"`
+	// KVBits is the packed cache's bits per K or V element, scales and
+	// zeros included, averaged over the layers (per-layer formats differ).
+	KVBits float64 `json:"kv_bits"`
 	// PackedShare is the share of scored tokens whose query attended to
 	// packed blocks only (its own block included): 1 with PackAll; formats
 	// without a residual block (bw) count as packed.
@@ -131,6 +134,7 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 	// fed length that PackAll needs.
 	nrs := make([]int, len(variants))
 	resolved := make([]string, len(variants))
+	bits := make([]float64, len(variants))
 	block := 1
 	for i, v := range variants {
 		f, err := v.KV.Resolve(cfg.HeadDim)
@@ -138,6 +142,13 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 			return nil, fmt.Errorf("eval: %s: %w", v.Name, err)
 		}
 		resolved[i], nrs[i] = f.Spec.String(), 1
+		_, fs, err := kvcache.LayerFormats(cfg, v.KV)
+		if err != nil {
+			return nil, fmt.Errorf("eval: %s: %w", v.Name, err)
+		}
+		for _, lf := range fs {
+			bits[i] += lf.BitsPerElement() / float64(len(fs))
+		}
 		if !f.Planes.On {
 			nrs[i] = f.Residual
 		}
@@ -254,7 +265,7 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 	res := make([]PPLResult, len(variants))
 	for i, v := range variants {
 		res[i] = PPLResult{Name: v.Name, Spec: v.KV.String(), Weight: model.WeightMemoryOf(v.Model), PPL: math.Exp(sums[i].nll / float64(n)), KLD: sums[i].kld / float64(n),
-			Top1: sums[i].agree / float64(n), Tokens: n, Resolved: resolved[i], PackedShare: float64(packed[i]) / float64(n)}
+			Top1: sums[i].agree / float64(n), Tokens: n, Resolved: resolved[i], KVBits: bits[i], PackedShare: float64(packed[i]) / float64(n)}
 		if i == 0 {
 			res[i].Top1 = 1
 		}

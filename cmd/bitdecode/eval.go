@@ -324,8 +324,8 @@ func writePPLTable(w io.Writer, res []eval.PPLResult) {
 	for _, r := range res {
 		reads = reads || r.Read != nil
 	}
-	fmt.Fprint(w, "| weights | DEC k_chunk | KV | PPL | vs first | KLD vs first (nats/token) | top-1 agreement | weight MiB (fp16) | DEC residual MiB |")
-	sep := "|---|---|---|---|---|---|---|---|---|"
+	fmt.Fprint(w, "| weights | DEC k_chunk | KV | KV bits | PPL | vs first | KLD vs first (nats/token) | top-1 agreement | weight MiB (fp16) | DEC residual MiB |")
+	sep := "|---|---|---|---|---|---|---|---|---|---|"
 	if reads {
 		fmt.Fprint(w, " read vs fp16 |")
 		sep += "---|"
@@ -340,7 +340,7 @@ func writePPLTable(w io.Writer, res []eval.PPLResult) {
 		if r.Weight.DECBytes > 0 {
 			decMiB = fmt.Sprintf("%.2f", float64(r.Weight.DECBytes)/(1<<20))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.4f | %+.2f%% | %.5f | %.2f%% | %.2f (%.2f) | %s |", r.Weight.Format, dec, r.Resolved, r.PPL, 100*(r.PPL/res[0].PPL-1),
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.4f | %+.2f%% | %.5f | %.2f%% | %.2f (%.2f) | %s |", r.Weight.Format, dec, r.Resolved, r.KVBits, r.PPL, 100*(r.PPL/res[0].PPL-1),
 			r.KLD, 100*r.Top1, float64(r.Weight.Bytes)/(1<<20), float64(r.Weight.FP16Bytes)/(1<<20), decMiB)
 		if reads {
 			if r.Read != nil {
