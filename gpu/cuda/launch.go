@@ -81,8 +81,21 @@ func (c *Ctx) Launch(f Function, grid, block Dim3, sharedBytes int, s Stream, ar
 // SetMaxDynamicShared lets f use up to bytes of dynamic shared memory per
 // block (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); needed above
 // 48 KiB, up to [Device.MaxSharedPerBlock] less the static shared memory.
+// The limit only rises: a kernel is one function for every plan that
+// compiled the same program (a pack kernel serves every residual size of
+// its layout), and a plan for a smaller launch must not lower the limit
+// that another plan's launches rely on.
 func (c *Ctx) SetMaxDynamicShared(f Function, bytes int) error {
 	drv := c.d.drv
+	var cur int32
+	r, _, _ := purego.SyscallN(drv.cuFuncGetAttribute, uintptr(unsafe.Pointer(&cur)), uintptr(funcAttrMaxDynamicSharedSizeByt), f.h)
+	if err := drv.check("cuFuncGetAttribute", int32(r)); err != nil {
+		err.(*Error).Kernel = f.name
+		return err
+	}
+	if bytes <= int(cur) {
+		return nil
+	}
 	if err := drv.check("cuFuncSetAttribute", drv.call(drv.cuFuncSetAttribute, f.h, funcAttrMaxDynamicSharedSizeByt, uintptr(bytes))); err != nil {
 		err.(*Error).Kernel = f.name
 		return err

@@ -462,3 +462,50 @@ func TestGPUPerLayerFormats(t *testing.T) {
 	mixed := gen("int2:kc32:v32:res32@0+-1=int8:kc32:res32")
 	t.Logf("tokens equal to fp16's before the first difference (of 64): int4 %d, int2 %d, int2 with int8 first and last layers %d", agree(base), agree(int2), agree(mixed))
 }
+
+// TestGPUKernelsSharedAcrossCaches: two caches whose formats differ only in
+// the residual size compile the same pack program, so their plans share a
+// kernel; making the smaller one after the larger must not lower the shared
+// memory limit that the larger one's launches need (eval ppl with
+// int2@0=int8 and int4@0=int8 once failed so: int8 at res256 stages 64 KiB,
+// at res128 32 KiB). The larger cache, used after the smaller was made,
+// must give the tokens it gives alone.
+func TestGPUKernelsSharedAcrossCaches(t *testing.T) {
+	dir := testmodel.Dir(t)
+	be := gpuBackend(t)
+	m, err := model.Load(dir, be, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := tok.Encode(strings.Repeat("func (s *Server) handle(w http.ResponseWriter, r *http.Request) {\n", 40), true)
+	newCache := func(spec string) *Paged {
+		c, err := NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 1, MaxLen: len(prompt) + 33, MaxChunk: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	gen := func(c *Paged) []int {
+		st, err := engine.Generate(context.Background(), m, tok, c, 0, prompt, engine.GenerateOptions{MaxTokens: 32, StopIDs: []int{}, ChunkTokens: 256}, func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Remove(0)
+		return st.Tokens
+	}
+	large := newCache("int8:res256")
+	defer large.Close()
+	alone := gen(large)
+	small := newCache("int8:res128")
+	defer small.Close()
+	after := gen(large)
+	if fmt.Sprint(alone) != fmt.Sprint(after) {
+		t.Errorf("int8:res256 after an int8:res128 cache was made gives other tokens:\n%v\n%v", alone, after)
+	}
+	gen(small)
+}
