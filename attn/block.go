@@ -1,0 +1,353 @@
+package attn
+
+import (
+	"math"
+
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// This file is one worker's pass over a run of blocks of one sequence and
+// one KV head, for the R = Group·Tq query rows that share them: for each
+// block (Nr packed tokens, or the fp16 residual) it
+//
+//  1. turns the K half into rows the score kernels read: float32 for float
+//     formats; byte codes for integer ones (int8 codes are read in place);
+//  2. computes the R rows of scores, folding the scales out of the inner
+//     loop: per-channel keys (KC) scale the query by the group's scales and
+//     add Σ q·z once per row; per-token keys with one group (KT, G = D)
+//     apply s_t and z_t·Σq to each token's dot product. With AVX-512 VNNI
+//     the dot products of integer keys are int8 (VPDPBUSD): the folded
+//     query is quantized to int8 per row and per key group (per block for
+//     KT), step a = max|q|/127, so each score carries an error of at most
+//     (a/2)·Σ_c code_c besides float32 rounding (see quantizeQuery);
+//  3. runs the online softmax (running max, rescale, vector exp);
+//  4. adds the probabilities times the V rows to the accumulators: float V
+//     as is, integer V as codes weighted by p·s_t, and Σ p·z_t per group
+//     into a second accumulator that finish adds back.
+//
+// Every block's weighted sum is formed apart and then added to the running
+// accumulators, which keeps the float32 rounding of a long sequence near
+// (Nr + L/Nr)·eps.
+
+// worker holds one goroutine's scratch buffers.
+type worker struct {
+	p    Params
+	k    *kernels
+	r    int // query rows per KV head: Group·Tq
+	d    int
+	npad int // Nr rounded up to TileTokens
+
+	q      []float32 // [R][D] scaled (and rotated) queries of the current head
+	qs     []float32 // [R][D] queries times key scales (KC)
+	qi     []int8    // [R][D] quantized queries (VNNI)
+	qa     []float32 // [R] quantization steps of qi
+	qb     []float32 // [R] per-row bias: Σ q·z (KC) or Σ q (KT)
+	scores []float32 // [R][npad]
+	kf, vf []float32 // [npad][D] float K / V rows (or codes as float32)
+	ku8    []uint8   // [npad][D] K codes
+	vu8    []uint8   // [npad][D] V codes
+	ones   []float32 // [npad] 1
+	zeros  []float32 // [npad] 0
+	ps, pz []float32 // [npad] per-token scale and zero of one group
+	gs, gz []float32 // [D] per-channel scale and zero of one key group (KC)
+	wts    []float32 // [R][npad] probabilities times value scales
+	limits []int     // [R] last visible token of each row
+}
+
+func newWorker(p Params, k *kernels) *worker {
+	r, d, nr := p.Shape.Group()*p.Tq, p.Shape.D, p.Format.Residual
+	npad := (nr + TileTokens - 1) / TileTokens * TileTokens
+	w := &worker{p: p, k: k, r: r, d: d, npad: npad,
+		q: make([]float32, r*d), qs: make([]float32, r*d), qi: make([]int8, r*d),
+		qa: make([]float32, r), qb: make([]float32, r),
+		scores: make([]float32, r*npad),
+		kf:     make([]float32, npad*d), vf: make([]float32, npad*d),
+		ku8: make([]uint8, npad*d), vu8: make([]uint8, npad*d),
+		ones: make([]float32, npad), zeros: make([]float32, npad),
+		ps: make([]float32, npad), pz: make([]float32, npad),
+		gs: make([]float32, d), gz: make([]float32, d),
+		wts: make([]float32, r*npad), limits: make([]int, r)}
+	for i := range w.ones {
+		w.ones[i] = 1
+	}
+	return w
+}
+
+// loadQueries fills w.q with the scaled (rotated) queries of sequence b's
+// KV head h.
+func (w *worker) loadQueries(q []float32, b, h int) {
+	sh, d := w.p.Shape, w.d
+	scale := w.p.scale()
+	for row := 0; row < w.r; row++ {
+		i, j := row/sh.Group(), row%sh.Group()
+		off := ((b*w.p.Tq+i)*sh.Hq + h*sh.Group() + j) * d
+		dst := w.q[row*d : (row+1)*d]
+		copy(dst, q[off:off+d])
+		if w.p.Format.Rotate {
+			kv.Rotate(dst)
+		}
+		for c := range dst {
+			dst[c] *= scale
+		}
+	}
+}
+
+// run computes the state of tokens [lo, hi) of sequence s, KV head h.
+func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
+	f := w.p.Format
+	vgroups := 0
+	if f.V.Elem.IsInt() {
+		vgroups = f.D / f.V.Group
+	}
+	*st = newState(w.r, f.D, vgroups)
+	w.loadQueries(q, b, h)
+	l := s.Len(f.Residual)
+	for row := range w.limits {
+		w.limits[row] = l - w.p.Tq + row/w.p.Shape.Group()
+	}
+	nr := f.Residual
+	for t := lo; t < hi; {
+		if blk := t / nr; blk < len(s.Blocks) {
+			base := s.Blocks[blk][h*f.BlockBytes():]
+			w.blockScores(base[:f.K.Bytes], nr)
+			w.softmax(st, t, nr)
+			w.blockValues(st, base[f.K.Bytes:f.K.Bytes+f.V.Bytes], nr)
+			t += nr
+			continue
+		}
+		n := hi - t // residual tokens
+		off := h * nr * w.d
+		w.k.cvtHalf(w.kf[:n*w.d], s.ResK[off:off+n*w.d])
+		w.floatScores(n)
+		w.softmax(st, t, n)
+		w.k.cvtHalf(w.vf[:n*w.d], s.ResV[off:off+n*w.d])
+		w.floatValues(st, n)
+		t += n
+	}
+}
+
+// tiles rounds n up to whole score tiles.
+func tiles(n int) int { return (n + 7) &^ 7 }
+
+// floatScores writes the scores of the n float K rows in w.kf.
+func (w *worker) floatScores(n int) {
+	d, np := w.d, w.npad
+	for r := 0; r < w.r; r++ {
+		w.k.scoresF32(w.scores[r*np:r*np+tiles(n)], w.q[r*d:(r+1)*d], w.kf, w.ones, w.zeros, 1, 0)
+	}
+}
+
+// blockScores writes the scores of the n tokens of a packed K half to w.scores.
+func (w *worker) blockScores(k []byte, n int) {
+	lay, d, np := w.p.Format.K, w.d, w.npad
+	if !lay.Elem.IsInt() {
+		w.floatRows(w.kf, lay, k, n)
+		w.floatScores(n)
+		return
+	}
+	codes := w.codes(w.ku8, lay, k, n)
+	vnni := w.k.vnni
+	switch {
+	case lay.Scaling == kv.PerChannel:
+		if !vnni {
+			w.k.codesF32(w.kf[:n*d], codes[:n*d])
+		}
+		for t0 := 0; t0 < n; t0 += lay.Group {
+			// Fold the group's scales into Q and its zeros into one bias per row.
+			p0 := lay.ParamIndex(t0, 0)
+			paramsF32(w.gs, w.gz, lay, k, p0)
+			for r := 0; r < w.r; r++ {
+				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
+				var bias float32
+				for c := range qr {
+					qs[c] = qr[c] * w.gs[c]
+					bias += qr[c] * w.gz[c]
+				}
+				out := w.scores[r*np+t0 : r*np+t0+lay.Group]
+				if vnni {
+					a := quantizeQuery(w.qi[r*d:(r+1)*d], qs)
+					w.k.scoresU8(out, w.qi[r*d:(r+1)*d], codes[t0*d:], w.ones, w.ones, a, bias)
+				} else {
+					w.k.scoresF32(out, qs, w.kf[t0*d:], w.ones, w.ones, 1, bias)
+				}
+			}
+		}
+	case lay.Group == d: // per token, one group: s_t·(Q·codes) + z_t·ΣQ
+		for t := 0; t < n; t++ {
+			s, z := lay.Param(k, t)
+			w.ps[t], w.pz[t] = fp16ToF32[s], fp16ToF32[z]
+		}
+		if !vnni {
+			w.k.codesF32(w.kf[:n*d], codes[:n*d])
+		}
+		for r := 0; r < w.r; r++ {
+			qr := w.q[r*d : (r+1)*d]
+			var sum float32
+			for _, x := range qr {
+				sum += x
+			}
+			out := w.scores[r*np : r*np+tiles(n)]
+			if vnni {
+				a := quantizeQuery(w.qi[r*d:(r+1)*d], qr)
+				w.k.scoresU8(out, w.qi[r*d:(r+1)*d], codes, w.ps, w.pz, a, sum)
+			} else {
+				w.k.scoresF32(out, qr, w.kf, w.ps, w.pz, 1, sum)
+			}
+		}
+	default: // per token, several groups: dequantize the rows, then float scores
+		w.dequantRows(w.kf, lay, k, codes, n)
+		w.floatScores(n)
+	}
+}
+
+// quantizeQuery rounds q to int8 with one step a = max|q|/127 and returns
+// a: |a·qi[c] - q[c]| <= a/2 (plus float32 rounding of q[c]/a).
+func quantizeQuery(qi []int8, q []float32) float32 {
+	var amax float32
+	for _, x := range q {
+		amax = max(amax, abs32(x))
+	}
+	if amax == 0 || amax != amax {
+		clear(qi)
+		return 0
+	}
+	inv := 127 / amax
+	for c, x := range q {
+		qi[c] = int8(math.RoundToEven(float64(x * inv)))
+	}
+	return amax / 127
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// paramsF32 converts the D (scale, zero) pairs starting at pair p0 to float32.
+func paramsF32(s, z []float32, lay kv.TensorLayout, src []byte, p0 int) {
+	for c := range s {
+		sc, zc := lay.Param(src, p0+c)
+		s[c], z[c] = fp16ToF32[sc], fp16ToF32[zc]
+	}
+}
+
+// codes returns the n rows of byte codes of a packed integer half: int8
+// data as stored, int4 and int2 unpacked into dst.
+func (w *worker) codes(dst []uint8, lay kv.TensorLayout, src []byte, n int) []uint8 {
+	data := src[:n*lay.RowBytes]
+	switch lay.Elem {
+	case kv.Int4:
+		w.k.unpack4(dst, data)
+	case kv.Int2:
+		w.k.unpack2(dst, data)
+	default:
+		return data
+	}
+	return dst
+}
+
+// floatRows converts the n rows of a float-typed packed half to float32.
+func (w *worker) floatRows(dst []float32, lay kv.TensorLayout, src []byte, n int) {
+	m := n * w.d
+	switch lay.Elem {
+	case kv.FP16:
+		w.k.cvtHalf(dst[:m], bytesU16(src[:2*m]))
+	case kv.BF16:
+		w.k.cvtBF16(dst[:m], bytesU16(src[:2*m]))
+	default:
+		lut := fp8LUT(lay)
+		for i, b := range src[:m] {
+			dst[i] = lut[b]
+		}
+	}
+}
+
+// dequantRows writes the dequantized rows of an integer half with several
+// per-token groups (the kv reference's two roundings, s·code then + z).
+func (w *worker) dequantRows(dst []float32, lay kv.TensorLayout, src []byte, codes []uint8, n int) {
+	d, g := w.d, lay.Group
+	for t := 0; t < n; t++ {
+		for c0 := 0; c0 < d; c0 += g {
+			s, z := lay.Param(src, lay.ParamIndex(t, c0))
+			sf, zf := fp16ToF32[s], fp16ToF32[z]
+			row := dst[t*d+c0 : t*d+c0+g]
+			for c, x := range codes[t*d+c0 : t*d+c0+g] {
+				row[c] = float32(sf*float32(x)) + zf
+			}
+		}
+	}
+}
+
+// softmax masks the scores of tokens [t0, t0+n), updates the running max
+// and denominator, rescales the accumulators, and turns w.scores into the
+// unnormalized probabilities exp(score - m) (0 past n).
+func (w *worker) softmax(st *state, t0, n int) {
+	d, np := st.d, w.npad
+	ninf := float32(math.Inf(-1))
+	end := (n + TileTokens - 1) / TileTokens * TileTokens
+	for r := 0; r < w.r; r++ {
+		sc := w.scores[r*np : r*np+end]
+		vis := min(n, max(0, w.limits[r]-t0+1)) // visible tokens of this row
+		for t := vis; t < end; t++ {
+			sc[t] = ninf
+		}
+		m := max(st.m[r], w.k.maxF32(sc))
+		if math.IsInf(float64(m), -1) {
+			clear(sc)
+			continue
+		}
+		if m != st.m[r] {
+			a := exp32(st.m[r] - m)
+			st.l[r] *= a
+			for c := range st.acc[r*d : (r+1)*d] {
+				st.acc[r*d+c] *= a
+			}
+			for c := range st.zacc[r*st.vgroups : (r+1)*st.vgroups] {
+				st.zacc[r*st.vgroups+c] *= a
+			}
+			st.m[r] = m
+		}
+		st.l[r] += w.k.expSub(sc, m)
+	}
+}
+
+// pv adds the weights w (rows at stride w.npad) times the n rows of v
+// (channels [c0, c0+cols) of rows of D) to the rows' accumulators.
+func (w *worker) pv(st *state, wts []float32, v []float32, n, c0, cols int) {
+	d, np := w.d, w.npad
+	for r := 0; r < w.r; r += 4 {
+		rows := min(4, w.r-r)
+		w.k.pvF32(st.acc[r*d+c0:], d, wts[r*np:], np, v[c0:], d, n, rows, cols)
+	}
+}
+
+// floatValues accumulates the n float V rows in w.vf weighted by w.scores.
+func (w *worker) floatValues(st *state, n int) {
+	w.pv(st, w.scores, w.vf, n, 0, w.d)
+}
+
+// blockValues accumulates the packed V half of a block weighted by w.scores.
+func (w *worker) blockValues(st *state, v []byte, n int) {
+	lay, d, np := w.p.Format.V, w.d, w.npad
+	if !lay.Elem.IsInt() {
+		w.floatRows(w.vf, lay, v, n)
+		w.floatValues(st, n)
+		return
+	}
+	codes := w.codes(w.vu8, lay, v, n)
+	w.k.codesF32(w.vf[:n*d], codes[:n*d])
+	g := lay.Group
+	end := (n + TileTokens - 1) / TileTokens * TileTokens
+	for c0 := 0; c0 < d; c0 += g {
+		for t := 0; t < n; t++ {
+			s, z := lay.Param(v, lay.ParamIndex(t, c0))
+			w.ps[t], w.pz[t] = fp16ToF32[s], fp16ToF32[z]
+		}
+		clear(w.pz[n:end])
+		for r := 0; r < w.r; r++ {
+			p, wr := w.scores[r*np:r*np+n], w.wts[r*np:r*np+n]
+			for t, x := range p {
+				wr[t] = x * w.ps[t]
+			}
+			st.zacc[r*st.vgroups+c0/g] += w.k.dotF32(w.scores[r*np:r*np+end], w.pz[:end])
+		}
+		w.pv(st, w.wts, w.vf, n, c0, g)
+	}
+}

@@ -1,0 +1,276 @@
+package attn
+
+import (
+	"math"
+
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
+	"github.com/bitdecode/bitdecode/internal/half"
+)
+
+// This file holds the inner loops of the CPU decode (decode.go, block.go)
+// as a set of kernels with one pure-Go version, the reference and the
+// fallback (arm64, the purego tag, cpufeat.Force(Generic)), and assembly
+// versions for AVX2 and AVX-512 (kernels_amd64.go) picked at each call from
+// cpufeat.Active(). Every kernel works on rows of D values laid out
+// contiguously (K/V rows of one block, query rows) and on token counts
+// padded to TileTokens; the caller owns the padding.
+
+// TileTokens is the token padding of the scratch rows the kernels read: the
+// score kernels compute whole tiles of 8 tokens, the exp and dot kernels
+// whole vectors of 16 floats. Rows past the real token count must be
+// finite (scores) or carry a score of -Inf (exp).
+const TileTokens = 16
+
+// kernels is one SIMD level's implementation of the inner loops.
+type kernels struct {
+	level cpufeat.Level
+	// vnni is set when the integer-key scores run as int8 dot products
+	// (scoresU8 is not nil).
+	vnni bool
+
+	// cvtHalf converts fp16 bits to float32, len(src) values.
+	cvtHalf func(dst []float32, src []uint16)
+	// cvtBF16 converts bf16 bits to float32.
+	cvtBF16 func(dst []float32, src []uint16)
+	// unpack4 and unpack2 write the codes of packed int4 / int2 data as
+	// one byte per code, in channel order (int4: the low nibble first).
+	unpack4 func(dst []uint8, src []byte)
+	unpack2 func(dst []uint8, src []byte)
+	// codesF32 converts byte codes to float32.
+	codesF32 func(dst []float32, src []uint8)
+	// scoresF32 writes, for each token t < len(out) (a multiple of 8),
+	// out[t] = a·A[t]·(q · k[t]) + b·B[t], k rows of len(q) floats.
+	scoresF32 func(out, q, k, A, B []float32, a, b float32)
+	// scoresU8 is scoresF32 on int8 queries and byte codes: the dot
+	// product is exact in int32, then converted to float32.
+	scoresU8 func(out []float32, q []int8, k []uint8, A, B []float32, a, b float32)
+	// pvF32 adds Σ_t w[r·ldw+t]·v[t·ldv+c] over t < n to acc[r·ldacc+c]
+	// for rows r < rows (1..4) and channels c < cols (a multiple of 16):
+	// each block's sum is formed apart and then added to acc.
+	pvF32 func(acc []float32, ldacc int, w []float32, ldw int, v []float32, ldv, n, rows, cols int)
+	// expSub replaces x[i] by exp(x[i] - m) (0 for -Inf) and returns the
+	// sum, len(x) a multiple of 16, m finite and >= every x[i].
+	expSub func(x []float32, m float32) float32
+	// maxF32 returns the largest value of x (-Inf for none; len(x) a
+	// multiple of 16).
+	maxF32 func(x []float32) float32
+	// dotF32 returns Σ a[i]·b[i], len(a) a multiple of 16.
+	dotF32 func(a, b []float32) float32
+}
+
+// genericKernels is the pure-Go set.
+var genericKernels = kernels{
+	level:     cpufeat.Generic,
+	cvtHalf:   cvtHalfGo,
+	cvtBF16:   cvtBF16Go,
+	unpack4:   unpack4Go,
+	unpack2:   unpack2Go,
+	codesF32:  codesF32Go,
+	scoresF32: scoresF32Go,
+	scoresU8:  scoresU8Go,
+	pvF32:     pvF32Go,
+	expSub:    expSubGo,
+	maxF32:    maxF32Go,
+	dotF32:    dotF32Go,
+}
+
+// activeKernels returns the kernel set of the active SIMD level.
+func activeKernels() *kernels {
+	return kernelsFor(cpufeat.Active(), cpufeat.VNNI())
+}
+
+// fp16ToF32 maps every fp16 bit pattern to its float32 value: the pure-Go
+// conversion without branches.
+var fp16ToF32 = func() []float32 {
+	t := make([]float32, 1<<16)
+	for h := range t {
+		t[h] = half.ToFloat32(uint16(h))
+	}
+	return t
+}()
+
+func cvtHalfGo(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = fp16ToF32[h]
+	}
+}
+
+func cvtBF16Go(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = math.Float32frombits(uint32(h) << 16)
+	}
+}
+
+// nibbles[b] holds the two int4 codes of byte b, low nibble first, as a
+// little-endian uint16; crumbs[b] the four int2 codes as a uint32.
+var nibbles, crumbs = func() (n [256]uint16, c [256]uint32) {
+	for b := range 256 {
+		n[b] = uint16(b&15) | uint16(b>>4)<<8
+		c[b] = uint32(b&3) | uint32(b>>2&3)<<8 | uint32(b>>4&3)<<16 | uint32(b>>6)<<24
+	}
+	return
+}()
+
+func unpack4Go(dst []uint8, src []byte) {
+	dst = dst[:2*len(src)]
+	for i, b := range src {
+		v := nibbles[b]
+		dst[2*i], dst[2*i+1] = uint8(v), uint8(v>>8)
+	}
+}
+
+func unpack2Go(dst []uint8, src []byte) {
+	dst = dst[:4*len(src)]
+	for i, b := range src {
+		v := crumbs[b]
+		dst[4*i], dst[4*i+1], dst[4*i+2], dst[4*i+3] = uint8(v), uint8(v>>8), uint8(v>>16), uint8(v>>24)
+	}
+}
+
+func codesF32Go(dst []float32, src []uint8) {
+	dst = dst[:len(src)]
+	for i, c := range src {
+		dst[i] = float32(c)
+	}
+}
+
+func scoresF32Go(out, q, k, A, B []float32, a, b float32) {
+	d := len(q)
+	A, B = A[:len(out)], B[:len(out)]
+	for t := range out {
+		out[t] = a*A[t]*dot(q, k[t*d:(t+1)*d]) + b*B[t]
+	}
+}
+
+func scoresU8Go(out []float32, q []int8, k []uint8, A, B []float32, a, b float32) {
+	d := len(q)
+	A, B = A[:len(out)], B[:len(out)]
+	for t := range out {
+		row := k[t*d : (t+1)*d]
+		var s int32
+		for c, x := range q {
+			s += int32(x) * int32(row[c])
+		}
+		out[t] = a*A[t]*float32(s) + b*B[t]
+	}
+}
+
+func pvF32Go(acc []float32, ldacc int, w []float32, ldw int, v []float32, ldv, n, rows, cols int) {
+	var sum [4 * 256]float32
+	for r := 0; r < rows; r++ {
+		s := sum[:cols]
+		clear(s)
+		for t := 0; t < n; t++ {
+			if p := w[r*ldw+t]; p != 0 {
+				axpy(s, p, v[t*ldv:t*ldv+cols])
+			}
+		}
+		a := acc[r*ldacc : r*ldacc+cols]
+		for c := range a {
+			a[c] += s[c]
+		}
+	}
+}
+
+// The exp of the softmax: Cephes' expf (range reduction by ln 2 split in
+// two constants, a degree-5 polynomial), in float32, the same steps as the
+// assembly. Relative error within expRelErr (measured against math.Exp
+// over [-87, 0] in TestExp32).
+const (
+	expMin    = -87.33654 // below: exp underflows float32's normal range, returns 0
+	expLog2e  = 1.44269504088896341
+	expC1     = 0.693359375
+	expC2     = -2.12194440e-4
+	expP0     = 1.9875691500e-4
+	expP1     = 1.3981999507e-3
+	expP2     = 8.3334519073e-3
+	expP3     = 4.1665795894e-2
+	expP4     = 1.6666665459e-1
+	expP5     = 5.0000001201e-1
+	expRelErr = 4 * eps32f // in units of float32 epsilon, see TestExp32
+	eps32f    = 1.0 / (1 << 23)
+)
+
+// exp32 returns e^x for x <= 0 as the vector kernels compute it.
+func exp32(x float32) float32 {
+	if !(x >= expMin) { // -Inf, NaN and underflow
+		return 0
+	}
+	n := float32(math.RoundToEven(float64(x * expLog2e)))
+	r := x - n*expC1
+	r -= n * expC2
+	p := float32(expP0)
+	p = p*r + expP1
+	p = p*r + expP2
+	p = p*r + expP3
+	p = p*r + expP4
+	p = p*r + expP5
+	p = p*(r*r) + r
+	p += 1
+	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
+
+func expSubGo(x []float32, m float32) float32 {
+	var s [16]float32
+	for i := range x {
+		e := exp32(x[i] - m)
+		x[i] = e
+		s[i%16] += e
+	}
+	return sum16(&s)
+}
+
+// sum16 adds 16 lane sums in the order the vector kernels do: halves
+// folded onto each other (8, 4, 2, 1).
+func sum16(s *[16]float32) float32 {
+	for w := 8; w >= 1; w /= 2 {
+		for i := 0; i < w; i++ {
+			s[i] += s[i+w]
+		}
+	}
+	return s[0]
+}
+
+func maxF32Go(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	return m
+}
+
+func dotF32Go(a, b []float32) float32 {
+	var s [16]float32
+	b = b[:len(a)]
+	for i := range a {
+		s[i%16] += a[i] * b[i]
+	}
+	return sum16(&s)
+}
+
+// dot returns Σ a[i]·b[i] with four accumulators (a fixed order).
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy adds alpha·x to y.
+func axpy(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += alpha * x[i]
+	}
+}
