@@ -146,4 +146,3 @@ func (s *state) finish(o []float32, r int, f kv.Format) {
 		o[c] = x * inv
 	}
 }
-
