@@ -74,8 +74,23 @@ var genericKernels = kernels{
 	dotF32:    dotF32Go,
 }
 
+// genericVNNIKernels is the pure-Go set with the integer-key scores of the
+// VNNI path (queries quantized to int8): the reference of that path, which
+// tests run on every machine.
+var genericVNNIKernels = func() kernels {
+	k := genericKernels
+	k.vnni = true
+	return k
+}()
+
+// testKernels, when tests set it, replaces the active level's kernels.
+var testKernels *kernels
+
 // activeKernels returns the kernel set of the active SIMD level.
 func activeKernels() *kernels {
+	if testKernels != nil {
+		return testKernels
+	}
 	return kernelsFor(cpufeat.Active(), cpufeat.VNNI())
 }
 

@@ -2,6 +2,228 @@
 
 package attn
 
-import "github.com/bitdecode/bitdecode/internal/cpufeat"
+import (
+	"fmt"
 
-func kernelsFor(l cpufeat.Level, vnni bool) *kernels { return &genericKernels }
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
+)
+
+// The assembly kernels (kernels_avx512_amd64.s, kernels_avx2_amd64.s) take
+// pointers and counts; the wrappers below check the lengths the assembly
+// relies on (whole vectors, whole tiles) and panic on a violation, which is
+// a bug in this package, never a user error.
+
+//go:noescape
+func cvtHalfAVX512(dst *float32, src *uint16, n int)
+
+//go:noescape
+func cvtBF16AVX512(dst *float32, src *uint16, n int)
+
+//go:noescape
+func unpack4AVX512(dst *uint8, src *byte, n int)
+
+//go:noescape
+func unpack2AVX512(dst *uint8, src *byte, n int)
+
+//go:noescape
+func codesF32AVX512(dst *float32, src *uint8, n int)
+
+//go:noescape
+func scoresF32AVX512(out, q, k, A, B *float32, n, d int, a, b float32)
+
+//go:noescape
+func scoresU8VNNI(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b float32)
+
+//go:noescape
+func pvF32x4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *float32, ldv, n, cols int)
+
+//go:noescape
+func pvF32x1AVX512(acc *float32, w *float32, v *float32, ldv, n, cols int)
+
+//go:noescape
+func expSubAVX512(x *float32, n int, m float32) float32
+
+//go:noescape
+func maxF32AVX512(x *float32, n int) float32
+
+//go:noescape
+func dotF32AVX512(a, b *float32, n int) float32
+
+//go:noescape
+func cvtHalfAVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func cvtBF16AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func unpack4AVX2(dst *uint8, src *byte, n int)
+
+//go:noescape
+func unpack2AVX2(dst *uint8, src *byte, n int)
+
+//go:noescape
+func codesF32AVX2(dst *float32, src *uint8, n int)
+
+//go:noescape
+func scoresF32AVX2(out, q, k, A, B *float32, n, d int, a, b float32)
+
+//go:noescape
+func pvF32x4AVX2(acc *float32, ldacc int, w *float32, ldw int, v *float32, ldv, n, cols int)
+
+//go:noescape
+func pvF32x1AVX2(acc *float32, w *float32, v *float32, ldv, n, cols int)
+
+//go:noescape
+func expSubAVX2(x *float32, n int, m float32) float32
+
+//go:noescape
+func maxF32AVX2(x *float32, n int) float32
+
+//go:noescape
+func dotF32AVX2(a, b *float32, n int) float32
+
+// vecLen is the length unit of the element-wise kernels: 16 floats (one
+// zmm, two ymm).
+const vecLen = 16
+
+func need(ok bool, kernel string, args ...any) {
+	if !ok {
+		panic(fmt.Sprint(append([]any{"attn: ", kernel, ": bad lengths "}, args...)...))
+	}
+}
+
+// simd holds one level's assembly entry points; its methods are the
+// checked kernels.
+type simd struct {
+	cvtHalf, cvtBF16 func(*float32, *uint16, int)
+	unpack4, unpack2 func(*uint8, *byte, int)
+	codesF32         func(*float32, *uint8, int)
+	scores           func(out, q, k, A, B *float32, n, d int, a, b float32)
+	scoresU8         func(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b float32)
+	pv4              func(acc *float32, ldacc int, w *float32, ldw int, v *float32, ldv, n, cols int)
+	pv1              func(acc *float32, w *float32, v *float32, ldv, n, cols int)
+	expSub           func(x *float32, n int, m float32) float32
+	maxF32           func(x *float32, n int) float32
+	dotF32           func(a, b *float32, n int) float32
+}
+
+func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
+	k := kernels{
+		level: level,
+		vnni:  vnni,
+		cvtHalf: func(dst []float32, src []uint16) {
+			n := len(src)
+			need(n%vecLen == 0 && len(dst) >= n, "cvtHalf", n, len(dst))
+			if n > 0 {
+				s.cvtHalf(&dst[0], &src[0], n)
+			}
+		},
+		cvtBF16: func(dst []float32, src []uint16) {
+			n := len(src)
+			need(n%vecLen == 0 && len(dst) >= n, "cvtBF16", n, len(dst))
+			if n > 0 {
+				s.cvtBF16(&dst[0], &src[0], n)
+			}
+		},
+		unpack4: func(dst []uint8, src []byte) {
+			n := len(src)
+			need(n%32 == 0 && len(dst) >= 2*n, "unpack4", n, len(dst))
+			if n > 0 {
+				s.unpack4(&dst[0], &src[0], n)
+			}
+		},
+		unpack2: func(dst []uint8, src []byte) {
+			n := len(src)
+			need(n%16 == 0 && len(dst) >= 4*n, "unpack2", n, len(dst))
+			if n > 0 {
+				s.unpack2(&dst[0], &src[0], n)
+			}
+		},
+		codesF32: func(dst []float32, src []uint8) {
+			n := len(src)
+			need(n%vecLen == 0 && len(dst) >= n, "codesF32", n, len(dst))
+			if n > 0 {
+				s.codesF32(&dst[0], &src[0], n)
+			}
+		},
+		scoresF32: func(out, q, k, A, B []float32, a, b float32) {
+			n, d := len(out), len(q)
+			need(n%8 == 0 && d%vecLen == 0 && d > 0 && len(k) >= n*d && len(A) >= n && len(B) >= n, "scoresF32", n, d, len(k))
+			if n > 0 {
+				s.scores(&out[0], &q[0], &k[0], &A[0], &B[0], n, d, a, b)
+			}
+		},
+		pvF32: func(acc []float32, ldacc int, w []float32, ldw int, v []float32, ldv, n, rows, cols int) {
+			need(cols%vecLen == 0 && rows >= 1 && rows <= 4 && n >= 0 && cols <= ldv &&
+				len(acc) >= (rows-1)*ldacc+cols && len(w) >= (rows-1)*ldw+n && (n == 0 || len(v) >= (n-1)*ldv+cols),
+				"pvF32", n, rows, cols)
+			if n == 0 || cols == 0 {
+				return
+			}
+			if rows == 4 {
+				s.pv4(&acc[0], ldacc, &w[0], ldw, &v[0], ldv, n, cols)
+				return
+			}
+			for r := 0; r < rows; r++ {
+				s.pv1(&acc[r*ldacc], &w[r*ldw], &v[0], ldv, n, cols)
+			}
+		},
+		expSub: func(x []float32, m float32) float32 {
+			need(len(x)%vecLen == 0, "expSub", len(x))
+			if len(x) == 0 {
+				return 0
+			}
+			return s.expSub(&x[0], len(x), m)
+		},
+		maxF32: func(x []float32) float32 {
+			need(len(x)%vecLen == 0 && len(x) > 0, "maxF32", len(x))
+			return s.maxF32(&x[0], len(x))
+		},
+		dotF32: func(a, b []float32) float32 {
+			need(len(a)%vecLen == 0 && len(b) >= len(a), "dotF32", len(a), len(b))
+			if len(a) == 0 {
+				return 0
+			}
+			return s.dotF32(&a[0], &b[0], len(a))
+		},
+	}
+	if vnni {
+		k.scoresU8 = func(out []float32, q []int8, kc []uint8, A, B []float32, a, b float32) {
+			n, d := len(out), len(q)
+			need(n%8 == 0 && d%vecLen == 0 && d > 0 && len(kc) >= n*d && len(A) >= n && len(B) >= n, "scoresU8", n, d, len(kc))
+			if n > 0 {
+				s.scoresU8(&out[0], &q[0], &kc[0], &A[0], &B[0], n, d, a, b)
+			}
+		}
+	} else {
+		k.scoresU8 = scoresU8Go
+	}
+	return k
+}
+
+var (
+	avx512 = simd{cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
+		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
+		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512}
+	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
+		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,
+		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2}
+
+	avx512VNNIKernels = avx512.set(cpufeat.AVX512, true)
+	avx512Kernels     = avx512.set(cpufeat.AVX512, false)
+	avx2Kernels       = avx2.set(cpufeat.AVX2, false)
+)
+
+// kernelsFor returns the kernel set of a SIMD level; vnni selects the int8
+// dot products for integer keys (AVX-512 only).
+func kernelsFor(l cpufeat.Level, vnni bool) *kernels {
+	switch {
+	case l >= cpufeat.AVX512 && vnni:
+		return &avx512VNNIKernels
+	case l >= cpufeat.AVX512:
+		return &avx512Kernels
+	case l >= cpufeat.AVX2:
+		return &avx2Kernels
+	}
+	return &genericKernels
+}

@@ -249,7 +249,7 @@ func TestDecodePlanesAllHighIsFP16(t *testing.T) {
 		d := sh.D
 		for row := 0; row < n/d; row++ {
 			tolB, _ := planeTol(stB, pb, row)
-			tol := tolB + decodeTol(stF, pf, row)
+			tol := tolB + decodeTol(stF, pf, row, 0)
 			for c := 0; c < d; c++ {
 				i := row*d + c
 				if math.Abs(float64(wantB[i]-wantF[i])) > 1e-6*math.Abs(float64(wantF[i]))+1e-7 {

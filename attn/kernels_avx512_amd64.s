@@ -1,0 +1,680 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX-512 (F, BW, VL, DQ; VNNI for scoresU8) versions of the kernels of
+// kernels.go, which documents what each computes; kernels_amd64.go checks
+// the lengths and calls these with pointers. 512-bit vectors of 16 floats
+// (or 64 bytes). Zen 4 runs each as two 256-bit halves: one zmm FMA or one
+// VPDPBUSD per cycle (docs/perf/cpu-attention.md).
+
+// Constants of the exp (kernels.go: the same Cephes steps).
+DATA expc<>+0(SB)/4, $-87.33654
+DATA expc<>+4(SB)/4, $1.44269504088896341
+DATA expc<>+8(SB)/4, $0.693359375
+DATA expc<>+12(SB)/4, $-2.12194440e-4
+DATA expc<>+16(SB)/4, $1.9875691500e-4
+DATA expc<>+20(SB)/4, $1.3981999507e-3
+DATA expc<>+24(SB)/4, $8.3334519073e-3
+DATA expc<>+28(SB)/4, $4.1665795894e-2
+DATA expc<>+32(SB)/4, $1.6666665459e-1
+DATA expc<>+36(SB)/4, $5.0000001201e-1
+DATA expc<>+40(SB)/4, $1.0
+GLOBL expc<>(SB), RODATA|NOPTR, $44
+
+// tileIdx picks the 8 dot products out of the last step of the score
+// reduction: lane L of the reduced vector holds token L at float 4L and
+// token L+4 at float 4L+1.
+DATA tileIdx<>+0(SB)/4, $0
+DATA tileIdx<>+4(SB)/4, $4
+DATA tileIdx<>+8(SB)/4, $8
+DATA tileIdx<>+12(SB)/4, $12
+DATA tileIdx<>+16(SB)/4, $1
+DATA tileIdx<>+20(SB)/4, $5
+DATA tileIdx<>+24(SB)/4, $9
+DATA tileIdx<>+28(SB)/4, $13
+GLOBL tileIdx<>(SB), RODATA|NOPTR, $32
+
+// func cvtHalfAVX512(dst *float32, src *uint16, n int)
+// n a multiple of 16: VCVTPH2PS, 16 values per instruction.
+TEXT ·cvtHalfAVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VCVTPH2PS (SI), Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
+// func cvtBF16AVX512(dst *float32, src *uint16, n int)
+// bf16 is the top half of a float32: zero-extend and shift.
+TEXT ·cvtBF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VPMOVZXWD (SI), Z0
+	VPSLLD    $16, Z0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
+// func unpack4AVX512(dst *uint8, src *byte, n int)
+// n source bytes, a multiple of 32. Byte b becomes the word b | b<<4
+// masked with 0x0f0f: the low byte holds b&15 (even channel), the high
+// byte b>>4 (odd channel), so the codes come out in channel order.
+TEXT ·unpack4AVX512(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	SHRQ         $5, CX
+	JZ           done
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z7
+loop:
+	VPMOVZXBW (SI), Z0
+	VPSLLW    $4, Z0, Z1
+	// Z0 = (Z0 | Z1) & Z7
+	VPTERNLOGD $0xa8, Z7, Z1, Z0
+	VMOVDQU64  Z0, (DI)
+	ADDQ       $32, SI
+	ADDQ       $64, DI
+	DECQ       CX
+	JNZ        loop
+done:
+	VZEROUPPER
+	RET
+
+// func unpack2AVX512(dst *uint8, src *byte, n int)
+// n source bytes, a multiple of 16. Byte b becomes the dword
+// b | b<<6 | b<<12 | b<<18 masked with 0x03030303: byte i of the dword
+// holds bits 2i..2i+1 of b, channel 4j+i.
+TEXT ·unpack2AVX512(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	SHRQ         $4, CX
+	JZ           done
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z7
+loop:
+	VPMOVZXBD  (SI), Z0
+	VPSLLD     $6, Z0, Z1
+	VPSLLD     $12, Z0, Z2
+	VPSLLD     $18, Z0, Z3
+	VPTERNLOGD $0xfe, Z2, Z1, Z0 // Z0 |= Z1 | Z2
+	VPTERNLOGD $0xa8, Z7, Z3, Z0 // Z0 = (Z0 | Z3) & Z7
+	VMOVDQU64  Z0, (DI)
+	ADDQ       $16, SI
+	ADDQ       $64, DI
+	DECQ       CX
+	JNZ        loop
+done:
+	VZEROUPPER
+	RET
+
+// func codesF32AVX512(dst *float32, src *uint8, n int)
+TEXT ·codesF32AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VPMOVZXBD (SI), Z0
+	VCVTDQ2PS Z0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
+// REDUCE8 folds the 16 lanes of each of Z0..Z7 (the dot products of 8
+// tokens) into Y0 = [sum Z0, ..., sum Z7] in three steps: 256-bit
+// halves, 128-bit lanes, then the four floats of a lane; Z8, Z9 and Z12
+// (tileIdx) are used. Each step is a shuffle pair and an add (ADD is
+// VADDPS or VPADDD).
+#define REDUCE8(ADD) \
+	VSHUFF64X2 $0x44, Z1, Z0, Z8 \
+	VSHUFF64X2 $0xee, Z1, Z0, Z9 \
+	ADD        Z9, Z8, Z0        \
+	VSHUFF64X2 $0x44, Z3, Z2, Z8 \
+	VSHUFF64X2 $0xee, Z3, Z2, Z9 \
+	ADD        Z9, Z8, Z2        \
+	VSHUFF64X2 $0x44, Z5, Z4, Z8 \
+	VSHUFF64X2 $0xee, Z5, Z4, Z9 \
+	ADD        Z9, Z8, Z4        \
+	VSHUFF64X2 $0x44, Z7, Z6, Z8 \
+	VSHUFF64X2 $0xee, Z7, Z6, Z9 \
+	ADD        Z9, Z8, Z6        \
+	VSHUFF64X2 $0x88, Z2, Z0, Z8 \
+	VSHUFF64X2 $0xdd, Z2, Z0, Z9 \
+	ADD        Z9, Z8, Z0        \
+	VSHUFF64X2 $0x88, Z6, Z4, Z8 \
+	VSHUFF64X2 $0xdd, Z6, Z4, Z9 \
+	ADD        Z9, Z8, Z4        \
+	VSHUFPS    $0x88, Z4, Z0, Z8 \
+	VSHUFPS    $0xdd, Z4, Z0, Z9 \
+	ADD        Z9, Z8, Z0        \
+	VSHUFPS    $0x88, Z0, Z0, Z8 \
+	VSHUFPS    $0xdd, Z0, Z0, Z9 \
+	ADD        Z9, Z8, Z0        \
+	VPERMPS    Z0, Z12, Z0
+
+// func scoresF32AVX512(out, q, k, A, B *float32, n, d int, a, b float32)
+// out[t] = a·A[t]·(q·k[t]) + b·B[t] for t < n (a multiple of 8), rows of
+// d floats (a multiple of 16). Eight tokens at a time: Z0..Z7 accumulate
+// their products with the query chunk in Z8, then REDUCE8.
+TEXT ·scoresF32AVX512(SB), NOSPLIT, $0-64
+	MOVQ         out+0(FP), DI
+	MOVQ         q+8(FP), SI
+	MOVQ         k+16(FP), DX
+	MOVQ         A+24(FP), R11
+	MOVQ         B+32(FP), R12
+	MOVQ         n+40(FP), CX
+	MOVQ         d+48(FP), BX
+	VBROADCASTSS a+56(FP), Y10
+	VBROADCASTSS b+60(FP), Y11
+	VMOVDQU32    tileIdx<>(SB), Y12
+	SHLQ         $2, BX          // row stride in bytes
+	LEAQ         (BX)(BX*2), R10 // 3 rows
+	SHRQ         $3, CX
+	JZ           done
+tile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   DX, R8             // rows 0..3 at R8, rows 4..7 at R9
+	LEAQ   (DX)(BX*4), R9
+	XORQ   AX, AX             // byte offset in the row
+chunk:
+	VMOVUPS     (SI)(AX*1), Z8
+	VFMADD231PS (R8), Z8, Z0
+	VFMADD231PS (R8)(BX*1), Z8, Z1
+	VFMADD231PS (R8)(BX*2), Z8, Z2
+	VFMADD231PS (R8)(R10*1), Z8, Z3
+	VFMADD231PS (R9), Z8, Z4
+	VFMADD231PS (R9)(BX*1), Z8, Z5
+	VFMADD231PS (R9)(BX*2), Z8, Z6
+	VFMADD231PS (R9)(R10*1), Z8, Z7
+	ADDQ        $64, R8
+	ADDQ        $64, R9
+	ADDQ        $64, AX
+	CMPQ        AX, BX
+	JLT         chunk
+	REDUCE8(VADDPS)
+	VMULPS      (R11), Y10, Y8 // a·A[t]
+	VMULPS      Y8, Y0, Y0
+	VMULPS      (R12), Y11, Y9 // b·B[t]
+	VADDPS      Y9, Y0, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, DI
+	ADDQ        $32, R11
+	ADDQ        $32, R12
+	LEAQ        (DX)(BX*8), DX
+	DECQ        CX
+	JNZ         tile
+done:
+	VZEROUPPER
+	RET
+
+// func scoresU8VNNI(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b float32)
+// scoresF32 on byte codes and an int8 query: VPDPBUSD (u8 codes from
+// memory into Z9, s8 query chunk in Z8) sums groups of four products into
+// the int32 lanes, exactly; d a multiple of 16; a tail of 16 or 48 bytes
+// is read with a masked load.
+TEXT ·scoresU8VNNI(SB), NOSPLIT, $0-64
+	MOVQ         out+0(FP), DI
+	MOVQ         q+8(FP), SI
+	MOVQ         k+16(FP), DX
+	MOVQ         A+24(FP), R11
+	MOVQ         B+32(FP), R12
+	MOVQ         d+48(FP), BX
+	VBROADCASTSS a+56(FP), Y10
+	VBROADCASTSS b+60(FP), Y11
+	VMOVDQU32    tileIdx<>(SB), Y12
+	// K1 covers the last partial 64-byte chunk: (d%64)/4 dword lanes.
+	MOVQ         BX, CX
+	ANDQ         $63, CX
+	SHRQ         $2, CX
+	MOVQ         $1, R13
+	SHLQ         CX, R13
+	DECQ         R13
+	KMOVW        R13, K1
+	MOVQ         n+40(FP), CX
+	MOVQ         BX, R13
+	ANDQ         $-64, R13       // bytes in whole chunks
+	LEAQ         (BX)(BX*2), R10 // 3 rows
+	SHRQ         $3, CX
+	JZ           done
+tile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   DX, R8
+	LEAQ   (DX)(BX*4), R9
+	XORQ   AX, AX
+	CMPQ   AX, R13
+	JGE    tail
+chunk:
+	VMOVDQU8  (SI)(AX*1), Z8
+	VMOVDQU8  (R8), Z9
+	VPDPBUSD  Z8, Z9, Z0
+	VMOVDQU8  (R8)(BX*1), Z9
+	VPDPBUSD  Z8, Z9, Z1
+	VMOVDQU8  (R8)(BX*2), Z9
+	VPDPBUSD  Z8, Z9, Z2
+	VMOVDQU8  (R8)(R10*1), Z9
+	VPDPBUSD  Z8, Z9, Z3
+	VMOVDQU8  (R9), Z9
+	VPDPBUSD  Z8, Z9, Z4
+	VMOVDQU8  (R9)(BX*1), Z9
+	VPDPBUSD  Z8, Z9, Z5
+	VMOVDQU8  (R9)(BX*2), Z9
+	VPDPBUSD  Z8, Z9, Z6
+	VMOVDQU8  (R9)(R10*1), Z9
+	VPDPBUSD  Z8, Z9, Z7
+	ADDQ      $64, R8
+	ADDQ      $64, R9
+	ADDQ      $64, AX
+	CMPQ      AX, R13
+	JLT       chunk
+tail:
+	CMPQ       AX, BX
+	JGE        reduce
+	VMOVDQU32.Z (SI)(AX*1), K1, Z8
+	VMOVDQU32.Z (R8), K1, Z9
+	VPDPBUSD    Z8, Z9, Z0
+	VMOVDQU32.Z (R8)(BX*1), K1, Z9
+	VPDPBUSD    Z8, Z9, Z1
+	VMOVDQU32.Z (R8)(BX*2), K1, Z9
+	VPDPBUSD    Z8, Z9, Z2
+	VMOVDQU32.Z (R8)(R10*1), K1, Z9
+	VPDPBUSD    Z8, Z9, Z3
+	VMOVDQU32.Z (R9), K1, Z9
+	VPDPBUSD    Z8, Z9, Z4
+	VMOVDQU32.Z (R9)(BX*1), K1, Z9
+	VPDPBUSD    Z8, Z9, Z5
+	VMOVDQU32.Z (R9)(BX*2), K1, Z9
+	VPDPBUSD    Z8, Z9, Z6
+	VMOVDQU32.Z (R9)(R10*1), K1, Z9
+	VPDPBUSD    Z8, Z9, Z7
+reduce:
+	REDUCE8(VPADDD)
+	VCVTDQ2PS Y0, Y0
+	VMULPS    (R11), Y10, Y8
+	VMULPS    Y8, Y0, Y0
+	VMULPS    (R12), Y11, Y9
+	VADDPS    Y9, Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $32, DI
+	ADDQ      $32, R11
+	ADDQ      $32, R12
+	LEAQ      (DX)(BX*8), DX
+	DECQ      CX
+	JNZ       tile
+done:
+	VZEROUPPER
+	RET
+
+// func pvF32x4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *float32, ldv, n, cols int)
+// Four rows: acc[r][c] += Σ_t w[r][t]·v[t][c]. Channels in chunks of 64
+// (16 accumulators Z0..Z15, the V chunk in Z16..Z19, the four weights
+// broadcast into Z20..Z23), then chunks of 16; lengths in floats, cols a
+// multiple of 16. Each chunk's sum over the n tokens is formed in
+// registers and then added to acc.
+TEXT ·pvF32x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ acc+0(FP), DI
+	MOVQ ldacc+8(FP), R14
+	SHLQ $2, R14
+	MOVQ ldw+24(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ ldv+40(FP), R15
+	SHLQ $2, R15
+	MOVQ cols+56(FP), R13
+	SHLQ $2, R13            // bytes per row left
+	XORQ BX, BX             // byte offset of the chunk
+chunk64:
+	LEAQ 256(BX), AX
+	CMPQ AX, R13
+	JGT  chunk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   w+16(FP), R8
+	MOVQ   v+32(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+48(FP), CX
+	TESTQ  CX, CX
+	JZ     store64
+tok64:
+	VMOVUPS      (SI), Z16
+	VMOVUPS      64(SI), Z17
+	VMOVUPS      128(SI), Z18
+	VMOVUPS      192(SI), Z19
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R8)(R9*1), Z21
+	VBROADCASTSS (R8)(R9*2), Z22
+	VBROADCASTSS (R8)(R10*1), Z23
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z17, Z21, Z5
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z16, Z22, Z8
+	VFMADD231PS  Z17, Z22, Z9
+	VFMADD231PS  Z18, Z22, Z10
+	VFMADD231PS  Z19, Z22, Z11
+	VFMADD231PS  Z16, Z23, Z12
+	VFMADD231PS  Z17, Z23, Z13
+	VFMADD231PS  Z18, Z23, Z14
+	VFMADD231PS  Z19, Z23, Z15
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok64
+store64:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z4, Z4
+	VADDPS  64(AX), Z5, Z5
+	VADDPS  128(AX), Z6, Z6
+	VADDPS  192(AX), Z7, Z7
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z8, Z8
+	VADDPS  64(AX), Z9, Z9
+	VADDPS  128(AX), Z10, Z10
+	VADDPS  192(AX), Z11, Z11
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z12, Z12
+	VADDPS  64(AX), Z13, Z13
+	VADDPS  128(AX), Z14, Z14
+	VADDPS  192(AX), Z15, Z15
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, 192(AX)
+	ADDQ    $256, BX
+	JMP     chunk64
+chunk16:
+	CMPQ   BX, R13
+	JGE    done
+	VPXORD Z0, Z0, Z0
+	VPXORD Z4, Z4, Z4
+	VPXORD Z8, Z8, Z8
+	VPXORD Z12, Z12, Z12
+	MOVQ   w+16(FP), R8
+	MOVQ   v+32(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+48(FP), CX
+	TESTQ  CX, CX
+	JZ     store16
+tok16:
+	VMOVUPS      (SI), Z16
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R8)(R9*1), Z21
+	VBROADCASTSS (R8)(R9*2), Z22
+	VBROADCASTSS (R8)(R10*1), Z23
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z16, Z22, Z8
+	VFMADD231PS  Z16, Z23, Z12
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok16
+store16:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z4, Z4
+	VMOVUPS Z4, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z8, Z8
+	VMOVUPS Z8, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z12, Z12
+	VMOVUPS Z12, (AX)
+	ADDQ    $64, BX
+	JMP     chunk16
+done:
+	VZEROUPPER
+	RET
+
+// func pvF32x1AVX512(acc *float32, w *float32, v *float32, ldv, n, cols int)
+// One row of pvF32x4: chunks of 64 channels (Z0..Z3), then 16.
+TEXT ·pvF32x1AVX512(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), DI
+	MOVQ ldv+24(FP), R15
+	SHLQ $2, R15
+	MOVQ cols+40(FP), R13
+	SHLQ $2, R13
+	XORQ BX, BX
+chunk64:
+	LEAQ 256(BX), AX
+	CMPQ AX, R13
+	JGT  chunk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   w+8(FP), R8
+	MOVQ   v+16(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     store64
+tok64:
+	VBROADCASTSS (R8), Z20
+	VFMADD231PS  (SI), Z20, Z0
+	VFMADD231PS  64(SI), Z20, Z1
+	VFMADD231PS  128(SI), Z20, Z2
+	VFMADD231PS  192(SI), Z20, Z3
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok64
+store64:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $256, BX
+	JMP     chunk64
+chunk16:
+	CMPQ   BX, R13
+	JGE    done
+	VPXORD Z0, Z0, Z0
+	MOVQ   w+8(FP), R8
+	MOVQ   v+16(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     store16
+tok16:
+	VBROADCASTSS (R8), Z20
+	VFMADD231PS  (SI), Z20, Z0
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok16
+store16:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    $64, BX
+	JMP     chunk16
+done:
+	VZEROUPPER
+	RET
+
+// HSUM16 folds the 16 lanes of Z0 into X0's first float in the order of
+// sum16 (kernels.go): halves 8, 4, 2, 1. OP is VADDPS or VMAXPS.
+#define HSUM16(OP) \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	OP            Y1, Y0, Y0 \
+	VEXTRACTF128  $1, Y0, X1 \
+	OP            X1, X0, X0 \
+	VPERMILPS     $0x0e, X0, X1 \
+	OP            X1, X0, X0 \
+	VPERMILPS     $0x01, X0, X1 \
+	OP            X1, X0, X0
+
+// func expSubAVX512(x *float32, n int, m float32) float32
+// x[i] = exp(x[i] - m) as exp32 computes it (VRNDSCALEPS rounds to
+// nearest even, VSCALEFPS multiplies by 2^n), 0 where x[i] - m < expMin
+// (and for -Inf); returns the sum, lanes folded as in sum16.
+TEXT ·expSubAVX512(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS m+16(FP), Z20
+	VBROADCASTSS expc<>+0(SB), Z21  // expMin
+	VBROADCASTSS expc<>+4(SB), Z22  // log2 e
+	VBROADCASTSS expc<>+8(SB), Z23  // C1
+	VBROADCASTSS expc<>+12(SB), Z24 // C2
+	VBROADCASTSS expc<>+16(SB), Z25 // P0
+	VBROADCASTSS expc<>+20(SB), Z26
+	VBROADCASTSS expc<>+24(SB), Z27
+	VBROADCASTSS expc<>+28(SB), Z28
+	VBROADCASTSS expc<>+32(SB), Z29
+	VBROADCASTSS expc<>+36(SB), Z30 // P5
+	VBROADCASTSS expc<>+40(SB), Z31 // 1
+	VPXORD       Z0, Z0, Z0         // the lane sums
+	SHRQ         $4, CX
+	JZ           sum
+loop:
+	VMOVUPS     (DI), Z1
+	VSUBPS      Z20, Z1, Z1         // x - m
+	VCMPPS      $0x1d, Z21, Z1, K1  // x >= expMin (GE_OQ: false for NaN)
+	VMULPS      Z22, Z1, Z2
+	VRNDSCALEPS $0, Z2, Z2          // n = rint(x·log2 e)
+	VFNMADD231PS Z23, Z2, Z1        // r = x - n·C1
+	VFNMADD231PS Z24, Z2, Z1        // r -= n·C2
+	VMOVAPS     Z25, Z3
+	VFMADD213PS Z26, Z1, Z3         // p = p·r + P1
+	VFMADD213PS Z27, Z1, Z3
+	VFMADD213PS Z28, Z1, Z3
+	VFMADD213PS Z29, Z1, Z3
+	VFMADD213PS Z30, Z1, Z3         // ... + P5
+	VMULPS      Z1, Z1, Z4          // r²
+	VFMADD213PS Z1, Z4, Z3          // p = p·r² + r
+	VADDPS      Z31, Z3, Z3         // + 1
+	VSCALEFPS   Z2, Z3, Z3          // · 2^n
+	VMOVAPS.Z   Z3, K1, Z3
+	VMOVUPS     Z3, (DI)
+	VADDPS      Z3, Z0, Z0
+	ADDQ        $64, DI
+	DECQ        CX
+	JNZ         loop
+sum:
+	HSUM16(VADDPS)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func maxF32AVX512(x *float32, n int) float32
+TEXT ·maxF32AVX512(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	MOVL         $0xff800000, AX // -Inf
+	VPBROADCASTD AX, Z0
+	SHRQ         $4, CX
+	JZ           fold
+loop:
+	VMAXPS (DI), Z0, Z0
+	ADDQ   $64, DI
+	DECQ   CX
+	JNZ    loop
+fold:
+	HSUM16(VMAXPS)
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func dotF32AVX512(a, b *float32, n int) float32
+TEXT ·dotF32AVX512(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), DI
+	MOVQ   b+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	SHRQ   $4, CX
+	JZ     fold
+loop:
+	VMOVUPS     (DI), Z1
+	VFMADD231PS (SI), Z1, Z0
+	ADDQ        $64, DI
+	ADDQ        $64, SI
+	DECQ        CX
+	JNZ         loop
+fold:
+	HSUM16(VADDPS)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET

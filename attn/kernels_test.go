@@ -1,0 +1,249 @@
+package attn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
+	"github.com/bitdecode/bitdecode/internal/half"
+)
+
+// levelSets returns the kernel sets this CPU runs, generic first: every
+// SIMD level, and AVX-512 with and without VNNI.
+func levelSets() []*kernels {
+	var out []*kernels
+	for _, l := range cpufeat.Levels() {
+		out = append(out, kernelsFor(l, false))
+		if l == cpufeat.AVX512 && cpufeat.Detected().VNNI {
+			out = append(out, kernelsFor(l, true))
+		}
+	}
+	return out
+}
+
+func (k *kernels) String() string {
+	if k.vnni {
+		return k.level.String() + "+vnni"
+	}
+	return k.level.String()
+}
+
+func randF32(r *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(scale * r.NormFloat64())
+	}
+	return x
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func sameBits(t *testing.T, name string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: element %d: got %g (%#x), want %g (%#x)", name, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+// TestConversionKernels: conversions and unpacking are exact, so every
+// level must give the pure-Go bits, on every fp16 pattern (inf, NaN,
+// subnormals included) and every byte.
+func TestConversionKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	all := make([]uint16, 1<<16)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	bytes := randBytes(r, 4096)
+	for i := range 256 {
+		bytes[i] = byte(i)
+	}
+	g := &genericKernels
+	for _, k := range levelSets() {
+		for _, n := range []int{16, 48, 1 << 16} {
+			src := all[len(all)-n:]
+			got, want := nanSlice(n), nanSlice(n)
+			k.cvtHalf(got, src)
+			g.cvtHalf(want, src)
+			for i := range want { // NaN payloads may differ; NaN must stay NaN
+				if (got[i] != got[i]) != (want[i] != want[i]) || (want[i] == want[i] && got[i] != want[i]) {
+					t.Fatalf("%v cvtHalf(%#x) = %g, want %g", k, src[i], got[i], want[i])
+				}
+			}
+			k.cvtBF16(got, src)
+			g.cvtBF16(want, src)
+			sameBits(t, fmt.Sprintf("%v cvtBF16 n=%d", k, n), got, want)
+		}
+		for _, n := range []int{32, 96, 4096} {
+			got, want := make([]uint8, 4*n), make([]uint8, 4*n)
+			k.unpack4(got, bytes[:n])
+			g.unpack4(want, bytes[:n])
+			if string(got[:2*n]) != string(want[:2*n]) {
+				t.Fatalf("%v unpack4 n=%d differs", k, n)
+			}
+			k.unpack2(got, bytes[:n])
+			g.unpack2(want, bytes[:n])
+			if string(got) != string(want) {
+				t.Fatalf("%v unpack2 n=%d differs", k, n)
+			}
+			f1, f2 := nanSlice(n), nanSlice(n)
+			k.codesF32(f1, bytes[:n])
+			g.codesF32(f2, bytes[:n])
+			sameBits(t, fmt.Sprintf("%v codesF32 n=%d", k, n), f1, f2)
+		}
+	}
+	// The pure-Go unpacking agrees with kv's element order.
+	want := make([]uint8, 8)
+	g.unpack4(want[:2], []byte{0xa7})
+	g.unpack2(want[4:], []byte{0b11_10_01_00})
+	if want[0] != 7 || want[1] != 0xa || want[4] != 0 || want[5] != 1 || want[6] != 2 || want[7] != 3 {
+		t.Fatalf("unpack order: %v", want)
+	}
+	if half.ToFloat32(0x3c00) != fp16ToF32[0x3c00] {
+		t.Fatal("fp16 table")
+	}
+}
+
+// dotTol bounds a float32 dot product of d terms computed in any order
+// against the float64 one: d·eps·Σ|a·b|.
+func dotTol(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += math.Abs(float64(a[i]) * float64(b[i]))
+	}
+	return float64(len(a)+2) * eps32 * s
+}
+
+// TestScoreKernels: scores of every level against float64 on awkward
+// head dims (80 and 96 are not supported by kv, but the kernels take any
+// multiple of 16) and token counts.
+func TestScoreKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, k := range levelSets() {
+		for _, d := range []int{16, 64, 80, 96, 128, 256} {
+			for _, n := range []int{8, 24, 136} {
+				q, kr := randF32(r, d, 1), randF32(r, n*d, 3)
+				A, B := randF32(r, n, 1), randF32(r, n, 1)
+				a, b := float32(0.7), float32(-1.3)
+				out := nanSlice(n)
+				k.scoresF32(out, q, kr, A, B, a, b)
+				for tk := 0; tk < n; tk++ {
+					row := kr[tk*d : (tk+1)*d]
+					var want float64
+					for c := range q {
+						want += float64(q[c]) * float64(row[c])
+					}
+					tol := math.Abs(float64(a*A[tk]))*dotTol(q, row) + 4*eps32*(math.Abs(float64(a*A[tk])*want)+math.Abs(float64(b*B[tk])))
+					want = float64(a*A[tk])*want + float64(b*B[tk])
+					if g := out[tk]; g != g || math.Abs(float64(g)-want) > tol {
+						t.Fatalf("%v scoresF32 d=%d n=%d token %d: got %g want %g (tol %.3g)", k, d, n, tk, g, want, tol)
+					}
+				}
+				// Integer scores: exact sums, then the same float steps as Go.
+				qi := make([]int8, d)
+				for c := range qi {
+					qi[c] = int8(r.IntN(255) - 127)
+				}
+				codes := randBytes(r, n*d)
+				got, want := nanSlice(n), nanSlice(n)
+				k.scoresU8(got, qi, codes, A, B, a, b)
+				scoresU8Go(want, qi, codes, A, B, a, b)
+				sameBits(t, fmt.Sprintf("%v scoresU8 d=%d n=%d", k, d, n), got, want)
+			}
+		}
+	}
+}
+
+func TestPVKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, k := range levelSets() {
+		for _, cols := range []int{16, 32, 80, 128, 256} {
+			for _, rows := range []int{1, 3, 4} {
+				for _, n := range []int{0, 1, 7, 130} {
+					ld := cols + 16
+					acc := randF32(r, rows*ld, 1)
+					w, v := randF32(r, rows*(n+3), 1), randF32(r, n*ld, 2)
+					got := append([]float32(nil), acc...)
+					k.pvF32(got, ld, w, n+3, v, ld, n, rows, cols)
+					for i := range acc {
+						row, c := i/ld, i%ld
+						want, tol := float64(acc[i]), 0.0
+						if c < cols {
+							var s, mag float64
+							for tk := 0; tk < n; tk++ {
+								p := float64(w[row*(n+3)+tk]) * float64(v[tk*ld+c])
+								s, mag = s+p, mag+math.Abs(p)
+							}
+							want += s
+							tol = float64(n+2)*eps32*mag + eps32*math.Abs(want)
+						}
+						if g := got[i]; g != g || math.Abs(float64(g)-want) > tol {
+							t.Fatalf("%v pvF32 cols=%d rows=%d n=%d: element %d got %g want %g (tol %.3g)", k, cols, rows, n, i, g, want, tol)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestExp32: the float32 exp of the softmax against math.Exp: relative
+// error within expRelErr on [expMin, 0], exactly 0 below and for -Inf.
+func TestExp32(t *testing.T) {
+	worst := 0.0
+	for i := 0; i <= 200000; i++ {
+		x := float32(expMin * float64(i) / 200000)
+		got, want := float64(exp32(x)), math.Exp(float64(x))
+		if e := math.Abs(got-want) / want; e > worst {
+			worst = e
+		}
+	}
+	t.Logf("exp32: worst relative error %.3g (%.2f eps)", worst, worst/eps32)
+	if worst > expRelErr {
+		t.Fatalf("exp32 relative error %.3g > %.3g", worst, float64(expRelErr))
+	}
+	if exp32(float32(math.Inf(-1))) != 0 || exp32(-100) != 0 || exp32(0) != 1 {
+		t.Fatal("exp32 edge cases")
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, k := range levelSets() {
+		for _, n := range []int{16, 64, 272} {
+			x := randF32(r, n, 20)
+			x[0], x[n-1] = float32(math.Inf(-1)), -200
+			m := k.maxF32(x)
+			if m != maxF32Go(x) {
+				t.Fatalf("%v maxF32 = %g, want %g", k, m, maxF32Go(x))
+			}
+			got := append([]float32(nil), x...)
+			s := k.expSub(got, m)
+			var want float64
+			for i := range x {
+				e := math.Exp(float64(x[i] - m))
+				if x[i]-m < expMin {
+					e = 0
+				}
+				want += e
+				if g := float64(got[i]); g != g || math.Abs(g-e) > expRelErr*e {
+					t.Fatalf("%v expSub element %d: exp(%g) = %g, want %g", k, i, x[i]-m, g, e)
+				}
+			}
+			if math.Abs(float64(s)-want) > (expRelErr+float64(n)*eps32)*want {
+				t.Fatalf("%v expSub sum %g, want %g", k, s, want)
+			}
+			a, b := randF32(r, n, 1), randF32(r, n, 1)
+			if d, tol := float64(k.dotF32(a, b)), dotTol(a, b); math.Abs(d-float64(dot(a, b))) > 2*tol {
+				t.Fatalf("%v dotF32 = %g, want %g", k, d, dot(a, b))
+			}
+		}
+	}
+}
