@@ -150,7 +150,10 @@ func queryQuantTol(k *kernels, p Params, seqs []*Seq, q []float32) []float64 {
 						step := 0.0
 						if lay.Scaling == kv.PerChannel {
 							if t%lay.Group == 0 {
-								paramsF32(w.gs, w.gz, lay, base, lay.ParamIndex(t, 0))
+								for c := range qs {
+									sc, zc := lay.Param(base, lay.ParamIndex(t, c))
+									w.gs[c], w.gz[c] = fp16ToF32[sc], fp16ToF32[zc]
+								}
 								for c := range qs {
 									qs[c] = qr[c] * w.gs[c]
 								}
@@ -175,6 +178,24 @@ func queryQuantTol(k *kernels, p Params, seqs []*Seq, q []float32) []float64 {
 		}
 	}
 	return tol
+}
+
+// quantizeQuery is foldQuery's quantization in float64 terms: the step
+// a = max|q|/127 and qi = rint(q/a).
+func quantizeQuery(qi []int8, q []float32) float32 {
+	var amax float32
+	for _, x := range q {
+		amax = max(amax, abs32(x))
+	}
+	if !(amax > 0) {
+		clear(qi)
+		return 0
+	}
+	inv := 127 / amax
+	for c, x := range q {
+		qi[c] = int8(math.RoundToEven(float64(x * inv)))
+	}
+	return amax / 127
 }
 
 func compareDecode(t *testing.T, name string, p Params, q, got, want []float32, st RefStats, qTol []float64) {

@@ -29,6 +29,9 @@ import (
 // accumulators, which keeps the float32 rounding of a long sequence near
 // (Nr + L/Nr)·eps.
 
+// minGroup is the smallest group size of an integer format (kv.ValidGroups).
+const minGroup = 32
+
 // worker holds one goroutine's scratch buffers.
 type worker struct {
 	p    Params
@@ -50,8 +53,11 @@ type worker struct {
 	zeros  []float32 // [npad] 0
 	ps, pz []float32 // [npad] per-token scale and zero of one group
 	gs, gz []float32 // [D] per-channel scale and zero of one key group (KC)
-	wts    []float32 // [R][npad] probabilities times value scales
+	pf     []float32 // fp16 (scale, zero) pairs of a block or key group as float32
+	zs     []float32 // [V groups][npad] per-token zeros of V
+	onesD  []float32 // [D] 1
 	limits []int     // [R] last visible token of each row
+	qReady bool      // qi, qa, qb hold the unscaled query's quantization (KT)
 }
 
 func newWorker(p Params, k *kernels) *worker {
@@ -66,9 +72,13 @@ func newWorker(p Params, k *kernels) *worker {
 		ones: make([]float32, npad), zeros: make([]float32, npad),
 		ps: make([]float32, npad), pz: make([]float32, npad),
 		gs: make([]float32, d), gz: make([]float32, d),
-		wts: make([]float32, r*npad), limits: make([]int, r)}
+		pf: make([]float32, max(2*npad*(d/minGroup), 2*d)), zs: make([]float32, npad*(d/minGroup)),
+		onesD: make([]float32, d), limits: make([]int, r)}
 	for i := range w.ones {
 		w.ones[i] = 1
+	}
+	for i := range w.onesD {
+		w.onesD[i] = 1
 	}
 	return w
 }
@@ -101,6 +111,7 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 	}
 	*st = newState(w.r, f.D, vgroups)
 	w.loadQueries(q, b, h)
+	w.qReady = false
 	l := s.Len(f.Residual)
 	for row := range w.limits {
 		w.limits[row] = l - w.p.Tq + row/w.p.Shape.Group()
@@ -154,79 +165,53 @@ func (w *worker) blockScores(k []byte, n int) {
 		}
 		for t0 := 0; t0 < n; t0 += lay.Group {
 			// Fold the group's scales into Q and its zeros into one bias per row.
-			p0 := lay.ParamIndex(t0, 0)
-			paramsF32(w.gs, w.gz, lay, k, p0)
+			w.params(w.pf[:2*d], lay, k, lay.ParamIndex(t0, 0))
+			w.k.deinterleave(w.gs, w.gz, w.pf[:2*d])
 			for r := 0; r < w.r; r++ {
-				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
-				var bias float32
-				for c := range qr {
-					qs[c] = qr[c] * w.gs[c]
-					bias += qr[c] * w.gz[c]
-				}
+				qr, qs, qi := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d], w.qi[r*d:(r+1)*d]
 				out := w.scores[r*np+t0 : r*np+t0+lay.Group]
 				if vnni {
-					a := quantizeQuery(w.qi[r*d:(r+1)*d], qs)
-					w.k.scoresU8(out, w.qi[r*d:(r+1)*d], codes[t0*d:], w.ones, w.ones, a, bias)
+					a, bias := w.k.foldQuery(qi, qs, qr, w.gs, w.gz)
+					w.k.scoresU8(out, qi, codes[t0*d:], w.ones, w.ones, a, bias)
 				} else {
+					_, bias := w.k.foldQuery(nil, qs, qr, w.gs, w.gz)
 					w.k.scoresF32(out, qs, w.kf[t0*d:], w.ones, w.ones, 1, bias)
 				}
 			}
 		}
 	case lay.Group == d: // per token, one group: s_t·(Q·codes) + z_t·ΣQ
-		for t := 0; t < n; t++ {
-			s, z := lay.Param(k, t)
-			w.ps[t], w.pz[t] = fp16ToF32[s], fp16ToF32[z]
-		}
+		w.params(w.pf[:2*n], lay, k, 0)
+		w.k.deinterleave(w.ps, w.pz, w.pf[:2*n])
 		if !vnni {
 			w.k.codesF32(w.kf[:n*d], codes[:n*d])
 		}
 		for r := 0; r < w.r; r++ {
-			qr := w.q[r*d : (r+1)*d]
-			var sum float32
-			for _, x := range qr {
-				sum += x
+			qr, qs, qi := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d], w.qi[r*d:(r+1)*d]
+			if !w.qReady { // Σq, and the query quantized once per run
+				w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, qr, w.onesD, w.onesD)
 			}
 			out := w.scores[r*np : r*np+tiles(n)]
 			if vnni {
-				a := quantizeQuery(w.qi[r*d:(r+1)*d], qr)
-				w.k.scoresU8(out, w.qi[r*d:(r+1)*d], codes, w.ps, w.pz, a, sum)
+				w.k.scoresU8(out, qi, codes, w.ps, w.pz, w.qa[r], w.qb[r])
 			} else {
-				w.k.scoresF32(out, qr, w.kf, w.ps, w.pz, 1, sum)
+				w.k.scoresF32(out, qr, w.kf, w.ps, w.pz, 1, w.qb[r])
 			}
 		}
+		w.qReady = true
 	default: // per token, several groups: dequantize the rows, then float scores
 		w.dequantRows(w.kf, lay, k, codes, n)
 		w.floatScores(n)
 	}
 }
 
-// quantizeQuery rounds q to int8 with one step a = max|q|/127 and returns
-// a: |a·qi[c] - q[c]| <= a/2 (plus float32 rounding of q[c]/a).
-func quantizeQuery(qi []int8, q []float32) float32 {
-	var amax float32
-	for _, x := range q {
-		amax = max(amax, abs32(x))
-	}
-	if amax == 0 || amax != amax {
-		clear(qi)
-		return 0
-	}
-	inv := 127 / amax
-	for c, x := range q {
-		qi[c] = int8(math.RoundToEven(float64(x * inv)))
-	}
-	return amax / 127
+// params converts the fp16 (scale, zero) pairs from pair p0 on, len(dst)/2
+// of them, to float32.
+func (w *worker) params(dst []float32, lay kv.TensorLayout, src []byte, p0 int) {
+	o := lay.ParamsOffset + p0*kv.ParamBytes
+	w.k.cvtHalf(dst, bytesU16(src[o:o+2*len(dst)]))
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
-
-// paramsF32 converts the D (scale, zero) pairs starting at pair p0 to float32.
-func paramsF32(s, z []float32, lay kv.TensorLayout, src []byte, p0 int) {
-	for c := range s {
-		sc, zc := lay.Param(src, p0+c)
-		s[c], z[c] = fp16ToF32[sc], fp16ToF32[zc]
-	}
-}
 
 // codes returns the n rows of byte codes of a packed integer half: int8
 // data as stored, int4 and int2 unpacked into dst.
@@ -332,22 +317,16 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 		return
 	}
 	codes := w.codes(w.vu8, lay, v, n)
-	w.k.codesF32(w.vf[:n*d], codes[:n*d])
-	g := lay.Group
+	groups := d / lay.Group
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
-	for c0 := 0; c0 < d; c0 += g {
-		for t := 0; t < n; t++ {
-			s, z := lay.Param(v, lay.ParamIndex(t, c0))
-			w.ps[t], w.pz[t] = fp16ToF32[s], fp16ToF32[z]
-		}
-		clear(w.pz[n:end])
+	w.params(w.pf[:2*n*groups], lay, v, 0)
+	w.k.dequantV(w.vf, w.zs, np, codes, w.pf, n, d, lay.Group)
+	w.pv(st, w.scores, w.vf, n, 0, d)
+	for j := 0; j < groups; j++ {
+		z := w.zs[j*np : j*np+end]
+		clear(z[n:])
 		for r := 0; r < w.r; r++ {
-			p, wr := w.scores[r*np:r*np+n], w.wts[r*np:r*np+n]
-			for t, x := range p {
-				wr[t] = x * w.ps[t]
-			}
-			st.zacc[r*st.vgroups+c0/g] += w.k.dotF32(w.scores[r*np:r*np+end], w.pz[:end])
+			st.zacc[r*groups+j] += w.k.dotF32(w.scores[r*np:r*np+end], z)
 		}
-		w.pv(st, w.wts, w.vf, n, c0, g)
 	}
 }

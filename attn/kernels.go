@@ -56,6 +56,18 @@ type kernels struct {
 	maxF32 func(x []float32) float32
 	// dotF32 returns Σ a[i]·b[i], len(a) a multiple of 16.
 	dotF32 func(a, b []float32) float32
+	// foldQuery writes qs = q ⊙ s and returns bias = Σ q ⊙ z; with qi not
+	// nil it also quantizes qs to int8 with the step a = max|qs|/127
+	// (round to nearest even), returning a (0 for an all-zero qs). len(q)
+	// a multiple of 16.
+	foldQuery func(qi []int8, qs, q, s, z []float32) (a, bias float32)
+	// deinterleave splits pairs src[2i], src[2i+1] into a[i], b[i];
+	// len(src) a multiple of 32.
+	deinterleave func(a, b, src []float32)
+	// dequantV writes n rows of D float values code·s (the row's group
+	// scale) from byte codes, and the zeros apart, z[j·ldz+t] for group j:
+	// p holds the (scale, zero) pairs as float32, [n][D/g][2].
+	dequantV func(dst, z []float32, ldz int, codes []uint8, p []float32, n, d, g int)
 }
 
 // genericKernels is the pure-Go set.
@@ -72,6 +84,10 @@ var genericKernels = kernels{
 	expSub:    expSubGo,
 	maxF32:    maxF32Go,
 	dotF32:    dotF32Go,
+
+	foldQuery:    foldQueryGo,
+	deinterleave: deinterleaveGo,
+	dequantV:     dequantVGo,
 }
 
 // genericVNNIKernels is the pure-Go set with the integer-key scores of the
@@ -287,5 +303,51 @@ func axpy(y []float32, alpha float32, x []float32) {
 	x = x[:len(y)]
 	for i := range y {
 		y[i] += alpha * x[i]
+	}
+}
+
+func foldQueryGo(qi []int8, qs, q, s, z []float32) (a, bias float32) {
+	var bs [16]float32
+	var amax float32
+	qs, s, z = qs[:len(q)], s[:len(q)], z[:len(q)]
+	for c, x := range q {
+		y := x * s[c]
+		qs[c] = y
+		bs[c%16] += x * z[c]
+		amax = max(amax, abs32(y))
+	}
+	bias = sum16(&bs)
+	if qi == nil {
+		return 0, bias
+	}
+	if !(amax > 0) {
+		clear(qi[:len(q)])
+		return 0, bias
+	}
+	inv := 127 / amax
+	for c, y := range qs {
+		qi[c] = int8(math.RoundToEven(float64(y * inv)))
+	}
+	return amax / 127, bias
+}
+
+func deinterleaveGo(a, b, src []float32) {
+	a, b = a[:len(src)/2], b[:len(src)/2]
+	for i := range a {
+		a[i], b[i] = src[2*i], src[2*i+1]
+	}
+}
+
+func dequantVGo(dst, z []float32, ldz int, codes []uint8, p []float32, n, d, g int) {
+	groups := d / g
+	for t := 0; t < n; t++ {
+		for j := 0; j < groups; j++ {
+			s := p[2*(t*groups+j)]
+			z[j*ldz+t] = p[2*(t*groups+j)+1]
+			row := dst[t*d+j*g : t*d+(j+1)*g]
+			for c, x := range codes[t*d+j*g : t*d+(j+1)*g] {
+				row[c] = float32(x) * s
+			}
+		}
 	}
 }

@@ -50,6 +50,18 @@ func maxF32AVX512(x *float32, n int) float32
 func dotF32AVX512(a, b *float32, n int) float32
 
 //go:noescape
+func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
+
+//go:noescape
+func deinterleaveAVX512(a, b, src *float32, n int)
+
+//go:noescape
+func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
+
+//go:noescape
+func dequantVAVX2(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
+
+//go:noescape
 func cvtHalfAVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
@@ -86,10 +98,9 @@ func dotF32AVX2(a, b *float32, n int) float32
 // zmm, two ymm).
 const vecLen = 16
 
-func need(ok bool, kernel string, args ...any) {
-	if !ok {
-		panic(fmt.Sprint(append([]any{"attn: ", kernel, ": bad lengths "}, args...)...))
-	}
+// bad reports a kernel called with lengths it does not take.
+func bad(kernel string, args ...any) {
+	panic(fmt.Sprint(append([]any{"attn: ", kernel, ": bad lengths "}, args...)...))
 }
 
 // simd holds one level's assembly entry points; its methods are the
@@ -105,6 +116,10 @@ type simd struct {
 	expSub           func(x *float32, n int, m float32) float32
 	maxF32           func(x *float32, n int) float32
 	dotF32           func(a, b *float32, n int) float32
+	// foldQuery and deinterleave are nil where the pure-Go ones serve.
+	foldQuery    func(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
+	deinterleave func(a, b, src *float32, n int)
+	dequantV     func(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, g int)
 }
 
 func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
@@ -113,50 +128,63 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 		vnni:  vnni,
 		cvtHalf: func(dst []float32, src []uint16) {
 			n := len(src)
-			need(n%vecLen == 0 && len(dst) >= n, "cvtHalf", n, len(dst))
+			if !(n%vecLen == 0 && len(dst) >= n) {
+				bad("cvtHalf", n, len(dst))
+			}
 			if n > 0 {
 				s.cvtHalf(&dst[0], &src[0], n)
 			}
 		},
 		cvtBF16: func(dst []float32, src []uint16) {
 			n := len(src)
-			need(n%vecLen == 0 && len(dst) >= n, "cvtBF16", n, len(dst))
+			if !(n%vecLen == 0 && len(dst) >= n) {
+				bad("cvtBF16", n, len(dst))
+			}
 			if n > 0 {
 				s.cvtBF16(&dst[0], &src[0], n)
 			}
 		},
 		unpack4: func(dst []uint8, src []byte) {
 			n := len(src)
-			need(n%32 == 0 && len(dst) >= 2*n, "unpack4", n, len(dst))
+			if !(n%32 == 0 && len(dst) >= 2*n) {
+				bad("unpack4", n, len(dst))
+			}
 			if n > 0 {
 				s.unpack4(&dst[0], &src[0], n)
 			}
 		},
 		unpack2: func(dst []uint8, src []byte) {
 			n := len(src)
-			need(n%16 == 0 && len(dst) >= 4*n, "unpack2", n, len(dst))
+			if !(n%16 == 0 && len(dst) >= 4*n) {
+				bad("unpack2", n, len(dst))
+			}
 			if n > 0 {
 				s.unpack2(&dst[0], &src[0], n)
 			}
 		},
 		codesF32: func(dst []float32, src []uint8) {
 			n := len(src)
-			need(n%vecLen == 0 && len(dst) >= n, "codesF32", n, len(dst))
+			if !(n%vecLen == 0 && len(dst) >= n) {
+				bad("codesF32", n, len(dst))
+			}
 			if n > 0 {
 				s.codesF32(&dst[0], &src[0], n)
 			}
 		},
 		scoresF32: func(out, q, k, A, B []float32, a, b float32) {
 			n, d := len(out), len(q)
-			need(n%8 == 0 && d%vecLen == 0 && d > 0 && len(k) >= n*d && len(A) >= n && len(B) >= n, "scoresF32", n, d, len(k))
+			if !(n%8 == 0 && d%vecLen == 0 && d > 0 && len(k) >= n*d && len(A) >= n && len(B) >= n) {
+				bad("scoresF32", n, d, len(k))
+			}
 			if n > 0 {
 				s.scores(&out[0], &q[0], &k[0], &A[0], &B[0], n, d, a, b)
 			}
 		},
 		pvF32: func(acc []float32, ldacc int, w []float32, ldw int, v []float32, ldv, n, rows, cols int) {
-			need(cols%vecLen == 0 && rows >= 1 && rows <= 4 && n >= 0 && cols <= ldv &&
-				len(acc) >= (rows-1)*ldacc+cols && len(w) >= (rows-1)*ldw+n && (n == 0 || len(v) >= (n-1)*ldv+cols),
-				"pvF32", n, rows, cols)
+			if !(cols%vecLen == 0 && rows >= 1 && rows <= 4 && n >= 0 && cols <= ldv &&
+				len(acc) >= (rows-1)*ldacc+cols && len(w) >= (rows-1)*ldw+n && (n == 0 || len(v) >= (n-1)*ldv+cols)) {
+				bad("pvF32", n, rows, cols)
+			}
 			if n == 0 || cols == 0 {
 				return
 			}
@@ -169,28 +197,70 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			}
 		},
 		expSub: func(x []float32, m float32) float32 {
-			need(len(x)%vecLen == 0, "expSub", len(x))
+			if !(len(x)%vecLen == 0) {
+				bad("expSub", len(x))
+			}
 			if len(x) == 0 {
 				return 0
 			}
 			return s.expSub(&x[0], len(x), m)
 		},
 		maxF32: func(x []float32) float32 {
-			need(len(x)%vecLen == 0 && len(x) > 0, "maxF32", len(x))
+			if !(len(x)%vecLen == 0 && len(x) > 0) {
+				bad("maxF32", len(x))
+			}
 			return s.maxF32(&x[0], len(x))
 		},
 		dotF32: func(a, b []float32) float32 {
-			need(len(a)%vecLen == 0 && len(b) >= len(a), "dotF32", len(a), len(b))
+			if !(len(a)%vecLen == 0 && len(b) >= len(a)) {
+				bad("dotF32", len(a), len(b))
+			}
 			if len(a) == 0 {
 				return 0
 			}
 			return s.dotF32(&a[0], &b[0], len(a))
 		},
 	}
+	k.foldQuery, k.deinterleave = foldQueryGo, deinterleaveGo
+	if s.foldQuery != nil {
+		k.foldQuery = func(qi []int8, qs, q, sc, z []float32) (a, bias float32) {
+			d := len(q)
+			if !(d%vecLen == 0 && d > 0 && len(qs) >= d && len(sc) >= d && len(z) >= d && (qi == nil || len(qi) >= d)) {
+				bad("foldQuery", d)
+			}
+			var qp *int8
+			if qi != nil {
+				qp = &qi[0]
+			}
+			return s.foldQuery(qp, &qs[0], &q[0], &sc[0], &z[0], d)
+		}
+	}
+	if s.deinterleave != nil {
+		k.deinterleave = func(a, b, src []float32) {
+			n := len(src)
+			if !(n%32 == 0 && len(a) >= n/2 && len(b) >= n/2) {
+				bad("deinterleave", n)
+			}
+			if n > 0 {
+				s.deinterleave(&a[0], &b[0], &src[0], n)
+			}
+		}
+	}
+	k.dequantV = func(dst, z []float32, ldz int, codes []uint8, p []float32, n, d, g int) {
+		if !(d%vecLen == 0 && g%vecLen == 0 && g > 0 && d%g == 0 && n >= 0 && n <= ldz && len(dst) >= n*d &&
+			len(codes) >= n*d && len(p) >= 2*n*(d/g) && len(z) >= (d/g-1)*ldz+n) {
+			bad("dequantV", n, d, g)
+		}
+		if n > 0 {
+			s.dequantV(&dst[0], &z[0], ldz, &codes[0], &p[0], n, d, g)
+		}
+	}
 	if vnni {
 		k.scoresU8 = func(out []float32, q []int8, kc []uint8, A, B []float32, a, b float32) {
 			n, d := len(out), len(q)
-			need(n%8 == 0 && d%vecLen == 0 && d > 0 && len(kc) >= n*d && len(A) >= n && len(B) >= n, "scoresU8", n, d, len(kc))
+			if !(n%8 == 0 && d%vecLen == 0 && d > 0 && len(kc) >= n*d && len(A) >= n && len(B) >= n) {
+				bad("scoresU8", n, d, len(kc))
+			}
 			if n > 0 {
 				s.scoresU8(&out[0], &q[0], &kc[0], &A[0], &B[0], n, d, a, b)
 			}
@@ -204,10 +274,11 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 var (
 	avx512 = simd{cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
-		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512}
+		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
+		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512}
 	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,
-		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2}
+		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2, dequantV: dequantVAVX2}
 
 	avx512VNNIKernels = avx512.set(cpufeat.AVX512, true)
 	avx512Kernels     = avx512.set(cpufeat.AVX512, false)

@@ -514,3 +514,47 @@ fold:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func dequantVAVX2(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
+// As dequantVAVX512, 8 codes at a time.
+TEXT ·dequantVAVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), R11
+	MOVQ ldz+16(FP), R10
+	SHLQ $2, R10
+	MOVQ codes+24(FP), SI
+	MOVQ p+32(FP), R8
+	MOVQ n+40(FP), CX
+	MOVQ d+48(FP), R13
+	SHRQ $3, R13
+	MOVQ grp+56(FP), R14
+	SHRQ $3, R14
+	TESTQ CX, CX
+	JZ    done
+token:
+	MOVQ R11, R12
+	MOVQ R13, BX
+group:
+	VBROADCASTSS (R8), Y1
+	MOVL         4(R8), AX
+	MOVL         AX, (R12)
+	ADDQ         R10, R12
+	ADDQ         $8, R8
+	MOVQ         R14, DX
+unit:
+	VPMOVZXBD (SI), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $8, SI
+	ADDQ      $32, DI
+	DECQ      DX
+	JNZ       unit
+	SUBQ      R14, BX
+	JNZ       group
+	ADDQ      $4, R11
+	DECQ      CX
+	JNZ       token
+done:
+	VZEROUPPER
+	RET

@@ -678,3 +678,163 @@ fold:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
+// Pass 1: qs = q·s, bias lanes += q·z, max |qs|; pass 2 (qi not nil):
+// qi = rint(qs·127/max) with signed saturation (VPMOVSDB).
+TEXT ·foldQueryAVX512(SB), NOSPLIT, $0-56
+	MOVQ         qi+0(FP), DI
+	MOVQ         qs+8(FP), R8
+	MOVQ         q+16(FP), SI
+	MOVQ         s+24(FP), R9
+	MOVQ         z+32(FP), R10
+	MOVQ         d+40(FP), CX
+	SHRQ         $4, CX
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z7
+	VPXORD       Z0, Z0, Z0 // bias lanes
+	VPXORD       Z5, Z5, Z5 // max |qs|
+	XORQ         AX, AX
+	MOVQ         CX, BX
+pass1:
+	VMOVUPS     (SI)(AX*1), Z2
+	VMULPS      (R9)(AX*1), Z2, Z3
+	VMOVUPS     Z3, (R8)(AX*1)
+	VFMADD231PS (R10)(AX*1), Z2, Z0
+	VANDPS      Z7, Z3, Z4
+	VMAXPS      Z4, Z5, Z5
+	ADDQ        $64, AX
+	DECQ        BX
+	JNZ         pass1
+	HSUM16(VADDPS)
+	VMOVSS      X0, bias+52(FP)
+	VMOVAPS     Z5, Z0
+	HSUM16(VMAXPS)
+	MOVL        $0, a+48(FP)
+	TESTQ       DI, DI
+	JZ          done
+	VXORPS      X1, X1, X1
+	VUCOMISS    X1, X0
+	JHI         quant
+	XORQ        AX, AX
+zero:
+	VMOVDQU X1, (DI)(AX*1)
+	ADDQ    $16, AX
+	DECQ    CX
+	JNZ     zero
+	JMP     done
+quant:
+	MOVL         $0x42fe0000, AX // 127.0
+	VMOVD        AX, X2
+	VDIVSS       X2, X0, X3      // a = max/127
+	VMOVSS       X3, a+48(FP)
+	VDIVSS       X0, X2, X4      // 127/max
+	VBROADCASTSS X4, Z6
+	XORQ         AX, AX
+	XORQ         DX, DX
+pass2:
+	VMULPS    (R8)(AX*1), Z6, Z2
+	VCVTPS2DQ Z2, Z2
+	VPMOVSDB  Z2, X3
+	VMOVDQU   X3, (DI)(DX*1)
+	ADDQ      $64, AX
+	ADDQ      $16, DX
+	DECQ      CX
+	JNZ       pass2
+done:
+	VZEROUPPER
+	RET
+
+DATA pairIdx<>+0(SB)/4, $0
+DATA pairIdx<>+4(SB)/4, $2
+DATA pairIdx<>+8(SB)/4, $4
+DATA pairIdx<>+12(SB)/4, $6
+DATA pairIdx<>+16(SB)/4, $8
+DATA pairIdx<>+20(SB)/4, $10
+DATA pairIdx<>+24(SB)/4, $12
+DATA pairIdx<>+28(SB)/4, $14
+DATA pairIdx<>+32(SB)/4, $16
+DATA pairIdx<>+36(SB)/4, $18
+DATA pairIdx<>+40(SB)/4, $20
+DATA pairIdx<>+44(SB)/4, $22
+DATA pairIdx<>+48(SB)/4, $24
+DATA pairIdx<>+52(SB)/4, $26
+DATA pairIdx<>+56(SB)/4, $28
+DATA pairIdx<>+60(SB)/4, $30
+GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
+
+// func deinterleaveAVX512(a, b, src *float32, n int)
+// n source floats, a multiple of 32: VPERMT2PS picks the even floats of
+// two vectors (index 2i) and the odd ones (2i+1).
+TEXT ·deinterleaveAVX512(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), DI
+	MOVQ         b+8(FP), DX
+	MOVQ         src+16(FP), SI
+	MOVQ         n+24(FP), CX
+	SHRQ         $5, CX
+	JZ           done
+	VMOVDQU32    pairIdx<>(SB), Z8
+	MOVL         $1, AX
+	VPBROADCASTD AX, Z9
+	VPADDD       Z9, Z8, Z9
+loop:
+	VMOVUPS   (SI), Z0
+	VMOVUPS   64(SI), Z1
+	VMOVAPS   Z0, Z2
+	VPERMT2PS Z1, Z8, Z2
+	VPERMT2PS Z1, Z9, Z0
+	VMOVUPS   Z2, (DI)
+	VMOVUPS   Z0, (DX)
+	ADDQ      $128, SI
+	ADDQ      $64, DI
+	ADDQ      $64, DX
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
+// func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
+// Per token, per group: broadcast the scale, store the zero to z[j][t],
+// then 16 codes at a time: VPMOVZXBD, VCVTDQ2PS, VMULPS.
+TEXT ·dequantVAVX512(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), R11
+	MOVQ ldz+16(FP), R10
+	SHLQ $2, R10
+	MOVQ codes+24(FP), SI
+	MOVQ p+32(FP), R8
+	MOVQ n+40(FP), CX
+	MOVQ d+48(FP), R13
+	SHRQ $4, R13           // 16-channel units per row
+	MOVQ grp+56(FP), R14
+	SHRQ $4, R14           // units per group
+	TESTQ CX, CX
+	JZ    done
+token:
+	MOVQ R11, R12
+	MOVQ R13, BX
+group:
+	VBROADCASTSS (R8), Z1
+	MOVL         4(R8), AX
+	MOVL         AX, (R12)
+	ADDQ         R10, R12
+	ADDQ         $8, R8
+	MOVQ         R14, DX
+unit:
+	VPMOVZXBD (SI), Z0
+	VCVTDQ2PS Z0, Z0
+	VMULPS    Z1, Z0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	DECQ      DX
+	JNZ       unit
+	SUBQ      R14, BX
+	JNZ       group
+	ADDQ      $4, R11
+	DECQ      CX
+	JNZ       token
+done:
+	VZEROUPPER
+	RET

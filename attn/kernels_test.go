@@ -247,3 +247,67 @@ func TestExp32(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldDequantKernels: query folding and quantization, pair splitting
+// and V dequantization at every level against pure Go: the same bits
+// except the bias (a sum whose FMA rounding may differ, within its bound).
+func TestFoldDequantKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	g := &genericKernels
+	for _, k := range levelSets() {
+		for _, d := range []int{16, 64, 80, 96, 128, 256} {
+			q, s, z := randF32(r, d, 1), randF32(r, d, 0.1), randF32(r, d, 2)
+			s[d/2] *= 40 // an outlier channel
+			qs1, qs2 := nanSlice(d), nanSlice(d)
+			qi1, qi2 := make([]int8, d), make([]int8, d)
+			a1, b1 := k.foldQuery(qi1, qs1, q, s, z)
+			a2, b2 := g.foldQuery(qi2, qs2, q, s, z)
+			sameBits(t, fmt.Sprintf("%v foldQuery qs d=%d", k, d), qs1, qs2)
+			if a1 != a2 || string(bytesOf(qi1)) != string(bytesOf(qi2)) {
+				t.Fatalf("%v foldQuery d=%d: step %g vs %g, codes %v vs %v", k, d, a1, a2, qi1, qi2)
+			}
+			if tol := dotTol(q, z); math.Abs(float64(b1-b2)) > 2*tol {
+				t.Fatalf("%v foldQuery d=%d: bias %g vs %g", k, d, b1, b2)
+			}
+			for c := range q { // the quantization's own bound
+				if e := math.Abs(float64(a1)*float64(qi1[c]) - float64(qs1[c])); e > float64(a1)/2*(1+4*eps32) {
+					t.Fatalf("%v foldQuery d=%d channel %d: error %g > a/2 = %g", k, d, c, e, a1/2)
+				}
+			}
+			if a, _ := k.foldQuery(qi1, qs1, make([]float32, d), s, z); a != 0 || qi1[0] != 0 {
+				t.Fatalf("%v foldQuery of a zero query: step %g", k, a)
+			}
+			src := randF32(r, 2*d, 1)
+			a, b, wa, wb := nanSlice(d), nanSlice(d), nanSlice(d), nanSlice(d)
+			if d%16 == 0 && (2*d)%32 == 0 {
+				k.deinterleave(a, b, src)
+				g.deinterleave(wa, wb, src)
+				sameBits(t, fmt.Sprintf("%v deinterleave d=%d", k, d), append(a, b...), append(wa, wb...))
+			}
+			for _, grp := range []int{16, 32, d} {
+				if d%grp != 0 {
+					continue
+				}
+				n, ldz := 5, 7
+				codes := randBytes(r, n*d)
+				p := randF32(r, 2*n*(d/grp), 1)
+				dst1, dst2 := nanSlice(n*d), nanSlice(n*d)
+				z1, z2 := nanSlice(ldz*(d/grp)), nanSlice(ldz*(d/grp))
+				k.dequantV(dst1, z1, ldz, codes, p, n, d, grp)
+				g.dequantV(dst2, z2, ldz, codes, p, n, d, grp)
+				sameBits(t, fmt.Sprintf("%v dequantV d=%d g=%d", k, d, grp), dst1, dst2)
+				for j := 0; j < d/grp; j++ {
+					sameBits(t, fmt.Sprintf("%v dequantV zeros d=%d g=%d", k, d, grp), z1[j*ldz:j*ldz+n], z2[j*ldz:j*ldz+n])
+				}
+			}
+		}
+	}
+}
+
+func bytesOf(x []int8) []byte {
+	b := make([]byte, len(x))
+	for i, v := range x {
+		b[i] = byte(v)
+	}
+	return b
+}
