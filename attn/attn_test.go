@@ -180,6 +180,52 @@ func queryQuantTol(k *kernels, p Params, seqs []*Seq, q []float32) []float64 {
 	return tol
 }
 
+// valueQuantTol returns, per output row, the bound of the error that the
+// integer PV of the VNNI path (intValues) adds to the output: per run of
+// at most PVMaxTokens tokens, each row's weights w_t = p_t·s_t are rounded
+// to steps Δ = max w/32767, moving the run's sum by at most
+// (Δ/2)·Σ_t code_t per channel. Δ <= p_max·s_max/32767 with p_max <= the
+// run's share of the denominator l, so over all runs the output moves by
+// at most max over runs of s_max·max_c Σ_t code_tc / 65534 (0 where the
+// float PV runs).
+func valueQuantTol(k *kernels, p Params, seqs []*Seq) []float64 {
+	f, sh := p.Format, p.Shape
+	d, nr, g := f.D, f.Residual, sh.Group()
+	tol := make([]float64, len(seqs)*p.Tq*sh.Hq)
+	lay := f.V
+	if k.pvS16 == nil || !lay.Elem.IsInt() {
+		return tol
+	}
+	for b, s := range seqs {
+		for h := 0; h < sh.Hkv; h++ {
+			var worst float64
+			for _, blk := range s.Blocks {
+				base := blk[h*f.BlockBytes()+f.K.Bytes:]
+				for t0 := 0; t0 < nr; t0 += PVMaxTokens {
+					var smax float64
+					colSum := make([]float64, d)
+					for t := t0; t < min(nr, t0+PVMaxTokens); t++ {
+						for c := 0; c < d; c++ {
+							sc, _ := lay.Param(base, lay.ParamIndex(t, c))
+							smax = max(smax, float64(fp16ToF32[sc]))
+							colSum[c] += float64(lay.Code(base, t, c))
+						}
+					}
+					for _, cs := range colSum {
+						worst = max(worst, smax*cs/65534*(1+1e-4))
+					}
+				}
+			}
+			for i := 0; i < p.Tq; i++ {
+				for j := 0; j < g; j++ {
+					tol[(b*p.Tq+i)*sh.Hq+h*g+j] = worst
+				}
+			}
+		}
+	}
+	return tol
+}
+
 // quantizeQuery is foldQuery's quantization in float64 terms: the step
 // a = max|q|/127 and qi = rint(q/a).
 func quantizeQuery(qi []int8, q []float32) float32 {
@@ -198,11 +244,11 @@ func quantizeQuery(qi []int8, q []float32) float32 {
 	return amax / 127
 }
 
-func compareDecode(t *testing.T, name string, p Params, q, got, want []float32, st RefStats, qTol []float64) {
+func compareDecode(t *testing.T, name string, p Params, q, got, want []float32, st RefStats, qTol, vTol []float64) {
 	t.Helper()
 	d := p.Shape.D
 	for row := 0; row < len(got)/d; row++ {
-		tol := decodeTol(st, p, row, qTol[row])
+		tol := decodeTol(st, p, row, qTol[row]) + vTol[row]
 		for c := 0; c < d; c++ {
 			g, w := got[row*d+c], want[row*d+c]
 			if g != g || math.Abs(float64(g-w)) > tol {
@@ -240,7 +286,7 @@ func checkDecode(t *testing.T, name string, seqs []*Seq, p Params, q []float32) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		compareDecode(t, fmt.Sprintf("%v %s", k, name), p, q, got, want, st, queryQuantTol(k, p, seqs, q))
+		compareDecode(t, fmt.Sprintf("%v %s", k, name), p, q, got, want, st, queryQuantTol(k, p, seqs, q), valueQuantTol(k, p, seqs))
 	}
 }
 

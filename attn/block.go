@@ -55,6 +55,9 @@ type worker struct {
 	gs, gz []float32 // [D] per-channel scale and zero of one key group (KC)
 	pf     []float32 // fp16 (scale, zero) pairs of a block or key group as float32
 	zs     []float32 // [V groups][npad] per-token zeros of V
+	vs     []float32 // [V groups][npad] per-token scales of V
+	wq     []int16   // [rows4(R)][V groups][npad] quantized PV weights
+	delta  []float32 // [rows4(R)] steps of wq
 	onesD  []float32 // [D] 1
 	limits []int     // [R] last visible token of each row
 	qReady bool      // qi, qa, qb hold the unscaled query's quantization (KT)
@@ -73,6 +76,7 @@ func newWorker(p Params, k *kernels) *worker {
 		ps: make([]float32, npad), pz: make([]float32, npad),
 		gs: make([]float32, d), gz: make([]float32, d),
 		pf: make([]float32, max(2*npad*(d/minGroup), 2*d)), zs: make([]float32, npad*(d/minGroup)),
+		vs: make([]float32, npad*(d/minGroup)), wq: make([]int16, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
 		onesD: make([]float32, d), limits: make([]int, r)}
 	for i := range w.ones {
 		w.ones[i] = 1
@@ -320,13 +324,53 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 	groups := d / lay.Group
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	w.params(w.pf[:2*n*groups], lay, v, 0)
-	w.k.dequantV(w.vf, w.zs, np, codes, w.pf, n, d, lay.Group)
-	w.pv(st, w.scores, w.vf, n, 0, d)
+	if w.k.pvS16 != nil && d%64 == 0 && n%2 == 0 {
+		w.intValues(st, codes, n, groups)
+	} else {
+		w.k.dequantV(w.vf, w.zs, np, codes, w.pf, n, d, lay.Group)
+		w.pv(st, w.scores, w.vf, n, 0, d)
+	}
 	for j := 0; j < groups; j++ {
 		z := w.zs[j*np : j*np+end]
 		clear(z[n:])
 		for r := 0; r < w.r; r++ {
 			st.zacc[r*groups+j] += w.k.dotF32(w.scores[r*np:r*np+end], z)
+		}
+	}
+}
+
+// intValues is the integer PV of the VNNI path: per run of at most
+// PVMaxTokens tokens, each row's weights p·s_t are quantized to int16 and
+// multiplied with the codes in int32 (pvS16); the zeros go to w.zs. The
+// error per output channel is at most (Δ/2)·Σ_t code_t per run, Δ the
+// row's step (see valueQuantTol in the tests).
+func (w *worker) intValues(st *state, codes []uint8, n, groups int) {
+	d, np, g := w.d, w.npad, w.d/groups
+	if groups == 1 {
+		w.k.deinterleave(w.vs, w.zs, w.pf[:2*n])
+	} else {
+		for t := 0; t < n; t++ {
+			for j := 0; j < groups; j++ {
+				w.vs[j*np+t], w.zs[j*np+t] = w.pf[2*(t*groups+j)], w.pf[2*(t*groups+j)+1]
+			}
+		}
+	}
+	gshift := 0
+	for 1<<gshift < g {
+		gshift++
+	}
+	ldw := groups * np
+	for t0 := 0; t0 < n; t0 += PVMaxTokens {
+		tn := min(PVMaxTokens, n-t0)
+		for r := 0; r < w.r; r++ {
+			w.delta[r] = w.k.quantW(w.wq[r*ldw:], np, w.scores[r*np+t0:], w.vs[t0:], np, tn, groups)
+		}
+		for r := w.r; r < rows4(w.r); r++ {
+			clear(w.wq[r*ldw : (r+1)*ldw])
+			w.delta[r] = 0
+		}
+		for r := 0; r < w.r; r += 4 {
+			w.k.pvS16(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, codes[t0*d:], tn, d, gshift)
 		}
 	}
 }

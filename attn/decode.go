@@ -107,12 +107,16 @@ type state struct {
 }
 
 func newState(r, d, vgroups int) state {
-	s := state{m: make([]float32, r), l: make([]float32, r), acc: make([]float32, r*d), zacc: make([]float32, r*vgroups), vgroups: vgroups, d: d}
+	s := state{m: make([]float32, r), l: make([]float32, r), acc: make([]float32, r*d, rows4(r)*d), zacc: make([]float32, r*vgroups), vgroups: vgroups, d: d}
 	for i := range s.m {
 		s.m[i] = float32(math.Inf(-1))
 	}
 	return s
 }
+
+// rows4 rounds a row count up to the 4 rows of the integer PV kernel; the
+// accumulators have room for the padding rows (whose weights are 0).
+func rows4(r int) int { return (r + 3) &^ 3 }
 
 // merge folds o into s (log-sum-exp).
 func (s *state) merge(o *state) {

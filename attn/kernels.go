@@ -68,7 +68,22 @@ type kernels struct {
 	// scale) from byte codes, and the zeros apart, z[j·ldz+t] for group j:
 	// p holds the (scale, zero) pairs as float32, [n][D/g][2].
 	dequantV func(dst, z []float32, ldz int, codes []uint8, p []float32, n, d, g int)
+	// quantW quantizes the PV weights w[j][t] = p[t]·s[j·lds+t] of groups
+	// j < groups and tokens t < n (a multiple of 16) to int16 with one
+	// step Δ = max w / 32767: wq[j·ldq+t] = rint(w/Δ). It returns Δ (0,
+	// with all weights 0, when no w is positive).
+	quantW func(wq []int16, ldq int, p, s []float32, lds, n, groups int) float32
+	// pvS16 adds, for 4 rows r and channels c < d (a multiple of 64),
+	// delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·codes[t·d+c] over t < n
+	// (even, at most PVMaxTokens) to acc[r·ldacc+c]: the integer PV of the
+	// VNNI path, exact in int32 before the multiply by delta. Nil where
+	// the level has no such kernel.
+	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int)
 }
+
+// PVMaxTokens is the most tokens one integer PV call sums: n·32767·255
+// stays below 2^31, so the int32 sums are exact.
+const PVMaxTokens = 256
 
 // genericKernels is the pure-Go set.
 var genericKernels = kernels{
@@ -88,6 +103,7 @@ var genericKernels = kernels{
 	foldQuery:    foldQueryGo,
 	deinterleave: deinterleaveGo,
 	dequantV:     dequantVGo,
+	quantW:       quantWGo,
 }
 
 // genericVNNIKernels is the pure-Go set with the integer-key scores of the
@@ -96,6 +112,7 @@ var genericKernels = kernels{
 var genericVNNIKernels = func() kernels {
 	k := genericKernels
 	k.vnni = true
+	k.pvS16 = pvS16Go
 	return k
 }()
 
@@ -348,6 +365,45 @@ func dequantVGo(dst, z []float32, ldz int, codes []uint8, p []float32, n, d, g i
 			for c, x := range codes[t*d+j*g : t*d+(j+1)*g] {
 				row[c] = float32(x) * s
 			}
+		}
+	}
+}
+
+func quantWGo(wq []int16, ldq int, p, s []float32, lds, n, groups int) float32 {
+	var m float32
+	for j := 0; j < groups; j++ {
+		for t, x := range p[:n] {
+			m = max(m, x*s[j*lds+t])
+		}
+	}
+	if !(m > 0) {
+		for j := 0; j < groups; j++ {
+			clear(wq[j*ldq : j*ldq+n])
+		}
+		return 0
+	}
+	inv := 32767 / m
+	for j := 0; j < groups; j++ {
+		for t, x := range p[:n] {
+			wq[j*ldq+t] = int16(math.RoundToEven(float64(x * s[j*lds+t] * inv)))
+		}
+	}
+	return m / 32767
+}
+
+func pvS16Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int) {
+	var sum [256]int32
+	for r := 0; r < 4; r++ {
+		s := sum[:d]
+		clear(s)
+		for t := 0; t < n; t++ {
+			for c, x := range codes[t*d : (t+1)*d] {
+				s[c] += int32(wq[r*ldw+(c>>gshift)*ldq+t]) * int32(x)
+			}
+		}
+		a := acc[r*ldacc : r*ldacc+d]
+		for c := range a {
+			a[c] += delta[r] * float32(s[c])
 		}
 	}
 }

@@ -59,6 +59,12 @@ func deinterleaveAVX512(a, b, src *float32, n int)
 func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
 
 //go:noescape
+func quantWAVX512(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
+
+//go:noescape
+func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int)
+
+//go:noescape
 func dequantVAVX2(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
 
 //go:noescape
@@ -120,6 +126,7 @@ type simd struct {
 	foldQuery    func(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 	deinterleave func(a, b, src *float32, n int)
 	dequantV     func(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, g int)
+	quantW       func(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 }
 
 func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
@@ -255,7 +262,30 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			s.dequantV(&dst[0], &z[0], ldz, &codes[0], &p[0], n, d, g)
 		}
 	}
+	k.quantW = quantWGo
+	if s.quantW != nil {
+		k.quantW = func(wq []int16, ldq int, p, sc []float32, lds, n, groups int) float32 {
+			if !(n%vecLen == 0 && groups >= 1 && n <= ldq && n <= lds && len(p) >= n &&
+				len(sc) >= (groups-1)*lds+n && len(wq) >= (groups-1)*ldq+n) {
+				bad("quantW", n, groups)
+			}
+			if n == 0 {
+				return 0
+			}
+			return s.quantW(&wq[0], ldq, &p[0], &sc[0], lds, n, groups)
+		}
+	}
 	if vnni {
+		k.pvS16 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int) {
+			groups := d >> gshift
+			if !(d%64 == 0 && d > 0 && n%2 == 0 && n <= PVMaxTokens && gshift >= 5 && groups<<gshift == d && n <= ldq &&
+				len(acc) >= 3*ldacc+d && len(delta) >= 4 && len(wq) >= 3*ldw+(groups-1)*ldq+n && len(codes) >= n*d) {
+				bad("pvS16", n, d, gshift)
+			}
+			if n > 0 {
+				pvS16VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &codes[0], n, d, gshift)
+			}
+		}
 		k.scoresU8 = func(out []float32, q []int8, kc []uint8, A, B []float32, a, b float32) {
 			n, d := len(out), len(q)
 			if !(n%8 == 0 && d%vecLen == 0 && d > 0 && len(kc) >= n*d && len(A) >= n && len(B) >= n) {
@@ -275,7 +305,8 @@ var (
 	avx512 = simd{cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
 		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
-		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512}
+		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512,
+		quantW: quantWAVX512}
 	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,
 		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2, dequantV: dequantVAVX2}

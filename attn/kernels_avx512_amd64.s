@@ -838,3 +838,246 @@ unit:
 done:
 	VZEROUPPER
 	RET
+
+// func quantWAVX512(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
+// Pass 1: max of p[t]·s[j·lds+t] over groups j and tokens t (n a multiple
+// of 16); pass 2: wq[j·ldq+t] = rint(p·s·32767/max) (VPMOVSDW), or 0 when
+// max is not positive. Returns the step max/32767 (0).
+TEXT ·quantWAVX512(SB), NOSPLIT, $0-60
+	MOVQ   p+16(FP), SI
+	MOVQ   s+24(FP), R9
+	MOVQ   lds+32(FP), R10
+	SHLQ   $2, R10
+	MOVQ   groups+48(FP), R12
+	VPXORD Z5, Z5, Z5
+	MOVQ   R9, R13
+	MOVQ   R12, BX
+max1:
+	XORQ AX, AX
+	MOVQ n+40(FP), CX
+	SHRQ $4, CX
+	JZ   max3
+max2:
+	VMOVUPS (SI)(AX*1), Z2
+	VMULPS  (R13)(AX*1), Z2, Z2
+	VMAXPS  Z2, Z5, Z5
+	ADDQ    $64, AX
+	DECQ    CX
+	JNZ     max2
+max3:
+	ADDQ R10, R13
+	DECQ BX
+	JNZ  max1
+	VMOVAPS  Z5, Z0
+	HSUM16(VMAXPS)
+	VXORPS   X1, X1, X1
+	MOVL     $0, ret+56(FP)
+	MOVL     $0x46fffe00, AX // 32767.0
+	VMOVD    AX, X2
+	VUCOMISS X1, X0
+	JHI      scale
+	VXORPS   X4, X4, X4     // max <= 0 or NaN: all weights 0
+	JMP      quant
+scale:
+	VDIVSS X2, X0, X3
+	VMOVSS X3, ret+56(FP)
+	VDIVSS X0, X2, X4
+quant:
+	VBROADCASTSS X4, Z6
+	MOVQ         wq+0(FP), DI
+	MOVQ         ldq+8(FP), R11
+	SHLQ         $1, R11
+	MOVQ         R9, R13
+	MOVQ         R12, BX
+q1:
+	XORQ AX, AX
+	XORQ DX, DX
+	MOVQ n+40(FP), CX
+	SHRQ $4, CX
+	JZ   q3
+q2:
+	VMOVUPS   (SI)(AX*1), Z2
+	VMULPS    (R13)(AX*1), Z2, Z2
+	VMULPS    Z6, Z2, Z2
+	VCVTPS2DQ Z2, Z2
+	VPMOVSDW  Z2, Y3
+	VMOVDQU   Y3, (DI)(DX*1)
+	ADDQ      $64, AX
+	ADDQ      $32, DX
+	DECQ      CX
+	JNZ       q2
+q3:
+	ADDQ R10, R13
+	ADDQ R11, DI
+	DECQ BX
+	JNZ  q1
+	VZEROUPPER
+	RET
+
+// pvIdx0 and pvIdx1 put the int32 sums of pvS16 back in channel order:
+// of 32 channels, the "lo" vector holds 8L+k and "hi" 8L+4+k (lane L,
+// k < 4), so channels 0..15 are lanes lo.0, hi.0, lo.1, hi.1 and 16..31
+// lanes lo.2, hi.2, lo.3, hi.3 (VPERMT2D: 16 and up index hi).
+DATA pvIdx<>+0(SB)/4, $0
+DATA pvIdx<>+4(SB)/4, $1
+DATA pvIdx<>+8(SB)/4, $2
+DATA pvIdx<>+12(SB)/4, $3
+DATA pvIdx<>+16(SB)/4, $16
+DATA pvIdx<>+20(SB)/4, $17
+DATA pvIdx<>+24(SB)/4, $18
+DATA pvIdx<>+28(SB)/4, $19
+DATA pvIdx<>+32(SB)/4, $4
+DATA pvIdx<>+36(SB)/4, $5
+DATA pvIdx<>+40(SB)/4, $6
+DATA pvIdx<>+44(SB)/4, $7
+DATA pvIdx<>+48(SB)/4, $20
+DATA pvIdx<>+52(SB)/4, $21
+DATA pvIdx<>+56(SB)/4, $22
+DATA pvIdx<>+60(SB)/4, $23
+DATA pvIdx<>+64(SB)/4, $8
+DATA pvIdx<>+68(SB)/4, $9
+DATA pvIdx<>+72(SB)/4, $10
+DATA pvIdx<>+76(SB)/4, $11
+DATA pvIdx<>+80(SB)/4, $24
+DATA pvIdx<>+84(SB)/4, $25
+DATA pvIdx<>+88(SB)/4, $26
+DATA pvIdx<>+92(SB)/4, $27
+DATA pvIdx<>+96(SB)/4, $12
+DATA pvIdx<>+100(SB)/4, $13
+DATA pvIdx<>+104(SB)/4, $14
+DATA pvIdx<>+108(SB)/4, $15
+DATA pvIdx<>+112(SB)/4, $28
+DATA pvIdx<>+116(SB)/4, $29
+DATA pvIdx<>+120(SB)/4, $30
+DATA pvIdx<>+124(SB)/4, $31
+GLOBL pvIdx<>(SB), RODATA|NOPTR, $128
+
+// PVOUT writes 32 channels of one row: LO, HI (int32 sums in pvS16's
+// order) back in channel order, converted, times the row's step Z26,
+// added to the floats at OFF(AX). Z20 is scratch; LO is clobbered.
+#define PVOUT(LO, HI, OFF) \
+	VMOVDQA32   LO, Z20            \
+	VPERMT2D    HI, Z24, Z20       \
+	VPERMT2D    HI, Z25, LO        \
+	VCVTDQ2PS   Z20, Z20           \
+	VCVTDQ2PS   LO, LO             \
+	VFMADD213PS OFF(AX), Z26, Z20  \
+	VFMADD213PS OFF+64(AX), Z26, LO \
+	VMOVUPS     Z20, OFF(AX)       \
+	VMOVUPS     LO, OFF+64(AX)
+
+// func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int)
+// Four rows r: acc[r·ldacc+c] += delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·codes[t·d+c]
+// over t < n (even) for c < d (a multiple of 64). Per 64 channels and pair
+// of tokens: the two rows of 32+32 codes zero-extended to words
+// (VPMOVZXBW) and interleaved (VPUNPCKLWD/HWD: dword = the pair's two
+// codes of one channel) in Z16..Z19; each row's pair of weights
+// broadcast (Z24..Z27 for the first 32 channels' group, Z28..Z31 for the
+// second's); VPDPWSSD into Z0..Z15 (row r: Z4r..Z4r+3). Exact in int32
+// while n·32767·255 < 2^31 (n <= 256).
+TEXT ·pvS16VNNI(SB), NOSPLIT, $0-80
+	MOVQ ldw+32(FP), R10
+	SHLQ $1, R10
+	LEAQ (R10)(R10*2), R11
+	MOVQ d+64(FP), DX
+	XORQ BX, BX            // c0
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	// Weight pointers of the two 32-channel groups of this half.
+	MOVQ gshift+72(FP), CX
+	MOVQ ldq+40(FP), R12
+	SHLQ $1, R12
+	MOVQ BX, R8
+	SHRQ CX, R8
+	IMULQ R12, R8
+	ADDQ wq+24(FP), R8
+	LEAQ 32(BX), R9
+	SHRQ CX, R9
+	IMULQ R12, R9
+	ADDQ wq+24(FP), R9
+	MOVQ codes+48(FP), SI
+	ADDQ BX, SI
+	MOVQ n+56(FP), CX
+	SHRQ $1, CX
+	JZ   out
+pair:
+	VPMOVZXBW    (SI), Z20
+	VPMOVZXBW    (SI)(DX*1), Z21
+	VPUNPCKLWD   Z21, Z20, Z16
+	VPUNPCKHWD   Z21, Z20, Z17
+	VPMOVZXBW    32(SI), Z22
+	VPMOVZXBW    32(SI)(DX*1), Z23
+	VPUNPCKLWD   Z23, Z22, Z18
+	VPUNPCKHWD   Z23, Z22, Z19
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPBROADCASTD (R8)(R10*2), Z26
+	VPBROADCASTD (R8)(R11*1), Z27
+	VPBROADCASTD (R9), Z28
+	VPBROADCASTD (R9)(R10*1), Z29
+	VPBROADCASTD (R9)(R10*2), Z30
+	VPBROADCASTD (R9)(R11*1), Z31
+	VPDPWSSD     Z24, Z16, Z0
+	VPDPWSSD     Z24, Z17, Z1
+	VPDPWSSD     Z28, Z18, Z2
+	VPDPWSSD     Z28, Z19, Z3
+	VPDPWSSD     Z25, Z16, Z4
+	VPDPWSSD     Z25, Z17, Z5
+	VPDPWSSD     Z29, Z18, Z6
+	VPDPWSSD     Z29, Z19, Z7
+	VPDPWSSD     Z26, Z16, Z8
+	VPDPWSSD     Z26, Z17, Z9
+	VPDPWSSD     Z30, Z18, Z10
+	VPDPWSSD     Z30, Z19, Z11
+	VPDPWSSD     Z27, Z16, Z12
+	VPDPWSSD     Z27, Z17, Z13
+	VPDPWSSD     Z31, Z18, Z14
+	VPDPWSSD     Z31, Z19, Z15
+	ADDQ         $4, R8
+	ADDQ         $4, R9
+	LEAQ         (SI)(DX*2), SI
+	DECQ         CX
+	JNZ          pair
+out:
+	VMOVDQU32    pvIdx<>+0(SB), Z24
+	VMOVDQU32    pvIdx<>+64(SB), Z25
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS (R13), Z26
+	PVOUT(Z0, Z1, 0)
+	PVOUT(Z2, Z3, 128)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	PVOUT(Z4, Z5, 0)
+	PVOUT(Z6, Z7, 128)
+	ADDQ         R12, AX
+	VBROADCASTSS 8(R13), Z26
+	PVOUT(Z8, Z9, 0)
+	PVOUT(Z10, Z11, 128)
+	ADDQ         R12, AX
+	VBROADCASTSS 12(R13), Z26
+	PVOUT(Z12, Z13, 0)
+	PVOUT(Z14, Z15, 128)
+	ADDQ         $64, BX
+	CMPQ         BX, DX
+	JLT          half
+	VZEROUPPER
+	RET
