@@ -2,6 +2,7 @@ package attn
 
 import (
 	"math"
+	"sync"
 
 	"github.com/bitdecode/bitdecode/kv"
 )
@@ -38,6 +39,7 @@ type worker struct {
 	k    *kernels
 	r    int // query rows per KV head: Group·Tq
 	d    int
+	nr   int // Nr
 	npad int // Nr rounded up to TileTokens
 
 	q      []float32 // [R][D] scaled (and rotated) queries of the current head
@@ -63,10 +65,22 @@ type worker struct {
 	qReady bool      // qi, qa, qb hold the unscaled query's quantization (KT)
 }
 
+// workerPool keeps workers (their scratch) between calls.
+var workerPool sync.Pool
+
+// getWorker returns a pooled worker whose buffers fit p, or a new one.
+func getWorker(p Params, k *kernels) *worker {
+	if w, ok := workerPool.Get().(*worker); ok && w.r == p.Shape.Group()*p.Tq && w.d == p.Shape.D && w.nr == p.Format.Residual {
+		w.p, w.k = p, k
+		return w
+	}
+	return newWorker(p, k)
+}
+
 func newWorker(p Params, k *kernels) *worker {
 	r, d, nr := p.Shape.Group()*p.Tq, p.Shape.D, p.Format.Residual
 	npad := (nr + TileTokens - 1) / TileTokens * TileTokens
-	w := &worker{p: p, k: k, r: r, d: d, npad: npad,
+	w := &worker{p: p, k: k, r: r, d: d, nr: nr, npad: npad,
 		q: make([]float32, r*d), qs: make([]float32, r*d), qi: make([]int8, r*d),
 		qa: make([]float32, r), qb: make([]float32, r),
 		scores: make([]float32, r*npad),
@@ -109,11 +123,6 @@ func (w *worker) loadQueries(q []float32, b, h int) {
 // run computes the state of tokens [lo, hi) of sequence s, KV head h.
 func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 	f := w.p.Format
-	vgroups := 0
-	if f.V.Elem.IsInt() {
-		vgroups = f.D / f.V.Group
-	}
-	*st = newState(w.r, f.D, vgroups)
 	w.loadQueries(q, b, h)
 	w.qReady = false
 	l := s.Len(f.Residual)
@@ -124,6 +133,10 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 	for t := lo; t < hi; {
 		if blk := t / nr; blk < len(s.Blocks) {
 			base := s.Blocks[blk][h*f.BlockBytes():]
+			if w.k.prefetch != nil && blk+1 < len(s.Blocks) && t+nr < hi {
+				next := s.Blocks[blk+1][h*f.BlockBytes():]
+				w.k.prefetch(next[:f.BlockBytes()])
+			}
 			w.blockScores(base[:f.K.Bytes], nr)
 			w.softmax(st, t, nr)
 			w.blockValues(st, base[f.K.Bytes:f.K.Bytes+f.V.Bytes], nr)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bitdecode/bitdecode/kv"
 )
@@ -44,20 +45,20 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	}
 	states := make([]state, len(tasks))
 	kern := activeKernels()
+	vgroups := 0
+	if p.Format.V.Elem.IsInt() {
+		vgroups = p.Format.D / p.Format.V.Group
+	}
+	newStates(states, p.Shape.Group()*p.Tq, p.Shape.D, vgroups)
 	workers := min(runtime.GOMAXPROCS(0), len(tasks))
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	next := 0
+	var next atomic.Int64
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := newWorker(p, kern)
+		wg.Go(func() {
+			w := getWorker(p, kern)
+			defer workerPool.Put(w)
 			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
+				i := int(next.Add(1) - 1)
 				if i >= len(tasks) {
 					return
 				}
@@ -67,7 +68,7 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 				hi := min(lo+split, s.Len(nr))
 				w.run(&states[i], q, tk.b, tk.h, s, lo, hi)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	// Merge the splits of each (sequence, KV head) in split order.
@@ -106,12 +107,21 @@ type state struct {
 	d         int
 }
 
-func newState(r, d, vgroups int) state {
-	s := state{m: make([]float32, r), l: make([]float32, r), acc: make([]float32, r*d, rows4(r)*d), zacc: make([]float32, r*vgroups), vgroups: vgroups, d: d}
-	for i := range s.m {
-		s.m[i] = float32(math.Inf(-1))
+// newStates makes the empty states of R rows for every task, all in one
+// allocation.
+func newStates(states []state, r, d, vgroups int) {
+	per := 2*r + rows4(r)*d + r*vgroups
+	slab := make([]float32, len(states)*per)
+	for i := range states {
+		b := slab[i*per : (i+1)*per]
+		m, l := b[:r], b[r:2*r]
+		b = b[2*r:]
+		acc, zacc := b[:r*d:rows4(r)*d], b[rows4(r)*d:]
+		for j := range m {
+			m[j] = float32(math.Inf(-1))
+		}
+		states[i] = state{m: m, l: l, acc: acc, zacc: zacc, vgroups: vgroups, d: d}
 	}
-	return s
 }
 
 // rows4 rounds a row count up to the 4 rows of the integer PV kernel; the

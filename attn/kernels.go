@@ -79,6 +79,8 @@ type kernels struct {
 	// VNNI path, exact in int32 before the multiply by delta. Nil where
 	// the level has no such kernel.
 	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int)
+	// prefetch asks for b to be brought into L2 (nil: no-op).
+	prefetch func(b []byte)
 }
 
 // PVMaxTokens is the most tokens one integer PV call sums: n·32767·255

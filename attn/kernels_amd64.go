@@ -65,6 +65,9 @@ func quantWAVX512(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int)
 
 //go:noescape
+func prefetchL2(p *byte, n int)
+
+//go:noescape
 func dequantVAVX2(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
 
 //go:noescape
@@ -260,6 +263,11 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 		}
 		if n > 0 {
 			s.dequantV(&dst[0], &z[0], ldz, &codes[0], &p[0], n, d, g)
+		}
+	}
+	k.prefetch = func(b []byte) {
+		if len(b) > 0 {
+			prefetchL2(&b[0], len(b))
 		}
 	}
 	k.quantW = quantWGo

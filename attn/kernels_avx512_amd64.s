@@ -1081,3 +1081,20 @@ out:
 	JLT          half
 	VZEROUPPER
 	RET
+
+// func prefetchL2(p *byte, n int)
+// PREFETCHT1 every 64-byte line of [p, p+n): the next block's K and V
+// stream into L2 while this block is computed (blocks are separate
+// allocations, so the hardware's stream prefetcher restarts at each).
+TEXT ·prefetchL2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	ADDQ SI, CX
+loop:
+	CMPQ       SI, CX
+	JGE        done
+	PREFETCHT1 (SI)
+	ADDQ       $64, SI
+	JMP        loop
+done:
+	RET
