@@ -145,8 +145,7 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 		}
 		n := hi - t // residual tokens
 		off := h * nr * w.d
-		w.k.cvtHalf(w.kf[:n*w.d], s.ResK[off:off+n*w.d])
-		w.floatScores(n)
+		w.floatScores(&keySrc{kind: srcHalf, u16: s.ResK[off : off+n*w.d]}, n)
 		w.softmax(st, t, n)
 		w.k.cvtHalf(w.vf[:n*w.d], s.ResV[off:off+n*w.d])
 		w.floatValues(st, n)
@@ -157,67 +156,130 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 // tiles rounds n up to whole score tiles.
 func tiles(n int) int { return (n + 7) &^ 7 }
 
-// floatScores writes the scores of the n float K rows in w.kf.
-func (w *worker) floatScores(n int) {
-	d, np := w.d, w.npad
-	for r := 0; r < w.r; r++ {
-		w.k.scoresF32(w.scores[r*np:r*np+tiles(n)], w.q[r*d:(r+1)*d], w.kf, w.ones, w.zeros, 1, 0)
+// scoreTileFloats is the size of the float32 K rows one score tile
+// converts (16 KB, half of L1): every query row's pass over the tile then
+// reads it from L1. One pass per row over a whole block of Nr = 128 rows of
+// D = 128 (64 KB) streamed it from L2 R times, and the scores cost three
+// times as much as the PV of the same FMA count.
+const scoreTileFloats = 4096
+
+// Where the float32 K rows of a block come from.
+const (
+	srcHalf    = iota // fp16 bits
+	srcBF16           // bf16 bits
+	srcFP8            // fp8 bytes through a table
+	srcCodes          // byte codes as float32
+	srcDequant        // integer codes dequantized (KT with several groups)
+)
+
+// keySrc is one block's K rows before conversion.
+type keySrc struct {
+	kind  int
+	u16   []uint16 // srcHalf, srcBF16
+	b     []byte   // srcFP8; the packed half for srcDequant
+	codes []uint8  // srcCodes, srcDequant
+	lay   kv.TensorLayout
+}
+
+// fill converts K rows [t0, t1) of src into w.kf.
+func (w *worker) fill(src *keySrc, t0, t1 int) {
+	d := w.d
+	dst := w.kf[:(t1-t0)*d]
+	switch src.kind {
+	case srcHalf:
+		w.k.cvtHalf(dst, src.u16[t0*d:t1*d])
+	case srcBF16:
+		w.k.cvtBF16(dst, src.u16[t0*d:t1*d])
+	case srcFP8:
+		lut := fp8LUT(src.lay)
+		for i, b := range src.b[t0*d : t1*d] {
+			dst[i] = lut[b]
+		}
+	case srcCodes:
+		w.k.codesF32(dst, src.codes[t0*d:t1*d])
+	default:
+		w.dequantRows(dst, src.lay, src.b, src.codes, t0, t1)
 	}
+}
+
+// tiledScores writes the scores of tokens [t0, t1) for every row, tile by
+// tile: out[t] = A[t]·(qs_r · k[t]) + bias_r·B[t] (bias nil: 0).
+func (w *worker) tiledScores(src *keySrc, t0, t1 int, qs, A, B, bias []float32) {
+	d, np := w.d, w.npad
+	tile := max(8, scoreTileFloats/d)
+	for a := t0; a < t1; a += tile {
+		e := min(t1, a+tile)
+		w.fill(src, a, e)
+		for r := 0; r < w.r; r++ {
+			var b float32
+			if bias != nil {
+				b = bias[r]
+			}
+			w.k.scoresF32(w.scores[r*np+a:r*np+a+tiles(e-a)], qs[r*d:(r+1)*d], w.kf, A[a:], B[a:], 1, b)
+		}
+	}
+}
+
+// floatScores writes the scores of n float K rows.
+func (w *worker) floatScores(src *keySrc, n int) {
+	w.tiledScores(src, 0, n, w.q, w.ones, w.zeros, nil)
 }
 
 // blockScores writes the scores of the n tokens of a packed K half to w.scores.
 func (w *worker) blockScores(k []byte, n int) {
 	lay, d, np := w.p.Format.K, w.d, w.npad
 	if !lay.Elem.IsInt() {
-		w.floatRows(w.kf, lay, k, n)
-		w.floatScores(n)
+		src := keySrc{kind: srcFP8, b: k, lay: lay}
+		switch lay.Elem {
+		case kv.FP16:
+			src = keySrc{kind: srcHalf, u16: bytesU16(k[:2*n*d])}
+		case kv.BF16:
+			src = keySrc{kind: srcBF16, u16: bytesU16(k[:2*n*d])}
+		}
+		w.floatScores(&src, n)
 		return
 	}
 	codes := w.codes(w.ku8, lay, k, n)
+	src := keySrc{kind: srcCodes, codes: codes}
 	vnni := w.k.vnni
 	switch {
 	case lay.Scaling == kv.PerChannel:
-		if !vnni {
-			w.k.codesF32(w.kf[:n*d], codes[:n*d])
-		}
 		for t0 := 0; t0 < n; t0 += lay.Group {
 			// Fold the group's scales into Q and its zeros into one bias per row.
 			w.params(w.pf[:2*d], lay, k, lay.ParamIndex(t0, 0))
 			w.k.deinterleave(w.gs, w.gz, w.pf[:2*d])
 			for r := 0; r < w.r; r++ {
 				qr, qs, qi := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d], w.qi[r*d:(r+1)*d]
-				out := w.scores[r*np+t0 : r*np+t0+lay.Group]
 				if vnni {
 					a, bias := w.k.foldQuery(qi, qs, qr, w.gs, w.gz)
-					w.k.scoresU8(out, qi, codes[t0*d:], w.ones, w.ones, a, bias)
+					w.k.scoresU8(w.scores[r*np+t0:r*np+t0+lay.Group], qi, codes[t0*d:], w.ones, w.ones, a, bias)
 				} else {
-					_, bias := w.k.foldQuery(nil, qs, qr, w.gs, w.gz)
-					w.k.scoresF32(out, qs, w.kf[t0*d:], w.ones, w.ones, 1, bias)
+					_, w.qb[r] = w.k.foldQuery(nil, qs, qr, w.gs, w.gz)
 				}
+			}
+			if !vnni {
+				w.tiledScores(&src, t0, t0+lay.Group, w.qs, w.ones, w.ones, w.qb)
 			}
 		}
 	case lay.Group == d: // per token, one group: s_t·(Q·codes) + z_t·ΣQ
 		w.params(w.pf[:2*n], lay, k, 0)
 		w.k.deinterleave(w.ps, w.pz, w.pf[:2*n])
-		if !vnni {
-			w.k.codesF32(w.kf[:n*d], codes[:n*d])
-		}
 		for r := 0; r < w.r; r++ {
 			qr, qs, qi := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d], w.qi[r*d:(r+1)*d]
 			if !w.qReady { // Σq, and the query quantized once per run
 				w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, qr, w.onesD, w.onesD)
 			}
-			out := w.scores[r*np : r*np+tiles(n)]
 			if vnni {
-				w.k.scoresU8(out, qi, codes, w.ps, w.pz, w.qa[r], w.qb[r])
-			} else {
-				w.k.scoresF32(out, qr, w.kf, w.ps, w.pz, 1, w.qb[r])
+				w.k.scoresU8(w.scores[r*np:r*np+tiles(n)], qi, codes, w.ps, w.pz, w.qa[r], w.qb[r])
 			}
 		}
 		w.qReady = true
+		if !vnni {
+			w.tiledScores(&src, 0, n, w.q, w.ps, w.pz, w.qb)
+		}
 	default: // per token, several groups: dequantize the rows, then float scores
-		w.dequantRows(w.kf, lay, k, codes, n)
-		w.floatScores(n)
+		src := keySrc{kind: srcDequant, b: k, codes: codes, lay: lay}
+		w.floatScores(&src, n)
 	}
 }
 
@@ -261,15 +323,16 @@ func (w *worker) floatRows(dst []float32, lay kv.TensorLayout, src []byte, n int
 	}
 }
 
-// dequantRows writes the dequantized rows of an integer half with several
-// per-token groups (the kv reference's two roundings, s·code then + z).
-func (w *worker) dequantRows(dst []float32, lay kv.TensorLayout, src []byte, codes []uint8, n int) {
+// dequantRows writes the dequantized rows [t0, t1) of an integer half with
+// several per-token groups (the kv reference's two roundings, s·code then
+// + z).
+func (w *worker) dequantRows(dst []float32, lay kv.TensorLayout, src []byte, codes []uint8, t0, t1 int) {
 	d, g := w.d, lay.Group
-	for t := 0; t < n; t++ {
+	for t := t0; t < t1; t++ {
 		for c0 := 0; c0 < d; c0 += g {
 			s, z := lay.Param(src, lay.ParamIndex(t, c0))
 			sf, zf := fp16ToF32[s], fp16ToF32[z]
-			row := dst[t*d+c0 : t*d+c0+g]
+			row := dst[(t-t0)*d+c0 : (t-t0)*d+c0+g]
 			for c, x := range codes[t*d+c0 : t*d+c0+g] {
 				row[c] = float32(sf*float32(x)) + zf
 			}
