@@ -121,9 +121,9 @@ func decodeTol(st RefStats, p Params, row int, qTol float64) float64 {
 }
 
 // queryQuantTol returns, per output row, the bound of the score error
-// that quantizing the query to int8 adds on the VNNI path of integer keys
-// (0 for the float paths): the largest over the row's tokens of
-// (a/2)·Σ_c code_c, with a the step quantizeQuery picks for the row and
+// that quantizing the query to int8 (15 bits for int8 keys) adds on the
+// VNNI path of integer keys (0 for the float paths): the largest over the
+// row's tokens of (a/2)·Σ_c code_c, with a the step the path picks for the row and
 // the token's key group (KC: the query times the group's scales; KT: the
 // query, times the token's scale s_t), computed with the worker's own
 // query loading so that a is the very step Decode uses.
@@ -136,7 +136,13 @@ func queryQuantTol(k *kernels, p Params, seqs []*Seq, q []float32) []float64 {
 		return tol
 	}
 	w := newWorker(p, &genericVNNIKernels)
-	qs, qi := make([]float32, d), make([]int8, d)
+	qs, qi, lo := make([]float32, d), make([]int8, d), make([]int8, d)
+	quant := func(q []float32) float64 { // the path's step
+		if lay.Elem == kv.Int8 {
+			return float64(splitQuery(qi, lo, q))
+		}
+		return float64(quantizeQuery(qi, q))
+	}
 	for b, s := range seqs {
 		for h := 0; h < sh.Hkv; h++ {
 			w.loadQueries(q, b, h)
@@ -157,12 +163,12 @@ func queryQuantTol(k *kernels, p Params, seqs []*Seq, q []float32) []float64 {
 								for c := range qs {
 									qs[c] = qr[c] * w.gs[c]
 								}
-								a = float64(quantizeQuery(qi, qs))
+								a = quant(qs)
 							}
 							step = a
 						} else {
 							if t == 0 {
-								a = float64(quantizeQuery(qi, qr))
+								a = quant(qr)
 							}
 							sc, _ := lay.Param(base, t)
 							step = a * float64(fp16ToF32[sc])

@@ -44,7 +44,8 @@ type worker struct {
 
 	q      []float32 // [R][D] scaled (and rotated) queries of the current head
 	qs     []float32 // [R][D] queries times key scales (KC)
-	qi     []int8    // [R][D] quantized queries (VNNI)
+	qi     []int8    // [R][D] quantized queries (VNNI), or their high halves
+	qlo    []int8    // [R][D] low halves of 15-bit quantized queries (int8 keys)
 	qa     []float32 // [R] quantization steps of qi
 	qb     []float32 // [R] per-row bias: Σ q·z (KC) or Σ q (KT)
 	scores []float32 // [R][npad]
@@ -81,7 +82,7 @@ func newWorker(p Params, k *kernels) *worker {
 	r, d, nr := p.Shape.Group()*p.Tq, p.Shape.D, p.Format.Residual
 	npad := (nr + TileTokens - 1) / TileTokens * TileTokens
 	w := &worker{p: p, k: k, r: r, d: d, nr: nr, npad: npad,
-		q: make([]float32, r*d), qs: make([]float32, r*d), qi: make([]int8, r*d),
+		q: make([]float32, r*d), qs: make([]float32, r*d), qi: make([]int8, r*d), qlo: make([]int8, r*d),
 		qa: make([]float32, r), qb: make([]float32, r),
 		scores: make([]float32, r*npad),
 		kf:     make([]float32, npad*d), vf: make([]float32, npad*d),
@@ -242,6 +243,10 @@ func (w *worker) blockScores(k []byte, n int) {
 	codes := w.codes(w.ku8, lay, k, n)
 	src := keySrc{kind: srcCodes, codes: codes}
 	vnni := w.k.vnni
+	// An int8 query carries as much error as int8 keys themselves
+	// (TestQueryQuantVsFormatError): int8 keys get a 15-bit query, split
+	// into two int8 halves and two VPDPBUSD passes.
+	wide := lay.Elem == kv.Int8
 	switch {
 	case lay.Scaling == kv.PerChannel:
 		for t0 := 0; t0 < n; t0 += lay.Group {
@@ -250,10 +255,17 @@ func (w *worker) blockScores(k []byte, n int) {
 			w.k.deinterleave(w.gs, w.gz, w.pf[:2*d])
 			for r := 0; r < w.r; r++ {
 				qr, qs, qi := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d], w.qi[r*d:(r+1)*d]
-				if vnni {
+				out := w.scores[r*np+t0 : r*np+t0+lay.Group]
+				switch {
+				case vnni && wide:
+					_, bias := w.k.foldQuery(nil, qs, qr, w.gs, w.gz)
+					a := splitQuery(qi, w.qlo[r*d:(r+1)*d], qs)
+					w.k.scoresU8(out, qi, codes[t0*d:], w.ones, w.ones, 128*a, bias, 0)
+					w.k.scoresU8(out, w.qlo[r*d:(r+1)*d], codes[t0*d:], w.ones, w.ones, a, 0, 1)
+				case vnni:
 					a, bias := w.k.foldQuery(qi, qs, qr, w.gs, w.gz)
-					w.k.scoresU8(w.scores[r*np+t0:r*np+t0+lay.Group], qi, codes[t0*d:], w.ones, w.ones, a, bias)
-				} else {
+					w.k.scoresU8(out, qi, codes[t0*d:], w.ones, w.ones, a, bias, 0)
+				default:
 					_, w.qb[r] = w.k.foldQuery(nil, qs, qr, w.gs, w.gz)
 				}
 			}
@@ -268,9 +280,17 @@ func (w *worker) blockScores(k []byte, n int) {
 			qr, qs, qi := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d], w.qi[r*d:(r+1)*d]
 			if !w.qReady { // Σq, and the query quantized once per run
 				w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, qr, w.onesD, w.onesD)
+				if wide {
+					w.qa[r] = splitQuery(qi, w.qlo[r*d:(r+1)*d], qr)
+				}
 			}
-			if vnni {
-				w.k.scoresU8(w.scores[r*np:r*np+tiles(n)], qi, codes, w.ps, w.pz, w.qa[r], w.qb[r])
+			out := w.scores[r*np : r*np+tiles(n)]
+			switch {
+			case vnni && wide:
+				w.k.scoresU8(out, qi, codes, w.ps, w.pz, 128*w.qa[r], w.qb[r], 0)
+				w.k.scoresU8(out, w.qlo[r*d:(r+1)*d], codes, w.ps, w.pz, w.qa[r], 0, 1)
+			case vnni:
+				w.k.scoresU8(out, qi, codes, w.ps, w.pz, w.qa[r], w.qb[r], 0)
 			}
 		}
 		w.qReady = true
@@ -281,6 +301,32 @@ func (w *worker) blockScores(k []byte, n int) {
 		src := keySrc{kind: srcDequant, b: k, codes: codes, lay: lay}
 		w.floatScores(&src, n)
 	}
+}
+
+// wideSteps is the largest 15-bit query code: 127·128, so that the high
+// half of a code fits an int8 and the low half is within [-64, 63].
+const wideSteps = 127 * 128
+
+// splitQuery quantizes q to 15 bits, q ≈ a·(128·hi + lo), and returns the
+// step a = max|q|/wideSteps: |a·(128·hi[c] + lo[c]) - q[c]| <= a/2 (plus
+// float32 rounding of q[c]/a).
+func splitQuery(hi, lo []int8, q []float32) float32 {
+	var amax float32
+	for _, x := range q {
+		amax = max(amax, abs32(x))
+	}
+	if !(amax > 0) {
+		clear(hi[:len(q)])
+		clear(lo[:len(q)])
+		return 0
+	}
+	inv := wideSteps / amax
+	for c, x := range q {
+		v := int32(math.RoundToEven(float64(x * inv)))
+		h := (v + 64) >> 7
+		hi[c], lo[c] = int8(h), int8(v-h<<7)
+	}
+	return amax / wideSteps
 }
 
 // params converts the fp16 (scale, zero) pairs from pair p0 on, len(dst)/2

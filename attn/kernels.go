@@ -41,9 +41,10 @@ type kernels struct {
 	// scoresF32 writes, for each token t < len(out) (a multiple of 8),
 	// out[t] = a·A[t]·(q · k[t]) + b·B[t], k rows of len(q) floats.
 	scoresF32 func(out, q, k, A, B []float32, a, b float32)
-	// scoresU8 is scoresF32 on int8 queries and byte codes: the dot
-	// product is exact in int32, then converted to float32.
-	scoresU8 func(out []float32, q []int8, k []uint8, A, B []float32, a, b float32)
+	// scoresU8 is scoresF32 on int8 queries and byte codes (the dot
+	// product exact in int32, then converted to float32), plus c·out[t]
+	// when c is not 0: out[t] = a·A[t]·(q·k[t]) + b·B[t] (+ c·out[t]).
+	scoresU8 func(out []float32, q []int8, k []uint8, A, B []float32, a, b, c float32)
 	// pvF32 adds Σ_t w[r·ldw+t]·v[t·ldv+c] over t < n to acc[r·ldacc+c]
 	// for rows r < rows (1..4) and channels c < cols (a multiple of 16):
 	// each block's sum is formed apart and then added to acc.
@@ -194,7 +195,7 @@ func scoresF32Go(out, q, k, A, B []float32, a, b float32) {
 	}
 }
 
-func scoresU8Go(out []float32, q []int8, k []uint8, A, B []float32, a, b float32) {
+func scoresU8Go(out []float32, q []int8, k []uint8, A, B []float32, a, b, c float32) {
 	d := len(q)
 	A, B = A[:len(out)], B[:len(out)]
 	for t := range out {
@@ -203,7 +204,11 @@ func scoresU8Go(out []float32, q []int8, k []uint8, A, B []float32, a, b float32
 		for c, x := range q {
 			s += int32(x) * int32(row[c])
 		}
-		out[t] = a*A[t]*float32(s) + b*B[t]
+		x := a*A[t]*float32(s) + b*B[t]
+		if c != 0 {
+			x += c * out[t]
+		}
+		out[t] = x
 	}
 }
 

@@ -32,7 +32,7 @@ func codesF32AVX512(dst *float32, src *uint8, n int)
 func scoresF32AVX512(out, q, k, A, B *float32, n, d int, a, b float32)
 
 //go:noescape
-func scoresU8VNNI(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b float32)
+func scoresU8VNNI(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b, c float32)
 
 //go:noescape
 func pvF32x4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *float32, ldv, n, cols int)
@@ -119,7 +119,7 @@ type simd struct {
 	unpack4, unpack2 func(*uint8, *byte, int)
 	codesF32         func(*float32, *uint8, int)
 	scores           func(out, q, k, A, B *float32, n, d int, a, b float32)
-	scoresU8         func(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b float32)
+	scoresU8         func(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b, c float32)
 	pv4              func(acc *float32, ldacc int, w *float32, ldw int, v *float32, ldv, n, cols int)
 	pv1              func(acc *float32, w *float32, v *float32, ldv, n, cols int)
 	expSub           func(x *float32, n int, m float32) float32
@@ -294,13 +294,13 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 				pvS16VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &codes[0], n, d, gshift)
 			}
 		}
-		k.scoresU8 = func(out []float32, q []int8, kc []uint8, A, B []float32, a, b float32) {
+		k.scoresU8 = func(out []float32, q []int8, kc []uint8, A, B []float32, a, b, c float32) {
 			n, d := len(out), len(q)
 			if !(n%8 == 0 && d%vecLen == 0 && d > 0 && len(kc) >= n*d && len(A) >= n && len(B) >= n) {
 				bad("scoresU8", n, d, len(kc))
 			}
 			if n > 0 {
-				s.scoresU8(&out[0], &q[0], &kc[0], &A[0], &B[0], n, d, a, b)
+				s.scoresU8(&out[0], &q[0], &kc[0], &A[0], &B[0], n, d, a, b, c)
 			}
 		}
 	} else {

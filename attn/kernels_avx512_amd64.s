@@ -241,12 +241,12 @@ done:
 	VZEROUPPER
 	RET
 
-// func scoresU8VNNI(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b float32)
+// func scoresU8VNNI(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b, c float32)
 // scoresF32 on byte codes and an int8 query: VPDPBUSD (u8 codes from
 // memory into Z9, s8 query chunk in Z8) sums groups of four products into
 // the int32 lanes, exactly; d a multiple of 16; a tail of 16 or 48 bytes
-// is read with a masked load.
-TEXT ·scoresU8VNNI(SB), NOSPLIT, $0-64
+// is read with a masked load. With c not 0 (R14 set), c·out[t] is added.
+TEXT ·scoresU8VNNI(SB), NOSPLIT, $0-68
 	MOVQ         out+0(FP), DI
 	MOVQ         q+8(FP), SI
 	MOVQ         k+16(FP), DX
@@ -255,6 +255,8 @@ TEXT ·scoresU8VNNI(SB), NOSPLIT, $0-64
 	MOVQ         d+48(FP), BX
 	VBROADCASTSS a+56(FP), Y10
 	VBROADCASTSS b+60(FP), Y11
+	VBROADCASTSS c+64(FP), Y13
+	MOVL         c+64(FP), R14
 	VMOVDQU32    tileIdx<>(SB), Y12
 	// K1 covers the last partial 64-byte chunk: (d%64)/4 dword lanes.
 	MOVQ         BX, CX
@@ -334,6 +336,11 @@ reduce:
 	VMULPS    Y8, Y0, Y0
 	VMULPS    (R12), Y11, Y9
 	VADDPS    Y9, Y0, Y0
+	TESTL     R14, R14
+	JZ        store
+	VMULPS    (DI), Y13, Y8
+	VADDPS    Y8, Y0, Y0
+store:
 	VMOVUPS   Y0, (DI)
 	ADDQ      $32, DI
 	ADDQ      $32, R11

@@ -156,9 +156,12 @@ func TestScoreKernels(t *testing.T) {
 				}
 				codes := randBytes(r, n*d)
 				got, want := nanSlice(n), nanSlice(n)
-				k.scoresU8(got, qi, codes, A, B, a, b)
-				scoresU8Go(want, qi, codes, A, B, a, b)
+				k.scoresU8(got, qi, codes, A, B, a, b, 0) // c = 0: the NaN in out must not show
+				scoresU8Go(want, qi, codes, A, B, a, b, 0)
 				sameBits(t, fmt.Sprintf("%v scoresU8 d=%d n=%d", k, d, n), got, want)
+				k.scoresU8(got, qi, codes, A, B, 0.5, 0, 1)
+				scoresU8Go(want, qi, codes, A, B, 0.5, 0, 1)
+				sameBits(t, fmt.Sprintf("%v scoresU8 c=1 d=%d n=%d", k, d, n), got, want)
 			}
 		}
 	}
