@@ -82,6 +82,9 @@ type kernels struct {
 	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
+	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where
+	// the level converts the rows first).
+	pvHalf func(acc []float32, ldacc int, w []float32, ldw int, v []uint16, ldv, n, rows, cols int)
 }
 
 // PVMaxTokens is the most tokens one integer PV call sums: n·32767·255

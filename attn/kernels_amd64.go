@@ -65,6 +65,12 @@ func quantWAVX512(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int)
 
 //go:noescape
+func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int)
+
+//go:noescape
+func pvHalfx1AVX512(acc *float32, w *float32, v *uint16, ldv, n, cols int)
+
+//go:noescape
 func prefetchL2(p *byte, n int)
 
 //go:noescape
@@ -130,6 +136,8 @@ type simd struct {
 	deinterleave func(a, b, src *float32, n int)
 	dequantV     func(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, g int)
 	quantW       func(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
+	pvHalf4      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int)
+	pvHalf1      func(acc *float32, w *float32, v *uint16, ldv, n, cols int)
 }
 
 func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
@@ -270,6 +278,24 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			prefetchL2(&b[0], len(b))
 		}
 	}
+	if s.pvHalf4 != nil {
+		k.pvHalf = func(acc []float32, ldacc int, w []float32, ldw int, v []uint16, ldv, n, rows, cols int) {
+			if !(cols%vecLen == 0 && rows >= 1 && rows <= 4 && n >= 0 && cols <= ldv &&
+				len(acc) >= (rows-1)*ldacc+cols && len(w) >= (rows-1)*ldw+n && (n == 0 || len(v) >= (n-1)*ldv+cols)) {
+				bad("pvHalf", n, rows, cols)
+			}
+			if n == 0 || cols == 0 {
+				return
+			}
+			if rows == 4 {
+				s.pvHalf4(&acc[0], ldacc, &w[0], ldw, &v[0], ldv, n, cols)
+				return
+			}
+			for r := 0; r < rows; r++ {
+				s.pvHalf1(&acc[r*ldacc], &w[r*ldw], &v[0], ldv, n, cols)
+			}
+		}
+	}
 	k.quantW = quantWGo
 	if s.quantW != nil {
 		k.quantW = func(wq []int16, ldq int, p, sc []float32, lds, n, groups int) float32 {
@@ -314,7 +340,7 @@ var (
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
 		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
 		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512,
-		quantW: quantWAVX512}
+		quantW: quantWAVX512, pvHalf4: pvHalfx4AVX512, pvHalf1: pvHalfx1AVX512}
 	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,
 		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2, dequantV: dequantVAVX2}

@@ -178,6 +178,21 @@ func TestPVKernel(t *testing.T) {
 					w, v := randF32(r, rows*(n+3), 1), randF32(r, n*ld, 2)
 					got := append([]float32(nil), acc...)
 					k.pvF32(got, ld, w, n+3, v, ld, n, rows, cols)
+					if k.pvHalf != nil { // fp16 rows converted in registers: the bits of pvF32 on the converted rows
+						h := make([]uint16, len(v))
+						for i, x := range v {
+							h[i] = half.FromFloat32(x)
+						}
+						hf := make([]float32, len(v))
+						k.cvtHalf(hf[:len(v)/16*16], h[:len(v)/16*16])
+						for i := len(v) / 16 * 16; i < len(v); i++ {
+							hf[i] = half.ToFloat32(h[i])
+						}
+						g1, g2 := append([]float32(nil), acc...), append([]float32(nil), acc...)
+						k.pvHalf(g1, ld, w, n+3, h, ld, n, rows, cols)
+						k.pvF32(g2, ld, w, n+3, hf, ld, n, rows, cols)
+						sameBits(t, fmt.Sprintf("%v pvHalf cols=%d rows=%d n=%d", k, cols, rows, n), g1, g2)
+					}
 					for i := range acc {
 						row, c := i/ld, i%ld
 						want, tol := float64(acc[i]), 0.0
