@@ -265,7 +265,7 @@ func (w *worker) blockScores(k []byte, n int) {
 				switch {
 				case vnni && wide:
 					_, bias := w.k.foldQuery(nil, qs, qr, w.gs, w.gz)
-					a := splitQuery(qi, w.qlo[r*d:(r+1)*d], qs)
+					a := w.k.splitQuery(qi, w.qlo[r*d:(r+1)*d], qs)
 					w.k.scoresU8(out, qi, codes[t0*d:], w.ones, w.ones, 128*a, bias, 0)
 					w.k.scoresU8(out, w.qlo[r*d:(r+1)*d], codes[t0*d:], w.ones, w.ones, a, 0, 1)
 				case vnni:
@@ -287,7 +287,7 @@ func (w *worker) blockScores(k []byte, n int) {
 			if !w.qReady { // Σq, and the query quantized once per run
 				w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, qr, w.onesD, w.onesD)
 				if wide {
-					w.qa[r] = splitQuery(qi, w.qlo[r*d:(r+1)*d], qr)
+					w.qa[r] = w.k.splitQuery(qi, w.qlo[r*d:(r+1)*d], qr)
 				}
 			}
 			out := w.scores[r*np : r*np+tiles(n)]

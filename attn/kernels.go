@@ -82,6 +82,8 @@ type kernels struct {
 	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
+	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
+	splitQuery func(hi, lo []int8, q []float32) float32
 	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where
 	// the level converts the rows first).
 	pvHalf func(acc []float32, ldacc int, w []float32, ldw int, v []uint16, ldv, n, rows, cols int)
@@ -110,6 +112,7 @@ var genericKernels = kernels{
 	deinterleave: deinterleaveGo,
 	dequantV:     dequantVGo,
 	quantW:       quantWGo,
+	splitQuery:   splitQuery,
 }
 
 // genericVNNIKernels is the pure-Go set with the integer-key scores of the

@@ -71,6 +71,9 @@ func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv
 func pvHalfx1AVX512(acc *float32, w *float32, v *uint16, ldv, n, cols int)
 
 //go:noescape
+func splitQueryAVX512(hi, lo *int8, q *float32, d int) float32
+
+//go:noescape
 func prefetchL2(p *byte, n int)
 
 //go:noescape
@@ -294,6 +297,16 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			for r := 0; r < rows; r++ {
 				s.pvHalf1(&acc[r*ldacc], &w[r*ldw], &v[0], ldv, n, cols)
 			}
+		}
+	}
+	k.splitQuery = splitQuery
+	if level >= cpufeat.AVX512 {
+		k.splitQuery = func(hi, lo []int8, q []float32) float32 {
+			d := len(q)
+			if !(d%vecLen == 0 && d > 0 && len(hi) >= d && len(lo) >= d) {
+				bad("splitQuery", d)
+			}
+			return splitQueryAVX512(&hi[0], &lo[0], &q[0], d)
 		}
 	}
 	k.quantW = quantWGo

@@ -1349,3 +1349,67 @@ loop:
 	JMP        loop
 done:
 	RET
+
+// func splitQueryAVX512(hi, lo *int8, q *float32, d int) float32
+// splitQuery (block.go): v = rint(q·wideSteps/max|q|), hi = (v+64)>>7,
+// lo = v - hi<<7, both narrowed by VPMOVSDB; returns max|q|/wideSteps.
+TEXT ·splitQueryAVX512(SB), NOSPLIT, $0-36
+	MOVQ         hi+0(FP), DI
+	MOVQ         lo+8(FP), DX
+	MOVQ         q+16(FP), SI
+	MOVQ         d+24(FP), CX
+	SHRQ         $4, CX
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z7
+	VPXORD       Z5, Z5, Z5
+	XORQ         AX, AX
+	MOVQ         CX, BX
+amax:
+	VANDPS (SI)(AX*1), Z7, Z4
+	VMAXPS Z4, Z5, Z5
+	ADDQ   $64, AX
+	DECQ   BX
+	JNZ    amax
+	VMOVAPS  Z5, Z0
+	HSUM16(VMAXPS)
+	MOVL     $0, ret+32(FP)
+	VXORPS   X1, X1, X1
+	VUCOMISS X1, X0
+	JHI      quant
+	XORQ     AX, AX
+zero:
+	VMOVDQU X1, (DI)(AX*1)
+	VMOVDQU X1, (DX)(AX*1)
+	ADDQ    $16, AX
+	DECQ    CX
+	JNZ     zero
+	JMP     done
+quant:
+	MOVL         $0x46fe0000, AX // 32512.0 = wideSteps
+	VMOVD        AX, X2
+	VDIVSS       X2, X0, X3
+	VMOVSS       X3, ret+32(FP)
+	VDIVSS       X0, X2, X4
+	VBROADCASTSS X4, Z6
+	MOVL         $64, AX
+	VPBROADCASTD AX, Z8
+	XORQ         AX, AX
+	XORQ         BX, BX
+split:
+	VMULPS    (SI)(AX*1), Z6, Z2
+	VCVTPS2DQ Z2, Z2          // v
+	VPADDD    Z8, Z2, Z3
+	VPSRAD    $7, Z3, Z3      // hi = (v+64)>>7
+	VPSLLD    $7, Z3, Z4
+	VPSUBD    Z4, Z2, Z2      // lo = v - hi<<7
+	VPMOVSDB  Z3, X3
+	VPMOVSDB  Z2, X2
+	VMOVDQU   X3, (DI)(BX*1)
+	VMOVDQU   X2, (DX)(BX*1)
+	ADDQ      $64, AX
+	ADDQ      $16, BX
+	DECQ      CX
+	JNZ       split
+done:
+	VZEROUPPER
+	RET

@@ -295,6 +295,18 @@ func TestFoldDequantKernels(t *testing.T) {
 			if a, _ := k.foldQuery(qi1, qs1, make([]float32, d), s, z); a != 0 || qi1[0] != 0 {
 				t.Fatalf("%v foldQuery of a zero query: step %g", k, a)
 			}
+			hi1, lo1, hi2, lo2 := make([]int8, d), make([]int8, d), make([]int8, d), make([]int8, d)
+			if a1, a2 := k.splitQuery(hi1, lo1, qs1), splitQuery(hi2, lo2, qs1); a1 != a2 ||
+				string(bytesOf(hi1)) != string(bytesOf(hi2)) || string(bytesOf(lo1)) != string(bytesOf(lo2)) {
+				t.Fatalf("%v splitQuery d=%d differs from pure Go", k, d)
+			}
+			a16 := float64(k.splitQuery(hi1, lo1, qs1))
+			for c := range q { // within half a step of 15 bits, halves in range
+				v := 128*float64(hi1[c]) + float64(lo1[c])
+				if e := math.Abs(a16*v - float64(qs1[c])); lo1[c] < -64 || lo1[c] > 63 || e > a16/2*(1+4*eps32)+eps32*math.Abs(float64(qs1[c])) {
+					t.Fatalf("%v splitQuery d=%d channel %d: code %v (lo %d), error %g", k, d, c, v, lo1[c], e)
+				}
+			}
 			src := randF32(r, 2*d, 1)
 			a, b, wa, wb := nanSlice(d), nanSlice(d), nanSlice(d), nanSlice(d)
 			if d%16 == 0 && (2*d)%32 == 0 {
