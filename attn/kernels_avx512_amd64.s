@@ -1385,7 +1385,7 @@ zero:
 	JNZ     zero
 	JMP     done
 quant:
-	MOVL         $0x46fe0000, AX // 32512.0 = wideSteps
+	MOVL         $0x467e0000, AX // 16256.0 = wideSteps
 	VMOVD        AX, X2
 	VDIVSS       X2, X0, X3
 	VMOVSS       X3, ret+32(FP)

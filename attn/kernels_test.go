@@ -295,6 +295,8 @@ func TestFoldDequantKernels(t *testing.T) {
 			if a, _ := k.foldQuery(qi1, qs1, make([]float32, d), s, z); a != 0 || qi1[0] != 0 {
 				t.Fatalf("%v foldQuery of a zero query: step %g", k, a)
 			}
+			qs1 = randF32(r, d, 3) // (the zero query above overwrote qs1)
+			qs1[d/3] *= 20
 			hi1, lo1, hi2, lo2 := make([]int8, d), make([]int8, d), make([]int8, d), make([]int8, d)
 			if a1, a2 := k.splitQuery(hi1, lo1, qs1), splitQuery(hi2, lo2, qs1); a1 != a2 ||
 				string(bytesOf(hi1)) != string(bytesOf(hi2)) || string(bytesOf(lo1)) != string(bytesOf(lo2)) {
