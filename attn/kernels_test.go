@@ -8,6 +8,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
 )
 
 // levelSets returns the kernel sets this CPU runs, generic first: every
@@ -342,4 +343,36 @@ func bytesOf(x []int8) []byte {
 		b[i] = byte(v)
 	}
 	return b
+}
+
+// TestForceSelectsKernels: Decode dispatches on cpufeat.Active at each
+// call, so cpufeat.Force picks the kernels (and the purego tag or a CPU
+// without AVX2 leaves only the pure-Go ones), and every forced level
+// agrees with the reference on a small GQA case.
+func TestForceSelectsKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	sh := Shape{Hq: 8, Hkv: 2, D: 128}
+	f := kv.MustResolve("int4", sh.D)
+	caches, _, _ := buildBatch(t, r, f, sh, []int{300})
+	p := Params{Format: f, Shape: sh, Tq: 1}
+	q := randQ(r, sh.Hq*sh.D)
+	want := nanSlice(len(q))
+	st, err := Reference(want, q, seqsOf(caches), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range cpufeat.Levels() {
+		got, restore := cpufeat.Force(l)
+		k := activeKernels()
+		out := nanSlice(len(q))
+		err := Decode(out, q, seqsOf(caches), p)
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.level != got || k.vnni != (got == cpufeat.AVX512 && cpufeat.Detected().VNNI) {
+			t.Fatalf("Force(%v): kernels of level %v (vnni %v)", l, k.level, k.vnni)
+		}
+		compareDecode(t, "forced "+l.String(), p, q, out, want, st, queryQuantTol(k, p, seqsOf(caches), q), valueQuantTol(k, p, seqsOf(caches)))
+	}
 }
