@@ -67,6 +67,8 @@ type worker struct {
 	wq     []int16   // [rows4(R)][V groups][npad] quantized PV weights
 	delta  []float32 // [rows4(R)] steps of wq
 	onesD  []float32 // [D] 1
+	hpad   []uint16  // the residual's last fp16 rows, padded to a tile
+	spare  []float32 // [npad] the unused second output of an odd row
 	limits []int     // [R] last visible token of each row
 	qReady bool      // qi, qa, qb hold the unscaled query's quantization (KT)
 }
@@ -97,7 +99,7 @@ func newWorker(p Params, k *kernels) *worker {
 		gs: make([]float32, d), gz: make([]float32, d),
 		pf: make([]float32, max(2*npad*(d/minGroup), 2*d)), zs: make([]float32, npad*(d/minGroup)),
 		vs: make([]float32, npad*(d/minGroup)), wq: make([]int16, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
-		onesD: make([]float32, d), limits: make([]int, r)}
+		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r)}
 	for i := range w.ones {
 		w.ones[i] = 1
 	}
@@ -227,9 +229,52 @@ func (w *worker) tiledScores(src *keySrc, t0, t1 int, qs, A, B, bias []float32) 
 	}
 }
 
+// halfTileBytes is the tile of fp16 K rows scoresHalf2 reads per pair
+// of query rows: 16 KB at D = 128, so the next pair's pass reads L1.
+const halfTileBytes = 16 << 10
+
 // floatScores writes the scores of n float K rows.
 func (w *worker) floatScores(src *keySrc, n int) {
+	if src.kind == srcHalf && w.k.scoresHalf2 != nil {
+		w.halfScores(src.u16, n)
+		return
+	}
 	w.tiledScores(src, 0, n, w.q, w.ones, w.zeros, nil)
+}
+
+// halfScores scores n fp16 K rows two query rows at a time, converting
+// each row chunk once per pair (an odd last row is paired with itself,
+// its second output going to w.wts).
+func (w *worker) halfScores(k []uint16, n int) {
+	d, np := w.d, w.npad
+	tile := max(8, halfTileBytes/(2*d))
+	for a := 0; a < n; a += tile {
+		e := min(n, a+tile)
+		m := tiles(e - a)
+		rows := k[a*d:]
+		if need := m * d; len(rows) < need { // the residual's last tile: pad from the block's scratch
+			rows = w.halfPad(rows[:(e-a)*d], need)
+		}
+		for r := 0; r < w.r; r += 2 {
+			r1, out1 := r, w.spare
+			if r+1 < w.r {
+				r1, out1 = r+1, w.scores[(r+1)*np+a:]
+			}
+			w.k.scoresHalf2(w.scores[r*np+a:r*np+a+m], out1[:m], w.q[r*d:(r+1)*d], w.q[r1*d:(r1+1)*d], rows)
+		}
+	}
+}
+
+// halfPad copies the last rows of a residual block into a scratch of need
+// values, zero past them, so a tile reads whole rows of 8 tokens.
+func (w *worker) halfPad(rows []uint16, need int) []uint16 {
+	if cap(w.hpad) < need {
+		w.hpad = make([]uint16, need)
+	}
+	p := w.hpad[:need]
+	copy(p, rows)
+	clear(p[len(rows):])
+	return p
 }
 
 // blockScores writes the scores of the n tokens of a packed K half to w.scores.

@@ -82,6 +82,10 @@ type kernels struct {
 	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
+	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
+	// fp16 rows k, len(out0) a multiple of 8 (nil where the level scores
+	// converted float32 tiles).
+	scoresHalf2 func(out0, out1, q0, q1 []float32, k []uint16)
 	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
 	splitQuery func(hi, lo []int8, q []float32) float32
 	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where

@@ -74,6 +74,9 @@ func pvHalfx1AVX512(acc *float32, w *float32, v *uint16, ldv, n, cols int)
 func splitQueryAVX512(hi, lo *int8, q *float32, d int) float32
 
 //go:noescape
+func scoresHalf2AVX512(out0, out1, q0, q1 *float32, k *uint16, n, d int)
+
+//go:noescape
 func prefetchL2(p *byte, n int)
 
 //go:noescape
@@ -296,6 +299,17 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			}
 			for r := 0; r < rows; r++ {
 				s.pvHalf1(&acc[r*ldacc], &w[r*ldw], &v[0], ldv, n, cols)
+			}
+		}
+	}
+	if level >= cpufeat.AVX512 {
+		k.scoresHalf2 = func(out0, out1, q0, q1 []float32, kh []uint16) {
+			n, d := len(out0), len(q0)
+			if !(n%8 == 0 && d%vecLen == 0 && d > 0 && len(out1) >= n && len(q1) >= d && len(kh) >= n*d) {
+				bad("scoresHalf2", n, d, len(kh))
+			}
+			if n > 0 {
+				scoresHalf2AVX512(&out0[0], &out1[0], &q0[0], &q1[0], &kh[0], n, d)
 			}
 		}
 	}

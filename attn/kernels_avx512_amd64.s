@@ -1443,3 +1443,108 @@ split:
 done:
 	VZEROUPPER
 	RET
+
+// REDUCE8R is REDUCE8 on any eight accumulators A0..A7 (result in A0's
+// low 256 bits), with scratch T1, T2 and the tileIdx vector in IDX.
+#define REDUCE8R(A0, A1, A2, A3, A4, A5, A6, A7, T1, T2, IDX) \
+	VSHUFF64X2 $0x44, A1, A0, T1 \
+	VSHUFF64X2 $0xee, A1, A0, T2 \
+	VADDPS     T2, T1, A0        \
+	VSHUFF64X2 $0x44, A3, A2, T1 \
+	VSHUFF64X2 $0xee, A3, A2, T2 \
+	VADDPS     T2, T1, A2        \
+	VSHUFF64X2 $0x44, A5, A4, T1 \
+	VSHUFF64X2 $0xee, A5, A4, T2 \
+	VADDPS     T2, T1, A4        \
+	VSHUFF64X2 $0x44, A7, A6, T1 \
+	VSHUFF64X2 $0xee, A7, A6, T2 \
+	VADDPS     T2, T1, A6        \
+	VSHUFF64X2 $0x88, A2, A0, T1 \
+	VSHUFF64X2 $0xdd, A2, A0, T2 \
+	VADDPS     T2, T1, A0        \
+	VSHUFF64X2 $0x88, A6, A4, T1 \
+	VSHUFF64X2 $0xdd, A6, A4, T2 \
+	VADDPS     T2, T1, A4        \
+	VSHUFPS    $0x88, A4, A0, T1 \
+	VSHUFPS    $0xdd, A4, A0, T2 \
+	VADDPS     T2, T1, A0        \
+	VSHUFPS    $0x88, A0, A0, T1 \
+	VSHUFPS    $0xdd, A0, A0, T2 \
+	VADDPS     T2, T1, A0        \
+	VPERMPS    A0, IDX, A0
+
+// CVT2(ADDR, T, ACC0, ACC1) converts 16 fp16 values at ADDR into T and
+// adds their products with the two query chunks (Z16, Z17).
+#define CVT2(ADDR, T, ACC0, ACC1) \
+	VCVTPH2PS   ADDR, T      \
+	VFMADD231PS T, Z16, ACC0 \
+	VFMADD231PS T, Z17, ACC1
+
+// func scoresHalf2AVX512(out0, out1, q0, q1 *float32, k *uint16, n, d int)
+// out0[t] = q0·k[t] and out1[t] = q1·k[t] for t < n (a multiple of 8), k
+// rows of d fp16 values (d a multiple of 16): each chunk of a token is
+// converted once for both rows. Accumulators Z0..Z7 (row 0) and Z8..Z15
+// (row 1), the query chunks in Z16, Z17, conversions in Z18..Z25.
+TEXT ·scoresHalf2AVX512(SB), NOSPLIT, $0-56
+	MOVQ      out0+0(FP), DI
+	MOVQ      out1+8(FP), R11
+	MOVQ      q0+16(FP), SI
+	MOVQ      q1+24(FP), R12
+	MOVQ      k+32(FP), DX
+	MOVQ      n+40(FP), CX
+	MOVQ      d+48(FP), BX
+	VMOVDQU32 tileIdx<>(SB), Y26
+	SHLQ      $1, BX            // row stride in bytes
+	LEAQ      (BX)(BX*2), R10
+	SHRQ      $3, CX
+	JZ        done
+tile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   DX, R8
+	LEAQ   (DX)(BX*4), R9
+	XORQ   AX, AX             // byte offset in the fp16 row
+	XORQ   R13, R13           // byte offset in the query rows
+chunk:
+	VMOVUPS (SI)(R13*1), Z16
+	VMOVUPS (R12)(R13*1), Z17
+	CVT2((R8), Z18, Z0, Z8)
+	CVT2((R8)(BX*1), Z19, Z1, Z9)
+	CVT2((R8)(BX*2), Z20, Z2, Z10)
+	CVT2((R8)(R10*1), Z21, Z3, Z11)
+	CVT2((R9), Z22, Z4, Z12)
+	CVT2((R9)(BX*1), Z23, Z5, Z13)
+	CVT2((R9)(BX*2), Z24, Z6, Z14)
+	CVT2((R9)(R10*1), Z25, Z7, Z15)
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	ADDQ    $64, R13
+	ADDQ    $32, AX
+	CMPQ    AX, BX
+	JLT     chunk
+	REDUCE8R(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z16, Z17, Z26)
+	REDUCE8R(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z16, Z17, Z26)
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y8, (R11)
+	ADDQ    $32, DI
+	ADDQ    $32, R11
+	LEAQ    (DX)(BX*8), DX
+	DECQ    CX
+	JNZ     tile
+done:
+	VZEROUPPER
+	RET

@@ -150,6 +150,24 @@ func TestScoreKernels(t *testing.T) {
 						t.Fatalf("%v scoresF32 d=%d n=%d token %d: got %g want %g (tol %.3g)", k, d, n, tk, g, want, tol)
 					}
 				}
+				if k.scoresHalf2 != nil { // fp16 rows converted in registers, two query rows
+					h := make([]uint16, n*d)
+					hf := make([]float32, n*d)
+					for i, x := range kr {
+						h[i] = half.FromFloat32(x)
+					}
+					k.cvtHalf(hf, h)
+					q1 := randF32(r, d, 1)
+					o0, o1, w0, w1 := nanSlice(n), nanSlice(n), nanSlice(n), nanSlice(n)
+					ones, zeros := make([]float32, n), make([]float32, n)
+					for i := range ones {
+						ones[i] = 1
+					}
+					k.scoresHalf2(o0, o1, q, q1, h)
+					k.scoresF32(w0, q, hf, ones, zeros, 1, 0)
+					k.scoresF32(w1, q1, hf, ones, zeros, 1, 0)
+					sameBits(t, fmt.Sprintf("%v scoresHalf2 d=%d n=%d", k, d, n), append(o0, o1...), append(w0, w1...))
+				}
 				// Integer scores: exact sums, then the same float steps as Go.
 				qi := make([]int8, d)
 				for c := range qi {
