@@ -51,9 +51,11 @@ type worker struct {
 	qs     []float32 // [R][D] queries times key scales (KC)
 	qi     []int8    // [R][D] quantized queries (VNNI), or their high halves
 	qlo    []int8    // [R][D] low halves of 15-bit quantized queries (int8 keys)
+	qb4    []int8    // [rows4(R)][4·D] qi's 16-byte chunks repeated in four lanes
+	qlo4   []int8    // [rows4(R)][4·D] the same for qlo
 	qa     []float32 // [R] quantization steps of qi
 	qb     []float32 // [R] per-row bias: Σ q·z (KC) or Σ q (KT)
-	scores []float32 // [R][npad]
+	scores []float32 // [rows4(R)][npad] (the padding rows take scoresU8x4's unused outputs)
 	kf, vf []float32 // [npad][D] float K / V rows (or codes as float32)
 	ku8    []uint8   // [npad][D] K codes
 	vu8    []uint8   // [npad][D] V codes
@@ -90,8 +92,9 @@ func newWorker(p Params, k *kernels) *worker {
 	npad := (nr + TileTokens - 1) / TileTokens * TileTokens
 	w := &worker{p: p, k: k, r: r, d: d, nr: nr, npad: npad,
 		q: make([]float32, r*d), qs: make([]float32, r*d), qi: make([]int8, r*d), qlo: make([]int8, r*d),
+		qb4: make([]int8, rows4(r)*4*d), qlo4: make([]int8, rows4(r)*4*d),
 		qa: make([]float32, r), qb: make([]float32, r),
-		scores: make([]float32, r*npad),
+		scores: make([]float32, rows4(r)*npad),
 		kf:     make([]float32, npad*d), vf: make([]float32, npad*d),
 		ku8: make([]uint8, npad*d), vu8: make([]uint8, npad*d),
 		ones: make([]float32, npad), zeros: make([]float32, npad),
@@ -279,7 +282,7 @@ func (w *worker) halfPad(rows []uint16, need int) []uint16 {
 
 // blockScores writes the scores of the n tokens of a packed K half to w.scores.
 func (w *worker) blockScores(k []byte, n int) {
-	lay, d, np := w.p.Format.K, w.d, w.npad
+	lay, d := w.p.Format.K, w.d
 	if !lay.Elem.IsInt() {
 		src := keySrc{kind: srcFP8, b: k, lay: lay}
 		switch lay.Elem {
@@ -305,47 +308,36 @@ func (w *worker) blockScores(k []byte, n int) {
 			w.params(w.pf[:2*d], lay, k, lay.ParamIndex(t0, 0))
 			w.k.deinterleave(w.gs, w.gz, w.pf[:2*d])
 			for r := 0; r < w.r; r++ {
-				qr, qs, qi := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d], w.qi[r*d:(r+1)*d]
-				out := w.scores[r*np+t0 : r*np+t0+lay.Group]
-				switch {
-				case vnni && wide:
-					_, bias := w.k.foldQuery(nil, qs, qr, w.gs, w.gz)
-					a := w.k.splitQuery(qi, w.qlo[r*d:(r+1)*d], qs)
-					w.k.scoresU8(out, qi, codes[t0*d:], w.ones, w.ones, 128*a, bias, 0)
-					w.k.scoresU8(out, w.qlo[r*d:(r+1)*d], codes[t0*d:], w.ones, w.ones, a, 0, 1)
-				case vnni:
-					a, bias := w.k.foldQuery(qi, qs, qr, w.gs, w.gz)
-					w.k.scoresU8(out, qi, codes[t0*d:], w.ones, w.ones, a, bias, 0)
-				default:
+				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
+				if vnni {
+					w.quantRow(r, qs, qr, w.gs, w.gz, wide)
+				} else {
 					_, w.qb[r] = w.k.foldQuery(nil, qs, qr, w.gs, w.gz)
 				}
 			}
-			if !vnni {
+			if vnni {
+				w.intScores(codes, t0, lay.Group, w.ones, w.ones, wide)
+			} else {
 				w.tiledScores(&src, t0, t0+lay.Group, w.qs, w.ones, w.ones, w.qb)
 			}
 		}
 	case lay.Group == d: // per token, one group: s_t·(Q·codes) + z_t·ΣQ
 		w.params(w.pf[:2*n], lay, k, 0)
 		w.k.deinterleave(w.ps, w.pz, w.pf[:2*n])
-		for r := 0; r < w.r; r++ {
-			qr, qs, qi := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d], w.qi[r*d:(r+1)*d]
-			if !w.qReady { // Σq, and the query quantized once per run
-				w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, qr, w.onesD, w.onesD)
-				if wide {
-					w.qa[r] = w.k.splitQuery(qi, w.qlo[r*d:(r+1)*d], qr)
+		if !w.qReady { // Σq, and the query quantized once per run
+			for r := 0; r < w.r; r++ {
+				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
+				if vnni {
+					w.quantRow(r, qs, qr, w.onesD, w.onesD, wide)
+				} else {
+					_, w.qb[r] = w.k.foldQuery(nil, qs, qr, w.onesD, w.onesD)
 				}
 			}
-			out := w.scores[r*np : r*np+tiles(n)]
-			switch {
-			case vnni && wide:
-				w.k.scoresU8(out, qi, codes, w.ps, w.pz, 128*w.qa[r], w.qb[r], 0)
-				w.k.scoresU8(out, w.qlo[r*d:(r+1)*d], codes, w.ps, w.pz, w.qa[r], 0, 1)
-			case vnni:
-				w.k.scoresU8(out, qi, codes, w.ps, w.pz, w.qa[r], w.qb[r], 0)
-			}
+			w.qReady = true
 		}
-		w.qReady = true
-		if !vnni {
+		if vnni {
+			w.intScores(codes, 0, n, w.ps, w.pz, wide)
+		} else {
 			w.tiledScores(&src, 0, n, w.q, w.ps, w.pz, w.qb)
 		}
 	default: // per token, several groups: dequantize the rows, then float scores
@@ -378,6 +370,72 @@ func splitQuery(hi, lo []int8, q []float32) float32 {
 		hi[c], lo[c] = int8(h), int8(v-h<<7)
 	}
 	return amax / wideSteps
+}
+
+// quantRow folds row r's query with the key group's scales s and zeros z
+// (ones for KT) and quantizes it for the integer scores: int8 (qi), or
+// 15 bits in two halves (qi, qlo) for int8 keys; the step goes to qa[r],
+// Σ q·z to qb[r], and the four-lane copies to qb4/qlo4 when scoresU8x4
+// runs.
+func (w *worker) quantRow(r int, qs, q, s, z []float32, wide bool) {
+	d := w.d
+	qi, lo := w.qi[r*d:(r+1)*d], w.qlo[r*d:(r+1)*d]
+	if wide {
+		_, w.qb[r] = w.k.foldQuery(nil, qs, q, s, z)
+		w.qa[r] = w.k.splitQuery(qi, lo, qs)
+	} else {
+		w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, q, s, z)
+	}
+	if w.x4() {
+		w.k.bcastQ(w.qb4[4*r*d:4*(r+1)*d], qi)
+		if wide {
+			w.k.bcastQ(w.qlo4[4*r*d:4*(r+1)*d], lo)
+		}
+	}
+}
+
+// x4 reports whether the integer scores run four rows at a time.
+func (w *worker) x4() bool { return w.k.scoresU8x4 != nil && w.d%64 == 0 }
+
+// intScores writes the integer scores of tokens [t0, t0+m) for every row
+// from the quantized queries (quantRow): qa[r]·A[t]·(qi·codes) + qb[r]·B[t],
+// plus the low halves' pass for int8 keys.
+func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) {
+	d, np := w.d, w.npad
+	hi := float32(1)
+	if wide {
+		hi = 128
+	}
+	if w.x4() && m%16 == 0 {
+		var ab [8]float32
+		for r0 := 0; r0 < w.r; r0 += 4 {
+			for i := range 4 {
+				ab[i], ab[4+i] = 0, 0
+				if r := r0 + i; r < w.r {
+					ab[i], ab[4+i] = hi*w.qa[r], w.qb[r]
+				}
+			}
+			out := w.scores[r0*np+t0:]
+			w.k.scoresU8x4(out, np, w.qb4[4*r0*d:], codes[t0*d:], A[t0:], B[t0:], ab[:], m, d, 0)
+			if wide {
+				for i := range 4 {
+					ab[i], ab[4+i] = 0, 0
+					if r := r0 + i; r < w.r {
+						ab[i] = w.qa[r]
+					}
+				}
+				w.k.scoresU8x4(out, np, w.qlo4[4*r0*d:], codes[t0*d:], A[t0:], B[t0:], ab[:], m, d, 1)
+			}
+		}
+		return
+	}
+	for r := 0; r < w.r; r++ {
+		out := w.scores[r*np+t0 : r*np+t0+tiles(m)]
+		w.k.scoresU8(out, w.qi[r*d:(r+1)*d], codes[t0*d:], A[t0:], B[t0:], hi*w.qa[r], w.qb[r], 0)
+		if wide {
+			w.k.scoresU8(out, w.qlo[r*d:(r+1)*d], codes[t0*d:], A[t0:], B[t0:], w.qa[r], 0, 1)
+		}
+	}
 }
 
 // params converts the fp16 (scale, zero) pairs from pair p0 on, len(dst)/2

@@ -86,6 +86,14 @@ type kernels struct {
 	// fp16 rows k, len(out0) a multiple of 8 (nil where the level scores
 	// converted float32 tiles).
 	scoresHalf2 func(out0, out1, q0, q1 []float32, k []uint16)
+	// bcastQ writes each 16-byte chunk of q four times (the lanes of a
+	// 512-bit vector), len(dst) >= 4·len(q): scoresU8x4's query operand.
+	bcastQ func(dst, q []int8)
+	// scoresU8x4 is scoresU8 for four query rows at once (rows of out at
+	// stride ldo, q the rows' bcastQ chunks at stride 4·d, per-row a and b
+	// in ab[0:4] and ab[4:8]), n a multiple of 16, d of 64. Nil where the
+	// level has no such kernel.
+	scoresU8x4 func(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32)
 	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
 	splitQuery func(hi, lo []int8, q []float32) float32
 	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where
@@ -126,6 +134,9 @@ var genericVNNIKernels = func() kernels {
 	k := genericKernels
 	k.vnni = true
 	k.pvS16 = pvS16Go
+	// No scoresU8x4 (scoresU8x4Go is its reference in the kernel tests):
+	// this set keeps the row-at-a-time integer scores under test.
+	k.bcastQ = bcastQGo
 	return k
 }()
 
@@ -422,5 +433,23 @@ func pvS16Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int
 		for c := range a {
 			a[c] += delta[r] * float32(s[c])
 		}
+	}
+}
+
+func bcastQGo(dst, q []int8) {
+	for k := 0; k < len(q); k += 16 {
+		for l := 0; l < 4; l++ {
+			copy(dst[4*k+16*l:4*k+16*l+16], q[k:k+16])
+		}
+	}
+}
+
+func scoresU8x4Go(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32) {
+	row := make([]int8, d)
+	for r := 0; r < 4; r++ {
+		for j := 0; j < d; j += 16 { // the first lane of each broadcast chunk
+			copy(row[j:j+16], q[r*4*d+4*j:r*4*d+4*j+16])
+		}
+		scoresU8Go(out[r*ldo:r*ldo+n], row, k, A, B, ab[r], ab[4+r], c)
 	}
 }

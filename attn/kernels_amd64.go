@@ -77,6 +77,12 @@ func splitQueryAVX512(hi, lo *int8, q *float32, d int) float32
 func scoresHalf2AVX512(out0, out1, q0, q1 *float32, k *uint16, n, d int)
 
 //go:noescape
+func bcastQ16(dst *int8, q *int8, d int)
+
+//go:noescape
+func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32)
+
+//go:noescape
 func prefetchL2(p *byte, n int)
 
 //go:noescape
@@ -337,6 +343,22 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 		}
 	}
 	if vnni {
+		k.bcastQ = func(dst, q []int8) {
+			d := len(q)
+			if !(d%vecLen == 0 && d > 0 && len(dst) >= 4*d) {
+				bad("bcastQ", d, len(dst))
+			}
+			bcastQ16(&dst[0], &q[0], d)
+		}
+		k.scoresU8x4 = func(out []float32, ldo int, q []int8, kc []uint8, A, B, ab []float32, n, d int, c float32) {
+			if !(n%16 == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
+				len(kc) >= n*d && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+				bad("scoresU8x4", n, d, ldo)
+			}
+			if n > 0 {
+				scoresU8x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c)
+			}
+		}
 		k.pvS16 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int) {
 			groups := d >> gshift
 			if !(d%64 == 0 && d > 0 && n%2 == 0 && n <= PVMaxTokens && gshift >= 5 && groups<<gshift == d && n <= ldq &&

@@ -1548,3 +1548,184 @@ chunk:
 done:
 	VZEROUPPER
 	RET
+
+// func bcastQ16(dst *int8, q *int8, d int)
+// dst holds, for each 16-byte chunk k of q (d a multiple of 16), the chunk
+// repeated in the four 128-bit lanes of 64 bytes: the query operand of
+// scoresU8x4VNNI.
+TEXT ·bcastQ16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ d+16(FP), CX
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VBROADCASTI32X4 (SI), Z0
+	VMOVDQU64       Z0, (DI)
+	ADDQ            $16, SI
+	ADDQ            $64, DI
+	DECQ            CX
+	JNZ             loop
+done:
+	VZEROUPPER
+	RET
+
+// lanePerm puts the 16 sums of scoresU8x4VNNI in token order: after the
+// reduction, lane j holds tokens j, 4+j, 8+j, 12+j, so token t is element
+// 4·(t%4) + t/4.
+DATA lanePerm<>+0(SB)/4, $0
+DATA lanePerm<>+4(SB)/4, $4
+DATA lanePerm<>+8(SB)/4, $8
+DATA lanePerm<>+12(SB)/4, $12
+DATA lanePerm<>+16(SB)/4, $1
+DATA lanePerm<>+20(SB)/4, $5
+DATA lanePerm<>+24(SB)/4, $9
+DATA lanePerm<>+28(SB)/4, $13
+DATA lanePerm<>+32(SB)/4, $2
+DATA lanePerm<>+36(SB)/4, $6
+DATA lanePerm<>+40(SB)/4, $10
+DATA lanePerm<>+44(SB)/4, $14
+DATA lanePerm<>+48(SB)/4, $3
+DATA lanePerm<>+52(SB)/4, $7
+DATA lanePerm<>+56(SB)/4, $11
+DATA lanePerm<>+60(SB)/4, $15
+GLOBL lanePerm<>(SB), RODATA|NOPTR, $64
+
+// SUBTILE(S0, S1, S2, S3) loads a 64-byte chunk of four token rows
+// starting at R8 (row stride BX, 3 rows R10), transposes
+// them by 128-bit lanes (Z20..Z23: chunk j of the four tokens) and adds
+// their products with the broadcast query chunks at R9 (row stride R11,
+// chunk j at 64·j) into the accumulators S0 of row 0 ... (one per row,
+// passed as the four registers S0..S3 of this sub-tile).
+#define SUBTILE(S0, S1, S2, S3) \
+	VMOVDQU64  (R8), Z16                 \
+	VMOVDQU64  (R8)(BX*1), Z17           \
+	VMOVDQU64  (R8)(BX*2), Z18           \
+	VMOVDQU64  (R8)(R10*1), Z19          \
+	VSHUFI32X4 $0x44, Z17, Z16, Z24      \
+	VSHUFI32X4 $0xee, Z17, Z16, Z25      \
+	VSHUFI32X4 $0x44, Z19, Z18, Z26      \
+	VSHUFI32X4 $0xee, Z19, Z18, Z27      \
+	VSHUFI32X4 $0x88, Z26, Z24, Z20      \
+	VSHUFI32X4 $0xdd, Z26, Z24, Z21      \
+	VSHUFI32X4 $0x88, Z27, Z25, Z22      \
+	VSHUFI32X4 $0xdd, Z27, Z25, Z23      \
+	VPDPBUSD   (R9), Z20, S0             \
+	VPDPBUSD   64(R9), Z21, S0           \
+	VPDPBUSD   128(R9), Z22, S0          \
+	VPDPBUSD   192(R9), Z23, S0          \
+	VPDPBUSD   (R9)(R11*1), Z20, S1      \
+	VPDPBUSD   64(R9)(R11*1), Z21, S1    \
+	VPDPBUSD   128(R9)(R11*1), Z22, S1   \
+	VPDPBUSD   192(R9)(R11*1), Z23, S1   \
+	VPDPBUSD   (R9)(R11*2), Z20, S2      \
+	VPDPBUSD   64(R9)(R11*2), Z21, S2    \
+	VPDPBUSD   128(R9)(R11*2), Z22, S2   \
+	VPDPBUSD   192(R9)(R11*2), Z23, S2   \
+	VPDPBUSD   (R9)(R12*1), Z20, S3      \
+	VPDPBUSD   64(R9)(R12*1), Z21, S3    \
+	VPDPBUSD   128(R9)(R12*1), Z22, S3   \
+	VPDPBUSD   192(R9)(R12*1), Z23, S3
+
+// ROWOUT(A, B, C, D, ROW) sums the four sub-tile accumulators of one row
+// (A: tokens 0-3, one per lane, ... D: tokens 12-15), puts the 16 sums in
+// token order, converts them and writes a·A[t]·x + b·B[t] (+ c·out[t])
+// to the row's outputs at AX, then moves AX to the next row; AOFF and
+// BOFF are the byte offsets of the row's a and b in ab. Z16..Z19, Z24..Z27 scratch; Z28
+// lanePerm, Z29 c, R13 the c flag, R14 ldo in bytes, SI A, R15 B, DX ab.
+#define ROWOUT(A, B, C, D, AOFF, BOFF) \
+	VPUNPCKLDQ   B, A, Z16             \
+	VPUNPCKHDQ   B, A, Z17             \
+	VPADDD       Z17, Z16, Z16         \
+	VPUNPCKLDQ   D, C, Z18             \
+	VPUNPCKHDQ   D, C, Z19             \
+	VPADDD       Z19, Z18, Z18         \
+	VPUNPCKLQDQ  Z18, Z16, Z17         \
+	VPUNPCKHQDQ  Z18, Z16, Z19         \
+	VPADDD       Z19, Z17, Z17         \
+	VPERMD       Z17, Z28, Z17         \
+	VCVTDQ2PS    Z17, Z17              \
+	VBROADCASTSS AOFF(DX), Z24         \
+	VBROADCASTSS BOFF(DX), Z25         \
+	VMULPS       (SI), Z24, Z24        \
+	VMULPS       Z24, Z17, Z17         \
+	VMULPS       (R15), Z25, Z25       \
+	VADDPS       Z25, Z17, Z17         \
+	TESTL        R13, R13              \
+	JZ           3(PC)                 \
+	VMULPS       (AX), Z29, Z26        \
+	VADDPS       Z26, Z17, Z17         \
+	VMOVUPS      Z17, (AX)             \
+	ADDQ         R14, AX
+
+// func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32)
+// Four query rows r: out[r·ldo+t] = ab[r]·A[t]·(q_r·k[t]) + ab[4+r]·B[t]
+// (+ c·out[r·ldo+t] when c is not 0), for t < n (a multiple of 16), rows
+// of d byte codes (a multiple of 64), q the four rows' broadcast chunks
+// (bcastQ16: d·4 bytes per row). Accumulators: Z0..Z15, row r sub-tile s
+// (tokens 4s..4s+3) in Z(4s+r).
+TEXT ·scoresU8x4VNNI(SB), NOSPLIT, $0-76
+	MOVQ         d+64(FP), BX         // token row stride in bytes
+	LEAQ         (BX)(BX*2), R10
+	MOVQ         BX, R11
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	LEAQ         (R11)(R11*2), R12
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	MOVL         c+72(FP), R13
+	VBROADCASTSS c+72(FP), Z29
+	VMOVDQU32    lanePerm<>(SB), Z28
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         ab+48(FP), DX
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   q+16(FP), R9
+	XORQ   AX, AX               // byte offset in the token rows
+chunk:
+	LEAQ (CX)(AX*1), R8
+	SUBTILE(Z0, Z1, Z2, Z3)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE(Z4, Z5, Z6, Z7)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE(Z8, Z9, Z10, Z11)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE(Z12, Z13, Z14, Z15)
+	ADDQ $256, R9
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  chunk
+	MOVQ out+0(FP), AX
+	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
+	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
+	ROWOUT(Z2, Z6, Z10, Z14, 8, 24)
+	ROWOUT(Z3, Z7, Z11, Z15, 12, 28)
+	ADDQ $64, out+0(FP)
+	ADDQ $64, SI
+	ADDQ $64, R15
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
+done:
+	VZEROUPPER
+	RET

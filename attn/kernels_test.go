@@ -132,7 +132,7 @@ func TestScoreKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, k := range levelSets() {
 		for _, d := range []int{16, 64, 80, 96, 128, 256} {
-			for _, n := range []int{8, 24, 136} {
+			for _, n := range []int{8, 16, 24, 48, 136} {
 				q, kr := randF32(r, d, 1), randF32(r, n*d, 3)
 				A, B := randF32(r, n, 1), randF32(r, n, 1)
 				a, b := float32(0.7), float32(-1.3)
@@ -181,6 +181,29 @@ func TestScoreKernels(t *testing.T) {
 				k.scoresU8(got, qi, codes, A, B, 0.5, 0, 1)
 				scoresU8Go(want, qi, codes, A, B, 0.5, 0, 1)
 				sameBits(t, fmt.Sprintf("%v scoresU8 c=1 d=%d n=%d", k, d, n), got, want)
+				if k.scoresU8x4 != nil && d%64 == 0 && n%16 == 0 { // four rows at once: the bits of scoresU8 per row
+					qs4, qb := make([]int8, 4*d), make([]int8, 16*d)
+					for i := range qs4 {
+						qs4[i] = int8(r.IntN(255) - 127)
+					}
+					for row := 0; row < 4; row++ {
+						k.bcastQ(qb[row*4*d:], qs4[row*d:(row+1)*d])
+					}
+					ab := randF32(r, 8, 1)
+					for _, c := range []float32{0, 1} {
+						ldo := n + 16
+						o4, w4 := nanSlice(4*ldo), nanSlice(4*ldo)
+						if c != 0 {
+							o4, w4 = randF32(r, 4*ldo, 1), nil
+							w4 = append(w4, o4...)
+						}
+						k.scoresU8x4(o4, ldo, qb, codes, A, B, ab, n, d, c)
+						for row := 0; row < 4; row++ {
+							scoresU8Go(w4[row*ldo:row*ldo+n], qs4[row*d:(row+1)*d], codes, A, B, ab[row], ab[4+row], c)
+							sameBits(t, fmt.Sprintf("%v scoresU8x4 d=%d n=%d row %d c=%g", k, d, n, row, c), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+						}
+					}
+				}
 			}
 		}
 	}
