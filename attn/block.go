@@ -68,6 +68,7 @@ type worker struct {
 	vs     []float32 // [V groups][npad] per-token scales of V
 	wq     []int16   // [rows4(R)][V groups][npad] quantized PV weights
 	delta  []float32 // [rows4(R)] steps of wq
+	zsum   []float32 // [R][V groups] Σ p·z of one run
 	onesD  []float32 // [D] 1
 	hpad   []uint16  // the residual's last fp16 rows, padded to a tile
 	spare  []float32 // [npad] the unused second output of an odd row
@@ -102,6 +103,7 @@ func newWorker(p Params, k *kernels) *worker {
 		gs: make([]float32, d), gz: make([]float32, d),
 		pf: make([]float32, max(2*npad*(d/minGroup), 2*d)), zs: make([]float32, npad*(d/minGroup)),
 		vs: make([]float32, npad*(d/minGroup)), wq: make([]int16, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
+		zsum:  make([]float32, r*(d/minGroup)),
 		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r)}
 	for i := range w.ones {
 		w.ones[i] = 1
@@ -579,12 +581,12 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 	groups := d / lay.Group
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	w.params(w.pf[:2*n*groups], lay, v, 0)
-	if w.k.pvS16 != nil && d%64 == 0 && n%2 == 0 {
+	if w.k.pvS16 != nil && d%64 == 0 && n%16 == 0 {
 		w.intValues(st, codes, n, groups)
-	} else {
-		w.k.dequantV(w.vf, w.zs, np, codes, w.pf, n, d, lay.Group)
-		w.pv(st, w.scores, w.vf, n, 0, d)
+		return
 	}
+	w.k.dequantV(w.vf, w.zs, np, codes, w.pf, n, d, lay.Group)
+	w.pv(st, w.scores, w.vf, n, 0, d)
 	for j := 0; j < groups; j++ {
 		z := w.zs[j*np : j*np+end]
 		clear(z[n:])
@@ -617,12 +619,10 @@ func (w *worker) intValues(st *state, codes []uint8, n, groups int) {
 	ldw := groups * np
 	for t0 := 0; t0 < n; t0 += PVMaxTokens {
 		tn := min(PVMaxTokens, n-t0)
-		for r := 0; r < w.r; r++ {
-			w.delta[r] = w.k.quantW(w.wq[r*ldw:], np, w.scores[r*np+t0:], w.vs[t0:], np, tn, groups)
-		}
-		for r := w.r; r < rows4(w.r); r++ {
-			clear(w.wq[r*ldw : (r+1)*ldw])
-			w.delta[r] = 0
+		// Rows past R keep zero weights and steps (never written).
+		w.k.quantWRows(w.wq, ldw, np, w.scores[t0:], np, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, w.delta, w.zsum)
+		for i, z := range w.zsum[:w.r*groups] {
+			st.zacc[i] += z
 		}
 		for r := 0; r < w.r; r += 4 {
 			w.k.pvS16(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, codes[t0*d:], tn, d, gshift)

@@ -86,6 +86,10 @@ type kernels struct {
 	// fp16 rows k, len(out0) a multiple of 8 (nil where the level scores
 	// converted float32 tiles).
 	scoresHalf2 func(out0, out1, q0, q1 []float32, k []uint16)
+	// quantWRows is quantW for rows r < rows (p rows at stride ldp, wq
+	// rows at ldw, steps to delta[r]) that also returns the zeros' sums
+	// zsum[r·groups+j] = Σ_t p[t]·z[j·lds+t] (lane order of sum16).
+	quantWRows func(wq []int16, ldw, ldq int, p []float32, ldp int, s, z []float32, lds, n, groups, rows int, delta, zsum []float32)
 	// bcastQ writes each 16-byte chunk of q four times (the lanes of a
 	// 512-bit vector), len(dst) >= 4·len(q): scoresU8x4's query operand.
 	bcastQ func(dst, q []int8)
@@ -124,6 +128,7 @@ var genericKernels = kernels{
 	deinterleave: deinterleaveGo,
 	dequantV:     dequantVGo,
 	quantW:       quantWGo,
+	quantWRows:   quantWRowsGo,
 	splitQuery:   splitQuery,
 }
 
@@ -451,5 +456,15 @@ func scoresU8x4Go(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float3
 			copy(row[j:j+16], q[r*4*d+4*j:r*4*d+4*j+16])
 		}
 		scoresU8Go(out[r*ldo:r*ldo+n], row, k, A, B, ab[r], ab[4+r], c)
+	}
+}
+
+func quantWRowsGo(wq []int16, ldw, ldq int, p []float32, ldp int, s, z []float32, lds, n, groups, rows int, delta, zsum []float32) {
+	for r := 0; r < rows; r++ {
+		pr := p[r*ldp : r*ldp+n]
+		delta[r] = quantWGo(wq[r*ldw:], ldq, pr, s, lds, n, groups)
+		for j := 0; j < groups; j++ {
+			zsum[r*groups+j] = dotF32Go(pr, z[j*lds:j*lds+n])
+		}
 	}
 }

@@ -83,6 +83,9 @@ func bcastQ16(dst *int8, q *int8, d int)
 func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32)
 
 //go:noescape
+func quantWRowsAVX512(wq *int16, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, delta, zsum *float32)
+
+//go:noescape
 func prefetchL2(p *byte, n int)
 
 //go:noescape
@@ -340,6 +343,19 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 				return 0
 			}
 			return s.quantW(&wq[0], ldq, &p[0], &sc[0], lds, n, groups)
+		}
+	}
+	k.quantWRows = quantWRowsGo
+	if level >= cpufeat.AVX512 {
+		k.quantWRows = func(wq []int16, ldw, ldq int, p []float32, ldp int, sc, z []float32, lds, n, groups, rows int, delta, zsum []float32) {
+			if !(n%vecLen == 0 && groups >= 1 && rows >= 1 && n <= ldq && n <= lds && n <= ldp &&
+				len(p) >= (rows-1)*ldp+n && len(sc) >= (groups-1)*lds+n && len(z) >= (groups-1)*lds+n &&
+				len(wq) >= (rows-1)*ldw+(groups-1)*ldq+n && len(delta) >= rows && len(zsum) >= rows*groups) {
+				bad("quantWRows", n, groups, rows)
+			}
+			if n > 0 {
+				quantWRowsAVX512(&wq[0], ldw, ldq, &p[0], ldp, &sc[0], &z[0], lds, n, groups, rows, &delta[0], &zsum[0])
+			}
 		}
 	}
 	if vnni {

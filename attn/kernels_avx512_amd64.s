@@ -1729,3 +1729,104 @@ chunk:
 done:
 	VZEROUPPER
 	RET
+
+// func quantWRowsAVX512(wq *int16, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, delta, zsum *float32)
+// quantWAVX512 for rows r < rows (p and wq rows at strides ldp floats and
+// ldw int16s; delta[r] the row's step), and in the same first pass the
+// zeros' sums zsum[r·groups+j] = Σ_t p[t]·z[j·lds+t], lanes folded as in
+// sum16: one call per run instead of a quantW and a dotF32 per row.
+TEXT ·quantWRowsAVX512(SB), NOSPLIT, $0-104
+	MOVQ   lds+56(FP), R10
+	SHLQ   $2, R10
+	XORQ   R14, R14             // row
+row:
+	CMPQ   R14, rows+80(FP)
+	JGE    done
+	MOVQ   ldp+32(FP), SI
+	IMULQ  R14, SI
+	SHLQ   $2, SI
+	ADDQ   p+24(FP), SI         // p row
+	MOVQ   groups+72(FP), R12
+	MOVQ   R14, R15
+	IMULQ  R12, R15
+	SHLQ   $2, R15
+	ADDQ   zsum+96(FP), R15     // zsum row
+	VPXORD Z5, Z5, Z5           // max
+	MOVQ   s+40(FP), R13
+	MOVQ   z+48(FP), R9
+	MOVQ   R12, BX
+max1:
+	XORQ   AX, AX
+	VPXORD Z6, Z6, Z6           // Σ p·z lanes
+	MOVQ   n+64(FP), CX
+	SHRQ   $4, CX
+	JZ     max3
+max2:
+	VMOVUPS     (SI)(AX*1), Z2
+	VFMADD231PS (R9)(AX*1), Z2, Z6
+	VMULPS      (R13)(AX*1), Z2, Z2
+	VMAXPS      Z2, Z5, Z5
+	ADDQ        $64, AX
+	DECQ        CX
+	JNZ         max2
+max3:
+	VMOVAPS Z6, Z0
+	HSUM16(VADDPS)
+	VMOVSS  X0, (R15)
+	ADDQ    $4, R15
+	ADDQ    R10, R13
+	ADDQ    R10, R9
+	DECQ    BX
+	JNZ     max1
+	VMOVAPS  Z5, Z0
+	HSUM16(VMAXPS)
+	MOVQ     delta+88(FP), DX
+	MOVL     $0, (DX)(R14*4)
+	VXORPS   X1, X1, X1
+	MOVL     $0x46fffe00, AX // 32767.0
+	VMOVD    AX, X2
+	VUCOMISS X1, X0
+	JHI      scale
+	VXORPS   X4, X4, X4
+	JMP      quant
+scale:
+	VDIVSS X2, X0, X3
+	VMOVSS X3, (DX)(R14*4)
+	VDIVSS X0, X2, X4
+quant:
+	VBROADCASTSS X4, Z6
+	MOVQ         ldw+8(FP), DI
+	IMULQ        R14, DI
+	SHLQ         $1, DI
+	ADDQ         wq+0(FP), DI
+	MOVQ         ldq+16(FP), R11
+	SHLQ         $1, R11
+	MOVQ         s+40(FP), R13
+	MOVQ         R12, BX
+q1:
+	XORQ AX, AX
+	XORQ DX, DX
+	MOVQ n+64(FP), CX
+	SHRQ $4, CX
+	JZ   q3
+q2:
+	VMOVUPS   (SI)(AX*1), Z2
+	VMULPS    (R13)(AX*1), Z2, Z2
+	VMULPS    Z6, Z2, Z2
+	VCVTPS2DQ Z2, Z2
+	VPMOVSDW  Z2, Y3
+	VMOVDQU   Y3, (DI)(DX*1)
+	ADDQ      $64, AX
+	ADDQ      $32, DX
+	DECQ      CX
+	JNZ       q2
+q3:
+	ADDQ R10, R13
+	ADDQ R11, DI
+	DECQ BX
+	JNZ  q1
+	INCQ R14
+	JMP  row
+done:
+	VZEROUPPER
+	RET

@@ -417,3 +417,40 @@ func TestForceSelectsKernels(t *testing.T) {
 		compareDecode(t, "forced "+l.String(), p, q, out, want, st, queryQuantTol(k, p, seqsOf(caches), q), valueQuantTol(k, p, seqsOf(caches)))
 	}
 }
+
+// TestQuantWRows: the weights' quantization for several rows and groups at
+// every level against pure Go: the same steps and codes, the zeros' sums
+// within their float32 bound.
+func TestQuantWRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	g := &genericKernels
+	for _, k := range levelSets() {
+		for _, groups := range []int{1, 2, 4} {
+			n, ld, rows := 48, 64, 3
+			p, s, z := randF32(r, rows*ld, 1), randF32(r, groups*ld, 1), randF32(r, groups*ld, 1)
+			for i := range p {
+				p[i] = abs32(p[i])
+			}
+			for i := range s {
+				s[i] = abs32(s[i])
+			}
+			ldw := groups * ld
+			wq1, wq2 := make([]int16, rows*ldw), make([]int16, rows*ldw)
+			d1, d2, z1, z2 := nanSlice(rows), nanSlice(rows), nanSlice(rows*groups), nanSlice(rows*groups)
+			k.quantWRows(wq1, ldw, ld, p, ld, s, z, ld, n, groups, rows, d1, z1)
+			g.quantWRows(wq2, ldw, ld, p, ld, s, z, ld, n, groups, rows, d2, z2)
+			sameBits(t, fmt.Sprintf("%v quantWRows steps groups=%d", k, groups), d1, d2)
+			for i := range wq1 {
+				if wq1[i] != wq2[i] {
+					t.Fatalf("%v quantWRows groups=%d: weight %d = %d, want %d", k, groups, i, wq1[i], wq2[i])
+				}
+			}
+			for i := range z1 {
+				row, j := i/groups, i%groups
+				if tol := dotTol(p[row*ld:row*ld+n], z[j*ld:j*ld+n]); math.Abs(float64(z1[i]-z2[i])) > 2*tol {
+					t.Fatalf("%v quantWRows groups=%d: zero sum %d = %g, want %g", k, groups, i, z1[i], z2[i])
+				}
+			}
+		}
+	}
+}
