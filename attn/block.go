@@ -74,6 +74,8 @@ type worker struct {
 	spare  []float32 // [npad] the unused second output of an odd row
 	limits []int     // [R] last visible token of each row
 	qReady bool      // qi, qa, qb hold the unscaled query's quantization (KT)
+	i4     bool      // this block's int4 keys are scored from the packed nibbles
+	packed []byte    // the packed int4 K rows of the block (i4)
 }
 
 // workerPool keeps workers (their scratch) between calls.
@@ -303,9 +305,17 @@ func (w *worker) blockScores(k []byte, n int) {
 		w.floatScores(&src, n)
 		return
 	}
-	codes := w.codes(w.ku8, lay, k, n)
-	src := keySrc{kind: srcCodes, codes: codes}
 	vnni := w.k.vnni
+	// int4 keys on the VNNI path are scored from the packed nibbles.
+	w.i4 = vnni && lay.Elem == kv.Int4 && w.k.scoresI4x4 != nil && d%128 == 0 &&
+		(lay.Scaling == kv.PerChannel || lay.Group == d)
+	var codes []uint8
+	if w.i4 {
+		w.packed = k[:n*lay.RowBytes]
+	} else {
+		codes = w.codes(w.ku8, lay, k, n)
+	}
+	src := keySrc{kind: srcCodes, codes: codes}
 	// An int8 query carries as much error as int8 keys themselves
 	// (TestQueryQuantVsFormatError): int8 keys get a 15-bit query, split
 	// into two int8 halves and two VPDPBUSD passes.
@@ -395,7 +405,9 @@ func (w *worker) quantRow(r int, qs, q, s, z []float32, wide bool) {
 	} else {
 		w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, q, s, z)
 	}
-	if w.x4() {
+	if w.i4 {
+		w.k.bcastQ4(w.qb4[4*r*d:4*(r+1)*d], qi)
+	} else if w.x4() {
 		w.k.bcastQ(w.qb4[4*r*d:4*(r+1)*d], qi)
 		if wide {
 			w.k.bcastQ(w.qlo4[4*r*d:4*(r+1)*d], lo)
@@ -414,6 +426,19 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 	hi := float32(1)
 	if wide {
 		hi = 128
+	}
+	if w.i4 && m%16 == 0 {
+		var ab [8]float32
+		for r0 := 0; r0 < w.r; r0 += 4 {
+			for i := range 4 {
+				ab[i], ab[4+i] = 0, 0
+				if r := r0 + i; r < w.r {
+					ab[i], ab[4+i] = w.qa[r], w.qb[r]
+				}
+			}
+			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0)
+		}
+		return
 	}
 	if w.x4() && m%16 == 0 {
 		var ab [8]float32

@@ -98,6 +98,12 @@ type kernels struct {
 	// in ab[0:4] and ab[4:8]), n a multiple of 16, d of 64. Nil where the
 	// level has no such kernel.
 	scoresU8x4 func(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32)
+	// bcastQ4 and scoresI4x4 are bcastQ and scoresU8x4 for packed int4
+	// keys read as stored (no unpacking): q's even channels (the low
+	// nibbles) and odd channels per 32, each repeated in four lanes; d a
+	// multiple of 128. Nil where the level has no such kernel.
+	bcastQ4    func(dst, q []int8)
+	scoresI4x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32)
 	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
 	splitQuery func(hi, lo []int8, q []float32) float32
 	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where
@@ -466,5 +472,31 @@ func quantWRowsGo(wq []int16, ldw, ldq int, p []float32, ldp int, s, z []float32
 		for j := 0; j < groups; j++ {
 			zsum[r*groups+j] = dotF32Go(pr, z[j*lds:j*lds+n])
 		}
+	}
+}
+
+func bcastQ4Go(dst, q []int8) {
+	for c0 := 0; c0 < len(q); c0 += 32 {
+		for l := 0; l < 4; l++ {
+			for i := 0; i < 16; i++ {
+				dst[4*c0+16*l+i] = q[c0+2*i]
+				dst[4*c0+64+16*l+i] = q[c0+2*i+1]
+			}
+		}
+	}
+}
+
+func scoresI4x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32) {
+	row := make([]int8, d)
+	codes := make([]uint8, n*d)
+	unpack4Go(codes, k[:n*d/2])
+	for r := 0; r < 4; r++ {
+		for c0 := 0; c0 < d; c0 += 32 {
+			for i := 0; i < 16; i++ {
+				row[c0+2*i] = q[r*4*d+4*c0+i]
+				row[c0+2*i+1] = q[r*4*d+4*c0+64+i]
+			}
+		}
+		scoresU8Go(out[r*ldo:r*ldo+n], row, codes, A, B, ab[r], ab[4+r], c)
 	}
 }

@@ -86,6 +86,12 @@ func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32,
 func quantWRowsAVX512(wq *int16, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, delta, zsum *float32)
 
 //go:noescape
+func bcastQ4(dst *int8, q *int8, d int)
+
+//go:noescape
+func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32)
+
+//go:noescape
 func prefetchL2(p *byte, n int)
 
 //go:noescape
@@ -373,6 +379,22 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			}
 			if n > 0 {
 				scoresU8x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c)
+			}
+		}
+		k.bcastQ4 = func(dst, q []int8) {
+			d := len(q)
+			if !(d%32 == 0 && d > 0 && len(dst) >= 4*d) {
+				bad("bcastQ4", d, len(dst))
+			}
+			bcastQ4(&dst[0], &q[0], d)
+		}
+		k.scoresI4x4 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32) {
+			if !(n%16 == 0 && d%128 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
+				len(kc) >= n*d/2 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+				bad("scoresI4x4", n, d, ldo)
+			}
+			if n > 0 {
+				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c)
 			}
 		}
 		k.pvS16 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int) {

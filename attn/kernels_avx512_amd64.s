@@ -1830,3 +1830,141 @@ q3:
 done:
 	VZEROUPPER
 	RET
+
+// func bcastQ4(dst *int8, q *int8, d int)
+// The query operand of scoresI4x4VNNI: for each 32 channels of q (d a
+// multiple of 32), the 16 even channels (the low nibbles of 16 packed int4
+// bytes) repeated in four lanes, then the 16 odd ones (the high nibbles).
+// VPMOVWB keeps the low byte of each word: the even channels; after a
+// shift by 8, the odd ones.
+TEXT ·bcastQ4(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ d+16(FP), CX
+	SHRQ $5, CX
+	JZ   done
+loop:
+	VMOVDQU         (SI), Y0
+	VPMOVWB         Y0, X1
+	VPSRLW          $8, Y0, Y0
+	VPMOVWB         Y0, X2
+	VSHUFI32X4      $0, Z1, Z1, Z1 // lane 0 to all four
+	VSHUFI32X4      $0, Z2, Z2, Z2
+	VMOVDQU64       Z1, (DI)
+	VMOVDQU64       Z2, 64(DI)
+	ADDQ            $32, SI
+	ADDQ            $128, DI
+	DECQ            CX
+	JNZ             loop
+done:
+	VZEROUPPER
+	RET
+
+// SPLIT4(X, S0, S1, S2, S3, QOFF) splits the packed int4 lanes of X into
+// low (Z24) and high (Z25) nibbles (mask Z30) and adds their products with
+// the rows' query vectors at QOFF and QOFF+64 (bcastQ4 order).
+#define SPLIT4(X, S0, S1, S2, S3, QOFF) \
+	VPANDD     Z30, X, Z24                 \
+	VPSRLW     $4, X, Z25                  \
+	VPANDD     Z30, Z25, Z25               \
+	VPDPBUSD   QOFF(R9), Z24, S0           \
+	VPDPBUSD   QOFF+64(R9), Z25, S0        \
+	VPDPBUSD   QOFF(R9)(R11*1), Z24, S1    \
+	VPDPBUSD   QOFF+64(R9)(R11*1), Z25, S1 \
+	VPDPBUSD   QOFF(R9)(R11*2), Z24, S2    \
+	VPDPBUSD   QOFF+64(R9)(R11*2), Z25, S2 \
+	VPDPBUSD   QOFF(R9)(R12*1), Z24, S3    \
+	VPDPBUSD   QOFF+64(R9)(R12*1), Z25, S3
+
+// SUBTILE4 is SUBTILE on packed int4 rows: the four tokens' 64-byte
+// chunks are transposed by lanes (chunk j of 16 packed bytes = 32
+// channels of each token in Z20+j), then split into nibbles.
+#define SUBTILE4(S0, S1, S2, S3) \
+	VMOVDQU64  (R8), Z16                 \
+	VMOVDQU64  (R8)(BX*1), Z17           \
+	VMOVDQU64  (R8)(BX*2), Z18           \
+	VMOVDQU64  (R8)(R10*1), Z19          \
+	VSHUFI32X4 $0x44, Z17, Z16, Z24      \
+	VSHUFI32X4 $0xee, Z17, Z16, Z25      \
+	VSHUFI32X4 $0x44, Z19, Z18, Z26      \
+	VSHUFI32X4 $0xee, Z19, Z18, Z27      \
+	VSHUFI32X4 $0x88, Z26, Z24, Z20      \
+	VSHUFI32X4 $0xdd, Z26, Z24, Z21      \
+	VSHUFI32X4 $0x88, Z27, Z25, Z22      \
+	VSHUFI32X4 $0xdd, Z27, Z25, Z23      \
+	SPLIT4(Z20, S0, S1, S2, S3, 0)       \
+	SPLIT4(Z21, S0, S1, S2, S3, 128)     \
+	SPLIT4(Z22, S0, S1, S2, S3, 256)     \
+	SPLIT4(Z23, S0, S1, S2, S3, 384)
+
+// func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32)
+// scoresU8x4VNNI on packed int4 rows (d/2 bytes, a multiple of 64): no
+// unpacking pass; q is bcastQ4's layout (d·4 bytes per row).
+TEXT ·scoresI4x4VNNI(SB), NOSPLIT, $0-76
+	MOVQ         d+64(FP), BX
+	SHRQ         $1, BX               // packed row stride in bytes
+	LEAQ         (BX)(BX*2), R10
+	MOVQ         d+64(FP), R11
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	LEAQ         (R11)(R11*2), R12
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	MOVL         c+72(FP), R13
+	VBROADCASTSS c+72(FP), Z29
+	VMOVDQU32    lanePerm<>(SB), Z28
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         ab+48(FP), DX
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   q+16(FP), R9
+	XORQ   AX, AX
+chunk:
+	LEAQ (CX)(AX*1), R8
+	SUBTILE4(Z0, Z1, Z2, Z3)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4(Z4, Z5, Z6, Z7)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4(Z8, Z9, Z10, Z11)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4(Z12, Z13, Z14, Z15)
+	ADDQ $512, R9
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  chunk
+	MOVQ out+0(FP), AX
+	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
+	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
+	ROWOUT(Z2, Z6, Z10, Z14, 8, 24)
+	ROWOUT(Z3, Z7, Z11, Z15, 12, 28)
+	ADDQ $64, out+0(FP)
+	ADDQ $64, SI
+	ADDQ $64, R15
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
+done:
+	VZEROUPPER
+	RET

@@ -181,6 +181,28 @@ func TestScoreKernels(t *testing.T) {
 				k.scoresU8(got, qi, codes, A, B, 0.5, 0, 1)
 				scoresU8Go(want, qi, codes, A, B, 0.5, 0, 1)
 				sameBits(t, fmt.Sprintf("%v scoresU8 c=1 d=%d n=%d", k, d, n), got, want)
+				if k.scoresI4x4 != nil && d%128 == 0 && n%16 == 0 { // packed int4 keys, four rows
+					qs4, qb, qb2 := make([]int8, 4*d), make([]int8, 16*d), make([]int8, 16*d)
+					for i := range qs4 {
+						qs4[i] = int8(r.IntN(255) - 127)
+					}
+					for row := 0; row < 4; row++ {
+						k.bcastQ4(qb[row*4*d:], qs4[row*d:(row+1)*d])
+						bcastQ4Go(qb2[row*4*d:], qs4[row*d:(row+1)*d])
+					}
+					if string(bytesOf(qb)) != string(bytesOf(qb2)) {
+						t.Fatalf("%v bcastQ4 d=%d differs from pure Go", k, d)
+					}
+					packed := randBytes(r, n*d/2)
+					ab := randF32(r, 8, 1)
+					ldo := n + 16
+					o4, w4 := nanSlice(4*ldo), nanSlice(4*ldo)
+					k.scoresI4x4(o4, ldo, qb, packed, A, B, ab, n, d, 0)
+					scoresI4x4Go(w4, ldo, qb, packed, A, B, ab, n, d, 0)
+					for row := 0; row < 4; row++ {
+						sameBits(t, fmt.Sprintf("%v scoresI4x4 d=%d n=%d row %d", k, d, n, row), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+					}
+				}
 				if k.scoresU8x4 != nil && d%64 == 0 && n%16 == 0 { // four rows at once: the bits of scoresU8 per row
 					qs4, qb := make([]int8, 4*d), make([]int8, 16*d)
 					for i := range qs4 {
