@@ -602,14 +602,18 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 		w.floatValues(st, n)
 		return
 	}
-	codes := w.codes(w.vu8, lay, v, n)
 	groups := d / lay.Group
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	w.params(w.pf[:2*n*groups], lay, v, 0)
 	if w.k.pvS16 != nil && d%64 == 0 && n%16 == 0 {
-		w.intValues(st, codes, n, groups)
+		if lay.Elem == kv.Int4 && w.k.pvI4 != nil && lay.Group >= 64 {
+			w.intValues(st, nil, v[:n*lay.RowBytes], n, groups) // the packed nibbles as stored
+		} else {
+			w.intValues(st, w.codes(w.vu8, lay, v, n), nil, n, groups)
+		}
 		return
 	}
+	codes := w.codes(w.vu8, lay, v, n)
 	w.k.dequantV(w.vf, w.zs, np, codes, w.pf, n, d, lay.Group)
 	w.pv(st, w.scores, w.vf, n, 0, d)
 	for j := 0; j < groups; j++ {
@@ -621,12 +625,13 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 	}
 }
 
-// intValues is the integer PV of the VNNI path: per run of at most
+// intValues is the integer PV of the VNNI path (on byte codes, or on
+// packed int4 rows read as stored when packed is not nil): per run of at most
 // PVMaxTokens tokens, each row's weights p·s_t are quantized to int16 and
 // multiplied with the codes in int32 (pvS16); the zeros go to w.zs. The
 // error per output channel is at most (Δ/2)·Σ_t code_t per run, Δ the
 // row's step (see valueQuantTol in the tests).
-func (w *worker) intValues(st *state, codes []uint8, n, groups int) {
+func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups int) {
 	d, np, g := w.d, w.npad, w.d/groups
 	if groups == 1 {
 		w.k.deinterleave(w.vs, w.zs, w.pf[:2*n])
@@ -650,7 +655,11 @@ func (w *worker) intValues(st *state, codes []uint8, n, groups int) {
 			st.zacc[i] += z
 		}
 		for r := 0; r < w.r; r += 4 {
-			w.k.pvS16(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, codes[t0*d:], tn, d, gshift)
+			if packed != nil {
+				w.k.pvI4(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, packed[t0*d/2:], tn, d, gshift)
+			} else {
+				w.k.pvS16(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, codes[t0*d:], tn, d, gshift)
+			}
 		}
 	}
 }

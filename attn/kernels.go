@@ -80,6 +80,10 @@ type kernels struct {
 	// VNNI path, exact in int32 before the multiply by delta. Nil where
 	// the level has no such kernel.
 	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int)
+	// pvI4 is pvS16 on packed int4 rows (d/2 bytes) read as stored, for
+	// groups of at least 64 channels (gshift >= 6). Nil where the level has
+	// no such kernel.
+	pvI4 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
 	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
@@ -499,4 +503,10 @@ func scoresI4x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32
 		}
 		scoresU8Go(out[r*ldo:r*ldo+n], row, codes, A, B, ab[r], ab[4+r], c)
 	}
+}
+
+func pvI4Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int) {
+	codes := make([]uint8, n*d)
+	unpack4Go(codes, packed[:n*d/2])
+	pvS16Go(acc, ldacc, delta, wq, ldw, ldq, codes, n, d, gshift)
 }

@@ -92,6 +92,9 @@ func bcastQ4(dst *int8, q *int8, d int)
 func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32)
 
 //go:noescape
+func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int)
+
+//go:noescape
 func prefetchL2(p *byte, n int)
 
 //go:noescape
@@ -395,6 +398,16 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			}
 			if n > 0 {
 				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c)
+			}
+		}
+		k.pvI4 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int) {
+			groups := d >> gshift
+			if !(d%64 == 0 && d > 0 && n%2 == 0 && n <= PVMaxTokens && gshift >= 6 && groups<<gshift == d && n <= ldq &&
+				len(acc) >= 3*ldacc+d && len(delta) >= 4 && len(wq) >= 3*ldw+(groups-1)*ldq+n && len(packed) >= n*d/2) {
+				bad("pvI4", n, d, gshift)
+			}
+			if n > 0 {
+				pvI4VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift)
 			}
 		}
 		k.pvS16 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int) {

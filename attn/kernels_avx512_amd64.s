@@ -1968,3 +1968,140 @@ chunk:
 done:
 	VZEROUPPER
 	RET
+
+// PVOUT4(A0, A1, A2, A3) writes 64 channels of one row of pvI4: the sums
+// of the even channels (A0: words 8L..8L+3 of each lane L, A1: 8L+4..)
+// and odd ones (A2, A3) interleaved by dwords (VPUNPCKL/HDQ: channels
+// 16L+0..3, +4..7, +8..11, +12..15 of lane L), transposed by lanes into
+// channel order, converted, times the step Z26, added to the floats at AX.
+// Z16..Z23 scratch.
+#define PVOUT4(A0, A1, A2, A3) \
+	VPUNPCKLDQ  A2, A0, Z16          \
+	VPUNPCKHDQ  A2, A0, Z17          \
+	VPUNPCKLDQ  A3, A1, Z18          \
+	VPUNPCKHDQ  A3, A1, Z19          \
+	VSHUFI32X4  $0x44, Z17, Z16, Z20 \
+	VSHUFI32X4  $0xee, Z17, Z16, Z21 \
+	VSHUFI32X4  $0x44, Z19, Z18, Z22 \
+	VSHUFI32X4  $0xee, Z19, Z18, Z23 \
+	VSHUFI32X4  $0x88, Z22, Z20, Z16 \
+	VSHUFI32X4  $0xdd, Z22, Z20, Z17 \
+	VSHUFI32X4  $0x88, Z23, Z21, Z18 \
+	VSHUFI32X4  $0xdd, Z23, Z21, Z19 \
+	VCVTDQ2PS   Z16, Z16             \
+	VCVTDQ2PS   Z17, Z17             \
+	VCVTDQ2PS   Z18, Z18             \
+	VCVTDQ2PS   Z19, Z19             \
+	VFMADD213PS (AX), Z26, Z16       \
+	VFMADD213PS 64(AX), Z26, Z17     \
+	VFMADD213PS 128(AX), Z26, Z18    \
+	VFMADD213PS 192(AX), Z26, Z19    \
+	VMOVUPS     Z16, (AX)            \
+	VMOVUPS     Z17, 64(AX)          \
+	VMOVUPS     Z18, 128(AX)         \
+	VMOVUPS     Z19, 192(AX)
+
+// func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int)
+// pvS16VNNI on packed int4 rows (d/2 bytes) read as stored, groups of at
+// least 64 channels: per 64 channels and pair of tokens, the 32 packed
+// bytes of each token zero-extended to words (VPMOVZXBW), the low nibbles
+// (even channels) masked and the high ones (odd) shifted out, the two
+// tokens interleaved by words (VPUNPCKL/HWD) into Z16..Z19; one weight
+// pair per row (Z24..Z27), VPDPWSSD into Z0..Z15 (row r: Z4r..Z4r+3).
+TEXT ·pvI4VNNI(SB), NOSPLIT, $0-80
+	MOVQ         ldw+32(FP), R10
+	SHLQ         $1, R10
+	LEAQ         (R10)(R10*2), R11
+	MOVQ         d+64(FP), DX
+	SHRQ         $1, DX              // packed row stride
+	MOVL         $0x000f000f, AX
+	VPBROADCASTD AX, Z30
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ  gshift+72(FP), CX
+	MOVQ  ldq+40(FP), R12
+	SHLQ  $1, R12
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ R12, R8
+	ADDQ  wq+24(FP), R8
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $1, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $1, CX
+	JZ    out
+pair:
+	VPMOVZXBW    (SI), Z20
+	VPMOVZXBW    (SI)(DX*1), Z21
+	VPANDD       Z30, Z20, Z22
+	VPANDD       Z30, Z21, Z23
+	VPSRLW       $4, Z20, Z20
+	VPSRLW       $4, Z21, Z21
+	VPUNPCKLWD   Z23, Z22, Z16
+	VPUNPCKHWD   Z23, Z22, Z17
+	VPUNPCKLWD   Z21, Z20, Z18
+	VPUNPCKHWD   Z21, Z20, Z19
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPBROADCASTD (R8)(R10*2), Z26
+	VPBROADCASTD (R8)(R11*1), Z27
+	VPDPWSSD     Z24, Z16, Z0
+	VPDPWSSD     Z24, Z17, Z1
+	VPDPWSSD     Z24, Z18, Z2
+	VPDPWSSD     Z24, Z19, Z3
+	VPDPWSSD     Z25, Z16, Z4
+	VPDPWSSD     Z25, Z17, Z5
+	VPDPWSSD     Z25, Z18, Z6
+	VPDPWSSD     Z25, Z19, Z7
+	VPDPWSSD     Z26, Z16, Z8
+	VPDPWSSD     Z26, Z17, Z9
+	VPDPWSSD     Z26, Z18, Z10
+	VPDPWSSD     Z26, Z19, Z11
+	VPDPWSSD     Z27, Z16, Z12
+	VPDPWSSD     Z27, Z17, Z13
+	VPDPWSSD     Z27, Z18, Z14
+	VPDPWSSD     Z27, Z19, Z15
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*2), SI
+	DECQ         CX
+	JNZ          pair
+out:
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS (R13), Z26
+	PVOUT4(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	PVOUT4(Z4, Z5, Z6, Z7)
+	ADDQ         R12, AX
+	VBROADCASTSS 8(R13), Z26
+	PVOUT4(Z8, Z9, Z10, Z11)
+	ADDQ         R12, AX
+	VBROADCASTSS 12(R13), Z26
+	PVOUT4(Z12, Z13, Z14, Z15)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET

@@ -476,3 +476,35 @@ func TestQuantWRows(t *testing.T) {
 		}
 	}
 }
+
+// TestPVI4: the integer PV on packed int4 rows gives the bits of pvS16 on
+// the unpacked codes (the same int32 sums and epilogue), for every group
+// size it takes.
+func TestPVI4(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, k := range levelSets() {
+		if k.pvI4 == nil {
+			continue
+		}
+		for _, d := range []int{64, 128, 256} {
+			for gshift := 6; 1<<gshift <= d; gshift++ {
+				n, ldq := 96, 112
+				groups := d >> gshift
+				ldw := groups * ldq
+				wq := make([]int16, 4*ldw)
+				for i := range wq {
+					wq[i] = int16(r.IntN(65535) - 32767)
+				}
+				packed := randBytes(r, n*d/2)
+				codes := make([]uint8, n*d)
+				unpack4Go(codes, packed)
+				delta := randF32(r, 4, 1e-3)
+				a1 := randF32(r, 4*d, 1)
+				a2 := append([]float32(nil), a1...)
+				k.pvI4(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift)
+				k.pvS16(a2, d, delta, wq, ldw, ldq, codes, n, d, gshift)
+				sameBits(t, fmt.Sprintf("%v pvI4 d=%d g=%d", k, d, 1<<gshift), a1, a2)
+			}
+		}
+	}
+}
