@@ -35,6 +35,16 @@ import (
 // int2 -5% per step at (1,32K)); fp16 blocks (64 KB) gained nothing.
 const prefetchMaxBytes = 32 << 10
 
+// The integer kernels' shapes (kernels_avx512_amd64.s): rows of byte codes
+// in whole 64-byte vectors (packed int4 rows: whole vectors too, so D a
+// multiple of 128), 16 tokens per step of the four-row kernels, and value
+// groups of at least 64 channels for pvI4 (one weight per 64 channels).
+const (
+	zmmBytes     = 64
+	x4Tokens     = 16
+	pvI4MinGroup = 64
+)
+
 // minGroup is the smallest group size of an integer format (kv.ValidGroups).
 const minGroup = 32
 
@@ -307,7 +317,7 @@ func (w *worker) blockScores(k []byte, n int) {
 	}
 	vnni := w.k.vnni
 	// int4 keys on the VNNI path are scored from the packed nibbles.
-	w.i4 = vnni && lay.Elem == kv.Int4 && w.k.scoresI4x4 != nil && d%128 == 0 &&
+	w.i4 = vnni && lay.Elem == kv.Int4 && w.k.scoresI4x4 != nil && d%(2*zmmBytes) == 0 &&
 		(lay.Scaling == kv.PerChannel || lay.Group == d)
 	var codes []uint8
 	if w.i4 {
@@ -365,9 +375,13 @@ func (w *worker) blockScores(k []byte, n int) {
 	}
 }
 
-// wideSteps is the largest 15-bit query code: 127·128, so that the high
-// half of a code fits an int8 and the low half is within [-64, 63].
-const wideSteps = 127 * 128
+// wideSteps is the largest 15-bit query code: 127·wideHi, so that the
+// high half of a code (code = wideHi·hi + lo) fits an int8 and the low
+// half is within [-64, 63].
+const (
+	wideHi    = 128
+	wideSteps = 127 * wideHi
+)
 
 // splitQuery quantizes q to 15 bits, q ≈ a·(128·hi + lo), and returns the
 // step a = max|q|/wideSteps: |a·(128·hi[c] + lo[c]) - q[c]| <= a/2 (plus
@@ -385,8 +399,8 @@ func splitQuery(hi, lo []int8, q []float32) float32 {
 	inv := wideSteps / amax
 	for c, x := range q {
 		v := int32(math.RoundToEven(float64(x * inv)))
-		h := (v + 64) >> 7
-		hi[c], lo[c] = int8(h), int8(v-h<<7)
+		h := (v + wideHi/2) >> 7 // rounded v/wideHi (wideHi = 1<<7)
+		hi[c], lo[c] = int8(h), int8(v-h*wideHi)
 	}
 	return amax / wideSteps
 }
@@ -416,7 +430,7 @@ func (w *worker) quantRow(r int, qs, q, s, z []float32, wide bool) {
 }
 
 // x4 reports whether the integer scores run four rows at a time.
-func (w *worker) x4() bool { return w.k.scoresU8x4 != nil && w.d%64 == 0 }
+func (w *worker) x4() bool { return w.k.scoresU8x4 != nil && w.d%zmmBytes == 0 }
 
 // intScores writes the integer scores of tokens [t0, t0+m) for every row
 // from the quantized queries (quantRow): qa[r]·A[t]·(qi·codes) + qb[r]·B[t],
@@ -425,9 +439,9 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 	d, np := w.d, w.npad
 	hi := float32(1)
 	if wide {
-		hi = 128
+		hi = wideHi
 	}
-	if w.i4 && m%16 == 0 {
+	if w.i4 && m%x4Tokens == 0 {
 		var ab [8]float32
 		for r0 := 0; r0 < w.r; r0 += 4 {
 			for i := range 4 {
@@ -440,7 +454,7 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 		}
 		return
 	}
-	if w.x4() && m%16 == 0 {
+	if w.x4() && m%x4Tokens == 0 {
 		var ab [8]float32
 		for r0 := 0; r0 < w.r; r0 += 4 {
 			for i := range 4 {
@@ -605,8 +619,8 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 	groups := d / lay.Group
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	w.params(w.pf[:2*n*groups], lay, v, 0)
-	if w.k.pvS16 != nil && d%64 == 0 && n%16 == 0 {
-		if lay.Elem == kv.Int4 && w.k.pvI4 != nil && lay.Group >= 64 {
+	if w.k.pvS16 != nil && d%zmmBytes == 0 && n%x4Tokens == 0 {
+		if lay.Elem == kv.Int4 && w.k.pvI4 != nil && lay.Group >= pvI4MinGroup {
 			w.intValues(st, nil, v[:n*lay.RowBytes], n, groups) // the packed nibbles as stored
 		} else {
 			w.intValues(st, w.codes(w.vu8, lay, v, n), nil, n, groups)
