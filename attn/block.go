@@ -224,10 +224,7 @@ func (w *worker) fill(src *keySrc, t0, t1 int) {
 	case srcBF16:
 		w.k.cvtBF16(dst, src.u16[t0*d:t1*d])
 	case srcFP8:
-		lut := fp8LUT(src.lay)
-		for i, b := range src.b[t0*d : t1*d] {
-			dst[i] = lut[b]
-		}
+		w.k.cvtFP8(dst, src.b[t0*d:t1*d], src.lay.Elem == kv.FP8E4M3)
 	case srcCodes:
 		w.k.codesF32(dst, src.codes[t0*d:t1*d])
 	default:
@@ -519,10 +516,7 @@ func (w *worker) floatRows(dst []float32, lay kv.TensorLayout, src []byte, n int
 	case kv.BF16:
 		w.k.cvtBF16(dst[:m], bytesU16(src[:2*m]))
 	default:
-		lut := fp8LUT(lay)
-		for i, b := range src[:m] {
-			dst[i] = lut[b]
-		}
+		w.k.cvtFP8(dst[:m], src[:m], lay.Elem == kv.FP8E4M3)
 	}
 }
 

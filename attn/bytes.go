@@ -5,7 +5,6 @@ import (
 	"unsafe"
 
 	"github.com/bitdecode/bitdecode/internal/half"
-	"github.com/bitdecode/bitdecode/kv"
 )
 
 // littleEndian reports whether this machine stores a uint16's low byte
@@ -39,10 +38,3 @@ var fp8Tables = func() (t [2][256]float32) {
 	}
 	return
 }()
-
-func fp8LUT(lay kv.TensorLayout) *[256]float32 {
-	if lay.Elem == kv.FP8E5M2 {
-		return &fp8Tables[1]
-	}
-	return &fp8Tables[0]
-}

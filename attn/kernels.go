@@ -32,6 +32,8 @@ type kernels struct {
 	cvtHalf func(dst []float32, src []uint16)
 	// cvtBF16 converts bf16 bits to float32.
 	cvtBF16 func(dst []float32, src []uint16)
+	// cvtFP8 converts fp8 bytes (e4m3, else e5m2) to float32, exactly.
+	cvtFP8 func(dst []float32, src []byte, e4m3 bool)
 	// unpack4 and unpack2 write the codes of packed int4 / int2 data as
 	// one byte per code, in channel order (int4: the low nibble first).
 	unpack4 func(dst []uint8, src []byte)
@@ -124,6 +126,7 @@ var genericKernels = kernels{
 	level:     cpufeat.Generic,
 	cvtHalf:   cvtHalfGo,
 	cvtBF16:   cvtBF16Go,
+	cvtFP8:    cvtFP8Go,
 	unpack4:   unpack4Go,
 	unpack2:   unpack2Go,
 	codesF32:  codesF32Go,
@@ -509,4 +512,15 @@ func pvI4Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int,
 	codes := make([]uint8, n*d)
 	unpack4Go(codes, packed[:n*d/2])
 	pvS16Go(acc, ldacc, delta, wq, ldw, ldq, codes, n, d, gshift)
+}
+
+func cvtFP8Go(dst []float32, src []byte, e4m3 bool) {
+	lut := &fp8Tables[1]
+	if e4m3 {
+		lut = &fp8Tables[0]
+	}
+	dst = dst[:len(src)]
+	for i, b := range src {
+		dst[i] = lut[b]
+	}
 }

@@ -95,6 +95,12 @@ func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, 
 func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int)
 
 //go:noescape
+func cvtFP8AVX512(dst *float32, src *byte, n int, e4m3 bool)
+
+//go:noescape
+func cvtFP8AVX2(dst *float32, src *byte, n int, e4m3 bool)
+
+//go:noescape
 func prefetchL2(p *byte, n int)
 
 //go:noescape
@@ -146,6 +152,7 @@ func bad(kernel string, args ...any) {
 // checked kernels.
 type simd struct {
 	cvtHalf, cvtBF16 func(*float32, *uint16, int)
+	cvtFP8           func(dst *float32, src *byte, n int, e4m3 bool)
 	unpack4, unpack2 func(*uint8, *byte, int)
 	codesF32         func(*float32, *uint8, int)
 	scores           func(out, q, k, A, B *float32, n, d int, a, b float32)
@@ -184,6 +191,15 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			}
 			if n > 0 {
 				s.cvtBF16(&dst[0], &src[0], n)
+			}
+		},
+		cvtFP8: func(dst []float32, src []byte, e4m3 bool) {
+			n := len(src)
+			if !(n%vecLen == 0 && len(dst) >= n) {
+				bad("cvtFP8", n, len(dst))
+			}
+			if n > 0 {
+				s.cvtFP8(&dst[0], &src[0], n, e4m3)
 			}
 		},
 		unpack4: func(dst []uint8, src []byte) {
@@ -436,12 +452,12 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 }
 
 var (
-	avx512 = simd{cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
+	avx512 = simd{cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, cvtFP8: cvtFP8AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
 		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
 		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512,
 		quantW: quantWAVX512, pvHalf4: pvHalfx4AVX512, pvHalf1: pvHalfx1AVX512}
-	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
+	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, cvtFP8: cvtFP8AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,
 		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2, dequantV: dequantVAVX2}
 

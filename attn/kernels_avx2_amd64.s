@@ -558,3 +558,58 @@ unit:
 done:
 	VZEROUPPER
 	RET
+
+// func cvtFP8AVX2(dst *float32, src *byte, n int, e4m3 bool)
+// As cvtFP8AVX512, 8 values per step; the NaN mask widened from words to
+// dwords (VPMOVSXWD) for VBLENDVPS.
+TEXT ·cvtFP8AVX2(SB), NOSPLIT, $0-25
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVBLZX      e4m3+24(FP), DX
+	SHRQ         $3, CX
+	JZ           done
+	MOVL         $0x007f007f, AX
+	MOVQ         AX, X7
+	VPBROADCASTD X7, X7
+	MOVL         $0x00800080, AX
+	MOVQ         AX, X6
+	VPBROADCASTD X6, X6
+	MOVL         $0x43800000, AX
+	MOVQ         AX, X5
+	VPBROADCASTD X5, Y5
+	MOVL         $0x7fc00000, AX
+	MOVQ         AX, X4
+	VPBROADCASTD X4, Y4
+	TESTQ        DX, DX
+	JNZ          e4
+e5:
+	VPMOVZXBW (SI), X0
+	VPSLLW    $8, X0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $8, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       e5
+	JMP       done
+e4:
+	VPMOVZXBW (SI), X0
+	VPAND     X7, X0, X1
+	VPCMPEQW  X7, X1, X3
+	VPMOVSXWD X3, Y3
+	VPAND     X6, X0, X2
+	VPSLLW    $8, X2, X2
+	VPSLLW    $7, X1, X1
+	VPOR      X2, X1, X1
+	VCVTPH2PS X1, Y0
+	VMULPS    Y5, Y0, Y0
+	VBLENDVPS Y3, Y4, Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $8, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       e4
+done:
+	VZEROUPPER
+	RET

@@ -2105,3 +2105,57 @@ out:
 	JLT          half
 	VZEROUPPER
 	RET
+
+// func cvtFP8AVX512(dst *float32, src *byte, n int, e4m3 bool)
+// fp8 to float32 through fp16, exactly, 16 values per step (n a multiple
+// of 16): e5m2 is the top byte of an fp16 (b<<8, infinities and NaNs
+// included); e4m3's magnitude shifted into an fp16 ((b&0x7f)<<7, sign to
+// bit 15) is the value times 2^-8 (exponent bias 15 against 7, subnormals
+// included), so VCVTPH2PS and a multiply by 256; its NaN patterns (S.1111.111)
+// become NaN by a mask.
+TEXT ·cvtFP8AVX512(SB), NOSPLIT, $0-25
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVBLZX      e4m3+24(FP), DX
+	SHRQ         $4, CX
+	JZ           done
+	MOVL         $0x007f007f, AX
+	VPBROADCASTD AX, Y7              // magnitude mask, per word
+	MOVL         $0x00800080, AX
+	VPBROADCASTD AX, Y6              // sign bit, per word
+	MOVL         $0x43800000, AX     // 256.0
+	VPBROADCASTD AX, Z5
+	MOVL         $0x7fc00000, AX     // NaN
+	VPBROADCASTD AX, Z4
+	TESTQ        DX, DX
+	JNZ          e4
+e5:
+	VPMOVZXBW (SI), Y0
+	VPSLLW    $8, Y0, Y0
+	VCVTPH2PS Y0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       e5
+	JMP       done
+e4:
+	VPMOVZXBW (SI), Y0
+	VPAND     Y7, Y0, Y1         // magnitude
+	VPCMPEQW  Y7, Y1, K1         // 0x7f: NaN
+	VPAND     Y6, Y0, Y2
+	VPSLLW    $8, Y2, Y2         // sign to bit 15
+	VPSLLW    $7, Y1, Y1
+	VPOR      Y2, Y1, Y1
+	VCVTPH2PS Y1, Z0
+	VMULPS    Z5, Z0, Z0
+	VMOVAPS   Z4, K1, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       e4
+done:
+	VZEROUPPER
+	RET

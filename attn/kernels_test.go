@@ -85,6 +85,16 @@ func TestConversionKernels(t *testing.T) {
 			g.cvtBF16(want, src)
 			sameBits(t, fmt.Sprintf("%v cvtBF16 n=%d", k, n), got, want)
 		}
+		for _, e4m3 := range []bool{true, false} { // every fp8 byte, exactly (NaN stays NaN)
+			got, want := nanSlice(len(bytes)), nanSlice(len(bytes))
+			k.cvtFP8(got, bytes, e4m3)
+			g.cvtFP8(want, bytes, e4m3)
+			for i := range want {
+				if (got[i] != got[i]) != (want[i] != want[i]) || (want[i] == want[i] && math.Float32bits(got[i]) != math.Float32bits(want[i])) {
+					t.Fatalf("%v cvtFP8(%#x, e4m3 %v) = %g, want %g", k, bytes[i], e4m3, got[i], want[i])
+				}
+			}
+		}
 		for _, n := range []int{32, 96, 4096} {
 			got, want := make([]uint8, 4*n), make([]uint8, 4*n)
 			k.unpack4(got, bytes[:n])
