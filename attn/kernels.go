@@ -80,12 +80,14 @@ type kernels struct {
 	// delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·codes[t·d+c] over t < n
 	// (even, at most PVMaxTokens) to acc[r·ldacc+c]: the integer PV of the
 	// VNNI path, exact in int32 before the multiply by delta. Nil where
-	// the level has no such kernel.
-	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int)
+	// the level has no such kernel. pf, if not empty, is prefetched a line
+	// per pair of tokens (the next block's values).
+	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte)
 	// pvI4 is pvS16 on packed int4 rows (d/2 bytes) read as stored, for
 	// groups of at least 64 channels (gshift >= 6). Nil where the level has
 	// no such kernel.
-	pvI4 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int)
+	// pf, if not empty, is prefetched a line per pair of tokens.
+	pvI4 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
 	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
@@ -101,15 +103,17 @@ type kernels struct {
 	bcastQ func(dst, q []int8)
 	// scoresU8x4 is scoresU8 for four query rows at once (rows of out at
 	// stride ldo, q the rows' bcastQ chunks at stride 4·d, per-row a and b
-	// in ab[0:4] and ab[4:8]), n a multiple of 16, d of 64. Nil where the
-	// level has no such kernel.
-	scoresU8x4 func(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32)
+	// in ab[0:4] and ab[4:8]), n a multiple of 16, d of 64; pf, if not
+	// empty, is prefetched a share per tile (the next block's keys). Nil
+	// where the level has no such kernel.
+	scoresU8x4 func(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// bcastQ4 and scoresI4x4 are bcastQ and scoresU8x4 for packed int4
 	// keys read as stored (no unpacking): q's even channels (the low
 	// nibbles) and odd channels per 32, each repeated in four lanes; d a
-	// multiple of 128. Nil where the level has no such kernel.
+	// multiple of 128; pf, if not empty, is prefetched a share per tile.
+	// Nil where the level has no such kernel.
 	bcastQ4    func(dst, q []int8)
-	scoresI4x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32)
+	scoresI4x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
 	splitQuery func(hi, lo []int8, q []float32) float32
 	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where
@@ -437,7 +441,7 @@ func quantWGo(wq []int16, ldq int, p, s []float32, lds, n, groups int) float32 {
 	return m / 32767
 }
 
-func pvS16Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int) {
+func pvS16Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte) {
 	var sum [256]int32
 	for r := 0; r < 4; r++ {
 		s := sum[:d]
@@ -462,7 +466,7 @@ func bcastQGo(dst, q []int8) {
 	}
 }
 
-func scoresU8x4Go(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32) {
+func scoresU8x4Go(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32, pf []byte) {
 	row := make([]int8, d)
 	for r := 0; r < 4; r++ {
 		for j := 0; j < d; j += 16 { // the first lane of each broadcast chunk
@@ -493,7 +497,7 @@ func bcastQ4Go(dst, q []int8) {
 	}
 }
 
-func scoresI4x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32) {
+func scoresI4x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
 	row := make([]int8, d)
 	codes := make([]uint8, n*d)
 	unpack4Go(codes, k[:n*d/2])
@@ -508,10 +512,10 @@ func scoresI4x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32
 	}
 }
 
-func pvI4Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int) {
+func pvI4Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte) {
 	codes := make([]uint8, n*d)
 	unpack4Go(codes, packed[:n*d/2])
-	pvS16Go(acc, ldacc, delta, wq, ldw, ldq, codes, n, d, gshift)
+	pvS16Go(acc, ldacc, delta, wq, ldw, ldq, codes, n, d, gshift, nil)
 }
 
 func cvtFP8Go(dst []float32, src []byte, e4m3 bool) {

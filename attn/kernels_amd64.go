@@ -62,7 +62,7 @@ func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, gr
 func quantWAVX512(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 
 //go:noescape
-func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int)
+func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
 func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int)
@@ -80,7 +80,7 @@ func scoresHalf2AVX512(out0, out1, q0, q1 *float32, k *uint16, n, d int)
 func bcastQ16(dst *int8, q *int8, d int)
 
 //go:noescape
-func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32)
+func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 
 //go:noescape
 func quantWRowsAVX512(wq *int16, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, delta, zsum *float32)
@@ -89,10 +89,10 @@ func quantWRowsAVX512(wq *int16, ldw, ldq int, p *float32, ldp int, s, z *float3
 func bcastQ4(dst *int8, q *int8, d int)
 
 //go:noescape
-func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32)
+func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 
 //go:noescape
-func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int)
+func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
 func cvtFP8AVX512(dst *float32, src *byte, n int, e4m3 bool)
@@ -146,6 +146,15 @@ const vecLen = 16
 // bad reports a kernel called with lengths it does not take.
 func bad(kernel string, args ...any) {
 	panic(fmt.Sprint(append([]any{"attn: ", kernel, ": bad lengths "}, args...)...))
+}
+
+// tilePrefetch splits the lines of pf over tiles: whole lines per tile,
+// within pf (none when pf is shorter than a line per tile).
+func tilePrefetch(pf []byte, tiles int) (*byte, int) {
+	if tiles <= 0 || len(pf) < 64*tiles {
+		return nil, 0
+	}
+	return &pf[0], len(pf) / 64 / tiles
 }
 
 // simd holds one level's assembly entry points; its methods are the
@@ -391,13 +400,14 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			}
 			bcastQ16(&dst[0], &q[0], d)
 		}
-		k.scoresU8x4 = func(out []float32, ldo int, q []int8, kc []uint8, A, B, ab []float32, n, d int, c float32) {
+		k.scoresU8x4 = func(out []float32, ldo int, q []int8, kc []uint8, A, B, ab []float32, n, d int, c float32, pf []byte) {
 			if !(n%16 == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
 				len(kc) >= n*d && len(A) >= n && len(B) >= n && len(ab) >= 8) {
 				bad("scoresU8x4", n, d, ldo)
 			}
 			if n > 0 {
-				scoresU8x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c)
+				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
+				scoresU8x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
 		k.bcastQ4 = func(dst, q []int8) {
@@ -407,33 +417,42 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			}
 			bcastQ4(&dst[0], &q[0], d)
 		}
-		k.scoresI4x4 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32) {
+		k.scoresI4x4 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
 			if !(n%16 == 0 && d%128 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
 				len(kc) >= n*d/2 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
 				bad("scoresI4x4", n, d, ldo)
 			}
 			if n > 0 {
-				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c)
+				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
+				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
-		k.pvI4 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int) {
+		k.pvI4 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte) {
 			groups := d >> gshift
 			if !(d%64 == 0 && d > 0 && n%2 == 0 && n <= PVMaxTokens && gshift >= 6 && groups<<gshift == d && n <= ldq &&
 				len(acc) >= 3*ldacc+d && len(delta) >= 4 && len(wq) >= 3*ldw+(groups-1)*ldq+n && len(packed) >= n*d/2) {
 				bad("pvI4", n, d, gshift)
 			}
 			if n > 0 {
-				pvI4VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift)
+				var pfp *byte
+				if len(pf) > 0 {
+					pfp = &pf[0]
+				}
+				pvI4VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
-		k.pvS16 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int) {
+		k.pvS16 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte) {
 			groups := d >> gshift
 			if !(d%64 == 0 && d > 0 && n%2 == 0 && n <= PVMaxTokens && gshift >= 5 && groups<<gshift == d && n <= ldq &&
 				len(acc) >= 3*ldacc+d && len(delta) >= 4 && len(wq) >= 3*ldw+(groups-1)*ldq+n && len(codes) >= n*d) {
 				bad("pvS16", n, d, gshift)
 			}
 			if n > 0 {
-				pvS16VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &codes[0], n, d, gshift)
+				var pfp *byte
+				if len(pf) > 0 {
+					pfp = &pf[0]
+				}
+				pvS16VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &codes[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
 		k.scoresU8 = func(out []float32, q []int8, kc []uint8, A, B []float32, a, b, c float32) {

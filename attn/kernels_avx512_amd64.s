@@ -1247,7 +1247,7 @@ GLOBL pvIdx<>(SB), RODATA|NOPTR, $128
 	VMOVUPS     Z20, OFF(AX)       \
 	VMOVUPS     LO, OFF+64(AX)
 
-// func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int)
+// func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int, pf *byte, pfLines int)
 // Four rows r: acc[r·ldacc+c] += delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·codes[t·d+c]
 // over t < n (even) for c < d (a multiple of 64). Per 64 channels and pair
 // of tokens: the two rows of 32+32 codes zero-extended to words
@@ -1255,8 +1255,11 @@ GLOBL pvIdx<>(SB), RODATA|NOPTR, $128
 // codes of one channel) in Z16..Z19; each row's pair of weights
 // broadcast (Z24..Z27 for the first 32 channels' group, Z28..Z31 for the
 // second's); VPDPWSSD into Z0..Z15 (row r: Z4r..Z4r+3). Exact in int32
-// while n·32767·255 < 2^31 (n <= 256).
-TEXT ·pvS16VNNI(SB), NOSPLIT, $0-80
+// while n·32767·255 < 2^31 (n <= 256). One line of [pf, pf+64·pfLines)
+// is prefetched per pair (the next block's values).
+TEXT ·pvS16VNNI(SB), NOSPLIT, $0-96
+	MOVQ pf+80(FP), R14
+	MOVQ pfLines+88(FP), R15
 	MOVQ ldw+32(FP), R10
 	SHLQ $1, R10
 	LEAQ (R10)(R10*2), R11
@@ -1297,6 +1300,12 @@ half:
 	SHRQ $1, CX
 	JZ   out
 pair:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT0   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
 	VPMOVZXBW    (SI), Z20
 	VPMOVZXBW    (SI)(DX*1), Z21
 	VPUNPCKLWD   Z21, Z20, Z16
@@ -1658,13 +1667,14 @@ GLOBL lanePerm<>(SB), RODATA|NOPTR, $64
 	VMOVUPS      Z17, (AX)             \
 	ADDQ         R14, AX
 
-// func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32)
+// func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 // Four query rows r: out[r·ldo+t] = ab[r]·A[t]·(q_r·k[t]) + ab[4+r]·B[t]
 // (+ c·out[r·ldo+t] when c is not 0), for t < n (a multiple of 16), rows
 // of d byte codes (a multiple of 64), q the four rows' broadcast chunks
 // (bcastQ16: d·4 bytes per row). Accumulators: Z0..Z15, row r sub-tile s
-// (tokens 4s..4s+3) in Z(4s+r).
-TEXT ·scoresU8x4VNNI(SB), NOSPLIT, $0-76
+// (tokens 4s..4s+3) in Z(4s+r). Each tile prefetches pfTile lines from pf
+// on (the next block's keys).
+TEXT ·scoresU8x4VNNI(SB), NOSPLIT, $0-96
 	MOVQ         d+64(FP), BX         // token row stride in bytes
 	LEAQ         (BX)(BX*2), R10
 	MOVQ         BX, R11
@@ -1683,6 +1693,17 @@ TEXT ·scoresU8x4VNNI(SB), NOSPLIT, $0-76
 	SHRQ         $4, DI
 	JZ           done
 tile:
+	MOVQ pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ   pfdone
+	MOVQ pf+80(FP), R9
+pfloop:
+	PREFETCHT0 (R9)
+	ADDQ $64, R9
+	DECQ R8
+	JNZ  pfloop
+	MOVQ R9, pf+80(FP)
+pfdone:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -1897,10 +1918,12 @@ done:
 	SPLIT4(Z22, S0, S1, S2, S3, 256)     \
 	SPLIT4(Z23, S0, S1, S2, S3, 384)
 
-// func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32)
+// func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 // scoresU8x4VNNI on packed int4 rows (d/2 bytes, a multiple of 64): no
-// unpacking pass; q is bcastQ4's layout (d·4 bytes per row).
-TEXT ·scoresI4x4VNNI(SB), NOSPLIT, $0-76
+// unpacking pass; q is bcastQ4's layout (d·4 bytes per row). Each 16-token
+// tile prefetches pfTile lines from pf on (the next block's keys, spread
+// over this block's work); pf's region must hold them all.
+TEXT ·scoresI4x4VNNI(SB), NOSPLIT, $0-96
 	MOVQ         d+64(FP), BX
 	SHRQ         $1, BX               // packed row stride in bytes
 	LEAQ         (BX)(BX*2), R10
@@ -1922,6 +1945,17 @@ TEXT ·scoresI4x4VNNI(SB), NOSPLIT, $0-76
 	SHRQ         $4, DI
 	JZ           done
 tile:
+	MOVQ pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ   pfdone
+	MOVQ pf+80(FP), R9
+pfloop:
+	PREFETCHT0 (R9)
+	ADDQ $64, R9
+	DECQ R8
+	JNZ  pfloop
+	MOVQ R9, pf+80(FP)
+pfdone:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -2001,14 +2035,18 @@ done:
 	VMOVUPS     Z18, 128(AX)         \
 	VMOVUPS     Z19, 192(AX)
 
-// func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int)
+// func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 // pvS16VNNI on packed int4 rows (d/2 bytes) read as stored, groups of at
 // least 64 channels: per 64 channels and pair of tokens, the 32 packed
 // bytes of each token zero-extended to words (VPMOVZXBW), the low nibbles
 // (even channels) masked and the high ones (odd) shifted out, the two
 // tokens interleaved by words (VPUNPCKL/HWD) into Z16..Z19; one weight
 // pair per row (Z24..Z27), VPDPWSSD into Z0..Z15 (row r: Z4r..Z4r+3).
-TEXT ·pvI4VNNI(SB), NOSPLIT, $0-80
+// One line of [pf, pf+64·pfLines) is prefetched per pair: the next
+// block's values, spread over this block's work rather than one burst.
+TEXT ·pvI4VNNI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
 	MOVQ         ldw+32(FP), R10
 	SHLQ         $1, R10
 	LEAQ         (R10)(R10*2), R11
@@ -2049,6 +2087,12 @@ half:
 	SHRQ  $1, CX
 	JZ    out
 pair:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT0   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
 	VPMOVZXBW    (SI), Z20
 	VPMOVZXBW    (SI)(DX*1), Z21
 	VPANDD       Z30, Z20, Z22

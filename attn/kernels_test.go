@@ -207,8 +207,8 @@ func TestScoreKernels(t *testing.T) {
 					ab := randF32(r, 8, 1)
 					ldo := n + 16
 					o4, w4 := nanSlice(4*ldo), nanSlice(4*ldo)
-					k.scoresI4x4(o4, ldo, qb, packed, A, B, ab, n, d, 0)
-					scoresI4x4Go(w4, ldo, qb, packed, A, B, ab, n, d, 0)
+					k.scoresI4x4(o4, ldo, qb, packed, A, B, ab, n, d, 0, packed)
+					scoresI4x4Go(w4, ldo, qb, packed, A, B, ab, n, d, 0, nil)
 					for row := 0; row < 4; row++ {
 						sameBits(t, fmt.Sprintf("%v scoresI4x4 d=%d n=%d row %d", k, d, n, row), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
 					}
@@ -229,7 +229,7 @@ func TestScoreKernels(t *testing.T) {
 							o4, w4 = randF32(r, 4*ldo, 1), nil
 							w4 = append(w4, o4...)
 						}
-						k.scoresU8x4(o4, ldo, qb, codes, A, B, ab, n, d, c)
+						k.scoresU8x4(o4, ldo, qb, codes, A, B, ab, n, d, c, codes)
 						for row := 0; row < 4; row++ {
 							scoresU8Go(w4[row*ldo:row*ldo+n], qs4[row*d:(row+1)*d], codes, A, B, ab[row], ab[4+row], c)
 							sameBits(t, fmt.Sprintf("%v scoresU8x4 d=%d n=%d row %d c=%g", k, d, n, row, c), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
@@ -511,8 +511,8 @@ func TestPVI4(t *testing.T) {
 				delta := randF32(r, 4, 1e-3)
 				a1 := randF32(r, 4*d, 1)
 				a2 := append([]float32(nil), a1...)
-				k.pvI4(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift)
-				k.pvS16(a2, d, delta, wq, ldw, ldq, codes, n, d, gshift)
+				k.pvI4(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift, codes[:640])
+				k.pvS16(a2, d, delta, wq, ldw, ldq, codes, n, d, gshift, codes[:640])
 				sameBits(t, fmt.Sprintf("%v pvI4 d=%d g=%d", k, d, 1<<gshift), a1, a2)
 			}
 		}
