@@ -172,16 +172,21 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 			// the block is small enough to sit in L2 beside this one (fp16
 			// blocks are not prefetched: no gain measured).
 			w.nextK, w.nextV = nil, nil
-			if w.k.prefetch != nil && f.BlockBytes() <= prefetchMaxBytes && blk+1 < len(s.Blocks) && t+nr < hi {
+			if w.k.prefetch != nil && blk+1 < len(s.Blocks) && t+nr < hi {
 				next := s.Blocks[blk+1][h*f.BlockBytes():]
-				w.nextK, w.nextV = next[:f.K.Bytes], next[f.K.Bytes:f.BlockBytes()]
-				if !w.intKeys(f.K, nr) {
-					w.k.prefetch(w.nextK)
-					w.nextK = nil
+				nk, nv := next[:f.K.Bytes], next[f.K.Bytes:f.BlockBytes()]
+				small := f.BlockBytes() <= prefetchMaxBytes
+				switch {
+				case w.intKeys(f.K, nr) || (f.K.Elem == kv.FP16 && w.k.scoresHalf2 != nil):
+					w.nextK = nk
+				case small:
+					w.k.prefetch(nk)
 				}
-				if w.nextV != nil && !w.intVals(f.V, nr) {
-					w.k.prefetch(w.nextV)
-					w.nextV = nil
+				switch {
+				case w.intVals(f.V, nr) || (f.V.Elem == kv.FP16 && w.k.pvHalf != nil && w.r >= 4):
+					w.nextV = nv
+				case small:
+					w.k.prefetch(nv)
 				}
 			}
 			w.blockScores(base[:f.K.Bytes], nr)
@@ -192,6 +197,7 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 		}
 		n := hi - t // residual tokens
 		off := h * nr * w.d
+		w.nextK, w.nextV = nil, nil
 		w.floatScores(&keySrc{kind: srcHalf, u16: s.ResK[off : off+n*w.d]}, n)
 		w.softmax(st, t, n)
 		w.halfValues(st, s.ResV[off:off+n*w.d], n)
@@ -294,7 +300,12 @@ func (w *worker) halfScores(k []uint16, n int) {
 			if r+1 < w.r {
 				r1, out1 = r+1, w.scores[(r+1)*np+a:]
 			}
-			w.k.scoresHalf2(w.scores[r*np+a:r*np+a+m], out1[:m], w.q[r*d:(r+1)*d], w.q[r1*d:(r1+1)*d], rows)
+			var pf []byte // this tile's share of the next block's keys
+			if r == 0 && w.nextK != nil {
+				share := (len(w.nextK)/64 + (n+tile-1)/tile - 1) / ((n + tile - 1) / tile) * 64
+				pf = w.nextK[min(len(w.nextK), a/tile*share):min(len(w.nextK), (a/tile+1)*share)]
+			}
+			w.k.scoresHalf2(w.scores[r*np+a:r*np+a+m], out1[:m], w.q[r*d:(r+1)*d], w.q[r1*d:(r1+1)*d], rows, pf)
 		}
 	}
 }
@@ -628,7 +639,11 @@ func (w *worker) halfValues(st *state, v []uint16, n int) {
 	}
 	d, np := w.d, w.npad
 	for r := 0; r < w.r; r += 4 {
-		w.k.pvHalf(st.acc[r*d:], d, w.scores[r*np:], np, v, d, n, min(4, w.r-r), d)
+		var pf []byte
+		if r == 0 {
+			pf = w.nextV // the next block's values, two lines per token
+		}
+		w.k.pvHalf(st.acc[r*d:], d, w.scores[r*np:], np, v, d, n, min(4, w.r-r), d, pf)
 	}
 }
 

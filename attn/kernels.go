@@ -92,8 +92,9 @@ type kernels struct {
 	prefetch func(b []byte)
 	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
 	// fp16 rows k, len(out0) a multiple of 8 (nil where the level scores
-	// converted float32 tiles).
-	scoresHalf2 func(out0, out1, q0, q1 []float32, k []uint16)
+	// converted float32 tiles); pf, if not empty, is prefetched a share per
+	// 8-token tile.
+	scoresHalf2 func(out0, out1, q0, q1 []float32, k []uint16, pf []byte)
 	// quantWRows is quantW for rows r < rows (p rows at stride ldp, wq
 	// rows at ldw, steps to delta[r]) that also returns the zeros' sums
 	// zsum[r·groups+j] = Σ_t p[t]·z[j·lds+t] (lane order of sum16).
@@ -117,8 +118,9 @@ type kernels struct {
 	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
 	splitQuery func(hi, lo []int8, q []float32) float32
 	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where
-	// the level converts the rows first).
-	pvHalf func(acc []float32, ldacc int, w []float32, ldw int, v []uint16, ldv, n, rows, cols int)
+	// the level converts the rows first); with 4 rows, pf, if not empty, is
+	// prefetched two lines per token of each 64-channel pass.
+	pvHalf func(acc []float32, ldacc int, w []float32, ldw int, v []uint16, ldv, n, rows, cols int, pf []byte)
 }
 
 // PVMaxTokens is the most tokens one integer PV call sums: n·32767·255

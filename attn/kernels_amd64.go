@@ -65,7 +65,7 @@ func quantWAVX512(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
-func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int)
+func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 
 //go:noescape
 func pvHalfx1AVX512(acc *float32, w *float32, v *uint16, ldv, n, cols int)
@@ -74,7 +74,7 @@ func pvHalfx1AVX512(acc *float32, w *float32, v *uint16, ldv, n, cols int)
 func splitQueryAVX512(hi, lo *int8, q *float32, d int) float32
 
 //go:noescape
-func scoresHalf2AVX512(out0, out1, q0, q1 *float32, k *uint16, n, d int)
+func scoresHalf2AVX512(out0, out1, q0, q1 *float32, k *uint16, n, d int, pf *byte, pfTile int)
 
 //go:noescape
 func bcastQ16(dst *int8, q *int8, d int)
@@ -176,7 +176,7 @@ type simd struct {
 	deinterleave func(a, b, src *float32, n int)
 	dequantV     func(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, g int)
 	quantW       func(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
-	pvHalf4      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int)
+	pvHalf4      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 	pvHalf1      func(acc *float32, w *float32, v *uint16, ldv, n, cols int)
 }
 
@@ -328,7 +328,7 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 		}
 	}
 	if s.pvHalf4 != nil {
-		k.pvHalf = func(acc []float32, ldacc int, w []float32, ldw int, v []uint16, ldv, n, rows, cols int) {
+		k.pvHalf = func(acc []float32, ldacc int, w []float32, ldw int, v []uint16, ldv, n, rows, cols int, pf []byte) {
 			if !(cols%vecLen == 0 && rows >= 1 && rows <= 4 && n >= 0 && cols <= ldv &&
 				len(acc) >= (rows-1)*ldacc+cols && len(w) >= (rows-1)*ldw+n && (n == 0 || len(v) >= (n-1)*ldv+cols)) {
 				bad("pvHalf", n, rows, cols)
@@ -337,7 +337,11 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 				return
 			}
 			if rows == 4 {
-				s.pvHalf4(&acc[0], ldacc, &w[0], ldw, &v[0], ldv, n, cols)
+				var pfp *byte
+				if len(pf) > 0 {
+					pfp = &pf[0]
+				}
+				s.pvHalf4(&acc[0], ldacc, &w[0], ldw, &v[0], ldv, n, cols, pfp, len(pf)/64)
 				return
 			}
 			for r := 0; r < rows; r++ {
@@ -346,13 +350,14 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 		}
 	}
 	if level >= cpufeat.AVX512 {
-		k.scoresHalf2 = func(out0, out1, q0, q1 []float32, kh []uint16) {
+		k.scoresHalf2 = func(out0, out1, q0, q1 []float32, kh []uint16, pf []byte) {
 			n, d := len(out0), len(q0)
 			if !(n%8 == 0 && d%vecLen == 0 && d > 0 && len(out1) >= n && len(q1) >= d && len(kh) >= n*d) {
 				bad("scoresHalf2", n, d, len(kh))
 			}
 			if n > 0 {
-				scoresHalf2AVX512(&out0[0], &out1[0], &q0[0], &q1[0], &kh[0], n, d)
+				pfp, pfTile := tilePrefetch(pf, n/8)
+				scoresHalf2AVX512(&out0[0], &out1[0], &q0[0], &q1[0], &kh[0], n, d, pfp, pfTile)
 			}
 		}
 	}

@@ -615,11 +615,15 @@ done:
 	VZEROUPPER
 	RET
 
-// func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int)
+// func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 // pvF32x4AVX512 on fp16 V rows, converted in registers (VCVTPH2PS from
 // memory): no float32 copy of the block is written and read back. ldv in
 // fp16 values.
-TEXT ·pvHalfx4AVX512(SB), NOSPLIT, $0-64
+// Two lines of [pf, pf+64·pfLines) are prefetched per token of the
+// 64-channel passes (the next block's values, spread over this block).
+TEXT ·pvHalfx4AVX512(SB), NOSPLIT, $0-80
+	MOVQ pf+64(FP), R11
+	MOVQ pfLines+72(FP), R12
 	MOVQ acc+0(FP), DI
 	MOVQ ldacc+8(FP), R14
 	SHLQ $2, R14
@@ -660,6 +664,13 @@ chunk64:
 	TESTQ  CX, CX
 	JZ     store64
 tok64:
+	TESTQ        R12, R12
+	JLE          nopf
+	PREFETCHT0   (R11)
+	PREFETCHT0   64(R11)
+	ADDQ         $128, R11
+	SUBQ         $2, R12
+nopf:
 	VCVTPH2PS    (SI), Z16
 	VCVTPH2PS    32(SI), Z17
 	VCVTPH2PS    64(SI), Z18
@@ -1489,12 +1500,13 @@ done:
 	VFMADD231PS T, Z16, ACC0 \
 	VFMADD231PS T, Z17, ACC1
 
-// func scoresHalf2AVX512(out0, out1, q0, q1 *float32, k *uint16, n, d int)
+// func scoresHalf2AVX512(out0, out1, q0, q1 *float32, k *uint16, n, d int, pf *byte, pfTile int)
 // out0[t] = q0·k[t] and out1[t] = q1·k[t] for t < n (a multiple of 8), k
 // rows of d fp16 values (d a multiple of 16): each chunk of a token is
 // converted once for both rows. Accumulators Z0..Z7 (row 0) and Z8..Z15
 // (row 1), the query chunks in Z16, Z17, conversions in Z18..Z25.
-TEXT ·scoresHalf2AVX512(SB), NOSPLIT, $0-56
+// Each 8-token tile prefetches pfTile lines from pf on.
+TEXT ·scoresHalf2AVX512(SB), NOSPLIT, $0-72
 	MOVQ      out0+0(FP), DI
 	MOVQ      out1+8(FP), R11
 	MOVQ      q0+16(FP), SI
@@ -1508,6 +1520,17 @@ TEXT ·scoresHalf2AVX512(SB), NOSPLIT, $0-56
 	SHRQ      $3, CX
 	JZ        done
 tile:
+	MOVQ  pfTile+64(FP), R14
+	TESTQ R14, R14
+	JZ    pfdone
+	MOVQ  pf+56(FP), R15
+pfloop:
+	PREFETCHT0 (R15)
+	ADDQ  $64, R15
+	DECQ  R14
+	JNZ   pfloop
+	MOVQ  R15, pf+56(FP)
+pfdone:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2

@@ -173,7 +173,7 @@ func TestScoreKernels(t *testing.T) {
 					for i := range ones {
 						ones[i] = 1
 					}
-					k.scoresHalf2(o0, o1, q, q1, h)
+					k.scoresHalf2(o0, o1, q, q1, h, make([]byte, 64*n/8))
 					k.scoresF32(w0, q, hf, ones, zeros, 1, 0)
 					k.scoresF32(w1, q1, hf, ones, zeros, 1, 0)
 					sameBits(t, fmt.Sprintf("%v scoresHalf2 d=%d n=%d", k, d, n), append(o0, o1...), append(w0, w1...))
@@ -263,7 +263,7 @@ func TestPVKernel(t *testing.T) {
 							hf[i] = half.ToFloat32(h[i])
 						}
 						g1, g2 := append([]float32(nil), acc...), append([]float32(nil), acc...)
-						k.pvHalf(g1, ld, w, n+3, h, ld, n, rows, cols)
+						k.pvHalf(g1, ld, w, n+3, h, ld, n, rows, cols, bytesOf(make([]int8, 256)))
 						k.pvF32(g2, ld, w, n+3, hf, ld, n, rows, cols)
 						sameBits(t, fmt.Sprintf("%v pvHalf cols=%d rows=%d n=%d", k, cols, rows, n), g1, g2)
 					}
