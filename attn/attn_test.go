@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/kv"
@@ -100,27 +101,160 @@ func nanSlice(n int) []float32 {
 //     |q|·(|x̂| + 2|z|), whose sum over channels the reference returns as
 //     ScoreMag: (D+4)·eps·ScoreMag·scale (the query is rounded to float32
 //     and rotated in float32 too, (log2 D + 2)·eps·ScoreMag·scale more);
+//   - with the int8 dot products of integer keys (VNNI), qTol more: the
+//     query's quantization step (see queryQuantTol);
 //   - a score error δ moves each probability by a factor within e^{±2δ};
 //   - the weighted V sums add Nr terms per block and one term per block,
 //     each within 2·eps relative (value fold p·s·code + p·z), so
-//     (Nr + L/Nr + 32)·2·eps·MaxAbsV; the output rotation adds
+//     (Nr + L/Nr + 32)·2·eps·MaxAbsV; the float32 exp is within expRelErr
+//     of e^x, 2·expRelErr·MaxAbsV more; the output rotation adds
 //     log2(D)·sqrt(D)·2·eps·MaxAbsV.
-func decodeTol(st RefStats, p Params, row int) float64 {
+func decodeTol(st RefStats, p Params, row int, qTol float64) float64 {
 	d := float64(p.Shape.D)
-	scoreTol := float64(p.scale()) * (d + 4 + math.Log2(d) + 2) * eps32 * st.ScoreMag[row]
+	scoreTol := float64(p.scale())*(d+4+math.Log2(d)+2)*eps32*st.ScoreMag[row] + qTol
 	nr := float64(p.Format.Residual)
-	acc := (nr + float64(st.MaxL)/nr + 32) * 2 * eps32
+	acc := (nr+float64(st.MaxL)/nr+32)*2*eps32 + 2*expRelErr
 	if p.Format.Rotate {
 		acc += math.Log2(d) * math.Sqrt(d) * 2 * eps32
 	}
 	return st.MaxAbsV * (2.5*scoreTol + acc)
 }
 
-func compareDecode(t *testing.T, name string, p Params, q, got, want []float32, st RefStats) {
+// queryQuantTol returns, per output row, the bound of the score error
+// that quantizing the query to int8 (15 bits for int8 keys) adds on the
+// VNNI path of integer keys (0 for the float paths): the largest over the
+// row's tokens of (a/2)·Σ_c code_c, with a the step the path picks for the row and
+// the token's key group (KC: the query times the group's scales; KT: the
+// query, times the token's scale s_t), computed with the worker's own
+// query loading so that a is the very step Decode uses.
+func queryQuantTol(k *kernels, p Params, seqs []*Seq, q []float32) []float64 {
+	f, sh := p.Format, p.Shape
+	d, nr, g := f.D, f.Residual, sh.Group()
+	tol := make([]float64, len(q)/d)
+	lay := f.K
+	if !k.vnni || !lay.Elem.IsInt() || (lay.Scaling == kv.PerToken && lay.Group != d) {
+		return tol
+	}
+	w := newWorker(p, &genericVNNIKernels)
+	qs, qi, lo := make([]float32, d), make([]int8, d), make([]int8, d)
+	quant := func(q []float32) float64 { // the path's step
+		if lay.Elem == kv.Int8 {
+			return float64(splitQuery(qi, lo, q))
+		}
+		return float64(quantizeQuery(qi, q))
+	}
+	for b, s := range seqs {
+		for h := 0; h < sh.Hkv; h++ {
+			w.loadQueries(q, b, h)
+			for _, blk := range s.Blocks {
+				base := blk[h*f.BlockBytes():]
+				for r := 0; r < w.r; r++ {
+					row := (b*p.Tq+r/g)*sh.Hq + h*g + r%g
+					qr := w.q[r*d : (r+1)*d]
+					var a float64
+					for t := 0; t < nr; t++ {
+						step := 0.0
+						if lay.Scaling == kv.PerChannel {
+							if t%lay.Group == 0 {
+								for c := range qs {
+									sc, zc := lay.Param(base, lay.ParamIndex(t, c))
+									w.gs[c], w.gz[c] = fp16ToF32[sc], fp16ToF32[zc]
+								}
+								for c := range qs {
+									qs[c] = qr[c] * w.gs[c]
+								}
+								a = quant(qs)
+							}
+							step = a
+						} else {
+							if t == 0 {
+								a = quant(qr)
+							}
+							sc, _ := lay.Param(base, t)
+							step = a * float64(fp16ToF32[sc])
+						}
+						var codes float64
+						for c := 0; c < d; c++ {
+							codes += float64(lay.Code(base, t, c))
+						}
+						tol[row] = max(tol[row], step/2*codes*(1+4*eps32))
+					}
+				}
+			}
+		}
+	}
+	return tol
+}
+
+// valueQuantTol returns, per output row, the bound of the error that the
+// integer PV of the VNNI path (intValues) adds to the output: per run of
+// at most PVMaxTokens tokens, each row's weights w_t = p_t·s_t are rounded
+// to steps Δ = max w/32767, moving the run's sum by at most
+// (Δ/2)·Σ_t code_t per channel. Δ <= p_max·s_max/32767 with p_max <= the
+// run's share of the denominator l, so over all runs the output moves by
+// at most max over runs of s_max·max_c Σ_t code_tc / 65534 (0 where the
+// float PV runs).
+func valueQuantTol(k *kernels, p Params, seqs []*Seq) []float64 {
+	f, sh := p.Format, p.Shape
+	d, nr, g := f.D, f.Residual, sh.Group()
+	tol := make([]float64, len(seqs)*p.Tq*sh.Hq)
+	lay := f.V
+	if k.pvS16 == nil || !lay.Elem.IsInt() {
+		return tol
+	}
+	for b, s := range seqs {
+		for h := 0; h < sh.Hkv; h++ {
+			var worst float64
+			for _, blk := range s.Blocks {
+				base := blk[h*f.BlockBytes()+f.K.Bytes:]
+				for t0 := 0; t0 < nr; t0 += PVMaxTokens {
+					var smax float64
+					colSum := make([]float64, d)
+					for t := t0; t < min(nr, t0+PVMaxTokens); t++ {
+						for c := 0; c < d; c++ {
+							sc, _ := lay.Param(base, lay.ParamIndex(t, c))
+							smax = max(smax, float64(fp16ToF32[sc]))
+							colSum[c] += float64(lay.Code(base, t, c))
+						}
+					}
+					for _, cs := range colSum {
+						worst = max(worst, smax*cs/65534*(1+1e-4))
+					}
+				}
+			}
+			for i := 0; i < p.Tq; i++ {
+				for j := 0; j < g; j++ {
+					tol[(b*p.Tq+i)*sh.Hq+h*g+j] = worst
+				}
+			}
+		}
+	}
+	return tol
+}
+
+// quantizeQuery is foldQuery's quantization in float64 terms: the step
+// a = max|q|/127 and qi = rint(q/a).
+func quantizeQuery(qi []int8, q []float32) float32 {
+	var amax float32
+	for _, x := range q {
+		amax = max(amax, abs32(x))
+	}
+	if !(amax > 0) {
+		clear(qi)
+		return 0
+	}
+	inv := 127 / amax
+	for c, x := range q {
+		qi[c] = int8(math.RoundToEven(float64(x * inv)))
+	}
+	return amax / 127
+}
+
+func compareDecode(t *testing.T, name string, p Params, q, got, want []float32, st RefStats, qTol, vTol []float64) {
 	t.Helper()
 	d := p.Shape.D
 	for row := 0; row < len(got)/d; row++ {
-		tol := decodeTol(st, p, row)
+		tol := decodeTol(st, p, row, qTol[row]) + vTol[row]
 		for c := 0; c < d; c++ {
 			g, w := got[row*d+c], want[row*d+c]
 			if g != g || math.Abs(float64(g-w)) > tol {
@@ -130,8 +264,44 @@ func compareDecode(t *testing.T, name string, p Params, q, got, want []float32, 
 	}
 }
 
+// allKernelSets returns every kernel set this machine runs plus the
+// pure-Go int8-query set, generic first.
+func allKernelSets() []*kernels {
+	return append([]*kernels{&genericKernels, &genericVNNIKernels}, levelSets()[1:]...)
+}
+
+// withKernels runs fn with the decode using kernel set k.
+func withKernels(k *kernels, fn func()) {
+	testKernels = k
+	defer func() { testKernels = nil }()
+	fn()
+}
+
+// checkDecode runs Decode with every kernel set against one reference.
+func checkDecode(t *testing.T, name string, seqs []*Seq, p Params, q []float32) {
+	t.Helper()
+	n := len(q)
+	want := nanSlice(n)
+	st, err := Reference(want, q, seqs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range allKernelSets() {
+		got := nanSlice(n)
+		withKernels(k, func() { err = Decode(got, q, seqs, p) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareDecode(t, fmt.Sprintf("%v %s", k, name), p, q, got, want, st, queryQuantTol(k, p, seqs, q), valueQuantTol(k, p, seqs))
+	}
+}
+
 var testSpecs = []string{"fp16", "bf16", "fp8e4m3", "fp8e5m2", "int8", "int4", "int4:kt128", "int4:kt32:v32",
-	"int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:ktd:rot", "int4:rot", "int4:kc64:res64"}
+	"int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:ktd:rot", "int4:rot", "int4:kc64:res64", "k4v16", "k16v2:v64"}
+
+// shortSpecs is the -short subset: one of each path (float K/V, KC, KT
+// with one and several groups, int2, mixed widths, rotation).
+var shortSpecs = []string{"fp16", "bf16", "int8", "int4", "int4:kt32:v32", "int2:kc32:v32", "k4v2", "int4:ktd:rot"}
 
 var testShapes = []Shape{
 	{Hq: 4, Hkv: 4, D: 64},   // MHA
@@ -140,14 +310,21 @@ var testShapes = []Shape{
 	{Hq: 16, Hkv: 1, D: 64},  // MQA 16
 	{Hq: 6, Hkv: 2, D: 256},  // GQA 3
 	{Hq: 12, Hkv: 2, D: 128}, // GQA 6 (not a power of two)
+	{Hq: 4, Hkv: 2, D: 64},   // GQA 2
+	{Hq: 14, Hkv: 2, D: 128}, // GQA 7
 }
 
 // TestDecodeMatchesReference runs every format on every shape class with
 // ragged lengths: residual of 0, 1, Nr-1 tokens after 0, 1 and 3 packed
-// blocks, several lengths in one batch, and 1 or 3 query tokens.
+// blocks, several lengths in one batch, and 1 or 3 query tokens, at every
+// SIMD level against one reference. -short runs a subset of the formats.
 func TestDecodeMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, spec := range testSpecs {
+	specs := testSpecs
+	if testing.Short() {
+		specs = shortSpecs
+	}
+	for _, spec := range specs {
 		for si, sh := range testShapes {
 			f, err := kv.MustParseSpec(spec).Resolve(sh.D)
 			if err != nil {
@@ -160,52 +337,55 @@ func TestDecodeMatchesReference(t *testing.T) {
 			caches, _, _ := buildBatch(t, r, f, sh, lens)
 			for _, tq := range []int{1, 3} {
 				p := Params{Format: f, Shape: sh, Tq: tq}
-				n := len(lens) * tq * sh.Hq * sh.D
-				q := randQ(r, n)
-				want := nanSlice(n)
-				st, err := Reference(want, q, seqsOf(caches), p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := nanSlice(n)
-				if err := Decode(got, q, seqsOf(caches), p); err != nil {
-					t.Fatal(err)
-				}
-				compareDecode(t, fmt.Sprintf("%s Hq=%d Hkv=%d D=%d lens=%v Tq=%d", spec, sh.Hq, sh.Hkv, sh.D, lens, tq), p, q, got, want, st)
+				q := randQ(r, len(lens)*tq*sh.Hq*sh.D)
+				checkDecode(t, fmt.Sprintf("%s Hq=%d Hkv=%d D=%d lens=%v Tq=%d", spec, sh.Hq, sh.Hkv, sh.D, lens, tq), seqsOf(caches), p, q)
 			}
 		}
 	}
 }
 
 // TestDecodeLongSplits covers sequences longer than one split, so the
-// log-sum-exp merge runs, and checks that results are bitwise repeatable.
+// log-sum-exp merge runs, and checks that results are bitwise repeatable
+// and the same whatever GOMAXPROCS, at every level.
 func TestDecodeLongSplits(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	sh := Shape{Hq: 8, Hkv: 2, D: 128}
-	for _, spec := range []string{"int4", "int2:kc32:v32", "fp16"} {
+	specs := []string{"int4", "int2:kc32:v32", "fp16", "int4:kt128", "k4v2"}
+	if testing.Short() {
+		specs = specs[:3]
+	}
+	for _, spec := range specs {
 		f := kv.MustResolve(spec, sh.D)
 		lens := []int{2*SplitTokens + 77, SplitTokens + f.Residual, 5}
 		caches, _, _ := buildBatch(t, r, f, sh, lens)
 		p := Params{Format: f, Shape: sh, Tq: 2}
-		n := len(lens) * p.Tq * sh.Hq * sh.D
-		q := randQ(r, n)
-		want := nanSlice(n)
-		st, err := Reference(want, q, seqsOf(caches), p)
-		if err != nil {
-			t.Fatal(err)
+		q := randQ(r, len(lens)*p.Tq*sh.Hq*sh.D)
+		checkDecode(t, spec+" long", seqsOf(caches), p, q)
+		sets, procList := allKernelSets(), []int{1, 2, 3}
+		if testing.Short() { // the pure-Go set and the machine's own
+			sets, procList = []*kernels{sets[0], sets[len(sets)-1]}, []int{1, 2}
 		}
-		got := nanSlice(n)
-		if err := Decode(got, q, seqsOf(caches), p); err != nil {
-			t.Fatal(err)
-		}
-		compareDecode(t, spec+" long", p, q, got, want, st)
-		again := nanSlice(n)
-		if err := Decode(again, q, seqsOf(caches), p); err != nil {
-			t.Fatal(err)
-		}
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(again[i]) {
-				t.Fatalf("%s: element %d differs between runs: %g vs %g", spec, i, got[i], again[i])
+		for _, k := range sets {
+			var runs [][]float32
+			for _, procs := range procList {
+				prev := runtime.GOMAXPROCS(procs)
+				for range 2 {
+					out := nanSlice(len(q))
+					withKernels(k, func() {
+						if err := Decode(out, q, seqsOf(caches), p); err != nil {
+							t.Fatal(err)
+						}
+					})
+					runs = append(runs, out)
+				}
+				runtime.GOMAXPROCS(prev)
+			}
+			for _, again := range runs[1:] {
+				for i := range again {
+					if math.Float32bits(runs[0][i]) != math.Float32bits(again[i]) {
+						t.Fatalf("%v %s: element %d differs between runs: %g vs %g", k, spec, i, runs[0][i], again[i])
+					}
+				}
 			}
 		}
 	}

@@ -11,10 +11,32 @@
 //
 // The cache of one sequence and one layer is a Seq: packed blocks of Nr tokens
 // (each [Hkv] heads of kv.Format.BlockBytes(), K half then V half) followed by
-// the fp16 residual block. The fast path dequantizes on the fly, folding the
-// scales out of the inner loop (scores use Q scaled per key group; values are
-// weighted by probabilities times scales), never materializing a float copy
-// of the cache, and runs in parallel over sequences, KV heads and KV splits
-// with a log-sum-exp merge in a fixed order, so its result does not depend
-// on the number of threads.
+// the fp16 residual block. The fast path reads each block once for the R =
+// Group·Tq query rows that share it, never materializing a float copy of the
+// cache, and runs in parallel over sequences, KV heads and KV splits with a
+// log-sum-exp merge in a fixed order, so its result does not depend on the
+// number of threads.
+//
+// # Kernels
+//
+// The inner loops (kernels.go) have a pure-Go version, which is the fallback
+// and the reference, and AVX2 and AVX-512 assembly chosen at each call from
+// internal/cpufeat (cpufeat.Force selects a lower level; the purego build tag
+// and other architectures run pure Go). Per block (block.go):
+//   - float keys (fp16, bf16, fp8): scores by fp32 FMA, 8 tokens per tile;
+//     fp16 rows are converted in registers, two query rows per pass;
+//   - integer keys: with AVX-512 VNNI, int8 dot products (VPDPBUSD) of the
+//     byte codes (int4 read as packed nibbles) with the query quantized per
+//     row to int8 (15 bits in two halves for int8 keys), per key group for
+//     per-channel keys, whose scales are folded into the query and zeros
+//     into one bias per row; without VNNI, the codes as float32 and FMA;
+//   - softmax in float32 with a vector exp;
+//   - values: float rows by FMA; integer codes with VNNI by int16 weights
+//     p·s_t (VPDPWSSD), else as float32 codes times their scale; the zeros'
+//     share Σ p·z per group is summed apart.
+//
+// The integer paths' error against the reference is bounded in the tests by
+// the query's and the weights' quantization steps on top of float32
+// rounding; TestQueryQuantVsFormatError checks that the query's share stays
+// below the error of the KV format itself.
 package attn

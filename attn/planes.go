@@ -247,9 +247,10 @@ func DecodePlanes(out, q []float32, seqs []*PlaneSeq, p Params, mass [][][]float
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	next := 0
+	kern := activeKernels()
 	for range min(runtime.GOMAXPROCS(0), len(tasks)) {
 		wg.Go(func() {
-			w := newPlaneWorker(p)
+			w := newPlaneWorker(p, kern)
 			for {
 				mu.Lock()
 				i := next
@@ -279,6 +280,7 @@ func DecodePlanes(out, q []float32, seqs []*PlaneSeq, p Params, mass [][][]float
 // planeWorker holds one goroutine's scratch buffers.
 type planeWorker struct {
 	p      Params
+	k      *kernels
 	lay    kv.PlaneLayout
 	rec    kv.Recon
 	r      int       // query rows per KV head: Group*Tq
@@ -286,7 +288,7 @@ type planeWorker struct {
 	bits   []uint16  // [D] one rebuilt row
 	row    []float32 // [D]
 	index  []int32
-	scores []float32 // [R][n]
+	scores []float32 // [R][n rounded up to 16]
 	acc    []float32 // [R][D]
 	part   []float32 // [R][D] partial sums of PlaneAccumBlock tokens
 	// med[b] and low[n] are the float32 values of a Medium read whose top
@@ -297,10 +299,10 @@ type planeWorker struct {
 	low [16]float32
 }
 
-func newPlaneWorker(p Params) *planeWorker {
+func newPlaneWorker(p Params, k *kernels) *planeWorker {
 	d := p.Shape.D
 	r := p.Shape.Group() * p.Tq
-	w := &planeWorker{p: p, lay: p.Format.PlaneLayout(), rec: p.Format.Planes.Recon(p.Format.K.Elem), r: r,
+	w := &planeWorker{p: p, k: k, lay: p.Format.PlaneLayout(), rec: p.Format.Planes.Recon(p.Format.K.Elem), r: r,
 		q: make([]float32, r*d), bits: make([]uint16, d), row: make([]float32, d),
 		acc: make([]float32, r*d), part: make([]float32, r*d)}
 	one := []uint16{0}
@@ -360,39 +362,37 @@ func (w *planeWorker) run(out, q []float32, b, h int, s *PlaneSeq, mass []float3
 	tiers := s.Tiers[h][:s.Len]
 	w.index, _ = TierIndex(tiers, w.index)
 	n := len(w.index)
-	if cap(w.scores) < w.r*n {
-		w.scores = make([]float32, w.r*n)
+	ns := (n + TileTokens - 1) / TileTokens * TileTokens // row stride: whole vectors for the exp kernel
+	if cap(w.scores) < w.r*ns {
+		w.scores = make([]float32, w.r*ns)
 	}
-	sc := w.scores[:w.r*n]
+	sc := w.scores[:w.r*ns]
 	// Pass 1: scores from the K planes each token's tier needs.
 	for j, t := range w.index {
 		w.readRow(s, h, 0, int(t), tiers[t])
 		for row := 0; row < w.r; row++ {
 			if int(t) > s.Len-tq+row/g {
-				sc[row*n+j] = float32(math.Inf(-1))
+				sc[row*ns+j] = float32(math.Inf(-1))
 				continue
 			}
-			sc[row*n+j] = dot(w.q[row*d:(row+1)*d], w.row)
+			sc[row*ns+j] = dot(w.q[row*d:(row+1)*d], w.row)
 		}
 	}
-	// Softmax per row: exp(s - max) / Σ.
+	// Softmax per row: exp(s - max) / Σ, by the vector kernels.
 	inv := make([]float32, w.r)
 	for row := 0; row < w.r; row++ {
-		rs := sc[row*n : (row+1)*n]
-		m := float32(math.Inf(-1))
-		for _, x := range rs {
-			m = max(m, x)
+		rs := sc[row*ns : (row+1)*ns]
+		for j := n; j < ns; j++ {
+			rs[j] = float32(math.Inf(-1))
 		}
+		if n == 0 {
+			return ErrAllEvicted
+		}
+		m := w.k.maxF32(rs)
 		if math.IsInf(float64(m), -1) {
 			return ErrAllEvicted
 		}
-		var l float32
-		for j, x := range rs {
-			e := float32(math.Exp(float64(x - m)))
-			rs[j] = e
-			l += e
-		}
-		inv[row] = 1 / l
+		inv[row] = 1 / w.k.expSub(rs, m)
 	}
 	// Pass 2: values from the V planes, in blocks of PlaneAccumBlock tokens.
 	clear(w.acc)
@@ -401,7 +401,7 @@ func (w *planeWorker) run(out, q []float32, b, h int, s *PlaneSeq, mass []float3
 		w.readRow(s, h, 1, int(t), tiers[t])
 		var pm float32
 		for row := 0; row < w.r; row++ {
-			if pr := sc[row*n+j]; pr != 0 {
+			if pr := sc[row*ns+j]; pr != 0 {
 				axpy(w.part[row*d:(row+1)*d], pr, w.row)
 				pm += pr * inv[row]
 			}

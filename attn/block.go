@@ -1,0 +1,726 @@
+package attn
+
+import (
+	"math"
+	"sync"
+
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// This file is one worker's pass over a run of blocks of one sequence and
+// one KV head, for the R = Group·Tq query rows that share them: for each
+// block (Nr packed tokens, or the fp16 residual) it
+//
+//  1. turns the K half into rows the score kernels read: float32 for float
+//     formats; byte codes for integer ones (int8 codes are read in place);
+//  2. computes the R rows of scores, folding the scales out of the inner
+//     loop: per-channel keys (KC) scale the query by the group's scales and
+//     add Σ q·z once per row; per-token keys with one group (KT, G = D)
+//     apply s_t and z_t·Σq to each token's dot product. With AVX-512 VNNI
+//     the dot products of integer keys are int8 (VPDPBUSD): the folded
+//     query is quantized to int8 per row and per key group (per block for
+//     KT), step a = max|q|/127, so each score carries an error of at most
+//     (a/2)·Σ_c code_c besides float32 rounding (see quantizeQuery);
+//  3. runs the online softmax (running max, rescale, vector exp);
+//  4. adds the probabilities times the V rows to the accumulators: float V
+//     as is, integer V as codes weighted by p·s_t, and Σ p·z_t per group
+//     into a second accumulator that finish adds back.
+//
+// Every block's weighted sum is formed apart and then added to the running
+// accumulators, which keeps the float32 rounding of a long sequence near
+// (Nr + L/Nr)·eps.
+
+// prefetchMaxBytes is the largest block (one KV head) that is prefetched
+// whole into L2 while the previous one is computed: measured (int4 -11%,
+// int2 -5% per step at (1,32K)); fp16 blocks (64 KB) gained nothing.
+const prefetchMaxBytes = 32 << 10
+
+// The integer kernels' shapes (kernels_avx512_amd64.s): rows of byte codes
+// in whole 64-byte vectors (packed int4 rows: whole vectors too, so D a
+// multiple of 128), 16 tokens per step of the four-row kernels, and value
+// groups of at least 64 channels for pvI4 (one weight per 64 channels).
+const (
+	zmmBytes     = 64
+	x4Tokens     = 16
+	pvI4MinGroup = 64
+)
+
+// minGroup is the smallest group size of an integer format (kv.ValidGroups).
+const minGroup = 32
+
+// worker holds one goroutine's scratch buffers.
+type worker struct {
+	p    Params
+	k    *kernels
+	r    int // query rows per KV head: Group·Tq
+	d    int
+	nr   int // Nr
+	npad int // Nr rounded up to TileTokens
+
+	q      []float32 // [R][D] scaled (and rotated) queries of the current head
+	qs     []float32 // [R][D] queries times key scales (KC)
+	qi     []int8    // [R][D] quantized queries (VNNI), or their high halves
+	qlo    []int8    // [R][D] low halves of 15-bit quantized queries (int8 keys)
+	qb4    []int8    // [rows4(R)][4·D] qi's 16-byte chunks repeated in four lanes
+	qlo4   []int8    // [rows4(R)][4·D] the same for qlo
+	qa     []float32 // [R] quantization steps of qi
+	qb     []float32 // [R] per-row bias: Σ q·z (KC) or Σ q (KT)
+	scores []float32 // [rows4(R)][npad] (the padding rows take scoresU8x4's unused outputs)
+	kf, vf []float32 // [npad][D] float K / V rows (or codes as float32)
+	ku8    []uint8   // [npad][D] K codes
+	vu8    []uint8   // [npad][D] V codes
+	ones   []float32 // [npad] 1
+	zeros  []float32 // [npad] 0
+	ps, pz []float32 // [npad] per-token scale and zero of one group
+	gs, gz []float32 // [D] per-channel scale and zero of one key group (KC)
+	pf     []float32 // fp16 (scale, zero) pairs of a block or key group as float32
+	zs     []float32 // [V groups][npad] per-token zeros of V
+	vs     []float32 // [V groups][npad] per-token scales of V
+	wq     []int16   // [rows4(R)][V groups][npad] quantized PV weights
+	delta  []float32 // [rows4(R)] steps of wq
+	zsum   []float32 // [R][V groups] Σ p·z of one run
+	onesD  []float32 // [D] 1
+	hpad   []uint16  // the residual's last fp16 rows, padded to a tile
+	spare  []float32 // [npad] the unused second output of an odd row
+	limits []int     // [R] last visible token of each row
+	qReady bool      // qi, qa, qb hold the unscaled query's quantization (KT)
+	i4     bool      // this block's int4 keys are scored from the packed nibbles
+	packed []byte    // the packed int4 K rows of the block (i4)
+	nextK  []byte    // the next block's K half, prefetched by the int4 score kernel
+	nextV  []byte    // the next block's V half, prefetched by the int4 PV kernel
+}
+
+// workerPool keeps workers (their scratch) between calls.
+var workerPool sync.Pool
+
+// getWorker returns a pooled worker whose buffers fit p, or a new one.
+func getWorker(p Params, k *kernels) *worker {
+	if w, ok := workerPool.Get().(*worker); ok && w.r == p.Shape.Group()*p.Tq && w.d == p.Shape.D && w.nr == p.Format.Residual {
+		w.p, w.k = p, k
+		return w
+	}
+	return newWorker(p, k)
+}
+
+func newWorker(p Params, k *kernels) *worker {
+	r, d, nr := p.Shape.Group()*p.Tq, p.Shape.D, p.Format.Residual
+	npad := (nr + TileTokens - 1) / TileTokens * TileTokens
+	w := &worker{p: p, k: k, r: r, d: d, nr: nr, npad: npad,
+		q: make([]float32, r*d), qs: make([]float32, r*d), qi: make([]int8, r*d), qlo: make([]int8, r*d),
+		qb4: make([]int8, rows4(r)*4*d), qlo4: make([]int8, rows4(r)*4*d),
+		qa: make([]float32, r), qb: make([]float32, r),
+		scores: make([]float32, rows4(r)*npad),
+		kf:     make([]float32, npad*d), vf: make([]float32, npad*d),
+		ku8: make([]uint8, npad*d), vu8: make([]uint8, npad*d),
+		ones: make([]float32, npad), zeros: make([]float32, npad),
+		ps: make([]float32, npad), pz: make([]float32, npad),
+		gs: make([]float32, d), gz: make([]float32, d),
+		pf: make([]float32, max(2*npad*(d/minGroup), 2*d)), zs: make([]float32, npad*(d/minGroup)),
+		vs: make([]float32, npad*(d/minGroup)), wq: make([]int16, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
+		zsum:  make([]float32, r*(d/minGroup)),
+		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r)}
+	for i := range w.ones {
+		w.ones[i] = 1
+	}
+	for i := range w.onesD {
+		w.onesD[i] = 1
+	}
+	return w
+}
+
+// loadQueries fills w.q with the scaled (rotated) queries of sequence b's
+// KV head h.
+func (w *worker) loadQueries(q []float32, b, h int) {
+	sh, d := w.p.Shape, w.d
+	scale := w.p.scale()
+	for row := 0; row < w.r; row++ {
+		i, j := row/sh.Group(), row%sh.Group()
+		off := ((b*w.p.Tq+i)*sh.Hq + h*sh.Group() + j) * d
+		dst := w.q[row*d : (row+1)*d]
+		copy(dst, q[off:off+d])
+		if w.p.Format.Rotate {
+			kv.Rotate(dst)
+		}
+		for c := range dst {
+			dst[c] *= scale
+		}
+	}
+}
+
+// run computes the state of tokens [lo, hi) of sequence s, KV head h.
+func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
+	f := w.p.Format
+	w.loadQueries(q, b, h)
+	w.qReady = false
+	l := s.Len(f.Residual)
+	for row := range w.limits {
+		w.limits[row] = l - w.p.Tq + row/w.p.Shape.Group()
+	}
+	nr := f.Residual
+	for t := lo; t < hi; {
+		if blk := t / nr; blk < len(s.Blocks) {
+			base := s.Blocks[blk][h*f.BlockBytes():]
+			// Prefetch the next block where it is small enough to sit in L2
+			// beside this one (the integer formats; it did not help fp16):
+			// its K half before this block's scores, its V half before the
+			// values (A/B in one process: a little better than the whole
+			// block at once, int4 7.52 vs 7.73 ms; none 8.37).
+			// The next block's K and V halves are prefetched by the integer
+			// kernels, a few lines per tile or pair of this block's work
+			// (-12% against one PREFETCHT1 burst per half, int4 (1,32K), one
+			// thread, A/B in one process), else by one burst per half where
+			// the block is small enough to sit in L2 beside this one (fp16
+			// blocks are not prefetched: no gain measured).
+			w.nextK, w.nextV = nil, nil
+			if w.k.prefetch != nil && blk+1 < len(s.Blocks) && t+nr < hi {
+				next := s.Blocks[blk+1][h*f.BlockBytes():]
+				nk, nv := next[:f.K.Bytes], next[f.K.Bytes:f.BlockBytes()]
+				small := f.BlockBytes() <= prefetchMaxBytes
+				switch {
+				case w.intKeys(f.K, nr) || (f.K.Elem == kv.FP16 && w.k.scoresHalf2 != nil):
+					w.nextK = nk
+				case small:
+					w.k.prefetch(nk)
+				}
+				switch {
+				case w.intVals(f.V, nr) || (f.V.Elem == kv.FP16 && w.k.pvHalf != nil && w.r >= 4):
+					w.nextV = nv
+				case small:
+					w.k.prefetch(nv)
+				}
+			}
+			w.blockScores(base[:f.K.Bytes], nr)
+			w.softmax(st, t, nr)
+			w.blockValues(st, base[f.K.Bytes:f.K.Bytes+f.V.Bytes], nr)
+			t += nr
+			continue
+		}
+		n := hi - t // residual tokens
+		off := h * nr * w.d
+		w.nextK, w.nextV = nil, nil
+		w.floatScores(&keySrc{kind: srcHalf, u16: s.ResK[off : off+n*w.d]}, n)
+		w.softmax(st, t, n)
+		w.halfValues(st, s.ResV[off:off+n*w.d], n)
+		t += n
+	}
+}
+
+// tiles rounds n up to whole score tiles.
+func tiles(n int) int { return (n + 7) &^ 7 }
+
+// scoreTileFloats is the size of the float32 K rows one score tile
+// converts (16 KB, half of L1): every query row's pass over the tile then
+// reads it from L1. One pass per row over a whole block of Nr = 128 rows of
+// D = 128 (64 KB) streamed it from L2 R times, and the scores cost three
+// times as much as the PV of the same FMA count.
+const scoreTileFloats = 4096
+
+// Where the float32 K rows of a block come from.
+const (
+	srcHalf    = iota // fp16 bits
+	srcBF16           // bf16 bits
+	srcFP8            // fp8 bytes through a table
+	srcCodes          // byte codes as float32
+	srcDequant        // integer codes dequantized (KT with several groups)
+)
+
+// keySrc is one block's K rows before conversion.
+type keySrc struct {
+	kind  int
+	u16   []uint16 // srcHalf, srcBF16
+	b     []byte   // srcFP8; the packed half for srcDequant
+	codes []uint8  // srcCodes, srcDequant
+	lay   kv.TensorLayout
+}
+
+// fill converts K rows [t0, t1) of src into w.kf.
+func (w *worker) fill(src *keySrc, t0, t1 int) {
+	d := w.d
+	dst := w.kf[:(t1-t0)*d]
+	switch src.kind {
+	case srcHalf:
+		w.k.cvtHalf(dst, src.u16[t0*d:t1*d])
+	case srcBF16:
+		w.k.cvtBF16(dst, src.u16[t0*d:t1*d])
+	case srcFP8:
+		w.k.cvtFP8(dst, src.b[t0*d:t1*d], src.lay.Elem == kv.FP8E4M3)
+	case srcCodes:
+		w.k.codesF32(dst, src.codes[t0*d:t1*d])
+	default:
+		w.dequantRows(dst, src.lay, src.b, src.codes, t0, t1)
+	}
+}
+
+// tiledScores writes the scores of tokens [t0, t1) for every row, tile by
+// tile: out[t] = A[t]·(qs_r · k[t]) + bias_r·B[t] (bias nil: 0).
+func (w *worker) tiledScores(src *keySrc, t0, t1 int, qs, A, B, bias []float32) {
+	d, np := w.d, w.npad
+	tile := max(8, scoreTileFloats/d)
+	for a := t0; a < t1; a += tile {
+		e := min(t1, a+tile)
+		w.fill(src, a, e)
+		for r := 0; r < w.r; r++ {
+			var b float32
+			if bias != nil {
+				b = bias[r]
+			}
+			w.k.scoresF32(w.scores[r*np+a:r*np+a+tiles(e-a)], qs[r*d:(r+1)*d], w.kf, A[a:], B[a:], 1, b)
+		}
+	}
+}
+
+// halfTileBytes is the tile of fp16 K rows scoresHalf2 reads per pair
+// of query rows: 16 KB at D = 128, so the next pair's pass reads L1.
+const halfTileBytes = 16 << 10
+
+// floatScores writes the scores of n float K rows.
+func (w *worker) floatScores(src *keySrc, n int) {
+	if src.kind == srcHalf && w.k.scoresHalf2 != nil {
+		w.halfScores(src.u16, n)
+		return
+	}
+	w.tiledScores(src, 0, n, w.q, w.ones, w.zeros, nil)
+}
+
+// halfScores scores n fp16 K rows two query rows at a time, converting
+// each row chunk once per pair (an odd last row is paired with itself,
+// its second output going to w.wts).
+func (w *worker) halfScores(k []uint16, n int) {
+	d, np := w.d, w.npad
+	tile := max(8, halfTileBytes/(2*d))
+	for a := 0; a < n; a += tile {
+		e := min(n, a+tile)
+		m := tiles(e - a)
+		rows := k[a*d:]
+		if need := m * d; len(rows) < need { // the residual's last tile: pad from the block's scratch
+			rows = w.halfPad(rows[:(e-a)*d], need)
+		}
+		for r := 0; r < w.r; r += 2 {
+			r1, out1 := r, w.spare
+			if r+1 < w.r {
+				r1, out1 = r+1, w.scores[(r+1)*np+a:]
+			}
+			var pf []byte // this tile's share of the next block's keys
+			if r == 0 && w.nextK != nil {
+				share := (len(w.nextK)/64 + (n+tile-1)/tile - 1) / ((n + tile - 1) / tile) * 64
+				pf = w.nextK[min(len(w.nextK), a/tile*share):min(len(w.nextK), (a/tile+1)*share)]
+			}
+			w.k.scoresHalf2(w.scores[r*np+a:r*np+a+m], out1[:m], w.q[r*d:(r+1)*d], w.q[r1*d:(r1+1)*d], rows, pf)
+		}
+	}
+}
+
+// halfPad copies the last rows of a residual block into a scratch of need
+// values, zero past them, so a tile reads whole rows of 8 tokens.
+func (w *worker) halfPad(rows []uint16, need int) []uint16 {
+	if cap(w.hpad) < need {
+		w.hpad = make([]uint16, need)
+	}
+	p := w.hpad[:need]
+	copy(p, rows)
+	clear(p[len(rows):])
+	return p
+}
+
+// blockScores writes the scores of the n tokens of a packed K half to w.scores.
+func (w *worker) blockScores(k []byte, n int) {
+	lay, d := w.p.Format.K, w.d
+	if !lay.Elem.IsInt() {
+		src := keySrc{kind: srcFP8, b: k, lay: lay}
+		switch lay.Elem {
+		case kv.FP16:
+			src = keySrc{kind: srcHalf, u16: bytesU16(k[:2*n*d])}
+		case kv.BF16:
+			src = keySrc{kind: srcBF16, u16: bytesU16(k[:2*n*d])}
+		}
+		w.floatScores(&src, n)
+		return
+	}
+	vnni := w.k.vnni
+	// int4 keys on the VNNI path are scored from the packed nibbles.
+	w.i4 = vnni && lay.Elem == kv.Int4 && w.k.scoresI4x4 != nil && d%(2*zmmBytes) == 0 &&
+		(lay.Scaling == kv.PerChannel || lay.Group == d)
+	var codes []uint8
+	if w.i4 {
+		w.packed = k[:n*lay.RowBytes]
+	} else {
+		codes = w.codes(w.ku8, lay, k, n)
+	}
+	src := keySrc{kind: srcCodes, codes: codes}
+	// An int8 query carries as much error as int8 keys themselves
+	// (TestQueryQuantVsFormatError): int8 keys get a 15-bit query, split
+	// into two int8 halves and two VPDPBUSD passes.
+	wide := lay.Elem == kv.Int8
+	switch {
+	case lay.Scaling == kv.PerChannel:
+		for t0 := 0; t0 < n; t0 += lay.Group {
+			// Fold the group's scales into Q and its zeros into one bias per row.
+			w.params(w.pf[:2*d], lay, k, lay.ParamIndex(t0, 0))
+			w.k.deinterleave(w.gs, w.gz, w.pf[:2*d])
+			for r := 0; r < w.r; r++ {
+				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
+				if vnni {
+					w.quantRow(r, qs, qr, w.gs, w.gz, wide)
+				} else {
+					_, w.qb[r] = w.k.foldQuery(nil, qs, qr, w.gs, w.gz)
+				}
+			}
+			if vnni {
+				w.intScores(codes, t0, lay.Group, w.ones, w.ones, wide)
+			} else {
+				w.tiledScores(&src, t0, t0+lay.Group, w.qs, w.ones, w.ones, w.qb)
+			}
+		}
+	case lay.Group == d: // per token, one group: s_t·(Q·codes) + z_t·ΣQ
+		w.params(w.pf[:2*n], lay, k, 0)
+		w.k.deinterleave(w.ps, w.pz, w.pf[:2*n])
+		if !w.qReady { // Σq, and the query quantized once per run
+			for r := 0; r < w.r; r++ {
+				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
+				if vnni {
+					w.quantRow(r, qs, qr, w.onesD, w.onesD, wide)
+				} else {
+					_, w.qb[r] = w.k.foldQuery(nil, qs, qr, w.onesD, w.onesD)
+				}
+			}
+			w.qReady = true
+		}
+		if vnni {
+			w.intScores(codes, 0, n, w.ps, w.pz, wide)
+		} else {
+			w.tiledScores(&src, 0, n, w.q, w.ps, w.pz, w.qb)
+		}
+	default: // per token, several groups: dequantize the rows, then float scores
+		src := keySrc{kind: srcDequant, b: k, codes: codes, lay: lay}
+		w.floatScores(&src, n)
+	}
+}
+
+// wideSteps is the largest 15-bit query code: 127·wideHi, so that the
+// high half of a code (code = wideHi·hi + lo) fits an int8 and the low
+// half is within [-64, 63].
+const (
+	wideHi    = 128
+	wideSteps = 127 * wideHi
+)
+
+// splitQuery quantizes q to 15 bits, q ≈ a·(128·hi + lo), and returns the
+// step a = max|q|/wideSteps: |a·(128·hi[c] + lo[c]) - q[c]| <= a/2 (plus
+// float32 rounding of q[c]/a).
+func splitQuery(hi, lo []int8, q []float32) float32 {
+	var amax float32
+	for _, x := range q {
+		amax = max(amax, abs32(x))
+	}
+	if !(amax > 0) {
+		clear(hi[:len(q)])
+		clear(lo[:len(q)])
+		return 0
+	}
+	inv := wideSteps / amax
+	for c, x := range q {
+		v := int32(math.RoundToEven(float64(x * inv)))
+		h := (v + wideHi/2) >> 7 // rounded v/wideHi (wideHi = 1<<7)
+		hi[c], lo[c] = int8(h), int8(v-h*wideHi)
+	}
+	return amax / wideSteps
+}
+
+// quantRow folds row r's query with the key group's scales s and zeros z
+// (ones for KT) and quantizes it for the integer scores: int8 (qi), or
+// 15 bits in two halves (qi, qlo) for int8 keys; the step goes to qa[r],
+// Σ q·z to qb[r], and the four-lane copies to qb4/qlo4 when scoresU8x4
+// runs.
+func (w *worker) quantRow(r int, qs, q, s, z []float32, wide bool) {
+	d := w.d
+	qi, lo := w.qi[r*d:(r+1)*d], w.qlo[r*d:(r+1)*d]
+	if wide {
+		_, w.qb[r] = w.k.foldQuery(nil, qs, q, s, z)
+		w.qa[r] = w.k.splitQuery(qi, lo, qs)
+	} else {
+		w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, q, s, z)
+	}
+	if w.i4 {
+		w.k.bcastQ4(w.qb4[4*r*d:4*(r+1)*d], qi)
+	} else if w.x4() {
+		w.k.bcastQ(w.qb4[4*r*d:4*(r+1)*d], qi)
+		if wide {
+			w.k.bcastQ(w.qlo4[4*r*d:4*(r+1)*d], lo)
+		}
+	}
+}
+
+// intKeys reports whether a block's keys are scored by the four-row
+// integer kernels (which prefetch w.nextK as they go).
+func (w *worker) intKeys(lay kv.TensorLayout, n int) bool {
+	return w.k.vnni && lay.Elem.IsInt() && (lay.Scaling == kv.PerChannel || lay.Group == w.d) &&
+		w.x4() && n%x4Tokens == 0 && (lay.Scaling != kv.PerChannel || lay.Group%x4Tokens == 0)
+}
+
+// intVals reports whether a block's values run the integer PV (which
+// prefetches w.nextV as it goes).
+func (w *worker) intVals(lay kv.TensorLayout, n int) bool {
+	return lay.Elem.IsInt() && w.k.pvS16 != nil && w.d%zmmBytes == 0 && n%x4Tokens == 0
+}
+
+// x4 reports whether the integer scores run four rows at a time.
+func (w *worker) x4() bool { return w.k.scoresU8x4 != nil && w.d%zmmBytes == 0 }
+
+// intScores writes the integer scores of tokens [t0, t0+m) for every row
+// from the quantized queries (quantRow): qa[r]·A[t]·(qi·codes) + qb[r]·B[t],
+// plus the low halves' pass for int8 keys.
+func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) {
+	d, np := w.d, w.npad
+	hi := float32(1)
+	if wide {
+		hi = wideHi
+	}
+	if w.i4 && m%x4Tokens == 0 {
+		var ab [8]float32
+		for r0 := 0; r0 < w.r; r0 += 4 {
+			for i := range 4 {
+				ab[i], ab[4+i] = 0, 0
+				if r := r0 + i; r < w.r {
+					ab[i], ab[4+i] = w.qa[r], w.qb[r]
+				}
+			}
+			var pf []byte
+			if r0 == 0 && t0 == 0 {
+				pf = w.nextK // spread over the first group's (or the block's) tiles
+			}
+			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+		}
+		return
+	}
+	if w.x4() && m%x4Tokens == 0 {
+		var ab [8]float32
+		for r0 := 0; r0 < w.r; r0 += 4 {
+			for i := range 4 {
+				ab[i], ab[4+i] = 0, 0
+				if r := r0 + i; r < w.r {
+					ab[i], ab[4+i] = hi*w.qa[r], w.qb[r]
+				}
+			}
+			out := w.scores[r0*np+t0:]
+			var pf []byte
+			if r0 == 0 && t0 == 0 {
+				pf = w.nextK // spread over the first group's (or the block's) tiles
+			}
+			w.k.scoresU8x4(out, np, w.qb4[4*r0*d:], codes[t0*d:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+			if wide {
+				for i := range 4 {
+					ab[i], ab[4+i] = 0, 0
+					if r := r0 + i; r < w.r {
+						ab[i] = w.qa[r]
+					}
+				}
+				w.k.scoresU8x4(out, np, w.qlo4[4*r0*d:], codes[t0*d:], A[t0:], B[t0:], ab[:], m, d, 1, nil)
+			}
+		}
+		return
+	}
+	for r := 0; r < w.r; r++ {
+		out := w.scores[r*np+t0 : r*np+t0+tiles(m)]
+		w.k.scoresU8(out, w.qi[r*d:(r+1)*d], codes[t0*d:], A[t0:], B[t0:], hi*w.qa[r], w.qb[r], 0)
+		if wide {
+			w.k.scoresU8(out, w.qlo[r*d:(r+1)*d], codes[t0*d:], A[t0:], B[t0:], w.qa[r], 0, 1)
+		}
+	}
+}
+
+// params converts the fp16 (scale, zero) pairs from pair p0 on, len(dst)/2
+// of them, to float32.
+func (w *worker) params(dst []float32, lay kv.TensorLayout, src []byte, p0 int) {
+	o := lay.ParamsOffset + p0*kv.ParamBytes
+	w.k.cvtHalf(dst, bytesU16(src[o:o+2*len(dst)]))
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// codes returns the n rows of byte codes of a packed integer half: int8
+// data as stored, int4 and int2 unpacked into dst.
+func (w *worker) codes(dst []uint8, lay kv.TensorLayout, src []byte, n int) []uint8 {
+	data := src[:n*lay.RowBytes]
+	switch lay.Elem {
+	case kv.Int4:
+		w.k.unpack4(dst, data)
+	case kv.Int2:
+		w.k.unpack2(dst, data)
+	default:
+		return data
+	}
+	return dst
+}
+
+// floatRows converts the n rows of a float-typed packed half to float32.
+func (w *worker) floatRows(dst []float32, lay kv.TensorLayout, src []byte, n int) {
+	m := n * w.d
+	switch lay.Elem {
+	case kv.FP16:
+		w.k.cvtHalf(dst[:m], bytesU16(src[:2*m]))
+	case kv.BF16:
+		w.k.cvtBF16(dst[:m], bytesU16(src[:2*m]))
+	default:
+		w.k.cvtFP8(dst[:m], src[:m], lay.Elem == kv.FP8E4M3)
+	}
+}
+
+// dequantRows writes the dequantized rows [t0, t1) of an integer half with
+// several per-token groups (the kv reference's two roundings, s·code then
+// + z).
+func (w *worker) dequantRows(dst []float32, lay kv.TensorLayout, src []byte, codes []uint8, t0, t1 int) {
+	d, g := w.d, lay.Group
+	for t := t0; t < t1; t++ {
+		for c0 := 0; c0 < d; c0 += g {
+			s, z := lay.Param(src, lay.ParamIndex(t, c0))
+			sf, zf := fp16ToF32[s], fp16ToF32[z]
+			row := dst[(t-t0)*d+c0 : (t-t0)*d+c0+g]
+			for c, x := range codes[t*d+c0 : t*d+c0+g] {
+				row[c] = float32(sf*float32(x)) + zf
+			}
+		}
+	}
+}
+
+// softmax masks the scores of tokens [t0, t0+n), updates the running max
+// and denominator, rescales the accumulators, and turns w.scores into the
+// unnormalized probabilities exp(score - m) (0 past n).
+func (w *worker) softmax(st *state, t0, n int) {
+	d, np := st.d, w.npad
+	ninf := float32(math.Inf(-1))
+	end := (n + TileTokens - 1) / TileTokens * TileTokens
+	for r := 0; r < w.r; r++ {
+		sc := w.scores[r*np : r*np+end]
+		vis := min(n, max(0, w.limits[r]-t0+1)) // visible tokens of this row
+		for t := vis; t < end; t++ {
+			sc[t] = ninf
+		}
+		m := max(st.m[r], w.k.maxF32(sc))
+		if math.IsInf(float64(m), -1) {
+			clear(sc)
+			continue
+		}
+		if m != st.m[r] {
+			a := exp32(st.m[r] - m)
+			st.l[r] *= a
+			for c := range st.acc[r*d : (r+1)*d] {
+				st.acc[r*d+c] *= a
+			}
+			for c := range st.zacc[r*st.vgroups : (r+1)*st.vgroups] {
+				st.zacc[r*st.vgroups+c] *= a
+			}
+			st.m[r] = m
+		}
+		st.l[r] += w.k.expSub(sc, m)
+	}
+}
+
+// pv adds the weights w (rows at stride w.npad) times the n rows of v
+// (channels [c0, c0+cols) of rows of D) to the rows' accumulators.
+func (w *worker) pv(st *state, wts []float32, v []float32, n, c0, cols int) {
+	d, np := w.d, w.npad
+	for r := 0; r < w.r; r += 4 {
+		rows := min(4, w.r-r)
+		w.k.pvF32(st.acc[r*d+c0:], d, wts[r*np:], np, v[c0:], d, n, rows, cols)
+	}
+}
+
+// floatValues accumulates the n float V rows in w.vf weighted by w.scores.
+func (w *worker) floatValues(st *state, n int) {
+	w.pv(st, w.scores, w.vf, n, 0, w.d)
+}
+
+// halfValues accumulates n fp16 V rows weighted by w.scores.
+func (w *worker) halfValues(st *state, v []uint16, n int) {
+	if w.k.pvHalf == nil {
+		w.k.cvtHalf(w.vf[:n*w.d], v[:n*w.d])
+		w.floatValues(st, n)
+		return
+	}
+	d, np := w.d, w.npad
+	for r := 0; r < w.r; r += 4 {
+		var pf []byte
+		if r == 0 {
+			pf = w.nextV // the next block's values, two lines per token
+		}
+		w.k.pvHalf(st.acc[r*d:], d, w.scores[r*np:], np, v, d, n, min(4, w.r-r), d, pf)
+	}
+}
+
+// blockValues accumulates the packed V half of a block weighted by w.scores.
+func (w *worker) blockValues(st *state, v []byte, n int) {
+	lay, d, np := w.p.Format.V, w.d, w.npad
+	if lay.Elem == kv.FP16 {
+		w.halfValues(st, bytesU16(v[:2*n*d]), n)
+		return
+	}
+	if !lay.Elem.IsInt() {
+		w.floatRows(w.vf, lay, v, n)
+		w.floatValues(st, n)
+		return
+	}
+	groups := d / lay.Group
+	end := (n + TileTokens - 1) / TileTokens * TileTokens
+	w.params(w.pf[:2*n*groups], lay, v, 0)
+	if w.k.pvS16 != nil && d%zmmBytes == 0 && n%x4Tokens == 0 {
+		if lay.Elem == kv.Int4 && w.k.pvI4 != nil && lay.Group >= pvI4MinGroup {
+			w.intValues(st, nil, v[:n*lay.RowBytes], n, groups) // the packed nibbles as stored
+		} else {
+			w.intValues(st, w.codes(w.vu8, lay, v, n), nil, n, groups)
+		}
+		return
+	}
+	codes := w.codes(w.vu8, lay, v, n)
+	w.k.dequantV(w.vf, w.zs, np, codes, w.pf, n, d, lay.Group)
+	w.pv(st, w.scores, w.vf, n, 0, d)
+	for j := 0; j < groups; j++ {
+		z := w.zs[j*np : j*np+end]
+		clear(z[n:])
+		for r := 0; r < w.r; r++ {
+			st.zacc[r*groups+j] += w.k.dotF32(w.scores[r*np:r*np+end], z)
+		}
+	}
+}
+
+// intValues is the integer PV of the VNNI path (on byte codes, or on
+// packed int4 rows read as stored when packed is not nil): per run of at most
+// PVMaxTokens tokens, each row's weights p·s_t are quantized to int16 and
+// multiplied with the codes in int32 (pvS16); the zeros go to w.zs. The
+// error per output channel is at most (Δ/2)·Σ_t code_t per run, Δ the
+// row's step (see valueQuantTol in the tests).
+func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups int) {
+	d, np, g := w.d, w.npad, w.d/groups
+	if groups == 1 {
+		w.k.deinterleave(w.vs, w.zs, w.pf[:2*n])
+	} else {
+		for t := 0; t < n; t++ {
+			for j := 0; j < groups; j++ {
+				w.vs[j*np+t], w.zs[j*np+t] = w.pf[2*(t*groups+j)], w.pf[2*(t*groups+j)+1]
+			}
+		}
+	}
+	gshift := 0
+	for 1<<gshift < g {
+		gshift++
+	}
+	ldw := groups * np
+	for t0 := 0; t0 < n; t0 += PVMaxTokens {
+		tn := min(PVMaxTokens, n-t0)
+		// Rows past R keep zero weights and steps (never written).
+		w.k.quantWRows(w.wq, ldw, np, w.scores[t0:], np, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, w.delta, w.zsum)
+		for i, z := range w.zsum[:w.r*groups] {
+			st.zacc[i] += z
+		}
+		for r := 0; r < w.r; r += 4 {
+			var pf []byte // the next block's values, spread over the first call's pairs
+			if r == 0 && t0 == 0 {
+				pf = w.nextV
+			}
+			if packed != nil {
+				w.k.pvI4(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, packed[t0*d/2:], tn, d, gshift, pf)
+			} else {
+				w.k.pvS16(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, codes[t0*d:], tn, d, gshift, pf)
+			}
+		}
+	}
+}

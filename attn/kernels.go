@@ -1,0 +1,532 @@
+package attn
+
+import (
+	"math"
+
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
+	"github.com/bitdecode/bitdecode/internal/half"
+)
+
+// This file holds the inner loops of the CPU decode (decode.go, block.go)
+// as a set of kernels with one pure-Go version, the reference and the
+// fallback (arm64, the purego tag, cpufeat.Force(Generic)), and assembly
+// versions for AVX2 and AVX-512 (kernels_amd64.go) picked at each call from
+// cpufeat.Active(). Every kernel works on rows of D values laid out
+// contiguously (K/V rows of one block, query rows) and on token counts
+// padded to TileTokens; the caller owns the padding.
+
+// TileTokens is the token padding of the scratch rows the kernels read: the
+// score kernels compute whole tiles of 8 tokens, the exp and dot kernels
+// whole vectors of 16 floats. Rows past the real token count must be
+// finite (scores) or carry a score of -Inf (exp).
+const TileTokens = 16
+
+// kernels is one SIMD level's implementation of the inner loops.
+type kernels struct {
+	level cpufeat.Level
+	// vnni is set when the integer-key scores run as int8 dot products
+	// (scoresU8 is not nil).
+	vnni bool
+
+	// cvtHalf converts fp16 bits to float32, len(src) values.
+	cvtHalf func(dst []float32, src []uint16)
+	// cvtBF16 converts bf16 bits to float32.
+	cvtBF16 func(dst []float32, src []uint16)
+	// cvtFP8 converts fp8 bytes (e4m3, else e5m2) to float32, exactly.
+	cvtFP8 func(dst []float32, src []byte, e4m3 bool)
+	// unpack4 and unpack2 write the codes of packed int4 / int2 data as
+	// one byte per code, in channel order (int4: the low nibble first).
+	unpack4 func(dst []uint8, src []byte)
+	unpack2 func(dst []uint8, src []byte)
+	// codesF32 converts byte codes to float32.
+	codesF32 func(dst []float32, src []uint8)
+	// scoresF32 writes, for each token t < len(out) (a multiple of 8),
+	// out[t] = a·A[t]·(q · k[t]) + b·B[t], k rows of len(q) floats.
+	scoresF32 func(out, q, k, A, B []float32, a, b float32)
+	// scoresU8 is scoresF32 on int8 queries and byte codes (the dot
+	// product exact in int32, then converted to float32), plus c·out[t]
+	// when c is not 0: out[t] = a·A[t]·(q·k[t]) + b·B[t] (+ c·out[t]).
+	scoresU8 func(out []float32, q []int8, k []uint8, A, B []float32, a, b, c float32)
+	// pvF32 adds Σ_t w[r·ldw+t]·v[t·ldv+c] over t < n to acc[r·ldacc+c]
+	// for rows r < rows (1..4) and channels c < cols (a multiple of 16):
+	// each block's sum is formed apart and then added to acc.
+	pvF32 func(acc []float32, ldacc int, w []float32, ldw int, v []float32, ldv, n, rows, cols int)
+	// expSub replaces x[i] by exp(x[i] - m) (0 for -Inf) and returns the
+	// sum, len(x) a multiple of 16, m finite and >= every x[i].
+	expSub func(x []float32, m float32) float32
+	// maxF32 returns the largest value of x (-Inf for none; len(x) a
+	// multiple of 16).
+	maxF32 func(x []float32) float32
+	// dotF32 returns Σ a[i]·b[i], len(a) a multiple of 16.
+	dotF32 func(a, b []float32) float32
+	// foldQuery writes qs = q ⊙ s and returns bias = Σ q ⊙ z; with qi not
+	// nil it also quantizes qs to int8 with the step a = max|qs|/127
+	// (round to nearest even), returning a (0 for an all-zero qs). len(q)
+	// a multiple of 16.
+	foldQuery func(qi []int8, qs, q, s, z []float32) (a, bias float32)
+	// deinterleave splits pairs src[2i], src[2i+1] into a[i], b[i];
+	// len(src) a multiple of 32.
+	deinterleave func(a, b, src []float32)
+	// dequantV writes n rows of D float values code·s (the row's group
+	// scale) from byte codes, and the zeros apart, z[j·ldz+t] for group j:
+	// p holds the (scale, zero) pairs as float32, [n][D/g][2].
+	dequantV func(dst, z []float32, ldz int, codes []uint8, p []float32, n, d, g int)
+	// quantW quantizes the PV weights w[j][t] = p[t]·s[j·lds+t] of groups
+	// j < groups and tokens t < n (a multiple of 16) to int16 with one
+	// step Δ = max w / 32767: wq[j·ldq+t] = rint(w/Δ). It returns Δ (0,
+	// with all weights 0, when no w is positive).
+	quantW func(wq []int16, ldq int, p, s []float32, lds, n, groups int) float32
+	// pvS16 adds, for 4 rows r and channels c < d (a multiple of 64),
+	// delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·codes[t·d+c] over t < n
+	// (even, at most PVMaxTokens) to acc[r·ldacc+c]: the integer PV of the
+	// VNNI path, exact in int32 before the multiply by delta. Nil where
+	// the level has no such kernel. pf, if not empty, is prefetched a line
+	// per pair of tokens (the next block's values).
+	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte)
+	// pvI4 is pvS16 on packed int4 rows (d/2 bytes) read as stored, for
+	// groups of at least 64 channels (gshift >= 6). Nil where the level has
+	// no such kernel.
+	// pf, if not empty, is prefetched a line per pair of tokens.
+	pvI4 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte)
+	// prefetch asks for b to be brought into L2 (nil: no-op).
+	prefetch func(b []byte)
+	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
+	// fp16 rows k, len(out0) a multiple of 8 (nil where the level scores
+	// converted float32 tiles); pf, if not empty, is prefetched a share per
+	// 8-token tile.
+	scoresHalf2 func(out0, out1, q0, q1 []float32, k []uint16, pf []byte)
+	// quantWRows is quantW for rows r < rows (p rows at stride ldp, wq
+	// rows at ldw, steps to delta[r]) that also returns the zeros' sums
+	// zsum[r·groups+j] = Σ_t p[t]·z[j·lds+t] (lane order of sum16).
+	quantWRows func(wq []int16, ldw, ldq int, p []float32, ldp int, s, z []float32, lds, n, groups, rows int, delta, zsum []float32)
+	// bcastQ writes each 16-byte chunk of q four times (the lanes of a
+	// 512-bit vector), len(dst) >= 4·len(q): scoresU8x4's query operand.
+	bcastQ func(dst, q []int8)
+	// scoresU8x4 is scoresU8 for four query rows at once (rows of out at
+	// stride ldo, q the rows' bcastQ chunks at stride 4·d, per-row a and b
+	// in ab[0:4] and ab[4:8]), n a multiple of 16, d of 64; pf, if not
+	// empty, is prefetched a share per tile (the next block's keys). Nil
+	// where the level has no such kernel.
+	scoresU8x4 func(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32, pf []byte)
+	// bcastQ4 and scoresI4x4 are bcastQ and scoresU8x4 for packed int4
+	// keys read as stored (no unpacking): q's even channels (the low
+	// nibbles) and odd channels per 32, each repeated in four lanes; d a
+	// multiple of 128; pf, if not empty, is prefetched a share per tile.
+	// Nil where the level has no such kernel.
+	bcastQ4    func(dst, q []int8)
+	scoresI4x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
+	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
+	splitQuery func(hi, lo []int8, q []float32) float32
+	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where
+	// the level converts the rows first); with 4 rows, pf, if not empty, is
+	// prefetched two lines per token of each 64-channel pass.
+	pvHalf func(acc []float32, ldacc int, w []float32, ldw int, v []uint16, ldv, n, rows, cols int, pf []byte)
+}
+
+// PVMaxTokens is the most tokens one integer PV call sums: n·32767·255
+// stays below 2^31, so the int32 sums are exact.
+const PVMaxTokens = 256
+
+// genericKernels is the pure-Go set.
+var genericKernels = kernels{
+	level:     cpufeat.Generic,
+	cvtHalf:   cvtHalfGo,
+	cvtBF16:   cvtBF16Go,
+	cvtFP8:    cvtFP8Go,
+	unpack4:   unpack4Go,
+	unpack2:   unpack2Go,
+	codesF32:  codesF32Go,
+	scoresF32: scoresF32Go,
+	scoresU8:  scoresU8Go,
+	pvF32:     pvF32Go,
+	expSub:    expSubGo,
+	maxF32:    maxF32Go,
+	dotF32:    dotF32Go,
+
+	foldQuery:    foldQueryGo,
+	deinterleave: deinterleaveGo,
+	dequantV:     dequantVGo,
+	quantW:       quantWGo,
+	quantWRows:   quantWRowsGo,
+	splitQuery:   splitQuery,
+}
+
+// genericVNNIKernels is the pure-Go set with the integer-key scores of the
+// VNNI path (queries quantized to int8): the reference of that path, which
+// tests run on every machine.
+var genericVNNIKernels = func() kernels {
+	k := genericKernels
+	k.vnni = true
+	k.pvS16 = pvS16Go
+	// No scoresU8x4 (scoresU8x4Go is its reference in the kernel tests):
+	// this set keeps the row-at-a-time integer scores under test.
+	k.bcastQ = bcastQGo
+	return k
+}()
+
+// testKernels, when tests set it, replaces the active level's kernels.
+var testKernels *kernels
+
+// activeKernels returns the kernel set of the active SIMD level.
+func activeKernels() *kernels {
+	if testKernels != nil {
+		return testKernels
+	}
+	return kernelsFor(cpufeat.Active(), cpufeat.VNNI())
+}
+
+// fp16ToF32 maps every fp16 bit pattern to its float32 value: the pure-Go
+// conversion without branches.
+var fp16ToF32 = func() []float32 {
+	t := make([]float32, 1<<16)
+	for h := range t {
+		t[h] = half.ToFloat32(uint16(h))
+	}
+	return t
+}()
+
+func cvtHalfGo(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = fp16ToF32[h]
+	}
+}
+
+func cvtBF16Go(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = math.Float32frombits(uint32(h) << 16)
+	}
+}
+
+// nibbles[b] holds the two int4 codes of byte b, low nibble first, as a
+// little-endian uint16; crumbs[b] the four int2 codes as a uint32.
+var nibbles, crumbs = func() (n [256]uint16, c [256]uint32) {
+	for b := range 256 {
+		n[b] = uint16(b&15) | uint16(b>>4)<<8
+		c[b] = uint32(b&3) | uint32(b>>2&3)<<8 | uint32(b>>4&3)<<16 | uint32(b>>6)<<24
+	}
+	return
+}()
+
+func unpack4Go(dst []uint8, src []byte) {
+	dst = dst[:2*len(src)]
+	for i, b := range src {
+		v := nibbles[b]
+		dst[2*i], dst[2*i+1] = uint8(v), uint8(v>>8)
+	}
+}
+
+func unpack2Go(dst []uint8, src []byte) {
+	dst = dst[:4*len(src)]
+	for i, b := range src {
+		v := crumbs[b]
+		dst[4*i], dst[4*i+1], dst[4*i+2], dst[4*i+3] = uint8(v), uint8(v>>8), uint8(v>>16), uint8(v>>24)
+	}
+}
+
+func codesF32Go(dst []float32, src []uint8) {
+	dst = dst[:len(src)]
+	for i, c := range src {
+		dst[i] = float32(c)
+	}
+}
+
+func scoresF32Go(out, q, k, A, B []float32, a, b float32) {
+	d := len(q)
+	A, B = A[:len(out)], B[:len(out)]
+	for t := range out {
+		out[t] = a*A[t]*dot(q, k[t*d:(t+1)*d]) + b*B[t]
+	}
+}
+
+func scoresU8Go(out []float32, q []int8, k []uint8, A, B []float32, a, b, c float32) {
+	d := len(q)
+	A, B = A[:len(out)], B[:len(out)]
+	for t := range out {
+		row := k[t*d : (t+1)*d]
+		var s int32
+		for c, x := range q {
+			s += int32(x) * int32(row[c])
+		}
+		x := a*A[t]*float32(s) + b*B[t]
+		if c != 0 {
+			x += c * out[t]
+		}
+		out[t] = x
+	}
+}
+
+func pvF32Go(acc []float32, ldacc int, w []float32, ldw int, v []float32, ldv, n, rows, cols int) {
+	var sum [4 * 256]float32
+	for r := 0; r < rows; r++ {
+		s := sum[:cols]
+		clear(s)
+		for t := 0; t < n; t++ {
+			if p := w[r*ldw+t]; p != 0 {
+				axpy(s, p, v[t*ldv:t*ldv+cols])
+			}
+		}
+		a := acc[r*ldacc : r*ldacc+cols]
+		for c := range a {
+			a[c] += s[c]
+		}
+	}
+}
+
+// The exp of the softmax: Cephes' expf (range reduction by ln 2 split in
+// two constants, a degree-5 polynomial), in float32, the same steps as the
+// assembly. Relative error within expRelErr (measured against math.Exp
+// over [-87, 0] in TestExp32).
+const (
+	expMin    = -87.33654 // below: exp underflows float32's normal range, returns 0
+	expLog2e  = 1.44269504088896341
+	expC1     = 0.693359375
+	expC2     = -2.12194440e-4
+	expP0     = 1.9875691500e-4
+	expP1     = 1.3981999507e-3
+	expP2     = 8.3334519073e-3
+	expP3     = 4.1665795894e-2
+	expP4     = 1.6666665459e-1
+	expP5     = 5.0000001201e-1
+	expRelErr = 4 * eps32f // in units of float32 epsilon, see TestExp32
+	eps32f    = 1.0 / (1 << 23)
+)
+
+// exp32 returns e^x for x <= 0 as the vector kernels compute it.
+func exp32(x float32) float32 {
+	if !(x >= expMin) { // -Inf, NaN and underflow
+		return 0
+	}
+	n := float32(math.RoundToEven(float64(x * expLog2e)))
+	r := x - n*expC1
+	r -= n * expC2
+	p := float32(expP0)
+	p = p*r + expP1
+	p = p*r + expP2
+	p = p*r + expP3
+	p = p*r + expP4
+	p = p*r + expP5
+	p = p*(r*r) + r
+	p += 1
+	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
+
+func expSubGo(x []float32, m float32) float32 {
+	var s [16]float32
+	for i := range x {
+		e := exp32(x[i] - m)
+		x[i] = e
+		s[i%16] += e
+	}
+	return sum16(&s)
+}
+
+// sum16 adds 16 lane sums in the order the vector kernels do: halves
+// folded onto each other (8, 4, 2, 1).
+func sum16(s *[16]float32) float32 {
+	for w := 8; w >= 1; w /= 2 {
+		for i := 0; i < w; i++ {
+			s[i] += s[i+w]
+		}
+	}
+	return s[0]
+}
+
+func maxF32Go(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	return m
+}
+
+func dotF32Go(a, b []float32) float32 {
+	var s [16]float32
+	b = b[:len(a)]
+	for i := range a {
+		s[i%16] += a[i] * b[i]
+	}
+	return sum16(&s)
+}
+
+// dot returns Σ a[i]·b[i] with four accumulators (a fixed order).
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy adds alpha·x to y.
+func axpy(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += alpha * x[i]
+	}
+}
+
+func foldQueryGo(qi []int8, qs, q, s, z []float32) (a, bias float32) {
+	var bs [16]float32
+	var amax float32
+	qs, s, z = qs[:len(q)], s[:len(q)], z[:len(q)]
+	for c, x := range q {
+		y := x * s[c]
+		qs[c] = y
+		bs[c%16] += x * z[c]
+		amax = max(amax, abs32(y))
+	}
+	bias = sum16(&bs)
+	if qi == nil {
+		return 0, bias
+	}
+	if !(amax > 0) {
+		clear(qi[:len(q)])
+		return 0, bias
+	}
+	inv := 127 / amax
+	for c, y := range qs {
+		qi[c] = int8(math.RoundToEven(float64(y * inv)))
+	}
+	return amax / 127, bias
+}
+
+func deinterleaveGo(a, b, src []float32) {
+	a, b = a[:len(src)/2], b[:len(src)/2]
+	for i := range a {
+		a[i], b[i] = src[2*i], src[2*i+1]
+	}
+}
+
+func dequantVGo(dst, z []float32, ldz int, codes []uint8, p []float32, n, d, g int) {
+	groups := d / g
+	for t := 0; t < n; t++ {
+		for j := 0; j < groups; j++ {
+			s := p[2*(t*groups+j)]
+			z[j*ldz+t] = p[2*(t*groups+j)+1]
+			row := dst[t*d+j*g : t*d+(j+1)*g]
+			for c, x := range codes[t*d+j*g : t*d+(j+1)*g] {
+				row[c] = float32(x) * s
+			}
+		}
+	}
+}
+
+func quantWGo(wq []int16, ldq int, p, s []float32, lds, n, groups int) float32 {
+	var m float32
+	for j := 0; j < groups; j++ {
+		for t, x := range p[:n] {
+			m = max(m, x*s[j*lds+t])
+		}
+	}
+	if !(m > 0) {
+		for j := 0; j < groups; j++ {
+			clear(wq[j*ldq : j*ldq+n])
+		}
+		return 0
+	}
+	inv := 32767 / m
+	for j := 0; j < groups; j++ {
+		for t, x := range p[:n] {
+			wq[j*ldq+t] = int16(math.RoundToEven(float64(x * s[j*lds+t] * inv)))
+		}
+	}
+	return m / 32767
+}
+
+func pvS16Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte) {
+	var sum [256]int32
+	for r := 0; r < 4; r++ {
+		s := sum[:d]
+		clear(s)
+		for t := 0; t < n; t++ {
+			for c, x := range codes[t*d : (t+1)*d] {
+				s[c] += int32(wq[r*ldw+(c>>gshift)*ldq+t]) * int32(x)
+			}
+		}
+		a := acc[r*ldacc : r*ldacc+d]
+		for c := range a {
+			a[c] += delta[r] * float32(s[c])
+		}
+	}
+}
+
+func bcastQGo(dst, q []int8) {
+	for k := 0; k < len(q); k += 16 {
+		for l := 0; l < 4; l++ {
+			copy(dst[4*k+16*l:4*k+16*l+16], q[k:k+16])
+		}
+	}
+}
+
+func scoresU8x4Go(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32, pf []byte) {
+	row := make([]int8, d)
+	for r := 0; r < 4; r++ {
+		for j := 0; j < d; j += 16 { // the first lane of each broadcast chunk
+			copy(row[j:j+16], q[r*4*d+4*j:r*4*d+4*j+16])
+		}
+		scoresU8Go(out[r*ldo:r*ldo+n], row, k, A, B, ab[r], ab[4+r], c)
+	}
+}
+
+func quantWRowsGo(wq []int16, ldw, ldq int, p []float32, ldp int, s, z []float32, lds, n, groups, rows int, delta, zsum []float32) {
+	for r := 0; r < rows; r++ {
+		pr := p[r*ldp : r*ldp+n]
+		delta[r] = quantWGo(wq[r*ldw:], ldq, pr, s, lds, n, groups)
+		for j := 0; j < groups; j++ {
+			zsum[r*groups+j] = dotF32Go(pr, z[j*lds:j*lds+n])
+		}
+	}
+}
+
+func bcastQ4Go(dst, q []int8) {
+	for c0 := 0; c0 < len(q); c0 += 32 {
+		for l := 0; l < 4; l++ {
+			for i := 0; i < 16; i++ {
+				dst[4*c0+16*l+i] = q[c0+2*i]
+				dst[4*c0+64+16*l+i] = q[c0+2*i+1]
+			}
+		}
+	}
+}
+
+func scoresI4x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+	row := make([]int8, d)
+	codes := make([]uint8, n*d)
+	unpack4Go(codes, k[:n*d/2])
+	for r := 0; r < 4; r++ {
+		for c0 := 0; c0 < d; c0 += 32 {
+			for i := 0; i < 16; i++ {
+				row[c0+2*i] = q[r*4*d+4*c0+i]
+				row[c0+2*i+1] = q[r*4*d+4*c0+64+i]
+			}
+		}
+		scoresU8Go(out[r*ldo:r*ldo+n], row, codes, A, B, ab[r], ab[4+r], c)
+	}
+}
+
+func pvI4Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte) {
+	codes := make([]uint8, n*d)
+	unpack4Go(codes, packed[:n*d/2])
+	pvS16Go(acc, ldacc, delta, wq, ldw, ldq, codes, n, d, gshift, nil)
+}
+
+func cvtFP8Go(dst []float32, src []byte, e4m3 bool) {
+	lut := &fp8Tables[1]
+	if e4m3 {
+		lut = &fp8Tables[0]
+	}
+	dst = dst[:len(src)]
+	for i, b := range src {
+		dst[i] = lut[b]
+	}
+}

@@ -1,0 +1,2228 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX-512 (F, BW, VL, DQ; VNNI for scoresU8) versions of the kernels of
+// kernels.go, which documents what each computes; kernels_amd64.go checks
+// the lengths and calls these with pointers. 512-bit vectors of 16 floats
+// (or 64 bytes). Zen 4 runs each as two 256-bit halves: one zmm FMA or one
+// VPDPBUSD per cycle (docs/perf/cpu-attention.md).
+
+// Constants of the exp (kernels.go: the same Cephes steps).
+DATA expc<>+0(SB)/4, $-87.33654
+DATA expc<>+4(SB)/4, $1.44269504088896341
+DATA expc<>+8(SB)/4, $0.693359375
+DATA expc<>+12(SB)/4, $-2.12194440e-4
+DATA expc<>+16(SB)/4, $1.9875691500e-4
+DATA expc<>+20(SB)/4, $1.3981999507e-3
+DATA expc<>+24(SB)/4, $8.3334519073e-3
+DATA expc<>+28(SB)/4, $4.1665795894e-2
+DATA expc<>+32(SB)/4, $1.6666665459e-1
+DATA expc<>+36(SB)/4, $5.0000001201e-1
+DATA expc<>+40(SB)/4, $1.0
+GLOBL expc<>(SB), RODATA|NOPTR, $44
+
+// tileIdx picks the 8 dot products out of the last step of the score
+// reduction: lane L of the reduced vector holds token L at float 4L and
+// token L+4 at float 4L+1.
+DATA tileIdx<>+0(SB)/4, $0
+DATA tileIdx<>+4(SB)/4, $4
+DATA tileIdx<>+8(SB)/4, $8
+DATA tileIdx<>+12(SB)/4, $12
+DATA tileIdx<>+16(SB)/4, $1
+DATA tileIdx<>+20(SB)/4, $5
+DATA tileIdx<>+24(SB)/4, $9
+DATA tileIdx<>+28(SB)/4, $13
+GLOBL tileIdx<>(SB), RODATA|NOPTR, $32
+
+// func cvtHalfAVX512(dst *float32, src *uint16, n int)
+// n a multiple of 16: VCVTPH2PS, 16 values per instruction, two per step
+// with one prefetch 1 KB ahead per 64-byte line of source.
+TEXT ·cvtHalfAVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   done
+	SHRQ $1, CX
+	JZ   tail
+loop:
+	PREFETCHT0 1024(SI)
+	VCVTPH2PS  (SI), Z0
+	VCVTPH2PS  32(SI), Z1
+	VMOVUPS    Z0, (DI)
+	VMOVUPS    Z1, 64(DI)
+	ADDQ       $64, SI
+	ADDQ       $128, DI
+	DECQ       CX
+	JNZ        loop
+tail:
+	MOVQ n+16(FP), CX
+	TESTQ $16, CX
+	JZ    done
+	VCVTPH2PS (SI), Z0
+	VMOVUPS   Z0, (DI)
+done:
+	VZEROUPPER
+	RET
+
+// func cvtBF16AVX512(dst *float32, src *uint16, n int)
+// bf16 is the top half of a float32: zero-extend and shift.
+TEXT ·cvtBF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VPMOVZXWD (SI), Z0
+	VPSLLD    $16, Z0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
+// func unpack4AVX512(dst *uint8, src *byte, n int)
+// n source bytes, a multiple of 32. Byte b becomes the word b | b<<4
+// masked with 0x0f0f: the low byte holds b&15 (even channel), the high
+// byte b>>4 (odd channel), so the codes come out in channel order. 64
+// source bytes per step, one prefetch 1 KB ahead.
+TEXT ·unpack4AVX512(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z7
+	SHRQ         $6, CX
+	JZ           tail
+loop:
+	PREFETCHT0 1024(SI)
+	VPMOVZXBW  (SI), Z0
+	VPMOVZXBW  32(SI), Z2
+	VPSLLW     $4, Z0, Z1
+	VPSLLW     $4, Z2, Z3
+	// Z0 = (Z0 | Z1) & Z7
+	VPTERNLOGD $0xa8, Z7, Z1, Z0
+	VPTERNLOGD $0xa8, Z7, Z3, Z2
+	VMOVDQU64  Z0, (DI)
+	VMOVDQU64  Z2, 64(DI)
+	ADDQ       $64, SI
+	ADDQ       $128, DI
+	DECQ       CX
+	JNZ        loop
+tail:
+	MOVQ       n+16(FP), CX
+	TESTQ      $32, CX
+	JZ         done
+	VPMOVZXBW  (SI), Z0
+	VPSLLW     $4, Z0, Z1
+	VPTERNLOGD $0xa8, Z7, Z1, Z0
+	VMOVDQU64  Z0, (DI)
+done:
+	VZEROUPPER
+	RET
+
+// func unpack2AVX512(dst *uint8, src *byte, n int)
+// n source bytes, a multiple of 16. Byte b becomes the dword
+// b | b<<6 | b<<12 | b<<18 masked with 0x03030303: byte i of the dword
+// holds bits 2i..2i+1 of b, channel 4j+i. 16 source bytes per step, a
+// prefetch 1 KB ahead every fourth step (one per 64-byte line).
+TEXT ·unpack2AVX512(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	SHRQ         $4, CX
+	JZ           done
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z7
+	XORQ         DX, DX
+loop:
+	TESTQ      $3, DX
+	JNZ        noprefetch
+	PREFETCHT0 1024(SI)
+noprefetch:
+	VPMOVZXBD  (SI), Z0
+	VPSLLD     $6, Z0, Z1
+	VPSLLD     $12, Z0, Z2
+	VPSLLD     $18, Z0, Z3
+	VPTERNLOGD $0xfe, Z2, Z1, Z0 // Z0 |= Z1 | Z2
+	VPTERNLOGD $0xa8, Z7, Z3, Z0 // Z0 = (Z0 | Z3) & Z7
+	VMOVDQU64  Z0, (DI)
+	ADDQ       $16, SI
+	ADDQ       $64, DI
+	INCQ       DX
+	DECQ       CX
+	JNZ        loop
+done:
+	VZEROUPPER
+	RET
+
+// func codesF32AVX512(dst *float32, src *uint8, n int)
+TEXT ·codesF32AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VPMOVZXBD (SI), Z0
+	VCVTDQ2PS Z0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
+// REDUCE8 folds the 16 lanes of each of Z0..Z7 (the dot products of 8
+// tokens) into Y0 = [sum Z0, ..., sum Z7] in three steps: 256-bit
+// halves, 128-bit lanes, then the four floats of a lane; Z8, Z9 and Z12
+// (tileIdx) are used. Each step is a shuffle pair and an add (ADD is
+// VADDPS or VPADDD).
+#define REDUCE8(ADD) \
+	VSHUFF64X2 $0x44, Z1, Z0, Z8 \
+	VSHUFF64X2 $0xee, Z1, Z0, Z9 \
+	ADD        Z9, Z8, Z0        \
+	VSHUFF64X2 $0x44, Z3, Z2, Z8 \
+	VSHUFF64X2 $0xee, Z3, Z2, Z9 \
+	ADD        Z9, Z8, Z2        \
+	VSHUFF64X2 $0x44, Z5, Z4, Z8 \
+	VSHUFF64X2 $0xee, Z5, Z4, Z9 \
+	ADD        Z9, Z8, Z4        \
+	VSHUFF64X2 $0x44, Z7, Z6, Z8 \
+	VSHUFF64X2 $0xee, Z7, Z6, Z9 \
+	ADD        Z9, Z8, Z6        \
+	VSHUFF64X2 $0x88, Z2, Z0, Z8 \
+	VSHUFF64X2 $0xdd, Z2, Z0, Z9 \
+	ADD        Z9, Z8, Z0        \
+	VSHUFF64X2 $0x88, Z6, Z4, Z8 \
+	VSHUFF64X2 $0xdd, Z6, Z4, Z9 \
+	ADD        Z9, Z8, Z4        \
+	VSHUFPS    $0x88, Z4, Z0, Z8 \
+	VSHUFPS    $0xdd, Z4, Z0, Z9 \
+	ADD        Z9, Z8, Z0        \
+	VSHUFPS    $0x88, Z0, Z0, Z8 \
+	VSHUFPS    $0xdd, Z0, Z0, Z9 \
+	ADD        Z9, Z8, Z0        \
+	VPERMPS    Z0, Z12, Z0
+
+// func scoresF32AVX512(out, q, k, A, B *float32, n, d int, a, b float32)
+// out[t] = a·A[t]·(q·k[t]) + b·B[t] for t < n (a multiple of 8), rows of
+// d floats (a multiple of 16). Eight tokens at a time: Z0..Z7 accumulate
+// their products with the query chunk in Z8, then REDUCE8.
+TEXT ·scoresF32AVX512(SB), NOSPLIT, $0-64
+	MOVQ         out+0(FP), DI
+	MOVQ         q+8(FP), SI
+	MOVQ         k+16(FP), DX
+	MOVQ         A+24(FP), R11
+	MOVQ         B+32(FP), R12
+	MOVQ         n+40(FP), CX
+	MOVQ         d+48(FP), BX
+	VBROADCASTSS a+56(FP), Y10
+	VBROADCASTSS b+60(FP), Y11
+	VMOVDQU32    tileIdx<>(SB), Y12
+	SHLQ         $2, BX          // row stride in bytes
+	LEAQ         (BX)(BX*2), R10 // 3 rows
+	SHRQ         $3, CX
+	JZ           done
+tile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   DX, R8             // rows 0..3 at R8, rows 4..7 at R9
+	LEAQ   (DX)(BX*4), R9
+	XORQ   AX, AX             // byte offset in the row
+chunk:
+	VMOVUPS     (SI)(AX*1), Z8
+	VFMADD231PS (R8), Z8, Z0
+	VFMADD231PS (R8)(BX*1), Z8, Z1
+	VFMADD231PS (R8)(BX*2), Z8, Z2
+	VFMADD231PS (R8)(R10*1), Z8, Z3
+	VFMADD231PS (R9), Z8, Z4
+	VFMADD231PS (R9)(BX*1), Z8, Z5
+	VFMADD231PS (R9)(BX*2), Z8, Z6
+	VFMADD231PS (R9)(R10*1), Z8, Z7
+	ADDQ        $64, R8
+	ADDQ        $64, R9
+	ADDQ        $64, AX
+	CMPQ        AX, BX
+	JLT         chunk
+	REDUCE8(VADDPS)
+	VMULPS      (R11), Y10, Y8 // a·A[t]
+	VMULPS      Y8, Y0, Y0
+	VMULPS      (R12), Y11, Y9 // b·B[t]
+	VADDPS      Y9, Y0, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, DI
+	ADDQ        $32, R11
+	ADDQ        $32, R12
+	LEAQ        (DX)(BX*8), DX
+	DECQ        CX
+	JNZ         tile
+done:
+	VZEROUPPER
+	RET
+
+// func scoresU8VNNI(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b, c float32)
+// scoresF32 on byte codes and an int8 query: VPDPBUSD (u8 codes from
+// memory into Z9, s8 query chunk in Z8) sums groups of four products into
+// the int32 lanes, exactly; d a multiple of 16; a tail of 16 or 48 bytes
+// is read with a masked load. With c not 0 (R14 set), c·out[t] is added.
+TEXT ·scoresU8VNNI(SB), NOSPLIT, $0-68
+	MOVQ         out+0(FP), DI
+	MOVQ         q+8(FP), SI
+	MOVQ         k+16(FP), DX
+	MOVQ         A+24(FP), R11
+	MOVQ         B+32(FP), R12
+	MOVQ         d+48(FP), BX
+	VBROADCASTSS a+56(FP), Y10
+	VBROADCASTSS b+60(FP), Y11
+	VBROADCASTSS c+64(FP), Y13
+	MOVL         c+64(FP), R14
+	VMOVDQU32    tileIdx<>(SB), Y12
+	// K1 covers the last partial 64-byte chunk: (d%64)/4 dword lanes.
+	MOVQ         BX, CX
+	ANDQ         $63, CX
+	SHRQ         $2, CX
+	MOVQ         $1, R13
+	SHLQ         CX, R13
+	DECQ         R13
+	KMOVW        R13, K1
+	MOVQ         n+40(FP), CX
+	MOVQ         BX, R13
+	ANDQ         $-64, R13       // bytes in whole chunks
+	LEAQ         (BX)(BX*2), R10 // 3 rows
+	SHRQ         $3, CX
+	JZ           done
+tile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   DX, R8
+	LEAQ   (DX)(BX*4), R9
+	XORQ   AX, AX
+	CMPQ   AX, R13
+	JGE    tail
+chunk:
+	VMOVDQU8  (SI)(AX*1), Z8
+	VMOVDQU8  (R8), Z9
+	VPDPBUSD  Z8, Z9, Z0
+	VMOVDQU8  (R8)(BX*1), Z9
+	VPDPBUSD  Z8, Z9, Z1
+	VMOVDQU8  (R8)(BX*2), Z9
+	VPDPBUSD  Z8, Z9, Z2
+	VMOVDQU8  (R8)(R10*1), Z9
+	VPDPBUSD  Z8, Z9, Z3
+	VMOVDQU8  (R9), Z9
+	VPDPBUSD  Z8, Z9, Z4
+	VMOVDQU8  (R9)(BX*1), Z9
+	VPDPBUSD  Z8, Z9, Z5
+	VMOVDQU8  (R9)(BX*2), Z9
+	VPDPBUSD  Z8, Z9, Z6
+	VMOVDQU8  (R9)(R10*1), Z9
+	VPDPBUSD  Z8, Z9, Z7
+	ADDQ      $64, R8
+	ADDQ      $64, R9
+	ADDQ      $64, AX
+	CMPQ      AX, R13
+	JLT       chunk
+tail:
+	CMPQ       AX, BX
+	JGE        reduce
+	VMOVDQU32.Z (SI)(AX*1), K1, Z8
+	VMOVDQU32.Z (R8), K1, Z9
+	VPDPBUSD    Z8, Z9, Z0
+	VMOVDQU32.Z (R8)(BX*1), K1, Z9
+	VPDPBUSD    Z8, Z9, Z1
+	VMOVDQU32.Z (R8)(BX*2), K1, Z9
+	VPDPBUSD    Z8, Z9, Z2
+	VMOVDQU32.Z (R8)(R10*1), K1, Z9
+	VPDPBUSD    Z8, Z9, Z3
+	VMOVDQU32.Z (R9), K1, Z9
+	VPDPBUSD    Z8, Z9, Z4
+	VMOVDQU32.Z (R9)(BX*1), K1, Z9
+	VPDPBUSD    Z8, Z9, Z5
+	VMOVDQU32.Z (R9)(BX*2), K1, Z9
+	VPDPBUSD    Z8, Z9, Z6
+	VMOVDQU32.Z (R9)(R10*1), K1, Z9
+	VPDPBUSD    Z8, Z9, Z7
+reduce:
+	REDUCE8(VPADDD)
+	VCVTDQ2PS Y0, Y0
+	VMULPS    (R11), Y10, Y8
+	VMULPS    Y8, Y0, Y0
+	VMULPS    (R12), Y11, Y9
+	VADDPS    Y9, Y0, Y0
+	TESTL     R14, R14
+	JZ        store
+	VMULPS    (DI), Y13, Y8
+	VADDPS    Y8, Y0, Y0
+store:
+	VMOVUPS   Y0, (DI)
+	ADDQ      $32, DI
+	ADDQ      $32, R11
+	ADDQ      $32, R12
+	LEAQ      (DX)(BX*8), DX
+	DECQ      CX
+	JNZ       tile
+done:
+	VZEROUPPER
+	RET
+
+// func pvF32x4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *float32, ldv, n, cols int)
+// Four rows: acc[r][c] += Σ_t w[r][t]·v[t][c]. Channels in chunks of 64
+// (16 accumulators Z0..Z15, the V chunk in Z16..Z19, the four weights
+// broadcast into Z20..Z23), then chunks of 16; lengths in floats, cols a
+// multiple of 16. Each chunk's sum over the n tokens is formed in
+// registers and then added to acc.
+TEXT ·pvF32x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ acc+0(FP), DI
+	MOVQ ldacc+8(FP), R14
+	SHLQ $2, R14
+	MOVQ ldw+24(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ ldv+40(FP), R15
+	SHLQ $2, R15
+	MOVQ cols+56(FP), R13
+	SHLQ $2, R13            // bytes per row left
+	XORQ BX, BX             // byte offset of the chunk
+chunk64:
+	LEAQ 256(BX), AX
+	CMPQ AX, R13
+	JGT  chunk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   w+16(FP), R8
+	MOVQ   v+32(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+48(FP), CX
+	TESTQ  CX, CX
+	JZ     store64
+tok64:
+	VMOVUPS      (SI), Z16
+	VMOVUPS      64(SI), Z17
+	VMOVUPS      128(SI), Z18
+	VMOVUPS      192(SI), Z19
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R8)(R9*1), Z21
+	VBROADCASTSS (R8)(R9*2), Z22
+	VBROADCASTSS (R8)(R10*1), Z23
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z17, Z21, Z5
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z16, Z22, Z8
+	VFMADD231PS  Z17, Z22, Z9
+	VFMADD231PS  Z18, Z22, Z10
+	VFMADD231PS  Z19, Z22, Z11
+	VFMADD231PS  Z16, Z23, Z12
+	VFMADD231PS  Z17, Z23, Z13
+	VFMADD231PS  Z18, Z23, Z14
+	VFMADD231PS  Z19, Z23, Z15
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok64
+store64:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z4, Z4
+	VADDPS  64(AX), Z5, Z5
+	VADDPS  128(AX), Z6, Z6
+	VADDPS  192(AX), Z7, Z7
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z8, Z8
+	VADDPS  64(AX), Z9, Z9
+	VADDPS  128(AX), Z10, Z10
+	VADDPS  192(AX), Z11, Z11
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z12, Z12
+	VADDPS  64(AX), Z13, Z13
+	VADDPS  128(AX), Z14, Z14
+	VADDPS  192(AX), Z15, Z15
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, 192(AX)
+	ADDQ    $256, BX
+	JMP     chunk64
+chunk16:
+	CMPQ   BX, R13
+	JGE    done
+	VPXORD Z0, Z0, Z0
+	VPXORD Z4, Z4, Z4
+	VPXORD Z8, Z8, Z8
+	VPXORD Z12, Z12, Z12
+	MOVQ   w+16(FP), R8
+	MOVQ   v+32(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+48(FP), CX
+	TESTQ  CX, CX
+	JZ     store16
+tok16:
+	VMOVUPS      (SI), Z16
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R8)(R9*1), Z21
+	VBROADCASTSS (R8)(R9*2), Z22
+	VBROADCASTSS (R8)(R10*1), Z23
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z16, Z22, Z8
+	VFMADD231PS  Z16, Z23, Z12
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok16
+store16:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z4, Z4
+	VMOVUPS Z4, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z8, Z8
+	VMOVUPS Z8, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z12, Z12
+	VMOVUPS Z12, (AX)
+	ADDQ    $64, BX
+	JMP     chunk16
+done:
+	VZEROUPPER
+	RET
+
+// func pvF32x1AVX512(acc *float32, w *float32, v *float32, ldv, n, cols int)
+// One row of pvF32x4: chunks of 64 channels (Z0..Z3), then 16.
+TEXT ·pvF32x1AVX512(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), DI
+	MOVQ ldv+24(FP), R15
+	SHLQ $2, R15
+	MOVQ cols+40(FP), R13
+	SHLQ $2, R13
+	XORQ BX, BX
+chunk64:
+	LEAQ 256(BX), AX
+	CMPQ AX, R13
+	JGT  chunk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   w+8(FP), R8
+	MOVQ   v+16(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     store64
+tok64:
+	VBROADCASTSS (R8), Z20
+	VFMADD231PS  (SI), Z20, Z0
+	VFMADD231PS  64(SI), Z20, Z1
+	VFMADD231PS  128(SI), Z20, Z2
+	VFMADD231PS  192(SI), Z20, Z3
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok64
+store64:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $256, BX
+	JMP     chunk64
+chunk16:
+	CMPQ   BX, R13
+	JGE    done
+	VPXORD Z0, Z0, Z0
+	MOVQ   w+8(FP), R8
+	MOVQ   v+16(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     store16
+tok16:
+	VBROADCASTSS (R8), Z20
+	VFMADD231PS  (SI), Z20, Z0
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok16
+store16:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    $64, BX
+	JMP     chunk16
+done:
+	VZEROUPPER
+	RET
+
+// func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
+// pvF32x4AVX512 on fp16 V rows, converted in registers (VCVTPH2PS from
+// memory): no float32 copy of the block is written and read back. ldv in
+// fp16 values.
+// Two lines of [pf, pf+64·pfLines) are prefetched per token of the
+// 64-channel passes (the next block's values, spread over this block).
+TEXT ·pvHalfx4AVX512(SB), NOSPLIT, $0-80
+	MOVQ pf+64(FP), R11
+	MOVQ pfLines+72(FP), R12
+	MOVQ acc+0(FP), DI
+	MOVQ ldacc+8(FP), R14
+	SHLQ $2, R14
+	MOVQ ldw+24(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ ldv+40(FP), R15
+	SHLQ $1, R15
+	MOVQ cols+56(FP), R13
+	SHLQ $2, R13            // bytes per row left
+	XORQ BX, BX             // byte offset of the chunk
+chunk64:
+	LEAQ 256(BX), AX
+	CMPQ AX, R13
+	JGT  chunk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   w+16(FP), R8
+	MOVQ   v+32(FP), SI
+	MOVQ   BX, AX
+	SHRQ   $1, AX
+	ADDQ   AX, SI
+	MOVQ   n+48(FP), CX
+	TESTQ  CX, CX
+	JZ     store64
+tok64:
+	TESTQ        R12, R12
+	JLE          nopf
+	PREFETCHT0   (R11)
+	PREFETCHT0   64(R11)
+	ADDQ         $128, R11
+	SUBQ         $2, R12
+nopf:
+	VCVTPH2PS    (SI), Z16
+	VCVTPH2PS    32(SI), Z17
+	VCVTPH2PS    64(SI), Z18
+	VCVTPH2PS    96(SI), Z19
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R8)(R9*1), Z21
+	VBROADCASTSS (R8)(R9*2), Z22
+	VBROADCASTSS (R8)(R10*1), Z23
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z17, Z21, Z5
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z16, Z22, Z8
+	VFMADD231PS  Z17, Z22, Z9
+	VFMADD231PS  Z18, Z22, Z10
+	VFMADD231PS  Z19, Z22, Z11
+	VFMADD231PS  Z16, Z23, Z12
+	VFMADD231PS  Z17, Z23, Z13
+	VFMADD231PS  Z18, Z23, Z14
+	VFMADD231PS  Z19, Z23, Z15
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok64
+store64:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z4, Z4
+	VADDPS  64(AX), Z5, Z5
+	VADDPS  128(AX), Z6, Z6
+	VADDPS  192(AX), Z7, Z7
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z8, Z8
+	VADDPS  64(AX), Z9, Z9
+	VADDPS  128(AX), Z10, Z10
+	VADDPS  192(AX), Z11, Z11
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z12, Z12
+	VADDPS  64(AX), Z13, Z13
+	VADDPS  128(AX), Z14, Z14
+	VADDPS  192(AX), Z15, Z15
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, 192(AX)
+	ADDQ    $256, BX
+	JMP     chunk64
+chunk16:
+	CMPQ   BX, R13
+	JGE    done
+	VPXORD Z0, Z0, Z0
+	VPXORD Z4, Z4, Z4
+	VPXORD Z8, Z8, Z8
+	VPXORD Z12, Z12, Z12
+	MOVQ   w+16(FP), R8
+	MOVQ   v+32(FP), SI
+	MOVQ   BX, AX
+	SHRQ   $1, AX
+	ADDQ   AX, SI
+	MOVQ   n+48(FP), CX
+	TESTQ  CX, CX
+	JZ     store16
+tok16:
+	VCVTPH2PS    (SI), Z16
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R8)(R9*1), Z21
+	VBROADCASTSS (R8)(R9*2), Z22
+	VBROADCASTSS (R8)(R10*1), Z23
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z16, Z22, Z8
+	VFMADD231PS  Z16, Z23, Z12
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok16
+store16:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z4, Z4
+	VMOVUPS Z4, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z8, Z8
+	VMOVUPS Z8, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z12, Z12
+	VMOVUPS Z12, (AX)
+	ADDQ    $64, BX
+	JMP     chunk16
+done:
+	VZEROUPPER
+	RET
+
+// func pvHalfx1AVX512(acc *float32, w *float32, v *uint16, ldv, n, cols int)
+// One row of pvHalfx4.
+TEXT ·pvHalfx1AVX512(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), DI
+	MOVQ ldv+24(FP), R15
+	SHLQ $1, R15
+	MOVQ cols+40(FP), R13
+	SHLQ $2, R13
+	XORQ BX, BX
+chunk64:
+	LEAQ 256(BX), AX
+	CMPQ AX, R13
+	JGT  chunk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   w+8(FP), R8
+	MOVQ   v+16(FP), SI
+	MOVQ   BX, AX
+	SHRQ   $1, AX
+	ADDQ   AX, SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     store64
+tok64:
+	VBROADCASTSS (R8), Z20
+	VCVTPH2PS    (SI), Z16
+	VCVTPH2PS    32(SI), Z17
+	VCVTPH2PS    64(SI), Z18
+	VCVTPH2PS    96(SI), Z19
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok64
+store64:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $256, BX
+	JMP     chunk64
+chunk16:
+	CMPQ   BX, R13
+	JGE    done
+	VPXORD Z0, Z0, Z0
+	MOVQ   w+8(FP), R8
+	MOVQ   v+16(FP), SI
+	MOVQ   BX, AX
+	SHRQ   $1, AX
+	ADDQ   AX, SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     store16
+tok16:
+	VBROADCASTSS (R8), Z20
+	VCVTPH2PS    (SI), Z16
+	VFMADD231PS  Z16, Z20, Z0
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok16
+store16:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    $64, BX
+	JMP     chunk16
+done:
+	VZEROUPPER
+	RET
+
+// HSUM16 folds the 16 lanes of Z0 into X0's first float in the order of
+// sum16 (kernels.go): halves 8, 4, 2, 1. OP is VADDPS or VMAXPS.
+#define HSUM16(OP) \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	OP            Y1, Y0, Y0 \
+	VEXTRACTF128  $1, Y0, X1 \
+	OP            X1, X0, X0 \
+	VPERMILPS     $0x0e, X0, X1 \
+	OP            X1, X0, X0 \
+	VPERMILPS     $0x01, X0, X1 \
+	OP            X1, X0, X0
+
+// func expSubAVX512(x *float32, n int, m float32) float32
+// x[i] = exp(x[i] - m) as exp32 computes it (VRNDSCALEPS rounds to
+// nearest even, VSCALEFPS multiplies by 2^n), 0 where x[i] - m < expMin
+// (and for -Inf); returns the sum, lanes folded as in sum16.
+TEXT ·expSubAVX512(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS m+16(FP), Z20
+	VBROADCASTSS expc<>+0(SB), Z21  // expMin
+	VBROADCASTSS expc<>+4(SB), Z22  // log2 e
+	VBROADCASTSS expc<>+8(SB), Z23  // C1
+	VBROADCASTSS expc<>+12(SB), Z24 // C2
+	VBROADCASTSS expc<>+16(SB), Z25 // P0
+	VBROADCASTSS expc<>+20(SB), Z26
+	VBROADCASTSS expc<>+24(SB), Z27
+	VBROADCASTSS expc<>+28(SB), Z28
+	VBROADCASTSS expc<>+32(SB), Z29
+	VBROADCASTSS expc<>+36(SB), Z30 // P5
+	VBROADCASTSS expc<>+40(SB), Z31 // 1
+	VPXORD       Z0, Z0, Z0         // the lane sums
+	SHRQ         $4, CX
+	JZ           sum
+loop:
+	VMOVUPS     (DI), Z1
+	VSUBPS      Z20, Z1, Z1         // x - m
+	VCMPPS      $0x1d, Z21, Z1, K1  // x >= expMin (GE_OQ: false for NaN)
+	VMULPS      Z22, Z1, Z2
+	VRNDSCALEPS $0, Z2, Z2          // n = rint(x·log2 e)
+	VFNMADD231PS Z23, Z2, Z1        // r = x - n·C1
+	VFNMADD231PS Z24, Z2, Z1        // r -= n·C2
+	VMOVAPS     Z25, Z3
+	VFMADD213PS Z26, Z1, Z3         // p = p·r + P1
+	VFMADD213PS Z27, Z1, Z3
+	VFMADD213PS Z28, Z1, Z3
+	VFMADD213PS Z29, Z1, Z3
+	VFMADD213PS Z30, Z1, Z3         // ... + P5
+	VMULPS      Z1, Z1, Z4          // r²
+	VFMADD213PS Z1, Z4, Z3          // p = p·r² + r
+	VADDPS      Z31, Z3, Z3         // + 1
+	VSCALEFPS   Z2, Z3, Z3          // · 2^n
+	VMOVAPS.Z   Z3, K1, Z3
+	VMOVUPS     Z3, (DI)
+	VADDPS      Z3, Z0, Z0
+	ADDQ        $64, DI
+	DECQ        CX
+	JNZ         loop
+sum:
+	HSUM16(VADDPS)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func maxF32AVX512(x *float32, n int) float32
+TEXT ·maxF32AVX512(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	MOVL         $0xff800000, AX // -Inf
+	VPBROADCASTD AX, Z0
+	SHRQ         $4, CX
+	JZ           fold
+loop:
+	VMAXPS (DI), Z0, Z0
+	ADDQ   $64, DI
+	DECQ   CX
+	JNZ    loop
+fold:
+	HSUM16(VMAXPS)
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func dotF32AVX512(a, b *float32, n int) float32
+TEXT ·dotF32AVX512(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), DI
+	MOVQ   b+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	SHRQ   $4, CX
+	JZ     fold
+loop:
+	VMOVUPS     (DI), Z1
+	VFMADD231PS (SI), Z1, Z0
+	ADDQ        $64, DI
+	ADDQ        $64, SI
+	DECQ        CX
+	JNZ         loop
+fold:
+	HSUM16(VADDPS)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
+// Pass 1: qs = q·s, bias lanes += q·z, max |qs|; pass 2 (qi not nil):
+// qi = rint(qs·127/max) with signed saturation (VPMOVSDB).
+TEXT ·foldQueryAVX512(SB), NOSPLIT, $0-56
+	MOVQ         qi+0(FP), DI
+	MOVQ         qs+8(FP), R8
+	MOVQ         q+16(FP), SI
+	MOVQ         s+24(FP), R9
+	MOVQ         z+32(FP), R10
+	MOVQ         d+40(FP), CX
+	SHRQ         $4, CX
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z7
+	VPXORD       Z0, Z0, Z0 // bias lanes
+	VPXORD       Z5, Z5, Z5 // max |qs|
+	XORQ         AX, AX
+	MOVQ         CX, BX
+pass1:
+	VMOVUPS     (SI)(AX*1), Z2
+	VMULPS      (R9)(AX*1), Z2, Z3
+	VMOVUPS     Z3, (R8)(AX*1)
+	VFMADD231PS (R10)(AX*1), Z2, Z0
+	VANDPS      Z7, Z3, Z4
+	VMAXPS      Z4, Z5, Z5
+	ADDQ        $64, AX
+	DECQ        BX
+	JNZ         pass1
+	HSUM16(VADDPS)
+	VMOVSS      X0, bias+52(FP)
+	VMOVAPS     Z5, Z0
+	HSUM16(VMAXPS)
+	MOVL        $0, a+48(FP)
+	TESTQ       DI, DI
+	JZ          done
+	VXORPS      X1, X1, X1
+	VUCOMISS    X1, X0
+	JHI         quant
+	XORQ        AX, AX
+zero:
+	VMOVDQU X1, (DI)(AX*1)
+	ADDQ    $16, AX
+	DECQ    CX
+	JNZ     zero
+	JMP     done
+quant:
+	MOVL         $0x42fe0000, AX // 127.0
+	VMOVD        AX, X2
+	VDIVSS       X2, X0, X3      // a = max/127
+	VMOVSS       X3, a+48(FP)
+	VDIVSS       X0, X2, X4      // 127/max
+	VBROADCASTSS X4, Z6
+	XORQ         AX, AX
+	XORQ         DX, DX
+pass2:
+	VMULPS    (R8)(AX*1), Z6, Z2
+	VCVTPS2DQ Z2, Z2
+	VPMOVSDB  Z2, X3
+	VMOVDQU   X3, (DI)(DX*1)
+	ADDQ      $64, AX
+	ADDQ      $16, DX
+	DECQ      CX
+	JNZ       pass2
+done:
+	VZEROUPPER
+	RET
+
+DATA pairIdx<>+0(SB)/4, $0
+DATA pairIdx<>+4(SB)/4, $2
+DATA pairIdx<>+8(SB)/4, $4
+DATA pairIdx<>+12(SB)/4, $6
+DATA pairIdx<>+16(SB)/4, $8
+DATA pairIdx<>+20(SB)/4, $10
+DATA pairIdx<>+24(SB)/4, $12
+DATA pairIdx<>+28(SB)/4, $14
+DATA pairIdx<>+32(SB)/4, $16
+DATA pairIdx<>+36(SB)/4, $18
+DATA pairIdx<>+40(SB)/4, $20
+DATA pairIdx<>+44(SB)/4, $22
+DATA pairIdx<>+48(SB)/4, $24
+DATA pairIdx<>+52(SB)/4, $26
+DATA pairIdx<>+56(SB)/4, $28
+DATA pairIdx<>+60(SB)/4, $30
+GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
+
+// func deinterleaveAVX512(a, b, src *float32, n int)
+// n source floats, a multiple of 32: VPERMT2PS picks the even floats of
+// two vectors (index 2i) and the odd ones (2i+1).
+TEXT ·deinterleaveAVX512(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), DI
+	MOVQ         b+8(FP), DX
+	MOVQ         src+16(FP), SI
+	MOVQ         n+24(FP), CX
+	SHRQ         $5, CX
+	JZ           done
+	VMOVDQU32    pairIdx<>(SB), Z8
+	MOVL         $1, AX
+	VPBROADCASTD AX, Z9
+	VPADDD       Z9, Z8, Z9
+loop:
+	VMOVUPS   (SI), Z0
+	VMOVUPS   64(SI), Z1
+	VMOVAPS   Z0, Z2
+	VPERMT2PS Z1, Z8, Z2
+	VPERMT2PS Z1, Z9, Z0
+	VMOVUPS   Z2, (DI)
+	VMOVUPS   Z0, (DX)
+	ADDQ      $128, SI
+	ADDQ      $64, DI
+	ADDQ      $64, DX
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
+// func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
+// Per token, per group: broadcast the scale, store the zero to z[j][t],
+// then 16 codes at a time: VPMOVZXBD, VCVTDQ2PS, VMULPS.
+TEXT ·dequantVAVX512(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), R11
+	MOVQ ldz+16(FP), R10
+	SHLQ $2, R10
+	MOVQ codes+24(FP), SI
+	MOVQ p+32(FP), R8
+	MOVQ n+40(FP), CX
+	MOVQ d+48(FP), R13
+	SHRQ $4, R13           // 16-channel units per row
+	MOVQ grp+56(FP), R14
+	SHRQ $4, R14           // units per group
+	TESTQ CX, CX
+	JZ    done
+token:
+	MOVQ R11, R12
+	MOVQ R13, BX
+group:
+	VBROADCASTSS (R8), Z1
+	MOVL         4(R8), AX
+	MOVL         AX, (R12)
+	ADDQ         R10, R12
+	ADDQ         $8, R8
+	MOVQ         R14, DX
+unit:
+	VPMOVZXBD (SI), Z0
+	VCVTDQ2PS Z0, Z0
+	VMULPS    Z1, Z0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	DECQ      DX
+	JNZ       unit
+	SUBQ      R14, BX
+	JNZ       group
+	ADDQ      $4, R11
+	DECQ      CX
+	JNZ       token
+done:
+	VZEROUPPER
+	RET
+
+// func quantWAVX512(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
+// Pass 1: max of p[t]·s[j·lds+t] over groups j and tokens t (n a multiple
+// of 16); pass 2: wq[j·ldq+t] = rint(p·s·32767/max) (VPMOVSDW), or 0 when
+// max is not positive. Returns the step max/32767 (0).
+TEXT ·quantWAVX512(SB), NOSPLIT, $0-60
+	MOVQ   p+16(FP), SI
+	MOVQ   s+24(FP), R9
+	MOVQ   lds+32(FP), R10
+	SHLQ   $2, R10
+	MOVQ   groups+48(FP), R12
+	VPXORD Z5, Z5, Z5
+	MOVQ   R9, R13
+	MOVQ   R12, BX
+max1:
+	XORQ AX, AX
+	MOVQ n+40(FP), CX
+	SHRQ $4, CX
+	JZ   max3
+max2:
+	VMOVUPS (SI)(AX*1), Z2
+	VMULPS  (R13)(AX*1), Z2, Z2
+	VMAXPS  Z2, Z5, Z5
+	ADDQ    $64, AX
+	DECQ    CX
+	JNZ     max2
+max3:
+	ADDQ R10, R13
+	DECQ BX
+	JNZ  max1
+	VMOVAPS  Z5, Z0
+	HSUM16(VMAXPS)
+	VXORPS   X1, X1, X1
+	MOVL     $0, ret+56(FP)
+	MOVL     $0x46fffe00, AX // 32767.0
+	VMOVD    AX, X2
+	VUCOMISS X1, X0
+	JHI      scale
+	VXORPS   X4, X4, X4     // max <= 0 or NaN: all weights 0
+	JMP      quant
+scale:
+	VDIVSS X2, X0, X3
+	VMOVSS X3, ret+56(FP)
+	VDIVSS X0, X2, X4
+quant:
+	VBROADCASTSS X4, Z6
+	MOVQ         wq+0(FP), DI
+	MOVQ         ldq+8(FP), R11
+	SHLQ         $1, R11
+	MOVQ         R9, R13
+	MOVQ         R12, BX
+q1:
+	XORQ AX, AX
+	XORQ DX, DX
+	MOVQ n+40(FP), CX
+	SHRQ $4, CX
+	JZ   q3
+q2:
+	VMOVUPS   (SI)(AX*1), Z2
+	VMULPS    (R13)(AX*1), Z2, Z2
+	VMULPS    Z6, Z2, Z2
+	VCVTPS2DQ Z2, Z2
+	VPMOVSDW  Z2, Y3
+	VMOVDQU   Y3, (DI)(DX*1)
+	ADDQ      $64, AX
+	ADDQ      $32, DX
+	DECQ      CX
+	JNZ       q2
+q3:
+	ADDQ R10, R13
+	ADDQ R11, DI
+	DECQ BX
+	JNZ  q1
+	VZEROUPPER
+	RET
+
+// pvIdx0 and pvIdx1 put the int32 sums of pvS16 back in channel order:
+// of 32 channels, the "lo" vector holds 8L+k and "hi" 8L+4+k (lane L,
+// k < 4), so channels 0..15 are lanes lo.0, hi.0, lo.1, hi.1 and 16..31
+// lanes lo.2, hi.2, lo.3, hi.3 (VPERMT2D: 16 and up index hi).
+DATA pvIdx<>+0(SB)/4, $0
+DATA pvIdx<>+4(SB)/4, $1
+DATA pvIdx<>+8(SB)/4, $2
+DATA pvIdx<>+12(SB)/4, $3
+DATA pvIdx<>+16(SB)/4, $16
+DATA pvIdx<>+20(SB)/4, $17
+DATA pvIdx<>+24(SB)/4, $18
+DATA pvIdx<>+28(SB)/4, $19
+DATA pvIdx<>+32(SB)/4, $4
+DATA pvIdx<>+36(SB)/4, $5
+DATA pvIdx<>+40(SB)/4, $6
+DATA pvIdx<>+44(SB)/4, $7
+DATA pvIdx<>+48(SB)/4, $20
+DATA pvIdx<>+52(SB)/4, $21
+DATA pvIdx<>+56(SB)/4, $22
+DATA pvIdx<>+60(SB)/4, $23
+DATA pvIdx<>+64(SB)/4, $8
+DATA pvIdx<>+68(SB)/4, $9
+DATA pvIdx<>+72(SB)/4, $10
+DATA pvIdx<>+76(SB)/4, $11
+DATA pvIdx<>+80(SB)/4, $24
+DATA pvIdx<>+84(SB)/4, $25
+DATA pvIdx<>+88(SB)/4, $26
+DATA pvIdx<>+92(SB)/4, $27
+DATA pvIdx<>+96(SB)/4, $12
+DATA pvIdx<>+100(SB)/4, $13
+DATA pvIdx<>+104(SB)/4, $14
+DATA pvIdx<>+108(SB)/4, $15
+DATA pvIdx<>+112(SB)/4, $28
+DATA pvIdx<>+116(SB)/4, $29
+DATA pvIdx<>+120(SB)/4, $30
+DATA pvIdx<>+124(SB)/4, $31
+GLOBL pvIdx<>(SB), RODATA|NOPTR, $128
+
+// PVOUT writes 32 channels of one row: LO, HI (int32 sums in pvS16's
+// order) back in channel order, converted, times the row's step Z26,
+// added to the floats at OFF(AX). Z20 is scratch; LO is clobbered.
+#define PVOUT(LO, HI, OFF) \
+	VMOVDQA32   LO, Z20            \
+	VPERMT2D    HI, Z24, Z20       \
+	VPERMT2D    HI, Z25, LO        \
+	VCVTDQ2PS   Z20, Z20           \
+	VCVTDQ2PS   LO, LO             \
+	VFMADD213PS OFF(AX), Z26, Z20  \
+	VFMADD213PS OFF+64(AX), Z26, LO \
+	VMOVUPS     Z20, OFF(AX)       \
+	VMOVUPS     LO, OFF+64(AX)
+
+// func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, codes *uint8, n, d, gshift int, pf *byte, pfLines int)
+// Four rows r: acc[r·ldacc+c] += delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·codes[t·d+c]
+// over t < n (even) for c < d (a multiple of 64). Per 64 channels and pair
+// of tokens: the two rows of 32+32 codes zero-extended to words
+// (VPMOVZXBW) and interleaved (VPUNPCKLWD/HWD: dword = the pair's two
+// codes of one channel) in Z16..Z19; each row's pair of weights
+// broadcast (Z24..Z27 for the first 32 channels' group, Z28..Z31 for the
+// second's); VPDPWSSD into Z0..Z15 (row r: Z4r..Z4r+3). Exact in int32
+// while n·32767·255 < 2^31 (n <= 256). One line of [pf, pf+64·pfLines)
+// is prefetched per pair (the next block's values).
+TEXT ·pvS16VNNI(SB), NOSPLIT, $0-96
+	MOVQ pf+80(FP), R14
+	MOVQ pfLines+88(FP), R15
+	MOVQ ldw+32(FP), R10
+	SHLQ $1, R10
+	LEAQ (R10)(R10*2), R11
+	MOVQ d+64(FP), DX
+	XORQ BX, BX            // c0
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	// Weight pointers of the two 32-channel groups of this half.
+	MOVQ gshift+72(FP), CX
+	MOVQ ldq+40(FP), R12
+	SHLQ $1, R12
+	MOVQ BX, R8
+	SHRQ CX, R8
+	IMULQ R12, R8
+	ADDQ wq+24(FP), R8
+	LEAQ 32(BX), R9
+	SHRQ CX, R9
+	IMULQ R12, R9
+	ADDQ wq+24(FP), R9
+	MOVQ codes+48(FP), SI
+	ADDQ BX, SI
+	MOVQ n+56(FP), CX
+	SHRQ $1, CX
+	JZ   out
+pair:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT0   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	VPMOVZXBW    (SI), Z20
+	VPMOVZXBW    (SI)(DX*1), Z21
+	VPUNPCKLWD   Z21, Z20, Z16
+	VPUNPCKHWD   Z21, Z20, Z17
+	VPMOVZXBW    32(SI), Z22
+	VPMOVZXBW    32(SI)(DX*1), Z23
+	VPUNPCKLWD   Z23, Z22, Z18
+	VPUNPCKHWD   Z23, Z22, Z19
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPBROADCASTD (R8)(R10*2), Z26
+	VPBROADCASTD (R8)(R11*1), Z27
+	VPBROADCASTD (R9), Z28
+	VPBROADCASTD (R9)(R10*1), Z29
+	VPBROADCASTD (R9)(R10*2), Z30
+	VPBROADCASTD (R9)(R11*1), Z31
+	VPDPWSSD     Z24, Z16, Z0
+	VPDPWSSD     Z24, Z17, Z1
+	VPDPWSSD     Z28, Z18, Z2
+	VPDPWSSD     Z28, Z19, Z3
+	VPDPWSSD     Z25, Z16, Z4
+	VPDPWSSD     Z25, Z17, Z5
+	VPDPWSSD     Z29, Z18, Z6
+	VPDPWSSD     Z29, Z19, Z7
+	VPDPWSSD     Z26, Z16, Z8
+	VPDPWSSD     Z26, Z17, Z9
+	VPDPWSSD     Z30, Z18, Z10
+	VPDPWSSD     Z30, Z19, Z11
+	VPDPWSSD     Z27, Z16, Z12
+	VPDPWSSD     Z27, Z17, Z13
+	VPDPWSSD     Z31, Z18, Z14
+	VPDPWSSD     Z31, Z19, Z15
+	ADDQ         $4, R8
+	ADDQ         $4, R9
+	LEAQ         (SI)(DX*2), SI
+	DECQ         CX
+	JNZ          pair
+out:
+	VMOVDQU32    pvIdx<>+0(SB), Z24
+	VMOVDQU32    pvIdx<>+64(SB), Z25
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS (R13), Z26
+	PVOUT(Z0, Z1, 0)
+	PVOUT(Z2, Z3, 128)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	PVOUT(Z4, Z5, 0)
+	PVOUT(Z6, Z7, 128)
+	ADDQ         R12, AX
+	VBROADCASTSS 8(R13), Z26
+	PVOUT(Z8, Z9, 0)
+	PVOUT(Z10, Z11, 128)
+	ADDQ         R12, AX
+	VBROADCASTSS 12(R13), Z26
+	PVOUT(Z12, Z13, 0)
+	PVOUT(Z14, Z15, 128)
+	ADDQ         $64, BX
+	CMPQ         BX, DX
+	JLT          half
+	VZEROUPPER
+	RET
+
+// func prefetchL2(p *byte, n int)
+// PREFETCHT1 every 64-byte line of [p, p+n): the next block's K and V
+// stream into L2 while this block is computed (blocks are separate
+// allocations, so the hardware's stream prefetcher restarts at each).
+TEXT ·prefetchL2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	ADDQ SI, CX
+loop:
+	CMPQ       SI, CX
+	JGE        done
+	PREFETCHT1 (SI)
+	ADDQ       $64, SI
+	JMP        loop
+done:
+	RET
+
+// func splitQueryAVX512(hi, lo *int8, q *float32, d int) float32
+// splitQuery (block.go): v = rint(q·wideSteps/max|q|), hi = (v+64)>>7,
+// lo = v - hi<<7, both narrowed by VPMOVSDB; returns max|q|/wideSteps.
+TEXT ·splitQueryAVX512(SB), NOSPLIT, $0-36
+	MOVQ         hi+0(FP), DI
+	MOVQ         lo+8(FP), DX
+	MOVQ         q+16(FP), SI
+	MOVQ         d+24(FP), CX
+	SHRQ         $4, CX
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z7
+	VPXORD       Z5, Z5, Z5
+	XORQ         AX, AX
+	MOVQ         CX, BX
+amax:
+	VANDPS (SI)(AX*1), Z7, Z4
+	VMAXPS Z4, Z5, Z5
+	ADDQ   $64, AX
+	DECQ   BX
+	JNZ    amax
+	VMOVAPS  Z5, Z0
+	HSUM16(VMAXPS)
+	MOVL     $0, ret+32(FP)
+	VXORPS   X1, X1, X1
+	VUCOMISS X1, X0
+	JHI      quant
+	XORQ     AX, AX
+zero:
+	VMOVDQU X1, (DI)(AX*1)
+	VMOVDQU X1, (DX)(AX*1)
+	ADDQ    $16, AX
+	DECQ    CX
+	JNZ     zero
+	JMP     done
+quant:
+	MOVL         $0x467e0000, AX // 16256.0 = wideSteps
+	VMOVD        AX, X2
+	VDIVSS       X2, X0, X3
+	VMOVSS       X3, ret+32(FP)
+	VDIVSS       X0, X2, X4
+	VBROADCASTSS X4, Z6
+	MOVL         $64, AX
+	VPBROADCASTD AX, Z8
+	XORQ         AX, AX
+	XORQ         BX, BX
+split:
+	VMULPS    (SI)(AX*1), Z6, Z2
+	VCVTPS2DQ Z2, Z2          // v
+	VPADDD    Z8, Z2, Z3
+	VPSRAD    $7, Z3, Z3      // hi = (v+64)>>7
+	VPSLLD    $7, Z3, Z4
+	VPSUBD    Z4, Z2, Z2      // lo = v - hi<<7
+	VPMOVSDB  Z3, X3
+	VPMOVSDB  Z2, X2
+	VMOVDQU   X3, (DI)(BX*1)
+	VMOVDQU   X2, (DX)(BX*1)
+	ADDQ      $64, AX
+	ADDQ      $16, BX
+	DECQ      CX
+	JNZ       split
+done:
+	VZEROUPPER
+	RET
+
+// REDUCE8R is REDUCE8 on any eight accumulators A0..A7 (result in A0's
+// low 256 bits), with scratch T1, T2 and the tileIdx vector in IDX.
+#define REDUCE8R(A0, A1, A2, A3, A4, A5, A6, A7, T1, T2, IDX) \
+	VSHUFF64X2 $0x44, A1, A0, T1 \
+	VSHUFF64X2 $0xee, A1, A0, T2 \
+	VADDPS     T2, T1, A0        \
+	VSHUFF64X2 $0x44, A3, A2, T1 \
+	VSHUFF64X2 $0xee, A3, A2, T2 \
+	VADDPS     T2, T1, A2        \
+	VSHUFF64X2 $0x44, A5, A4, T1 \
+	VSHUFF64X2 $0xee, A5, A4, T2 \
+	VADDPS     T2, T1, A4        \
+	VSHUFF64X2 $0x44, A7, A6, T1 \
+	VSHUFF64X2 $0xee, A7, A6, T2 \
+	VADDPS     T2, T1, A6        \
+	VSHUFF64X2 $0x88, A2, A0, T1 \
+	VSHUFF64X2 $0xdd, A2, A0, T2 \
+	VADDPS     T2, T1, A0        \
+	VSHUFF64X2 $0x88, A6, A4, T1 \
+	VSHUFF64X2 $0xdd, A6, A4, T2 \
+	VADDPS     T2, T1, A4        \
+	VSHUFPS    $0x88, A4, A0, T1 \
+	VSHUFPS    $0xdd, A4, A0, T2 \
+	VADDPS     T2, T1, A0        \
+	VSHUFPS    $0x88, A0, A0, T1 \
+	VSHUFPS    $0xdd, A0, A0, T2 \
+	VADDPS     T2, T1, A0        \
+	VPERMPS    A0, IDX, A0
+
+// CVT2(ADDR, T, ACC0, ACC1) converts 16 fp16 values at ADDR into T and
+// adds their products with the two query chunks (Z16, Z17).
+#define CVT2(ADDR, T, ACC0, ACC1) \
+	VCVTPH2PS   ADDR, T      \
+	VFMADD231PS T, Z16, ACC0 \
+	VFMADD231PS T, Z17, ACC1
+
+// func scoresHalf2AVX512(out0, out1, q0, q1 *float32, k *uint16, n, d int, pf *byte, pfTile int)
+// out0[t] = q0·k[t] and out1[t] = q1·k[t] for t < n (a multiple of 8), k
+// rows of d fp16 values (d a multiple of 16): each chunk of a token is
+// converted once for both rows. Accumulators Z0..Z7 (row 0) and Z8..Z15
+// (row 1), the query chunks in Z16, Z17, conversions in Z18..Z25.
+// Each 8-token tile prefetches pfTile lines from pf on.
+TEXT ·scoresHalf2AVX512(SB), NOSPLIT, $0-72
+	MOVQ      out0+0(FP), DI
+	MOVQ      out1+8(FP), R11
+	MOVQ      q0+16(FP), SI
+	MOVQ      q1+24(FP), R12
+	MOVQ      k+32(FP), DX
+	MOVQ      n+40(FP), CX
+	MOVQ      d+48(FP), BX
+	VMOVDQU32 tileIdx<>(SB), Y26
+	SHLQ      $1, BX            // row stride in bytes
+	LEAQ      (BX)(BX*2), R10
+	SHRQ      $3, CX
+	JZ        done
+tile:
+	MOVQ  pfTile+64(FP), R14
+	TESTQ R14, R14
+	JZ    pfdone
+	MOVQ  pf+56(FP), R15
+pfloop:
+	PREFETCHT0 (R15)
+	ADDQ  $64, R15
+	DECQ  R14
+	JNZ   pfloop
+	MOVQ  R15, pf+56(FP)
+pfdone:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   DX, R8
+	LEAQ   (DX)(BX*4), R9
+	XORQ   AX, AX             // byte offset in the fp16 row
+	XORQ   R13, R13           // byte offset in the query rows
+chunk:
+	VMOVUPS (SI)(R13*1), Z16
+	VMOVUPS (R12)(R13*1), Z17
+	CVT2((R8), Z18, Z0, Z8)
+	CVT2((R8)(BX*1), Z19, Z1, Z9)
+	CVT2((R8)(BX*2), Z20, Z2, Z10)
+	CVT2((R8)(R10*1), Z21, Z3, Z11)
+	CVT2((R9), Z22, Z4, Z12)
+	CVT2((R9)(BX*1), Z23, Z5, Z13)
+	CVT2((R9)(BX*2), Z24, Z6, Z14)
+	CVT2((R9)(R10*1), Z25, Z7, Z15)
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	ADDQ    $64, R13
+	ADDQ    $32, AX
+	CMPQ    AX, BX
+	JLT     chunk
+	REDUCE8R(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z16, Z17, Z26)
+	REDUCE8R(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z16, Z17, Z26)
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y8, (R11)
+	ADDQ    $32, DI
+	ADDQ    $32, R11
+	LEAQ    (DX)(BX*8), DX
+	DECQ    CX
+	JNZ     tile
+done:
+	VZEROUPPER
+	RET
+
+// func bcastQ16(dst *int8, q *int8, d int)
+// dst holds, for each 16-byte chunk k of q (d a multiple of 16), the chunk
+// repeated in the four 128-bit lanes of 64 bytes: the query operand of
+// scoresU8x4VNNI.
+TEXT ·bcastQ16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ d+16(FP), CX
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VBROADCASTI32X4 (SI), Z0
+	VMOVDQU64       Z0, (DI)
+	ADDQ            $16, SI
+	ADDQ            $64, DI
+	DECQ            CX
+	JNZ             loop
+done:
+	VZEROUPPER
+	RET
+
+// lanePerm puts the 16 sums of scoresU8x4VNNI in token order: after the
+// reduction, lane j holds tokens j, 4+j, 8+j, 12+j, so token t is element
+// 4·(t%4) + t/4.
+DATA lanePerm<>+0(SB)/4, $0
+DATA lanePerm<>+4(SB)/4, $4
+DATA lanePerm<>+8(SB)/4, $8
+DATA lanePerm<>+12(SB)/4, $12
+DATA lanePerm<>+16(SB)/4, $1
+DATA lanePerm<>+20(SB)/4, $5
+DATA lanePerm<>+24(SB)/4, $9
+DATA lanePerm<>+28(SB)/4, $13
+DATA lanePerm<>+32(SB)/4, $2
+DATA lanePerm<>+36(SB)/4, $6
+DATA lanePerm<>+40(SB)/4, $10
+DATA lanePerm<>+44(SB)/4, $14
+DATA lanePerm<>+48(SB)/4, $3
+DATA lanePerm<>+52(SB)/4, $7
+DATA lanePerm<>+56(SB)/4, $11
+DATA lanePerm<>+60(SB)/4, $15
+GLOBL lanePerm<>(SB), RODATA|NOPTR, $64
+
+// SUBTILE(S0, S1, S2, S3) loads a 64-byte chunk of four token rows
+// starting at R8 (row stride BX, 3 rows R10), transposes
+// them by 128-bit lanes (Z20..Z23: chunk j of the four tokens) and adds
+// their products with the broadcast query chunks at R9 (row stride R11,
+// chunk j at 64·j) into the accumulators S0 of row 0 ... (one per row,
+// passed as the four registers S0..S3 of this sub-tile).
+#define SUBTILE(S0, S1, S2, S3) \
+	VMOVDQU64  (R8), Z16                 \
+	VMOVDQU64  (R8)(BX*1), Z17           \
+	VMOVDQU64  (R8)(BX*2), Z18           \
+	VMOVDQU64  (R8)(R10*1), Z19          \
+	VSHUFI32X4 $0x44, Z17, Z16, Z24      \
+	VSHUFI32X4 $0xee, Z17, Z16, Z25      \
+	VSHUFI32X4 $0x44, Z19, Z18, Z26      \
+	VSHUFI32X4 $0xee, Z19, Z18, Z27      \
+	VSHUFI32X4 $0x88, Z26, Z24, Z20      \
+	VSHUFI32X4 $0xdd, Z26, Z24, Z21      \
+	VSHUFI32X4 $0x88, Z27, Z25, Z22      \
+	VSHUFI32X4 $0xdd, Z27, Z25, Z23      \
+	VPDPBUSD   (R9), Z20, S0             \
+	VPDPBUSD   64(R9), Z21, S0           \
+	VPDPBUSD   128(R9), Z22, S0          \
+	VPDPBUSD   192(R9), Z23, S0          \
+	VPDPBUSD   (R9)(R11*1), Z20, S1      \
+	VPDPBUSD   64(R9)(R11*1), Z21, S1    \
+	VPDPBUSD   128(R9)(R11*1), Z22, S1   \
+	VPDPBUSD   192(R9)(R11*1), Z23, S1   \
+	VPDPBUSD   (R9)(R11*2), Z20, S2      \
+	VPDPBUSD   64(R9)(R11*2), Z21, S2    \
+	VPDPBUSD   128(R9)(R11*2), Z22, S2   \
+	VPDPBUSD   192(R9)(R11*2), Z23, S2   \
+	VPDPBUSD   (R9)(R12*1), Z20, S3      \
+	VPDPBUSD   64(R9)(R12*1), Z21, S3    \
+	VPDPBUSD   128(R9)(R12*1), Z22, S3   \
+	VPDPBUSD   192(R9)(R12*1), Z23, S3
+
+// ROWOUT(A, B, C, D, ROW) sums the four sub-tile accumulators of one row
+// (A: tokens 0-3, one per lane, ... D: tokens 12-15), puts the 16 sums in
+// token order, converts them and writes a·A[t]·x + b·B[t] (+ c·out[t])
+// to the row's outputs at AX, then moves AX to the next row; AOFF and
+// BOFF are the byte offsets of the row's a and b in ab. Z16..Z19, Z24..Z27 scratch; Z28
+// lanePerm, Z29 c, R13 the c flag, R14 ldo in bytes, SI A, R15 B, DX ab.
+#define ROWOUT(A, B, C, D, AOFF, BOFF) \
+	VPUNPCKLDQ   B, A, Z16             \
+	VPUNPCKHDQ   B, A, Z17             \
+	VPADDD       Z17, Z16, Z16         \
+	VPUNPCKLDQ   D, C, Z18             \
+	VPUNPCKHDQ   D, C, Z19             \
+	VPADDD       Z19, Z18, Z18         \
+	VPUNPCKLQDQ  Z18, Z16, Z17         \
+	VPUNPCKHQDQ  Z18, Z16, Z19         \
+	VPADDD       Z19, Z17, Z17         \
+	VPERMD       Z17, Z28, Z17         \
+	VCVTDQ2PS    Z17, Z17              \
+	VBROADCASTSS AOFF(DX), Z24         \
+	VBROADCASTSS BOFF(DX), Z25         \
+	VMULPS       (SI), Z24, Z24        \
+	VMULPS       Z24, Z17, Z17         \
+	VMULPS       (R15), Z25, Z25       \
+	VADDPS       Z25, Z17, Z17         \
+	TESTL        R13, R13              \
+	JZ           3(PC)                 \
+	VMULPS       (AX), Z29, Z26        \
+	VADDPS       Z26, Z17, Z17         \
+	VMOVUPS      Z17, (AX)             \
+	ADDQ         R14, AX
+
+// func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+// Four query rows r: out[r·ldo+t] = ab[r]·A[t]·(q_r·k[t]) + ab[4+r]·B[t]
+// (+ c·out[r·ldo+t] when c is not 0), for t < n (a multiple of 16), rows
+// of d byte codes (a multiple of 64), q the four rows' broadcast chunks
+// (bcastQ16: d·4 bytes per row). Accumulators: Z0..Z15, row r sub-tile s
+// (tokens 4s..4s+3) in Z(4s+r). Each tile prefetches pfTile lines from pf
+// on (the next block's keys).
+TEXT ·scoresU8x4VNNI(SB), NOSPLIT, $0-96
+	MOVQ         d+64(FP), BX         // token row stride in bytes
+	LEAQ         (BX)(BX*2), R10
+	MOVQ         BX, R11
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	LEAQ         (R11)(R11*2), R12
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	MOVL         c+72(FP), R13
+	VBROADCASTSS c+72(FP), Z29
+	VMOVDQU32    lanePerm<>(SB), Z28
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         ab+48(FP), DX
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	MOVQ pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ   pfdone
+	MOVQ pf+80(FP), R9
+pfloop:
+	PREFETCHT0 (R9)
+	ADDQ $64, R9
+	DECQ R8
+	JNZ  pfloop
+	MOVQ R9, pf+80(FP)
+pfdone:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   q+16(FP), R9
+	XORQ   AX, AX               // byte offset in the token rows
+chunk:
+	LEAQ (CX)(AX*1), R8
+	SUBTILE(Z0, Z1, Z2, Z3)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE(Z4, Z5, Z6, Z7)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE(Z8, Z9, Z10, Z11)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE(Z12, Z13, Z14, Z15)
+	ADDQ $256, R9
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  chunk
+	MOVQ out+0(FP), AX
+	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
+	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
+	ROWOUT(Z2, Z6, Z10, Z14, 8, 24)
+	ROWOUT(Z3, Z7, Z11, Z15, 12, 28)
+	ADDQ $64, out+0(FP)
+	ADDQ $64, SI
+	ADDQ $64, R15
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
+done:
+	VZEROUPPER
+	RET
+
+// func quantWRowsAVX512(wq *int16, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, delta, zsum *float32)
+// quantWAVX512 for rows r < rows (p and wq rows at strides ldp floats and
+// ldw int16s; delta[r] the row's step), and in the same first pass the
+// zeros' sums zsum[r·groups+j] = Σ_t p[t]·z[j·lds+t], lanes folded as in
+// sum16: one call per run instead of a quantW and a dotF32 per row.
+TEXT ·quantWRowsAVX512(SB), NOSPLIT, $0-104
+	MOVQ   lds+56(FP), R10
+	SHLQ   $2, R10
+	XORQ   R14, R14             // row
+row:
+	CMPQ   R14, rows+80(FP)
+	JGE    done
+	MOVQ   ldp+32(FP), SI
+	IMULQ  R14, SI
+	SHLQ   $2, SI
+	ADDQ   p+24(FP), SI         // p row
+	MOVQ   groups+72(FP), R12
+	MOVQ   R14, R15
+	IMULQ  R12, R15
+	SHLQ   $2, R15
+	ADDQ   zsum+96(FP), R15     // zsum row
+	VPXORD Z5, Z5, Z5           // max
+	MOVQ   s+40(FP), R13
+	MOVQ   z+48(FP), R9
+	MOVQ   R12, BX
+max1:
+	XORQ   AX, AX
+	VPXORD Z6, Z6, Z6           // Σ p·z lanes
+	MOVQ   n+64(FP), CX
+	SHRQ   $4, CX
+	JZ     max3
+max2:
+	VMOVUPS     (SI)(AX*1), Z2
+	VFMADD231PS (R9)(AX*1), Z2, Z6
+	VMULPS      (R13)(AX*1), Z2, Z2
+	VMAXPS      Z2, Z5, Z5
+	ADDQ        $64, AX
+	DECQ        CX
+	JNZ         max2
+max3:
+	VMOVAPS Z6, Z0
+	HSUM16(VADDPS)
+	VMOVSS  X0, (R15)
+	ADDQ    $4, R15
+	ADDQ    R10, R13
+	ADDQ    R10, R9
+	DECQ    BX
+	JNZ     max1
+	VMOVAPS  Z5, Z0
+	HSUM16(VMAXPS)
+	MOVQ     delta+88(FP), DX
+	MOVL     $0, (DX)(R14*4)
+	VXORPS   X1, X1, X1
+	MOVL     $0x46fffe00, AX // 32767.0
+	VMOVD    AX, X2
+	VUCOMISS X1, X0
+	JHI      scale
+	VXORPS   X4, X4, X4
+	JMP      quant
+scale:
+	VDIVSS X2, X0, X3
+	VMOVSS X3, (DX)(R14*4)
+	VDIVSS X0, X2, X4
+quant:
+	VBROADCASTSS X4, Z6
+	MOVQ         ldw+8(FP), DI
+	IMULQ        R14, DI
+	SHLQ         $1, DI
+	ADDQ         wq+0(FP), DI
+	MOVQ         ldq+16(FP), R11
+	SHLQ         $1, R11
+	MOVQ         s+40(FP), R13
+	MOVQ         R12, BX
+q1:
+	XORQ AX, AX
+	XORQ DX, DX
+	MOVQ n+64(FP), CX
+	SHRQ $4, CX
+	JZ   q3
+q2:
+	VMOVUPS   (SI)(AX*1), Z2
+	VMULPS    (R13)(AX*1), Z2, Z2
+	VMULPS    Z6, Z2, Z2
+	VCVTPS2DQ Z2, Z2
+	VPMOVSDW  Z2, Y3
+	VMOVDQU   Y3, (DI)(DX*1)
+	ADDQ      $64, AX
+	ADDQ      $32, DX
+	DECQ      CX
+	JNZ       q2
+q3:
+	ADDQ R10, R13
+	ADDQ R11, DI
+	DECQ BX
+	JNZ  q1
+	INCQ R14
+	JMP  row
+done:
+	VZEROUPPER
+	RET
+
+// func bcastQ4(dst *int8, q *int8, d int)
+// The query operand of scoresI4x4VNNI: for each 32 channels of q (d a
+// multiple of 32), the 16 even channels (the low nibbles of 16 packed int4
+// bytes) repeated in four lanes, then the 16 odd ones (the high nibbles).
+// VPMOVWB keeps the low byte of each word: the even channels; after a
+// shift by 8, the odd ones.
+TEXT ·bcastQ4(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ d+16(FP), CX
+	SHRQ $5, CX
+	JZ   done
+loop:
+	VMOVDQU         (SI), Y0
+	VPMOVWB         Y0, X1
+	VPSRLW          $8, Y0, Y0
+	VPMOVWB         Y0, X2
+	VSHUFI32X4      $0, Z1, Z1, Z1 // lane 0 to all four
+	VSHUFI32X4      $0, Z2, Z2, Z2
+	VMOVDQU64       Z1, (DI)
+	VMOVDQU64       Z2, 64(DI)
+	ADDQ            $32, SI
+	ADDQ            $128, DI
+	DECQ            CX
+	JNZ             loop
+done:
+	VZEROUPPER
+	RET
+
+// SPLIT4(X, S0, S1, S2, S3, QOFF) splits the packed int4 lanes of X into
+// low (Z24) and high (Z25) nibbles (mask Z30) and adds their products with
+// the rows' query vectors at QOFF and QOFF+64 (bcastQ4 order).
+#define SPLIT4(X, S0, S1, S2, S3, QOFF) \
+	VPANDD     Z30, X, Z24                 \
+	VPSRLW     $4, X, Z25                  \
+	VPANDD     Z30, Z25, Z25               \
+	VPDPBUSD   QOFF(R9), Z24, S0           \
+	VPDPBUSD   QOFF+64(R9), Z25, S0        \
+	VPDPBUSD   QOFF(R9)(R11*1), Z24, S1    \
+	VPDPBUSD   QOFF+64(R9)(R11*1), Z25, S1 \
+	VPDPBUSD   QOFF(R9)(R11*2), Z24, S2    \
+	VPDPBUSD   QOFF+64(R9)(R11*2), Z25, S2 \
+	VPDPBUSD   QOFF(R9)(R12*1), Z24, S3    \
+	VPDPBUSD   QOFF+64(R9)(R12*1), Z25, S3
+
+// SUBTILE4 is SUBTILE on packed int4 rows: the four tokens' 64-byte
+// chunks are transposed by lanes (chunk j of 16 packed bytes = 32
+// channels of each token in Z20+j), then split into nibbles.
+#define SUBTILE4(S0, S1, S2, S3) \
+	VMOVDQU64  (R8), Z16                 \
+	VMOVDQU64  (R8)(BX*1), Z17           \
+	VMOVDQU64  (R8)(BX*2), Z18           \
+	VMOVDQU64  (R8)(R10*1), Z19          \
+	VSHUFI32X4 $0x44, Z17, Z16, Z24      \
+	VSHUFI32X4 $0xee, Z17, Z16, Z25      \
+	VSHUFI32X4 $0x44, Z19, Z18, Z26      \
+	VSHUFI32X4 $0xee, Z19, Z18, Z27      \
+	VSHUFI32X4 $0x88, Z26, Z24, Z20      \
+	VSHUFI32X4 $0xdd, Z26, Z24, Z21      \
+	VSHUFI32X4 $0x88, Z27, Z25, Z22      \
+	VSHUFI32X4 $0xdd, Z27, Z25, Z23      \
+	SPLIT4(Z20, S0, S1, S2, S3, 0)       \
+	SPLIT4(Z21, S0, S1, S2, S3, 128)     \
+	SPLIT4(Z22, S0, S1, S2, S3, 256)     \
+	SPLIT4(Z23, S0, S1, S2, S3, 384)
+
+// func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+// scoresU8x4VNNI on packed int4 rows (d/2 bytes, a multiple of 64): no
+// unpacking pass; q is bcastQ4's layout (d·4 bytes per row). Each 16-token
+// tile prefetches pfTile lines from pf on (the next block's keys, spread
+// over this block's work); pf's region must hold them all.
+TEXT ·scoresI4x4VNNI(SB), NOSPLIT, $0-96
+	MOVQ         d+64(FP), BX
+	SHRQ         $1, BX               // packed row stride in bytes
+	LEAQ         (BX)(BX*2), R10
+	MOVQ         d+64(FP), R11
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	LEAQ         (R11)(R11*2), R12
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	MOVL         c+72(FP), R13
+	VBROADCASTSS c+72(FP), Z29
+	VMOVDQU32    lanePerm<>(SB), Z28
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         ab+48(FP), DX
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	MOVQ pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ   pfdone
+	MOVQ pf+80(FP), R9
+pfloop:
+	PREFETCHT0 (R9)
+	ADDQ $64, R9
+	DECQ R8
+	JNZ  pfloop
+	MOVQ R9, pf+80(FP)
+pfdone:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   q+16(FP), R9
+	XORQ   AX, AX
+chunk:
+	LEAQ (CX)(AX*1), R8
+	SUBTILE4(Z0, Z1, Z2, Z3)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4(Z4, Z5, Z6, Z7)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4(Z8, Z9, Z10, Z11)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4(Z12, Z13, Z14, Z15)
+	ADDQ $512, R9
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  chunk
+	MOVQ out+0(FP), AX
+	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
+	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
+	ROWOUT(Z2, Z6, Z10, Z14, 8, 24)
+	ROWOUT(Z3, Z7, Z11, Z15, 12, 28)
+	ADDQ $64, out+0(FP)
+	ADDQ $64, SI
+	ADDQ $64, R15
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
+done:
+	VZEROUPPER
+	RET
+
+// PVOUT4(A0, A1, A2, A3) writes 64 channels of one row of pvI4: the sums
+// of the even channels (A0: words 8L..8L+3 of each lane L, A1: 8L+4..)
+// and odd ones (A2, A3) interleaved by dwords (VPUNPCKL/HDQ: channels
+// 16L+0..3, +4..7, +8..11, +12..15 of lane L), transposed by lanes into
+// channel order, converted, times the step Z26, added to the floats at AX.
+// Z16..Z23 scratch.
+#define PVOUT4(A0, A1, A2, A3) \
+	VPUNPCKLDQ  A2, A0, Z16          \
+	VPUNPCKHDQ  A2, A0, Z17          \
+	VPUNPCKLDQ  A3, A1, Z18          \
+	VPUNPCKHDQ  A3, A1, Z19          \
+	VSHUFI32X4  $0x44, Z17, Z16, Z20 \
+	VSHUFI32X4  $0xee, Z17, Z16, Z21 \
+	VSHUFI32X4  $0x44, Z19, Z18, Z22 \
+	VSHUFI32X4  $0xee, Z19, Z18, Z23 \
+	VSHUFI32X4  $0x88, Z22, Z20, Z16 \
+	VSHUFI32X4  $0xdd, Z22, Z20, Z17 \
+	VSHUFI32X4  $0x88, Z23, Z21, Z18 \
+	VSHUFI32X4  $0xdd, Z23, Z21, Z19 \
+	VCVTDQ2PS   Z16, Z16             \
+	VCVTDQ2PS   Z17, Z17             \
+	VCVTDQ2PS   Z18, Z18             \
+	VCVTDQ2PS   Z19, Z19             \
+	VFMADD213PS (AX), Z26, Z16       \
+	VFMADD213PS 64(AX), Z26, Z17     \
+	VFMADD213PS 128(AX), Z26, Z18    \
+	VFMADD213PS 192(AX), Z26, Z19    \
+	VMOVUPS     Z16, (AX)            \
+	VMOVUPS     Z17, 64(AX)          \
+	VMOVUPS     Z18, 128(AX)         \
+	VMOVUPS     Z19, 192(AX)
+
+// func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+// pvS16VNNI on packed int4 rows (d/2 bytes) read as stored, groups of at
+// least 64 channels: per 64 channels and pair of tokens, the 32 packed
+// bytes of each token zero-extended to words (VPMOVZXBW), the low nibbles
+// (even channels) masked and the high ones (odd) shifted out, the two
+// tokens interleaved by words (VPUNPCKL/HWD) into Z16..Z19; one weight
+// pair per row (Z24..Z27), VPDPWSSD into Z0..Z15 (row r: Z4r..Z4r+3).
+// One line of [pf, pf+64·pfLines) is prefetched per pair: the next
+// block's values, spread over this block's work rather than one burst.
+TEXT ·pvI4VNNI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
+	MOVQ         ldw+32(FP), R10
+	SHLQ         $1, R10
+	LEAQ         (R10)(R10*2), R11
+	MOVQ         d+64(FP), DX
+	SHRQ         $1, DX              // packed row stride
+	MOVL         $0x000f000f, AX
+	VPBROADCASTD AX, Z30
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ  gshift+72(FP), CX
+	MOVQ  ldq+40(FP), R12
+	SHLQ  $1, R12
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ R12, R8
+	ADDQ  wq+24(FP), R8
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $1, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $1, CX
+	JZ    out
+pair:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT0   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	VPMOVZXBW    (SI), Z20
+	VPMOVZXBW    (SI)(DX*1), Z21
+	VPANDD       Z30, Z20, Z22
+	VPANDD       Z30, Z21, Z23
+	VPSRLW       $4, Z20, Z20
+	VPSRLW       $4, Z21, Z21
+	VPUNPCKLWD   Z23, Z22, Z16
+	VPUNPCKHWD   Z23, Z22, Z17
+	VPUNPCKLWD   Z21, Z20, Z18
+	VPUNPCKHWD   Z21, Z20, Z19
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPBROADCASTD (R8)(R10*2), Z26
+	VPBROADCASTD (R8)(R11*1), Z27
+	VPDPWSSD     Z24, Z16, Z0
+	VPDPWSSD     Z24, Z17, Z1
+	VPDPWSSD     Z24, Z18, Z2
+	VPDPWSSD     Z24, Z19, Z3
+	VPDPWSSD     Z25, Z16, Z4
+	VPDPWSSD     Z25, Z17, Z5
+	VPDPWSSD     Z25, Z18, Z6
+	VPDPWSSD     Z25, Z19, Z7
+	VPDPWSSD     Z26, Z16, Z8
+	VPDPWSSD     Z26, Z17, Z9
+	VPDPWSSD     Z26, Z18, Z10
+	VPDPWSSD     Z26, Z19, Z11
+	VPDPWSSD     Z27, Z16, Z12
+	VPDPWSSD     Z27, Z17, Z13
+	VPDPWSSD     Z27, Z18, Z14
+	VPDPWSSD     Z27, Z19, Z15
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*2), SI
+	DECQ         CX
+	JNZ          pair
+out:
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS (R13), Z26
+	PVOUT4(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	PVOUT4(Z4, Z5, Z6, Z7)
+	ADDQ         R12, AX
+	VBROADCASTSS 8(R13), Z26
+	PVOUT4(Z8, Z9, Z10, Z11)
+	ADDQ         R12, AX
+	VBROADCASTSS 12(R13), Z26
+	PVOUT4(Z12, Z13, Z14, Z15)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET
+
+// func cvtFP8AVX512(dst *float32, src *byte, n int, e4m3 bool)
+// fp8 to float32 through fp16, exactly, 16 values per step (n a multiple
+// of 16): e5m2 is the top byte of an fp16 (b<<8, infinities and NaNs
+// included); e4m3's magnitude shifted into an fp16 ((b&0x7f)<<7, sign to
+// bit 15) is the value times 2^-8 (exponent bias 15 against 7, subnormals
+// included), so VCVTPH2PS and a multiply by 256; its NaN patterns (S.1111.111)
+// become NaN by a mask.
+TEXT ·cvtFP8AVX512(SB), NOSPLIT, $0-25
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVBLZX      e4m3+24(FP), DX
+	SHRQ         $4, CX
+	JZ           done
+	MOVL         $0x007f007f, AX
+	VPBROADCASTD AX, Y7              // magnitude mask, per word
+	MOVL         $0x00800080, AX
+	VPBROADCASTD AX, Y6              // sign bit, per word
+	MOVL         $0x43800000, AX     // 256.0
+	VPBROADCASTD AX, Z5
+	MOVL         $0x7fc00000, AX     // NaN
+	VPBROADCASTD AX, Z4
+	TESTQ        DX, DX
+	JNZ          e4
+e5:
+	VPMOVZXBW (SI), Y0
+	VPSLLW    $8, Y0, Y0
+	VCVTPH2PS Y0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       e5
+	JMP       done
+e4:
+	VPMOVZXBW (SI), Y0
+	VPAND     Y7, Y0, Y1         // magnitude
+	VPCMPEQW  Y7, Y1, K1         // 0x7f: NaN
+	VPAND     Y6, Y0, Y2
+	VPSLLW    $8, Y2, Y2         // sign to bit 15
+	VPSLLW    $7, Y1, Y1
+	VPOR      Y2, Y1, Y1
+	VCVTPH2PS Y1, Z0
+	VMULPS    Z5, Z0, Z0
+	VMOVAPS   Z4, K1, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       e4
+done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,520 @@
+package attn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// levelSets returns the kernel sets this CPU runs, generic first: every
+// SIMD level, and AVX-512 with and without VNNI.
+func levelSets() []*kernels {
+	var out []*kernels
+	for _, l := range cpufeat.Levels() {
+		out = append(out, kernelsFor(l, false))
+		if l == cpufeat.AVX512 && cpufeat.Detected().VNNI {
+			out = append(out, kernelsFor(l, true))
+		}
+	}
+	return out
+}
+
+func (k *kernels) String() string {
+	if k.vnni {
+		return k.level.String() + "+vnni"
+	}
+	return k.level.String()
+}
+
+func randF32(r *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(scale * r.NormFloat64())
+	}
+	return x
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func sameBits(t *testing.T, name string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: element %d: got %g (%#x), want %g (%#x)", name, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+// TestConversionKernels: conversions and unpacking are exact, so every
+// level must give the pure-Go bits, on every fp16 pattern (inf, NaN,
+// subnormals included) and every byte.
+func TestConversionKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	all := make([]uint16, 1<<16)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	bytes := randBytes(r, 4096)
+	for i := range 256 {
+		bytes[i] = byte(i)
+	}
+	g := &genericKernels
+	for _, k := range levelSets() {
+		for _, n := range []int{16, 48, 1 << 16} {
+			src := all[len(all)-n:]
+			got, want := nanSlice(n), nanSlice(n)
+			k.cvtHalf(got, src)
+			g.cvtHalf(want, src)
+			for i := range want { // NaN payloads may differ; NaN must stay NaN
+				if (got[i] != got[i]) != (want[i] != want[i]) || (want[i] == want[i] && got[i] != want[i]) {
+					t.Fatalf("%v cvtHalf(%#x) = %g, want %g", k, src[i], got[i], want[i])
+				}
+			}
+			k.cvtBF16(got, src)
+			g.cvtBF16(want, src)
+			sameBits(t, fmt.Sprintf("%v cvtBF16 n=%d", k, n), got, want)
+		}
+		for _, e4m3 := range []bool{true, false} { // every fp8 byte, exactly (NaN stays NaN)
+			got, want := nanSlice(len(bytes)), nanSlice(len(bytes))
+			k.cvtFP8(got, bytes, e4m3)
+			g.cvtFP8(want, bytes, e4m3)
+			for i := range want {
+				if (got[i] != got[i]) != (want[i] != want[i]) || (want[i] == want[i] && math.Float32bits(got[i]) != math.Float32bits(want[i])) {
+					t.Fatalf("%v cvtFP8(%#x, e4m3 %v) = %g, want %g", k, bytes[i], e4m3, got[i], want[i])
+				}
+			}
+		}
+		for _, n := range []int{32, 96, 4096} {
+			got, want := make([]uint8, 4*n), make([]uint8, 4*n)
+			k.unpack4(got, bytes[:n])
+			g.unpack4(want, bytes[:n])
+			if string(got[:2*n]) != string(want[:2*n]) {
+				t.Fatalf("%v unpack4 n=%d differs", k, n)
+			}
+			k.unpack2(got, bytes[:n])
+			g.unpack2(want, bytes[:n])
+			if string(got) != string(want) {
+				t.Fatalf("%v unpack2 n=%d differs", k, n)
+			}
+			f1, f2 := nanSlice(n), nanSlice(n)
+			k.codesF32(f1, bytes[:n])
+			g.codesF32(f2, bytes[:n])
+			sameBits(t, fmt.Sprintf("%v codesF32 n=%d", k, n), f1, f2)
+		}
+	}
+	// The pure-Go unpacking agrees with kv's element order.
+	want := make([]uint8, 8)
+	g.unpack4(want[:2], []byte{0xa7})
+	g.unpack2(want[4:], []byte{0b11_10_01_00})
+	if want[0] != 7 || want[1] != 0xa || want[4] != 0 || want[5] != 1 || want[6] != 2 || want[7] != 3 {
+		t.Fatalf("unpack order: %v", want)
+	}
+	if half.ToFloat32(0x3c00) != fp16ToF32[0x3c00] {
+		t.Fatal("fp16 table")
+	}
+}
+
+// dotTol bounds a float32 dot product of d terms computed in any order
+// against the float64 one: d·eps·Σ|a·b|.
+func dotTol(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += math.Abs(float64(a[i]) * float64(b[i]))
+	}
+	return float64(len(a)+2) * eps32 * s
+}
+
+// TestScoreKernels: scores of every level against float64 on awkward
+// head dims (80 and 96 are not supported by kv, but the kernels take any
+// multiple of 16) and token counts.
+func TestScoreKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, k := range levelSets() {
+		for _, d := range []int{16, 64, 80, 96, 128, 256} {
+			for _, n := range []int{8, 16, 24, 48, 136} {
+				q, kr := randF32(r, d, 1), randF32(r, n*d, 3)
+				A, B := randF32(r, n, 1), randF32(r, n, 1)
+				a, b := float32(0.7), float32(-1.3)
+				out := nanSlice(n)
+				k.scoresF32(out, q, kr, A, B, a, b)
+				for tk := 0; tk < n; tk++ {
+					row := kr[tk*d : (tk+1)*d]
+					var want float64
+					for c := range q {
+						want += float64(q[c]) * float64(row[c])
+					}
+					tol := math.Abs(float64(a*A[tk]))*dotTol(q, row) + 4*eps32*(math.Abs(float64(a*A[tk])*want)+math.Abs(float64(b*B[tk])))
+					want = float64(a*A[tk])*want + float64(b*B[tk])
+					if g := out[tk]; g != g || math.Abs(float64(g)-want) > tol {
+						t.Fatalf("%v scoresF32 d=%d n=%d token %d: got %g want %g (tol %.3g)", k, d, n, tk, g, want, tol)
+					}
+				}
+				if k.scoresHalf2 != nil { // fp16 rows converted in registers, two query rows
+					h := make([]uint16, n*d)
+					hf := make([]float32, n*d)
+					for i, x := range kr {
+						h[i] = half.FromFloat32(x)
+					}
+					k.cvtHalf(hf, h)
+					q1 := randF32(r, d, 1)
+					o0, o1, w0, w1 := nanSlice(n), nanSlice(n), nanSlice(n), nanSlice(n)
+					ones, zeros := make([]float32, n), make([]float32, n)
+					for i := range ones {
+						ones[i] = 1
+					}
+					k.scoresHalf2(o0, o1, q, q1, h, make([]byte, 64*n/8))
+					k.scoresF32(w0, q, hf, ones, zeros, 1, 0)
+					k.scoresF32(w1, q1, hf, ones, zeros, 1, 0)
+					sameBits(t, fmt.Sprintf("%v scoresHalf2 d=%d n=%d", k, d, n), append(o0, o1...), append(w0, w1...))
+				}
+				// Integer scores: exact sums, then the same float steps as Go.
+				qi := make([]int8, d)
+				for c := range qi {
+					qi[c] = int8(r.IntN(255) - 127)
+				}
+				codes := randBytes(r, n*d)
+				got, want := nanSlice(n), nanSlice(n)
+				k.scoresU8(got, qi, codes, A, B, a, b, 0) // c = 0: the NaN in out must not show
+				scoresU8Go(want, qi, codes, A, B, a, b, 0)
+				sameBits(t, fmt.Sprintf("%v scoresU8 d=%d n=%d", k, d, n), got, want)
+				k.scoresU8(got, qi, codes, A, B, 0.5, 0, 1)
+				scoresU8Go(want, qi, codes, A, B, 0.5, 0, 1)
+				sameBits(t, fmt.Sprintf("%v scoresU8 c=1 d=%d n=%d", k, d, n), got, want)
+				if k.scoresI4x4 != nil && d%128 == 0 && n%16 == 0 { // packed int4 keys, four rows
+					qs4, qb, qb2 := make([]int8, 4*d), make([]int8, 16*d), make([]int8, 16*d)
+					for i := range qs4 {
+						qs4[i] = int8(r.IntN(255) - 127)
+					}
+					for row := 0; row < 4; row++ {
+						k.bcastQ4(qb[row*4*d:], qs4[row*d:(row+1)*d])
+						bcastQ4Go(qb2[row*4*d:], qs4[row*d:(row+1)*d])
+					}
+					if string(bytesOf(qb)) != string(bytesOf(qb2)) {
+						t.Fatalf("%v bcastQ4 d=%d differs from pure Go", k, d)
+					}
+					packed := randBytes(r, n*d/2)
+					ab := randF32(r, 8, 1)
+					ldo := n + 16
+					o4, w4 := nanSlice(4*ldo), nanSlice(4*ldo)
+					k.scoresI4x4(o4, ldo, qb, packed, A, B, ab, n, d, 0, packed)
+					scoresI4x4Go(w4, ldo, qb, packed, A, B, ab, n, d, 0, nil)
+					for row := 0; row < 4; row++ {
+						sameBits(t, fmt.Sprintf("%v scoresI4x4 d=%d n=%d row %d", k, d, n, row), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+					}
+				}
+				if k.scoresU8x4 != nil && d%64 == 0 && n%16 == 0 { // four rows at once: the bits of scoresU8 per row
+					qs4, qb := make([]int8, 4*d), make([]int8, 16*d)
+					for i := range qs4 {
+						qs4[i] = int8(r.IntN(255) - 127)
+					}
+					for row := 0; row < 4; row++ {
+						k.bcastQ(qb[row*4*d:], qs4[row*d:(row+1)*d])
+					}
+					ab := randF32(r, 8, 1)
+					for _, c := range []float32{0, 1} {
+						ldo := n + 16
+						o4, w4 := nanSlice(4*ldo), nanSlice(4*ldo)
+						if c != 0 {
+							o4, w4 = randF32(r, 4*ldo, 1), nil
+							w4 = append(w4, o4...)
+						}
+						k.scoresU8x4(o4, ldo, qb, codes, A, B, ab, n, d, c, codes)
+						for row := 0; row < 4; row++ {
+							scoresU8Go(w4[row*ldo:row*ldo+n], qs4[row*d:(row+1)*d], codes, A, B, ab[row], ab[4+row], c)
+							sameBits(t, fmt.Sprintf("%v scoresU8x4 d=%d n=%d row %d c=%g", k, d, n, row, c), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestPVKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, k := range levelSets() {
+		for _, cols := range []int{16, 32, 80, 128, 256} {
+			for _, rows := range []int{1, 3, 4} {
+				for _, n := range []int{0, 1, 7, 130} {
+					ld := cols + 16
+					acc := randF32(r, rows*ld, 1)
+					w, v := randF32(r, rows*(n+3), 1), randF32(r, n*ld, 2)
+					got := append([]float32(nil), acc...)
+					k.pvF32(got, ld, w, n+3, v, ld, n, rows, cols)
+					if k.pvHalf != nil { // fp16 rows converted in registers: the bits of pvF32 on the converted rows
+						h := make([]uint16, len(v))
+						for i, x := range v {
+							h[i] = half.FromFloat32(x)
+						}
+						hf := make([]float32, len(v))
+						k.cvtHalf(hf[:len(v)/16*16], h[:len(v)/16*16])
+						for i := len(v) / 16 * 16; i < len(v); i++ {
+							hf[i] = half.ToFloat32(h[i])
+						}
+						g1, g2 := append([]float32(nil), acc...), append([]float32(nil), acc...)
+						k.pvHalf(g1, ld, w, n+3, h, ld, n, rows, cols, bytesOf(make([]int8, 256)))
+						k.pvF32(g2, ld, w, n+3, hf, ld, n, rows, cols)
+						sameBits(t, fmt.Sprintf("%v pvHalf cols=%d rows=%d n=%d", k, cols, rows, n), g1, g2)
+					}
+					for i := range acc {
+						row, c := i/ld, i%ld
+						want, tol := float64(acc[i]), 0.0
+						if c < cols {
+							var s, mag float64
+							for tk := 0; tk < n; tk++ {
+								p := float64(w[row*(n+3)+tk]) * float64(v[tk*ld+c])
+								s, mag = s+p, mag+math.Abs(p)
+							}
+							want += s
+							tol = float64(n+2)*eps32*mag + eps32*math.Abs(want)
+						}
+						if g := got[i]; g != g || math.Abs(float64(g)-want) > tol {
+							t.Fatalf("%v pvF32 cols=%d rows=%d n=%d: element %d got %g want %g (tol %.3g)", k, cols, rows, n, i, g, want, tol)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestExp32: the float32 exp of the softmax against math.Exp: relative
+// error within expRelErr on [expMin, 0], exactly 0 below and for -Inf.
+func TestExp32(t *testing.T) {
+	worst := 0.0
+	for i := 0; i <= 200000; i++ {
+		x := float32(expMin * float64(i) / 200000)
+		got, want := float64(exp32(x)), math.Exp(float64(x))
+		if e := math.Abs(got-want) / want; e > worst {
+			worst = e
+		}
+	}
+	t.Logf("exp32: worst relative error %.3g (%.2f eps)", worst, worst/eps32)
+	if worst > expRelErr {
+		t.Fatalf("exp32 relative error %.3g > %.3g", worst, float64(expRelErr))
+	}
+	if exp32(float32(math.Inf(-1))) != 0 || exp32(-100) != 0 || exp32(0) != 1 {
+		t.Fatal("exp32 edge cases")
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, k := range levelSets() {
+		for _, n := range []int{16, 64, 272} {
+			x := randF32(r, n, 20)
+			x[0], x[n-1] = float32(math.Inf(-1)), -200
+			m := k.maxF32(x)
+			if m != maxF32Go(x) {
+				t.Fatalf("%v maxF32 = %g, want %g", k, m, maxF32Go(x))
+			}
+			got := append([]float32(nil), x...)
+			s := k.expSub(got, m)
+			var want float64
+			for i := range x {
+				e := math.Exp(float64(x[i] - m))
+				if x[i]-m < expMin {
+					e = 0
+				}
+				want += e
+				if g := float64(got[i]); g != g || math.Abs(g-e) > expRelErr*e {
+					t.Fatalf("%v expSub element %d: exp(%g) = %g, want %g", k, i, x[i]-m, g, e)
+				}
+			}
+			if math.Abs(float64(s)-want) > (expRelErr+float64(n)*eps32)*want {
+				t.Fatalf("%v expSub sum %g, want %g", k, s, want)
+			}
+			a, b := randF32(r, n, 1), randF32(r, n, 1)
+			if d, tol := float64(k.dotF32(a, b)), dotTol(a, b); math.Abs(d-float64(dot(a, b))) > 2*tol {
+				t.Fatalf("%v dotF32 = %g, want %g", k, d, dot(a, b))
+			}
+		}
+	}
+}
+
+// TestFoldDequantKernels: query folding and quantization, pair splitting
+// and V dequantization at every level against pure Go: the same bits
+// except the bias (a sum whose FMA rounding may differ, within its bound).
+func TestFoldDequantKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	g := &genericKernels
+	for _, k := range levelSets() {
+		for _, d := range []int{16, 64, 80, 96, 128, 256} {
+			q, s, z := randF32(r, d, 1), randF32(r, d, 0.1), randF32(r, d, 2)
+			s[d/2] *= 40 // an outlier channel
+			qs1, qs2 := nanSlice(d), nanSlice(d)
+			qi1, qi2 := make([]int8, d), make([]int8, d)
+			a1, b1 := k.foldQuery(qi1, qs1, q, s, z)
+			a2, b2 := g.foldQuery(qi2, qs2, q, s, z)
+			sameBits(t, fmt.Sprintf("%v foldQuery qs d=%d", k, d), qs1, qs2)
+			if a1 != a2 || string(bytesOf(qi1)) != string(bytesOf(qi2)) {
+				t.Fatalf("%v foldQuery d=%d: step %g vs %g, codes %v vs %v", k, d, a1, a2, qi1, qi2)
+			}
+			if tol := dotTol(q, z); math.Abs(float64(b1-b2)) > 2*tol {
+				t.Fatalf("%v foldQuery d=%d: bias %g vs %g", k, d, b1, b2)
+			}
+			for c := range q { // the quantization's own bound
+				if e := math.Abs(float64(a1)*float64(qi1[c]) - float64(qs1[c])); e > float64(a1)/2*(1+4*eps32) {
+					t.Fatalf("%v foldQuery d=%d channel %d: error %g > a/2 = %g", k, d, c, e, a1/2)
+				}
+			}
+			if a, _ := k.foldQuery(qi1, qs1, make([]float32, d), s, z); a != 0 || qi1[0] != 0 {
+				t.Fatalf("%v foldQuery of a zero query: step %g", k, a)
+			}
+			qs1 = randF32(r, d, 3) // (the zero query above overwrote qs1)
+			qs1[d/3] *= 20
+			hi1, lo1, hi2, lo2 := make([]int8, d), make([]int8, d), make([]int8, d), make([]int8, d)
+			if a1, a2 := k.splitQuery(hi1, lo1, qs1), splitQuery(hi2, lo2, qs1); a1 != a2 ||
+				string(bytesOf(hi1)) != string(bytesOf(hi2)) || string(bytesOf(lo1)) != string(bytesOf(lo2)) {
+				t.Fatalf("%v splitQuery d=%d differs from pure Go", k, d)
+			}
+			a16 := float64(k.splitQuery(hi1, lo1, qs1))
+			for c := range q { // within half a step of 15 bits, halves in range
+				v := 128*float64(hi1[c]) + float64(lo1[c])
+				if e := math.Abs(a16*v - float64(qs1[c])); lo1[c] < -64 || lo1[c] > 63 || e > a16/2*(1+4*eps32)+eps32*math.Abs(float64(qs1[c])) {
+					t.Fatalf("%v splitQuery d=%d channel %d: code %v (lo %d), error %g", k, d, c, v, lo1[c], e)
+				}
+			}
+			src := randF32(r, 2*d, 1)
+			a, b, wa, wb := nanSlice(d), nanSlice(d), nanSlice(d), nanSlice(d)
+			if d%16 == 0 && (2*d)%32 == 0 {
+				k.deinterleave(a, b, src)
+				g.deinterleave(wa, wb, src)
+				sameBits(t, fmt.Sprintf("%v deinterleave d=%d", k, d), append(a, b...), append(wa, wb...))
+			}
+			for _, grp := range []int{16, 32, d} {
+				if d%grp != 0 {
+					continue
+				}
+				n, ldz := 5, 7
+				codes := randBytes(r, n*d)
+				p := randF32(r, 2*n*(d/grp), 1)
+				dst1, dst2 := nanSlice(n*d), nanSlice(n*d)
+				z1, z2 := nanSlice(ldz*(d/grp)), nanSlice(ldz*(d/grp))
+				k.dequantV(dst1, z1, ldz, codes, p, n, d, grp)
+				g.dequantV(dst2, z2, ldz, codes, p, n, d, grp)
+				sameBits(t, fmt.Sprintf("%v dequantV d=%d g=%d", k, d, grp), dst1, dst2)
+				for j := 0; j < d/grp; j++ {
+					sameBits(t, fmt.Sprintf("%v dequantV zeros d=%d g=%d", k, d, grp), z1[j*ldz:j*ldz+n], z2[j*ldz:j*ldz+n])
+				}
+			}
+		}
+	}
+}
+
+func bytesOf(x []int8) []byte {
+	b := make([]byte, len(x))
+	for i, v := range x {
+		b[i] = byte(v)
+	}
+	return b
+}
+
+// TestForceSelectsKernels: Decode dispatches on cpufeat.Active at each
+// call, so cpufeat.Force picks the kernels (and the purego tag or a CPU
+// without AVX2 leaves only the pure-Go ones), and every forced level
+// agrees with the reference on a small GQA case.
+func TestForceSelectsKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	sh := Shape{Hq: 8, Hkv: 2, D: 128}
+	f := kv.MustResolve("int4", sh.D)
+	caches, _, _ := buildBatch(t, r, f, sh, []int{300})
+	p := Params{Format: f, Shape: sh, Tq: 1}
+	q := randQ(r, sh.Hq*sh.D)
+	want := nanSlice(len(q))
+	st, err := Reference(want, q, seqsOf(caches), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range cpufeat.Levels() {
+		got, restore := cpufeat.Force(l)
+		k := activeKernels()
+		out := nanSlice(len(q))
+		err := Decode(out, q, seqsOf(caches), p)
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.level != got || k.vnni != (got == cpufeat.AVX512 && cpufeat.Detected().VNNI) {
+			t.Fatalf("Force(%v): kernels of level %v (vnni %v)", l, k.level, k.vnni)
+		}
+		compareDecode(t, "forced "+l.String(), p, q, out, want, st, queryQuantTol(k, p, seqsOf(caches), q), valueQuantTol(k, p, seqsOf(caches)))
+	}
+}
+
+// TestQuantWRows: the weights' quantization for several rows and groups at
+// every level against pure Go: the same steps and codes, the zeros' sums
+// within their float32 bound.
+func TestQuantWRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	g := &genericKernels
+	for _, k := range levelSets() {
+		for _, groups := range []int{1, 2, 4} {
+			n, ld, rows := 48, 64, 3
+			p, s, z := randF32(r, rows*ld, 1), randF32(r, groups*ld, 1), randF32(r, groups*ld, 1)
+			for i := range p {
+				p[i] = abs32(p[i])
+			}
+			for i := range s {
+				s[i] = abs32(s[i])
+			}
+			ldw := groups * ld
+			wq1, wq2 := make([]int16, rows*ldw), make([]int16, rows*ldw)
+			d1, d2, z1, z2 := nanSlice(rows), nanSlice(rows), nanSlice(rows*groups), nanSlice(rows*groups)
+			k.quantWRows(wq1, ldw, ld, p, ld, s, z, ld, n, groups, rows, d1, z1)
+			g.quantWRows(wq2, ldw, ld, p, ld, s, z, ld, n, groups, rows, d2, z2)
+			sameBits(t, fmt.Sprintf("%v quantWRows steps groups=%d", k, groups), d1, d2)
+			for i := range wq1 {
+				if wq1[i] != wq2[i] {
+					t.Fatalf("%v quantWRows groups=%d: weight %d = %d, want %d", k, groups, i, wq1[i], wq2[i])
+				}
+			}
+			for i := range z1 {
+				row, j := i/groups, i%groups
+				if tol := dotTol(p[row*ld:row*ld+n], z[j*ld:j*ld+n]); math.Abs(float64(z1[i]-z2[i])) > 2*tol {
+					t.Fatalf("%v quantWRows groups=%d: zero sum %d = %g, want %g", k, groups, i, z1[i], z2[i])
+				}
+			}
+		}
+	}
+}
+
+// TestPVI4: the integer PV on packed int4 rows gives the bits of pvS16 on
+// the unpacked codes (the same int32 sums and epilogue), for every group
+// size it takes.
+func TestPVI4(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, k := range levelSets() {
+		if k.pvI4 == nil {
+			continue
+		}
+		for _, d := range []int{64, 128, 256} {
+			for gshift := 6; 1<<gshift <= d; gshift++ {
+				n, ldq := 96, 112
+				groups := d >> gshift
+				ldw := groups * ldq
+				wq := make([]int16, 4*ldw)
+				for i := range wq {
+					wq[i] = int16(r.IntN(65535) - 32767)
+				}
+				packed := randBytes(r, n*d/2)
+				codes := make([]uint8, n*d)
+				unpack4Go(codes, packed)
+				delta := randF32(r, 4, 1e-3)
+				a1 := randF32(r, 4*d, 1)
+				a2 := append([]float32(nil), a1...)
+				k.pvI4(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift, codes[:640])
+				k.pvS16(a2, d, delta, wq, ldw, ldq, codes, n, d, gshift, codes[:640])
+				sameBits(t, fmt.Sprintf("%v pvI4 d=%d g=%d", k, d, 1<<gshift), a1, a2)
+			}
+		}
+	}
+}
