@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/bitdecode/bitdecode/internal/fileio"
 )
 
 // Family names (config.json "model_type") and the architectures
@@ -176,17 +176,9 @@ type rawRope struct {
 
 // LoadConfig reads and validates the config.json at path.
 func LoadConfig(path string) (*Config, error) {
-	f, err := os.Open(path)
+	data, err := fileio.ReadFile(path, maxConfigSize)
 	if err != nil {
 		return nil, &ConfigError{File: path, Err: err}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
-	if err != nil {
-		return nil, &ConfigError{File: path, Err: err}
-	}
-	if len(data) > maxConfigSize {
-		return nil, &ConfigError{File: path, Err: fmt.Errorf("larger than %d bytes", maxConfigSize)}
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {

@@ -172,15 +172,29 @@ type checkpointKeeper interface {
 	keepCheckpoint(ck *safetensors.Checkpoint)
 }
 
-// StderrProgress returns os.Stderr if it is a terminal (a character device)
-// and nil otherwise, for LoadOptions.Progress.
+// StderrProgress returns, for LoadOptions.Progress, os.Stderr if it is a
+// terminal (a character device: the bar redrawn in place), else
+// LineProgress(os.Stderr) (a log or a pipe: a line a second on long loads).
 func StderrProgress() io.Writer {
 	st, err := os.Stderr.Stat()
 	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		return nil
+		return LineProgress(os.Stderr)
 	}
 	return os.Stderr
 }
+
+// LineProgress wraps w (a log file, a pipe) for LoadOptions.Progress: no
+// bar redrawn with carriage returns, but, once a load has taken
+// progressLineEvery, a line each progressLineEvery ("loading  45%  21/46
+// MB, 2s") and a last one when it ends. A load faster than that prints
+// nothing.
+func LineProgress(w io.Writer) io.Writer { return lineProgress{w} }
+
+// lineProgress marks a progress writer that takes whole lines.
+type lineProgress struct{ io.Writer }
+
+// progressLineEvery is how often LineProgress prints.
+const progressLineEvery = time.Second
 
 // loader fills a model's weight struct from a checkpoint.
 //
@@ -442,12 +456,14 @@ func loadVector(be backend.Backend, name string, v []float32) (backend.Weight, e
 	return be.LoadWeight(name, backend.F32, []int{len(v)}, data)
 }
 
-// progressBar draws "loading [=====     ]  45%  21/46 MB" on one line.
+// progressBar draws "loading [=====     ]  45%  21/46 MB" on one line, or
+// prints a line a second to a LineProgress writer.
 type progressBar struct {
 	w             io.Writer
+	lines         bool // w is a LineProgress: whole lines, one a second
 	total, loaded int64
 	shown         int // last percentage drawn, -1 before the first
-	start         time.Time
+	start, last   time.Time
 }
 
 // progressWidth is the number of cells of the bar.
@@ -455,6 +471,9 @@ const progressWidth = 30
 
 func newProgressBar(w io.Writer, total int64) *progressBar {
 	p := &progressBar{w: w, total: max(total, 1), shown: -1, start: time.Now()}
+	if lw, ok := w.(lineProgress); ok {
+		p.w, p.lines, p.last = lw.Writer, true, p.start
+	}
 	p.add(0)
 	return p
 }
@@ -466,6 +485,13 @@ func (p *progressBar) add(n int64) {
 	}
 	p.loaded += n
 	pct := int(p.loaded * 100 / p.total)
+	if p.lines {
+		if now := time.Now(); now.Sub(p.last) >= progressLineEvery {
+			p.last, p.shown = now, pct
+			fmt.Fprintf(p.w, "loading %3d%%  %d/%d MB, %.0fs\n", pct, p.loaded>>20, p.total>>20, now.Sub(p.start).Seconds())
+		}
+		return
+	}
 	if pct == p.shown {
 		return
 	}
@@ -476,10 +502,13 @@ func (p *progressBar) add(n int64) {
 
 // done ends the bar's line.
 func (p *progressBar) done() {
-	if p.w == nil {
-		return
+	switch {
+	case p.w == nil:
+	case p.lines && p.shown >= 0: // lines were printed: say it ended
+		fmt.Fprintf(p.w, "loaded %d MB in %.1fs\n", p.loaded>>20, time.Since(p.start).Seconds())
+	case !p.lines:
+		fmt.Fprintf(p.w, " in %.1fs\n", time.Since(p.start).Seconds())
 	}
-	fmt.Fprintf(p.w, " in %.1fs\n", time.Since(p.start).Seconds())
 }
 
 // freeWeights frees every backend.Weight field of the struct v (recursing

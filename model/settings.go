@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
+
+	"github.com/bitdecode/bitdecode/internal/fileio"
 )
 
 // SettingsFile is the optional file of bitdecode's per-model inference
@@ -61,7 +61,7 @@ var builtinSettings = map[string]BWSettings{
 func LoadSettings(dir string) (Settings, error) {
 	path := filepath.Join(dir, SettingsFile)
 	s := Settings{BW: BWSettings{Adj8: -1, Adj4: -1}, From: "defaults"}
-	f, err := os.Open(path)
+	data, err := fileio.ReadFile(path, maxSettingsSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		if b, ok := builtinSettings[filepath.Base(filepath.Clean(dir))]; ok {
 			s.BW, s.From = b, fmt.Sprintf("built-in (%s)", filepath.Base(filepath.Clean(dir)))
@@ -70,14 +70,6 @@ func LoadSettings(dir string) (Settings, error) {
 	}
 	if err != nil {
 		return s, fmt.Errorf("model: settings: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSettingsSize+1))
-	if err != nil {
-		return s, fmt.Errorf("model: settings %s: %w", path, err)
-	}
-	if len(data) > maxSettingsSize {
-		return s, fmt.Errorf("model: settings %s: larger than %d bytes", path, maxSettingsSize)
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
 		return s, fmt.Errorf("model: settings %s: %w", path, err)

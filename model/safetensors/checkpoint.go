@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/bitdecode/bitdecode/internal/fileio"
 )
 
 // The file names of a Hugging Face checkpoint directory.
@@ -166,19 +167,7 @@ func validShardName(s string) bool {
 
 // readLimited reads a whole file of at most limit bytes.
 func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("file exceeds the %d-byte limit", limit)
-	}
-	return b, nil
+	return fileio.ReadFile(path, limit)
 }
 
 // newCheckpoint builds a Checkpoint; where nil means every tensor of the

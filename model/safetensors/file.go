@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
+
+	"github.com/bitdecode/bitdecode/internal/fileio"
 )
 
 // File is an open safetensors file. Its tensor data is a view of the
@@ -23,7 +24,7 @@ type File struct {
 // Open opens and validates the safetensors file at path. The file is
 // memory-mapped where the platform allows and read into memory otherwise.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := fileio.Open(path) // a FIFO or device is refused before anything blocks
 	if err != nil {
 		return nil, &Error{File: path, Err: err}
 	}
