@@ -313,7 +313,7 @@ func linearWeightBytes(c *model.Config, w wq.Spec) int64 {
 
 func timeModel(be *gpu.Backend, m model.Model, mc *model.Config, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
 	steps := cfg.Warmup + cfg.Steps
-	cache, err := gpukv.NewPaged(be, mc, sp, kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16})
+	cache, err := gpukv.NewPaged(be, mc, sp.WithDefaultRotation(), kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16})
 	if err != nil {
 		return nil, err
 	}

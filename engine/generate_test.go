@@ -48,7 +48,7 @@ func TestGreedyMatchesGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, spec := range []string{"fp16", "int8", "int4", "int8:kc32:res32", "int4:kc32:v32:res32", "int2:kc32:v32:res32"} {
+	for _, spec := range []string{"fp16", "int8", "int4", "int8:kc32:res32", "int4:kc32:v32:res32", "int2:kc32:v32:res32", "int4:kc32:v32:res32:rot", "int2:kc32:v32:res32:rot"} {
 		agree, total := 0, 0
 		for i, p := range g.Prompts {
 			c, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{})

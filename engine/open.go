@@ -240,11 +240,13 @@ func (m *Model) Close() error {
 	return errors.Join(errs...)
 }
 
-// ResolveSpec fills the adjustment terms a bw spec leaves open from the
-// model's settings and says on the log, once, which terms bw specs use and
-// where they came from. Other specs are returned unchanged.
+// ResolveSpec applies the defaults a model's cache adds to a spec: the
+// rotation of the 4- and 2-bit formats unless the spec says norot
+// (kv.Spec.WithDefaultRotation), and the adjustment terms a bw spec leaves
+// open, from the model's settings (saying on the log, once, which terms bw
+// specs use and where they came from).
 func (m *Model) ResolveSpec(sp kv.Spec) kv.Spec {
-	out := sp.WithAdjust(m.Settings.BW.Adj8, m.Settings.BW.Adj4)
+	out := sp.WithDefaultRotation().WithAdjust(m.Settings.BW.Adj8, m.Settings.BW.Adj4)
 	if !sp.Planes.On || m.bwNoted {
 		return out
 	}

@@ -35,6 +35,8 @@ import (
 // sequence at that layer; an implementation returns an error otherwise. If
 // Attend or the forward pass fails part way, the sequences of that batch are
 // in an undefined state and must be truncated or removed before reuse.
+// Attend may overwrite q, k and v (a rotated GPU cache rotates them in
+// place); the forward pass does not read them afterwards.
 type Attention interface {
 	Attend(layer int, b *Batch, q, k, v, out backend.Tensor) error
 }

@@ -60,6 +60,8 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
+			given := sp
+			sp = sp.WithDefaultRotation() // what a model's cache runs (engine.Model.ResolveSpec)
 			f, err := sp.Resolve(*d)
 			if err != nil {
 				return usageErrorf("%v", err)
@@ -68,6 +70,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stdout)
 			}
 			f.Describe(stdout)
+			if sp.Rotate && !given.Rotate {
+				fmt.Fprintln(stdout, "           (the default for 4- and 2-bit formats: it measured better on each; ':norot' turns it off)")
+			}
 			fmt.Fprintf(stdout, "gpu        %s\n", gpukv.DescribeDecode(f))
 			for _, lf := range sp.Layers {
 				lr := make([]string, len(lf.Layers))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
@@ -568,7 +569,9 @@ func LayoutFor(f kv.Format) (DecodeLayout, error) {
 		return DecodeLayout{}, err
 	}
 	if f.Rotate {
-		return DecodeLayout{}, fmt.Errorf("kernels: the GPU decode kernel does not rotate queries yet (format %s); use --device cpu", f.Spec.String())
+		// The kernels never rotate: a rotated format's cache rotates q, k and
+		// v before them and the output after (Ops.Hadamard; kvcache/gpukv).
+		return DecodeLayout{}, fmt.Errorf("kernels: format %s: plan the decode and pack kernels of the format without :rot (the rotation is the cache's, outside the kernels; the kernel of %s times the same)", f.Spec.String(), strings.TrimSuffix(f.Spec.String(), ":rot"))
 	}
 	if (f.K.Elem == kv.BF16) != (f.V.Elem == kv.BF16) {
 		return DecodeLayout{}, fmt.Errorf("kernels: no GPU decode kernel mixes bf16 with other K/V types (format %s)", f.Spec.String())

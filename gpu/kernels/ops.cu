@@ -200,3 +200,26 @@ extern "C" __global__ void add_bias(float* __restrict__ y, const float* __restri
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     y[i] = __fadd_rn(y[i], bias[i % N]);
 }
+
+// hadamard: grid (rows), block D/2 threads (ops.go), dynamic shared memory D
+// floats. x [rows, D] float32 in place: each row becomes kv.Rotate of it,
+// the orthonormal Walsh-Hadamard transform with kv's rounding: butterflies
+// h = 1, 2, 4, ... in float32 (each pair (j, j+h) read and written by one
+// thread, so a stage has no race), then every element times s =
+// float32(1/sqrt(D)). Same order, same bits as the CPU.
+extern "C" __global__ void hadamard(float* x, int D, float s) {
+  extern __shared__ float hv[];
+  float* row = x + (long long)blockIdx.x * D;
+  for (int i = threadIdx.x; i < D; i += blockDim.x) hv[i] = row[i];
+  __syncthreads();
+  for (int h = 1; h < D; h *= 2) {
+    for (int p = threadIdx.x; p < D / 2; p += blockDim.x) {
+      const int j = (p / h) * 2 * h + (p % h);
+      const float a = hv[j], b = hv[j + h];
+      hv[j] = __fadd_rn(a, b);
+      hv[j + h] = __fsub_rn(a, b);
+    }
+    __syncthreads();
+  }
+  for (int i = threadIdx.x; i < D; i += blockDim.x) row[i] = __fmul_rn(hv[i], s);
+}

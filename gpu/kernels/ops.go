@@ -3,6 +3,7 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"math"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -33,6 +34,7 @@ type Ops struct {
 	f32ToF16, bf16ToF16, f16ToF32, bf16ToF32 cuda.Function
 	embedding, rows, rmsnorm, rope           cuda.Function
 	swiglu, add, addBias, fillNormal         cuda.Function
+	hadamard                                 cuda.Function
 }
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
@@ -52,7 +54,7 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 		{&o.embedding, "embedding_f16"}, {&o.rows, "rows_f32"},
 		{&o.rmsnorm, "rmsnorm"}, {&o.rope, "rope"},
 		{&o.swiglu, "swiglu"}, {&o.add, "add"}, {&o.addBias, "add_bias"},
-		{&o.fillNormal, "fill_normal_f16"},
+		{&o.fillNormal, "fill_normal_f16"}, {&o.hadamard, "hadamard"},
 	} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
@@ -170,6 +172,26 @@ func (o *Ops) RMSNorm(c *cuda.Ctx, s cuda.Stream, dst, x, w cuda.DevicePtr, grou
 		return err
 	}
 	return c.Launch(o.rmsnorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, dst, x, w, int32(G), eps)
+}
+
+// maxHadamardDim is the longest row Hadamard transforms (one thread per
+// pair, at most 1024 threads per block).
+const maxHadamardDim = 2048
+
+// Hadamard applies kv.Rotate (the orthonormal Walsh-Hadamard transform, with
+// its rounding) to each of the rows rows of x [rows, D] float32 in place; D
+// is a power of two from 2 to maxHadamardDim. A rotated KV format's cache
+// rotates q, k and v before attention and the output after (its decode and
+// pack kernels never see the rotation).
+func (o *Ops) Hadamard(c *cuda.Ctx, s cuda.Stream, x cuda.DevicePtr, rows, D int) error {
+	if err := checkRows("hadamard", rows, D); err != nil {
+		return err
+	}
+	if D < 2 || D > maxHadamardDim || D&(D-1) != 0 {
+		return fmt.Errorf("kernels: hadamard: row of %d is not a power of two in [2, %d]", D, maxHadamardDim)
+	}
+	scale := float32(1 / math.Sqrt(float64(D)))
+	return c.Launch(o.hadamard, cuda.Dim3{X: rows}, cuda.Dim3{X: D / 2}, 4*D, s, x, int32(D), scale)
 }
 
 // RoPE rotates x [T, C] float32 in place by the HF Llama rotary embedding

@@ -10,6 +10,7 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
 )
 
 // eps32 is float32's unit roundoff, 2⁻²⁴: one correctly rounded float32
@@ -382,6 +383,41 @@ func TestOpsRoPE(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOpsHadamard: the GPU transform gives kv.Rotate's bits (the same
+// butterflies in the same order, float32 rounding, then the same scale) on
+// rows with outlier channels, for the head dims a rotated KV cache uses.
+func TestOpsHadamard(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, sh := range []struct{ rows, D int }{{7, 128}, {1, 64}, {33, 256}, {3, 2}, {2, 2048}} {
+		x := randF32(r, sh.rows*sh.D, 3)
+		for i := range x {
+			if r.IntN(16) == 0 {
+				x[i] *= 40
+			}
+		}
+		want := append([]float32(nil), x...)
+		for row := range sh.rows {
+			kv.Rotate(want[row*sh.D : (row+1)*sh.D])
+		}
+		xp := g.put(cuda.Bytes(x))
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.Hadamard(c, s, xp, sh.rows, sh.D) })
+		got := g.f32s(xp, len(x))
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("hadamard %+v: element %d: got %g, want kv.Rotate's %g", sh, i, got[i], want[i])
+			}
+		}
+	}
+	g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+		if err := o.Hadamard(c, s, 0, 4, 96); err == nil {
+			t.Error("hadamard of rows of 96 (not a power of two) was accepted")
+		}
+		return nil
+	})
 }
 
 func TestOpsElementwise(t *testing.T) {

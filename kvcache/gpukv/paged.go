@@ -117,9 +117,14 @@ type gpuRun struct {
 }
 
 // layerKernels are the kernels of one format: its pack plan, its decode
-// plans by batch bucket (decodePlan) and its prefill plan.
+// plans by batch bucket (decodePlan) and its prefill plan. A rotated format
+// (:rot) plans the kernels of the same format unrotated: Attend rotates q, k
+// and v before them and the output after (kernels.Ops.Hadamard, kv.Rotate's
+// bits), so the residual and the packed blocks hold exactly what the CPU
+// cache holds.
 type layerKernels struct {
-	format  kv.Format // in kv.MMA order
+	format  kv.Format // in kv.MMA order, without the rotation
+	rotate  bool      // the layer's format rotates K, V and Q
 	lay     kernels.DecodeLayout
 	pack    *kernels.PackPlan
 	decode  map[int]*kernels.DecodePlan // Tq = 1, by batch bucket
@@ -200,7 +205,7 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 			return nil, fmt.Errorf("gpukv: %s is a CPU accuracy reference (:ref); the GPU cache does not simulate it", fs[l].Spec.String())
 		}
 		fs[l] = fs[l].WithOrder(kv.MMA)
-		if _, err := kernels.LayoutFor(fs[l]); err != nil {
+		if _, err := kernels.LayoutFor(unrotated(fs[l])); err != nil {
 			return nil, fmt.Errorf("gpukv: layer %d: %w", l, err)
 		}
 	}
@@ -253,7 +258,11 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 			c.kern[l] = lk
 			continue
 		}
-		lk := &layerKernels{format: lf, decode: map[int]*kernels.DecodePlan{}}
+		if lf.Rotate && sh.D&(sh.D-1) != 0 {
+			return nil, fmt.Errorf("gpukv: %s: rotation needs a power-of-two head dim, not %d", lf.Spec.String(), sh.D)
+		}
+		lk := &layerKernels{format: unrotated(lf), rotate: lf.Rotate, decode: map[int]*kernels.DecodePlan{}}
+		lf = lk.format
 		c.kern[l], byFormat[lf.Spec.String()] = lk, lk
 		if lk.lay, err = kernels.LayoutFor(lf); err != nil {
 			return nil, err
@@ -294,6 +303,13 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	c.alloc = newBlockPool(c.opts.Blocks, o.MaxSeqs)
 	ok = true
 	return c, nil
+}
+
+// unrotated returns f without its rotation: the format the kernels of a
+// rotated layer are planned for.
+func unrotated(f kv.Format) kv.Format {
+	f.Rotate = false
+	return f
 }
 
 // Close frees the device memory of the cache.
@@ -635,6 +651,13 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		key = append(key, uint64(r.first), uint64(r.n), uint64(r.tq), uint64(r.tok0), uint64(c.runMaxL(r)), uint64(r.bucket))
 	}
 	c.be.Enqueue(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *cuda.Ctx) error {
+		if lk.rotate { // in place: the model does not read q, k and v after attention
+			for i, heads := range []int{sh.Hq, sh.Hkv, sh.Hkv} {
+				if err := c.ops.Hadamard(x, st, ptr[i], T*heads, sh.D); err != nil {
+					return err
+				}
+			}
+		}
 		if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
 			return err
 		}
@@ -658,7 +681,13 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				return err
 			}
 		}
-		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
+		if err := c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw); err != nil {
+			return err
+		}
+		if lk.rotate {
+			return c.ops.Hadamard(x, st, ptr[3], T*sh.Hq, sh.D)
+		}
+		return nil
 	}, key...)
 	return nil
 }

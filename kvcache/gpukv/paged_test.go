@@ -78,7 +78,7 @@ func gpuScenario(nr int) []gpuStep {
 // values), with the tensor-core kernel's bound.
 func TestGPUCacheMatchesReference(t *testing.T) {
 	be := gpuBackend(t)
-	specs := []string{"fp16", "bf16", "int8", "int4", "int4:kt128", "int2", "k4v2", "int4:kc32:v32:res64"}
+	specs := []string{"fp16", "bf16", "int8", "int4", "int4:kt128", "int2", "k4v2", "int4:kc32:v32:res64", "int4:rot", "int2:kc32:v32:rot", "k4v2:kt64:rot"}
 	shapes := []attn.Shape{{Hq: 12, Hkv: 4, D: 128}, {Hq: 8, Hkv: 1, D: 64}, {Hq: 6, Hkv: 2, D: 256}}
 	for i, spec := range specs {
 		sh := shapes[i%len(shapes)]
@@ -156,7 +156,16 @@ func runGPUScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkGPU(t, fmt.Sprintf("step %d layer %d seq %d (pos %d, %d tokens)", si, l, s.ID, s.Pos, s.Len), f, sh, st, got[s.Start*qw:(s.Start+s.Len)*qw], want)
+				g := got[s.Start*qw : (s.Start+s.Len)*qw]
+				if f.Rotate {
+					// Compare where the kernel computed: rotate both back
+					// (kv.Rotate is its own inverse). The GPU's output was
+					// rotated once more in float32 after its fp16 rounding;
+					// that rotation and this one each add at most
+					// log2(D)·sqrt(D)·eps32·MaxAbsV per element.
+					g, want = rotateRows(g, sh.D), rotateRows(want, sh.D)
+				}
+				checkGPUExtra(t, fmt.Sprintf("step %d layer %d seq %d (pos %d, %d tokens)", si, l, s.ID, s.Pos, s.Len), f, sh, st, g, want, rotationTol(f, sh.D, st))
 			}
 		}
 	}
@@ -170,13 +179,46 @@ func runGPUScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r
 	}
 }
 
+// rotateRows returns kv.Rotate of each row of d values of x (a copy).
+func rotateRows(x []float32, d int) []float32 {
+	out := append([]float32(nil), x...)
+	for i := 0; i+d <= len(out); i += d {
+		kv.Rotate(out[i : i+d])
+	}
+	return out
+}
+
+// rotationTol is what comparing a rotated format's outputs in the rotated
+// frame adds to the bound. A float32 Walsh-Hadamard transform of a vector
+// with entries within M errs by at most log2(D)·sqrt(D)·eps·M per entry
+// (each of the log2(D) stages rounds sums of up to D·M, scaled by
+// 1/sqrt(D)). Three transforms meet here: the GPU's back-rotation of its
+// output (M = MaxAbsV, the rotated values' bound, its error carried into
+// the rotated frame by the test's transform, times sqrt(D)), and the test's
+// transforms of the GPU's and the reference's unrotated outputs (M =
+// sqrt(D)·MaxAbsV): 3·log2(D)·D·eps·MaxAbsV in all, with eps = 2^-23 for
+// slack.
+func rotationTol(f kv.Format, d int, st attn.RefStats) float64 {
+	if !f.Rotate {
+		return 0
+	}
+	const eps = 1.0 / (1 << 23)
+	return 3 * math.Log2(float64(d)) * float64(d) * eps * st.MaxAbsV
+}
+
 // checkGPU compares outputs with the reference within the tensor-core
 // kernel's bound (kvtest.DecodeTol) plus the fp16 rounding of the output.
 func checkGPU(t *testing.T, what string, f kv.Format, sh attn.Shape, st attn.RefStats, got, want []float32) {
 	t.Helper()
+	checkGPUExtra(t, what, f, sh, st, got, want, 0)
+}
+
+// checkGPUExtra is checkGPU with extra added to every element's bound.
+func checkGPUExtra(t *testing.T, what string, f kv.Format, sh attn.Shape, st attn.RefStats, got, want []float32, extra float64) {
+	t.Helper()
 	d := sh.D
 	for row := range len(got) / d {
-		tol := kvtest.DecodeTol(f, st, d, row, true)
+		tol := kvtest.DecodeTol(f, st, d, row, true) + extra
 		for ch := range d {
 			g, w := float64(got[row*d+ch]), float64(want[row*d+ch])
 			if g != g || math.Abs(g-w) > tol+math.Abs(w)/1024 {

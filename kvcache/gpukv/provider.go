@@ -33,4 +33,9 @@ func (provider) New(be backend.Backend, cfg *model.Config, spec kv.Spec, o kvcac
 // DescribeDecode says which GPU decode kernel reads format f (the one
 // Paged plans on this GPU generation, Hopper first), or why none does, for
 // 'bitdecode inspect kv'.
-func DescribeDecode(f kv.Format) string { return kernels.DescribeDecode(f) }
+func DescribeDecode(f kv.Format) string {
+	if f.Rotate && !f.Planes.On {
+		return kernels.DescribeDecode(unrotated(f)) + "; q, k, v and the output rotated around it by the cache (ops.cu hadamard, kv.Rotate's bits)"
+	}
+	return kernels.DescribeDecode(f)
+}
