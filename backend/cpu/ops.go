@@ -34,11 +34,6 @@ func (b *Backend) i32(op string, t backend.Tensor) (*tensor, error) {
 // matrix returns the matrix view (rows, cols) of t.
 func (t *tensor) matrix() (rows, cols int) { return backend.Matrix(t.shape) }
 
-// shapeErr records a ShapeError for op.
-func (b *Backend) shapeErr(op, format string, args ...any) {
-	b.fail(&backend.ShapeError{Op: op, Detail: fmt.Sprintf(format, args...)})
-}
-
 // Embedding implements backend.Backend.
 func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backend.Tensor) {
 	const op = "Embedding"
@@ -52,17 +47,17 @@ func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backen
 		b.fail(err)
 		return
 	}
-	T, K := d.matrix()
-	if len(w.shape) != 2 || w.shape[1] != K || len(id.i32) != T {
-		b.shapeErr(op, "dst %v, table %s %v, ids %v", d, w.name, w.shape, id)
+	tw := backend.Named{Name: w.name, Shape: w.shape}
+	if err := backend.CheckEmbedding(d.shape, tw, len(id.i32)); err != nil {
+		b.fail(err)
 		return
 	}
-	V := w.shape[0]
+	if err := backend.CheckTokenIDs(id.i32, tw); err != nil {
+		b.fail(err)
+		return
+	}
+	_, K := d.matrix()
 	for t, v := range id.i32 {
-		if v < 0 || int(v) >= V {
-			b.fail(fmt.Errorf("cpu: %s: token id %d at row %d out of range [0, %d) of %s", op, v, t, V, w.name))
-			return
-		}
 		w.row(d.f32[t*K:(t+1)*K], int(v))
 	}
 }
@@ -80,17 +75,16 @@ func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
 		b.fail(err)
 		return
 	}
-	R, K := d.matrix()
-	T, K2 := s.matrix()
-	if K != K2 || len(ix.i32) != R || d == s {
-		b.shapeErr(op, "dst %v, src %v, idx %v", d, s, ix)
+	if err := backend.CheckRows(d.shape, s.shape, len(ix.i32), d == s); err != nil {
+		b.fail(err)
 		return
 	}
+	if err := backend.CheckRowIndices(ix.i32, s.shape); err != nil {
+		b.fail(err)
+		return
+	}
+	_, K := d.matrix()
 	for r, v := range ix.i32 {
-		if v < 0 || int(v) >= T {
-			b.fail(fmt.Errorf("cpu: %s: row index %d out of range [0, %d)", op, v, T))
-			return
-		}
 		copy(d.f32[r*K:(r+1)*K], s.f32[int(v)*K:(int(v)+1)*K])
 	}
 }
@@ -117,24 +111,21 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 		return
 	}
 	var bv []float32
+	var bn backend.Named
 	if bias != nil {
 		bt, err := b.weightOf(op, bias)
 		if err != nil {
 			b.fail(err)
 			return
 		}
-		if len(bt.shape) != 1 || len(wt.shape) != 2 || bt.shape[0] != wt.shape[0] {
-			b.shapeErr(op, "bias %s %v for weight %s %v", bt.name, bt.shape, wt.name, wt.shape)
-			return
-		}
-		bv = bt.f32
+		bv, bn = bt.f32, backend.Named{Name: bt.name, Shape: bt.shape}
 	}
-	T, K := xt.matrix()
-	T2, N := d.matrix()
-	if len(wt.shape) != 2 || wt.shape[0] != N || wt.shape[1] != K || T != T2 || d == xt {
-		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
+	if err := backend.CheckLinear(d.shape, xt.shape, backend.Named{Name: wt.name, Shape: wt.shape}, bn, d == xt); err != nil {
+		b.fail(err)
 		return
 	}
+	T, K := xt.matrix()
+	_, N := d.matrix()
 	b.linear(d.f32, xt.f32, wt, bv, T, K, N)
 }
 
@@ -156,11 +147,11 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 		b.fail(err)
 		return
 	}
-	T, C := xt.matrix()
-	if len(wt.shape) != 1 || C%wt.shape[0] != 0 || len(d.f32) != len(xt.f32) {
-		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
+	if err := backend.CheckRMSNorm(d.shape, xt.shape, backend.Named{Name: wt.name, Shape: wt.shape}); err != nil {
+		b.fail(err)
 		return
 	}
+	T, C := xt.matrix()
 	G := wt.shape[0]
 	groups := T * (C / G)
 	b.parallelRows(groups, G, func(g0, g1 int) {
@@ -191,19 +182,19 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 		b.fail(err)
 		return
 	}
-	T, C := xt.matrix()
-	if len(f.shape) != 1 || C%(2*f.shape[0]) != 0 || len(p.i32) != T {
-		b.shapeErr(op, "x %v, pos %v, invFreq %s %v", xt, p, f.name, f.shape)
+	if err := backend.CheckRoPE(xt.shape, len(p.i32), backend.Named{Name: f.name, Shape: f.shape}); err != nil {
+		b.fail(err)
 		return
 	}
+	if err := backend.CheckPositions(p.i32); err != nil {
+		b.fail(err)
+		return
+	}
+	T, C := xt.matrix()
 	half := f.shape[0]
 	D := 2 * half
 	maxPos := int32(0)
 	for _, v := range p.i32 {
-		if v < 0 {
-			b.fail(fmt.Errorf("cpu: %s: negative position %d", op, v))
-			return
-		}
 		maxPos = max(maxPos, v)
 	}
 	tab := f.ropeTable(int(maxPos) + 1)
@@ -243,8 +234,8 @@ func (b *Backend) elementwise(op string, dst, x, y backend.Tensor, fn func(ds, x
 		b.fail(err)
 		return
 	}
-	if len(d.f32) != len(xt.f32) || len(d.f32) != len(yt.f32) {
-		b.shapeErr(op, "dst %v, inputs %v and %v", d, xt, yt)
+	if err := backend.CheckElementwise(op, d.shape, xt.shape, yt.shape); err != nil {
+		b.fail(err)
 		return
 	}
 	T, C := d.matrix()

@@ -26,7 +26,6 @@ package cpu
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/bitdecode/bitdecode/backend"
@@ -185,23 +184,19 @@ func (b *Backend) linearQuant(op string, d, xt *tensor, qw *qweight, bias backen
 		return
 	}
 	var bv []float32
+	var bn backend.Named
 	if bias != nil {
 		bt, err := b.weightOf(op, bias)
 		if err != nil {
 			b.fail(err)
 			return
 		}
-		if !slices.Equal(bt.shape, []int{qw.m.N}) {
-			b.shapeErr(op, "bias %s %v for weight %s [%d %d]", bt.name, bt.shape, qw.name, qw.m.N, qw.m.K)
-			return
-		}
-		bv = bt.f32
+		bv, bn = bt.f32, backend.Named{Name: bt.name, Shape: bt.shape}
 	}
-	T, K := xt.matrix()
-	T2, N := d.matrix()
-	if qw.m.N != N || qw.m.K != K || T != T2 || d == xt {
-		b.shapeErr(op, "dst %v, x %v, weight %s [%d %d]", d, xt, qw.name, qw.m.N, qw.m.K)
+	if err := backend.CheckLinear(d.shape, xt.shape, backend.Named{Name: qw.name, Shape: []int{qw.m.N, qw.m.K}}, bn, d == xt); err != nil {
+		b.fail(err)
 		return
 	}
+	T, _ := xt.matrix()
 	b.qlinear(d.f32, xt.f32, qw, bv, T)
 }

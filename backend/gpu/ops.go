@@ -48,11 +48,6 @@ func (b *Backend) vector(op string, w backend.Weight) (*weight, error) {
 	return cw, nil
 }
 
-// shapeErr records a ShapeError for op.
-func (b *Backend) shapeErr(op, format string, args ...any) {
-	b.fail(&backend.ShapeError{Op: op, Detail: fmt.Sprintf(format, args...)})
-}
-
 // launch queues f (the op's launches) to run on the device's owner thread
 // in order with the other ops (see Backend's queue). key lists every value
 // f's launches depend on (device addresses, sizes, scalars): two flushes
@@ -139,18 +134,17 @@ func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backen
 		b.fail(err)
 		return
 	}
-	T, K := d.matrix()
-	if len(w.shape) != 2 || w.shape[1] != K || id.n != T {
-		b.shapeErr(op, "dst %v, table %s %v, ids %v", d, w.name, w.shape, id)
+	tw := backend.Named{Name: w.name, Shape: w.shape}
+	if err := backend.CheckEmbedding(d.shape, tw, id.n); err != nil {
+		b.fail(err)
 		return
 	}
-	V := w.shape[0]
-	for t, v := range id.host {
-		if v < 0 || int(v) >= V {
-			b.fail(fmt.Errorf("backend/gpu: %s: token id %d at row %d out of range [0, %d) of %s", op, v, t, V, w.name))
-			return
-		}
+	if err := backend.CheckTokenIDs(id.host, tw); err != nil {
+		b.fail(err)
+		return
 	}
+	T, K := d.matrix()
+	V := w.shape[0]
 	b.launch(op, func(c *cuda.Ctx) error {
 		return b.ops.EmbeddingF16(c, b.stream, d.ptr, w.f16, id.ptr, T, K, V)
 	}, u64(d.ptr), u64(w.f16), u64(id.ptr), u64(T), u64(K), u64(V))
@@ -169,18 +163,16 @@ func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
 		b.fail(err)
 		return
 	}
-	R, K := d.matrix()
-	T, K2 := s.matrix()
-	if K != K2 || ix.n != R || d == s {
-		b.shapeErr(op, "dst %v, src %v, idx %v", d, s, ix)
+	if err := backend.CheckRows(d.shape, s.shape, ix.n, d == s); err != nil {
+		b.fail(err)
 		return
 	}
-	for _, v := range ix.host {
-		if v < 0 || int(v) >= T {
-			b.fail(fmt.Errorf("backend/gpu: %s: row index %d out of range [0, %d)", op, v, T))
-			return
-		}
+	if err := backend.CheckRowIndices(ix.host, s.shape); err != nil {
+		b.fail(err)
+		return
 	}
+	R, K := d.matrix()
+	T, _ := s.matrix()
 	b.launch(op, func(c *cuda.Ctx) error {
 		return b.ops.Rows(c, b.stream, d.ptr, s.ptr, ix.ptr, R, K, T)
 	}, u64(d.ptr), u64(s.ptr), u64(ix.ptr), u64(R), u64(K), u64(T))
@@ -202,23 +194,21 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 		return
 	}
 	var bt *weight
+	var bn backend.Named
 	if bias != nil {
 		var err error
 		if bt, err = b.weightOf(op, bias); err != nil {
 			b.fail(err)
 			return
 		}
-		if len(bt.shape) != 1 || len(wt.shape) != 2 || bt.shape[0] != wt.shape[0] {
-			b.shapeErr(op, "bias %s %v for weight %s %v", bt.name, bt.shape, wt.name, wt.shape)
-			return
-		}
+		bn = backend.Named{Name: bt.name, Shape: bt.shape}
 	}
-	T, K := xt.matrix()
-	T2, N := d.matrix()
-	if len(wt.shape) != 2 || wt.shape[0] != N || wt.shape[1] != K || T != T2 || d == xt {
-		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
+	if err := backend.CheckLinear(d.shape, xt.shape, backend.Named{Name: wt.name, Shape: wt.shape}, bn, d == xt); err != nil {
+		b.fail(err)
 		return
 	}
+	T, K := xt.matrix()
+	_, N := d.matrix()
 	switch {
 	case wt.isQuant():
 		b.linearQuant(d, xt, wt, bt, T, N, K)
@@ -309,9 +299,8 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 		b.fail(err)
 		return
 	}
-	_, C := xt.matrix()
-	if C%wt.shape[0] != 0 || d.n != xt.n {
-		b.shapeErr(op, "dst %v, x %v, weight %s %v", d, xt, wt.name, wt.shape)
+	if err := backend.CheckRMSNorm(d.shape, xt.shape, backend.Named{Name: wt.name, Shape: wt.shape}); err != nil {
+		b.fail(err)
 		return
 	}
 	G := wt.shape[0]
@@ -333,11 +322,15 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 		b.fail(err)
 		return
 	}
-	T, C := xt.matrix()
-	if C%(2*f.shape[0]) != 0 || p.n != T {
-		b.shapeErr(op, "x %v, pos %v, invFreq %s %v", xt, p, f.name, f.shape)
+	if err := backend.CheckRoPE(xt.shape, p.n, backend.Named{Name: f.name, Shape: f.shape}); err != nil {
+		b.fail(err)
 		return
 	}
+	if err := backend.CheckPositions(p.host); err != nil {
+		b.fail(err)
+		return
+	}
+	T, C := xt.matrix()
 	b.launch(op, func(c *cuda.Ctx) error {
 		return b.ops.RoPE(c, b.stream, xt.ptr, p.ptr, f.f32, T, C, f.shape[0])
 	}, u64(xt.ptr), u64(p.ptr), u64(f.f32), u64(T), u64(C), u64(f.shape[0]))
@@ -367,8 +360,8 @@ func (b *Backend) elementwise(op string, dst, x, y backend.Tensor,
 		b.fail(err)
 		return
 	}
-	if d.n != xt.n || d.n != yt.n {
-		b.shapeErr(op, "dst %v, inputs %v and %v", d, xt, yt)
+	if err := backend.CheckElementwise(op, d.shape, xt.shape, yt.shape); err != nil {
+		b.fail(err)
 		return
 	}
 	b.launch(op, func(c *cuda.Ctx) error {
