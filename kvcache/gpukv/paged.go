@@ -451,8 +451,9 @@ func (c *Paged) BlocksNeeded(id, n int) int {
 //     of blocks; bytes left in a slot beyond the sequence's length are
 //     masked with weight 0, and a slot is zeroed when a sequence opens),
 //     and the same launches: T = C rows, hence the same GEMV or GEMM
-//     algorithm, and the prefill plan with Tq = C and MaxL = the chunk's
-//     end, hence the same splits. backend/gpu's kernels are deterministic
+//     algorithm (cuBLASLt's plan is keyed by shape and operand alignment,
+//     and activations are whole allocations), and the prefill plan with
+//     Tq = C and MaxL = the chunk's end, hence the same splits. backend/gpu's kernels are deterministic
 //     (no atomics, reduction orders fixed by the shapes) and cuBLASLt gives
 //     the same bits for the same algorithm and shape on one GPU, so the
 //     chunk writes the same bytes. Nothing assumes that a row's result is
