@@ -227,8 +227,11 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	if o.MaxChunk <= 0 {
 		o.MaxChunk = gpuDefaultChunk
 	}
-	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
 	nr := f.Residual
+	// Whole blocks, as engine.Scheduler rounds its PrefillChunk: a chunk it
+	// cuts from a --prefill-chunk of 100 holds 128 tokens of int4, which
+	// must fit, and is the canonical chunk of prefix sharing.
+	o.MaxChunk = min((o.MaxChunk+nr-1)/nr*nr, o.MaxLen)
 	c := &Paged{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, tuning: be.Options().Tuning, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: kvcache.WindowLimit(cfg),
 		maxBlk: (o.MaxLen + nr - 1) / nr, attended: make([]bool, cfg.Layers)}
 	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2

@@ -714,6 +714,16 @@ func TestGPUPrefixSharing(t *testing.T) {
 	be := gpuBackend(t)
 	p, pa, pb := prefixPrompts(t, tok)
 	const steps = 24
+	// MaxChunk is rounded up to whole blocks, as the scheduler rounds its
+	// prefill chunk: the chunks it cuts fit and are shared.
+	c, err := NewPaged(be, m.Config(), kv.MustParseSpec(prefixSpecs[0]), prefixOptions(prefixChunk-10, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.opts.MaxChunk != prefixChunk || c.SharedChunk() != prefixChunk {
+		t.Errorf("MaxChunk %d in blocks of 32: chunk %d, shared chunk %d; want %d", prefixChunk-10, c.opts.MaxChunk, c.SharedChunk(), prefixChunk)
+	}
+	c.Close()
 	for _, spec := range prefixSpecs {
 		sp := kv.MustParseSpec(spec)
 		for _, chunk := range []int{prefixChunk, 2 * prefixChunk} {
