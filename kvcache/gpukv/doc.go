@@ -7,8 +7,10 @@
 // Paged keeps every format but bw: a pool of packed blocks in kv.MMA order
 // and 16-bit residual slots, written by the fused quantize/pack kernel and
 // read by the tensor-core decode attention (gpu/kernels), each decode step
-// replayable as a CUDA graph. Planes keeps the bit-plane (bw) format and
-// its read-time precision tiers (gpu/kernels/planes.cu) for run and eval.
-// Both share the host-side bookkeeping of their fixed pools (blockPool) and
-// the per-batch device buffers (gpuBuffers).
+// replayable as a CUDA graph; sequences with a common prompt prefix share
+// its blocks (by canonical prefill chunks, so that a cached prefix holds
+// the bits its computation would write). Planes keeps the bit-plane (bw)
+// format and its read-time precision tiers (gpu/kernels/planes.cu) for run
+// and eval. Their host-side bookkeeping (pagedBook, blockPool) is pure Go
+// in pool.go; both use the per-batch device buffers (gpuBuffers).
 package gpukv

@@ -56,7 +56,14 @@ const (
 //  4. converts the output to float32.
 //
 // Decode steps use a fixed split length, so a sequence's output does not
-// depend on the other sequences of its batch. A Paged is not safe for
+// depend on the other sequences of its batch.
+//
+// Sequences with a common prompt prefix share its packed blocks: blocks are
+// reference counted (kvcache.BlockAllocator), and a freed block stays
+// findable by its prefix key until the pool reuses it. Sharing goes by
+// canonical chunks of MaxChunk tokens computed alone in their batch, so
+// that a prefix taken from the cache holds the bits a computation of it
+// would write (see "Prefix sharing" at Open). A Paged is not safe for
 // concurrent use.
 type Paged struct {
 	gpuBuffers           // be, dev, and the per-batch q/out and table buffers
@@ -75,8 +82,9 @@ type Paged struct {
 
 	pool, resK, resV []cuda.DevicePtr // per layer
 
-	alloc blockPool
-	seqs  map[int]*seqBlocks
+	// book holds the blocks, slots and sequences, and which blocks are
+	// shared (pool.go).
+	book *pagedBook
 
 	window int // windowLimit of the model
 
@@ -84,9 +92,12 @@ type Paged struct {
 	// a closed one's addresses, but never its captured graphs.
 	id uint64
 
-	// The current batch, set by Begin.
-	batch *model.Batch
-	plan  gpuBatchPlan
+	// The current batch, set by Begin, and the layers Attend has queued it
+	// for: when every layer has, its blocks are written (book.complete).
+	batch     *model.Batch
+	plan      gpuBatchPlan
+	attended  []bool
+	nAttended int
 }
 
 // gpuCacheIDs numbers GPU caches (Paged.id).
@@ -221,10 +232,13 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	if o.MaxChunk <= 0 {
 		o.MaxChunk = gpuDefaultChunk
 	}
-	o.MaxChunk = min(o.MaxChunk, o.MaxLen)
 	nr := f.Residual
+	// Whole blocks, as engine.Scheduler rounds its PrefillChunk: a chunk it
+	// cuts from a --prefill-chunk of 100 holds 128 tokens of int4, which
+	// must fit, and is the canonical chunk of prefix sharing.
+	o.MaxChunk = min((o.MaxChunk+nr-1)/nr*nr, o.MaxLen)
 	c := &Paged{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, tuning: be.Options().Tuning, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: kvcache.WindowLimit(cfg),
-		maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*seqBlocks{}}
+		maxBlk: (o.MaxLen + nr - 1) / nr, attended: make([]bool, cfg.Layers)}
 	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
 	switch {
 	case o.Blocks > 0:
@@ -300,7 +314,7 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	if err != nil {
 		return nil, err
 	}
-	c.alloc = newBlockPool(c.opts.Blocks, o.MaxSeqs)
+	c.book = newPagedBook(c.opts.Blocks, o.MaxSeqs, nr, sharedChunk(c.opts.MaxChunk, nr))
 	ok = true
 	return c, nil
 }
@@ -355,10 +369,7 @@ func (c *Paged) Format() kv.Format { return c.format }
 
 // Len returns the number of tokens cached for sequence id.
 func (c *Paged) Len(id int) int {
-	if s := c.seqs[id]; s != nil {
-		return s.n
-	}
-	return 0
+	return c.book.length(id)
 }
 
 // Bytes returns the memory sequence id's tokens take (all layers and KV
@@ -384,8 +395,17 @@ func (c *Paged) ResidualBytes() int64 {
 	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.format.Residual) * int64(c.shape.D) * 2 * 2
 }
 
-// FreeBlocks implements kvcache.Cache: the unused pool blocks.
-func (c *Paged) FreeBlocks() int { return len(c.alloc.freeBlocks) }
+// FreeBlocks implements kvcache.Cache: the pool blocks no sequence holds,
+// cached prefixes included (they are reclaimed on demand).
+func (c *Paged) FreeBlocks() int { return c.book.alloc.Free() }
+
+// CachedBlocks returns the free blocks that still hold a findable prefix.
+func (c *Paged) CachedBlocks() int { return c.book.alloc.Cached() }
+
+// SharedChunk returns the tokens of a canonical chunk, the unit of prefix
+// sharing: MaxChunk when it is a whole number of blocks, else 0 (nothing
+// is shared).
+func (c *Paged) SharedChunk() int { return c.book.chunk }
 
 // SetTierPolicy implements kvcache.Cache: this cache has no tiers.
 func (c *Paged) SetTierPolicy(id int, p kv.PlaneSpec) error {
@@ -396,10 +416,10 @@ func (c *Paged) SetTierPolicy(id int, p kv.PlaneSpec) error {
 func (c *Paged) TierStats() (kvcache.TierStats, bool) { return kvcache.TierStats{}, false }
 
 // FreeSlots returns the number of unused sequence slots.
-func (c *Paged) FreeSlots() int { return len(c.alloc.freeSlots) }
+func (c *Paged) FreeSlots() int { return len(c.book.freeSlots) }
 
 // TotalBlocks implements kvcache.Cache.
-func (c *Paged) TotalBlocks() int { return c.opts.Blocks }
+func (c *Paged) TotalBlocks() int { return c.book.alloc.Total() }
 
 // MaxSeqs implements kvcache.Cache.
 func (c *Paged) MaxSeqs() int { return c.opts.MaxSeqs }
@@ -414,85 +434,125 @@ func (c *Paged) BlocksNeeded(id, n int) int {
 	return (l+n)/nr - l/nr
 }
 
-// Open implements kvcache.Cache: it takes a residual slot for sequence id. The
-// GPU cache shares no prefixes yet, so nothing of the prompt is cached.
+// Prefix sharing
+//
+// On the CPU a block may be shared once one forward segment packed all of
+// it (kvcache.Paged): a row's result there does not depend on the batch.
+// On the GPU it does. A token's K and V in every layer after the first are
+// functions of its hidden state, which the linear layers compute, and
+// backend/gpu's Linear takes gemv.cu for batches of at most
+// kernels.GEMVMaxRows rows (x read in float32) and cuBLASLt above (x
+// rounded to fp16), whose algorithm (tile shape, split-K) its heuristic
+// picks per shape, M = T rows included. So the bits of a prompt token
+// depend on the length of the chunk that computed it and on the decode
+// tokens of other sequences beside it; and the attention of a chunk of one
+// token takes the decode plan, sized per batch bucket. Sharing blocks by
+// the token prefix alone would give a request other bits than computing
+// its prefix, and may change its greedy tokens.
+//
+// The cache therefore shares canonical chunks only: C = MaxChunk tokens
+// (sharedChunk: a whole number of blocks, else nothing is shared), starting
+// at a multiple of C, run as the only sequence of their batch (T = C).
+// Begin marks the blocks of such a chunk shareable if every earlier token
+// of the sequence is in blocks of canonical chunks too; they become
+// findable when the batch has run through every layer (committed at the
+// next Begin or Open). A block's key chains the token ids of every whole
+// chunk up to the end of its own (chunkKeys). Open takes, of the whole
+// chunks before a prompt's last token, the longest leading run whose
+// blocks are all cached, so the cached length is a multiple of C.
+//
+// Why a prefix from the cache then holds the bits its computation writes:
+//
+//   - A canonical chunk's forward pass has the same input in every
+//     sequence with the same tokens up to its end: the same C token ids at
+//     the same positions, the earlier context in blocks of the same bytes
+//     (by induction over the chunks), an empty residual (C is a whole number
+//     of blocks; bytes left in a slot beyond the sequence's length are
+//     masked with weight 0, and a slot is zeroed when a sequence opens),
+//     and the same launches: T = C rows, hence the same GEMV or GEMM
+//     algorithm (cuBLASLt's plan is keyed by shape and operand alignment,
+//     and activations are whole allocations), and the prefill plan with
+//     Tq = C and MaxL = the chunk's end, hence the same splits. backend/gpu's kernels are deterministic
+//     (no atomics, reduction orders fixed by the shapes) and cuBLASLt gives
+//     the same bits for the same algorithm and shape on one GPU, so the
+//     chunk writes the same bytes. Nothing assumes that a row's result is
+//     independent of the batch's other rows: the key covers the whole
+//     chunk, tokens after the block included.
+//   - A sequence that starts from m cached chunks continues at mC, a chunk
+//     boundary. The scheduler starts prefill chunks at multiples of its
+//     chunk, so with PrefillChunk = MaxChunk (bitdecode serve sets both from
+//     --prefill-chunk) the rest of the prompt runs in the chunks a fresh
+//     computation runs. Sharing up to a block boundary inside a chunk would
+//     not: the rest of that chunk would run as a batch of other T.
+//
+// So a request whose batches run alone gives the same greedy tokens and
+// logits, bit for bit, whether its prefix came from the cache or was
+// computed (TestGPUPrefixSharing, TestGPUPrefixScheduler). A chunk run
+// beside other sequences, or after a segment that was not canonical, is
+// never shared. A request batched with others has bits that depend on its
+// batches with or without sharing (on the GPU a row depends on T, above);
+// sharing only gives its cached chunks the bits a run alone computes.
+//
+// Packing writes only the blocks Begin allocated to the batch, never one
+// already in a block table, so a shared block is never written. The block
+// tables carry any block ids, so the kernels need nothing for sharing.
+
+// Open implements kvcache.Cache: it takes a residual slot for sequence id
+// and the cached blocks of the longest leading run of canonical chunks of
+// prompt it shares with earlier sequences (see "Prefix sharing" above),
+// and returns the number of tokens they hold: a multiple of SharedChunk,
+// below len(prompt). The sequence continues at that position with an
+// empty residual.
 func (c *Paged) Open(id int, prompt []int) (int, error) {
-	if c.seqs[id] != nil {
-		return 0, fmt.Errorf("gpukv: GPU cache: sequence %d is already open", id)
+	s, cached, err := c.book.open(id, prompt, c.opts.MaxLen, "GPU cache")
+	if err != nil {
+		return 0, err
 	}
-	if len(c.alloc.freeSlots) == 0 {
-		return 0, fmt.Errorf("%w (%d sequences)", kvcache.ErrNoSlot, c.opts.MaxSeqs)
-	}
-	g := c.alloc.open()
-	c.seqs[id] = g
-	c.zeroSlots([]int{g.slot})
-	return 0, nil
+	c.zeroSlots([]int{s.slot})
+	return cached, nil
 }
 
 // Truncate implements kvcache.Cache: it keeps the first n tokens of sequence
 // id. Tokens can be dropped from the fp16 residual only: n below the
 // sequence's packed tokens is an error (a packed block cannot be reopened),
-// except n = 0, which empties the sequence.
-func (c *Paged) Truncate(id, n int) error {
-	g := c.seqs[id]
-	if g == nil {
-		if n == 0 {
-			return nil
-		}
-		return fmt.Errorf("gpukv: GPU cache: truncate unknown sequence %d", id)
-	}
-	nr := c.format.Residual
-	switch {
-	case n < 0 || n > g.n:
-		return fmt.Errorf("gpukv: GPU cache: truncate sequence %d of %d tokens to %d", id, g.n, n)
-	case n == 0:
-		c.alloc.empty(g)
-	case n < len(g.blocks)*nr:
-		return fmt.Errorf("gpukv: GPU cache: truncate sequence %d to %d tokens: its first %d are packed", id, n, len(g.blocks)*nr)
-	default:
-		g.n = n
-	}
-	return nil
-}
+// except n = 0, which empties the sequence and releases its blocks.
+func (c *Paged) Truncate(id, n int) error { return c.book.truncate(id, n, "GPU cache") }
 
-// Remove frees sequence id's blocks and slot.
-func (c *Paged) Remove(id int) {
-	s := c.seqs[id]
-	if s == nil {
-		return
-	}
-	c.alloc.release(s)
-	delete(c.seqs, id)
-}
+// Remove frees sequence id's slot and its references to its blocks; shared
+// blocks stay with the other sequences, and blocks of canonical chunks stay
+// findable until the pool reuses them.
+func (c *Paged) Remove(id int) { c.book.remove(id) }
+
+// CheckIdle returns an error unless the cache holds no sequence, every
+// block is free (cached prefixes count as free), every slot is free and
+// the books agree. Tests call it after the last request.
+func (c *Paged) CheckIdle() error { return c.book.checkIdle("GPU cache") }
 
 // Begin implements model.BatchStarter: it checks the batch against the
-// cache, reserves the blocks its tokens fill and uploads the batch's block
-// tables, lengths and write plan. On error nothing has changed.
+// cache, reserves the blocks its tokens fill (reclaiming cached blocks,
+// least recently freed first, when no others are free) and uploads the
+// batch's block tables, lengths and write plan. The blocks of a canonical
+// chunk become shareable once the batch has run through every layer (see
+// "Prefix sharing" at Open). It first makes the last batch's shareable
+// blocks findable; beyond that, on error nothing has changed.
 func (c *Paged) Begin(b *model.Batch) error {
 	if err := kvcache.CheckWindow(c.window, b); err != nil {
 		return err
 	}
+	c.book.commit() // the last batch has completed, or never will
 	nr := c.format.Residual
-	needBlocks, needSlots := 0, 0
 	for _, s := range b.Seqs {
-		have := c.Len(s.ID)
 		switch {
-		case s.Pos != have:
-			return fmt.Errorf("gpukv: GPU cache: sequence %d continues at position %d, but the cache holds %d tokens", s.ID, s.Pos, have)
 		case s.Len > c.opts.MaxChunk:
 			return fmt.Errorf("gpukv: GPU cache: sequence %d brings %d tokens in one batch, more than the cache's chunk of %d (use a smaller --prefill-chunk)", s.ID, s.Len, c.opts.MaxChunk)
 		case s.Pos+s.Len > c.opts.MaxLen:
 			return fmt.Errorf("gpukv: GPU cache: sequence %d would hold %d tokens, more than the cache's %d", s.ID, s.Pos+s.Len, c.opts.MaxLen)
 		}
-		if c.seqs[s.ID] == nil {
-			needSlots++
-		}
-		needBlocks += (s.Pos+s.Len)/nr - s.Pos/nr
 	}
 	if len(b.Seqs) > c.opts.MaxSeqs {
 		return fmt.Errorf("gpukv: GPU cache: a batch of %d sequences exceeds the cache's %d", len(b.Seqs), c.opts.MaxSeqs)
 	}
-	if err := c.alloc.fits("GPU cache", needBlocks, needSlots); err != nil {
+	if err := c.book.check(b, "GPU cache"); err != nil {
 		return err
 	}
 	T := len(b.Tokens)
@@ -528,18 +588,7 @@ func (c *Paged) Begin(b *model.Batch) error {
 	var words []int32
 	put := func(v ...int32) int { off := len(words); words = append(words, v...); return off }
 	p := gpuBatchPlan{T: T, runs: runs}
-	seqs := make([]*seqBlocks, len(b.Seqs))
-	var fresh []int // slots new to this batch: zeroed before use
-	for i, s := range b.Seqs {
-		g := c.seqs[s.ID]
-		if g == nil {
-			g = c.alloc.open()
-			c.seqs[s.ID] = g
-			fresh = append(fresh, g.slot)
-		}
-		c.alloc.grow(g, (s.Pos+s.Len)/nr-s.Pos/nr)
-		seqs[i] = g
-	}
+	seqs, fresh := c.book.begin(b) // fresh: slots new to this batch, zeroed before use
 	p.table = len(words)
 	for _, g := range seqs {
 		row := make([]int32, c.maxBlk)
@@ -585,9 +634,6 @@ func (c *Paged) Begin(b *model.Batch) error {
 		rd.src, rd.dst = put(src...), put(dst...)
 		p.rounds = append(p.rounds, rd)
 	}
-	for i, s := range b.Seqs {
-		seqs[i].n = s.Pos + s.Len
-	}
 	if err := c.upload(words); err != nil {
 		return err
 	}
@@ -595,6 +641,8 @@ func (c *Paged) Begin(b *model.Batch) error {
 		c.zeroSlots(fresh)
 	}
 	c.batch, c.plan = b, p
+	clear(c.attended)
+	c.nAttended = 0
 	return nil
 }
 
@@ -689,6 +737,16 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		}
 		return nil
 	}, key...)
+	if !c.attended[layer] {
+		c.attended[layer] = true
+		c.nAttended++
+		// Every layer queued without an error pending: the batch's blocks
+		// will hold its tokens (a kernel's own failure fails the Forward
+		// that waits for it, and the caller removes its sequences).
+		if c.nAttended == c.layers && c.be.Err() == nil {
+			c.book.complete()
+		}
+	}
 	return nil
 }
 
@@ -712,21 +770,15 @@ const gpuFillChunk = 64
 // real tokens are. Benchmarks use it to measure decode steps at long
 // contexts without running a prefill over them.
 func (c *Paged) FillRandom(id, n int, seed uint32) error {
-	if c.seqs[id] != nil {
-		return fmt.Errorf("gpukv: GPU cache: FillRandom of sequence %d, which exists", id)
-	}
 	if n < 0 || n > c.opts.MaxLen {
 		return fmt.Errorf("gpukv: GPU cache: FillRandom of %d tokens (max %d)", n, c.opts.MaxLen)
 	}
 	nr, sh := c.format.Residual, c.shape
 	full := n / nr
-	if err := c.alloc.fits("GPU cache: FillRandom", full, 1); err != nil {
+	g, err := c.book.openFilled(id, n, "GPU cache: FillRandom")
+	if err != nil {
 		return err
 	}
-	g := c.alloc.open()
-	c.alloc.grow(g, full)
-	g.n = n
-	c.seqs[id] = g
 	half := sh.Hkv * nr * sh.D // elements of one residual block, all heads
 	chunk := min(gpuFillChunk, max(full, 1))
 	words := make([]int32, 0, 2*full)

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -550,4 +551,559 @@ func TestGPUKernelsSharedAcrossCaches(t *testing.T) {
 		t.Errorf("int8:res256 after an int8:res128 cache was made gives other tokens:\n%v\n%v", alone, after)
 	}
 	gen(small)
+}
+
+// loadGocoder loads gocoder-23m and its tokenizer on the GPU, or skips.
+func loadGocoder(t *testing.T) (model.Model, *tokenizer.Tokenizer) {
+	t.Helper()
+	dir := testmodel.Dir(t)
+	be := gpuBackend(t)
+	m, err := model.Load(dir, be, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, tok
+}
+
+// prefixChunk is the prefill chunk of the prefix tests: two blocks of the
+// res32 formats, so that prompts of a few hundred tokens span several
+// canonical chunks.
+const prefixChunk = 64
+
+// prefixSpecs are the formats the prefix tests run (blocks of 32 tokens).
+var prefixSpecs = []string{"int4:kc32:v32:res32", "int2:kc32:v32:res32", "fp16:res32"}
+
+// prefixOptions are the cache options of the prefix tests; a cache that a
+// result is compared with must plan the same kernels, so only Blocks
+// differs between them.
+func prefixOptions(chunk, blocks int) kvcache.Options {
+	return kvcache.Options{MaxSeqs: 4, MaxLen: 1024, MaxChunk: chunk, Blocks: blocks}
+}
+
+// gpuGen is a sequence generated greedily, batch by batch, with every
+// logit row it sampled from kept for bitwise comparison.
+type gpuGen struct {
+	id     int
+	prompt []int
+	steps  int // tokens to generate
+	n      int // tokens in the cache
+	tokens []int
+	logits [][]float32
+}
+
+func (g *gpuGen) done() bool { return len(g.tokens) >= g.steps }
+
+// segment returns g's part of the next batch: its next prefill chunk,
+// ending at a multiple of chunk as the scheduler cuts them, or its last
+// generated token.
+func (g *gpuGen) segment(chunk int) []int32 {
+	ctx := append(slices.Clone(g.prompt), g.tokens...)
+	end := len(ctx)
+	if g.n < len(g.prompt) {
+		end = min(len(g.prompt), (g.n/chunk+1)*chunk)
+	}
+	ids := make([]int32, end-g.n)
+	for i, v := range ctx[g.n:end] {
+		ids[i] = int32(v)
+	}
+	return ids
+}
+
+// stepGens runs one batch of every unfinished sequence of gens, in order,
+// on cache c; a sequence whose context is all cached samples its next
+// token (the first maximum of its logits).
+func stepGens(t *testing.T, m model.Model, c *Paged, chunk int, gens ...*gpuGen) {
+	t.Helper()
+	var b model.Batch
+	var in []*gpuGen
+	for _, g := range gens {
+		if !g.done() {
+			b.Add(g.id, g.n, g.segment(chunk)...)
+			in = append(in, g)
+		}
+	}
+	if len(in) == 0 {
+		t.Fatal("stepGens: every sequence is done")
+	}
+	lg, err := m.Forward(&b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range in {
+		g.n += b.Seqs[i].Len
+		if g.n == len(g.prompt)+len(g.tokens) {
+			row := slices.Clone(lg.Row(i))
+			g.logits = append(g.logits, row)
+			best := 0
+			for v := range row {
+				if row[v] > row[best] {
+					best = v
+				}
+			}
+			g.tokens = append(g.tokens, best)
+		}
+	}
+}
+
+// runAlone generates g to the end, each batch holding g alone.
+func runAlone(t *testing.T, m model.Model, c *Paged, chunk int, g *gpuGen) {
+	t.Helper()
+	for !g.done() {
+		stepGens(t, m, c, chunk, g)
+	}
+}
+
+// openGen opens g in c and checks that the cache holds want of its tokens.
+func openGen(t *testing.T, c *Paged, g *gpuGen, want int) {
+	t.Helper()
+	n, err := c.Open(g.id, g.prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Fatalf("sequence %d: %d prompt tokens of %d cached, want %d", g.id, n, len(g.prompt), want)
+	}
+	g.n = n
+}
+
+// sameGen fails unless a and b generated the same tokens from logits
+// equal bit for bit.
+func sameGen(t *testing.T, what string, a, b *gpuGen) {
+	t.Helper()
+	if !slices.Equal(a.tokens, b.tokens) {
+		t.Errorf("%s: tokens differ:\n%v\n%v", what, a.tokens, b.tokens)
+		return
+	}
+	for s := range a.logits {
+		for v := range a.logits[s] {
+			if math.Float32bits(a.logits[s][v]) != math.Float32bits(b.logits[s][v]) {
+				t.Errorf("%s: step %d logit %d: %g and %g are not the same bits", what, s, v, a.logits[s][v], b.logits[s][v])
+				return
+			}
+		}
+	}
+}
+
+// freshGen generates prompt in a new cache of options o, alone: the
+// reference a sequence with a shared prefix must match bit for bit.
+func freshGen(t *testing.T, m model.Model, sp kv.Spec, o kvcache.Options, prompt []int, steps int) *gpuGen {
+	t.Helper()
+	c, err := NewPaged(gpuBackend(t), m.Config(), sp, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g := &gpuGen{id: 1, prompt: prompt, steps: steps}
+	openGen(t, c, g, 0)
+	runAlone(t, m, c, o.MaxChunk, g)
+	c.Remove(g.id)
+	if err := c.CheckIdle(); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// Lengths of the prefix tests' prompts: a common prefix P of four chunks
+// of 64 and 40 tokens (two chunks of 128 and 40), A = P and 10 tokens (no
+// further whole chunk), B = P and 150 tokens (whole chunks up to 384).
+const (
+	prefixLen  = 4*prefixChunk + 40
+	prefixALen = prefixLen + 10
+	prefixBLen = prefixLen + 150
+)
+
+// prefixPrompts returns the common prefix P and the prompts A and B of
+// the prefix tests (cut from Go source text to exact lengths), whose
+// continuations of P differ from their first token.
+func prefixPrompts(t *testing.T, tok *tokenizer.Tokenizer) (p, a, b []int) {
+	t.Helper()
+	text := tok.Encode(strings.Repeat("// Server routes each request to its handler and logs the status.\nfunc (s *Server) handle(w http.ResponseWriter, r *http.Request) {\n", 12), true)
+	x := tok.Encode("\treturn s.mux.ServeHTTP(w, r)\n}\n\nfunc (s *Server) Close() error {\n", false)
+	y := tok.Encode(strings.Repeat("name := r.URL.Query().Get(\"name\")\n\tif name == \"\" {\n\t\thttp.Error(w, \"no name\", http.StatusBadRequest)\n\t\treturn\n\t}\n\t", 6), false)
+	if len(text) < prefixLen || len(x) < prefixALen-prefixLen || len(y) < prefixBLen-prefixLen || x[0] == y[0] {
+		t.Fatalf("test prompts: %d, %d and %d tokens, first tokens of the continuations %d and %d", len(text), len(x), len(y), x[0], y[0])
+	}
+	p = text[:prefixLen]
+	a = append(slices.Clone(p), x[:prefixALen-prefixLen]...)
+	b = append(slices.Clone(p), y[:prefixBLen-prefixLen]...)
+	return p, a, b
+}
+
+// commonChunks returns how many leading chunks of prompt b a cache offers
+// after prompt a ran alone in canonical chunks: the whole chunks before
+// b's last token that are whole in a and hold the same tokens.
+func commonChunks(a, b []int, chunk int) int {
+	k := 0
+	for (k+1)*chunk <= len(b)-1 && (k+1)*chunk <= len(a) && slices.Equal(a[:(k+1)*chunk], b[:(k+1)*chunk]) {
+		k++
+	}
+	return k
+}
+
+// TestGPUPrefixSharing runs prompt A = P+X, then B = P+Y with P's whole
+// canonical chunks shared: B's greedy tokens and logits equal, bit for bit,
+// those of B in a fresh cache; the shared blocks hold a reference per
+// table and cost no new block. B's own canonical chunks are shared by a
+// third run of B. A computed with another prefill chunk shares nothing.
+// Per format and per prefill chunk (64 and 128 tokens).
+func TestGPUPrefixSharing(t *testing.T) {
+	m, tok := loadGocoder(t)
+	be := gpuBackend(t)
+	p, pa, pb := prefixPrompts(t, tok)
+	const steps = 24
+	// MaxChunk is rounded up to whole blocks, as the scheduler rounds its
+	// prefill chunk: the chunks it cuts fit and are shared.
+	c, err := NewPaged(be, m.Config(), kv.MustParseSpec(prefixSpecs[0]), prefixOptions(prefixChunk-10, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.opts.MaxChunk != prefixChunk || c.SharedChunk() != prefixChunk {
+		t.Errorf("MaxChunk %d in blocks of 32: chunk %d, shared chunk %d; want %d", prefixChunk-10, c.opts.MaxChunk, c.SharedChunk(), prefixChunk)
+	}
+	c.Close()
+	for _, spec := range prefixSpecs {
+		sp := kv.MustParseSpec(spec)
+		for _, chunk := range []int{prefixChunk, 2 * prefixChunk} {
+			t.Run(fmt.Sprintf("%s/chunk%d", spec, chunk), func(t *testing.T) {
+				o := prefixOptions(chunk, 0)
+				want := freshGen(t, m, sp, o, pb, steps)
+				c, err := NewPaged(be, m.Config(), sp, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if c.SharedChunk() != chunk {
+					t.Fatalf("shared chunk %d, want %d", c.SharedChunk(), chunk)
+				}
+				a := &gpuGen{id: 1, prompt: pa, steps: steps}
+				openGen(t, c, a, 0)
+				runAlone(t, m, c, chunk, a)
+				used := c.TotalBlocks() - c.FreeBlocks()
+				b := &gpuGen{id: 2, prompt: pb, steps: steps}
+				shared := commonChunks(pa, pb, chunk) * chunk
+				if shared != len(p)/chunk*chunk || shared == 0 {
+					t.Fatalf("A and B share %d tokens of whole chunks of %d; the common prefix is %d tokens", shared, chunk, len(p))
+				}
+				openGen(t, c, b, shared)
+				if u := c.TotalBlocks() - c.FreeBlocks(); u != used {
+					t.Errorf("sharing took %d new blocks", u-used)
+				}
+				for i, blk := range c.book.seqs[2].blocks {
+					if refs := c.book.alloc.Refs(int(blk)); refs != 2 {
+						t.Errorf("shared block %d (id %d) has %d references, want 2", i, blk, refs)
+					}
+				}
+				runAlone(t, m, c, chunk, b)
+				sameGen(t, "B with P from the cache vs B in a fresh cache", want, b)
+				c.Remove(1)
+				c.Remove(2)
+				if err := c.CheckIdle(); err != nil {
+					t.Fatal(err)
+				}
+				// B's own chunks, computed after the shared ones, are shared too.
+				b2 := &gpuGen{id: 3, prompt: pb, steps: steps}
+				openGen(t, c, b2, lookupChunks(len(pb), chunk, o.MaxLen)*chunk)
+				runAlone(t, m, c, chunk, b2)
+				sameGen(t, "B with all its whole chunks from the cache vs B in a fresh cache", want, b2)
+				c.Remove(3)
+				if err := c.CheckIdle(); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%d of B's %d prompt tokens from A's blocks, %d from its own; %d blocks cached", shared, len(pb), b2.n, c.CachedBlocks())
+			})
+		}
+		t.Run(spec+"/other-chunk", func(t *testing.T) {
+			o := prefixOptions(prefixChunk, 0)
+			want := freshGen(t, m, sp, o, pb, steps)
+			c, err := NewPaged(be, m.Config(), sp, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			a := &gpuGen{id: 1, prompt: pa, steps: steps}
+			openGen(t, c, a, 0)
+			runAlone(t, m, c, prefixChunk/2, a) // chunks of 32: their rows may be other bits
+			c.Remove(1)
+			if c.CachedBlocks() != 0 {
+				t.Errorf("chunks of %d tokens in a cache of chunk %d cached %d blocks", prefixChunk/2, prefixChunk, c.CachedBlocks())
+			}
+			b := &gpuGen{id: 2, prompt: pb, steps: steps}
+			openGen(t, c, b, 0)
+			runAlone(t, m, c, prefixChunk, b)
+			sameGen(t, "B after A in chunks of another length vs B in a fresh cache", want, b)
+			c.Remove(2)
+			if err := c.CheckIdle(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestGPUPrefixBatched runs B = P+Y beside two other sequences that
+// decode: its remaining prompt chunks and decode steps share their batches
+// with them. With P's chunks from the cache (computed alone by A) B gives
+// the bits it gives when it computes P alone itself and then runs in the
+// same batches: the cached blocks hold what a computation alone writes.
+// B's chunks that ran beside the others are not shared.
+func TestGPUPrefixBatched(t *testing.T) {
+	m, tok := loadGocoder(t)
+	be := gpuBackend(t)
+	p, pa, pb := prefixPrompts(t, tok)
+	o1 := tok.Encode("package main\n\nimport \"fmt\"\n\nfunc main() {\n", true)
+	o2 := tok.Encode("type Cache struct {\n\tmu sync.Mutex\n\tm  map[string][]byte\n}\n\nfunc (c *Cache) Get(k string) ([]byte, bool) {\n", true)
+	const chunk = prefixChunk
+	shared := commonChunks(pa, pb, chunk) * chunk
+	if shared != len(p)/chunk*chunk {
+		t.Fatalf("A and B share %d tokens of whole chunks; the common prefix is %d tokens", shared, len(p))
+	}
+	for _, spec := range prefixSpecs {
+		sp := kv.MustParseSpec(spec)
+		t.Run(spec, func(t *testing.T) {
+			run := func(fromCache bool) *gpuGen {
+				c, err := NewPaged(be, m.Config(), sp, prefixOptions(chunk, 0))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if fromCache {
+					a := &gpuGen{id: 1, prompt: pa, steps: 4}
+					openGen(t, c, a, 0)
+					runAlone(t, m, c, chunk, a)
+					c.Remove(1)
+				}
+				others := []*gpuGen{{id: 11, prompt: o1, steps: 64}, {id: 12, prompt: o2, steps: 64}}
+				for _, g := range others {
+					openGen(t, c, g, 0)
+					for g.n < len(g.prompt) {
+						stepGens(t, m, c, chunk, g)
+					}
+				}
+				b := &gpuGen{id: 2, prompt: pb, steps: 24}
+				if fromCache {
+					openGen(t, c, b, shared)
+				} else {
+					openGen(t, c, b, 0)
+					for b.n < shared { // P's chunks alone, as A computed them
+						stepGens(t, m, c, chunk, b)
+					}
+				}
+				for !b.done() {
+					stepGens(t, m, c, chunk, others[0], others[1], b)
+				}
+				for _, g := range others {
+					if g.done() {
+						t.Fatalf("sequence %d finished before B: B ran alone at the end", g.id)
+					}
+				}
+				for _, id := range []int{2, 11, 12} {
+					c.Remove(id)
+				}
+				// Only P's chunks are cached: B's later ones ran beside the others.
+				probe := &gpuGen{id: 3, prompt: pb}
+				openGen(t, c, probe, shared)
+				c.Remove(3)
+				if err := c.CheckIdle(); err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			sameGen(t, "B batched with P from the cache vs B batched after computing P alone", run(false), run(true))
+		})
+	}
+}
+
+// TestGPUPrefixEviction fills a small pool after A = P+X was cached: the
+// pool reclaims cached blocks when no other is free, a prefix losing its
+// last block first, and a chunk that lost a block is computed again. B =
+// P+Y gives the bits of a fresh cache whatever was evicted, also after
+// every cached block was reused.
+func TestGPUPrefixEviction(t *testing.T) {
+	m, tok := loadGocoder(t)
+	be := gpuBackend(t)
+	p, pa, pb := prefixPrompts(t, tok)
+	const chunk, steps = prefixChunk, 16
+	filler := func(blocks, base int) []int { // synthetic token ids, a whole number of blocks
+		ids := make([]int, blocks*32)
+		for i := range ids {
+			ids[i] = base + i%1000
+		}
+		return ids
+	}
+	for _, spec := range prefixSpecs {
+		sp := kv.MustParseSpec(spec)
+		t.Run(spec, func(t *testing.T) {
+			want := freshGen(t, m, sp, prefixOptions(chunk, 0), pb, steps)
+			blocks := (len(pa)+steps)/32 + 6
+			c, err := NewPaged(be, m.Config(), sp, prefixOptions(chunk, blocks))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.BlockTokens() != 32 {
+				t.Fatalf("blocks of %d tokens, want 32", c.BlockTokens())
+			}
+			a := &gpuGen{id: 1, prompt: pa, steps: steps}
+			openGen(t, c, a, 0)
+			runAlone(t, m, c, chunk, a)
+			c.Remove(1)
+			cached := c.CachedBlocks()
+			if cached != len(pa)/chunk*chunk/32 {
+				t.Fatalf("%d blocks cached after A, want its %d whole chunks' %d", cached, len(pa)/chunk, len(pa)/chunk*chunk/32)
+			}
+			// D takes every block that holds no prefix, and one more: A's
+			// last cached block.
+			d := &gpuGen{id: 4, prompt: filler(c.FreeBlocks()-cached+1, 2000), steps: 1}
+			openGen(t, c, d, 0)
+			runAlone(t, m, c, chunk, d)
+			if c.CachedBlocks() != cached-1 {
+				t.Fatalf("after D: %d blocks cached, want %d", c.CachedBlocks(), cached-1)
+			}
+			c.Remove(4)
+			// A's last whole chunk lost a block: B computes it again.
+			b := &gpuGen{id: 2, prompt: pb, steps: steps}
+			lost := min(commonChunks(pa, pb, chunk), len(pa)/chunk-1) * chunk
+			if lost >= len(p)/chunk*chunk {
+				t.Fatalf("the eviction does not reach the chunks B shares (%d tokens)", lost)
+			}
+			openGen(t, c, b, lost)
+			runAlone(t, m, c, chunk, b)
+			sameGen(t, "B after A's prefix lost a block vs B in a fresh cache", want, b)
+			c.Remove(2)
+			// E takes every free block: nothing stays cached.
+			e := &gpuGen{id: 5, prompt: filler(c.FreeBlocks(), 4000), steps: 1}
+			openGen(t, c, e, 0)
+			runAlone(t, m, c, chunk, e)
+			if c.CachedBlocks() != 0 || c.FreeBlocks() != 0 {
+				t.Fatalf("after E: %d blocks cached, %d free", c.CachedBlocks(), c.FreeBlocks())
+			}
+			c.Remove(5)
+			b2 := &gpuGen{id: 2, prompt: pb, steps: steps}
+			openGen(t, c, b2, 0)
+			runAlone(t, m, c, chunk, b2)
+			sameGen(t, "B after every cached block was reused vs B in a fresh cache", want, b2)
+			c.Remove(2)
+			if err := c.CheckIdle(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestGPUPrefixScheduler serves many requests that share a system prompt
+// through engine.Scheduler. One at a time (every batch alone), each
+// request's tokens equal its solo run on a fresh cache and it reports the
+// cached tokens the canonical chunks of earlier requests give it. Four at
+// a time in a small pool (queueing, preemption, eviction of cached
+// blocks), every request finishes and the cache is idle afterwards, every
+// block free and the books consistent; tokens equal to the solo run are
+// counted (batched rows depend on their batch on the GPU: see "Prefix
+// sharing" in paged.go).
+func TestGPUPrefixScheduler(t *testing.T) {
+	m, tok := loadGocoder(t)
+	be := gpuBackend(t)
+	sys := tok.Encode("// You are a careful Go reviewer. Answer with code only, idiomatic and tested.\n"+
+		strings.Repeat("// Prefer small interfaces, wrap errors with context, and keep goroutines owned.\n", 14), true)
+	users := []string{"func Sum(xs []int) int {", "type Stack[T any] struct {", "func (s *Server) Close() error {",
+		"func parse(line string) (key, value string, err error) {", "// Reverse reverses a slice in place.\nfunc Reverse[T any](s []T) {",
+		"func main() {\n\thttp.HandleFunc(\"/\", index)\n", "var ErrNotFound = errors.New(", "func TestSum(t *testing.T) {\n\tfor _, c := range []struct{",
+		"select {\ncase <-ctx.Done():", "func (c *Cache) Put(k string, v []byte) {"}
+	prompts := make([][]int, len(users))
+	for i, u := range users {
+		prompts[i] = append(slices.Clone(sys), tok.Encode(u, false)...)
+	}
+	const chunk, maxTokens = prefixChunk, 48
+	// wantCached is what request i finds after requests 0..i-1 ran alone:
+	// the longest run of whole chunks before its last token that an
+	// earlier prompt holds whole (every chunk of a prompt but its partial
+	// last one is canonical).
+	wantCached := func(i int) int {
+		best := 0
+		for j := range i {
+			best = max(best, commonChunks(prompts[j], prompts[i], chunk)*chunk)
+		}
+		return best
+	}
+	for _, spec := range prefixSpecs[:2] {
+		sp := kv.MustParseSpec(spec)
+		t.Run(spec, func(t *testing.T) {
+			solo := make([][]int, len(prompts))
+			for i, p := range prompts {
+				c, err := NewPaged(be, m.Config(), sp, prefixOptions(chunk, 0))
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err := engine.Generate(context.Background(), m, tok, c, 0, p, engine.GenerateOptions{MaxTokens: maxTokens, ChunkTokens: chunk, StopIDs: []int{}}, func(string) {})
+				c.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				solo[i] = st.Tokens
+			}
+			serve := func(maxSeqs, blocks int) ([]engine.Result, engine.SchedulerStats, *Paged) {
+				c, err := NewPaged(be, m.Config(), sp, prefixOptions(chunk, blocks))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				s, err := engine.NewScheduler(m, tok, c, engine.SchedulerOptions{MaxSeqs: maxSeqs, PrefillChunk: chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				streams := make([]*engine.Stream, len(prompts))
+				for i, p := range prompts {
+					if streams[i], err = s.Submit(context.Background(), engine.Request{Prompt: p, MaxTokens: maxTokens, StopIDs: []int{}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				res := make([]engine.Result, len(prompts))
+				for i := range prompts {
+					_, res[i] = collect(t, streams[i])
+					if res[i].CompletionTokens != maxTokens || res[i].Err != nil {
+						t.Errorf("request %d: %d tokens (%s, %v), want %d", i, res[i].CompletionTokens, res[i].FinishReason, res[i].Err, maxTokens)
+					}
+				}
+				st := s.Stats()
+				s.Close()
+				if err := c.CheckIdle(); err != nil {
+					t.Error(err)
+				}
+				return res, st, c
+			}
+			// One at a time.
+			res, st, c := serve(1, 0)
+			total := 0
+			for i, r := range res {
+				if w := wantCached(i); r.CachedTokens != w {
+					t.Errorf("request %d: %d cached prompt tokens, want %d", i, r.CachedTokens, w)
+				}
+				if !slices.Equal(r.Tokens, solo[i]) {
+					t.Errorf("request %d (%d cached tokens): tokens differ from its solo run:\n%v\n%v", i, r.CachedTokens, r.Tokens, solo[i])
+				}
+				total += r.CachedTokens
+			}
+			if total == 0 || st.CachedTokens != int64(total) || c.CachedBlocks() == 0 {
+				t.Errorf("one at a time: %d cached tokens (stats %d), %d blocks cached at the end", total, st.CachedTokens, c.CachedBlocks())
+			}
+			// Four at a time, in a pool of one request and a few blocks: the
+			// four need the shared blocks and three of their own each.
+			blocks := (len(prompts[0])+maxTokens)/32 + 8
+			res, st, c = serve(4, blocks)
+			same := 0
+			for i, r := range res {
+				if slices.Equal(r.Tokens, solo[i]) {
+					same++
+				}
+			}
+			if st.Preemptions == 0 {
+				t.Logf("no preemption in a pool of %d blocks", blocks)
+			}
+			t.Logf("one at a time: %d cached prompt tokens, every request equal to its solo run; four at a time in %d blocks: %d cached tokens, %d preemptions, %d of %d requests equal to their solo run, %d blocks cached at the end",
+				total, blocks, st.CachedTokens, st.Preemptions, same, len(prompts), c.CachedBlocks())
+		})
+	}
 }
