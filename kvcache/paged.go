@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
@@ -315,7 +316,10 @@ func (c *Paged) Remove(id int) {
 		return
 	}
 	c.dropPending(s)
-	for _, b := range s.blocks {
+	// Last block first: freed blocks are reused in the order they were
+	// freed, so under pressure a cached prefix loses its tail before its
+	// head (its head alone can still be found; its tail alone cannot).
+	for _, b := range slices.Backward(s.blocks) {
 		// The table holds one reference per entry; an error here would be
 		// a bookkeeping bug, which Check reports in tests.
 		_ = c.alloc.Release(b)

@@ -398,3 +398,49 @@ func TestPagedRandomOps(t *testing.T) {
 		t.Fatalf("%d of %d blocks free at the end", c.FreeBlocks(), c.TotalBlocks())
 	}
 }
+
+// TestPagedEvictsTailFirst: a finished sequence's blocks are freed last
+// first, so a new allocation under pressure takes the tail of a cached
+// prefix and its head stays findable.
+func TestPagedEvictsTailFirst(t *testing.T) {
+	m, _, be := tiny(t)
+	sp := kv.MustParseSpec("int4:kc32:v32:res32")
+	r := rand.New(rand.NewPCG(8, 9))
+	p := randTokens(r, 100, tinymodel.Vocab) // 3 full blocks, then 4 tokens
+	ids := make([]int, len(p))
+	for i, v := range p {
+		ids[i] = int(v)
+	}
+	c, err := NewPaged(be, m.Config(), sp, Options{MaxSeqs: 2, Blocks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Open(1, ids); err != nil {
+		t.Fatal(err)
+	}
+	var b model.Batch
+	b.Add(1, 0, p...)
+	if _, err := m.Forward(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	other := randTokens(r, 40, tinymodel.Vocab)
+	if _, err := c.Open(2, make([]int, len(other))); err != nil { // registers 1's blocks
+		t.Fatal(err)
+	}
+	c.Remove(1)
+	// A sequence that needs one block takes the first freed: the prefix's
+	// last block.
+	var b2 model.Batch
+	b2.Add(2, 0, other...)
+	if _, err := m.Forward(&b2, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Remove(2)
+	n, err := c.Open(3, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 64 {
+		t.Errorf("after one block was reused, %d tokens of the prefix are still cached, want its first 2 blocks (64)", n)
+	}
+}
