@@ -435,7 +435,11 @@ func TestGPUPlaneScheduler(t *testing.T) {
 	solo := make([][]int, len(reqs))
 	for i, r := range reqs {
 		before := c.ReadStats()
-		res, _ := servePlanes(t, m, tok, &tierChecker{Cache: c}, 1, []planeServeReq{r})
+		chk := &tierChecker{Cache: c, book: &c.book, seen: map[string]bool{}}
+		res, _ := servePlanes(t, m, tok, chk, 1, []planeServeReq{r})
+		if chk.err != nil {
+			t.Errorf("request %d alone: %v", i, chk.err)
+		}
 		solo[i] = res[0].Tokens
 		rs := c.ReadStats()
 		rs.PlaneBytes -= before.PlaneBytes
