@@ -44,10 +44,12 @@ packed blocks, decode steps replayed as CUDA graphs); the GPU cache does not
 share prefixes yet. docs/serving.md has the details and client examples.
 
 --kv bw... (fp16 KV stored as bit planes, read at 16/8/4 bits per token by
-importance; docs/bitweaver.md) is served on the CPU (--device cpu) from a
+importance; docs/bitweaver.md) is served on the CPU and on the GPU from a
 pool of blocks of the spec's blkN tokens, without prefix sharing; a request
 may choose its own tier mix with the extension field "kv_tiers" (e.g.
-"h20:m40:l40"), and /metrics reports the bytes read per tier.
+"h20:m40:l40"), and /metrics reports the bytes read per tier. On the GPU,
+--kv-memory also holds every sequence's attention mass (4 bytes per token
+of --ctx-size, layer and KV head, for --max-seqs sequences): set --ctx-size.
 
 Security: bound to 127.0.0.1 (the default --addr) the server answers only
 Host names of this machine (DNS rebinding), refuses requests from web pages
@@ -63,6 +65,7 @@ request gets one log line on stderr (--log-format json for JSON lines).
 examples:
   bitdecode serve --model ../shared/models/gocoder-23m --kv int4 --kv-memory 1GiB
   bitdecode serve --device cpu --kv bw:h20:m40:l40
+  bitdecode serve --device cuda --kv bw:h20:m40:l40 --ctx-size 4096
   curl -s localhost:8080/v1/completions -H 'Content-Type: application/json' \
     -d '{"model":"gocoder-23m","prompt":"func main() {","max_tokens":32}'`,
 }

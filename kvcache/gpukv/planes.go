@@ -27,7 +27,16 @@ import (
 // Storage per layer: a pool of plane blocks [Blocks][Hkv][BlockBytes]; a
 // sequence owns a list of pool blocks (the same ids in every layer) and a
 // slot of the mass array [MaxSeqs][layers][Hkv][MaxLen] float32. Tier maps
-// and the policy stay on the host.
+// and tier policies stay on the host, in a planeBook.
+//
+// Serving (engine.Scheduler) works as on kvcache.Planes: Open takes a slot
+// and shares no prefix (it reports 0 cached tokens; ErrNoSlot when
+// MaxSeqs sequences are open), SetTierPolicy gives a sequence its own
+// policy (a request's kv_tiers; the others keep the spec's), Begin
+// reserves a batch's blocks or fails with ErrOutOfBlocks having changed
+// nothing, Remove frees a sequence's blocks and slot (the scheduler
+// preempts by Remove and recomputes), and TierStats reports the reads and
+// the tier mix held. Truncate takes only 0 and the length.
 //
 // Per batch, Begin re-tiers the layers whose Period has elapsed (downloading
 // their mass), reserves the blocks the new tokens fill, appends their tiers,
@@ -55,7 +64,6 @@ type Planes struct {
 	opts       kvcache.Options
 	maxBlk     int
 	window     int
-	policy     kvcache.TierPolicy
 	stats      kvcache.ReadStats
 	id         uint64
 
@@ -66,8 +74,7 @@ type Planes struct {
 	pool []cuda.DevicePtr // per layer
 	mass cuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
 
-	alloc blockPool
-	seqs  map[int]*gpuPlaneSeq
+	book planeBook // blocks, slots, tier maps and policies (host side)
 
 	batch *model.Batch
 	plan  gpuPlanePlan
@@ -75,9 +82,12 @@ type Planes struct {
 
 // gpuPlaneSeq is one sequence's share of a Planes.
 type gpuPlaneSeq struct {
-	seqBlocks               // slot: the sequence's row of the mass array
-	tiers     [][][]kv.Tier // [layer][Hkv][n]
-	since     []int         // per layer: tokens attended since its last re-tier
+	seqBlocks                      // slot: the sequence's row of the mass array
+	tiers     [][][]kv.Tier        // [layer][Hkv][n]
+	since     []int                // per layer: tokens attended since its last re-tier
+	policy    kv.PlaneSpec         // the sequence's tier policy (the cache's unless SetTierPolicy)
+	counts    [][][kv.NumTiers]int // [layer][Hkv]: the tokens of each tier, as added to the book's mix
+	fresh     bool                 // its mass slot must be zeroed before its next batch
 }
 
 // gpuPlanePlan holds the word offsets of a batch's tables in meta:
@@ -133,7 +143,7 @@ func NewPlanes(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Optio
 	pl := f.PlaneLayout()
 	nr := pl.Tokens
 	c := &Planes{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, pl: pl, lay: lay, shape: sh, layers: cfg.Layers, id: gpuCacheIDs.Add(1),
-		window: kvcache.WindowLimit(cfg), policy: kvcache.TierPolicy{Spec: spec.Planes}, maxBlk: (o.MaxLen + nr - 1) / nr, seqs: map[int]*gpuPlaneSeq{}}
+		window: kvcache.WindowLimit(cfg), maxBlk: (o.MaxLen + nr - 1) / nr}
 	blockBytes := sh.Hkv * pl.BlockBytes
 	massBytes := int64(o.MaxSeqs) * int64(c.layers) * int64(sh.Hkv) * int64(o.MaxLen) * 4
 	switch {
@@ -184,7 +194,7 @@ func NewPlanes(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Optio
 	if err != nil {
 		return nil, err
 	}
-	c.alloc = newBlockPool(o.Blocks, o.MaxSeqs)
+	c.book = newPlaneBook(spec.Planes, o.Blocks, o.MaxSeqs, c.layers, sh.Hkv, nr)
 	ok = true
 	return c, nil
 }
@@ -217,12 +227,7 @@ func (c *Planes) Close() error {
 func (c *Planes) Format() kv.Format { return c.format }
 
 // Len returns the number of tokens cached for sequence id.
-func (c *Planes) Len(id int) int {
-	if s := c.seqs[id]; s != nil {
-		return s.n
-	}
-	return 0
-}
+func (c *Planes) Len(id int) int { return c.book.len(id) }
 
 // Bytes returns the memory sequence id takes (planes only), and in fp16.
 func (c *Planes) Bytes(id int) (bytes, fp16Bytes int64) { return c.BytesAt(c.Len(id)) }
@@ -238,13 +243,11 @@ func (c *Planes) ReadStats() kvcache.ReadStats { return c.stats }
 
 // Tiers returns sequence id's tier map of one layer and KV head (nil if
 // absent); the slice is the cache's own.
-func (c *Planes) Tiers(id, layer, h int) []kv.Tier {
-	s := c.seqs[id]
-	if s == nil || layer < 0 || layer >= c.layers || h < 0 || h >= c.shape.Hkv {
-		return nil
-	}
-	return s.tiers[layer][h][:s.n]
-}
+func (c *Planes) Tiers(id, layer, h int) []kv.Tier { return c.book.tierMap(id, layer, h) }
+
+// TierSpec returns the cache's tier policy (a sequence may have its own:
+// SetTierPolicy).
+func (c *Planes) TierSpec() kv.PlaneSpec { return c.book.spec }
 
 // BlockBytes implements kvcache.Cache: one block's planes across all layers
 // and KV heads.
@@ -259,90 +262,57 @@ func (c *Planes) ResidualBytes() int64 { return 0 }
 func (c *Planes) BlockTokens() int { return c.pl.Tokens }
 
 // FreeBlocks implements kvcache.Cache.
-func (c *Planes) FreeBlocks() int { return len(c.alloc.freeBlocks) }
+func (c *Planes) FreeBlocks() int { return len(c.book.alloc.freeBlocks) }
 
 // TotalBlocks implements kvcache.Cache.
-func (c *Planes) TotalBlocks() int { return c.alloc.blocks }
+func (c *Planes) TotalBlocks() int { return c.book.alloc.blocks }
+
+// FreeSlots returns the number of free sequence slots.
+func (c *Planes) FreeSlots() int { return len(c.book.alloc.freeSlots) }
 
 // MaxSeqs implements kvcache.Cache.
 func (c *Planes) MaxSeqs() int { return c.opts.MaxSeqs }
 
 // BlocksNeeded implements kvcache.Cache: the blocks that n more tokens of
 // sequence id start (a block is taken when its first token is written).
-func (c *Planes) BlocksNeeded(id, n int) int {
-	nr, l := c.pl.Tokens, c.Len(id)
-	return (l+n+nr-1)/nr - (l+nr-1)/nr
+func (c *Planes) BlocksNeeded(id, n int) int { return c.book.blocksNeeded(id, n) }
+
+// Open implements kvcache.Cache: it starts sequence id with the cache's
+// tier policy and a slot of the mass array. Prefixes are not shared (as in
+// kvcache.Planes: a block's tier map and mass belong to the sequence that
+// filled it), so nothing of the prompt is cached. With MaxSeqs sequences
+// open it fails with kvcache.ErrNoSlot.
+func (c *Planes) Open(id int, prompt []int) (int, error) {
+	_, err := c.book.open(id)
+	return 0, err
 }
 
-// errServeGPUPlanes is why the GPU bit-plane cache takes no requests from
-// the scheduler yet: per-request tier policies, prefix reuse and
-// preemption are implemented and tested on the CPU cache only.
-var errServeGPUPlanes = errors.New("gpukv: the GPU bit-plane (bw) cache runs run and eval only; serve bw formats on the CPU (--device cpu)")
+// Truncate implements kvcache.Cache for n = 0 (the sequence is emptied, its
+// re-tier period restarts and its mass is zeroed before its next batch; it
+// keeps its slot and tier policy) and n = Len (nothing changes); other
+// lengths are refused, as the mass of the dropped tokens is not rolled
+// back. The scheduler never truncates (preemption removes the sequence and
+// recomputes it); chat falls back to 0.
+func (c *Planes) Truncate(id, n int) error { return c.book.truncate(id, n) }
 
-// Open implements kvcache.Cache. Serving bw formats on the GPU is not
-// supported yet: Open, which only the scheduler calls, says so.
-func (c *Planes) Open(id int, prompt []int) (int, error) { return 0, errServeGPUPlanes }
-
-// Truncate implements kvcache.Cache for n = 0 (the sequence is emptied and
-// its re-tier period restarts) and n = Len (nothing changes); other lengths
-// are refused, as the tier maps and the mass of the dropped tokens are not
-// rolled back.
-func (c *Planes) Truncate(id, n int) error {
-	s := c.seqs[id]
-	switch {
-	case s == nil && n == 0:
-		return nil
-	case s == nil:
-		return fmt.Errorf("gpukv: GPU bit-plane cache: truncate unknown sequence %d", id)
-	case n == s.n:
-		return nil
-	case n != 0:
-		return fmt.Errorf("gpukv: GPU bit-plane cache: truncate sequence %d of %d tokens to %d: only 0 is supported", id, s.n, n)
-	}
-	c.alloc.empty(&s.seqBlocks)
-	for l := range s.tiers {
-		for h := range s.tiers[l] {
-			s.tiers[l][h] = s.tiers[l][h][:0]
-		}
-		s.since[l] = 0
-	}
-	c.zeroMass([]int{s.slot})
-	return nil
-}
-
-// SetTierPolicy implements kvcache.Cache: every sequence of the GPU cache
-// uses the spec's policy; a request's own policy needs the CPU cache.
-func (c *Planes) SetTierPolicy(id int, p kv.PlaneSpec) error {
-	return fmt.Errorf("gpukv: GPU bit-plane cache: per-request tier policies are not supported yet (use --device cpu)")
-}
+// SetTierPolicy implements kvcache.Cache: open sequence id reads and
+// re-tiers with the policy fields of p (tier shares, window, sinks,
+// period) from its next batch on; how the planes are stored stays the
+// cache's.
+func (c *Planes) SetTierPolicy(id int, p kv.PlaneSpec) error { return c.book.setPolicy(id, p) }
 
 // TierStats implements kvcache.Cache: what decode has read, and the tier mix
 // of the sequences held now.
-func (c *Planes) TierStats() (kvcache.TierStats, bool) {
-	st := kvcache.TierStats{Read: c.stats, PerToken: c.layers * c.shape.Hkv}
-	for _, s := range c.seqs {
-		for l := range s.tiers {
-			for h := range s.tiers[l] {
-				for _, t := range s.tiers[l][h][:s.n] {
-					if t < kv.NumTiers {
-						st.Cached[t]++
-					}
-				}
-			}
-		}
-	}
-	return st, true
-}
+func (c *Planes) TierStats() (kvcache.TierStats, bool) { return c.book.tierStats(c.stats), true }
 
-// Remove frees sequence id's blocks and slot.
-func (c *Planes) Remove(id int) {
-	s := c.seqs[id]
-	if s == nil {
-		return
-	}
-	c.alloc.release(&s.seqBlocks)
-	delete(c.seqs, id)
-}
+// Remove frees sequence id's blocks and slot. Removing an unknown id does
+// nothing.
+func (c *Planes) Remove(id int) { c.book.remove(id) }
+
+// CheckIdle returns an error unless the cache holds nothing: no sequence,
+// every block and slot free, an empty tier mix. Tests call it after the
+// last request.
+func (c *Planes) CheckIdle() error { return c.book.checkIdle() }
 
 // massOffset returns the byte offset of (slot, layer)'s mass.
 func (c *Planes) massOffset(slot, layer int) cuda.DevicePtr {
@@ -350,35 +320,15 @@ func (c *Planes) massOffset(slot, layer int) cuda.DevicePtr {
 }
 
 // Begin implements model.BatchStarter: it checks the batch, re-tiers the
-// layers of its sequences whose period has elapsed, reserves blocks, tiers
-// the new tokens and uploads the batch's tables. On a check's error nothing
-// has changed.
+// layers of its sequences whose period has elapsed, reserves blocks (and
+// slots for the sequences it starts), tiers the new tokens and uploads the
+// batch's tables. On a check's error (kvcache.ErrOutOfBlocks when the free
+// blocks or slots do not cover the batch) nothing has changed.
 func (c *Planes) Begin(b *model.Batch) error {
 	if err := kvcache.CheckWindow(c.window, b); err != nil {
 		return err
 	}
-	nr := c.pl.Tokens
-	blocksFor := func(l int) int { return (l + nr - 1) / nr }
-	needBlocks, needSlots := 0, 0
-	for _, s := range b.Seqs {
-		have := c.Len(s.ID)
-		switch {
-		case s.Pos != have:
-			return fmt.Errorf("gpukv: GPU bit-plane cache: sequence %d continues at position %d, but the cache holds %d tokens", s.ID, s.Pos, have)
-		case s.Len > c.opts.MaxChunk:
-			return fmt.Errorf("gpukv: GPU bit-plane cache: sequence %d brings %d tokens in one batch, more than the cache's chunk of %d (use a smaller --prefill-chunk)", s.ID, s.Len, c.opts.MaxChunk)
-		case s.Pos+s.Len > c.opts.MaxLen:
-			return fmt.Errorf("gpukv: GPU bit-plane cache: sequence %d would hold %d tokens, more than the cache's %d", s.ID, s.Pos+s.Len, c.opts.MaxLen)
-		}
-		if c.seqs[s.ID] == nil {
-			needSlots++
-		}
-		needBlocks += blocksFor(s.Pos+s.Len) - blocksFor(s.Pos)
-	}
-	if len(b.Seqs) > c.opts.MaxSeqs {
-		return fmt.Errorf("gpukv: GPU bit-plane cache: a batch of %d sequences exceeds the cache's %d", len(b.Seqs), c.opts.MaxSeqs)
-	}
-	if err := c.alloc.fits("GPU bit-plane cache", needBlocks, needSlots); err != nil {
+	if err := c.book.check(b, c.opts.MaxChunk, c.opts.MaxLen); err != nil {
 		return err
 	}
 	T := len(b.Tokens)
@@ -388,33 +338,9 @@ func (c *Planes) Begin(b *model.Batch) error {
 	if err := c.retier(b); err != nil {
 		return err
 	}
-	// Slots, blocks and the new tokens' tiers.
-	B, hkv, maxLen := len(b.Seqs), c.shape.Hkv, c.opts.MaxLen
-	seqs := make([]*gpuPlaneSeq, B)
-	var fresh []int
-	nt := c.policy.NewTier()
-	for i, s := range b.Seqs {
-		g := c.seqs[s.ID]
-		if g == nil {
-			g = &gpuPlaneSeq{seqBlocks: *c.alloc.open(), tiers: make([][][]kv.Tier, c.layers), since: make([]int, c.layers)}
-			for l := range g.tiers {
-				g.tiers[l] = make([][]kv.Tier, hkv)
-			}
-			c.seqs[s.ID] = g
-			fresh = append(fresh, g.slot)
-		}
-		c.alloc.grow(&g.seqBlocks, blocksFor(s.Pos+s.Len)-blocksFor(s.Pos))
-		for l := range g.tiers {
-			for h := range g.tiers[l] {
-				for range s.Len {
-					g.tiers[l][h] = append(g.tiers[l][h], nt)
-				}
-			}
-		}
-		g.n = s.Pos + s.Len
-		seqs[i] = g
-	}
+	seqs, fresh := c.book.reserve(b)
 	// Tables.
+	B, hkv, maxLen, nr := len(b.Seqs), c.shape.Hkv, c.opts.MaxLen, c.pl.Tokens
 	var words []int32
 	p := gpuPlanePlan{T: T, B: B, seqs: seqs}
 	p.table = len(words)
@@ -472,25 +398,11 @@ func (c *Planes) Begin(b *model.Batch) error {
 	return nil
 }
 
-// retier re-tiers, for each sequence of b, the layers whose Period has
-// elapsed since their last re-tier, on the mass accumulated so far.
+// retier re-tiers, for each sequence of b, the layers whose period (the
+// sequence's policy's) has elapsed since their last re-tier, on the mass
+// accumulated so far.
 func (c *Planes) retier(b *model.Batch) error {
-	type job struct {
-		g     *gpuPlaneSeq
-		layer int
-	}
-	var jobs []job
-	for _, s := range b.Seqs {
-		g := c.seqs[s.ID]
-		if g == nil {
-			continue
-		}
-		for l, n := range g.since {
-			if n >= c.policy.Spec.Period {
-				jobs = append(jobs, job{g, l})
-			}
-		}
-	}
+	jobs := c.book.retierJobs(b)
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -509,7 +421,7 @@ func (c *Planes) retier(b *model.Batch) error {
 				for t := 0; t < j.g.n; t++ {
 					mass[t] = math.Float32frombits(binary.LittleEndian.Uint32(buf[(h*maxLen+t)*4:]))
 				}
-				c.policy.Retier(j.g.tiers[j.layer][h], mass, j.g.n)
+				c.book.retierHead(j.g, j.layer, h, mass)
 			}
 			j.g.since[j.layer] = 0
 		}
@@ -587,4 +499,271 @@ func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) 
 		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
 	}, key...)
 	return nil
+}
+
+// planeBook is the host side of a Planes: the free blocks and slots, each
+// sequence's blocks, tier maps, re-tier counters and tier policy, and the
+// tier mix held (kvcache.Planes' books). It touches no device, so its tests
+// run without one.
+type planeBook struct {
+	alloc           blockPool
+	spec            kv.PlaneSpec       // the cache's policy: every sequence's unless setPolicy
+	policy          kvcache.TierPolicy // re-tier scratch; its Spec is the sequence's at each use
+	layers, hkv, nr int
+	seqs            map[int]*gpuPlaneSeq
+	mix             [kv.NumTiers]int64 // (token, layer, KV head) entries held in each tier
+	what            string             // names the cache in errors
+}
+
+// newPlaneBook returns the books of an empty cache of policy spec with
+// blocks pool blocks of nr tokens and slots sequence slots, over layers
+// layers of hkv KV heads.
+func newPlaneBook(spec kv.PlaneSpec, blocks, slots, layers, hkv, nr int) planeBook {
+	return planeBook{alloc: newBlockPool(blocks, slots), spec: spec, layers: layers, hkv: hkv, nr: nr,
+		seqs: map[int]*gpuPlaneSeq{}, what: "GPU bit-plane cache"}
+}
+
+// len returns the tokens held for sequence id (0 if absent).
+func (k *planeBook) len(id int) int {
+	if s := k.seqs[id]; s != nil {
+		return s.n
+	}
+	return 0
+}
+
+// tierMap returns sequence id's tier map of one layer and KV head (nil if
+// absent).
+func (k *planeBook) tierMap(id, layer, h int) []kv.Tier {
+	s := k.seqs[id]
+	if s == nil || layer < 0 || layer >= k.layers || h < 0 || h >= k.hkv {
+		return nil
+	}
+	return s.tiers[layer][h][:s.n]
+}
+
+// blocksFor is the number of blocks l tokens fill (a block is taken when
+// its first token is written).
+func (k *planeBook) blocksFor(l int) int { return (l + k.nr - 1) / k.nr }
+
+// blocksNeeded returns the blocks n more tokens of sequence id start.
+func (k *planeBook) blocksNeeded(id, n int) int {
+	l := k.len(id)
+	return k.blocksFor(l+n) - k.blocksFor(l)
+}
+
+// open starts sequence id with the cache's policy and a slot, or fails
+// with kvcache.ErrNoSlot.
+func (k *planeBook) open(id int) (*gpuPlaneSeq, error) {
+	if k.seqs[id] != nil {
+		return nil, fmt.Errorf("gpukv: %s: sequence %d is already open", k.what, id)
+	}
+	if len(k.alloc.freeSlots) == 0 {
+		return nil, fmt.Errorf("gpukv: %s: %w (%d sequences)", k.what, kvcache.ErrNoSlot, k.alloc.slots)
+	}
+	g := &gpuPlaneSeq{seqBlocks: *k.alloc.open(), tiers: make([][][]kv.Tier, k.layers), since: make([]int, k.layers),
+		policy: k.spec, counts: make([][][kv.NumTiers]int, k.layers), fresh: true}
+	for l := range g.tiers {
+		g.tiers[l] = make([][]kv.Tier, k.hkv)
+		g.counts[l] = make([][kv.NumTiers]int, k.hkv)
+	}
+	k.seqs[id] = g
+	return g, nil
+}
+
+// remove frees sequence id's blocks and slot and takes its tiers out of the
+// mix; an unknown id does nothing.
+func (k *planeBook) remove(id int) {
+	g := k.seqs[id]
+	if g == nil {
+		return
+	}
+	k.clearCounts(g)
+	k.alloc.release(&g.seqBlocks)
+	delete(k.seqs, id)
+}
+
+// truncate keeps the first n tokens of sequence id for n = 0 or its
+// length (see Planes.Truncate).
+func (k *planeBook) truncate(id, n int) error {
+	g := k.seqs[id]
+	switch {
+	case g == nil && n == 0:
+		return nil
+	case g == nil:
+		return fmt.Errorf("gpukv: %s: truncate unknown sequence %d", k.what, id)
+	case n == g.n:
+		return nil
+	case n != 0:
+		return fmt.Errorf("gpukv: %s: truncate sequence %d of %d tokens to %d: only 0 and %d are supported", k.what, id, g.n, n, g.n)
+	}
+	k.clearCounts(g)
+	k.alloc.empty(&g.seqBlocks)
+	for l := range g.tiers {
+		for h := range g.tiers[l] {
+			g.tiers[l][h] = g.tiers[l][h][:0]
+		}
+		g.since[l] = 0
+	}
+	g.fresh = true
+	return nil
+}
+
+// setPolicy gives open sequence id the policy fields of p (shares, window,
+// sinks, period); the storage fields stay the cache's.
+func (k *planeBook) setPolicy(id int, p kv.PlaneSpec) error {
+	g := k.seqs[id]
+	if g == nil {
+		return fmt.Errorf("gpukv: %s: set the tier policy of sequence %d, which is not open", k.what, id)
+	}
+	q := k.spec
+	q.High, q.Medium, q.Low, q.Evicted = p.High, p.Medium, p.Low, p.Evicted
+	q.Window, q.Sinks, q.Period = p.Window, p.Sinks, p.Period
+	// The policy parser checks the fields (shares in [0, 100] summing to
+	// 100, window and sinks in range, a positive period): one grammar, one
+	// set of limits for specs, kv_tiers and policies made by hand.
+	if _, err := kv.ParsePlanePolicy(q.PolicyString(), k.spec); err != nil {
+		return fmt.Errorf("gpukv: %s: tier policy of sequence %d: %w", k.what, id, err)
+	}
+	g.policy = q
+	return nil
+}
+
+// check is Begin's all-or-nothing check of batch b: every sequence
+// continues where it ends (one not open starts at 0), brings at most
+// maxChunk tokens, stays within maxLen, and the free blocks and slots
+// cover the batch.
+func (k *planeBook) check(b *model.Batch, maxChunk, maxLen int) error {
+	needBlocks, needSlots := 0, 0
+	for _, s := range b.Seqs {
+		have := k.len(s.ID)
+		switch {
+		case s.Pos != have:
+			return fmt.Errorf("gpukv: %s: sequence %d continues at position %d, but the cache holds %d tokens", k.what, s.ID, s.Pos, have)
+		case s.Len > maxChunk:
+			return fmt.Errorf("gpukv: %s: sequence %d brings %d tokens in one batch, more than the cache's chunk of %d (use a smaller --prefill-chunk)", k.what, s.ID, s.Len, maxChunk)
+		case s.Pos+s.Len > maxLen:
+			return fmt.Errorf("gpukv: %s: sequence %d would hold %d tokens, more than the cache's %d", k.what, s.ID, s.Pos+s.Len, maxLen)
+		}
+		if k.seqs[s.ID] == nil {
+			needSlots++
+		}
+		needBlocks += k.blocksNeeded(s.ID, s.Len)
+	}
+	if len(b.Seqs) > k.alloc.slots {
+		return fmt.Errorf("gpukv: %s: a batch of %d sequences exceeds the cache's %d", k.what, len(b.Seqs), k.alloc.slots)
+	}
+	return k.alloc.fits(k.what, needBlocks, needSlots)
+}
+
+// retierJob is one layer of one sequence whose re-tier period has elapsed.
+type retierJob struct {
+	g     *gpuPlaneSeq
+	layer int
+}
+
+// retierJobs returns the layers of b's sequences whose period has elapsed.
+func (k *planeBook) retierJobs(b *model.Batch) []retierJob {
+	var jobs []retierJob
+	for _, s := range b.Seqs {
+		g := k.seqs[s.ID]
+		if g == nil {
+			continue
+		}
+		for l, n := range g.since {
+			if n >= g.policy.Period {
+				jobs = append(jobs, retierJob{g, l})
+			}
+		}
+	}
+	return jobs
+}
+
+// retierHead re-tiers one layer and KV head of g by its policy on mass
+// (at least g.n entries) and updates the mix. The caller resets g.since.
+func (k *planeBook) retierHead(g *gpuPlaneSeq, layer, h int, mass []float32) {
+	k.policy.Spec = g.policy
+	k.policy.Retier(g.tiers[layer][h], mass, g.n)
+	k.setCounts(g, layer, h, tierCounts(g.tiers[layer][h][:g.n]))
+}
+
+// reserve does what check allowed for batch b: it opens the sequences that
+// start, reserves the blocks the new tokens start and appends their tiers
+// (each sequence's policy's NewTier). It returns b's sequences in batch
+// order and the mass slots to zero before the batch runs (sequences opened
+// or emptied since their last batch).
+func (k *planeBook) reserve(b *model.Batch) (seqs []*gpuPlaneSeq, fresh []int) {
+	seqs = make([]*gpuPlaneSeq, len(b.Seqs))
+	for i, s := range b.Seqs {
+		g := k.seqs[s.ID]
+		if g == nil {
+			g, _ = k.open(s.ID) // check counted a free slot
+		}
+		if g.fresh {
+			fresh = append(fresh, g.slot)
+			g.fresh = false
+		}
+		k.alloc.grow(&g.seqBlocks, k.blocksNeeded(s.ID, s.Len))
+		nt := (&kvcache.TierPolicy{Spec: g.policy}).NewTier()
+		for l := range g.tiers {
+			for h := range g.tiers[l] {
+				for range s.Len {
+					g.tiers[l][h] = append(g.tiers[l][h], nt)
+				}
+				n := g.counts[l][h]
+				n[nt] += s.Len
+				k.setCounts(g, l, h, n)
+			}
+		}
+		g.n = s.Pos + s.Len
+		seqs[i] = g
+	}
+	return seqs, fresh
+}
+
+// setCounts records the tier counts of one layer and KV head of g, keeping
+// the mix in step.
+func (k *planeBook) setCounts(g *gpuPlaneSeq, layer, h int, n [kv.NumTiers]int) {
+	old := &g.counts[layer][h]
+	for t := range n {
+		k.mix[t] += int64(n[t] - old[t])
+	}
+	*old = n
+}
+
+// clearCounts takes g's tiers out of the mix.
+func (k *planeBook) clearCounts(g *gpuPlaneSeq) {
+	for l := range g.counts {
+		for h := range g.counts[l] {
+			k.setCounts(g, l, h, [kv.NumTiers]int{})
+		}
+	}
+}
+
+// tierStats returns read with the mix held now.
+func (k *planeBook) tierStats(read kvcache.ReadStats) kvcache.TierStats {
+	return kvcache.TierStats{Read: read, Cached: k.mix, PerToken: k.layers * k.hkv}
+}
+
+// checkIdle returns an error unless nothing is held: no sequence, every
+// block and slot free, an empty mix.
+func (k *planeBook) checkIdle() error {
+	if len(k.seqs) != 0 || len(k.alloc.freeBlocks) != k.alloc.blocks || len(k.alloc.freeSlots) != k.alloc.slots {
+		return fmt.Errorf("gpukv: %s not idle: %d sequences, %d of %d blocks and %d of %d slots free", k.what,
+			len(k.seqs), len(k.alloc.freeBlocks), k.alloc.blocks, len(k.alloc.freeSlots), k.alloc.slots)
+	}
+	if k.mix != [kv.NumTiers]int64{} {
+		return fmt.Errorf("gpukv: %s not idle: tier mix %v with nothing cached", k.what, k.mix)
+	}
+	return nil
+}
+
+// tierCounts counts the tokens of each tier.
+func tierCounts(tiers []kv.Tier) [kv.NumTiers]int {
+	var n [kv.NumTiers]int
+	for _, t := range tiers {
+		if t < kv.NumTiers {
+			n[t]++
+		}
+	}
+	return n
 }

@@ -149,8 +149,11 @@ func runGPUPlaneScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Sha
 	for id := range refs {
 		gc.Remove(id)
 	}
-	if len(gc.alloc.freeBlocks) != gc.opts.Blocks || len(gc.alloc.freeSlots) != 4 {
-		t.Fatalf("after removing every sequence: %d blocks and %d slots free, want %d and 4", len(gc.alloc.freeBlocks), len(gc.alloc.freeSlots), gc.opts.Blocks)
+	if gc.FreeBlocks() != gc.opts.Blocks || gc.FreeSlots() != 4 {
+		t.Fatalf("after removing every sequence: %d blocks and %d slots free, want %d and 4", gc.FreeBlocks(), gc.FreeSlots(), gc.opts.Blocks)
+	}
+	if err := gc.CheckIdle(); err != nil {
+		t.Fatal(err)
 	}
 }
 
