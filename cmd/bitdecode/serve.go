@@ -34,14 +34,16 @@ batch, each step decoding one token of every running sequence plus at most
 --prefill-chunk prompt tokens of one new request. Requests that do not fit
 wait in a queue (--max-queue; beyond it the server answers 429); when the
 pool runs out, the youngest sequence is preempted and recomputed later.
-On the CPU, identical prompt prefixes share their packed blocks. SIGINT or
+Identical prompt prefixes share their packed blocks (on the GPU in whole
+prefill chunks that were computed alone, so that sharing never changes a
+request's bits; docs/serving.md). SIGINT or
 SIGTERM stops accepting requests and lets running streams finish for up to
 --drain.
 
 With --device cuda (auto picks it when a GPU is present) the model and the
 paged KV cache live on the GPU (kvcache/gpukv: tensor-core decode over the
-packed blocks, decode steps replayed as CUDA graphs); the GPU cache does not
-share prefixes yet. docs/serving.md has the details and client examples.
+packed blocks, decode steps replayed as CUDA graphs). docs/serving.md has
+the details and client examples.
 
 --kv bw... (fp16 KV stored as bit planes, read at 16/8/4 bits per token by
 importance; docs/bitweaver.md) is served on the CPU and on the GPU from a
