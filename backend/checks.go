@@ -113,3 +113,20 @@ func CheckElementwise(op string, dst, x, y []int) error {
 	}
 	return nil
 }
+
+// CheckF32 checks that tensor t, an operand of op on the named device's
+// backend, holds float32 values: the ops compute on F32 tensors only.
+func CheckF32(op, device string, t fmt.Stringer, dtype DType) error {
+	if dtype != F32 {
+		return shapeErr(op, "tensor %v: the %s backend computes on F32 tensors only", t, device)
+	}
+	return nil
+}
+
+// CheckI32 checks that the index tensor t of op holds int32 values.
+func CheckI32(op string, t fmt.Stringer, dtype DType) error {
+	if dtype != I32 {
+		return shapeErr(op, "index tensor %v is not I32", t)
+	}
+	return nil
+}

@@ -1,7 +1,7 @@
 package cpu
 
 import (
-	"fmt"
+	"cmp"
 	"math"
 
 	"github.com/bitdecode/bitdecode/backend"
@@ -13,8 +13,8 @@ func (b *Backend) f32(op string, t backend.Tensor) (*tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ct.dtype != backend.F32 {
-		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("tensor %v: the cpu backend computes on F32 tensors only", ct)}
+	if err := backend.CheckF32(op, "cpu", ct, ct.dtype); err != nil {
+		return nil, err
 	}
 	return ct, nil
 }
@@ -25,8 +25,8 @@ func (b *Backend) i32(op string, t backend.Tensor) (*tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ct.dtype != backend.I32 {
-		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("index tensor %v is not I32", ct)}
+	if err := backend.CheckI32(op, ct, ct.dtype); err != nil {
+		return nil, err
 	}
 	return ct, nil
 }
@@ -43,7 +43,7 @@ func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backen
 	d, err1 := b.f32(op, dst)
 	w, err2 := b.weightOf(op, table)
 	id, err3 := b.i32(op, ids)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -71,7 +71,7 @@ func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
 	d, err1 := b.f32(op, dst)
 	s, err2 := b.f32(op, src)
 	ix, err3 := b.i32(op, idx)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -98,7 +98,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	d, err1 := b.f32(op, dst)
 	xt, err2 := b.f32(op, x)
 	if qw := b.quantWeight(w); qw != nil {
-		if err := firstErr(err1, err2); err != nil {
+		if err := cmp.Or(err1, err2); err != nil {
 			b.fail(err)
 			return
 		}
@@ -106,7 +106,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 		return
 	}
 	wt, err3 := b.weightOf(op, w)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -143,7 +143,7 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 	d, err1 := b.f32(op, dst)
 	xt, err2 := b.f32(op, x)
 	wt, err3 := b.weightOf(op, w)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -178,7 +178,7 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 	xt, err1 := b.f32(op, x)
 	p, err2 := b.i32(op, pos)
 	f, err3 := b.weightOf(op, invFreq)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -230,7 +230,7 @@ func (b *Backend) elementwise(op string, dst, x, y backend.Tensor, fn func(ds, x
 	d, err1 := b.f32(op, dst)
 	xt, err2 := b.f32(op, x)
 	yt, err3 := b.f32(op, y)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -242,14 +242,4 @@ func (b *Backend) elementwise(op string, dst, x, y backend.Tensor, fn func(ds, x
 	b.parallelRows(T, C, func(t0, t1 int) {
 		fn(d.f32[t0*C:t1*C], xt.f32[t0*C:t1*C], yt.f32[t0*C:t1*C])
 	})
-}
-
-// firstErr returns the first non-nil error.
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

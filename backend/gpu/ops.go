@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -14,8 +15,8 @@ func (b *Backend) f32(op string, t backend.Tensor) (*tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ct.dtype != backend.F32 {
-		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("tensor %v: the cuda backend computes on F32 tensors only", ct)}
+	if err := backend.CheckF32(op, "cuda", ct, ct.dtype); err != nil {
+		return nil, err
 	}
 	return ct, nil
 }
@@ -27,8 +28,8 @@ func (b *Backend) i32(op string, t backend.Tensor) (*tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ct.dtype != backend.I32 {
-		return nil, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("index tensor %v is not I32", ct)}
+	if err := backend.CheckI32(op, ct, ct.dtype); err != nil {
+		return nil, err
 	}
 	if ct.host == nil {
 		return nil, fmt.Errorf("backend/gpu: %s: index tensor %v used before UploadInt32", op, ct)
@@ -130,7 +131,7 @@ func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backen
 	d, err1 := b.f32(op, dst)
 	w, err2 := b.weightOf(op, table)
 	id, err3 := b.i32(op, ids)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -159,7 +160,7 @@ func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
 	d, err1 := b.f32(op, dst)
 	s, err2 := b.f32(op, src)
 	ix, err3 := b.i32(op, idx)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -189,7 +190,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	d, err1 := b.f32(op, dst)
 	xt, err2 := b.f32(op, x)
 	wt, err3 := b.weightOf(op, w)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -295,7 +296,7 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 	d, err1 := b.f32(op, dst)
 	xt, err2 := b.f32(op, x)
 	wt, err3 := b.vector(op, w)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -318,7 +319,7 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 	xt, err1 := b.f32(op, x)
 	p, err2 := b.i32(op, pos)
 	f, err3 := b.vector(op, invFreq)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -356,7 +357,7 @@ func (b *Backend) elementwise(op string, dst, x, y backend.Tensor,
 	d, err1 := b.f32(op, dst)
 	xt, err2 := b.f32(op, x)
 	yt, err3 := b.f32(op, y)
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
@@ -367,16 +368,6 @@ func (b *Backend) elementwise(op string, dst, x, y backend.Tensor,
 	b.launch(op, func(c *cuda.Ctx) error {
 		return kernel(c, b.stream, d.ptr, xt.ptr, yt.ptr, d.n)
 	}, u64(d.ptr), u64(xt.ptr), u64(yt.ptr), u64(d.n))
-}
-
-// firstErr returns the first non-nil error.
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // u64 converts a key value (a device address or a size) for launch.

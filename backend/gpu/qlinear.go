@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 
@@ -282,7 +283,7 @@ func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T
 			return err
 		}
 		l := kernels.DECLaunch{X: xt.ptr, Y: dw.part, Sel: dw.sel, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
-		err := firstErr(c.Record(b.decFork, b.stream), c.WaitEvent(b.decStream, b.decFork))
+		err := cmp.Or(c.Record(b.decFork, b.stream), c.WaitEvent(b.decStream, b.decFork))
 		if err == nil {
 			err = c.Memset32Async(dw.part, 0, T*N, b.decStream)
 		}

@@ -109,35 +109,11 @@ func runGPUScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r
 		for i, id := range step.ids {
 			b.Add(id, gc.Len(id), make([]int32, step.lens[i])...)
 		}
-		T := len(b.Tokens)
 		if err := gc.Begin(&b); err != nil {
 			t.Fatalf("step %d: %v", si, err)
 		}
 		for l := range layers {
-			q := make([]float32, T*qw)
-			for i := range q {
-				q[i] = half.ToFloat32(half.FromFloat32(float32(r.NormFloat64()))) // the GPU attends with fp16 queries
-			}
-			k, v := kvtest.KeysValues(r, T, sh.Hkv, sh.D)
-			var ts [4]backend.Tensor
-			for i, w := range []int{qw, kvw, kvw, qw} {
-				if ts[i], err = be.Alloc(backend.F32, T, w); err != nil {
-					t.Fatal(err)
-				}
-				defer be.Free(ts[i])
-			}
-			for i, src := range [][]float32{q, k, v} {
-				if err := be.Upload(ts[i], src); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := gc.Attend(l, &b, ts[0], ts[1], ts[2], ts[3]); err != nil {
-				t.Fatalf("step %d layer %d: %v", si, l, err)
-			}
-			got := make([]float32, T*qw)
-			if err := be.Download(got, ts[3]); err != nil {
-				t.Fatal(err)
-			}
+			q, k, v, got := attendRandom(t, be, gc, l, &b, sh, r)
 			for _, s := range b.Seqs {
 				if refs[s.ID] == nil {
 					for range layers {
@@ -205,6 +181,41 @@ func rotationTol(f kv.Format, d int, st attn.RefStats) float64 {
 	}
 	const eps = 1.0 / (1 << 23)
 	return 3 * math.Log2(float64(d)) * float64(d) * eps * st.MaxAbsV
+}
+
+// attendRandom runs layer l of batch b through att with random fp16-exact
+// queries and KV-like keys and values (kvtest.KeysValues) for the batch's
+// tokens, and returns them with the output.
+func attendRandom(t *testing.T, be *gpu.Backend, att model.Attention, l int, b *model.Batch, sh attn.Shape, r *rand.Rand) (q, k, v, out []float32) {
+	t.Helper()
+	T := len(b.Tokens)
+	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
+	q = make([]float32, T*qw)
+	for i := range q {
+		q[i] = half.ToFloat32(half.FromFloat32(float32(r.NormFloat64()))) // the GPU attends with fp16 queries
+	}
+	k, v = kvtest.KeysValues(r, T, sh.Hkv, sh.D)
+	var ts [4]backend.Tensor
+	for i, w := range []int{qw, kvw, kvw, qw} {
+		var err error
+		if ts[i], err = be.Alloc(backend.F32, T, w); err != nil {
+			t.Fatal(err)
+		}
+		defer be.Free(ts[i])
+	}
+	for i, src := range [][]float32{q, k, v} {
+		if err := be.Upload(ts[i], src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := att.Attend(l, b, ts[0], ts[1], ts[2], ts[3]); err != nil {
+		t.Fatalf("layer %d: %v", l, err)
+	}
+	out = make([]float32, T*qw)
+	if err := be.Download(out, ts[3]); err != nil {
+		t.Fatal(err)
+	}
+	return q, k, v, out
 }
 
 // checkGPU compares outputs with the reference within the tensor-core

@@ -11,11 +11,9 @@ import (
 	"testing"
 
 	"github.com/bitdecode/bitdecode/attn"
-	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/eval"
-	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/kv"
@@ -69,35 +67,11 @@ func runGPUPlaneScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Sha
 		for i, id := range step.ids {
 			b.Add(id, gc.Len(id), make([]int32, step.lens[i])...)
 		}
-		T := len(b.Tokens)
 		if err := gc.Begin(&b); err != nil {
 			t.Fatalf("step %d: %v", si, err)
 		}
 		for l := range layers {
-			q := make([]float32, T*qw)
-			for i := range q {
-				q[i] = half.ToFloat32(half.FromFloat32(float32(r.NormFloat64()))) // the GPU attends with fp16 queries
-			}
-			k, v := kvtest.KeysValues(r, T, sh.Hkv, sh.D)
-			var ts [4]backend.Tensor
-			for i, w := range []int{qw, kvw, kvw, qw} {
-				if ts[i], err = be.Alloc(backend.F32, T, w); err != nil {
-					t.Fatal(err)
-				}
-				defer be.Free(ts[i])
-			}
-			for i, src := range [][]float32{q, k, v} {
-				if err := be.Upload(ts[i], src); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := gc.Attend(l, &b, ts[0], ts[1], ts[2], ts[3]); err != nil {
-				t.Fatalf("step %d layer %d: %v", si, l, err)
-			}
-			got := make([]float32, T*qw)
-			if err := be.Download(got, ts[3]); err != nil {
-				t.Fatal(err)
-			}
+			q, k, v, got := attendRandom(t, be, gc, l, &b, sh, r)
 			for _, s := range b.Seqs {
 				if refs[s.ID] == nil {
 					for range layers {

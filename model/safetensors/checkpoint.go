@@ -109,7 +109,7 @@ type index struct {
 // model.safetensors.index.json). Shard names must be plain file names in the
 // index's directory; every tensor the index names must be in its shard.
 func OpenIndex(path string) (*Checkpoint, error) {
-	raw, err := readLimited(path, maxIndexSize)
+	raw, err := fileio.ReadFile(path, maxIndexSize)
 	if err != nil {
 		return nil, &Error{File: path, Err: err}
 	}
@@ -163,11 +163,6 @@ func OpenIndex(path string) (*Checkpoint, error) {
 // an index cannot point outside its checkpoint directory.
 func validShardName(s string) bool {
 	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\`) && filepath.Base(s) == s && !filepath.IsAbs(s)
-}
-
-// readLimited reads a whole file of at most limit bytes.
-func readLimited(path string, limit int64) ([]byte, error) {
-	return fileio.ReadFile(path, limit)
 }
 
 // newCheckpoint builds a Checkpoint; where nil means every tensor of the
