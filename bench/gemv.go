@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
@@ -152,4 +153,178 @@ func timeQuant(x *cuda.Ctx, st cuda.Stream, gq *kernels.GEMVQ, e wq.Elem, xp, yp
 		return 0, 0, err
 	}
 	return us, float64(bytes) / us / 1e3, nil
+}
+
+// LinearF16Row is one (shape, T) point of SweepLinearF16: the median GPU
+// time of linear.cu (one launch over every group), of gemv.cu (one launch
+// per group; T <= kernels.GEMVMaxRows) and of cuBLASLt (x to fp16, one
+// GEMM per group), each with its fraction of the read ceiling on the
+// weight bytes.
+type LinearF16Row struct {
+	Name       string  `json:"name"`
+	N          []int   `json:"n"` // one per group
+	K          int     `json:"k"`
+	T          int     `json:"t"`
+	LinearUS   float64 `json:"linear_us"`
+	LinearFrac float64 `json:"linear_ceiling_fraction"`
+	GEMVUS     float64 `json:"gemv_us,omitempty"`
+	GEMVFrac   float64 `json:"gemv_ceiling_fraction,omitempty"`
+	CublasUS   float64 `json:"cublaslt_us"`
+	CublasFrac float64 `json:"cublaslt_ceiling_fraction"`
+}
+
+// LinearF16Shapes are the fp16 linear layers of a decode step of config c
+// as SweepLinearF16 times them: the separate projections, and q/k/v and
+// gate/up as the grouped launches the backend makes.
+func LinearF16Shapes(c *model.Config) []struct {
+	Name string
+	N    []int
+	K    int
+} {
+	H, I, qd, kvd := c.Hidden, c.Intermediate, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	return []struct {
+		Name string
+		N    []int
+		K    int
+	}{
+		{"q/o proj", []int{qd}, H}, {"k/v proj", []int{kvd}, H}, {"qkv grouped", []int{qd, kvd, kvd}, H},
+		{"gate/up", []int{I}, H}, {"gate+up grouped", []int{I, I}, H}, {"down", []int{H}, I}, {"lm_head", []int{c.Vocab}, H},
+	}
+}
+
+// SweepLinearF16 times the fp16 linear layers of config c on GPU 0 at each
+// row count in Ts, weights cold in L2 (copies in rotation), after probing
+// the read ceiling (printed on progress).
+func SweepLinearF16(c *model.Config, Ts []int, progress io.Writer) ([]LinearF16Row, error) {
+	dev, err := cuda.Open(0)
+	if err != nil {
+		return nil, fmt.Errorf("bench: linear: %w", err)
+	}
+	defer dev.Close()
+	bw, err := dev.ProbeBandwidth()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
+	g, err := kernels.LoadGEMV(dev)
+	if err != nil {
+		return nil, err
+	}
+	l, err := kernels.LoadLinear(dev)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := kernels.LoadOps(dev)
+	if err != nil {
+		return nil, err
+	}
+	maxT := slices.Max(Ts)
+	var rows []LinearF16Row
+	err = dev.Do(func(x *cuda.Ctx) error {
+		st := dev.Stream()
+		var frees []cuda.DevicePtr
+		defer func() {
+			for _, p := range frees {
+				x.Free(p)
+			}
+		}()
+		alloc := func(bytes int) (cuda.DevicePtr, error) {
+			p, err := x.Alloc(bytes)
+			if err == nil {
+				frees = append(frees, p)
+			}
+			return p, err
+		}
+		for _, sh := range LinearF16Shapes(c) {
+			total := 0
+			for _, n := range sh.N {
+				total += n
+			}
+			bytes := int64(2) * int64(total) * int64(sh.K)
+			copies := coldCopies(bytes)
+			// ws[copy][group]
+			ws := make([][]cuda.DevicePtr, copies)
+			for i := range ws {
+				for j, n := range sh.N {
+					p, err := alloc(2 * n * sh.K)
+					if err != nil {
+						return err
+					}
+					if err := ops.FillNormalF16(x, st, p, n*sh.K, uint32(10*i+j+1), 0.02); err != nil {
+						return err
+					}
+					ws[i] = append(ws[i], p)
+				}
+			}
+			xp, err := alloc(4 * maxT * sh.K)
+			if err != nil {
+				return err
+			}
+			if err := x.Memset32Async(xp, 0x3c003c00, maxT*sh.K, st); err != nil {
+				return err
+			}
+			xh, err := alloc(2 * maxT * sh.K)
+			if err != nil {
+				return err
+			}
+			var ys []cuda.DevicePtr
+			for _, n := range sh.N {
+				p, err := alloc(4 * maxT * n)
+				if err != nil {
+					return err
+				}
+				ys = append(ys, p)
+			}
+			for _, T := range Ts {
+				r := LinearF16Row{Name: sh.Name, N: sh.N, K: sh.K, T: T}
+				frac := func(us float64) float64 { return float64(bytes) / us / 1e3 / bw.GBps }
+				if r.LinearUS, err = x.MedianUS(st, 3, 20, func(i int) error {
+					var gr []kernels.LinearGroup
+					for j, n := range sh.N {
+						gr = append(gr, kernels.LinearGroup{Y: ys[j], W: ws[i%copies][j], N: n})
+					}
+					return l.LaunchGroups(x, st, xp, T, sh.K, gr...)
+				}); err != nil {
+					return err
+				}
+				r.LinearFrac = frac(r.LinearUS)
+				if g.Fits(T, sh.K) {
+					if r.GEMVUS, err = x.MedianUS(st, 3, 20, func(i int) error {
+						for j, n := range sh.N {
+							if err := g.Launch(x, st, ys[j], xp, ws[i%copies][j], 0, T, n, sh.K); err != nil {
+								return err
+							}
+						}
+						return nil
+					}); err != nil {
+						return err
+					}
+					r.GEMVFrac = frac(r.GEMVUS)
+				}
+				if r.CublasUS, err = x.MedianUS(st, 3, 20, func(i int) error {
+					if err := ops.F32ToF16(x, st, xh, xp, T*sh.K); err != nil {
+						return err
+					}
+					for j, n := range sh.N {
+						if err := x.GEMM(st, cuda.GEMMShape{M: T, N: n, K: sh.K, In: cuda.F16, Out: cuda.F32}, ys[j], xh, ws[i%copies][j]); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				r.CublasFrac = frac(r.CublasUS)
+				fmt.Fprintf(progress, "linear %-15s %6dx%-6d T=%-4d linear.cu %8.1f us (%3.0f%%)  gemv.cu %8.1f us (%3.0f%%)  cuBLASLt %8.1f us (%3.0f%%)\n",
+					r.Name, total, sh.K, T, r.LinearUS, 100*r.LinearFrac, r.GEMVUS, 100*r.GEMVFrac, r.CublasUS, 100*r.CublasFrac)
+				rows = append(rows, r)
+			}
+			for _, p := range frees {
+				x.Free(p)
+			}
+			frees = frees[:0]
+		}
+		return nil
+	})
+	return rows, err
 }

@@ -14,8 +14,8 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | gemvq [flags] | dec [flags] | linear [flags]",
-	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the low-bit weight GEMV (gemvq), DEC on the GPU (dec), or the CPU's linear layers and decode step (linear)",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | gemv [flags] | gemvq [flags] | dec [flags] | linear [flags]",
+	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the fp16 linear kernels (gemv), the low-bit weight GEMV (gemvq), DEC on the GPU (dec), or the CPU's linear layers and decode step (linear)",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
 on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128), and this machine's read
@@ -113,6 +113,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "e2e" {
 		return runBenchE2E(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "gemv" {
+		return runBenchGEMV(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "gemvq" {
 		return runBenchGEMVQ(args[1:], stdout, stderr)
 	}
@@ -132,7 +135,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, e2e, model, gemvq, dec and linear, which come first)", fs.Arg(0))
+		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, e2e, model, gemv, gemvq, dec and linear, which come first)", fs.Arg(0))
 	}
 	if err := checkDevice(*device); err != nil {
 		return err

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/bitdecode/bitdecode/bench"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// benchGEMVHelp is the help of 'bitdecode bench gemv'.
+const benchGEMVHelp = `usage: bitdecode bench gemv [--preset NAME] [--rows T,...] [--json FILE]
+
+Times the GPU's fp16 linear layers on the shapes of a preset model, weights
+cold in L2, at each row count T: linear.cu (the batch-invariant tensor-core
+kernel; q/k/v and gate/up as one grouped launch each), gemv.cu (one launch
+per weight, T <= 8) and cuBLASLt (x to fp16, one GEMM per weight). Each
+figure comes with its fraction of the read ceiling on the weight bytes,
+measured in the same run. A tool for kernel work (docs/perf/decode-step.md).
+
+example:
+  bitdecode bench gemv --rows 1,4,8,16,64,256
+`
+
+func runBenchGEMV(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench gemv", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchGEMVHelp) }
+	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", "))
+	rows := fs.String("rows", "1,4,8,16,64,256", "comma-separated row counts T")
+	jsonPath := fs.String("json", "", "also write the rows as JSON to this file")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	Ts, err := intList("--rows", *rows)
+	if err != nil {
+		return err
+	}
+	if len(Ts) == 0 {
+		return usageErrorf("--rows: want at least one row count")
+	}
+	js, ok := bench.Presets[*preset]
+	if !ok {
+		return usageErrorf("--preset %q: have %s", *preset, strings.Join(bench.PresetNames(), ", "))
+	}
+	mc, err := model.ParseConfig([]byte(js))
+	if err != nil {
+		return err
+	}
+	if err := needGPU("bench gemv"); err != nil {
+		return err
+	}
+	out, err := bench.SweepLinearF16(mc, Ts, stdout)
+	if err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		data, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonPath, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

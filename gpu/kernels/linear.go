@@ -1,0 +1,118 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+//go:embed linear.cu
+var linearSource string
+
+// Tile constants of linear.cu.
+const (
+	// linearM is linear.cu's kM: output channels per m-tile (one CTA).
+	linearM = 16
+	// linearN is linear.cu's kN: tokens per n-tile.
+	linearN = 8
+	// linearSplit is linear.cu's kSplit: warps per CTA, one class of
+	// 128-channel k-blocks each.
+	linearSplit = 8
+	// LinearMaxGroups is the most weights one Linear launch computes.
+	LinearMaxGroups = 3
+)
+
+// linearNTs are the n-tiles per CTA linear.cu is instantiated with; a
+// launch of T rows takes the first that covers T, or the last with several
+// token blocks.
+var linearNTs = [...]int{1, 2, 4, 8}
+
+// Linear holds linear.cu's batch-invariant tensor-core kernels: y = x·Wᵀ +
+// bias for any number of rows, each row's result bitwise independent of
+// the others and of T.
+type Linear struct {
+	fns [len(linearNTs)]cuda.Function
+}
+
+// LinearGroup is one weight of a grouped launch: w [N][K] fp16, bias [N]
+// float32 or 0, y [T][N] float32.
+type LinearGroup struct {
+	Y, W, Bias cuda.DevicePtr
+	N          int
+}
+
+// LoadLinear compiles linear.cu (once per device).
+func LoadLinear(dev *cuda.Device) (*Linear, error) {
+	expr := func(nt int) string { return fmt.Sprintf("linear::linear_f16<%d>", nt) }
+	var exprs []string
+	for _, nt := range linearNTs {
+		exprs = append(exprs, expr(nt))
+	}
+	mod, err := dev.Compile(program("linear.cu", linearSource, exprs, nil))
+	if err != nil {
+		return nil, err
+	}
+	l := &Linear{}
+	for i, nt := range linearNTs {
+		if l.fns[i], err = mod.Function(expr(nt)); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// CheckLinearShape reports whether linear.cu takes x [T, K]: T >= 1 and K a
+// positive multiple of 8 (16-byte weight rows), as an error naming the
+// shape.
+func CheckLinearShape(T, K int) error {
+	if T < 1 || K < 1 || K%8 != 0 {
+		return fmt.Errorf("kernels: linear: x [%d, %d]: the batch-invariant linear needs T >= 1 and K a positive multiple of 8", T, K)
+	}
+	return nil
+}
+
+// linearNTFor returns the index in linearNTs of the n-tile count for T rows
+// and the number of token blocks.
+func linearNTFor(T int) (i, blocks int) {
+	for i = range linearNTs {
+		if T <= linearNTs[i]*linearN {
+			break
+		}
+	}
+	per := linearNTs[i] * linearN
+	return i, (T + per - 1) / per
+}
+
+// Launch computes y = x·Wᵀ + bias (bias may be 0): x [T][K] float32, w
+// [N][K] fp16, bias [N] float32, y [T][N] float32.
+func (l *Linear) Launch(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.DevicePtr, T, N, K int) error {
+	return l.LaunchGroups(c, st, x, T, K, LinearGroup{Y: y, W: w, Bias: bias, N: N})
+}
+
+// LaunchGroups computes, in one launch, y_i = x·W_iᵀ + bias_i for up to
+// LinearMaxGroups weights sharing x [T][K]. Each group's result is bitwise
+// that of a Launch of it alone.
+func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, groups ...LinearGroup) error {
+	if err := CheckLinearShape(T, K); err != nil {
+		return err
+	}
+	if len(groups) < 1 || len(groups) > LinearMaxGroups {
+		return fmt.Errorf("kernels: linear: %d groups, want 1 to %d", len(groups), LinearMaxGroups)
+	}
+	var g [LinearMaxGroups]LinearGroup
+	tiles := 0
+	for i, gr := range groups {
+		if gr.N < 1 {
+			return fmt.Errorf("kernels: linear: group %d has N = %d", i, gr.N)
+		}
+		g[i] = gr
+		tiles += (gr.N + linearM - 1) / linearM
+	}
+	i, blocks := linearNTFor(T)
+	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: linearSplit * 32}, 0, st,
+		x, int32(T), int32(K),
+		g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
+		g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
+		g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
+}
