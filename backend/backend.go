@@ -78,8 +78,8 @@ type Weight interface {
 // skip later work until Sync (see the package documentation).
 //
 // Shapes below use T for rows (tokens), K for input and N for output widths.
-// Elementwise ops allow dst to be the same tensor as an input; Linear, Rows
-// and Embedding do not.
+// Elementwise ops allow dst to be the same tensor as an input; Linear,
+// LinearGroup, Rows and Embedding do not.
 type Backend interface {
 	// Name names the backend and its configuration for logs ("cpu (2 threads)").
 	Name() string
@@ -116,6 +116,13 @@ type Backend interface {
 	// Linear computes dst = x·wᵀ + bias, a fully connected layer.
 	// dst [T, N], x [T, K], w [N, K], bias [N] or nil.
 	Linear(dst, x Tensor, w Weight, bias Weight)
+	// LinearGroup computes dsts[i] = x·ws[i]ᵀ + biases[i] for layers that
+	// share their input (q, k, v; gate, up): the results of len(ws) Linear
+	// calls, each written to its own tensor, in one launch where the
+	// backend can (the CUDA backend, for fp16 weights). biases is nil or
+	// holds one entry per weight, nil for no bias. The outputs must be
+	// distinct from x and from each other.
+	LinearGroup(dsts []Tensor, x Tensor, ws []Weight, biases []Weight)
 	// RMSNorm normalizes each group of G = len(w) consecutive elements of a
 	// row: dst = w ⊙ x / sqrt(mean(x²) + eps), HF's LlamaRMSNorm. With
 	// G = cols it is the usual norm over the hidden size; with G = D it is

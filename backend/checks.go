@@ -76,6 +76,36 @@ func CheckLinear(dst, x []int, w, bias Named, alias bool) error {
 	return nil
 }
 
+// CheckLinearGroup checks the form of a LinearGroup call: one output per
+// weight, no biases or one entry per weight, and no output that is x or
+// another output. Each layer is then checked with CheckLinear.
+func CheckLinearGroup(dsts []Tensor, x Tensor, ws, biases []Weight) error {
+	n := len(ws)
+	if n < 1 || len(dsts) != n || (biases != nil && len(biases) != n) {
+		return shapeErr("LinearGroup", "%d weights, %d outputs, %d biases (want one output each, and no biases or one entry each)", n, len(dsts), len(biases))
+	}
+	for i, d := range dsts {
+		if d == nil || d == x {
+			return shapeErr("LinearGroup", "output %d is nil or the input", i)
+		}
+		for _, e := range dsts[:i] {
+			if d == e {
+				return shapeErr("LinearGroup", "output %d is also an earlier output", i)
+			}
+		}
+	}
+	return nil
+}
+
+// BiasAt returns biases[i], or nil when biases is nil (LinearGroup's
+// "no biases").
+func BiasAt(biases []Weight, i int) Weight {
+	if biases == nil {
+		return nil
+	}
+	return biases[i]
+}
+
 // CheckRMSNorm checks dst = RMSNorm(x) with weight [G] over groups of G
 // (x's rows a multiple of G; dst as many elements as x).
 func CheckRMSNorm(dst, x []int, w Named) error {

@@ -58,6 +58,13 @@ type OpenOptions struct {
 	// variables (BITDECODE_*) reach a backend: library code reads no
 	// environment of its own.
 	Env func(name string) (value string, ok bool)
+	// BatchInvariant asks for results of a row that do not depend on the
+	// other rows of a batch (serving: a request's greedy text the same
+	// alone and under load). The CUDA backend then runs every fp16 linear
+	// layer through its batch-invariant kernel (or, as with its
+	// BITDECODE_BATCH_INVARIANT variable, which also turns it on); the CPU
+	// backend's ops are batch-invariant already.
+	BatchInvariant bool
 }
 
 // Auto is the device choice that picks the first available accelerator and

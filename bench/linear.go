@@ -304,6 +304,12 @@ func (b *timedBackend) Linear(dst, x backend.Tensor, w, bias backend.Weight) {
 	b.linear += time.Since(t0)
 }
 
+func (b *timedBackend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
+	t0 := time.Now()
+	b.Backend.LinearGroup(dsts, x, ws, biases)
+	b.linear += time.Since(t0)
+}
+
 // randomKV is a model.Attention over attn caches that start with L random
 // tokens per layer (realistic keys: channel offsets and outliers).
 type randomKV struct {

@@ -38,6 +38,13 @@ type Options struct {
 	// Env looks up tuning settings by environment-variable name for the
 	// backend (the program's edge passes os.LookupEnv; nil: none).
 	Env func(name string) (string, bool)
+	// BatchInvariant asks the backend for per-row results that do not
+	// depend on the batch (backend.OpenOptions.BatchInvariant: on the GPU,
+	// the batch-invariant linear kernel for every fp16 layer; packed
+	// low-bit weights are then refused on the GPU). Serving sets it with
+	// the cache's kvcache.Options.BatchInvariant, so that a request's
+	// greedy text is the same alone and under load.
+	BatchInvariant bool
 
 	// Weights is the format of the linear layers (wq: int8, int4, int3,
 	// with :gptq); the zero value keeps the checkpoint's 16-bit weights.
@@ -131,10 +138,13 @@ func Open(dir string, o Options) (m *Model, err error) {
 	if o.Backend != nil {
 		m.Backend, m.Device = o.Backend, o.Backend.Name()
 	} else {
-		if m.Backend, m.Device, err = backend.OpenDevice(o.Device, backend.OpenOptions{Threads: o.Threads, Env: o.Env}, o.Log); err != nil {
+		if m.Backend, m.Device, err = backend.OpenDevice(o.Device, backend.OpenOptions{Threads: o.Threads, Env: o.Env, BatchInvariant: o.BatchInvariant}, o.Log); err != nil {
 			return m, err
 		}
 		m.ownsBackend = true
+		if o.BatchInvariant && m.Device == "cuda" && o.Weights.IsQuantized() {
+			return m, fmt.Errorf("engine: %s weights on the GPU are not batch-invariant (gemvq.cu and the dequantize+cuBLASLt path round differently by batch size): serve them with --batch-invariant=false, or serve fp16 weights", o.Weights)
+		}
 	}
 	lo := model.LoadOptions{Progress: o.Progress, Weights: o.Weights, Log: o.Log, Quantized: o.Quantized}
 	if dir == "" {

@@ -125,6 +125,18 @@ func (r *hessianRecorder) Linear(dst, x backend.Tensor, w backend.Weight, bias b
 	r.Backend.Linear(dst, x, w, bias)
 }
 
+// LinearGroup implements backend.Backend as one recorded Linear per
+// weight (the layers share x, so all but the first share its Hessian).
+func (r *hessianRecorder) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
+	if err := backend.CheckLinearGroup(dsts, x, ws, biases); err != nil {
+		r.Backend.LinearGroup(dsts, x, ws, biases) // records the error
+		return
+	}
+	for i, w := range ws {
+		r.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
+	}
+}
+
 func (r *hessianRecorder) record(x backend.Tensor, w backend.Weight) error {
 	T, K := backend.Matrix(x.Shape())
 	if T*K <= 0 {

@@ -109,12 +109,12 @@ func (m *Llama) Config() *Config { return m.cfg }
 // Forward implements Model. With T new tokens, H hidden, each layer computes
 //
 //	x = RMSNorm(h)
-//	q, k, v = x·Wqᵀ (+bq), x·Wkᵀ (+bk), x·Wvᵀ (+bv)
+//	q, k, v = x·Wqᵀ (+bq), x·Wkᵀ (+bk), x·Wvᵀ (+bv)  (one LinearGroup)
 //	q, k = RMSNorm_head(q), RMSNorm_head(k)       (Qwen3)
 //	q, k = RoPE(q, pos), RoPE(k, pos)
 //	h = h + Attention(q, k, v)·Woᵀ (+bo)
 //	x = RMSNorm(h)
-//	h = h + (silu(x·Wgᵀ) ⊙ x·Wuᵀ)·Wdᵀ
+//	h = h + (silu(x·Wgᵀ) ⊙ x·Wuᵀ)·Wdᵀ             (gate and up: one LinearGroup)
 //
 // and the logits are RMSNorm(h)·Wlmᵀ for the output rows.
 func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
@@ -161,15 +161,14 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 		}
 	}
 
+	qkv, gateUp := []backend.Tensor{q, k, v}, []backend.Tensor{gate, up} // LinearGroup's outputs
 	be.Embedding(h, m.TokenEmbedding, ids)
 	for i := range m.Layers {
 		l := &m.Layers[i]
 
 		// Self-attention block.
 		be.RMSNorm(x, h, l.AttnNorm, m.eps)
-		be.Linear(q, x, l.Q, l.QBias)
-		be.Linear(k, x, l.K, l.KBias)
-		be.Linear(v, x, l.V, l.VBias)
+		be.LinearGroup(qkv, x, []backend.Weight{l.Q, l.K, l.V}, []backend.Weight{l.QBias, l.KBias, l.VBias})
 		if l.QNorm != nil {
 			be.RMSNorm(q, q, l.QNorm, m.eps)
 			be.RMSNorm(k, k, l.KNorm, m.eps)
@@ -187,8 +186,7 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 
 		// MLP block.
 		be.RMSNorm(x, h, l.MLPNorm, m.eps)
-		be.Linear(gate, x, l.Gate, l.GateBias)
-		be.Linear(up, x, l.Up, l.UpBias)
+		be.LinearGroup(gateUp, x, []backend.Weight{l.Gate, l.Up}, []backend.Weight{l.GateBias, l.UpBias})
 		be.SwiGLU(gate, gate, up)
 		be.Linear(x, gate, l.Down, l.DownBias)
 		be.Add(h, h, x)

@@ -129,6 +129,21 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	b.linear(d.f32, xt.f32, wt, bv, T, K, N)
 }
 
+// LinearGroup implements backend.Backend as one Linear per weight: the CPU
+// has no launch to save, and the results are those of separate calls.
+func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
+	if b.failed() {
+		return
+	}
+	if err := backend.CheckLinearGroup(dsts, x, ws, biases); err != nil {
+		b.fail(err)
+		return
+	}
+	for i, w := range ws {
+		b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
+	}
+}
+
 // RMSNorm implements backend.Backend.
 //
 // As HF's LlamaRMSNorm computes in float32: the sum of squares (sumSquares:

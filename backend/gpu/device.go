@@ -26,6 +26,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
+			opts.BatchInvariant = opts.BatchInvariant || o.BatchInvariant
 			return Open(o.Ordinal, opts)
 		},
 	})

@@ -38,7 +38,8 @@ type Backend struct {
 	opts Options
 	dev  *cuda.Device
 	ops  *kernels.Ops
-	gemv *kernels.GEMV // Linear for T <= kernels.GEMVMaxRows rows; nil: cuBLASLt always
+	gemv *kernels.GEMV   // gemv.cu, for Options.GEMVDecode; nil with NoGEMV
+	lin  *kernels.Linear // linear.cu: decode batches and the batch-invariant mode (fp16Path)
 
 	// gemvq.cu, compiled on the first packed low-bit weight.
 	gemvqOnce sync.Once
@@ -121,14 +122,19 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
 	var gemv *kernels.GEMV
-	if !o.NoGEMV {
+	if o.GEMVDecode && !o.NoGEMV {
 		if gemv, err = kernels.LoadGEMV(dev); err != nil {
 			dev.Close()
 			return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 		}
 	}
+	lin, err := kernels.LoadLinear(dev)
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
+	}
 	return &Backend{
-		opts: o, dev: dev, ops: ops, gemv: gemv, stream: dev.Stream(), graphs: newGraphCache(o.NoGraphs),
+		opts: o, dev: dev, ops: ops, gemv: gemv, lin: lin, stream: dev.Stream(), graphs: newGraphCache(o.NoGraphs),
 		name:    fmt.Sprintf("cuda (%s, %s)", dev.Name(), dev.Arch()),
 		pool:    map[int][]cuda.DevicePtr{},
 		tensors: map[*tensor]struct{}{},

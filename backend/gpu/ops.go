@@ -7,6 +7,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 )
 
 // f32 returns the CUDA tensor behind t if it is an F32 tensor of this backend.
@@ -179,47 +180,88 @@ func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {
 	}, u64(d.ptr), u64(s.ptr), u64(ix.ptr), u64(R), u64(K), u64(T))
 }
 
-// Linear implements backend.Backend (doc.go, "Ops"): gemv.cu or gemvq.cu
-// for decode-sized batches, cuBLASLt on fp16 otherwise; then DEC for a
-// weight that has it.
+// linearPath is how Linear computes a layer with fp16 weights.
+type linearPath int
+
+const (
+	// pathCublas: x rounded to fp16, cuBLASLt (its algorithm chosen per
+	// shape), then the bias: large batches.
+	pathCublas linearPath = iota
+	// pathGEMV: gemv.cu, x read as float32, a warp per output channel.
+	pathGEMV
+	// pathMMA: linear.cu, the batch-invariant tensor-core kernel; grouped
+	// launches.
+	pathMMA
+)
+
+// mmaDecodeRows is the most rows for which linear.cu is Linear's default
+// outside the batch-invariant mode (docs/perf/decode-step.md, v2: at 16
+// rows it still reads the weights once and beats cuBLASLt's fixed cost).
+const mmaDecodeRows = 16
+
+// fp16Path is the one place that decides how Linear and LinearGroup
+// compute an fp16 weight for T rows of K inputs (the measurements behind
+// it: docs/perf/decode-step.md, bench/results/2026-11-25-h100-linear).
+// In the batch-invariant mode every T takes linear.cu, so that a row's
+// result does not depend on the rows beside it.
+func (b *Backend) fp16Path(T, K int) linearPath {
+	switch {
+	case b.opts.BatchInvariant:
+		return pathMMA
+	case b.opts.NoGEMV || K%8 != 0 || T > mmaDecodeRows:
+		return pathCublas
+	case b.opts.GEMVDecode && b.gemv != nil && b.gemv.Fits(T, K):
+		return pathGEMV
+	}
+	return pathMMA
+}
+
+// errInvariantQuant is Linear's refusal of a packed weight in the
+// batch-invariant mode.
+func errInvariantQuant(name string) error {
+	return fmt.Errorf("backend/gpu: Linear: weight %s is packed low-bit (wq): the batch-invariant mode (%s, serve --batch-invariant) runs fp16 weights only, since gemvq.cu and the dequantize+cuBLASLt path round differently by batch size; use fp16 weights or turn the mode off", name, EnvBatchInvariant)
+}
+
+// Linear implements backend.Backend (doc.go, "Ops"): for fp16 weights the
+// path fp16Path picks (linear.cu, gemv.cu or cuBLASLt); gemvq.cu or
+// dequantize+cuBLASLt for packed ones; then DEC for a weight that has it.
 func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.Weight) {
 	const op = "Linear"
 	if b.failed() {
 		return
 	}
-	d, err1 := b.f32(op, dst)
-	xt, err2 := b.f32(op, x)
-	wt, err3 := b.weightOf(op, w)
-	if err := cmp.Or(err1, err2, err3); err != nil {
-		b.fail(err)
-		return
-	}
-	var bt *weight
-	var bn backend.Named
-	if bias != nil {
-		var err error
-		if bt, err = b.weightOf(op, bias); err != nil {
-			b.fail(err)
-			return
-		}
-		bn = backend.Named{Name: bt.name, Shape: bt.shape}
-	}
-	if err := backend.CheckLinear(d.shape, xt.shape, backend.Named{Name: wt.name, Shape: wt.shape}, bn, d == xt); err != nil {
+	d, xt, wt, bt, err := b.linearOperands(op, dst, x, w, bias)
+	if err != nil {
 		b.fail(err)
 		return
 	}
 	T, K := xt.matrix()
 	_, N := d.matrix()
+	var bp cuda.DevicePtr
+	if bt != nil {
+		bp = bt.f32
+	}
+	path := b.fp16Path(T, K)
 	switch {
+	case wt.isQuant() && b.opts.BatchInvariant:
+		b.fail(errInvariantQuant(wt.name))
+		return
 	case wt.isQuant():
 		b.linearQuant(d, xt, wt, bt, T, N, K)
-	case b.gemv != nil && b.gemv.Fits(T, K):
+	case path == pathMMA:
+		if err := kernels.CheckLinearShape(T, K); err != nil {
+			b.fail(fmt.Errorf("backend/gpu: Linear: weight %s: %w", wt.name, err))
+			return
+		}
+		b.launch(op, func(c *cuda.Ctx) error {
+			if err := b.lin.Launch(c, b.stream, d.ptr, xt.ptr, wt.f16, bp, T, N, K); err != nil {
+				return fmt.Errorf("weight %s: %w", wt.name, err)
+			}
+			return nil
+		}, u64(d.ptr), u64(xt.ptr), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K))
+	case path == pathGEMV:
 		// Decode: a warp per output channel reads the weights once and x
 		// as float32 (gemv.cu); the bias is fused.
-		var bp cuda.DevicePtr
-		if bt != nil {
-			bp = bt.f32
-		}
 		b.launch(op, func(c *cuda.Ctx) error {
 			if err := b.gemv.Launch(c, b.stream, d.ptr, xt.ptr, wt.f16, bp, T, N, K); err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
@@ -240,6 +282,85 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	}
 	if wt.dec != nil && !wt.dec.beside(T) {
 		b.compensate(d, xt, wt, T)
+	}
+}
+
+// linearOperands resolves and checks the operands of one linear layer.
+func (b *Backend) linearOperands(op string, dst, x backend.Tensor, w, bias backend.Weight) (d, xt *tensor, wt, bt *weight, err error) {
+	d, err1 := b.f32(op, dst)
+	xt, err2 := b.f32(op, x)
+	wt, err3 := b.weightOf(op, w)
+	if err := cmp.Or(err1, err2, err3); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	var bn backend.Named
+	if bias != nil {
+		if bt, err = b.weightOf(op, bias); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		bn = backend.Named{Name: bt.name, Shape: bt.shape}
+	}
+	if err := backend.CheckLinear(d.shape, xt.shape, backend.Named{Name: wt.name, Shape: wt.shape}, bn, d == xt); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return d, xt, wt, bt, nil
+}
+
+// LinearGroup implements backend.Backend: where every weight is fp16 and
+// fp16Path picks linear.cu, one launch per kernels.LinearMaxGroups weights
+// over their concatenated output channels, each layer's result bitwise
+// that of its own Linear (linear.cu computes a group's m-tiles as a launch
+// of it alone); otherwise (packed weights, DEC, gemv.cu or cuBLASLt
+// batches) one Linear per weight.
+func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
+	const op = "LinearGroup"
+	if b.failed() {
+		return
+	}
+	if err := backend.CheckLinearGroup(dsts, x, ws, biases); err != nil {
+		b.fail(err)
+		return
+	}
+	groups := make([]kernels.LinearGroup, len(ws))
+	var xt *tensor
+	grouped := true
+	for i := range ws {
+		d, xi, wt, bt, err := b.linearOperands(op, dsts[i], x, ws[i], backend.BiasAt(biases, i))
+		if err != nil {
+			b.fail(err)
+			return
+		}
+		xt = xi
+		if wt.isQuant() || wt.dec != nil {
+			grouped = false
+		}
+		_, N := d.matrix()
+		groups[i] = kernels.LinearGroup{Y: d.ptr, W: wt.f16, N: N}
+		if bt != nil {
+			groups[i].Bias = bt.f32
+		}
+	}
+	T, K := xt.matrix()
+	if !grouped || b.fp16Path(T, K) != pathMMA {
+		for i, w := range ws {
+			b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
+		}
+		return
+	}
+	if err := kernels.CheckLinearShape(T, K); err != nil {
+		b.fail(fmt.Errorf("backend/gpu: LinearGroup: %w", err))
+		return
+	}
+	for len(groups) > 0 {
+		gs := groups[:min(len(groups), kernels.LinearMaxGroups)]
+		groups = groups[len(gs):]
+		key := []uint64{u64(xt.ptr), u64(T), u64(K)}
+		for _, g := range gs {
+			key = append(key, u64(g.Y), u64(g.W), u64(g.Bias), u64(g.N))
+		}
+		b.launch(op, func(c *cuda.Ctx) error {
+			return b.lin.LaunchGroups(c, b.stream, xt.ptr, T, K, gs...)
+		}, key...)
 	}
 }
 

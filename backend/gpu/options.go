@@ -17,8 +17,15 @@ import (
 // (docs/gpu.md has the table of every BITDECODE_* variable).
 const (
 	// EnvNoGEMV is Options.NoGEMV: Linear uses cuBLASLt for every batch
-	// size (for comparisons; by default decode-sized batches use gemv.cu).
+	// size (for comparisons; by default decode-sized batches use linear.cu).
 	EnvNoGEMV = "BITDECODE_NO_GEMV"
+	// EnvGEMVDecode is Options.GEMVDecode: decode batches (T <= 8) use
+	// gemv.cu instead of linear.cu (for comparisons).
+	EnvGEMVDecode = "BITDECODE_GEMV_DECODE"
+	// EnvBatchInvariant is Options.BatchInvariant: every fp16 linear layer
+	// runs linear.cu, whose result for a row does not depend on the other
+	// rows of the batch (serve --device cuda turns it on by default).
+	EnvBatchInvariant = "BITDECODE_BATCH_INVARIANT"
 	// EnvNoGraphs is Options.NoGraphs: every flush of the op queue runs
 	// directly, with no CUDA graph replay (for comparisons).
 	EnvNoGraphs = "BITDECODE_NO_GRAPHS"
@@ -36,13 +43,23 @@ const (
 )
 
 // Options are the backend's settings. The zero Options is the default:
-// gemv.cu for decode batches, CUDA graph replay, serial DEC with each
+// linear.cu for decode batches (and grouped launches), cuBLASLt above, CUDA graph replay, serial DEC with each
 // weight's own n_tb, the kernels' measured tuning, and gpu/cuda configured
 // as it already is. A program fills them once at its edge
 // (ParseOptions(os.LookupEnv)) and passes them to Open.
 type Options struct {
-	// NoGEMV sends every Linear batch to cuBLASLt.
+	// NoGEMV sends every Linear batch to cuBLASLt (BatchInvariant wins).
 	NoGEMV bool
+	// GEMVDecode sends decode batches (T <= kernels.GEMVMaxRows) to
+	// gemv.cu instead of linear.cu (BatchInvariant wins).
+	GEMVDecode bool
+	// BatchInvariant makes every fp16 Linear (the lm_head too) and
+	// LinearGroup run linear.cu for every T: a row's result is then bitwise
+	// independent of the batch it is computed in. Packed low-bit weights
+	// are refused (gemvq.cu and the dequantize+cuBLASLt path round
+	// differently by batch size). The GPU KV cache's own
+	// kvcache.Options.BatchInvariant does the same for attention.
+	BatchInvariant bool
 	// NoGraphs runs every flush of the op queue directly (no graphs).
 	NoGraphs bool
 	// DECMode is how DEC runs beside the base GEMV; 0 is kernels.DECSerial.
@@ -77,7 +94,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	for _, b := range []struct {
 		name string
 		dst  *bool
-	}{{EnvNoGEMV, &o.NoGEMV}, {EnvNoGraphs, &o.NoGraphs}} {
+	}{{EnvNoGEMV, &o.NoGEMV}, {EnvGEMVDecode, &o.GEMVDecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

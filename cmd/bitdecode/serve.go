@@ -43,7 +43,12 @@ SIGTERM stops accepting requests and lets running streams finish for up to
 With --device cuda (auto picks it when a GPU is present) the model and the
 paged KV cache live on the GPU (kvcache/gpukv: tensor-core decode over the
 packed blocks, decode steps replayed as CUDA graphs). docs/serving.md has
-the details and client examples.
+the details and client examples. There, --batch-invariant (on by default)
+makes a request's results independent of the batch it runs in: every fp16
+linear layer runs the batch-invariant tensor-core kernel and the cache
+splits decode attention the same way for any batch, so greedy text is the
+same alone and under load; --batch-invariant=false trades that for the
+throughput of cuBLASLt on prefill chunks (docs/serving.md gives the cost).
 
 --kv bw... (fp16 KV stored as bit planes, read at 16/8/4 bits per token by
 importance; docs/bitweaver.md) is served on the CPU and on the GPU from a
@@ -77,33 +82,34 @@ type serveFlags struct {
 	apiKey, allowedHosts, corsOrigins, logFormat            *string
 	maxSeqs, chunk, maxQueue, ctx                           *int
 	drain, bodyTimeout, idleTimeout, writeTimeout           *time.Duration
-	quiet, authAll, noRequestLog                            *bool
+	quiet, authAll, noRequestLog, batchInvariant            *bool
 }
 
 func addServeFlags(fs *flag.FlagSet) serveFlags {
 	return serveFlags{
-		modelDir:     fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
-		kvSpec:       fs.String("kv", "int4", "KV cache format spec ('bitdecode inspect kv' explains them)"),
-		device:       fs.String("device", "auto", "auto, cpu or cuda"),
-		addr:         fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT"),
-		kvMemory:     fs.String("kv-memory", "1GiB", "memory of the KV cache: residual blocks of --max-seqs sequences plus the block pool (bytes, or with KiB/MiB/GiB/KB/MB/GB)"),
-		name:         fs.String("served-model-name", "", "model id clients send and /v1/models lists (default: the base name of DIR)"),
-		maxBody:      fs.String("max-body", "4MiB", "largest request body (bytes or with a unit); larger ones get 413"),
-		maxSeqs:      fs.Int("max-seqs", 32, "sequences running in one batch at most"),
-		chunk:        fs.Int("prefill-chunk", 256, "prompt tokens prefilled per step at most (rounded up to whole KV blocks)"),
-		maxQueue:     fs.Int("max-queue", 1024, "requests waiting at most; beyond it new requests get 429"),
-		ctx:          fs.Int("ctx-size", 0, "cap a request's context (prompt plus completion), in tokens; on the GPU it also sizes the block tables (0: the model's context)"),
-		drain:        fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long running streams may finish"),
-		quiet:        fs.Bool("quiet", false, "no progress bar or log lines on stderr"),
-		apiKey:       fs.String("api-key", "", "require 'Authorization: Bearer KEY' on the API (default: $"+envAPIKey+"; empty: no auth)"),
-		authAll:      fs.Bool("api-key-all", false, "with --api-key, require it on /health and /metrics too"),
-		allowedHosts: fs.String("allowed-hosts", "", "comma-separated Host names the server answers (a defense against DNS rebinding; default: localhost, 127.0.0.1 and ::1 when --addr is a loopback address, any otherwise; * for any)"),
-		corsOrigins:  fs.String("cors-origins", "", "comma-separated browser origins allowed to call the API, with CORS headers (* for any; default: none, so a web page cannot use the server through a visitor's browser)"),
-		logFormat:    fs.String("log-format", "text", "request log format on stderr: text or json"),
-		noRequestLog: fs.Bool("no-request-log", false, "no log line per request"),
-		bodyTimeout:  fs.Duration("body-timeout", server.DefaultBodyTimeout, "how long a request's headers and body may take to arrive"),
-		idleTimeout:  fs.Duration("idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open"),
-		writeTimeout: fs.Duration("write-timeout", server.DefaultWriteTimeout, "how long one write of a response (a whole response, or one event of a stream) may take"),
+		modelDir:       fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
+		kvSpec:         fs.String("kv", "int4", "KV cache format spec ('bitdecode inspect kv' explains them)"),
+		device:         fs.String("device", "auto", "auto, cpu or cuda"),
+		addr:           fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT"),
+		kvMemory:       fs.String("kv-memory", "1GiB", "memory of the KV cache: residual blocks of --max-seqs sequences plus the block pool (bytes, or with KiB/MiB/GiB/KB/MB/GB)"),
+		name:           fs.String("served-model-name", "", "model id clients send and /v1/models lists (default: the base name of DIR)"),
+		maxBody:        fs.String("max-body", "4MiB", "largest request body (bytes or with a unit); larger ones get 413"),
+		maxSeqs:        fs.Int("max-seqs", 32, "sequences running in one batch at most"),
+		chunk:          fs.Int("prefill-chunk", 256, "prompt tokens prefilled per step at most (rounded up to whole KV blocks)"),
+		maxQueue:       fs.Int("max-queue", 1024, "requests waiting at most; beyond it new requests get 429"),
+		ctx:            fs.Int("ctx-size", 0, "cap a request's context (prompt plus completion), in tokens; on the GPU it also sizes the block tables (0: the model's context)"),
+		drain:          fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long running streams may finish"),
+		quiet:          fs.Bool("quiet", false, "no progress bar or log lines on stderr"),
+		apiKey:         fs.String("api-key", "", "require 'Authorization: Bearer KEY' on the API (default: $"+envAPIKey+"; empty: no auth)"),
+		authAll:        fs.Bool("api-key-all", false, "with --api-key, require it on /health and /metrics too"),
+		allowedHosts:   fs.String("allowed-hosts", "", "comma-separated Host names the server answers (a defense against DNS rebinding; default: localhost, 127.0.0.1 and ::1 when --addr is a loopback address, any otherwise; * for any)"),
+		corsOrigins:    fs.String("cors-origins", "", "comma-separated browser origins allowed to call the API, with CORS headers (* for any; default: none, so a web page cannot use the server through a visitor's browser)"),
+		logFormat:      fs.String("log-format", "text", "request log format on stderr: text or json"),
+		noRequestLog:   fs.Bool("no-request-log", false, "no log line per request"),
+		batchInvariant: fs.Bool("batch-invariant", true, "a request's results the same whatever runs beside it (the GPU's batch-invariant linear kernel and fixed attention splits; false: cuBLASLt for prefill chunks, faster)"),
+		bodyTimeout:    fs.Duration("body-timeout", server.DefaultBodyTimeout, "how long a request's headers and body may take to arrive"),
+		idleTimeout:    fs.Duration("idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open"),
+		writeTimeout:   fs.Duration("write-timeout", server.DefaultWriteTimeout, "how long one write of a response (a whole response, or one event of a stream) may take"),
 	}
 }
 
@@ -179,7 +185,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if *f.ctx < 0 {
 		return usageErrorf("--ctx-size %d: want a non-negative token count", *f.ctx)
 	}
-	o.KV, o.Cache = spec, &kvcache.Options{MaxSeqs: *f.maxSeqs, MaxChunk: *f.chunk, MemoryBytes: memBytes, MaxLen: *f.ctx}
+	o.KV, o.Cache = spec, &kvcache.Options{MaxSeqs: *f.maxSeqs, MaxChunk: *f.chunk, MemoryBytes: memBytes, MaxLen: *f.ctx, BatchInvariant: *f.batchInvariant}
+	o.BatchInvariant = *f.batchInvariant
 	lm, err := engine.Open(*f.modelDir, o)
 	if err != nil {
 		return err

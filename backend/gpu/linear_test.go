@@ -1,0 +1,180 @@
+package gpu_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// invariantBackend opens a second CUDA backend with BatchInvariant, or
+// skips without a GPU.
+func invariantBackend(t *testing.T) *gpu.Backend {
+	t.Helper()
+	o := options
+	o.BatchInvariant = true
+	be, err := gpu.Open(0, o)
+	if err != nil {
+		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+			t.Skipf("no CUDA device: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
+}
+
+// linearLayer is an fp16 weight [N, K] and an optional bias on one backend.
+type linearLayer struct {
+	w, b backend.Weight
+	N    int
+}
+
+func loadLayer(t *testing.T, be backend.Backend, r *rand.Rand, N, K int, bias bool) linearLayer {
+	t.Helper()
+	w, err := be.LoadWeight("w", backend.F32, []int{N, K}, encode(backend.F32, randVec(r, N*K, 0.05)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := linearLayer{w: w, N: N}
+	if bias {
+		if l.b, err = be.LoadWeight("b", backend.F32, []int{N}, encode(backend.F32, randVec(r, N, 1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
+}
+
+// run computes the layers on x [T, K] with LinearGroup (group) or one
+// Linear each, and returns the outputs.
+func run(t *testing.T, be backend.Backend, x []float32, T, K int, ls []linearLayer, group bool) [][]float32 {
+	t.Helper()
+	xt, err := be.Alloc(backend.F32, T, K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Free(xt)
+	if err := be.Upload(xt, x); err != nil {
+		t.Fatal(err)
+	}
+	var dsts []backend.Tensor
+	var ws, bs []backend.Weight
+	for _, l := range ls {
+		d, err := be.Alloc(backend.F32, T, l.N)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer be.Free(d)
+		nan := make([]float32, T*l.N)
+		for i := range nan {
+			nan[i] = float32(math.NaN())
+		}
+		if err := be.Upload(d, nan); err != nil {
+			t.Fatal(err)
+		}
+		dsts, ws, bs = append(dsts, d), append(ws, l.w), append(bs, l.b)
+	}
+	if group {
+		be.LinearGroup(dsts, xt, ws, bs)
+	} else {
+		for i := range ls {
+			be.Linear(dsts[i], xt, ws[i], bs[i])
+		}
+	}
+	out := make([][]float32, len(ls))
+	for i, l := range ls {
+		out[i] = make([]float32, T*l.N)
+		if err := be.Download(out[i], dsts[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameBits fails unless a and b are bitwise equal (and not NaN).
+func sameBits(t *testing.T, what string, a, b []float32) {
+	t.Helper()
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) || a[i] != a[i] {
+			t.Fatalf("%s: element %d = %g, want %g", what, i, a[i], b[i])
+		}
+	}
+}
+
+// TestLinearGroup checks LinearGroup against one Linear per weight,
+// bitwise, on the default backend: four layers (two launches of at most
+// three), biases on some, at decode sizes (linear.cu, grouped) and at a
+// prefill size (cuBLASLt, one call each).
+func TestLinearGroup(t *testing.T) {
+	be := gpuBackend(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	const K = 520
+	ls := []linearLayer{loadLayer(t, be, r, 300, K, true), loadLayer(t, be, r, 72, K, false), loadLayer(t, be, r, 40, K, true), loadLayer(t, be, r, 1000, K, false)}
+	for _, T := range []int{1, 5, 16, 40} {
+		x := randVec(r, T*K, 1)
+		g, s := run(t, be, x, T, K, ls, true), run(t, be, x, T, K, ls, false)
+		for i := range ls {
+			sameBits(t, fmt.Sprintf("T=%d layer %d", T, i), g[i], s[i])
+		}
+	}
+	// A refused form: two outputs the same tensor.
+	xt, _ := be.Alloc(backend.F32, 1, K)
+	d, _ := be.Alloc(backend.F32, 1, 40)
+	defer be.Free(xt)
+	defer be.Free(d)
+	be.LinearGroup([]backend.Tensor{d, d}, xt, []backend.Weight{ls[2].w, ls[2].w}, nil)
+	if err := be.Sync(); err == nil || !strings.Contains(err.Error(), "LinearGroup") {
+		t.Errorf("LinearGroup with one output twice: %v, want a LinearGroup shape error", err)
+	}
+}
+
+// TestBatchInvariantLinear checks the backend's BatchInvariant mode: rows
+// of Linear and LinearGroup at T = 300 (cuBLASLt's size otherwise) and at
+// T = 7 are bitwise the rows computed one at a time; a packed weight is
+// refused with an error that says what to do.
+func TestBatchInvariantLinear(t *testing.T) {
+	be := invariantBackend(t)
+	r := rand.New(rand.NewPCG(23, 24))
+	const K = 264
+	ls := []linearLayer{loadLayer(t, be, r, 96, K, true), loadLayer(t, be, r, 33, K, false)}
+	for _, T := range []int{7, 300} {
+		x := randVec(r, T*K, 1)
+		for _, group := range []bool{false, true} {
+			all := run(t, be, x, T, K, ls, group)
+			for _, ti := range []int{0, T / 2, T - 1} {
+				one := run(t, be, x[ti*K:(ti+1)*K], 1, K, ls, group)
+				for i, l := range ls {
+					sameBits(t, fmt.Sprintf("T=%d group=%v layer %d row %d", T, group, i, ti), all[i][ti*l.N:(ti+1)*l.N], one[i])
+				}
+			}
+		}
+	}
+	const qK = 256
+	m, err := wq.Quantize(wq.Int4, 128, 64, qK, randVec(r, 64*qK, 0.05))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qw, err := be.LoadQuantWeight("model.q", m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.FreeWeight(qw)
+	xt, _ := be.Alloc(backend.F32, 2, qK)
+	y, _ := be.Alloc(backend.F32, 2, 64)
+	defer be.Free(xt)
+	defer be.Free(y)
+	be.Linear(y, xt, qw, nil)
+	if err := be.Sync(); err == nil || !strings.Contains(err.Error(), "model.q") || !strings.Contains(err.Error(), gpu.EnvBatchInvariant) {
+		t.Errorf("a packed weight in the batch-invariant mode: %v, want an error naming the weight and the mode", err)
+	}
+}
