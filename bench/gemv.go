@@ -283,7 +283,7 @@ func SweepLinearF16(c *model.Config, Ts []int, progress io.Writer) ([]LinearF16R
 					for j, n := range sh.N {
 						gr = append(gr, kernels.LinearGroup{Y: ys[j], W: ws[i%copies][j], N: n})
 					}
-					return l.LaunchGroups(x, st, xp, T, sh.K, gr...)
+					return l.LaunchGroups(x, st, xp, xh, T, sh.K, gr...)
 				}); err != nil {
 					return err
 				}

@@ -27,16 +27,22 @@
 //
 // # Ops
 //
-// Linear has two paths. For decode-sized batches (at most
-// kernels.GEMVMaxRows rows, K a multiple of 8) gemv.cu reads each fp16
-// weight row once with a warp, multiplies by x in float32 and adds the bias
-// in the same kernel (its results differ from the CPU's only by float32
-// summation order, and by the fp16 rounding of W for F32 checkpoints).
-// Larger batches convert x to fp16 with a kernel, multiply with cuBLASLt
-// (fp16 inputs, fp32 accumulation and output: Y[T,N] = X[T,K]·W[N,K]ᵀ) and
-// add the bias with a kernel: their results differ from the CPU's by the
-// fp16 rounding of x as well, at most about 2⁻¹¹ relative to Σ|x_k·w_k| per
-// rounded operand. Options.NoGEMV (BITDECODE_NO_GEMV=1) sends every batch to cuBLASLt. Embedding, Rows, RMSNorm,
+// Linear has three paths for fp16 weights, chosen in one place (fp16Path).
+// Batches of 1-2 rows (K a multiple of 8) run gemv.cu: a warp reads each
+// weight row once, multiplies by x in float32 and adds the bias in the same
+// kernel (its results differ from the CPU's only by float32 summation
+// order, and by the fp16 rounding of W for F32 checkpoints). Batches of up
+// to 8 rows run linear.cu, the tensor-core kernel whose result for a row is
+// bitwise independent of the batch (x rounded to fp16 in the kernel);
+// LinearGroup runs q/k/v or gate/up through it as one launch. Larger batches
+// convert x to fp16 with a kernel, multiply with cuBLASLt (fp16 inputs, fp32
+// accumulation and output: Y[T,N] = X[T,K]·W[N,K]ᵀ) and add the bias with a
+// kernel. The fp16 rounding of x costs at most about 2⁻¹¹ relative to
+// Σ|x_k·w_k|. Options.NoGEMV (BITDECODE_NO_GEMV=1) sends every batch to
+// cuBLASLt; Options.BatchInvariant (BITDECODE_BATCH_INVARIANT=1, serve's
+// default on the GPU) sends every batch to linear.cu, so that a row's
+// logits do not depend on the rows computed beside it, and refuses packed
+// weights. Embedding, Rows, RMSNorm,
 // RoPE, SwiGLU and Add are the kernels of gpu/kernels/ops.cu; they follow the
 // CPU's arithmetic (float64 sums of squares in RMSNorm, float64 cos and sin of
 // the float32 RoPE angle, unfused float32 products) and agree with it to an

@@ -38,7 +38,7 @@ type Backend struct {
 	opts Options
 	dev  *cuda.Device
 	ops  *kernels.Ops
-	gemv *kernels.GEMV   // gemv.cu, for Options.GEMVDecode; nil with NoGEMV
+	gemv *kernels.GEMV   // gemv.cu, decode batches of 1-2 rows (fp16Path); nil with NoGEMV
 	lin  *kernels.Linear // linear.cu: decode batches and the batch-invariant mode (fp16Path)
 
 	// gemvq.cu, compiled on the first packed low-bit weight.
@@ -122,7 +122,7 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
 	var gemv *kernels.GEMV
-	if o.GEMVDecode && !o.NoGEMV {
+	if !o.NoGEMV {
 		if gemv, err = kernels.LoadGEMV(dev); err != nil {
 			dev.Close()
 			return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)

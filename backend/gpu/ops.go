@@ -194,23 +194,28 @@ const (
 	pathMMA
 )
 
-// mmaDecodeRows is the most rows for which linear.cu is Linear's default
-// outside the batch-invariant mode (docs/perf/decode-step.md, v2: at 16
-// rows it still reads the weights once and beats cuBLASLt's fixed cost).
-const mmaDecodeRows = 16
+// The default kernel by batch size (docs/perf/decode-step.md, v4;
+// bench/results/2026-11-25-h100-linear): gemv.cu up to gemvDecodeRows rows
+// (at T = 1 it beats linear.cu on every separate 8B shape: 16.0 vs 18.7 us
+// at 4096x4096; grouped q/k/v and gate/up come out even), linear.cu with
+// grouped launches up to mmaDecodeRows (at T = 4 it beats gemv.cu by
+// 1.3-1.9x and cuBLASLt by 1.05x over a layer), cuBLASLt above.
+const (
+	gemvDecodeRows = 2
+	mmaDecodeRows  = 8
+)
 
 // fp16Path is the one place that decides how Linear and LinearGroup
-// compute an fp16 weight for T rows of K inputs (the measurements behind
-// it: docs/perf/decode-step.md, bench/results/2026-11-25-h100-linear).
-// In the batch-invariant mode every T takes linear.cu, so that a row's
-// result does not depend on the rows beside it.
+// compute an fp16 weight for T rows of K inputs. In the batch-invariant
+// mode every T takes linear.cu, so that a row's result does not depend on
+// the rows beside it.
 func (b *Backend) fp16Path(T, K int) linearPath {
 	switch {
 	case b.opts.BatchInvariant:
 		return pathMMA
 	case b.opts.NoGEMV || K%8 != 0 || T > mmaDecodeRows:
 		return pathCublas
-	case b.opts.GEMVDecode && b.gemv != nil && b.gemv.Fits(T, K):
+	case T <= gemvDecodeRows && !b.opts.MMADecode:
 		return pathGEMV
 	}
 	return pathMMA
@@ -253,12 +258,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 			b.fail(fmt.Errorf("backend/gpu: Linear: weight %s: %w", wt.name, err))
 			return
 		}
-		b.launch(op, func(c *cuda.Ctx) error {
-			if err := b.lin.Launch(c, b.stream, d.ptr, xt.ptr, wt.f16, bp, T, N, K); err != nil {
-				return fmt.Errorf("weight %s: %w", wt.name, err)
-			}
-			return nil
-		}, u64(d.ptr), u64(xt.ptr), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K))
+		b.launchLinear(op, xt, T, K, kernels.LinearGroup{Y: d.ptr, W: wt.f16, Bias: bp, N: N})
 	case path == pathGEMV:
 		// Decode: a warp per output channel reads the weights once and x
 		// as float32 (gemv.cu); the bias is fused.
@@ -354,14 +354,33 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 	for len(groups) > 0 {
 		gs := groups[:min(len(groups), kernels.LinearMaxGroups)]
 		groups = groups[len(gs):]
-		key := []uint64{u64(xt.ptr), u64(T), u64(K)}
-		for _, g := range gs {
+		b.launchLinear(op, xt, T, K, gs...)
+	}
+}
+
+// launchLinear queues one linear.cu launch over groups sharing x [T, K].
+// The narrow kernel's launch carries a graph key; the wide kernel's (more
+// than kernels.LinearNarrowMaxRows rows) uses the growing fp16 scratch and
+// runs directly, as cuBLASLt's GEMMs do.
+func (b *Backend) launchLinear(op string, xt *tensor, T, K int, groups ...kernels.LinearGroup) {
+	var key []uint64
+	scratch := kernels.LinearScratchBytes(T, K)
+	if scratch == 0 {
+		key = []uint64{u64(xt.ptr), u64(T), u64(K)}
+		for _, g := range groups {
 			key = append(key, u64(g.Y), u64(g.W), u64(g.Bias), u64(g.N))
 		}
-		b.launch(op, func(c *cuda.Ctx) error {
-			return b.lin.LaunchGroups(c, b.stream, xt.ptr, T, K, gs...)
-		}, key...)
 	}
+	b.launch(op, func(c *cuda.Ctx) error {
+		var xh cuda.DevicePtr
+		if scratch > 0 {
+			var err error
+			if xh, err = b.scratch(c, scratch); err != nil {
+				return err
+			}
+		}
+		return b.lin.LaunchGroups(c, b.stream, xt.ptr, xh, T, K, groups...)
+	}, key...)
 }
 
 // gemmF16 is Linear's large-batch path: x rounded to fp16 into xh (room

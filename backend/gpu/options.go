@@ -17,11 +17,12 @@ import (
 // (docs/gpu.md has the table of every BITDECODE_* variable).
 const (
 	// EnvNoGEMV is Options.NoGEMV: Linear uses cuBLASLt for every batch
-	// size (for comparisons; by default decode-sized batches use linear.cu).
+	// size (for comparisons; by default decode-sized batches use gemv.cu
+	// and linear.cu).
 	EnvNoGEMV = "BITDECODE_NO_GEMV"
-	// EnvGEMVDecode is Options.GEMVDecode: decode batches (T <= 8) use
-	// gemv.cu instead of linear.cu (for comparisons).
-	EnvGEMVDecode = "BITDECODE_GEMV_DECODE"
+	// EnvMMADecode is Options.MMADecode: batches of 1-2 rows use linear.cu
+	// (grouped) instead of gemv.cu (for comparisons).
+	EnvMMADecode = "BITDECODE_MMA_DECODE"
 	// EnvBatchInvariant is Options.BatchInvariant: every fp16 linear layer
 	// runs linear.cu, whose result for a row does not depend on the other
 	// rows of the batch (serve --device cuda turns it on by default).
@@ -43,16 +44,17 @@ const (
 )
 
 // Options are the backend's settings. The zero Options is the default:
-// linear.cu for decode batches (and grouped launches), cuBLASLt above, CUDA graph replay, serial DEC with each
+// gemv.cu for batches of 1-2 rows, linear.cu (grouped launches) up to 8,
+// cuBLASLt above, CUDA graph replay, serial DEC with each
 // weight's own n_tb, the kernels' measured tuning, and gpu/cuda configured
 // as it already is. A program fills them once at its edge
 // (ParseOptions(os.LookupEnv)) and passes them to Open.
 type Options struct {
 	// NoGEMV sends every Linear batch to cuBLASLt (BatchInvariant wins).
 	NoGEMV bool
-	// GEMVDecode sends decode batches (T <= kernels.GEMVMaxRows) to
-	// gemv.cu instead of linear.cu (BatchInvariant wins).
-	GEMVDecode bool
+	// MMADecode sends batches of 1-2 rows to linear.cu (grouped) instead
+	// of gemv.cu (BatchInvariant and NoGEMV win).
+	MMADecode bool
 	// BatchInvariant makes every fp16 Linear (the lm_head too) and
 	// LinearGroup run linear.cu for every T: a row's result is then bitwise
 	// independent of the batch it is computed in. Packed low-bit weights
@@ -94,7 +96,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	for _, b := range []struct {
 		name string
 		dst  *bool
-	}{{EnvNoGEMV, &o.NoGEMV}, {EnvGEMVDecode, &o.GEMVDecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs}} {
+	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -19,17 +19,17 @@ func TestParseOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.NoGEMV || o.GEMVDecode || o.BatchInvariant || o.NoGraphs || o.DECMode != 0 || o.DECBlocks != 0 || o.Tuning != (kernels.Tuning{}) || o.CUDA == nil || o.CUDA.CacheDir != "" {
+	if o.NoGEMV || o.MMADecode || o.BatchInvariant || o.NoGraphs || o.DECMode != 0 || o.DECBlocks != 0 || o.Tuning != (kernels.Tuning{}) || o.CUDA == nil || o.CUDA.CacheDir != "" {
 		t.Errorf("ParseOptions of nothing = %+v, want the defaults with a zero CUDA config", o)
 	}
 	o, err = gpu.ParseOptions(env(map[string]string{
-		gpu.EnvNoGEMV: "1", gpu.EnvGEMVDecode: "t", gpu.EnvBatchInvariant: "1", gpu.EnvNoGraphs: "true", gpu.EnvDECMode: "fused", gpu.EnvDECBlocks: "6",
+		gpu.EnvNoGEMV: "1", gpu.EnvMMADecode: "t", gpu.EnvBatchInvariant: "1", gpu.EnvNoGraphs: "true", gpu.EnvDECMode: "fused", gpu.EnvDECBlocks: "6",
 		kernels.EnvDecodeMT: "2", "BITDECODE_CACHE_DIR": "/tmp/k",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.NoGEMV || !o.GEMVDecode || !o.BatchInvariant || !o.NoGraphs || o.DECMode != kernels.DECFused || o.DECBlocks != 6 || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
+	if !o.NoGEMV || !o.MMADecode || !o.BatchInvariant || !o.NoGraphs || o.DECMode != kernels.DECFused || o.DECBlocks != 6 || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
 		t.Errorf("ParseOptions = %+v", o)
 	}
 	// "0" turns a switch off (it used to count as set).

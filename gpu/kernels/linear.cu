@@ -15,8 +15,12 @@
 // of that group alone (the split-K is the constant kSplit), so grouping
 // changes no bit either.
 //
-// Work: a CTA computes one m-tile (kM = 16 output channels) for a block of
-// NT·8 tokens (blockIdx.x) with kSplit warps. K is cut into k-blocks of
+// Two kernels, one arithmetic: the narrow kernel (T <= 16, decode) below,
+// and the wide kernel (T > 16) after it, which computes every output
+// element with the same operations in the same order.
+//
+// Narrow: a CTA computes one m-tile (kM = 16 output channels) for a block
+// of NT·8 tokens (blockIdx.x) with kSplit warps. K is cut into k-blocks of
 // kBlockK = 128 channels; warp w takes blocks w, w+kSplit, w+2·kSplit, ...
 // (interleaved, so the CTA reads 16 rows x 1 KB contiguous at a time), the
 // next block's weights loaded while the current one is multiplied. In a
@@ -50,7 +54,15 @@
 //      round trip per 128-k step, 8 warps per SM at 4096 rows).
 //   v2 kSplit = 8 warps on interleaved k-blocks, the next block's weights
 //      prefetched into registers: twice the warps and four times the bytes
-//      in flight per m-tile.
+//      in flight per m-tile. T = 1: q/o 18.7 us (60%), qkv grouped 25.4 us
+//      (66%; gemv.cu's three launches 27.3), gate+up grouped 86.7 us (90%;
+//      gemv.cu 85.3), down 48.0 (81%), lm_head 360 (97%); from T = 4 faster
+//      than gemv.cu everywhere. But T = 64 gate+up 448 us and T = 256 1.7 ms
+//      (cuBLASLt 96 and 116): every CTA re-reads x [T, K] as float32 for 16
+//      channels.
+//   v3 the wide kernel for T > 16 (below): a 128-channel x 64-token CTA
+//      tile, x converted once and staged in shared memory with cp.async,
+//      the same per-element arithmetic.
 //
 // Go wrapper: linear.go; tests: linear_test.go (float64 reference on the
 // fp16-rounded x, invariance across T and row order).
@@ -191,6 +203,152 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
     for (int i = 0; i < 4; i++) {
       const int ch = i < 2 ? chA : chB, t = tok0 + nt * kN + 2 * q + (i & 1);
       if (ch < N && t < T) y[size_t(t) * N + ch] = acc[nt][i] + (i < 2 ? biasA : biasB);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// The wide kernel (T > kNarrowRows): the same arithmetic per output, with
+// x and W reused across a 128-channel x 64-token CTA tile.
+//
+// A CTA's kWideWarps warps each own one m-tile (16 channels) for the same
+// 64 tokens (8 n-tiles). Instead of one warp per class of k-blocks (the
+// narrow kernel's warps w = 0..kSplit-1, block b in class b % kSplit), each
+// warp walks the classes one after the other: acc = the mma chain over the
+// class's blocks in order, from zero, exactly as warp w of the narrow
+// kernel computes it; then total = acc (class 0) or total + acc (classes
+// 1.., empty ones included), the narrow kernel's slice order; then the
+// bias. So every output element is bitwise the narrow kernel's.
+//
+// x is converted to fp16 once (linear_x_f16, with the narrow kernel's cvt)
+// and each 64-token x 128-channel block is copied to shared memory with
+// cp.async, double-buffered, while each warp loads its W block straight to
+// registers (the next block's before the current block's math). Shared rows
+// are kXStride halves (320 bytes): the 8 lanes of a quarter-warp (2 tokens
+// x 4 16-byte pieces) then fall in 8 distinct 16-byte bank groups.
+constexpr int kWideWarps = 8;                  // m-tiles per CTA: 128 channels
+constexpr int kWideTokens = 64;                // tokens per CTA: 8 n-tiles
+constexpr int kWideNT = kWideTokens / kN;
+constexpr int kWideThreads = kWideWarps * 32;
+constexpr int kXStride = kBlockK + 32;         // halves per token row in shared memory
+constexpr int kXChunks = kWideTokens * kBlockK / kChunk;  // 16-byte pieces per x block
+static_assert(kXChunks % kWideThreads == 0, "x block pieces must divide among the threads");
+
+// linear_x_f16 rounds x [n] (n % 8 == 0) to fp16 with pack2, the narrow
+// kernel's conversion: the wide kernel then sees the same operands.
+__global__ void linear_x_f16(u16* __restrict__ xh, const float* __restrict__ x, long long n) {
+  for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * kChunk; i < n; i += (long long)gridDim.x * blockDim.x * kChunk) {
+    const float4 u = *reinterpret_cast<const float4*>(x + i);
+    const float4 v = *reinterpret_cast<const float4*>(x + i + 4);
+    *reinterpret_cast<uint4*>(xh + i) = make_uint4(pack2(u.x, u.y), pack2(u.z, u.w), pack2(v.x, v.y), pack2(v.z, v.w));
+  }
+}
+
+// nextBlock returns the k-block after b in the wide kernel's order (class
+// by class, each class's blocks in order), or -1 after the last.
+__device__ __forceinline__ int nextBlock(int b, int nBlocks) {
+  if (b + kSplit < nBlocks) return b + kSplit;
+  const int c = b % kSplit + 1;
+  return c < kSplit && c < nBlocks ? c : -1;
+}
+
+// stageX copies the x block of k-block b (64 tokens x 128 channels, fp16)
+// into one shared buffer: cp.async for pieces inside [T, K], zeros beyond.
+__device__ __forceinline__ void stageX(u16* xs, const u16* __restrict__ xh, int T, int K, int tok0, int b) {
+#pragma unroll
+  for (int j = 0; j < kXChunks / kWideThreads; j++) {
+    const int i = threadIdx.x + j * kWideThreads;
+    const int t = i / (kBlockK / kChunk), kc = i % (kBlockK / kChunk) * kChunk;
+    const int k = b * kBlockK + kc;
+    u16* dst = xs + t * kXStride + kc;
+    if (tok0 + t < T && k < K) cpAsync16(dst, xh + size_t(tok0 + t) * K + k);
+    else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+  }
+}
+
+__global__ void __launch_bounds__(kWideThreads, 1) linear_f16_wide(const u16* __restrict__ xh, int T, int K,
+                                                                  const u16* w0, const float* b0, float* y0, int n0,
+                                                                  const u16* w1, const float* b1, float* y1, int n1,
+                                                                  const u16* w2, const float* b2, float* y2, int n2) {
+  __shared__ __align__(16) u16 xs[2][kWideTokens * kXStride];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM, tiles2 = (n2 + kM - 1) / kM;
+  int tile = blockIdx.y * kWideWarps + warp;
+  const bool active = tile < tiles0 + tiles1 + tiles2;
+  const u16* W = w0;
+  const float* bias = b0;
+  float* y = y0;
+  int N = n0;
+  if (tile >= tiles0 + tiles1) {
+    tile -= tiles0 + tiles1;
+    W = w2, bias = b2, y = y2, N = n2;
+  } else if (tile >= tiles0) {
+    tile -= tiles0;
+    W = w1, bias = b1, y = y1, N = n1;
+  }
+  const int m0 = tile * kM, tok0 = blockIdx.x * kWideTokens;
+  const bool okA = active && m0 + g < N, okB = active && m0 + g + 8 < N;
+  const u16* rowA = W + size_t(okA ? m0 + g : 0) * K;
+  const u16* rowB = W + size_t(okB ? m0 + g + 8 : 0) * K;
+  const int nBlocks = (K + kBlockK - 1) / kBlockK;
+
+  float tot[kWideNT][4], acc[kWideNT][4];
+#pragma unroll
+  for (int nt = 0; nt < kWideNT; nt++)
+#pragma unroll
+    for (int i = 0; i < 4; i++) tot[nt][i] = 0.f, acc[nt][i] = 0.f;
+  uint4 wa[kSubs], wb[kSubs], na[kSubs], nb[kSubs];
+  // Prologue: block 0's x and weights.
+  stageX(xs[0], xh, T, K, tok0, 0);
+  cpAsyncCommit();
+  loadW(wa, wb, rowA, rowB, okA, okB, q * kChunk, K);
+  int buf = 0;
+  for (int c = 0; c < kSplit; c++) {
+    for (int blk = c; blk < nBlocks; blk += kSplit) {
+      const int next = nextBlock(blk, nBlocks);
+      if (next >= 0) {
+        stageX(xs[buf ^ 1], xh, T, K, tok0, next);
+        loadW(na, nb, rowA, rowB, okA, okB, next * kBlockK + q * kChunk, K);
+      }
+      cpAsyncCommit();
+      cpAsyncWait<1>();
+      __syncthreads();
+      const u16* xb = xs[buf];
+#pragma unroll
+      for (int s = 0; s < kSubs; s++) {
+        const u32 lo[4] = {wa[s].x, wb[s].x, wa[s].y, wb[s].y};
+        const u32 hi[4] = {wa[s].z, wb[s].z, wa[s].w, wb[s].w};
+#pragma unroll
+        for (int nt = 0; nt < kWideNT; nt++) {
+          const uint4 v = *reinterpret_cast<const uint4*>(xb + (nt * kN + g) * kXStride + s * kBlock + q * kChunk);
+          mma16816(acc[nt], lo, v.x, v.y);
+          mma16816(acc[nt], hi, v.z, v.w);
+        }
+      }
+      __syncthreads();
+      buf ^= 1;
+#pragma unroll
+      for (int s = 0; s < kSubs; s++) wa[s] = na[s], wb[s] = nb[s];
+    }
+    // The narrow kernel's order: slice 0, then + slice 1, + slice 2, ...
+#pragma unroll
+    for (int nt = 0; nt < kWideNT; nt++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        tot[nt][i] = c == 0 ? acc[nt][i] : tot[nt][i] + acc[nt][i];
+        acc[nt][i] = 0.f;
+      }
+  }
+  cpAsyncWait<0>();
+  if (!active) return;
+  const int chA = m0 + g, chB = m0 + g + 8;
+  const float biasA = bias && okA ? bias[chA] : 0.f, biasB = bias && okB ? bias[chB] : 0.f;
+#pragma unroll
+  for (int nt = 0; nt < kWideNT; nt++)
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const int ch = i < 2 ? chA : chB, t = tok0 + nt * kN + 2 * q + (i & 1);
+      if (ch < N && t < T) y[size_t(t) * N + ch] = tot[nt][i] + (i < 2 ? biasA : biasB);
     }
 }
 

@@ -21,18 +21,27 @@ const (
 	linearSplit = 8
 	// LinearMaxGroups is the most weights one Linear launch computes.
 	LinearMaxGroups = 3
+	// LinearNarrowMaxRows is the most rows linear.cu's narrow kernel
+	// takes (NT = 2 n-tiles); more rows go to the wide kernel, which needs
+	// an fp16 copy of x (LinearScratchBytes).
+	LinearNarrowMaxRows = 16
+	// linearWideWarps and linearWideTokens are the wide kernel's CTA
+	// tile: kWideWarps m-tiles by kWideTokens tokens.
+	linearWideWarps  = 8
+	linearWideTokens = 64
 )
 
-// linearNTs are the n-tiles per CTA linear.cu is instantiated with; a
-// launch of T rows takes the first that covers T, or the last with several
-// token blocks.
-var linearNTs = [...]int{1, 2, 4, 8}
+// linearNTs are the n-tiles per CTA the narrow kernel is instantiated
+// with; a launch of T <= LinearNarrowMaxRows rows takes the first that
+// covers T.
+var linearNTs = [...]int{1, 2}
 
 // Linear holds linear.cu's batch-invariant tensor-core kernels: y = x·Wᵀ +
 // bias for any number of rows, each row's result bitwise independent of
 // the others and of T.
 type Linear struct {
-	fns [len(linearNTs)]cuda.Function
+	fns         [len(linearNTs)]cuda.Function
+	wide, toF16 cuda.Function
 }
 
 // LinearGroup is one weight of a grouped launch: w [N][K] fp16, bias [N]
@@ -45,7 +54,8 @@ type LinearGroup struct {
 // LoadLinear compiles linear.cu (once per device).
 func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	expr := func(nt int) string { return fmt.Sprintf("linear::linear_f16<%d>", nt) }
-	var exprs []string
+	const wide, toF16 = "linear::linear_f16_wide", "linear::linear_x_f16"
+	exprs := []string{wide, toF16}
 	for _, nt := range linearNTs {
 		exprs = append(exprs, expr(nt))
 	}
@@ -54,6 +64,12 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		return nil, err
 	}
 	l := &Linear{}
+	if l.wide, err = mod.Function(wide); err != nil {
+		return nil, err
+	}
+	if l.toF16, err = mod.Function(toF16); err != nil {
+		return nil, err
+	}
 	for i, nt := range linearNTs {
 		if l.fns[i], err = mod.Function(expr(nt)); err != nil {
 			return nil, err
@@ -84,16 +100,27 @@ func linearNTFor(T int) (i, blocks int) {
 	return i, (T + per - 1) / per
 }
 
+// LinearScratchBytes is the size of the fp16 copy of x [T, K] that a
+// launch of T rows needs (0 for the narrow kernel's T).
+func LinearScratchBytes(T, K int) int {
+	if T <= LinearNarrowMaxRows {
+		return 0
+	}
+	return 2 * T * K
+}
+
 // Launch computes y = x·Wᵀ + bias (bias may be 0): x [T][K] float32, w
-// [N][K] fp16, bias [N] float32, y [T][N] float32.
-func (l *Linear) Launch(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.DevicePtr, T, N, K int) error {
-	return l.LaunchGroups(c, st, x, T, K, LinearGroup{Y: y, W: w, Bias: bias, N: N})
+// [N][K] fp16, bias [N] float32, y [T][N] float32; xh is scratch of
+// LinearScratchBytes(T, K) bytes (0 when that is 0).
+func (l *Linear) Launch(c *cuda.Ctx, st cuda.Stream, y, x, xh, w, bias cuda.DevicePtr, T, N, K int) error {
+	return l.LaunchGroups(c, st, x, xh, T, K, LinearGroup{Y: y, W: w, Bias: bias, N: N})
 }
 
 // LaunchGroups computes, in one launch, y_i = x·W_iᵀ + bias_i for up to
-// LinearMaxGroups weights sharing x [T][K]. Each group's result is bitwise
-// that of a Launch of it alone.
-func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, groups ...LinearGroup) error {
+// LinearMaxGroups weights sharing x [T][K] (xh: scratch as for Launch).
+// Each group's result is bitwise that of a Launch of it alone, and each
+// row's that of a launch of that row alone.
+func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr, T, K int, groups ...LinearGroup) error {
 	if err := CheckLinearShape(T, K); err != nil {
 		return err
 	}
@@ -108,6 +135,22 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, 
 		}
 		g[i] = gr
 		tiles += (gr.N + linearM - 1) / linearM
+	}
+	if T > LinearNarrowMaxRows {
+		if xh == 0 {
+			return fmt.Errorf("kernels: linear: %d rows need an fp16 scratch of %d bytes", T, LinearScratchBytes(T, K))
+		}
+		n := T * K
+		blocks := min((n/8+255)/256, 4096)
+		if err := c.Launch(l.toF16, cuda.Dim3{X: blocks}, cuda.Dim3{X: 256}, 0, st, xh, x, int64(n)); err != nil {
+			return err
+		}
+		return c.Launch(l.wide, cuda.Dim3{X: (T + linearWideTokens - 1) / linearWideTokens, Y: (tiles + linearWideWarps - 1) / linearWideWarps},
+			cuda.Dim3{X: linearWideWarps * 32}, 0, st,
+			xh, int32(T), int32(K),
+			g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
+			g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
+			g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
 	}
 	i, blocks := linearNTFor(T)
 	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: linearSplit * 32}, 0, st,

@@ -101,7 +101,7 @@ func TestLinearMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	shapes := []struct{ T, N, K int }{
 		{1, 4096, 4096}, {1, 1000, 1032}, {2, 130, 8}, {3, 257, 4104}, {5, 64, 14336}, {8, 333, 2048},
-		{9, 77, 520}, {16, 48, 136}, {17, 100, 264}, {33, 31, 392}, {64, 129, 1024}, {65, 50, 200}, {300, 70, 520},
+		{9, 77, 520}, {16, 48, 136}, {17, 100, 264}, {33, 31, 392}, {64, 129, 1024}, {65, 50, 200}, {300, 70, 520}, {40, 96, 4104},
 	}
 	if testing.Short() {
 		shapes = shapes[1:9]
@@ -111,6 +111,7 @@ func TestLinearMatchesReference(t *testing.T) {
 			m := newGPUMem(t, d)
 			ld := newLinearData(r, sh.T, sh.N, sh.K)
 			wp, xp, bp := m.put(cuda.Bytes(ld.w)), m.put(cuda.Bytes(ld.x)), m.put(cuda.Bytes(ld.bias))
+			xh := m.put(make([]byte, max(16, kernels.LinearScratchBytes(sh.T, sh.K))))
 			for _, withBias := range []bool{false, true} {
 				yp := m.poisonedF32(sh.T * sh.N)
 				b := cuda.DevicePtr(0)
@@ -118,7 +119,7 @@ func TestLinearMatchesReference(t *testing.T) {
 					b = bp
 				}
 				m.run(func(c *cuda.Ctx, s cuda.Stream) error {
-					return l.Launch(c, s, yp, xp, wp, b, sh.T, sh.N, sh.K)
+					return l.Launch(c, s, yp, xp, xh, wp, b, sh.T, sh.N, sh.K)
 				})
 				ld.check(t, m.f32s(yp, sh.T*sh.N), withBias)
 			}
@@ -147,17 +148,18 @@ func TestLinearBatchInvariant(t *testing.T) {
 				copy(rev[(T-1-ti)*K:(T-ti)*K], ld.x[ti*K:(ti+1)*K])
 			}
 			wp, xp, bp, xr := m.put(cuda.Bytes(ld.w)), m.put(cuda.Bytes(ld.x)), m.put(cuda.Bytes(ld.bias)), m.put(cuda.Bytes(rev))
+			xh := m.put(make([]byte, max(16, kernels.LinearScratchBytes(T, K))))
 			yAll, yRev, yOne := m.poisonedF32(T*N), m.poisonedF32(T*N), m.poisonedF32(T*N)
 			m.run(func(c *cuda.Ctx, s cuda.Stream) error {
-				if err := l.Launch(c, s, yAll, xp, wp, bp, T, N, K); err != nil {
+				if err := l.Launch(c, s, yAll, xp, xh, wp, bp, T, N, K); err != nil {
 					return err
 				}
-				if err := l.Launch(c, s, yRev, xr, wp, bp, T, N, K); err != nil {
+				if err := l.Launch(c, s, yRev, xr, xh, wp, bp, T, N, K); err != nil {
 					return err
 				}
 				for ti := range T {
 					off := cuda.DevicePtr(ti)
-					if err := l.Launch(c, s, yOne+off*4*N, xp+off*4*K, wp, bp, 1, N, K); err != nil {
+					if err := l.Launch(c, s, yOne+off*4*N, xp+off*4*K, 0, wp, bp, 1, N, K); err != nil {
 						return err
 					}
 				}
@@ -183,49 +185,53 @@ func TestLinearBatchInvariant(t *testing.T) {
 }
 
 // TestLinearGroups checks a grouped launch (three weights of different N
-// sharing x, one with a partial m-tile, biases on two) against one launch
-// per weight, bitwise, and the first against the reference.
+// sharing x, one with a partial m-tile, biases on two; the narrow and the
+// wide kernel) against one launch per weight, bitwise, and each against
+// the reference.
 func TestLinearGroups(t *testing.T) {
 	d, l := linearSetup(t)
 	r := rand.New(rand.NewPCG(9, 10))
-	const T, K = 5, 1032
-	Ns := []int{200, 37, 64}
-	m := newGPUMem(t, d)
-	var lds []*linearData
-	var groups, alone []kernels.LinearGroup
-	x := newLinearData(r, T, 1, K).x
-	xp := m.put(cuda.Bytes(x))
-	for i, N := range Ns {
-		ld := newLinearData(r, T, N, K)
-		ld.x = x
-		lds = append(lds, ld)
-		g := kernels.LinearGroup{Y: m.poisonedF32(T * N), W: m.put(cuda.Bytes(ld.w)), N: N}
-		if i != 1 {
-			g.Bias = m.put(cuda.Bytes(ld.bias))
+	const K = 1032
+	for _, T := range []int{5, 70} {
+		Ns := []int{200, 37, 64}
+		m := newGPUMem(t, d)
+		var lds []*linearData
+		var groups, alone []kernels.LinearGroup
+		x := newLinearData(r, T, 1, K).x
+		xp := m.put(cuda.Bytes(x))
+		xh := m.put(make([]byte, max(16, kernels.LinearScratchBytes(T, K))))
+		for i, N := range Ns {
+			ld := newLinearData(r, T, N, K)
+			ld.x = x
+			lds = append(lds, ld)
+			g := kernels.LinearGroup{Y: m.poisonedF32(T * N), W: m.put(cuda.Bytes(ld.w)), N: N}
+			if i != 1 {
+				g.Bias = m.put(cuda.Bytes(ld.bias))
+			}
+			groups = append(groups, g)
+			g.Y = m.poisonedF32(T * N)
+			alone = append(alone, g)
 		}
-		groups = append(groups, g)
-		g.Y = m.poisonedF32(T * N)
-		alone = append(alone, g)
-	}
-	m.run(func(c *cuda.Ctx, s cuda.Stream) error {
-		if err := l.LaunchGroups(c, s, xp, T, K, groups...); err != nil {
-			return err
-		}
-		for _, g := range alone {
-			if err := l.Launch(c, s, g.Y, xp, g.W, g.Bias, T, g.N, K); err != nil {
+		m.run(func(c *cuda.Ctx, s cuda.Stream) error {
+			if err := l.LaunchGroups(c, s, xp, xh, T, K, groups...); err != nil {
 				return err
 			}
-		}
-		return nil
-	})
-	for i, N := range Ns {
-		got, want := m.f32s(groups[i].Y, T*N), m.f32s(alone[i].Y, T*N)
-		for j := range got {
-			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-				t.Fatalf("group %d: y[%d] = %g grouped, %g alone", i, j, got[j], want[j])
+			for _, g := range alone {
+				if err := l.Launch(c, s, g.Y, xp, xh, g.W, g.Bias, T, g.N, K); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		for i, N := range Ns {
+			got, want := m.f32s(groups[i].Y, T*N), m.f32s(alone[i].Y, T*N)
+			for j := range got {
+				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+					t.Fatalf("T=%d group %d: y[%d] = %g grouped, %g alone", T, i, j, got[j], want[j])
+				}
+			}
+			lds[i].check(t, got, i != 1)
 		}
-		lds[i].check(t, got, i != 1)
 	}
 }
 
@@ -234,15 +240,21 @@ func TestLinearGroups(t *testing.T) {
 func TestLinearRefusesShapes(t *testing.T) {
 	d, l := linearSetup(t)
 	for _, sh := range []struct{ T, K int }{{1, 12}, {0, 64}, {4, 0}} {
-		err := d.Do(func(c *cuda.Ctx) error { return l.Launch(c, d.Stream(), 0, 0, 0, 0, sh.T, 16, sh.K) })
+		err := d.Do(func(c *cuda.Ctx) error { return l.Launch(c, d.Stream(), 0, 0, 0, 0, 0, sh.T, 16, sh.K) })
 		if err == nil {
 			t.Errorf("T=%d K=%d: no error", sh.T, sh.K)
 		}
 	}
 	err := d.Do(func(c *cuda.Ctx) error {
-		return l.LaunchGroups(c, d.Stream(), 0, 1, 64, make([]kernels.LinearGroup, kernels.LinearMaxGroups+1)...)
+		return l.LaunchGroups(c, d.Stream(), 0, 0, 1, 64, make([]kernels.LinearGroup, kernels.LinearMaxGroups+1)...)
 	})
 	if err == nil {
 		t.Error("too many groups: no error")
+	}
+	err = d.Do(func(c *cuda.Ctx) error {
+		return l.LaunchGroups(c, d.Stream(), 0, 0, kernels.LinearNarrowMaxRows+1, 64, kernels.LinearGroup{N: 16})
+	})
+	if err == nil {
+		t.Error("a wide launch without scratch: no error")
 	}
 }
