@@ -32,7 +32,7 @@
 // weight row once, multiplies by x in float32 and adds the bias in the same
 // kernel (its results differ from the CPU's only by float32 summation
 // order, and by the fp16 rounding of W for F32 checkpoints). Batches of up
-// to 8 rows run linear.cu, the tensor-core kernel whose result for a row is
+// to 16 rows run linear.cu, the tensor-core kernel whose result for a row is
 // bitwise independent of the batch (x rounded to fp16 in the kernel);
 // LinearGroup runs q/k/v or gate/up through it as one launch. Larger batches
 // convert x to fp16 with a kernel, multiply with cuBLASLt (fp16 inputs, fp32

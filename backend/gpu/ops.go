@@ -196,13 +196,16 @@ const (
 
 // The default kernel by batch size (docs/perf/decode-step.md, v4;
 // bench/results/2026-11-25-h100-linear): gemv.cu up to gemvDecodeRows rows
-// (at T = 1 it beats linear.cu on every separate 8B shape: 16.0 vs 18.7 us
-// at 4096x4096; grouped q/k/v and gate/up come out even), linear.cu with
-// grouped launches up to mmaDecodeRows (at T = 4 it beats gemv.cu by
-// 1.3-1.9x and cuBLASLt by 1.05x over a layer), cuBLASLt above.
+// (at T = 1 it beats linear.cu on every separate 8B shape: 15.9 vs 18.6 us
+// at 4096x4096; grouped q/k/v and gate/up come out even; at T = 2 still
+// ahead or even), linear.cu with grouped launches up to mmaDecodeRows (at
+// T = 4 it beats gemv.cu by 1.3-1.9x and cuBLASLt by 1.05x over a layer;
+// at 15 rows a whole decode step with it ran 467 tokens/s against 447 with
+// cuBLASLt, whose launches also keep the flush out of CUDA graphs), the
+// wide kernel's rows (more than 16) to cuBLASLt, 2-4x faster there.
 const (
 	gemvDecodeRows = 2
-	mmaDecodeRows  = 8
+	mmaDecodeRows  = kernels.LinearNarrowMaxRows
 )
 
 // fp16Path is the one place that decides how Linear and LinearGroup

@@ -44,7 +44,7 @@ const (
 )
 
 // Options are the backend's settings. The zero Options is the default:
-// gemv.cu for batches of 1-2 rows, linear.cu (grouped launches) up to 8,
+// gemv.cu for batches of 1-2 rows, linear.cu (grouped launches) up to 16,
 // cuBLASLt above, CUDA graph replay, serial DEC with each
 // weight's own n_tb, the kernels' measured tuning, and gpu/cuda configured
 // as it already is. A program fills them once at its edge
