@@ -367,6 +367,25 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Progress, "dec %s %dx%d %s: base %.1f us\n", tag, N, K, s.Name, out.BaseUS)
+	if t.gqd != nil {
+		// The fused kernels' resources beside the base's: registers set
+		// the base CTAs' occupancy.
+		bits := cfg.Weights.Elem.Bits()
+		bi, err := t.gq.Info(c, T, bits, kernels.SplitFor(N, K))
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Progress, "dec %s %dx%d: gemv_q split %d: %d registers, %d B shared, %d B local\n",
+			tag, N, K, kernels.SplitFor(N, K), bi.Registers, bi.StaticSharedBytes, bi.LocalBytes)
+		for _, wmax := range []int{2, 8} {
+			fi, err := t.gqd.Info(c, N, K, bits, wmax)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(cfg.Progress, "dec %s %dx%d: gemv_q_dec W<=%d: %d registers, %d B shared, %d B local\n",
+				tag, N, K, wmax, fi.Registers, fi.StaticSharedBytes, fi.LocalBytes)
+		}
+	}
 	blocks := decBlocksFor(cfg.Blocks, cfg.Residual, N)
 	for _, k := range cfg.KChunks {
 		launch := func(i, nTB int) *kernels.DECLaunch {
@@ -461,13 +480,15 @@ func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(i
 	if err := c.HtoD(pp, cuda.Bytes(params)); err != nil {
 		return nil, nil, err
 	}
+	// And its compensation buffer.
+	part, err := alloc(4 * T * N)
+	if err != nil {
+		return nil, nil, err
+	}
 	base = func(y, x cuda.DevicePtr) error { return t.gq.Launch(c, st, y, x, wp, pp, 0, T, N, K, bits, G) }
 	fusedStep = func(l *kernels.DECLaunch) error {
 		f := *l
-		f.Flags = flags
-		if err := t.dec.Select(c, st, &f); err != nil {
-			return err
-		}
+		f.Flags, f.Part = flags, part
 		return t.gqd.Launch(c, st, f.Y, f.X, wp, pp, 0, T, N, K, bits, G, &f)
 	}
 	return base, fusedStep, nil
@@ -622,7 +643,7 @@ func (rep *DECReport) Tuning(targets []float64, source string) *model.DECTuning 
 
 // WriteTable prints every point as a Markdown table.
 func (rep *DECReport) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "DEC on %s, serial mode, base %s, residual %s, T = %d; pinned copy %.1f GB/s\n\n", rep.Device, rep.Weights, rep.Residual, rep.Tokens, rep.PCIeGBps)
+	fmt.Fprintf(w, "DEC on %s, %s mode, base %s, residual %s, T = %d; pinned copy %.1f GB/s\n\n", rep.Device, rep.Mode, rep.Weights, rep.Residual, rep.Tokens, rep.PCIeGBps)
 	fmt.Fprintln(w, "| layers | N x K | base us | k_chunk | rows/token | n_tb | select us | compensate us | step us | overhead | residual KiB | read GB/s |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range rep.Shapes {

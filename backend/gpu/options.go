@@ -11,6 +11,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // Environment variables of the backend, read by ParseOptions only
@@ -23,12 +24,12 @@ const (
 	// directly, with no CUDA graph replay (for comparisons).
 	EnvNoGraphs = "BITDECODE_NO_GRAPHS"
 	// EnvDECMode is Options.DECMode: how DEC runs beside the base GEMV,
-	// "serial" (the default: selection and compensation kernels after the
-	// base GEMV), "concurrent" (both on a second stream beside the base
-	// GEMV of a packed weight, joined by one add; decode batches) or
-	// "fused" (the selection, then one launch whose first n_tb CTAs
-	// compensate while the others compute the base GEMV of a packed
-	// weight; decode batches).
+	// "fused" (the default for int4 and int8 residuals: one launch whose
+	// first n_tb CTAs select and compensate while the others compute the
+	// base GEMV of a packed weight; decode batches), "serial" (selection
+	// and compensation kernels after the base GEMV; the default for fp16
+	// residuals) or "concurrent" (both on a second stream beside the base
+	// GEMV of a packed weight, joined by one add; decode batches).
 	EnvDECMode = "BITDECODE_DEC_MODE"
 	// EnvDECBlocks is Options.DECBlocks: n_tb, the compensation's thread
 	// blocks, for every DEC weight (also tuned ones), for experiments.
@@ -36,7 +37,7 @@ const (
 )
 
 // Options are the backend's settings. The zero Options is the default:
-// gemv.cu for decode batches, CUDA graph replay, serial DEC with each
+// gemv.cu for decode batches, CUDA graph replay, fused DEC with each
 // weight's own n_tb, the kernels' measured tuning, and gpu/cuda configured
 // as it already is. A program fills them once at its edge
 // (ParseOptions(os.LookupEnv)) and passes them to Open.
@@ -45,7 +46,8 @@ type Options struct {
 	NoGEMV bool
 	// NoGraphs runs every flush of the op queue directly (no graphs).
 	NoGraphs bool
-	// DECMode is how DEC runs beside the base GEMV; 0 is kernels.DECSerial.
+	// DECMode is how DEC runs beside the base GEMV; 0 is kernels.DECFused
+	// for int4 and int8 residuals, kernels.DECSerial for fp16 ones.
 	DECMode kernels.DECMode
 	// DECBlocks, when positive, is n_tb for every DEC weight (else the
 	// weight's own wq.DEC.Blocks, else a default); it must fit each
@@ -112,10 +114,15 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	return o, nil
 }
 
-// decMode returns the DEC mode, DECSerial for the zero value.
-func (o Options) decMode() kernels.DECMode {
-	if o.DECMode == 0 {
-		return kernels.DECSerial
+// decMode returns the DEC mode of a residual of element type e: the
+// option, or for the zero value fused mode where it runs (int4 and int8
+// residuals), else serial.
+func (o Options) decMode(e wq.Elem) kernels.DECMode {
+	if o.DECMode != 0 {
+		return o.DECMode
 	}
-	return o.DECMode
+	if e == wq.Int4 || e == wq.Int8 {
+		return kernels.DECFused
+	}
+	return kernels.DECSerial
 }

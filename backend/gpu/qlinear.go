@@ -33,8 +33,8 @@ type decWeight struct {
 	S      int            // channels one token selects
 	sel    cuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection
 	mode   kernels.DECMode
-	part   cuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent mode)
-	flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the ready flags (fused mode)
+	part   cuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent and fused modes)
+	flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the tile flags (fused mode)
 }
 
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
@@ -81,7 +81,7 @@ func (b *Backend) checkDEC(m *wq.Matrix, dec *wq.DEC) error {
 	if err := kernels.DECReads(dec.R.Elem, m.N); err != nil {
 		return fmt.Errorf("DEC residual for [%d, %d]: %w", m.N, m.K, err)
 	}
-	if b.opts.decMode() == kernels.DECFused && dec.R.Elem == wq.FP16 {
+	if b.opts.DECMode == kernels.DECFused && dec.R.Elem == wq.FP16 {
 		return fmt.Errorf("DEC mode fused (%s): fp16 residuals run serial or concurrent", EnvDECMode)
 	}
 	return nil
@@ -118,7 +118,7 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	}
 	words, params := cuda.Bytes(r.Words), cuda.Bytes(r.Params)
 	off := (len(words) + 255) / 256 * 256
-	mode := b.opts.decMode()
+	mode := b.opts.decMode(r.Elem)
 	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk), mode: mode}
 	w.dec = dw // freed with the weight from here on
 	err = b.Do(func(c *cuda.Ctx) error {
@@ -126,7 +126,7 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 		if dw.host, err = c.AllocHost(off+max(len(params), 16), true); err != nil {
 			return err
 		}
-		if mode == kernels.DECConcurrent && w.isQuant() {
+		if (mode == kernels.DECConcurrent || mode == kernels.DECFused) && w.isQuant() {
 			if dw.part, err = c.Alloc(4 * kernels.GEMVMaxRows * N); err != nil {
 				return err
 			}
@@ -314,9 +314,10 @@ func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T
 }
 
 // linearQuantFused is Linear over a packed weight with DEC in fused mode:
-// the selection, then one launch of gemvq.cu's gemv_q_dec whose first n_tb
-// CTAs compensate from host memory while the others compute the base GEMV
-// (the same bits as serial mode).
+// one launch of gemvq.cu's gemv_q_dec whose first n_tb CTAs select and
+// compensate from host memory while the others compute the base GEMV (the
+// same bits as serial mode; a selection launch first only when a token
+// selects more than kernels.DECFusedSelectMax channels).
 func (b *Backend) linearQuantFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) {
 	dw := wt.dec
 	b.launch("Linear DEC", func(c *cuda.Ctx) error {
@@ -324,16 +325,13 @@ func (b *Backend) linearQuantFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr,
 		if err != nil {
 			return err
 		}
-		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, Flags: dw.flags, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
-		if err := b.decK.Select(c, b.stream, &l); err != nil {
-			return fmt.Errorf("weight %s: %w", wt.name, err)
-		}
+		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, Flags: dw.flags, Part: dw.part, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
 		if err := g.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, &l); err != nil {
 			return fmt.Errorf("weight %s: %w", wt.name, err)
 		}
 		return nil
 	}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup),
-		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.flags), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
+		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.flags), u64(dw.part), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
 }
 
 // fusedKernels compiles gemvq.cu with dec.cu (fused mode) on first use.
