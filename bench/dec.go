@@ -215,8 +215,8 @@ func runDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 	if cfg.Mode == 0 {
 		cfg.Mode = kernels.DECSerial
 	}
-	if cfg.Mode == kernels.DECFused && (cfg.Residual == wq.FP16 || cfg.Tokens > 8) {
-		return nil, fmt.Errorf("bench: dec: fused mode takes int4 or int8 residuals and at most 8 tokens")
+	if cfg.Mode == kernels.DECFused && (cfg.Residual != wq.Int4 || cfg.Tokens > 8) {
+		return nil, fmt.Errorf("bench: dec: fused mode takes int4 residuals and at most 8 tokens")
 	}
 	packed := cfg.Weights.Elem == wq.Int4 || cfg.Weights.Elem == wq.Int8 || cfg.Weights.Elem == wq.Int3
 	for _, s := range cfg.Shapes {
@@ -248,6 +248,9 @@ func runDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 			return nil, fmt.Errorf("bench: dec: fused mode needs packed base weights (int3, int4, int8)")
 		}
 		if t.gqd, err = kernels.LoadGEMVQDEC(dev); err != nil {
+			return nil, err
+		}
+		if err := t.gqd.Prepare(cfg.Weights.Elem.Bits()); err != nil {
 			return nil, err
 		}
 	}

@@ -61,13 +61,13 @@
 // come from wq.DEC.Blocks (tuned per shape by 'bitdecode tune dec'), else a
 // default.
 //
-// Options.DECMode (BITDECODE_DEC_MODE) "fused", the default for int4 and int8
+// Options.DECMode (BITDECODE_DEC_MODE) "fused", the default for int4
 // residuals of packed weights, launches gemvq.cu's gemv_q_dec: the DEC thread
 // blocks inside the base GEMV's grid select the channels themselves, read the
 // residual rows while the base CTAs stream the weights, and meet them per
 // output tile through a flag, whichever side comes second adding the
 // compensation (gpu/kernels/dec.cu; docs/perf/dec.md); "serial" (the default
-// for fp16 residuals and prefill) runs DEC as its own kernels after the base
+// for int8 and fp16 residuals and prefill) runs DEC as its own kernels after the base
 // GEMV; "concurrent" runs them on a second, highest-priority stream beside
 // it, joined by one add. All three give the same bits. Options.DECBlocks
 // (BITDECODE_DEC_BLOCKS=n) overrides n_tb for every DEC weight, for

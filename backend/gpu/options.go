@@ -24,11 +24,11 @@ const (
 	// directly, with no CUDA graph replay (for comparisons).
 	EnvNoGraphs = "BITDECODE_NO_GRAPHS"
 	// EnvDECMode is Options.DECMode: how DEC runs beside the base GEMV,
-	// "fused" (the default for int4 and int8 residuals: one launch whose
+	// "fused" (the default for int4 residuals: one launch whose
 	// first n_tb CTAs select and compensate while the others compute the
 	// base GEMV of a packed weight; decode batches), "serial" (selection
-	// and compensation kernels after the base GEMV; the default for fp16
-	// residuals) or "concurrent" (both on a second stream beside the base
+	// and compensation kernels after the base GEMV; the default for int8
+	// and fp16 residuals) or "concurrent" (both on a second stream beside the base
 	// GEMV of a packed weight, joined by one add; decode batches).
 	EnvDECMode = "BITDECODE_DEC_MODE"
 	// EnvDECBlocks is Options.DECBlocks: n_tb, the compensation's thread
@@ -47,7 +47,7 @@ type Options struct {
 	// NoGraphs runs every flush of the op queue directly (no graphs).
 	NoGraphs bool
 	// DECMode is how DEC runs beside the base GEMV; 0 is kernels.DECFused
-	// for int4 and int8 residuals, kernels.DECSerial for fp16 ones.
+	// for int4 residuals, kernels.DECSerial for int8 and fp16 ones.
 	DECMode kernels.DECMode
 	// DECBlocks, when positive, is n_tb for every DEC weight (else the
 	// weight's own wq.DEC.Blocks, else a default); it must fit each
@@ -115,13 +115,13 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 }
 
 // decMode returns the DEC mode of a residual of element type e: the
-// option, or for the zero value fused mode where it runs (int4 and int8
+// option, or for the zero value fused mode where it runs (int4
 // residuals), else serial.
 func (o Options) decMode(e wq.Elem) kernels.DECMode {
 	if o.DECMode != 0 {
 		return o.DECMode
 	}
-	if e == wq.Int4 || e == wq.Int8 {
+	if e == wq.Int4 {
 		return kernels.DECFused
 	}
 	return kernels.DECSerial

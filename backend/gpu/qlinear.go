@@ -81,8 +81,8 @@ func (b *Backend) checkDEC(m *wq.Matrix, dec *wq.DEC) error {
 	if err := kernels.DECReads(dec.R.Elem, m.N); err != nil {
 		return fmt.Errorf("DEC residual for [%d, %d]: %w", m.N, m.K, err)
 	}
-	if b.opts.DECMode == kernels.DECFused && dec.R.Elem == wq.FP16 {
-		return fmt.Errorf("DEC mode fused (%s): fp16 residuals run serial or concurrent", EnvDECMode)
+	if b.opts.DECMode == kernels.DECFused && dec.R.Elem != wq.Int4 {
+		return fmt.Errorf("DEC mode fused (%s): %v residuals run serial or concurrent (fused reads int4)", EnvDECMode, dec.R.Elem)
 	}
 	return nil
 }

@@ -162,7 +162,7 @@ func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 		modelDir: fs.String("model", "", "time the linear-layer shapes of this checkpoint (config.json)"),
 		shapes:   fs.String("shapes", "", "or: a preset ("+strings.Join(bench.PresetNames(), ", ")+") or NxK,... (N outputs, K inputs)"),
 		weights:  fs.String("weights", "int4", "base weight format (int4, int3, int8: packed, gemvq.cu)"),
-		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bench.EnvDECMode+", else fused (serial for fp16 residuals), as the CUDA backend"),
+		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bench.EnvDECMode+", else fused (serial for int8 and fp16 residuals), as the CUDA backend"),
 		residual: fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
 		kChunks:  fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
 		blocks:   fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
@@ -213,10 +213,10 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 		modeName, _ = lookupEnv(bench.EnvDECMode)
 	}
 	if modeName == "" {
-		// The backend's default: fused where it runs (packed weights, int
+		// The backend's default: fused where it runs (packed weights, int4
 		// residuals), serial otherwise.
 		modeName = "serial"
-		if b := ws.Elem.Bits(); res.Elem != wq.FP16 && ws.Elem.IsInt() && (b == 3 || b == 4 || b == 8) {
+		if b := ws.Elem.Bits(); res.Elem == wq.Int4 && ws.Elem.IsInt() && (b == 3 || b == 4 || b == 8) {
 			modeName = "fused"
 		}
 	}

@@ -66,10 +66,10 @@
 //    same single float32 add as serial mode (the same bits), and the side
 //    that comes second resets the flag to 0 for the next launch or graph
 //    replay. Slices are whole 32-output units, so no tile has two DEC CTAs.
-//    dec::fused_cta_any<THREADS, WMAX, FP16>(a, blockIdx.x, smem) does the
+//    dec::fused_cta_any<THREADS, WMAX, ALL>(a, blockIdx.x, smem) does the
 //    same with ELEM and W read from a.elem and a.wpt (kernels.DECFusedArgs
-//    fills them), instantiating W <= WMAX only (registers: the kernel's
-//    count is that of its largest path). fused_selftest is such a grid
+//    fills them), instantiating W <= WMAX and int4 only unless ALL
+//    (registers: the kernel's count is that of its largest path). fused_selftest is such a grid
 //    with trivial base CTAs (they copy a precomputed base output) to test
 //    the protocol.
 //
@@ -462,8 +462,11 @@ __global__ void __launch_bounds__(kThreads) compensate(const Args a) {
 // channels before this one is a running popc of ballots. hist holds
 // THREADS/32 warp-private histograms of kBuckets ints. All THREADS threads
 // call it; the caller synchronizes before reading list.
+// Not inlined: fused_cta_any instantiates fused_cta once per (element
+// type, W), and one copy of the selection per kernel is enough (it runs
+// once per token).
 template <int THREADS>
-__device__ __forceinline__ void select_chunks(const Args& a, int t, int* list, int* hist) {
+__device__ __noinline__ void select_chunks(const Args& a, int t, int* list, int* hist) {
   constexpr int kWarps = THREADS / 32;
   constexpr int kPerLane = kChunkChannels / 32;       // 32 channels per lane
   constexpr int kBucketsPerLane = kBuckets / 32;      // 8 buckets per lane
@@ -632,14 +635,15 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
 
 // fused_cta_any is fused_cta with the element type and W taken from a.elem
 // and a.wpt at run time (kernels.DECFusedArgs fills them for THREADS), so
-// a base kernel needs no template parameter for them. Only W <= WMAX (and
-// fp16 residuals with FP16) are instantiated: the kernel's registers are
-// those of its largest path (int4, W = 8: 64 sums per thread).
-template <int THREADS, int WMAX, bool FP16>
+// a base kernel needs no template parameter for them. Only W <= WMAX and
+// int4 residuals, plus int8 and fp16 ones with ALL, are instantiated: the
+// kernel's registers are those of its largest path (int4, W = 8: 64 sums
+// per thread), and its compile time grows with each.
+template <int THREADS, int WMAX, bool ALL>
 __device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem) {
 #define DEC_FUSED_CASE(E, W)                                      \
   case (E) * 16 + (W):                                            \
-    if constexpr ((W) <= WMAX && ((E) != kFP16 || FP16)) {        \
+    if constexpr ((W) <= WMAX && ((E) == kInt4 || ALL)) {         \
       fused_cta<E, ((W) <= WMAX ? (W) : 1), THREADS>(a, b, smem); \
       return;                                                     \
     }                                                             \

@@ -446,7 +446,7 @@ __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __re
 // and publish it per tile. Every base CTA computes its 16 outputs like
 // gemv_q and writes y with or without the compensation, whichever side
 // comes second adding it (dec.cu's protocol; nobody waits). WMAX bounds the
-// DEC CTAs' words per thread (registers). The result equals gemv_q followed
+// DEC CTAs' words per thread (registers); residuals are int4. The result equals gemv_q followed
 // by dec.cu's serial compensation, bit for bit. Compiled only with dec.cu's
 // source in front (kernels.LoadGEMVQDEC).
 template <int BITS, int S, int WMAX>
@@ -455,7 +455,7 @@ __global__ void __launch_bounds__(32 * S) gemv_q_dec(const float* __restrict__ x
   static_assert(32 * S >= dec::kRowsMax, "dec.cu's CTAs need a thread per row of a batch");
   __shared__ __align__(16) unsigned char smem[dec::fused_smem_bytes(32 * S)];
   if (int(blockIdx.x) < d.blocks) {
-    dec::fused_cta_any<32 * S, WMAX, false>(d, blockIdx.x, smem);
+    dec::fused_cta_any<32 * S, WMAX, false>(d, blockIdx.x, smem);  // int4 residuals
     return;
   }
   gemv<1, BITS, S, true>(x, words, params, bias, y, T, N, K, G, int(blockIdx.x) - d.blocks, &d);

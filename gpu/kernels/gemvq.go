@@ -3,6 +3,7 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"sync"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/wq"
@@ -198,45 +199,69 @@ var gemvqDECSplits = [...]int{4, 8}
 var gemvqDECWMax = [...]int{2, 8}
 
 // GEMVQDEC holds gemvq.cu's gemv_q_dec kernels: the decode GEMV with DEC's
-// compensation CTAs in the same grid (dec.cu's fused mode), T <= 8, and
-// dec.cu's selection kernel for selections too large for the DEC CTAs'
-// shared memory.
+// compensation CTAs in the same grid (dec.cu's fused mode), T <= 8, int4
+// residuals, and dec.cu's selection kernel for selections too large for the
+// DEC CTAs' shared memory. Each code width is compiled on first use (or by
+// Prepare): a module holds its kernels for every split and WMAX.
 type GEMVQDEC struct {
-	fns [len(gemvqBits)][len(gemvqDECSplits)][len(gemvqDECWMax)]cuda.Function
+	dev  *cuda.Device
+	once [len(gemvqBits)]sync.Once
+	mods [len(gemvqBits)]*gemvqDECModule
+	errs [len(gemvqBits)]error
+}
+
+// gemvqDECModule is one code width's fused kernels.
+type gemvqDECModule struct {
+	fns [len(gemvqDECSplits)][len(gemvqDECWMax)]cuda.Function
 	sel cuda.Function // dec::select_topk
 }
 
-// LoadGEMVQDEC compiles gemvq.cu with dec.cu in front (the fused kernels
-// call dec.cu's CTA code): gemvqDECProgram.
-func LoadGEMVQDEC(dev *cuda.Device) (*GEMVQDEC, error) {
-	expr := func(b, s, w int) string { return fmt.Sprintf("gemvq::gemv_q_dec<%d, %d, %d>", b, s, w) }
+// LoadGEMVQDEC returns the fused kernels of dev; gemvq.cu with dec.cu in
+// front (gemvqDECProgram) is compiled per code width on first use.
+func LoadGEMVQDEC(dev *cuda.Device) (*GEMVQDEC, error) { return &GEMVQDEC{dev: dev}, nil }
+
+// Prepare compiles the kernels of one code width now (so a benchmark's
+// first timed launch does not compile).
+func (g *GEMVQDEC) Prepare(bits int) error {
+	_, err := g.module(bits)
+	return err
+}
+
+// module returns the compiled kernels of a code width.
+func (g *GEMVQDEC) module(bits int) (*gemvqDECModule, error) {
+	bi := gemvqBitsIndex(bits)
+	if bi < 0 {
+		return nil, fmt.Errorf("kernels: gemvq+dec: no kernel for int%d weights", bits)
+	}
+	g.once[bi].Do(func() { g.mods[bi], g.errs[bi] = compileGEMVQDEC(g.dev, bits) })
+	return g.mods[bi], g.errs[bi]
+}
+
+func compileGEMVQDEC(dev *cuda.Device, bits int) (*gemvqDECModule, error) {
+	expr := func(s, w int) string { return fmt.Sprintf("gemvq::gemv_q_dec<%d, %d, %d>", bits, s, w) }
 	const selExpr = "dec::select_topk"
 	exprs := []string{selExpr}
-	for _, b := range gemvqBits {
-		for _, s := range gemvqDECSplits {
-			for _, w := range gemvqDECWMax {
-				exprs = append(exprs, expr(b, s, w))
-			}
+	for _, s := range gemvqDECSplits {
+		for _, w := range gemvqDECWMax {
+			exprs = append(exprs, expr(s, w))
 		}
 	}
 	mod, err := dev.Compile(gemvqDECProgram(exprs))
 	if err != nil {
 		return nil, err
 	}
-	g := &GEMVQDEC{}
-	if g.sel, err = mod.Function(selExpr); err != nil {
+	m := &gemvqDECModule{}
+	if m.sel, err = mod.Function(selExpr); err != nil {
 		return nil, err
 	}
-	for bi, b := range gemvqBits {
-		for si, s := range gemvqDECSplits {
-			for wi, w := range gemvqDECWMax {
-				if g.fns[bi][si][wi], err = mod.Function(expr(b, s, w)); err != nil {
-					return nil, err
-				}
+	for si, s := range gemvqDECSplits {
+		for wi, w := range gemvqDECWMax {
+			if m.fns[si][wi], err = mod.Function(expr(s, w)); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return g, nil
+	return m, nil
 }
 
 // gemvqDECSplitFor returns the fused kernel's warps per CTA for [N, K]:
@@ -252,14 +277,18 @@ func gemvqDECSplitFor(N, K int) int {
 // the part buffer ([T][N] float32) and n_tb; l.X and l.Y must be x and y.
 // The result equals Launch followed by DEC.Compensate bit for bit.
 func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) error {
-	fn, args, grid, threads, sel, err := g.prepare(y, x, T, N, K, bits, G, l)
+	m, err := g.module(bits)
+	if err != nil {
+		return err
+	}
+	fn, args, grid, threads, sel, err := g.launchArgs(m, y, x, T, N, K, bits, G, l)
 	if err != nil {
 		return err
 	}
 	if sel {
 		S, _ := l.check(false)
 		chunks := (l.R.K + wq.ChunkChannels - 1) / wq.ChunkChannels
-		if err := c.Launch(g.sel, cuda.Dim3{X: chunks, Y: l.T}, cuda.Dim3{X: wq.ChunkChannels}, 0, st, l.args(S, 0)); err != nil {
+		if err := c.Launch(m.sel, cuda.Dim3{X: chunks, Y: l.T}, cuda.Dim3{X: wq.ChunkChannels}, 0, st, l.args(S, 0)); err != nil {
 			return err
 		}
 	}
@@ -267,12 +296,14 @@ func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias
 		x, words, params, bias, y, int32(T), int32(N), int32(K), int32(G), args)
 }
 
-// prepare checks a fused launch and returns its kernel, dec::Args, grid
-// and block sizes, and whether a selection launch must come first.
-func (g *GEMVQDEC) prepare(y, x cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) (fn cuda.Function, args []byte, grid, threads int, sel bool, err error) {
-	bi := gemvqBitsIndex(bits)
-	if T < 1 || T > 8 || N <= 0 || bi < 0 || G <= 0 || G%32 != 0 || K%G != 0 {
+// launchArgs checks a fused launch and returns its kernel, dec::Args,
+// grid and block sizes, and whether a selection launch must come first.
+func (g *GEMVQDEC) launchArgs(m *gemvqDECModule, y, x cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) (fn cuda.Function, args []byte, grid, threads int, sel bool, err error) {
+	if T < 1 || T > 8 || N <= 0 || G <= 0 || G%32 != 0 || K%G != 0 {
 		return fn, nil, 0, 0, false, fmt.Errorf("kernels: gemvq+dec: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
+	}
+	if l.R == nil || l.R.Elem != wq.Int4 {
+		return fn, nil, 0, 0, false, fmt.Errorf("kernels: gemvq+dec: fused DEC reads int4 residuals")
 	}
 	if l.X != x || l.Y != y || l.T != T {
 		return fn, nil, 0, 0, false, fmt.Errorf("kernels: gemvq+dec: the DEC launch's x, y and T must be the GEMV's")
@@ -290,7 +321,7 @@ func (g *GEMVQDEC) prepare(y, x cuda.DevicePtr, T, N, K, bits, G int, l *DECLaun
 	for gemvqDECWMax[wi] < w {
 		wi++
 	}
-	return g.fns[bi][si][wi], args, l.Blocks + (N+gemvqRows-1)/gemvqRows, 32 * S, sel, nil
+	return m.fns[si][wi], args, l.Blocks + (N+gemvqRows-1)/gemvqRows, 32 * S, sel, nil
 }
 
 // Split returns the warps per CTA of the fused kernel for [N, K] (its base
@@ -300,17 +331,21 @@ func (g *GEMVQDEC) Split(N, K int) int { return gemvqDECSplitFor(N, K) }
 // Info returns the resources of the fused kernel a launch over [N, K] with
 // words-per-thread bound wmax (2 or 8) uses, for benchmarks.
 func (g *GEMVQDEC) Info(c *cuda.Ctx, N, K, bits, wmax int) (cuda.FuncInfo, error) {
-	bi, si, wi := gemvqBitsIndex(bits), 0, 0
+	m, err := g.module(bits)
+	if err != nil {
+		return cuda.FuncInfo{}, err
+	}
+	si, wi := 0, 0
 	for si < len(gemvqDECSplits) && gemvqDECSplits[si] != gemvqDECSplitFor(N, K) {
 		si++
 	}
 	for wi < len(gemvqDECWMax) && gemvqDECWMax[wi] != wmax {
 		wi++
 	}
-	if bi < 0 || wi == len(gemvqDECWMax) {
-		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq+dec: no kernel for bits=%d wmax %d", bits, wmax)
+	if wi == len(gemvqDECWMax) {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq+dec: no kernel for wmax %d", wmax)
 	}
-	return c.FuncInfo(g.fns[bi][si][wi])
+	return c.FuncInfo(m.fns[si][wi])
 }
 
 // gemvqDECProgram is gemvq.cu compiled with -DGEMVQ_WITH_DEC=1, under which

@@ -117,7 +117,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 // kernels.DECFusedSelectMax channels, and meet the base CTAs per tile)
 // against serial mode bit for bit: gemv_q with the same split, then
 // dec.cu's Select and Compensate (which TestDECCompensateMatchesWQ ties to
-// wq.Compensate). int3, int4 and int8 bases with int4 and int8 residuals;
+// wq.Compensate). int3 and int4 bases (int8 shares the code) with int4
+// residuals (the fused kernels' only kind);
 // 1 to 8 tokens; k_chunk from 8 to 512 with K a multiple of 1024 or not;
 // activations with outliers, ties, zeros and subnormals; n_tb giving 1 to
 // 4 words per thread. y starts as NaN, each case runs three times in a row
@@ -141,7 +142,7 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 		{wq.Int4, wq.Int4, 4096, 4096, 1, 8, 8, 0},
 		{wq.Int4, wq.Int4, 1024, 4096, 3, 64, 4, 1},
 		{wq.Int3, wq.Int4, 14336, 4096, 1, 32, 4, 0},   // W = 4
-		{wq.Int8, wq.Int8, 4096, 14336, 2, 64, 8, 2},   // S = 896, selected in the kernel
+		{wq.Int4, wq.Int4, 4096, 14336, 2, 64, 8, 2},   // S = 896, selected in the kernel
 		{wq.Int4, wq.Int4, 4096, 14336, 1, 128, 32, 0}, // S = 1792: a select_topk launch first
 		{wq.Int4, wq.Int4, 256, 1152, 5, 512, 3, 2},    // a short last chunk
 		{wq.Int4, wq.Int4, 384, 1536, 8, 100, 12, 1},
