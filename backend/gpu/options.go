@@ -34,6 +34,11 @@ const (
 	// EnvDECBlocks is Options.DECBlocks: n_tb, the compensation's thread
 	// blocks, for every DEC weight (also tuned ones), for experiments.
 	EnvDECBlocks = "BITDECODE_DEC_BLOCKS"
+	// EnvDECResidual is Options.DECResidualOnDevice: "host" (the default,
+	// DecDEC's placement: pinned host memory read over PCIe) or "device"
+	// (the residual in GPU memory: 0.53 bytes per weight more on the
+	// device, and no PCIe read on the decode step's critical path).
+	EnvDECResidual = "BITDECODE_DEC_RESIDUAL"
 )
 
 // Options are the backend's settings. The zero Options is the default:
@@ -53,6 +58,10 @@ type Options struct {
 	// weight's own wq.DEC.Blocks, else a default); it must fit each
 	// weight's shape.
 	DECBlocks int
+	// DECResidualOnDevice keeps DEC residuals in device memory instead of
+	// mapped host memory (EnvDECResidual): the same kernels and bits,
+	// without the zero-copy reads' latency (docs/perf/dec.md).
+	DECResidualOnDevice bool
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
@@ -101,6 +110,15 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			return Options{}, bad(EnvDECBlocks, v, "a positive number of thread blocks")
 		}
 		o.DECBlocks = n
+	}
+	if v, ok := get(EnvDECResidual); ok {
+		switch strings.ToLower(v) {
+		case "host":
+		case "device":
+			o.DECResidualOnDevice = true
+		default:
+			return Options{}, bad(EnvDECResidual, v, "host or device")
+		}
 	}
 	var err error
 	if o.Tuning, err = kernels.ParseTuning(lookup); err != nil {

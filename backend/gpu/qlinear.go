@@ -26,12 +26,12 @@ const decPrefillScratch = 64 << 20
 // decWeight is a weight's DEC state on the GPU: the residual in mapped host
 // memory and the device scratch its decode steps select into.
 type decWeight struct {
-	host   *cuda.HostBuffer // Rᵀ's words, then its params (256-byte aligned); mapped
+	host   *cuda.HostBuffer // Rᵀ's words, then its params (256-byte aligned); mapped (nil on the device)
 	res    kernels.DECResidual
 	kChunk int
 	blocks int            // n_tb
 	S      int            // channels one token selects
-	sel    cuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection
+	sel    cuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection; then the residual when on the device (one allocation)
 	mode   kernels.DECMode
 	part   cuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent and fused modes)
 	flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the tile flags (fused mode)
@@ -104,8 +104,9 @@ func decBlocks(e wq.Elem, N, own, all int) (int, error) {
 	return own, nil
 }
 
-// attachDEC copies dec's residual into mapped host memory and allocates the
-// selection scratch of decode batches.
+// attachDEC copies dec's residual into mapped host memory (or device memory
+// with Options.DECResidualOnDevice) and allocates the selection scratch of
+// decode batches.
 func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	r := dec.R
 	N, K := r.K, r.N
@@ -121,9 +122,27 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	mode := b.opts.decMode(r.Elem)
 	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk), mode: mode}
 	w.dec = dw // freed with the weight from here on
+	onDevice := b.opts.DECResidualOnDevice
+	selBytes := (4*kernels.GEMVMaxRows*dw.S + 255) / 256 * 256
+	var resDev cuda.DevicePtr
 	err = b.Do(func(c *cuda.Ctx) error {
 		var err error
-		if dw.host, err = c.AllocHost(off+max(len(params), 16), true); err != nil {
+		if onDevice {
+			// The selection scratch and the residual share one allocation,
+			// freed with the scratch.
+			if dw.sel, err = c.Alloc(selBytes + off + max(len(params), 16)); err != nil {
+				return err
+			}
+			resDev = dw.sel + cuda.DevicePtr(selBytes)
+			if err := c.HtoD(resDev, words); err != nil {
+				return err
+			}
+			if len(params) > 0 {
+				if err := c.HtoD(resDev+cuda.DevicePtr(off), params); err != nil {
+					return err
+				}
+			}
+		} else if dw.host, err = c.AllocHost(off+max(len(params), 16), true); err != nil {
 			return err
 		}
 		if (mode == kernels.DECConcurrent || mode == kernels.DECFused) && w.isQuant() {
@@ -139,17 +158,22 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 				return err
 			}
 		}
-		dw.sel, err = c.Alloc(4 * kernels.GEMVMaxRows * dw.S)
+		if !onDevice {
+			dw.sel, err = c.Alloc(4 * kernels.GEMVMaxRows * dw.S)
+		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	copy(dw.host.Bytes(), words)
-	copy(dw.host.Bytes()[off:], params)
-	dw.res = kernels.DECResidual{Elem: r.Elem, Words: dw.host.DevicePtr(), N: N, K: K}
+	if !onDevice {
+		copy(dw.host.Bytes(), words)
+		copy(dw.host.Bytes()[off:], params)
+		resDev = dw.host.DevicePtr()
+	}
+	dw.res = kernels.DECResidual{Elem: r.Elem, Words: resDev, N: N, K: K}
 	if r.Elem.IsInt() {
-		dw.res.Params = dw.host.DevicePtr() + cuda.DevicePtr(off)
+		dw.res.Params = resDev + cuda.DevicePtr(off)
 	}
 	return nil
 }

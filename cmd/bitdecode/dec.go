@@ -153,8 +153,8 @@ func decShapes(dir, shapes string) ([]bench.DECShape, error) {
 
 // decFlags are the flags 'bench dec' and 'tune dec' share.
 type decFlags struct {
-	modelDir, shapes, weights, residual, kChunks, blocks, device, mode *string
-	tokens, runs                                                       *int
+	modelDir, shapes, weights, residual, kChunks, blocks, device, mode, at *string
+	tokens, runs                                                           *int
 }
 
 func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
@@ -164,6 +164,7 @@ func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 		weights:  fs.String("weights", "int4", "base weight format (int4, int3, int8: packed, gemvq.cu)"),
 		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bench.EnvDECMode+", else fused (serial for int8 and fp16 residuals), as the CUDA backend"),
 		residual: fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
+		at:       fs.String("residual-at", "", "where the residual lives: host (mapped, read over PCIe) or device; default: $"+bench.EnvDECResidual+", else host, as the CUDA backend"),
 		kChunks:  fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
 		blocks:   fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
 		device:   fs.String("device", "cuda", "cuda (or auto): the timings need a GPU"),
@@ -224,11 +225,18 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 	if err != nil {
 		return cfg, usageErrorf("--mode %q: want serial, concurrent or fused", modeName)
 	}
+	at := *f.at
+	if at == "" {
+		at, _ = lookupEnv(bench.EnvDECResidual)
+	}
+	if at != "" && at != "host" && at != "device" {
+		return cfg, usageErrorf("--residual-at %q: want host or device", at)
+	}
 	if err := needGPU("DEC timing"); err != nil {
 		return cfg, err
 	}
 	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
-		Runs: *f.runs, Mode: mode, Progress: progress}
+		Runs: *f.runs, Mode: mode, ResidualOnDevice: at == "device", Progress: progress}
 	return cfg, nil
 }
 
