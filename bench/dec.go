@@ -471,7 +471,7 @@ func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(i
 		}
 		return func(y, x cuda.DevicePtr) error { return t.gv.Launch(c, st, y, x, wp, 0, T, N, K) }, nil, nil
 	}
-	// Fused mode's ready flags (the kernel leaves them zeroed).
+	// Fused mode's tile flags (each launch leaves them zeroed).
 	flags, err := alloc(4 * kernels.DECFlagWords(N))
 	if err != nil {
 		return nil, nil, err

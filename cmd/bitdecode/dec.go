@@ -241,15 +241,16 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 }
 
 // benchDECHelp is the help of 'bitdecode bench dec'.
-const benchDECHelp = `usage: bitdecode bench dec [--shapes PRESET|NxK,...|--model DIR] [--weights int4] [--residual int4] [--k-chunk K,...] [--n-tb B,...] [--tokens T] [--runs R] [--json FILE]
+const benchDECHelp = `usage: bitdecode bench dec [--shapes PRESET|NxK,...|--model DIR] [--weights int4] [--residual int4] [--mode fused|serial|concurrent] [--residual-at host|device] [--k-chunk K,...] [--n-tb B,...] [--tokens T] [--runs R] [--json FILE]
 
-Times dynamic error compensation (DEC) on the GPU in serial mode for each
-linear-layer shape (default: Llama-3.1-8B's 4096x4096, 1024x4096,
-14336x4096 and 4096x14336, N x K): the base GEMV alone, then for each
-k_chunk and n_tb the selection kernel, the compensation kernel (reading the
-selected residual rows from pinned host memory mapped into the GPU) and the
-whole step (base + selection + compensation), each run after L2 has been
-flushed. The read GB/s column is the residual bytes the compensation reads
+Times dynamic error compensation (DEC) on the GPU for each linear-layer
+shape (default: Llama-3.1-8B's 4096x4096, 1024x4096, 14336x4096 and
+4096x14336, N x K): the base GEMV alone, then for each k_chunk and n_tb the
+selection kernel and the compensation kernel alone (reading the selected
+residual rows from pinned host memory mapped into the GPU, or from device
+memory with --residual-at device) and the whole step as the backend runs it
+in --mode (fused, the default: one launch; serial: base, selection,
+compensation), each run after L2 has been flushed. The read GB/s column is the residual bytes the compensation reads
 (codes and params of the selected rows) over its time: the achieved
 zero-copy PCIe rate, next to the pinned-copy rate measured in the same run.
 
@@ -290,8 +291,8 @@ var tuneCmd = &command{
 	summary: "measure on the GPU the largest DEC k_chunk per layer shape within a decode slowdown, for --dec-k tuned:P%",
 	help: `'tune dec' measures, for each distinct linear-layer shape of the model (or
 of --shapes), the base GEMV time of a decode step and the time of the same
-step with DEC (serial mode: selection and compensation kernels after the base
-GEMV) for k_chunk 8, 16, 32, ... and each n_tb in --n-tb, every run after an
+step with DEC (in --mode, by default fused as the backend runs it; the
+residual where --residual-at says) for k_chunk 8, 16, 32, ... and each n_tb in --n-tb, every run after an
 L2 flush, medians of --runs runs. For each --slowdown target it picks the
 largest k_chunk whose step is at most that much slower than the base, with
 the n_tb that was fastest for it (k_chunk 0 if even the smallest is too

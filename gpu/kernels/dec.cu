@@ -92,7 +92,7 @@ constexpr int kSelectThreads = kChunkChannels;
 
 constexpr int kThreads = 256;   // threads of a compensate CTA
 constexpr int kUnit = 32;       // outputs per slice unit (slices are whole units)
-constexpr int kTile = 16;       // outputs per ready flag (fused mode)
+constexpr int kTile = 16;       // outputs per tile flag (fused mode)
 constexpr int kGroup = 128;     // wq.ResidualGroup: outputs per (scale, zero)
 constexpr int kLoads = 4;       // 16-byte code loads per thread per batch
 constexpr int kParamLoads = 2;  // 4-byte param loads per thread per batch

@@ -14,7 +14,7 @@ import (
 var decSource string
 
 // DECSource returns dec.cu's text. A kernel that hosts fused-mode DEC CTAs
-// (dec::fused_cta, dec::tiles_ready; dec.cu's file comment has the
+// (dec::fused_cta, dec::tile_peek, tile_value, tile_close; dec.cu's file comment has the
 // contract) compiles it in front of its own source, as decode_mma.cu does
 // with decode.cu.
 func DECSource() string { return decSource }
@@ -23,7 +23,7 @@ func DECSource() string { return decSource }
 const (
 	// DECThreads is the threads of a compensation CTA (dec.cu's kThreads).
 	DECThreads = 256
-	// DECTile is the outputs per ready flag in fused mode (kTile).
+	// DECTile is the outputs per tile flag in fused mode (kTile).
 	DECTile = 16
 	// decUnit is the outputs per slice unit: a DEC CTA's slice of the
 	// outputs is whole units (kUnit), so N must be a multiple of it.
