@@ -14,9 +14,9 @@ import (
 var decSource string
 
 // DECSource returns dec.cu's text. A kernel that hosts fused-mode DEC CTAs
-// (dec::fused_cta, dec::tile_peek, tile_value, tile_close; dec.cu's file comment has the
-// contract) compiles it in front of its own source, as decode_mma.cu does
-// with decode.cu.
+// (dec::fused_cta, and tile_peek, tile_value and tile_close on the base
+// side; dec.cu's file comment has the contract) compiles it in front of its
+// own source, as decode_mma.cu does with decode.cu.
 func DECSource() string { return decSource }
 
 // dec.cu's constants.

@@ -442,16 +442,17 @@ __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __re
 // ceil(N/16)), block 32·S (S = 4 or 8: dec.cu's CTAs need >= 128 threads),
 // T <= 8. The first d.blocks CTAs are DEC's: resident first, they select
 // the channels themselves (d.sel null) or read d.sel, sum their slice of
-// the compensation from host memory into d.part while the base CTAs run,
-// and publish it per tile. Every base CTA computes its 16 outputs like
-// gemv_q and writes y with or without the compensation, whichever side
-// comes second adding it (dec.cu's protocol; nobody waits). WMAX bounds the
-// DEC CTAs' words per thread (registers); residuals are int4. The result equals gemv_q followed
-// by dec.cu's serial compensation, bit for bit. Compiled only with dec.cu's
-// source in front (kernels.LoadGEMVQDEC).
-// The launch bounds keep gemv_q's occupancy (16 warps per SM; measured
-// 2026-11-25: without them the DEC path took 166 registers at S = 4 against
-// gemv_q's 116, 3 CTAs per SM instead of 4, +25% on 14336x4096).
+// the compensation from the residual (host or device memory) into d.part
+// while the base CTAs run, and publish it per tile. Every base CTA computes
+// its 16 outputs like gemv_q and writes y with or without the compensation,
+// whichever side comes second adding it (dec.cu's protocol; nobody waits).
+// WMAX bounds the DEC CTAs' words per thread (registers); residuals are
+// int4. The result equals gemv_q followed by dec.cu's serial compensation,
+// bit for bit. Compiled only with dec.cu's source in front
+// (kernels.LoadGEMVQDEC). The launch bounds keep gemv_q's occupancy (16
+// warps per SM; measured 2026-11-25: without them the DEC path took 166
+// registers at S = 4 against gemv_q's 116, 3 CTAs per SM instead of 4, and
+// 14336x4096 at k_chunk 8 cost +30% instead of +15%).
 template <int BITS, int S, int WMAX>
 __global__ void __launch_bounds__(32 * S, 16 / S) gemv_q_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                                     const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, const __grid_constant__ dec::Args d) {
