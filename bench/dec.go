@@ -102,11 +102,14 @@ type DECConfig struct {
 	// others run as fp16 (gemv.cu), as backend/gpu stores them.
 	Weights  wq.Spec
 	Residual wq.Elem // the residual's element type (0: int4)
-	Tokens   int     // rows of x, 1..kernels.GEMVMaxRows (0: 1)
-	KChunks  []int   // increasing (nil: DefaultDECKChunks)
-	Blocks   []int   // n_tb values (nil: DefaultDECBlocks), clamped to each shape's range
-	Runs     int     // timed runs per point, median reported (0: 30)
-	Warmup   int     // untimed runs first (0: 3)
+	// ResidualOnDevice keeps the residual in device memory instead of
+	// mapped host memory (backend/gpu's Options.DECResidualOnDevice).
+	ResidualOnDevice bool
+	Tokens           int   // rows of x, 1..kernels.GEMVMaxRows (0: 1)
+	KChunks          []int // increasing (nil: DefaultDECKChunks)
+	Blocks           []int // n_tb values (nil: DefaultDECBlocks), clamped to each shape's range
+	Runs             int   // timed runs per point, median reported (0: 30)
+	Warmup           int   // untimed runs first (0: 3)
 	// Mode is how a step runs DEC beside the base GEMV: kernels.DECSerial
 	// (0 too) or kernels.DECConcurrent (a second stream, joined by an add;
 	// as backend/gpu runs it).
@@ -123,6 +126,7 @@ type DECReport struct {
 	Date     string           `json:"date"`
 	Weights  string           `json:"weights"`
 	Residual string           `json:"residual"`
+	At       string           `json:"residual_at"` // "host" (mapped, read over PCIe) or "device"
 	Mode     string           `json:"mode"`
 	Tokens   int              `json:"tokens"`
 	PCIeGBps float64          `json:"pcie_copy_gb_per_s"` // pinned host-to-device copy, for reference
@@ -170,6 +174,11 @@ func decBlocksFor(want []int, e wq.Elem, N int) []int {
 // mode (backend/gpu), which 'bench dec' and 'tune dec' default to.
 const EnvDECMode = gpu.EnvDECMode
 
+// EnvDECResidual is the environment variable that places the CUDA
+// backend's DEC residuals (host or device), which 'bench dec' and 'tune
+// dec' default to.
+const EnvDECResidual = gpu.EnvDECResidual
+
 // ParseDECMode parses a DEC mode name: serial (or ""), concurrent or fused.
 func ParseDECMode(s string) (kernels.DECMode, error) { return kernels.ParseDECMode(s) }
 
@@ -215,8 +224,8 @@ func runDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 	if cfg.Mode == 0 {
 		cfg.Mode = kernels.DECSerial
 	}
-	if cfg.Mode == kernels.DECFused && (cfg.Residual == wq.FP16 || cfg.Tokens > 8) {
-		return nil, fmt.Errorf("bench: dec: fused mode takes int4 or int8 residuals and at most 8 tokens")
+	if cfg.Mode == kernels.DECFused && (cfg.Residual != wq.Int4 || cfg.Tokens > 8) {
+		return nil, fmt.Errorf("bench: dec: fused mode takes int4 residuals and at most 8 tokens")
 	}
 	packed := cfg.Weights.Elem == wq.Int4 || cfg.Weights.Elem == wq.Int8 || cfg.Weights.Elem == wq.Int3
 	for _, s := range cfg.Shapes {
@@ -250,9 +259,15 @@ func runDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 		if t.gqd, err = kernels.LoadGEMVQDEC(dev); err != nil {
 			return nil, err
 		}
+		if err := t.gqd.Prepare(cfg.Weights.Elem.Bits()); err != nil {
+			return nil, err
+		}
 	}
 	rep := &DECReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Weights: cfg.Weights.Short(),
-		Residual: cfg.Residual.String(), Mode: cfg.Mode.String(), Tokens: cfg.Tokens}
+		Residual: cfg.Residual.String(), At: "host", Mode: cfg.Mode.String(), Tokens: cfg.Tokens}
+	if cfg.ResidualOnDevice {
+		rep.At = "device"
+	}
 	err = dev.Do(func(c *cuda.Ctx) error {
 		st := dev.Stream()
 		var err error
@@ -355,7 +370,7 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 	if err != nil {
 		return nil, err
 	}
-	res, freeRes, err := mappedResidual(c, r, cfg.Residual, N, K)
+	res, freeRes, err := mappedResidual(c, r, cfg.Residual, N, K, cfg.ResidualOnDevice)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +382,25 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Progress, "dec %s %dx%d %s: base %.1f us\n", tag, N, K, s.Name, out.BaseUS)
+	if t.gqd != nil {
+		// The fused kernels' resources beside the base's: registers set
+		// the base CTAs' occupancy.
+		bits := cfg.Weights.Elem.Bits()
+		bi, err := t.gq.Info(c, T, bits, kernels.SplitFor(N, K))
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Progress, "dec %s %dx%d: gemv_q split %d: %d registers, %d B shared, %d B local\n",
+			tag, N, K, kernels.SplitFor(N, K), bi.Registers, bi.StaticSharedBytes, bi.LocalBytes)
+		for _, wmax := range []int{2, 8} {
+			fi, err := t.gqd.Info(c, N, K, bits, wmax)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(cfg.Progress, "dec %s %dx%d: gemv_q_dec W<=%d: %d registers, %d B shared, %d B local\n",
+				tag, N, K, wmax, fi.Registers, fi.StaticSharedBytes, fi.LocalBytes)
+		}
+	}
 	blocks := decBlocksFor(cfg.Blocks, cfg.Residual, N)
 	for _, k := range cfg.KChunks {
 		launch := func(i, nTB int) *kernels.DECLaunch {
@@ -437,7 +471,7 @@ func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(i
 		}
 		return func(y, x cuda.DevicePtr) error { return t.gv.Launch(c, st, y, x, wp, 0, T, N, K) }, nil, nil
 	}
-	// Fused mode's ready flags (the kernel leaves them zeroed).
+	// Fused mode's tile flags (each launch leaves them zeroed).
 	flags, err := alloc(4 * kernels.DECFlagWords(N))
 	if err != nil {
 		return nil, nil, err
@@ -461,13 +495,15 @@ func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(i
 	if err := c.HtoD(pp, cuda.Bytes(params)); err != nil {
 		return nil, nil, err
 	}
+	// And its compensation buffer.
+	part, err := alloc(4 * T * N)
+	if err != nil {
+		return nil, nil, err
+	}
 	base = func(y, x cuda.DevicePtr) error { return t.gq.Launch(c, st, y, x, wp, pp, 0, T, N, K, bits, G) }
 	fusedStep = func(l *kernels.DECLaunch) error {
 		f := *l
-		f.Flags = flags
-		if err := t.dec.Select(c, st, &f); err != nil {
-			return err
-		}
+		f.Flags, f.Part = flags, part
 		return t.gqd.Launch(c, st, f.Y, f.X, wp, pp, 0, T, N, K, bits, G, &f)
 	}
 	return base, fusedStep, nil
@@ -498,12 +534,32 @@ func decActivations(c *cuda.Ctx, r *rand.Rand, alloc func(int) (cuda.DevicePtr, 
 }
 
 // mappedResidual puts a random residual Rᵀ [K][N] of element type e in
-// mapped host memory, as the CUDA backend keeps DEC's residuals, and
-// returns it with the function that frees it.
-func mappedResidual(c *cuda.Ctx, r *rand.Rand, e wq.Elem, N, K int) (*kernels.DECResidual, func(), error) {
+// mapped host memory, as the CUDA backend keeps DEC's residuals (or in
+// device memory with onDevice), and returns it with the function that
+// frees it.
+func mappedResidual(c *cuda.Ctx, r *rand.Rand, e wq.Elem, N, K int, onDevice bool) (*kernels.DECResidual, func(), error) {
 	rw, rpar := randomPacked(r, e, wq.ResidualGroup, K, N)
 	wb, pb := cuda.Bytes(rw), cuda.Bytes(rpar)
 	off := (len(wb) + 255) / 256 * 256
+	if onDevice {
+		p, err := c.Alloc(off + max(len(pb), 16))
+		if err != nil {
+			return nil, nil, fmt.Errorf("the residual in device memory: %w", err)
+		}
+		err = c.HtoD(p, wb)
+		if err == nil && len(pb) > 0 {
+			err = c.HtoD(p+cuda.DevicePtr(off), pb)
+		}
+		if err != nil {
+			c.Free(p)
+			return nil, nil, err
+		}
+		res := &kernels.DECResidual{Elem: e, Words: p, N: N, K: K}
+		if e.IsInt() {
+			res.Params = p + cuda.DevicePtr(off)
+		}
+		return res, func() { c.Free(p) }, nil
+	}
 	host, err := c.AllocHost(off+max(len(pb), 16), true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the residual in mapped host memory: %w", err)
@@ -601,7 +657,11 @@ func (s *DECShapeResult) Pick(pct float64) model.DECPick {
 // Tuning returns the settings-file form of the report with picks for each
 // target (percent).
 func (rep *DECReport) Tuning(targets []float64, source string) *model.DECTuning {
-	tu := &model.DECTuning{Device: rep.Device, Mode: rep.Mode, Residual: rep.Residual, Tokens: rep.Tokens,
+	res := rep.Residual
+	if rep.At == "device" {
+		res += " (device memory)" // the tuning holds only for that placement
+	}
+	tu := &model.DECTuning{Device: rep.Device, Mode: rep.Mode, Residual: res, Tokens: rep.Tokens,
 		Date: rep.Date, Source: source, Targets: slices.Clone(targets)}
 	for i := range rep.Shapes {
 		s := &rep.Shapes[i]
@@ -622,7 +682,7 @@ func (rep *DECReport) Tuning(targets []float64, source string) *model.DECTuning 
 
 // WriteTable prints every point as a Markdown table.
 func (rep *DECReport) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "DEC on %s, serial mode, base %s, residual %s, T = %d; pinned copy %.1f GB/s\n\n", rep.Device, rep.Weights, rep.Residual, rep.Tokens, rep.PCIeGBps)
+	fmt.Fprintf(w, "DEC on %s, %s mode, base %s, residual %s in %s memory, T = %d; pinned copy %.1f GB/s\n\n", rep.Device, rep.Mode, rep.Weights, rep.Residual, rep.At, rep.Tokens, rep.PCIeGBps)
 	fmt.Fprintln(w, "| layers | N x K | base us | k_chunk | rows/token | n_tb | select us | compensate us | step us | overhead | residual KiB | read GB/s |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range rep.Shapes {

@@ -67,13 +67,15 @@
 // come from wq.DEC.Blocks (tuned per shape by 'bitdecode tune dec'), else a
 // default.
 //
-// Options.DECMode (BITDECODE_DEC_MODE) serial, the default, runs DEC as its own kernels after
-// the base GEMV; "concurrent" runs them on a second, highest-priority stream
-// beside it, joined by one add; "fused" launches gemvq.cu's gemv_q_dec, the
-// DEC thread blocks inside the base GEMV's grid, waiting on per-tile ready
-// flags (gpu/kernels/dec.cu), after the selection kernel. All three give the
-// same bits; fused is the fastest on the H100 (docs/weights.md), still not
-// cheap enough for the tuner to turn DEC on. Options.DECBlocks
+// Options.DECMode (BITDECODE_DEC_MODE) "fused", the default for int4
+// residuals of packed weights, launches gemvq.cu's gemv_q_dec: the DEC thread
+// blocks inside the base GEMV's grid select the channels themselves, read the
+// residual rows while the base CTAs stream the weights, and meet them per
+// output tile through a flag, whichever side comes second adding the
+// compensation (gpu/kernels/dec.cu; docs/perf/dec.md); "serial" (the default
+// for int8 and fp16 residuals and prefill) runs DEC as its own kernels after the base
+// GEMV; "concurrent" runs them on a second, highest-priority stream beside
+// it, joined by one add. All three give the same bits. Options.DECBlocks
 // (BITDECODE_DEC_BLOCKS=n) overrides n_tb for every DEC weight, for
 // experiments.
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // Environment variables of the backend, read by ParseOptions only
@@ -31,21 +32,26 @@ const (
 	// directly, with no CUDA graph replay (for comparisons).
 	EnvNoGraphs = "BITDECODE_NO_GRAPHS"
 	// EnvDECMode is Options.DECMode: how DEC runs beside the base GEMV,
-	// "serial" (the default: selection and compensation kernels after the
-	// base GEMV), "concurrent" (both on a second stream beside the base
-	// GEMV of a packed weight, joined by one add; decode batches) or
-	// "fused" (the selection, then one launch whose first n_tb CTAs
-	// compensate while the others compute the base GEMV of a packed
-	// weight; decode batches).
+	// "fused" (the default for int4 residuals: one launch whose
+	// first n_tb CTAs select and compensate while the others compute the
+	// base GEMV of a packed weight; decode batches), "serial" (selection
+	// and compensation kernels after the base GEMV; the default for int8
+	// and fp16 residuals) or "concurrent" (both on a second stream beside the base
+	// GEMV of a packed weight, joined by one add; decode batches).
 	EnvDECMode = "BITDECODE_DEC_MODE"
 	// EnvDECBlocks is Options.DECBlocks: n_tb, the compensation's thread
 	// blocks, for every DEC weight (also tuned ones), for experiments.
 	EnvDECBlocks = "BITDECODE_DEC_BLOCKS"
+	// EnvDECResidual is Options.DECResidualOnDevice: "host" (the default,
+	// DecDEC's placement: pinned host memory read over PCIe) or "device"
+	// (the residual in GPU memory: 0.53 bytes per weight more on the
+	// device, and no PCIe read on the decode step's critical path).
+	EnvDECResidual = "BITDECODE_DEC_RESIDUAL"
 )
 
 // Options are the backend's settings. The zero Options is the default:
 // gemv.cu for batches of 1-2 rows, linear.cu (grouped launches) up to 16,
-// cuBLASLt above, CUDA graph replay, serial DEC with each
+// cuBLASLt above, CUDA graph replay, fused DEC with each
 // weight's own n_tb, the kernels' measured tuning, and gpu/cuda configured
 // as it already is. A program fills them once at its edge
 // (ParseOptions(os.LookupEnv)) and passes them to Open.
@@ -64,12 +70,17 @@ type Options struct {
 	BatchInvariant bool
 	// NoGraphs runs every flush of the op queue directly (no graphs).
 	NoGraphs bool
-	// DECMode is how DEC runs beside the base GEMV; 0 is kernels.DECSerial.
+	// DECMode is how DEC runs beside the base GEMV; 0 is kernels.DECFused
+	// for int4 residuals, kernels.DECSerial for int8 and fp16 ones.
 	DECMode kernels.DECMode
 	// DECBlocks, when positive, is n_tb for every DEC weight (else the
 	// weight's own wq.DEC.Blocks, else a default); it must fit each
 	// weight's shape.
 	DECBlocks int
+	// DECResidualOnDevice keeps DEC residuals in device memory instead of
+	// mapped host memory (EnvDECResidual): the same kernels and bits,
+	// without the zero-copy reads' latency (docs/perf/dec.md).
+	DECResidualOnDevice bool
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
@@ -119,6 +130,15 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		}
 		o.DECBlocks = n
 	}
+	if v, ok := get(EnvDECResidual); ok {
+		switch strings.ToLower(v) {
+		case "host":
+		case "device":
+			o.DECResidualOnDevice = true
+		default:
+			return Options{}, bad(EnvDECResidual, v, "host or device")
+		}
+	}
 	var err error
 	if o.Tuning, err = kernels.ParseTuning(lookup); err != nil {
 		return Options{}, err
@@ -131,10 +151,15 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	return o, nil
 }
 
-// decMode returns the DEC mode, DECSerial for the zero value.
-func (o Options) decMode() kernels.DECMode {
-	if o.DECMode == 0 {
-		return kernels.DECSerial
+// decMode returns the DEC mode of a residual of element type e: the
+// option, or for the zero value fused mode where it runs (int4
+// residuals), else serial.
+func (o Options) decMode(e wq.Elem) kernels.DECMode {
+	if o.DECMode != 0 {
+		return o.DECMode
 	}
-	return o.DECMode
+	if e == wq.Int4 {
+		return kernels.DECFused
+	}
+	return kernels.DECSerial
 }

@@ -26,15 +26,15 @@ const decPrefillScratch = 64 << 20
 // decWeight is a weight's DEC state on the GPU: the residual in mapped host
 // memory and the device scratch its decode steps select into.
 type decWeight struct {
-	host   *cuda.HostBuffer // Rᵀ's words, then its params (256-byte aligned); mapped
+	host   *cuda.HostBuffer // Rᵀ's words, then its params (256-byte aligned); mapped (nil on the device)
 	res    kernels.DECResidual
 	kChunk int
 	blocks int            // n_tb
 	S      int            // channels one token selects
-	sel    cuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection
+	sel    cuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection; then the residual when on the device (one allocation)
 	mode   kernels.DECMode
-	part   cuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent mode)
-	flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the ready flags (fused mode)
+	part   cuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent and fused modes)
+	flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the tile flags (fused mode)
 }
 
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
@@ -81,8 +81,8 @@ func (b *Backend) checkDEC(m *wq.Matrix, dec *wq.DEC) error {
 	if err := kernels.DECReads(dec.R.Elem, m.N); err != nil {
 		return fmt.Errorf("DEC residual for [%d, %d]: %w", m.N, m.K, err)
 	}
-	if b.opts.decMode() == kernels.DECFused && dec.R.Elem == wq.FP16 {
-		return fmt.Errorf("DEC mode fused (%s): fp16 residuals run serial or concurrent", EnvDECMode)
+	if b.opts.DECMode == kernels.DECFused && dec.R.Elem != wq.Int4 {
+		return fmt.Errorf("DEC mode fused (%s): %v residuals run serial or concurrent (fused reads int4)", EnvDECMode, dec.R.Elem)
 	}
 	return nil
 }
@@ -104,8 +104,9 @@ func decBlocks(e wq.Elem, N, own, all int) (int, error) {
 	return own, nil
 }
 
-// attachDEC copies dec's residual into mapped host memory and allocates the
-// selection scratch of decode batches.
+// attachDEC copies dec's residual into mapped host memory (or device memory
+// with Options.DECResidualOnDevice) and allocates the selection scratch of
+// decode batches.
 func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	r := dec.R
 	N, K := r.K, r.N
@@ -118,15 +119,33 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	}
 	words, params := cuda.Bytes(r.Words), cuda.Bytes(r.Params)
 	off := (len(words) + 255) / 256 * 256
-	mode := b.opts.decMode()
+	mode := b.opts.decMode(r.Elem)
 	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk), mode: mode}
 	w.dec = dw // freed with the weight from here on
+	onDevice := b.opts.DECResidualOnDevice
+	selBytes := (4*kernels.GEMVMaxRows*dw.S + 255) / 256 * 256
+	var resDev cuda.DevicePtr
 	err = b.Do(func(c *cuda.Ctx) error {
 		var err error
-		if dw.host, err = c.AllocHost(off+max(len(params), 16), true); err != nil {
+		if onDevice {
+			// The selection scratch and the residual share one allocation,
+			// freed with the scratch.
+			if dw.sel, err = c.Alloc(selBytes + off + max(len(params), 16)); err != nil {
+				return err
+			}
+			resDev = dw.sel + cuda.DevicePtr(selBytes)
+			if err := c.HtoD(resDev, words); err != nil {
+				return err
+			}
+			if len(params) > 0 {
+				if err := c.HtoD(resDev+cuda.DevicePtr(off), params); err != nil {
+					return err
+				}
+			}
+		} else if dw.host, err = c.AllocHost(off+max(len(params), 16), true); err != nil {
 			return err
 		}
-		if mode == kernels.DECConcurrent && w.isQuant() {
+		if (mode == kernels.DECConcurrent || mode == kernels.DECFused) && w.isQuant() {
 			if dw.part, err = c.Alloc(4 * kernels.GEMVMaxRows * N); err != nil {
 				return err
 			}
@@ -139,17 +158,22 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 				return err
 			}
 		}
-		dw.sel, err = c.Alloc(4 * kernels.GEMVMaxRows * dw.S)
+		if !onDevice {
+			dw.sel, err = c.Alloc(4 * kernels.GEMVMaxRows * dw.S)
+		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	copy(dw.host.Bytes(), words)
-	copy(dw.host.Bytes()[off:], params)
-	dw.res = kernels.DECResidual{Elem: r.Elem, Words: dw.host.DevicePtr(), N: N, K: K}
+	if !onDevice {
+		copy(dw.host.Bytes(), words)
+		copy(dw.host.Bytes()[off:], params)
+		resDev = dw.host.DevicePtr()
+	}
+	dw.res = kernels.DECResidual{Elem: r.Elem, Words: resDev, N: N, K: K}
 	if r.Elem.IsInt() {
-		dw.res.Params = dw.host.DevicePtr() + cuda.DevicePtr(off)
+		dw.res.Params = resDev + cuda.DevicePtr(off)
 	}
 	return nil
 }
@@ -314,9 +338,10 @@ func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T
 }
 
 // linearQuantFused is Linear over a packed weight with DEC in fused mode:
-// the selection, then one launch of gemvq.cu's gemv_q_dec whose first n_tb
-// CTAs compensate from host memory while the others compute the base GEMV
-// (the same bits as serial mode).
+// one launch of gemvq.cu's gemv_q_dec whose first n_tb CTAs select and
+// compensate from host memory while the others compute the base GEMV (the
+// same bits as serial mode; a selection launch first only when a token
+// selects more than kernels.DECFusedSelectMax channels).
 func (b *Backend) linearQuantFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) {
 	dw := wt.dec
 	b.launch("Linear DEC", func(c *cuda.Ctx) error {
@@ -324,16 +349,13 @@ func (b *Backend) linearQuantFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr,
 		if err != nil {
 			return err
 		}
-		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, Flags: dw.flags, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
-		if err := b.decK.Select(c, b.stream, &l); err != nil {
-			return fmt.Errorf("weight %s: %w", wt.name, err)
-		}
+		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, Flags: dw.flags, Part: dw.part, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
 		if err := g.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, &l); err != nil {
 			return fmt.Errorf("weight %s: %w", wt.name, err)
 		}
 		return nil
 	}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup),
-		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.flags), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
+		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.flags), u64(dw.part), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
 }
 
 // fusedKernels compiles gemvq.cu with dec.cu (fused mode) on first use.

@@ -119,8 +119,8 @@ func TestQuantLinearDEC(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Backends of the other DEC modes (Options.DECMode), each with its bias.
-	modeBackend := func(mode kernels.DECMode) (*gpu.Backend, backend.Weight) {
-		mb, err := gpu.Open(0, gpu.Options{DECMode: mode})
+	modeBackend := func(mode kernels.DECMode, onDevice bool) (*gpu.Backend, backend.Weight) {
+		mb, err := gpu.Open(0, gpu.Options{DECMode: mode, DECResidualOnDevice: onDevice})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +131,10 @@ func TestQuantLinearDEC(t *testing.T) {
 		}
 		return mb, mbw
 	}
-	bCon, bwCon := modeBackend(kernels.DECConcurrent)
-	bFused, bwFused := modeBackend(kernels.DECFused)
+	bSerial, bwSerial := modeBackend(kernels.DECSerial, false)
+	bCon, bwCon := modeBackend(kernels.DECConcurrent, false)
+	bFused, bwFused := modeBackend(kernels.DECFused, false)
+	bDev, bwDev := modeBackend(0, true) // the default mode (fused), the residual in device memory
 	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
 		m, err := wq.Quantize(e, 128, N, K, w)
 		if err != nil {
@@ -157,6 +159,8 @@ func TestQuantLinearDEC(t *testing.T) {
 		concurrent := load(bCon, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
 		// And inside the base GEMV's grid (fused mode).
 		fused := load(bFused, &wq.DEC{R: res, KChunk: kChunk, Blocks: 3})
+		serial := load(bSerial, &wq.DEC{R: res, KChunk: kChunk, Blocks: 5})
+		onDev := load(bDev, &wq.DEC{R: res, KChunk: kChunk, Blocks: 4})
 		zeroK := load(b, &wq.DEC{R: res, KChunk: 0})
 		onCPU := load(c, &wq.DEC{R: res, KChunk: kChunk})
 		for _, T := range []int{3, 20} {
@@ -207,7 +211,13 @@ func TestQuantLinearDEC(t *testing.T) {
 					t.Fatalf("%s: concurrent DEC (run %d) differs from serial", name, rep)
 				}
 				if y := run(bFused, fused, bwFused); !slices.Equal(y, got) {
-					t.Fatalf("%s: fused DEC (run %d) differs from serial", name, rep)
+					t.Fatalf("%s: fused DEC (run %d) differs from the default", name, rep)
+				}
+				if y := run(bSerial, serial, bwSerial); !slices.Equal(y, got) {
+					t.Fatalf("%s: serial DEC (run %d) differs from the default", name, rep)
+				}
+				if y := run(bDev, onDev, bwDev); !slices.Equal(y, got) {
+					t.Fatalf("%s: DEC with the residual on the device (run %d) differs", name, rep)
 				}
 			}
 			if y := run(b, zeroK, bw); !slices.Equal(y, y0) {
@@ -236,6 +246,8 @@ func TestQuantLinearDEC(t *testing.T) {
 		}
 		bCon.FreeWeight(concurrent)
 		bFused.FreeWeight(fused)
+		bSerial.FreeWeight(serial)
+		bDev.FreeWeight(onDev)
 		c.FreeWeight(onCPU)
 	}
 	m, _ := wq.Quantize(wq.Int4, 128, N, K, w)

@@ -153,8 +153,8 @@ func decShapes(dir, shapes string) ([]bench.DECShape, error) {
 
 // decFlags are the flags 'bench dec' and 'tune dec' share.
 type decFlags struct {
-	modelDir, shapes, weights, residual, kChunks, blocks, device, mode *string
-	tokens, runs                                                       *int
+	modelDir, shapes, weights, residual, kChunks, blocks, device, mode, at *string
+	tokens, runs                                                           *int
 }
 
 func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
@@ -162,8 +162,9 @@ func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 		modelDir: fs.String("model", "", "time the linear-layer shapes of this checkpoint (config.json)"),
 		shapes:   fs.String("shapes", "", "or: a preset ("+strings.Join(bench.PresetNames(), ", ")+") or NxK,... (N outputs, K inputs)"),
 		weights:  fs.String("weights", "int4", "base weight format (int4, int3, int8: packed, gemvq.cu)"),
-		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bench.EnvDECMode+", else serial"),
+		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bench.EnvDECMode+", else fused (serial for int8 and fp16 residuals), as the CUDA backend"),
 		residual: fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
+		at:       fs.String("residual-at", "", "where the residual lives: host (mapped, read over PCIe) or device; default: $"+bench.EnvDECResidual+", else host, as the CUDA backend"),
 		kChunks:  fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
 		blocks:   fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
 		device:   fs.String("device", "cuda", "cuda (or auto): the timings need a GPU"),
@@ -212,28 +213,44 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 	if modeName == "" {
 		modeName, _ = lookupEnv(bench.EnvDECMode)
 	}
+	if modeName == "" {
+		// The backend's default: fused where it runs (packed weights, int4
+		// residuals), serial otherwise.
+		modeName = "serial"
+		if b := ws.Elem.Bits(); res.Elem == wq.Int4 && ws.Elem.IsInt() && (b == 3 || b == 4 || b == 8) {
+			modeName = "fused"
+		}
+	}
 	mode, err := bench.ParseDECMode(modeName)
 	if err != nil {
 		return cfg, usageErrorf("--mode %q: want serial, concurrent or fused", modeName)
+	}
+	at := *f.at
+	if at == "" {
+		at, _ = lookupEnv(bench.EnvDECResidual)
+	}
+	if at != "" && at != "host" && at != "device" {
+		return cfg, usageErrorf("--residual-at %q: want host or device", at)
 	}
 	if err := needGPU("DEC timing"); err != nil {
 		return cfg, err
 	}
 	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
-		Runs: *f.runs, Mode: mode, Progress: progress}
+		Runs: *f.runs, Mode: mode, ResidualOnDevice: at == "device", Progress: progress}
 	return cfg, nil
 }
 
 // benchDECHelp is the help of 'bitdecode bench dec'.
-const benchDECHelp = `usage: bitdecode bench dec [--shapes PRESET|NxK,...|--model DIR] [--weights int4] [--residual int4] [--k-chunk K,...] [--n-tb B,...] [--tokens T] [--runs R] [--json FILE]
+const benchDECHelp = `usage: bitdecode bench dec [--shapes PRESET|NxK,...|--model DIR] [--weights int4] [--residual int4] [--mode fused|serial|concurrent] [--residual-at host|device] [--k-chunk K,...] [--n-tb B,...] [--tokens T] [--runs R] [--json FILE]
 
-Times dynamic error compensation (DEC) on the GPU in serial mode for each
-linear-layer shape (default: Llama-3.1-8B's 4096x4096, 1024x4096,
-14336x4096 and 4096x14336, N x K): the base GEMV alone, then for each
-k_chunk and n_tb the selection kernel, the compensation kernel (reading the
-selected residual rows from pinned host memory mapped into the GPU) and the
-whole step (base + selection + compensation), each run after L2 has been
-flushed. The read GB/s column is the residual bytes the compensation reads
+Times dynamic error compensation (DEC) on the GPU for each linear-layer
+shape (default: Llama-3.1-8B's 4096x4096, 1024x4096, 14336x4096 and
+4096x14336, N x K): the base GEMV alone, then for each k_chunk and n_tb the
+selection kernel and the compensation kernel alone (reading the selected
+residual rows from pinned host memory mapped into the GPU, or from device
+memory with --residual-at device) and the whole step as the backend runs it
+in --mode (fused, the default: one launch; serial: base, selection,
+compensation), each run after L2 has been flushed. The read GB/s column is the residual bytes the compensation reads
 (codes and params of the selected rows) over its time: the achieved
 zero-copy PCIe rate, next to the pinned-copy rate measured in the same run.
 
@@ -274,8 +291,8 @@ var tuneCmd = &command{
 	summary: "measure on the GPU the largest DEC k_chunk per layer shape within a decode slowdown, for --dec-k tuned:P%",
 	help: `'tune dec' measures, for each distinct linear-layer shape of the model (or
 of --shapes), the base GEMV time of a decode step and the time of the same
-step with DEC (serial mode: selection and compensation kernels after the base
-GEMV) for k_chunk 8, 16, 32, ... and each n_tb in --n-tb, every run after an
+step with DEC (in --mode, by default fused as the backend runs it; the
+residual where --residual-at says) for k_chunk 8, 16, 32, ... and each n_tb in --n-tb, every run after an
 L2 flush, medians of --runs runs. For each --slowdown target it picks the
 largest k_chunk whose step is at most that much slower than the base, with
 the n_tb that was fastest for it (k_chunk 0 if even the smallest is too

@@ -43,30 +43,35 @@
 //    y_n = __fadd_rn(y_n, dec_n): wq.Compensate's sum, bit for bit.
 //
 // 3. fused mode: the DEC CTAs run in the same grid as the base GEMV, at the
-//    lowest blockIdx (so they are resident first; base CTAs never wait).
-//    The base kernel calls, after writing y for an output tile,
-//        dec::tiles_ready(a.flags, first_tile, count)   (every thread of the CTA)
-//    and its DEC CTAs (blockIdx.x < a.blocks) call
+//    lowest blockIdx (resident first), and nobody waits on anybody
+//    (docs/perf/dec.md has the design and its costs). A DEC CTA
+//    (blockIdx.x < a.blocks) calls
 //        dec::fused_cta<ELEM, W, THREADS>(a, blockIdx.x, smem)
-//    with smem = at least dec::smem_bytes(THREADS) bytes of 16-byte aligned
-//    shared memory (the base CTAs may use the same buffer for their own
-//    purposes). Contract:
-//      - flags: a.flags, one u32 per tile of kTile = 16 outputs (N/16 of
-//        them), all 0 before the launch; the base sets flag i to 1 once y
-//        holds its final base value for outputs 16i..16i+15 of every token
-//        (stores, then __syncthreads, then one thread __threadfence + atomic
-//        exchange: tiles_ready does exactly this);
-//      - a DEC CTA first computes its slice's dec for token 0 into registers
-//        (no wait), then waits for every tile of its slice (ld.acquire.gpu
-//        spin), adds dec to y (L2 reads and writes), computes and adds the
-//        other tokens, and finally resets its tiles' flags to 0 for the next
-//        launch or graph replay. Slices are whole 32-output units, so no
-//        tile is shared by two DEC CTAs;
-//      - the select_topk launch must precede the fused launch (sel).
-//    dec::fused_cta_any<THREADS>(a, blockIdx.x, smem) does the same with
-//    ELEM and W read from a.elem and a.wpt (kernels.DECFusedArgs fills
-//    them). fused_selftest is such a grid with trivial base CTAs (they copy
-//    a precomputed base output into y) to test the protocol.
+//    with smem = at least dec::fused_smem_bytes(THREADS) bytes of 16-byte
+//    aligned shared memory. Per token it selects the channels itself when
+//    a.sel is null (select_chunks: one warp per 1024-input chunk, the list
+//    in shared memory, wq.SelectApprox exactly; the Go side passes a.sel
+//    from a select_topk launch instead when S > kSelMax), sums its slice's
+//    compensation from host memory into registers and stores it to
+//    a.part [T][N] (device). Then, per tile of kTile = 16 outputs, it
+//    publishes: atomicCAS(flag, 0 -> 1). A base CTA owning a tile calls
+//        st = dec::tile_peek(a.flags, tile)        (thread 0; acquire load)
+//    before writing y, writes y = base, or __fadd_rn(base, part) when
+//    st == 1 (dec::tile_value), then every thread calls
+//        dec::tile_close(a, tile, st, scratch)
+//    which, when st != 1, makes its stores visible and does
+//    atomicCAS(flag, 0 -> 2): if that finds 1 (DEC published meanwhile)
+//    the base CTA adds part into y itself. A DEC CTA whose CAS finds 2 (the
+//    base was first) adds part into y. Exactly one side adds, with the
+//    same single float32 add as serial mode (the same bits), and the side
+//    that comes second resets the flag to 0 for the next launch or graph
+//    replay. Slices are whole 32-output units, so no tile has two DEC CTAs.
+//    dec::fused_cta_any<THREADS, WMAX, ALL>(a, blockIdx.x, smem) does the
+//    same with ELEM and W read from a.elem and a.wpt (kernels.DECFusedArgs
+//    fills them), instantiating W <= WMAX and int4 only unless ALL
+//    (registers: the kernel's count is that of its largest path). fused_selftest is such a grid
+//    with trivial base CTAs (they copy a precomputed base output) to test
+//    the protocol.
 //
 // Go wrapper: dec.go; tests: dec_test.go (wq.SelectApprox, wq.Compensate).
 
@@ -87,13 +92,14 @@ constexpr int kSelectThreads = kChunkChannels;
 
 constexpr int kThreads = 256;   // threads of a compensate CTA
 constexpr int kUnit = 32;       // outputs per slice unit (slices are whole units)
-constexpr int kTile = 16;       // outputs per ready flag (fused mode)
+constexpr int kTile = 16;       // outputs per tile flag (fused mode)
 constexpr int kGroup = 128;     // wq.ResidualGroup: outputs per (scale, zero)
 constexpr int kLoads = 4;       // 16-byte code loads per thread per batch
 constexpr int kParamLoads = 2;  // 4-byte param loads per thread per batch
 constexpr int kRowsMax = 128;   // rows per batch at most
+constexpr int kSelMax = 1024;   // fused mode: selected channels per token kept in shared memory
 
-// Args is everything a DEC launch reads, passed by value (80 bytes; the Go
+// Args is everything a DEC launch reads, passed by value (88 bytes; the Go
 // side packs it: dec.go's DECLaunch.args).
 struct Args {
   const float* x;    // [T][K]
@@ -101,14 +107,15 @@ struct Args {
   int* sel;          // [T][S]
   const u32* words;  // Rᵀ codes, mapped host memory
   const u32* params; // Rᵀ (scale, zero) pairs, mapped host memory; null for fp16
-  u32* flags;        // [N/16] ready flags (fused mode); null otherwise
+  u32* flags;        // [N/16] tile states (fused mode); null otherwise
+  float* part;       // [T][N] the compensation (fused mode); null otherwise
   int N, K, T, S;
   int kChunk;        // channels per 1024, at most 1024
   int blocks;        // n_tb: DEC CTAs
   int elem;          // the residual's element type (kFP16, kInt8, kInt4), for fused_cta_any
   int wpt;           // W, packed words per thread covering a slice, for fused_cta_any
 };
-static_assert(sizeof(Args) == 80, "dec.go packs Args as 80 bytes");
+static_assert(sizeof(Args) == 88, "dec.go packs Args as 88 bytes");
 
 // Fmt describes one residual element type: outputs per packed 32-bit word
 // and whether rows have (scale, zero) params.
@@ -137,6 +144,11 @@ __host__ __device__ constexpr int smem_bytes(int threads) {
   return threads * kLoads * 16 + threads * kParamLoads * 4 + kRowsMax * 4 + 2 * kRowsMax * 4;
 }
 
+// fused_smem_bytes is the shared memory of a fused-mode DEC CTA: that of
+// accumulate, then the token's selection list (kSelMax ints). The
+// selection's per-warp histograms alias accumulate's code buffer.
+__host__ __device__ constexpr int fused_smem_bytes(int threads) { return smem_bytes(threads) + kSelMax * 4; }
+
 // Loads from the mapped host memory: plain global loads (L2 may keep the
 // lines; the residual never changes).
 __device__ __forceinline__ uint4 ld_host4(const u32* p) {
@@ -150,8 +162,8 @@ __device__ __forceinline__ u32 ld_host(const u32* p) {
   return v;
 }
 
-// Reads and writes of y through L2 only (fused mode: other CTAs wrote y
-// during this launch; no stale L1 line may be used).
+// Reads and writes of y and part through L2 only (fused mode: other CTAs
+// wrote them during this launch; no stale L1 line may be used).
 __device__ __forceinline__ float ld_cg(const float* p) {
   float v;
   asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
@@ -291,10 +303,11 @@ __global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) {
 
 // accumulate sums token t's compensation of the outputs of units [u0, u1)
 // into acc: acc[w][o] is output u0·kUnit + (threadIdx.x + w·THREADS)·kPerWord
-// + o. All THREADS threads of the CTA must call it (it synchronizes);
-// smem holds smem_bytes(THREADS) bytes, 16-byte aligned.
+// + o. sel is the token's a.S selected channels, increasing (global or
+// shared memory). All THREADS threads of the CTA must call it (it
+// synchronizes); smem holds smem_bytes(THREADS) bytes, 16-byte aligned.
 template <int E, int W, int THREADS>
-__device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1, unsigned char* smem,
+__device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel,
                                            float (&acc)[W][Fmt<E>::kPerWord]) {
   static_assert(THREADS >= kRowsMax && THREADS % 32 == 0, "a thread per row of a batch");
   using F = Fmt<E>;
@@ -322,7 +335,6 @@ __device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1,
   float* sx = reinterpret_cast<float*>(sp + THREADS * kParamLoads);
   int* ks = reinterpret_cast<int*>(sx + kRowsMax);  // [2][kRowsMax]
 
-  const int* sel = a.sel + size_t(t) * a.S;
   const float* x = a.x + size_t(t) * a.K;
   const u32* words = a.words + u0 * kWordsPerUnit;
   const u32* params = F::kParams ? a.params + g0 : nullptr;
@@ -411,10 +423,8 @@ __device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1,
   }
 }
 
-// add_out adds acc (from accumulate) to y[t] once: y_n = y_n + dec_n. With
-// L2 set, y is read and written through L2 only (fused mode: the base CTAs
-// wrote it during this launch).
-template <int E, int W, int THREADS, bool L2>
+// add_out adds acc (from accumulate) to y[t] once: y_n = y_n + dec_n.
+template <int E, int W, int THREADS>
 __device__ __forceinline__ void add_out(const Args& a, int t, int u0, int u1, const float (&acc)[W][Fmt<E>::kPerWord]) {
   constexpr int kPer = Fmt<E>::kPerWord;
   const int sliceWords = (u1 - u0) * (kUnit / kPer);
@@ -426,11 +436,7 @@ __device__ __forceinline__ void add_out(const Args& a, int t, int u0, int u1, co
 #pragma unroll
       for (int o = 0; o < kPer; o++) {
         float* p = y + j * kPer + o;
-        if (L2) {
-          st_cg(p, __fadd_rn(ld_cg(p), acc[w][o]));
-        } else {
-          *p = __fadd_rn(*p, acc[w][o]);
-        }
+        *p = __fadd_rn(*p, acc[w][o]);
       }
     }
   }
@@ -445,69 +451,203 @@ __global__ void __launch_bounds__(kThreads) compensate(const Args a) {
   slice(a.N, a.blocks, blockIdx.x, u0, u1);
   if (u0 >= u1) return;
   float acc[W][Fmt<E>::kPerWord];
-  accumulate<E, W, kThreads>(a, blockIdx.y, u0, u1, smem, acc);
-  add_out<E, W, kThreads, false>(a, blockIdx.y, u0, u1, acc);
+  accumulate<E, W, kThreads>(a, blockIdx.y, u0, u1, smem, a.sel + size_t(blockIdx.y) * a.S, acc);
+  add_out<E, W, kThreads>(a, blockIdx.y, u0, u1, acc);
 }
 
-// tiles_ready is the base CTAs' side of fused mode: after its stores to y
-// for `count` tiles starting at `first` (outputs 16·first .. 16·(first +
-// count) − 1, every token), every thread of the CTA calls it; it
-// synchronizes the CTA, then one thread makes the stores visible at GPU
-// scope and raises the tiles' flags. Without DEC (flags null) it does
-// nothing, so a base kernel may call it unconditionally.
-__device__ __forceinline__ void tiles_ready(u32* flags, int first, int count) {
-  if (flags == nullptr) return;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    for (int i = 0; i < count; i++) atomicExch(flags + first + i, 1u);
-  }
-}
-
-// wait_tiles returns once every tile of units [u0, u1) is ready. All
-// threads of the CTA must call it.
+// select_chunks writes token t's selection (wq.SelectApprox, the rule of
+// select_topk, file comment 1.) to list[0 .. a.S): warp w takes chunks w,
+// w + THREADS/32, ...; in a chunk, lane l owns channels c0 + 32j + l
+// (j = 0..31), so "channel order" is (j, lane) order and every count of
+// channels before this one is a running popc of ballots. hist holds
+// THREADS/32 warp-private histograms of kBuckets ints. All THREADS threads
+// call it; the caller synchronizes before reading list.
+// Not inlined: fused_cta_any instantiates fused_cta once per (element
+// type, W), and one copy of the selection per kernel is enough (it runs
+// once per token).
 template <int THREADS>
-__device__ __forceinline__ void wait_tiles(const u32* flags, int u0, int u1) {
-  constexpr int kTilesPerUnit = kUnit / kTile;
-  const int t0 = u0 * kTilesPerUnit, n = (u1 - u0) * kTilesPerUnit;
-  for (int i = threadIdx.x; i < n; i += THREADS) {
-    while (ld_acquire(flags + t0 + i) == 0) __nanosleep(64);
+__device__ __noinline__ void select_chunks(const Args& a, int t, int* list, int* hist) {
+  constexpr int kWarps = THREADS / 32;
+  constexpr int kPerLane = kChunkChannels / 32;       // 32 channels per lane
+  constexpr int kBucketsPerLane = kBuckets / 32;      // 8 buckets per lane
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const u32 below = (1u << lane) - 1u;
+  int* h = hist + warp * kBuckets;
+  const float* x = a.x + size_t(t) * a.K;
+  const int chunks = (a.K + kChunkChannels - 1) / kChunkChannels;
+  const int kcFull = chunk_select(a.kChunk, kChunkChannels);
+  for (int chunk = warp; chunk < chunks; chunk += kWarps) {
+    const int c0 = chunk * kChunkChannels;
+    const int c = min(kChunkChannels, a.K - c0);
+    const int kc = chunk_select(a.kChunk, c);  // warp-uniform, > 0 when S > 0
+#pragma unroll
+    for (int i = 0; i < kBucketsPerLane; i++) h[lane * kBucketsPerLane + i] = 0;
+    int key[kPerLane];
+    int m = -1;
+#pragma unroll
+    for (int j = 0; j < kPerLane; j++) {
+      const int ch = 32 * j + lane;
+      key[j] = ch < c ? int((__float_as_uint(__ldg(x + c0 + ch)) & 0x7fffffffu) >> kBucketShift) : -1;
+      m = max(m, key[j]);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
+    __syncwarp();  // the zeros before the adds
+    // key becomes the bucket (kBuckets for channels past c).
+#pragma unroll
+    for (int j = 0; j < kPerLane; j++) {
+      key[j] = key[j] < 0 ? kBuckets : min(m - key[j], kBuckets - 1);
+      if (key[j] < kBuckets) atomicAdd(&h[key[j]], 1);
+    }
+    __syncwarp();
+    // B: the bucket where the running count first reaches kc. Lane l sums
+    // buckets 8l..8l+7; the lane whose range crosses kc finds B in it.
+    int cnt[kBucketsPerLane], sum = 0;
+#pragma unroll
+    for (int i = 0; i < kBucketsPerLane; i++) cnt[i] = h[lane * kBucketsPerLane + i], sum += cnt[i];
+    int incl = sum;
+#pragma unroll
+    for (int off = 1; off < 32; off *= 2) {
+      const int u = __shfl_up_sync(0xffffffffu, incl, off);
+      if (lane >= off) incl += u;
+    }
+    const int excl = incl - sum;
+    const u32 hit = __ballot_sync(0xffffffffu, excl < kc && incl >= kc);  // exactly one lane
+    int B = 0, fill = 0;
+    if (excl < kc && incl >= kc) {
+      int run = excl;
+#pragma unroll
+      for (int i = 0; i < kBucketsPerLane; i++) {
+        if (run < kc && run + cnt[i] >= kc) B = lane * kBucketsPerLane + i, fill = kc - run;  // once: run only grows
+        run += cnt[i];
+      }
+    }
+    const int src = __ffs(hit) - 1;
+    B = __shfl_sync(0xffffffffu, B, src);
+    fill = __shfl_sync(0xffffffffu, fill, src);
+    // Take b < B, and the first `fill` channels of bucket B in channel
+    // order; positions in channel order.
+    int* out = list + chunk * kcFull;
+    int inB = 0, pos = 0;
+#pragma unroll
+    for (int j = 0; j < kPerLane; j++) {
+      const bool isB = key[j] == B;
+      const u32 mB = __ballot_sync(0xffffffffu, isB);
+      const bool take = key[j] < B || (isB && inB + __popc(mB & below) < fill);
+      const u32 mT = __ballot_sync(0xffffffffu, take);
+      if (take) out[pos + __popc(mT & below)] = c0 + 32 * j + lane;
+      inB += __popc(mB);
+      pos += __popc(mT);
+    }
   }
+}
+
+// tile_peek is a base CTA's first step in fused mode (one thread calls it,
+// before the CTA writes its tile of y): the tile's state, acquired: 1 when
+// the DEC CTA has published part for it (the base then writes
+// tile_value(base, part) itself), else 0.
+__device__ __forceinline__ u32 tile_peek(const u32* flags, int tile) { return ld_acquire(flags + tile); }
+
+// tile_value is what a base CTA writes to y at index p: its base value,
+// plus the compensation when the DEC side was first (state 1): the same
+// single float32 add as serial mode.
+__device__ __forceinline__ float tile_value(const Args& a, u32 state, size_t p, float base) {
+  return state == 1 ? __fadd_rn(base, ld_cg(a.part + p)) : base;
+}
+
+// add_part adds part into y for token rows of one tile, through L2 (the
+// side that comes second, when the other has not added).
+__device__ __forceinline__ void add_part(const Args& a, int tile, int i0, int step) {
+  for (int i = i0; i < a.T * kTile; i += step) {
+    const size_t p = size_t(i / kTile) * a.N + tile * kTile + i % kTile;
+    st_cg(a.y + p, __fadd_rn(ld_cg(a.y + p), ld_cg(a.part + p)));
+  }
+}
+
+// tile_close is a base CTA's last step in fused mode, after its stores to
+// y for the tile (every thread calls it; state from tile_peek; scratch is
+// one u32 of shared memory). State 1: the compensation is in y, reset the
+// flag. Else: make the stores visible, atomicCAS(flag, 0 -> 2); if that
+// finds 1 (the DEC CTA published meanwhile) add part into y and reset the
+// flag; if it succeeds, the DEC CTA adds when it publishes.
+__device__ __forceinline__ void tile_close(const Args& a, int tile, u32 state, u32* scratch) {
+  __threadfence();  // each thread's stores to y
   __syncthreads();
+  if (state == 1) {
+    if (threadIdx.x == 0) a.flags[tile] = 0;
+    return;
+  }
+  if (threadIdx.x == 0) *scratch = atomicCAS(a.flags + tile, 0u, 2u);
+  __syncthreads();
+  if (*scratch == 1) {
+    __threadfence();
+    add_part(a, tile, threadIdx.x, blockDim.x);
+    if (threadIdx.x == 0) a.flags[tile] = 0;
+  }
 }
 
 // fused_cta is the DEC CTAs' side of fused mode (file comment, 3.): DEC CTA
-// b (0 <= b < a.blocks, the grid's lowest blockIdx values) computes its
-// slice's compensation for every token, waits for the base CTAs' flags
-// before the first add, and resets the flags at the end. THREADS must be
-// the kernel's blockDim.x; W must cover the slice (dec.go's decWords).
+// b (0 <= b < a.blocks, the grid's lowest blockIdx values) selects (if
+// a.sel is null), sums and stores its slice's compensation of every token
+// to a.part, then publishes it tile by tile. THREADS must be the kernel's
+// blockDim.x; W must cover the slice (dec.go's decWords).
 template <int E, int W, int THREADS>
 __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* smem) {
+  constexpr int kPer = Fmt<E>::kPerWord;
   int u0, u1;
   slice(a.N, a.blocks, b, u0, u1);
   if (u0 >= u1) return;
+  int* list = reinterpret_cast<int*>(smem + smem_bytes(THREADS));
+  const int sliceWords = (u1 - u0) * (kUnit / kPer);
   for (int t = 0; t < a.T; t++) {
-    float acc[W][Fmt<E>::kPerWord];
-    accumulate<E, W, THREADS>(a, t, u0, u1, smem, acc);
-    if (t == 0) wait_tiles<THREADS>(a.flags, u0, u1);
-    add_out<E, W, THREADS, true>(a, t, u0, u1, acc);
+    const int* sel = list;
+    if (a.sel != nullptr) {
+      sel = a.sel + size_t(t) * a.S;
+    } else {
+      __syncthreads();  // the previous token's accumulate is done with smem
+      select_chunks<THREADS>(a, t, list, reinterpret_cast<int*>(smem));
+      __syncthreads();
+    }
+    float acc[W][kPer];
+    accumulate<E, W, THREADS>(a, t, u0, u1, smem, sel, acc);
+    float* part = a.part + size_t(t) * a.N + u0 * kUnit;
+#pragma unroll
+    for (int w = 0; w < W; w++) {
+      const int j = threadIdx.x + w * THREADS;
+      if (j < sliceWords) {
+#pragma unroll
+        for (int o = 0; o < kPer; o++) st_cg(part + j * kPer + o, acc[w][o]);
+      }
+    }
   }
+  __threadfence();  // each thread's stores to part
   __syncthreads();
   constexpr int kTilesPerUnit = kUnit / kTile;
-  for (int i = threadIdx.x; i < (u1 - u0) * kTilesPerUnit; i += THREADS) a.flags[u0 * kTilesPerUnit + i] = 0;
+  for (int i = threadIdx.x; i < (u1 - u0) * kTilesPerUnit; i += THREADS) {
+    const int tile = u0 * kTilesPerUnit + i;
+    if (atomicCAS(a.flags + tile, 0u, 1u) == 2u) {  // the base wrote y first
+      __threadfence();
+      add_part(a, tile, 0, 1);
+      a.flags[tile] = 0;
+    }
+  }
 }
 
 // fused_cta_any is fused_cta with the element type and W taken from a.elem
-// and a.wpt at run time (kernels.DECFusedArgs fills them for THREADS),
-// so a base kernel needs no template parameter for them. Its registers are
-// those of the largest instantiation (int4, W = 8: 64 sums per thread);
-// a base kernel that knows its residual type can call fused_cta directly.
-template <int THREADS>
+// and a.wpt at run time (kernels.DECFusedArgs fills them for THREADS), so
+// a base kernel needs no template parameter for them. Only W <= WMAX and
+// int4 residuals, plus int8 and fp16 ones with ALL, are instantiated: the
+// kernel's registers are those of its largest path (int4, W = 8: 64 sums
+// per thread), and its compile time grows with each.
+template <int THREADS, int WMAX, bool ALL>
 __device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem) {
-#define DEC_FUSED_CASE(E, W) \
-  case (E) * 16 + (W):       \
-    fused_cta<E, W, THREADS>(a, b, smem); \
-    return;
+#define DEC_FUSED_CASE(E, W)                                      \
+  case (E) * 16 + (W):                                            \
+    if constexpr ((W) <= WMAX && ((E) == kInt4 || ALL)) {         \
+      fused_cta<E, ((W) <= WMAX ? (W) : 1), THREADS>(a, b, smem); \
+      return;                                                     \
+    }                                                             \
+    break;
   switch (a.elem * 16 + a.wpt) {
     DEC_FUSED_CASE(kInt4, 1) DEC_FUSED_CASE(kInt4, 2) DEC_FUSED_CASE(kInt4, 4) DEC_FUSED_CASE(kInt4, 8)
     DEC_FUSED_CASE(kInt8, 1) DEC_FUSED_CASE(kInt8, 2) DEC_FUSED_CASE(kInt8, 4) DEC_FUSED_CASE(kInt8, 8)
@@ -522,17 +662,21 @@ __device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned cha
 // protocol of fused mode with a known base, for tests; its DEC CTAs go
 // through fused_cta_any.
 __global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const float* __restrict__ ybase) {
-  __shared__ __align__(16) unsigned char smem[smem_bytes(kThreads)];
+  __shared__ __align__(16) unsigned char smem[fused_smem_bytes(kThreads)];
+  __shared__ u32 state, scratch;
   if (int(blockIdx.x) < a.blocks) {
-    fused_cta_any<kThreads>(a, blockIdx.x, smem);
+    fused_cta_any<kThreads, 8, true>(a, blockIdx.x, smem);
     return;
   }
   const int tile = int(blockIdx.x) - a.blocks;
+  if (threadIdx.x == 0) state = tile_peek(a.flags, tile);
+  __syncthreads();
+  const u32 st = state;
   for (int i = threadIdx.x; i < a.T * kTile; i += kThreads) {
     const size_t p = size_t(i / kTile) * a.N + tile * kTile + i % kTile;
-    a.y[p] = ybase[p];
+    a.y[p] = tile_value(a, st, p, ybase[p]);
   }
-  tiles_ready(a.flags, tile, 1);
+  tile_close(a, tile, st, &scratch);
 }
 
 }  // namespace dec

@@ -14,22 +14,26 @@ import (
 var decSource string
 
 // DECSource returns dec.cu's text. A kernel that hosts fused-mode DEC CTAs
-// (dec::fused_cta, dec::tiles_ready; dec.cu's file comment has the
-// contract) compiles it in front of its own source, as decode_mma.cu does
-// with decode.cu.
+// (dec::fused_cta, and tile_peek, tile_value and tile_close on the base
+// side; dec.cu's file comment has the contract) compiles it in front of its
+// own source, as decode_mma.cu does with decode.cu.
 func DECSource() string { return decSource }
 
 // dec.cu's constants.
 const (
 	// DECThreads is the threads of a compensation CTA (dec.cu's kThreads).
 	DECThreads = 256
-	// DECTile is the outputs per ready flag in fused mode (kTile).
+	// DECTile is the outputs per tile flag in fused mode (kTile).
 	DECTile = 16
 	// decUnit is the outputs per slice unit: a DEC CTA's slice of the
 	// outputs is whole units (kUnit), so N must be a multiple of it.
 	decUnit = 32
 	// decArgsBytes is sizeof(dec::Args).
-	decArgsBytes = 80
+	decArgsBytes = 88
+	// DECFusedSelectMax is the most channels per token a fused launch's
+	// DEC CTAs select themselves (kSelMax: the list lives in shared
+	// memory); with more, a select_topk launch precedes the fused one.
+	DECFusedSelectMax = 1024
 	// decMaxTokens bounds T (the compensation grid's y dimension).
 	decMaxTokens = 65535
 	// dec.cu's batching constants (kLoads, kParamLoads, kRowsMax): 16-byte
@@ -56,8 +60,10 @@ const (
 	// base GEMV on the same stream.
 	DECSerial DECMode = iota + 1
 	// DECFused runs the compensation CTAs in the base GEMV's grid
-	// (dec::fused_cta), waiting on per-tile ready flags; it needs a base
-	// kernel that hosts them (dec.cu's contract).
+	// (dec::fused_cta): they select the channels themselves, and the base
+	// CTAs and they meet per output tile through a flag, whichever comes
+	// second adding the compensation (nobody waits); it needs a base kernel
+	// that hosts them (dec.cu's contract).
 	DECFused
 	// DECConcurrent runs the selection and the compensation on a second
 	// stream, forked before the base GEMV and joined after it: the
@@ -172,8 +178,9 @@ func DECMinBlocks(e wq.Elem, N int) int {
 // per 32-output unit.
 func DECMaxBlocks(N int) int { return max(1, N/decUnit) }
 
-// DECFlagWords returns the ready flags (uint32, zero before the first
-// launch) a fused launch over N outputs needs: one per DECTile outputs.
+// DECFlagWords returns the tile flags (uint32, zero before the first
+// launch; each launch leaves them zero) a fused launch over N outputs
+// needs: one per DECTile outputs.
 func DECFlagWords(N int) int { return (N + DECTile - 1) / DECTile }
 
 // DECLaunch is one DEC launch: buffers, sizes and n_tb.
@@ -181,14 +188,16 @@ type DECLaunch struct {
 	X, Y   cuda.DevicePtr // x [T][K], y [T][N] float32 on the device
 	Sel    cuda.DevicePtr // [T][DECSelected(K, KChunk)] int32 scratch on the device
 	Flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed (fused mode only)
+	Part   cuda.DevicePtr // [T][N] float32, the compensation (fused mode only)
 	R      *DECResidual
 	T      int
 	KChunk int // channels per wq.ChunkChannels inputs (0: nothing to do)
 	Blocks int // n_tb: DEC CTAs over the N outputs
 }
 
-// check validates the launch and returns S.
-func (l *DECLaunch) check() (int, error) {
+// check validates the launch and returns S; fused launches may have no
+// selection scratch (their DEC CTAs select).
+func (l *DECLaunch) check(fused bool) (int, error) {
 	r := l.R
 	if r == nil {
 		return 0, fmt.Errorf("kernels: dec: no residual")
@@ -199,7 +208,7 @@ func (l *DECLaunch) check() (int, error) {
 	if r.K <= 0 || l.T < 1 || l.T > decMaxTokens || l.KChunk < 0 {
 		return 0, fmt.Errorf("kernels: dec: T=%d K=%d k_chunk=%d out of range", l.T, r.K, l.KChunk)
 	}
-	if r.Words == 0 || (r.Elem.IsInt() && r.Params == 0) || l.X == 0 || l.Y == 0 || l.Sel == 0 {
+	if r.Words == 0 || (r.Elem.IsInt() && r.Params == 0) || l.X == 0 || l.Y == 0 || (l.Sel == 0 && !fused) {
 		return 0, fmt.Errorf("kernels: dec: a null buffer (words %#x, params %#x, x %#x, y %#x, sel %#x)", r.Words, r.Params, l.X, l.Y, l.Sel)
 	}
 	if r.Words%16 != 0 {
@@ -212,7 +221,7 @@ func (l *DECLaunch) check() (int, error) {
 // words per thread (0 where the kernel does not use it).
 func (l *DECLaunch) args(S, w int) []byte {
 	b := make([]byte, 0, decArgsBytes)
-	for _, p := range []cuda.DevicePtr{l.X, l.Y, l.Sel, l.R.Words, l.R.Params, l.Flags} {
+	for _, p := range []cuda.DevicePtr{l.X, l.Y, l.Sel, l.R.Words, l.R.Params, l.Flags, l.Part} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(p))
 	}
 	for _, v := range []int{l.R.N, l.R.K, l.T, S, min(l.KChunk, wq.ChunkChannels), l.Blocks, int(l.R.Elem), w} {
@@ -265,7 +274,7 @@ func LoadDEC(dev *cuda.Device) (*DEC, error) {
 // increasing order) to l.Sel: one CTA per (chunk of 1024 inputs, token).
 // With k_chunk 0 it launches nothing.
 func (d *DEC) Select(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
-	S, err := l.check()
+	S, err := l.check(false)
 	if err != nil || S == 0 {
 		return err
 	}
@@ -296,7 +305,7 @@ func (l *DECLaunch) blocksFor() (ei, wi int, err error) {
 // (n_tb, T). The result equals wq.Compensate bit for bit. With k_chunk 0
 // it launches nothing and y is untouched.
 func (d *DEC) Compensate(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
-	S, err := l.check()
+	S, err := l.check(false)
 	if err != nil || S == 0 {
 		return err
 	}
@@ -309,45 +318,59 @@ func (d *DEC) Compensate(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
 
 // FusedSelfTest runs fused mode's protocol with trivial base CTAs: n_tb DEC
 // CTAs at the lowest blockIdx plus one base CTA per DECTile outputs that
-// copies yBase [T][N] into y and raises its tile's flag. y ends as
-// Compensate would leave yBase, and l.Flags all zero again. For tests.
+// copies yBase [T][N] into y under the protocol. y ends as Compensate would
+// leave yBase, and l.Flags all zero again. The DEC CTAs select themselves
+// unless S > DECFusedSelectMax (then a Select launch into l.Sel comes
+// first). For tests.
 func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cuda.DevicePtr) error {
-	S, err := l.check()
+	if yBase == 0 {
+		return fmt.Errorf("kernels: dec: the fused self-test needs a base output")
+	}
+	args, _, sel, err := DECFusedArgs(l, DECThreads)
 	if err != nil {
 		return err
 	}
-	if S == 0 || l.Flags == 0 || yBase == 0 {
-		return fmt.Errorf("kernels: dec: the fused self-test needs k_chunk > 0, flags and a base output")
-	}
-	args, _, err := DECFusedArgs(l, DECThreads)
-	if err != nil {
-		return err
+	if sel {
+		if err := d.Select(c, st, l); err != nil {
+			return err
+		}
 	}
 	grid := l.Blocks + l.R.N/DECTile
 	return c.Launch(d.fused, cuda.Dim3{X: grid}, cuda.Dim3{X: DECThreads}, 0, st, args, yBase)
 }
 
 // DECFusedArgs returns dec::Args for a base kernel hosting fused-mode DEC
-// CTAs with threads threads per CTA (passed by value, 80 bytes), and W, the
+// CTAs with threads threads per CTA (passed by value, 88 bytes), and W, the
 // words per thread its dec::fused_cta<E, W, THREADS> call must use (Args
 // carries it, and the element type, for dec::fused_cta_any). The grid is
-// l.Blocks DEC CTAs followed by the base CTAs.
-func DECFusedArgs(l *DECLaunch, threads int) (args []byte, w int, err error) {
-	S, err := l.check()
+// l.Blocks DEC CTAs followed by the base CTAs. l needs Flags and Part.
+// selects reports whether the DEC CTAs read l.Sel, which a Select launch
+// must fill first (S > DECFusedSelectMax); otherwise Args carries no
+// selection and the DEC CTAs select themselves.
+func DECFusedArgs(l *DECLaunch, threads int) (args []byte, w int, selects bool, err error) {
+	S, err := l.check(true)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	if S == 0 || l.Flags == 0 {
-		return nil, 0, fmt.Errorf("kernels: dec: fused mode needs k_chunk > 0 and flags")
+	if S == 0 || l.Flags == 0 || l.Part == 0 {
+		return nil, 0, false, fmt.Errorf("kernels: dec: fused mode needs k_chunk > 0, flags and a part buffer")
 	}
 	if l.Blocks < 1 || l.Blocks > DECMaxBlocks(l.R.N) {
-		return nil, 0, fmt.Errorf("kernels: dec: n_tb %d out of range [1, %d]", l.Blocks, DECMaxBlocks(l.R.N))
+		return nil, 0, false, fmt.Errorf("kernels: dec: n_tb %d out of range [1, %d]", l.Blocks, DECMaxBlocks(l.R.N))
 	}
 	if threads < decRowsMax || threads%32 != 0 {
-		return nil, 0, fmt.Errorf("kernels: dec: fused DEC CTAs of %d threads: want a multiple of 32, at least %d", threads, decRowsMax)
+		return nil, 0, false, fmt.Errorf("kernels: dec: fused DEC CTAs of %d threads: want a multiple of 32, at least %d", threads, decRowsMax)
 	}
 	if w = decWords(l.R.Elem, l.R.N, l.Blocks, threads); w == 0 {
-		return nil, 0, fmt.Errorf("kernels: dec: n_tb %d is too few for %d outputs with %d threads", l.Blocks, l.R.N, threads)
+		return nil, 0, false, fmt.Errorf("kernels: dec: n_tb %d is too few for %d outputs with %d threads", l.Blocks, l.R.N, threads)
 	}
-	return l.args(S, w), w, nil
+	f := *l
+	if selects = S > DECFusedSelectMax; selects {
+		if l.Sel == 0 {
+			return nil, 0, false, fmt.Errorf("kernels: dec: %d selected channels per token need a selection scratch (more than %d)", S, DECFusedSelectMax)
+		}
+	} else {
+		f.Sel = 0
+	}
+	return f.args(S, w), w, selects, nil
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -207,22 +208,22 @@ func decBatchRows(e wq.Elem, u0, u1, threads int) int {
 	return rows
 }
 
-// TestDECArgsLayout checks the packing of dec::Args: six pointers, then
+// TestDECArgsLayout checks the packing of dec::Args: seven pointers, then
 // N, K, T, S, k_chunk (capped at 1024), n_tb, element type and W as int32.
 func TestDECArgsLayout(t *testing.T) {
-	l := &DECLaunch{X: 0x1000, Y: 0x2000, Sel: 0x3000, Flags: 0x6000, T: 3, KChunk: 2000, Blocks: 16,
+	l := &DECLaunch{X: 0x1000, Y: 0x2000, Sel: 0x3000, Flags: 0x6000, Part: 0x7000, T: 3, KChunk: 2000, Blocks: 16,
 		R: &DECResidual{Elem: wq.Int4, Words: 0x4000, Params: 0x5000, N: 4096, K: 14336}}
 	b := l.args(777, 4)
 	if len(b) != decArgsBytes {
 		t.Fatalf("%d bytes, want %d", len(b), decArgsBytes)
 	}
-	for i, want := range []uint64{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000} {
+	for i, want := range []uint64{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000} {
 		if got := binary.LittleEndian.Uint64(b[8*i:]); got != want {
 			t.Errorf("pointer %d = %#x, want %#x", i, got, want)
 		}
 	}
 	for i, want := range []uint32{4096, 14336, 3, 777, 1024, 16, uint32(wq.Int4), 4} {
-		if got := binary.LittleEndian.Uint32(b[48+4*i:]); got != want {
+		if got := binary.LittleEndian.Uint32(b[56+4*i:]); got != want {
 			t.Errorf("int %d = %d, want %d", i, got, want)
 		}
 	}
@@ -234,7 +235,7 @@ func TestDECConstantsMatchSource(t *testing.T) {
 	for name, want := range map[string]int{
 		"kThreads": DECThreads, "kUnit": decUnit, "kTile": DECTile, "kGroup": wq.ResidualGroup,
 		"kChunkChannels": wq.ChunkChannels, "kLoads": decLoads, "kParamLoads": decParamLoads, "kRowsMax": decRowsMax,
-		"kFP16": int(wq.FP16), "kInt8": int(wq.Int8), "kInt4": int(wq.Int4),
+		"kFP16": int(wq.FP16), "kInt8": int(wq.Int8), "kInt4": int(wq.Int4), "kSelMax": DECFusedSelectMax,
 	} {
 		m := regexp.MustCompile(`constexpr int ` + name + ` = (\d+);`).FindStringSubmatch(decSource)
 		if m == nil {
@@ -294,5 +295,110 @@ func TestDECLaunchChecks(t *testing.T) {
 	}
 	if _, err := ParseDECMode("async"); err == nil {
 		t.Error("ParseDECMode(async) accepted")
+	}
+}
+
+// warpSelectModel models dec.cu's select_chunks (fused mode's in-kernel
+// selection) step by step on the CPU: one warp per chunk, lane l owning
+// channels c0 + 32j + l, B found by the lane whose 8-bucket range crosses
+// kc, ranks and positions from running popcounts of ballots in (j, lane)
+// order.
+func warpSelectModel(x []float32, kChunk int) []int32 {
+	K := len(x)
+	kcFull := wq.ChunkSelect(min(kChunk, wq.ChunkChannels), wq.ChunkChannels)
+	out := make([]int32, DECSelected(K, kChunk))
+	for c0 := 0; c0 < K; c0 += wq.ChunkChannels {
+		chunk, c := c0/wq.ChunkChannels, min(wq.ChunkChannels, K-c0)
+		kc := wq.ChunkSelect(min(kChunk, wq.ChunkChannels), c)
+		if kc == 0 {
+			continue
+		}
+		var key [32][32]int // [lane][j]
+		m := -1
+		for l := range 32 {
+			for j := range 32 {
+				key[l][j] = -1
+				if ch := 32*j + l; ch < c {
+					key[l][j] = int(math.Float32bits(x[c0+ch]) & 0x7fffffff >> 20)
+				}
+				m = max(m, key[l][j])
+			}
+		}
+		var h [256]int
+		for l := range 32 {
+			for j := range 32 {
+				if key[l][j] < 0 {
+					key[l][j] = 256
+				} else {
+					key[l][j] = min(m-key[l][j], 255)
+					h[key[l][j]]++
+				}
+			}
+		}
+		B, fill, hits, run := 0, 0, 0, 0
+		for l := range 32 {
+			sum := 0
+			for i := range 8 {
+				sum += h[8*l+i]
+			}
+			excl, incl := run, run+sum
+			run = incl
+			if excl < kc && incl >= kc {
+				hits++
+				r := excl
+				for i := range 8 {
+					if r < kc && r+h[8*l+i] >= kc {
+						B, fill = 8*l+i, kc-r
+					}
+					r += h[8*l+i]
+				}
+			}
+		}
+		if hits != 1 {
+			panic("not exactly one crossing lane")
+		}
+		inB, pos := 0, 0
+		for j := range 32 {
+			var mB, mT uint32
+			for l := range 32 {
+				if key[l][j] == B {
+					mB |= 1 << l
+				}
+			}
+			for l := range 32 {
+				below := uint32(1)<<l - 1
+				isB := key[l][j] == B
+				if key[l][j] < B || (isB && inB+bits.OnesCount32(mB&below) < fill) {
+					mT |= 1 << l
+				}
+			}
+			for l := range 32 {
+				if mT&(1<<l) != 0 {
+					out[chunk*kcFull+pos+bits.OnesCount32(mT&(uint32(1)<<l-1))] = int32(c0 + 32*j + l)
+				}
+			}
+			inB += bits.OnesCount32(mB)
+			pos += bits.OnesCount32(mT)
+		}
+	}
+	return out
+}
+
+// TestDECWarpSelectModelMatchesWQ checks fused mode's in-kernel selection
+// formulation (warpSelectModel) against wq.SelectApprox on activations with
+// outliers, ties, zeros and subnormals, K not a multiple of 1024 and
+// k_chunk from 1 past 1024.
+func TestDECWarpSelectModelMatchesWQ(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, K := range []int{1, 31, 1000, 1024, 1537, 4096, 14336, 3001} {
+		for _, kChunk := range []int{1, 3, 8, 64, 500, 1024, 5000} {
+			for mode := range 3 {
+				x := DECTestActivations(r, K, mode)
+				want := wq.SelectApprox(nil, x, kChunk)
+				if got := warpSelectModel(x, kChunk); !slices.Equal(got, want) {
+					t.Fatalf("K=%d k_chunk=%d mode %d: model %v..., wq %v...", K, kChunk, mode, got[:min(8, len(got))], want[:min(8, len(want))])
+				}
+			}
+		}
 	}
 }

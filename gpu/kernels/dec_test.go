@@ -283,9 +283,14 @@ func TestDECFullMatchesExact(t *testing.T) {
 	}
 }
 
-// TestDECFusedProtocol runs fused mode's protocol (dec::fused_cta with
-// trivial base CTAs raising the ready flags) twice in a row: y must equal
-// serial mode's bits both times and the flags must be back to zero.
+// TestDECFusedProtocol runs fused mode's protocol (dec::fused_cta: the DEC
+// CTAs select the channels themselves and publish their sums per tile,
+// trivial base CTAs that copy a known base output meet them there) three
+// times in a row: y must equal serial mode's bits every time and the flags
+// must be back to zero. The cases cover in-kernel selection on K a
+// multiple of 1024 or not with ties, zeros and subnormals, up to 8 tokens,
+// and a selection past kernels.DECFusedSelectMax (a select_topk launch
+// first).
 func TestDECFusedProtocol(t *testing.T) {
 	d, k := decSetup(t)
 	r := rand.New(rand.NewPCG(97, 98))
@@ -293,32 +298,34 @@ func TestDECFusedProtocol(t *testing.T) {
 		{wq.Int4, 4096, 4096, 2, 32, 8, 0},
 		{wq.FP16, 1024, 4096, 1, 64, 3, 0},
 		{wq.Int8, 14336, 4096, 3, 16, 66, 0},
+		{wq.Int4, 256, 1537, 4, 100, 3, 1},
+		{wq.Int4, 384, 1000, 8, 8, 5, 2},
+		{wq.Int4, 1024, 14336, 2, 64, 8, 1},   // S = 896, the most k_chunk 64 selects
+		{wq.Int4, 4096, 14336, 1, 128, 16, 0}, // S = 1792: select_topk first
+		{wq.Int8, 512, 3001, 2, 1024, 4, 2},   // every channel
 	} {
-		t.Run(fmt.Sprintf("%v-N%d-T%d-ntb%d", c.e, c.N, c.T, c.nTB), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e, c.N, c.K, c.T, c.kChunk, c.nTB, c.tokenPattern), func(t *testing.T) {
 			rm := randomResidual(t, r, c.e, c.N, c.K)
 			res := mappedResidual(t, d, rm)
 			x := make([]float32, 0, c.T*c.K)
 			for range c.T {
-				x = append(x, kernels.DECTestActivations(r, c.K, 0)...)
+				x = append(x, kernels.DECTestActivations(r, c.K, c.tokenPattern)...)
 			}
 			yBase := make([]float32, c.T*c.N)
 			for i := range yBase {
 				yBase[i] = float32(r.NormFloat64())
 			}
+			yBase[0] = float32(math.Copysign(0, -1)) // -0 + 0 = +0: the add must happen, as in wq
 			want := wantCompensated(x, yBase, rm, c)
 			m := newGPUMem(t, d)
 			S := kernels.DECSelected(c.K, c.kChunk)
 			l := &kernels.DECLaunch{X: m.put(cuda.Bytes(x)), Y: m.poisonedF32(c.T * c.N), Sel: m.put(make([]byte, 4*c.T*S)),
-				Flags: m.put(make([]byte, 4*kernels.DECFlagWords(c.N))), R: res, T: c.T, KChunk: c.kChunk, Blocks: c.nTB}
+				Flags: m.put(make([]byte, 4*kernels.DECFlagWords(c.N))), Part: m.poisonedF32(c.T * c.N),
+				R: res, T: c.T, KChunk: c.kChunk, Blocks: c.nTB}
 			yb := m.put(cuda.Bytes(yBase))
-			for run := range 2 {
+			for run := range 3 {
 				m.write(l.Y, cuda.Bytes(nanF32(c.T*c.N)))
-				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-					if err := k.Select(cx, s, l); err != nil {
-						return err
-					}
-					return k.FusedSelfTest(cx, s, l, yb)
-				})
+				m.run(func(cx *cuda.Ctx, s cuda.Stream) error { return k.FusedSelfTest(cx, s, l, yb) })
 				sameBits(t, fmt.Sprintf("fused run %d", run), m.f32s(l.Y, c.T*c.N), want)
 				flags := make([]uint32, kernels.DECFlagWords(c.N))
 				m.read(cuda.Bytes(flags), l.Flags)

@@ -57,6 +57,12 @@
 
 namespace gemvq {
 
+#ifdef GEMVQ_WITH_DEC
+using FusedArgs = dec::Args;
+#else
+struct FusedArgs {};  // gemv_q: no DEC
+#endif
+
 constexpr int kRows = 16;      // output channels per CTA (the mma's M)
 constexpr int kTile = 128;     // input channels per tile (4 lanes x 32)
 constexpr int kSpan = 32;      // input channels per lane per tile
@@ -230,10 +236,15 @@ struct Batch {
 constexpr int kXStride = 64 + 4;
 
 // gemv is the work of the CTA that owns output channels 16·cta..16·cta+15
-// (all 32·S threads call it).
-template <int NT, int BITS, int S>
+// (all 32·S threads call it). FUSED: DEC runs in the same grid (dec.cu,
+// fused mode; fa its arguments): the CTA's 16 outputs are DEC's tile cta,
+// and its epilogue follows dec.cu's protocol (tile_peek before the stores,
+// tile_value, tile_close after).
+template <int NT, int BITS, int S, bool FUSED = false>
 __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
-                                     const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, int cta) {
+                                     const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, int cta,
+                                     const FusedArgs* fa = nullptr) {
+  static_assert(!FUSED || S > 1, "the fused epilogue is the split-K one");
   constexpr int U = kUnroll<BITS>;
   // fold: with groups of whole tiles (G a multiple of 128), a tile's codes
   // share one (scale, zero) per row, so the tensor cores multiply the exact
@@ -382,7 +393,15 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
       part[warp][nt][r + 8][2 * c] = acc[nt][2];
       part[warp][nt][r + 8][2 * c + 1] = acc[nt][3];
     }
+    __shared__ u32 fstate, fscratch;  // fused mode: the tile's DEC state
+#ifdef GEMVQ_WITH_DEC
+    if constexpr (FUSED) {
+      static_assert(kRows == dec::kTile, "a base CTA owns one DEC tile");
+      if (threadIdx.x == 0) fstate = dec::tile_peek(fa->flags, cta);
+    }
+#endif
     __syncthreads();
+    const u32 st = FUSED ? fstate : 0u;
     for (int i = threadIdx.x; i < NT * kRows * 8; i += 32 * S) {
       const int nt = i / (kRows * 8), row = i / 8 % kRows, col = i % 8;
       const int n = n0 + row, t = nt * 8 + col;
@@ -390,8 +409,16 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
       float v = part[0][nt][row][col];
 #pragma unroll
       for (int s = 1; s < S; s++) v += part[s][nt][row][col];
-      y[size_t(t) * N + n] = v + (bias ? bias[n] : 0.f);
+      v += bias ? bias[n] : 0.f;
+#ifdef GEMVQ_WITH_DEC
+      if constexpr (FUSED) v = dec::tile_value(*fa, st, size_t(t) * N + n, v);
+#endif
+      y[size_t(t) * N + n] = v;
     }
+#ifdef GEMVQ_WITH_DEC
+    if constexpr (FUSED) dec::tile_close(*fa, cta, st, &fscratch);
+#endif
+    (void)st;
   } else {
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
@@ -413,24 +440,29 @@ __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __re
 #ifdef GEMVQ_WITH_DEC
 // gemv_q_dec: DEC's fused mode (dec.cu, "fused mode"): grid (d.blocks +
 // ceil(N/16)), block 32·S (S = 4 or 8: dec.cu's CTAs need >= 128 threads),
-// T <= 8. The first d.blocks CTAs are DEC's: resident first, they sum their
-// slice of the compensation from host memory while the base CTAs run, wait
-// for their tiles' ready flags, add, and reset the flags. Every base CTA
-// computes its 16 outputs like gemv_q, then raises its tile's flag. The
-// result equals gemv_q followed by dec.cu's serial compensation, bit for
-// bit. Compiled only with dec.cu's source in front (kernels.LoadGEMVQDEC).
-template <int BITS, int S>
-__global__ void __launch_bounds__(32 * S) gemv_q_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
-                                                    const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, const dec::Args d) {
+// T <= 8. The first d.blocks CTAs are DEC's: resident first, they select
+// the channels themselves (d.sel null) or read d.sel, sum their slice of
+// the compensation from the residual (host or device memory) into d.part
+// while the base CTAs run, and publish it per tile. Every base CTA computes
+// its 16 outputs like gemv_q and writes y with or without the compensation,
+// whichever side comes second adding it (dec.cu's protocol; nobody waits).
+// WMAX bounds the DEC CTAs' words per thread (registers); residuals are
+// int4. The result equals gemv_q followed by dec.cu's serial compensation,
+// bit for bit. Compiled only with dec.cu's source in front
+// (kernels.LoadGEMVQDEC). The launch bounds keep gemv_q's occupancy (16
+// warps per SM; measured 2026-11-25: without them the DEC path took 166
+// registers at S = 4 against gemv_q's 116, 3 CTAs per SM instead of 4, and
+// 14336x4096 at k_chunk 8 cost +30% instead of +15%).
+template <int BITS, int S, int WMAX>
+__global__ void __launch_bounds__(32 * S, 16 / S) gemv_q_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
+                                                    const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, const __grid_constant__ dec::Args d) {
   static_assert(32 * S >= dec::kRowsMax, "dec.cu's CTAs need a thread per row of a batch");
-  __shared__ __align__(16) unsigned char smem[dec::smem_bytes(32 * S)];
+  __shared__ __align__(16) unsigned char smem[dec::fused_smem_bytes(32 * S)];
   if (int(blockIdx.x) < d.blocks) {
-    dec::fused_cta_any<32 * S>(d, blockIdx.x, smem);
+    dec::fused_cta_any<32 * S, WMAX, false>(d, blockIdx.x, smem);  // int4 residuals
     return;
   }
-  const int cta = int(blockIdx.x) - d.blocks;
-  gemv<1, BITS, S>(x, words, params, bias, y, T, N, K, G, cta);
-  dec::tiles_ready(d.flags, cta, 1);
+  gemv<1, BITS, S, true>(x, words, params, bias, y, T, N, K, G, int(blockIdx.x) - d.blocks, &d);
 }
 #endif
 

@@ -3,8 +3,10 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"sync"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 //go:embed gemvq.cu
@@ -190,62 +192,160 @@ func GEMVQMaxSplit(T int) int { return gemvqMaxSplit((T + 7) / 8) }
 // and DEC's) would pass 48 KB.
 var gemvqDECSplits = [...]int{4, 8}
 
+// gemvqDECWMax are the fused kernels' bounds on the DEC CTAs' words per
+// thread (dec::fused_cta_any's WMAX): the kernel's registers are those of
+// its largest path, so the common W <= 2 (n_tb >= 8 on the 8B shapes) gets
+// a kernel of its own.
+var gemvqDECWMax = [...]int{2, 8}
+
 // GEMVQDEC holds gemvq.cu's gemv_q_dec kernels: the decode GEMV with DEC's
-// compensation CTAs in the same grid (dec.cu's fused mode), T <= 8.
+// compensation CTAs in the same grid (dec.cu's fused mode), T <= 8, int4
+// residuals, and dec.cu's selection kernel for selections too large for the
+// DEC CTAs' shared memory. Each code width is compiled on first use (or by
+// Prepare): a module holds its kernels for every split and WMAX.
 type GEMVQDEC struct {
-	fns [len(gemvqBits)][len(gemvqDECSplits)]cuda.Function
+	dev  *cuda.Device
+	once [len(gemvqBits)]sync.Once
+	mods [len(gemvqBits)]*gemvqDECModule
+	errs [len(gemvqBits)]error
 }
 
-// LoadGEMVQDEC compiles gemvq.cu with dec.cu in front (the fused kernels
-// call dec.cu's CTA code): gemvqDECProgram.
-func LoadGEMVQDEC(dev *cuda.Device) (*GEMVQDEC, error) {
-	expr := func(b, s int) string { return fmt.Sprintf("gemvq::gemv_q_dec<%d, %d>", b, s) }
-	var exprs []string
-	for _, b := range gemvqBits {
-		for _, s := range gemvqDECSplits {
-			exprs = append(exprs, expr(b, s))
+// gemvqDECModule is one code width's fused kernels.
+type gemvqDECModule struct {
+	fns [len(gemvqDECSplits)][len(gemvqDECWMax)]cuda.Function
+	sel cuda.Function // dec::select_topk
+}
+
+// LoadGEMVQDEC returns the fused kernels of dev; gemvq.cu with dec.cu in
+// front (gemvqDECProgram) is compiled per code width on first use.
+func LoadGEMVQDEC(dev *cuda.Device) (*GEMVQDEC, error) { return &GEMVQDEC{dev: dev}, nil }
+
+// Prepare compiles the kernels of one code width now (so a benchmark's
+// first timed launch does not compile).
+func (g *GEMVQDEC) Prepare(bits int) error {
+	_, err := g.module(bits)
+	return err
+}
+
+// module returns the compiled kernels of a code width.
+func (g *GEMVQDEC) module(bits int) (*gemvqDECModule, error) {
+	bi := gemvqBitsIndex(bits)
+	if bi < 0 {
+		return nil, fmt.Errorf("kernels: gemvq+dec: no kernel for int%d weights", bits)
+	}
+	g.once[bi].Do(func() { g.mods[bi], g.errs[bi] = compileGEMVQDEC(g.dev, bits) })
+	return g.mods[bi], g.errs[bi]
+}
+
+func compileGEMVQDEC(dev *cuda.Device, bits int) (*gemvqDECModule, error) {
+	expr := func(s, w int) string { return fmt.Sprintf("gemvq::gemv_q_dec<%d, %d, %d>", bits, s, w) }
+	const selExpr = "dec::select_topk"
+	exprs := []string{selExpr}
+	for _, s := range gemvqDECSplits {
+		for _, w := range gemvqDECWMax {
+			exprs = append(exprs, expr(s, w))
 		}
 	}
 	mod, err := dev.Compile(gemvqDECProgram(exprs))
 	if err != nil {
 		return nil, err
 	}
-	g := &GEMVQDEC{}
-	for bi, b := range gemvqBits {
-		for si, s := range gemvqDECSplits {
-			if g.fns[bi][si], err = mod.Function(expr(b, s)); err != nil {
+	m := &gemvqDECModule{}
+	if m.sel, err = mod.Function(selExpr); err != nil {
+		return nil, err
+	}
+	for si, s := range gemvqDECSplits {
+		for wi, w := range gemvqDECWMax {
+			if m.fns[si][wi], err = mod.Function(expr(s, w)); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return g, nil
+	return m, nil
+}
+
+// gemvqDECSplitFor returns the fused kernel's warps per CTA for [N, K]:
+// gemvqSplitFor's, clamped to gemvqDECSplits.
+func gemvqDECSplitFor(N, K int) int {
+	return min(max(gemvqSplitFor(N, K), gemvqDECSplits[0]), gemvqDECSplits[len(gemvqDECSplits)-1])
 }
 
 // Launch computes y = x·Ŵᵀ + bias plus DEC's compensation for T <= 8 rows
-// in one launch: l's selection (DEC.Select, queued before) and residual, its
-// zeroed flags ([DECFlagWords(N)] uint32, left zeroed for the next launch)
-// and n_tb; l.X and l.Y must be x and y. The result equals Launch followed by
-// DEC.Compensate bit for bit.
+// in one launch (two when a token selects more than DECFusedSelectMax
+// channels: dec.cu's selection into l.Sel first). l carries the residual,
+// zeroed flags ([DECFlagWords(N)] uint32, left zeroed for the next launch),
+// the part buffer ([T][N] float32) and n_tb; l.X and l.Y must be x and y.
+// The result equals Launch followed by DEC.Compensate bit for bit.
 func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) error {
-	bi := gemvqBitsIndex(bits)
-	if T < 1 || T > 8 || N <= 0 || bi < 0 || G <= 0 || G%32 != 0 || K%G != 0 {
-		return fmt.Errorf("kernels: gemvq+dec: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
+	m, err := g.module(bits)
+	if err != nil {
+		return err
+	}
+	fn, args, grid, threads, sel, err := g.launchArgs(m, y, x, T, N, K, bits, G, l)
+	if err != nil {
+		return err
+	}
+	if sel {
+		S, _ := l.check(false)
+		chunks := (l.R.K + wq.ChunkChannels - 1) / wq.ChunkChannels
+		if err := c.Launch(m.sel, cuda.Dim3{X: chunks, Y: l.T}, cuda.Dim3{X: wq.ChunkChannels}, 0, st, l.args(S, 0)); err != nil {
+			return err
+		}
+	}
+	return c.Launch(fn, cuda.Dim3{X: grid}, cuda.Dim3{X: threads}, 0, st,
+		x, words, params, bias, y, int32(T), int32(N), int32(K), int32(G), args)
+}
+
+// launchArgs checks a fused launch and returns its kernel, dec::Args,
+// grid and block sizes, and whether a selection launch must come first.
+func (g *GEMVQDEC) launchArgs(m *gemvqDECModule, y, x cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) (fn cuda.Function, args []byte, grid, threads int, sel bool, err error) {
+	if T < 1 || T > 8 || N <= 0 || G <= 0 || G%32 != 0 || K%G != 0 {
+		return fn, nil, 0, 0, false, fmt.Errorf("kernels: gemvq+dec: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
+	}
+	if l.R == nil || l.R.Elem != wq.Int4 {
+		return fn, nil, 0, 0, false, fmt.Errorf("kernels: gemvq+dec: fused DEC reads int4 residuals")
 	}
 	if l.X != x || l.Y != y || l.T != T {
-		return fmt.Errorf("kernels: gemvq+dec: the DEC launch's x, y and T must be the GEMV's")
+		return fn, nil, 0, 0, false, fmt.Errorf("kernels: gemvq+dec: the DEC launch's x, y and T must be the GEMV's")
 	}
-	S := min(max(gemvqSplitFor(N, K), gemvqDECSplits[0]), gemvqDECSplits[len(gemvqDECSplits)-1])
+	S := gemvqDECSplitFor(N, K)
 	si := 0
 	for gemvqDECSplits[si] != S {
 		si++
 	}
-	args, _, err := DECFusedArgs(l, 32*S)
+	args, w, sel, err := DECFusedArgs(l, 32*S)
 	if err != nil {
-		return err
+		return fn, nil, 0, 0, false, err
 	}
-	grid := l.Blocks + (N+gemvqRows-1)/gemvqRows
-	return c.Launch(g.fns[bi][si], cuda.Dim3{X: grid}, cuda.Dim3{X: 32 * S}, 0, st,
-		x, words, params, bias, y, int32(T), int32(N), int32(K), int32(G), args)
+	wi := 0
+	for gemvqDECWMax[wi] < w {
+		wi++
+	}
+	return m.fns[si][wi], args, l.Blocks + (N+gemvqRows-1)/gemvqRows, 32 * S, sel, nil
+}
+
+// Split returns the warps per CTA of the fused kernel for [N, K] (its base
+// CTAs' split-K, which sets the order of the base sums).
+func (g *GEMVQDEC) Split(N, K int) int { return gemvqDECSplitFor(N, K) }
+
+// Info returns the resources of the fused kernel a launch over [N, K] with
+// words-per-thread bound wmax (2 or 8) uses, for benchmarks.
+func (g *GEMVQDEC) Info(c *cuda.Ctx, N, K, bits, wmax int) (cuda.FuncInfo, error) {
+	m, err := g.module(bits)
+	if err != nil {
+		return cuda.FuncInfo{}, err
+	}
+	si, wi := 0, 0
+	for si < len(gemvqDECSplits) && gemvqDECSplits[si] != gemvqDECSplitFor(N, K) {
+		si++
+	}
+	for wi < len(gemvqDECWMax) && gemvqDECWMax[wi] != wmax {
+		wi++
+	}
+	if wi == len(gemvqDECWMax) {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq+dec: no kernel for wmax %d", wmax)
+	}
+	return c.FuncInfo(m.fns[si][wi])
 }
 
 // gemvqDECProgram is gemvq.cu compiled with -DGEMVQ_WITH_DEC=1, under which

@@ -111,3 +111,101 @@ func TestGEMVQMatchesReference(t *testing.T) {
 		})
 	}
 }
+
+// TestGEMVQDECMatchesSerial checks fused DEC (gemv_q_dec: the DEC CTAs
+// select the channels themselves, or read a select_topk launch's list past
+// kernels.DECFusedSelectMax channels, and meet the base CTAs per tile)
+// against serial mode bit for bit: gemv_q with the same split, then
+// dec.cu's Select and Compensate (which TestDECCompensateMatchesWQ ties to
+// wq.Compensate). int3 and int4 bases (int8 shares the code) with int4
+// residuals (the fused kernels' only kind);
+// 1 to 8 tokens; k_chunk from 8 to 512 with K a multiple of 1024 or not;
+// activations with outliers, ties, zeros and subnormals; n_tb giving 1 to
+// 4 words per thread. y starts as NaN, each case runs three times in a row
+// (the flags must be zero after every launch), part starts as NaN.
+func TestGEMVQDECMatchesSerial(t *testing.T) {
+	d, dk := decSetup(t)
+	g, err := kernels.LoadGEMVQ(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd, err := kernels.LoadGEMVQDEC(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct {
+		e, res              wq.Elem
+		N, K, T, kChunk, tb int
+		pattern             int
+	}{
+		{wq.Int4, wq.Int4, 4096, 4096, 1, 8, 8, 0},
+		{wq.Int4, wq.Int4, 1024, 4096, 3, 64, 4, 1},
+		{wq.Int3, wq.Int4, 14336, 4096, 1, 32, 4, 0},   // W = 4
+		{wq.Int4, wq.Int4, 4096, 14336, 2, 64, 8, 2},   // S = 896, selected in the kernel
+		{wq.Int4, wq.Int4, 4096, 14336, 1, 128, 32, 0}, // S = 1792: a select_topk launch first
+		{wq.Int4, wq.Int4, 256, 1152, 5, 512, 3, 2},    // a short last chunk
+		{wq.Int4, wq.Int4, 384, 1536, 8, 100, 12, 1},
+	} {
+		name := fmt.Sprintf("int%d-res%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e.Bits(), c.res, c.N, c.K, c.T, c.kChunk, c.tb, c.pattern)
+		t.Run(name, func(t *testing.T) {
+			m := newGPUMem(t, d)
+			w := make([]float32, c.N*c.K)
+			for i := range w {
+				w[i] = float32(0.02 * r.NormFloat64())
+			}
+			qm, err := wq.Quantize(c.e, 128, c.N, c.K, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rm := randomResidual(t, r, c.res, c.N, c.K)
+			res := mappedResidual(t, d, rm)
+			x := make([]float32, 0, c.T*c.K)
+			for range c.T {
+				x = append(x, kernels.DECTestActivations(r, c.K, c.pattern)...)
+			}
+			bias := make([]float32, c.N)
+			for i := range bias {
+				bias[i] = float32(r.NormFloat64())
+			}
+			wp, pp := m.put(cuda.Bytes(qm.Words)), m.put(cuda.Bytes(qm.Params))
+			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
+			S := kernels.DECSelected(c.K, c.kChunk)
+			sel := m.put(make([]byte, 4*c.T*S))
+			bits := c.e.Bits()
+
+			ys := m.put(cuda.Bytes(nanF32(c.T * c.N)))
+			ls := &kernels.DECLaunch{X: xp, Y: ys, Sel: sel, R: res, T: c.T, KChunk: c.kChunk, Blocks: c.tb}
+			m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+				if err := g.LaunchSplit(cx, s, ys, xp, wp, pp, bp, c.T, c.N, c.K, bits, 128, gd.Split(c.N, c.K)); err != nil {
+					return err
+				}
+				if err := dk.Select(cx, s, ls); err != nil {
+					return err
+				}
+				return dk.Compensate(cx, s, ls)
+			})
+			want := m.f32s(ys, c.T*c.N)
+
+			yf := m.put(cuda.Bytes(nanF32(c.T * c.N)))
+			flags := m.put(make([]byte, 4*kernels.DECFlagWords(c.N)))
+			part := m.put(cuda.Bytes(nanF32(c.T * c.N)))
+			sel2 := m.put(make([]byte, 4*c.T*S))
+			lf := &kernels.DECLaunch{X: xp, Y: yf, Sel: sel2, Flags: flags, Part: part, R: res, T: c.T, KChunk: c.kChunk, Blocks: c.tb}
+			for run := range 3 {
+				m.write(yf, cuda.Bytes(nanF32(c.T*c.N)))
+				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+					return gd.Launch(cx, s, yf, xp, wp, pp, bp, c.T, c.N, c.K, bits, 128, lf)
+				})
+				sameBits(t, fmt.Sprintf("fused run %d", run), m.f32s(yf, c.T*c.N), want)
+				fl := make([]uint32, kernels.DECFlagWords(c.N))
+				m.read(cuda.Bytes(fl), flags)
+				for i, f := range fl {
+					if f != 0 {
+						t.Fatalf("run %d: flag %d = %d after the launch, want 0", run, i, f)
+					}
+				}
+			}
+		})
+	}
+}
