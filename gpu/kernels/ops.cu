@@ -20,6 +20,9 @@
 //                x'[i+half] = x[i+half]·cos θ + x[i]·sin θ
 //   swiglu       dst[i] = silu(gate[i])·up[i], silu(g) = g/(1+e^−g)
 //   add          dst[i] = a[i] + b[i]
+//   add_rmsnorm  h = h + delta, then x = rmsnorm(h): add then rmsnorm's bits
+//   rope_qk      rmsnorm of each head of q and k (optional), then rope of
+//                both, one block per head: the separate kernels' bits
 //   add_bias     y[t,n] += bias[n], y [T, N]
 //
 // Data: row-major float32 activations, int32 ids/positions/row indices,
@@ -132,6 +135,26 @@ extern "C" __global__ void rows_f32(float* __restrict__ dst, const float* __rest
 // [groups, G] (y may be x), w [G]. Each thread reads and writes the same
 // elements, and all reads of the sum happen before any write, so in place
 // is safe.
+// norm_scale returns rmsnorm's r = 1/sqrt(mean + eps) for a group of G
+// elements from each thread's sum ss of the squares of its strided elements
+// (i = threadIdx.x, + blockDim.x, ...): a fixed shared-memory tree over the
+// block (partial holds blockDim.x doubles), so the result is a function of
+// (the values, G, blockDim.x) only. Every thread of the block must call it;
+// its first barrier orders the caller's reads of the group before any write
+// that follows.
+__device__ __forceinline__ float norm_scale(double ss, double* partial, int G, float eps) {
+  partial[threadIdx.x] = ss;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  // As backend/cpu: the mean rounded once to float32, eps added in float32,
+  // the reciprocal square root in double rounded once.
+  const float mean = float(partial[0] / double(G));
+  return float(1.0 / sqrt(double(__fadd_rn(mean, eps))));
+}
+
 extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __restrict__ w, int G, float eps) {
   __shared__ double partial[kNormMaxThreads];
   const long long g = blockIdx.x;
@@ -142,17 +165,32 @@ extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __rest
     const double v = xs[i];
     ss += v * v;
   }
-  partial[threadIdx.x] = ss;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (int(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-    __syncthreads();
-  }
-  // As backend/cpu: the mean rounded once to float32, eps added in float32,
-  // the reciprocal square root in double rounded once.
-  const float mean = float(partial[0] / double(G));
-  const float r = float(1.0 / sqrt(double(__fadd_rn(mean, eps))));
+  const float r = norm_scale(ss, partial, G, eps);
   for (int i = threadIdx.x; i < G; i += blockDim.x) ys[i] = __fmul_rn(w[i], __fmul_rn(xs[i], r));
+}
+
+// add_rmsnorm: grid (groups), block as rmsnorm's for G. h, x and delta
+// [groups, G], w [G]: h = h + delta, then x = rmsnorm(h) with rmsnorm's
+// partition, sums and tree, so the bits are those of add then rmsnorm. Each
+// thread reads delta and h at its own elements and writes h there before
+// the barrier in norm_scale, and x there after it: x may be delta. h must
+// be neither (x = h would lose the sum, which the model keeps).
+extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, const float* __restrict__ w, int G,
+                                       float eps) {
+  __shared__ double partial[kNormMaxThreads];
+  const long long g = blockIdx.x;
+  float* hs = h + g * G;
+  float* xs = x + g * G;
+  const float* ds = delta + g * G;
+  double ss = 0;
+  for (int i = threadIdx.x; i < G; i += blockDim.x) {
+    const float v = __fadd_rn(hs[i], ds[i]);
+    hs[i] = v;
+    const double dv = v;
+    ss += dv * dv;
+  }
+  const float r = norm_scale(ss, partial, G, eps);
+  for (int i = threadIdx.x; i < G; i += blockDim.x) xs[i] = __fmul_rn(w[i], __fmul_rn(hs[i], r));
 }
 
 // rope: grid (T), block opsThreads (ops.go, 256), dynamic shared memory 2·half floats.
@@ -177,6 +215,61 @@ extern "C" __global__ void rope(float* x, const int* __restrict__ pos, const flo
     const float x1 = *lo, x2 = *hi, c = cs[i], s = cs[half + i];
     *lo = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
     *hi = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+  }
+}
+
+// rope_qk: grid (T, Hq + Hk), block rmsnorm's for G = D = 2·half (ops.go),
+// dynamic shared memory 2·half floats. q [T, Hq·D] and k [T, Hk·D] in
+// place, pos [T], invFreq [half], qnorm and knorm [D] (both null: no norm).
+// Block (t, j) takes head j of q's row t (j < Hq) or head j − Hq of k's: it
+// computes the row's cos and sin as rope does, normalizes the head as
+// rmsnorm with G = D does (the same block size, so the same sums and tree)
+// where the norm weights are set, and rotates it as rope does: the bits of
+// rmsnorm(q), rmsnorm(k), rope(q), rope(k). The norm's sums read the head
+// before norm_scale's barrier; each thread then reads and writes only its
+// own pairs (i, i + half).
+extern "C" __global__ void rope_qk(float* q, float* k, const int* __restrict__ pos, const float* __restrict__ invFreq,
+                                   const float* __restrict__ qnorm, const float* __restrict__ knorm, int Hq, int Hk,
+                                   int half, float eps) {
+  __shared__ double partial[kNormMaxThreads];
+  extern __shared__ float cs[];  // cos [half] then sin [half]
+  const long long t = blockIdx.x;
+  const int j = blockIdx.y;
+  const int D = 2 * half;
+  float* head;
+  const float* w;
+  if (j < Hq) {
+    head = q + (t * Hq + j) * D;
+    w = qnorm;
+  } else {
+    head = k + (t * Hk + (j - Hq)) * D;
+    w = knorm;
+  }
+  const float p = float(pos[t]);
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const double theta = __fmul_rn(p, invFreq[i]);
+    cs[i] = float(cos(theta));
+    cs[half + i] = float(sin(theta));
+  }
+  float r = 0.f;
+  if (w != nullptr) {  // the same for the whole block
+    double ss = 0;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+      const double v = head[i];
+      ss += v * v;
+    }
+    r = norm_scale(ss, partial, D, eps);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    float x1 = head[i], x2 = head[i + half];
+    if (w != nullptr) {
+      x1 = __fmul_rn(w[i], __fmul_rn(x1, r));
+      x2 = __fmul_rn(w[i + half], __fmul_rn(x2, r));
+    }
+    const float c = cs[i], s = cs[half + i];
+    head[i] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+    head[i + half] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
   }
 }
 
