@@ -131,10 +131,6 @@ extern "C" __global__ void rows_f32(float* __restrict__ dst, const float* __rest
   for (int k = threadIdx.x; k < K; k += blockDim.x) out[k] = row[k];
 }
 
-// rmsnorm: grid (groups), block a power of two <= kNormMaxThreads. y and x
-// [groups, G] (y may be x), w [G]. Each thread reads and writes the same
-// elements, and all reads of the sum happen before any write, so in place
-// is safe.
 // norm_scale returns rmsnorm's r = 1/sqrt(mean + eps) for a group of G
 // elements from each thread's sum ss of the squares of its strided elements
 // (i = threadIdx.x, + blockDim.x, ...): a fixed shared-memory tree over the
@@ -155,6 +151,10 @@ __device__ __forceinline__ float norm_scale(double ss, double* partial, int G, f
   return float(1.0 / sqrt(double(__fadd_rn(mean, eps))));
 }
 
+// rmsnorm: grid (groups), block a power of two <= kNormMaxThreads. y and x
+// [groups, G] (y may be x), w [G]. Each thread reads and writes the same
+// elements, and all reads of the sum happen before any write, so in place
+// is safe.
 extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __restrict__ w, int G, float eps) {
   __shared__ double partial[kNormMaxThreads];
   const long long g = blockIdx.x;
