@@ -40,7 +40,7 @@ func TestAddRMSNorm(t *testing.T) {
 	p := newPair(t)
 	r := rand.New(rand.NewPCG(21, 22))
 	const eps = 1e-5
-	for _, tc := range []struct{ T, C, G int }{{1, 4096, 4096}, {3, 1000, 1000}, {9, 4096, 4096}, {5, 512, 128}, {2, 33, 33}, {3, 1, 1}} {
+	for _, tc := range []struct{ T, C, G int }{{1, 4096, 4096}, {3, 1000, 1000}, {9, 4096, 4096}, {5, 512, 128}, {2, 33, 33}, {3, 1, 1}, {2, 12288, 12288}} {
 		n := tc.T * tc.C
 		hv, dv := randVec(r, n, 2), randVec(r, n, 1)
 		for i := range hv {

@@ -62,6 +62,10 @@
 // least 32.
 constexpr int kNormMaxThreads = 256;
 
+// kNormRegs is how many elements per thread add_rmsnorm keeps in registers
+// (rows of up to kNormRegs·kNormMaxThreads = 8192 take that path).
+constexpr int kNormRegs = 32;
+
 // A canonical quiet NaN for outputs of invalid indices (ids out of range):
 // the host checks indices first, so this only marks a bug loudly.
 #define kNaN __int_as_float(0x7fc00000)
@@ -138,13 +142,26 @@ extern "C" __global__ void rows_f32(float* __restrict__ dst, const float* __rest
 // (the values, G, blockDim.x) only. Every thread of the block must call it;
 // its first barrier orders the caller's reads of the group before any write
 // that follows.
+//
+// The tree: at each level s = blockDim.x/2, ..., 1, partial[l] += partial[l
+// + s] for l < s. The levels s >= 32 go through shared memory with a barrier
+// each; the last five run in warp 0 with shuffles, which add the same pairs
+// in the same order (lane l < s reads lane l + s's value of the level
+// before), so the sum is the shared-memory tree's to the bit.
 __device__ __forceinline__ float norm_scale(double ss, double* partial, int G, float eps) {
   partial[threadIdx.x] = ss;
   __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+  for (int s = blockDim.x / 2; s >= 32; s /= 2) {
     if (int(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
     __syncthreads();
   }
+  if (threadIdx.x < 32) {
+    double v = partial[threadIdx.x];
+#pragma unroll
+    for (int s = 16; s > 0; s /= 2) v += __shfl_down_sync(0xffffffffu, v, s);
+    if (threadIdx.x == 0) partial[0] = v;
+  }
+  __syncthreads();
   // As backend/cpu: the mean rounded once to float32, eps added in float32,
   // the reciprocal square root in double rounded once.
   const float mean = float(partial[0] / double(G));
@@ -175,6 +192,13 @@ extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __rest
 // thread reads delta and h at its own elements and writes h there before
 // the barrier in norm_scale, and x there after it: x may be delta. h must
 // be neither (x = h would lose the sum, which the model keeps).
+//
+// Up to kNormRegs elements per thread (G <= kNormRegs·blockDim.x: hidden
+// sizes to 8192) stay in registers: all loads of h, delta and w are issued
+// before any store, so the row costs one memory latency instead of one per
+// element (a strided loop must reload after each store, as h, x and delta
+// may alias in the compiler's view). The element order of each thread's
+// sum is the loop's, so both paths give the same bits.
 extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, const float* __restrict__ w, int G,
                                        float eps) {
   __shared__ double partial[kNormMaxThreads];
@@ -182,7 +206,37 @@ extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, c
   float* hs = h + g * G;
   float* xs = x + g * G;
   const float* ds = delta + g * G;
+  const int tid = threadIdx.x, nt = blockDim.x;
   double ss = 0;
+  if (G <= kNormRegs * nt) {
+    float v[kNormRegs], wv[kNormRegs];
+#pragma unroll
+    for (int j = 0; j < kNormRegs; j++) {
+      const int i = tid + j * nt;
+      v[j] = 0.f;
+      wv[j] = 0.f;
+      if (i < G) {
+        v[j] = __fadd_rn(hs[i], ds[i]);
+        wv[j] = w[i];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kNormRegs; j++) {
+      const int i = tid + j * nt;
+      if (i < G) {
+        hs[i] = v[j];
+        const double dv = v[j];
+        ss += dv * dv;
+      }
+    }
+    const float r = norm_scale(ss, partial, G, eps);
+#pragma unroll
+    for (int j = 0; j < kNormRegs; j++) {
+      const int i = tid + j * nt;
+      if (i < G) xs[i] = __fmul_rn(wv[j], __fmul_rn(v[j], r));
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < G; i += blockDim.x) {
     const float v = __fadd_rn(hs[i], ds[i]);
     hs[i] = v;

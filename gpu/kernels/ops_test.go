@@ -494,6 +494,7 @@ func TestOpsAddRMSNorm(t *testing.T) {
 	const eps = 1e-5
 	for _, sh := range []struct{ rows, C, G int }{
 		{1, 4096, 4096}, {3, 1000, 1000}, {1, 1, 1}, {5, 512, 128}, {2, 33, 33}, {4, 6 * 64, 64}, {1, 300, 300}, {2, 8192, 8192},
+		{2, 8200, 8200}, {1, 12288, 12288}, // beyond the registers: the strided loop
 	} {
 		n := sh.rows * sh.C
 		groups := n / sh.G
