@@ -47,10 +47,13 @@
 // silu is float32 expf (max 2 ulp, no fast math) and an IEEE division.
 //
 // Versions:
-//   v1 (this file) scalar, one element per thread per step; memory-bound and
-//      small next to the GEMMs at the sizes we run. Not yet measured (first
-//      run on the H100 pending); vector loads are the obvious next step if a
-//      profile shows these kernels.
+//   v1 scalar, one element per thread per step. Measured on the H100 (ncu,
+//      a 4096 row, B = 1): rmsnorm 11.8 us (one block; its store loop pays a
+//      memory latency per element), rope 4.1, add 2.4, swiglu 2.8.
+//   v2 (this file) add_rmsnorm and rope_qk fuse the add with the next norm
+//      and the q/k norms with both RoPEs (docs/perf/decode-step.md v4):
+//      add_rmsnorm keeps its row in registers (6.2 us), rope_qk runs a block
+//      per head (3.3 us); norm_scale's last tree levels are warp shuffles.
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
