@@ -140,6 +140,20 @@ type Backend interface {
 	SwiGLU(dst, gate, up Tensor)
 	// Add computes dst = a + b elementwise. All three have the same size.
 	Add(dst, a, b Tensor)
+	// AddRMSNorm is Add followed by RMSNorm, the residual update of a
+	// decoder layer and the next norm in one pass: h = h + delta, then
+	// x = RMSNorm(h) with weight w over groups of G = len(w) as RMSNorm
+	// does. The results are bitwise those of Add(h, h, delta) then
+	// RMSNorm(x, h, w, eps). h and x [T, C] with C a multiple of G, delta
+	// as many elements as h; x may be delta, h must be neither.
+	AddRMSNorm(h, x, delta Tensor, w Weight, eps float32)
+	// RoPEQK rotates q and k in place at the same positions, as RoPE(q)
+	// then RoPE(k), first normalizing each head of q by qNorm and each
+	// head of k by kNorm (Qwen3's q/k norm: RMSNorm with G = D) where
+	// those are non-nil. The results are bitwise those of the separate
+	// ops. q [T, Hq·D], k [T, Hk·D], pos [T] I32, invFreq [D/2]; qNorm and
+	// kNorm [D], both nil or both set.
+	RoPEQK(q, k Tensor, pos Tensor, invFreq Weight, qNorm, kNorm Weight, eps float32)
 
 	// Err returns the first error recorded by an op since the last Sync,
 	// without waiting for queued work.

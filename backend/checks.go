@@ -126,6 +126,41 @@ func CheckRoPE(x []int, n int, invFreq Named) error {
 	return nil
 }
 
+// CheckAddRMSNorm checks h = h + delta, x = RMSNorm(h) with weight [G]:
+// h and x [T, C] with C a multiple of G, delta as many elements as h, and h
+// distinct from x and delta (alias true when it is not).
+func CheckAddRMSNorm(h, x, delta []int, w Named, alias bool) error {
+	T, C := Matrix(h)
+	T2, C2 := Matrix(x)
+	if len(w.Shape) != 1 || w.Shape[0] <= 0 || C%w.Shape[0] != 0 || T != T2 || C != C2 ||
+		NumElements(delta) != NumElements(h) || alias {
+		return shapeErr("AddRMSNorm", "h %v, x %v, delta %v, weight %v (h distinct from x and delta: %t)", h, x, delta, w, !alias)
+	}
+	return nil
+}
+
+// CheckRoPEQK checks q [T, Hq·D] and k [T, Hk·D] rotated at n positions
+// with invFreq [D/2], normalized per head by qNorm and kNorm [D] (both
+// zero Named for none), q and k distinct (alias true when they are not).
+func CheckRoPEQK(q, k []int, n int, invFreq, qNorm, kNorm Named, alias bool) error {
+	if CheckRoPE(q, n, invFreq) != nil || CheckRoPE(k, n, invFreq) != nil || alias {
+		return shapeErr("RoPEQK", "q %v, k %v, %d positions, invFreq %v (q and k distinct: %t)", q, k, n, invFreq, !alias)
+	}
+	if (qNorm.Shape == nil) != (kNorm.Shape == nil) {
+		return shapeErr("RoPEQK", "q norm %v and k norm %v: both or neither", qNorm, kNorm)
+	}
+	if qNorm.Shape == nil {
+		return nil
+	}
+	D := 2 * invFreq.Shape[0]
+	for _, w := range []Named{qNorm, kNorm} {
+		if len(w.Shape) != 1 || w.Shape[0] != D {
+			return shapeErr("RoPEQK", "norm weight %v for heads of %d", w, D)
+		}
+	}
+	return nil
+}
+
 // CheckPositions checks that no position is negative.
 func CheckPositions(pos []int32) error {
 	for _, v := range pos {

@@ -21,6 +21,9 @@ func TestChecks(t *testing.T) {
 		CheckRMSNorm([]int{2, 8}, []int{2, 8}, Named{Name: "n", Shape: []int{4}}),
 		CheckRoPE([]int{3, 8}, 3, Named{Name: "f", Shape: []int{2}}),
 		CheckPositions([]int32{0, 7}),
+		CheckAddRMSNorm([]int{2, 8}, []int{2, 8}, []int{16}, Named{Name: "n", Shape: []int{4}}, false),
+		CheckRoPEQK([]int{3, 8}, []int{3, 4}, 3, Named{Name: "f", Shape: []int{2}}, Named{}, Named{}, false),
+		CheckRoPEQK([]int{3, 8}, []int{3, 4}, 3, Named{Name: "f", Shape: []int{2}}, Named{Name: "qn", Shape: []int{4}}, Named{Name: "kn", Shape: []int{4}}, false),
 		CheckElementwise("Add", []int{2, 3}, []int{6}, []int{3, 2}),
 	}
 	for i, err := range ok {
@@ -42,6 +45,15 @@ func TestChecks(t *testing.T) {
 		CheckRoPE([]int{3, 8}, 2, Named{Name: "f", Shape: []int{2}}),
 		CheckRoPE([]int{3, 6}, 3, Named{Name: "f", Shape: []int{2}}),
 		CheckElementwise("Add", []int{2, 3}, []int{6}, []int{5}),
+		CheckAddRMSNorm([]int{2, 8}, []int{2, 8}, []int{16}, Named{Name: "n", Shape: []int{3}}, false),
+		CheckAddRMSNorm([]int{2, 8}, []int{2, 8}, []int{15}, Named{Name: "n", Shape: []int{4}}, false),
+		CheckAddRMSNorm([]int{2, 8}, []int{1, 16}, []int{16}, Named{Name: "n", Shape: []int{4}}, false),
+		CheckAddRMSNorm([]int{2, 8}, []int{2, 8}, []int{16}, Named{Name: "n", Shape: []int{4}}, true),
+		CheckRoPEQK([]int{3, 8}, []int{2, 4}, 3, Named{Name: "f", Shape: []int{2}}, Named{}, Named{}, false),
+		CheckRoPEQK([]int{3, 8}, []int{3, 6}, 3, Named{Name: "f", Shape: []int{2}}, Named{}, Named{}, false),
+		CheckRoPEQK([]int{3, 8}, []int{3, 8}, 3, Named{Name: "f", Shape: []int{2}}, Named{}, Named{}, true),
+		CheckRoPEQK([]int{3, 8}, []int{3, 4}, 3, Named{Name: "f", Shape: []int{2}}, Named{Name: "qn", Shape: []int{4}}, Named{}, false),
+		CheckRoPEQK([]int{3, 8}, []int{3, 4}, 3, Named{Name: "f", Shape: []int{2}}, Named{Name: "qn", Shape: []int{4}}, Named{Name: "kn", Shape: []int{8}}, false),
 	}
 	for i, err := range shape {
 		var se *ShapeError

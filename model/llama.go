@@ -116,7 +116,11 @@ func (m *Llama) Config() *Config { return m.cfg }
 //	x = RMSNorm(h)
 //	h = h + (silu(x·Wgᵀ) ⊙ x·Wuᵀ)·Wdᵀ             (gate and up: one LinearGroup)
 //
-// and the logits are RMSNorm(h)·Wlmᵀ for the output rows.
+// and the logits are RMSNorm(h)·Wlmᵀ for the output rows. The small ops
+// run fused where the backend has an op for two of them (bitwise the same
+// results): each residual add with the norm after it (AddRMSNorm; a layer's
+// last add carries the next layer's first norm, or the final norm), and the
+// q/k norms with both RoPEs (RoPEQK).
 func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 	cfg, be := m.cfg, m.be
 	if err := b.Validate(cfg.Vocab); err != nil {
@@ -163,18 +167,13 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 
 	qkv, gateUp := []backend.Tensor{q, k, v}, []backend.Tensor{gate, up} // LinearGroup's outputs
 	be.Embedding(h, m.TokenEmbedding, ids)
+	be.RMSNorm(x, h, m.Layers[0].AttnNorm, m.eps) // later layers' come with the previous layer's last add
 	for i := range m.Layers {
 		l := &m.Layers[i]
 
-		// Self-attention block.
-		be.RMSNorm(x, h, l.AttnNorm, m.eps)
+		// Self-attention block; x is RMSNorm(h).
 		be.LinearGroup(qkv, x, []backend.Weight{l.Q, l.K, l.V}, []backend.Weight{l.QBias, l.KBias, l.VBias})
-		if l.QNorm != nil {
-			be.RMSNorm(q, q, l.QNorm, m.eps)
-			be.RMSNorm(k, k, l.KNorm, m.eps)
-		}
-		be.RoPE(q, pos, m.invFreq)
-		be.RoPE(k, pos, m.invFreq)
+		be.RoPEQK(q, k, pos, m.invFreq, l.QNorm, l.KNorm, m.eps)
 		if err := be.Err(); err != nil {
 			return nil, m.fail(i, err)
 		}
@@ -182,19 +181,17 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 			return nil, m.fail(i, err)
 		}
 		be.Linear(x, o, l.O, l.OBias)
-		be.Add(h, h, x)
+		be.AddRMSNorm(h, x, x, l.MLPNorm, m.eps)
 
 		// MLP block.
-		be.RMSNorm(x, h, l.MLPNorm, m.eps)
 		be.LinearGroup(gateUp, x, []backend.Weight{l.Gate, l.Up}, []backend.Weight{l.GateBias, l.UpBias})
 		be.SwiGLU(gate, gate, up)
 		be.Linear(x, gate, l.Down, l.DownBias)
-		be.Add(h, h, x)
+		be.AddRMSNorm(h, x, x, m.nextNorm(i), m.eps)
 	}
 
-	// Final norm and lm_head, on the output rows only.
-	be.Rows(hOut, h, rows)
-	be.RMSNorm(hOut, hOut, m.Norm, m.eps)
+	// lm_head on the output rows of the final norm (x).
+	be.Rows(hOut, x, rows)
 	be.Linear(logits, hOut, m.Output, nil)
 	out := &Logits{Vocab: cfg.Vocab, Data: make([]float32, R*cfg.Vocab)}
 	if err := be.Download(out.Data, logits); err != nil {
@@ -204,6 +201,15 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 		return nil, m.fail(-1, err)
 	}
 	return out, nil
+}
+
+// nextNorm returns the norm that follows layer i's MLP: the next layer's
+// input norm, or the final norm after the last layer.
+func (m *Llama) nextNorm(i int) backend.Weight {
+	if i+1 < len(m.Layers) {
+		return m.Layers[i+1].AttnNorm
+	}
+	return m.Norm
 }
 
 // fail clears the backend's pending error (so the next request starts clean)

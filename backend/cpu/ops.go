@@ -171,10 +171,49 @@ func (b *Backend) RMSNorm(dst, x backend.Tensor, w backend.Weight, eps float32) 
 	groups := T * (C / G)
 	b.parallelRows(groups, G, func(g0, g1 int) {
 		for g := g0; g < g1; g++ {
-			xs := xt.f32[g*G : (g+1)*G]
-			mean := float32(sumSquares(xs) / float64(G))
-			r := float32(1 / math.Sqrt(float64(mean+eps)))
-			scaleMulVec(d.f32[g*G:(g+1)*G], xs, wt.f32, r)
+			rmsNormGroup(d.f32[g*G:(g+1)*G], xt.f32[g*G:(g+1)*G], wt.f32, eps)
+		}
+	})
+}
+
+// rmsNormGroup sets dst = w ⊙ x·r for one group x (len(w) elements), r =
+// 1/sqrt(mean(x²) + eps): RMSNorm's arithmetic (see RMSNorm), shared by
+// the ops that fuse it. dst may be x.
+func rmsNormGroup(dst, x, w []float32, eps float32) {
+	mean := float32(sumSquares(x) / float64(len(w)))
+	r := float32(1 / math.Sqrt(float64(mean+eps)))
+	scaleMulVec(dst, x, w, r)
+}
+
+// AddRMSNorm implements backend.Backend: per group, addVec into h, then
+// RMSNorm's arithmetic (rmsNormGroup) on the fresh sum while it is in
+// cache, so each element is the one Add then RMSNorm would give.
+func (b *Backend) AddRMSNorm(h, x, delta backend.Tensor, w backend.Weight, eps float32) {
+	const op = "AddRMSNorm"
+	if b.failed() {
+		return
+	}
+	ht, err1 := b.f32(op, h)
+	xt, err2 := b.f32(op, x)
+	dt, err3 := b.f32(op, delta)
+	wt, err4 := b.weightOf(op, w)
+	if err := cmp.Or(err1, err2, err3, err4); err != nil {
+		b.fail(err)
+		return
+	}
+	wn := backend.Named{Name: wt.name, Shape: wt.shape}
+	if err := backend.CheckAddRMSNorm(ht.shape, xt.shape, dt.shape, wn, ht == xt || ht == dt); err != nil {
+		b.fail(err)
+		return
+	}
+	T, C := ht.matrix()
+	G := wt.shape[0]
+	groups := T * (C / G)
+	b.parallelRows(groups, G, func(g0, g1 int) {
+		for g := g0; g < g1; g++ {
+			hs := ht.f32[g*G : (g+1)*G]
+			addVec(hs, hs, dt.f32[g*G:(g+1)*G])
+			rmsNormGroup(xt.f32[g*G:(g+1)*G], hs, wt.f32, eps)
 		}
 	})
 }
@@ -207,21 +246,103 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 	}
 	T, C := xt.matrix()
 	half := f.shape[0]
-	D := 2 * half
-	maxPos := int32(0)
-	for _, v := range p.i32 {
-		maxPos = max(maxPos, v)
-	}
-	tab := f.ropeTable(int(maxPos) + 1)
+	tab := f.ropeTable(maxPosition(p.i32) + 1)
 	b.parallelRows(T, C, func(t0, t1 int) {
 		for t := t0; t < t1; t++ {
-			pt := int(p.i32[t])
-			cos := tab.cos[pt*half : (pt+1)*half]
-			sin := tab.sin[pt*half : (pt+1)*half]
-			row := xt.f32[t*C : (t+1)*C]
-			for h := 0; h+D <= C; h += D {
-				ropeVec(row[h:h+half], row[h+half:h+D], cos, sin)
-			}
+			cos, sin := tab.at(int(p.i32[t]), half)
+			ropeRow(xt.f32[t*C:(t+1)*C], cos, sin, nil, 0)
+		}
+	})
+}
+
+// maxPosition returns the largest of pos (0 for none).
+func maxPosition(pos []int32) int {
+	m := int32(0)
+	for _, v := range pos {
+		m = max(m, v)
+	}
+	return int(m)
+}
+
+// at returns the cos and sin of the half angles of position p.
+func (t *ropeCos) at(p, half int) (cos, sin []float32) {
+	return t.cos[p*half : (p+1)*half], t.sin[p*half : (p+1)*half]
+}
+
+// ropeRow rotates each head (D = 2·len(cos) elements) of row by RoPE's
+// angles cos and sin, first normalizing the head by norm (RMSNorm's
+// arithmetic, rmsNormGroup) where norm is non-nil.
+func ropeRow(row, cos, sin, norm []float32, eps float32) {
+	half := len(cos)
+	D := 2 * half
+	for h := 0; h+D <= len(row); h += D {
+		head := row[h : h+D]
+		if norm != nil {
+			rmsNormGroup(head, head, norm, eps)
+		}
+		ropeVec(head[:half], head[half:], cos, sin)
+	}
+}
+
+// RoPEQK implements backend.Backend: per row, each head of q then of k is
+// normalized (with qNorm and kNorm) and rotated while it is in cache, the
+// arithmetic of RMSNorm and RoPE in their order.
+func (b *Backend) RoPEQK(q, k backend.Tensor, pos backend.Tensor, invFreq backend.Weight, qNorm, kNorm backend.Weight, eps float32) {
+	const op = "RoPEQK"
+	if b.failed() {
+		return
+	}
+	qt, err1 := b.f32(op, q)
+	kt, err2 := b.f32(op, k)
+	p, err3 := b.i32(op, pos)
+	f, err4 := b.weightOf(op, invFreq)
+	if err := cmp.Or(err1, err2, err3, err4); err != nil {
+		b.fail(err)
+		return
+	}
+	var qn, kn *weight
+	var qName, kName backend.Named
+	if qNorm != nil || kNorm != nil {
+		var err5, err6 error
+		if qNorm != nil {
+			qn, err5 = b.weightOf(op, qNorm)
+		}
+		if kNorm != nil {
+			kn, err6 = b.weightOf(op, kNorm)
+		}
+		if err := cmp.Or(err5, err6); err != nil {
+			b.fail(err)
+			return
+		}
+		if qn != nil {
+			qName = backend.Named{Name: qn.name, Shape: qn.shape}
+		}
+		if kn != nil {
+			kName = backend.Named{Name: kn.name, Shape: kn.shape}
+		}
+	}
+	fn := backend.Named{Name: f.name, Shape: f.shape}
+	if err := backend.CheckRoPEQK(qt.shape, kt.shape, len(p.i32), fn, qName, kName, qt == kt); err != nil {
+		b.fail(err)
+		return
+	}
+	if err := backend.CheckPositions(p.i32); err != nil {
+		b.fail(err)
+		return
+	}
+	var qw, kw []float32
+	if qn != nil {
+		qw, kw = qn.f32, kn.f32
+	}
+	T, Cq := qt.matrix()
+	_, Ck := kt.matrix()
+	half := f.shape[0]
+	tab := f.ropeTable(maxPosition(p.i32) + 1)
+	b.parallelRows(T, Cq+Ck, func(t0, t1 int) {
+		for t := t0; t < t1; t++ {
+			cos, sin := tab.at(int(p.i32[t]), half)
+			ropeRow(qt.f32[t*Cq:(t+1)*Cq], cos, sin, qw, eps)
+			ropeRow(kt.f32[t*Ck:(t+1)*Ck], cos, sin, kw, eps)
 		}
 	})
 }

@@ -480,6 +480,86 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 	}, u64(xt.ptr), u64(p.ptr), u64(f.f32), u64(T), u64(C), u64(f.shape[0]))
 }
 
+// AddRMSNorm implements backend.Backend: one add_rmsnorm launch (ops.cu),
+// the bits of Add then RMSNorm.
+func (b *Backend) AddRMSNorm(h, x, delta backend.Tensor, w backend.Weight, eps float32) {
+	const op = "AddRMSNorm"
+	if b.failed() {
+		return
+	}
+	ht, err1 := b.f32(op, h)
+	xt, err2 := b.f32(op, x)
+	dt, err3 := b.f32(op, delta)
+	wt, err4 := b.vector(op, w)
+	if err := cmp.Or(err1, err2, err3, err4); err != nil {
+		b.fail(err)
+		return
+	}
+	wn := backend.Named{Name: wt.name, Shape: wt.shape}
+	if err := backend.CheckAddRMSNorm(ht.shape, xt.shape, dt.shape, wn, ht == xt || ht == dt); err != nil {
+		b.fail(err)
+		return
+	}
+	G := wt.shape[0]
+	b.launch(op, func(c *cuda.Ctx) error {
+		return b.ops.AddRMSNorm(c, b.stream, ht.ptr, xt.ptr, dt.ptr, wt.f32, ht.n/G, G, eps)
+	}, u64(ht.ptr), u64(xt.ptr), u64(dt.ptr), u64(wt.f32), u64(ht.n), u64(G), uint64(math.Float32bits(eps)))
+}
+
+// RoPEQK implements backend.Backend: one rope_qk launch (ops.cu), the bits
+// of RMSNorm of q's and k's heads (where the norms are set), RoPE(q) and
+// RoPE(k).
+func (b *Backend) RoPEQK(q, k backend.Tensor, pos backend.Tensor, invFreq backend.Weight, qNorm, kNorm backend.Weight, eps float32) {
+	const op = "RoPEQK"
+	if b.failed() {
+		return
+	}
+	qt, err1 := b.f32(op, q)
+	kt, err2 := b.f32(op, k)
+	p, err3 := b.i32(op, pos)
+	f, err4 := b.vector(op, invFreq)
+	if err := cmp.Or(err1, err2, err3, err4); err != nil {
+		b.fail(err)
+		return
+	}
+	// The optional norms: their names for the checks, their addresses (0
+	// for none) for the kernel.
+	var qName, kName backend.Named
+	var qp, kp cuda.DevicePtr
+	for _, n := range []struct {
+		w    backend.Weight
+		name *backend.Named
+		ptr  *cuda.DevicePtr
+	}{{qNorm, &qName, &qp}, {kNorm, &kName, &kp}} {
+		if n.w == nil {
+			continue
+		}
+		cw, err := b.vector(op, n.w)
+		if err != nil {
+			b.fail(err)
+			return
+		}
+		*n.name, *n.ptr = backend.Named{Name: cw.name, Shape: cw.shape}, cw.f32
+	}
+	fn := backend.Named{Name: f.name, Shape: f.shape}
+	if err := backend.CheckRoPEQK(qt.shape, kt.shape, p.n, fn, qName, kName, qt == kt); err != nil {
+		b.fail(err)
+		return
+	}
+	if err := backend.CheckPositions(p.host); err != nil {
+		b.fail(err)
+		return
+	}
+	T, Cq := qt.matrix()
+	_, Ck := kt.matrix()
+	half := f.shape[0]
+	Hq, Hk := Cq/(2*half), Ck/(2*half)
+	b.launch(op, func(c *cuda.Ctx) error {
+		return b.ops.RoPEQK(c, b.stream, qt.ptr, kt.ptr, p.ptr, f.f32, qp, kp, T, Hq, Hk, half, eps)
+	}, u64(qt.ptr), u64(kt.ptr), u64(p.ptr), u64(f.f32), u64(qp), u64(kp), u64(T), u64(Hq), u64(Hk), u64(half),
+		uint64(math.Float32bits(eps)))
+}
+
 // SwiGLU implements backend.Backend.
 func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
 	b.elementwise("SwiGLU", dst, gate, up, b.ops.SwiGLU)

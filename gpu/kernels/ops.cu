@@ -20,6 +20,9 @@
 //                x'[i+half] = x[i+half]·cos θ + x[i]·sin θ
 //   swiglu       dst[i] = silu(gate[i])·up[i], silu(g) = g/(1+e^−g)
 //   add          dst[i] = a[i] + b[i]
+//   add_rmsnorm  h = h + delta, then x = rmsnorm(h): add then rmsnorm's bits
+//   rope_qk      rmsnorm of each head of q and k (optional), then rope of
+//                both, one block per head: the separate kernels' bits
 //   add_bias     y[t,n] += bias[n], y [T, N]
 //
 // Data: row-major float32 activations, int32 ids/positions/row indices,
@@ -44,10 +47,13 @@
 // silu is float32 expf (max 2 ulp, no fast math) and an IEEE division.
 //
 // Versions:
-//   v1 (this file) scalar, one element per thread per step; memory-bound and
-//      small next to the GEMMs at the sizes we run. Not yet measured (first
-//      run on the H100 pending); vector loads are the obvious next step if a
-//      profile shows these kernels.
+//   v1 scalar, one element per thread per step. Measured on the H100 (ncu,
+//      a 4096 row, B = 1): rmsnorm 11.8 us (one block; its store loop pays a
+//      memory latency per element), rope 4.1, add 2.4, swiglu 2.8.
+//   v2 (this file) add_rmsnorm and rope_qk fuse the add with the next norm
+//      and the q/k norms with both RoPEs (docs/perf/decode-step.md v4):
+//      add_rmsnorm keeps its row in registers (6.2 us), rope_qk runs a block
+//      per head (3.3 us); norm_scale's last tree levels are warp shuffles.
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -58,6 +64,10 @@
 // reduction halves it). The Go wrapper picks min(nextPow2(G), this), at
 // least 32.
 constexpr int kNormMaxThreads = 256;
+
+// kNormRegs is how many elements per thread add_rmsnorm keeps in registers
+// (rows of up to kNormRegs·kNormMaxThreads = 8192 take that path).
+constexpr int kNormRegs = 32;
 
 // A canonical quiet NaN for outputs of invalid indices (ids out of range):
 // the host checks indices first, so this only marks a bug loudly.
@@ -128,6 +138,39 @@ extern "C" __global__ void rows_f32(float* __restrict__ dst, const float* __rest
   for (int k = threadIdx.x; k < K; k += blockDim.x) out[k] = row[k];
 }
 
+// norm_scale returns rmsnorm's r = 1/sqrt(mean + eps) for a group of G
+// elements from each thread's sum ss of the squares of its strided elements
+// (i = threadIdx.x, + blockDim.x, ...): a fixed shared-memory tree over the
+// block (partial holds blockDim.x doubles), so the result is a function of
+// (the values, G, blockDim.x) only. Every thread of the block must call it;
+// its first barrier orders the caller's reads of the group before any write
+// that follows.
+//
+// The tree: at each level s = blockDim.x/2, ..., 1, partial[l] += partial[l
+// + s] for l < s. The levels s >= 32 go through shared memory with a barrier
+// each; the last five run in warp 0 with shuffles, which add the same pairs
+// in the same order (lane l < s reads lane l + s's value of the level
+// before), so the sum is the shared-memory tree's to the bit.
+__device__ __forceinline__ float norm_scale(double ss, double* partial, int G, float eps) {
+  partial[threadIdx.x] = ss;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s >= 32; s /= 2) {
+    if (int(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x < 32) {
+    double v = partial[threadIdx.x];
+#pragma unroll
+    for (int s = 16; s > 0; s /= 2) v += __shfl_down_sync(0xffffffffu, v, s);
+    if (threadIdx.x == 0) partial[0] = v;
+  }
+  __syncthreads();
+  // As backend/cpu: the mean rounded once to float32, eps added in float32,
+  // the reciprocal square root in double rounded once.
+  const float mean = float(partial[0] / double(G));
+  return float(1.0 / sqrt(double(__fadd_rn(mean, eps))));
+}
+
 // rmsnorm: grid (groups), block a power of two <= kNormMaxThreads. y and x
 // [groups, G] (y may be x), w [G]. Each thread reads and writes the same
 // elements, and all reads of the sum happen before any write, so in place
@@ -142,17 +185,69 @@ extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __rest
     const double v = xs[i];
     ss += v * v;
   }
-  partial[threadIdx.x] = ss;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (int(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-    __syncthreads();
-  }
-  // As backend/cpu: the mean rounded once to float32, eps added in float32,
-  // the reciprocal square root in double rounded once.
-  const float mean = float(partial[0] / double(G));
-  const float r = float(1.0 / sqrt(double(__fadd_rn(mean, eps))));
+  const float r = norm_scale(ss, partial, G, eps);
   for (int i = threadIdx.x; i < G; i += blockDim.x) ys[i] = __fmul_rn(w[i], __fmul_rn(xs[i], r));
+}
+
+// add_rmsnorm: grid (groups), block as rmsnorm's for G. h, x and delta
+// [groups, G], w [G]: h = h + delta, then x = rmsnorm(h) with rmsnorm's
+// partition, sums and tree, so the bits are those of add then rmsnorm. Each
+// thread reads delta and h at its own elements and writes h there before
+// the barrier in norm_scale, and x there after it: x may be delta. h must
+// be neither (x = h would lose the sum, which the model keeps).
+//
+// Up to kNormRegs elements per thread (G <= kNormRegs·blockDim.x: hidden
+// sizes to 8192) stay in registers: all loads of h, delta and w are issued
+// before any store, so the row costs one memory latency instead of one per
+// element (a strided loop must reload after each store, as h, x and delta
+// may alias in the compiler's view). The element order of each thread's
+// sum is the loop's, so both paths give the same bits.
+extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, const float* __restrict__ w, int G,
+                                       float eps) {
+  __shared__ double partial[kNormMaxThreads];
+  const long long g = blockIdx.x;
+  float* hs = h + g * G;
+  float* xs = x + g * G;
+  const float* ds = delta + g * G;
+  const int tid = threadIdx.x, nt = blockDim.x;
+  double ss = 0;
+  if (G <= kNormRegs * nt) {
+    float v[kNormRegs], wv[kNormRegs];
+#pragma unroll
+    for (int j = 0; j < kNormRegs; j++) {
+      const int i = tid + j * nt;
+      v[j] = 0.f;
+      wv[j] = 0.f;
+      if (i < G) {
+        v[j] = __fadd_rn(hs[i], ds[i]);
+        wv[j] = w[i];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kNormRegs; j++) {
+      const int i = tid + j * nt;
+      if (i < G) {
+        hs[i] = v[j];
+        const double dv = v[j];
+        ss += dv * dv;
+      }
+    }
+    const float r = norm_scale(ss, partial, G, eps);
+#pragma unroll
+    for (int j = 0; j < kNormRegs; j++) {
+      const int i = tid + j * nt;
+      if (i < G) xs[i] = __fmul_rn(wv[j], __fmul_rn(v[j], r));
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < G; i += blockDim.x) {
+    const float v = __fadd_rn(hs[i], ds[i]);
+    hs[i] = v;
+    const double dv = v;
+    ss += dv * dv;
+  }
+  const float r = norm_scale(ss, partial, G, eps);
+  for (int i = threadIdx.x; i < G; i += blockDim.x) xs[i] = __fmul_rn(w[i], __fmul_rn(hs[i], r));
 }
 
 // rope: grid (T), block opsThreads (ops.go, 256), dynamic shared memory 2·half floats.
@@ -177,6 +272,61 @@ extern "C" __global__ void rope(float* x, const int* __restrict__ pos, const flo
     const float x1 = *lo, x2 = *hi, c = cs[i], s = cs[half + i];
     *lo = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
     *hi = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+  }
+}
+
+// rope_qk: grid (T, Hq + Hk), block rmsnorm's for G = D = 2·half (ops.go),
+// dynamic shared memory 2·half floats. q [T, Hq·D] and k [T, Hk·D] in
+// place, pos [T], invFreq [half], qnorm and knorm [D] (both null: no norm).
+// Block (t, j) takes head j of q's row t (j < Hq) or head j − Hq of k's: it
+// computes the row's cos and sin as rope does, normalizes the head as
+// rmsnorm with G = D does (the same block size, so the same sums and tree)
+// where the norm weights are set, and rotates it as rope does: the bits of
+// rmsnorm(q), rmsnorm(k), rope(q), rope(k). The norm's sums read the head
+// before norm_scale's barrier; each thread then reads and writes only its
+// own pairs (i, i + half).
+extern "C" __global__ void rope_qk(float* q, float* k, const int* __restrict__ pos, const float* __restrict__ invFreq,
+                                   const float* __restrict__ qnorm, const float* __restrict__ knorm, int Hq, int Hk,
+                                   int half, float eps) {
+  __shared__ double partial[kNormMaxThreads];
+  extern __shared__ float cs[];  // cos [half] then sin [half]
+  const long long t = blockIdx.x;
+  const int j = blockIdx.y;
+  const int D = 2 * half;
+  float* head;
+  const float* w;
+  if (j < Hq) {
+    head = q + (t * Hq + j) * D;
+    w = qnorm;
+  } else {
+    head = k + (t * Hk + (j - Hq)) * D;
+    w = knorm;
+  }
+  const float p = float(pos[t]);
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const double theta = __fmul_rn(p, invFreq[i]);
+    cs[i] = float(cos(theta));
+    cs[half + i] = float(sin(theta));
+  }
+  float r = 0.f;
+  if (w != nullptr) {  // the same for the whole block
+    double ss = 0;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+      const double v = head[i];
+      ss += v * v;
+    }
+    r = norm_scale(ss, partial, D, eps);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    float x1 = head[i], x2 = head[i + half];
+    if (w != nullptr) {
+      x1 = __fmul_rn(w[i], __fmul_rn(x1, r));
+      x2 = __fmul_rn(w[i + half], __fmul_rn(x2, r));
+    }
+    const float c = cs[i], s = cs[half + i];
+    head[i] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+    head[i + half] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
   }
 }
 

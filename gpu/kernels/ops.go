@@ -23,6 +23,11 @@ const (
 	normMaxThreads = 256
 	// maxGridX is the largest grid X dimension CUDA allows.
 	maxGridX = 1<<31 - 1
+	// maxGridY is the largest grid Y dimension CUDA allows.
+	maxGridY = 1<<16 - 1
+	// maxRopeShared is the dynamic shared memory rope and rope_qk may use
+	// without opting in (cos and sin of a row's half angles).
+	maxRopeShared = 48 << 10
 )
 
 // Ops holds the compiled kernels of ops.cu: the conversions, gathers,
@@ -34,7 +39,7 @@ type Ops struct {
 	f32ToF16, bf16ToF16, f16ToF32, bf16ToF32 cuda.Function
 	embedding, rows, rmsnorm, rope           cuda.Function
 	swiglu, add, addBias, fillNormal         cuda.Function
-	hadamard                                 cuda.Function
+	hadamard, addRMSNorm, ropeQK             cuda.Function
 }
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
@@ -55,6 +60,7 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 		{&o.rmsnorm, "rmsnorm"}, {&o.rope, "rope"},
 		{&o.swiglu, "swiglu"}, {&o.add, "add"}, {&o.addBias, "add_bias"},
 		{&o.fillNormal, "fill_normal_f16"}, {&o.hadamard, "hadamard"},
+		{&o.addRMSNorm, "add_rmsnorm"}, {&o.ropeQK, "rope_qk"},
 	} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
@@ -174,6 +180,40 @@ func (o *Ops) RMSNorm(c *cuda.Ctx, s cuda.Stream, dst, x, w cuda.DevicePtr, grou
 	return c.Launch(o.rmsnorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, dst, x, w, int32(G), eps)
 }
 
+// AddRMSNorm computes h = h + delta, then x = RMSNorm(h) with weight w
+// over groups of G, in one launch with RMSNorm's block and order: the bits
+// of Add then RMSNorm. h, x and delta [groups, G] float32 (x may equal
+// delta, h neither), w [G] float32.
+func (o *Ops) AddRMSNorm(c *cuda.Ctx, s cuda.Stream, h, x, delta, w cuda.DevicePtr, groups, G int, eps float32) error {
+	if err := checkRows("add_rmsnorm", groups, G); err != nil {
+		return err
+	}
+	return c.Launch(o.addRMSNorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, h, x, delta, w, int32(G), eps)
+}
+
+// RoPEQK rotates q [T, Hq·D] and k [T, Hk·D] float32 in place at positions
+// pos [T] int32 with invFreq [D/2] float32, as RoPE on each, after
+// normalizing every head by qNorm and kNorm [D] float32 as RMSNorm with
+// G = D does, where those are non-zero (both or neither): one launch, a
+// block per head, with the bits of the separate kernels.
+func (o *Ops) RoPEQK(c *cuda.Ctx, s cuda.Stream, q, k, pos, invFreq, qNorm, kNorm cuda.DevicePtr, T, Hq, Hk, half int, eps float32) error {
+	if err := checkRows("rope_qk", T, 2*half); err != nil {
+		return err
+	}
+	if Hq <= 0 || Hk <= 0 || Hq+Hk > maxGridY || half <= 0 {
+		return fmt.Errorf("kernels: rope_qk: %d q heads and %d k heads of %d", Hq, Hk, 2*half)
+	}
+	if (qNorm == 0) != (kNorm == 0) {
+		return fmt.Errorf("kernels: rope_qk: q norm %#x and k norm %#x: both or neither", qNorm, kNorm)
+	}
+	shared := 2 * half * 4
+	if shared > maxRopeShared {
+		return fmt.Errorf("kernels: rope_qk: head dim %d too large", 2*half)
+	}
+	return c.Launch(o.ropeQK, cuda.Dim3{X: T, Y: Hq + Hk}, cuda.Dim3{X: normThreads(2 * half)}, shared, s,
+		q, k, pos, invFreq, qNorm, kNorm, int32(Hq), int32(Hk), int32(half), eps)
+}
+
 // maxHadamardDim is the longest row Hadamard transforms (one thread per
 // pair, at most 1024 threads per block).
 const maxHadamardDim = 2048
@@ -208,7 +248,7 @@ func (o *Ops) RoPE(c *cuda.Ctx, s cuda.Stream, x, pos, invFreq cuda.DevicePtr, T
 	// 48 KiB of dynamic shared memory allowed without opting in for any real
 	// head dim (half <= 6144).
 	shared := 2 * half * 4
-	if shared > 48<<10 {
+	if shared > maxRopeShared {
 		return fmt.Errorf("kernels: rope: head dim %d too large", 2*half)
 	}
 	return c.Launch(o.rope, cuda.Dim3{X: T}, cuda.Dim3{X: opsThreads}, shared, s, x, pos, invFreq, int32(C), int32(half))

@@ -474,6 +474,119 @@ func TestOpsElementwise(t *testing.T) {
 	}
 }
 
+// sameF32 fails unless got and want hold the same float32 bits.
+func sameF32(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: element %d = %g, the separate kernels give %g", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestOpsAddRMSNorm: add_rmsnorm gives the bits of add then rmsnorm (whose
+// float64 reference TestOpsRMSNorm checks; the sum is checked exact here),
+// with x a separate buffer and with x = delta, as the model calls it.
+func TestOpsAddRMSNorm(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(21, 22))
+	const eps = 1e-5
+	for _, sh := range []struct{ rows, C, G int }{
+		{1, 4096, 4096}, {3, 1000, 1000}, {1, 1, 1}, {5, 512, 128}, {2, 33, 33}, {4, 6 * 64, 64}, {1, 300, 300}, {2, 8192, 8192},
+		{2, 8200, 8200}, {1, 12288, 12288}, // beyond the registers: the strided loop
+	} {
+		n := sh.rows * sh.C
+		groups := n / sh.G
+		hv, dv, wv := randF32(r, n, 2), randF32(r, n, 1), randF32(r, sh.G, 1)
+		for i := range hv {
+			if r.IntN(50) == 0 {
+				hv[i] *= 40
+			}
+		}
+		wp := g.put(cuda.Bytes(wv))
+		h0, d0, x0 := g.put(cuda.Bytes(hv)), g.put(cuda.Bytes(dv)), g.poisonedF32(n)
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+			if err := o.Add(c, s, h0, h0, d0, n); err != nil {
+				return err
+			}
+			return o.RMSNorm(c, s, x0, h0, wp, groups, sh.G, eps)
+		})
+		wantH, wantX := g.f32s(h0, n), g.f32s(x0, n)
+		for i, v := range wantH {
+			if v != hv[i]+dv[i] {
+				t.Fatalf("add %+v: element %d = %g, want %g", sh, i, v, hv[i]+dv[i])
+			}
+		}
+		for _, aliased := range []bool{false, true} {
+			hp, dp := g.put(cuda.Bytes(hv)), g.put(cuda.Bytes(dv))
+			xp := dp
+			if !aliased {
+				xp = g.poisonedF32(n)
+			}
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.AddRMSNorm(c, s, hp, xp, dp, wp, groups, sh.G, eps) })
+			what := fmt.Sprintf("add_rmsnorm %+v x=delta %v", sh, aliased)
+			sameF32(t, what+": h", g.f32s(hp, n), wantH)
+			sameF32(t, what+": x", g.f32s(xp, n), wantX)
+		}
+	}
+}
+
+// TestOpsRoPEQK: rope_qk gives the bits of rmsnorm of each head (when norm
+// weights are given) then rope, on q and on k (whose float64 references
+// TestOpsRMSNorm and TestOpsRoPE check), for head dims 2 to 256 and
+// grouped-query head counts.
+func TestOpsRoPEQK(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(23, 24))
+	const eps = 1e-6
+	for _, sh := range []struct{ T, Hq, Hk, D int }{{1, 32, 8, 128}, {3, 4, 2, 128}, {9, 8, 8, 64}, {2, 3, 1, 256}, {4, 1, 1, 2}, {5, 16, 8, 128}} {
+		half := sh.D / 2
+		Cq, Ck := sh.Hq*sh.D, sh.Hk*sh.D
+		inv := make([]float32, half)
+		for i := range inv {
+			inv[i] = float32(math.Pow(500000, -float64(2*i)/float64(sh.D)))
+		}
+		pos := make([]int32, sh.T)
+		for i := range pos {
+			pos[i] = int32(r.IntN(9000))
+		}
+		qv, kv := randF32(r, sh.T*Cq, 3), randF32(r, sh.T*Ck, 3)
+		pp, ip := g.put(cuda.Bytes(pos)), g.put(cuda.Bytes(inv))
+		qn, kn := g.put(cuda.Bytes(randF32(r, sh.D, 1))), g.put(cuda.Bytes(randF32(r, sh.D, 1)))
+		for _, norm := range []bool{false, true} {
+			q0, k0 := g.put(cuda.Bytes(qv)), g.put(cuda.Bytes(kv))
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+				if norm {
+					if err := o.RMSNorm(c, s, q0, q0, qn, sh.T*sh.Hq, sh.D, eps); err != nil {
+						return err
+					}
+					if err := o.RMSNorm(c, s, k0, k0, kn, sh.T*sh.Hk, sh.D, eps); err != nil {
+						return err
+					}
+				}
+				if err := o.RoPE(c, s, q0, pp, ip, sh.T, Cq, half); err != nil {
+					return err
+				}
+				return o.RoPE(c, s, k0, pp, ip, sh.T, Ck, half)
+			})
+			wantQ, wantK := g.f32s(q0, sh.T*Cq), g.f32s(k0, sh.T*Ck)
+			qp, kp := g.put(cuda.Bytes(qv)), g.put(cuda.Bytes(kv))
+			var qw, kw cuda.DevicePtr
+			if norm {
+				qw, kw = qn, kn
+			}
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+				return o.RoPEQK(c, s, qp, kp, pp, ip, qw, kw, sh.T, sh.Hq, sh.Hk, half, eps)
+			})
+			what := fmt.Sprintf("rope_qk %+v norm %v", sh, norm)
+			sameF32(t, what+": q", g.f32s(qp, sh.T*Cq), wantQ)
+			sameF32(t, what+": k", g.f32s(kp, sh.T*Ck), wantK)
+		}
+	}
+}
+
 func TestOpsBadShapes(t *testing.T) {
 	d, o := opsSetup(t)
 	err := d.Do(func(c *cuda.Ctx) error {
@@ -481,6 +594,10 @@ func TestOpsBadShapes(t *testing.T) {
 		for _, e := range []error{
 			o.RMSNorm(c, s, 0, 0, 0, 0, 4, 1e-5),
 			o.RoPE(c, s, 0, 0, 0, 2, 10, 4),
+			o.AddRMSNorm(c, s, 0, 0, 0, 0, 0, 4, 1e-5),
+			o.RoPEQK(c, s, 0, 0, 0, 0, 0, 0, 1, 0, 2, 4, 1e-5),
+			o.RoPEQK(c, s, 0, 0, 0, 0, 1, 0, 1, 2, 2, 4, 1e-5),
+			o.RoPEQK(c, s, 0, 0, 0, 0, 0, 0, 1, 1<<16, 2, 4, 1e-5),
 			o.Add(c, s, 0, 0, 0, 0),
 			o.EmbeddingF16(c, s, 0, 0, 0, 1, 4, 0),
 		} {
