@@ -11,7 +11,13 @@
 // text under load and its text alone is a cross-wired or lost token, not
 // rounding. A third of the prompts share a long prefix (prefix sharing
 // under load), lengths and token budgets vary, half are streamed, half are
-// chat. Give the server a small KV pool (--kv-memory, --max-seqs) to force
+// chat.
+//
+// With --free no token is forced: requests decode freely and greedily, and
+// each text under load must still equal its text alone. That is the
+// batch-invariance guarantee (`serve --batch-invariant`, the default on
+// the GPU; always on the CPU): a row's bits do not depend on the other rows
+// of its steps, preemption's recomputation included. Give the server a small KV pool (--kv-memory, --max-seqs) to force
 // queueing and preemption; the report gives the preemptions it counted.
 //
 //	go run ./tools/loadtest --url http://127.0.0.1:8080 --n 96
@@ -51,6 +57,7 @@ func main() {
 	badFrac := flag.Float64("malformed", 0.1, "malformed requests, as a share of all requests")
 	maxTokens := flag.Int("max-tokens", 160, "largest max_tokens of a request (long enough that decoding sequences outgrow their blocks and force preemption in a small pool)")
 	base := flag.Int("token-base", 1000, "first token id forced by logit_bias (request i forces base+i)")
+	free := flag.Bool("free", false, "force no token: free greedy decoding, which must still give each request its text alone (a batch-invariant server)")
 	apiKey := flag.String("api-key", "", "bearer token, if the server wants one")
 	wantPreempt := flag.Bool("want-preemption", false, "fail unless the server preempted at least once")
 	timeout := flag.Duration("timeout", 5*time.Minute, "deadline of the whole load")
@@ -61,7 +68,7 @@ func main() {
 	if err != nil {
 		fatalf("GET /v1/models: %v", err)
 	}
-	reqs := makeRequests(*n, model, *maxTokens, *base)
+	reqs := makeRequests(*n, model, *maxTokens, *base, *free)
 	before := c.metrics()
 
 	// Each request alone: the text it must get under load too.
@@ -153,8 +160,9 @@ func fatalf(format string, args ...any) {
 	os.Exit(1)
 }
 
-// makeRequests returns n requests; request i forces token base+i.
-func makeRequests(n int, model string, maxTokens, base int) []request {
+// makeRequests returns n requests; request i forces token base+i unless
+// free.
+func makeRequests(n int, model string, maxTokens, base int, free bool) []request {
 	r := rand.New(rand.NewPCG(31, 32))
 	const alphabet = "abcdefghijklmnopqrstuvwxyz (){}.;:=+-*/\n\t0123456789"
 	word := func(k int) string {
@@ -173,7 +181,9 @@ func makeRequests(n int, model string, maxTokens, base int) []request {
 		}
 		m := map[string]any{
 			"model": model, "max_tokens": 4 + r.IntN(max(1, maxTokens-3)), "temperature": 0,
-			"logit_bias": map[string]int{strconv.Itoa(base + i): 100},
+		}
+		if !free {
+			m["logit_bias"] = map[string]int{strconv.Itoa(base + i): 100}
 		}
 		rq := request{chat: i%2 == 0, stream: i%4 < 2}
 		if rq.chat {
