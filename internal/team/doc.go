@@ -15,8 +15,8 @@
 // idleSpin before it parks on a channel (the next region wakes it), and a
 // caller waiting for another worker's last item spins at most doneSpin
 // before it parks too, giving its core to that worker if the kernel had
-// descheduled it. Spinning goroutines yield to the Go scheduler every few
-// hundred nanoseconds, so other goroutines on their P still run.
+// descheduled it. Spinning goroutines yield to the Go scheduler about every
+// microsecond, so other goroutines on their P still run.
 //
 // One region runs at a time. A region started while another is running
 // (from another goroutine, or from inside an item) runs on goroutines of

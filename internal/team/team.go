@@ -14,8 +14,17 @@ import (
 const (
 	idleSpin   = 200 * time.Microsecond
 	doneSpin   = 50 * time.Microsecond
-	spinsCheck = 64
+	spinsCheck = 1024
 )
+
+// backoffRegions is how many regions run on goroutines started for them
+// (spawn) after a caller had to park for a member's item: on a machine
+// whose cores are taken by other processes, a spinning member is often
+// descheduled while it holds an item, and the caller then waits for the
+// kernel to run it again (docs/perf/cpu-linear.md, v3.1). Started
+// goroutines never hold an item before they run. About four decode steps of
+// gocoder-23m; then the team is tried again.
+const backoffRegions = 256
 
 // region is one parallel region: items run by whoever takes them next.
 type region struct {
@@ -56,6 +65,7 @@ var (
 	current atomic.Pointer[region]
 	members []*member     // guarded by mu
 	done    chan struct{} // capacity 1: wakes a parked caller
+	backoff int           // regions left to spawn (guarded by mu)
 )
 
 func init() { done = make(chan struct{}, 1) }
@@ -76,6 +86,11 @@ func Run(threads, items int, fn func(item int)) {
 		return
 	}
 	defer mu.Unlock()
+	if backoff > 0 {
+		backoff--
+		spawn(workers, items, fn)
+		return
+	}
 	g := gen.Load()
 	for len(members) < workers-1 {
 		m := &member{id: len(members), wake: make(chan struct{}, 1)}
@@ -91,11 +106,14 @@ func Run(threads, items int, fn func(item int)) {
 		}
 	}
 	r.run()
-	waitDone(r)
+	if waitDone(r) {
+		backoff = backoffRegions
+	}
 }
 
 // waitDone returns once every item of r has finished: spinning, then parked.
-func waitDone(r *region) {
+// It reports whether it parked.
+func waitDone(r *region) bool {
 	var start time.Time
 	for spins := 1; r.done.Load() < r.items; spins++ {
 		if spins%spinsCheck != 0 {
@@ -107,12 +125,13 @@ func waitDone(r *region) {
 		} else if time.Since(start) > doneSpin {
 			r.parked.Store(true)
 			if r.done.Load() == r.items && r.parked.CompareAndSwap(true, false) {
-				return
+				return true
 			}
 			<-done
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // loop is a member's life: wait for a region newer than seen, join it if
