@@ -43,13 +43,17 @@ func TestRunParksAndWakes(t *testing.T) {
 		rounds = 2
 	}
 	for range rounds {
+		mu.Lock()
+		backoff = 0 // the team itself, not started goroutines
+		mu.Unlock()
 		checkOnce(t, "after idle", runCounts(4, 16))
 		time.Sleep(2 * idleSpin)
 	}
 }
 
 // TestRunSlowItemParksCaller: a member's item outlasting the caller's
-// spin makes the caller park; it is woken when the item ends.
+// spin makes the caller park; it is woken when the item ends, and the
+// regions after it run on started goroutines (backoff), still correctly.
 func TestRunSlowItemParksCaller(t *testing.T) {
 	var ran atomic.Int32
 	Run(2, 2, func(i int) {
@@ -61,6 +65,7 @@ func TestRunSlowItemParksCaller(t *testing.T) {
 	if got := ran.Load(); got != 2 {
 		t.Fatalf("%d items ran before Run returned, want 2", got)
 	}
+	checkOnce(t, "after a park", runCounts(2, 40))
 }
 
 // TestRunNestedAndConcurrent: a region started from inside an item, or
