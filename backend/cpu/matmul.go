@@ -31,6 +31,11 @@ package cpu
 //	   prefetch, v2.2 64-row decode items, v2.4 and v2.7 widened prefill
 //	   tiles: decode GEMV 44-92% of the read ceiling, prefill 60-73% of the
 //	   fp32 peak on a quiet minute (2.3, a spinning worker pool, rejected).
+//	v3 (2026-11-25, session 2): every parallel region on internal/team's
+//	   persistent workers, which spin for a bounded time between regions
+//	   (v3.1: back off to started goroutines after a caller parks); v3.3
+//	   linearGroup: gocoder-23m's decode step 0.55-0.74x of v2's time,
+//	   the step's Linear calls at 66-102% of their bytes floor.
 
 import "sort"
 
