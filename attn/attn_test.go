@@ -1,6 +1,7 @@
 package attn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -477,6 +478,55 @@ func TestDecodeF32(t *testing.T) {
 			// float32 sums of at most 200 terms of magnitude <= ~5: 1e-4 is 100x that rounding.
 			if got[i] != got[i] || math.Abs(float64(got[i]-want[i])) > 1e-4 {
 				t.Fatalf("Tq=%d element %d: got %g want %g", tq, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestDecodeLongSplit covers the long split (LongSplitTokens, for a
+// sequence with enough KV heads times splits): the rule's choices, the
+// merged result against the reference, and that a long sequence gives the
+// same bits alone and in a batch beside a short one, at GOMAXPROCS 1 and 2.
+func TestDecodeLongSplit(t *testing.T) {
+	for _, c := range []struct{ L, hkv, want int }{
+		{32768, 8, LongSplitTokens}, {8192, 8, LongSplitTokens}, {4096, 8, SplitTokens},
+		{8192, 2, SplitTokens}, {32768, 2, LongSplitTokens}, {100, 8, SplitTokens},
+	} {
+		if got := seqSplit(c.L, c.hkv, 128); got != c.want {
+			t.Errorf("seqSplit(%d, %d, 128) = %d, want %d", c.L, c.hkv, got, c.want)
+		}
+	}
+	r := rand.New(rand.NewPCG(17, 18))
+	sh := Shape{Hq: 16, Hkv: 8, D: 128}
+	specs := []string{"int4", "fp16"}
+	if testing.Short() {
+		specs = specs[:1]
+	}
+	for _, spec := range specs {
+		f := kv.MustResolve(spec, sh.D)
+		lens := []int{2*LongSplitTokens + 77, 5}
+		caches, _, _ := buildBatch(t, r, f, sh, lens)
+		p := Params{Format: f, Shape: sh, Tq: 1}
+		q := randQ(r, len(lens)*sh.Hq*sh.D)
+		checkDecode(t, spec+" long split", seqsOf(caches), p, q)
+		n := sh.Hq * sh.D // the long sequence's outputs
+		var ref []float32
+		for _, procs := range []int{1, 2} {
+			prev := runtime.GOMAXPROCS(procs)
+			both, alone := nanSlice(len(q)), nanSlice(n)
+			err1 := Decode(both, q, seqsOf(caches), p)
+			err2 := Decode(alone, q[:n], seqsOf(caches[:1]), p)
+			runtime.GOMAXPROCS(prev)
+			if err := cmp.Or(err1, err2); err != nil {
+				t.Fatal(err)
+			}
+			if ref == nil {
+				ref = alone
+			}
+			for i := range n {
+				if math.Float32bits(both[i]) != math.Float32bits(alone[i]) || math.Float32bits(alone[i]) != math.Float32bits(ref[i]) {
+					t.Fatalf("%s, GOMAXPROCS %d: element %d: %g in the batch, %g alone, %g at GOMAXPROCS 1", spec, procs, i, both[i], alone[i], ref[i])
+				}
 			}
 		}
 	}

@@ -183,7 +183,7 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 					w.k.prefetch(nk)
 				}
 				switch {
-				case w.intVals(f.V, nr) || (f.V.Elem == kv.FP16 && w.k.pvHalf != nil && w.r >= 4):
+				case w.intVals(f.V, nr) || (f.V.Elem == kv.FP16 && w.k.pvHalf != nil && w.r >= 2):
 					w.nextV = nv
 				case small:
 					w.k.prefetch(nv)

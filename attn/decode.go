@@ -4,16 +4,34 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
+	"github.com/bitdecode/bitdecode/internal/team"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
 // SplitTokens is the number of cached tokens one parallel task reads (rounded
-// up to whole blocks). The split count is a function of the shape alone, so
-// results are the same bits whatever the number of threads.
-const SplitTokens = 2048
+// up to whole blocks); LongSplitTokens replaces it for a sequence that still
+// gives at least longSplitMinTasks tasks with it (its KV heads times its
+// splits): fewer tasks, so fewer first blocks read without the previous
+// block's prefetch (docs/perf/cpu-attention.md v13). A sequence's split is
+// a function of its own length and the shape alone, so its results are the
+// same bits whatever the number of threads and whatever else is in the
+// batch.
+const (
+	SplitTokens       = 2048
+	LongSplitTokens   = 4096
+	longSplitMinTasks = 16
+)
+
+// seqSplit returns the tokens per task of a sequence of L tokens with hkv
+// KV heads, a whole number of blocks of nr tokens.
+func seqSplit(L, hkv, nr int) int {
+	split := LongSplitTokens
+	if hkv*((L+split-1)/split) < longSplitMinTasks {
+		split = SplitTokens
+	}
+	return (split + nr - 1) / nr * nr
+}
 
 // Decode computes decode attention for every sequence on the CPU, writing
 // out [B][Tq][Hq][D] from q [B][Tq][Hq][D]. Sequences may have different
@@ -29,14 +47,15 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 		return fmt.Errorf("attn: the CPU decode reads blocks in linear order; format %s is in the GPU's mma order", p.Format.Spec.String())
 	}
 	nr := p.Format.Residual
-	split := (SplitTokens + nr - 1) / nr * nr
 	type task struct{ b, h, split int }
 	var tasks []task
-	first := make([]int, len(seqs)) // index of (b, 0, 0) in tasks
-	splits := make([]int, len(seqs))
+	first := make([]int, len(seqs))    // index of (b, 0, 0) in tasks
+	splits := make([]int, len(seqs))   // tasks per KV head of sequence b
+	splitLen := make([]int, len(seqs)) // tokens per task of sequence b
 	for b, s := range seqs {
 		first[b] = len(tasks)
-		splits[b] = max(1, (s.Len(nr)+split-1)/split)
+		splitLen[b] = seqSplit(s.Len(nr), p.Shape.Hkv, nr)
+		splits[b] = max(1, (s.Len(nr)+splitLen[b]-1)/splitLen[b])
 		for h := 0; h < p.Shape.Hkv; h++ {
 			for k := 0; k < splits[b]; k++ {
 				tasks = append(tasks, task{b, h, k})
@@ -50,27 +69,18 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 		vgroups = p.Format.D / p.Format.V.Group
 	}
 	newStates(states, p.Shape.Group()*p.Tq, p.Shape.D, vgroups)
-	workers := min(runtime.GOMAXPROCS(0), len(tasks))
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range workers {
-		wg.Go(func() {
-			w := getWorker(p, kern)
-			defer workerPool.Put(w)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(tasks) {
-					return
-				}
-				tk := tasks[i]
-				s := seqs[tk.b]
-				lo := tk.split * split
-				hi := min(lo+split, s.Len(nr))
-				w.run(&states[i], q, tk.b, tk.h, s, lo, hi)
-			}
-		})
-	}
-	wg.Wait()
+	// One region of the persistent team (internal/team): the tasks start
+	// within a microsecond on every core instead of after a thread's
+	// wake-up; each task takes a pooled worker (its scratch).
+	team.Run(runtime.GOMAXPROCS(0), len(tasks), func(i int) {
+		w := getWorker(p, kern)
+		defer workerPool.Put(w)
+		tk := tasks[i]
+		s := seqs[tk.b]
+		lo := tk.split * splitLen[tk.b]
+		hi := min(lo+splitLen[tk.b], s.Len(nr))
+		w.run(&states[i], q, tk.b, tk.h, s, lo, hi)
+	})
 	// Merge the splits of each (sequence, KV head) in split order.
 	sh := p.Shape
 	r := sh.Group() * p.Tq

@@ -68,6 +68,9 @@ func pvS16VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int,
 func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 
 //go:noescape
+func pvHalfx2AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
+
+//go:noescape
 func pvHalfx1AVX512(acc *float32, w *float32, v *uint16, ldv, n, cols int)
 
 //go:noescape
@@ -177,6 +180,7 @@ type simd struct {
 	dequantV     func(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, g int)
 	quantW       func(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 	pvHalf4      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
+	pvHalf2      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 	pvHalf1      func(acc *float32, w *float32, v *uint16, ldv, n, cols int)
 }
 
@@ -336,12 +340,19 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 			if n == 0 || cols == 0 {
 				return
 			}
-			if rows == 4 {
-				var pfp *byte
-				if len(pf) > 0 {
-					pfp = &pf[0]
-				}
+			var pfp *byte
+			if len(pf) > 0 {
+				pfp = &pf[0]
+			}
+			switch {
+			case rows == 4:
 				s.pvHalf4(&acc[0], ldacc, &w[0], ldw, &v[0], ldv, n, cols, pfp, len(pf)/64)
+				return
+			case rows >= 2 && s.pvHalf2 != nil: // two rows, then a third alone
+				s.pvHalf2(&acc[0], ldacc, &w[0], ldw, &v[0], ldv, n, cols, pfp, len(pf)/64)
+				if rows == 3 {
+					s.pvHalf1(&acc[2*ldacc], &w[2*ldw], &v[0], ldv, n, cols)
+				}
 				return
 			}
 			for r := 0; r < rows; r++ {
@@ -480,7 +491,7 @@ var (
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
 		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
 		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512,
-		quantW: quantWAVX512, pvHalf4: pvHalfx4AVX512, pvHalf1: pvHalfx1AVX512}
+		quantW: quantWAVX512, pvHalf4: pvHalfx4AVX512, pvHalf2: pvHalfx2AVX512, pvHalf1: pvHalfx1AVX512}
 	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, cvtFP8: cvtFP8AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,
 		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2, dequantV: dequantVAVX2}

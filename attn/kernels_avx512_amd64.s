@@ -2226,3 +2226,124 @@ e4:
 done:
 	VZEROUPPER
 	RET
+
+// func pvHalfx2AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
+// Two rows of pvHalfx4 (the GQA group of 2, gocoder-23m's): each fp16
+// chunk is converted once for both rows, and the next block's values are
+// prefetched as pvHalfx4 does. The bits of pvHalfx1 on each row: every
+// accumulator adds the same products in the same order.
+TEXT ·pvHalfx2AVX512(SB), NOSPLIT, $0-80
+	MOVQ pf+64(FP), R11
+	MOVQ pfLines+72(FP), R12
+	MOVQ acc+0(FP), DI
+	MOVQ ldacc+8(FP), R14
+	SHLQ $2, R14
+	MOVQ ldw+24(FP), R9
+	SHLQ $2, R9
+	MOVQ ldv+40(FP), R15
+	SHLQ $1, R15
+	MOVQ cols+56(FP), R13
+	SHLQ $2, R13            // bytes per row left
+	XORQ BX, BX             // byte offset of the chunk
+chunk64:
+	LEAQ 256(BX), AX
+	CMPQ AX, R13
+	JGT  chunk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   w+16(FP), R8
+	MOVQ   v+32(FP), SI
+	MOVQ   BX, AX
+	SHRQ   $1, AX
+	ADDQ   AX, SI
+	MOVQ   n+48(FP), CX
+	TESTQ  CX, CX
+	JZ     store64
+tok64:
+	TESTQ        R12, R12
+	JLE          nopf
+	PREFETCHT0   (R11)
+	PREFETCHT0   64(R11)
+	ADDQ         $128, R11
+	SUBQ         $2, R12
+nopf:
+	VCVTPH2PS    (SI), Z16
+	VCVTPH2PS    32(SI), Z17
+	VCVTPH2PS    64(SI), Z18
+	VCVTPH2PS    96(SI), Z19
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R8)(R9*1), Z21
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z17, Z21, Z5
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok64
+store64:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z4, Z4
+	VADDPS  64(AX), Z5, Z5
+	VADDPS  128(AX), Z6, Z6
+	VADDPS  192(AX), Z7, Z7
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, 192(AX)
+	ADDQ    $256, BX
+	JMP     chunk64
+chunk16:
+	CMPQ   BX, R13
+	JGE    done
+	VPXORD Z0, Z0, Z0
+	VPXORD Z4, Z4, Z4
+	MOVQ   w+16(FP), R8
+	MOVQ   v+32(FP), SI
+	MOVQ   BX, AX
+	SHRQ   $1, AX
+	ADDQ   AX, SI
+	MOVQ   n+48(FP), CX
+	TESTQ  CX, CX
+	JZ     store16
+tok16:
+	VCVTPH2PS    (SI), Z16
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R8)(R9*1), Z21
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z16, Z21, Z4
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          tok16
+store16:
+	LEAQ    (DI)(BX*1), AX
+	VADDPS  (AX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    R14, AX
+	VADDPS  (AX), Z4, Z4
+	VMOVUPS Z4, (AX)
+	ADDQ    $64, BX
+	JMP     chunk16
+done:
+	VZEROUPPER
+	RET

@@ -245,7 +245,7 @@ func TestPVKernel(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, k := range levelSets() {
 		for _, cols := range []int{16, 32, 80, 128, 256} {
-			for _, rows := range []int{1, 3, 4} {
+			for _, rows := range []int{1, 2, 3, 4} {
 				for _, n := range []int{0, 1, 7, 130} {
 					ld := cols + 16
 					acc := randF32(r, rows*ld, 1)

@@ -272,6 +272,7 @@ type StepRowCPU struct {
 	KV           string  `json:"kv"`
 	Context      int     `json:"context"`
 	MsPerStep    float64 `json:"ms_per_step"`
+	MinMsPerStep float64 `json:"min_ms_per_step"` // the fastest step (the least disturbed by other load)
 	TokensPerSec float64 `json:"tokens_per_s"`
 	LinearMs     float64 `json:"linear_ms"`    // Linear calls (all layers and the LM head)
 	AttentionMs  float64 `json:"attention_ms"` // the KV cache's Attend
@@ -280,6 +281,7 @@ type StepRowCPU struct {
 	KVBytes      int64   `json:"kv_bytes"`     // KV bytes one step reads
 	FloorMs      float64 `json:"floor_ms"`     // (weights + KV) / read ceiling
 	OfFloor      float64 `json:"of_floor"`     // FloorMs / MsPerStep
+	MinOfFloor   float64 `json:"min_of_floor"` // FloorMs / MinMsPerStep
 	LinearOfRead float64 `json:"linear_of_read_ceiling"`
 }
 
@@ -407,11 +409,13 @@ func StepCPU(dir string, specs []kv.Spec, contexts []int, threads, steps int, m 
 			row.OtherMs = row.MsPerStep - row.LinearMs - row.AttentionMs
 			row.FloorMs = float64(wbytes+kvb) / (m.ReadCeilGBps * 1e9) * 1e3
 			row.OfFloor = row.FloorMs / row.MsPerStep
+			row.MinMsPerStep = ss[0].total.Seconds() * 1e3
+			row.MinOfFloor = row.FloorMs / row.MinMsPerStep
 			row.LinearOfRead = float64(wbytes) / (m.ReadCeilGBps * 1e9) * 1e3 / row.LinearMs
 			rows = append(rows, row)
 			if progress != nil {
-				fmt.Fprintf(progress, "%-22s ctx %6d: %7.3f ms/step (%6.1f tok/s), linear %.3f ms (%.0f%% of its floor), attention %.3f ms, other %.3f ms; floor %.3f ms: %.0f%%\n",
-					row.KV, L, row.MsPerStep, row.TokensPerSec, row.LinearMs, 100*row.LinearOfRead, row.AttentionMs, row.OtherMs, row.FloorMs, 100*row.OfFloor)
+				fmt.Fprintf(progress, "%-22s ctx %6d: %7.3f ms/step (%6.1f tok/s; min %.3f ms), linear %.3f ms (%.0f%% of its floor), attention %.3f ms, other %.3f ms; floor %.3f ms: %.0f%% (by the min %.0f%%)\n",
+					row.KV, L, row.MsPerStep, row.TokensPerSec, row.MinMsPerStep, row.LinearMs, 100*row.LinearOfRead, row.AttentionMs, row.OtherMs, row.FloorMs, 100*row.OfFloor, 100*row.MinOfFloor)
 			}
 		}
 	}

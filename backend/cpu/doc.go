@@ -11,7 +11,8 @@
 // float32; F16 and BF16 tensors can be allocated, uploaded and downloaded
 // (rounding to nearest even on upload) but the ops compute on F32 tensors
 // only. Ops run synchronously on the calling goroutine, fanning work out to
-// a fixed number of worker goroutines.
+// the persistent worker team of internal/team (up to Threads goroutines,
+// the caller's included).
 //
 // Every output element is computed by exactly one goroutine in an order that
 // depends only on the shapes, so results are bitwise identical whatever the

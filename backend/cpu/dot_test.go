@@ -288,3 +288,56 @@ func TestLoadViews(t *testing.T) {
 
 // unsafePointer converts a byte pointer for an identity comparison.
 func unsafePointer(p *byte) unsafe.Pointer { return unsafe.Pointer(p) }
+
+// TestLinearGroup checks that a grouped Linear (q, k, v-like parts of
+// different N sharing x, mixed formats, one with a bias) gives every part
+// the bits of a separate Linear call, at every level, thread count and T.
+func TestLinearGroup(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const K = 320
+	Ns := []int{130, 66, 66, 5}
+	fs := []wformat{wBF16, wF16, wBF16, wF32}
+	for _, T := range []int{1, 3, 20} {
+		xv := activations(r, T, K)
+		bv := make([]float32, Ns[1])
+		for i := range bv {
+			bv[i] = float32(r.NormFloat64())
+		}
+		sws := make([]storedWeight, len(Ns))
+		for i, N := range Ns {
+			sws[i] = makeStored(r, fs[i], 0, N, K)
+		}
+		for _, lvl := range cpufeat.Levels() {
+			_, restore := cpufeat.Force(lvl)
+			for _, threads := range []int{1, 2, 3} {
+				b := New(threads)
+				x := mustTensor(t, b, xv, T, K)
+				parts := make([]linearPart, len(Ns))
+				var want [][]float32
+				for i, N := range Ns {
+					w := sws[i].load(t, b, N, K, true)
+					var bw backend.Weight
+					var bias []float32
+					if i == 1 {
+						bw, bias = mustWeight(t, b, "bias", bv, N), bv
+					}
+					y := poisoned(t, b, T, N)
+					b.Linear(y, x, w, bw)
+					want = append(want, download(t, b, y))
+					g := poisoned(t, b, T, N)
+					parts[i] = linearPart{y: g.(*tensor).f32, w: w.(*weight), bias: bias}
+				}
+				b.linearGroup(xv, T, K, parts)
+				for i, p := range parts {
+					for j, v := range p.y {
+						if math.Float32bits(v) != math.Float32bits(want[i][j]) {
+							restore()
+							t.Fatalf("%v, %d threads, T=%d: part %d y[%d] = %v, want the bits of Linear's %v", lvl, threads, T, i, j, v, want[i][j])
+						}
+					}
+				}
+			}
+			restore()
+		}
+	}
+}

@@ -31,6 +31,13 @@ package cpu
 //	   prefetch, v2.2 64-row decode items, v2.4 and v2.7 widened prefill
 //	   tiles: decode GEMV 44-92% of the read ceiling, prefill 60-73% of the
 //	   fp32 peak on a quiet minute (2.3, a spinning worker pool, rejected).
+//	v3 (2026-11-25, session 2): every parallel region on internal/team's
+//	   persistent workers, which spin for a bounded time between regions
+//	   (v3.1: back off to started goroutines after a caller parks); v3.3
+//	   linearGroup: gocoder-23m's decode step 0.55-0.74x of v2's time,
+//	   the step's Linear calls at 66-102% of their bytes floor.
+
+import "sort"
 
 // Tile sizes of Linear; see above. tileN is a multiple of 4 (the SIMD
 // tiles' weight rows), tileT of 4 (their tokens).
@@ -65,5 +72,40 @@ func (b *Backend) linear(y, x []float32, w *weight, bias []float32, T, K, N int)
 		t0 := (item / tilesN) * tileT
 		n0 := (item % tilesN) * tn
 		linearTile(y, x, w, bias, K, N, t0, min(T, t0+tileT), n0, min(N, n0+tn))
+	})
+}
+
+// linearPart is one weight of a grouped Linear: y [T, N] = x·wᵀ + bias, N
+// the weight's rows, bias [N] or nil.
+type linearPart struct {
+	y    []float32
+	w    *weight
+	bias []float32
+}
+
+// linearGroup computes the Linears of parts, which share x [T, K] (a
+// layer's q, k and v; gate and up), in one parallel region: the work items
+// of every part, in part order, are taken from one counter, so no core
+// idles at the end of each part's items waiting for the other's last one.
+// Each part is cut into exactly the tiles linear uses, so its output has
+// the same bits as a separate linear call. Shapes are the caller's to
+// check (a grouped op checks each part as Linear does).
+func (b *Backend) linearGroup(x []float32, T, K int, parts []linearPart) {
+	starts := make([]int, len(parts)+1) // part i's items are [starts[i], starts[i+1])
+	for i, p := range parts {
+		N := p.w.shape[0]
+		tn := b.rowsPerItem(T, N)
+		starts[i+1] = starts[i] + (T+tileT-1)/tileT*((N+tn-1)/tn)
+	}
+	b.parallel(starts[len(parts)], func(item int) {
+		i := sort.SearchInts(starts, item+1) - 1
+		p := parts[i]
+		N := p.w.shape[0]
+		tn := b.rowsPerItem(T, N)
+		tilesN := (N + tn - 1) / tn
+		j := item - starts[i]
+		t0 := (j / tilesN) * tileT
+		n0 := (j % tilesN) * tn
+		linearTile(p.y, x, p.w, p.bias, K, N, t0, min(T, t0+tileT), n0, min(N, n0+tn))
 	})
 }

@@ -1,9 +1,6 @@
 package cpu
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "github.com/bitdecode/bitdecode/internal/team"
 
 // minRowWork is the number of elements below which a row-wise op runs on the
 // calling goroutine: fanning out costs a few microseconds, about what 16K
@@ -11,33 +8,12 @@ import (
 const minRowWork = 1 << 14
 
 // parallel runs fn(i) for every i in [0, items) on up to b.threads goroutines
-// (the caller's included). Items are handed out in order from an atomic
-// counter; which goroutine runs an item never changes what the item computes,
-// so results do not depend on the thread count.
+// (the caller's included), the persistent spinning team of internal/team
+// (v3 in docs/perf/cpu-linear.md). Items are handed out in order from an
+// atomic counter; which goroutine runs an item never changes what the item
+// computes, so results do not depend on the thread count.
 func (b *Backend) parallel(items int, fn func(item int)) {
-	workers := min(b.threads, items)
-	if workers <= 1 {
-		for i := range items {
-			fn(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	work := func() {
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= items {
-				return
-			}
-			fn(i)
-		}
-	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
+	team.Run(b.threads, items, fn)
 }
 
 // parallelRows runs fn over [0, rows) cut into contiguous chunks of rows,
