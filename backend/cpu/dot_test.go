@@ -289,10 +289,10 @@ func TestLoadViews(t *testing.T) {
 // unsafePointer converts a byte pointer for an identity comparison.
 func unsafePointer(p *byte) unsafe.Pointer { return unsafe.Pointer(p) }
 
-// TestLinearGroup checks that a grouped Linear (q, k, v-like parts of
+// TestLinearGroupTiles checks that a grouped Linear (q, k, v-like parts of
 // different N sharing x, mixed formats, one with a bias) gives every part
 // the bits of a separate Linear call, at every level, thread count and T.
-func TestLinearGroup(t *testing.T) {
+func TestLinearGroupTiles(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	const K = 320
 	Ns := []int{130, 66, 66, 5}

@@ -129,9 +129,12 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	b.linear(d.f32, xt.f32, wt, bv, T, K, N)
 }
 
-// LinearGroup implements backend.Backend as one Linear per weight: the CPU
-// has no launch to save, and the results are those of separate calls.
+// LinearGroup implements backend.Backend: the layers' work items run in one
+// parallel region (linearGroup), each cut into the tiles Linear uses, so
+// the results are bitwise those of separate calls. Packed low-bit weights
+// run one Linear each.
 func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
+	const op = "LinearGroup"
 	if b.failed() {
 		return
 	}
@@ -139,9 +142,42 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		b.fail(err)
 		return
 	}
-	for i, w := range ws {
-		b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
+	xt, err := b.f32(op, x)
+	if err != nil {
+		b.fail(err)
+		return
 	}
+	parts := make([]linearPart, 0, len(ws))
+	for i, w := range ws {
+		if b.quantWeight(w) != nil {
+			parts = nil
+			break
+		}
+		d, err1 := b.f32(op, dsts[i])
+		wt, err2 := b.weightOf(op, w)
+		if err := cmp.Or(err1, err2); err != nil {
+			b.fail(err)
+			return
+		}
+		p := linearPart{y: d.f32, w: wt}
+		if bias := backend.BiasAt(biases, i); bias != nil {
+			bt, err := b.weightOf(op, bias)
+			if err != nil {
+				b.fail(err)
+				return
+			}
+			p.bias = bt.f32
+		}
+		parts = append(parts, p)
+	}
+	if parts == nil {
+		for i, w := range ws {
+			b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
+		}
+		return
+	}
+	T, K := xt.matrix()
+	b.linearGroup(xt.f32, T, K, parts)
 }
 
 // RMSNorm implements backend.Backend.
