@@ -14,10 +14,17 @@ import (
 
 var _ backend.QuantWeightLoader = (*Backend)(nil)
 
-// decDefaultBlocks is n_tb for a DEC weight that names none (wq.DEC.Blocks
-// 0), clamped to what the shape allows: the best or within 10% of it for
-// every Llama-3.1-8B shape at k_chunk 8-32 on the H100 (docs/weights.md).
-const decDefaultBlocks = 8
+// n_tb for a DEC weight that names none (wq.DEC.Blocks 0): one DEC CTA per
+// decTermsPerBlock (selected row, output) terms of a token, within
+// [decDefaultBlocksMin, decDefaultBlocksMax] and what the shape allows
+// (docs/perf/dec.md, v4: the fused DEC CTAs' sum is bound by their issue
+// rate, so the work per CTA sets how long they take; past 8 CTAs of 8 warps
+// a 4096-output GEMV's base CTAs no longer fit one wave).
+const (
+	decTermsPerBlock    = 32768
+	decDefaultBlocksMin = 8
+	decDefaultBlocksMax = 32
+)
 
 // decPrefillScratch bounds the selection scratch of one prefill DEC launch;
 // longer batches are compensated in groups of tokens.
@@ -87,16 +94,18 @@ func (b *Backend) checkDEC(m *wq.Matrix, dec *wq.DEC) error {
 	return nil
 }
 
-// decBlocks returns n_tb for a residual of N outputs: all (Options.DECBlocks)
-// when positive, else the weight's own (tuned) value, else decDefaultBlocks
-// clamped to the shape's range. An explicit value out of range is an error.
-func decBlocks(e wq.Elem, N, own, all int) (int, error) {
-	lo, hi := kernels.DECMinBlocks(e, N), kernels.DECMaxBlocks(N)
+// decBlocks returns n_tb for a residual of N outputs whose tokens select S
+// channels: all (Options.DECBlocks) when positive, else the weight's own
+// (tuned) value, else the default (decTermsPerBlock) clamped to the shape's
+// range. An explicit value out of range is an error.
+func decBlocks(e wq.Elem, N, S, own, all int) (int, error) {
+	lo, hi := max(kernels.DECMinBlocks(e, N), kernels.DECFusedMinBlocks(N)), kernels.DECMaxBlocks(N)
 	if all > 0 {
 		own = all
 	}
 	if own == 0 {
-		return min(max(decDefaultBlocks, lo), hi), nil
+		def := min(max((S*N+decTermsPerBlock-1)/decTermsPerBlock, decDefaultBlocksMin), decDefaultBlocksMax)
+		return min(max(def, lo), hi), nil
 	}
 	if own < lo || own > hi {
 		return 0, fmt.Errorf("n_tb %d out of range [%d, %d] for %d %v outputs", own, lo, hi, N, e)
@@ -110,7 +119,7 @@ func decBlocks(e wq.Elem, N, own, all int) (int, error) {
 func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	r := dec.R
 	N, K := r.K, r.N
-	blocks, err := decBlocks(r.Elem, N, dec.Blocks, b.opts.DECBlocks)
+	blocks, err := decBlocks(r.Elem, N, kernels.DECSelected(K, dec.KChunk), dec.Blocks, b.opts.DECBlocks)
 	if err != nil {
 		return err
 	}

@@ -190,6 +190,30 @@ func TestDECSlices(t *testing.T) {
 			}
 		}
 	}
+	// Fused mode: P outputs per thread cover every slice from
+	// DECFusedMinBlocks on (not below it) with the fused kernels' threads.
+	for _, N := range []int{128, 1024, 4096, 14336, 28672} {
+		lo := DECFusedMinBlocks(N)
+		if lo > 1 && decOutputs(N, lo-1, decRowsMax) != 0 {
+			t.Errorf("N=%d: %d blocks fit fused, DECFusedMinBlocks says %d", N, lo-1, lo)
+		}
+		for _, threads := range []int{decRowsMax, 2 * decRowsMax} {
+			for blocks := lo; blocks <= DECMaxBlocks(N); blocks++ {
+				p := decOutputs(N, blocks, threads)
+				if p == 0 {
+					t.Fatalf("N=%d n_tb=%d threads=%d: no outputs per thread", N, blocks, threads)
+				}
+				most := 0
+				for b := range blocks {
+					u0, u1 := decSlice(N, blocks, b)
+					most = max(most, (u1-u0)*decUnit)
+				}
+				if most > p*threads || (p > 1 && most <= p/2*threads) {
+					t.Fatalf("N=%d n_tb=%d threads=%d: largest slice %d outputs, P = %d (not the fewest that cover it)", N, blocks, threads, most, p)
+				}
+			}
+		}
+	}
 	if DECReads(wq.Int3, 4096) == nil || DECReads(wq.Int4, 4000) == nil || DECReads(wq.FP16, 48) == nil || DECReads(wq.Int4, 96) == nil {
 		t.Error("DECReads accepts a shape it cannot read")
 	}
