@@ -17,13 +17,14 @@ var _ backend.QuantWeightLoader = (*Backend)(nil)
 // n_tb for a DEC weight that names none (wq.DEC.Blocks 0): one DEC CTA per
 // decTermsPerBlock (selected row, output) terms of a token, within
 // [decDefaultBlocksMin, decDefaultBlocksMax] and what the shape allows
-// (docs/perf/dec.md, v4: the fused DEC CTAs' sum is bound by their issue
-// rate, so the work per CTA sets how long they take; past 8 CTAs of 8 warps
-// a 4096-output GEMV's base CTAs no longer fit one wave).
+// (docs/perf/dec.md, v4: more, narrower slices shorten the DEC CTAs' chain
+// of loads; the best n_tb measured on the H100 grew with k_chunk on every
+// Llama-3.1-8B shape, within 10% of this rule's pick but for 4096x14336 at
+// small k_chunk, where 8 is best: 'bitdecode tune dec' picks per shape).
 const (
-	decTermsPerBlock    = 32768
+	decTermsPerBlock    = 8192
 	decDefaultBlocksMin = 8
-	decDefaultBlocksMax = 32
+	decDefaultBlocksMax = 64
 )
 
 // decPrefillScratch bounds the selection scratch of one prefill DEC launch;

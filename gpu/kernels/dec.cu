@@ -97,8 +97,8 @@ constexpr int kUnit = 32;       // outputs per slice unit (slices are whole unit
 constexpr int kTile = 16;       // outputs per tile flag (fused mode)
 constexpr int kGroup = 128;     // wq.ResidualGroup: outputs per (scale, zero)
 constexpr int kLoads = 4;       // 16-byte code loads per thread per batch
-constexpr int kParamLoads = 2;  // 4-byte param loads per thread per batch
-constexpr int kRowsMax = 128;   // rows per batch at most
+constexpr int kParamLoads = 1;  // 4-byte param loads per thread per batch
+constexpr int kMinThreads = 128;  // the fewest threads of a DEC CTA (rows per batch at most: its threads)
 constexpr int kSelMax = 1024;   // fused mode: selected channels per token kept in shared memory
 
 // Args is everything a DEC launch reads, passed by value (88 bytes; the Go
@@ -143,7 +143,7 @@ struct Fmt<kFP16> {
 // (kLoads 16-byte chunks per thread), params (as float32 pairs), x values
 // and two buffers of row indices.
 __host__ __device__ constexpr int smem_bytes(int threads) {
-  return threads * kLoads * 16 + threads * kParamLoads * 8 + kRowsMax * 4 + 2 * kRowsMax * 4;
+  return threads * kLoads * 16 + threads * kParamLoads * 8 + threads * 4 + 2 * threads * 4;
 }
 
 // fused_smem_bytes is the shared memory of a fused-mode DEC CTA: that of
@@ -313,7 +313,7 @@ __global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) {
 // smem holds smem_bytes(THREADS) bytes, 16-byte aligned.
 template <int E, int THREADS, class Sum>
 __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel, Sum&& sum) {
-  static_assert(THREADS >= kRowsMax && THREADS % 32 == 0, "a thread per row of a batch");
+  static_assert(THREADS >= kMinThreads && THREADS % 32 == 0, "a thread per row of a batch");
   using F = Fmt<E>;
   constexpr int kPer = F::kPerWord;
   constexpr int kWordsPerUnit = kUnit / kPer;
@@ -324,13 +324,13 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
   const int g0 = F::kParams ? u0 * kUnit / kGroup : 0;
   const int np = F::kParams ? (u1 * kUnit - 1) / kGroup + 1 - g0 : 0;  // params per row
   const int paramRow = a.N / kGroup;
-  int rmax = min(kRowsMax, THREADS * kLoads / nch);
+  int rmax = min(THREADS, THREADS * kLoads / nch);
   if (F::kParams) rmax = min(rmax, THREADS * kParamLoads / np);
 
   uint4* sw = reinterpret_cast<uint4*>(smem);
   float2* sf = reinterpret_cast<float2*>(smem + THREADS * kLoads * 16);
   float* sx = reinterpret_cast<float*>(sf + THREADS * kParamLoads);
-  int* ks = reinterpret_cast<int*>(sx + kRowsMax);  // [2][kRowsMax]
+  int* ks = reinterpret_cast<int*>(sx + THREADS);  // [2][THREADS]
 
   const float* x = a.x + size_t(t) * a.K;
   const u32* words = a.words + u0 * kWordsPerUnit;
@@ -364,12 +364,12 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
         }
       }
       if (tid < rows) sx[tid] = xr;
-      if (b + 1 < nb && tid < min(rmax, a.S - (b + 1) * rmax)) ks[((b + 1) & 1) * kRowsMax + tid] = selr;
+      if (b + 1 < nb && tid < min(rmax, a.S - (b + 1) * rmax)) ks[((b + 1) & 1) * THREADS + tid] = selr;
       __syncthreads();
     }
     if (b + 1 < nb) {
       // Issue batch b + 1: its codes, params and x values.
-      const int* ksb = ks + ((b + 1) & 1) * kRowsMax;
+      const int* ksb = ks + ((b + 1) & 1) * THREADS;
       const int nrows = min(rmax, a.S - (b + 1) * rmax);
 #pragma unroll
       for (int j = 0; j < kLoads; j++) {
@@ -770,15 +770,35 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
   }
   __threadfence();  // each thread's stores to part
   __syncthreads();
+  // Publish every tile of the slice at once (a thread per tile); the tiles
+  // whose base CTA wrote y first (state 2) are marked in shared memory
+  // (aliasing stage's code buffer, done with), then the whole CTA adds part
+  // into them, an element per thread: one round trip, not a tile's 16·T
+  // dependent ones per thread.
   constexpr int kTilesPerUnit = kUnit / kTile;
-  for (int i = threadIdx.x; i < (u1 - u0) * kTilesPerUnit; i += THREADS) {
-    const int tile = u0 * kTilesPerUnit + i;
-    if (atomicCAS(a.flags + tile, 0u, 1u) == 2u) {  // the base wrote y first
-      __threadfence();
-      add_part(a, tile, 0, 1);
-      a.flags[tile] = 0;
+  const int tiles = (u1 - u0) * kTilesPerUnit;  // <= 2·THREADS: P <= 32
+  int* second = reinterpret_cast<int*>(smem);
+  __shared__ int anySecond;
+  if (threadIdx.x == 0) anySecond = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < tiles; i += THREADS) {
+    const bool s2 = atomicCAS(a.flags + u0 * kTilesPerUnit + i, 0u, 1u) == 2u;  // the base wrote y first
+    second[i] = s2;
+    if (s2) anySecond = 1;
+  }
+  __syncthreads();
+  if (!anySecond) return;
+  __threadfence();  // acquire the base CTAs' stores to y
+  for (int e = threadIdx.x; e < a.T * nOut; e += THREADS) {
+    const int t = e / nOut, o = e - t * nOut;
+    if (second[o / kTile]) {
+      const size_t p = size_t(t) * a.N + u0 * kUnit + o;
+      st_cg(a.y + p, __fadd_rn(ld_cg(a.y + p), ld_cg(a.part + p)));
     }
   }
+  __syncthreads();
+  for (int i = threadIdx.x; i < tiles; i += THREADS)
+    if (second[i]) a.flags[u0 * kTilesPerUnit + i] = 0;
 }
 
 // fused_cta_any is fused_cta with the element type and P (outputs per

@@ -36,12 +36,12 @@ const (
 	DECFusedSelectMax = 1024
 	// decMaxTokens bounds T (the compensation grid's y dimension).
 	decMaxTokens = 65535
-	// dec.cu's batching constants (kLoads, kParamLoads, kRowsMax): 16-byte
-	// and param loads per thread per batch, rows per batch at most (also
-	// the fewest threads a DEC CTA may have).
+	// dec.cu's batching constants (kLoads, kParamLoads, kMinThreads):
+	// 16-byte and param loads per thread per batch, and the fewest threads
+	// a DEC CTA may have (a batch has at most one row per thread).
 	decLoads      = 4
-	decParamLoads = 2
-	decRowsMax    = 128
+	decParamLoads = 1
+	decMinThreads = 128
 )
 
 // decWordsPerThread are the W instantiations: packed words of the slice
@@ -186,9 +186,9 @@ func decOutputs(N, blocks, threads int) int {
 
 // DECFusedMinBlocks returns the fewest DEC CTAs that a fused launch over N
 // outputs allows with the fewest threads a fused kernel's CTA has
-// (decRowsMax): each thread sums at most 32 outputs.
+// (decMinThreads): each thread sums at most 32 outputs.
 func DECFusedMinBlocks(N int) int {
-	perCTA := decOutputsPerThread[len(decOutputsPerThread)-1] * decRowsMax
+	perCTA := decOutputsPerThread[len(decOutputsPerThread)-1] * decMinThreads
 	return max(1, (N+perCTA-1)/perCTA)
 }
 
@@ -385,8 +385,8 @@ func DECFusedArgs(l *DECLaunch, threads int) (args []byte, p int, selects bool, 
 	if l.Blocks < 1 || l.Blocks > DECMaxBlocks(l.R.N) {
 		return nil, 0, false, fmt.Errorf("kernels: dec: n_tb %d out of range [1, %d]", l.Blocks, DECMaxBlocks(l.R.N))
 	}
-	if threads < decRowsMax || threads%32 != 0 {
-		return nil, 0, false, fmt.Errorf("kernels: dec: fused DEC CTAs of %d threads: want a multiple of 32, at least %d", threads, decRowsMax)
+	if threads < decMinThreads || threads%32 != 0 {
+		return nil, 0, false, fmt.Errorf("kernels: dec: fused DEC CTAs of %d threads: want a multiple of 32, at least %d", threads, decMinThreads)
 	}
 	if p = decOutputs(l.R.N, l.Blocks, threads); p == 0 {
 		return nil, 0, false, fmt.Errorf("kernels: dec: n_tb %d is too few for %d outputs with %d threads (at least %d)", l.Blocks, l.R.N, threads, DECFusedMinBlocks(l.R.N))

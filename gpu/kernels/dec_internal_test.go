@@ -194,10 +194,10 @@ func TestDECSlices(t *testing.T) {
 	// DECFusedMinBlocks on (not below it) with the fused kernels' threads.
 	for _, N := range []int{128, 1024, 4096, 14336, 28672} {
 		lo := DECFusedMinBlocks(N)
-		if lo > 1 && decOutputs(N, lo-1, decRowsMax) != 0 {
+		if lo > 1 && decOutputs(N, lo-1, decMinThreads) != 0 {
 			t.Errorf("N=%d: %d blocks fit fused, DECFusedMinBlocks says %d", N, lo-1, lo)
 		}
-		for _, threads := range []int{decRowsMax, 2 * decRowsMax} {
+		for _, threads := range []int{decMinThreads, 2 * decMinThreads} {
 			for blocks := lo; blocks <= DECMaxBlocks(N); blocks++ {
 				p := decOutputs(N, blocks, threads)
 				if p == 0 {
@@ -223,7 +223,7 @@ func TestDECSlices(t *testing.T) {
 // for the slice of units [u0, u1).
 func decBatchRows(e wq.Elem, u0, u1, threads int) int {
 	nch := (u1 - u0) * decUnitWords(e) / 4
-	rows := min(decRowsMax, threads*decLoads/nch)
+	rows := min(threads, threads*decLoads/nch)
 	if e.IsInt() {
 		g0 := u0 * decUnit / wq.ResidualGroup
 		np := (u1*decUnit-1)/wq.ResidualGroup + 1 - g0
@@ -258,7 +258,7 @@ func TestDECArgsLayout(t *testing.T) {
 func TestDECConstantsMatchSource(t *testing.T) {
 	for name, want := range map[string]int{
 		"kThreads": DECThreads, "kUnit": decUnit, "kTile": DECTile, "kGroup": wq.ResidualGroup,
-		"kChunkChannels": wq.ChunkChannels, "kLoads": decLoads, "kParamLoads": decParamLoads, "kRowsMax": decRowsMax,
+		"kChunkChannels": wq.ChunkChannels, "kLoads": decLoads, "kParamLoads": decParamLoads, "kMinThreads": decMinThreads,
 		"kFP16": int(wq.FP16), "kInt8": int(wq.Int8), "kInt4": int(wq.Int4), "kSelMax": DECFusedSelectMax,
 	} {
 		m := regexp.MustCompile(`constexpr int ` + name + ` = (\d+);`).FindStringSubmatch(decSource)

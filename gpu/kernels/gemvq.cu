@@ -456,7 +456,7 @@ __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __re
 template <int BITS, int S, int PMAX>
 __global__ void __launch_bounds__(32 * S, 16 / S) gemv_q_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                                     const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, const __grid_constant__ dec::Args d) {
-  static_assert(32 * S >= dec::kRowsMax, "dec.cu's CTAs need a thread per row of a batch");
+  static_assert(32 * S >= dec::kMinThreads, "dec.cu's CTAs need a thread per row of a batch");
   __shared__ __align__(16) unsigned char smem[dec::fused_smem_bytes(32 * S)];
   if (int(blockIdx.x) < d.blocks) {
     dec::fused_cta_any<32 * S, PMAX, false>(d, blockIdx.x, smem);  // int4 residuals
