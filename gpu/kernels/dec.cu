@@ -31,9 +31,11 @@
 //    (whole units of kUnit = 32 outputs, n_tb slices as equal as units
 //    allow). Its threads stream the slice's part of the selected rows
 //    (codes and params) from host memory into shared memory in batches of
-//    rows: every thread issues up to kLoads 16-byte loads (and kParamLoads
-//    4-byte param loads; consecutive threads read consecutive addresses, so
-//    a warp's loads coalesce), and the next batch's loads are issued before
+//    rows of at most one per thread: every thread issues up to kLoads
+//    16-byte loads (twice that in CTAs of kMinThreads threads) and
+//    kParamLoads 4-byte param loads (consecutive threads read consecutive
+//    addresses, so a warp's loads coalesce), and the next batch's loads are
+//    issued before
 //    the current batch is summed, so PCIe latency overlaps the math. Then
 //    each thread, owning W packed words of the slice (8 int4, 4 int8 or 2
 //    fp16 outputs per word), adds for each row in increasing selected order
@@ -96,7 +98,7 @@ constexpr int kThreads = 256;   // threads of a compensate CTA
 constexpr int kUnit = 32;       // outputs per slice unit (slices are whole units)
 constexpr int kTile = 16;       // outputs per tile flag (fused mode)
 constexpr int kGroup = 128;     // wq.ResidualGroup: outputs per (scale, zero)
-constexpr int kLoads = 4;       // 16-byte code loads per thread per batch
+constexpr int kLoads = 4;       // 16-byte code loads per thread per batch (twice that in CTAs of kMinThreads)
 constexpr int kParamLoads = 1;  // 4-byte param loads per thread per batch
 constexpr int kMinThreads = 128;  // the fewest threads of a DEC CTA (rows per batch at most: its threads)
 constexpr int kSelMax = 1024;   // fused mode: selected channels per token kept in shared memory
@@ -139,11 +141,16 @@ struct Fmt<kFP16> {
   static constexpr bool kParams = false;
 };
 
+// loads_per_thread is the 16-byte code loads per thread per batch of a CTA
+// of threads threads: kLoads, doubled in the smallest CTAs (the same bytes
+// in flight as a CTA of twice the threads, within the fused kernels' 48 KB).
+__host__ __device__ constexpr int loads_per_thread(int threads) { return threads <= kMinThreads ? 2 * kLoads : kLoads; }
+
 // smem_bytes is the shared memory stage needs with THREADS threads: codes
-// (kLoads 16-byte chunks per thread), params (as float32 pairs), x values
-// and two buffers of row indices.
+// (loads_per_thread 16-byte chunks per thread), params (as float32 pairs),
+// x values and two buffers of row indices.
 __host__ __device__ constexpr int smem_bytes(int threads) {
-  return threads * kLoads * 16 + threads * kParamLoads * 8 + threads * 4 + 2 * threads * 4;
+  return threads * loads_per_thread(threads) * 16 + threads * kParamLoads * 8 + threads * 4 + 2 * threads * 4;
 }
 
 // fused_smem_bytes is the shared memory of a fused-mode DEC CTA: that of
@@ -324,11 +331,12 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
   const int g0 = F::kParams ? u0 * kUnit / kGroup : 0;
   const int np = F::kParams ? (u1 * kUnit - 1) / kGroup + 1 - g0 : 0;  // params per row
   const int paramRow = a.N / kGroup;
-  int rmax = min(THREADS, THREADS * kLoads / nch);
+  constexpr int kL = loads_per_thread(THREADS);
+  int rmax = min(THREADS, THREADS * kL / nch);
   if (F::kParams) rmax = min(rmax, THREADS * kParamLoads / np);
 
   uint4* sw = reinterpret_cast<uint4*>(smem);
-  float2* sf = reinterpret_cast<float2*>(smem + THREADS * kLoads * 16);
+  float2* sf = reinterpret_cast<float2*>(smem + THREADS * kL * 16);
   float* sx = reinterpret_cast<float*>(sf + THREADS * kParamLoads);
   int* ks = reinterpret_cast<int*>(sx + THREADS);  // [2][THREADS]
 
@@ -341,7 +349,7 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
   // b − 1) into shared memory, issues batch b + 1's loads, and sums batch
   // b while they are in flight. Batch b + 1's row indices reach ks[(b+1)&1]
   // in iteration b's store phase, from selr, read one iteration earlier.
-  uint4 rw[kLoads];
+  uint4 rw[kL];
   u32 rp[kParamLoads];
   float xr = 0.f;
   if (tid < min(rmax, a.S)) ks[tid] = sel[tid];
@@ -352,7 +360,7 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
     if (b >= 0) {
       __syncthreads();  // the previous batch's sums are done with sw, sf, sx
 #pragma unroll
-      for (int j = 0; j < kLoads; j++) {
+      for (int j = 0; j < kL; j++) {
         const int i = tid + j * THREADS;
         if (i < rows * nch) sw[i] = rw[j];
       }
@@ -372,7 +380,7 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
       const int* ksb = ks + ((b + 1) & 1) * THREADS;
       const int nrows = min(rmax, a.S - (b + 1) * rmax);
 #pragma unroll
-      for (int j = 0; j < kLoads; j++) {
+      for (int j = 0; j < kL; j++) {
         const int i = tid + j * THREADS;
         if (i < nrows * nch) {
           const int r = i / nch, c = i - r * nch;

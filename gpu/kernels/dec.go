@@ -37,8 +37,9 @@ const (
 	// decMaxTokens bounds T (the compensation grid's y dimension).
 	decMaxTokens = 65535
 	// dec.cu's batching constants (kLoads, kParamLoads, kMinThreads):
-	// 16-byte and param loads per thread per batch, and the fewest threads
-	// a DEC CTA may have (a batch has at most one row per thread).
+	// 16-byte (twice decLoads in CTAs of decMinThreads) and param loads
+	// per thread per batch, and the fewest threads a DEC CTA may have (a
+	// batch has at most one row per thread).
 	decLoads      = 4
 	decParamLoads = 1
 	decMinThreads = 128
