@@ -14,13 +14,16 @@ import (
 
 var _ backend.QuantWeightLoader = (*Backend)(nil)
 
-// n_tb for a DEC weight that names none (wq.DEC.Blocks 0): one DEC CTA per
-// decTermsPerBlock (selected row, output) terms of a token, within
-// [decDefaultBlocksMin, decDefaultBlocksMax] and what the shape allows
-// (docs/perf/dec.md, v4: more, narrower slices shorten the DEC CTAs' chain
-// of loads; the best n_tb measured on the H100 grew with k_chunk on every
-// Llama-3.1-8B shape, within 10% of this rule's pick but for 4096x14336 at
-// small k_chunk, where 8 is best: 'bitdecode tune dec' picks per shape).
+// n_tb for a DEC weight that names none (wq.DEC.Blocks 0), residual in
+// device memory: one DEC CTA per decTermsPerBlock (selected row, output)
+// terms of a token, within [decDefaultBlocksMin, decDefaultBlocksMax] and
+// what the shape allows (docs/perf/dec.md, v4: more, narrower slices
+// shorten the DEC CTAs' chain of loads; the best n_tb measured on the H100
+// grew with k_chunk on the Llama-3.1-8B shapes, but 4096x14336 at small
+// k_chunk, where 8 is best: 'bitdecode tune dec' picks per shape). A
+// residual in host memory gets decDefaultBlocksMin: more CTAs reading over
+// PCIe only cost there (bench/results/2026-11-25-h100-dec-2: k_chunk 64 on
+// every layer 26.3 ms a step at this rule's n_tb).
 const (
 	decTermsPerBlock    = 8192
 	decDefaultBlocksMin = 8
@@ -96,16 +99,20 @@ func (b *Backend) checkDEC(m *wq.Matrix, dec *wq.DEC) error {
 }
 
 // decBlocks returns n_tb for a residual of N outputs whose tokens select S
-// channels: all (Options.DECBlocks) when positive, else the weight's own
-// (tuned) value, else the default (decTermsPerBlock) clamped to the shape's
-// range. An explicit value out of range is an error.
-func decBlocks(e wq.Elem, N, S, own, all int) (int, error) {
+// channels, in device memory or not: all (Options.DECBlocks) when
+// positive, else the weight's own (tuned) value, else the default
+// (decTermsPerBlock) clamped to the shape's range. An explicit value out of
+// range is an error.
+func decBlocks(e wq.Elem, N, S int, onDevice bool, own, all int) (int, error) {
 	lo, hi := max(kernels.DECMinBlocks(e, N), kernels.DECFusedMinBlocks(N)), kernels.DECMaxBlocks(N)
 	if all > 0 {
 		own = all
 	}
 	if own == 0 {
-		def := min(max((S*N+decTermsPerBlock-1)/decTermsPerBlock, decDefaultBlocksMin), decDefaultBlocksMax)
+		def := decDefaultBlocksMin
+		if onDevice {
+			def = min(max((S*N+decTermsPerBlock-1)/decTermsPerBlock, decDefaultBlocksMin), decDefaultBlocksMax)
+		}
 		return min(max(def, lo), hi), nil
 	}
 	if own < lo || own > hi {
@@ -120,7 +127,7 @@ func decBlocks(e wq.Elem, N, S, own, all int) (int, error) {
 func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	r := dec.R
 	N, K := r.K, r.N
-	blocks, err := decBlocks(r.Elem, N, kernels.DECSelected(K, dec.KChunk), dec.Blocks, b.opts.DECBlocks)
+	blocks, err := decBlocks(r.Elem, N, kernels.DECSelected(K, dec.KChunk), b.opts.DECResidualOnDevice, dec.Blocks, b.opts.DECBlocks)
 	if err != nil {
 		return err
 	}
