@@ -153,10 +153,10 @@ type DECPoint struct {
 	OverheadPct float64 `json:"overhead_pct"`   // 100·(StepUS/BaseUS − 1)
 }
 
-// decBlocksFor returns the n_tb values of want that a shape allows, or the
-// fewest it allows if none.
+// decBlocksFor returns the n_tb values of want that a shape allows (in
+// every mode), or the fewest it allows if none.
 func decBlocksFor(want []int, e wq.Elem, N int) []int {
-	lo, hi := kernels.DECMinBlocks(e, N), kernels.DECMaxBlocks(N)
+	lo, hi := max(kernels.DECMinBlocks(e, N), kernels.DECFusedMinBlocks(N)), kernels.DECMaxBlocks(N)
 	var out []int
 	for _, b := range want {
 		if b >= lo && b <= hi && !slices.Contains(out, b) {
@@ -392,13 +392,13 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 		}
 		fmt.Fprintf(cfg.Progress, "dec %s %dx%d: gemv_q split %d: %d registers, %d B shared, %d B local\n",
 			tag, N, K, kernels.SplitFor(N, K), bi.Registers, bi.StaticSharedBytes, bi.LocalBytes)
-		for _, wmax := range []int{2, 8} {
-			fi, err := t.gqd.Info(c, N, K, bits, wmax)
+		for _, pmax := range kernels.GEMVQDECPMax() {
+			fi, err := t.gqd.Info(c, N, K, bits, pmax)
 			if err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(cfg.Progress, "dec %s %dx%d: gemv_q_dec W<=%d: %d registers, %d B shared, %d B local\n",
-				tag, N, K, wmax, fi.Registers, fi.StaticSharedBytes, fi.LocalBytes)
+			fmt.Fprintf(cfg.Progress, "dec %s %dx%d: gemv_q_dec P<=%d: %d registers, %d B shared, %d B local\n",
+				tag, N, K, pmax, fi.Registers, fi.StaticSharedBytes, fi.LocalBytes)
 		}
 	}
 	blocks := decBlocksFor(cfg.Blocks, cfg.Residual, N)

@@ -14,10 +14,21 @@ import (
 
 var _ backend.QuantWeightLoader = (*Backend)(nil)
 
-// decDefaultBlocks is n_tb for a DEC weight that names none (wq.DEC.Blocks
-// 0), clamped to what the shape allows: the best or within 10% of it for
-// every Llama-3.1-8B shape at k_chunk 8-32 on the H100 (docs/weights.md).
-const decDefaultBlocks = 8
+// n_tb for a DEC weight that names none (wq.DEC.Blocks 0), residual in
+// device memory: one DEC CTA per decTermsPerBlock (selected row, output)
+// terms of a token, within [decDefaultBlocksMin, decDefaultBlocksMax] and
+// what the shape allows (docs/perf/dec.md, v4: more, narrower slices
+// shorten the DEC CTAs' chain of loads; the best n_tb measured on the H100
+// grew with k_chunk on the Llama-3.1-8B shapes, but 4096x14336 at small
+// k_chunk, where 8 is best: 'bitdecode tune dec' picks per shape). A
+// residual in host memory gets decDefaultBlocksMin: more CTAs reading over
+// PCIe only cost there (bench/results/2026-11-25-h100-dec-2: k_chunk 64 on
+// every layer 26.3 ms a step at this rule's n_tb).
+const (
+	decTermsPerBlock    = 8192
+	decDefaultBlocksMin = 8
+	decDefaultBlocksMax = 64
+)
 
 // decPrefillScratch bounds the selection scratch of one prefill DEC launch;
 // longer batches are compensated in groups of tokens.
@@ -87,16 +98,22 @@ func (b *Backend) checkDEC(m *wq.Matrix, dec *wq.DEC) error {
 	return nil
 }
 
-// decBlocks returns n_tb for a residual of N outputs: all (Options.DECBlocks)
-// when positive, else the weight's own (tuned) value, else decDefaultBlocks
-// clamped to the shape's range. An explicit value out of range is an error.
-func decBlocks(e wq.Elem, N, own, all int) (int, error) {
-	lo, hi := kernels.DECMinBlocks(e, N), kernels.DECMaxBlocks(N)
+// decBlocks returns n_tb for a residual of N outputs whose tokens select S
+// channels, in device memory or not: all (Options.DECBlocks) when
+// positive, else the weight's own (tuned) value, else the default
+// (decTermsPerBlock) clamped to the shape's range. An explicit value out of
+// range is an error.
+func decBlocks(e wq.Elem, N, S int, onDevice bool, own, all int) (int, error) {
+	lo, hi := max(kernels.DECMinBlocks(e, N), kernels.DECFusedMinBlocks(N)), kernels.DECMaxBlocks(N)
 	if all > 0 {
 		own = all
 	}
 	if own == 0 {
-		return min(max(decDefaultBlocks, lo), hi), nil
+		def := decDefaultBlocksMin
+		if onDevice {
+			def = min(max((S*N+decTermsPerBlock-1)/decTermsPerBlock, decDefaultBlocksMin), decDefaultBlocksMax)
+		}
+		return min(max(def, lo), hi), nil
 	}
 	if own < lo || own > hi {
 		return 0, fmt.Errorf("n_tb %d out of range [%d, %d] for %d %v outputs", own, lo, hi, N, e)
@@ -110,7 +127,7 @@ func decBlocks(e wq.Elem, N, own, all int) (int, error) {
 func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	r := dec.R
 	N, K := r.K, r.N
-	blocks, err := decBlocks(r.Elem, N, dec.Blocks, b.opts.DECBlocks)
+	blocks, err := decBlocks(r.Elem, N, kernels.DECSelected(K, dec.KChunk), b.opts.DECResidualOnDevice, dec.Blocks, b.opts.DECBlocks)
 	if err != nil {
 		return err
 	}

@@ -31,9 +31,11 @@
 //    (whole units of kUnit = 32 outputs, n_tb slices as equal as units
 //    allow). Its threads stream the slice's part of the selected rows
 //    (codes and params) from host memory into shared memory in batches of
-//    rows: every thread issues up to kLoads 16-byte loads (and kParamLoads
-//    4-byte param loads; consecutive threads read consecutive addresses, so
-//    a warp's loads coalesce), and the next batch's loads are issued before
+//    rows of at most one per thread: every thread issues up to kLoads
+//    16-byte loads (twice that in CTAs of kMinThreads threads) and
+//    kParamLoads 4-byte param loads (consecutive threads read consecutive
+//    addresses, so a warp's loads coalesce), and the next batch's loads are
+//    issued before
 //    the current batch is summed, so PCIe latency overlaps the math. Then
 //    each thread, owning W packed words of the slice (8 int4, 4 int8 or 2
 //    fp16 outputs per word), adds for each row in increasing selected order
@@ -46,13 +48,15 @@
 //    lowest blockIdx (resident first), and nobody waits on anybody
 //    (docs/perf/dec.md has the design and its costs). A DEC CTA
 //    (blockIdx.x < a.blocks) calls
-//        dec::fused_cta<ELEM, W, THREADS>(a, blockIdx.x, smem)
+//        dec::fused_cta<ELEM, P, THREADS>(a, blockIdx.x, smem)
 //    with smem = at least dec::fused_smem_bytes(THREADS) bytes of 16-byte
 //    aligned shared memory. Per token it selects the channels itself when
 //    a.sel is null (select_chunks: one warp per 1024-input chunk, the list
 //    in shared memory, wq.SelectApprox exactly; the Go side passes a.sel
 //    from a select_topk launch instead when S > kSelMax), sums its slice's
-//    compensation from host memory into registers and stores it to
+//    compensation from host memory into registers (accumulate_out: P
+//    consecutive outputs per thread, four rows in flight, the same per-
+//    output order and bits as 2.) and stores it to
 //    a.part [T][N] (device). Then, per tile of kTile = 16 outputs, it
 //    publishes: atomicCAS(flag, 0 -> 1). A base CTA owning a tile calls
 //        st = dec::tile_peek(a.flags, tile)        (thread 0; acquire load)
@@ -66,9 +70,9 @@
 //    same single float32 add as serial mode (the same bits), and the side
 //    that comes second resets the flag to 0 for the next launch or graph
 //    replay. Slices are whole 32-output units, so no tile has two DEC CTAs.
-//    dec::fused_cta_any<THREADS, WMAX, ALL>(a, blockIdx.x, smem) does the
-//    same with ELEM and W read from a.elem and a.wpt (kernels.DECFusedArgs
-//    fills them), instantiating W <= WMAX and int4 only unless ALL
+//    dec::fused_cta_any<THREADS, PMAX, ALL>(a, blockIdx.x, smem) does the
+//    same with ELEM and P read from a.elem and a.wpt (kernels.DECFusedArgs
+//    fills them), instantiating P <= PMAX and int4 only unless ALL
 //    (registers: the kernel's count is that of its largest path). fused_selftest is such a grid
 //    with trivial base CTAs (they copy a precomputed base output) to test
 //    the protocol.
@@ -94,9 +98,9 @@ constexpr int kThreads = 256;   // threads of a compensate CTA
 constexpr int kUnit = 32;       // outputs per slice unit (slices are whole units)
 constexpr int kTile = 16;       // outputs per tile flag (fused mode)
 constexpr int kGroup = 128;     // wq.ResidualGroup: outputs per (scale, zero)
-constexpr int kLoads = 4;       // 16-byte code loads per thread per batch
-constexpr int kParamLoads = 2;  // 4-byte param loads per thread per batch
-constexpr int kRowsMax = 128;   // rows per batch at most
+constexpr int kLoads = 4;       // 16-byte code loads per thread per batch (twice that in CTAs of kMinThreads)
+constexpr int kParamLoads = 1;  // 4-byte param loads per thread per batch
+constexpr int kMinThreads = 128;  // the fewest threads of a DEC CTA (rows per batch at most: its threads)
 constexpr int kSelMax = 1024;   // fused mode: selected channels per token kept in shared memory
 
 // Args is everything a DEC launch reads, passed by value (88 bytes; the Go
@@ -113,7 +117,7 @@ struct Args {
   int kChunk;        // channels per 1024, at most 1024
   int blocks;        // n_tb: DEC CTAs
   int elem;          // the residual's element type (kFP16, kInt8, kInt4), for fused_cta_any
-  int wpt;           // W, packed words per thread covering a slice, for fused_cta_any
+  int wpt;           // serial mode: W, packed words per thread; fused mode: P, outputs per thread (fused_cta_any)
 };
 static_assert(sizeof(Args) == 88, "dec.go packs Args as 88 bytes");
 
@@ -137,11 +141,16 @@ struct Fmt<kFP16> {
   static constexpr bool kParams = false;
 };
 
-// smem_bytes is the shared memory accumulate needs with THREADS threads:
-// codes (kLoads 16-byte chunks per thread), params, x values and two
-// buffers of row indices.
+// loads_per_thread is the 16-byte code loads per thread per batch of a CTA
+// of threads threads: kLoads, doubled in the smallest CTAs (the same bytes
+// in flight as a CTA of twice the threads, within the fused kernels' 48 KB).
+__host__ __device__ constexpr int loads_per_thread(int threads) { return threads <= kMinThreads ? 2 * kLoads : kLoads; }
+
+// smem_bytes is the shared memory stage needs with THREADS threads: codes
+// (loads_per_thread 16-byte chunks per thread), params (as float32 pairs),
+// x values and two buffers of row indices.
 __host__ __device__ constexpr int smem_bytes(int threads) {
-  return threads * kLoads * 16 + threads * kParamLoads * 4 + kRowsMax * 4 + 2 * kRowsMax * 4;
+  return threads * loads_per_thread(threads) * 16 + threads * kParamLoads * 8 + threads * 4 + 2 * threads * 4;
 }
 
 // fused_smem_bytes is the shared memory of a fused-mode DEC CTA: that of
@@ -301,55 +310,46 @@ __global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) {
   if (take) a.sel[size_t(t) * a.S + size_t(chunk) * chunk_select(a.kChunk, kChunkChannels) + pos] = c0 + i;
 }
 
-// accumulate sums token t's compensation of the outputs of units [u0, u1)
-// into acc: acc[w][o] is output u0·kUnit + (threadIdx.x + w·THREADS)·kPerWord
-// + o. sel is the token's a.S selected channels, increasing (global or
-// shared memory). All THREADS threads of the CTA must call it (it
-// synchronizes); smem holds smem_bytes(THREADS) bytes, 16-byte aligned.
-template <int E, int W, int THREADS>
-__device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel,
-                                           float (&acc)[W][Fmt<E>::kPerWord]) {
-  static_assert(THREADS >= kRowsMax && THREADS % 32 == 0, "a thread per row of a batch");
+// stage runs the batched pipeline that brings token t's selected residual
+// rows of the slice [u0, u1) into shared memory and calls sum(rows, sw,
+// sf, sx) for each batch once it is there: sw holds the batch's rows of
+// codes (nch 16-byte chunks per row), sf their (scale, zero) pairs already
+// converted to float32 (np per row; int4/int8 only), sx the rows' x values.
+// sel is the token's a.S selected channels, increasing (global or shared
+// memory). All THREADS threads of the CTA must call it (it synchronizes);
+// smem holds smem_bytes(THREADS) bytes, 16-byte aligned.
+template <int E, int THREADS, class Sum>
+__device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel, Sum&& sum) {
+  static_assert(THREADS >= kMinThreads && THREADS % 32 == 0, "a thread per row of a batch");
   using F = Fmt<E>;
   constexpr int kPer = F::kPerWord;
   constexpr int kWordsPerUnit = kUnit / kPer;
   constexpr int kChunksPerUnit = kWordsPerUnit / 4;
   const int tid = threadIdx.x;
-#pragma unroll
-  for (int w = 0; w < W; w++)
-#pragma unroll
-    for (int o = 0; o < kPer; o++) acc[w][o] = 0.f;
-  const int sliceWords = (u1 - u0) * kWordsPerUnit;
-  if (sliceWords > W * THREADS) __trap();  // the Go side picks W >= the slice
-  if (a.S <= 0 || u0 >= u1) return;
   const int rowWords = a.N / kPer;
   const int nch = (u1 - u0) * kChunksPerUnit;  // 16-byte chunks per row of the slice
   const int g0 = F::kParams ? u0 * kUnit / kGroup : 0;
   const int np = F::kParams ? (u1 * kUnit - 1) / kGroup + 1 - g0 : 0;  // params per row
   const int paramRow = a.N / kGroup;
-  int rmax = min(kRowsMax, THREADS * kLoads / nch);
+  constexpr int kL = loads_per_thread(THREADS);
+  int rmax = min(THREADS, THREADS * kL / nch);
   if (F::kParams) rmax = min(rmax, THREADS * kParamLoads / np);
 
   uint4* sw = reinterpret_cast<uint4*>(smem);
-  u32* sp = reinterpret_cast<u32*>(smem + THREADS * kLoads * 16);
-  float* sx = reinterpret_cast<float*>(sp + THREADS * kParamLoads);
-  int* ks = reinterpret_cast<int*>(sx + kRowsMax);  // [2][kRowsMax]
+  float2* sf = reinterpret_cast<float2*>(smem + THREADS * kL * 16);
+  float* sx = reinterpret_cast<float*>(sf + THREADS * kParamLoads);
+  int* ks = reinterpret_cast<int*>(sx + THREADS);  // [2][THREADS]
 
   const float* x = a.x + size_t(t) * a.K;
   const u32* words = a.words + u0 * kWordsPerUnit;
   const u32* params = F::kParams ? a.params + g0 : nullptr;
   const int nb = (a.S + rmax - 1) / rmax;  // batches; all but the last have rmax rows
 
-  // Each owned word's param index within a row's slice (fixed per thread).
-  int gi[W];
-#pragma unroll
-  for (int w = 0; w < W; w++) gi[w] = F::kParams ? (u0 * kUnit + (tid + w * THREADS) * kPer) / kGroup - g0 : 0;
-
   // The pipeline: iteration b stores batch b's loads (issued in iteration
   // b − 1) into shared memory, issues batch b + 1's loads, and sums batch
   // b while they are in flight. Batch b + 1's row indices reach ks[(b+1)&1]
   // in iteration b's store phase, from selr, read one iteration earlier.
-  uint4 rw[kLoads];
+  uint4 rw[kL];
   u32 rp[kParamLoads];
   float xr = 0.f;
   if (tid < min(rmax, a.S)) ks[tid] = sel[tid];
@@ -358,9 +358,9 @@ __device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1,
   for (int b = -1; b < nb; b++) {
     const int rows = b >= 0 ? min(rmax, a.S - b * rmax) : 0;
     if (b >= 0) {
-      __syncthreads();  // the previous batch's sums are done with sw, sp, sx
+      __syncthreads();  // the previous batch's sums are done with sw, sf, sx
 #pragma unroll
-      for (int j = 0; j < kLoads; j++) {
+      for (int j = 0; j < kL; j++) {
         const int i = tid + j * THREADS;
         if (i < rows * nch) sw[i] = rw[j];
       }
@@ -368,19 +368,19 @@ __device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1,
 #pragma unroll
         for (int j = 0; j < kParamLoads; j++) {
           const int i = tid + j * THREADS;
-          if (i < rows * np) sp[i] = rp[j];
+          if (i < rows * np) sf[i] = make_float2(h2f(u16(rp[j] & 0xffffu)), h2f(u16(rp[j] >> 16)));
         }
       }
       if (tid < rows) sx[tid] = xr;
-      if (b + 1 < nb && tid < min(rmax, a.S - (b + 1) * rmax)) ks[((b + 1) & 1) * kRowsMax + tid] = selr;
+      if (b + 1 < nb && tid < min(rmax, a.S - (b + 1) * rmax)) ks[((b + 1) & 1) * THREADS + tid] = selr;
       __syncthreads();
     }
     if (b + 1 < nb) {
       // Issue batch b + 1: its codes, params and x values.
-      const int* ksb = ks + ((b + 1) & 1) * kRowsMax;
+      const int* ksb = ks + ((b + 1) & 1) * THREADS;
       const int nrows = min(rmax, a.S - (b + 1) * rmax);
 #pragma unroll
-      for (int j = 0; j < kLoads; j++) {
+      for (int j = 0; j < kL; j++) {
         const int i = tid + j * THREADS;
         if (i < nrows * nch) {
           const int r = i / nch, c = i - r * nch;
@@ -401,6 +401,39 @@ __device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1,
       selr = b + 2 < nb && tid < min(rmax, a.S - (b + 2) * rmax) ? sel[(b + 2) * rmax + tid] : 0;
     }
     if (b < 0) continue;
+    sum(rows, sw, sf, sx);
+  }
+}
+
+// accumulate sums token t's compensation of the outputs of units [u0, u1)
+// into acc, one packed word (kPerWord outputs) after another per thread
+// (v3; serial mode's compensate, the reference fused mode is tested
+// against): acc[w][o] is output u0·kUnit + (threadIdx.x + w·THREADS)·kPerWord
+// + o. The arguments are stage's.
+template <int E, int W, int THREADS>
+__device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel,
+                                           float (&acc)[W][Fmt<E>::kPerWord]) {
+  using F = Fmt<E>;
+  constexpr int kPer = F::kPerWord;
+  constexpr int kWordsPerUnit = kUnit / kPer;
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int w = 0; w < W; w++)
+#pragma unroll
+    for (int o = 0; o < kPer; o++) acc[w][o] = 0.f;
+  const int sliceWords = (u1 - u0) * kWordsPerUnit;
+  if (sliceWords > W * THREADS) __trap();  // the Go side picks W >= the slice
+  if (a.S <= 0 || u0 >= u1) return;
+  const int nch = (u1 - u0) * (kWordsPerUnit / 4);
+  const int g0 = F::kParams ? u0 * kUnit / kGroup : 0;
+  const int np = F::kParams ? (u1 * kUnit - 1) / kGroup + 1 - g0 : 0;
+
+  // Each owned word's param index within a row's slice (fixed per thread).
+  int gi[W];
+#pragma unroll
+  for (int w = 0; w < W; w++) gi[w] = F::kParams ? (u0 * kUnit + (tid + w * THREADS) * kPer) / kGroup - g0 : 0;
+
+  stage<E, THREADS>(a, t, u0, u1, smem, sel, [&](int rows, const uint4* sw, const float2* sf, const float* sx) {
     for (int r = 0; r < rows; r++) {
       const float xk = sx[r];
       const u32* roww = reinterpret_cast<const u32*>(sw + r * nch);
@@ -411,16 +444,142 @@ __device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1,
           const u32 word = roww[j];
           float s = 0.f, z = 0.f;
           if (F::kParams) {
-            const u32 sz = sp[r * np + gi[w]];
-            s = h2f(u16(sz & 0xffffu));
-            z = h2f(u16(sz >> 16));
+            const float2 sz = sf[r * np + gi[w]];
+            s = sz.x;
+            z = sz.y;
           }
 #pragma unroll
           for (int o = 0; o < kPer; o++) acc[w][o] = __fadd_rn(acc[w][o], __fmul_rn(xk, value<E>(word, o, s, z)));
         }
       }
     }
-  }
+  });
+}
+
+// shift returns the bit offset of output o (0..kPerWord−1, output order) in
+// a packed residual word (value's layout).
+template <int E>
+__host__ __device__ constexpr int shift(int o) {
+  return E == kFP16 ? o * 16 : E == kInt4 ? (o & 1) * 16 + (o >> 1) * 4 : (o & 1) * 16 + (o >> 1) * 8;
+}
+
+// value_at is value<E> with the output's bit offset sh, through the 2^23
+// magic (the code as a float32 with no I2F) and one fma: s·q is exact in
+// float32 (an fp16 scale has 11 significant bits, a code at most 8), so
+// fma(s, q, z) has the bits of __fadd_rn(__fmul_rn(s, q), z).
+template <int E>
+__device__ __forceinline__ float value_at(u32 w, int sh, float s, float z) {
+  if (E == kFP16) return h2f(u16(w >> sh));
+  constexpr u32 kMask = E == kInt4 ? 0xfu : 0xffu;
+  const float q = __fsub_rn(__uint_as_float(((w >> sh) & kMask) | 0x4b000000u), 8388608.f);  // exact
+  return __fmaf_rn(s, q, z);
+}
+
+// kRowsInFlight is how many rows accumulate_out loads before their sums:
+// four, fewer where a thread's words per row would take too many registers.
+template <int KW>
+constexpr int kRowsInFlight = KW <= 4 ? 4 : KW <= 8 ? 2 : 1;
+
+// accumulate_out sums token t's compensation of the outputs of units [u0,
+// u1) into acc (v4, fused mode; docs/perf/dec.md): thread i owns the P
+// consecutive outputs u0·kUnit + i·P + p (p < P; P a power of two <= 32, so
+// they lie in one (scale, zero) group), part of one packed word when P <
+// kPerWord (the word's threads read it as a broadcast), whole words
+// otherwise. Rows are summed kRowsInFlight at a time, loaded before the
+// arithmetic; every output still adds the rows in increasing selected
+// order, so acc has accumulate's (and wq.Compensate's) bits. The arguments
+// are stage's.
+template <int E, int P, int THREADS>
+__device__ __forceinline__ void accumulate_out(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel,
+                                               float (&acc)[P]) {
+  using F = Fmt<E>;
+  constexpr int kPer = F::kPerWord;
+  constexpr int kWordsPerUnit = kUnit / kPer;
+  constexpr int KW = P >= kPer ? P / kPer : 1;  // words per row and thread
+  constexpr int RU = kRowsInFlight<KW>;
+  static_assert(P >= 1 && P <= kUnit && (P & (P - 1)) == 0, "P is a power of two <= kUnit");
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int p = 0; p < P; p++) acc[p] = 0.f;
+  const int nOut = (u1 - u0) * kUnit;
+  if (nOut > P * THREADS) __trap();  // the Go side picks P >= the slice / THREADS
+  if (a.S <= 0 || u0 >= u1) return;
+  const int nch = (u1 - u0) * (kWordsPerUnit / 4);
+  const int g0 = F::kParams ? u0 * kUnit / kGroup : 0;
+  const int np = F::kParams ? (u1 * kUnit - 1) / kGroup + 1 - g0 : 0;
+  const int o0 = tid * P;  // the thread's first output in the slice
+  const bool active = o0 < nOut;
+  const int j0 = o0 / kPer;  // its first word in a row of the slice
+  const int gi = F::kParams ? (u0 * kUnit + o0) / kGroup - g0 : 0;
+  // Bit offsets of the thread's outputs within their word, when P < kPerWord
+  // (the outputs o0 % kPer ... of word j0).
+  int sh[P < kPer ? P : 1];
+#pragma unroll
+  for (int p = 0; p < (P < kPer ? P : 1); p++) sh[p] = shift<E>(o0 % kPer + p);
+
+  stage<E, THREADS>(a, t, u0, u1, smem, sel, [&](int rows, const uint4* sw, const float2* sf, const float* sx) {
+    if (!active) return;
+    // add sums row r's term into acc, given its words, (scale, zero) and x.
+    auto add = [&](const u32 (&w)[KW], float2 sz, float xk) {
+#pragma unroll
+      for (int p = 0; p < P; p++) {
+        float v;
+        if constexpr (P < kPer) {
+          v = value_at<E>(w[0], sh[p], sz.x, sz.y);
+        } else {
+          v = value_at<E>(w[p / kPer], shift<E>(p % kPer), sz.x, sz.y);
+        }
+        acc[p] = __fadd_rn(acc[p], __fmul_rn(xk, v));
+      }
+    };
+    // load reads row r's words and (scale, zero).
+    auto load = [&](int r, u32 (&w)[KW], float2& sz) {
+      const u32* roww = reinterpret_cast<const u32*>(sw + r * nch) + j0;
+      if constexpr (KW % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < KW; i += 4) {
+          const uint4 v = *reinterpret_cast<const uint4*>(roww + i);
+          w[i] = v.x, w[i + 1] = v.y, w[i + 2] = v.z, w[i + 3] = v.w;
+        }
+      } else if constexpr (KW == 2) {
+        const uint2 v = *reinterpret_cast<const uint2*>(roww);
+        w[0] = v.x, w[1] = v.y;
+      } else {
+        w[0] = roww[0];
+      }
+      sz = F::kParams ? sf[r * np + gi] : make_float2(0.f, 0.f);
+    };
+    int r = 0;
+    if constexpr (RU == 4) {
+      for (; r + 4 <= rows; r += 4) {
+        const float4 xv = *reinterpret_cast<const float4*>(sx + r);  // r % 4 == 0: aligned
+        u32 w[4][KW];
+        float2 sz[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) load(r + u, w[u], sz[u]);
+        add(w[0], sz[0], xv.x);
+        add(w[1], sz[1], xv.y);
+        add(w[2], sz[2], xv.z);
+        add(w[3], sz[3], xv.w);
+      }
+    } else if constexpr (RU == 2) {
+      for (; r + 2 <= rows; r += 2) {
+        const float2 xv = *reinterpret_cast<const float2*>(sx + r);
+        u32 w[2][KW];
+        float2 sz[2];
+        load(r, w[0], sz[0]);
+        load(r + 1, w[1], sz[1]);
+        add(w[0], sz[0], xv.x);
+        add(w[1], sz[1], xv.y);
+      }
+    }
+    for (; r < rows; r++) {
+      u32 w[KW];
+      float2 sz;
+      load(r, w, sz);
+      add(w, sz, sx[r]);
+    }
+  });
 }
 
 // add_out adds acc (from accumulate) to y[t] once: y_n = y_n + dec_n.
@@ -588,71 +747,91 @@ __device__ __forceinline__ void tile_close(const Args& a, int tile, u32 state, u
 
 // fused_cta is the DEC CTAs' side of fused mode (file comment, 3.): DEC CTA
 // b (0 <= b < a.blocks, the grid's lowest blockIdx values) selects (if
-// a.sel is null), sums and stores its slice's compensation of every token
-// to a.part, then publishes it tile by tile. THREADS must be the kernel's
-// blockDim.x; W must cover the slice (dec.go's decWords).
-template <int E, int W, int THREADS>
+// a.sel is null), sums (accumulate_out, P outputs per thread) and stores
+// its slice's compensation of every token to a.part, then publishes it tile
+// by tile. THREADS must be the kernel's blockDim.x; P must cover the slice
+// (dec.go's decOutputs).
+template <int E, int P, int THREADS>
 __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* smem) {
-  constexpr int kPer = Fmt<E>::kPerWord;
   int u0, u1;
   slice(a.N, a.blocks, b, u0, u1);
   if (u0 >= u1) return;
   int* list = reinterpret_cast<int*>(smem + smem_bytes(THREADS));
-  const int sliceWords = (u1 - u0) * (kUnit / kPer);
+  const int nOut = (u1 - u0) * kUnit;
   for (int t = 0; t < a.T; t++) {
     const int* sel = list;
     if (a.sel != nullptr) {
       sel = a.sel + size_t(t) * a.S;
     } else {
-      __syncthreads();  // the previous token's accumulate is done with smem
+      __syncthreads();  // the previous token's sums are done with smem
       select_chunks<THREADS>(a, t, list, reinterpret_cast<int*>(smem));
       __syncthreads();
     }
-    float acc[W][kPer];
-    accumulate<E, W, THREADS>(a, t, u0, u1, smem, sel, acc);
+    float acc[P];
+    accumulate_out<E, P, THREADS>(a, t, u0, u1, smem, sel, acc);
     float* part = a.part + size_t(t) * a.N + u0 * kUnit;
+    const int o0 = threadIdx.x * P;
+    if (o0 < nOut) {  // then all P outputs are in the slice (nOut is a multiple of kUnit >= P)
 #pragma unroll
-    for (int w = 0; w < W; w++) {
-      const int j = threadIdx.x + w * THREADS;
-      if (j < sliceWords) {
-#pragma unroll
-        for (int o = 0; o < kPer; o++) st_cg(part + j * kPer + o, acc[w][o]);
-      }
+      for (int p = 0; p < P; p++) st_cg(part + o0 + p, acc[p]);
     }
   }
   __threadfence();  // each thread's stores to part
   __syncthreads();
+  // Publish every tile of the slice at once (a thread per tile); the tiles
+  // whose base CTA wrote y first (state 2) are marked in shared memory
+  // (aliasing stage's code buffer, done with), then the whole CTA adds part
+  // into them, an element per thread: one round trip, not a tile's 16·T
+  // dependent ones per thread.
   constexpr int kTilesPerUnit = kUnit / kTile;
-  for (int i = threadIdx.x; i < (u1 - u0) * kTilesPerUnit; i += THREADS) {
-    const int tile = u0 * kTilesPerUnit + i;
-    if (atomicCAS(a.flags + tile, 0u, 1u) == 2u) {  // the base wrote y first
-      __threadfence();
-      add_part(a, tile, 0, 1);
-      a.flags[tile] = 0;
+  const int tiles = (u1 - u0) * kTilesPerUnit;  // <= 2·THREADS: P <= 32
+  int* second = reinterpret_cast<int*>(smem);
+  __shared__ int anySecond;
+  if (threadIdx.x == 0) anySecond = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < tiles; i += THREADS) {
+    const bool s2 = atomicCAS(a.flags + u0 * kTilesPerUnit + i, 0u, 1u) == 2u;  // the base wrote y first
+    second[i] = s2;
+    if (s2) anySecond = 1;
+  }
+  __syncthreads();
+  if (!anySecond) return;
+  __threadfence();  // acquire the base CTAs' stores to y
+  for (int e = threadIdx.x; e < a.T * nOut; e += THREADS) {
+    const int t = e / nOut, o = e - t * nOut;
+    if (second[o / kTile]) {
+      const size_t p = size_t(t) * a.N + u0 * kUnit + o;
+      st_cg(a.y + p, __fadd_rn(ld_cg(a.y + p), ld_cg(a.part + p)));
     }
   }
+  __syncthreads();
+  for (int i = threadIdx.x; i < tiles; i += THREADS)
+    if (second[i]) a.flags[u0 * kTilesPerUnit + i] = 0;
 }
 
-// fused_cta_any is fused_cta with the element type and W taken from a.elem
-// and a.wpt at run time (kernels.DECFusedArgs fills them for THREADS), so
-// a base kernel needs no template parameter for them. Only W <= WMAX and
-// int4 residuals, plus int8 and fp16 ones with ALL, are instantiated: the
-// kernel's registers are those of its largest path (int4, W = 8: 64 sums
-// per thread), and its compile time grows with each.
-template <int THREADS, int WMAX, bool ALL>
+// fused_cta_any is fused_cta with the element type and P (outputs per
+// thread) taken from a.elem and a.wpt at run time (kernels.DECFusedArgs
+// fills them for THREADS), so a base kernel needs no template parameter for
+// them. Only P <= PMAX and int4 residuals, plus int8 and fp16 ones with
+// ALL, are instantiated: the kernel's registers are those of its largest
+// path, and its compile time grows with each.
+template <int THREADS, int PMAX, bool ALL>
 __device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem) {
-#define DEC_FUSED_CASE(E, W)                                      \
-  case (E) * 16 + (W):                                            \
-    if constexpr ((W) <= WMAX && ((E) == kInt4 || ALL)) {         \
-      fused_cta<E, ((W) <= WMAX ? (W) : 1), THREADS>(a, b, smem); \
+#define DEC_FUSED_CASE(E, P)                                      \
+  case (E) * 64 + (P):                                            \
+    if constexpr ((P) <= PMAX && ((E) == kInt4 || ALL)) {         \
+      fused_cta<E, ((P) <= PMAX ? (P) : 1), THREADS>(a, b, smem); \
       return;                                                     \
     }                                                             \
     break;
-  switch (a.elem * 16 + a.wpt) {
-    DEC_FUSED_CASE(kInt4, 1) DEC_FUSED_CASE(kInt4, 2) DEC_FUSED_CASE(kInt4, 4) DEC_FUSED_CASE(kInt4, 8)
-    DEC_FUSED_CASE(kInt8, 1) DEC_FUSED_CASE(kInt8, 2) DEC_FUSED_CASE(kInt8, 4) DEC_FUSED_CASE(kInt8, 8)
-    DEC_FUSED_CASE(kFP16, 1) DEC_FUSED_CASE(kFP16, 2) DEC_FUSED_CASE(kFP16, 4) DEC_FUSED_CASE(kFP16, 8)
+#define DEC_FUSED_CASES(E) \
+  DEC_FUSED_CASE(E, 1) DEC_FUSED_CASE(E, 2) DEC_FUSED_CASE(E, 4) DEC_FUSED_CASE(E, 8) DEC_FUSED_CASE(E, 16) DEC_FUSED_CASE(E, 32)
+  switch (a.elem * 64 + a.wpt) {
+    DEC_FUSED_CASES(kInt4)
+    DEC_FUSED_CASES(kInt8)
+    DEC_FUSED_CASES(kFP16)
   }
+#undef DEC_FUSED_CASES
 #undef DEC_FUSED_CASE
   __trap();  // a launch the Go side would not build
 }
@@ -665,7 +844,7 @@ __global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const f
   __shared__ __align__(16) unsigned char smem[fused_smem_bytes(kThreads)];
   __shared__ u32 state, scratch;
   if (int(blockIdx.x) < a.blocks) {
-    fused_cta_any<kThreads, 8, true>(a, blockIdx.x, smem);
+    fused_cta_any<kThreads, kUnit, true>(a, blockIdx.x, smem);
     return;
   }
   const int tile = int(blockIdx.x) - a.blocks;

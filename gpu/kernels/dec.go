@@ -36,12 +36,13 @@ const (
 	DECFusedSelectMax = 1024
 	// decMaxTokens bounds T (the compensation grid's y dimension).
 	decMaxTokens = 65535
-	// dec.cu's batching constants (kLoads, kParamLoads, kRowsMax): 16-byte
-	// and param loads per thread per batch, rows per batch at most (also
-	// the fewest threads a DEC CTA may have).
+	// dec.cu's batching constants (kLoads, kParamLoads, kMinThreads):
+	// 16-byte (twice decLoads in CTAs of decMinThreads) and param loads
+	// per thread per batch, and the fewest threads a DEC CTA may have (a
+	// batch has at most one row per thread).
 	decLoads      = 4
-	decParamLoads = 2
-	decRowsMax    = 128
+	decParamLoads = 1
+	decMinThreads = 128
 )
 
 // decWordsPerThread are the W instantiations: packed words of the slice
@@ -166,6 +167,32 @@ func decWords(e wq.Elem, N, blocks, threads int) int {
 	return 0
 }
 
+// decOutputsPerThread are the P instantiations of fused mode
+// (dec::fused_cta_any): consecutive outputs of the slice each thread sums.
+var decOutputsPerThread = [...]int{1, 2, 4, 8, 16, 32}
+
+// decOutputs returns P, the fewest outputs per thread of
+// decOutputsPerThread that cover the largest slice with threads threads,
+// or 0 if none does (too few blocks).
+func decOutputs(N, blocks, threads int) int {
+	units := N / decUnit
+	most := (units + blocks - 1) / blocks * decUnit
+	for _, p := range decOutputsPerThread {
+		if p*threads >= most {
+			return p
+		}
+	}
+	return 0
+}
+
+// DECFusedMinBlocks returns the fewest DEC CTAs that a fused launch over N
+// outputs allows with the fewest threads a fused kernel's CTA has
+// (decMinThreads): each thread sums at most 32 outputs.
+func DECFusedMinBlocks(N int) int {
+	perCTA := decOutputsPerThread[len(decOutputsPerThread)-1] * decMinThreads
+	return max(1, (N+perCTA-1)/perCTA)
+}
+
 // DECMinBlocks returns the fewest DEC CTAs (n_tb) that can compensate N
 // outputs of element type e: each thread sums at most 8 packed words.
 func DECMinBlocks(e wq.Elem, N int) int {
@@ -217,8 +244,9 @@ func (l *DECLaunch) check(fused bool) (int, error) {
 	return DECSelected(r.K, l.KChunk), nil
 }
 
-// args packs dec::Args (dec.cu) for S selected channels per token and W
-// words per thread (0 where the kernel does not use it).
+// args packs dec::Args (dec.cu) for S selected channels per token and w:
+// W, words per thread (serial), or P, outputs per thread (fused); 0 where
+// the kernel does not use it.
 func (l *DECLaunch) args(S, w int) []byte {
 	b := make([]byte, 0, decArgsBytes)
 	for _, p := range []cuda.DevicePtr{l.X, l.Y, l.Sel, l.R.Words, l.R.Params, l.Flags, l.Part} {
@@ -340,14 +368,14 @@ func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cud
 }
 
 // DECFusedArgs returns dec::Args for a base kernel hosting fused-mode DEC
-// CTAs with threads threads per CTA (passed by value, 88 bytes), and W, the
-// words per thread its dec::fused_cta<E, W, THREADS> call must use (Args
+// CTAs with threads threads per CTA (passed by value, 88 bytes), and P, the
+// outputs per thread its dec::fused_cta<E, P, THREADS> call must use (Args
 // carries it, and the element type, for dec::fused_cta_any). The grid is
 // l.Blocks DEC CTAs followed by the base CTAs. l needs Flags and Part.
 // selects reports whether the DEC CTAs read l.Sel, which a Select launch
 // must fill first (S > DECFusedSelectMax); otherwise Args carries no
 // selection and the DEC CTAs select themselves.
-func DECFusedArgs(l *DECLaunch, threads int) (args []byte, w int, selects bool, err error) {
+func DECFusedArgs(l *DECLaunch, threads int) (args []byte, p int, selects bool, err error) {
 	S, err := l.check(true)
 	if err != nil {
 		return nil, 0, false, err
@@ -358,11 +386,11 @@ func DECFusedArgs(l *DECLaunch, threads int) (args []byte, w int, selects bool, 
 	if l.Blocks < 1 || l.Blocks > DECMaxBlocks(l.R.N) {
 		return nil, 0, false, fmt.Errorf("kernels: dec: n_tb %d out of range [1, %d]", l.Blocks, DECMaxBlocks(l.R.N))
 	}
-	if threads < decRowsMax || threads%32 != 0 {
-		return nil, 0, false, fmt.Errorf("kernels: dec: fused DEC CTAs of %d threads: want a multiple of 32, at least %d", threads, decRowsMax)
+	if threads < decMinThreads || threads%32 != 0 {
+		return nil, 0, false, fmt.Errorf("kernels: dec: fused DEC CTAs of %d threads: want a multiple of 32, at least %d", threads, decMinThreads)
 	}
-	if w = decWords(l.R.Elem, l.R.N, l.Blocks, threads); w == 0 {
-		return nil, 0, false, fmt.Errorf("kernels: dec: n_tb %d is too few for %d outputs with %d threads", l.Blocks, l.R.N, threads)
+	if p = decOutputs(l.R.N, l.Blocks, threads); p == 0 {
+		return nil, 0, false, fmt.Errorf("kernels: dec: n_tb %d is too few for %d outputs with %d threads (at least %d)", l.Blocks, l.R.N, threads, DECFusedMinBlocks(l.R.N))
 	}
 	f := *l
 	if selects = S > DECFusedSelectMax; selects {
@@ -372,5 +400,5 @@ func DECFusedArgs(l *DECLaunch, threads int) (args []byte, w int, selects bool, 
 	} else {
 		f.Sel = 0
 	}
-	return f.args(S, w), w, selects, nil
+	return f.args(S, p), p, selects, nil
 }

@@ -190,6 +190,30 @@ func TestDECSlices(t *testing.T) {
 			}
 		}
 	}
+	// Fused mode: P outputs per thread cover every slice from
+	// DECFusedMinBlocks on (not below it) with the fused kernels' threads.
+	for _, N := range []int{128, 1024, 4096, 14336, 28672} {
+		lo := DECFusedMinBlocks(N)
+		if lo > 1 && decOutputs(N, lo-1, decMinThreads) != 0 {
+			t.Errorf("N=%d: %d blocks fit fused, DECFusedMinBlocks says %d", N, lo-1, lo)
+		}
+		for _, threads := range []int{decMinThreads, 2 * decMinThreads} {
+			for blocks := lo; blocks <= DECMaxBlocks(N); blocks++ {
+				p := decOutputs(N, blocks, threads)
+				if p == 0 {
+					t.Fatalf("N=%d n_tb=%d threads=%d: no outputs per thread", N, blocks, threads)
+				}
+				most := 0
+				for b := range blocks {
+					u0, u1 := decSlice(N, blocks, b)
+					most = max(most, (u1-u0)*decUnit)
+				}
+				if most > p*threads || (p > 1 && most <= p/2*threads) {
+					t.Fatalf("N=%d n_tb=%d threads=%d: largest slice %d outputs, P = %d (not the fewest that cover it)", N, blocks, threads, most, p)
+				}
+			}
+		}
+	}
 	if DECReads(wq.Int3, 4096) == nil || DECReads(wq.Int4, 4000) == nil || DECReads(wq.FP16, 48) == nil || DECReads(wq.Int4, 96) == nil {
 		t.Error("DECReads accepts a shape it cannot read")
 	}
@@ -199,7 +223,7 @@ func TestDECSlices(t *testing.T) {
 // for the slice of units [u0, u1).
 func decBatchRows(e wq.Elem, u0, u1, threads int) int {
 	nch := (u1 - u0) * decUnitWords(e) / 4
-	rows := min(decRowsMax, threads*decLoads/nch)
+	rows := min(threads, threads*decLoads/nch)
 	if e.IsInt() {
 		g0 := u0 * decUnit / wq.ResidualGroup
 		np := (u1*decUnit-1)/wq.ResidualGroup + 1 - g0
@@ -234,7 +258,7 @@ func TestDECArgsLayout(t *testing.T) {
 func TestDECConstantsMatchSource(t *testing.T) {
 	for name, want := range map[string]int{
 		"kThreads": DECThreads, "kUnit": decUnit, "kTile": DECTile, "kGroup": wq.ResidualGroup,
-		"kChunkChannels": wq.ChunkChannels, "kLoads": decLoads, "kParamLoads": decParamLoads, "kRowsMax": decRowsMax,
+		"kChunkChannels": wq.ChunkChannels, "kLoads": decLoads, "kParamLoads": decParamLoads, "kMinThreads": decMinThreads,
 		"kFP16": int(wq.FP16), "kInt8": int(wq.Int8), "kInt4": int(wq.Int4), "kSelMax": DECFusedSelectMax,
 	} {
 		m := regexp.MustCompile(`constexpr int ` + name + ` = (\d+);`).FindStringSubmatch(decSource)

@@ -303,6 +303,11 @@ func TestDECFusedProtocol(t *testing.T) {
 		{wq.Int4, 1024, 14336, 2, 64, 8, 1},   // S = 896, the most k_chunk 64 selects
 		{wq.Int4, 4096, 14336, 1, 128, 16, 0}, // S = 1792: select_topk first
 		{wq.Int8, 512, 3001, 2, 1024, 4, 2},   // every channel
+		// Many outputs per thread (P 16 and 32: 2, 1 or 4 rows in flight).
+		{wq.FP16, 14336, 4096, 1, 8, 2, 0},  // P = 32, 16 words a row
+		{wq.Int8, 4096, 4096, 2, 16, 1, 1},  // P = 16, 4 words a row
+		{wq.Int4, 4096, 4096, 1, 64, 1, 2},  // P = 16, 2 words a row
+		{wq.Int8, 14336, 4096, 1, 16, 2, 0}, // P = 32, 8 words a row
 	} {
 		t.Run(fmt.Sprintf("%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e, c.N, c.K, c.T, c.kChunk, c.nTB, c.tokenPattern), func(t *testing.T) {
 			rm := randomResidual(t, r, c.e, c.N, c.K)

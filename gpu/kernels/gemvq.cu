@@ -446,20 +446,20 @@ __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __re
 // while the base CTAs run, and publish it per tile. Every base CTA computes
 // its 16 outputs like gemv_q and writes y with or without the compensation,
 // whichever side comes second adding it (dec.cu's protocol; nobody waits).
-// WMAX bounds the DEC CTAs' words per thread (registers); residuals are
+// PMAX bounds the DEC CTAs' outputs per thread (registers); residuals are
 // int4. The result equals gemv_q followed by dec.cu's serial compensation,
 // bit for bit. Compiled only with dec.cu's source in front
 // (kernels.LoadGEMVQDEC). The launch bounds keep gemv_q's occupancy (16
 // warps per SM; measured 2026-11-25: without them the DEC path took 166
 // registers at S = 4 against gemv_q's 116, 3 CTAs per SM instead of 4, and
 // 14336x4096 at k_chunk 8 cost +30% instead of +15%).
-template <int BITS, int S, int WMAX>
+template <int BITS, int S, int PMAX>
 __global__ void __launch_bounds__(32 * S, 16 / S) gemv_q_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                                     const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, const __grid_constant__ dec::Args d) {
-  static_assert(32 * S >= dec::kRowsMax, "dec.cu's CTAs need a thread per row of a batch");
+  static_assert(32 * S >= dec::kMinThreads, "dec.cu's CTAs need a thread per row of a batch");
   __shared__ __align__(16) unsigned char smem[dec::fused_smem_bytes(32 * S)];
   if (int(blockIdx.x) < d.blocks) {
-    dec::fused_cta_any<32 * S, WMAX, false>(d, blockIdx.x, smem);  // int4 residuals
+    dec::fused_cta_any<32 * S, PMAX, false>(d, blockIdx.x, smem);  // int4 residuals
     return;
   }
   gemv<1, BITS, S, true>(x, words, params, bias, y, T, N, K, G, int(blockIdx.x) - d.blocks, &d);

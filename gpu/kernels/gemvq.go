@@ -192,17 +192,17 @@ func GEMVQMaxSplit(T int) int { return gemvqMaxSplit((T + 7) / 8) }
 // and DEC's) would pass 48 KB.
 var gemvqDECSplits = [...]int{4, 8}
 
-// gemvqDECWMax are the fused kernels' bounds on the DEC CTAs' words per
-// thread (dec::fused_cta_any's WMAX): the kernel's registers are those of
-// its largest path, so the common W <= 2 (n_tb >= 8 on the 8B shapes) gets
-// a kernel of its own.
-var gemvqDECWMax = [...]int{2, 8}
+// gemvqDECPMax are the fused kernels' bounds on the DEC CTAs' outputs per
+// thread (dec::fused_cta_any's PMAX): the kernel's registers are those of
+// its largest path, so the common P <= 4 (n_tb >= 8 on the 8B shapes but
+// gate/up at n_tb < 28) gets a kernel of its own.
+var gemvqDECPMax = [...]int{4, 32}
 
 // GEMVQDEC holds gemvq.cu's gemv_q_dec kernels: the decode GEMV with DEC's
 // compensation CTAs in the same grid (dec.cu's fused mode), T <= 8, int4
 // residuals, and dec.cu's selection kernel for selections too large for the
 // DEC CTAs' shared memory. Each code width is compiled on first use (or by
-// Prepare): a module holds its kernels for every split and WMAX.
+// Prepare): a module holds its kernels for every split and PMAX.
 type GEMVQDEC struct {
 	dev  *cuda.Device
 	once [len(gemvqBits)]sync.Once
@@ -212,7 +212,7 @@ type GEMVQDEC struct {
 
 // gemvqDECModule is one code width's fused kernels.
 type gemvqDECModule struct {
-	fns [len(gemvqDECSplits)][len(gemvqDECWMax)]cuda.Function
+	fns [len(gemvqDECSplits)][len(gemvqDECPMax)]cuda.Function
 	sel cuda.Function // dec::select_topk
 }
 
@@ -238,12 +238,12 @@ func (g *GEMVQDEC) module(bits int) (*gemvqDECModule, error) {
 }
 
 func compileGEMVQDEC(dev *cuda.Device, bits int) (*gemvqDECModule, error) {
-	expr := func(s, w int) string { return fmt.Sprintf("gemvq::gemv_q_dec<%d, %d, %d>", bits, s, w) }
+	expr := func(s, p int) string { return fmt.Sprintf("gemvq::gemv_q_dec<%d, %d, %d>", bits, s, p) }
 	const selExpr = "dec::select_topk"
 	exprs := []string{selExpr}
 	for _, s := range gemvqDECSplits {
-		for _, w := range gemvqDECWMax {
-			exprs = append(exprs, expr(s, w))
+		for _, p := range gemvqDECPMax {
+			exprs = append(exprs, expr(s, p))
 		}
 	}
 	mod, err := dev.Compile(gemvqDECProgram(exprs))
@@ -255,8 +255,8 @@ func compileGEMVQDEC(dev *cuda.Device, bits int) (*gemvqDECModule, error) {
 		return nil, err
 	}
 	for si, s := range gemvqDECSplits {
-		for wi, w := range gemvqDECWMax {
-			if m.fns[si][wi], err = mod.Function(expr(s, w)); err != nil {
+		for pi, p := range gemvqDECPMax {
+			if m.fns[si][pi], err = mod.Function(expr(s, p)); err != nil {
 				return nil, err
 			}
 		}
@@ -313,15 +313,15 @@ func (g *GEMVQDEC) launchArgs(m *gemvqDECModule, y, x cuda.DevicePtr, T, N, K, b
 	for gemvqDECSplits[si] != S {
 		si++
 	}
-	args, w, sel, err := DECFusedArgs(l, 32*S)
+	args, p, sel, err := DECFusedArgs(l, 32*S)
 	if err != nil {
 		return fn, nil, 0, 0, false, err
 	}
-	wi := 0
-	for gemvqDECWMax[wi] < w {
-		wi++
+	pi := 0
+	for gemvqDECPMax[pi] < p {
+		pi++
 	}
-	return m.fns[si][wi], args, l.Blocks + (N+gemvqRows-1)/gemvqRows, 32 * S, sel, nil
+	return m.fns[si][pi], args, l.Blocks + (N+gemvqRows-1)/gemvqRows, 32 * S, sel, nil
 }
 
 // Split returns the warps per CTA of the fused kernel for [N, K] (its base
@@ -329,24 +329,28 @@ func (g *GEMVQDEC) launchArgs(m *gemvqDECModule, y, x cuda.DevicePtr, T, N, K, b
 func (g *GEMVQDEC) Split(N, K int) int { return gemvqDECSplitFor(N, K) }
 
 // Info returns the resources of the fused kernel a launch over [N, K] with
-// words-per-thread bound wmax (2 or 8) uses, for benchmarks.
-func (g *GEMVQDEC) Info(c *cuda.Ctx, N, K, bits, wmax int) (cuda.FuncInfo, error) {
+// outputs-per-thread bound pmax (GEMVQDECPMax) uses, for benchmarks.
+func (g *GEMVQDEC) Info(c *cuda.Ctx, N, K, bits, pmax int) (cuda.FuncInfo, error) {
 	m, err := g.module(bits)
 	if err != nil {
 		return cuda.FuncInfo{}, err
 	}
-	si, wi := 0, 0
+	si, pi := 0, 0
 	for si < len(gemvqDECSplits) && gemvqDECSplits[si] != gemvqDECSplitFor(N, K) {
 		si++
 	}
-	for wi < len(gemvqDECWMax) && gemvqDECWMax[wi] != wmax {
-		wi++
+	for pi < len(gemvqDECPMax) && gemvqDECPMax[pi] != pmax {
+		pi++
 	}
-	if wi == len(gemvqDECWMax) {
-		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq+dec: no kernel for wmax %d", wmax)
+	if pi == len(gemvqDECPMax) {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq+dec: no kernel for pmax %d", pmax)
 	}
-	return c.FuncInfo(m.fns[si][wi])
+	return c.FuncInfo(m.fns[si][pi])
 }
+
+// GEMVQDECPMax returns the fused kernels' bounds on the DEC CTAs' outputs
+// per thread (one kernel each), for Info.
+func GEMVQDECPMax() []int { return append([]int(nil), gemvqDECPMax[:]...) }
 
 // gemvqDECProgram is gemvq.cu compiled with -DGEMVQ_WITH_DEC=1, under which
 // it includes dec.cu (handed to NVRTC as a header beside bitdecode.cuh)

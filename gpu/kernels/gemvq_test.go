@@ -121,7 +121,7 @@ func TestGEMVQMatchesReference(t *testing.T) {
 // residuals (the fused kernels' only kind);
 // 1 to 8 tokens; k_chunk from 8 to 512 with K a multiple of 1024 or not;
 // activations with outliers, ties, zeros and subnormals; n_tb giving 1 to
-// 4 words per thread. y starts as NaN, each case runs three times in a row
+// 32 outputs per DEC thread (every instantiation of P). y starts as NaN, each case runs three times in a row
 // (the flags must be zero after every launch), part starts as NaN.
 func TestGEMVQDECMatchesSerial(t *testing.T) {
 	d, dk := decSetup(t)
@@ -141,11 +141,17 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 	}{
 		{wq.Int4, wq.Int4, 4096, 4096, 1, 8, 8, 0},
 		{wq.Int4, wq.Int4, 1024, 4096, 3, 64, 4, 1},
-		{wq.Int3, wq.Int4, 14336, 4096, 1, 32, 4, 0},   // W = 4
+		{wq.Int3, wq.Int4, 14336, 4096, 1, 32, 4, 0},   // P = 32
 		{wq.Int4, wq.Int4, 4096, 14336, 2, 64, 8, 2},   // S = 896, selected in the kernel
 		{wq.Int4, wq.Int4, 4096, 14336, 1, 128, 32, 0}, // S = 1792: a select_topk launch first
 		{wq.Int4, wq.Int4, 256, 1152, 5, 512, 3, 2},    // a short last chunk
 		{wq.Int4, wq.Int4, 384, 1536, 8, 100, 12, 1},
+		// Outputs per DEC thread (P) 1, 2, 4, 8 and 16 on the 8B shapes.
+		{wq.Int4, wq.Int4, 4096, 4096, 2, 64, 32, 1},  // P = 1 (256 threads)
+		{wq.Int4, wq.Int4, 14336, 4096, 1, 64, 64, 2}, // P = 2 (128 threads)
+		{wq.Int3, wq.Int4, 14336, 4096, 3, 64, 28, 0}, // P = 4
+		{wq.Int4, wq.Int4, 14336, 4096, 2, 16, 16, 1}, // P = 8
+		{wq.Int4, wq.Int4, 14336, 4096, 1, 8, 8, 2},   // P = 16
 	} {
 		name := fmt.Sprintf("int%d-res%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e.Bits(), c.res, c.N, c.K, c.T, c.kChunk, c.tb, c.pattern)
 		t.Run(name, func(t *testing.T) {
