@@ -85,7 +85,8 @@ type worker struct {
 	limits []int     // [R] last visible token of each row
 	qReady bool      // qi, qa, qb hold the unscaled query's quantization (KT)
 	i4     bool      // this block's int4 keys are scored from the packed nibbles
-	packed []byte    // the packed int4 K rows of the block (i4)
+	i2     bool      // this block's int2 keys are scored from the packed rows (VBMI)
+	packed []byte    // the packed int4 or int2 K rows of the block (i4, i2)
 	nextK  []byte    // the next block's K half, prefetched by the int4 score kernel
 	nextV  []byte    // the next block's V half, prefetched by the int4 PV kernel
 }
@@ -340,8 +341,11 @@ func (w *worker) blockScores(k []byte, n int) {
 	// int4 keys on the VNNI path are scored from the packed nibbles.
 	w.i4 = vnni && lay.Elem == kv.Int4 && w.k.scoresI4x4 != nil && d%(2*zmmBytes) == 0 &&
 		(lay.Scaling == kv.PerChannel || lay.Group == d)
+	// int2 keys with VBMI too: the codes are extracted in the score kernel.
+	w.i2 = vnni && lay.Elem == kv.Int2 && w.k.scoresI2x4 != nil && d%zmmBytes == 0 && n%x4Tokens == 0 &&
+		(lay.Scaling == kv.PerChannel && lay.Group%x4Tokens == 0 || lay.Group == d)
 	var codes []uint8
-	if w.i4 {
+	if w.i4 || w.i2 {
 		w.packed = k[:n*lay.RowBytes]
 	} else {
 		codes = w.codes(w.ku8, lay, k, n)
@@ -442,6 +446,8 @@ func (w *worker) quantRow(r int, qs, q, s, z []float32, wide bool) {
 	}
 	if w.i4 {
 		w.k.bcastQ4(w.qb4[4*r*d:4*(r+1)*d], qi)
+	} else if w.i2 {
+		w.k.bcastQ2(w.qb4[4*r*d:4*(r+1)*d], qi)
 	} else if w.x4() {
 		w.k.bcastQ(w.qb4[4*r*d:4*(r+1)*d], qi)
 		if wide {
@@ -489,6 +495,23 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 				pf = w.nextK // spread over the first group's (or the block's) tiles
 			}
 			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+		}
+		return
+	}
+	if w.i2 { // m a multiple of x4Tokens (blockScores checks)
+		var ab [8]float32
+		for r0 := 0; r0 < w.r; r0 += 4 {
+			for i := range 4 {
+				ab[i], ab[4+i] = 0, 0
+				if r := r0 + i; r < w.r {
+					ab[i], ab[4+i] = w.qa[r], w.qb[r]
+				}
+			}
+			var pf []byte
+			if r0 == 0 && t0 == 0 {
+				pf = w.nextK // spread over the first group's (or the block's) tiles
+			}
+			w.k.scoresI2x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/4:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
 		}
 		return
 	}

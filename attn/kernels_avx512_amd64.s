@@ -2347,3 +2347,237 @@ store16:
 done:
 	VZEROUPPER
 	RET
+
+// The AVX-512 VBMI kernels (cpufeat.VBMI): int2 codes extracted by
+// VPMULTISHIFTQB. msCtl<> holds its controls: qword j selects bits
+// 16j+2i into byte i (i < 8), i.e. the 2-bit codes 8j..8j+7 of a qword
+// of 32 packed codes, each in the low bits of its byte (the high bits are
+// the next codes, masked off with 3).
+DATA msCtl<>+0(SB)/8, $0x0e0c0a0806040200
+DATA msCtl<>+8(SB)/8, $0x1e1c1a1816141210
+DATA msCtl<>+16(SB)/8, $0x2e2c2a2826242220
+DATA msCtl<>+24(SB)/8, $0x3e3c3a3836343230
+GLOBL msCtl<>(SB), RODATA|NOPTR, $32
+
+// bq2Idx<> are bcastQ2's VPERMQ indexes: vector j repeats qwords j and
+// j+4 (channels 8j..8j+7 and 32+8j..32+8j+7 of 64) in every lane.
+DATA bq2Idx<>+0(SB)/8, $0
+DATA bq2Idx<>+8(SB)/8, $4
+DATA bq2Idx<>+16(SB)/8, $0
+DATA bq2Idx<>+24(SB)/8, $4
+DATA bq2Idx<>+32(SB)/8, $0
+DATA bq2Idx<>+40(SB)/8, $4
+DATA bq2Idx<>+48(SB)/8, $0
+DATA bq2Idx<>+56(SB)/8, $4
+DATA bq2Idx<>+64(SB)/8, $1
+DATA bq2Idx<>+72(SB)/8, $5
+DATA bq2Idx<>+80(SB)/8, $1
+DATA bq2Idx<>+88(SB)/8, $5
+DATA bq2Idx<>+96(SB)/8, $1
+DATA bq2Idx<>+104(SB)/8, $5
+DATA bq2Idx<>+112(SB)/8, $1
+DATA bq2Idx<>+120(SB)/8, $5
+DATA bq2Idx<>+128(SB)/8, $2
+DATA bq2Idx<>+136(SB)/8, $6
+DATA bq2Idx<>+144(SB)/8, $2
+DATA bq2Idx<>+152(SB)/8, $6
+DATA bq2Idx<>+160(SB)/8, $2
+DATA bq2Idx<>+168(SB)/8, $6
+DATA bq2Idx<>+176(SB)/8, $2
+DATA bq2Idx<>+184(SB)/8, $6
+DATA bq2Idx<>+192(SB)/8, $3
+DATA bq2Idx<>+200(SB)/8, $7
+DATA bq2Idx<>+208(SB)/8, $3
+DATA bq2Idx<>+216(SB)/8, $7
+DATA bq2Idx<>+224(SB)/8, $3
+DATA bq2Idx<>+232(SB)/8, $7
+DATA bq2Idx<>+240(SB)/8, $3
+DATA bq2Idx<>+248(SB)/8, $7
+GLOBL bq2Idx<>(SB), RODATA|NOPTR, $256
+
+// func unpack2VBMI(dst *uint8, src *byte, n int)
+// unpack2 by VPMULTISHIFTQB: 16 source bytes zero-extended by words to
+// qwords (8 codes each), byte i of a qword takes bits 2i.., masked with
+// 3. n a multiple of 16; a prefetch 1 KB ahead per 64-byte line.
+TEXT ·unpack2VBMI(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	SHRQ         $4, CX
+	JZ           done
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z7
+	VPBROADCASTQ msCtl<>+0(SB), Z6
+	XORQ         DX, DX
+loop:
+	TESTQ          $3, DX
+	JNZ            noprefetch
+	PREFETCHT0     1024(SI)
+noprefetch:
+	VPMOVZXWQ      (SI), Z0
+	VPMULTISHIFTQB Z0, Z6, Z0
+	VPANDD         Z7, Z0, Z0
+	VMOVDQU64      Z0, (DI)
+	ADDQ           $16, SI
+	ADDQ           $64, DI
+	INCQ           DX
+	DECQ           CX
+	JNZ            loop
+done:
+	VZEROUPPER
+	RET
+
+// func bcastQ2(dst *int8, q *int8, d int)
+// scoresI2x4VBMI's query operand: per 64 channels, vector j (64 bytes)
+// holds channels 8j..8j+7 and 32+8j..32+8j+7 in each of its four lanes.
+// d a multiple of 64.
+TEXT ·bcastQ2(SB), NOSPLIT, $0-24
+	MOVQ      dst+0(FP), DI
+	MOVQ      q+8(FP), SI
+	MOVQ      d+16(FP), CX
+	SHRQ      $6, CX
+	JZ        done
+	VMOVDQU64 bq2Idx<>+0(SB), Z4
+	VMOVDQU64 bq2Idx<>+64(SB), Z5
+	VMOVDQU64 bq2Idx<>+128(SB), Z6
+	VMOVDQU64 bq2Idx<>+192(SB), Z7
+loop:
+	VMOVDQU64 (SI), Z0
+	VPERMQ    Z0, Z4, Z1
+	VMOVDQU64 Z1, (DI)
+	VPERMQ    Z0, Z5, Z1
+	VMOVDQU64 Z1, 64(DI)
+	VPERMQ    Z0, Z6, Z1
+	VMOVDQU64 Z1, 128(DI)
+	VPERMQ    Z0, Z7, Z1
+	VMOVDQU64 Z1, 192(DI)
+	ADDQ      $64, SI
+	ADDQ      $256, DI
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
+// SUBTILE2 is SUBTILE on packed int2 rows: the four tokens' 16 packed
+// bytes (64 channels) at R8 (row stride BX, 3 rows R10) go to the four
+// 128-bit lanes of Z16; Z20+j takes the codes 8j..8j+7 of each qword
+// (VPMULTISHIFTQB with control Z24+j, mask Z31), the channels that
+// bcastQ2's vector j holds.
+#define SUBTILE2(S0, S1, S2, S3) \
+	VMOVDQU64      (R8), X16                 \
+	VINSERTI32X4   $1, (R8)(BX*1), Z16, Z16  \
+	VINSERTI32X4   $2, (R8)(BX*2), Z16, Z16  \
+	VINSERTI32X4   $3, (R8)(R10*1), Z16, Z16 \
+	VPMULTISHIFTQB Z16, Z24, Z20             \
+	VPMULTISHIFTQB Z16, Z25, Z21             \
+	VPMULTISHIFTQB Z16, Z26, Z22             \
+	VPMULTISHIFTQB Z16, Z27, Z23             \
+	VPANDD         Z31, Z20, Z20             \
+	VPANDD         Z31, Z21, Z21             \
+	VPANDD         Z31, Z22, Z22             \
+	VPANDD         Z31, Z23, Z23             \
+	VPDPBUSD       (R9), Z20, S0             \
+	VPDPBUSD       64(R9), Z21, S0           \
+	VPDPBUSD       128(R9), Z22, S0          \
+	VPDPBUSD       192(R9), Z23, S0          \
+	VPDPBUSD       (R9)(R11*1), Z20, S1      \
+	VPDPBUSD       64(R9)(R11*1), Z21, S1    \
+	VPDPBUSD       128(R9)(R11*1), Z22, S1   \
+	VPDPBUSD       192(R9)(R11*1), Z23, S1   \
+	VPDPBUSD       (R9)(R11*2), Z20, S2      \
+	VPDPBUSD       64(R9)(R11*2), Z21, S2    \
+	VPDPBUSD       128(R9)(R11*2), Z22, S2   \
+	VPDPBUSD       192(R9)(R11*2), Z23, S2   \
+	VPDPBUSD       (R9)(R12*1), Z20, S3      \
+	VPDPBUSD       64(R9)(R12*1), Z21, S3    \
+	VPDPBUSD       128(R9)(R12*1), Z22, S3   \
+	VPDPBUSD       192(R9)(R12*1), Z23, S3
+
+// func scoresI2x4VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+// scoresU8x4VNNI on packed int2 rows (d/4 bytes, d a multiple of 64): no
+// unpacking pass; q is bcastQ2's layout (d·4 bytes per row). Each 16-token
+// tile prefetches pfTile lines from pf on (the next block's keys).
+TEXT ·scoresI2x4VBMI(SB), NOSPLIT, $0-96
+	MOVQ         d+64(FP), R11
+	MOVQ         R11, BX
+	SHRQ         $2, BX               // packed row stride: d/4 bytes
+	LEAQ         (BX)(BX*2), R10
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	LEAQ         (R11)(R11*2), R12
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	MOVL         c+72(FP), R13
+	VBROADCASTSS c+72(FP), Z29
+	VMOVDQU32    lanePerm<>(SB), Z28
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         ab+48(FP), DX
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	MOVQ  pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ    pfdone
+	MOVQ  pf+80(FP), R9
+pfloop:
+	PREFETCHT0 (R9)
+	ADDQ       $64, R9
+	DECQ       R8
+	JNZ        pfloop
+	MOVQ       R9, pf+80(FP)
+pfdone:
+	VPBROADCASTQ msCtl<>+0(SB), Z24 // ROWOUT uses Z24..Z27
+	VPBROADCASTQ msCtl<>+8(SB), Z25
+	VPBROADCASTQ msCtl<>+16(SB), Z26
+	VPBROADCASTQ msCtl<>+24(SB), Z27
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	MOVQ         q+16(FP), R9
+	XORQ         AX, AX               // byte offset in the packed rows
+chunk:
+	LEAQ (CX)(AX*1), R8
+	SUBTILE2(Z0, Z1, Z2, Z3)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE2(Z4, Z5, Z6, Z7)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE2(Z8, Z9, Z10, Z11)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE2(Z12, Z13, Z14, Z15)
+	ADDQ $256, R9
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLT  chunk
+	MOVQ out+0(FP), AX
+	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
+	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
+	ROWOUT(Z2, Z6, Z10, Z14, 8, 24)
+	ROWOUT(Z3, Z7, Z11, Z15, 12, 28)
+	ADDQ $64, out+0(FP)
+	ADDQ $64, SI
+	ADDQ $64, R15
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
+done:
+	VZEROUPPER
+	RET

@@ -12,23 +12,31 @@ import (
 )
 
 // levelSets returns the kernel sets this CPU runs, generic first: every
-// SIMD level, and AVX-512 with and without VNNI.
+// SIMD level, AVX-512 with and without VNNI, and with VNNI with and
+// without VBMI (the int2 kernels of a CPU without VBMI run too).
 func levelSets() []*kernels {
 	var out []*kernels
 	for _, l := range cpufeat.Levels() {
-		out = append(out, kernelsFor(l, false))
+		out = append(out, kernelsFor(l, false, false))
 		if l == cpufeat.AVX512 && cpufeat.Detected().VNNI {
-			out = append(out, kernelsFor(l, true))
+			out = append(out, kernelsFor(l, true, false))
+			if cpufeat.Detected().VBMI {
+				out = append(out, kernelsFor(l, true, true))
+			}
 		}
 	}
 	return out
 }
 
 func (k *kernels) String() string {
+	s := k.level.String()
 	if k.vnni {
-		return k.level.String() + "+vnni"
+		s += "+vnni"
 	}
-	return k.level.String()
+	if k.vbmi {
+		s += "+vbmi"
+	}
+	return s
 }
 
 func randF32(r *rand.Rand, n int, scale float64) []float32 {
@@ -211,6 +219,43 @@ func TestScoreKernels(t *testing.T) {
 					scoresI4x4Go(w4, ldo, qb, packed, A, B, ab, n, d, 0, nil)
 					for row := 0; row < 4; row++ {
 						sameBits(t, fmt.Sprintf("%v scoresI4x4 d=%d n=%d row %d", k, d, n, row), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+					}
+				}
+				if k.scoresI2x4 != nil && d%64 == 0 && n%16 == 0 { // packed int2 keys, four rows
+					qs4, qb, qb2 := make([]int8, 4*d), make([]int8, 16*d), make([]int8, 16*d)
+					for i := range qs4 {
+						qs4[i] = int8(r.IntN(255) - 127)
+					}
+					for row := 0; row < 4; row++ {
+						k.bcastQ2(qb[row*4*d:], qs4[row*d:(row+1)*d])
+						bcastQ2Go(qb2[row*4*d:], qs4[row*d:(row+1)*d])
+					}
+					if string(bytesOf(qb)) != string(bytesOf(qb2)) {
+						t.Fatalf("%v bcastQ2 d=%d differs from pure Go", k, d)
+					}
+					packed := randBytes(r, n*d/4)
+					ab := randF32(r, 8, 1)
+					for _, c := range []float32{0, 1} {
+						ldo := n + 16
+						o4, w4 := nanSlice(4*ldo), nanSlice(4*ldo)
+						if c != 0 {
+							o4 = randF32(r, 4*ldo, 1)
+							w4 = append([]float32(nil), o4...)
+						}
+						k.scoresI2x4(o4, ldo, qb, packed, A, B, ab, n, d, c, packed)
+						// The reference: each row's query in channel order against the unpacked codes.
+						scoresI2x4Go(w4, ldo, qb, packed, A, B, ab, n, d, c, nil)
+						codes2 := make([]uint8, n*d)
+						unpack2Go(codes2, packed)
+						w1 := nanSlice(n)
+						for row := 0; row < 4; row++ {
+							name := fmt.Sprintf("%v scoresI2x4 d=%d n=%d row %d c=%g", k, d, n, row, c)
+							sameBits(t, name, o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+							if c == 0 {
+								scoresU8Go(w1, qs4[row*d:(row+1)*d], codes2, A, B, ab[row], ab[4+row], 0)
+								sameBits(t, name+" (scoresU8)", o4[row*ldo:row*ldo+n], w1)
+							}
+						}
 					}
 				}
 				if k.scoresU8x4 != nil && d%64 == 0 && n%16 == 0 { // four rows at once: the bits of scoresU8 per row
@@ -443,8 +488,9 @@ func TestForceSelectsKernels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k.level != got || k.vnni != (got == cpufeat.AVX512 && cpufeat.Detected().VNNI) {
-			t.Fatalf("Force(%v): kernels of level %v (vnni %v)", l, k.level, k.vnni)
+		d := cpufeat.Detected()
+		if k.level != got || k.vnni != (got == cpufeat.AVX512 && d.VNNI) || k.vbmi != (got == cpufeat.AVX512 && d.VNNI && d.VBMI) {
+			t.Fatalf("Force(%v): kernels of level %v (vnni %v, vbmi %v)", l, k.level, k.vnni, k.vbmi)
 		}
 		compareDecode(t, "forced "+l.String(), p, q, out, want, st, queryQuantTol(k, p, seqsOf(caches), q), valueQuantTol(k, p, seqsOf(caches)))
 	}
