@@ -361,7 +361,7 @@ func (w *worker) blockScores(k []byte, n int) {
 			// Fold the group's scales into Q and its zeros into one bias per row.
 			w.params(w.pf[:2*d], lay, k, lay.ParamIndex(t0, 0))
 			w.k.deinterleave(w.gs, w.gz, w.pf[:2*d])
-			for r := 0; r < w.r; r++ {
+			for r := w.quantRows4(w.gs, w.gz, wide); r < w.r; r++ {
 				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
 				if vnni {
 					w.quantRow(r, qs, qr, w.gs, w.gz, wide)
@@ -379,7 +379,7 @@ func (w *worker) blockScores(k []byte, n int) {
 		w.params(w.pf[:2*n], lay, k, 0)
 		w.k.deinterleave(w.ps, w.pz, w.pf[:2*n])
 		if !w.qReady { // Σq, and the query quantized once per run
-			for r := 0; r < w.r; r++ {
+			for r := w.quantRows4(w.onesD, w.onesD, wide); r < w.r; r++ {
 				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
 				if vnni {
 					w.quantRow(r, qs, qr, w.onesD, w.onesD, wide)
@@ -444,6 +444,32 @@ func (w *worker) quantRow(r int, qs, q, s, z []float32, wide bool) {
 	} else {
 		w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, q, s, z)
 	}
+	w.bcastRow(r, wide)
+}
+
+// quantRows4 is quantRow for the rows in whole groups of four, with int8
+// queries (not wide) where the level folds four rows per call
+// (foldQuery4: the same bits as foldQuery per row); it returns the first
+// row left to quantRow.
+func (w *worker) quantRows4(s, z []float32, wide bool) int {
+	if wide || !w.k.vnni || w.k.foldQuery4 == nil {
+		return 0
+	}
+	d, r := w.d, 0
+	for ; r+4 <= w.r; r += 4 {
+		w.k.foldQuery4(w.qi[r*d:(r+4)*d], w.qs[r*d:(r+4)*d], w.q[r*d:(r+4)*d], s, z, w.qa[r:r+4], w.qb[r:r+4])
+		for i := r; i < r+4; i++ {
+			w.bcastRow(i, false)
+		}
+	}
+	return r
+}
+
+// bcastRow writes row r's quantized query in the layout of the four-row
+// score kernel that runs (bcastQ4, bcastQ2 or bcastQ).
+func (w *worker) bcastRow(r int, wide bool) {
+	d := w.d
+	qi, lo := w.qi[r*d:(r+1)*d], w.qlo[r*d:(r+1)*d]
 	if w.i4 {
 		w.k.bcastQ4(w.qb4[4*r*d:4*(r+1)*d], qi)
 	} else if w.i2 {

@@ -67,6 +67,11 @@ type kernels struct {
 	// (round to nearest even), returning a (0 for an all-zero qs). len(q)
 	// a multiple of 16.
 	foldQuery func(qi []int8, qs, q, s, z []float32) (a, bias float32)
+	// foldQuery4 is foldQuery (qi not nil) for four rows at stride d of
+	// qi, qs and q sharing s and z: row r's step and bias in a[r] and
+	// bias[r], the bits of four foldQuery calls. Nil where the level has
+	// no such kernel (then foldQuery runs per row).
+	foldQuery4 func(qi []int8, qs, q, s, z, a, bias []float32)
 	// deinterleave splits pairs src[2i], src[2i+1] into a[i], b[i];
 	// len(src) a multiple of 32.
 	deinterleave func(a, b, src []float32)

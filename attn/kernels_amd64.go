@@ -53,6 +53,9 @@ func dotF32AVX512(a, b *float32, n int) float32
 func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 
 //go:noescape
+func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32)
+
+//go:noescape
 func deinterleaveAVX512(a, b, src *float32, n int)
 
 //go:noescape
@@ -314,6 +317,15 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				qp = &qi[0]
 			}
 			return s.foldQuery(qp, &qs[0], &q[0], &sc[0], &z[0], d)
+		}
+	}
+	if level >= cpufeat.AVX512 {
+		k.foldQuery4 = func(qi []int8, qs, q, sc, z, a, bias []float32) {
+			d := len(q) / 4
+			if !(d%vecLen == 0 && d > 0 && len(q) == 4*d && len(sc) >= d && len(qs) >= 4*d && len(qi) >= 4*d && len(z) >= d && len(a) >= 4 && len(bias) >= 4) {
+				bad("foldQuery4", d)
+			}
+			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0])
 		}
 	}
 	if s.deinterleave != nil {

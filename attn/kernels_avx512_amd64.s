@@ -2581,3 +2581,127 @@ chunk:
 done:
 	VZEROUPPER
 	RET
+
+// FOLD1 is foldQueryAVX512's pass-1 step for one row: the query chunk at
+// QM times the scales (Z8) to SM, its products with the zeros (Z9) into
+// BACC, max |qs| into MACC (mask Z7).
+#define FOLD1(QM, SM, BACC, MACC) \
+	VMOVUPS     QM, Z2           \
+	VMULPS      Z8, Z2, Z3       \
+	VMOVUPS     Z3, SM           \
+	VFMADD231PS Z9, Z2, BACC     \
+	VANDPS      Z7, Z3, Z4       \
+	VMAXPS      Z4, MACC, MACC
+
+// HSUMR is HSUM16 on any register (Z, Y, X its names) with scratch TY/TX.
+#define HSUMR(OP, Z, Y, X, TY, TX) \
+	VEXTRACTF64X4 $1, Z, TY \
+	OP            TY, Y, Y  \
+	VEXTRACTF32X4 $1, Y, TX \
+	OP            TX, X, X  \
+	VPERMILPS     $0x0e, X, TX \
+	OP            TX, X, X  \
+	VPERMILPS     $0x01, X, TX \
+	OP            TX, X, X
+
+// func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32)
+// foldQueryAVX512 for four rows at stride d (q, qs, qi) sharing s and z:
+// the same steps per row (so the same bits), the rows' dependency chains
+// (the bias FMAs, the max, the lane folds, the divisions) interleaved.
+// a[r], bias[r] are row r's step and bias; qi is not nil.
+TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-64
+	MOVQ         qi+0(FP), DI
+	MOVQ         qs+8(FP), R8
+	MOVQ         q+16(FP), SI
+	MOVQ         s+24(FP), R9
+	MOVQ         z+32(FP), R10
+	MOVQ         d+40(FP), CX
+	MOVQ         CX, R11
+	SHLQ         $2, R11               // row stride in bytes
+	LEAQ         (R11)(R11*2), R12
+	SHRQ         $4, CX
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z7
+	VPXORD       Z16, Z16, Z16         // bias lanes, rows 0..3: Z16..Z19
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20         // max |qs|, rows 0..3: Z20..Z23
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+	XORQ         AX, AX
+	MOVQ         CX, BX
+pass1:
+	VMOVUPS (R9)(AX*1), Z8
+	VMOVUPS (R10)(AX*1), Z9
+	LEAQ    (SI)(AX*1), DX
+	LEAQ    (R8)(AX*1), R13
+	FOLD1((DX), (R13), Z16, Z20)
+	FOLD1((DX)(R11*1), (R13)(R11*1), Z17, Z21)
+	FOLD1((DX)(R11*2), (R13)(R11*2), Z18, Z22)
+	FOLD1((DX)(R12*1), (R13)(R12*1), Z19, Z23)
+	ADDQ    $64, AX
+	DECQ    BX
+	JNZ     pass1
+	HSUMR(VADDPS, Z16, Y16, X16, Y24, X24)
+	HSUMR(VADDPS, Z17, Y17, X17, Y25, X25)
+	HSUMR(VADDPS, Z18, Y18, X18, Y26, X26)
+	HSUMR(VADDPS, Z19, Y19, X19, Y27, X27)
+	HSUMR(VMAXPS, Z20, Y20, X20, Y28, X28)
+	HSUMR(VMAXPS, Z21, Y21, X21, Y29, X29)
+	HSUMR(VMAXPS, Z22, Y22, X22, Y30, X30)
+	HSUMR(VMAXPS, Z23, Y23, X23, Y31, X31)
+	MOVQ    bias+56(FP), DX
+	VMOVSS  X16, (DX)
+	VMOVSS  X17, 4(DX)
+	VMOVSS  X18, 8(DX)
+	VMOVSS  X19, 12(DX)
+	MOVQ    a+48(FP), DX
+	VMOVSS  X20, (DX)                  // the maxima, replaced by the steps below
+	VMOVSS  X21, 4(DX)
+	VMOVSS  X22, 8(DX)
+	VMOVSS  X23, 12(DX)
+	MOVQ    d+40(FP), R12              // qi row stride
+	MOVQ    $4, R10                    // rows left
+row:
+	VMOVSS   (DX), X0
+	VXORPS   X1, X1, X1
+	VUCOMISS X1, X0
+	JHI      quant
+	MOVL     $0, (DX)
+	XORQ     AX, AX
+	MOVQ     CX, BX
+zero:
+	VMOVDQU X1, (DI)(AX*1)
+	ADDQ    $16, AX
+	DECQ    BX
+	JNZ     zero
+	JMP     next
+quant:
+	MOVL         $0x42fe0000, AX // 127.0
+	VMOVD        AX, X2
+	VDIVSS       X2, X0, X3      // a = max/127
+	VMOVSS       X3, (DX)
+	VDIVSS       X0, X2, X4      // 127/max
+	VBROADCASTSS X4, Z6
+	XORQ         AX, AX
+	XORQ         R9, R9
+	MOVQ         CX, BX
+pass2:
+	VMULPS    (R8)(AX*1), Z6, Z2
+	VCVTPS2DQ Z2, Z2
+	VPMOVSDB  Z2, X3
+	VMOVDQU   X3, (DI)(R9*1)
+	ADDQ      $64, AX
+	ADDQ      $16, R9
+	DECQ      BX
+	JNZ       pass2
+next:
+	ADDQ R11, R8
+	ADDQ R12, DI
+	ADDQ $4, DX
+	DECQ R10
+	JNZ  row
+	VZEROUPPER
+	RET

@@ -414,6 +414,23 @@ func TestFoldDequantKernels(t *testing.T) {
 			if a, _ := k.foldQuery(qi1, qs1, make([]float32, d), s, z); a != 0 || qi1[0] != 0 {
 				t.Fatalf("%v foldQuery of a zero query: step %g", k, a)
 			}
+			if k.foldQuery4 != nil { // four rows (one of them zero): the bits of foldQuery per row
+				q4 := randF32(r, 4*d, 1)
+				clear(q4[2*d : 3*d])
+				q4[3*d+d/4] *= 30
+				qs4, qi4, a4, b4 := nanSlice(4*d), make([]int8, 4*d), nanSlice(4), nanSlice(4)
+				k.foldQuery4(qi4, qs4, q4, s, z, a4, b4)
+				for row := 0; row < 4; row++ {
+					qsr, qir := nanSlice(d), make([]int8, d)
+					ar, br := k.foldQuery(qir, qsr, q4[row*d:(row+1)*d], s, z)
+					name := fmt.Sprintf("%v foldQuery4 d=%d row %d", k, d, row)
+					sameBits(t, name+" qs", qs4[row*d:(row+1)*d], qsr)
+					sameBits(t, name+" step and bias", []float32{a4[row], b4[row]}, []float32{ar, br})
+					if string(bytesOf(qi4[row*d:(row+1)*d])) != string(bytesOf(qir)) {
+						t.Fatalf("%s: codes %v, want %v", name, qi4[row*d:(row+1)*d], qir)
+					}
+				}
+			}
 			qs1 = randF32(r, d, 3) // (the zero query above overwrote qs1)
 			qs1[d/3] *= 20
 			hi1, lo1, hi2, lo2 := make([]int8, d), make([]int8, d), make([]int8, d), make([]int8, d)
