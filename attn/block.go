@@ -765,9 +765,12 @@ func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups in
 			if r == 0 && t0 == 0 {
 				pf = w.nextV
 			}
-			if packed != nil {
+			switch {
+			case packed != nil && w.r-r <= 2 && w.k.pvI4x2 != nil: // a group of 2 (or the last two rows)
+				w.k.pvI4x2(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, packed[t0*d/2:], tn, d, gshift, pf)
+			case packed != nil:
 				w.k.pvI4(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, packed[t0*d/2:], tn, d, gshift, pf)
-			} else {
+			default:
 				w.k.pvS16(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, codes[t0*d:], tn, d, gshift, pf)
 			}
 		}

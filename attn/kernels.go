@@ -96,6 +96,10 @@ type kernels struct {
 	// no such kernel.
 	// pf, if not empty, is prefetched a line per pair of tokens.
 	pvI4 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte)
+	// pvI4x2 is pvI4 for two rows (acc, delta and wq rows 0 and 1 only):
+	// the same sums per row, for a GQA group of 2. Nil where the level has
+	// no such kernel.
+	pvI4x2 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
 	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for

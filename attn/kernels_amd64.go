@@ -110,6 +110,9 @@ func bcastQ2(dst *int8, q *int8, d int)
 func scoresI2x4VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 
 //go:noescape
+func pvI4x2VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+
+//go:noescape
 func cvtFP8AVX512(dst *float32, src *byte, n int, e4m3 bool)
 
 //go:noescape
@@ -477,6 +480,20 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 					pfp = &pf[0]
 				}
 				pvI4VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
+			}
+		}
+		k.pvI4x2 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte) {
+			groups := d >> gshift
+			if !(d%64 == 0 && d > 0 && n%2 == 0 && n <= PVMaxTokens && gshift >= 6 && groups<<gshift == d && n <= ldq &&
+				len(acc) >= ldacc+d && len(delta) >= 2 && len(wq) >= ldw+(groups-1)*ldq+n && len(packed) >= n*d/2) {
+				bad("pvI4x2", n, d, gshift)
+			}
+			if n > 0 {
+				var pfp *byte
+				if len(pf) > 0 {
+					pfp = &pf[0]
+				}
+				pvI4x2VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
 		k.pvS16 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte) {

@@ -2705,3 +2705,88 @@ next:
 	JNZ  row
 	VZEROUPPER
 	RET
+
+// func pvI4x2VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+// pvI4VNNI for two rows (a GQA group of 2): the same unpacking per pair of
+// tokens and 64 channels, VPDPWSSD into Z0..Z7 (row r: Z4r..Z4r+3), the
+// same sums per row; half the multiplies of four rows.
+TEXT ·pvI4x2VNNI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
+	MOVQ         ldw+32(FP), R10
+	SHLQ         $1, R10
+	MOVQ         d+64(FP), DX
+	SHRQ         $1, DX              // packed row stride
+	MOVL         $0x000f000f, AX
+	VPBROADCASTD AX, Z30
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ  gshift+72(FP), CX
+	MOVQ  ldq+40(FP), R12
+	SHLQ  $1, R12
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ R12, R8
+	ADDQ  wq+24(FP), R8
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $1, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $1, CX
+	JZ    out
+pair:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT0   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	VPMOVZXBW    (SI), Z20
+	VPMOVZXBW    (SI)(DX*1), Z21
+	VPANDD       Z30, Z20, Z22
+	VPANDD       Z30, Z21, Z23
+	VPSRLW       $4, Z20, Z20
+	VPSRLW       $4, Z21, Z21
+	VPUNPCKLWD   Z23, Z22, Z16
+	VPUNPCKHWD   Z23, Z22, Z17
+	VPUNPCKLWD   Z21, Z20, Z18
+	VPUNPCKHWD   Z21, Z20, Z19
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPDPWSSD     Z24, Z16, Z0
+	VPDPWSSD     Z24, Z17, Z1
+	VPDPWSSD     Z24, Z18, Z2
+	VPDPWSSD     Z24, Z19, Z3
+	VPDPWSSD     Z25, Z16, Z4
+	VPDPWSSD     Z25, Z17, Z5
+	VPDPWSSD     Z25, Z18, Z6
+	VPDPWSSD     Z25, Z19, Z7
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*2), SI
+	DECQ         CX
+	JNZ          pair
+out:
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS (R13), Z26
+	PVOUT4(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	PVOUT4(Z4, Z5, Z6, Z7)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET

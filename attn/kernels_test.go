@@ -577,6 +577,13 @@ func TestPVI4(t *testing.T) {
 				k.pvI4(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift, codes[:640])
 				k.pvS16(a2, d, delta, wq, ldw, ldq, codes, n, d, gshift, codes[:640])
 				sameBits(t, fmt.Sprintf("%v pvI4 d=%d g=%d", k, d, 1<<gshift), a1, a2)
+				if k.pvI4x2 != nil { // two rows: rows 0 and 1 of the four-row sums, rows 2 and 3 untouched
+					a3 := append([]float32(nil), a1...)
+					k.pvI4x2(a3, d, delta, wq, ldw, ldq, packed, n, d, gshift, codes[:640])
+					k.pvS16(a2, d, delta, wq, ldw, ldq, codes, n, d, gshift, nil)
+					sameBits(t, fmt.Sprintf("%v pvI4x2 d=%d g=%d", k, d, 1<<gshift), a3[:2*d], a2[:2*d])
+					sameBits(t, fmt.Sprintf("%v pvI4x2 d=%d g=%d rows 2-3", k, d, 1<<gshift), a3[2*d:], a1[2*d:])
+				}
 			}
 		}
 	}
