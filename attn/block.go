@@ -520,6 +520,10 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 			if r0 == 0 && t0 == 0 {
 				pf = w.nextK // spread over the first group's (or the block's) tiles
 			}
+			if w.r-r0 <= 2 && w.k.scoresI4x2 != nil { // a group of 2 (or the last two rows)
+				w.k.scoresI4x2(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+				continue
+			}
 			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
 		}
 		return

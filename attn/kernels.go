@@ -127,6 +127,10 @@ type kernels struct {
 	// Nil where the level has no such kernel.
 	bcastQ4    func(dst, q []int8)
 	scoresI4x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
+	// scoresI4x2 is scoresI4x4 for two rows (rows 0 and 1 of out, q and
+	// ab; a in ab[0:2], b in ab[4:6]), for a GQA group of 2. Nil where the
+	// level has no such kernel.
+	scoresI4x2 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// bcastQ2 and scoresI2x4 are bcastQ and scoresU8x4 for packed int2
 	// keys read as stored: per 64 channels, q's channels 8j..8j+7 and
 	// 32+8j..32+8j+7 in vector j (j < 4), each vector's 16 bytes repeated

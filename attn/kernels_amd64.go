@@ -113,6 +113,9 @@ func scoresI2x4VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, 
 func pvI4x2VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
+func scoresI4x2VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+
+//go:noescape
 func cvtFP8AVX512(dst *float32, src *byte, n int, e4m3 bool)
 
 //go:noescape
@@ -466,6 +469,16 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			if n > 0 {
 				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
 				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
+			}
+		}
+		k.scoresI4x2 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+			if !(n%16 == 0 && d%128 == 0 && d > 0 && ldo >= n && len(out) >= ldo+n && len(q) >= 8*d &&
+				len(kc) >= n*d/2 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+				bad("scoresI4x2", n, d, ldo)
+			}
+			if n > 0 {
+				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
+				scoresI4x2VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
 		k.pvI4 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte) {

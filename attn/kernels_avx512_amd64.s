@@ -2790,3 +2790,104 @@ out:
 	JLT          half
 	VZEROUPPER
 	RET
+
+// SPLIT4X2 is SPLIT4 for two rows.
+#define SPLIT4X2(X, S0, S1, QOFF) \
+	VPANDD     Z30, X, Z24                 \
+	VPSRLW     $4, X, Z25                  \
+	VPANDD     Z30, Z25, Z25               \
+	VPDPBUSD   QOFF(R9), Z24, S0           \
+	VPDPBUSD   QOFF+64(R9), Z25, S0        \
+	VPDPBUSD   QOFF(R9)(R11*1), Z24, S1    \
+	VPDPBUSD   QOFF+64(R9)(R11*1), Z25, S1
+
+// SUBTILE4X2 is SUBTILE4 for two rows.
+#define SUBTILE4X2(S0, S1) \
+	VMOVDQU64  (R8), Z16                 \
+	VMOVDQU64  (R8)(BX*1), Z17           \
+	VMOVDQU64  (R8)(BX*2), Z18           \
+	VMOVDQU64  (R8)(R10*1), Z19          \
+	VSHUFI32X4 $0x44, Z17, Z16, Z24      \
+	VSHUFI32X4 $0xee, Z17, Z16, Z25      \
+	VSHUFI32X4 $0x44, Z19, Z18, Z26      \
+	VSHUFI32X4 $0xee, Z19, Z18, Z27      \
+	VSHUFI32X4 $0x88, Z26, Z24, Z20      \
+	VSHUFI32X4 $0xdd, Z26, Z24, Z21      \
+	VSHUFI32X4 $0x88, Z27, Z25, Z22      \
+	VSHUFI32X4 $0xdd, Z27, Z25, Z23      \
+	SPLIT4X2(Z20, S0, S1, 0)             \
+	SPLIT4X2(Z21, S0, S1, 128)           \
+	SPLIT4X2(Z22, S0, S1, 256)           \
+	SPLIT4X2(Z23, S0, S1, 384)
+
+// func scoresI4x2VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+// scoresI4x4VNNI for two rows (a GQA group of 2): rows 0 and 1 of out,
+// q and ab (a in ab[0:2], b in ab[4:6]), the same sums per row.
+TEXT ·scoresI4x2VNNI(SB), NOSPLIT, $0-96
+	MOVQ         d+64(FP), BX
+	SHRQ         $1, BX               // packed row stride in bytes
+	LEAQ         (BX)(BX*2), R10
+	MOVQ         d+64(FP), R11
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	MOVL         c+72(FP), R13
+	VBROADCASTSS c+72(FP), Z29
+	VMOVDQU32    lanePerm<>(SB), Z28
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         ab+48(FP), DX
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	MOVQ  pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ    pfdone
+	MOVQ  pf+80(FP), R9
+pfloop:
+	PREFETCHT0 (R9)
+	ADDQ       $64, R9
+	DECQ       R8
+	JNZ        pfloop
+	MOVQ       R9, pf+80(FP)
+pfdone:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	MOVQ   q+16(FP), R9
+	XORQ   AX, AX
+chunk:
+	LEAQ (CX)(AX*1), R8
+	SUBTILE4X2(Z0, Z1)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4X2(Z4, Z5)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4X2(Z8, Z9)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4X2(Z12, Z13)
+	ADDQ $512, R9
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  chunk
+	MOVQ out+0(FP), AX
+	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
+	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
+	ADDQ $64, out+0(FP)
+	ADDQ $64, SI
+	ADDQ $64, R15
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
+done:
+	VZEROUPPER
+	RET

@@ -220,6 +220,18 @@ func TestScoreKernels(t *testing.T) {
 					for row := 0; row < 4; row++ {
 						sameBits(t, fmt.Sprintf("%v scoresI4x4 d=%d n=%d row %d", k, d, n, row), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
 					}
+					if k.scoresI4x2 != nil { // two rows: rows 0 and 1 of scoresI4x4, rows 2 and 3 untouched
+						o2 := nanSlice(4 * ldo)
+						k.scoresI4x2(o2, ldo, qb, packed, A, B, ab, n, d, 0, packed)
+						for row := 0; row < 2; row++ {
+							sameBits(t, fmt.Sprintf("%v scoresI4x2 d=%d n=%d row %d", k, d, n, row), o2[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+						}
+						for i, x := range o2[2*ldo:] {
+							if x == x {
+								t.Fatalf("%v scoresI4x2 d=%d n=%d wrote %g at row 2 or 3 (offset %d)", k, d, n, x, i)
+							}
+						}
+					}
 				}
 				if k.scoresI2x4 != nil && d%64 == 0 && n%16 == 0 { // packed int2 keys, four rows
 					qs4, qb, qb2 := make([]int8, 4*d), make([]int8, 16*d), make([]int8, 16*d)
