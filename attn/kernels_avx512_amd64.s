@@ -619,7 +619,9 @@ done:
 // pvF32x4AVX512 on fp16 V rows, converted in registers (VCVTPH2PS from
 // memory): no float32 copy of the block is written and read back. ldv in
 // fp16 values.
-// Two lines of [pf, pf+64·pfLines) are prefetched per token of the
+// Two lines of [pf, pf+64·pfLines) are prefetched into L2 (PREFETCHT1:
+// a 32 KB half of the next fp16 block sent to L1 evicted this block's
+// rows and itself before use; docs/perf/cpu-attention.md v17) per token of the
 // 64-channel passes (the next block's values, spread over this block).
 TEXT ·pvHalfx4AVX512(SB), NOSPLIT, $0-80
 	MOVQ pf+64(FP), R11
@@ -666,8 +668,8 @@ chunk64:
 tok64:
 	TESTQ        R12, R12
 	JLE          nopf
-	PREFETCHT0   (R11)
-	PREFETCHT0   64(R11)
+	PREFETCHT1   (R11)
+	PREFETCHT1   64(R11)
 	ADDQ         $128, R11
 	SUBQ         $2, R12
 nopf:
@@ -1505,7 +1507,8 @@ done:
 // rows of d fp16 values (d a multiple of 16): each chunk of a token is
 // converted once for both rows. Accumulators Z0..Z7 (row 0) and Z8..Z15
 // (row 1), the query chunks in Z16, Z17, conversions in Z18..Z25.
-// Each 8-token tile prefetches pfTile lines from pf on.
+// Each 8-token tile prefetches pfTile lines from pf on into L2 (as
+// pvHalfx4).
 TEXT ·scoresHalf2AVX512(SB), NOSPLIT, $0-72
 	MOVQ      out0+0(FP), DI
 	MOVQ      out1+8(FP), R11
@@ -1525,7 +1528,7 @@ tile:
 	JZ    pfdone
 	MOVQ  pf+56(FP), R15
 pfloop:
-	PREFETCHT0 (R15)
+	PREFETCHT1 (R15)
 	ADDQ  $64, R15
 	DECQ  R14
 	JNZ   pfloop
@@ -2268,8 +2271,8 @@ chunk64:
 tok64:
 	TESTQ        R12, R12
 	JLE          nopf
-	PREFETCHT0   (R11)
-	PREFETCHT0   64(R11)
+	PREFETCHT1   (R11)
+	PREFETCHT1   64(R11)
 	ADDQ         $128, R11
 	SUBQ         $2, R12
 nopf:
