@@ -7,6 +7,11 @@
 // the lengths and calls these with pointers. 512-bit vectors of 16 floats
 // (or 64 bytes). Zen 4 runs each as two 256-bit halves: one zmm FMA or one
 // VPDPBUSD per cycle (docs/perf/cpu-attention.md).
+//
+// The kernels that take pf prefetch the next block's K or V half into L2
+// (PREFETCHT1), a share of its lines per tile or pair of tokens: sent to
+// L1 (PREFETCHT0) they evicted the block being computed and themselves
+// before use (docs/perf/cpu-attention.md v17).
 
 // Constants of the exp (kernels.go: the same Cephes steps).
 DATA expc<>+0(SB)/4, $-87.33654
@@ -1315,7 +1320,7 @@ half:
 pair:
 	TESTQ        R15, R15
 	JZ           nopf
-	PREFETCHT0   (R14)
+	PREFETCHT1   (R14)
 	ADDQ         $64, R14
 	DECQ         R15
 nopf:
@@ -1724,7 +1729,7 @@ tile:
 	JZ   pfdone
 	MOVQ pf+80(FP), R9
 pfloop:
-	PREFETCHT0 (R9)
+	PREFETCHT1 (R9)
 	ADDQ $64, R9
 	DECQ R8
 	JNZ  pfloop
@@ -1976,7 +1981,7 @@ tile:
 	JZ   pfdone
 	MOVQ pf+80(FP), R9
 pfloop:
-	PREFETCHT0 (R9)
+	PREFETCHT1 (R9)
 	ADDQ $64, R9
 	DECQ R8
 	JNZ  pfloop
@@ -2115,7 +2120,7 @@ half:
 pair:
 	TESTQ        R15, R15
 	JZ           nopf
-	PREFETCHT0   (R14)
+	PREFETCHT1   (R14)
 	ADDQ         $64, R14
 	DECQ         R15
 nopf:
@@ -2528,7 +2533,7 @@ tile:
 	JZ    pfdone
 	MOVQ  pf+80(FP), R9
 pfloop:
-	PREFETCHT0 (R9)
+	PREFETCHT1 (R9)
 	ADDQ       $64, R9
 	DECQ       R8
 	JNZ        pfloop
@@ -2749,7 +2754,7 @@ half:
 pair:
 	TESTQ        R15, R15
 	JZ           nopf
-	PREFETCHT0   (R14)
+	PREFETCHT1   (R14)
 	ADDQ         $64, R14
 	DECQ         R15
 nopf:
@@ -2852,7 +2857,7 @@ tile:
 	JZ    pfdone
 	MOVQ  pf+80(FP), R9
 pfloop:
-	PREFETCHT0 (R9)
+	PREFETCHT1 (R9)
 	ADDQ       $64, R9
 	DECQ       R8
 	JNZ        pfloop
