@@ -298,7 +298,7 @@ func checkDecode(t *testing.T, name string, seqs []*Seq, p Params, q []float32) 
 }
 
 var testSpecs = []string{"fp16", "bf16", "fp8e4m3", "fp8e5m2", "int8", "int4", "int4:kt128", "int4:kt32:v32",
-	"int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:ktd:rot", "int4:rot", "int4:kc64:res64", "k4v16", "k16v2:v64"}
+	"int2", "int2:kc32:v32", "int2:ktd", "k8v4", "k4v2", "int4:ktd:rot", "int4:rot", "int4:kc64:res64", "k4v16", "k16v2:v64"}
 
 // shortSpecs is the -short subset: one of each path (float K/V, KC, KT
 // with one and several groups, int2, mixed widths, rotation).

@@ -85,7 +85,8 @@ type worker struct {
 	limits []int     // [R] last visible token of each row
 	qReady bool      // qi, qa, qb hold the unscaled query's quantization (KT)
 	i4     bool      // this block's int4 keys are scored from the packed nibbles
-	packed []byte    // the packed int4 K rows of the block (i4)
+	i2     bool      // this block's int2 keys are scored from the packed rows (VBMI)
+	packed []byte    // the packed int4 or int2 K rows of the block (i4, i2)
 	nextK  []byte    // the next block's K half, prefetched by the int4 score kernel
 	nextV  []byte    // the next block's V half, prefetched by the int4 PV kernel
 }
@@ -340,8 +341,11 @@ func (w *worker) blockScores(k []byte, n int) {
 	// int4 keys on the VNNI path are scored from the packed nibbles.
 	w.i4 = vnni && lay.Elem == kv.Int4 && w.k.scoresI4x4 != nil && d%(2*zmmBytes) == 0 &&
 		(lay.Scaling == kv.PerChannel || lay.Group == d)
+	// int2 keys with VBMI too: the codes are extracted in the score kernel.
+	w.i2 = vnni && lay.Elem == kv.Int2 && w.k.scoresI2x4 != nil && d%zmmBytes == 0 && n%x4Tokens == 0 &&
+		(lay.Scaling == kv.PerChannel && lay.Group%x4Tokens == 0 || lay.Group == d)
 	var codes []uint8
-	if w.i4 {
+	if w.i4 || w.i2 {
 		w.packed = k[:n*lay.RowBytes]
 	} else {
 		codes = w.codes(w.ku8, lay, k, n)
@@ -357,7 +361,7 @@ func (w *worker) blockScores(k []byte, n int) {
 			// Fold the group's scales into Q and its zeros into one bias per row.
 			w.params(w.pf[:2*d], lay, k, lay.ParamIndex(t0, 0))
 			w.k.deinterleave(w.gs, w.gz, w.pf[:2*d])
-			for r := 0; r < w.r; r++ {
+			for r := w.quantRows4(w.gs, w.gz, wide); r < w.r; r++ {
 				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
 				if vnni {
 					w.quantRow(r, qs, qr, w.gs, w.gz, wide)
@@ -375,7 +379,7 @@ func (w *worker) blockScores(k []byte, n int) {
 		w.params(w.pf[:2*n], lay, k, 0)
 		w.k.deinterleave(w.ps, w.pz, w.pf[:2*n])
 		if !w.qReady { // Σq, and the query quantized once per run
-			for r := 0; r < w.r; r++ {
+			for r := w.quantRows4(w.onesD, w.onesD, wide); r < w.r; r++ {
 				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
 				if vnni {
 					w.quantRow(r, qs, qr, w.onesD, w.onesD, wide)
@@ -440,8 +444,36 @@ func (w *worker) quantRow(r int, qs, q, s, z []float32, wide bool) {
 	} else {
 		w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, q, s, z)
 	}
+	w.bcastRow(r, wide)
+}
+
+// quantRows4 is quantRow for the rows in whole groups of four, with int8
+// queries (not wide) where the level folds four rows per call
+// (foldQuery4: the same bits as foldQuery per row); it returns the first
+// row left to quantRow.
+func (w *worker) quantRows4(s, z []float32, wide bool) int {
+	if wide || !w.k.vnni || w.k.foldQuery4 == nil {
+		return 0
+	}
+	d, r := w.d, 0
+	for ; r+4 <= w.r; r += 4 {
+		w.k.foldQuery4(w.qi[r*d:(r+4)*d], w.qs[r*d:(r+4)*d], w.q[r*d:(r+4)*d], s, z, w.qa[r:r+4], w.qb[r:r+4])
+		for i := r; i < r+4; i++ {
+			w.bcastRow(i, false)
+		}
+	}
+	return r
+}
+
+// bcastRow writes row r's quantized query in the layout of the four-row
+// score kernel that runs (bcastQ4, bcastQ2 or bcastQ).
+func (w *worker) bcastRow(r int, wide bool) {
+	d := w.d
+	qi, lo := w.qi[r*d:(r+1)*d], w.qlo[r*d:(r+1)*d]
 	if w.i4 {
 		w.k.bcastQ4(w.qb4[4*r*d:4*(r+1)*d], qi)
+	} else if w.i2 {
+		w.k.bcastQ2(w.qb4[4*r*d:4*(r+1)*d], qi)
 	} else if w.x4() {
 		w.k.bcastQ(w.qb4[4*r*d:4*(r+1)*d], qi)
 		if wide {
@@ -488,7 +520,28 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 			if r0 == 0 && t0 == 0 {
 				pf = w.nextK // spread over the first group's (or the block's) tiles
 			}
+			if w.r-r0 <= 2 && w.k.scoresI4x2 != nil { // a group of 2 (or the last two rows)
+				w.k.scoresI4x2(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+				continue
+			}
 			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+		}
+		return
+	}
+	if w.i2 { // m a multiple of x4Tokens (blockScores checks)
+		var ab [8]float32
+		for r0 := 0; r0 < w.r; r0 += 4 {
+			for i := range 4 {
+				ab[i], ab[4+i] = 0, 0
+				if r := r0 + i; r < w.r {
+					ab[i], ab[4+i] = w.qa[r], w.qb[r]
+				}
+			}
+			var pf []byte
+			if r0 == 0 && t0 == 0 {
+				pf = w.nextK // spread over the first group's (or the block's) tiles
+			}
+			w.k.scoresI2x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/4:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
 		}
 		return
 	}
@@ -716,9 +769,12 @@ func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups in
 			if r == 0 && t0 == 0 {
 				pf = w.nextV
 			}
-			if packed != nil {
+			switch {
+			case packed != nil && w.r-r <= 2 && w.k.pvI4x2 != nil: // a group of 2 (or the last two rows)
+				w.k.pvI4x2(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, packed[t0*d/2:], tn, d, gshift, pf)
+			case packed != nil:
 				w.k.pvI4(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, packed[t0*d/2:], tn, d, gshift, pf)
-			} else {
+			default:
 				w.k.pvS16(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq[r*ldw:], ldw, np, codes[t0*d:], tn, d, gshift, pf)
 			}
 		}

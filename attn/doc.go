@@ -26,7 +26,9 @@
 //   - float keys (fp16, bf16, fp8): scores by fp32 FMA, 8 tokens per tile;
 //     fp16 rows are converted in registers, two query rows per pass;
 //   - integer keys: with AVX-512 VNNI, int8 dot products (VPDPBUSD) of the
-//     byte codes (int4 read as packed nibbles) with the query quantized per
+//     byte codes (int4 read as packed nibbles; int2 read packed and its
+//     codes extracted by VPMULTISHIFTQB where the CPU has AVX-512 VBMI,
+//     cpufeat.VBMI) with the query quantized per
 //     row to int8 (15 bits in two halves for int8 keys), per key group for
 //     per-channel keys, whose scales are folded into the query and zeros
 //     into one bias per row; without VNNI, the codes as float32 and FMA;

@@ -27,6 +27,9 @@ type kernels struct {
 	// vnni is set when the integer-key scores run as int8 dot products
 	// (scoresU8 is not nil).
 	vnni bool
+	// vbmi is set when int2 keys are scored from their packed rows
+	// (scoresI2x4, AVX-512 VBMI) and unpack2 uses VPMULTISHIFTQB.
+	vbmi bool
 
 	// cvtHalf converts fp16 bits to float32, len(src) values.
 	cvtHalf func(dst []float32, src []uint16)
@@ -64,6 +67,11 @@ type kernels struct {
 	// (round to nearest even), returning a (0 for an all-zero qs). len(q)
 	// a multiple of 16.
 	foldQuery func(qi []int8, qs, q, s, z []float32) (a, bias float32)
+	// foldQuery4 is foldQuery (qi not nil) for four rows at stride d of
+	// qi, qs and q sharing s and z: row r's step and bias in a[r] and
+	// bias[r], the bits of four foldQuery calls. Nil where the level has
+	// no such kernel (then foldQuery runs per row).
+	foldQuery4 func(qi []int8, qs, q, s, z, a, bias []float32)
 	// deinterleave splits pairs src[2i], src[2i+1] into a[i], b[i];
 	// len(src) a multiple of 32.
 	deinterleave func(a, b, src []float32)
@@ -88,6 +96,10 @@ type kernels struct {
 	// no such kernel.
 	// pf, if not empty, is prefetched a line per pair of tokens.
 	pvI4 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte)
+	// pvI4x2 is pvI4 for two rows (acc, delta and wq rows 0 and 1 only):
+	// the same sums per row, for a GQA group of 2. Nil where the level has
+	// no such kernel.
+	pvI4x2 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
 	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
@@ -115,6 +127,17 @@ type kernels struct {
 	// Nil where the level has no such kernel.
 	bcastQ4    func(dst, q []int8)
 	scoresI4x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
+	// scoresI4x2 is scoresI4x4 for two rows (rows 0 and 1 of out, q and
+	// ab; a in ab[0:2], b in ab[4:6]), for a GQA group of 2. Nil where the
+	// level has no such kernel.
+	scoresI4x2 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
+	// bcastQ2 and scoresI2x4 are bcastQ and scoresU8x4 for packed int2
+	// keys read as stored: per 64 channels, q's channels 8j..8j+7 and
+	// 32+8j..32+8j+7 in vector j (j < 4), each vector's 16 bytes repeated
+	// in four lanes; d a multiple of 64; pf, if not empty, is prefetched a
+	// share per tile. Nil where the level has no such kernel.
+	bcastQ2    func(dst, q []int8)
+	scoresI2x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
 	splitQuery func(hi, lo []int8, q []float32) float32
 	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where
@@ -172,7 +195,7 @@ func activeKernels() *kernels {
 	if testKernels != nil {
 		return testKernels
 	}
-	return kernelsFor(cpufeat.Active(), cpufeat.VNNI())
+	return kernelsFor(cpufeat.Active(), cpufeat.VNNI(), cpufeat.VBMI())
 }
 
 // fp16ToF32 maps every fp16 bit pattern to its float32 value: the pure-Go
@@ -496,6 +519,37 @@ func bcastQ4Go(dst, q []int8) {
 				dst[4*c0+64+16*l+i] = q[c0+2*i+1]
 			}
 		}
+	}
+}
+
+// bcastQ2Go is bcastQ2 in Go (the kernel test's reference).
+func bcastQ2Go(dst, q []int8) {
+	for c0 := 0; c0 < len(q); c0 += 64 {
+		for j := 0; j < 4; j++ {
+			for l := 0; l < 4; l++ {
+				o := 4*c0 + 64*j + 16*l
+				copy(dst[o:o+8], q[c0+8*j:c0+8*j+8])
+				copy(dst[o+8:o+16], q[c0+32+8*j:c0+32+8*j+8])
+			}
+		}
+	}
+}
+
+// scoresI2x4Go is scoresI2x4 in Go: the codes unpacked and the rows'
+// queries put back in channel order, then scoresU8 per row.
+func scoresI2x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+	row := make([]int8, d)
+	codes := make([]uint8, n*d)
+	unpack2Go(codes, k[:n*d/4])
+	for r := 0; r < 4; r++ {
+		for c0 := 0; c0 < d; c0 += 64 {
+			for j := 0; j < 4; j++ {
+				o := r*4*d + 4*c0 + 64*j
+				copy(row[c0+8*j:c0+8*j+8], q[o:o+8])
+				copy(row[c0+32+8*j:c0+32+8*j+8], q[o+8:o+16])
+			}
+		}
+		scoresU8Go(out[r*ldo:r*ldo+n], row, codes, A, B, ab[r], ab[4+r], c)
 	}
 }
 

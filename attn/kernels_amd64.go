@@ -53,6 +53,9 @@ func dotF32AVX512(a, b *float32, n int) float32
 func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 
 //go:noescape
+func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32)
+
+//go:noescape
 func deinterleaveAVX512(a, b, src *float32, n int)
 
 //go:noescape
@@ -96,6 +99,21 @@ func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, 
 
 //go:noescape
 func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+
+//go:noescape
+func unpack2VBMI(dst *uint8, src *byte, n int)
+
+//go:noescape
+func bcastQ2(dst *int8, q *int8, d int)
+
+//go:noescape
+func scoresI2x4VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+
+//go:noescape
+func pvI4x2VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+
+//go:noescape
+func scoresI4x2VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 
 //go:noescape
 func cvtFP8AVX512(dst *float32, src *byte, n int, e4m3 bool)
@@ -184,10 +202,11 @@ type simd struct {
 	pvHalf1      func(acc *float32, w *float32, v *uint16, ldv, n, cols int)
 }
 
-func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
+func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 	k := kernels{
 		level: level,
 		vnni:  vnni,
+		vbmi:  vbmi,
 		cvtHalf: func(dst []float32, src []uint16) {
 			n := len(src)
 			if !(n%vecLen == 0 && len(dst) >= n) {
@@ -304,6 +323,15 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 				qp = &qi[0]
 			}
 			return s.foldQuery(qp, &qs[0], &q[0], &sc[0], &z[0], d)
+		}
+	}
+	if level >= cpufeat.AVX512 {
+		k.foldQuery4 = func(qi []int8, qs, q, sc, z, a, bias []float32) {
+			d := len(q) / 4
+			if !(d%vecLen == 0 && d > 0 && len(q) == 4*d && len(sc) >= d && len(qs) >= 4*d && len(qi) >= 4*d && len(z) >= d && len(a) >= 4 && len(bias) >= 4) {
+				bad("foldQuery4", d)
+			}
+			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0])
 		}
 	}
 	if s.deinterleave != nil {
@@ -443,6 +471,16 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
+		k.scoresI4x2 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+			if !(n%16 == 0 && d%128 == 0 && d > 0 && ldo >= n && len(out) >= ldo+n && len(q) >= 8*d &&
+				len(kc) >= n*d/2 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+				bad("scoresI4x2", n, d, ldo)
+			}
+			if n > 0 {
+				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
+				scoresI4x2VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
+			}
+		}
 		k.pvI4 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte) {
 			groups := d >> gshift
 			if !(d%64 == 0 && d > 0 && n%2 == 0 && n <= PVMaxTokens && gshift >= 6 && groups<<gshift == d && n <= ldq &&
@@ -455,6 +493,20 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 					pfp = &pf[0]
 				}
 				pvI4VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
+			}
+		}
+		k.pvI4x2 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte) {
+			groups := d >> gshift
+			if !(d%64 == 0 && d > 0 && n%2 == 0 && n <= PVMaxTokens && gshift >= 6 && groups<<gshift == d && n <= ldq &&
+				len(acc) >= ldacc+d && len(delta) >= 2 && len(wq) >= ldw+(groups-1)*ldq+n && len(packed) >= n*d/2) {
+				bad("pvI4x2", n, d, gshift)
+			}
+			if n > 0 {
+				var pfp *byte
+				if len(pf) > 0 {
+					pfp = &pf[0]
+				}
+				pvI4x2VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
 		k.pvS16 = func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte) {
@@ -483,6 +535,34 @@ func (s *simd) set(level cpufeat.Level, vnni bool) kernels {
 	} else {
 		k.scoresU8 = scoresU8Go
 	}
+	if vnni && vbmi {
+		k.unpack2 = func(dst []uint8, src []byte) {
+			n := len(src)
+			if !(n%16 == 0 && len(dst) >= 4*n) {
+				bad("unpack2", n, len(dst))
+			}
+			if n > 0 {
+				unpack2VBMI(&dst[0], &src[0], n)
+			}
+		}
+		k.bcastQ2 = func(dst, q []int8) {
+			d := len(q)
+			if !(d%64 == 0 && d > 0 && len(dst) >= 4*d) {
+				bad("bcastQ2", d, len(dst))
+			}
+			bcastQ2(&dst[0], &q[0], d)
+		}
+		k.scoresI2x4 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+			if !(n%16 == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
+				len(kc) >= n*d/4 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+				bad("scoresI2x4", n, d, ldo)
+			}
+			if n > 0 {
+				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
+				scoresI2x4VBMI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
+			}
+		}
+	}
 	return k
 }
 
@@ -496,15 +576,19 @@ var (
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,
 		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2, dequantV: dequantVAVX2}
 
-	avx512VNNIKernels = avx512.set(cpufeat.AVX512, true)
-	avx512Kernels     = avx512.set(cpufeat.AVX512, false)
-	avx2Kernels       = avx2.set(cpufeat.AVX2, false)
+	avx512VBMIKernels = avx512.set(cpufeat.AVX512, true, true)
+	avx512VNNIKernels = avx512.set(cpufeat.AVX512, true, false)
+	avx512Kernels     = avx512.set(cpufeat.AVX512, false, false)
+	avx2Kernels       = avx2.set(cpufeat.AVX2, false, false)
 )
 
 // kernelsFor returns the kernel set of a SIMD level; vnni selects the int8
-// dot products for integer keys (AVX-512 only).
-func kernelsFor(l cpufeat.Level, vnni bool) *kernels {
+// dot products for integer keys (AVX-512 only), vbmi with vnni the int2
+// kernels of AVX-512 VBMI (a CPU with VBMI and no VNNI runs without them).
+func kernelsFor(l cpufeat.Level, vnni, vbmi bool) *kernels {
 	switch {
+	case l >= cpufeat.AVX512 && vnni && vbmi:
+		return &avx512VBMIKernels
 	case l >= cpufeat.AVX512 && vnni:
 		return &avx512VNNIKernels
 	case l >= cpufeat.AVX512:

@@ -7,6 +7,11 @@
 // the lengths and calls these with pointers. 512-bit vectors of 16 floats
 // (or 64 bytes). Zen 4 runs each as two 256-bit halves: one zmm FMA or one
 // VPDPBUSD per cycle (docs/perf/cpu-attention.md).
+//
+// The kernels that take pf prefetch the next block's K or V half into L2
+// (PREFETCHT1), a share of its lines per tile or pair of tokens: sent to
+// L1 (PREFETCHT0) they evicted the block being computed and themselves
+// before use (docs/perf/cpu-attention.md v17).
 
 // Constants of the exp (kernels.go: the same Cephes steps).
 DATA expc<>+0(SB)/4, $-87.33654
@@ -619,7 +624,9 @@ done:
 // pvF32x4AVX512 on fp16 V rows, converted in registers (VCVTPH2PS from
 // memory): no float32 copy of the block is written and read back. ldv in
 // fp16 values.
-// Two lines of [pf, pf+64·pfLines) are prefetched per token of the
+// Two lines of [pf, pf+64·pfLines) are prefetched into L2 (PREFETCHT1:
+// a 32 KB half of the next fp16 block sent to L1 evicted this block's
+// rows and itself before use; docs/perf/cpu-attention.md v17) per token of the
 // 64-channel passes (the next block's values, spread over this block).
 TEXT ·pvHalfx4AVX512(SB), NOSPLIT, $0-80
 	MOVQ pf+64(FP), R11
@@ -666,8 +673,8 @@ chunk64:
 tok64:
 	TESTQ        R12, R12
 	JLE          nopf
-	PREFETCHT0   (R11)
-	PREFETCHT0   64(R11)
+	PREFETCHT1   (R11)
+	PREFETCHT1   64(R11)
 	ADDQ         $128, R11
 	SUBQ         $2, R12
 nopf:
@@ -1313,7 +1320,7 @@ half:
 pair:
 	TESTQ        R15, R15
 	JZ           nopf
-	PREFETCHT0   (R14)
+	PREFETCHT1   (R14)
 	ADDQ         $64, R14
 	DECQ         R15
 nopf:
@@ -1505,7 +1512,8 @@ done:
 // rows of d fp16 values (d a multiple of 16): each chunk of a token is
 // converted once for both rows. Accumulators Z0..Z7 (row 0) and Z8..Z15
 // (row 1), the query chunks in Z16, Z17, conversions in Z18..Z25.
-// Each 8-token tile prefetches pfTile lines from pf on.
+// Each 8-token tile prefetches pfTile lines from pf on into L2 (as
+// pvHalfx4).
 TEXT ·scoresHalf2AVX512(SB), NOSPLIT, $0-72
 	MOVQ      out0+0(FP), DI
 	MOVQ      out1+8(FP), R11
@@ -1525,7 +1533,7 @@ tile:
 	JZ    pfdone
 	MOVQ  pf+56(FP), R15
 pfloop:
-	PREFETCHT0 (R15)
+	PREFETCHT1 (R15)
 	ADDQ  $64, R15
 	DECQ  R14
 	JNZ   pfloop
@@ -1721,7 +1729,7 @@ tile:
 	JZ   pfdone
 	MOVQ pf+80(FP), R9
 pfloop:
-	PREFETCHT0 (R9)
+	PREFETCHT1 (R9)
 	ADDQ $64, R9
 	DECQ R8
 	JNZ  pfloop
@@ -1973,7 +1981,7 @@ tile:
 	JZ   pfdone
 	MOVQ pf+80(FP), R9
 pfloop:
-	PREFETCHT0 (R9)
+	PREFETCHT1 (R9)
 	ADDQ $64, R9
 	DECQ R8
 	JNZ  pfloop
@@ -2112,7 +2120,7 @@ half:
 pair:
 	TESTQ        R15, R15
 	JZ           nopf
-	PREFETCHT0   (R14)
+	PREFETCHT1   (R14)
 	ADDQ         $64, R14
 	DECQ         R15
 nopf:
@@ -2268,8 +2276,8 @@ chunk64:
 tok64:
 	TESTQ        R12, R12
 	JLE          nopf
-	PREFETCHT0   (R11)
-	PREFETCHT0   64(R11)
+	PREFETCHT1   (R11)
+	PREFETCHT1   64(R11)
 	ADDQ         $128, R11
 	SUBQ         $2, R12
 nopf:
@@ -2344,6 +2352,550 @@ store16:
 	VMOVUPS Z4, (AX)
 	ADDQ    $64, BX
 	JMP     chunk16
+done:
+	VZEROUPPER
+	RET
+
+// The AVX-512 VBMI kernels (cpufeat.VBMI): int2 codes extracted by
+// VPMULTISHIFTQB. msCtl<> holds its controls: qword j selects bits
+// 16j+2i into byte i (i < 8), i.e. the 2-bit codes 8j..8j+7 of a qword
+// of 32 packed codes, each in the low bits of its byte (the high bits are
+// the next codes, masked off with 3).
+DATA msCtl<>+0(SB)/8, $0x0e0c0a0806040200
+DATA msCtl<>+8(SB)/8, $0x1e1c1a1816141210
+DATA msCtl<>+16(SB)/8, $0x2e2c2a2826242220
+DATA msCtl<>+24(SB)/8, $0x3e3c3a3836343230
+GLOBL msCtl<>(SB), RODATA|NOPTR, $32
+
+// bq2Idx<> are bcastQ2's VPERMQ indexes: vector j repeats qwords j and
+// j+4 (channels 8j..8j+7 and 32+8j..32+8j+7 of 64) in every lane.
+DATA bq2Idx<>+0(SB)/8, $0
+DATA bq2Idx<>+8(SB)/8, $4
+DATA bq2Idx<>+16(SB)/8, $0
+DATA bq2Idx<>+24(SB)/8, $4
+DATA bq2Idx<>+32(SB)/8, $0
+DATA bq2Idx<>+40(SB)/8, $4
+DATA bq2Idx<>+48(SB)/8, $0
+DATA bq2Idx<>+56(SB)/8, $4
+DATA bq2Idx<>+64(SB)/8, $1
+DATA bq2Idx<>+72(SB)/8, $5
+DATA bq2Idx<>+80(SB)/8, $1
+DATA bq2Idx<>+88(SB)/8, $5
+DATA bq2Idx<>+96(SB)/8, $1
+DATA bq2Idx<>+104(SB)/8, $5
+DATA bq2Idx<>+112(SB)/8, $1
+DATA bq2Idx<>+120(SB)/8, $5
+DATA bq2Idx<>+128(SB)/8, $2
+DATA bq2Idx<>+136(SB)/8, $6
+DATA bq2Idx<>+144(SB)/8, $2
+DATA bq2Idx<>+152(SB)/8, $6
+DATA bq2Idx<>+160(SB)/8, $2
+DATA bq2Idx<>+168(SB)/8, $6
+DATA bq2Idx<>+176(SB)/8, $2
+DATA bq2Idx<>+184(SB)/8, $6
+DATA bq2Idx<>+192(SB)/8, $3
+DATA bq2Idx<>+200(SB)/8, $7
+DATA bq2Idx<>+208(SB)/8, $3
+DATA bq2Idx<>+216(SB)/8, $7
+DATA bq2Idx<>+224(SB)/8, $3
+DATA bq2Idx<>+232(SB)/8, $7
+DATA bq2Idx<>+240(SB)/8, $3
+DATA bq2Idx<>+248(SB)/8, $7
+GLOBL bq2Idx<>(SB), RODATA|NOPTR, $256
+
+// func unpack2VBMI(dst *uint8, src *byte, n int)
+// unpack2 by VPMULTISHIFTQB: 16 source bytes zero-extended by words to
+// qwords (8 codes each), byte i of a qword takes bits 2i.., masked with
+// 3. n a multiple of 16; a prefetch 1 KB ahead per 64-byte line.
+TEXT ·unpack2VBMI(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	SHRQ         $4, CX
+	JZ           done
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z7
+	VPBROADCASTQ msCtl<>+0(SB), Z6
+	XORQ         DX, DX
+loop:
+	TESTQ          $3, DX
+	JNZ            noprefetch
+	PREFETCHT0     1024(SI)
+noprefetch:
+	VPMOVZXWQ      (SI), Z0
+	VPMULTISHIFTQB Z0, Z6, Z0
+	VPANDD         Z7, Z0, Z0
+	VMOVDQU64      Z0, (DI)
+	ADDQ           $16, SI
+	ADDQ           $64, DI
+	INCQ           DX
+	DECQ           CX
+	JNZ            loop
+done:
+	VZEROUPPER
+	RET
+
+// func bcastQ2(dst *int8, q *int8, d int)
+// scoresI2x4VBMI's query operand: per 64 channels, vector j (64 bytes)
+// holds channels 8j..8j+7 and 32+8j..32+8j+7 in each of its four lanes.
+// d a multiple of 64.
+TEXT ·bcastQ2(SB), NOSPLIT, $0-24
+	MOVQ      dst+0(FP), DI
+	MOVQ      q+8(FP), SI
+	MOVQ      d+16(FP), CX
+	SHRQ      $6, CX
+	JZ        done
+	VMOVDQU64 bq2Idx<>+0(SB), Z4
+	VMOVDQU64 bq2Idx<>+64(SB), Z5
+	VMOVDQU64 bq2Idx<>+128(SB), Z6
+	VMOVDQU64 bq2Idx<>+192(SB), Z7
+loop:
+	VMOVDQU64 (SI), Z0
+	VPERMQ    Z0, Z4, Z1
+	VMOVDQU64 Z1, (DI)
+	VPERMQ    Z0, Z5, Z1
+	VMOVDQU64 Z1, 64(DI)
+	VPERMQ    Z0, Z6, Z1
+	VMOVDQU64 Z1, 128(DI)
+	VPERMQ    Z0, Z7, Z1
+	VMOVDQU64 Z1, 192(DI)
+	ADDQ      $64, SI
+	ADDQ      $256, DI
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
+// SUBTILE2 is SUBTILE on packed int2 rows: the four tokens' 16 packed
+// bytes (64 channels) at R8 (row stride BX, 3 rows R10) go to the four
+// 128-bit lanes of Z16; Z20+j takes the codes 8j..8j+7 of each qword
+// (VPMULTISHIFTQB with control Z24+j, mask Z31), the channels that
+// bcastQ2's vector j holds.
+#define SUBTILE2(S0, S1, S2, S3) \
+	VMOVDQU64      (R8), X16                 \
+	VINSERTI32X4   $1, (R8)(BX*1), Z16, Z16  \
+	VINSERTI32X4   $2, (R8)(BX*2), Z16, Z16  \
+	VINSERTI32X4   $3, (R8)(R10*1), Z16, Z16 \
+	VPMULTISHIFTQB Z16, Z24, Z20             \
+	VPMULTISHIFTQB Z16, Z25, Z21             \
+	VPMULTISHIFTQB Z16, Z26, Z22             \
+	VPMULTISHIFTQB Z16, Z27, Z23             \
+	VPANDD         Z31, Z20, Z20             \
+	VPANDD         Z31, Z21, Z21             \
+	VPANDD         Z31, Z22, Z22             \
+	VPANDD         Z31, Z23, Z23             \
+	VPDPBUSD       (R9), Z20, S0             \
+	VPDPBUSD       64(R9), Z21, S0           \
+	VPDPBUSD       128(R9), Z22, S0          \
+	VPDPBUSD       192(R9), Z23, S0          \
+	VPDPBUSD       (R9)(R11*1), Z20, S1      \
+	VPDPBUSD       64(R9)(R11*1), Z21, S1    \
+	VPDPBUSD       128(R9)(R11*1), Z22, S1   \
+	VPDPBUSD       192(R9)(R11*1), Z23, S1   \
+	VPDPBUSD       (R9)(R11*2), Z20, S2      \
+	VPDPBUSD       64(R9)(R11*2), Z21, S2    \
+	VPDPBUSD       128(R9)(R11*2), Z22, S2   \
+	VPDPBUSD       192(R9)(R11*2), Z23, S2   \
+	VPDPBUSD       (R9)(R12*1), Z20, S3      \
+	VPDPBUSD       64(R9)(R12*1), Z21, S3    \
+	VPDPBUSD       128(R9)(R12*1), Z22, S3   \
+	VPDPBUSD       192(R9)(R12*1), Z23, S3
+
+// func scoresI2x4VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+// scoresU8x4VNNI on packed int2 rows (d/4 bytes, d a multiple of 64): no
+// unpacking pass; q is bcastQ2's layout (d·4 bytes per row). Each 16-token
+// tile prefetches pfTile lines from pf on (the next block's keys).
+TEXT ·scoresI2x4VBMI(SB), NOSPLIT, $0-96
+	MOVQ         d+64(FP), R11
+	MOVQ         R11, BX
+	SHRQ         $2, BX               // packed row stride: d/4 bytes
+	LEAQ         (BX)(BX*2), R10
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	LEAQ         (R11)(R11*2), R12
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	MOVL         c+72(FP), R13
+	VBROADCASTSS c+72(FP), Z29
+	VMOVDQU32    lanePerm<>(SB), Z28
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         ab+48(FP), DX
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	MOVQ  pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ    pfdone
+	MOVQ  pf+80(FP), R9
+pfloop:
+	PREFETCHT1 (R9)
+	ADDQ       $64, R9
+	DECQ       R8
+	JNZ        pfloop
+	MOVQ       R9, pf+80(FP)
+pfdone:
+	VPBROADCASTQ msCtl<>+0(SB), Z24 // ROWOUT uses Z24..Z27
+	VPBROADCASTQ msCtl<>+8(SB), Z25
+	VPBROADCASTQ msCtl<>+16(SB), Z26
+	VPBROADCASTQ msCtl<>+24(SB), Z27
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	MOVQ         q+16(FP), R9
+	XORQ         AX, AX               // byte offset in the packed rows
+chunk:
+	LEAQ (CX)(AX*1), R8
+	SUBTILE2(Z0, Z1, Z2, Z3)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE2(Z4, Z5, Z6, Z7)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE2(Z8, Z9, Z10, Z11)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE2(Z12, Z13, Z14, Z15)
+	ADDQ $256, R9
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLT  chunk
+	MOVQ out+0(FP), AX
+	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
+	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
+	ROWOUT(Z2, Z6, Z10, Z14, 8, 24)
+	ROWOUT(Z3, Z7, Z11, Z15, 12, 28)
+	ADDQ $64, out+0(FP)
+	ADDQ $64, SI
+	ADDQ $64, R15
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
+done:
+	VZEROUPPER
+	RET
+
+// FOLD1 is foldQueryAVX512's pass-1 step for one row: the query chunk at
+// QM times the scales (Z8) to SM, its products with the zeros (Z9) into
+// BACC, max |qs| into MACC (mask Z7).
+#define FOLD1(QM, SM, BACC, MACC) \
+	VMOVUPS     QM, Z2           \
+	VMULPS      Z8, Z2, Z3       \
+	VMOVUPS     Z3, SM           \
+	VFMADD231PS Z9, Z2, BACC     \
+	VANDPS      Z7, Z3, Z4       \
+	VMAXPS      Z4, MACC, MACC
+
+// HSUMR is HSUM16 on any register (Z, Y, X its names) with scratch TY/TX.
+#define HSUMR(OP, Z, Y, X, TY, TX) \
+	VEXTRACTF64X4 $1, Z, TY \
+	OP            TY, Y, Y  \
+	VEXTRACTF32X4 $1, Y, TX \
+	OP            TX, X, X  \
+	VPERMILPS     $0x0e, X, TX \
+	OP            TX, X, X  \
+	VPERMILPS     $0x01, X, TX \
+	OP            TX, X, X
+
+// func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32)
+// foldQueryAVX512 for four rows at stride d (q, qs, qi) sharing s and z:
+// the same steps per row (so the same bits), the rows' dependency chains
+// (the bias FMAs, the max, the lane folds, the divisions) interleaved.
+// a[r], bias[r] are row r's step and bias; qi is not nil.
+TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-64
+	MOVQ         qi+0(FP), DI
+	MOVQ         qs+8(FP), R8
+	MOVQ         q+16(FP), SI
+	MOVQ         s+24(FP), R9
+	MOVQ         z+32(FP), R10
+	MOVQ         d+40(FP), CX
+	MOVQ         CX, R11
+	SHLQ         $2, R11               // row stride in bytes
+	LEAQ         (R11)(R11*2), R12
+	SHRQ         $4, CX
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z7
+	VPXORD       Z16, Z16, Z16         // bias lanes, rows 0..3: Z16..Z19
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20         // max |qs|, rows 0..3: Z20..Z23
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+	XORQ         AX, AX
+	MOVQ         CX, BX
+pass1:
+	VMOVUPS (R9)(AX*1), Z8
+	VMOVUPS (R10)(AX*1), Z9
+	LEAQ    (SI)(AX*1), DX
+	LEAQ    (R8)(AX*1), R13
+	FOLD1((DX), (R13), Z16, Z20)
+	FOLD1((DX)(R11*1), (R13)(R11*1), Z17, Z21)
+	FOLD1((DX)(R11*2), (R13)(R11*2), Z18, Z22)
+	FOLD1((DX)(R12*1), (R13)(R12*1), Z19, Z23)
+	ADDQ    $64, AX
+	DECQ    BX
+	JNZ     pass1
+	HSUMR(VADDPS, Z16, Y16, X16, Y24, X24)
+	HSUMR(VADDPS, Z17, Y17, X17, Y25, X25)
+	HSUMR(VADDPS, Z18, Y18, X18, Y26, X26)
+	HSUMR(VADDPS, Z19, Y19, X19, Y27, X27)
+	HSUMR(VMAXPS, Z20, Y20, X20, Y28, X28)
+	HSUMR(VMAXPS, Z21, Y21, X21, Y29, X29)
+	HSUMR(VMAXPS, Z22, Y22, X22, Y30, X30)
+	HSUMR(VMAXPS, Z23, Y23, X23, Y31, X31)
+	MOVQ    bias+56(FP), DX
+	VMOVSS  X16, (DX)
+	VMOVSS  X17, 4(DX)
+	VMOVSS  X18, 8(DX)
+	VMOVSS  X19, 12(DX)
+	MOVQ    a+48(FP), DX
+	VMOVSS  X20, (DX)                  // the maxima, replaced by the steps below
+	VMOVSS  X21, 4(DX)
+	VMOVSS  X22, 8(DX)
+	VMOVSS  X23, 12(DX)
+	MOVQ    d+40(FP), R12              // qi row stride
+	MOVQ    $4, R10                    // rows left
+row:
+	VMOVSS   (DX), X0
+	VXORPS   X1, X1, X1
+	VUCOMISS X1, X0
+	JHI      quant
+	MOVL     $0, (DX)
+	XORQ     AX, AX
+	MOVQ     CX, BX
+zero:
+	VMOVDQU X1, (DI)(AX*1)
+	ADDQ    $16, AX
+	DECQ    BX
+	JNZ     zero
+	JMP     next
+quant:
+	MOVL         $0x42fe0000, AX // 127.0
+	VMOVD        AX, X2
+	VDIVSS       X2, X0, X3      // a = max/127
+	VMOVSS       X3, (DX)
+	VDIVSS       X0, X2, X4      // 127/max
+	VBROADCASTSS X4, Z6
+	XORQ         AX, AX
+	XORQ         R9, R9
+	MOVQ         CX, BX
+pass2:
+	VMULPS    (R8)(AX*1), Z6, Z2
+	VCVTPS2DQ Z2, Z2
+	VPMOVSDB  Z2, X3
+	VMOVDQU   X3, (DI)(R9*1)
+	ADDQ      $64, AX
+	ADDQ      $16, R9
+	DECQ      BX
+	JNZ       pass2
+next:
+	ADDQ R11, R8
+	ADDQ R12, DI
+	ADDQ $4, DX
+	DECQ R10
+	JNZ  row
+	VZEROUPPER
+	RET
+
+// func pvI4x2VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+// pvI4VNNI for two rows (a GQA group of 2): the same unpacking per pair of
+// tokens and 64 channels, VPDPWSSD into Z0..Z7 (row r: Z4r..Z4r+3), the
+// same sums per row; half the multiplies of four rows.
+TEXT ·pvI4x2VNNI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
+	MOVQ         ldw+32(FP), R10
+	SHLQ         $1, R10
+	MOVQ         d+64(FP), DX
+	SHRQ         $1, DX              // packed row stride
+	MOVL         $0x000f000f, AX
+	VPBROADCASTD AX, Z30
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ  gshift+72(FP), CX
+	MOVQ  ldq+40(FP), R12
+	SHLQ  $1, R12
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ R12, R8
+	ADDQ  wq+24(FP), R8
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $1, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $1, CX
+	JZ    out
+pair:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	VPMOVZXBW    (SI), Z20
+	VPMOVZXBW    (SI)(DX*1), Z21
+	VPANDD       Z30, Z20, Z22
+	VPANDD       Z30, Z21, Z23
+	VPSRLW       $4, Z20, Z20
+	VPSRLW       $4, Z21, Z21
+	VPUNPCKLWD   Z23, Z22, Z16
+	VPUNPCKHWD   Z23, Z22, Z17
+	VPUNPCKLWD   Z21, Z20, Z18
+	VPUNPCKHWD   Z21, Z20, Z19
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPDPWSSD     Z24, Z16, Z0
+	VPDPWSSD     Z24, Z17, Z1
+	VPDPWSSD     Z24, Z18, Z2
+	VPDPWSSD     Z24, Z19, Z3
+	VPDPWSSD     Z25, Z16, Z4
+	VPDPWSSD     Z25, Z17, Z5
+	VPDPWSSD     Z25, Z18, Z6
+	VPDPWSSD     Z25, Z19, Z7
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*2), SI
+	DECQ         CX
+	JNZ          pair
+out:
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS (R13), Z26
+	PVOUT4(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	PVOUT4(Z4, Z5, Z6, Z7)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET
+
+// SPLIT4X2 is SPLIT4 for two rows.
+#define SPLIT4X2(X, S0, S1, QOFF) \
+	VPANDD     Z30, X, Z24                 \
+	VPSRLW     $4, X, Z25                  \
+	VPANDD     Z30, Z25, Z25               \
+	VPDPBUSD   QOFF(R9), Z24, S0           \
+	VPDPBUSD   QOFF+64(R9), Z25, S0        \
+	VPDPBUSD   QOFF(R9)(R11*1), Z24, S1    \
+	VPDPBUSD   QOFF+64(R9)(R11*1), Z25, S1
+
+// SUBTILE4X2 is SUBTILE4 for two rows.
+#define SUBTILE4X2(S0, S1) \
+	VMOVDQU64  (R8), Z16                 \
+	VMOVDQU64  (R8)(BX*1), Z17           \
+	VMOVDQU64  (R8)(BX*2), Z18           \
+	VMOVDQU64  (R8)(R10*1), Z19          \
+	VSHUFI32X4 $0x44, Z17, Z16, Z24      \
+	VSHUFI32X4 $0xee, Z17, Z16, Z25      \
+	VSHUFI32X4 $0x44, Z19, Z18, Z26      \
+	VSHUFI32X4 $0xee, Z19, Z18, Z27      \
+	VSHUFI32X4 $0x88, Z26, Z24, Z20      \
+	VSHUFI32X4 $0xdd, Z26, Z24, Z21      \
+	VSHUFI32X4 $0x88, Z27, Z25, Z22      \
+	VSHUFI32X4 $0xdd, Z27, Z25, Z23      \
+	SPLIT4X2(Z20, S0, S1, 0)             \
+	SPLIT4X2(Z21, S0, S1, 128)           \
+	SPLIT4X2(Z22, S0, S1, 256)           \
+	SPLIT4X2(Z23, S0, S1, 384)
+
+// func scoresI4x2VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+// scoresI4x4VNNI for two rows (a GQA group of 2): rows 0 and 1 of out,
+// q and ab (a in ab[0:2], b in ab[4:6]), the same sums per row.
+TEXT ·scoresI4x2VNNI(SB), NOSPLIT, $0-96
+	MOVQ         d+64(FP), BX
+	SHRQ         $1, BX               // packed row stride in bytes
+	LEAQ         (BX)(BX*2), R10
+	MOVQ         d+64(FP), R11
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	MOVL         c+72(FP), R13
+	VBROADCASTSS c+72(FP), Z29
+	VMOVDQU32    lanePerm<>(SB), Z28
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         ab+48(FP), DX
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	MOVQ  pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ    pfdone
+	MOVQ  pf+80(FP), R9
+pfloop:
+	PREFETCHT1 (R9)
+	ADDQ       $64, R9
+	DECQ       R8
+	JNZ        pfloop
+	MOVQ       R9, pf+80(FP)
+pfdone:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	MOVQ   q+16(FP), R9
+	XORQ   AX, AX
+chunk:
+	LEAQ (CX)(AX*1), R8
+	SUBTILE4X2(Z0, Z1)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4X2(Z4, Z5)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4X2(Z8, Z9)
+	LEAQ (R8)(BX*4), R8
+	SUBTILE4X2(Z12, Z13)
+	ADDQ $512, R9
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  chunk
+	MOVQ out+0(FP), AX
+	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
+	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
+	ADDQ $64, out+0(FP)
+	ADDQ $64, SI
+	ADDQ $64, R15
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
 done:
 	VZEROUPPER
 	RET

@@ -5,4 +5,4 @@ package attn
 import "github.com/bitdecode/bitdecode/internal/cpufeat"
 
 // kernelsFor returns the pure-Go kernels: this build has no assembly.
-func kernelsFor(cpufeat.Level, bool) *kernels { return &genericKernels }
+func kernelsFor(cpufeat.Level, bool, bool) *kernels { return &genericKernels }

@@ -12,23 +12,31 @@ import (
 )
 
 // levelSets returns the kernel sets this CPU runs, generic first: every
-// SIMD level, and AVX-512 with and without VNNI.
+// SIMD level, AVX-512 with and without VNNI, and with VNNI with and
+// without VBMI (the int2 kernels of a CPU without VBMI run too).
 func levelSets() []*kernels {
 	var out []*kernels
 	for _, l := range cpufeat.Levels() {
-		out = append(out, kernelsFor(l, false))
+		out = append(out, kernelsFor(l, false, false))
 		if l == cpufeat.AVX512 && cpufeat.Detected().VNNI {
-			out = append(out, kernelsFor(l, true))
+			out = append(out, kernelsFor(l, true, false))
+			if cpufeat.Detected().VBMI {
+				out = append(out, kernelsFor(l, true, true))
+			}
 		}
 	}
 	return out
 }
 
 func (k *kernels) String() string {
+	s := k.level.String()
 	if k.vnni {
-		return k.level.String() + "+vnni"
+		s += "+vnni"
 	}
-	return k.level.String()
+	if k.vbmi {
+		s += "+vbmi"
+	}
+	return s
 }
 
 func randF32(r *rand.Rand, n int, scale float64) []float32 {
@@ -212,6 +220,55 @@ func TestScoreKernels(t *testing.T) {
 					for row := 0; row < 4; row++ {
 						sameBits(t, fmt.Sprintf("%v scoresI4x4 d=%d n=%d row %d", k, d, n, row), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
 					}
+					if k.scoresI4x2 != nil { // two rows: rows 0 and 1 of scoresI4x4, rows 2 and 3 untouched
+						o2 := nanSlice(4 * ldo)
+						k.scoresI4x2(o2, ldo, qb, packed, A, B, ab, n, d, 0, packed)
+						for row := 0; row < 2; row++ {
+							sameBits(t, fmt.Sprintf("%v scoresI4x2 d=%d n=%d row %d", k, d, n, row), o2[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+						}
+						for i, x := range o2[2*ldo:] {
+							if x == x {
+								t.Fatalf("%v scoresI4x2 d=%d n=%d wrote %g at row 2 or 3 (offset %d)", k, d, n, x, i)
+							}
+						}
+					}
+				}
+				if k.scoresI2x4 != nil && d%64 == 0 && n%16 == 0 { // packed int2 keys, four rows
+					qs4, qb, qb2 := make([]int8, 4*d), make([]int8, 16*d), make([]int8, 16*d)
+					for i := range qs4 {
+						qs4[i] = int8(r.IntN(255) - 127)
+					}
+					for row := 0; row < 4; row++ {
+						k.bcastQ2(qb[row*4*d:], qs4[row*d:(row+1)*d])
+						bcastQ2Go(qb2[row*4*d:], qs4[row*d:(row+1)*d])
+					}
+					if string(bytesOf(qb)) != string(bytesOf(qb2)) {
+						t.Fatalf("%v bcastQ2 d=%d differs from pure Go", k, d)
+					}
+					packed := randBytes(r, n*d/4)
+					ab := randF32(r, 8, 1)
+					for _, c := range []float32{0, 1} {
+						ldo := n + 16
+						o4, w4 := nanSlice(4*ldo), nanSlice(4*ldo)
+						if c != 0 {
+							o4 = randF32(r, 4*ldo, 1)
+							w4 = append([]float32(nil), o4...)
+						}
+						k.scoresI2x4(o4, ldo, qb, packed, A, B, ab, n, d, c, packed)
+						// The reference: each row's query in channel order against the unpacked codes.
+						scoresI2x4Go(w4, ldo, qb, packed, A, B, ab, n, d, c, nil)
+						codes2 := make([]uint8, n*d)
+						unpack2Go(codes2, packed)
+						w1 := nanSlice(n)
+						for row := 0; row < 4; row++ {
+							name := fmt.Sprintf("%v scoresI2x4 d=%d n=%d row %d c=%g", k, d, n, row, c)
+							sameBits(t, name, o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+							if c == 0 {
+								scoresU8Go(w1, qs4[row*d:(row+1)*d], codes2, A, B, ab[row], ab[4+row], 0)
+								sameBits(t, name+" (scoresU8)", o4[row*ldo:row*ldo+n], w1)
+							}
+						}
+					}
 				}
 				if k.scoresU8x4 != nil && d%64 == 0 && n%16 == 0 { // four rows at once: the bits of scoresU8 per row
 					qs4, qb := make([]int8, 4*d), make([]int8, 16*d)
@@ -369,6 +426,23 @@ func TestFoldDequantKernels(t *testing.T) {
 			if a, _ := k.foldQuery(qi1, qs1, make([]float32, d), s, z); a != 0 || qi1[0] != 0 {
 				t.Fatalf("%v foldQuery of a zero query: step %g", k, a)
 			}
+			if k.foldQuery4 != nil { // four rows (one of them zero): the bits of foldQuery per row
+				q4 := randF32(r, 4*d, 1)
+				clear(q4[2*d : 3*d])
+				q4[3*d+d/4] *= 30
+				qs4, qi4, a4, b4 := nanSlice(4*d), make([]int8, 4*d), nanSlice(4), nanSlice(4)
+				k.foldQuery4(qi4, qs4, q4, s, z, a4, b4)
+				for row := 0; row < 4; row++ {
+					qsr, qir := nanSlice(d), make([]int8, d)
+					ar, br := k.foldQuery(qir, qsr, q4[row*d:(row+1)*d], s, z)
+					name := fmt.Sprintf("%v foldQuery4 d=%d row %d", k, d, row)
+					sameBits(t, name+" qs", qs4[row*d:(row+1)*d], qsr)
+					sameBits(t, name+" step and bias", []float32{a4[row], b4[row]}, []float32{ar, br})
+					if string(bytesOf(qi4[row*d:(row+1)*d])) != string(bytesOf(qir)) {
+						t.Fatalf("%s: codes %v, want %v", name, qi4[row*d:(row+1)*d], qir)
+					}
+				}
+			}
 			qs1 = randF32(r, d, 3) // (the zero query above overwrote qs1)
 			qs1[d/3] *= 20
 			hi1, lo1, hi2, lo2 := make([]int8, d), make([]int8, d), make([]int8, d), make([]int8, d)
@@ -443,8 +517,9 @@ func TestForceSelectsKernels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k.level != got || k.vnni != (got == cpufeat.AVX512 && cpufeat.Detected().VNNI) {
-			t.Fatalf("Force(%v): kernels of level %v (vnni %v)", l, k.level, k.vnni)
+		d := cpufeat.Detected()
+		if k.level != got || k.vnni != (got == cpufeat.AVX512 && d.VNNI) || k.vbmi != (got == cpufeat.AVX512 && d.VNNI && d.VBMI) {
+			t.Fatalf("Force(%v): kernels of level %v (vnni %v, vbmi %v)", l, k.level, k.vnni, k.vbmi)
 		}
 		compareDecode(t, "forced "+l.String(), p, q, out, want, st, queryQuantTol(k, p, seqsOf(caches), q), valueQuantTol(k, p, seqsOf(caches)))
 	}
@@ -514,6 +589,13 @@ func TestPVI4(t *testing.T) {
 				k.pvI4(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift, codes[:640])
 				k.pvS16(a2, d, delta, wq, ldw, ldq, codes, n, d, gshift, codes[:640])
 				sameBits(t, fmt.Sprintf("%v pvI4 d=%d g=%d", k, d, 1<<gshift), a1, a2)
+				if k.pvI4x2 != nil { // two rows: rows 0 and 1 of the four-row sums, rows 2 and 3 untouched
+					a3 := append([]float32(nil), a1...)
+					k.pvI4x2(a3, d, delta, wq, ldw, ldq, packed, n, d, gshift, codes[:640])
+					k.pvS16(a2, d, delta, wq, ldw, ldq, codes, n, d, gshift, nil)
+					sameBits(t, fmt.Sprintf("%v pvI4x2 d=%d g=%d", k, d, 1<<gshift), a3[:2*d], a2[:2*d])
+					sameBits(t, fmt.Sprintf("%v pvI4x2 d=%d g=%d rows 2-3", k, d, 1<<gshift), a3[2*d:], a1[2*d:])
+				}
 			}
 		}
 	}

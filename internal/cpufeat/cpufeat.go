@@ -4,7 +4,8 @@
 //
 // The level is detected once from the CPU (golang.org/x/sys/cpu): AVX-512
 // needs F, BW, VL and DQ (and reports VNNI and BF16 separately), AVX2 needs
-// FMA too. Built with the purego tag, or on an architecture without
+// FMA too; AVX-512 VBMI (byte permutes and VPMULTISHIFTQB) is reported
+// like VNNI. Built with the purego tag, or on an architecture without
 // assembly kernels, the level is Generic: the pure-Go code, which is also
 // every kernel's reference. A kernel package dispatches on Active() at each
 // call, so Force takes effect at once.
@@ -60,6 +61,9 @@ type Features struct {
 	VNNI bool
 	// BF16 reports AVX-512 BF16 (VDPBF16PS) on an AVX512 CPU.
 	BF16 bool
+	// VBMI reports AVX-512 VBMI (VPERMB, VPERMT2B, VPMULTISHIFTQB: byte
+	// permutes and bit-field extraction) on an AVX512 CPU.
+	VBMI bool
 }
 
 // detected is what the CPU offers; active the level the kernels use now.
@@ -83,6 +87,10 @@ func VNNI() bool { return Active() == AVX512 && detected.VNNI }
 
 // BF16 reports whether the kernels may use AVX-512 BF16 now.
 func BF16() bool { return Active() == AVX512 && detected.BF16 }
+
+// VBMI reports whether the kernels may use AVX-512 VBMI now: the CPU has it
+// and the active level is AVX512.
+func VBMI() bool { return Active() == AVX512 && detected.VBMI }
 
 // Force makes the kernels run at level l, or at the detected level if that
 // is lower, and returns the level now active and a function that restores

@@ -4,7 +4,7 @@ import "testing"
 
 func TestLevels(t *testing.T) {
 	d := Detected()
-	t.Logf("detected %v (VNNI %v, BF16 %v)", d.Max, d.VNNI, d.BF16)
+	t.Logf("detected %v (VNNI %v, BF16 %v, VBMI %v)", d.Max, d.VNNI, d.BF16, d.VBMI)
 	if Active() != d.Max {
 		t.Fatalf("Active() = %v before any Force, want the detected %v", Active(), d.Max)
 	}
@@ -13,8 +13,12 @@ func TestLevels(t *testing.T) {
 		if want := min(l, d.Max); got != want || Active() != want {
 			t.Errorf("Force(%v) = %v, Active() = %v; want %v", l, got, Active(), want)
 		}
-		if l == Generic && (VNNI() || BF16()) {
-			t.Errorf("Force(Generic): VNNI() = %v, BF16() = %v, want false", VNNI(), BF16())
+		if l < AVX512 && (VNNI() || BF16() || VBMI()) {
+			t.Errorf("Force(%v): VNNI() = %v, BF16() = %v, VBMI() = %v, want false", l, VNNI(), BF16(), VBMI())
+		}
+		if l == AVX512 && d.Max == AVX512 && (VNNI() != d.VNNI || BF16() != d.BF16 || VBMI() != d.VBMI) {
+			t.Errorf("Force(AVX512): VNNI() = %v, BF16() = %v, VBMI() = %v, want the detected %v, %v, %v",
+				VNNI(), BF16(), VBMI(), d.VNNI, d.BF16, d.VBMI)
 		}
 		restore()
 		if Active() != d.Max {

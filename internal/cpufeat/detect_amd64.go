@@ -14,6 +14,7 @@ func detect() Features {
 		f.Max = AVX512
 		f.VNNI = x.HasAVX512VNNI
 		f.BF16 = x.HasAVX512BF16
+		f.VBMI = x.HasAVX512VBMI
 	}
 	return f
 }
