@@ -78,12 +78,18 @@ type AttnReport struct {
 	BaselineRows []AttnRow `json:"fp32_rows"`
 }
 
+// DefaultCPUReps is RunAttnCPU's timed runs per row when AttnConfig.Reps
+// is 0. With 5, the medians of the same binary moved by up to 1.6x between
+// runs minutes apart on a shared 2-core VM; 15 steadies them
+// (docs/perf/cpu-attention.md, session 3).
+const DefaultCPUReps = 15
+
 // RunAttnCPU measures CPU decode attention (one query token per sequence)
 // for every format and grid point, plus the fp32 baseline, and this
 // machine's read bandwidth in the same run.
 func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 	if cfg.Reps <= 0 {
-		cfg.Reps = 5
+		cfg.Reps = DefaultCPUReps
 	}
 	progress := cfg.Progress
 	if progress == nil {
