@@ -50,10 +50,12 @@
 //   v1 scalar, one element per thread per step. Measured on the H100 (ncu,
 //      a 4096 row, B = 1): rmsnorm 11.8 us (one block; its store loop pays a
 //      memory latency per element), rope 4.1, add 2.4, swiglu 2.8.
-//   v2 (this file) add_rmsnorm and rope_qk fuse the add with the next norm
+//   v2 add_rmsnorm and rope_qk fuse the add with the next norm
 //      and the q/k norms with both RoPEs (docs/perf/decode-step.md v4):
 //      add_rmsnorm keeps its row in registers (6.2 us), rope_qk runs a block
 //      per head (3.3 us); norm_scale's last tree levels are warp shuffles.
+//   v3 (this file) rmsnorm (the first layer's norm) takes add_rmsnorm's register path
+//      (docs/perf/decode-step.md v5).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -65,8 +67,8 @@
 // least 32.
 constexpr int kNormMaxThreads = 256;
 
-// kNormRegs is how many elements per thread add_rmsnorm keeps in registers
-// (rows of up to kNormRegs·kNormMaxThreads = 8192 take that path).
+// kNormRegs is how many elements per thread rmsnorm and add_rmsnorm keep in
+// registers (rows of up to kNormRegs·kNormMaxThreads = 8192 take that path).
 constexpr int kNormRegs = 32;
 
 // A canonical quiet NaN for outputs of invalid indices (ids out of range):
@@ -175,12 +177,47 @@ __device__ __forceinline__ float norm_scale(double ss, double* partial, int G, f
 // [groups, G] (y may be x), w [G]. Each thread reads and writes the same
 // elements, and all reads of the sum happen before any write, so in place
 // is safe.
+//
+// As add_rmsnorm: up to kNormRegs elements per thread (G <=
+// kNormRegs·blockDim.x) stay in registers, every load of x and w issued
+// before any store of y (the strided loop's store of y[i] may alias the
+// next x, so each element paid a memory latency: 11.8 us on a 4096 row).
+// Each thread sums its elements in the loop's order, so both paths give
+// the same bits.
 extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __restrict__ w, int G, float eps) {
   __shared__ double partial[kNormMaxThreads];
   const long long g = blockIdx.x;
   const float* xs = x + g * G;
   float* ys = y + g * G;
+  const int tid = threadIdx.x, nt = blockDim.x;
   double ss = 0;
+  if (G <= kNormRegs * nt) {
+    float v[kNormRegs], wv[kNormRegs];
+#pragma unroll
+    for (int j = 0; j < kNormRegs; j++) {
+      const int i = tid + j * nt;
+      v[j] = 0.f;
+      wv[j] = 0.f;
+      if (i < G) {
+        v[j] = xs[i];
+        wv[j] = w[i];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kNormRegs; j++) {
+      if (tid + j * nt < G) {
+        const double dv = v[j];
+        ss += dv * dv;
+      }
+    }
+    const float r = norm_scale(ss, partial, G, eps);
+#pragma unroll
+    for (int j = 0; j < kNormRegs; j++) {
+      const int i = tid + j * nt;
+      if (i < G) ys[i] = __fmul_rn(wv[j], __fmul_rn(v[j], r));
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < G; i += blockDim.x) {
     const double v = xs[i];
     ss += v * v;

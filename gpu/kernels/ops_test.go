@@ -274,6 +274,7 @@ func TestOpsRMSNorm(t *testing.T) {
 	const eps = 1e-5
 	for _, sh := range []struct{ rows, C, G int }{
 		{3, 1000, 1000}, {1, 1, 1}, {7, 4096, 4096}, {5, 512, 128}, {2, 33, 33}, {4, 6 * 64, 64}, {1, 300, 300},
+		{2, 8192, 8192}, {2, 8200, 8200}, {1, 12288, 12288}, // the registers' last row size, then the strided loop
 	} {
 		n := sh.rows * sh.C
 		x := randF32(r, n, 2)
@@ -317,6 +318,7 @@ func TestOpsRMSNorm(t *testing.T) {
 				// and the two products (eps32 each): at most 4.5·eps32 of
 				// |want|; 6 leaves room for the float64 sum's own error.
 				checkClose(t, fmt.Sprintf("rmsnorm %+v", sh), got, want, func(i int) float64 { return 6*eps32*math.Abs(want[i]) + 1e-37 })
+				sameF32(t, fmt.Sprintf("rmsnorm %+v against its order emulated", sh), got, rmsnormBits(x, w, sh.G, eps))
 				first = got
 				continue
 			}
@@ -482,6 +484,43 @@ func sameF32(t *testing.T, what string, got, want []float32) {
 			t.Fatalf("%s: element %d = %g, the separate kernels give %g", what, i, got[i], want[i])
 		}
 	}
+}
+
+// rmsnormBits emulates ops.cu's rmsnorm to the bit: a block of
+// normThreads(G) threads (the next power of two from 32 to 256), thread l
+// summing the squares of elements l, l + threads, ... in float64, then
+// norm_scale's tree (partial[l] += partial[l + s], s = threads/2, ..., 1),
+// the mean rounded to float32, eps added in float32, the reciprocal root
+// in float64 rounded once, and y = w·(x·r) with both products rounded. It
+// pins the kernel's bits whichever path (registers or strided loop) runs.
+func rmsnormBits(x, w []float32, G int, eps float32) []float32 {
+	threads := 32
+	for threads < G && threads < 256 {
+		threads *= 2
+	}
+	y := make([]float32, len(x))
+	partial := make([]float64, threads)
+	for g0 := 0; g0 < len(x); g0 += G {
+		row := x[g0 : g0+G]
+		for l := range partial {
+			partial[l] = 0
+			for i := l; i < G; i += threads {
+				v := float64(row[i])
+				partial[l] += v * v
+			}
+		}
+		for s := threads / 2; s > 0; s /= 2 {
+			for l := range s {
+				partial[l] += partial[l+s]
+			}
+		}
+		mean := float32(partial[0] / float64(G))
+		r := float32(1 / math.Sqrt(float64(float32(mean+eps))))
+		for i, v := range row {
+			y[g0+i] = float32(w[i] * float32(v*r))
+		}
+	}
+	return y
 }
 
 // TestOpsAddRMSNorm: add_rmsnorm gives the bits of add then rmsnorm (whose
