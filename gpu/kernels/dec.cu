@@ -33,7 +33,7 @@
 //    (codes and params) from host memory into shared memory in batches of
 //    rows of at most one per thread: every thread issues up to kLoads
 //    16-byte loads (twice that in CTAs of kMinThreads threads) and
-//    kParamLoads 4-byte param loads (consecutive threads read consecutive
+//    kSerialParamLoads 4-byte param loads (consecutive threads read consecutive
 //    addresses, so a warp's loads coalesce), and the next batch's loads are
 //    issued before
 //    the current batch is summed, so PCIe latency overlaps the math. Then
@@ -69,7 +69,10 @@
 //    base was first) adds part into y. Exactly one side adds, with the
 //    same single float32 add as serial mode (the same bits), and the side
 //    that comes second resets the flag to 0 for the next launch or graph
-//    replay. Slices are whole 32-output units, so no tile has two DEC CTAs.
+//    replay. With one token (T = 1) the DEC CTA first reads its tiles'
+//    states (acquire) and adds its registers straight into the tiles
+//    already in state 2, resetting their flags, with no part, fence or CAS.
+//    Slices are whole 32-output units, so no tile has two DEC CTAs.
 //    dec::fused_cta_any<THREADS, PMAX, ALL>(a, blockIdx.x, smem) does the
 //    same with ELEM and P read from a.elem and a.wpt (kernels.DECFusedArgs
 //    fills them), instantiating P <= PMAX and int4 only unless ALL
@@ -99,7 +102,7 @@ constexpr int kUnit = 32;       // outputs per slice unit (slices are whole unit
 constexpr int kTile = 16;       // outputs per tile flag (fused mode)
 constexpr int kGroup = 128;     // wq.ResidualGroup: outputs per (scale, zero)
 constexpr int kLoads = 4;       // 16-byte code loads per thread per batch (twice that in CTAs of kMinThreads)
-constexpr int kParamLoads = 1;  // 4-byte param loads per thread per batch
+constexpr int kParamLoads = 1;  // 4-byte param loads per thread per batch (twice that in CTAs of kMinThreads and in serial mode)
 constexpr int kMinThreads = 128;  // the fewest threads of a DEC CTA (rows per batch at most: its threads)
 constexpr int kSelMax = 1024;   // fused mode: selected channels per token kept in shared memory
 
@@ -146,17 +149,31 @@ struct Fmt<kFP16> {
 // in flight as a CTA of twice the threads, within the fused kernels' 48 KB).
 __host__ __device__ constexpr int loads_per_thread(int threads) { return threads <= kMinThreads ? 2 * kLoads : kLoads; }
 
-// smem_bytes is the shared memory stage needs with THREADS threads: codes
-// (loads_per_thread 16-byte chunks per thread), params (as float32 pairs),
-// x values and two buffers of row indices.
-__host__ __device__ constexpr int smem_bytes(int threads) {
-  return threads * loads_per_thread(threads) * 16 + threads * kParamLoads * 8 + threads * 4 + 2 * threads * 4;
+// param_loads is the 4-byte param loads per thread per batch of a fused
+// DEC CTA of threads threads: kParamLoads, doubled in the smallest CTAs
+// (they have the shared memory; gemv_q_dec<S = 8>'s 256-thread CTAs do
+// not). A batch holds at most threads·param_loads/np rows, np the (scale,
+// zero) groups a slice spans.
+__host__ __device__ constexpr int param_loads(int threads) { return threads <= kMinThreads ? 2 * kParamLoads : kParamLoads; }
+
+// kSerialParamLoads is the param loads per thread per batch of serial
+// mode's compensate (its own kernel: shared memory to spare).
+constexpr int kSerialParamLoads = 2 * kParamLoads;
+
+// smem_bytes is the shared memory stage needs with THREADS threads and pl
+// param loads per thread: codes (loads_per_thread 16-byte chunks per
+// thread), params (as float32 pairs), x values and two buffers of row
+// indices.
+__host__ __device__ constexpr int smem_bytes(int threads, int pl) {
+  return threads * loads_per_thread(threads) * 16 + threads * pl * 8 + threads * 4 + 2 * threads * 4;
 }
 
 // fused_smem_bytes is the shared memory of a fused-mode DEC CTA: that of
-// accumulate, then the token's selection list (kSelMax ints). The
-// selection's per-warp histograms alias accumulate's code buffer.
-__host__ __device__ constexpr int fused_smem_bytes(int threads) { return smem_bytes(threads) + kSelMax * 4; }
+// accumulate_out, then the token's selection list (kSelMax ints). The
+// selection's per-warp histograms alias accumulate_out's code buffer.
+__host__ __device__ constexpr int fused_smem_bytes(int threads) {
+  return smem_bytes(threads, param_loads(threads)) + kSelMax * 4;
+}
 
 // Loads from the mapped host memory: plain global loads (L2 may keep the
 // lines; the residual never changes).
@@ -317,8 +334,9 @@ __global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) {
 // converted to float32 (np per row; int4/int8 only), sx the rows' x values.
 // sel is the token's a.S selected channels, increasing (global or shared
 // memory). All THREADS threads of the CTA must call it (it synchronizes);
-// smem holds smem_bytes(THREADS) bytes, 16-byte aligned.
-template <int E, int THREADS, class Sum>
+// smem holds smem_bytes(THREADS, PL) bytes, 16-byte aligned; PL is the
+// param loads per thread per batch.
+template <int E, int THREADS, int PL, class Sum>
 __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel, Sum&& sum) {
   static_assert(THREADS >= kMinThreads && THREADS % 32 == 0, "a thread per row of a batch");
   using F = Fmt<E>;
@@ -333,11 +351,11 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
   const int paramRow = a.N / kGroup;
   constexpr int kL = loads_per_thread(THREADS);
   int rmax = min(THREADS, THREADS * kL / nch);
-  if (F::kParams) rmax = min(rmax, THREADS * kParamLoads / np);
+  if (F::kParams) rmax = min(rmax, THREADS * PL / np);
 
   uint4* sw = reinterpret_cast<uint4*>(smem);
   float2* sf = reinterpret_cast<float2*>(smem + THREADS * kL * 16);
-  float* sx = reinterpret_cast<float*>(sf + THREADS * kParamLoads);
+  float* sx = reinterpret_cast<float*>(sf + THREADS * PL);
   int* ks = reinterpret_cast<int*>(sx + THREADS);  // [2][THREADS]
 
   const float* x = a.x + size_t(t) * a.K;
@@ -350,7 +368,7 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
   // b while they are in flight. Batch b + 1's row indices reach ks[(b+1)&1]
   // in iteration b's store phase, from selr, read one iteration earlier.
   uint4 rw[kL];
-  u32 rp[kParamLoads];
+  u32 rp[PL];
   float xr = 0.f;
   if (tid < min(rmax, a.S)) ks[tid] = sel[tid];
   int selr = nb > 1 && tid < min(rmax, a.S - rmax) ? sel[rmax + tid] : 0;
@@ -366,7 +384,7 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
       }
       if (F::kParams) {
 #pragma unroll
-        for (int j = 0; j < kParamLoads; j++) {
+        for (int j = 0; j < PL; j++) {
           const int i = tid + j * THREADS;
           if (i < rows * np) sf[i] = make_float2(h2f(u16(rp[j] & 0xffffu)), h2f(u16(rp[j] >> 16)));
         }
@@ -389,7 +407,7 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
       }
       if (F::kParams) {
 #pragma unroll
-        for (int j = 0; j < kParamLoads; j++) {
+        for (int j = 0; j < PL; j++) {
           const int i = tid + j * THREADS;
           if (i < nrows * np) {
             const int r = i / np, g = i - r * np;
@@ -433,7 +451,7 @@ __device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1,
 #pragma unroll
   for (int w = 0; w < W; w++) gi[w] = F::kParams ? (u0 * kUnit + (tid + w * THREADS) * kPer) / kGroup - g0 : 0;
 
-  stage<E, THREADS>(a, t, u0, u1, smem, sel, [&](int rows, const uint4* sw, const float2* sf, const float* sx) {
+  stage<E, THREADS, kSerialParamLoads>(a, t, u0, u1, smem, sel, [&](int rows, const uint4* sw, const float2* sf, const float* sx) {
     for (int r = 0; r < rows; r++) {
       const float xk = sx[r];
       const u32* roww = reinterpret_cast<const u32*>(sw + r * nch);
@@ -517,7 +535,8 @@ __device__ __forceinline__ void accumulate_out(const Args& a, int t, int u0, int
 #pragma unroll
   for (int p = 0; p < (P < kPer ? P : 1); p++) sh[p] = shift<E>(o0 % kPer + p);
 
-  stage<E, THREADS>(a, t, u0, u1, smem, sel, [&](int rows, const uint4* sw, const float2* sf, const float* sx) {
+  stage<E, THREADS, param_loads(THREADS)>(a, t, u0, u1, smem, sel,
+                                          [&](int rows, const uint4* sw, const float2* sf, const float* sx) {
     if (!active) return;
     // add sums row r's term into acc, given its words, (scale, zero) and x.
     auto add = [&](const u32 (&w)[KW], float2 sz, float xk) {
@@ -605,7 +624,7 @@ __device__ __forceinline__ void add_out(const Args& a, int t, int u0, int u1, co
 // blockIdx.x's slice (serial mode: y already holds the base output).
 template <int E, int W>
 __global__ void __launch_bounds__(kThreads) compensate(const Args a) {
-  __shared__ __align__(16) unsigned char smem[smem_bytes(kThreads)];
+  __shared__ __align__(16) unsigned char smem[smem_bytes(kThreads, kSerialParamLoads)];
   int u0, u1;
   slice(a.N, a.blocks, blockIdx.x, u0, u1);
   if (u0 >= u1) return;
@@ -749,15 +768,27 @@ __device__ __forceinline__ void tile_close(const Args& a, int tile, u32 state, u
 // b (0 <= b < a.blocks, the grid's lowest blockIdx values) selects (if
 // a.sel is null), sums (accumulate_out, P outputs per thread) and stores
 // its slice's compensation of every token to a.part, then publishes it tile
-// by tile. THREADS must be the kernel's blockDim.x; P must cover the slice
-// (dec.go's decOutputs).
+// by tile. With one token it first reads the tiles' states (acquire): the
+// tiles whose base CTA has already written y (state 2) get the sums from
+// registers straight into y and their flag reset, with no store to part,
+// fence or CAS (two round trips fewer where the DEC side ends last); the
+// others go through part as above. THREADS must be the kernel's
+// blockDim.x; P must cover the slice (dec.go's decOutputs).
 template <int E, int P, int THREADS>
 __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* smem) {
   int u0, u1;
   slice(a.N, a.blocks, b, u0, u1);
   if (u0 >= u1) return;
-  int* list = reinterpret_cast<int*>(smem + smem_bytes(THREADS));
+  int* list = reinterpret_cast<int*>(smem + smem_bytes(THREADS, param_loads(THREADS)));
   const int nOut = (u1 - u0) * kUnit;
+  const int o0 = threadIdx.x * P;  // the thread's first output in the slice
+  constexpr int kTilesPerUnit = kUnit / kTile;
+  const int tiles = (u1 - u0) * kTilesPerUnit;  // <= 2·THREADS: P <= 32
+  u32* flags = a.flags + u0 * kTilesPerUnit;
+  // second[i]: tile i's base CTA wrote y first, so this CTA adds into it
+  // (shared memory aliasing stage's code buffer, once the sums are done).
+  int* second = reinterpret_cast<int*>(smem);
+  const bool direct = a.T == 1;
   for (int t = 0; t < a.T; t++) {
     const int* sel = list;
     if (a.sel != nullptr) {
@@ -770,27 +801,42 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
     float acc[P];
     accumulate_out<E, P, THREADS>(a, t, u0, u1, smem, sel, acc);
     float* part = a.part + size_t(t) * a.N + u0 * kUnit;
-    const int o0 = threadIdx.x * P;
+    if (direct) {
+      __syncthreads();  // the sums are done with smem
+      for (int i = threadIdx.x; i < tiles; i += THREADS) second[i] = ld_acquire(flags + i) == 2u;
+      __syncthreads();
+    }
     if (o0 < nOut) {  // then all P outputs are in the slice (nOut is a multiple of kUnit >= P)
+      float* y = a.y + size_t(t) * a.N + u0 * kUnit;
 #pragma unroll
-      for (int p = 0; p < P; p++) st_cg(part + o0 + p, acc[p]);
+      for (int p = 0; p < P; p++) {
+        const int o = o0 + p;
+        if (direct && second[o / kTile]) {
+          st_cg(y + o, __fadd_rn(ld_cg(y + o), acc[p]));  // serial mode's add
+        } else {
+          st_cg(part + o, acc[p]);
+        }
+      }
     }
   }
   __threadfence();  // each thread's stores to part
   __syncthreads();
   // Publish every tile of the slice at once (a thread per tile); the tiles
-  // whose base CTA wrote y first (state 2) are marked in shared memory
-  // (aliasing stage's code buffer, done with), then the whole CTA adds part
-  // into them, an element per thread: one round trip, not a tile's 16·T
-  // dependent ones per thread.
-  constexpr int kTilesPerUnit = kUnit / kTile;
-  const int tiles = (u1 - u0) * kTilesPerUnit;  // <= 2·THREADS: P <= 32
-  int* second = reinterpret_cast<int*>(smem);
+  // whose base CTA wrote y first (state 2) are marked in shared memory,
+  // then the whole CTA adds part into them, an element per thread: one
+  // round trip, not a tile's 16·T dependent ones per thread. Tiles already
+  // added directly (one token) only have their flag reset: the base CTA's
+  // CAS 0 -> 2 was its last touch of the tile in this launch.
   __shared__ int anySecond;
   if (threadIdx.x == 0) anySecond = 0;
   __syncthreads();
   for (int i = threadIdx.x; i < tiles; i += THREADS) {
-    const bool s2 = atomicCAS(a.flags + u0 * kTilesPerUnit + i, 0u, 1u) == 2u;  // the base wrote y first
+    if (direct && second[i]) {
+      flags[i] = 0;
+      second[i] = 0;
+      continue;
+    }
+    const bool s2 = atomicCAS(flags + i, 0u, 1u) == 2u;  // the base wrote y first
     second[i] = s2;
     if (s2) anySecond = 1;
   }
@@ -806,7 +852,7 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
   }
   __syncthreads();
   for (int i = threadIdx.x; i < tiles; i += THREADS)
-    if (second[i]) a.flags[u0 * kTilesPerUnit + i] = 0;
+    if (second[i]) flags[i] = 0;
 }
 
 // fused_cta_any is fused_cta with the element type and P (outputs per

@@ -180,7 +180,7 @@ func TestDECSlices(t *testing.T) {
 					if words := (u1 - u0) * decUnitWords(e); words > w*DECThreads {
 						t.Fatalf("%v N=%d n_tb=%d: slice of %d words > %d·%d", e, N, blocks, words, w, DECThreads)
 					}
-					if u1 > u0 && decBatchRows(e, u0, u1, DECThreads) < 1 {
+					if u1 > u0 && decBatchRows(e, u0, u1, DECThreads, 2*decParamLoads) < 1 {
 						t.Fatalf("%v N=%d n_tb=%d: block %d batches no rows", e, N, blocks, b)
 					}
 				}
@@ -207,6 +207,13 @@ func TestDECSlices(t *testing.T) {
 				for b := range blocks {
 					u0, u1 := decSlice(N, blocks, b)
 					most = max(most, (u1-u0)*decUnit)
+					pl := decParamLoads
+					if threads <= decMinThreads {
+						pl *= 2 // dec.cu's param_loads
+					}
+					if u1 > u0 && decBatchRows(wq.Int4, u0, u1, threads, pl) < 1 {
+						t.Fatalf("N=%d n_tb=%d threads=%d: block %d batches no rows", N, blocks, threads, b)
+					}
 				}
 				if most > p*threads || (p > 1 && most <= p/2*threads) {
 					t.Fatalf("N=%d n_tb=%d threads=%d: largest slice %d outputs, P = %d (not the fewest that cover it)", N, blocks, threads, most, p)
@@ -220,14 +227,14 @@ func TestDECSlices(t *testing.T) {
 }
 
 // decBatchRows mirrors dec.cu's rmax: the rows of one shared-memory batch
-// for the slice of units [u0, u1).
-func decBatchRows(e wq.Elem, u0, u1, threads int) int {
+// for the slice of units [u0, u1) with paramLoads param loads per thread.
+func decBatchRows(e wq.Elem, u0, u1, threads, paramLoads int) int {
 	nch := (u1 - u0) * decUnitWords(e) / 4
 	rows := min(threads, threads*decLoads/nch)
 	if e.IsInt() {
 		g0 := u0 * decUnit / wq.ResidualGroup
 		np := (u1*decUnit-1)/wq.ResidualGroup + 1 - g0
-		rows = min(rows, threads*decParamLoads/np)
+		rows = min(rows, threads*paramLoads/np)
 	}
 	return rows
 }
