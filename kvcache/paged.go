@@ -55,6 +55,7 @@ type Paged struct {
 
 	seqs    map[int]*pagedSeq
 	pending []pendingKey // blocks filled by the last batch, registered at the next Begin or Open
+	done    bool         // the last batch ran through every layer (its pending blocks hold their tokens)
 }
 
 // pagedSeq is one sequence of a Paged cache.
@@ -315,6 +316,12 @@ func (c *Paged) Remove(id int) {
 	if c.alloc == nil {
 		return
 	}
+	if c.done {
+		// The last batch ran through every layer: its blocks hold their
+		// tokens, this sequence's too (it may end right after its last
+		// prompt chunk), so they become findable before it lets them go.
+		c.commit()
+	}
 	c.dropPending(s)
 	// Last block first: freed blocks are reused in the order they were
 	// freed, so under pressure a cached prefix loses its tail before its
@@ -346,7 +353,7 @@ func (c *Paged) commit() {
 			_ = c.alloc.Register(p.seq.blocks[p.block], p.key)
 		}
 	}
-	c.pending = c.pending[:0]
+	c.pending, c.done = c.pending[:0], false
 }
 
 // Truncate implements Cache. Packed blocks cannot be unpacked, so n must
@@ -474,6 +481,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}
 	}
+	c.done = layer == c.layers-1
 	return h.upload(layer, out)
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/internal/tinymodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
@@ -443,4 +444,66 @@ func TestPagedEvictsTailFirst(t *testing.T) {
 	if n != 64 {
 		t.Errorf("after one block was reused, %d tokens of the prefix are still cached, want its first 2 blocks (64)", n)
 	}
+}
+
+// TestPagedRemoveAfterLastChunk checks that a sequence removed right after
+// the batch that filled its blocks (a request that ends with its prompt,
+// max_tokens 1) leaves them findable, and that a batch that stopped before
+// its last layer leaves nothing findable.
+func TestPagedRemoveAfterLastChunk(t *testing.T) {
+	m, _, be := tiny(t)
+	sp := kv.MustParseSpec("int4:kc32:v32:res32")
+	r := rand.New(rand.NewPCG(7, 8))
+	prompt := randTokens(r, 96, tinymodel.Vocab)
+	ids := make([]int, len(prompt))
+	for i, v := range prompt {
+		ids[i] = int(v)
+	}
+	c, err := NewPaged(be, m.Config(), sp, Options{MaxSeqs: 2, Blocks: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b model.Batch
+	b.Add(1, 0, prompt...)
+	if _, err := m.Forward(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Remove(1) // no Begin or Open in between
+	if n, err := c.Open(2, append(ids, 1, 2, 3)); err != nil || n != 96 {
+		t.Fatalf("open after removal: %d cached tokens (%v), want 96", n, err)
+	}
+	c.Remove(2)
+
+	// A batch that fails part way: its blocks were never fully written.
+	other := randTokens(r, 96, tinymodel.Vocab)
+	oids := make([]int, len(other))
+	for i, v := range other {
+		oids[i] = int(v)
+	}
+	var fb model.Batch
+	fb.Add(3, 0, other...)
+	if _, err := m.Forward(&fb, failAt{c, 1}); err == nil {
+		t.Fatal("the failing attention did not fail")
+	}
+	c.Remove(3)
+	if n, err := c.Open(4, append(oids, 1, 2, 3)); err != nil || n != 0 {
+		t.Fatalf("open after a failed batch: %d cached tokens (%v), want 0", n, err)
+	}
+	c.Remove(4)
+	if err := c.Allocator().Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// failAt is a cache whose Attend fails at one layer.
+type failAt struct {
+	*Paged
+	layer int
+}
+
+func (f failAt) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
+	if layer == f.layer {
+		return errors.New("attention failed on purpose")
+	}
+	return f.Paged.Attend(layer, b, q, k, v, out)
 }

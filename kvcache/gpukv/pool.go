@@ -379,6 +379,12 @@ func (p *pagedBook) remove(id int) {
 	if s == nil {
 		return
 	}
+	if p.done {
+		// The last batch ran through every layer: its blocks hold their
+		// tokens, this sequence's too (it may end right after its last
+		// prompt chunk), so they become findable before it lets them go.
+		p.commit()
+	}
 	p.dropPending(s)
 	p.release(s.blocks)
 	p.freeSlots = append(p.freeSlots, s.slot)

@@ -585,3 +585,29 @@ func TestPagedBookRandom(t *testing.T) {
 		t.Errorf("the run did not exercise sharing (%d), running out of blocks (%d) and failed batches (%d)", shared, refused, failed)
 	}
 }
+
+// TestPagedBookRemoveAfterLastChunk checks that a sequence removed right
+// after the batch of its last prompt chunk (a request that ends with its
+// prompt) leaves that chunk findable, and that a batch that never ran
+// through every layer leaves nothing findable.
+func TestPagedBookRemoveAfterLastChunk(t *testing.T) {
+	const nr, chunk = 4, 8
+	p := newPagedBook(32, 8, nr, chunk)
+	a := seqTokens(16, 100)
+	mustOpen(t, p, 1, a, 0)
+	prefill(t, p, 1, a, 0, chunk)
+	p.remove(1) // no begin or open in between
+	mustOpen(t, p, 2, append(slices.Clone(a), 1, 2, 3), 16)
+	p.remove(2)
+
+	b := seqTokens(16, 500)
+	mustOpen(t, p, 3, b, 0)
+	step(t, p, true, seg{3, 0, b[:chunk]})
+	step(t, p, false, seg{3, chunk, b[chunk:]}) // fails part way
+	p.remove(3)
+	mustOpen(t, p, 4, append(slices.Clone(b), 1, 2, 3), chunk)
+	p.remove(4)
+	if err := p.checkRefs(); err != nil {
+		t.Fatal(err)
+	}
+}
