@@ -434,20 +434,23 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		q.stopIDs[id] = true
 	}
 	q.res.PromptTokens = len(r.Prompt)
+	// Set before q is published: the loop reads it once q is in incoming.
+	q.stopWake = context.AfterFunc(ctx, s.signal)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
+		q.stopWake()
 		return nil, ErrClosed
 	}
 	if len(s.incoming)+s.stats.Queued >= s.opts.MaxQueue {
 		s.mu.Unlock()
+		q.stopWake()
 		return nil, fmt.Errorf("%w (%d requests waiting)", ErrQueueFull, s.opts.MaxQueue)
 	}
 	s.nextID++
 	q.id = s.nextID
 	s.incoming = append(s.incoming, q)
 	s.mu.Unlock()
-	q.stopWake = context.AfterFunc(ctx, s.signal)
 	s.signal()
 	return q.stream, nil
 }
