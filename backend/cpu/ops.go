@@ -95,9 +95,9 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	if b.failed() {
 		return
 	}
-	d, err1 := b.f32(op, dst)
-	xt, err2 := b.f32(op, x)
 	if qw := b.quantWeight(w); qw != nil {
+		d, err1 := b.f32(op, dst)
+		xt, err2 := b.f32(op, x)
 		if err := cmp.Or(err1, err2); err != nil {
 			b.fail(err)
 			return
@@ -105,28 +105,37 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 		b.linearQuant(op, d, xt, qw, bias)
 		return
 	}
-	wt, err3 := b.weightOf(op, w)
-	if err := cmp.Or(err1, err2, err3); err != nil {
-		b.fail(err)
-		return
-	}
-	var bv []float32
-	var bn backend.Named
-	if bias != nil {
-		bt, err := b.weightOf(op, bias)
-		if err != nil {
-			b.fail(err)
-			return
-		}
-		bv, bn = bt.f32, backend.Named{Name: bt.name, Shape: bt.shape}
-	}
-	if err := backend.CheckLinear(d.shape, xt.shape, backend.Named{Name: wt.name, Shape: wt.shape}, bn, d == xt); err != nil {
+	xt, p, err := b.linearOperands(op, dst, x, w, bias)
+	if err != nil {
 		b.fail(err)
 		return
 	}
 	T, K := xt.matrix()
-	_, N := d.matrix()
-	b.linear(d.f32, xt.f32, wt, bv, T, K, N)
+	b.linear(p.y, xt.f32, p.w, p.bias, T, K, p.w.shape[0])
+}
+
+// linearOperands resolves and checks the operands of one linear layer with
+// an unpacked weight: x, and the layer as a linearPart.
+func (b *Backend) linearOperands(op string, dst, x backend.Tensor, w, bias backend.Weight) (*tensor, linearPart, error) {
+	d, err1 := b.f32(op, dst)
+	xt, err2 := b.f32(op, x)
+	wt, err3 := b.weightOf(op, w)
+	if err := cmp.Or(err1, err2, err3); err != nil {
+		return nil, linearPart{}, err
+	}
+	p := linearPart{y: d.f32, w: wt}
+	var bn backend.Named
+	if bias != nil {
+		bt, err := b.weightOf(op, bias)
+		if err != nil {
+			return nil, linearPart{}, err
+		}
+		p.bias, bn = bt.f32, backend.Named{Name: bt.name, Shape: bt.shape}
+	}
+	if err := backend.CheckLinear(d.shape, xt.shape, backend.Named{Name: wt.name, Shape: wt.shape}, bn, d == xt); err != nil {
+		return nil, linearPart{}, err
+	}
+	return xt, p, nil
 }
 
 // LinearGroup implements backend.Backend: the layers' work items run in one
@@ -142,39 +151,23 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		b.fail(err)
 		return
 	}
-	xt, err := b.f32(op, x)
-	if err != nil {
-		b.fail(err)
-		return
+	for _, w := range ws {
+		if b.quantWeight(w) != nil {
+			for i, w := range ws {
+				b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
+			}
+			return
+		}
 	}
+	var xt *tensor
 	parts := make([]linearPart, 0, len(ws))
 	for i, w := range ws {
-		if b.quantWeight(w) != nil {
-			parts = nil
-			break
-		}
-		d, err1 := b.f32(op, dsts[i])
-		wt, err2 := b.weightOf(op, w)
-		if err := cmp.Or(err1, err2); err != nil {
+		xi, p, err := b.linearOperands(op, dsts[i], x, w, backend.BiasAt(biases, i))
+		if err != nil {
 			b.fail(err)
 			return
 		}
-		p := linearPart{y: d.f32, w: wt}
-		if bias := backend.BiasAt(biases, i); bias != nil {
-			bt, err := b.weightOf(op, bias)
-			if err != nil {
-				b.fail(err)
-				return
-			}
-			p.bias = bt.f32
-		}
-		parts = append(parts, p)
-	}
-	if parts == nil {
-		for i, w := range ws {
-			b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
-		}
-		return
+		xt, parts = xi, append(parts, p)
 	}
 	T, K := xt.matrix()
 	b.linearGroup(xt.f32, T, K, parts)
