@@ -111,6 +111,13 @@ func (g *gen) prefetchStepReg(f wfmt, nr int, reg string) {
 func acc512(mr, nr, r, c int) int { return r*nr + c }
 
 func (g *gen) loadW512(f wfmt, c int, dst string, off int) {
+	g.loadW(f, c, dst, off, fmt.Sprintf("Z%d", 20+c))
+}
+
+// loadW emits the load of weight row c's elements at element offset off
+// from AX into dst, widened to float32; an int8 row is multiplied by its
+// scale, held in register scale.
+func (g *gen) loadW(f wfmt, c int, dst string, off int, scale string) {
 	switch {
 	case f.name == "F32":
 		g.p("VMOVUPS %d(%s)(AX*4), %s", 4*off, wrows[c], dst)
@@ -122,7 +129,7 @@ func (g *gen) loadW512(f wfmt, c int, dst string, off int) {
 	case f.group > 0:
 		g.p("VPMOVSXBD %d(%s)(AX*1), %s", off, wrows[c], dst)
 		g.p("VCVTDQ2PS %s, %s", dst, dst)
-		g.p("VMULPS Z%d, %s, %s", 20+c, dst, dst)
+		g.p("VMULPS %s, %s, %s", scale, dst, dst)
 	}
 }
 
@@ -222,19 +229,7 @@ func (g *gen) kernel512(f wfmt, mr, nr int) {
 // --- AVX2 (MR = 1): row c accumulates in Y(2c) (lanes 0-7) and Y(2c+1) ---
 
 func (g *gen) loadW256(f wfmt, c int, dst string, off int) {
-	switch {
-	case f.name == "F32":
-		g.p("VMOVUPS %d(%s)(AX*4), %s", 4*off, wrows[c], dst)
-	case f.name == "BF16":
-		g.p("VPMOVZXWD %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
-		g.p("VPSLLD $16, %s, %s", dst, dst)
-	case f.name == "F16":
-		g.p("VCVTPH2PS %d(%s)(AX*2), %s", 2*off, wrows[c], dst)
-	case f.group > 0:
-		g.p("VPMOVSXBD %d(%s)(AX*1), %s", off, wrows[c], dst)
-		g.p("VCVTDQ2PS %s, %s", dst, dst)
-		g.p("VMULPS Y%d, %s, %s", 10+c, dst, dst)
-	}
+	g.loadW(f, c, dst, off, fmt.Sprintf("Y%d", 10+c))
 }
 
 func (g *gen) step256(f wfmt, nr, off int) {
