@@ -52,9 +52,12 @@ func PresetNames() []string {
 type ModelConfig struct {
 	// GPU holds the backend's settings and the kernels' tuning
 	// (GPUSettings).
-	GPU     GPUOptions
-	Preset  string   // a key of Presets
-	Formats []string // KV specs
+	GPU    GPUOptions
+	Preset string // a key of Presets, or the name shown for ConfigJSON
+	// ConfigJSON, when set, is a checkpoint's config.json (Hugging Face)
+	// whose shapes are timed instead of a preset's.
+	ConfigJSON []byte
+	Formats    []string // KV specs
 	// Weights are the linear layers' formats (wq specs); none means fp16.
 	// Integer formats are random packed matrices (backend.RandomQuantLoader).
 	Weights []string
@@ -123,6 +126,9 @@ type ModelReport struct {
 // KV cache once) over the read ceiling measured in the same run.
 func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	js, ok := Presets[cfg.Preset]
+	if cfg.ConfigJSON != nil {
+		js, ok = string(cfg.ConfigJSON), true
+	}
 	if !ok {
 		return nil, fmt.Errorf("bench: no preset %q (have %v)", cfg.Preset, PresetNames())
 	}

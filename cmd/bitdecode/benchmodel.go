@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -36,6 +38,7 @@ Presets: ` + "%s" + `
 example:
   bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2
   bitdecode bench model --ctx 32k --kv fp16,int4,int2 --batch max    # serving throughput
+  bitdecode bench model --preset ../shared/models/gocoder-23m --ctx 4k --kv int4 --batch 32   # a checkpoint's shapes
   bitdecode bench model --ctx 1k,32k --kv int4 --weights fp16,int4,int3
   bitdecode bench model --ctx 1k --kv int4 --weights int4 --dec-k 0,tuned:5%%,tuned:20%% --dec-settings DIR
 `
@@ -44,7 +47,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(stderr, benchModelHelp, strings.Join(bench.PresetNames(), ", ")) }
-	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", "))
+	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", ")+", or a checkpoint directory (its config.json's shapes, random weights)")
 	ctxs := fs.String("ctx", "32k,128k", "comma-separated contexts (tokens cached per sequence; k = 1024)")
 	kvs := fs.String("kv", "fp16,int4,int2", "comma-separated KV format specs")
 	weights := fs.String("weights", "fp16", "comma-separated linear-layer weight formats (fp16, int8, int4, int3; random packed codes)")
@@ -61,6 +64,13 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("unexpected argument %q", fs.Arg(0))
 	}
 	cfg := bench.ModelConfig{Preset: *preset, Steps: *steps, Progress: stderr, SkipLinears: *noLinears}
+	if _, known := bench.Presets[*preset]; !known {
+		js, err := os.ReadFile(filepath.Join(*preset, "config.json"))
+		if err != nil {
+			return usageErrorf("--preset %q: neither a preset (%s) nor a checkpoint directory: %v", *preset, strings.Join(bench.PresetNames(), ", "), err)
+		}
+		cfg.ConfigJSON, cfg.Preset = js, filepath.Base(filepath.Clean(*preset))
+	}
 	gpuSettings, err := bench.GPUSettings(lookupEnv)
 	if err != nil {
 		return err
