@@ -56,6 +56,19 @@ type gen struct {
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.s, "\t"+format+"\n", args...) }
 func (g *gen) label(l string)               { fmt.Fprintf(&g.s, "%s:\n", l) }
 
+// loop opens a hot loop at a 64-byte boundary (loopAlign), so that a loop's
+// speed does not depend on where the code before it happens to end (an
+// unrelated function added elsewhere moved these loops by 32 bytes and the
+// linear layers by 7-17%: docs/perf/decode-step.md, v4).
+func (g *gen) loop(l string) {
+	g.p("PCALIGN $%d", loopAlign)
+	g.label(l)
+}
+
+// loopAlign is the alignment of every hot loop's first instruction: one
+// cache line, which holds a whole 32-byte fetch window pair.
+const loopAlign = 64
+
 func funcName(f wfmt, mr, nr int, level string) string {
 	return fmt.Sprintf("dot%s_%dx%d%s", f.name, mr, nr, level)
 }
@@ -206,7 +219,7 @@ func (g *gen) kernel512(f wfmt, mr, nr int) {
 	if f.group > 0 {
 		g.p("MOVQ sc+56(FP), DX")
 		g.p("MOVQ ss+64(FP), BX")
-		g.label(name + "_loop")
+		g.loop(name + "_loop")
 		for c := range nr {
 			g.p("VBROADCASTSS %d(DX), Z%d", 4*c, 20+c)
 		}
@@ -216,7 +229,7 @@ func (g *gen) kernel512(f wfmt, mr, nr int) {
 		g.p("ADDQ $%d, AX", f.group)
 		g.p("ADDQ BX, DX")
 	} else {
-		g.label(name + "_loop")
+		g.loop(name + "_loop")
 		g.step512(f, mr, nr, 0)
 		g.p("ADDQ $16, AX")
 	}
@@ -261,7 +274,7 @@ func (g *gen) kernel256(f wfmt, nr int) {
 	if f.group > 0 {
 		g.p("MOVQ sc+56(FP), DX")
 		g.p("MOVQ ss+64(FP), BX")
-		g.label(name + "_loop")
+		g.loop(name + "_loop")
 		for c := range nr {
 			g.p("VBROADCASTSS %d(DX), Y%d", 4*c, 10+c)
 		}
@@ -271,7 +284,7 @@ func (g *gen) kernel256(f wfmt, nr int) {
 		g.p("ADDQ $%d, AX", f.group)
 		g.p("ADDQ BX, DX")
 	} else {
-		g.label(name + "_loop")
+		g.loop(name + "_loop")
 		g.step256(f, nr, 0)
 		g.p("ADDQ $16, AX")
 	}
@@ -362,7 +375,7 @@ func (g *gen) kernelWQ512(f wqfmt, mr, nr int) {
 	g.p("MOVQ ss+64(FP), BX")
 	g.p("TESTQ CX, CX")
 	g.p("JEQ %s_reduce", name)
-	g.label(name + "_loop")
+	g.loop(name + "_loop")
 	for ch := range f.gr {
 		if mr == 1 {
 			for off := 0; off < nr*64; off += 64 {
@@ -411,7 +424,7 @@ func (g *gen) kernelWQ256(f wqfmt, nr int) {
 	g.p("MOVQ ss+64(FP), BX")
 	g.p("TESTQ CX, CX")
 	g.p("JEQ %s_reduce", name)
-	g.label(name + "_loop")
+	g.loop(name + "_loop")
 	for ch := range f.gr {
 		for off := 0; off < nr*64; off += 64 {
 			g.p("PREFETCHT0 %d(R8)", off)
@@ -485,7 +498,7 @@ func (g *gen) kernelWQ3_512(nr int) {
 	g.p("MOVQ ss+64(FP), BX")
 	g.p("TESTQ CX, CX")
 	g.p("JEQ %s_reduce", name)
-	g.label(name + "_loop")
+	g.loop(name + "_loop")
 	for off := 0; off < nr*192; off += 64 {
 		g.p("PREFETCHT0 %d(R8)", off)
 	}
@@ -547,7 +560,7 @@ func (g *gen) widen512(f wfmt) {
 	g.p("XORQ AX, AX")
 	g.p("TESTQ CX, CX")
 	g.p("JEQ %s_done", name)
-	g.label(name + "_loop")
+	g.loop(name + "_loop")
 	if f.group > 0 {
 		g.p("VBROADCASTSS (DX), Z20")
 		for st := 0; st < f.group/16; st++ {
@@ -602,7 +615,7 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	g.p("MOVQ ps+64(FP), BX")
 	g.p("TESTQ CX, CX")
 	g.p("JEQ %s_reduce", name)
-	g.label(name + "_loop")
+	g.loop(name + "_loop")
 	for off := 0; off < nr*64; off += 64 {
 		g.p("PREFETCHT0 %d(R8)", off)
 	}
@@ -680,7 +693,7 @@ func (g *gen) kernelInt4AVX2() {
 	g.p("MOVQ ps+64(FP), BX")
 	g.p("TESTQ CX, CX")
 	g.p("JEQ %s_reduce", name)
-	g.label(name + "_loop")
+	g.loop(name + "_loop")
 	g.p("PREFETCHT0 (R8)")
 	g.p("ADDQ $64, R8")
 	g.p("VBROADCASTSS (DX), Y5") // s
