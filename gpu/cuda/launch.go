@@ -152,10 +152,11 @@ func (c *Ctx) Launch(f Function, grid, block Dim3, sharedBytes int, s Stream, ar
 		return fmt.Errorf("launch %s: %w", f.name, err)
 	}
 	drv := c.d.drv
-	if f.dependent && c.dependent {
+	if f.dependent && c.dependent && s != 0 {
 		// The one place the programmatic attribute is added: only kernels
 		// of GridDependent programs, which wait for their predecessor
-		// themselves, get it.
+		// themselves, get it; never on the legacy default stream, whose
+		// implicit synchronization with other streams it would not keep.
 		if c.ex == nil {
 			c.ex = newLaunchEx(&c.exPin)
 		}
