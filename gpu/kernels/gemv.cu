@@ -28,7 +28,9 @@
 //   v1 S = 1: q/o 4096x4096 21.9 us (51% of the read ceiling), k/v
 //      1024x4096 11.7 us (24%), gate/up 14336x4096 47.9 us (81%).
 //   v2 split-K for small N.
-//   v3 programmatic dependent launch, optional early weight loads (v6).
+//   v3 programmatic dependent launch, optional early weight loads (v6): in a
+//      graph of 8 Llama-3.1-8B layers -1.6 us a layer with PDL, -1.1 more
+//      with the early loads (13 launches a layer; 181 us).
 // Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
 // otherwise.
 //
