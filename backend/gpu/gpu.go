@@ -127,6 +127,13 @@ func Open(ordinal int, o Options) (*Backend, error) {
 			dev.Close()
 			return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 		}
+		gemv.EarlyWeights = o.PDLEarlyWeights
+	}
+	// The device is the backend's own: its Ctx's setting covers the
+	// backend's launches and those of code queued through Enqueue.
+	if err := dev.Do(func(c *cuda.Ctx) error { c.SetGridDependentLaunch(!o.NoPDL); return nil }); err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("backend/gpu: %w", err)
 	}
 	lin, err := kernels.LoadLinear(dev)
 	if err != nil {

@@ -47,6 +47,12 @@ const (
 	// (the residual in GPU memory: 0.53 bytes per weight more on the
 	// device, and no PCIe read on the decode step's critical path).
 	EnvDECResidual = "BITDECODE_DEC_RESIDUAL"
+	// EnvNoPDL is Options.NoPDL: every kernel waits for the whole kernel
+	// ahead of it, as before programmatic dependent launch (comparisons).
+	EnvNoPDL = "BITDECODE_NO_PDL"
+	// EnvPDLEarly is Options.PDLEarlyWeights: gemv.cu issues each lane's
+	// first weight loads before its dependency wait.
+	EnvPDLEarly = "BITDECODE_PDL_EARLY"
 )
 
 // Options are the backend's settings. The zero Options is the default:
@@ -81,6 +87,18 @@ type Options struct {
 	// mapped host memory (EnvDECResidual): the same kernels and bits,
 	// without the zero-copy reads' latency (docs/perf/dec.md).
 	DECResidualOnDevice bool
+	// NoPDL launches every kernel after the whole kernel ahead of it has
+	// finished. By default (on Hopper and later) the kernels of ops.cu,
+	// gemv.cu and linear.cu start as programmatic dependents: scheduled
+	// during the tail of the kernel ahead, they wait for it
+	// (griddepcontrol.wait) before touching memory (docs/perf/decode-step.md
+	// v6). The bits are the same either way.
+	NoPDL bool
+	// PDLEarlyWeights makes gemv.cu issue each lane's first weight loads
+	// before it waits for the kernel ahead (the backend's weights are
+	// written only at load, which ends in a stream sync). No effect with
+	// NoPDL beyond the order of the loads; the same bits.
+	PDLEarlyWeights bool
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
@@ -107,7 +125,8 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	for _, b := range []struct {
 		name string
 		dst  *bool
-	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs}} {
+	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
+		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

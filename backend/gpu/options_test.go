@@ -19,17 +19,18 @@ func TestParseOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.NoGEMV || o.MMADecode || o.BatchInvariant || o.NoGraphs || o.DECMode != 0 || o.DECBlocks != 0 || o.DECResidualOnDevice || o.Tuning != (kernels.Tuning{}) || o.CUDA == nil || o.CUDA.CacheDir != "" {
+	if o.NoGEMV || o.MMADecode || o.BatchInvariant || o.NoGraphs || o.NoPDL || o.PDLEarlyWeights || o.DECMode != 0 || o.DECBlocks != 0 || o.DECResidualOnDevice || o.Tuning != (kernels.Tuning{}) || o.CUDA == nil || o.CUDA.CacheDir != "" {
 		t.Errorf("ParseOptions of nothing = %+v, want the defaults with a zero CUDA config", o)
 	}
 	o, err = gpu.ParseOptions(env(map[string]string{
 		gpu.EnvNoGEMV: "1", gpu.EnvMMADecode: "t", gpu.EnvBatchInvariant: "1", gpu.EnvNoGraphs: "true", gpu.EnvDECMode: "fused", gpu.EnvDECBlocks: "6",
 		gpu.EnvDECResidual: "device", kernels.EnvDecodeMT: "2", "BITDECODE_CACHE_DIR": "/tmp/k",
+		gpu.EnvNoPDL: "1", gpu.EnvPDLEarly: "true",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.NoGEMV || !o.MMADecode || !o.BatchInvariant || !o.NoGraphs || o.DECMode != kernels.DECFused || o.DECBlocks != 6 || !o.DECResidualOnDevice || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
+	if !o.NoGEMV || !o.MMADecode || !o.BatchInvariant || !o.NoGraphs || o.DECMode != kernels.DECFused || o.DECBlocks != 6 || !o.DECResidualOnDevice || !o.NoPDL || !o.PDLEarlyWeights || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
 		t.Errorf("ParseOptions = %+v", o)
 	}
 	// "0" turns a switch off (it used to count as set).
@@ -39,6 +40,7 @@ func TestParseOptions(t *testing.T) {
 	for _, tt := range []struct{ name, value, want string }{
 		{gpu.EnvNoGEMV, "yes", "1, t, true, 0, f or false"},
 		{gpu.EnvNoGraphs, "on", "1, t, true, 0, f or false"},
+		{gpu.EnvNoPDL, "yes", "1, t, true, 0, f or false"},
 		{gpu.EnvBatchInvariant, "yes", "1, t, true, 0, f or false"},
 		{gpu.EnvDECMode, "parallel", "serial, concurrent or fused"},
 		{gpu.EnvDECBlocks, "0", "a positive number of thread blocks"},

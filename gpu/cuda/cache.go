@@ -34,6 +34,19 @@ type Program struct {
 	// "--use_fast_math". The architecture, -std=c++17, -default-device and
 	// the CUDA include path are added by Compile.
 	Options []string
+	// GridDependent declares that every kernel of the program may start
+	// before the kernel queued ahead of it on its stream has finished
+	// (programmatic dependent launch, compute capability 9.0 and later):
+	// every thread of every kernel executes griddepcontrol.wait
+	// (bitdecode.cuh's gridDependencyWait) before its first read of memory
+	// an earlier kernel writes and before its first write of global memory.
+	// [Ctx.Launch] launches the program's kernels with
+	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION while the Ctx
+	// allows it ([Ctx.SetGridDependentLaunch]); kernels of programs without
+	// it launch as plain cuLaunchKernel, which the attribute must never
+	// reach. It is part of the cache key (so of the module a program
+	// shares), not of the compiled code.
+	GridDependent bool
 }
 
 // Header is one in-memory file a Program may #include "Name".
@@ -71,7 +84,7 @@ type cacheKey [sha256.Size]byte
 // name, source, headers (names and texts) and name expressions, the full
 // option list (which includes
 // the architecture and include path), the NVRTC version and the
-// architecture. Each field is length-prefixed so no two inputs collide by
+// architecture; and GridDependent, which the module loaded from it keeps. Each field is length-prefixed so no two inputs collide by
 // concatenation.
 func makeCacheKey(p Program, opts []string, nvrtcVersion, arch string) cacheKey {
 	h := sha256.New()
@@ -101,6 +114,11 @@ func makeCacheKey(p Program, opts []string, nvrtcVersion, arch string) cacheKey 
 	list(opts)
 	field(nvrtcVersion)
 	field(arch)
+	if p.GridDependent {
+		// Last and only when set, so that every other program's key (and
+		// its cache entry) stays what it was.
+		field("grid-dependent")
+	}
 	var k cacheKey
 	h.Sum(k[:0])
 	return k

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -61,6 +62,11 @@ type Ctx struct {
 	d    *Device
 	args argPacker
 	blas *blasState // created by the first GEMM
+	// dependent: Launch starts GridDependent kernels as programmatic
+	// dependents (SetGridDependentLaunch; on by default where supported).
+	dependent bool
+	ex        *launchEx // cuLaunchKernelEx's argument block, made at first use
+	exPin     runtime.Pinner
 }
 
 // Available reports whether a CUDA driver and at least one device are
@@ -133,6 +139,7 @@ func (d *Device) setup() error {
 	if err := d.readProps(); err != nil {
 		return fail(err)
 	}
+	d.ctx.SetGridDependentLaunch(true)
 	s, err := d.ctx.NewStream()
 	if err != nil {
 		return fail(err)
@@ -213,6 +220,8 @@ func (d *Device) teardown() {
 		d.stream = 0
 	}
 	c.args.release()
+	c.exPin.Unpin()
+	c.ex = nil
 	drv.call(drv.cuCtxSetCurrent, 0)
 	drv.call(drv.cuDevicePrimaryCtxRelease, uintptr(d.cuDev))
 }

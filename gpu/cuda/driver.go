@@ -63,6 +63,7 @@ type driver struct {
 	cuEventDestroy                                                             uintptr
 	cuModuleLoadData, cuModuleGetFunction, cuModuleUnload                      uintptr
 	cuFuncSetAttribute, cuFuncGetAttribute, cuLaunchKernel                     uintptr
+	cuLaunchKernelEx                                                           uintptr // 0 before CUDA 12.0
 	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate               uintptr
 	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy                          uintptr
 	cuOccupancyMaxActiveBlocksPerMultiprocessor                                uintptr
@@ -159,6 +160,9 @@ func bindDriver(lib *library) (*driver, error) {
 	d.cuFuncSetAttribute = s.need("cuFuncSetAttribute")
 	d.cuFuncGetAttribute = s.need("cuFuncGetAttribute")
 	d.cuLaunchKernel = s.need("cuLaunchKernel")
+	// CUDA 12.0's launch with attributes (programmatic dependent launch);
+	// older drivers launch every kernel with cuLaunchKernel.
+	d.cuLaunchKernelEx = s.optional("cuLaunchKernelEx")
 	d.cuStreamBeginCapture = s.need("cuStreamBeginCapture_v2")
 	d.cuStreamEndCapture = s.need("cuStreamEndCapture")
 	d.cuGraphInstantiate = s.need("cuGraphInstantiateWithFlags")

@@ -1,6 +1,9 @@
 package cuda
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // Benchmarks of the runtime's own overheads, for whoever designs the decode
 // loop. Run on the GPU machine: ./cuda.test -test.run '^$' -test.bench . -test.benchmem
@@ -113,5 +116,83 @@ func BenchmarkGEMMDecode(b *testing.B) {
 	})
 	if err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkGraphChainPDL replays a CUDA graph of pdlChain small dependent
+// kernels (each adds the buffer the one before it wrote: pdlSource's
+// consume, one block) with programmatic dependent launch off and on, and
+// reports the time per kernel: what a kernel boundary costs inside a graph,
+// and what PDL takes off it.
+func BenchmarkGraphChainPDL(b *testing.B) {
+	d := benchDevice(b)
+	m, err := d.Compile(Program{Name: "pdl.cu", Source: pdlSource, GridDependent: true})
+	if err != nil {
+		b.Skip(err)
+	}
+	consume, err := m.Function("consume")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n, chain = 1024, 500
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			var elapsed time.Duration
+			err := d.Do(func(c *Ctx) error {
+				prev := c.SetGridDependentLaunch(on)
+				defer c.SetGridDependentLaunch(prev)
+				s := d.Stream()
+				p, err := c.Alloc(8 * n)
+				if err != nil {
+					return err
+				}
+				defer c.Free(p)
+				if err := c.Memset32Async(p, 0, 2*n, s); err != nil {
+					return err
+				}
+				a, bb := p, p+DevicePtr(4*n)
+				if err := c.BeginCapture(s); err != nil {
+					return err
+				}
+				var lerr error
+				for i := 0; i < chain && lerr == nil; i++ {
+					lerr = c.Launch(consume, Dim3{X: 1}, Dim3{X: 256}, 0, s, bb, a, int32(n))
+					a, bb = bb, a
+				}
+				g, err := c.EndCapture(s)
+				if lerr != nil {
+					return lerr
+				}
+				if err != nil {
+					return err
+				}
+				defer c.DestroyGraph(g)
+				if err := c.LaunchGraph(g, s); err != nil {
+					return err
+				}
+				if err := c.SyncStream(s); err != nil {
+					return err
+				}
+				start := time.Now()
+				for b.Loop() {
+					if err := c.LaunchGraph(g, s); err != nil {
+						return err
+					}
+				}
+				if err := c.SyncStream(s); err != nil {
+					return err
+				}
+				elapsed = time.Since(start)
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(elapsed.Seconds()/float64(b.N)/chain*1e6, "us/kernel")
+		})
 	}
 }

@@ -1040,3 +1040,125 @@ func TestGPUBandwidthProbe(t *testing.T) {
 		t.Errorf("measured %.0f GB/s exceeds the theoretical %.0f GB/s: the probe is not reading memory", bw.GBps, peak)
 	}
 }
+
+// pdlSource is a GridDependent program: produce triggers its dependents at
+// once, then spins before writing a, so a dependent started early would read
+// a's old contents unless it waits; consume waits (griddepcontrol.wait)
+// before reading a.
+const pdlSource = `
+extern "C" __global__ void produce(float* a, int n, long long spin) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;");
+  const long long t0 = clock64();
+  while (clock64() - t0 < spin) {}
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) a[i] = a[i] + 1.0f;
+}
+extern "C" __global__ void consume(float* b, const float* a, int n) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;");
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) b[i] = b[i] + a[i];
+}
+`
+
+// TestGPUGridDependentLaunch runs chains of produce and consume launched as
+// programmatic dependents, directly and as a captured graph replayed
+// several times, and checks every element against the serial result; the
+// producer's spin after its trigger makes a missing wait visible.
+func TestGPUGridDependentLaunch(t *testing.T) {
+	d := testDevice(t)
+	if maj, _ := d.ComputeCapability(); maj < 9 {
+		t.Skipf("programmatic dependent launch needs compute capability 9.0 (device %s)", d.Arch())
+	}
+	plain := compileTest(t, d, Program{Name: "plain.cu", Source: `extern "C" __global__ void k() {}` + uniqueComment()})
+	if fn(t, plain, "k").GridDependent() {
+		t.Error("a kernel of a program without GridDependent reports GridDependent")
+	}
+	m := compileTest(t, d, Program{Name: "pdl.cu", Source: pdlSource + uniqueComment(), GridDependent: true})
+	produce, consume := fn(t, m, "produce"), fn(t, m, "consume")
+	if !produce.GridDependent() || !consume.GridDependent() {
+		t.Fatal("kernels of a GridDependent program do not report GridDependent")
+	}
+	const n, rounds, replays = 1 << 16, 6, 3
+	const spin = 20000 // clocks, ~10 us: far longer than a launch
+	grid, block := Dim3{X: 64}, Dim3{X: 256}
+	run := func(graph bool) (a, b []float32) {
+		a, b = make([]float32, n), make([]float32, n)
+		must(t, d.Do(func(c *Ctx) error {
+			if !c.GridDependentLaunch() {
+				return fmt.Errorf("programmatic dependent launch is off on a %s", d.Arch())
+			}
+			pa, err := c.Alloc(4 * n)
+			if err != nil {
+				return err
+			}
+			defer c.Free(pa)
+			pb, err := c.Alloc(4 * n)
+			if err != nil {
+				return err
+			}
+			defer c.Free(pb)
+			s := d.Stream()
+			if err := c.Memset32Async(pa, 0, n, s); err != nil {
+				return err
+			}
+			if err := c.Memset32Async(pb, 0, n, s); err != nil {
+				return err
+			}
+			queue := func() error {
+				for r := 0; r < rounds; r++ {
+					if err := c.Launch(produce, grid, block, 0, s, pa, int32(n), int64(spin)); err != nil {
+						return err
+					}
+					if err := c.Launch(consume, grid, block, 0, s, pb, pa, int32(n)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if graph {
+				if err := c.BeginCapture(s); err != nil {
+					return err
+				}
+				qerr := queue()
+				g, err := c.EndCapture(s)
+				if qerr != nil {
+					return qerr
+				}
+				if err != nil {
+					return err
+				}
+				defer c.DestroyGraph(g)
+				for i := 0; i < replays; i++ {
+					if err := c.LaunchGraph(g, s); err != nil {
+						return err
+					}
+				}
+			} else if err := queue(); err != nil {
+				return err
+			}
+			if err := c.SyncStream(s); err != nil {
+				return err
+			}
+			if err := c.DtoH(Bytes(a), pa); err != nil {
+				return err
+			}
+			return c.DtoH(Bytes(b), pb)
+		}))
+		return a, b
+	}
+	for _, graph := range []bool{false, true} {
+		calls := 1
+		if graph {
+			calls = replays
+		}
+		// After k produce/consume pairs a = k and b = 1 + 2 + ... + k.
+		k := rounds * calls
+		wantA, wantB := float32(k), float32(k*(k+1)/2)
+		a, b := run(graph)
+		for i := range a {
+			if a[i] != wantA || b[i] != wantB {
+				t.Fatalf("graph=%v: element %d: a = %g, b = %g, want %g and %g (a dependent read before its predecessor finished)", graph, i, a[i], b[i], wantA, wantB)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -37,10 +38,94 @@ func (d Dim3) norm() (x, y, z uintptr, err error) {
 type Function struct {
 	h    uintptr
 	name string
+	// dependent: the kernel's program is GridDependent (it waits for the
+	// kernel ahead of it itself), so Launch may start it early.
+	dependent bool
 }
 
 // Name returns the name expression or symbol the function was looked up by.
 func (f Function) Name() string { return f.name }
+
+// GridDependent reports whether f's program declared
+// [Program.GridDependent]: f waits for the kernel queued ahead of it
+// (griddepcontrol.wait) and is launched as a programmatic dependent where
+// the Ctx allows it.
+func (f Function) GridDependent() bool { return f.dependent }
+
+// The driver's launch configuration for cuLaunchKernelEx (cuda.h, CUDA
+// 12.0 and later), laid out as the C structs.
+const (
+	// launchAttrProgrammaticStreamSerialization is
+	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the kernel may
+	// start once the kernel ahead of it on the stream has triggered
+	// (griddepcontrol.launch_dependents, or each of its blocks exited);
+	// under stream capture it becomes a programmatic graph edge.
+	launchAttrProgrammaticStreamSerialization = 6
+	// launchAttrValueBytes is sizeof(CUlaunchAttributeValue), a union.
+	launchAttrValueBytes = 64
+)
+
+// launchAttr is CUlaunchAttribute: an id, padding to 8 bytes, the value.
+type launchAttr struct {
+	id  uint32
+	_   uint32
+	val [launchAttrValueBytes]byte
+}
+
+// launchConfig is CUlaunchConfig.
+type launchConfig struct {
+	gridX, gridY, gridZ    uint32
+	blockX, blockY, blockZ uint32
+	sharedBytes            uint32
+	_                      uint32
+	stream                 uintptr
+	attrs                  uintptr // *launchAttr, pinned
+	numAttrs               uint32
+	_                      uint32
+}
+
+// launchEx is the Ctx's reusable cuLaunchKernelEx argument block, pinned
+// while the Ctx lives (the config holds the address of the attribute).
+type launchEx struct {
+	cfg  launchConfig
+	attr launchAttr
+}
+
+// newLaunchEx returns a block, pinned by pin, whose one attribute allows
+// programmatic stream serialization.
+func newLaunchEx(pin *runtime.Pinner) *launchEx {
+	l := &launchEx{}
+	pin.Pin(l)
+	l.attr.id = launchAttrProgrammaticStreamSerialization
+	l.attr.val[0] = 1 // programmaticStreamSerializationAllowed (an int)
+	l.cfg.attrs = uintptr(unsafe.Pointer(&l.attr))
+	l.cfg.numAttrs = 1
+	return l
+}
+
+// SetGridDependentLaunch sets whether Launch starts the kernels of
+// GridDependent programs as programmatic dependents (they then overlap
+// the tail of the kernel ahead of them, up to their
+// griddepcontrol.wait), and returns the previous setting. It is on by
+// default where the device (compute capability 9.0 and later) and the
+// driver (cuLaunchKernelEx) support it; on is ignored elsewhere. The
+// setting belongs to the Ctx, so a caller that changes it for its own
+// launches restores it after them.
+func (c *Ctx) SetGridDependentLaunch(on bool) (prev bool) {
+	prev = c.dependent
+	c.dependent = on && c.d.gridDependentOK()
+	return prev
+}
+
+// GridDependentLaunch reports whether Launch starts GridDependent kernels
+// as programmatic dependents.
+func (c *Ctx) GridDependentLaunch() bool { return c.dependent }
+
+// gridDependentOK reports whether programmatic dependent launch works on
+// d: compute capability 9.0 or later and a driver with cuLaunchKernelEx.
+func (d *Device) gridDependentOK() bool {
+	return d.props.major >= 9 && d.drv.cuLaunchKernelEx != 0
+}
 
 // Launch queues kernel f on stream s with the given grid, block and dynamic
 // shared memory (bytes). args are the kernel's parameters in order, each a
@@ -67,6 +152,27 @@ func (c *Ctx) Launch(f Function, grid, block Dim3, sharedBytes int, s Stream, ar
 		return fmt.Errorf("launch %s: %w", f.name, err)
 	}
 	drv := c.d.drv
+	if f.dependent && c.dependent && s != 0 {
+		// The one place the programmatic attribute is added: only kernels
+		// of GridDependent programs, which wait for their predecessor
+		// themselves, get it; never on the legacy default stream, whose
+		// implicit synchronization with other streams it would not keep.
+		if c.ex == nil {
+			c.ex = newLaunchEx(&c.exPin)
+		}
+		cfg := &c.ex.cfg
+		cfg.gridX, cfg.gridY, cfg.gridZ = uint32(gx), uint32(gy), uint32(gz)
+		cfg.blockX, cfg.blockY, cfg.blockZ = uint32(bx), uint32(by), uint32(bz)
+		cfg.sharedBytes, cfg.stream = uint32(sharedBytes), uintptr(s)
+		// cfg and params point into pinned Go heap memory owned by c.
+		r, _, _ := purego.SyscallN(drv.cuLaunchKernelEx, uintptr(unsafe.Pointer(cfg)), f.h, uintptr(params), 0)
+		if int32(r) != cudaSuccess {
+			e := drv.newError("cuLaunchKernelEx", int32(r))
+			e.Kernel = f.name
+			return e
+		}
+		return nil
+	}
 	// params points into pinned Go heap memory owned by c.args.
 	r, _, _ := purego.SyscallN(drv.cuLaunchKernel, f.h, gx, gy, gz, bx, by, bz,
 		uintptr(sharedBytes), uintptr(s), uintptr(params), 0)

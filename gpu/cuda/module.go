@@ -18,6 +18,9 @@ type Module struct {
 	lowered   map[string]string // name expression -> lowered name
 	fromCache bool
 	log       string
+	// dependent is the program's GridDependent: every kernel looked up
+	// in the module is launched as a programmatic dependent.
+	dependent bool
 
 	mu    sync.Mutex
 	funcs map[string]Function
@@ -113,7 +116,8 @@ func (d *Device) buildModule(n *nvrtcLib, p Program, arch string, opts []string)
 	if err != nil {
 		return nil, fmt.Errorf("load module %s: %w", p.Name, err)
 	}
-	m := &Module{d: d, h: h, name: p.Name, lowered: map[string]string{}, fromCache: hit, log: c.log, funcs: map[string]Function{}}
+	m := &Module{d: d, h: h, name: p.Name, lowered: map[string]string{}, fromCache: hit, log: c.log, funcs: map[string]Function{},
+		dependent: p.GridDependent}
 	for i, e := range c.exprs {
 		m.lowered[e] = c.lowered[i]
 	}
@@ -195,7 +199,7 @@ func (c *Ctx) Function(m *Module, name string) (Function, error) {
 		}
 		return Function{}, fmt.Errorf("module %s: %w", m.name, e)
 	}
-	f := Function{h: h, name: name}
+	f := Function{h: h, name: name, dependent: m.dependent}
 	m.funcs[name] = f
 	return f, nil
 }

@@ -125,6 +125,28 @@ BD_DEVICE uint4 ldgStream(const void* p) {
   return v;
 }
 
+// Programmatic dependent launch (Hopper; docs/perf/decode-step.md v6). A
+// kernel of a program compiled with cuda.Program.GridDependent may start
+// while the kernel ahead of it on the stream still runs: every thread calls
+// gridDependencyWait before its first read of memory an earlier kernel
+// writes and before its first global write (it returns once the kernels
+// ahead have completed and their writes are visible), and may call
+// gridLaunchDependents once it no longer needs the SMs to itself (the next
+// kernel's CTAs are then scheduled as soon as every CTA of this grid has
+// called it or exited). Both are no-ops before sm_90, where such kernels
+// launch as any other.
+BD_DEVICE void gridDependencyWait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+BD_DEVICE void gridLaunchDependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // mma16816 is mma.sync.m16n8k16 with fp16 operands and fp32 accumulators:
 // c += A·B, A in registers a[0..3] (row-major 16x16), B in b0, b1 (16x8).
 BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1) {

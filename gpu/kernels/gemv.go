@@ -35,6 +35,14 @@ func gemvSplitFor(N int) int {
 // GEMV holds gemv.cu's kernels, one per (row count 1..GEMVMaxRows, split).
 type GEMV struct {
 	fns [GEMVMaxRows + 1][len(gemvSplits)]cuda.Function
+	// EarlyWeights makes each lane issue its first weight loads before the
+	// kernel waits for the one ahead of it on the stream (gemv.cu is
+	// GridDependent), so that they overlap that kernel's tail. Set it only
+	// where no launch's weights are written by the kernel right before it
+	// (a backend's weights are written once, at load, before a stream sync).
+	// Measured on the H100: -1.1 us per Llama-3.1-8B layer beyond PDL's
+	// -1.6 (docs/perf/decode-step.md v6), so backend/gpu leaves it off.
+	EarlyWeights bool
 }
 
 // LoadGEMV compiles gemv.cu (once per device).
@@ -84,8 +92,12 @@ func (g *GEMV) launchSplit(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.Devic
 		return fmt.Errorf("kernels: gemv: no split-K factor %d", s)
 	}
 	perCTA := gemvWarps / s
+	var early int32
+	if g.EarlyWeights {
+		early = 1
+	}
 	return c.Launch(g.fns[T][i], cuda.Dim3{X: (N + perCTA - 1) / perCTA}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
-		x, w, bias, y, int32(N), int32(K))
+		x, w, bias, y, int32(N), int32(K), early)
 }
 
 // LaunchSplit is Launch with an explicit split-K factor (1, 2 or 4), for

@@ -79,3 +79,66 @@ func TestGEMVMatchesReference(t *testing.T) {
 		})
 	}
 }
+
+// TestGEMVDependentLaunch checks gemv.cu as a programmatic dependent: x is
+// written by the kernel right before the GEMV (ops.cu add, x = x0 + 0, on a
+// NaN-poisoned buffer), and y is compared bitwise with a launch that
+// follows a finished stream, for PDL off, on, and on with early weight
+// loads, at every split and at 1 and 8 rows. A GEMV that read x before the
+// add had finished would see NaN.
+func TestGEMVDependentLaunch(t *testing.T) {
+	d, ops := opsSetup(t)
+	g, err := kernels.LoadGEMV(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, sh := range []struct{ T, N, K int }{{1, 4096, 4096}, {1, 1024, 4096}, {8, 333, 2048}} {
+		m := newGPUMem(t, d)
+		w := make([]uint16, sh.N*sh.K)
+		for i := range w {
+			w[i] = half.FromFloat32(float32(0.02 * r.NormFloat64()))
+		}
+		x := make([]float32, sh.T*sh.K)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		wp, x0 := m.put(cuda.Bytes(w)), m.put(cuda.Bytes(x))
+		zero := m.put(cuda.Bytes(make([]float32, sh.T*sh.K)))
+		for _, split := range []int{1, 2, 4} {
+			yp := m.put(cuda.Bytes(nanF32(sh.T * sh.N)))
+			m.run(func(c *cuda.Ctx, s cuda.Stream) error {
+				return g.LaunchSplit(c, s, yp, x0, wp, 0, sh.T, sh.N, sh.K, split)
+			})
+			want := make([]float32, sh.T*sh.N)
+			m.read(cuda.Bytes(want), yp)
+			for _, mode := range []struct {
+				name       string
+				pdl, early bool
+			}{{"off", false, false}, {"on", true, false}, {"early", true, true}} {
+				xp := m.put(cuda.Bytes(nanF32(sh.T * sh.K)))
+				y := m.put(cuda.Bytes(nanF32(sh.T * sh.N)))
+				g.EarlyWeights = mode.early
+				m.run(func(c *cuda.Ctx, s cuda.Stream) error {
+					prev := c.SetGridDependentLaunch(mode.pdl)
+					defer c.SetGridDependentLaunch(prev)
+					if mode.pdl && !c.GridDependentLaunch() {
+						t.Logf("no programmatic dependent launch on %s: mode %s runs serialized", d.Arch(), mode.name)
+					}
+					if err := ops.Add(c, s, xp, x0, zero, sh.T*sh.K); err != nil {
+						return err
+					}
+					return g.LaunchSplit(c, s, y, xp, wp, 0, sh.T, sh.N, sh.K, split)
+				})
+				g.EarlyWeights = false
+				got := make([]float32, sh.T*sh.N)
+				m.read(cuda.Bytes(got), y)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("T%d N%d K%d split %d, PDL %s: y[%d] = %g, want %g (the launch after a finished stream)", sh.T, sh.N, sh.K, split, mode.name, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -63,6 +63,9 @@
 //   v3 the wide kernel for T > 16 (below): a 128-channel x 64-token CTA
 //      tile, x converted once and staged in shared memory with cp.async,
 //      the same per-element arithmetic.
+//   v4 programmatic dependent launch: linear.cu is a GridDependent program;
+//      every kernel waits for the kernel ahead (gridDependencyWait) before
+//      its first load (docs/perf/decode-step.md v6).
 //
 // Go wrapper: linear.go; tests: linear_test.go (float64 reference on the
 // fp16-rounded x, invariance across T and row order).
@@ -144,6 +147,12 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
   for (int nt = 0; nt < NT; nt++)
 #pragma unroll
     for (int i = 0; i < 4; i++) acc[nt][i] = 0.f;
+
+  // Programmatic dependent launch (the program is GridDependent): the
+  // index math above overlaps the kernel ahead; nothing is read before it
+  // has finished.
+  gridDependencyWait();
+  gridLaunchDependents();
 
   // Warp w takes k-blocks w, w+kSplit, ... in order, the next block's
   // weights loaded before the current one's math (16 loads in flight).
@@ -236,6 +245,8 @@ static_assert(kXChunks % kWideThreads == 0, "x block pieces must divide among th
 // linear_x_f16 rounds x [n] (n % 8 == 0) to fp16 with pack2, the narrow
 // kernel's conversion: the wide kernel then sees the same operands.
 __global__ void linear_x_f16(u16* __restrict__ xh, const float* __restrict__ x, long long n) {
+  gridDependencyWait();
+  gridLaunchDependents();
   for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * kChunk; i < n; i += (long long)gridDim.x * blockDim.x * kChunk) {
     const float4 u = *reinterpret_cast<const float4*>(x + i);
     const float4 v = *reinterpret_cast<const float4*>(x + i + 4);
@@ -270,6 +281,8 @@ __global__ void __launch_bounds__(kWideThreads, 1) linear_f16_wide(const u16* __
                                                                   const u16* w1, const float* b1, float* y1, int n1,
                                                                   const u16* w2, const float* b2, float* y2, int n2) {
   __shared__ __align__(16) u16 xs[2][kWideTokens * kXStride];
+  gridDependencyWait();
+  gridLaunchDependents();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
   const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM, tiles2 = (n2 + kM - 1) / kM;

@@ -54,8 +54,12 @@
 //      and the q/k norms with both RoPEs (docs/perf/decode-step.md v4):
 //      add_rmsnorm keeps its row in registers (6.2 us), rope_qk runs a block
 //      per head (3.3 us); norm_scale's last tree levels are warp shuffles.
-//   v3 (this file) rmsnorm (the first layer's norm) takes add_rmsnorm's register path
+//   v3 rmsnorm (the first layer's norm) takes add_rmsnorm's register path
 //      (docs/perf/decode-step.md v5).
+//   v4 (this file) every kernel is a programmatic dependent (startDependent;
+//      the program is GridDependent): it may be scheduled during the tail
+//      of the kernel ahead of it and waits for it before any memory access
+//      (docs/perf/decode-step.md v6).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -71,21 +75,33 @@ constexpr int kNormMaxThreads = 256;
 // registers (rows of up to kNormRegs·kNormMaxThreads = 8192 take that path).
 constexpr int kNormRegs = 32;
 
+// startDependent opens every kernel of this file: ops.cu is a GridDependent
+// program (ops.go), so a kernel may start while the one ahead of it still
+// runs; it waits for it before touching memory, then lets the next kernel's
+// CTAs onto the SMs its own leave free (one block per row uses few).
+BD_DEVICE void startDependent() {
+  gridDependencyWait();
+  gridLaunchDependents();
+}
+
 // A canonical quiet NaN for outputs of invalid indices (ids out of range):
 // the host checks indices first, so this only marks a bug loudly.
 #define kNaN __int_as_float(0x7fc00000)
 
 extern "C" __global__ void f32_to_f16(u16* __restrict__ y, const float* __restrict__ x, long long n) {
+  startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     y[i] = f2h(x[i]);
 }
 
 extern "C" __global__ void bf16_to_f16(u16* __restrict__ y, const u16* __restrict__ x, long long n) {
+  startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     y[i] = f2h(bf2f(x[i]));
 }
 
 extern "C" __global__ void f16_to_f32(float* __restrict__ y, const u16* __restrict__ x, long long n) {
+  startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     y[i] = h2f(x[i]);
 }
@@ -94,6 +110,7 @@ extern "C" __global__ void f16_to_f32(float* __restrict__ y, const u16* __restri
 // std (a sum of four uniforms: nearly Gaussian, bounded by 3.5 std), a fixed
 // hash of (seed, index): random weights of realistic scale for benchmarks.
 extern "C" __global__ void fill_normal_f16(u16* __restrict__ y, long long n, unsigned seed, float std) {
+  startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     u32 x = u32(i) * 0x9e3779b9u ^ u32(i >> 32) * 0x85ebca6bu ^ seed;
     float sum = 0.f;
@@ -107,6 +124,7 @@ extern "C" __global__ void fill_normal_f16(u16* __restrict__ y, long long n, uns
 }
 
 extern "C" __global__ void bf16_to_f32(float* __restrict__ y, const u16* __restrict__ x, long long n) {
+  startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     y[i] = bf2f(x[i]);
 }
@@ -115,6 +133,7 @@ extern "C" __global__ void bf16_to_f32(float* __restrict__ y, const u16* __restr
 // table [V, K] fp16, ids [T] int32.
 extern "C" __global__ void embedding_f16(float* __restrict__ dst, const u16* __restrict__ table,
                                          const int* __restrict__ ids, int K, int V) {
+  startDependent();
   const long long t = blockIdx.x;
   const int id = ids[t];
   float* out = dst + t * K;
@@ -129,6 +148,7 @@ extern "C" __global__ void embedding_f16(float* __restrict__ dst, const u16* __r
 // rows_f32: grid (R), block opsThreads (ops.go, 256). dst [R, K], src [T, K], idx [R].
 extern "C" __global__ void rows_f32(float* __restrict__ dst, const float* __restrict__ src,
                                     const int* __restrict__ idx, int K, int T) {
+  startDependent();
   const long long r = blockIdx.x;
   const int i = idx[r];
   float* out = dst + r * K;
@@ -185,6 +205,7 @@ __device__ __forceinline__ float norm_scale(double ss, double* partial, int G, f
 // Each thread sums its elements in the loop's order, so both paths give
 // the same bits.
 extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __restrict__ w, int G, float eps) {
+  startDependent();
   __shared__ double partial[kNormMaxThreads];
   const long long g = blockIdx.x;
   const float* xs = x + g * G;
@@ -241,6 +262,7 @@ extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __rest
 // sum is the loop's, so both paths give the same bits.
 extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, const float* __restrict__ w, int G,
                                        float eps) {
+  startDependent();
   __shared__ double partial[kNormMaxThreads];
   const long long g = blockIdx.x;
   float* hs = h + g * G;
@@ -291,6 +313,7 @@ extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, c
 // x [T, C] in place, pos [T], invFreq [half].
 extern "C" __global__ void rope(float* x, const int* __restrict__ pos, const float* __restrict__ invFreq,
                                 int C, int half) {
+  startDependent();
   extern __shared__ float cs[];  // cos [half] then sin [half]
   const long long t = blockIdx.x;
   const float p = float(pos[t]);
@@ -325,6 +348,7 @@ extern "C" __global__ void rope(float* x, const int* __restrict__ pos, const flo
 extern "C" __global__ void rope_qk(float* q, float* k, const int* __restrict__ pos, const float* __restrict__ invFreq,
                                    const float* __restrict__ qnorm, const float* __restrict__ knorm, int Hq, int Hk,
                                    int half, float eps) {
+  startDependent();
   __shared__ double partial[kNormMaxThreads];
   extern __shared__ float cs[];  // cos [half] then sin [half]
   const long long t = blockIdx.x;
@@ -369,6 +393,7 @@ extern "C" __global__ void rope_qk(float* q, float* k, const int* __restrict__ p
 
 // swiglu: grid-stride; dst may alias gate or up.
 extern "C" __global__ void swiglu(float* dst, const float* gate, const float* up, long long n) {
+  startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const float g = gate[i];
     const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
@@ -378,12 +403,14 @@ extern "C" __global__ void swiglu(float* dst, const float* gate, const float* up
 
 // add: grid-stride; dst may alias a or b.
 extern "C" __global__ void add(float* dst, const float* a, const float* b, long long n) {
+  startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     dst[i] = __fadd_rn(a[i], b[i]);
 }
 
 // add_bias: grid-stride over y [T, N]; bias [N].
 extern "C" __global__ void add_bias(float* __restrict__ y, const float* __restrict__ bias, long long n, int N) {
+  startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     y[i] = __fadd_rn(y[i], bias[i % N]);
 }
@@ -395,6 +422,7 @@ extern "C" __global__ void add_bias(float* __restrict__ y, const float* __restri
 // thread, so a stage has no race), then every element times s =
 // float32(1/sqrt(D)). Same order, same bits as the CPU.
 extern "C" __global__ void hadamard(float* x, int D, float s) {
+  startDependent();
   extern __shared__ float hv[];
   float* row = x + (long long)blockIdx.x * D;
   for (int i = threadIdx.x; i < D; i += blockDim.x) hv[i] = row[i];

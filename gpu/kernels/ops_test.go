@@ -25,7 +25,7 @@ var (
 )
 
 // opsSetup opens GPU 0 and compiles ops.cu once, or skips the test.
-func opsSetup(t *testing.T) (*cuda.Device, *kernels.Ops) {
+func opsSetup(t testing.TB) (*cuda.Device, *kernels.Ops) {
 	t.Helper()
 	opsOnce.Do(func() {
 		if opsDev, opsErr = cuda.Open(0); opsErr != nil {
