@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 
@@ -74,7 +75,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bitdecode: %v\n", err)
 		return 1
 	}
-	err := c.run(args[1:], stdout, stderr)
+	stop, err := startProfile(lookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "bitdecode: %v\n", err)
+		return 1
+	}
+	err = c.run(args[1:], stdout, stderr)
+	stop()
 	var ue errUsage
 	switch {
 	case err == nil:
@@ -176,4 +183,24 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return usageErrorf("%v", err)
 	}
 	return nil
+}
+
+// startProfile starts a CPU profile of the whole command into the file
+// $BITDECODE_CPUPROFILE names (for `go tool pprof`), if it names one: where
+// the host's time goes, for instance between the GPU's steps. The returned
+// function stops it.
+func startProfile(lookup func(string) (string, bool)) (stop func(), err error) {
+	path, ok := lookup("BITDECODE_CPUPROFILE")
+	if !ok || path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("BITDECODE_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("BITDECODE_CPUPROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
