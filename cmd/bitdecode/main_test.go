@@ -225,3 +225,23 @@ func TestHelpOnce(t *testing.T) {
 		t.Errorf("bitdecode run --bogus: stdout %q, stderr %q; want nothing on stdout and the flag error on stderr", out.String(), errb.String())
 	}
 }
+
+func TestStartProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	stop, err := startProfile(func(k string) (string, bool) { return path, k == "BITDECODE_CPUPROFILE" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Errorf("profile file %s: %v (size %v), want a written profile", path, err, st)
+	}
+	if _, err := startProfile(func(string) (string, bool) { return filepath.Join(path, "x", "y"), true }); err == nil {
+		t.Error("startProfile into a path under a file: no error")
+	}
+	stop, err = startProfile(func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+}
