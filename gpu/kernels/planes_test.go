@@ -739,3 +739,36 @@ func TestGPUPlanesWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestTierMapFromIndex rebuilds tier maps from TierIndex.Set's layout and
+// from a relaid copy (run offsets), and refuses broken indexes.
+func TestTierMapFromIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, mix := range planeMixes {
+		for _, l := range []int{1, 17, 300} {
+			x := kernels.NewTierIndex(1, 1, l+1)
+			want := planeTiers(r, mix, l)
+			if err := x.Set(0, 0, want); err != nil {
+				t.Fatal(err)
+			}
+			var c [kv.NumTiers]int32
+			copy(c[:], x.Counts)
+			relaid, offs := relaidIndex(x)
+			for _, v := range []struct {
+				index, offsets []int32
+			}{{x.Index, nil}, {relaid, offs[:3]}} {
+				got, err := kernels.TierMapFromIndex(v.index, c, v.offsets, l)
+				if err != nil || !slices.Equal(got, want) {
+					t.Fatalf("%s, %d tokens, offsets %v: %v, %v; want %v", mix, l, v.offsets, got, err, want)
+				}
+			}
+			if c[kv.High] > 1 {
+				bad := slices.Clone(x.Index)
+				bad[0], bad[1] = bad[1], bad[0] // a run out of order
+				if _, err := kernels.TierMapFromIndex(bad, c, nil, l); err == nil {
+					t.Errorf("%s, %d tokens: a run out of order was accepted", mix, l)
+				}
+			}
+		}
+	}
+}
