@@ -191,20 +191,32 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	}
 	// Re-tiering, once every Period steps: the GPU re-tier of every
 	// (sequence, KV head) from random masses (kernels.PlanesRetier, what
-	// the engine's cache runs), writing a scratch index.
-	retierUS, err := gpuRetierUS(dev, a, r, f.Planes, pt.B, sh.Hkv, l)
+	// the engine's cache runs), writing a scratch index: one layer alone
+	// (v2 and v1), and retierLayers layers in one launch (the engine
+	// re-tiers every layer of a sequence at the same batch), per layer.
+	retierUS, err := gpuRetierUS(dev, r, f.Planes, pt.B, sh.Hkv, l, 1, false)
 	if err != nil {
 		return nil, err
 	}
+	retierV1US, err := gpuRetierUS(dev, r, f.Planes, pt.B, sh.Hkv, l, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	retierLayersUS, err := gpuRetierUS(dev, r, f.Planes, pt.B, sh.Hkv, l, retierLayers, false)
+	if err != nil {
+		return nil, err
+	}
+	retierLayersUS /= retierLayers
 	_, splits := plan.SplitLen()
 	all := float64(l) * float64(pt.B*sh.Hkv)
 	row := &GPURow{Kernel: kern.String(), AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: readBytes, GBps: float64(readBytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
 		Splits: splits, Paged: cfg.Paged, KernelErr: -1,
 		Planes: &PlanesRow{PlaneBytes: tr.planeBytes, IndexBytes: tr.indexBytes, ReadBitsPerElem: float64(tr.planeBytes) * 8 / (all * float64(2*sh.D)),
-			ReadVsFP16: float64(tr.planeBytes) / (all * float64(pl.TierBytes(kv.High))), MassUS: massUS, RetierUS: retierUS}}
+			ReadVsFP16: float64(tr.planeBytes) / (all * float64(pl.TierBytes(kv.High))), MassUS: massUS, RetierUS: retierUS,
+			RetierV1US: retierV1US, RetierLayersUS: retierLayersUS}}
 	period := max(f.Planes.Period, 1)
-	row.Planes.BookkeepingShare = (max(massUS-us, 0) + retierUS/float64(period)) / us
+	row.Planes.BookkeepingShare = (max(massUS-us, 0) + retierLayersUS/float64(period)) / us
 	for t := range tr.counts {
 		row.Planes.Tokens[t] = float64(tr.counts[t]) / all
 	}
@@ -284,23 +296,37 @@ type PlanesRow struct {
 	ReadVsFP16 float64 `json:"read_vs_fp16"`
 	// MassUS is the same step also writing the attention mass of every
 	// token read (the H2O statistic); RetierUS the GPU re-tier of every
-	// (sequence, KV head), index written in place (kernels.PlanesRetier),
-	// which happens once every Period steps; BookkeepingShare is (MassUS −
-	// step + RetierUS/Period) over the step without mass, the share of the
-	// attention step the tiers' bookkeeping costs.
+	// (sequence, KV head) of one layer, index written in place
+	// (kernels.PlanesRetier), which happens once every Period steps;
+	// RetierV1US the same with the v1 kernel; RetierLayersUS the re-tier
+	// of retierLayers layers in one launch, per layer (what the engine
+	// does). BookkeepingShare is (MassUS − step + RetierLayersUS/Period)
+	// over the step without mass, the share of the attention step the
+	// tiers' bookkeeping costs.
 	MassUS           float64 `json:"mass_us"`
 	RetierUS         float64 `json:"retier_gpu_us"`
+	RetierV1US       float64 `json:"retier_gpu_v1_us"`
+	RetierLayersUS   float64 `json:"retier_gpu_per_layer_us"`
 	BookkeepingShare float64 `json:"bookkeeping_share"`
 }
 
+// retierLayers is the layers bench attn re-tiers in one launch for the
+// engine's per-layer cost (Llama-3.1-8B's 32).
+const retierLayers = 32
+
 // gpuRetierUS times the GPU re-tier of b sequences of hkv KV heads and l
-// tokens under policy p (one launch, B jobs) on random masses, into a
-// scratch index (median of gpuRuns).
-func gpuRetierUS(dev *cuda.Device, a *devArena, r *rand.Rand, p kv.PlaneSpec, b, hkv, l int) (float64, error) {
+// tokens under policy p, layers layers each (one launch, b·layers jobs;
+// the v1 kernel if v1), on random masses, into a scratch index (median of
+// gpuRuns).
+func gpuRetierUS(dev *cuda.Device, r *rand.Rand, p kv.PlaneSpec, b, hkv, l, layers int, v1 bool) (float64, error) {
 	rt, err := kernels.LoadPlanesRetier(dev)
 	if err != nil {
 		return 0, err
 	}
+	rt.V1 = v1
+	a := &devArena{dev: dev}
+	defer a.free()
+	b *= layers
 	mass := make([]float32, b*hkv*l)
 	for i := range mass {
 		mass[i] = r.Float32()

@@ -1138,6 +1138,194 @@ __global__ void __launch_bounds__(kRetierThreads) retier(const int* __restrict__
   }
 }
 
+// retier_v2 is retier with two changes (the live version; retier is v1):
+//  - no position passes: the selections run over the 32-bit mass key only
+//    (4 passes), leaving each threshold as (mass key T, remaining rank q
+//    among the candidates whose key is T); a candidate with key T is below
+//    it iff fewer than q such candidates come before it, which the
+//    compaction (in position order) counts with one more ballot and scan;
+//  - the histogram loop loads kRetierUnroll keys before it counts any, so
+//    a warp waits for one load latency per kRetierUnroll candidates (v1: a
+//    pass waited ~1 us per 32·kRetierWarps candidates; measured below).
+// v1 on the H100 (one layer, 8 KV heads, B = 1, 2026-11-25): 42 us for 8K
+// tokens (h20:m40:l40), 594 us for 128K: latency-bound, 6 passes.
+constexpr int kRetierUnroll = 4;
+__global__ void __launch_bounds__(kRetierThreads) retier_v2(const int* __restrict__ jobs, const float* __restrict__ mass,
+                                                            int* __restrict__ index, int* __restrict__ counts,
+                                                            int* __restrict__ offsets, int Hkv, int stride) {
+  __shared__ u32 hist[kSelects][kBins];
+  __shared__ u32 prefix[kSelects];
+  __shared__ int remain[kSelects];
+  __shared__ int wcnt[kRetierWarps][kSelects], wbase[kRetierWarps][kSelects];
+  __shared__ int run[kSelects];
+  const int* job = jobs + kRetierJob * blockIdx.y;
+  const int sl = job[0], n = job[1], sinks = job[2], win = job[3], last = job[7];
+  const int k[kSelects] = {job[4], job[5], job[6]};
+  const size_t bh = size_t(sl) * Hkv + blockIdx.x;
+  const float* m = mass + bh * stride;
+  int* idx = index + bh * stride;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int nc = win - sinks;
+  if (tid < kSelects) {
+    prefix[tid] = 0;
+    remain[tid] = k[tid];
+  }
+  bool on[kSelects];
+  bool anyOn = false;
+#pragma unroll
+  for (int j = 0; j < kSelects; j++) {
+    on[j] = 0 < k[j] && k[j] < nc;  // else: no candidate (k <= 0) or every one (k >= nc) is below
+    anyOn = anyOn || on[j];
+  }
+  u32 mask = 0;
+  for (int pass = 0; anyOn && pass < 32 / kDigitBits; pass++) {
+    const int shift = 32 - kDigitBits * (pass + 1);
+    for (int i = tid; i < kSelects * kBins; i += kRetierThreads) (&hist[0][0])[i] = 0;
+    __syncthreads();
+    u32 pre[kSelects];
+#pragma unroll
+    for (int j = 0; j < kSelects; j++) pre[j] = prefix[j];
+    // Warp-uniform loop (the ballots below need every lane).
+    for (int base = sinks + warp * 32; base < win; base += kRetierUnroll * kRetierThreads) {
+      u32 key[kRetierUnroll];
+#pragma unroll
+      for (int u = 0; u < kRetierUnroll; u++) {
+        const int t = base + u * kRetierThreads + lane;
+        key[u] = t < win ? massKey(m[t]) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < kRetierUnroll; u++) {
+        const bool in = base + u * kRetierThreads + lane < win;
+        const u32 d = (key[u] >> shift) & (kBins - 1);
+#pragma unroll
+        for (int j = 0; j < kSelects; j++) {
+          const bool hit = in && on[j] && (key[u] & mask) == pre[j];
+          const u32 hm = __ballot_sync(0xffffffffu, hit);
+          if (hit) {
+            const u32 peers = __match_any_sync(hm, d);
+            if (lane == __ffs(peers) - 1) atomicAdd(&hist[j][d], u32(__popc(peers)));
+          }
+        }
+      }
+    }
+    __syncthreads();
+    // One warp per selection: lane i holds bins [8i, 8i+8).
+    if (warp < kSelects && on[warp]) {
+      constexpr int kPer = kBins / 32;
+      u32 c[kPer], sum = 0;
+#pragma unroll
+      for (int i = 0; i < kPer; i++) {
+        c[i] = hist[warp][lane * kPer + i];
+        sum += c[i];
+      }
+      u32 incl = sum;
+#pragma unroll
+      for (int off = 1; off < 32; off *= 2) {
+        const u32 x = __shfl_up_sync(0xffffffffu, incl, off);
+        if (lane >= off) incl += x;
+      }
+      const u32 r = u32(remain[warp]);
+      u32 below = incl - sum;
+      if (below <= r && r < incl) {  // exactly one lane
+#pragma unroll
+        for (int i = 0; i < kPer; i++) {
+          if (r < below + c[i]) {
+            prefix[warp] = pre[warp] | (u32(lane * kPer + i) << shift);
+            remain[warp] = int(r - below);
+            break;
+          }
+          below += c[i];
+        }
+      }
+    }
+    mask |= u32(kBins - 1) << shift;
+    __syncthreads();
+  }
+  // Thresholds (T, q): with on[j], candidate t is below selection j iff
+  // key < T, or key == T and fewer than q candidates of key T precede t.
+  u32 thr[kSelects];
+  int q[kSelects];
+#pragma unroll
+  for (int j = 0; j < kSelects; j++) {
+    thr[j] = prefix[j];
+    q[j] = remain[j];
+  }
+  const int cnt[3] = {n - k[2], k[2] - k[1], k[1] - k[0]};
+  int off[3];
+  {
+    int o = 0;
+    for (int t = 0; t < 3; t++) {
+      if (t == last) continue;
+      off[t] = o;
+      o += cnt[t];
+    }
+    off[last] = o;
+  }
+  __shared__ int tieRun[kSelects], tieW[kRetierWarps][kSelects];
+  if (tid < kSelects) run[tid] = tieRun[tid] = 0;
+  __syncthreads();
+  const u32 lanesBelow = (1u << lane) - 1;
+  for (int c0 = 0; c0 < n; c0 += kRetierThreads) {
+    const int t = c0 + tid;
+    const bool cand = t < n && t >= sinks && t < win;
+    const u32 key = cand ? massKey(m[t]) : 0;
+    // Ties: candidates of key thr[j] before t (this chunk's, by warp and lane).
+    u32 tb[kSelects];
+#pragma unroll
+    for (int j = 0; j < kSelects; j++) tb[j] = __ballot_sync(0xffffffffu, cand && on[j] && key == thr[j]);
+    if (lane < kSelects) tieW[warp][lane] = __popc(tb[lane]);
+    __syncthreads();
+    if (tid < kSelects) {
+      int o = tieRun[tid];
+      for (int w = 0; w < kRetierWarps; w++) {
+        const int x = tieW[w][tid];
+        tieW[w][tid] = o;
+        o += x;
+      }
+      tieRun[tid] = o;
+    }
+    __syncthreads();
+    bool below[kSelects];
+#pragma unroll
+    for (int j = 0; j < kSelects; j++) {
+      if (!on[j]) {
+        below[j] = k[j] >= nc;  // k <= 0: none; k >= nc: every candidate
+      } else {
+        below[j] = key < thr[j] || (key == thr[j] && tieW[warp][j] + __popc(tb[j] & lanesBelow) < q[j]);
+      }
+    }
+    int tier = -1;  // none (past the end, or EVICTED)
+    if (t < n) {
+      if (!cand) {
+        tier = kHigh;
+      } else {
+        tier = below[0] ? -1 : below[1] ? kLow : below[2] ? kMedium : kHigh;
+      }
+    }
+    u32 bal[3];
+#pragma unroll
+    for (int x = 0; x < 3; x++) bal[x] = __ballot_sync(0xffffffffu, tier == x);
+    if (lane < 3) wcnt[warp][lane] = __popc(bal[lane]);
+    __syncthreads();
+    if (tid < 3) {
+      int o = run[tid];
+      for (int w = 0; w < kRetierWarps; w++) {
+        wbase[w][tid] = o;
+        o += wcnt[w][tid];
+      }
+      run[tid] = o;
+    }
+    __syncthreads();
+    if (tier >= 0) idx[off[tier] + wbase[warp][tier] + __popc(bal[tier] & lanesBelow)] = t;
+  }
+  if (tid == 0) {
+    int* c = counts + 4 * bh;
+    int* o = offsets + 4 * bh;
+    c[0] = cnt[0], c[1] = cnt[1], c[2] = cnt[2], c[3] = k[0];
+    o[0] = off[0], o[1] = off[1], o[2] = off[2], o[3] = 0;
+  }
+}
+
 // append adds the batch's new tokens to the persistent index: sequence j's
 // tokens [pos, pos+len) join the run of tier nt, which is the last run
 // stored (retier puts it there; an empty index has every run at 0), so the

@@ -519,7 +519,11 @@ func (w *PlanesWriter) Launch(c *cuda.Ctx, st cuda.Stream, k, v, block, within, 
 // kvcache.TierPolicy's rule (the same tier maps: ties and all), and Append
 // adds new tokens to the run of the tier they get.
 type PlanesRetier struct {
-	retier, append cuda.Function
+	retier, retierV1, append cuda.Function
+	// V1 selects planes.cu's retier (v1: six radix passes over the 64-bit
+	// key, one load in flight per warp) instead of retier_v2 (the
+	// default); both give the same index.
+	V1 bool
 }
 
 // PlanesRetierJob is one (sequence slot, layer) to re-tier: its N tokens,
@@ -569,17 +573,16 @@ func (j PlanesAppendJob) Words(w []int32) []int32 {
 // LoadPlanesRetier compiles the retier and append kernels (once per device;
 // then from the kernel cache).
 func LoadPlanesRetier(dev *cuda.Device) (*PlanesRetier, error) {
-	exprs := []string{"planes::retier", "planes::append"}
+	exprs := []string{"planes::retier_v2", "planes::retier", "planes::append"}
 	mod, err := dev.Compile(program("planes.cu", planesSource, exprs, nil))
 	if err != nil {
 		return nil, err
 	}
 	r := &PlanesRetier{}
-	if r.retier, err = mod.Function(exprs[0]); err != nil {
-		return nil, err
-	}
-	if r.append, err = mod.Function(exprs[1]); err != nil {
-		return nil, err
+	for i, f := range []*cuda.Function{&r.retier, &r.retierV1, &r.append} {
+		if *f, err = mod.Function(exprs[i]); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -594,7 +597,11 @@ func (r *PlanesRetier) LaunchRetier(c *cuda.Ctx, st cuda.Stream, jobs cuda.Devic
 	if nJobs == 0 {
 		return nil
 	}
-	return c.Launch(r.retier, cuda.Dim3{X: hkv, Y: nJobs}, cuda.Dim3{X: planesRetierThreads}, 0, st,
+	fn := r.retier
+	if r.V1 {
+		fn = r.retierV1
+	}
+	return c.Launch(fn, cuda.Dim3{X: hkv, Y: nJobs}, cuda.Dim3{X: planesRetierThreads}, 0, st,
 		jobs, mass, index, counts, offsets, int32(hkv), int32(stride))
 }
 

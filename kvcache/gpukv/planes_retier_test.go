@@ -75,7 +75,8 @@ func TestRetierBoundsMatchPolicy(t *testing.T) {
 	}
 }
 
-// TestGPUPlaneRetierMatchesPolicy re-tiers on the GPU two (slot, layer)s of
+// TestGPUPlaneRetierMatchesPolicy re-tiers on the GPU (both kernel
+// versions) two (slot, layer)s of
 // three KV heads at once and checks every tier map against
 // kvcache.TierPolicy.Retier on the same masses (uniform, ties, NaN/Inf/±0,
 // all equal), the counts and run offsets (the new tier's run stored last),
@@ -88,8 +89,16 @@ func TestGPUPlaneRetierMatchesPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, v1 := range []bool{false, true} {
+		rt.V1 = v1
+		t.Run(fmt.Sprintf("v1=%v", v1), func(t *testing.T) { testGPURetier(t, dev, rt) })
+	}
+}
+
+func testGPURetier(t *testing.T, dev *cuda.Device, rt *kernels.PlanesRetier) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const hkv, nSL, added = 3, 2, 3
+	var err error
 	lens := []int{0, 1, 5, 63, 100, 1000, 4097, 20000}
 	if testing.Short() {
 		lens = []int{0, 5, 100, 1000}
