@@ -192,13 +192,14 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	// Re-tiering, once every Period steps: the GPU re-tier of every
 	// (sequence, KV head) from random masses (kernels.PlanesRetier, what
 	// the engine's cache runs), writing a scratch index: one layer alone
-	// (v2 and v1), and retierLayers layers in one launch (the engine
-	// re-tiers every layer of a sequence at the same batch), per layer.
+	// (v1, the engine's, and v2), and retierLayers layers in one launch
+	// (the engine re-tiers every layer of a sequence at the same batch),
+	// per layer.
 	retierUS, err := gpuRetierUS(dev, r, f.Planes, pt.B, sh.Hkv, l, 1, false)
 	if err != nil {
 		return nil, err
 	}
-	retierV1US, err := gpuRetierUS(dev, r, f.Planes, pt.B, sh.Hkv, l, 1, true)
+	retierV2US, err := gpuRetierUS(dev, r, f.Planes, pt.B, sh.Hkv, l, 1, true)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 		Splits: splits, Paged: cfg.Paged, KernelErr: -1,
 		Planes: &PlanesRow{PlaneBytes: tr.planeBytes, IndexBytes: tr.indexBytes, ReadBitsPerElem: float64(tr.planeBytes) * 8 / (all * float64(2*sh.D)),
 			ReadVsFP16: float64(tr.planeBytes) / (all * float64(pl.TierBytes(kv.High))), MassUS: massUS, RetierUS: retierUS,
-			RetierV1US: retierV1US, RetierLayersUS: retierLayersUS}}
+			RetierV2US: retierV2US, RetierLayersUS: retierLayersUS}}
 	period := max(f.Planes.Period, 1)
 	row.Planes.BookkeepingShare = (max(massUS-us, 0) + retierLayersUS/float64(period)) / us
 	for t := range tr.counts {
@@ -297,15 +298,15 @@ type PlanesRow struct {
 	// MassUS is the same step also writing the attention mass of every
 	// token read (the H2O statistic); RetierUS the GPU re-tier of every
 	// (sequence, KV head) of one layer, index written in place
-	// (kernels.PlanesRetier), which happens once every Period steps;
-	// RetierV1US the same with the v1 kernel; RetierLayersUS the re-tier
+	// (kernels.PlanesRetier, v1), which happens once every Period steps;
+	// RetierV2US the same with the v2 kernel; RetierLayersUS the re-tier
 	// of retierLayers layers in one launch, per layer (what the engine
 	// does). BookkeepingShare is (MassUS − step + RetierLayersUS/Period)
 	// over the step without mass, the share of the attention step the
 	// tiers' bookkeeping costs.
 	MassUS           float64 `json:"mass_us"`
 	RetierUS         float64 `json:"retier_gpu_us"`
-	RetierV1US       float64 `json:"retier_gpu_v1_us"`
+	RetierV2US       float64 `json:"retier_gpu_v2_us"`
 	RetierLayersUS   float64 `json:"retier_gpu_per_layer_us"`
 	BookkeepingShare float64 `json:"bookkeeping_share"`
 }
@@ -316,14 +317,14 @@ const retierLayers = 32
 
 // gpuRetierUS times the GPU re-tier of b sequences of hkv KV heads and l
 // tokens under policy p, layers layers each (one launch, b·layers jobs;
-// the v1 kernel if v1), on random masses, into a scratch index (median of
+// the v2 kernel if v2), on random masses, into a scratch index (median of
 // gpuRuns).
-func gpuRetierUS(dev *cuda.Device, r *rand.Rand, p kv.PlaneSpec, b, hkv, l, layers int, v1 bool) (float64, error) {
+func gpuRetierUS(dev *cuda.Device, r *rand.Rand, p kv.PlaneSpec, b, hkv, l, layers int, v2 bool) (float64, error) {
 	rt, err := kernels.LoadPlanesRetier(dev)
 	if err != nil {
 		return 0, err
 	}
-	rt.V1 = v1
+	rt.V2 = v2
 	a := &devArena{dev: dev}
 	defer a.free()
 	b *= layers

@@ -1138,7 +1138,8 @@ __global__ void __launch_bounds__(kRetierThreads) retier(const int* __restrict__
   }
 }
 
-// retier_v2 is retier with two changes (the live version; retier is v1):
+// retier_v2 is retier (v1) with two changes (PlanesRetier.V2 selects it; the
+// engine runs v1, the version whose tests have run on the H100):
 //  - no position passes: the selections run over the 32-bit mass key only
 //    (4 passes), leaving each threshold as (mass key T, remaining rank q
 //    among the candidates whose key is T); a candidate with key T is below

@@ -519,11 +519,11 @@ func (w *PlanesWriter) Launch(c *cuda.Ctx, st cuda.Stream, k, v, block, within, 
 // kvcache.TierPolicy's rule (the same tier maps: ties and all), and Append
 // adds new tokens to the run of the tier they get.
 type PlanesRetier struct {
-	retier, retierV1, append cuda.Function
-	// V1 selects planes.cu's retier (v1: six radix passes over the 64-bit
-	// key, one load in flight per warp) instead of retier_v2 (the
-	// default); both give the same index.
-	V1 bool
+	retierV2, retier, append cuda.Function
+	// V2 selects planes.cu's retier_v2 (4 radix passes, ties ranked in the
+	// compaction, 4 loads in flight per warp) instead of retier (v1, the
+	// default until v2 has run its tests on a GPU); both give the same index.
+	V2 bool
 }
 
 // PlanesRetierJob is one (sequence slot, layer) to re-tier: its N tokens,
@@ -579,7 +579,7 @@ func LoadPlanesRetier(dev *cuda.Device) (*PlanesRetier, error) {
 		return nil, err
 	}
 	r := &PlanesRetier{}
-	for i, f := range []*cuda.Function{&r.retier, &r.retierV1, &r.append} {
+	for i, f := range []*cuda.Function{&r.retierV2, &r.retier, &r.append} {
 		if *f, err = mod.Function(exprs[i]); err != nil {
 			return nil, err
 		}
@@ -598,8 +598,8 @@ func (r *PlanesRetier) LaunchRetier(c *cuda.Ctx, st cuda.Stream, jobs cuda.Devic
 		return nil
 	}
 	fn := r.retier
-	if r.V1 {
-		fn = r.retierV1
+	if r.V2 {
+		fn = r.retierV2
 	}
 	return c.Launch(fn, cuda.Dim3{X: hkv, Y: nJobs}, cuda.Dim3{X: planesRetierThreads}, 0, st,
 		jobs, mass, index, counts, offsets, int32(hkv), int32(stride))

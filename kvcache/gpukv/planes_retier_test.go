@@ -89,9 +89,9 @@ func TestGPUPlaneRetierMatchesPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v1 := range []bool{false, true} {
-		rt.V1 = v1
-		t.Run(fmt.Sprintf("v1=%v", v1), func(t *testing.T) { testGPURetier(t, dev, rt) })
+	for _, v2 := range []bool{false, true} {
+		rt.V2 = v2
+		t.Run(fmt.Sprintf("v2=%v", v2), func(t *testing.T) { testGPURetier(t, dev, rt) })
 	}
 }
 
