@@ -566,3 +566,52 @@ func TestPlaneServeScenarioCPU(t *testing.T) {
 	}
 	t.Logf("%d at a time in %d blocks: %d steps, %d preemptions", planeServeSeqs, planeServeBlocks, st.Steps, st.Preemptions)
 }
+
+// TestPlaneBookRelayout checks the books' answer to a policy change that
+// changes the tier new tokens get while a sequence holds tokens: every
+// layer is re-tiered at the next batch (the device index keeps that tier's
+// run last), with the new policy's counts, and later batches append to it.
+func TestPlaneBookRelayout(t *testing.T) {
+	sp := kv.MustParseSpec("bw:h20:m40:l40:w4:s1:r16:blk32").Planes
+	const layers, hkv = 3, 2
+	k := newPlaneBook(sp, 8, 2, layers, hkv, 32)
+	var b model.Batch
+	b.Add(1, 0, make([]int32, 20)...)
+	if err := k.check(&b, 64, 256); err != nil {
+		t.Fatal(err)
+	}
+	seqs, _ := k.reserve(&b)
+	g := seqs[0]
+	if g.last != kv.High {
+		t.Fatalf("new tokens' tier %v, want High", g.last)
+	}
+	var b2 model.Batch
+	b2.Add(1, 20, 0)
+	if jobs := k.retierJobs(&b2); len(jobs) != 0 {
+		t.Fatalf("%d re-tier jobs with the policy unchanged", len(jobs))
+	}
+	med, err := kv.ParsePlanePolicy("m100:w0:s0", sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.setPolicy(1, med); err != nil {
+		t.Fatal(err)
+	}
+	jobs := k.retierJobs(&b2)
+	if len(jobs) != layers {
+		t.Fatalf("%d re-tier jobs after the new tier changed, want %d (every layer)", len(jobs), layers)
+	}
+	for _, j := range jobs {
+		if rj := k.retierLayer(j.g, j.layer); rj.Last != kv.Medium || rj.KM != 20 {
+			t.Errorf("layer %d: job %+v, want every token Medium and Medium last", j.layer, rj)
+		}
+	}
+	if jobs := k.retierJobs(&b2); len(jobs) != 0 {
+		t.Errorf("%d re-tier jobs right after the re-tier", len(jobs))
+	}
+	k.reserve(&b2)
+	recountMix(t, "after the relayout", &k)
+	if got := g.counts[2][1]; got != [kv.NumTiers]int{kv.Medium: 21} {
+		t.Errorf("counts %v, want 21 Medium", got)
+	}
+}
