@@ -115,6 +115,10 @@ type gpuPlanePlan struct {
 
 var _ kvcache.Cache = (*Planes)(nil)
 
+// beginKeyTag marks the graph key of Begin's re-tier and append launches
+// (Attend's keys have a layer number in its place).
+const beginKeyTag = 1 << 63
+
 // gpuPlanePrefillSplit is the split length (positions) of prefill chunks.
 const gpuPlanePrefillSplit = 8192
 
@@ -477,7 +481,7 @@ func (c *Planes) Begin(b *model.Batch) error {
 			return err
 		}
 		return c.retierer.LaunchAppend(x, st, meta+cuda.DevicePtr(4*p.append), B, c.index, c.counts, c.offsets, hkv, c.layers, c.opts.MaxLen)
-	}, c.id, 1, uint64(meta), uint64(p.retier), uint64(p.nRetier), uint64(p.append), uint64(B))
+	}, c.id, beginKeyTag, uint64(meta), uint64(p.retier), uint64(p.nRetier), uint64(p.append), uint64(B))
 	c.batch, c.plan = b, p
 	return nil
 }
