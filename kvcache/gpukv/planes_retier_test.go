@@ -239,3 +239,117 @@ func checkRetierRow(t *testing.T, what string, d deviceIndex, i, stride int, wan
 		}
 	}
 }
+
+// emulateRetierV2 restates planes.cu's retier_v2 in Go, step for step (4
+// radix passes of 8 bits over the 32-bit mass key for the three
+// thresholds, then the compaction's rule: below iff key < T, or key == T
+// and fewer than q candidates of key T come before), and returns the tier
+// map of job j over mass. It checks the algorithm, not the CUDA.
+func emulateRetierV2(j kernels.PlanesRetierJob, mass []float32) []kv.Tier {
+	massKey := func(m float32) uint32 {
+		b := math.Float32bits(m)
+		switch {
+		case b&0x7FFFFFFF > 0x7F800000:
+			return 0
+		case b&0x7FFFFFFF == 0:
+			return 0x80000000
+		case b&0x80000000 != 0:
+			return ^b
+		}
+		return b | 0x80000000
+	}
+	k := [3]int{j.KE, j.KL, j.KM}
+	nc := j.Win - j.Sinks
+	var prefix [3]uint32
+	remain := k
+	var on [3]bool
+	for s := range 3 {
+		on[s] = 0 < k[s] && k[s] < nc
+	}
+	mask := uint32(0)
+	for pass := range 4 {
+		shift := 32 - 8*(pass+1)
+		var hist [3][256]int
+		for t := j.Sinks; t < j.Win; t++ {
+			key := massKey(mass[t])
+			for s := range 3 {
+				if on[s] && key&mask == prefix[s] {
+					hist[s][(key>>shift)&255]++
+				}
+			}
+		}
+		for s := range 3 {
+			if !on[s] {
+				continue
+			}
+			below := 0
+			for d := range 256 {
+				if remain[s] < below+hist[s][d] {
+					prefix[s] |= uint32(d) << shift
+					remain[s] -= below
+					break
+				}
+				below += hist[s][d]
+			}
+		}
+		mask |= 255 << shift
+	}
+	tiers := make([]kv.Tier, j.N)
+	var ties [3]int
+	for t := range j.N {
+		if t < j.Sinks || t >= j.Win {
+			tiers[t] = kv.High
+			continue
+		}
+		key := massKey(mass[t])
+		var below [3]bool
+		for s := range 3 {
+			if !on[s] {
+				below[s] = k[s] >= nc
+				continue
+			}
+			below[s] = key < prefix[s] || key == prefix[s] && ties[s] < remain[s]
+			if key == prefix[s] {
+				ties[s]++
+			}
+		}
+		switch {
+		case below[0]:
+			tiers[t] = kv.Evicted
+		case below[1]:
+			tiers[t] = kv.Low
+		case below[2]:
+			tiers[t] = kv.Medium
+		default:
+			tiers[t] = kv.High
+		}
+	}
+	return tiers
+}
+
+// TestRetierV2AlgorithmMatchesPolicy checks retier_v2's algorithm (in its
+// Go restatement) against kvcache.TierPolicy.Retier without a GPU.
+func TestRetierV2AlgorithmMatchesPolicy(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, spec := range retierSpecs {
+		p, err := kv.ParsePlanePolicy(spec, kv.MustParseSpec("bw").Planes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol := kvcache.TierPolicy{Spec: p}
+		for _, n := range []int{0, 1, 5, 63, 100, 1000, 4097} {
+			for _, kind := range []string{"uniform", "ties", "special", "equal"} {
+				mass := retierMasses(r, kind, n)
+				want := make([]kv.Tier, n)
+				pol.Retier(want, mass, n)
+				j, _ := retierBounds(p, n)
+				got := emulateRetierV2(j, mass)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s, %d tokens, %s masses: token %d tier %v, the policy's %v", spec, n, kind, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
