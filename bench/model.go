@@ -93,12 +93,15 @@ func (d ModelDEC) String() string {
 
 // ModelRow is one (format, context) point of the model benchmark.
 type ModelRow struct {
-	Weights      string  `json:"weights"`
-	DEC          string  `json:"dec,omitempty"` // k_chunk or tuned:P%; "" without DEC
-	KV           string  `json:"kv"`
-	Context      int     `json:"context"`
-	Batch        int     `json:"batch"`
-	MsPerStep    float64 `json:"ms_per_step"` // median decode step (Batch tokens)
+	Weights   string  `json:"weights"`
+	DEC       string  `json:"dec,omitempty"` // k_chunk or tuned:P%; "" without DEC
+	KV        string  `json:"kv"`
+	Context   int     `json:"context"`
+	Batch     int     `json:"batch"`
+	MsPerStep float64 `json:"ms_per_step"` // median decode step (Batch tokens)
+	// MeanMs is the mean of the timed steps: with bw formats, 16 steps (the
+	// default) hold one re-tier of period r16, so the mean includes its cost.
+	MeanMs       float64 `json:"mean_ms_per_step"`
 	TokensPerSec float64 `json:"tokens_per_s"`
 	WeightBytes  int64   `json:"weight_bytes_read"`
 	KVBytes      int64   `json:"kv_bytes_read"`
@@ -317,9 +320,26 @@ func linearWeightBytes(c *model.Config, w wq.Spec) int64 {
 	return int64(c.Layers)*perLayer + 2*int64(c.Vocab)*int64(H)
 }
 
+// modelCache is what timeModel needs of a GPU cache filled with random
+// tokens: gpukv.Paged, or gpukv.Planes for bw formats.
+type modelCache interface {
+	kvcache.Cache
+	FillRandom(id, n int, seed uint32) error
+	Bytes(id int) (bytes, fp16Bytes int64)
+}
+
 func timeModel(be *gpu.Backend, m model.Model, mc *model.Config, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
 	steps := cfg.Warmup + cfg.Steps
-	cache, err := gpukv.NewPaged(be, mc, sp.WithDefaultRotation(), kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16})
+	opts := kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16}
+	var cache modelCache
+	var err error
+	if sp.Planes.On {
+		// The bw cache re-tiers every layer at the first (warm-up) step
+		// after the fill, then every Period steps.
+		cache, err = gpukv.NewPlanes(be, mc, sp, opts)
+	} else {
+		cache, err = gpukv.NewPaged(be, mc, sp.WithDefaultRotation(), opts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -343,14 +363,23 @@ func timeModel(be *gpu.Backend, m model.Model, mc *model.Config, sp kv.Spec, f k
 			times = append(times, float64(time.Since(t0).Microseconds())/1e3)
 		}
 	}
+	mean := 0.0
+	for _, t := range times {
+		mean += t / float64(len(times))
+	}
 	sort.Float64s(times)
 	med := times[len(times)/2]
 	kvRead := int64(0)
 	for s := range cfg.Batch {
 		kvRead += int64(mc.Layers*mc.KVHeads) * f.ReadBytes(cache.Len(s))
 	}
+	if ts, ok := cache.TierStats(); ok && ts.Read.FP16Bytes > 0 {
+		// bw: the bytes the policy's tiers read (planes and index), in the
+		// proportion of every step so far.
+		kvRead = int64(float64(kvRead) * float64(ts.Read.PlaneBytes+ts.Read.IndexBytes) / float64(ts.Read.FP16Bytes))
+	}
 	mem, _ := cache.Bytes(0)
-	return &ModelRow{KV: sp.String(), Context: ctx, Batch: cfg.Batch, MsPerStep: med, TokensPerSec: float64(cfg.Batch) / med * 1e3,
+	return &ModelRow{KV: sp.String(), Context: ctx, Batch: cfg.Batch, MsPerStep: med, MeanMs: mean, TokensPerSec: float64(cfg.Batch) / med * 1e3,
 		KVBytes: kvRead, KVMemory: mem * int64(cfg.Batch)}, nil
 }
 
@@ -368,10 +397,10 @@ func (rep *ModelReport) WriteTable(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "Decode step, %s shapes with random weights, %s, %s; read ceiling %.0f GB/s (same run)\n\n", rep.Preset, rep.Device, rep.Date, rep.ReadGBps)
-	fmt.Fprintln(w, "| weights | DEC k_chunk | KV | context | batch | ms/step | tokens/s | weights read | KV read | floor ms | floor/time | KV memory |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| weights | DEC k_chunk | KV | context | batch | ms/step | mean ms | tokens/s | weights read | KV read | floor ms | floor/time | KV memory |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.2f | %.1f | %.2f GB | %.2f GB | %.2f | %.0f%% | %.2f GB |\n", r.Weights, cmp.Or(r.DEC, "-"), r.KV, r.Context, r.Batch, r.MsPerStep, r.TokensPerSec,
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.2f | %.2f | %.1f | %.2f GB | %.2f GB | %.2f | %.0f%% | %.2f GB |\n", r.Weights, cmp.Or(r.DEC, "-"), r.KV, r.Context, r.Batch, r.MsPerStep, r.MeanMs, r.TokensPerSec,
 			float64(r.WeightBytes)/1e9, float64(r.KVBytes)/1e9, r.FloorMs, 100*r.OfFloor, float64(r.KVMemory)/1e9)
 	}
 }

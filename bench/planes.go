@@ -3,8 +3,6 @@ package bench
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"time"
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -12,6 +10,7 @@ import (
 	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
+	"github.com/bitdecode/bitdecode/kvcache/gpukv"
 )
 
 // BWGrid is issue #8's grid for the bit-plane kernel: the grid `bench attn
@@ -190,19 +189,35 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	if err != nil {
 		return nil, err
 	}
-	// The host side of re-tiering, once every Period steps: the policy over
-	// every (sequence, KV head)'s mass, then the tier index rebuilt from the
-	// new maps (the upload of the index is not counted).
-	retierUS := hostRetierUS(r, f.Planes, maps, pt.B, sh.Hkv, l)
+	// Re-tiering, once every Period steps: the GPU re-tier of every
+	// (sequence, KV head) from random masses (kernels.PlanesRetier, what
+	// the engine's cache runs), writing a scratch index: one layer alone
+	// (v1, the engine's, and v2), and retierLayers layers in one launch
+	// (the engine re-tiers every layer of a sequence at the same batch),
+	// per layer.
+	retierUS, err := gpuRetierUS(dev, r, f.Planes, pt.B, sh.Hkv, l, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	retierV2US, err := gpuRetierUS(dev, r, f.Planes, pt.B, sh.Hkv, l, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	retierLayersUS, err := gpuRetierUS(dev, r, f.Planes, pt.B, sh.Hkv, l, retierLayers, false)
+	if err != nil {
+		return nil, err
+	}
+	retierLayersUS /= retierLayers
 	_, splits := plan.SplitLen()
 	all := float64(l) * float64(pt.B*sh.Hkv)
 	row := &GPURow{Kernel: kern.String(), AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: readBytes, GBps: float64(readBytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
 		Splits: splits, Paged: cfg.Paged, KernelErr: -1,
 		Planes: &PlanesRow{PlaneBytes: tr.planeBytes, IndexBytes: tr.indexBytes, ReadBitsPerElem: float64(tr.planeBytes) * 8 / (all * float64(2*sh.D)),
-			ReadVsFP16: float64(tr.planeBytes) / (all * float64(pl.TierBytes(kv.High))), MassUS: massUS, RetierUS: retierUS}}
+			ReadVsFP16: float64(tr.planeBytes) / (all * float64(pl.TierBytes(kv.High))), MassUS: massUS, RetierUS: retierUS,
+			RetierV2US: retierV2US, RetierLayersUS: retierLayersUS}}
 	period := max(f.Planes.Period, 1)
-	row.Planes.BookkeepingShare = (max(massUS-us, 0) + retierUS/float64(period)) / us
+	row.Planes.BookkeepingShare = (max(massUS-us, 0) + retierLayersUS/float64(period)) / us
 	for t := range tr.counts {
 		row.Planes.Tokens[t] = float64(tr.counts[t]) / all
 	}
@@ -281,43 +296,74 @@ type PlanesRow struct {
 	// ReadVsFP16 is PlaneBytes over an fp16 cache's bytes for the same tokens.
 	ReadVsFP16 float64 `json:"read_vs_fp16"`
 	// MassUS is the same step also writing the attention mass of every
-	// token read (the H2O statistic); RetierUS the host's re-tiering of every
-	// (sequence, KV head) and the rebuild of the tier index, which happens
-	// once every Period steps; BookkeepingShare is (MassUS − step +
-	// RetierUS/Period) over the step without mass, the share of the
-	// attention step the tiers' bookkeeping costs.
+	// token read (the H2O statistic); RetierUS the GPU re-tier of every
+	// (sequence, KV head) of one layer, index written in place
+	// (kernels.PlanesRetier, v1), which happens once every Period steps;
+	// RetierV2US the same with the v2 kernel; RetierLayersUS the re-tier
+	// of retierLayers layers in one launch, per layer (what the engine
+	// does). BookkeepingShare is (MassUS − step + RetierLayersUS/Period)
+	// over the step without mass, the share of the attention step the
+	// tiers' bookkeeping costs.
 	MassUS           float64 `json:"mass_us"`
-	RetierUS         float64 `json:"retier_host_us"`
+	RetierUS         float64 `json:"retier_gpu_us"`
+	RetierV2US       float64 `json:"retier_gpu_v2_us"`
+	RetierLayersUS   float64 `json:"retier_gpu_per_layer_us"`
 	BookkeepingShare float64 `json:"bookkeeping_share"`
 }
 
-// hostRetierUS times, on the host, re-tiering every (sequence, KV head) of
-// maps (copies: the originals stay as the kernel read them) by random
-// masses with the spec's policy, then rebuilding the tier index from them
-// into a scratch index (median of 3).
-func hostRetierUS(r *rand.Rand, p kv.PlaneSpec, maps [][]kv.Tier, b, hkv, l int) float64 {
-	pol := kvcache.TierPolicy{Spec: p}
-	index := kernels.NewTierIndex(b, hkv, l)
-	copies := make([][]kv.Tier, len(maps))
-	for i, m := range maps {
-		copies[i] = slices.Clone(m)
+// retierLayers is the layers bench attn re-tiers in one launch for the
+// engine's per-layer cost (Llama-3.1-8B's 32).
+const retierLayers = 32
+
+// gpuRetierUS times the GPU re-tier of b sequences of hkv KV heads and l
+// tokens under policy p, layers layers each (one launch, b·layers jobs;
+// the v2 kernel if v2), on random masses, into a scratch index (median of
+// gpuRuns).
+func gpuRetierUS(dev *cuda.Device, r *rand.Rand, p kv.PlaneSpec, b, hkv, l, layers int, v2 bool) (float64, error) {
+	rt, err := kernels.LoadPlanesRetier(dev)
+	if err != nil {
+		return 0, err
 	}
-	maps = copies
-	mass := make([]float32, l)
-	for t := range mass {
-		mass[t] = r.Float32()
+	rt.V2 = v2
+	a := &devArena{dev: dev}
+	defer a.free()
+	b *= layers
+	mass := make([]float32, b*hkv*l)
+	for i := range mass {
+		mass[i] = r.Float32()
 	}
-	var times []float64
-	for range 3 {
-		t0 := time.Now()
-		for i, m := range maps {
-			pol.Retier(m, mass, l)
-			_ = index.Set(i/hkv, i%hkv, m)
-		}
-		times = append(times, float64(time.Since(t0).Nanoseconds())/1e3)
+	var words []int32
+	for s := range b {
+		words = gpukv.PlaneRetierJob(p, s, l).Words(words)
 	}
-	slices.Sort(times)
-	return times[len(times)/2]
+	massPtr, err := a.upload(cuda.Bytes(mass))
+	if err != nil {
+		return 0, err
+	}
+	jobs, err := a.upload(cuda.Bytes(words))
+	if err != nil {
+		return 0, err
+	}
+	index, err := a.alloc(b * hkv * l * 4)
+	if err != nil {
+		return 0, err
+	}
+	counts, err := a.alloc(b * hkv * 16)
+	if err != nil {
+		return 0, err
+	}
+	offsets, err := a.alloc(b * hkv * 16)
+	if err != nil {
+		return 0, err
+	}
+	var us float64
+	err = dev.Do(func(c *cuda.Ctx) (err error) {
+		us, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(int) error {
+			return rt.LaunchRetier(c, dev.Stream(), jobs, b, massPtr, index, counts, offsets, hkv, l)
+		})
+		return err
+	})
+	return us, err
 }
 
 // fp16Times fills every bw row's fp16 time and speedup from fp16, the

@@ -203,17 +203,32 @@ BD_DEVICE int padGroups(const int* c) {
 }
 
 // Runs locates a (sequence, KV head)'s tier runs in group and entry space.
+// Index storage. Entry e (HIGH run, then MEDIUM, then LOW) is stored at
+// slot(e): each run is contiguous and ascending in the index, starting at
+// the run's offset (offsets [B][Hkv][4] int32: HIGH, MEDIUM, LOW, unused).
+// Without an offsets array the runs lie end to end in entry order (offsets
+// 0, nH, nH+nM: TierIndex in planes.go). The engine keeps a persistent index
+// whose last stored run is the tier new tokens get, so appending a token
+// writes one entry and moves none (append, retier below).
 struct Runs {
   int g1, g2, g3;  // group ends of the HIGH, MEDIUM and LOW runs
   int e1, e2, e3;  // entry ends (nH, nH+nM, nH+nM+nL)
-  BD_DEVICE void init(const int* c) {
+  int oH, oM, oL;  // storage offsets of the HIGH, MEDIUM and LOW runs
+  BD_DEVICE void init(const int* c, const int* off) {
     e1 = c[0];
     e2 = e1 + c[1];
     e3 = e2 + c[2];
     g1 = (c[0] + kGroup - 1) / kGroup;
     g2 = g1 + (c[1] + kGroup - 1) / kGroup;
     g3 = g2 + (c[2] + kGroup - 1) / kGroup;
+    if (off != nullptr) {
+      oH = off[0], oM = off[1], oL = off[2];
+    } else {
+      oH = 0, oM = e1, oL = e2;
+    }
   }
+  // slot returns where entry e (< e3) is stored in the index.
+  BD_DEVICE int slot(int e) const { return e < e1 ? oH + e : e < e2 ? oM + (e - e1) : oL + (e - e2); }
   BD_DEVICE int tier(int gi) const { return gi < g1 ? kHigh : gi < g2 ? kMedium : kLow; }
   BD_DEVICE int groupEnd(int tier) const { return tier == kHigh ? g1 : tier == kMedium ? g2 : g3; }
   // entries returns group gi's first entry and its number of entries (<= 16).
@@ -450,7 +465,7 @@ BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Ctx& cx, int gi
     a.e0[i] = a.cnt[i] = 0;
     if (i < a.n) {
       runs.entries(gi + i, a.e0[i], a.cnt[i]);
-      if (lane % kGroup < a.cnt[i]) a.tok[i] = cx.index[a.e0[i] + lane % kGroup];
+      if (lane % kGroup < a.cnt[i]) a.tok[i] = cx.index[runs.slot(a.e0[i]) + lane % kGroup];  // a group is one run
     }
   }
 }
@@ -612,7 +627,8 @@ BD_DEVICE constexpr int max3(int a, int b, int c) { return a > b ? (a > c ? a : 
 template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, bool PF>
 __global__ void __launch_bounds__(kThreads) split_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
-    const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts, int idxStride,
+    const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts,
+    const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
     int adj8, int adj4, int filter, float scaleLog2) {
@@ -624,7 +640,7 @@ __global__ void __launch_bounds__(kThreads) split_mma(
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
   const int bh = b * Hkv + h;
   Runs runs;
-  runs.init(counts + 4 * bh);
+  runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
   const int g0 = split * (splitLen / kGroup);
   if (g0 >= runs.g3) return;  // this (sequence, KV head) has fewer splits
   const int g1 = min(runs.g3, g0 + splitLen / kGroup);
@@ -750,7 +766,8 @@ BD_DEVICE void loadPlaneToken8(const u8* __restrict__ pool, int Nr, int slot, in
 template <int D, bool BF, int RMAX>
 __global__ void __launch_bounds__(kThreads) split_v1(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
-    const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts, int idxStride,
+    const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts,
+    const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
     int adj8, int adj4, int filter, float scaleLog2) {
@@ -766,7 +783,7 @@ __global__ void __launch_bounds__(kThreads) split_v1(
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
   const int bh = b * Hkv + h;
   Runs runs;
-  runs.init(counts + 4 * bh);
+  runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
   const int p0 = split * splitLen, pEnd = runs.g3 * kGroup;
   if (p0 >= pEnd) return;
   const int p1 = min(pEnd, p0 + splitLen);
@@ -810,7 +827,7 @@ __global__ void __launch_bounds__(kThreads) split_v1(
       if (p < p1) e = posEntry(runs, p, tier);
       float x[kChunk];
       if (e >= 0) {
-        tok = idx[e];
+        tok = idx[runs.slot(e)];
         const int blk = tok / Nr;
         loadPlaneToken8<D, BF>(pool, Nr, table[blk] * Hkv + h, tok - blk * Nr, 0, c, tier, a8, a4, filt, x);
       } else {
@@ -843,7 +860,7 @@ __global__ void __launch_bounds__(kThreads) split_v1(
       int tier;
       const int e = posEntry(runs, p, tier);
       if (e < 0) continue;
-      const int tok = idx[e], blk = tok / Nr;
+      const int tok = idx[runs.slot(e)], blk = tok / Nr;
       float x[kChunk];
       loadPlaneToken8<D, BF>(pool, Nr, table[blk] * Hkv + h, tok - blk * Nr, 1, c, tier, a8, a4, filt, x);
       accumulateV1(acc, sc, tt, x);
@@ -888,18 +905,20 @@ __global__ void __launch_bounds__(kThreads) combine(
 // no two threads touch one element.
 __global__ void __launch_bounds__(kThreads) mass(
     const float* __restrict__ scores, const float* __restrict__ finalML, const int* __restrict__ index,
-    const int* __restrict__ counts, float* __restrict__ massOut, int Hkv, int R, int idxStride, int massStride) {
+    const int* __restrict__ counts, const int* __restrict__ offsets, float* __restrict__ massOut, int Hkv, int R,
+    int idxStride, int massStride) {
   const int b = blockIdx.z, h = blockIdx.y, bh = b * Hkv + h;
   const int e = blockIdx.x * kThreads + threadIdx.x;
-  const int* c = counts + 4 * bh;
-  if (e >= c[0] + c[1] + c[2]) return;
+  Runs runs;
+  runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
+  if (e >= runs.e3) return;
   float sum = 0.f;
   for (int r = 0; r < R; r++) {
     const float m = finalML[(size_t(bh) * R + r) * 2], l = finalML[(size_t(bh) * R + r) * 2 + 1];
     const float s = scores[(size_t(bh) * R + r) * idxStride + e];
     if (l > 0.f && s != kNegInf) sum += exp2f(s - m) / l;
   }
-  massOut[size_t(bh) * massStride + index[size_t(bh) * idxStride + e]] += sum;
+  massOut[size_t(bh) * massStride + index[size_t(bh) * idxStride + runs.slot(e)]] += sum;
 }
 
 // write splits new tokens into their blocks' planes (the engine's append):
@@ -930,6 +949,401 @@ __global__ void __launch_bounds__(kThreads) write(
     hb[Nr * D / 2 + w * (D / 2) + c / 2] = u8(((h0 >> 8) & 0xF) | (((h1 >> 8) & 0xF) << 4));
     *reinterpret_cast<u16*>(hb + Nr * D + w * D + c) = u16((h0 & 0xFF) | ((h1 & 0xFF) << 8));
   }
+}
+
+
+// ============================================================================
+// Re-tiering on the device (kvcache.TierPolicy.Retier, engine's GPU cache).
+//
+// A (sequence slot, layer) of the engine's persistent arrays, sl = slot ·
+// layers + layer, holds per KV head h (bh = sl·Hkv + h):
+//   mass    [bh][stride] float32  the accumulated attention mass
+//   index   [bh][stride] int32    the tier-sorted index (Runs' storage)
+//   counts  [bh][4] int32         tokens per tier (HIGH, MEDIUM, LOW, EVICTED)
+//   offsets [bh][4] int32         storage offsets of the HIGH, MEDIUM, LOW runs
+//
+// retier: one CTA of kRetierThreads per (KV head, job). The candidates are
+// the tokens t in [sinks, win) (the sinks and the window stay HIGH); each
+// has the policy's 64-bit rank key (rankKey: the mass's order key in the
+// high word, the position in the low word; distinct, smaller = worse). The
+// host gives the cumulative counts kE <= kL <= kM (<= win - sinks) of the
+// policy's fill from the bottom, so a candidate of rank r is EVICTED if
+// r < kE, LOW if r < kL, MEDIUM if r < kM, else HIGH: with T(k) the key of
+// rank k, "r < k" is "key < T(k)". The three T(k) are found together by a
+// radix select over the key, 8 bits per pass from the top (4 passes over
+// the mass key, then only the position bits a position < win can set):
+// per pass, a 256-bin histogram of the keys that match the selection's
+// prefix so far (shared atomics, one per distinct digit of a warp: counts
+// are integers, so the result is exact and deterministic), then one warp
+// per selection scans it for the bin holding its remaining rank. Then the
+// tokens are compacted into the index in chunks of kRetierThreads
+// (ballots and a scan over the warps, positions ascending within each run),
+// the runs stored HIGH, MEDIUM, LOW with the run of tier `last` (the tier
+// new tokens get) moved to the end, so that append writes after it.
+// Job words (kRetierJob): sl, n (tokens), sinks, win, kE, kL, kM, last.
+constexpr int kRetierThreads = 1024;
+constexpr int kRetierWarps = kRetierThreads / 32;
+constexpr int kRetierJob = 8;
+constexpr int kDigitBits = 8, kBins = 1 << kDigitBits;
+constexpr int kSelects = 3;  // the thresholds of EVICTED, LOW and MEDIUM
+typedef unsigned long long u64;
+
+// massKey is rankKey's high word: an unsigned order of float32 masses in
+// which NaN is below every number and -0 equals +0.
+BD_DEVICE u32 massKey(float m) {
+  const u32 b = __float_as_uint(m);
+  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return 0;  // NaN
+  if ((b & 0x7FFFFFFFu) == 0) return 0x80000000u;  // ±0
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+__global__ void __launch_bounds__(kRetierThreads) retier(const int* __restrict__ jobs, const float* __restrict__ mass,
+                                                         int* __restrict__ index, int* __restrict__ counts,
+                                                         int* __restrict__ offsets, int Hkv, int stride) {
+  __shared__ u32 hist[kSelects][kBins];
+  __shared__ u64 prefix[kSelects];
+  __shared__ int remain[kSelects];
+  __shared__ int wcnt[kRetierWarps][3], wbase[kRetierWarps][3];
+  __shared__ int run[3];
+  const int* job = jobs + kRetierJob * blockIdx.y;
+  const int sl = job[0], n = job[1], sinks = job[2], win = job[3], last = job[7];
+  const int k[kSelects] = {job[4], job[5], job[6]};
+  const size_t bh = size_t(sl) * Hkv + blockIdx.x;
+  const float* m = mass + bh * stride;
+  int* idx = index + bh * stride;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int nc = win - sinks;
+  if (tid < kSelects) {
+    prefix[tid] = 0;
+    remain[tid] = k[tid];
+  }
+  // Passes: digits of the mass key (bits 63..32), then of the position.
+  const int posBits = win > 1 ? 32 - __clz(win - 1) : 0;
+  const int posPasses = (posBits + kDigitBits - 1) / kDigitBits;
+  // A selection of rank 0 or of every candidate needs no threshold.
+  bool anyOn = false;
+#pragma unroll
+  for (int j = 0; j < kSelects; j++) anyOn = anyOn || (0 < k[j] && k[j] < nc);
+  u64 mask = 0;
+  for (int pass = 0; anyOn && pass < 32 / kDigitBits + posPasses; pass++) {
+    const int shift = pass < 32 / kDigitBits ? 64 - kDigitBits * (pass + 1) : kDigitBits * (32 / kDigitBits + posPasses - 1 - pass);
+    for (int i = tid; i < kSelects * kBins; i += kRetierThreads) (&hist[0][0])[i] = 0;
+    __syncthreads();
+    u64 pre[kSelects];
+    bool on[kSelects];
+#pragma unroll
+    for (int j = 0; j < kSelects; j++) {
+      pre[j] = prefix[j];
+      on[j] = 0 < k[j] && k[j] < nc;
+    }
+    // Warp-uniform loop (the ballots below need every lane).
+    for (int base = sinks + warp * 32; base < win; base += kRetierThreads) {
+      const int t = base + lane;
+      const bool in = t < win;
+      const u64 key = in ? (u64(massKey(m[t])) << 32 | u32(t)) : 0;
+      const u32 d = u32(key >> shift) & (kBins - 1);
+#pragma unroll
+      for (int j = 0; j < kSelects; j++) {
+        const bool hit = in && on[j] && (key & mask) == pre[j];
+        const u32 hm = __ballot_sync(0xffffffffu, hit);
+        if (hit) {
+          const u32 peers = __match_any_sync(hm, d);
+          if (lane == __ffs(peers) - 1) atomicAdd(&hist[j][d], u32(__popc(peers)));
+        }
+      }
+    }
+    __syncthreads();
+    // One warp per selection: lane i holds bins [8i, 8i+8).
+    if (warp < kSelects && on[warp]) {
+      constexpr int kPer = kBins / 32;
+      u32 c[kPer], sum = 0;
+#pragma unroll
+      for (int i = 0; i < kPer; i++) {
+        c[i] = hist[warp][lane * kPer + i];
+        sum += c[i];
+      }
+      u32 incl = sum;
+#pragma unroll
+      for (int off = 1; off < 32; off *= 2) {
+        const u32 x = __shfl_up_sync(0xffffffffu, incl, off);
+        if (lane >= off) incl += x;
+      }
+      const u32 r = u32(remain[warp]);
+      u32 below = incl - sum;
+      if (below <= r && r < incl) {  // exactly one lane
+#pragma unroll
+        for (int i = 0; i < kPer; i++) {
+          if (r < below + c[i]) {
+            prefix[warp] = pre[warp] | (u64(lane * kPer + i) << shift);
+            remain[warp] = int(r - below);
+            break;
+          }
+          below += c[i];
+        }
+      }
+    }
+    mask |= u64(kBins - 1) << shift;
+    __syncthreads();
+  }
+  // Thresholds: a candidate with key < thr[j] has rank < k[j].
+  u64 thr[kSelects];
+#pragma unroll
+  for (int j = 0; j < kSelects; j++) thr[j] = k[j] <= 0 ? 0 : k[j] < nc ? prefix[j] : ~u64(0);
+  // Run sizes and storage: HIGH, MEDIUM, LOW in order, `last`'s run at the end.
+  const int cnt[3] = {n - k[2], k[2] - k[1], k[1] - k[0]};
+  int off[3];
+  {
+    int o = 0;
+    for (int t = 0; t < 3; t++) {
+      if (t == last) continue;
+      off[t] = o;
+      o += cnt[t];
+    }
+    off[last] = o;
+  }
+  if (tid < 3) run[tid] = 0;
+  __syncthreads();
+  for (int c0 = 0; c0 < n; c0 += kRetierThreads) {
+    const int t = c0 + tid;
+    int tier = -1;  // none (past the end, or EVICTED)
+    if (t < n) {
+      if (t < sinks || t >= win) {
+        tier = kHigh;
+      } else {
+        const u64 key = u64(massKey(m[t])) << 32 | u32(t);
+        tier = key < thr[0] ? -1 : key < thr[1] ? kLow : key < thr[2] ? kMedium : kHigh;
+      }
+    }
+    u32 bal[3], below = (1u << lane) - 1;
+#pragma unroll
+    for (int x = 0; x < 3; x++) bal[x] = __ballot_sync(0xffffffffu, tier == x);
+    if (lane < 3) wcnt[warp][lane] = __popc(bal[lane]);
+    __syncthreads();
+    if (tid < 3) {
+      int o = run[tid];
+      for (int w = 0; w < kRetierWarps; w++) {
+        wbase[w][tid] = o;
+        o += wcnt[w][tid];
+      }
+      run[tid] = o;
+    }
+    __syncthreads();
+    if (tier >= 0) idx[off[tier] + wbase[warp][tier] + __popc(bal[tier] & below)] = t;
+  }
+  if (tid == 0) {
+    int* c = counts + 4 * bh;
+    int* o = offsets + 4 * bh;
+    c[0] = cnt[0], c[1] = cnt[1], c[2] = cnt[2], c[3] = k[0];
+    o[0] = off[0], o[1] = off[1], o[2] = off[2], o[3] = 0;
+  }
+}
+
+// retier_v2 is retier (v1) with two changes (PlanesRetier.V2 selects it; the
+// engine runs v1, the version whose tests have run on the H100):
+//  - no position passes: the selections run over the 32-bit mass key only
+//    (4 passes), leaving each threshold as (mass key T, remaining rank q
+//    among the candidates whose key is T); a candidate with key T is below
+//    it iff fewer than q such candidates come before it, which the
+//    compaction (in position order) counts with one more ballot and scan;
+//  - the histogram loop loads kRetierUnroll keys before it counts any, so
+//    a warp waits for one load latency per kRetierUnroll candidates (v1: a
+//    pass waited ~1 us per 32·kRetierWarps candidates; measured below).
+// v1 on the H100 (one layer, 8 KV heads, B = 1, 2026-11-25): 42 us for 8K
+// tokens (h20:m40:l40), 594 us for 128K: latency-bound, 6 passes.
+constexpr int kRetierUnroll = 4;
+__global__ void __launch_bounds__(kRetierThreads) retier_v2(const int* __restrict__ jobs, const float* __restrict__ mass,
+                                                            int* __restrict__ index, int* __restrict__ counts,
+                                                            int* __restrict__ offsets, int Hkv, int stride) {
+  __shared__ u32 hist[kSelects][kBins];
+  __shared__ u32 prefix[kSelects];
+  __shared__ int remain[kSelects];
+  __shared__ int wcnt[kRetierWarps][kSelects], wbase[kRetierWarps][kSelects];
+  __shared__ int run[kSelects];
+  const int* job = jobs + kRetierJob * blockIdx.y;
+  const int sl = job[0], n = job[1], sinks = job[2], win = job[3], last = job[7];
+  const int k[kSelects] = {job[4], job[5], job[6]};
+  const size_t bh = size_t(sl) * Hkv + blockIdx.x;
+  const float* m = mass + bh * stride;
+  int* idx = index + bh * stride;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int nc = win - sinks;
+  if (tid < kSelects) {
+    prefix[tid] = 0;
+    remain[tid] = k[tid];
+  }
+  bool on[kSelects];
+  bool anyOn = false;
+#pragma unroll
+  for (int j = 0; j < kSelects; j++) {
+    on[j] = 0 < k[j] && k[j] < nc;  // else: no candidate (k <= 0) or every one (k >= nc) is below
+    anyOn = anyOn || on[j];
+  }
+  u32 mask = 0;
+  for (int pass = 0; anyOn && pass < 32 / kDigitBits; pass++) {
+    const int shift = 32 - kDigitBits * (pass + 1);
+    for (int i = tid; i < kSelects * kBins; i += kRetierThreads) (&hist[0][0])[i] = 0;
+    __syncthreads();
+    u32 pre[kSelects];
+#pragma unroll
+    for (int j = 0; j < kSelects; j++) pre[j] = prefix[j];
+    // Warp-uniform loop (the ballots below need every lane).
+    for (int base = sinks + warp * 32; base < win; base += kRetierUnroll * kRetierThreads) {
+      u32 key[kRetierUnroll];
+#pragma unroll
+      for (int u = 0; u < kRetierUnroll; u++) {
+        const int t = base + u * kRetierThreads + lane;
+        key[u] = t < win ? massKey(m[t]) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < kRetierUnroll; u++) {
+        const bool in = base + u * kRetierThreads + lane < win;
+        const u32 d = (key[u] >> shift) & (kBins - 1);
+#pragma unroll
+        for (int j = 0; j < kSelects; j++) {
+          const bool hit = in && on[j] && (key[u] & mask) == pre[j];
+          const u32 hm = __ballot_sync(0xffffffffu, hit);
+          if (hit) {
+            const u32 peers = __match_any_sync(hm, d);
+            if (lane == __ffs(peers) - 1) atomicAdd(&hist[j][d], u32(__popc(peers)));
+          }
+        }
+      }
+    }
+    __syncthreads();
+    // One warp per selection: lane i holds bins [8i, 8i+8).
+    if (warp < kSelects && on[warp]) {
+      constexpr int kPer = kBins / 32;
+      u32 c[kPer], sum = 0;
+#pragma unroll
+      for (int i = 0; i < kPer; i++) {
+        c[i] = hist[warp][lane * kPer + i];
+        sum += c[i];
+      }
+      u32 incl = sum;
+#pragma unroll
+      for (int off = 1; off < 32; off *= 2) {
+        const u32 x = __shfl_up_sync(0xffffffffu, incl, off);
+        if (lane >= off) incl += x;
+      }
+      const u32 r = u32(remain[warp]);
+      u32 below = incl - sum;
+      if (below <= r && r < incl) {  // exactly one lane
+#pragma unroll
+        for (int i = 0; i < kPer; i++) {
+          if (r < below + c[i]) {
+            prefix[warp] = pre[warp] | (u32(lane * kPer + i) << shift);
+            remain[warp] = int(r - below);
+            break;
+          }
+          below += c[i];
+        }
+      }
+    }
+    mask |= u32(kBins - 1) << shift;
+    __syncthreads();
+  }
+  // Thresholds (T, q): with on[j], candidate t is below selection j iff
+  // key < T, or key == T and fewer than q candidates of key T precede t.
+  u32 thr[kSelects];
+  int q[kSelects];
+#pragma unroll
+  for (int j = 0; j < kSelects; j++) {
+    thr[j] = prefix[j];
+    q[j] = remain[j];
+  }
+  const int cnt[3] = {n - k[2], k[2] - k[1], k[1] - k[0]};
+  int off[3];
+  {
+    int o = 0;
+    for (int t = 0; t < 3; t++) {
+      if (t == last) continue;
+      off[t] = o;
+      o += cnt[t];
+    }
+    off[last] = o;
+  }
+  __shared__ int tieRun[kSelects], tieW[kRetierWarps][kSelects];
+  if (tid < kSelects) run[tid] = tieRun[tid] = 0;
+  __syncthreads();
+  const u32 lanesBelow = (1u << lane) - 1;
+  for (int c0 = 0; c0 < n; c0 += kRetierThreads) {
+    const int t = c0 + tid;
+    const bool cand = t < n && t >= sinks && t < win;
+    const u32 key = cand ? massKey(m[t]) : 0;
+    // Ties: candidates of key thr[j] before t (this chunk's, by warp and lane).
+    u32 tb[kSelects];
+#pragma unroll
+    for (int j = 0; j < kSelects; j++) tb[j] = __ballot_sync(0xffffffffu, cand && on[j] && key == thr[j]);
+    if (lane < kSelects) tieW[warp][lane] = __popc(tb[lane]);
+    __syncthreads();
+    if (tid < kSelects) {
+      int o = tieRun[tid];
+      for (int w = 0; w < kRetierWarps; w++) {
+        const int x = tieW[w][tid];
+        tieW[w][tid] = o;
+        o += x;
+      }
+      tieRun[tid] = o;
+    }
+    __syncthreads();
+    bool below[kSelects];
+#pragma unroll
+    for (int j = 0; j < kSelects; j++) {
+      if (!on[j]) {
+        below[j] = k[j] >= nc;  // k <= 0: none; k >= nc: every candidate
+      } else {
+        below[j] = key < thr[j] || (key == thr[j] && tieW[warp][j] + __popc(tb[j] & lanesBelow) < q[j]);
+      }
+    }
+    int tier = -1;  // none (past the end, or EVICTED)
+    if (t < n) {
+      if (!cand) {
+        tier = kHigh;
+      } else {
+        tier = below[0] ? -1 : below[1] ? kLow : below[2] ? kMedium : kHigh;
+      }
+    }
+    u32 bal[3];
+#pragma unroll
+    for (int x = 0; x < 3; x++) bal[x] = __ballot_sync(0xffffffffu, tier == x);
+    if (lane < 3) wcnt[warp][lane] = __popc(bal[lane]);
+    __syncthreads();
+    if (tid < 3) {
+      int o = run[tid];
+      for (int w = 0; w < kRetierWarps; w++) {
+        wbase[w][tid] = o;
+        o += wcnt[w][tid];
+      }
+      run[tid] = o;
+    }
+    __syncthreads();
+    if (tier >= 0) idx[off[tier] + wbase[warp][tier] + __popc(bal[tier] & lanesBelow)] = t;
+  }
+  if (tid == 0) {
+    int* c = counts + 4 * bh;
+    int* o = offsets + 4 * bh;
+    c[0] = cnt[0], c[1] = cnt[1], c[2] = cnt[2], c[3] = k[0];
+    o[0] = off[0], o[1] = off[1], o[2] = off[2], o[3] = 0;
+  }
+}
+
+// append adds the batch's new tokens to the persistent index: sequence j's
+// tokens [pos, pos+len) join the run of tier nt, which is the last run
+// stored (retier puts it there; an empty index has every run at 0), so the
+// entries go right after it and nothing moves. One CTA per (KV head, layer,
+// sequence of the batch); job words (kAppendJob): slot, pos, len, nt.
+constexpr int kAppendJob = 4;
+__global__ void __launch_bounds__(kThreads) append(const int* __restrict__ jobs, int* __restrict__ index,
+                                                   int* __restrict__ counts, int* __restrict__ offsets, int Hkv,
+                                                   int layers, int stride) {
+  const int* job = jobs + kAppendJob * blockIdx.z;
+  const int slot = job[0], pos = job[1], len = job[2], nt = job[3];
+  const size_t bh = (size_t(slot) * layers + blockIdx.y) * Hkv + blockIdx.x;
+  int* c = counts + 4 * bh;
+  const int start = offsets[4 * bh + nt] + c[nt];
+  for (int j = threadIdx.x; j < len; j += kThreads) index[bh * stride + start + j] = pos + j;
+  __syncthreads();  // every thread has read c[nt]
+  if (threadIdx.x == 0) c[nt] += len;
 }
 
 }  // namespace planes

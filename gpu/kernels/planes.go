@@ -131,7 +131,12 @@ type PlanesBuffers struct {
 	Lens       cuda.DevicePtr // [B] int32
 	Index      cuda.DevicePtr // [B][Hkv][IndexStride] int32 (TierIndex.Index)
 	Counts     cuda.DevicePtr // [B][Hkv][4] int32 (TierIndex.Counts)
-	Q, Out     cuda.DevicePtr // [B][Tq][Hq][D] fp16
+	// Offsets, when not 0, is [B][Hkv][4] int32: where the HIGH, MEDIUM and
+	// LOW runs start in each (sequence, KV head)'s index (the 4th word is
+	// unused). 0 means the runs lie end to end (TierIndex's layout); the
+	// engine's persistent index (PlanesRetier) has its own.
+	Offsets cuda.DevicePtr
+	Q, Out  cuda.DevicePtr // [B][Tq][Hq][D] fp16
 	// Mass, when not 0, is [B][Hkv][MassStride] float32: every token read
 	// gets its attention probability summed over its KV head's query rows
 	// added (attn.DecodePlanes' mass). The plan needs PlanesShape.Mass.
@@ -383,7 +388,7 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	// The workspace is laid out for the plan's rowChunks and maxSplits;
 	// smaller shapes index it with their own, which fit inside.
 	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: planesThreads}, 0, st,
-		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.Lens, b.Index, b.Counts, int32(s.IndexStride),
+		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.Lens, b.Index, b.Counts, b.Offsets, int32(s.IndexStride),
 		b.Q, p.partO, p.partML, scores,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
 		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e))
@@ -398,7 +403,7 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	}
 	return c.Launch(p.mass, cuda.Dim3{X: (s.IndexStride + planesThreads - 1) / planesThreads, Y: s.Hkv, Z: s.B},
 		cuda.Dim3{X: planesThreads}, 0, st,
-		scores, finalML, b.Index, b.Counts, b.Mass, int32(s.Hkv), int32(rows), int32(s.IndexStride), int32(s.MassStride))
+		scores, finalML, b.Index, b.Counts, b.Offsets, b.Mass, int32(s.Hkv), int32(rows), int32(s.IndexStride), int32(s.MassStride))
 }
 
 // TierIndex is the host copy of the kernels' tier-sorted index (planes.cu):
@@ -499,4 +504,165 @@ func (w *PlanesWriter) Launch(c *cuda.Ctx, st cuda.Stream, k, v, block, within, 
 	}
 	return c.Launch(w.fn, cuda.Dim3{X: (n + planesThreads - 1) / planesThreads}, cuda.Dim3{X: planesThreads}, 0, st,
 		k, v, block, within, pool, int32(T), int32(hkv), int32(d), int32(nr), b)
+}
+
+// PlanesRetier is planes.cu's retier and append kernels: the engine's
+// persistent tier index kept on the device. Per (sequence slot, layer) sl
+// and KV head h (bh = sl·Hkv + h) the arrays are
+//
+//	mass    [bh][Stride] float32 (the attention mass the decode accumulates)
+//	index   [bh][Stride] int32   (PlanesBuffers.Index of that slot and layer)
+//	counts  [bh][4] int32        (HIGH, MEDIUM, LOW, EVICTED)
+//	offsets [bh][4] int32        (PlanesBuffers.Offsets: run starts)
+//
+// Retier rewrites the index of whole (slot, layer)s from their mass by
+// kvcache.TierPolicy's rule (the same tier maps: ties and all), and Append
+// adds new tokens to the run of the tier they get.
+type PlanesRetier struct {
+	retierV2, retier, append cuda.Function
+	// V2 selects planes.cu's retier_v2 (4 radix passes, ties ranked in the
+	// compaction, 4 loads in flight per warp) instead of retier (v1, the
+	// default until v2 has run its tests on a GPU); both give the same index.
+	V2 bool
+}
+
+// PlanesRetierJob is one (sequence slot, layer) to re-tier: its N tokens,
+// the sinks [0, Sinks) and window [Win, N) that stay HIGH, the cumulative
+// counts of the policy's fill from the bottom among the candidates [Sinks,
+// Win) (the KE lowest-ranked EVICTED, then LOW up to KL, MEDIUM up to KM:
+// 0 <= KE <= KL <= KM <= Win - Sinks), and Last, the tier new tokens get
+// (its run is stored last, so Append moves nothing).
+type PlanesRetierJob struct {
+	SL, N, Sinks, Win, KE, KL, KM int
+	Last                          kv.Tier
+}
+
+// PlanesRetierJobWords is the int32 words of one job in the table
+// LaunchRetier reads (planes.cu's kRetierJob).
+const PlanesRetierJobWords = 8
+
+// Words appends job j's words to w.
+func (j PlanesRetierJob) Words(w []int32) []int32 {
+	return append(w, int32(j.SL), int32(j.N), int32(j.Sinks), int32(j.Win), int32(j.KE), int32(j.KL), int32(j.KM), int32(j.Last))
+}
+
+// check validates a job against the arrays' stride.
+func (j PlanesRetierJob) check(stride int) error {
+	if j.SL < 0 || j.N < 0 || j.N > stride || j.Sinks < 0 || j.Win < j.Sinks || j.Win > j.N || j.KE < 0 || j.KL < j.KE ||
+		j.KM < j.KL || j.KM > j.Win-j.Sinks || j.Last > kv.Low {
+		return fmt.Errorf("kernels: planes retier: bad job %+v (stride %d)", j, stride)
+	}
+	return nil
+}
+
+// PlanesAppendJob is one sequence's new tokens [Pos, Pos+Len) of tier Tier
+// in slot Slot (every layer and KV head).
+type PlanesAppendJob struct {
+	Slot, Pos, Len int
+	Tier           kv.Tier
+}
+
+// PlanesAppendJobWords is the int32 words of one append job (kAppendJob).
+const PlanesAppendJobWords = 4
+
+// Words appends job j's words to w.
+func (j PlanesAppendJob) Words(w []int32) []int32 {
+	return append(w, int32(j.Slot), int32(j.Pos), int32(j.Len), int32(j.Tier))
+}
+
+// LoadPlanesRetier compiles the retier and append kernels (once per device;
+// then from the kernel cache).
+func LoadPlanesRetier(dev *cuda.Device) (*PlanesRetier, error) {
+	exprs := []string{"planes::retier_v2", "planes::retier", "planes::append"}
+	mod, err := dev.Compile(program("planes.cu", planesSource, exprs, nil))
+	if err != nil {
+		return nil, err
+	}
+	r := &PlanesRetier{}
+	for i, f := range []*cuda.Function{&r.retierV2, &r.retier, &r.append} {
+		if *f, err = mod.Function(exprs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// planesRetierThreads is planes.cu's kRetierThreads.
+const planesRetierThreads = 1024
+
+// LaunchRetier queues the re-tier of nJobs jobs whose words
+// (PlanesRetierJob.Words) are at jobs on the device, over arrays of hkv KV
+// heads and stride tokens per (slot, layer, KV head).
+func (r *PlanesRetier) LaunchRetier(c *cuda.Ctx, st cuda.Stream, jobs cuda.DevicePtr, nJobs int, mass, index, counts, offsets cuda.DevicePtr, hkv, stride int) error {
+	if nJobs == 0 {
+		return nil
+	}
+	fn := r.retier
+	if r.V2 {
+		fn = r.retierV2
+	}
+	return c.Launch(fn, cuda.Dim3{X: hkv, Y: nJobs}, cuda.Dim3{X: planesRetierThreads}, 0, st,
+		jobs, mass, index, counts, offsets, int32(hkv), int32(stride))
+}
+
+// LaunchAppend queues the append of nJobs sequences' new tokens
+// (PlanesAppendJob.Words at jobs) to every layer's index.
+func (r *PlanesRetier) LaunchAppend(c *cuda.Ctx, st cuda.Stream, jobs cuda.DevicePtr, nJobs int, index, counts, offsets cuda.DevicePtr, hkv, layers, stride int) error {
+	if nJobs == 0 {
+		return nil
+	}
+	return c.Launch(r.append, cuda.Dim3{X: hkv, Y: layers, Z: nJobs}, cuda.Dim3{X: planesThreads}, 0, st,
+		jobs, index, counts, offsets, int32(hkv), int32(layers), int32(stride))
+}
+
+// CheckRetierJobs validates jobs against the arrays' stride (the kernels
+// trust them).
+func CheckRetierJobs(jobs []PlanesRetierJob, stride int) error {
+	for _, j := range jobs {
+		if err := j.check(stride); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TierMapFromIndex rebuilds the tier map of n tokens from one (sequence, KV
+// head)'s index entries, counts and run offsets (offsets nil: TierIndex's
+// end-to-end layout); tokens the index lists nowhere are EVICTED. It fails
+// if the index lists a token twice or out of range, or a run is not
+// ascending.
+func TierMapFromIndex(index []int32, counts [kv.NumTiers]int32, offsets []int32, n int) ([]kv.Tier, error) {
+	m := make([]kv.Tier, n)
+	seen := make([]bool, n)
+	start := int32(0)
+	for t := kv.High; t < kv.Evicted; t++ {
+		o := start
+		if offsets != nil {
+			o = offsets[t]
+		}
+		start += counts[t]
+		prev := int32(-1)
+		for i := int32(0); i < counts[t]; i++ {
+			if o+i < 0 || int(o+i) >= len(index) {
+				return nil, fmt.Errorf("kernels: tier index: run %d entry %d at %d outside [0, %d)", t, i, o+i, len(index))
+			}
+			pos := index[o+i]
+			if pos < 0 || int(pos) >= n || seen[pos] || pos <= prev {
+				return nil, fmt.Errorf("kernels: tier index: run %d entry %d is token %d (after %d; %d tokens)", t, i, pos, prev, n)
+			}
+			seen[pos], prev = true, pos
+			m[pos] = t
+		}
+	}
+	ev := 0
+	for i := range m {
+		if !seen[i] {
+			m[i] = kv.Evicted
+			ev++
+		}
+	}
+	if int32(ev) != counts[kv.Evicted] {
+		return nil, fmt.Errorf("kernels: tier index: %d tokens absent, counts say %d evicted", ev, counts[kv.Evicted])
+	}
+	return m, nil
 }

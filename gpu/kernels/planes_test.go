@@ -323,6 +323,49 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
 			}
 		}
 	}
+	// The same index stored with run offsets (LOW, HIGH, MEDIUM, a gap
+	// between), as the engine's persistent index may be: the same bits.
+	index, offsets := relaidIndex(dt.index)
+	bufs.Index, bufs.Offsets = g.up(cuda.Bytes(index)), g.up(cuda.Bytes(offsets))
+	got, mass := planesOut(t, d, plan, bufs, nq, massInit)
+	for i := range got {
+		if got[i] != first[i] {
+			t.Fatalf("%v: with run offsets, element %d: %#04x, end to end %#04x", c, i, got[i], first[i])
+		}
+	}
+	for i := range mass {
+		if math.Float32bits(mass[i]) != math.Float32bits(firstMass[i]) {
+			t.Fatalf("%v: with run offsets, mass %d: %g, end to end %g", c, i, mass[i], firstMass[i])
+		}
+	}
+}
+
+// relaidIndex stores x's runs of every (sequence, KV head) in the order LOW,
+// HIGH, MEDIUM with one unused entry between LOW and HIGH when the stride
+// allows (poisoned entries elsewhere), and returns the index and its run
+// offsets ([B][Hkv][4]: HIGH, MEDIUM, LOW, unused).
+func relaidIndex(x *kernels.TierIndex) (index, offsets []int32) {
+	index = make([]int32, len(x.Index))
+	for i := range index {
+		index[i] = -1 << 30
+	}
+	offsets = make([]int32, x.B*x.Hkv*4)
+	for bh := range x.B * x.Hkv {
+		c := x.Counts[4*bh : 4*bh+4]
+		src := x.Index[bh*x.Stride : (bh+1)*x.Stride]
+		dst := index[bh*x.Stride : (bh+1)*x.Stride]
+		start := [3]int32{0, c[0], c[0] + c[1]} // end to end: HIGH, MEDIUM, LOW
+		gap := int32(0)
+		if int(c[0]+c[1]+c[2]) < x.Stride {
+			gap = 1
+		}
+		at := [3]int32{c[2] + gap, c[2] + gap + c[0], 0}
+		for t := range 3 {
+			copy(dst[at[t]:at[t]+c[t]], src[start[t]:start[t]+c[t]])
+			offsets[4*bh+t] = at[t]
+		}
+	}
+	return index, offsets
 }
 
 // fp16Round is the rounding of a value w to fp16: half an ulp, 2^-11
@@ -691,6 +734,39 @@ func TestGPUPlanesWrite(t *testing.T) {
 			for i := range got {
 				if got[i] != want[i] {
 					t.Fatalf("D=%d Nr=%d Hkv=%d bf16=%v: pool byte %d: %#02x, want %#02x", tc.d, tc.nr, tc.hkv, bf16, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestTierMapFromIndex rebuilds tier maps from TierIndex.Set's layout and
+// from a relaid copy (run offsets), and refuses broken indexes.
+func TestTierMapFromIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, mix := range planeMixes {
+		for _, l := range []int{1, 17, 300} {
+			x := kernels.NewTierIndex(1, 1, l+1)
+			want := planeTiers(r, mix, l)
+			if err := x.Set(0, 0, want); err != nil {
+				t.Fatal(err)
+			}
+			var c [kv.NumTiers]int32
+			copy(c[:], x.Counts)
+			relaid, offs := relaidIndex(x)
+			for _, v := range []struct {
+				index, offsets []int32
+			}{{x.Index, nil}, {relaid, offs[:3]}} {
+				got, err := kernels.TierMapFromIndex(v.index, c, v.offsets, l)
+				if err != nil || !slices.Equal(got, want) {
+					t.Fatalf("%s, %d tokens, offsets %v: %v, %v; want %v", mix, l, v.offsets, got, err, want)
+				}
+			}
+			if c[kv.High] > 1 {
+				bad := slices.Clone(x.Index)
+				bad[0], bad[1] = bad[1], bad[0] // a run out of order
+				if _, err := kernels.TierMapFromIndex(bad, c, nil, l); err == nil {
+					t.Errorf("%s, %d tokens: a run out of order was accepted", mix, l)
 				}
 			}
 		}

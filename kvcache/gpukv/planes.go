@@ -1,10 +1,9 @@
 package gpukv
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
+	"math/rand/v2"
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
@@ -26,8 +25,12 @@ import (
 //
 // Storage per layer: a pool of plane blocks [Blocks][Hkv][BlockBytes]; a
 // sequence owns a list of pool blocks (the same ids in every layer) and a
-// slot of the mass array [MaxSeqs][layers][Hkv][MaxLen] float32. Tier maps
-// and tier policies stay on the host, in a planeBook.
+// slot of the device arrays (kernels.PlanesRetier): the mass
+// [MaxSeqs][layers][Hkv][MaxLen] float32 and the tier index of the same
+// shape (int32), with its counts and run offsets [MaxSeqs][layers][Hkv][4].
+// The tier maps exist only as that index, on the device; the host keeps the
+// tokens per tier (what TierStats and ReadStats need) and the tier
+// policies, in a planeBook.
 //
 // Serving (engine.Scheduler) works as on kvcache.Planes: Open takes a slot
 // and shares no prefix (it reports 0 cached tokens; ErrNoSlot when
@@ -38,22 +41,27 @@ import (
 // preempts by Remove and recomputes), and TierStats reports the reads and
 // the tier mix held. Truncate takes only 0 and the length.
 //
-// Per batch, Begin re-tiers the layers whose Period has elapsed (downloading
-// their mass), reserves the blocks the new tokens fill, appends their tiers,
-// builds every layer's tier index (kernels.TierIndex) and uploads it with
-// the block tables and the write plan. Per layer, Attend converts q to fp16,
+// Per batch, Begin uploads the block tables, the write plan and the jobs of
+// two kernels it queues: the re-tier of the layers whose Period has elapsed
+// (kernels.PlanesRetier: thresholds of the device mass by a radix select,
+// the index rewritten in place; no download, no sync) and the append of the
+// new tokens to every layer's index (one entry each, in the run of the tier
+// they get). Per layer, Attend converts q to fp16,
 // writes the new K and V into the planes (kernels.PlanesWriter), runs the
 // tensor-core planes decode once per sequence (so a sequence's result does
 // not depend on its batch) with the mass output, and converts the output
 // back. Re-tiering at the next Begin uses the mass PlaneCache's re-tier at
-// the end of Attend uses, so both caches tier alike (up to the float
+// the end of Attend uses and gives the tier maps kvcache.TierPolicy gives
+// on that mass (ties included), so both caches tier alike (up to the float
 // rounding of the masses, which can swap near-equal tokens).
 //
-// Costs this first version accepts: the index is rebuilt on the host and
-// uploaded every batch (4 B per token, layer and KV head), re-tiering
-// synchronizes with the GPU, and the prefill plan's score workspace (for the
-// mass) is Hkv·(Hq/Hkv)·MaxChunk·MaxLen floats. A Planes is not safe
-// for concurrent use.
+// One difference from kvcache.Planes: a sequence holding tokens whose
+// policy (SetTierPolicy) changes the tier new tokens get is re-tiered by
+// its new policy at its next batch, early (the device index keeps the run
+// new tokens join last; the scheduler sets policies before the first
+// batch, where this never happens). The prefill plan's score workspace
+// (for the mass) is Hkv·(Hq/Hkv)·MaxChunk·MaxLen floats. A Planes is not
+// safe for concurrent use.
 type Planes struct {
 	gpuBuffers // be, dev, and the per-batch q/out and table buffers
 	format     kv.Format
@@ -69,10 +77,14 @@ type Planes struct {
 
 	ops             *kernels.Ops
 	writer          *kernels.PlanesWriter
+	retierer        *kernels.PlanesRetier
 	decode, prefill *kernels.PlanesPlan
 
-	pool []cuda.DevicePtr // per layer
-	mass cuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
+	pool    []cuda.DevicePtr // per layer
+	mass    cuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
+	index   cuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] int32: the tier index
+	counts  cuda.DevicePtr   // [MaxSeqs][layers][Hkv][4] int32: tokens per tier
+	offsets cuda.DevicePtr   // [MaxSeqs][layers][Hkv][4] int32: the index's run offsets
 
 	book planeBook // blocks, slots, tier maps and policies (host side)
 
@@ -82,26 +94,30 @@ type Planes struct {
 
 // gpuPlaneSeq is one sequence's share of a Planes.
 type gpuPlaneSeq struct {
-	seqBlocks                      // slot: the sequence's row of the mass array
-	tiers     [][][]kv.Tier        // [layer][Hkv][n]
+	seqBlocks                      // slot: the sequence's row of the device arrays
 	since     []int                // per layer: tokens attended since its last re-tier
 	policy    kv.PlaneSpec         // the sequence's tier policy (the cache's unless SetTierPolicy)
 	counts    [][][kv.NumTiers]int // [layer][Hkv]: the tokens of each tier, as added to the book's mix
-	fresh     bool                 // its mass slot must be zeroed before its next batch
+	last      kv.Tier              // the tier whose run the device index stores last (new tokens join it)
+	fresh     bool                 // its device arrays must be zeroed before its next batch
 }
 
 // gpuPlanePlan holds the word offsets of a batch's tables in meta:
-// table [B][maxBlk] | lens [B] | block, within [T] | index
-// [layers][B][Hkv][MaxLen] | counts [layers][B][Hkv][4].
+// table [B][maxBlk] | lens [B] | block, within [T] | re-tier jobs
+// [nRetier][kernels.PlanesRetierJobWords] | append jobs
+// [B][kernels.PlanesAppendJobWords].
 type gpuPlanePlan struct {
 	T, B                       int
 	table, lens, block, within int
-	index, counts              int
+	retier, nRetier, append    int
 	seqs                       []*gpuPlaneSeq
-	prefillMaxL                []int // per sequence: the launch's MaxL
 }
 
 var _ kvcache.Cache = (*Planes)(nil)
+
+// beginKeyTag marks the graph key of Begin's re-tier and append launches
+// (Attend's keys have a layer number in its place).
+const beginKeyTag = 1 << 63
 
 // gpuPlanePrefillSplit is the split length (positions) of prefill chunks.
 const gpuPlanePrefillSplit = 8192
@@ -145,13 +161,15 @@ func NewPlanes(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Optio
 	c := &Planes{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, format: f, pl: pl, lay: lay, shape: sh, layers: cfg.Layers, id: gpuCacheIDs.Add(1),
 		window: kvcache.WindowLimit(cfg), maxBlk: (o.MaxLen + nr - 1) / nr}
 	blockBytes := sh.Hkv * pl.BlockBytes
-	massBytes := int64(o.MaxSeqs) * int64(c.layers) * int64(sh.Hkv) * int64(o.MaxLen) * 4
+	// Per slot, layer and KV head: the mass and the index (4 B per token
+	// each), the counts and offsets (16 B each).
+	massBytes := int64(o.MaxSeqs) * int64(c.layers) * int64(sh.Hkv) * (int64(o.MaxLen)*4*2 + 2*4*int64(kv.NumTiers))
 	switch {
 	case o.Blocks > 0:
 	case o.MemoryBytes > 0:
 		o.Blocks = int((o.MemoryBytes - massBytes) / (int64(blockBytes) * int64(c.layers)))
 		if o.Blocks < 1 {
-			return nil, fmt.Errorf("gpukv: GPU bit-plane cache: %d bytes do not hold the %d sequences' attention mass and one block", o.MemoryBytes, o.MaxSeqs)
+			return nil, fmt.Errorf("gpukv: GPU bit-plane cache: %d bytes do not hold the %d sequences' attention mass, tier index and one block", o.MemoryBytes, o.MaxSeqs)
 		}
 	default:
 		o.Blocks = o.MaxSeqs * c.maxBlk
@@ -167,6 +185,9 @@ func NewPlanes(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Optio
 		return nil, err
 	}
 	if c.writer, err = kernels.LoadPlanesWriter(c.dev); err != nil {
+		return nil, err
+	}
+	if c.retierer, err = kernels.LoadPlanesRetier(c.dev); err != nil {
 		return nil, err
 	}
 	base := kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: o.MaxLen, Mass: true}
@@ -187,9 +208,17 @@ func NewPlanes(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Optio
 			}
 			c.pool = append(c.pool, p)
 		}
-		var err error
-		c.mass, err = x.Alloc(int(massBytes))
-		return err
+		rows := o.MaxSeqs * c.layers * sh.Hkv
+		for _, a := range []struct {
+			p     *cuda.DevicePtr
+			bytes int
+		}{{&c.mass, rows * o.MaxLen * 4}, {&c.index, rows * o.MaxLen * 4}, {&c.counts, rows * int(kv.NumTiers) * 4}, {&c.offsets, rows * int(kv.NumTiers) * 4}} {
+			var err error
+			if *a.p, err = x.Alloc(a.bytes); err != nil {
+				return fmt.Errorf("gpukv: GPU bit-plane cache: mass and tier index of %d sequences: %w", o.MaxSeqs, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -214,12 +243,12 @@ func (c *Planes) Close() error {
 		}
 	}
 	c.decode, c.prefill = nil, nil
-	for _, p := range append(append(c.take(), c.mass), c.pool...) {
+	for _, p := range append(append(c.take(), c.mass, c.index, c.counts, c.offsets), c.pool...) {
 		if p != 0 {
 			keep(c.dev.Free(p))
 		}
 	}
-	c.pool, c.mass = nil, 0
+	c.pool, c.mass, c.index, c.counts, c.offsets = nil, 0, 0, 0, 0
 	return first
 }
 
@@ -242,8 +271,50 @@ func (c *Planes) BytesAt(l int) (bytes, fp16Bytes int64) {
 func (c *Planes) ReadStats() kvcache.ReadStats { return c.stats }
 
 // Tiers returns sequence id's tier map of one layer and KV head (nil if
-// absent); the slice is the cache's own.
-func (c *Planes) Tiers(id, layer, h int) []kv.Tier { return c.book.tierMap(id, layer, h) }
+// absent), rebuilt from the device's tier index after the queued work:
+// a synchronizing download, for tests and tools.
+func (c *Planes) Tiers(id, layer, h int) []kv.Tier {
+	g := c.book.seqs[id]
+	if g == nil || layer < 0 || layer >= c.layers || h < 0 || h >= c.shape.Hkv {
+		return nil
+	}
+	m, err := c.tierMap(g, layer, h)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// tierMap downloads one (sequence, layer, KV head)'s index and rebuilds its
+// tier map.
+func (c *Planes) tierMap(g *gpuPlaneSeq, layer, h int) ([]kv.Tier, error) {
+	row := (g.slot*c.layers+layer)*c.shape.Hkv + h
+	idx := make([]int32, g.n)
+	var counts [kv.NumTiers]int32
+	offs := make([]int32, kv.NumTiers)
+	err := c.be.Do(func(x *cuda.Ctx) error {
+		if err := x.SyncStream(c.dev.Stream()); err != nil {
+			return err
+		}
+		if g.n > 0 {
+			if err := x.DtoH(cuda.Bytes(idx), c.index+cuda.DevicePtr(row*c.opts.MaxLen*4)); err != nil {
+				return err
+			}
+		}
+		if err := x.DtoH(cuda.Bytes(counts[:]), c.counts+cuda.DevicePtr(row*int(kv.NumTiers)*4)); err != nil {
+			return err
+		}
+		return x.DtoH(cuda.Bytes(offs), c.offsets+cuda.DevicePtr(row*int(kv.NumTiers)*4))
+	})
+	if err != nil {
+		return nil, err
+	}
+	m, err := kernels.TierMapFromIndex(idx, counts, offs, g.n)
+	if err != nil {
+		return nil, fmt.Errorf("gpukv: GPU bit-plane cache: slot %d layer %d head %d: %w", g.slot, layer, h, err)
+	}
+	return m, nil
+}
 
 // TierSpec returns the cache's tier policy (a sequence may have its own:
 // SetTierPolicy).
@@ -314,16 +385,23 @@ func (c *Planes) Remove(id int) { c.book.remove(id) }
 // last request.
 func (c *Planes) CheckIdle() error { return c.book.checkIdle() }
 
-// massOffset returns the byte offset of (slot, layer)'s mass.
+// massOffset returns the byte offset of (slot, layer)'s mass (and index).
 func (c *Planes) massOffset(slot, layer int) cuda.DevicePtr {
 	return cuda.DevicePtr(((slot*c.layers + layer) * c.shape.Hkv * c.opts.MaxLen) * 4)
 }
 
-// Begin implements model.BatchStarter: it checks the batch, re-tiers the
-// layers of its sequences whose period has elapsed, reserves blocks (and
-// slots for the sequences it starts), tiers the new tokens and uploads the
-// batch's tables. On a check's error (kvcache.ErrOutOfBlocks when the free
-// blocks or slots do not cover the batch) nothing has changed.
+// countsOffset returns the byte offset of (slot, layer)'s counts (and
+// offsets).
+func (c *Planes) countsOffset(slot, layer int) cuda.DevicePtr {
+	return cuda.DevicePtr(((slot*c.layers + layer) * c.shape.Hkv * int(kv.NumTiers)) * 4)
+}
+
+// Begin implements model.BatchStarter: it checks the batch, queues the
+// re-tier of the layers of its sequences whose period has elapsed, reserves
+// blocks (and slots for the sequences it starts), queues the append of the
+// new tokens to the tier index and uploads the batch's tables. On a check's
+// error (kvcache.ErrOutOfBlocks when the free blocks or slots do not cover
+// the batch) nothing has changed.
 func (c *Planes) Begin(b *model.Batch) error {
 	if err := kvcache.CheckWindow(c.window, b); err != nil {
 		return err
@@ -335,12 +413,18 @@ func (c *Planes) Begin(b *model.Batch) error {
 	if err := c.reserveScratch(T, c.opts.MaxSeqs, c.shape.Hq*c.shape.D, "GPU bit-plane cache"); err != nil {
 		return err
 	}
-	if err := c.retier(b); err != nil {
+	// Re-tier on the tokens held before the batch (as kvcache.Planes does at
+	// the end of the previous Attend), then append the new ones.
+	var retier []kernels.PlanesRetierJob
+	for _, j := range c.book.retierJobs(b) {
+		retier = append(retier, c.book.retierLayer(j.g, j.layer))
+	}
+	if err := kernels.CheckRetierJobs(retier, c.opts.MaxLen); err != nil {
 		return err
 	}
 	seqs, fresh := c.book.reserve(b)
 	// Tables.
-	B, hkv, maxLen, nr := len(b.Seqs), c.shape.Hkv, c.opts.MaxLen, c.pl.Tokens
+	B, hkv, nr := len(b.Seqs), c.shape.Hkv, c.pl.Tokens
 	var words []int32
 	p := gpuPlanePlan{T: T, B: B, seqs: seqs}
 	p.table = len(words)
@@ -363,16 +447,18 @@ func (c *Planes) Begin(b *model.Batch) error {
 			words[p.within+s.Start+j] = int32(pos % nr)
 		}
 	}
-	p.index = len(words)
-	idx := make([]*kernels.TierIndex, c.layers)
-	for l := range idx {
-		idx[l] = kernels.NewTierIndex(B, hkv, maxLen)
-		for i, g := range seqs {
+	p.retier, p.nRetier = len(words), len(retier)
+	for _, j := range retier {
+		words = j.Words(words)
+	}
+	p.append = len(words)
+	for i, s := range b.Seqs {
+		words = kernels.PlanesAppendJob{Slot: seqs[i].slot, Pos: s.Pos, Len: s.Len, Tier: seqs[i].last}.Words(words)
+	}
+	for _, g := range seqs {
+		for l := range c.layers {
 			for h := 0; h < hkv; h++ {
-				if err := idx[l].Set(i, h, g.tiers[l][h][:g.n]); err != nil {
-					return err
-				}
-				counts := idx[l].TierCounts(i, h)
+				counts := g.counts[l][h]
 				read := counts[kv.High] + counts[kv.Medium] + counts[kv.Low]
 				c.stats.PlaneBytes += c.pl.PlaneReadBytes(counts) - int64(read*kv.IndexBytes)
 				c.stats.IndexBytes += int64(read * kv.IndexBytes)
@@ -382,60 +468,39 @@ func (c *Planes) Begin(b *model.Batch) error {
 				}
 			}
 		}
-		words = append(words, idx[l].Index...)
-	}
-	p.counts = len(words)
-	for l := range idx {
-		words = append(words, idx[l].Counts...)
 	}
 	if err := c.upload(words); err != nil {
 		return err
 	}
 	if len(fresh) > 0 {
-		c.zeroMass(fresh)
+		c.zeroSlots(fresh)
 	}
+	st, meta := c.dev.Stream(), c.meta
+	c.be.Enqueue("GPU bit-plane cache: re-tier and append", func(x *cuda.Ctx) error {
+		if err := c.retierer.LaunchRetier(x, st, meta+cuda.DevicePtr(4*p.retier), p.nRetier, c.mass, c.index, c.counts, c.offsets, hkv, c.opts.MaxLen); err != nil {
+			return err
+		}
+		return c.retierer.LaunchAppend(x, st, meta+cuda.DevicePtr(4*p.append), B, c.index, c.counts, c.offsets, hkv, c.layers, c.opts.MaxLen)
+	}, c.id, beginKeyTag, uint64(meta), uint64(p.retier), uint64(p.nRetier), uint64(p.append), uint64(B))
 	c.batch, c.plan = b, p
 	return nil
 }
 
-// retier re-tiers, for each sequence of b, the layers whose period (the
-// sequence's policy's) has elapsed since their last re-tier, on the mass
-// accumulated so far.
-func (c *Planes) retier(b *model.Batch) error {
-	jobs := c.book.retierJobs(b)
-	if len(jobs) == 0 {
-		return nil
-	}
-	hkv, maxLen := c.shape.Hkv, c.opts.MaxLen
-	buf := make([]byte, hkv*maxLen*4)
-	mass := make([]float32, maxLen)
-	return c.be.Do(func(x *cuda.Ctx) error {
-		if err := x.SyncStream(c.dev.Stream()); err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			if err := x.DtoH(buf, c.mass+c.massOffset(j.g.slot, j.layer)); err != nil {
+// zeroSlots queues the zeroing of new sequences' mass, tier counts and run
+// offsets (an empty index).
+func (c *Planes) zeroSlots(slots []int) {
+	massWords := c.layers * c.shape.Hkv * c.opts.MaxLen
+	countWords := c.layers * c.shape.Hkv * int(kv.NumTiers)
+	st := c.dev.Stream()
+	c.be.Enqueue("GPU bit-plane cache: zero slots", func(x *cuda.Ctx) error {
+		for _, s := range slots {
+			if err := x.Memset32Async(c.mass+c.massOffset(s, 0), 0, massWords, st); err != nil {
 				return err
 			}
-			for h := 0; h < hkv; h++ {
-				for t := 0; t < j.g.n; t++ {
-					mass[t] = math.Float32frombits(binary.LittleEndian.Uint32(buf[(h*maxLen+t)*4:]))
-				}
-				c.book.retierHead(j.g, j.layer, h, mass)
+			if err := x.Memset32Async(c.counts+c.countsOffset(s, 0), 0, countWords, st); err != nil {
+				return err
 			}
-			j.g.since[j.layer] = 0
-		}
-		return nil
-	})
-}
-
-// zeroMass queues the zeroing of new sequences' mass slots.
-func (c *Planes) zeroMass(slots []int) {
-	words := c.layers * c.shape.Hkv * c.opts.MaxLen
-	st := c.dev.Stream()
-	c.be.Enqueue("GPU bit-plane cache: zero mass", func(x *cuda.Ctx) error {
-		for _, s := range slots {
-			if err := x.Memset32Async(c.mass+c.massOffset(s, 0), 0, words, st); err != nil {
+			if err := x.Memset32Async(c.offsets+c.countsOffset(s, 0), 0, countWords, st); err != nil {
 				return err
 			}
 		}
@@ -466,8 +531,8 @@ func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) 
 	}
 	var launches []launch
 	key := []uint64{c.id, uint64(layer), uint64(p.T), uint64(ptr[0]), uint64(ptr[1]), uint64(ptr[2]), uint64(ptr[3]),
-		uint64(c.pool[layer]), uint64(c.mass), uint64(c.qh), uint64(c.oh), uint64(c.meta), uint64(p.B),
-		uint64(p.table), uint64(p.lens), uint64(p.block), uint64(p.index), uint64(p.counts)}
+		uint64(c.pool[layer]), uint64(c.mass), uint64(c.index), uint64(c.counts), uint64(c.offsets), uint64(c.qh), uint64(c.oh),
+		uint64(c.meta), uint64(p.B), uint64(p.table), uint64(p.lens), uint64(p.block)}
 	for i, s := range b.Seqs {
 		g := p.seqs[i]
 		ln := launch{plan: c.decode, shape: kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: hkv, Tq: s.Len, MaxBlocks: c.maxBlk,
@@ -476,8 +541,9 @@ func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) 
 			ln.plan, ln.shape.MaxL = c.prefill, s.Pos+s.Len
 		}
 		ln.bufs = kernels.PlanesBuffers{Pool: c.pool[layer], BlockTable: word(p.table + i*c.maxBlk), Lens: word(p.lens + i),
-			Index: word(p.index + (layer*p.B+i)*hkv*maxLen), Counts: word(p.counts + (layer*p.B+i)*hkv*int(kv.NumTiers)),
-			Q: c.qh + cuda.DevicePtr(s.Start*qw*2), Out: c.oh + cuda.DevicePtr(s.Start*qw*2), Mass: c.mass + c.massOffset(g.slot, layer)}
+			Index: c.index + c.massOffset(g.slot, layer), Counts: c.counts + c.countsOffset(g.slot, layer),
+			Offsets: c.offsets + c.countsOffset(g.slot, layer),
+			Q:       c.qh + cuda.DevicePtr(s.Start*qw*2), Out: c.oh + cuda.DevicePtr(s.Start*qw*2), Mass: c.mass + c.massOffset(g.slot, layer)}
 		launches = append(launches, ln)
 		key = append(key, uint64(g.slot), uint64(s.Len), uint64(s.Start), uint64(ln.shape.MaxL))
 		g.since[layer] += s.Len
@@ -502,13 +568,12 @@ func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) 
 }
 
 // planeBook is the host side of a Planes: the free blocks and slots, each
-// sequence's blocks, tier maps, re-tier counters and tier policy, and the
-// tier mix held (kvcache.Planes' books). It touches no device, so its tests
-// run without one.
+// sequence's blocks, tokens per tier, re-tier counters and tier policy, and
+// the tier mix held (kvcache.Planes' books). The tier maps themselves live
+// on the device. It touches no device, so its tests run without one.
 type planeBook struct {
 	alloc           blockPool
-	spec            kv.PlaneSpec       // the cache's policy: every sequence's unless setPolicy
-	policy          kvcache.TierPolicy // re-tier scratch; its Spec is the sequence's at each use
+	spec            kv.PlaneSpec // the cache's policy: every sequence's unless setPolicy
 	layers, hkv, nr int
 	seqs            map[int]*gpuPlaneSeq
 	mix             [kv.NumTiers]int64 // (token, layer, KV head) entries held in each tier
@@ -531,16 +596,6 @@ func (k *planeBook) len(id int) int {
 	return 0
 }
 
-// tierMap returns sequence id's tier map of one layer and KV head (nil if
-// absent).
-func (k *planeBook) tierMap(id, layer, h int) []kv.Tier {
-	s := k.seqs[id]
-	if s == nil || layer < 0 || layer >= k.layers || h < 0 || h >= k.hkv {
-		return nil
-	}
-	return s.tiers[layer][h][:s.n]
-}
-
 // blocksFor is the number of blocks l tokens fill (a block is taken when
 // its first token is written).
 func (k *planeBook) blocksFor(l int) int { return (l + k.nr - 1) / k.nr }
@@ -560,10 +615,9 @@ func (k *planeBook) open(id int) (*gpuPlaneSeq, error) {
 	if len(k.alloc.freeSlots) == 0 {
 		return nil, fmt.Errorf("gpukv: %s: %w (%d sequences)", k.what, kvcache.ErrNoSlot, k.alloc.slots)
 	}
-	g := &gpuPlaneSeq{seqBlocks: *k.alloc.open(), tiers: make([][][]kv.Tier, k.layers), since: make([]int, k.layers),
+	g := &gpuPlaneSeq{seqBlocks: *k.alloc.open(), since: make([]int, k.layers),
 		policy: k.spec, counts: make([][][kv.NumTiers]int, k.layers), fresh: true}
-	for l := range g.tiers {
-		g.tiers[l] = make([][]kv.Tier, k.hkv)
+	for l := range g.counts {
 		g.counts[l] = make([][kv.NumTiers]int, k.hkv)
 	}
 	k.seqs[id] = g
@@ -598,10 +652,7 @@ func (k *planeBook) truncate(id, n int) error {
 	}
 	k.clearCounts(g)
 	k.alloc.empty(&g.seqBlocks)
-	for l := range g.tiers {
-		for h := range g.tiers[l] {
-			g.tiers[l][h] = g.tiers[l][h][:0]
-		}
+	for l := range g.since {
 		g.since[l] = 0
 	}
 	g.fresh = true
@@ -661,7 +712,9 @@ type retierJob struct {
 	layer int
 }
 
-// retierJobs returns the layers of b's sequences whose period has elapsed.
+// retierJobs returns the layers of b's sequences whose period has elapsed,
+// and every layer of a sequence holding tokens whose policy's new tier is
+// not the one its index stores last (a SetTierPolicy since its last batch).
 func (k *planeBook) retierJobs(b *model.Batch) []retierJob {
 	var jobs []retierJob
 	for _, s := range b.Seqs {
@@ -669,8 +722,9 @@ func (k *planeBook) retierJobs(b *model.Batch) []retierJob {
 		if g == nil {
 			continue
 		}
+		relayout := g.n > 0 && (&kvcache.TierPolicy{Spec: g.policy}).NewTier() != g.last
 		for l, n := range g.since {
-			if n >= g.policy.Period {
+			if n >= g.policy.Period || relayout {
 				jobs = append(jobs, retierJob{g, l})
 			}
 		}
@@ -678,19 +732,52 @@ func (k *planeBook) retierJobs(b *model.Batch) []retierJob {
 	return jobs
 }
 
-// retierHead re-tiers one layer and KV head of g by its policy on mass
-// (at least g.n entries) and updates the mix. The caller resets g.since.
-func (k *planeBook) retierHead(g *gpuPlaneSeq, layer, h int, mass []float32) {
-	k.policy.Spec = g.policy
-	k.policy.Retier(g.tiers[layer][h], mass, g.n)
-	k.setCounts(g, layer, h, tierCounts(g.tiers[layer][h][:g.n]))
+// retierLayer books the re-tier of one layer of g by its policy (the
+// counts of every KV head, the period restarted, the new tier's run last)
+// and returns the device job that does it (kernels.PlanesRetier).
+func (k *planeBook) retierLayer(g *gpuPlaneSeq, layer int) kernels.PlanesRetierJob {
+	j, counts := retierBounds(g.policy, g.n)
+	j.SL = g.slot*k.layers + layer
+	for h := 0; h < k.hkv; h++ {
+		k.setCounts(g, layer, h, counts)
+	}
+	g.since[layer] = 0
+	g.last = j.Last
+	return j
+}
+
+// PlaneRetierJob returns the device re-tier job of (slot, layer) row sl
+// holding n tokens under policy p: kvcache.TierPolicy.Retier's rule
+// (benchmarks time kernels.PlanesRetier with it).
+func PlaneRetierJob(p kv.PlaneSpec, sl, n int) kernels.PlanesRetierJob {
+	j, _ := retierBounds(p, n)
+	j.SL = sl
+	return j
+}
+
+// retierBounds returns kvcache.TierPolicy.Retier's rule for n tokens under
+// policy p as a re-tier job (SL left 0): the sinks and the window, the
+// cumulative counts the policy fills from the bottom of the ranked
+// candidates, and the tier new tokens get; and the tokens per tier that
+// result, whatever the masses.
+func retierBounds(p kv.PlaneSpec, n int) (kernels.PlanesRetierJob, [kv.NumTiers]int) {
+	pol := kvcache.TierPolicy{Spec: p}
+	sinks := min(p.Sinks, n)
+	win := max(sinks, n-p.Window)
+	nc := win - sinks
+	want := pol.Counts(n)
+	kE := min(want[kv.Evicted], nc)
+	kL := min(kE+want[kv.Low], nc)
+	kM := min(kL+want[kv.Medium], nc)
+	j := kernels.PlanesRetierJob{N: n, Sinks: sinks, Win: win, KE: kE, KL: kL, KM: kM, Last: pol.NewTier()}
+	return j, [kv.NumTiers]int{kv.High: n - kM, kv.Medium: kM - kL, kv.Low: kL - kE, kv.Evicted: kE}
 }
 
 // reserve does what check allowed for batch b: it opens the sequences that
-// start, reserves the blocks the new tokens start and appends their tiers
-// (each sequence's policy's NewTier). It returns b's sequences in batch
-// order and the mass slots to zero before the batch runs (sequences opened
-// or emptied since their last batch).
+// start, reserves the blocks the new tokens start and counts their tier
+// (each sequence's policy's NewTier, the run its device index stores last).
+// It returns b's sequences in batch order and the slots to zero before the
+// batch runs (sequences opened or emptied since their last batch).
 func (k *planeBook) reserve(b *model.Batch) (seqs []*gpuPlaneSeq, fresh []int) {
 	seqs = make([]*gpuPlaneSeq, len(b.Seqs))
 	for i, s := range b.Seqs {
@@ -704,11 +791,11 @@ func (k *planeBook) reserve(b *model.Batch) (seqs []*gpuPlaneSeq, fresh []int) {
 		}
 		k.alloc.grow(&g.seqBlocks, k.blocksNeeded(s.ID, s.Len))
 		nt := (&kvcache.TierPolicy{Spec: g.policy}).NewTier()
-		for l := range g.tiers {
-			for h := range g.tiers[l] {
-				for range s.Len {
-					g.tiers[l][h] = append(g.tiers[l][h], nt)
-				}
+		if g.n == 0 {
+			g.last = nt // an empty index: every run is at 0
+		}
+		for l := range g.counts {
+			for h := range g.counts[l] {
 				n := g.counts[l][h]
 				n[nt] += s.Len
 				k.setCounts(g, l, h, n)
@@ -766,4 +853,89 @@ func tierCounts(tiers []kv.Tier) [kv.NumTiers]int {
 		}
 	}
 	return n
+}
+
+// planeFillChunk is the tokens FillRandom writes per launch.
+const planeFillChunk = 256
+
+// FillRandom opens sequence id (or fails if it is open) holding n tokens of
+// pseudo-random K and V (normal, the same for the same seed; every chunk of
+// planeFillChunk tokens repeats), split into the planes as Attend writes
+// them, with pseudo-random attention masses, and every layer due for a
+// re-tier at its next batch, so that decode steps after it read the
+// policy's tier mix. For benchmarks (bitdecode bench model).
+func (c *Planes) FillRandom(id, n int, seed uint32) error {
+	if n <= 0 || n > c.opts.MaxLen {
+		return fmt.Errorf("gpukv: GPU bit-plane cache: FillRandom of %d tokens (max %d)", n, c.opts.MaxLen)
+	}
+	if c.book.seqs[id] != nil {
+		return fmt.Errorf("gpukv: GPU bit-plane cache: FillRandom of sequence %d, which is open", id)
+	}
+	var b model.Batch
+	b.Add(id, 0, make([]int32, n)...)
+	if err := c.book.check(&b, n, c.opts.MaxLen); err != nil {
+		return err
+	}
+	seqs, fresh := c.book.reserve(&b)
+	g := seqs[0]
+	sh, nr := c.shape, c.pl.Tokens
+	r := rand.New(rand.NewPCG(uint64(seed), 0x62697470))
+	chunk := min(planeFillChunk, n)
+	kv32 := make([]float32, 2*chunk*sh.Hkv*sh.D)
+	for i := range kv32 {
+		kv32[i] = float32(r.NormFloat64())
+	}
+	mass := make([]float32, sh.Hkv*c.opts.MaxLen)
+	for i := range mass {
+		mass[i] = r.Float32()
+	}
+	words := kernels.PlanesAppendJob{Slot: g.slot, Pos: 0, Len: n, Tier: g.last}.Words(nil)
+	for t := range n {
+		words = append(words, g.blocks[t/nr])
+	}
+	for t := range n {
+		words = append(words, int32(t%nr))
+	}
+	if err := c.upload(words); err != nil {
+		return err
+	}
+	c.zeroSlots(fresh)
+	st, meta := c.dev.Stream(), c.meta
+	err := c.be.Do(func(x *cuda.Ctx) error {
+		if err := x.SyncStream(st); err != nil { // the slot is zeroed before the masses land
+			return err
+		}
+		stage, err := x.Alloc(4 * len(kv32))
+		if err != nil {
+			return err
+		}
+		defer x.Free(stage)
+		if err := x.HtoD(stage, cuda.Bytes(kv32)); err != nil {
+			return err
+		}
+		k, v := stage, stage+cuda.DevicePtr(4*chunk*sh.Hkv*sh.D)
+		for l := range c.layers {
+			if err := x.HtoD(c.mass+c.massOffset(g.slot, l), cuda.Bytes(mass)); err != nil {
+				return err
+			}
+			for t0 := 0; t0 < n; t0 += chunk {
+				m := min(chunk, n-t0)
+				block, within := meta+cuda.DevicePtr(4*(kernels.PlanesAppendJobWords+t0)), meta+cuda.DevicePtr(4*(kernels.PlanesAppendJobWords+n+t0))
+				if err := c.writer.Launch(x, st, k, v, block, within, c.pool[l], m, sh.Hkv, sh.D, nr, c.lay.BF16); err != nil {
+					return err
+				}
+			}
+		}
+		if err := c.retierer.LaunchAppend(x, st, meta, 1, c.index, c.counts, c.offsets, sh.Hkv, c.layers, c.opts.MaxLen); err != nil {
+			return err
+		}
+		return x.SyncStream(st) // the staging buffer is freed on return
+	})
+	if err != nil {
+		return err
+	}
+	for l := range g.since {
+		g.since[l] = g.policy.Period
+	}
+	return nil
 }

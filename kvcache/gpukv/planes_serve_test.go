@@ -13,6 +13,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
@@ -20,18 +21,19 @@ import (
 	"github.com/bitdecode/bitdecode/tokenizer"
 )
 
-// recountMix recomputes a planeBook's tier mix from its tier maps and
-// checks it, every sequence's counts and its block table against the books.
+// recountMix recomputes a planeBook's tier mix from its sequences' counts
+// and checks it, the counts (every token in one tier) and the block tables
+// against the books.
 func recountMix(t *testing.T, what string, k *planeBook) {
 	t.Helper()
 	var mix [kv.NumTiers]int64
 	held := 0
 	for id, g := range k.seqs {
-		for l := range g.tiers {
-			for h := range g.tiers[l] {
-				n := tierCounts(g.tiers[l][h][:g.n])
-				if len(g.tiers[l][h]) != g.n || n != g.counts[l][h] {
-					t.Fatalf("%s: sequence %d layer %d head %d: %d tiers, counts %v, books %v, for %d tokens", what, id, l, h, len(g.tiers[l][h]), n, g.counts[l][h], g.n)
+		for l := range g.counts {
+			for h := range g.counts[l] {
+				n := g.counts[l][h]
+				if n[kv.High]+n[kv.Medium]+n[kv.Low]+n[kv.Evicted] != g.n {
+					t.Fatalf("%s: sequence %d layer %d head %d: counts %v for %d tokens", what, id, l, h, n, g.n)
 				}
 				for i, c := range n {
 					mix[i] += int64(c)
@@ -156,20 +158,17 @@ func TestPlaneBook(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].g != g2 || jobs[0].layer != 1 {
 		t.Fatalf("re-tier jobs %+v, want sequence 2 layer 1", jobs)
 	}
-	mass := make([]float32, g2.n)
-	for i := range mass {
-		mass[i] = float32(i % 5)
-	}
-	for h := range hkv {
-		k.retierHead(g2, 1, h, mass)
-	}
+	j := k.retierLayer(g2, 1)
 	recountMix(t, "after a re-tier", &k)
 	// 11 tokens: want e0 l4 m4; sink 0 and window 7..10 are High, the
 	// candidates 1..6 take 4 Low and 2 Medium.
-	if got := tierCounts(k.tierMap(2, 1, 0)); got != [kv.NumTiers]int{kv.High: 5, kv.Medium: 2, kv.Low: 4} {
+	if got := g2.counts[1][0]; got != [kv.NumTiers]int{kv.High: 5, kv.Medium: 2, kv.Low: 4} {
 		t.Errorf("sequence 2 layer 1 after a re-tier: %v", got)
 	}
-	if got := tierCounts(k.tierMap(2, 0, 0)); got != [kv.NumTiers]int{kv.High: 11} {
+	if want := (kernels.PlanesRetierJob{SL: g2.slot*layers + 1, N: 11, Sinks: 1, Win: 7, KE: 0, KL: 4, KM: 6, Last: kv.High}); j != want || g2.since[1] != 0 {
+		t.Errorf("re-tier job %+v, want %+v; since %d", j, want, g2.since[1])
+	}
+	if got := g2.counts[0][0]; got != [kv.NumTiers]int{kv.High: 11} {
 		t.Errorf("sequence 2 layer 0, not re-tiered: %v", got)
 	}
 
@@ -198,7 +197,7 @@ func TestPlaneBook(t *testing.T) {
 	if _, fresh = k.reserve(&b4); !slices.Equal(fresh, []int{g1.slot}) {
 		t.Errorf("after truncate(1, 0), fresh slots %v, want [%d]", fresh, g1.slot)
 	}
-	if got := tierCounts(k.tierMap(1, 0, 1)); got != [kv.NumTiers]int{kv.Low: 3} {
+	if got := g1.counts[0][1]; got != [kv.NumTiers]int{kv.Low: 3} || g1.last != kv.Low {
 		t.Errorf("sequence 1 keeps its policy after truncate: %v", got)
 	}
 	recountMix(t, "after refilling", &k)
@@ -288,24 +287,27 @@ func planeServeRequests(t *testing.T, dir string, tok *tokenizer.Tokenizer) ([]p
 // and no sinks). It notes the policies it saw (PolicyString).
 type tierChecker struct {
 	kvcache.Cache
-	book *planeBook // the GPU cache's books (nil: no checks)
-	seen map[string]bool
-	err  error
+	planes *Planes // the GPU cache (nil: no checks)
+	seen   map[string]bool
+	err    error
 }
 
 // Begin implements model.BatchStarter.
 func (c *tierChecker) Begin(b *model.Batch) error {
-	if err := c.Cache.Begin(b); err != nil || c.book == nil {
+	if err := c.Cache.Begin(b); err != nil || c.planes == nil {
 		return err
 	}
 	for _, s := range b.Seqs {
-		g := c.book.seqs[s.ID]
+		g := c.planes.book.seqs[s.ID]
 		p := g.policy
 		c.seen[p.PolicyString()] = true
 		share := [kv.NumTiers]int{kv.High: p.High, kv.Medium: p.Medium, kv.Low: p.Low, kv.Evicted: p.Evicted}
-		for l := range g.tiers {
-			for h := range g.tiers[l] {
-				n := tierCounts(g.tiers[l][h][:g.n])
+		for l := range g.counts {
+			for h := range g.counts[l] {
+				n := tierCounts(c.planes.Tiers(s.ID, l, h)) // the device's index
+				if n != g.counts[l][h] && c.err == nil {
+					c.err = fmt.Errorf("sequence %d layer %d head %d: device index counts %v, books %v", s.ID, l, h, n, g.counts[l][h])
+				}
 				for tier, pct := range share {
 					uniform := pct == 100 && (tier == int(kv.High) || p.Window == 0 && p.Sinks == 0)
 					if tier != int(kv.High) && n[tier] > g.n*pct/100 || uniform && n[tier] != g.n {
@@ -435,7 +437,7 @@ func TestGPUPlaneScheduler(t *testing.T) {
 	solo := make([][]int, len(reqs))
 	for i, r := range reqs {
 		before := c.ReadStats()
-		chk := &tierChecker{Cache: c, book: &c.book, seen: map[string]bool{}}
+		chk := &tierChecker{Cache: c, planes: c, seen: map[string]bool{}}
 		res, _ := servePlanes(t, m, tok, chk, 1, []planeServeReq{r})
 		if chk.err != nil {
 			t.Errorf("request %d alone: %v", i, chk.err)
@@ -465,7 +467,7 @@ func TestGPUPlaneScheduler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bc.Close()
-	chk := &tierChecker{Cache: bc, book: &bc.book, seen: map[string]bool{}}
+	chk := &tierChecker{Cache: bc, planes: bc, seen: map[string]bool{}}
 	res, st := servePlanes(t, m, tok, chk, planeServeSeqs, reqs)
 	if chk.err != nil {
 		t.Error(chk.err)
@@ -563,4 +565,53 @@ func TestPlaneServeScenarioCPU(t *testing.T) {
 		t.Error(err)
 	}
 	t.Logf("%d at a time in %d blocks: %d steps, %d preemptions", planeServeSeqs, planeServeBlocks, st.Steps, st.Preemptions)
+}
+
+// TestPlaneBookRelayout checks the books' answer to a policy change that
+// changes the tier new tokens get while a sequence holds tokens: every
+// layer is re-tiered at the next batch (the device index keeps that tier's
+// run last), with the new policy's counts, and later batches append to it.
+func TestPlaneBookRelayout(t *testing.T) {
+	sp := kv.MustParseSpec("bw:h20:m40:l40:w4:s1:r16:blk32").Planes
+	const layers, hkv = 3, 2
+	k := newPlaneBook(sp, 8, 2, layers, hkv, 32)
+	var b model.Batch
+	b.Add(1, 0, make([]int32, 20)...)
+	if err := k.check(&b, 64, 256); err != nil {
+		t.Fatal(err)
+	}
+	seqs, _ := k.reserve(&b)
+	g := seqs[0]
+	if g.last != kv.High {
+		t.Fatalf("new tokens' tier %v, want High", g.last)
+	}
+	var b2 model.Batch
+	b2.Add(1, 20, 0)
+	if jobs := k.retierJobs(&b2); len(jobs) != 0 {
+		t.Fatalf("%d re-tier jobs with the policy unchanged", len(jobs))
+	}
+	med, err := kv.ParsePlanePolicy("m100:w0:s0", sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.setPolicy(1, med); err != nil {
+		t.Fatal(err)
+	}
+	jobs := k.retierJobs(&b2)
+	if len(jobs) != layers {
+		t.Fatalf("%d re-tier jobs after the new tier changed, want %d (every layer)", len(jobs), layers)
+	}
+	for _, j := range jobs {
+		if rj := k.retierLayer(j.g, j.layer); rj.Last != kv.Medium || rj.KM != 20 {
+			t.Errorf("layer %d: job %+v, want every token Medium and Medium last", j.layer, rj)
+		}
+	}
+	if jobs := k.retierJobs(&b2); len(jobs) != 0 {
+		t.Errorf("%d re-tier jobs right after the re-tier", len(jobs))
+	}
+	k.reserve(&b2)
+	recountMix(t, "after the relayout", &k)
+	if got := g.counts[2][1]; got != [kv.NumTiers]int{kv.Medium: 21} {
+		t.Errorf("counts %v, want 21 Medium", got)
+	}
 }
