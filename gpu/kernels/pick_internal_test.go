@@ -84,8 +84,8 @@ func TestDecodeTiles(t *testing.T) {
 		{"int4", 128, 4, 1, 3},
 		{"int4:kt128", 128, 4, 1, 3},
 		{"k4v2", 128, 4, 1, 3}, // 5 groups by the budget, rounded down to a power of two
-		{"int2", 128, 4, 3, 3}, // half the budget, 3 CTAs per SM
-		{"int2", 64, 8, 3, 3},  // the same bytes per lane as D = 128 at MT 4
+		{"int2", 128, 8, 1, 3}, // v2.7: the full budget, registers uncapped
+		{"int2", 64, 8, 1, 3},  // the budget allows 16, the cap is 8
 		{"int4", 256, 2, 1, 1}, // D = 256: the wgmma kernel runs one CTA per SM
 		{"int8", 64, 4, 1, 2},
 	} {
