@@ -8,7 +8,8 @@ import (
 )
 
 // TestPickDecode checks DecodeAuto's rule against the winners of the H100
-// side-by-side grid (bench/results/2026-11-23-h100-wgmma, side_by_side.md)
+// side-by-side grid (bench/results/2026-11-23-h100-wgmma, side_by_side.md;
+// int4 KT: bench/results/2026-11-25-h100-attn-2)
 // and that it never picks the wgmma kernel where it cannot run.
 func TestPickDecode(t *testing.T) {
 	shape := func(b, l int) DecodeShape {
@@ -23,7 +24,8 @@ func TestPickDecode(t *testing.T) {
 		{"fp16", 128, 8192, DecodeWGMMA},
 		{"bf16", 16, 32768, DecodeWGMMA},
 		{"int4:kt128", 1, 8192, DecodeWGMMA},
-		{"int4:kt128", 128, 8192, DecodeWGMMA},
+		{"int4:kt128", 1, 32768, DecodeMMA}, // v2.7: mma.sync past one sequence of 8K
+		{"int4:kt128", 128, 8192, DecodeMMA},
 		{"int8", 1, 8192, DecodeWGMMA},
 		{"int8", 1, 131072, DecodeMMA}, // a single long sequence
 		{"int8", 16, 32768, DecodeWGMMA},
