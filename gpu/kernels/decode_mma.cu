@@ -63,8 +63,10 @@
 //        loaded into the same registers, and the warp's first tile and KC
 //        key pairs are requested before the query setup; the KC pairs of a
 //        warp's next key group are staged in shared memory by cp.async.
-//        Same arithmetic, same bits (docs/perf/decode-attention.md,
-//        session 7).
+//        Same arithmetic, same bits; 254-255 registers, 2 CTAs/SM, int2 at
+//        MT 8: int4 KC (128,8K) 83 -> 90%, int4 KT 81 -> 93% (now mma's
+//        for all but one short sequence), int2 58 -> 64%, k4v2 69 -> 79%
+//        (docs/perf/decode-attention.md, session 7).
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
