@@ -77,7 +77,8 @@ func (k DecodeKernel) Order() kv.Order {
 const mmaRows = 8
 
 // mmaCTAsPerSM is how many CTAs of decode_mma.cu (128 threads) share an
-// SM at the low-bit formats' 217-242 registers per thread.
+// SM at the low-bit formats' 217-255 registers per thread (v2.7's pipeline:
+// 254-255 on NVRTC 11.8, sm_90).
 const mmaCTAsPerSM = 2
 
 // mmaMinSplitTokens is the fewest tokens a split gets, so that each CTA
@@ -278,17 +279,13 @@ func scaleGroups(l DecodeLayout) (kg, vg int) {
 // mmaTile returns decode_mma.cu's default fragment groups per tile (MT,
 // before the block and key-group caps) and the CTAs per SM its registers
 // are capped for (MINB): as many groups as mmaLaneBudget allows, a power of
-// two (k4v2's 5 -> 4); int2 gets half the budget and 3 CTAs per SM (v2.6,
-// H100 sweep, docs/perf/decode-attention.md: 168 registers, no spills,
-// 1-8% faster than 231 registers and twice the bytes per tile; int4 and
-// k4v2 were faster uncapped).
+// two (k4v2's 5 -> 4), registers uncapped. (v2.6 gave int2 half the budget
+// and 3 CTAs per SM; with v2.7's in-place pipeline that spills, and the
+// full budget at 2 CTAs measured 9% faster at 128 x 8K: H100 sweep,
+// docs/perf/decode-attention.md session 7.)
 func mmaTile(l DecodeLayout) (mt, minB int) {
-	minB, budget := 1, mmaLaneBudget
-	if l.KBits == 2 && l.VBits == 2 {
-		minB, budget = 3, mmaLaneBudget/2
-	}
-	mt = max(1, min(8, budget/(l.D*(l.KBits+l.VBits)/16)))
-	return 1 << (bits.Len(uint(mt)) - 1), minB
+	mt = max(1, min(8, mmaLaneBudget/(l.D*(l.KBits+l.VBits)/16)))
+	return 1 << (bits.Len(uint(mt)) - 1), 1
 }
 
 // mmaConfig is decode_mma.cu's configuration for layout l under tuning t:
@@ -297,7 +294,7 @@ func mmaTile(l DecodeLayout) (mt, minB int) {
 // cp.async stages, the register cap (MINB) and the CTAs per SM the split
 // planner counts.
 func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
-	ctas = mmaCTAsPerSM // ptxas: 217-242 registers for low-bit formats
+	ctas = mmaCTAsPerSM // ptxas: 217-255 registers for low-bit formats
 	if l.KBits == 16 && l.VBits == 16 && l.D <= 128 {
 		ctas = 3 // 168 registers
 	}

@@ -58,6 +58,15 @@
 //        fma for the scaled positions, a byte permute for int8), int2 tiles
 //        of 4 groups at 168 registers: int4 KC (128,8K) 77 -> 83%, int2
 //        52 -> 58%, k4v2 66 -> 69%; wgmma int8 92 -> 97%.
+//   v2.7 low-bit formats pipeline each warp's tiles in place: as soon as a
+//        group's codes (and KT/V pairs) are consumed, the next tile's are
+//        loaded into the same registers, and the warp's first tile and KC
+//        key pairs are requested before the query setup; the KC pairs of a
+//        warp's next key group are staged in shared memory by cp.async.
+//        Same arithmetic, same bits; 254-255 registers, 2 CTAs/SM, int2 at
+//        MT 8: int4 KC (128,8K) 83 -> 90%, int4 KT 81 -> 93% (now mma's
+//        for all but one short sequence), int2 58 -> 64%, k4v2 69 -> 79%
+//        (docs/perf/decode-attention.md, session 7).
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -76,15 +85,19 @@ template <int D, int VG>
 using WarpState = OnlineSoftmaxZ<D / 16, VG>;
 
 // TileRaw is one tile's packed K and V words of one lane, loaded ahead of
-// their use (the main loop keeps two: the tile being computed and the next).
-template <int D, int KBITS, int VBITS, int MT>
+// their use, and (where the kernel preloads them, PP in tile) the (scale,
+// zero) words its tokens g and g+8 of each group need: the KT key pairs
+// (kp, KG per token) and the value pairs (vp, VG per token).
+template <int D, int KBITS, int VBITS, int MT, int KG = 1, int VG = 1>
 struct TileRaw {
   u32 k[MT][Frag<D, KBITS>::kWords];
   u32 v[MT][Frag<D, VBITS>::kWords];
+  u32 kp[MT][2][KG];
+  u32 vp[MT][2][VG];
 };
 
-template <int D, int KBITS, int VBITS, int MT>
-BD_DEVICE void loadTile(TileRaw<D, KBITS, VBITS, MT>& raw, const u8* __restrict__ kdat, const u8* __restrict__ vdat, int lane) {
+template <int D, int KBITS, int VBITS, int MT, int KG, int VG>
+BD_DEVICE void loadTile(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, const u8* __restrict__ kdat, const u8* __restrict__ vdat, int lane) {
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
     loadGroup<D, KBITS>(kdat + mt * Frag<D, KBITS>::kGroupBytes, lane, raw.k[mt]);
@@ -94,12 +107,62 @@ BD_DEVICE void loadTile(TileRaw<D, KBITS, VBITS, MT>& raw, const u8* __restrict_
 
 // loadTileShared is loadTile from a tile staged in shared memory with the
 // global layout (K groups, then V groups).
-template <int D, int KBITS, int VBITS, int MT>
-BD_DEVICE void loadTileShared(TileRaw<D, KBITS, VBITS, MT>& raw, const u8* kdat, const u8* vdat, int lane) {
+template <int D, int KBITS, int VBITS, int MT, int KG, int VG>
+BD_DEVICE void loadTileShared(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, const u8* kdat, const u8* vdat, int lane) {
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
     loadGroupShared<D, KBITS>(kdat + mt * Frag<D, KBITS>::kGroupBytes, lane, raw.k[mt]);
     loadGroupShared<D, VBITS>(vdat + mt * Frag<D, VBITS>::kGroupBytes, lane, raw.v[mt]);
+  }
+}
+
+// TilePos is where a tile of a packed block is: its block's K and V halves
+// and its first token's offset in the block (a multiple of kFragTokens).
+struct TilePos {
+  const u8* khalf;
+  const u8* vhalf;
+  int within;
+};
+
+// Flag carries a compile-time bool through a generic lambda's argument.
+template <bool B>
+struct Flag {
+  static constexpr bool value = B;
+};
+
+// splitParam turns a (scale, zero) word of package kv (fp16 pairs, scale in
+// the low half) into floats: param's arithmetic on a preloaded word.
+BD_DEVICE void splitParam(u32 v, float& s, float& z) {
+  s = h2f(u16(v & 0xffff));
+  z = h2f(u16(v >> 16));
+}
+
+// loadKGroup loads fragment group mt of the tile at pos into raw: the lane's
+// K words and, with PP and per-token keys, the KT pairs of tokens g, g+8.
+template <int D, int KBITS, bool KC, int KG, bool PP, int VBITS, int MT, int VG>
+BD_DEVICE void loadKGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, const TilePos& pos, int kParamsOff, int lane) {
+  loadGroup<D, KBITS>(pos.khalf + (pos.within / kFragTokens + mt) * Frag<D, KBITS>::kGroupBytes, lane, raw.k[mt]);
+  if (PP && KBITS < 16 && !KC) {
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++)
+#pragma unroll
+      for (int k = 0; k < KG; k++)
+        raw.kp[mt][hf][k] = ldg32(pos.khalf + kParamsOff + 4 * ((pos.within + mt * kFragTokens + lane / 4 + 8 * hf) * KG + k));
+  }
+}
+
+// loadVGroup is loadKGroup for the values: the lane's V words and, with PP,
+// the value pairs of tokens g and g+8 (the scores' C layout, which p·s
+// follows).
+template <int D, int VBITS, int VG, bool PP, int KBITS, int MT, int KG>
+BD_DEVICE void loadVGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, const TilePos& pos, int vParamsOff, int lane) {
+  loadGroup<D, VBITS>(pos.vhalf + (pos.within / kFragTokens + mt) * Frag<D, VBITS>::kGroupBytes, lane, raw.v[mt]);
+  if (PP && VBITS < 16) {
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++)
+#pragma unroll
+      for (int k = 0; k < VG; k++)
+        raw.vp[mt][hf][k] = ldg32(pos.vhalf + vParamsOff + 4 * ((pos.within + mt * kFragTokens + lane / 4 + 8 * hf) * VG + k));
   }
 }
 
@@ -109,11 +172,17 @@ BD_DEVICE void loadTileShared(TileRaw<D, KBITS, VBITS, MT>& raw, const u8* kdat,
 //   KC           keys per channel (scales folded into bq); else per token
 //   KG, VG       channel groups per token of K (KT) and V scales
 //   BF           16-bit K/V are bf16 (bf16 mma; bq must be bf16 too)
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF>
-BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& raw,
+//   PP           the tile's (scale, zero) words are in raw (kp, vp), loaded
+//                with its codes; else they are loaded here
+//   NX           v2.7: as soon as group mt's K (V) codes and pairs are used,
+//                the next tile's (at next) are loaded into raw in their
+//                place, so a warp's loads of tile i+1 overlap tile i's work
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, bool PP = false, bool NX = false>
+BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw,
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
                     int gK, int gV, int within0, int tok0, int tEnd, const int limit[2],
-                    const u32 bq[D / 16][2], const float biasC[2], const float qsumC[2][KG], int lane) {
+                    const u32 bq[D / 16][2], const float biasC[2], const float qsumC[2][KG], int lane,
+                    const TilePos& next = TilePos{nullptr, nullptr, 0}) {
   const int g = lane / 4, q = lane % 4;
   float s[MT][4];
   // Scores.
@@ -134,7 +203,8 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
 #pragma unroll
         for (int k = 0; k < KG; k++) {
           float sc, z;
-          param(khalf, kParamsOff, t * KG + k, sc, z);
+          if (PP) splitParam(raw.kp[mt][half][k], sc, z);
+          else param(khalf, kParamsOff, t * KG + k, sc, z);
           acc0 += sc * c[k][2 * half] + z * qsumC[0][k];
           acc1 += sc * c[k][2 * half + 1] + z * qsumC[1][k];
         }
@@ -145,6 +215,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
 #pragma unroll
       for (int e = 0; e < 4; e++) s[mt][e] = c[0][e] + biasC[e & 1];
     }
+    if (NX) loadKGroup<D, KBITS, KC, KG, PP>(raw, mt, next, kParamsOff, lane);
     // Mask padding past the end and tokens after a query token's position.
 #pragma unroll
     for (int e = 0; e < 4; e++) {
@@ -168,7 +239,8 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
         for (int half = 0; half < 2; half++) {
           const int t = within0 + mt * kFragTokens + g + 8 * half;
           float sc, z;
-          param(vhalf, vParamsOff, t * VG + k, sc, z);
+          if (PP) splitParam(raw.vp[mt][half][k], sc, z);
+          else param(vhalf, vParamsOff, t * VG + k, sc, z);
           p[2 * half] = s[mt][2 * half] * sc;
           p[2 * half + 1] = s[mt][2 * half + 1] * sc;
           st.zacc[0][k] += s[mt][2 * half] * z;
@@ -184,6 +256,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, const TileRaw<D, KBITS, VBITS, MT>& ra
 #pragma unroll
       for (int mb = k * D / 16 / VG; mb < (k + 1) * D / 16 / VG; mb++) mmaT<BF>(st.acc[mb], &a[4 * mb], b0, b1);
     }
+    if (NX) loadVGroup<D, VBITS, VG, PP>(raw, mt, next, vParamsOff, lane);
   }
 }
 
@@ -221,6 +294,57 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
 
+  const int nPacked = L / Nr;
+  const int packedEnd = min(t1, nPacked * Nr);
+  constexpr int TT = MT * kFragTokens;
+  // Packed tiles: t0 is a multiple of Nr and TT divides Nr, so tiles never
+  // straddle blocks and key groups (G >= 16) never straddle a fragment group.
+  // Each warp takes a contiguous run of tiles, so it refolds the key scales
+  // once per key group rather than once per tile.
+  const int nTiles = max(0, packedEnd - t0) / TT;
+  const int perWarp = (nTiles + kWarps - 1) / kWarps;
+  const int tileBegin = warp * perWarp, tileEnd = min(nTiles, (warp + 1) * perWarp);
+  // at returns the place of the tile that starts at token tok of the sequence.
+  auto at = [&](int tok) -> TilePos {
+    const int blk = tok / Nr;
+    const u8* half = pool + (size_t(blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
+    return TilePos{half, half + kBytes, tok - blk * Nr};
+  };
+  // v2.2: register double buffering pays for fp16 (v2.1: (16,32K) 91% ->
+  // 96% of the read ceiling) but costs low-bit formats occupancy (224
+  // registers, 2 CTAs/SM; int4 KT (128,8K) 85% -> 73%). v2.7: low-bit
+  // formats pipeline in place instead (tile's NX): the next tile's groups
+  // are loaded into the registers the current tile has just consumed.
+  constexpr bool kPrefetch = KBITS == 16 && VBITS == 16;
+  constexpr bool kPipe = !kPrefetch && ST == 0;
+  constexpr bool kKC = KBITS < 16 && KC;
+  // PP: the pipeline also preloads a tile's (scale, zero) words where they
+  // are few (a register per token and group; kt32/v32 would take 64).
+  constexpr bool kPP = kPipe && (KBITS < 16 && !KC ? KG : 0) + (VBITS < 16 ? VG : 0) <= 2;
+  // v2.7: the key pairs of a warp's next key group (KC), staged in shared
+  // memory by cp.async while the warp runs the group before it, so the
+  // refold reads them without a DRAM round trip.
+  __shared__ __align__(16) u32 kcPairs[kWarps][kKC && kPipe ? D : 4];
+  auto stagePairs = [&](int tok) {  // the group holding token tok
+    const TilePos p = at(tok);
+    const u8* src = p.khalf + kParamsOff + 4 * (p.within / gK) * D;
+#pragma unroll
+    for (int o = lane * 16; o < 4 * D; o += 32 * 16) cpAsync16(reinterpret_cast<u8*>(kcPairs[warp]) + o, src + o);
+    cpAsyncCommit();
+  };
+  TileRaw<D, KBITS, VBITS, MT, KG, VG> raw;
+  if (kPipe && tileBegin < tileEnd) {
+    // The warp's first tile and key pairs are requested before the query
+    // setup, which then runs under their DRAM round trip.
+    if (kKC) stagePairs(t0 + tileBegin * TT);
+    const TilePos p = at(t0 + tileBegin * TT);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      loadKGroup<D, KBITS, KC, KG, kPP>(raw, mt, p, kParamsOff, lane);
+      loadVGroup<D, VBITS, VG, kPP>(raw, mt, p, vParamsOff, lane);
+    }
+  }
+
   // Queries of row g (zero beyond nrows), scaled by scale·log2(e), for the
   // lane's B-fragment channels.
   float qf[D / 16][4];
@@ -251,42 +375,30 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   WarpState<D, VG> st;
   st.init();
 
-  const int nPacked = L / Nr;
-  const int packedEnd = min(t1, nPacked * Nr);
-  constexpr int TT = MT * kFragTokens;
-  // Packed tiles: t0 is a multiple of Nr and TT divides Nr, so tiles never
-  // straddle blocks and key groups (G >= 16) never straddle a fragment group.
   int curGroup = -1;
   u32 bScaled[D / 16][2];
   float biasC[2] = {0.f, 0.f};
-  // Each warp takes a contiguous run of tiles, so it refolds the key scales
-  // once per key group rather than once per tile. The next tile's K and V
-  // are loaded before the current one is computed (two register buffers).
-  const int nTiles = max(0, packedEnd - t0) / TT;
-  const int perWarp = (nTiles + kWarps - 1) / kWarps;
-  const int tileBegin = warp * perWarp, tileEnd = min(nTiles, (warp + 1) * perWarp);
   constexpr int kFragBytes = Frag<D, KBITS>::kGroupBytes, vFragBytes = Frag<D, VBITS>::kGroupBytes;
-  // blockOf returns tile ti's block (one KV head's K half) and its first token's offset in it.
-  auto blockOf = [&](int ti, int& within) -> const u8* {
-    const int tok = t0 + ti * TT, blk = tok / Nr;
-    within = tok - blk * Nr;
-    return pool + (size_t(blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
+  auto load = [&](TileRaw<D, KBITS, VBITS, MT, KG, VG>& r, int ti) {
+    const TilePos p = at(t0 + ti * TT);
+    loadTile<D, KBITS, VBITS, MT>(r, p.khalf + (p.within / kFragTokens) * kFragBytes, p.vhalf + (p.within / kFragTokens) * vFragBytes, lane);
   };
-  auto load = [&](TileRaw<D, KBITS, VBITS, MT>& raw, int ti) {
-    int within;
-    const u8* half = blockOf(ti, within);
-    loadTile<D, KBITS, VBITS, MT>(raw, half + (within / kFragTokens) * kFragBytes, half + kBytes + (within / kFragTokens) * vFragBytes, lane);
-  };
-  auto compute = [&](const TileRaw<D, KBITS, VBITS, MT>& raw, int ti) {
-    int within;
-    const u8* half = blockOf(ti, within);
+  // compute runs tile ti from r; with nx true (the pipeline), the next
+  // tile's (at next) groups replace r's as they are consumed.
+  auto compute = [&](TileRaw<D, KBITS, VBITS, MT, KG, VG>& r, int ti, auto nx, const TilePos& next) {
+    constexpr bool NX = decltype(nx)::value;
     const int tok = t0 + ti * TT;
-    if (KBITS < 16 && KC) {
+    const TilePos p = at(tok);
+    if (kKC) {
       // Key scales per channel: refold Q when the token group changes.
       const int kgrp = tok / gK;
       if (kgrp != curGroup) {
         curGroup = kgrp;
-        const int gi = within / gK;
+        const int gi = p.within / gK;
+        if (NX) {  // the pairs were staged in kcPairs[warp]
+          cpAsyncWait<0>();
+          __syncwarp();
+        }
         float sc[D / 4];
         float bias = 0.f;
 #pragma unroll
@@ -295,24 +407,30 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
           for (int hi = 0; hi < 2; hi++) {  // channels 16kb+2q+8hi, +1: one 8-byte pair of pairs
             const int c = 16 * kb + 2 * qd + 8 * hi;
             u32 p0, p1;
-            ldg64(half + kParamsOff + 4 * (gi * D + c), p0, p1);
+            if (NX) {
+              const uint2 v = *reinterpret_cast<const uint2*>(&kcPairs[warp][c]);
+              p0 = v.x, p1 = v.y;
+            } else {
+              ldg64(p.khalf + kParamsOff + 4 * (gi * D + c), p0, p1);
+            }
             const float s0 = h2f(u16(p0 & 0xffff)), z0 = h2f(u16(p0 >> 16));
             const float s1 = h2f(u16(p1 & 0xffff)), z1 = h2f(u16(p1 >> 16));
             sc[4 * kb + 2 * hi] = s0;
             sc[4 * kb + 2 * hi + 1] = s1;
             bias += qf[kb][2 * hi] * z0 + qf[kb][2 * hi + 1] * z1;
           }
+        if (NX) {
+          __syncwarp();  // every lane has read the pairs before they are replaced
+          const int nextTok = (kgrp + 1) * gK;
+          if (nextTok < t0 + tileEnd * TT) stagePairs(nextTok);
+        }
         makeB<D>(qf, sc, bScaled);
         toC(quadSum(bias), qd, biasC);
       }
     }
-    tile<D, KBITS, VBITS, KC, KG, VG, MT, BF>(st, raw, half, half + kBytes, kParamsOff, vParamsOff, gK, gV, within, tok, t1, limit,
-                                          (KBITS < 16 && KC) ? bScaled : bPlainT, (KBITS < 16 && KC) ? biasC : zeroC, qsumC, lane);
+    tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, NX && kPP, NX>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within, tok, t1,
+                                                          limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC, lane, next);
   };
-  // Register double buffering pays for fp16 (v2.1: (16,32K) 91% -> 96% of
-  // the read ceiling) but costs low-bit formats occupancy (224 registers, 2
-  // CTAs/SM; int4 KT (128,8K) 85% -> 73%), so they load just in time.
-  constexpr bool kPrefetch = KBITS == 16 && VBITS == 16;
   if (ST > 0) {
     // v2.4: each warp stages its tiles through a ring of ST tiles in
     // shared memory with cp.async, ST-1 tiles ahead of the one it computes,
@@ -322,10 +440,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     constexpr int kST = ST > 0 ? ST : 1;
     u8* mine = ring + warp * kST * kTileBytes;
     auto issue = [&](int ti, int slot) {
-      int within;
-      const u8* half = blockOf(ti, within);
-      const u8* ks = half + (within / kFragTokens) * kFragBytes;
-      const u8* vs = half + kBytes + (within / kFragTokens) * vFragBytes;
+      const TilePos p = at(t0 + ti * TT);
+      const u8* ks = p.khalf + (p.within / kFragTokens) * kFragBytes;
+      const u8* vs = p.vhalf + (p.within / kFragTokens) * vFragBytes;
       u8* dst = mine + slot * kTileBytes;
 #pragma unroll
       for (int o = lane * 16; o < kTileK; o += 512) cpAsync16(dst + o, ks + o);
@@ -343,29 +460,27 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       cpAsyncCommit();
       cpAsyncWait<kST - 1>();  // tile ti's group has landed
       __syncwarp();
-      TileRaw<D, KBITS, VBITS, MT> raw;
+      TileRaw<D, KBITS, VBITS, MT, KG, VG> r;
       const u8* src = mine + (rel % kST) * kTileBytes;
-      loadTileShared<D, KBITS, VBITS, MT>(raw, src, src + kTileK, lane);
+      loadTileShared<D, KBITS, VBITS, MT>(r, src, src + kTileK, lane);
       __syncwarp();  // every lane has read the slot before the next issue refills it
-      compute(raw, ti);
+      compute(r, ti, Flag<false>(), TilePos{});
     }
     cpAsyncWait<0>();
   } else if (kPrefetch && tileBegin < tileEnd) {
-    TileRaw<D, KBITS, VBITS, MT> r0, r1;
+    TileRaw<D, KBITS, VBITS, MT, KG, VG> r0, r1;
     load(r0, tileBegin);
     for (int ti = tileBegin; ti < tileEnd; ti += 2) {
       if (ti + 1 < tileEnd) load(r1, ti + 1);
-      compute(r0, ti);
+      compute(r0, ti, Flag<false>(), TilePos{});
       if (ti + 1 >= tileEnd) break;
       if (ti + 2 < tileEnd) load(r0, ti + 2);
-      compute(r1, ti + 1);
+      compute(r1, ti + 1, Flag<false>(), TilePos{});
     }
-  } else {
-    for (int ti = tileBegin; ti < tileEnd; ti++) {
-      TileRaw<D, KBITS, VBITS, MT> raw;
-      load(raw, ti);
-      compute(raw, ti);
-    }
+  } else if (kPipe) {
+    // The last tile's "next" is itself again (L1/L2 hits): no branch in
+    // the unrolled group loops.
+    for (int ti = tileBegin; ti < tileEnd; ti++) compute(raw, ti, Flag<true>(), at(t0 + min(ti + 1, tileEnd - 1) * TT));
   }
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (t1 > packedEnd) {

@@ -225,7 +225,7 @@ func testDecodeMatches(t *testing.T, kern kernels.DecodeKernel) {
 	r := rand.New(rand.NewPCG(21, 22))
 	specs := []string{"fp16", "bf16", "int8", "int4", "int4:kt128", "int4:kt32:v32", "int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:kc64:res64"}
 	shapes := []attn.Shape{{Hq: 32, Hkv: 8, D: 128}, {Hq: 4, Hkv: 4, D: 64}, {Hq: 8, Hkv: 1, D: 128}, {Hq: 6, Hkv: 2, D: 256},
-		{Hq: 14, Hkv: 2, D: 128}, {Hq: 16, Hkv: 1, D: 64}}
+		{Hq: 14, Hkv: 2, D: 128}, {Hq: 16, Hkv: 1, D: 64}, {Hq: 10, Hkv: 2, D: 128}}
 	for i, spec := range specs {
 		if kern == kernels.DecodeV1 && spec == "bf16" {
 			continue // v1 reads fp16 blocks only

@@ -176,13 +176,17 @@ func wgmmaMinB(l DecodeLayout) int {
 // PickDecodeKernel returns the faster of DecodeWGMMA and DecodeMMA for
 // layout l and shape s on dev, from the side-by-side H100 grid
 // (bench/results/2026-11-23-h100-wgmma, checked again after v2.6 in
-// bench/results/2026-11-23-h100-v2.6; docs/perf/decode-attention.md v3):
+// bench/results/2026-11-23-h100-v2.6 and after v2.7 in
+// bench/results/2026-11-25-h100-attn-2; docs/perf/decode-attention.md v3,
+// session 7):
 //   - wgmma for fp16 (faster at every measured shape: the TMA ring keeps
 //     more bytes in flight than registers can; bf16, measured with wgmma
-//     only, times like fp16 and is taken alike), keys per token
-//     (KT: 1.0-1.1x mma.sync but for two shapes within 4%), and int8 but
-//     for a single long sequence (one wave of CTAs: mma.sync's 8 warps per
-//     SM unpack faster than one warpgroup per CTA);
+//     only, times like fp16 and is taken alike), int8 but for a single
+//     long sequence (one wave of CTAs: mma.sync's 8 warps per SM unpack
+//     faster than one warpgroup per CTA), and keys per token (KT) for a
+//     single sequence of a few heads up to 8K tokens (14.0 against 15.2 us
+//     at 1 x 8K; since v2.7's pipeline mma.sync is 1.02-1.18x faster at
+//     every other row of the grid);
 //   - mma.sync for keys per channel (KC: the query refold costs the
 //     warpgroup a barrier per key group, one warp's business in
 //     decode_mma.cu), int2 and k4v2 (dequantization-bound, same reason);
@@ -208,7 +212,9 @@ func pickDecode(major, minor int, l DecodeLayout, s DecodeShape) DecodeKernel {
 			return DecodeWGMMA
 		}
 	case l.KBits < 16 && !l.KPerChannel && l.KBits == l.VBits && l.KBits >= 4:
-		return DecodeWGMMA
+		if items < splitFewItems && s.MaxL <= 8192 {
+			return DecodeWGMMA
+		}
 	}
 	return DecodeMMA
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // TestPickDecode checks DecodeAuto's rule against the winners of the H100
-// side-by-side grid (bench/results/2026-11-23-h100-wgmma, side_by_side.md)
+// side-by-side grid (bench/results/2026-11-23-h100-wgmma, side_by_side.md;
+// int4 KT: bench/results/2026-11-25-h100-attn-2)
 // and that it never picks the wgmma kernel where it cannot run.
 func TestPickDecode(t *testing.T) {
 	shape := func(b, l int) DecodeShape {
@@ -23,7 +24,8 @@ func TestPickDecode(t *testing.T) {
 		{"fp16", 128, 8192, DecodeWGMMA},
 		{"bf16", 16, 32768, DecodeWGMMA},
 		{"int4:kt128", 1, 8192, DecodeWGMMA},
-		{"int4:kt128", 128, 8192, DecodeWGMMA},
+		{"int4:kt128", 1, 32768, DecodeMMA}, // v2.7: mma.sync past one sequence of 8K
+		{"int4:kt128", 128, 8192, DecodeMMA},
 		{"int8", 1, 8192, DecodeWGMMA},
 		{"int8", 1, 131072, DecodeMMA}, // a single long sequence
 		{"int8", 16, 32768, DecodeWGMMA},
@@ -84,8 +86,8 @@ func TestDecodeTiles(t *testing.T) {
 		{"int4", 128, 4, 1, 3},
 		{"int4:kt128", 128, 4, 1, 3},
 		{"k4v2", 128, 4, 1, 3}, // 5 groups by the budget, rounded down to a power of two
-		{"int2", 128, 4, 3, 3}, // half the budget, 3 CTAs per SM
-		{"int2", 64, 8, 3, 3},  // the same bytes per lane as D = 128 at MT 4
+		{"int2", 128, 8, 1, 3}, // v2.7: the full budget, registers uncapped
+		{"int2", 64, 8, 1, 3},  // the budget allows 16, the cap is 8
 		{"int4", 256, 2, 1, 1}, // D = 256: the wgmma kernel runs one CTA per SM
 		{"int8", 64, 4, 1, 2},
 	} {

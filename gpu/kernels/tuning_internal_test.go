@@ -112,8 +112,8 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	if mt, st, minB, ctas := mmaConfig(int4, MMATuning{}); mt != 4 || st != 0 || minB != 1 || ctas != 2 {
 		t.Errorf("mmaConfig int4 default = %d, %d, %d, %d; want 4, 0, 1, 2", mt, st, minB, ctas)
 	}
-	if mt, _, minB, ctas := mmaConfig(int2, MMATuning{}); mt != 4 || minB != 3 || ctas != 3 {
-		t.Errorf("mmaConfig int2 default = mt %d, minB %d, ctas %d; want 4, 3, 3", mt, minB, ctas)
+	if mt, _, minB, ctas := mmaConfig(int2, MMATuning{}); mt != 8 || minB != 1 || ctas != 2 {
+		t.Errorf("mmaConfig int2 default = mt %d, minB %d, ctas %d; want 8, 1, 2", mt, minB, ctas)
 	}
 	if mt, st, minB, ctas := mmaConfig(int4, MMATuning{MT: 2, Stages: 3, MinB: 4}); mt != 2 || st != 3 || minB != 4 || ctas != 4 {
 		t.Errorf("mmaConfig int4 tuned = %d, %d, %d, %d; want 2, 3, 4, 4", mt, st, minB, ctas)
