@@ -184,6 +184,24 @@ func bad(kernel string, args ...any) {
 	panic(fmt.Sprint(append([]any{"attn: ", kernel, ": bad lengths "}, args...)...))
 }
 
+// pairPrefetch returns pf's first line for the kernels that prefetch one
+// line per pair of tokens and 64 channels (pvS16, pvI4, pvI4x2), after
+// prefetching in one burst the lines past those (the end of the next
+// block's V half: its params, and int8's second half).
+func pairPrefetch(pf []byte, n, d int) *byte {
+	if len(pf) == 0 {
+		return nil
+	}
+	if spread := (n / 2) * (d / 64) * 64; len(pf) > spread {
+		prefetchL2(&pf[spread], len(pf)-spread)
+	}
+	return &pf[0]
+}
+
+// pvU8PrefetchLines is the number of lines the pvU8 kernels prefetch per
+// four tokens and 64 channels.
+const pvU8PrefetchLines = 2
+
 // tilePrefetch splits the lines of pf over tiles: whole lines per tile,
 // within pf (none when pf is shorter than a line per tile).
 func tilePrefetch(pf []byte, tiles int) (*byte, int) {
@@ -503,10 +521,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("pvI4", n, d, gshift)
 			}
 			if n > 0 {
-				var pfp *byte
-				if len(pf) > 0 {
-					pfp = &pf[0]
-				}
+				pfp := pairPrefetch(pf, n, d)
 				pvI4VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
@@ -517,10 +532,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("pvI4x2", n, d, gshift)
 			}
 			if n > 0 {
-				var pfp *byte
-				if len(pf) > 0 {
-					pfp = &pf[0]
-				}
+				pfp := pairPrefetch(pf, n, d)
 				pvI4x2VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
@@ -531,10 +543,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("pvS16", n, d, gshift)
 			}
 			if n > 0 {
-				var pfp *byte
-				if len(pf) > 0 {
-					pfp = &pf[0]
-				}
+				pfp := pairPrefetch(pf, n, d)
 				pvS16VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &codes[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
@@ -587,9 +596,16 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			if n == 0 {
 				return
 			}
+			// The kernel prefetches two lines per four tokens and 64
+			// channels; the lines past those (the next block's params, at
+			// the end of its V half) go first, in one burst: the next
+			// block's params() reads them before its PV.
 			var pfp *byte
 			if len(pf) > 0 {
 				pfp = &pf[0]
+				if spread := pvU8PrefetchLines * (n / 4) * (d / 64) * 64; len(pf) > spread {
+					prefetchL2(&pf[spread], len(pf)-spread)
+				}
 			}
 			fn := pvU8I4x4VBMI
 			switch {
