@@ -149,9 +149,8 @@ type kernels struct {
 	// level has no such kernel.
 	scoresI4x2 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// bcastQ2 and scoresI2x4 are bcastQ and scoresU8x4 for packed int2
-	// keys read as stored: per 64 channels, q's channels 8j..8j+7 and
-	// 32+8j..32+8j+7 in vector j (j < 4), each vector's 16 bytes repeated
-	// in four lanes; d a multiple of 64; pf, if not empty, is prefetched a
+	// keys read as stored: per 64 channels, q's channels 4b+m (b < 16) in
+	// vector m (m < 4), each vector's 16 bytes repeated in four lanes; d a multiple of 64; pf, if not empty, is prefetched a
 	// share per tile. Nil where the level has no such kernel.
 	bcastQ2    func(dst, q []int8)
 	scoresI2x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
@@ -604,11 +603,11 @@ func bcastQ4Go(dst, q []int8) {
 // bcastQ2Go is bcastQ2 in Go (the kernel test's reference).
 func bcastQ2Go(dst, q []int8) {
 	for c0 := 0; c0 < len(q); c0 += 64 {
-		for j := 0; j < 4; j++ {
+		for m := 0; m < 4; m++ {
 			for l := 0; l < 4; l++ {
-				o := 4*c0 + 64*j + 16*l
-				copy(dst[o:o+8], q[c0+8*j:c0+8*j+8])
-				copy(dst[o+8:o+16], q[c0+32+8*j:c0+32+8*j+8])
+				for b := 0; b < 16; b++ {
+					dst[4*c0+64*m+16*l+b] = q[c0+4*b+m]
+				}
 			}
 		}
 	}
@@ -622,10 +621,10 @@ func scoresI2x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32
 	unpack2Go(codes, k[:n*d/4])
 	for r := 0; r < 4; r++ {
 		for c0 := 0; c0 < d; c0 += 64 {
-			for j := 0; j < 4; j++ {
-				o := r*4*d + 4*c0 + 64*j
-				copy(row[c0+8*j:c0+8*j+8], q[o:o+8])
-				copy(row[c0+32+8*j:c0+32+8*j+8], q[o+8:o+16])
+			for m := 0; m < 4; m++ {
+				for b := 0; b < 16; b++ {
+					row[c0+4*b+m] = q[r*4*d+4*c0+64*m+b]
+				}
 			}
 		}
 		scoresU8Go(out[r*ldo:r*ldo+n], row, codes, A, B, ab[r], ab[4+r], c)
