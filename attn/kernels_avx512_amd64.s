@@ -2356,16 +2356,13 @@ done:
 	VZEROUPPER
 	RET
 
-// The AVX-512 VBMI kernels (cpufeat.VBMI): int2 codes extracted by
-// VPMULTISHIFTQB. msCtl<> holds its controls: qword j selects bits
-// 16j+2i into byte i (i < 8), i.e. the 2-bit codes 8j..8j+7 of a qword
-// of 32 packed codes, each in the low bits of its byte (the high bits are
-// the next codes, masked off with 3).
+// The AVX-512 VBMI kernels (cpufeat.VBMI): unpack2 by VPMULTISHIFTQB, int2
+// keys scored from the packed rows (VPERMB for the query's order). msCtl<>
+// is unpack2's control: byte i of a qword takes bits 2i.. of the qword
+// (i < 8), the 2-bit codes of its two low bytes, each in the low bits of
+// its byte (the high bits are the next codes, masked off with 3).
 DATA msCtl<>+0(SB)/8, $0x0e0c0a0806040200
-DATA msCtl<>+8(SB)/8, $0x1e1c1a1816141210
-DATA msCtl<>+16(SB)/8, $0x2e2c2a2826242220
-DATA msCtl<>+24(SB)/8, $0x3e3c3a3836343230
-GLOBL msCtl<>(SB), RODATA|NOPTR, $32
+GLOBL msCtl<>(SB), RODATA|NOPTR, $8
 
 // bq2Perm<> are bcastQ2's VPERMB indexes: vector m holds channels
 // 4b+m (b < 16) of 64 in every lane, the channels that byte b of a
