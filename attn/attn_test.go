@@ -195,6 +195,13 @@ func queryQuantTol(k *kernels, p Params, seqs []*Seq, q []float32) []float64 {
 // run's share of the denominator l, so over all runs the output moves by
 // at most max over runs of s_max·max_c Σ_t code_tc / 65534 (0 where the
 // float PV runs).
+//
+// With u8 weights (pvU8, int4 and int2 values on AVX-512 VBMI: intValuesU8)
+// the step is Δ = max w/255 and the rounding times the codes' midpoint m
+// goes to the zeros' sums, so the run moves by at most (Δ/2)·Σ_t |code_t - m|:
+// s_max·max_c Σ_t |code_tc - m| / 510 over the output, plus the float32
+// rounding of that correction (m·Σ_t of residues below Δ/2, each within
+// eps of w_t, summed in 16 lanes): m·s_max·eps·(2 + PVMaxTokens·(PVMaxTokens/16+4)/510).
 func valueQuantTol(k *kernels, p Params, seqs []*Seq) []float64 {
 	f, sh := p.Format, p.Shape
 	d, nr, g := f.D, f.Residual, sh.Group()
@@ -203,6 +210,8 @@ func valueQuantTol(k *kernels, p Params, seqs []*Seq) []float64 {
 	if k.pvS16 == nil || !lay.Elem.IsInt() {
 		return tol
 	}
+	u8 := k.pvU8 != nil && (lay.Elem == kv.Int4 || lay.Elem == kv.Int2) && lay.Group >= pvI4MinGroup
+	mid := float64(int(1)<<lay.Elem.Bits()-1) / 2
 	for b, s := range seqs {
 		for h := 0; h < sh.Hkv; h++ {
 			var worst float64
@@ -215,11 +224,20 @@ func valueQuantTol(k *kernels, p Params, seqs []*Seq) []float64 {
 						for c := 0; c < d; c++ {
 							sc, _ := lay.Param(base, lay.ParamIndex(t, c))
 							smax = max(smax, float64(fp16ToF32[sc]))
-							colSum[c] += float64(lay.Code(base, t, c))
+							code := float64(lay.Code(base, t, c))
+							if u8 {
+								code = math.Abs(code - mid)
+							}
+							colSum[c] += code
 						}
 					}
 					for _, cs := range colSum {
-						worst = max(worst, smax*cs/65534*(1+1e-4))
+						if u8 {
+							fix := mid * smax * eps32 * (2 + PVMaxTokens*(PVMaxTokens/16+4)/510.0)
+							worst = max(worst, smax*cs/510*(1+1e-4)+fix)
+						} else {
+							worst = max(worst, smax*cs/65534*(1+1e-4))
+						}
 					}
 				}
 			}
@@ -268,7 +286,7 @@ func compareDecode(t *testing.T, name string, p Params, q, got, want []float32, 
 // allKernelSets returns every kernel set this machine runs plus the
 // pure-Go int8-query set, generic first.
 func allKernelSets() []*kernels {
-	return append([]*kernels{&genericKernels, &genericVNNIKernels}, levelSets()[1:]...)
+	return append([]*kernels{&genericKernels, &genericVNNIKernels, &genericU8Kernels}, levelSets()[1:]...)
 }
 
 // withKernels runs fn with the decode using kernel set k.

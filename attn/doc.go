@@ -26,19 +26,24 @@
 //   - float keys (fp16, bf16, fp8): scores by fp32 FMA, 8 tokens per tile;
 //     fp16 rows are converted in registers, two query rows per pass;
 //   - integer keys: with AVX-512 VNNI, int8 dot products (VPDPBUSD) of the
-//     byte codes (int4 read as packed nibbles; int2 read packed and its
-//     codes extracted by VPMULTISHIFTQB where the CPU has AVX-512 VBMI,
-//     cpufeat.VBMI) with the query quantized per
+//     byte codes (int4 read as packed nibbles; int2 read packed, its codes
+//     split by shift and mask against a query in VPERMB order, where the
+//     CPU has AVX-512 VBMI, cpufeat.VBMI) with the query quantized per
 //     row to int8 (15 bits in two halves for int8 keys), per key group for
 //     per-channel keys, whose scales are folded into the query and zeros
 //     into one bias per row; without VNNI, the codes as float32 and FMA;
 //   - softmax in float32 with a vector exp;
-//   - values: float rows by FMA; integer codes with VNNI by int16 weights
-//     p·s_t (VPDPWSSD), else as float32 codes times their scale; the zeros'
-//     share Σ p·z per group is summed apart.
+//   - values: float rows by FMA; int4 and int2 codes with VNNI and VBMI by
+//     u8 weights p·s_t, four tokens per 32-bit lane (VPDPBUSD, pvU8: the
+//     codes gathered from the packed rows by VPERMT2B/VPERMB), the weights'
+//     rounding times the codes' midpoint folded into the zeros' sums; other
+//     integer codes with VNNI by int16 weights (VPDPWSSD), else as float32
+//     codes times their scale; the zeros' share Σ p·z per group is summed
+//     apart.
 //
 // The integer paths' error against the reference is bounded in the tests by
 // the query's and the weights' quantization steps on top of float32
-// rounding; TestQueryQuantVsFormatError checks that the query's share stays
-// below the error of the KV format itself.
+// rounding; TestQueryQuantVsFormatError and TestValueQuantVsFormatError
+// check that the query's and the u8 weights' shares stay below the error of
+// the KV format itself.
 package attn

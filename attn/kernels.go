@@ -100,6 +100,23 @@ type kernels struct {
 	// the same sums per row, for a GQA group of 2. Nil where the level has
 	// no such kernel.
 	pvI4x2 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte)
+	// pvU8 is the integer PV with 8-bit weights for rows r < rows (2 or
+	// 4): it adds delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·code(t, c)
+	// over t < n (a multiple of 4, at most PVMaxTokens) to acc[r·ldacc+c]
+	// for channels c < d (a multiple of 64), the codes read from packed
+	// rows of bits (4 or 2) bits per code as stored (d·bits/8 bytes), groups
+	// of at least 64 channels (gshift >= 6). VPDPBUSD multiplies four
+	// tokens' u8 weights with their codes per 32-bit lane: half the
+	// multiplies of pvI4's VPDPWSSD. Nil where the level has no such kernel
+	// (AVX-512 VNNI + VBMI). pf, if not empty, is prefetched two lines per
+	// four tokens.
+	pvU8 func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte)
+	// quantWRowsU8 is quantWRows with u8 weights for pvU8: row r's step
+	// delta[r] = max w/255 and wq = rint(w/Δ), and the zeros' sums also
+	// take the weights' rounding times mid (the codes' midpoint):
+	// zsum[r·groups+j] = Σ_t p[t]·z[j·lds+t] + mid·Σ_t (w_t - Δ·wq_t),
+	// so that the PV's error is Σ_t (Δ·wq_t - w_t)·(code_t - mid).
+	quantWRowsU8 func(wq []uint8, ldw, ldq int, p []float32, ldp int, s, z []float32, lds, n, groups, rows int, mid float32, delta, zsum []float32)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
 	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
@@ -132,9 +149,8 @@ type kernels struct {
 	// level has no such kernel.
 	scoresI4x2 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// bcastQ2 and scoresI2x4 are bcastQ and scoresU8x4 for packed int2
-	// keys read as stored: per 64 channels, q's channels 8j..8j+7 and
-	// 32+8j..32+8j+7 in vector j (j < 4), each vector's 16 bytes repeated
-	// in four lanes; d a multiple of 64; pf, if not empty, is prefetched a
+	// keys read as stored: per 64 channels, q's channels 4b+m (b < 16) in
+	// vector m (m < 4), each vector's 16 bytes repeated in four lanes; d a multiple of 64; pf, if not empty, is prefetched a
 	// share per tile. Nil where the level has no such kernel.
 	bcastQ2    func(dst, q []int8)
 	scoresI2x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
@@ -184,6 +200,16 @@ var genericVNNIKernels = func() kernels {
 	// No scoresU8x4 (scoresU8x4Go is its reference in the kernel tests):
 	// this set keeps the row-at-a-time integer scores under test.
 	k.bcastQ = bcastQGo
+	return k
+}()
+
+// genericU8Kernels is genericVNNIKernels with the 8-bit PV weights of
+// int4 and int2 values (pvU8, quantWRowsU8): the reference of the AVX-512
+// VBMI path, which tests run on every machine.
+var genericU8Kernels = func() kernels {
+	k := genericVNNIKernels
+	k.pvU8 = pvU8Go
+	k.quantWRowsU8 = quantWRowsU8Go
 	return k
 }()
 
@@ -511,6 +537,58 @@ func quantWRowsGo(wq []int16, ldw, ldq int, p []float32, ldp int, s, z []float32
 	}
 }
 
+func quantWRowsU8Go(wq []uint8, ldw, ldq int, p []float32, ldp int, s, z []float32, lds, n, groups, rows int, mid float32, delta, zsum []float32) {
+	for r := 0; r < rows; r++ {
+		pr := p[r*ldp : r*ldp+n]
+		var m float32
+		for j := 0; j < groups; j++ {
+			for t, x := range pr {
+				m = max(m, x*s[j*lds+t])
+			}
+		}
+		var dl, inv float32
+		if m > 0 {
+			dl, inv = m/255, 255/m
+		}
+		delta[r] = dl
+		for j := 0; j < groups; j++ {
+			var zl, rl [16]float32
+			for t, x := range pr {
+				w := x * s[j*lds+t]
+				qv := float32(math.RoundToEven(float64(w * inv)))
+				wq[r*ldw+j*ldq+t] = uint8(qv)
+				zl[t%16] += x * z[j*lds+t]
+				rl[t%16] += w - float32(dl*qv)
+			}
+			zsum[r*groups+j] = sum16(&zl) + mid*sum16(&rl)
+		}
+	}
+}
+
+// pvU8Go is pvU8 in Go: the codes unpacked, exact int32 sums per row.
+func pvU8Go(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {
+	codes := make([]uint8, n*d)
+	if bits == 4 {
+		unpack4Go(codes, packed[:n*d/2])
+	} else {
+		unpack2Go(codes, packed[:n*d/4])
+	}
+	var sum [256]int32
+	for r := 0; r < rows; r++ {
+		s := sum[:d]
+		clear(s)
+		for t := 0; t < n; t++ {
+			for c, x := range codes[t*d : (t+1)*d] {
+				s[c] += int32(wq[r*ldw+(c>>gshift)*ldq+t]) * int32(x)
+			}
+		}
+		a := acc[r*ldacc : r*ldacc+d]
+		for c := range a {
+			a[c] += delta[r] * float32(s[c])
+		}
+	}
+}
+
 func bcastQ4Go(dst, q []int8) {
 	for c0 := 0; c0 < len(q); c0 += 32 {
 		for l := 0; l < 4; l++ {
@@ -525,11 +603,11 @@ func bcastQ4Go(dst, q []int8) {
 // bcastQ2Go is bcastQ2 in Go (the kernel test's reference).
 func bcastQ2Go(dst, q []int8) {
 	for c0 := 0; c0 < len(q); c0 += 64 {
-		for j := 0; j < 4; j++ {
+		for m := 0; m < 4; m++ {
 			for l := 0; l < 4; l++ {
-				o := 4*c0 + 64*j + 16*l
-				copy(dst[o:o+8], q[c0+8*j:c0+8*j+8])
-				copy(dst[o+8:o+16], q[c0+32+8*j:c0+32+8*j+8])
+				for b := 0; b < 16; b++ {
+					dst[4*c0+64*m+16*l+b] = q[c0+4*b+m]
+				}
 			}
 		}
 	}
@@ -543,10 +621,10 @@ func scoresI2x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32
 	unpack2Go(codes, k[:n*d/4])
 	for r := 0; r < 4; r++ {
 		for c0 := 0; c0 < d; c0 += 64 {
-			for j := 0; j < 4; j++ {
-				o := r*4*d + 4*c0 + 64*j
-				copy(row[c0+8*j:c0+8*j+8], q[o:o+8])
-				copy(row[c0+32+8*j:c0+32+8*j+8], q[o+8:o+16])
+			for m := 0; m < 4; m++ {
+				for b := 0; b < 16; b++ {
+					row[c0+4*b+m] = q[r*4*d+4*c0+64*m+b]
+				}
 			}
 		}
 		scoresU8Go(out[r*ldo:r*ldo+n], row, codes, A, B, ab[r], ab[4+r], c)

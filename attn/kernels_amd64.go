@@ -101,6 +101,21 @@ func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, 
 func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
+func pvU8I4x4VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+
+//go:noescape
+func pvU8I4x2VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+
+//go:noescape
+func pvU8I2x4VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+
+//go:noescape
+func pvU8I2x2VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+
+//go:noescape
+func quantWRowsU8AVX512(wq *uint8, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum *float32)
+
+//go:noescape
 func unpack2VBMI(dst *uint8, src *byte, n int)
 
 //go:noescape
@@ -168,6 +183,24 @@ const vecLen = 16
 func bad(kernel string, args ...any) {
 	panic(fmt.Sprint(append([]any{"attn: ", kernel, ": bad lengths "}, args...)...))
 }
+
+// pairPrefetch returns pf's first line for the kernels that prefetch one
+// line per pair of tokens and 64 channels (pvS16, pvI4, pvI4x2), after
+// prefetching in one burst the lines past those (the end of the next
+// block's V half: its params, and int8's second half).
+func pairPrefetch(pf []byte, n, d int) *byte {
+	if len(pf) == 0 {
+		return nil
+	}
+	if spread := (n / 2) * (d / 64) * 64; len(pf) > spread {
+		prefetchL2(&pf[spread], len(pf)-spread)
+	}
+	return &pf[0]
+}
+
+// pvU8PrefetchLines is the number of lines the pvU8 kernels prefetch per
+// four tokens and 64 channels.
+const pvU8PrefetchLines = 2
 
 // tilePrefetch splits the lines of pf over tiles: whole lines per tile,
 // within pf (none when pf is shorter than a line per tile).
@@ -488,10 +521,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("pvI4", n, d, gshift)
 			}
 			if n > 0 {
-				var pfp *byte
-				if len(pf) > 0 {
-					pfp = &pf[0]
-				}
+				pfp := pairPrefetch(pf, n, d)
 				pvI4VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
@@ -502,10 +532,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("pvI4x2", n, d, gshift)
 			}
 			if n > 0 {
-				var pfp *byte
-				if len(pf) > 0 {
-					pfp = &pf[0]
-				}
+				pfp := pairPrefetch(pf, n, d)
 				pvI4x2VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
@@ -516,10 +543,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("pvS16", n, d, gshift)
 			}
 			if n > 0 {
-				var pfp *byte
-				if len(pf) > 0 {
-					pfp = &pf[0]
-				}
+				pfp := pairPrefetch(pf, n, d)
 				pvS16VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &codes[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
@@ -560,6 +584,48 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			if n > 0 {
 				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
 				scoresI2x4VBMI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
+			}
+		}
+		k.pvU8 = func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {
+			groups := d >> gshift
+			if !(d%64 == 0 && d > 0 && n%4 == 0 && n <= PVMaxTokens && gshift >= 6 && groups<<gshift == d && n <= ldq &&
+				(bits == 4 || bits == 2) && (rows == 4 || rows == 2) && len(acc) >= (rows-1)*ldacc+d && len(delta) >= rows &&
+				len(wq) >= (rows-1)*ldw+(groups-1)*ldq+n && len(packed) >= n*d*bits/8) {
+				bad("pvU8", n, d, gshift, bits, rows)
+			}
+			if n == 0 {
+				return
+			}
+			// The kernel prefetches two lines per four tokens and 64
+			// channels; the lines past those (the next block's params, at
+			// the end of its V half) go first, in one burst: the next
+			// block's params() reads them before its PV.
+			var pfp *byte
+			if len(pf) > 0 {
+				pfp = &pf[0]
+				if spread := pvU8PrefetchLines * (n / 4) * (d / 64) * 64; len(pf) > spread {
+					prefetchL2(&pf[spread], len(pf)-spread)
+				}
+			}
+			fn := pvU8I4x4VBMI
+			switch {
+			case bits == 4 && rows == 2:
+				fn = pvU8I4x2VBMI
+			case bits == 2 && rows == 4:
+				fn = pvU8I2x4VBMI
+			case bits == 2:
+				fn = pvU8I2x2VBMI
+			}
+			fn(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
+		}
+		k.quantWRowsU8 = func(wq []uint8, ldw, ldq int, p []float32, ldp int, sc, z []float32, lds, n, groups, rows int, mid float32, delta, zsum []float32) {
+			if !(n%vecLen == 0 && groups >= 1 && rows >= 1 && n <= ldq && n <= lds && n <= ldp &&
+				len(p) >= (rows-1)*ldp+n && len(sc) >= (groups-1)*lds+n && len(z) >= (groups-1)*lds+n &&
+				len(wq) >= (rows-1)*ldw+(groups-1)*ldq+n && len(delta) >= rows && len(zsum) >= rows*groups) {
+				bad("quantWRowsU8", n, groups, rows)
+			}
+			if n > 0 {
+				quantWRowsU8AVX512(&wq[0], ldw, ldq, &p[0], ldp, &sc[0], &z[0], lds, n, groups, rows, mid, &delta[0], &zsum[0])
 			}
 		}
 	}

@@ -2356,52 +2356,50 @@ done:
 	VZEROUPPER
 	RET
 
-// The AVX-512 VBMI kernels (cpufeat.VBMI): int2 codes extracted by
-// VPMULTISHIFTQB. msCtl<> holds its controls: qword j selects bits
-// 16j+2i into byte i (i < 8), i.e. the 2-bit codes 8j..8j+7 of a qword
-// of 32 packed codes, each in the low bits of its byte (the high bits are
-// the next codes, masked off with 3).
+// The AVX-512 VBMI kernels (cpufeat.VBMI): unpack2 by VPMULTISHIFTQB, int2
+// keys scored from the packed rows (VPERMB for the query's order). msCtl<>
+// is unpack2's control: byte i of a qword takes bits 2i.. of the qword
+// (i < 8), the 2-bit codes of its two low bytes, each in the low bits of
+// its byte (the high bits are the next codes, masked off with 3).
 DATA msCtl<>+0(SB)/8, $0x0e0c0a0806040200
-DATA msCtl<>+8(SB)/8, $0x1e1c1a1816141210
-DATA msCtl<>+16(SB)/8, $0x2e2c2a2826242220
-DATA msCtl<>+24(SB)/8, $0x3e3c3a3836343230
-GLOBL msCtl<>(SB), RODATA|NOPTR, $32
+GLOBL msCtl<>(SB), RODATA|NOPTR, $8
 
-// bq2Idx<> are bcastQ2's VPERMQ indexes: vector j repeats qwords j and
-// j+4 (channels 8j..8j+7 and 32+8j..32+8j+7 of 64) in every lane.
-DATA bq2Idx<>+0(SB)/8, $0
-DATA bq2Idx<>+8(SB)/8, $4
-DATA bq2Idx<>+16(SB)/8, $0
-DATA bq2Idx<>+24(SB)/8, $4
-DATA bq2Idx<>+32(SB)/8, $0
-DATA bq2Idx<>+40(SB)/8, $4
-DATA bq2Idx<>+48(SB)/8, $0
-DATA bq2Idx<>+56(SB)/8, $4
-DATA bq2Idx<>+64(SB)/8, $1
-DATA bq2Idx<>+72(SB)/8, $5
-DATA bq2Idx<>+80(SB)/8, $1
-DATA bq2Idx<>+88(SB)/8, $5
-DATA bq2Idx<>+96(SB)/8, $1
-DATA bq2Idx<>+104(SB)/8, $5
-DATA bq2Idx<>+112(SB)/8, $1
-DATA bq2Idx<>+120(SB)/8, $5
-DATA bq2Idx<>+128(SB)/8, $2
-DATA bq2Idx<>+136(SB)/8, $6
-DATA bq2Idx<>+144(SB)/8, $2
-DATA bq2Idx<>+152(SB)/8, $6
-DATA bq2Idx<>+160(SB)/8, $2
-DATA bq2Idx<>+168(SB)/8, $6
-DATA bq2Idx<>+176(SB)/8, $2
-DATA bq2Idx<>+184(SB)/8, $6
-DATA bq2Idx<>+192(SB)/8, $3
-DATA bq2Idx<>+200(SB)/8, $7
-DATA bq2Idx<>+208(SB)/8, $3
-DATA bq2Idx<>+216(SB)/8, $7
-DATA bq2Idx<>+224(SB)/8, $3
-DATA bq2Idx<>+232(SB)/8, $7
-DATA bq2Idx<>+240(SB)/8, $3
-DATA bq2Idx<>+248(SB)/8, $7
-GLOBL bq2Idx<>(SB), RODATA|NOPTR, $256
+// bq2Perm<> are bcastQ2's VPERMB indexes: vector m holds channels
+// 4b+m (b < 16) of 64 in every lane, the channels that byte b of a
+// 128-bit lane of packed int2 codes shifted right by 2m holds.
+DATA bq2Perm<>+0(SB)/8, $0x1c1814100c080400
+DATA bq2Perm<>+8(SB)/8, $0x3c3834302c282420
+DATA bq2Perm<>+16(SB)/8, $0x1c1814100c080400
+DATA bq2Perm<>+24(SB)/8, $0x3c3834302c282420
+DATA bq2Perm<>+32(SB)/8, $0x1c1814100c080400
+DATA bq2Perm<>+40(SB)/8, $0x3c3834302c282420
+DATA bq2Perm<>+48(SB)/8, $0x1c1814100c080400
+DATA bq2Perm<>+56(SB)/8, $0x3c3834302c282420
+DATA bq2Perm<>+64(SB)/8, $0x1d1915110d090501
+DATA bq2Perm<>+72(SB)/8, $0x3d3935312d292521
+DATA bq2Perm<>+80(SB)/8, $0x1d1915110d090501
+DATA bq2Perm<>+88(SB)/8, $0x3d3935312d292521
+DATA bq2Perm<>+96(SB)/8, $0x1d1915110d090501
+DATA bq2Perm<>+104(SB)/8, $0x3d3935312d292521
+DATA bq2Perm<>+112(SB)/8, $0x1d1915110d090501
+DATA bq2Perm<>+120(SB)/8, $0x3d3935312d292521
+DATA bq2Perm<>+128(SB)/8, $0x1e1a16120e0a0602
+DATA bq2Perm<>+136(SB)/8, $0x3e3a36322e2a2622
+DATA bq2Perm<>+144(SB)/8, $0x1e1a16120e0a0602
+DATA bq2Perm<>+152(SB)/8, $0x3e3a36322e2a2622
+DATA bq2Perm<>+160(SB)/8, $0x1e1a16120e0a0602
+DATA bq2Perm<>+168(SB)/8, $0x3e3a36322e2a2622
+DATA bq2Perm<>+176(SB)/8, $0x1e1a16120e0a0602
+DATA bq2Perm<>+184(SB)/8, $0x3e3a36322e2a2622
+DATA bq2Perm<>+192(SB)/8, $0x1f1b17130f0b0703
+DATA bq2Perm<>+200(SB)/8, $0x3f3b37332f2b2723
+DATA bq2Perm<>+208(SB)/8, $0x1f1b17130f0b0703
+DATA bq2Perm<>+216(SB)/8, $0x3f3b37332f2b2723
+DATA bq2Perm<>+224(SB)/8, $0x1f1b17130f0b0703
+DATA bq2Perm<>+232(SB)/8, $0x3f3b37332f2b2723
+DATA bq2Perm<>+240(SB)/8, $0x1f1b17130f0b0703
+DATA bq2Perm<>+248(SB)/8, $0x3f3b37332f2b2723
+GLOBL bq2Perm<>(SB), RODATA|NOPTR, $256
 
 // func unpack2VBMI(dst *uint8, src *byte, n int)
 // unpack2 by VPMULTISHIFTQB: 16 source bytes zero-extended by words to
@@ -2436,8 +2434,8 @@ done:
 	RET
 
 // func bcastQ2(dst *int8, q *int8, d int)
-// scoresI2x4VBMI's query operand: per 64 channels, vector j (64 bytes)
-// holds channels 8j..8j+7 and 32+8j..32+8j+7 in each of its four lanes.
+// scoresI2x4VBMI's query operand: per 64 channels, vector m (64 bytes)
+// holds channels 4b+m (b < 16) in each of its four lanes (VPERMB).
 // d a multiple of 64.
 TEXT ·bcastQ2(SB), NOSPLIT, $0-24
 	MOVQ      dst+0(FP), DI
@@ -2445,19 +2443,19 @@ TEXT ·bcastQ2(SB), NOSPLIT, $0-24
 	MOVQ      d+16(FP), CX
 	SHRQ      $6, CX
 	JZ        done
-	VMOVDQU64 bq2Idx<>+0(SB), Z4
-	VMOVDQU64 bq2Idx<>+64(SB), Z5
-	VMOVDQU64 bq2Idx<>+128(SB), Z6
-	VMOVDQU64 bq2Idx<>+192(SB), Z7
+	VMOVDQU64 bq2Perm<>+0(SB), Z4
+	VMOVDQU64 bq2Perm<>+64(SB), Z5
+	VMOVDQU64 bq2Perm<>+128(SB), Z6
+	VMOVDQU64 bq2Perm<>+192(SB), Z7
 loop:
 	VMOVDQU64 (SI), Z0
-	VPERMQ    Z0, Z4, Z1
+	VPERMB    Z0, Z4, Z1
 	VMOVDQU64 Z1, (DI)
-	VPERMQ    Z0, Z5, Z1
+	VPERMB    Z0, Z5, Z1
 	VMOVDQU64 Z1, 64(DI)
-	VPERMQ    Z0, Z6, Z1
+	VPERMB    Z0, Z6, Z1
 	VMOVDQU64 Z1, 128(DI)
-	VPERMQ    Z0, Z7, Z1
+	VPERMB    Z0, Z7, Z1
 	VMOVDQU64 Z1, 192(DI)
 	ADDQ      $64, SI
 	ADDQ      $256, DI
@@ -2469,19 +2467,19 @@ done:
 
 // SUBTILE2 is SUBTILE on packed int2 rows: the four tokens' 16 packed
 // bytes (64 channels) at R8 (row stride BX, 3 rows R10) go to the four
-// 128-bit lanes of Z16; Z20+j takes the codes 8j..8j+7 of each qword
-// (VPMULTISHIFTQB with control Z24+j, mask Z31), the channels that
-// bcastQ2's vector j holds.
+// 128-bit lanes of Z16; Z20+m takes (Z16 >> 2m) & 3 (mask Z31): byte b of
+// a lane then holds channel 4b+m, the channel that bcastQ2's vector m has
+// there. A shift and a mask leave the multiplier ports to VPDPBUSD
+// (VPMULTISHIFTQB took them, v18.3).
 #define SUBTILE2(S0, S1, S2, S3) \
 	VMOVDQU64      (R8), X16                 \
 	VINSERTI32X4   $1, (R8)(BX*1), Z16, Z16  \
 	VINSERTI32X4   $2, (R8)(BX*2), Z16, Z16  \
 	VINSERTI32X4   $3, (R8)(R10*1), Z16, Z16 \
-	VPMULTISHIFTQB Z16, Z24, Z20             \
-	VPMULTISHIFTQB Z16, Z25, Z21             \
-	VPMULTISHIFTQB Z16, Z26, Z22             \
-	VPMULTISHIFTQB Z16, Z27, Z23             \
-	VPANDD         Z31, Z20, Z20             \
+	VPSRLW         $2, Z16, Z21              \
+	VPSRLW         $4, Z16, Z22              \
+	VPSRLW         $6, Z16, Z23              \
+	VPANDD         Z31, Z16, Z20             \
 	VPANDD         Z31, Z21, Z21             \
 	VPANDD         Z31, Z22, Z22             \
 	VPANDD         Z31, Z23, Z23             \
@@ -2539,10 +2537,6 @@ pfloop:
 	JNZ        pfloop
 	MOVQ       R9, pf+80(FP)
 pfdone:
-	VPBROADCASTQ msCtl<>+0(SB), Z24 // ROWOUT uses Z24..Z27
-	VPBROADCASTQ msCtl<>+8(SB), Z25
-	VPBROADCASTQ msCtl<>+16(SB), Z26
-	VPBROADCASTQ msCtl<>+24(SB), Z27
 	VPXORD       Z0, Z0, Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2

@@ -36,6 +36,9 @@ func (k *kernels) String() string {
 	if k.vbmi {
 		s += "+vbmi"
 	}
+	if k.pvU8 != nil && !k.vbmi {
+		s += "+u8"
+	}
 	return s
 }
 
@@ -598,5 +601,107 @@ func TestPVI4(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestQuantWRowsU8: the u8 weights' quantization for several rows and
+// groups against pure Go: the same steps and codes, the zeros' sums (with
+// the residues times mid) within their float32 bound.
+func TestQuantWRowsU8(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 30))
+	g := &genericU8Kernels
+	for _, k := range levelSets() {
+		if k.quantWRowsU8 == nil {
+			continue
+		}
+		for _, groups := range []int{1, 2, 4} {
+			n, ld, rows, mid := 48, 64, 3, float32(7.5)
+			p, s, z := randF32(r, rows*ld, 1), randF32(r, groups*ld, 1), randF32(r, groups*ld, 1)
+			for i := range p {
+				p[i] = abs32(p[i])
+			}
+			for i := range s {
+				s[i] = abs32(s[i])
+			}
+			clear(p[ld : 2*ld]) // a row of zero weights
+			ldw := groups * ld
+			wq1, wq2 := make([]uint8, rows*ldw), make([]uint8, rows*ldw)
+			d1, d2, z1, z2 := nanSlice(rows), nanSlice(rows), nanSlice(rows*groups), nanSlice(rows*groups)
+			k.quantWRowsU8(wq1, ldw, ld, p, ld, s, z, ld, n, groups, rows, mid, d1, z1)
+			g.quantWRowsU8(wq2, ldw, ld, p, ld, s, z, ld, n, groups, rows, mid, d2, z2)
+			sameBits(t, fmt.Sprintf("%v quantWRowsU8 steps groups=%d", k, groups), d1, d2)
+			for i := range wq1 {
+				if wq1[i] != wq2[i] {
+					t.Fatalf("%v quantWRowsU8 groups=%d: weight %d = %d, want %d", k, groups, i, wq1[i], wq2[i])
+				}
+			}
+			for i := range z1 {
+				row, j := i/groups, i%groups
+				// Exact: Σ p·z + mid·Σ (w - Δ·wq) in float64 from the codes.
+				var want float64
+				for tk := 0; tk < n; tk++ {
+					w := float64(p[row*ld+tk]) * float64(s[j*ld+tk])
+					want += float64(p[row*ld+tk])*float64(z[j*ld+tk]) + float64(mid)*(w-float64(d2[row])*float64(wq2[row*ldw+j*ld+tk]))
+				}
+				tol := dotTol(p[row*ld:row*ld+n], z[j*ld:j*ld+n]) + float64(mid)*float64(n+4)*eps32*(dotTol(p[row*ld:row*ld+n], s[j*ld:j*ld+n])+float64(n)*float64(d2[row]))
+				if math.Abs(float64(z1[i])-want) > tol || math.Abs(float64(z2[i])-want) > tol {
+					t.Fatalf("%v quantWRowsU8 groups=%d: zero sum %d = %g (Go %g), want %g (tol %.3g)", k, groups, i, z1[i], z2[i], want, tol)
+				}
+			}
+			for row := 0; row < rows; row++ { // every weight within half a step of w/Δ
+				for j := 0; j < groups; j++ {
+					for tk := 0; tk < n; tk++ {
+						w := float64(p[row*ld+tk]) * float64(s[j*ld+tk])
+						q := float64(wq2[row*ldw+j*ld+tk])
+						if dl := float64(d2[row]); math.Abs(w-dl*q) > dl*(0.5+1e-5) || (dl == 0 && q != 0) {
+							t.Fatalf("quantWRowsU8Go: row %d group %d token %d: w %g, step %g, code %g", row, j, tk, w, dl, q)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPVU8: the u8-weight PV on packed int4 and int2 rows at every level
+// that has it gives the bits of the pure-Go version (steps of powers of two,
+// so that the fused and unfused epilogues round alike), for every group
+// size, two and four rows; rows past the kernel's are untouched.
+func TestPVU8(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	ran := 0
+	for _, k := range levelSets() {
+		if k.pvU8 == nil {
+			continue
+		}
+		ran++
+		for _, bits := range []int{4, 2} {
+			for _, d := range []int{64, 128, 256} {
+				for gshift := 6; 1<<gshift <= d; gshift++ {
+					for _, rows := range []int{2, 4} {
+						n, ldq := 100, 112
+						groups := d >> gshift
+						ldw := groups * ldq
+						wq := randBytes(r, 4*ldw)
+						packed := randBytes(r, n*d*bits/8)
+						delta := make([]float32, 4)
+						for i := range delta {
+							delta[i] = float32(math.Ldexp(1, -r.IntN(20)))
+						}
+						a1 := randF32(r, 4*d, 1)
+						a2 := append([]float32(nil), a1...)
+						a0 := append([]float32(nil), a1...)
+						k.pvU8(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, packed[:640])
+						pvU8Go(a2, d, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, nil)
+						name := fmt.Sprintf("%v pvU8 int%d d=%d g=%d rows=%d", k, bits, d, 1<<gshift, rows)
+						sameBits(t, name, a1, a2)
+						sameBits(t, name+" untouched rows", a1[rows*d:], a0[rows*d:])
+					}
+				}
+			}
+		}
+	}
+	if f := cpufeat.Detected(); f.Max == cpufeat.AVX512 && f.VNNI && f.VBMI && ran == 0 {
+		t.Fatal("this CPU has AVX-512 VNNI and VBMI, but no kernel set has pvU8")
 	}
 }

@@ -96,3 +96,103 @@ func TestQueryQuantVsFormatError(t *testing.T) {
 		}
 	}
 }
+
+// TestValueQuantVsFormatError compares, on realistic keys and values and
+// the softmax weights of random queries, the output error of the VNNI
+// path's quantized PV weights with the value format's own error, both in
+// float64 against the exact weights: per run of PVMaxTokens tokens the
+// weights w_t = p_t·s_t rounded to u8 steps Δ = max w/255 with the codes'
+// midpoint folded out (pvU8: Σ_t (Δ·ŵ_t - w_t)·(code_t - m)/l), or to int16
+// steps max w/32767 (pvS16, pvI4: Σ_t (Δ·ŵ_t - w_t)·code_t/l), against
+// Σ_t p_t·(v̂_t - v_t)/l on the unquantized values (the format's share).
+// The u8 weights' share must stay well below the format's: a fifth of it
+// by RMS over all outputs, and below it at the largest. The numbers are in
+// docs/perf/cpu-attention.md (v18).
+func TestValueQuantVsFormatError(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	sh := Shape{Hq: 8, Hkv: 2, D: 128}
+	for _, spec := range []string{"int4", "int4:kt128", "int2", "k4v2", "k8v4"} {
+		f := kv.MustResolve(spec, sh.D)
+		nr := f.Residual
+		l := 8 * nr
+		if testing.Short() {
+			l = 2 * nr
+		}
+		caches, _, vals := buildBatch(t, r, f, sh, []int{l})
+		c := caches[0]
+		p := Params{Format: f, Shape: sh, Tq: 1}
+		q := randQ(r, sh.Hq*sh.D)
+		w := newWorker(p, &genericVNNIKernels)
+		d, g := sh.D, sh.Group()
+		lk, lv := f.K, f.V
+		mid := float64(int(1)<<lv.Elem.Bits()-1) / 2
+		var u8Sq, s16Sq, fSq, u8Max, s16Max, fMax float64
+		n := 0
+		for h := 0; h < sh.Hkv; h++ {
+			w.loadQueries(q, 0, h)
+			for row := 0; row < g; row++ {
+				qr := w.q[row*d : (row+1)*d]
+				ntok := len(c.Blocks) * nr
+				sc := make([]float64, ntok)
+				m := math.Inf(-1)
+				for b, blk := range c.Blocks {
+					base := blk[h*f.BlockBytes():]
+					for tk := 0; tk < nr; tk++ {
+						var s float64
+						for ch := 0; ch < d; ch++ {
+							sp, zp := lk.Param(base, lk.ParamIndex(tk, ch))
+							s += float64(qr[ch]) * float64(kv.Dequant(lk.Code(base, tk, ch), sp, zp))
+						}
+						sc[b*nr+tk] = s
+						m = max(m, s)
+					}
+				}
+				var den float64
+				for i := range sc {
+					sc[i] = math.Exp(sc[i] - m)
+					den += sc[i]
+				}
+				u8Err, s16Err, fErr := make([]float64, d), make([]float64, d), make([]float64, d)
+				for b, blk := range c.Blocks {
+					base := blk[h*f.BlockBytes()+f.K.Bytes:]
+					for t0 := 0; t0 < nr; t0 += PVMaxTokens {
+						t1 := min(nr, t0+PVMaxTokens)
+						var wmax float64
+						for tk := t0; tk < t1; tk++ {
+							for ch := 0; ch < d; ch++ {
+								sp, _ := lv.Param(base, lv.ParamIndex(tk, ch))
+								wmax = max(wmax, sc[b*nr+tk]*float64(fp16ToF32[sp]))
+							}
+						}
+						d8, d16 := wmax/255, wmax/32767
+						for tk := t0; tk < t1; tk++ {
+							pt := sc[b*nr+tk]
+							for ch := 0; ch < d; ch++ {
+								sp, zp := lv.Param(base, lv.ParamIndex(tk, ch))
+								code := float64(lv.Code(base, tk, ch))
+								wt := pt * float64(fp16ToF32[sp])
+								u8Err[ch] += (d8*math.RoundToEven(wt/d8) - wt) * (code - mid)
+								s16Err[ch] += (d16*math.RoundToEven(wt/d16) - wt) * code
+								x := float64(vals[0][((b*nr+tk)*sh.Hkv+h)*d+ch])
+								fErr[ch] += pt * (float64(kv.Dequant(uint8(code), sp, zp)) - x)
+							}
+						}
+					}
+				}
+				for ch := 0; ch < d; ch++ {
+					e8, e16, ef := u8Err[ch]/den, s16Err[ch]/den, fErr[ch]/den
+					u8Sq, s16Sq, fSq = u8Sq+e8*e8, s16Sq+e16*e16, fSq+ef*ef
+					u8Max, s16Max, fMax = max(u8Max, math.Abs(e8)), max(s16Max, math.Abs(e16)), max(fMax, math.Abs(ef))
+					n++
+				}
+			}
+		}
+		u8RMS, s16RMS, fRMS := math.Sqrt(u8Sq/float64(n)), math.Sqrt(s16Sq/float64(n)), math.Sqrt(fSq/float64(n))
+		t.Logf("%-28s output error RMS: u8 weights %.2e, int16 weights %.2e, format %.2e (u8 ratio %.3f); max: %.2e, %.2e vs %.2e",
+			f.Spec.String(), u8RMS, s16RMS, fRMS, u8RMS/fRMS, u8Max, s16Max, fMax)
+		if u8RMS >= fRMS/5 || u8Max >= fMax {
+			t.Errorf("%s: the u8 weights' output error (RMS %.3g, max %.3g) is not well below the format's own (RMS %.3g, max %.3g)",
+				spec, u8RMS, u8Max, fRMS, fMax)
+		}
+	}
+}

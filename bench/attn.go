@@ -212,8 +212,13 @@ func syntheticQ(r *rand.Rand, keys [][]float32, sh attn.Shape) []float32 {
 }
 
 // timeIt runs fn once to warm up, then reps times, and returns the median
-// in seconds.
+// in seconds. A garbage collection first finishes the collector's work on
+// the row's set-up (the caches just built, the previous rows' garbage):
+// started by those allocations, its mark phase ran beside the timed calls
+// on one of the two cores (int2 at (8, 8K) 4.0-4.5 ms with it, 3.2 ms
+// with GOGC=off; docs/perf/cpu-attention.md, round 4).
 func timeIt(reps int, fn func()) float64 {
+	runtime.GC()
 	fn()
 	t := make([]float64, reps)
 	for i := range t {

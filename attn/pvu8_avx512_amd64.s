@@ -1,0 +1,716 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The integer PV with 8-bit weights (AVX-512 VNNI + VBMI; kernels.go's
+// pvU8, docs/perf/cpu-attention.md v18). Per 64 channels and four tokens,
+// the packed codes of the four tokens are put by VPERMT2B (int4: two
+// vectors of 32 bytes per token) or VPERMB (int2: 16 bytes per token,
+// gathered into the four 128-bit lanes of one vector) into vectors whose
+// 32-bit lane L holds byte L of each token, so that one shift and one mask
+// give, in every lane, the four tokens' codes of one channel: int4 lane L
+// of P0 & 15 holds channel 2L, of (P0 >> 4) & 15 channel 2L+1 (P1: 32 + the
+// same); int2 lane L of (P >> 2m) & 3 channel 4L+m. VPDPBUSD multiplies
+// them (signed operand) by the row's four u8 weights (one broadcast dword,
+// the unsigned operand) and adds the four products to the lane's int32
+// sum: exact while n·255·15 < 2^31 (n <= PVMaxTokens). At the end of each
+// 64 channels the sums are put back in channel order (VPERMT2D, and
+// VPERMT2Q for int2), converted and added times the row's step to the
+// float accumulators.
+
+// u8I4Perm<>: VPERMT2B indexes into [t0 | t1] and [t2 | t3] (32 packed
+// bytes per token): vector 0's lane L holds byte L of t0..t3, vector 1's
+// byte 16+L. u8I2Perm<>: VPERMB indexes into the gathered 16 bytes of
+// t0..t3: lane L holds byte L of each. u8DwIdx<> interleaves the dwords of
+// lanes 0..7 (then 8..15) of two vectors; u8QwIdx<> the qwords 0..3 (then
+// 4..7).
+DATA u8I4Perm<>+0(SB)/8, $0x6141210160402000
+DATA u8I4Perm<>+8(SB)/8, $0x6343230362422202
+DATA u8I4Perm<>+16(SB)/8, $0x6545250564442404
+DATA u8I4Perm<>+24(SB)/8, $0x6747270766462606
+DATA u8I4Perm<>+32(SB)/8, $0x6949290968482808
+DATA u8I4Perm<>+40(SB)/8, $0x6b4b2b0b6a4a2a0a
+DATA u8I4Perm<>+48(SB)/8, $0x6d4d2d0d6c4c2c0c
+DATA u8I4Perm<>+56(SB)/8, $0x6f4f2f0f6e4e2e0e
+DATA u8I4Perm<>+64(SB)/8, $0x7151311170503010
+DATA u8I4Perm<>+72(SB)/8, $0x7353331372523212
+DATA u8I4Perm<>+80(SB)/8, $0x7555351574543414
+DATA u8I4Perm<>+88(SB)/8, $0x7757371776563616
+DATA u8I4Perm<>+96(SB)/8, $0x7959391978583818
+DATA u8I4Perm<>+104(SB)/8, $0x7b5b3b1b7a5a3a1a
+DATA u8I4Perm<>+112(SB)/8, $0x7d5d3d1d7c5c3c1c
+DATA u8I4Perm<>+120(SB)/8, $0x7f5f3f1f7e5e3e1e
+GLOBL u8I4Perm<>(SB), RODATA|NOPTR, $128
+DATA u8I2Perm<>+0(SB)/8, $0x3121110130201000
+DATA u8I2Perm<>+8(SB)/8, $0x3323130332221202
+DATA u8I2Perm<>+16(SB)/8, $0x3525150534241404
+DATA u8I2Perm<>+24(SB)/8, $0x3727170736261606
+DATA u8I2Perm<>+32(SB)/8, $0x3929190938281808
+DATA u8I2Perm<>+40(SB)/8, $0x3b2b1b0b3a2a1a0a
+DATA u8I2Perm<>+48(SB)/8, $0x3d2d1d0d3c2c1c0c
+DATA u8I2Perm<>+56(SB)/8, $0x3f2f1f0f3e2e1e0e
+GLOBL u8I2Perm<>(SB), RODATA|NOPTR, $64
+DATA u8DwIdx<>+0(SB)/4, $0
+DATA u8DwIdx<>+4(SB)/4, $16
+DATA u8DwIdx<>+8(SB)/4, $1
+DATA u8DwIdx<>+12(SB)/4, $17
+DATA u8DwIdx<>+16(SB)/4, $2
+DATA u8DwIdx<>+20(SB)/4, $18
+DATA u8DwIdx<>+24(SB)/4, $3
+DATA u8DwIdx<>+28(SB)/4, $19
+DATA u8DwIdx<>+32(SB)/4, $4
+DATA u8DwIdx<>+36(SB)/4, $20
+DATA u8DwIdx<>+40(SB)/4, $5
+DATA u8DwIdx<>+44(SB)/4, $21
+DATA u8DwIdx<>+48(SB)/4, $6
+DATA u8DwIdx<>+52(SB)/4, $22
+DATA u8DwIdx<>+56(SB)/4, $7
+DATA u8DwIdx<>+60(SB)/4, $23
+DATA u8DwIdx<>+64(SB)/4, $8
+DATA u8DwIdx<>+68(SB)/4, $24
+DATA u8DwIdx<>+72(SB)/4, $9
+DATA u8DwIdx<>+76(SB)/4, $25
+DATA u8DwIdx<>+80(SB)/4, $10
+DATA u8DwIdx<>+84(SB)/4, $26
+DATA u8DwIdx<>+88(SB)/4, $11
+DATA u8DwIdx<>+92(SB)/4, $27
+DATA u8DwIdx<>+96(SB)/4, $12
+DATA u8DwIdx<>+100(SB)/4, $28
+DATA u8DwIdx<>+104(SB)/4, $13
+DATA u8DwIdx<>+108(SB)/4, $29
+DATA u8DwIdx<>+112(SB)/4, $14
+DATA u8DwIdx<>+116(SB)/4, $30
+DATA u8DwIdx<>+120(SB)/4, $15
+DATA u8DwIdx<>+124(SB)/4, $31
+GLOBL u8DwIdx<>(SB), RODATA|NOPTR, $128
+DATA u8QwIdx<>+0(SB)/8, $0
+DATA u8QwIdx<>+8(SB)/8, $8
+DATA u8QwIdx<>+16(SB)/8, $1
+DATA u8QwIdx<>+24(SB)/8, $9
+DATA u8QwIdx<>+32(SB)/8, $2
+DATA u8QwIdx<>+40(SB)/8, $10
+DATA u8QwIdx<>+48(SB)/8, $3
+DATA u8QwIdx<>+56(SB)/8, $11
+DATA u8QwIdx<>+64(SB)/8, $4
+DATA u8QwIdx<>+72(SB)/8, $12
+DATA u8QwIdx<>+80(SB)/8, $5
+DATA u8QwIdx<>+88(SB)/8, $13
+DATA u8QwIdx<>+96(SB)/8, $6
+DATA u8QwIdx<>+104(SB)/8, $14
+DATA u8QwIdx<>+112(SB)/8, $7
+DATA u8QwIdx<>+120(SB)/8, $15
+GLOBL u8QwIdx<>(SB), RODATA|NOPTR, $128
+
+// U8CVT adds four vectors of int32 sums (channels c0..c0+63 in order),
+// converted and times the row's step Z26, to the floats at (AX).
+#define U8CVT(A, B, C, D) \
+	VCVTDQ2PS   A, A             \
+	VCVTDQ2PS   B, B             \
+	VCVTDQ2PS   C, C             \
+	VCVTDQ2PS   D, D             \
+	VFMADD213PS (AX), Z26, A     \
+	VFMADD213PS 64(AX), Z26, B   \
+	VFMADD213PS 128(AX), Z26, C  \
+	VFMADD213PS 192(AX), Z26, D  \
+	VMOVUPS     A, (AX)          \
+	VMOVUPS     B, 64(AX)        \
+	VMOVUPS     C, 128(AX)       \
+	VMOVUPS     D, 192(AX)
+
+// U8OUT4 is one row's epilogue for int4: even channels in A0, A1 and odd
+// ones in B0, B1 (lane L: channel 2L, 2L+1; then 32 + the same),
+// interleaved by dwords (Z24, Z25: u8DwIdx) into channel order. Z20, Z21
+// scratch; the accumulators are clobbered.
+#define U8OUT4(A0, B0, A1, B1) \
+	VMOVDQA32 A0, Z20          \
+	VPERMT2D  B0, Z24, Z20     \
+	VPERMT2D  B0, Z25, A0      \
+	VMOVDQA32 A1, Z21          \
+	VPERMT2D  B1, Z24, Z21     \
+	VPERMT2D  B1, Z25, A1      \
+	U8CVT(Z20, A0, Z21, A1)
+
+// U8OUT2 is one row's epilogue for int2: lane L of Am holds channel 4L+m;
+// dwords of A0 and A1 (A2 and A3) interleaved (Z24, Z25) give channel
+// pairs 4k, 4k+1 (4k+2, 4k+3) per qword, whose interleave (Z30, Z31:
+// u8QwIdx) is channel order. Z20..Z22 scratch; the accumulators are
+// clobbered.
+#define U8OUT2(A0, A1, A2, A3) \
+	VMOVDQA32 A0, Z20          \
+	VPERMT2D  A1, Z24, Z20     \
+	VPERMT2D  A1, Z25, A0      \
+	VMOVDQA32 A2, Z21          \
+	VPERMT2D  A3, Z24, Z21     \
+	VPERMT2D  A3, Z25, A2      \
+	VMOVDQA64 Z20, Z22         \
+	VPERMT2Q  Z21, Z30, Z22    \
+	VPERMT2Q  Z21, Z31, Z20    \
+	VMOVDQA64 A0, Z21          \
+	VPERMT2Q  A2, Z30, Z21     \
+	VPERMT2Q  A2, Z31, A0      \
+	U8CVT(Z22, Z20, Z21, A0)
+
+// func pvU8I4x4VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+// pvU8 for 4 rows of packed int4 codes (kernels.go): accumulators
+// Z0..Z15 (row r: Z4r..Z4r+3), codes Z16..Z19, weights Z24..Z27.
+TEXT ·pvU8I4x4VBMI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
+	MOVQ         ldw+32(FP), R10
+	LEAQ         (R10)(R10*2), R11
+	MOVQ         d+64(FP), DX
+	SHRQ         $1, DX              // packed row stride: d/2
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z23
+	VMOVDQU64    u8I4Perm<>+0(SB), Z28
+	VMOVDQU64    u8I4Perm<>+64(SB), Z29
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ  gshift+72(FP), CX
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ ldq+40(FP), R8
+	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $1, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $2, CX
+	JZ    out
+quad:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	LEAQ         (SI)(DX*2), AX
+	VMOVDQU64    (SI), Y20
+	VINSERTI64X4 $1, (SI)(DX*1), Z20, Z20
+	VMOVDQU64    (AX), Y21
+	VINSERTI64X4 $1, (AX)(DX*1), Z21, Z21
+	VMOVDQA64    Z20, Z22
+	VPERMT2B     Z21, Z28, Z22      // lane L: byte L of t0..t3
+	VPERMT2B     Z21, Z29, Z20      // byte 16+L
+	VPSRLW       $4, Z22, Z17
+	VPSRLW       $4, Z20, Z19
+	VPANDD       Z23, Z22, Z16      // channel 2L
+	VPANDD       Z23, Z17, Z17      // channel 2L+1
+	VPANDD       Z23, Z20, Z18      // channel 32+2L
+	VPANDD       Z23, Z19, Z19      // channel 33+2L
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPBROADCASTD (R8)(R10*2), Z26
+	VPBROADCASTD (R8)(R11*1), Z27
+	VPDPBUSD     Z16, Z24, Z0
+	VPDPBUSD     Z17, Z24, Z1
+	VPDPBUSD     Z18, Z24, Z2
+	VPDPBUSD     Z19, Z24, Z3
+	VPDPBUSD     Z16, Z25, Z4
+	VPDPBUSD     Z17, Z25, Z5
+	VPDPBUSD     Z18, Z25, Z6
+	VPDPBUSD     Z19, Z25, Z7
+	VPDPBUSD     Z16, Z26, Z8
+	VPDPBUSD     Z17, Z26, Z9
+	VPDPBUSD     Z18, Z26, Z10
+	VPDPBUSD     Z19, Z26, Z11
+	VPDPBUSD     Z16, Z27, Z12
+	VPDPBUSD     Z17, Z27, Z13
+	VPDPBUSD     Z18, Z27, Z14
+	VPDPBUSD     Z19, Z27, Z15
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*4), SI
+	DECQ         CX
+	JNZ          quad
+out:
+	VMOVDQU32    u8DwIdx<>+0(SB), Z24
+	VMOVDQU32    u8DwIdx<>+64(SB), Z25
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS 0(R13), Z26
+	U8OUT4(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	U8OUT4(Z4, Z5, Z6, Z7)
+	ADDQ         R12, AX
+	VBROADCASTSS 8(R13), Z26
+	U8OUT4(Z8, Z9, Z10, Z11)
+	ADDQ         R12, AX
+	VBROADCASTSS 12(R13), Z26
+	U8OUT4(Z12, Z13, Z14, Z15)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET
+
+// func pvU8I4x2VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+// pvU8 for 2 rows of packed int4 codes (kernels.go): accumulators
+// Z0..Z7 (row r: Z4r..Z4r+3), codes Z16..Z19, weights Z24..Z25.
+TEXT ·pvU8I4x2VBMI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
+	MOVQ         ldw+32(FP), R10
+	LEAQ         (R10)(R10*2), R11
+	MOVQ         d+64(FP), DX
+	SHRQ         $1, DX              // packed row stride: d/2
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z23
+	VMOVDQU64    u8I4Perm<>+0(SB), Z28
+	VMOVDQU64    u8I4Perm<>+64(SB), Z29
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ  gshift+72(FP), CX
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ ldq+40(FP), R8
+	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $1, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $2, CX
+	JZ    out
+quad:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	LEAQ         (SI)(DX*2), AX
+	VMOVDQU64    (SI), Y20
+	VINSERTI64X4 $1, (SI)(DX*1), Z20, Z20
+	VMOVDQU64    (AX), Y21
+	VINSERTI64X4 $1, (AX)(DX*1), Z21, Z21
+	VMOVDQA64    Z20, Z22
+	VPERMT2B     Z21, Z28, Z22      // lane L: byte L of t0..t3
+	VPERMT2B     Z21, Z29, Z20      // byte 16+L
+	VPSRLW       $4, Z22, Z17
+	VPSRLW       $4, Z20, Z19
+	VPANDD       Z23, Z22, Z16      // channel 2L
+	VPANDD       Z23, Z17, Z17      // channel 2L+1
+	VPANDD       Z23, Z20, Z18      // channel 32+2L
+	VPANDD       Z23, Z19, Z19      // channel 33+2L
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPDPBUSD     Z16, Z24, Z0
+	VPDPBUSD     Z17, Z24, Z1
+	VPDPBUSD     Z18, Z24, Z2
+	VPDPBUSD     Z19, Z24, Z3
+	VPDPBUSD     Z16, Z25, Z4
+	VPDPBUSD     Z17, Z25, Z5
+	VPDPBUSD     Z18, Z25, Z6
+	VPDPBUSD     Z19, Z25, Z7
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*4), SI
+	DECQ         CX
+	JNZ          quad
+out:
+	VMOVDQU32    u8DwIdx<>+0(SB), Z24
+	VMOVDQU32    u8DwIdx<>+64(SB), Z25
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS 0(R13), Z26
+	U8OUT4(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	U8OUT4(Z4, Z5, Z6, Z7)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET
+
+// func pvU8I2x4VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+// pvU8 for 4 rows of packed int2 codes (kernels.go): accumulators
+// Z0..Z15 (row r: Z4r..Z4r+3), codes Z16..Z19, weights Z24..Z27.
+TEXT ·pvU8I2x4VBMI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
+	MOVQ         ldw+32(FP), R10
+	LEAQ         (R10)(R10*2), R11
+	MOVQ         d+64(FP), DX
+	SHRQ         $2, DX              // packed row stride: d/4
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z23
+	VMOVDQU64    u8I2Perm<>+0(SB), Z28
+	VMOVDQU64    u8QwIdx<>+0(SB), Z30
+	VMOVDQU64    u8QwIdx<>+64(SB), Z31
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ  gshift+72(FP), CX
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ ldq+40(FP), R8
+	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $2, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $2, CX
+	JZ    out
+quad:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	LEAQ         (SI)(DX*2), AX
+	VMOVDQU64    (SI), X20
+	VINSERTI32X4 $1, (SI)(DX*1), Z20, Z20
+	VINSERTI32X4 $2, (AX), Z20, Z20
+	VINSERTI32X4 $3, (AX)(DX*1), Z20, Z20
+	VPERMB       Z20, Z28, Z20      // lane L: byte L of t0..t3
+	VPSRLW       $2, Z20, Z17
+	VPSRLW       $4, Z20, Z18
+	VPSRLW       $6, Z20, Z19
+	VPANDD       Z23, Z20, Z16      // channel 4L
+	VPANDD       Z23, Z17, Z17      // channel 4L+1
+	VPANDD       Z23, Z18, Z18      // channel 4L+2
+	VPANDD       Z23, Z19, Z19      // channel 4L+3
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPBROADCASTD (R8)(R10*2), Z26
+	VPBROADCASTD (R8)(R11*1), Z27
+	VPDPBUSD     Z16, Z24, Z0
+	VPDPBUSD     Z17, Z24, Z1
+	VPDPBUSD     Z18, Z24, Z2
+	VPDPBUSD     Z19, Z24, Z3
+	VPDPBUSD     Z16, Z25, Z4
+	VPDPBUSD     Z17, Z25, Z5
+	VPDPBUSD     Z18, Z25, Z6
+	VPDPBUSD     Z19, Z25, Z7
+	VPDPBUSD     Z16, Z26, Z8
+	VPDPBUSD     Z17, Z26, Z9
+	VPDPBUSD     Z18, Z26, Z10
+	VPDPBUSD     Z19, Z26, Z11
+	VPDPBUSD     Z16, Z27, Z12
+	VPDPBUSD     Z17, Z27, Z13
+	VPDPBUSD     Z18, Z27, Z14
+	VPDPBUSD     Z19, Z27, Z15
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*4), SI
+	DECQ         CX
+	JNZ          quad
+out:
+	VMOVDQU32    u8DwIdx<>+0(SB), Z24
+	VMOVDQU32    u8DwIdx<>+64(SB), Z25
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS 0(R13), Z26
+	U8OUT2(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	U8OUT2(Z4, Z5, Z6, Z7)
+	ADDQ         R12, AX
+	VBROADCASTSS 8(R13), Z26
+	U8OUT2(Z8, Z9, Z10, Z11)
+	ADDQ         R12, AX
+	VBROADCASTSS 12(R13), Z26
+	U8OUT2(Z12, Z13, Z14, Z15)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET
+
+// func pvU8I2x2VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+// pvU8 for 2 rows of packed int2 codes (kernels.go): accumulators
+// Z0..Z7 (row r: Z4r..Z4r+3), codes Z16..Z19, weights Z24..Z25.
+TEXT ·pvU8I2x2VBMI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
+	MOVQ         ldw+32(FP), R10
+	LEAQ         (R10)(R10*2), R11
+	MOVQ         d+64(FP), DX
+	SHRQ         $2, DX              // packed row stride: d/4
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z23
+	VMOVDQU64    u8I2Perm<>+0(SB), Z28
+	VMOVDQU64    u8QwIdx<>+0(SB), Z30
+	VMOVDQU64    u8QwIdx<>+64(SB), Z31
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ  gshift+72(FP), CX
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ ldq+40(FP), R8
+	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $2, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $2, CX
+	JZ    out
+quad:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	LEAQ         (SI)(DX*2), AX
+	VMOVDQU64    (SI), X20
+	VINSERTI32X4 $1, (SI)(DX*1), Z20, Z20
+	VINSERTI32X4 $2, (AX), Z20, Z20
+	VINSERTI32X4 $3, (AX)(DX*1), Z20, Z20
+	VPERMB       Z20, Z28, Z20      // lane L: byte L of t0..t3
+	VPSRLW       $2, Z20, Z17
+	VPSRLW       $4, Z20, Z18
+	VPSRLW       $6, Z20, Z19
+	VPANDD       Z23, Z20, Z16      // channel 4L
+	VPANDD       Z23, Z17, Z17      // channel 4L+1
+	VPANDD       Z23, Z18, Z18      // channel 4L+2
+	VPANDD       Z23, Z19, Z19      // channel 4L+3
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPDPBUSD     Z16, Z24, Z0
+	VPDPBUSD     Z17, Z24, Z1
+	VPDPBUSD     Z18, Z24, Z2
+	VPDPBUSD     Z19, Z24, Z3
+	VPDPBUSD     Z16, Z25, Z4
+	VPDPBUSD     Z17, Z25, Z5
+	VPDPBUSD     Z18, Z25, Z6
+	VPDPBUSD     Z19, Z25, Z7
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*4), SI
+	DECQ         CX
+	JNZ          quad
+out:
+	VMOVDQU32    u8DwIdx<>+0(SB), Z24
+	VMOVDQU32    u8DwIdx<>+64(SB), Z25
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS 0(R13), Z26
+	U8OUT2(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	U8OUT2(Z4, Z5, Z6, Z7)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET
+
+// HSUM16 folds the 16 lanes of Z0 into X0's first float in the order of
+// sum16 (kernels.go): halves 8, 4, 2, 1. OP is VADDPS or VMAXPS.
+#define HSUM16(OP) \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	OP            Y1, Y0, Y0 \
+	VEXTRACTF128  $1, Y0, X1 \
+	OP            X1, X0, X0 \
+	VPERMILPS     $0x0e, X0, X1 \
+	OP            X1, X0, X0 \
+	VPERMILPS     $0x01, X0, X1 \
+	OP            X1, X0, X0
+
+// func quantWRowsU8AVX512(wq *uint8, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum *float32)
+// quantWRowsU8 (kernels.go) in two loops over the rows, so that the rows'
+// latency chains (the max's fold, the divisions) overlap: first per row the
+// largest weight p·s over all groups (kept in delta[r]) and the zeros' sums
+// Σ p·z (lanes folded as in sum16); then per row the step Δ = max/255 and
+// per group the weights rounded to u8 steps (VCVTPS2DQ: to nearest even;
+// VPMOVUSDB), and the residues w - Δ·rint(w/Δ) summed by lanes, folded,
+// times mid and added to the group's zero sum.
+TEXT ·quantWRowsU8AVX512(SB), NOSPLIT, $0-112
+	MOVQ   lds+56(FP), R10
+	SHLQ   $2, R10
+	MOVQ   groups+72(FP), R12
+	MOVQ   delta+96(FP), DX
+	XORQ   R14, R14             // row
+row1:
+	CMPQ   R14, rows+80(FP)
+	JGE    pass2
+	MOVQ   ldp+32(FP), SI
+	IMULQ  R14, SI
+	SHLQ   $2, SI
+	ADDQ   p+24(FP), SI         // p row
+	MOVQ   R14, R15
+	IMULQ  R12, R15
+	SHLQ   $2, R15
+	ADDQ   zsum+104(FP), R15    // zsum row
+	VPXORD Z5, Z5, Z5           // max
+	MOVQ   s+40(FP), R13
+	MOVQ   z+48(FP), R9
+	MOVQ   R12, BX
+max1:
+	XORQ   AX, AX
+	VPXORD Z6, Z6, Z6           // Σ p·z lanes
+	MOVQ   n+64(FP), CX
+	SHRQ   $4, CX
+	JZ     max3
+max2:
+	VMOVUPS     (SI)(AX*1), Z2
+	VFMADD231PS (R9)(AX*1), Z2, Z6
+	VMULPS      (R13)(AX*1), Z2, Z2
+	VMAXPS      Z2, Z5, Z5
+	ADDQ        $64, AX
+	DECQ        CX
+	JNZ         max2
+max3:
+	VMOVAPS Z6, Z0
+	HSUM16(VADDPS)
+	VMOVSS  X0, (R15)
+	ADDQ    $4, R15
+	ADDQ    R10, R13
+	ADDQ    R10, R9
+	DECQ    BX
+	JNZ     max1
+	VMOVAPS Z5, Z0
+	HSUM16(VMAXPS)
+	VMOVSS  X0, (DX)(R14*4)
+	INCQ    R14
+	JMP     row1
+pass2:
+	XORQ   R14, R14
+row2:
+	CMPQ     R14, rows+80(FP)
+	JGE      done
+	MOVQ     ldp+32(FP), SI
+	IMULQ    R14, SI
+	SHLQ     $2, SI
+	ADDQ     p+24(FP), SI
+	VMOVSS   (DX)(R14*4), X0    // the row's max
+	VXORPS   X1, X1, X1
+	VXORPS   X3, X3, X3         // Δ
+	VXORPS   X4, X4, X4         // 1/Δ
+	MOVL     $0x437f0000, AX    // 255.0
+	VMOVD    AX, X2
+	VUCOMISS X1, X0
+	JLS      quant
+	VDIVSS   X2, X0, X3
+	VDIVSS   X0, X2, X4
+quant:
+	VMOVSS       X3, (DX)(R14*4)
+	VBROADCASTSS X4, Z7
+	VBROADCASTSS X3, Z8
+	MOVQ         ldw+8(FP), DI
+	IMULQ        R14, DI
+	ADDQ         wq+0(FP), DI
+	MOVQ         ldq+16(FP), R11
+	MOVQ         s+40(FP), R13
+	MOVQ         R14, R15
+	IMULQ        R12, R15
+	SHLQ         $2, R15
+	ADDQ         zsum+104(FP), R15
+	MOVQ         R12, BX
+q1:
+	XORQ   AX, AX
+	XORQ   R9, R9
+	VPXORD Z6, Z6, Z6           // residue lanes
+	MOVQ   n+64(FP), CX
+	SHRQ   $4, CX
+	JZ     q3
+q2:
+	VMOVUPS   (SI)(AX*1), Z2
+	VMULPS    (R13)(AX*1), Z2, Z2   // w
+	VMULPS    Z7, Z2, Z3
+	VCVTPS2DQ Z3, Z3
+	VPMOVUSDB Z3, X4
+	VMOVDQU   X4, (DI)(R9*1)
+	VCVTDQ2PS Z3, Z3
+	VMULPS    Z8, Z3, Z3            // Δ·rint(w/Δ)
+	VSUBPS    Z3, Z2, Z2
+	VADDPS    Z2, Z6, Z6
+	ADDQ      $64, AX
+	ADDQ      $16, R9
+	DECQ      CX
+	JNZ       q2
+q3:
+	VMOVAPS Z6, Z0
+	HSUM16(VADDPS)
+	VMULSS  mid+88(FP), X0, X0
+	VADDSS  (R15), X0, X0
+	VMOVSS  X0, (R15)
+	ADDQ    $4, R15
+	ADDQ    R10, R13
+	ADDQ    R11, DI
+	DECQ    BX
+	JNZ     q1
+	INCQ    R14
+	JMP     row2
+done:
+	VZEROUPPER
+	RET
