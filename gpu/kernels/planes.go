@@ -522,7 +522,9 @@ type PlanesRetier struct {
 	retierV2, retier, append cuda.Function
 	// V2 selects planes.cu's retier_v2 (4 radix passes, ties ranked in the
 	// compaction, 4 loads in flight per warp) instead of retier (v1, the
-	// default until v2 has run its tests on a GPU); both give the same index.
+	// GPU cache's); both give the same index (tested on the H100). v2 took
+	// 0.64-1.00x v1's time per layer on h20:m40:l40 but up to 1.46x on
+	// m100 (bench/results/2026-11-25-h100-bw-3), so v1 stays.
 	V2 bool
 }
 
