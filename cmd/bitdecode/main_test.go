@@ -71,6 +71,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--residual", "int3"}, 2, "", "--residual"},
 		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--model", "m"}, 2, "", "not both"},
 		{[]string{"bench", "dec", "--k-chunk", "32,8"}, 2, "", "increasing"},
+		{[]string{"bench", "model", "--preset", "/nonexistent"}, 2, "", "neither a preset (llama-3.1-8b, llama-3.2-1b) nor a checkpoint directory"},
 	}
 	for _, tc := range tests {
 		var out, errb bytes.Buffer
