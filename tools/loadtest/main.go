@@ -27,8 +27,9 @@ package main
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,6 +41,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bitdecode/bitdecode/tools/internal/oai"
 )
 
 // request is one well-formed request of the load.
@@ -63,10 +66,10 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "deadline of the whole load")
 	flag.Parse()
 
-	c := &client{url: strings.TrimRight(*url, "/"), key: *apiKey, http: &http.Client{Timeout: *timeout}}
+	c := &client{oai.New(*url, *apiKey, &http.Client{Timeout: *timeout})}
 	model, err := c.modelID()
 	if err != nil {
-		fatalf("GET /v1/models: %v", err)
+		fatalf("%v", err)
 	}
 	reqs := makeRequests(*n, model, *maxTokens, *base, *free)
 	before := c.metrics()
@@ -231,23 +234,10 @@ func malformedRequest(i int, model string) (path string, body []byte, status int
 }
 
 // client talks to the server.
-type client struct {
-	url, key string
-	http     *http.Client
-}
+type client struct{ *oai.Client }
 
 func (c *client) do(method, path string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequest(method, c.url+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	return c.http.Do(req)
+	return c.Do(context.Background(), method, path, body)
 }
 
 func (c *client) post(path string, body []byte) (int, []byte, error) {
@@ -260,22 +250,7 @@ func (c *client) post(path string, body []byte) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-func (c *client) modelID() (string, error) {
-	resp, err := c.do("GET", "/v1/models", nil)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Data) == 0 {
-		return "", fmt.Errorf("no model listed (%v)", err)
-	}
-	return out.Data[0].ID, nil
-}
+func (c *client) modelID() (string, error) { return c.ModelID(context.Background()) }
 
 // run sends r and returns its text. With abortAfter >= 0 (streams only) it
 // closes the connection after that many chunks and returns nil error.
@@ -289,63 +264,34 @@ func (c *client) run(r request, abortAfter int) (string, error) {
 		b, _ := io.ReadAll(resp.Body)
 		return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
-	type choice struct {
-		Text    string `json:"text"`
-		Message struct {
-			Content string `json:"content"`
-		} `json:"message"`
-		Delta struct {
-			Content string `json:"content"`
-		} `json:"delta"`
-	}
 	if !r.stream {
-		var out struct{ Choices []choice }
+		var out struct{ Choices []oai.Choice }
 		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Choices) == 0 {
 			return "", fmt.Errorf("bad response (%v)", err)
 		}
-		if r.chat {
-			return out.Choices[0].Message.Content, nil
-		}
-		return out.Choices[0].Text, nil
+		return out.Choices[0].Content(), nil
 	}
 	var text strings.Builder
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	chunks, done := 0, false
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		if line == "[DONE]" {
-			done = true
-			break
-		}
-		var ev struct {
-			Choices []choice
-			Error   *struct{ Message string }
-		}
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			return "", fmt.Errorf("bad event %q: %v", line, err)
-		}
-		if ev.Error != nil {
-			return "", fmt.Errorf("error event: %s", ev.Error.Message)
-		}
+	chunks, aborted := 0, false
+	err = oai.Stream(resp.Body, func(ev *oai.Event) bool {
 		for _, ch := range ev.Choices {
-			text.WriteString(ch.Text + ch.Delta.Content)
+			text.WriteString(ch.Content())
 		}
-		if chunks++; abortAfter >= 0 && chunks >= abortAfter {
-			return "", nil // the deferred Close abandons the stream
-		}
-	}
-	if !done && abortAfter < 0 {
-		return "", fmt.Errorf("stream ended without [DONE] (%v)", sc.Err())
+		chunks++
+		aborted = abortAfter >= 0 && chunks >= abortAfter
+		return aborted
+	})
+	switch {
+	case aborted:
+		return "", nil // the deferred Close abandons the stream
+	case errors.Is(err, oai.ErrNoDone) && abortAfter >= 0:
+		return text.String(), nil
+	case err != nil:
+		return "", err
 	}
 	return text.String(), nil
 }
 
-// metrics returns the server's Prometheus values by name (the first series
-// of each).
 func (c *client) metrics() map[string]float64 {
 	out := map[string]float64{}
 	resp, err := c.do("GET", "/metrics", nil)

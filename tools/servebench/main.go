@@ -26,11 +26,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,9 +37,10 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/bitdecode/bitdecode/tools/internal/oai"
 )
 
 // config is one benchmark run.
@@ -154,8 +153,9 @@ func (c config) check() error {
 
 // run finds the model, runs the warm-up and then the measured requests.
 func run(ctx context.Context, c config, progress io.Writer) (*summary, error) {
+	client := oai.New(c.url, c.apiKey, http.DefaultClient)
 	if c.model == "" {
-		m, err := firstModel(ctx, c)
+		m, err := client.ModelID(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +172,7 @@ func run(ctx context.Context, c config, progress io.Writer) (*summary, error) {
 		for i := range ps {
 			ps[i] = prompt()
 		}
-		for _, r := range load(ctx, c, ps) {
+		for _, r := range load(ctx, client, c, ps) {
 			if r.err != nil {
 				return nil, fmt.Errorf("warm-up: %w", r.err)
 			}
@@ -184,7 +184,7 @@ func run(ctx context.Context, c config, progress io.Writer) (*summary, error) {
 	}
 	fmt.Fprintf(progress, "measuring: %d requests, %d at once, %d prompt tokens, %d new tokens each\n", c.requests, c.conc, c.promptTokens, c.maxTokens)
 	start := time.Now()
-	rs := load(ctx, c, ps)
+	rs := load(ctx, client, c, ps)
 	wall := time.Since(start)
 	for i, r := range rs {
 		if r.err != nil {
@@ -196,14 +196,14 @@ func run(ctx context.Context, c config, progress io.Writer) (*summary, error) {
 
 // load sends the prompts with at most c.conc in flight and returns each
 // request's result in prompt order.
-func load(ctx context.Context, c config, prompts [][]int) []result {
+func load(ctx context.Context, client *oai.Client, c config, prompts [][]int) []result {
 	rs := make([]result, len(prompts))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(c.conc, len(prompts)) {
 		wg.Go(func() {
 			for i := range next {
-				rs[i] = complete(ctx, c, prompts[i])
+				rs[i] = complete(ctx, client, c, prompts[i])
 			}
 		})
 	}
@@ -215,22 +215,16 @@ func load(ctx context.Context, c config, prompts [][]int) []result {
 	return rs
 }
 
-// complete sends one streamed completion and times it.
-func complete(ctx context.Context, c config, prompt []int) result {
+// complete sends one streamed completion and times it: the first event
+// with text stamps the TTFT, each event with text counts one token, a usage
+// object gives the server's count.
+func complete(ctx context.Context, c *oai.Client, cfg config, prompt []int) result {
 	body, _ := json.Marshal(map[string]any{
-		"model": c.model, "prompt": prompt, "max_tokens": c.maxTokens, "temperature": 0,
+		"model": cfg.model, "prompt": prompt, "max_tokens": cfg.maxTokens, "temperature": 0,
 		"stream": true, "ignore_eos": true, "stream_options": map[string]any{"include_usage": true},
 	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.url, "/")+"/v1/completions", bytes.NewReader(body))
-	if err != nil {
-		return result{err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
 	start := time.Now()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(ctx, http.MethodPost, "/v1/completions", body)
 	if err != nil {
 		return result{err: err}
 	}
@@ -239,82 +233,21 @@ func complete(ctx context.Context, c config, prompt []int) result {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return result{err: fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b))}
 	}
-	r, err := readStream(resp.Body, start)
-	r.err = err
-	return r
-}
-
-// readStream reads an SSE completion stream: the first chunk with text
-// stamps the TTFT, each chunk with text counts one token, a usage object
-// gives the server's count, [DONE] ends it.
-func readStream(body io.Reader, start time.Time) (result, error) {
 	var r result
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		if line == "[DONE]" {
-			r.total = time.Since(start)
-			return r, nil
-		}
-		var ev struct {
-			Choices []struct {
-				Text string `json:"text"`
-			} `json:"choices"`
-			Usage *struct {
-				CompletionTokens int `json:"completion_tokens"`
-			} `json:"usage"`
-			Error *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			return r, fmt.Errorf("bad stream event %.120q: %w", line, err)
-		}
-		if ev.Error != nil {
-			return r, fmt.Errorf("server error in stream: %s", ev.Error.Message)
-		}
+	r.err = oai.Stream(resp.Body, func(ev *oai.Event) bool {
 		if ev.Usage != nil {
 			r.usage = ev.Usage.CompletionTokens
 		}
-		if len(ev.Choices) > 0 && ev.Choices[0].Text != "" {
+		if len(ev.Choices) > 0 && ev.Choices[0].Content() != "" {
 			if r.tokens == 0 {
 				r.ttft = time.Since(start)
 			}
 			r.tokens++
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return r, err
-	}
-	return r, errors.New("stream ended without [DONE]")
-}
-
-func firstModel(ctx context.Context, c config) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.url, "/")+"/v1/models", nil)
-	if err != nil {
-		return "", err
-	}
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("GET /v1/models: %w", err)
-	}
-	defer resp.Body.Close()
-	var ms struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ms); err != nil || len(ms.Data) == 0 {
-		return "", fmt.Errorf("GET /v1/models (HTTP %d) lists no model; give --model", resp.StatusCode)
-	}
-	return ms.Data[0].ID, nil
+		return false
+	})
+	r.total = time.Since(start)
+	return r
 }
 
 func randomIDs(rng *rand.Rand, n, lo, hi int) []int {
