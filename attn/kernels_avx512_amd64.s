@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "avx512_amd64.h"
 
 // AVX-512 (F, BW, VL, DQ; VNNI for scoresU8) versions of the kernels of
 // kernels.go, which documents what each computes; kernels_amd64.go checks
@@ -873,18 +874,6 @@ store16:
 done:
 	VZEROUPPER
 	RET
-
-// HSUM16 folds the 16 lanes of Z0 into X0's first float in the order of
-// sum16 (kernels.go): halves 8, 4, 2, 1. OP is VADDPS or VMAXPS.
-#define HSUM16(OP) \
-	VEXTRACTF64X4 $1, Z0, Y1 \
-	OP            Y1, Y0, Y0 \
-	VEXTRACTF128  $1, Y0, X1 \
-	OP            X1, X0, X0 \
-	VPERMILPS     $0x0e, X0, X1 \
-	OP            X1, X0, X0 \
-	VPERMILPS     $0x01, X0, X1 \
-	OP            X1, X0, X0
 
 // func expSubAVX512(x *float32, n int, m float32) float32
 // x[i] = exp(x[i] - m) as exp32 computes it (VRNDSCALEPS rounds to

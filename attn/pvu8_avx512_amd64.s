@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "avx512_amd64.h"
 
 // The integer PV with 8-bit weights (AVX-512 VNNI + VBMI; kernels.go's
 // pvU8, docs/perf/cpu-attention.md v18). Per 64 channels and four tokens,
@@ -573,18 +574,6 @@ out:
 	JLT          half
 	VZEROUPPER
 	RET
-
-// HSUM16 folds the 16 lanes of Z0 into X0's first float in the order of
-// sum16 (kernels.go): halves 8, 4, 2, 1. OP is VADDPS or VMAXPS.
-#define HSUM16(OP) \
-	VEXTRACTF64X4 $1, Z0, Y1 \
-	OP            Y1, Y0, Y0 \
-	VEXTRACTF128  $1, Y0, X1 \
-	OP            X1, X0, X0 \
-	VPERMILPS     $0x0e, X0, X1 \
-	OP            X1, X0, X0 \
-	VPERMILPS     $0x01, X0, X1 \
-	OP            X1, X0, X0
 
 // func quantWRowsU8AVX512(wq *uint8, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum *float32)
 // quantWRowsU8 (kernels.go) in two loops over the rows, so that the rows'
