@@ -287,7 +287,12 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // WriteJSON writes the report as indented JSON to path.
 func (rep *AttnReport) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
+	return writeJSON(path, rep)
+}
+
+// writeJSON writes v as indented JSON to path: every report's WriteJSON.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}

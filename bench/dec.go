@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -695,9 +693,5 @@ func (rep *DECReport) WriteTable(w io.Writer) {
 
 // WriteJSON writes the report to path.
 func (rep *DECReport) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return writeJSON(path, rep)
 }

@@ -444,11 +444,7 @@ func (rep *GPUReport) WriteTable(w io.Writer) {
 
 // WriteJSON writes the report as indented JSON.
 func (rep *GPUReport) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return writeJSON(path, rep)
 }
 
 // fillPool writes the prototype blocks (gpuPrototypes of headBlock bytes,

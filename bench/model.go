@@ -2,10 +2,8 @@ package bench
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"time"
 
@@ -407,9 +405,5 @@ func (rep *ModelReport) WriteTable(w io.Writer) {
 
 // WriteJSON writes the report to path.
 func (rep *ModelReport) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return writeJSON(path, rep)
 }

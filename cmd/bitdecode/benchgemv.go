@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/bitdecode/bitdecode/bench"
@@ -61,14 +59,5 @@ func runBenchGEMV(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *jsonPath != "" {
-		data, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonPath, data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeJSON(*jsonPath, out)
 }

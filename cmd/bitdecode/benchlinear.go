@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -118,16 +116,7 @@ func runBenchLinear(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if *jsonPath != "" {
-		data, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonPath, data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeJSON(*jsonPath, out)
 }
 
 // intList parses a comma-separated list of positive ints for flag name.

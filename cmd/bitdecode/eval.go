@@ -244,7 +244,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		writeNeedleTable(stdout, res, *f.ctx)
-		return writeEvalJSON(*f.jsonPath, map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "pack_all": *f.packAll, "device": dev,
+		return writeJSON(*f.jsonPath, map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "pack_all": *f.packAll, "device": dev,
 			"trials": *f.trials, "results": res})
 	}
 	opts := eval.PPLOptions{Ctx: *f.ctx, Windows: *f.windows, First: *f.first, Chunk: *f.chunk, PackAll: *f.packAll, Progress: stderr, NewCache: newCache}
@@ -262,12 +262,12 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	writePPLTable(stdout, res)
-	return writeEvalJSON(*f.jsonPath, map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "pack_all": *f.packAll, "device": dev,
+	return writeJSON(*f.jsonPath, map[string]any{"file": *f.file, "ctx": *f.ctx, "chunk": *f.chunk, "pack_all": *f.packAll, "device": dev,
 		"calib": *f.calib, "calib_tokens": *f.calibTokens, "results": res})
 }
 
-// writeEvalJSON writes v as indented JSON to path ("" : nothing).
-func writeEvalJSON(path string, v any) error {
+// writeJSON writes v as indented JSON to path ("" : nothing).
+func writeJSON(path string, v any) error {
 	if path == "" {
 		return nil
 	}
