@@ -510,18 +510,8 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 		hi = wideHi
 	}
 	if w.i4 && m%x4Tokens == 0 {
-		var ab [8]float32
 		for r0 := 0; r0 < w.r; r0 += 4 {
-			for i := range 4 {
-				ab[i], ab[4+i] = 0, 0
-				if r := r0 + i; r < w.r {
-					ab[i], ab[4+i] = w.qa[r], w.qb[r]
-				}
-			}
-			var pf []byte
-			if r0 == 0 && t0 == 0 {
-				pf = w.nextK // spread over the first group's (or the block's) tiles
-			}
+			ab, pf := w.rowGroup(r0, t0)
 			if w.r-r0 <= 2 && w.k.scoresI4x2 != nil { // a group of 2 (or the last two rows)
 				w.k.scoresI4x2(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
 				continue
@@ -531,36 +521,19 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 		return
 	}
 	if w.i2 { // m a multiple of x4Tokens (blockScores checks)
-		var ab [8]float32
 		for r0 := 0; r0 < w.r; r0 += 4 {
-			for i := range 4 {
-				ab[i], ab[4+i] = 0, 0
-				if r := r0 + i; r < w.r {
-					ab[i], ab[4+i] = w.qa[r], w.qb[r]
-				}
-			}
-			var pf []byte
-			if r0 == 0 && t0 == 0 {
-				pf = w.nextK // spread over the first group's (or the block's) tiles
-			}
+			ab, pf := w.rowGroup(r0, t0)
 			w.k.scoresI2x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/4:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
 		}
 		return
 	}
 	if w.x4() && m%x4Tokens == 0 {
-		var ab [8]float32
 		for r0 := 0; r0 < w.r; r0 += 4 {
+			ab, pf := w.rowGroup(r0, t0)
 			for i := range 4 {
-				ab[i], ab[4+i] = 0, 0
-				if r := r0 + i; r < w.r {
-					ab[i], ab[4+i] = hi*w.qa[r], w.qb[r]
-				}
+				ab[i] *= hi
 			}
 			out := w.scores[r0*np+t0:]
-			var pf []byte
-			if r0 == 0 && t0 == 0 {
-				pf = w.nextK // spread over the first group's (or the block's) tiles
-			}
 			w.k.scoresU8x4(out, np, w.qb4[4*r0*d:], codes[t0*d:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
 			if wide {
 				for i := range 4 {
@@ -581,6 +554,21 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 			w.k.scoresU8(out, w.qlo[r*d:(r+1)*d], codes[t0*d:], A[t0:], B[t0:], w.qa[r], 0, 1)
 		}
 	}
+}
+
+// rowGroup returns the score kernels' fold parameters of rows r0..r0+3
+// (qa, then qb; zeros past the last row) and the next block's lines to
+// prefetch, which go with the first row group of the block's first tile.
+func (w *worker) rowGroup(r0, t0 int) (ab [8]float32, pf []byte) {
+	for i := range 4 {
+		if r := r0 + i; r < w.r {
+			ab[i], ab[4+i] = w.qa[r], w.qb[r]
+		}
+	}
+	if r0 == 0 && t0 == 0 {
+		pf = w.nextK // spread over the first group's (or the block's) tiles
+	}
+	return ab, pf
 }
 
 // params converts the fp16 (scale, zero) pairs from pair p0 on, len(dst)/2

@@ -493,8 +493,15 @@ func quantWGo(wq []int16, ldq int, p, s []float32, lds, n, groups int) float32 {
 }
 
 func pvS16Go(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte) {
+	pvRowsGo(acc, ldacc, delta, wq, ldw, ldq, codes, n, d, gshift, 4)
+}
+
+// pvRowsGo adds delta[r]·Σ_t wq[r][c>>gshift][t]·codes[t][c] to acc's row r
+// for rows rows and d channels, with exact int32 sums: the arithmetic of
+// pvS16 (16-bit weights) and pvU8 (8-bit weights).
+func pvRowsGo[W int16 | uint8](acc []float32, ldacc int, delta []float32, wq []W, ldw, ldq int, codes []uint8, n, d, gshift, rows int) {
 	var sum [256]int32
-	for r := 0; r < 4; r++ {
+	for r := 0; r < rows; r++ {
 		s := sum[:d]
 		clear(s)
 		for t := 0; t < n; t++ {
@@ -573,20 +580,7 @@ func pvU8Go(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int,
 	} else {
 		unpack2Go(codes, packed[:n*d/4])
 	}
-	var sum [256]int32
-	for r := 0; r < rows; r++ {
-		s := sum[:d]
-		clear(s)
-		for t := 0; t < n; t++ {
-			for c, x := range codes[t*d : (t+1)*d] {
-				s[c] += int32(wq[r*ldw+(c>>gshift)*ldq+t]) * int32(x)
-			}
-		}
-		a := acc[r*ldacc : r*ldacc+d]
-		for c := range a {
-			a[c] += delta[r] * float32(s[c])
-		}
-	}
+	pvRowsGo(acc, ldacc, delta, wq, ldw, ldq, codes, n, d, gshift, rows)
 }
 
 func bcastQ4Go(dst, q []int8) {
