@@ -19,33 +19,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-
-def ppl_points(path):
-    """{(format, k_chunk): ppl} from eval ppl's JSON (fixed k_chunk rows only)."""
-    out = {}
-    for r in json.load(open(path))["results"]:
-        w = r["weights"]
-        if "dec_k_chunk_per_shape" in w:
-            continue
-        out[(w["format"], w.get("dec_k_chunk", 0))] = r["ppl"]
-    return out
-
-
-def latency_points(path):
-    """{(format, k_chunk): ms/token} from bench model's JSON (fixed k_chunk rows only)."""
-    out = {}
-    rep = json.load(open(path))
-    for r in rep["rows"]:
-        dec = r.get("dec", "")
-        if dec.startswith("tuned"):
-            continue
-        out[(r["weights"], int(dec or 0))] = r["ms_per_step"]
-    return out, rep
+# The readers of eval ppl's and bench model's JSON ({(format, k_chunk): value},
+# fixed k_chunk rows only) are the SVG script's, beside this one.
+from dec_tradeoff_svg import lat as latency_points, ppl as ppl_points  # noqa: E402
 
 
 def main(ppl_path, model_path, png):
     ppl = ppl_points(ppl_path)
-    lat, rep = latency_points(model_path)
+    lat = latency_points(model_path)
+    device = json.load(open(model_path))["device"]
     # GPTQ stores the RTN format (same codes layout, same kernels): its
     # latency is RTN's.
     for (f, k), v in list(lat.items()):
@@ -60,7 +42,7 @@ def main(ppl_path, model_path, png):
         ax.plot(xs, ys, marker="o", label=f, linestyle="--" if f.endswith("gptq") else "-")
         for x, y, k in zip(xs, ys, ks):
             ax.annotate("no DEC" if k == 0 else f"k={k}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    ax.set_xlabel(f"decode ms/token, Llama-3.1-8B shapes, B=1, 1K context ({rep['device']})")
+    ax.set_xlabel(f"decode ms/token, Llama-3.1-8B shapes, B=1, 1K context ({device})")
     ax.set_ylabel("perplexity, gocoder-23m heldout (ctx 2048)")
     ax.set_title("DEC: perplexity against latency (one k_chunk on every layer)")
     ax.grid(alpha=0.3)
