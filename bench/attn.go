@@ -93,7 +93,8 @@ const DefaultCPUReps = 15
 
 // RunAttnCPU measures CPU decode attention (one query token per sequence)
 // for every format and grid point, plus the fp32 baseline, and this
-// machine's read bandwidth in the same run.
+// machine's read bandwidth in the same run (before and after the rows;
+// AttnReport.ReadGBps).
 func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 	if cfg.Reps <= 0 {
 		cfg.Reps = DefaultCPUReps

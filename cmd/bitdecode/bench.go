@@ -21,7 +21,8 @@ a cache of L tokens for each format and each (batch B, context L) grid point,
 on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128), and this machine's read
 bandwidth in the same run. Each row reports the median time, the bytes the step
 actually reads (packed K/V, scales, fp16 residual, Q and O), the achieved GB/s,
-its fraction of the measured read ceiling, the speedup over the fp32 baseline,
+its fraction of the measured read ceiling (on the CPU probed before and after
+the rows, the higher taken), the speedup over the fp32 baseline,
 and the largest error against float64 attention on the unquantized K/V.
 
 The synthetic K has per-channel offsets and a few outlier channels (x10-x50)
