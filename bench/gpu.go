@@ -185,7 +185,7 @@ func runFormat(dev *cuda.Device, cfg GPUConfig, spec string, rep *GPUReport, fp1
 		}
 		row.FracCeiling = row.GBps / rep.ReadGBps
 		rep.Rows = append(rep.Rows, *row)
-		fmt.Fprintf(progress, "  %-6s %-24s B=%-3d L=%-6d splits=%-3d %9.1f us %7.0f GB/s %5.1f%% of read  err %.1e\n",
+		fmt.Fprintf(progress, "  %-12s %-24s B=%-3d L=%-6d splits=%-3d %9.1f us %7.0f GB/s %5.1f%% of read  err %.1e\n",
 			row.Kernel, row.Format, row.B, row.L, row.Splits, row.TimeUS, row.GBps, 100*row.FracCeiling, row.KernelErr)
 	}
 	return nil
@@ -287,6 +287,9 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	kname := cfg.Kernel.String()
 	if cfg.Kernel == kernels.DecodeAuto {
 		kname = "auto:" + plan.Kernel().String()
+	}
+	if plan.QK8() {
+		kname += "+qk8" // decode_mma.cu's scores on int8 tensor cores (v2.8)
 	}
 	row = &GPURow{Kernel: kname, AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: bytes, GBps: float64(bytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},

@@ -167,7 +167,12 @@ type DecodePlan struct {
 	// decode.cu); decode_combine does not run.
 	counters cuda.DevicePtr
 	dev      *cuda.Device
+	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)
 }
+
+// QK8 reports whether the plan computes the packed keys' scores on int8
+// tensor cores (v2.8: the query in 16-bit fixed point per row, two mmas).
+func (p *DecodePlan) QK8() bool { return p.qk8 }
 
 // Kernel returns the kernel the plan runs (DecodeAuto's pick).
 func (p *DecodePlan) Kernel() DecodeKernel { return p.kernel }
@@ -288,6 +293,27 @@ func mmaTile(l DecodeLayout) (mt, minB int) {
 	return 1 << (bits.Len(uint(mt)) - 1), 1
 }
 
+// qk8Reads reports whether decode_mma.cu's int8 K·q path (v2.8) reads
+// layout l: int2 or int4 keys (not bf16), per channel or per token in
+// groups of a multiple of 32 channels (one m16n8k32 never straddles two).
+func qk8Reads(l DecodeLayout) bool {
+	return (l.KBits == 2 || l.KBits == 4) && !l.BF16 && (l.KPerChannel || l.GK%32 == 0)
+}
+
+// mmaQK8 is the planner's rule for the int8 K·q path (v2.8): where it reads
+// the layout, unless tuning t says otherwise.
+func mmaQK8(l DecodeLayout, t MMATuning) bool {
+	if !qk8Reads(l) || t.QK8 < 0 {
+		return false
+	}
+	return t.QK8 > 0 || mmaQK8Default
+}
+
+// mmaQK8Default is whether the planner runs int2 and int4 keys' scores on
+// int8 tensor cores by default (measured side by side on the H100,
+// docs/perf/decode-attention.md, session 8).
+const mmaQK8Default = true
+
 // mmaConfig is decode_mma.cu's configuration for layout l under tuning t:
 // the tile (MT fragment groups of 16 tokens, as many as the lane budget
 // allows within a block and, keys per channel, within a key group), the
@@ -324,9 +350,9 @@ func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
 // mmaProgram returns decode_mma.cu's program for layout l with tiles of mt
 // groups, stages cp.async stages and registers capped for minB CTAs per
 // SM, and its split and combine kernels' name expressions.
-func mmaProgram(l DecodeLayout, mt, stages, minB int) (prog cuda.Program, splitExpr, combineExpr string) {
+func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8 bool) (prog cuda.Program, splitExpr, combineExpr string) {
 	kg, vg := scaleGroups(l)
-	splitExpr = fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB)
+	splitExpr = fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d, %t>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB, qk8)
 	combineExpr = fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return program("decode_mma.cu", decodeMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
 }
@@ -339,7 +365,8 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 		return nil, err
 	}
 	p.smem = stages * 4 * mt * 16 * l.D * (l.KBits + l.VBits) / 8 // 4 warps, tiles of mt groups
-	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB)
+	p.qk8 = mmaQK8(l, t.MMA)
+	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 

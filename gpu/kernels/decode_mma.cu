@@ -137,6 +137,121 @@ BD_DEVICE void splitParam(u32 v, float& s, float& z) {
   z = h2f(u16(v >> 16));
 }
 
+// v2.8: K·q on int8 tensor cores (mma.sync.m16n8k32, u8 codes x 8-bit
+// query halves, int32 accumulators) for int2 and int4 keys. The kv.MMA
+// words widen to bytes with masks alone: in an int2 word, w & 0x03030303
+// holds the codes of token g at channels 32j+2q, 32j+16+2q, 32j+2q+1,
+// 32j+17+2q (word j), w & 0x0c0c0c0c the same channels of token g+8 times
+// 4, and w >> 4 the channels 8 above; in an int4 word (16-channel block kb),
+// w & 0x0f0f0f0f is token g at 16kb+2q, +8, +1, +9 and w & 0xf0f0f0f0 token
+// g+8 times 16. So the A fragment of one m16n8k32 (rows g, g+8; k 4q.. and
+// 16+4q..) is one int2 word or two int4 words; the query's B fragment puts
+// the same channels in the same byte order, and the factor on token g+8 is
+// taken out of its accumulators afterwards (an exact power of two).
+//
+// The query side is q'_c = q_c·s_c (keys per channel, per key group) or q_c
+// (per token) in 16-bit fixed point per row: n_c = rn(q'_c·kQ8Max/max|q'|),
+// Δ = max|q'|/kQ8Max, stored as a signed high byte (n >> 8) and an unsigned
+// low byte (n & 255); two mmas give Σ code·hi and Σ code·lo exactly and
+// the score is Δ·(256·Σhi + Σlo). Its error against the exact q' is at most
+// Δ/2 per channel for the rounding of n, plus |q'|·1.5·2^-22 <= Δ·1.5·2^-7
+// for the float scaling (the approximate reciprocal, 2^-23, and three
+// roundings), so at most Δ/2 (1 + 2^-5) Σ_c code_c for the score: the term
+// the test's bound adds (decode_test.go, q8ScoreTerm).
+
+// kQ8Max is the largest |n| of the fixed-point query: 2^15 - 1, so that
+// n >> 8 fits a signed byte.
+constexpr float kQ8Max = 32767.f;
+
+// mmaI8 is mma.sync.m16n8k32 with unsigned 8-bit A and signed (S) or
+// unsigned B: c += A·B in int32, exact.
+template <bool S>
+BD_DEVICE void mmaI8(int c[4], const u32 a[4], u32 b0, u32 b1) {
+  if (S)
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// I8 is the int8 path's geometry for BITS-bit keys: the masks of token g's
+// codes and of token g+8's (scaled by kUp) in a word.
+template <int BITS>
+struct I8 {
+  static_assert(BITS == 2 || BITS == 4, "int8 K·q widens int2 and int4 codes");
+  static constexpr u32 kLow = BITS == 2 ? 0x03030303u : 0x0f0f0f0fu;
+  static constexpr u32 kHigh = BITS == 2 ? 0x0c0c0c0cu : 0xf0f0f0f0u;
+  static constexpr float kDown = BITS == 2 ? 0.25f : 0.0625f;  // 1 / kUp
+};
+
+// widen8 returns the A fragment of m16n8k32 number j (channels 32j..32j+31)
+// from a lane's K words: one int2 word (a shift and four masks) or two int4
+// words (two masks each).
+template <int BITS>
+BD_DEVICE void widen8(const u32* w, int j, u32 a[4]) {
+  if (BITS == 2) {
+    const u32 x = w[j], y = x >> 4;
+    a[0] = x & I8<BITS>::kLow, a[1] = x & I8<BITS>::kHigh, a[2] = y & I8<BITS>::kLow, a[3] = y & I8<BITS>::kHigh;
+  } else {
+    const u32 x = w[2 * j], y = w[2 * j + 1];
+    a[0] = x & I8<BITS>::kLow, a[1] = x & I8<BITS>::kHigh, a[2] = y & I8<BITS>::kLow, a[3] = y & I8<BITS>::kHigh;
+  }
+}
+
+// Q8 is the query rows' B operand of the int8 path: the high and low bytes
+// of n for each m16n8k32 and, in the C layout, Δ of rows 2q (e even) and
+// 2q+1 (e odd), divided by kUp for tokens g+8 (e >= 2).
+template <int D>
+struct Q8 {
+  u32 hi[D / 32][2], lo[D / 32][2];
+  float dq[4];
+};
+
+// rni rounds to the nearest integer, ties to even.
+BD_DEVICE int rni(float x) {
+  int r;
+  asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// makeQ8 quantizes q'_c = qf·sc of row g (the lane's B channels, as makeB
+// reads them) to Q8 for BITS-bit keys: the row's max |q'| over its quad.
+template <int D, int BITS>
+BD_DEVICE void makeQ8(const float qf[D / 16][4], const float* sc, int qd, Q8<D>& o) {
+  float mx = 0.f;
+#pragma unroll
+  for (int kb = 0; kb < D / 16; kb++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) mx = fmaxf(mx, fabsf(qf[kb][e] * sc[4 * kb + e]));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  float rcp;  // 1/mx within 2^-23 (rcp.approx; 0 -> +inf, then inv 0)
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(rcp) : "f"(mx));
+  const float inv = mx > 0.f ? kQ8Max * rcp : 0.f, delta = mx * (1.f / kQ8Max);
+#pragma unroll
+  for (int j = 0; j < D / 32; j++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      int n[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        // byte i of b_h: int2 (word j) channels 32j+2q, +16, +1, +17 (+8 for
+        // b1); int4 (words 2j, 2j+1 for b0, b1) 16kb+2q, +8, +1, +9.
+        const int kb = BITS == 2 ? 2 * j + (i & 1) : 2 * j + h;
+        const int e = BITS == 2 ? 2 * h + (i >> 1) : ((i & 1) << 1) | (i >> 1);
+        n[i] = rni(qf[kb][e] * sc[4 * kb + e] * inv);
+      }
+      o.lo[j][h] = prmt(prmt(n[0], n[1], 0x0040u), prmt(n[2], n[3], 0x0040u), 0x5410u);
+      o.hi[j][h] = prmt(prmt(n[0], n[1], 0x0051u), prmt(n[2], n[3], 0x0051u), 0x5410u);
+    }
+  float d[2];
+  toC(delta, qd, d);
+  o.dq[0] = d[0], o.dq[1] = d[1], o.dq[2] = d[0] * I8<BITS>::kDown, o.dq[3] = d[1] * I8<BITS>::kDown;
+}
+
 // loadKGroup loads fragment group mt of the tile at pos into raw: the lane's
 // K words and, with PP and per-token keys, the KT pairs of tokens g, g+8.
 template <int D, int KBITS, bool KC, int KG, bool PP, int VBITS, int MT, int VG>
@@ -177,24 +292,44 @@ BD_DEVICE void loadVGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, con
 //   NX           v2.7: as soon as group mt's K (V) codes and pairs are used,
 //                the next tile's (at next) are loaded into raw in their
 //                place, so a warp's loads of tile i+1 overlap tile i's work
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, bool PP = false, bool NX = false>
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, bool PP = false, bool NX = false, bool Q8K = false>
 BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw,
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
                     int gK, int gV, int within0, int tok0, int tEnd, const int limit[2],
                     const u32 bq[D / 16][2], const float biasC[2], const float qsumC[2][KG], int lane,
-                    const TilePos& next = TilePos{nullptr, nullptr, 0}) {
+                    const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr) {
   const int g = lane / 4, q = lane % 4;
   float s[MT][4];
   // Scores.
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
-    u32 a[Frag<D, KBITS>::kRegs];
-    unpack<D, KBITS>(raw.k[mt], a);
     float c[KG][4];
+    if constexpr (Q8K) {  // v2.8: int8 mmas on the widened codes, exact in int32
+      int ch[KG][4], cl[KG][4];
 #pragma unroll
-    for (int k = 0; k < KG; k++) c[k][0] = c[k][1] = c[k][2] = c[k][3] = 0.f;
+      for (int k = 0; k < KG; k++)
 #pragma unroll
-    for (int kb = 0; kb < D / 16; kb++) mmaT<BF>(c[KBITS < 16 && !KC ? kb * 16 * KG / D : 0], &a[4 * kb], bq[kb][0], bq[kb][1]);
+        for (int e = 0; e < 4; e++) ch[k][e] = cl[k][e] = 0;
+#pragma unroll
+      for (int j = 0; j < D / 32; j++) {
+        u32 a[4];
+        widen8<KBITS>(raw.k[mt], j, a);
+        const int k = KC ? 0 : j * 32 * KG / D;
+        mmaI8<true>(ch[k], a, q8->hi[j][0], q8->hi[j][1]);
+        mmaI8<false>(cl[k], a, q8->lo[j][0], q8->lo[j][1]);
+      }
+#pragma unroll
+      for (int k = 0; k < KG; k++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) c[k][e] = float(ch[k][e] * 256 + cl[k][e]) * q8->dq[e];
+    } else {
+      u32 a[Frag<D, KBITS>::kRegs];
+      unpack<D, KBITS>(raw.k[mt], a);
+#pragma unroll
+      for (int k = 0; k < KG; k++) c[k][0] = c[k][1] = c[k][2] = c[k][3] = 0.f;
+#pragma unroll
+      for (int kb = 0; kb < D / 16; kb++) mmaT<BF>(c[KBITS < 16 && !KC ? kb * 16 * KG / D : 0], &a[4 * kb], bq[kb][0], bq[kb][1]);
+    }
     if (KBITS < 16 && !KC) {  // per-token scales: s_t·(Q·codes) + z_t·ΣQ per channel group
 #pragma unroll
       for (int half = 0; half < 2; half++) {
@@ -272,7 +407,9 @@ BD_DEVICE void makeB(const float qf[D / 16][4], const float* sc, u32 bq[D / 16][
 }
 
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__).
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB>
+// Q8K: keys by the int8 path (v2.8; int2 and int4 keys, KT groups of 32
+// channels or more).
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false>
 __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
@@ -281,6 +418,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2,
     int* __restrict__ counters, u16* __restrict__ out) {
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
+  static_assert(!Q8K || ((KBITS == 2 || KBITS == 4) && !BF && (KC || D / KG % 32 == 0)), "int8 K·q: int2/int4 keys, KT groups of 32k channels");
   __shared__ float redO[kWarps][kQueryRows][D];
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
@@ -358,6 +496,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   makeB<D>(qf, ones, bPlain);
   u32 bPlainT[D / 16][2];  // the packed blocks' operand type (bf16 for bf16 storage)
   makeB<D, BF>(qf, ones, bPlainT);
+  Q8<D> q8;  // v2.8: the int8 path's query (per channel: refolded with the key scales)
+  if (Q8K && !(KBITS < 16 && KC)) makeQ8<D, (Q8K ? KBITS : 2)>(qf, ones, qd, q8);
   float zeroC[2] = {0.f, 0.f};
   // ΣQ per KT channel group, in C layout.
   float qsumC[2][KG];
@@ -424,12 +564,13 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
           const int nextTok = (kgrp + 1) * gK;
           if (nextTok < t0 + tileEnd * TT) stagePairs(nextTok);
         }
-        makeB<D>(qf, sc, bScaled);
+        if (Q8K) makeQ8<D, (Q8K ? KBITS : 2)>(qf, sc, qd, q8);
+        else makeB<D>(qf, sc, bScaled);
         toC(quadSum(bias), qd, biasC);
       }
     }
-    tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, NX && kPP, NX>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within, tok, t1,
-                                                          limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC, lane, next);
+    tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, NX && kPP, NX, Q8K>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within, tok, t1,
+                                                               limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC, lane, next, &q8);
   };
   if (ST > 0) {
     // v2.4: each warp stages its tiles through a ring of ST tiles in

@@ -145,6 +145,10 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 	}
 	up(&bufs.Out, cuda.Bytes(poison))
 
+	var q8 []float64
+	if plan.QK8() {
+		q8 = q8ScoreTerm(f, c.sh, seqs, q, c.tq)
+	}
 	var first []uint16
 	for run := 0; run < 3; run++ {
 		if err := d.HtoD(bufs.Out, cuda.Bytes(poison)); err != nil {
@@ -165,7 +169,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 		}
 		if run == 0 {
 			first = got
-			checkOut(t, c, f, st, got, want)
+			checkOut(t, c, f, st, got, want, q8)
 			continue
 		}
 		for i := range got {
@@ -178,12 +182,23 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 
 // checkOut compares every output element with the reference within
 // kvtest.DecodeTol, plus the fp16 rounding of the output (half an ulp:
-// 2^-11 relative).
-func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint16, want []float32) {
+// 2^-11 relative). With q8 (the int8 K·q path's score terms, q8ScoreTerm),
+// the bound's query term is the larger of the fp16 path's (which the
+// residual tokens still take) and the int8 path's: DecodeTol's score terms
+// count 2.5 times, as there.
+func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint16, want []float32, q8 []float64) {
 	t.Helper()
 	d := c.sh.D
+	ratio := 0.0
 	for row := 0; row < len(got)/d; row++ {
 		tol := kvtest.DecodeTol(f, st, d, row, c.kernel != kernels.DecodeV1)
+		if q8 != nil {
+			fp16Term := epsFP16 / math.Sqrt(float64(d)) * st.ScoreMag[row]
+			tol += st.MaxAbsV * 2.5 * max(0, q8[row]-fp16Term)
+			if fp16Term > 0 {
+				ratio = max(ratio, q8[row]/fp16Term)
+			}
+		}
 		for ch := 0; ch < d; ch++ {
 			g := float64(half.ToFloat32(got[row*d+ch]))
 			w := float64(want[row*d+ch])
@@ -192,6 +207,87 @@ func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint
 			}
 		}
 	}
+	if q8 != nil {
+		t.Logf("%v: int8 K·q: score term / fp16 query term <= %.3g over the rows", c, ratio)
+	}
+}
+
+// epsFP16 is the fp16 operands' relative rounding (DecodeTol's eps16).
+const epsFP16 = 1.0 / (1 << 11)
+
+// q8Max is decode_mma.cu's kQ8Max: the largest |n| of the fixed-point query.
+const q8Max = 32767
+
+// q8ScoreTerm returns, per output row (out's order), the bound of the score
+// error the int8 K·q path (decode_mma.cu v2.8) adds, in DecodeTol's units
+// (natural log, softmax scale applied): over the row's visible packed
+// tokens t, the largest (1 + 2^-5)/2 · Σ_k s_k·Δ_k·Σ_{c in k} code_{t,c},
+// with per-channel keys one group k of scale 1 and Δ = max_c |q_c·s_c|/q8Max
+// of the token's key group, per-token keys the KT groups k of scale s_k and
+// Δ = max_c |q_c|/q8Max. (decode_mma.cu derives it: each channel of the
+// fixed-point query within Δ/2 (1 + 2^-5) of q_c·s_c.)
+func q8ScoreTerm(f kv.Format, sh attn.Shape, seqs []*attn.Seq, q []float32, tq int) []float64 {
+	d, nr, group := sh.D, f.Residual, sh.Hq/sh.Hkv
+	kc := f.K.Scaling == kv.PerChannel
+	kg := 1
+	if !kc {
+		kg = d / f.K.Group
+	}
+	scaleF := func(blk []byte, i int) float64 {
+		s, _ := f.K.Param(blk, i)
+		return float64(half.ToFloat32(s))
+	}
+	out := make([]float64, len(seqs)*tq*sh.Hq)
+	for b, s := range seqs {
+		n := len(s.Blocks) * nr
+		l := s.Len(nr)
+		for h := 0; h < sh.Hkv; h++ {
+			// Σ code per packed token and KT group; each token's KT scales.
+			codes := make([]float64, n*kg)
+			scales := make([]float64, n*kg)
+			for t := 0; t < n; t++ {
+				blk := s.Blocks[t/nr][h*f.BlockBytes():]
+				for c := 0; c < d; c++ {
+					codes[t*kg+c*kg/d] += float64(f.K.Code(blk, t%nr, c))
+				}
+				for k := 0; k < kg && !kc; k++ {
+					scales[t*kg+k] = scaleF(blk, f.K.ParamIndex(t%nr, k*f.K.Group))
+				}
+			}
+			for i := 0; i < tq; i++ {
+				for hq := h * group; hq < (h+1)*group; hq++ {
+					row := (b*tq+i)*sh.Hq + hq
+					qv := q[row*d : (row+1)*d]
+					qmax := 0.0
+					for _, x := range qv {
+						qmax = max(qmax, math.Abs(float64(x)))
+					}
+					worst, delta := 0.0, 0.0
+					for t := 0; t < n && t <= l-tq+i; t++ {
+						if kc && t%f.K.Group == 0 { // a new key group: Δ of q·s
+							blk := s.Blocks[t/nr][h*f.BlockBytes():]
+							m := 0.0
+							for c := 0; c < d; c++ {
+								m = max(m, math.Abs(float64(qv[c])*scaleF(blk, f.K.ParamIndex(t%nr, c))))
+							}
+							delta = m / q8Max
+						}
+						e := 0.0
+						for k := 0; k < kg; k++ {
+							if kc {
+								e += delta * codes[t*kg+k]
+							} else {
+								e += scales[t*kg+k] * qmax / q8Max * codes[t*kg+k]
+							}
+						}
+						worst = max(worst, e)
+					}
+					out[row] = (1 + 1.0/32) / 2 * worst / math.Sqrt(float64(d))
+				}
+			}
+		}
+	}
+	return out
 }
 
 func TestGPUDecodeMatchesReference(t *testing.T) {

@@ -36,6 +36,10 @@ const (
 	// EnvDecodeMinB is MMATuning.MinB: the CTAs per SM that decode_mma.cu's
 	// registers must allow (1-4; __launch_bounds__).
 	EnvDecodeMinB = "BITDECODE_DECODE_MINB"
+	// EnvDecodeQK8 is MMATuning.QK8: true (1) runs decode_mma.cu's K·q on
+	// int8 tensor cores (v2.8) for every int2 and int4 key format it can,
+	// false (0) on fp16 tensor cores; unset, the planner's rule (mmaQK8).
+	EnvDecodeQK8 = "BITDECODE_DECODE_QK8"
 	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
 	// the splits left to decode_combine (a second launch), for comparisons.
 	EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
@@ -102,6 +106,10 @@ type MMATuning struct {
 	// MinB is the CTAs per SM the registers are capped for (1-4); 0 is
 	// mmaTile's.
 	MinB int
+	// QK8 picks the scores' tensor cores for int2 and int4 keys (v2.8): 1
+	// int8 (the query in 16-bit fixed point, two mmas), -1 fp16, 0 the
+	// planner's rule (mmaQK8).
+	QK8 int
 }
 
 // WGMMATuning is decode_wgmma.cu's. Zero fields are the defaults.
@@ -189,6 +197,12 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 			p.fail(EnvDecodeSplits, v, "target:N with N a positive number of CTAs")
 		}
 		d.TargetCTAs = n
+	}
+	if on, ok := p.boolean(EnvDecodeQK8); ok {
+		d.MMA.QK8 = -1
+		if on {
+			d.MMA.QK8 = 1
+		}
 	}
 	if fuse, ok := p.boolean(EnvDecodeFuse); ok {
 		d.NoFuse = !fuse
@@ -292,6 +306,8 @@ func (t DecodeTuning) check() error {
 		return bad("MMATuning.Stages", t.MMA.Stages, wantStages)
 	case t.MMA.MinB < 0 || t.MMA.MinB > 4:
 		return bad("MMATuning.MinB", t.MMA.MinB, wantMinB)
+	case t.MMA.QK8 < -1 || t.MMA.QK8 > 1:
+		return bad("MMATuning.QK8", t.MMA.QK8, "1 (int8) or -1 (fp16)")
 	case t.WGMMA.Stages != 0 && (t.WGMMA.Stages < 2 || t.WGMMA.Stages > wgmmaMaxStages):
 		return bad("WGMMATuning.Stages", t.WGMMA.Stages, wantWGStage)
 	case t.WGMMA.MW != 0 && !slices.Contains(wgmmaMWs, t.WGMMA.MW):

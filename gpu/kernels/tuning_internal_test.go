@@ -20,14 +20,14 @@ func TestParseTuning(t *testing.T) {
 	}
 	got, err = ParseTuning(lookup(map[string]string{
 		EnvDecodeMT: "4", EnvDecodeStages: "3", EnvDecodeMinB: "2", EnvDecodeMinSplit: "128", EnvDecodeSplits: "target:528",
-		EnvDecodeFuse: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
+		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
 		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPackSlices: "7", EnvPtxasVerbose: "true",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Tuning{
-		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
+		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
 			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, Ptxas: os.Stderr},
 		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Ptxas: os.Stderr},
 		Pack:   PackTuning{Slices: 7},
@@ -77,6 +77,7 @@ func TestTuningChecks(t *testing.T) {
 		{DecodeTuning{MMA: MMATuning{MT: 3}}.check(), "MMATuning.MT"},
 		{DecodeTuning{MMA: MMATuning{Stages: 1}}.check(), "MMATuning.Stages"},
 		{DecodeTuning{MMA: MMATuning{MinB: 5}}.check(), "MMATuning.MinB"},
+		{DecodeTuning{MMA: MMATuning{QK8: 2}}.check(), "MMATuning.QK8"},
 		{DecodeTuning{WGMMA: WGMMATuning{Stages: 1}}.check(), "WGMMATuning.Stages"},
 		{DecodeTuning{WGMMA: WGMMATuning{MW: 3}}.check(), "WGMMATuning.MW"},
 		{DecodeTuning{WGMMA: WGMMATuning{MinB: -1}}.check(), "WGMMATuning.MinB"},
