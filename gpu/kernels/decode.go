@@ -81,10 +81,17 @@ const mmaRows = 8
 // 254-255 on NVRTC 11.8, sm_90).
 const mmaCTAsPerSM = 2
 
-// mmaMinSplitTokens is the fewest tokens a split gets, so that each CTA
-// has work enough to amortize its setup (v2.1: 512; v3.1: 256 measured
-// 0.4-1.6 us faster at 1 x 8K, equal at 1 x 32K).
-const mmaMinSplitTokens = 256
+// mmaMinSplitTokens is the fewest tokens a split of decode_mma.cu gets,
+// so that each CTA has work enough to amortize its setup (v2.1: 512; v3.1:
+// 256 measured 0.4-1.6 us faster at 1 x 8K, equal at 1 x 32K; v2.8: with
+// v2.7's in-place pipeline, 512 is 1.1-1.2 us faster at 1 x 8K for int2,
+// k4v2, int4 KC and KT, and no other row of the benchmark grid changes its
+// splits; docs/perf/decode-attention.md, session 8).
+const mmaMinSplitTokens = 512
+
+// wgmmaMinSplitTokens is mmaMinSplitTokens for decode_wgmma.cu (v3.1's
+// 256: 512 measured 0.3 us slower for int4 KT at 1 x 8K in session 8).
+const wgmmaMinSplitTokens = 256
 
 // decodeMaxSplits is bitdecode.cuh's kMaxSplits: splits of one sequence.
 const decodeMaxSplits = 1024
@@ -203,9 +210,9 @@ const splitFewItems = 16
 // sizeMMA checks shape s against layout l and sizes the splits of the
 // tensor-core kernels (decode_mma.cu and decode_wgmma.cu), ctasPerSM of
 // whose CTAs run at once on an SM. Splits cover whole blocks of at least
-// t.MinSplitTokens tokens (default mmaMinSplitTokens, to amortize each CTA's
-// setup); their count is splitBlocks', or v2's rule for t.TargetCTAs.
-func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, roundUp bool, t DecodeTuning) (*DecodePlan, error) {
+// t.MinSplitTokens tokens (default minSplit, the kernel's, to amortize each
+// CTA's setup); their count is splitBlocks', or v2's rule for t.TargetCTAs.
+func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, roundUp bool, minSplit int, t DecodeTuning) (*DecodePlan, error) {
 	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
 		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
 	}
@@ -217,7 +224,6 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rou
 	p.rowChunks = (rows + mmaRows - 1) / mmaRows
 	items := s.B * s.Hkv * p.rowChunks
 	maxBlocks := (s.MaxL + l.Nr - 1) / l.Nr
-	minSplit := mmaMinSplitTokens
 	if t.MinSplitTokens != 0 {
 		minSplit = t.MinSplitTokens
 	}
@@ -360,7 +366,7 @@ func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8 bool) (prog cuda.Progr
 // planMMA plans decode_mma.cu (mmaConfig, mmaProgram).
 func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
 	mt, stages, minB, ctas := mmaConfig(l, t.MMA)
-	p, err := sizeMMA(dev, l, s, ctas, false, t)
+	p, err := sizeMMA(dev, l, s, ctas, false, mmaMinSplitTokens, t)
 	if err != nil {
 		return nil, err
 	}

@@ -148,7 +148,7 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 	if err != nil {
 		return nil, err
 	}
-	p, err := sizeMMA(dev, l, s, ctas, true, t)
+	p, err := sizeMMA(dev, l, s, ctas, true, wgmmaMinSplitTokens, t)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,8 @@ type DecodeTuning struct {
 	MMA   MMATuning
 	WGMMA WGMMATuning
 	// MinSplitTokens is the fewest tokens a split of the tensor-core kernels
-	// gets (at least 16); 0 is mmaMinSplitTokens (256).
+	// gets (at least 16); 0 is the kernel's: mmaMinSplitTokens (512) for
+	// decode_mma.cu, wgmmaMinSplitTokens (256) for decode_wgmma.cu.
 	MinSplitTokens int
 	// TargetCTAs, when positive, sizes the splits for about this many CTAs
 	// per step (v2's rule) instead of whole waves (splitBlocks).
