@@ -67,6 +67,10 @@
 //        MT 8: int4 KC (128,8K) 83 -> 90%, int4 KT 81 -> 93% (now mma's
 //        for all but one short sequence), int2 58 -> 64%, k4v2 69 -> 79%
 //        (docs/perf/decode-attention.md, session 7).
+//   v2.8 K·q on int8 tensor cores for int2 and int4 keys (Q8K): the codes
+//        widened to bytes by masks, the query in 16-bit fixed point (two
+//        m16n8k32, exact in int32): 2-4x lower error against the float64
+//        reference, k4v2 +1-3%, int4 +0-2%, int2 tied (session 8).
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
