@@ -16,9 +16,14 @@ import (
 
 // Memory pool and staging sizes.
 const (
-	// maxQueued bounds the op queue: the ops beyond it run at once, so a
-	// long stream of ops without a Download still makes progress.
-	maxQueued = 1024
+	// segmentOps is how many queued ops run per hand-off to the owner
+	// thread: the queue is flushed whenever it holds that many, so the GPU
+	// starts on a decode step's first ops (replaying their CUDA graph)
+	// while the host still queues the rest, instead of idling until the
+	// step's Download (docs/perf/decode-step.md, v7). Each segment is a
+	// graph of its own (graph.go); the same ops queued after the same
+	// flush point split at the same places, step after step.
+	segmentOps = 32
 	// poolGranule rounds every tensor allocation up, so that tensors of
 	// nearly equal sizes share pooled buffers (and every buffer keeps
 	// cuMemAlloc's 256-byte alignment, which cuBLASLt's fast paths want).
@@ -75,9 +80,11 @@ type Backend struct {
 
 	// The op queue: ops append closures; Download, Sync, uploads and Do
 	// run them in one hand-off to the owner thread (a hand-off costs about
-	// 20 us; a decode step of an 8B model issues about 500 ops).
+	// 20 us; a decode step of an 8B model issues about 400 ops), and so
+	// does every segmentOps-th op.
 	qMu    sync.Mutex
 	queue  []queuedOp
+	spare  []queuedOp  // a flushed queue's backing array, for the next
 	graphs *graphCache // touched on the owner thread only
 
 	// Linear's fp16 copy of x; touched only by ops (one goroutine at a

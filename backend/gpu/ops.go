@@ -56,10 +56,17 @@ func (b *Backend) vector(op string, w backend.Weight) (*weight, error) {
 // whose ops have equal keys launch the same kernels with the same
 // arguments, so the second may replay a CUDA graph of the first (graph.go).
 // An op queued without a key makes its flush run directly.
+//
+// Every segmentOps ops the queue is flushed (see segmentOps): the GPU runs
+// the first part of a long sequence of ops while the caller queues the
+// rest.
 func (b *Backend) launch(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 	b.qMu.Lock()
+	if b.queue == nil {
+		b.queue, b.spare = b.spare, nil
+	}
 	b.queue = append(b.queue, queuedOp{op: op, f: f, key: key})
-	full := len(b.queue) >= maxQueued
+	full := len(b.queue) >= segmentOps
 	b.qMu.Unlock()
 	if full {
 		b.flush()
@@ -115,6 +122,12 @@ func (b *Backend) flushWith(after func(c *cuda.Ctx) error) {
 		}
 		return nil
 	})
+	clear(ops) // the closures may hold tensors: drop them before reuse
+	b.qMu.Lock()
+	if b.spare == nil {
+		b.spare = ops[:0]
+	}
+	b.qMu.Unlock()
 	if opErr != nil {
 		b.fail(opErr)
 	}
