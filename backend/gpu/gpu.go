@@ -183,6 +183,9 @@ type queuedOp struct {
 	op  string
 	f   func(c *cuda.Ctx) error
 	key []uint64 // launch arguments, for graph replay (nil: not replayable)
+	// upload: a copy from Go memory (EnqueueUpload), which a graph cannot
+	// capture; those at the head of a flush run before its graph.
+	upload bool
 }
 
 // tensor is the CUDA backend's backend.Tensor.
@@ -417,7 +420,10 @@ func (b *Backend) Upload(dst backend.Tensor, src []float32) error {
 }
 
 // UploadInt32 implements backend.Backend. The values are also kept on the
-// host, where Embedding and Rows check them.
+// host, where Embedding and Rows check them. The copy is queued, in order
+// with the ops (EnqueueUpload): a decode step's ids and positions cost no
+// hand-off to the owner thread of their own, and a device error of the
+// copy becomes the pending op error.
 func (b *Backend) UploadInt32(dst backend.Tensor, src []int32) error {
 	t, err := b.tensorOf("UploadInt32", dst)
 	if err != nil {
@@ -429,10 +435,10 @@ func (b *Backend) UploadInt32(dst backend.Tensor, src []int32) error {
 	if len(src) != t.n {
 		return fmt.Errorf("backend/gpu: UploadInt32: %d values into tensor %v", len(src), t)
 	}
-	if err := b.copyIn(t.ptr, cuda.Bytes(src)); err != nil {
-		return fmt.Errorf("backend/gpu: UploadInt32 into %v: %w", t, err)
-	}
-	t.host = append(t.host[:0], src...)
+	// A new slice each time: the queued copy reads it after this returns,
+	// perhaps after a later UploadInt32 into the same tensor.
+	t.host = slices.Clone(src)
+	b.EnqueueUpload("UploadInt32", t.ptr, cuda.Bytes(t.host))
 	return nil
 }
 

@@ -61,11 +61,16 @@ func (b *Backend) vector(op string, w backend.Weight) (*weight, error) {
 // the first part of a long sequence of ops while the caller queues the
 // rest.
 func (b *Backend) launch(op string, f func(c *cuda.Ctx) error, key ...uint64) {
+	b.queueOp(queuedOp{op: op, f: f, key: key})
+}
+
+// queueOp appends q to the queue, flushing it every segmentOps ops.
+func (b *Backend) queueOp(q queuedOp) {
 	b.qMu.Lock()
 	if b.queue == nil {
 		b.queue, b.spare = b.spare, nil
 	}
-	b.queue = append(b.queue, queuedOp{op: op, f: f, key: key})
+	b.queue = append(b.queue, q)
 	full := len(b.queue) >= segmentOps
 	b.qMu.Unlock()
 	if full {
@@ -82,6 +87,21 @@ func (b *Backend) launch(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 // kernels on the device's stream. Without a key the flush runs directly.
 func (b *Backend) Enqueue(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 	b.launch(op, f, key...)
+}
+
+// EnqueueUpload queues a copy of the host bytes src into device memory dst
+// on the device's stream, after the ops issued so far: per-step tables
+// (token ids, positions, a KV cache's block tables) reach the device in
+// order with the step's ops without a hand-off to the owner thread of
+// their own. src must not change until the queue has run (Do, Download,
+// Sync; pass a new slice). The copy runs outside CUDA graphs: uploads at
+// the head of a flush run just before its graph is replayed, and an upload
+// after an op of the same flush makes the flush run directly. A device
+// error of the copy becomes the pending op error.
+func (b *Backend) EnqueueUpload(op string, dst cuda.DevicePtr, src []byte) {
+	b.queueOp(queuedOp{op: op, upload: true, f: func(c *cuda.Ctx) error {
+		return c.HtoDAsync(dst, src, b.stream)
+	}})
 }
 
 // Do runs the queued ops, then f, in one hand-off to the owner thread, and
@@ -109,13 +129,22 @@ func (b *Backend) flushWith(after func(c *cuda.Ctx) error) {
 	}
 	var opErr error
 	err := b.dev.Do(func(c *cuda.Ctx) error {
-		if !b.graphs.run(c, b.stream, ops) {
+		direct := func(ops []queuedOp) bool {
 			for _, q := range ops {
 				if err := q.f(c); err != nil {
 					opErr = fmt.Errorf("backend/gpu: %s: %w", q.op, err)
-					break
+					return false
 				}
 			}
+			return true
+		}
+		// The uploads at the head, then the rest as a graph if it can be.
+		n := 0
+		for n < len(ops) && ops[n].upload {
+			n++
+		}
+		if direct(ops[:n]) && !b.graphs.run(c, b.stream, ops[n:]) {
+			direct(ops[n:])
 		}
 		if after != nil {
 			return after(c)
