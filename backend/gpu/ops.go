@@ -523,7 +523,9 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 }
 
 // AddRMSNorm implements backend.Backend: one add_rmsnorm launch (ops.cu),
-// the bits of Add then RMSNorm.
+// the bits of Add then RMSNorm; on Hopper, rows of
+// kernels.NormClusterMinG to NormClusterMaxG run over a cluster of CTAs
+// (add_rmsnorm_cluster, kernels.Ops.AddRMSNorm: its own summation order).
 func (b *Backend) AddRMSNorm(h, x, delta backend.Tensor, w backend.Weight, eps float32) {
 	const op = "AddRMSNorm"
 	if b.failed() {
