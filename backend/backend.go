@@ -143,9 +143,13 @@ type Backend interface {
 	// AddRMSNorm is Add followed by RMSNorm, the residual update of a
 	// decoder layer and the next norm in one pass: h = h + delta, then
 	// x = RMSNorm(h) with weight w over groups of G = len(w) as RMSNorm
-	// does. The results are bitwise those of Add(h, h, delta) then
-	// RMSNorm(x, h, w, eps). h and x [T, C] with C a multiple of G, delta
-	// as many elements as h; x may be delta, h must be neither.
+	// does. The results are those of Add(h, h, delta) then
+	// RMSNorm(x, h, w, eps): h bitwise; x bitwise, or, where a backend
+	// sums a row's squares in another order than its RMSNorm (the CUDA
+	// backend's rows over a cluster of CTAs), within the ulp of r by which
+	// the mean's rounding may then differ. h and x [T, C] with C a
+	// multiple of G, delta as many elements as h; x may be delta, h must
+	// be neither.
 	AddRMSNorm(h, x, delta Tensor, w Weight, eps float32)
 	// RoPEQK rotates q and k in place at the same positions, as RoPE(q)
 	// then RoPE(k), first normalizing each head of q by qNorm and each

@@ -117,8 +117,8 @@ func (m *Llama) Config() *Config { return m.cfg }
 //	h = h + (silu(x·Wgᵀ) ⊙ x·Wuᵀ)·Wdᵀ             (gate and up: one LinearGroup)
 //
 // and the logits are RMSNorm(h)·Wlmᵀ for the output rows. The small ops
-// run fused where the backend has an op for two of them (bitwise the same
-// results): each residual add with the norm after it (AddRMSNorm; a layer's
+// run fused where the backend has an op for two of them (the same results,
+// bitwise but for the ulp AddRMSNorm allows): each residual add with the norm after it (AddRMSNorm; a layer's
 // last add carries the next layer's first norm, or the final norm), and the
 // q/k norms with both RoPEs (RoPEQK).
 func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {

@@ -88,10 +88,14 @@
 //
 // # Streams, ordering and errors
 //
-// Every op queues its kernels on the device's stream inside one
-// gpu/cuda Device.Do (one hand-off to the device's owner thread per op),
-// and returns at once. Upload, UploadInt32 and Download copy through the same
-// stream and wait for it, so they see the ops issued before them. As in
+// Every op appends its launches to the backend's op queue and returns at
+// once; the queue runs on the device's owner thread, on the device's
+// stream, in one gpu/cuda Device.Do every 32 ops (a decode step's first
+// kernels run while the rest is queued) and at Do, Download and Sync,
+// replaying CUDA graphs where the same ops ran before (graph.go).
+// UploadInt32 queues its copy with the ops; Upload copies through the
+// stream and waits for it; Download waits for it: each sees the ops issued
+// before it. As in
 // backend/cpu, an op records its first error (a shape mismatch, an index out
 // of range, a failed launch) and later ops do nothing until Sync; Err reports
 // the recorded error without waiting, Download and Sync wait for the stream

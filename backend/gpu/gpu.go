@@ -16,9 +16,14 @@ import (
 
 // Memory pool and staging sizes.
 const (
-	// maxQueued bounds the op queue: the ops beyond it run at once, so a
-	// long stream of ops without a Download still makes progress.
-	maxQueued = 1024
+	// segmentOps is how many queued ops run per hand-off to the owner
+	// thread: the queue is flushed whenever it holds that many, so the GPU
+	// starts on a decode step's first ops (replaying their CUDA graph)
+	// while the host still queues the rest, instead of idling until the
+	// step's Download (docs/perf/decode-step.md, v7). Each segment is a
+	// graph of its own (graph.go); the same ops queued after the same
+	// flush point split at the same places, step after step.
+	segmentOps = 32
 	// poolGranule rounds every tensor allocation up, so that tensors of
 	// nearly equal sizes share pooled buffers (and every buffer keeps
 	// cuMemAlloc's 256-byte alignment, which cuBLASLt's fast paths want).
@@ -75,9 +80,11 @@ type Backend struct {
 
 	// The op queue: ops append closures; Download, Sync, uploads and Do
 	// run them in one hand-off to the owner thread (a hand-off costs about
-	// 20 us; a decode step of an 8B model issues about 500 ops).
+	// 20 us; a decode step of an 8B model issues about 400 ops), and so
+	// does every segmentOps-th op.
 	qMu    sync.Mutex
 	queue  []queuedOp
+	spare  []queuedOp  // a flushed queue's backing array, for the next
 	graphs *graphCache // touched on the owner thread only
 
 	// Linear's fp16 copy of x; touched only by ops (one goroutine at a
@@ -176,6 +183,9 @@ type queuedOp struct {
 	op  string
 	f   func(c *cuda.Ctx) error
 	key []uint64 // launch arguments, for graph replay (nil: not replayable)
+	// upload: a copy from Go memory (EnqueueUpload), which a graph cannot
+	// capture; those at the head of a flush run before its graph.
+	upload bool
 }
 
 // tensor is the CUDA backend's backend.Tensor.
@@ -410,7 +420,10 @@ func (b *Backend) Upload(dst backend.Tensor, src []float32) error {
 }
 
 // UploadInt32 implements backend.Backend. The values are also kept on the
-// host, where Embedding and Rows check them.
+// host, where Embedding and Rows check them. The copy is queued, in order
+// with the ops (EnqueueUpload): a decode step's ids and positions cost no
+// hand-off to the owner thread of their own, and a device error of the
+// copy becomes the pending op error.
 func (b *Backend) UploadInt32(dst backend.Tensor, src []int32) error {
 	t, err := b.tensorOf("UploadInt32", dst)
 	if err != nil {
@@ -422,10 +435,10 @@ func (b *Backend) UploadInt32(dst backend.Tensor, src []int32) error {
 	if len(src) != t.n {
 		return fmt.Errorf("backend/gpu: UploadInt32: %d values into tensor %v", len(src), t)
 	}
-	if err := b.copyIn(t.ptr, cuda.Bytes(src)); err != nil {
-		return fmt.Errorf("backend/gpu: UploadInt32 into %v: %w", t, err)
-	}
-	t.host = append(t.host[:0], src...)
+	// A new slice each time: the queued copy reads it after this returns,
+	// perhaps after a later UploadInt32 into the same tensor.
+	t.host = slices.Clone(src)
+	b.EnqueueUpload("UploadInt32", t.ptr, cuda.Bytes(t.host))
 	return nil
 }
 

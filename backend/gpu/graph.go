@@ -18,13 +18,18 @@ import (
 // kernels with the same arguments. The first time a sequence of keys is
 // seen it runs directly; the second time it is captured into a CUDA graph
 // (and run by replaying it); from then on the graph is replayed: one launch
-// instead of hundreds, and no gaps between kernels on the GPU.
+// instead of hundreds, and no gaps between kernels on the GPU. A step's
+// ops come in flushes of segmentOps (gpu.go), each its own key sequence and
+// graph, so the GPU replays the step's first graph while the host queues
+// the next.
 const (
 	// graphMinOps is the shortest flush worth a graph.
 	graphMinOps = 16
 	// graphMaxEntries bounds the remembered key sequences; beyond it the
-	// cache is emptied (a new workload).
-	graphMaxEntries = 64
+	// cache is emptied (a new workload). An 8B model's decode step is
+	// about 13 sequences (segments); serving adds one step per batch
+	// bucket and cache.
+	graphMaxEntries = 512
 )
 
 // graphCache remembers flushes by their key sequence.
@@ -32,7 +37,16 @@ type graphCache struct {
 	disabled bool
 	seed     maphash.Seed
 	entries  map[uint64]*graphEntry
-	buf      []byte // the key sequence's bytes, reused for hashing
+	flat     []uint64 // the flush's key sequence, reused
+	buf      []byte   // the key sequence's bytes, reused for hashing
+	stats    GraphStats
+}
+
+// GraphStats counts the op queue's flushes by how they ran.
+type GraphStats struct {
+	Direct   int // ran op by op (first sight, too short, an op without a key, graphs off)
+	Captured int // captured into a graph (second sight) and launched
+	Replayed int // replayed from an earlier capture
 }
 
 // graphEntry is one key sequence: how often it ran, and its graph once
@@ -51,9 +65,11 @@ func newGraphCache(disabled bool) *graphCache {
 }
 
 // flatKey returns the flush's key sequence (op names hashed, each op's key
-// length-prefixed), or nil if an op has no key.
+// length-prefixed), or nil if an op has no key. The slice is g's, valid
+// until the next call.
 func (g *graphCache) flatKey(ops []queuedOp) []uint64 {
-	var flat []uint64
+	flat := g.flat[:0]
+	defer func() { g.flat = flat[:0] }()
 	for _, q := range ops {
 		if q.key == nil {
 			return nil
@@ -68,12 +84,37 @@ func (g *graphCache) flatKey(ops []queuedOp) []uint64 {
 // time their keys are seen) and reports whether it did; false means the
 // caller runs them directly. It runs on the owner thread.
 func (g *graphCache) run(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) bool {
-	if g == nil || g.disabled || len(ops) < graphMinOps {
+	if g == nil {
 		return false
+	}
+	ran := g.replay(c, s, ops)
+	switch {
+	case ran == graphReplayed:
+		g.stats.Replayed++
+	case ran == graphCaptured:
+		g.stats.Captured++
+	case len(ops) > 0:
+		g.stats.Direct++
+	}
+	return ran != graphNone
+}
+
+// How graphCache.replay ran a flush.
+const (
+	graphNone     = iota // not at all: the caller runs the ops directly
+	graphCaptured        // captured, then launched
+	graphReplayed        // launched from an earlier capture
+)
+
+// replay is run's work: it returns graphNone when the caller must run the
+// ops directly.
+func (g *graphCache) replay(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) int {
+	if g.disabled || len(ops) < graphMinOps {
+		return graphNone
 	}
 	flat := g.flatKey(ops)
 	if flat == nil {
-		return false
+		return graphNone
 	}
 	g.buf = g.buf[:0]
 	for _, v := range flat {
@@ -85,17 +126,18 @@ func (g *graphCache) run(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) bool {
 		if len(g.entries) >= graphMaxEntries {
 			g.reset(c)
 		}
-		g.entries[sum] = &graphEntry{keys: flat, seen: 1}
-		return false
+		g.entries[sum] = &graphEntry{keys: slices.Clone(flat), seen: 1}
+		return graphNone
 	}
 	if e.bad {
-		return false
+		return graphNone
 	}
+	ran := graphReplayed
 	if e.graph == nil {
 		e.seen++
 		if err := c.BeginCapture(s); err != nil {
 			e.bad = true
-			return false
+			return graphNone
 		}
 		var opErr error
 		for _, q := range ops {
@@ -112,15 +154,16 @@ func (g *graphCache) run(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) bool {
 			// The ops did not run (capture only records them): run them
 			// directly, and never try to capture this sequence again.
 			e.bad = true
-			return false
+			return graphNone
 		}
 		e.graph = graph
+		ran = graphCaptured
 	}
 	if err := c.LaunchGraph(e.graph, s); err != nil {
 		e.bad = true
-		return false
+		return graphNone
 	}
-	return true
+	return ran
 }
 
 // reset destroys every graph and forgets every key sequence.
@@ -131,4 +174,13 @@ func (g *graphCache) reset(c *cuda.Ctx) {
 		}
 	}
 	clear(g.entries)
+}
+
+// GraphStats returns how the op queue's flushes have run since Open, for
+// tests and benchmarks that check that decode steps replay CUDA graphs.
+// Ops still queued are not counted.
+func (b *Backend) GraphStats() GraphStats {
+	var st GraphStats
+	_ = b.dev.Do(func(*cuda.Ctx) error { st = b.graphs.stats; return nil })
+	return st
 }

@@ -56,10 +56,22 @@ func (b *Backend) vector(op string, w backend.Weight) (*weight, error) {
 // whose ops have equal keys launch the same kernels with the same
 // arguments, so the second may replay a CUDA graph of the first (graph.go).
 // An op queued without a key makes its flush run directly.
+//
+// Every segmentOps ops the queue is flushed (see segmentOps): the GPU runs
+// the first part of a long sequence of ops while the caller queues the
+// rest.
 func (b *Backend) launch(op string, f func(c *cuda.Ctx) error, key ...uint64) {
+	b.queueOp(queuedOp{op: op, f: f, key: key})
+}
+
+// queueOp appends q to the queue, flushing it every segmentOps ops.
+func (b *Backend) queueOp(q queuedOp) {
 	b.qMu.Lock()
-	b.queue = append(b.queue, queuedOp{op: op, f: f, key: key})
-	full := len(b.queue) >= maxQueued
+	if b.queue == nil {
+		b.queue, b.spare = b.spare, nil
+	}
+	b.queue = append(b.queue, q)
+	full := len(b.queue) >= segmentOps
 	b.qMu.Unlock()
 	if full {
 		b.flush()
@@ -75,6 +87,21 @@ func (b *Backend) launch(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 // kernels on the device's stream. Without a key the flush runs directly.
 func (b *Backend) Enqueue(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 	b.launch(op, f, key...)
+}
+
+// EnqueueUpload queues a copy of the host bytes src into device memory dst
+// on the device's stream, after the ops issued so far: per-step tables
+// (token ids, positions, a KV cache's block tables) reach the device in
+// order with the step's ops without a hand-off to the owner thread of
+// their own. src must not change until the queue has run (Do, Download,
+// Sync; pass a new slice). The copy runs outside CUDA graphs: uploads at
+// the head of a flush run just before its graph is replayed, and an upload
+// after an op of the same flush makes the flush run directly. A device
+// error of the copy becomes the pending op error.
+func (b *Backend) EnqueueUpload(op string, dst cuda.DevicePtr, src []byte) {
+	b.queueOp(queuedOp{op: op, upload: true, f: func(c *cuda.Ctx) error {
+		return c.HtoDAsync(dst, src, b.stream)
+	}})
 }
 
 // Do runs the queued ops, then f, in one hand-off to the owner thread, and
@@ -102,19 +129,34 @@ func (b *Backend) flushWith(after func(c *cuda.Ctx) error) {
 	}
 	var opErr error
 	err := b.dev.Do(func(c *cuda.Ctx) error {
-		if !b.graphs.run(c, b.stream, ops) {
+		direct := func(ops []queuedOp) bool {
 			for _, q := range ops {
 				if err := q.f(c); err != nil {
 					opErr = fmt.Errorf("backend/gpu: %s: %w", q.op, err)
-					break
+					return false
 				}
 			}
+			return true
+		}
+		// The uploads at the head, then the rest as a graph if it can be.
+		n := 0
+		for n < len(ops) && ops[n].upload {
+			n++
+		}
+		if direct(ops[:n]) && !b.graphs.run(c, b.stream, ops[n:]) {
+			direct(ops[n:])
 		}
 		if after != nil {
 			return after(c)
 		}
 		return nil
 	})
+	clear(ops) // the closures may hold tensors: drop them before reuse
+	b.qMu.Lock()
+	if b.spare == nil {
+		b.spare = ops[:0]
+	}
+	b.qMu.Unlock()
 	if opErr != nil {
 		b.fail(opErr)
 	}
@@ -481,7 +523,9 @@ func (b *Backend) RoPE(x backend.Tensor, pos backend.Tensor, invFreq backend.Wei
 }
 
 // AddRMSNorm implements backend.Backend: one add_rmsnorm launch (ops.cu),
-// the bits of Add then RMSNorm.
+// the bits of Add then RMSNorm; on Hopper, rows of
+// kernels.NormClusterMinG to NormClusterMaxG run over a cluster of CTAs
+// (add_rmsnorm_cluster, kernels.Ops.AddRMSNorm: its own summation order).
 func (b *Backend) AddRMSNorm(h, x, delta backend.Tensor, w backend.Weight, eps float32) {
 	const op = "AddRMSNorm"
 	if b.failed() {

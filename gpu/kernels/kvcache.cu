@@ -29,11 +29,17 @@ namespace kvc {
 
 constexpr int kThreads = 256;
 
-// kv_append: one thread per (token, KV head, channel).
+// kv_append: one thread per (token, KV head, channel), and per element of
+// q [nq] float32 (nq 0: none), which it converts to fp16 into qh: the
+// decode kernels' query, with f32_to_f16's bits (ops.cu), in this launch
+// instead of one of its own (docs/perf/decode-step.md v7d). The grid
+// covers max(T·Hkv·D, nq).
 extern "C" __global__ void __launch_bounds__(kThreads) kv_append(const float* __restrict__ k, const float* __restrict__ v,
                                                        const int* __restrict__ slot, const int* __restrict__ row,
-                                                       u16* __restrict__ resK, u16* __restrict__ resV, int T, int Hkv, int D, int Nr) {
+                                                       u16* __restrict__ resK, u16* __restrict__ resV, int T, int Hkv, int D, int Nr,
+                                                       const float* __restrict__ q, u16* __restrict__ qh, long nq) {
   const long i = long(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < nq) qh[i] = f2h(q[i]);
   const long n = long(T) * Hkv * D;
   if (i >= n) return;
   const int t = int(i / (long(Hkv) * D)), hc = int(i % (long(Hkv) * D));

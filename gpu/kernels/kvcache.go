@@ -39,12 +39,19 @@ func LoadKVWriter(dev *cuda.Device) (*KVWriter, error) {
 // the residual pools resK, resV ([slots][Hkv][Nr][D], kv.MMA order): token t
 // goes to slot slot[t] (skipped when negative) at token row row[t] < Nr.
 func (w *KVWriter) Append(c *cuda.Ctx, st cuda.Stream, k, v, slot, row, resK, resV cuda.DevicePtr, T, Hkv, D, Nr int) error {
-	n := T * Hkv * D
+	return w.AppendQ(c, st, 0, 0, 0, k, v, slot, row, resK, resV, T, Hkv, D, Nr)
+}
+
+// AppendQ is Append that also converts the nq float32 values at q to fp16
+// at qh (the bits of Ops.F32ToF16) in the same launch: attention's query
+// for the decode kernels, without a launch of its own.
+func (w *KVWriter) AppendQ(c *cuda.Ctx, st cuda.Stream, q, qh cuda.DevicePtr, nq int, k, v, slot, row, resK, resV cuda.DevicePtr, T, Hkv, D, Nr int) error {
+	n := max(T*Hkv*D, nq)
 	if n <= 0 {
 		return nil
 	}
 	return c.Launch(w.appendFn, cuda.Dim3{X: (n + kvcThreads - 1) / kvcThreads}, cuda.Dim3{X: kvcThreads}, 0, st,
-		k, v, slot, row, resK, resV, int32(T), int32(Hkv), int32(D), int32(Nr))
+		k, v, slot, row, resK, resV, int32(T), int32(Hkv), int32(D), int32(Nr), q, qh, int64(nq))
 }
 
 // FillRandom writes n pseudo-random fp16 KV values (standard deviation

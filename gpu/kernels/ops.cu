@@ -56,10 +56,13 @@
 //      per head (3.3 us); norm_scale's last tree levels are warp shuffles.
 //   v3 rmsnorm (the first layer's norm) takes add_rmsnorm's register path
 //      (docs/perf/decode-step.md v5).
-//   v4 (this file) every kernel is a programmatic dependent (startDependent;
+//   v4 every kernel is a programmatic dependent (startDependent;
 //      the program is GridDependent): it may be scheduled during the tail
 //      of the kernel ahead of it and waits for it before any memory access
 //      (docs/perf/decode-step.md v6).
+//   v5 (this file) add_rmsnorm_cluster: on Hopper, rows of 1024-8192
+//      elements take add_rmsnorm over a cluster of 8 CTAs (its own
+//      summation order; docs/perf/decode-step.md v7).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -163,17 +166,18 @@ extern "C" __global__ void rows_f32(float* __restrict__ dst, const float* __rest
 // norm_scale returns rmsnorm's r = 1/sqrt(mean + eps) for a group of G
 // elements from each thread's sum ss of the squares of its strided elements
 // (i = threadIdx.x, + blockDim.x, ...): a fixed shared-memory tree over the
-// block (partial holds blockDim.x doubles), so the result is a function of
-// (the values, G, blockDim.x) only. Every thread of the block must call it;
-// its first barrier orders the caller's reads of the group before any write
-// that follows.
+// block (partial holds blockDim.x doubles; block_sum returns the root in
+// every thread), so the result is a function of (the values, G,
+// blockDim.x) only. Every thread of the block must call it; its first
+// barrier orders the caller's reads of the group before any write that
+// follows.
 //
 // The tree: at each level s = blockDim.x/2, ..., 1, partial[l] += partial[l
 // + s] for l < s. The levels s >= 32 go through shared memory with a barrier
 // each; the last five run in warp 0 with shuffles, which add the same pairs
 // in the same order (lane l < s reads lane l + s's value of the level
 // before), so the sum is the shared-memory tree's to the bit.
-__device__ __forceinline__ float norm_scale(double ss, double* partial, int G, float eps) {
+__device__ __forceinline__ double block_sum(double ss, double* partial) {
   partial[threadIdx.x] = ss;
   __syncthreads();
   for (int s = blockDim.x / 2; s >= 32; s /= 2) {
@@ -187,10 +191,19 @@ __device__ __forceinline__ float norm_scale(double ss, double* partial, int G, f
     if (threadIdx.x == 0) partial[0] = v;
   }
   __syncthreads();
-  // As backend/cpu: the mean rounded once to float32, eps added in float32,
-  // the reciprocal square root in double rounded once.
-  const float mean = float(partial[0] / double(G));
+  return partial[0];
+}
+
+// norm_r is rmsnorm's r for a group of G elements whose squares sum to sum.
+// As backend/cpu: the mean rounded once to float32, eps added in float32,
+// the reciprocal square root in double rounded once.
+__device__ __forceinline__ float norm_r(double sum, int G, float eps) {
+  const float mean = float(sum / double(G));
   return float(1.0 / sqrt(double(__fadd_rn(mean, eps))));
+}
+
+__device__ __forceinline__ float norm_scale(double ss, double* partial, int G, float eps) {
+  return norm_r(block_sum(ss, partial), G, eps);
 }
 
 // rmsnorm: grid (groups), block a power of two <= kNormMaxThreads. y and x
@@ -308,6 +321,99 @@ extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, c
   const float r = norm_scale(ss, partial, G, eps);
   for (int i = threadIdx.x; i < G; i += blockDim.x) xs[i] = __fmul_rn(w[i], __fmul_rn(hs[i], r));
 }
+
+// add_rmsnorm_cluster (Hopper): add_rmsnorm's results over kNormCluster
+// CTAs per row, a thread block cluster, instead of one (one CTA on one SM
+// was latency-bound: 6.1 us for a 4096 row, docs/perf/decode-step.md v7).
+// Grid (groups · kNormCluster), block kNormClusterThreads; rows of
+// kNormCluster·kNormClusterThreads to that times kNormClusterRegs
+// elements (ops.go's NormClusterMinG, NormClusterMaxG). CTA c
+// of a row's cluster takes the slice [c·S, min(G, (c+1)·S)), S =
+// ceil(G / kNormCluster); its thread l the slice's elements l, l +
+// kNormClusterThreads, ... (up to kNormClusterRegs, in registers). The sum
+// of squares: each thread's in double in that order, each CTA's by
+// block_sum's tree, then the cluster's: every CTA adds the kNormCluster
+// CTA sums in rank order (0 + s0 + s1 + ...) read from their shared
+// memory, so every CTA gets the same r. A different order from rmsnorm's,
+// so x may differ from add then rmsnorm where the two double sums round
+// the float32 mean differently (r then by an ulp); ops_test.go emulates
+// this order to the bit. Aliasing as add_rmsnorm's: x may be delta.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+constexpr int kNormCluster = 8;
+constexpr int kNormClusterThreads = 128;
+constexpr int kNormClusterRegs = 8;
+
+BD_DEVICE u32 clusterRank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// The cluster barrier's halves; arrive releases and wait acquires (their
+// default semantics) this thread's and the cluster's memory accesses.
+BD_DEVICE void clusterArrive() { asm volatile("barrier.cluster.arrive.aligned;" ::: "memory"); }
+BD_DEVICE void clusterWait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+// clusterLoadF64 reads the double at p (shared memory) of CTA rank of the cluster.
+BD_DEVICE double clusterLoadF64(const double* p, u32 rank) {
+  const u32 local = u32(__cvta_generic_to_shared(p));
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  double v;
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(remote) : "memory");
+  return v;
+}
+
+static_assert(kNormCluster == 8, "add_rmsnorm_cluster's __cluster_dims__ spells kNormCluster");
+extern "C" __global__ void __cluster_dims__(8, 1, 1)
+    add_rmsnorm_cluster(float* h, float* x, const float* delta, const float* __restrict__ w, int G, float eps) {
+  startDependent();
+  __shared__ double partial[kNormClusterThreads];
+  __shared__ double ctaSum;
+  const u32 rank = clusterRank();
+  const long long g = blockIdx.x / kNormCluster;
+  const int S = (G + kNormCluster - 1) / kNormCluster;
+  const int lo = int(rank) * S, hi = min(G, lo + S);
+  float* hs = h + g * G;
+  float* xs = x + g * G;
+  const float* ds = delta + g * G;
+  const int tid = threadIdx.x;
+  float v[kNormClusterRegs], wv[kNormClusterRegs];
+#pragma unroll
+  for (int j = 0; j < kNormClusterRegs; j++) {
+    const int i = lo + tid + j * kNormClusterThreads;
+    v[j] = 0.f;
+    wv[j] = 0.f;
+    if (i < hi) {
+      v[j] = __fadd_rn(hs[i], ds[i]);
+      wv[j] = w[i];
+    }
+  }
+  double ss = 0;
+#pragma unroll
+  for (int j = 0; j < kNormClusterRegs; j++) {
+    const int i = lo + tid + j * kNormClusterThreads;
+    if (i < hi) {
+      hs[i] = v[j];
+      const double dv = v[j];
+      ss += dv * dv;
+    }
+  }
+  const double cta = block_sum(ss, partial);
+  if (tid == 0) ctaSum = cta;
+  clusterArrive();  // release: this CTA's sum, before any CTA reads it
+  clusterWait();
+  double total = 0;
+#pragma unroll
+  for (int c = 0; c < kNormCluster; c++) total += clusterLoadF64(&ctaSum, u32(c));
+  clusterArrive();  // this CTA has read every CTA's sum
+  const float r = norm_r(total, G, eps);
+#pragma unroll
+  for (int j = 0; j < kNormClusterRegs; j++) {
+    const int i = lo + tid + j * kNormClusterThreads;
+    if (i < hi) xs[i] = __fmul_rn(wv[j], __fmul_rn(v[j], r));
+  }
+  clusterWait();  // no CTA leaves (its shared memory) before every CTA has read it
+}
+#endif
 
 // rope: grid (T), block opsThreads (ops.go, 256), dynamic shared memory 2·half floats.
 // x [T, C] in place, pos [T], invFreq [half].

@@ -21,6 +21,15 @@ const (
 	opsMaxBlocks = 4096
 	// normMaxThreads is ops.cu's kNormMaxThreads.
 	normMaxThreads = 256
+	// normCluster and normClusterThreads are ops.cu's kNormCluster and
+	// kNormClusterThreads: add_rmsnorm_cluster's CTAs per row and their
+	// block size.
+	normCluster, normClusterThreads = 8, 128
+	// NormClusterMinG and NormClusterMaxG bound the rows AddRMSNorm runs
+	// over a cluster (Hopper): from a row where every thread of every CTA
+	// has an element to kNormClusterRegs (8) elements per thread.
+	NormClusterMinG = normCluster * normClusterThreads
+	NormClusterMaxG = 8 * NormClusterMinG
 	// maxGridX is the largest grid X dimension CUDA allows.
 	maxGridX = 1<<31 - 1
 	// maxGridY is the largest grid Y dimension CUDA allows.
@@ -40,6 +49,10 @@ type Ops struct {
 	embedding, rows, rmsnorm, rope           cuda.Function
 	swiglu, add, addBias, fillNormal         cuda.Function
 	hadamard, addRMSNorm, ropeQK             cuda.Function
+	// addRMSNormCluster is add_rmsnorm_cluster, where the device has
+	// thread block clusters (sm_90 and later; hasCluster).
+	addRMSNormCluster cuda.Function
+	hasCluster        bool
 }
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
@@ -66,7 +79,18 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 			return nil, err
 		}
 	}
+	// Compiled only for sm_90 and later (ops.cu's #if).
+	if f, err := mod.Function("add_rmsnorm_cluster"); err == nil {
+		o.addRMSNormCluster, o.hasCluster = f, true
+	}
 	return o, nil
+}
+
+// AddRMSNormClusters reports whether AddRMSNorm over rows of G elements
+// runs add_rmsnorm_cluster (a row over a cluster of CTAs, with its own
+// summation order) rather than add_rmsnorm (rmsnorm's order).
+func (o *Ops) AddRMSNormClusters(G int) bool {
+	return o.hasCluster && G >= NormClusterMinG && G <= NormClusterMaxG
 }
 
 // elemGrid returns the grid of a grid-stride kernel over n elements.
@@ -181,12 +205,19 @@ func (o *Ops) RMSNorm(c *cuda.Ctx, s cuda.Stream, dst, x, w cuda.DevicePtr, grou
 }
 
 // AddRMSNorm computes h = h + delta, then x = RMSNorm(h) with weight w
-// over groups of G, in one launch with RMSNorm's block and order: the bits
-// of Add then RMSNorm. h, x and delta [groups, G] float32 (x may equal
-// delta, h neither), w [G] float32.
+// over groups of G, in one launch. h, x and delta [groups, G] float32 (x
+// may equal delta, h neither), w [G] float32. h is exactly Add's. Where
+// AddRMSNormClusters(G) a row runs over a cluster of CTAs (ops.cu's
+// add_rmsnorm_cluster: its own order of the sum of squares, so x may
+// differ from Add then RMSNorm by the ulp of r where the two double sums
+// round the float32 mean differently); otherwise with RMSNorm's block and
+// order: the bits of Add then RMSNorm.
 func (o *Ops) AddRMSNorm(c *cuda.Ctx, s cuda.Stream, h, x, delta, w cuda.DevicePtr, groups, G int, eps float32) error {
 	if err := checkRows("add_rmsnorm", groups, G); err != nil {
 		return err
+	}
+	if o.AddRMSNormClusters(G) && groups <= maxGridX/normCluster {
+		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps)
 	}
 	return c.Launch(o.addRMSNorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, h, x, delta, w, int32(G), eps)
 }

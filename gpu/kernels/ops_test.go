@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -526,14 +527,21 @@ func rmsnormBits(x, w []float32, G int, eps float32) []float32 {
 // TestOpsAddRMSNorm: add_rmsnorm gives the bits of add then rmsnorm (whose
 // float64 reference TestOpsRMSNorm checks; the sum is checked exact here),
 // with x a separate buffer and with x = delta, as the model calls it.
+// Where the row runs over a cluster (AddRMSNormClusters: rows of 1024 to
+// 8192 on Hopper) x must have the bits of that kernel's order emulated
+// (addRMSNormClusterBits) and lie within rmsnorm's bound of the float64
+// reference.
 func TestOpsAddRMSNorm(t *testing.T) {
 	d, o := opsSetup(t)
 	g := newGPUMem(t, d)
 	r := rand.New(rand.NewPCG(21, 22))
 	const eps = 1e-5
+	clustered := 0
 	for _, sh := range []struct{ rows, C, G int }{
 		{1, 4096, 4096}, {3, 1000, 1000}, {1, 1, 1}, {5, 512, 128}, {2, 33, 33}, {4, 6 * 64, 64}, {1, 300, 300}, {2, 8192, 8192},
 		{2, 8200, 8200}, {1, 12288, 12288}, // beyond the registers: the strided loop
+		{1, 1024, 1024}, {3, 1030, 1030}, {1, 5000, 5000}, {2, 8191, 8191}, {3, 2 * 2048, 2048}, // the cluster's range, ragged slices
+		{1, 1023, 1023}, // just below it
 	} {
 		n := sh.rows * sh.C
 		groups := n / sh.G
@@ -557,6 +565,23 @@ func TestOpsAddRMSNorm(t *testing.T) {
 				t.Fatalf("add %+v: element %d = %g, want %g", sh, i, v, hv[i]+dv[i])
 			}
 		}
+		if o.AddRMSNormClusters(sh.G) {
+			clustered++
+			wantX = addRMSNormClusterBits(wantH, wv, sh.G, eps)
+			ref := make([]float64, n)
+			for g0 := 0; g0 < n; g0 += sh.G {
+				var ss float64
+				for _, v := range wantH[g0 : g0+sh.G] {
+					ss += float64(v) * float64(v)
+				}
+				rr := 1 / math.Sqrt(ss/float64(sh.G)+eps)
+				for i := range sh.G {
+					ref[g0+i] = float64(wv[i]) * float64(wantH[g0+i]) * rr
+				}
+			}
+			// TestOpsRMSNorm's bound (the same roundings in another order).
+			checkClose(t, fmt.Sprintf("add_rmsnorm %+v cluster order emulated", sh), wantX, ref, func(i int) float64 { return 6*eps32*math.Abs(ref[i]) + 1e-37 })
+		}
 		for _, aliased := range []bool{false, true} {
 			hp, dp := g.put(cuda.Bytes(hv)), g.put(cuda.Bytes(dv))
 			xp := dp
@@ -569,6 +594,48 @@ func TestOpsAddRMSNorm(t *testing.T) {
 			sameF32(t, what+": x", g.f32s(xp, n), wantX)
 		}
 	}
+	if strings.HasPrefix(d.Arch(), "sm_9") && clustered == 0 { // Hopper has clusters: the kernel must be there
+		t.Fatalf("%s: no shape ran add_rmsnorm_cluster", d.Arch())
+	}
+}
+
+// addRMSNormClusterBits emulates ops.cu's add_rmsnorm_cluster to the bit
+// for rows h [groups, G] (h already the sum): CTA c of 8 takes the slice
+// [c·S, min(G, (c+1)·S)), S = ceil(G/8); its thread l of 128 sums the
+// squares of the slice's elements l, l + 128, ... in float64; the CTA's
+// tree (partial[l] += partial[l + s], s = 64, ..., 1); the row's sum 0 +
+// cta0 + cta1 + ... + cta7; then rmsnormBits's mean, r and products.
+func addRMSNormClusterBits(h, w []float32, G int, eps float32) []float32 {
+	const ctas, threads = 8, 128
+	S := (G + ctas - 1) / ctas
+	y := make([]float32, len(h))
+	partial := make([]float64, threads)
+	for g0 := 0; g0 < len(h); g0 += G {
+		row := h[g0 : g0+G]
+		total := 0.0
+		for c := range ctas {
+			lo, hi := c*S, min(G, (c+1)*S)
+			for l := range partial {
+				partial[l] = 0
+				for i := lo + l; i < hi; i += threads {
+					v := float64(row[i])
+					partial[l] += v * v
+				}
+			}
+			for s := threads / 2; s > 0; s /= 2 {
+				for l := range s {
+					partial[l] += partial[l+s]
+				}
+			}
+			total += partial[0]
+		}
+		mean := float32(total / float64(G))
+		r := float32(1 / math.Sqrt(float64(float32(mean+eps))))
+		for i, v := range row {
+			y[g0+i] = float32(w[i] * float32(v*r))
+		}
+	}
+	return y
 }
 
 // TestOpsRoPEQK: rope_qk gives the bits of rmsnorm of each head (when norm

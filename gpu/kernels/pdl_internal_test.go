@@ -18,7 +18,7 @@ var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\
 var earlyWeights = regexp.MustCompile(`(?s)if \(early && first\) \{.*?\n  \}`)
 
 // globalHead matches the start of a kernel definition.
-var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(`)
+var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*(\w+)\s*\(`)
 
 // kernelBodies returns each __global__ function's name and body (between
 // its outer braces) in src.

@@ -52,14 +52,16 @@ func (g *gpuBuffers) reserveScratch(T, minT, tokenHalves int, what string) error
 	})
 }
 
-// upload copies the batch's int32 tables to the device, in stream order.
+// upload copies the batch's int32 tables to the device, in stream order:
+// a queued copy (gpu.Backend.EnqueueUpload, no hand-off to the owner
+// thread), after growing the buffer where it is too small.
 func (g *gpuBuffers) upload(words []int32) error {
 	buf := make([]byte, 4*len(words))
 	for i, w := range words {
 		binary.LittleEndian.PutUint32(buf[4*i:], uint32(w))
 	}
-	return g.be.Do(func(x *cuda.Ctx) error {
-		if len(words) > g.metaWords {
+	if len(words) > g.metaWords {
+		err := g.be.Do(func(x *cuda.Ctx) error {
 			if g.meta != 0 {
 				if err := x.Synchronize(); err != nil {
 					return err
@@ -75,9 +77,14 @@ func (g *gpuBuffers) upload(words []int32) error {
 				return err
 			}
 			g.metaWords = n
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return x.HtoDAsync(g.meta, buf, g.dev.Stream())
-	})
+	}
+	g.be.EnqueueUpload("GPU KV cache tables", g.meta, buf)
+	return nil
 }
 
 // take returns the buffers' device memory and forgets it, for freeing.

@@ -706,11 +706,20 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				}
 			}
 		}
-		if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
-			return err
+		if len(rounds) == 0 {
+			if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
+				return err
+			}
 		}
-		for _, r := range rounds {
-			if err := c.writer.Append(x, st, ptr[1], ptr[2], word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, lk.format.Residual); err != nil {
+		for ri, r := range rounds {
+			// The first round's append also converts q to fp16 for the
+			// decode kernels (the bits of F32ToF16, one launch fewer).
+			var q, qh cuda.DevicePtr
+			var nq int
+			if ri == 0 {
+				q, qh, nq = ptr[0], c.qh, T*qw
+			}
+			if err := c.writer.AppendQ(x, st, q, qh, nq, ptr[1], ptr[2], word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, lk.format.Residual); err != nil {
 				return err
 			}
 			if err := lk.pack.LaunchPaged(x, st, c.resK[layer], c.resV[layer], word(r.src), word(r.dst), c.pool[layer], r.n, sh.Hkv); err != nil {
