@@ -70,15 +70,18 @@
 //              computes), as decode_mma.cu does for fp16. A warp's groups are
 //              a HIGH, a MEDIUM and a LOW run in that order, walked by one
 //              loop per tier: with one loop dispatching on the tier, ptxas
-//              allocated the union of the three paths (NVRTC 11.8, sm_90, D =
+//              allocated the union of the three paths (CUDA 13, sm_90, D =
 //              128, MT 1/2/4: 255 registers and 440 B of spills; one loop per
-//              tier: 239, no spills; MT 1/1/2: 168, three CTAs per SM).
+//              tier: 236, no spills; two CTAs per SM either way).
 //              Tiles are MTH/MTM/MTL groups by tier (planes.go: a 256-byte
 //              lane budget, at D = 128 HIGH 1, MEDIUM 2, LOW 4).
-//              Versions: v2 (2026-11-23, H100, docs/bitweaver.md): index a
-//              tile ahead, one dispatch loop, 0.51-0.62x fp16 all-HIGH;
-//              v2.1 (2026-11-25): the pipeline and the per-tier loops
-//              (bench/results/2026-11-25-h100-bw-4).
+//              Versions (H100, Hq 32, Hkv 8, D 128, 128 x 8K tokens, all-HIGH /
+//              all-MEDIUM / h20:m40:l40, us, against fp16 1398 us):
+//                v2   index a tile ahead, one dispatch loop (CUDA 13 ptxas: 255
+//                     registers, 440 B spilled): 2328 / 1402 / 2089 (2026-11-25);
+//                v2.1 the pipeline and the per-tier loops (236 registers, no
+//                     spills): 1456 / 876 / 1534, 1.31-1.70x v2 over the grid
+//                     (bench/results/2026-11-25-h100-bw-4).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple

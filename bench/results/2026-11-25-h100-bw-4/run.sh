@@ -2,13 +2,14 @@
 # s6-bw's one device call, 2026-11-25: split_mma v2.1 (pipeline + per-tier loops) planes tests,
 # then bench attn old (main, v2) vs new (v2.1), then v2.1 with MT 1,1,2 and PF if time is left.
 # Run from the repository root with the binaries in .gpu-bw (kernels.test, bitdecode: s6-bw;
-# bitdecode_old: main c34b029). Stays under ~232 s in all.
+# bitdecode_old: main c34b029; bitdecode_lb3: s6-bw with __launch_bounds__(kThreads, 3) on
+# split_mma, built for this call only). Stays under ~232 s in all.
 set -o pipefail
 G=$PWD/.gpu-bw; R=$OUT/r; mkdir -p $R
 snap() { (cd $OUT && tar czf results.tmp r && mv results.tmp results.tgz); }
 stamp() { echo "$(date -u +%T) t=${SECONDS}s $*" >> $R/times.txt; }
 nvidia-smi --query-gpu=name,driver_version --format=csv > $R/times.txt; stamp start
-chmod +x $G/kernels.test $G/bitdecode $G/bitdecode_old
+chmod +x $G/kernels.test $G/bitdecode $G/bitdecode_old $G/bitdecode_lb3
 (cd gpu/kernels
  T() { log=$1; shift; timeout 75 $G/kernels.test -test.v -test.timeout 74s -test.run "$@" > $R/$log 2>&1; echo "rc=$?" >> $R/$log; }
  T t_ref_mma.log '^TestGPUPlanesMatchesReference$/^mma$' &
@@ -31,6 +32,6 @@ bench() {
 bench old1 bitdecode_old $GRID
 bench new1 bitdecode $GRID
 bench new_mt112 bitdecode 1x131072,128x8192 BITDECODE_PLANES_MT=1,1,2
+bench lb3_mt122 bitdecode_lb3 1x131072,128x8192 BITDECODE_PLANES_MT=1,2,2
 bench new_pf bitdecode 1x131072,128x8192 BITDECODE_PLANES_PREFETCH=1
-bench old2 bitdecode_old 1x131072,128x8192
 stamp end; snap
