@@ -62,13 +62,26 @@
 //              channels [g·D/8, (g+1)·D/8) of tokens 2q, 2q+1, 2q+8, 2q+9 (8-byte
 //              loads of planes 0/1 at D = 128) and its output channels are
 //              permuted back when the warps are merged (kChanV).
-//              Latency: each tile's index entries are fetched one tile ahead
-//              (Ahead), so a tile waits for its block-table lookup (L2) and
-//              its planes, not for the index; with PF, runs of HIGH tiles are
-//              double-buffered in registers (the next tile's planes load while
-//              the current one computes), as decode_mma.cu does for fp16.
+//              Latency (v2.1): a software pipeline in registers (Pipe): a
+//              tile's index entries are fetched two tiles ahead and its
+//              block-table entries one tile ahead, so a tile waits only for
+//              its planes; with PF, runs of HIGH tiles are double-buffered in
+//              registers (the next tile's planes load while the current one
+//              computes), as decode_mma.cu does for fp16. A warp's groups are
+//              a HIGH, a MEDIUM and a LOW run in that order, walked by one
+//              loop per tier: with one loop dispatching on the tier, ptxas
+//              allocated the union of the three paths (CUDA 13, sm_90, D =
+//              128, MT 1/2/4: 255 registers and 440 B of spills; one loop per
+//              tier: 236, no spills; two CTAs per SM either way).
 //              Tiles are MTH/MTM/MTL groups by tier (planes.go: a 256-byte
 //              lane budget, at D = 128 HIGH 1, MEDIUM 2, LOW 4).
+//              Versions (H100, Hq 32, Hkv 8, D 128, 128 x 8K tokens, all-HIGH /
+//              all-MEDIUM / h20:m40:l40, us, against fp16 1398 us):
+//                v2   index a tile ahead, one dispatch loop (CUDA 13 ptxas: 255
+//                     registers, 440 B spilled): 2328 / 1402 / 2089 (2026-11-25);
+//                v2.1 the pipeline and the per-tier loops (236 registers, no
+//                     spills): 1456 / 876 / 1534, 1.31-1.70x v2 over the grid
+//                     (bench/results/2026-11-25-h100-bw-4).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -440,15 +453,20 @@ struct Ctx {
   int limit[2];      // last visible token of rows 2q, 2q+1
 };
 
-// Ahead is a tile's index entries, fetched one tile before the tile is
-// processed, so that the index load (DRAM) is off the tile's critical path:
-// the tile's tier, its groups, and this lane's entry (lane % 16) of each.
+// Ahead is a tile's index entries and block-table entries, a software
+// pipeline in registers (v2.1): the index entries are fetched two tiles
+// before the tile is processed (fetchAhead), the block-table entries one
+// tile before (resolveTable), so that a tile waits only for its planes:
+// neither the index load (DRAM) nor the table load that depends on it is on
+// the tile's critical path. It holds the tile's tier, its groups, and this
+// lane's entry (lane % 16) of each with the entry's block.
 template <int MTX>
 struct Ahead {
   int tier, n;
-  int e0[MTX];   // first entry of each group
-  int cnt[MTX];  // entries of each group (<= 16)
-  int tok[MTX];  // this lane's entry: a token position, or -1
+  int e0[MTX];    // first entry of each group
+  int cnt[MTX];   // entries of each group (<= 16)
+  int tok[MTX];   // this lane's entry: a token position, or -1
+  int block[MTX]; // its pool block (the block table's entry), after resolveTable
 };
 
 // fetchAhead describes the tile that starts at group gi (< wEnd): up to MT
@@ -470,6 +488,48 @@ BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Ctx& cx, int gi
   }
 }
 
+// resolveTable issues the block-table loads of a's entries; issueTile
+// consumes them a tile later.
+template <int MTX>
+BD_DEVICE void resolveTable(Ahead<MTX>& a, const Ctx& cx) {
+#pragma unroll
+  for (int i = 0; i < MTX; i++) {
+    a.block[i] = 0;
+    if (i < a.n && a.tok[i] >= 0) a.block[i] = cx.table[a.tok[i] / cx.Nr];
+  }
+}
+
+// Pipe is a warp's pipeline state: cur describes the next tile to issue
+// (entries and blocks loaded), nxt the tile after it (entries loaded).
+template <int MTX>
+struct Pipe {
+  Ahead<MTX> cur, nxt;
+};
+
+// startPipe fills the pipeline at group gi (< wEnd).
+template <int MTH, int MTM, int MTL, int MTX>
+BD_DEVICE void startPipe(Pipe<MTX>& p, const Runs& runs, const Ctx& cx, int gi, int wEnd, int lane) {
+  fetchAhead<MTH, MTM, MTL, MTX>(p.cur, runs, cx, gi, wEnd, lane);
+  resolveTable<MTX>(p.cur, cx);
+  p.nxt.n = 0;
+  if (gi + p.cur.n < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(p.nxt, runs, cx, gi + p.cur.n, wEnd, lane);
+}
+
+// advance moves the pipeline past the tile cur described (at group gi,
+// issued): cur takes nxt's entries and issues their table loads, nxt
+// fetches the entries of the tile after. It returns the first group of
+// the new cur.
+template <int MTH, int MTM, int MTL, int MTX>
+BD_DEVICE int advance(Pipe<MTX>& p, const Runs& runs, const Ctx& cx, int gi, int wEnd, int lane) {
+  gi += p.cur.n;
+  if (gi < wEnd) {
+    p.cur = p.nxt;
+    resolveTable<MTX>(p.cur, cx);
+    if (gi + p.cur.n < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(p.nxt, runs, cx, gi + p.cur.n, wEnd, lane);
+  }
+  return gi;
+}
+
 // Tile is one warp tile of n (<= MT) groups of tier T: the lane's plane
 // words and the token positions of its K rows g, g+8 (-1: none).
 template <int D, int T, int MT>
@@ -480,9 +540,9 @@ struct Tile {
   int n;
 };
 
-// issueTile finds the blocks of a's entries (block table), gives every
-// lane the slots of its K and V tokens (shuffles) and issues the tile's
-// plane loads. a may be overwritten afterwards.
+// issueTile gives every lane the slots of its K and V tokens (from a's
+// resolved blocks, by shuffles) and issues the tile's plane loads. a may be
+// overwritten afterwards.
 template <int D, int T, int MT, int MTX>
 BD_DEVICE void issueTile(Tile<D, T, MT>& t, const Ahead<MTX>& a, const Ctx& cx, int lane) {
   const int g = lane / 4, q = lane % 4;
@@ -494,9 +554,8 @@ BD_DEVICE void issueTile(Tile<D, T, MT>& t, const Ahead<MTX>& a, const Ctx& cx, 
     const int tok = a.tok[mt];
     int slot = -1, within = 0;
     if (tok >= 0) {
-      const int blk = tok / cx.Nr;
-      within = tok - blk * cx.Nr;
-      slot = cx.table[blk] * cx.Hkv + cx.h;
+      within = tok % cx.Nr;
+      slot = a.block[mt] * cx.Hkv + cx.h;
     }
     Tok kTok[2], vTok[4];
 #pragma unroll
@@ -577,45 +636,42 @@ BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx&
   }
 }
 
-// oneTile processes the tile cur describes (tier T, starting at group gi)
-// and fetches the next one's entries into cur while the loads are in
-// flight; it returns the next tile's first group.
+// oneTile processes the tile p.cur describes (tier T, starting at group
+// gi): it issues the tile's plane loads, advances the pipeline (the next
+// tile's table loads, the entries of the one after) while they are in
+// flight, and computes the tile. It returns the next tile's first group.
 template <int D, bool BF, bool FAST, int T, int MT, int MTH, int MTM, int MTL, int MTX>
-BD_DEVICE int oneTile(WarpState<D>& st, Ahead<MTX>& cur, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
+BD_DEVICE int oneTile(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
                       int wEnd, const u32 bq[D / 16][2], int lane) {
   Tile<D, T, MT> t;
-  issueTile<D, T, MT, MTX>(t, cur, cx, lane);
-  gi += cur.n;
-  if (gi < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, gi, wEnd, lane);
+  issueTile<D, T, MT, MTX>(t, p.cur, cx, lane);
+  gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
   computeTile<D, BF, FAST, T, MT>(st, t, cx, rc, bq, lane);
   return gi;
 }
 
-// highRun processes consecutive HIGH tiles from group gi (which cur
+// highRun processes consecutive HIGH tiles from group gi (which p.cur
 // describes) with register double buffering: the next tile's planes are
 // loaded before the current one is computed (decode_mma.cu's kPrefetch for
-// fp16). It returns the first group after the run, with cur describing it.
+// fp16). It returns the first group after the run, with p.cur describing it.
 template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, int MTX>
-BD_DEVICE int highRun(WarpState<D>& st, Ahead<MTX>& cur, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
+BD_DEVICE int highRun(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
                       int wEnd, const u32 bq[D / 16][2], int lane) {
   Tile<D, kHigh, MTH> ta, tb;
-  issueTile<D, kHigh, MTH, MTX>(ta, cur, cx, lane);
-  gi += cur.n;
-  if (gi < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, gi, wEnd, lane);
+  issueTile<D, kHigh, MTH, MTX>(ta, p.cur, cx, lane);
+  gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
   for (;;) {
-    bool more = gi < wEnd && cur.tier == kHigh;
+    bool more = gi < wEnd && p.cur.tier == kHigh;
     if (more) {
-      issueTile<D, kHigh, MTH, MTX>(tb, cur, cx, lane);
-      gi += cur.n;
-      if (gi < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, gi, wEnd, lane);
+      issueTile<D, kHigh, MTH, MTX>(tb, p.cur, cx, lane);
+      gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
     }
     computeTile<D, BF, FAST, kHigh, MTH>(st, ta, cx, rc, bq, lane);
     if (!more) return gi;
-    more = gi < wEnd && cur.tier == kHigh;
+    more = gi < wEnd && p.cur.tier == kHigh;
     if (more) {
-      issueTile<D, kHigh, MTH, MTX>(ta, cur, cx, lane);
-      gi += cur.n;
-      if (gi < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, gi, wEnd, lane);
+      issueTile<D, kHigh, MTH, MTX>(ta, p.cur, cx, lane);
+      gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
     }
     computeTile<D, BF, FAST, kHigh, MTH>(st, tb, cx, rc, bq, lane);
     if (!more) return gi;
@@ -701,21 +757,19 @@ __global__ void __launch_bounds__(kThreads) split_mma(
   constexpr int MTX = max3(MTH, MTM, MTL);
   const int perWarp = (g1 - g0 + kWarps - 1) / kWarps;
   const int wBegin = g0 + warp * perWarp, wEnd = min(g1, wBegin + perWarp);
-  Ahead<MTX> cur;
-  if (wBegin < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(cur, runs, cx, wBegin, wEnd, lane);
-  for (int gi = wBegin; gi < wEnd;) {
-    if (cur.tier == kHigh) {
-      if (PF) {
-        gi = highRun<D, BF, FAST, MTH, MTM, MTL, MTX>(st, cur, runs, cx, rcn, gi, wEnd, bq, lane);
-      } else {
-        gi = oneTile<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, cur, runs, cx, rcn, gi, wEnd, bq, lane);
-      }
-    } else if (cur.tier == kMedium) {
-      gi = oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, cur, runs, cx, rcn, gi, wEnd, bq, lane);
-    } else {
-      gi = oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, cur, runs, cx, rcn, gi, wEnd, bq, lane);
-    }
+  Pipe<MTX> pipe;
+  if (wBegin < wEnd) startPipe<MTH, MTM, MTL, MTX>(pipe, runs, cx, wBegin, wEnd, lane);
+  // The warp's groups are a HIGH run, a MEDIUM run and a LOW run (each
+  // possibly empty), in that order: one loop per tier, so that the register
+  // allocation is each tier's, not their union's (v2.1).
+  int gi = wBegin;
+  if (PF) {
+    if (gi < min(wEnd, runs.g1)) gi = highRun<D, BF, FAST, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  } else {
+    while (gi < min(wEnd, runs.g1)) gi = oneTile<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
   }
+  while (gi < min(wEnd, runs.g2)) gi = oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  while (gi < wEnd) gi = oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
 
   // Warp totals: denominators summed over the 8 lanes of each row (xor over g).
   st.sumRows();
