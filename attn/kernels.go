@@ -88,8 +88,8 @@ type kernels struct {
 	// delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·codes[t·d+c] over t < n
 	// (even, at most PVMaxTokens) to acc[r·ldacc+c]: the integer PV of the
 	// VNNI path, exact in int32 before the multiply by delta. Nil where
-	// the level has no such kernel. pf, if not empty, is prefetched a line
-	// per pair of tokens (the next block's values).
+	// the level has no such kernel. pf, if not empty, is prefetched two
+	// lines per pair of tokens (the next block's values).
 	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte)
 	// pvI4 is pvS16 on packed int4 rows (d/2 bytes) read as stored, for
 	// groups of at least 64 channels (gshift >= 6). Nil where the level has

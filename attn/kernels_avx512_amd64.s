@@ -1271,8 +1271,9 @@ GLOBL pvIdx<>(SB), RODATA|NOPTR, $128
 // codes of one channel) in Z16..Z19; each row's pair of weights
 // broadcast (Z24..Z27 for the first 32 channels' group, Z28..Z31 for the
 // second's); VPDPWSSD into Z0..Z15 (row r: Z4r..Z4r+3). Exact in int32
-// while n·32767·255 < 2^31 (n <= 256). One line of [pf, pf+64·pfLines)
-// is prefetched per pair (the next block's values).
+// while n·32767·255 < 2^31 (n <= 256). Two lines of [pf, pf+64·pfLines)
+// are prefetched per pair (the next block's values: all 256 of int8's
+// 128-token V half but its params; docs/perf/cpu-attention.md v23).
 TEXT ·pvS16VNNI(SB), NOSPLIT, $0-96
 	MOVQ pf+80(FP), R14
 	MOVQ pfLines+88(FP), R15
@@ -1317,6 +1318,10 @@ half:
 	JZ   out
 pair:
 	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
 	JZ           nopf
 	PREFETCHT1   (R14)
 	ADDQ         $64, R14
