@@ -325,8 +325,10 @@ func pvF32Go(acc []float32, ldacc int, w []float32, ldw int, v []float32, ldv, n
 
 // The exp of the softmax: Cephes' expf (range reduction by ln 2 split in
 // two constants, a degree-5 polynomial), in float32, the same steps as the
-// assembly. Relative error within expRelErr (measured against math.Exp
-// over [-87, 0] in TestExp32).
+// AVX2 kernel; the AVX-512 kernel reduces the same way with a degree-5
+// minimax polynomial and fewer multiplier operations (expSubAVX512).
+// Relative error within expRelErr (measured against math.Exp over
+// [-87, 0] in TestExp32, every level's expSub in TestExpSubSweep).
 const (
 	expMin    = -87.33654 // below: exp underflows float32's normal range, returns 0
 	expLog2e  = 1.44269504088896341
