@@ -57,39 +57,40 @@ type worker struct {
 	nr   int // Nr
 	npad int // Nr rounded up to TileTokens
 
-	q      []float32 // [R][D] scaled (and rotated) queries of the current head
-	qs     []float32 // [R][D] queries times key scales (KC)
-	qi     []int8    // [R][D] quantized queries (VNNI), or their high halves
-	qlo    []int8    // [R][D] low halves of 15-bit quantized queries (int8 keys)
-	qb4    []int8    // [rows4(R)][4·D] qi's 16-byte chunks repeated in four lanes
-	qlo4   []int8    // [rows4(R)][4·D] the same for qlo
-	qa     []float32 // [R] quantization steps of qi
-	qb     []float32 // [R] per-row bias: Σ q·z (KC) or Σ q (KT)
-	scores []float32 // [rows4(R)][npad] (the padding rows take scoresU8x4's unused outputs)
-	kf, vf []float32 // [npad][D] float K / V rows (or codes as float32)
-	ku8    []uint8   // [npad][D] K codes
-	vu8    []uint8   // [npad][D] V codes
-	ones   []float32 // [npad] 1
-	zeros  []float32 // [npad] 0
-	ps, pz []float32 // [npad] per-token scale and zero of one group
-	gs, gz []float32 // [D] per-channel scale and zero of one key group (KC)
-	pf     []float32 // fp16 (scale, zero) pairs of a block or key group as float32
-	zs     []float32 // [V groups][npad] per-token zeros of V
-	vs     []float32 // [V groups][npad] per-token scales of V
-	wq     []int16   // [rows4(R)][V groups][npad] quantized PV weights
-	wq8    []uint8   // [rows4(R)][V groups][npad] u8 PV weights (pvU8)
-	delta  []float32 // [rows4(R)] steps of wq
-	zsum   []float32 // [R][V groups] Σ p·z of one run
-	onesD  []float32 // [D] 1
-	hpad   []uint16  // the residual's last fp16 rows, padded to a tile
-	spare  []float32 // [npad] the unused second output of an odd row
-	limits []int     // [R] last visible token of each row
-	qReady bool      // qi, qa, qb hold the unscaled query's quantization (KT)
-	i4     bool      // this block's int4 keys are scored from the packed nibbles
-	i2     bool      // this block's int2 keys are scored from the packed rows (VBMI)
-	packed []byte    // the packed int4 or int2 K rows of the block (i4, i2)
-	nextK  []byte    // the next block's K half, prefetched by the int4 score kernel
-	nextV  []byte    // the next block's V half, prefetched by the int4 PV kernel
+	q      []float32  // [R][D] scaled (and rotated) queries of the current head
+	qs     []float32  // [R][D] queries times key scales (KC)
+	qi     []int8     // [R][D] quantized queries (VNNI), or their high halves
+	qlo    []int8     // [R][D] low halves of 15-bit quantized queries (int8 keys)
+	qb4    []int8     // [rows4(R)][4·D] qi's 16-byte chunks repeated in four lanes
+	qlo4   []int8     // [rows4(R)][4·D] the same for qlo
+	ab     [8]float32 // rowGroup's fold parameters (a local array passed to a kernel escaped: a heap allocation per call)
+	qa     []float32  // [R] quantization steps of qi
+	qb     []float32  // [R] per-row bias: Σ q·z (KC) or Σ q (KT)
+	scores []float32  // [rows4(R)][npad] (the padding rows take scoresU8x4's unused outputs)
+	kf, vf []float32  // [npad][D] float K / V rows (or codes as float32)
+	ku8    []uint8    // [npad][D] K codes
+	vu8    []uint8    // [npad][D] V codes
+	ones   []float32  // [npad] 1
+	zeros  []float32  // [npad] 0
+	ps, pz []float32  // [npad] per-token scale and zero of one group
+	gs, gz []float32  // [D] per-channel scale and zero of one key group (KC)
+	pf     []float32  // fp16 (scale, zero) pairs of a block or key group as float32
+	zs     []float32  // [V groups][npad] per-token zeros of V
+	vs     []float32  // [V groups][npad] per-token scales of V
+	wq     []int16    // [rows4(R)][V groups][npad] quantized PV weights
+	wq8    []uint8    // [rows4(R)][V groups][npad] u8 PV weights (pvU8)
+	delta  []float32  // [rows4(R)] steps of wq
+	zsum   []float32  // [R][V groups] Σ p·z of one run
+	onesD  []float32  // [D] 1
+	hpad   []uint16   // the residual's last fp16 rows, padded to a tile
+	spare  []float32  // [npad] the unused second output of an odd row
+	limits []int      // [R] last visible token of each row
+	qReady bool       // qi, qa, qb hold the unscaled query's quantization (KT)
+	i4     bool       // this block's int4 keys are scored from the packed nibbles
+	i2     bool       // this block's int2 keys are scored from the packed rows (VBMI)
+	packed []byte     // the packed int4 or int2 K rows of the block (i4, i2)
+	nextK  []byte     // the next block's K half, prefetched by the int4 score kernel
+	nextV  []byte     // the next block's V half, prefetched by the int4 PV kernel
 }
 
 // workerPool keeps workers (their scratch) between calls.
@@ -513,17 +514,17 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 		for r0 := 0; r0 < w.r; r0 += 4 {
 			ab, pf := w.rowGroup(r0, t0)
 			if w.r-r0 <= 2 && w.k.scoresI4x2 != nil { // a group of 2 (or the last two rows)
-				w.k.scoresI4x2(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+				w.k.scoresI4x2(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab, m, d, 0, pf)
 				continue
 			}
-			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab, m, d, 0, pf)
 		}
 		return
 	}
 	if w.i2 { // m a multiple of x4Tokens (blockScores checks)
 		for r0 := 0; r0 < w.r; r0 += 4 {
 			ab, pf := w.rowGroup(r0, t0)
-			w.k.scoresI2x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/4:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+			w.k.scoresI2x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/4:], A[t0:], B[t0:], ab, m, d, 0, pf)
 		}
 		return
 	}
@@ -534,7 +535,7 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 				ab[i] *= hi
 			}
 			out := w.scores[r0*np+t0:]
-			w.k.scoresU8x4(out, np, w.qb4[4*r0*d:], codes[t0*d:], A[t0:], B[t0:], ab[:], m, d, 0, pf)
+			w.k.scoresU8x4(out, np, w.qb4[4*r0*d:], codes[t0*d:], A[t0:], B[t0:], ab, m, d, 0, pf)
 			if wide {
 				for i := range 4 {
 					ab[i], ab[4+i] = 0, 0
@@ -542,7 +543,7 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 						ab[i] = w.qa[r]
 					}
 				}
-				w.k.scoresU8x4(out, np, w.qlo4[4*r0*d:], codes[t0*d:], A[t0:], B[t0:], ab[:], m, d, 1, nil)
+				w.k.scoresU8x4(out, np, w.qlo4[4*r0*d:], codes[t0*d:], A[t0:], B[t0:], ab, m, d, 1, nil)
 			}
 		}
 		return
@@ -559,7 +560,10 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 // rowGroup returns the score kernels' fold parameters of rows r0..r0+3
 // (qa, then qb; zeros past the last row) and the next block's lines to
 // prefetch, which go with the first row group of the block's first tile.
-func (w *worker) rowGroup(r0, t0 int) (ab [8]float32, pf []byte) {
+// ab is w.ab, valid until the next call.
+func (w *worker) rowGroup(r0, t0 int) (ab []float32, pf []byte) {
+	ab = w.ab[:]
+	clear(ab)
 	for i := range 4 {
 		if r := r0 + i; r < w.r {
 			ab[i], ab[4+i] = w.qa[r], w.qb[r]

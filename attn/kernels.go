@@ -88,8 +88,8 @@ type kernels struct {
 	// delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·codes[t·d+c] over t < n
 	// (even, at most PVMaxTokens) to acc[r·ldacc+c]: the integer PV of the
 	// VNNI path, exact in int32 before the multiply by delta. Nil where
-	// the level has no such kernel. pf, if not empty, is prefetched a line
-	// per pair of tokens (the next block's values).
+	// the level has no such kernel. pf, if not empty, is prefetched two
+	// lines per pair of tokens (the next block's values).
 	pvS16 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, codes []uint8, n, d, gshift int, pf []byte)
 	// pvI4 is pvS16 on packed int4 rows (d/2 bytes) read as stored, for
 	// groups of at least 64 channels (gshift >= 6). Nil where the level has
@@ -325,8 +325,10 @@ func pvF32Go(acc []float32, ldacc int, w []float32, ldw int, v []float32, ldv, n
 
 // The exp of the softmax: Cephes' expf (range reduction by ln 2 split in
 // two constants, a degree-5 polynomial), in float32, the same steps as the
-// assembly. Relative error within expRelErr (measured against math.Exp
-// over [-87, 0] in TestExp32).
+// AVX2 kernel; the AVX-512 kernel reduces the same way with a degree-5
+// minimax polynomial and fewer multiplier operations (expSubAVX512).
+// Relative error within expRelErr (measured against math.Exp over
+// [-87, 0] in TestExp32, every level's expSub in TestExpSubSweep).
 const (
 	expMin    = -87.33654 // below: exp underflows float32's normal range, returns 0
 	expLog2e  = 1.44269504088896341

@@ -184,15 +184,15 @@ func bad(kernel string, args ...any) {
 	panic(fmt.Sprint(append([]any{"attn: ", kernel, ": bad lengths "}, args...)...))
 }
 
-// pairPrefetch returns pf's first line for the kernels that prefetch one
-// line per pair of tokens and 64 channels (pvS16, pvI4, pvI4x2), after
-// prefetching in one burst the lines past those (the end of the next
-// block's V half: its params, and int8's second half).
-func pairPrefetch(pf []byte, n, d int) *byte {
+// pairPrefetch returns pf's first line for the kernels that prefetch
+// perPair lines per pair of tokens and 64 channels (pvI4 and pvI4x2 one,
+// pvS16 two), after prefetching in one burst the lines past those (the
+// end of the next block's V half: its params).
+func pairPrefetch(pf []byte, n, d, perPair int) *byte {
 	if len(pf) == 0 {
 		return nil
 	}
-	if spread := (n / 2) * (d / 64) * 64; len(pf) > spread {
+	if spread := perPair * (n / 2) * (d / 64) * 64; len(pf) > spread {
 		prefetchL2(&pf[spread], len(pf)-spread)
 	}
 	return &pf[0]
@@ -521,7 +521,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("pvI4", n, d, gshift)
 			}
 			if n > 0 {
-				pfp := pairPrefetch(pf, n, d)
+				pfp := pairPrefetch(pf, n, d, 1)
 				pvI4VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
@@ -532,7 +532,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("pvI4x2", n, d, gshift)
 			}
 			if n > 0 {
-				pfp := pairPrefetch(pf, n, d)
+				pfp := pairPrefetch(pf, n, d, 1)
 				pvI4x2VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}
@@ -543,7 +543,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("pvS16", n, d, gshift)
 			}
 			if n > 0 {
-				pfp := pairPrefetch(pf, n, d)
+				pfp := pairPrefetch(pf, n, d, 2)
 				pvS16VNNI(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &codes[0], n, d, gshift, pfp, len(pf)/64)
 			}
 		}

@@ -14,20 +14,6 @@
 // L1 (PREFETCHT0) they evicted the block being computed and themselves
 // before use (docs/perf/cpu-attention.md v17).
 
-// Constants of the exp (kernels.go: the same Cephes steps).
-DATA expc<>+0(SB)/4, $-87.33654
-DATA expc<>+4(SB)/4, $1.44269504088896341
-DATA expc<>+8(SB)/4, $0.693359375
-DATA expc<>+12(SB)/4, $-2.12194440e-4
-DATA expc<>+16(SB)/4, $1.9875691500e-4
-DATA expc<>+20(SB)/4, $1.3981999507e-3
-DATA expc<>+24(SB)/4, $8.3334519073e-3
-DATA expc<>+28(SB)/4, $4.1665795894e-2
-DATA expc<>+32(SB)/4, $1.6666665459e-1
-DATA expc<>+36(SB)/4, $5.0000001201e-1
-DATA expc<>+40(SB)/4, $1.0
-GLOBL expc<>(SB), RODATA|NOPTR, $44
-
 // tileIdx picks the 8 dot products out of the last step of the score
 // reduction: lane L of the reduced vector holds token L at float 4L and
 // token L+4 at float 4L+1.
@@ -875,52 +861,75 @@ done:
 	VZEROUPPER
 	RET
 
+// Constants of expSubAVX512: expMin, log2 e, Cody-Waite's ln 2 = C1 + C2
+// (as exp32), the rounding constant 1.5·2^23, and a degree-5 polynomial
+// p(r) = 1 + r·(c1 + r·(c2 + r·(c3 + r·(c4 + r·c5)))), minimax for the
+// relative error of e^r on |r| <= ln2/2 (9.2e-8 before rounding; every
+// value within expRelErr of e^x, TestExpSubSweep).
+DATA expm<>+0(SB)/4, $-87.33654
+DATA expm<>+4(SB)/4, $1.44269504088896341
+DATA expm<>+8(SB)/4, $0.693359375
+DATA expm<>+12(SB)/4, $-2.12194440e-4
+DATA expm<>+16(SB)/4, $12582912.0
+DATA expm<>+20(SB)/4, $0.008290290146997401
+DATA expm<>+24(SB)/4, $0.041898062196643784
+DATA expm<>+28(SB)/4, $0.16667637309411668
+DATA expm<>+32(SB)/4, $0.499991485559959
+DATA expm<>+36(SB)/4, $0.9999997066842039
+DATA expm<>+40(SB)/4, $1.0
+GLOBL expm<>(SB), RODATA|NOPTR, $44
+
 // func expSubAVX512(x *float32, n int, m float32) float32
-// x[i] = exp(x[i] - m) as exp32 computes it (VRNDSCALEPS rounds to
-// nearest even, VSCALEFPS multiplies by 2^n), 0 where x[i] - m < expMin
-// (and for -Inf); returns the sum, lanes folded as in sum16.
+// x[i] = exp(x[i] - m), 0 where x[i] - m < expMin (and for -Inf and NaN);
+// returns the sum, lanes folded as in sum16. The steps of exp32 with
+// fewer multiplier operations (VPDPBUSD's and VFMADD's pipes; VSCALEFPS
+// takes two cycles per zmm on Zen 4): n = rint(x·log2 e) by adding
+// 1.5·2^23 in the FMA (t's low mantissa bits hold n), r = x - n·C1 - n·C2,
+// the degree-5 polynomial above by five FMAs, and 2^n put into the
+// exponent by an integer add of n<<23 (VPSLLD of t); x >= expMin keeps
+// the result normal (for n = -126, r > 0 and p(r) >= 1). 8 multiplier
+// operations per 16 values against 12 (docs/perf/cpu-attention.md v21).
 TEXT ·expSubAVX512(SB), NOSPLIT, $0-28
 	MOVQ         x+0(FP), DI
 	MOVQ         n+8(FP), CX
 	VBROADCASTSS m+16(FP), Z20
-	VBROADCASTSS expc<>+0(SB), Z21  // expMin
-	VBROADCASTSS expc<>+4(SB), Z22  // log2 e
-	VBROADCASTSS expc<>+8(SB), Z23  // C1
-	VBROADCASTSS expc<>+12(SB), Z24 // C2
-	VBROADCASTSS expc<>+16(SB), Z25 // P0
-	VBROADCASTSS expc<>+20(SB), Z26
-	VBROADCASTSS expc<>+24(SB), Z27
-	VBROADCASTSS expc<>+28(SB), Z28
-	VBROADCASTSS expc<>+32(SB), Z29
-	VBROADCASTSS expc<>+36(SB), Z30 // P5
-	VBROADCASTSS expc<>+40(SB), Z31 // 1
+	VBROADCASTSS expm<>+0(SB), Z21  // expMin
+	VBROADCASTSS expm<>+4(SB), Z22  // log2 e
+	VBROADCASTSS expm<>+8(SB), Z23  // C1
+	VBROADCASTSS expm<>+12(SB), Z24 // C2
+	VBROADCASTSS expm<>+16(SB), Z25 // 1.5·2^23
+	VBROADCASTSS expm<>+20(SB), Z26 // c5
+	VBROADCASTSS expm<>+24(SB), Z27
+	VBROADCASTSS expm<>+28(SB), Z28
+	VBROADCASTSS expm<>+32(SB), Z29
+	VBROADCASTSS expm<>+36(SB), Z30 // c1
+	VBROADCASTSS expm<>+40(SB), Z31 // 1
 	VPXORD       Z0, Z0, Z0         // the lane sums
 	SHRQ         $4, CX
 	JZ           sum
 loop:
-	VMOVUPS     (DI), Z1
-	VSUBPS      Z20, Z1, Z1         // x - m
-	VCMPPS      $0x1d, Z21, Z1, K1  // x >= expMin (GE_OQ: false for NaN)
-	VMULPS      Z22, Z1, Z2
-	VRNDSCALEPS $0, Z2, Z2          // n = rint(x·log2 e)
-	VFNMADD231PS Z23, Z2, Z1        // r = x - n·C1
-	VFNMADD231PS Z24, Z2, Z1        // r -= n·C2
-	VMOVAPS     Z25, Z3
-	VFMADD213PS Z26, Z1, Z3         // p = p·r + P1
-	VFMADD213PS Z27, Z1, Z3
-	VFMADD213PS Z28, Z1, Z3
-	VFMADD213PS Z29, Z1, Z3
-	VFMADD213PS Z30, Z1, Z3         // ... + P5
-	VMULPS      Z1, Z1, Z4          // r²
-	VFMADD213PS Z1, Z4, Z3          // p = p·r² + r
-	VADDPS      Z31, Z3, Z3         // + 1
-	VSCALEFPS   Z2, Z3, Z3          // · 2^n
-	VMOVAPS.Z   Z3, K1, Z3
-	VMOVUPS     Z3, (DI)
-	VADDPS      Z3, Z0, Z0
-	ADDQ        $64, DI
-	DECQ        CX
-	JNZ         loop
+	VMOVUPS      (DI), Z1
+	VSUBPS       Z20, Z1, Z1        // x - m
+	VCMPPS       $0x1d, Z21, Z1, K1 // x >= expMin (GE_OQ: false for NaN)
+	VMOVAPS      Z25, Z2
+	VFMADD231PS  Z22, Z1, Z2        // t = x·log2 e + 1.5·2^23
+	VSUBPS       Z25, Z2, Z3        // n
+	VFNMADD231PS Z23, Z3, Z1        // r = x - n·C1
+	VFNMADD231PS Z24, Z3, Z1        // r -= n·C2
+	VMOVAPS      Z26, Z4
+	VFMADD213PS  Z27, Z1, Z4        // p = p·r + c4
+	VFMADD213PS  Z28, Z1, Z4
+	VFMADD213PS  Z29, Z1, Z4
+	VFMADD213PS  Z30, Z1, Z4
+	VFMADD213PS  Z31, Z1, Z4        // p·r + 1
+	VPSLLD       $23, Z2, Z2        // n<<23
+	VPADDD       Z2, Z4, Z4         // p·2^n
+	VMOVAPS.Z    Z4, K1, Z4
+	VMOVUPS      Z4, (DI)
+	VADDPS       Z4, Z0, Z0
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          loop
 sum:
 	HSUM16(VADDPS)
 	VMOVSS X0, ret+24(FP)
@@ -1262,8 +1271,9 @@ GLOBL pvIdx<>(SB), RODATA|NOPTR, $128
 // codes of one channel) in Z16..Z19; each row's pair of weights
 // broadcast (Z24..Z27 for the first 32 channels' group, Z28..Z31 for the
 // second's); VPDPWSSD into Z0..Z15 (row r: Z4r..Z4r+3). Exact in int32
-// while n·32767·255 < 2^31 (n <= 256). One line of [pf, pf+64·pfLines)
-// is prefetched per pair (the next block's values).
+// while n·32767·255 < 2^31 (n <= 256). Two lines of [pf, pf+64·pfLines)
+// are prefetched per pair (the next block's values: all 256 of int8's
+// 128-token V half but its params; docs/perf/cpu-attention.md v23).
 TEXT ·pvS16VNNI(SB), NOSPLIT, $0-96
 	MOVQ pf+80(FP), R14
 	MOVQ pfLines+88(FP), R15
@@ -1308,6 +1318,10 @@ half:
 	JZ   out
 pair:
 	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
 	JZ           nopf
 	PREFETCHT1   (R14)
 	ADDQ         $64, R14

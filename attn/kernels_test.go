@@ -349,6 +349,48 @@ func TestPVKernel(t *testing.T) {
 	}
 }
 
+// TestExpSubSweep: every level's expSub on a dense sweep of [expMin, 0]
+// (x - m with m = 0 and with m = 3, so the subtraction rounds too) against
+// math.Exp of the float32 argument: relative error within expRelErr,
+// exactly 0 below expMin, and the lane sums within the float32 sum's bound.
+func TestExpSubSweep(t *testing.T) {
+	const n = 1 << 16
+	for _, k := range levelSets() {
+		for _, m := range []float32{0, 3} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(expMin*float64(i)/(n-16)) + m // the last 16 below expMin
+			}
+			got := append([]float32(nil), x...)
+			s := k.expSub(got, m)
+			worst, want := 0.0, 0.0
+			for i := range x {
+				a := x[i] - m
+				e := math.Exp(float64(a))
+				if a < expMin {
+					e = 0
+				}
+				want += e
+				g := float64(got[i])
+				if e == 0 {
+					if g != 0 {
+						t.Fatalf("%v expSub: exp(%g) = %g, want 0", k, a, g)
+					}
+					continue
+				}
+				worst = max(worst, math.Abs(g-e)/e)
+				if g != g || math.Abs(g-e) > expRelErr*e {
+					t.Fatalf("%v expSub: exp(%g) = %g, want %g (relative error %.3g > %.3g)", k, a, g, e, math.Abs(g-e)/e, float64(expRelErr))
+				}
+			}
+			t.Logf("%v m=%g: worst relative error %.3g (%.2f eps)", k, m, worst, worst/eps32)
+			if math.Abs(float64(s)-want) > (expRelErr+float64(n)*eps32)*want {
+				t.Fatalf("%v expSub sum %g, want %g", k, s, want)
+			}
+		}
+	}
+}
+
 // TestExp32: the float32 exp of the softmax against math.Exp: relative
 // error within expRelErr on [expMin, 0], exactly 0 below and for -Inf.
 func TestExp32(t *testing.T) {
