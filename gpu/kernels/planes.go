@@ -55,7 +55,25 @@ const (
 	// tile (decode.go's mmaLaneBudget rule): groups per tile are
 	// budget / (2·D·bits/16), so at D = 128 HIGH 1, MEDIUM 2, LOW 4.
 	planesLaneBudget = 256
+	// planesMassCTAs caps the mass pass's CTAs per launch: about one full
+	// wave of 128-thread CTAs on a 132-SM H100 (16 per SM); each thread
+	// loops over its (sequence, KV head)'s entries beyond.
+	planesMassCTAs = 2048
+	// planesMaxWeight bounds PlanesTuning.Weights.
+	planesMaxWeight = 64
 )
+
+// planesWeights is split_mma's default cost of a HIGH, MEDIUM and LOW group
+// when a CTA's groups are shared among its warps (planes.cu warpBound,
+// v2.2): the bytes a group reads at D = 128 (planes and index: 516, 260,
+// 132 B per token), rounded. A warp of HIGH groups then gets a quarter of
+// the groups a warp of LOW groups gets, instead of as many (v2.1: the
+// CTA waited for its HIGH warp).
+var planesWeights = [3]int{4, 2, 1}
+
+// planesMinB is split_mma's default CTAs per SM for __launch_bounds__: 1
+// leaves the registers to ptxas (236 at D = 128 on CUDA 13: 2 CTAs per SM).
+const planesMinB = 1
 
 // PlanesLayout is the bit-plane format as the kernels read it: the block
 // layout is kv.PlaneLayout (4·Nr·D bytes per KV head), and the fills and
@@ -151,6 +169,7 @@ type PlanesPlan struct {
 	rmax, rowChunks     int
 	splitLen, maxSplits int
 	mt                  [3]int // split_mma: groups per tile per tier
+	weights             [3]int // split_mma: warp weights per tier
 	split, combine      cuda.Function
 	mass                cuda.Function
 	partO, partML       cuda.DevicePtr
@@ -260,10 +279,18 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	if p.maxSplits > planesMaxSplits {
 		return nil, fmt.Errorf("kernels: planes: %d tokens in splits of %d positions exceed %d splits", s.MaxL, p.splitLen, planesMaxSplits)
 	}
+	p.weights = planesWeights
+	if t.Weights != [3]int{} {
+		p.weights = t.Weights
+	}
 	if k == PlanesMMA {
 		p.mt = planesMT(l.D, t.MT)
 	}
-	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, t.Prefetch)
+	minB := planesMinB
+	if t.MinB != 0 {
+		minB = t.MinB
+	}
+	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, t.Prefetch, minB)
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}
@@ -310,14 +337,14 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 
 // planesProgram returns planes.cu's program for kernel k and layout l with
 // rmax query rows per CTA (split_v1) or mt groups per tile of each tier
-// (split_mma, with prefetch), and its split, combine and mass kernels' name
-// expressions.
-func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch bool) (prog cuda.Program, splitExpr, combineExpr, massExpr string) {
+// (split_mma, with prefetch, registers for minB CTAs per SM), and its
+// split, combine and mass kernels' name expressions.
+func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch bool, minB int) (prog cuda.Program, splitExpr, combineExpr, massExpr string) {
 	if k == PlanesMMA {
 		// Double-buffered HIGH tiles hold two tiles of planes in registers
 		// (128 at D = 128); at D = 256 that alone is the whole register file.
 		prefetch = prefetch && l.D <= 128
-		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch)
+		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t, %d>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch, minB)
 	} else {
 		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, rmax)
 	}
@@ -391,7 +418,8 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.Lens, b.Index, b.Counts, b.Offsets, int32(s.IndexStride),
 		b.Q, p.partO, p.partML, scores,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
-		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e))
+		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e),
+		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]))
 	if err != nil {
 		return err
 	}
@@ -401,7 +429,12 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	if err != nil || b.Mass == 0 {
 		return err
 	}
-	return c.Launch(p.mass, cuda.Dim3{X: (s.IndexStride + planesThreads - 1) / planesThreads, Y: s.Hkv, Z: s.B},
+	// A (sequence, KV head) lists at most its length in entries: MaxL, not
+	// IndexStride (the engine's is its context size), bounds the pass, and
+	// the CTAs are capped at about one full wave (the kernel loops).
+	entries := min(s.MaxL, s.IndexStride)
+	ctas := min((entries+planesThreads-1)/planesThreads, max(1, planesMassCTAs/(s.B*s.Hkv)))
+	return c.Launch(p.mass, cuda.Dim3{X: ctas, Y: s.Hkv, Z: s.B},
 		cuda.Dim3{X: planesThreads}, 0, st,
 		scores, finalML, b.Index, b.Counts, b.Offsets, b.Mass, int32(s.Hkv), int32(rows), int32(s.IndexStride), int32(s.MassStride))
 }

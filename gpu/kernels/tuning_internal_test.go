@@ -21,7 +21,7 @@ func TestParseTuning(t *testing.T) {
 	got, err = ParseTuning(lookup(map[string]string{
 		EnvDecodeMT: "4", EnvDecodeStages: "3", EnvDecodeMinB: "2", EnvDecodeMinSplit: "128", EnvDecodeSplits: "target:528",
 		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
-		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPackSlices: "7", EnvPtxasVerbose: "true",
+		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPlanesWeights: "5,3, 2", EnvPlanesMinB: "3", EnvPackSlices: "7", EnvPtxasVerbose: "true",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestParseTuning(t *testing.T) {
 	want := Tuning{
 		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
 			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, Ptxas: os.Stderr},
-		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Ptxas: os.Stderr},
+		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3, Ptxas: os.Stderr},
 		Pack:   PackTuning{Slices: 7},
 	}
 	if got != want {
@@ -58,6 +58,9 @@ func TestParseTuning(t *testing.T) {
 		{EnvPlanesMT, "1,2,3", "H,M,L such as 1,2,4, each 1, 2, 4 or 8"},
 		{EnvPlanesPrefetch, "2", "1, t, true, 0, f or false"},
 		{EnvPlanesMinSplit, "63", "a number of positions of at least 64"},
+		{EnvPlanesWeights, "4,2", "H,M,L such as 4,2,1, each 1 to 64"},
+		{EnvPlanesWeights, "4,2,0", "H,M,L such as 4,2,1, each 1 to 64"},
+		{EnvPlanesMinB, "5", "1 to 4"},
 		{EnvPackSlices, "33", "1 to 32"},
 		{EnvPtxasVerbose, "verbose", "1, t, true, 0, f or false"},
 	} {
@@ -85,6 +88,8 @@ func TestTuningChecks(t *testing.T) {
 		{DecodeTuning{TargetCTAs: -1}.check(), "DecodeTuning.TargetCTAs"},
 		{PlanesTuning{MT: [3]int{1, 0, 4}}.check(), "PlanesTuning.MT"},
 		{PlanesTuning{MinSplitTokens: 32}.check(), "PlanesTuning.MinSplitTokens"},
+		{PlanesTuning{Weights: [3]int{4, 65, 1}}.check(), "PlanesTuning.Weights"},
+		{PlanesTuning{MinB: 5}.check(), "PlanesTuning.MinB"},
 		{PackTuning{Slices: 33}.check(), "PackTuning.Slices"},
 	} {
 		var ve *VarError
