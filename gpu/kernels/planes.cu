@@ -45,7 +45,7 @@
 // so both kernels and the combine agree on which split holds which entries.
 //
 // Kernels:
-//   split_mma  (v2, tensor cores) one CTA of 4 warps per (split, KV head x row
+//   split_mma  (v2.2, tensor cores) one CTA of 4 warps per (split, KV head x row
 //              chunk of 8 query rows, sequence). Each warp takes a contiguous
 //              run of groups and walks it in tiles of MT groups of one tier
 //              (MTH, MTM, MTL per tier). Operand roles as decode_mma.cu:
@@ -74,14 +74,21 @@
 //              128, MT 1/2/4: 255 registers and 440 B of spills; one loop per
 //              tier: 236, no spills; two CTAs per SM either way).
 //              Tiles are MTH/MTM/MTL groups by tier (planes.go: a 256-byte
-//              lane budget, at D = 128 HIGH 1, MEDIUM 2, LOW 4).
+//              lane budget, at D = 128 HIGH 1, MEDIUM 2, LOW 4; LOW 2 for
+//              formats that read MEDIUM tokens). The warps share a CTA's
+//              groups by tier cost (warpBound, v2.2).
 //              Versions (H100, Hq 32, Hkv 8, D 128, 128 x 8K tokens, all-HIGH /
 //              all-MEDIUM / h20:m40:l40, us, against fp16 1398 us):
 //                v2   index a tile ahead, one dispatch loop (CUDA 13 ptxas: 255
 //                     registers, 440 B spilled): 2328 / 1402 / 2089 (2026-11-25);
 //                v2.1 the pipeline and the per-tier loops (236 registers, no
 //                     spills): 1456 / 876 / 1534, 1.31-1.70x v2 over the grid
-//                     (bench/results/2026-11-25-h100-bw-4).
+//                     (bench/results/2026-11-25-h100-bw-4);
+//                v2.2 warps balanced by tier cost (4/2/1), one lop3 per top-byte
+//                     merge (232 registers at MT 1/2/4, 203 at 1/2/2): 1452 / 828
+//                     / 1446 at MT 1/2/4, 807 (m100) and 1329 (h20:m40:l40) at
+//                     MT 1/2/2, the planner's rule for formats that read MEDIUM
+//                     (fp16 1424 us in that run; bench/results/2026-11-25-h100-bw-5).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -89,8 +96,9 @@
 //   combine    merges the splits of each query row in split order (log-sum-exp,
 //              decode_combine's merge plus the padLen split count) and
 //              writes the final max and denominator for the mass pass.
-//   mass       one thread per index entry: mass[t] += Σ_rows exp2(s - M)/L over
-//              the group's query rows in row order.
+//   mass       one thread per index entry (a grid-stride loop, the CTAs capped):
+//              mass[t] += Σ_rows exp2(s - M)/L over the group's query rows in
+//              row order.
 // No atomics anywhere: every result is bitwise deterministic. The online
 // softmax (both kernels), the merge of a CTA's warps and the merge of the
 // splits are the decode family's (bitdecode.cuh), as are the fragment-layout

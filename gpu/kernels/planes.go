@@ -86,6 +86,10 @@ type PlanesLayout struct {
 	Adj8, Adj4 int
 	// Filter turns on the subnormal filter of partial reads.
 	Filter bool
+	// Medium says the format's policy reads MEDIUM tokens (its spec's m
+	// share is not 0): a hint for split_mma's tiles (planesMT), not a
+	// promise (a request may read its own tiers).
+	Medium bool
 }
 
 // PlanesLayoutFor returns the kernels' view of bw format f, with f's fills
@@ -97,7 +101,7 @@ func PlanesLayoutFor(f kv.Format) (PlanesLayout, error) {
 	}
 	r := f.Planes.Recon(f.K.Elem)
 	l := PlanesLayout{D: f.D, Nr: f.Residual, BF16: f.K.Elem == kv.BF16, Adj8: int(r.Adj8 & kv.MaxAdj8),
-		Adj4: int(r.Adj4 & kv.MaxAdj4), Filter: r.Filter}
+		Adj4: int(r.Adj4 & kv.MaxAdj4), Filter: r.Filter, Medium: f.Planes.Medium > 0}
 	return l, l.check()
 }
 
@@ -201,8 +205,14 @@ func planesMaxPositions(l int) int { return ((l+PlanesGroup-1)/PlanesGroup + 2) 
 
 // planesMT returns split_mma's groups per tile for each tier: the lane
 // budget over a group's bytes per lane (2·D·bits/16), a power of two in
-// [1, 8], or t's.
-func planesMT(d int, t [3]int) [3]int {
+// [1, 8] (at D = 128 HIGH 1, MEDIUM 2, LOW 4), or t's. At D = 128, a format
+// that reads MEDIUM tokens (medium) gets LOW tiles of MEDIUM's size
+// (1/2/2, v2.2): on the H100 that was 1-3% faster all-MEDIUM and 1-9%
+// faster h20:m40:l40 at 1 x 128K, 16 x 32K and 128 x 8K (203 registers
+// instead of 232), while all-LOW lost 10% at 1 x 128K
+// (bench/results/2026-11-25-h100-bw-5); other head dims were not
+// measured and keep the budget's tiles.
+func planesMT(d int, t [3]int, medium bool) [3]int {
 	if t != [3]int{} {
 		return t
 	}
@@ -210,6 +220,9 @@ func planesMT(d int, t [3]int) [3]int {
 	for i, b := range []int{16, 8, 4} {
 		n := max(1, min(8, planesLaneBudget/(2*d*b/16)))
 		mt[i] = 1 << (bits.Len(uint(n)) - 1)
+	}
+	if medium && d == 128 {
+		mt[kv.Low] = min(mt[kv.Low], mt[kv.Medium])
 	}
 	return mt
 }
@@ -284,7 +297,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 		p.weights = t.Weights
 	}
 	if k == PlanesMMA {
-		p.mt = planesMT(l.D, t.MT)
+		p.mt = planesMT(l.D, t.MT, l.Medium)
 	}
 	minB := planesMinB
 	if t.MinB != 0 {

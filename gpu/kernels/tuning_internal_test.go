@@ -135,10 +135,17 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	if mw, st, minB, _, err := wgmmaConfig(int4, WGMMATuning{MW: 1, Stages: 2, MinB: 1}, h100Shared); err != nil || mw != 1 || st != 2 || minB != 1 {
 		t.Errorf("wgmmaConfig int4 tuned = %d, %d, %d, %v; want 1, 2, 1", mw, st, minB, err)
 	}
-	if got := planesMT(128, [3]int{}); got != [3]int{1, 2, 4} {
+	if got := planesMT(128, [3]int{}, false); got != [3]int{1, 2, 4} {
 		t.Errorf("planesMT default at D=128 = %v, want [1 2 4]", got)
 	}
-	if got := planesMT(128, [3]int{2, 2, 2}); got != [3]int{2, 2, 2} {
+	// Formats that read MEDIUM tokens: LOW tiles of MEDIUM's size (v2.2), at D = 128 only.
+	if got := planesMT(128, [3]int{}, true); got != [3]int{1, 2, 2} {
+		t.Errorf("planesMT with MEDIUM reads at D=128 = %v, want [1 2 2]", got)
+	}
+	if got, want := planesMT(64, [3]int{}, true), planesMT(64, [3]int{}, false); got != want {
+		t.Errorf("planesMT with MEDIUM reads at D=64 = %v, want the budget's %v", got, want)
+	}
+	if got := planesMT(128, [3]int{2, 2, 2}, true); got != [3]int{2, 2, 2} {
 		t.Errorf("planesMT tuned = %v", got)
 	}
 }
