@@ -45,7 +45,7 @@
 // so both kernels and the combine agree on which split holds which entries.
 //
 // Kernels:
-//   split_mma  (v2, tensor cores) one CTA of 4 warps per (split, KV head x row
+//   split_mma  (v2.2, tensor cores) one CTA of 4 warps per (split, KV head x row
 //              chunk of 8 query rows, sequence). Each warp takes a contiguous
 //              run of groups and walks it in tiles of MT groups of one tier
 //              (MTH, MTM, MTL per tier). Operand roles as decode_mma.cu:
@@ -74,14 +74,21 @@
 //              128, MT 1/2/4: 255 registers and 440 B of spills; one loop per
 //              tier: 236, no spills; two CTAs per SM either way).
 //              Tiles are MTH/MTM/MTL groups by tier (planes.go: a 256-byte
-//              lane budget, at D = 128 HIGH 1, MEDIUM 2, LOW 4).
+//              lane budget, at D = 128 HIGH 1, MEDIUM 2, LOW 4; LOW 2 for
+//              formats that read MEDIUM tokens). The warps share a CTA's
+//              groups by tier cost (warpBound, v2.2).
 //              Versions (H100, Hq 32, Hkv 8, D 128, 128 x 8K tokens, all-HIGH /
 //              all-MEDIUM / h20:m40:l40, us, against fp16 1398 us):
 //                v2   index a tile ahead, one dispatch loop (CUDA 13 ptxas: 255
 //                     registers, 440 B spilled): 2328 / 1402 / 2089 (2026-11-25);
 //                v2.1 the pipeline and the per-tier loops (236 registers, no
 //                     spills): 1456 / 876 / 1534, 1.31-1.70x v2 over the grid
-//                     (bench/results/2026-11-25-h100-bw-4).
+//                     (bench/results/2026-11-25-h100-bw-4);
+//                v2.2 warps balanced by tier cost (4/2/1), one lop3 per top-byte
+//                     merge (232 registers at MT 1/2/4, 203 at 1/2/2): 1452 / 828
+//                     / 1446 at MT 1/2/4, 807 (m100) and 1329 (h20:m40:l40) at
+//                     MT 1/2/2, the planner's rule for formats that read MEDIUM
+//                     (fp16 1424 us in that run; bench/results/2026-11-25-h100-bw-5).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -89,8 +96,9 @@
 //   combine    merges the splits of each query row in split order (log-sum-exp,
 //              decode_combine's merge plus the padLen split count) and
 //              writes the final max and denominator for the mass pass.
-//   mass       one thread per index entry: mass[t] += Σ_rows exp2(s - M)/L over
-//              the group's query rows in row order.
+//   mass       one thread per index entry (a grid-stride loop, the CTAs capped):
+//              mass[t] += Σ_rows exp2(s - M)/L over the group's query rows in
+//              row order.
 // No atomics anywhere: every result is bitwise deterministic. The online
 // softmax (both kernels), the merge of a CTA's warps and the merge of the
 // splits are the decode family's (bitdecode.cuh), as are the fragment-layout
@@ -128,6 +136,15 @@ constexpr int kHigh = 0, kMedium = 1, kLow = 2;  // kv.High, kv.Medium, kv.Low
 BD_DEVICE u32 ftz1(u32 x) {
   u32 r;
   asm("mul.ftz.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(0x3C003C00u));
+  return r;
+}
+
+// selHi is (a & 0xF0F0F0F0) | (b & 0x0F0F0F0F) in one instruction (lop3,
+// truth table 0xe4 with the mask as c): written out, the compiler gave an
+// and, then an and-or (v2.2).
+BD_DEVICE u32 selHi(u32 a, u32 b) {
+  u32 r;
+  asm("lop3.b32 %0, %1, %2, 0xF0F0F0F0, 0xe4;" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
 
@@ -291,9 +308,12 @@ BD_DEVICE constexpr int kChanV(int i) {
 // fill's nibble in every nibble) into the top bytes of the even (e) and odd
 // (o) nibbles: e byte i = top byte of the low nibble of byte i, o byte i =
 // top byte of the high nibble.
+// Two instructions each: a shift and a bit select (for LOW, whose x1 is the
+// same nibble everywhere, x1 >> 4 is x1 in the low nibbles: one for o).
+template <int T>
 BD_DEVICE void topBytes(u32 x0, u32 x1, u32& e, u32& o) {
-  e = ((x0 << 4) & 0xF0F0F0F0u) | (x1 & 0x0F0F0F0Fu);
-  o = (x0 & 0xF0F0F0F0u) | ((x1 >> 4) & 0x0F0F0F0Fu);
+  e = selHi(x0 << 4, x1);
+  o = selHi(x0, T == kLow ? x1 : x1 >> 4);
 }
 
 // GroupRaw is one lane's plane words of one group at tier T: K tokens m = g
@@ -398,7 +418,7 @@ BD_DEVICE void rebuildK(const GroupRaw<D, T>& r, int i, const Recon& rc, u32 h[G
       y0 = y1 = T == kMedium ? rc.y8 : rc.y4;
     }
     u32 e, o;
-    topBytes(r.k0[i][j], x1, e, o);
+    topBytes<T>(r.k0[i][j], x1, e, o);
     h[4 * j + 0] = finish<BF, FAST, T>(prmt(y0, e, 0x5240), rc);  // channels 8j, 8j+2
     h[4 * j + 1] = finish<BF, FAST, T>(prmt(y1, e, 0x7260), rc);  // 8j+4, 8j+6
     h[4 * j + 2] = finish<BF, FAST, T>(prmt(y0, o, 0x5341), rc);  // 8j+1, 8j+3
@@ -419,7 +439,7 @@ BD_DEVICE void rebuildV(const GroupRaw<D, T>& r, int a, int b, const Recon& rc, 
       u32 x1 = rc.c4;
       if constexpr (T <= kMedium) x1 = prmt(r.v1[a][j], r.v1[b][j], sel);
       u32 e, o;  // e = [a c0, a c2, b c0, b c2], o = [a c1, a c3, b c1, b c3] (c relative to the half)
-      topBytes(x0, x1, e, o);
+      topBytes<T>(x0, x1, e, o);
       u32 ye, yo;  // the low bytes in e's and o's order
       if constexpr (T == kHigh) {
         ye = prmt(r.v2[a][2 * j + half], r.v2[b][2 * j + half], 0x6420);
@@ -680,14 +700,35 @@ BD_DEVICE int highRun(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ct
 
 BD_DEVICE constexpr int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
-template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, bool PF>
-__global__ void __launch_bounds__(kThreads) split_mma(
+// warpBound returns where warp w's groups start in the CTA's groups [g0,
+// g1) (w = kWarps: g1), so that the warps get equal shares of the weighted
+// cost Σ wt[tier] over their groups (v2.2): the groups are a HIGH, a MEDIUM
+// and a LOW run, so the cost is piecewise linear in the group and its
+// inverse is three divisions. Equal weights, or groups of one tier, keep
+// v2.1's split (equal numbers of groups, the last warp's share the
+// shortest; the same bits as v2.1).
+BD_DEVICE int warpBound(const Runs& runs, int g0, int g1, int w, const int wt[3]) {
+  if (w >= kWarps) return g1;
+  const int a = min(max(runs.g1, g0), g1), b = min(max(runs.g2, a), g1);  // MEDIUM and LOW runs start
+  const bool oneTier = (a == g1) || (a == g0 && (b == g0 || b == g1));
+  if (oneTier || (wt[0] == wt[1] && wt[1] == wt[2])) return min(g1, g0 + w * ((g1 - g0 + kWarps - 1) / kWarps));
+  const int cH = wt[0] * (a - g0), cM = wt[1] * (b - a), cL = wt[2] * (g1 - b);
+  const int T = (cH + cM + cL) * w / kWarps;  // the cost before warp w's first group
+  if (T <= cH) return g0 + (T + wt[0] - 1) / wt[0];
+  if (T <= cH + cM) return a + (T - cH + wt[1] - 1) / wt[1];
+  return min(g1, b + (T - cH - cM + wt[2] - 1) / wt[2]);
+}
+
+// MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
+// ptxas's choice, 2 at D = 128).
+template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, bool PF, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB) split_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts,
     const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int adj8, int adj4, int filter, float scaleLog2) {
+    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL) {
   static_assert(!(BF && FAST), "the ftz path is fp16 only");
   __shared__ float redO[kWarps][kQueryRows][D];
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
@@ -752,11 +793,12 @@ __global__ void __launch_bounds__(kThreads) split_mma(
   WarpState<D> st;
   st.init();
 
-  // Each warp takes a contiguous run of the split's groups and walks it in
-  // tiles of one tier; cur describes the tile at gi, fetched a tile ahead.
+  // Each warp takes a contiguous run of the split's groups, of equal cost
+  // by the tier weights (warpBound), and walks it in tiles of one tier;
+  // cur describes the tile at gi, fetched a tile ahead.
   constexpr int MTX = max3(MTH, MTM, MTL);
-  const int perWarp = (g1 - g0 + kWarps - 1) / kWarps;
-  const int wBegin = g0 + warp * perWarp, wEnd = min(g1, wBegin + perWarp);
+  const int wt[3] = {wtH, wtM, wtL};
+  const int wBegin = warpBound(runs, g0, g1, warp, wt), wEnd = warpBound(runs, g0, g1, warp + 1, wt);
   Pipe<MTX> pipe;
   if (wBegin < wEnd) startPipe<MTH, MTM, MTL, MTX>(pipe, runs, cx, wBegin, wEnd, lane);
   // The warp's groups are a HIGH run, a MEDIUM run and a LOW run (each
@@ -824,7 +866,8 @@ __global__ void __launch_bounds__(kThreads) split_v1(
     const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int adj8, int adj4, int filter, float scaleLog2) {
+    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL) {
+  // wtH, wtM, wtL: split_mma's warp weights, unused (one launch signature).
   constexpr int kTPR = D / kChunk;      // threads per token row
   constexpr int kTL = kThreads / kTPR;  // token lanes
   static_assert(kTPR <= 32 && kTile % kTL == 0, "tile must split evenly over token lanes");
@@ -955,24 +998,27 @@ __global__ void __launch_bounds__(kThreads) combine(
 
 // mass adds each read token's attention probability, summed over the R query
 // rows of its KV head in row order, to mass[b][h][t]. One thread per index
-// entry; grid (entries / kThreads, Hkv, B). Entries are distinct tokens, so
+// entry, a grid-stride loop over the (sequence, KV head)'s entries; grid
+// (at most entries / kThreads, Hkv, B): the host caps the CTAs (planes.go
+// planesMassCTAs), so a launch sized for a long stride but few entries
+// does not start CTAs that exit at once. Entries are distinct tokens, so
 // no two threads touch one element.
 __global__ void __launch_bounds__(kThreads) mass(
     const float* __restrict__ scores, const float* __restrict__ finalML, const int* __restrict__ index,
     const int* __restrict__ counts, const int* __restrict__ offsets, float* __restrict__ massOut, int Hkv, int R,
     int idxStride, int massStride) {
   const int b = blockIdx.z, h = blockIdx.y, bh = b * Hkv + h;
-  const int e = blockIdx.x * kThreads + threadIdx.x;
   Runs runs;
   runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
-  if (e >= runs.e3) return;
-  float sum = 0.f;
-  for (int r = 0; r < R; r++) {
-    const float m = finalML[(size_t(bh) * R + r) * 2], l = finalML[(size_t(bh) * R + r) * 2 + 1];
-    const float s = scores[(size_t(bh) * R + r) * idxStride + e];
-    if (l > 0.f && s != kNegInf) sum += exp2f(s - m) / l;
+  for (int e = blockIdx.x * kThreads + threadIdx.x; e < runs.e3; e += gridDim.x * kThreads) {
+    float sum = 0.f;
+    for (int r = 0; r < R; r++) {
+      const float m = finalML[(size_t(bh) * R + r) * 2], l = finalML[(size_t(bh) * R + r) * 2 + 1];
+      const float s = scores[(size_t(bh) * R + r) * idxStride + e];
+      if (l > 0.f && s != kNegInf) sum += exp2f(s - m) / l;
+    }
+    massOut[size_t(bh) * massStride + index[size_t(bh) * idxStride + runs.slot(e)]] += sum;
   }
-  massOut[size_t(bh) * massStride + index[size_t(bh) * idxStride + runs.slot(e)]] += sum;
 }
 
 // write splits new tokens into their blocks' planes (the engine's append):

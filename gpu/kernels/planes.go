@@ -55,7 +55,25 @@ const (
 	// tile (decode.go's mmaLaneBudget rule): groups per tile are
 	// budget / (2·D·bits/16), so at D = 128 HIGH 1, MEDIUM 2, LOW 4.
 	planesLaneBudget = 256
+	// planesMassCTAs caps the mass pass's CTAs per launch: about one full
+	// wave of 128-thread CTAs on a 132-SM H100 (16 per SM); each thread
+	// loops over its (sequence, KV head)'s entries beyond.
+	planesMassCTAs = 2048
+	// planesMaxWeight bounds PlanesTuning.Weights.
+	planesMaxWeight = 64
 )
+
+// planesWeights is split_mma's default cost of a HIGH, MEDIUM and LOW group
+// when a CTA's groups are shared among its warps (planes.cu warpBound,
+// v2.2): the bytes a group reads at D = 128 (planes and index: 516, 260,
+// 132 B per token), rounded. A warp of HIGH groups then gets a quarter of
+// the groups a warp of LOW groups gets, instead of as many (v2.1: the
+// CTA waited for its HIGH warp).
+var planesWeights = [3]int{4, 2, 1}
+
+// planesMinB is split_mma's default CTAs per SM for __launch_bounds__: 1
+// leaves the registers to ptxas (236 at D = 128 on CUDA 13: 2 CTAs per SM).
+const planesMinB = 1
 
 // PlanesLayout is the bit-plane format as the kernels read it: the block
 // layout is kv.PlaneLayout (4·Nr·D bytes per KV head), and the fills and
@@ -68,6 +86,10 @@ type PlanesLayout struct {
 	Adj8, Adj4 int
 	// Filter turns on the subnormal filter of partial reads.
 	Filter bool
+	// Medium says the format's policy reads MEDIUM tokens (its spec's m
+	// share is not 0): a hint for split_mma's tiles (planesMT), not a
+	// promise (a request may read its own tiers).
+	Medium bool
 }
 
 // PlanesLayoutFor returns the kernels' view of bw format f, with f's fills
@@ -79,7 +101,7 @@ func PlanesLayoutFor(f kv.Format) (PlanesLayout, error) {
 	}
 	r := f.Planes.Recon(f.K.Elem)
 	l := PlanesLayout{D: f.D, Nr: f.Residual, BF16: f.K.Elem == kv.BF16, Adj8: int(r.Adj8 & kv.MaxAdj8),
-		Adj4: int(r.Adj4 & kv.MaxAdj4), Filter: r.Filter}
+		Adj4: int(r.Adj4 & kv.MaxAdj4), Filter: r.Filter, Medium: f.Planes.Medium > 0}
 	return l, l.check()
 }
 
@@ -151,6 +173,7 @@ type PlanesPlan struct {
 	rmax, rowChunks     int
 	splitLen, maxSplits int
 	mt                  [3]int // split_mma: groups per tile per tier
+	weights             [3]int // split_mma: warp weights per tier
 	split, combine      cuda.Function
 	mass                cuda.Function
 	partO, partML       cuda.DevicePtr
@@ -182,8 +205,14 @@ func planesMaxPositions(l int) int { return ((l+PlanesGroup-1)/PlanesGroup + 2) 
 
 // planesMT returns split_mma's groups per tile for each tier: the lane
 // budget over a group's bytes per lane (2·D·bits/16), a power of two in
-// [1, 8], or t's.
-func planesMT(d int, t [3]int) [3]int {
+// [1, 8] (at D = 128 HIGH 1, MEDIUM 2, LOW 4), or t's. At D = 128, a format
+// that reads MEDIUM tokens (medium) gets LOW tiles of MEDIUM's size
+// (1/2/2, v2.2): on the H100 that was 1-3% faster all-MEDIUM and 1-9%
+// faster h20:m40:l40 at 1 x 128K, 16 x 32K and 128 x 8K (203 registers
+// instead of 232), while all-LOW lost 10% at 1 x 128K
+// (bench/results/2026-11-25-h100-bw-5); other head dims were not
+// measured and keep the budget's tiles.
+func planesMT(d int, t [3]int, medium bool) [3]int {
 	if t != [3]int{} {
 		return t
 	}
@@ -191,6 +220,9 @@ func planesMT(d int, t [3]int) [3]int {
 	for i, b := range []int{16, 8, 4} {
 		n := max(1, min(8, planesLaneBudget/(2*d*b/16)))
 		mt[i] = 1 << (bits.Len(uint(n)) - 1)
+	}
+	if medium && d == 128 {
+		mt[kv.Low] = min(mt[kv.Low], mt[kv.Medium])
 	}
 	return mt
 }
@@ -260,10 +292,18 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	if p.maxSplits > planesMaxSplits {
 		return nil, fmt.Errorf("kernels: planes: %d tokens in splits of %d positions exceed %d splits", s.MaxL, p.splitLen, planesMaxSplits)
 	}
-	if k == PlanesMMA {
-		p.mt = planesMT(l.D, t.MT)
+	p.weights = planesWeights
+	if t.Weights != [3]int{} {
+		p.weights = t.Weights
 	}
-	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, t.Prefetch)
+	if k == PlanesMMA {
+		p.mt = planesMT(l.D, t.MT, l.Medium)
+	}
+	minB := planesMinB
+	if t.MinB != 0 {
+		minB = t.MinB
+	}
+	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, t.Prefetch, minB)
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}
@@ -310,14 +350,14 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 
 // planesProgram returns planes.cu's program for kernel k and layout l with
 // rmax query rows per CTA (split_v1) or mt groups per tile of each tier
-// (split_mma, with prefetch), and its split, combine and mass kernels' name
-// expressions.
-func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch bool) (prog cuda.Program, splitExpr, combineExpr, massExpr string) {
+// (split_mma, with prefetch, registers for minB CTAs per SM), and its
+// split, combine and mass kernels' name expressions.
+func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch bool, minB int) (prog cuda.Program, splitExpr, combineExpr, massExpr string) {
 	if k == PlanesMMA {
 		// Double-buffered HIGH tiles hold two tiles of planes in registers
 		// (128 at D = 128); at D = 256 that alone is the whole register file.
 		prefetch = prefetch && l.D <= 128
-		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch)
+		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t, %d>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch, minB)
 	} else {
 		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, rmax)
 	}
@@ -391,7 +431,8 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.Lens, b.Index, b.Counts, b.Offsets, int32(s.IndexStride),
 		b.Q, p.partO, p.partML, scores,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
-		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e))
+		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e),
+		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]))
 	if err != nil {
 		return err
 	}
@@ -401,7 +442,12 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	if err != nil || b.Mass == 0 {
 		return err
 	}
-	return c.Launch(p.mass, cuda.Dim3{X: (s.IndexStride + planesThreads - 1) / planesThreads, Y: s.Hkv, Z: s.B},
+	// A (sequence, KV head) lists at most its length in entries: MaxL, not
+	// IndexStride (the engine's is its context size), bounds the pass, and
+	// the CTAs are capped at about one full wave (the kernel loops).
+	entries := min(s.MaxL, s.IndexStride)
+	ctas := min((entries+planesThreads-1)/planesThreads, max(1, planesMassCTAs/(s.B*s.Hkv)))
+	return c.Launch(p.mass, cuda.Dim3{X: ctas, Y: s.Hkv, Z: s.B},
 		cuda.Dim3{X: planesThreads}, 0, st,
 		scores, finalML, b.Index, b.Counts, b.Offsets, b.Mass, int32(s.Hkv), int32(rows), int32(s.IndexStride), int32(s.MassStride))
 }

@@ -594,7 +594,7 @@ func TestPlanesLayoutFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := kernels.PlanesLayout{D: 128, Nr: 32, Adj8: 0x70, Adj4: 0x500, Filter: true}
+	want := kernels.PlanesLayout{D: 128, Nr: 32, Adj8: 0x70, Adj4: 0x500, Filter: true, Medium: true}
 	if l != want {
 		t.Errorf("layout %+v, want %+v", l, want)
 	}
@@ -602,7 +602,7 @@ func TestPlanesLayoutFor(t *testing.T) {
 		t.Errorf("block bytes %d, want %d", l.BlockBytes(), 4*32*128)
 	}
 	l, err = kernels.PlanesLayoutFor(kv.MustResolve("bw:bf16:nofilter", 64))
-	if err != nil || !l.BF16 || l.Filter || l.Adj8 != kv.DefaultAdj8 || l.Adj4 != kv.DefaultAdj4 {
+	if err != nil || !l.BF16 || l.Filter || l.Adj8 != kv.DefaultAdj8 || l.Adj4 != kv.DefaultAdj4 || l.Medium {
 		t.Errorf("bf16 nofilter: %+v, %v", l, err)
 	}
 	if _, err := kernels.PlanesLayoutFor(kv.MustResolve("fp16", 128)); err == nil {

@@ -60,6 +60,13 @@ const (
 	// EnvPlanesMinSplit is PlanesTuning.MinSplitTokens: the fewest positions
 	// a split of split_mma gets.
 	EnvPlanesMinSplit = "BITDECODE_PLANES_MIN_SPLIT"
+	// EnvPlanesWeights is PlanesTuning.Weights: split_mma's cost of a
+	// HIGH, MEDIUM and LOW group when a CTA's groups are shared among its
+	// warps, "H,M,L" with each 1 to 64 ("1,1,1": equal numbers of groups).
+	EnvPlanesWeights = "BITDECODE_PLANES_WEIGHTS"
+	// EnvPlanesMinB is PlanesTuning.MinB: the CTAs per SM split_mma's
+	// registers must allow (1-4; __launch_bounds__).
+	EnvPlanesMinB = "BITDECODE_PLANES_MINB"
 	// EnvPackSlices is PackTuning.Slices: the slices per half of a pack
 	// plan's launches (1 to packMaxSlices).
 	EnvPackSlices = "BITDECODE_PACK_SLICES"
@@ -137,6 +144,13 @@ type PlanesTuning struct {
 	// MinSplitTokens is the fewest positions a split of split_mma gets (at
 	// least 64); 0 is planesMinSplitTokens (512).
 	MinSplitTokens int
+	// Weights is split_mma's cost of a HIGH, MEDIUM and LOW group (each 1
+	// to 64, all three set or none) by which a CTA's groups are shared
+	// among its warps; zero is planesWeights.
+	Weights [3]int
+	// MinB is the CTAs per SM split_mma's registers are capped for (1-4);
+	// 0 is the planner's (planesMinB).
+	MinB int
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each planes program as it is compiled.
 	Ptxas io.Writer
@@ -224,6 +238,21 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 			t.Planes.MT[i] = n
 		}
 	}
+	if v, ok := p.get(EnvPlanesWeights); ok {
+		const want = "H,M,L such as 4,2,1, each 1 to 64"
+		f := strings.Split(v, ",")
+		if len(f) != 3 {
+			p.fail(EnvPlanesWeights, v, want)
+		}
+		for i := 0; i < len(f) && i < 3; i++ {
+			n, err := strconv.Atoi(strings.TrimSpace(f[i]))
+			if err != nil || n < 1 || n > planesMaxWeight {
+				p.fail(EnvPlanesWeights, v, want)
+			}
+			t.Planes.Weights[i] = n
+		}
+	}
+	t.Planes.MinB = p.intRange(EnvPlanesMinB, 1, 4, "1 to 4")
 	t.Planes.Prefetch, _ = p.boolean(EnvPlanesPrefetch)
 	t.Planes.MinSplitTokens = p.intRange(EnvPlanesMinSplit, planesTile, 1<<30, fmt.Sprintf("a number of positions of at least %d", planesTile))
 	t.Pack.Slices = p.intRange(EnvPackSlices, 1, packMaxSlices, fmt.Sprintf("1 to %d", packMaxSlices))
@@ -331,6 +360,17 @@ func (t PlanesTuning) check() error {
 				return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.MT", Value: fmt.Sprint(t.MT), Want: "all zero (the default) or each of H, M, L " + wantPow2})
 			}
 		}
+	}
+	if t.Weights != [3]int{} {
+		for _, n := range t.Weights {
+			if n < 1 || n > planesMaxWeight {
+				return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.Weights", Value: fmt.Sprint(t.Weights),
+					Want: fmt.Sprintf("all zero (the default) or each of H, M, L 1 to %d", planesMaxWeight)})
+			}
+		}
+	}
+	if t.MinB < 0 || t.MinB > 4 {
+		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.MinB", Value: strconv.Itoa(t.MinB), Want: "0 (the default) or 1 to 4"})
 	}
 	if t.MinSplitTokens != 0 && t.MinSplitTokens < planesTile {
 		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.MinSplitTokens", Value: strconv.Itoa(t.MinSplitTokens),

@@ -21,7 +21,7 @@ func TestParseTuning(t *testing.T) {
 	got, err = ParseTuning(lookup(map[string]string{
 		EnvDecodeMT: "4", EnvDecodeStages: "3", EnvDecodeMinB: "2", EnvDecodeMinSplit: "128", EnvDecodeSplits: "target:528",
 		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
-		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPackSlices: "7", EnvPtxasVerbose: "true",
+		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPlanesWeights: "5,3, 2", EnvPlanesMinB: "3", EnvPackSlices: "7", EnvPtxasVerbose: "true",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestParseTuning(t *testing.T) {
 	want := Tuning{
 		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
 			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, Ptxas: os.Stderr},
-		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Ptxas: os.Stderr},
+		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3, Ptxas: os.Stderr},
 		Pack:   PackTuning{Slices: 7},
 	}
 	if got != want {
@@ -58,6 +58,9 @@ func TestParseTuning(t *testing.T) {
 		{EnvPlanesMT, "1,2,3", "H,M,L such as 1,2,4, each 1, 2, 4 or 8"},
 		{EnvPlanesPrefetch, "2", "1, t, true, 0, f or false"},
 		{EnvPlanesMinSplit, "63", "a number of positions of at least 64"},
+		{EnvPlanesWeights, "4,2", "H,M,L such as 4,2,1, each 1 to 64"},
+		{EnvPlanesWeights, "4,2,0", "H,M,L such as 4,2,1, each 1 to 64"},
+		{EnvPlanesMinB, "5", "1 to 4"},
 		{EnvPackSlices, "33", "1 to 32"},
 		{EnvPtxasVerbose, "verbose", "1, t, true, 0, f or false"},
 	} {
@@ -85,6 +88,8 @@ func TestTuningChecks(t *testing.T) {
 		{DecodeTuning{TargetCTAs: -1}.check(), "DecodeTuning.TargetCTAs"},
 		{PlanesTuning{MT: [3]int{1, 0, 4}}.check(), "PlanesTuning.MT"},
 		{PlanesTuning{MinSplitTokens: 32}.check(), "PlanesTuning.MinSplitTokens"},
+		{PlanesTuning{Weights: [3]int{4, 65, 1}}.check(), "PlanesTuning.Weights"},
+		{PlanesTuning{MinB: 5}.check(), "PlanesTuning.MinB"},
 		{PackTuning{Slices: 33}.check(), "PackTuning.Slices"},
 	} {
 		var ve *VarError
@@ -130,10 +135,17 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	if mw, st, minB, _, err := wgmmaConfig(int4, WGMMATuning{MW: 1, Stages: 2, MinB: 1}, h100Shared); err != nil || mw != 1 || st != 2 || minB != 1 {
 		t.Errorf("wgmmaConfig int4 tuned = %d, %d, %d, %v; want 1, 2, 1", mw, st, minB, err)
 	}
-	if got := planesMT(128, [3]int{}); got != [3]int{1, 2, 4} {
+	if got := planesMT(128, [3]int{}, false); got != [3]int{1, 2, 4} {
 		t.Errorf("planesMT default at D=128 = %v, want [1 2 4]", got)
 	}
-	if got := planesMT(128, [3]int{2, 2, 2}); got != [3]int{2, 2, 2} {
+	// Formats that read MEDIUM tokens: LOW tiles of MEDIUM's size (v2.2), at D = 128 only.
+	if got := planesMT(128, [3]int{}, true); got != [3]int{1, 2, 2} {
+		t.Errorf("planesMT with MEDIUM reads at D=128 = %v, want [1 2 2]", got)
+	}
+	if got, want := planesMT(64, [3]int{}, true), planesMT(64, [3]int{}, false); got != want {
+		t.Errorf("planesMT with MEDIUM reads at D=64 = %v, want the budget's %v", got, want)
+	}
+	if got := planesMT(128, [3]int{2, 2, 2}, true); got != [3]int{2, 2, 2} {
 		t.Errorf("planesMT tuned = %v", got)
 	}
 }
