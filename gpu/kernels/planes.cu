@@ -93,8 +93,10 @@
 //                     by Nr per entry, MEDIUM/LOW token addresses computed once
 //                     by the lane holding the entry (loadTopGroup): static SASS
 //                     of the LOW loop at MT 4 2364 -> 1827 instructions, MEDIUM
-//                     at MT 2 1746 -> 1638 (NVRTC 11.8); measured in
-//                     bench/results/2026-11-25-h100-bw-6.
+//                     at MT 2 1746 -> 1638 (NVRTC 11.8); and warp weights 5/3/2
+//                     (the groups' measured times): 1441 / 783 / 1020 (all-LOW
+//                     580; fp16 1398 us in that run;
+//                     bench/results/2026-11-25-h100-bw-6).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
