@@ -88,7 +88,15 @@
 //                     merge (232 registers at MT 1/2/4, 203 at 1/2/2): 1452 / 828
 //                     / 1446 at MT 1/2/4, 807 (m100) and 1329 (h20:m40:l40) at
 //                     MT 1/2/2, the planner's rule for formats that read MEDIUM
-//                     (fp16 1424 us in that run; bench/results/2026-11-25-h100-bw-5).
+//                     (fp16 1424 us in that run; bench/results/2026-11-25-h100-bw-5);
+//                v2.3 LOW rebuilt as sign and exponent (no HMUL2), one division
+//                     by Nr per entry, MEDIUM/LOW token addresses computed once
+//                     by the lane holding the entry (loadTopGroup): static SASS
+//                     of the LOW loop at MT 4 2364 -> 1827 instructions, MEDIUM
+//                     at MT 2 1746 -> 1638 (NVRTC 11.8); and warp weights 5/3/2
+//                     (the groups' measured times): 1441 / 783 / 1020 (all-LOW
+//                     580; fp16 1398 us in that run;
+//                     bench/results/2026-11-25-h100-bw-6).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -110,11 +118,15 @@
 //   MEDIUM: top byte | adj8, then mul.ftz.f16x2 by 1.0: the exponent is fully
 //           read, so "exponent bits read all zero" is "subnormal or zero", which
 //           ftz flushes (to ±0: equal to the +0 of Read in every sum).
-//   LOW:    nibble<<12 | (adj4 & 0x3FF) is Read's value divided by 2^a2 (a2 =
-//           adj4 bits 11..10: the two exponent bits the read misses), with the
-//           exponent 4·nibble[14..12]; a zero nibble is subnormal, so ftz again
-//           is the filter. The 2^a2 goes on the fp32 score and on the
-//           probability of the value mma (exact power-of-two scalings).
+//   LOW:    nibble<<12 alone (v2.3: sign and exponent, no fill, no ftz) is
+//           Read's value divided by 2^a2·(1 + m/1024) (a2 = adj4 bits 11..10:
+//           the two exponent bits the read misses; m = adj4 & 0x3FF: the
+//           mantissa, the same for every LOW element), with the exponent
+//           4·nibble[14..12]; a nibble with those bits zero rebuilds as ±0,
+//           which is the filter. The constant goes on the fp32 score and on
+//           the probability of the value mma (Recon.lowScale; v2.2 kept the
+//           mantissa in the half and filtered with mul.ftz, 64 HMUL2 per
+//           group more).
 //   generic: top byte/nibble and fill exactly as Read, then the filter and the
 //           saturation on both halves of a word at once (fixPair).
 //
@@ -333,8 +345,8 @@ struct GroupRaw {
 // Tier constants of the reconstruction, set once per CTA.
 struct Recon {
   u32 y8, y4;     // the low-byte fill of MEDIUM (adj8) and LOW (adj4) in every byte
-  u32 c4;         // LOW's plane-1 stand-in: fill bits 11..8 (FAST: 9..8) in every nibble
-  float lowScale; // FAST: 2^a2, else 1
+  u32 c4;         // LOW's plane-1 stand-in: fill bits 11..8 in every nibble (FAST: unused)
+  float lowScale; // FAST: 2^a2·(1 + (adj4 & 0x3FF)/1024) (bare), else 1
   Fix fixM, fixL; // generic path
 };
 
@@ -396,10 +408,64 @@ BD_DEVICE void loadPlaneGroup(GroupRaw<D, T>& r, const u8* __restrict__ pool, in
   }
 }
 
+// bare reports whether tier T is rebuilt as sign and exponent only: LOW on
+// the FAST path (v2.3). Read's value is ±2^(4·n + a2 - 15)·(1 + m/1024)
+// (n = nibble bits 14..12 >= 1, a2 = adj4 bits 11..10, m = adj4 & 0x3FF):
+// the half nibble<<12, nothing else, is ±2^(4·n - 15), and the constant
+// 2^a2·(1 + m/1024) goes on the fp32 score and the probability
+// (Recon.lowScale). A nibble with n = 0 rebuilds as ±0: the filter, with
+// no mul.ftz (64 HMUL2 fewer per group).
+template <bool FAST, int T>
+BD_DEVICE constexpr bool bare() {
+  return FAST && T == kLow;
+}
+
+// loadTopGroup is loadPlaneGroup for MEDIUM and LOW (v2.3), from each
+// token's address (plane 0 of its K half; 0: no token), which the lane that
+// holds the token's index entry computes once (issueTile): the 64-bit
+// address arithmetic is not repeated by every lane that reads the token.
+template <int D, int T>
+BD_DEVICE void loadTopGroup(GroupRaw<D, T>& r, int Nr, const unsigned long long kAt[2], const unsigned long long vAt[4],
+                            int g, int q) {
+  static_assert(T != kHigh, "HIGH reads plane 2: loadPlaneGroup");
+  using G = Geo<D>;
+  const int p1 = Nr * D / 2, vh = 2 * Nr * D;  // plane 1, V half
+#pragma unroll
+  for (int i = 0; i < 2; i++) {
+    if (kAt[i] != 0) {
+      const u8* top = reinterpret_cast<const u8*>(kAt[i]) + q * (G::kKTop * 4);
+      ldWords<G::kKTop * 4>(top, r.k0[i]);
+      if constexpr (T == kMedium) ldWords<G::kKTop * 4>(top + p1, r.k1[i]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < G::kKTop; j++) r.k0[i][j] = 0;
+      if constexpr (T == kMedium) {
+#pragma unroll
+        for (int j = 0; j < G::kKTop; j++) r.k1[i][j] = 0;
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    if (vAt[i] != 0) {
+      const u8* top = reinterpret_cast<const u8*>(vAt[i]) + vh + g * (G::kVTop * 4);
+      ldWords<G::kVTop * 4>(top, r.v0[i]);
+      if constexpr (T == kMedium) ldWords<G::kVTop * 4>(top + p1, r.v1[i]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < G::kVTop; j++) r.v0[i][j] = 0;
+      if constexpr (T == kMedium) {
+#pragma unroll
+        for (int j = 0; j < G::kVTop; j++) r.v1[i][j] = 0;
+      }
+    }
+  }
+}
+
 // finish applies the partial tiers' filter (FAST: ftz) or the generic fix.
 template <bool BF, bool FAST, int T>
 BD_DEVICE u32 finish(u32 w, const Recon& rc) {
-  if (T == kHigh) return w;
+  if (T == kHigh || bare<FAST, T>()) return w;
   if (FAST) return ftz1(w);
   return fixPair(w, T == kMedium ? rc.fixM : rc.fixL);
 }
@@ -409,13 +475,13 @@ template <int D, bool BF, bool FAST, int T>
 BD_DEVICE void rebuildK(const GroupRaw<D, T>& r, int i, const Recon& rc, u32 h[Geo<D>::kRegs]) {
 #pragma unroll
   for (int j = 0; j < Geo<D>::kKTop; j++) {
-    u32 x1 = rc.c4, y0, y1;
+    u32 x1 = bare<FAST, T>() ? 0u : rc.c4, y0, y1;
     if constexpr (T <= kMedium) x1 = r.k1[i][j];
     if constexpr (T == kHigh) {
       y0 = r.k2[i][2 * j];
       y1 = r.k2[i][2 * j + 1];
     } else {
-      y0 = y1 = T == kMedium ? rc.y8 : rc.y4;
+      y0 = y1 = T == kMedium ? rc.y8 : bare<FAST, T>() ? 0u : rc.y4;
     }
     u32 e, o;
     topBytes<T>(r.k0[i][j], x1, e, o);
@@ -436,7 +502,7 @@ BD_DEVICE void rebuildV(const GroupRaw<D, T>& r, int a, int b, const Recon& rc, 
     for (int half = 0; half < 2; half++) {  // channels 8j..8j+3, then 8j+4..8j+7
       const u32 sel = half == 0 ? 0x5410u : 0x7632u;
       const u32 x0 = prmt(r.v0[a][j], r.v0[b][j], sel);
-      u32 x1 = rc.c4;
+      u32 x1 = bare<FAST, T>() ? 0u : rc.c4;
       if constexpr (T <= kMedium) x1 = prmt(r.v1[a][j], r.v1[b][j], sel);
       u32 e, o;  // e = [a c0, a c2, b c0, b c2], o = [a c1, a c3, b c1, b c3] (c relative to the half)
       topBytes<T>(x0, x1, e, o);
@@ -445,7 +511,7 @@ BD_DEVICE void rebuildV(const GroupRaw<D, T>& r, int a, int b, const Recon& rc, 
         ye = prmt(r.v2[a][2 * j + half], r.v2[b][2 * j + half], 0x6420);
         yo = prmt(r.v2[a][2 * j + half], r.v2[b][2 * j + half], 0x7531);
       } else {
-        ye = yo = T == kMedium ? rc.y8 : rc.y4;
+        ye = yo = T == kMedium ? rc.y8 : bare<FAST, T>() ? 0u : rc.y4;
       }
       h[8 * j + 4 * half + 0] = finish<BF, FAST, T>(prmt(ye, e, 0x6240), rc);  // c0
       h[8 * j + 4 * half + 1] = finish<BF, FAST, T>(prmt(ye, e, 0x7351), rc);  // c2
@@ -487,6 +553,7 @@ struct Ahead {
   int cnt[MTX];   // entries of each group (<= 16)
   int tok[MTX];   // this lane's entry: a token position, or -1
   int block[MTX]; // its pool block (the block table's entry), after resolveTable
+  int within[MTX];// its slot in the block, after resolveTable
 };
 
 // fetchAhead describes the tile that starts at group gi (< wEnd): up to MT
@@ -509,13 +576,18 @@ BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Ctx& cx, int gi
 }
 
 // resolveTable issues the block-table loads of a's entries; issueTile
-// consumes them a tile later.
+// consumes them a tile later. One division by Nr per entry gives the block
+// and the slot within it (v2.3: issueTile took a second one).
 template <int MTX>
 BD_DEVICE void resolveTable(Ahead<MTX>& a, const Ctx& cx) {
 #pragma unroll
   for (int i = 0; i < MTX; i++) {
-    a.block[i] = 0;
-    if (i < a.n && a.tok[i] >= 0) a.block[i] = cx.table[a.tok[i] / cx.Nr];
+    a.block[i] = a.within[i] = 0;
+    if (i < a.n && a.tok[i] >= 0) {
+      const int blk = a.tok[i] / cx.Nr;
+      a.block[i] = cx.table[blk];
+      a.within[i] = a.tok[i] - blk * cx.Nr;
+    }
   }
 }
 
@@ -572,9 +644,27 @@ BD_DEVICE void issueTile(Tile<D, T, MT>& t, const Ahead<MTX>& a, const Ctx& cx, 
     if (mt >= a.n) break;  // a partial tile (end of a run or of the warp's range)
     t.e0[mt] = a.e0[mt];
     const int tok = a.tok[mt];
+    if constexpr (T != kHigh) {
+      // The address of this lane's token (plane 0 of its K half), 0: none.
+      unsigned long long at = 0;
+      if (tok >= 0)
+        at = reinterpret_cast<unsigned long long>(cx.pool + (size_t(a.block[mt]) * cx.Hkv + cx.h) * (size_t(4) * cx.Nr * D) +
+                                                  a.within[mt] * (D / 2));
+      unsigned long long kAt[2], vAt[4];
+#pragma unroll
+      for (int i = 0; i < 2; i++) {
+        const int src = g + 8 * i;
+        t.kTok[mt][i] = __shfl_sync(0xffffffffu, tok, src);
+        kAt[i] = __shfl_sync(0xffffffffu, at, src);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; i++) vAt[i] = __shfl_sync(0xffffffffu, at, 2 * q + (i & 1) + 8 * (i >> 1));
+      loadTopGroup<D, T>(t.raw[mt], cx.Nr, kAt, vAt, g, q);
+      continue;
+    }
     int slot = -1, within = 0;
     if (tok >= 0) {
-      within = tok % cx.Nr;
+      within = a.within[mt];
       slot = a.block[mt] * cx.Hkv + cx.h;
     }
     Tok kTok[2], vTok[4];
@@ -757,8 +847,8 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   Recon rcn;
   rcn.y8 = u32(adj8 & 0xFF) * 0x01010101u;
   rcn.y4 = u32(adj4 & 0xFF) * 0x01010101u;
-  rcn.c4 = u32((adj4 >> 8) & (FAST ? 0x3 : 0xF)) * 0x11111111u;
-  rcn.lowScale = FAST ? float(1 << ((adj4 >> 10) & 3)) : 1.f;
+  rcn.c4 = u32((adj4 >> 8) & 0xF) * 0x11111111u;
+  rcn.lowScale = FAST ? float(1 << ((adj4 >> 10) & 3)) * (1.f + float(adj4 & 0x3FF) / 1024.f) : 1.f;  // exact
   rcn.fixM = makeFix<BF>(kMedium, u32(adj8), filter != 0);
   rcn.fixL = makeFix<BF>(kLow, u32(adj4), filter != 0);
 

@@ -64,12 +64,14 @@ const (
 )
 
 // planesWeights is split_mma's default cost of a HIGH, MEDIUM and LOW group
-// when a CTA's groups are shared among its warps (planes.cu warpBound,
-// v2.2): the bytes a group reads at D = 128 (planes and index: 516, 260,
-// 132 B per token), rounded. A warp of HIGH groups then gets a quarter of
-// the groups a warp of LOW groups gets, instead of as many (v2.1: the
-// CTA waited for its HIGH warp).
-var planesWeights = [3]int{4, 2, 1}
+// when a CTA's groups are shared among its warps (planes.cu warpBound):
+// the measured time of a group (v2.3 on the H100, uniform reads at 128 x
+// 8K: 1441, 783, 580 us, 1 : 0.54 : 0.40), rounded. v2.2 weighed the bytes
+// (4, 2, 1), which left the LOW warp the slowest; 5, 3, 2 took h20:m40:l40
+// at 128 x 8K from 1154 to 1020 us and left 16 x 32K as it was
+// (bench/results/2026-11-25-h100-bw-6). v2.1 split equal numbers of groups
+// and the CTA waited for its HIGH warp.
+var planesWeights = [3]int{5, 3, 2}
 
 // planesMinB is split_mma's default CTAs per SM for __launch_bounds__: 1
 // leaves the registers to ptxas (236 at D = 128 on CUDA 13: 2 CTAs per SM).
