@@ -348,7 +348,9 @@ func mmaPV8(l DecodeLayout, mt int, t MMATuning) bool {
 }
 
 // mmaPV8Default is whether the planner runs int2 values' P·V on int8
-// tensor cores by default (docs/perf/decode-attention.md, session 9).
+// tensor cores by default: no. Side by side on the H100 over the 7-row grid
+// (docs/perf/decode-attention.md, session 9) it is 2-8% slower for int2 and
+// k4v2 at every row, with the same error; it stays for BITDECODE_DECODE_PV8=1.
 const mmaPV8Default = false
 
 // mmaConfig is decode_mma.cu's configuration for layout l under tuning t:

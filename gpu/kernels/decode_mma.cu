@@ -74,7 +74,9 @@
 //   v2.9 P·V on int8 tensor cores for int2 values (P8V, valuesI8): the
 //        codes widened to bytes by a shift, two permutes and four masks per
 //        word, the weights p·s in 20-bit fixed point per row and tile (three
-//        bytes, three m16n8k32, exact in int32; session 9).
+//        bytes, three m16n8k32, exact in int32; session 9): correct, but
+//        2-8% slower for int2 and k4v2 (three times the tensor issue of the
+//        fp16 P·V, per-tile conversion, spills); off by default.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -325,7 +327,7 @@ BD_DEVICE void loadVGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, con
 // weight. Two pieces (2^-16) would be 2^-16 · 384 · smax, which at the
 // test data's smax (MaxAbsV / 2 to / 3) passes 2^-11 · MaxAbsV: three.
 
-// kPV8Pieces is the bytes of the fixed-point weights (n < 2^21).
+// kPV8Pieces is the bytes of the fixed-point weights (n <= 2^20).
 constexpr int kPV8Pieces = 3;
 
 // kPV8Exp is log2 of the largest n: Δ = 2^(E - kPV8Exp + 1) for W in
