@@ -75,7 +75,7 @@
 //        codes widened to bytes by a shift, two permutes and four masks per
 //        word, the weights p·s in 20-bit fixed point per row and tile (three
 //        bytes, three m16n8k32, exact in int32; session 9): correct, but
-//        2-8% slower for int2 and k4v2 (three times the tensor issue of the
+//        2-8% slower for int2 and k4v2 (2.5x the tensor time of the
 //        fp16 P·V, per-tile conversion, spills); off by default.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
