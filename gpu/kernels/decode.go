@@ -175,11 +175,17 @@ type DecodePlan struct {
 	counters cuda.DevicePtr
 	dev      *cuda.Device
 	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)
+	pv8      bool // decode_mma.cu's P·V on int8 tensor cores (v2.9)
 }
 
 // QK8 reports whether the plan computes the packed keys' scores on int8
 // tensor cores (v2.8: the query in 16-bit fixed point per row, two mmas).
 func (p *DecodePlan) QK8() bool { return p.qk8 }
+
+// PV8 reports whether the plan computes the packed values' P·V on int8
+// tensor cores (v2.9: the weights p·s in 20-bit fixed point per row and
+// tile, three mmas).
+func (p *DecodePlan) PV8() bool { return p.pv8 }
 
 // Kernel returns the kernel the plan runs (DecodeAuto's pick).
 func (p *DecodePlan) Kernel() DecodeKernel { return p.kernel }
@@ -322,6 +328,31 @@ func mmaQK8(l DecodeLayout, t MMATuning) bool {
 // the error against the float64 reference 2-4x lower for all four.
 const mmaQK8Default = true
 
+// pv8Reads reports whether decode_mma.cu's int8 P·V path (v2.9) reads
+// layout l with tiles of mt groups: int2 values with one (scale, zero) pair
+// per token (not bf16), tiles of an even number of groups (two make one
+// m16n8k32), at most 8 (the exact int32 sums' bound).
+func pv8Reads(l DecodeLayout, mt int) bool {
+	_, vg := scaleGroups(l)
+	return l.VBits == 2 && vg == 1 && !l.BF16 && mt%2 == 0 && mt <= 8
+}
+
+// mmaPV8 is the planner's rule for the int8 P·V path (v2.9): where it reads
+// the layout and tuning t asks for it, or by default where measured faster
+// (mmaPV8Default).
+func mmaPV8(l DecodeLayout, mt int, t MMATuning) bool {
+	if !pv8Reads(l, mt) || t.PV8 < 0 {
+		return false
+	}
+	return t.PV8 > 0 || mmaPV8Default
+}
+
+// mmaPV8Default is whether the planner runs int2 values' P·V on int8
+// tensor cores by default: no. Side by side on the H100 over the 7-row grid
+// (docs/perf/decode-attention.md, session 9) it is 2-8% slower for int2 and
+// k4v2 at every row, with the same error; it stays for BITDECODE_DECODE_PV8=1.
+const mmaPV8Default = false
+
 // mmaConfig is decode_mma.cu's configuration for layout l under tuning t:
 // the tile (MT fragment groups of 16 tokens, as many as the lane budget
 // allows within a block and, keys per channel, within a key group), the
@@ -358,9 +389,9 @@ func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
 // mmaProgram returns decode_mma.cu's program for layout l with tiles of mt
 // groups, stages cp.async stages and registers capped for minB CTAs per
 // SM, and its split and combine kernels' name expressions.
-func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8 bool) (prog cuda.Program, splitExpr, combineExpr string) {
+func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8 bool) (prog cuda.Program, splitExpr, combineExpr string) {
 	kg, vg := scaleGroups(l)
-	splitExpr = fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d, %t>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB, qk8)
+	splitExpr = fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d, %t, %t>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB, qk8, pv8)
 	combineExpr = fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return program("decode_mma.cu", decodeMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
 }
@@ -374,7 +405,8 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	}
 	p.smem = stages * 4 * mt * 16 * l.D * (l.KBits + l.VBits) / 8 // 4 warps, tiles of mt groups
 	p.qk8 = mmaQK8(l, t.MMA)
-	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8)
+	p.pv8 = mmaPV8(l, mt, t.MMA)
+	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 

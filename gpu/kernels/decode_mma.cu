@@ -71,6 +71,12 @@
 //        widened to bytes by masks, the query in 16-bit fixed point (two
 //        m16n8k32, exact in int32): 2-4x lower error against the float64
 //        reference, k4v2 +1-3%, int4 +0-2%, int2 tied (session 8).
+//   v2.9 P·V on int8 tensor cores for int2 values (P8V, valuesI8): the
+//        codes widened to bytes by a shift, two permutes and four masks per
+//        word, the weights p·s in 20-bit fixed point per row and tile (three
+//        bytes, three m16n8k32, exact in int32; session 9): correct, but
+//        2-8% slower for int2 and k4v2 (2.5x the tensor time of the
+//        fp16 P·V, per-tile conversion, spills); off by default.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -285,18 +291,127 @@ BD_DEVICE void loadVGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, con
   }
 }
 
-// Tile processes MT fragment groups starting at token tok0 of the sequence:
-// the packed half pointers point at the first group's K and V data.
-//   KBITS/VBITS  code widths (16: fp16, no scales)
-//   KC           keys per channel (scales folded into bq); else per token
-//   KG, VG       channel groups per token of K (KT) and V scales
-//   BF           16-bit K/V are bf16 (bf16 mma; bq must be bf16 too)
-//   PP           the tile's (scale, zero) words are in raw (kp, vp), loaded
-//                with its codes; else they are loaded here
-//   NX           v2.7: as soon as group mt's K (V) codes and pairs are used,
-//                the next tile's (at next) are loaded into raw in their
-//                place, so a warp's loads of tile i+1 overlap tile i's work
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, bool PP = false, bool NX = false, bool Q8K = false>
+// v2.9: P·V on int8 tensor cores for int2 values (one (scale, zero) pair per
+// token: VG = 1). The O^T mma takes V^T as A (channels on M, tokens on k) and
+// P^T as B. Byte b of a lane's value word i holds the codes of channel block
+// mb = 2i + (b & 1), tokens 2q + (b >> 1) (+8 for the upper two codes), at
+// bits 2a: a = 0 channel g, 1 channel g+8, 2 channel g token +8, 3 channel
+// g+8 token +8 (kv.MMA, bitdecode.cuh fragElem). With y = w >> 4,
+//   e = prmt(w, y, 0x6420) (0x7531 for mb 2i+1) = bytes w.b0, w.b2, y.b0, y.b2,
+//   e & 0x03030303 is channel g at tokens 2q, 2q+1, 2q+8, 2q+9,
+//   e & 0x0c0c0c0c channel g+8 at the same tokens, times 4:
+// rows g and g+8, k = 4q..4q+3 of an m16n8k16 A fragment, with k 4q+j the
+// group's token 2q, 2q+1, 2q+8, 2q+9 for j = 0..3; two groups (tokens k and
+// 16 + k) make one m16n8k32. So a word of 16 codes widens in 7 instructions
+// (a shift, two permutes, four masks; the fp16 path's unpack took 17). The
+// probabilities' B side uses the same token order, which movmatrix gives:
+// after trans8x8, lane (g, q) holds tokens 2q, 2q+1 (and 2q+8, 2q+9) of row
+// g, as for the fp16 mma.
+//
+// The weights w_t = p_t·s_t (p = exp2(score - running max) <= 1, s the
+// token's value scale; zeros accumulate apart as before) become unsigned
+// fixed point per row and tile: Δ = 2^(E-19) for W = max_t w_t in [2^E,
+// 2^(E+1)), so n_t = rn(w_t/Δ) <= 2^20, one fma (w·2^(19-E) + 2^23: the
+// float's low bytes are n, rounded to nearest once). n splits into three
+// bytes (kPV8Pieces), three u8 x u8 mmas summed exactly in int32:
+// Σ n·code·4 <= 128 tokens · 12 · 2^20 < 2^31 for tiles of at most 128
+// tokens (MT <= 8). Then acc += Δ·float(2^16 c2 + 2^8 c1 + c0) (Δ/4 on
+// channel g+8): Δ exact, one float rounding of the tile's sum.
+//
+// Error against the exact weights (the test's pv8ValueTerm): |n_t Δ - w_t|
+// <= Δ/2 <= 2^-20 W_tile, and W_tile <= pmax_tile·smax_tile. Over a split's
+// tiles, Σ_tile pmax_tile <= l (each tile's largest p is one of the
+// denominator's terms), so the output's error, divided by l, is at most
+// 2^-20 · max_tile (smax_tile · Σ_{t in tile} code_t,c) <= 2^-20 · 384 ·
+// smax for int2 (3 · 128 tokens), against the fp16 path's 2^-11 of each
+// weight. Two pieces (2^-16) would be 2^-16 · 384 · smax, which at the
+// test data's smax (MaxAbsV / 2 to / 3) passes 2^-11 · MaxAbsV: three.
+
+// kPV8Pieces is the bytes of the fixed-point weights (n <= 2^20).
+constexpr int kPV8Pieces = 3;
+
+// kPV8Exp is log2 of the largest n: Δ = 2^(E - kPV8Exp + 1) for W in
+// [2^E, 2^(E+1)).
+constexpr int kPV8Exp = 20;
+
+// valuesI8 is tile's value side on int8 tensor cores (v2.9, above) for int2
+// values with VG = 1: s holds the tile's probabilities p (C layout).
+template <int D, int MT, bool PP, class ST, class RAW>
+BD_DEVICE void valuesI8(ST& st, RAW& raw, const float (&s)[MT][4], const u8* __restrict__ vhalf, int vParamsOff, int within0, int lane) {
+  static_assert(MT % 2 == 0 && MT <= 8, "int8 P·V: pairs of groups, at most 128 tokens per tile");
+  const int g = lane / 4;
+  // Weights w = p·s per token; zeros apart (as the fp16 path).
+  float w[MT][4];
+  float W[2] = {0.f, 0.f};
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      float sc, z;
+      if (PP) splitParam(raw.vp[mt][half][0], sc, z);
+      else param(vhalf, vParamsOff, within0 + mt * kFragTokens + g + 8 * half, sc, z);
+      w[mt][2 * half] = s[mt][2 * half] * sc;
+      w[mt][2 * half + 1] = s[mt][2 * half + 1] * sc;
+      st.zacc[0][0] += s[mt][2 * half] * z;
+      st.zacc[1][0] += s[mt][2 * half + 1] * z;
+      W[0] = fmaxf(W[0], w[mt][2 * half]);
+      W[1] = fmaxf(W[1], w[mt][2 * half + 1]);
+    }
+  // Δ and 1/Δ per row (powers of two: the exponent of the row's W over the
+  // tile's 16 tokens of each of the 8 lanes of a row).
+  float inv[2], dv[4];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+#pragma unroll
+    for (int off = 4; off < 32; off *= 2) W[r] = fmaxf(W[r], __shfl_xor_sync(0xffffffffu, W[r], off));
+    const int be = max(int(__float_as_uint(W[r]) >> 23), kPV8Exp);  // W >= 0; W = 0 gives n = 0
+    inv[r] = __uint_as_float(u32(127 + kPV8Exp - 1 + 127 - be) << 23);
+    dv[r] = __uint_as_float(u32(be - kPV8Exp + 1) << 23);
+  }
+  dv[2] = dv[0] * 0.25f, dv[3] = dv[1] * 0.25f;  // channel g+8's codes are times 4
+  // The B pieces: bytes 0, 1, 2 of n for tokens 2q, 2q+1, 2q+8, 2q+9 of row g.
+  u32 pc[kPV8Pieces][MT];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    u32 n[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) n[e] = __float_as_uint(fmaf(w[mt][e], inv[e & 1], 8388608.f));  // 2^23 + n
+    const u32 l01 = trans8x8(prmt(n[0], n[1], 0x5410u)), l23 = trans8x8(prmt(n[2], n[3], 0x5410u));
+    const u32 h01 = trans8x8(prmt(n[0], n[1], 0x7632u)), h23 = trans8x8(prmt(n[2], n[3], 0x7632u));
+    pc[0][mt] = prmt(l01, l23, 0x6420u);
+    pc[1][mt] = prmt(l01, l23, 0x7531u);
+    pc[2][mt] = prmt(h01, h23, 0x6420u);
+  }
+  // Word i of each group: channel blocks 2i (hb 0) and 2i+1 (hb 1), one at
+  // a time (12 int32 sums live, not 24: int2 at MT 8 spilled 104 bytes).
+#pragma unroll
+  for (int i = 0; i < Frag<D, 2>::kWords; i++)
+#pragma unroll
+    for (int hb = 0; hb < 2; hb++) {
+      int c[kPV8Pieces][4];
+#pragma unroll
+      for (int k = 0; k < kPV8Pieces; k++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) c[k][e] = 0;
+#pragma unroll
+      for (int pr = 0; pr < MT / 2; pr++) {
+        const u32 x0 = raw.v[2 * pr][i], x1 = raw.v[2 * pr + 1][i];
+        const u32 sel = hb ? 0x7531u : 0x6420u;
+        const u32 e0 = prmt(x0, x0 >> 4, sel), e1 = prmt(x1, x1 >> 4, sel);
+        const u32 a[4] = {e0 & 0x03030303u, e0 & 0x0c0c0c0cu, e1 & 0x03030303u, e1 & 0x0c0c0c0cu};
+#pragma unroll
+        for (int k = 0; k < kPV8Pieces; k++) mmaI8<false>(c[k], a, pc[k][2 * pr], pc[k][2 * pr + 1]);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int sum = (c[2][e] << 16) + (c[1][e] << 8) + c[0][e];  // < 2^31, exact
+        st.acc[2 * i + hb][e] = fmaf(float(sum), dv[e], st.acc[2 * i + hb][e]);
+      }
+    }
+}
+
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, bool PP = false, bool NX = false, bool Q8K = false,
+          bool P8V = false>
 BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw,
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
                     int gK, int gV, int within0, int tok0, int tEnd, const int limit[2],
@@ -366,6 +481,13 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
   float alpha[2];
   foldTile(st, s, alpha);
   // Values.
+  if constexpr (P8V) {
+    valuesI8<D, MT, PP>(st, raw, s, vhalf, vParamsOff, within0, lane);
+    if (NX) {
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) loadVGroup<D, VBITS, VG, PP>(raw, mt, next, vParamsOff, lane);
+    }
+  } else {
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
     u32 a[Frag<D, VBITS>::kRegs];
@@ -397,6 +519,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
     }
     if (NX) loadVGroup<D, VBITS, VG, PP>(raw, mt, next, vParamsOff, lane);
   }
+  }
 }
 
 // Fill B fragments of the (scaled) queries: lane's channels of k-block kb are
@@ -413,7 +536,8 @@ BD_DEVICE void makeB(const float qf[D / 16][4], const float* sc, u32 bq[D / 16][
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__).
 // Q8K: keys by the int8 path (v2.8; int2 and int4 keys, KT groups of 32
 // channels or more).
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false>
+// P8V: values by the int8 path (v2.9; int2 values, one pair per token).
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false, bool P8V = false>
 __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
@@ -423,6 +547,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     int* __restrict__ counters, u16* __restrict__ out) {
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
   static_assert(!Q8K || ((KBITS == 2 || KBITS == 4) && !BF && (KC || D / KG % 32 == 0)), "int8 K·q: int2/int4 keys, KT groups of 32k channels");
+  static_assert(!P8V || (VBITS == 2 && VG == 1 && MT % 2 == 0 && MT <= 8 && !BF), "int8 P·V: int2 values, one pair per token, 2-8 groups");
   __shared__ float redO[kWarps][kQueryRows][D];
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
@@ -573,7 +698,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
         toC(quadSum(bias), qd, biasC);
       }
     }
-    tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, NX && kPP, NX, Q8K>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within, tok, t1,
+    tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, NX && kPP, NX, Q8K, P8V>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within, tok, t1,
                                                                limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC, lane, next, &q8);
   };
   if (ST > 0) {

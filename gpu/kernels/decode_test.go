@@ -145,9 +145,12 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 	}
 	up(&bufs.Out, cuda.Bytes(poison))
 
-	var q8 []float64
+	var q8, pv8 []float64
 	if plan.QK8() {
 		q8 = q8ScoreTerm(f, c.sh, seqs, q, c.tq)
+	}
+	if plan.PV8() {
+		pv8 = pv8ValueTerm(f, c.sh, seqs, c.tq)
 	}
 	var first []uint16
 	for run := 0; run < 3; run++ {
@@ -169,7 +172,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 		}
 		if run == 0 {
 			first = got
-			checkOut(t, c, f, st, got, want, q8)
+			checkOut(t, c, f, st, got, want, q8, pv8)
 			continue
 		}
 		for i := range got {
@@ -185,11 +188,14 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 // 2^-11 relative). With q8 (the int8 K·q path's score terms, q8ScoreTerm),
 // the bound's query term is the larger of the fp16 path's (which the
 // residual tokens still take) and the int8 path's: DecodeTol's score terms
-// count 2.5 times, as there.
-func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint16, want []float32, q8 []float64) {
+// count 2.5 times, as there. With pv8 (the int8 P·V path's value terms,
+// pv8ValueTerm), the weights' share of DecodeTol's value term (eps16 of
+// MaxAbsV; the residual tokens still take the fp16 weights) becomes the
+// larger of the two.
+func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint16, want []float32, q8, pv8 []float64) {
 	t.Helper()
 	d := c.sh.D
-	ratio := 0.0
+	ratio, vratio := 0.0, 0.0
 	for row := 0; row < len(got)/d; row++ {
 		tol := kvtest.DecodeTol(f, st, d, row, c.kernel != kernels.DecodeV1)
 		if q8 != nil {
@@ -197,6 +203,13 @@ func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint
 			tol += st.MaxAbsV * 2.5 * max(0, q8[row]-fp16Term)
 			if fp16Term > 0 {
 				ratio = max(ratio, q8[row]/fp16Term)
+			}
+		}
+		if pv8 != nil {
+			fp16Term := epsFP16 * st.MaxAbsV
+			tol += max(0, pv8[row]-fp16Term)
+			if fp16Term > 0 {
+				vratio = max(vratio, pv8[row]/fp16Term)
 			}
 		}
 		for ch := 0; ch < d; ch++ {
@@ -210,6 +223,47 @@ func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint
 	if q8 != nil {
 		t.Logf("%v: int8 K·q: score term / fp16 query term <= %.3g over the rows", c, ratio)
 	}
+	if pv8 != nil {
+		t.Logf("%v: int8 P·V: value term / fp16 weight term <= %.3g over the rows", c, vratio)
+	}
+}
+
+// pv8Bits is decode_mma.cu's kPV8Exp: the fixed-point weights n <= 2^20,
+// within Δ/2 <= 2^-20 W of p·s (W the row's largest weight in the tile).
+const pv8Bits = 20
+
+// pv8TileTokens is the most tokens of a decode_mma.cu tile (MT <= 8 groups
+// of 16), over which one Δ per row holds.
+const pv8TileTokens = 128
+
+// pv8ValueTerm returns, per output row (out's order), the bound of the
+// output error the int8 P·V path (decode_mma.cu v2.9) adds, in output
+// units: 2^-20 · 128 · maxcode · smax, smax the largest value scale of the
+// row's visible packed tokens. (decode_mma.cu derives it: each weight within
+// Δ/2 <= 2^-20 W_tile of p·s, W_tile <= pmax_tile · smax, and the tiles'
+// pmax sum to at most the denominator.)
+func pv8ValueTerm(f kv.Format, sh attn.Shape, seqs []*attn.Seq, tq int) []float64 {
+	nr, group := f.Residual, sh.Hq/sh.Hkv
+	maxCode := float64(int(1)<<f.V.Elem.Bits() - 1)
+	out := make([]float64, len(seqs)*tq*sh.Hq)
+	for b, s := range seqs {
+		n := len(s.Blocks) * nr
+		l := s.Len(nr)
+		for h := 0; h < sh.Hkv; h++ {
+			for i := 0; i < tq; i++ {
+				smax := 0.0
+				for t := 0; t < n && t <= l-tq+i; t++ {
+					blk := s.Blocks[t/nr][h*f.BlockBytes()+f.K.Bytes:]
+					sc, _ := f.V.Param(blk, f.V.ParamIndex(t%nr, 0))
+					smax = max(smax, math.Abs(float64(half.ToFloat32(sc))))
+				}
+				for hq := h * group; hq < (h+1)*group; hq++ {
+					out[(b*tq+i)*sh.Hq+hq] = math.Ldexp(pv8TileTokens*maxCode*smax, -pv8Bits)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // epsFP16 is the fp16 operands' relative rounding (DecodeTol's eps16).

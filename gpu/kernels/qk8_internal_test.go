@@ -43,9 +43,51 @@ func TestMMAQK8Rule(t *testing.T) {
 		if got := mmaQK8(l, MMATuning{QK8: 1}); got != tc.want {
 			t.Errorf("%s D=%d: QK8 1 gave %v, want %v (only where the path reads the layout)", tc.spec, tc.d, got, tc.want)
 		}
-		_, expr, _ := mmaProgram(l, 4, 0, 1, tc.want)
-		if !strings.HasSuffix(expr, fmt.Sprintf(", %t>", tc.want)) {
+		_, expr, _ := mmaProgram(l, 4, 0, 1, tc.want, false)
+		if !strings.HasSuffix(expr, fmt.Sprintf(", %t, false>", tc.want)) {
 			t.Errorf("%s D=%d: kernel %s does not end with the Q8K flag %v", tc.spec, tc.d, expr, tc.want)
+		}
+	}
+}
+
+// TestMMAPV8Rule checks which layouts decode_mma.cu's int8 P·V path (v2.9)
+// reads: int2 values with one pair per token at an even tile of at most 8
+// groups, never int4/int8/fp16 values or several value groups per token;
+// MMATuning.PV8 forces it either way only there, and the default is off
+// (mmaPV8Default) until measured faster.
+func TestMMAPV8Rule(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		d    int
+		mt   int
+		want bool
+	}{
+		{"int2", 128, 8, true},
+		{"k4v2", 128, 4, true},
+		{"k4v2", 256, 2, false}, // v128: two value groups per token
+		{"int2", 128, 1, false},
+		{"int2:kc32:v32", 64, 8, false},
+		{"int4", 128, 4, false},
+		{"k8v4", 128, 2, false},
+		{"int8", 128, 2, false},
+		{"fp16", 128, 1, false},
+	} {
+		l, err := LayoutFor(kv.MustResolve(tc.spec, tc.d).WithOrder(kv.MMA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mmaPV8(l, tc.mt, MMATuning{}); got != (tc.want && mmaPV8Default) {
+			t.Errorf("%s D=%d MT %d: default int8 P·V %v", tc.spec, tc.d, tc.mt, got)
+		}
+		if mmaPV8(l, tc.mt, MMATuning{PV8: -1}) {
+			t.Errorf("%s D=%d MT %d: PV8 -1 left the int8 path on", tc.spec, tc.d, tc.mt)
+		}
+		if got := mmaPV8(l, tc.mt, MMATuning{PV8: 1}); got != tc.want {
+			t.Errorf("%s D=%d MT %d: PV8 1 gave %v, want %v", tc.spec, tc.d, tc.mt, got, tc.want)
+		}
+		_, expr, _ := mmaProgram(l, tc.mt, 0, 1, false, tc.want)
+		if !strings.HasSuffix(expr, fmt.Sprintf(", %t>", tc.want)) {
+			t.Errorf("%s D=%d: kernel %s does not end with the P8V flag %v", tc.spec, tc.d, expr, tc.want)
 		}
 	}
 }

@@ -40,6 +40,10 @@ const (
 	// int8 tensor cores (v2.8) for every int2 and int4 key format it can,
 	// false (0) on fp16 tensor cores; unset, the planner's rule (mmaQK8).
 	EnvDecodeQK8 = "BITDECODE_DECODE_QK8"
+	// EnvDecodePV8 is MMATuning.PV8: true (1) runs decode_mma.cu's P·V on
+	// int8 tensor cores (v2.9) for int2 values where it can, false (0) on
+	// fp16 tensor cores; unset, the planner's rule (mmaPV8).
+	EnvDecodePV8 = "BITDECODE_DECODE_PV8"
 	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
 	// the splits left to decode_combine (a second launch), for comparisons.
 	EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
@@ -118,6 +122,10 @@ type MMATuning struct {
 	// int8 (the query in 16-bit fixed point, two mmas), -1 fp16, 0 the
 	// planner's rule (mmaQK8).
 	QK8 int
+	// PV8 picks the value side's tensor cores for int2 values (v2.9): 1
+	// int8 (the weights in 20-bit fixed point, three mmas), -1 fp16, 0 the
+	// planner's rule (mmaPV8).
+	PV8 int
 }
 
 // WGMMATuning is decode_wgmma.cu's. Zero fields are the defaults.
@@ -217,6 +225,12 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 		d.MMA.QK8 = -1
 		if on {
 			d.MMA.QK8 = 1
+		}
+	}
+	if on, ok := p.boolean(EnvDecodePV8); ok {
+		d.MMA.PV8 = -1
+		if on {
+			d.MMA.PV8 = 1
 		}
 	}
 	if fuse, ok := p.boolean(EnvDecodeFuse); ok {
@@ -338,6 +352,8 @@ func (t DecodeTuning) check() error {
 		return bad("MMATuning.MinB", t.MMA.MinB, wantMinB)
 	case t.MMA.QK8 < -1 || t.MMA.QK8 > 1:
 		return bad("MMATuning.QK8", t.MMA.QK8, "1 (int8) or -1 (fp16)")
+	case t.MMA.PV8 < -1 || t.MMA.PV8 > 1:
+		return bad("MMATuning.PV8", t.MMA.PV8, "1 (int8) or -1 (fp16)")
 	case t.WGMMA.Stages != 0 && (t.WGMMA.Stages < 2 || t.WGMMA.Stages > wgmmaMaxStages):
 		return bad("WGMMATuning.Stages", t.WGMMA.Stages, wantWGStage)
 	case t.WGMMA.MW != 0 && !slices.Contains(wgmmaMWs, t.WGMMA.MW):
