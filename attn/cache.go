@@ -131,12 +131,14 @@ func (c *Cache) packResidual() error {
 }
 
 // PackResidual packs a full residual block (resK, resV: [Hkv][Nr][D] fp16)
-// into blk ([Hkv][BlockBytes]).
+// into blk ([Hkv][BlockBytes]), with the bytes of kv.TensorLayout.Pack
+// (integer layouts through packLayout's faster path).
 func PackResidual(blk []byte, f kv.Format, hkv int, resK, resV []uint16) {
 	n := f.Residual * f.D
+	k := activeKernels()
 	for h := 0; h < hkv; h++ {
 		base := blk[h*f.BlockBytes():]
-		f.K.Pack(base[:f.K.Bytes], resK[h*n:(h+1)*n])
-		f.V.Pack(base[f.K.Bytes:f.K.Bytes+f.V.Bytes], resV[h*n:(h+1)*n])
+		packLayout(base[:f.K.Bytes], f.K, resK[h*n:(h+1)*n], k)
+		packLayout(base[f.K.Bytes:f.K.Bytes+f.V.Bytes], f.V, resV[h*n:(h+1)*n], k)
 	}
 }

@@ -1,0 +1,141 @@
+package attn
+
+// This file packs a full residual block of fp16 values into an integer
+// layout (linear order) with the same bytes as kv.TensorLayout.Pack, but
+// without its per-value generality: the block is converted to float32 once,
+// each (scale, zero) group's min and max come from one pass over it, and
+// every code is computed with its group's float32 scale and zero hoisted.
+// The operations per value are kv.QuantCode's (subtract, divide in float32,
+// round half to even, clamp), so the codes are the same bits. The pack
+// runs once per Nr tokens per layer and KV head, inside a decode step: with
+// kv's packer it was ~24 us of every step of a 128-token generation
+// (docs/perf/cpu-attention.md v24).
+
+import (
+	"math"
+	"sync"
+
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// packScratch holds a block's values as float32 between packs.
+var packScratch sync.Pool
+
+// fastPackable reports whether packInt handles layout l: an integer format
+// (not a reference format simulating one) in linear order with whole
+// codes per byte.
+func fastPackable(l kv.TensorLayout) bool {
+	if !l.Elem.IsInt() || l.Sim.Elem.IsInt() || l.Order != kv.Linear {
+		return false
+	}
+	switch l.Elem.Bits() {
+	case 8, 4, 2:
+		return l.Group > 0 && l.D%l.Group == 0 && (l.Scaling != kv.PerChannel || l.Tokens%l.Group == 0)
+	}
+	return false
+}
+
+// packLayout packs one block of fp16 values src ([Nr][D] token-major) into
+// dst in layout l, as l.Pack does.
+func packLayout(dst []byte, l kv.TensorLayout, src []uint16, k *kernels) {
+	if !fastPackable(l) {
+		l.Pack(dst, src)
+		return
+	}
+	n := l.Tokens * l.D
+	if len(src) < n || len(dst) < l.Bytes {
+		l.Pack(dst, src) // panics with kv's message
+		return
+	}
+	bp, _ := packScratch.Get().(*[]float32)
+	if bp == nil || cap(*bp) < n {
+		b := make([]float32, n)
+		bp = &b
+	}
+	x := (*bp)[:n]
+	k.cvtHalf(x, src[:n])
+	packInt(dst[:l.Bytes], l, x)
+	packScratch.Put(bp)
+}
+
+// groupQuant is one group's fp16 params as the float32 values QuantCode
+// uses.
+type groupQuant struct{ s, z float32 }
+
+// packInt quantizes the float32 values x ([Nr][D]) of an integer layout l
+// into dst (len l.Bytes).
+func packInt(dst []byte, l kv.TensorLayout, x []float32) {
+	clear(dst)
+	d, nr, g := l.D, l.Tokens, l.Group
+	levels := float32(l.Elem.Levels())
+	bits := l.Elem.Bits()
+	per := l.PerByte()
+	put := func(p int, lo, hi float32) groupQuant {
+		scale, zero, _ := kv.QuantParams(l.Elem, lo, hi)
+		o := l.ParamsOffset + p*kv.ParamBytes
+		dst[o], dst[o+1] = byte(scale), byte(scale>>8)
+		dst[o+2], dst[o+3] = byte(zero), byte(zero>>8)
+		return groupQuant{half.ToFloat32(scale), half.ToFloat32(zero)}
+	}
+	code := func(v float32, q groupQuant) uint8 {
+		if q.s == 0 {
+			return 0
+		}
+		c := float32(math.RoundToEven(float64((v - q.z) / q.s)))
+		switch {
+		case c < 0:
+			return 0
+		case c > levels:
+			return uint8(levels)
+		case c != c:
+			return 0
+		}
+		return uint8(c)
+	}
+	store := func(t, c int, v uint8) {
+		i := t*l.RowBytes + c/per
+		dst[i] |= v << (uint(c%per) * uint(bits))
+	}
+	if l.Scaling == kv.PerChannel {
+		// Params [Nr/G][D]: one per (token group, channel).
+		qs := make([]groupQuant, d)
+		los, his := make([]float32, d), make([]float32, d)
+		for tg := 0; tg < nr/g; tg++ {
+			for c := range los {
+				los[c], his[c] = float32(math.Inf(1)), float32(math.Inf(-1))
+			}
+			for t := tg * g; t < (tg+1)*g; t++ {
+				row := x[t*d : (t+1)*d]
+				for c, v := range row {
+					los[c], his[c] = min(los[c], v), max(his[c], v)
+				}
+			}
+			for c := range qs {
+				qs[c] = put(tg*d+c, los[c], his[c])
+			}
+			for t := tg * g; t < (tg+1)*g; t++ {
+				row := x[t*d : (t+1)*d]
+				for c, v := range row {
+					store(t, c, code(v, qs[c]))
+				}
+			}
+		}
+		return
+	}
+	// Params [Nr][D/G]: one per (token, channel group).
+	groups := d / g
+	for t := 0; t < nr; t++ {
+		for gi := 0; gi < groups; gi++ {
+			vals := x[t*d+gi*g : t*d+(gi+1)*g]
+			lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+			for _, v := range vals {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			q := put(t*groups+gi, lo, hi)
+			for j, v := range vals {
+				store(t, gi*g+j, code(v, q))
+			}
+		}
+	}
+}

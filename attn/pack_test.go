@@ -1,0 +1,107 @@
+package attn
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// packSpecs are the formats whose residual pack is checked: every integer
+// width and scaling, group sizes, residual sizes, rotation, mixed widths,
+// a reference format and float ones (which take kv's path).
+var packSpecs = []string{"int8", "int4", "int4:kt128", "int4:kt32:v32", "int2", "int2:kc32:v32", "int2:ktd",
+	"k8v4", "k4v2", "int4:ktd:rot", "int4:kc64:res64", "int4:kc128:v64:res128:rot", "k4v16", "k16v2:v64", "int4:kc32:v32:res32",
+	"fp16", "bf16", "fp8e4m3"}
+
+// TestPackResidualMatchesKV: PackResidual's blocks are byte for byte the
+// ones kv.TensorLayout.Pack writes, on K with outlier channels, V, and
+// blocks poisoned with a constant group (scale 0), NaN, ±Inf, subnormals
+// and ±0, at every SIMD level (the fp16 conversion differs per level).
+func TestPackResidualMatchesKV(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	const hkv = 2
+	for _, spec := range packSpecs {
+		for _, d := range []int{64, 128, 256} {
+			f, err := kv.MustParseSpec(spec).Resolve(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := f.Residual * d
+			for _, poison := range []bool{false, true} {
+				resK, resV := packTestBlock(r, hkv, f.Residual, d, poison), packTestBlock(r, hkv, f.Residual, d, poison)
+				want := make([]byte, hkv*f.BlockBytes())
+				for h := 0; h < hkv; h++ {
+					base := want[h*f.BlockBytes():]
+					f.K.Pack(base[:f.K.Bytes], resK[h*n:(h+1)*n])
+					f.V.Pack(base[f.K.Bytes:f.K.Bytes+f.V.Bytes], resV[h*n:(h+1)*n])
+				}
+				for _, l := range cpufeat.Levels() {
+					_, restore := cpufeat.Force(l)
+					got := bytes.Repeat([]byte{0xa5}, hkv*f.BlockBytes()) // stale bytes must be overwritten
+					PackResidual(got, f, hkv, resK, resV)
+					restore()
+					if i := firstDiff(got, want); i >= 0 {
+						t.Fatalf("%s D=%d poison=%v level %v: byte %d of %d is %#x, kv.Pack wrote %#x",
+							spec, d, poison, l, i, len(want), got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// packTestBlock returns [hkv][nr][d] fp16 bits: normal values with a few
+// outlier channels (x10-x50); poisoned, one token's values all equal, one
+// channel constant, and NaN, ±Inf, subnormal and ±0 values scattered.
+func packTestBlock(r *rand.Rand, hkv, nr, d int, poison bool) []uint16 {
+	out := make([]uint16, hkv*nr*d)
+	gain := make([]float32, d)
+	for c := range gain {
+		gain[c] = 1
+		if r.IntN(16) == 0 {
+			gain[c] = 10 + 40*r.Float32()
+		}
+	}
+	for i := range out {
+		out[i] = half.FromFloat32(float32(r.NormFloat64()) * gain[i%d])
+	}
+	if !poison {
+		return out
+	}
+	for h := 0; h < hkv; h++ {
+		blk := out[h*nr*d : (h+1)*nr*d]
+		t := r.IntN(nr)
+		for c := 0; c < d; c++ {
+			blk[t*d+c] = half.FromFloat32(0.75)
+		}
+		c := r.IntN(d)
+		for t := 0; t < nr; t++ {
+			blk[t*d+c] = half.FromFloat32(-2.5)
+		}
+		special := []uint16{half.FromFloat32(float32(math.NaN())), half.FromFloat32(float32(math.Inf(1))),
+			half.FromFloat32(float32(math.Inf(-1))), 0x0001, 0x8003, 0x0000, 0x8000}
+		for i := 0; i < 3*len(special); i++ {
+			blk[r.IntN(len(blk))] = special[i%len(special)]
+		}
+	}
+	return out
+}
+
+// firstDiff returns the first index where a and b differ, or -1.
+func firstDiff(a, b []byte) int {
+	if len(a) != len(b) {
+		panic(fmt.Sprintf("firstDiff: lengths %d and %d", len(a), len(b)))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
