@@ -31,7 +31,13 @@ func fastPackable(l kv.TensorLayout) bool {
 	}
 	switch l.Elem.Bits() {
 	case 8, 4, 2:
-		return l.Group > 0 && l.D%l.Group == 0 && (l.Scaling != kv.PerChannel || l.Tokens%l.Group == 0)
+		if l.Group <= 0 {
+			return false
+		}
+		if l.Scaling == kv.PerChannel {
+			return l.Tokens%l.Group == 0
+		}
+		return l.D%l.Group == 0
 	}
 	return false
 }
