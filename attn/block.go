@@ -143,7 +143,7 @@ func (w *worker) loadQueries(q []float32, b, h int) {
 		dst := w.q[row*d : (row+1)*d]
 		copy(dst, q[off:off+d])
 		if w.p.Format.Rotate {
-			kv.Rotate(dst)
+			w.k.rotate(dst)
 		}
 		for c := range dst {
 			dst[c] *= scale

@@ -103,7 +103,7 @@ func (c *Cache) Append(k, v []float32) error {
 func (c *Cache) put(dst []uint16, src []float32) {
 	if c.Format.Rotate {
 		copy(c.rot, src)
-		kv.Rotate(c.rot)
+		activeKernels().rotate(c.rot) // kv.Rotate's bits
 		src = c.rot
 	}
 	for i, x := range src {

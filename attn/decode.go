@@ -96,7 +96,7 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 				i, j := row/sh.Group(), row%sh.Group()
 				tot.finish(o, row, p.Format)
 				if p.Format.Rotate {
-					kv.Rotate(o)
+					kern.rotate(o)
 				}
 				off := ((b*p.Tq+i)*sh.Hq + h*sh.Group() + j) * sh.D
 				copy(out[off:off+sh.D], o)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
 )
 
 // This file holds the inner loops of the CPU decode (decode.go, block.go)
@@ -31,6 +32,9 @@ type kernels struct {
 	// (scoresI2x4, AVX-512 VBMI) and unpack2 uses VPMULTISHIFTQB.
 	vbmi bool
 
+	// rotate is kv.Rotate, the same bits: the Hadamard rotation of the
+	// queries, the outputs and the new keys and values of rotating formats.
+	rotate func(x []float32)
 	// cvtHalf converts fp16 bits to float32, len(src) values.
 	cvtHalf func(dst []float32, src []uint16)
 	// cvtBF16 converts bf16 bits to float32.
@@ -169,6 +173,7 @@ const PVMaxTokens = 256
 // genericKernels is the pure-Go set.
 var genericKernels = kernels{
 	level:     cpufeat.Generic,
+	rotate:    kv.Rotate,
 	cvtHalf:   cvtHalfGo,
 	cvtBF16:   cvtBF16Go,
 	cvtFP8:    cvtFP8Go,

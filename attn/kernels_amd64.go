@@ -4,8 +4,10 @@ package attn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
+	"github.com/bitdecode/bitdecode/kv"
 )
 
 // The assembly kernels (kernels_avx512_amd64.s, kernels_avx2_amd64.s) take
@@ -15,6 +17,9 @@ import (
 
 //go:noescape
 func cvtHalfAVX512(dst *float32, src *uint16, n int)
+
+//go:noescape
+func rotateAVX512(x *float32, n int, s float32)
 
 //go:noescape
 func cvtBF16AVX512(dst *float32, src *uint16, n int)
@@ -214,6 +219,7 @@ func tilePrefetch(pf []byte, tiles int) (*byte, int) {
 // simd holds one level's assembly entry points; its methods are the
 // checked kernels.
 type simd struct {
+	rotate           func(x *float32, n int, s float32) // nil: kv.Rotate
 	cvtHalf, cvtBF16 func(*float32, *uint16, int)
 	cvtFP8           func(dst *float32, src *byte, n int, e4m3 bool)
 	unpack4, unpack2 func(*uint8, *byte, int)
@@ -240,6 +246,14 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 		level: level,
 		vnni:  vnni,
 		vbmi:  vbmi,
+		rotate: func(x []float32) {
+			n := len(x)
+			if s.rotate == nil || n < vecLen || n&(n-1) != 0 {
+				kv.Rotate(x) // (panics where n is not a power of two)
+				return
+			}
+			s.rotate(&x[0], n, float32(1/math.Sqrt(float64(n))))
+		},
 		cvtHalf: func(dst []float32, src []uint16) {
 			n := len(src)
 			if !(n%vecLen == 0 && len(dst) >= n) {
@@ -633,7 +647,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 }
 
 var (
-	avx512 = simd{cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, cvtFP8: cvtFP8AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
+	avx512 = simd{rotate: rotateAVX512, cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, cvtFP8: cvtFP8AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
 		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
 		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512,
