@@ -72,7 +72,11 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	// One region of the persistent team (internal/team): the tasks start
 	// within a microsecond on every core instead of after a thread's
 	// wake-up; each task takes a pooled worker (its scratch).
-	team.Run(runtime.GOMAXPROCS(0), len(tasks), func(i int) {
+	threads := runtime.GOMAXPROCS(0)
+	if work := decodeWork(seqs, p); work < inlineWork {
+		threads = 1
+	}
+	team.Run(threads, len(tasks), func(i int) {
 		w := getWorker(p, kern)
 		defer workerPool.Put(w)
 		tk := tasks[i]
@@ -104,6 +108,23 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 		}
 	}
 	return nil
+}
+
+// inlineWork is the decode work (cached tokens times query rows times head
+// dim, over every KV head, decodeWork) below which a call runs its tasks on
+// the calling goroutine: a team region's wake-ups and the second core's
+// cold caches cost more than the few microseconds of work they would share
+// (docs/perf/cpu-attention.md v26). The split into tasks and their merge
+// are the same either way, so are the bits.
+const inlineWork = 1 << 16
+
+// decodeWork returns Σ over sequences of Len·Hkv·R·D.
+func decodeWork(seqs []*Seq, p Params) int {
+	n := 0
+	for _, s := range seqs {
+		n += s.Len(p.Format.Residual)
+	}
+	return n * p.Shape.Hkv * p.Shape.Group() * p.Tq * p.Shape.D
 }
 
 // state is the online-softmax state of R query rows over part of a sequence:
