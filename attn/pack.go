@@ -69,6 +69,46 @@ func packLayout(dst []byte, l kv.TensorLayout, src []uint16, k *kernels) {
 // uses.
 type groupQuant struct{ s, z float32 }
 
+// roundMagic is 1.5·2^23: adding it to a float32 of magnitude below 2^22
+// and subtracting it again rounds to an integer, half to even (the
+// hardware's rounding), which is math.RoundToEven without the float64
+// call. Larger magnitudes are clamped to 0 or the top code either way.
+const roundMagic = 12582912
+
+// quantCode is kv.QuantCode with the group's params as float32: the same
+// code for every input, NaN and ±Inf included.
+func quantCode(v float32, q groupQuant, levels float32) uint8 {
+	if q.s == 0 {
+		return 0
+	}
+	c := float32(float32((v-q.z)/q.s)+roundMagic) - roundMagic
+	switch {
+	case c < 0:
+		return 0
+	case c > levels:
+		return uint8(levels)
+	case c != c:
+		return 0
+	}
+	return uint8(c)
+}
+
+// putRow stores one token's codes cb ([D]) into its data row at dst.
+func putRow(dst []byte, cb []uint8, bits int) {
+	switch bits {
+	case 8:
+		copy(dst[:len(cb)], cb)
+	case 4:
+		for i := range len(cb) / 2 {
+			dst[i] = cb[2*i] | cb[2*i+1]<<4
+		}
+	default:
+		for i := range len(cb) / 4 {
+			dst[i] = cb[4*i] | cb[4*i+1]<<2 | cb[4*i+2]<<4 | cb[4*i+3]<<6
+		}
+	}
+}
+
 // packInt quantizes the float32 values x ([Nr][D]) of an integer layout l
 // into dst (len l.Bytes).
 func packInt(dst []byte, l kv.TensorLayout, x []float32) {
@@ -76,7 +116,6 @@ func packInt(dst []byte, l kv.TensorLayout, x []float32) {
 	d, nr, g := l.D, l.Tokens, l.Group
 	levels := float32(l.Elem.Levels())
 	bits := l.Elem.Bits()
-	per := l.PerByte()
 	put := func(p int, lo, hi float32) groupQuant {
 		scale, zero, _ := kv.QuantParams(l.Elem, lo, hi)
 		o := l.ParamsOffset + p*kv.ParamBytes
@@ -84,25 +123,7 @@ func packInt(dst []byte, l kv.TensorLayout, x []float32) {
 		dst[o+2], dst[o+3] = byte(zero), byte(zero>>8)
 		return groupQuant{half.ToFloat32(scale), half.ToFloat32(zero)}
 	}
-	code := func(v float32, q groupQuant) uint8 {
-		if q.s == 0 {
-			return 0
-		}
-		c := float32(math.RoundToEven(float64((v - q.z) / q.s)))
-		switch {
-		case c < 0:
-			return 0
-		case c > levels:
-			return uint8(levels)
-		case c != c:
-			return 0
-		}
-		return uint8(c)
-	}
-	store := func(t, c int, v uint8) {
-		i := t*l.RowBytes + c/per
-		dst[i] |= v << (uint(c%per) * uint(bits))
-	}
+	cb := make([]uint8, d)
 	if l.Scaling == kv.PerChannel {
 		// Params [Nr/G][D]: one per (token group, channel).
 		qs := make([]groupQuant, d)
@@ -113,6 +134,7 @@ func packInt(dst []byte, l kv.TensorLayout, x []float32) {
 			}
 			for t := tg * g; t < (tg+1)*g; t++ {
 				row := x[t*d : (t+1)*d]
+				los, his := los[:len(row)], his[:len(row)]
 				for c, v := range row {
 					los[c], his[c] = min(los[c], v), max(his[c], v)
 				}
@@ -122,9 +144,11 @@ func packInt(dst []byte, l kv.TensorLayout, x []float32) {
 			}
 			for t := tg * g; t < (tg+1)*g; t++ {
 				row := x[t*d : (t+1)*d]
+				qs, cb := qs[:len(row)], cb[:len(row)]
 				for c, v := range row {
-					store(t, c, code(v, qs[c]))
+					cb[c] = quantCode(v, qs[c], levels)
 				}
+				putRow(dst[t*l.RowBytes:], cb, bits)
 			}
 		}
 		return
@@ -139,9 +163,11 @@ func packInt(dst []byte, l kv.TensorLayout, x []float32) {
 				lo, hi = min(lo, v), max(hi, v)
 			}
 			q := put(t*groups+gi, lo, hi)
+			out := cb[gi*g : (gi+1)*g]
 			for j, v := range vals {
-				store(t, gi*g+j, code(v, q))
+				out[j] = quantCode(v, q, levels)
 			}
 		}
+		putRow(dst[t*l.RowBytes:], cb, bits)
 	}
 }

@@ -145,3 +145,41 @@ func TestRotateMatchesKV(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantCodeMatchesKV: quantCode's rounding (add and subtract 1.5·2^23)
+// gives kv.QuantCode's code for every width on random values, on values
+// exactly halfway between two codes, past both ends, and on NaN, ±Inf,
+// subnormals and ±0, with a zero scale among the params.
+func TestQuantCodeMatchesKV(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.Float32frombits(1), -math.Float32frombits(5), 0, float32(math.Copysign(0, -1)), 1e30, -1e30, 1 << 22, -(1 << 22)}
+	for _, e := range []kv.Elem{kv.Int8, kv.Int4, kv.Int2} {
+		levels := float32(e.Levels())
+		for trial := 0; trial < 20000; trial++ {
+			lo := float32(r.NormFloat64() * 4)
+			hi := lo + float32(r.ExpFloat64()*8)
+			if trial%100 == 0 {
+				hi = lo // scale 0
+			}
+			scale, zero, _ := kv.QuantParams(e, lo, hi)
+			q := groupQuant{half.ToFloat32(scale), half.ToFloat32(zero)}
+			var v float32
+			switch trial % 4 {
+			case 0, 1: // inside the range and a little past it
+				v = lo + (hi-lo)*(1.2*r.Float32()-0.1)
+			case 2: // halfway between two codes (exactly, with scale 1 and zero 0)
+				if trial%8 == 2 {
+					scale, zero = half.FromFloat32(1), half.FromFloat32(0)
+					q = groupQuant{1, 0}
+				}
+				v = q.z + q.s*(float32(r.IntN(int(levels)+4)-2)+0.5)
+			default:
+				v = special[r.IntN(len(special))]
+			}
+			if got, want := quantCode(v, q, levels), kv.QuantCode(e, v, scale, zero); got != want {
+				t.Fatalf("%v: v=%v scale=%v zero=%v: quantCode %d, kv.QuantCode %d", e, v, q.s, q.z, got, want)
+			}
+		}
+	}
+}
