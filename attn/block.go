@@ -733,14 +733,11 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 	}
 }
 
-// intValues is the integer PV of the VNNI path (on byte codes, or on
-// packed int4 rows read as stored when packed is not nil): per run of at most
-// PVMaxTokens tokens, each row's weights p·s_t are quantized to int16 and
-// multiplied with the codes in int32 (pvS16); the zeros go to w.zs. The
-// error per output channel is at most (Δ/2)·Σ_t code_t per run, Δ the
-// row's step (see valueQuantTol in the tests).
-func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups int) {
-	d, np, g := w.d, w.npad, w.d/groups
+// valueParams splits the block's n·groups value (scale, zero) pairs in w.pf
+// into w.vs and w.zs, group-major with stride w.npad, and returns log2 of
+// the channels per group (the PV kernels' gshift).
+func (w *worker) valueParams(n, groups int) (gshift int) {
+	np := w.npad
 	if groups == 1 {
 		w.k.deinterleave(w.vs, w.zs, w.pf[:2*n])
 	} else {
@@ -750,10 +747,21 @@ func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups in
 			}
 		}
 	}
-	gshift := 0
-	for 1<<gshift < g {
+	for 1<<gshift < w.d/groups {
 		gshift++
 	}
+	return gshift
+}
+
+// intValues is the integer PV of the VNNI path (on byte codes, or on
+// packed int4 rows read as stored when packed is not nil): per run of at most
+// PVMaxTokens tokens, each row's weights p·s_t are quantized to int16 and
+// multiplied with the codes in int32 (pvS16); the zeros go to w.zs. The
+// error per output channel is at most (Δ/2)·Σ_t code_t per run, Δ the
+// row's step (see valueQuantTol in the tests).
+func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups int) {
+	d, np := w.d, w.npad
+	gshift := w.valueParams(n, groups)
 	ldw := groups * np
 	for t0 := 0; t0 < n; t0 += PVMaxTokens {
 		tn := min(PVMaxTokens, n-t0)
@@ -796,19 +804,7 @@ func (w *worker) u8Vals(lay kv.TensorLayout) bool {
 // (Δ/2)·Σ_t |code_t - m| per run (see valueQuantTol in the tests).
 func (w *worker) intValuesU8(st *state, packed []byte, n, groups, bits int) {
 	d, np := w.d, w.npad
-	if groups == 1 {
-		w.k.deinterleave(w.vs, w.zs, w.pf[:2*n])
-	} else {
-		for t := 0; t < n; t++ {
-			for j := 0; j < groups; j++ {
-				w.vs[j*np+t], w.zs[j*np+t] = w.pf[2*(t*groups+j)], w.pf[2*(t*groups+j)+1]
-			}
-		}
-	}
-	gshift := 0
-	for 1<<gshift < d/groups {
-		gshift++
-	}
+	gshift := w.valueParams(n, groups)
 	mid := float32(int(1)<<bits-1) / 2
 	ldw := groups * np
 	for t0 := 0; t0 < n; t0 += PVMaxTokens {

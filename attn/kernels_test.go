@@ -592,11 +592,7 @@ func TestQuantWRows(t *testing.T) {
 			k.quantWRows(wq1, ldw, ld, p, ld, s, z, ld, n, groups, rows, d1, z1)
 			g.quantWRows(wq2, ldw, ld, p, ld, s, z, ld, n, groups, rows, d2, z2)
 			sameBits(t, fmt.Sprintf("%v quantWRows steps groups=%d", k, groups), d1, d2)
-			for i := range wq1 {
-				if wq1[i] != wq2[i] {
-					t.Fatalf("%v quantWRows groups=%d: weight %d = %d, want %d", k, groups, i, wq1[i], wq2[i])
-				}
-			}
+			sameWeights(t, fmt.Sprintf("%v quantWRows groups=%d", k, groups), wq1, wq2)
 			for i := range z1 {
 				row, j := i/groups, i%groups
 				if tol := dotTol(p[row*ld:row*ld+n], z[j*ld:j*ld+n]); math.Abs(float64(z1[i]-z2[i])) > 2*tol {
@@ -672,11 +668,7 @@ func TestQuantWRowsU8(t *testing.T) {
 			k.quantWRowsU8(wq1, ldw, ld, p, ld, s, z, ld, n, groups, rows, mid, d1, z1)
 			g.quantWRowsU8(wq2, ldw, ld, p, ld, s, z, ld, n, groups, rows, mid, d2, z2)
 			sameBits(t, fmt.Sprintf("%v quantWRowsU8 steps groups=%d", k, groups), d1, d2)
-			for i := range wq1 {
-				if wq1[i] != wq2[i] {
-					t.Fatalf("%v quantWRowsU8 groups=%d: weight %d = %d, want %d", k, groups, i, wq1[i], wq2[i])
-				}
-			}
+			sameWeights(t, fmt.Sprintf("%v quantWRowsU8 groups=%d", k, groups), wq1, wq2)
 			for i := range z1 {
 				row, j := i/groups, i%groups
 				// Exact: Σ p·z + mid·Σ (w - Δ·wq) in float64 from the codes.
@@ -745,5 +737,16 @@ func TestPVU8(t *testing.T) {
 	}
 	if f := cpufeat.Detected(); f.Max == cpufeat.AVX512 && f.VNNI && f.VBMI && ran == 0 {
 		t.Fatal("this CPU has AVX-512 VNNI and VBMI, but no kernel set has pvU8")
+	}
+}
+
+// sameWeights fails t unless the quantized weights got and want are equal
+// element for element.
+func sameWeights[T int16 | uint8](t *testing.T, name string, got, want []T) {
+	t.Helper()
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%s: weight %d = %d, want %d", name, i, got[i], want[i])
+		}
 	}
 }
