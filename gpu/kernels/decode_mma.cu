@@ -554,7 +554,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
   static_assert(!Q8K || ((KBITS == 2 || KBITS == 4) && !BF && (KC || D / KG % 32 == 0)), "int8 K·q: int2/int4 keys, KT groups of 32k channels");
   static_assert(!P8V || (VBITS == 2 && VG == 1 && MT % 2 == 0 && MT <= 8 && !BF), "int8 P·V: int2 values, one pair per token, 2-8 groups");
-  __shared__ float redO[kWarps][kQueryRows][D];
+  __shared__ __align__(16) float redO[kWarps][kQueryRows][D];  // 16: v2.10 reads it as float4s
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
   const int split = blockIdx.x, b = blockIdx.z;
@@ -734,11 +734,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
           if (nextTok < t0 + tileEnd * TT) stagePairs(nextTok);
         }
         if (Q8K) makeQ8<D, (Q8K ? KBITS : 2)>(qv, sc, qd, q8);
+        else makeB<D>(qv, sc, bScaled);
         if (kQ8S) {
 #pragma unroll
           for (int j = 0; j < D / 32; j++) q8Sh[warp][j][lane] = make_uint4(q8.hi[j][0], q8.hi[j][1], q8.lo[j][0], q8.lo[j][1]);
         }
-        else makeB<D>(qv, sc, bScaled);
         toC(quadSum(bias), qd, biasC);
       }
     }
