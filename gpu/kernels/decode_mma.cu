@@ -416,7 +416,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
                     int gK, int gV, int within0, int tok0, int tEnd, const int limit[2],
                     const u32 bq[D / 16][2], const float biasC[2], const float qsumC[2][KG], int lane,
-                    const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr, const uint4* q8s = nullptr) {
+                    const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr) {
   const int g = lane / 4, q = lane % 4;
   float s[MT][4];
   // Scores.
@@ -434,14 +434,8 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
         u32 a[4];
         widen8<KBITS>(raw.k[mt], j, a);
         const int k = KC ? 0 : j * 32 * KG / D;
-        if (q8s) {  // v2.10: the query bytes parked in shared memory (hi0, hi1, lo0, lo1)
-          const uint4 bq8 = q8s[j * 32 + lane];
-          mmaI8<true>(ch[k], a, bq8.x, bq8.y);
-          mmaI8<false>(cl[k], a, bq8.z, bq8.w);
-        } else {
-          mmaI8<true>(ch[k], a, q8->hi[j][0], q8->hi[j][1]);
-          mmaI8<false>(cl[k], a, q8->lo[j][0], q8->lo[j][1]);
-        }
+        mmaI8<true>(ch[k], a, q8->hi[j][0], q8->hi[j][1]);
+        mmaI8<false>(cl[k], a, q8->lo[j][0], q8->lo[j][1]);
       }
 #pragma unroll
       for (int k = 0; k < KG; k++)
@@ -554,7 +548,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
   static_assert(!Q8K || ((KBITS == 2 || KBITS == 4) && !BF && (KC || D / KG % 32 == 0)), "int8 K·q: int2/int4 keys, KT groups of 32k channels");
   static_assert(!P8V || (VBITS == 2 && VG == 1 && MT % 2 == 0 && MT <= 8 && !BF), "int8 P·V: int2 values, one pair per token, 2-8 groups");
-  __shared__ __align__(16) float redO[kWarps][kQueryRows][D];  // 16: v2.10 reads it as float4s
+  __shared__ float redO[kWarps][kQueryRows][D];
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
   const int split = blockIdx.x, b = blockIdx.z;
@@ -627,30 +621,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   float ones[D / 4];
 #pragma unroll
   for (int i = 0; i < D / 4; i++) ones[i] = 1.f;
-  // v2.10: keys per channel (KC) refold the query once per key group; in a
-  // kernel capped for 3 or more CTAs per SM its fragments (D/4 floats a
-  // lane, 32 registers at D = 128) wait in the warp's own slice of redO
-  // (kQueryRows·D floats = 32 lanes · D/4: the same size; redO is written
-  // only after the warp's last read) instead of registers, read back as
-  // float4s, lane-contiguous (no bank conflicts). Uncapped kernels (255
-  // registers, 2 CTAs per SM) keep them in registers: same code as v2.9.
-  constexpr bool kQS = kKC && kPipe && MINB >= 3;
-  float4* qs = reinterpret_cast<float4*>(&redO[warp][0][0]);  // [D/16][32]
-  if (kQS) {
-#pragma unroll
-    for (int kb = 0; kb < D / 16; kb++) qs[kb * 32 + lane] = make_float4(qf[kb][0], qf[kb][1], qf[kb][2], qf[kb][3]);
-  }
   u32 bPlain[D / 16][2];
-  if (!kQS) makeB<D>(qf, ones, bPlain);
+  makeB<D>(qf, ones, bPlain);
   u32 bPlainT[D / 16][2];  // the packed blocks' operand type (bf16 for bf16 storage)
   makeB<D, BF>(qf, ones, bPlainT);
   Q8<D> q8;  // v2.8: the int8 path's query (per channel: refolded with the key scales)
-  // v2.10: those kernels also park the refolded int8 query (D/8 words a
-  // lane) in shared memory, read back per group (16 registers at D = 128;
-  // not at D = 256, whose 16 KiB would pass the 48 KiB of static shared
-  // memory beside redO's 32).
-  constexpr bool kQ8S = Q8K && kQS && D <= 128;
-  __shared__ __align__(16) uint4 q8Sh[kWarps][kQ8S ? D / 32 : 1][32];
   if (Q8K && !(KBITS < 16 && KC)) makeQ8<D, (Q8K ? KBITS : 2)>(qf, ones, qd, q8);
   float zeroC[2] = {0.f, 0.f};
   // ΣQ per KT channel group, in C layout.
@@ -693,20 +668,10 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
           cpAsyncWait<0>();
           __syncwarp();
         }
-        // kQS: q' = q·s in place of the query fragments (q·1 = q·s's
-        // product as before, so the same bits), one array live, not two.
         float sc[D / 4];
-        float qv[D / 16][4];
         float bias = 0.f;
 #pragma unroll
-        for (int kb = 0; kb < D / 16; kb++) {
-          if (kQS) {
-            const float4 v = qs[kb * 32 + lane];
-            qv[kb][0] = v.x, qv[kb][1] = v.y, qv[kb][2] = v.z, qv[kb][3] = v.w;
-          } else {
-#pragma unroll
-            for (int e = 0; e < 4; e++) qv[kb][e] = qf[kb][e];
-          }
+        for (int kb = 0; kb < D / 16; kb++)
 #pragma unroll
           for (int hi = 0; hi < 2; hi++) {  // channels 16kb+2q+8hi, +1: one 8-byte pair of pairs
             const int c = 16 * kb + 2 * qd + 8 * hi;
@@ -719,32 +684,22 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
             }
             const float s0 = h2f(u16(p0 & 0xffff)), z0 = h2f(u16(p0 >> 16));
             const float s1 = h2f(u16(p1 & 0xffff)), z1 = h2f(u16(p1 >> 16));
-            bias += qv[kb][2 * hi] * z0 + qv[kb][2 * hi + 1] * z1;
-            if (kQS) {
-              qv[kb][2 * hi] *= s0, qv[kb][2 * hi + 1] *= s1;
-              sc[4 * kb + 2 * hi] = sc[4 * kb + 2 * hi + 1] = 1.f;
-            } else {
-              sc[4 * kb + 2 * hi] = s0, sc[4 * kb + 2 * hi + 1] = s1;
-            }
+            sc[4 * kb + 2 * hi] = s0;
+            sc[4 * kb + 2 * hi + 1] = s1;
+            bias += qf[kb][2 * hi] * z0 + qf[kb][2 * hi + 1] * z1;
           }
-        }
         if (NX) {
           __syncwarp();  // every lane has read the pairs before they are replaced
           const int nextTok = (kgrp + 1) * gK;
           if (nextTok < t0 + tileEnd * TT) stagePairs(nextTok);
         }
-        if (Q8K) makeQ8<D, (Q8K ? KBITS : 2)>(qv, sc, qd, q8);
-        else makeB<D>(qv, sc, bScaled);
-        if (kQ8S) {
-#pragma unroll
-          for (int j = 0; j < D / 32; j++) q8Sh[warp][j][lane] = make_uint4(q8.hi[j][0], q8.hi[j][1], q8.lo[j][0], q8.lo[j][1]);
-        }
+        if (Q8K) makeQ8<D, (Q8K ? KBITS : 2)>(qf, sc, qd, q8);
+        else makeB<D>(qf, sc, bScaled);
         toC(quadSum(bias), qd, biasC);
       }
     }
     tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, NX && kPP, NX, Q8K, P8V>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within, tok, t1,
-                                                               limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC, lane, next, &q8,
-                                                               kQ8S ? &q8Sh[warp][0][0] : nullptr);
+                                                               limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC, lane, next, &q8);
   };
   if (ST > 0) {
     // v2.4: each warp stages its tiles through a ring of ST tiles in
@@ -799,15 +754,6 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   }
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (t1 > packedEnd) {
-    if (kQS) {  // the plain query's B fragments from the parked query
-      float qv[D / 16][4];
-#pragma unroll
-      for (int kb = 0; kb < D / 16; kb++) {
-        const float4 v = qs[kb * 32 + lane];
-        qv[kb][0] = v.x, qv[kb][1] = v.y, qv[kb][2] = v.z, qv[kb][3] = v.w;
-      }
-      makeB<D>(qv, ones, bPlain);
-    }
     const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
     const int resStart = nPacked * Nr;
     float qsum1[2][1] = {{0.f}, {0.f}};
@@ -845,7 +791,6 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // Warp totals: denominators and value zeros summed over the 8 lanes of
   // each row (xor over g); zeros folded into the accumulators.
   st.sumRows();
-  if (kQS) __syncwarp();  // every lane has read the parked query before redO is written
 #pragma unroll
   for (int mb = 0; mb < D / 16; mb++)
 #pragma unroll
