@@ -809,6 +809,24 @@ BD_DEVICE int warpBound(const Runs& runs, int g0, int g1, int w, const int wt[3]
   return min(g1, b + (T - cH - cM + wt[2] - 1) / wt[2]);
 }
 
+// splitBound returns where split s of n starts in a (sequence, KV head)'s
+// groups [0, g3) (s = n: g3) when the splits take equal shares of the
+// weighted cost Σ wt[tier] over their groups (v2.4): warpBound's inverse of
+// the piecewise linear cost over the whole HIGH, MEDIUM and LOW runs, in 64
+// bits (groups x weight x splits may pass 2^31). The bounds never decrease
+// in s, so the splits tile [0, g3); a split may be empty (a group heavier
+// than a share), and then writes the empty partial (max -inf, sum 0) that
+// the combine skips.
+BD_DEVICE int splitBound(const Runs& runs, int s, int n, const int wt[3]) {
+  if (s >= n) return runs.g3;
+  const long long cH = (long long)wt[0] * runs.g1, cM = (long long)wt[1] * (runs.g2 - runs.g1);
+  const long long cL = (long long)wt[2] * (runs.g3 - runs.g2);
+  const long long T = (cH + cM + cL) * s / n;  // the cost before split s's first group
+  if (T <= cH) return int((T + wt[0] - 1) / wt[0]);
+  if (T <= cH + cM) return runs.g1 + int((T - cH + wt[1] - 1) / wt[1]);
+  return min(runs.g3, runs.g2 + int((T - cH - cM + wt[2] - 1) / wt[2]));
+}
+
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
 // ptxas's choice, 2 at D = 128).
 template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, bool PF, int MINB>
@@ -818,7 +836,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL) {
+    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int costSplits) {
   static_assert(!(BF && FAST), "the ftz path is fp16 only");
   __shared__ float redO[kWarps][kQueryRows][D];
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
@@ -828,9 +846,18 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   const int bh = b * Hkv + h;
   Runs runs;
   runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
-  const int g0 = split * (splitLen / kGroup);
-  if (g0 >= runs.g3) return;  // this (sequence, KV head) has fewer splits
-  const int g1 = min(runs.g3, g0 + splitLen / kGroup);
+  // The (sequence, KV head) has nSplits splits (the combine's count: its
+  // positions over splitLen); split s covers groups [g0, g1): equal costs by
+  // the tier weights (costSplits, v2.4) or equal positions (v2.3).
+  const int nSplits = (runs.g3 * kGroup + splitLen - 1) / splitLen;
+  if (split >= nSplits) return;  // this (sequence, KV head) has fewer splits
+  const int wt[3] = {wtH, wtM, wtL};
+  int g0, g1;
+  if (costSplits) {
+    g0 = splitBound(runs, split, nSplits, wt), g1 = splitBound(runs, split + 1, nSplits, wt);
+  } else {
+    g0 = split * (splitLen / kGroup), g1 = min(runs.g3, g0 + splitLen / kGroup);
+  }
   const int L = lens[b];
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
@@ -887,7 +914,6 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // by the tier weights (warpBound), and walks it in tiles of one tier;
   // cur describes the tile at gi, fetched a tile ahead.
   constexpr int MTX = max3(MTH, MTM, MTL);
-  const int wt[3] = {wtH, wtM, wtL};
   const int wBegin = warpBound(runs, g0, g1, warp, wt), wEnd = warpBound(runs, g0, g1, warp + 1, wt);
   Pipe<MTX> pipe;
   if (wBegin < wEnd) startPipe<MTH, MTM, MTL, MTX>(pipe, runs, cx, wBegin, wEnd, lane);
@@ -956,8 +982,9 @@ __global__ void __launch_bounds__(kThreads) split_v1(
     const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL) {
-  // wtH, wtM, wtL: split_mma's warp weights, unused (one launch signature).
+    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int costSplits) {
+  // wtH, wtM, wtL, costSplits: split_mma's warp weights and split geometry,
+  // unused (one launch signature; split_v1 cuts equal positions).
   constexpr int kTPR = D / kChunk;      // threads per token row
   constexpr int kTL = kThreads / kTPR;  // token lanes
   static_assert(kTPR <= 32 && kTile % kTL == 0, "tile must split evenly over token lanes");

@@ -175,7 +175,8 @@ type PlanesPlan struct {
 	rmax, rowChunks     int
 	splitLen, maxSplits int
 	mt                  [3]int // split_mma: groups per tile per tier
-	weights             [3]int // split_mma: warp weights per tier
+	weights             [3]int // split_mma: warp (and split) weights per tier
+	costSplits          bool   // split_mma: splits of equal cost (v2.4), else of equal positions
 	split, combine      cuda.Function
 	mass                cuda.Function
 	partO, partML       cuda.DevicePtr
@@ -229,6 +230,44 @@ func planesMT(d int, t [3]int, medium bool) [3]int {
 	return mt
 }
 
+// planesCTAsPerSM is how many split_mma CTAs run at once on an SM at the
+// default registers (CUDA 13 ptxas, D = 128: 236 at MT 1/2/4, 206 at
+// 1/2/2: two CTAs of 128 threads). A constant, like decodeRefSMs, so the
+// splits (and the result's bits) depend on the shape only.
+const planesCTAsPerSM = 2
+
+// planesSplitLen returns the positions per split (a multiple of planesTile)
+// of kernel k for items CTAs per split and sequences of up to maxL tokens
+// spanning up to maxPos positions. split_v1, and split_mma with
+// t.TargetCTAs, take v2.3's rule: about the target's CTAs (decodeTargetCTAs,
+// 528, for split_v1), split_mma's splits at least t.MinSplitTokens
+// (planesMinSplitTokens) positions. split_mma's default (v2.4) is the
+// tensor-core decode kernels' wave rule (splitBlocks over tiles of
+// planesTile positions, on planesCTAsPerSM·decodeRefSMs slots): with few
+// items the split count that fills one wave the most, with many about
+// splitWaves waves. v2.3's target left 1 x 128K at two waves of 520 CTAs
+// and 16 x 32K at 2.4 waves of 640 CTAs (Hkv 8).
+func planesSplitLen(k PlanesKernel, items, maxL, maxPos int, t PlanesTuning) int {
+	maxTiles := (maxPos + planesTile - 1) / planesTile
+	minSplit := planesMinSplitTokens
+	if t.MinSplitTokens != 0 {
+		minSplit = t.MinSplitTokens
+	}
+	if k == PlanesMMA && t.TargetCTAs == 0 {
+		minTiles := (minSplit + planesTile - 1) / planesTile
+		return splitBlocks(items, maxTiles, minTiles, planesCTAsPerSM*decodeRefSMs, false) * planesTile
+	}
+	target := decodeTargetCTAs
+	if t.TargetCTAs > 0 {
+		target = t.TargetCTAs
+	}
+	splits := min(max(1, (target+items-1)/items), maxTiles, planesMaxSplits)
+	if k == PlanesMMA {
+		splits = min(splits, max(1, maxL/minSplit))
+	}
+	return ((maxPos+splits-1)/splits + planesTile - 1) / planesTile * planesTile
+}
+
 // PlanPlanes is PlanPlanesWith the default tuning (the zero PlanesTuning).
 func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape) (*PlanesPlan, error) {
 	return PlanPlanesWith(dev, k, l, s, PlanesTuning{})
@@ -270,20 +309,9 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 		return nil, fmt.Errorf("kernels: planes: unknown kernel %d", k)
 	}
 	p.rowChunks = (rows + p.rmax - 1) / p.rmax
-	// Splits: enough CTAs to fill the GPU a few times over (decode.go's
-	// rule), each at least planesMinSplitTokens positions for the tensor-core
-	// kernel, whole tiles of planesTile positions.
 	maxPos := planesMaxPositions(s.MaxL)
 	items := s.B * s.Hkv * p.rowChunks
-	splits := min(max(1, (decodeTargetCTAs+items-1)/items), (maxPos+planesTile-1)/planesTile, planesMaxSplits)
-	if k == PlanesMMA {
-		minSplit := planesMinSplitTokens
-		if t.MinSplitTokens != 0 {
-			minSplit = t.MinSplitTokens
-		}
-		splits = min(splits, max(1, s.MaxL/minSplit))
-	}
-	p.splitLen = ((maxPos+splits-1)/splits + planesTile - 1) / planesTile * planesTile
+	p.splitLen = planesSplitLen(k, items, s.MaxL, maxPos, t)
 	if s.SplitLen != 0 {
 		if s.SplitLen < 0 || s.SplitLen%planesTile != 0 {
 			return nil, fmt.Errorf("kernels: planes: split of %d positions is not a positive multiple of %d", s.SplitLen, planesTile)
@@ -300,6 +328,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	}
 	if k == PlanesMMA {
 		p.mt = planesMT(l.D, t.MT, l.Medium)
+		p.costSplits = !t.PositionSplits
 	}
 	minB := planesMinB
 	if t.MinB != 0 {
@@ -423,9 +452,12 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	if b.Mass != 0 {
 		scores, finalML = p.scores, p.finalML
 	}
-	filter := int32(0)
+	filter, costSplits := int32(0), int32(0)
 	if l.Filter {
 		filter = 1
+	}
+	if p.costSplits {
+		costSplits = 1
 	}
 	// The workspace is laid out for the plan's rowChunks and maxSplits;
 	// smaller shapes index it with their own, which fit inside.
@@ -434,7 +466,7 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 		b.Q, p.partO, p.partML, scores,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
 		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e),
-		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]))
+		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), costSplits)
 	if err != nil {
 		return err
 	}
