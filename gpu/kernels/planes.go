@@ -61,6 +61,10 @@ const (
 	planesMassCTAs = 2048
 	// planesMaxWeight bounds PlanesTuning.Weights.
 	planesMaxWeight = 64
+	// planesFuseMaxSplits is bitdecode.cuh's kFuseMaxSplits: split_mma
+	// merges at most this many splits itself (finishPlanes); more go to the
+	// combine launch.
+	planesFuseMaxSplits = 64
 )
 
 // planesWeights is split_mma's default cost of a HIGH, MEDIUM and LOW group
@@ -174,9 +178,10 @@ type PlanesPlan struct {
 	shape               PlanesShape
 	rmax, rowChunks     int
 	splitLen, maxSplits int
-	mt                  [3]int // split_mma: groups per tile per tier
-	weights             [3]int // split_mma: warp (and split) weights per tier
-	costSplits          bool   // split_mma: splits of equal cost (v2.4), else of equal positions
+	mt                  [3]int         // split_mma: groups per tile per tier
+	weights             [3]int         // split_mma: warp (and split) weights per tier
+	costSplits          bool           // split_mma: splits of equal cost (v2.4), else of equal positions
+	counters            cuda.DevicePtr // split_mma's fused merge (v2.4): [B][Hkv·rowChunks] int32, or 0
 	split, combine      cuda.Function
 	mass                cuda.Function
 	partO, partML       cuda.DevicePtr
@@ -375,6 +380,17 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 			return nil, err
 		}
 	}
+	// split_mma merges its splits itself (the last CTA of each row chunk)
+	// when they fit finishPlanes' shared memory: no combine launch (v2.4).
+	if k == PlanesMMA && p.maxSplits <= planesFuseMaxSplits && !t.NoFuse {
+		n := s.B * s.Hkv * p.rowChunks
+		if p.counters, err = dev.Alloc(n * 4); err != nil {
+			return nil, err
+		}
+		if err = dev.Do(func(c *cuda.Ctx) error { return c.Memset32(p.counters, 0, n) }); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return p, nil
 }
@@ -400,7 +416,7 @@ func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch
 // Close frees the plan's workspace.
 func (p *PlanesPlan) Close() error {
 	var first error
-	for _, ptr := range []*cuda.DevicePtr{&p.partO, &p.partML, &p.scores, &p.finalML} {
+	for _, ptr := range []*cuda.DevicePtr{&p.partO, &p.partML, &p.scores, &p.finalML, &p.counters} {
 		if *ptr != 0 {
 			if err := p.dev.Free(*ptr); err != nil && first == nil {
 				first = err
@@ -466,13 +482,15 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 		b.Q, p.partO, p.partML, scores,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
 		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e),
-		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), costSplits)
+		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), costSplits, p.counters, b.Out, finalML)
 	if err != nil {
 		return err
 	}
-	err = c.Launch(p.combine, cuda.Dim3{X: s.Hkv * rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: planesThreads}, 0, st,
-		p.partO, p.partML, b.Counts, b.Out, finalML, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen),
-		int32(maxSplits), int32(rowChunks))
+	if p.counters == 0 {
+		err = c.Launch(p.combine, cuda.Dim3{X: s.Hkv * rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: planesThreads}, 0, st,
+			p.partO, p.partML, b.Counts, b.Out, finalML, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen),
+			int32(maxSplits), int32(rowChunks))
+	}
 	if err != nil || b.Mass == 0 {
 		return err
 	}

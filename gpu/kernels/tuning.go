@@ -79,6 +79,9 @@ const (
 	// split_mma's splits cut the position space in equal lengths (v2.3)
 	// instead of equal costs by the tier weights (v2.4).
 	EnvPlanesSplitCost = "BITDECODE_PLANES_SPLIT_COST"
+	// EnvPlanesFuse set to false (0) is PlanesTuning.NoFuse: the merge of
+	// split_mma's splits left to the combine launch (v2.3), for comparisons.
+	EnvPlanesFuse = "BITDECODE_PLANES_FUSE"
 	// EnvPackSlices is PackTuning.Slices: the slices per half of a pack
 	// plan's launches (1 to packMaxSlices).
 	EnvPackSlices = "BITDECODE_PACK_SLICES"
@@ -175,6 +178,9 @@ type PlanesTuning struct {
 	// equal positions (v2.3) instead of equal costs by the tier weights
 	// (v2.4); the number of splits is the same.
 	PositionSplits bool
+	// NoFuse leaves the merge of split_mma's splits to the combine launch
+	// (v2.3) instead of the last split CTA of each row chunk (v2.4).
+	NoFuse bool
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each planes program as it is compiled.
 	Ptxas io.Writer
@@ -294,6 +300,9 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	}
 	if cost, ok := p.boolean(EnvPlanesSplitCost); ok {
 		t.Planes.PositionSplits = !cost
+	}
+	if fuse, ok := p.boolean(EnvPlanesFuse); ok {
+		t.Planes.NoFuse = !fuse
 	}
 	t.Pack.Slices = p.intRange(EnvPackSlices, 1, packMaxSlices, fmt.Sprintf("1 to %d", packMaxSlices))
 	if p.err != nil {

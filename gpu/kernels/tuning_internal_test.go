@@ -22,7 +22,7 @@ func TestParseTuning(t *testing.T) {
 		EnvDecodeMT: "4", EnvDecodeStages: "3", EnvDecodeMinB: "2", EnvDecodeMinSplit: "128", EnvDecodeSplits: "target:528",
 		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
 		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPlanesWeights: "5,3, 2", EnvPlanesMinB: "3", EnvPackSlices: "7", EnvPtxasVerbose: "true",
-		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0",
+		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0", EnvPlanesFuse: "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestParseTuning(t *testing.T) {
 		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
 			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, Ptxas: os.Stderr},
 		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3,
-			TargetCTAs: 528, PositionSplits: true, Ptxas: os.Stderr},
+			TargetCTAs: 528, PositionSplits: true, NoFuse: true, Ptxas: os.Stderr},
 		Pack: PackTuning{Slices: 7},
 	}
 	if got != want {
@@ -65,6 +65,7 @@ func TestParseTuning(t *testing.T) {
 		{EnvPlanesMinB, "5", "1 to 4"},
 		{EnvPlanesSplits, "264", "target:N with N a positive number of CTAs"},
 		{EnvPlanesSplitCost, "no", "1, t, true, 0, f or false"},
+		{EnvPlanesFuse, "off", "1, t, true, 0, f or false"},
 		{EnvPackSlices, "33", "1 to 32"},
 		{EnvPtxasVerbose, "verbose", "1, t, true, 0, f or false"},
 	} {
