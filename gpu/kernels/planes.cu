@@ -924,9 +924,11 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   Runs runs;
   runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
   // The (sequence, KV head) has nSplits splits (the combine's count: its
-  // positions over splitLen); split s covers groups [g0, g1): equal costs by
-  // the tier weights (costSplits, v2.4) or equal positions (v2.3).
-  const int nSplits = (runs.g3 * kGroup + splitLen - 1) / splitLen;
+  // positions over splitLen; at least one, so that the merge in the last
+  // split (finishPlanes) also writes the zeros of a head with no entry);
+  // split s covers groups [g0, g1): equal costs by the tier weights
+  // (costSplits, v2.4) or equal positions (v2.3).
+  const int nSplits = max(1, (runs.g3 * kGroup + splitLen - 1) / splitLen);
   if (split >= nSplits) return;  // this (sequence, KV head) has fewer splits
   const int wt[3] = {wtH, wtM, wtL};
   int g0, g1;
