@@ -72,8 +72,9 @@ const (
 	// registers must allow (1-4; __launch_bounds__).
 	EnvPlanesMinB = "BITDECODE_PLANES_MINB"
 	// EnvPlanesSplits set to "target:N" is PlanesTuning.TargetCTAs:
-	// split_mma's splits sized for about N CTAs per step (v2.3's rule, N =
-	// 528) instead of planesSplits' wave rule (v2.4).
+	// split_mma's splits sized for about N CTAs per step (v2.3's rule: N =
+	// 528 with BITDECODE_PLANES_MIN_SPLIT=512) instead of planesSplitLen's
+	// wave rule (v2.4).
 	EnvPlanesSplits = "BITDECODE_PLANES_SPLITS"
 	// EnvPlanesSplitCost set to false (0) is PlanesTuning.PositionSplits:
 	// split_mma's splits cut the position space in equal lengths (v2.3)
@@ -161,7 +162,7 @@ type PlanesTuning struct {
 	// Prefetch double-buffers runs of HIGH tiles in registers (D <= 128).
 	Prefetch bool
 	// MinSplitTokens is the fewest positions a split of split_mma gets (at
-	// least 64); 0 is planesMinSplitTokens (512).
+	// least 64); 0 is planesMinSplitTokens (256; v2.3: 512).
 	MinSplitTokens int
 	// Weights is split_mma's cost of a HIGH, MEDIUM and LOW group (each 1
 	// to 64, all three set or none) by which a CTA's groups are shared
@@ -171,8 +172,8 @@ type PlanesTuning struct {
 	// 0 is the planner's (planesMinB).
 	MinB int
 	// TargetCTAs, when positive, sizes split_mma's splits for about this
-	// many CTAs per step (v2.3's rule; 528 was its value) instead of
-	// whole waves (planesSplits, v2.4).
+	// many CTAs per step (v2.3's rule: 528, with MinSplitTokens 512)
+	// instead of whole waves (planesSplitLen, v2.4).
 	TargetCTAs int
 	// PositionSplits cuts a (sequence, KV head)'s groups into splits of
 	// equal positions (v2.3) instead of equal costs by the tier weights
