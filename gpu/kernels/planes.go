@@ -16,7 +16,7 @@ var planesSource string
 // planesMinSplitTokens is the fewest positions a split of the tensor-core
 // planes kernel gets (v2.4: 256, as the integer decode kernels since v3.1;
 // v2.3's 512 left 1 x 8K at 15 splits, 120 CTAs on 132 SMs, where 26
-// splits took 3-9% less time on the H100, bench/results/2026-11-25-h100-bw-7).
+// splits took 2-9% less time on the H100, bench/results/2026-11-25-h100-bw-7).
 const planesMinSplitTokens = 256
 
 // PlanesKernel selects a bit-plane decode implementation (planes.cu): both
@@ -45,9 +45,7 @@ const (
 	// PlanesGroup is planes.cu's kGroup: each tier run of a (sequence, KV
 	// head) is cut into groups of this many index entries.
 	PlanesGroup = 16
-	// planesTile is kTile: split_v1's split lengths and those a caller fixes
-	// (PlanesShape.SplitLen) are a multiple of it; split_mma's planner sizes
-	// splits in multiples of PlanesGroup.
+	// planesTile is kTile: split lengths are a multiple of it.
 	planesTile = 64
 	// planesRows is bitdecode.cuh's kQueryRows: query rows per CTA of
 	// split_mma.
@@ -253,11 +251,11 @@ const planesCTAsPerSM = 2
 // tensor-core decode kernels' wave rule (splitBlocks over tiles of
 // planesTile positions, on planesCTAsPerSM·decodeRefSMs slots): with few
 // items the split count that fills one wave the most, with many about
-// splitWaves waves; the length is then the shortest multiple of
-// PlanesGroup that gives that count (split_mma cuts its splits at equal
-// costs, so at 1 x 128K 33 splits of 3984 positions fill the 264 slots
-// where 33 of 4096 left the last one empty). v2.3's target left 1 x 128K
-// at two waves of 520 CTAs and 16 x 32K at 2.4 waves of 640 CTAs (Hkv 8).
+// splitWaves waves. v2.3's target left 1 x 128K at two waves of 520 CTAs
+// and 16 x 32K at 2.4 waves of 640 CTAs (Hkv 8). (Rejected, v2.4-1: the
+// shortest length for the count, 33 splits of 3984 positions at 1 x 128K
+// filling all 264 slots where 33 of 4096 leave 8 empty: within 1% either
+// way on the H100, the step being bound by bytes, not slots.)
 func planesSplitLen(k PlanesKernel, items, maxL, maxPos int, t PlanesTuning) int {
 	maxTiles := (maxPos + planesTile - 1) / planesTile
 	minSplit := planesMinSplitTokens
@@ -266,9 +264,7 @@ func planesSplitLen(k PlanesKernel, items, maxL, maxPos int, t PlanesTuning) int
 	}
 	if k == PlanesMMA && t.TargetCTAs == 0 {
 		minTiles := (minSplit + planesTile - 1) / planesTile
-		bps := splitBlocks(items, maxTiles, minTiles, planesCTAsPerSM*decodeRefSMs, false)
-		splits := (maxTiles + bps - 1) / bps
-		return ((maxPos+splits-1)/splits + PlanesGroup - 1) / PlanesGroup * PlanesGroup
+		return splitBlocks(items, maxTiles, minTiles, planesCTAsPerSM*decodeRefSMs, false) * planesTile
 	}
 	target := decodeTargetCTAs
 	if t.TargetCTAs > 0 {

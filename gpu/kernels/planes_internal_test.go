@@ -16,10 +16,10 @@ func TestPlanesSplitLen(t *testing.T) {
 		waveLen, v23Len int // positions per split
 	}{
 		{1, 8192, 26, 15, 65, 320, 576},     // 256 positions at least (v2.3: 512)
-		{1, 131072, 33, 65, 65, 3984, 2048}, // one wave of 264 CTAs, not two of 520
-		{16, 32768, 8, 5, 5, 4112, 6592},    // 1024 CTAs (3.9 waves), not 640 (2.4)
-		{128, 8192, 1, 1, 1, 8224, 8256},    // 1024 CTAs
-		{1, 32768, 33, 57, 65, 1008, 576},   // the engine's B = 1 plan at a 32K context
+		{1, 131072, 33, 65, 65, 4096, 2048}, // one wave (256 CTAs, 8 more over the padding), not two of 520
+		{16, 32768, 8, 5, 5, 4160, 6592},    // 1024 CTAs (3.9 waves), not 640 (2.4)
+		{128, 8192, 1, 1, 1, 8256, 8256},    // 1024 CTAs
+		{1, 32768, 33, 57, 65, 1024, 576},   // the engine's B = 1 plan at a 32K context
 	} {
 		items, maxPos := tc.b*8, planesMaxPositions(tc.l)
 		for _, c := range []struct {
@@ -28,17 +28,16 @@ func TestPlanesSplitLen(t *testing.T) {
 			tn      PlanesTuning
 			splits  int
 			wantLen int
-			unit    int
 		}{
-			{"wave", PlanesMMA, PlanesTuning{}, tc.wave, tc.waveLen, PlanesGroup},
-			{"v2.3", PlanesMMA, PlanesTuning{TargetCTAs: 528, MinSplitTokens: 512}, tc.v23, tc.v23Len, planesTile},
-			{"v1", PlanesV1, PlanesTuning{}, tc.v1, 0, planesTile},
+			{"wave", PlanesMMA, PlanesTuning{}, tc.wave, tc.waveLen},
+			{"v2.3", PlanesMMA, PlanesTuning{TargetCTAs: 528, MinSplitTokens: 512}, tc.v23, tc.v23Len},
+			{"v1", PlanesV1, PlanesTuning{}, tc.v1, 0},
 		} {
 			sl := planesSplitLen(c.k, items, tc.l, maxPos, c.tn)
 			splits := (maxPos + sl - 1) / sl
-			if sl%c.unit != 0 || splits != c.splits || (c.wantLen != 0 && sl != c.wantLen) {
-				t.Errorf("B=%d L=%d %s: %d positions per split, %d splits; want %d splits (of %d, a multiple of %d)",
-					tc.b, tc.l, c.name, sl, splits, c.splits, c.wantLen, c.unit)
+			if sl%planesTile != 0 || splits != c.splits || (c.wantLen != 0 && sl != c.wantLen) {
+				t.Errorf("B=%d L=%d %s: %d positions per split, %d splits; want %d splits (of %d)",
+					tc.b, tc.l, c.name, sl, splits, c.splits, c.wantLen)
 			}
 			if c.k == PlanesMMA && splits > 1 && sl < planesMinSplitTokens {
 				t.Errorf("B=%d L=%d %s: %d positions per split, below %d", tc.b, tc.l, c.name, sl, planesMinSplitTokens)
