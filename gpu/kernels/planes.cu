@@ -102,8 +102,11 @@
 //                     waves at many), cut at equal costs by the tier weights
 //                     (splitBound) rather than equal positions, and merged by
 //                     the last split CTA (finishPlanes) instead of a combine
-//                     launch when there are at most kFuseMaxSplits
-//                     (bench/results/2026-11-25-h100-bw-7).
+//                     launch when there are at most kFuseMaxSplits (239
+//                     registers at MT 1/2/4, 209 at 1/2/2): 1.06-1.13x v2.3 at
+//                     1 x 128K and 16 x 32K, 1.05-1.18x at 1 x 8K, the same at
+//                     128 x 8K (all-16-bit 195.8 us at 1 x 128K against fp16's
+//                     186.5; bench/results/2026-11-25-h100-bw-7).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
