@@ -96,18 +96,31 @@
 //                     at MT 2 1746 -> 1638 (NVRTC 11.8); and warp weights 5/3/2
 //                     (the groups' measured times): 1441 / 783 / 1020 (all-LOW
 //                     580; fp16 1398 us in that run;
-//                     bench/results/2026-11-25-h100-bw-6).
+//                     bench/results/2026-11-25-h100-bw-6);
+//                v2.4 splits: the wave rule (planes.go planesSplitLen: one full
+//                     wave of CTAs at few (sequence, KV head) pairs, about four
+//                     waves at many), cut at equal costs by the tier weights
+//                     (splitBound) rather than equal positions, and merged by
+//                     the last split CTA (finishPlanes) instead of a combine
+//                     launch when there are at most kFuseMaxSplits (239
+//                     registers at MT 1/2/4, 209 at 1/2/2): 1.06-1.13x v2.3 at
+//                     1 x 128K and 16 x 32K, 1.05-1.18x at 1 x 8K, the same at
+//                     128 x 8K (all-16-bit 195.8 us at 1 x 128K against fp16's
+//                     186.5; bench/results/2026-11-25-h100-bw-7).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
 //              baseline the tensor-core kernel is checked against.
 //   combine    merges the splits of each query row in split order (log-sum-exp,
 //              decode_combine's merge plus the padLen split count) and
-//              writes the final max and denominator for the mass pass.
+//              writes the final max and denominator for the mass pass:
+//              split_v1's always, split_mma's past kFuseMaxSplits splits
+//              (below that its last split CTA merges: finishPlanes).
 //   mass       one thread per index entry (a grid-stride loop, the CTAs capped):
 //              mass[t] += Σ_rows exp2(s - M)/L over the group's query rows in
 //              row order.
-// No atomics anywhere: every result is bitwise deterministic. The online
+// Every result is bitwise deterministic: the one atomic (finishPlanes' count
+// of a row chunk's finished splits) picks which CTA merges, not the order. The online
 // softmax (both kernels), the merge of a CTA's warps and the merge of the
 // splits are the decode family's (bitdecode.cuh), as are the fragment-layout
 // helpers and the PTX wrappers; this file keeps what is its own: the tier
@@ -809,6 +822,90 @@ BD_DEVICE int warpBound(const Runs& runs, int g0, int g1, int w, const int wt[3]
   return min(g1, b + (T - cH - cM + wt[2] - 1) / wt[2]);
 }
 
+// splitBound returns where split s of n starts in a (sequence, KV head)'s
+// groups [0, g3) (s = n: g3) when the splits take equal shares of the
+// weighted cost Σ wt[tier] over their groups (v2.4): warpBound's inverse of
+// the piecewise linear cost over the whole HIGH, MEDIUM and LOW runs, in 64
+// bits (groups x weight x splits may pass 2^31). The bounds never decrease
+// in s, so the splits tile [0, g3); a split may be empty (a group heavier
+// than a share), and then writes the empty partial (max -inf, sum 0) that
+// the combine skips.
+BD_DEVICE int splitBound(const Runs& runs, int s, int n, const int wt[3]) {
+  if (s >= n) return runs.g3;
+  const long long cH = (long long)wt[0] * runs.g1, cM = (long long)wt[1] * (runs.g2 - runs.g1);
+  const long long cL = (long long)wt[2] * (runs.g3 - runs.g2);
+  const long long T = (cH + cM + cL) * s / n;  // the cost before split s's first group
+  if (T <= cH) return int((T + wt[0] - 1) / wt[0]);
+  if (T <= cH + cM) return runs.g1 + int((T - cH + wt[1] - 1) / wt[1]);
+  return min(runs.g3, runs.g2 + int((T - cH - cM + wt[2] - 1) / wt[2]));
+}
+
+// finishPlanes is the combine folded into split_mma (v2.4; bitdecode.cuh's
+// finishSplits with the combine's two additions): every CTA of a (row
+// chunk, sequence) counts itself done on counter after writing its
+// partials; the last one merges the nSplits splits of its rows in split
+// order, writes the fp16 output and each row's final max and denominator
+// (finalML, for the mass pass; when not null), gives a row that saw no token
+// zeros (the combine's EMPTY), and resets the counter for the next launch.
+// Which CTA is last varies from run to run; the order of the merge does
+// not, so the bits do not either. part0 is split 0's partial index.
+template <int D>
+BD_DEVICE void finishPlanes(const float* partO, const float* partML, int* counter, u16* __restrict__ out,
+                            float* __restrict__ finalML, size_t part0, int nSplits, int b, int bh, int h, int row0,
+                            int nrows, int R, int group, int Hq, int Tq) {
+  constexpr int RMAX = kQueryRows;
+  __shared__ float w[RMAX][kFuseMaxSplits];
+  __shared__ float inv[RMAX];
+  __shared__ int last;
+  const int tid = threadIdx.x;
+  __threadfence();  // this CTA's partials are visible before its count
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(counter, 1) == nSplits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const int lane = tid % 32, warp = tid / 32;
+  for (int r = warp; r < nrows; r += kThreads / 32) {  // one warp per row: weights and denominator
+    float m = kNegInf;
+    for (int s = lane; s < nSplits; s += 32) m = fmaxf(m, __ldcg(&partML[((part0 + s) * RMAX + r) * 2]));
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float l = 0.f;
+    for (int s = lane; s < nSplits; s += 32) {
+      const float ms = __ldcg(&partML[((part0 + s) * RMAX + r) * 2]);
+      const float ws = ms == kNegInf ? 0.f : exp2f(ms - m);
+      w[r][s] = ws;
+      l = fmaf(__ldcg(&partML[((part0 + s) * RMAX + r) * 2 + 1]), ws, l);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (lane == 0) {
+      inv[r] = l > 0.f ? 1.f / l : 0.f;  // a row that saw no token: zeros
+      if (finalML != nullptr) {
+        finalML[(size_t(bh) * R + row0 + r) * 2] = m;
+        finalML[(size_t(bh) * R + row0 + r) * 2 + 1] = l;
+      }
+    }
+  }
+  __syncthreads();
+  // Four channels per thread and step; the splits' loads are independent.
+  for (int idx = tid; idx < nrows * D / 4; idx += kThreads) {
+    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 16
+    for (int s = 0; s < nSplits; s++) {
+      const float4 v = __ldcg(&po[size_t(s) * RMAX * D / 4]);
+      const float ws = w[r][s];
+      o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
+    }
+    const int row = row0 + r, i = row / group, hq = h * group + row % group;
+    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
+    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
+  }
+  if (tid == 0) *counter = 0;
+}
+
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
 // ptxas's choice, 2 at D = 128).
 template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, bool PF, int MINB>
@@ -818,7 +915,8 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL) {
+    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int costSplits,
+    int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML) {
   static_assert(!(BF && FAST), "the ftz path is fp16 only");
   __shared__ float redO[kWarps][kQueryRows][D];
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
@@ -828,9 +926,20 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   const int bh = b * Hkv + h;
   Runs runs;
   runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
-  const int g0 = split * (splitLen / kGroup);
-  if (g0 >= runs.g3) return;  // this (sequence, KV head) has fewer splits
-  const int g1 = min(runs.g3, g0 + splitLen / kGroup);
+  // The (sequence, KV head) has nSplits splits (the combine's count: its
+  // positions over splitLen; at least one, so that the merge in the last
+  // split (finishPlanes) also writes the zeros of a head with no entry);
+  // split s covers groups [g0, g1): equal costs by the tier weights
+  // (costSplits, v2.4) or equal positions (v2.3).
+  const int nSplits = max(1, (runs.g3 * kGroup + splitLen - 1) / splitLen);
+  if (split >= nSplits) return;  // this (sequence, KV head) has fewer splits
+  const int wt[3] = {wtH, wtM, wtL};
+  int g0, g1;
+  if (costSplits) {
+    g0 = splitBound(runs, split, nSplits, wt), g1 = splitBound(runs, split + 1, nSplits, wt);
+  } else {
+    g0 = split * (splitLen / kGroup), g1 = min(runs.g3, g0 + splitLen / kGroup);
+  }
   const int L = lens[b];
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
@@ -887,7 +996,6 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // by the tier weights (warpBound), and walks it in tiles of one tier;
   // cur describes the tile at gi, fetched a tile ahead.
   constexpr int MTX = max3(MTH, MTM, MTL);
-  const int wt[3] = {wtH, wtM, wtL};
   const int wBegin = warpBound(runs, g0, g1, warp, wt), wEnd = warpBound(runs, g0, g1, warp + 1, wt);
   Pipe<MTX> pipe;
   if (wBegin < wEnd) startPipe<MTH, MTM, MTL, MTX>(pipe, runs, cx, wBegin, wEnd, lane);
@@ -917,6 +1025,9 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // Merge the warps in order (the decode family's, bitdecode.cuh).
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
+  if (counters != nullptr)  // v2.4: the last split merges (finishPlanes), no combine launch
+    finishPlanes<D>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, finalML, part - split,
+                    nSplits, b, bh, h, row0, nrows, R, group, Hq, Tq);
 }
 
 // ============================================================================
@@ -956,8 +1067,11 @@ __global__ void __launch_bounds__(kThreads) split_v1(
     const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL) {
-  // wtH, wtM, wtL: split_mma's warp weights, unused (one launch signature).
+    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int costSplits,
+    int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML) {
+  // wtH, wtM, wtL, costSplits, counters, out, finalML: split_mma's warp
+  // weights, split geometry and fused merge, unused (one launch signature;
+  // split_v1 cuts equal positions and leaves the merge to combine).
   constexpr int kTPR = D / kChunk;      // threads per token row
   constexpr int kTL = kThreads / kTPR;  // token lanes
   static_assert(kTPR <= 32 && kTile % kTL == 0, "tile must split evenly over token lanes");

@@ -14,9 +14,10 @@ import (
 var planesSource string
 
 // planesMinSplitTokens is the fewest positions a split of the tensor-core
-// planes kernel gets: decode_mma.cu's v2.1 value, measured with this kernel
-// (the integer kernels moved to 256 in v3.1, not re-measured here).
-const planesMinSplitTokens = 512
+// planes kernel gets (v2.4: 256, as the integer decode kernels since v3.1;
+// v2.3's 512 left 1 x 8K at 15 splits, 120 CTAs on 132 SMs, where 26
+// splits took 2-9% less time on the H100, bench/results/2026-11-25-h100-bw-7).
+const planesMinSplitTokens = 256
 
 // PlanesKernel selects a bit-plane decode implementation (planes.cu): both
 // compute the same function within the format's bound.
@@ -61,6 +62,10 @@ const (
 	planesMassCTAs = 2048
 	// planesMaxWeight bounds PlanesTuning.Weights.
 	planesMaxWeight = 64
+	// planesFuseMaxSplits is bitdecode.cuh's kFuseMaxSplits: split_mma
+	// merges at most this many splits itself (finishPlanes); more go to the
+	// combine launch.
+	planesFuseMaxSplits = 64
 )
 
 // planesWeights is split_mma's default cost of a HIGH, MEDIUM and LOW group
@@ -174,8 +179,10 @@ type PlanesPlan struct {
 	shape               PlanesShape
 	rmax, rowChunks     int
 	splitLen, maxSplits int
-	mt                  [3]int // split_mma: groups per tile per tier
-	weights             [3]int // split_mma: warp weights per tier
+	mt                  [3]int         // split_mma: groups per tile per tier
+	weights             [3]int         // split_mma: warp (and split) weights per tier
+	costSplits          bool           // split_mma: splits of equal cost (v2.4), else of equal positions
+	counters            cuda.DevicePtr // split_mma's fused merge (v2.4): [B][Hkv·rowChunks] int32, or 0
 	split, combine      cuda.Function
 	mass                cuda.Function
 	partO, partML       cuda.DevicePtr
@@ -229,6 +236,47 @@ func planesMT(d int, t [3]int, medium bool) [3]int {
 	return mt
 }
 
+// planesCTAsPerSM is how many split_mma CTAs run at once on an SM at the
+// default registers (CUDA 13 ptxas, D = 128: 236 at MT 1/2/4, 206 at
+// 1/2/2: two CTAs of 128 threads). A constant, like decodeRefSMs, so the
+// splits (and the result's bits) depend on the shape only.
+const planesCTAsPerSM = 2
+
+// planesSplitLen returns the positions per split (a multiple of planesTile)
+// of kernel k for items CTAs per split and sequences of up to maxL tokens
+// spanning up to maxPos positions. split_v1, and split_mma with
+// t.TargetCTAs, take v2.3's rule: about the target's CTAs (decodeTargetCTAs,
+// 528, for split_v1), split_mma's splits at least t.MinSplitTokens
+// (planesMinSplitTokens) positions. split_mma's default (v2.4) is the
+// tensor-core decode kernels' wave rule (splitBlocks over tiles of
+// planesTile positions, on planesCTAsPerSM·decodeRefSMs slots): with few
+// items the split count that fills one wave the most, with many about
+// splitWaves waves. v2.3's target left 1 x 128K at two waves of 520 CTAs
+// and 16 x 32K at 2.4 waves of 640 CTAs (Hkv 8). (Rejected, v2.4-1: the
+// shortest length for the count, 33 splits of 3984 positions at 1 x 128K
+// filling all 264 slots where 33 of 4096 leave 8 empty: within 1% either
+// way on the H100, the step being bound by bytes, not slots.)
+func planesSplitLen(k PlanesKernel, items, maxL, maxPos int, t PlanesTuning) int {
+	maxTiles := (maxPos + planesTile - 1) / planesTile
+	minSplit := planesMinSplitTokens
+	if t.MinSplitTokens != 0 {
+		minSplit = t.MinSplitTokens
+	}
+	if k == PlanesMMA && t.TargetCTAs == 0 {
+		minTiles := (minSplit + planesTile - 1) / planesTile
+		return splitBlocks(items, maxTiles, minTiles, planesCTAsPerSM*decodeRefSMs, false) * planesTile
+	}
+	target := decodeTargetCTAs
+	if t.TargetCTAs > 0 {
+		target = t.TargetCTAs
+	}
+	splits := min(max(1, (target+items-1)/items), maxTiles, planesMaxSplits)
+	if k == PlanesMMA {
+		splits = min(splits, max(1, maxL/minSplit))
+	}
+	return ((maxPos+splits-1)/splits + planesTile - 1) / planesTile * planesTile
+}
+
 // PlanPlanes is PlanPlanesWith the default tuning (the zero PlanesTuning).
 func PlanPlanes(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesShape) (*PlanesPlan, error) {
 	return PlanPlanesWith(dev, k, l, s, PlanesTuning{})
@@ -270,20 +318,9 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 		return nil, fmt.Errorf("kernels: planes: unknown kernel %d", k)
 	}
 	p.rowChunks = (rows + p.rmax - 1) / p.rmax
-	// Splits: enough CTAs to fill the GPU a few times over (decode.go's
-	// rule), each at least planesMinSplitTokens positions for the tensor-core
-	// kernel, whole tiles of planesTile positions.
 	maxPos := planesMaxPositions(s.MaxL)
 	items := s.B * s.Hkv * p.rowChunks
-	splits := min(max(1, (decodeTargetCTAs+items-1)/items), (maxPos+planesTile-1)/planesTile, planesMaxSplits)
-	if k == PlanesMMA {
-		minSplit := planesMinSplitTokens
-		if t.MinSplitTokens != 0 {
-			minSplit = t.MinSplitTokens
-		}
-		splits = min(splits, max(1, s.MaxL/minSplit))
-	}
-	p.splitLen = ((maxPos+splits-1)/splits + planesTile - 1) / planesTile * planesTile
+	p.splitLen = planesSplitLen(k, items, s.MaxL, maxPos, t)
 	if s.SplitLen != 0 {
 		if s.SplitLen < 0 || s.SplitLen%planesTile != 0 {
 			return nil, fmt.Errorf("kernels: planes: split of %d positions is not a positive multiple of %d", s.SplitLen, planesTile)
@@ -300,6 +337,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	}
 	if k == PlanesMMA {
 		p.mt = planesMT(l.D, t.MT, l.Medium)
+		p.costSplits = !t.PositionSplits
 	}
 	minB := planesMinB
 	if t.MinB != 0 {
@@ -346,6 +384,17 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 			return nil, err
 		}
 	}
+	// split_mma merges its splits itself (the last CTA of each row chunk)
+	// when they fit finishPlanes' shared memory: no combine launch (v2.4).
+	if k == PlanesMMA && p.maxSplits <= planesFuseMaxSplits && !t.NoFuse {
+		n := s.B * s.Hkv * p.rowChunks
+		if p.counters, err = dev.Alloc(n * 4); err != nil {
+			return nil, err
+		}
+		if err = dev.Do(func(c *cuda.Ctx) error { return c.Memset32(p.counters, 0, n) }); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return p, nil
 }
@@ -371,7 +420,7 @@ func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch
 // Close frees the plan's workspace.
 func (p *PlanesPlan) Close() error {
 	var first error
-	for _, ptr := range []*cuda.DevicePtr{&p.partO, &p.partML, &p.scores, &p.finalML} {
+	for _, ptr := range []*cuda.DevicePtr{&p.partO, &p.partML, &p.scores, &p.finalML, &p.counters} {
 		if *ptr != 0 {
 			if err := p.dev.Free(*ptr); err != nil && first == nil {
 				first = err
@@ -423,9 +472,12 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	if b.Mass != 0 {
 		scores, finalML = p.scores, p.finalML
 	}
-	filter := int32(0)
+	filter, costSplits := int32(0), int32(0)
 	if l.Filter {
 		filter = 1
+	}
+	if p.costSplits {
+		costSplits = 1
 	}
 	// The workspace is laid out for the plan's rowChunks and maxSplits;
 	// smaller shapes index it with their own, which fit inside.
@@ -434,13 +486,15 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 		b.Q, p.partO, p.partML, scores,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
 		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e),
-		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]))
+		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), costSplits, p.counters, b.Out, finalML)
 	if err != nil {
 		return err
 	}
-	err = c.Launch(p.combine, cuda.Dim3{X: s.Hkv * rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: planesThreads}, 0, st,
-		p.partO, p.partML, b.Counts, b.Out, finalML, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen),
-		int32(maxSplits), int32(rowChunks))
+	if p.counters == 0 {
+		err = c.Launch(p.combine, cuda.Dim3{X: s.Hkv * rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: planesThreads}, 0, st,
+			p.partO, p.partML, b.Counts, b.Out, finalML, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen),
+			int32(maxSplits), int32(rowChunks))
+	}
 	if err != nil || b.Mass == 0 {
 		return err
 	}

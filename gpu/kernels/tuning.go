@@ -71,6 +71,18 @@ const (
 	// EnvPlanesMinB is PlanesTuning.MinB: the CTAs per SM split_mma's
 	// registers must allow (1-4; __launch_bounds__).
 	EnvPlanesMinB = "BITDECODE_PLANES_MINB"
+	// EnvPlanesSplits set to "target:N" is PlanesTuning.TargetCTAs:
+	// split_mma's splits sized for about N CTAs per step (v2.3's rule: N =
+	// 528 with BITDECODE_PLANES_MIN_SPLIT=512) instead of planesSplitLen's
+	// wave rule (v2.4).
+	EnvPlanesSplits = "BITDECODE_PLANES_SPLITS"
+	// EnvPlanesSplitCost set to false (0) is PlanesTuning.PositionSplits:
+	// split_mma's splits cut the position space in equal lengths (v2.3)
+	// instead of equal costs by the tier weights (v2.4).
+	EnvPlanesSplitCost = "BITDECODE_PLANES_SPLIT_COST"
+	// EnvPlanesFuse set to false (0) is PlanesTuning.NoFuse: the merge of
+	// split_mma's splits left to the combine launch (v2.3), for comparisons.
+	EnvPlanesFuse = "BITDECODE_PLANES_FUSE"
 	// EnvPackSlices is PackTuning.Slices: the slices per half of a pack
 	// plan's launches (1 to packMaxSlices).
 	EnvPackSlices = "BITDECODE_PACK_SLICES"
@@ -150,7 +162,7 @@ type PlanesTuning struct {
 	// Prefetch double-buffers runs of HIGH tiles in registers (D <= 128).
 	Prefetch bool
 	// MinSplitTokens is the fewest positions a split of split_mma gets (at
-	// least 64); 0 is planesMinSplitTokens (512).
+	// least 64); 0 is planesMinSplitTokens (256; v2.3: 512).
 	MinSplitTokens int
 	// Weights is split_mma's cost of a HIGH, MEDIUM and LOW group (each 1
 	// to 64, all three set or none) by which a CTA's groups are shared
@@ -159,6 +171,17 @@ type PlanesTuning struct {
 	// MinB is the CTAs per SM split_mma's registers are capped for (1-4);
 	// 0 is the planner's (planesMinB).
 	MinB int
+	// TargetCTAs, when positive, sizes split_mma's splits for about this
+	// many CTAs per step (v2.3's rule: 528, with MinSplitTokens 512)
+	// instead of whole waves (planesSplitLen, v2.4).
+	TargetCTAs int
+	// PositionSplits cuts a (sequence, KV head)'s groups into splits of
+	// equal positions (v2.3) instead of equal costs by the tier weights
+	// (v2.4); the number of splits is the same.
+	PositionSplits bool
+	// NoFuse leaves the merge of split_mma's splits to the combine launch
+	// (v2.3) instead of the last split CTA of each row chunk (v2.4).
+	NoFuse bool
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each planes program as it is compiled.
 	Ptxas io.Writer
@@ -269,6 +292,19 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	t.Planes.MinB = p.intRange(EnvPlanesMinB, 1, 4, "1 to 4")
 	t.Planes.Prefetch, _ = p.boolean(EnvPlanesPrefetch)
 	t.Planes.MinSplitTokens = p.intRange(EnvPlanesMinSplit, planesTile, 1<<30, fmt.Sprintf("a number of positions of at least %d", planesTile))
+	if v, ok := p.get(EnvPlanesSplits); ok {
+		n, err := strconv.Atoi(strings.TrimPrefix(v, "target:"))
+		if !strings.HasPrefix(v, "target:") || err != nil || n < 1 {
+			p.fail(EnvPlanesSplits, v, "target:N with N a positive number of CTAs")
+		}
+		t.Planes.TargetCTAs = n
+	}
+	if cost, ok := p.boolean(EnvPlanesSplitCost); ok {
+		t.Planes.PositionSplits = !cost
+	}
+	if fuse, ok := p.boolean(EnvPlanesFuse); ok {
+		t.Planes.NoFuse = !fuse
+	}
 	t.Pack.Slices = p.intRange(EnvPackSlices, 1, packMaxSlices, fmt.Sprintf("1 to %d", packMaxSlices))
 	if p.err != nil {
 		return Tuning{}, fmt.Errorf("kernels: %w", p.err)
@@ -391,6 +427,9 @@ func (t PlanesTuning) check() error {
 	if t.MinSplitTokens != 0 && t.MinSplitTokens < planesTile {
 		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.MinSplitTokens", Value: strconv.Itoa(t.MinSplitTokens),
 			Want: fmt.Sprintf("0 (the default) or at least %d", planesTile)})
+	}
+	if t.TargetCTAs < 0 {
+		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.TargetCTAs", Value: strconv.Itoa(t.TargetCTAs), Want: "0 (the default) or a positive number of CTAs"})
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ func TestParseTuning(t *testing.T) {
 		EnvDecodeMT: "4", EnvDecodeStages: "3", EnvDecodeMinB: "2", EnvDecodeMinSplit: "128", EnvDecodeSplits: "target:528",
 		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
 		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPlanesWeights: "5,3, 2", EnvPlanesMinB: "3", EnvPackSlices: "7", EnvPtxasVerbose: "true",
+		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0", EnvPlanesFuse: "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -29,8 +30,9 @@ func TestParseTuning(t *testing.T) {
 	want := Tuning{
 		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
 			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, Ptxas: os.Stderr},
-		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3, Ptxas: os.Stderr},
-		Pack:   PackTuning{Slices: 7},
+		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3,
+			TargetCTAs: 528, PositionSplits: true, NoFuse: true, Ptxas: os.Stderr},
+		Pack: PackTuning{Slices: 7},
 	}
 	if got != want {
 		t.Errorf("ParseTuning =\n%+v\nwant\n%+v", got, want)
@@ -61,6 +63,9 @@ func TestParseTuning(t *testing.T) {
 		{EnvPlanesWeights, "4,2", "H,M,L such as 4,2,1, each 1 to 64"},
 		{EnvPlanesWeights, "4,2,0", "H,M,L such as 4,2,1, each 1 to 64"},
 		{EnvPlanesMinB, "5", "1 to 4"},
+		{EnvPlanesSplits, "264", "target:N with N a positive number of CTAs"},
+		{EnvPlanesSplitCost, "no", "1, t, true, 0, f or false"},
+		{EnvPlanesFuse, "off", "1, t, true, 0, f or false"},
 		{EnvPackSlices, "33", "1 to 32"},
 		{EnvPtxasVerbose, "verbose", "1, t, true, 0, f or false"},
 	} {
@@ -88,6 +93,7 @@ func TestTuningChecks(t *testing.T) {
 		{DecodeTuning{TargetCTAs: -1}.check(), "DecodeTuning.TargetCTAs"},
 		{PlanesTuning{MT: [3]int{1, 0, 4}}.check(), "PlanesTuning.MT"},
 		{PlanesTuning{MinSplitTokens: 32}.check(), "PlanesTuning.MinSplitTokens"},
+		{PlanesTuning{TargetCTAs: -1}.check(), "PlanesTuning.TargetCTAs"},
 		{PlanesTuning{Weights: [3]int{4, 65, 1}}.check(), "PlanesTuning.Weights"},
 		{PlanesTuning{MinB: 5}.check(), "PlanesTuning.MinB"},
 		{PackTuning{Slices: 33}.check(), "PackTuning.Slices"},

@@ -1,0 +1,54 @@
+// planes_internal_test.go: split_mma's split planner (planesSplitLen) on the
+// benchmark grid's shapes, without a GPU.
+
+package kernels
+
+import "testing"
+
+// TestPlanesSplitLen checks the splits split_mma gets at Hkv 8 and one row
+// chunk (Hq 32, Tq 1): the wave rule (v2.4) by default, v2.3's planner with
+// PlanesTuning{TargetCTAs: 528, MinSplitTokens: 512}, and split_v1's
+// (always the 528-CTA target, no minimum).
+func TestPlanesSplitLen(t *testing.T) {
+	for _, tc := range []struct {
+		b, l            int
+		wave, v23, v1   int // splits: default, v2.3's, split_v1's
+		waveLen, v23Len int // positions per split
+	}{
+		{1, 8192, 26, 15, 65, 320, 576},     // 256 positions at least (v2.3: 512)
+		{1, 131072, 33, 65, 65, 4096, 2048}, // one wave (256 CTAs, 8 more over the padding), not two of 520
+		{16, 32768, 8, 5, 5, 4160, 6592},    // 1024 CTAs (3.9 waves), not 640 (2.4)
+		{128, 8192, 1, 1, 1, 8256, 8256},    // 1024 CTAs
+		{1, 32768, 33, 57, 65, 1024, 576},   // the engine's B = 1 plan at a 32K context
+	} {
+		items, maxPos := tc.b*8, planesMaxPositions(tc.l)
+		for _, c := range []struct {
+			name    string
+			k       PlanesKernel
+			tn      PlanesTuning
+			splits  int
+			wantLen int
+		}{
+			{"wave", PlanesMMA, PlanesTuning{}, tc.wave, tc.waveLen},
+			{"v2.3", PlanesMMA, PlanesTuning{TargetCTAs: 528, MinSplitTokens: 512}, tc.v23, tc.v23Len},
+			{"v1", PlanesV1, PlanesTuning{}, tc.v1, 0},
+		} {
+			sl := planesSplitLen(c.k, items, tc.l, maxPos, c.tn)
+			splits := (maxPos + sl - 1) / sl
+			if sl%planesTile != 0 || splits != c.splits || (c.wantLen != 0 && sl != c.wantLen) {
+				t.Errorf("B=%d L=%d %s: %d positions per split, %d splits; want %d splits (of %d)",
+					tc.b, tc.l, c.name, sl, splits, c.splits, c.wantLen)
+			}
+			if c.k == PlanesMMA && splits > 1 && sl < planesMinSplitTokens {
+				t.Errorf("B=%d L=%d %s: %d positions per split, below %d", tc.b, tc.l, c.name, sl, planesMinSplitTokens)
+			}
+			// Every length up to the longest fits the splits (the launch's
+			// grid): its positions never need one more.
+			for _, l := range []int{tc.l, tc.l - 1, tc.l / 2} {
+				if n := (planesMaxPositions(l) + sl - 1) / sl; n > splits {
+					t.Errorf("B=%d L=%d %s: %d tokens take %d splits, more than the plan's %d", tc.b, tc.l, c.name, l, n, splits)
+				}
+			}
+		}
+	}
+}
