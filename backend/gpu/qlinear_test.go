@@ -97,10 +97,11 @@ func TestQuantLinearGroupDEC(t *testing.T) {
 	const K, T = 1536, 2
 	Ns := []int{384, 256, 384, 128}
 	kChunks := []int{32, 32, 16, 16}
+	gpuBackend(t) // skips without a GPU
 	open := func(mode kernels.DECMode) *gpu.Backend {
 		be, err := gpu.Open(0, gpu.Options{DECMode: mode})
 		if err != nil {
-			t.Skipf("no GPU: %v", err)
+			t.Fatal(err)
 		}
 		t.Cleanup(func() { be.Close() })
 		return be
