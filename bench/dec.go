@@ -31,7 +31,10 @@ import (
 //   - for each (k_chunk, n_tb): the step as backend/gpu runs it in serial
 //     mode (base, selection, compensation), and the compensation alone,
 //     whose residual bytes (T·S rows of codes and params) over its time are
-//     the achieved zero-copy read rate.
+//     the achieved zero-copy read rate;
+//   - in fused mode also the step whose DEC CTAs read each token's list
+//     made before the launch (a LinearGroup's later weights, or a
+//     selection done where x is produced), not selecting themselves.
 //
 // Weights and residuals hold random codes and valid fp16 params (the time
 // does not depend on the values); x has outlier channels, so the selected
@@ -149,6 +152,11 @@ type DECPoint struct {
 	Bytes       int64   `json:"residual_bytes"` // T·S residual rows (codes and params)
 	GBps        float64 `json:"read_gb_per_s"`  // Bytes / CompUS
 	OverheadPct float64 `json:"overhead_pct"`   // 100·(StepUS/BaseUS − 1)
+	// Fused mode: the step with each token's list made before the launch
+	// (kernels.DECLaunch.Listed, untimed), as a LinearGroup's weights after
+	// the first run it, or a selection where x is produced would.
+	ListedUS  float64 `json:"step_listed_us,omitempty"`
+	ListedPct float64 `json:"overhead_listed_pct,omitempty"` // 100·(ListedUS/BaseUS − 1)
 }
 
 // decBlocksFor returns the n_tb values of want that a shape allows (in
@@ -400,6 +408,17 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 		}
 	}
 	blocks := decBlocksFor(cfg.Blocks, cfg.Residual, N)
+	// Fused mode's lists made before the launch, one per activation copy.
+	var lists []cuda.DevicePtr
+	if t.gqd != nil {
+		for range decCopies {
+			p, err := alloc(4 * T * kernels.DECSelected(K, cfg.KChunks[len(cfg.KChunks)-1]))
+			if err != nil {
+				return nil, err
+			}
+			lists = append(lists, p)
+		}
+	}
 	for _, k := range cfg.KChunks {
 		launch := func(i, nTB int) *kernels.DECLaunch {
 			return &kernels.DECLaunch{X: xs[i%decCopies], Y: y, Sel: sel, R: res, T: T, KChunk: k, Blocks: nTB}
@@ -407,6 +426,13 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 		selUS, err := t.medianUS(c, st, func(i int) error { return t.dec.Select(c, st, launch(i, blocks[0])) })
 		if err != nil {
 			return nil, err
+		}
+		for i, p := range lists {
+			l := launch(i, blocks[0])
+			l.Sel = p
+			if err := t.dec.Select(c, st, l); err != nil {
+				return nil, err
+			}
 		}
 		best := 0.0
 		for _, nTB := range blocks {
@@ -439,12 +465,24 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 			}
 			p.GBps = float64(p.Bytes) / p.CompUS / 1e3
 			p.OverheadPct = 100 * (p.StepUS/out.BaseUS - 1)
+			listed := ""
+			if lists != nil {
+				if p.ListedUS, err = t.medianUS(c, st, func(i int) error {
+					l := launch(i, nTB)
+					l.Sel, l.Listed = lists[i%decCopies], true
+					return fusedStep(l)
+				}); err != nil {
+					return nil, err
+				}
+				p.ListedPct = 100 * (p.ListedUS/out.BaseUS - 1)
+				listed = fmt.Sprintf(", list given %7.1f us (%+6.1f%%)", p.ListedUS, p.ListedPct)
+			}
 			out.Points = append(out.Points, p)
 			if best == 0 || p.OverheadPct < best {
 				best = p.OverheadPct
 			}
-			fmt.Fprintf(cfg.Progress, "dec %s %dx%d k_chunk %4d n_tb %3d: step %7.1f us (%+6.1f%%), select %5.1f us, compensate %6.1f us (%5.1f GB/s)\n",
-				tag, N, K, k, nTB, p.StepUS, p.OverheadPct, p.SelectUS, p.CompUS, p.GBps)
+			fmt.Fprintf(cfg.Progress, "dec %s %dx%d k_chunk %4d n_tb %3d: step %7.1f us (%+6.1f%%)%s, select %5.1f us, compensate %6.1f us (%5.1f GB/s)\n",
+				tag, N, K, k, nTB, p.StepUS, p.OverheadPct, listed, p.SelectUS, p.CompUS, p.GBps)
 		}
 		if cfg.StopPct > 0 && best > cfg.StopPct {
 			break
@@ -681,12 +719,16 @@ func (rep *DECReport) Tuning(targets []float64, source string) *model.DECTuning 
 // WriteTable prints every point as a Markdown table.
 func (rep *DECReport) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "DEC on %s, %s mode, base %s, residual %s in %s memory, T = %d; pinned copy %.1f GB/s\n\n", rep.Device, rep.Mode, rep.Weights, rep.Residual, rep.At, rep.Tokens, rep.PCIeGBps)
-	fmt.Fprintln(w, "| layers | N x K | base us | k_chunk | rows/token | n_tb | select us | compensate us | step us | overhead | residual KiB | read GB/s |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| layers | N x K | base us | k_chunk | rows/token | n_tb | select us | compensate us | step us | overhead | step, list given | residual KiB | read GB/s |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range rep.Shapes {
 		for _, p := range s.Points {
-			fmt.Fprintf(w, "| %s | %dx%d | %.1f | %d | %d | %d | %.1f | %.1f | %.1f | %+.1f%% | %.1f | %.1f |\n", s.Name, s.N, s.K, s.BaseUS,
-				p.KChunk, p.Selected, p.Blocks, p.SelectUS, p.CompUS, p.StepUS, p.OverheadPct, float64(p.Bytes)/1024, p.GBps)
+			listed := "-"
+			if p.ListedUS > 0 {
+				listed = fmt.Sprintf("%.1f (%+.1f%%)", p.ListedUS, p.ListedPct)
+			}
+			fmt.Fprintf(w, "| %s | %dx%d | %.1f | %d | %d | %d | %.1f | %.1f | %.1f | %+.1f%% | %s | %.1f | %.1f |\n", s.Name, s.N, s.K, s.BaseUS,
+				p.KChunk, p.Selected, p.Blocks, p.SelectUS, p.CompUS, p.StepUS, p.OverheadPct, listed, float64(p.Bytes)/1024, p.GBps)
 		}
 	}
 }

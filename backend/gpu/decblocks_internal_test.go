@@ -5,6 +5,7 @@ package gpu
 import (
 	"testing"
 
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -45,5 +46,48 @@ func TestDECDefaultBlocks(t *testing.T) {
 	}
 	if _, err := decBlocks(wq.Int4, 4096, 256, true, kernels.DECMaxBlocks(4096)+1, 0); err == nil {
 		t.Error("n_tb past one per 32 outputs accepted")
+	}
+}
+
+// TestDECListsInGroup checks which fused DEC launches of a LinearGroup keep
+// their selection lists and which read an earlier one's (decListFor): the
+// first of each (K, k_chunk, T) keeps them in its own scratch, the later
+// ones read that scratch; outside a group, or over another x, nobody shares.
+func TestDECListsInGroup(t *testing.T) {
+	var b Backend
+	q := &decWeight{kChunk: 64, sel: 0x1000}
+	k := &decWeight{kChunk: 64, sel: 0x2000}
+	v := &decWeight{kChunk: 32, sel: 0x3000}
+	u := &decWeight{kChunk: 32, sel: 0x4000}
+	type got struct {
+		sel          uint64
+		listed, keep bool
+	}
+	call := func(x uint64, dw *decWeight) got {
+		sel, listed, keep := b.decListFor(cuda.DevicePtr(x), dw, 4096, 1)
+		return got{uint64(sel), listed, keep}
+	}
+	if g := call(0x9000, q); g != (got{0x1000, false, false}) {
+		t.Fatalf("outside a group: %+v", g)
+	}
+	b.decGroup(0x9000)
+	for i, c := range []struct {
+		x    uint64
+		dw   *decWeight
+		want got
+	}{
+		{0x9000, q, got{0x1000, false, true}}, // first at k 64: keeps
+		{0x9000, k, got{0x1000, true, false}}, // reads q's
+		{0x9000, v, got{0x3000, false, true}}, // first at k 32: keeps
+		{0x9000, u, got{0x3000, true, false}}, // reads v's
+		{0x8000, k, got{0x2000, false, false}},
+	} {
+		if g := call(c.x, c.dw); g != c.want {
+			t.Errorf("call %d: %+v, want %+v", i, g, c.want)
+		}
+	}
+	b.decGroup(0)
+	if g := call(0x9000, k); g != (got{0x2000, false, false}) {
+		t.Fatalf("after the group: %+v", g)
 	}
 }

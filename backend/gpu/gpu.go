@@ -58,6 +58,9 @@ type Backend struct {
 	// (kernels.DECConcurrent); made on first use, on the owner thread.
 	decStream        cuda.Stream
 	decFork, decJoin cuda.Event
+	// decLists is the selection lists the fused DEC launches of one
+	// LinearGroup share (qlinear.go); empty outside LinearGroup.
+	decLists decLists
 	// gemvq.cu with dec.cu, for DEC's fused mode, compiled on first use.
 	fusedOnce sync.Once
 	fused     *kernels.GEMVQDEC

@@ -387,9 +387,11 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 	}
 	T, K := xt.matrix()
 	if !grouped || b.fp16Path(T, K) != pathMMA {
+		b.decGroup(xt.ptr) // fused DEC weights over x share their selection lists
 		for i, w := range ws {
 			b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
 		}
+		b.decGroup(0)
 		return
 	}
 	if err := kernels.CheckLinearShape(T, K); err != nil {

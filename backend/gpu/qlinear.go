@@ -358,21 +358,78 @@ func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T
 // one launch of gemvq.cu's gemv_q_dec whose first n_tb CTAs select and
 // compensate from host memory while the others compute the base GEMV (the
 // same bits as serial mode; a selection launch first only when a token
-// selects more than kernels.DECFusedSelectMax channels).
+// selects more than kernels.DECFusedSelectMax channels). In a LinearGroup
+// the DEC CTAs read the lists an earlier weight of the group kept for the
+// same x and k_chunk instead of selecting (decListFor).
 func (b *Backend) linearQuantFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) {
 	dw := wt.dec
+	sel, listed, keep := b.decListFor(xt.ptr, dw, K, T)
 	b.launch("Linear DEC", func(c *cuda.Ctx) error {
 		g, err := b.fusedKernels()
 		if err != nil {
 			return err
 		}
-		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, Flags: dw.flags, Part: dw.part, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks}
+		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: sel, Flags: dw.flags, Part: dw.part, R: &dw.res, T: T, KChunk: dw.kChunk, Blocks: dw.blocks,
+			Listed: listed, Keep: keep}
 		if err := g.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, &l); err != nil {
 			return fmt.Errorf("weight %s: %w", wt.name, err)
 		}
 		return nil
 	}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup),
-		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.flags), u64(dw.part), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem))
+		u64(dw.res.Words), u64(dw.res.Params), u64(sel), u64(dw.flags), u64(dw.part), u64(dw.kChunk), u64(dw.blocks), uint64(dw.res.Elem),
+		b2u(listed), b2u(keep))
+}
+
+// decLists is the selection lists shared by the fused DEC launches of one
+// LinearGroup, which runs its weights as one Linear each over the same x
+// (q/k/v, gate/up): the first weight of each (K, k_chunk, T) selects in its
+// DEC CTAs and keeps the lists in its own scratch (kernels.DECLaunch.Keep);
+// the later ones read them (Listed), so their DEC CTAs start with the list
+// (docs/perf/dec.md, v5). Nothing else runs between a group's Linears, so
+// x and the lists are unchanged until the last one.
+type decLists struct {
+	x     cuda.DevicePtr // the group's x; 0 outside LinearGroup
+	lists []decList
+}
+
+// decList is one kept list: [T][DECSelected(K, kChunk)] int32 at sel.
+type decList struct {
+	K, kChunk, T int
+	sel          cuda.DevicePtr
+}
+
+// decGroup starts (x non-zero) or ends (x zero) a LinearGroup's sharing of
+// selection lists over x.
+func (b *Backend) decGroup(x cuda.DevicePtr) {
+	b.decLists.x = x
+	b.decLists.lists = b.decLists.lists[:0]
+}
+
+// decListFor returns where the fused DEC launch of dw over x [T, K] finds
+// its lists: sel, and listed when an earlier weight of the group kept them
+// there, or keep when this launch selects and must keep them (in its own
+// scratch, sel) for the weights after it. Outside a group: its own scratch,
+// neither.
+func (b *Backend) decListFor(x cuda.DevicePtr, dw *decWeight, K, T int) (sel cuda.DevicePtr, listed, keep bool) {
+	s := &b.decLists
+	if s.x == 0 || s.x != x {
+		return dw.sel, false, false
+	}
+	for _, l := range s.lists {
+		if l.K == K && l.kChunk == dw.kChunk && l.T == T {
+			return l.sel, true, false
+		}
+	}
+	s.lists = append(s.lists, decList{K: K, kChunk: dw.kChunk, T: T, sel: dw.sel})
+	return dw.sel, false, true
+}
+
+// b2u is a graph key's form of a flag.
+func b2u(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // fusedKernels compiles gemvq.cu with dec.cu (fused mode) on first use.

@@ -86,6 +86,98 @@ func TestQuantLinear(t *testing.T) {
 	}
 }
 
+// TestQuantLinearGroupDEC runs LinearGroup over four int4 weights with DEC
+// in fused mode, as q/k/v or gate/up run: the first weight of each
+// k_chunk selects in its DEC CTAs and keeps the lists, the later ones read
+// them. Every output must have the bits of its own Linear on a serial-mode
+// backend (fresh selection each), on the first run and on CUDA graph
+// replays.
+func TestQuantLinearGroupDEC(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	const K, T = 1536, 2
+	Ns := []int{384, 256, 384, 128}
+	kChunks := []int{32, 32, 16, 16}
+	gpuBackend(t) // skips without a GPU
+	open := func(mode kernels.DECMode) *gpu.Backend {
+		be, err := gpu.Open(0, gpu.Options{DECMode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { be.Close() })
+		return be
+	}
+	bFused, bSerial := open(kernels.DECFused), open(kernels.DECSerial)
+	var fused, serial []backend.Weight
+	for i, N := range Ns {
+		w := make([]float32, N*K)
+		for j := range w {
+			w[j] = float32(0.02 * r.NormFloat64())
+		}
+		m, err := wq.Quantize(wq.Int4, 128, N, K, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := wq.NewResidual(w, m, wq.Int4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw, err := bFused.LoadQuantWeight(fmt.Sprintf("w%d", i), m, &wq.DEC{R: res, KChunk: kChunks[i], Blocks: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, err := bSerial.LoadQuantWeight(fmt.Sprintf("w%d", i), m, &wq.DEC{R: res, KChunk: kChunks[i], Blocks: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fused, serial = append(fused, fw), append(serial, sw)
+	}
+	x := make([]float32, T*K)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+		if i%K%89 == 7 {
+			x[i] *= 25
+		}
+	}
+	run := func(be backend.Backend, ws []backend.Weight, group bool) [][]float32 {
+		xt, _ := be.Alloc(backend.F32, T, K)
+		defer be.Free(xt)
+		if err := be.Upload(xt, x); err != nil {
+			t.Fatal(err)
+		}
+		ys := make([]backend.Tensor, len(ws))
+		for i := range ws {
+			ys[i], _ = be.Alloc(backend.F32, T, Ns[i])
+			defer be.Free(ys[i])
+		}
+		if group {
+			be.LinearGroup(ys, xt, ws, nil)
+		} else {
+			for i, w := range ws {
+				be.Linear(ys[i], xt, w, nil)
+			}
+		}
+		out := make([][]float32, len(ws))
+		for i := range ws {
+			out[i] = make([]float32, T*Ns[i])
+			if err := be.Download(out[i], ys[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	want := run(bSerial, serial, false)
+	for rep := range 3 {
+		got := run(bFused, fused, true)
+		for i := range got {
+			for j := range got[i] {
+				if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+					t.Fatalf("run %d: weight %d (k_chunk %d): y[%d] = %g, serial %g", rep, i, kChunks[i], j, got[i][j], want[i][j])
+				}
+			}
+		}
+	}
+}
+
 // TestQuantLinearDEC runs Linear over weights with DEC (an int4 residual
 // in mapped host memory, k_chunk 32) for a packed int4 base (gemvq.cu) and
 // an int3 base (dequantized to fp16), decode (T = 3) and prefill (T = 20)

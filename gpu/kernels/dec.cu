@@ -52,8 +52,11 @@
 //    with smem = at least dec::fused_smem_bytes(THREADS) bytes of 16-byte
 //    aligned shared memory. Per token it selects the channels itself when
 //    a.sel is null (select_chunks: one warp per 1024-input chunk, the list
-//    in shared memory, wq.SelectApprox exactly; the Go side passes a.sel
-//    from a select_topk launch instead when S > kSelMax), sums its slice's
+//    in shared memory, wq.SelectApprox exactly; DEC CTA 0 also writes the
+//    list to a.selOut when set, for later launches over the same x), or
+//    reads a.sel, a list made before the launch (a select_topk launch when
+//    S > kSelMax, or an earlier fused launch's a.selOut over the same x
+//    and k_chunk: the DEC CTAs then start with the list), sums its slice's
 //    compensation from host memory into registers (accumulate_out: P
 //    consecutive outputs per thread, four rows in flight, the same per-
 //    output order and bits as 2.) and stores it to
@@ -71,7 +74,9 @@
 //    that comes second resets the flag to 0 for the next launch or graph
 //    replay. With one token (T = 1) the DEC CTA first reads its tiles'
 //    states (acquire) and adds its registers straight into the tiles
-//    already in state 2, resetting their flags, with no part, fence or CAS.
+//    already in state 2, resetting their flags, with no part, fence or CAS;
+//    when that covers every tile of its slice it ends there, with no fence
+//    at all (nobody reads its stores in this launch).
 //    Slices are whole 32-output units, so no tile has two DEC CTAs.
 //    dec::fused_cta_any<THREADS, PMAX, ALL>(a, blockIdx.x, smem) does the
 //    same with ELEM and P read from a.elem and a.wpt (kernels.DECFusedArgs
@@ -106,7 +111,7 @@ constexpr int kParamLoads = 1;  // 4-byte param loads per thread per batch (twic
 constexpr int kMinThreads = 128;  // the fewest threads of a DEC CTA (rows per batch at most: its threads)
 constexpr int kSelMax = 1024;   // fused mode: selected channels per token kept in shared memory
 
-// Args is everything a DEC launch reads, passed by value (88 bytes; the Go
+// Args is everything a DEC launch reads, passed by value (96 bytes; the Go
 // side packs it: dec.go's DECLaunch.args).
 struct Args {
   const float* x;    // [T][K]
@@ -116,13 +121,14 @@ struct Args {
   const u32* params; // Rᵀ (scale, zero) pairs, mapped host memory; null for fp16
   u32* flags;        // [N/16] tile states (fused mode); null otherwise
   float* part;       // [T][N] the compensation (fused mode); null otherwise
+  int* selOut;       // fused mode, DEC CTAs that select: CTA 0 writes each token's list here ([T][S]) for later launches over the same x; null: not kept
   int N, K, T, S;
   int kChunk;        // channels per 1024, at most 1024
   int blocks;        // n_tb: DEC CTAs
   int elem;          // the residual's element type (kFP16, kInt8, kInt4), for fused_cta_any
   int wpt;           // serial mode: W, packed words per thread; fused mode: P, outputs per thread (fused_cta_any)
 };
-static_assert(sizeof(Args) == 88, "dec.go packs Args as 88 bytes");
+static_assert(sizeof(Args) == 96, "dec.go packs Args as 96 bytes");
 
 // Fmt describes one residual element type: outputs per packed 32-bit word
 // and whether rows have (scale, zero) params.
@@ -745,16 +751,18 @@ __device__ __forceinline__ void add_part(const Args& a, int tile, int i0, int st
 // tile_close is a base CTA's last step in fused mode, after its stores to
 // y for the tile (every thread calls it; state from tile_peek; scratch is
 // one u32 of shared memory). State 1: the compensation is in y, reset the
-// flag. Else: make the stores visible, atomicCAS(flag, 0 -> 2); if that
-// finds 1 (the DEC CTA published meanwhile) add part into y and reset the
-// flag; if it succeeds, the DEC CTA adds when it publishes.
+// flag, with no fence (the DEC CTA is done with the tile: nobody reads
+// these stores in this launch). Else: make the stores visible,
+// atomicCAS(flag, 0 -> 2); if that finds 1 (the DEC CTA published
+// meanwhile) add part into y and reset the flag; if it succeeds, the DEC
+// CTA adds when it publishes.
 __device__ __forceinline__ void tile_close(const Args& a, int tile, u32 state, u32* scratch) {
-  __threadfence();  // each thread's stores to y
-  __syncthreads();
-  if (state == 1) {
+  if (state == 1) {  // the same for the whole CTA
     if (threadIdx.x == 0) a.flags[tile] = 0;
     return;
   }
+  __threadfence();  // each thread's stores to y
+  __syncthreads();
   if (threadIdx.x == 0) *scratch = atomicCAS(a.flags + tile, 0u, 2u);
   __syncthreads();
   if (*scratch == 1) {
@@ -797,6 +805,12 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
       __syncthreads();  // the previous token's sums are done with smem
       select_chunks<THREADS>(a, t, list, reinterpret_cast<int*>(smem));
       __syncthreads();
+      if (a.selOut != nullptr && b == 0) {
+        // Keep the list for later launches over the same x (plain stores:
+        // they read it after this launch ends; nobody waits for them here).
+        int* out = a.selOut + size_t(t) * a.S;
+        for (int i = threadIdx.x; i < a.S; i += THREADS) out[i] = list[i];
+      }
     }
     float acc[P];
     accumulate_out<E, P, THREADS>(a, t, u0, u1, smem, sel, acc);
@@ -817,6 +831,18 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
           st_cg(part + o, acc[p]);
         }
       }
+    }
+  }
+  if (direct) {
+    // Every tile of the slice added directly (the base CTAs were all
+    // first)? Then nobody reads this CTA's stores in this launch: reset the
+    // flags and end, with no fence (it would wait for the stores to y) and
+    // no CAS.
+    bool viaPart = false;
+    for (int i = threadIdx.x; i < tiles; i += THREADS) viaPart |= !second[i];
+    if (!__syncthreads_or(viaPart)) {
+      for (int i = threadIdx.x; i < tiles; i += THREADS) flags[i] = 0;
+      return;
     }
   }
   __threadfence();  // each thread's stores to part

@@ -29,7 +29,7 @@ const (
 	// outputs is whole units (kUnit), so N must be a multiple of it.
 	decUnit = 32
 	// decArgsBytes is sizeof(dec::Args).
-	decArgsBytes = 88
+	decArgsBytes = 96
 	// DECFusedSelectMax is the most channels per token a fused launch's
 	// DEC CTAs select themselves (kSelMax: the list lives in shared
 	// memory); with more, a select_topk launch precedes the fused one.
@@ -220,6 +220,17 @@ type DECLaunch struct {
 	T      int
 	KChunk int // channels per wq.ChunkChannels inputs (0: nothing to do)
 	Blocks int // n_tb: DEC CTAs over the N outputs
+	// Listed says Sel already holds every token's selection for this x and
+	// k_chunk, written by an earlier launch (Select, or a fused launch with
+	// Keep): a fused launch's DEC CTAs read it and select nothing, so they
+	// start with the list. Fused mode only.
+	Listed bool
+	// Keep asks a fused launch whose DEC CTAs select to write each token's
+	// list to Sel too (DEC CTA 0's plain stores), for later launches over
+	// the same x and k_chunk (Listed). Fused mode only.
+	Keep bool
+
+	selOut cuda.DevicePtr // dec::Args.selOut (DECFusedArgs sets it from Keep)
 }
 
 // check validates the launch and returns S; fused launches may have no
@@ -249,7 +260,7 @@ func (l *DECLaunch) check(fused bool) (int, error) {
 // the kernel does not use it.
 func (l *DECLaunch) args(S, w int) []byte {
 	b := make([]byte, 0, decArgsBytes)
-	for _, p := range []cuda.DevicePtr{l.X, l.Y, l.Sel, l.R.Words, l.R.Params, l.Flags, l.Part} {
+	for _, p := range []cuda.DevicePtr{l.X, l.Y, l.Sel, l.R.Words, l.R.Params, l.Flags, l.Part, l.selOut} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(p))
 	}
 	for _, v := range []int{l.R.N, l.R.K, l.T, S, min(l.KChunk, wq.ChunkChannels), l.Blocks, int(l.R.Elem), w} {
@@ -368,13 +379,15 @@ func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cud
 }
 
 // DECFusedArgs returns dec::Args for a base kernel hosting fused-mode DEC
-// CTAs with threads threads per CTA (passed by value, 88 bytes), and P, the
+// CTAs with threads threads per CTA (passed by value, 96 bytes), and P, the
 // outputs per thread its dec::fused_cta<E, P, THREADS> call must use (Args
 // carries it, and the element type, for dec::fused_cta_any). The grid is
 // l.Blocks DEC CTAs followed by the base CTAs. l needs Flags and Part.
 // selects reports whether the DEC CTAs read l.Sel, which a Select launch
-// must fill first (S > DECFusedSelectMax); otherwise Args carries no
-// selection and the DEC CTAs select themselves.
+// must fill first (S > DECFusedSelectMax and not l.Listed); otherwise
+// Args carries no selection and the DEC CTAs select themselves (and keep
+// the lists in l.Sel with l.Keep), or, with l.Listed, the list in l.Sel.
+// Selection, list or not, the result has the same bits.
 func DECFusedArgs(l *DECLaunch, threads int) (args []byte, p int, selects bool, err error) {
 	S, err := l.check(true)
 	if err != nil {
@@ -393,12 +406,25 @@ func DECFusedArgs(l *DECLaunch, threads int) (args []byte, p int, selects bool, 
 		return nil, 0, false, fmt.Errorf("kernels: dec: n_tb %d is too few for %d outputs with %d threads (at least %d)", l.Blocks, l.R.N, threads, DECFusedMinBlocks(l.R.N))
 	}
 	f := *l
-	if selects = S > DECFusedSelectMax; selects {
+	f.selOut = 0
+	switch {
+	case l.Listed:
+		if l.Sel == 0 {
+			return nil, 0, false, fmt.Errorf("kernels: dec: a listed fused launch needs the list (Sel)")
+		}
+	case S > DECFusedSelectMax:
 		if l.Sel == 0 {
 			return nil, 0, false, fmt.Errorf("kernels: dec: %d selected channels per token need a selection scratch (more than %d)", S, DECFusedSelectMax)
 		}
-	} else {
+		selects = true // the list ends in l.Sel, as Keep asks
+	default:
 		f.Sel = 0
+		if l.Keep {
+			if l.Sel == 0 {
+				return nil, 0, false, fmt.Errorf("kernels: dec: a fused launch that keeps its lists needs Sel")
+			}
+			f.selOut = l.Sel
+		}
 	}
 	return f.args(S, p), p, selects, nil
 }

@@ -239,22 +239,22 @@ func decBatchRows(e wq.Elem, u0, u1, threads, paramLoads int) int {
 	return rows
 }
 
-// TestDECArgsLayout checks the packing of dec::Args: seven pointers, then
+// TestDECArgsLayout checks the packing of dec::Args: eight pointers, then
 // N, K, T, S, k_chunk (capped at 1024), n_tb, element type and W as int32.
 func TestDECArgsLayout(t *testing.T) {
 	l := &DECLaunch{X: 0x1000, Y: 0x2000, Sel: 0x3000, Flags: 0x6000, Part: 0x7000, T: 3, KChunk: 2000, Blocks: 16,
-		R: &DECResidual{Elem: wq.Int4, Words: 0x4000, Params: 0x5000, N: 4096, K: 14336}}
+		R: &DECResidual{Elem: wq.Int4, Words: 0x4000, Params: 0x5000, N: 4096, K: 14336}, selOut: 0x8000}
 	b := l.args(777, 4)
 	if len(b) != decArgsBytes {
 		t.Fatalf("%d bytes, want %d", len(b), decArgsBytes)
 	}
-	for i, want := range []uint64{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000} {
+	for i, want := range []uint64{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 0x8000} {
 		if got := binary.LittleEndian.Uint64(b[8*i:]); got != want {
 			t.Errorf("pointer %d = %#x, want %#x", i, got, want)
 		}
 	}
 	for i, want := range []uint32{4096, 14336, 3, 777, 1024, 16, uint32(wq.Int4), 4} {
-		if got := binary.LittleEndian.Uint32(b[56+4*i:]); got != want {
+		if got := binary.LittleEndian.Uint32(b[64+4*i:]); got != want {
 			t.Errorf("int %d = %d, want %d", i, got, want)
 		}
 	}
@@ -430,6 +430,54 @@ func TestDECWarpSelectModelMatchesWQ(t *testing.T) {
 					t.Fatalf("K=%d k_chunk=%d mode %d: model %v..., wq %v...", K, kChunk, mode, got[:min(8, len(got))], want[:min(8, len(want))])
 				}
 			}
+		}
+	}
+}
+
+// TestDECFusedArgsLists checks where a fused launch's DEC CTAs get their
+// lists (dec::Args.sel, .selOut): they select themselves (sel null), and
+// with Keep also write them to Sel (selOut); with Listed they read Sel and
+// nothing selects; past DECFusedSelectMax a selection launch fills Sel.
+func TestDECFusedArgsLists(t *testing.T) {
+	r := &DECResidual{Elem: wq.Int4, Words: 0x10000, Params: 0x20000, N: 4096, K: 4096}
+	base := DECLaunch{X: 0x100, Y: 0x200, Sel: 0x300, Flags: 0x400, Part: 0x500, R: r, T: 1, KChunk: 64, Blocks: 8}
+	ptrs := func(b []byte) (sel, selOut uint64) {
+		return binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[56:])
+	}
+	for _, c := range []struct {
+		name                string
+		mut                 func(l *DECLaunch)
+		sel, selOut         uint64
+		selects, wantFailed bool
+	}{
+		{"selects", func(l *DECLaunch) {}, 0, 0, false, false},
+		{"keep", func(l *DECLaunch) { l.Keep = true }, 0, 0x300, false, false},
+		{"listed", func(l *DECLaunch) { l.Listed = true }, 0x300, 0, false, false},
+		{"listed keeps nothing", func(l *DECLaunch) { l.Listed, l.Keep = true, true }, 0x300, 0, false, false},
+		{"listed past the shared list", func(l *DECLaunch) {
+			l.Listed, l.KChunk, l.R = true, 128, &DECResidual{Elem: wq.Int4, Words: 0x10000, Params: 0x20000, N: 4096, K: 14336}
+		}, 0x300, 0, false, false},
+		{"select launch first", func(l *DECLaunch) {
+			l.Keep, l.KChunk, l.R = true, 128, &DECResidual{Elem: wq.Int4, Words: 0x10000, Params: 0x20000, N: 4096, K: 14336}
+		}, 0x300, 0, true, false},
+		{"listed without a list", func(l *DECLaunch) { l.Listed, l.Sel = true, 0 }, 0, 0, false, true},
+		{"keep without a list", func(l *DECLaunch) { l.Keep, l.Sel = true, 0 }, 0, 0, false, true},
+	} {
+		l := base
+		c.mut(&l)
+		args, _, selects, err := DECFusedArgs(&l, 256)
+		if c.wantFailed {
+			if err == nil {
+				t.Errorf("%s: no error", c.name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if sel, selOut := ptrs(args); sel != c.sel || selOut != c.selOut || selects != c.selects {
+			t.Errorf("%s: sel %#x, selOut %#x, selection launch %v; want %#x, %#x, %v", c.name, sel, selOut, selects, c.sel, c.selOut, c.selects)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -121,8 +122,12 @@ func TestGEMVQMatchesReference(t *testing.T) {
 // residuals (the fused kernels' only kind);
 // 1 to 8 tokens; k_chunk from 8 to 512 with K a multiple of 1024 or not;
 // activations with outliers, ties, zeros and subnormals; n_tb giving 1 to
-// 32 outputs per DEC thread (every instantiation of P). y starts as NaN, each case runs three times in a row
-// (the flags must be zero after every launch), part starts as NaN.
+// 32 outputs per DEC thread (every instantiation of P). y starts as NaN,
+// each case runs four times in a row (the flags must be zero after every
+// launch), part starts as NaN: three runs select in the kernel, the second
+// keeping its lists (kernels.DECLaunch.Keep: they must equal select_topk's),
+// and a fourth reads a list made from other activations (Listed), whose
+// serial step is the reference then.
 func TestGEMVQDECMatchesSerial(t *testing.T) {
 	d, dk := decSetup(t)
 	g, err := kernels.LoadGEMVQ(d)
@@ -193,17 +198,47 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 			})
 			want := m.f32s(ys, c.T*c.N)
 
+			// A list from other activations, for the listed run: the
+			// serial step with it (base and x from x, rows from x2's list).
+			x2 := make([]float32, 0, c.T*c.K)
+			for range c.T {
+				x2 = append(x2, kernels.DECTestActivations(r, c.K, (c.pattern+1)%3)...)
+			}
+			x2p, selX2 := m.put(cuda.Bytes(x2)), m.put(make([]byte, 4*c.T*S))
+			ys2 := m.put(cuda.Bytes(nanF32(c.T * c.N)))
+			m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+				if err := g.LaunchSplit(cx, s, ys2, xp, wp, pp, bp, c.T, c.N, c.K, bits, 128, gd.Split(c.N, c.K)); err != nil {
+					return err
+				}
+				if err := dk.Select(cx, s, &kernels.DECLaunch{X: x2p, Y: ys2, Sel: selX2, R: res, T: c.T, KChunk: c.kChunk, Blocks: c.tb}); err != nil {
+					return err
+				}
+				return dk.Compensate(cx, s, &kernels.DECLaunch{X: xp, Y: ys2, Sel: selX2, R: res, T: c.T, KChunk: c.kChunk, Blocks: c.tb})
+			})
+			want2 := m.f32s(ys2, c.T*c.N)
+
 			yf := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 			flags := m.put(make([]byte, 4*kernels.DECFlagWords(c.N)))
 			part := m.put(cuda.Bytes(nanF32(c.T * c.N)))
-			sel2 := m.put(make([]byte, 4*c.T*S))
-			lf := &kernels.DECLaunch{X: xp, Y: yf, Sel: sel2, Flags: flags, Part: part, R: res, T: c.T, KChunk: c.kChunk, Blocks: c.tb}
-			for run := range 3 {
+			poison := make([]int32, c.T*S)
+			for i := range poison {
+				poison[i] = -1
+			}
+			sel2 := m.put(cuda.Bytes(poison))
+			// Runs 0-2 select in the kernel (run 1 keeps the lists in
+			// sel2: they must equal Select's); run 3 reads x2's list.
+			for run := range 4 {
+				lf := &kernels.DECLaunch{X: xp, Y: yf, Sel: sel2, Flags: flags, Part: part, R: res, T: c.T, KChunk: c.kChunk, Blocks: c.tb,
+					Keep: run == 1}
+				wantRun := want
+				if run == 3 {
+					lf.Sel, lf.Listed, wantRun = selX2, true, want2
+				}
 				m.write(yf, cuda.Bytes(nanF32(c.T*c.N)))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
 					return gd.Launch(cx, s, yf, xp, wp, pp, bp, c.T, c.N, c.K, bits, 128, lf)
 				})
-				sameBits(t, fmt.Sprintf("fused run %d", run), m.f32s(yf, c.T*c.N), want)
+				sameBits(t, fmt.Sprintf("fused run %d", run), m.f32s(yf, c.T*c.N), wantRun)
 				fl := make([]uint32, kernels.DECFlagWords(c.N))
 				m.read(cuda.Bytes(fl), flags)
 				for i, f := range fl {
@@ -211,6 +246,19 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 						t.Fatalf("run %d: flag %d = %d after the launch, want 0", run, i, f)
 					}
 				}
+				if run == 1 {
+					kept, ref := make([]int32, c.T*S), make([]int32, c.T*S)
+					m.read(cuda.Bytes(kept), sel2)
+					m.read(cuda.Bytes(ref), sel)
+					for j := range kept {
+						if kept[j] != ref[j] {
+							t.Fatalf("kept list [%d] = %d, select_topk's %d", j, kept[j], ref[j])
+						}
+					}
+				}
+			}
+			if slices.Equal(want2, want) {
+				t.Fatalf("x2's list gives the same outputs as x's: the listed run proves nothing")
 			}
 		})
 	}
