@@ -18,10 +18,51 @@ var decodeSource string
 //go:embed decode_mma.cu
 var decodeMMASource string
 
-// mmaStages is the default staging depth of low-bit formats: 0, the v2.3
-// register loads. The v2.4 cp.async ring (3 tiles per warp) measured slower
-// (docs/perf/decode-attention.md) and stays behind MMATuning.Stages.
-const mmaStages = 0
+// mmaRing returns decode_mma.cu's default cp.async ring for layout l (v2.11:
+// stages per warp, and the tile's groups and register cap it runs with), or
+// zero stages: v2.7's in-place register pipeline. The ring is the default
+// for no format (docs/perf/decode-attention.md, session 11); it stays behind
+// MMATuning.Stages.
+func mmaRing(l DecodeLayout) (stages, mt, minB int) {
+	return 0, 0, 0
+}
+
+// mmaRingSlot is decode_mma.cu's Ring<...>::kSlot: the shared memory one
+// tile of mt groups takes in a warp's ring (its K and V codes, its KT and
+// value pairs, the D key pairs of a key group it opens).
+func mmaRingSlot(l DecodeLayout, mt int) int {
+	kg, vg := scaleGroups(l)
+	tt := mt * 16
+	slot := tt * l.D * (l.KBits + l.VBits) / 8
+	if l.KBits < 16 && !l.KPerChannel {
+		slot += tt * 4 * kg
+	}
+	if l.VBits < 16 {
+		slot += tt * 4 * vg
+	}
+	if l.KBits < 16 && l.KPerChannel {
+		slot += 4 * l.D
+	}
+	return slot
+}
+
+// mmaRingSmem is the dynamic shared memory of decode_mma.cu with a ring of
+// stages tiles of mt groups per warp (4 warps), which also holds the warp
+// merge's redO (kWarps x kQueryRows x D floats).
+func mmaRingSmem(l DecodeLayout, mt, stages int) int {
+	return max(4*stages*mmaRingSlot(l, mt), 4*mmaRows*l.D*4)
+}
+
+// Shared memory per SM of the H100 (228 KiB, 1 KiB of it reserved per CTA)
+// and decode_mma.cu's static shared memory besides redO (NVRTC 11.8, sm_90:
+// 2352 bytes with the ring, rounded up): the ring's depth is cut until the
+// CTAs per SM the registers are capped for fit.
+const (
+	smemPerSM       = 228 << 10
+	smemPerCTA      = 227 << 10 // the most one CTA may opt in to
+	mmaStaticSmem   = 3 << 10
+	smemReservedCTA = 1 << 10
+)
 
 // DecodeKernel selects a decode-attention implementation (decode.cu's
 // version list): both compute the same function within the format's bound.
@@ -375,12 +416,27 @@ func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
 		mt /= 2
 	}
 	if l.KBits < 16 || l.VBits < 16 {
-		stages = mmaStages
-		if t.Stages != 0 {
-			stages = t.Stages
+		stages = max(t.Stages, 0) // -1: the register pipeline
+		if t.Stages == 0 {
+			var rmt, rminB int
+			if stages, rmt, rminB = mmaRing(l); stages > 0 {
+				if t.MT == 0 {
+					mt = rmt
+				}
+				if t.MinB == 0 {
+					minB = rminB
+					ctas = max(ctas, minB)
+				}
+			}
 		}
-		if l.D == 256 && stages > 2 {
-			stages = 2 // the 32 KiB of redO leave room for two 64 KiB-ring CTAs per SM
+		for mt > 1 && (l.Nr%(16*mt) != 0 || (l.KBits < 16 && l.KPerChannel && l.GK < 16*mt)) {
+			mt /= 2
+		}
+		// The ring's depth fits the CTAs per SM the planner counts (and one
+		// CTA's opt-in limit), down to 2 stages.
+		for stages > 2 && (mmaRingSmem(l, mt, stages) > smemPerCTA-mmaStaticSmem ||
+			ctas*(mmaRingSmem(l, mt, stages)+mmaStaticSmem+smemReservedCTA) > smemPerSM) {
+			stages--
 		}
 	}
 	return mt, stages, minB, ctas
@@ -403,7 +459,9 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	if err != nil {
 		return nil, err
 	}
-	p.smem = stages * 4 * mt * 16 * l.D * (l.KBits + l.VBits) / 8 // 4 warps, tiles of mt groups
+	if stages > 0 {
+		p.smem = mmaRingSmem(l, mt, stages)
+	}
 	p.qk8 = mmaQK8(l, t.MMA)
 	p.pv8 = mmaPV8(l, mt, t.MMA)
 	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8)

@@ -44,8 +44,8 @@ func TestParseTuning(t *testing.T) {
 	for _, tt := range []struct{ name, value, want string }{
 		{EnvDecodeMT, "3", "1, 2, 4 or 8"},
 		{EnvDecodeMT, "x", "1, 2, 4 or 8"},
-		{EnvDecodeStages, "1", "0, 2, 3 or 4"},
-		{EnvDecodeStages, "5", "0, 2, 3 or 4"},
+		{EnvDecodeStages, "1", "-1, 0, 2, 3 or 4"},
+		{EnvDecodeStages, "5", "-1, 0, 2, 3 or 4"},
 		{EnvDecodeMinB, "0", "1 to 4"},
 		{EnvDecodeMinSplit, "8", "a number of tokens of at least 16"},
 		{EnvDecodeSplits, "528", "target:N with N a positive number of CTAs"},
@@ -126,6 +126,21 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	}
 	if _, st, _, _ := mmaConfig(lay("int4", 256), MMATuning{Stages: 4}); st != 2 {
 		t.Errorf("D=256 stages = %d, want the cap of 2", st)
+	}
+	// v2.11's ring: int2 D=128 tiles of 4 groups take 2048 + 2048 code bytes,
+	// 256 of value pairs and 512 of key pairs; 4 stages of that do not fit
+	// 3 CTAs per SM, 3 do; -1 is the register pipeline.
+	if got := mmaRingSlot(int2, 4); got != 4864 {
+		t.Errorf("mmaRingSlot int2 MT 4 = %d, want 4864", got)
+	}
+	if mt, st, minB, ctas := mmaConfig(int2, MMATuning{MT: 4, Stages: 4, MinB: 3}); mt != 4 || st != 3 || minB != 3 || ctas != 3 {
+		t.Errorf("mmaConfig int2 ring (4, 4, 3) = %d, %d, %d, %d; want 4, 3, 3, 3", mt, st, minB, ctas)
+	}
+	if mt, st, _, ctas := mmaConfig(int2, MMATuning{Stages: 3}); mt != 8 || st != 3 || ctas != 2 {
+		t.Errorf("mmaConfig int2 ring (3) = mt %d, stages %d, ctas %d; want 8, 3, 2", mt, st, ctas)
+	}
+	if _, st, _, _ := mmaConfig(int2, MMATuning{Stages: -1}); st != 0 {
+		t.Errorf("mmaConfig int2 Stages -1 = %d stages, want 0 (the register pipeline)", st)
 	}
 	const h100Shared = 227 << 10
 	mw, st, minB, ctas, err := wgmmaConfig(int4, WGMMATuning{}, h100Shared)
