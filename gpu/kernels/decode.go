@@ -18,14 +18,12 @@ var decodeSource string
 //go:embed decode_mma.cu
 var decodeMMASource string
 
-// mmaRing returns decode_mma.cu's default cp.async ring for layout l (v2.11:
-// stages per warp, and the tile's groups and register cap it runs with), or
-// zero stages: v2.7's in-place register pipeline. The ring is the default
-// for no format (docs/perf/decode-attention.md, session 11); it stays behind
+// mmaStages is the default cp.async ring depth of low-bit formats: 0, v2.7's
+// in-place register pipeline. The v2.11 ring (2-4 tiles per warp) measured
+// 2-17% slower at 2 CTAs per SM and tied to 23% slower at 3, for int2, k4v2
+// and int4 KC (docs/perf/decode-attention.md, session 11); it stays behind
 // MMATuning.Stages.
-func mmaRing(l DecodeLayout) (stages, mt, minB int) {
-	return 0, 0, 0
-}
+const mmaStages = 0
 
 // mmaRingSlot is decode_mma.cu's Ring<...>::kSlot: the shared memory one
 // tile of mt groups takes in a warp's ring (its K and V codes, its KT and
@@ -416,27 +414,19 @@ func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
 		mt /= 2
 	}
 	if l.KBits < 16 || l.VBits < 16 {
-		stages = max(t.Stages, 0) // -1: the register pipeline
-		if t.Stages == 0 {
-			var rmt, rminB int
-			if stages, rmt, rminB = mmaRing(l); stages > 0 {
-				if t.MT == 0 {
-					mt = rmt
-				}
-				if t.MinB == 0 {
-					minB = rminB
-					ctas = max(ctas, minB)
-				}
-			}
-		}
-		for mt > 1 && (l.Nr%(16*mt) != 0 || (l.KBits < 16 && l.KPerChannel && l.GK < 16*mt)) {
-			mt /= 2
+		stages = mmaStages
+		if t.Stages != 0 {
+			stages = t.Stages
 		}
 		// The ring's depth fits the CTAs per SM the planner counts (and one
-		// CTA's opt-in limit), down to 2 stages.
+		// CTA's opt-in limit), down to 2 stages; then the tile shrinks until
+		// one CTA fits (int8 D=256 MT 4 at 2 stages asked for 268 KiB: call 1).
 		for stages > 2 && (mmaRingSmem(l, mt, stages) > smemPerCTA-mmaStaticSmem ||
 			ctas*(mmaRingSmem(l, mt, stages)+mmaStaticSmem+smemReservedCTA) > smemPerSM) {
 			stages--
+		}
+		for stages > 0 && mt > 1 && mmaRingSmem(l, mt, stages) > smemPerCTA-mmaStaticSmem {
+			mt /= 2
 		}
 	}
 	return mt, stages, minB, ctas

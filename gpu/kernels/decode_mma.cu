@@ -48,7 +48,7 @@
 //        int2 8): int8 (128,8K) 80 -> 92%, int4 KC 67 -> 76%, int2 46 -> 53%.
 //   v2.4 cp.async staging of the code bytes through a per-warp ring (template
 //        parameter ST): slower (int4 KC 76 -> 74%, int2 (16,32K) -9%); off by
-//        default (ST = 0), kept for experiments (BITDECODE_DECODE_STAGES).
+//        default; replaced by v2.11's ring.
 //   v2.5 the merge of the splits folded into this kernel (finishSplits,
 //        bitdecode.cuh: the last CTA of a row chunk merges, in split order):
 //        (1,8K) int4 KC 18.4 -> 16.4 us. v3.1 (decode.go) plans the splits
@@ -77,6 +77,12 @@
 //        bytes, three m16n8k32, exact in int32; session 9): correct, but
 //        2-8% slower for int2 and k4v2 (2.5x the tensor time of the
 //        fp16 P·V, per-tile conversion, spills); off by default.
+//   v2.11 the cp.async ring (ST > 0, Ring): each warp's tiles, with their
+//        pairs, staged in shared memory ST-1 ahead, each group read just
+//        before its mma (164-225 registers, int2/k4v2/int4 KC at 3 CTAs per
+//        SM without spills), redO in the ring. Bitwise equal to v2.7's
+//        pipeline, but 2-17% slower at 2 CTAs and tied to 23% slower at 3
+//        (session 11); off by default (BITDECODE_DECODE_STAGES).
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.

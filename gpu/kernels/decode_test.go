@@ -443,13 +443,13 @@ func TestGPUDecodeRingMatchesPipeline(t *testing.T) {
 		for _, rg := range c.rings {
 			run := func(stages int) []uint16 {
 				tune := kernels.DecodeTuning{MMA: kernels.MMATuning{Stages: stages, MT: rg.mt, MinB: rg.minB}}
-				if stages < 0 {
+				if stages == 0 {
 					tune.MMA.MinB = 0 // the pipeline uncapped: registers change no bits
 				}
 				r := rand.New(rand.NewPCG(31, uint64(i)))
 				return runCase(t, r, gpuCase{kernel: kernels.DecodeMMA, spec: c.spec, sh: c.sh, lens: lens, tq: 1, tune: &tune, splitLen: 4 * 128})
 			}
-			want, got := run(-1), run(rg.stages)
+			want, got := run(0), run(rg.stages)
 			for j := range want {
 				if got[j] != want[j] {
 					t.Fatalf("%s %+v ring %+v: element %d is %#04x, the register pipeline's %#04x", c.spec, c.sh, rg, j, got[j], want[j])

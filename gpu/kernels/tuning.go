@@ -21,8 +21,7 @@ const (
 	// program to stderr (DecodeTuning.Ptxas, PlanesTuning.Ptxas).
 	EnvPtxasVerbose = "BITDECODE_PTXAS_VERBOSE"
 	// EnvDecodeStages is MMATuning.Stages: decode_mma.cu's cp.async ring
-	// depth for low-bit formats (2-4 tiles per warp; -1 off, v2.7's register
-	// pipeline; 0 or unset the planner's, mmaRing).
+	// depth for low-bit formats (0 off; 2-4 tiles per warp).
 	EnvDecodeStages = "BITDECODE_DECODE_STAGES"
 	// EnvDecodeSplits set to "target:N" is DecodeTuning.TargetCTAs: the
 	// tensor-core kernels' splits sized for about N CTAs per step (v2's
@@ -113,8 +112,9 @@ type MMATuning struct {
 	// capped by the block and the key group); 0 is mmaTile's lane budget.
 	MT int
 	// Stages is the cp.async ring depth of low-bit formats (v2.11: 2, 3 or 4
-	// tiles per warp, cut to what the CTAs per SM leave of shared memory); -1
-	// is v2.7's in-place register pipeline; 0 is the planner's (mmaRing).
+	// tiles per warp, cut to what the CTAs per SM leave of shared memory); 0
+	// is v2.7's in-place register pipeline, the default (the ring measured
+	// slower).
 	Stages int
 	// MinB is the CTAs per SM the registers are capped for (1-4); 0 is
 	// mmaTile's.
@@ -187,13 +187,13 @@ func (e *VarError) Error() string { return fmt.Sprintf("%s=%s: want %s", e.Name,
 // checks of a Tuning built in Go.
 var (
 	tilePow2       = []int{1, 2, 4, 8}
-	mmaStageDepths = []int{-1, 0, 2, 3, 4}
+	mmaStageDepths = []int{0, 2, 3, 4}
 	wgmmaMWs       = []int{1, 2}
 )
 
 const (
 	wantPow2    = "1, 2, 4 or 8"
-	wantStages  = "-1, 0, 2, 3 or 4"
+	wantStages  = "0, 2, 3 or 4"
 	wantMinB    = "1 to 4"
 	wantWGStage = "2 to 8"
 	wantMW      = "1 or 2"

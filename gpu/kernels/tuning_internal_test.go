@@ -44,8 +44,8 @@ func TestParseTuning(t *testing.T) {
 	for _, tt := range []struct{ name, value, want string }{
 		{EnvDecodeMT, "3", "1, 2, 4 or 8"},
 		{EnvDecodeMT, "x", "1, 2, 4 or 8"},
-		{EnvDecodeStages, "1", "-1, 0, 2, 3 or 4"},
-		{EnvDecodeStages, "5", "-1, 0, 2, 3 or 4"},
+		{EnvDecodeStages, "1", "0, 2, 3 or 4"},
+		{EnvDecodeStages, "5", "0, 2, 3 or 4"},
 		{EnvDecodeMinB, "0", "1 to 4"},
 		{EnvDecodeMinSplit, "8", "a number of tokens of at least 16"},
 		{EnvDecodeSplits, "528", "target:N with N a positive number of CTAs"},
@@ -129,7 +129,7 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	}
 	// v2.11's ring: int2 D=128 tiles of 4 groups take 2048 + 2048 code bytes,
 	// 256 of value pairs and 512 of key pairs; 4 stages of that do not fit
-	// 3 CTAs per SM, 3 do; -1 is the register pipeline.
+	// 3 CTAs per SM, 3 do.
 	if got := mmaRingSlot(int2, 4); got != 4864 {
 		t.Errorf("mmaRingSlot int2 MT 4 = %d, want 4864", got)
 	}
@@ -139,8 +139,10 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	if mt, st, _, ctas := mmaConfig(int2, MMATuning{Stages: 3}); mt != 8 || st != 3 || ctas != 2 {
 		t.Errorf("mmaConfig int2 ring (3) = mt %d, stages %d, ctas %d; want 8, 3, 2", mt, st, ctas)
 	}
-	if _, st, _, _ := mmaConfig(int2, MMATuning{Stages: -1}); st != 0 {
-		t.Errorf("mmaConfig int2 Stages -1 = %d stages, want 0 (the register pipeline)", st)
+	// int8 D=256 tiles of 4 groups: 2 stages take 268 KiB, over one CTA's
+	// 227 (call 1's failure): the tile halves.
+	if mt, st, _, _ := mmaConfig(lay("int8", 256), MMATuning{MT: 4, Stages: 2, MinB: 3}); mt != 2 || st != 2 || mmaRingSmem(lay("int8", 256), mt, st) > smemPerCTA-mmaStaticSmem {
+		t.Errorf("mmaConfig int8 D=256 ring (2, 4, 3) = mt %d, stages %d; want 2, 2", mt, st)
 	}
 	const h100Shared = 227 << 10
 	mw, st, minB, ctas, err := wgmmaConfig(int4, WGMMATuning{}, h100Shared)
