@@ -18,10 +18,49 @@ var decodeSource string
 //go:embed decode_mma.cu
 var decodeMMASource string
 
-// mmaStages is the default staging depth of low-bit formats: 0, the v2.3
-// register loads. The v2.4 cp.async ring (3 tiles per warp) measured slower
-// (docs/perf/decode-attention.md) and stays behind MMATuning.Stages.
+// mmaStages is the default cp.async ring depth of low-bit formats: 0, v2.7's
+// in-place register pipeline. The v2.11 ring (2-4 tiles per warp) measured
+// 2-17% slower at 2 CTAs per SM and tied to 23% slower at 3, for int2, k4v2
+// and int4 KC (docs/perf/decode-attention.md, session 11); it stays behind
+// MMATuning.Stages.
 const mmaStages = 0
+
+// mmaRingSlot is decode_mma.cu's Ring<...>::kSlot: the shared memory one
+// tile of mt groups takes in a warp's ring (its K and V codes, its KT and
+// value pairs, the D key pairs of a key group it opens).
+func mmaRingSlot(l DecodeLayout, mt int) int {
+	kg, vg := scaleGroups(l)
+	tt := mt * 16
+	slot := tt * l.D * (l.KBits + l.VBits) / 8
+	if l.KBits < 16 && !l.KPerChannel {
+		slot += tt * 4 * kg
+	}
+	if l.VBits < 16 {
+		slot += tt * 4 * vg
+	}
+	if l.KBits < 16 && l.KPerChannel {
+		slot += 4 * l.D
+	}
+	return slot
+}
+
+// mmaRingSmem is the dynamic shared memory of decode_mma.cu with a ring of
+// stages tiles of mt groups per warp (4 warps), which also holds the warp
+// merge's redO (kWarps x kQueryRows x D floats).
+func mmaRingSmem(l DecodeLayout, mt, stages int) int {
+	return max(4*stages*mmaRingSlot(l, mt), 4*mmaRows*l.D*4)
+}
+
+// Shared memory per SM of the H100 (228 KiB, 1 KiB of it reserved per CTA)
+// and decode_mma.cu's static shared memory besides redO (NVRTC 11.8, sm_90:
+// 2352 bytes with the ring, rounded up): the ring's depth is cut until the
+// CTAs per SM the registers are capped for fit.
+const (
+	smemPerSM       = 228 << 10
+	smemPerCTA      = 227 << 10 // the most one CTA may opt in to
+	mmaStaticSmem   = 3 << 10
+	smemReservedCTA = 1 << 10
+)
 
 // DecodeKernel selects a decode-attention implementation (decode.cu's
 // version list): both compute the same function within the format's bound.
@@ -379,8 +418,15 @@ func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
 		if t.Stages != 0 {
 			stages = t.Stages
 		}
-		if l.D == 256 && stages > 2 {
-			stages = 2 // the 32 KiB of redO leave room for two 64 KiB-ring CTAs per SM
+		// The ring's depth fits the CTAs per SM the planner counts (and one
+		// CTA's opt-in limit), down to 2 stages; then the tile shrinks until
+		// one CTA fits (int8 D=256 MT 4 at 2 stages asked for 268 KiB: call 1).
+		for stages > 2 && (mmaRingSmem(l, mt, stages) > smemPerCTA-mmaStaticSmem ||
+			ctas*(mmaRingSmem(l, mt, stages)+mmaStaticSmem+smemReservedCTA) > smemPerSM) {
+			stages--
+		}
+		for stages > 0 && mt > 1 && mmaRingSmem(l, mt, stages) > smemPerCTA-mmaStaticSmem {
+			mt /= 2
 		}
 	}
 	return mt, stages, minB, ctas
@@ -403,7 +449,9 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	if err != nil {
 		return nil, err
 	}
-	p.smem = stages * 4 * mt * 16 * l.D * (l.KBits + l.VBits) / 8 // 4 warps, tiles of mt groups
+	if stages > 0 {
+		p.smem = mmaRingSmem(l, mt, stages)
+	}
 	p.qk8 = mmaQK8(l, t.MMA)
 	p.pv8 = mmaPV8(l, mt, t.MMA)
 	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8)

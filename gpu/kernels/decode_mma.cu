@@ -48,7 +48,7 @@
 //        int2 8): int8 (128,8K) 80 -> 92%, int4 KC 67 -> 76%, int2 46 -> 53%.
 //   v2.4 cp.async staging of the code bytes through a per-warp ring (template
 //        parameter ST): slower (int4 KC 76 -> 74%, int2 (16,32K) -9%); off by
-//        default (ST = 0), kept for experiments (BITDECODE_DECODE_STAGES).
+//        default; replaced by v2.11's ring.
 //   v2.5 the merge of the splits folded into this kernel (finishSplits,
 //        bitdecode.cuh: the last CTA of a row chunk merges, in split order):
 //        (1,8K) int4 KC 18.4 -> 16.4 us. v3.1 (decode.go) plans the splits
@@ -77,6 +77,12 @@
 //        bytes, three m16n8k32, exact in int32; session 9): correct, but
 //        2-8% slower for int2 and k4v2 (2.5x the tensor time of the
 //        fp16 P·V, per-tile conversion, spills); off by default.
+//   v2.11 the cp.async ring (ST > 0, Ring): each warp's tiles, with their
+//        pairs, staged in shared memory ST-1 ahead, each group read just
+//        before its mma (164-225 registers, int2/k4v2/int4 KC at 3 CTAs per
+//        SM without spills), redO in the ring. Bitwise equal to v2.7's
+//        pipeline, but 2-17% slower at 2 CTAs and tied to 23% slower at 3
+//        (session 11); off by default (BITDECODE_DECODE_STAGES).
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -115,17 +121,6 @@ BD_DEVICE void loadTile(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, const u8* __r
   }
 }
 
-// loadTileShared is loadTile from a tile staged in shared memory with the
-// global layout (K groups, then V groups).
-template <int D, int KBITS, int VBITS, int MT, int KG, int VG>
-BD_DEVICE void loadTileShared(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, const u8* kdat, const u8* vdat, int lane) {
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++) {
-    loadGroupShared<D, KBITS>(kdat + mt * Frag<D, KBITS>::kGroupBytes, lane, raw.k[mt]);
-    loadGroupShared<D, VBITS>(vdat + mt * Frag<D, VBITS>::kGroupBytes, lane, raw.v[mt]);
-  }
-}
-
 // TilePos is where a tile of a packed block is: its block's K and V halves
 // and its first token's offset in the block (a multiple of kFragTokens).
 struct TilePos {
@@ -133,6 +128,67 @@ struct TilePos {
   const u8* vhalf;
   int within;
 };
+
+// v2.11: the cp.async ring. Each warp streams its tiles through ST slots of
+// shared memory, ST-1 tiles ahead of the one it computes; tile() reads each
+// fragment group's words (and its (scale, zero) words) from the slot just
+// before the group's mma, so only one group at a time lives in registers
+// instead of a whole tile (v2.7's in-place pipeline held MT groups plus the
+// next tile's, 254 registers). A slot is one tile of the packed block, in
+// the global layout: the K groups, the V groups, the tile's KT pairs, its
+// value pairs and, when the tile opens a key group (KC), the group's D key
+// pairs. Every region is a multiple of 16 bytes; the lanes copy it with
+// 16-byte cp.async at lane·16 + 512·i, which for D >= 128 (16-byte lane
+// chunks) are exactly the bytes each lane later reads. (v2.4's ring copied
+// only the codes and loaded the whole tile into registers again.)
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT>
+struct Ring {
+  static constexpr int kTT = MT * kFragTokens;
+  static constexpr int kK = 0;                                                       // K groups
+  static constexpr int kV = kK + MT * Frag<D, KBITS>::kGroupBytes;                   // V groups
+  static constexpr int kKP = kV + MT * Frag<D, VBITS>::kGroupBytes;                  // KT pairs
+  static constexpr int kVP = kKP + (KBITS < 16 && !KC ? kTT * 4 * KG : 0);           // value pairs
+  static constexpr int kKC = kVP + (VBITS < 16 ? kTT * 4 * VG : 0);                  // KC pairs
+  static constexpr int kSlot = kKC + (KBITS < 16 && KC ? 4 * D : 0);                 // Go: mmaRingSlot
+  static_assert(kV % 16 == 0 && kKP % 16 == 0 && kVP % 16 == 0 && kKC % 16 == 0 && kSlot % 16 == 0, "16-byte regions");
+};
+
+// copyAsync starts the copy of N bytes (a multiple of 16) from global src to
+// shared dst by the 32 lanes of a warp, 16 bytes per cp.async.
+template <int N>
+BD_DEVICE void copyAsync(u8* dst, const u8* __restrict__ src, int lane) {
+#pragma unroll
+  for (int o = lane * 16; o < N; o += 32 * 16) cpAsync16(dst + o, src + o);
+}
+
+// ringKGroup reads group mt's K words (and KT pairs of tokens g, g+8) of the
+// tile in slot into raw.
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT>
+BD_DEVICE void ringKGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, const u8* slot, int lane) {
+  using R = Ring<D, KBITS, VBITS, KC, KG, VG, MT>;
+  loadGroupShared<D, KBITS>(slot + R::kK + mt * Frag<D, KBITS>::kGroupBytes, lane, raw.k[mt]);
+  if (KBITS < 16 && !KC) {
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++)
+#pragma unroll
+      for (int k = 0; k < KG; k++)
+        raw.kp[mt][hf][k] = *reinterpret_cast<const u32*>(slot + R::kKP + 4 * ((mt * kFragTokens + lane / 4 + 8 * hf) * KG + k));
+  }
+}
+
+// ringVGroup is ringKGroup for the values: V words and value pairs.
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT>
+BD_DEVICE void ringVGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, const u8* slot, int lane) {
+  using R = Ring<D, KBITS, VBITS, KC, KG, VG, MT>;
+  loadGroupShared<D, VBITS>(slot + R::kV + mt * Frag<D, VBITS>::kGroupBytes, lane, raw.v[mt]);
+  if (VBITS < 16) {
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++)
+#pragma unroll
+      for (int k = 0; k < VG; k++)
+        raw.vp[mt][hf][k] = *reinterpret_cast<const u32*>(slot + R::kVP + 4 * ((mt * kFragTokens + lane / 4 + 8 * hf) * VG + k));
+  }
+}
 
 // Flag carries a compile-time bool through a generic lambda's argument.
 template <bool B>
@@ -410,18 +466,22 @@ BD_DEVICE void valuesI8(ST& st, RAW& raw, const float (&s)[MT][4], const u8* __r
     }
 }
 
+// RG (v2.11): raw's groups come from the ring slot at slot, each read just
+// before its use (PP must be set: the pairs come with them).
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, bool PP = false, bool NX = false, bool Q8K = false,
-          bool P8V = false>
+          bool P8V = false, bool RG = false>
 BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw,
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
                     int gK, int gV, int within0, int tok0, int tEnd, const int limit[2],
                     const u32 bq[D / 16][2], const float biasC[2], const float qsumC[2][KG], int lane,
-                    const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr) {
+                    const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr, const u8* slot = nullptr) {
+  static_assert(!RG || (PP && !NX), "the ring's tiles carry their pairs and have no in-place next tile");
   const int g = lane / 4, q = lane % 4;
   float s[MT][4];
   // Scores.
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
+    if constexpr (RG) ringKGroup<D, KBITS, VBITS, KC, KG, VG, MT>(raw, mt, slot, lane);
     float c[KG][4];
     if constexpr (Q8K) {  // v2.8: int8 mmas on the widened codes, exact in int32
       int ch[KG][4], cl[KG][4];
@@ -482,6 +542,10 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
   foldTile(st, s, alpha);
   // Values.
   if constexpr (P8V) {
+    if constexpr (RG) {
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) ringVGroup<D, KBITS, VBITS, KC, KG, VG, MT>(raw, mt, slot, lane);
+    }
     valuesI8<D, MT, PP>(st, raw, s, vhalf, vParamsOff, within0, lane);
     if (NX) {
 #pragma unroll
@@ -490,6 +554,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
   } else {
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
+    if constexpr (RG) ringVGroup<D, KBITS, VBITS, KC, KG, VG, MT>(raw, mt, slot, lane);
     u32 a[Frag<D, VBITS>::kRegs];
     unpack<D, VBITS>(raw.v[mt], a);
 #pragma unroll
@@ -548,7 +613,13 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
   static_assert(!Q8K || ((KBITS == 2 || KBITS == 4) && !BF && (KC || D / KG % 32 == 0)), "int8 K·q: int2/int4 keys, KT groups of 32k channels");
   static_assert(!P8V || (VBITS == 2 && VG == 1 && MT % 2 == 0 && MT <= 8 && !BF), "int8 P·V: int2 values, one pair per token, 2-8 groups");
-  __shared__ float redO[kWarps][kQueryRows][D];
+  static_assert(ST == 0 || (ST >= 2 && KBITS + VBITS < 32), "the ring: 2 or more stages, low-bit formats");
+  // v2.11: with the ring (ST > 0), the warp-merge buffer redO lives in the
+  // ring's shared memory (the planner sizes it for both), written only after
+  // every warp has left the ring (a barrier), so a third CTA per SM fits.
+  __shared__ float redOs[ST > 0 ? 1 : kWarps][kQueryRows][ST > 0 ? 4 : D];
+  extern __shared__ __align__(16) u8 ring[];
+  float(&redO)[kWarps][kQueryRows][D] = *reinterpret_cast<float(*)[kWarps][kQueryRows][D]>(ST > 0 ? static_cast<void*>(ring) : static_cast<void*>(redOs));
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
   const int split = blockIdx.x, b = blockIdx.z;
@@ -599,6 +670,32 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     for (int o = lane * 16; o < 4 * D; o += 32 * 16) cpAsync16(reinterpret_cast<u8*>(kcPairs[warp]) + o, src + o);
     cpAsyncCommit();
   };
+  // v2.11: the ring (ST > 0), ST slots per warp (Ring: one tile each).
+  using RingT = Ring<D, KBITS, VBITS, KC, KG, VG, MT>;
+  constexpr int kST = ST > 0 ? ST : 1;
+  u8* mine = ring + warp * kST * RingT::kSlot;
+  // issue starts the copies of tile ti into slot si (not committed).
+  auto issue = [&](int ti, int si) {
+    const int tok = t0 + ti * TT;
+    const TilePos p = at(tok);
+    u8* dst = mine + si * RingT::kSlot;
+    copyAsync<MT * Frag<D, KBITS>::kGroupBytes>(dst + RingT::kK, p.khalf + (p.within / kFragTokens) * Frag<D, KBITS>::kGroupBytes, lane);
+    copyAsync<MT * Frag<D, VBITS>::kGroupBytes>(dst + RingT::kV, p.vhalf + (p.within / kFragTokens) * Frag<D, VBITS>::kGroupBytes, lane);
+    if (KBITS < 16 && !KC) copyAsync<RingT::kVP - RingT::kKP>(dst + RingT::kKP, p.khalf + kParamsOff + 4 * p.within * KG, lane);
+    if (VBITS < 16) copyAsync<RingT::kKC - RingT::kVP>(dst + RingT::kVP, p.vhalf + vParamsOff + 4 * p.within * VG, lane);
+    // The key group's pairs where compute refolds: the warp's first tile
+    // and every tile that opens a key group.
+    if (kKC && (ti == tileBegin || tok / gK != (tok - TT) / gK))
+      copyAsync<RingT::kSlot - RingT::kKC>(dst + RingT::kKC, p.khalf + kParamsOff + 4 * (p.within / gK) * D, lane);
+  };
+  if (ST > 0) {
+    // The warp's first ST-1 tiles are requested before the query setup.
+#pragma unroll
+    for (int i = 0; i < kST - 1; i++) {
+      if (tileBegin + i < tileEnd) issue(tileBegin + i, i);
+      cpAsyncCommit();
+    }
+  }
   TileRaw<D, KBITS, VBITS, MT, KG, VG> raw;
   if (kPipe && tileBegin < tileEnd) {
     // The warp's first tile and key pairs are requested before the query
@@ -654,8 +751,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   };
   // compute runs tile ti from r; with nx true (the pipeline), the next
   // tile's (at next) groups replace r's as they are consumed.
-  auto compute = [&](TileRaw<D, KBITS, VBITS, MT, KG, VG>& r, int ti, auto nx, const TilePos& next) {
+  // compute runs tile ti from r; with nx true (the pipeline), the next
+  // tile's (at next) groups replace r's as they are consumed; with the ring,
+  // r's groups are read from slot as they are used.
+  auto compute = [&](TileRaw<D, KBITS, VBITS, MT, KG, VG>& r, int ti, auto nx, const TilePos& next, const u8* slot) {
     constexpr bool NX = decltype(nx)::value;
+    constexpr bool RG = ST > 0 && !NX;  // (the other loops are instantiated, never run, with the ring)
     const int tok = t0 + ti * TT;
     const TilePos p = at(tok);
     if (kKC) {
@@ -676,7 +777,10 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
           for (int hi = 0; hi < 2; hi++) {  // channels 16kb+2q+8hi, +1: one 8-byte pair of pairs
             const int c = 16 * kb + 2 * qd + 8 * hi;
             u32 p0, p1;
-            if (NX) {
+            if (RG) {
+              const uint2 v = *reinterpret_cast<const uint2*>(slot + RingT::kKC + 4 * c);
+              p0 = v.x, p1 = v.y;
+            } else if (NX) {
               const uint2 v = *reinterpret_cast<const uint2*>(&kcPairs[warp][c]);
               p0 = v.x, p1 = v.y;
             } else {
@@ -698,43 +802,23 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
         toC(quadSum(bias), qd, biasC);
       }
     }
-    tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, NX && kPP, NX, Q8K, P8V>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within, tok, t1,
-                                                               limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC, lane, next, &q8);
+    tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, (NX && kPP) || RG, NX, Q8K, P8V, RG>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within,
+                                                                               tok, t1, limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC,
+                                                                               lane, next, &q8, slot);
   };
   if (ST > 0) {
-    // v2.4: each warp stages its tiles through a ring of ST tiles in
-    // shared memory with cp.async, ST-1 tiles ahead of the one it computes,
-    // so the bytes in flight no longer come out of the register budget.
-    extern __shared__ __align__(16) u8 ring[];
-    constexpr int kTileK = MT * kFragBytes, kTileBytes = kTileK + MT * vFragBytes;
-    constexpr int kST = ST > 0 ? ST : 1;
-    u8* mine = ring + warp * kST * kTileBytes;
-    auto issue = [&](int ti, int slot) {
-      const TilePos p = at(t0 + ti * TT);
-      const u8* ks = p.khalf + (p.within / kFragTokens) * kFragBytes;
-      const u8* vs = p.vhalf + (p.within / kFragTokens) * vFragBytes;
-      u8* dst = mine + slot * kTileBytes;
-#pragma unroll
-      for (int o = lane * 16; o < kTileK; o += 512) cpAsync16(dst + o, ks + o);
-#pragma unroll
-      for (int o = lane * 16; o < kTileBytes - kTileK; o += 512) cpAsync16(dst + kTileK + o, vs + o);
-    };
-#pragma unroll
-    for (int s = 0; s < kST - 1; s++) {
-      if (tileBegin + s < tileEnd) issue(tileBegin + s, s);
-      cpAsyncCommit();
-    }
+    // v2.11: tile ti is in slot cur; ti + ST - 1 goes into the slot tile
+    // ti - 1 has just left (every lane past it: the __syncwarp below).
+    int cur = 0;
     for (int ti = tileBegin; ti < tileEnd; ti++) {
-      const int rel = ti - tileBegin;
-      if (ti + kST - 1 < tileEnd) issue(ti + kST - 1, (rel + kST - 1) % kST);
+      if (ti + kST - 1 < tileEnd) issue(ti + kST - 1, cur == 0 ? kST - 1 : cur - 1);
       cpAsyncCommit();
-      cpAsyncWait<kST - 1>();  // tile ti's group has landed
-      __syncwarp();
+      cpAsyncWait<kST - 1>();  // tile ti's group has landed (this lane's copies)
+      __syncwarp();            // and every lane's (the pairs are read across lanes)
       TileRaw<D, KBITS, VBITS, MT, KG, VG> r;
-      const u8* src = mine + (rel % kST) * kTileBytes;
-      loadTileShared<D, KBITS, VBITS, MT>(r, src, src + kTileK, lane);
-      __syncwarp();  // every lane has read the slot before the next issue refills it
-      compute(r, ti, Flag<false>(), TilePos{});
+      compute(r, ti, Flag<false>(), TilePos{}, mine + cur * RingT::kSlot);
+      __syncwarp();  // every lane has read the slot before it is refilled
+      cur = cur + 1 == kST ? 0 : cur + 1;
     }
     cpAsyncWait<0>();
   } else if (kPrefetch && tileBegin < tileEnd) {
@@ -742,15 +826,15 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     load(r0, tileBegin);
     for (int ti = tileBegin; ti < tileEnd; ti += 2) {
       if (ti + 1 < tileEnd) load(r1, ti + 1);
-      compute(r0, ti, Flag<false>(), TilePos{});
+      compute(r0, ti, Flag<false>(), TilePos{}, nullptr);
       if (ti + 1 >= tileEnd) break;
       if (ti + 2 < tileEnd) load(r0, ti + 2);
-      compute(r1, ti + 1, Flag<false>(), TilePos{});
+      compute(r1, ti + 1, Flag<false>(), TilePos{}, nullptr);
     }
   } else if (kPipe) {
     // The last tile's "next" is itself again (L1/L2 hits): no branch in
     // the unrolled group loops.
-    for (int ti = tileBegin; ti < tileEnd; ti++) compute(raw, ti, Flag<true>(), at(t0 + min(ti + 1, tileEnd - 1) * TT));
+    for (int ti = tileBegin; ti < tileEnd; ti++) compute(raw, ti, Flag<true>(), at(t0 + min(ti + 1, tileEnd - 1) * TT), nullptr);
   }
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (t1 > packedEnd) {
@@ -791,6 +875,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // Warp totals: denominators and value zeros summed over the 8 lanes of
   // each row (xor over g); zeros folded into the accumulators.
   st.sumRows();
+  if (ST > 0) __syncthreads();  // every warp has left the ring that redO shares
 #pragma unroll
   for (int mb = 0; mb < D / 16; mb++)
 #pragma unroll

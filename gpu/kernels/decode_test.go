@@ -40,13 +40,19 @@ type gpuCase struct {
 	sh     attn.Shape
 	lens   []int
 	tq     int
+	// tune, when set, replaces the environment's decode tuning, and
+	// splitLen fixes the split length (0: the planner's).
+	tune     *kernels.DecodeTuning
+	splitLen int
 }
 
 func (c gpuCase) String() string {
 	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq)
 }
 
-func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
+// runCase runs c and returns the first run's output (the later runs must
+// equal it bit for bit).
+func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 	d := device(t)
 	f, err := kv.MustParseSpec(c.spec).Resolve(c.sh.D)
 	if err != nil {
@@ -110,7 +116,11 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 		t.Fatal(err)
 	}
 
-	plan, err := kernels.PlanDecodeWith(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL}, tuning.Decode)
+	tune := tuning.Decode
+	if c.tune != nil {
+		tune = *c.tune
+	}
+	plan, err := kernels.PlanDecodeWith(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL, SplitLen: c.splitLen}, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +191,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) {
 			}
 		}
 	}
+	return first
 }
 
 // checkOut compares every output element with the reference within
@@ -400,6 +411,50 @@ func TestGPUDecodeLong(t *testing.T) {
 	for _, spec := range []string{"fp16", "int4", "int2"} {
 		for _, k := range []kernels.DecodeKernel{kernels.DecodeMMA, kernels.DecodeV1, kernels.DecodeWGMMA} {
 			runCase(t, r, gpuCase{kernel: k, spec: spec, sh: attn.Shape{Hq: 32, Hkv: 8, D: 128}, lens: []int{20000}, tq: 1})
+		}
+	}
+}
+
+// TestGPUDecodeRingMatchesPipeline checks decode_mma.cu's cp.async ring
+// (v2.11) against v2.7's register pipeline at equal tiles and splits: only
+// where the words come from differs, so the outputs must be equal bit for
+// bit (each is also checked against the float64 reference by runCase).
+func TestGPUDecodeRingMatchesPipeline(t *testing.T) {
+	device(t)
+	type ring struct{ stages, mt, minB int }
+	cases := []struct {
+		spec  string
+		sh    attn.Shape
+		rings []ring
+	}{
+		{"int2", attn.Shape{Hq: 32, Hkv: 8, D: 128}, []ring{{2, 0, 0}, {3, 4, 3}}},
+		{"int2", attn.Shape{Hq: 16, Hkv: 1, D: 64}, []ring{{4, 0, 0}}},
+		{"int2", attn.Shape{Hq: 6, Hkv: 2, D: 256}, []ring{{2, 0, 0}}},
+		{"k4v2", attn.Shape{Hq: 14, Hkv: 2, D: 128}, []ring{{3, 4, 3}}},
+		{"int2:kc32:v32", attn.Shape{Hq: 10, Hkv: 2, D: 128}, []ring{{3, 0, 3}}},
+		{"int4:kt32:v32", attn.Shape{Hq: 8, Hkv: 1, D: 128}, []ring{{2, 0, 0}}},
+	}
+	if testing.Short() {
+		cases = cases[:1]
+	}
+	for i, c := range cases {
+		nr := kv.MustParseSpec(c.spec).Residual
+		lens := []int{8*nr + 5, 4099, 1000}
+		for _, rg := range c.rings {
+			run := func(stages int) []uint16 {
+				tune := kernels.DecodeTuning{MMA: kernels.MMATuning{Stages: stages, MT: rg.mt, MinB: rg.minB}}
+				if stages == 0 {
+					tune.MMA.MinB = 0 // the pipeline uncapped: registers change no bits
+				}
+				r := rand.New(rand.NewPCG(31, uint64(i)))
+				return runCase(t, r, gpuCase{kernel: kernels.DecodeMMA, spec: c.spec, sh: c.sh, lens: lens, tq: 1, tune: &tune, splitLen: 4 * 128})
+			}
+			want, got := run(0), run(rg.stages)
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("%s %+v ring %+v: element %d is %#04x, the register pipeline's %#04x", c.spec, c.sh, rg, j, got[j], want[j])
+				}
+			}
 		}
 	}
 }

@@ -20,7 +20,7 @@ const (
 	// compile with ptxas -v and print the register and spill report of each
 	// program to stderr (DecodeTuning.Ptxas, PlanesTuning.Ptxas).
 	EnvPtxasVerbose = "BITDECODE_PTXAS_VERBOSE"
-	// EnvDecodeStages is MMATuning.Stages: decode_mma.cu's cp.async staging
+	// EnvDecodeStages is MMATuning.Stages: decode_mma.cu's cp.async ring
 	// depth for low-bit formats (0 off; 2-4 tiles per warp).
 	EnvDecodeStages = "BITDECODE_DECODE_STAGES"
 	// EnvDecodeSplits set to "target:N" is DecodeTuning.TargetCTAs: the
@@ -123,9 +123,10 @@ type MMATuning struct {
 	// MT is the fragment groups of 16 tokens per tile (1, 2, 4 or 8, then
 	// capped by the block and the key group); 0 is mmaTile's lane budget.
 	MT int
-	// Stages is the cp.async ring depth of low-bit formats (2, 3 or 4 tiles
-	// per warp; 2 at most at D = 256); 0 is no staging, the default (v2.4
-	// measured slower).
+	// Stages is the cp.async ring depth of low-bit formats (v2.11: 2, 3 or 4
+	// tiles per warp, cut to what the CTAs per SM leave of shared memory); 0
+	// is v2.7's in-place register pipeline, the default (the ring measured
+	// slower).
 	Stages int
 	// MinB is the CTAs per SM the registers are capped for (1-4); 0 is
 	// mmaTile's.

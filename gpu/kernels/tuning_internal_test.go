@@ -133,6 +133,23 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	if _, st, _, _ := mmaConfig(lay("int4", 256), MMATuning{Stages: 4}); st != 2 {
 		t.Errorf("D=256 stages = %d, want the cap of 2", st)
 	}
+	// v2.11's ring: int2 D=128 tiles of 4 groups take 2048 + 2048 code bytes,
+	// 256 of value pairs and 512 of key pairs; 4 stages of that do not fit
+	// 3 CTAs per SM, 3 do.
+	if got := mmaRingSlot(int2, 4); got != 4864 {
+		t.Errorf("mmaRingSlot int2 MT 4 = %d, want 4864", got)
+	}
+	if mt, st, minB, ctas := mmaConfig(int2, MMATuning{MT: 4, Stages: 4, MinB: 3}); mt != 4 || st != 3 || minB != 3 || ctas != 3 {
+		t.Errorf("mmaConfig int2 ring (4, 4, 3) = %d, %d, %d, %d; want 4, 3, 3, 3", mt, st, minB, ctas)
+	}
+	if mt, st, _, ctas := mmaConfig(int2, MMATuning{Stages: 3}); mt != 8 || st != 3 || ctas != 2 {
+		t.Errorf("mmaConfig int2 ring (3) = mt %d, stages %d, ctas %d; want 8, 3, 2", mt, st, ctas)
+	}
+	// int8 D=256 tiles of 4 groups: 2 stages take 268 KiB, over one CTA's
+	// 227 (call 1's failure): the tile halves.
+	if mt, st, _, _ := mmaConfig(lay("int8", 256), MMATuning{MT: 4, Stages: 2, MinB: 3}); mt != 2 || st != 2 || mmaRingSmem(lay("int8", 256), mt, st) > smemPerCTA-mmaStaticSmem {
+		t.Errorf("mmaConfig int8 D=256 ring (2, 4, 3) = mt %d, stages %d; want 2, 2", mt, st)
+	}
 	const h100Shared = 227 << 10
 	mw, st, minB, ctas, err := wgmmaConfig(int4, WGMMATuning{}, h100Shared)
 	if err != nil || mw != 2 || minB != 3 || ctas != 3 || st < 2 {
