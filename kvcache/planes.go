@@ -461,6 +461,17 @@ func (c *Planes) Tiers(id, layer, h int) []kv.Tier {
 	return s.caches[layer].Tiers[h][:s.caches[layer].Len]
 }
 
+// Mass returns sequence id's accumulated attention mass of one layer and KV
+// head (nil if absent), the ranking the policy re-tiers by; the slice is
+// the cache's own (tests compare the GPU cache's tiers against it).
+func (c *Planes) Mass(id, layer, h int) []float32 {
+	s := c.seqs[id]
+	if s == nil || layer < 0 || layer >= c.layers || h < 0 || h >= c.shape.Hkv {
+		return nil
+	}
+	return s.mass[layer][h][:s.caches[layer].Len]
+}
+
 // tierCounts counts the tokens of each tier.
 func tierCounts(tiers []kv.Tier) [kv.NumTiers]int {
 	var n [kv.NumTiers]int

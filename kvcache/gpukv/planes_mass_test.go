@@ -6,6 +6,7 @@ package gpukv
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -35,12 +36,18 @@ func sampledMassScenario() []gpuStep {
 
 // TestGPUPlaneSampledMassMatchesCPU feeds the GPU cache and the CPU cache
 // (kvcache.Planes) the same tokens under policies that sample the mass (k2,
-// k3, k4; k1 for comparison) and checks after every step that each layer's
-// and KV head's tier map on the GPU is the CPU's: the tiers the CPU set at
-// its last re-tier (at the end of the previous step) with the step's new
-// tokens in the new-token tier. Both rank by masses equal up to float
-// rounding; a swap of two tokens whose masses tie to within it would fail
-// the test on this data (fixed seeds), which it did not on the H100.
+// k3, k4, k8; k1 for comparison) and checks after every step that each
+// layer's and KV head's tier map on the GPU is the CPU's: the tiers the CPU
+// set at its last re-tier (at the end of the previous step) with the step's
+// new tokens in the new-token tier. Both rank by masses equal up to float
+// rounding, so two tokens whose masses tie within it may swap tiers: a
+// difference is accepted only as such a swap (equal tier counts, and the
+// CPU masses of the tokens that differ within relTie of each other), after
+// which that sequence's layer and KV head are no longer compared (the two
+// caches read those tokens at different tiers from then on; the masses of
+// other layers and heads do not depend on them). Sampling leaves no such
+// room: a GPU that added unsampled rows would rank by masses up to k times
+// the CPU's.
 func TestGPUPlaneSampledMassMatchesCPU(t *testing.T) {
 	be := gpuBackend(t)
 	specs := []string{"bw:h20:m40:l40:w8:s2:r4", "bw:h20:m40:l40:w8:s2:r4:k3", "bw:h20:m40:l40:w8:s2:r4:k4",
@@ -63,7 +70,9 @@ func TestGPUPlaneSampledMassMatchesCPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			newTier := (&kvcache.TierPolicy{Spec: sp.Planes}).NewTier()
-			prev := map[int][][][]kv.Tier{} // the CPU's tiers after the previous step: [seq][layer][h]
+			prev := map[int][][][]kv.Tier{}     // the CPU's tiers after the previous step: [seq][layer][h]
+			prevMass := map[int][][][]float32{} // and its masses, which its re-tier ranked by
+			apart := map[[3]int]bool{}          // (seq, layer, head) after an accepted swap
 			partial := false
 			for si, step := range sampledMassScenario() {
 				var b model.Batch
@@ -79,20 +88,26 @@ func TestGPUPlaneSampledMassMatchesCPU(t *testing.T) {
 				}
 				for _, s := range b.Seqs {
 					if prev[s.ID] == nil {
-						prev[s.ID] = make([][][]kv.Tier, layers)
+						prev[s.ID], prevMass[s.ID] = make([][][]kv.Tier, layers), make([][][]float32, layers)
 						for l := range prev[s.ID] {
-							prev[s.ID][l] = make([][]kv.Tier, sh.Hkv)
+							prev[s.ID][l], prevMass[s.ID][l] = make([][]kv.Tier, sh.Hkv), make([][]float32, sh.Hkv)
 						}
 					}
 					for l := range layers {
 						for h := range sh.Hkv {
 							want := append(slices.Clone(prev[s.ID][l][h]), slices.Repeat([]kv.Tier{newTier}, s.Len)...)
 							got := gc.Tiers(s.ID, l, h)
-							if !slices.Equal(got, want) {
-								t.Fatalf("step %d seq %d (pos %d, %d tokens) layer %d head %d: GPU tiers differ from the CPU's at %v",
+							if !apart[[3]int{s.ID, l, h}] && !slices.Equal(got, want) {
+								what := fmt.Sprintf("step %d seq %d (pos %d, %d tokens) layer %d head %d: GPU tiers differ from the CPU's at %v",
 									si, s.ID, s.Pos, s.Len, l, h, tierDiff(got, want))
+								if !nearTieSwap(got, want, prevMass[s.ID][l][h]) {
+									t.Fatal(what)
+								}
+								t.Logf("%s: a swap of masses tied within %.0e (accepted; no longer compared)", what, relTie)
+								apart[[3]int{s.ID, l, h}] = true
 							}
 							prev[s.ID][l][h] = slices.Clone(cc.Tiers(s.ID, l, h))
+							prevMass[s.ID][l][h] = slices.Clone(cc.Mass(s.ID, l, h))
 							for _, x := range got {
 								partial = partial || x == kv.Medium || x == kv.Low
 							}
@@ -129,6 +144,36 @@ func attendCPU(t *testing.T, be backend.Backend, c *kvcache.Planes, l int, b *mo
 	}
 }
 
+// relTie is how far apart (relative) two masses the CPU and the GPU may
+// rank in either order: their scores differ by the float32 rounding of two
+// D-term sums in different orders, up to D·2^-24·Σ|q_c·k_c|, which the
+// outlier channels of kvtest.KeysValues make 10^-3 to 10^-2 of a
+// probability (a swap at 1.1e-3 on the H100, 2026-11-25).
+const relTie = 1e-2
+
+// nearTieSwap reports whether tier maps got and want differ only by tokens
+// trading tiers (equal counts) whose masses are all within relTie of each
+// other.
+func nearTieSwap(got, want []kv.Tier, mass []float32) bool {
+	if len(got) != len(want) || len(mass) > len(got) {
+		return false
+	}
+	var n [kv.NumTiers]int
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range got {
+		if got[i] == want[i] {
+			continue
+		}
+		if i >= len(mass) { // a new token: no mass, no ranking
+			return false
+		}
+		n[got[i]]++
+		n[want[i]]--
+		lo, hi = min(lo, float64(mass[i])), max(hi, float64(mass[i]))
+	}
+	return n == [kv.NumTiers]int{} && hi-lo <= relTie*hi
+}
+
 // tierDiff lists the first positions where two tier maps differ.
 func tierDiff(got, want []kv.Tier) string {
 	if len(got) != len(want) {
@@ -152,6 +197,28 @@ func TestLiveBound(t *testing.T) {
 	} {
 		if got := liveBound(tc.n, tc.maxLen); got != tc.want {
 			t.Errorf("liveBound(%d, %d) = %d, want %d", tc.n, tc.maxLen, got, tc.want)
+		}
+	}
+}
+
+// TestNearTieSwap checks the test's rule for accepted tier differences on
+// the swap the H100 showed (tokens 26 and 51, masses 0.797625 and
+// 0.798470) and on differences it must refuse.
+func TestNearTieSwap(t *testing.T) {
+	H, M, L := kv.High, kv.Medium, kv.Low
+	mass := []float32{3, 0.797625, 0.5, 0.798470}
+	for _, tc := range []struct {
+		got, want []kv.Tier
+		ok        bool
+	}{
+		{[]kv.Tier{H, M, L, L, H}, []kv.Tier{H, L, L, M, H}, true},  // the recorded swap
+		{[]kv.Tier{H, M, M, L, H}, []kv.Tier{H, L, L, M, H}, false}, // counts differ
+		{[]kv.Tier{H, M, L, L, H}, []kv.Tier{H, M, M, L, H}, false}, // counts differ
+		{[]kv.Tier{H, L, M, M, H}, []kv.Tier{H, M, L, M, H}, false}, // 0.7976 vs 0.5: no tie
+		{[]kv.Tier{H, M, L, L, L}, []kv.Tier{H, M, L, L, H}, false}, // a new token
+	} {
+		if got := nearTieSwap(tc.got, tc.want, mass); got != tc.ok {
+			t.Errorf("nearTieSwap(%v, %v) = %v, want %v", tc.got, tc.want, got, tc.ok)
 		}
 	}
 }
