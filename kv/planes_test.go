@@ -22,8 +22,9 @@ func TestParsePlaneSpec(t *testing.T) {
 		{"bw:a8=0x70:a4=2048", "bw:h100:m0:l0:w64:s4:r16:a8=0x70:a4=0x800:blk64"},
 		{"bw:trunc:nofilter", "bw:h100:m0:l0:w64:s4:r16:a8=0x0:a4=0x0:nofilter:blk64"},
 		{"bw:fp16:s0", "bw:h100:m0:l0:w64:s0:r16:blk64"},
-		{"bw:h20:m40:l40:k16", "bw:h20:m40:l40:w64:s4:r16:k16:blk64"},
-		{"bw:m100:k1", "bw:h0:m100:l0:w64:s4:r16:blk64"},
+		{"bw:h20:m40:l40:k4", "bw:h20:m40:l40:w64:s4:r16:k4:blk64"},
+		{"bw:m100:k1", "bw:h0:m100:l0:w64:s4:r16:k1:blk64"},
+		{"bw:m100:k16", "bw:h0:m100:l0:w64:s4:r16:blk64"},
 	}
 	for _, tc := range tests {
 		sp, err := ParseSpec(tc.in)
@@ -302,7 +303,7 @@ func TestParsePlanePolicy(t *testing.T) {
 		{"w0:s0", "h20:m40:l40:w0:s0:r8"},
 		{"H25:E75:R1", "h25:m0:l0:e75:w32:s2:r1"},
 		{"k4", "h20:m40:l40:w32:s2:r8:k4"},
-		{"m100:k16", "h0:m100:l0:w32:s2:r8:k16"},
+		{"m100:k1", "h0:m100:l0:w32:s2:r8:k1"},
 	}
 	for _, tc := range tests {
 		p, err := ParsePlanePolicy(tc.in, base)

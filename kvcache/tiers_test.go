@@ -283,9 +283,9 @@ func TestPlaneCacheSampledMass(t *testing.T) {
 		}
 	}
 	const base = "bw:h20:m40:l40:w16:s2:r8"
-	all := feedPlanes(t, be, cfg, kv.MustParseSpec(base), n, 1, qs, ks, vs)
+	all := feedPlanes(t, be, cfg, kv.MustParseSpec(base+":k1"), n, 1, qs, ks, vs) // every token's mass
 	g := cfg.Heads / cfg.KVHeads
-	for _, k := range []int{1, 3, 4, 8} {
+	for _, k := range []int{1, 3, 4, 8, 16} {
 		spec := kv.MustParseSpec(fmt.Sprintf("%s:k%d", base, k))
 		sampled := 0
 		for pos := range n {

@@ -36,22 +36,22 @@ func sampledMassScenario() []gpuStep {
 
 // TestGPUPlaneSampledMassMatchesCPU feeds the GPU cache and the CPU cache
 // (kvcache.Planes) the same tokens under policies that sample the mass (k2,
-// k3, k4, k8; k1 for comparison) and checks after every step that each
-// layer's and KV head's tier map on the GPU is the CPU's: the tiers the CPU
-// set at its last re-tier (at the end of the previous step) with the step's
-// new tokens in the new-token tier. Both rank by masses equal up to float
-// rounding, so two tokens whose masses tie within it may swap tiers: a
-// difference is accepted only as such a swap (equal tier counts, and the
-// CPU masses of the tokens that differ within relTie of each other), after
-// which that sequence's layer and KV head are no longer compared (the two
-// caches read those tokens at different tiers from then on; the masses of
-// other layers and heads do not depend on them). Sampling leaves no such
-// room: a GPU that added unsampled rows would rank by masses up to k times
-// the CPU's.
+// k3, k4, k8, the default k16; k1 for comparison) and checks after every
+// step that each layer's and KV head's tier map on the GPU is the CPU's: the
+// tiers the CPU set at its last re-tier (at the end of the previous step)
+// with the step's new tokens in the new-token tier. Both rank by masses
+// equal up to float rounding, so two tokens whose masses tie within it may
+// swap tiers: a difference is accepted only as such a swap (equal tier
+// counts, and the CPU masses of the tokens that differ within relTie of
+// each other), after which that sequence's layer and KV head are no longer
+// compared (the two caches read those tokens at different tiers from then
+// on; the masses of other layers and heads do not depend on them). Sampling
+// leaves no such room: a GPU that added unsampled rows would rank by masses
+// up to k times the CPU's.
 func TestGPUPlaneSampledMassMatchesCPU(t *testing.T) {
 	be := gpuBackend(t)
-	specs := []string{"bw:h20:m40:l40:w8:s2:r4", "bw:h20:m40:l40:w8:s2:r4:k3", "bw:h20:m40:l40:w8:s2:r4:k4",
-		"bw:h30:m30:l20:e20:w8:s2:r4:k2", "bw:h20:m80:w4:s2:r8:k8"}
+	specs := []string{"bw:h20:m40:l40:w8:s2:r4:k1", "bw:h20:m40:l40:w8:s2:r4:k3", "bw:h20:m40:l40:w8:s2:r4:k4",
+		"bw:h30:m30:l20:e20:w8:s2:r4:k2", "bw:h20:m80:w4:s2:r8:k8", "bw:h20:m40:l40:w8:s2:r4"}
 	sh := attn.Shape{Hq: 8, Hkv: 2, D: 128}
 	const layers = 2
 	cfg := &model.Config{Architecture: "test", Layers: layers, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 4096}
