@@ -555,7 +555,7 @@ func ParsePlanePolicy(s string, base PlaneSpec) (PlaneSpec, error) {
 		parts = parts[1:]
 	}
 	if len(parts) == 0 || len(parts) == 1 && parts[0] == "" {
-		return fail("", errors.New("empty tier policy; want options such as h20:m40:l40 (hP mP lP eP wN sN rN)"))
+		return fail("", errors.New("empty tier policy; want options such as h20:m40:l40 (hP mP lP eP wN sN rN kN)"))
 	}
 	given := map[byte]bool{}
 	for _, opt := range parts {

@@ -106,7 +106,8 @@
 //              writes the final max and denominator for the mass pass.
 //   mass       one thread per index entry (a grid-stride loop, the CTAs capped):
 //              mass[t] += Σ_rows exp2(s - M)/L over the group's query rows in
-//              row order.
+//              row order (with every > 1, the rows of the sampled query tokens
+//              only: kv.MassSampled).
 // No atomics anywhere: every result is bitwise deterministic. The online
 // softmax (both kernels), the merge of a CTA's warps and the merge of the
 // splits are the decode family's (bitdecode.cuh), as are the fragment-layout
