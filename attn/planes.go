@@ -394,6 +394,17 @@ func (w *planeWorker) run(out, q []float32, b, h int, s *PlaneSeq, mass []float3
 		}
 		inv[row] = 1 / w.k.expSub(rs, m)
 	}
+	// Each row's weight in the mass: 1/Σ, or 0 where its query token's
+	// mass is not sampled (kv.MassSampled).
+	minv := inv
+	if mass != nil && w.p.MassEvery > 1 {
+		minv = make([]float32, w.r)
+		for row := 0; row < w.r; row++ {
+			if kv.MassSampled(s.Len-tq+row/g, w.p.MassEvery) {
+				minv[row] = inv[row]
+			}
+		}
+	}
 	// Pass 2: values from the V planes, in blocks of PlaneAccumBlock tokens.
 	clear(w.acc)
 	clear(w.part)
@@ -403,7 +414,7 @@ func (w *planeWorker) run(out, q []float32, b, h int, s *PlaneSeq, mass []float3
 		for row := 0; row < w.r; row++ {
 			if pr := sc[row*ns+j]; pr != 0 {
 				axpy(w.part[row*d:(row+1)*d], pr, w.row)
-				pm += pr * inv[row]
+				pm += pr * minv[row]
 			}
 		}
 		if mass != nil {
@@ -514,7 +525,9 @@ func ReferencePlanes(out, q []float32, seqs []*PlaneSeq, p Params) (PlaneRefStat
 						}
 					}
 					for t, e := range scores {
-						st.Mass[b][h][t] += e / den
+						if kv.MassSampled(limit, p.MassEvery) {
+							st.Mass[b][h][t] += e / den
+						}
 					}
 					for c := range o {
 						out[off+c] = float32(o[c] / den)

@@ -125,18 +125,25 @@ func comparePlanes(t *testing.T, name string, p Params, got, want []float32, st 
 // compareMass checks the accumulated attention mass against the reference:
 // per token within R·(4·δmax + (n+4)·eps) (probabilities and their
 // denominators carry the score error twice and n-term sums), and per KV
-// head the total equals the number of query rows (each row sums to 1).
+// head the total equals the number of query rows whose token is sampled
+// (Params.MassEvery; each row sums to 1).
 func compareMass(t *testing.T, name string, p Params, mass [][][]float32, st PlaneRefStats, seqs []*PlaneSeq) {
 	t.Helper()
 	g := p.Shape.Group()
-	rows := float64(g * p.Tq)
 	var dmax float64
 	for row := range st.ScoreMag {
 		_, s := planeTol(st, p, row)
 		dmax = max(dmax, s)
 	}
 	for b, s := range seqs {
-		tol := rows * (4*dmax + float64(s.Len+4)*eps32 + 2*expRelErr)
+		sampled := 0 // query tokens whose rows add to the mass (Params.MassEvery)
+		for i := range p.Tq {
+			if kv.MassSampled(s.Len-p.Tq+i, p.MassEvery) {
+				sampled++
+			}
+		}
+		rows := float64(g * sampled)
+		tol := float64(g*p.Tq) * (4*dmax + float64(s.Len+4)*eps32 + 2*expRelErr)
 		for h := range mass[b] {
 			var sum float64
 			for tok := 0; tok < s.Len; tok++ {
@@ -182,8 +189,9 @@ func TestDecodePlanesMatchesReference(t *testing.T) {
 						}
 					}
 				}
-				for _, tq := range []int{1, 3} {
-					p := Params{Format: f, Shape: sh, Tq: tq}
+				for _, c := range []struct{ tq, every int }{{1, 1}, {3, 1}, {3, 2}} {
+					tq := c.tq
+					p := Params{Format: f, Shape: sh, Tq: tq, MassEvery: c.every}
 					n := len(lens) * tq * sh.Hq * sh.D
 					q := randQ(r, n)
 					want := nanSlice(n)
@@ -196,7 +204,7 @@ func TestDecodePlanesMatchesReference(t *testing.T) {
 					if err := DecodePlanes(got, q, seqs, p, mass); err != nil {
 						t.Fatal(err)
 					}
-					name := fmt.Sprintf("%s %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d", spec, mix.name, sh.Hq, sh.Hkv, sh.D, lens, tq)
+					name := fmt.Sprintf("%s %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d k=%d", spec, mix.name, sh.Hq, sh.Hkv, sh.D, lens, tq, c.every)
 					comparePlanes(t, name, p, got, want, st)
 					compareMass(t, name, p, mass, st, seqs)
 				}

@@ -18,6 +18,11 @@ type Params struct {
 	Tq int
 	// Scale multiplies every score; 0 means 1/sqrt(D).
 	Scale float32
+	// MassEvery samples the attention mass of the bw decode (DecodePlanes,
+	// ReferencePlanes): only query token i, at position L-Tq+i, with
+	// kv.MassSampled(L-Tq+i, MassEvery) adds its rows' probabilities to
+	// the mass (kv.PlaneSpec.MassEvery); 0 and 1 add every query token's.
+	MassEvery int
 }
 
 func (p Params) scale() float32 {

@@ -437,8 +437,9 @@ func (rep *GPUReport) WriteTable(w io.Writer) {
 		}
 		vs := "-"
 		if r.SpeedupFP16 > 0 {
-			vs = fmt.Sprintf("%.2fx (fp16 %.1f us, reads %.0f%%; H2O bookkeeping %.1f%%: mass %.1f us, GPU re-tier per period %.1f us per layer of 32 (one layer alone %.1f us, v2 %.1f us))",
-				r.SpeedupFP16, r.FP16US, 100*r.Planes.ReadVsFP16, 100*r.Planes.BookkeepingShare, r.Planes.MassUS, r.Planes.RetierLayersUS, r.Planes.RetierUS, r.Planes.RetierV2US)
+			vs = fmt.Sprintf("%.2fx (fp16 %.1f us, reads %.0f%%; H2O bookkeeping %.1f%%: mass %.1f us on 1 step in %d (%.1f%% per step), GPU re-tier per period %.1f us per layer of 32 (one layer alone %.1f us, v2 %.1f us))",
+				r.SpeedupFP16, r.FP16US, 100*r.Planes.ReadVsFP16, 100*r.Planes.BookkeepingShare, r.Planes.MassUS, r.Planes.MassEvery, 100*r.Planes.MassShare,
+				r.Planes.RetierLayersUS, r.Planes.RetierUS, r.Planes.RetierV2US)
 		}
 		fmt.Fprintf(w, "| %s %s%s | %d | %d | %d/%d/%d | %d | %d | %.1f | %s | %.0f | %.1f%% | %s | %s | %s | %s | %s |\n", r.Kernel, r.Format, pg, r.B, r.L,
 			r.Hq, r.Hkv, r.D, r.ResidualLen, r.Splits, r.TimeUS, mib(r.BytesRead), r.GBps, 100*r.FracCeiling, sdpa, sp, e, pk, vs)

@@ -216,8 +216,10 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 		Planes: &PlanesRow{PlaneBytes: tr.planeBytes, IndexBytes: tr.indexBytes, ReadBitsPerElem: float64(tr.planeBytes) * 8 / (all * float64(2*sh.D)),
 			ReadVsFP16: float64(tr.planeBytes) / (all * float64(pl.TierBytes(kv.High))), MassUS: massUS, RetierUS: retierUS,
 			RetierV2US: retierV2US, RetierLayersUS: retierLayersUS}}
-	period := max(f.Planes.Period, 1)
-	row.Planes.BookkeepingShare = (max(massUS-us, 0) + retierLayersUS/float64(period)) / us
+	period, every := max(f.Planes.Period, 1), max(f.Planes.MassEvery, 1)
+	row.Planes.MassEvery = every
+	row.Planes.MassShare = max(massUS-us, 0) / float64(every) / us
+	row.Planes.BookkeepingShare = row.Planes.MassShare + retierLayersUS/float64(period)/us
 	for t := range tr.counts {
 		row.Planes.Tokens[t] = float64(tr.counts[t]) / all
 	}
@@ -301,10 +303,14 @@ type PlanesRow struct {
 	// (kernels.PlanesRetier, v1), which happens once every Period steps;
 	// RetierV2US the same with the v2 kernel; RetierLayersUS the re-tier
 	// of retierLayers layers in one launch, per layer (what the engine
-	// does). BookkeepingShare is (MassUS − step + RetierLayersUS/Period)
-	// over the step without mass, the share of the attention step the
-	// tiers' bookkeeping costs.
+	// does). MassShare is (MassUS − step)/MassEvery over the step without
+	// mass: the mass's cost per step when one step in MassEvery writes it
+	// (kv.PlaneSpec.MassEvery; the others run the plain step).
+	// BookkeepingShare is MassShare plus RetierLayersUS/Period over the
+	// step, the share of the attention step the tiers' bookkeeping costs.
 	MassUS           float64 `json:"mass_us"`
+	MassEvery        int     `json:"mass_every"`
+	MassShare        float64 `json:"mass_share"`
 	RetierUS         float64 `json:"retier_gpu_us"`
 	RetierV2US       float64 `json:"retier_gpu_v2_us"`
 	RetierLayersUS   float64 `json:"retier_gpu_per_layer_us"`

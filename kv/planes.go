@@ -121,6 +121,11 @@ type PlaneSpec struct {
 	Sinks int
 	// Period is R: the policy re-tiers every R decoded tokens.
 	Period int
+	// MassEvery is k: the attention mass the policy ranks by accumulates
+	// only the query tokens at positions p with MassSampled(p, k) (one
+	// token in k: the mass is sampled, the bookkeeping of the other steps
+	// skipped); 1 takes every token.
+	MassEvery int
 	// Adj8 and Adj4 fill the missing bits of 8- and 4-bit reads (AdjUnset:
 	// the model's setting, else DefaultAdj8/DefaultAdj4).
 	Adj8, Adj4 int
@@ -134,6 +139,12 @@ const (
 	DefaultPlaneWindow = 64
 	DefaultPlaneSinks  = 4
 	DefaultPlanePeriod = 16
+	// DefaultPlaneMassEvery samples the attention mass of one query token
+	// in 16, one per default re-tier period: on the H100 the mass then
+	// costs 1.1-1.5% of the attention step instead of 18-24%, and on
+	// gocoder-23m the H/M mixes and H2O eviction rank as well as with every
+	// token (docs/bitweaver.md, "Bookkeeping on the GPU").
+	DefaultPlaneMassEvery = 16
 	// MaxPlaneTokens bounds W and S in a spec.
 	MaxPlaneTokens = 1 << 20
 )
@@ -141,12 +152,14 @@ const (
 // PlaneGrammar documents the bw spec; SpecGrammar includes it.
 const PlaneGrammar = `bw       fp16 K and V stored as bit planes, read at 16/8/4 bits per token by
          importance (read-time precision tiers, docs/bitweaver.md):
-         bw[:bf16][:hP][:mP][:lP][:eP][:wN][:sN][:rN][:a8=X][:a4=X][:trunc][:nofilter][:blkN]
+         bw[:bf16][:hP][:mP][:lP][:eP][:wN][:sN][:rN][:kN][:a8=X][:a4=X][:trunc][:nofilter][:blkN]
          hP mP lP eP  percent of tokens read at 16 (HIGH), 8 (MEDIUM), 4 bits (LOW)
                  or not at all (EVICTED); sum 100, h takes the rest if omitted
                  (default h100: everything exact)
          wN sN   the newest N / first N tokens always HIGH (default w64 s4)
          rN      re-tier every N decoded tokens (default r16)
+         kN      rank by the attention mass of every N-th token's queries only
+                 (positions p with p%N = N-1; default k16; k1: every token)
          a8=X    fill of bits 7..0 on 8-bit reads, 0..255 (0x.. hex ok)
          a4=X    fill of bits 11..0 on 4-bit reads, 0..4095
                  (default: the model's setting, else a8=0x80 a4=0x800)
@@ -162,10 +175,10 @@ func parsePlaneSpec(s string, opts []string) (Spec, error) {
 	}
 	sp := Spec{K: TensorFormat{Elem: FP16}, V: TensorFormat{Elem: FP16}, Residual: DefaultPlaneBlock}
 	p := PlaneSpec{On: true, Window: DefaultPlaneWindow, Sinks: DefaultPlaneSinks, Period: DefaultPlanePeriod,
-		Adj8: AdjUnset, Adj4: AdjUnset}
+		MassEvery: DefaultPlaneMassEvery, Adj8: AdjUnset, Adj4: AdjUnset}
 	seen := map[string]bool{}
 	given := map[string]bool{}
-	const want = "want bf16, fp16, hP, mP, lP, eP, wN, sN, rN, a8=X, a4=X, trunc, nofilter or blkN"
+	const want = "want bf16, fp16, hP, mP, lP, eP, wN, sN, rN, kN, a8=X, a4=X, trunc, nofilter or blkN"
 	for _, opt := range opts {
 		key, arg := opt, ""
 		if opt == "fp16" || opt == "bf16" {
@@ -230,6 +243,8 @@ func parsePlaneSpec(s string, opts []string) (Spec, error) {
 			p.Sinks, err = num(0, MaxPlaneTokens)
 		case "r":
 			p.Period, err = num(1, MaxPlaneTokens)
+		case "k":
+			p.MassEvery, err = num(1, MaxPlaneTokens)
 		case "a8":
 			p.Adj8, err = num(0, MaxAdj8)
 		case "a4":
@@ -272,6 +287,9 @@ func (s Spec) planeString() string {
 		fmt.Fprintf(&b, ":e%d", p.Evicted)
 	}
 	fmt.Fprintf(&b, ":w%d:s%d:r%d", p.Window, p.Sinks, p.Period)
+	if k := p.massEvery(); k != DefaultPlaneMassEvery {
+		fmt.Fprintf(&b, ":k%d", k)
+	}
 	if p.Adj8 != AdjUnset {
 		fmt.Fprintf(&b, ":a8=%#x", p.Adj8)
 	}
@@ -506,7 +524,7 @@ func (f Format) describePlanes(w io.Writer) {
 	fmt.Fprintf(w, "token      slices of %d/%d/%d B per plane (16-byte aligned)\n", l.SliceBytes[0], l.SliceBytes[1], l.SliceBytes[2])
 	fmt.Fprintf(w, "tiers      high %d%% (16 bit, %d B/token), medium %d%% (8 bit, %d B), low %d%% (4 bit, %d B), evicted %d%%; +%d B index per token read\n",
 		p.High, l.TierBytes(High), p.Medium, l.TierBytes(Medium), p.Low, l.TierBytes(Low), p.Evicted, IndexBytes)
-	fmt.Fprintf(w, "policy     H2O accumulated attention; newest %d and first %d tokens high; re-tier every %d tokens\n", p.Window, p.Sinks, p.Period)
+	fmt.Fprintf(w, "policy     H2O accumulated attention; newest %d and first %d tokens high; re-tier every %d tokens; mass of every %d-th token's queries\n", p.Window, p.Sinks, p.Period, p.MassEvery)
 	adj := func(v, def int) string {
 		if v == AdjUnset {
 			return fmt.Sprintf("model setting (else %#x)", def)
@@ -521,7 +539,7 @@ func (f Format) describePlanes(w io.Writer) {
 }
 
 // ParsePlanePolicy parses the policy part of a bw spec (see PlaneGrammar):
-// ':'-separated hP, mP, lP, eP, wN, sN and rN, with an optional leading
+// ':'-separated hP, mP, lP, eP, wN, sN, rN and kN, with an optional leading
 // "bw". The options given replace base's; if any share (h, m, l, e) is
 // given, all four are replaced and h takes the rest if omitted, as in a
 // spec, so "l100" means everything LOW whatever base's shares were. The
@@ -537,16 +555,16 @@ func ParsePlanePolicy(s string, base PlaneSpec) (PlaneSpec, error) {
 		parts = parts[1:]
 	}
 	if len(parts) == 0 || len(parts) == 1 && parts[0] == "" {
-		return fail("", errors.New("empty tier policy; want options such as h20:m40:l40 (hP mP lP eP wN sN rN)"))
+		return fail("", errors.New("empty tier policy; want options such as h20:m40:l40 (hP mP lP eP wN sN rN kN)"))
 	}
 	given := map[byte]bool{}
 	for _, opt := range parts {
 		key := strings.TrimRight(opt, "0123456789")
-		if len(key) != 1 || !strings.Contains("hmlewsr", key) {
+		if len(key) != 1 || !strings.Contains("hmlewsrk", key) {
 			if opt == "" {
 				return fail(opt, fmt.Errorf("%w: empty option", ErrSpec))
 			}
-			return fail(opt, fmt.Errorf("%w: a tier policy takes only hP, mP, lP, eP, wN, sN and rN (the storage options bf16, fp16, blkN, a8, a4, trunc and nofilter are the cache's)", ErrSpec))
+			return fail(opt, fmt.Errorf("%w: a tier policy takes only hP, mP, lP, eP, wN, sN, rN and kN (the storage options bf16, fp16, blkN, a8, a4, trunc and nofilter are the cache's)", ErrSpec))
 		}
 		given[key[0]] = true
 	}
@@ -568,12 +586,31 @@ func ParsePlanePolicy(s string, base PlaneSpec) (PlaneSpec, error) {
 	if given['r'] {
 		out.Period = p.Period
 	}
+	if given['k'] {
+		out.MassEvery = p.MassEvery
+	}
 	return out, nil
 }
 
+// massEvery is MassEvery with 0 (a spec made by hand) read as 1, every
+// token, as MassSampled reads it.
+func (p PlaneSpec) massEvery() int { return max(p.MassEvery, 1) }
+
+// MassSampled reports whether the query token at position pos (0-based in
+// its sequence) adds its attention to the mass under PlaneSpec.MassEvery =
+// every: one position in every, the last of each run of every tokens
+// (pos % every == every-1), so that with every = Period and re-tiers at
+// multiples of the period, the mass a re-tier ranks by holds the newest
+// query; every <= 1 samples every position. The one definition: the CPU
+// decode (attn.Params.MassEvery), the GPU mass pass (planes.cu mass) and
+// the GPU cache's launches (gpukv) apply it alike.
+func MassSampled(pos, every int) bool {
+	return every <= 1 || pos%every == every-1
+}
+
 // PolicyString returns the policy part of p in spec syntax, which
-// ParsePlanePolicy parses back: "h20:m40:l40:w64:s4:r16" (eP only when
-// set).
+// ParsePlanePolicy parses back: "h20:m40:l40:w64:s4:r16" (eP and kN only
+// when set).
 func (p PlaneSpec) PolicyString() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "h%d:m%d:l%d", p.High, p.Medium, p.Low)
@@ -581,5 +618,8 @@ func (p PlaneSpec) PolicyString() string {
 		fmt.Fprintf(&b, ":e%d", p.Evicted)
 	}
 	fmt.Fprintf(&b, ":w%d:s%d:r%d", p.Window, p.Sinks, p.Period)
+	if k := p.massEvery(); k != DefaultPlaneMassEvery {
+		fmt.Fprintf(&b, ":k%d", k)
+	}
 	return b.String()
 }

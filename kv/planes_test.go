@@ -22,6 +22,9 @@ func TestParsePlaneSpec(t *testing.T) {
 		{"bw:a8=0x70:a4=2048", "bw:h100:m0:l0:w64:s4:r16:a8=0x70:a4=0x800:blk64"},
 		{"bw:trunc:nofilter", "bw:h100:m0:l0:w64:s4:r16:a8=0x0:a4=0x0:nofilter:blk64"},
 		{"bw:fp16:s0", "bw:h100:m0:l0:w64:s0:r16:blk64"},
+		{"bw:h20:m40:l40:k4", "bw:h20:m40:l40:w64:s4:r16:k4:blk64"},
+		{"bw:m100:k1", "bw:h0:m100:l0:w64:s4:r16:k1:blk64"},
+		{"bw:m100:k16", "bw:h0:m100:l0:w64:s4:r16:blk64"},
 	}
 	for _, tc := range tests {
 		sp, err := ParseSpec(tc.in)
@@ -48,6 +51,7 @@ func TestParsePlaneSpecErrors(t *testing.T) {
 		{"bw:a4=0x1000", "a4=0x1000", "[0, 4095]"},
 		{"bw:a8", "a8", "[0, 255]"},
 		{"bw:r0", "r0", "[1, "},
+		{"bw:k0", "k0", "[1, "},
 		{"bw:blk48", "blk48", "multiple of 32"},
 		{"bw:trunc:a8=3", "a8=3", "given twice"},
 		{"bw:a4=3:trunc", "trunc", "given twice"},
@@ -298,6 +302,8 @@ func TestParsePlanePolicy(t *testing.T) {
 		{"bw:h100", "h100:m0:l0:w32:s2:r8"},
 		{"w0:s0", "h20:m40:l40:w0:s0:r8"},
 		{"H25:E75:R1", "h25:m0:l0:e75:w32:s2:r1"},
+		{"k4", "h20:m40:l40:w32:s2:r8:k4"},
+		{"m100:k1", "h0:m100:l0:w32:s2:r8:k1"},
 	}
 	for _, tc := range tests {
 		p, err := ParsePlanePolicy(tc.in, base)
@@ -339,6 +345,27 @@ func TestParsePlanePolicy(t *testing.T) {
 		}
 		if se.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("ParsePlanePolicy(%q) error %q (field %q); want field %q and text %q", tc.in, err, se.Field, tc.field, tc.msg)
+		}
+	}
+}
+
+// TestMassSampled checks the sampled positions: one in every k, the last
+// of each run of k, and every position for k <= 1.
+func TestMassSampled(t *testing.T) {
+	for _, k := range []int{0, 1, 2, 3, 4, 16} {
+		n := 0
+		for pos := range 48 {
+			got := MassSampled(pos, k)
+			want := k <= 1 || (pos+1)%k == 0
+			if got != want {
+				t.Errorf("MassSampled(%d, %d) = %v, want %v", pos, k, got, want)
+			}
+			if got {
+				n++
+			}
+		}
+		if want := 48 / max(k, 1); n != want {
+			t.Errorf("k %d: %d of 48 positions sampled, want %d", k, n, want)
 		}
 	}
 }

@@ -411,7 +411,7 @@ func (c *Planes) SetTierPolicy(id int, p kv.PlaneSpec) error {
 	}
 	q := c.policy.Spec
 	q.High, q.Medium, q.Low, q.Evicted = p.High, p.Medium, p.Low, p.Evicted
-	q.Window, q.Sinks, q.Period = p.Window, p.Sinks, p.Period
+	q.Window, q.Sinks, q.Period, q.MassEvery = p.Window, p.Sinks, p.Period, p.MassEvery
 	s.policy = q
 	return nil
 }
@@ -434,6 +434,8 @@ func checkPolicy(p kv.PlaneSpec) error {
 		return fmt.Errorf("window %d and sinks %d must be in [0, %d]", p.Window, p.Sinks, kv.MaxPlaneTokens)
 	case p.Period < 1 || p.Period > kv.MaxPlaneTokens:
 		return fmt.Errorf("re-tier period %d must be in [1, %d]", p.Period, kv.MaxPlaneTokens)
+	case p.MassEvery < 0 || p.MassEvery > kv.MaxPlaneTokens:
+		return fmt.Errorf("mass sampling every %d tokens must be in [0, %d] (0 and 1: every token)", p.MassEvery, kv.MaxPlaneTokens)
 	}
 	return nil
 }
@@ -457,6 +459,17 @@ func (c *Planes) Tiers(id, layer, h int) []kv.Tier {
 		return nil
 	}
 	return s.caches[layer].Tiers[h][:s.caches[layer].Len]
+}
+
+// Mass returns sequence id's accumulated attention mass of one layer and KV
+// head (nil if absent), the ranking the policy re-tiers by; the slice is
+// the cache's own (tests compare the GPU cache's tiers against it).
+func (c *Planes) Mass(id, layer, h int) []float32 {
+	s := c.seqs[id]
+	if s == nil || layer < 0 || layer >= c.layers || h < 0 || h >= c.shape.Hkv {
+		return nil
+	}
+	return s.mass[layer][h][:s.caches[layer].Len]
 }
 
 // tierCounts counts the tokens of each tier.
@@ -523,9 +536,13 @@ func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) 
 				mass[h] = append(mass[h], 0)
 			}
 		}
-		p := attn.Params{Format: c.format, Shape: c.shape, Tq: s.Len}
+		p := attn.Params{Format: c.format, Shape: c.shape, Tq: s.Len, MassEvery: pol.Spec.MassEvery}
+		masses := [][][]float32{mass}
+		if !pol.SamplesMass(s.Pos, s.Len) {
+			masses = nil // no query token of the call is sampled
+		}
 		if err := attn.DecodePlanes(hb.out[s.Start*qw:(s.Start+s.Len)*qw], hb.q[s.Start*qw:(s.Start+s.Len)*qw],
-			[]*attn.PlaneSeq{&cache.PlaneSeq}, p, [][][]float32{mass}); err != nil {
+			[]*attn.PlaneSeq{&cache.PlaneSeq}, p, masses); err != nil {
 			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}
 		for h := 0; h < c.shape.Hkv; h++ {

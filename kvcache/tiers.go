@@ -24,6 +24,12 @@ import (
 //
 // Ranking: larger mass first; equal mass, newer (larger position) first, a
 // total order, so the result is deterministic.
+//
+// Sampling (Spec.MassEvery = k > 1): only the query tokens at positions p
+// with kv.MassSampled(p, k) add their attention to the mass, one token in
+// k; the decode steps of the others write no mass at all (on the GPU: no
+// score stores and no mass pass). The CPU and GPU caches sample the same
+// positions, so they rank by the same mass.
 type TierPolicy struct {
 	Spec  kv.PlaneSpec
 	order []uint64 // rankKey of each candidate, sorted worst first
@@ -107,4 +113,16 @@ func (p *TierPolicy) NewTier() kv.Tier {
 		return kv.Low
 	}
 	return kv.High // everything evicted: a token still sees itself
+}
+
+// SamplesMass reports whether any of the n query tokens at positions pos,
+// pos+1, ..., pos+n-1 adds its attention to the mass (kv.MassSampled with
+// Spec.MassEvery): a decode call for which it is false skips the mass.
+func (p *TierPolicy) SamplesMass(pos, n int) bool {
+	k := p.Spec.MassEvery
+	if k <= 1 {
+		return n > 0
+	}
+	// The first sampled position at or after pos is pos + (k-1-pos%k).
+	return n > k-1-pos%k
 }

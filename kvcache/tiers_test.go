@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -113,31 +114,7 @@ func TestPlaneCacheRetier(t *testing.T) {
 			s[i] = float32(r.NormFloat64())
 		}
 	}
-	feed := func(chunk int) *Planes {
-		c, err := NewPlanes(be, cfg, spec, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for pos := 0; pos < n; pos += chunk {
-			var b model.Batch
-			b.Add(7, pos, make([]int32, chunk)...)
-			tensors := make([]backend.Tensor, 4)
-			for i, src := range [][]float32{qs[pos*qw : (pos+chunk)*qw], ks[pos*kvw : (pos+chunk)*kvw], vs[pos*kvw : (pos+chunk)*kvw], qs[pos*qw : (pos+chunk)*qw]} {
-				if tensors[i], err = be.Alloc(backend.F32, len(src)); err != nil {
-					t.Fatal(err)
-				}
-				if err := be.Upload(tensors[i], src); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for layer := range cfg.Layers {
-				if err := c.Attend(layer, &b, tensors[0], tensors[1], tensors[2], tensors[3]); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		return c
-	}
+	feed := func(chunk int) *Planes { return feedPlanes(t, be, cfg, spec, n, chunk, qs, ks, vs) }
 	step, chunked := feed(1), feed(8)
 	want := (&TierPolicy{Spec: spec.Planes}).Counts(n)
 	for layer := range cfg.Layers {
@@ -236,4 +213,109 @@ func retierBySort(s kv.PlaneSpec, mass []float32, l int) []kv.Tier {
 		tiers[order[i]] = kv.High
 	}
 	return tiers
+}
+
+// feedPlanes feeds a new CPU bw cache of spec sequence 7's n tokens (q, k
+// and v [n][heads][D]) in calls of chunk tokens, every layer the same.
+func feedPlanes(t *testing.T, be backend.Backend, cfg *model.Config, spec kv.Spec, n, chunk int, qs, ks, vs []float32) *Planes {
+	t.Helper()
+	qw, kvw := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
+	c, err := NewPlanes(be, cfg, spec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := 0; pos < n; pos += chunk {
+		var b model.Batch
+		b.Add(7, pos, make([]int32, chunk)...)
+		tensors := make([]backend.Tensor, 4)
+		for i, src := range [][]float32{qs[pos*qw : (pos+chunk)*qw], ks[pos*kvw : (pos+chunk)*kvw], vs[pos*kvw : (pos+chunk)*kvw], qs[pos*qw : (pos+chunk)*qw]} {
+			if tensors[i], err = be.Alloc(backend.F32, len(src)); err != nil {
+				t.Fatal(err)
+			}
+			if err := be.Upload(tensors[i], src); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for layer := range cfg.Layers {
+			if err := c.Attend(layer, &b, tensors[0], tensors[1], tensors[2], tensors[3]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return c
+}
+
+// TestSamplesMass checks TierPolicy.SamplesMass against kv.MassSampled
+// position by position.
+func TestSamplesMass(t *testing.T) {
+	for _, k := range []int{0, 1, 2, 3, 4, 16} {
+		p := TierPolicy{Spec: kv.PlaneSpec{MassEvery: k}}
+		for pos := range 40 {
+			for n := range 20 {
+				want := false
+				for i := range n {
+					want = want || kv.MassSampled(pos+i, k)
+				}
+				if got := p.SamplesMass(pos, n); got != want {
+					t.Errorf("k %d: SamplesMass(%d, %d) = %v, want %v", k, pos, n, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestPlaneCacheSampledMass feeds the CPU cache with the mass sampled (kN)
+// token by token and in chunks: the mass of every layer and KV head sums
+// to the group's query rows times the sampled positions (each row's
+// probabilities sum to 1; nothing is evicted), both ways; the tier counts
+// meet the shares both ways; and sampling changes the tiers (the steps it
+// leaves out are not ranked by).
+func TestPlaneCacheSampledMass(t *testing.T) {
+	cfg := &model.Config{Architecture: "test", Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64}
+	be := cpu.New(1)
+	r := rand.New(rand.NewPCG(35, 36))
+	const n = 96
+	qw, kvw := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
+	qs, ks, vs := make([]float32, n*qw), make([]float32, n*kvw), make([]float32, n*kvw)
+	for _, s := range [][]float32{qs, ks, vs} {
+		for i := range s {
+			s[i] = float32(r.NormFloat64())
+		}
+	}
+	const base = "bw:h20:m40:l40:w16:s2:r8"
+	all := feedPlanes(t, be, cfg, kv.MustParseSpec(base+":k1"), n, 1, qs, ks, vs) // every token's mass
+	g := cfg.Heads / cfg.KVHeads
+	for _, k := range []int{1, 3, 4, 8, 16} {
+		spec := kv.MustParseSpec(fmt.Sprintf("%s:k%d", base, k))
+		sampled := 0
+		for pos := range n {
+			if kv.MassSampled(pos, k) {
+				sampled++
+			}
+		}
+		want := (&TierPolicy{Spec: spec.Planes}).Counts(n)
+		differ := false
+		for _, chunk := range []int{1, 8} {
+			c := feedPlanes(t, be, cfg, spec, n, chunk, qs, ks, vs)
+			for layer := range cfg.Layers {
+				for h := range cfg.KVHeads {
+					var sum float64
+					for _, m := range c.seqs[7].mass[layer][h] {
+						sum += float64(m)
+					}
+					if rows := float64(g * sampled); math.Abs(sum-rows) > 1e-4*rows {
+						t.Errorf("k%d chunk %d layer %d head %d: mass sums to %g, want %g (%d rows of %d sampled tokens)", k, chunk, layer, h, sum, rows, g, sampled)
+					}
+					tiers := c.Tiers(7, layer, h)
+					if countTiers(tiers) != want {
+						t.Errorf("k%d chunk %d layer %d head %d: counts %v, want %v", k, chunk, layer, h, countTiers(tiers), want)
+					}
+					differ = differ || !slices.Equal(tiers, all.Tiers(7, layer, h))
+				}
+			}
+		}
+		if k > 1 && !differ {
+			t.Errorf("k%d: the tiers equal those of the unsampled mass", k)
+		}
+	}
 }

@@ -118,7 +118,8 @@
 //              (below that its last split CTA merges: finishPlanes).
 //   mass       one thread per index entry (a grid-stride loop, the CTAs capped):
 //              mass[t] += Σ_rows exp2(s - M)/L over the group's query rows in
-//              row order.
+//              row order (with every > 1, the rows of the sampled query tokens
+//              only: kv.MassSampled).
 // Every result is bitwise deterministic: the one atomic (finishPlanes' count
 // of a row chunk's finished splits) picks which CTA merges, not the order. The online
 // softmax (both kernels), the merge of a CTA's warps and the merge of the
@@ -1206,17 +1207,21 @@ __global__ void __launch_bounds__(kThreads) combine(
 // (at most entries / kThreads, Hkv, B): the host caps the CTAs (planes.go
 // planesMassCTAs), so a launch sized for a long stride but few entries
 // does not start CTAs that exit at once. Entries are distinct tokens, so
-// no two threads touch one element.
+// no two threads touch one element. Sampling (every > 1, kv.MassSampled):
+// row r belongs to query token i = r / (R/Tq) at position lens[b] - Tq + i,
+// and only the rows of positions p with p % every == every - 1 add.
 __global__ void __launch_bounds__(kThreads) mass(
     const float* __restrict__ scores, const float* __restrict__ finalML, const int* __restrict__ index,
-    const int* __restrict__ counts, const int* __restrict__ offsets, float* __restrict__ massOut, int Hkv, int R,
-    int idxStride, int massStride) {
+    const int* __restrict__ counts, const int* __restrict__ offsets, float* __restrict__ massOut,
+    const int* __restrict__ lens, int Hkv, int R, int Tq, int every, int idxStride, int massStride) {
   const int b = blockIdx.z, h = blockIdx.y, bh = b * Hkv + h;
+  const int group = R / Tq, pos0 = lens[b] - Tq;  // query token 0's position
   Runs runs;
   runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
   for (int e = blockIdx.x * kThreads + threadIdx.x; e < runs.e3; e += gridDim.x * kThreads) {
     float sum = 0.f;
     for (int r = 0; r < R; r++) {
+      if (every > 1 && (pos0 + r / group) % every != every - 1) continue;  // not sampled
       const float m = finalML[(size_t(bh) * R + r) * 2], l = finalML[(size_t(bh) * R + r) * 2 + 1];
       const float s = scores[(size_t(bh) * R + r) * idxStride + e];
       if (l > 0.f && s != kNegInf) sum += exp2f(s - m) / l;

@@ -150,6 +150,11 @@ type PlanesShape struct {
 	// MassStride is the tokens per (sequence, KV head) of the mass array;
 	// 0 means MaxL.
 	MassStride int
+	// MassEvery samples the mass (kv.PlaneSpec.MassEvery): only the rows
+	// of query token i, at position L_b-Tq+i, with kv.MassSampled(L_b-Tq+i,
+	// MassEvery) add to it; 0 and 1 take every row. A launch per call, not
+	// the plan's: LaunchShape takes any value.
+	MassEvery int
 }
 
 // PlanesBuffers are the device buffers of one call (planes.cu has the
@@ -503,9 +508,11 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	// the CTAs are capped at about one full wave (the kernel loops).
 	entries := min(s.MaxL, s.IndexStride)
 	ctas := min((entries+planesThreads-1)/planesThreads, max(1, planesMassCTAs/(s.B*s.Hkv)))
+	every := max(s.MassEvery, 1)
 	return c.Launch(p.mass, cuda.Dim3{X: ctas, Y: s.Hkv, Z: s.B},
 		cuda.Dim3{X: planesThreads}, 0, st,
-		scores, finalML, b.Index, b.Counts, b.Offsets, b.Mass, int32(s.Hkv), int32(rows), int32(s.IndexStride), int32(s.MassStride))
+		scores, finalML, b.Index, b.Counts, b.Offsets, b.Mass, b.Lens, int32(s.Hkv), int32(rows), int32(s.Tq), int32(every),
+		int32(s.IndexStride), int32(s.MassStride))
 }
 
 // TierIndex is the host copy of the kernels' tier-sorted index (planes.cu):

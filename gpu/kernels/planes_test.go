@@ -78,11 +78,13 @@ type planesCase struct {
 	scale float64
 	// vScale multiplies V only (0: 1).
 	vScale float64
+	// massEvery samples the mass (PlanesShape.MassEvery; 0: every row).
+	massEvery int
 }
 
 func (c planesCase) String() string {
-	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d mix=%s split=%d scale=%g", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D,
-		c.lens, c.tq, c.mix, c.splitLen, c.scale)
+	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d mix=%s split=%d scale=%g k=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D,
+		c.lens, c.tq, c.mix, c.splitLen, c.scale, c.massEvery)
 }
 
 // planesData is a built case, host side.
@@ -206,7 +208,7 @@ func buildPlanes(t *testing.T, r *rand.Rand, c planesCase) *planesData {
 		dt.q[i] = half.ToFloat32(dt.qh[i]) // the reference sees the fp16 query the GPU sees
 	}
 	dt.want = make([]float32, nq)
-	if dt.st, err = attn.ReferencePlanes(dt.want, dt.q, dt.seqs, attn.Params{Format: f, Shape: c.sh, Tq: c.tq}); err != nil {
+	if dt.st, err = attn.ReferencePlanes(dt.want, dt.q, dt.seqs, attn.Params{Format: f, Shape: c.sh, Tq: c.tq, MassEvery: c.massEvery}); err != nil {
 		t.Fatal(err)
 	}
 	return dt
@@ -297,7 +299,7 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
 	}
 	bufs.Mass = g.up(cuda.Bytes(massInit))
 	plan, err := kernels.PlanPlanesWith(d, c.kernel, dt.lay, kernels.PlanesShape{B: len(dt.seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq,
-		MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true}, tuning.Planes)
+		MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true, MassEvery: c.massEvery}, tuning.Planes)
 	if err != nil {
 		t.Fatalf("%v: %v", c, err)
 	}
@@ -435,7 +437,8 @@ var planeSpecs = []string{"bw", "bw:a8=0x70:a4=0x500:blk32", "bw:trunc:blk128", 
 // TestGPUPlanesMatchesReference runs both kernels over every tier mix, spec
 // and shape, with ragged lengths (partial last blocks), three sequences per
 // call, shuffled pages, 1 or 3 query tokens, against attn.ReferencePlanes,
-// with the attention mass and bitwise determinism.
+// with the attention mass (every row, or sampled: PlanesShape.MassEvery)
+// and bitwise determinism.
 func TestGPUPlanesMatchesReference(t *testing.T) {
 	for _, k := range []kernels.PlanesKernel{kernels.PlanesMMA, kernels.PlanesV1} {
 		t.Run(k.String(), func(t *testing.T) { testPlanesMatches(t, k) })
@@ -452,7 +455,10 @@ func testPlanesMatches(t *testing.T, k kernels.PlanesKernel) {
 		for j, sh := range planeShapes {
 			for m, mix := range planeMixes {
 				lens := []int{all[(i+j+m)%len(all)], all[(i+j+2*m+3)%len(all)], all[(i+2*j+m+5)%len(all)]}
-				runPlanesCase(t, r, planesCase{kernel: k, spec: spec, sh: sh, lens: lens, tq: 1 + 2*(n%2), mix: mix})
+				// Every other Tq = 3 case samples the mass of one query
+				// token in 2 (kv.MassSampled): the rows of the others add
+				// nothing.
+				runPlanesCase(t, r, planesCase{kernel: k, spec: spec, sh: sh, lens: lens, tq: 1 + 2*(n%2), mix: mix, massEvery: 2 * (n % 4 / 3)})
 				n++
 			}
 		}

@@ -122,6 +122,25 @@ const beginKeyTag = 1 << 63
 // gpuPlanePrefillSplit is the split length (positions) of prefill chunks.
 const gpuPlanePrefillSplit = 8192
 
+// gpuPlaneLiveMin is the smallest length bound of a decode launch
+// (liveBound).
+const gpuPlaneLiveMin = 512
+
+// liveBound is the length bound a decode step of a sequence of n tokens
+// launches with: the smallest power of two >= n, at least gpuPlaneLiveMin
+// and at most maxLen (the context size). The split kernel's grid and the
+// mass pass's CTAs follow the live tokens instead of maxLen (at maxLen
+// 128K and 8K tokens, 16x fewer CTAs that exit at once), and the bound
+// changes at powers of two only, so a sequence's decode steps replay the
+// same CUDA graph from one doubling to the next.
+func liveBound(n, maxLen int) int {
+	b := gpuPlaneLiveMin
+	for b < n {
+		b *= 2
+	}
+	return min(b, maxLen)
+}
+
 // NewPlanes returns an empty bit-plane cache of bw spec for model
 // config cfg on the CUDA backend be, sized by o (MaxSeqs, MaxLen,
 // MaxChunk, Blocks or MemoryBytes; BatchInvariant is implied: every
@@ -535,17 +554,29 @@ func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) 
 		uint64(c.meta), uint64(p.B), uint64(p.table), uint64(p.lens), uint64(p.block)}
 	for i, s := range b.Seqs {
 		g := p.seqs[i]
+		// A decode step's launch is sized by liveBound (its grid and the
+		// mass pass cover the live tokens, not the context size); a prefill
+		// chunk's by its length.
 		ln := launch{plan: c.decode, shape: kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: hkv, Tq: s.Len, MaxBlocks: c.maxBlk,
-			MaxL: maxLen, IndexStride: maxLen, MassStride: maxLen}}
+			MaxL: liveBound(s.Pos+s.Len, maxLen), IndexStride: maxLen, MassStride: maxLen}}
 		if s.Len > 1 {
 			ln.plan, ln.shape.MaxL = c.prefill, s.Pos+s.Len
 		}
 		ln.bufs = kernels.PlanesBuffers{Pool: c.pool[layer], BlockTable: word(p.table + i*c.maxBlk), Lens: word(p.lens + i),
 			Index: c.index + c.massOffset(g.slot, layer), Counts: c.counts + c.countsOffset(g.slot, layer),
 			Offsets: c.offsets + c.countsOffset(g.slot, layer),
-			Q:       c.qh + cuda.DevicePtr(s.Start*qw*2), Out: c.oh + cuda.DevicePtr(s.Start*qw*2), Mass: c.mass + c.massOffset(g.slot, layer)}
+			Q:       c.qh + cuda.DevicePtr(s.Start*qw*2), Out: c.oh + cuda.DevicePtr(s.Start*qw*2)}
+		// The mass only where the policy samples one of the call's query
+		// tokens (kvcache.TierPolicy.SamplesMass; the pass skips the rows of
+		// the others): the other steps store no scores and run no pass.
+		pol := kvcache.TierPolicy{Spec: g.policy}
+		massOn := pol.SamplesMass(s.Pos, s.Len)
+		if massOn {
+			ln.bufs.Mass = c.mass + c.massOffset(g.slot, layer)
+			ln.shape.MassEvery = g.policy.MassEvery
+		}
 		launches = append(launches, ln)
-		key = append(key, uint64(g.slot), uint64(s.Len), uint64(s.Start), uint64(ln.shape.MaxL))
+		key = append(key, uint64(g.slot), uint64(s.Len), uint64(s.Start), uint64(ln.shape.MaxL), uint64(ln.bufs.Mass), uint64(ln.shape.MassEvery))
 		g.since[layer] += s.Len
 	}
 	T, bf16, nr := p.T, c.lay.BF16, c.pl.Tokens
@@ -660,7 +691,7 @@ func (k *planeBook) truncate(id, n int) error {
 }
 
 // setPolicy gives open sequence id the policy fields of p (shares, window,
-// sinks, period); the storage fields stay the cache's.
+// sinks, period, mass sampling); the storage fields stay the cache's.
 func (k *planeBook) setPolicy(id int, p kv.PlaneSpec) error {
 	g := k.seqs[id]
 	if g == nil {
@@ -668,7 +699,7 @@ func (k *planeBook) setPolicy(id int, p kv.PlaneSpec) error {
 	}
 	q := k.spec
 	q.High, q.Medium, q.Low, q.Evicted = p.High, p.Medium, p.Low, p.Evicted
-	q.Window, q.Sinks, q.Period = p.Window, p.Sinks, p.Period
+	q.Window, q.Sinks, q.Period, q.MassEvery = p.Window, p.Sinks, p.Period, p.MassEvery
 	// The policy parser checks the fields (shares in [0, 100] summing to
 	// 100, window and sinks in range, a positive period): one grammar, one
 	// set of limits for specs, kv_tiers and policies made by hand.
