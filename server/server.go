@@ -381,7 +381,7 @@ func tiersError(err error) *apiError {
 	if errors.Is(err, engine.ErrNoTiers) {
 		return invalid("kv_tiers", "unsupported_parameter", "'kv_tiers' (a bitdecode extension) needs a bw KV cache: %v.", te.Err)
 	}
-	return invalid("kv_tiers", "invalid_value", "Invalid 'kv_tiers' %q: %v. Expected a tier policy such as \"h20:m40:l40\": hP, mP, lP, eP (percent of cached tokens read at 16, 8, 4 bits or not at all, summing to 100), wN, sN, rN.", te.KVTiers, te.Err)
+	return invalid("kv_tiers", "invalid_value", "Invalid 'kv_tiers' %q: %v. Expected a tier policy such as \"h20:m40:l40\": hP, mP, lP, eP (percent of cached tokens read at 16, 8, 4 bits or not at all, summing to 100), wN, sN, rN, kN (the window, sinks, re-tier period and mass sampling).", te.KVTiers, te.Err)
 }
 
 func contextError(limit, prompt, max int, param string) *apiError {
