@@ -91,18 +91,7 @@ type Backend struct {
 	// time) on the owner thread.
 	xh      cuda.DevicePtr
 	xhBytes int
-
-	// dlHost is Download's page-locked staging buffer for copies of at
-	// least pinnedDownloadMin bytes (a step's logits), grown to the
-	// largest; touched only on the owner thread.
-	dlHost *cuda.HostBuffer
 }
-
-// pinnedDownloadMin is the smallest Download that goes through the pinned
-// staging buffer: a copy into pageable memory is staged by the driver in
-// pieces, a copy into page-locked memory runs at the link's rate, and
-// below ~64 KiB the difference is less than the extra host copy.
-const pinnedDownloadMin = 64 << 10
 
 var _ backend.Backend = (*Backend)(nil)
 
@@ -479,32 +468,10 @@ func (b *Backend) Download(dst []float32, src backend.Tensor) error {
 		return fmt.Errorf("backend/gpu: Download: tensor %v as float32", t)
 	}
 	err = b.Do(func(c *cuda.Ctx) error {
-		if len(raw) < pinnedDownloadMin {
-			if err := c.DtoHAsync(raw, t.ptr, b.stream); err != nil {
-				return err
-			}
-			return c.SyncStream(b.stream)
-		}
-		if b.dlHost == nil || b.dlHost.Len() < len(raw) {
-			if err := c.FreeHost(b.dlHost); err != nil {
-				return err
-			}
-			b.dlHost = nil
-			h, err := c.AllocHost(len(raw), false)
-			if err != nil {
-				return err
-			}
-			b.dlHost = h
-		}
-		pinned := b.dlHost.Bytes()[:len(raw)]
-		if err := c.DtoHAsync(pinned, t.ptr, b.stream); err != nil {
+		if err := c.DtoHAsync(raw, t.ptr, b.stream); err != nil {
 			return err
 		}
-		if err := c.SyncStream(b.stream); err != nil {
-			return err
-		}
-		copy(raw, pinned)
-		return nil
+		return c.SyncStream(b.stream)
 	})
 	if err != nil {
 		err = fmt.Errorf("backend/gpu: Download of %v: %w", t, err)
@@ -782,8 +749,6 @@ func (b *Backend) Close() error {
 		for _, h := range hosts {
 			errs = append(errs, c.FreeHost(h))
 		}
-		errs = append(errs, c.FreeHost(b.dlHost))
-		b.dlHost = nil
 		return errors.Join(errs...)
 	})
 	if e := b.dev.Close(); err == nil {
