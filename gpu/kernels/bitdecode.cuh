@@ -16,7 +16,9 @@
 //      mma C layout and its update per tile, and v1's one-warp-per-row step;
 //   5. the merge of partial softmax results: a CTA's warps, then the splits of
 //      a row (decode_combine, planes' combine, and finishSplits, the merge the
-//      last split of a row chunk runs inside the tensor-core split kernels).
+//      last split of a row chunk runs inside the tensor-core split kernels);
+//   6. the butterflies of kv.Rotate's Walsh-Hadamard transform over rows in
+//      shared memory (ops.cu's hadamard kernels, kvcache.cu's kv_append_rot).
 // Only what two or more files use lives here; a file's own helpers stay in it.
 // The merges fix their summation order by the shape alone (no atomics into
 // results), so every kernel built on them is bitwise deterministic.
@@ -793,4 +795,28 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
     dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
   }
   if (tid == 0) *counter = 0;
+}
+
+// walshHadamard runs kv.Rotate's butterflies over NROWS rows of D floats
+// (D a power of two) in shared memory, rows D apart: stages h = 1, 2, 4, ...
+// < D in float32, each pair (j, j+h) read and written by one thread (the
+// block's threads take the D/2 pairs in a strided loop), so a stage has no
+// race; every stage ends with a barrier, so all threads of the block call
+// it. The caller scales by float32(1/sqrt(D)) (__fmul_rn) after: the same
+// operations in the same order as the CPU's, so the same bits.
+template <int NROWS>
+BD_DEVICE void walshHadamard(float* hv, int D) {
+  for (int h = 1; h < D; h *= 2) {
+    for (int p = threadIdx.x; p < D / 2; p += blockDim.x) {
+      const int j = (p / h) * 2 * h + (p % h);
+#pragma unroll
+      for (int r = 0; r < NROWS; r++) {
+        float* x = hv + r * D;
+        const float a = x[j], b = x[j + h];
+        x[j] = __fadd_rn(a, b);
+        x[j + h] = __fsub_rn(a, b);
+      }
+    }
+    __syncthreads();
+  }
 }

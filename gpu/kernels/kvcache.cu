@@ -17,6 +17,9 @@
 // values (A operand of O^T = V^T·P^T, rows = channels):
 //   lane = (c%8)*4 + (t%8)/2,  k = (c/16)*8 + ((c%16)/8 + 2*((t%16)/8))*2 + t%2
 //
+// kv_append_rot is kv_append for rotated formats: q, k and v rotated
+// (kv.Rotate) on the way, one block per row.
+//
 // kv_fill_random writes pseudo-random KV-like values (a fixed hash of the
 // index, so runs repeat bit for bit) for benchmarks that need a long cache
 // without running a model over it.
@@ -49,6 +52,45 @@ extern "C" __global__ void __launch_bounds__(kThreads) kv_append(const float* __
   const size_t base = (size_t(s) * Hkv + h) * Nr * D;
   resK[base + fragIndex(row[t], c, D, false)] = f2h(k[i]);
   resV[base + fragIndex(row[t], c, D, true)] = f2h(v[i]);
+}
+
+// kv_append_rot: kv_append for a rotated KV format (kv.Rotate on q, k and
+// v before the cache sees them): each row of D is rotated in shared memory
+// (bitdecode.cuh's walshHadamard, then the scale s = float32(1/sqrt(D)))
+// and rounded to fp16, the bits of ops.cu's hadamard in place followed by
+// kv_append; q, k and v are only read, so the rounds of one batch may each
+// rotate the rows they write (docs/perf/decode-step.md v8). Grid
+// (T·(Hq + Hkv)): token t's blocks are its Hq query heads (none when Hq is
+// 0: q [T][Hq*D] float32 to qh, fp16) then its Hkv KV heads (the head's key
+// and value rows side by side in shared memory, skipped when slot[t] < 0).
+// Block D/2 threads (one butterfly pair each), dynamic shared memory 2·D
+// floats.
+extern "C" __global__ void kv_append_rot(const float* __restrict__ k, const float* __restrict__ v,
+                                         const int* __restrict__ slot, const int* __restrict__ row,
+                                         u16* __restrict__ resK, u16* __restrict__ resV, int T, int Hkv, int D, int Nr,
+                                         const float* __restrict__ q, u16* __restrict__ qh, int Hq, float s) {
+  extern __shared__ float hs[];  // [2][D]: q, or k then v
+  const int t = blockIdx.x / (Hq + Hkv), j = blockIdx.x % (Hq + Hkv);
+  if (j < Hq) {
+    const size_t off = (size_t(t) * Hq + j) * D;
+    for (int c = threadIdx.x; c < D; c += blockDim.x) hs[c] = q[off + c];
+    __syncthreads();
+    walshHadamard<1>(hs, D);
+    for (int c = threadIdx.x; c < D; c += blockDim.x) qh[off + c] = f2h(__fmul_rn(hs[c], s));
+    return;
+  }
+  const int h = j - Hq, sl = slot[t];
+  if (sl < 0) return;  // the whole block: no barrier skipped by part of it
+  const size_t off = (size_t(t) * Hkv + h) * D;
+  for (int c = threadIdx.x; c < D; c += blockDim.x) hs[c] = k[off + c], hs[D + c] = v[off + c];
+  __syncthreads();
+  walshHadamard<2>(hs, D);
+  const size_t base = (size_t(sl) * Hkv + h) * Nr * D;
+  const int r = row[t];
+  for (int c = threadIdx.x; c < D; c += blockDim.x) {
+    resK[base + fragIndex(r, c, D, false)] = f2h(__fmul_rn(hs[c], s));
+    resV[base + fragIndex(r, c, D, true)] = f2h(__fmul_rn(hs[D + c], s));
+  }
 }
 
 // kv_fill_random: n fp16 values; channel c of every row gets a Gaussian-

@@ -15,18 +15,21 @@ const kvcThreads = 256
 // KVWriter holds kvcache.cu's kernels: the append of new tokens into fp16
 // residual blocks and the random fill of benchmarks.
 type KVWriter struct {
-	appendFn, fillFn cuda.Function
+	appendFn, appendRotFn, fillFn cuda.Function
 }
 
 // LoadKVWriter compiles kvcache.cu (once per device).
 func LoadKVWriter(dev *cuda.Device) (*KVWriter, error) {
-	const ap, fi = "kv_append", "kv_fill_random"
+	const ap, ar, fi = "kv_append", "kv_append_rot", "kv_fill_random"
 	mod, err := dev.Compile(program("kvcache.cu", kvcacheSource, nil, nil))
 	if err != nil {
 		return nil, err
 	}
 	w := &KVWriter{}
 	if w.appendFn, err = mod.Function(ap); err != nil {
+		return nil, err
+	}
+	if w.appendRotFn, err = mod.Function(ar); err != nil {
 		return nil, err
 	}
 	if w.fillFn, err = mod.Function(fi); err != nil {
@@ -52,6 +55,19 @@ func (w *KVWriter) AppendQ(c *cuda.Ctx, st cuda.Stream, q, qh cuda.DevicePtr, nq
 	}
 	return c.Launch(w.appendFn, cuda.Dim3{X: (n + kvcThreads - 1) / kvcThreads}, cuda.Dim3{X: kvcThreads}, 0, st,
 		k, v, slot, row, resK, resV, int32(T), int32(Hkv), int32(D), int32(Nr), q, qh, int64(nq))
+}
+
+// AppendRot is AppendQ for a rotated KV format: q ([T][Hq*D] float32; Hq
+// 0: none), k and v go through kv.Rotate (rows of D, a power of two) on the
+// way to fp16, the bits of Ops.Hadamard on each of them followed by
+// AppendQ, in one launch. q, k and v are left as they are, so a batch's
+// write rounds may each call it on the same tensors.
+func (w *KVWriter) AppendRot(c *cuda.Ctx, st cuda.Stream, q, qh cuda.DevicePtr, Hq int, k, v, slot, row, resK, resV cuda.DevicePtr, T, Hkv, D, Nr int) error {
+	if err := checkHadamard("kv_append_rot", T*(Hq+Hkv), D); err != nil {
+		return err
+	}
+	return c.Launch(w.appendRotFn, cuda.Dim3{X: T * (Hq + Hkv)}, cuda.Dim3{X: D / 2}, 2*4*D, st,
+		k, v, slot, row, resK, resV, int32(T), int32(Hkv), int32(D), int32(Nr), q, qh, int32(Hq), hadamardScale(D))
 }
 
 // FillRandom writes n pseudo-random fp16 KV values (standard deviation

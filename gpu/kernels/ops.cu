@@ -24,6 +24,8 @@
 //   rope_qk      rmsnorm of each head of q and k (optional), then rope of
 //                both, one block per head: the separate kernels' bits
 //   add_bias     y[t,n] += bias[n], y [T, N]
+//   hadamard     x[r,:] = kv.Rotate(x[r,:]), rows of D (a power of two)
+//   f16_to_f32_hadamard  y[r,:] = kv.Rotate(float(x[r,:])), x fp16
 //
 // Data: row-major float32 activations, int32 ids/positions/row indices,
 // fp16 or bf16 as raw 16-bit patterns (no cuda_fp16.h: conversions are
@@ -60,9 +62,11 @@
 //      the program is GridDependent): it may be scheduled during the tail
 //      of the kernel ahead of it and waits for it before any memory access
 //      (docs/perf/decode-step.md v6).
-//   v5 (this file) add_rmsnorm_cluster: on Hopper, rows of 1024-8192
+//   v5 add_rmsnorm_cluster: on Hopper, rows of 1024-8192
 //      elements take add_rmsnorm over a cluster of 8 CTAs (its own
 //      summation order; docs/perf/decode-step.md v7).
+//   v6 (this file) f16_to_f32_hadamard: a rotated KV cache's attention
+//      output converted and rotated back in one launch (decode-step.md v8).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -524,23 +528,29 @@ extern "C" __global__ void add_bias(float* __restrict__ y, const float* __restri
 // hadamard: grid (rows), block D/2 threads (ops.go), dynamic shared memory D
 // floats. x [rows, D] float32 in place: each row becomes kv.Rotate of it,
 // the orthonormal Walsh-Hadamard transform with kv's rounding: butterflies
-// h = 1, 2, 4, ... in float32 (each pair (j, j+h) read and written by one
-// thread, so a stage has no race), then every element times s =
-// float32(1/sqrt(D)). Same order, same bits as the CPU.
+// h = 1, 2, 4, ... in float32 (bitdecode.cuh's walshHadamard), then every
+// element times s = float32(1/sqrt(D)). Same order, same bits as the CPU.
 extern "C" __global__ void hadamard(float* x, int D, float s) {
   startDependent();
   extern __shared__ float hv[];
   float* row = x + (long long)blockIdx.x * D;
   for (int i = threadIdx.x; i < D; i += blockDim.x) hv[i] = row[i];
   __syncthreads();
-  for (int h = 1; h < D; h *= 2) {
-    for (int p = threadIdx.x; p < D / 2; p += blockDim.x) {
-      const int j = (p / h) * 2 * h + (p % h);
-      const float a = hv[j], b = hv[j + h];
-      hv[j] = __fadd_rn(a, b);
-      hv[j + h] = __fsub_rn(a, b);
-    }
-    __syncthreads();
-  }
+  walshHadamard<1>(hv, D);
   for (int i = threadIdx.x; i < D; i += blockDim.x) row[i] = __fmul_rn(hv[i], s);
+}
+
+// f16_to_f32_hadamard: y = kv.Rotate(float(x)) row by row, x [rows, D] fp16,
+// y [rows, D] float32: f16_to_f32 then hadamard in one launch (a rotated KV
+// format's attention output, back from the decode kernels' fp16;
+// docs/perf/decode-step.md v8), the same operations, so the same bits.
+// Grid (rows), block D/2 threads, dynamic shared memory D floats.
+extern "C" __global__ void f16_to_f32_hadamard(float* __restrict__ y, const u16* __restrict__ x, int D, float s) {
+  startDependent();
+  extern __shared__ float hv[];
+  const long long off = (long long)blockIdx.x * D;
+  for (int i = threadIdx.x; i < D; i += blockDim.x) hv[i] = h2f(x[off + i]);
+  __syncthreads();
+  walshHadamard<1>(hv, D);
+  for (int i = threadIdx.x; i < D; i += blockDim.x) y[off + i] = __fmul_rn(hv[i], s);
 }

@@ -49,6 +49,7 @@ type Ops struct {
 	embedding, rows, rmsnorm, rope           cuda.Function
 	swiglu, add, addBias, fillNormal         cuda.Function
 	hadamard, addRMSNorm, ropeQK             cuda.Function
+	f16ToF32Hadamard                         cuda.Function
 	// addRMSNormCluster is add_rmsnorm_cluster, where the device has
 	// thread block clusters (sm_90 and later; hasCluster).
 	addRMSNormCluster cuda.Function
@@ -74,6 +75,7 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 		{&o.swiglu, "swiglu"}, {&o.add, "add"}, {&o.addBias, "add_bias"},
 		{&o.fillNormal, "fill_normal_f16"}, {&o.hadamard, "hadamard"},
 		{&o.addRMSNorm, "add_rmsnorm"}, {&o.ropeQK, "rope_qk"},
+		{&o.f16ToF32Hadamard, "f16_to_f32_hadamard"},
 	} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
@@ -255,15 +257,36 @@ const maxHadamardDim = 2048
 // rotates q, k and v before attention and the output after (its decode and
 // pack kernels never see the rotation).
 func (o *Ops) Hadamard(c *cuda.Ctx, s cuda.Stream, x cuda.DevicePtr, rows, D int) error {
-	if err := checkRows("hadamard", rows, D); err != nil {
+	if err := checkHadamard("hadamard", rows, D); err != nil {
+		return err
+	}
+	return c.Launch(o.hadamard, cuda.Dim3{X: rows}, cuda.Dim3{X: D / 2}, 4*D, s, x, int32(D), hadamardScale(D))
+}
+
+// F16ToF32Hadamard writes kv.Rotate of each of the rows rows of src [rows,
+// D] fp16, widened to float32, to dst [rows, D] float32: F16ToF32 then
+// Hadamard in one launch, with their bits (a rotated KV format's attention
+// output back from the decode kernels' fp16).
+func (o *Ops) F16ToF32Hadamard(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, rows, D int) error {
+	if err := checkHadamard("f16_to_f32_hadamard", rows, D); err != nil {
+		return err
+	}
+	return c.Launch(o.f16ToF32Hadamard, cuda.Dim3{X: rows}, cuda.Dim3{X: D / 2}, 4*D, s, dst, src, int32(D), hadamardScale(D))
+}
+
+// checkHadamard validates a launch of rows Hadamard rows of D elements.
+func checkHadamard(op string, rows, D int) error {
+	if err := checkRows(op, rows, D); err != nil {
 		return err
 	}
 	if D < 2 || D > maxHadamardDim || D&(D-1) != 0 {
-		return fmt.Errorf("kernels: hadamard: row of %d is not a power of two in [2, %d]", D, maxHadamardDim)
+		return fmt.Errorf("kernels: %s: row of %d is not a power of two in [2, %d]", op, D, maxHadamardDim)
 	}
-	scale := float32(1 / math.Sqrt(float64(D)))
-	return c.Launch(o.hadamard, cuda.Dim3{X: rows}, cuda.Dim3{X: D / 2}, 4*D, s, x, int32(D), scale)
+	return nil
 }
+
+// hadamardScale is kv.Rotate's scale of a row of D: float32(1/sqrt(D)).
+func hadamardScale(D int) float32 { return float32(1 / math.Sqrt(float64(D))) }
 
 // RoPE rotates x [T, C] float32 in place by the HF Llama rotary embedding
 // (rotate_half) with positions pos [T] int32 and inverse frequencies

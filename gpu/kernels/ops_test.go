@@ -390,7 +390,8 @@ func TestOpsRoPE(t *testing.T) {
 
 // TestOpsHadamard: the GPU transform gives kv.Rotate's bits (the same
 // butterflies in the same order, float32 rounding, then the same scale) on
-// rows with outlier channels, for the head dims a rotated KV cache uses.
+// rows with outlier channels, for the head dims a rotated KV cache uses;
+// so does f16_to_f32_hadamard on fp16 rows (into a NaN-poisoned output).
 func TestOpsHadamard(t *testing.T) {
 	d, o := opsSetup(t)
 	g := newGPUMem(t, d)
@@ -414,10 +415,33 @@ func TestOpsHadamard(t *testing.T) {
 				t.Fatalf("hadamard %+v: element %d: got %g, want kv.Rotate's %g", sh, i, got[i], want[i])
 			}
 		}
+
+		// f16_to_f32_hadamard: the widening and the rotation in one launch,
+		// kv.Rotate of the exact float32 of each fp16 value.
+		h := make([]uint16, len(x))
+		want = make([]float32, len(x))
+		for i := range x {
+			h[i] = half.FromFloat32(x[i] / 8) // inside fp16's range
+			want[i] = half.ToFloat32(h[i])
+		}
+		for row := range sh.rows {
+			kv.Rotate(want[row*sh.D : (row+1)*sh.D])
+		}
+		hp, out := g.put(cuda.Bytes(h)), g.poisonedF32(len(x))
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.F16ToF32Hadamard(c, s, out, hp, sh.rows, sh.D) })
+		got = g.f32s(out, len(x))
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("f16_to_f32_hadamard %+v: element %d: got %g, want kv.Rotate's %g", sh, i, got[i], want[i])
+			}
+		}
 	}
 	g.run(func(c *cuda.Ctx, s cuda.Stream) error {
 		if err := o.Hadamard(c, s, 0, 4, 96); err == nil {
 			t.Error("hadamard of rows of 96 (not a power of two) was accepted")
+		}
+		if err := o.F16ToF32Hadamard(c, s, 0, 0, 4, 96); err == nil {
+			t.Error("f16_to_f32_hadamard of rows of 96 (not a power of two) was accepted")
 		}
 		return nil
 	})

@@ -28,10 +28,11 @@ import (
 // different steps (batches of 1, 2, 3 and 4 sequences: three decode
 // buckets), one leaves early, a two-chunk prefill runs beside decodes, and
 // the first sequence's decode crosses its first KV block boundary (int4's
-// 128-token residual; int2's 256 for the longest). The graph backend must
+// 128-token residual; int2's 256 for the longest); int4:rot's appends
+// rotate q, k and v on the way (KVWriter.AppendRot). The graph backend must
 // have replayed graphs, or the test would compare direct runs only.
 func TestGPUGraphReplaySameBits(t *testing.T) {
-	for _, spec := range []string{"fp16", "int4", "int2"} {
+	for _, spec := range []string{"fp16", "int4", "int2", "int4:rot"} {
 		t.Run(spec, func(t *testing.T) {
 			var rows [2][][][]float32 // [graphs off, on][sequence][step]
 			var stats gpu.GraphStats

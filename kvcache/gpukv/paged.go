@@ -46,14 +46,16 @@ const (
 // Per batch, Begin reserves the blocks the new tokens will fill and uploads
 // the block tables, lengths and the write plan once. Per layer, Attend
 //
-//  1. converts q to fp16,
-//  2. writes the new k and v into the residual blocks (kernels.KVWriter) in
+//  1. writes the new k and v into the residual blocks (kernels.KVWriter) in
 //     rounds: a round fills each sequence's residual up to its end, then
 //     one pack launch quantizes every residual that filled into its block
-//     (kernels.PackPlan.LaunchPaged), and the next round starts over,
-//  3. runs the tensor-core decode attention (kernels.DecodePlan): one launch
+//     (kernels.PackPlan.LaunchPaged), and the next round starts over; the
+//     first round's launch also converts q to fp16 (and a rotated format's
+//     appends rotate q, k and v on the way: KVWriter.AppendRot),
+//  2. runs the tensor-core decode attention (kernels.DecodePlan): one launch
 //     per run of consecutive sequences with the same number of new tokens,
-//  4. converts the output to float32.
+//  3. converts the output to float32 (rotating it back for a rotated format:
+//     kernels.Ops.F16ToF32Hadamard).
 //
 // Decode steps use a fixed split length, so a sequence's output does not
 // depend on the other sequences of its batch.
@@ -130,8 +132,8 @@ type gpuRun struct {
 // layerKernels are the kernels of one format: its pack plan, its decode
 // plans by batch bucket (decodePlan) and its prefill plan. A rotated format
 // (:rot) plans the kernels of the same format unrotated: Attend rotates q, k
-// and v before them and the output after (kernels.Ops.Hadamard, kv.Rotate's
-// bits), so the residual and the packed blocks hold exactly what the CPU
+// and v before them (in the append, KVWriter.AppendRot) and the output after
+// (kernels.Ops.F16ToF32Hadamard), with kv.Rotate's bits, so the residual and the packed blocks hold exactly what the CPU
 // cache holds.
 type layerKernels struct {
 	format  kv.Format // in kv.MMA order, without the rotation
@@ -699,27 +701,37 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		key = append(key, uint64(r.first), uint64(r.n), uint64(r.tq), uint64(r.tok0), uint64(c.runMaxL(r)), uint64(r.bucket))
 	}
 	c.be.Enqueue(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *cuda.Ctx) error {
-		if lk.rotate { // in place: the model does not read q, k and v after attention
-			for i, heads := range []int{sh.Hq, sh.Hkv, sh.Hkv} {
-				if err := c.ops.Hadamard(x, st, ptr[i], T*heads, sh.D); err != nil {
+		if len(rounds) == 0 { // no new tokens: q alone (rotated in place)
+			if lk.rotate {
+				if err := c.ops.Hadamard(x, st, ptr[0], T*sh.Hq, sh.D); err != nil {
 					return err
 				}
 			}
-		}
-		if len(rounds) == 0 {
 			if err := c.ops.F32ToF16(x, st, c.qh, ptr[0], T*qw); err != nil {
 				return err
 			}
 		}
 		for ri, r := range rounds {
 			// The first round's append also converts q to fp16 for the
-			// decode kernels (the bits of F32ToF16, one launch fewer).
-			var q, qh cuda.DevicePtr
-			var nq int
-			if ri == 0 {
-				q, qh, nq = ptr[0], c.qh, T*qw
+			// decode kernels (the bits of F32ToF16, one launch fewer); a
+			// rotated format's append rotates q, k and v on the way (the
+			// bits of Hadamard first, three launches fewer).
+			var err error
+			if lk.rotate {
+				hq := 0
+				if ri == 0 {
+					hq = sh.Hq
+				}
+				err = c.writer.AppendRot(x, st, ptr[0], c.qh, hq, ptr[1], ptr[2], word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, lk.format.Residual)
+			} else {
+				var q, qh cuda.DevicePtr
+				var nq int
+				if ri == 0 {
+					q, qh, nq = ptr[0], c.qh, T*qw
+				}
+				err = c.writer.AppendQ(x, st, q, qh, nq, ptr[1], ptr[2], word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, lk.format.Residual)
 			}
-			if err := c.writer.AppendQ(x, st, q, qh, nq, ptr[1], ptr[2], word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, lk.format.Residual); err != nil {
+			if err != nil {
 				return err
 			}
 			if err := lk.pack.LaunchPaged(x, st, c.resK[layer], c.resV[layer], word(r.src), word(r.dst), c.pool[layer], r.n, sh.Hkv); err != nil {
@@ -738,13 +750,10 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				return err
 			}
 		}
-		if err := c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw); err != nil {
-			return err
+		if lk.rotate { // the output rotated back on its way to float32
+			return c.ops.F16ToF32Hadamard(x, st, ptr[3], c.oh, T*sh.Hq, sh.D)
 		}
-		if lk.rotate {
-			return c.ops.Hadamard(x, st, ptr[3], T*sh.Hq, sh.D)
-		}
-		return nil
+		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
 	}, key...)
 	if !c.attended[layer] {
 		c.attended[layer] = true
