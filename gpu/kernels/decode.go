@@ -682,7 +682,8 @@ func LayoutFor(f kv.Format) (DecodeLayout, error) {
 	}
 	if f.Rotate {
 		// The kernels never rotate: a rotated format's cache rotates q, k and
-		// v before them and the output after (Ops.Hadamard; kvcache/gpukv).
+		// v in the append before them (KVWriter.AppendRot) and the output in
+		// its conversion after (Ops.F16ToF32Hadamard; kvcache/gpukv).
 		return DecodeLayout{}, fmt.Errorf("kernels: format %s: plan the decode and pack kernels of the format without :rot (the rotation is the cache's, outside the kernels; the kernel of %s times the same)", f.Spec.String(), strings.TrimSuffix(f.Spec.String(), ":rot"))
 	}
 	if (f.K.Elem == kv.BF16) != (f.V.Elem == kv.BF16) {
