@@ -31,10 +31,12 @@
 // Batches of 1-2 rows (K a multiple of 8) run gemv.cu: a warp reads each
 // weight row once, multiplies by x in float32 and adds the bias in the same
 // kernel (its results differ from the CPU's only by float32 summation
-// order, and by the fp16 rounding of W for F32 checkpoints). Batches of up
-// to 16 rows run linear.cu, the tensor-core kernel whose result for a row is
-// bitwise independent of the batch (x rounded to fp16 in the kernel);
-// LinearGroup runs q/k/v or gate/up through it as one launch. Larger batches
+// order, and by the fp16 rounding of W for F32 checkpoints); LinearGroup
+// runs q/k/v or gate/up through it as one launch, one split-K factor for
+// the group. Batches of up to 16 rows run linear.cu, the tensor-core kernel
+// whose result for a row is bitwise independent of the batch (x rounded to
+// fp16 in the kernel); LinearGroup runs q/k/v or gate/up through it as one
+// launch. Larger batches
 // convert x to fp16 with a kernel, multiply with cuBLASLt (fp16 inputs, fp32
 // accumulation and output: Y[T,N] = X[T,K]·W[N,K]ᵀ) and add the bias with a
 // kernel. The fp16 rounding of x costs at most about 2⁻¹¹ relative to

@@ -11,6 +11,7 @@ import (
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
@@ -31,19 +32,25 @@ func invariantBackend(t *testing.T) *gpu.Backend {
 	return be
 }
 
-// linearLayer is an fp16 weight [N, K] and an optional bias on one backend.
+// linearLayer is an fp16 weight [N, K] and an optional bias on one backend,
+// with the weight's values as the device holds them (fp16-rounded).
 type linearLayer struct {
 	w, b backend.Weight
 	N    int
+	wv   []float32
 }
 
 func loadLayer(t *testing.T, be backend.Backend, r *rand.Rand, N, K int, bias bool) linearLayer {
 	t.Helper()
-	w, err := be.LoadWeight("w", backend.F32, []int{N, K}, encode(backend.F32, randVec(r, N*K, 0.05)))
+	v := randVec(r, N*K, 0.05)
+	w, err := be.LoadWeight("w", backend.F32, []int{N, K}, encode(backend.F32, v))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := linearLayer{w: w, N: N}
+	for i, x := range v {
+		v[i] = half.ToFloat32(half.FromFloat32(x))
+	}
+	l := linearLayer{w: w, N: N, wv: v}
 	if bias {
 		if l.b, err = be.LoadWeight("b", backend.F32, []int{N}, encode(backend.F32, randVec(r, N, 1))); err != nil {
 			t.Fatal(err)
@@ -113,19 +120,43 @@ func sameBits(t *testing.T, what string, a, b []float32) {
 
 // TestLinearGroup checks LinearGroup against one Linear per weight,
 // bitwise, on the default backend: four layers (two launches of at most
-// three), biases on some, at decode sizes (linear.cu, grouped) and at a
-// prefill size (cuBLASLt, one call each).
+// three), biases on some, at decode sizes (gemv.cu and linear.cu, grouped;
+// at T = 1-2 every layer here takes the group's split alone too) and at a
+// prefill size (cuBLASLt, one call each). Then a q|k|v-like group at T = 1
+// and 2 whose k and v take q's split in the group (gemv.cu v4) and another
+// alone: each output within twice gemv.cu's float32 bound of the Linear's,
+// (K/32 + 8)·2⁻²⁴·Σ|x·w| each, plus the bias add's rounding.
 func TestLinearGroup(t *testing.T) {
 	be := gpuBackend(t)
 	r := rand.New(rand.NewPCG(21, 22))
 	const K = 520
 	ls := []linearLayer{loadLayer(t, be, r, 300, K, true), loadLayer(t, be, r, 72, K, false), loadLayer(t, be, r, 40, K, true), loadLayer(t, be, r, 1000, K, false)}
-	for _, T := range []int{1, 5, 16, 40} {
+	for _, T := range []int{1, 2, 5, 16, 40} {
 		x := randVec(r, T*K, 1)
 		g, s := run(t, be, x, T, K, ls, true), run(t, be, x, T, K, ls, false)
 		for i := range ls {
 			sameBits(t, fmt.Sprintf("T=%d layer %d", T, i), g[i], s[i])
 		}
+	}
+	qkv := []linearLayer{loadLayer(t, be, r, 2560, K, true), loadLayer(t, be, r, 640, K, false), loadLayer(t, be, r, 640, K, true)}
+	for _, T := range []int{1, 2} {
+		x := randVec(r, T*K, 1)
+		g, s := run(t, be, x, T, K, qkv, true), run(t, be, x, T, K, qkv, false)
+		for i, l := range qkv {
+			for j := range g[i] {
+				tt, n := j/l.N, j%l.N
+				var mag float64
+				for k := range K {
+					mag += math.Abs(float64(x[tt*K+k]) * float64(l.wv[n*K+k]))
+				}
+				tol := 2*float64(K/32+8)*u32*mag + 2*u32*math.Abs(float64(s[i][j]))
+				if d := math.Abs(float64(g[i][j]) - float64(s[i][j])); g[i][j] != g[i][j] || !(d <= tol) {
+					t.Fatalf("T=%d q|k|v layer %d: y[%d] = %g grouped, %g alone (|diff| %.3g > tol %.3g)", T, i, j, g[i][j], s[i][j], d, tol)
+				}
+			}
+		}
+		// q's split is the group's (2 for 3840 channels, as for 2560): its bits too.
+		sameBits(t, fmt.Sprintf("T=%d q|k|v layer 0", T), g[0], s[0])
 	}
 	// A refused form: two outputs the same tensor.
 	xt, _ := be.Alloc(backend.F32, 1, K)

@@ -355,8 +355,11 @@ func (b *Backend) linearOperands(op string, dst, x backend.Tensor, w, bias backe
 // fp16Path picks linear.cu, one launch per kernels.LinearMaxGroups weights
 // over their concatenated output channels, each layer's result bitwise
 // that of its own Linear (linear.cu computes a group's m-tiles as a launch
-// of it alone); otherwise (packed weights, DEC, gemv.cu or cuBLASLt
-// batches) one Linear per weight.
+// of it alone); where it picks gemv.cu, one launch per
+// kernels.GEMVMaxGroups weights with one split-K factor for their summed
+// channels (each layer's result that of its own Linear where its own
+// split is the same: gate and up, not k and v at Llama shapes); otherwise
+// (packed weights, DEC, cuBLASLt batches) one Linear per weight.
 func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
 	const op = "LinearGroup"
 	if b.failed() {
@@ -386,6 +389,17 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		}
 	}
 	T, K := xt.matrix()
+	if grouped && b.fp16Path(T, K) == pathGEMV {
+		// Decode: one gemv.cu launch per kernels.GEMVMaxGroups weights,
+		// one split-K factor for their summed channels (v9: k and v take
+		// q's split, gate and up keep theirs).
+		for len(groups) > 0 {
+			gs := groups[:min(len(groups), kernels.GEMVMaxGroups)]
+			groups = groups[len(gs):]
+			b.launchGEMVGroup(op, xt, T, K, gs)
+		}
+		return
+	}
 	if !grouped || b.fp16Path(T, K) != pathMMA {
 		b.decGroup(xt.ptr) // fused DEC weights over x share their selection lists
 		for i, w := range ws {
@@ -403,6 +417,17 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		groups = groups[len(gs):]
 		b.launchLinear(op, xt, T, K, gs...)
 	}
+}
+
+// launchGEMVGroup queues one gemv.cu launch over groups sharing x [T, K].
+func (b *Backend) launchGEMVGroup(op string, xt *tensor, T, K int, groups []kernels.LinearGroup) {
+	key := []uint64{u64(xt.ptr), u64(T), u64(K)}
+	for _, g := range groups {
+		key = append(key, u64(g.Y), u64(g.W), u64(g.Bias), u64(g.N))
+	}
+	b.launch(op, func(c *cuda.Ctx) error {
+		return b.gemv.LaunchGroups(c, b.stream, xt.ptr, T, K, groups...)
+	}, key...)
 }
 
 // launchLinear queues one linear.cu launch over groups sharing x [T, K].

@@ -16,7 +16,9 @@
 // SM read the same x). kUnroll loads are issued before their math so each
 // lane keeps 64 bytes of weights in flight. Each warp's partial sums are
 // reduced with xor shuffles, the S slices added in slice order through
-// shared memory: a fixed order, deterministic.
+// shared memory: a fixed order, deterministic. A launch computes up to
+// kMaxGroups weights over the same x (q, k, v), CTA ranges one after the
+// other, with one S for all.
 //
 // Programmatic dependent launch: gemv.cu is a GridDependent program
 // (gemv.go). Every thread waits for the kernel ahead (gridDependencyWait)
@@ -31,6 +33,12 @@
 //   v3 programmatic dependent launch, optional early weight loads (v6): in a
 //      graph of 8 Llama-3.1-8B layers -1.6 us a layer with PDL, -1.1 more
 //      with the early loads (13 launches a layer; 181 us).
+//   v4 groups: q, k and v (gate and up) in one grid with one split
+//      for their summed N (decode-step.md v9): k and v 1024x4096 took split
+//      4 alone and take q's 2 in the group of 6144 channels, so their sums
+//      add in a different order than v3's. In a Llama-3.1-8B step (ncu):
+//      q|k|v 19.8 us (84% of the read ceiling; v3 28.2 for the three),
+//      gate|up 78.7 us (98%; v3 86.0): -0.40 to -0.48 ms a decode step.
 // Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
 // otherwise.
 //
@@ -76,14 +84,33 @@ __device__ __forceinline__ void fma8(float (&acc)[T], const uint4& w, const floa
   }
 }
 
+// kMaxGroups is the most weights one launch computes (q, k, v; gate, up).
+constexpr int kMaxGroups = 3;
+
+// gemv_f16 computes up to kMaxGroups weights (W_i, bias_i, y_i, N_i) that
+// share x in one grid: the first ceil(N0 / (kWarps / S)) CTAs take weight
+// 0's channels, the next ones weight 1's, and so on (a CTA never straddles
+// two weights); a weight with N = 0 has no CTAs. One split S for all of
+// them; a weight's bits depend only on S, not on the others in the launch.
 template <int T, int S>
-__global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x, const u16* __restrict__ W,
-                                                     const float* __restrict__ bias, float* __restrict__ y, int N, int K,
-                                                     int early) {
+__global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x, int K, int early,
+                                                     const u16* W0, const float* b0, float* y0, int N0,
+                                                     const u16* W1, const float* b1, float* y1, int N1,
+                                                     const u16* W2, const float* b2, float* y2, int N2) {
+  constexpr int kPer = kWarps / S;
+  // The CTA's weight, from the launch's parameters only (no memory access
+  // before the dependency wait below).
+  const int c0 = (N0 + kPer - 1) / kPer, c1 = (N1 + kPer - 1) / kPer, bx = blockIdx.x;
+  const int g = bx < c0 ? 0 : bx < c0 + c1 ? 1 : 2;
+  const u16* __restrict__ W = g == 0 ? W0 : g == 1 ? W1 : W2;
+  const float* __restrict__ bias = g == 0 ? b0 : g == 1 ? b1 : b2;
+  float* __restrict__ y = g == 0 ? y0 : g == 1 ? y1 : y2;
+  const int N = g == 0 ? N0 : g == 1 ? N1 : N2;
+  const int cta = bx - (g > 0 ? c0 : 0) - (g > 1 ? c1 : 0);
   static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
   __shared__ float part[kWarps][T];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int n = blockIdx.x * (kWarps / S) + warp / S, slice = warp % S;
+  const int n = cta * kPer + warp / S, slice = warp % S;
   // Slice bounds: K/S rounded up to whole 8-channel chunks.
   const int sliceLen = (K / kChunk + S - 1) / S * kChunk;
   const int k0 = slice * sliceLen, k1 = min(K, k0 + sliceLen);

@@ -32,6 +32,10 @@ func gemvSplitFor(N int) int {
 	return 1
 }
 
+// GEMVMaxGroups is the most weights one GEMV.LaunchGroups computes
+// (gemv.cu's kMaxGroups).
+const GEMVMaxGroups = 3
+
 // GEMV holds gemv.cu's kernels, one per (row count 1..GEMVMaxRows, split).
 type GEMV struct {
 	fns [GEMVMaxRows + 1][len(gemvSplits)]cuda.Function
@@ -82,22 +86,27 @@ func (g *GEMV) Launch(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.DevicePtr,
 	return g.launchSplit(c, st, y, x, w, bias, T, N, K, gemvSplitFor(N))
 }
 
+// splitIndex returns the index of split-K factor s in gemvSplits.
+func splitIndex(s int) (int, error) {
+	for i, v := range gemvSplits {
+		if v == s {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("kernels: gemv: no split-K factor %d", s)
+}
+
+// early is the kernels' early argument.
+func (g *GEMV) early() int32 {
+	if g.EarlyWeights {
+		return 1
+	}
+	return 0
+}
+
 // launchSplit launches with split-K factor s (one of gemvSplits).
 func (g *GEMV) launchSplit(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.DevicePtr, T, N, K, s int) error {
-	i := 0
-	for i < len(gemvSplits) && gemvSplits[i] != s {
-		i++
-	}
-	if i == len(gemvSplits) {
-		return fmt.Errorf("kernels: gemv: no split-K factor %d", s)
-	}
-	perCTA := gemvWarps / s
-	var early int32
-	if g.EarlyWeights {
-		early = 1
-	}
-	return c.Launch(g.fns[T][i], cuda.Dim3{X: (N + perCTA - 1) / perCTA}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
-		x, w, bias, y, int32(N), int32(K), early)
+	return g.LaunchGroupsSplit(c, st, x, T, K, s, LinearGroup{Y: y, W: w, Bias: bias, N: N})
 }
 
 // LaunchSplit is Launch with an explicit split-K factor (1, 2 or 4), for
@@ -107,4 +116,59 @@ func (g *GEMV) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.Devic
 		return fmt.Errorf("kernels: gemv: shape T=%d N=%d K=%d does not fit", T, N, K)
 	}
 	return g.launchSplit(c, st, y, x, w, bias, T, N, K, split)
+}
+
+// GroupSplit is the split-K factor LaunchGroups takes for weights with
+// these output channel counts: that of one weight of their summed N, so
+// q|k|v at Llama-3.1-8B shapes (6144 channels) all take q's split 2.
+func GroupSplit(Ns ...int) int {
+	sum := 0
+	for _, n := range Ns {
+		sum += n
+	}
+	return gemvSplitFor(sum)
+}
+
+// LaunchGroups computes, in one launch, y_i = x·W_iᵀ + bias_i for up to
+// GEMVMaxGroups weights sharing x [T][K] float32 (kernels.LinearGroup as
+// for Linear.LaunchGroups: w [N][K] fp16, bias [N] float32 or 0, y [T][N]
+// float32), with one split-K factor for all of them, GroupSplit of their
+// Ns. Each weight's result is bitwise that of LaunchSplit of it alone at
+// that split (not always Launch's: a weight's own split may differ).
+func (g *GEMV) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, groups ...LinearGroup) error {
+	sum := 0
+	for _, gr := range groups {
+		sum += gr.N
+	}
+	return g.LaunchGroupsSplit(c, st, x, T, K, gemvSplitFor(sum), groups...)
+}
+
+// LaunchGroupsSplit is LaunchGroups with an explicit split-K factor (1, 2
+// or 4), for tests and tuning.
+func (g *GEMV) LaunchGroupsSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K, split int, groups ...LinearGroup) error {
+	if !g.Fits(T, K) {
+		return fmt.Errorf("kernels: gemv: x [%d, %d] does not fit", T, K)
+	}
+	if len(groups) < 1 || len(groups) > GEMVMaxGroups {
+		return fmt.Errorf("kernels: gemv: %d groups, want 1 to %d", len(groups), GEMVMaxGroups)
+	}
+	i, err := splitIndex(split)
+	if err != nil {
+		return err
+	}
+	perCTA := gemvWarps / split
+	var gs [GEMVMaxGroups]LinearGroup
+	ctas := 0
+	for j, gr := range groups {
+		if gr.N < 1 {
+			return fmt.Errorf("kernels: gemv: group %d has N = %d", j, gr.N)
+		}
+		gs[j] = gr
+		ctas += (gr.N + perCTA - 1) / perCTA
+	}
+	return c.Launch(g.fns[T][i], cuda.Dim3{X: ctas}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
+		x, int32(K), g.early(),
+		gs[0].W, gs[0].Bias, gs[0].Y, int32(gs[0].N),
+		gs[1].W, gs[1].Bias, gs[1].Y, int32(gs[1].N),
+		gs[2].W, gs[2].Bias, gs[2].Y, int32(gs[2].N))
 }

@@ -142,3 +142,149 @@ func TestGEMVDependentLaunch(t *testing.T) {
 		}
 	}
 }
+
+// TestGEMVGroups checks LaunchGroups: up to three weights over one x in one
+// grid, at every split-K factor, each output bitwise that of LaunchSplit of
+// its weight alone at the same split (the grid's CTA ranges and the
+// parameters picked per CTA are what the group adds) and within
+// TestGEMVMatchesReference's float32 bound of a float64 reference, every
+// element of the NaN-poisoned outputs written. LaunchGroups
+// takes GroupSplit of the summed channels: q|k|v at 8B's 4096+1024+1024
+// take 2, where k and v alone take 4. Bad forms are refused.
+func TestGEMVGroups(t *testing.T) {
+	d, _ := opsSetup(t)
+	g, err := kernels.LoadGEMV(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := kernels.GroupSplit(4096, 1024, 1024); s != 2 {
+		t.Errorf("GroupSplit(4096, 1024, 1024) = %d, want 2", s)
+	}
+	if s := kernels.GroupSplit(14336, 14336); s != 1 {
+		t.Errorf("GroupSplit(14336, 14336) = %d, want 1", s)
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, sh := range []struct {
+		T, K int
+		Ns   []int
+	}{{1, 1032, []int{1000, 257, 3}}, {2, 264, []int{130, 131}}, {5, 2048, []int{77}}, {1, 520, []int{2560, 640, 640}}} {
+		t.Run(fmt.Sprintf("T%d-K%d-N%v", sh.T, sh.K, sh.Ns), func(t *testing.T) {
+			m := newGPUMem(t, d)
+			x := make([]float32, sh.T*sh.K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+				if i%sh.K%37 == 3 {
+					x[i] *= 20
+				}
+			}
+			xp := m.put(cuda.Bytes(x))
+			ws := make([][]uint16, len(sh.Ns))
+			biases := make([][]float32, len(sh.Ns))
+			groups := make([]kernels.LinearGroup, len(sh.Ns))
+			for i, N := range sh.Ns {
+				ws[i] = make([]uint16, N*sh.K)
+				for j := range ws[i] {
+					ws[i][j] = half.FromFloat32(float32(0.02 * r.NormFloat64()))
+				}
+				groups[i] = kernels.LinearGroup{W: m.put(cuda.Bytes(ws[i])), N: N}
+				if i%2 == 0 {
+					biases[i] = make([]float32, N)
+					for j := range biases[i] {
+						biases[i][j] = float32(r.NormFloat64())
+					}
+					groups[i].Bias = m.put(cuda.Bytes(biases[i]))
+				}
+			}
+			outs := func(launch func(c *cuda.Ctx, s cuda.Stream, gs []kernels.LinearGroup) error) [][]float32 {
+				gs := append([]kernels.LinearGroup(nil), groups...)
+				for i := range gs {
+					gs[i].Y = m.put(cuda.Bytes(nanF32(sh.T * gs[i].N)))
+				}
+				m.run(func(c *cuda.Ctx, s cuda.Stream) error { return launch(c, s, gs) })
+				ys := make([][]float32, len(gs))
+				for i := range gs {
+					ys[i] = make([]float32, sh.T*gs[i].N)
+					m.read(cuda.Bytes(ys[i]), gs[i].Y)
+				}
+				return ys
+			}
+			for _, split := range []int{1, 2, 4, kernels.GroupSplit(sh.Ns...)} {
+				got := outs(func(c *cuda.Ctx, s cuda.Stream, gs []kernels.LinearGroup) error {
+					return g.LaunchGroupsSplit(c, s, xp, sh.T, sh.K, split, gs...)
+				})
+				if split == kernels.GroupSplit(sh.Ns...) {
+					auto := outs(func(c *cuda.Ctx, s cuda.Stream, gs []kernels.LinearGroup) error {
+						return g.LaunchGroups(c, s, xp, sh.T, sh.K, gs...)
+					})
+					for i := range got {
+						sameF32Bits(t, fmt.Sprintf("LaunchGroups weight %d", i), auto[i], got[i])
+					}
+				}
+				alone := outs(func(c *cuda.Ctx, s cuda.Stream, gs []kernels.LinearGroup) error {
+					for _, gr := range gs {
+						if err := g.LaunchSplit(c, s, gr.Y, xp, gr.W, gr.Bias, sh.T, gr.N, sh.K, split); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				for i, N := range sh.Ns {
+					sameF32Bits(t, fmt.Sprintf("split %d weight %d", split, i), got[i], alone[i])
+					for ti := range sh.T {
+						for n := range N {
+							var want, mag float64
+							for k := range sh.K {
+								p := float64(x[ti*sh.K+k]) * float64(half.ToFloat32(ws[i][n*sh.K+k]))
+								want += p
+								mag += math.Abs(p)
+							}
+							if biases[i] != nil {
+								want += float64(biases[i][n])
+								mag += math.Abs(float64(biases[i][n]))
+							}
+							tol := float64(sh.K/32+8) * 0x1p-24 * mag
+							y := float64(got[i][ti*N+n])
+							if y != y || math.Abs(y-want) > tol {
+								t.Fatalf("split %d weight %d: y[%d,%d] = %g, want %g (tol %.3g)", split, i, ti, n, y, want, tol)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+	// Refused before any launch (the pointers are never used).
+	one := kernels.LinearGroup{Y: 1, W: 1, N: 8}
+	for name, launch := range map[string]func(c *cuda.Ctx, s cuda.Stream) error{
+		"four groups": func(c *cuda.Ctx, s cuda.Stream) error {
+			return g.LaunchGroups(c, s, 1, 1, 8, one, one, one, one)
+		},
+		"N = 0": func(c *cuda.Ctx, s cuda.Stream) error {
+			return g.LaunchGroups(c, s, 1, 1, 8, one, kernels.LinearGroup{Y: 1, W: 1})
+		},
+		"split 3": func(c *cuda.Ctx, s cuda.Stream) error {
+			return g.LaunchGroupsSplit(c, s, 1, 1, 8, 3, one)
+		},
+		"T = 9": func(c *cuda.Ctx, s cuda.Stream) error {
+			return g.LaunchGroups(c, s, 1, 9, 8, one)
+		},
+	} {
+		var err error
+		if derr := d.Do(func(c *cuda.Ctx) error { err = launch(c, d.Stream()); return nil }); derr != nil {
+			t.Fatal(derr)
+		}
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// sameF32Bits fails unless a and b are bitwise equal.
+func sameF32Bits(t *testing.T, what string, a, b []float32) {
+	t.Helper()
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("%s: element %d = %g, want %g", what, i, a[i], b[i])
+		}
+	}
+}
