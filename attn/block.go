@@ -673,9 +673,7 @@ func (w *worker) softmax(st *state, t0, n int) {
 		if m != st.m[r] {
 			a := exp32(st.m[r] - m)
 			st.l[r] *= a
-			for c := range st.acc[r*d : (r+1)*d] {
-				st.acc[r*d+c] *= a
-			}
+			w.k.scaleF32(st.acc[r*d:(r+1)*d], a)
 			for c := range st.zacc[r*st.vgroups : (r+1)*st.vgroups] {
 				st.zacc[r*st.vgroups+c] *= a
 			}

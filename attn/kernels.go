@@ -65,6 +65,9 @@ type kernels struct {
 	// multiple of 16).
 	maxF32 func(x []float32) float32
 	// dotF32 returns Σ a[i]·b[i], len(a) a multiple of 16.
+	// scaleF32 multiplies x by a in place (each x[i]·a rounded once, the
+	// bits of the Go loop).
+	scaleF32 func(x []float32, a float32)
 	dotF32 func(a, b []float32) float32
 	// foldQuery writes qs = q ⊙ s and returns bias = Σ q ⊙ z; with qi not
 	// nil it also quantizes qs to int8 with the step a = max|qs|/127
@@ -197,6 +200,7 @@ var genericKernels = kernels{
 	expSub:    expSubGo,
 	maxF32:    maxF32Go,
 	dotF32:    dotF32Go,
+	scaleF32:  scaleF32Go,
 
 	foldQuery:    foldQueryGo,
 	deinterleave: deinterleaveGo,
@@ -407,6 +411,12 @@ func maxF32Go(x []float32) float32 {
 		m = max(m, v)
 	}
 	return m
+}
+
+func scaleF32Go(x []float32, a float32) {
+	for i := range x {
+		x[i] *= a
+	}
 }
 
 func dotF32Go(a, b []float32) float32 {

@@ -55,6 +55,9 @@ func maxF32AVX512(x *float32, n int) float32
 func dotF32AVX512(a, b *float32, n int) float32
 
 //go:noescape
+func scaleF32AVX512(x *float32, n int, a float32)
+
+//go:noescape
 func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 
 //go:noescape
@@ -360,6 +363,16 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			}
 			return s.dotF32(&a[0], &b[0], len(a))
 		},
+	}
+	k.scaleF32 = scaleF32Go
+	if level >= cpufeat.AVX512 {
+		k.scaleF32 = func(x []float32, a float32) {
+			if n := len(x); n >= vecLen {
+				scaleF32AVX512(&x[0], n, a) // whole vectors, then the tail masked
+			} else {
+				scaleF32Go(x, a)
+			}
+		}
 	}
 	k.foldQuery, k.deinterleave = foldQueryGo, deinterleaveGo
 	if s.foldQuery != nil {

@@ -697,6 +697,22 @@ func TestQuantWRowsU8(t *testing.T) {
 	}
 }
 
+// TestScaleF32: every level's in-place scale gives the Go loop's bits at
+// lengths with and without a tail, and leaves the values past x alone.
+func TestScaleF32(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, k := range levelSets() {
+		for _, n := range []int{1, 15, 16, 17, 31, 80, 128, 261} {
+			x := randF32(r, n+3, 2)
+			want := append([]float32(nil), x...)
+			a := float32(r.Float64())
+			k.scaleF32(x[:n], a)
+			scaleF32Go(want[:n], a)
+			sameBits(t, fmt.Sprintf("%v scaleF32 n=%d", k, n), x, want)
+		}
+	}
+}
+
 // u8Sets returns the kernel sets that have softmaxU8: the pure-Go one and
 // this machine's.
 func u8Sets() []*kernels {
