@@ -65,10 +65,10 @@ type kernels struct {
 	// multiple of 16).
 	maxF32 func(x []float32) float32
 	// dotF32 returns Σ a[i]·b[i], len(a) a multiple of 16.
+	dotF32 func(a, b []float32) float32
 	// scaleF32 multiplies x by a in place (each x[i]·a rounded once, the
 	// bits of the Go loop).
 	scaleF32 func(x []float32, a float32)
-	dotF32 func(a, b []float32) float32
 	// foldQuery writes qs = q ⊙ s and returns bias = Σ q ⊙ z; with qi not
 	// nil it also quantizes qs to int8 with the step a = max|qs|/127
 	// (round to nearest even), returning a (0 for an all-zero qs). len(q)
