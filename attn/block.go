@@ -81,6 +81,10 @@ type worker struct {
 	wq8    []uint8    // [rows4(R)][V groups][npad] u8 PV weights (pvU8)
 	delta  []float32  // [rows4(R)] steps of wq
 	zsum   []float32  // [R][V groups] Σ p·z of one run
+	sw     []float32  // [R][V groups] Σ p·s of one run (softmaxU8's scratch)
+	mrow   []float32  // [R] the running max each row's exp subtracts (softmaxU8; +Inf: no visible token yet)
+	lsum   []float32  // [R] Σ p of one run (softmaxU8)
+	expU8  bool       // this block's exp runs in softmaxU8, fused with the u8 weights' quantization
 	onesD  []float32  // [D] 1
 	hpad   []uint16   // the residual's last fp16 rows, padded to a tile
 	spare  []float32  // [npad] the unused second output of an odd row
@@ -121,7 +125,8 @@ func newWorker(p Params, k *kernels) *worker {
 		pf: make([]float32, max(2*npad*(d/minGroup), 2*d)), zs: make([]float32, npad*(d/minGroup)),
 		vs: make([]float32, npad*(d/minGroup)), wq: make([]int16, rows4(r)*npad*(d/minGroup)),
 		wq8: make([]uint8, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
-		zsum:  make([]float32, r*(d/minGroup)),
+		zsum: make([]float32, r*(d/minGroup)), sw: make([]float32, r*(d/minGroup)),
+		mrow: make([]float32, r), lsum: make([]float32, r),
 		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r)}
 	for i := range w.ones {
 		w.ones[i] = 1
@@ -194,6 +199,7 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 				}
 			}
 			w.blockScores(base[:f.K.Bytes], nr)
+			w.expU8 = w.fusedExpU8(f.V, nr)
 			w.softmax(st, t, nr)
 			w.blockValues(st, base[f.K.Bytes:f.K.Bytes+f.V.Bytes], nr)
 			t += nr
@@ -203,6 +209,7 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 		off := h * nr * w.d
 		w.nextK, w.nextV = nil, nil
 		w.floatScores(&keySrc{kind: srcHalf, u16: s.ResK[off : off+n*w.d]}, n)
+		w.expU8 = false
 		w.softmax(st, t, n)
 		w.halfValues(st, s.ResV[off:off+n*w.d], n)
 		t += n
@@ -461,11 +468,24 @@ func (w *worker) quantRows4(s, z []float32, wide bool) int {
 	d, r := w.d, 0
 	for ; r+4 <= w.r; r += 4 {
 		w.k.foldQuery4(w.qi[r*d:(r+4)*d], w.qs[r*d:(r+4)*d], w.q[r*d:(r+4)*d], s, z, w.qa[r:r+4], w.qb[r:r+4])
-		for i := r; i < r+4; i++ {
-			w.bcastRow(i, false)
-		}
+		w.bcastRows(r, 4)
 	}
 	return r
+}
+
+// bcastRows is bcastRow (not wide) for rows r..r+n-1 in one call: the
+// broadcast layouts place each row's d channels at 4·d bytes per row, so
+// n rows are one call on n·d channels.
+func (w *worker) bcastRows(r, n int) {
+	d := w.d
+	qi, dst := w.qi[r*d:(r+n)*d], w.qb4[4*r*d:4*(r+n)*d]
+	if w.i4 {
+		w.k.bcastQ4(dst, qi)
+	} else if w.i2 {
+		w.k.bcastQ2(dst, qi)
+	} else if w.x4() {
+		w.k.bcastQ(dst, qi)
+	}
 }
 
 // bcastRow writes row r's quantized query in the layout of the four-row
@@ -631,7 +651,9 @@ func (w *worker) dequantRows(dst []float32, lay kv.TensorLayout, src []byte, cod
 
 // softmax masks the scores of tokens [t0, t0+n), updates the running max
 // and denominator, rescales the accumulators, and turns w.scores into the
-// unnormalized probabilities exp(score - m) (0 past n).
+// unnormalized probabilities exp(score - m) (0 past n). With w.expU8 the
+// exp and the denominator's sum are left to softmaxU8 (intValuesU8),
+// which subtracts w.mrow.
 func (w *worker) softmax(st *state, t0, n int) {
 	d, np := st.d, w.npad
 	ninf := float32(math.Inf(-1))
@@ -645,21 +667,31 @@ func (w *worker) softmax(st *state, t0, n int) {
 		m := max(st.m[r], w.k.maxF32(sc))
 		if math.IsInf(float64(m), -1) {
 			clear(sc)
+			w.mrow[r] = float32(math.Inf(1)) // every exp 0
 			continue
 		}
 		if m != st.m[r] {
 			a := exp32(st.m[r] - m)
 			st.l[r] *= a
-			for c := range st.acc[r*d : (r+1)*d] {
-				st.acc[r*d+c] *= a
-			}
+			w.k.scaleF32(st.acc[r*d:(r+1)*d], a)
 			for c := range st.zacc[r*st.vgroups : (r+1)*st.vgroups] {
 				st.zacc[r*st.vgroups+c] *= a
 			}
 			st.m[r] = m
 		}
+		if w.expU8 {
+			w.mrow[r] = m
+			continue
+		}
 		st.l[r] += w.k.expSub(sc, m)
 	}
+}
+
+// fusedExpU8 reports whether a block's exp runs in softmaxU8 with its
+// weights' quantization: values on the pvU8 path, at a level with the
+// fused kernel.
+func (w *worker) fusedExpU8(lay kv.TensorLayout, n int) bool {
+	return w.k.softmaxU8 != nil && w.u8Vals(lay) && w.k.pvS16 != nil && w.d%zmmBytes == 0 && n%x4Tokens == 0
 }
 
 // pv adds the weights w (rows at stride w.npad) times the n rows of v
@@ -809,7 +841,14 @@ func (w *worker) intValuesU8(st *state, packed []byte, n, groups, bits int) {
 	ldw := groups * np
 	for t0 := 0; t0 < n; t0 += PVMaxTokens {
 		tn := min(PVMaxTokens, n-t0)
-		w.k.quantWRowsU8(w.wq8, ldw, np, w.scores[t0:], np, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, mid, w.delta, w.zsum)
+		if w.expU8 { // the exp of the run, Σ p, and the weights
+			w.k.softmaxU8(w.wq8, ldw, np, w.scores[t0:], np, w.mrow, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
+			for r, l := range w.lsum[:w.r] {
+				st.l[r] += l
+			}
+		} else {
+			w.k.quantWRowsU8(w.wq8, ldw, np, w.scores[t0:], np, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, mid, w.delta, w.zsum)
+		}
 		for i, z := range w.zsum[:w.r*groups] {
 			st.zacc[i] += z
 		}

@@ -66,6 +66,9 @@ type kernels struct {
 	maxF32 func(x []float32) float32
 	// dotF32 returns Σ a[i]·b[i], len(a) a multiple of 16.
 	dotF32 func(a, b []float32) float32
+	// scaleF32 multiplies x by a in place (each x[i]·a rounded once, the
+	// bits of the Go loop).
+	scaleF32 func(x []float32, a float32)
 	// foldQuery writes qs = q ⊙ s and returns bias = Σ q ⊙ z; with qi not
 	// nil it also quantizes qs to int8 with the step a = max|qs|/127
 	// (round to nearest even), returning a (0 for an all-zero qs). len(q)
@@ -121,6 +124,17 @@ type kernels struct {
 	// zsum[r·groups+j] = Σ_t p[t]·z[j·lds+t] + mid·Σ_t (w_t - Δ·wq_t),
 	// so that the PV's error is Σ_t (Δ·wq_t - w_t)·(code_t - mid).
 	quantWRowsU8 func(wq []uint8, ldw, ldq int, p []float32, ldp int, s, z []float32, lds, n, groups, rows int, mid float32, delta, zsum []float32)
+	// softmaxU8 is the softmax's exp fused with quantWRowsU8 for pvU8
+	// (rows r < rows, x rows at stride ldx): x[t] is replaced by
+	// p_t = expU8(x[t] - m[r]) (within expU8RelErr of e^(x-m): the weights
+	// are rounded to 8 bits next, so the exp needs ~10 bits, not 24),
+	// lsum[r] = Σ_t p_t (lanes folded as in sum16), and the weights
+	// w = p·s are quantized as quantWRowsU8 does (delta[r] = max w/255,
+	// wq = rint(w/Δ)), the residues' sum taken as Σ_t w_t - Δ·Σ_t wq_t:
+	// zsum[r·groups+j] = Σ_t p_t·z[j·lds+t] + mid·(Σ_t w_t - Δ·Σ_t wq_t).
+	// sw is scratch of rows·groups floats. Nil where the level has no
+	// such kernel (then expSub and quantWRowsU8 run).
+	softmaxU8 func(wq []uint8, ldw, ldq int, x []float32, ldx int, m, s, z []float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw []float32)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
 	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
@@ -186,6 +200,7 @@ var genericKernels = kernels{
 	expSub:    expSubGo,
 	maxF32:    maxF32Go,
 	dotF32:    dotF32Go,
+	scaleF32:  scaleF32Go,
 
 	foldQuery:    foldQueryGo,
 	deinterleave: deinterleaveGo,
@@ -215,6 +230,7 @@ var genericU8Kernels = func() kernels {
 	k := genericVNNIKernels
 	k.pvU8 = pvU8Go
 	k.quantWRowsU8 = quantWRowsU8Go
+	k.softmaxU8 = softmaxU8Go
 	return k
 }()
 
@@ -395,6 +411,12 @@ func maxF32Go(x []float32) float32 {
 		m = max(m, v)
 	}
 	return m
+}
+
+func scaleF32Go(x []float32, a float32) {
+	for i := range x {
+		x[i] *= a
+	}
 }
 
 func dotF32Go(a, b []float32) float32 {
@@ -661,5 +683,88 @@ func cvtFP8Go(dst []float32, src []byte, e4m3 bool) {
 	dst = dst[:len(src)]
 	for i, b := range src {
 		dst[i] = lut[b]
+	}
+}
+
+// The exp of the u8-weight path (softmaxU8): its probabilities go to the
+// PV as weights rounded to 8 bits (steps of max w/255, a relative error up
+// to 2^-9 at the largest weight), so a degree-3 polynomial for 2^f on
+// |f| <= 1/2 (minimax for the relative error, 7.5e-5 before float32
+// rounding) serves instead of exp32's degree 5 with Cody-Waite's two-part
+// ln 2: x·log2 e = n + f, n = rint, 2^n put into the exponent bits.
+// Arguments below expU8Min (2^-125) give 0, so every result is normal.
+// Relative error within expU8RelErr of e^x (TestExpU8Sweep: 7.5e-5 of
+// the polynomial, the reduction's |x·log2 e|·eps <= 1.5e-5, float32
+// rounding).
+const (
+	expU8Min    = -86.64339 // -125·ln 2
+	expU8C0     = 0.99992806
+	expU8C1     = 0.69326097
+	expU8C2     = 0.24261113
+	expU8C3     = 0.05517167
+	expU8Magic  = 12582912.0 // 1.5·2^23: adding it rounds to an integer
+	expU8RelErr = 1e-4
+)
+
+// expU8 returns e^x for x <= 0 as softmaxU8's kernels compute it (the
+// AVX-512 kernel's FMAs round once where these steps round twice: the
+// two agree within expU8RelErr of e^x, not bit for bit).
+func expU8(x float32) float32 {
+	if !(x >= expU8Min) { // -Inf, NaN, and below 2^-125
+		return 0
+	}
+	y := float64(x) * expLog2e
+	n := math.RoundToEven(y)
+	f := y - n
+	p := ((expU8C3*f+expU8C2)*f+expU8C1)*f + expU8C0
+	return float32(p) * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
+
+func softmaxU8Go(wq []uint8, ldw, ldq int, x []float32, ldx int, m, s, z []float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw []float32) {
+	for r := 0; r < rows; r++ {
+		var l [16]float32
+		xr := x[r*ldx : r*ldx+n]
+		for t := range xr {
+			e := expU8(xr[t] - m[r])
+			xr[t] = e
+			l[t%16] += e
+		}
+		lsum[r] = sum16(&l)
+	}
+	quantU8Rows(wq, ldw, ldq, x, ldx, s, z, lds, n, groups, rows, mid, delta, zsum, sw)
+}
+
+// quantU8Rows is softmaxU8's quantization of the weights p·s (p the
+// rows of x): the steps and codes of quantWRowsU8, the residues' sum as
+// Σ w - Δ·Σ wq (w's lane sums in the order of sum16, as the kernels).
+func quantU8Rows(wq []uint8, ldw, ldq int, p []float32, ldp int, s, z []float32, lds, n, groups, rows int, mid float32, delta, zsum, sw []float32) {
+	for r := 0; r < rows; r++ {
+		pr := p[r*ldp : r*ldp+n]
+		var m float32
+		for j := 0; j < groups; j++ {
+			var zl, wl [16]float32
+			for t, x := range pr {
+				w := x * s[j*lds+t]
+				m = max(m, w)
+				zl[t%16] += x * z[j*lds+t]
+				wl[t%16] += w
+			}
+			zsum[r*groups+j], sw[r*groups+j] = sum16(&zl), sum16(&wl)
+		}
+		var dl, inv float32
+		if m > 0 {
+			dl, inv = m/255, 255/m
+		}
+		delta[r] = dl
+		for j := 0; j < groups; j++ {
+			var sq int32
+			for t, x := range pr {
+				q := int32(math.RoundToEven(float64(x * s[j*lds+t] * inv)))
+				wq[r*ldw+j*ldq+t] = uint8(q)
+				sq += q
+			}
+			corr := sw[r*groups+j] - float32(dl*float32(sq))
+			zsum[r*groups+j] += float32(mid * corr)
+		}
 	}
 }

@@ -55,6 +55,9 @@ func maxF32AVX512(x *float32, n int) float32
 func dotF32AVX512(a, b *float32, n int) float32
 
 //go:noescape
+func scaleF32AVX512(x *float32, n int, a float32)
+
+//go:noescape
 func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 
 //go:noescape
@@ -119,6 +122,9 @@ func pvU8I2x2VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq i
 
 //go:noescape
 func quantWRowsU8AVX512(wq *uint8, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum *float32)
+
+//go:noescape
+func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32)
 
 //go:noescape
 func unpack2VBMI(dst *uint8, src *byte, n int)
@@ -357,6 +363,16 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			}
 			return s.dotF32(&a[0], &b[0], len(a))
 		},
+	}
+	k.scaleF32 = scaleF32Go
+	if level >= cpufeat.AVX512 {
+		k.scaleF32 = func(x []float32, a float32) {
+			if n := len(x); n >= vecLen {
+				scaleF32AVX512(&x[0], n, a) // whole vectors, then the tail masked
+			} else {
+				scaleF32Go(x, a)
+			}
+		}
 	}
 	k.foldQuery, k.deinterleave = foldQueryGo, deinterleaveGo
 	if s.foldQuery != nil {
@@ -641,6 +657,19 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			if n > 0 {
 				quantWRowsU8AVX512(&wq[0], ldw, ldq, &p[0], ldp, &sc[0], &z[0], lds, n, groups, rows, mid, &delta[0], &zsum[0])
 			}
+		}
+		k.softmaxU8 = func(wq []uint8, ldw, ldq int, x []float32, ldx int, m, sc, z []float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw []float32) {
+			if !(n%vecLen == 0 && groups >= 1 && rows >= 1 && n <= ldq && n <= lds && n <= ldx &&
+				len(x) >= (rows-1)*ldx+n && len(m) >= rows && len(sc) >= (groups-1)*lds+n && len(z) >= (groups-1)*lds+n &&
+				len(wq) >= (rows-1)*ldw+(groups-1)*ldq+n && len(delta) >= rows && len(zsum) >= rows*groups &&
+				len(lsum) >= rows && len(sw) >= rows*groups) {
+				bad("softmaxU8", n, groups, rows)
+			}
+			if n > 0 {
+				softmaxU8AVX512(&wq[0], ldw, ldq, &x[0], ldx, &m[0], &sc[0], &z[0], lds, n, groups, rows, mid, &delta[0], &zsum[0], &lsum[0], &sw[0])
+				return
+			}
+			softmaxU8Go(wq, ldw, ldq, x, ldx, m, sc, z, lds, n, groups, rows, mid, delta, zsum, lsum, sw)
 		}
 	}
 	return k

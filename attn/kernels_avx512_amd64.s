@@ -2896,3 +2896,33 @@ chunk:
 done:
 	VZEROUPPER
 	RET
+
+// func scaleF32AVX512(x *float32, n int, a float32)
+// x[i] *= a for i < n (n >= 16): whole vectors, then the last n%16 values
+// under a mask.
+TEXT ·scaleF32AVX512(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS a+16(FP), Z1
+	MOVQ         CX, DX
+	ANDQ         $15, DX
+	SHRQ         $4, CX
+loop:
+	VMULPS       (DI), Z1, Z0
+	VMOVUPS      Z0, (DI)
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          loop
+	TESTQ        DX, DX
+	JZ           done
+	MOVQ         DX, CX
+	MOVL         $1, AX
+	SHLL         CX, AX
+	DECL         AX                 // the tail's mask
+	KMOVW        AX, K1
+	VMOVUPS.Z    (DI), K1, Z0
+	VMULPS       Z0, Z1, Z0
+	VMOVUPS      Z0, K1, (DI)
+done:
+	VZEROUPPER
+	RET

@@ -566,7 +566,7 @@ func TestForceSelectsKernels(t *testing.T) {
 		if k.level != got || k.vnni != (got == cpufeat.AVX512 && d.VNNI) || k.vbmi != (got == cpufeat.AVX512 && d.VNNI && d.VBMI) {
 			t.Fatalf("Force(%v): kernels of level %v (vnni %v, vbmi %v)", l, k.level, k.vnni, k.vbmi)
 		}
-		compareDecode(t, "forced "+l.String(), p, q, out, want, st, queryQuantTol(k, p, seqsOf(caches), q), valueQuantTol(k, p, seqsOf(caches)))
+		compareDecode(t, "forced "+l.String(), p, q, out, want, st, queryQuantTol(k, p, seqsOf(caches), q), valueQuantTol(k, p, seqsOf(caches), st))
 	}
 }
 
@@ -690,6 +690,162 @@ func TestQuantWRowsU8(t *testing.T) {
 						if dl := float64(d2[row]); math.Abs(w-dl*q) > dl*(0.5+1e-5) || (dl == 0 && q != 0) {
 							t.Fatalf("quantWRowsU8Go: row %d group %d token %d: w %g, step %g, code %g", row, j, tk, w, dl, q)
 						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestScaleF32: every level's in-place scale gives the Go loop's bits at
+// lengths with and without a tail, and leaves the values past x alone.
+func TestScaleF32(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, k := range levelSets() {
+		for _, n := range []int{1, 15, 16, 17, 31, 80, 128, 261} {
+			x := randF32(r, n+3, 2)
+			want := append([]float32(nil), x...)
+			a := float32(r.Float64())
+			k.scaleF32(x[:n], a)
+			scaleF32Go(want[:n], a)
+			sameBits(t, fmt.Sprintf("%v scaleF32 n=%d", k, n), x, want)
+		}
+	}
+}
+
+// u8Sets returns the kernel sets that have softmaxU8: the pure-Go one and
+// this machine's.
+func u8Sets() []*kernels {
+	out := []*kernels{&genericU8Kernels}
+	for _, k := range levelSets() {
+		if k.softmaxU8 != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// TestExpU8Sweep: softmaxU8's exp on a dense sweep of [expU8Min, 0] (x - m
+// with m = 0 and m = 3) against math.Exp of the float32 argument: relative
+// error within expU8RelErr, exactly 0 below expU8Min, and Σ p within the
+// float32 sum's bound.
+func TestExpU8Sweep(t *testing.T) {
+	n := 1 << 16
+	if testing.Short() {
+		n = 1 << 12
+	}
+	for _, k := range u8Sets() {
+		for _, m := range []float32{0, 3} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(expU8Min*float64(i)/float64(n-16)) + m // the last 16 below expU8Min
+			}
+			got := append([]float32(nil), x...)
+			wq, s, z := make([]uint8, n), make([]float32, n), make([]float32, n)
+			delta, zsum, lsum, sw := nanSlice(1), nanSlice(1), nanSlice(1), nanSlice(1)
+			k.softmaxU8(wq, n, n, got, n, []float32{m}, s, z, n, n, 1, 1, 1.5, delta, zsum, lsum, sw)
+			worst, want := 0.0, 0.0
+			for i := range x {
+				a := x[i] - m
+				e := math.Exp(float64(a))
+				if a < expU8Min {
+					e = 0
+				}
+				want += e
+				g := float64(got[i])
+				if e == 0 {
+					if g != 0 {
+						t.Fatalf("%v softmaxU8: exp(%g) = %g, want 0", k, a, g)
+					}
+					continue
+				}
+				worst = max(worst, math.Abs(g-e)/e)
+				if g != g || math.Abs(g-e) > expU8RelErr*e {
+					t.Fatalf("%v softmaxU8: exp(%g) = %g, want %g (relative error %.3g > %.3g)", k, a, g, e, math.Abs(g-e)/e, float64(expU8RelErr))
+				}
+			}
+			t.Logf("%v m=%g: worst relative error %.3g", k, m, worst)
+			if math.Abs(float64(lsum[0])-want) > (expU8RelErr+float64(n/16+4)*eps32)*want {
+				t.Fatalf("%v softmaxU8 sum %g, want %g", k, lsum[0], want)
+			}
+			if delta[0] != 0 || zsum[0] != 0 {
+				t.Fatalf("%v softmaxU8 with zero scales: step %g, zero sum %g, want 0", k, delta[0], zsum[0])
+			}
+		}
+	}
+}
+
+// TestSoftmaxU8: the fused exp and u8 weights for several rows and groups
+// at every level that has them: each p within expU8RelErr of e^(x-m) (0
+// for -Inf, for a row whose m is +Inf, and past expU8Min), Σ p within its
+// float32 bound, and, from the kernel's own p, the steps and codes of
+// quantU8Rows (the Go steps) bit for bit, every weight within half a step,
+// and the zeros' sums with mid·(Σ w - Δ·Σ wq) within their float32 bound.
+func TestSoftmaxU8(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, k := range u8Sets() {
+		for _, groups := range []int{1, 2, 4} {
+			for _, rows := range []int{1, 3, 5} {
+				n, ld, mid := 48, 64, float32(7.5)
+				x := randF32(r, rows*ld, 4)
+				m := make([]float32, rows)
+				for row := range m {
+					m[row] = maxF32Go(x[row*ld : row*ld+n])
+					x[row*ld+5] = float32(math.Inf(-1))
+					x[row*ld+9] = m[row] - 90 // below expU8Min
+				}
+				if rows > 1 {
+					m[1] = float32(math.Inf(1)) // a row with no visible token yet
+				}
+				s, z := randF32(r, groups*ld, 1), randF32(r, groups*ld, 1)
+				for i := range s {
+					s[i] = abs32(s[i])
+				}
+				ldw := groups * ld
+				wq := make([]uint8, rows*ldw)
+				p := append([]float32(nil), x...)
+				delta, zsum, lsum, sw := nanSlice(rows), nanSlice(rows*groups), nanSlice(rows), nanSlice(rows*groups)
+				k.softmaxU8(wq, ldw, ld, p, ld, m, s, z, ld, n, groups, rows, mid, delta, zsum, lsum, sw)
+				name := fmt.Sprintf("%v softmaxU8 groups=%d rows=%d", k, groups, rows)
+				for row := 0; row < rows; row++ {
+					var sum float64
+					for tk := 0; tk < n; tk++ {
+						a := x[row*ld+tk] - m[row]
+						e := math.Exp(float64(a))
+						if !(a >= expU8Min) {
+							e = 0
+						}
+						g := float64(p[row*ld+tk])
+						if g != g || math.Abs(g-e) > expU8RelErr*e {
+							t.Fatalf("%s: row %d token %d: exp(%g) = %g, want %g", name, row, tk, a, g, e)
+						}
+						sum += g
+					}
+					if math.Abs(float64(lsum[row])-sum) > float64(n/16+4)*eps32*sum {
+						t.Fatalf("%s: row %d: Σ p = %g, want %g", name, row, lsum[row], sum)
+					}
+				}
+				wq2 := make([]uint8, rows*ldw)
+				d2, z2, sw2 := nanSlice(rows), nanSlice(rows*groups), nanSlice(rows*groups)
+				quantU8Rows(wq2, ldw, ld, p, ld, s, z, ld, n, groups, rows, mid, d2, z2, sw2)
+				sameBits(t, name+" steps", delta, d2)
+				sameWeights(t, name, wq, wq2)
+				for i := range zsum {
+					row, j := i/groups, i%groups
+					pr, dl := p[row*ld:row*ld+n], float64(delta[row])
+					var want, sumW float64
+					for tk := 0; tk < n; tk++ {
+						w := float64(pr[tk] * s[j*ld+tk]) // rounded as the kernels do
+						q := float64(wq[row*ldw+j*ld+tk])
+						if math.Abs(w-dl*q) > dl*(0.5+1e-5) || (dl == 0 && q != 0) {
+							t.Fatalf("%s: row %d group %d token %d: w %g, step %g, code %g", name, row, j, tk, w, dl, q)
+						}
+						want += float64(pr[tk])*float64(z[j*ld+tk]) + float64(mid)*(w-dl*q)
+						sumW += w
+					}
+					tol := dotTol(pr, z[j*ld:j*ld+n]) + float64(mid)*eps32*(float64(n/16+8)*sumW+float64(n)*dl)
+					if math.Abs(float64(zsum[i])-want) > tol || math.Abs(float64(z2[i])-want) > tol {
+						t.Fatalf("%s: zero sum %d = %g (Go %g), want %g (tol %.3g)", name, i, zsum[i], z2[i], want, tol)
 					}
 				}
 			}

@@ -703,3 +703,253 @@ q3:
 done:
 	VZEROUPPER
 	RET
+
+// Constants of softmaxU8AVX512 (kernels.go, expU8): expU8Min, log2 e,
+// 1.5·2^23, and the degree-3 polynomial for 2^f, c3 first.
+DATA expu8<>+0(SB)/4, $-86.64339
+DATA expu8<>+4(SB)/4, $1.44269504088896341
+DATA expu8<>+8(SB)/4, $12582912.0
+DATA expu8<>+12(SB)/4, $0.05517167
+DATA expu8<>+16(SB)/4, $0.24261113
+DATA expu8<>+20(SB)/4, $0.69326097
+DATA expu8<>+24(SB)/4, $0.99992806
+GLOBL expu8<>(SB), RODATA|NOPTR, $28
+
+// func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32)
+// softmaxU8 (kernels.go) in two loops over the rows, so that the rows'
+// latency chains (the folds, the divisions) overlap. First, per row: the
+// exp of x - m in place (d = x - m; t = d·log2 e + 1.5·2^23 by one FMA,
+// whose low mantissa bits hold n = rint(d·log2 e); f = d·log2 e - n by one
+// FMA; 2^f by three FMAs; 2^n added to the exponent bits: 5 multiplier
+// operations per 16 values against expSubAVX512's 8) and its lane sums;
+// then per group Σ p·z, Σ w and the largest w (w = p·s). Second, per row:
+// Δ = max/255, and per group the weights rounded to u8 steps (VCVTPS2DQ:
+// to nearest even; VPMOVUSDB) with their integer sum, and the zeros' sum
+// plus mid·(Σ w - Δ·Σ wq).
+TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-136
+	VBROADCASTSS expu8<>+0(SB), Z21  // expU8Min
+	VBROADCASTSS expu8<>+4(SB), Z22  // log2 e
+	VBROADCASTSS expu8<>+8(SB), Z25  // 1.5·2^23
+	VBROADCASTSS expu8<>+12(SB), Z26 // c3
+	VBROADCASTSS expu8<>+16(SB), Z27 // c2
+	VBROADCASTSS expu8<>+20(SB), Z28 // c1
+	VBROADCASTSS expu8<>+24(SB), Z29 // c0
+	MOVQ         lds+64(FP), R10
+	SHLQ         $2, R10
+	MOVQ         groups+80(FP), R12
+	MOVQ         n+72(FP), R8
+	SHRQ         $4, R8             // vectors per row
+	XORQ         R14, R14           // row
+row1:
+	CMPQ         R14, rows+88(FP)
+	JGE          pass2
+	MOVQ         ldx+32(FP), SI
+	IMULQ        R14, SI
+	SHLQ         $2, SI
+	ADDQ         x+24(FP), SI       // x row
+	MOVQ         m+40(FP), AX
+	VBROADCASTSS (AX)(R14*4), Z20
+	VPXORD       Z0, Z0, Z0         // Σ p lanes
+	MOVQ         SI, DI
+	MOVQ         R8, CX
+	TESTQ        CX, CX
+	JZ           exp3
+	CMPQ         R12, $1
+	JEQ          one
+exp2:
+	VMOVUPS      (DI), Z1
+	VSUBPS       Z20, Z1, Z1        // d = x - m
+	VCMPPS       $0x1d, Z21, Z1, K1 // d >= expU8Min (GE_OQ: false for NaN)
+	VMOVAPS      Z25, Z2
+	VFMADD231PS  Z22, Z1, Z2        // t = d·log2 e + 1.5·2^23
+	VSUBPS       Z25, Z2, Z3        // n
+	VFMSUB231PS  Z22, Z1, Z3        // f = d·log2 e - n
+	VMOVAPS      Z26, Z4
+	VFMADD213PS  Z27, Z3, Z4        // c3·f + c2
+	VFMADD213PS  Z28, Z3, Z4
+	VFMADD213PS  Z29, Z3, Z4        // 2^f
+	VPSLLD       $23, Z2, Z2        // n<<23
+	VPADDD.Z     Z2, Z4, K1, Z4     // 2^f·2^n, 0 where d < expU8Min
+	VMOVUPS      Z4, (DI)
+	VADDPS       Z4, Z0, Z0
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          exp2
+exp3:
+	HSUM16(VADDPS)
+	MOVQ         lsum+120(FP), AX
+	VMOVSS       X0, (AX)(R14*4)
+	MOVQ         R14, R15
+	CMPQ         R12, $1
+	JNE          grp0
+	VPXORD       Z5, Z5, Z5         // no tokens: no sums, max 0
+	MOVQ         zsum+112(FP), DX
+	VMOVSS       X5, (DX)(R14*4)
+	MOVQ         sw+128(FP), DX
+	VMOVSS       X5, (DX)(R14*4)
+	JMP          rmax
+one: // one group: the group's sums in the exp's loop (its FMA chain hidden)
+	MOVQ         s+48(FP), R13
+	MOVQ         z+56(FP), R9
+	XORQ         AX, AX
+	VPXORD       Z5, Z5, Z5         // max w
+	VPXORD       Z6, Z6, Z6         // Σ p·z lanes
+	VPXORD       Z7, Z7, Z7         // Σ w lanes
+exp1:
+	VMOVUPS      (SI)(AX*1), Z1
+	VSUBPS       Z20, Z1, Z1
+	VCMPPS       $0x1d, Z21, Z1, K1
+	VMOVAPS      Z25, Z2
+	VFMADD231PS  Z22, Z1, Z2
+	VSUBPS       Z25, Z2, Z3
+	VFMSUB231PS  Z22, Z1, Z3
+	VMOVAPS      Z26, Z4
+	VFMADD213PS  Z27, Z3, Z4
+	VFMADD213PS  Z28, Z3, Z4
+	VFMADD213PS  Z29, Z3, Z4
+	VPSLLD       $23, Z2, Z2
+	VPADDD.Z     Z2, Z4, K1, Z4     // p
+	VMOVUPS      Z4, (SI)(AX*1)
+	VADDPS       Z4, Z0, Z0
+	VFMADD231PS  (R9)(AX*1), Z4, Z6
+	VMULPS       (R13)(AX*1), Z4, Z4 // w
+	VMAXPS       Z4, Z5, Z5
+	VADDPS       Z4, Z7, Z7
+	ADDQ         $64, AX
+	DECQ         CX
+	JNZ          exp1
+	HSUM16(VADDPS)
+	MOVQ         lsum+120(FP), AX
+	VMOVSS       X0, (AX)(R14*4)
+	VMOVAPS      Z6, Z0
+	HSUM16(VADDPS)
+	MOVQ         zsum+112(FP), DX
+	VMOVSS       X0, (DX)(R14*4)
+	VMOVAPS      Z7, Z0
+	HSUM16(VADDPS)
+	MOVQ         sw+128(FP), DX
+	VMOVSS       X0, (DX)(R14*4)
+	JMP          rmax
+grp0:
+	IMULQ        R12, R15
+	SHLQ         $2, R15            // the row's first group sum (bytes)
+	VPXORD       Z5, Z5, Z5         // max w
+	MOVQ         s+48(FP), R13
+	MOVQ         z+56(FP), R9
+	MOVQ         R12, BX
+grp1:
+	XORQ         AX, AX
+	VPXORD       Z6, Z6, Z6         // Σ p·z lanes
+	VPXORD       Z7, Z7, Z7         // Σ w lanes
+	MOVQ         R8, CX
+	TESTQ        CX, CX
+	JZ           grp3
+grp2:
+	VMOVUPS      (SI)(AX*1), Z2
+	VFMADD231PS  (R9)(AX*1), Z2, Z6
+	VMULPS       (R13)(AX*1), Z2, Z2 // w
+	VMAXPS       Z2, Z5, Z5
+	VADDPS       Z2, Z7, Z7
+	ADDQ         $64, AX
+	DECQ         CX
+	JNZ          grp2
+grp3:
+	VMOVAPS      Z6, Z0
+	HSUM16(VADDPS)
+	MOVQ         zsum+112(FP), DX
+	VMOVSS       X0, (DX)(R15*1)
+	VMOVAPS      Z7, Z0
+	HSUM16(VADDPS)
+	MOVQ         sw+128(FP), DX
+	VMOVSS       X0, (DX)(R15*1)
+	ADDQ         $4, R15
+	ADDQ         R10, R13
+	ADDQ         R10, R9
+	DECQ         BX
+	JNZ          grp1
+rmax:
+	VMOVAPS      Z5, Z0
+	HSUM16(VMAXPS)
+	MOVQ         delta+104(FP), DX
+	VMOVSS       X0, (DX)(R14*4)    // the row's max until the second loop
+	INCQ         R14
+	JMP          row1
+pass2:
+	MOVQ         ldq+16(FP), R11
+	XORQ         R14, R14
+row2:
+	CMPQ         R14, rows+88(FP)
+	JGE          done
+	MOVQ         ldx+32(FP), SI
+	IMULQ        R14, SI
+	SHLQ         $2, SI
+	ADDQ         x+24(FP), SI
+	MOVQ         delta+104(FP), DX
+	VMOVSS       (DX)(R14*4), X0    // the row's max
+	VXORPS       X1, X1, X1
+	VXORPS       X3, X3, X3         // Δ
+	VXORPS       X4, X4, X4         // 1/Δ
+	MOVL         $0x437f0000, AX    // 255.0
+	VMOVD        AX, X2
+	VUCOMISS     X1, X0
+	JLS          quant
+	VDIVSS       X2, X0, X3
+	VDIVSS       X0, X2, X4
+quant:
+	VMOVSS       X3, (DX)(R14*4)
+	VBROADCASTSS X4, Z8
+	MOVQ         ldw+8(FP), DI
+	IMULQ        R14, DI
+	ADDQ         wq+0(FP), DI
+	MOVQ         s+48(FP), R13
+	MOVQ         R14, R15
+	IMULQ        R12, R15
+	SHLQ         $2, R15
+	MOVQ         R12, BX
+q1:
+	XORQ         AX, AX
+	XORQ         R9, R9
+	VPXORD       Z6, Z6, Z6         // Σ wq lanes (int32)
+	MOVQ         R8, CX
+	TESTQ        CX, CX
+	JZ           q3
+q2:
+	VMOVUPS      (SI)(AX*1), Z2
+	VMULPS       (R13)(AX*1), Z2, Z2 // w
+	VMULPS       Z8, Z2, Z2          // w/Δ
+	VCVTPS2DQ    Z2, Z2
+	VPMOVUSDB    Z2, X9
+	VMOVDQU      X9, (DI)(R9*1)
+	VPADDD       Z2, Z6, Z6
+	ADDQ         $64, AX
+	ADDQ         $16, R9
+	DECQ         CX
+	JNZ          q2
+q3:
+	VEXTRACTI64X4 $1, Z6, Y7
+	VPADDD        Y7, Y6, Y6
+	VEXTRACTI128  $1, Y6, X7
+	VPADDD        X7, X6, X6
+	VPSHUFD       $0x4e, X6, X7
+	VPADDD        X7, X6, X6
+	VPSHUFD       $0xb1, X6, X7
+	VPADDD        X7, X6, X6
+	VCVTDQ2PS     X6, X6            // Σ wq, exact (< 2^24)
+	VMULSS        X3, X6, X6        // Δ·Σ wq
+	MOVQ          sw+128(FP), DX
+	VMOVSS        (DX)(R15*1), X7
+	VSUBSS        X6, X7, X7        // Σ w - Δ·Σ wq
+	VMULSS        mid+96(FP), X7, X7
+	MOVQ          zsum+112(FP), DX
+	VADDSS        (DX)(R15*1), X7, X7
+	VMOVSS        X7, (DX)(R15*1)
+	ADDQ          $4, R15
+	ADDQ          R10, R13
+	ADDQ          R11, DI
+	DECQ          BX
+	JNZ           q1
+	INCQ          R14
+	JMP           row2
+done:
+	VZEROUPPER
+	RET

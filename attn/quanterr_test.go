@@ -107,7 +107,10 @@ func TestQueryQuantVsFormatError(t *testing.T) {
 // Σ_t p_t·(v̂_t - v_t)/l on the unquantized values (the format's share).
 // The u8 weights' share must stay well below the format's: a fifth of it
 // by RMS over all outputs, and below it at the largest. The numbers are in
-// docs/perf/cpu-attention.md (v18).
+// docs/perf/cpu-attention.md (v18). The same holds for softmaxU8's path
+// (v28): probabilities p̃ = expU8(score - m) in the weights, the zeros'
+// sums and the denominator, against the exact softmax on the same
+// quantized values: Σ_t [(Δ·ŵ_t - w̃_t)·(code_t - m) + p̃_t·v̂_t]/l̃ - Σ_t p_t·v̂_t/l.
 func TestValueQuantVsFormatError(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	sh := Shape{Hq: 8, Hkv: 2, D: 128}
@@ -126,7 +129,7 @@ func TestValueQuantVsFormatError(t *testing.T) {
 		d, g := sh.D, sh.Group()
 		lk, lv := f.K, f.V
 		mid := float64(int(1)<<lv.Elem.Bits()-1) / 2
-		var u8Sq, s16Sq, fSq, u8Max, s16Max, fMax float64
+		var u8Sq, s16Sq, fSq, u8Max, s16Max, fMax, xSq, xMax float64
 		n := 0
 		for h := 0; h < sh.Hkv; h++ {
 			w.loadQueries(q, 0, h)
@@ -147,24 +150,29 @@ func TestValueQuantVsFormatError(t *testing.T) {
 						m = max(m, s)
 					}
 				}
-				var den float64
+				var den, denX float64
+				pe := make([]float64, len(sc)) // softmaxU8's p
 				for i := range sc {
+					pe[i] = float64(expU8(float32(sc[i]) - float32(m)))
+					denX += pe[i]
 					sc[i] = math.Exp(sc[i] - m)
 					den += sc[i]
 				}
 				u8Err, s16Err, fErr := make([]float64, d), make([]float64, d), make([]float64, d)
+				xNum, exact := make([]float64, d), make([]float64, d)
 				for b, blk := range c.Blocks {
 					base := blk[h*f.BlockBytes()+f.K.Bytes:]
 					for t0 := 0; t0 < nr; t0 += PVMaxTokens {
 						t1 := min(nr, t0+PVMaxTokens)
-						var wmax float64
+						var wmax, xmax float64
 						for tk := t0; tk < t1; tk++ {
 							for ch := 0; ch < d; ch++ {
 								sp, _ := lv.Param(base, lv.ParamIndex(tk, ch))
 								wmax = max(wmax, sc[b*nr+tk]*float64(fp16ToF32[sp]))
+								xmax = max(xmax, pe[b*nr+tk]*float64(fp16ToF32[sp]))
 							}
 						}
-						d8, d16 := wmax/255, wmax/32767
+						d8, d16, dx := wmax/255, wmax/32767, xmax/255
 						for tk := t0; tk < t1; tk++ {
 							pt := sc[b*nr+tk]
 							for ch := 0; ch < d; ch++ {
@@ -174,7 +182,11 @@ func TestValueQuantVsFormatError(t *testing.T) {
 								u8Err[ch] += (d8*math.RoundToEven(wt/d8) - wt) * (code - mid)
 								s16Err[ch] += (d16*math.RoundToEven(wt/d16) - wt) * code
 								x := float64(vals[0][((b*nr+tk)*sh.Hkv+h)*d+ch])
-								fErr[ch] += pt * (float64(kv.Dequant(uint8(code), sp, zp)) - x)
+								vq := float64(kv.Dequant(uint8(code), sp, zp))
+								fErr[ch] += pt * (vq - x)
+								wx := pe[b*nr+tk] * float64(fp16ToF32[sp])
+								xNum[ch] += (dx*math.RoundToEven(wx/dx)-wx)*(code-mid) + pe[b*nr+tk]*vq
+								exact[ch] += pt * vq
 							}
 						}
 					}
@@ -183,11 +195,19 @@ func TestValueQuantVsFormatError(t *testing.T) {
 					e8, e16, ef := u8Err[ch]/den, s16Err[ch]/den, fErr[ch]/den
 					u8Sq, s16Sq, fSq = u8Sq+e8*e8, s16Sq+e16*e16, fSq+ef*ef
 					u8Max, s16Max, fMax = max(u8Max, math.Abs(e8)), max(s16Max, math.Abs(e16)), max(fMax, math.Abs(ef))
+					ex := xNum[ch]/denX - exact[ch]/den
+					xSq, xMax = xSq+ex*ex, max(xMax, math.Abs(ex))
 					n++
 				}
 			}
 		}
 		u8RMS, s16RMS, fRMS := math.Sqrt(u8Sq/float64(n)), math.Sqrt(s16Sq/float64(n)), math.Sqrt(fSq/float64(n))
+		xRMS := math.Sqrt(xSq / float64(n))
+		t.Logf("%-28s softmaxU8 (expU8 + u8 weights): RMS %.2e (ratio %.3f), max %.2e", f.Spec.String(), xRMS, xRMS/fRMS, xMax)
+		if xRMS >= fRMS/5 || xMax >= fMax {
+			t.Errorf("%s: softmaxU8's output error (RMS %.3g, max %.3g) is not well below the format's own (RMS %.3g, max %.3g)",
+				spec, xRMS, xMax, fRMS, fMax)
+		}
 		t.Logf("%-28s output error RMS: u8 weights %.2e, int16 weights %.2e, format %.2e (u8 ratio %.3f); max: %.2e, %.2e vs %.2e",
 			f.Spec.String(), u8RMS, s16RMS, fRMS, u8RMS/fRMS, u8Max, s16Max, fMax)
 		if u8RMS >= fRMS/5 || u8Max >= fMax {
