@@ -138,7 +138,8 @@ func TestLinearGroup(t *testing.T) {
 			sameBits(t, fmt.Sprintf("T=%d layer %d", T, i), g[i], s[i])
 		}
 	}
-	qkv := []linearLayer{loadLayer(t, be, r, 2560, K, true), loadLayer(t, be, r, 640, K, false), loadLayer(t, be, r, 640, K, true)}
+	// 6912 channels take split 2, q alone (4608) 2, k and v alone (1152) 4.
+	qkv := []linearLayer{loadLayer(t, be, r, 4608, K, true), loadLayer(t, be, r, 1152, K, false), loadLayer(t, be, r, 1152, K, true)}
 	for _, T := range []int{1, 2} {
 		x := randVec(r, T*K, 1)
 		g, s := run(t, be, x, T, K, qkv, true), run(t, be, x, T, K, qkv, false)
@@ -155,7 +156,7 @@ func TestLinearGroup(t *testing.T) {
 				}
 			}
 		}
-		// q's split is the group's (2 for 3840 channels, as for 2560): its bits too.
+		// q's split is the group's (2 for 6912 channels, as for 4608): its bits too.
 		sameBits(t, fmt.Sprintf("T=%d q|k|v layer 0", T), g[0], s[0])
 	}
 	// A refused form: two outputs the same tensor.

@@ -820,3 +820,34 @@ BD_DEVICE void walshHadamard(float* hv, int D) {
     __syncthreads();
   }
 }
+
+// walshHadamardWarp runs walshHadamard's butterflies over one row of
+// D = 32·E floats held by a warp in registers, no shared memory and no
+// barrier: element c = 32·e + lane is v[e] of lane `lane`. Stages h = 1..16
+// pair lanes (an __shfl_xor_sync each: the lower element of a pair becomes
+// a + b, the upper a − b, a the lower's value), stages h = 32..D/2 pair
+// v[e] with v[e + h/32] in the lane; the stages run in walshHadamard's
+// order with its operations, so the same bits. All 32 lanes call it.
+template <int E>
+BD_DEVICE void walshHadamardWarp(float (&v)[E], int lane) {
+#pragma unroll
+  for (int h = 1; h < 32; h *= 2) {
+    const bool upper = lane & h;
+#pragma unroll
+    for (int e = 0; e < E; e++) {
+      const float o = __shfl_xor_sync(0xffffffffu, v[e], h);
+      v[e] = upper ? __fsub_rn(o, v[e]) : __fadd_rn(v[e], o);
+    }
+  }
+#pragma unroll
+  for (int h = 1; h < E; h *= 2) {
+#pragma unroll
+    for (int e = 0; e < E; e++) {
+      if (!(e & h)) {
+        const float a = v[e], b = v[e + h];
+        v[e] = __fadd_rn(a, b);
+        v[e + h] = __fsub_rn(a, b);
+      }
+    }
+  }
+}

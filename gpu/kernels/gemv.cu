@@ -39,6 +39,9 @@
 //      add in a different order than v3's. In a Llama-3.1-8B step (ncu):
 //      q|k|v 19.8 us (84% of the read ceiling; v3 28.2 for the three),
 //      gate|up 78.7 us (98%; v3 86.0): -0.40 to -0.48 ms a decode step.
+//   v5 split 4 up to N = 4096 (was 2048; gemv.go's gemvSplitFor): o and
+//      down (4096 channels) take 4 instead of 2, their slices added in a
+//      different order than v4's (decode-step.md v10).
 // Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
 // otherwise.
 //

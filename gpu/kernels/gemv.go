@@ -21,10 +21,13 @@ const gemvWarps = 4
 var gemvSplits = [...]int{1, 2, 4}
 
 // gemvSplitFor picks the split-K factor for N output channels: enough
-// warps to put about 32 on each of an H100's 132 SMs (v2; docs/perf).
+// warps to put about 32 on each of an H100's 132 SMs (v2; docs/perf), and
+// split 4 up to 4096 channels, where `bench gemv` read Llama-3.1-8B's o
+// (4096 x 4096) and down (4096 x 14336) faster at 4 than at 2: a shorter
+// tail wave (v5; docs/perf/decode-step.md v10).
 func gemvSplitFor(N int) int {
 	switch {
-	case N <= 2048:
+	case N <= 4096:
 		return 4
 	case N <= 8192:
 		return 2

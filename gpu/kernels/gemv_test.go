@@ -160,6 +160,9 @@ func TestGEMVGroups(t *testing.T) {
 	if s := kernels.GroupSplit(4096, 1024, 1024); s != 2 {
 		t.Errorf("GroupSplit(4096, 1024, 1024) = %d, want 2", s)
 	}
+	if s := kernels.GroupSplit(4096); s != 4 { // o, down (gemv.cu v5)
+		t.Errorf("GroupSplit(4096) = %d, want 4", s)
+	}
 	if s := kernels.GroupSplit(14336, 14336); s != 1 {
 		t.Errorf("GroupSplit(14336, 14336) = %d, want 1", s)
 	}

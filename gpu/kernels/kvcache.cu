@@ -18,7 +18,8 @@
 //   lane = (c%8)*4 + (t%8)/2,  k = (c/16)*8 + ((c%16)/8 + 2*((t%16)/8))*2 + t%2
 //
 // kv_append_rot is kv_append for rotated formats: q, k and v rotated
-// (kv.Rotate) on the way, one block per row.
+// (kv.Rotate) on the way, one block per row; kv_append_rot_warp the same
+// with one warp per row for D = 32-256 (warp shuffles, no barriers).
 //
 // kv_fill_random writes pseudo-random KV-like values (a fixed hash of the
 // index, so runs repeat bit for bit) for benchmarks that need a long cache
@@ -90,6 +91,65 @@ extern "C" __global__ void kv_append_rot(const float* __restrict__ k, const floa
   for (int c = threadIdx.x; c < D; c += blockDim.x) {
     resK[base + fragIndex(r, c, D, false)] = f2h(__fmul_rn(hs[c], s));
     resV[base + fragIndex(r, c, D, true)] = f2h(__fmul_rn(hs[D + c], s));
+  }
+}
+
+// kRotWarps is kv_append_rot_warp's warps per block (one row each).
+constexpr int kRotWarps = 4;
+
+// appendRotRows is kv_append_rot_warp's body for D = 32·E: row
+// blockIdx.x·kRotWarps + warp of kv_append_rot's grid (the same rows, one
+// warp each), walshHadamardWarp instead of the block's butterflies.
+template <int E>
+BD_DEVICE void appendRotRows(const float* __restrict__ k, const float* __restrict__ v, const int* __restrict__ slot,
+                             const int* __restrict__ row, u16* __restrict__ resK, u16* __restrict__ resV, int T, int Hkv,
+                             int Nr, const float* __restrict__ q, u16* __restrict__ qh, int Hq, float s) {
+  constexpr int D = 32 * E;
+  const int lane = threadIdx.x % 32, rw = blockIdx.x * kRotWarps + threadIdx.x / 32;
+  if (rw >= T * (Hq + Hkv)) return;  // the whole warp
+  const int t = rw / (Hq + Hkv), j = rw % (Hq + Hkv);
+  if (j < Hq) {
+    const size_t off = (size_t(t) * Hq + j) * D + lane;
+    float x[E];
+#pragma unroll
+    for (int e = 0; e < E; e++) x[e] = q[off + 32 * e];
+    walshHadamardWarp<E>(x, lane);
+#pragma unroll
+    for (int e = 0; e < E; e++) qh[off + 32 * e] = f2h(__fmul_rn(x[e], s));
+    return;
+  }
+  const int h = j - Hq, sl = slot[t];
+  if (sl < 0) return;  // the whole warp
+  const size_t off = (size_t(t) * Hkv + h) * D + lane;
+  float kx[E], vx[E];
+#pragma unroll
+  for (int e = 0; e < E; e++) kx[e] = k[off + 32 * e], vx[e] = v[off + 32 * e];
+  walshHadamardWarp<E>(kx, lane);
+  walshHadamardWarp<E>(vx, lane);
+  const size_t base = (size_t(sl) * Hkv + h) * Nr * D;
+  const int r = row[t];
+#pragma unroll
+  for (int e = 0; e < E; e++) {
+    const int c = 32 * e + lane;
+    resK[base + fragIndex(r, c, D, false)] = f2h(__fmul_rn(kx[e], s));
+    resV[base + fragIndex(r, c, D, true)] = f2h(__fmul_rn(vx[e], s));
+  }
+}
+
+// kv_append_rot_warp: kv_append_rot for D = 32, 64, 128 or 256 (other D
+// return at once; the Go side launches kv_append_rot for them), the same
+// rows and bits, one warp per row (kRotWarps rows a block, grid
+// ceil(T·(Hq + Hkv) / kRotWarps)): the butterflies in registers with warp
+// shuffles, no shared memory, no barrier (docs/perf/decode-step.md v10).
+extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
+    kv_append_rot_warp(const float* __restrict__ k, const float* __restrict__ v, const int* __restrict__ slot,
+                       const int* __restrict__ row, u16* __restrict__ resK, u16* __restrict__ resV, int T, int Hkv, int D,
+                       int Nr, const float* __restrict__ q, u16* __restrict__ qh, int Hq, float s) {
+  switch (D) {
+    case 32: appendRotRows<1>(k, v, slot, row, resK, resV, T, Hkv, Nr, q, qh, Hq, s); break;
+    case 64: appendRotRows<2>(k, v, slot, row, resK, resV, T, Hkv, Nr, q, qh, Hq, s); break;
+    case 128: appendRotRows<4>(k, v, slot, row, resK, resV, T, Hkv, Nr, q, qh, Hq, s); break;
+    case 256: appendRotRows<8>(k, v, slot, row, resK, resV, T, Hkv, Nr, q, qh, Hq, s); break;
   }
 }
 

@@ -16,6 +16,7 @@ const kvcThreads = 256
 // residual blocks and the random fill of benchmarks.
 type KVWriter struct {
 	appendFn, appendRotFn, fillFn cuda.Function
+	appendRotWarpFn               cuda.Function
 }
 
 // LoadKVWriter compiles kvcache.cu (once per device).
@@ -33,6 +34,9 @@ func LoadKVWriter(dev *cuda.Device) (*KVWriter, error) {
 		return nil, err
 	}
 	if w.fillFn, err = mod.Function(fi); err != nil {
+		return nil, err
+	}
+	if w.appendRotWarpFn, err = mod.Function("kv_append_rot_warp"); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -65,6 +69,10 @@ func (w *KVWriter) AppendQ(c *cuda.Ctx, st cuda.Stream, q, qh cuda.DevicePtr, nq
 func (w *KVWriter) AppendRot(c *cuda.Ctx, st cuda.Stream, q, qh cuda.DevicePtr, Hq int, k, v, slot, row, resK, resV cuda.DevicePtr, T, Hkv, D, Nr int) error {
 	if err := checkHadamard("kv_append_rot", T*(Hq+Hkv), D); err != nil {
 		return err
+	}
+	if warpHadamard(D) { // a warp per row, the same bits (decode-step.md v10)
+		return c.Launch(w.appendRotWarpFn, cuda.Dim3{X: (T*(Hq+Hkv) + rotWarps - 1) / rotWarps}, cuda.Dim3{X: rotWarps * 32}, 0, st,
+			k, v, slot, row, resK, resV, int32(T), int32(Hkv), int32(D), int32(Nr), q, qh, int32(Hq), hadamardScale(D))
 	}
 	return c.Launch(w.appendRotFn, cuda.Dim3{X: T * (Hq + Hkv)}, cuda.Dim3{X: D / 2}, 2*4*D, st,
 		k, v, slot, row, resK, resV, int32(T), int32(Hkv), int32(D), int32(Nr), q, qh, int32(Hq), hadamardScale(D))

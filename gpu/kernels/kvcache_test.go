@@ -17,7 +17,8 @@ import (
 // bytes in every slot (untouched slots and tokens with slot -1 keep their
 // poison), and q's fp16 copy equal to half.FromFloat32 of kv.Rotate of each
 // head; q, k and v themselves stay unrotated. With Hq = 0 (a batch's later
-// write rounds) qh is left alone.
+// write rounds) qh is left alone. D = 32-256 take kv_append_rot_warp (a
+// warp per row), D = 512 kv_append_rot (a block per row).
 func TestKVAppendRot(t *testing.T) {
 	d, o := opsSetup(t)
 	w, err := kernels.LoadKVWriter(d)
@@ -29,6 +30,8 @@ func TestKVAppendRot(t *testing.T) {
 	const poison = 0x7e01 // an fp16 NaN no kernel writes
 	for _, sh := range []struct{ T, Hq, Hkv, D, Nr, slots int }{
 		{1, 32, 8, 128, 64, 2}, {5, 8, 2, 64, 32, 3}, {3, 4, 4, 256, 16, 2}, {17, 6, 2, 128, 128, 4},
+		{9, 12, 3, 32, 16, 2}, // a warp per row with one value a lane; rows not a multiple of a block's
+		{2, 4, 2, 512, 16, 1}, // past the warp kernel: a block per row
 	} {
 		for _, withQ := range []bool{true, false} {
 			qw, kw := sh.Hq*sh.D, sh.Hkv*sh.D

@@ -65,8 +65,10 @@
 //   v5 add_rmsnorm_cluster: on Hopper, rows of 1024-8192
 //      elements take add_rmsnorm over a cluster of 8 CTAs (its own
 //      summation order; docs/perf/decode-step.md v7).
-//   v6 (this file) f16_to_f32_hadamard: a rotated KV cache's attention
+//   v6 f16_to_f32_hadamard: a rotated KV cache's attention
 //      output converted and rotated back in one launch (decode-step.md v8).
+//   v7 (this file) f16_to_f32_hadamard_warp: the same, one warp per row of
+//      32-256, butterflies by warp shuffles, no barrier (decode-step.md v10).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -553,4 +555,37 @@ extern "C" __global__ void f16_to_f32_hadamard(float* __restrict__ y, const u16*
   __syncthreads();
   walshHadamard<1>(hv, D);
   for (int i = threadIdx.x; i < D; i += blockDim.x) y[off + i] = __fmul_rn(hv[i], s);
+}
+
+// kRotWarps is f16_to_f32_hadamard_warp's warps per block (one row each).
+constexpr int kRotWarps = 4;
+
+// f16ToF32HadamardRow is f16_to_f32_hadamard_warp's body for D = 32·E.
+template <int E>
+BD_DEVICE void f16ToF32HadamardRow(float* __restrict__ y, const u16* __restrict__ x, int rows, float s) {
+  const int lane = threadIdx.x % 32, r = blockIdx.x * kRotWarps + threadIdx.x / 32;
+  if (r >= rows) return;  // the whole warp
+  const long long off = (long long)r * (32 * E) + lane;
+  float v[E];
+#pragma unroll
+  for (int e = 0; e < E; e++) v[e] = h2f(x[off + 32 * e]);
+  walshHadamardWarp<E>(v, lane);
+#pragma unroll
+  for (int e = 0; e < E; e++) y[off + 32 * e] = __fmul_rn(v[e], s);
+}
+
+// f16_to_f32_hadamard_warp: f16_to_f32_hadamard for D = 32, 64, 128 or
+// 256 (other D write nothing; the Go side launches f16_to_f32_hadamard for
+// them), the same bits, one warp per row (kRotWarps rows a block, grid
+// ceil(rows / kRotWarps)): bitdecode.cuh's walshHadamardWarp, in registers,
+// no barrier (docs/perf/decode-step.md v10).
+extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
+    f16_to_f32_hadamard_warp(float* __restrict__ y, const u16* __restrict__ x, int rows, int D, float s) {
+  startDependent();
+  switch (D) {
+    case 32: f16ToF32HadamardRow<1>(y, x, rows, s); break;
+    case 64: f16ToF32HadamardRow<2>(y, x, rows, s); break;
+    case 128: f16ToF32HadamardRow<4>(y, x, rows, s); break;
+    case 256: f16ToF32HadamardRow<8>(y, x, rows, s); break;
+  }
 }

@@ -49,7 +49,7 @@ type Ops struct {
 	embedding, rows, rmsnorm, rope           cuda.Function
 	swiglu, add, addBias, fillNormal         cuda.Function
 	hadamard, addRMSNorm, ropeQK             cuda.Function
-	f16ToF32Hadamard                         cuda.Function
+	f16ToF32Hadamard, f16ToF32HadamardWarp   cuda.Function
 	// addRMSNormCluster is add_rmsnorm_cluster, where the device has
 	// thread block clusters (sm_90 and later; hasCluster).
 	addRMSNormCluster cuda.Function
@@ -75,7 +75,7 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 		{&o.swiglu, "swiglu"}, {&o.add, "add"}, {&o.addBias, "add_bias"},
 		{&o.fillNormal, "fill_normal_f16"}, {&o.hadamard, "hadamard"},
 		{&o.addRMSNorm, "add_rmsnorm"}, {&o.ropeQK, "rope_qk"},
-		{&o.f16ToF32Hadamard, "f16_to_f32_hadamard"},
+		{&o.f16ToF32Hadamard, "f16_to_f32_hadamard"}, {&o.f16ToF32HadamardWarp, "f16_to_f32_hadamard_warp"},
 	} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
@@ -271,6 +271,10 @@ func (o *Ops) F16ToF32Hadamard(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DeviceP
 	if err := checkHadamard("f16_to_f32_hadamard", rows, D); err != nil {
 		return err
 	}
+	if warpHadamard(D) {
+		return c.Launch(o.f16ToF32HadamardWarp, cuda.Dim3{X: (rows + rotWarps - 1) / rotWarps}, cuda.Dim3{X: rotWarps * 32}, 0, s,
+			dst, src, int32(rows), int32(D), hadamardScale(D))
+	}
 	return c.Launch(o.f16ToF32Hadamard, cuda.Dim3{X: rows}, cuda.Dim3{X: D / 2}, 4*D, s, dst, src, int32(D), hadamardScale(D))
 }
 
@@ -284,6 +288,17 @@ func checkHadamard(op string, rows, D int) error {
 	}
 	return nil
 }
+
+// rotWarps is the warps per block (one row each) of the warp Hadamard
+// kernels, ops.cu's and kvcache.cu's kRotWarps.
+const rotWarps = 4
+
+// warpHadamard reports whether rows of D take the one-warp-per-row
+// kernels (f16_to_f32_hadamard_warp, kv_append_rot_warp: D/32 values a
+// lane, butterflies by warp shuffles; docs/perf/decode-step.md v10):
+// D = 32, 64, 128 or 256. Other rows take the one-block-per-row kernels,
+// with the same bits.
+func warpHadamard(D int) bool { return D == 32 || D == 64 || D == 128 || D == 256 }
 
 // hadamardScale is kv.Rotate's scale of a row of D: float32(1/sqrt(D)).
 func hadamardScale(D int) float32 { return float32(1 / math.Sqrt(float64(D))) }

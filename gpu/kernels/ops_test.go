@@ -391,12 +391,14 @@ func TestOpsRoPE(t *testing.T) {
 // TestOpsHadamard: the GPU transform gives kv.Rotate's bits (the same
 // butterflies in the same order, float32 rounding, then the same scale) on
 // rows with outlier channels, for the head dims a rotated KV cache uses;
-// so does f16_to_f32_hadamard on fp16 rows (into a NaN-poisoned output).
+// so does f16_to_f32_hadamard on fp16 rows (into a NaN-poisoned output):
+// D = 32-256 through f16_to_f32_hadamard_warp (a warp per row, rows not a
+// multiple of a block's), 2, 16, 512 and 2048 through the block kernel.
 func TestOpsHadamard(t *testing.T) {
 	d, o := opsSetup(t)
 	g := newGPUMem(t, d)
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, sh := range []struct{ rows, D int }{{7, 128}, {1, 64}, {33, 256}, {3, 2}, {2, 2048}} {
+	for _, sh := range []struct{ rows, D int }{{7, 128}, {1, 64}, {33, 256}, {3, 2}, {2, 2048}, {5, 32}, {6, 16}, {3, 512}} {
 		x := randF32(r, sh.rows*sh.D, 3)
 		for i := range x {
 			if r.IntN(16) == 0 {
