@@ -748,9 +748,12 @@ __global__ void __launch_bounds__(kMergeThreads) decode_combine(
 // bits do not either. Called by the kMergeThreads threads that wrote the
 // partials; sync synchronizes exactly them (__syncthreads, or a named
 // barrier where a producer warp has left). part0 is split 0's partial index.
-template <int D, int RMAX, typename SYNC>
+// EMPTY and final(row, M, L) are combineRow's (planes' split_mma: rows that
+// saw no token get zeros, and M, L are kept for its mass pass).
+template <int D, int RMAX, bool EMPTY, typename SYNC, typename FINAL>
 BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
-                            int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync) {
+                            int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
+                            FINAL final) {
   static_assert(D % 4 == 0, "float4 channels");
   __shared__ float w[RMAX][kFuseMaxSplits];
   __shared__ float inv[RMAX];
@@ -776,7 +779,10 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-    if (lane == 0) inv[r] = 1.f / l;
+    if (lane == 0) {
+      inv[r] = EMPTY ? (l > 0.f ? 1.f / l : 0.f) : 1.f / l;
+      final(row0 + r, m, l);
+    }
   }
   sync();
   // Four channels per thread and step; the splits' loads are independent.

@@ -891,8 +891,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
   if (counters) {  // v2.5: the last split merges (finishSplits, bitdecode.cuh)
-    finishSplits<D, kQueryRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
-                           (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { __syncthreads(); });
+    finishSplits<D, kQueryRows, false>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
+                           (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
+                           [](int, float, float) {});
   }
 }
 

@@ -544,8 +544,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     }
   }
   if (counters) {  // the last split merges (finishSplits, bitdecode.cuh)
-    finishSplits<D, kQueryRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
-                           (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { consumerSync(); });
+    finishSplits<D, kQueryRows, false>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
+                           (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { consumerSync(); },
+                           [](int, float, float) {});
   }
 }
 

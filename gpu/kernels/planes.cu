@@ -101,7 +101,7 @@
 //                     wave of CTAs at few (sequence, KV head) pairs, about four
 //                     waves at many), cut at equal costs by the tier weights
 //                     (splitBound) rather than equal positions, and merged by
-//                     the last split CTA (finishPlanes) instead of a combine
+//                     the last split CTA (finishSplits) instead of a combine
 //                     launch when there are at most kFuseMaxSplits (239
 //                     registers at MT 1/2/4, 209 at 1/2/2): 1.06-1.13x v2.3 at
 //                     1 x 128K and 16 x 32K, 1.05-1.18x at 1 x 8K, the same at
@@ -115,12 +115,12 @@
 //              decode_combine's merge plus the padLen split count) and
 //              writes the final max and denominator for the mass pass:
 //              split_v1's always, split_mma's past kFuseMaxSplits splits
-//              (below that its last split CTA merges: finishPlanes).
+//              (below that its last split CTA merges: bitdecode.cuh's finishSplits with EMPTY).
 //   mass       one thread per index entry (a grid-stride loop, the CTAs capped):
 //              mass[t] += Σ_rows exp2(s - M)/L over the group's query rows in
 //              row order (with every > 1, the rows of the sampled query tokens
 //              only: kv.MassSampled).
-// Every result is bitwise deterministic: the one atomic (finishPlanes' count
+// Every result is bitwise deterministic: the one atomic (finishSplits' count
 // of a row chunk's finished splits) picks which CTA merges, not the order. The online
 // softmax (both kernels), the merge of a CTA's warps and the merge of the
 // splits are the decode family's (bitdecode.cuh), as are the fragment-layout
@@ -841,72 +841,6 @@ BD_DEVICE int splitBound(const Runs& runs, int s, int n, const int wt[3]) {
   return min(runs.g3, runs.g2 + int((T - cH - cM + wt[2] - 1) / wt[2]));
 }
 
-// finishPlanes is the combine folded into split_mma (v2.4; bitdecode.cuh's
-// finishSplits with the combine's two additions): every CTA of a (row
-// chunk, sequence) counts itself done on counter after writing its
-// partials; the last one merges the nSplits splits of its rows in split
-// order, writes the fp16 output and each row's final max and denominator
-// (finalML, for the mass pass; when not null), gives a row that saw no token
-// zeros (the combine's EMPTY), and resets the counter for the next launch.
-// Which CTA is last varies from run to run; the order of the merge does
-// not, so the bits do not either. part0 is split 0's partial index.
-template <int D>
-BD_DEVICE void finishPlanes(const float* partO, const float* partML, int* counter, u16* __restrict__ out,
-                            float* __restrict__ finalML, size_t part0, int nSplits, int b, int bh, int h, int row0,
-                            int nrows, int R, int group, int Hq, int Tq) {
-  constexpr int RMAX = kQueryRows;
-  __shared__ float w[RMAX][kFuseMaxSplits];
-  __shared__ float inv[RMAX];
-  __shared__ int last;
-  const int tid = threadIdx.x;
-  __threadfence();  // this CTA's partials are visible before its count
-  __syncthreads();
-  if (tid == 0) last = atomicAdd(counter, 1) == nSplits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  const int lane = tid % 32, warp = tid / 32;
-  for (int r = warp; r < nrows; r += kThreads / 32) {  // one warp per row: weights and denominator
-    float m = kNegInf;
-    for (int s = lane; s < nSplits; s += 32) m = fmaxf(m, __ldcg(&partML[((part0 + s) * RMAX + r) * 2]));
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    float l = 0.f;
-    for (int s = lane; s < nSplits; s += 32) {
-      const float ms = __ldcg(&partML[((part0 + s) * RMAX + r) * 2]);
-      const float ws = ms == kNegInf ? 0.f : exp2f(ms - m);
-      w[r][s] = ws;
-      l = fmaf(__ldcg(&partML[((part0 + s) * RMAX + r) * 2 + 1]), ws, l);
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-    if (lane == 0) {
-      inv[r] = l > 0.f ? 1.f / l : 0.f;  // a row that saw no token: zeros
-      if (finalML != nullptr) {
-        finalML[(size_t(bh) * R + row0 + r) * 2] = m;
-        finalML[(size_t(bh) * R + row0 + r) * 2 + 1] = l;
-      }
-    }
-  }
-  __syncthreads();
-  // Four channels per thread and step; the splits' loads are independent.
-  for (int idx = tid; idx < nrows * D / 4; idx += kThreads) {
-    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
-    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
-    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 16
-    for (int s = 0; s < nSplits; s++) {
-      const float4 v = __ldcg(&po[size_t(s) * RMAX * D / 4]);
-      const float ws = w[r][s];
-      o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
-    }
-    const int row = row0 + r, i = row / group, hq = h * group + row % group;
-    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
-    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
-  }
-  if (tid == 0) *counter = 0;
-}
-
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
 // ptxas's choice, 2 at D = 128).
 template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, bool PF, int MINB>
@@ -929,7 +863,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
   // The (sequence, KV head) has nSplits splits (the combine's count: its
   // positions over splitLen; at least one, so that the merge in the last
-  // split (finishPlanes) also writes the zeros of a head with no entry);
+  // split (finishSplits) also writes the zeros of a head with no entry);
   // split s covers groups [g0, g1): equal costs by the tier weights
   // (costSplits, v2.4) or equal positions (v2.3).
   const int nSplits = max(1, (runs.g3 * kGroup + splitLen - 1) / splitLen);
@@ -1026,9 +960,15 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // Merge the warps in order (the decode family's, bitdecode.cuh).
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
-  if (counters != nullptr)  // v2.4: the last split merges (finishPlanes), no combine launch
-    finishPlanes<D>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, finalML, part - split,
-                    nSplits, b, bh, h, row0, nrows, R, group, Hq, Tq);
+  if (counters != nullptr)  // v2.4: the last split merges (bitdecode.cuh's finishSplits), no combine launch
+    finishSplits<D, kQueryRows, true>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out,
+                                      part - split, nSplits, b, h, row0, nrows, group, Hq, Tq, threadIdx.x,
+                                      [] { __syncthreads(); }, [&](int row, float m, float l) {
+                                        if (finalML != nullptr) {
+                                          finalML[(size_t(bh) * R + row) * 2] = m;
+                                          finalML[(size_t(bh) * R + row) * 2 + 1] = l;
+                                        }
+                                      });
 }
 
 // ============================================================================

@@ -63,7 +63,7 @@ const (
 	// planesMaxWeight bounds PlanesTuning.Weights.
 	planesMaxWeight = 64
 	// planesFuseMaxSplits is bitdecode.cuh's kFuseMaxSplits: split_mma
-	// merges at most this many splits itself (finishPlanes); more go to the
+	// merges at most this many splits itself (bitdecode.cuh's finishSplits); more go to the
 	// combine launch.
 	planesFuseMaxSplits = 64
 )
@@ -390,7 +390,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 		}
 	}
 	// split_mma merges its splits itself (the last CTA of each row chunk)
-	// when they fit finishPlanes' shared memory: no combine launch (v2.4).
+	// when they fit finishSplits' shared memory: no combine launch (v2.4).
 	if k == PlanesMMA && p.maxSplits <= planesFuseMaxSplits && !t.NoFuse {
 		n := s.B * s.Hkv * p.rowChunks
 		if p.counters, err = dev.Alloc(n * 4); err != nil {
