@@ -363,32 +363,40 @@ func TestExpSubSweep(t *testing.T) {
 			}
 			got := append([]float32(nil), x...)
 			s := k.expSub(got, m)
-			worst, want := 0.0, 0.0
-			for i := range x {
-				a := x[i] - m
-				e := math.Exp(float64(a))
-				if a < expMin {
-					e = 0
-				}
-				want += e
-				g := float64(got[i])
-				if e == 0 {
-					if g != 0 {
-						t.Fatalf("%v expSub: exp(%g) = %g, want 0", k, a, g)
-					}
-					continue
-				}
-				worst = max(worst, math.Abs(g-e)/e)
-				if g != g || math.Abs(g-e) > expRelErr*e {
-					t.Fatalf("%v expSub: exp(%g) = %g, want %g (relative error %.3g > %.3g)", k, a, g, e, math.Abs(g-e)/e, float64(expRelErr))
-				}
-			}
+			worst, want := checkExpSweep(t, fmt.Sprintf("%v expSub", k), x, got, m, expMin, expRelErr)
 			t.Logf("%v m=%g: worst relative error %.3g (%.2f eps)", k, m, worst, worst/eps32)
 			if math.Abs(float64(s)-want) > (expRelErr+float64(n)*eps32)*want {
 				t.Fatalf("%v expSub sum %g, want %g", k, s, want)
 			}
 		}
 	}
+}
+
+// checkExpSweep checks got[i] = exp(x[i] - m) as a sweep kernel computed it:
+// within relErr of math.Exp of the float32 argument, exactly 0 where the
+// argument is below lo. It returns the worst relative error and Σ exp.
+func checkExpSweep(t *testing.T, what string, x, got []float32, m, lo float32, relErr float64) (worst, want float64) {
+	t.Helper()
+	for i := range x {
+		a := x[i] - m
+		e := math.Exp(float64(a))
+		if a < lo {
+			e = 0
+		}
+		want += e
+		g := float64(got[i])
+		if e == 0 {
+			if g != 0 {
+				t.Fatalf("%s: exp(%g) = %g, want 0", what, a, g)
+			}
+			continue
+		}
+		worst = max(worst, math.Abs(g-e)/e)
+		if g != g || math.Abs(g-e) > relErr*e {
+			t.Fatalf("%s: exp(%g) = %g, want %g (relative error %.3g > %.3g)", what, a, g, e, math.Abs(g-e)/e, relErr)
+		}
+	}
+	return worst, want
 }
 
 // TestExp32: the float32 exp of the softmax against math.Exp: relative
@@ -744,26 +752,7 @@ func TestExpU8Sweep(t *testing.T) {
 			wq, s, z := make([]uint8, n), make([]float32, n), make([]float32, n)
 			delta, zsum, lsum, sw := nanSlice(1), nanSlice(1), nanSlice(1), nanSlice(1)
 			k.softmaxU8(wq, n, n, got, n, []float32{m}, s, z, n, n, 1, 1, 1.5, delta, zsum, lsum, sw)
-			worst, want := 0.0, 0.0
-			for i := range x {
-				a := x[i] - m
-				e := math.Exp(float64(a))
-				if a < expU8Min {
-					e = 0
-				}
-				want += e
-				g := float64(got[i])
-				if e == 0 {
-					if g != 0 {
-						t.Fatalf("%v softmaxU8: exp(%g) = %g, want 0", k, a, g)
-					}
-					continue
-				}
-				worst = max(worst, math.Abs(g-e)/e)
-				if g != g || math.Abs(g-e) > expU8RelErr*e {
-					t.Fatalf("%v softmaxU8: exp(%g) = %g, want %g (relative error %.3g > %.3g)", k, a, g, e, math.Abs(g-e)/e, float64(expU8RelErr))
-				}
-			}
+			worst, want := checkExpSweep(t, fmt.Sprintf("%v softmaxU8", k), x, got, m, expU8Min, expU8RelErr)
 			t.Logf("%v m=%g: worst relative error %.3g", k, m, worst)
 			if math.Abs(float64(lsum[0])-want) > (expU8RelErr+float64(n/16+4)*eps32)*want {
 				t.Fatalf("%v softmaxU8 sum %g, want %g", k, lsum[0], want)
