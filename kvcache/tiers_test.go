@@ -107,13 +107,7 @@ func TestPlaneCacheRetier(t *testing.T) {
 	spec := kv.MustParseSpec("bw:h20:m40:l40:w16:s2:r8")
 	r := rand.New(rand.NewPCG(33, 34))
 	const n = 96
-	qw, kvw := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
-	qs, ks, vs := make([]float32, n*qw), make([]float32, n*kvw), make([]float32, n*kvw)
-	for _, s := range [][]float32{qs, ks, vs} {
-		for i := range s {
-			s[i] = float32(r.NormFloat64())
-		}
-	}
+	qs, ks, vs := randomQKV(r, cfg, n)
 	feed := func(chunk int) *Planes { return feedPlanes(t, be, cfg, spec, n, chunk, qs, ks, vs) }
 	step, chunked := feed(1), feed(8)
 	want := (&TierPolicy{Spec: spec.Planes}).Counts(n)
@@ -275,13 +269,7 @@ func TestPlaneCacheSampledMass(t *testing.T) {
 	be := cpu.New(1)
 	r := rand.New(rand.NewPCG(35, 36))
 	const n = 96
-	qw, kvw := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
-	qs, ks, vs := make([]float32, n*qw), make([]float32, n*kvw), make([]float32, n*kvw)
-	for _, s := range [][]float32{qs, ks, vs} {
-		for i := range s {
-			s[i] = float32(r.NormFloat64())
-		}
-	}
+	qs, ks, vs := randomQKV(r, cfg, n)
 	const base = "bw:h20:m40:l40:w16:s2:r8"
 	all := feedPlanes(t, be, cfg, kv.MustParseSpec(base+":k1"), n, 1, qs, ks, vs) // every token's mass
 	g := cfg.Heads / cfg.KVHeads
@@ -318,4 +306,17 @@ func TestPlaneCacheSampledMass(t *testing.T) {
 			t.Errorf("k%d: the tiers equal those of the unsampled mass", k)
 		}
 	}
+}
+
+// randomQKV returns n tokens' standard normal q, k and v rows of cfg's
+// shapes, token-major.
+func randomQKV(r *rand.Rand, cfg *model.Config, n int) (qs, ks, vs []float32) {
+	qw, kvw := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
+	qs, ks, vs = make([]float32, n*qw), make([]float32, n*kvw), make([]float32, n*kvw)
+	for _, s := range [][]float32{qs, ks, vs} {
+		for i := range s {
+			s[i] = float32(r.NormFloat64())
+		}
+	}
+	return qs, ks, vs
 }
