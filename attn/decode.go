@@ -76,9 +76,22 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	if work := decodeWork(seqs, p); work < inlineWork {
 		threads = 1
 	}
-	team.Run(threads, len(tasks), func(i int) {
+	// The tasks run split by split, a sequence's KV heads side by side
+	// (order), so the two cores' tasks read neighbouring heads of the same
+	// blocks at the same time; which states they fill, and so the bits,
+	// do not depend on the order (docs/perf/cpu-attention.md v33).
+	order := make([]int, 0, len(tasks))
+	for b := range seqs {
+		for k := 0; k < splits[b]; k++ {
+			for h := 0; h < p.Shape.Hkv; h++ {
+				order = append(order, first[b]+h*splits[b]+k)
+			}
+		}
+	}
+	team.Run(threads, len(tasks), func(j int) {
 		w := getWorker(p, kern)
 		defer workerPool.Put(w)
+		i := order[j]
 		tk := tasks[i]
 		s := seqs[tk.b]
 		lo := tk.split * splitLen[tk.b]
