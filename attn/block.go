@@ -95,6 +95,7 @@ type worker struct {
 	packed []byte     // the packed int4 or int2 K rows of the block (i4, i2)
 	nextK  []byte     // the next block's K half, prefetched by the int4 score kernel
 	nextV  []byte     // the next block's V half, prefetched by the int4 PV kernel
+	follow []byte     // the first block (this head's bytes) of the task likely to follow, or nil
 }
 
 // workerPool keeps workers (their scratch) between calls.
@@ -181,8 +182,14 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 			// the block is small enough to sit in L2 beside this one (fp16
 			// blocks are not prefetched: no gain measured).
 			w.nextK, w.nextV = nil, nil
-			if w.k.prefetch != nil && blk+1 < len(s.Blocks) && t+nr < hi {
-				next := s.Blocks[blk+1][h*f.BlockBytes():]
+			var next []byte
+			switch {
+			case blk+1 < len(s.Blocks) && t+nr < hi:
+				next = s.Blocks[blk+1][h*f.BlockBytes():]
+			case t+nr >= hi:
+				next = w.follow // this task's last block: the next task's first
+			}
+			if w.k.prefetch != nil && next != nil {
 				nk, nv := next[:f.K.Bytes], next[f.K.Bytes:f.BlockBytes()]
 				small := f.BlockBytes() <= prefetchMaxBytes
 				switch {

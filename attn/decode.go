@@ -88,14 +88,30 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 			}
 		}
 	}
+	span := func(i int) (s *Seq, lo, hi int) {
+		tk := tasks[i]
+		s = seqs[tk.b]
+		lo = tk.split * splitLen[tk.b]
+		return s, lo, min(lo+splitLen[tk.b], s.Len(nr))
+	}
 	team.Run(threads, len(tasks), func(j int) {
 		w := getWorker(p, kern)
 		defer workerPool.Put(w)
 		i := order[j]
 		tk := tasks[i]
-		s := seqs[tk.b]
-		lo := tk.split * splitLen[tk.b]
-		hi := min(lo+splitLen[tk.b], s.Len(nr))
+		s, lo, hi := span(i)
+		// The first block of the task this core most likely takes next
+		// (the cores take the items in turn) is prefetched by this task's
+		// last block, as the next block of the same task is (v34). A wrong
+		// guess only costs the other core's cache the lines.
+		w.follow = nil
+		if j+threads < len(order) {
+			ni := order[j+threads]
+			ns, nlo, _ := span(ni)
+			if blk := nlo / nr; blk < len(ns.Blocks) {
+				w.follow = ns.Blocks[blk][tasks[ni].h*p.Format.BlockBytes():]
+			}
+		}
 		w.run(&states[i], q, tk.b, tk.h, s, lo, hi)
 	})
 	// Merge the splits of each (sequence, KV head) in split order.
