@@ -10,29 +10,25 @@ import (
 )
 
 // SplitTokens is the number of cached tokens one parallel task reads (rounded
-// up to whole blocks); a sequence takes the longest of MaxSplitTokens and
-// LongSplitTokens that still gives it at least longSplitMinTasks tasks (its
-// KV heads times its splits), else SplitTokens: fewer tasks, so less of the
-// fixed cost each task's first blocks carry (docs/perf/cpu-attention.md v13,
-// v36). A sequence's split is a function of its own length and the shape
-// alone, so its results are the same bits whatever the number of threads
-// and whatever else is in the batch.
+// up to whole blocks); LongSplitTokens replaces it for a sequence that still
+// gives at least longSplitMinTasks tasks with it (its KV heads times its
+// splits): fewer tasks, so fewer first blocks read without the previous
+// block's prefetch (docs/perf/cpu-attention.md v13). A sequence's split is
+// a function of its own length and the shape alone, so its results are the
+// same bits whatever the number of threads and whatever else is in the
+// batch.
 const (
 	SplitTokens       = 2048
 	LongSplitTokens   = 4096
-	MaxSplitTokens    = 8192
 	longSplitMinTasks = 16
 )
 
 // seqSplit returns the tokens per task of a sequence of L tokens with hkv
 // KV heads, a whole number of blocks of nr tokens.
 func seqSplit(L, hkv, nr int) int {
-	split := SplitTokens
-	for s := MaxSplitTokens; s >= LongSplitTokens; s /= 2 {
-		if hkv*((L+s-1)/s) >= longSplitMinTasks {
-			split = s
-			break
-		}
+	split := LongSplitTokens
+	if hkv*((L+split-1)/split) < longSplitMinTasks {
+		split = SplitTokens
 	}
 	return (split + nr - 1) / nr * nr
 }
