@@ -608,6 +608,17 @@ func MassSampled(pos, every int) bool {
 	return every <= 1 || pos%every == every-1
 }
 
+// MassSampledAny reports whether any of the n query tokens at positions
+// pos, pos+1, ..., pos+n-1 is MassSampled: a decode call for which it is
+// false adds nothing to the mass and may skip it.
+func MassSampledAny(pos, n, every int) bool {
+	if every <= 1 {
+		return n > 0
+	}
+	// The first sampled position at or after pos is pos + (every-1-pos%every).
+	return n > every-1-pos%every
+}
+
 // PolicyString returns the policy part of p in spec syntax, which
 // ParsePlanePolicy parses back: "h20:m40:l40:w64:s4:r16" (eP and kN only
 // when set).

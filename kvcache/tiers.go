@@ -116,13 +116,8 @@ func (p *TierPolicy) NewTier() kv.Tier {
 }
 
 // SamplesMass reports whether any of the n query tokens at positions pos,
-// pos+1, ..., pos+n-1 adds its attention to the mass (kv.MassSampled with
-// Spec.MassEvery): a decode call for which it is false skips the mass.
+// pos+1, ..., pos+n-1 adds its attention to the mass (kv.MassSampledAny
+// with Spec.MassEvery): a decode call for which it is false skips the mass.
 func (p *TierPolicy) SamplesMass(pos, n int) bool {
-	k := p.Spec.MassEvery
-	if k <= 1 {
-		return n > 0
-	}
-	// The first sampled position at or after pos is pos + (k-1-pos%k).
-	return n > k-1-pos%k
+	return kv.MassSampledAny(pos, n, p.Spec.MassEvery)
 }

@@ -567,11 +567,9 @@ func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) 
 			Offsets: c.offsets + c.countsOffset(g.slot, layer),
 			Q:       c.qh + cuda.DevicePtr(s.Start*qw*2), Out: c.oh + cuda.DevicePtr(s.Start*qw*2)}
 		// The mass only where the policy samples one of the call's query
-		// tokens (kvcache.TierPolicy.SamplesMass; the pass skips the rows of
-		// the others): the other steps store no scores and run no pass.
-		pol := kvcache.TierPolicy{Spec: g.policy}
-		massOn := pol.SamplesMass(s.Pos, s.Len)
-		if massOn {
+		// tokens (kv.MassSampledAny; the pass skips the rows of the others):
+		// the other steps store no scores and run no pass.
+		if kv.MassSampledAny(s.Pos, s.Len, g.policy.MassEvery) {
 			ln.bufs.Mass = c.mass + c.massOffset(g.slot, layer)
 			ln.shape.MassEvery = g.policy.MassEvery
 		}
