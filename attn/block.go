@@ -461,7 +461,7 @@ func (w *worker) quantRow(r int, qs, q, s, z []float32, wide bool) {
 	} else {
 		w.qa[r], w.qb[r] = w.k.foldQuery(qi, qs, q, s, z)
 	}
-	w.bcastRow(r, wide)
+	w.bcastRows(r, 1, wide)
 }
 
 // quantRows4 is quantRow for the rows in whole groups of four, with int8
@@ -475,15 +475,16 @@ func (w *worker) quantRows4(s, z []float32, wide bool) int {
 	d, r := w.d, 0
 	for ; r+4 <= w.r; r += 4 {
 		w.k.foldQuery4(w.qi[r*d:(r+4)*d], w.qs[r*d:(r+4)*d], w.q[r*d:(r+4)*d], s, z, w.qa[r:r+4], w.qb[r:r+4])
-		w.bcastRows(r, 4)
+		w.bcastRows(r, 4, false)
 	}
 	return r
 }
 
-// bcastRows is bcastRow (not wide) for rows r..r+n-1 in one call: the
-// broadcast layouts place each row's d channels at 4·d bytes per row, so
-// n rows are one call on n·d channels.
-func (w *worker) bcastRows(r, n int) {
+// bcastRows writes rows r..r+n-1 of the quantized query (and, wide, their
+// low halves) in the layout of the four-row score kernel that runs
+// (bcastQ4, bcastQ2 or bcastQ), in one call: the layouts place each row's
+// d channels at 4·d bytes per row, so n rows are one call on n·d channels.
+func (w *worker) bcastRows(r, n int, wide bool) {
 	d := w.d
 	qi, dst := w.qi[r*d:(r+n)*d], w.qb4[4*r*d:4*(r+n)*d]
 	if w.i4 {
@@ -492,22 +493,8 @@ func (w *worker) bcastRows(r, n int) {
 		w.k.bcastQ2(dst, qi)
 	} else if w.x4() {
 		w.k.bcastQ(dst, qi)
-	}
-}
-
-// bcastRow writes row r's quantized query in the layout of the four-row
-// score kernel that runs (bcastQ4, bcastQ2 or bcastQ).
-func (w *worker) bcastRow(r int, wide bool) {
-	d := w.d
-	qi, lo := w.qi[r*d:(r+1)*d], w.qlo[r*d:(r+1)*d]
-	if w.i4 {
-		w.k.bcastQ4(w.qb4[4*r*d:4*(r+1)*d], qi)
-	} else if w.i2 {
-		w.k.bcastQ2(w.qb4[4*r*d:4*(r+1)*d], qi)
-	} else if w.x4() {
-		w.k.bcastQ(w.qb4[4*r*d:4*(r+1)*d], qi)
 		if wide {
-			w.k.bcastQ(w.qlo4[4*r*d:4*(r+1)*d], lo)
+			w.k.bcastQ(w.qlo4[4*r*d:4*(r+n)*d], w.qlo[r*d:(r+n)*d])
 		}
 	}
 }
