@@ -136,7 +136,8 @@ const wgmmaMinSplitTokens = 256
 const decodeMaxSplits = 1024
 
 // decodeFuseMaxSplits is bitdecode.cuh's kFuseMaxSplits: the most splits
-// the tensor-core kernels merge themselves (v2.5); more run decode_combine.
+// the tensor-core kernels merge themselves (finishSplits: decode v2.5,
+// planes' split_mma v2.4); more run a combine launch.
 const decodeFuseMaxSplits = 64
 
 // mmaLaneBudget bounds the K+V bytes one lane loads per tile (registers).

@@ -20,7 +20,7 @@ func TestHeaderConstantsMatchGo(t *testing.T) {
 		{"kQueryRows", []int{mmaRows, planesRows}},
 		{"kFragTokens", []int{PlanesGroup, wgmmaTileTokens / 4}},
 		{"kMaxSplits", []int{decodeMaxSplits, planesMaxSplits}},
-		{"kFuseMaxSplits", []int{decodeFuseMaxSplits, planesFuseMaxSplits}},
+		{"kFuseMaxSplits", []int{decodeFuseMaxSplits}},
 		{"kMergeThreads", []int{decodeThreads, planesThreads, wgmmaThreads - 32}},
 	} {
 		m := regexp.MustCompile(`constexpr int ` + c.name + ` = (\d+);`).FindStringSubmatch(headerSource)

@@ -62,10 +62,6 @@ const (
 	planesMassCTAs = 2048
 	// planesMaxWeight bounds PlanesTuning.Weights.
 	planesMaxWeight = 64
-	// planesFuseMaxSplits is bitdecode.cuh's kFuseMaxSplits: split_mma
-	// merges at most this many splits itself (bitdecode.cuh's finishSplits); more go to the
-	// combine launch.
-	planesFuseMaxSplits = 64
 )
 
 // planesWeights is split_mma's default cost of a HIGH, MEDIUM and LOW group
@@ -391,7 +387,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	}
 	// split_mma merges its splits itself (the last CTA of each row chunk)
 	// when they fit finishSplits' shared memory: no combine launch (v2.4).
-	if k == PlanesMMA && p.maxSplits <= planesFuseMaxSplits && !t.NoFuse {
+	if k == PlanesMMA && p.maxSplits <= decodeFuseMaxSplits && !t.NoFuse {
 		n := s.B * s.Hkv * p.rowChunks
 		if p.counters, err = dev.Alloc(n * 4); err != nil {
 			return nil, err
