@@ -827,6 +827,11 @@ BD_DEVICE void walshHadamard(float* hv, int D) {
   }
 }
 
+// kRotWarps is the warps per block (one row each) of the kernels that rotate
+// rows with walshHadamardWarp (ops.cu's f16_to_f32_hadamard_warp,
+// kvcache.cu's kv_append_rot_warp; ops.go's rotWarps).
+constexpr int kRotWarps = 4;
+
 // walshHadamardWarp runs walshHadamard's butterflies over one row of
 // D = 32·E floats held by a warp in registers, no shared memory and no
 // barrier: element c = 32·e + lane is v[e] of lane `lane`. Stages h = 1..16

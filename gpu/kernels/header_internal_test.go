@@ -22,6 +22,7 @@ func TestHeaderConstantsMatchGo(t *testing.T) {
 		{"kMaxSplits", []int{decodeMaxSplits, planesMaxSplits}},
 		{"kFuseMaxSplits", []int{decodeFuseMaxSplits}},
 		{"kMergeThreads", []int{decodeThreads, planesThreads, wgmmaThreads - 32}},
+		{"kRotWarps", []int{rotWarps}},
 	} {
 		m := regexp.MustCompile(`constexpr int ` + c.name + ` = (\d+);`).FindStringSubmatch(headerSource)
 		if m == nil {

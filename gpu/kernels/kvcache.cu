@@ -94,9 +94,6 @@ extern "C" __global__ void kv_append_rot(const float* __restrict__ k, const floa
   }
 }
 
-// kRotWarps is kv_append_rot_warp's warps per block (one row each).
-constexpr int kRotWarps = 4;
-
 // appendRotRows is kv_append_rot_warp's body for D = 32·E: row
 // blockIdx.x·kRotWarps + warp of kv_append_rot's grid (the same rows, one
 // warp each), walshHadamardWarp instead of the block's butterflies.

@@ -557,9 +557,6 @@ extern "C" __global__ void f16_to_f32_hadamard(float* __restrict__ y, const u16*
   for (int i = threadIdx.x; i < D; i += blockDim.x) y[off + i] = __fmul_rn(hv[i], s);
 }
 
-// kRotWarps is f16_to_f32_hadamard_warp's warps per block (one row each).
-constexpr int kRotWarps = 4;
-
 // f16ToF32HadamardRow is f16_to_f32_hadamard_warp's body for D = 32·E.
 template <int E>
 BD_DEVICE void f16ToF32HadamardRow(float* __restrict__ y, const u16* __restrict__ x, int rows, float s) {

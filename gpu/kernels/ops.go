@@ -290,7 +290,7 @@ func checkHadamard(op string, rows, D int) error {
 }
 
 // rotWarps is the warps per block (one row each) of the warp Hadamard
-// kernels, ops.cu's and kvcache.cu's kRotWarps.
+// kernels, bitdecode.cuh's kRotWarps.
 const rotWarps = 4
 
 // warpHadamard reports whether rows of D take the one-warp-per-row
