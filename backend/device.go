@@ -27,6 +27,10 @@ type Device struct {
 	// paths, kernel tuning) before anything probes the device; a bad value
 	// is an error naming the variable (ConfigureDevices).
 	Configure func(env func(name string) (string, bool)) error
+	// OpenGroup, when set, opens n backends that run one model together
+	// (tensor parallelism, backend/tp) and the communicator between them:
+	// one per GPU for the cuda device. See OpenGroup.
+	OpenGroup func(n int, o OpenOptions) ([]Backend, Communicator, error)
 }
 
 // ConfigureDevices hands every registered device its settings from env
