@@ -336,3 +336,12 @@ func TestTPErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTPRandom: NewRandom's weights on CPU ranks (host data, split like a
+// checkpoint's) make the model NewRandom makes on one rank.
+func TestTPRandom(t *testing.T) {
+	cfg := synthConfig(t, `{"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 100, "max_position_embeddings": 64,
+		"rms_norm_eps": 1e-5, "tie_word_embeddings": false}`)
+	compareTP(t, func(be backend.Backend) (model.Model, error) { return model.NewRandom(cfg, be, 5) }, []int{2, 4}, []int32{1, 2, 3, 99}, 3)
+}
