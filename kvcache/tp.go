@@ -301,3 +301,25 @@ func (c *TPCache) Close() error {
 	}
 	return first
 }
+
+// randomFiller is a rank cache that fills a sequence with random tokens
+// (kvcache/gpukv's caches, for benchmarks at long context).
+type randomFiller interface {
+	FillRandom(id, n int, seed uint32) error
+}
+
+// FillRandom fills sequence id with n random tokens on every rank (rank r
+// with seed+r: other heads, other values), as the GPU caches' FillRandom
+// does for one GPU; an error where a rank's cache cannot.
+func (c *TPCache) FillRandom(id, n int, seed uint32) error {
+	for r, rc := range c.ranks {
+		f, ok := rc.(randomFiller)
+		if !ok {
+			return fmt.Errorf("kvcache: tensor-parallel rank %d: its cache (%T) cannot fill random tokens", r, rc)
+		}
+		if err := f.FillRandom(id, n, seed+uint32(r)); err != nil {
+			return fmt.Errorf("kvcache: tensor-parallel rank %d: %w", r, err)
+		}
+	}
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -344,4 +345,60 @@ func TestTPRandom(t *testing.T) {
 		"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 100, "max_position_embeddings": 64,
 		"rms_norm_eps": 1e-5, "tie_word_embeddings": false}`)
 	compareTP(t, func(be backend.Backend) (model.Model, error) { return model.NewRandom(cfg, be, 5) }, []int{2, 4}, []int32{1, 2, 3, 99}, 3)
+}
+
+// TestTPCacheBooks: a sized cache on 4 ranks keeps the books of one rank
+// (blocks, lengths, prefix sharing), sums the ranks' bytes, refuses what one
+// rank refuses, and says in one line that it replicates the single KV head.
+func TestTPCacheBooks(t *testing.T) {
+	cfg := synthConfig(t, `{"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 64, "vocab_size": 97,
+		"max_position_embeddings": 256, "rms_norm_eps": 1e-6, "tie_word_embeddings": true}`)
+	spec := kv.MustParseSpec("int4")
+	o := Options{Blocks: 6, MaxSeqs: 2}
+	one, err := New(tpBackend(t, 1), cfg, spec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	var log strings.Builder
+	o.Log = &log
+	c, err := New(tpBackend(t, 4), cfg, spec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if want := "1 KV heads over 4 tensor-parallel ranks: each KV head is replicated on 4 ranks"; !strings.Contains(log.String(), want) || strings.Count(log.String(), "\n") != 1 {
+		t.Errorf("log %q, want one line saying %q", log.String(), want)
+	}
+	if c.TotalBlocks() != one.TotalBlocks() || c.FreeBlocks() != one.FreeBlocks() || c.BlockTokens() != one.BlockTokens() || c.MaxSeqs() != 2 {
+		t.Errorf("blocks %d/%d of %d tokens, one rank %d/%d of %d", c.FreeBlocks(), c.TotalBlocks(), c.BlockTokens(), one.FreeBlocks(), one.TotalBlocks(), one.BlockTokens())
+	}
+	if c.BlockBytes() != 4*one.BlockBytes() {
+		t.Errorf("block bytes %d, want 4 ranks × %d", c.BlockBytes(), one.BlockBytes())
+	}
+	b1, _ := one.BytesAt(300)
+	b4, _ := c.BytesAt(300)
+	if b4 != 4*b1 {
+		t.Errorf("bytes at 300 tokens %d, want 4 × %d", b4, b1)
+	}
+	prompt := make([]int, 2*c.BlockTokens()+5)
+	for _, cc := range []Cache{one, c} {
+		if n, err := cc.Open(0, prompt); err != nil || n != 0 {
+			t.Fatalf("open: %d, %v", n, err)
+		}
+		if _, err := cc.Open(1, prompt); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cc.Open(2, prompt); !errors.Is(err, ErrNoSlot) {
+			t.Fatalf("a third sequence of 2: %v", err)
+		}
+		cc.Remove(1)
+	}
+	if _, ok := c.(*TPCache); !ok {
+		t.Fatalf("New on a tp backend gave %T", c)
+	}
+	if _, err := New(tpBackend(t, 2), cfg, kv.MustParseSpec("bw"), o); err == nil || !strings.Contains(err.Error(), "bw format is not supported with tensor parallelism") {
+		t.Errorf("bw over 2 ranks: %v", err)
+	}
 }
