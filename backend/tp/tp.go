@@ -317,7 +317,8 @@ func (b *Backend) Download(dst []float32, src backend.Tensor) error {
 		if err := b.ranks[0].Download(dst, t.parts[0]); err != nil {
 			return fmt.Errorf("tp: rank 0: %w", err)
 		}
-		return nil
+		// The other ranks' errors known so far (Sync waits for them all).
+		return b.Err()
 	}
 	rows, cols := backend.Matrix(t.shape)
 	for r, be := range b.ranks {

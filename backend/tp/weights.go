@@ -274,10 +274,7 @@ func (b *Backend) LoadRandomSplit(name string, shape []int, std float32, seed ui
 		return nil, err
 	}
 	return w.loadParts(func(r int, be backend.Backend) (backend.Weight, error) {
-		rseed := seed + uint64(r)*rankSeed
-		if w.kind() == backend.Replicated {
-			rseed = seed // the same values on every rank
-		}
+		rseed := w.partSeed(seed, r)
 		sh := w.partShape(r)
 		if w.pad == 0 {
 			return be.(backend.RandomLoader).LoadRandom(name, sh, std, rseed)
@@ -286,8 +283,18 @@ func (b *Backend) LoadRandomSplit(name string, shape []int, std float32, seed ui
 	})
 }
 
-// rankSeed separates the seeds of the ranks' random parts.
+// rankSeed separates the seeds of the random parts.
 const rankSeed = 0x9e3779b97f4a7c15
+
+// partSeed is the seed of rank r's random part: one per range, so that
+// ranks holding the same range (a replicated weight, a replicated KV head)
+// hold the same values.
+func (w *weight) partSeed(seed uint64, r int) uint64 {
+	if w.ranges == nil {
+		return seed
+	}
+	return seed + uint64(w.ranges[r].Start+1)*rankSeed
+}
 
 // randomBF16 returns BF16 data of rows·cols values uniform with standard
 // deviation std, then pad zero rows (vocabulary parts of benchmark models).
@@ -326,7 +333,7 @@ func (b *Backend) LoadRandomQuantSplit(name string, shape []int, e wq.Elem, G in
 		if !ok {
 			return nil, errors.New("random packed weights need a backend that makes them (the CUDA backend)")
 		}
-		return ql.LoadRandomQuant(name, w.partShape(r), e, G, seed+uint64(r)*rankSeed, dec)
+		return ql.LoadRandomQuant(name, w.partShape(r), e, G, w.partSeed(seed, r), dec)
 	})
 }
 
