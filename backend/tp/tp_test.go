@@ -58,7 +58,7 @@ const (
 )
 
 // layerOut is what the test layer downloads.
-type layerOut struct{ q, k, h, logits []float32 }
+type layerOut struct{ q, k, v, h, logits []float32 }
 
 // runLayer runs a decoder layer's ops (attention replaced by q + q) on be
 // with weights from seed and returns q and k after RoPE, the residual h and
@@ -118,11 +118,21 @@ func runLayer(t *testing.T, be *Backend, seed uint64) layerOut {
 		}
 	}
 
+	for _, p := range []backend.Tensor{h, x, hOut} { // NaN-poisoned replicated outputs
+		nan := make([]float32, backend.NumElements(p.Shape()))
+		for i := range nan {
+			nan[i] = float32(math.NaN())
+		}
+		if err := be.Upload(p, nan); err != nil {
+			t.Fatal(err)
+		}
+	}
 	be.Embedding(h, emb, ids)
 	be.RMSNorm(x, h, norm, 1e-5)
 	be.LinearGroup([]backend.Tensor{q, k, v}, x, []backend.Weight{wQ, wk, wv}, []backend.Weight{bq, bk, bv})
 	be.RoPEQK(q, k, pos, invFreq, qn, kn, 1e-5)
 	be.RMSNorm(q, q, qn, 1e-5) // a per-head norm on a head-split tensor
+	be.RoPE(v, pos, invFreq)   // on KV heads replicated over 4 ranks
 	be.Add(o, q, q)
 	be.Linear(x, o, wo, bo)
 	be.AddRMSNorm(h, x, x, norm, 1e-5)
@@ -136,7 +146,7 @@ func runLayer(t *testing.T, be *Backend, seed uint64) layerOut {
 	for _, d := range []struct {
 		dst *[]float32
 		src backend.Tensor
-	}{{&out.q, q}, {&out.k, k}, {&out.h, h}, {&out.logits, logits}} {
+	}{{&out.q, q}, {&out.k, k}, {&out.v, v}, {&out.h, h}, {&out.logits, logits}} {
 		*d.dst = make([]float32, backend.NumElements(d.src.Shape()))
 		if err := be.Download(*d.dst, d.src); err != nil {
 			t.Fatal(err)
@@ -148,7 +158,7 @@ func runLayer(t *testing.T, be *Backend, seed uint64) layerOut {
 	return out
 }
 
-// TestOpsMatchOneRank: q and k (before any all-reduce but the embedding's,
+// TestOpsMatchOneRank: q, k and v (before any all-reduce but the embedding's,
 // which adds exact zeros) are bitwise those of one rank; h and the logits
 // differ only by the order of the all-reduced sums: the partial sums of
 // ≤ tI products rounded apart, a few float32 ulps of the largest
@@ -161,7 +171,7 @@ func TestOpsMatchOneRank(t *testing.T) {
 			name      string
 			got, want []float32
 			bitwise   bool
-		}{{"q", got.q, want.q, true}, {"k", got.k, want.k, true}, {"h", got.h, want.h, false}, {"logits", got.logits, want.logits, false}} {
+		}{{"q", got.q, want.q, true}, {"k", got.k, want.k, true}, {"v", got.v, want.v, true}, {"h", got.h, want.h, false}, {"logits", got.logits, want.logits, false}} {
 			var scale float64
 			for _, w := range c.want {
 				scale = math.Max(scale, math.Abs(float64(w)))
