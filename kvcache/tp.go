@@ -22,10 +22,9 @@ import (
 // ranks' caches. Options size each rank's cache (MemoryBytes and Blocks are
 // per rank); BlockBytes, ResidualBytes, Bytes and BytesAt sum the ranks.
 type TPCache struct {
-	be      *tp.Backend
-	ranks   []Cache
-	shape   RankShape
-	dropped error // a rank that fell out of step with the others (sticky)
+	be    *tp.Backend
+	ranks []Cache
+	shape RankShape
 }
 
 var _ Cache = (*TPCache)(nil)
@@ -108,9 +107,6 @@ func (c *TPCache) Ranks() []Cache { return c.ranks }
 // Attend implements model.Attention: each rank attends on its parts of q,
 // k and v (its heads) and writes its heads' columns of out.
 func (c *TPCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) error {
-	if c.dropped != nil {
-		return c.dropped
-	}
 	qp, qr, err := c.be.Parts(q)
 	if err != nil {
 		return fmt.Errorf("kvcache: layer %d: q: %w", layer, err)
@@ -145,29 +141,24 @@ func (c *TPCache) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor)
 }
 
 // Begin implements model.BatchStarter on every rank. The ranks decide
-// alike; should one refuse a batch the others took, they give it back.
+// alike (the same books, the same batches): rank 0's refusal (out of
+// blocks, say) is the cache's. Should a later rank refuse a batch that rank
+// 0 took, the ranks are out of step: the batch's sequences are removed from
+// every rank, so that the ranks agree again, and the error says so (it
+// wraps no ErrOutOfBlocks: this is no normal condition to wait out).
 func (c *TPCache) Begin(b *model.Batch) error {
-	if c.dropped != nil {
-		return c.dropped
-	}
 	for r, rc := range c.ranks {
 		err := rc.Begin(b)
 		if err == nil {
 			continue
 		}
-		if r > 0 {
-			for _, done := range c.ranks[:r] {
-				for _, s := range b.Seqs {
-					if s.Pos == 0 {
-						done.Remove(s.ID)
-					} else if terr := done.Truncate(s.ID, s.Pos); terr != nil {
-						c.dropped = fmt.Errorf("kvcache: tensor-parallel ranks out of step (rank %d refused a batch rank 0 took: %v; undo: %v)", r, err, terr)
-					}
-				}
-			}
-			return fmt.Errorf("kvcache: tensor-parallel rank %d: %w", r, err)
+		if r == 0 {
+			return err
 		}
-		return err
+		for _, s := range b.Seqs {
+			c.Remove(s.ID)
+		}
+		return fmt.Errorf("kvcache: tensor-parallel ranks out of step: rank %d refused a batch rank 0 took (%v); its sequences were removed", r, err)
 	}
 	return nil
 }
@@ -177,9 +168,6 @@ func (c *TPCache) Format() kv.Format { return c.ranks[0].Format() }
 
 // Open implements Cache on every rank; their cached counts must agree.
 func (c *TPCache) Open(id int, prompt []int) (int, error) {
-	if c.dropped != nil {
-		return 0, c.dropped
-	}
 	cached := 0
 	for r, rc := range c.ranks {
 		n, err := rc.Open(id, prompt)
