@@ -358,8 +358,9 @@ func (g *group) wait(c *cuda.Ctx, rank int, s cuda.Stream) error {
 }
 
 // Close implements backend.Communicator: it runs the queued ops, waits for
-// every rank's stream and destroys the communicators (on the owner threads,
-// all at once). After a failure the communicators are already aborted.
+// every rank's stream, drops the ranks' CUDA graphs (which hold the
+// collectives) and destroys the communicators (on the owner threads, all at
+// once). After a failure the communicators are already aborted.
 func (g *group) Close() error {
 	g.flushRanks()
 	g.mu.Lock()
@@ -376,19 +377,31 @@ func (g *group) Close() error {
 		}
 		return nil
 	}
+	// ncclCommDestroy waits until no CUDA graph holds the communicator's
+	// collectives: the ranks' graphs go first (recaptured if needed).
 	errs := make([]error, len(g.ranks))
-	var wg sync.WaitGroup
-	for r, b := range g.ranks {
-		wg.Go(func() {
-			errs[r] = b.dev.Do(func(c *cuda.Ctx) error {
-				if err := g.wait(c, r, b.stream); err != nil {
-					return err
-				}
-				return c.NCCLDestroy(g.comms[r])
+	done := make(chan struct{})
+	go func() {
+		var wg sync.WaitGroup
+		for r, b := range g.ranks {
+			wg.Go(func() {
+				errs[r] = b.dev.Do(func(c *cuda.Ctx) error {
+					if err := g.wait(c, r, b.stream); err != nil {
+						return err
+					}
+					b.graphs.reset(c)
+					return c.NCCLDestroy(g.comms[r])
+				})
 			})
-		})
+		}
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(g.timeout):
+		return fmt.Errorf("backend/gpu: closing the NCCL communicators: ncclCommDestroy did not return within %v; the ranks' owner threads are stuck in it", g.timeout)
 	}
-	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("backend/gpu: closing the NCCL communicators: %w", err)
 	}

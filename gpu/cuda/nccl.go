@@ -47,12 +47,24 @@ func ncclResultName(code int) string {
 }
 
 // ncclEnv is what setNCCLEnv writes into libc's environment before NCCL
-// loads. NVLink multicast (NVLS) is off always: on the shared multi-GPU
-// machines a program that uses it can put the host's GPUs out of service,
-// and bitdecode's all-reduces (a few KiB to MiB) gain nothing from it.
-// NCCL reads its settings with getenv, which Go's os.Setenv does not reach
-// in a program built without cgo, so the value goes through libc's setenv.
-var ncclEnv = [][2]string{{"NCCL_NVLS_ENABLE", "0"}}
+// loads. NCCL reads its settings with getenv, which Go's os.Setenv does not
+// reach in a program built without cgo, so the values go through libc's
+// setenv.
+var ncclEnv = []struct {
+	name, value string
+	force       bool // overwrite the user's value
+}{
+	// NVLink multicast (NVLS) off, always: on the shared multi-GPU
+	// machines a program that uses it can put the host's GPUs out of
+	// service, and bitdecode's all-reduces (KiB to MiB) gain nothing.
+	{"NCCL_NVLS_ENABLE", "0", true},
+	// Connect every algorithm's channels when the communicator is made,
+	// not at the first collective that needs them (NCCL's default since
+	// 2.22): a later all-reduce of another size then never sets up
+	// connections, which wait for the peers, inside a CUDA graph capture.
+	// A user's value wins.
+	{"NCCL_RUNTIME_CONNECT", "0", false},
+}
 
 // nccl holds the entry points of libnccl.
 type nccl struct {
@@ -99,14 +111,18 @@ func setNCCLEnv() error {
 	if err := errors.Join(err1, err2); err != nil {
 		return fmt.Errorf("libc.so.6: %v", err)
 	}
-	for _, kv := range ncclEnv {
-		name, value := cstring(kv[0]), cstring(kv[1])
-		r, _, _ := purego.SyscallN(setenv, uintptr(unsafe.Pointer(&name[0])), uintptr(unsafe.Pointer(&value[0])), 1)
+	for _, e := range ncclEnv {
+		name, value := cstring(e.name), cstring(e.value)
+		overwrite := uintptr(0)
+		if e.force {
+			overwrite = 1
+		}
+		r, _, _ := purego.SyscallN(setenv, uintptr(unsafe.Pointer(&name[0])), uintptr(unsafe.Pointer(&value[0])), overwrite)
 		p, _, _ := purego.SyscallN(getenv, uintptr(unsafe.Pointer(&name[0])))
 		runtime.KeepAlive(name)
 		runtime.KeepAlive(value)
-		if int32(r) != 0 || goString(p) != kv[1] {
-			return fmt.Errorf("setenv(%s=%s) in libc failed (reads back %q)", kv[0], kv[1], goString(p))
+		if int32(r) != 0 || (e.force && goString(p) != e.value) {
+			return fmt.Errorf("setenv(%s=%s) in libc failed (reads back %q)", e.name, e.value, goString(p))
 		}
 	}
 	return nil

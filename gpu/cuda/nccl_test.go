@@ -71,10 +71,15 @@ func TestNCCLEnvNVLSOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, one := cstring("NCCL_NVLS_ENABLE"), cstring("1")
-	purego.SyscallN(setenv, uintptr(unsafe.Pointer(&name[0])), uintptr(unsafe.Pointer(&one[0])), 1)
-	runtime.KeepAlive(name)
-	runtime.KeepAlive(one)
+	set := func(v string) {
+		name, value := cstring("NCCL_NVLS_ENABLE"), cstring(v)
+		purego.SyscallN(setenv, uintptr(unsafe.Pointer(&name[0])), uintptr(unsafe.Pointer(&value[0])), 1)
+		runtime.KeepAlive(name)
+		runtime.KeepAlive(value)
+	}
+	set("1")
+	t.Cleanup(func() { set("0") }) // whatever happens, never leave it on for NCCL
+
 	if got := cgetenv("NCCL_NVLS_ENABLE"); got != "1" {
 		t.Fatalf("libc's NCCL_NVLS_ENABLE = %q after setenv 1", got)
 	}
