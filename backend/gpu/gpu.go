@@ -94,6 +94,10 @@ type Backend struct {
 	// time) on the owner thread.
 	xh      cuda.DevicePtr
 	xhBytes int
+	// keyedScratch's fp16 copy of x, grown when an op is queued (xkMu).
+	xkMu    sync.Mutex
+	xk      cuda.DevicePtr
+	xkBytes int
 
 	// group is the tensor-parallel group of which this backend is rank
 	// (OpenGroup), nil for a backend of its own.
@@ -758,6 +762,10 @@ func (b *Backend) Close() error {
 	b.loadMu.Unlock()
 	ptrs = append(ptrs, b.xh)
 	b.xh, b.xhBytes = 0, 0
+	b.xkMu.Lock()
+	ptrs = append(ptrs, b.xk)
+	b.xk, b.xkBytes = 0, 0
+	b.xkMu.Unlock()
 
 	err := b.dev.Do(func(c *cuda.Ctx) error {
 		errs := []error{b.syncStream(c)}

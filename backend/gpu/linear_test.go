@@ -210,3 +210,115 @@ func TestBatchInvariantLinear(t *testing.T) {
 		t.Errorf("a packed weight in the batch-invariant mode: %v, want an error naming the weight and the mode", err)
 	}
 }
+
+// TestLinearGraphReplay runs a chain of 20 linear ops at 55 rows (int4's
+// max batch at 32K: cuBLASLt on the default backend, linear.cu's wide
+// kernel in the batch-invariant mode) four times: the first flush runs
+// directly, the second is captured into a CUDA graph, the others replay
+// it; every output must be bitwise the first run's, over outputs poisoned
+// with NaN before each run, and the first layer within fp16 x times fp16 w
+// with fp32 accumulation of a float64 reference.
+func TestLinearGraphReplay(t *testing.T) {
+	if options.NoGraphs {
+		t.Skip("BITDECODE_NO_GRAPHS is set")
+	}
+	for _, mode := range []string{"default", "batch-invariant"} {
+		t.Run(mode, func(t *testing.T) {
+			be := gpuBackend(t)
+			if mode == "batch-invariant" {
+				be = invariantBackend(t)
+			}
+			linearGraphReplay(t, be)
+		})
+	}
+}
+
+func linearGraphReplay(t *testing.T, be *gpu.Backend) {
+	const T, K, H, chain = 55, 512, 1024, 18
+	r := rand.New(rand.NewPCG(25, 26))
+	up, down := loadLayer(t, be, r, H, K, false), loadLayer(t, be, r, K, H, true)
+	side := loadLayer(t, be, r, 200, K, true)
+	x := randVec(r, T*K, 1)
+	alloc := func(n int) backend.Tensor {
+		d, err := be.Alloc(backend.F32, T, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { be.Free(d) })
+		return d
+	}
+	xt := alloc(K)
+	if err := be.Upload(xt, x); err != nil {
+		t.Fatal(err)
+	}
+	// outs[0], outs[1]: LinearGroup(x; up, side); then h_{i+1} =
+	// Linear(h_i) alternating up and down, h_0 = x.
+	outs := []backend.Tensor{alloc(H), alloc(side.N)}
+	for i := range chain {
+		outs = append(outs, alloc([]int{H, K}[i%2]))
+	}
+	step := func() [][]float32 {
+		for _, d := range outs {
+			nan := make([]float32, backend.NumElements(d.Shape()))
+			for i := range nan {
+				nan[i] = float32(math.NaN())
+			}
+			if err := be.Upload(d, nan); err != nil {
+				t.Fatal(err)
+			}
+		}
+		be.LinearGroup(outs[:2], xt, []backend.Weight{up.w, side.w}, []backend.Weight{nil, side.b})
+		h := xt
+		for i, d := range outs[2:] {
+			l := []linearLayer{up, down}[i%2]
+			be.Linear(d, h, l.w, l.b)
+			h = d
+		}
+		got := make([][]float32, len(outs))
+		for i := len(outs) - 1; i >= 0; i-- { // the last first: its Download runs the queue
+			got[i] = make([]float32, backend.NumElements(outs[i].Shape()))
+			if err := be.Download(got[i], outs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := be.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	before := be.GraphStats()
+	first := step()
+	// The first layer against float64: fp16(x) (relative error u16, or
+	// 2⁻²⁵ absolute below fp16's normal range) times the fp16 weight
+	// (exact), fp32 accumulation that may truncate (2·u32 a step).
+	worst := 0.0
+	for i, y := range first[0] {
+		tt, n := i/H, i%H
+		var ref, sxw, sw float64
+		for k := range K {
+			xv, wv := float64(x[tt*K+k]), float64(up.wv[n*K+k])
+			ref += xv * wv
+			sxw += math.Abs(xv * wv)
+			sw += math.Abs(wv)
+		}
+		tol := (u16+2*float64(K+2)*u32)*sxw + 0x1p-25*sw
+		d := math.Abs(float64(y) - ref)
+		if y != y || !(d <= tol) {
+			t.Fatalf("layer 0: y[%d] = %g, want %g ± %.3g", i, y, ref, tol)
+		}
+		worst = max(worst, d/tol)
+	}
+	t.Logf("layer 0: worst |gpu - float64| = %.2f of the tolerance", worst)
+	for run := 2; run <= 4; run++ {
+		got := step()
+		for i := range got {
+			sameBits(t, fmt.Sprintf("run %d, output %d", run, i), got[i], first[i])
+		}
+	}
+	st := be.GraphStats()
+	captured, replayed := st.Captured-before.Captured, st.Replayed-before.Replayed
+	t.Logf("graph stats over four runs: %d captured, %d replayed, %d direct", captured, replayed, st.Direct-before.Direct)
+	if captured < 1 || replayed < 2 {
+		t.Errorf("%d flushes captured and %d replayed over four runs; want at least 1 and 2: the linears at %d rows do not replay in a CUDA graph", captured, replayed, T)
+	}
+}

@@ -264,11 +264,18 @@ const (
 // ahead or even), linear.cu with grouped launches up to mmaDecodeRows (at
 // T = 4 it beats gemv.cu by 1.3-1.9x and cuBLASLt by 1.05x over a layer;
 // at 15 rows a whole decode step with it ran 467 tokens/s against 447 with
-// cuBLASLt, whose launches also keep the flush out of CUDA graphs), the
-// wide kernel's rows (more than 16) to cuBLASLt, 2-4x faster there.
+// cuBLASLt), the wide kernel's rows (more than 16) to cuBLASLt, 2-4x
+// faster there; cuBLASLt's launches carry a graph key up to
+// linearKeyedMaxRows rows (v12).
 const (
 	gemvDecodeRows = 2
 	mmaDecodeRows  = kernels.LinearNarrowMaxRows
+	// linearKeyedMaxRows bounds the decode batches whose cuBLASLt (and
+	// batch-invariant wide-kernel) linears carry a graph key, their fp16
+	// copy of x in keyedScratch (at most 256 · 14336 · 2 bytes, 7.3 MB, at
+	// Llama-3.1-8B shapes); larger batches (prefill chunks) use Linear's
+	// scratch and run directly.
+	linearKeyedMaxRows = 256
 )
 
 // fp16Path is the one place that decides how Linear and LinearGroup
@@ -334,6 +341,8 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 			}
 			return nil
 		}, u64(d.ptr), u64(xt.ptr), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K))
+	case T <= linearKeyedMaxRows:
+		b.launchGEMM(op, d, xt, wt, bt, T, N, K)
 	default:
 		b.launch(op, func(c *cuda.Ctx) error {
 			xh, err := b.scratch(c, 2*T*K)
@@ -452,28 +461,103 @@ func (b *Backend) launchGEMVGroup(op string, xt *tensor, T, K int, groups []kern
 }
 
 // launchLinear queues one linear.cu launch over groups sharing x [T, K].
-// The narrow kernel's launch carries a graph key; the wide kernel's (more
-// than kernels.LinearNarrowMaxRows rows) uses the growing fp16 scratch and
-// runs directly, as cuBLASLt's GEMMs do.
+// The narrow kernel's launch carries a graph key; so does the wide kernel's
+// (more than kernels.LinearNarrowMaxRows rows) up to linearKeyedMaxRows
+// rows, its fp16 copy of x in keyedScratch; above, it uses the growing
+// scratch and runs directly.
 func (b *Backend) launchLinear(op string, xt *tensor, T, K int, groups ...kernels.LinearGroup) {
 	var key []uint64
+	var xh cuda.DevicePtr
 	scratch := kernels.LinearScratchBytes(T, K)
-	if scratch == 0 {
-		key = []uint64{u64(xt.ptr), u64(T), u64(K)}
+	if scratch == 0 || T <= linearKeyedMaxRows {
+		if scratch > 0 {
+			var err error
+			if xh, err = b.keyedScratch(scratch); err != nil {
+				b.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
+				return
+			}
+			scratch = 0
+		}
+		key = []uint64{u64(xt.ptr), u64(xh), u64(T), u64(K)}
 		for _, g := range groups {
 			key = append(key, u64(g.Y), u64(g.W), u64(g.Bias), u64(g.N))
 		}
 	}
 	b.launch(op, func(c *cuda.Ctx) error {
-		var xh cuda.DevicePtr
+		buf := xh
 		if scratch > 0 {
 			var err error
-			if xh, err = b.scratch(c, scratch); err != nil {
+			if buf, err = b.scratch(c, scratch); err != nil {
 				return err
 			}
 		}
-		return b.lin.LaunchGroups(c, b.stream, xt.ptr, xh, T, K, groups...)
+		return b.lin.LaunchGroups(c, b.stream, xt.ptr, buf, T, K, groups...)
 	}, key...)
+}
+
+// launchGEMM queues Linear's cuBLASLt path for a decode batch (at most
+// linearKeyedMaxRows rows) with a graph key: x's fp16 copy goes to
+// keyedScratch, whose address is known when the op is queued, and every
+// other value the launches depend on is in the key (dst, x, the weight,
+// the bias, the shape; cuBLASLt's algorithm is cached per shape and
+// pointer alignment and its workspace is the Ctx's, fixed for its life:
+// gpu/cuda's GEMM). Before v12 this path ran without a key, so every flush
+// holding one (each layer's at 17 or more rows) ran op by op, outside CUDA
+// graphs (docs/perf/decode-step.md, v12).
+func (b *Backend) launchGEMM(op string, d, xt *tensor, wt, bt *weight, T, N, K int) {
+	xh, err := b.keyedScratch(2 * T * K)
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: %s: weight %s: %w", op, wt.name, err))
+		return
+	}
+	var bp cuda.DevicePtr
+	if bt != nil {
+		bp = bt.f32
+	}
+	b.launch(op, func(c *cuda.Ctx) error {
+		if err := b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K); err != nil {
+			return fmt.Errorf("weight %s: %w", wt.name, err)
+		}
+		return nil
+	}, u64(d.ptr), u64(xt.ptr), u64(xh), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K))
+}
+
+// keyedScratch returns the fp16 buffer of the keyed large-batch linears
+// (launchGEMM, linear.cu's wide kernel) with room for bytes. It is grown
+// when the op is queued, not when it runs (where Linear's scratch grows),
+// so that its address can go into the op's graph key: growing it runs the
+// queued ops, waits for the stream and frees the old buffer, in one
+// hand-off. A graph captured over the old buffer keeps the old address in
+// its key, so it is never replayed over the new one unless the new one has
+// that address (and, larger, holds what the graph writes there).
+func (b *Backend) keyedScratch(bytes int) (cuda.DevicePtr, error) {
+	b.xkMu.Lock()
+	defer b.xkMu.Unlock()
+	if bytes <= b.xkBytes {
+		return b.xk, nil
+	}
+	size := roundSize(max(bytes, 2*b.xkBytes, 1<<20))
+	old := b.xk
+	b.xk, b.xkBytes = 0, 0
+	var p cuda.DevicePtr
+	err := b.Do(func(c *cuda.Ctx) error {
+		if old != 0 {
+			if err := b.syncStream(c); err != nil {
+				return err
+			}
+			if err := c.Free(old); err != nil {
+				return err
+			}
+		}
+		var err error
+		p, err = c.Alloc(size)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fp16 copy of the input (%d bytes): %w", size, err)
+	}
+	b.xk, b.xkBytes = p, size
+	return p, nil
 }
 
 // gemmF16 is Linear's large-batch path: x rounded to fp16 into xh (room

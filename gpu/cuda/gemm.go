@@ -396,7 +396,13 @@ func (b *blasState) plan(key gemmKey) (*gemmPlan, error) {
 // are device addresses of row-major matrices. The first call for a shape
 // asks cuBLASLt's heuristic for an algorithm and caches it, with its
 // descriptors, for later calls; pointers less than 256-byte aligned get a
-// plan of their own. The call can be captured into a graph.
+// plan of their own. The call can be captured into a graph once a call of
+// the same shape and pointer alignment has run outside a capture: that
+// first call allocates the Ctx's workspace (gemmWorkspaceBytes, fixed for
+// the Ctx's life) and runs the heuristic, neither of which belongs in a
+// capture. A captured call then depends only on y, x, w and the shape (the
+// plan is cached for the Ctx's life), so equal arguments replay with the
+// direct call's bits (TestGPUGEMMGraphReplay).
 func (c *Ctx) GEMM(s Stream, g GEMMShape, y, x, w DevicePtr) error {
 	if err := g.validate(); err != nil {
 		return err
