@@ -71,7 +71,21 @@ func TestCLI(t *testing.T) {
 		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--residual", "int3"}, 2, "", "--residual"},
 		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--model", "m"}, 2, "", "not both"},
 		{[]string{"bench", "dec", "--k-chunk", "32,8"}, 2, "", "increasing"},
-		{[]string{"bench", "model", "--preset", "/nonexistent"}, 2, "", "neither a preset (llama-3.1-8b, llama-3.2-1b) nor a checkpoint directory"},
+		{[]string{"bench", "model", "--preset", "/nonexistent"}, 2, "", "neither a preset (llama-3.1-70b, llama-3.1-8b, llama-3.2-1b) nor a checkpoint directory"},
+		{[]string{"run", "--tp", "0", "x"}, 2, "", "--tp 0: want the number of GPUs"},
+		{[]string{"chat", "--tp", "-2"}, 2, "", "--tp -2: want the number of GPUs"},
+		{[]string{"serve", "--model", "/x", "--tp", "0"}, 2, "", "--tp 0: want"},
+		{[]string{"bench", "e2e", "--tp", "0"}, 2, "", "--tp 0: want"},
+		{[]string{"eval", "ppl", "--model", "m", "--file", "f", "--tp", "0"}, 2, "", "--tp 0: want"},
+		{[]string{"eval", "ppl", "--model", "m", "--file", "f", "--tp", "2", "--kv-reference"}, 2, "", "run it with --tp 1"},
+		{[]string{"bench", "model", "--tp", "0"}, 2, "", "--tp 0: want"},
+		{[]string{"bench", "model", "--preset", "llama-3.1-8b", "--tp", "3"}, 2, "", "32 query heads"},
+		{[]string{"help", "run"}, 0, "--tp N (tensor parallelism)", ""},
+		{[]string{"help", "serve"}, 0, "--kv-memory is each GPU's", ""},
+		{[]string{"help", "chat"}, 0, "-tp int", ""},
+		{[]string{"help", "eval"}, 0, "-tp int", ""},
+		{[]string{"help", "bench"}, 0, "e2e: tensor parallelism", ""},
+		{[]string{"bench", "model", "-h"}, 0, "", "needs --tp 2"},
 	}
 	for _, tc := range tests {
 		var out, errb bytes.Buffer
