@@ -33,6 +33,16 @@
 // Implementations must be deterministic: the same inputs give bitwise
 // identical outputs on every run, whatever the number of threads.
 //
+// # Tensor parallelism
+//
+// A device that can open several backends (one per GPU) as a group
+// ([OpenGroup], [Communicator]) runs one model over them through
+// backend/tp, itself a Backend. The model names how each weight splits
+// ([Split]: rows, cols, vocab, or whole on every rank), and the loader hands
+// the split to a backend that shards ([SplitLoader], [QuantSplitLoader] and
+// the random counterparts); a backend without those interfaces loads every
+// weight whole, as before.
+//
 // Attention is deliberately not an op here: a model hands the new q, k and v
 // of each layer to a KV cache (package model's Attention interface), which
 // owns the cache's format and its kernels.

@@ -3,10 +3,12 @@ package kvcache
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/tp"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 )
@@ -122,6 +124,9 @@ type Options struct {
 	// each batch size gets splits sized to fill the GPU (faster at large
 	// batch). CPU caches are always batch-invariant.
 	BatchInvariant bool
+	// Log receives the one line a tensor-parallel cache writes when it
+	// replicates KV heads (fewer KV heads than ranks); nil: quiet.
+	Log io.Writer
 }
 
 // Provider makes the KV caches of a backend that keeps tensors in its own
@@ -154,8 +159,14 @@ func Register(p Provider) {
 // (they copy each layer's q, k and v to the host), so a program that links
 // a device backend without its provider gets correct but slow caches; the
 // bitdecode command links kvcache/gpukv. A format the provider's kernels do
-// not read is an error that says so, never a silent CPU path.
+// not read is an error that says so, never a silent CPU path. On a
+// tensor-parallel backend (backend/tp) it returns a TPCache: one cache per
+// rank, made as above for the rank's backend, over the rank's heads, each
+// sized by o.
 func New(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (Cache, error) {
+	if tb, ok := be.(*tp.Backend); ok {
+		return newTP(tb, cfg, spec, o)
+	}
 	providersMu.Lock()
 	ps := providers
 	providersMu.Unlock()

@@ -15,6 +15,9 @@
 //   - Planes, the CPU cache of the bit-plane format (bw, read-time
 //     precision tiers) with its tier maps, attention mass and TierPolicy
 //     (H2O heavy hitters extended to tiers), sized or unbounded alike.
+//   - TPCache, the cache of a tensor-parallel backend (backend/tp): one
+//     cache per rank (the rank's device's own, made by New), over the
+//     rank's query and KV heads, driven in step.
 //   - BlockAllocator and PrefixKey (the block pool's books) and
 //     reserveBatch (the all-or-nothing admission of a batch), shared by both.
 //

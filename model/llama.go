@@ -19,12 +19,18 @@ import (
 //	Qwen3              per-head RMSNorm of q and k before RoPE; explicit head_dim
 //
 // Every variant may tie lm_head to the token embedding. The fields are the
-// weights, tagged with their Hugging Face tensor names; Load fills them.
+// weights, tagged with their Hugging Face tensor names; Load fills them. The
+// tp tags say how each splits over tensor-parallel ranks (Megatron's
+// layout, loader.split): q, k, v, gate and up by output rows (q, k and v by
+// whole heads, k and v replicated where there are fewer KV heads than
+// ranks), o and down by input columns, the embedding and LM head by
+// vocabulary; untagged weights (norms, the o and down biases) are whole on
+// every rank.
 type Llama struct {
-	TokenEmbedding backend.Weight `hf:"model.embed_tokens.weight" shape:"V,H"`
+	TokenEmbedding backend.Weight `hf:"model.embed_tokens.weight" shape:"V,H" tp:"vocab"`
 	Layers         []LlamaLayer
 	Norm           backend.Weight `hf:"model.norm.weight" shape:"H"`
-	Output         backend.Weight `hf:"lm_head.weight" shape:"V,H" if:"!tied"` // TokenEmbedding when tied
+	Output         backend.Weight `hf:"lm_head.weight" shape:"V,H" if:"!tied" tp:"vocab"` // TokenEmbedding when tied
 
 	cfg     *Config
 	be      backend.Backend
@@ -37,22 +43,22 @@ type Llama struct {
 // LlamaLayer is one decoder layer's weights.
 type LlamaLayer struct {
 	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H"`
-	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H" quant:"linear"`
-	QBias    backend.Weight `hf:"model.layers.%d.self_attn.q_proj.bias" shape:"QD" if:"qkv_bias"`
-	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H" quant:"linear"`
-	KBias    backend.Weight `hf:"model.layers.%d.self_attn.k_proj.bias" shape:"KVD" if:"qkv_bias"`
-	V        backend.Weight `hf:"model.layers.%d.self_attn.v_proj.weight" shape:"KVD,H" quant:"linear"`
-	VBias    backend.Weight `hf:"model.layers.%d.self_attn.v_proj.bias" shape:"KVD" if:"qkv_bias"`
+	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H" quant:"linear" tp:"rows,heads"`
+	QBias    backend.Weight `hf:"model.layers.%d.self_attn.q_proj.bias" shape:"QD" if:"qkv_bias" tp:"rows,heads"`
+	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H" quant:"linear" tp:"rows,kvheads"`
+	KBias    backend.Weight `hf:"model.layers.%d.self_attn.k_proj.bias" shape:"KVD" if:"qkv_bias" tp:"rows,kvheads"`
+	V        backend.Weight `hf:"model.layers.%d.self_attn.v_proj.weight" shape:"KVD,H" quant:"linear" tp:"rows,kvheads"`
+	VBias    backend.Weight `hf:"model.layers.%d.self_attn.v_proj.bias" shape:"KVD" if:"qkv_bias" tp:"rows,kvheads"`
 	QNorm    backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"D" if:"qk_norm"`
 	KNorm    backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"D" if:"qk_norm"`
-	O        backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD" quant:"linear"`
+	O        backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD" quant:"linear" tp:"cols,heads"`
 	OBias    backend.Weight `hf:"model.layers.%d.self_attn.o_proj.bias" shape:"H" if:"o_bias"`
 	MLPNorm  backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H"`
-	Gate     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" quant:"linear"`
-	GateBias backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias"`
-	Up       backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" quant:"linear"`
-	UpBias   backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias"`
-	Down     backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I" quant:"linear"`
+	Gate     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
+	GateBias backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
+	Up       backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
+	UpBias   backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
+	Down     backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I" quant:"linear" tp:"cols"`
 	DownBias backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
 }
 

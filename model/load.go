@@ -208,6 +208,9 @@ const progressLineEvery = time.Second
 //	                                               holds ("!tied": if it does not)
 //	quant:"linear"                                 a linear layer's weight, which
 //	                                               LoadOptions.Weights quantizes
+//	tp:"rows,heads"                                how it splits over tensor-
+//	                                               parallel ranks (split); none:
+//	                                               whole on every rank
 //
 // A slice of structs (the layers) is filled element by element with %d set
 // to the index. Tensors of the checkpoint that no field reads are an error:
@@ -234,8 +237,9 @@ type weightSpec struct {
 	name   string
 	shape  []int
 	dst    *backend.Weight
-	scale  string // the scales of an I8 tensor (see quant.go), "" for float
-	linear bool   // tagged quant:"linear"
+	scale  string        // the scales of an I8 tensor (see quant.go), "" for float
+	linear bool          // tagged quant:"linear"
+	split  backend.Split // from the tp tag; given to a backend.SplitLoader
 }
 
 // load fills the tagged backend.Weight fields of *dst.
@@ -283,6 +287,7 @@ func (ld *loader) load(dst any) error {
 		return fmt.Errorf("model: the checkpoint has tensors this config does not use: %s%s (config.json and the weights disagree?)", strings.Join(unused, ", "), more)
 	}
 
+	sl, splitting := ld.be.(backend.SplitLoader)
 	bar := newProgressBar(ld.progress, total)
 	for _, s := range specs {
 		t, err := ld.ck.Tensor(s.name)
@@ -316,7 +321,10 @@ func (ld *loader) load(dst any) error {
 		var w backend.Weight
 		switch {
 		case quantized:
-			w, err = ld.loadLinear(s.name, s.shape, dt, t.Data)
+			w, err = ld.loadLinear(s.name, s.shape, dt, t.Data, s.split)
+		case splitting:
+			ld.mem.Bytes += 2 * n
+			w, err = sl.LoadWeightSplit(s.name, dt, s.shape, t.Data, s.split)
 		case ld.view != nil && len(s.shape) == 2:
 			ld.mem.Bytes += 2 * n
 			data := t.Data
@@ -405,8 +413,12 @@ func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error
 			if err != nil {
 				return fmt.Errorf("model: field %s: %w", f.Name, err)
 			}
+			split, err := ld.split(f.Tag.Get("tp"))
+			if err != nil {
+				return fmt.Errorf("model: field %s: %w", f.Name, err)
+			}
 			*specs = append(*specs, weightSpec{name: name, shape: shape, dst: fv.Addr().Interface().(*backend.Weight),
-				linear: f.Tag.Get("quant") == "linear"})
+				linear: f.Tag.Get("quant") == "linear", split: split})
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && f.IsExported():
 			for j := range fv.Len() {
 				if err := ld.collect(fv.Index(j), j, specs); err != nil {
@@ -432,6 +444,45 @@ func (ld *loader) shape(tag string) ([]int, error) {
 		shape = append(shape, d)
 	}
 	return shape, nil
+}
+
+// split evaluates a tp tag: "rows", "cols" or "vocab", with ",heads" (by
+// whole query heads of D = dims["D"] rows or columns) or ",kvheads" (by
+// whole KV heads, replicated where there are fewer than ranks); "" is a
+// weight kept whole on every rank.
+func (ld *loader) split(tag string) (backend.Split, error) {
+	if tag == "" {
+		return backend.Split{Kind: backend.Replicated}, nil
+	}
+	kind, unit, _ := strings.Cut(tag, ",")
+	var s backend.Split
+	switch kind {
+	case "rows":
+		s.Kind = backend.Rows
+	case "cols":
+		s.Kind = backend.Cols
+	case "vocab":
+		s.Kind = backend.Vocab
+	default:
+		return s, fmt.Errorf("unknown split %q in tp tag %q (want rows, cols or vocab)", kind, tag)
+	}
+	switch unit {
+	case "":
+	case "heads", "kvheads":
+		if s.Kind == backend.Vocab {
+			return s, fmt.Errorf("tp tag %q: a vocabulary splits by rows", tag)
+		}
+		s.Unit, s.What = ld.dims["D"], "query heads"
+		if unit == "kvheads" {
+			s.Replicate, s.What = true, "KV heads"
+		}
+		if s.Unit <= 0 {
+			return s, fmt.Errorf("tp tag %q: no head dimension D", tag)
+		}
+	default:
+		return s, fmt.Errorf("unknown unit %q in tp tag %q (want heads or kvheads)", unit, tag)
+	}
+	return s, nil
 }
 
 // backendDType maps a checkpoint dtype to the backend's.

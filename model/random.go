@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -36,7 +37,8 @@ func NewRandomWeights(cfg *Config, be backend.Backend, seed uint64, w wq.Spec, d
 		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
 	}
 	if w.IsQuantized() {
-		if _, ok := be.(backend.RandomQuantLoader); !ok {
+		_, split := be.(backend.RandomQuantSplitLoader)
+		if _, ok := be.(backend.RandomQuantLoader); !ok && !split {
 			return nil, fmt.Errorf("model: random %s weights need a backend that makes packed weights (the CUDA backend)", w)
 		}
 	}
@@ -55,21 +57,41 @@ type randomSource struct {
 
 func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
 	rl, devFill := be.(backend.RandomLoader)
+	rs, splitFill := be.(backend.RandomSplitLoader)
+	sl, splitting := be.(backend.SplitLoader)
 	for i, s := range specs {
 		seed := r.seed*0x9e3779b97f4a7c15 + uint64(i)
 		var w backend.Weight
 		var err error
+		hostData := false
 		switch {
 		case s.linear && r.weights.IsQuantized():
 			var dec wq.DEC
 			if r.decFor != nil {
 				dec = r.decFor(s.shape[0], s.shape[1])
 			}
-			w, err = be.(backend.RandomQuantLoader).LoadRandomQuant(s.name, s.shape, r.weights.Elem, r.weights.Group, seed, dec)
+			if qs, ok := be.(backend.RandomQuantSplitLoader); ok {
+				w, err = qs.LoadRandomQuantSplit(s.name, s.shape, r.weights.Elem, r.weights.Group, seed, dec, s.split)
+			} else {
+				w, err = be.(backend.RandomQuantLoader).LoadRandomQuant(s.name, s.shape, r.weights.Elem, r.weights.Group, seed, dec)
+			}
+		case len(s.shape) == 2 && splitFill:
+			// A sharding backend whose ranks make no random weights takes
+			// host data, split as any other weight: the same model as on
+			// one rank.
+			w, err = rs.LoadRandomSplit(s.name, s.shape, RandomStd, seed, s.split)
+			hostData = errors.Is(err, backend.ErrNoRandom)
 		case len(s.shape) == 2 && devFill:
 			w, err = rl.LoadRandom(s.name, s.shape, RandomStd, seed)
 		default:
-			w, err = be.LoadWeight(s.name, backend.F32, s.shape, randomData(s.name, s.shape, seed))
+			hostData = true
+		}
+		if hostData {
+			if splitting {
+				w, err = sl.LoadWeightSplit(s.name, backend.F32, s.shape, randomData(s.name, s.shape, seed), s.split)
+			} else {
+				w, err = be.LoadWeight(s.name, backend.F32, s.shape, randomData(s.name, s.shape, seed))
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("model: random weight: %w", err)

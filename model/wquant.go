@@ -66,7 +66,7 @@ func decodeFloat32(dt backend.DType, data []byte) ([]float32, error) {
 // options' format and hands it to the backend: packed through
 // backend.QuantWeightLoader, or dequantized to float32 through LoadWeight
 // where the backend has no low-bit Linear (said once on the log).
-func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []byte) (backend.Weight, error) {
+func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []byte, split backend.Split) (backend.Weight, error) {
 	o := ld.opts
 	N, K := shape[0], shape[1]
 	w, err := decodeFloat32(dt, data)
@@ -118,6 +118,13 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 		ld.mem.DECBytes += dec.Bytes()
 	}
 	ld.mem.Bytes += m.Bytes()
+	if qs, ok := ld.be.(backend.QuantSplitLoader); ok {
+		qw, err := qs.LoadQuantWeightSplit(name, m, dec, split)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		return qw, nil
+	}
 	if ql, ok := ld.be.(backend.QuantWeightLoader); ok {
 		qw, err := ql.LoadQuantWeight(name, m, dec)
 		if err != nil {
@@ -139,6 +146,9 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 		for k, v := range row {
 			binary.LittleEndian.PutUint32(deq[4*(n*K+k):], math.Float32bits(v))
 		}
+	}
+	if sl, ok := ld.be.(backend.SplitLoader); ok {
+		return sl.LoadWeightSplit(name, backend.F32, slices.Clone(shape), deq, split)
 	}
 	return ld.be.LoadWeight(name, backend.F32, slices.Clone(shape), deq)
 }

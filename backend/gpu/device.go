@@ -29,6 +29,22 @@ func init() {
 			opts.BatchInvariant = opts.BatchInvariant || o.BatchInvariant
 			return Open(o.Ordinal, opts)
 		},
+		OpenGroup: func(n int, o backend.OpenOptions) ([]backend.Backend, backend.Communicator, error) {
+			opts, err := ParseOptions(orNone(o.Env))
+			if err != nil {
+				return nil, nil, err
+			}
+			opts.BatchInvariant = opts.BatchInvariant || o.BatchInvariant
+			ranks, comm, err := OpenGroup(n, opts)
+			if err != nil {
+				return nil, nil, err
+			}
+			out := make([]backend.Backend, len(ranks))
+			for i, b := range ranks {
+				out[i] = b
+			}
+			return out, comm, nil
+		},
 	})
 }
 

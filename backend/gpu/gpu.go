@@ -94,6 +94,11 @@ type Backend struct {
 	// time) on the owner thread.
 	xh      cuda.DevicePtr
 	xhBytes int
+
+	// group is the tensor-parallel group of which this backend is rank
+	// (OpenGroup), nil for a backend of its own.
+	group *group
+	rank  int
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -302,7 +307,7 @@ func (b *Backend) drainPool(c *cuda.Ctx) int {
 	if released == 0 {
 		return 0
 	}
-	_ = c.SyncStream(b.stream)
+	_ = b.syncStream(c)
 	for _, list := range pool {
 		for _, p := range list {
 			_ = c.Free(p)
@@ -336,7 +341,7 @@ func (b *Backend) Free(t backend.Tensor) {
 	b.memMu.Unlock()
 	// Queued ops may still use the buffer: wait for the stream, then free.
 	_ = b.Do(func(c *cuda.Ctx) error {
-		if err := c.SyncStream(b.stream); err != nil {
+		if err := b.syncStream(c); err != nil {
 			return err
 		}
 		return c.Free(ptr)
@@ -385,7 +390,7 @@ func (b *Backend) copyIn(dst cuda.DevicePtr, src []byte) error {
 		if err := c.HtoDAsync(dst, src, b.stream); err != nil {
 			return err
 		}
-		return c.SyncStream(b.stream)
+		return b.syncStream(c)
 	})
 }
 
@@ -474,7 +479,7 @@ func (b *Backend) Download(dst []float32, src backend.Tensor) error {
 		if err := c.DtoHAsync(raw, t.ptr, b.stream); err != nil {
 			return err
 		}
-		return c.SyncStream(b.stream)
+		return b.syncStream(c)
 	})
 	if err != nil {
 		err = fmt.Errorf("backend/gpu: Download of %v: %w", t, err)
@@ -559,7 +564,7 @@ func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data
 			if err := c.HtoDAsync(w.f32, cuda.Bytes(v), b.stream); err != nil {
 				return err
 			}
-			return c.SyncStream(b.stream)
+			return b.syncStream(c)
 		})
 		if err != nil {
 			b.freeWeightMem(w)
@@ -582,7 +587,7 @@ func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data
 			if err := c.HtoDAsync(w.f16, data, b.stream); err != nil {
 				return err
 			}
-			return c.SyncStream(b.stream)
+			return b.syncStream(c)
 		}
 		if b.staging == 0 {
 			if b.staging, err = c.Alloc(stagingBytes); err != nil {
@@ -607,7 +612,7 @@ func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data
 				return err
 			}
 		}
-		return c.SyncStream(b.stream)
+		return b.syncStream(c)
 	})
 	if err != nil {
 		b.freeWeightMem(w)
@@ -645,7 +650,7 @@ func (b *Backend) freeWeightMem(w *weight) {
 		return
 	}
 	_ = b.Do(func(c *cuda.Ctx) error { // runs queued ops that may read w first
-		_ = c.SyncStream(b.stream)
+		_ = b.syncStream(c)
 		errs := []error{c.FreeHost(host)}
 		for _, p := range ptrs {
 			errs = append(errs, c.Free(p))
@@ -699,7 +704,7 @@ func (b *Backend) Err() error {
 // Sync implements backend.Backend: it waits for the stream, then returns and
 // clears the first op error (a device error of the queued work included).
 func (b *Backend) Sync() error {
-	if err := b.Do(func(c *cuda.Ctx) error { return c.SyncStream(b.stream) }); err != nil {
+	if err := b.Do(func(c *cuda.Ctx) error { return b.syncStream(c) }); err != nil {
 		b.fail(fmt.Errorf("backend/gpu: Sync: %w", err))
 	}
 	b.mu.Lock()
@@ -707,6 +712,17 @@ func (b *Backend) Sync() error {
 	err := b.err
 	b.err = nil
 	return err
+}
+
+// syncStream waits on the owner thread until the backend's stream has
+// finished: cuStreamSynchronize, or for a rank of a tensor-parallel group a
+// bounded poll that fails the group instead of waiting forever for a peer
+// (group.wait).
+func (b *Backend) syncStream(c *cuda.Ctx) error {
+	if b.group != nil {
+		return b.group.wait(c, b.rank, b.stream)
+	}
+	return c.SyncStream(b.stream)
 }
 
 // Close implements backend.Backend: it waits for queued work, frees every
@@ -744,7 +760,7 @@ func (b *Backend) Close() error {
 	b.xh, b.xhBytes = 0, 0
 
 	err := b.dev.Do(func(c *cuda.Ctx) error {
-		errs := []error{c.SyncStream(b.stream)}
+		errs := []error{b.syncStream(c)}
 		b.graphs.reset(c)
 		for _, p := range ptrs {
 			errs = append(errs, c.Free(p))

@@ -119,11 +119,29 @@ func (b *Backend) flush() { b.flushWith(nil) }
 // flushWith runs the queued ops and then, if non-nil, after(c), in one
 // hand-off. After an op fails, the remaining queued ops are dropped (the
 // error model: ops skip their work once an error is pending).
+//
+// A rank of a tensor-parallel group first hands every rank's queue to its
+// owner while a collective is queued (group.go), so that nothing waits for
+// a peer's collective still in a queue.
 func (b *Backend) flushWith(after func(c *cuda.Ctx) error) {
+	if g := b.group; g != nil && g.pending.Load() {
+		g.flushRanks()
+	}
+	b.runQueue(b.takeQueue(), after)
+}
+
+// takeQueue returns the queued ops and empties the queue.
+func (b *Backend) takeQueue() []queuedOp {
 	b.qMu.Lock()
 	ops := b.queue
 	b.queue = nil
 	b.qMu.Unlock()
+	return ops
+}
+
+// runQueue runs ops (taken from the queue) and then, if non-nil, after(c),
+// in one hand-off to the owner thread.
+func (b *Backend) runQueue(ops []queuedOp, after func(c *cuda.Ctx) error) {
 	if len(ops) == 0 && after == nil {
 		return
 	}
@@ -157,11 +175,14 @@ func (b *Backend) flushWith(after func(c *cuda.Ctx) error) {
 		b.spare = ops[:0]
 	}
 	b.qMu.Unlock()
+	if err != nil && after == nil {
+		opErr = cmp.Or(opErr, fmt.Errorf("backend/gpu: %w", err))
+	}
 	if opErr != nil {
 		b.fail(opErr)
-	}
-	if err != nil && after == nil {
-		b.fail(fmt.Errorf("backend/gpu: %w", err))
+		if b.group != nil { // the peers would wait for this rank's dropped ops
+			b.group.fail(fmt.Errorf("rank %d: %w", b.rank, opErr))
+		}
 	}
 }
 
@@ -481,7 +502,7 @@ func (b *Backend) scratch(c *cuda.Ctx, bytes int) (cuda.DevicePtr, error) {
 		return b.xh, nil
 	}
 	if b.xh != 0 {
-		if err := c.SyncStream(b.stream); err != nil {
+		if err := b.syncStream(c); err != nil {
 			return 0, err
 		}
 		if err := c.Free(b.xh); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
@@ -102,6 +103,11 @@ type Options struct {
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
+	// CollectiveTimeout bounds each wait of a tensor-parallel rank
+	// (OpenGroup) for its stream, which may hold an all-reduce waiting for
+	// a peer: beyond it the group's NCCL communicators are aborted and
+	// every rank fails. 0 is 60 s.
+	CollectiveTimeout time.Duration
 	// CUDA, when not nil, configures gpu/cuda (library paths, include
 	// folders, kernel cache) before the device is opened.
 	CUDA *cuda.Config

@@ -13,6 +13,7 @@ const (
 	EnvLibCUDA  = "BITDECODE_LIBCUDA"   // path of the CUDA driver library
 	EnvNVRTC    = "BITDECODE_NVRTC"     // path of the NVRTC library
 	EnvCUBLASLt = "BITDECODE_CUBLASLT"  // path of the cuBLASLt library
+	EnvLibNCCL  = "BITDECODE_LIBNCCL"   // path of the NCCL library (tensor parallelism)
 	EnvCacheDir = "BITDECODE_CACHE_DIR" // directory of the CUBIN cache
 	// EnvCUDAHome and EnvCUDAPath are the CUDA toolkit's own variables: the
 	// first places searched for cuda_fp16.h (their include folders).
@@ -27,9 +28,10 @@ const (
 // once at its edge (ParseConfig(os.LookupEnv)) and hands it to Configure
 // before the first use of the package.
 type Config struct {
-	// LibCUDA, NVRTC and CUBLASLt, when set, name the only file tried for
-	// the driver, NVRTC and cuBLASLt (instead of the sonames).
-	LibCUDA, NVRTC, CUBLASLt string
+	// LibCUDA, NVRTC, CUBLASLt and NCCL, when set, name the only file
+	// tried for the driver, NVRTC, cuBLASLt and NCCL (instead of the
+	// sonames).
+	LibCUDA, NVRTC, CUBLASLt, NCCL string
 	// CacheDir is the CUBIN cache's directory; "" is
 	// os.UserCacheDir()/bitdecode/kernels.
 	CacheDir string
@@ -47,7 +49,7 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 		v, _ := lookup(name)
 		return strings.TrimSpace(v)
 	}
-	c := Config{LibCUDA: get(EnvLibCUDA), NVRTC: get(EnvNVRTC), CUBLASLt: get(EnvCUBLASLt), CacheDir: get(EnvCacheDir)}
+	c := Config{LibCUDA: get(EnvLibCUDA), NVRTC: get(EnvNVRTC), CUBLASLt: get(EnvCUBLASLt), NCCL: get(EnvLibNCCL), CacheDir: get(EnvCacheDir)}
 	for _, name := range []string{EnvCUDAHome, EnvCUDAPath} {
 		if v := get(name); v != "" {
 			c.IncludeDirs = append(c.IncludeDirs, filepath.Join(v, "include"))
@@ -64,6 +66,7 @@ const (
 	libDriver
 	libNVRTC
 	libCUBLASLt
+	libNCCL
 )
 
 var (
@@ -71,7 +74,7 @@ var (
 	config   Config
 	// loaded marks the libraries opened with config's settings: those
 	// settings cannot change afterwards.
-	loaded [libCUBLASLt + 1]bool
+	loaded [libNCCL + 1]bool
 )
 
 // Configure sets the package's settings. Call it before the first use: once
@@ -92,6 +95,7 @@ func Configure(c Config) error {
 		{libNVRTC, "NVRTC's include folders", strings.Join(c.IncludeDirs, "\x00") == strings.Join(config.IncludeDirs, "\x00"),
 			strings.Join(config.IncludeDirs, ":"), strings.Join(c.IncludeDirs, ":")},
 		{libCUBLASLt, "cuBLASLt", c.CUBLASLt == config.CUBLASLt, config.CUBLASLt, c.CUBLASLt},
+		{libNCCL, "NCCL", c.NCCL == config.NCCL, config.NCCL, c.NCCL},
 	} {
 		if loaded[k.l] && !k.same {
 			return fmt.Errorf("cuda: Configure: %s is already loaded with %q, not %q; configure before the first use", k.what, k.have, k.got)

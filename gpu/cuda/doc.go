@@ -9,13 +9,16 @@
 //   - the driver, libcuda.so.1 (override: Config.LibCUDA);
 //   - NVRTC, libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so (Config.NVRTC);
 //   - cuBLASLt, libcublasLt.so.13, libcublasLt.so.12, libcublasLt.so
-//     (Config.CUBLASLt).
+//     (Config.CUBLASLt);
+//   - NCCL, libnccl.so.2, libnccl.so (Config.NCCL), for tensor-parallel
+//     groups only (nccl.go): before it loads, libc's environment gets
+//     NCCL_NVLS_ENABLE=0, so NVLink multicast stays off.
 //
 // # Settings
 //
 // The package reads no environment variable. A program parses its settings
 // once at its edge, cfg, err := [ParseConfig](os.LookupEnv) (BITDECODE_LIBCUDA,
-// BITDECODE_NVRTC, BITDECODE_CUBLASLT, BITDECODE_CACHE_DIR, CUDA_HOME,
+// BITDECODE_NVRTC, BITDECODE_CUBLASLT, BITDECODE_LIBNCCL, BITDECODE_CACHE_DIR, CUDA_HOME,
 // CUDA_PATH; docs/gpu.md has the table), and hands them to [Configure]
 // before the first use. Without Configure the zero [Config] holds: sonames,
 // the usual CUDA include folders and the user cache directory.

@@ -24,6 +24,8 @@ var (
 	specDriver   = libSpec{"CUDA driver", func(c Config) string { return c.LibCUDA }, []string{"libcuda.so.1"}}
 	specNVRTC    = libSpec{"NVRTC", func(c Config) string { return c.NVRTC }, []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}}
 	specCUBLASLt = libSpec{"cuBLASLt", func(c Config) string { return c.CUBLASLt }, []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}}
+	// NCCL keeps soname libnccl.so.2 across CUDA versions.
+	specNCCL = libSpec{"NCCL", func(c Config) string { return c.NCCL }, []string{"libnccl.so.2", "libnccl.so"}}
 )
 
 // candidates lists the files to try, in order.

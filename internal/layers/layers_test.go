@@ -30,9 +30,12 @@ var forbidden = map[string][]string{
 	// The GPU runtime and kernels know formats, never a model or what runs it.
 	"gpu": {"attn", "backend", "model", "kvcache", "eval", "engine", "server", "tokenizer", "bench", "cmd"},
 	// Backends run ops; they know no model, cache or engine.
-	"backend":   {"model", "kvcache", "eval", "engine", "server", "tokenizer", "bench", "cmd"},
-	"tokenizer": {"model", "backend", "gpu", "attn", "kv", "wq", "kvcache", "eval", "engine", "server", "bench", "cmd"},
-	"model":     {"kvcache", "eval", "engine", "server", "gpu", "backend/gpu", "attn", "bench", "cmd"},
+	"backend": {"model", "kvcache", "eval", "engine", "server", "tokenizer", "bench", "cmd"},
+	// Tensor parallelism is device-free: it drives its ranks through the
+	// Backend interface and their Communicator only.
+	"backend/tp": {"backend/cpu", "backend/gpu", "gpu"},
+	"tokenizer":  {"model", "backend", "gpu", "attn", "kv", "wq", "kvcache", "eval", "engine", "server", "bench", "cmd"},
+	"model":      {"kvcache", "eval", "engine", "server", "gpu", "backend/gpu", "attn", "bench", "cmd"},
 	// The caches: kvcache itself is device-free; kvcache/gpukv is the CUDA
 	// backend's provider and the one cache package that may know the GPU.
 	"kvcache": {"eval", "engine", "server", "bench", "cmd"},
