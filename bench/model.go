@@ -282,8 +282,7 @@ func openGPUs(n int, o GPUOptions) (*gpus, error) {
 		}
 		return nil, errors.Join(errs...)
 	}
-	be, _ := any(tb).(backend.Backend) // TEMPORARY until backend/tp lands (#23): the stub is no Backend
-	return &gpus{be: be, ranks: ranks}, nil
+	return &gpus{be: tb, ranks: ranks}, nil
 }
 
 // memInfo returns each GPU's free and total memory now.

@@ -157,8 +157,8 @@ func Open(dir string, o Options) (m *Model, err error) {
 		return m, fmt.Errorf("engine: TP %d with a given backend: open the group once (TP in the first Open) and share its backend", o.TP)
 	case o.Backend != nil:
 		m.Backend, m.Device = o.Backend, o.Backend.Name()
-		if g, ok := o.Backend.(interface{ Ranks() []backend.Backend }); ok { // a *tp.Backend
-			m.TP = len(g.Ranks())
+		if tb, ok := o.Backend.(*tp.Backend); ok {
+			m.TP = len(tb.Ranks())
 		}
 	case o.TP > 1:
 		// The group opens before anything is read, so that a device without
@@ -216,7 +216,10 @@ func Open(dir string, o Options) (m *Model, err error) {
 		m.Hessians = lo.Calib
 	}
 	m.Model, err = model.Load(dir, m.Backend, lo)
-	if err != nil {
+	switch {
+	case errors.Is(err, backend.ErrSplit):
+		err = fmt.Errorf("%w (--tp %d: try a degree that divides the model's heads and MLP)", err, m.TP)
+	case err != nil:
 		err = fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, dir)
 	}
 	return m, m.finish(o, err)
@@ -241,8 +244,7 @@ func openGroup(choice string, n int, bo backend.OpenOptions, log io.Writer) (bac
 		}
 		return nil, "", errors.Join(errs...)
 	}
-	be, _ := any(tb).(backend.Backend) // TEMPORARY until backend/tp lands (#23): the stub is no Backend
-	return be, name, nil
+	return tb, name, nil
 }
 
 // checkCheckpointDir says what dir is when it is not a Hugging Face
@@ -335,6 +337,9 @@ func (m *Model) ResolveSpec(sp kv.Spec) kv.Spec {
 // backend (kvcache.New: the backend's own cache where it offers one), with
 // the model's settings applied (ResolveSpec).
 func (m *Model) NewCache(spec kv.Spec, o kvcache.Options) (kvcache.Cache, error) {
+	if o.Log == nil {
+		o.Log = m.log // a tensor-parallel cache says there when it replicates KV heads
+	}
 	return kvcache.New(m.Backend, m.Config(), m.ResolveSpec(spec), o)
 }
 

@@ -260,3 +260,23 @@ func TestStartProfile(t *testing.T) {
 	}
 	stop()
 }
+
+// TestRunTP: 'run --device cpu --tp 2' (two CPU ranks: the sharding, the
+// all-reduces and the per-rank KV cache) prints the same greedy text as one
+// device, and says it runs on two ranks.
+func TestRunTP(t *testing.T) {
+	args := []string{"run", "--device", "cpu", "--max-tokens", "24", "--compare-fp16=false", "--kv", "fp16", "func main() {"}
+	var out1, err1, out2, err2 bytes.Buffer
+	if code := runMain(args, &out1, &err1); code != 0 {
+		t.Fatalf("--tp 1: exit %d: %s", code, err1.String())
+	}
+	if code := runMain(append([]string{"run", "--tp", "2"}, args[1:]...), &out2, &err2); code != 0 {
+		t.Fatalf("--tp 2: exit %d: %s", code, err2.String())
+	}
+	if out1.String() != out2.String() {
+		t.Errorf("--tp 2 prints\n%q\n--tp 1\n%q", out2.String(), out1.String())
+	}
+	if !strings.Contains(err2.String(), "tensor parallelism: 2 ranks on cpu") {
+		t.Errorf("--tp 2: stderr does not say so:\n%s", err2.String())
+	}
+}

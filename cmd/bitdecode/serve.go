@@ -238,6 +238,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			cache.Format().Spec.String(), cache.TotalBlocks(), cache.BlockTokens(), humanBytes(cache.BlockBytes()), *f.maxSeqs,
 			humanBytes(cache.ResidualBytes()), humanBytes(int64(cache.TotalBlocks())*cache.BlockBytes()+int64(*f.maxSeqs)*cache.ResidualBytes()), sched.ContextLimit())
 	}
+	if lm.TP > 1 {
+		logger.Printf("tensor parallelism over %d ranks: the KV figures above are all ranks together; each rank (GPU) holds the same blocks of its own KV heads in its --kv-memory of %s", lm.TP, humanBytes(memBytes))
+	}
 	logger.Printf("listening on http://%s (model id %q); SIGINT/SIGTERM drains for up to %v", ln.Addr(), name, *f.drain)
 	ctx, stop := serveContext()
 	defer stop()
