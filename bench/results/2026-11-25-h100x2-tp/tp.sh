@@ -1,10 +1,13 @@
 #!/bin/bash
 # Tensor parallelism on two GPUs of one host (issue #23), for the lead: kind nvidia-h100-x2.
-# Run from the repo root with .gpu-tp/ carried, holding bitdecode, servebench and gocoder-23m
-# (build: CGO_ENABLED=0 go build -ldflags='-s -w' -o .gpu-tp/ ./cmd/bitdecode ./tools/servebench;
-# cp -r ../shared/models/gocoder-23m .gpu-tp/). About 5 minutes; logs under $OUT/r.
+# Run from the repo root with .gpu-tp/ carried, holding this script and bundle.tar.xz (bitdecode,
+# servebench and gocoder-23m; README.md here says how to build it). About 5 minutes; logs under
+# $OUT/r, tarred into $OUT/results.tgz.
 set -o pipefail
 G=${G:-$PWD/.gpu-tp}; M=$G/gocoder-23m; R=$OUT/r; mkdir -p $R
+if [ ! -x $G/bitdecode ]; then # no xz binary there: python's lzma
+  python3 -c "import lzma, sys, tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" $G/bundle.tar.xz $G || exit 1
+fi
 export NCCL_NVLS_ENABLE=0 # bitdecode sets it in libc's environment itself; this is for anything else
 nvidia-smi --query-gpu=index,name,memory.total --format=csv > $R/gpus.txt 2>&1
 nvidia-smi topo -m >> $R/gpus.txt 2>&1
