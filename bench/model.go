@@ -559,7 +559,11 @@ func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f 
 // WriteTable writes the report as Markdown tables.
 func (rep *ModelReport) WriteTable(w io.Writer) {
 	if len(rep.Linears) > 0 {
-		fmt.Fprintf(w, "Linear layers of one decode step, %s shapes, %s, %d rows (weights fp16, cold in L2)\n\n", rep.Preset, rep.Device, rep.Linears[0].T)
+		shard := ""
+		if rep.TP > 1 {
+			shard = fmt.Sprintf(" (one GPU's shard at --tp %d, timed on GPU 0)", rep.TP)
+		}
+		fmt.Fprintf(w, "Linear layers of one decode step, %s shapes%s, %s, %d rows (weights fp16, cold in L2)\n\n", rep.Preset, shard, rep.Device, rep.Linears[0].T)
 		fmt.Fprintln(w, "| layer | N x K | gemv.cu us | of ceiling | cuBLASLt us | int4 gemvq.cu us | GB/s | of ceiling | int3 us | of ceiling | int8 us | of ceiling |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 		pct := func(gbps float64) float64 { return 100 * gbps / rep.ReadGBps }

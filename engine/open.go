@@ -137,9 +137,9 @@ type Model struct {
 // Open opens the model in dir, or the embedded default model (model/gotiny)
 // when dir is "", as o says: it resolves the device (falling back to the
 // CPU with one line on o.Log) or, with o.TP > 1, opens a tensor-parallel
-// group on it (the weights and the cache are then sharded by the backend
-// and the cache: nothing else changes here), reads the tokenizer, the settings and DEC
-// tuning once, calibrates GPTQ formats, loads the weights and, with
+// group on it (the backend and the cache then shard the weights and the KV
+// heads; nothing else changes here), reads the tokenizer, the settings and
+// DEC tuning once, calibrates GPTQ formats, loads the weights and, with
 // o.Cache, builds the KV cache.
 func Open(dir string, o Options) (m *Model, err error) {
 	m = &Model{Dir: dir, Name: dir, log: o.Log}
