@@ -2,12 +2,17 @@ package bench
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/backend/tp"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
@@ -23,6 +28,15 @@ var Presets = map[string]string{
 	"llama-3.1-8b": `{"architectures": ["LlamaForCausalLM"], "model_type": "llama",
 		"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
 		"num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+		"vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5,
+		"rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+		"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+		"tie_word_embeddings": false, "bos_token_id": 128000, "eos_token_id": 128001}`,
+	// The 70B class: 141 GB of fp16 weights, more than one 80 GB GPU holds
+	// (WritePresetTable: needs --tp 2).
+	"llama-3.1-70b": `{"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+		"hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
+		"num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128,
 		"vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5,
 		"rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
 		"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
@@ -67,10 +81,14 @@ type ModelConfig struct {
 	DEC        []ModelDEC
 	DECTunings map[string]*model.DECTuning
 	Contexts   []int // cached tokens per sequence before the timed steps
-	Batch      int   // sequences decoded together; 0: as many as fit in GPU memory (per format and context)
-	Steps      int   // timed decode steps (default 16)
-	Warmup     int   // untimed steps first (default 3)
-	Progress   io.Writer
+	Batch      int   // sequences decoded together; 0: as many as fit in GPU memory (per format and context; per rank with TP)
+	// TP is the tensor-parallel degree: 0 or 1 runs on GPU 0; N > 1 on
+	// GPUs 0..N-1 (gpu.OpenGroup, backend/tp), each rank holding its shard
+	// of the weights and of the KV cache.
+	TP       int
+	Steps    int // timed decode steps (default 16)
+	Warmup   int // untimed steps first (default 3)
+	Progress io.Writer
 }
 
 // ModelDEC is one DEC setting of the model benchmark: a fixed k_chunk for
@@ -103,28 +121,40 @@ type ModelRow struct {
 	TokensPerSec float64 `json:"tokens_per_s"`
 	WeightBytes  int64   `json:"weight_bytes_read"`
 	KVBytes      int64   `json:"kv_bytes_read"`
-	FloorMs      float64 `json:"floor_ms"` // (weights + KV bytes) / read ceiling
+	FloorMs      float64 `json:"floor_ms"` // (weights + KV bytes) / read ceiling, per GPU with TP
 	OfFloor      float64 `json:"floor_fraction"`
-	KVMemory     int64   `json:"kv_memory_bytes"`
+	KVMemory     int64   `json:"kv_memory_bytes"` // the cache's memory, all ranks together
+	// TP is the number of GPUs; with TP > 1, WeightBytes and KVBytes are
+	// what each GPU reads (the largest rank's). MemUsed is each GPU's
+	// memory in use with the model and the filled cache.
+	TP      int     `json:"tp"`
+	MemUsed []int64 `json:"mem_used_per_gpu_bytes,omitempty"`
 }
 
 // ModelReport is the whole run.
 type ModelReport struct {
-	Device   string      `json:"device"`
-	Date     string      `json:"date"`
-	Preset   string      `json:"preset"`
-	ReadGBps float64     `json:"read_ceiling_gb_per_s"`
+	Device   string  `json:"device"`
+	Date     string  `json:"date"`
+	Preset   string  `json:"preset"`
+	ReadGBps float64 `json:"read_ceiling_gb_per_s"` // the lowest of the GPUs' with TP
+	// TP is the number of GPUs and RankGBps each one's read ceiling.
+	TP       int         `json:"tp"`
+	RankGBps []float64   `json:"read_ceiling_per_gpu_gb_per_s,omitempty"`
 	Linears  []LinearRow `json:"linears"`
 	Rows     []ModelRow  `json:"rows"`
 }
 
 // RunModelGPU measures decode steps of a preset model with random weights
-// on GPU 0, with the KV cache of each format filled to each context with
-// random KV-like data (GPUCache.FillRandom: packed exactly as real tokens
-// are). A step is a whole forward pass (embedding, 32 layers of GEMMs,
-// norms and low-bit attention, lm_head) plus the logits' copy to the host.
-// The floor is the bytes a step must read (every weight matrix once, the
-// KV cache once) over the read ceiling measured in the same run.
+// on GPU 0, or with cfg.TP > 1 on GPUs 0..TP-1 (tensor parallelism), with
+// the KV cache of each format filled to each context with random KV-like
+// data (FillRandom: packed exactly as real tokens are). A step is a whole
+// forward pass (embedding, every layer's GEMMs, norms and low-bit
+// attention, lm_head; with TP the two all-reduces per layer) plus the
+// logits' copy to the host. The floor is the bytes a step must read on a
+// GPU (its shard of every weight matrix once, its KV heads once) over that
+// GPU's read ceiling measured in the same run; with TP the slowest GPU's,
+// and the all-reduces are not in it. A shape that does not fit a GPU fails
+// before its weights are made, saying at which --tp it fits.
 func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	js, ok := Presets[cfg.Preset]
 	if cfg.ConfigJSON != nil {
@@ -143,34 +173,63 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	if cfg.Warmup <= 0 {
 		cfg.Warmup = 3
 	}
+	cfg.TP = max(cfg.TP, 1)
 	progress := cfg.Progress
 	if progress == nil {
 		progress = io.Discard
-	}
-	be, err := gpu.Open(0, cfg.GPU)
-	if err != nil {
-		return nil, err
-	}
-	defer be.Close()
-	dev := be.Device()
-	bw, err := dev.ProbeBandwidth()
-	if err != nil {
-		return nil, err
-	}
-	rep := &ModelReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Preset: cfg.Preset, ReadGBps: bw.GBps}
-	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
-	if !cfg.SkipLinears {
-		if rep.Linears, err = TimeLinears(dev, mc, max(cfg.Batch, 1), progress); err != nil {
-			return nil, err
-		}
 	}
 	weights := cfg.Weights
 	if len(weights) == 0 {
 		weights = []string{"fp16"}
 	}
+	// Every weight format must split before a GPU is touched.
 	for _, ws := range weights {
 		wspec, err := wq.ParseSpec(ws)
 		if err != nil {
+			return nil, err
+		}
+		if _, err := RankOf(mc, wspec, cfg.TP); err != nil {
+			return nil, err
+		}
+	}
+	g, err := openGPUs(cfg.TP, cfg.GPU)
+	if err != nil {
+		return nil, err
+	}
+	defer g.be.Close()
+	rep := &ModelReport{Date: time.Now().UTC().Format("2006-01-02"), Preset: cfg.Preset, TP: cfg.TP}
+	for r, rank := range g.ranks {
+		dev := rank.Device()
+		bw, err := dev.ProbeBandwidth()
+		if err != nil {
+			return nil, fmt.Errorf("bench: GPU %d: %w", r, err)
+		}
+		if r == 0 || bw.GBps < rep.ReadGBps {
+			rep.ReadGBps = bw.GBps
+		}
+		rep.Device = dev.Name()
+		if cfg.TP > 1 {
+			rep.RankGBps = append(rep.RankGBps, bw.GBps)
+			rep.Device = fmt.Sprintf("%d x %s", cfg.TP, dev.Name())
+		}
+		fmt.Fprintf(progress, "GPU %d, %s: read ceiling %.0f GB/s\n", r, dev.Name(), bw.GBps)
+	}
+	if !cfg.SkipLinears {
+		// With TP the table times one rank's shard shapes on GPU 0.
+		r, err := RankOf(mc, wq.Spec{}, cfg.TP)
+		if err != nil {
+			return nil, err
+		}
+		if rep.Linears, err = TimeLinears(g.ranks[0].Device(), r.shardConfig(mc), max(cfg.Batch, 1), progress); err != nil {
+			return nil, err
+		}
+	}
+	for _, ws := range weights {
+		wspec, err := wq.ParseSpec(ws)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.checkFits(cfg, mc, wspec); err != nil {
 			return nil, err
 		}
 		decs := cfg.DEC
@@ -182,7 +241,7 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := runWeights(rep, be, mc, wspec, d, decFor, cfg, progress); err != nil {
+			if err := runWeights(rep, g, mc, wspec, d, decFor, cfg, progress); err != nil {
 				return nil, err
 			}
 		}
@@ -190,25 +249,121 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	return rep, nil
 }
 
+// gpus are the GPUs a model benchmark runs on: one backend, or a
+// tensor-parallel backend over its ranks.
+type gpus struct {
+	be    backend.Backend // ranks[0], or the tp.Backend over ranks
+	ranks []*gpu.Backend
+}
+
+// openGPUs opens GPU 0, or for n > 1 the group of GPUs 0..n-1 and the
+// tensor-parallel backend over it.
+func openGPUs(n int, o GPUOptions) (*gpus, error) {
+	if n == 1 {
+		be, err := gpu.Open(0, o)
+		if err != nil {
+			return nil, err
+		}
+		return &gpus{be: be, ranks: []*gpu.Backend{be}}, nil
+	}
+	ranks, comm, err := gpu.OpenGroup(n, o)
+	if err != nil {
+		return nil, fmt.Errorf("bench: --tp %d: %w", n, err)
+	}
+	bs := make([]backend.Backend, len(ranks))
+	for i, r := range ranks {
+		bs[i] = r
+	}
+	tb, err := tp.New(bs, comm)
+	if err != nil {
+		errs := []error{fmt.Errorf("bench: --tp %d: %w", n, err), comm.Close()}
+		for _, r := range ranks {
+			errs = append(errs, r.Close())
+		}
+		return nil, errors.Join(errs...)
+	}
+	return &gpus{be: tb, ranks: ranks}, nil
+}
+
+// memInfo returns each GPU's free and total memory now.
+func (g *gpus) memInfo() (free, total []int64, err error) {
+	for r, rank := range g.ranks {
+		var f, t uint64
+		if err := rank.Do(func(x *cuda.Ctx) error {
+			var err error
+			f, t, err = x.MemInfo()
+			return err
+		}); err != nil {
+			return nil, nil, fmt.Errorf("bench: GPU %d: %w", r, err)
+		}
+		free, total = append(free, int64(f)), append(total, int64(t))
+	}
+	return free, total, nil
+}
+
+// checkFits fails, saying at which --tp the shape fits, unless weights w
+// and the smallest sequence of the run fit the GPUs' free memory.
+func (g *gpus) checkFits(cfg ModelConfig, mc *model.Config, w wq.Spec) error {
+	free, _, err := g.memInfo()
+	if err != nil {
+		return err
+	}
+	r, err := RankOf(mc, w, cfg.TP)
+	if err != nil {
+		return err
+	}
+	var least kv.Format
+	leastBytes, leastCtx := int64(-1), 0
+	for _, spec := range cfg.Formats {
+		sp, err := kv.ParseSpec(spec)
+		if err != nil {
+			return err
+		}
+		f, err := sp.Resolve(mc.HeadDim)
+		if err != nil {
+			return err
+		}
+		for _, ctx := range cfg.Contexts {
+			if b := r.SeqBytes(mc, f, ctx); leastBytes < 0 || b < leastBytes {
+				least, leastBytes, leastCtx = f, b, ctx
+			}
+		}
+	}
+	if leastBytes < 0 {
+		return nil
+	}
+	memBytes := slices.Min(free)
+	if ok, _ := r.Fits(mc, least, leastCtx, memBytes); !ok {
+		return FitError(cfg.Preset, mc, w, least, leastCtx, r, memBytes)
+	}
+	return nil
+}
+
 // runWeights times every (KV format, context) row with the linear layers in
 // format wspec.
-func runWeights(rep *ModelReport, be *gpu.Backend, mc *model.Config, wspec wq.Spec, d ModelDEC, decFor func(N, K int) wq.DEC, cfg ModelConfig, progress io.Writer) error {
+func runWeights(rep *ModelReport, g *gpus, mc *model.Config, wspec wq.Spec, d ModelDEC, decFor func(N, K int) wq.DEC, cfg ModelConfig, progress io.Writer) error {
 	decName := ""
 	if decFor != nil {
 		decName = d.String()
 	}
 	fmt.Fprintf(progress, "building %s with random %s weights (DEC %s)\n", cfg.Preset, wspec, cmp.Or(decName, "off"))
 	start := time.Now()
-	m, err := model.NewRandomWeights(mc, be, 1, wspec, decFor)
+	r, err := RankOf(mc, wspec, cfg.TP)
+	if err != nil {
+		return err
+	}
+	m, err := model.NewRandomWeights(mc, g.be, 1, wspec, decFor)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	if err := be.Sync(); err != nil {
+	if err := g.be.Sync(); err != nil {
 		return err
 	}
-	weightBytes := linearWeightBytes(mc, wspec)
-	fmt.Fprintf(progress, "weights ready in %v (%.2f GB of matrices read per step)\n", time.Since(start).Round(time.Millisecond), float64(weightBytes)/1e9)
+	fmt.Fprintf(progress, "weights ready in %v (%.2f GB of matrices read per step per GPU)\n", time.Since(start).Round(time.Millisecond), float64(r.WeightBytesRead)/1e9)
+	if err := g.writeMemory(progress, "with the weights"); err != nil {
+		return err
+	}
 	for _, spec := range cfg.Formats {
 		sp, err := kv.ParseSpec(spec)
 		if err != nil {
@@ -221,23 +376,35 @@ func runWeights(rep *ModelReport, be *gpu.Backend, mc *model.Config, wspec wq.Sp
 		for _, ctx := range cfg.Contexts {
 			rc := cfg
 			if rc.Batch == 0 {
-				if rc.Batch, err = maxBatch(be, mc, f, ctx+cfg.Steps+cfg.Warmup+1); err != nil {
+				if rc.Batch, err = g.maxBatch(mc, r, f, ctx+cfg.Steps+cfg.Warmup+1); err != nil {
 					return err
 				}
 			}
-			row, err := timeModel(be, m, mc, sp, f, ctx, rc)
+			row, err := g.timeModel(m, mc, r, sp, f, ctx, rc)
 			if err != nil {
 				return fmt.Errorf("bench: %s weights, %s KV at %d tokens: %w", wspec, spec, ctx, err)
 			}
 			row.Weights = wspec.String()
 			row.DEC = decName
-			row.WeightBytes = weightBytes
+			row.WeightBytes = r.WeightBytesRead
 			row.FloorMs = float64(row.WeightBytes+row.KVBytes) / (rep.ReadGBps * 1e9) * 1e3
 			row.OfFloor = row.FloorMs / row.MsPerStep
-			fmt.Fprintf(progress, "%-8s %-8s ctx %6d B %d: %.2f ms/step (%.1f tok/s), floor %.2f ms (%.0f%%)\n",
-				wspec.Short(), spec, ctx, rc.Batch, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
+			fmt.Fprintf(progress, "%-8s %-8s ctx %6d B %d TP %d: %.2f ms/step (%.1f tok/s), floor %.2f ms (%.0f%%)\n",
+				wspec.Short(), spec, ctx, rc.Batch, cfg.TP, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
 			rep.Rows = append(rep.Rows, *row)
 		}
+	}
+	return nil
+}
+
+// writeMemory writes one line per GPU: its memory in use and total.
+func (g *gpus) writeMemory(w io.Writer, when string) error {
+	free, total, err := g.memInfo()
+	if err != nil {
+		return err
+	}
+	for r := range g.ranks {
+		fmt.Fprintf(w, "GPU %d %s: %.2f GiB in use of %.2f GiB\n", r, when, gib(total[r]-free[r]), gib(total[r]))
 	}
 	return nil
 }
@@ -275,69 +442,69 @@ func decChoices(mc *model.Config, w wq.Spec, d ModelDEC, tunings map[string]*mod
 	return nil, nil
 }
 
-// maxBatchReserve is the device memory maxBatch leaves for activations,
-// split-KV workspaces and the CUDA context.
-const maxBatchReserve = 3 << 30
-
 // maxBatch returns how many sequences of l tokens in format f fit in the
-// device memory that is free now (the weights are loaded), by the format's
-// accounting: packed blocks plus one residual slot per sequence and layer,
-// and the decode workspace (about 2 KiB per 512-token split and KV head).
-func maxBatch(be *gpu.Backend, c *model.Config, f kv.Format, l int) (int, error) {
-	var free uint64
-	if err := be.Do(func(x *cuda.Ctx) error {
-		var err error
-		free, _, err = x.MemInfo()
-		return err
-	}); err != nil {
+// device memory that is free now on every GPU (the weights are loaded), by
+// the format's accounting per rank (Rank.SeqBytes), leaving gpuReserve.
+func (g *gpus) maxBatch(c *model.Config, r Rank, f kv.Format, l int) (int, error) {
+	free, _, err := g.memInfo()
+	if err != nil {
 		return 0, err
 	}
-	nr := f.Residual
-	blocks := int64((l + nr - 1) / nr)
-	perSeq := int64(c.Layers*c.KVHeads)*(blocks*int64(f.BlockBytes())+int64(nr*c.HeadDim*2*2)) +
-		int64(c.KVHeads)*int64((l+511)/512)*8*int64(c.HeadDim)*4
-	n := (int64(free) - maxBatchReserve) / perSeq
+	perSeq := r.SeqBytes(c, f, l)
+	n := (slices.Min(free) - gpuReserve) / perSeq
 	if n < 1 {
-		return 0, fmt.Errorf("bench: one sequence of %d tokens in %s (%d MiB) does not fit in %d MiB free", l, f.Spec.String(), perSeq>>20, free>>20)
+		return 0, fmt.Errorf("bench: one sequence of %d tokens in %s (%d MiB per GPU) does not fit in %d MiB free", l, f.Spec.String(), perSeq>>20, slices.Min(free)>>20)
 	}
 	return int(n), nil
 }
 
-// linearWeightBytes is the bytes of every matrix a decode step reads: the
-// projections of each layer in format w (codes and scale pairs) and the
-// fp16 lm_head (the embedding lookup reads one row per token).
-func linearWeightBytes(c *model.Config, w wq.Spec) int64 {
-	H, I, qd, kvd := c.Hidden, c.Intermediate, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	mat := func(n, k int) int64 {
-		if w.IsQuantized() {
-			return wq.Bytes(w.Elem, w.Group, n, k)
-		}
-		return 2 * int64(n) * int64(k)
-	}
-	perLayer := mat(qd, H) + 2*mat(kvd, H) + mat(H, qd) + 2*mat(I, H) + mat(H, I)
-	return int64(c.Layers)*perLayer + 2*int64(c.Vocab)*int64(H)
+// shardConfig is the model config of one rank's shard: its query and KV
+// heads, intermediate columns and vocabulary rows (the shapes its linear
+// layers have).
+func (r Rank) shardConfig(c *model.Config) *model.Config {
+	s := *c
+	s.Heads, s.KVHeads, s.Intermediate, s.Vocab = r.Heads, r.KVHeads, r.Intermediate, r.Vocab
+	return &s
 }
 
 // modelCache is what timeModel needs of a GPU cache filled with random
-// tokens: gpukv.Paged, or gpukv.Planes for bw formats.
+// tokens: gpukv.Paged, gpukv.Planes for bw formats, or with TP the cache
+// over the ranks' caches that kvcache.New builds.
 type modelCache interface {
 	kvcache.Cache
 	FillRandom(id, n int, seed uint32) error
 	Bytes(id int) (bytes, fp16Bytes int64)
 }
 
-func timeModel(be *gpu.Backend, m model.Model, mc *model.Config, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
+// newCache returns the cache of spec sp for the benchmark's GPUs.
+func (g *gpus) newCache(mc *model.Config, sp kv.Spec, opts kvcache.Options) (modelCache, error) {
+	if len(g.ranks) == 1 {
+		if sp.Planes.On {
+			// The bw cache re-tiers every layer at the first (warm-up) step
+			// after the fill, then every Period steps.
+			return gpukv.NewPlanes(g.ranks[0], mc, sp, opts)
+		}
+		return gpukv.NewPaged(g.ranks[0], mc, sp.WithDefaultRotation(), opts)
+	}
+	if !sp.Planes.On {
+		sp = sp.WithDefaultRotation()
+	}
+	c, err := kvcache.New(g.be, mc, sp, opts)
+	if err != nil {
+		return nil, err
+	}
+	mcache, ok := c.(modelCache)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("bench: the tensor-parallel %s cache (%T) cannot be filled with random tokens (no FillRandom)", sp, c)
+	}
+	return mcache, nil
+}
+
+func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
 	steps := cfg.Warmup + cfg.Steps
 	opts := kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16}
-	var cache modelCache
-	var err error
-	if sp.Planes.On {
-		// The bw cache re-tiers every layer at the first (warm-up) step
-		// after the fill, then every Period steps.
-		cache, err = gpukv.NewPlanes(be, mc, sp, opts)
-	} else {
-		cache, err = gpukv.NewPaged(be, mc, sp.WithDefaultRotation(), opts)
-	}
+	cache, err := g.newCache(mc, sp, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +536,7 @@ func timeModel(be *gpu.Backend, m model.Model, mc *model.Config, sp kv.Spec, f k
 	med := times[len(times)/2]
 	kvRead := int64(0)
 	for s := range cfg.Batch {
-		kvRead += int64(mc.Layers*mc.KVHeads) * f.ReadBytes(cache.Len(s))
+		kvRead += r.KVBytesRead(mc, f, cache.Len(s))
 	}
 	if ts, ok := cache.TierStats(); ok && ts.Read.FP16Bytes > 0 {
 		// bw: the bytes the policy's tiers read (planes and index), in the
@@ -377,14 +544,26 @@ func timeModel(be *gpu.Backend, m model.Model, mc *model.Config, sp kv.Spec, f k
 		kvRead = int64(float64(kvRead) * float64(ts.Read.PlaneBytes+ts.Read.IndexBytes) / float64(ts.Read.FP16Bytes))
 	}
 	mem, _ := cache.Bytes(0)
-	return &ModelRow{KV: sp.String(), Context: ctx, Batch: cfg.Batch, MsPerStep: med, MeanMs: mean, TokensPerSec: float64(cfg.Batch) / med * 1e3,
-		KVBytes: kvRead, KVMemory: mem * int64(cfg.Batch)}, nil
+	row := &ModelRow{KV: sp.String(), Context: ctx, Batch: cfg.Batch, MsPerStep: med, MeanMs: mean, TokensPerSec: float64(cfg.Batch) / med * 1e3,
+		KVBytes: kvRead, KVMemory: mem * int64(cfg.Batch), TP: cfg.TP}
+	free, total, err := g.memInfo()
+	if err != nil {
+		return nil, err
+	}
+	for i := range free {
+		row.MemUsed = append(row.MemUsed, total[i]-free[i])
+	}
+	return row, nil
 }
 
 // WriteTable writes the report as Markdown tables.
 func (rep *ModelReport) WriteTable(w io.Writer) {
 	if len(rep.Linears) > 0 {
-		fmt.Fprintf(w, "Linear layers of one decode step, %s shapes, %s, %d rows (weights fp16, cold in L2)\n\n", rep.Preset, rep.Device, rep.Linears[0].T)
+		shard := ""
+		if rep.TP > 1 {
+			shard = fmt.Sprintf(" (one GPU's shard at --tp %d, timed on GPU 0)", rep.TP)
+		}
+		fmt.Fprintf(w, "Linear layers of one decode step, %s shapes%s, %s, %d rows (weights fp16, cold in L2)\n\n", rep.Preset, shard, rep.Device, rep.Linears[0].T)
 		fmt.Fprintln(w, "| layer | N x K | gemv.cu us | of ceiling | cuBLASLt us | int4 gemvq.cu us | GB/s | of ceiling | int3 us | of ceiling | int8 us | of ceiling |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 		pct := func(gbps float64) float64 { return 100 * gbps / rep.ReadGBps }
@@ -394,12 +573,26 @@ func (rep *ModelReport) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "Decode step, %s shapes with random weights, %s, %s; read ceiling %.0f GB/s (same run)\n\n", rep.Preset, rep.Device, rep.Date, rep.ReadGBps)
-	fmt.Fprintln(w, "| weights | DEC k_chunk | KV | context | batch | ms/step | mean ms | tokens/s | weights read | KV read | floor ms | floor/time | KV memory |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	ceiling := fmt.Sprintf("read ceiling %.0f GB/s (same run)", rep.ReadGBps)
+	perGPU := ""
+	if rep.TP > 1 {
+		var each []string
+		for _, g := range rep.RankGBps {
+			each = append(each, fmt.Sprintf("%.0f", g))
+		}
+		ceiling = fmt.Sprintf("tensor parallelism over %d GPUs; read ceilings %s GB/s (same run), the floor is the bytes each GPU reads over the lowest, without the all-reduces", rep.TP, strings.Join(each, ", "))
+		perGPU = " per GPU"
+	}
+	fmt.Fprintf(w, "Decode step, %s shapes with random weights, %s, %s; %s\n\n", rep.Preset, rep.Device, rep.Date, ceiling)
+	fmt.Fprintf(w, "| weights | DEC k_chunk | KV | context | batch | TP | ms/step | mean ms | tokens/s | weights read%s | KV read%s | floor ms | floor/time | KV memory | GPU memory in use |\n", perGPU, perGPU)
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.2f | %.2f | %.1f | %.2f GB | %.2f GB | %.2f | %.0f%% | %.2f GB |\n", r.Weights, cmp.Or(r.DEC, "-"), r.KV, r.Context, r.Batch, r.MsPerStep, r.MeanMs, r.TokensPerSec,
-			float64(r.WeightBytes)/1e9, float64(r.KVBytes)/1e9, r.FloorMs, 100*r.OfFloor, float64(r.KVMemory)/1e9)
+		var mem []string
+		for _, b := range r.MemUsed {
+			mem = append(mem, fmt.Sprintf("%.1f", gib(b)))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %.2f | %.2f | %.1f | %.2f GB | %.2f GB | %.2f | %.0f%% | %.2f GB | %s GiB |\n", r.Weights, cmp.Or(r.DEC, "-"), r.KV, r.Context, r.Batch, max(r.TP, 1), r.MsPerStep, r.MeanMs, r.TokensPerSec,
+			float64(r.WeightBytes)/1e9, float64(r.KVBytes)/1e9, r.FloorMs, 100*r.OfFloor, float64(r.KVMemory)/1e9, cmp.Or(strings.Join(mem, ", "), "-"))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	_ "github.com/bitdecode/bitdecode/backend/cpu" // the "cpu" device, always linked
+	"github.com/bitdecode/bitdecode/backend/tp"
 	"github.com/bitdecode/bitdecode/eval"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
@@ -29,9 +30,16 @@ import (
 type Options struct {
 	// Device is "auto" (or ""), "cpu" or "cuda" (backend.ResolveDevice).
 	Device string
-	// Backend, if not nil, is used instead of opening one (Device is then
-	// ignored); the caller keeps it and Close leaves it open. Programs that
-	// hold several variants of one checkpoint at once (eval ppl) share one.
+	// TP is the tensor-parallel degree: with TP > 1 the model runs on a
+	// group of TP ranks of Device (one per GPU for cuda, GPUs 0..TP-1;
+	// CPU ranks that share the host's memory, to check the sharding, for
+	// cpu), each holding a shard of every weight and the KV heads of its
+	// query heads (backend.OpenGroup, backend/tp). 0 and 1: one device.
+	TP int
+	// Backend, if not nil, is used instead of opening one (Device and TP
+	// are then ignored; TP > 1 with a Backend is an error); the caller
+	// keeps it and Close leaves it open. Programs that hold several
+	// variants of one checkpoint at once (eval ppl) share one.
 	Backend backend.Backend
 	// Threads is the CPU backend's goroutines per op (0: GOMAXPROCS).
 	Threads int
@@ -105,7 +113,10 @@ type Model struct {
 	// Dir is the checkpoint directory ("" for the embedded model).
 	Dir string
 	// Device is the device the model runs on ("cpu", "cuda").
-	Device    string
+	Device string
+	// TP is the number of ranks the model runs on (1 without tensor
+	// parallelism).
+	TP        int
 	Backend   backend.Backend
 	Model     model.Model
 	Tokenizer *tokenizer.Tokenizer
@@ -125,8 +136,10 @@ type Model struct {
 
 // Open opens the model in dir, or the embedded default model (model/gotiny)
 // when dir is "", as o says: it resolves the device (falling back to the
-// CPU with one line on o.Log), reads the tokenizer, the settings and DEC
-// tuning once, calibrates GPTQ formats, loads the weights and, with
+// CPU with one line on o.Log) or, with o.TP > 1, opens a tensor-parallel
+// group on it (the backend and the cache then shard the weights and the KV
+// heads; nothing else changes here), reads the tokenizer, the settings and
+// DEC tuning once, calibrates GPTQ formats, loads the weights and, with
 // o.Cache, builds the KV cache.
 func Open(dir string, o Options) (m *Model, err error) {
 	m = &Model{Dir: dir, Name: dir, log: o.Log}
@@ -135,13 +148,33 @@ func Open(dir string, o Options) (m *Model, err error) {
 			m.Close()
 		}
 	}()
-	if o.Backend != nil {
+	m.TP = 1
+	bo := backend.OpenOptions{Threads: o.Threads, Env: o.Env, BatchInvariant: o.BatchInvariant}
+	switch {
+	case o.TP < 0:
+		return m, fmt.Errorf("engine: tensor-parallel degree %d: want at least 1", o.TP)
+	case o.Backend != nil && o.TP > 1:
+		return m, fmt.Errorf("engine: TP %d with a given backend: open the group once (TP in the first Open) and share its backend", o.TP)
+	case o.Backend != nil:
 		m.Backend, m.Device = o.Backend, o.Backend.Name()
-	} else {
-		if m.Backend, m.Device, err = backend.OpenDevice(o.Device, backend.OpenOptions{Threads: o.Threads, Env: o.Env, BatchInvariant: o.BatchInvariant}, o.Log); err != nil {
+		if tb, ok := o.Backend.(*tp.Backend); ok {
+			m.TP = len(tb.Ranks())
+		}
+	case o.TP > 1:
+		// The group opens before anything is read, so that a device without
+		// groups or with too few GPUs fails at once.
+		if m.Backend, m.Device, err = openGroup(o.Device, o.TP, bo, o.Log); err != nil {
+			return m, err
+		}
+		m.ownsBackend, m.TP = true, o.TP
+		m.logf("tensor parallelism: %d ranks on %s (%s)", o.TP, m.Device, m.Backend.Name())
+	default:
+		if m.Backend, m.Device, err = backend.OpenDevice(o.Device, bo, o.Log); err != nil {
 			return m, err
 		}
 		m.ownsBackend = true
+	}
+	if m.ownsBackend {
 		if o.BatchInvariant && m.Device == "cuda" && o.Weights.IsQuantized() {
 			return m, fmt.Errorf("engine: %s weights on the GPU are not batch-invariant (gemvq.cu and the dequantize+cuBLASLt path round differently by batch size): serve them with --batch-invariant=false, or serve fp16 weights", o.Weights)
 		}
@@ -183,10 +216,35 @@ func Open(dir string, o Options) (m *Model, err error) {
 		m.Hessians = lo.Calib
 	}
 	m.Model, err = model.Load(dir, m.Backend, lo)
-	if err != nil {
+	switch {
+	case errors.Is(err, backend.ErrSplit):
+		err = fmt.Errorf("%w (--tp %d: try a degree that divides the model's heads and MLP)", err, m.TP)
+	case err != nil:
 		err = fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, dir)
 	}
 	return m, m.finish(o, err)
+}
+
+// openGroup opens a tensor-parallel group of n ranks of the device choice
+// and the backend that runs one model over it (tp.New), which then owns the
+// ranks and their communicator.
+func openGroup(choice string, n int, bo backend.OpenOptions, log io.Writer) (backend.Backend, string, error) {
+	ranks, comm, name, err := backend.OpenGroup(choice, n, bo, log)
+	if err != nil {
+		if errors.Is(err, backend.ErrNoGroup) {
+			err = fmt.Errorf("engine: --tp %d: %w; run with --tp 1, or on a device with several GPUs (--device cuda)", n, err)
+		}
+		return nil, "", err
+	}
+	tb, err := tp.New(ranks, comm)
+	if err != nil {
+		errs := []error{fmt.Errorf("engine: --tp %d on %s: %w", n, name, err), comm.Close()}
+		for _, r := range ranks {
+			errs = append(errs, r.Close())
+		}
+		return nil, "", errors.Join(errs...)
+	}
+	return tb, name, nil
 }
 
 // checkCheckpointDir says what dir is when it is not a Hugging Face
@@ -279,6 +337,9 @@ func (m *Model) ResolveSpec(sp kv.Spec) kv.Spec {
 // backend (kvcache.New: the backend's own cache where it offers one), with
 // the model's settings applied (ResolveSpec).
 func (m *Model) NewCache(spec kv.Spec, o kvcache.Options) (kvcache.Cache, error) {
+	if o.Log == nil {
+		o.Log = m.log // a tensor-parallel cache says there when it replicates KV heads
+	}
 	return kvcache.New(m.Backend, m.Config(), m.ResolveSpec(spec), o)
 }
 

@@ -40,10 +40,12 @@ bw formats the GPU grid is issue #8's (1x8K 1x32K 1x128K 16x8K 16x32K 64x8K
 a model (--model DIR, or the embedded default model) and prints prefill and
 decode speed, the KV memory of the sequence and of one filling the context
 next to the first format's, and how many tokens agree with it. By default
-it fills the model's context; --quick generates 256 tokens.
+it fills the model's context; --quick generates 256 tokens. --tp N runs it
+on N GPUs (tensor parallelism, as 'bitdecode help run' says).
 
 'bench model' times whole decode steps of a model with random weights on the
-GPU against the bytes floor ('bitdecode bench model --help').
+GPU against the bytes floor, on one GPU or with --tp N on N ('bitdecode
+bench model --help').
 
 'bench dec' times dynamic error compensation on the GPU per layer shape,
 k_chunk and n_tb, with the zero-copy read rate ('bitdecode bench dec --help').
@@ -59,6 +61,7 @@ examples:
   bitdecode bench attn --device cuda --kv bw:h100,bw:m100:w0:s0,bw:l100:w0:s0,bw:h20:m40:l40 --json bw.json
   bitdecode bench e2e --quick
   bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2
+  bitdecode bench model --preset llama-3.1-70b --tp 2 --ctx 32k --kv int4
   bitdecode bench dec --json dec.json`,
 }
 

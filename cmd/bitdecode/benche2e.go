@@ -18,7 +18,7 @@ const e2eQuickTokens = 256
 
 type benchE2EFlags struct {
 	modelDir, kvs, prompt, device *string
-	tokens                        *int
+	tokens, tp                    *int
 	quick                         *bool
 }
 
@@ -28,6 +28,7 @@ func addBenchE2EFlags(fs *flag.FlagSet) benchE2EFlags {
 		kvs:      fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
 		prompt:   fs.String("prompt", "func main() {", "prompt text"),
 		device:   fs.String("device", "cpu", "where the layers run: cpu, cuda, or auto"),
+		tp:       addTPFlag(fs),
 		tokens:   fs.Int("tokens", 0, "new tokens per format (default: fill the model's context; 256 with --quick)"),
 		quick:    fs.Bool("quick", false, "256 new tokens"),
 	}
@@ -58,7 +59,7 @@ func runBenchE2E(args []string, stdout, stderr io.Writer) error {
 	if *f.tokens < 0 {
 		return usageErrorf("--tokens %d: want a positive count", *f.tokens)
 	}
-	o, err := openOptions(*f.modelDir, *f.device, "fp16", "0", "", 0, stderr, false)
+	o, err := openOptions(*f.modelDir, *f.device, *f.tp, "fp16", "0", "", 0, stderr, false)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // benchModelHelp is the help of 'bitdecode bench model'.
-const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--dec-settings DIR] [--batch B|max] [--steps S] [--no-linears] [--json FILE]
+const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--dec-settings DIR] [--batch B|max] [--tp N] [--steps S] [--no-linears] [--json FILE]
 
 Times whole decode steps of a model with random weights of realistic scale
 (std 0.02) on the GPU: embedding, every layer's cuBLASLt GEMMs, norms, RoPE,
@@ -33,7 +33,20 @@ picks of 'bitdecode tune dec' read from --dec-settings DIR. A table of each line
 time (fp16 gemv.cu, cuBLASLt, and gemvq.cu in int4, int3 and int8) comes
 first unless --no-linears.
 
-Presets: ` + "%s" + `
+--tp N runs the model on GPUs 0..N-1 with tensor parallelism (NCCL): each
+GPU holds 1/N of every linear layer (query heads, the MLP's intermediate
+columns and the vocabulary split N ways; a KV head is kept on N/Hkv GPUs
+when there are fewer KV heads than GPUs) and the KV cache of its own heads,
+and the GPUs sum their partial results twice per layer. Rows then give what
+each GPU reads, the floor as those bytes over the GPU's read ceiling (the
+lowest of the N, probed in the same run; the all-reduces are not in it) and
+each GPU's memory in use; --batch max sizes the batch by each GPU's free
+memory. A shape whose weights and one sequence do not fit a GPU's free
+memory fails before its weights are made, saying which --tp fits.
+
+Presets (a checkpoint directory's config.json works too): ` + "%s" + `
+
+` + "%s" + `
 
 example:
   bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2
@@ -41,12 +54,21 @@ example:
   bitdecode bench model --preset ../shared/models/gocoder-23m --ctx 4k --kv int4 --batch 32   # a checkpoint's shapes
   bitdecode bench model --ctx 1k,32k --kv int4 --weights fp16,int4,int3
   bitdecode bench model --ctx 1k --kv int4 --weights int4 --dec-k 0,tuned:5%%,tuned:20%% --dec-settings DIR
+  bitdecode bench model --preset llama-3.1-8b --ctx 32k --kv int4 --tp 2    # against the same run at --tp 1
+  bitdecode bench model --preset llama-3.1-70b --ctx 32k --kv fp16,int4 --tp 2
 `
 
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, benchModelHelp, strings.Join(bench.PresetNames(), ", ")) }
+	fs.Usage = func() {
+		var table strings.Builder
+		if err := bench.WritePresetTable(&table, bench.TableGPUBytes); err != nil {
+			fmt.Fprintf(&table, "(the preset table: %v)\n", err)
+		}
+		fmt.Fprintf(stderr, benchModelHelp, strings.Join(bench.PresetNames(), ", "), "Sizes, and the least --tp at which the weights and one 32K int4 sequence fit "+
+			"GPUs of about 78 GiB free (an 80 GB H100):\n\n"+table.String())
+	}
 	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", ")+", or a checkpoint directory (its config.json's shapes, random weights)")
 	ctxs := fs.String("ctx", "32k,128k", "comma-separated contexts (tokens cached per sequence; k = 1024)")
 	kvs := fs.String("kv", "fp16,int4,int2", "comma-separated KV format specs")
@@ -56,6 +78,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	decSettings := fs.String("dec-settings", "", "directory whose bitdecode.json holds 'bitdecode tune dec' results (for --dec-k tuned:P%)")
 	batch := fs.String("batch", "1", "sequences decoded together, or max: as many as fit in GPU memory (per format and context)")
 	steps := fs.Int("steps", 16, "timed decode steps per row (median reported)")
+	tp := fs.Int("tp", 1, "tensor parallelism: run on GPUs 0..N-1, each holding 1/N of the weights and its KV heads (1: GPU 0)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -63,13 +86,21 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q", fs.Arg(0))
 	}
-	cfg := bench.ModelConfig{Preset: *preset, Steps: *steps, Progress: stderr, SkipLinears: *noLinears}
-	if _, known := bench.Presets[*preset]; !known {
-		js, err := os.ReadFile(filepath.Join(*preset, "config.json"))
+	if err := checkTP(*tp); err != nil {
+		return err
+	}
+	cfg := bench.ModelConfig{Preset: *preset, Steps: *steps, Progress: stderr, SkipLinears: *noLinears, TP: *tp}
+	js, known := bench.Presets[*preset]
+	if !known {
+		b, err := os.ReadFile(filepath.Join(*preset, "config.json"))
 		if err != nil {
 			return usageErrorf("--preset %q: neither a preset (%s) nor a checkpoint directory: %v", *preset, strings.Join(bench.PresetNames(), ", "), err)
 		}
-		cfg.ConfigJSON, cfg.Preset = js, filepath.Base(filepath.Clean(*preset))
+		js, cfg.ConfigJSON, cfg.Preset = string(b), b, filepath.Base(filepath.Clean(*preset))
+	}
+	mc, err := model.ParseConfig([]byte(js))
+	if err != nil {
+		return fmt.Errorf("--preset %s: %w", *preset, err)
 	}
 	gpuSettings, err := bench.GPUSettings(lookupEnv)
 	if err != nil {
@@ -78,8 +109,12 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	cfg.GPU = gpuSettings
 	for _, s := range strings.Split(*weights, ",") {
 		if s = strings.TrimSpace(s); s != "" {
-			if _, err := wq.ParseSpec(s); err != nil {
+			ws, err := wq.ParseSpec(s)
+			if err != nil {
 				return usageErrorf("--weights: %v", err)
+			}
+			if _, err := bench.RankOf(mc, ws, *tp); err != nil {
+				return usageErrorf("%v", err)
 			}
 			cfg.Weights = append(cfg.Weights, s)
 		}

@@ -18,7 +18,7 @@ import (
 
 var chatCmd = &command{
 	name:    "chat",
-	usage:   "[--model DIR] [--kv SPEC] [--system TEXT] [--device auto|cpu|cuda] [--max-tokens N] [sampling flags]",
+	usage:   "[--model DIR] [--kv SPEC] [--system TEXT] [--device auto|cpu|cuda] [--tp N] [--max-tokens N] [sampling flags]",
 	summary: "talk with a model in the terminal: history kept, the model's chat template, a low-bit KV cache",
 	help: `Reads one user message per line from standard input and streams the
 model's answer to standard output, keeping the conversation: each turn is
@@ -30,6 +30,8 @@ new tokens are prefilled, the earlier turns staying in the KV cache.
 conversation, "/exit" (or end of input) ends the session. The conversation
 is limited to the model's context (or --ctx-size); when it is full, start
 over with /reset.
+
+` + tpHelp + `
 
 examples:
   bitdecode chat --model DIR --kv int4 --system "You are a terse Go expert."
@@ -48,7 +50,7 @@ func init() {
 
 type chatFlags struct {
 	modelDir, kvSpec, device, system       *string
-	maxTokens, topK, ctx                   *int
+	maxTokens, topK, ctx, tp               *int
 	temperature, topP, minP, repeatPenalty *float64
 	seed                                   *uint64
 	quiet                                  *bool
@@ -59,6 +61,7 @@ func addChatFlags(fs *flag.FlagSet) chatFlags {
 		modelDir:      fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
 		kvSpec:        fs.String("kv", "int4", "KV cache format spec"),
 		device:        fs.String("device", "auto", "auto, cpu or cuda"),
+		tp:            addTPFlag(fs),
 		system:        fs.String("system", "", "system message of the conversation"),
 		maxTokens:     fs.Int("max-tokens", 512, "new tokens per answer at most (>= 1)"),
 		ctx:           fs.Int("ctx-size", 0, "cap the conversation's context, in tokens (0: the model's context)"),
@@ -92,7 +95,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err := sample.Validate(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	o, err := openOptions(*f.modelDir, *f.device, "fp16", "0", "", 0, stderr, *f.quiet)
+	o, err := openOptions(*f.modelDir, *f.device, *f.tp, "fp16", "0", "", 0, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func variantName(ws wq.Spec, d decChoice, sp *kv.Spec) string {
 
 var evalCmd = &command{
 	name:    "eval",
-	usage:   "ppl|needle --model DIR --file TEXT [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K|tuned:P%,...] [--calib FILE] [--chunk C] [--reuse-gap N] [--json FILE]",
+	usage:   "ppl|needle --model DIR --file TEXT [--device auto|cpu|cuda] [--tp N] [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K|tuned:P%,...] [--calib FILE] [--chunk C] [--reuse-gap N] [--json FILE]",
 	summary: "accuracy of KV and weight formats: perplexity, KL divergence and top-1 agreement against the first",
 	help: `'eval ppl' tokenizes TEXT (no BOS), cuts it into windows of --ctx tokens
 starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV
@@ -84,6 +84,10 @@ token of the number is the top-1). --trials probes per depth, the same
 probes for every configuration; --kv, --weights, --chunk and --pack-all as
 for ppl.
 
+--tp N scores on N GPUs (tensor parallelism, 'bitdecode help run'): every
+variant shares the one group; the scores should equal --tp 1's within the
+rounding of sums taken in another order. Not with --kv-reference.
+
 examples:
   bitdecode eval needle --model ../shared/models/gocoder-23m --file heldout.txt --ctx 8192 --kv fp16,int4,int2 --trials 8
   bitdecode eval ppl --model ../shared/models/gocoder-23m --file heldout.txt --ctx 2048 --windows 4 --kv fp16,int8,int4,int2
@@ -94,6 +98,7 @@ type evalFlags struct {
 	modelDir, file, kvs, device, jsonPath *string
 	weights, decK, calib                  *string
 	ctx, windows, first, chunk, reuseGap  *int
+	tp                                    *int
 	calibTokens, trials                   *int
 	depths                                *string
 	packAll, reference                    *bool
@@ -105,6 +110,7 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		file:        fs.String("file", "", "text file to score"),
 		kvs:         fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
 		device:      fs.String("device", "auto", "auto, cpu or cuda (cuda runs the layers and the KV cache on the GPU)"),
+		tp:          addTPFlag(fs),
 		jsonPath:    fs.String("json", "", "also write the results as JSON to this file"),
 		ctx:         fs.Int("ctx", 2048, "window length in tokens"),
 		windows:     fs.Int("windows", 0, "windows to score (0: all that fit)"),
@@ -180,6 +186,12 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err := checkDevice(*f.device); err != nil {
 		return err
 	}
+	if err := checkTP(*f.tp); err != nil {
+		return err
+	}
+	if *f.tp > 1 && *f.reference {
+		return usageErrorf("--kv-reference simulates the formats in a host cache on one device: run it with --tp 1")
+	}
 	text, err := os.ReadFile(*f.file)
 	if err != nil {
 		return err
@@ -202,7 +214,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			o := engine.Options{Device: *f.device, Env: lookupEnv, Weights: ws, DEC: k.engine(), Quantized: quant, Hessians: hessians,
 				Calib: engine.Calib{File: *f.calib, MaxTokens: *f.calibTokens}, Progress: model.StderrProgress(), Log: stderr}
 			if first != nil {
-				o.Backend = first.Backend
+				o.Backend = first.Backend // the group too, with --tp
+			} else {
+				o.TP = *f.tp
 			}
 			lm, err := engine.Open(*f.modelDir, o)
 			if err != nil {

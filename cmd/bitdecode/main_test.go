@@ -71,7 +71,21 @@ func TestCLI(t *testing.T) {
 		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--residual", "int3"}, 2, "", "--residual"},
 		{[]string{"tune", "dec", "--shapes", "llama-3.1-8b", "--model", "m"}, 2, "", "not both"},
 		{[]string{"bench", "dec", "--k-chunk", "32,8"}, 2, "", "increasing"},
-		{[]string{"bench", "model", "--preset", "/nonexistent"}, 2, "", "neither a preset (llama-3.1-8b, llama-3.2-1b) nor a checkpoint directory"},
+		{[]string{"bench", "model", "--preset", "/nonexistent"}, 2, "", "neither a preset (llama-3.1-70b, llama-3.1-8b, llama-3.2-1b) nor a checkpoint directory"},
+		{[]string{"run", "--tp", "0", "x"}, 2, "", "--tp 0: want the number of GPUs"},
+		{[]string{"chat", "--tp", "-2"}, 2, "", "--tp -2: want the number of GPUs"},
+		{[]string{"serve", "--model", "/x", "--tp", "0"}, 2, "", "--tp 0: want"},
+		{[]string{"bench", "e2e", "--tp", "0"}, 2, "", "--tp 0: want"},
+		{[]string{"eval", "ppl", "--model", "m", "--file", "f", "--tp", "0"}, 2, "", "--tp 0: want"},
+		{[]string{"eval", "ppl", "--model", "m", "--file", "f", "--tp", "2", "--kv-reference"}, 2, "", "run it with --tp 1"},
+		{[]string{"bench", "model", "--tp", "0"}, 2, "", "--tp 0: want"},
+		{[]string{"bench", "model", "--preset", "llama-3.1-8b", "--tp", "3"}, 2, "", "32 query heads"},
+		{[]string{"help", "run"}, 0, "--tp N (tensor parallelism)", ""},
+		{[]string{"help", "serve"}, 0, "--kv-memory is each GPU's", ""},
+		{[]string{"help", "chat"}, 0, "-tp int", ""},
+		{[]string{"help", "eval"}, 0, "-tp int", ""},
+		{[]string{"help", "bench"}, 0, "e2e: tensor parallelism", ""},
+		{[]string{"bench", "model", "-h"}, 0, "", "needs --tp 2"},
 	}
 	for _, tc := range tests {
 		var out, errb bytes.Buffer
@@ -245,4 +259,24 @@ func TestStartProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
+}
+
+// TestRunTP: 'run --device cpu --tp 2' (two CPU ranks: the sharding, the
+// all-reduces and the per-rank KV cache) prints the same greedy text as one
+// device, and says it runs on two ranks.
+func TestRunTP(t *testing.T) {
+	args := []string{"run", "--device", "cpu", "--max-tokens", "24", "--compare-fp16=false", "--kv", "fp16", "func main() {"}
+	var out1, err1, out2, err2 bytes.Buffer
+	if code := runMain(args, &out1, &err1); code != 0 {
+		t.Fatalf("--tp 1: exit %d: %s", code, err1.String())
+	}
+	if code := runMain(append([]string{"run", "--tp", "2"}, args[1:]...), &out2, &err2); code != 0 {
+		t.Fatalf("--tp 2: exit %d: %s", code, err2.String())
+	}
+	if out1.String() != out2.String() {
+		t.Errorf("--tp 2 prints\n%q\n--tp 1\n%q", out2.String(), out1.String())
+	}
+	if !strings.Contains(err2.String(), "tensor parallelism: 2 ranks on cpu") {
+		t.Errorf("--tp 2: stderr does not say so:\n%s", err2.String())
+	}
 }

@@ -19,7 +19,7 @@ import (
 
 var runCmd = &command{
 	name:    "run",
-	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K|tuned:P%]] [--compare-fp16] [--device auto|cpu|cuda] [sampling flags] PROMPT | - | --prompt-file FILE",
+	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K|tuned:P%]] [--compare-fp16] [--device auto|cpu|cuda] [--tp N] [sampling flags] PROMPT | - | --prompt-file FILE",
 	summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache",
 	help: `Loads config.json, *.safetensors and tokenizer.json from DIR (without
 --model: the embedded default model, a 2 MB Llama trained on the Go standard
@@ -54,6 +54,8 @@ cache in GPU memory, packed by the fused quantize/pack kernel and read by the
 tensor-core decode attention; decode steps replay as CUDA graphs. --device
 auto without a GPU says so in one line and runs on the CPU.
 
+` + tpHelp + `
+
 PROMPT is one argument (quote it); - reads it from standard input and
 --prompt-file FILE from a file. Flags may come before or after it.
 --ctx-size N caps the context (prompt plus new tokens) below the model's.
@@ -61,13 +63,15 @@ PROMPT is one argument (quote it); - reads it from standard input and
 examples:
   bitdecode run --kv int4 "func main() {"
   git diff | bitdecode run --model DIR --chat --max-tokens 200 -
-  bitdecode run --model ../shared/models/gocoder-23m --kv int4 "func main() {"`,
+  bitdecode run --model ../shared/models/gocoder-23m --kv int4 "func main() {"
+  bitdecode run --model DIR --device cuda --tp 2 --kv int4 "func main() {"`,
 }
 
 type runFlags struct {
 	modelDir, kvSpec, device, stop        *string
 	weights, calib, decK, promptFile      *string
 	maxTokens, topK, chunk, calibN, ctx   *int
+	tp                                    *int
 	temperature, topP, minP, repeatPenalt *float64
 	seed                                  *uint64
 	chat, quiet, compare                  *bool
@@ -82,6 +86,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 		calibN:       fs.Int("calib-tokens", 16384, "calibration tokens at most"),
 		decK:         fs.String("dec-k", "0", decKUsage),
 		device:       fs.String("device", "auto", "auto, cpu or cuda"),
+		tp:           addTPFlag(fs),
 		stop:         fs.String("stop", "", "stop when the output ends with this string (\\n escapes allowed)"),
 		maxTokens:    fs.Int("max-tokens", 128, "new tokens at most (>= 1)"),
 		ctx:          fs.Int("ctx-size", 0, "cap the context (prompt plus new tokens) and the KV memory it reserves, in tokens (0: the model's context)"),
@@ -130,7 +135,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	o, err := openOptions(*f.modelDir, *f.device, *f.weights, *f.decK, *f.calib, *f.calibN, stderr, *f.quiet)
+	o, err := openOptions(*f.modelDir, *f.device, *f.tp, *f.weights, *f.decK, *f.calib, *f.calibN, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}
@@ -219,12 +224,42 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// tpUsage is the --tp flag's usage, the same on every command that opens
+// a model.
+const tpUsage = "tensor parallelism: run the model on N GPUs of this host (GPUs 0..N-1, NCCL), each holding 1/N of every weight and the KV heads of its query heads; N must divide the query heads and the intermediate size (1: one device; --device cpu: N CPU ranks in one process, to check the sharding, no faster)"
+
+// tpHelp is the paragraph of the long help on --tp.
+const tpHelp = `--tp N (tensor parallelism) runs one model on N GPUs of this host: each
+GPU holds a shard of every linear layer (query heads and the MLP split N
+ways, the embedding and LM head by vocabulary) and the low-bit KV cache of
+its own KV heads, and the GPUs sum their partial results over NCCL twice per
+layer. It needs N GPUs (--device cuda); N must divide the query heads and
+the intermediate size, and the KV heads must divide by N or N by them (with
+fewer KV heads than GPUs, each KV head is kept on N/Hkv GPUs, said in one
+line). Memory figures are per GPU. With --device cpu, N CPU ranks run in
+one process, sharing its threads: a check of the sharding, not a speed-up.`
+
+// addTPFlag defines --tp on fs.
+func addTPFlag(fs *flag.FlagSet) *int { return fs.Int("tp", 1, tpUsage) }
+
+// checkTP returns a usage error unless --tp is a degree of parallelism.
+func checkTP(n int) error {
+	if n < 1 {
+		return usageErrorf("--tp %d: want the number of GPUs to run the model on, at least 1", n)
+	}
+	return nil
+}
+
 // openOptions turns the flags every model-opening command shares into
-// engine.Options: the device, the weight format with its DEC and GPTQ
-// calibration, the progress bar and the log (stderr, unless quiet).
-func openOptions(dir, device, weights, decK, calib string, calibTokens int, stderr io.Writer, quiet bool) (engine.Options, error) {
-	o := engine.Options{Device: device, Env: lookupEnv, Calib: engine.Calib{File: calib, MaxTokens: calibTokens}}
+// engine.Options: the device and tensor-parallel degree, the weight format
+// with its DEC and GPTQ calibration, the progress bar and the log (stderr,
+// unless quiet).
+func openOptions(dir, device string, tp int, weights, decK, calib string, calibTokens int, stderr io.Writer, quiet bool) (engine.Options, error) {
+	o := engine.Options{Device: device, TP: tp, Env: lookupEnv, Calib: engine.Calib{File: calib, MaxTokens: calibTokens}}
 	if err := checkDevice(device); err != nil {
+		return o, err
+	}
+	if err := checkTP(tp); err != nil {
 		return o, err
 	}
 	ws, err := parseWeightSpec(weights)

@@ -22,7 +22,7 @@ import (
 
 var serveCmd = &command{
 	name:    "serve",
-	usage:   "[--model DIR] [--kv SPEC] [--device auto|cpu|cuda] [--addr HOST:PORT] [--kv-memory SIZE] [--max-seqs N]",
+	usage:   "[--model DIR] [--kv SPEC] [--device auto|cpu|cuda] [--tp N] [--addr HOST:PORT] [--kv-memory SIZE] [--max-seqs N]",
 	summary: "OpenAI-compatible HTTP server with continuous batching over a paged low-bit KV cache",
 	help: `Loads the checkpoint in DIR (without --model: the embedded default
 model, model/gotiny) and serves the OpenAI API on --addr:
@@ -58,6 +58,11 @@ may choose its own tier mix with the extension field "kv_tiers" (e.g.
 --kv-memory also holds every sequence's attention mass (4 bytes per token
 of --ctx-size, layer and KV head, for --max-seqs sequences): set --ctx-size.
 
+` + tpHelp + ` With --tp N, --kv-memory is each GPU's KV memory:
+every GPU holds the same blocks of its own KV heads, so N GPUs hold N times
+the tokens' bytes and admit the same requests as one GPU with N times the
+memory would.
+
 Security: bound to 127.0.0.1 (the default --addr) the server answers only
 Host names of this machine (DNS rebinding), refuses requests from web pages
 (an Origin header not in --cors-origins) and POST bodies that are not
@@ -73,6 +78,7 @@ examples:
   bitdecode serve --model ../shared/models/gocoder-23m --kv int4 --kv-memory 1GiB
   bitdecode serve --device cpu --kv bw:h20:m40:l40
   bitdecode serve --device cuda --kv bw:h20:m40:l40 --ctx-size 4096
+  bitdecode serve --model DIR --device cuda --tp 2 --kv int4 --kv-memory 20GiB
   curl -s localhost:8080/v1/completions -H 'Content-Type: application/json' \
     -d '{"model":"gocoder-23m","prompt":"func main() {","max_tokens":32}'`,
 }
@@ -80,7 +86,7 @@ examples:
 type serveFlags struct {
 	modelDir, kvSpec, device, addr, kvMemory, name, maxBody *string
 	apiKey, allowedHosts, corsOrigins, logFormat            *string
-	maxSeqs, chunk, maxQueue, ctx                           *int
+	maxSeqs, chunk, maxQueue, ctx, tp                       *int
 	drain, bodyTimeout, idleTimeout, writeTimeout           *time.Duration
 	quiet, authAll, noRequestLog, batchInvariant            *bool
 }
@@ -90,6 +96,7 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 		modelDir:       fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
 		kvSpec:         fs.String("kv", "int4", "KV cache format spec ('bitdecode inspect kv' explains them)"),
 		device:         fs.String("device", "auto", "auto, cpu or cuda"),
+		tp:             addTPFlag(fs),
 		addr:           fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT"),
 		kvMemory:       fs.String("kv-memory", "1GiB", "memory of the KV cache: residual blocks of --max-seqs sequences plus the block pool (bytes, or with KiB/MiB/GiB/KB/MB/GB)"),
 		name:           fs.String("served-model-name", "", "model id clients send and /v1/models lists (default: the base name of DIR)"),
@@ -178,7 +185,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		logw = io.Discard
 	}
 	logger := log.New(logw, "bitdecode serve: ", log.LstdFlags)
-	o, err := openOptions(*f.modelDir, *f.device, "fp16", "0", "", 0, stderr, *f.quiet)
+	o, err := openOptions(*f.modelDir, *f.device, *f.tp, "fp16", "0", "", 0, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}
@@ -230,6 +237,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		logger.Printf("KV cache %s: %d blocks of %d tokens (%s each) + %d residual slots (%s each) = %s; up to %d tokens per request",
 			cache.Format().Spec.String(), cache.TotalBlocks(), cache.BlockTokens(), humanBytes(cache.BlockBytes()), *f.maxSeqs,
 			humanBytes(cache.ResidualBytes()), humanBytes(int64(cache.TotalBlocks())*cache.BlockBytes()+int64(*f.maxSeqs)*cache.ResidualBytes()), sched.ContextLimit())
+	}
+	if lm.TP > 1 {
+		logger.Printf("tensor parallelism over %d ranks: the KV figures above are all ranks together; each rank (GPU) holds the same blocks of its own KV heads in its --kv-memory of %s", lm.TP, humanBytes(memBytes))
 	}
 	logger.Printf("listening on http://%s (model id %q); SIGINT/SIGTERM drains for up to %v", ln.Addr(), name, *f.drain)
 	ctx, stop := serveContext()

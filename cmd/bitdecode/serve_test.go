@@ -47,6 +47,12 @@ func TestServeEmbeddedModel(t *testing.T) {
 	testServe(t, nil, "gotiny", "int4:kc32:v32:res32", "KV cache int4:kc32:v32:res32")
 }
 
+// TestServeTP serves the embedded model on two CPU ranks (--tp 2): the
+// sharded model and the per-rank paged cache under the scheduler.
+func TestServeTP(t *testing.T) {
+	testServe(t, []string{"--tp", "2"}, "gotiny", "int4:kc32:v32:res32", "tensor parallelism over 2 ranks")
+}
+
 // TestServeBW serves the bit-plane format on the CPU, with --model and
 // with the embedded model: a request with its own kv_tiers completes and
 // /metrics has the bw series.
