@@ -158,19 +158,23 @@ func OpenDevice(choice string, o OpenOptions, log io.Writer) (Backend, string, e
 	if err != nil {
 		return nil, "", err
 	}
-	devicesMu.Lock()
-	var d Device
-	for _, e := range devices {
-		if e.Name == name {
-			d = e
-		}
-	}
-	devicesMu.Unlock()
-	be, err := d.Open(o)
+	be, err := registered(name).Open(o)
 	if err != nil {
 		return nil, "", fmt.Errorf("--device %s: %w (try --device cpu)", name, err)
 	}
 	return be, name, nil
+}
+
+// registered returns the registered device of a name ResolveDevice gave.
+func registered(name string) Device {
+	devicesMu.Lock()
+	defer devicesMu.Unlock()
+	for _, d := range devices {
+		if d.Name == name {
+			return d
+		}
+	}
+	return Device{}
 }
 
 // DeviceAvailable returns nil if the named device is linked in and can run

@@ -45,14 +45,7 @@ func OpenGroup(choice string, n int, o OpenOptions, log io.Writer) ([]Backend, C
 	if err != nil {
 		return nil, nil, "", err
 	}
-	devicesMu.Lock()
-	var d Device
-	for _, e := range devices {
-		if e.Name == name {
-			d = e
-		}
-	}
-	devicesMu.Unlock()
+	d := registered(name)
 	if d.OpenGroup == nil {
 		return nil, nil, "", fmt.Errorf("--device %s: %w", name, ErrNoGroup)
 	}
