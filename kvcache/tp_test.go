@@ -71,6 +71,9 @@ func synthCheckpoint(t *testing.T, cfg *model.Config, seed uint64) *safetensors.
 		if cfg.MLPBias {
 			shapes[p+"mlp.gate_proj.bias"], shapes[p+"mlp.up_proj.bias"], shapes[p+"mlp.down_proj.bias"] = []int{I}, []int{I}, []int{H}
 		}
+		if cfg.QKNorm {
+			shapes[p+"self_attn.q_norm.weight"], shapes[p+"self_attn.k_norm.weight"] = []int{D}, []int{D}
+		}
 	}
 	names := make([]string, 0, len(shapes))
 	for n := range shapes {
@@ -292,6 +295,20 @@ func TestTPMQA(t *testing.T) {
 		"num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 64, "vocab_size": 97,
 		"max_position_embeddings": 256, "rms_norm_eps": 1e-6, "tie_word_embeddings": true}`)
 	compareTP(t, synthLoad(t, cfg, ""), []int{2, 4}, []int32{3, 50, 7, 96, 9, 11, 0}, 4)
+}
+
+// TestTPQwen3: Qwen3's per-head RMSNorm of q and k before RoPE runs on each
+// rank's heads (the norm weight of head_dim replicated); 8 query heads over
+// 2 KV heads, head_dim 128 (hidden 64: Qwen3's explicit head_dim is wider
+// than hidden/heads), so TP 4 also replicates KV heads.
+func TestTPQwen3(t *testing.T) {
+	cfg := synthConfig(t, `{"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 192, "num_hidden_layers": 2,
+		"num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 113,
+		"max_position_embeddings": 256, "rms_norm_eps": 1e-6, "tie_word_embeddings": true}`)
+	if !cfg.QKNorm {
+		t.Fatal("qwen3 config without QKNorm")
+	}
+	compareTP(t, synthLoad(t, cfg, ""), []int{2, 4}, []int32{3, 50, 7, 96, 9, 11, 112, 0}, 4)
 }
 
 // TestTPInt4Weights: int4 linear layers (group 32) sliced by rows and by
