@@ -153,6 +153,8 @@ func Open(dir string, o Options) (m *Model, err error) {
 	switch {
 	case o.TP < 0:
 		return m, fmt.Errorf("engine: tensor-parallel degree %d: want at least 1", o.TP)
+	case o.TP > 1 && o.DEC.On():
+		return m, fmt.Errorf("engine: DEC with --tp %d: not supported (a layer's compensation rows are chosen over all its inputs, which the ranks split); drop --dec-k or run --tp 1", o.TP)
 	case o.Backend != nil && o.TP > 1:
 		return m, fmt.Errorf("engine: TP %d with a given backend: open the group once (TP in the first Open) and share its backend", o.TP)
 	case o.Backend != nil:

@@ -203,6 +203,9 @@ func TestTPNoGroup(t *testing.T) {
 			t.Errorf("Open(TP %d): no error", bad)
 		}
 	}
+	if _, err := Open("", Options{Device: "cpu", TP: 2, DEC: DEC{KChunk: 4}}); err == nil || !strings.Contains(err.Error(), "DEC with --tp 2") {
+		t.Errorf("Open(TP 2 with DEC): %v, want the refusal naming DEC and --tp", err)
+	}
 	be, _, err := backend.OpenDevice("cpu", backend.OpenOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
