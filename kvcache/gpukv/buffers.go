@@ -32,7 +32,7 @@ func (g *gpuBuffers) reserveScratch(T, minT, tokenHalves int, what string) error
 	T = max(T, 2*g.maxT, minT)
 	bytes := T * tokenHalves * 2
 	return g.be.Do(func(x *cuda.Ctx) error {
-		if err := x.SyncStream(g.dev.Stream()); err != nil { // queued kernels may use the old buffers
+		if err := g.be.SyncStream(x, g.dev.Stream()); err != nil { // queued kernels may use the old buffers
 			return err
 		}
 		for _, p := range []*cuda.DevicePtr{&g.qh, &g.oh} {

@@ -337,7 +337,7 @@ func (c *Paged) Close() error {
 		}
 	}
 	// Queued layers may still read the buffers: run them and wait.
-	keep(c.be.Do(func(x *cuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
+	keep(c.be.Do(func(x *cuda.Ctx) error { return c.be.SyncStream(x, c.dev.Stream()) }))
 	for _, lk := range c.uniqueKernels() {
 		for _, p := range lk.decode {
 			keep(p.Close())
@@ -842,6 +842,6 @@ func (c *Paged) FillRandom(id, n int, seed uint32) error {
 				return err
 			}
 		}
-		return x.SyncStream(st) // the staging buffers are freed on return
+		return c.be.SyncStream(x, st) // the staging buffers are freed on return
 	})
 }

@@ -255,7 +255,7 @@ func (c *Planes) Close() error {
 			first = err
 		}
 	}
-	keep(c.be.Do(func(x *cuda.Ctx) error { return x.SyncStream(c.dev.Stream()) }))
+	keep(c.be.Do(func(x *cuda.Ctx) error { return c.be.SyncStream(x, c.dev.Stream()) }))
 	for _, p := range []*kernels.PlanesPlan{c.decode, c.prefill} {
 		if p != nil {
 			keep(p.Close())
@@ -312,7 +312,7 @@ func (c *Planes) tierMap(g *gpuPlaneSeq, layer, h int) ([]kv.Tier, error) {
 	var counts [kv.NumTiers]int32
 	offs := make([]int32, kv.NumTiers)
 	err := c.be.Do(func(x *cuda.Ctx) error {
-		if err := x.SyncStream(c.dev.Stream()); err != nil {
+		if err := c.be.SyncStream(x, c.dev.Stream()); err != nil {
 			return err
 		}
 		if g.n > 0 {
@@ -931,7 +931,7 @@ func (c *Planes) FillRandom(id, n int, seed uint32) error {
 	c.zeroSlots(fresh)
 	st, meta := c.dev.Stream(), c.meta
 	err := c.be.Do(func(x *cuda.Ctx) error {
-		if err := x.SyncStream(st); err != nil { // the slot is zeroed before the masses land
+		if err := c.be.SyncStream(x, st); err != nil { // the slot is zeroed before the masses land
 			return err
 		}
 		stage, err := x.Alloc(4 * len(kv32))
@@ -958,7 +958,7 @@ func (c *Planes) FillRandom(id, n int, seed uint32) error {
 		if err := c.retierer.LaunchAppend(x, st, meta, 1, c.index, c.counts, c.offsets, sh.Hkv, c.layers, c.opts.MaxLen); err != nil {
 			return err
 		}
-		return x.SyncStream(st) // the staging buffer is freed on return
+		return c.be.SyncStream(x, st) // the staging buffer is freed on return
 	})
 	if err != nil {
 		return err
