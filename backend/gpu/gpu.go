@@ -278,8 +278,8 @@ func (b *Backend) allocMem(size int) (cuda.DevicePtr, error) {
 		return 0, cuda.ErrClosed
 	}
 	if list := b.pool[size]; len(list) > 0 {
-		p := list[len(list)-1]
-		b.pool[size] = list[:len(list)-1]
+		p, rest := poolTake(list) // the lowest address: stable graph keys (pool.go)
+		b.pool[size] = rest
 		b.poolBytes -= size
 		b.memMu.Unlock()
 		return p, nil
