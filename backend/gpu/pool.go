@@ -2,7 +2,10 @@
 // lowest free address of the size asked for, so that a decode step that
 // allocates its tensors in the same order as the step before gets the same
 // addresses, whatever order they were freed in: its ops' graph keys are
-// the same, and its CUDA graphs are replayed from the second step on.
+// the same. The first step allocates fresh memory, the second takes it
+// from the pool (new addresses), the third is captured and every later one
+// replayed (bench model's step line shows it: bench/results/
+// 2026-11-25-h100x2-tpgraph).
 //
 // A stack (the last freed buffer first) does not do that: the addresses
 // rotate between the tensors of one size from step to step, with a period
