@@ -129,6 +129,55 @@ type ModelRow struct {
 	// memory in use with the model and the filled cache.
 	TP      int     `json:"tp"`
 	MemUsed []int64 `json:"mem_used_per_gpu_bytes,omitempty"`
+	// Steps is every step, the warm-up ones first: its time and how each
+	// rank's op queue ran it (CUDA graphs captured, replayed, flushes run
+	// op by op), so that a step that captures instead of replaying shows.
+	Steps []ModelStep `json:"steps,omitempty"`
+}
+
+// ModelStep is one decode step of a ModelRow.
+type ModelStep struct {
+	Ms     float64          `json:"ms"`
+	Warmup bool             `json:"warmup,omitempty"`
+	Graphs []gpu.GraphStats `json:"graphs"` // per rank, this step's flushes
+}
+
+// GraphLine sums the timed steps' flushes per rank, per step: "rank 0:
+// 0.0 captured, 12.0 replayed, 1.0 direct a step; ...".
+func (r *ModelRow) GraphLine() string {
+	var ranks []string
+	for rank := range len(r.Steps[0].Graphs) {
+		var sum gpu.GraphStats
+		n := 0
+		for _, s := range r.Steps {
+			if s.Warmup {
+				continue
+			}
+			g := s.Graphs[rank]
+			sum.Captured, sum.Replayed, sum.Direct = sum.Captured+g.Captured, sum.Replayed+g.Replayed, sum.Direct+g.Direct
+			n++
+		}
+		f := float64(max(n, 1))
+		ranks = append(ranks, fmt.Sprintf("rank %d: %.1f captured, %.1f replayed, %.1f direct a step", rank,
+			float64(sum.Captured)/f, float64(sum.Replayed)/f, float64(sum.Direct)/f))
+	}
+	return "CUDA graphs over the timed steps: " + strings.Join(ranks, "; ")
+}
+
+// StepLine lists every step's time and rank 0's flushes as
+// captured/replayed/direct, the warm-up steps in brackets.
+func (r *ModelRow) StepLine() string {
+	var sb strings.Builder
+	sb.WriteString("steps (ms, rank 0's flushes captured/replayed/direct):")
+	for _, s := range r.Steps {
+		g := s.Graphs[0]
+		item := fmt.Sprintf("%.2f %d/%d/%d", s.Ms, g.Captured, g.Replayed, g.Direct)
+		if s.Warmup {
+			item = "[" + item + "]"
+		}
+		sb.WriteString(" " + item)
+	}
+	return sb.String()
 }
 
 // ModelReport is the whole run.
@@ -254,6 +303,15 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 type gpus struct {
 	be    backend.Backend // ranks[0], or the tp.Backend over ranks
 	ranks []*gpu.Backend
+}
+
+// graphStats returns every rank's CUDA graph counts so far.
+func (g *gpus) graphStats() []gpu.GraphStats {
+	st := make([]gpu.GraphStats, len(g.ranks))
+	for r, b := range g.ranks {
+		st[r] = b.GraphStats()
+	}
+	return st
 }
 
 // openGPUs opens GPU 0, or for n > 1 the group of GPUs 0..n-1 and the
@@ -391,6 +449,7 @@ func runWeights(rep *ModelReport, g *gpus, mc *model.Config, wspec wq.Spec, d Mo
 			row.OfFloor = row.FloorMs / row.MsPerStep
 			fmt.Fprintf(progress, "%-8s %-8s ctx %6d B %d TP %d: %.2f ms/step (%.1f tok/s), floor %.2f ms (%.0f%%)\n",
 				wspec.Short(), spec, ctx, rc.Batch, cfg.TP, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
+			fmt.Fprintf(progress, "  %s\n  %s\n", row.GraphLine(), row.StepLine())
 			rep.Rows = append(rep.Rows, *row)
 		}
 	}
@@ -515,6 +574,8 @@ func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f 
 		}
 	}
 	var times []float64
+	var stepRows []ModelStep
+	before := g.graphStats()
 	for i := range steps {
 		var b model.Batch
 		for s := range cfg.Batch {
@@ -524,9 +585,21 @@ func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f 
 		if _, err := m.Forward(&b, cache); err != nil {
 			return nil, err
 		}
+		ms := float64(time.Since(t0).Microseconds()) / 1e3
 		if i >= cfg.Warmup {
-			times = append(times, float64(time.Since(t0).Microseconds())/1e3)
+			times = append(times, ms)
 		}
+		after := g.graphStats()
+		st := ModelStep{Ms: ms, Warmup: i < cfg.Warmup}
+		for r := range after {
+			st.Graphs = append(st.Graphs, gpu.GraphStats{
+				Captured: after[r].Captured - before[r].Captured,
+				Replayed: after[r].Replayed - before[r].Replayed,
+				Direct:   after[r].Direct - before[r].Direct,
+			})
+		}
+		stepRows = append(stepRows, st)
+		before = after
 	}
 	mean := 0.0
 	for _, t := range times {
@@ -545,7 +618,7 @@ func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f 
 	}
 	mem, _ := cache.Bytes(0)
 	row := &ModelRow{KV: sp.String(), Context: ctx, Batch: cfg.Batch, MsPerStep: med, MeanMs: mean, TokensPerSec: float64(cfg.Batch) / med * 1e3,
-		KVBytes: kvRead, KVMemory: mem * int64(cfg.Batch), TP: cfg.TP}
+		KVBytes: kvRead, KVMemory: mem * int64(cfg.Batch), TP: cfg.TP, Steps: stepRows}
 	free, total, err := g.memInfo()
 	if err != nil {
 		return nil, err

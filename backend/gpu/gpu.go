@@ -269,8 +269,8 @@ func (b *Backend) Alloc(dtype backend.DType, shape ...int) (backend.Tensor, erro
 }
 
 // allocMem returns size bytes of device memory, from the pool if it has a
-// buffer of that size. When the device is out of memory, the pool is
-// emptied and the allocation tried once more.
+// buffer of that size (the lowest address, pool.go). When the device is
+// out of memory, the pool is emptied and the allocation tried once more.
 func (b *Backend) allocMem(size int) (cuda.DevicePtr, error) {
 	b.memMu.Lock()
 	if b.closed {
@@ -278,8 +278,8 @@ func (b *Backend) allocMem(size int) (cuda.DevicePtr, error) {
 		return 0, cuda.ErrClosed
 	}
 	if list := b.pool[size]; len(list) > 0 {
-		p := list[len(list)-1]
-		b.pool[size] = list[:len(list)-1]
+		p, rest := poolTake(list) // the lowest address: stable graph keys (pool.go)
+		b.pool[size] = rest
 		b.poolBytes -= size
 		b.memMu.Unlock()
 		return p, nil

@@ -447,3 +447,150 @@ func BenchmarkAllReduce(b *testing.B) {
 		})
 	}
 }
+
+// TestGroupGraphReplayBatch is TestGroupGraphReplay at a decode batch of
+// more rows than linear.cu's narrow kernel (cuBLASLt's keyed path), with
+// every step's tensors allocated and freed as backend/tp's ranks do at TP
+// 2 (issue #23): int32 tensors allocated in one order and freed in another,
+// which with the pool's old last-freed-first reuse gave them new addresses
+// (new graph keys) for 6 steps in a row. The first step allocates fresh
+// memory and the second takes it from the pool (new addresses, so both run
+// directly), the third captures; from the fourth on, every rank must replay
+// (nothing captured), with the first (direct) step's bits; the first step
+// is checked against float64.
+func TestGroupGraphReplayBatch(t *testing.T) {
+	if options.NoGraphs {
+		t.Skip("BITDECODE_NO_GRAPHS is set")
+	}
+	ranks, comm := openGroup(t, 0, options)
+	const T, K, adds, steps = 64, 256, 8, 8
+	rng := rand.New(rand.NewPCG(23, 23))
+	wv := randomRanks(rng, len(ranks), K*K)
+	xv := randomRanks(rng, len(ranks), T*K)
+	for r := range wv {
+		for i := range wv[r] { // fp16-exact weights
+			wv[r][i] = float32(math.Round(float64(wv[r][i])*1024) / 1024)
+		}
+	}
+	ws := make([]backend.Weight, len(ranks))
+	for r, b := range ranks {
+		w, err := b.LoadWeight(fmt.Sprintf("w%d", r), backend.F32, []int{K, K}, encode(backend.F32, wv[r]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws[r] = w
+		defer b.FreeWeight(w)
+	}
+	ident := make([]int32, T)
+	for i := range ident {
+		ident[i] = int32(i)
+	}
+	step := func() [][]float32 {
+		type rankStep struct{ ids, pos, rows, local, x, x2, x3, y, c backend.Tensor }
+		rs := make([]rankStep, len(ranks))
+		alloc := func(b *gpu.Backend, dt backend.DType, shape ...int) backend.Tensor {
+			tt, err := b.Alloc(dt, shape...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tt
+		}
+		for r, b := range ranks {
+			s := &rs[r]
+			s.x = alloc(b, backend.F32, T, K)
+			if err := b.Upload(s.x, xv[r]); err != nil {
+				t.Fatal(err)
+			}
+			s.ids, s.pos, s.rows = alloc(b, backend.I32, T), alloc(b, backend.I32, T), alloc(b, backend.I32, T)
+			s.local = alloc(b, backend.I32, T) // after the others, as tp's Embedding allocates it
+			for _, u := range []backend.Tensor{s.ids, s.pos, s.rows, s.local} {
+				if err := b.UploadInt32(u, ident); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.x2, s.x3, s.y, s.c = alloc(b, backend.F32, T, K), alloc(b, backend.F32, T, K), alloc(b, backend.F32, T, K), alloc(b, backend.F32, T, K)
+		}
+		for r, b := range ranks { // op by op, rank 0 first, as backend/tp issues them
+			s := rs[r]
+			b.Rows(s.x2, s.x, s.ids)
+			b.Rows(s.x3, s.x2, s.local)
+			b.Rows(s.x2, s.x3, s.pos)
+			b.Rows(s.x3, s.x2, s.rows)
+			b.Linear(s.y, s.x3, ws[r], nil)
+			for range adds {
+				b.Add(s.c, s.x3, s.x3) // busy work: more than graphMinOps ops
+			}
+		}
+		ys := make([]backend.Tensor, len(ranks))
+		for r := range rs {
+			ys[r] = rs[r].y
+		}
+		if err := comm.AllReduce(ys); err != nil {
+			t.Fatal(err)
+		}
+		for r, b := range ranks {
+			s := rs[r]
+			b.Add(s.c, s.y, s.x3)
+			for range adds - 1 {
+				b.Add(s.c, s.c, s.x3) // c = Σ_q W_q·x_q + adds·x_r
+			}
+		}
+		out := make([][]float32, len(ranks))
+		for r, b := range ranks {
+			out[r] = make([]float32, T*K)
+			if err := b.Download(out[r], rs[r].c); err != nil {
+				t.Fatalf("rank %d: %v", r, err)
+			}
+		}
+		for r, b := range ranks { // freed as model.Forward's arena frees tp's parts
+			s := rs[r]
+			for _, f := range []backend.Tensor{s.ids, s.local, s.pos, s.rows, s.x, s.x2, s.x3, s.y, s.c} {
+				b.Free(f)
+			}
+		}
+		return out
+	}
+	stats := func() []gpu.GraphStats {
+		st := make([]gpu.GraphStats, len(ranks))
+		for r, b := range ranks {
+			st[r] = b.GraphStats()
+		}
+		return st
+	}
+	before := stats()
+	direct := step()
+	// Against float64: x rounded to fp16 (u16), the fp32 GEMM (2·(K+2)·u32
+	// of Σ|x·w|), the all-reduce and the adds (one rounding each).
+	for r := range ranks {
+		for i := range T * K {
+			tt, n := i/K, i%K
+			var want, abs float64
+			for q := range ranks {
+				for k := range K {
+					xw := float64(xv[q][tt*K+k]) * float64(wv[q][n*K+k])
+					want += xw
+					abs += math.Abs(xw)
+				}
+			}
+			xr := float64(xv[r][i])
+			want += adds * xr
+			tol := (u16+2*float64(K+2+len(ranks))*u32)*abs + float64(2*adds)*u32*(abs+adds*math.Abs(xr)) + 0x1p-25*float64(K)
+			if g := direct[r][i]; math.IsNaN(float64(g)) || math.Abs(float64(g)-want) > tol {
+				t.Fatalf("direct step, rank %d, element %d: %g, want %g ± %.3g", r, i, g, want, tol)
+			}
+		}
+	}
+	for run := 2; run <= steps; run++ {
+		got := step()
+		after := stats()
+		for r := range ranks {
+			sameBits(t, fmt.Sprintf("run %d, rank %d", run, r), got[r], direct[r])
+			captured, replayed := after[r].Captured-before[r].Captured, after[r].Replayed-before[r].Replayed
+			t.Logf("run %d, rank %d: %d captured, %d replayed, %d direct", run, r, captured, replayed, after[r].Direct-before[r].Direct)
+			if run >= 4 && (captured != 0 || replayed < 1) {
+				t.Errorf("run %d, rank %d: %d flushes captured, %d replayed; from the fourth run on every step must replay its graphs (stable addresses, stable keys)", run, r, captured, replayed)
+			}
+		}
+		before = after
+	}
+}
