@@ -359,6 +359,16 @@ func (g *gpus) memInfo() (free, total []int64, err error) {
 	return free, total, nil
 }
 
+// resolveKV parses a KV format spec and resolves it for head dimension d.
+func resolveKV(spec string, d int) (kv.Spec, kv.Format, error) {
+	sp, err := kv.ParseSpec(spec)
+	if err != nil {
+		return kv.Spec{}, kv.Format{}, err
+	}
+	f, err := sp.Resolve(d)
+	return sp, f, err
+}
+
 // checkFits fails, saying at which --tp the shape fits, unless weights w
 // and the smallest sequence of the run fit the GPUs' free memory.
 func (g *gpus) checkFits(cfg ModelConfig, mc *model.Config, w wq.Spec) error {
@@ -373,11 +383,7 @@ func (g *gpus) checkFits(cfg ModelConfig, mc *model.Config, w wq.Spec) error {
 	var least kv.Format
 	leastBytes, leastCtx := int64(-1), 0
 	for _, spec := range cfg.Formats {
-		sp, err := kv.ParseSpec(spec)
-		if err != nil {
-			return err
-		}
-		f, err := sp.Resolve(mc.HeadDim)
+		_, f, err := resolveKV(spec, mc.HeadDim)
 		if err != nil {
 			return err
 		}
@@ -423,11 +429,7 @@ func runWeights(rep *ModelReport, g *gpus, mc *model.Config, wspec wq.Spec, d Mo
 		return err
 	}
 	for _, spec := range cfg.Formats {
-		sp, err := kv.ParseSpec(spec)
-		if err != nil {
-			return err
-		}
-		f, err := sp.Resolve(mc.HeadDim)
+		sp, f, err := resolveKV(spec, mc.HeadDim)
 		if err != nil {
 			return err
 		}
