@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/bitdecode/bitdecode/backend"
 )
@@ -39,8 +40,8 @@ import (
 type Backend struct {
 	ranks []backend.Backend
 	comm  backend.Communicator
-	err   error     // first error of the tp layer (layouts, splits) since the last Sync
-	buf   []float32 // Download's per-rank staging, reused
+	err   error       // first error of the tp layer (layouts, splits) since the last Sync
+	bufs  [][]float32 // Download's staging, one per rank, reused
 }
 
 var (
@@ -320,19 +321,51 @@ func (b *Backend) Download(dst []float32, src backend.Tensor) error {
 		// The other ranks' errors known so far (Sync waits for them all).
 		return b.Err()
 	}
+	return b.gather(dst, t)
+}
+
+// scatterRows is the most rows of a split tensor one goroutine copies into
+// the destination at Download (the logits of a large batch are tens of MB).
+const scatterRows = 16
+
+// gather downloads the column-split tensor t into dst. The ranks download
+// one after another, in rank order, as every op reaches them: a rank's
+// download must follow its own queued ops, which another rank's flush may
+// be launching (backend/gpu's group), so two downloads never run at once.
+// What overlaps is the host's work: each rank's part is copied into its
+// columns of dst by goroutines while the next rank downloads. Columns that
+// an earlier rank holds too (replicated KV heads) are copied from that rank
+// only, so no two copies write the same element.
+func (b *Backend) gather(dst []float32, t *tensor) error {
 	rows, cols := backend.Matrix(t.shape)
+	if len(b.bufs) != len(b.ranks) {
+		b.bufs = make([][]float32, len(b.ranks))
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for r, be := range b.ranks {
 		c := t.lay.cols[r]
 		w := c.N + t.lay.pad
-		if cap(b.buf) < rows*w {
-			b.buf = make([]float32, rows*w)
+		if cap(b.bufs[r]) < rows*w {
+			b.bufs[r] = make([]float32, rows*w)
 		}
-		buf := b.buf[:rows*w]
+		buf := b.bufs[r][:rows*w]
 		if err := be.Download(buf, t.parts[r]); err != nil {
 			return fmt.Errorf("tp: rank %d: %w", r, err)
 		}
-		for i := range rows {
-			copy(dst[i*cols+c.Start:i*cols+c.Start+c.N], buf[i*w:i*w+c.N])
+		lo, hi := c.Start, c.Start+c.N
+		for _, e := range t.lay.cols[:r] { // identical or disjoint ranges (the splits make no others)
+			if e.Start <= lo && lo < e.Start+e.N {
+				lo = min(hi, e.Start+e.N)
+			}
+		}
+		for r0 := 0; r0 < rows && lo < hi; r0 += scatterRows {
+			r1 := min(rows, r0+scatterRows)
+			wg.Go(func() {
+				for i := r0; i < r1; i++ {
+					copy(dst[i*cols+lo:i*cols+hi], buf[i*w+lo-c.Start:i*w+hi-c.Start])
+				}
+			})
 		}
 	}
 	return nil
