@@ -575,6 +575,38 @@ out:
 	VZEROUPPER
 	RET
 
+// U8STEP is a row's u8 weight step from its largest weight in X0: Δ =
+// max/255 in X3 and 1/Δ in X4, both 0 where the max is not above 0 (no
+// weight, or NaN: GT_OQ is false). X1, X2, X5 and AX scratch.
+#define U8STEP \
+	VXORPS   X1, X1, X1         \
+	MOVL     $0x437f0000, AX    \
+	VMOVD    AX, X2             \
+	VDIVSS   X2, X0, X3         \
+	VDIVSS   X0, X2, X4         \
+	VCMPSS   $0x1e, X1, X0, X5  \
+	VANDPS   X5, X3, X3         \
+	VANDPS   X5, X4, X4
+
+// EXPU8 is the exp of 16 values d in Z1 (x - m), in Z4: t = d·log2 e +
+// 1.5·2^23 by one FMA, whose low mantissa bits hold n = rint(d·log2 e);
+// f = d·log2 e - n; 2^f by three FMAs (c3 first); 2^n added to the
+// exponent bits; 0 where d < expU8Min (GE_OQ: also for NaN). The constants
+// are in Z21, Z22, Z25..Z29 (softmaxU8AVX512's prologue); Z2, Z3, K1
+// scratch.
+#define EXPU8 \
+	VCMPPS      $0x1d, Z21, Z1, K1 \
+	VMOVAPS     Z25, Z2            \
+	VFMADD231PS Z22, Z1, Z2        \
+	VSUBPS      Z25, Z2, Z3        \
+	VFMSUB231PS Z22, Z1, Z3        \
+	VMOVAPS     Z26, Z4            \
+	VFMADD213PS Z27, Z3, Z4        \
+	VFMADD213PS Z28, Z3, Z4        \
+	VFMADD213PS Z29, Z3, Z4        \
+	VPSLLD      $23, Z2, Z2        \
+	VPADDD.Z    Z2, Z4, K1, Z4
+
 // func quantWRowsU8AVX512(wq *uint8, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum *float32)
 // quantWRowsU8 (kernels.go) in two loops over the rows, so that the rows'
 // latency chains (the max's fold, the divisions) overlap: first per row the
@@ -642,16 +674,7 @@ row2:
 	SHLQ     $2, SI
 	ADDQ     p+24(FP), SI
 	VMOVSS   (DX)(R14*4), X0    // the row's max
-	VXORPS   X1, X1, X1
-	VXORPS   X3, X3, X3         // Δ
-	VXORPS   X4, X4, X4         // 1/Δ
-	MOVL     $0x437f0000, AX    // 255.0
-	VMOVD    AX, X2
-	VUCOMISS X1, X0
-	JLS      quant
-	VDIVSS   X2, X0, X3
-	VDIVSS   X0, X2, X4
-quant:
+	U8STEP
 	VMOVSS       X3, (DX)(R14*4)
 	VBROADCASTSS X4, Z7
 	VBROADCASTSS X3, Z8
@@ -759,17 +782,7 @@ row1:
 exp2:
 	VMOVUPS      (DI), Z1
 	VSUBPS       Z20, Z1, Z1        // d = x - m
-	VCMPPS       $0x1d, Z21, Z1, K1 // d >= expU8Min (GE_OQ: false for NaN)
-	VMOVAPS      Z25, Z2
-	VFMADD231PS  Z22, Z1, Z2        // t = d·log2 e + 1.5·2^23
-	VSUBPS       Z25, Z2, Z3        // n
-	VFMSUB231PS  Z22, Z1, Z3        // f = d·log2 e - n
-	VMOVAPS      Z26, Z4
-	VFMADD213PS  Z27, Z3, Z4        // c3·f + c2
-	VFMADD213PS  Z28, Z3, Z4
-	VFMADD213PS  Z29, Z3, Z4        // 2^f
-	VPSLLD       $23, Z2, Z2        // n<<23
-	VPADDD.Z     Z2, Z4, K1, Z4     // 2^f·2^n, 0 where d < expU8Min
+	EXPU8                           // Z4 = e^d
 	VMOVUPS      Z4, (DI)
 	VADDPS       Z4, Z0, Z0
 	ADDQ         $64, DI
@@ -798,17 +811,7 @@ one: // one group: the group's sums in the exp's loop (its FMA chain hidden)
 exp1:
 	VMOVUPS      (SI)(AX*1), Z1
 	VSUBPS       Z20, Z1, Z1
-	VCMPPS       $0x1d, Z21, Z1, K1
-	VMOVAPS      Z25, Z2
-	VFMADD231PS  Z22, Z1, Z2
-	VSUBPS       Z25, Z2, Z3
-	VFMSUB231PS  Z22, Z1, Z3
-	VMOVAPS      Z26, Z4
-	VFMADD213PS  Z27, Z3, Z4
-	VFMADD213PS  Z28, Z3, Z4
-	VFMADD213PS  Z29, Z3, Z4
-	VPSLLD       $23, Z2, Z2
-	VPADDD.Z     Z2, Z4, K1, Z4     // p
+	EXPU8                           // p
 	VMOVUPS      Z4, (SI)(AX*1)
 	VADDPS       Z4, Z0, Z0
 	VFMADD231PS  (R9)(AX*1), Z4, Z6
@@ -886,16 +889,7 @@ row2:
 	ADDQ         x+24(FP), SI
 	MOVQ         delta+104(FP), DX
 	VMOVSS       (DX)(R14*4), X0    // the row's max
-	VXORPS       X1, X1, X1
-	VXORPS       X3, X3, X3         // Δ
-	VXORPS       X4, X4, X4         // 1/Δ
-	MOVL         $0x437f0000, AX    // 255.0
-	VMOVD        AX, X2
-	VUCOMISS     X1, X0
-	JLS          quant
-	VDIVSS       X2, X0, X3
-	VDIVSS       X0, X2, X4
-quant:
+	U8STEP
 	VMOVSS       X3, (DX)(R14*4)
 	VBROADCASTSS X4, Z8
 	MOVQ         ldw+8(FP), DI
