@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/bitdecode/bitdecode/model"
 )
 
 // SampleOptions configure next-token sampling. The zero value is greedy.
@@ -166,13 +168,7 @@ func (s *Sampler) penalize(logits []float32, context []int, generated int) {
 func (s *Sampler) pick(logits []float32) int {
 	o := s.opts
 	if o.Temperature == 0 {
-		best := 0
-		for i, x := range logits {
-			if x > logits[best] {
-				best = i
-			}
-		}
-		return best
+		return model.Argmax(logits)
 	}
 	// Candidates sorted by logit (ties by id, so the order is deterministic).
 	s.idx = s.idx[:0]

@@ -228,7 +228,7 @@ func recallProbe(ctx context.Context, be backend.Backend, v PPLVariant, p needle
 		}
 		for _, t := range p.targets {
 			if row := t - 1 - pos; row >= 0 && row < end-pos {
-				all = all && argmax(lg.Row(row)) == p.tokens[t]
+				all = all && model.Argmax(lg.Row(row)) == p.tokens[t]
 			}
 		}
 	}

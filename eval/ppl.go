@@ -232,7 +232,7 @@ func PPLVariants(ctx context.Context, be backend.Backend, variants []PPLVariant,
 				}
 				probes++
 				for i, lg := range all {
-					if argmax(lg.Row(p-1-pos)) == win[p] {
+					if model.Argmax(lg.Row(p-1-pos)) == win[p] {
 						hits[i]++
 					}
 				}
@@ -296,7 +296,7 @@ func scoreChunk(all []*model.Logits, targets []int, sums []pplSums) {
 			for r := w; r < rows; r += workers {
 				out := make([]pplSums, len(all))
 				bp := logSoftmax(all[0].Row(r))
-				top := argmax(all[0].Row(r))
+				top := model.Argmax(all[0].Row(r))
 				for i, lg := range all {
 					if i == 0 {
 						out[0].nll = -bp[targets[r]]
@@ -309,7 +309,7 @@ func scoreChunk(all []*model.Logits, targets []int, sums []pplSums) {
 						kl += math.Exp(bp[v]) * (bp[v] - lp[v])
 					}
 					out[i].kld = kl
-					if argmax(lg.Row(r)) == top {
+					if model.Argmax(lg.Row(r)) == top {
 						out[i].agree = 1
 					}
 				}
@@ -343,16 +343,6 @@ func logSoftmax(x []float32) []float64 {
 		out[i] = float64(v) - lse
 	}
 	return out
-}
-
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // completeBlock returns the n tokens fed for the window at start of tokens,

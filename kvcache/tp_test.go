@@ -141,7 +141,7 @@ func greedy(t *testing.T, m model.Model, be backend.Backend, spec string, prompt
 			t.Fatalf("step %d: %v", step, err)
 		}
 		out.logits = append(out.logits, slices.Clone(lg.Data))
-		next := int32(argmax(lg.Data))
+		next := int32(model.Argmax(lg.Data))
 		out.tokens = append(out.tokens, next)
 		if step == steps {
 			return out
@@ -150,16 +150,6 @@ func greedy(t *testing.T, m model.Model, be backend.Backend, spec string, prompt
 		b.Add(0, pos, next)
 		pos++
 	}
-}
-
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // margin is the gap between the largest and second-largest logit.

@@ -109,6 +109,19 @@ type Logits struct {
 	Data  []float32 // Rows() × Vocab, row-major
 }
 
+// Argmax returns the index of the largest value of x, the first of equal
+// ones: greedy decoding's token. A NaN is never larger than anything, so a
+// NaN at index 0 wins; x must not be empty.
+func Argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
 // Rows returns the number of rows.
 func (l *Logits) Rows() int { return len(l.Data) / l.Vocab }
 

@@ -27,7 +27,7 @@ func BenchmarkGocoderDecode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	next := argmax(out.Row(0))
+	next := int32(Argmax(out.Row(0)))
 	pos := len(prompt)
 	b.ResetTimer()
 	for b.Loop() {
@@ -37,7 +37,7 @@ func BenchmarkGocoderDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		next = argmax(out.Row(0))
+		next = int32(Argmax(out.Row(0)))
 		pos++
 		if pos == len(prompt)+256 { // keep the context bounded on long runs
 			if err := cache.Truncate(0, len(prompt)); err != nil {

@@ -46,16 +46,6 @@ func loadGolden(t testing.TB, dir string) *golden {
 	return &g
 }
 
-func argmax(v []float32) int32 {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
-
 func l2(v []float32) float64 {
 	var s float64
 	for _, x := range v {
@@ -148,7 +138,7 @@ func TestGolden(t *testing.T) {
 		} else if raceEnabled {
 			want = want[:8]
 		}
-		gen := []int32{argmax(last)}
+		gen := []int32{int32(Argmax(last))}
 		for len(gen) < len(want) {
 			var d Batch
 			d.Add(0, len(p.IDs)+len(gen)-1, gen[len(gen)-1])
@@ -156,7 +146,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gen = append(gen, argmax(out.Row(0)))
+			gen = append(gen, int32(Argmax(out.Row(0))))
 		}
 		if !slices.Equal(gen, want) {
 			t.Errorf("prompt %d: greedy tokens\n got %v\nwant %v", pi, gen, want)
@@ -206,7 +196,7 @@ func TestGocoderBatching(t *testing.T) {
 		for r := range out.Rows() {
 			alone[i].prefill = append(alone[i].prefill, slices.Clone(out.Row(r)))
 		}
-		next := argmax(out.Row(out.Rows() - 1))
+		next := int32(Argmax(out.Row(out.Rows() - 1)))
 		for s := range steps {
 			alone[i].tokens = append(alone[i].tokens, next)
 			var d Batch
@@ -216,7 +206,7 @@ func TestGocoderBatching(t *testing.T) {
 				t.Fatal(err)
 			}
 			alone[i].decode = append(alone[i].decode, slices.Clone(out.Row(0)))
-			next = argmax(out.Row(0))
+			next = int32(Argmax(out.Row(0)))
 		}
 	}
 

@@ -118,21 +118,10 @@ func compareLogits(t *testing.T, what string, a, c []float32, V int, rel float64
 				t.Fatalf("%s: row %d logit %d: packed %v, fallback %v (tol %g)", what, row, i, ar[i], cr[i], rel*top)
 			}
 		}
-		if argmaxF32(ar) != argmaxF32(cr) {
-			t.Errorf("%s: row %d: packed picks token %d, fallback %d", what, row, argmaxF32(ar), argmaxF32(cr))
+		if Argmax(ar) != Argmax(cr) {
+			t.Errorf("%s: row %d: packed picks token %d, fallback %d", what, row, Argmax(ar), Argmax(cr))
 		}
 	}
-}
-
-// argmaxF32 returns the index of the largest value.
-func argmaxF32(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // noAttention returns zeros from attention: the test compares two weight
