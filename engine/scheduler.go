@@ -803,5 +803,6 @@ func (s *Scheduler) end(q *seq, reason string, err error) {
 			st.Finished++
 		}
 	})
+	s.publish() // the freed blocks show in Stats before the client sees its end
 	q.stream.finish(q.res)
 }
