@@ -258,3 +258,106 @@ func TestLinearRefusesShapes(t *testing.T) {
 		t.Error("a wide launch without scratch: no error")
 	}
 }
+
+// TestLinearRingStages checks the narrow kernel's weight ring at every
+// instantiated depth: each launch bitwise that of the default depth (the
+// same mma sequence a accumulator, only the schedule differs) at row
+// counts across both n-tile counts, K with a warp's k-blocks fewer than,
+// equal to and more than the ring (4104: 4-5 blocks a warp; 14336: 14;
+// 1032: 1-2), a group with a partial m-tile; the default against the
+// float64 reference. It logs each depth's registers, spills and CTAs an
+// SM, and fails where fewer CTAs fit an SM than the kernel was bounded
+// for, or where it spills.
+func TestLinearRingStages(t *testing.T) {
+	d, l := linearSetup(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	stages := []int{3, 4, 6}
+	for _, s := range stages {
+		ls, err := l.WithStages(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, T := range []int{1, 16} {
+			if err := d.Do(func(c *cuda.Ctx) error {
+				in, err := ls.NarrowInfo(c, T)
+				if err != nil {
+					return err
+				}
+				t.Logf("stages %d, T %d: %d registers, %d B local, %d B static + %d B dynamic shared, %d CTAs an SM (bounded for %d)",
+					s, T, in.Func.Registers, in.Func.LocalBytes, in.Func.StaticSharedBytes, in.Smem, in.PerSM, in.DesignPerSM)
+				if in.PerSM < in.DesignPerSM || in.Func.LocalBytes != 0 {
+					return fmt.Errorf("stages %d, T %d: %d CTAs an SM (want %d), %d B local", s, T, in.PerSM, in.DesignPerSM, in.Func.LocalBytes)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := l.WithStages(5); err == nil {
+		t.Error("WithStages(5): no error")
+	}
+	shapes := []struct {
+		T, K int
+		Ns   []int
+	}{{3, 4104, []int{1000}}, {9, 14336, []int{64}}, {16, 1032, []int{200, 37, 64}}, {15, 4096, []int{256, 64, 64}}}
+	if testing.Short() {
+		shapes = shapes[:3]
+	}
+	for _, sh := range shapes {
+		t.Run(fmt.Sprintf("T%d-K%d-%v", sh.T, sh.K, sh.Ns), func(t *testing.T) {
+			m := newGPUMem(t, d)
+			x := newLinearData(r, sh.T, 1, sh.K).x
+			xp := m.put(cuda.Bytes(x))
+			var lds []*linearData
+			var base []kernels.LinearGroup
+			for i, N := range sh.Ns {
+				ld := newLinearData(r, sh.T, N, sh.K)
+				ld.x = x
+				lds = append(lds, ld)
+				g := kernels.LinearGroup{W: m.put(cuda.Bytes(ld.w)), N: N}
+				if i != 1 {
+					g.Bias = m.put(cuda.Bytes(ld.bias))
+				}
+				base = append(base, g)
+			}
+			outs := make([][]cuda.DevicePtr, len(stages)+1) // [0]: the default Linear
+			for i := range outs {
+				for _, g := range base {
+					outs[i] = append(outs[i], m.poisonedF32(sh.T*g.N))
+				}
+			}
+			m.run(func(c *cuda.Ctx, st cuda.Stream) error {
+				for i := range outs {
+					ls := l
+					if i > 0 {
+						var err error
+						if ls, err = l.WithStages(stages[i-1]); err != nil {
+							return err
+						}
+					}
+					gs := append([]kernels.LinearGroup(nil), base...)
+					for j := range gs {
+						gs[j].Y = outs[i][j]
+					}
+					if err := ls.LaunchGroups(c, st, xp, 0, sh.T, sh.K, gs...); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			for j, g := range base {
+				want := m.f32s(outs[0][j], sh.T*g.N)
+				lds[j].check(t, want, j != 1)
+				for i := 1; i < len(outs); i++ {
+					got := m.f32s(outs[i][j], sh.T*g.N)
+					for e := range got {
+						if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
+							t.Fatalf("stages %d, group %d: y[%d] = %g, default %g", stages[i-1], j, e, got[e], want[e])
+						}
+					}
+				}
+			}
+		})
+	}
+}
