@@ -22,9 +22,9 @@
 // Narrow: a CTA computes one m-tile (kM = 16 output channels) for a block
 // of NT·8 tokens (blockIdx.x) with kSplit warps. K is cut into k-blocks of
 // kBlockK = 128 channels; warp w takes blocks w, w+kSplit, w+2·kSplit, ...
-// (interleaved, so the CTA reads 16 rows x 1 KB contiguous at a time), its
-// weights streamed through a ring of S k-blocks in shared memory (cp.async;
-// S - 1 blocks in flight while one is multiplied), x read from global. In a
+// (interleaved, so the CTA reads 16 rows x 1 KB contiguous at a time), the
+// next block's weights loaded while the current one is multiplied and the
+// P blocks after it asked of L2 (cp.async.bulk.prefetch). In a
 // block, lane (g, q) = (lane/4, lane%4) holds 16 bytes of W row g and of
 // row g+8 at k = kb + 32s + 8q (s < kSubs) and x of token g of each n-tile
 // at the same 8 k. mma.m16n8k16 takes W as A (16 channels x 16 k) and x as
@@ -67,11 +67,13 @@
 //   v4 programmatic dependent launch: linear.cu is a GridDependent program;
 //      every kernel waits for the kernel ahead (gridDependencyWait) before
 //      its first load (docs/perf/decode-step.md v6).
-//   v5 (v11b) the narrow kernel's weights through a ring of S k-block
-//      buffers a warp in shared memory, filled by cp.async (v4 held the next
-//      block in registers: less than one block in flight a warp on
-//      average); x of a block loaded before the wait for its weights. The
-//      same mma sequence per accumulator: the same bits as v4.
+//   v5 (v13a, rejected) the narrow kernel's weights through a ring of
+//      k-blocks in shared memory (cp.async): 3-8% slower on the long
+//      streams at 15 rows; the ring's 96-192 KB a CTA came out of L1, where
+//      x lived (bench/results/2026-11-25-h100-step-v13/v13a.patch).
+//   v6 (v13b) the narrow kernel asks L2 for each warp's weights P k-blocks
+//      ahead of its registers (cp.async.bulk.prefetch.L2): more bytes in
+//      flight at no register, shared-memory or L1 cost. Same bits.
 //
 // Go wrapper: linear.go; tests: linear_test.go (float64 reference on the
 // fp16-rounded x, invariance across T and row order).
@@ -97,51 +99,46 @@ __device__ __forceinline__ u32 pack2(float lo, float hi) {
   return r;
 }
 
-// The narrow kernel's weight ring (v5): each warp streams its k-blocks
-// through a ring of S k-block buffers of its own in shared memory, filled with cp.async. A buffer holds one k-block of the warp's 16
-// rows as kWSlots 16-byte pieces a lane: piece 2s is the lane's 16 bytes of
-// row g at k = kb + 32s + 8q, piece 2s+1 those of row g+8 (the A fragments
-// of sub-block s). Pieces are stored [slot][lane], so a quarter-warp's
-// 16-byte accesses cover 128 contiguous bytes (no bank conflicts), and
-// each lane reads back only what it copied itself: cp.async.wait_group
-// makes its own copies visible to it, no barrier is needed.
-constexpr int kWSlots = 2 * kSubs;                // 16-byte pieces a lane holds of one k-block
-constexpr int kWBufBytes = kWSlots * 32 * 16;     // one k-block of one warp: 4 KB
-
-// narrowMinBlocks is the CTAs an SM the narrow kernel's registers are
-// bounded for at S stages: two up to 3 stages (2 x (96 + 7) KB of shared
-// memory fit an SM), one above.
-template <int S>
-constexpr int narrowMinBlocks() { return S <= 3 ? 2 : 1; }
-
-// stageW copies one k-block of the lane's two weight rows (k = the lane's
-// first channel of the block) into buf with cp.async; pieces past K or of
-// rows past N are zeros, stored directly.
-__device__ __forceinline__ void stageW(uint4* buf, const u16* rowA, const u16* rowB, bool okA, bool okB, int k, int K,
-                                       int lane) {
+// loadW loads one k-block of the lane's two weight rows: 16 bytes of row
+// g and of row g+8 at k = k + 32s for each s < kSubs (zeros past K and for
+// rows past N).
+__device__ __forceinline__ void loadW(uint4 (&a)[kSubs], uint4 (&b)[kSubs], const u16* rowA, const u16* rowB,
+                                      bool okA, bool okB, int k, int K) {
   const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int s = 0; s < kSubs; s++) {
     const bool ok = k + s * kBlock < K;
-    uint4* da = buf + (2 * s) * 32 + lane;
-    uint4* db = buf + (2 * s + 1) * 32 + lane;
-    if (ok && okA) cpAsync16(da, rowA + k + s * kBlock);
-    else *da = zero;
-    if (ok && okB) cpAsync16(db, rowB + k + s * kBlock);
-    else *db = zero;
+    a[s] = ok && okA ? ldgStream(rowA + k + s * kBlock) : zero;
+    b[s] = ok && okB ? ldgStream(rowB + k + s * kBlock) : zero;
   }
 }
 
-// linear_f16 computes NT n-tiles (NT·8 tokens) of one m-tile, each warp's
-// weights through a ring of S k-block buffers; the group arguments are
-// (W, bias, y, N) of up to three weights sharing x, n = 0 for an absent
-// group. Dynamic shared memory: kSplit·S·kWBufBytes bytes.
-template <int NT, int S>
-__global__ void __launch_bounds__(kThreads, narrowMinBlocks<S>()) linear_f16(const float* __restrict__ x, int T, int K,
+// prefetchW asks L2 for one k-block of the warp's 16 weight rows (k0 = the
+// block's first channel) without waiting for it: lane l takes half a
+// row's 256 bytes (row l/2, channels k0 + 64·(l%2), 128 bytes or what is
+// left of K), one cp.async.bulk.prefetch.L2 each. No register, no shared
+// memory and no L1 line is held: the bytes are in flight to L2 while the
+// warp works, and its later 16-byte loads of the block hit L2. Rows past
+// N ask nothing. A no-op before sm_90.
+__device__ __forceinline__ void prefetchW(const u16* W, int m0, int N, int k0, int K, int lane) {
+#if __CUDA_ARCH__ >= 900
+  const int row = m0 + lane / 2, k = k0 + (lane % 2) * 64;
+  if (row < N && k < K) {
+    const int bytes = 2 * min(64, K - k);  // K % 8 == 0: a multiple of 16
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(W + size_t(row) * K + k), "r"(bytes) : "memory");
+  }
+#endif
+}
+
+// linear_f16 computes NT n-tiles (NT·8 tokens) of one m-tile, each warp
+// asking L2 for its k-blocks P blocks ahead of the one in its registers;
+// the group arguments are (W, bias, y, N) of up to three weights sharing
+// x, n = 0 for an absent group.
+template <int NT, int P>
+__global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__ x, int T, int K,
                                                        const u16* w0, const float* b0, float* y0, int n0,
                                                        const u16* w1, const float* b1, float* y1, int n1,
                                                        const u16* w2, const float* b2, float* y2, int n2) {
-  extern __shared__ __align__(16) uint4 ring[];  // [kSplit][S][kWSlots][32]
   __shared__ float part[kSplit - 1][NT * 4][32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
@@ -176,7 +173,6 @@ __global__ void __launch_bounds__(kThreads, narrowMinBlocks<S>()) linear_f16(con
   for (int nt = 0; nt < NT; nt++)
 #pragma unroll
     for (int i = 0; i < 4; i++) acc[nt][i] = 0.f;
-  uint4* mine = ring + warp * (S * kWSlots * 32);
 
   // Programmatic dependent launch (the program is GridDependent): the
   // index math above overlaps the kernel ahead; nothing is read before it
@@ -184,57 +180,45 @@ __global__ void __launch_bounds__(kThreads, narrowMinBlocks<S>()) linear_f16(con
   gridDependencyWait();
   gridLaunchDependents();
 
-  // Warp w takes k-blocks w, w+kSplit, ... in order (its j-th block is
-  // w + j·kSplit, in buffer j % S). The first S are in flight before any
-  // math; block j + S is issued once block j's math has read its buffer
-  // (the mma consumed the registers loaded from it), so S - 1 blocks
-  // stream in while one is multiplied. One commit group per block (empty
-  // past the warp's last), so wait_group<S-1> at block j means block j
-  // has landed.
+  // Warp w takes k-blocks w, w+kSplit, ... in order, the next block's
+  // weights loaded before the current one's math (16 loads in flight).
+  // v6: blocks warp + kSplit·(1..P) are asked of L2 before the first
+  // load, block blk + kSplit·(P+1) at blk's turn, so a warp keeps P blocks
+  // in flight to L2 beyond the one in its registers.
   const int nBlocks = (K + kBlockK - 1) / kBlockK;
-  const int nMine = warp < nBlocks ? (nBlocks - warp + kSplit - 1) / kSplit : 0;
+  uint4 wa[kSubs], wb[kSubs], na[kSubs], nb[kSubs];
+  if (warp < nBlocks) loadW(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K);
 #pragma unroll
-  for (int j = 0; j < S; j++) {
-    if (j < nMine) stageW(mine + j * (kWSlots * 32), rowA, rowB, okA, okB, (warp + j * kSplit) * kBlockK + q * kChunk, K, lane);
-    cpAsyncCommit();
-  }
-  for (int j = 0; j < nMine; j++) {
-    const int kb = (warp + j * kSplit) * kBlockK + q * kChunk;
-    // x of this block first (global, L1/L2), so its latency overlaps the
-    // wait for the weights.
-    float4 xv[NT][kSubs][2];
+  for (int j = 1; j <= P; j++)
+    if (warp + j * kSplit < nBlocks) prefetchW(W, m0, N, (warp + j * kSplit) * kBlockK, K, lane);
+  for (int blk = warp; blk < nBlocks; blk += kSplit) {
+    if (P > 0 && blk + (P + 1) * kSplit < nBlocks) prefetchW(W, m0, N, (blk + (P + 1) * kSplit) * kBlockK, K, lane);
+    if (blk + kSplit < nBlocks) loadW(na, nb, rowA, rowB, okA, okB, (blk + kSplit) * kBlockK + q * kChunk, K);
 #pragma unroll
     for (int s = 0; s < kSubs; s++) {
-      const int k = kb + s * kBlock;
-#pragma unroll
-      for (int nt = 0; nt < NT; nt++) {
-        if (k < K && okT[nt]) {
-          xv[nt][s][0] = __ldg(reinterpret_cast<const float4*>(xr[nt] + k));
-          xv[nt][s][1] = __ldg(reinterpret_cast<const float4*>(xr[nt] + k + 4));
-        } else {
-          xv[nt][s][0] = xv[nt][s][1] = make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-      }
-    }
-    cpAsyncWait<S - 1>();
-    uint4* buf = mine + (j % S) * (kWSlots * 32);
-#pragma unroll
-    for (int s = 0; s < kSubs; s++) {
-      const uint4 wa = buf[(2 * s) * 32 + lane], wb = buf[(2 * s + 1) * 32 + lane];
+      const int k = blk * kBlockK + s * kBlock + q * kChunk;
+      const bool ok = k < K;
       // A fragments: a0 row g, a1 row g+8, a2 row g (next pair), a3 row g+8.
-      const u32 lo[4] = {wa.x, wb.x, wa.y, wb.y};
-      const u32 hi[4] = {wa.z, wb.z, wa.w, wb.w};
+      const u32 lo[4] = {wa[s].x, wb[s].x, wa[s].y, wb[s].y};
+      const u32 hi[4] = {wa[s].z, wb[s].z, wa[s].w, wb[s].w};
 #pragma unroll
       for (int nt = 0; nt < NT; nt++) {
-        const float4 u = xv[nt][s][0], v = xv[nt][s][1];
-        mma16816(acc[nt], lo, pack2(u.x, u.y), pack2(u.z, u.w));
-        mma16816(acc[nt], hi, pack2(v.x, v.y), pack2(v.z, v.w));
+        u32 xb[4] = {0u, 0u, 0u, 0u};
+        if (ok && okT[nt]) {
+          const float4 u = __ldg(reinterpret_cast<const float4*>(xr[nt] + k));
+          const float4 v = __ldg(reinterpret_cast<const float4*>(xr[nt] + k + 4));
+          xb[0] = pack2(u.x, u.y);
+          xb[1] = pack2(u.z, u.w);
+          xb[2] = pack2(v.x, v.y);
+          xb[3] = pack2(v.z, v.w);
+        }
+        mma16816(acc[nt], lo, xb[0], xb[1]);
+        mma16816(acc[nt], hi, xb[2], xb[3]);
       }
     }
-    if (j + S < nMine) stageW(buf, rowA, rowB, okA, okB, kb + S * kSplit * kBlockK, K, lane);
-    cpAsyncCommit();
+#pragma unroll
+    for (int s = 0; s < kSubs; s++) wa[s] = na[s], wb[s] = nb[s];
   }
-  cpAsyncWait<0>();
 
   // Warps 1..kSplit-1 hand their partials to warp 0, which adds them in
   // warp order, then the bias.
@@ -290,20 +274,6 @@ constexpr int kWideThreads = kWideWarps * 32;
 constexpr int kXStride = kBlockK + 32;         // halves per token row in shared memory
 constexpr int kXChunks = kWideTokens * kBlockK / kChunk;  // 16-byte pieces per x block
 static_assert(kXChunks % kWideThreads == 0, "x block pieces must divide among the threads");
-
-// loadW loads one k-block of the lane's two weight rows into registers (the
-// wide kernel): 16 bytes of row g and of row g+8 at k = k + 32s for each
-// s < kSubs (zeros past K and for rows past N).
-__device__ __forceinline__ void loadW(uint4 (&a)[kSubs], uint4 (&b)[kSubs], const u16* rowA, const u16* rowB,
-                                      bool okA, bool okB, int k, int K) {
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-#pragma unroll
-  for (int s = 0; s < kSubs; s++) {
-    const bool ok = k + s * kBlock < K;
-    a[s] = ok && okA ? ldgStream(rowA + k + s * kBlock) : zero;
-    b[s] = ok && okB ? ldgStream(rowB + k + s * kBlock) : zero;
-  }
-}
 
 // linear_x_f16 rounds x [n] (n % 8 == 0) to fp16 with pack2, the narrow
 // kernel's conversion: the wide kernel then sees the same operands.

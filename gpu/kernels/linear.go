@@ -3,6 +3,7 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -29,25 +30,14 @@ const (
 	// tile: kWideWarps m-tiles by kWideTokens tokens.
 	linearWideWarps  = 8
 	linearWideTokens = 64
-	// linearWBufBytes is linear.cu's kWBufBytes: one k-block of a warp's
-	// 16 weight rows (8 pieces of 16 bytes a lane) in the narrow kernel's
-	// shared-memory ring.
-	linearWBufBytes = 8 * 32 * 16
-	// linearStages is the depth of the narrow kernel's weight ring (k-block
-	// buffers a warp; S - 1 in flight while one is multiplied): 3 stages
-	// are 96 KB of shared memory a CTA, two CTAs an SM
-	// (docs/perf/decode-step.md v13).
-	linearStages = 3
+	// linearPrefetch is how many k-blocks a narrow kernel's warp asks of
+	// L2 ahead of the one in its registers (docs/perf/decode-step.md v13b).
+	linearPrefetch = 2
 )
 
-// linearStageCounts are the ring depths the narrow kernel is instantiated
-// with (linearStages among them); linear.cu's narrowMinBlocks gives each
-// its CTAs an SM: 2 up to 3 stages, 1 above.
-var linearStageCounts = [...]int{3, 4, 6}
-
-// linearNarrowSmem is the narrow kernel's dynamic shared memory at S
-// stages: kSplit warps' rings.
-func linearNarrowSmem(stages int) int { return linearSplit * stages * linearWBufBytes }
+// linearPrefetches are the prefetch depths the narrow kernel is
+// instantiated with (linearPrefetch among them; 0 is v4's schedule).
+var linearPrefetches = [...]int{0, 1, 2, 4}
 
 // linearNTs are the n-tiles per CTA the narrow kernel is instantiated
 // with; a launch of T <= LinearNarrowMaxRows rows takes the first that
@@ -58,9 +48,9 @@ var linearNTs = [...]int{1, 2}
 // bias for any number of rows, each row's result bitwise independent of
 // the others and of T.
 type Linear struct {
-	// fns[nt][s] is linear_f16<linearNTs[nt], linearStageCounts[s]>.
-	fns         [len(linearNTs)][len(linearStageCounts)]cuda.Function
-	stage       int // the index in linearStageCounts of the ring depth launches take
+	// fns[nt][p] is linear_f16<linearNTs[nt], linearPrefetches[p]>.
+	fns         [len(linearNTs)][len(linearPrefetches)]cuda.Function
+	pf          int // the index in linearPrefetches of the depth launches take
 	wide, toF16 cuda.Function
 }
 
@@ -71,29 +61,23 @@ type LinearGroup struct {
 	N          int
 }
 
-// LoadLinear compiles linear.cu (once per device) and lets every narrow
-// kernel use its ring's shared memory.
+// LoadLinear compiles linear.cu (once per device).
 func LoadLinear(dev *cuda.Device) (*Linear, error) {
-	expr := func(nt, s int) string { return fmt.Sprintf("linear::linear_f16<%d, %d>", nt, s) }
+	expr := func(nt, p int) string { return fmt.Sprintf("linear::linear_f16<%d, %d>", nt, p) }
 	const wide, toF16 = "linear::linear_f16_wide", "linear::linear_x_f16"
 	exprs := []string{wide, toF16}
 	for _, nt := range linearNTs {
-		for _, s := range linearStageCounts {
-			exprs = append(exprs, expr(nt, s))
+		for _, p := range linearPrefetches {
+			exprs = append(exprs, expr(nt, p))
 		}
 	}
 	mod, err := dev.Compile(program("linear.cu", linearSource, exprs, nil))
 	if err != nil {
 		return nil, err
 	}
-	l := &Linear{stage: -1}
-	for i, s := range linearStageCounts {
-		if s == linearStages {
-			l.stage = i
-		}
-	}
-	if l.stage < 0 {
-		return nil, fmt.Errorf("kernels: linear: %d stages is not an instantiated ring depth %v", linearStages, linearStageCounts)
+	l := &Linear{pf: slices.Index(linearPrefetches[:], linearPrefetch)}
+	if l.pf < 0 {
+		return nil, fmt.Errorf("kernels: linear: prefetch depth %d is not instantiated %v", linearPrefetch, linearPrefetches)
 	}
 	if l.wide, err = mod.Function(wide); err != nil {
 		return nil, err
@@ -102,60 +86,27 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		return nil, err
 	}
 	for i, nt := range linearNTs {
-		for j, s := range linearStageCounts {
-			if l.fns[i][j], err = mod.Function(expr(nt, s)); err != nil {
+		for j, p := range linearPrefetches {
+			if l.fns[i][j], err = mod.Function(expr(nt, p)); err != nil {
 				return nil, err
-			}
-			f := l.fns[i][j]
-			if err := dev.Do(func(c *cuda.Ctx) error { return c.SetMaxDynamicShared(f, linearNarrowSmem(s)) }); err != nil {
-				return nil, fmt.Errorf("kernels: linear: %s: %w", expr(nt, s), err)
 			}
 		}
 	}
 	return l, nil
 }
 
-// WithStages returns a Linear whose narrow launches take a ring of stages
-// k-block buffers a warp (one of the instantiated depths, 3, 4 or 6)
-// instead of linearStages: the same bits, another schedule (tests and
-// benchmarks compare them).
-func (l *Linear) WithStages(stages int) (*Linear, error) {
-	for i, s := range linearStageCounts {
-		if s == stages {
-			c := *l
-			c.stage = i
-			return &c, nil
-		}
+// WithPrefetch returns a Linear whose narrow launches ask L2 for p k-blocks
+// a warp ahead (one of the instantiated depths 0, 1, 2, 4; 0 is v4's
+// schedule) instead of linearPrefetch: the same bits, another schedule
+// (tests and benchmarks compare them).
+func (l *Linear) WithPrefetch(p int) (*Linear, error) {
+	i := slices.Index(linearPrefetches[:], p)
+	if i < 0 {
+		return nil, fmt.Errorf("kernels: linear: prefetch depth %d is not instantiated %v", p, linearPrefetches)
 	}
-	return nil, fmt.Errorf("kernels: linear: %d stages is not an instantiated ring depth %v", stages, linearStageCounts)
-}
-
-// LinearNarrowInfo describes the narrow kernel a launch takes.
-type LinearNarrowInfo struct {
-	Func   cuda.FuncInfo
-	Stages int // the ring's depth: k-block buffers a warp
-	Smem   int // dynamic shared memory a CTA, bytes
-	// PerSM is how many CTAs fit an SM at once; DesignPerSM how many the
-	// kernel's register bound (narrowMinBlocks) was written for.
-	PerSM, DesignPerSM int
-}
-
-// NarrowInfo reports the narrow kernel a launch of T <= LinearNarrowMaxRows
-// rows takes.
-func (l *Linear) NarrowInfo(c *cuda.Ctx, T int) (LinearNarrowInfo, error) {
-	i, _ := linearNTFor(T)
-	f := l.fns[i][l.stage]
-	s := linearStageCounts[l.stage]
-	in := LinearNarrowInfo{Stages: s, Smem: linearNarrowSmem(s), DesignPerSM: 1}
-	if s <= 3 {
-		in.DesignPerSM = 2
-	}
-	var err error
-	if in.Func, err = c.FuncInfo(f); err != nil {
-		return in, err
-	}
-	in.PerSM, err = c.MaxActiveBlocksPerSM(f, linearSplit*32, in.Smem)
-	return in, err
+	c := *l
+	c.pf = i
+	return &c, nil
 }
 
 // CheckLinearShape reports whether linear.cu takes x [T, K]: T >= 1 and K a
@@ -233,7 +184,7 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 			g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
 	}
 	i, blocks := linearNTFor(T)
-	return c.Launch(l.fns[i][l.stage], cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: linearSplit * 32}, linearNarrowSmem(linearStageCounts[l.stage]), st,
+	return c.Launch(l.fns[i][l.pf], cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: linearSplit * 32}, 0, st,
 		x, int32(T), int32(K),
 		g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 		g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),

@@ -259,48 +259,25 @@ func TestLinearRefusesShapes(t *testing.T) {
 	}
 }
 
-// TestLinearRingStages checks the narrow kernel's weight ring at every
-// instantiated depth: each launch bitwise that of the default depth (the
-// same mma sequence a accumulator, only the schedule differs) at row
-// counts across both n-tile counts, K with a warp's k-blocks fewer than,
-// equal to and more than the ring (4104: 4-5 blocks a warp; 14336: 14;
-// 1032: 1-2), a group with a partial m-tile; the default against the
-// float64 reference. It logs each depth's registers, spills and CTAs an
-// SM, and fails where fewer CTAs fit an SM than the kernel was bounded
-// for, or where it spills.
-func TestLinearRingStages(t *testing.T) {
+// TestLinearPrefetchDepths checks the narrow kernel at every instantiated
+// L2 prefetch depth: each launch bitwise that of the default depth (the
+// prefetch moves no data into a register; only the schedule differs) at
+// row counts across both n-tile counts, K with a warp's k-blocks fewer
+// than, about and more than the depth (1032: 1-2 blocks a warp; 4104: 4-5;
+// 14336: 14), K not a multiple of the prefetch's 64-channel half rows
+// (4104), a group with a partial m-tile and odd N; the default against the
+// float64 reference; every output starts as NaN.
+func TestLinearPrefetchDepths(t *testing.T) {
 	d, l := linearSetup(t)
 	r := rand.New(rand.NewPCG(11, 12))
-	stages := []int{3, 4, 6}
-	for _, s := range stages {
-		ls, err := l.WithStages(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, T := range []int{1, 16} {
-			if err := d.Do(func(c *cuda.Ctx) error {
-				in, err := ls.NarrowInfo(c, T)
-				if err != nil {
-					return err
-				}
-				t.Logf("stages %d, T %d: %d registers, %d B local, %d B static + %d B dynamic shared, %d CTAs an SM (bounded for %d)",
-					s, T, in.Func.Registers, in.Func.LocalBytes, in.Func.StaticSharedBytes, in.Smem, in.PerSM, in.DesignPerSM)
-				if in.PerSM < in.DesignPerSM || in.Func.LocalBytes != 0 {
-					return fmt.Errorf("stages %d, T %d: %d CTAs an SM (want %d), %d B local", s, T, in.PerSM, in.DesignPerSM, in.Func.LocalBytes)
-				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := l.WithStages(5); err == nil {
-		t.Error("WithStages(5): no error")
+	depths := []int{0, 1, 2, 4}
+	if _, err := l.WithPrefetch(3); err == nil {
+		t.Error("WithPrefetch(3): no error")
 	}
 	shapes := []struct {
 		T, K int
 		Ns   []int
-	}{{3, 4104, []int{1000}}, {9, 14336, []int{64}}, {16, 1032, []int{200, 37, 64}}, {15, 4096, []int{256, 64, 64}}}
+	}{{3, 4104, []int{1000}}, {9, 14336, []int{64}}, {16, 1032, []int{200, 37, 64}}, {15, 4096, []int{256, 64, 64}}, {1, 4104, []int{77}}}
 	if testing.Short() {
 		shapes = shapes[:3]
 	}
@@ -321,7 +298,7 @@ func TestLinearRingStages(t *testing.T) {
 				}
 				base = append(base, g)
 			}
-			outs := make([][]cuda.DevicePtr, len(stages)+1) // [0]: the default Linear
+			outs := make([][]cuda.DevicePtr, len(depths)+1) // [0]: the default Linear
 			for i := range outs {
 				for _, g := range base {
 					outs[i] = append(outs[i], m.poisonedF32(sh.T*g.N))
@@ -329,10 +306,10 @@ func TestLinearRingStages(t *testing.T) {
 			}
 			m.run(func(c *cuda.Ctx, st cuda.Stream) error {
 				for i := range outs {
-					ls := l
+					lp := l
 					if i > 0 {
 						var err error
-						if ls, err = l.WithStages(stages[i-1]); err != nil {
+						if lp, err = l.WithPrefetch(depths[i-1]); err != nil {
 							return err
 						}
 					}
@@ -340,7 +317,7 @@ func TestLinearRingStages(t *testing.T) {
 					for j := range gs {
 						gs[j].Y = outs[i][j]
 					}
-					if err := ls.LaunchGroups(c, st, xp, 0, sh.T, sh.K, gs...); err != nil {
+					if err := lp.LaunchGroups(c, st, xp, 0, sh.T, sh.K, gs...); err != nil {
 						return err
 					}
 				}
@@ -353,7 +330,7 @@ func TestLinearRingStages(t *testing.T) {
 					got := m.f32s(outs[i][j], sh.T*g.N)
 					for e := range got {
 						if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
-							t.Fatalf("stages %d, group %d: y[%d] = %g, default %g", stages[i-1], j, e, got[e], want[e])
+							t.Fatalf("prefetch %d, group %d: y[%d] = %g, default %g", depths[i-1], j, e, got[e], want[e])
 						}
 					}
 				}
