@@ -23,8 +23,7 @@
 // of NT·8 tokens (blockIdx.x) with kSplit warps. K is cut into k-blocks of
 // kBlockK = 128 channels; warp w takes blocks w, w+kSplit, w+2·kSplit, ...
 // (interleaved, so the CTA reads 16 rows x 1 KB contiguous at a time), the
-// next block's weights loaded while the current one is multiplied and the
-// P blocks after it asked of L2 (cp.async.bulk.prefetch). In a
+// next block's weights loaded while the current one is multiplied. In a
 // block, lane (g, q) = (lane/4, lane%4) holds 16 bytes of W row g and of
 // row g+8 at k = kb + 32s + 8q (s < kSubs) and x of token g of each n-tile
 // at the same 8 k. mma.m16n8k16 takes W as A (16 channels x 16 k) and x as
@@ -67,13 +66,6 @@
 //   v4 programmatic dependent launch: linear.cu is a GridDependent program;
 //      every kernel waits for the kernel ahead (gridDependencyWait) before
 //      its first load (docs/perf/decode-step.md v6).
-//   v5 (v13a, rejected) the narrow kernel's weights through a ring of
-//      k-blocks in shared memory (cp.async): 3-8% slower on the long
-//      streams at 15 rows; the ring's 96-192 KB a CTA came out of L1, where
-//      x lived (bench/results/2026-11-25-h100-step-v13/v13a.patch).
-//   v6 (v13b) the narrow kernel asks L2 for each warp's weights P k-blocks
-//      ahead of its registers (cp.async.bulk.prefetch.L2): more bytes in
-//      flight at no register, shared-memory or L1 cost. Same bits.
 //
 // Go wrapper: linear.go; tests: linear_test.go (float64 reference on the
 // fp16-rounded x, invariance across T and row order).
@@ -113,28 +105,10 @@ __device__ __forceinline__ void loadW(uint4 (&a)[kSubs], uint4 (&b)[kSubs], cons
   }
 }
 
-// prefetchW asks L2 for one k-block of the warp's 16 weight rows (k0 = the
-// block's first channel) without waiting for it: lane l takes half a
-// row's 256 bytes (row l/2, channels k0 + 64·(l%2), 128 bytes or what is
-// left of K), one cp.async.bulk.prefetch.L2 each. No register, no shared
-// memory and no L1 line is held: the bytes are in flight to L2 while the
-// warp works, and its later 16-byte loads of the block hit L2. Rows past
-// N ask nothing. A no-op before sm_90.
-__device__ __forceinline__ void prefetchW(const u16* W, int m0, int N, int k0, int K, int lane) {
-#if __CUDA_ARCH__ >= 900
-  const int row = m0 + lane / 2, k = k0 + (lane % 2) * 64;
-  if (row < N && k < K) {
-    const int bytes = 2 * min(64, K - k);  // K % 8 == 0: a multiple of 16
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(W + size_t(row) * K + k), "r"(bytes) : "memory");
-  }
-#endif
-}
-
-// linear_f16 computes NT n-tiles (NT·8 tokens) of one m-tile, each warp
-// asking L2 for its k-blocks P blocks ahead of the one in its registers;
-// the group arguments are (W, bias, y, N) of up to three weights sharing
-// x, n = 0 for an absent group.
-template <int NT, int P>
+// linear_f16 computes NT n-tiles (NT·8 tokens) of one m-tile; the group
+// arguments are (W, bias, y, N) of up to three weights sharing x, n = 0
+// for an absent group.
+template <int NT>
 __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__ x, int T, int K,
                                                        const u16* w0, const float* b0, float* y0, int n0,
                                                        const u16* w1, const float* b1, float* y1, int n1,
@@ -182,17 +156,10 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
 
   // Warp w takes k-blocks w, w+kSplit, ... in order, the next block's
   // weights loaded before the current one's math (16 loads in flight).
-  // v6: blocks warp + kSplit·(1..P) are asked of L2 before the first
-  // load, block blk + kSplit·(P+1) at blk's turn, so a warp keeps P blocks
-  // in flight to L2 beyond the one in its registers.
   const int nBlocks = (K + kBlockK - 1) / kBlockK;
   uint4 wa[kSubs], wb[kSubs], na[kSubs], nb[kSubs];
   if (warp < nBlocks) loadW(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K);
-#pragma unroll
-  for (int j = 1; j <= P; j++)
-    if (warp + j * kSplit < nBlocks) prefetchW(W, m0, N, (warp + j * kSplit) * kBlockK, K, lane);
   for (int blk = warp; blk < nBlocks; blk += kSplit) {
-    if (P > 0 && blk + (P + 1) * kSplit < nBlocks) prefetchW(W, m0, N, (blk + (P + 1) * kSplit) * kBlockK, K, lane);
     if (blk + kSplit < nBlocks) loadW(na, nb, rowA, rowB, okA, okB, (blk + kSplit) * kBlockK + q * kChunk, K);
 #pragma unroll
     for (int s = 0; s < kSubs; s++) {

@@ -3,7 +3,6 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
-	"slices"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -30,14 +29,7 @@ const (
 	// tile: kWideWarps m-tiles by kWideTokens tokens.
 	linearWideWarps  = 8
 	linearWideTokens = 64
-	// linearPrefetch is how many k-blocks a narrow kernel's warp asks of
-	// L2 ahead of the one in its registers (docs/perf/decode-step.md v13b).
-	linearPrefetch = 2
 )
-
-// linearPrefetches are the prefetch depths the narrow kernel is
-// instantiated with (linearPrefetch among them; 0 is v4's schedule).
-var linearPrefetches = [...]int{0, 1, 2, 4}
 
 // linearNTs are the n-tiles per CTA the narrow kernel is instantiated
 // with; a launch of T <= LinearNarrowMaxRows rows takes the first that
@@ -48,9 +40,7 @@ var linearNTs = [...]int{1, 2}
 // bias for any number of rows, each row's result bitwise independent of
 // the others and of T.
 type Linear struct {
-	// fns[nt][p] is linear_f16<linearNTs[nt], linearPrefetches[p]>.
-	fns         [len(linearNTs)][len(linearPrefetches)]cuda.Function
-	pf          int // the index in linearPrefetches of the depth launches take
+	fns         [len(linearNTs)]cuda.Function
 	wide, toF16 cuda.Function
 }
 
@@ -63,22 +53,17 @@ type LinearGroup struct {
 
 // LoadLinear compiles linear.cu (once per device).
 func LoadLinear(dev *cuda.Device) (*Linear, error) {
-	expr := func(nt, p int) string { return fmt.Sprintf("linear::linear_f16<%d, %d>", nt, p) }
+	expr := func(nt int) string { return fmt.Sprintf("linear::linear_f16<%d>", nt) }
 	const wide, toF16 = "linear::linear_f16_wide", "linear::linear_x_f16"
 	exprs := []string{wide, toF16}
 	for _, nt := range linearNTs {
-		for _, p := range linearPrefetches {
-			exprs = append(exprs, expr(nt, p))
-		}
+		exprs = append(exprs, expr(nt))
 	}
 	mod, err := dev.Compile(program("linear.cu", linearSource, exprs, nil))
 	if err != nil {
 		return nil, err
 	}
-	l := &Linear{pf: slices.Index(linearPrefetches[:], linearPrefetch)}
-	if l.pf < 0 {
-		return nil, fmt.Errorf("kernels: linear: prefetch depth %d is not instantiated %v", linearPrefetch, linearPrefetches)
-	}
+	l := &Linear{}
 	if l.wide, err = mod.Function(wide); err != nil {
 		return nil, err
 	}
@@ -86,27 +71,11 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		return nil, err
 	}
 	for i, nt := range linearNTs {
-		for j, p := range linearPrefetches {
-			if l.fns[i][j], err = mod.Function(expr(nt, p)); err != nil {
-				return nil, err
-			}
+		if l.fns[i], err = mod.Function(expr(nt)); err != nil {
+			return nil, err
 		}
 	}
 	return l, nil
-}
-
-// WithPrefetch returns a Linear whose narrow launches ask L2 for p k-blocks
-// a warp ahead (one of the instantiated depths 0, 1, 2, 4; 0 is v4's
-// schedule) instead of linearPrefetch: the same bits, another schedule
-// (tests and benchmarks compare them).
-func (l *Linear) WithPrefetch(p int) (*Linear, error) {
-	i := slices.Index(linearPrefetches[:], p)
-	if i < 0 {
-		return nil, fmt.Errorf("kernels: linear: prefetch depth %d is not instantiated %v", p, linearPrefetches)
-	}
-	c := *l
-	c.pf = i
-	return &c, nil
 }
 
 // CheckLinearShape reports whether linear.cu takes x [T, K]: T >= 1 and K a
@@ -184,7 +153,7 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 			g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
 	}
 	i, blocks := linearNTFor(T)
-	return c.Launch(l.fns[i][l.pf], cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: linearSplit * 32}, 0, st,
+	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: linearSplit * 32}, 0, st,
 		x, int32(T), int32(K),
 		g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 		g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
