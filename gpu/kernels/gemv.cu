@@ -17,72 +17,6 @@
 // lane keeps 64 bytes of weights in flight. Each warp's partial sums are
 // reduced with xor shuffles, the S slices added in slice order through
 // shared memory: a fixed order, deterministic. A launch computes up to
-// kStep is the halves a warp's one load covers (32 lanes x kChunk).
-constexpr int kStep = 32 * kChunk;
-
-// sliceBounds returns slice s's part [k0, k1) of K for split S: K/S rounded
-// up to whole kChunk-channel chunks.
-template <int S>
-__device__ __forceinline__ int2 sliceBounds(int K, int slice) {
-  const int sliceLen = (K / kChunk + S - 1) / S * kChunk;
-  const int k0 = slice * sliceLen;
-  return make_int2(k0, min(K, k0 + sliceLen));
-}
-
-// rowDot is a lane's part of row·x over its slice (k the lane's first
-// channel, k1 the slice's end), for T rows of x, into acc (zeroed here; left
-// 0 where !valid): kUnroll 16-byte weight loads issued before their math,
-// the first step peeled, its loads in w0 already where first && early.
-// Every kernel of this file sums a channel with it: the same order.
-template <int T>
-__device__ __forceinline__ void rowDot(float (&acc)[T], const u16* __restrict__ row, const float* __restrict__ x,
-                                       int K, int k, int k1, bool valid, bool first, int early,
-                                       uint4 (&w0)[kUnroll]) {
-#pragma unroll
-  for (int t = 0; t < T; t++) acc[t] = 0.f;
-  if (!valid) return;
-  if (first) {  // the loop's first step, peeled: the same order
-    if (!early) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; u++) w0[u] = ldgStream(row + k + u * kStep);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w0[u], x, K, k + u * kStep);
-    k += kUnroll * kStep;
-  }
-  for (; k + (kUnroll - 1) * kStep < k1; k += kUnroll * kStep) {
-    uint4 w[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) w[u] = ldgStream(row + k + u * kStep);
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
-  }
-  for (; k < k1; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
-}
-
-// reduceSlices adds a warp's lanes (xor shuffles), then, for S > 1, the S
-// slices of a channel (warps warp - slice .. warp - slice + S - 1) in slice
-// order through part: the channel's sum ends in lane 0 of its slice-0 warp.
-// Every thread of the CTA calls it (a barrier for S > 1).
-template <int T, int S, int W>
-__device__ __forceinline__ void reduceSlices(float (&acc)[T], float (&part)[W][T], int warp, int lane, int slice) {
-#pragma unroll
-  for (int t = 0; t < T; t++)
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], off);
-  if (S > 1) {
-    if (lane == 0)
-#pragma unroll
-      for (int t = 0; t < T; t++) part[warp][t] = acc[t];
-    __syncthreads();
-    if (lane == 0 && slice == 0)
-#pragma unroll
-      for (int t = 0; t < T; t++)
-#pragma unroll
-        for (int s = 1; s < S; s++) acc[t] += part[warp + s][t];
-  }
-}
-
 // kMaxGroups weights over the same x (q, k, v), CTA ranges one after the
 // other, with one S for all.
 //
@@ -154,6 +88,72 @@ __device__ __forceinline__ void fma8(float (&acc)[T], const uint4& w, const floa
     acc[t] = fmaf(wf[5], b.y, acc[t]);
     acc[t] = fmaf(wf[6], b.z, acc[t]);
     acc[t] = fmaf(wf[7], b.w, acc[t]);
+  }
+}
+
+// kStep is the halves a warp's one load covers (32 lanes x kChunk).
+constexpr int kStep = 32 * kChunk;
+
+// sliceBounds returns slice s's part [k0, k1) of K for split S: K/S rounded
+// up to whole kChunk-channel chunks.
+template <int S>
+__device__ __forceinline__ int2 sliceBounds(int K, int slice) {
+  const int sliceLen = (K / kChunk + S - 1) / S * kChunk;
+  const int k0 = slice * sliceLen;
+  return make_int2(k0, min(K, k0 + sliceLen));
+}
+
+// rowDot is a lane's part of row·x over its slice (k the lane's first
+// channel, k1 the slice's end), for T rows of x, into acc (zeroed here; left
+// 0 where !valid): kUnroll 16-byte weight loads issued before their math,
+// the first step peeled, its loads in w0 already where first && early.
+// Every kernel of this file sums a channel with it: the same order.
+template <int T>
+__device__ __forceinline__ void rowDot(float (&acc)[T], const u16* __restrict__ row, const float* __restrict__ x,
+                                       int K, int k, int k1, bool valid, bool first, int early,
+                                       uint4 (&w0)[kUnroll]) {
+#pragma unroll
+  for (int t = 0; t < T; t++) acc[t] = 0.f;
+  if (!valid) return;
+  if (first) {  // the loop's first step, peeled: the same order
+    if (!early) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) w0[u] = ldgStream(row + k + u * kStep);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w0[u], x, K, k + u * kStep);
+    k += kUnroll * kStep;
+  }
+  for (; k + (kUnroll - 1) * kStep < k1; k += kUnroll * kStep) {
+    uint4 w[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) w[u] = ldgStream(row + k + u * kStep);
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
+  }
+  for (; k < k1; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
+}
+
+// reduceSlices adds a warp's lanes (xor shuffles), then, for S > 1, the S
+// slices of a channel (warps warp - slice .. warp - slice + S - 1) in slice
+// order through part: the channel's sum ends in lane 0 of its slice-0 warp.
+// Every thread of the CTA calls it (a barrier for S > 1).
+template <int T, int S, int W>
+__device__ __forceinline__ void reduceSlices(float (&acc)[T], float (&part)[W][T], int warp, int lane, int slice) {
+#pragma unroll
+  for (int t = 0; t < T; t++)
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], off);
+  if (S > 1) {
+    if (lane == 0)
+#pragma unroll
+      for (int t = 0; t < T; t++) part[warp][t] = acc[t];
+    __syncthreads();
+    if (lane == 0 && slice == 0)
+#pragma unroll
+      for (int t = 0; t < T; t++)
+#pragma unroll
+        for (int s = 1; s < S; s++) acc[t] += part[warp + s][t];
   }
 }
 
