@@ -48,7 +48,10 @@
 // RoPE, SwiGLU and Add are the kernels of gpu/kernels/ops.cu; they follow the
 // CPU's arithmetic (float64 sums of squares in RMSNorm, float64 cos and sin of
 // the float32 RoPE angle, unfused float32 products) and agree with it to an
-// ulp or two; SwiGLU's silu uses float32 expf. All kernels are
+// ulp or two; SwiGLU's silu uses float32 expf. SwiGLU of a decode
+// LinearGroup's two outputs, and RoPEQK without norms of its first two,
+// queued right after it, run in that gemv.cu launch's epilogue instead
+// (fuse.go; the bits of the separate ops). All kernels are
 // deterministic: no atomics, reduction orders fixed by the shapes.
 //
 // # Low-bit weights and DEC

@@ -198,6 +198,9 @@ type queuedOp struct {
 	// upload: a copy from Go memory (EnqueueUpload), which a graph cannot
 	// capture; those at the head of a flush run before its graph.
 	upload bool
+	// gemv: a gemv.cu group launch's operands, which the op queued after
+	// it may fold into (fuse.go); nil for every other op.
+	gemv *gemvLaunch
 }
 
 // tensor is the CUDA backend's backend.Tensor.

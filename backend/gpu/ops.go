@@ -64,14 +64,16 @@ func (b *Backend) launch(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 	b.queueOp(queuedOp{op: op, f: f, key: key})
 }
 
-// queueOp appends q to the queue, flushing it every segmentOps ops.
+// queueOp appends q to the queue, flushing it every segmentOps ops; a
+// gemv.cu launch stays queued past that for the op after it to fold into
+// (fuse.go), which then flushes.
 func (b *Backend) queueOp(q queuedOp) {
 	b.qMu.Lock()
 	if b.queue == nil {
 		b.queue, b.spare = b.spare, nil
 	}
 	b.queue = append(b.queue, q)
-	full := len(b.queue) >= segmentOps
+	full := len(b.queue) >= segmentOps && q.gemv == nil
 	b.qMu.Unlock()
 	if full {
 		b.flush()
@@ -455,9 +457,9 @@ func (b *Backend) launchGEMVGroup(op string, xt *tensor, T, K int, groups []kern
 	for _, g := range groups {
 		key = append(key, u64(g.Y), u64(g.W), u64(g.Bias), u64(g.N))
 	}
-	b.launch(op, func(c *cuda.Ctx) error {
+	b.queueOp(queuedOp{op: op, key: key, f: func(c *cuda.Ctx) error {
 		return b.gemv.LaunchGroups(c, b.stream, xt.ptr, T, K, groups...)
-	}, key...)
+	}, gemv: &gemvLaunch{x: xt.ptr, xBytes: 4 * xt.n, T: T, K: K, groups: groups}})
 }
 
 // launchLinear queues one linear.cu launch over groups sharing x [T, K].
@@ -730,26 +732,32 @@ func (b *Backend) RoPEQK(q, k backend.Tensor, pos backend.Tensor, invFreq backen
 	_, Ck := kt.matrix()
 	half := f.shape[0]
 	Hq, Hk := Cq/(2*half), Ck/(2*half)
+	if qp == 0 && kp == 0 && b.foldRoPE(qt, kt, p, f.f32, half) {
+		return
+	}
 	b.launch(op, func(c *cuda.Ctx) error {
 		return b.ops.RoPEQK(c, b.stream, qt.ptr, kt.ptr, p.ptr, f.f32, qp, kp, T, Hq, Hk, half, eps)
 	}, u64(qt.ptr), u64(kt.ptr), u64(p.ptr), u64(f.f32), u64(qp), u64(kp), u64(T), u64(Hq), u64(Hk), u64(half),
 		uint64(math.Float32bits(eps)))
 }
 
-// SwiGLU implements backend.Backend.
+// SwiGLU implements backend.Backend. Right after a decode LinearGroup
+// that computes gate and up it runs in that launch's epilogue (fuse.go).
 func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
-	b.elementwise("SwiGLU", dst, gate, up, b.ops.SwiGLU)
+	b.elementwise("SwiGLU", dst, gate, up, b.ops.SwiGLU, b.foldSwiGLU)
 }
 
 // Add implements backend.Backend.
 func (b *Backend) Add(dst, a, c backend.Tensor) {
-	b.elementwise("Add", dst, a, c, b.ops.Add)
+	b.elementwise("Add", dst, a, c, b.ops.Add, nil)
 }
 
 // elementwise checks three same-sized F32 tensors and launches kernel over
-// them; errors are recorded under op.
+// them, unless fold (if set) folded the op into the op queued before it;
+// errors are recorded under op.
 func (b *Backend) elementwise(op string, dst, x, y backend.Tensor,
-	kernel func(c *cuda.Ctx, s cuda.Stream, dst, x, y cuda.DevicePtr, n int) error) {
+	kernel func(c *cuda.Ctx, s cuda.Stream, dst, x, y cuda.DevicePtr, n int) error,
+	fold func(dst, x, y *tensor) bool) {
 	if b.failed() {
 		return
 	}
@@ -762,6 +770,9 @@ func (b *Backend) elementwise(op string, dst, x, y backend.Tensor,
 	}
 	if err := backend.CheckElementwise(op, d.shape, xt.shape, yt.shape); err != nil {
 		b.fail(err)
+		return
+	}
+	if fold != nil && fold(d, xt, yt) {
 		return
 	}
 	b.launch(op, func(c *cuda.Ctx) error {

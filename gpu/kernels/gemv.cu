@@ -42,6 +42,13 @@
 //   v5 split 4 up to N = 4096 (was 2048; gemv.go's gemvSplitFor): o and
 //      down (4096 channels) take 4 instead of 2, their slices added in a
 //      different order than v4's (decode-step.md v10).
+//   v6 pair kernels (gemv_f16_pair): SwiGLU after gate|up and RoPE after
+//      q|k|v computed in the GEMV's epilogue, a launch and a round trip of
+//      the outputs less each; the same bits as the separate kernels
+//      (decode-step.md v14). ncu, Llama-3.1-8B at T = 1: gate|up+swiglu
+//      80.4 us (78.6 + 3.0 separate), q|k|v+rope 20.9 (20.0 + 3.5); the
+//      decode step -0.03 ms on average (PDL already hid most of the two
+//      small kernels).
 // Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
 // otherwise.
 //
@@ -87,6 +94,72 @@ __device__ __forceinline__ void fma8(float (&acc)[T], const uint4& w, const floa
   }
 }
 
+// kStep is the halves a warp's one load covers (32 lanes x kChunk).
+constexpr int kStep = 32 * kChunk;
+
+// sliceBounds returns slice s's part [k0, k1) of K for split S: K/S rounded
+// up to whole kChunk-channel chunks.
+template <int S>
+__device__ __forceinline__ int2 sliceBounds(int K, int slice) {
+  const int sliceLen = (K / kChunk + S - 1) / S * kChunk;
+  const int k0 = slice * sliceLen;
+  return make_int2(k0, min(K, k0 + sliceLen));
+}
+
+// rowDot is a lane's part of row·x over its slice (k the lane's first
+// channel, k1 the slice's end), for T rows of x, into acc (zeroed here; left
+// 0 where !valid): kUnroll 16-byte weight loads issued before their math,
+// the first step peeled, its loads in w0 already where first && early.
+// Every kernel of this file sums a channel with it: the same order.
+template <int T>
+__device__ __forceinline__ void rowDot(float (&acc)[T], const u16* __restrict__ row, const float* __restrict__ x,
+                                       int K, int k, int k1, bool valid, bool first, int early,
+                                       uint4 (&w0)[kUnroll]) {
+#pragma unroll
+  for (int t = 0; t < T; t++) acc[t] = 0.f;
+  if (!valid) return;
+  if (first) {  // the loop's first step, peeled: the same order
+    if (!early) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) w0[u] = ldgStream(row + k + u * kStep);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w0[u], x, K, k + u * kStep);
+    k += kUnroll * kStep;
+  }
+  for (; k + (kUnroll - 1) * kStep < k1; k += kUnroll * kStep) {
+    uint4 w[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) w[u] = ldgStream(row + k + u * kStep);
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
+  }
+  for (; k < k1; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
+}
+
+// reduceSlices adds a warp's lanes (xor shuffles), then, for S > 1, the S
+// slices of a channel (warps warp - slice .. warp - slice + S - 1) in slice
+// order through part: the channel's sum ends in lane 0 of its slice-0 warp.
+// Every thread of the CTA calls it (a barrier for S > 1).
+template <int T, int S, int W>
+__device__ __forceinline__ void reduceSlices(float (&acc)[T], float (&part)[W][T], int warp, int lane, int slice) {
+#pragma unroll
+  for (int t = 0; t < T; t++)
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], off);
+  if (S > 1) {
+    if (lane == 0)
+#pragma unroll
+      for (int t = 0; t < T; t++) part[warp][t] = acc[t];
+    __syncthreads();
+    if (lane == 0 && slice == 0)
+#pragma unroll
+      for (int t = 0; t < T; t++)
+#pragma unroll
+        for (int s = 1; s < S; s++) acc[t] += part[warp + s][t];
+  }
+}
+
 // kMaxGroups is the most weights one launch computes (q, k, v; gate, up).
 constexpr int kMaxGroups = 3;
 
@@ -111,15 +184,12 @@ __global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x
   const int N = g == 0 ? N0 : g == 1 ? N1 : N2;
   const int cta = bx - (g > 0 ? c0 : 0) - (g > 1 ? c1 : 0);
   static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
-  __shared__ float part[kWarps][T];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int n = cta * kPer + warp / S, slice = warp % S;
-  // Slice bounds: K/S rounded up to whole 8-channel chunks.
-  const int sliceLen = (K / kChunk + S - 1) / S * kChunk;
-  const int k0 = slice * sliceLen, k1 = min(K, k0 + sliceLen);
+  const int2 kb = sliceBounds<S>(K, slice);
+  const int k1 = kb.y;
   const u16* row = W + size_t(n < N ? n : 0) * K;
-  constexpr int kStep = 32 * kChunk;  // halves per warp per load
-  int k = k0 + lane * kChunk;
+  const int k = kb.x + lane * kChunk;
   // The first kUnroll loads of the lane's first full step: with early set
   // they are issued before the dependency wait (W is not written by the
   // kernel ahead; x and y are touched only after it).
@@ -132,47 +202,141 @@ __global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x
   gridDependencyWait();
   gridLaunchDependents();
   float acc[T];
-#pragma unroll
-  for (int t = 0; t < T; t++) acc[t] = 0.f;
-  if (n < N) {
-    if (first) {  // the loop's first step, peeled: the same order
-      if (!early) {
-#pragma unroll
-        for (int u = 0; u < kUnroll; u++) w0[u] = ldgStream(row + k + u * kStep);
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w0[u], x, K, k + u * kStep);
-      k += kUnroll * kStep;
-    }
-    for (; k + (kUnroll - 1) * kStep < k1; k += kUnroll * kStep) {
-      uint4 w[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; u++) w[u] = ldgStream(row + k + u * kStep);
-#pragma unroll
-      for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
-    }
-    for (; k < k1; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
-  }
-#pragma unroll
-  for (int t = 0; t < T; t++)
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], off);
-  if (S > 1) {
-    if (lane == 0)
-#pragma unroll
-      for (int t = 0; t < T; t++) part[warp][t] = acc[t];
-    __syncthreads();
-    if (lane == 0 && slice == 0)
-#pragma unroll
-      for (int t = 0; t < T; t++)
-#pragma unroll
-        for (int s = 1; s < S; s++) acc[t] += part[warp + s][t];
-  }
+  rowDot<T>(acc, row, x, K, k, k1, n < N, first, early, w0);
+  __shared__ float part[kWarps][T];
+  reduceSlices<T, S>(acc, part, warp, lane, slice);
   if (lane == 0 && slice == 0 && n < N) {
     const float b = bias ? bias[n] : 0.f;
 #pragma unroll
     for (int t = 0; t < T; t++) y[size_t(t) * N + n] = acc[t] + b;
   }
+}
+
+// Pair kernels (v6, decode-step.md v14): the op after a grouped GEMV folded
+// into its epilogue, where that op combines two channels of the group's
+// outputs element by element. A CTA takes PairTile<S>::kPairs pairs of channels,
+// each pair 2 x S warps (member m of the pair, slice s: warp 2·S·p + S·m + s),
+// so 4 warps at S = 1 and 2 and 8 at S = 4. Every channel is summed as
+// gemv_f16 sums it at the same S (rowDot, reduceSlices, the bias last), so
+// the two values are those gemv_f16 writes; the pair's epilogue thread then
+// applies the op with the separate kernel's float operations (ops.cu):
+//   kPairSwiGLU  groups 0 (gate) and 1 (up) of the same N; pair n is gate's
+//                row n and up's row n; dst[t,n] = silu(g)·u as ops.cu's
+//                swiglu, and gate's and up's outputs written where y0, y1
+//                are set (null: not written);
+//   kPairRoPE    groups 0 (q) and 1 (k) in heads of D = 2·half, pair (h, i)
+//                the rows h·D + i and h·D + i + half, rotated as ops.cu's
+//                rope(_qk) rotates them (cos and sin of the float32 angle
+//                pos[t]·invFreq[i] in double, rounded once); group 2 (v, N2
+//                may be 0) in pairs of adjacent rows, written as they are.
+constexpr int kPairSwiGLU = 0;
+constexpr int kPairRoPE = 1;
+
+// PairTile is a pair CTA's shape at split S: kPairs pairs of channels,
+// kWarpsP warps.
+template <int S>
+struct PairTile {
+  static constexpr int kPairs = 2 * S >= kWarps ? 1 : kWarps / (2 * S);
+  static constexpr int kWarpsP = 2 * S * kPairs;
+  static constexpr int kThreadsP = 32 * kWarpsP;
+};
+
+// gemv_f16_pair: the grouped GEMV of gemv_f16 at split S with MODE's op in
+// its epilogue. Groups as gemv_f16's (W_i, b_i, y_i, N_i); dst, pos,
+// invFreq and half are the op's (unused ones null or 0). CTA ranges: MODE
+// kPairSwiGLU ceil(N0 / kPairs) CTAs; kPairRoPE ceil(N_i / 2 / kPairs) CTAs
+// for each group i, one after the other.
+template <int T, int S, int MODE>
+__global__ void __launch_bounds__(PairTile<S>::kThreadsP)
+    gemv_f16_pair(const float* __restrict__ x, int K, int early, const u16* W0, const float* b0, float* y0, int N0,
+                  const u16* W1, const float* b1, float* y1, int N1, const u16* W2, const float* b2, float* y2,
+                  int N2, float* dst, const int* __restrict__ pos, const float* __restrict__ invFreq, int half) {
+  constexpr int kPairs = PairTile<S>::kPairs;
+  constexpr int kW = PairTile<S>::kWarpsP;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int p = warp / (2 * S), m = (warp / S) % 2, slice = warp % S;
+  const int bx = blockIdx.x;
+  // The pair's group, its index j in the group, its rows a and a + hh (from
+  // the launch's parameters only: no memory access before the wait).
+  int g = 0, j, NP, a, hh;
+  if (MODE == kPairSwiGLU) {
+    j = bx * kPairs + p;
+    NP = N0;
+    a = j;
+    hh = 0;
+  } else {
+    const int c0 = (N0 / 2 + kPairs - 1) / kPairs, c1 = (N1 / 2 + kPairs - 1) / kPairs;
+    g = bx < c0 ? 0 : bx < c0 + c1 ? 1 : 2;
+    const int N = g == 0 ? N0 : g == 1 ? N1 : N2;
+    j = (bx - (g > 0 ? c0 : 0) - (g > 1 ? c1 : 0)) * kPairs + p;
+    NP = N / 2;
+    hh = g < 2 ? half : 1;
+    const int head = j / hh;
+    a = head * 2 * hh + (j - head * hh);
+  }
+  const bool valid = j < NP;
+  // This warp's weight and row.
+  const u16* W;
+  int r;
+  if (MODE == kPairSwiGLU) {
+    W = m == 0 ? W0 : W1;
+    r = a;
+  } else {
+    W = g == 0 ? W0 : g == 1 ? W1 : W2;
+    r = a + m * hh;
+  }
+  const u16* row = W + size_t(valid ? r : 0) * K;
+  const int2 kb = sliceBounds<S>(K, slice);
+  const int k1 = kb.y;
+  const int k = kb.x + lane * kChunk;
+  const bool first = valid && k + (kUnroll - 1) * kStep < k1;
+  uint4 w0[kUnroll];
+  if (early && first) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) w0[u] = ldgStream(row + k + u * kStep);
+  }
+  gridDependencyWait();
+  gridLaunchDependents();
+  float acc[T];
+  rowDot<T>(acc, row, x, K, k, k1, valid, first, early, w0);
+  __shared__ float part[kW][T];
+  __shared__ float val[kPairs][2][T];
+  reduceSlices<T, S>(acc, part, warp, lane, slice);
+  if (lane == 0 && slice == 0 && valid) {
+    const float* bias = MODE == kPairSwiGLU ? (m == 0 ? b0 : b1) : (g == 0 ? b0 : g == 1 ? b1 : b2);
+    const float b = bias ? bias[r] : 0.f;
+#pragma unroll
+    for (int t = 0; t < T; t++) val[p][m][t] = acc[t] + b;
+  }
+  __syncthreads();
+  // The epilogue: one thread per (pair, row of x).
+  if (threadIdx.x >= kPairs * T) return;
+  const int pe = threadIdx.x / T, t = threadIdx.x % T;
+  const int je = (MODE == kPairSwiGLU ? bx * kPairs : j - p) + pe;  // pair pe's index in the group
+  if (je >= NP) return;
+  const float v0 = val[pe][0][t], v1 = val[pe][1][t];
+  if (MODE == kPairSwiGLU) {
+    const size_t o = size_t(t) * N0 + je;
+    if (y0) y0[o] = v0;
+    if (y1) y1[o] = v1;
+    const float silu = __fdiv_rn(v0, __fadd_rn(1.0f, expf(-v0)));  // ops.cu's swiglu
+    dst[o] = __fmul_rn(silu, v1);
+    return;
+  }
+  const int head = je / hh, i = je - head * hh;
+  const int N = g == 0 ? N0 : g == 1 ? N1 : N2;
+  float* y = g == 0 ? y0 : g == 1 ? y1 : y2;
+  float* lo = y + size_t(t) * N + head * 2 * hh + i;
+  if (g == 2) {  // v: as computed
+    lo[0] = v0;
+    lo[hh] = v1;
+    return;
+  }
+  // ops.cu's rope: the angle's float32 product, cos and sin in double.
+  const double theta = __fmul_rn(float(pos[t]), invFreq[i]);
+  const float c = float(cos(theta)), sn = float(sin(theta));
+  lo[0] = __fsub_rn(__fmul_rn(v0, c), __fmul_rn(v1, sn));
+  lo[hh] = __fadd_rn(__fmul_rn(v1, c), __fmul_rn(v0, sn));
 }
 
 }  // namespace gemv

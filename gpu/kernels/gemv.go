@@ -42,6 +42,8 @@ const GEMVMaxGroups = 3
 // GEMV holds gemv.cu's kernels, one per (row count 1..GEMVMaxRows, split).
 type GEMV struct {
 	fns [GEMVMaxRows + 1][len(gemvSplits)]cuda.Function
+	// pair holds gemv_f16_pair per (rows, split, pair op).
+	pair [GEMVMaxRows + 1][len(gemvSplits)][gemvPairOps]cuda.Function
 	// EarlyWeights makes each lane issue its first weight loads before the
 	// kernel waits for the one ahead of it on the stream (gemv.cu is
 	// GridDependent), so that they overlap that kernel's tail. Set it only
@@ -55,10 +57,14 @@ type GEMV struct {
 // LoadGEMV compiles gemv.cu (once per device).
 func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
 	expr := func(t, s int) string { return fmt.Sprintf("gemv::gemv_f16<%d, %d>", t, s) }
+	pairExpr := func(t, s, op int) string { return fmt.Sprintf("gemv::gemv_f16_pair<%d, %d, %d>", t, s, op) }
 	var exprs []string
 	for t := 1; t <= GEMVMaxRows; t++ {
 		for _, s := range gemvSplits {
 			exprs = append(exprs, expr(t, s))
+			for op := range gemvPairOps {
+				exprs = append(exprs, pairExpr(t, s, op))
+			}
 		}
 	}
 	mod, err := dev.Compile(program("gemv.cu", gemvSource, exprs, nil))
@@ -70,6 +76,11 @@ func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
 		for i, s := range gemvSplits {
 			if g.fns[t][i], err = mod.Function(expr(t, s)); err != nil {
 				return nil, err
+			}
+			for op := range gemvPairOps {
+				if g.pair[t][i][op], err = mod.Function(pairExpr(t, s, op)); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -174,4 +185,96 @@ func (g *GEMV) LaunchGroupsSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 		gs[0].W, gs[0].Bias, gs[0].Y, int32(gs[0].N),
 		gs[1].W, gs[1].Bias, gs[1].Y, int32(gs[1].N),
 		gs[2].W, gs[2].Bias, gs[2].Y, int32(gs[2].N))
+}
+
+// The ops gemv_f16_pair folds into a grouped GEMV's epilogue (gemv.cu's
+// kPairSwiGLU, kPairRoPE).
+const (
+	gemvPairSwiGLU = iota
+	gemvPairRoPE
+	gemvPairOps
+)
+
+// gemvPairTile returns gemv.cu's PairTile<split>: pairs of channels and
+// warps a pair CTA.
+func gemvPairTile(split int) (pairs, warps int) {
+	pairs = 1
+	if 2*split < gemvWarps {
+		pairs = gemvWarps / (2 * split)
+	}
+	return pairs, 2 * split * pairs
+}
+
+// LaunchSwiGLU computes gate and up as LaunchGroups does (x [T][K]
+// float32, gate.W and up.W [N][K] fp16, biases [N] float32 or 0), and
+// dst [T][N] = silu(gate) ⊙ up in the same launch, with Ops.SwiGLU's float
+// operations: dst, gate.Y and up.Y get the bits of LaunchGroups(gate, up)
+// then Ops.SwiGLU(dst, gate.Y, up.Y). gate.Y and up.Y may be 0 (that
+// output not written, e.g. where dst takes its place); dst must not overlap
+// x. One launch and one write of the outputs less than the two kernels
+// (docs/perf/decode-step.md v14).
+func (g *GEMV) LaunchSwiGLU(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, gate, up LinearGroup, dst cuda.DevicePtr) error {
+	return g.LaunchSwiGLUSplit(c, st, x, T, K, GroupSplit(gate.N, up.N), gate, up, dst)
+}
+
+// LaunchSwiGLUSplit is LaunchSwiGLU at an explicit split-K factor (1, 2 or
+// 4): the bits of LaunchGroupsSplit at that split, then Ops.SwiGLU.
+func (g *GEMV) LaunchSwiGLUSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K, split int, gate, up LinearGroup, dst cuda.DevicePtr) error {
+	if !g.Fits(T, K) {
+		return fmt.Errorf("kernels: gemv swiglu: x [%d, %d] does not fit", T, K)
+	}
+	if gate.N < 1 || up.N != gate.N || gate.W == 0 || up.W == 0 || dst == 0 {
+		return fmt.Errorf("kernels: gemv swiglu: gate N = %d, up N = %d (want equal, at least 1), weights and dst set", gate.N, up.N)
+	}
+	i, err := splitIndex(split)
+	if err != nil {
+		return err
+	}
+	pairs, warps := gemvPairTile(split)
+	ctas := (gate.N + pairs - 1) / pairs
+	return c.Launch(g.pair[T][i][gemvPairSwiGLU], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
+		x, int32(K), g.early(),
+		gate.W, gate.Bias, gate.Y, int32(gate.N),
+		up.W, up.Bias, up.Y, int32(up.N),
+		cuda.DevicePtr(0), cuda.DevicePtr(0), cuda.DevicePtr(0), int32(0),
+		dst, cuda.DevicePtr(0), cuda.DevicePtr(0), int32(0))
+}
+
+// LaunchRoPE computes q, k and v as LaunchGroups(q, k, v) does (v.N may be
+// 0: no v) and rotates q and k by the rotary embedding in the same launch,
+// with Ops.RoPE's float operations: the bits of LaunchGroups then
+// Ops.RoPEQK without norms (pos [T] int32, invFreq [half] float32). q.N and
+// k.N are multiples of D = 2·half, v.N of 2; every Y is set.
+func (g *GEMV) LaunchRoPE(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, q, k, v LinearGroup, pos, invFreq cuda.DevicePtr, half int) error {
+	return g.LaunchRoPESplit(c, st, x, T, K, GroupSplit(q.N, k.N, v.N), q, k, v, pos, invFreq, half)
+}
+
+// LaunchRoPESplit is LaunchRoPE at an explicit split-K factor (1, 2 or 4):
+// the bits of LaunchGroupsSplit at that split, then Ops.RoPEQK.
+func (g *GEMV) LaunchRoPESplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K, split int, q, k, v LinearGroup, pos, invFreq cuda.DevicePtr, half int) error {
+	if !g.Fits(T, K) {
+		return fmt.Errorf("kernels: gemv rope: x [%d, %d] does not fit", T, K)
+	}
+	D := 2 * half
+	if half < 1 || q.N < D || q.N%D != 0 || k.N < D || k.N%D != 0 || v.N < 0 || v.N%2 != 0 {
+		return fmt.Errorf("kernels: gemv rope: q N = %d, k N = %d (want multiples of D = %d), v N = %d (want even)", q.N, k.N, D, v.N)
+	}
+	if q.Y == 0 || k.Y == 0 || (v.N > 0 && v.Y == 0) || pos == 0 || invFreq == 0 {
+		return fmt.Errorf("kernels: gemv rope: an output, pos or invFreq is not set")
+	}
+	i, err := splitIndex(split)
+	if err != nil {
+		return err
+	}
+	pairs, warps := gemvPairTile(split)
+	ctas := 0
+	for _, n := range []int{q.N, k.N, v.N} {
+		ctas += (n/2 + pairs - 1) / pairs
+	}
+	return c.Launch(g.pair[T][i][gemvPairRoPE], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
+		x, int32(K), g.early(),
+		q.W, q.Bias, q.Y, int32(q.N),
+		k.W, k.Bias, k.Y, int32(k.N),
+		v.W, v.Bias, v.Y, int32(v.N),
+		cuda.DevicePtr(0), pos, invFreq, int32(half))
 }

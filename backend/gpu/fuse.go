@@ -1,0 +1,106 @@
+// fuse.go: an op folded into the gemv.cu launch queued right before it.
+// LinearGroup at decode batch sizes queues one gemv.cu launch (gemvLaunch
+// records its operands); when the next op queued is SwiGLU of that group's
+// two outputs (gate, up) or RoPEQK without norms of its first two (q, k),
+// the launch is replaced by gemv.cu's pair kernel, which computes the same
+// outputs and the op in its epilogue (kernels.GEMV.LaunchSwiGLU,
+// LaunchRoPE): one launch and one round trip of the outputs less, every
+// tensor left with the bits of the two ops run one after the other
+// (docs/perf/decode-step.md v14). The model's Forward needs no change: a
+// fold happens when the ops come in that order in one segment of the queue
+// (queueOp keeps a gemv launch in the queue for the op after it).
+
+package gpu
+
+import (
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+)
+
+// gemvLaunch is a queued gemv.cu group launch's operands: x [T, K] float32
+// (xBytes long) and the weights' groups (LaunchGroups' split).
+type gemvLaunch struct {
+	x      cuda.DevicePtr
+	xBytes int
+	T, K   int
+	groups []kernels.LinearGroup
+}
+
+// fold replaces the last queued op by what match makes of it, if that op is
+// a gemv.cu launch and match accepts it (ok), and reports whether it did.
+// match runs under the queue's lock.
+func (b *Backend) fold(match func(l *gemvLaunch) (q queuedOp, ok bool)) bool {
+	b.qMu.Lock()
+	defer b.qMu.Unlock()
+	n := len(b.queue)
+	if n == 0 || b.queue[n-1].gemv == nil {
+		return false
+	}
+	q, ok := match(b.queue[n-1].gemv)
+	if !ok {
+		return false
+	}
+	b.queue[n-1] = q
+	return true
+}
+
+// overlaps reports whether [a, a+an) and [c, c+cn) share a byte.
+func overlaps(a cuda.DevicePtr, an int, c cuda.DevicePtr, cn int) bool {
+	return a < c+cuda.DevicePtr(cn) && c < a+cuda.DevicePtr(an)
+}
+
+// foldSwiGLU folds SwiGLU(dst, gate, up) into the queued gemv.cu launch
+// whose two outputs are gate and up, and reports whether it did. gate's
+// (up's) linear output is not written where dst takes its place; dst must
+// not overlap x, which other CTAs of the launch still read.
+func (b *Backend) foldSwiGLU(dst, gate, up *tensor) bool {
+	return b.fold(func(l *gemvLaunch) (queuedOp, bool) {
+		if len(l.groups) != 2 || l.groups[0].Y != gate.ptr || l.groups[1].Y != up.ptr ||
+			l.groups[0].N != l.groups[1].N || overlaps(dst.ptr, 4*dst.n, l.x, l.xBytes) {
+			return queuedOp{}, false
+		}
+		g, u := l.groups[0], l.groups[1]
+		if dst.ptr == g.Y {
+			g.Y = 0
+		}
+		if dst.ptr == u.Y {
+			u.Y = 0
+		}
+		x, T, K, d := l.x, l.T, l.K, dst.ptr
+		key := []uint64{u64(x), u64(T), u64(K), u64(d)}
+		for _, gr := range []kernels.LinearGroup{g, u} {
+			key = append(key, u64(gr.Y), u64(gr.W), u64(gr.Bias), u64(gr.N))
+		}
+		return queuedOp{op: "LinearGroup+SwiGLU", key: key, f: func(c *cuda.Ctx) error {
+			return b.gemv.LaunchSwiGLU(c, b.stream, x, T, K, g, u, d)
+		}}, true
+	})
+}
+
+// foldRoPE folds RoPEQK(q, k, pos, invFreq) without norms into the queued
+// gemv.cu launch whose first two outputs are q and k (and the third, if
+// any, v), and reports whether it did.
+func (b *Backend) foldRoPE(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) bool {
+	return b.fold(func(l *gemvLaunch) (queuedOp, bool) {
+		if len(l.groups) < 2 || l.groups[0].Y != q.ptr || l.groups[1].Y != k.ptr {
+			return queuedOp{}, false
+		}
+		var v kernels.LinearGroup
+		if len(l.groups) == 3 {
+			v = l.groups[2]
+		}
+		D := 2 * half
+		if l.groups[0].N%D != 0 || l.groups[1].N%D != 0 || v.N%2 != 0 {
+			return queuedOp{}, false
+		}
+		qg, kg := l.groups[0], l.groups[1]
+		x, T, K, p := l.x, l.T, l.K, pos.ptr
+		key := []uint64{u64(x), u64(T), u64(K), u64(p), u64(invFreq), u64(half)}
+		for _, gr := range []kernels.LinearGroup{qg, kg, v} {
+			key = append(key, u64(gr.Y), u64(gr.W), u64(gr.Bias), u64(gr.N))
+		}
+		return queuedOp{op: "LinearGroup+RoPEQK", key: key, f: func(c *cuda.Ctx) error {
+			return b.gemv.LaunchRoPE(c, b.stream, x, T, K, qg, kg, v, p, invFreq, half)
+		}}, true
+	})
+}

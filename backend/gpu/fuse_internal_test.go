@@ -1,0 +1,235 @@
+package gpu
+
+// The folds of fuse.go: SwiGLU and RoPEQK queued right after a decode
+// LinearGroup run in its gemv.cu launch (the queue's last op is the folded
+// one), leave every tensor with the bits of the separate ops (LinearGroup,
+// a flush, then the op), and are refused where they must be (dst over x,
+// q/k norms, three rows).
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+// foldBackend opens a backend on GPU 0 with the environment's options, or
+// skips the test.
+func foldBackend(t *testing.T) *Backend {
+	t.Helper()
+	o, err := ParseOptions(os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.CUDA != nil {
+		if err := cuda.Configure(*o.CUDA); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := Open(0, o)
+	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// foldData holds random float32 data: N(0, scale²).
+func foldData(r *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(scale * r.NormFloat64())
+	}
+	return v
+}
+
+// foldWeight loads v as a weight of shape (F32 data: matrices stored fp16).
+func foldWeight(t *testing.T, b *Backend, name string, v []float32, shape ...int) backend.Weight {
+	t.Helper()
+	data := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
+	}
+	w, err := b.LoadWeight(name, backend.F32, shape, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.FreeWeight(w) })
+	return w
+}
+
+// foldTensor allocates an F32 tensor holding v (NaNs where v is nil).
+func foldTensor(t *testing.T, b *Backend, v []float32, shape ...int) backend.Tensor {
+	t.Helper()
+	x, err := b.Alloc(backend.F32, shape...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Free(x) })
+	if v == nil {
+		v = make([]float32, backend.NumElements(shape))
+		for i := range v {
+			v[i] = float32(math.NaN())
+		}
+	}
+	if err := b.Upload(x, v); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// lastOp returns the name of the last queued op ("" for none).
+func (b *Backend) lastOp() string {
+	b.qMu.Lock()
+	defer b.qMu.Unlock()
+	if len(b.queue) == 0 {
+		return ""
+	}
+	return b.queue[len(b.queue)-1].op
+}
+
+// down returns x's values after the queue has run.
+func foldDown(t *testing.T, b *Backend, x backend.Tensor) []float32 {
+	t.Helper()
+	v := make([]float32, backend.NumElements(x.Shape()))
+	if err := b.Download(v, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func foldSameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) || got[i] != got[i] {
+			t.Fatalf("%s: element %d = %g, want %g", what, i, got[i], want[i])
+		}
+	}
+}
+
+func TestFoldSwiGLU(t *testing.T) {
+	b := foldBackend(t)
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, sh := range []struct{ T, K, N int }{{1, 1032, 1001}, {2, 520, 3072}, {3, 264, 130}, {1, 1024, 1024}} {
+		wg := foldWeight(t, b, "gate", foldData(r, sh.N*sh.K, 0.02), sh.N, sh.K)
+		wu := foldWeight(t, b, "up", foldData(r, sh.N*sh.K, 0.02), sh.N, sh.K)
+		bu := foldWeight(t, b, "up.bias", foldData(r, sh.N, 1), sh.N)
+		xv := foldData(r, sh.T*sh.K, 1)
+		folds := sh.T <= gemvDecodeRows && b.fp16Path(sh.T, sh.K) == pathGEMV
+		// dst: gate (the model's SwiGLU(gate, gate, up)), up, a tensor of
+		// its own, and x (the GEMV's input: refused).
+		for _, dstIs := range []string{"gate", "up", "own", "x"} {
+			name := fmt.Sprintf("T=%d K=%d N=%d dst=%s", sh.T, sh.K, sh.N, dstIs)
+			run := func(flush bool) (dst, gate, up []float32) {
+				x := foldTensor(t, b, xv, sh.T, sh.K)
+				g, u := foldTensor(t, b, nil, sh.T, sh.N), foldTensor(t, b, nil, sh.T, sh.N)
+				d := map[string]backend.Tensor{"gate": g, "up": u, "x": x, "own": nil}[dstIs]
+				if d == nil {
+					d = foldTensor(t, b, nil, sh.T, sh.N)
+				}
+				if dstIs == "x" && sh.N != sh.K {
+					return nil, nil, nil
+				}
+				b.LinearGroup([]backend.Tensor{g, u}, x, []backend.Weight{wg, wu}, []backend.Weight{nil, bu})
+				if flush {
+					if err := b.Sync(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				b.SwiGLU(d, g, u)
+				op, want := b.lastOp(), "SwiGLU"
+				if !flush && folds && dstIs != "x" {
+					want = "LinearGroup+SwiGLU"
+				}
+				if op != want {
+					t.Fatalf("%s (flush %v): last queued op %q, want %q", name, flush, op, want)
+				}
+				return foldDown(t, b, d), foldDown(t, b, g), foldDown(t, b, u)
+			}
+			wantD, wantG, wantU := run(true)
+			if wantD == nil {
+				continue
+			}
+			gotD, gotG, gotU := run(false)
+			foldSameBits(t, name+": dst", gotD, wantD)
+			foldSameBits(t, name+": gate", gotG, wantG)
+			foldSameBits(t, name+": up", gotU, wantU)
+		}
+	}
+}
+
+func TestFoldRoPE(t *testing.T) {
+	b := foldBackend(t)
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, sh := range []struct{ T, K, Hq, Hk, D int }{{1, 520, 4, 2, 128}, {2, 1032, 8, 2, 64}, {3, 264, 2, 1, 128}} {
+		half := sh.D / 2
+		inv := make([]float32, half)
+		for i := range inv {
+			inv[i] = float32(math.Pow(500000, -float64(2*i)/float64(sh.D)))
+		}
+		f := foldWeight(t, b, "rope.inv_freq", inv, half)
+		Nq, Nk := sh.Hq*sh.D, sh.Hk*sh.D
+		wq := foldWeight(t, b, "q", foldData(r, Nq*sh.K, 0.02), Nq, sh.K)
+		wk := foldWeight(t, b, "k", foldData(r, Nk*sh.K, 0.02), Nk, sh.K)
+		wv := foldWeight(t, b, "v", foldData(r, Nk*sh.K, 0.02), Nk, sh.K)
+		bq := foldWeight(t, b, "q.bias", foldData(r, Nq, 1), Nq)
+		qn := foldWeight(t, b, "q_norm", foldData(r, sh.D, 1), sh.D)
+		kn := foldWeight(t, b, "k_norm", foldData(r, sh.D, 1), sh.D)
+		xv := foldData(r, sh.T*sh.K, 1)
+		pv := make([]int32, sh.T)
+		for i := range pv {
+			pv[i] = int32(r.IntN(131072))
+		}
+		pos, err := b.Alloc(backend.I32, sh.T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Free(pos) })
+		if err := b.UploadInt32(pos, pv); err != nil {
+			t.Fatal(err)
+		}
+		folds := sh.T <= gemvDecodeRows && b.fp16Path(sh.T, sh.K) == pathGEMV
+		for _, norm := range []bool{false, true} {
+			name := fmt.Sprintf("T=%d K=%d Hq=%d Hk=%d D=%d norm %v", sh.T, sh.K, sh.Hq, sh.Hk, sh.D, norm)
+			var qw, kw backend.Weight
+			if norm {
+				qw, kw = qn, kn
+			}
+			run := func(flush bool) [3][]float32 {
+				x := foldTensor(t, b, xv, sh.T, sh.K)
+				q, k, v := foldTensor(t, b, nil, sh.T, Nq), foldTensor(t, b, nil, sh.T, Nk), foldTensor(t, b, nil, sh.T, Nk)
+				b.LinearGroup([]backend.Tensor{q, k, v}, x, []backend.Weight{wq, wk, wv}, []backend.Weight{bq, nil, nil})
+				if flush {
+					if err := b.Sync(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				b.RoPEQK(q, k, pos, f, qw, kw, 1e-6)
+				op, want := b.lastOp(), "RoPEQK"
+				if !flush && folds && !norm {
+					want = "LinearGroup+RoPEQK"
+				}
+				if op != want {
+					t.Fatalf("%s (flush %v): last queued op %q, want %q", name, flush, op, want)
+				}
+				return [3][]float32{foldDown(t, b, q), foldDown(t, b, k), foldDown(t, b, v)}
+			}
+			want, got := run(true), run(false)
+			for i, n := range []string{"q", "k", "v"} {
+				foldSameBits(t, name+": "+n, got[i], want[i])
+			}
+		}
+	}
+}
