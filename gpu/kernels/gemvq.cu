@@ -367,21 +367,48 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
       }
     }
   };
+  // Fused mode (dec.cu's one-trip protocol): thread i owns element i of
+  // the tile (row i / 8, token i % 8) and loads its part word early, at the
+  // start of its warp's last batch, so the load's latency hides behind that
+  // batch's math and the reduction; a word read as the DEC CTA's is final.
+#ifdef GEMVQ_WITH_DEC
+  bool mine = false;
+  float pv = 0.f;
+  size_t fp = 0;
+  if constexpr (FUSED) {
+    static_assert(NT == 1 && kRows == dec::kTile, "a base CTA owns one DEC tile of T <= 8 tokens");
+    static_assert(kRows * 8 <= 32 * S, "a thread per element of the tile");
+    const int n = n0 + threadIdx.x / 8 % kRows, t = threadIdx.x % 8;
+    mine = threadIdx.x < kRows * 8 && n < N && t < T;
+    fp = size_t(t) * N + n;
+  }
+  // peek issues the part word's load (fused mode).
+  auto peek = [&]() {
+    if constexpr (FUSED) {
+      if (mine) pv = dec::part_load(*fa, fp);
+    }
+  };
+#else
+  auto peek = []() {};
+#endif
 #if GEMVQ_PIPE
   Batch<BITS> cur;
   load(cur, t0);
   for (int tb = t0; tb < t1; tb += U) {
     Batch<BITS> next;
     load(next, tb + U);
+    if (tb + U >= t1) peek();  // the warp's last batch
     math(cur, tb);
     cur = next;
   }
+  if (t0 >= t1) peek();  // a warp with no tiles
 #else
   for (int tb = t0; tb < t1; tb += U) {
     Batch<BITS> cur;
     load(cur, tb);
     math(cur, tb);
   }
+  peek();
 #endif
 
   // acc[nt]: rows r, r+8 (output channels), columns 2c, 2c+1 (tokens).
@@ -393,15 +420,32 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
       part[warp][nt][r + 8][2 * c] = acc[nt][2];
       part[warp][nt][r + 8][2 * c + 1] = acc[nt][3];
     }
-    __shared__ u32 fstate, fscratch;  // fused mode: the tile's DEC state
+    __syncthreads();
 #ifdef GEMVQ_WITH_DEC
     if constexpr (FUSED) {
-      static_assert(kRows == dec::kTile, "a base CTA owns one DEC tile");
-      if (threadIdx.x == 0) fstate = dec::tile_peek(fa->flags, cta);
+      __shared__ u32 fscratch;
+      const int i = threadIdx.x;
+      const int row = i / 8 % kRows, col = i % 8, n = n0 + row;
+      float v = 0.f;
+      if (mine) {
+        v = part[0][0][row][col];
+#pragma unroll
+        for (int s = 1; s < S; s++) v += part[s][0][row][col];
+        v += bias ? bias[n] : 0.f;
+      }
+      // Present: every element's word is the DEC CTA's. If not, read the
+      // missing words once more (the DEC CTA may have stored them since
+      // the early load) before the slower path of tile_close.
+      bool present = __syncthreads_and(!mine || dec::part_ready(pv));
+      if (!present) {  // the same for the whole CTA
+        if (mine && !dec::part_ready(pv)) pv = dec::part_load(*fa, fp);
+        present = __syncthreads_and(!mine || dec::part_ready(pv));
+      }
+      if (mine) y[fp] = dec::tile_value(present, pv, v);
+      dec::tile_close(*fa, cta, present, &fscratch);
+      return;
     }
 #endif
-    __syncthreads();
-    const u32 st = FUSED ? fstate : 0u;
     for (int i = threadIdx.x; i < NT * kRows * 8; i += 32 * S) {
       const int nt = i / (kRows * 8), row = i / 8 % kRows, col = i % 8;
       const int n = n0 + row, t = nt * 8 + col;
@@ -410,15 +454,8 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
 #pragma unroll
       for (int s = 1; s < S; s++) v += part[s][nt][row][col];
       v += bias ? bias[n] : 0.f;
-#ifdef GEMVQ_WITH_DEC
-      if constexpr (FUSED) v = dec::tile_value(*fa, st, size_t(t) * N + n, v);
-#endif
       y[size_t(t) * N + n] = v;
     }
-#ifdef GEMVQ_WITH_DEC
-    if constexpr (FUSED) dec::tile_close(*fa, cta, st, &fscratch);
-#endif
-    (void)st;
   } else {
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
