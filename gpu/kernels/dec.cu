@@ -45,8 +45,8 @@
 //    y_n = __fadd_rn(y_n, dec_n): wq.Compensate's sum, bit for bit.
 //
 // 3. fused mode: the DEC CTAs run in the same grid as the base GEMV, at the
-//    lowest blockIdx (resident first), and nobody waits on anybody
-//    (docs/perf/dec.md has the design and its costs). A DEC CTA
+//    lowest blockIdx (resident first), and no CTA waits on one that may
+//    not be running (docs/perf/dec.md has the design and its costs). A DEC CTA
 //    (blockIdx.x < a.blocks) calls
 //        dec::fused_cta<ELEM, P, THREADS>(a, blockIdx.x, smem)
 //    with smem = at least dec::fused_smem_bytes(THREADS) bytes of 16-byte

@@ -67,9 +67,10 @@ const (
 	DECSerial DECMode = iota + 1
 	// DECFused runs the compensation CTAs in the base GEMV's grid
 	// (dec::fused_cta): they select the channels themselves, and the base
-	// CTAs and they meet per output tile through a flag, whichever comes
-	// second adding the compensation (nobody waits); it needs a base kernel
-	// that hosts them (dec.cu's contract).
+	// CTAs and they meet per output tile through the part words and a
+	// flag, whichever comes second adding the compensation (a base CTA
+	// waits only for a DEC CTA that has claimed its tile); it needs a base
+	// kernel that hosts them (dec.cu's contract).
 	DECFused
 	// DECConcurrent runs the selection and the compensation on a second
 	// stream, forked before the base GEMV and joined after it: the

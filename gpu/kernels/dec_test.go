@@ -308,7 +308,7 @@ func TestDECFullMatchesExact(t *testing.T) {
 }
 
 // TestDECFusedProtocol runs fused mode's protocol (dec::fused_cta: the DEC
-// CTAs select the channels themselves and publish their sums per tile,
+// CTAs select the channels themselves and claim each tile for their sums,
 // trivial base CTAs that copy a known base output meet them there) three
 // times in a row: y must equal serial mode's bits every time, the flags
 // must be back to zero and part empty (kernels.DECPartEmpty). The cases cover in-kernel selection on K a

@@ -238,8 +238,9 @@ constexpr int kXStride = 64 + 4;
 // gemv is the work of the CTA that owns output channels 16·cta..16·cta+15
 // (all 32·S threads call it). FUSED: DEC runs in the same grid (dec.cu,
 // fused mode; fa its arguments): the CTA's 16 outputs are DEC's tile cta,
-// and its epilogue follows dec.cu's protocol (tile_peek before the stores,
-// tile_value, tile_close after).
+// and its epilogue follows dec.cu's protocol (part_load at the start of
+// the warp's last batch, part_ready voted over the CTA, tile_value, then
+// tile_close).
 template <int NT, int BITS, int S, bool FUSED = false>
 __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                      const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, int cta,
@@ -484,9 +485,11 @@ __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __re
 // T <= 8. The first d.blocks CTAs are DEC's: resident first, they select
 // the channels themselves (d.sel null) or read d.sel, sum their slice of
 // the compensation from the residual (host or device memory) into d.part
-// while the base CTAs run, and publish it per tile. Every base CTA computes
+// while the base CTAs run, and claim each tile before storing its last
+// token's sums (dec.cu's one-trip protocol). Every base CTA computes
 // its 16 outputs like gemv_q and writes y with or without the compensation,
-// whichever side comes second adding it (dec.cu's protocol; nobody waits).
+// whichever side comes second adding it (dec.cu's protocol; a base CTA waits
+// only for the stores of a DEC CTA that has claimed its tile).
 // PMAX bounds the DEC CTAs' outputs per thread (registers); residuals are
 // int4. The result equals gemv_q followed by dec.cu's serial compensation,
 // bit for bit. Compiled only with dec.cu's source in front
