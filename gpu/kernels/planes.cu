@@ -1388,7 +1388,7 @@ __global__ void __launch_bounds__(kRetierThreads) retier(const int* __restrict__
 }
 
 // retier_v2 is retier (v1) with two changes (PlanesRetier.V2 selects it; the
-// engine runs v1, the version whose tests have run on the H100):
+// engine ran v1 until retier_v3, below, which keeps v2's rule):
 //  - no position passes: the selections run over the 32-bit mass key only
 //    (4 passes), leaving each threshold as (mass key T, remaining rank q
 //    among the candidates whose key is T); a candidate with key T is below
@@ -1573,6 +1573,273 @@ __global__ void __launch_bounds__(kRetierThreads) retier_v2(const int* __restric
     int* o = offsets + 4 * bh;
     c[0] = cnt[0], c[1] = cnt[1], c[2] = cnt[2], c[3] = k[0];
     o[0] = off[0], o[1] = off[1], o[2] = off[2], o[3] = 0;
+  }
+}
+
+// retier_v3 is retier_v2's rule (thresholds of the 32-bit mass key, ties at
+// a threshold ranked by position in the compaction) with less work per
+// candidate (PlanesRetier's default, the GPU cache's; docs/bitweaver.md,
+// "The re-tier's passes"):
+//  - digits of kV3Bits (11, 11, 10): 3 passes over the mass instead of 4
+//    (v2) or 6-7 (v1: 4 over the mass key, then the position's bits);
+//  - a pass counts each distinct prefix once: the selections still being
+//    refined whose prefixes are equal share one histogram (the first pass
+//    has one for all three), and a key matches at most one distinct
+//    prefix, so a candidate costs one ballot, one match and at most one
+//    atomic per pass (v1, v2: one of each per selection);
+//  - a selection whose remaining rank is 0 after a pass is done: its
+//    threshold is its prefix with the low bits 0 (no candidate with that
+//    prefix is below it), and later passes skip it;
+//  - kV3Unroll keys per lane in flight, the next ones loaded before the
+//    current ones are counted;
+//  - the compaction takes chunks of kV3Chunk candidates (kV3Unroll per
+//    thread, each warp a contiguous run of them) between two barriers, and
+//    ranks ties only for a selection whose threshold is tied (remaining
+//    rank > 0 after the last pass: two more barriers per chunk).
+constexpr int kV3Passes = 3;
+constexpr int kV3MaxBits = 11;
+constexpr int kV3Bins = 1 << kV3MaxBits;
+constexpr int kV3Unroll = 4;
+constexpr int kV3Chunk = kRetierThreads * kV3Unroll;
+constexpr int kV3None = 3;  // compaction's tier code of a token not stored (past n, or EVICTED)
+
+// v3Bits is the width of pass p's digit (kV3Bits: 11, 11, 10 from the top).
+BD_DEVICE int v3Bits(int pass) { return pass < 2 ? 11 : 10; }
+
+__global__ void __launch_bounds__(kRetierThreads, 2) retier_v3(const int* __restrict__ jobs, const float* __restrict__ mass,
+                                                               int* __restrict__ index, int* __restrict__ counts,
+                                                               int* __restrict__ offsets, int Hkv, int stride) {
+  __shared__ __align__(16) u32 hist[kSelects][kV3Bins];
+  __shared__ u32 prefixS[kSelects];
+  __shared__ int remainS[kSelects];
+  __shared__ int wcnt[kRetierWarps][kSelects], wbase[kRetierWarps][kSelects];
+  __shared__ int runS[kSelects], offS[kSelects];
+  const int* job = jobs + kRetierJob * blockIdx.y;
+  const int sl = job[0], n = job[1], sinks = job[2], win = job[3], last = job[7];
+  const int k0 = job[4], k1 = job[5], k2 = job[6];
+  const size_t bh = size_t(sl) * Hkv + blockIdx.x;
+  const float* m = mass + bh * stride;
+  int* idx = index + bh * stride;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int nc = win - sinks;
+  // Selection j (EVICTED, LOW, MEDIUM threshold): on while it has a
+  // threshold to find (0 < k < nc), act while it is being refined.
+  const bool on0 = 0 < k0 && k0 < nc, on1 = 0 < k1 && k1 < nc, on2 = 0 < k2 && k2 < nc;
+  bool act0 = on0, act1 = on1, act2 = on2;
+  u32 pre0 = 0, pre1 = 0, pre2 = 0;
+  int rem0 = k0, rem1 = k1, rem2 = k2;
+  if (tid < kSelects) {
+    prefixS[tid] = 0;
+    remainS[tid] = tid == 0 ? k0 : tid == 1 ? k1 : k2;
+  }
+  u32 mask = 0;
+  int shift = 32;
+  for (int pass = 0; pass < kV3Passes && (act0 || act1 || act2); pass++) {
+    const int bits = v3Bits(pass);
+    shift -= bits;
+    const u32 dmask = (1u << bits) - 1;
+    // Distinct prefixes: selection j counts unless an earlier active one has its prefix.
+    const int src1 = act0 && pre0 == pre1 ? 0 : 1;
+    const int src2 = act0 && pre0 == pre2 ? 0 : act1 && pre1 == pre2 ? 1 : 2;
+    const bool uq0 = act0, uq1 = act1 && src1 == 1, uq2 = act2 && src2 == 2;
+    for (int i = tid; i < kSelects * kV3Bins / 4; i += kRetierThreads) reinterpret_cast<uint4*>(&hist[0][0])[i] = make_uint4(0, 0, 0, 0);
+    __syncthreads();
+    // Warp-uniform loop (the ballots below need every lane); the next
+    // kV3Unroll keys load before the current ones are counted.
+    int base = sinks + warp * 32;
+    u32 key[kV3Unroll];
+#pragma unroll
+    for (int u = 0; u < kV3Unroll; u++) {
+      const int t = base + u * kRetierThreads + lane;
+      key[u] = t < win ? massKey(m[t]) : 0;
+    }
+    for (; base < win; base += kV3Chunk) {
+      u32 next[kV3Unroll];
+#pragma unroll
+      for (int u = 0; u < kV3Unroll; u++) {
+        const int t = base + kV3Chunk + u * kRetierThreads + lane;
+        next[u] = t < win ? massKey(m[t]) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < kV3Unroll; u++) {
+        const u32 kk = key[u], hi = kk & mask;
+        const int s = uq0 && hi == pre0 ? 0 : uq1 && hi == pre1 ? 1 : uq2 && hi == pre2 ? 2 : -1;
+        const bool hit = base + u * kRetierThreads + lane < win && s >= 0;
+        const u32 hm = __ballot_sync(0xffffffffu, hit);
+        if (hit) {
+          const u32 bin = u32(s) * kV3Bins + ((kk >> shift) & dmask);
+          const u32 peers = __match_any_sync(hm, bin);
+          if (lane == __ffs(peers) - 1) atomicAdd(&hist[0][0] + bin, u32(__popc(peers)));
+        }
+        key[u] = next[u];
+      }
+    }
+    __syncthreads();
+    // One warp per active selection scans its prefix's histogram: lane i
+    // holds bins [i·per, (i+1)·per), read starting at a lane-dependent bin
+    // (fewer bank conflicts; the sum does not care).
+    const bool mine = warp == 0 ? act0 : warp == 1 ? act1 : warp == 2 ? act2 : false;
+    if (mine) {
+      const int src = warp == 0 ? 0 : warp == 1 ? src1 : src2;
+      const int per = (1 << bits) / 32, per4 = per / 4;
+      const uint4* h4 = reinterpret_cast<const uint4*>(&hist[src][lane * per]);
+      u32 sum = 0;
+      for (int i = 0; i < per4; i++) {
+        const uint4 v = h4[(i + lane) & (per4 - 1)];
+        sum += v.x + v.y + v.z + v.w;
+      }
+      u32 incl = sum;
+#pragma unroll
+      for (int off = 1; off < 32; off *= 2) {
+        const u32 x = __shfl_up_sync(0xffffffffu, incl, off);
+        if (lane >= off) incl += x;
+      }
+      const u32 r = u32(remainS[warp]);
+      u32 below = incl - sum;
+      if (below <= r && r < incl) {  // exactly one lane
+        const u32* h = &hist[src][lane * per];
+        for (int i = 0; i < per; i++) {
+          if (r < below + h[i]) {
+            prefixS[warp] |= u32(lane * per + i) << shift;
+            remainS[warp] = int(r - below);
+            break;
+          }
+          below += h[i];
+        }
+      }
+    }
+    mask |= dmask << shift;
+    __syncthreads();
+    pre0 = prefixS[0], pre1 = prefixS[1], pre2 = prefixS[2];
+    rem0 = remainS[0], rem1 = remainS[1], rem2 = remainS[2];
+    act0 = act0 && rem0 != 0, act1 = act1 && rem1 != 0, act2 = act2 && rem2 != 0;
+  }
+  // Thresholds (T, q) = (pre, rem): candidate t is below selection j iff
+  // key < T, or key == T and fewer than q candidates of key T precede t
+  // (only a selection still active after the last pass, its threshold
+  // tied, has q > 0). A selection without a threshold gets T = ~0 if every
+  // candidate is below it (k >= nc: every key is below ~0, +Inf's being
+  // 0xFF800000) and T = 0 if none is (k <= 0).
+  if (!on0) pre0 = k0 >= nc ? ~0u : 0u;
+  if (!on1) pre1 = k1 >= nc ? ~0u : 0u;
+  if (!on2) pre2 = k2 >= nc ? ~0u : 0u;
+  const bool tie0 = act0, tie1 = act1, tie2 = act2, anyTie = act0 || act1 || act2;
+  if (tid < kSelects) {
+    const int cnt[3] = {n - k2, k2 - k1, k1 - k0};
+    int o = 0;
+    for (int t = 0; t < 3; t++) {
+      if (t == last) continue;
+      if (t == tid) offS[tid] = o;
+      o += cnt[t];
+    }
+    if (tid == last) offS[tid] = o;
+    runS[tid] = 0;
+  }
+  __shared__ int tieRun[kSelects], tieW[kRetierWarps][kSelects];
+  if (tid < kSelects) tieRun[tid] = 0;
+  __syncthreads();
+  const u32 lanesBelow = (1u << lane) - 1;
+  for (int c0 = 0; c0 < n; c0 += kV3Chunk) {
+    // This warp's tokens: c0 + warp·32·U + u·32 + lane, ascending in (u, lane).
+    const int wt = c0 + warp * 32 * kV3Unroll + lane;
+    u32 key[kV3Unroll];
+#pragma unroll
+    for (int u = 0; u < kV3Unroll; u++) {
+      const int t = wt + 32 * u;
+      key[u] = t < n && t >= sinks && t < win ? massKey(m[t]) : 0;
+    }
+    // Ties (only when a threshold is tied): this warp's candidates of key
+    // T, scanned over the warps; tb0..2 then count the ones before t.
+    int tb0 = 0, tb1 = 0, tb2 = 0;
+    if (anyTie) {
+#pragma unroll
+      for (int u = 0; u < kV3Unroll; u++) {
+        const int t = wt + 32 * u;
+        const bool cand = t < n && t >= sinks && t < win;
+        tb0 += __popc(__ballot_sync(0xffffffffu, cand && tie0 && key[u] == pre0));
+        tb1 += __popc(__ballot_sync(0xffffffffu, cand && tie1 && key[u] == pre1));
+        tb2 += __popc(__ballot_sync(0xffffffffu, cand && tie2 && key[u] == pre2));
+      }
+      if (lane == 0) tieW[warp][0] = tb0, tieW[warp][1] = tb1, tieW[warp][2] = tb2;
+      __syncthreads();
+      if (warp == 0) {
+#pragma unroll
+        for (int j = 0; j < kSelects; j++) {
+          const int x = tieW[lane][j];
+          int incl = x;
+#pragma unroll
+          for (int off = 1; off < 32; off *= 2) {
+            const int y = __shfl_up_sync(0xffffffffu, incl, off);
+            if (lane >= off) incl += y;
+          }
+          const int run = tieRun[j];
+          tieW[lane][j] = run + incl - x;
+          __syncwarp();
+          if (lane == 31) tieRun[j] = run + incl;
+        }
+      }
+      __syncthreads();
+      tb0 = tieW[warp][0], tb1 = tieW[warp][1], tb2 = tieW[warp][2];
+    }
+    // Tiers: 2 bits per token (kHigh, kMedium, kLow or kV3None).
+    u32 tiers = 0;
+    int c[3] = {0, 0, 0};
+#pragma unroll
+    for (int u = 0; u < kV3Unroll; u++) {
+      const int t = wt + 32 * u;
+      const bool cand = t < n && t >= sinks && t < win;
+      const u32 kk = key[u];
+      bool b0 = kk < pre0, b1 = kk < pre1, b2 = kk < pre2;
+      if (anyTie) {
+        const bool e0 = cand && tie0 && kk == pre0, e1 = cand && tie1 && kk == pre1, e2 = cand && tie2 && kk == pre2;
+        const u32 m0 = __ballot_sync(0xffffffffu, e0), m1 = __ballot_sync(0xffffffffu, e1), m2 = __ballot_sync(0xffffffffu, e2);
+        b0 = b0 || (e0 && tb0 + __popc(m0 & lanesBelow) < rem0);
+        b1 = b1 || (e1 && tb1 + __popc(m1 & lanesBelow) < rem1);
+        b2 = b2 || (e2 && tb2 + __popc(m2 & lanesBelow) < rem2);
+        tb0 += __popc(m0), tb1 += __popc(m1), tb2 += __popc(m2);
+      }
+      const int tier = t >= n ? kV3None : !cand ? kHigh : b0 ? kV3None : b1 ? kLow : b2 ? kMedium : kHigh;
+      tiers |= u32(tier) << (2 * u);
+#pragma unroll
+      for (int x = 0; x < 3; x++) c[x] += __popc(__ballot_sync(0xffffffffu, tier == x));
+    }
+    if (lane == 0) wcnt[warp][0] = c[0], wcnt[warp][1] = c[1], wcnt[warp][2] = c[2];
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+      for (int x = 0; x < 3; x++) {
+        const int v = wcnt[lane][x];
+        int incl = v;
+#pragma unroll
+        for (int off = 1; off < 32; off *= 2) {
+          const int y = __shfl_up_sync(0xffffffffu, incl, off);
+          if (lane >= off) incl += y;
+        }
+        const int run = runS[x];
+        wbase[lane][x] = offS[x] + run + incl - v;
+        __syncwarp();
+        if (lane == 31) runS[x] = run + incl;
+      }
+    }
+    __syncthreads();
+    int b[3] = {wbase[warp][0], wbase[warp][1], wbase[warp][2]};
+#pragma unroll
+    for (int u = 0; u < kV3Unroll; u++) {
+      const int tier = (tiers >> (2 * u)) & 3;
+#pragma unroll
+      for (int x = 0; x < 3; x++) {
+        const u32 bal = __ballot_sync(0xffffffffu, tier == x);
+        if (tier == x) idx[b[x] + __popc(bal & lanesBelow)] = wt + 32 * u;
+        b[x] += __popc(bal);
+      }
+    }
+  }
+  if (tid == 0) {
+    const int cnt[3] = {n - k2, k2 - k1, k1 - k0};
+    int* cn = counts + 4 * bh;
+    int* o = offsets + 4 * bh;
+    cn[0] = cnt[0], cn[1] = cnt[1], cn[2] = cnt[2], cn[3] = k0;
+    o[0] = offS[0], o[1] = offS[1], o[2] = offS[2], o[3] = 0;
   }
 }
 

@@ -624,13 +624,16 @@ func (w *PlanesWriter) Launch(c *cuda.Ctx, st cuda.Stream, k, v, block, within, 
 // kvcache.TierPolicy's rule (the same tier maps: ties and all), and Append
 // adds new tokens to the run of the tier they get.
 type PlanesRetier struct {
-	retierV2, retier, append cuda.Function
-	// V2 selects planes.cu's retier_v2 (4 radix passes, ties ranked in the
-	// compaction, 4 loads in flight per warp) instead of retier (v1, the
-	// GPU cache's); both give the same index (tested on the H100). v2 took
-	// 0.64-1.00x v1's time per layer on h20:m40:l40 but up to 1.46x on
-	// m100 (bench/results/2026-11-25-h100-bw-3), so v1 stays.
-	V2 bool
+	retierV3, retierV2, retier, append cuda.Function
+	// V1 and V2 select planes.cu's retier (v1: 6-7 radix passes of 8
+	// bits over the 64-bit key of mass and position) or retier_v2 (4
+	// passes over the mass key, ties ranked by position in the
+	// compaction) instead of retier_v3 (the default and the GPU cache's:
+	// v2's rule in 3 passes of 11, 11 and 10 bits, one histogram per
+	// distinct prefix, a selection done once its remaining rank is 0,
+	// compaction in chunks of 4096); all three give the same index (the
+	// policy's). V1 wins if both are set.
+	V1, V2 bool
 }
 
 // PlanesRetierJob is one (sequence slot, layer) to re-tier: its N tokens,
@@ -680,13 +683,13 @@ func (j PlanesAppendJob) Words(w []int32) []int32 {
 // LoadPlanesRetier compiles the retier and append kernels (once per device;
 // then from the kernel cache).
 func LoadPlanesRetier(dev *cuda.Device) (*PlanesRetier, error) {
-	exprs := []string{"planes::retier_v2", "planes::retier", "planes::append"}
+	exprs := []string{"planes::retier_v3", "planes::retier_v2", "planes::retier", "planes::append"}
 	mod, err := dev.Compile(program("planes.cu", planesSource, exprs, nil))
 	if err != nil {
 		return nil, err
 	}
 	r := &PlanesRetier{}
-	for i, f := range []*cuda.Function{&r.retierV2, &r.retier, &r.append} {
+	for i, f := range []*cuda.Function{&r.retierV3, &r.retierV2, &r.retier, &r.append} {
 		if *f, err = mod.Function(exprs[i]); err != nil {
 			return nil, err
 		}
@@ -704,8 +707,11 @@ func (r *PlanesRetier) LaunchRetier(c *cuda.Ctx, st cuda.Stream, jobs cuda.Devic
 	if nJobs == 0 {
 		return nil
 	}
-	fn := r.retier
-	if r.V2 {
+	fn := r.retierV3
+	switch {
+	case r.V1:
+		fn = r.retier
+	case r.V2:
 		fn = r.retierV2
 	}
 	return c.Launch(fn, cuda.Dim3{X: hkv, Y: nJobs}, cuda.Dim3{X: planesRetierThreads}, 0, st,
