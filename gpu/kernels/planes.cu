@@ -65,9 +65,10 @@
 //              Latency (v2.1): a software pipeline in registers (Pipe): a
 //              tile's index entries are fetched two tiles ahead and its
 //              block-table entries one tile ahead, so a tile waits only for
-//              its planes; with PF, runs of HIGH tiles are double-buffered in
-//              registers (the next tile's planes load while the current one
-//              computes), as decode_mma.cu does for fp16. A warp's groups are
+//              its planes; with PF (bit 0 HIGH, opt-in; bit 1 MEDIUM, v2.5),
+//              runs of tiles of that tier are double-buffered in registers
+//              (the next tile's planes load while the current one computes),
+//              as decode_mma.cu does for fp16. A warp's groups are
 //              a HIGH, a MEDIUM and a LOW run in that order, walked by one
 //              loop per tier: with one loop dispatching on the tier, ptxas
 //              allocated the union of the three paths (CUDA 13, sm_90, D =
@@ -774,30 +775,32 @@ BD_DEVICE int oneTile(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ct
   return gi;
 }
 
-// highRun processes consecutive HIGH tiles from group gi (which p.cur
-// describes) with register double buffering: the next tile's planes are
-// loaded before the current one is computed (decode_mma.cu's kPrefetch for
-// fp16). It returns the first group after the run, with p.cur describing it.
-template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, int MTX>
-BD_DEVICE int highRun(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
+// tierRun processes consecutive tiles of tier T (MT groups each) from group
+// gi (which p.cur describes) with register double buffering: the next
+// tile's planes are loaded before the current one is computed (decode_mma.cu's
+// kPrefetch for fp16). HIGH runs take it with PF bit 0 (opt-in), MEDIUM
+// runs with PF bit 1 (v2.5). It returns the first group after the run, with
+// p.cur describing it.
+template <int D, bool BF, bool FAST, int T, int MT, int MTH, int MTM, int MTL, int MTX>
+BD_DEVICE int tierRun(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
                       int wEnd, const u32 bq[D / 16][2], int lane) {
-  Tile<D, kHigh, MTH> ta, tb;
-  issueTile<D, kHigh, MTH, MTX>(ta, p.cur, cx, lane);
+  Tile<D, T, MT> ta, tb;
+  issueTile<D, T, MT, MTX>(ta, p.cur, cx, lane);
   gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
   for (;;) {
-    bool more = gi < wEnd && p.cur.tier == kHigh;
+    bool more = gi < wEnd && p.cur.tier == T;
     if (more) {
-      issueTile<D, kHigh, MTH, MTX>(tb, p.cur, cx, lane);
+      issueTile<D, T, MT, MTX>(tb, p.cur, cx, lane);
       gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
     }
-    computeTile<D, BF, FAST, kHigh, MTH>(st, ta, cx, rc, bq, lane);
+    computeTile<D, BF, FAST, T, MT>(st, ta, cx, rc, bq, lane);
     if (!more) return gi;
-    more = gi < wEnd && p.cur.tier == kHigh;
+    more = gi < wEnd && p.cur.tier == T;
     if (more) {
-      issueTile<D, kHigh, MTH, MTX>(ta, p.cur, cx, lane);
+      issueTile<D, T, MT, MTX>(ta, p.cur, cx, lane);
       gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
     }
-    computeTile<D, BF, FAST, kHigh, MTH>(st, tb, cx, rc, bq, lane);
+    computeTile<D, BF, FAST, T, MT>(st, tb, cx, rc, bq, lane);
     if (!more) return gi;
   }
 }
@@ -842,8 +845,9 @@ BD_DEVICE int splitBound(const Runs& runs, int s, int n, const int wt[3]) {
 }
 
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
-// ptxas's choice, 2 at D = 128).
-template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, bool PF, int MINB>
+// ptxas's choice, 2 at D = 128). PF's bit 0 double-buffers HIGH runs, bit
+// 1 MEDIUM runs (tierRun).
+template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, int PF, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts,
@@ -938,12 +942,16 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // possibly empty), in that order: one loop per tier, so that the register
   // allocation is each tier's, not their union's (v2.1).
   int gi = wBegin;
-  if (PF) {
-    if (gi < min(wEnd, runs.g1)) gi = highRun<D, BF, FAST, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  if (PF & 1) {
+    if (gi < min(wEnd, runs.g1)) gi = tierRun<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
   } else {
     while (gi < min(wEnd, runs.g1)) gi = oneTile<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
   }
-  while (gi < min(wEnd, runs.g2)) gi = oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  if (PF & 2) {
+    if (gi < min(wEnd, runs.g2)) gi = tierRun<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  } else {
+    while (gi < min(wEnd, runs.g2)) gi = oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  }
   while (gi < wEnd) gi = oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
 
   // Warp totals: denominators summed over the 8 lanes of each row (xor over g).

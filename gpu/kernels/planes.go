@@ -237,6 +237,18 @@ func planesMT(d int, t [3]int, medium bool) [3]int {
 	return mt
 }
 
+// planesPrefetchMedium reports whether split_mma double-buffers runs of
+// MEDIUM tiles (tierRun, v2.5) at head dim d under the tuning's
+// PrefetchMedium (1 on, -1 off, 0 this rule: on at D <= 128, where the
+// second tile's planes fit the registers of two CTAs per SM: 246 at D = 128
+// MT 1/2/2, NVRTC 11.8).
+func planesPrefetchMedium(d, t int) bool {
+	if t != 0 {
+		return t > 0 && d <= 128
+	}
+	return d <= 128
+}
+
 // planesCTAsPerSM is how many split_mma CTAs run at once on an SM at the
 // default registers (CUDA 13 ptxas, D = 128: 236 at MT 1/2/4, 206 at
 // 1/2/2: two CTAs of 128 threads). A constant, like decodeRefSMs, so the
@@ -344,7 +356,14 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	if t.MinB != 0 {
 		minB = t.MinB
 	}
-	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, t.Prefetch, minB)
+	pf := 0
+	if t.Prefetch {
+		pf |= 1
+	}
+	if planesPrefetchMedium(l.D, t.PrefetchMedium) {
+		pf |= 2
+	}
+	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, pf, minB)
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}
@@ -404,12 +423,15 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 // rmax query rows per CTA (split_v1) or mt groups per tile of each tier
 // (split_mma, with prefetch, registers for minB CTAs per SM), and its
 // split, combine and mass kernels' name expressions.
-func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch bool, minB int) (prog cuda.Program, splitExpr, combineExpr, massExpr string) {
+func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch, minB int) (prog cuda.Program, splitExpr, combineExpr, massExpr string) {
 	if k == PlanesMMA {
-		// Double-buffered HIGH tiles hold two tiles of planes in registers
-		// (128 at D = 128); at D = 256 that alone is the whole register file.
-		prefetch = prefetch && l.D <= 128
-		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t, %d>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch, minB)
+		// Double-buffered tiles hold two tiles of planes in registers
+		// (HIGH: 128 at D = 128); at D = 256 that alone is the whole
+		// register file.
+		if l.D > 128 {
+			prefetch = 0
+		}
+		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %d, %d>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch, minB)
 	} else {
 		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, rmax)
 	}
