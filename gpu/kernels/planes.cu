@@ -952,7 +952,11 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   } else {
     while (gi < min(wEnd, runs.g2)) gi = oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
   }
-  while (gi < wEnd) gi = oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  if (PF & 4) {
+    if (gi < wEnd) gi = tierRun<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  } else {
+    while (gi < wEnd) gi = oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  }
 
   // Warp totals: denominators summed over the 8 lanes of each row (xor over g).
   st.sumRows();

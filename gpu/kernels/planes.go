@@ -237,16 +237,28 @@ func planesMT(d int, t [3]int, medium bool) [3]int {
 	return mt
 }
 
-// planesPrefetchMedium reports whether split_mma double-buffers runs of
-// MEDIUM tiles (tierRun, v2.5) at head dim d under the tuning's
-// PrefetchMedium (1 on, -1 off, 0 this rule: on at D <= 128, where the
-// second tile's planes fit the registers of two CTAs per SM: 246 at D = 128
-// MT 1/2/2, NVRTC 11.8).
-func planesPrefetchMedium(d, t int) bool {
-	if t != 0 {
-		return t > 0 && d <= 128
+// planesPrefetch returns split_mma's PF bits for layout l under tuning t:
+// bit 0 double-buffers runs of HIGH tiles (t.Prefetch), bit 1 of MEDIUM
+// tiles, bit 2 of LOW tiles (tierRun, v2.5; t.PrefetchMedium and
+// t.PrefetchLow: 1 on, -1 off, 0 this rule: on for the fp16 fast path at D
+// = 128 of formats that read MEDIUM tokens, whose tiles (MT 1/2/2) leave
+// room for the second tile's planes in the registers of two CTAs per SM:
+// 250 with both, no spills, NVRTC 11.8; bf16, nofilter and LOW tiles of 4
+// spill). planesProgram drops every bit at D > 128.
+func planesPrefetch(l PlanesLayout, t PlanesTuning) int {
+	rule := l.D == 128 && l.fast() && l.Medium
+	on := func(v int) bool { return v > 0 || (v == 0 && rule) }
+	pf := 0
+	if t.Prefetch {
+		pf |= 1
 	}
-	return d <= 128
+	if on(t.PrefetchMedium) {
+		pf |= 2
+	}
+	if on(t.PrefetchLow) {
+		pf |= 4
+	}
+	return pf
 }
 
 // planesCTAsPerSM is how many split_mma CTAs run at once on an SM at the
@@ -356,14 +368,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	if t.MinB != 0 {
 		minB = t.MinB
 	}
-	pf := 0
-	if t.Prefetch {
-		pf |= 1
-	}
-	if planesPrefetchMedium(l.D, t.PrefetchMedium) {
-		pf |= 2
-	}
-	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, pf, minB)
+	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, planesPrefetch(l, t), minB)
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}

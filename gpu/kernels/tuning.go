@@ -61,10 +61,12 @@ const (
 	// all-HIGH reads 1.2-1.4x faster but MEDIUM and LOW reads (and so every
 	// realistic mix) 1.5-2x slower (bench/results/2026-11-23-h100-bw).
 	EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
-	// EnvPlanesPrefetchM is PlanesTuning.PrefetchMedium: true (1) or false
-	// (0) double-buffers split_mma's runs of MEDIUM tiles in registers;
-	// unset, the planner's rule (planesPrefetchMedium).
+	// EnvPlanesPrefetchM and EnvPlanesPrefetchL are PlanesTuning's
+	// PrefetchMedium and PrefetchLow: true (1) or false (0) double-buffers
+	// split_mma's runs of MEDIUM (LOW) tiles in registers; unset, the
+	// planner's rule (planesPrefetch).
 	EnvPlanesPrefetchM = "BITDECODE_PLANES_PREFETCH_M"
+	EnvPlanesPrefetchL = "BITDECODE_PLANES_PREFETCH_L"
 	// EnvPlanesMinSplit is PlanesTuning.MinSplitTokens: the fewest positions
 	// a split of split_mma gets.
 	EnvPlanesMinSplit = "BITDECODE_PLANES_MIN_SPLIT"
@@ -166,9 +168,10 @@ type PlanesTuning struct {
 	MT [3]int
 	// Prefetch double-buffers runs of HIGH tiles in registers (D <= 128).
 	Prefetch bool
-	// PrefetchMedium double-buffers runs of MEDIUM tiles in registers
-	// (D <= 128): 1 on, -1 off, 0 the planner's rule (planesPrefetchMedium).
-	PrefetchMedium int
+	// PrefetchMedium and PrefetchLow double-buffer runs of MEDIUM (LOW)
+	// tiles in registers (D <= 128): 1 on, -1 off, 0 the planner's rule
+	// (planesPrefetch).
+	PrefetchMedium, PrefetchLow int
 	// MinSplitTokens is the fewest positions a split of split_mma gets (at
 	// least 64); 0 is planesMinSplitTokens (256; v2.3: 512).
 	MinSplitTokens int
@@ -299,10 +302,15 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	}
 	t.Planes.MinB = p.intRange(EnvPlanesMinB, 1, 4, "1 to 4")
 	t.Planes.Prefetch, _ = p.boolean(EnvPlanesPrefetch)
-	if on, ok := p.boolean(EnvPlanesPrefetchM); ok {
-		t.Planes.PrefetchMedium = -1
-		if on {
-			t.Planes.PrefetchMedium = 1
+	for _, v := range []struct {
+		name string
+		f    *int
+	}{{EnvPlanesPrefetchM, &t.Planes.PrefetchMedium}, {EnvPlanesPrefetchL, &t.Planes.PrefetchLow}} {
+		if on, ok := p.boolean(v.name); ok {
+			*v.f = -1
+			if on {
+				*v.f = 1
+			}
 		}
 	}
 	t.Planes.MinSplitTokens = p.intRange(EnvPlanesMinSplit, planesTile, 1<<30, fmt.Sprintf("a number of positions of at least %d", planesTile))
@@ -437,6 +445,9 @@ func (t PlanesTuning) check() error {
 	}
 	if t.PrefetchMedium < -1 || t.PrefetchMedium > 1 {
 		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.PrefetchMedium", Value: strconv.Itoa(t.PrefetchMedium), Want: "0 (the default), 1 (on) or -1 (off)"})
+	}
+	if t.PrefetchLow < -1 || t.PrefetchLow > 1 {
+		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.PrefetchLow", Value: strconv.Itoa(t.PrefetchLow), Want: "0 (the default), 1 (on) or -1 (off)"})
 	}
 	if t.MinB < 0 || t.MinB > 4 {
 		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.MinB", Value: strconv.Itoa(t.MinB), Want: "0 (the default) or 1 to 4"})

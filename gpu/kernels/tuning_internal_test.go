@@ -22,7 +22,7 @@ func TestParseTuning(t *testing.T) {
 		EnvDecodeMT: "4", EnvDecodeStages: "3", EnvDecodeMinB: "2", EnvDecodeMinSplit: "128", EnvDecodeSplits: "target:528",
 		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
 		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPlanesWeights: "5,3, 2", EnvPlanesMinB: "3", EnvPackSlices: "7", EnvPtxasVerbose: "true",
-		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0", EnvPlanesFuse: "0", EnvPlanesPrefetchM: "0",
+		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0", EnvPlanesFuse: "0", EnvPlanesPrefetchM: "0", EnvPlanesPrefetchL: "1",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestParseTuning(t *testing.T) {
 	want := Tuning{
 		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
 			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, Ptxas: os.Stderr},
-		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, PrefetchMedium: -1, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3,
+		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, PrefetchMedium: -1, PrefetchLow: 1, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3,
 			TargetCTAs: 528, PositionSplits: true, NoFuse: true, Ptxas: os.Stderr},
 		Pack: PackTuning{Slices: 7},
 	}
@@ -60,6 +60,7 @@ func TestParseTuning(t *testing.T) {
 		{EnvPlanesMT, "1,2,3", "H,M,L such as 1,2,4, each 1, 2, 4 or 8"},
 		{EnvPlanesPrefetch, "2", "1, t, true, 0, f or false"},
 		{EnvPlanesPrefetchM, "m", "1, t, true, 0, f or false"},
+		{EnvPlanesPrefetchL, "l", "1, t, true, 0, f or false"},
 		{EnvPlanesMinSplit, "63", "a number of positions of at least 64"},
 		{EnvPlanesWeights, "4,2", "H,M,L such as 4,2,1, each 1 to 64"},
 		{EnvPlanesWeights, "4,2,0", "H,M,L such as 4,2,1, each 1 to 64"},
@@ -98,6 +99,7 @@ func TestTuningChecks(t *testing.T) {
 		{PlanesTuning{Weights: [3]int{4, 65, 1}}.check(), "PlanesTuning.Weights"},
 		{PlanesTuning{MinB: 5}.check(), "PlanesTuning.MinB"},
 		{PlanesTuning{PrefetchMedium: 2}.check(), "PlanesTuning.PrefetchMedium"},
+		{PlanesTuning{PrefetchLow: -2}.check(), "PlanesTuning.PrefetchLow"},
 		{PackTuning{Slices: 33}.check(), "PackTuning.Slices"},
 	} {
 		var ve *VarError
@@ -173,13 +175,28 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	if got := planesMT(128, [3]int{2, 2, 2}, true); got != [3]int{2, 2, 2} {
 		t.Errorf("planesMT tuned = %v", got)
 	}
-	// MEDIUM double buffering (v2.5): on at D <= 128 unless turned off, never at D = 256.
+	// MEDIUM and LOW double buffering (v2.5): on for the fp16 fast path at
+	// D = 128 of formats that read MEDIUM, unless turned off.
+	playout := func(spec string, d int) PlanesLayout {
+		l, err := PlanesLayoutFor(kv.MustResolve(spec, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
 	for _, tt := range []struct {
-		d, t int
-		want bool
-	}{{128, 0, true}, {64, 0, true}, {256, 0, false}, {128, -1, false}, {128, 1, true}, {256, 1, false}} {
-		if got := planesPrefetchMedium(tt.d, tt.t); got != tt.want {
-			t.Errorf("planesPrefetchMedium(%d, %d) = %v, want %v", tt.d, tt.t, got, tt.want)
+		spec string
+		d    int
+		t    PlanesTuning
+		want int
+	}{
+		{"bw:m100", 128, PlanesTuning{}, 6}, {"bw:h20:m40:l40", 128, PlanesTuning{}, 6}, {"bw:l100", 128, PlanesTuning{}, 0},
+		{"bw:h100", 128, PlanesTuning{}, 0}, {"bw:bf16:m100", 128, PlanesTuning{}, 0}, {"bw:m100:nofilter", 128, PlanesTuning{}, 0},
+		{"bw:m100", 64, PlanesTuning{}, 0}, {"bw:m100", 128, PlanesTuning{PrefetchMedium: -1}, 4},
+		{"bw:m100", 128, PlanesTuning{PrefetchLow: -1, Prefetch: true}, 3}, {"bw:l100", 128, PlanesTuning{PrefetchLow: 1}, 4},
+	} {
+		if got := planesPrefetch(playout(tt.spec, tt.d), tt.t); got != tt.want {
+			t.Errorf("planesPrefetch(%s, D=%d, %+v) = %d, want %d", tt.spec, tt.d, tt.t, got, tt.want)
 		}
 	}
 }
