@@ -1706,13 +1706,16 @@ __global__ void __launch_bounds__(kRetierThreads, 2) retier_v3(const int* __rest
         const u32 x = __shfl_up_sync(0xffffffffu, incl, off);
         if (lane >= off) incl += x;
       }
-      const u32 r = u32(remainS[warp]);
+      // The selection's prefix and rank from the registers every thread
+      // holds (no read of prefixS or remainS here: one lane writes them).
+      const u32 r = u32(warp == 0 ? rem0 : warp == 1 ? rem1 : rem2);
+      const u32 pw = warp == 0 ? pre0 : warp == 1 ? pre1 : pre2;
       u32 below = incl - sum;
       if (below <= r && r < incl) {  // exactly one lane
         const u32* h = &hist[src][lane * per];
         for (int i = 0; i < per; i++) {
           if (r < below + h[i]) {
-            prefixS[warp] |= u32(lane * per + i) << shift;
+            prefixS[warp] = pw | (u32(lane * per + i) << shift);
             remainS[warp] = int(r - below);
             break;
           }
@@ -1747,6 +1750,11 @@ __global__ void __launch_bounds__(kRetierThreads, 2) retier_v3(const int* __rest
     if (tid == last) offS[tid] = o;
     runS[tid] = 0;
   }
+  // Warp 0 scans the warps' counts of each chunk; the running totals of
+  // the runs (runS) and of the tied candidates (tieRun) are read and
+  // written by its lane 31 only and reach the other lanes by a shuffle (a
+  // total read by the whole warp and written by one lane would race within
+  // the warp).
   __shared__ int tieRun[kSelects], tieW[kRetierWarps][kSelects];
   if (tid < kSelects) tieRun[tid] = 0;
   __syncthreads();
@@ -1784,9 +1792,8 @@ __global__ void __launch_bounds__(kRetierThreads, 2) retier_v3(const int* __rest
             const int y = __shfl_up_sync(0xffffffffu, incl, off);
             if (lane >= off) incl += y;
           }
-          const int run = tieRun[j];
+          const int run = __shfl_sync(0xffffffffu, lane == 31 ? tieRun[j] : 0, 31);
           tieW[lane][j] = run + incl - x;
-          __syncwarp();
           if (lane == 31) tieRun[j] = run + incl;
         }
       }
@@ -1827,9 +1834,8 @@ __global__ void __launch_bounds__(kRetierThreads, 2) retier_v3(const int* __rest
           const int y = __shfl_up_sync(0xffffffffu, incl, off);
           if (lane >= off) incl += y;
         }
-        const int run = runS[x];
+        const int run = __shfl_sync(0xffffffffu, lane == 31 ? runS[x] : 0, 31);
         wbase[lane][x] = offS[x] + run + incl - v;
-        __syncwarp();
         if (lane == 31) runS[x] = run + incl;
       }
     }

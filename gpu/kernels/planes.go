@@ -237,25 +237,23 @@ func planesMT(d int, t [3]int, medium bool) [3]int {
 	return mt
 }
 
-// planesPrefetch returns split_mma's PF bits for layout l under tuning t:
-// bit 0 double-buffers runs of HIGH tiles (t.Prefetch), bit 1 of MEDIUM
-// tiles, bit 2 of LOW tiles (tierRun, v2.5; t.PrefetchMedium and
-// t.PrefetchLow: 1 on, -1 off, 0 this rule: on for the fp16 fast path at D
-// = 128 of formats that read MEDIUM tokens, whose tiles (MT 1/2/2) leave
-// room for the second tile's planes in the registers of two CTAs per SM:
-// 250 with both, no spills, NVRTC 11.8; bf16, nofilter and LOW tiles of 4
-// spill). planesProgram drops every bit at D > 128.
-func planesPrefetch(l PlanesLayout, t PlanesTuning) int {
-	rule := l.D == 128 && l.fast() && l.Medium
-	on := func(v int) bool { return v > 0 || (v == 0 && rule) }
+// planesPrefetch returns split_mma's PF bits under tuning t: bit 0
+// double-buffers runs of HIGH tiles (t.Prefetch), bit 1 of MEDIUM tiles
+// (t.PrefetchMedium = 1), bit 2 of LOW tiles (t.PrefetchLow = 1) (tierRun,
+// v2.5); planesProgram drops every bit at D > 128. All off by default:
+// measured on the H100 (bench/results/2026-11-25-h100-bw-9), MEDIUM and
+// LOW double buffering (250 registers at MT 1/2/2, no spills) left
+// all-8-bit reads within 1.5% either way and made h20:m40:l40 4-16%
+// slower. bf16, nofilter, LOW tiles of 4 and D = 256 spill with them.
+func planesPrefetch(t PlanesTuning) int {
 	pf := 0
 	if t.Prefetch {
 		pf |= 1
 	}
-	if on(t.PrefetchMedium) {
+	if t.PrefetchMedium > 0 {
 		pf |= 2
 	}
-	if on(t.PrefetchLow) {
+	if t.PrefetchLow > 0 {
 		pf |= 4
 	}
 	return pf
@@ -368,7 +366,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	if t.MinB != 0 {
 		minB = t.MinB
 	}
-	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, planesPrefetch(l, t), minB)
+	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, planesPrefetch(t), minB)
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}

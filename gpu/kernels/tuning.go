@@ -62,9 +62,10 @@ const (
 	// realistic mix) 1.5-2x slower (bench/results/2026-11-23-h100-bw).
 	EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
 	// EnvPlanesPrefetchM and EnvPlanesPrefetchL are PlanesTuning's
-	// PrefetchMedium and PrefetchLow: true (1) or false (0) double-buffers
-	// split_mma's runs of MEDIUM (LOW) tiles in registers; unset, the
-	// planner's rule (planesPrefetch).
+	// PrefetchMedium and PrefetchLow: true (1) double-buffers split_mma's
+	// runs of MEDIUM (LOW) tiles in registers. Off by default: on the H100
+	// all-8-bit reads within 1.5% either way, h20:m40:l40 4-16% slower
+	// (bench/results/2026-11-25-h100-bw-9).
 	EnvPlanesPrefetchM = "BITDECODE_PLANES_PREFETCH_M"
 	EnvPlanesPrefetchL = "BITDECODE_PLANES_PREFETCH_L"
 	// EnvPlanesMinSplit is PlanesTuning.MinSplitTokens: the fewest positions
@@ -169,7 +170,7 @@ type PlanesTuning struct {
 	// Prefetch double-buffers runs of HIGH tiles in registers (D <= 128).
 	Prefetch bool
 	// PrefetchMedium and PrefetchLow double-buffer runs of MEDIUM (LOW)
-	// tiles in registers (D <= 128): 1 on, -1 off, 0 the planner's rule
+	// tiles in registers (D <= 128): 1 on; 0 (the default) and -1 off
 	// (planesPrefetch).
 	PrefetchMedium, PrefetchLow int
 	// MinSplitTokens is the fewest positions a split of split_mma gets (at

@@ -175,28 +175,16 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	if got := planesMT(128, [3]int{2, 2, 2}, true); got != [3]int{2, 2, 2} {
 		t.Errorf("planesMT tuned = %v", got)
 	}
-	// MEDIUM and LOW double buffering (v2.5): on for the fp16 fast path at
-	// D = 128 of formats that read MEDIUM, unless turned off.
-	playout := func(spec string, d int) PlanesLayout {
-		l, err := PlanesLayoutFor(kv.MustResolve(spec, d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
+	// MEDIUM and LOW double buffering (v2.5): off unless asked for.
 	for _, tt := range []struct {
-		spec string
-		d    int
 		t    PlanesTuning
 		want int
 	}{
-		{"bw:m100", 128, PlanesTuning{}, 6}, {"bw:h20:m40:l40", 128, PlanesTuning{}, 6}, {"bw:l100", 128, PlanesTuning{}, 0},
-		{"bw:h100", 128, PlanesTuning{}, 0}, {"bw:bf16:m100", 128, PlanesTuning{}, 0}, {"bw:m100:nofilter", 128, PlanesTuning{}, 0},
-		{"bw:m100", 64, PlanesTuning{}, 0}, {"bw:m100", 128, PlanesTuning{PrefetchMedium: -1}, 4},
-		{"bw:m100", 128, PlanesTuning{PrefetchLow: -1, Prefetch: true}, 3}, {"bw:l100", 128, PlanesTuning{PrefetchLow: 1}, 4},
+		{PlanesTuning{}, 0}, {PlanesTuning{PrefetchMedium: -1, PrefetchLow: -1}, 0}, {PlanesTuning{PrefetchMedium: 1}, 2},
+		{PlanesTuning{PrefetchLow: 1, Prefetch: true}, 5}, {PlanesTuning{PrefetchMedium: 1, PrefetchLow: 1}, 6},
 	} {
-		if got := planesPrefetch(playout(tt.spec, tt.d), tt.t); got != tt.want {
-			t.Errorf("planesPrefetch(%s, D=%d, %+v) = %d, want %d", tt.spec, tt.d, tt.t, got, tt.want)
+		if got := planesPrefetch(tt.t); got != tt.want {
+			t.Errorf("planesPrefetch(%+v) = %d, want %d", tt.t, got, tt.want)
 		}
 	}
 }
