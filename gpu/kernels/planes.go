@@ -270,11 +270,12 @@ const planesCTAsPerSM = 2
 // spanning up to maxPos positions. split_v1, and split_mma with
 // t.TargetCTAs, take v2.3's rule: about the target's CTAs (decodeTargetCTAs,
 // 528, for split_v1), split_mma's splits at least t.MinSplitTokens
-// (planesMinSplitTokens) positions. split_mma's default (v2.4) is the
-// tensor-core decode kernels' wave rule (splitBlocks over tiles of
-// planesTile positions, on planesCTAsPerSM·decodeRefSMs slots): with few
-// items the split count that fills one wave the most, with many about
-// splitWaves waves. v2.3's target left 1 x 128K at two waves of 520 CTAs
+// (planesMinSplitTokens) positions. split_mma's default is one wave on
+// planesCTAsPerSM·decodeRefSMs slots over tiles of planesTile positions:
+// with few items the split count that fills it the most (splitBlocks, v2.4),
+// with many slots/items splits (v2.6; v2.4 took the decode kernels'
+// splitWaves, about four waves: BITDECODE_PLANES_SPLITS=target:1024 gives
+// 16 x 32K its 8 splits again). v2.3's target left 1 x 128K at two waves of 520 CTAs
 // and 16 x 32K at 2.4 waves of 640 CTAs (Hkv 8). (Rejected, v2.4-1: the
 // shortest length for the count, 33 splits of 3984 positions at 1 x 128K
 // filling all 264 slots where 33 of 4096 leave 8 empty: within 1% either
@@ -287,7 +288,17 @@ func planesSplitLen(k PlanesKernel, items, maxL, maxPos int, t PlanesTuning) int
 	}
 	if k == PlanesMMA && t.TargetCTAs == 0 {
 		minTiles := (minSplit + planesTile - 1) / planesTile
-		return splitBlocks(items, maxTiles, minTiles, planesCTAsPerSM*decodeRefSMs, false) * planesTile
+		slots := planesCTAsPerSM * decodeRefSMs
+		if items >= splitFewItems {
+			// v2.6: one wave for many items too (the decode kernels'
+			// splitWaves = 4 took 16 x 32K to 8 splits, 3.9 waves: 2
+			// splits, one wave, measured 1.07x faster all-8-bit, 1.03x
+			// all-16-bit; 4 splits 1.05x, bench/results/2026-11-25-h100-bw-9).
+			most := min(decodeMaxSplits, max(1, maxTiles/max(1, minTiles)))
+			splits := min(most, max(1, slots/items))
+			return (maxTiles + splits - 1) / splits * planesTile
+		}
+		return splitBlocks(items, maxTiles, minTiles, slots, false) * planesTile
 	}
 	target := decodeTargetCTAs
 	if t.TargetCTAs > 0 {
