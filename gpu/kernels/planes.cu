@@ -107,7 +107,12 @@
 //                     registers at MT 1/2/4, 209 at 1/2/2): 1.06-1.13x v2.3 at
 //                     1 x 128K and 16 x 32K, 1.05-1.18x at 1 x 8K, the same at
 //                     128 x 8K (all-16-bit 195.8 us at 1 x 128K against fp16's
-//                     186.5; bench/results/2026-11-25-h100-bw-7).
+//                     186.5; bench/results/2026-11-25-h100-bw-7);
+//                v2.5: runs of MEDIUM and LOW tiles double-buffered (PF bits
+//                     1, 2; opt-in: all-8-bit within 1.5%, mixes 4-16%
+//                     slower); v2.6 splits: one wave at many pairs too (16 x
+//                     32K: 2 splits instead of 8, all-8-bit 1.07x, 1.847x
+//                     fp16; bench/results/2026-11-25-h100-bw-9).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
