@@ -65,9 +65,10 @@
 //              Latency (v2.1): a software pipeline in registers (Pipe): a
 //              tile's index entries are fetched two tiles ahead and its
 //              block-table entries one tile ahead, so a tile waits only for
-//              its planes; with PF, runs of HIGH tiles are double-buffered in
-//              registers (the next tile's planes load while the current one
-//              computes), as decode_mma.cu does for fp16. A warp's groups are
+//              its planes; with PF (bit 0 HIGH, opt-in; bit 1 MEDIUM, v2.5),
+//              runs of tiles of that tier are double-buffered in registers
+//              (the next tile's planes load while the current one computes),
+//              as decode_mma.cu does for fp16. A warp's groups are
 //              a HIGH, a MEDIUM and a LOW run in that order, walked by one
 //              loop per tier: with one loop dispatching on the tier, ptxas
 //              allocated the union of the three paths (CUDA 13, sm_90, D =
@@ -106,7 +107,12 @@
 //                     registers at MT 1/2/4, 209 at 1/2/2): 1.06-1.13x v2.3 at
 //                     1 x 128K and 16 x 32K, 1.05-1.18x at 1 x 8K, the same at
 //                     128 x 8K (all-16-bit 195.8 us at 1 x 128K against fp16's
-//                     186.5; bench/results/2026-11-25-h100-bw-7).
+//                     186.5; bench/results/2026-11-25-h100-bw-7);
+//                v2.5: runs of MEDIUM and LOW tiles double-buffered (PF bits
+//                     1, 2; opt-in: all-8-bit within 1.5%, mixes 4-16%
+//                     slower); v2.6 splits: one wave at many pairs too (16 x
+//                     32K: 2 splits instead of 8, all-8-bit 1.07x, 1.847x
+//                     fp16; bench/results/2026-11-25-h100-bw-9).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -774,30 +780,32 @@ BD_DEVICE int oneTile(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ct
   return gi;
 }
 
-// highRun processes consecutive HIGH tiles from group gi (which p.cur
-// describes) with register double buffering: the next tile's planes are
-// loaded before the current one is computed (decode_mma.cu's kPrefetch for
-// fp16). It returns the first group after the run, with p.cur describing it.
-template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, int MTX>
-BD_DEVICE int highRun(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
+// tierRun processes consecutive tiles of tier T (MT groups each) from group
+// gi (which p.cur describes) with register double buffering: the next
+// tile's planes are loaded before the current one is computed (decode_mma.cu's
+// kPrefetch for fp16). HIGH runs take it with PF bit 0 (opt-in), MEDIUM
+// runs with PF bit 1 (v2.5). It returns the first group after the run, with
+// p.cur describing it.
+template <int D, bool BF, bool FAST, int T, int MT, int MTH, int MTM, int MTL, int MTX>
+BD_DEVICE int tierRun(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
                       int wEnd, const u32 bq[D / 16][2], int lane) {
-  Tile<D, kHigh, MTH> ta, tb;
-  issueTile<D, kHigh, MTH, MTX>(ta, p.cur, cx, lane);
+  Tile<D, T, MT> ta, tb;
+  issueTile<D, T, MT, MTX>(ta, p.cur, cx, lane);
   gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
   for (;;) {
-    bool more = gi < wEnd && p.cur.tier == kHigh;
+    bool more = gi < wEnd && p.cur.tier == T;
     if (more) {
-      issueTile<D, kHigh, MTH, MTX>(tb, p.cur, cx, lane);
+      issueTile<D, T, MT, MTX>(tb, p.cur, cx, lane);
       gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
     }
-    computeTile<D, BF, FAST, kHigh, MTH>(st, ta, cx, rc, bq, lane);
+    computeTile<D, BF, FAST, T, MT>(st, ta, cx, rc, bq, lane);
     if (!more) return gi;
-    more = gi < wEnd && p.cur.tier == kHigh;
+    more = gi < wEnd && p.cur.tier == T;
     if (more) {
-      issueTile<D, kHigh, MTH, MTX>(ta, p.cur, cx, lane);
+      issueTile<D, T, MT, MTX>(ta, p.cur, cx, lane);
       gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
     }
-    computeTile<D, BF, FAST, kHigh, MTH>(st, tb, cx, rc, bq, lane);
+    computeTile<D, BF, FAST, T, MT>(st, tb, cx, rc, bq, lane);
     if (!more) return gi;
   }
 }
@@ -842,8 +850,9 @@ BD_DEVICE int splitBound(const Runs& runs, int s, int n, const int wt[3]) {
 }
 
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
-// ptxas's choice, 2 at D = 128).
-template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, bool PF, int MINB>
+// ptxas's choice, 2 at D = 128). PF's bit 0 double-buffers HIGH runs, bit
+// 1 MEDIUM runs (tierRun).
+template <int D, bool BF, bool FAST, int MTH, int MTM, int MTL, int PF, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts,
@@ -938,13 +947,21 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // possibly empty), in that order: one loop per tier, so that the register
   // allocation is each tier's, not their union's (v2.1).
   int gi = wBegin;
-  if (PF) {
-    if (gi < min(wEnd, runs.g1)) gi = highRun<D, BF, FAST, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  if (PF & 1) {
+    if (gi < min(wEnd, runs.g1)) gi = tierRun<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
   } else {
     while (gi < min(wEnd, runs.g1)) gi = oneTile<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
   }
-  while (gi < min(wEnd, runs.g2)) gi = oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
-  while (gi < wEnd) gi = oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  if (PF & 2) {
+    if (gi < min(wEnd, runs.g2)) gi = tierRun<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  } else {
+    while (gi < min(wEnd, runs.g2)) gi = oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  }
+  if (PF & 4) {
+    if (gi < wEnd) gi = tierRun<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  } else {
+    while (gi < wEnd) gi = oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+  }
 
   // Warp totals: denominators summed over the 8 lanes of each row (xor over g).
   st.sumRows();
@@ -1388,7 +1405,7 @@ __global__ void __launch_bounds__(kRetierThreads) retier(const int* __restrict__
 }
 
 // retier_v2 is retier (v1) with two changes (PlanesRetier.V2 selects it; the
-// engine runs v1, the version whose tests have run on the H100):
+// engine ran v1 until retier_v3, below, which keeps v2's rule):
 //  - no position passes: the selections run over the 32-bit mass key only
 //    (4 passes), leaving each threshold as (mass key T, remaining rank q
 //    among the candidates whose key is T); a candidate with key T is below
@@ -1573,6 +1590,279 @@ __global__ void __launch_bounds__(kRetierThreads) retier_v2(const int* __restric
     int* o = offsets + 4 * bh;
     c[0] = cnt[0], c[1] = cnt[1], c[2] = cnt[2], c[3] = k[0];
     o[0] = off[0], o[1] = off[1], o[2] = off[2], o[3] = 0;
+  }
+}
+
+// retier_v3 is retier_v2's rule (thresholds of the 32-bit mass key, ties at
+// a threshold ranked by position in the compaction) with less work per
+// candidate (PlanesRetier's default, the GPU cache's; docs/bitweaver.md,
+// "The re-tier's passes"):
+//  - digits of kV3Bits (11, 11, 10): 3 passes over the mass instead of 4
+//    (v2) or 6-7 (v1: 4 over the mass key, then the position's bits);
+//  - a pass counts each distinct prefix once: the selections still being
+//    refined whose prefixes are equal share one histogram (the first pass
+//    has one for all three), and a key matches at most one distinct
+//    prefix, so a candidate costs one ballot, one match and at most one
+//    atomic per pass (v1, v2: one of each per selection);
+//  - a selection whose remaining rank is 0 after a pass is done: its
+//    threshold is its prefix with the low bits 0 (no candidate with that
+//    prefix is below it), and later passes skip it;
+//  - kV3Unroll keys per lane in flight, the next ones loaded before the
+//    current ones are counted;
+//  - the compaction takes chunks of kV3Chunk candidates (kV3Unroll per
+//    thread, each warp a contiguous run of them) between two barriers, and
+//    ranks ties only for a selection whose threshold is tied (remaining
+//    rank > 0 after the last pass: two more barriers per chunk).
+constexpr int kV3Passes = 3;
+constexpr int kV3MaxBits = 11;
+constexpr int kV3Bins = 1 << kV3MaxBits;
+constexpr int kV3Unroll = 4;
+constexpr int kV3Chunk = kRetierThreads * kV3Unroll;
+constexpr int kV3None = 3;  // compaction's tier code of a token not stored (past n, or EVICTED)
+
+// v3Bits is the width of pass p's digit (kV3Bits: 11, 11, 10 from the top).
+BD_DEVICE int v3Bits(int pass) { return pass < 2 ? 11 : 10; }
+
+__global__ void __launch_bounds__(kRetierThreads, 2) retier_v3(const int* __restrict__ jobs, const float* __restrict__ mass,
+                                                               int* __restrict__ index, int* __restrict__ counts,
+                                                               int* __restrict__ offsets, int Hkv, int stride) {
+  __shared__ __align__(16) u32 hist[kSelects][kV3Bins];
+  __shared__ u32 prefixS[kSelects];
+  __shared__ int remainS[kSelects];
+  __shared__ int wcnt[kRetierWarps][kSelects], wbase[kRetierWarps][kSelects];
+  __shared__ int runS[kSelects], offS[kSelects];
+  const int* job = jobs + kRetierJob * blockIdx.y;
+  const int sl = job[0], n = job[1], sinks = job[2], win = job[3], last = job[7];
+  const int k0 = job[4], k1 = job[5], k2 = job[6];
+  const size_t bh = size_t(sl) * Hkv + blockIdx.x;
+  const float* m = mass + bh * stride;
+  int* idx = index + bh * stride;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int nc = win - sinks;
+  // Selection j (EVICTED, LOW, MEDIUM threshold): on while it has a
+  // threshold to find (0 < k < nc), act while it is being refined.
+  const bool on0 = 0 < k0 && k0 < nc, on1 = 0 < k1 && k1 < nc, on2 = 0 < k2 && k2 < nc;
+  bool act0 = on0, act1 = on1, act2 = on2;
+  u32 pre0 = 0, pre1 = 0, pre2 = 0;
+  int rem0 = k0, rem1 = k1, rem2 = k2;
+  if (tid < kSelects) {
+    prefixS[tid] = 0;
+    remainS[tid] = tid == 0 ? k0 : tid == 1 ? k1 : k2;
+  }
+  u32 mask = 0;
+  int shift = 32;
+  for (int pass = 0; pass < kV3Passes && (act0 || act1 || act2); pass++) {
+    const int bits = v3Bits(pass);
+    shift -= bits;
+    const u32 dmask = (1u << bits) - 1;
+    // Distinct prefixes: selection j counts unless an earlier active one has its prefix.
+    const int src1 = act0 && pre0 == pre1 ? 0 : 1;
+    const int src2 = act0 && pre0 == pre2 ? 0 : act1 && pre1 == pre2 ? 1 : 2;
+    const bool uq0 = act0, uq1 = act1 && src1 == 1, uq2 = act2 && src2 == 2;
+    for (int i = tid; i < kSelects * kV3Bins / 4; i += kRetierThreads) reinterpret_cast<uint4*>(&hist[0][0])[i] = make_uint4(0, 0, 0, 0);
+    __syncthreads();
+    // Warp-uniform loop (the ballots below need every lane); the next
+    // kV3Unroll keys load before the current ones are counted.
+    int base = sinks + warp * 32;
+    u32 key[kV3Unroll];
+#pragma unroll
+    for (int u = 0; u < kV3Unroll; u++) {
+      const int t = base + u * kRetierThreads + lane;
+      key[u] = t < win ? massKey(m[t]) : 0;
+    }
+    for (; base < win; base += kV3Chunk) {
+      u32 next[kV3Unroll];
+#pragma unroll
+      for (int u = 0; u < kV3Unroll; u++) {
+        const int t = base + kV3Chunk + u * kRetierThreads + lane;
+        next[u] = t < win ? massKey(m[t]) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < kV3Unroll; u++) {
+        const u32 kk = key[u], hi = kk & mask;
+        const int s = uq0 && hi == pre0 ? 0 : uq1 && hi == pre1 ? 1 : uq2 && hi == pre2 ? 2 : -1;
+        const bool hit = base + u * kRetierThreads + lane < win && s >= 0;
+        const u32 hm = __ballot_sync(0xffffffffu, hit);
+        if (hit) {
+          const u32 bin = u32(s) * kV3Bins + ((kk >> shift) & dmask);
+          const u32 peers = __match_any_sync(hm, bin);
+          if (lane == __ffs(peers) - 1) atomicAdd(&hist[0][0] + bin, u32(__popc(peers)));
+        }
+        key[u] = next[u];
+      }
+    }
+    __syncthreads();
+    // One warp per active selection scans its prefix's histogram: lane i
+    // holds bins [i·per, (i+1)·per), read starting at a lane-dependent bin
+    // (fewer bank conflicts; the sum does not care).
+    const bool mine = warp == 0 ? act0 : warp == 1 ? act1 : warp == 2 ? act2 : false;
+    if (mine) {
+      const int src = warp == 0 ? 0 : warp == 1 ? src1 : src2;
+      const int per = (1 << bits) / 32, per4 = per / 4;
+      const uint4* h4 = reinterpret_cast<const uint4*>(&hist[src][lane * per]);
+      u32 sum = 0;
+      for (int i = 0; i < per4; i++) {
+        const uint4 v = h4[(i + lane) & (per4 - 1)];
+        sum += v.x + v.y + v.z + v.w;
+      }
+      u32 incl = sum;
+#pragma unroll
+      for (int off = 1; off < 32; off *= 2) {
+        const u32 x = __shfl_up_sync(0xffffffffu, incl, off);
+        if (lane >= off) incl += x;
+      }
+      // The selection's prefix and rank from the registers every thread
+      // holds (no read of prefixS or remainS here: one lane writes them).
+      const u32 r = u32(warp == 0 ? rem0 : warp == 1 ? rem1 : rem2);
+      const u32 pw = warp == 0 ? pre0 : warp == 1 ? pre1 : pre2;
+      u32 below = incl - sum;
+      if (below <= r && r < incl) {  // exactly one lane
+        const u32* h = &hist[src][lane * per];
+        for (int i = 0; i < per; i++) {
+          if (r < below + h[i]) {
+            prefixS[warp] = pw | (u32(lane * per + i) << shift);
+            remainS[warp] = int(r - below);
+            break;
+          }
+          below += h[i];
+        }
+      }
+    }
+    mask |= dmask << shift;
+    __syncthreads();
+    pre0 = prefixS[0], pre1 = prefixS[1], pre2 = prefixS[2];
+    rem0 = remainS[0], rem1 = remainS[1], rem2 = remainS[2];
+    act0 = act0 && rem0 != 0, act1 = act1 && rem1 != 0, act2 = act2 && rem2 != 0;
+  }
+  // Thresholds (T, q) = (pre, rem): candidate t is below selection j iff
+  // key < T, or key == T and fewer than q candidates of key T precede t
+  // (only a selection still active after the last pass, its threshold
+  // tied, has q > 0). A selection without a threshold gets T = ~0 if every
+  // candidate is below it (k >= nc: every key is below ~0, +Inf's being
+  // 0xFF800000) and T = 0 if none is (k <= 0).
+  if (!on0) pre0 = k0 >= nc ? ~0u : 0u;
+  if (!on1) pre1 = k1 >= nc ? ~0u : 0u;
+  if (!on2) pre2 = k2 >= nc ? ~0u : 0u;
+  const bool tie0 = act0, tie1 = act1, tie2 = act2, anyTie = act0 || act1 || act2;
+  if (tid < kSelects) {
+    const int cnt[3] = {n - k2, k2 - k1, k1 - k0};
+    int o = 0;
+    for (int t = 0; t < 3; t++) {
+      if (t == last) continue;
+      if (t == tid) offS[tid] = o;
+      o += cnt[t];
+    }
+    if (tid == last) offS[tid] = o;
+    runS[tid] = 0;
+  }
+  // Warp 0 scans the warps' counts of each chunk; the running totals of
+  // the runs (runS) and of the tied candidates (tieRun) are read and
+  // written by its lane 31 only and reach the other lanes by a shuffle (a
+  // total read by the whole warp and written by one lane would race within
+  // the warp).
+  __shared__ int tieRun[kSelects], tieW[kRetierWarps][kSelects];
+  if (tid < kSelects) tieRun[tid] = 0;
+  __syncthreads();
+  const u32 lanesBelow = (1u << lane) - 1;
+  for (int c0 = 0; c0 < n; c0 += kV3Chunk) {
+    // This warp's tokens: c0 + warp·32·U + u·32 + lane, ascending in (u, lane).
+    const int wt = c0 + warp * 32 * kV3Unroll + lane;
+    u32 key[kV3Unroll];
+#pragma unroll
+    for (int u = 0; u < kV3Unroll; u++) {
+      const int t = wt + 32 * u;
+      key[u] = t < n && t >= sinks && t < win ? massKey(m[t]) : 0;
+    }
+    // Ties (only when a threshold is tied): this warp's candidates of key
+    // T, scanned over the warps; tb0..2 then count the ones before t.
+    int tb0 = 0, tb1 = 0, tb2 = 0;
+    if (anyTie) {
+#pragma unroll
+      for (int u = 0; u < kV3Unroll; u++) {
+        const int t = wt + 32 * u;
+        const bool cand = t < n && t >= sinks && t < win;
+        tb0 += __popc(__ballot_sync(0xffffffffu, cand && tie0 && key[u] == pre0));
+        tb1 += __popc(__ballot_sync(0xffffffffu, cand && tie1 && key[u] == pre1));
+        tb2 += __popc(__ballot_sync(0xffffffffu, cand && tie2 && key[u] == pre2));
+      }
+      if (lane == 0) tieW[warp][0] = tb0, tieW[warp][1] = tb1, tieW[warp][2] = tb2;
+      __syncthreads();
+      if (warp == 0) {
+#pragma unroll
+        for (int j = 0; j < kSelects; j++) {
+          const int x = tieW[lane][j];
+          int incl = x;
+#pragma unroll
+          for (int off = 1; off < 32; off *= 2) {
+            const int y = __shfl_up_sync(0xffffffffu, incl, off);
+            if (lane >= off) incl += y;
+          }
+          const int run = __shfl_sync(0xffffffffu, lane == 31 ? tieRun[j] : 0, 31);
+          tieW[lane][j] = run + incl - x;
+          if (lane == 31) tieRun[j] = run + incl;
+        }
+      }
+      __syncthreads();
+      tb0 = tieW[warp][0], tb1 = tieW[warp][1], tb2 = tieW[warp][2];
+    }
+    // Tiers: 2 bits per token (kHigh, kMedium, kLow or kV3None).
+    u32 tiers = 0;
+    int c[3] = {0, 0, 0};
+#pragma unroll
+    for (int u = 0; u < kV3Unroll; u++) {
+      const int t = wt + 32 * u;
+      const bool cand = t < n && t >= sinks && t < win;
+      const u32 kk = key[u];
+      bool b0 = kk < pre0, b1 = kk < pre1, b2 = kk < pre2;
+      if (anyTie) {
+        const bool e0 = cand && tie0 && kk == pre0, e1 = cand && tie1 && kk == pre1, e2 = cand && tie2 && kk == pre2;
+        const u32 m0 = __ballot_sync(0xffffffffu, e0), m1 = __ballot_sync(0xffffffffu, e1), m2 = __ballot_sync(0xffffffffu, e2);
+        b0 = b0 || (e0 && tb0 + __popc(m0 & lanesBelow) < rem0);
+        b1 = b1 || (e1 && tb1 + __popc(m1 & lanesBelow) < rem1);
+        b2 = b2 || (e2 && tb2 + __popc(m2 & lanesBelow) < rem2);
+        tb0 += __popc(m0), tb1 += __popc(m1), tb2 += __popc(m2);
+      }
+      const int tier = t >= n ? kV3None : !cand ? kHigh : b0 ? kV3None : b1 ? kLow : b2 ? kMedium : kHigh;
+      tiers |= u32(tier) << (2 * u);
+#pragma unroll
+      for (int x = 0; x < 3; x++) c[x] += __popc(__ballot_sync(0xffffffffu, tier == x));
+    }
+    if (lane == 0) wcnt[warp][0] = c[0], wcnt[warp][1] = c[1], wcnt[warp][2] = c[2];
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+      for (int x = 0; x < 3; x++) {
+        const int v = wcnt[lane][x];
+        int incl = v;
+#pragma unroll
+        for (int off = 1; off < 32; off *= 2) {
+          const int y = __shfl_up_sync(0xffffffffu, incl, off);
+          if (lane >= off) incl += y;
+        }
+        const int run = __shfl_sync(0xffffffffu, lane == 31 ? runS[x] : 0, 31);
+        wbase[lane][x] = offS[x] + run + incl - v;
+        if (lane == 31) runS[x] = run + incl;
+      }
+    }
+    __syncthreads();
+    int b[3] = {wbase[warp][0], wbase[warp][1], wbase[warp][2]};
+#pragma unroll
+    for (int u = 0; u < kV3Unroll; u++) {
+      const int tier = (tiers >> (2 * u)) & 3;
+#pragma unroll
+      for (int x = 0; x < 3; x++) {
+        const u32 bal = __ballot_sync(0xffffffffu, tier == x);
+        if (tier == x) idx[b[x] + __popc(bal & lanesBelow)] = wt + 32 * u;
+        b[x] += __popc(bal);
+      }
+    }
+  }
+  if (tid == 0) {
+    const int cnt[3] = {n - k2, k2 - k1, k1 - k0};
+    int* cn = counts + 4 * bh;
+    int* o = offsets + 4 * bh;
+    cn[0] = cnt[0], cn[1] = cnt[1], cn[2] = cnt[2], cn[3] = k0;
+    o[0] = offS[0], o[1] = offS[1], o[2] = offS[2], o[3] = 0;
   }
 }
 

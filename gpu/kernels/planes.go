@@ -237,6 +237,28 @@ func planesMT(d int, t [3]int, medium bool) [3]int {
 	return mt
 }
 
+// planesPrefetch returns split_mma's PF bits under tuning t: bit 0
+// double-buffers runs of HIGH tiles (t.Prefetch), bit 1 of MEDIUM tiles
+// (t.PrefetchMedium = 1), bit 2 of LOW tiles (t.PrefetchLow = 1) (tierRun,
+// v2.5); planesProgram drops every bit at D > 128. All off by default:
+// measured on the H100 (bench/results/2026-11-25-h100-bw-9), MEDIUM and
+// LOW double buffering (250 registers at MT 1/2/2, no spills) left
+// all-8-bit reads within 1.5% either way and made h20:m40:l40 4-16%
+// slower. bf16, nofilter, LOW tiles of 4 and D = 256 spill with them.
+func planesPrefetch(t PlanesTuning) int {
+	pf := 0
+	if t.Prefetch {
+		pf |= 1
+	}
+	if t.PrefetchMedium > 0 {
+		pf |= 2
+	}
+	if t.PrefetchLow > 0 {
+		pf |= 4
+	}
+	return pf
+}
+
 // planesCTAsPerSM is how many split_mma CTAs run at once on an SM at the
 // default registers (CUDA 13 ptxas, D = 128: 236 at MT 1/2/4, 206 at
 // 1/2/2: two CTAs of 128 threads). A constant, like decodeRefSMs, so the
@@ -248,11 +270,12 @@ const planesCTAsPerSM = 2
 // spanning up to maxPos positions. split_v1, and split_mma with
 // t.TargetCTAs, take v2.3's rule: about the target's CTAs (decodeTargetCTAs,
 // 528, for split_v1), split_mma's splits at least t.MinSplitTokens
-// (planesMinSplitTokens) positions. split_mma's default (v2.4) is the
-// tensor-core decode kernels' wave rule (splitBlocks over tiles of
-// planesTile positions, on planesCTAsPerSM·decodeRefSMs slots): with few
-// items the split count that fills one wave the most, with many about
-// splitWaves waves. v2.3's target left 1 x 128K at two waves of 520 CTAs
+// (planesMinSplitTokens) positions. split_mma's default is one wave on
+// planesCTAsPerSM·decodeRefSMs slots over tiles of planesTile positions:
+// with few items the split count that fills it the most (splitBlocks, v2.4),
+// with many slots/items splits (v2.6; v2.4 took the decode kernels'
+// splitWaves, about four waves: BITDECODE_PLANES_SPLITS=target:1024 gives
+// 16 x 32K its 8 splits again). v2.3's target left 1 x 128K at two waves of 520 CTAs
 // and 16 x 32K at 2.4 waves of 640 CTAs (Hkv 8). (Rejected, v2.4-1: the
 // shortest length for the count, 33 splits of 3984 positions at 1 x 128K
 // filling all 264 slots where 33 of 4096 leave 8 empty: within 1% either
@@ -265,7 +288,17 @@ func planesSplitLen(k PlanesKernel, items, maxL, maxPos int, t PlanesTuning) int
 	}
 	if k == PlanesMMA && t.TargetCTAs == 0 {
 		minTiles := (minSplit + planesTile - 1) / planesTile
-		return splitBlocks(items, maxTiles, minTiles, planesCTAsPerSM*decodeRefSMs, false) * planesTile
+		slots := planesCTAsPerSM * decodeRefSMs
+		if items >= splitFewItems {
+			// v2.6: one wave for many items too (the decode kernels'
+			// splitWaves = 4 took 16 x 32K to 8 splits, 3.9 waves: 2
+			// splits, one wave, measured 1.07x faster all-8-bit, 1.03x
+			// all-16-bit; 4 splits 1.05x, bench/results/2026-11-25-h100-bw-9).
+			most := min(decodeMaxSplits, max(1, maxTiles/max(1, minTiles)))
+			splits := min(most, max(1, slots/items))
+			return (maxTiles + splits - 1) / splits * planesTile
+		}
+		return splitBlocks(items, maxTiles, minTiles, slots, false) * planesTile
 	}
 	target := decodeTargetCTAs
 	if t.TargetCTAs > 0 {
@@ -344,7 +377,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	if t.MinB != 0 {
 		minB = t.MinB
 	}
-	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, t.Prefetch, minB)
+	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, planesPrefetch(t), minB)
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}
@@ -404,12 +437,15 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 // rmax query rows per CTA (split_v1) or mt groups per tile of each tier
 // (split_mma, with prefetch, registers for minB CTAs per SM), and its
 // split, combine and mass kernels' name expressions.
-func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch bool, minB int) (prog cuda.Program, splitExpr, combineExpr, massExpr string) {
+func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch, minB int) (prog cuda.Program, splitExpr, combineExpr, massExpr string) {
 	if k == PlanesMMA {
-		// Double-buffered HIGH tiles hold two tiles of planes in registers
-		// (128 at D = 128); at D = 256 that alone is the whole register file.
-		prefetch = prefetch && l.D <= 128
-		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %t, %d>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch, minB)
+		// Double-buffered tiles hold two tiles of planes in registers
+		// (HIGH: 128 at D = 128); at D = 256 that alone is the whole
+		// register file.
+		if l.D > 128 {
+			prefetch = 0
+		}
+		splitExpr = fmt.Sprintf("planes::split_mma<%d, %t, %t, %d, %d, %d, %d, %d>", l.D, l.BF16, l.fast(), mt[0], mt[1], mt[2], prefetch, minB)
 	} else {
 		splitExpr = fmt.Sprintf("planes::split_v1<%d, %t, %d>", l.D, l.BF16, rmax)
 	}
@@ -624,13 +660,16 @@ func (w *PlanesWriter) Launch(c *cuda.Ctx, st cuda.Stream, k, v, block, within, 
 // kvcache.TierPolicy's rule (the same tier maps: ties and all), and Append
 // adds new tokens to the run of the tier they get.
 type PlanesRetier struct {
-	retierV2, retier, append cuda.Function
-	// V2 selects planes.cu's retier_v2 (4 radix passes, ties ranked in the
-	// compaction, 4 loads in flight per warp) instead of retier (v1, the
-	// GPU cache's); both give the same index (tested on the H100). v2 took
-	// 0.64-1.00x v1's time per layer on h20:m40:l40 but up to 1.46x on
-	// m100 (bench/results/2026-11-25-h100-bw-3), so v1 stays.
-	V2 bool
+	retierV3, retierV2, retier, append cuda.Function
+	// V1 and V2 select planes.cu's retier (v1: 6-7 radix passes of 8
+	// bits over the 64-bit key of mass and position) or retier_v2 (4
+	// passes over the mass key, ties ranked by position in the
+	// compaction) instead of retier_v3 (the default and the GPU cache's:
+	// v2's rule in 3 passes of 11, 11 and 10 bits, one histogram per
+	// distinct prefix, a selection done once its remaining rank is 0,
+	// compaction in chunks of 4096); all three give the same index (the
+	// policy's). V1 wins if both are set.
+	V1, V2 bool
 }
 
 // PlanesRetierJob is one (sequence slot, layer) to re-tier: its N tokens,
@@ -680,13 +719,13 @@ func (j PlanesAppendJob) Words(w []int32) []int32 {
 // LoadPlanesRetier compiles the retier and append kernels (once per device;
 // then from the kernel cache).
 func LoadPlanesRetier(dev *cuda.Device) (*PlanesRetier, error) {
-	exprs := []string{"planes::retier_v2", "planes::retier", "planes::append"}
+	exprs := []string{"planes::retier_v3", "planes::retier_v2", "planes::retier", "planes::append"}
 	mod, err := dev.Compile(program("planes.cu", planesSource, exprs, nil))
 	if err != nil {
 		return nil, err
 	}
 	r := &PlanesRetier{}
-	for i, f := range []*cuda.Function{&r.retierV2, &r.retier, &r.append} {
+	for i, f := range []*cuda.Function{&r.retierV3, &r.retierV2, &r.retier, &r.append} {
 		if *f, err = mod.Function(exprs[i]); err != nil {
 			return nil, err
 		}
@@ -704,8 +743,11 @@ func (r *PlanesRetier) LaunchRetier(c *cuda.Ctx, st cuda.Stream, jobs cuda.Devic
 	if nJobs == 0 {
 		return nil
 	}
-	fn := r.retier
-	if r.V2 {
+	fn := r.retierV3
+	switch {
+	case r.V1:
+		fn = r.retier
+	case r.V2:
 		fn = r.retierV2
 	}
 	return c.Launch(fn, cuda.Dim3{X: hkv, Y: nJobs}, cuda.Dim3{X: planesRetierThreads}, 0, st,

@@ -6,7 +6,7 @@ package kernels
 import "testing"
 
 // TestPlanesSplitLen checks the splits split_mma gets at Hkv 8 and one row
-// chunk (Hq 32, Tq 1): the wave rule (v2.4) by default, v2.3's planner with
+// chunk (Hq 32, Tq 1): one wave (v2.4, v2.6) by default, v2.3's planner with
 // PlanesTuning{TargetCTAs: 528, MinSplitTokens: 512}, and split_v1's
 // (always the 528-CTA target, no minimum).
 func TestPlanesSplitLen(t *testing.T) {
@@ -17,9 +17,10 @@ func TestPlanesSplitLen(t *testing.T) {
 	}{
 		{1, 8192, 26, 15, 65, 320, 576},     // 256 positions at least (v2.3: 512)
 		{1, 131072, 33, 65, 65, 4096, 2048}, // one wave (256 CTAs, 8 more over the padding), not two of 520
-		{16, 32768, 8, 5, 5, 4160, 6592},    // 1024 CTAs (3.9 waves), not 640 (2.4)
+		{16, 32768, 2, 5, 5, 16448, 6592},   // one wave of 256 CTAs (v2.6; v2.4: 8 splits, 3.9 waves), not 640 (2.4)
 		{128, 8192, 1, 1, 1, 8256, 8256},    // 1024 CTAs
 		{1, 32768, 33, 57, 65, 1024, 576},   // the engine's B = 1 plan at a 32K context
+		{4, 32768, 8, 17, 17, 4160, 1984},   // 4 x 8 items: one wave of 256 CTAs (v2.4: 33 splits)
 	} {
 		items, maxPos := tc.b*8, planesMaxPositions(tc.l)
 		for _, c := range []struct {

@@ -61,6 +61,13 @@ const (
 	// all-HIGH reads 1.2-1.4x faster but MEDIUM and LOW reads (and so every
 	// realistic mix) 1.5-2x slower (bench/results/2026-11-23-h100-bw).
 	EnvPlanesPrefetch = "BITDECODE_PLANES_PREFETCH"
+	// EnvPlanesPrefetchM and EnvPlanesPrefetchL are PlanesTuning's
+	// PrefetchMedium and PrefetchLow: true (1) double-buffers split_mma's
+	// runs of MEDIUM (LOW) tiles in registers. Off by default: on the H100
+	// all-8-bit reads within 1.5% either way, h20:m40:l40 4-16% slower
+	// (bench/results/2026-11-25-h100-bw-9).
+	EnvPlanesPrefetchM = "BITDECODE_PLANES_PREFETCH_M"
+	EnvPlanesPrefetchL = "BITDECODE_PLANES_PREFETCH_L"
 	// EnvPlanesMinSplit is PlanesTuning.MinSplitTokens: the fewest positions
 	// a split of split_mma gets.
 	EnvPlanesMinSplit = "BITDECODE_PLANES_MIN_SPLIT"
@@ -162,6 +169,10 @@ type PlanesTuning struct {
 	MT [3]int
 	// Prefetch double-buffers runs of HIGH tiles in registers (D <= 128).
 	Prefetch bool
+	// PrefetchMedium and PrefetchLow double-buffer runs of MEDIUM (LOW)
+	// tiles in registers (D <= 128): 1 on; 0 (the default) and -1 off
+	// (planesPrefetch).
+	PrefetchMedium, PrefetchLow int
 	// MinSplitTokens is the fewest positions a split of split_mma gets (at
 	// least 64); 0 is planesMinSplitTokens (256; v2.3: 512).
 	MinSplitTokens int
@@ -292,6 +303,17 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	}
 	t.Planes.MinB = p.intRange(EnvPlanesMinB, 1, 4, "1 to 4")
 	t.Planes.Prefetch, _ = p.boolean(EnvPlanesPrefetch)
+	for _, v := range []struct {
+		name string
+		f    *int
+	}{{EnvPlanesPrefetchM, &t.Planes.PrefetchMedium}, {EnvPlanesPrefetchL, &t.Planes.PrefetchLow}} {
+		if on, ok := p.boolean(v.name); ok {
+			*v.f = -1
+			if on {
+				*v.f = 1
+			}
+		}
+	}
 	t.Planes.MinSplitTokens = p.intRange(EnvPlanesMinSplit, planesTile, 1<<30, fmt.Sprintf("a number of positions of at least %d", planesTile))
 	if v, ok := p.get(EnvPlanesSplits); ok {
 		n, err := strconv.Atoi(strings.TrimPrefix(v, "target:"))
@@ -421,6 +443,12 @@ func (t PlanesTuning) check() error {
 					Want: fmt.Sprintf("all zero (the default) or each of H, M, L 1 to %d", planesMaxWeight)})
 			}
 		}
+	}
+	if t.PrefetchMedium < -1 || t.PrefetchMedium > 1 {
+		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.PrefetchMedium", Value: strconv.Itoa(t.PrefetchMedium), Want: "0 (the default), 1 (on) or -1 (off)"})
+	}
+	if t.PrefetchLow < -1 || t.PrefetchLow > 1 {
+		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.PrefetchLow", Value: strconv.Itoa(t.PrefetchLow), Want: "0 (the default), 1 (on) or -1 (off)"})
 	}
 	if t.MinB < 0 || t.MinB > 4 {
 		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.MinB", Value: strconv.Itoa(t.MinB), Want: "0 (the default) or 1 to 4"})

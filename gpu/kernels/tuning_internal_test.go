@@ -22,7 +22,7 @@ func TestParseTuning(t *testing.T) {
 		EnvDecodeMT: "4", EnvDecodeStages: "3", EnvDecodeMinB: "2", EnvDecodeMinSplit: "128", EnvDecodeSplits: "target:528",
 		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
 		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPlanesWeights: "5,3, 2", EnvPlanesMinB: "3", EnvPackSlices: "7", EnvPtxasVerbose: "true",
-		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0", EnvPlanesFuse: "0",
+		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0", EnvPlanesFuse: "0", EnvPlanesPrefetchM: "0", EnvPlanesPrefetchL: "1",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestParseTuning(t *testing.T) {
 	want := Tuning{
 		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
 			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, Ptxas: os.Stderr},
-		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3,
+		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, PrefetchMedium: -1, PrefetchLow: 1, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3,
 			TargetCTAs: 528, PositionSplits: true, NoFuse: true, Ptxas: os.Stderr},
 		Pack: PackTuning{Slices: 7},
 	}
@@ -59,6 +59,8 @@ func TestParseTuning(t *testing.T) {
 		{EnvPlanesMT, "1,2", "H,M,L such as 1,2,4, each 1, 2, 4 or 8"},
 		{EnvPlanesMT, "1,2,3", "H,M,L such as 1,2,4, each 1, 2, 4 or 8"},
 		{EnvPlanesPrefetch, "2", "1, t, true, 0, f or false"},
+		{EnvPlanesPrefetchM, "m", "1, t, true, 0, f or false"},
+		{EnvPlanesPrefetchL, "l", "1, t, true, 0, f or false"},
 		{EnvPlanesMinSplit, "63", "a number of positions of at least 64"},
 		{EnvPlanesWeights, "4,2", "H,M,L such as 4,2,1, each 1 to 64"},
 		{EnvPlanesWeights, "4,2,0", "H,M,L such as 4,2,1, each 1 to 64"},
@@ -96,6 +98,8 @@ func TestTuningChecks(t *testing.T) {
 		{PlanesTuning{TargetCTAs: -1}.check(), "PlanesTuning.TargetCTAs"},
 		{PlanesTuning{Weights: [3]int{4, 65, 1}}.check(), "PlanesTuning.Weights"},
 		{PlanesTuning{MinB: 5}.check(), "PlanesTuning.MinB"},
+		{PlanesTuning{PrefetchMedium: 2}.check(), "PlanesTuning.PrefetchMedium"},
+		{PlanesTuning{PrefetchLow: -2}.check(), "PlanesTuning.PrefetchLow"},
 		{PackTuning{Slices: 33}.check(), "PackTuning.Slices"},
 	} {
 		var ve *VarError
@@ -170,5 +174,17 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	}
 	if got := planesMT(128, [3]int{2, 2, 2}, true); got != [3]int{2, 2, 2} {
 		t.Errorf("planesMT tuned = %v", got)
+	}
+	// MEDIUM and LOW double buffering (v2.5): off unless asked for.
+	for _, tt := range []struct {
+		t    PlanesTuning
+		want int
+	}{
+		{PlanesTuning{}, 0}, {PlanesTuning{PrefetchMedium: -1, PrefetchLow: -1}, 0}, {PlanesTuning{PrefetchMedium: 1}, 2},
+		{PlanesTuning{PrefetchLow: 1, Prefetch: true}, 5}, {PlanesTuning{PrefetchMedium: 1, PrefetchLow: 1}, 6},
+	} {
+		if got := planesPrefetch(tt.t); got != tt.want {
+			t.Errorf("planesPrefetch(%+v) = %d, want %d", tt.t, got, tt.want)
+		}
 	}
 }

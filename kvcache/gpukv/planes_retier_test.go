@@ -75,7 +75,7 @@ func TestRetierBoundsMatchPolicy(t *testing.T) {
 	}
 }
 
-// TestGPUPlaneRetierMatchesPolicy re-tiers on the GPU (both kernel
+// TestGPUPlaneRetierMatchesPolicy re-tiers on the GPU (the three kernel
 // versions) two (slot, layer)s of
 // three KV heads at once and checks every tier map against
 // kvcache.TierPolicy.Retier on the same masses (uniform, ties, NaN/Inf/±0,
@@ -89,9 +89,12 @@ func TestGPUPlaneRetierMatchesPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v2 := range []bool{false, true} {
-		rt.V2 = v2
-		t.Run(fmt.Sprintf("v2=%v", v2), func(t *testing.T) { testGPURetier(t, dev, rt) })
+	for _, v := range []struct {
+		name   string
+		v1, v2 bool
+	}{{"v3", false, false}, {"v2", false, true}, {"v1", true, false}} {
+		rt.V1, rt.V2 = v.v1, v.v2
+		t.Run(v.name, func(t *testing.T) { testGPURetier(t, dev, rt) })
 	}
 }
 
@@ -240,12 +243,15 @@ func checkRetierRow(t *testing.T, what string, d deviceIndex, i, stride int, wan
 	}
 }
 
-// emulateRetierV2 restates planes.cu's retier_v2 in Go, step for step (4
-// radix passes of 8 bits over the 32-bit mass key for the three
-// thresholds, then the compaction's rule: below iff key < T, or key == T
-// and fewer than q candidates of key T come before), and returns the tier
-// map of job j over mass. It checks the algorithm, not the CUDA.
-func emulateRetierV2(j kernels.PlanesRetierJob, mass []float32) []kv.Tier {
+// emulateRetier restates planes.cu's retier_v2 and retier_v3 in Go, step
+// for step (radix passes over the 32-bit mass key for the three
+// thresholds, digits of the given widths from the top (v2: 8, 8, 8, 8; v3:
+// 11, 11, 10); with earlyStop (v3) a selection whose remaining rank is 0
+// after a pass stops there, its threshold the prefix with the low bits 0;
+// then the compaction's rule: below iff key < T, or key == T and fewer
+// than q candidates of key T come before), and returns the tier map of
+// job j over mass. It checks the algorithm, not the CUDA.
+func emulateRetier(j kernels.PlanesRetierJob, mass []float32, widths []int, earlyStop bool) []kv.Tier {
 	massKey := func(m float32) uint32 {
 		b := math.Float32bits(m)
 		switch {
@@ -262,28 +268,33 @@ func emulateRetierV2(j kernels.PlanesRetierJob, mass []float32) []kv.Tier {
 	nc := j.Win - j.Sinks
 	var prefix [3]uint32
 	remain := k
-	var on [3]bool
+	var on, act [3]bool
 	for s := range 3 {
 		on[s] = 0 < k[s] && k[s] < nc
+		act[s] = on[s]
 	}
-	mask := uint32(0)
-	for pass := range 4 {
-		shift := 32 - 8*(pass+1)
-		var hist [3][256]int
+	mask, shift := uint32(0), 32
+	for _, bits := range widths {
+		shift -= bits
+		digits := uint32(1)<<bits - 1
+		hist := make([][]int, 3)
+		for s := range 3 {
+			hist[s] = make([]int, 1<<bits)
+		}
 		for t := j.Sinks; t < j.Win; t++ {
 			key := massKey(mass[t])
 			for s := range 3 {
-				if on[s] && key&mask == prefix[s] {
-					hist[s][(key>>shift)&255]++
+				if act[s] && key&mask == prefix[s] {
+					hist[s][(key>>shift)&digits]++
 				}
 			}
 		}
 		for s := range 3 {
-			if !on[s] {
+			if !act[s] {
 				continue
 			}
 			below := 0
-			for d := range 256 {
+			for d := range 1 << bits {
 				if remain[s] < below+hist[s][d] {
 					prefix[s] |= uint32(d) << shift
 					remain[s] -= below
@@ -291,8 +302,11 @@ func emulateRetierV2(j kernels.PlanesRetierJob, mass []float32) []kv.Tier {
 				}
 				below += hist[s][d]
 			}
+			if earlyStop && remain[s] == 0 {
+				act[s] = false
+			}
 		}
-		mask |= 255 << shift
+		mask |= digits << shift
 	}
 	tiers := make([]kv.Tier, j.N)
 	var ties [3]int
@@ -327,26 +341,37 @@ func emulateRetierV2(j kernels.PlanesRetierJob, mass []float32) []kv.Tier {
 	return tiers
 }
 
-// TestRetierV2AlgorithmMatchesPolicy checks retier_v2's algorithm (in its
-// Go restatement) against kvcache.TierPolicy.Retier without a GPU.
-func TestRetierV2AlgorithmMatchesPolicy(t *testing.T) {
+// TestRetierAlgorithmMatchesPolicy checks retier_v2's and retier_v3's
+// algorithms (in their Go restatement) against kvcache.TierPolicy.Retier
+// without a GPU.
+func TestRetierAlgorithmMatchesPolicy(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, spec := range retierSpecs {
-		p, err := kv.ParsePlanePolicy(spec, kv.MustParseSpec("bw").Planes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pol := kvcache.TierPolicy{Spec: p}
-		for _, n := range []int{0, 1, 5, 63, 100, 1000, 4097} {
-			for _, kind := range []string{"uniform", "ties", "special", "equal"} {
-				mass := retierMasses(r, kind, n)
-				want := make([]kv.Tier, n)
-				pol.Retier(want, mass, n)
-				j, _ := retierBounds(p, n)
-				got := emulateRetierV2(j, mass)
-				for i := range want {
-					if got[i] != want[i] {
-						t.Fatalf("%s, %d tokens, %s masses: token %d tier %v, the policy's %v", spec, n, kind, i, got[i], want[i])
+	lens := []int{0, 1, 5, 63, 100, 1000, 4097}
+	if testing.Short() {
+		lens = []int{0, 5, 100, 1000}
+	}
+	for _, v := range []struct {
+		name      string
+		widths    []int
+		earlyStop bool
+	}{{"v2", []int{8, 8, 8, 8}, false}, {"v3", []int{11, 11, 10}, true}} {
+		for _, spec := range retierSpecs {
+			p, err := kv.ParsePlanePolicy(spec, kv.MustParseSpec("bw").Planes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pol := kvcache.TierPolicy{Spec: p}
+			for _, n := range lens {
+				for _, kind := range []string{"uniform", "ties", "special", "equal"} {
+					mass := retierMasses(r, kind, n)
+					want := make([]kv.Tier, n)
+					pol.Retier(want, mass, n)
+					j, _ := retierBounds(p, n)
+					got := emulateRetier(j, mass, v.widths, v.earlyStop)
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("%s: %s, %d tokens, %s masses: token %d tier %v, the policy's %v", v.name, spec, n, kind, i, got[i], want[i])
+						}
 					}
 				}
 			}
