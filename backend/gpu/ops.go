@@ -278,13 +278,22 @@ const (
 	// Llama-3.1-8B shapes); larger batches (prefill chunks) use Linear's
 	// scratch and run directly.
 	linearKeyedMaxRows = 256
+	// Above cublasNarrowMinRows rows (outside the batch-invariant mode) a
+	// launch that streams at least cublasNarrowMinBytes of weights goes to
+	// cuBLASLt instead of linear.cu's narrow kernel, whose float32 x
+	// traffic grows with the rows (v15, docs/perf/decode-step.md: at 15
+	// rows cuBLASLt reads gate|up in 91.1 us against 101.8, lm_head 384.5
+	// against 414.8, down 49.5 against 49.9, while o, 20.5 against 19.9,
+	// and the q|k|v group, 38.5 against 30.7, stay on linear.cu).
+	cublasNarrowMinRows  = 8
+	cublasNarrowMinBytes = 96 << 20
 )
 
 // fp16Path is the one place that decides how Linear and LinearGroup
 // compute an fp16 weight for T rows of K inputs. In the batch-invariant
 // mode every T takes linear.cu, so that a row's result does not depend on
 // the rows beside it.
-func (b *Backend) fp16Path(T, K int) linearPath {
+func (b *Backend) fp16Path(T, N, K int) linearPath {
 	switch {
 	case b.opts.BatchInvariant:
 		return pathMMA
@@ -292,6 +301,8 @@ func (b *Backend) fp16Path(T, K int) linearPath {
 		return pathCublas
 	case T <= gemvDecodeRows && !b.opts.MMADecode:
 		return pathGEMV
+	case T > cublasNarrowMinRows && 2*N*K >= cublasNarrowMinBytes:
+		return pathCublas
 	}
 	return pathMMA
 }
@@ -321,7 +332,7 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	if bt != nil {
 		bp = bt.f32
 	}
-	path := b.fp16Path(T, K)
+	path := b.fp16Path(T, N, K)
 	switch {
 	case wt.isQuant() && b.opts.BatchInvariant:
 		b.fail(errInvariantQuant(wt.name))
@@ -421,7 +432,12 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		}
 	}
 	T, K := xt.matrix()
-	if grouped && b.fp16Path(T, K) == pathGEMV {
+	groupN := 0
+	for _, g := range groups {
+		groupN += g.N
+	}
+	path := b.fp16Path(T, groupN, K)
+	if grouped && path == pathGEMV {
 		// Decode: one gemv.cu launch per kernels.GEMVMaxGroups weights,
 		// one split-K factor for their summed channels (v9: k and v take
 		// q's split, gate and up keep theirs).
@@ -432,7 +448,7 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		}
 		return
 	}
-	if !grouped || b.fp16Path(T, K) != pathMMA {
+	if !grouped || path != pathMMA {
 		b.decGroup(xt.ptr) // fused DEC weights over x share their selection lists
 		for i, w := range ws {
 			b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))

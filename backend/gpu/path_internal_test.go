@@ -1,0 +1,43 @@
+// Tests of fp16Path, the one place that picks the kernel of an fp16
+// linear layer (no GPU needed: the choice depends on the options and the
+// shape only).
+package gpu
+
+import "testing"
+
+func TestFP16PathByShape(t *testing.T) {
+	// Llama-3.1-8B's launches: the q|k|v and gate|up groups, o, down and
+	// lm_head, each as (N summed over the group's weights, K).
+	const (
+		qkvN, gateUpN, lmN = 6144, 2 * 14336, 128256
+	)
+	for _, c := range []struct {
+		name    string
+		opts    Options
+		T, N, K int
+		want    linearPath
+	}{
+		{"T=1 gate|up", Options{}, 1, gateUpN, 4096, pathGEMV},
+		{"T=2 lm_head", Options{}, 2, lmN, 4096, pathGEMV},
+		{"T=4 gate|up", Options{}, 4, gateUpN, 4096, pathMMA},
+		{"T=8 lm_head", Options{}, 8, lmN, 4096, pathMMA},
+		{"T=9 gate|up", Options{}, 9, gateUpN, 4096, pathCublas},
+		{"T=15 gate alone", Options{}, 15, 14336, 4096, pathCublas},
+		{"T=15 down", Options{}, 15, 4096, 14336, pathCublas},
+		{"T=15 lm_head", Options{}, 15, lmN, 4096, pathCublas},
+		{"T=15 q|k|v", Options{}, 15, qkvN, 4096, pathMMA},
+		{"T=15 o", Options{}, 15, 4096, 4096, pathMMA},
+		{"T=16 o", Options{}, 16, 4096, 4096, pathMMA},
+		{"T=17 o", Options{}, 17, 4096, 4096, pathCublas},
+		{"K not a multiple of 8", Options{}, 4, 4096, 4100, pathCublas},
+		{"no gemv", Options{NoGEMV: true}, 1, 4096, 4096, pathCublas},
+		{"mma decode", Options{MMADecode: true}, 1, 4096, 4096, pathMMA},
+		{"batch-invariant T=15 gate|up", Options{BatchInvariant: true}, 15, gateUpN, 4096, pathMMA},
+		{"batch-invariant T=64", Options{BatchInvariant: true}, 64, lmN, 4096, pathMMA},
+	} {
+		b := &Backend{opts: c.opts}
+		if got := b.fp16Path(c.T, c.N, c.K); got != c.want {
+			t.Errorf("%s: fp16Path(%d, %d, %d) = %d, want %d", c.name, c.T, c.N, c.K, got, c.want)
+		}
+	}
+}
