@@ -36,7 +36,9 @@
 // the group. Batches of up to 16 rows run linear.cu, the tensor-core kernel
 // whose result for a row is bitwise independent of the batch (x rounded to
 // fp16 in the kernel); LinearGroup runs q/k/v or gate/up through it as one
-// launch. Larger batches
+// launch. Above 8 rows a launch of at least 96 MiB of weights (gate, up,
+// down and the lm_head at 8B shapes) takes cuBLASLt instead, faster there
+// (decode-step.md v15). Larger batches
 // convert x to fp16 with a kernel, multiply with cuBLASLt (fp16 inputs, fp32
 // accumulation and output: Y[T,N] = X[T,K]·W[N,K]ᵀ) and add the bias with a
 // kernel. The fp16 rounding of x costs at most about 2⁻¹¹ relative to
