@@ -253,12 +253,37 @@ const splitWaves = 4
 // there more splits mean more, smaller partials to merge for no balance.
 const splitFewItems = 16
 
+// splitRule is how splitBlocks sizes the splits of a step with
+// splitFewItems or more CTAs per split.
+type splitRule int
+
+const (
+	// splitWavesDown aims for splitWaves waves, the split count rounded
+	// down (decode_mma.cu; the planes kernel's steps of few items).
+	splitWavesDown splitRule = iota
+	// splitWavesUp rounds it up (decode_wgmma.cu's low-bit formats: the
+	// fp16 128 x 8K step took 1481 us with one split and 1399 us with two,
+	// where decode_mma.cu's int2 took 379 and 395).
+	splitWavesUp
+	// splitOneWave takes, where the items fit in one wave, the most splits
+	// that still do, and splitWavesUp's count where they do not
+	// (decode_wgmma.cu with 16-bit keys and values: a byte-bound kernel
+	// whose CTAs each stream a long run through the TMA ring, so a wave's
+	// idle tail costs more than the balance of more, shorter CTAs gains.
+	// v16 on the H100, fp16: 15 x 32K 664.8 us with 3 splits, one wave,
+	// against 674.3 with splitWaves' 14 and 716.1 with 4, 1.2 waves;
+	// 16 x 32K 700.1 against 714.0; 15 x 8K 176.8 against 181.9;
+	// docs/perf/decode-step.md v16).
+	splitOneWave
+)
+
 // sizeMMA checks shape s against layout l and sizes the splits of the
 // tensor-core kernels (decode_mma.cu and decode_wgmma.cu), ctasPerSM of
 // whose CTAs run at once on an SM. Splits cover whole blocks of at least
 // t.MinSplitTokens tokens (default minSplit, the kernel's, to amortize each
-// CTA's setup); their count is splitBlocks', or v2's rule for t.TargetCTAs.
-func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, roundUp bool, minSplit int, t DecodeTuning) (*DecodePlan, error) {
+// CTA's setup); their count is splitBlocks' by rule, or v2's rule for
+// t.TargetCTAs.
+func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rule splitRule, minSplit int, t DecodeTuning) (*DecodePlan, error) {
 	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
 		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
 	}
@@ -279,7 +304,7 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rou
 		p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
 	}
 	if p.splitLen == 0 {
-		p.splitLen = splitBlocks(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, roundUp) * l.Nr
+		p.splitLen = splitBlocks(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule) * l.Nr
 	}
 	if err := p.fixSplit(s); err != nil {
 		return nil, err
@@ -291,16 +316,18 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rou
 // splitBlocks returns the blocks per split for items CTAs per split of a
 // sequence of maxBlocks blocks, at least minBlocks per split (unless the
 // sequence is shorter), on slots concurrent CTAs: with splitFewItems or
-// more items, splitWaves waves of CTAs, the split count rounded down (or up
-// with roundUp: the wgmma kernel, whose fp16 128 x 8K step took 1481 us
-// with one split and 1399 us with two, where decode_mma.cu's int2 took
-// 379 and 395); with fewer items, the split count that puts the most CTAs
-// in one wave.
-func splitBlocks(items, maxBlocks, minBlocks, slots int, roundUp bool) int {
+// more items, the split count of rule; with fewer items, the split count
+// that puts the most CTAs in one wave.
+func splitBlocks(items, maxBlocks, minBlocks, slots int, rule splitRule) int {
 	most := min(decodeMaxSplits, max(1, maxBlocks/max(1, minBlocks)))
 	if items >= splitFewItems {
-		splits := splitWaves * slots / items
-		if roundUp {
+		var splits int
+		switch {
+		case rule == splitOneWave && items <= slots:
+			splits = slots / items
+		case rule == splitWavesDown:
+			splits = splitWaves * slots / items
+		default:
 			splits = (splitWaves*slots + items - 1) / items
 		}
 		splits = min(most, max(1, splits))
@@ -446,7 +473,7 @@ func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8 bool) (prog cuda.
 // planMMA plans decode_mma.cu (mmaConfig, mmaProgram).
 func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
 	mt, stages, minB, ctas := mmaConfig(l, t.MMA)
-	p, err := sizeMMA(dev, l, s, ctas, false, mmaMinSplitTokens, t)
+	p, err := sizeMMA(dev, l, s, ctas, splitWavesDown, mmaMinSplitTokens, t)
 	if err != nil {
 		return nil, err
 	}

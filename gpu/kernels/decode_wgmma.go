@@ -148,7 +148,11 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 	if err != nil {
 		return nil, err
 	}
-	p, err := sizeMMA(dev, l, s, ctas, true, wgmmaMinSplitTokens, t)
+	rule := splitWavesUp
+	if l.KBits == 16 && l.VBits == 16 {
+		rule = splitOneWave
+	}
+	p, err := sizeMMA(dev, l, s, ctas, rule, wgmmaMinSplitTokens, t)
 	if err != nil {
 		return nil, err
 	}

@@ -298,7 +298,7 @@ func planesSplitLen(k PlanesKernel, items, maxL, maxPos int, t PlanesTuning) int
 			splits := min(most, max(1, slots/items))
 			return (maxTiles + splits - 1) / splits * planesTile
 		}
-		return splitBlocks(items, maxTiles, minTiles, slots, false) * planesTile
+		return splitBlocks(items, maxTiles, minTiles, slots, splitWavesDown) * planesTile
 	}
 	target := decodeTargetCTAs
 	if t.TargetCTAs > 0 {

@@ -21,7 +21,7 @@ func TestSplitBlocks(t *testing.T) {
 		{128, 8192, 1},  // 1024 CTAs: two splits would be 5 waves
 	} {
 		items, maxBlocks := tc.b*8, tc.l/128
-		bps := splitBlocks(items, maxBlocks, 4, slots, false)
+		bps := splitBlocks(items, maxBlocks, 4, slots, splitWavesDown)
 		splits := (maxBlocks + bps - 1) / bps
 		if splits != tc.wantSplits {
 			t.Errorf("B=%d L=%d: %d splits of %d blocks, want %d splits", tc.b, tc.l, splits, bps, tc.wantSplits)
@@ -30,12 +30,34 @@ func TestSplitBlocks(t *testing.T) {
 			t.Errorf("B=%d L=%d: %d blocks per split, below the minimum 4", tc.b, tc.l, bps)
 		}
 	}
-	if bps := splitBlocks(8, 2, 4, slots, false); bps != 2 {
+	if bps := splitBlocks(8, 2, 4, slots, splitWavesDown); bps != 2 {
 		t.Errorf("a sequence shorter than the minimum split: %d blocks per split, want 2 (one split)", bps)
 	}
 	// Rounded up (the wgmma kernel): 128 x 8K takes two splits.
-	if bps := splitBlocks(1024, 64, 4, slots, true); bps != 32 {
+	if bps := splitBlocks(1024, 64, 4, slots, splitWavesUp); bps != 32 {
 		t.Errorf("128 x 8K rounded up: %d blocks per split, want 32 (two splits)", bps)
+	}
+	// One wave (the wgmma kernel with 16-bit KV): the most splits whose
+	// CTAs fit in the 396 slots, or the rounded-up waves where the items
+	// alone do not; fewer than splitFewItems items as for the other rules.
+	for _, tc := range []struct {
+		b, l       int
+		wantSplits int
+	}{
+		{1, 32768, 43}, // 8 items: the fullest single wave, as above
+		{2, 32768, 24}, // 16 items: 384 CTAs
+		{15, 32768, 3}, // 360 CTAs, not 14 splits (4.2 waves) or 4 (1.2 waves)
+		{16, 32768, 3}, // 384 CTAs
+		{32, 8192, 1},  // 256 CTAs
+		{49, 8192, 1},  // 392 CTAs
+		{50, 8192, 4},  // 400 items: four waves rounded up, 1600 CTAs
+		{128, 8192, 2}, // 1024 items: two splits, as rounded up
+	} {
+		items, maxBlocks := tc.b*8, tc.l/128
+		bps := splitBlocks(items, maxBlocks, 4, slots, splitOneWave)
+		if splits := (maxBlocks + bps - 1) / bps; splits != tc.wantSplits {
+			t.Errorf("one wave, B=%d L=%d: %d splits of %d blocks, want %d splits", tc.b, tc.l, splits, bps, tc.wantSplits)
+		}
 	}
 }
 
