@@ -273,7 +273,7 @@ const (
 	// v16 on the H100, fp16: 15 x 32K 664.8 us with 3 splits, one wave,
 	// against 674.3 with splitWaves' 14 and 716.1 with 4, 1.2 waves;
 	// 16 x 32K 700.1 against 714.0; 15 x 8K 176.8 against 181.9;
-	// docs/perf/decode-step.md v16).
+	// docs/perf/decode-step.md v16; bench/results/2026-11-25-h100-split-v16).
 	splitOneWave
 )
 
