@@ -21,6 +21,23 @@ import (
 var retierSpecs = []string{"h20:m40:l40", "h30:m30:l20:e20:w8:s2", "m100:w0:s0", "l100:w0:s0", "h100", "h50:e50:w0:s0",
 	"h10:m30:l60:w3000:s4", "h0:m50:l50:w0:s0", "h1:m1:l1:e97:w1:s1"}
 
+// forRetierCases calls f for every policy of retierSpecs, every length in
+// lens and every kind of masses retierMasses draws.
+func forRetierCases(t *testing.T, lens []int, f func(spec string, p kv.PlaneSpec, pol kvcache.TierPolicy, n int, kind string)) {
+	t.Helper()
+	for _, spec := range retierSpecs {
+		p, err := kv.ParsePlanePolicy(spec, kv.MustParseSpec("bw").Planes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range lens {
+			for _, kind := range []string{"uniform", "ties", "special", "equal"} {
+				f(spec, p, kvcache.TierPolicy{Spec: p}, n, kind)
+			}
+		}
+	}
+}
+
 // retierMasses draws n masses of kind: "uniform" in [0, 1); "ties" a few
 // values (±0 among them); "special" NaN, ±Inf, ±0, negatives, subnormals
 // and huge values among ordinary ones; "equal" one value.
@@ -122,76 +139,67 @@ func testGPURetier(t *testing.T, dev *cuda.Device, rt *kernels.PlanesRetier) {
 	for i := range poison {
 		poison[i] = -7
 	}
-	for _, spec := range retierSpecs {
-		p, err := kv.ParsePlanePolicy(spec, kv.MustParseSpec("bw").Planes)
-		if err != nil {
-			t.Fatal(err)
+	forRetierCases(t, lens, func(spec string, p kv.PlaneSpec, pol kvcache.TierPolicy, n int, kind string) {
+		what := fmt.Sprintf("%s, %d tokens, %s masses", spec, n, kind)
+		hostMass := make([]float32, rows*stride)
+		for i := range rows {
+			copy(hostMass[i*stride:], retierMasses(r, kind, n))
 		}
-		pol := kvcache.TierPolicy{Spec: p}
-		for _, n := range lens {
-			for _, kind := range []string{"uniform", "ties", "special", "equal"} {
-				what := fmt.Sprintf("%s, %d tokens, %s masses", spec, n, kind)
-				hostMass := make([]float32, rows*stride)
-				for i := range rows {
-					copy(hostMass[i*stride:], retierMasses(r, kind, n))
-				}
-				var words []int32
-				var want [kv.NumTiers]int
-				var last kv.Tier
-				for sl := range nSL {
-					j, c := retierBounds(p, n)
-					j.SL = sl
-					words = j.Words(words)
-					want, last = c, j.Last
-				}
-				app := len(words)
-				words = kernels.PlanesAppendJob{Slot: 0, Pos: n, Len: added, Tier: last}.Words(words)
-				err := dev.Do(func(x *cuda.Ctx) error {
-					for _, up := range []struct {
-						p cuda.DevicePtr
-						b []byte
-					}{{mass, cuda.Bytes(hostMass)}, {index, cuda.Bytes(poison)}, {counts, cuda.Bytes(poison[:rows*4])},
-						{offsets, cuda.Bytes(poison[:rows*4])}, {jobs, cuda.Bytes(words)}} {
-						if err := x.HtoD(up.p, up.b); err != nil {
-							return err
-						}
-					}
-					if err := rt.LaunchRetier(x, dev.Stream(), jobs, nSL, mass, index, counts, offsets, hkv, stride); err != nil {
-						return err
-					}
-					return x.SyncStream(dev.Stream())
-				})
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				got := downloadIndex(t, dev, index, counts, offsets, rows, stride)
-				maps := make([][]kv.Tier, rows)
-				for i := range rows {
-					tiers := make([]kv.Tier, n)
-					pol.Retier(tiers, hostMass[i*stride:i*stride+n], n)
-					maps[i] = tiers
-					checkRetierRow(t, fmt.Sprintf("%s, row %d", what, i), got, i, stride, tiers, want, last)
-				}
-				// Append: the new tokens join the last run of every row.
-				err = dev.Do(func(x *cuda.Ctx) error {
-					if err := rt.LaunchAppend(x, dev.Stream(), jobs+cuda.DevicePtr(4*app), 1, index, counts, offsets, hkv, nSL, stride); err != nil {
-						return err
-					}
-					return x.SyncStream(dev.Stream())
-				})
-				if err != nil {
-					t.Fatalf("%s: append: %v", what, err)
-				}
-				got = downloadIndex(t, dev, index, counts, offsets, rows, stride)
-				wantAdded := want
-				wantAdded[last] += added
-				for i := range rows {
-					tiers := append(maps[i], last, last, last)
-					checkRetierRow(t, fmt.Sprintf("%s, row %d after append", what, i), got, i, stride, tiers, wantAdded, last)
+		var words []int32
+		var want [kv.NumTiers]int
+		var last kv.Tier
+		for sl := range nSL {
+			j, c := retierBounds(p, n)
+			j.SL = sl
+			words = j.Words(words)
+			want, last = c, j.Last
+		}
+		app := len(words)
+		words = kernels.PlanesAppendJob{Slot: 0, Pos: n, Len: added, Tier: last}.Words(words)
+		err := dev.Do(func(x *cuda.Ctx) error {
+			for _, up := range []struct {
+				p cuda.DevicePtr
+				b []byte
+			}{{mass, cuda.Bytes(hostMass)}, {index, cuda.Bytes(poison)}, {counts, cuda.Bytes(poison[:rows*4])},
+				{offsets, cuda.Bytes(poison[:rows*4])}, {jobs, cuda.Bytes(words)}} {
+				if err := x.HtoD(up.p, up.b); err != nil {
+					return err
 				}
 			}
+			if err := rt.LaunchRetier(x, dev.Stream(), jobs, nSL, mass, index, counts, offsets, hkv, stride); err != nil {
+				return err
+			}
+			return x.SyncStream(dev.Stream())
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
-	}
+		got := downloadIndex(t, dev, index, counts, offsets, rows, stride)
+		maps := make([][]kv.Tier, rows)
+		for i := range rows {
+			tiers := make([]kv.Tier, n)
+			pol.Retier(tiers, hostMass[i*stride:i*stride+n], n)
+			maps[i] = tiers
+			checkRetierRow(t, fmt.Sprintf("%s, row %d", what, i), got, i, stride, tiers, want, last)
+		}
+		// Append: the new tokens join the last run of every row.
+		err = dev.Do(func(x *cuda.Ctx) error {
+			if err := rt.LaunchAppend(x, dev.Stream(), jobs+cuda.DevicePtr(4*app), 1, index, counts, offsets, hkv, nSL, stride); err != nil {
+				return err
+			}
+			return x.SyncStream(dev.Stream())
+		})
+		if err != nil {
+			t.Fatalf("%s: append: %v", what, err)
+		}
+		got = downloadIndex(t, dev, index, counts, offsets, rows, stride)
+		wantAdded := want
+		wantAdded[last] += added
+		for i := range rows {
+			tiers := append(maps[i], last, last, last)
+			checkRetierRow(t, fmt.Sprintf("%s, row %d after append", what, i), got, i, stride, tiers, wantAdded, last)
+		}
+	})
 }
 
 // deviceIndex is a downloaded persistent index.
@@ -355,26 +363,17 @@ func TestRetierAlgorithmMatchesPolicy(t *testing.T) {
 		widths    []int
 		earlyStop bool
 	}{{"v2", []int{8, 8, 8, 8}, false}, {"v3", []int{11, 11, 10}, true}} {
-		for _, spec := range retierSpecs {
-			p, err := kv.ParsePlanePolicy(spec, kv.MustParseSpec("bw").Planes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pol := kvcache.TierPolicy{Spec: p}
-			for _, n := range lens {
-				for _, kind := range []string{"uniform", "ties", "special", "equal"} {
-					mass := retierMasses(r, kind, n)
-					want := make([]kv.Tier, n)
-					pol.Retier(want, mass, n)
-					j, _ := retierBounds(p, n)
-					got := emulateRetier(j, mass, v.widths, v.earlyStop)
-					for i := range want {
-						if got[i] != want[i] {
-							t.Fatalf("%s: %s, %d tokens, %s masses: token %d tier %v, the policy's %v", v.name, spec, n, kind, i, got[i], want[i])
-						}
-					}
+		forRetierCases(t, lens, func(spec string, p kv.PlaneSpec, pol kvcache.TierPolicy, n int, kind string) {
+			mass := retierMasses(r, kind, n)
+			want := make([]kv.Tier, n)
+			pol.Retier(want, mass, n)
+			j, _ := retierBounds(p, n)
+			got := emulateRetier(j, mass, v.widths, v.earlyStop)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%s: %s, %d tokens, %s masses: token %d tier %v, the policy's %v", v.name, spec, n, kind, i, got[i], want[i])
 				}
 			}
-		}
+		})
 	}
 }
