@@ -67,10 +67,7 @@ func (b *Backend) foldSwiGLU(dst, gate, up *tensor) bool {
 			u.Y = 0
 		}
 		x, T, K, d := l.x, l.T, l.K, dst.ptr
-		key := []uint64{u64(x), u64(T), u64(K), u64(d)}
-		for _, gr := range []kernels.LinearGroup{g, u} {
-			key = append(key, u64(gr.Y), u64(gr.W), u64(gr.Bias), u64(gr.N))
-		}
+		key := groupKey([]uint64{u64(x), u64(T), u64(K), u64(d)}, g, u)
 		return queuedOp{op: "LinearGroup+SwiGLU", key: key, f: func(c *cuda.Ctx) error {
 			return b.gemv.LaunchSwiGLU(c, b.stream, x, T, K, g, u, d)
 		}}, true
@@ -95,10 +92,7 @@ func (b *Backend) foldRoPE(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) 
 		}
 		qg, kg := l.groups[0], l.groups[1]
 		x, T, K, p := l.x, l.T, l.K, pos.ptr
-		key := []uint64{u64(x), u64(T), u64(K), u64(p), u64(invFreq), u64(half)}
-		for _, gr := range []kernels.LinearGroup{qg, kg, v} {
-			key = append(key, u64(gr.Y), u64(gr.W), u64(gr.Bias), u64(gr.N))
-		}
+		key := groupKey([]uint64{u64(x), u64(T), u64(K), u64(p), u64(invFreq), u64(half)}, qg, kg, v)
 		return queuedOp{op: "LinearGroup+RoPEQK", key: key, f: func(c *cuda.Ctx) error {
 			return b.gemv.LaunchRoPE(c, b.stream, x, T, K, qg, kg, v, p, invFreq, half)
 		}}, true

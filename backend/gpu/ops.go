@@ -326,13 +326,19 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 		b.fail(err)
 		return
 	}
+	b.linear(d, xt, wt, bt)
+}
+
+// linear is Linear over resolved operands (LinearGroup's one by one).
+func (b *Backend) linear(d, xt *tensor, wt, bt *weight) {
+	const op = "Linear"
 	T, K := xt.matrix()
 	_, N := d.matrix()
+	path := b.fp16Path(T, N, K)
 	var bp cuda.DevicePtr
 	if bt != nil {
 		bp = bt.f32
 	}
-	path := b.fp16Path(T, N, K)
 	switch {
 	case wt.isQuant() && b.opts.BatchInvariant:
 		b.fail(errInvariantQuant(wt.name))
@@ -413,29 +419,33 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		return
 	}
 	groups := make([]kernels.LinearGroup, len(ws))
+	type operands struct {
+		d  *tensor
+		wt *weight
+		bt *weight
+	}
+	each := make([]operands, len(ws))
 	var xt *tensor
 	grouped := true
+	groupN := 0
 	for i := range ws {
 		d, xi, wt, bt, err := b.linearOperands(op, dsts[i], x, ws[i], backend.BiasAt(biases, i))
 		if err != nil {
 			b.fail(err)
 			return
 		}
-		xt = xi
+		xt, each[i] = xi, operands{d, wt, bt}
 		if wt.isQuant() || wt.dec != nil {
 			grouped = false
 		}
 		_, N := d.matrix()
+		groupN += N
 		groups[i] = kernels.LinearGroup{Y: d.ptr, W: wt.f16, N: N}
 		if bt != nil {
 			groups[i].Bias = bt.f32
 		}
 	}
 	T, K := xt.matrix()
-	groupN := 0
-	for _, g := range groups {
-		groupN += g.N
-	}
 	path := b.fp16Path(T, groupN, K)
 	if grouped && path == pathGEMV {
 		// Decode: one gemv.cu launch per kernels.GEMVMaxGroups weights,
@@ -450,8 +460,11 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 	}
 	if !grouped || path != pathMMA {
 		b.decGroup(xt.ptr) // fused DEC weights over x share their selection lists
-		for i, w := range ws {
-			b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
+		for _, o := range each {
+			if b.failed() {
+				break
+			}
+			b.linear(o.d, xt, o.wt, o.bt)
 		}
 		b.decGroup(0)
 		return
@@ -467,12 +480,18 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 	}
 }
 
-// launchGEMVGroup queues one gemv.cu launch over groups sharing x [T, K].
-func (b *Backend) launchGEMVGroup(op string, xt *tensor, T, K int, groups []kernels.LinearGroup) {
-	key := []uint64{u64(xt.ptr), u64(T), u64(K)}
+// groupKey appends to key what a launch over groups depends on: each
+// group's output, weight, bias and channels.
+func groupKey(key []uint64, groups ...kernels.LinearGroup) []uint64 {
 	for _, g := range groups {
 		key = append(key, u64(g.Y), u64(g.W), u64(g.Bias), u64(g.N))
 	}
+	return key
+}
+
+// launchGEMVGroup queues one gemv.cu launch over groups sharing x [T, K].
+func (b *Backend) launchGEMVGroup(op string, xt *tensor, T, K int, groups []kernels.LinearGroup) {
+	key := groupKey([]uint64{u64(xt.ptr), u64(T), u64(K)}, groups...)
 	b.queueOp(queuedOp{op: op, key: key, f: func(c *cuda.Ctx) error {
 		return b.gemv.LaunchGroups(c, b.stream, xt.ptr, T, K, groups...)
 	}, gemv: &gemvLaunch{x: xt.ptr, xBytes: 4 * xt.n, T: T, K: K, groups: groups}})
@@ -496,10 +515,7 @@ func (b *Backend) launchLinear(op string, xt *tensor, T, K int, groups ...kernel
 			}
 			scratch = 0
 		}
-		key = []uint64{u64(xt.ptr), u64(xh), u64(T), u64(K)}
-		for _, g := range groups {
-			key = append(key, u64(g.Y), u64(g.W), u64(g.Bias), u64(g.N))
-		}
+		key = groupKey([]uint64{u64(xt.ptr), u64(xh), u64(T), u64(K)}, groups...)
 	}
 	b.launch(op, func(c *cuda.Ctx) error {
 		buf := xh
