@@ -156,7 +156,7 @@ func (b *Backend) planLinear(op string, x *tensor, w *weight, bias backend.Weigh
 			return p, layoutErr(op, "weight %s split by %v needs a replicated input, not %v", w.name, w.kind(), x.lay)
 		}
 		if w.kind() != backend.Replicated {
-			p.lay = layout{cols: w.ranges, pad: w.pad}
+			p.lay = layoutOf(w)
 		}
 		if bw != nil {
 			if bw.kind() != w.kind() || (w.kind() != backend.Replicated && !layoutOf(bw).equal(layoutOf(w))) || w.pad != 0 {

@@ -260,45 +260,41 @@ func (b *Backend) ShardLike(dst, like backend.Tensor) error {
 // Upload implements backend.Backend: dst becomes replicated, every rank
 // gets src.
 func (b *Backend) Upload(dst backend.Tensor, src []float32) error {
-	t, err := b.tensor("Upload", dst)
-	if err != nil {
-		return err
-	}
-	if len(src) != backend.NumElements(t.shape) {
-		return fmt.Errorf("tp: upload of %d values to %v", len(src), t)
-	}
-	if err := t.ensure(replicated); err != nil {
-		return err
-	}
-	for r, be := range b.ranks {
-		if err := be.Upload(t.parts[r], src); err != nil {
-			return fmt.Errorf("tp: rank %d: %w", r, err)
-		}
-	}
-	return nil
+	_, err := replicate(b, "Upload", "values", dst, src, backend.Backend.Upload)
+	return err
 }
 
 // UploadInt32 implements backend.Backend: dst becomes replicated, every
 // rank gets src, and the backend keeps a host copy (Embedding maps the ids
 // to each rank's vocabulary from it).
 func (b *Backend) UploadInt32(dst backend.Tensor, src []int32) error {
-	t, err := b.tensor("UploadInt32", dst)
+	t, err := replicate(b, "UploadInt32", "ids", dst, src, backend.Backend.UploadInt32)
 	if err != nil {
 		return err
 	}
-	if len(src) != backend.NumElements(t.shape) {
-		return fmt.Errorf("tp: upload of %d ids to %v", len(src), t)
-	}
-	if err := t.ensure(replicated); err != nil {
-		return err
-	}
-	for r, be := range b.ranks {
-		if err := be.UploadInt32(t.parts[r], src); err != nil {
-			return fmt.Errorf("tp: rank %d: %w", r, err)
-		}
-	}
 	t.ids = append(t.ids[:0], src...)
 	return nil
+}
+
+// replicate makes dst replicated and uploads src (what: its elements, for
+// the error) to every rank's part with up.
+func replicate[T any](b *Backend, op, what string, dst backend.Tensor, src []T, up func(backend.Backend, backend.Tensor, []T) error) (*tensor, error) {
+	t, err := b.tensor(op, dst)
+	if err != nil {
+		return nil, err
+	}
+	if len(src) != backend.NumElements(t.shape) {
+		return nil, fmt.Errorf("tp: upload of %d %s to %v", len(src), what, t)
+	}
+	if err := t.ensure(replicated); err != nil {
+		return nil, err
+	}
+	for r, be := range b.ranks {
+		if err := up(be, t.parts[r], src); err != nil {
+			return nil, fmt.Errorf("tp: rank %d: %w", r, err)
+		}
+	}
+	return t, nil
 }
 
 // Download implements backend.Backend: a replicated tensor is read from rank
