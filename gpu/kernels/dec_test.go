@@ -163,6 +163,30 @@ func wantCompensated(x, yBase []float32, r *wq.Matrix, c decCase) []float32 {
 	return want
 }
 
+// emptyPart returns n words of kernels.DECPartEmpty: a fused launch's part
+// buffer before its first launch.
+func emptyPart(n int) []uint32 {
+	v := make([]uint32, n)
+	for i := range v {
+		v[i] = kernels.DECPartEmpty
+	}
+	return v
+}
+
+// checkPartEmpty fails unless every one of the n words of a fused launch's
+// part buffer is kernels.DECPartEmpty again after run's launch (the next
+// launch, or graph replay, relies on it).
+func checkPartEmpty(t *testing.T, m *gpuMem, run int, part cuda.DevicePtr, n int) {
+	t.Helper()
+	got := make([]uint32, n)
+	m.read(cuda.Bytes(got), part)
+	for i, v := range got {
+		if v != kernels.DECPartEmpty {
+			t.Fatalf("run %d: part word %d = %#08x after the launch, want %#08x", run, i, v, uint32(kernels.DECPartEmpty))
+		}
+	}
+}
+
 // sameBits fails at the first element whose bits differ.
 func sameBits(t *testing.T, what string, got, want []float32) {
 	t.Helper()
@@ -284,10 +308,10 @@ func TestDECFullMatchesExact(t *testing.T) {
 }
 
 // TestDECFusedProtocol runs fused mode's protocol (dec::fused_cta: the DEC
-// CTAs select the channels themselves and publish their sums per tile,
+// CTAs select the channels themselves and claim each tile for their sums,
 // trivial base CTAs that copy a known base output meet them there) three
-// times in a row: y must equal serial mode's bits every time and the flags
-// must be back to zero. The cases cover in-kernel selection on K a
+// times in a row: y must equal serial mode's bits every time, the flags
+// must be back to zero and part empty (kernels.DECPartEmpty). The cases cover in-kernel selection on K a
 // multiple of 1024 or not with ties, zeros and subnormals, up to 8 tokens,
 // and a selection past kernels.DECFusedSelectMax (a select_topk launch
 // first).
@@ -325,7 +349,7 @@ func TestDECFusedProtocol(t *testing.T) {
 			m := newGPUMem(t, d)
 			S := kernels.DECSelected(c.K, c.kChunk)
 			l := &kernels.DECLaunch{X: m.put(cuda.Bytes(x)), Y: m.poisonedF32(c.T * c.N), Sel: m.put(make([]byte, 4*c.T*S)),
-				Flags: m.put(make([]byte, 4*kernels.DECFlagWords(c.N))), Part: m.poisonedF32(c.T * c.N),
+				Flags: m.put(make([]byte, 4*kernels.DECFlagWords(c.N))), Part: m.put(cuda.Bytes(emptyPart(c.T * c.N))),
 				R: res, T: c.T, KChunk: c.kChunk, Blocks: c.nTB}
 			yb := m.put(cuda.Bytes(yBase))
 			for run := range 3 {
@@ -339,6 +363,7 @@ func TestDECFusedProtocol(t *testing.T) {
 						t.Fatalf("run %d: flag %d = %d after the launch, want 0", run, i, f)
 					}
 				}
+				checkPartEmpty(t, m, run, l.Part, c.T*c.N)
 			}
 		})
 	}
