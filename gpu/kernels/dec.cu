@@ -197,14 +197,33 @@ __device__ __forceinline__ u32 ld_host(const u32* p) {
   return v;
 }
 
-// Reads and writes of y and part through L2 only (fused mode: other CTAs
-// wrote them during this launch; no stale L1 line may be used).
-__device__ __forceinline__ float ld_cg(const float* p) {
+// Reads and writes of y and part in fused mode, and reads of a flag waited
+// on: strong (relaxed, GPU scope), through L2 like ld/st.global.cg (both compile to
+// LDG/STG.E.STRONG.GPU). Never weak loads: a weak load may be merged with an
+// earlier one of the same address, and a wait loop over one dropped. v6's
+// NaN (docs/perf/dec.md, v6.1): with ld.global.cg, ptxas folded add_part's
+// `while (empty) reload` into its first load, so a base CTA whose DEC CTA
+// had claimed the tile but not yet stored its words added kPartEmpty (a
+// NaN) into y.
+__device__ __forceinline__ float ld_gpu(const float* p) {
   float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ void st_cg(float* p, float v) { asm volatile("st.global.cg.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory"); }
+__device__ __forceinline__ u32 ld_gpu(const u32* p) {
+  u32 v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_gpu(float* p, float v) { asm volatile("st.relaxed.gpu.global.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory"); }
+
+// globaltimer returns the GPU's nanosecond timer (fused_selftest's late
+// mode).
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 // chunk_select is wq.ChunkSelect for kChunk <= 1024.
 __host__ __device__ __forceinline__ int chunk_select(int kChunk, int c) {
@@ -738,17 +757,17 @@ constexpr u32 kPartEmpty = 0xffffffffu;
 
 // part_store stores a compensation value to part (fused mode).
 __device__ __forceinline__ void part_store(float* p, float v) {
-  st_cg(p, __float_as_uint(v) == kPartEmpty ? __uint_as_float(0x7fffffffu) : v);
+  st_gpu(p, __float_as_uint(v) == kPartEmpty ? __uint_as_float(0x7fffffffu) : v);
 }
 
 // part_clear resets a consumed part word to empty, for the next launch.
-__device__ __forceinline__ void part_clear(float* p) { st_cg(p, __uint_as_float(kPartEmpty)); }
+__device__ __forceinline__ void part_clear(float* p) { st_gpu(p, __uint_as_float(kPartEmpty)); }
 
 // part_load is a base CTA's first step in fused mode (v6, the one-trip
 // protocol; every thread with an element of the tile calls it, before the
 // CTA's reduction, so the load's latency overlaps it): element p of part,
 // through L2.
-__device__ __forceinline__ float part_load(const Args& a, size_t p) { return ld_cg(a.part + p); }
+__device__ __forceinline__ float part_load(const Args& a, size_t p) { return ld_gpu(a.part + p); }
 
 // part_ready reports whether a part_load value is the DEC CTA's (not
 // empty). A base CTA writes tile_value with present = every element of its
@@ -771,9 +790,9 @@ __device__ __forceinline__ float tile_value(bool present, float part, float base
 __device__ __forceinline__ void add_part(const Args& a, int tile, int i0, int step) {
   for (int i = i0; i < a.T * kTile; i += step) {
     const size_t p = size_t(i / kTile) * a.N + tile * kTile + i % kTile;
-    float v = ld_cg(a.part + p);
-    while (!part_ready(v)) v = ld_cg(a.part + p);
-    st_cg(a.y + p, __fadd_rn(ld_cg(a.y + p), v));
+    float v = ld_gpu(a.part + p);
+    while (!part_ready(v)) v = ld_gpu(a.part + p);
+    st_gpu(a.y + p, __fadd_rn(ld_gpu(a.y + p), v));
     part_clear(a.part + p);
   }
 }
@@ -814,9 +833,11 @@ __device__ __forceinline__ void tile_close(const Args& a, int tile, bool present
 // every token's sums added into y here (the last from registers), their
 // part words reset and their flag reset. No fence on the claimed path.
 // THREADS must be the kernel's blockDim.x; P must cover the slice (dec.go's
-// decOutputs).
+// decOutputs). lateNs (fused_selftest's late mode; 0 in the real kernels):
+// the CTA waits that many nanoseconds between its claims and its stores, so
+// base CTAs find their tiles claimed with the words still missing.
 template <int E, int P, int THREADS>
-__device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* smem) {
+__device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* smem, unsigned lateNs = 0) {
   int u0, u1;
   slice(a.N, a.blocks, b, u0, u1);
   if (u0 >= u1) return;
@@ -866,6 +887,10 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
     }
     any = __syncthreads_or(any);
     if (any) __threadfence();  // acquire the base CTAs' stores to y
+    if (lateNs != 0) {
+      const unsigned long long t0 = globaltimer();
+      while (globaltimer() - t0 < lateNs) __nanosleep(1000);
+    }
     if (o0 < nOut) {
 #pragma unroll
       for (int p = 0; p < P; p++) {
@@ -873,11 +898,11 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
         if (second[(o0 + p) / kTile]) {
           for (int tt = 0; tt < t; tt++) {  // earlier tokens: from part, which this thread stored
             const size_t q = size_t(tt) * a.N + o;
-            st_cg(a.y + q, __fadd_rn(ld_cg(a.y + q), ld_cg(a.part + q)));
+            st_gpu(a.y + q, __fadd_rn(ld_gpu(a.y + q), ld_gpu(a.part + q)));
             part_clear(a.part + q);
           }
           const size_t q = size_t(t) * a.N + o;
-          st_cg(a.y + q, __fadd_rn(ld_cg(a.y + q), acc[p]));  // serial mode's add
+          st_gpu(a.y + q, __fadd_rn(ld_gpu(a.y + q), acc[p]));  // serial mode's add
         } else {
           part_store(a.part + size_t(t) * a.N + o, acc[p]);
         }
@@ -897,13 +922,13 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
 // ALL, are instantiated: the kernel's registers are those of its largest
 // path, and its compile time grows with each.
 template <int THREADS, int PMAX, bool ALL>
-__device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem) {
-#define DEC_FUSED_CASE(E, P)                                      \
-  case (E) * 64 + (P):                                            \
-    if constexpr ((P) <= PMAX && ((E) == kInt4 || ALL)) {         \
-      fused_cta<E, ((P) <= PMAX ? (P) : 1), THREADS>(a, b, smem); \
-      return;                                                     \
-    }                                                             \
+__device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem, unsigned lateNs = 0) {
+#define DEC_FUSED_CASE(E, P)                                              \
+  case (E) * 64 + (P):                                                    \
+    if constexpr ((P) <= PMAX && ((E) == kInt4 || ALL)) {                 \
+      fused_cta<E, ((P) <= PMAX ? (P) : 1), THREADS>(a, b, smem, lateNs); \
+      return;                                                             \
+    }                                                                     \
     break;
 #define DEC_FUSED_CASES(E) \
   DEC_FUSED_CASE(E, 1) DEC_FUSED_CASE(E, 2) DEC_FUSED_CASE(E, 4) DEC_FUSED_CASE(E, 8) DEC_FUSED_CASE(E, 16) DEC_FUSED_CASE(E, 32)
@@ -920,15 +945,28 @@ __device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned cha
 // fused_selftest is a fused grid whose base CTAs (blockIdx.x >= a.blocks,
 // one tile each) copy ybase into y instead of computing a GEMV: the
 // protocol of fused mode with a known base, for tests; its DEC CTAs go
-// through fused_cta_any.
-__global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const float* __restrict__ ybase) {
+// through fused_cta_any. lateNs > 0 (the late mode) forces the path where
+// the base CTA finds its tile claimed but the words missing: the DEC CTAs
+// wait lateNs nanoseconds between their claims and their stores, and each
+// base CTA waits for its tile's claim (at most kLateWaitNs) before it
+// reads part, so it writes the base, finds the claim with its CAS and must
+// wait in add_part for the words.
+constexpr unsigned long long kLateWaitNs = 100000000ull;  // 0.1 s: past it the base CTA goes on (the protocol's CAS path), never hangs
+__global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const float* __restrict__ ybase, unsigned lateNs) {
   __shared__ __align__(16) unsigned char smem[fused_smem_bytes(kThreads)];
   __shared__ u32 scratch;
   if (int(blockIdx.x) < a.blocks) {
-    fused_cta_any<kThreads, kUnit, true>(a, blockIdx.x, smem);
+    fused_cta_any<kThreads, kUnit, true>(a, blockIdx.x, smem, lateNs);
     return;
   }
   const int tile = int(blockIdx.x) - a.blocks;
+  if (lateNs != 0) {
+    if (threadIdx.x == 0) {
+      const unsigned long long t0 = globaltimer();
+      while (ld_gpu(a.flags + tile) == 0 && globaltimer() - t0 < kLateWaitNs) __nanosleep(100);
+    }
+    __syncthreads();
+  }
   // The tile's T·kTile elements, a thread each.
   if (a.T * kTile > kThreads) __trap();  // T <= 16; the Go side allows 8
   const int i = threadIdx.x;
@@ -936,7 +974,7 @@ __global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const f
   const size_t p = size_t(i / kTile) * a.N + tile * kTile + i % kTile;
   const float pv = mine ? part_load(a, p) : 0.f;
   const bool present = __syncthreads_and(!mine || part_ready(pv));
-  if (mine) a.y[p] = tile_value(present, pv, ybase[p]);
+  if (mine) st_gpu(a.y + p, tile_value(present, pv, ybase[p]));
   tile_close(a, tile, present, &scratch);
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/wq"
@@ -366,10 +367,16 @@ func (d *DEC) Compensate(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
 // copies yBase [T][N] into y under the protocol. y ends as Compensate would
 // leave yBase, l.Flags all zero and l.Part all DECPartEmpty again. The DEC CTAs select themselves
 // unless S > DECFusedSelectMax (then a Select launch into l.Sel comes
-// first). For tests.
-func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cuda.DevicePtr) error {
+// first). late > 0 forces the path where a base CTA finds its tile claimed
+// by the DEC CTA and the words not yet stored (the DEC CTAs wait late
+// between their claims and their stores; each base CTA waits for its
+// tile's claim first), which must then wait for them. For tests.
+func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cuda.DevicePtr, late time.Duration) error {
 	if yBase == 0 {
 		return fmt.Errorf("kernels: dec: the fused self-test needs a base output")
+	}
+	if late < 0 || late > decMaxLate {
+		return fmt.Errorf("kernels: dec: the fused self-test's late wait %v is out of [0, %v]", late, decMaxLate)
 	}
 	args, _, sel, err := DECFusedArgs(l, DECThreads)
 	if err != nil {
@@ -381,8 +388,12 @@ func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cud
 		}
 	}
 	grid := l.Blocks + l.R.N/DECTile
-	return c.Launch(d.fused, cuda.Dim3{X: grid}, cuda.Dim3{X: DECThreads}, 0, st, args, yBase)
+	return c.Launch(d.fused, cuda.Dim3{X: grid}, cuda.Dim3{X: DECThreads}, 0, st, args, yBase, uint32(late.Nanoseconds()))
 }
+
+// decMaxLate bounds FusedSelfTest's late wait (dec.cu's base CTAs wait at
+// most kLateWaitNs, 0.1 s, for a claim).
+const decMaxLate = 10 * time.Millisecond
 
 // DECFusedArgs returns dec::Args for a base kernel hosting fused-mode DEC
 // CTAs with threads threads per CTA (passed by value, 96 bytes), and P, the

@@ -442,11 +442,11 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
         if (mine && !dec::part_ready(pv)) pv = dec::part_load(*fa, fp);
         present = __syncthreads_and(!mine || dec::part_ready(pv));
       }
-      // y through the DEC arguments' pointer and an st.cg, never through
-      // the __restrict__ y: the DEC CTAs and tile_close read and write
-      // this memory through fa->y, so the compiler may not assume y
+      // y through the DEC arguments' pointer and a strong store, never
+      // through the __restrict__ y: the DEC CTAs and tile_close read and
+      // write this memory through fa->y, so the compiler may not assume y
       // unaliased here and sink the store past tile_close's fence and CAS.
-      if (mine) dec::st_cg(fa->y + fp, dec::tile_value(present, pv, v));
+      if (mine) dec::st_gpu(fa->y + fp, dec::tile_value(present, pv, v));
       dec::tile_close(*fa, cta, present, &fscratch);
       return;
     }
