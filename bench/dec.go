@@ -531,9 +531,12 @@ func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(i
 	if err := c.HtoD(pp, cuda.Bytes(params)); err != nil {
 		return nil, nil, err
 	}
-	// And its compensation buffer.
+	// And its compensation buffer, empty between launches.
 	part, err := alloc(4 * T * N)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.Memset32Async(part, kernels.DECPartEmpty, T*N, st); err != nil {
 		return nil, nil, err
 	}
 	base = func(y, x cuda.DevicePtr) error { return t.gq.Launch(c, st, y, x, wp, pp, 0, T, N, K, bits, G) }

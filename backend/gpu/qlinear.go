@@ -44,7 +44,7 @@ type decWeight struct {
 	S      int            // channels one token selects
 	sel    cuda.DevicePtr // [GEMVMaxRows][S] int32, decode batches' selection; then the residual when on the device (one allocation)
 	mode   kernels.DECMode
-	part   cuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent and fused modes)
+	part   cuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent and fused modes; fused: DECPartEmpty between launches)
 	flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the tile flags (fused mode)
 }
 
@@ -164,6 +164,12 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 		}
 		if (mode == kernels.DECConcurrent || mode == kernels.DECFused) && w.isQuant() {
 			if dw.part, err = c.Alloc(4 * kernels.GEMVMaxRows * N); err != nil {
+				return err
+			}
+		}
+		if mode == kernels.DECFused && w.isQuant() {
+			// Fused launches find part empty and leave it so (dec.cu's protocol).
+			if err := c.Memset32Async(dw.part, kernels.DECPartEmpty, kernels.GEMVMaxRows*N, b.stream); err != nil {
 				return err
 			}
 		}

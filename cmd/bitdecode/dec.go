@@ -292,7 +292,7 @@ var tuneCmd = &command{
 	help: `'tune dec' measures, for each distinct linear-layer shape of the model (or
 of --shapes), the base GEMV time of a decode step and the time of the same
 step with DEC (in --mode, by default fused as the backend runs it; the
-residual where --residual-at says) for k_chunk 8, 16, 32, ... and each n_tb in --n-tb, every run after an
+residual where --residual-at says) for k_chunk 1, 2, 4, 8, 16, ... and each n_tb in --n-tb, every run after an
 L2 flush, medians of --runs runs. For each --slowdown target it picks the
 largest k_chunk whose step is at most that much slower than the base, with
 the n_tb that was fastest for it (k_chunk 0 if even the smallest is too
@@ -328,7 +328,7 @@ type tuneFlags struct {
 
 func addTuneFlags(fs *flag.FlagSet) tuneFlags {
 	return tuneFlags{
-		decFlags: addDECFlags(fs, "8,16,32,64,128,256,512,1024"),
+		decFlags: addDECFlags(fs, "1,2,4,8,16,32,64,128,256,512,1024"),
 		slowdown: fs.String("slowdown", "2.5%,5%,10%,20%", "decode slowdown targets (percent over the base GEMV)"),
 		out:      fs.String("out", "", "settings file to update (default: DIR/bitdecode.json with --model)"),
 	}

@@ -45,8 +45,8 @@
 //    y_n = __fadd_rn(y_n, dec_n): wq.Compensate's sum, bit for bit.
 //
 // 3. fused mode: the DEC CTAs run in the same grid as the base GEMV, at the
-//    lowest blockIdx (resident first), and nobody waits on anybody
-//    (docs/perf/dec.md has the design and its costs). A DEC CTA
+//    lowest blockIdx (resident first), and no CTA waits on one that may
+//    not be running (docs/perf/dec.md has the design and its costs). A DEC CTA
 //    (blockIdx.x < a.blocks) calls
 //        dec::fused_cta<ELEM, P, THREADS>(a, blockIdx.x, smem)
 //    with smem = at least dec::fused_smem_bytes(THREADS) bytes of 16-byte
@@ -58,25 +58,28 @@
 //    S > kSelMax, or an earlier fused launch's a.selOut over the same x
 //    and k_chunk: the DEC CTAs then start with the list), sums its slice's
 //    compensation from host memory into registers (accumulate_out: P
-//    consecutive outputs per thread, four rows in flight, the same per-
-//    output order and bits as 2.) and stores it to
-//    a.part [T][N] (device). Then, per tile of kTile = 16 outputs, it
-//    publishes: atomicCAS(flag, 0 -> 1). A base CTA owning a tile calls
-//        st = dec::tile_peek(a.flags, tile)        (thread 0; acquire load)
-//    before writing y, writes y = base, or __fadd_rn(base, part) when
-//    st == 1 (dec::tile_value), then every thread calls
-//        dec::tile_close(a, tile, st, scratch)
-//    which, when st != 1, makes its stores visible and does
-//    atomicCAS(flag, 0 -> 2): if that finds 1 (DEC published meanwhile)
-//    the base CTA adds part into y itself. A DEC CTA whose CAS finds 2 (the
-//    base was first) adds part into y. Exactly one side adds, with the
-//    same single float32 add as serial mode (the same bits), and the side
-//    that comes second resets the flag to 0 for the next launch or graph
-//    replay. With one token (T = 1) the DEC CTA first reads its tiles'
-//    states (acquire) and adds its registers straight into the tiles
-//    already in state 2, resetting their flags, with no part, fence or CAS;
-//    when that covers every tile of its slice it ends there, with no fence
-//    at all (nobody reads its stores in this launch).
+//    consecutive outputs per thread, eight or four rows in flight, the
+//    same per-output order and bits as 2.). The one-trip protocol (v6):
+//    a.part [T][N] (device) holds kPartEmpty in every word between
+//    launches. The DEC CTA stores every token's sums but the last to part;
+//    then it claims each tile of kTile = 16 outputs, atomicCAS(flag, 0 ->
+//    1), and stores the last token's sums to part. A base CTA owning a
+//    tile loads its part words (dec::part_load, early: at the start of its
+//    last batch) and writes y = base, or __fadd_rn(base, part) when every
+//    word of the tile is the DEC CTA's (dec::part_ready, voted over the
+//    CTA; dec::tile_value): then the DEC CTA has claimed the tile and is
+//    done with it, and the base CTA resets the words to kPartEmpty and the
+//    flag to 0 (dec::tile_close), with no flag read and no fence: one
+//    round trip, hidden behind its last batch. Otherwise tile_close makes
+//    its stores visible and does atomicCAS(flag, 0 -> 2): if that finds 1
+//    (the DEC CTA claimed the tile meanwhile) the base CTA adds part into y
+//    as the words arrive (the DEC CTA is resident and stores them without
+//    waiting on anybody) and resets them and the flag; if it succeeds, the
+//    DEC CTA's claim finds 2 and it adds every token's sums into y itself
+//    (the last from registers) and resets the words and the flag. Exactly
+//    one side adds, with the same single float32 add as serial mode (the
+//    same bits); the side that comes second leaves part empty and the flag
+//    0 for the next launch or graph replay.
 //    Slices are whole 32-output units, so no tile has two DEC CTAs.
 //    dec::fused_cta_any<THREADS, PMAX, ALL>(a, blockIdx.x, smem) does the
 //    same with ELEM and P read from a.elem and a.wpt (kernels.DECFusedArgs
@@ -194,19 +197,32 @@ __device__ __forceinline__ u32 ld_host(const u32* p) {
   return v;
 }
 
-// Reads and writes of y and part through L2 only (fused mode: other CTAs
-// wrote them during this launch; no stale L1 line may be used).
-__device__ __forceinline__ float ld_cg(const float* p) {
+// Reads and writes of y and part in fused mode, and reads of a flag waited
+// on: strong (relaxed, GPU scope), through L2 like ld/st.global.cg (both compile to
+// LDG/STG.E.STRONG.GPU). Never weak loads: a weak load may be merged with an
+// earlier one of the same address, and a wait loop over one dropped. v6's
+// NaN (docs/perf/dec.md, v6.1): with ld.global.cg, ptxas folded add_part's
+// `while (empty) reload` into its first load, so a base CTA whose DEC CTA
+// had claimed the tile but not yet stored its words added kPartEmpty (a
+// NaN) into y.
+__device__ __forceinline__ float ld_gpu(const float* p) {
   float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ void st_cg(float* p, float v) { asm volatile("st.global.cg.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory"); }
-
-__device__ __forceinline__ u32 ld_acquire(const u32* p) {
+__device__ __forceinline__ u32 ld_gpu(const u32* p) {
   u32 v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+__device__ __forceinline__ void st_gpu(float* p, float v) { asm volatile("st.relaxed.gpu.global.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory"); }
+
+// globaltimer returns the GPU's nanosecond timer (fused_selftest's late
+// mode).
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 }
 
 // chunk_select is wq.ChunkSelect for kChunk <= 1024.
@@ -500,9 +516,12 @@ __device__ __forceinline__ float value_at(u32 w, int sh, float s, float z) {
 }
 
 // kRowsInFlight is how many rows accumulate_out loads before their sums:
-// four, fewer where a thread's words per row would take too many registers.
-template <int KW>
-constexpr int kRowsInFlight = KW <= 4 ? 4 : KW <= 8 ? 2 : 1;
+// eight where a thread owns at most two outputs (one word per row: the
+// loop is the latency of a few shared loads and five dependent ops per
+// row, and only two warps of a 64-output slice work; v6), four up to four
+// words per row, fewer where they would take too many registers.
+template <int KW, int P>
+constexpr int kRowsInFlight = P <= 2 ? 8 : KW <= 4 ? 4 : KW <= 8 ? 2 : 1;
 
 // accumulate_out sums token t's compensation of the outputs of units [u0,
 // u1) into acc (v4, fused mode; docs/perf/dec.md): thread i owns the P
@@ -520,7 +539,7 @@ __device__ __forceinline__ void accumulate_out(const Args& a, int t, int u0, int
   constexpr int kPer = F::kPerWord;
   constexpr int kWordsPerUnit = kUnit / kPer;
   constexpr int KW = P >= kPer ? P / kPer : 1;  // words per row and thread
-  constexpr int RU = kRowsInFlight<KW>;
+  constexpr int RU = kRowsInFlight<KW, P>;
   static_assert(P >= 1 && P <= kUnit && (P & (P - 1)) == 0, "P is a power of two <= kUnit");
   const int tid = threadIdx.x;
 #pragma unroll
@@ -575,17 +594,20 @@ __device__ __forceinline__ void accumulate_out(const Args& a, int t, int u0, int
       sz = F::kParams ? sf[r * np + gi] : make_float2(0.f, 0.f);
     };
     int r = 0;
-    if constexpr (RU == 4) {
-      for (; r + 4 <= rows; r += 4) {
-        const float4 xv = *reinterpret_cast<const float4*>(sx + r);  // r % 4 == 0: aligned
-        u32 w[4][KW];
-        float2 sz[4];
+    if constexpr (RU >= 4) {
+      for (; r + RU <= rows; r += RU) {
+        float xv[RU];
 #pragma unroll
-        for (int u = 0; u < 4; u++) load(r + u, w[u], sz[u]);
-        add(w[0], sz[0], xv.x);
-        add(w[1], sz[1], xv.y);
-        add(w[2], sz[2], xv.z);
-        add(w[3], sz[3], xv.w);
+        for (int q = 0; q < RU; q += 4) {
+          const float4 v = *reinterpret_cast<const float4*>(sx + r + q);  // r % 4 == 0: aligned
+          xv[q] = v.x, xv[q + 1] = v.y, xv[q + 2] = v.z, xv[q + 3] = v.w;
+        }
+        u32 w[RU][KW];
+        float2 sz[RU];
+#pragma unroll
+        for (int u = 0; u < RU; u++) load(r + u, w[u], sz[u]);
+#pragma unroll
+        for (int u = 0; u < RU; u++) add(w[u], sz[u], xv[u]);
       }
     } else if constexpr (RU == 2) {
       for (; r + 2 <= rows; r += 2) {
@@ -726,38 +748,66 @@ __device__ __noinline__ void select_chunks(const Args& a, int t, int* list, int*
   }
 }
 
-// tile_peek is a base CTA's first step in fused mode (one thread calls it,
-// before the CTA writes its tile of y): the tile's state, acquired: 1 when
-// the DEC CTA has published part for it (the base then writes
-// tile_value(base, part) itself), else 0.
-__device__ __forceinline__ u32 tile_peek(const u32* flags, int tile) { return ld_acquire(flags + tile); }
+// kPartEmpty is the bit pattern of an empty part word (fused mode): a NaN
+// no float32 arithmetic produces (the GPU's NaN results are 0x7fffffff), so
+// a value the DEC CTA stores is never taken for it (part_store turns that
+// exact pattern into 0x7fffffff, the same NaN for every add). part holds it
+// before every launch; whoever consumes a word resets it.
+constexpr u32 kPartEmpty = 0xffffffffu;
 
-// tile_value is what a base CTA writes to y at index p: its base value,
-// plus the compensation when the DEC side was first (state 1): the same
-// single float32 add as serial mode.
-__device__ __forceinline__ float tile_value(const Args& a, u32 state, size_t p, float base) {
-  return state == 1 ? __fadd_rn(base, ld_cg(a.part + p)) : base;
+// part_store stores a compensation value to part (fused mode).
+__device__ __forceinline__ void part_store(float* p, float v) {
+  st_gpu(p, __float_as_uint(v) == kPartEmpty ? __uint_as_float(0x7fffffffu) : v);
 }
 
-// add_part adds part into y for token rows of one tile, through L2 (the
-// side that comes second, when the other has not added).
+// part_clear resets a consumed part word to empty, for the next launch.
+__device__ __forceinline__ void part_clear(float* p) { st_gpu(p, __uint_as_float(kPartEmpty)); }
+
+// part_load is a base CTA's first step in fused mode (v6, the one-trip
+// protocol; every thread with an element of the tile calls it, before the
+// CTA's reduction, so the load's latency overlaps it): element p of part,
+// through L2.
+__device__ __forceinline__ float part_load(const Args& a, size_t p) { return ld_gpu(a.part + p); }
+
+// part_ready reports whether a part_load value is the DEC CTA's (not
+// empty). A base CTA writes tile_value with present = every element of its
+// tile ready (__syncthreads_and): then the DEC CTA has claimed the tile
+// (flag 1, its CAS comes before its stores of the last token's part) and
+// will not touch it again.
+__device__ __forceinline__ bool part_ready(float v) { return __float_as_uint(v) != kPartEmpty; }
+
+// tile_value is what a base CTA writes to y: its base value, plus the
+// compensation when the whole tile was present: the same single float32
+// add as serial mode.
+__device__ __forceinline__ float tile_value(bool present, float part, float base) {
+  return present ? __fadd_rn(base, part) : base;
+}
+
+// add_part adds part into y for every token of one tile, through L2,
+// waiting for each word the DEC CTA has yet to store (it claimed the tile
+// and is resident: its stores come without waiting on anybody), and resets
+// part to empty.
 __device__ __forceinline__ void add_part(const Args& a, int tile, int i0, int step) {
   for (int i = i0; i < a.T * kTile; i += step) {
     const size_t p = size_t(i / kTile) * a.N + tile * kTile + i % kTile;
-    st_cg(a.y + p, __fadd_rn(ld_cg(a.y + p), ld_cg(a.part + p)));
+    float v = ld_gpu(a.part + p);
+    while (!part_ready(v)) v = ld_gpu(a.part + p);
+    st_gpu(a.y + p, __fadd_rn(ld_gpu(a.y + p), v));
+    part_clear(a.part + p);
   }
 }
 
-// tile_close is a base CTA's last step in fused mode, after its stores to
-// y for the tile (every thread calls it; state from tile_peek; scratch is
-// one u32 of shared memory). State 1: the compensation is in y, reset the
-// flag, with no fence (the DEC CTA is done with the tile: nobody reads
-// these stores in this launch). Else: make the stores visible,
-// atomicCAS(flag, 0 -> 2); if that finds 1 (the DEC CTA published
-// meanwhile) add part into y and reset the flag; if it succeeds, the DEC
-// CTA adds when it publishes.
-__device__ __forceinline__ void tile_close(const Args& a, int tile, u32 state, u32* scratch) {
-  if (state == 1) {  // the same for the whole CTA
+// tile_close is a base CTA's last step in fused mode, after its stores to y
+// for the tile (every thread calls it; present as for tile_value; scratch
+// is one u32 of shared memory). Present: the compensation is in y; reset
+// the tile's part words and its flag (the DEC CTA set it to 1 before those
+// stores and is done with the tile), with no fence. Else: make the stores
+// visible, atomicCAS(flag, 0 -> 2); if that finds 1 (the DEC CTA claimed
+// the tile meanwhile) add part into y as it arrives (add_part), reset the
+// flag; if it succeeds, the DEC CTA adds its sums into y when it comes.
+__device__ __forceinline__ void tile_close(const Args& a, int tile, bool present, u32* scratch) {
+  if (present) {  // the same for the whole CTA
+    for (int i = threadIdx.x; i < a.T * kTile; i += blockDim.x) part_clear(a.part + size_t(i / kTile) * a.N + tile * kTile + i % kTile);
     if (threadIdx.x == 0) a.flags[tile] = 0;
     return;
   }
@@ -766,24 +816,28 @@ __device__ __forceinline__ void tile_close(const Args& a, int tile, u32 state, u
   if (threadIdx.x == 0) *scratch = atomicCAS(a.flags + tile, 0u, 2u);
   __syncthreads();
   if (*scratch == 1) {
-    __threadfence();
     add_part(a, tile, threadIdx.x, blockDim.x);
     if (threadIdx.x == 0) a.flags[tile] = 0;
   }
 }
 
-// fused_cta is the DEC CTAs' side of fused mode (file comment, 3.): DEC CTA
-// b (0 <= b < a.blocks, the grid's lowest blockIdx values) selects (if
-// a.sel is null), sums (accumulate_out, P outputs per thread) and stores
-// its slice's compensation of every token to a.part, then publishes it tile
-// by tile. With one token it first reads the tiles' states (acquire): the
-// tiles whose base CTA has already written y (state 2) get the sums from
-// registers straight into y and their flag reset, with no store to part,
-// fence or CAS (two round trips fewer where the DEC side ends last); the
-// others go through part as above. THREADS must be the kernel's
-// blockDim.x; P must cover the slice (dec.go's decOutputs).
+// fused_cta is the DEC CTAs' side of fused mode (file comment, 3.; v6's
+// one-trip protocol): DEC CTA b (0 <= b < a.blocks, the grid's lowest
+// blockIdx values) selects (if a.sel is null) and sums (accumulate_out, P
+// outputs per thread) its slice's compensation token by token, storing
+// every token's but the last to a.part. With the last token's sums in
+// registers it claims each tile of the slice, atomicCAS(flag, 0 -> 1), a
+// thread per tile: claimed tiles get the last token's sums in part (the
+// base CTA, reading part, adds them, or waits for them if its own CAS found
+// the claim); tiles whose base CTA wrote y first (the CAS finds 2) get
+// every token's sums added into y here (the last from registers), their
+// part words reset and their flag reset. No fence on the claimed path.
+// THREADS must be the kernel's blockDim.x; P must cover the slice (dec.go's
+// decOutputs). lateNs (fused_selftest's late mode; 0 in the real kernels):
+// the CTA waits that many nanoseconds between its claims and its stores, so
+// base CTAs find their tiles claimed with the words still missing.
 template <int E, int P, int THREADS>
-__device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* smem) {
+__device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* smem, unsigned lateNs = 0) {
   int u0, u1;
   slice(a.N, a.blocks, b, u0, u1);
   if (u0 >= u1) return;
@@ -796,7 +850,7 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
   // second[i]: tile i's base CTA wrote y first, so this CTA adds into it
   // (shared memory aliasing stage's code buffer, once the sums are done).
   int* second = reinterpret_cast<int*>(smem);
-  const bool direct = a.T == 1;
+  const size_t s0 = size_t(u0) * kUnit;  // the slice's first output
   for (int t = 0; t < a.T; t++) {
     const int* sel = list;
     if (a.sel != nullptr) {
@@ -814,71 +868,51 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
     }
     float acc[P];
     accumulate_out<E, P, THREADS>(a, t, u0, u1, smem, sel, acc);
-    float* part = a.part + size_t(t) * a.N + u0 * kUnit;
-    if (direct) {
-      __syncthreads();  // the sums are done with smem
-      for (int i = threadIdx.x; i < tiles; i += THREADS) second[i] = ld_acquire(flags + i) == 2u;
-      __syncthreads();
+    if (t + 1 < a.T) {
+      // Not the last token: to part now (the base CTA reads a tile as
+      // present only once the last token's words are there too).
+      if (o0 < nOut) {  // then all P outputs are in the slice (nOut is a multiple of kUnit >= P)
+#pragma unroll
+        for (int p = 0; p < P; p++) part_store(a.part + size_t(t) * a.N + s0 + o0 + p, acc[p]);
+      }
+      continue;
     }
-    if (o0 < nOut) {  // then all P outputs are in the slice (nOut is a multiple of kUnit >= P)
-      float* y = a.y + size_t(t) * a.N + u0 * kUnit;
+    // The last token: claim the tiles, then store or add.
+    __syncthreads();  // the sums are done with smem
+    bool any = false;
+    for (int i = threadIdx.x; i < tiles; i += THREADS) {
+      const bool s2 = atomicCAS(flags + i, 0u, 1u) == 2u;
+      second[i] = s2;
+      any |= s2;
+    }
+    any = __syncthreads_or(any);
+    if (any) __threadfence();  // acquire the base CTAs' stores to y
+    if (lateNs != 0) {
+      const unsigned long long t0 = globaltimer();
+      while (globaltimer() - t0 < lateNs) __nanosleep(1000);
+    }
+    if (o0 < nOut) {
 #pragma unroll
       for (int p = 0; p < P; p++) {
-        const int o = o0 + p;
-        if (direct && second[o / kTile]) {
-          st_cg(y + o, __fadd_rn(ld_cg(y + o), acc[p]));  // serial mode's add
+        const size_t o = s0 + o0 + p;
+        if (second[(o0 + p) / kTile]) {
+          for (int tt = 0; tt < t; tt++) {  // earlier tokens: from part, which this thread stored
+            const size_t q = size_t(tt) * a.N + o;
+            st_gpu(a.y + q, __fadd_rn(ld_gpu(a.y + q), ld_gpu(a.part + q)));
+            part_clear(a.part + q);
+          }
+          const size_t q = size_t(t) * a.N + o;
+          st_gpu(a.y + q, __fadd_rn(ld_gpu(a.y + q), acc[p]));  // serial mode's add
         } else {
-          st_cg(part + o, acc[p]);
+          part_store(a.part + size_t(t) * a.N + o, acc[p]);
         }
       }
     }
-  }
-  if (direct) {
-    // Every tile of the slice added directly (the base CTAs were all
-    // first)? Then nobody reads this CTA's stores in this launch: reset the
-    // flags and end, with no fence (it would wait for the stores to y) and
-    // no CAS.
-    bool viaPart = false;
-    for (int i = threadIdx.x; i < tiles; i += THREADS) viaPart |= !second[i];
-    if (!__syncthreads_or(viaPart)) {
-      for (int i = threadIdx.x; i < tiles; i += THREADS) flags[i] = 0;
-      return;
+    if (any) {
+      for (int i = threadIdx.x; i < tiles; i += THREADS)
+        if (second[i]) flags[i] = 0;  // the base CTA's CAS was its last touch
     }
   }
-  __threadfence();  // each thread's stores to part
-  __syncthreads();
-  // Publish every tile of the slice at once (a thread per tile); the tiles
-  // whose base CTA wrote y first (state 2) are marked in shared memory,
-  // then the whole CTA adds part into them, an element per thread: one
-  // round trip, not a tile's 16·T dependent ones per thread. Tiles already
-  // added directly (one token) only have their flag reset: the base CTA's
-  // CAS 0 -> 2 was its last touch of the tile in this launch.
-  __shared__ int anySecond;
-  if (threadIdx.x == 0) anySecond = 0;
-  __syncthreads();
-  for (int i = threadIdx.x; i < tiles; i += THREADS) {
-    if (direct && second[i]) {
-      flags[i] = 0;
-      second[i] = 0;
-      continue;
-    }
-    const bool s2 = atomicCAS(flags + i, 0u, 1u) == 2u;  // the base wrote y first
-    second[i] = s2;
-    if (s2) anySecond = 1;
-  }
-  __syncthreads();
-  if (!anySecond) return;
-  __threadfence();  // acquire the base CTAs' stores to y
-  for (int e = threadIdx.x; e < a.T * nOut; e += THREADS) {
-    const int t = e / nOut, o = e - t * nOut;
-    if (second[o / kTile]) {
-      const size_t p = size_t(t) * a.N + u0 * kUnit + o;
-      st_cg(a.y + p, __fadd_rn(ld_cg(a.y + p), ld_cg(a.part + p)));
-    }
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < tiles; i += THREADS)
-    if (second[i]) flags[i] = 0;
 }
 
 // fused_cta_any is fused_cta with the element type and P (outputs per
@@ -888,13 +922,13 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
 // ALL, are instantiated: the kernel's registers are those of its largest
 // path, and its compile time grows with each.
 template <int THREADS, int PMAX, bool ALL>
-__device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem) {
-#define DEC_FUSED_CASE(E, P)                                      \
-  case (E) * 64 + (P):                                            \
-    if constexpr ((P) <= PMAX && ((E) == kInt4 || ALL)) {         \
-      fused_cta<E, ((P) <= PMAX ? (P) : 1), THREADS>(a, b, smem); \
-      return;                                                     \
-    }                                                             \
+__device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem, unsigned lateNs = 0) {
+#define DEC_FUSED_CASE(E, P)                                              \
+  case (E) * 64 + (P):                                                    \
+    if constexpr ((P) <= PMAX && ((E) == kInt4 || ALL)) {                 \
+      fused_cta<E, ((P) <= PMAX ? (P) : 1), THREADS>(a, b, smem, lateNs); \
+      return;                                                             \
+    }                                                                     \
     break;
 #define DEC_FUSED_CASES(E) \
   DEC_FUSED_CASE(E, 1) DEC_FUSED_CASE(E, 2) DEC_FUSED_CASE(E, 4) DEC_FUSED_CASE(E, 8) DEC_FUSED_CASE(E, 16) DEC_FUSED_CASE(E, 32)
@@ -911,23 +945,37 @@ __device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned cha
 // fused_selftest is a fused grid whose base CTAs (blockIdx.x >= a.blocks,
 // one tile each) copy ybase into y instead of computing a GEMV: the
 // protocol of fused mode with a known base, for tests; its DEC CTAs go
-// through fused_cta_any.
-__global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const float* __restrict__ ybase) {
+// through fused_cta_any. lateNs > 0 (the late mode) forces the path where
+// the base CTA finds its tile claimed but the words missing: the DEC CTAs
+// wait lateNs nanoseconds between their claims and their stores, and each
+// base CTA waits for its tile's claim (at most kLateWaitNs) before it
+// reads part, so it writes the base, finds the claim with its CAS and must
+// wait in add_part for the words.
+constexpr unsigned long long kLateWaitNs = 100000000ull;  // 0.1 s: past it the base CTA goes on (the protocol's CAS path), never hangs
+__global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const float* __restrict__ ybase, unsigned lateNs) {
   __shared__ __align__(16) unsigned char smem[fused_smem_bytes(kThreads)];
-  __shared__ u32 state, scratch;
+  __shared__ u32 scratch;
   if (int(blockIdx.x) < a.blocks) {
-    fused_cta_any<kThreads, kUnit, true>(a, blockIdx.x, smem);
+    fused_cta_any<kThreads, kUnit, true>(a, blockIdx.x, smem, lateNs);
     return;
   }
   const int tile = int(blockIdx.x) - a.blocks;
-  if (threadIdx.x == 0) state = tile_peek(a.flags, tile);
-  __syncthreads();
-  const u32 st = state;
-  for (int i = threadIdx.x; i < a.T * kTile; i += kThreads) {
-    const size_t p = size_t(i / kTile) * a.N + tile * kTile + i % kTile;
-    a.y[p] = tile_value(a, st, p, ybase[p]);
+  if (lateNs != 0) {
+    if (threadIdx.x == 0) {
+      const unsigned long long t0 = globaltimer();
+      while (ld_gpu(a.flags + tile) == 0 && globaltimer() - t0 < kLateWaitNs) __nanosleep(100);
+    }
+    __syncthreads();
   }
-  tile_close(a, tile, st, &scratch);
+  // The tile's T·kTile elements, a thread each.
+  if (a.T * kTile > kThreads) __trap();  // T <= 16; the Go side allows 8
+  const int i = threadIdx.x;
+  const bool mine = i < a.T * kTile;
+  const size_t p = size_t(i / kTile) * a.N + tile * kTile + i % kTile;
+  const float pv = mine ? part_load(a, p) : 0.f;
+  const bool present = __syncthreads_and(!mine || part_ready(pv));
+  if (mine) st_gpu(a.y + p, tile_value(present, pv, ybase[p]));
+  tile_close(a, tile, present, &scratch);
 }
 
 }  // namespace dec

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/wq"
@@ -14,9 +15,9 @@ import (
 var decSource string
 
 // DECSource returns dec.cu's text. A kernel that hosts fused-mode DEC CTAs
-// (dec::fused_cta, and tile_peek, tile_value and tile_close on the base
-// side; dec.cu's file comment has the contract) compiles it in front of its
-// own source, as decode_mma.cu does with decode.cu.
+// (dec::fused_cta, and part_load, part_ready, tile_value and tile_close on
+// the base side; dec.cu's file comment has the contract) compiles it in
+// front of its own source, as decode_mma.cu does with decode.cu.
 func DECSource() string { return decSource }
 
 // dec.cu's constants.
@@ -30,6 +31,11 @@ const (
 	decUnit = 32
 	// decArgsBytes is sizeof(dec::Args).
 	decArgsBytes = 96
+	// DECPartEmpty is the bit pattern of an empty word of a fused launch's
+	// part buffer (dec.cu's kPartEmpty, a NaN no float32 arithmetic
+	// produces): every word of part holds it before the first launch, and
+	// each launch leaves it so (whoever consumes a word resets it).
+	DECPartEmpty = 0xffffffff
 	// DECFusedSelectMax is the most channels per token a fused launch's
 	// DEC CTAs select themselves (kSelMax: the list lives in shared
 	// memory); with more, a select_topk launch precedes the fused one.
@@ -62,9 +68,10 @@ const (
 	DECSerial DECMode = iota + 1
 	// DECFused runs the compensation CTAs in the base GEMV's grid
 	// (dec::fused_cta): they select the channels themselves, and the base
-	// CTAs and they meet per output tile through a flag, whichever comes
-	// second adding the compensation (nobody waits); it needs a base kernel
-	// that hosts them (dec.cu's contract).
+	// CTAs and they meet per output tile through the part words and a
+	// flag, whichever comes second adding the compensation (a base CTA
+	// waits only for a DEC CTA that has claimed its tile); it needs a base
+	// kernel that hosts them (dec.cu's contract).
 	DECFused
 	// DECConcurrent runs the selection and the compensation on a second
 	// stream, forked before the base GEMV and joined after it: the
@@ -215,7 +222,7 @@ type DECLaunch struct {
 	X, Y   cuda.DevicePtr // x [T][K], y [T][N] float32 on the device
 	Sel    cuda.DevicePtr // [T][DECSelected(K, KChunk)] int32 scratch on the device
 	Flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed (fused mode only)
-	Part   cuda.DevicePtr // [T][N] float32, the compensation (fused mode only)
+	Part   cuda.DevicePtr // [T][N] float32, the compensation, every word DECPartEmpty (fused mode only; left so)
 	R      *DECResidual
 	T      int
 	KChunk int // channels per wq.ChunkChannels inputs (0: nothing to do)
@@ -358,12 +365,18 @@ func (d *DEC) Compensate(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
 // FusedSelfTest runs fused mode's protocol with trivial base CTAs: n_tb DEC
 // CTAs at the lowest blockIdx plus one base CTA per DECTile outputs that
 // copies yBase [T][N] into y under the protocol. y ends as Compensate would
-// leave yBase, and l.Flags all zero again. The DEC CTAs select themselves
+// leave yBase, l.Flags all zero and l.Part all DECPartEmpty again. The DEC CTAs select themselves
 // unless S > DECFusedSelectMax (then a Select launch into l.Sel comes
-// first). For tests.
-func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cuda.DevicePtr) error {
+// first). late > 0 forces the path where a base CTA finds its tile claimed
+// by the DEC CTA and the words not yet stored (the DEC CTAs wait late
+// between their claims and their stores; each base CTA waits for its
+// tile's claim first), which must then wait for them. For tests.
+func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cuda.DevicePtr, late time.Duration) error {
 	if yBase == 0 {
 		return fmt.Errorf("kernels: dec: the fused self-test needs a base output")
+	}
+	if late < 0 || late > decMaxLate {
+		return fmt.Errorf("kernels: dec: the fused self-test's late wait %v is out of [0, %v]", late, decMaxLate)
 	}
 	args, _, sel, err := DECFusedArgs(l, DECThreads)
 	if err != nil {
@@ -375,14 +388,19 @@ func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cud
 		}
 	}
 	grid := l.Blocks + l.R.N/DECTile
-	return c.Launch(d.fused, cuda.Dim3{X: grid}, cuda.Dim3{X: DECThreads}, 0, st, args, yBase)
+	return c.Launch(d.fused, cuda.Dim3{X: grid}, cuda.Dim3{X: DECThreads}, 0, st, args, yBase, uint32(late.Nanoseconds()))
 }
+
+// decMaxLate bounds FusedSelfTest's late wait (dec.cu's base CTAs wait at
+// most kLateWaitNs, 0.1 s, for a claim).
+const decMaxLate = 10 * time.Millisecond
 
 // DECFusedArgs returns dec::Args for a base kernel hosting fused-mode DEC
 // CTAs with threads threads per CTA (passed by value, 96 bytes), and P, the
 // outputs per thread its dec::fused_cta<E, P, THREADS> call must use (Args
 // carries it, and the element type, for dec::fused_cta_any). The grid is
-// l.Blocks DEC CTAs followed by the base CTAs. l needs Flags and Part.
+// l.Blocks DEC CTAs followed by the base CTAs. l needs Flags (zeroed) and
+// Part (every word DECPartEmpty); the launch leaves them so.
 // selects reports whether the DEC CTAs read l.Sel, which a Select launch
 // must fill first (S > DECFusedSelectMax and not l.Listed); otherwise
 // Args carries no selection and the DEC CTAs select themselves (and keep

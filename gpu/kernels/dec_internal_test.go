@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -279,6 +280,30 @@ func TestDECConstantsMatchSource(t *testing.T) {
 	}
 	if !regexp.MustCompile(`sizeof\(Args\) == ` + strconv.Itoa(decArgsBytes)).MatchString(decSource) {
 		t.Errorf("dec.cu does not assert sizeof(Args) == %d", decArgsBytes)
+	}
+}
+
+// TestDECProtocolLoadsStrong checks that fused mode's loads of the memory
+// other CTAs write during the launch (y, part, the flags) are strong: no
+// ld with a cache operator (a weak load) in dec.cu or gemvq.cu but the
+// residual's, which never changes. v6's NaN came from one: ptxas merged
+// the reloads of add_part's wait loop with its first weak load and dropped
+// the wait (docs/perf/dec.md, v6.1).
+func TestDECProtocolLoadsStrong(t *testing.T) {
+	weak := regexp.MustCompile(`"ld\.global\.(cg|ca|cs|cv|lu)\b[^"]*"`)
+	for name, src := range map[string]string{"dec.cu": decSource, "gemvq.cu": gemvqSource} {
+		for _, m := range weak.FindAllString(src, -1) {
+			t.Errorf("%s has a weak load with a cache operator, %s: fused mode's protocol loads are ld.relaxed.gpu (ld_gpu)", name, m)
+		}
+	}
+	for _, want := range []string{"ld.relaxed.gpu.global.f32", "ld.relaxed.gpu.global.u32", "st.relaxed.gpu.global.f32"} {
+		if !strings.Contains(decSource, want) {
+			t.Errorf("dec.cu has no %s", want)
+		}
+	}
+	// add_part waits on part through ld_gpu.
+	if !regexp.MustCompile(`while \(!part_ready\(v\)\) v = ld_gpu\(`).MatchString(decSource) {
+		t.Errorf("dec.cu's add_part does not wait on part through ld_gpu")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
@@ -163,6 +164,30 @@ func wantCompensated(x, yBase []float32, r *wq.Matrix, c decCase) []float32 {
 	return want
 }
 
+// emptyPart returns n words of kernels.DECPartEmpty: a fused launch's part
+// buffer before its first launch.
+func emptyPart(n int) []uint32 {
+	v := make([]uint32, n)
+	for i := range v {
+		v[i] = kernels.DECPartEmpty
+	}
+	return v
+}
+
+// checkPartEmpty fails unless every one of the n words of a fused launch's
+// part buffer is kernels.DECPartEmpty again after run's launch (the next
+// launch, or graph replay, relies on it).
+func checkPartEmpty(t *testing.T, m *gpuMem, run int, part cuda.DevicePtr, n int) {
+	t.Helper()
+	got := make([]uint32, n)
+	m.read(cuda.Bytes(got), part)
+	for i, v := range got {
+		if v != kernels.DECPartEmpty {
+			t.Fatalf("run %d: part word %d = %#08x after the launch, want %#08x", run, i, v, uint32(kernels.DECPartEmpty))
+		}
+	}
+}
+
 // sameBits fails at the first element whose bits differ.
 func sameBits(t *testing.T, what string, got, want []float32) {
 	t.Helper()
@@ -284,10 +309,10 @@ func TestDECFullMatchesExact(t *testing.T) {
 }
 
 // TestDECFusedProtocol runs fused mode's protocol (dec::fused_cta: the DEC
-// CTAs select the channels themselves and publish their sums per tile,
+// CTAs select the channels themselves and claim each tile for their sums,
 // trivial base CTAs that copy a known base output meet them there) three
-// times in a row: y must equal serial mode's bits every time and the flags
-// must be back to zero. The cases cover in-kernel selection on K a
+// times in a row: y must equal serial mode's bits every time, the flags
+// must be back to zero and part empty (kernels.DECPartEmpty). The cases cover in-kernel selection on K a
 // multiple of 1024 or not with ties, zeros and subnormals, up to 8 tokens,
 // and a selection past kernels.DECFusedSelectMax (a select_topk launch
 // first).
@@ -310,36 +335,68 @@ func TestDECFusedProtocol(t *testing.T) {
 		{wq.Int8, 14336, 4096, 1, 16, 2, 0}, // P = 32, 8 words a row
 	} {
 		t.Run(fmt.Sprintf("%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e, c.N, c.K, c.T, c.kChunk, c.nTB, c.tokenPattern), func(t *testing.T) {
-			rm := randomResidual(t, r, c.e, c.N, c.K)
-			res := mappedResidual(t, d, rm)
-			x := make([]float32, 0, c.T*c.K)
-			for range c.T {
-				x = append(x, kernels.DECTestActivations(r, c.K, c.tokenPattern)...)
-			}
-			yBase := make([]float32, c.T*c.N)
-			for i := range yBase {
-				yBase[i] = float32(r.NormFloat64())
-			}
-			yBase[0] = float32(math.Copysign(0, -1)) // -0 + 0 = +0: the add must happen, as in wq
-			want := wantCompensated(x, yBase, rm, c)
-			m := newGPUMem(t, d)
-			S := kernels.DECSelected(c.K, c.kChunk)
-			l := &kernels.DECLaunch{X: m.put(cuda.Bytes(x)), Y: m.poisonedF32(c.T * c.N), Sel: m.put(make([]byte, 4*c.T*S)),
-				Flags: m.put(make([]byte, 4*kernels.DECFlagWords(c.N))), Part: m.poisonedF32(c.T * c.N),
-				R: res, T: c.T, KChunk: c.kChunk, Blocks: c.nTB}
-			yb := m.put(cuda.Bytes(yBase))
-			for run := range 3 {
-				m.write(l.Y, cuda.Bytes(nanF32(c.T*c.N)))
-				m.run(func(cx *cuda.Ctx, s cuda.Stream) error { return k.FusedSelfTest(cx, s, l, yb) })
-				sameBits(t, fmt.Sprintf("fused run %d", run), m.f32s(l.Y, c.T*c.N), want)
-				flags := make([]uint32, kernels.DECFlagWords(c.N))
-				m.read(cuda.Bytes(flags), l.Flags)
-				for i, f := range flags {
-					if f != 0 {
-						t.Fatalf("run %d: flag %d = %d after the launch, want 0", run, i, f)
-					}
-				}
-			}
+			checkFusedProtocol(t, d, k, r, c, 0)
 		})
+	}
+}
+
+// TestDECFusedLateWords forces the protocol's slowest path on every tile of
+// the first wave: the base CTA finds its tile claimed by the DEC CTA but
+// the words not stored yet, writes the base, finds the claim with its CAS
+// and must wait for the words (dec.cu's add_part). v6's first version read
+// each word once there (ptxas folded the wait over a weak load into that
+// load) and added the empty word, a NaN, into y: on the H100 the failure
+// was deterministic here, and showed up in TestGEMVQDECMatchesSerial only
+// where the DEC CTAs end with the base (docs/perf/dec.md, v6.1).
+func TestDECFusedLateWords(t *testing.T) {
+	d, k := decSetup(t)
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, c := range []decCase{
+		{wq.Int4, 4096, 4096, 1, 8, 8, 0}, // the case that failed in gemv_q_dec: P = 2
+		{wq.Int4, 1024, 4096, 3, 64, 4, 1},
+		{wq.Int8, 512, 1000, 2, 16, 2, 2},
+		{wq.FP16, 256, 1536, 8, 32, 1, 0},
+	} {
+		t.Run(fmt.Sprintf("%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e, c.N, c.K, c.T, c.kChunk, c.nTB, c.tokenPattern), func(t *testing.T) {
+			checkFusedProtocol(t, d, k, r, c, 20*time.Microsecond)
+		})
+	}
+}
+
+// checkFusedProtocol runs FusedSelfTest (late: its late wait) three times
+// over one case and checks y against wq.Compensate bit for bit, and the
+// flags and part left for the next launch.
+func checkFusedProtocol(t *testing.T, d *cuda.Device, k *kernels.DEC, r *rand.Rand, c decCase, late time.Duration) {
+	t.Helper()
+	rm := randomResidual(t, r, c.e, c.N, c.K)
+	res := mappedResidual(t, d, rm)
+	x := make([]float32, 0, c.T*c.K)
+	for range c.T {
+		x = append(x, kernels.DECTestActivations(r, c.K, c.tokenPattern)...)
+	}
+	yBase := make([]float32, c.T*c.N)
+	for i := range yBase {
+		yBase[i] = float32(r.NormFloat64())
+	}
+	yBase[0] = float32(math.Copysign(0, -1)) // -0 + 0 = +0: the add must happen, as in wq
+	want := wantCompensated(x, yBase, rm, c)
+	m := newGPUMem(t, d)
+	S := kernels.DECSelected(c.K, c.kChunk)
+	l := &kernels.DECLaunch{X: m.put(cuda.Bytes(x)), Y: m.poisonedF32(c.T * c.N), Sel: m.put(make([]byte, 4*c.T*S)),
+		Flags: m.put(make([]byte, 4*kernels.DECFlagWords(c.N))), Part: m.put(cuda.Bytes(emptyPart(c.T * c.N))),
+		R: res, T: c.T, KChunk: c.kChunk, Blocks: c.nTB}
+	yb := m.put(cuda.Bytes(yBase))
+	for run := range 3 {
+		m.write(l.Y, cuda.Bytes(nanF32(c.T*c.N)))
+		m.run(func(cx *cuda.Ctx, s cuda.Stream) error { return k.FusedSelfTest(cx, s, l, yb, late) })
+		sameBits(t, fmt.Sprintf("fused run %d", run), m.f32s(l.Y, c.T*c.N), want)
+		flags := make([]uint32, kernels.DECFlagWords(c.N))
+		m.read(cuda.Bytes(flags), l.Flags)
+		for i, f := range flags {
+			if f != 0 {
+				t.Fatalf("run %d: flag %d = %d after the launch, want 0", run, i, f)
+			}
+		}
+		checkPartEmpty(t, m, run, l.Part, c.T*c.N)
 	}
 }

@@ -238,8 +238,9 @@ constexpr int kXStride = 64 + 4;
 // gemv is the work of the CTA that owns output channels 16·cta..16·cta+15
 // (all 32·S threads call it). FUSED: DEC runs in the same grid (dec.cu,
 // fused mode; fa its arguments): the CTA's 16 outputs are DEC's tile cta,
-// and its epilogue follows dec.cu's protocol (tile_peek before the stores,
-// tile_value, tile_close after).
+// and its epilogue follows dec.cu's protocol (part_load at the start of
+// the warp's last batch, part_ready voted over the CTA, tile_value, then
+// tile_close).
 template <int NT, int BITS, int S, bool FUSED = false>
 __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                      const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, int cta,
@@ -367,21 +368,48 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
       }
     }
   };
+  // Fused mode (dec.cu's one-trip protocol): thread i owns element i of
+  // the tile (row i / 8, token i % 8) and loads its part word early, at the
+  // start of its warp's last batch, so the load's latency hides behind that
+  // batch's math and the reduction; a word read as the DEC CTA's is final.
+#ifdef GEMVQ_WITH_DEC
+  bool mine = false;
+  float pv = 0.f;
+  size_t fp = 0;
+  if constexpr (FUSED) {
+    static_assert(NT == 1 && kRows == dec::kTile, "a base CTA owns one DEC tile of T <= 8 tokens");
+    static_assert(kRows * 8 <= 32 * S, "a thread per element of the tile");
+    const int n = n0 + threadIdx.x / 8 % kRows, t = threadIdx.x % 8;
+    mine = threadIdx.x < kRows * 8 && n < N && t < T;
+    fp = size_t(t) * N + n;
+  }
+  // peek issues the part word's load (fused mode).
+  auto peek = [&]() {
+    if constexpr (FUSED) {
+      if (mine) pv = dec::part_load(*fa, fp);
+    }
+  };
+#else
+  auto peek = []() {};
+#endif
 #if GEMVQ_PIPE
   Batch<BITS> cur;
   load(cur, t0);
   for (int tb = t0; tb < t1; tb += U) {
     Batch<BITS> next;
     load(next, tb + U);
+    if (tb + U >= t1) peek();  // the warp's last batch
     math(cur, tb);
     cur = next;
   }
+  if (t0 >= t1) peek();  // a warp with no tiles
 #else
   for (int tb = t0; tb < t1; tb += U) {
     Batch<BITS> cur;
     load(cur, tb);
     math(cur, tb);
   }
+  peek();
 #endif
 
   // acc[nt]: rows r, r+8 (output channels), columns 2c, 2c+1 (tokens).
@@ -393,15 +421,36 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
       part[warp][nt][r + 8][2 * c] = acc[nt][2];
       part[warp][nt][r + 8][2 * c + 1] = acc[nt][3];
     }
-    __shared__ u32 fstate, fscratch;  // fused mode: the tile's DEC state
+    __syncthreads();
 #ifdef GEMVQ_WITH_DEC
     if constexpr (FUSED) {
-      static_assert(kRows == dec::kTile, "a base CTA owns one DEC tile");
-      if (threadIdx.x == 0) fstate = dec::tile_peek(fa->flags, cta);
+      __shared__ u32 fscratch;
+      const int i = threadIdx.x;
+      const int row = i / 8 % kRows, col = i % 8, n = n0 + row;
+      float v = 0.f;
+      if (mine) {
+        v = part[0][0][row][col];
+#pragma unroll
+        for (int s = 1; s < S; s++) v += part[s][0][row][col];
+        v += bias ? bias[n] : 0.f;
+      }
+      // Present: every element's word is the DEC CTA's. If not, read the
+      // missing words once more (the DEC CTA may have stored them since
+      // the early load) before the slower path of tile_close.
+      bool present = __syncthreads_and(!mine || dec::part_ready(pv));
+      if (!present) {  // the same for the whole CTA
+        if (mine && !dec::part_ready(pv)) pv = dec::part_load(*fa, fp);
+        present = __syncthreads_and(!mine || dec::part_ready(pv));
+      }
+      // y through the DEC arguments' pointer and a strong store, never
+      // through the __restrict__ y: the DEC CTAs and tile_close read and
+      // write this memory through fa->y, so the compiler may not assume y
+      // unaliased here and sink the store past tile_close's fence and CAS.
+      if (mine) dec::st_gpu(fa->y + fp, dec::tile_value(present, pv, v));
+      dec::tile_close(*fa, cta, present, &fscratch);
+      return;
     }
 #endif
-    __syncthreads();
-    const u32 st = FUSED ? fstate : 0u;
     for (int i = threadIdx.x; i < NT * kRows * 8; i += 32 * S) {
       const int nt = i / (kRows * 8), row = i / 8 % kRows, col = i % 8;
       const int n = n0 + row, t = nt * 8 + col;
@@ -410,15 +459,8 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
 #pragma unroll
       for (int s = 1; s < S; s++) v += part[s][nt][row][col];
       v += bias ? bias[n] : 0.f;
-#ifdef GEMVQ_WITH_DEC
-      if constexpr (FUSED) v = dec::tile_value(*fa, st, size_t(t) * N + n, v);
-#endif
       y[size_t(t) * N + n] = v;
     }
-#ifdef GEMVQ_WITH_DEC
-    if constexpr (FUSED) dec::tile_close(*fa, cta, st, &fscratch);
-#endif
-    (void)st;
   } else {
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
@@ -443,9 +485,11 @@ __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __re
 // T <= 8. The first d.blocks CTAs are DEC's: resident first, they select
 // the channels themselves (d.sel null) or read d.sel, sum their slice of
 // the compensation from the residual (host or device memory) into d.part
-// while the base CTAs run, and publish it per tile. Every base CTA computes
+// while the base CTAs run, and claim each tile before storing its last
+// token's sums (dec.cu's one-trip protocol). Every base CTA computes
 // its 16 outputs like gemv_q and writes y with or without the compensation,
-// whichever side comes second adding it (dec.cu's protocol; nobody waits).
+// whichever side comes second adding it (dec.cu's protocol; a base CTA waits
+// only for the stores of a DEC CTA that has claimed its tile).
 // PMAX bounds the DEC CTAs' outputs per thread (registers); residuals are
 // int4. The result equals gemv_q followed by dec.cu's serial compensation,
 // bit for bit. Compiled only with dec.cu's source in front

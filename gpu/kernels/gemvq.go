@@ -274,7 +274,7 @@ func gemvqDECSplitFor(N, K int) int {
 // in one launch (two when a token selects more than DECFusedSelectMax
 // channels: dec.cu's selection into l.Sel first). l carries the residual,
 // zeroed flags ([DECFlagWords(N)] uint32, left zeroed for the next launch),
-// the part buffer ([T][N] float32) and n_tb; l.X and l.Y must be x and y.
+// the part buffer ([T][N] float32, every word DECPartEmpty, left so) and n_tb; l.X and l.Y must be x and y.
 // The result equals Launch followed by DEC.Compensate bit for bit.
 func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) error {
 	m, err := g.module(bits)

@@ -123,8 +123,9 @@ func TestGEMVQMatchesReference(t *testing.T) {
 // 1 to 8 tokens; k_chunk from 8 to 512 with K a multiple of 1024 or not;
 // activations with outliers, ties, zeros and subnormals; n_tb giving 1 to
 // 32 outputs per DEC thread (every instantiation of P). y starts as NaN,
-// each case runs four times in a row (the flags must be zero after every
-// launch), part starts as NaN: three runs select in the kernel, the second
+// each case runs four times in a row (the flags must be zero and every part
+// word kernels.DECPartEmpty after every launch: the one-trip protocol's
+// state for the next): three runs select in the kernel, the second
 // keeping its lists (kernels.DECLaunch.Keep: they must equal select_topk's),
 // and a fourth reads a list made from other activations (Listed), whose
 // serial step is the reference then.
@@ -219,7 +220,7 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 
 			yf := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 			flags := m.put(make([]byte, 4*kernels.DECFlagWords(c.N)))
-			part := m.put(cuda.Bytes(nanF32(c.T * c.N)))
+			part := m.put(cuda.Bytes(emptyPart(c.T * c.N)))
 			poison := make([]int32, c.T*S)
 			for i := range poison {
 				poison[i] = -1
@@ -246,6 +247,7 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 						t.Fatalf("run %d: flag %d = %d after the launch, want 0", run, i, f)
 					}
 				}
+				checkPartEmpty(t, m, run, part, c.T*c.N)
 				if run == 1 {
 					kept, ref := make([]int32, c.T*S), make([]int32, c.T*S)
 					m.read(cuda.Bytes(kept), sel2)
