@@ -120,7 +120,14 @@
 //                     read the group's first token instead of being tested
 //                     and zeroed (padAddress): static SASS of the LOW loop at
 //                     MT 4 1733 -> 1480 instructions, at MT 2 945 -> 814
-//                     (NVRTC 11.8; bench/results/2026-11-25-h100-bw-10).
+//                     (NVRTC 11.8; bench/results/2026-11-25-h100-bw-10);
+//                v2.8 the online softmax's exp2 by the SFU alone (ex2,
+//                     foldPlanes: 18 calls per tile, 3 instructions each
+//                     fewer), the index and block-table loads of the
+//                     pipeline predicated instead of branched around
+//                     (fetchAhead, resolveTable): LOW loop at MT 4 1480 ->
+//                     1357, at MT 2 814 -> 755, MEDIUM at MT 2 1168 (v2.6)
+//                     -> 1010, HIGH 706 -> 649.
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -563,6 +570,45 @@ BD_DEVICE void rebuildV(const GroupRaw<D, T>& r, int a, int b, const Recon& rc, 
 template <int D>
 using WarpState = OnlineSoftmax<D / 16>;
 
+// ex2 is 2^x by the SFU alone (ex2.approx.ftz.f32, v2.8): exp2f wraps the
+// same instruction in a range fix for results below 2^-126 (three
+// instructions more per call, 18 calls per tile). Here a probability or a
+// rescale factor below 2^-126 of its row's running max becomes 0: the max's
+// own term is 1 and the denominator is at least 1, so no fp32 sum of these
+// terms can see the difference.
+BD_DEVICE float ex2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// foldPlanes is bitdecode.cuh's foldTile (OnlineSoftmax::fold for rows 2q
+// and 2q+1, then the accumulators' rescale) with ex2 for exp2f (v2.8).
+template <int D, int MT>
+BD_DEVICE void foldPlanes(WarpState<D>& st, float (&s)[MT][4], float (&alpha)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const float mNew = fmaxf(st.m[r], warpRowMax(s, r));
+    if (mNew == kNegInf) {
+      alpha[r] = 1.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
+    } else {
+      alpha[r] = ex2(st.m[r] - mNew);
+      float sum = 0.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        s[mt][r] = ex2(s[mt][r] - mNew);
+        s[mt][r + 2] = ex2(s[mt][r + 2] - mNew);
+        sum += s[mt][r] + s[mt][r + 2];
+      }
+      st.l[r] = st.l[r] * alpha[r] + sum;
+    }
+    st.m[r] = mNew;
+  }
+  st.rescale(alpha);
+}
+
 // Ctx is what every tile of a CTA shares.
 struct Ctx {
   const u8* pool;
@@ -593,8 +639,7 @@ BD_DEVICE int divNr(int t, const Ctx& cx) { return int(__umulhi(u32(t), cx.nrMag
 template <int MTX>
 struct Ahead {
   int tier, n;
-  int e0[MTX];    // first entry of each group
-  int cnt[MTX];   // entries of each group (<= 16)
+  int first;      // the first entry of its first group (group i starts 16·i later)
   int tok[MTX];   // this lane's entry: a token position, or -1
   int block[MTX]; // its pool block (the block table's entry), after resolveTable
   int within[MTX];// its slot in the block, after resolveTable
@@ -612,16 +657,14 @@ BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Ctx& cx, int gi
   a.n = min(mt, min(runs.groupEnd(a.tier), wEnd) - gi);
   int g0, eb, ee, off;
   runs.run(a.tier, g0, eb, ee, off);
-  const int first = eb + (gi - g0) * kGroup;  // the tile's first entry
+  a.first = eb + (gi - g0) * kGroup;
+  // One predicated load per group, no branch (v2.8): a group past the tile
+  // (i >= n) or an entry past the run reads nothing and gets -1.
 #pragma unroll
   for (int i = 0; i < MTX; i++) {
+    const int e = a.first + i * kGroup + lane % kGroup;  // this lane's entry of group i
     a.tok[i] = -1;
-    a.e0[i] = a.cnt[i] = 0;
-    if (i < a.n) {
-      a.e0[i] = first + i * kGroup;
-      a.cnt[i] = min(kGroup, ee - a.e0[i]);
-      if (lane % kGroup < a.cnt[i]) a.tok[i] = cx.index[off + (a.e0[i] - eb) + lane % kGroup];
-    }
+    if (i < a.n && e < ee) a.tok[i] = cx.index[off + e - eb];
   }
 }
 
@@ -630,14 +673,14 @@ BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Ctx& cx, int gi
 // and the slot within it (v2.3: issueTile took a second one).
 template <int MTX>
 BD_DEVICE void resolveTable(Ahead<MTX>& a, const Ctx& cx) {
+// An entry of -1 (none; every entry of a group past the tile) gets block 0
+// by a predicated load, and the slot of position 0 (v2.8: no branch).
 #pragma unroll
   for (int i = 0; i < MTX; i++) {
-    a.block[i] = a.within[i] = 0;
-    if (i < a.n && a.tok[i] >= 0) {
-      const int blk = divNr(a.tok[i], cx);
-      a.block[i] = cx.table[blk];
-      a.within[i] = a.tok[i] - blk * cx.Nr;
-    }
+    const int t = max(a.tok[i], 0), blk = divNr(t, cx);
+    a.within[i] = t - blk * cx.Nr;
+    a.block[i] = 0;
+    if (a.tok[i] >= 0) a.block[i] = cx.table[blk];
   }
 }
 
@@ -692,7 +735,7 @@ BD_DEVICE void issueTile(Tile<D, T, MT>& t, const Ahead<MTX>& a, const Ctx& cx, 
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
     if (mt >= a.n) break;  // a partial tile (end of a run or of the warp's range)
-    t.e0[mt] = a.e0[mt];
+    t.e0[mt] = a.first + mt * kGroup;
     const int tok = a.tok[mt];
     if constexpr (T != kHigh) {
       // The address of this lane's token (plane 0 of its K half), 0: none.
@@ -784,9 +827,10 @@ BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx&
       }
     }
   }
-  // Online softmax for rows 2q, 2q+1 (the decode family's, bitdecode.cuh).
+  // Online softmax for rows 2q, 2q+1 (the decode family's, bitdecode.cuh,
+  // with ex2: foldPlanes).
   float alpha[2];
-  foldTile(st, s, alpha);
+  foldPlanes<D, MT>(st, s, alpha);
   // Values.
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
