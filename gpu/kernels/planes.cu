@@ -112,7 +112,22 @@
 //                     1, 2; opt-in: all-8-bit within 1.5%, mixes 4-16%
 //                     slower); v2.6 splits: one wave at many pairs too (16 x
 //                     32K: 2 splits instead of 8, all-8-bit 1.07x, 1.847x
-//                     fp16; bench/results/2026-11-25-h100-bw-9).
+//                     fp16; bench/results/2026-11-25-h100-bw-9);
+//                v2.7 the tile loop's bookkeeping: the block of an index
+//                     entry by a multiply and a shift (divNr) instead of a
+//                     division by the run-time Nr, a tile's run bounds looked
+//                     up once (fetchAhead), padding K rows (and LOW V tokens)
+//                     read the group's first token instead of being tested
+//                     and zeroed (padAddress): static SASS of the LOW loop at
+//                     MT 4 1733 -> 1480 instructions, at MT 2 945 -> 814
+//                     (NVRTC 11.8; bench/results/2026-11-25-h100-bw-10);
+//                v2.8 the online softmax's exp2 by the SFU alone (ex2,
+//                     foldPlanes: 18 calls per tile, 3 instructions each
+//                     fewer), the index and block-table loads of the
+//                     pipeline predicated instead of branched around
+//                     (fetchAhead, resolveTable): LOW loop at MT 4 1480 ->
+//                     1357, at MT 2 814 -> 755, MEDIUM at MT 2 1168 (v2.6)
+//                     -> 1010, HIGH 706 -> 649.
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -293,6 +308,18 @@ struct Runs {
   BD_DEVICE int slot(int e) const { return e < e1 ? oH + e : e < e2 ? oM + (e - e1) : oL + (e - e2); }
   BD_DEVICE int tier(int gi) const { return gi < g1 ? kHigh : gi < g2 ? kMedium : kLow; }
   BD_DEVICE int groupEnd(int tier) const { return tier == kHigh ? g1 : tier == kMedium ? g2 : g3; }
+  // run returns the first group, the entry bounds [eb, ee) and the storage
+  // offset of tier run t: entry e of the run (eb <= e < ee) is stored at
+  // off + e - eb (slot).
+  BD_DEVICE void run(int t, int& g0, int& eb, int& ee, int& off) const {
+    if (t == kHigh) {
+      g0 = 0, eb = 0, ee = e1, off = oH;
+    } else if (t == kMedium) {
+      g0 = g1, eb = e1, ee = e2, off = oM;
+    } else {
+      g0 = g2, eb = e2, ee = e3, off = oL;
+    }
+  }
   // entries returns group gi's first entry and its number of entries (<= 16).
   BD_DEVICE void entries(int gi, int& e0, int& n) const {
     int g0, eb, ee;
@@ -441,9 +468,12 @@ BD_DEVICE constexpr bool bare() {
 }
 
 // loadTopGroup is loadPlaneGroup for MEDIUM and LOW (v2.3), from each
-// token's address (plane 0 of its K half; 0: no token), which the lane that
-// holds the token's index entry computes once (issueTile): the 64-bit
-// address arithmetic is not repeated by every lane that reads the token.
+// token's address (plane 0 of its K half), which the lane that holds the
+// token's index entry computes once (issueTile): the 64-bit address
+// arithmetic is not repeated by every lane that reads the token. Every K
+// address is a real token's (v2.7: a padding row reads the group's first
+// token, padAddress), as is every LOW V address; a MEDIUM V address of 0
+// (no token) reads as zero words.
 template <int D, int T>
 BD_DEVICE void loadTopGroup(GroupRaw<D, T>& r, int Nr, const unsigned long long kAt[2], const unsigned long long vAt[4],
                             int g, int q) {
@@ -452,22 +482,13 @@ BD_DEVICE void loadTopGroup(GroupRaw<D, T>& r, int Nr, const unsigned long long 
   const int p1 = Nr * D / 2, vh = 2 * Nr * D;  // plane 1, V half
 #pragma unroll
   for (int i = 0; i < 2; i++) {
-    if (kAt[i] != 0) {
-      const u8* top = reinterpret_cast<const u8*>(kAt[i]) + q * (G::kKTop * 4);
-      ldWords<G::kKTop * 4>(top, r.k0[i]);
-      if constexpr (T == kMedium) ldWords<G::kKTop * 4>(top + p1, r.k1[i]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < G::kKTop; j++) r.k0[i][j] = 0;
-      if constexpr (T == kMedium) {
-#pragma unroll
-        for (int j = 0; j < G::kKTop; j++) r.k1[i][j] = 0;
-      }
-    }
+    const u8* top = reinterpret_cast<const u8*>(kAt[i]) + q * (G::kKTop * 4);
+    ldWords<G::kKTop * 4>(top, r.k0[i]);
+    if constexpr (T == kMedium) ldWords<G::kKTop * 4>(top + p1, r.k1[i]);
   }
 #pragma unroll
   for (int i = 0; i < 4; i++) {
-    if (vAt[i] != 0) {
+    if (T == kLow || vAt[i] != 0) {
       const u8* top = reinterpret_cast<const u8*>(vAt[i]) + vh + g * (G::kVTop * 4);
       ldWords<G::kVTop * 4>(top, r.v0[i]);
       if constexpr (T == kMedium) ldWords<G::kVTop * 4>(top + p1, r.v1[i]);
@@ -549,6 +570,45 @@ BD_DEVICE void rebuildV(const GroupRaw<D, T>& r, int a, int b, const Recon& rc, 
 template <int D>
 using WarpState = OnlineSoftmax<D / 16>;
 
+// ex2 is 2^x by the SFU alone (ex2.approx.ftz.f32, v2.8): exp2f wraps the
+// same instruction in a range fix for results below 2^-126 (three
+// instructions more per call, 18 calls per tile). Here a probability or a
+// rescale factor below 2^-126 of its row's running max becomes 0: the max's
+// own term is 1 and the denominator is at least 1, so no fp32 sum of these
+// terms can see the difference.
+BD_DEVICE float ex2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// foldPlanes is bitdecode.cuh's foldTile (OnlineSoftmax::fold for rows 2q
+// and 2q+1, then the accumulators' rescale) with ex2 for exp2f (v2.8).
+template <int D, int MT>
+BD_DEVICE void foldPlanes(WarpState<D>& st, float (&s)[MT][4], float (&alpha)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const float mNew = fmaxf(st.m[r], warpRowMax(s, r));
+    if (mNew == kNegInf) {
+      alpha[r] = 1.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
+    } else {
+      alpha[r] = ex2(st.m[r] - mNew);
+      float sum = 0.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        s[mt][r] = ex2(s[mt][r] - mNew);
+        s[mt][r + 2] = ex2(s[mt][r + 2] - mNew);
+        sum += s[mt][r] + s[mt][r + 2];
+      }
+      st.l[r] = st.l[r] * alpha[r] + sum;
+    }
+    st.m[r] = mNew;
+  }
+  st.rescale(alpha);
+}
+
 // Ctx is what every tile of a CTA shares.
 struct Ctx {
   const u8* pool;
@@ -556,8 +616,18 @@ struct Ctx {
   const int* index;  // this (sequence, KV head)'s index
   float* scores;     // this (sequence, KV head)'s first row of this chunk, or null
   int Nr, Hkv, h, nrows, idxStride;
+  u32 nrMagic;       // t / Nr = umulhi(t, nrMagic) >> nrShift for 0 <= t < 2^31 (divNr, v2.7)
+  int nrShift;
   int limit[2];      // last visible token of rows 2q, 2q+1
 };
+
+// divNr returns t / Nr for 0 <= t < 2^31 by a multiply and a shift
+// (Granlund and Montgomery's invariant division, N = 31: nrMagic =
+// ceil(2^(31+l) / Nr), nrShift = l - 1, l = ceil(log2 Nr); planes.go
+// planesDivMagic computes them and TestPlanesDivMagic checks them for every
+// block size): v2.6 divided by the run-time Nr, about 30 instructions per
+// index entry in the tile loop.
+BD_DEVICE int divNr(int t, const Ctx& cx) { return int(__umulhi(u32(t), cx.nrMagic) >> cx.nrShift); }
 
 // Ahead is a tile's index entries and block-table entries, a software
 // pipeline in registers (v2.1): the index entries are fetched two tiles
@@ -569,8 +639,7 @@ struct Ctx {
 template <int MTX>
 struct Ahead {
   int tier, n;
-  int e0[MTX];    // first entry of each group
-  int cnt[MTX];   // entries of each group (<= 16)
+  int first;      // the first entry of its first group (group i starts 16·i later)
   int tok[MTX];   // this lane's entry: a token position, or -1
   int block[MTX]; // its pool block (the block table's entry), after resolveTable
   int within[MTX];// its slot in the block, after resolveTable
@@ -578,20 +647,24 @@ struct Ahead {
 
 // fetchAhead describes the tile that starts at group gi (< wEnd): up to MT
 // groups of its tier (MTH, MTM or MTL), within the tier run and the warp's
-// range, and loads this lane's index entries.
+// range, and loads this lane's index entries. The tile lies in one tier
+// run, whose bounds and storage offset are looked up once per tile (v2.7;
+// Runs::entries and Runs::slot per group before).
 template <int MTH, int MTM, int MTL, int MTX>
 BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Ctx& cx, int gi, int wEnd, int lane) {
   a.tier = runs.tier(gi);
   const int mt = a.tier == kHigh ? MTH : a.tier == kMedium ? MTM : MTL;
   a.n = min(mt, min(runs.groupEnd(a.tier), wEnd) - gi);
+  int g0, eb, ee, off;
+  runs.run(a.tier, g0, eb, ee, off);
+  a.first = eb + (gi - g0) * kGroup;
+  // One predicated load per group, no branch (v2.8): a group past the tile
+  // (i >= n) or an entry past the run reads nothing and gets -1.
 #pragma unroll
   for (int i = 0; i < MTX; i++) {
+    const int e = a.first + i * kGroup + lane % kGroup;  // this lane's entry of group i
     a.tok[i] = -1;
-    a.e0[i] = a.cnt[i] = 0;
-    if (i < a.n) {
-      runs.entries(gi + i, a.e0[i], a.cnt[i]);
-      if (lane % kGroup < a.cnt[i]) a.tok[i] = cx.index[runs.slot(a.e0[i]) + lane % kGroup];  // a group is one run
-    }
+    if (i < a.n && e < ee) a.tok[i] = cx.index[off + e - eb];
   }
 }
 
@@ -600,14 +673,14 @@ BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Ctx& cx, int gi
 // and the slot within it (v2.3: issueTile took a second one).
 template <int MTX>
 BD_DEVICE void resolveTable(Ahead<MTX>& a, const Ctx& cx) {
+// An entry of -1 (none; every entry of a group past the tile) gets block 0
+// by a predicated load, and the slot of position 0 (v2.8: no branch).
 #pragma unroll
   for (int i = 0; i < MTX; i++) {
-    a.block[i] = a.within[i] = 0;
-    if (i < a.n && a.tok[i] >= 0) {
-      const int blk = a.tok[i] / cx.Nr;
-      a.block[i] = cx.table[blk];
-      a.within[i] = a.tok[i] - blk * cx.Nr;
-    }
+    const int t = max(a.tok[i], 0), blk = divNr(t, cx);
+    a.within[i] = t - blk * cx.Nr;
+    a.block[i] = 0;
+    if (a.tok[i] >= 0) a.block[i] = cx.table[blk];
   }
 }
 
@@ -662,7 +735,7 @@ BD_DEVICE void issueTile(Tile<D, T, MT>& t, const Ahead<MTX>& a, const Ctx& cx, 
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
     if (mt >= a.n) break;  // a partial tile (end of a run or of the warp's range)
-    t.e0[mt] = a.e0[mt];
+    t.e0[mt] = a.first + mt * kGroup;
     const int tok = a.tok[mt];
     if constexpr (T != kHigh) {
       // The address of this lane's token (plane 0 of its K half), 0: none.
@@ -670,15 +743,25 @@ BD_DEVICE void issueTile(Tile<D, T, MT>& t, const Ahead<MTX>& a, const Ctx& cx, 
       if (tok >= 0)
         at = reinterpret_cast<unsigned long long>(cx.pool + (size_t(a.block[mt]) * cx.Hkv + cx.h) * (size_t(4) * cx.Nr * D) +
                                                   a.within[mt] * (D / 2));
+      // padAddress (v2.7): a lane without a token takes the group's first
+      // token's address (entry 0, lane 0: a group has at least one entry),
+      // so that the reads whose values cannot matter need no test and no
+      // zeroing: a padding K row's score is -inf whatever it reads
+      // (computeTile: kTok < 0), and a LOW value is always finite (Read
+      // saturates), so a padding V token's probability 0 adds an exact 0
+      // (the same bits as the zero words it read before). MEDIUM values may
+      // be ±Inf or NaN: MEDIUM's V padding still reads zeros (address 0).
+      const unsigned long long padAddress = __shfl_sync(0xffffffffu, at, 0);
+      const unsigned long long atAny = tok >= 0 ? at : padAddress;
       unsigned long long kAt[2], vAt[4];
 #pragma unroll
       for (int i = 0; i < 2; i++) {
         const int src = g + 8 * i;
         t.kTok[mt][i] = __shfl_sync(0xffffffffu, tok, src);
-        kAt[i] = __shfl_sync(0xffffffffu, at, src);
+        kAt[i] = __shfl_sync(0xffffffffu, atAny, src);
       }
 #pragma unroll
-      for (int i = 0; i < 4; i++) vAt[i] = __shfl_sync(0xffffffffu, at, 2 * q + (i & 1) + 8 * (i >> 1));
+      for (int i = 0; i < 4; i++) vAt[i] = __shfl_sync(0xffffffffu, T == kLow ? atAny : at, 2 * q + (i & 1) + 8 * (i >> 1));
       loadTopGroup<D, T>(t.raw[mt], cx.Nr, kAt, vAt, g, q);
       continue;
     }
@@ -744,9 +827,10 @@ BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx&
       }
     }
   }
-  // Online softmax for rows 2q, 2q+1 (the decode family's, bitdecode.cuh).
+  // Online softmax for rows 2q, 2q+1 (the decode family's, bitdecode.cuh,
+  // with ex2: foldPlanes).
   float alpha[2];
-  foldTile(st, s, alpha);
+  foldPlanes<D, MT>(st, s, alpha);
   // Values.
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
@@ -858,7 +942,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts,
     const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
-    int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
+    int Hq, int Hkv, int Tq, int Nr, unsigned nrMagic, int nrShift, int splitLen, int maxSplits, int rowChunks,
     int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int costSplits,
     int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML) {
   static_assert(!(BF && FAST), "the ftz path is fp16 only");
@@ -895,6 +979,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   cx.index = index + size_t(bh) * idxStride;
   cx.scores = scores ? scores + (size_t(bh) * R + row0) * idxStride : nullptr;
   cx.Nr = Nr, cx.Hkv = Hkv, cx.h = h, cx.nrows = nrows, cx.idxStride = idxStride;
+  cx.nrMagic = nrMagic, cx.nrShift = nrShift;
   causalLimits(cx.limit, row0, nrows, qd, L, Tq, group);
 
   Recon rcn;
@@ -1024,12 +1109,13 @@ __global__ void __launch_bounds__(kThreads) split_v1(
     const int* __restrict__ lens, const int* __restrict__ index, const int* __restrict__ counts,
     const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
-    int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
+    int Hq, int Hkv, int Tq, int Nr, unsigned nrMagic, int nrShift, int splitLen, int maxSplits, int rowChunks,
     int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int costSplits,
     int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML) {
-  // wtH, wtM, wtL, costSplits, counters, out, finalML: split_mma's warp
-  // weights, split geometry and fused merge, unused (one launch signature;
-  // split_v1 cuts equal positions and leaves the merge to combine).
+  // nrMagic, nrShift, wtH, wtM, wtL, costSplits, counters, out, finalML:
+  // split_mma's division by Nr, warp weights, split geometry and fused
+  // merge, unused (one launch signature; split_v1 divides by Nr, cuts equal
+  // positions and leaves the merge to combine).
   constexpr int kTPR = D / kChunk;      // threads per token row
   constexpr int kTL = kThreads / kTPR;  // token lanes
   static_assert(kTPR <= 32 && kTile % kTL == 0, "tile must split evenly over token lanes");

@@ -509,6 +509,7 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	if b.Mass != 0 {
 		scores, finalML = p.scores, p.finalML
 	}
+	nrMagic, nrShift := planesDivMagic(l.Nr)
 	filter, costSplits := int32(0), int32(0)
 	if l.Filter {
 		filter = 1
@@ -521,8 +522,8 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: planesThreads}, 0, st,
 		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.Lens, b.Index, b.Counts, b.Offsets, int32(s.IndexStride),
 		b.Q, p.partO, p.partML, scores,
-		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
-		int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e),
+		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), nrMagic, int32(nrShift), int32(p.splitLen), int32(maxSplits),
+		int32(rowChunks), int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e),
 		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), costSplits, p.counters, b.Out, finalML)
 	if err != nil {
 		return err
@@ -545,6 +546,18 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 		cuda.Dim3{X: planesThreads}, 0, st,
 		scores, finalML, b.Index, b.Counts, b.Offsets, b.Mass, b.Lens, int32(s.Hkv), int32(rows), int32(s.Tq), int32(every),
 		int32(s.IndexStride), int32(s.MassStride))
+}
+
+// planesDivMagic returns split_mma's multiplier and shift for dividing
+// token positions by the block size nr (>= 2; planes.cu divNr, v2.7):
+// t / nr = (t · magic) >> (32 + shift) for every 0 <= t < 2^31, with l =
+// ceil(log2 nr), magic = ceil(2^(31+l) / nr) < 2^32, shift = l - 1
+// (Granlund and Montgomery, "Division by invariant integers using
+// multiplication", 1994, theorem 4.2 with N = 31: 2^(31+l) <= magic·nr <=
+// 2^(31+l) + 2^l).
+func planesDivMagic(nr int) (magic uint32, shift int) {
+	l := bits.Len(uint(nr - 1))
+	return uint32((uint64(1)<<(31+l) + uint64(nr) - 1) / uint64(nr)), l - 1
 }
 
 // TierIndex is the host copy of the kernels' tier-sorted index (planes.cu):

@@ -1,9 +1,13 @@
 // planes_internal_test.go: split_mma's split planner (planesSplitLen) on the
-// benchmark grid's shapes, without a GPU.
+// benchmark grid's shapes, and its division by the block size
+// (planesDivMagic), without a GPU.
 
 package kernels
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 // TestPlanesSplitLen checks the splits split_mma gets at Hkv 8 and one row
 // chunk (Hq 32, Tq 1): one wave (v2.4, v2.6) by default, v2.3's planner with
@@ -50,6 +54,44 @@ func TestPlanesSplitLen(t *testing.T) {
 					t.Errorf("B=%d L=%d %s: %d tokens take %d splits, more than the plan's %d", tc.b, tc.l, c.name, l, n, splits)
 				}
 			}
+		}
+	}
+}
+
+// TestPlanesDivMagic checks split_mma's division of token positions by the
+// block size (planes.cu divNr: umulhi(t, magic) >> shift) against t / nr for
+// every block size the layout allows up to 4096 (multiples of 16) and a few
+// others, at every multiple of nr and its neighbours near 0, near the int32
+// limit and at random positions below 2^31.
+func TestPlanesDivMagic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	const maxT = 1<<31 - 1
+	div := func(x uint32, magic uint32, shift int) uint32 {
+		return uint32((uint64(x)*uint64(magic))>>32) >> shift
+	}
+	nrs := []int{2, 3, 5, 7, 31, 33, 1000, 1 << 20, 1<<20 + 1}
+	for nr := PlanesGroup; nr <= 4096; nr += PlanesGroup {
+		nrs = append(nrs, nr)
+	}
+	for _, nr := range nrs {
+		magic, shift := planesDivMagic(nr)
+		check := func(x int) {
+			if x < 0 || x > maxT {
+				return
+			}
+			if got, want := div(uint32(x), magic, shift), uint32(x/nr); got != want {
+				t.Fatalf("nr %d (magic %#x, shift %d): %d / nr = %d, want %d", nr, magic, shift, x, got, want)
+			}
+		}
+		for _, base := range []int{0, maxT - maxT%nr, maxT/2 - (maxT/2)%nr} {
+			for k := -3 * nr; k <= 3*nr; k += nr {
+				for _, d := range []int{-1, 0, 1, nr - 1} {
+					check(base + k + d)
+				}
+			}
+		}
+		for k := 0; k < 4096; k++ {
+			check(rng.IntN(maxT + 1))
 		}
 	}
 }
