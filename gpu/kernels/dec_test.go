@@ -222,17 +222,7 @@ func TestDECCompensateMatchesWQ(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%v-N%d-K%d-T%d-k%d-ntb%d", c.e, c.N, c.K, c.T, c.kChunk, c.nTB), func(t *testing.T) {
-			rm := randomResidual(t, r, c.e, c.N, c.K)
-			res := mappedResidual(t, d, rm)
-			x := make([]float32, 0, c.T*c.K)
-			for range c.T {
-				x = append(x, kernels.DECTestActivations(r, c.K, c.tokenPattern)...)
-			}
-			yBase := make([]float32, c.T*c.N)
-			for i := range yBase {
-				yBase[i] = float32(r.NormFloat64())
-			}
-			yBase[0] = float32(math.Copysign(0, -1)) // -0 + 0 = +0: the add must happen, as in wq
+			rm, res, x, yBase := decInputs(t, d, r, c)
 			got := runSerial(t, d, k, res, x, yBase, c)
 			sameBits(t, "serial", got, wantCompensated(x, yBase, rm, c))
 			c0 := c
@@ -363,22 +353,31 @@ func TestDECFusedLateWords(t *testing.T) {
 	}
 }
 
+// decInputs draws case c's residual (also mapped for the device), its
+// activations (T rows of the case's token pattern) and the base outputs the
+// compensation adds to, with y[0] = -0 so that the add must happen, as in wq.
+func decInputs(t *testing.T, d *cuda.Device, r *rand.Rand, c decCase) (rm *wq.Matrix, res *kernels.DECResidual, x, yBase []float32) {
+	t.Helper()
+	rm = randomResidual(t, r, c.e, c.N, c.K)
+	res = mappedResidual(t, d, rm)
+	x = make([]float32, 0, c.T*c.K)
+	for range c.T {
+		x = append(x, kernels.DECTestActivations(r, c.K, c.tokenPattern)...)
+	}
+	yBase = make([]float32, c.T*c.N)
+	for i := range yBase {
+		yBase[i] = float32(r.NormFloat64())
+	}
+	yBase[0] = float32(math.Copysign(0, -1)) // -0 + 0 = +0: the add must happen, as in wq
+	return rm, res, x, yBase
+}
+
 // checkFusedProtocol runs FusedSelfTest (late: its late wait) three times
 // over one case and checks y against wq.Compensate bit for bit, and the
 // flags and part left for the next launch.
 func checkFusedProtocol(t *testing.T, d *cuda.Device, k *kernels.DEC, r *rand.Rand, c decCase, late time.Duration) {
 	t.Helper()
-	rm := randomResidual(t, r, c.e, c.N, c.K)
-	res := mappedResidual(t, d, rm)
-	x := make([]float32, 0, c.T*c.K)
-	for range c.T {
-		x = append(x, kernels.DECTestActivations(r, c.K, c.tokenPattern)...)
-	}
-	yBase := make([]float32, c.T*c.N)
-	for i := range yBase {
-		yBase[i] = float32(r.NormFloat64())
-	}
-	yBase[0] = float32(math.Copysign(0, -1)) // -0 + 0 = +0: the add must happen, as in wq
+	rm, res, x, yBase := decInputs(t, d, r, c)
 	want := wantCompensated(x, yBase, rm, c)
 	m := newGPUMem(t, d)
 	S := kernels.DECSelected(c.K, c.kChunk)
