@@ -27,6 +27,10 @@ func TestFP16PathByShape(t *testing.T) {
 		{"T=15 lm_head", Options{}, 15, lmN, 4096, pathCublas},
 		{"T=15 q|k|v", Options{}, 15, qkvN, 4096, pathMMA},
 		{"T=15 o", Options{}, 15, 4096, 4096, pathMMA},
+		// Llama-3-70B's q|k|v (160 MiB) as one launch when joined
+		// (join.go); k alone (16 MiB) where the group runs one by one.
+		{"T=15 70B q|k|v", Options{}, 15, 8192 + 2*1024, 8192, pathCublas},
+		{"T=15 70B k alone", Options{}, 15, 1024, 8192, pathMMA},
 		{"T=16 o", Options{}, 16, 4096, 4096, pathMMA},
 		{"T=17 o", Options{}, 17, 4096, 4096, pathCublas},
 		{"K not a multiple of 8", Options{}, 4, 4096, 4100, pathCublas},
