@@ -148,6 +148,41 @@ func TestJoinWeights(t *testing.T) {
 		}
 	}
 
+	// Llama-3.1-8B's q|k|v (48 MiB) at 15 rows: one GEMM (fp16Path's
+	// joined rule), a sample of its outputs within the bound above.
+	if !testing.Short() {
+		const T8, K8 = 15, 4096
+		big := []joinLayer{loadJoinLayer(t, b, r, "q8", 4096, K8, false), loadJoinLayer(t, b, r, "k8", 1024, K8, false), loadJoinLayer(t, b, r, "v8", 1024, K8, true)}
+		if err := b.JoinWeights(big[0].w, big[1].w, big[2].w); err != nil {
+			t.Fatal(err)
+		}
+		xv := foldData(r, T8*K8, 1)
+		outs, op := runGroup(t, b, xv, T8, K8, big)
+		if op != "LinearGroup(joined)" {
+			t.Fatalf("8B q|k|v at T=%d: last op %q, want LinearGroup(joined)", T8, op)
+		}
+		for i, l := range big {
+			for j := i; j < len(outs[i]); j += 61 {
+				y, tt, n := outs[i][j], j/l.N, j%l.N
+				var ref, sxw, sw float64
+				for k := range K8 {
+					xk, wk := float64(xv[tt*K8+k]), float64(l.wv[n*K8+k])
+					ref += xk * wk
+					sxw += math.Abs(xk * wk)
+					sw += math.Abs(wk)
+				}
+				tol := (joinU16+2*float64(K8+2)*joinU32)*sxw + 0x1p-25*sw
+				if l.bv != nil {
+					ref += float64(l.bv[n])
+					tol += joinU32 * (math.Abs(ref) + tol)
+				}
+				if d := math.Abs(float64(y) - ref); y != y || !(d <= tol) {
+					t.Fatalf("8B q|k|v layer %d: y[%d] = %g, want %g ± %.3g", i, j, y, ref, tol)
+				}
+			}
+		}
+	}
+
 	// The block is freed with its last weight.
 	for i, l := range qkv {
 		b.FreeWeight(l.w)

@@ -288,13 +288,26 @@ const (
 	// and the q|k|v group, 38.5 against 30.7, stay on linear.cu).
 	cublasNarrowMinRows  = 8
 	cublasNarrowMinBytes = 96 << 20
+	// cublasJoinedMinBytes is cublasNarrowMinBytes for a joined group
+	// (join.go), one GEMM whatever its weights: at 15 rows the 8B q|k|v
+	// group (48 MiB) runs in 27.1 us as one GEMM and the split against
+	// 31.0 on linear.cu, 70B's (160 MiB) 72.3 against 75.7; a single
+	// 4096 x 4096 weight (32 MiB), o, is even (20.3 against 19.9).
+	// decode-step.md v17.
+	cublasJoinedMinBytes = 48 << 20
 )
 
 // fp16Path is the one place that decides how Linear and LinearGroup
-// compute an fp16 weight for T rows of K inputs. In the batch-invariant
-// mode every T takes linear.cu, so that a row's result does not depend on
-// the rows beside it.
-func (b *Backend) fp16Path(T, N, K int) linearPath {
+// compute an fp16 weight (or a group's weights, N their summed channels)
+// for T rows of K inputs; joined says the group's weights lie one after
+// another in one allocation (join.go), so that cuBLASLt computes it as
+// one GEMM. In the batch-invariant mode every T takes linear.cu, so that
+// a row's result does not depend on the rows beside it.
+func (b *Backend) fp16Path(T, N, K int, joined bool) linearPath {
+	minBytes := cublasNarrowMinBytes
+	if joined {
+		minBytes = cublasJoinedMinBytes
+	}
 	switch {
 	case b.opts.BatchInvariant:
 		return pathMMA
@@ -302,7 +315,7 @@ func (b *Backend) fp16Path(T, N, K int) linearPath {
 		return pathCublas
 	case T <= gemvDecodeRows && !b.opts.MMADecode:
 		return pathGEMV
-	case T > cublasNarrowMinRows && 2*N*K >= cublasNarrowMinBytes:
+	case T > cublasNarrowMinRows && 2*N*K >= minBytes:
 		return pathCublas
 	}
 	return pathMMA
@@ -335,7 +348,7 @@ func (b *Backend) linear(d, xt *tensor, wt, bt *weight) {
 	const op = "Linear"
 	T, K := xt.matrix()
 	_, N := d.matrix()
-	path := b.fp16Path(T, N, K)
+	path := b.fp16Path(T, N, K, false)
 	var bp cuda.DevicePtr
 	if bt != nil {
 		bp = bt.f32
@@ -451,7 +464,8 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		}
 	}
 	T, K := xt.matrix()
-	path := b.fp16Path(T, groupN, K)
+	joined := grouped && joinedGroup(K, groups, func(i int) *weight { return each[i].wt })
+	path := b.fp16Path(T, groupN, K, joined)
 	if grouped && path == pathGEMV {
 		// Decode: one gemv.cu launch per kernels.GEMVMaxGroups weights,
 		// one split-K factor for their summed channels (v9: k and v take
@@ -463,7 +477,7 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		}
 		return
 	}
-	if grouped && path == pathCublas && T <= linearKeyedMaxRows && joinedGroup(K, groups, func(i int) *weight { return each[i].wt }) {
+	if joined && path == pathCublas && T <= linearKeyedMaxRows {
 		// One cuBLASLt GEMM over the weights JoinWeights placed one
 		// after another, its output split into the group's tensors
 		// (join.go, decode-step.md v17).
