@@ -3,14 +3,15 @@
 // gate, up) into one device allocation, one after another, each weight a
 // view at its offset: together they are the matrix [ΣN, K] of the group's
 // concatenated output channels. Where fp16Path sends such a group to
-// cuBLASLt (more than 16 rows; from 9 rows for a group of at least 96 MiB),
-// LinearGroup converts x to fp16 once, runs one GEMM [T, ΣN] into a keyed
-// float32 buffer and copies each weight's columns, plus its bias, to its
-// output tensor in one launch (kernels.Ops.SplitCols); SwiGLU of the
-// group's two outputs queued right after it replaces that copy
-// (kernels.Ops.SwiGLUCols, the bits of the copy then SwiGLU). Before, the
-// group ran as one conversion and one GEMM per weight: q|k|v at 55 rows
-// read its 48 MiB at 44% of the ceiling (decode-step.md v13, v17).
+// cuBLASLt (17-256 rows; from 9 rows for a joined group of at least
+// cublasJoinedMinBytes), LinearGroup converts x to fp16 once, runs one GEMM
+// [T, ΣN] into a keyed float32 buffer and copies each weight's columns,
+// plus its bias, to its output tensor in one launch (kernels.Ops.SplitCols);
+// SwiGLU of the group's two outputs queued right after it replaces that
+// copy (kernels.Ops.SwiGLUCols, the bits of the copy then SwiGLU). Before,
+// the group ran as one conversion and one GEMM per weight: q|k|v at 55 rows
+// read its 48 MiB at 43% of the ceiling, as one GEMM at 58%
+// (decode-step.md v17).
 
 package gpu
 
