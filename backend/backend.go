@@ -179,6 +179,19 @@ type RandomLoader interface {
 	LoadRandom(name string, shape []int, std float32, seed uint64) (Weight, error)
 }
 
+// WeightJoiner is implemented by backends that can compute a LinearGroup
+// as one matrix product when its weights lie in one allocation (the CUDA
+// backend: one cuBLASLt GEMM over q|k|v or gate|up at large batches). The
+// model loader calls it once per group after loading, before any op.
+type WeightJoiner interface {
+	// JoinWeights places the matrix weights ws, of equal input width, one
+	// after another in one allocation, in this order (LinearGroup's
+	// order); their names, shapes and values are unchanged. Where the
+	// backend cannot join them it does nothing and returns nil; an error
+	// is a device failure.
+	JoinWeights(ws ...Weight) error
+}
+
 // RandomQuantLoader is implemented by backends that can make random packed
 // low-bit linear weights on the device (benchmarks of weight formats at the
 // size of real models, where quantizing billions of host values would take

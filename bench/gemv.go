@@ -158,8 +158,8 @@ func timeQuant(x *cuda.Ctx, st cuda.Stream, gq *kernels.GEMVQ, e wq.Elem, xp, yp
 // LinearF16Row is one (shape, T) point of SweepLinearF16: the median GPU
 // time of linear.cu (one launch over every group), of gemv.cu (one launch
 // per group; T <= kernels.GEMVMaxRows) and of cuBLASLt (x to fp16, one
-// GEMM per group), each with its fraction of the read ceiling on the
-// weight bytes.
+// GEMM per group, and for a group one GEMM over the joined weights), each
+// with its fraction of the read ceiling on the weight bytes.
 type LinearF16Row struct {
 	Name       string  `json:"name"`
 	N          []int   `json:"n"` // one per group
@@ -171,6 +171,11 @@ type LinearF16Row struct {
 	GEMVFrac   float64 `json:"gemv_ceiling_fraction,omitempty"`
 	CublasUS   float64 `json:"cublaslt_us"`
 	CublasFrac float64 `json:"cublaslt_ceiling_fraction"`
+	// JoinedUS is cuBLASLt as backend/gpu runs a group whose weights are
+	// joined (one allocation): x to fp16, one GEMM over the summed
+	// channels, split_cols to each group's output; 0 for one group.
+	JoinedUS   float64 `json:"cublaslt_joined_us,omitempty"`
+	JoinedFrac float64 `json:"cublaslt_joined_ceiling_fraction,omitempty"`
 }
 
 // LinearF16Shapes are the fp16 linear layers of a decode step of config c
@@ -242,18 +247,20 @@ func SweepLinearF16(c *model.Config, Ts []int, progress io.Writer) ([]LinearF16R
 			}
 			bytes := int64(2) * int64(total) * int64(sh.K)
 			copies := coldCopies(bytes)
-			// ws[copy][group]
+			// ws[copy][group]: a copy's groups one after another in one
+			// allocation, as backend/gpu's JoinWeights places them.
 			ws := make([][]cuda.DevicePtr, copies)
 			for i := range ws {
+				p, err := alloc(int(bytes))
+				if err != nil {
+					return err
+				}
 				for j, n := range sh.N {
-					p, err := alloc(2 * n * sh.K)
-					if err != nil {
-						return err
-					}
 					if err := ops.FillNormalF16(x, st, p, n*sh.K, uint32(10*i+j+1), 0.02); err != nil {
 						return err
 					}
 					ws[i] = append(ws[i], p)
+					p += cuda.DevicePtr(2 * n * sh.K)
 				}
 			}
 			xp, err := alloc(4 * maxT * sh.K)
@@ -274,6 +281,10 @@ func SweepLinearF16(c *model.Config, Ts []int, progress io.Writer) ([]LinearF16R
 					return err
 				}
 				ys = append(ys, p)
+			}
+			yj, err := alloc(4 * maxT * total) // the joined GEMM's output
+			if err != nil {
+				return err
 			}
 			for _, T := range Ts {
 				r := LinearF16Row{Name: sh.Name, N: sh.N, K: sh.K, T: T}
@@ -315,8 +326,26 @@ func SweepLinearF16(c *model.Config, Ts []int, progress io.Writer) ([]LinearF16R
 					return err
 				}
 				r.CublasFrac = frac(r.CublasUS)
-				fmt.Fprintf(progress, "linear %-15s %6dx%-6d T=%-4d linear.cu %8.1f us (%3.0f%%)  gemv.cu %8.1f us (%3.0f%%)  cuBLASLt %8.1f us (%3.0f%%)\n",
-					r.Name, total, sh.K, T, r.LinearUS, 100*r.LinearFrac, r.GEMVUS, 100*r.GEMVFrac, r.CublasUS, 100*r.CublasFrac)
+				if len(sh.N) > 1 {
+					if r.JoinedUS, err = x.MedianUS(st, 3, 20, func(i int) error {
+						if err := ops.F32ToF16(x, st, xh, xp, T*sh.K); err != nil {
+							return err
+						}
+						if err := x.GEMM(st, cuda.GEMMShape{M: T, N: total, K: sh.K, In: cuda.F16, Out: cuda.F32}, yj, xh, ws[i%copies][0]); err != nil {
+							return err
+						}
+						var outs []kernels.ColsOut
+						for j, n := range sh.N {
+							outs = append(outs, kernels.ColsOut{Y: ys[j], N: n})
+						}
+						return ops.SplitCols(x, st, yj, T, outs...)
+					}); err != nil {
+						return err
+					}
+					r.JoinedFrac = frac(r.JoinedUS)
+				}
+				fmt.Fprintf(progress, "linear %-15s %6dx%-6d T=%-4d linear.cu %8.1f us (%3.0f%%)  gemv.cu %8.1f us (%3.0f%%)  cuBLASLt %8.1f us (%3.0f%%)  joined %8.1f us (%3.0f%%)\n",
+					r.Name, total, sh.K, T, r.LinearUS, 100*r.LinearFrac, r.GEMVUS, 100*r.GEMVFrac, r.CublasUS, 100*r.CublasFrac, r.JoinedUS, 100*r.JoinedFrac)
 				rows = append(rows, r)
 			}
 			for _, p := range frees {

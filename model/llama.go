@@ -75,6 +75,19 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 	if cfg.TieWordEmbeddings {
 		m.Output = m.TokenEmbedding
 	}
+	if j, ok := ld.be.(backend.WeightJoiner); ok {
+		// Each layer's LinearGroups in one allocation each, in Forward's
+		// order: one GEMM per group where the backend can.
+		for i := range m.Layers {
+			l := &m.Layers[i]
+			for _, ws := range [][]backend.Weight{{l.Q, l.K, l.V}, {l.Gate, l.Up}} {
+				if err := j.JoinWeights(ws...); err != nil {
+					m.Close()
+					return nil, fmt.Errorf("model: layer %d: %w", i, err)
+				}
+			}
+		}
+	}
 	m.mem = ld.mem
 	m.mem.Format, m.mem.DECKChunk = "fp16", ld.opts.DECKChunk
 	if ld.opts.Weights.IsQuantized() {

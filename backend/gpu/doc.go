@@ -38,10 +38,16 @@
 // fp16 in the kernel); LinearGroup runs q/k/v or gate/up through it as one
 // launch. Above 8 rows a launch of at least 96 MiB of weights (gate, up,
 // down and the lm_head at 8B shapes) takes cuBLASLt instead, faster there
-// (decode-step.md v15). Larger batches
+// (decode-step.md v15), and so does a joined group of at least 48 MiB
+// (q|k|v at 8B shapes, v17b). Larger batches
 // convert x to fp16 with a kernel, multiply with cuBLASLt (fp16 inputs, fp32
 // accumulation and output: Y[T,N] = X[T,K]·W[N,K]ᵀ) and add the bias with a
-// kernel. The fp16 rounding of x costs at most about 2⁻¹¹ relative to
+// kernel. JoinWeights (backend.WeightJoiner, called by the model loader for
+// q|k|v and gate|up) places a group's matrices one after another in one
+// allocation; LinearGroup on cuBLASLt then runs one GEMM over the group's
+// concatenated channels, and ops.cu's split_cols copies each weight's
+// columns and bias to its output, or swiglu_cols folds the SwiGLU queued
+// right after it (join.go; decode-step.md v17). The fp16 rounding of x costs at most about 2⁻¹¹ relative to
 // Σ|x_k·w_k|. Options.NoGEMV (BITDECODE_NO_GEMV=1) sends every batch to
 // cuBLASLt; Options.BatchInvariant (BITDECODE_BATCH_INVARIANT=1, serve's
 // default on the GPU) sends every batch to linear.cu, so that a row's

@@ -127,7 +127,7 @@ func TestFoldSwiGLU(t *testing.T) {
 		wu := foldWeight(t, b, "up", foldData(r, sh.N*sh.K, 0.02), sh.N, sh.K)
 		bu := foldWeight(t, b, "up.bias", foldData(r, sh.N, 1), sh.N)
 		xv := foldData(r, sh.T*sh.K, 1)
-		folds := sh.T <= gemvDecodeRows && b.fp16Path(sh.T, sh.N, sh.K) == pathGEMV
+		folds := sh.T <= gemvDecodeRows && b.fp16Path(sh.T, sh.N, sh.K, false) == pathGEMV
 		// dst: gate (the model's SwiGLU(gate, gate, up)), up, a tensor of
 		// its own, and x (the GEMV's input: refused).
 		for _, dstIs := range []string{"gate", "up", "own", "x"} {
@@ -200,7 +200,7 @@ func TestFoldRoPE(t *testing.T) {
 		if err := b.UploadInt32(pos, pv); err != nil {
 			t.Fatal(err)
 		}
-		folds := sh.T <= gemvDecodeRows && b.fp16Path(sh.T, (sh.Hq+2*sh.Hk)*sh.D, sh.K) == pathGEMV
+		folds := sh.T <= gemvDecodeRows && b.fp16Path(sh.T, (sh.Hq+2*sh.Hk)*sh.D, sh.K, false) == pathGEMV
 		for _, norm := range []bool{false, true} {
 			name := fmt.Sprintf("T=%d K=%d Hq=%d Hk=%d D=%d norm %v", sh.T, sh.K, sh.Hq, sh.Hk, sh.D, norm)
 			var qw, kw backend.Weight

@@ -98,6 +98,11 @@ type Backend struct {
 	xkMu    sync.Mutex
 	xk      cuda.DevicePtr
 	xkBytes int
+	// joinedOut: a joined LinearGroup's float32 GEMM output [T, ΣN],
+	// grown like keyedScratch (join.go).
+	ykMu    sync.Mutex
+	yk      cuda.DevicePtr
+	ykBytes int
 
 	// group is the tensor-parallel group of which this backend is rank
 	// (OpenGroup), nil for a backend of its own.
@@ -201,7 +206,14 @@ type queuedOp struct {
 	// gemv: a gemv.cu group launch's operands, which the op queued after
 	// it may fold into (fuse.go); nil for every other op.
 	gemv *gemvLaunch
+	// joined: a joined LinearGroup's one GEMM (join.go), which SwiGLU
+	// queued after it may fold into; nil for every other op.
+	joined *joinedLaunch
 }
+
+// foldable reports whether the op after q may fold into it (fuse.go,
+// join.go): the queue then keeps q past a segment's end.
+func (q *queuedOp) foldable() bool { return q.gemv != nil || q.joined != nil }
 
 // tensor is the CUDA backend's backend.Tensor.
 type tensor struct {
@@ -236,7 +248,10 @@ type weight struct {
 	qbits, qgroup int
 	// dec is the weight's DEC residual and scratch (LoadQuantWeight with
 	// a wq.DEC), nil without; Linear then compensates after the base.
-	dec   *decWeight
+	dec *decWeight
+	// block is the allocation f16 lies in when JoinWeights placed the
+	// matrix after others (join.go), nil when f16 is its own allocation.
+	block *weightBlock
 	freed bool
 }
 
@@ -642,7 +657,8 @@ func (b *Backend) register(w *weight) (backend.Weight, error) {
 // takeWeightMem returns w's device memory (and its DEC residual's mapped
 // host memory) and forgets it, for freeing.
 func takeWeightMem(w *weight) (ptrs []cuda.DevicePtr, host *cuda.HostBuffer) {
-	ptrs = []cuda.DevicePtr{w.f16, w.f32, w.q, w.qp}
+	ptrs = []cuda.DevicePtr{w.block.release(w.f16), w.f32, w.q, w.qp}
+	w.block = nil
 	if w.dec != nil {
 		ptrs, host = append(ptrs, w.dec.sel, w.dec.part, w.dec.flags), w.dec.host
 	}
@@ -769,6 +785,10 @@ func (b *Backend) Close() error {
 	ptrs = append(ptrs, b.xk)
 	b.xk, b.xkBytes = 0, 0
 	b.xkMu.Unlock()
+	b.ykMu.Lock()
+	ptrs = append(ptrs, b.yk)
+	b.yk, b.ykBytes = 0, 0
+	b.ykMu.Unlock()
 
 	err := b.dev.Do(func(c *cuda.Ctx) error {
 		errs := []error{b.syncStream(c)}

@@ -213,7 +213,8 @@ func TestBatchInvariantLinear(t *testing.T) {
 
 // TestLinearGraphReplay runs a chain of 20 linear ops at 55 rows (int4's
 // max batch at 32K: cuBLASLt on the default backend, linear.cu's wide
-// kernel in the batch-invariant mode) four times: the first flush runs
+// kernel in the batch-invariant mode), with the group's weights apart and
+// joined (one GEMM on the default backend), four times: the first flush runs
 // directly, the second is captured into a CUDA graph, the others replay
 // it; every output must be bitwise the first run's, over outputs poisoned
 // with NaN before each run, and the first layer within fp16 x times fp16 w
@@ -222,22 +223,31 @@ func TestLinearGraphReplay(t *testing.T) {
 	if options.NoGraphs {
 		t.Skip("BITDECODE_NO_GRAPHS is set")
 	}
-	for _, mode := range []string{"default", "batch-invariant"} {
+	for _, mode := range []string{"default", "joined", "batch-invariant", "batch-invariant, joined"} {
 		t.Run(mode, func(t *testing.T) {
 			be := gpuBackend(t)
-			if mode == "batch-invariant" {
+			if strings.HasPrefix(mode, "batch-invariant") {
 				be = invariantBackend(t)
 			}
-			linearGraphReplay(t, be)
+			linearGraphReplay(t, be, strings.HasSuffix(mode, "joined"))
 		})
 	}
 }
 
-func linearGraphReplay(t *testing.T, be *gpu.Backend) {
+// linearGraphReplay is TestLinearGraphReplay on be; joined places the
+// group's two weights in one allocation first (JoinWeights: one GEMM and
+// split_cols on the default backend, linear.cu as before in the
+// batch-invariant mode).
+func linearGraphReplay(t *testing.T, be *gpu.Backend, joined bool) {
 	const T, K, H, chain = 55, 512, 1024, 18
 	r := rand.New(rand.NewPCG(25, 26))
 	up, down := loadLayer(t, be, r, H, K, false), loadLayer(t, be, r, K, H, true)
 	side := loadLayer(t, be, r, 200, K, true)
+	if joined {
+		if err := be.JoinWeights(up.w, side.w); err != nil {
+			t.Fatal(err)
+		}
+	}
 	x := randVec(r, T*K, 1)
 	alloc := func(n int) backend.Tensor {
 		d, err := be.Alloc(backend.F32, T, n)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -65,15 +66,15 @@ func (b *Backend) launch(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 }
 
 // queueOp appends q to the queue, flushing it every segmentOps ops; a
-// gemv.cu launch stays queued past that for the op after it to fold into
-// (fuse.go), which then flushes.
+// gemv.cu launch or a joined GEMM stays queued past that for the op after
+// it to fold into (fuse.go, join.go), which then flushes.
 func (b *Backend) queueOp(q queuedOp) {
 	b.qMu.Lock()
 	if b.queue == nil {
 		b.queue, b.spare = b.spare, nil
 	}
 	b.queue = append(b.queue, q)
-	full := len(b.queue) >= segmentOps && q.gemv == nil
+	full := len(b.queue) >= segmentOps && !q.foldable()
 	b.qMu.Unlock()
 	if full {
 		b.flush()
@@ -287,13 +288,26 @@ const (
 	// and the q|k|v group, 38.5 against 30.7, stay on linear.cu).
 	cublasNarrowMinRows  = 8
 	cublasNarrowMinBytes = 96 << 20
+	// cublasJoinedMinBytes is cublasNarrowMinBytes for a joined group
+	// (join.go), one GEMM whatever its weights: at 15 rows the 8B q|k|v
+	// group (48 MiB) runs in 27.1 us as one GEMM and the split against
+	// 31.0 on linear.cu, 70B's (160 MiB) 72.3 against 75.7; a single
+	// 4096 x 4096 weight (32 MiB), o, is even (20.3 against 19.9).
+	// decode-step.md v17.
+	cublasJoinedMinBytes = 48 << 20
 )
 
 // fp16Path is the one place that decides how Linear and LinearGroup
-// compute an fp16 weight for T rows of K inputs. In the batch-invariant
-// mode every T takes linear.cu, so that a row's result does not depend on
-// the rows beside it.
-func (b *Backend) fp16Path(T, N, K int) linearPath {
+// compute an fp16 weight (or a group's weights, N their summed channels)
+// for T rows of K inputs; joined says the group's weights lie one after
+// another in one allocation (join.go), so that cuBLASLt computes it as
+// one GEMM. In the batch-invariant mode every T takes linear.cu, so that
+// a row's result does not depend on the rows beside it.
+func (b *Backend) fp16Path(T, N, K int, joined bool) linearPath {
+	minBytes := cublasNarrowMinBytes
+	if joined {
+		minBytes = cublasJoinedMinBytes
+	}
 	switch {
 	case b.opts.BatchInvariant:
 		return pathMMA
@@ -301,7 +315,7 @@ func (b *Backend) fp16Path(T, N, K int) linearPath {
 		return pathCublas
 	case T <= gemvDecodeRows && !b.opts.MMADecode:
 		return pathGEMV
-	case T > cublasNarrowMinRows && 2*N*K >= cublasNarrowMinBytes:
+	case T > cublasNarrowMinRows && 2*N*K >= minBytes:
 		return pathCublas
 	}
 	return pathMMA
@@ -334,7 +348,7 @@ func (b *Backend) linear(d, xt *tensor, wt, bt *weight) {
 	const op = "Linear"
 	T, K := xt.matrix()
 	_, N := d.matrix()
-	path := b.fp16Path(T, N, K)
+	path := b.fp16Path(T, N, K, false)
 	var bp cuda.DevicePtr
 	if bt != nil {
 		bp = bt.f32
@@ -407,8 +421,12 @@ func (b *Backend) linearOperands(op string, dst, x backend.Tensor, w, bias backe
 // of it alone); where it picks gemv.cu, one launch per
 // kernels.GEMVMaxGroups weights with one split-K factor for their summed
 // channels (each layer's result that of its own Linear where its own
-// split is the same: gate and up, not k and v at Llama shapes); otherwise
-// (packed weights, DEC, cuBLASLt batches) one Linear per weight.
+// split is the same: gate and up, not k and v at Llama shapes); where it
+// picks cuBLASLt (up to linearKeyedMaxRows rows) and JoinWeights placed
+// the weights one after another in this order, one GEMM over them all and
+// one launch that copies each weight's columns (and bias) to its output
+// (join.go); otherwise (packed weights, DEC, weights apart, prefill chunks)
+// one Linear per weight, each on its own fp16Path.
 func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
 	const op = "LinearGroup"
 	if b.failed() {
@@ -446,7 +464,8 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		}
 	}
 	T, K := xt.matrix()
-	path := b.fp16Path(T, groupN, K)
+	joined := grouped && joinedGroup(K, groups, func(i int) *weight { return each[i].wt })
+	path := b.fp16Path(T, groupN, K, joined)
 	if grouped && path == pathGEMV {
 		// Decode: one gemv.cu launch per kernels.GEMVMaxGroups weights,
 		// one split-K factor for their summed channels (v9: k and v take
@@ -456,6 +475,13 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 			groups = groups[len(gs):]
 			b.launchGEMVGroup(op, xt, T, K, gs)
 		}
+		return
+	}
+	if joined && path == pathCublas && T <= linearKeyedMaxRows {
+		// One cuBLASLt GEMM over the weights JoinWeights placed one
+		// after another, its output split into the group's tensors
+		// (join.go, decode-step.md v17).
+		b.launchJoined(op, xt, T, K, groupN, groups)
 		return
 	}
 	if !grouped || path != pathMMA {
@@ -565,14 +591,24 @@ func (b *Backend) launchGEMM(op string, d, xt *tensor, wt, bt *weight, T, N, K i
 // its key, so it is never replayed over the new one unless the new one has
 // that address (and, larger, holds what the graph writes there).
 func (b *Backend) keyedScratch(bytes int) (cuda.DevicePtr, error) {
-	b.xkMu.Lock()
-	defer b.xkMu.Unlock()
-	if bytes <= b.xkBytes {
-		return b.xk, nil
+	p, err := b.growKeyed(&b.xkMu, &b.xk, &b.xkBytes, bytes)
+	if err != nil {
+		return 0, fmt.Errorf("fp16 copy of the input: %w", err)
 	}
-	size := roundSize(max(bytes, 2*b.xkBytes, 1<<20))
-	old := b.xk
-	b.xk, b.xkBytes = 0, 0
+	return p, nil
+}
+
+// growKeyed returns the keyed buffer *buf (of *have bytes, guarded by mu)
+// with room for bytes, growing it as keyedScratch describes.
+func (b *Backend) growKeyed(mu *sync.Mutex, buf *cuda.DevicePtr, have *int, bytes int) (cuda.DevicePtr, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if bytes <= *have {
+		return *buf, nil
+	}
+	size := roundSize(max(bytes, 2**have, 1<<20))
+	old := *buf
+	*buf, *have = 0, 0
 	var p cuda.DevicePtr
 	err := b.Do(func(c *cuda.Ctx) error {
 		if old != 0 {
@@ -588,9 +624,9 @@ func (b *Backend) keyedScratch(bytes int) (cuda.DevicePtr, error) {
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("fp16 copy of the input (%d bytes): %w", size, err)
+		return 0, fmt.Errorf("%d bytes: %w", size, err)
 	}
-	b.xk, b.xkBytes = p, size
+	*buf, *have = p, size
 	return p, nil
 }
 
@@ -774,9 +810,12 @@ func (b *Backend) RoPEQK(q, k backend.Tensor, pos backend.Tensor, invFreq backen
 }
 
 // SwiGLU implements backend.Backend. Right after a decode LinearGroup
-// that computes gate and up it runs in that launch's epilogue (fuse.go).
+// that computes gate and up it runs in that launch's epilogue (fuse.go),
+// or in the split of a joined group's GEMM output (join.go).
 func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
-	b.elementwise("SwiGLU", dst, gate, up, b.ops.SwiGLU, b.foldSwiGLU)
+	b.elementwise("SwiGLU", dst, gate, up, b.ops.SwiGLU, func(d, g, u *tensor) bool {
+		return b.foldSwiGLU(d, g, u) || b.foldSwiGLUJoined(d, g, u)
+	})
 }
 
 // Add implements backend.Backend.

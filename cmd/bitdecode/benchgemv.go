@@ -16,7 +16,9 @@ const benchGEMVHelp = `usage: bitdecode bench gemv [--preset NAME] [--rows T,...
 Times the GPU's fp16 linear layers on the shapes of a preset model, weights
 cold in L2, at each row count T: linear.cu (the batch-invariant tensor-core
 kernel; q/k/v and gate/up as one grouped launch each), gemv.cu (one launch
-per weight, T <= 8) and cuBLASLt (x to fp16, one GEMM per weight). Each
+per weight, T <= 8) and cuBLASLt (x to fp16, one GEMM per weight; for a
+group also one GEMM over its weights joined in one allocation, then the
+copy of each weight's columns to its output, as the backend runs it). Each
 figure comes with its fraction of the read ceiling on the weight bytes,
 measured in the same run. A tool for kernel work (docs/perf/decode-step.md).
 

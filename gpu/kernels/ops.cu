@@ -24,6 +24,9 @@
 //   rope_qk      rmsnorm of each head of q and k (optional), then rope of
 //                both, one block per head: the separate kernels' bits
 //   add_bias     y[t,n] += bias[n], y [T, N]
+//   split_cols   d_g[t,:] = y[t, o_g : o_g+N_g] (+ bias_g), y [T, ΣN_g]: one
+//                GEMM's output over joined weights, to each weight's tensor
+//   swiglu_cols  split_cols of y [T, 2N] into gate and up, then swiglu
 //   hadamard     x[r,:] = kv.Rotate(x[r,:]), rows of D (a power of two)
 //   f16_to_f32_hadamard  y[r,:] = kv.Rotate(float(x[r,:])), x fp16
 //
@@ -67,8 +70,10 @@
 //      summation order; docs/perf/decode-step.md v7).
 //   v6 f16_to_f32_hadamard: a rotated KV cache's attention
 //      output converted and rotated back in one launch (decode-step.md v8).
-//   v7 (this file) f16_to_f32_hadamard_warp: the same, one warp per row of
+//   v7 f16_to_f32_hadamard_warp: the same, one warp per row of
 //      32-256, butterflies by warp shuffles, no barrier (decode-step.md v10).
+//   v8 (this file) split_cols and swiglu_cols: the outputs of one cuBLASLt
+//      GEMM over a LinearGroup's joined weights (decode-step.md v17).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -525,6 +530,72 @@ extern "C" __global__ void add_bias(float* __restrict__ y, const float* __restri
   startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     y[i] = __fadd_rn(y[i], bias[i % N]);
+}
+
+// split_cols: grid-stride over the float4s of y [T, N0 + N1 + N2] (each N a
+// multiple of 4, every pointer 16-byte aligned; N2 = 0 for two outputs):
+// the output of one GEMM over weights stored one after another (backend/gpu's
+// joined LinearGroup), each weight's columns copied to its own tensor:
+// d_g[t, j] = y[t, o_g + j], plus bias_g[j] where bias_g is set (__fadd_rn,
+// add_bias's bits). y does not alias the outputs.
+extern "C" __global__ void split_cols(const float* __restrict__ y, float* __restrict__ d0, float* __restrict__ d1,
+                                      float* __restrict__ d2, const float* __restrict__ b0,
+                                      const float* __restrict__ b1, const float* __restrict__ b2, int N0, int N1,
+                                      int N2, long long n4) {
+  startDependent();
+  const int q0 = N0 / 4, q1 = N1 / 4, q2 = N2 / 4, q = q0 + q1 + q2;  // float4s of a row
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
+    const long long t = i / q;
+    int c = int(i - t * q);
+    float* d = d0;
+    const float* b = b0;
+    int w = q0;
+    if (c >= q0 + q1) {
+      c -= q0 + q1, d = d2, b = b2, w = q2;
+    } else if (c >= q0) {
+      c -= q0, d = d1, b = b1, w = q1;
+    }
+    float4 v = reinterpret_cast<const float4*>(y)[i];
+    if (b != nullptr) {
+      const float4 bb = reinterpret_cast<const float4*>(b)[c];
+      v.x = __fadd_rn(v.x, bb.x), v.y = __fadd_rn(v.y, bb.y), v.z = __fadd_rn(v.z, bb.z), v.w = __fadd_rn(v.w, bb.w);
+    }
+    reinterpret_cast<float4*>(d)[t * w + c] = v;
+  }
+}
+
+// silu_mul is swiglu's arithmetic for one element: silu(g)·u.
+BD_DEVICE float silu_mul(float g, float u) { return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u); }
+
+// swiglu_cols: grid-stride over the float4s of gate's half of y [T, 2N] (gate's
+// N columns, then up's; N a multiple of 4, every pointer 16-byte aligned):
+// split_cols of y into gate and up followed by swiglu(dst, gate, up), in one
+// pass: g = y[t, j] (+ bg[j]), u = y[t, N + j] (+ bu[j]), dst[t, j] =
+// silu(g)·u with swiglu's bits, gate[t, j] = g and up[t, j] = u where those
+// are set (the caller passes null for the one dst replaces). y aliases none.
+extern "C" __global__ void swiglu_cols(const float* __restrict__ y, float* dst, float* gate, float* up,
+                                       const float* __restrict__ bg, const float* __restrict__ bu, int N,
+                                       long long n4) {
+  startDependent();
+  const int q = N / 4;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
+    const long long t = i / q;
+    const int c = int(i - t * q);
+    const float4* row = reinterpret_cast<const float4*>(y) + t * 2 * q;
+    float4 g = row[c], u = row[q + c];
+    if (bg != nullptr) {
+      const float4 b = reinterpret_cast<const float4*>(bg)[c];
+      g.x = __fadd_rn(g.x, b.x), g.y = __fadd_rn(g.y, b.y), g.z = __fadd_rn(g.z, b.z), g.w = __fadd_rn(g.w, b.w);
+    }
+    if (bu != nullptr) {
+      const float4 b = reinterpret_cast<const float4*>(bu)[c];
+      u.x = __fadd_rn(u.x, b.x), u.y = __fadd_rn(u.y, b.y), u.z = __fadd_rn(u.z, b.z), u.w = __fadd_rn(u.w, b.w);
+    }
+    if (gate != nullptr) reinterpret_cast<float4*>(gate)[i] = g;
+    if (up != nullptr) reinterpret_cast<float4*>(up)[i] = u;
+    reinterpret_cast<float4*>(dst)[i] =
+        make_float4(silu_mul(g.x, u.x), silu_mul(g.y, u.y), silu_mul(g.z, u.z), silu_mul(g.w, u.w));
+  }
 }
 
 // hadamard: grid (rows), block D/2 threads (ops.go), dynamic shared memory D

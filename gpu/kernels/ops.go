@@ -49,6 +49,7 @@ type Ops struct {
 	embedding, rows, rmsnorm, rope           cuda.Function
 	swiglu, add, addBias, fillNormal         cuda.Function
 	hadamard, addRMSNorm, ropeQK             cuda.Function
+	splitCols, swigluCols                    cuda.Function
 	f16ToF32Hadamard, f16ToF32HadamardWarp   cuda.Function
 	// addRMSNormCluster is add_rmsnorm_cluster, where the device has
 	// thread block clusters (sm_90 and later; hasCluster).
@@ -76,6 +77,7 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 		{&o.fillNormal, "fill_normal_f16"}, {&o.hadamard, "hadamard"},
 		{&o.addRMSNorm, "add_rmsnorm"}, {&o.ropeQK, "rope_qk"},
 		{&o.f16ToF32Hadamard, "f16_to_f32_hadamard"}, {&o.f16ToF32HadamardWarp, "f16_to_f32_hadamard_warp"},
+		{&o.splitCols, "split_cols"}, {&o.swigluCols, "swiglu_cols"},
 	} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
@@ -348,4 +350,62 @@ func (o *Ops) AddBias(c *cuda.Ctx, s cuda.Stream, y, bias cuda.DevicePtr, T, N i
 	}
 	n := T * N
 	return c.Launch(o.addBias, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, y, bias, int64(n), int32(N))
+}
+
+// SplitColsMax is how many outputs SplitCols takes.
+const SplitColsMax = 3
+
+// ColsOut is one output of SplitCols or SwiGLUCols: Y [T, N] float32, and
+// its bias [N] float32 (0 for none).
+type ColsOut struct {
+	Y, Bias cuda.DevicePtr
+	N       int
+}
+
+// colsAligned reports whether a pointer and a width suit split_cols's and
+// swiglu_cols's float4 accesses (0 is a pointer that is not read).
+func colsAligned(p cuda.DevicePtr, n int) bool { return p%16 == 0 && n > 0 && n%4 == 0 }
+
+// ColsFit reports whether SplitCols and SwiGLUCols take an output of N
+// columns: a multiple of 4 (float4 accesses).
+func ColsFit(N int) bool { return N > 0 && N%4 == 0 }
+
+// SplitCols copies the columns of y [T, ΣN] float32 (the outputs' N one
+// after another, as one GEMM over weights stored one after another computes
+// them) into each output's own tensor, adding its bias where set (add_bias's
+// bits): one launch for up to SplitColsMax outputs. Every N must be a
+// multiple of 4 and every pointer 16-byte aligned; y must not overlap an
+// output.
+func (o *Ops) SplitCols(c *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr, T int, outs ...ColsOut) error {
+	if len(outs) == 0 || len(outs) > SplitColsMax || T <= 0 || !colsAligned(y, 4) {
+		return fmt.Errorf("kernels: split_cols: %d outputs of %d rows from %#x", len(outs), T, y)
+	}
+	var g [SplitColsMax]ColsOut
+	N := 0
+	for i, out := range outs {
+		if !colsAligned(out.Y, out.N) || out.Y == 0 || !colsAligned(out.Bias, out.N) {
+			return fmt.Errorf("kernels: split_cols: output %d (%#x, bias %#x) of %d columns: want a multiple of 4 and 16-byte alignment", i, out.Y, out.Bias, out.N)
+		}
+		g[i] = out
+		N += out.N
+	}
+	n4 := T * N / 4
+	return c.Launch(o.splitCols, elemGrid(n4), cuda.Dim3{X: opsThreads}, 0, s, y, g[0].Y, g[1].Y, g[2].Y,
+		g[0].Bias, g[1].Bias, g[2].Bias, int32(g[0].N), int32(g[1].N), int32(g[2].N), int64(n4))
+}
+
+// SwiGLUCols is SplitCols of y [T, 2N] into gate and up followed by
+// SwiGLU(dst, gate, up), in one launch with the bits of the two: gate.Y and
+// up.Y may be 0 (not written; the one dst takes the place of), dst may equal
+// either. N (gate.N, equal to up.N) must be a multiple of 4, every pointer
+// 16-byte aligned, and y must not overlap the outputs.
+func (o *Ops) SwiGLUCols(c *cuda.Ctx, s cuda.Stream, y, dst cuda.DevicePtr, T int, gate, up ColsOut) error {
+	N := gate.N
+	if T <= 0 || up.N != N || !colsAligned(y, 4) || dst == 0 || !colsAligned(dst, N) ||
+		!colsAligned(gate.Y, N) || !colsAligned(up.Y, N) || !colsAligned(gate.Bias, N) || !colsAligned(up.Bias, N) {
+		return fmt.Errorf("kernels: swiglu_cols: [%d, 2·%d] (up %d columns) into %#x, %#x, %#x: want a multiple of 4 and 16-byte alignment", T, N, up.N, dst, gate.Y, up.Y)
+	}
+	n4 := T * N / 4
+	return c.Launch(o.swigluCols, elemGrid(n4), cuda.Dim3{X: opsThreads}, 0, s, y, dst, gate.Y, up.Y,
+		gate.Bias, up.Bias, int32(N), int64(n4))
 }

@@ -743,3 +743,91 @@ func TestOpsBadShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpsSplitCols: split_cols copies each output's columns of y [T, ΣN]
+// exactly and adds its bias as add_bias does (exact float32 sums), into
+// NaN-poisoned outputs, for three and two outputs, with and without biases,
+// and row counts that leave the grid-stride loop a ragged tail; swiglu_cols
+// gives the bits of split_cols then swiglu, with gate's output written,
+// replaced by dst, or up's replaced.
+func TestOpsSplitCols(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, sh := range []struct {
+		T    int
+		N    []int
+		bias bool
+	}{{55, []int{4096, 1024, 1024}, false}, {3, []int{64, 16, 16}, true}, {1, []int{12, 4}, true}, {7, []int{20, 20}, true}, {100, []int{1028, 1028}, false}} {
+		total := 0
+		for _, n := range sh.N {
+			total += n
+		}
+		y := randF32(r, sh.T*total, 2)
+		yp := g.put(cuda.Bytes(y))
+		outs := make([]kernels.ColsOut, len(sh.N))
+		biases := make([][]float32, len(sh.N))
+		for i, n := range sh.N {
+			outs[i] = kernels.ColsOut{Y: g.poisonedF32(sh.T * n), N: n}
+			if sh.bias {
+				biases[i] = randF32(r, n, 1)
+				outs[i].Bias = g.put(cuda.Bytes(biases[i]))
+			}
+		}
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.SplitCols(c, s, yp, sh.T, outs...) })
+		off := 0
+		for i, n := range sh.N {
+			got := g.f32s(outs[i].Y, sh.T*n)
+			for tt := range sh.T {
+				for j := range n {
+					want := y[tt*total+off+j]
+					if sh.bias {
+						want += biases[i][j]
+					}
+					if e := got[tt*n+j]; math.Float32bits(e) != math.Float32bits(want) {
+						t.Fatalf("split_cols T=%d N=%v output %d [%d, %d] = %g, want %g (exact)", sh.T, sh.N, i, tt, j, e, want)
+					}
+				}
+			}
+			off += n
+		}
+
+		if len(sh.N) != 2 || sh.N[0] != sh.N[1] {
+			continue
+		}
+		// swiglu_cols against split_cols (above) then swiglu.
+		N := sh.N[0]
+		sep := g.poisonedF32(sh.T * N)
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.SwiGLU(c, s, sep, outs[0].Y, outs[1].Y, sh.T*N) })
+		want, wantGate, wantUp := g.f32s(sep, sh.T*N), g.f32s(outs[0].Y, sh.T*N), g.f32s(outs[1].Y, sh.T*N)
+		for _, mode := range []string{"dst apart", "dst = gate", "dst = up"} {
+			gate := kernels.ColsOut{Y: g.poisonedF32(sh.T * N), Bias: outs[0].Bias, N: N}
+			up := kernels.ColsOut{Y: g.poisonedF32(sh.T * N), Bias: outs[1].Bias, N: N}
+			dst := g.poisonedF32(sh.T * N)
+			switch mode {
+			case "dst = gate":
+				dst, gate.Y = gate.Y, 0
+			case "dst = up":
+				dst, up.Y = up.Y, 0
+			}
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.SwiGLUCols(c, s, yp, dst, sh.T, gate, up) })
+			what := fmt.Sprintf("swiglu_cols T=%d N=%d bias=%v %s", sh.T, N, sh.bias, mode)
+			sameF32(t, what+": dst", g.f32s(dst, sh.T*N), want)
+			if gate.Y != 0 {
+				sameF32(t, what+": gate", g.f32s(gate.Y, sh.T*N), wantGate)
+			}
+			if up.Y != 0 {
+				sameF32(t, what+": up", g.f32s(up.Y, sh.T*N), wantUp)
+			}
+		}
+	}
+
+	// Widths that are not a multiple of 4 are refused, not misread.
+	yp := g.poisonedF32(64)
+	err := d.Do(func(c *cuda.Ctx) error {
+		return o.SplitCols(c, d.Stream(), yp, 2, kernels.ColsOut{Y: g.poisonedF32(6), N: 3}, kernels.ColsOut{Y: g.poisonedF32(6), N: 3})
+	})
+	if err == nil || !strings.Contains(err.Error(), "multiple of 4") {
+		t.Fatalf("split_cols of 3-column outputs: err = %v, want a refusal", err)
+	}
+}

@@ -1,0 +1,240 @@
+// join.go: a LinearGroup's weights in one allocation, computed by one
+// cuBLASLt GEMM. JoinWeights moves the fp16 matrices of a group (q, k, v;
+// gate, up) into one device allocation, one after another, each weight a
+// view at its offset: together they are the matrix [ΣN, K] of the group's
+// concatenated output channels. Where fp16Path sends such a group to
+// cuBLASLt (17-256 rows; from 9 rows for a joined group of at least
+// cublasJoinedMinBytes), LinearGroup converts x to fp16 once, runs one GEMM
+// [T, ΣN] into a keyed float32 buffer and copies each weight's columns,
+// plus its bias, to its output tensor in one launch (kernels.Ops.SplitCols);
+// SwiGLU of the group's two outputs queued right after it replaces that
+// copy (kernels.Ops.SwiGLUCols, the bits of the copy then SwiGLU). Before,
+// the group ran as one conversion and one GEMM per weight: q|k|v at 55 rows
+// read its 48 MiB at 43% of the ceiling, as one GEMM at 58%
+// (decode-step.md v17).
+
+package gpu
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+)
+
+// weightBlock is one device allocation holding several fp16 matrices one
+// after another (JoinWeights); it is freed with the last of them.
+type weightBlock struct {
+	ptr  cuda.DevicePtr
+	live atomic.Int32 // weights still in it
+}
+
+// release returns what freeing a weight whose fp16 matrix is at f16 frees:
+// f16 itself for a weight of its own (k nil), else the block's allocation
+// once its last weight goes, else nothing (0).
+func (k *weightBlock) release(f16 cuda.DevicePtr) cuda.DevicePtr {
+	switch {
+	case k == nil:
+		return f16
+	case k.live.Add(-1) == 0:
+		return k.ptr
+	}
+	return 0
+}
+
+var _ backend.WeightJoiner = (*Backend)(nil)
+
+// JoinWeights implements backend.WeightJoiner: it moves the fp16 matrices
+// ws (each [N_i, K], the same K) into one allocation, one after another in
+// this order, and frees their old memory, so that a LinearGroup over ws in
+// this order at cuBLASLt's batch sizes runs one GEMM over their
+// concatenated output channels (join.go). The weights keep their names,
+// shapes and values. Where the weights cannot be joined (fewer than two,
+// packed low-bit or DEC weights, vectors, different K, a weight twice or
+// joined already, an output width not a multiple of kernels.ColsFit's 4, or
+// more than kernels.SplitColsMax weights) it does nothing and returns nil:
+// the group then runs as one Linear per weight, as before. It waits for the
+// queued ops (which may read the weights).
+func (b *Backend) JoinWeights(ws ...backend.Weight) error {
+	const op = "JoinWeights"
+	if len(ws) < 2 || len(ws) > kernels.SplitColsMax {
+		return nil
+	}
+	cws := make([]*weight, len(ws))
+	var K, bytes int
+	for i, w := range ws {
+		cw, err := b.weightOf(op, w)
+		if err != nil {
+			return err
+		}
+		if len(cw.shape) != 2 || cw.f16 == 0 || cw.isQuant() || cw.dec != nil || cw.block != nil || !kernels.ColsFit(cw.shape[0]) {
+			return nil
+		}
+		if i == 0 {
+			K = cw.shape[1]
+		}
+		if cw.shape[1] != K {
+			return nil
+		}
+		for _, prev := range cws[:i] {
+			if prev == cw {
+				return nil
+			}
+		}
+		cws[i] = cw
+		bytes += 2 * cw.shape[0] * K
+	}
+	blk := &weightBlock{}
+	var old []cuda.DevicePtr
+	err := b.Do(func(c *cuda.Ctx) error {
+		var err error
+		if blk.ptr, err = c.Alloc(bytes); err != nil {
+			return err
+		}
+		off := 0
+		for _, cw := range cws {
+			n := 2 * cw.shape[0] * K
+			if err := c.DtoDAsync(blk.ptr+cuda.DevicePtr(off), cw.f16, n, b.stream); err != nil {
+				return err
+			}
+			off += n
+		}
+		return b.syncStream(c)
+	})
+	if err != nil {
+		if blk.ptr != 0 {
+			_ = b.Do(func(c *cuda.Ctx) error { return c.Free(blk.ptr) })
+		}
+		return fmt.Errorf("backend/gpu: %s: %d weights of %d bytes: %w", op, len(ws), bytes, err)
+	}
+	off := 0
+	blk.live.Store(int32(len(cws)))
+	b.memMu.Lock()
+	for _, cw := range cws {
+		old = append(old, cw.f16)
+		cw.f16, cw.block = blk.ptr+cuda.DevicePtr(off), blk
+		off += 2 * cw.shape[0] * K
+	}
+	b.memMu.Unlock()
+	return b.Do(func(c *cuda.Ctx) error {
+		for _, p := range old {
+			if err := c.Free(p); err != nil {
+				return fmt.Errorf("backend/gpu: %s: %w", op, err)
+			}
+		}
+		return nil
+	})
+}
+
+// joinedGroup reports whether the fp16 weights of groups (weight i is
+// w(i)), each [groups[i].N, K], lie one after another in one JoinWeights
+// allocation in this order, with outputs split_cols can write.
+func joinedGroup(K int, groups []kernels.LinearGroup, w func(i int) *weight) bool {
+	if len(groups) < 2 || len(groups) > kernels.SplitColsMax {
+		return false
+	}
+	blk := w(0).block
+	for i, g := range groups {
+		wt := w(i)
+		if blk == nil || wt.block != blk || !kernels.ColsFit(g.N) || g.Y%16 != 0 || g.Bias%16 != 0 {
+			return false
+		}
+		if i > 0 && g.W != groups[i-1].W+cuda.DevicePtr(2*groups[i-1].N*K) {
+			return false
+		}
+	}
+	return true
+}
+
+// joinedLaunch is a queued joined GEMM's operands: x [T, K] float32, its
+// fp16 copy xh, the GEMM's output y [T, N] float32 (N = Σ groups' N) and
+// the groups (their weights one after another from groups[0].W).
+type joinedLaunch struct {
+	x, xh, y cuda.DevicePtr
+	T, K, N  int
+	groups   []kernels.LinearGroup
+}
+
+// gemm queues x's fp16 conversion and the one GEMM y = xh · Wᵀ.
+func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
+	if err := b.ops.F32ToF16(c, b.stream, l.xh, l.x, l.T*l.K); err != nil {
+		return err
+	}
+	g := cuda.GEMMShape{M: l.T, N: l.N, K: l.K, In: cuda.F16, Out: cuda.F32}
+	return c.GEMM(b.stream, g, l.y, l.xh, l.groups[0].W)
+}
+
+// key returns the graph key of the launch, with extra values first.
+func (l *joinedLaunch) key(extra ...uint64) []uint64 {
+	key := append(extra, u64(l.x), u64(l.xh), u64(l.y), u64(l.T), u64(l.K), u64(l.N))
+	return groupKey(key, l.groups...)
+}
+
+// cols returns group g as split_cols's output.
+func cols(g kernels.LinearGroup) kernels.ColsOut {
+	return kernels.ColsOut{Y: g.Y, Bias: g.Bias, N: g.N}
+}
+
+// launchJoined queues one joined GEMM over groups (joinedGroup holds)
+// sharing x [T, K], N their summed channels: x to fp16 in keyedScratch,
+// the GEMM into the joined output buffer, split_cols to the groups'
+// outputs; one op with a graph key.
+func (b *Backend) launchJoined(op string, xt *tensor, T, K, N int, groups []kernels.LinearGroup) {
+	xh, err := b.keyedScratch(2 * T * K)
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
+		return
+	}
+	y, err := b.growKeyed(&b.ykMu, &b.yk, &b.ykBytes, 4*T*N)
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: %s: joined output [%d, %d]: %w", op, T, N, err))
+		return
+	}
+	l := &joinedLaunch{x: xt.ptr, xh: xh, y: y, T: T, K: K, N: N, groups: groups}
+	outs := make([]kernels.ColsOut, len(groups))
+	for i, g := range groups {
+		outs[i] = cols(g)
+	}
+	b.queueOp(queuedOp{op: op + "(joined)", key: l.key(), joined: l, f: func(c *cuda.Ctx) error {
+		if err := l.gemm(b, c); err != nil {
+			return err
+		}
+		return b.ops.SplitCols(c, b.stream, l.y, T, outs...)
+	}})
+}
+
+// foldSwiGLUJoined folds SwiGLU(dst, gate, up) into the queued joined GEMM
+// whose two outputs are gate and up, and reports whether it did: the split
+// becomes swiglu_cols, which writes dst and whichever of gate and up dst
+// does not replace. The GEMM reads x before the split runs, so dst may
+// be x.
+func (b *Backend) foldSwiGLUJoined(dst, gate, up *tensor) bool {
+	b.qMu.Lock()
+	defer b.qMu.Unlock()
+	n := len(b.queue)
+	if n == 0 || b.queue[n-1].joined == nil {
+		return false
+	}
+	l := b.queue[n-1].joined
+	if len(l.groups) != 2 || l.groups[0].Y != gate.ptr || l.groups[1].Y != up.ptr ||
+		l.groups[0].N != l.groups[1].N || dst.ptr%16 != 0 {
+		return false
+	}
+	g, u := cols(l.groups[0]), cols(l.groups[1])
+	if dst.ptr == g.Y {
+		g.Y = 0
+	}
+	if dst.ptr == u.Y {
+		u.Y = 0
+	}
+	d := dst.ptr
+	b.queue[n-1] = queuedOp{op: "LinearGroup(joined)+SwiGLU", key: l.key(u64(d)), f: func(c *cuda.Ctx) error {
+		if err := l.gemm(b, c); err != nil {
+			return err
+		}
+		return b.ops.SwiGLUCols(c, b.stream, l.y, d, l.T, g, u)
+	}}
+	return true
+}
