@@ -276,12 +276,15 @@ struct Q8 {
   float dq[4];
 };
 
-// rni rounds to the nearest integer, ties to even.
-BD_DEVICE int rni(float x) {
-  int r;
-  asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
+// kRoundMagic is 1.5·2^23: for |x| < 2^22, the float x + kRoundMagic has
+// the ulp 1, so the addition rounds x to the nearest integer n, ties to even
+// (cvt.rni's n), and its low 16 bits are n's (two's complement).
+constexpr float kRoundMagic = 12582912.f;
+
+// rni16 returns a word whose low 16 bits are rn(x) for |x| <= 2^15 (v2.12:
+// one fp32 add, where cvt.rni.s32.f32 took the conversion pipe at a quarter
+// of the rate; same n).
+BD_DEVICE u32 rni16(float x) { return __float_as_uint(__fadd_rn(x, kRoundMagic)); }
 
 // makeQ8 quantizes q'_c = qf·sc of row g (the lane's B channels, as makeB
 // reads them) to Q8 for BITS-bit keys: the row's max |q'| over its quad.
@@ -301,14 +304,14 @@ BD_DEVICE void makeQ8(const float qf[D / 16][4], const float* sc, int qd, Q8<D>&
   for (int j = 0; j < D / 32; j++)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      int n[4];
+      u32 n[4];
 #pragma unroll
       for (int i = 0; i < 4; i++) {
         // byte i of b_h: int2 (word j) channels 32j+2q, +16, +1, +17 (+8 for
         // b1); int4 (words 2j, 2j+1 for b0, b1) 16kb+2q, +8, +1, +9.
         const int kb = BITS == 2 ? 2 * j + (i & 1) : 2 * j + h;
         const int e = BITS == 2 ? 2 * h + (i >> 1) : ((i & 1) << 1) | (i >> 1);
-        n[i] = rni(qf[kb][e] * sc[4 * kb + e] * inv);
+        n[i] = rni16(qf[kb][e] * sc[4 * kb + e] * inv);
       }
       o.lo[j][h] = prmt(prmt(n[0], n[1], 0x0040u), prmt(n[2], n[3], 0x0040u), 0x5410u);
       o.hi[j][h] = prmt(prmt(n[0], n[1], 0x0051u), prmt(n[2], n[3], 0x0051u), 0x5410u);
@@ -466,6 +469,109 @@ BD_DEVICE void valuesI8(ST& st, RAW& raw, const float (&s)[MT][4], const u8* __r
     }
 }
 
+// v2.12: int2 and int4 values enter the P·V mma as fp16 subnormals. A code
+// c masked in place under a zero exponent reads c·2^(b-24), b its lowest
+// bit in the 16-bit half, exactly (the mma takes subnormal fp16 inputs, and
+// its products are exact). So a register costs one lop3 (an and), not two
+// instructions (bitdecode.cuh's code: the mask under the magic 1024 and an
+// fma or a subtract): int2 10 instructions per word of 16 codes instead of
+// 17, int4 5 per word of 8 instead of 9. The factor must be the same for
+// the two token halves of an A fragment row (a0/a2: channel g, a1/a3:
+// channel g+8, tokens 2q.. and 2q+8..), since they share the row's
+// accumulator; it may differ between the rows and between channel blocks:
+//   int2 word i (blocks 2i, 2i+1), codes at bits 2p..2p+1 of each half:
+//     block 2i:   a0 = w & 3, a2 = (w >> 4) & 3           channel g    2^-24
+//                 a1 = w & 0xc, a3 = (w >> 4) & 0xc       channel g+8  2^-22
+//     block 2i+1: a0 = w & 0x300, a2 = (w >> 4) & 0x300    channel g    2^-16
+//                 a1 = (w >> 4) & 0xc0, a3 = (w >> 8) & 0xc0  channel g+8  2^-18
+//   int4 word i (block i):
+//     a0 = w & 0xf, a2 = (w >> 8) & 0xf                  channel g    2^-24
+//     a1 = w & 0xf0, a3 = (w >> 8) & 0xf0                channel g+8  2^-20
+// (each mask on both 16-bit halves). The accumulators then hold the output
+// times that power of two: every product and every partial sum the mma and
+// the rescales form is the old one times the same power of two, so the
+// rounding is the same and unscaleV's exact multiply after the loop gives
+// the old bits back, unless an accumulator falls below 2^-102 (fp32
+// subnormal after the factor; values that far below the row's largest
+// contribution, 2^-24 at least where any code is nonzero).
+
+// unpackV turns a lane's V words of BITS-bit codes into the scaled fp16
+// subnormal registers above (fragment order, as unpack).
+template <int D, int BITS>
+BD_DEVICE void unpackV(const u32 w[Frag<D, BITS>::kWords], u32 h[Frag<D, BITS>::kRegs]) {
+  static_assert(BITS == 2 || BITS == 4, "scaled values: int2 and int4");
+#pragma unroll
+  for (int i = 0; i < Frag<D, BITS>::kWords; i++) {
+    const u32 x = w[i], y = x >> 4, z = x >> 8;
+    if (BITS == 2) {
+      h[8 * i + 0] = x & 0x00030003u, h[8 * i + 1] = x & 0x000c000cu;
+      h[8 * i + 2] = y & 0x00030003u, h[8 * i + 3] = y & 0x000c000cu;
+      h[8 * i + 4] = x & 0x03000300u, h[8 * i + 5] = y & 0x00c000c0u;
+      h[8 * i + 6] = y & 0x03000300u, h[8 * i + 7] = z & 0x00c000c0u;
+    } else {
+      h[4 * i + 0] = x & 0x000f000fu, h[4 * i + 1] = x & 0x00f000f0u;
+      h[4 * i + 2] = z & 0x000f000fu, h[4 * i + 3] = z & 0x00f000f0u;
+    }
+  }
+}
+
+// unscaleV multiplies O^T accumulators acc[mb][e] (channel 16mb + g +
+// 8(e >> 1)) of scaled BITS-bit values by the inverse of unpackV's factor:
+// exact (powers of two).
+template <int D, int BITS, int NACC>
+BD_DEVICE void unscaleV(float (&acc)[NACC][4]) {
+#pragma unroll
+  for (int mb = 0; mb < NACC; mb++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const bool hi = e >> 1;  // channel g+8
+      const float f = BITS == 4 ? (hi ? 1048576.f : 16777216.f)                        // 2^20, 2^24
+                                : mb % 2 ? (hi ? 262144.f : 65536.f) : (hi ? 4194304.f : 16777216.f);  // 2^18, 2^16; 2^22, 2^24
+      acc[mb][e] *= f;
+    }
+}
+
+// ex2 is 2^x by the SFU alone (ex2.approx.ftz.f32, v2.12; planes.cu's
+// v2.8 did the same): exp2f wraps the same instruction in a range fix for
+// results below 2^-126, three instructions more per call (2·MT + 2 calls
+// per tile). Here a probability or rescale factor below 2^-126 of its
+// row's running max becomes 0 instead of a subnormal: the max's own term
+// is 1, so the denominator is at least 1 and no fp32 sum of these terms
+// sees the difference; a probability that small rounds to fp16 0 for the
+// P·V mma either way.
+BD_DEVICE float ex2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// foldEx2 is bitdecode.cuh's foldTile (OnlineSoftmax::fold for rows 2q and
+// 2q+1, then the accumulators' and zeros' rescale) with ex2 for exp2f.
+template <typename ST, int MT>
+BD_DEVICE void foldEx2(ST& st, float (&s)[MT][4], float (&alpha)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const float mNew = fmaxf(st.m[r], warpRowMax(s, r));
+    if (mNew == kNegInf) {
+      alpha[r] = 1.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
+    } else {
+      alpha[r] = ex2(st.m[r] - mNew);
+      float sum = 0.f;
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        s[mt][r] = ex2(s[mt][r] - mNew);
+        s[mt][r + 2] = ex2(s[mt][r + 2] - mNew);
+        sum += s[mt][r] + s[mt][r + 2];
+      }
+      st.l[r] = st.l[r] * alpha[r] + sum;
+    }
+    st.m[r] = mNew;
+  }
+  st.rescale(alpha);
+}
+
 // RG (v2.11): raw's groups come from the ring slot at slot, each read just
 // before its use (PP must be set: the pairs come with them).
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, bool PP = false, bool NX = false, bool Q8K = false,
@@ -474,7 +580,8 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
                     int gK, int gV, int within0, int tok0, int tEnd, const int limit[2],
                     const u32 bq[D / 16][2], const float biasC[2], const float qsumC[2][KG], int lane,
-                    const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr, const u8* slot = nullptr) {
+                    const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr, const u8* slot = nullptr,
+                    bool full = false) {
   static_assert(!RG || (PP && !NX), "the ring's tiles carry their pairs and have no in-place next tile");
   const int g = lane / 4, q = lane % 4;
   float s[MT][4];
@@ -530,16 +637,22 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
       for (int e = 0; e < 4; e++) s[mt][e] = c[0][e] + biasC[e & 1];
     }
     if (NX) loadKGroup<D, KBITS, KC, KG, PP>(raw, mt, next, kParamsOff, lane);
-    // Mask padding past the end and tokens after a query token's position.
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const int t = tok0 + mt * kFragTokens + g + 8 * (e >> 1);
-      if (t >= tEnd || t > limit[e & 1]) s[mt][e] = kNegInf;
-    }
   }
-  // Online softmax for rows 2q, 2q+1.
+  // Mask padding past the end and tokens after a query token's position
+  // (v2.12: not in a full tile, which every row sees whole: a warp-uniform
+  // branch around the whole tile's tests).
+  if (!full) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int t = tok0 + mt * kFragTokens + g + 8 * (e >> 1);
+        if (t >= tEnd || t > limit[e & 1]) s[mt][e] = kNegInf;
+      }
+  }
+  // Online softmax for rows 2q, 2q+1 (v2.12: with ex2, foldEx2).
   float alpha[2];
-  foldTile(st, s, alpha);
+  foldEx2(st, s, alpha);
   // Values.
   if constexpr (P8V) {
     if constexpr (RG) {
@@ -556,7 +669,8 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
   for (int mt = 0; mt < MT; mt++) {
     if constexpr (RG) ringVGroup<D, KBITS, VBITS, KC, KG, VG, MT>(raw, mt, slot, lane);
     u32 a[Frag<D, VBITS>::kRegs];
-    unpack<D, VBITS>(raw.v[mt], a);
+    if constexpr (VBITS == 2 || VBITS == 4) unpackV<D, VBITS>(raw.v[mt], a);  // v2.12: scaled codes
+    else unpack<D, VBITS>(raw.v[mt], a);
 #pragma unroll
     for (int k = 0; k < VG; k++) {
       float p[4];
@@ -663,9 +777,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // memory by cp.async while the warp runs the group before it, so the
   // refold reads them without a DRAM round trip.
   __shared__ __align__(16) u32 kcPairs[kWarps][kKC && kPipe ? D : 4];
-  auto stagePairs = [&](int tok) {  // the group holding token tok
-    const TilePos p = at(tok);
-    const u8* src = p.khalf + kParamsOff + 4 * (p.within / gK) * D;
+  auto stagePairs = [&](const u8* khalf, int gi) {  // key group gi of the block half at khalf
+    const u8* src = khalf + kParamsOff + 4 * gi * D;
 #pragma unroll
     for (int o = lane * 16; o < 4 * D; o += 32 * 16) cpAsync16(reinterpret_cast<u8*>(kcPairs[warp]) + o, src + o);
     cpAsyncCommit();
@@ -700,8 +813,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   if (kPipe && tileBegin < tileEnd) {
     // The warp's first tile and key pairs are requested before the query
     // setup, which then runs under their DRAM round trip.
-    if (kKC) stagePairs(t0 + tileBegin * TT);
     const TilePos p = at(t0 + tileBegin * TT);
+    if (kKC) stagePairs(p.khalf, p.within / gK);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
       loadKGroup<D, KBITS, KC, KG, kPP>(raw, mt, p, kParamsOff, lane);
@@ -750,21 +863,19 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     loadTile<D, KBITS, VBITS, MT>(r, p.khalf + (p.within / kFragTokens) * kFragBytes, p.vhalf + (p.within / kFragTokens) * vFragBytes, lane);
   };
   // compute runs tile ti from r; with nx true (the pipeline), the next
-  // tile's (at next) groups replace r's as they are consumed.
-  // compute runs tile ti from r; with nx true (the pipeline), the next
   // tile's (at next) groups replace r's as they are consumed; with the ring,
   // r's groups are read from slot as they are used.
-  auto compute = [&](TileRaw<D, KBITS, VBITS, MT, KG, VG>& r, int ti, auto nx, const TilePos& next, const u8* slot) {
+  // v2.12: compute takes the tile's place p and, keys per channel, the key
+  // group gi of p's block that the tile opens (-1: none, the scales stay);
+  // stage(), in the pipeline, then requests the next key group's pairs.
+  auto compute = [&](TileRaw<D, KBITS, VBITS, MT, KG, VG>& r, int ti, auto nx, const TilePos& p, int gi, const TilePos& next,
+                     const u8* slot, bool full, auto stage) {
     constexpr bool NX = decltype(nx)::value;
     constexpr bool RG = ST > 0 && !NX;  // (the other loops are instantiated, never run, with the ring)
     const int tok = t0 + ti * TT;
-    const TilePos p = at(tok);
     if (kKC) {
-      // Key scales per channel: refold Q when the token group changes.
-      const int kgrp = tok / gK;
-      if (kgrp != curGroup) {
-        curGroup = kgrp;
-        const int gi = p.within / gK;
+      // Key scales per channel: refold Q when the tile opens a key group.
+      if (gi >= 0) {
         if (NX) {  // the pairs were staged in kcPairs[warp]
           cpAsyncWait<0>();
           __syncwarp();
@@ -794,8 +905,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
           }
         if (NX) {
           __syncwarp();  // every lane has read the pairs before they are replaced
-          const int nextTok = (kgrp + 1) * gK;
-          if (nextTok < t0 + tileEnd * TT) stagePairs(nextTok);
+          stage();
         }
         if (Q8K) makeQ8<D, (Q8K ? KBITS : 2)>(qf, sc, qd, q8);
         else makeB<D>(qf, sc, bScaled);
@@ -804,8 +914,21 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     }
     tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, (NX && kPP) || RG, NX, Q8K, P8V, RG>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within,
                                                                                tok, t1, limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC,
-                                                                               lane, next, &q8, slot);
+                                                                               lane, next, &q8, slot, full);
   };
+  // v2.12: every row of the chunk sees the tokens before visEnd (row0's
+  // causal limit, the split's end), so a tile below it skips tile's mask.
+  const int visEnd = min(t1, L - Tq + row0 / group + 1);
+  auto full = [&](int ti) { return t0 + (ti + 1) * TT <= visEnd; };
+  // opens is the key group tile ti (at p) opens, by divisions (the ring's
+  // and fp16's loops; the pipeline steps instead): -1 if none.
+  auto opens = [&](int ti, const TilePos& p) {
+    const int kgrp = (t0 + ti * TT) / gK;
+    if (!kKC || kgrp == curGroup) return -1;
+    curGroup = kgrp;
+    return p.within / gK;
+  };
+  auto noStage = [] {};
   if (ST > 0) {
     // v2.11: tile ti is in slot cur; ti + ST - 1 goes into the slot tile
     // ti - 1 has just left (every lane past it: the __syncwarp below).
@@ -816,7 +939,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       cpAsyncWait<kST - 1>();  // tile ti's group has landed (this lane's copies)
       __syncwarp();            // and every lane's (the pairs are read across lanes)
       TileRaw<D, KBITS, VBITS, MT, KG, VG> r;
-      compute(r, ti, Flag<false>(), TilePos{}, mine + cur * RingT::kSlot);
+      const TilePos p = at(t0 + ti * TT);
+      compute(r, ti, Flag<false>(), p, opens(ti, p), TilePos{}, mine + cur * RingT::kSlot, full(ti), noStage);
       __syncwarp();  // every lane has read the slot before it is refilled
       cur = cur + 1 == kST ? 0 : cur + 1;
     }
@@ -826,16 +950,54 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     load(r0, tileBegin);
     for (int ti = tileBegin; ti < tileEnd; ti += 2) {
       if (ti + 1 < tileEnd) load(r1, ti + 1);
-      compute(r0, ti, Flag<false>(), TilePos{}, nullptr);
+      const TilePos p0 = at(t0 + ti * TT);
+      compute(r0, ti, Flag<false>(), p0, opens(ti, p0), TilePos{}, nullptr, full(ti), noStage);
       if (ti + 1 >= tileEnd) break;
       if (ti + 2 < tileEnd) load(r0, ti + 2);
-      compute(r1, ti + 1, Flag<false>(), TilePos{}, nullptr);
+      const TilePos p1 = at(t0 + (ti + 1) * TT);
+      compute(r1, ti + 1, Flag<false>(), p1, opens(ti + 1, p1), TilePos{}, nullptr, full(ti + 1), noStage);
     }
-  } else if (kPipe) {
-    // The last tile's "next" is itself again (L1/L2 hits): no branch in
-    // the unrolled group loops.
-    for (int ti = tileBegin; ti < tileEnd; ti++) compute(raw, ti, Flag<true>(), at(t0 + min(ti + 1, tileEnd - 1) * TT), nullptr);
+  } else if (kPipe && tileBegin < tileEnd) {
+    // v2.12: the tiles' places step through the block table (a tile never
+    // straddles a block: Nr is a multiple of TT), and the key group by a
+    // running remainder, instead of dividing by Nr and gK at every tile.
+    // half is the K half of packed block blk of the sequence.
+    auto half = [&](int blk) { return pool + (size_t(blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes; };
+    const int tok0 = t0 + tileBegin * TT;
+    int blk = tok0 / Nr;
+    TilePos cur = at(tok0);
+    int gi = 0, gRem = 0;  // KC: the key group of cur in its block, and cur's tokens into it
+    if (kKC) gi = cur.within / gK, gRem = cur.within - gi * gK;
+    bool open = true;  // cur opens a key group (the warp's first tile does)
+    for (int ti = tileBegin; ti < tileEnd; ti++) {
+      // The last tile's "next" is itself again (L1/L2 hits): no branch in
+      // the unrolled group loops. The block table entry is read either way.
+      const bool more = ti + 1 < tileEnd, nb = more && cur.within + TT == Nr;
+      const u8* nh = half(blk + nb);
+      const TilePos next{nh, nh + kBytes, more ? (nb ? 0 : cur.within + TT) : cur.within};
+      // The next key group's pairs, staged while this one runs, if the
+      // warp reaches it: in cur's block, or the next block's first.
+      auto stage = [&] {
+        const int w = cur.within - gRem + gK;
+        if (t0 + ti * TT - gRem + gK < t0 + tileEnd * TT) {
+          if (w < Nr) stagePairs(cur.khalf, gi + 1);
+          else stagePairs(half(blk + 1), 0);
+        }
+      };
+      compute(raw, ti, Flag<true>(), cur, kKC && open ? gi : -1, next, nullptr, full(ti), stage);
+      if (kKC) {
+        gRem += TT;
+        open = gRem >= gK;
+        if (open) gRem -= gK, gi++;
+        if (nb) gi = 0, gRem = 0, open = true;
+      }
+      blk += nb;
+      cur = next;
+    }
   }
+  // v2.12: the packed tiles' values were scaled (unpackV): unscale before
+  // the residual's fp16 values join the same accumulators.
+  if constexpr ((VBITS == 2 || VBITS == 4) && !P8V) unscaleV<D, VBITS>(st.acc);
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (t1 > packedEnd) {
     const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
