@@ -569,7 +569,9 @@ BD_DEVICE void foldEx2(ST& st, float (&s)[MT][4], float (&alpha)[2]) {
     }
     st.m[r] = mNew;
   }
-  st.rescale(alpha);
+  // Most tiles raise no row's max: then every alpha is 1 and the rescale
+  // (a multiply by 1) is skipped, warp-uniformly.
+  if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) st.rescale(alpha);
 }
 
 // RG (v2.11): raw's groups come from the ring slot at slot, each read just
