@@ -671,7 +671,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
   for (int mt = 0; mt < MT; mt++) {
     if constexpr (RG) ringVGroup<D, KBITS, VBITS, KC, KG, VG, MT>(raw, mt, slot, lane);
     u32 a[Frag<D, VBITS>::kRegs];
-    if constexpr (VBITS == 2 || VBITS == 4) unpackV<D, VBITS>(raw.v[mt], a);  // v2.12: scaled codes
+    if constexpr ((VBITS == 2 || VBITS == 4) && !BF) unpackV<D, VBITS>(raw.v[mt], a);  // v2.12: scaled codes
     else unpack<D, VBITS>(raw.v[mt], a);
 #pragma unroll
     for (int k = 0; k < VG; k++) {
@@ -999,7 +999,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   }
   // v2.12: the packed tiles' values were scaled (unpackV): unscale before
   // the residual's fp16 values join the same accumulators.
-  if constexpr ((VBITS == 2 || VBITS == 4) && !P8V) unscaleV<D, VBITS>(st.acc);
+  if constexpr ((VBITS == 2 || VBITS == 4) && !P8V && !BF) unscaleV<D, VBITS>(st.acc);
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (t1 > packedEnd) {
     const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
