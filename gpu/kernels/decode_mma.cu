@@ -90,6 +90,9 @@
 //        ex2 for exp2f (foldEx2), no rescale when no row's max rises, rni by
 //        an fp32 add: executed instructions per tile int2 2114 -> 1594, k4v2
 //        1142 -> 859, int4 KC 1122 -> 843, KT 958 -> 695 (NVRTC 11.8 SASS).
+//        At the >= 64 MiB rows int2 1.09-1.14x (128 x 8K 63 -> 73% of the
+//        ceiling), k4v2 1.03-1.05x (81 -> 86%), int4 KC 1.01-1.02x, KT a tie;
+//        not bitwise (unpackV).
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -495,12 +498,12 @@ BD_DEVICE void valuesI8(ST& st, RAW& raw, const float (&s)[MT][4], const u8* __r
 //     a0 = w & 0xf, a2 = (w >> 8) & 0xf                  channel g    2^-24
 //     a1 = w & 0xf0, a3 = (w >> 8) & 0xf0                channel g+8  2^-20
 // (each mask on both 16-bit halves). The accumulators then hold the output
-// times that power of two: every product and every partial sum the mma and
-// the rescales form is the old one times the same power of two, so the
-// rounding is the same and unscaleV's exact multiply after the loop gives
-// the old bits back, unless an accumulator falls below 2^-102 (fp32
-// subnormal after the factor; values that far below the row's largest
-// contribution, 2^-24 at least where any code is nonzero).
+// times that power of two, and unscaleV's exact multiply after the loop
+// takes it out. In exact scaling that would give the old bits back; on the
+// H100 it does not quite: the outputs moved by about one fp16 ulp in 5 of 16
+// bench rows (session 12), apparently because the mma's accumulation is not
+// invariant under the scaling with subnormal operands. The float64
+// reference tests pass with their tolerances unchanged.
 
 // unpackV turns a lane's V words of BITS-bit codes into the scaled fp16
 // subnormal registers above (fragment order, as unpack).
