@@ -62,6 +62,9 @@ type Ctx struct {
 	d    *Device
 	args argPacker
 	blas *blasState // created by the first GEMM
+	// capturing counts this Ctx's streams between BeginCapture and
+	// EndCapture: GEMM does not tune while one is capturing.
+	capturing int
 	// dependent: Launch starts GridDependent kernels as programmatic
 	// dependents (SetGridDependentLaunch; on by default where supported).
 	dependent bool
