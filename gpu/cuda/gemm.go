@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"unsafe"
@@ -593,7 +594,7 @@ func (c *Ctx) plan(b *blasState, key gemmKey, s Stream, y, x, w DevicePtr) (*gem
 						best = i
 					}
 				}
-				if us[best] > (1-gemmTuneMinGain)*us[0] {
+				if !math.IsInf(us[0], 1) && us[best] > (1-gemmTuneMinGain)*us[0] {
 					best = 0
 				}
 				p.algo, p.workspace, p.tuned = cands[best].algo, cands[best].workspaceSize, best != 0
@@ -606,7 +607,7 @@ func (c *Ctx) plan(b *blasState, key gemmKey, s Stream, y, x, w DevicePtr) (*gem
 }
 
 // timeAlgos returns the median GPU time in microseconds of each candidate
-// on p's problem, run on s with the caller's operands (y is overwritten):
+// on p's problem (+Inf for one cublasLtMatmul refuses), run on s with the caller's operands (y is overwritten):
 // one untimed round, then gemmTuneRounds rounds, each after a spin (so
 // the host queues ahead of the GPU), each run after a write of the 32 MiB
 // workspace that evicts most of L2 (the step reads its weights from DRAM).
@@ -621,6 +622,7 @@ func (c *Ctx) timeAlgos(b *blasState, p *gemmPlan, cands []ltHeuristicResult, s 
 		evs[i] = e
 	}
 	times := make([][]float64, len(cands))
+	bad := make([]bool, len(cands))
 	for round := 0; round <= gemmTuneRounds; round++ {
 		if err := c.spin(s); err != nil {
 			return nil, err
@@ -632,8 +634,10 @@ func (c *Ctx) timeAlgos(b *blasState, p *gemmPlan, cands []ltHeuristicResult, s 
 			if err := c.Record(evs[2*i], s); err != nil {
 				return nil, err
 			}
-			if err := b.matmul(p, &cands[i].algo, s, y, x, w); err != nil {
-				return nil, err
+			// A refused candidate is never chosen; its events are
+			// recorded all the same, so they stay valid.
+			if !bad[i] && b.matmul(p, &cands[i].algo, s, y, x, w) != nil {
+				bad[i] = true
 			}
 			if err := c.Record(evs[2*i+1], s); err != nil {
 				return nil, err
@@ -657,6 +661,9 @@ func (c *Ctx) timeAlgos(b *blasState, p *gemmPlan, cands []ltHeuristicResult, s 
 	for i, t := range times {
 		sort.Float64s(t)
 		med[i] = t[len(t)/2]
+		if bad[i] {
+			med[i] = math.Inf(1)
+		}
 	}
 	return med, nil
 }
