@@ -215,9 +215,10 @@ func LinearF16Shapes(c *model.Config) []struct {
 
 // SweepLinearF16 times the fp16 linear layers of config c on GPU 0 at each
 // row count in Ts, weights cold in L2 (copies in rotation), after probing
-// the read ceiling (printed on progress). With algos it also times, for
-// each shape's one GEMM over all its channels, every algorithm cuda.Ctx's
-// GEMM tuning considers (LinearF16Row.Algos).
+// the read ceiling (printed on progress). With algos GEMM's tuning is on
+// (cuda.Ctx.SetGEMMTuning: the cuBLASLt and joined columns run the tuned
+// choice), and for each shape's one GEMM over all its channels every
+// algorithm the tuning considers is timed too (LinearF16Row.Algos).
 func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) ([]LinearF16Row, error) {
 	dev, err := cuda.Open(0)
 	if err != nil {
@@ -244,6 +245,8 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) (
 	maxT := slices.Max(Ts)
 	var rows []LinearF16Row
 	err = dev.Do(func(x *cuda.Ctx) error {
+		x.SetGEMMTuning(algos)
+		defer x.SetGEMMTuning(false)
 		st := dev.Stream()
 		var frees []cuda.DevicePtr
 		defer func() {

@@ -21,9 +21,10 @@ group also one GEMM over its weights joined in one allocation, then the
 copy of each weight's columns to its output, as the backend runs it). Each
 figure comes with its fraction of the read ceiling on the weight bytes,
 measured in the same run. Each shape's one GEMM over all its channels
-also prints the cuBLASLt algorithm GEMM chose (tuned or the heuristic's
-first); with --algos every algorithm GEMM's tuning considers is timed on
-that GEMM alone. A tool for kernel work (docs/perf/decode-step.md).
+also prints the cuBLASLt algorithm GEMM chose. With --algos GEMM's tuning
+is on (the cuBLASLt columns run its choice; the backend runs the
+heuristic's first) and every algorithm it considers is timed on that GEMM
+alone. A tool for kernel work (docs/perf/decode-step.md).
 
 example:
   bitdecode bench gemv --rows 1,4,8,16,64,256
@@ -35,7 +36,7 @@ func runBenchGEMV(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, benchGEMVHelp) }
 	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", "))
 	rows := fs.String("rows", "1,4,8,16,64,256", "comma-separated row counts T")
-	algos := fs.Bool("algos", false, "also time every cuBLASLt algorithm GEMM's tuning considers")
+	algos := fs.Bool("algos", false, "tune cuBLASLt GEMMs and time every algorithm the tuning considers")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err

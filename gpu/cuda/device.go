@@ -65,6 +65,7 @@ type Ctx struct {
 	// capturing counts this Ctx's streams between BeginCapture and
 	// EndCapture: GEMM does not tune while one is capturing.
 	capturing int
+	gemmTune  bool // SetGEMMTuning; off by default
 	// dependent: Launch starts GridDependent kernels as programmatic
 	// dependents (SetGridDependentLaunch; on by default where supported).
 	dependent bool

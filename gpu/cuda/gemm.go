@@ -263,7 +263,8 @@ type gemmPlan struct {
 	tuned bool
 }
 
-// Tuning of the decode batches' GEMMs. The heuristic's first algorithm
+// Tuning of the decode batches' GEMMs (SetGEMMTuning; off by default). The
+// heuristic's first algorithm
 // leaves most SMs idle on a narrow linear at 55-100 rows (4096 outputs in
 // tiles of 128 are 32 CTAs on 132 SMs), so the first call of a shape of at
 // most gemmTuneMaxRows rows whose weight holds at least gemmTuneMinBytes
@@ -465,6 +466,9 @@ func (b *blasState) heuristic(p *gemmPlan, key gemmKey, n int) ([]ltHeuristicRes
 			ok = append(ok, h)
 		}
 	}
+	if len(ok) == 0 {
+		return nil, fmt.Errorf("cublasLtMatmulAlgoGetHeuristic found no algorithm within the %d-byte workspace", gemmWorkspaceBytes)
+	}
 	return ok, nil
 }
 
@@ -562,7 +566,7 @@ func (c *Ctx) plan(b *blasState, key gemmKey, s Stream, y, x, w DevicePtr) (*gem
 		b.destroyPlan(p)
 		return nil, fmt.Errorf("GEMM M=%d N=%d K=%d %v->%v: %w", g.M, g.N, g.K, g.In, g.Out, err)
 	}
-	tune := g.M <= gemmTuneMaxRows && g.N*g.K*g.In.Size() >= gemmTuneMinBytes && c.capturing == 0
+	tune := c.gemmTune && g.M <= gemmTuneMaxRows && g.N*g.K*g.In.Size() >= gemmTuneMinBytes && c.capturing == 0
 	n := 1
 	if tune {
 		n = gemmTuneHeuristic
@@ -672,20 +676,20 @@ func (c *Ctx) timeAlgos(b *blasState, p *gemmPlan, cands []ltHeuristicResult, s 
 // are device addresses of row-major matrices. The first call for a shape
 // builds its plan (descriptors and algorithm) and caches it for later
 // calls; pointers less than 256-byte aligned get a plan of their own. The
-// algorithm is the heuristic's first, except for a decode batch (at most
-// 256 rows, a weight of at least 8 MiB) outside a capture: the first call of its 16-row bucket times
-// the heuristic's first 8 algorithms and split-K variants on s with the
-// call's own operands and keeps the fastest (y is written by those runs
-// before this call's; the call synchronizes with s once). The call can be
+// algorithm is the heuristic's first, except with SetGEMMTuning on for a
+// decode batch (at most 256 rows, a weight of at least 8 MiB) outside a
+// capture: the first call of its 16-row bucket times the heuristic's
+// first 8 algorithms and split-K variants on s with the call's own
+// operands and keeps the fastest (y is written by those runs before this
+// call's; the call synchronizes with s once). The call can be
 // captured into a graph once a call of the same shape and pointer
 // alignment has run outside a capture: that first call allocates the
 // Ctx's workspace (gemmWorkspaceBytes, fixed for the Ctx's life) and
 // builds the plan, neither of which belongs in a capture. A captured call
 // then depends only on y, x, w and the shape (the plan is cached for the
 // Ctx's life), so equal arguments replay with the direct call's bits
-// (TestGPUGEMMGraphReplay). The tuned choice depends on timings, so two
-// processes may pick different algorithms (and bits) for a shape; the
-// batch-invariant linears do not use cuBLASLt.
+// (TestGPUGEMMGraphReplay). A tuned choice depends on timings, so two
+// processes may pick different algorithms (and bits) for a shape.
 func (c *Ctx) GEMM(s Stream, g GEMMShape, y, x, w DevicePtr) error {
 	if err := g.validate(); err != nil {
 		return err
@@ -704,6 +708,14 @@ func (c *Ctx) GEMM(s Stream, g GEMMShape, y, x, w DevicePtr) error {
 	}
 	return nil
 }
+
+// SetGEMMTuning turns GEMM's tuning of decode batches on or off for plans
+// built from now on (off by default): see [Ctx.GEMM]. On the H100 it
+// finds 3-5% on some shapes in isolation (down, lm_head, the joined
+// q|k|v at 55 rows) but nothing measurable in a decode step, and it makes
+// the choice, and so the bits, depend on timings
+// (docs/perf/decode-step.md v18); it is a tool for measuring.
+func (c *Ctx) SetGEMMTuning(on bool) { c.gemmTune = on }
 
 // GEMMAlgo is one cuBLASLt algorithm for a GEMM shape, with its
 // configuration as cublasLtMatmulAlgoConfigGetAttribute reports it: a

@@ -12,11 +12,12 @@ import (
 )
 
 // TestGPUGEMMAlgos runs a decode-batch GEMM (55 rows, an 8 MiB weight, so
-// GEMM tunes it) with every algorithm GEMMAlgos lists and with GEMM's own
-// choice, each over a NaN-poisoned output, and requires each within
-// gemmCase's bound of the float64 product of the same rounded inputs; then
-// 50 rows of the same operands (the same 16-row bucket: the tuned choice
-// is reused where cuBLASLt accepts it) within the same bound.
+// GEMM tunes it with SetGEMMTuning on) with every algorithm GEMMAlgos
+// lists and with GEMM's own choice, each over a NaN-poisoned output, and
+// requires each within gemmCase's bound of the float64 product of the
+// same rounded inputs; then 50 rows of the same operands (the same 16-row
+// bucket: the tuned choice is reused where cuBLASLt accepts it) within the
+// same bound.
 func TestGPUGEMMAlgos(t *testing.T) {
 	d := testDevice(t)
 	if _, err := CUBLASLtVersion(); err != nil {
@@ -101,6 +102,8 @@ func TestGPUGEMMAlgos(t *testing.T) {
 		if err := c.HtoD(pw, Bytes(w)); err != nil {
 			return err
 		}
+		c.SetGEMMTuning(true)
+		defer c.SetGEMMTuning(false)
 		s := d.Stream()
 		run := func(what string, rows int, call func(GEMMShape) error) error {
 			gg := g
