@@ -176,6 +176,22 @@ type LinearF16Row struct {
 	// channels, split_cols to each group's output; 0 for one group.
 	JoinedUS   float64 `json:"cublaslt_joined_us,omitempty"`
 	JoinedFrac float64 `json:"cublaslt_joined_ceiling_fraction,omitempty"`
+	// Chosen is the algorithm cuda.Ctx.GEMM ran for the one GEMM over all
+	// the groups' channels (the cuBLASLt column for one group, the joined
+	// one for several), Tuned whether its tuning picked it over the
+	// heuristic's first; Algos (with SweepLinearF16's algos) times every
+	// algorithm that tuning considers on that GEMM alone (no conversion,
+	// no split), the heuristic's first one first.
+	Chosen string     `json:"cublaslt_chosen,omitempty"`
+	Tuned  bool       `json:"cublaslt_tuned,omitempty"`
+	Algos  []AlgoTime `json:"cublaslt_algos,omitempty"`
+}
+
+// AlgoTime is one cuBLASLt algorithm's median time on a GEMM.
+type AlgoTime struct {
+	Algo string  `json:"algo"`
+	US   float64 `json:"us"`
+	Frac float64 `json:"ceiling_fraction"`
 }
 
 // LinearF16Shapes are the fp16 linear layers of a decode step of config c
@@ -199,8 +215,11 @@ func LinearF16Shapes(c *model.Config) []struct {
 
 // SweepLinearF16 times the fp16 linear layers of config c on GPU 0 at each
 // row count in Ts, weights cold in L2 (copies in rotation), after probing
-// the read ceiling (printed on progress).
-func SweepLinearF16(c *model.Config, Ts []int, progress io.Writer) ([]LinearF16Row, error) {
+// the read ceiling (printed on progress). With algos GEMM's tuning is on
+// (cuda.Ctx.SetGEMMTuning: the cuBLASLt and joined columns run the tuned
+// choice), and for each shape's one GEMM over all its channels every
+// algorithm the tuning considers is timed too (LinearF16Row.Algos).
+func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) ([]LinearF16Row, error) {
 	dev, err := cuda.Open(0)
 	if err != nil {
 		return nil, fmt.Errorf("bench: linear: %w", err)
@@ -226,6 +245,8 @@ func SweepLinearF16(c *model.Config, Ts []int, progress io.Writer) ([]LinearF16R
 	maxT := slices.Max(Ts)
 	var rows []LinearF16Row
 	err = dev.Do(func(x *cuda.Ctx) error {
+		x.SetGEMMTuning(algos)
+		defer x.SetGEMMTuning(false)
 		st := dev.Stream()
 		var frees []cuda.DevicePtr
 		defer func() {
@@ -346,6 +367,32 @@ func SweepLinearF16(c *model.Config, Ts []int, progress io.Writer) ([]LinearF16R
 				}
 				fmt.Fprintf(progress, "linear %-15s %6dx%-6d T=%-4d linear.cu %8.1f us (%3.0f%%)  gemv.cu %8.1f us (%3.0f%%)  cuBLASLt %8.1f us (%3.0f%%)  joined %8.1f us (%3.0f%%)\n",
 					r.Name, total, sh.K, T, r.LinearUS, 100*r.LinearFrac, r.GEMVUS, 100*r.GEMVFrac, r.CublasUS, 100*r.CublasFrac, r.JoinedUS, 100*r.JoinedFrac)
+				g := cuda.GEMMShape{M: T, N: total, K: sh.K, In: cuda.F16, Out: cuda.F32}
+				if a, tuned, ok := x.GEMMChoice(g); ok {
+					r.Chosen, r.Tuned = a.String(), tuned
+					fmt.Fprintf(progress, "  chosen (tuned %v): %v\n", tuned, a)
+				}
+				if algos {
+					list, err := x.GEMMAlgos(g)
+					if err != nil {
+						return err
+					}
+					y := yj
+					if len(sh.N) == 1 {
+						y = ys[0]
+					}
+					for k, a := range list {
+						us, err := x.MedianUS(st, 3, 20, func(i int) error {
+							return x.GEMMWith(st, g, a, y, xh, ws[i%copies][0])
+						})
+						if err != nil {
+							fmt.Fprintf(progress, "  algo %2d failed: %v (%v)\n", k, err, a)
+							continue
+						}
+						r.Algos = append(r.Algos, AlgoTime{Algo: a.String(), US: us, Frac: frac(us)})
+						fmt.Fprintf(progress, "  algo %2d %8.1f us (%3.0f%%)  %v\n", k, us, 100*frac(us), a)
+					}
+				}
 				rows = append(rows, r)
 			}
 			for _, p := range frees {

@@ -11,7 +11,7 @@ import (
 )
 
 // benchGEMVHelp is the help of 'bitdecode bench gemv'.
-const benchGEMVHelp = `usage: bitdecode bench gemv [--preset NAME] [--rows T,...] [--json FILE]
+const benchGEMVHelp = `usage: bitdecode bench gemv [--preset NAME] [--rows T,...] [--algos] [--json FILE]
 
 Times the GPU's fp16 linear layers on the shapes of a preset model, weights
 cold in L2, at each row count T: linear.cu (the batch-invariant tensor-core
@@ -20,7 +20,11 @@ per weight, T <= 8) and cuBLASLt (x to fp16, one GEMM per weight; for a
 group also one GEMM over its weights joined in one allocation, then the
 copy of each weight's columns to its output, as the backend runs it). Each
 figure comes with its fraction of the read ceiling on the weight bytes,
-measured in the same run. A tool for kernel work (docs/perf/decode-step.md).
+measured in the same run. Each shape's one GEMM over all its channels
+also prints the cuBLASLt algorithm GEMM chose. With --algos GEMM's tuning
+is on (the cuBLASLt columns run its choice; the backend runs the
+heuristic's first) and every algorithm it considers is timed on that GEMM
+alone. A tool for kernel work (docs/perf/decode-step.md).
 
 example:
   bitdecode bench gemv --rows 1,4,8,16,64,256
@@ -32,6 +36,7 @@ func runBenchGEMV(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, benchGEMVHelp) }
 	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", "))
 	rows := fs.String("rows", "1,4,8,16,64,256", "comma-separated row counts T")
+	algos := fs.Bool("algos", false, "tune cuBLASLt GEMMs and time every algorithm the tuning considers")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -57,7 +62,7 @@ func runBenchGEMV(args []string, stdout, stderr io.Writer) error {
 	if err := needGPU("bench gemv"); err != nil {
 		return err
 	}
-	out, err := bench.SweepLinearF16(mc, Ts, stdout)
+	out, err := bench.SweepLinearF16(mc, Ts, *algos, stdout)
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,10 @@ type Ctx struct {
 	d    *Device
 	args argPacker
 	blas *blasState // created by the first GEMM
+	// capturing counts this Ctx's streams between BeginCapture and
+	// EndCapture: GEMM does not tune while one is capturing.
+	capturing int
+	gemmTune  bool // SetGEMMTuning; off by default
 	// dependent: Launch starts GridDependent kernels as programmatic
 	// dependents (SetGridDependentLaunch; on by default where supported).
 	dependent bool

@@ -275,7 +275,11 @@ func (c *Ctx) BeginCapture(s Stream) error {
 		return errors.New("cuda: cannot capture the legacy default stream; use Device.Stream or NewStream")
 	}
 	drv := c.d.drv
-	return drv.check("cuStreamBeginCapture_v2", drv.call(drv.cuStreamBeginCapture, uintptr(s), streamCaptureModeThreadLocal))
+	if err := drv.check("cuStreamBeginCapture_v2", drv.call(drv.cuStreamBeginCapture, uintptr(s), streamCaptureModeThreadLocal)); err != nil {
+		return err
+	}
+	c.capturing++
+	return nil
 }
 
 // EndCapture ends the capture on s and instantiates the captured graph.
@@ -283,6 +287,9 @@ func (c *Ctx) EndCapture(s Stream) (*Graph, error) {
 	drv := c.d.drv
 	var g uintptr
 	r, _, _ := purego.SyscallN(drv.cuStreamEndCapture, uintptr(s), uintptr(unsafe.Pointer(&g)))
+	if c.capturing > 0 {
+		c.capturing--
+	}
 	if err := drv.check("cuStreamEndCapture", int32(r)); err != nil {
 		if g != 0 {
 			drv.call(drv.cuGraphDestroy, g)
