@@ -840,8 +840,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // v2.13 (kWiden: int2 keys, whose every tile refolds): the copy lands in
   // the upper half (words D..2D-1); widenPairs then turns it into floats
   // (s_c, z_c) at words 2c, 2c+1. (int4 KC and k4v2 refold every second
-  // tile; there it spilled on NVRTC 11.8, so they keep the fp16 pairs.)
-  constexpr bool kWiden = kKC && kPipe && KBITS == 2;
+  // tile; there it spilled on NVRTC 11.8, so they keep the fp16 pairs, as
+  // D = 256 does: 580 bytes of spill stores there, against 236.)
+  constexpr bool kWiden = kKC && kPipe && KBITS == 2 && D <= 128;
   __shared__ __align__(16) u32 kcPairs[kWarps][kKC && kPipe ? (kWiden ? 2 * D : D) : 4];
   auto stagePairs = [&](const u8* khalf, int gi) {  // key group gi of the block half at khalf
     const u8* src = khalf + kParamsOff + 4 * gi * D;
