@@ -98,7 +98,11 @@
 //        in 4 permutes per 4 values (were 6), and int2's staged key pairs
 //        widened to floats once per warp (8 conversions per lane, were 64):
 //        static loop int2 1748 -> 1690 instructions, k4v2 1183 -> 1168, int4
-//        KC 1141 -> 1125 (NVRTC 11.8); same bits as v2.12.
+//        KC 1141 -> 1125 (NVRTC 11.8); same bits as v2.12. H100: int2
+//        1.002-1.010x at the >= 64 MiB rows (128 x 8K 72.8 -> 73.6%), k4v2
+//        and int4 KC ties. ncu: CUDA 13's int2 spill (the loop counter,
+//        reloaded behind the value loads) holds ~19% of the warps' stall
+//        samples: the next thing to remove.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
