@@ -93,6 +93,16 @@
 //        At the >= 64 MiB rows int2 1.09-1.14x (128 x 8K 63 -> 73% of the
 //        ceiling), k4v2 1.03-1.05x (81 -> 86%), int4 KC 1.01-1.02x, KT a tie;
 //        not bitwise (unpackV).
+//   v2.13 the KC refold's own chain and count (session 13): the max of
+//        |q·s| and each row's tile max as trees, the fixed-point query packed
+//        in 4 permutes per 4 values (were 6), and int2's staged key pairs
+//        widened to floats once per warp (8 conversions per lane, were 64):
+//        static loop int2 1748 -> 1690 instructions, k4v2 1183 -> 1168, int4
+//        KC 1141 -> 1125 (NVRTC 11.8); same bits as v2.12. H100: int2
+//        1.002-1.010x at the >= 64 MiB rows (128 x 8K 72.8 -> 73.6%), k4v2
+//        and int4 KC ties. ncu: CUDA 13's int2 spill (the loop counter,
+//        reloaded behind the value loads) holds ~19% of the warps' stall
+//        samples: the next thing to remove.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -300,11 +310,26 @@ BD_DEVICE u32 rni16(float x) { return __float_as_uint(__fadd_rn(x, kRoundMagic))
 // reads them) to Q8 for BITS-bit keys: the row's max |q'| over its quad.
 template <int D, int BITS>
 BD_DEVICE void makeQ8(const float qf[D / 16][4], const float* sc, int qd, Q8<D>& o) {
-  float mx = 0.f;
+  // v2.13: the max as a tree (depth 5 for D = 128, was a chain of 32):
+  // fmaxf is exact and ignores a NaN beside a number, and the final max
+  // with 0 maps an all-NaN row to 0 as the chain from 0 did: the same mx.
+  float m[D / 16];
 #pragma unroll
-  for (int kb = 0; kb < D / 16; kb++)
+  for (int kb = 0; kb < D / 16; kb++) {
+    const float a0 = fabsf(qf[kb][0] * sc[4 * kb]), a1 = fabsf(qf[kb][1] * sc[4 * kb + 1]);
+    const float a2 = fabsf(qf[kb][2] * sc[4 * kb + 2]), a3 = fabsf(qf[kb][3] * sc[4 * kb + 3]);
+    m[kb] = fmaxf(fmaxf(a0, a1), fmaxf(a2, a3));
+  }
+  if constexpr (D / 16 >= 16) {
 #pragma unroll
-    for (int e = 0; e < 4; e++) mx = fmaxf(mx, fabsf(qf[kb][e] * sc[4 * kb + e]));
+    for (int i = 0; i < 8; i++) m[i] = fmaxf(m[i], m[i + 8]);
+  }
+  if constexpr (D / 16 >= 8) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) m[i] = fmaxf(m[i], m[i + 4]);
+  }
+  m[0] = fmaxf(fmaxf(m[0], m[2]), fmaxf(m[1], m[3]));
+  float mx = fmaxf(0.f, m[0]);
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
   float rcp;  // 1/mx within 2^-23 (rcp.approx; 0 -> +inf, then inv 0)
@@ -323,8 +348,11 @@ BD_DEVICE void makeQ8(const float qf[D / 16][4], const float* sc, int qd, Q8<D>&
         const int e = BITS == 2 ? 2 * h + (i >> 1) : ((i & 1) << 1) | (i >> 1);
         n[i] = rni16(qf[kb][e] * sc[4 * kb + e] * inv);
       }
-      o.lo[j][h] = prmt(prmt(n[0], n[1], 0x0040u), prmt(n[2], n[3], 0x0040u), 0x5410u);
-      o.hi[j][h] = prmt(prmt(n[0], n[1], 0x0051u), prmt(n[2], n[3], 0x0051u), 0x5410u);
+      // v2.13: (n0.b0, n1.b0, n0.b1, n1.b1) and the same of n2, n3, then
+      // their low and high halves: 4 permutes for 4 values (were 6).
+      const u32 a = prmt(n[0], n[1], 0x5140u), c = prmt(n[2], n[3], 0x5140u);
+      o.lo[j][h] = prmt(a, c, 0x5410u);
+      o.hi[j][h] = prmt(a, c, 0x7632u);
     }
   float d[2];
   toC(delta, qd, d);
@@ -555,13 +583,38 @@ BD_DEVICE float ex2(float x) {
   return r;
 }
 
+// rowMaxTree is bitdecode.cuh's warpRowMax with the lane's 2·MT scores
+// reduced as a tree (v2.13; was a chain of 2·MT): fmaxf is exact and
+// ignores a NaN beside a number, and the max with -inf first maps an
+// all-NaN lane to -inf as the chain from -inf did: the same max.
+template <int MT>
+BD_DEVICE float rowMaxTree(const float (&s)[MT][4], int r) {
+  float m[MT];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) m[mt] = fmaxf(s[mt][r], s[mt][r + 2]);
+  if constexpr (MT >= 8) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) m[i] = fmaxf(m[i], m[i + 4]);
+  }
+  if constexpr (MT >= 4) {
+#pragma unroll
+    for (int i = 0; i < 2; i++) m[i] = fmaxf(m[i], m[i + 2]);
+  }
+  if constexpr (MT >= 2) m[0] = fmaxf(m[0], m[1]);
+  float mx = fmaxf(kNegInf, m[0]);
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+  return mx;
+}
+
 // foldEx2 is bitdecode.cuh's foldTile (OnlineSoftmax::fold for rows 2q and
 // 2q+1, then the accumulators' and zeros' rescale) with ex2 for exp2f.
 template <typename ST, int MT>
 BD_DEVICE void foldEx2(ST& st, float (&s)[MT][4], float (&alpha)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    const float mNew = fmaxf(st.m[r], warpRowMax(s, r));
+    const float mNew = fmaxf(st.m[r], rowMaxTree(s, r));
     if (mNew == kNegInf) {
       alpha[r] = 1.f;
 #pragma unroll
@@ -788,12 +841,50 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // v2.7: the key pairs of a warp's next key group (KC), staged in shared
   // memory by cp.async while the warp runs the group before it, so the
   // refold reads them without a DRAM round trip.
-  __shared__ __align__(16) u32 kcPairs[kWarps][kKC && kPipe ? D : 4];
+  // v2.13 (kWiden: int2 keys, whose every tile refolds): the copy lands in
+  // the upper half (words D..2D-1); widenPairs then turns it into floats
+  // (s_c, z_c) at words 2c, 2c+1. (int4 KC and k4v2 refold every second
+  // tile; there it spilled on NVRTC 11.8, so they keep the fp16 pairs, as
+  // D = 256 does: 580 bytes of spill stores there, against 236.)
+  constexpr bool kWiden = kKC && kPipe && KBITS == 2 && D <= 128;
+  __shared__ __align__(16) u32 kcPairs[kWarps][kKC && kPipe ? (kWiden ? 2 * D : D) : 4];
   auto stagePairs = [&](const u8* khalf, int gi) {  // key group gi of the block half at khalf
     const u8* src = khalf + kParamsOff + 4 * gi * D;
 #pragma unroll
-    for (int o = lane * 16; o < 4 * D; o += 32 * 16) cpAsync16(reinterpret_cast<u8*>(kcPairs[warp]) + o, src + o);
+    for (int o = lane * 16; o < 4 * D; o += 32 * 16) cpAsync16(reinterpret_cast<u8*>(kcPairs[warp] + (kWiden ? D : 0)) + o, src + o);
     cpAsyncCommit();
+  };
+  // widenPairs (v2.13) waits for the staged pairs and converts them to
+  // floats once per warp: a lane widens the 16 bytes it copied (4
+  // channels), where every lane used to widen its own 32 channels' pairs,
+  // the same for all 8 rows g (64 conversions per lane and refold, now 8).
+  // The floats are the same values, so the refold's bits are unchanged.
+  auto widenPairs = [&] {
+    cpAsyncWait<0>();
+    __syncwarp();
+    constexpr int kChunks = D / 4, kPer = (kChunks + 31) / 32;  // 16-byte chunks: 4 channels each
+    float f[kPer][8];
+#pragma unroll
+    for (int i = 0; i < kPer; i++) {
+      const int ch = lane + 32 * i;
+      if (ch < kChunks) {
+        const uint4 v = *reinterpret_cast<const uint4*>(&kcPairs[warp][D + 4 * ch]);
+        const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) f[i][2 * k] = h2f(u16(w[k] & 0xffff)), f[i][2 * k + 1] = h2f(u16(w[k] >> 16));
+      }
+    }
+    __syncwarp();  // every lane has read its raw words before the floats overwrite them
+#pragma unroll
+    for (int i = 0; i < kPer; i++) {
+      const int ch = lane + 32 * i;
+      if (ch < kChunks) {
+        float4* dst = reinterpret_cast<float4*>(&kcPairs[warp][8 * ch]);
+        dst[0] = make_float4(f[i][0], f[i][1], f[i][2], f[i][3]);
+        dst[1] = make_float4(f[i][4], f[i][5], f[i][6], f[i][7]);
+      }
+    }
+    __syncwarp();
   };
   // v2.11: the ring (ST > 0), ST slots per warp (Ring: one tile each).
   using RingT = Ring<D, KBITS, VBITS, KC, KG, VG, MT>;
@@ -889,8 +980,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       // Key scales per channel: refold Q when the tile opens a key group.
       if (gi >= 0) {
         if (NX) {  // the pairs were staged in kcPairs[warp]
-          cpAsyncWait<0>();
-          __syncwarp();
+          if constexpr (kWiden) {
+            widenPairs();
+          } else {
+            cpAsyncWait<0>();
+            __syncwarp();
+          }
         }
         float sc[D / 4];
         float bias = 0.f;
@@ -899,18 +994,24 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
 #pragma unroll
           for (int hi = 0; hi < 2; hi++) {  // channels 16kb+2q+8hi, +1: one 8-byte pair of pairs
             const int c = 16 * kb + 2 * qd + 8 * hi;
-            u32 p0, p1;
-            if (RG) {
-              const uint2 v = *reinterpret_cast<const uint2*>(slot + RingT::kKC + 4 * c);
-              p0 = v.x, p1 = v.y;
-            } else if (NX) {
-              const uint2 v = *reinterpret_cast<const uint2*>(&kcPairs[warp][c]);
-              p0 = v.x, p1 = v.y;
+            float s0, z0, s1, z1;
+            if (NX && kWiden) {  // v2.13: widened (widenPairs)
+              const float4 v = *reinterpret_cast<const float4*>(&kcPairs[warp][2 * c]);
+              s0 = v.x, z0 = v.y, s1 = v.z, z1 = v.w;
             } else {
-              ldg64(p.khalf + kParamsOff + 4 * (gi * D + c), p0, p1);
+              u32 p0, p1;
+              if (RG) {
+                const uint2 v = *reinterpret_cast<const uint2*>(slot + RingT::kKC + 4 * c);
+                p0 = v.x, p1 = v.y;
+              } else if (NX) {
+                const uint2 v = *reinterpret_cast<const uint2*>(&kcPairs[warp][c]);
+                p0 = v.x, p1 = v.y;
+              } else {
+                ldg64(p.khalf + kParamsOff + 4 * (gi * D + c), p0, p1);
+              }
+              s0 = h2f(u16(p0 & 0xffff)), z0 = h2f(u16(p0 >> 16));
+              s1 = h2f(u16(p1 & 0xffff)), z1 = h2f(u16(p1 >> 16));
             }
-            const float s0 = h2f(u16(p0 & 0xffff)), z0 = h2f(u16(p0 >> 16));
-            const float s1 = h2f(u16(p1 & 0xffff)), z1 = h2f(u16(p1 >> 16));
             sc[4 * kb + 2 * hi] = s0;
             sc[4 * kb + 2 * hi + 1] = s1;
             bias += qf[kb][2 * hi] * z0 + qf[kb][2 * hi + 1] * z1;
