@@ -406,6 +406,30 @@ BD_DEVICE float warpRowMax(const float (&s)[MT][4], int r) {
   return mx;
 }
 
+// ex2 is 2^x by the SFU alone (ex2.approx.ftz.f32): exp2f wraps the same
+// instruction in a range fix for results below 2^-126 (three instructions
+// more per call). In the online softmax a probability or a rescale factor
+// below 2^-126 of its row's running max then becomes 0: the max's own term
+// is 1 and the denominator is at least 1, so no fp32 sum of these terms can
+// see the difference, and such a probability rounds to fp16 0 for the P·V
+// mma either way. The tensor-core decode loops use it (decode_mma.cu v2.12,
+// planes.cu v2.8: OnlineSoftmax::fold<MT, true>).
+BD_DEVICE float ex2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// exp2Of is exp2f, or ex2 where kEx2.
+template <bool kEx2>
+BD_DEVICE float exp2Of(float x) {
+  if constexpr (kEx2) {
+    return ex2(x);
+  } else {
+    return exp2f(x);
+  }
+}
+
 // OnlineSoftmax is one lane's share of the online softmax of query rows 2q
 // and 2q+1: their running max m, the lane's part of their denominators l,
 // and NACC blocks of O^T accumulators in the C layout (acc[i][e]: rows
@@ -425,7 +449,8 @@ struct OnlineSoftmax {
   // warp that shares the row) is mx: the running max becomes max(m, mx),
   // the row's scores become probabilities and join the denominator, and
   // alpha[r] is the factor that rescales what was accumulated before.
-  template <int MT>
+  // kEx2 takes the powers of two by ex2 instead of exp2f.
+  template <int MT, bool kEx2 = false>
   BD_DEVICE void fold(int r, float (&s)[MT][4], float mx, float (&alpha)[2]) {
     const float mNew = fmaxf(m[r], mx);
     if (mNew == kNegInf) {
@@ -433,12 +458,12 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
     } else {
-      alpha[r] = exp2f(m[r] - mNew);
+      alpha[r] = exp2Of<kEx2>(m[r] - mNew);
       float sum = 0.f;
 #pragma unroll
       for (int mt = 0; mt < MT; mt++) {
-        s[mt][r] = exp2f(s[mt][r] - mNew);
-        s[mt][r + 2] = exp2f(s[mt][r + 2] - mNew);
+        s[mt][r] = exp2Of<kEx2>(s[mt][r] - mNew);
+        s[mt][r + 2] = exp2Of<kEx2>(s[mt][r + 2] - mNew);
         sum += s[mt][r] + s[mt][r + 2];
       }
       l[r] = l[r] * alpha[r] + sum;
@@ -480,11 +505,11 @@ struct OnlineSoftmax {
 // foldTile runs a warp's online softmax over a tile of scores s for rows 2q
 // and 2q+1 (each row's tile max over the warp): s becomes probabilities and
 // st's accumulators (an OnlineSoftmax or OnlineSoftmaxZ) are rescaled;
-// alpha receives the rows' factors.
-template <typename ST, int MT>
+// alpha receives the rows' factors. kEx2: the powers of two by ex2.
+template <bool kEx2 = false, typename ST, int MT>
 BD_DEVICE void foldTile(ST& st, float (&s)[MT][4], float (&alpha)[2]) {
 #pragma unroll
-  for (int r = 0; r < 2; r++) st.fold(r, s, warpRowMax(s, r), alpha);
+  for (int r = 0; r < 2; r++) st.template fold<MT, kEx2>(r, s, warpRowMax(s, r), alpha);
   st.rescale(alpha);
 }
 

@@ -569,20 +569,6 @@ BD_DEVICE void unscaleV(float (&acc)[NACC][4]) {
     }
 }
 
-// ex2 is 2^x by the SFU alone (ex2.approx.ftz.f32, v2.12; planes.cu's
-// v2.8 did the same): exp2f wraps the same instruction in a range fix for
-// results below 2^-126, three instructions more per call (2·MT + 2 calls
-// per tile). Here a probability or rescale factor below 2^-126 of its
-// row's running max becomes 0 instead of a subnormal: the max's own term
-// is 1, so the denominator is at least 1 and no fp32 sum of these terms
-// sees the difference; a probability that small rounds to fp16 0 for the
-// P·V mma either way.
-BD_DEVICE float ex2(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
 // rowMaxTree is bitdecode.cuh's warpRowMax with the lane's 2·MT scores
 // reduced as a tree (v2.13; was a chain of 2·MT): fmaxf is exact and
 // ignores a NaN beside a number, and the max with -inf first maps an
@@ -608,30 +594,13 @@ BD_DEVICE float rowMaxTree(const float (&s)[MT][4], int r) {
   return mx;
 }
 
-// foldEx2 is bitdecode.cuh's foldTile (OnlineSoftmax::fold for rows 2q and
-// 2q+1, then the accumulators' and zeros' rescale) with ex2 for exp2f.
+// foldEx2 is bitdecode.cuh's foldTile<true> (OnlineSoftmax::fold with ex2
+// for rows 2q and 2q+1, then the accumulators' and zeros' rescale) with the
+// row max by rowMaxTree and the rescale skipped where it would multiply by 1.
 template <typename ST, int MT>
 BD_DEVICE void foldEx2(ST& st, float (&s)[MT][4], float (&alpha)[2]) {
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const float mNew = fmaxf(st.m[r], rowMaxTree(s, r));
-    if (mNew == kNegInf) {
-      alpha[r] = 1.f;
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
-    } else {
-      alpha[r] = ex2(st.m[r] - mNew);
-      float sum = 0.f;
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        s[mt][r] = ex2(s[mt][r] - mNew);
-        s[mt][r + 2] = ex2(s[mt][r + 2] - mNew);
-        sum += s[mt][r] + s[mt][r + 2];
-      }
-      st.l[r] = st.l[r] * alpha[r] + sum;
-    }
-    st.m[r] = mNew;
-  }
+  for (int r = 0; r < 2; r++) st.template fold<MT, true>(r, s, rowMaxTree(s, r), alpha);
   // Most tiles raise no row's max: then every alpha is 1 and the rescale
   // (a multiply by 1) is skipped, warp-uniformly.
   if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) st.rescale(alpha);

@@ -122,7 +122,7 @@
 //                     MT 4 1733 -> 1480 instructions, at MT 2 945 -> 814
 //                     (NVRTC 11.8; bench/results/2026-11-25-h100-bw-10);
 //                v2.8 the online softmax's exp2 by the SFU alone (ex2,
-//                     foldPlanes: 18 calls per tile, 3 instructions each
+//                     foldTile<true>: 18 calls per tile, 3 instructions each
 //                     fewer), the index and block-table loads of the
 //                     pipeline predicated instead of branched around
 //                     (fetchAhead, resolveTable): LOW loop at MT 4 1480 ->
@@ -570,45 +570,6 @@ BD_DEVICE void rebuildV(const GroupRaw<D, T>& r, int a, int b, const Recon& rc, 
 template <int D>
 using WarpState = OnlineSoftmax<D / 16>;
 
-// ex2 is 2^x by the SFU alone (ex2.approx.ftz.f32, v2.8): exp2f wraps the
-// same instruction in a range fix for results below 2^-126 (three
-// instructions more per call, 18 calls per tile). Here a probability or a
-// rescale factor below 2^-126 of its row's running max becomes 0: the max's
-// own term is 1 and the denominator is at least 1, so no fp32 sum of these
-// terms can see the difference.
-BD_DEVICE float ex2(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
-// foldPlanes is bitdecode.cuh's foldTile (OnlineSoftmax::fold for rows 2q
-// and 2q+1, then the accumulators' rescale) with ex2 for exp2f (v2.8).
-template <int D, int MT>
-BD_DEVICE void foldPlanes(WarpState<D>& st, float (&s)[MT][4], float (&alpha)[2]) {
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const float mNew = fmaxf(st.m[r], warpRowMax(s, r));
-    if (mNew == kNegInf) {
-      alpha[r] = 1.f;
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) s[mt][r] = s[mt][r + 2] = 0.f;
-    } else {
-      alpha[r] = ex2(st.m[r] - mNew);
-      float sum = 0.f;
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        s[mt][r] = ex2(s[mt][r] - mNew);
-        s[mt][r + 2] = ex2(s[mt][r + 2] - mNew);
-        sum += s[mt][r] + s[mt][r + 2];
-      }
-      st.l[r] = st.l[r] * alpha[r] + sum;
-    }
-    st.m[r] = mNew;
-  }
-  st.rescale(alpha);
-}
-
 // Ctx is what every tile of a CTA shares.
 struct Ctx {
   const u8* pool;
@@ -828,9 +789,9 @@ BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx&
     }
   }
   // Online softmax for rows 2q, 2q+1 (the decode family's, bitdecode.cuh,
-  // with ex2: foldPlanes).
+  // with ex2).
   float alpha[2];
-  foldPlanes<D, MT>(st, s, alpha);
+  foldTile<true>(st, s, alpha);
   // Values.
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
