@@ -126,18 +126,7 @@ func TestJoinWeights(t *testing.T) {
 			worst := 0.0
 			for j, y := range outs[i] {
 				tt, n := j/l.N, j%l.N
-				var ref, sxw, sw float64
-				for k := range K {
-					xk, wk := float64(xv[tt*K+k]), float64(l.wv[n*K+k])
-					ref += xk * wk
-					sxw += math.Abs(xk * wk)
-					sw += math.Abs(wk)
-				}
-				tol := (joinU16+2*float64(K+2)*joinU32)*sxw + 0x1p-25*sw
-				if l.bv != nil {
-					ref += float64(l.bv[n])
-					tol += joinU32 * (math.Abs(ref) + tol)
-				}
+				ref, tol := joinRef(xv, l, tt, n, K)
 				d := math.Abs(float64(y) - ref)
 				if y != y || !(d <= tol) {
 					t.Fatalf("T=%d layer %d: y[%d] = %g, want %g ± %.3g", T, i, j, y, ref, tol)
@@ -164,18 +153,7 @@ func TestJoinWeights(t *testing.T) {
 		for i, l := range big {
 			for j := i; j < len(outs[i]); j += 61 {
 				y, tt, n := outs[i][j], j/l.N, j%l.N
-				var ref, sxw, sw float64
-				for k := range K8 {
-					xk, wk := float64(xv[tt*K8+k]), float64(l.wv[n*K8+k])
-					ref += xk * wk
-					sxw += math.Abs(xk * wk)
-					sw += math.Abs(wk)
-				}
-				tol := (joinU16+2*float64(K8+2)*joinU32)*sxw + 0x1p-25*sw
-				if l.bv != nil {
-					ref += float64(l.bv[n])
-					tol += joinU32 * (math.Abs(ref) + tol)
-				}
+				ref, tol := joinRef(xv, l, tt, n, K8)
 				if d := math.Abs(float64(y) - ref); y != y || !(d <= tol) {
 					t.Fatalf("8B q|k|v layer %d: y[%d] = %g, want %g ± %.3g", i, j, y, ref, tol)
 				}
@@ -242,4 +220,24 @@ func TestFoldSwiGLUJoined(t *testing.T) {
 		foldSameBits(t, name+": gate", gotG, wantG)
 		foldSameBits(t, name+": up", gotU, wantU)
 	}
+}
+
+// joinRef returns output (tt, n) of layer l over x (rows of K) in float64 and
+// its bound (the cuBLASLt sizes' bound above): x's rounding to fp16 (relative,
+// and at most 2^-25 absolute among fp16's subnormals), fp32 accumulation over
+// K (+2) terms, and the bias's fp32 add.
+func joinRef(xv []float32, l joinLayer, tt, n, K int) (ref, tol float64) {
+	var sxw, sw float64
+	for k := range K {
+		xk, wk := float64(xv[tt*K+k]), float64(l.wv[n*K+k])
+		ref += xk * wk
+		sxw += math.Abs(xk * wk)
+		sw += math.Abs(wk)
+	}
+	tol = (joinU16+2*float64(K+2)*joinU32)*sxw + 0x1p-25*sw
+	if l.bv != nil {
+		ref += float64(l.bv[n])
+		tol += joinU32 * (math.Abs(ref) + tol)
+	}
+	return ref, tol
 }
