@@ -84,6 +84,7 @@ type worker struct {
 	sw     []float32  // [R][V groups] Σ p·s of one run (softmaxU8's scratch)
 	mrow   []float32  // [R] the running max each row's exp subtracts (softmaxU8; +Inf: no visible token yet)
 	lsum   []float32  // [R] Σ p of one run (softmaxU8)
+	rmax   []float32  // [rows4(R)] the rows' maxima of one block's scores (max4)
 	expU8  bool       // this block's exp runs in softmaxU8, fused with the u8 weights' quantization
 	onesD  []float32  // [D] 1
 	hpad   []uint16   // the residual's last fp16 rows, padded to a tile
@@ -127,7 +128,7 @@ func newWorker(p Params, k *kernels) *worker {
 		vs: make([]float32, npad*(d/minGroup)), wq: make([]int16, rows4(r)*npad*(d/minGroup)),
 		wq8: make([]uint8, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
 		zsum: make([]float32, r*(d/minGroup)), sw: make([]float32, r*(d/minGroup)),
-		mrow: make([]float32, r), lsum: make([]float32, r),
+		mrow: make([]float32, r), lsum: make([]float32, r), rmax: make([]float32, rows4(r)),
 		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r)}
 	for i := range w.ones {
 		w.ones[i] = 1
@@ -606,11 +607,14 @@ func (w *worker) params(dst []float32, lay kv.TensorLayout, src []byte, p0 int) 
 	w.k.cvtHalf(dst, bytesU16(src[o:o+2*len(dst)]))
 }
 
+// cvtPairsStep is the pairs cvtPairs converts per step (n a multiple of it).
+const cvtPairsStep = 16
+
 // paramPairs converts the n fp16 (scale, zero) pairs from pair p0 on to
 // float32 scales s and zeros z: in one pass where the level has cvtPairs,
 // else through w.pf.
 func (w *worker) paramPairs(s, z []float32, lay kv.TensorLayout, src []byte, p0, n int) {
-	if w.k.cvtPairs != nil && n%vecLen == 0 {
+	if w.k.cvtPairs != nil && n%cvtPairsStep == 0 {
 		o := lay.ParamsOffset + p0*kv.ParamBytes
 		w.k.cvtPairs(s[:n], z[:n], bytesU16(src[o:o+4*n]))
 		return
@@ -681,7 +685,19 @@ func (w *worker) softmax(st *state, t0, n int) {
 		for t := vis; t < end; t++ {
 			sc[t] = ninf
 		}
-		m := max(st.m[r], w.k.maxF32(sc))
+	}
+	if w.k.max4 != nil && end > 0 { // the rows' maxima four rows a call (the padding rows' are not read)
+		for r := 0; r < w.r; r += 4 {
+			w.k.max4(w.rmax[r:r+4], w.scores[r*np:], np, end)
+		}
+	} else {
+		for r := 0; r < w.r; r++ {
+			w.rmax[r] = w.k.maxF32(w.scores[r*np : r*np+end])
+		}
+	}
+	for r := 0; r < w.r; r++ {
+		sc := w.scores[r*np : r*np+end]
+		m := max(st.m[r], w.rmax[r])
 		if math.IsInf(float64(m), -1) {
 			clear(sc)
 			w.mrow[r] = float32(math.Inf(1)) // every exp 0

@@ -64,6 +64,10 @@ type kernels struct {
 	// maxF32 returns the largest value of x (-Inf for none; len(x) a
 	// multiple of 16).
 	maxF32 func(x []float32) float32
+	// max4 writes maxF32 of the four rows x[r·ld : r·ld+n] to out[r], the
+	// same bits, in one call (n a multiple of 16, not 0). Nil where the
+	// level has no such kernel.
+	max4 func(out, x []float32, ld, n int)
 	// dotF32 returns Σ a[i]·b[i], len(a) a multiple of 16.
 	dotF32 func(a, b []float32) float32
 	// scaleF32 multiplies x by a in place (each x[i]·a rounded once, the

@@ -70,6 +70,9 @@ func deinterleaveAVX512(a, b, src *float32, n int)
 func cvtPairsAVX512(a, b *float32, src *uint16, n int)
 
 //go:noescape
+func max4AVX512(out *float32, x *float32, ld, n int)
+
+//go:noescape
 func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
 
 //go:noescape
@@ -406,6 +409,12 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 		}
 	}
 	if level >= cpufeat.AVX512 {
+		k.max4 = func(out, x []float32, ld, n int) {
+			if !(n%vecLen == 0 && n > 0 && ld >= n && len(x) >= 3*ld+n && len(out) >= 4) {
+				bad("max4", n, ld)
+			}
+			max4AVX512(&out[0], &x[0], ld, n)
+		}
 		k.cvtPairs = func(a, b []float32, src []uint16) {
 			n := len(src) / 2
 			if !(n%vecLen == 0 && len(src) == 2*n && len(a) >= n && len(b) >= n) {

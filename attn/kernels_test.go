@@ -738,6 +738,37 @@ func TestQuantWRowsU8(t *testing.T) {
 
 // TestScaleF32: every level's in-place scale gives the Go loop's bits at
 // lengths with and without a tail, and leaves the values past x alone.
+// TestMax4 checks the four-row max against maxF32 per row (the same bits)
+// and the Go reference, with -Inf tokens and a row all -Inf.
+func TestMax4(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	ninf := float32(math.Inf(-1))
+	for _, k := range levelSets() {
+		if k.max4 == nil {
+			continue
+		}
+		for _, n := range []int{16, 48, 256} {
+			ld := n + 32
+			x := randF32(r, 4*ld, 5)
+			for i := n; i < ld; i++ { // past n: never read
+				x[i] = 1e30
+			}
+			for c := range x[2*ld : 2*ld+n] { // row 2 masked
+				x[2*ld+c] = ninf
+			}
+			x[3*ld+n-1] = 40 // the last token the largest
+			got := nanSlice(4)
+			k.max4(got, x, ld, n)
+			for row := range 4 {
+				rowx := x[row*ld : row*ld+n]
+				name := fmt.Sprintf("%v max4 n=%d row %d", k, n, row)
+				sameBits(t, name, got[row:row+1], []float32{k.maxF32(rowx)})
+				sameBits(t, name+" (Go)", got[row:row+1], []float32{maxF32Go(rowx)})
+			}
+		}
+	}
+}
+
 func TestScaleF32(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 36))
 	for _, k := range levelSets() {
