@@ -84,6 +84,7 @@ type worker struct {
 	sw     []float32  // [R][V groups] Σ p·s of one run (softmaxU8's scratch)
 	mrow   []float32  // [R] the running max each row's exp subtracts (softmaxU8; +Inf: no visible token yet)
 	lsum   []float32  // [R] Σ p of one run (softmaxU8)
+	rmax   []float32  // [rows4(R)] the rows' maxima of one block's scores (max4)
 	expU8  bool       // this block's exp runs in softmaxU8, fused with the u8 weights' quantization
 	onesD  []float32  // [D] 1
 	hpad   []uint16   // the residual's last fp16 rows, padded to a tile
@@ -127,7 +128,7 @@ func newWorker(p Params, k *kernels) *worker {
 		vs: make([]float32, npad*(d/minGroup)), wq: make([]int16, rows4(r)*npad*(d/minGroup)),
 		wq8: make([]uint8, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
 		zsum: make([]float32, r*(d/minGroup)), sw: make([]float32, r*(d/minGroup)),
-		mrow: make([]float32, r), lsum: make([]float32, r),
+		mrow: make([]float32, r), lsum: make([]float32, r), rmax: make([]float32, rows4(r)),
 		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r)}
 	for i := range w.ones {
 		w.ones[i] = 1
@@ -376,8 +377,7 @@ func (w *worker) blockScores(k []byte, n int) {
 	case lay.Scaling == kv.PerChannel:
 		for t0 := 0; t0 < n; t0 += lay.Group {
 			// Fold the group's scales into Q and its zeros into one bias per row.
-			w.params(w.pf[:2*d], lay, k, lay.ParamIndex(t0, 0))
-			w.k.deinterleave(w.gs, w.gz, w.pf[:2*d])
+			w.paramPairs(w.gs, w.gz, lay, k, lay.ParamIndex(t0, 0), d)
 			for r := w.quantRows4(w.gs, w.gz, wide); r < w.r; r++ {
 				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
 				if vnni {
@@ -393,8 +393,7 @@ func (w *worker) blockScores(k []byte, n int) {
 			}
 		}
 	case lay.Group == d: // per token, one group: s_t·(Q·codes) + z_t·ΣQ
-		w.params(w.pf[:2*n], lay, k, 0)
-		w.k.deinterleave(w.ps, w.pz, w.pf[:2*n])
+		w.paramPairs(w.ps, w.pz, lay, k, 0, n)
 		if !w.qReady { // Σq, and the query quantized once per run
 			for r := w.quantRows4(w.onesD, w.onesD, wide); r < w.r; r++ {
 				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
@@ -473,9 +472,21 @@ func (w *worker) quantRows4(s, z []float32, wide bool) int {
 		return 0
 	}
 	d, r := w.d, 0
+	lay := qNone // the score kernel's query layout, written by the fold
+	switch {
+	case d%zmmBytes != 0:
+	case w.i4:
+		lay = qI4
+	case w.i2:
+		lay = qI2
+	case w.x4():
+		lay = qU8
+	}
 	for ; r+4 <= w.r; r += 4 {
-		w.k.foldQuery4(w.qi[r*d:(r+4)*d], w.qs[r*d:(r+4)*d], w.q[r*d:(r+4)*d], s, z, w.qa[r:r+4], w.qb[r:r+4])
-		w.bcastRows(r, 4, false)
+		w.k.foldQuery4(w.qi[r*d:(r+4)*d], w.qs[r*d:(r+4)*d], w.q[r*d:(r+4)*d], s, z, w.qa[r:r+4], w.qb[r:r+4], w.qb4[4*r*d:4*(r+4)*d], lay)
+		if lay == qNone {
+			w.bcastRows(r, 4, false)
+		}
 	}
 	return r
 }
@@ -596,6 +607,22 @@ func (w *worker) params(dst []float32, lay kv.TensorLayout, src []byte, p0 int) 
 	w.k.cvtHalf(dst, bytesU16(src[o:o+2*len(dst)]))
 }
 
+// cvtPairsStep is the pairs cvtPairs converts per step (n a multiple of it).
+const cvtPairsStep = 16
+
+// paramPairs converts the n fp16 (scale, zero) pairs from pair p0 on to
+// float32 scales s and zeros z: in one pass where the level has cvtPairs,
+// else through w.pf.
+func (w *worker) paramPairs(s, z []float32, lay kv.TensorLayout, src []byte, p0, n int) {
+	if w.k.cvtPairs != nil && n%cvtPairsStep == 0 {
+		o := lay.ParamsOffset + p0*kv.ParamBytes
+		w.k.cvtPairs(s[:n], z[:n], bytesU16(src[o:o+4*n]))
+		return
+	}
+	w.params(w.pf[:2*n], lay, src, p0)
+	w.k.deinterleave(s, z, w.pf[:2*n])
+}
+
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
 
 // codes returns the n rows of byte codes of a packed integer half: int8
@@ -658,7 +685,19 @@ func (w *worker) softmax(st *state, t0, n int) {
 		for t := vis; t < end; t++ {
 			sc[t] = ninf
 		}
-		m := max(st.m[r], w.k.maxF32(sc))
+	}
+	if w.k.max4 != nil && end > 0 { // the rows' maxima four rows a call (the padding rows' are not read)
+		for r := 0; r < w.r; r += 4 {
+			w.k.max4(w.rmax[r:r+4], w.scores[r*np:], np, end)
+		}
+	} else {
+		for r := 0; r < w.r; r++ {
+			w.rmax[r] = w.k.maxF32(w.scores[r*np : r*np+end])
+		}
+	}
+	for r := 0; r < w.r; r++ {
+		sc := w.scores[r*np : r*np+end]
+		m := max(st.m[r], w.rmax[r])
 		if math.IsInf(float64(m), -1) {
 			clear(sc)
 			w.mrow[r] = float32(math.Inf(1)) // every exp 0
@@ -734,19 +773,20 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 	}
 	groups := d / lay.Group
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
-	w.params(w.pf[:2*n*groups], lay, v, 0)
 	if w.k.pvS16 != nil && d%zmmBytes == 0 && n%x4Tokens == 0 {
+		gshift := w.valueParams(v, n, groups)
 		if w.u8Vals(lay) {
-			w.intValuesU8(st, v[:n*lay.RowBytes], n, groups, lay.Elem.Bits())
+			w.intValuesU8(st, v[:n*lay.RowBytes], n, groups, gshift, lay.Elem.Bits())
 			return
 		}
 		if lay.Elem == kv.Int4 && w.k.pvI4 != nil && lay.Group >= pvI4MinGroup {
-			w.intValues(st, nil, v[:n*lay.RowBytes], n, groups) // the packed nibbles as stored
+			w.intValues(st, nil, v[:n*lay.RowBytes], n, groups, gshift) // the packed nibbles as stored
 		} else {
-			w.intValues(st, w.codes(w.vu8, lay, v, n), nil, n, groups)
+			w.intValues(st, w.codes(w.vu8, lay, v, n), nil, n, groups, gshift)
 		}
 		return
 	}
+	w.params(w.pf[:2*n*groups], lay, v, 0)
 	codes := w.codes(w.vu8, lay, v, n)
 	w.k.dequantV(w.vf, w.zs, np, codes, w.pf, n, d, lay.Group)
 	w.pv(st, w.scores, w.vf, n, 0, d)
@@ -759,14 +799,15 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 	}
 }
 
-// valueParams splits the block's n·groups value (scale, zero) pairs in w.pf
-// into w.vs and w.zs, group-major with stride w.npad, and returns log2 of
-// the channels per group (the PV kernels' gshift).
-func (w *worker) valueParams(n, groups int) (gshift int) {
-	np := w.npad
+// valueParams converts the block's n·groups value (scale, zero) pairs of
+// the V half v into w.vs and w.zs, group-major with stride w.npad, and
+// returns log2 of the channels per group (the PV kernels' gshift).
+func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
+	np, lay := w.npad, w.p.Format.V
 	if groups == 1 {
-		w.k.deinterleave(w.vs, w.zs, w.pf[:2*n])
+		w.paramPairs(w.vs, w.zs, lay, v, 0, n)
 	} else {
+		w.params(w.pf[:2*n*groups], lay, v, 0)
 		for t := 0; t < n; t++ {
 			for j := 0; j < groups; j++ {
 				w.vs[j*np+t], w.zs[j*np+t] = w.pf[2*(t*groups+j)], w.pf[2*(t*groups+j)+1]
@@ -785,9 +826,8 @@ func (w *worker) valueParams(n, groups int) (gshift int) {
 // multiplied with the codes in int32 (pvS16); the zeros go to w.zs. The
 // error per output channel is at most (Δ/2)·Σ_t code_t per run, Δ the
 // row's step (see valueQuantTol in the tests).
-func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups int) {
+func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups, gshift int) {
 	d, np := w.d, w.npad
-	gshift := w.valueParams(n, groups)
 	ldw := groups * np
 	for t0 := 0; t0 < n; t0 += PVMaxTokens {
 		tn := min(PVMaxTokens, n-t0)
@@ -828,9 +868,8 @@ func (w *worker) u8Vals(lay kv.TensorLayout) bool {
 // midpoint m = (2^bits-1)/2 goes to the zeros' sums (quantWRowsU8), so the
 // error per output channel is Σ_t (Δ·wq_t - w_t)·(code_t - m), at most
 // (Δ/2)·Σ_t |code_t - m| per run (see valueQuantTol in the tests).
-func (w *worker) intValuesU8(st *state, packed []byte, n, groups, bits int) {
+func (w *worker) intValuesU8(st *state, packed []byte, n, groups, gshift, bits int) {
 	d, np := w.d, w.npad
-	gshift := w.valueParams(n, groups)
 	mid := float32(int(1)<<bits-1) / 2
 	ldw := groups * np
 	for t0 := 0; t0 < n; t0 += PVMaxTokens {

@@ -64,6 +64,10 @@ type kernels struct {
 	// maxF32 returns the largest value of x (-Inf for none; len(x) a
 	// multiple of 16).
 	maxF32 func(x []float32) float32
+	// max4 writes maxF32 of the four rows x[r·ld : r·ld+n] to out[r], the
+	// same bits, in one call (n a multiple of 16, not 0). Nil where the
+	// level has no such kernel.
+	max4 func(out, x []float32, ld, n int)
 	// dotF32 returns Σ a[i]·b[i], len(a) a multiple of 16.
 	dotF32 func(a, b []float32) float32
 	// scaleF32 multiplies x by a in place (each x[i]·a rounded once, the
@@ -76,9 +80,16 @@ type kernels struct {
 	foldQuery func(qi []int8, qs, q, s, z []float32) (a, bias float32)
 	// foldQuery4 is foldQuery (qi not nil) for four rows at stride d of
 	// qi, qs and q sharing s and z: row r's step and bias in a[r] and
-	// bias[r], the bits of four foldQuery calls. Nil where the level has
-	// no such kernel (then foldQuery runs per row).
-	foldQuery4 func(qi []int8, qs, q, s, z, a, bias []float32)
+	// bias[r], the bits of four foldQuery calls. With lay not qNone it
+	// also writes the four rows' codes to dst (4·d bytes per row) in the
+	// query layout of that score kernel, the bytes bcastQ, bcastQ4 or
+	// bcastQ2 would write (d a multiple of 64). Nil where the level has no
+	// such kernel (then foldQuery runs per row).
+	foldQuery4 func(qi []int8, qs, q, s, z, a, bias []float32, dst []int8, lay qLayout)
+	// cvtPairs converts the fp16 pairs src[2i], src[2i+1] to a[i], b[i]
+	// (cvtHalf then deinterleave in one pass); len(src) a multiple of 32.
+	// Nil where the level has no such kernel.
+	cvtPairs func(a, b []float32, src []uint16)
 	// deinterleave splits pairs src[2i], src[2i+1] into a[i], b[i];
 	// len(src) a multiple of 32.
 	deinterleave func(a, b, src []float32)
@@ -544,6 +555,32 @@ func pvRowsGo[W int16 | uint8](acc []float32, ldacc int, delta []float32, wq []W
 		}
 	}
 }
+
+// qLayout names a four-row score kernel's query layout (foldQuery4).
+type qLayout int
+
+// The query layouts: none, bcastQ's (scoresU8x4), bcastQ4's (scoresI4x4)
+// and bcastQ2's (scoresI2x4).
+const (
+	qNone qLayout = iota
+	qU8
+	qI4
+	qI2
+)
+
+// qPerm holds, per layout, the VPERMB indices that take 64 query codes
+// to their 256 bytes in the layout: the reference bcast of the bytes
+// 0..63.
+var qPerm = func() (p [4][4 * zmmBytes]int8) {
+	var id [zmmBytes]int8
+	for i := range id {
+		id[i] = int8(i)
+	}
+	bcastQGo(p[qU8][:], id[:])
+	bcastQ4Go(p[qI4][:], id[:])
+	bcastQ2Go(p[qI2][:], id[:])
+	return p
+}()
 
 func bcastQGo(dst, q []int8) {
 	for k := 0; k < len(q); k += 16 {

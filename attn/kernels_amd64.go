@@ -61,10 +61,16 @@ func scaleF32AVX512(x *float32, n int, a float32)
 func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 
 //go:noescape
-func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32)
+func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *int8)
 
 //go:noescape
 func deinterleaveAVX512(a, b, src *float32, n int)
+
+//go:noescape
+func cvtPairsAVX512(a, b *float32, src *uint16, n int)
+
+//go:noescape
+func max4AVX512(out *float32, x *float32, ld, n int)
 
 //go:noescape
 func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
@@ -389,12 +395,34 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 		}
 	}
 	if level >= cpufeat.AVX512 {
-		k.foldQuery4 = func(qi []int8, qs, q, sc, z, a, bias []float32) {
+		k.foldQuery4 = func(qi []int8, qs, q, sc, z, a, bias []float32, dst []int8, lay qLayout) {
 			d := len(q) / 4
-			if !(d%vecLen == 0 && d > 0 && len(q) == 4*d && len(sc) >= d && len(qs) >= 4*d && len(qi) >= 4*d && len(z) >= d && len(a) >= 4 && len(bias) >= 4) {
-				bad("foldQuery4", d)
+			if !(d%vecLen == 0 && d > 0 && len(q) == 4*d && len(sc) >= d && len(qs) >= 4*d && len(qi) >= 4*d && len(z) >= d && len(a) >= 4 && len(bias) >= 4) ||
+				lay != qNone && !(lay <= qI2 && d%zmmBytes == 0 && len(dst) >= 16*d) {
+				bad("foldQuery4", d, int(lay))
 			}
-			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0])
+			var dp, perm *int8
+			if lay != qNone {
+				dp, perm = &dst[0], &qPerm[lay][0]
+			}
+			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0], dp, perm)
+		}
+	}
+	if level >= cpufeat.AVX512 {
+		k.max4 = func(out, x []float32, ld, n int) {
+			if !(n%vecLen == 0 && n > 0 && ld >= n && len(x) >= 3*ld+n && len(out) >= 4) {
+				bad("max4", n, ld)
+			}
+			max4AVX512(&out[0], &x[0], ld, n)
+		}
+		k.cvtPairs = func(a, b []float32, src []uint16) {
+			n := len(src) / 2
+			if !(n%vecLen == 0 && len(src) == 2*n && len(a) >= n && len(b) >= n) {
+				bad("cvtPairs", n)
+			}
+			if n > 0 {
+				cvtPairsAVX512(&a[0], &b[0], &src[0], n)
+			}
 		}
 	}
 	if s.deinterleave != nil {

@@ -1091,6 +1091,38 @@ done:
 	VZEROUPPER
 	RET
 
+// func cvtPairsAVX512(a, b *float32, src *uint16, n int)
+// n fp16 (scale, zero) pairs, a multiple of 16, to float32 a[i] and b[i]:
+// cvtHalfAVX512 and deinterleaveAVX512 in one pass (VCVTPH2PS of 8 pairs
+// twice, then the even and odd floats by VPERMT2PS).
+TEXT ·cvtPairsAVX512(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), DI
+	MOVQ         b+8(FP), DX
+	MOVQ         src+16(FP), SI
+	MOVQ         n+24(FP), CX
+	SHRQ         $4, CX
+	JZ           done
+	VMOVDQU32    pairIdx<>(SB), Z8
+	MOVL         $1, AX
+	VPBROADCASTD AX, Z9
+	VPADDD       Z9, Z8, Z9
+loop:
+	VCVTPH2PS (SI), Z0
+	VCVTPH2PS 32(SI), Z1
+	VMOVAPS   Z0, Z2
+	VPERMT2PS Z1, Z8, Z2
+	VPERMT2PS Z1, Z9, Z0
+	VMOVUPS   Z2, (DI)
+	VMOVUPS   Z0, (DX)
+	ADDQ      $64, SI
+	ADDQ      $64, DI
+	ADDQ      $64, DX
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
 // func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
 // Per token, per group: broadcast the scale, store the zero to z[j][t],
 // then 16 codes at a time: VPMOVZXBD, VCVTDQ2PS, VMULPS.
@@ -2609,12 +2641,15 @@ done:
 	VPERMILPS     $0x01, X, TX \
 	OP            TX, X, X
 
-// func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32)
+// func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *byte)
 // foldQueryAVX512 for four rows at stride d (q, qs, qi) sharing s and z:
 // the same steps per row (so the same bits), the rows' dependency chains
 // (the bias FMAs, the max, the lane folds, the divisions) interleaved.
-// a[r], bias[r] are row r's step and bias; qi is not nil.
-TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-64
+// a[r], bias[r] are row r's step and bias; qi is not nil. With perm not
+// nil (d a multiple of 64) each 64 codes of row r also go to dst at
+// 4·d·r + 4·c through four VPERMB with perm's 4 x 64 indices (a score
+// kernel's query layout: bcastQ2, bcastQ4 or bcastQ16 of the bytes 0..63).
+TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-80
 	MOVQ         qi+0(FP), DI
 	MOVQ         qs+8(FP), R8
 	MOVQ         q+16(FP), SI
@@ -2669,6 +2704,14 @@ pass1:
 	VMOVSS  X23, 12(DX)
 	MOVQ    d+40(FP), R12              // qi row stride
 	MOVQ    $4, R10                    // rows left
+	MOVQ    dst+64(FP), R15
+	MOVQ    perm+72(FP), R14
+	TESTQ   R14, R14
+	JZ      row
+	VMOVDQU64 (R14), Z24               // the layout's four index vectors
+	VMOVDQU64 64(R14), Z25
+	VMOVDQU64 128(R14), Z26
+	VMOVDQU64 192(R14), Z27
 row:
 	VMOVSS   (DX), X0
 	VXORPS   X1, X1, X1
@@ -2682,7 +2725,17 @@ zero:
 	ADDQ    $16, AX
 	DECQ    BX
 	JNZ     zero
-	JMP     next
+	TESTQ   R14, R14
+	JZ      next
+	VPXORD  Z1, Z1, Z1
+	XORQ    AX, AX
+	MOVQ    CX, BX                     // d/16 x 64 bytes = 4·d
+zerob:
+	VMOVDQU64 Z1, (R15)(AX*1)
+	ADDQ      $64, AX
+	DECQ      BX
+	JNZ       zerob
+	JMP       next
 quant:
 	MOVL         $0x42fe0000, AX // 127.0
 	VMOVD        AX, X2
@@ -2693,6 +2746,8 @@ quant:
 	XORQ         AX, AX
 	XORQ         R9, R9
 	MOVQ         CX, BX
+	TESTQ        R14, R14
+	JNZ          quantb
 pass2:
 	VMULPS    (R8)(AX*1), Z6, Z2
 	VCVTPS2DQ Z2, Z2
@@ -2702,9 +2757,44 @@ pass2:
 	ADDQ      $16, R9
 	DECQ      BX
 	JNZ       pass2
+	JMP       next
+quantb:
+	SHRQ      $2, BX             // 64 channels a step
+	XORQ      R13, R13
+pass2b:
+	VMULPS       (R8)(AX*1), Z6, Z2
+	VCVTPS2DQ    Z2, Z2
+	VPMOVSDB     Z2, X10
+	VMULPS       64(R8)(AX*1), Z6, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPMOVSDB     Z3, X11
+	VMULPS       128(R8)(AX*1), Z6, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPMOVSDB     Z4, X12
+	VMULPS       192(R8)(AX*1), Z6, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPMOVSDB     Z5, X13
+	VINSERTI32X4 $1, X11, Z10, Z10
+	VINSERTI32X4 $2, X12, Z10, Z10
+	VINSERTI32X4 $3, X13, Z10, Z10
+	VMOVDQU64    Z10, (DI)(R9*1)
+	VPERMB       Z10, Z24, Z1
+	VMOVDQU64    Z1, (R15)(R13*1)
+	VPERMB       Z10, Z25, Z1
+	VMOVDQU64    Z1, 64(R15)(R13*1)
+	VPERMB       Z10, Z26, Z1
+	VMOVDQU64    Z1, 128(R15)(R13*1)
+	VPERMB       Z10, Z27, Z1
+	VMOVDQU64    Z1, 192(R15)(R13*1)
+	ADDQ         $256, AX
+	ADDQ         $64, R9
+	ADDQ         $256, R13
+	DECQ         BX
+	JNZ          pass2b
 next:
 	ADDQ R11, R8
 	ADDQ R12, DI
+	LEAQ (R15)(R11*1), R15       // dst row stride 4·d bytes
 	ADDQ $4, DX
 	DECQ R10
 	JNZ  row
@@ -2924,5 +3014,43 @@ loop:
 	VMULPS       Z0, Z1, Z0
 	VMOVUPS      Z0, K1, (DI)
 done:
+	VZEROUPPER
+	RET
+
+// func max4AVX512(out *float32, x *float32, ld, n int)
+// maxF32AVX512 of four rows at stride ld (n a multiple of 16) in one call,
+// the rows' chains side by side: the same lane order per row, so the same
+// bits as four maxF32AVX512 calls.
+TEXT ·max4AVX512(SB), NOSPLIT, $0-32
+	MOVQ         out+0(FP), DX
+	MOVQ         x+8(FP), SI
+	MOVQ         ld+16(FP), R11
+	MOVQ         n+24(FP), CX
+	SHLQ         $2, R11
+	LEAQ         (R11)(R11*2), R12
+	MOVL         $0xff800000, AX // -Inf
+	VPBROADCASTD AX, Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	SHRQ         $4, CX
+	JZ           fold
+loop:
+	VMAXPS (SI), Z0, Z0
+	VMAXPS (SI)(R11*1), Z1, Z1
+	VMAXPS (SI)(R11*2), Z2, Z2
+	VMAXPS (SI)(R12*1), Z3, Z3
+	ADDQ   $64, SI
+	DECQ   CX
+	JNZ    loop
+fold:
+	HSUMR(VMAXPS, Z0, Y0, X0, Y4, X4)
+	HSUMR(VMAXPS, Z1, Y1, X1, Y5, X5)
+	HSUMR(VMAXPS, Z2, Y2, X2, Y6, X6)
+	HSUMR(VMAXPS, Z3, Y3, X3, Y7, X7)
+	VMOVSS X0, (DX)
+	VMOVSS X1, 4(DX)
+	VMOVSS X2, 8(DX)
+	VMOVSS X3, 12(DX)
 	VZEROUPPER
 	RET

@@ -95,6 +95,19 @@ func TestConversionKernels(t *testing.T) {
 			k.cvtBF16(got, src)
 			g.cvtBF16(want, src)
 			sameBits(t, fmt.Sprintf("%v cvtBF16 n=%d", k, n), got, want)
+			if k.cvtPairs != nil && n%32 == 0 { // pairs of every fp16 value: cvtHalf, then deinterleave
+				pa, pb, wa, wb := nanSlice(n/2), nanSlice(n/2), nanSlice(n/2), nanSlice(n/2)
+				k.cvtPairs(pa, pb, src)
+				g.cvtHalf(want, src)
+				g.deinterleave(wa, wb, want)
+				for i := range wa {
+					for _, c := range [][2]float32{{pa[i], wa[i]}, {pb[i], wb[i]}} {
+						if (c[0] != c[0]) != (c[1] != c[1]) || (c[1] == c[1] && math.Float32bits(c[0]) != math.Float32bits(c[1])) {
+							t.Fatalf("%v cvtPairs n=%d pair %d: %g, want %g", k, n, i, c[0], c[1])
+						}
+					}
+				}
+			}
 		}
 		for _, e4m3 := range []bool{true, false} { // every fp8 byte, exactly (NaN stays NaN)
 			got, want := nanSlice(len(bytes)), nanSlice(len(bytes))
@@ -484,7 +497,25 @@ func TestFoldDequantKernels(t *testing.T) {
 				clear(q4[2*d : 3*d])
 				q4[3*d+d/4] *= 30
 				qs4, qi4, a4, b4 := nanSlice(4*d), make([]int8, 4*d), nanSlice(4), nanSlice(4)
-				k.foldQuery4(qi4, qs4, q4, s, z, a4, b4)
+				k.foldQuery4(qi4, qs4, q4, s, z, a4, b4, nil, qNone)
+				if d%zmmBytes == 0 { // the fold's broadcast: each layout's reference bcast of qi4, zero row included
+					refs := map[qLayout]func(dst, q []int8){qU8: bcastQGo, qI4: bcastQ4Go, qI2: bcastQ2Go}
+					for lay, bcast := range refs {
+						want, got := make([]int8, 16*d), make([]int8, 16*d)
+						for i := range got {
+							got[i] = 0x55
+						}
+						bcast(want, qi4)
+						qi5, qs5, a5, b5 := make([]int8, 4*d), nanSlice(4*d), nanSlice(4), nanSlice(4)
+						k.foldQuery4(qi5, qs5, q4, s, z, a5, b5, got, lay)
+						name := fmt.Sprintf("%v foldQuery4 d=%d layout %d", k, d, lay)
+						if string(bytesOf(got)) != string(bytesOf(want)) || string(bytesOf(qi5)) != string(bytesOf(qi4)) {
+							t.Fatalf("%s: broadcast codes differ from the reference bcast", name)
+						}
+						sameBits(t, name+" qs", qs5, qs4)
+						sameBits(t, name+" steps and biases", append(a5, b5...), append(a4, b4...))
+					}
+				}
 				for row := 0; row < 4; row++ {
 					qsr, qir := nanSlice(d), make([]int8, d)
 					ar, br := k.foldQuery(qir, qsr, q4[row*d:(row+1)*d], s, z)
@@ -707,6 +738,37 @@ func TestQuantWRowsU8(t *testing.T) {
 
 // TestScaleF32: every level's in-place scale gives the Go loop's bits at
 // lengths with and without a tail, and leaves the values past x alone.
+// TestMax4 checks the four-row max against maxF32 per row (the same bits)
+// and the Go reference, with -Inf tokens and a row all -Inf.
+func TestMax4(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	ninf := float32(math.Inf(-1))
+	for _, k := range levelSets() {
+		if k.max4 == nil {
+			continue
+		}
+		for _, n := range []int{16, 48, 256} {
+			ld := n + 32
+			x := randF32(r, 4*ld, 5)
+			for i := n; i < ld; i++ { // past n: never read
+				x[i] = 1e30
+			}
+			for c := range x[2*ld : 2*ld+n] { // row 2 masked
+				x[2*ld+c] = ninf
+			}
+			x[3*ld+n-1] = 40 // the last token the largest
+			got := nanSlice(4)
+			k.max4(got, x, ld, n)
+			for row := range 4 {
+				rowx := x[row*ld : row*ld+n]
+				name := fmt.Sprintf("%v max4 n=%d row %d", k, n, row)
+				sameBits(t, name, got[row:row+1], []float32{k.maxF32(rowx)})
+				sameBits(t, name+" (Go)", got[row:row+1], []float32{maxF32Go(rowx)})
+			}
+		}
+	}
+}
+
 func TestScaleF32(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 36))
 	for _, k := range levelSets() {
