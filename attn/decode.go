@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 
 	"github.com/bitdecode/bitdecode/internal/team"
 	"github.com/bitdecode/bitdecode/kv"
@@ -68,7 +69,8 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	if p.Format.V.Elem.IsInt() {
 		vgroups = p.Format.D / p.Format.V.Group
 	}
-	newStates(states, p.Shape.Group()*p.Tq, p.Shape.D, vgroups)
+	slab := newStates(states, p.Shape.Group()*p.Tq, p.Shape.D, vgroups)
+	defer slabPool.Put(slab)
 	// One region of the persistent team (internal/team): the tasks start
 	// within a microsecond on every core instead of after a thread's
 	// wake-up; each task takes a pooled worker (its scratch).
@@ -127,7 +129,7 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 			}
 			for row := 0; row < r; row++ {
 				i, j := row/sh.Group(), row%sh.Group()
-				tot.finish(o, row, p.Format)
+				tot.finish(o, row)
 				if p.Format.Rotate {
 					kern.rotate(o)
 				}
@@ -167,11 +169,27 @@ type state struct {
 	d         int
 }
 
-// newStates makes the empty states of R rows for every task, all in one
-// allocation.
-func newStates(states []state, r, d, vgroups int) {
+// slabPool keeps the states' slabs (*[]float32) between calls: a call's
+// slab (33 KB for int2 at L 8192, Hkv 8, R 4) is a large allocation, each
+// call zeroed by the runtime and collected later; a pooled one is only
+// cleared (docs/perf/cpu-attention.md v42).
+var slabPool sync.Pool
+
+// newStates makes the empty states of R rows for every task in one slab,
+// taken from slabPool (cleared) or allocated, and returns the slab for the
+// caller to put back once the states are no longer read.
+func newStates(states []state, r, d, vgroups int) *[]float32 {
 	per := 2*r + rows4(r)*d + r*vgroups
-	slab := make([]float32, len(states)*per)
+	n := len(states) * per
+	sp, _ := slabPool.Get().(*[]float32)
+	if sp == nil || cap(*sp) < n {
+		b := make([]float32, n)
+		sp = &b
+	} else {
+		*sp = (*sp)[:n]
+		clear(*sp)
+	}
+	slab := *sp
 	for i := range states {
 		b := slab[i*per : (i+1)*per]
 		m, l := b[:r], b[r:2*r]
@@ -182,6 +200,7 @@ func newStates(states []state, r, d, vgroups int) {
 		}
 		states[i] = state{m: m, l: l, acc: acc, zacc: zacc, vgroups: vgroups, d: d}
 	}
+	return sp
 }
 
 // rows4 rounds a row count up to the 4 rows of the integer PV kernel; the
@@ -208,15 +227,25 @@ func (s *state) merge(o *state) {
 	}
 }
 
-// finish writes row r's output (acc plus zeros, over l) to o.
-func (s *state) finish(o []float32, r int, f kv.Format) {
+// finish writes row r's output (acc plus zeros, over l) to o, a value
+// group at a time (D/vgroups channels share one zero sum): the same
+// (acc + z)·inv per channel, without a division per channel
+// (docs/perf/cpu-attention.md v41).
+func (s *state) finish(o []float32, r int) {
 	inv := 1 / s.l[r]
 	acc := s.acc[r*s.d : (r+1)*s.d]
-	for c := range o {
-		x := acc[c]
-		if s.vgroups > 0 {
-			x += s.zacc[r*s.vgroups+c/f.V.Group]
+	o = o[:len(acc)]
+	if s.vgroups == 0 {
+		for c, x := range acc {
+			o[c] = x * inv
 		}
-		o[c] = x * inv
+		return
+	}
+	g := s.d / s.vgroups
+	for j, z := range s.zacc[r*s.vgroups : (r+1)*s.vgroups] {
+		og, ag := o[j*g:(j+1)*g], acc[j*g:(j+1)*g]
+		for c, x := range ag {
+			og[c] = (x + z) * inv
+		}
 	}
 }
