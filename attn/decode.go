@@ -48,29 +48,34 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 		return fmt.Errorf("attn: the CPU decode reads blocks in linear order; format %s is in the GPU's mma order", p.Format.Spec.String())
 	}
 	nr := p.Format.Residual
-	type task struct{ b, h, split int }
-	var tasks []task
-	first := make([]int, len(seqs))    // index of (b, 0, 0) in tasks
-	splits := make([]int, len(seqs))   // tasks per KV head of sequence b
-	splitLen := make([]int, len(seqs)) // tokens per task of sequence b
+	// The call's bookkeeping comes from scratchPool; every element read is
+	// written below first.
+	cs, _ := scratchPool.Get().(*callScratch)
+	if cs == nil {
+		cs = new(callScratch)
+	}
+	defer scratchPool.Put(cs)
+	tasks := cs.tasks[:0]
+	first := resize(cs.first, len(seqs))       // index of (b, 0, 0) in tasks
+	splits := resize(cs.splits, len(seqs))     // tasks per KV head of sequence b
+	splitLen := resize(cs.splitLen, len(seqs)) // tokens per task of sequence b
 	for b, s := range seqs {
 		first[b] = len(tasks)
 		splitLen[b] = seqSplit(s.Len(nr), p.Shape.Hkv, nr)
 		splits[b] = max(1, (s.Len(nr)+splitLen[b]-1)/splitLen[b])
 		for h := 0; h < p.Shape.Hkv; h++ {
 			for k := 0; k < splits[b]; k++ {
-				tasks = append(tasks, task{b, h, k})
+				tasks = append(tasks, decodeTask{b, h, k})
 			}
 		}
 	}
-	states := make([]state, len(tasks))
+	states := resize(cs.states, len(tasks))
 	kern := activeKernels()
 	vgroups := 0
 	if p.Format.V.Elem.IsInt() {
 		vgroups = p.Format.D / p.Format.V.Group
 	}
-	slab := newStates(states, p.Shape.Group()*p.Tq, p.Shape.D, vgroups)
-	defer slabPool.Put(slab)
+	cs.slab = newStates(states, p.Shape.Group()*p.Tq, p.Shape.D, vgroups, cs.slab)
 	// One region of the persistent team (internal/team): the tasks start
 	// within a microsecond on every core instead of after a thread's
 	// wake-up; each task takes a pooled worker (its scratch).
@@ -82,7 +87,7 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	// (order), so the two cores' tasks read neighbouring heads of the same
 	// blocks at the same time; which states they fill, and so the bits,
 	// do not depend on the order (docs/perf/cpu-attention.md v33).
-	order := make([]int, 0, len(tasks))
+	order := cs.order[:0]
 	for b := range seqs {
 		for k := 0; k < splits[b]; k++ {
 			for h := 0; h < p.Shape.Hkv; h++ {
@@ -93,7 +98,7 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	span := func(i int) (s *Seq, lo, hi int) {
 		tk := tasks[i]
 		s = seqs[tk.b]
-		lo = tk.split * splitLen[tk.b]
+		lo = tk.k * splitLen[tk.b]
 		return s, lo, min(lo+splitLen[tk.b], s.Len(nr))
 	}
 	team.Run(threads, len(tasks), func(j int) {
@@ -119,7 +124,8 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	// Merge the splits of each (sequence, KV head) in split order.
 	sh := p.Shape
 	r := sh.Group() * p.Tq
-	o := make([]float32, sh.D)
+	o := resize(cs.o, sh.D)
+	cs.tasks, cs.first, cs.splits, cs.splitLen, cs.states, cs.order, cs.o = tasks, first, splits, splitLen, states, order, o
 	for b := range seqs {
 		for h := 0; h < sh.Hkv; h++ {
 			base := first[b] + h*splits[b]
@@ -169,27 +175,47 @@ type state struct {
 	d         int
 }
 
-// slabPool keeps the states' slabs (*[]float32) between calls: a call's
-// slab (33 KB for int2 at L 8192, Hkv 8, R 4) is a large allocation, each
-// call zeroed by the runtime and collected later; a pooled one is only
-// cleared (docs/perf/cpu-attention.md v42).
-var slabPool sync.Pool
+// decodeTask is one parallel task of Decode: sequence b's KV head h, split
+// (run of tokens) k.
+type decodeTask struct{ b, h, k int }
 
-// newStates makes the empty states of R rows for every task in one slab,
-// taken from slabPool (cleared) or allocated, and returns the slab for the
-// caller to put back once the states are no longer read.
-func newStates(states []state, r, d, vgroups int) *[]float32 {
+// callScratch is one Decode call's bookkeeping, kept in scratchPool between
+// calls: the states' slab (33 KB for int2 at L 8192, Hkv 8, R 4: a large
+// allocation the runtime zeroed each call and the GC collected; a pooled
+// one is only cleared, docs/perf/cpu-attention.md v42) and the task lists
+// and states (small allocations, v43).
+type callScratch struct {
+	slab                           []float32
+	states                         []state
+	tasks                          []decodeTask
+	first, splits, splitLen, order []int
+	o                              []float32
+}
+
+// scratchPool keeps *callScratch between Decode calls.
+var scratchPool sync.Pool
+
+// resize returns s with length n, reallocated only when its capacity is
+// short; the caller writes every element it reads.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// newStates makes the empty states of R rows for every task in one slab:
+// slab cleared where it is large enough, else a new one; it returns the
+// slab used.
+func newStates(states []state, r, d, vgroups int, slab []float32) []float32 {
 	per := 2*r + rows4(r)*d + r*vgroups
 	n := len(states) * per
-	sp, _ := slabPool.Get().(*[]float32)
-	if sp == nil || cap(*sp) < n {
-		b := make([]float32, n)
-		sp = &b
+	if cap(slab) < n {
+		slab = make([]float32, n)
 	} else {
-		*sp = (*sp)[:n]
-		clear(*sp)
+		slab = slab[:n]
+		clear(slab)
 	}
-	slab := *sp
 	for i := range states {
 		b := slab[i*per : (i+1)*per]
 		m, l := b[:r], b[r:2*r]
@@ -200,7 +226,7 @@ func newStates(states []state, r, d, vgroups int) *[]float32 {
 		}
 		states[i] = state{m: m, l: l, acc: acc, zacc: zacc, vgroups: vgroups, d: d}
 	}
-	return sp
+	return slab
 }
 
 // rows4 rounds a row count up to the 4 rows of the integer PV kernel; the
