@@ -406,6 +406,19 @@ BD_DEVICE float warpRowMax(const float (&s)[MT][4], int r) {
   return mx;
 }
 
+// warpInclusiveSum returns x summed over lanes 0..lane of the full warp
+// (lane: the caller's lane index), a Hillis-Steele scan of five
+// __shfl_up_sync steps; the exclusive sum is the result minus x.
+template <typename T>
+BD_DEVICE T warpInclusiveSum(T x, int lane) {
+#pragma unroll
+  for (int off = 1; off < 32; off *= 2) {
+    const T y = __shfl_up_sync(0xffffffffu, x, off);
+    if (lane >= off) x += y;
+  }
+  return x;
+}
+
 // ex2 is 2^x by the SFU alone (ex2.approx.ftz.f32): exp2f wraps the same
 // instruction in a range fix for results below 2^-126 (three instructions
 // more per call). In the online softmax a probability or a rescale factor

@@ -265,12 +265,7 @@ __device__ __forceinline__ int block_rank(bool f, int* warpv) {
   __syncthreads();
   if (warp == 0) {
     const int v = warpv[lane];
-    int incl = v;
-#pragma unroll
-    for (int off = 1; off < 32; off *= 2) {
-      const int u = __shfl_up_sync(0xffffffffu, incl, off);
-      if (lane >= off) incl += u;
-    }
+    const int incl = warpInclusiveSum(v, lane);
     warpv[lane] = incl - v;
   }
   __syncthreads();
@@ -315,12 +310,7 @@ __global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) {
   // then add the totals of the warps before them; each thread rewrites only
   // its own entry between barriers.
   if (i < kBuckets) {
-    int incl = hist[i];
-#pragma unroll
-    for (int off = 1; off < 32; off *= 2) {
-      const int u = __shfl_up_sync(0xffffffffu, incl, off);
-      if (lane >= off) incl += u;
-    }
+    const int incl = warpInclusiveSum(hist[i], lane);
     if (lane == 31) warpv[warp] = incl;
     hist[i] = incl;
   }
@@ -711,12 +701,7 @@ __device__ __noinline__ void select_chunks(const Args& a, int t, int* list, int*
     int cnt[kBucketsPerLane], sum = 0;
 #pragma unroll
     for (int i = 0; i < kBucketsPerLane; i++) cnt[i] = h[lane * kBucketsPerLane + i], sum += cnt[i];
-    int incl = sum;
-#pragma unroll
-    for (int off = 1; off < 32; off *= 2) {
-      const int u = __shfl_up_sync(0xffffffffu, incl, off);
-      if (lane >= off) incl += u;
-    }
+    const int incl = warpInclusiveSum(sum, lane);
     const int excl = incl - sum;
     const u32 hit = __ballot_sync(0xffffffffu, excl < kc && incl >= kc);  // exactly one lane
     int B = 0, fill = 0;

@@ -1375,12 +1375,7 @@ __global__ void __launch_bounds__(kRetierThreads) retier(const int* __restrict__
         c[i] = hist[warp][lane * kPer + i];
         sum += c[i];
       }
-      u32 incl = sum;
-#pragma unroll
-      for (int off = 1; off < 32; off *= 2) {
-        const u32 x = __shfl_up_sync(0xffffffffu, incl, off);
-        if (lane >= off) incl += x;
-      }
+      const u32 incl = warpInclusiveSum(sum, lane);
       const u32 r = u32(remain[warp]);
       u32 below = incl - sum;
       if (below <= r && r < incl) {  // exactly one lane
@@ -1532,12 +1527,7 @@ __global__ void __launch_bounds__(kRetierThreads) retier_v2(const int* __restric
         c[i] = hist[warp][lane * kPer + i];
         sum += c[i];
       }
-      u32 incl = sum;
-#pragma unroll
-      for (int off = 1; off < 32; off *= 2) {
-        const u32 x = __shfl_up_sync(0xffffffffu, incl, off);
-        if (lane >= off) incl += x;
-      }
+      const u32 incl = warpInclusiveSum(sum, lane);
       const u32 r = u32(remain[warp]);
       u32 below = incl - sum;
       if (below <= r && r < incl) {  // exactly one lane
@@ -1752,12 +1742,7 @@ __global__ void __launch_bounds__(kRetierThreads, 2) retier_v3(const int* __rest
         const uint4 v = h4[(i + lane) & (per4 - 1)];
         sum += v.x + v.y + v.z + v.w;
       }
-      u32 incl = sum;
-#pragma unroll
-      for (int off = 1; off < 32; off *= 2) {
-        const u32 x = __shfl_up_sync(0xffffffffu, incl, off);
-        if (lane >= off) incl += x;
-      }
+      const u32 incl = warpInclusiveSum(sum, lane);
       // The selection's prefix and rank from the registers every thread
       // holds (no read of prefixS or remainS here: one lane writes them).
       const u32 r = u32(warp == 0 ? rem0 : warp == 1 ? rem1 : rem2);
@@ -1838,12 +1823,7 @@ __global__ void __launch_bounds__(kRetierThreads, 2) retier_v3(const int* __rest
 #pragma unroll
         for (int j = 0; j < kSelects; j++) {
           const int x = tieW[lane][j];
-          int incl = x;
-#pragma unroll
-          for (int off = 1; off < 32; off *= 2) {
-            const int y = __shfl_up_sync(0xffffffffu, incl, off);
-            if (lane >= off) incl += y;
-          }
+          const int incl = warpInclusiveSum(x, lane);
           const int run = __shfl_sync(0xffffffffu, lane == 31 ? tieRun[j] : 0, 31);
           tieW[lane][j] = run + incl - x;
           if (lane == 31) tieRun[j] = run + incl;
@@ -1880,12 +1860,7 @@ __global__ void __launch_bounds__(kRetierThreads, 2) retier_v3(const int* __rest
 #pragma unroll
       for (int x = 0; x < 3; x++) {
         const int v = wcnt[lane][x];
-        int incl = v;
-#pragma unroll
-        for (int off = 1; off < 32; off *= 2) {
-          const int y = __shfl_up_sync(0xffffffffu, incl, off);
-          if (lane >= off) incl += y;
-        }
+        const int incl = warpInclusiveSum(v, lane);
         const int run = __shfl_sync(0xffffffffu, lane == 31 ? runS[x] : 0, 31);
         wbase[lane][x] = offS[x] + run + incl - v;
         if (lane == 31) runS[x] = run + incl;
