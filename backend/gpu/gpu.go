@@ -209,11 +209,15 @@ type queuedOp struct {
 	// joined: a joined LinearGroup's one GEMM (join.go), which SwiGLU
 	// queued after it may fold into; nil for every other op.
 	joined *joinedLaunch
+	// half: the float32 tensor the op writes, where a variant of it can
+	// write that tensor's fp16 copy for the cuBLASLt GEMM queued after it
+	// (half.go); nil for every other op.
+	half *halfOut
 }
 
 // foldable reports whether the op after q may fold into it (fuse.go,
-// join.go): the queue then keeps q past a segment's end.
-func (q *queuedOp) foldable() bool { return q.gemv != nil || q.joined != nil }
+// join.go, half.go): the queue then keeps q past a segment's end.
+func (q *queuedOp) foldable() bool { return q.gemv != nil || q.joined != nil || q.half != nil }
 
 // tensor is the CUDA backend's backend.Tensor.
 type tensor struct {
