@@ -670,8 +670,11 @@ func takeWeightMem(w *weight) (ptrs []cuda.DevicePtr, host *cuda.HostBuffer) {
 	return ptrs, host
 }
 
-// freeWeightMem frees w's memory after the stream is done with it.
+// freeWeightMem frees w's memory after the stream is done with it. The
+// queued ops are launched first: some read w's pointers only when they run
+// (Linear's cuBLASLt path), and takeWeightMem clears them.
 func (b *Backend) freeWeightMem(w *weight) {
+	b.flush()
 	ptrs, host := takeWeightMem(w)
 	if host == nil && !slices.ContainsFunc(ptrs, func(p cuda.DevicePtr) bool { return p != 0 }) {
 		return

@@ -231,3 +231,28 @@ func TestEnqueueOutHalf(t *testing.T) {
 		foldSameBits(t, tc.name, run(false), want)
 	}
 }
+
+// TestFreeWeightAfterQueuedLinear: FreeWeight of a weight and a bias that a
+// queued cuBLASLt Linear reads launches that Linear first. Before, it
+// cleared the pointers the Linear's launches read when they run
+// (takeWeightMem), so the Linear ran over address 0: an illegal address
+// that broke the process's device (session 11, found when a fold test
+// failed with the op queued).
+func TestFreeWeightAfterQueuedLinear(t *testing.T) {
+	b := foldBackend(t)
+	r := rand.New(rand.NewPCG(55, 56))
+	const T, K, N = 40, 264, 136
+	l := loadJoinLayer(t, b, r, "w", N, K, true)
+	xv := foldData(r, T*K, 1)
+	x, d := foldTensor(t, b, xv, T, K), foldTensor(t, b, nil, T, N)
+	b.Linear(d, x, l.w, l.b)
+	b.FreeWeight(l.b)
+	b.FreeWeight(l.w)
+	got := foldDown(t, b, d)
+	for j, y := range got {
+		ref, tol := joinRef(xv, l, j/N, j%N, K)
+		if d := math.Abs(float64(y) - ref); y != y || !(d <= tol) {
+			t.Fatalf("y[%d] = %g, want %g ± %.3g", j, y, ref, tol)
+		}
+	}
+}
