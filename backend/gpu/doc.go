@@ -47,7 +47,12 @@
 // allocation; LinearGroup on cuBLASLt then runs one GEMM over the group's
 // concatenated channels, and ops.cu's split_cols copies each weight's
 // columns and bias to its output, or swiglu_cols folds the SwiGLU queued
-// right after it (join.go; decode-step.md v17). The fp16 rounding of x costs at most about 2⁻¹¹ relative to
+// right after it (join.go; decode-step.md v17), and rope_cols the RoPEQK
+// without norms. Where the op queued right before a cuBLASLt GEMM wrote x
+// and can write its fp16 copy too (AddRMSNorm, the SwiGLU folded into
+// gate|up's split, a KV cache's attention output through EnqueueOut), the
+// GEMM reads that copy and x's conversion is not launched (half.go; the
+// same bits; decode-step.md v19). The fp16 rounding of x costs at most about 2⁻¹¹ relative to
 // Σ|x_k·w_k|. Options.NoGEMV (BITDECODE_NO_GEMV=1) sends every batch to
 // cuBLASLt; Options.BatchInvariant (BITDECODE_BATCH_INVARIANT=1, serve's
 // default on the GPU) sends every batch to linear.cu, so that a row's

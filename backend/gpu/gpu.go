@@ -209,11 +209,15 @@ type queuedOp struct {
 	// joined: a joined LinearGroup's one GEMM (join.go), which SwiGLU
 	// queued after it may fold into; nil for every other op.
 	joined *joinedLaunch
+	// half: the float32 tensor the op writes, where a variant of it can
+	// write that tensor's fp16 copy for the cuBLASLt GEMM queued after it
+	// (half.go); nil for every other op.
+	half *halfOut
 }
 
 // foldable reports whether the op after q may fold into it (fuse.go,
-// join.go): the queue then keeps q past a segment's end.
-func (q *queuedOp) foldable() bool { return q.gemv != nil || q.joined != nil }
+// join.go, half.go): the queue then keeps q past a segment's end.
+func (q *queuedOp) foldable() bool { return q.gemv != nil || q.joined != nil || q.half != nil }
 
 // tensor is the CUDA backend's backend.Tensor.
 type tensor struct {
@@ -666,8 +670,11 @@ func takeWeightMem(w *weight) (ptrs []cuda.DevicePtr, host *cuda.HostBuffer) {
 	return ptrs, host
 }
 
-// freeWeightMem frees w's memory after the stream is done with it.
+// freeWeightMem frees w's memory after the stream is done with it. The
+// queued ops are launched first: some read w's pointers only when they run
+// (Linear's cuBLASLt path), and takeWeightMem clears them.
 func (b *Backend) freeWeightMem(w *weight) {
+	b.flush()
 	ptrs, host := takeWeightMem(w)
 	if host == nil && !slices.ContainsFunc(ptrs, func(p cuda.DevicePtr) bool { return p != 0 }) {
 		return

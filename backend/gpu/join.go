@@ -8,7 +8,8 @@
 // [T, ΣN] into a keyed float32 buffer and copies each weight's columns,
 // plus its bias, to its output tensor in one launch (kernels.Ops.SplitCols);
 // SwiGLU of the group's two outputs queued right after it replaces that
-// copy (kernels.Ops.SwiGLUCols, the bits of the copy then SwiGLU). Before,
+// copy (kernels.Ops.SwiGLUCols, the bits of the copy then SwiGLU), and so
+// does RoPEQK without norms of its first two (kernels.Ops.RoPECols). Before,
 // the group ran as one conversion and one GEMM per weight: q|k|v at 55 rows
 // read its 48 MiB at 43% of the ceiling, as one GEMM at 58%
 // (decode-step.md v17).
@@ -149,18 +150,23 @@ func joinedGroup(K int, groups []kernels.LinearGroup, w func(i int) *weight) boo
 }
 
 // joinedLaunch is a queued joined GEMM's operands: x [T, K] float32, its
-// fp16 copy xh, the GEMM's output y [T, N] float32 (N = Σ groups' N) and
-// the groups (their weights one after another from groups[0].W).
+// fp16 copy xh (ready: written by the op before, half.go), the GEMM's
+// output y [T, N] float32 (N = Σ groups' N) and the groups (their weights
+// one after another from groups[0].W).
 type joinedLaunch struct {
 	x, xh, y cuda.DevicePtr
 	T, K, N  int
+	ready    bool
 	groups   []kernels.LinearGroup
 }
 
-// gemm queues x's fp16 conversion and the one GEMM y = xh · Wᵀ.
+// gemm queues x's fp16 conversion (unless ready) and the one GEMM y =
+// xh · Wᵀ.
 func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
-	if err := b.ops.F32ToF16(c, b.stream, l.xh, l.x, l.T*l.K); err != nil {
-		return err
+	if !l.ready {
+		if err := b.ops.F32ToF16(c, b.stream, l.xh, l.x, l.T*l.K); err != nil {
+			return err
+		}
 	}
 	g := cuda.GEMMShape{M: l.T, N: l.N, K: l.K, In: cuda.F16, Out: cuda.F32}
 	return c.GEMM(b.stream, g, l.y, l.xh, l.groups[0].W)
@@ -168,7 +174,11 @@ func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
 
 // key returns the graph key of the launch, with extra values first.
 func (l *joinedLaunch) key(extra ...uint64) []uint64 {
-	key := append(extra, u64(l.x), u64(l.xh), u64(l.y), u64(l.T), u64(l.K), u64(l.N))
+	ready := uint64(0)
+	if l.ready {
+		ready = 1
+	}
+	key := append(extra, u64(l.x), u64(l.xh), u64(l.y), u64(l.T), u64(l.K), u64(l.N), ready)
 	return groupKey(key, l.groups...)
 }
 
@@ -192,17 +202,19 @@ func (b *Backend) launchJoined(op string, xt *tensor, T, K, N int, groups []kern
 		b.fail(fmt.Errorf("backend/gpu: %s: joined output [%d, %d]: %w", op, T, N, err))
 		return
 	}
-	l := &joinedLaunch{x: xt.ptr, xh: xh, y: y, T: T, K: K, N: N, groups: groups}
 	outs := make([]kernels.ColsOut, len(groups))
 	for i, g := range groups {
 		outs[i] = cols(g)
 	}
-	b.queueOp(queuedOp{op: op + "(joined)", key: l.key(), joined: l, f: func(c *cuda.Ctx) error {
-		if err := l.gemm(b, c); err != nil {
-			return err
-		}
-		return b.ops.SplitCols(c, b.stream, l.y, T, outs...)
-	}})
+	b.queueAfterHalf(xt.ptr, T*K, xh, func(xh cuda.DevicePtr, ready bool) queuedOp {
+		l := &joinedLaunch{x: xt.ptr, xh: xh, y: y, T: T, K: K, N: N, ready: ready, groups: groups}
+		return queuedOp{op: op + "(joined)", key: l.key(), joined: l, f: func(c *cuda.Ctx) error {
+			if err := l.gemm(b, c); err != nil {
+				return err
+			}
+			return b.ops.SplitCols(c, b.stream, l.y, T, outs...)
+		}}
+	})
 }
 
 // foldSwiGLUJoined folds SwiGLU(dst, gate, up) into the queued joined GEMM
@@ -230,11 +242,54 @@ func (b *Backend) foldSwiGLUJoined(dst, gate, up *tensor) bool {
 		u.Y = 0
 	}
 	d := dst.ptr
-	b.queue[n-1] = queuedOp{op: "LinearGroup(joined)+SwiGLU", key: l.key(u64(d)), f: func(c *cuda.Ctx) error {
+	const op = "LinearGroup(joined)+SwiGLU"
+	run := func(dh cuda.DevicePtr) func(c *cuda.Ctx) error {
+		return func(c *cuda.Ctx) error {
+			if err := l.gemm(b, c); err != nil {
+				return err
+			}
+			return b.ops.SwiGLUColsHalf(c, b.stream, l.y, d, dh, l.T, g, u)
+		}
+	}
+	key := l.key(u64(d))
+	// A cuBLASLt GEMM over dst queued next (down) takes dst's fp16 copy
+	// from the split (half.go). The GEMM above reads its own fp16 x,
+	// which may be the same buffer, before the split runs.
+	b.queue[n-1] = queuedOp{op: op, key: key, f: run(0), half: &halfOut{y: d, n: l.T * g.N, with: func(dh cuda.DevicePtr) queuedOp {
+		return queuedOp{op: op + "+fp16", key: withKey(key, u64(dh)), f: run(dh)}
+	}}}
+	return true
+}
+
+// foldRoPEJoined folds RoPEQK(q, k, pos, invFreq) without norms into the
+// queued joined GEMM whose first two outputs are q and k (and the third,
+// if any, v), and reports whether it did: the split becomes rope_cols
+// (kernels.Ops.RoPECols), the bits of split_cols then rope_qk, one launch
+// and one round trip of q and k less (decode-step.md v19).
+func (b *Backend) foldRoPEJoined(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) bool {
+	b.qMu.Lock()
+	defer b.qMu.Unlock()
+	n := len(b.queue)
+	if n == 0 || b.queue[n-1].joined == nil {
+		return false
+	}
+	l := b.queue[n-1].joined
+	D := 2 * half
+	if len(l.groups) < 2 || l.groups[0].Y != q.ptr || l.groups[1].Y != k.ptr ||
+		l.groups[0].N%D != 0 || l.groups[1].N%D != 0 {
+		return false
+	}
+	qo, ko := cols(l.groups[0]), cols(l.groups[1])
+	var vo kernels.ColsOut
+	if len(l.groups) == 3 {
+		vo = cols(l.groups[2])
+	}
+	p := pos.ptr
+	b.queue[n-1] = queuedOp{op: "LinearGroup(joined)+RoPEQK", key: l.key(u64(p), u64(invFreq), u64(half)), f: func(c *cuda.Ctx) error {
 		if err := l.gemm(b, c); err != nil {
 			return err
 		}
-		return b.ops.SwiGLUCols(c, b.stream, l.y, d, l.T, g, u)
+		return b.ops.RoPECols(c, b.stream, l.y, p, invFreq, l.T, half, qo, ko, vo)
 	}}
 	return true
 }

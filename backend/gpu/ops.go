@@ -380,7 +380,7 @@ func (b *Backend) linear(d, xt *tensor, wt, bt *weight) {
 		b.launch(op, func(c *cuda.Ctx) error {
 			xh, err := b.scratch(c, 2*T*K)
 			if err == nil {
-				err = b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K)
+				err = b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K, true)
 			}
 			if err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
@@ -574,12 +574,19 @@ func (b *Backend) launchGEMM(op string, d, xt *tensor, wt, bt *weight, T, N, K i
 	if bt != nil {
 		bp = bt.f32
 	}
-	b.launch(op, func(c *cuda.Ctx) error {
-		if err := b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K); err != nil {
-			return fmt.Errorf("weight %s: %w", wt.name, err)
+	b.queueAfterHalf(xt.ptr, T*K, xh, func(xh cuda.DevicePtr, ready bool) queuedOp {
+		name := op
+		if ready {
+			name = op + "(fp16 x)"
 		}
-		return nil
-	}, u64(d.ptr), u64(xt.ptr), u64(xh), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K))
+		return queuedOp{op: name, key: []uint64{u64(d.ptr), u64(xt.ptr), u64(xh), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K)},
+			f: func(c *cuda.Ctx) error {
+				if err := b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K, !ready); err != nil {
+					return fmt.Errorf("weight %s: %w", wt.name, err)
+				}
+				return nil
+			}}
+	})
 }
 
 // keyedScratch returns the fp16 buffer of the keyed large-batch linears
@@ -631,11 +638,14 @@ func (b *Backend) growKeyed(mu *sync.Mutex, buf *cuda.DevicePtr, have *int, byte
 }
 
 // gemmF16 is Linear's large-batch path: x rounded to fp16 into xh (room
-// for T·K halves), dst = xh·wᵀ with cuBLASLt (fp16 w [N, K], fp32
-// accumulation and output), plus the bias. It runs on the owner thread.
-func (b *Backend) gemmF16(c *cuda.Ctx, d, xt *tensor, xh, w cuda.DevicePtr, bt *weight, T, N, K int) error {
-	if err := b.ops.F32ToF16(c, b.stream, xh, xt.ptr, T*K); err != nil {
-		return err
+// for T·K halves; unless convert is false: the op before wrote it,
+// half.go), dst = xh·wᵀ with cuBLASLt (fp16 w [N, K], fp32 accumulation
+// and output), plus the bias. It runs on the owner thread.
+func (b *Backend) gemmF16(c *cuda.Ctx, d, xt *tensor, xh, w cuda.DevicePtr, bt *weight, T, N, K int, convert bool) error {
+	if convert {
+		if err := b.ops.F32ToF16(c, b.stream, xh, xt.ptr, T*K); err != nil {
+			return err
+		}
 	}
 	g := cuda.GEMMShape{M: T, N: N, K: K, In: cuda.F16, Out: cuda.F32}
 	if err := c.GEMM(b.stream, g, d.ptr, xh, w); err != nil {
@@ -747,9 +757,17 @@ func (b *Backend) AddRMSNorm(h, x, delta backend.Tensor, w backend.Weight, eps f
 		return
 	}
 	G := wt.shape[0]
-	b.launch(op, func(c *cuda.Ctx) error {
-		return b.ops.AddRMSNorm(c, b.stream, ht.ptr, xt.ptr, dt.ptr, wt.f32, ht.n/G, G, eps)
-	}, u64(ht.ptr), u64(xt.ptr), u64(dt.ptr), u64(wt.f32), u64(ht.n), u64(G), uint64(math.Float32bits(eps)))
+	key := []uint64{u64(ht.ptr), u64(xt.ptr), u64(dt.ptr), u64(wt.f32), u64(ht.n), u64(G), uint64(math.Float32bits(eps))}
+	run := func(xh cuda.DevicePtr) func(c *cuda.Ctx) error {
+		return func(c *cuda.Ctx) error {
+			return b.ops.AddRMSNormHalf(c, b.stream, ht.ptr, xt.ptr, xh, dt.ptr, wt.f32, ht.n/G, G, eps)
+		}
+	}
+	// A cuBLASLt GEMM over x queued next takes x's fp16 copy from this
+	// launch (half.go).
+	b.queueOp(queuedOp{op: op, key: key, f: run(0), half: &halfOut{y: xt.ptr, n: xt.n, with: func(xh cuda.DevicePtr) queuedOp {
+		return queuedOp{op: op + "+fp16", key: withKey(key, u64(xh)), f: run(xh)}
+	}}})
 }
 
 // RoPEQK implements backend.Backend: one rope_qk launch (ops.cu), the bits
@@ -800,7 +818,7 @@ func (b *Backend) RoPEQK(q, k backend.Tensor, pos backend.Tensor, invFreq backen
 	_, Ck := kt.matrix()
 	half := f.shape[0]
 	Hq, Hk := Cq/(2*half), Ck/(2*half)
-	if qp == 0 && kp == 0 && b.foldRoPE(qt, kt, p, f.f32, half) {
+	if qp == 0 && kp == 0 && (b.foldRoPE(qt, kt, p, f.f32, half) || b.foldRoPEJoined(qt, kt, p, f.f32, half)) {
 		return
 	}
 	b.launch(op, func(c *cuda.Ctx) error {

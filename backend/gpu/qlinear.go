@@ -554,7 +554,7 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 		xh, wh := buf, buf+cuda.DevicePtr(xBytes)
 		err = b.gemvq.Dequant(c, b.stream, wh, wt.q, wt.qp, N, K, wt.qbits, wt.qgroup)
 		if err == nil {
-			err = b.gemmF16(c, d, xt, xh, wh, bt, T, N, K)
+			err = b.gemmF16(c, d, xt, xh, wh, bt, T, N, K, true)
 		}
 		if err != nil {
 			return fmt.Errorf("weight %s: %w", wt.name, err)

@@ -27,6 +27,9 @@
 //   split_cols   d_g[t,:] = y[t, o_g : o_g+N_g] (+ bias_g), y [T, ΣN_g]: one
 //                GEMM's output over joined weights, to each weight's tensor
 //   swiglu_cols  split_cols of y [T, 2N] into gate and up, then swiglu
+//                (and dst's fp16 copy, optional)
+//   rope_cols    split_cols of y [T, Nq+Nk+Nv] into q, k, v, then rope_qk
+//                without norms on q and k
 //   hadamard     x[r,:] = kv.Rotate(x[r,:]), rows of D (a power of two)
 //   f16_to_f32_hadamard  y[r,:] = kv.Rotate(float(x[r,:])), x fp16
 //
@@ -72,8 +75,11 @@
 //      output converted and rotated back in one launch (decode-step.md v8).
 //   v7 f16_to_f32_hadamard_warp: the same, one warp per row of
 //      32-256, butterflies by warp shuffles, no barrier (decode-step.md v10).
-//   v8 (this file) split_cols and swiglu_cols: the outputs of one cuBLASLt
+//   v8 split_cols and swiglu_cols: the outputs of one cuBLASLt
 //      GEMM over a LinearGroup's joined weights (decode-step.md v17).
+//   v9 (this file) add_rmsnorm(_cluster) and swiglu_cols write the fp16
+//      copy of their output where the next op is a cuBLASLt GEMM over it,
+//      and rope_cols folds split_cols into rope_qk (decode-step.md v19).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -273,7 +279,9 @@ extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __rest
 
 // add_rmsnorm: grid (groups), block as rmsnorm's for G. h, x and delta
 // [groups, G], w [G]: h = h + delta, then x = rmsnorm(h) with rmsnorm's
-// partition, sums and tree, so the bits are those of add then rmsnorm. Each
+// partition, sums and tree, so the bits are those of add then rmsnorm.
+// Where xh [groups, G] fp16 is set, it gets f32_to_f16 of x too (the input
+// of the cuBLASLt GEMM after it: backend/gpu's fp16 fold). Each
 // thread reads delta and h at its own elements and writes h there before
 // the barrier in norm_scale, and x there after it: x may be delta. h must
 // be neither (x = h would lose the sum, which the model keeps).
@@ -285,7 +293,7 @@ extern "C" __global__ void rmsnorm(float* y, const float* x, const float* __rest
 // may alias in the compiler's view). The element order of each thread's
 // sum is the loop's, so both paths give the same bits.
 extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, const float* __restrict__ w, int G,
-                                       float eps) {
+                                       float eps, u16* __restrict__ xh) {
   startDependent();
   __shared__ double partial[kNormMaxThreads];
   const long long g = blockIdx.x;
@@ -319,7 +327,11 @@ extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, c
 #pragma unroll
     for (int j = 0; j < kNormRegs; j++) {
       const int i = tid + j * nt;
-      if (i < G) xs[i] = __fmul_rn(wv[j], __fmul_rn(v[j], r));
+      if (i < G) {
+        const float y = __fmul_rn(wv[j], __fmul_rn(v[j], r));
+        xs[i] = y;
+        if (xh != nullptr) xh[g * G + i] = f2h(y);
+      }
     }
     return;
   }
@@ -330,7 +342,11 @@ extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, c
     ss += dv * dv;
   }
   const float r = norm_scale(ss, partial, G, eps);
-  for (int i = threadIdx.x; i < G; i += blockDim.x) xs[i] = __fmul_rn(w[i], __fmul_rn(hs[i], r));
+  for (int i = threadIdx.x; i < G; i += blockDim.x) {
+    const float y = __fmul_rn(w[i], __fmul_rn(hs[i], r));
+    xs[i] = y;
+    if (xh != nullptr) xh[g * G + i] = f2h(y);
+  }
 }
 
 // add_rmsnorm_cluster (Hopper): add_rmsnorm's results over kNormCluster
@@ -348,7 +364,8 @@ extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, c
 // memory, so every CTA gets the same r. A different order from rmsnorm's,
 // so x may differ from add then rmsnorm where the two double sums round
 // the float32 mean differently (r then by an ulp); ops_test.go emulates
-// this order to the bit. Aliasing as add_rmsnorm's: x may be delta.
+// this order to the bit. Aliasing as add_rmsnorm's: x may be delta; xh
+// as add_rmsnorm's.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 constexpr int kNormCluster = 8;
 constexpr int kNormClusterThreads = 128;
@@ -375,7 +392,8 @@ BD_DEVICE double clusterLoadF64(const double* p, u32 rank) {
 
 static_assert(kNormCluster == 8, "add_rmsnorm_cluster's __cluster_dims__ spells kNormCluster");
 extern "C" __global__ void __cluster_dims__(8, 1, 1)
-    add_rmsnorm_cluster(float* h, float* x, const float* delta, const float* __restrict__ w, int G, float eps) {
+    add_rmsnorm_cluster(float* h, float* x, const float* delta, const float* __restrict__ w, int G, float eps,
+                        u16* __restrict__ xh) {
   startDependent();
   __shared__ double partial[kNormClusterThreads];
   __shared__ double ctaSum;
@@ -420,7 +438,11 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1)
 #pragma unroll
   for (int j = 0; j < kNormClusterRegs; j++) {
     const int i = lo + tid + j * kNormClusterThreads;
-    if (i < hi) xs[i] = __fmul_rn(wv[j], __fmul_rn(v[j], r));
+    if (i < hi) {
+      const float y = __fmul_rn(wv[j], __fmul_rn(v[j], r));
+      xs[i] = y;
+      if (xh != nullptr) xh[g * G + i] = f2h(y);
+    }
   }
   clusterWait();  // no CTA leaves (its shared memory) before every CTA has read it
 }
@@ -572,10 +594,12 @@ BD_DEVICE float silu_mul(float g, float u) { return __fmul_rn(__fdiv_rn(g, __fad
 // split_cols of y into gate and up followed by swiglu(dst, gate, up), in one
 // pass: g = y[t, j] (+ bg[j]), u = y[t, N + j] (+ bu[j]), dst[t, j] =
 // silu(g)·u with swiglu's bits, gate[t, j] = g and up[t, j] = u where those
-// are set (the caller passes null for the one dst replaces). y aliases none.
+// are set (the caller passes null for the one dst replaces), and dh[t, j] =
+// f32_to_f16 of dst where dh [T, N] fp16 (8-byte aligned) is set: the input
+// of the down GEMM after it, without a conversion launch. y aliases none.
 extern "C" __global__ void swiglu_cols(const float* __restrict__ y, float* dst, float* gate, float* up,
                                        const float* __restrict__ bg, const float* __restrict__ bu, int N,
-                                       long long n4) {
+                                       long long n4, u16* __restrict__ dh) {
   startDependent();
   const int q = N / 4;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
@@ -593,8 +617,79 @@ extern "C" __global__ void swiglu_cols(const float* __restrict__ y, float* dst, 
     }
     if (gate != nullptr) reinterpret_cast<float4*>(gate)[i] = g;
     if (up != nullptr) reinterpret_cast<float4*>(up)[i] = u;
-    reinterpret_cast<float4*>(dst)[i] =
-        make_float4(silu_mul(g.x, u.x), silu_mul(g.y, u.y), silu_mul(g.z, u.z), silu_mul(g.w, u.w));
+    const float4 d = make_float4(silu_mul(g.x, u.x), silu_mul(g.y, u.y), silu_mul(g.z, u.z), silu_mul(g.w, u.w));
+    reinterpret_cast<float4*>(dst)[i] = d;
+    if (dh != nullptr)
+      reinterpret_cast<uint2*>(dh)[i] =
+          make_uint2(u32(f2h(d.x)) | (u32(f2h(d.y)) << 16), u32(f2h(d.z)) | (u32(f2h(d.w)) << 16));
+  }
+}
+
+// rope_cols: split_cols of y [T, Hq·D + Hk·D + Nv] (one GEMM's output over
+// q's, k's and v's joined weights) into q [T, Hq·D], k [T, Hk·D] and v [T,
+// Nv] (Nv = 0: no v) with their biases (bq, bk, bv; null for none), then
+// rope_qk without norms on q and k, in one pass: the bits of split_cols
+// then rope_qk (the bias add's __fadd_rn, then the same rotation with cos
+// and sin computed as rope_qk does, per block in shared memory). Grid (T,
+// Hq + Hk + vBlocks), block rope_qk's (ops.go), dynamic shared memory
+// 2·half floats: block (t, j < Hq + Hk) takes head j of q|k's row t (q's
+// heads, then k's: y's column order), a block j >= Hq + Hk the float4s
+// (j − Hq − Hk)·blockDim.x + threadIdx.x, + vBlocks·blockDim.x, ... of v's
+// row t. Nv and the row of y are multiples of 4 and y, v and bv 16-byte
+// aligned (split_cols's float4s); y aliases none of the outputs.
+extern "C" __global__ void rope_cols(const float* __restrict__ y, float* __restrict__ q, float* __restrict__ k,
+                                     float* __restrict__ v, const float* __restrict__ bq,
+                                     const float* __restrict__ bk, const float* __restrict__ bv,
+                                     const int* __restrict__ pos, const float* __restrict__ invFreq, int Hq, int Hk,
+                                     int Nv, int half) {
+  startDependent();
+  extern __shared__ float cs[];  // cos [half] then sin [half]
+  const long long t = blockIdx.x;
+  const int j = blockIdx.y;
+  const int D = 2 * half;
+  const int H = Hq + Hk;
+  const long long N = (long long)H * D + Nv;  // y's row
+  const float* yr = y + t * N;
+  if (j >= H) {
+    const int q4 = Nv / 4;
+    const float4* src = reinterpret_cast<const float4*>(yr + (long long)H * D);
+    float4* dst = reinterpret_cast<float4*>(v + t * Nv);
+    for (int c = (j - H) * int(blockDim.x) + int(threadIdx.x); c < q4; c += (int(gridDim.y) - H) * int(blockDim.x)) {
+      float4 x = src[c];
+      if (bv != nullptr) {
+        const float4 b = reinterpret_cast<const float4*>(bv)[c];
+        x.x = __fadd_rn(x.x, b.x), x.y = __fadd_rn(x.y, b.y), x.z = __fadd_rn(x.z, b.z), x.w = __fadd_rn(x.w, b.w);
+      }
+      dst[c] = x;
+    }
+    return;
+  }
+  const float* src = yr + (long long)j * D;
+  float* head;
+  const float* b;
+  if (j < Hq) {
+    head = q + (t * Hq + j) * D;
+    b = bq != nullptr ? bq + (long long)j * D : nullptr;
+  } else {
+    head = k + (t * Hk + (j - Hq)) * D;
+    b = bk != nullptr ? bk + (long long)(j - Hq) * D : nullptr;
+  }
+  const float p = float(pos[t]);
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const double theta = __fmul_rn(p, invFreq[i]);
+    cs[i] = float(cos(theta));
+    cs[half + i] = float(sin(theta));
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    float x1 = src[i], x2 = src[i + half];
+    if (b != nullptr) {
+      x1 = __fadd_rn(x1, b[i]);
+      x2 = __fadd_rn(x2, b[i + half]);
+    }
+    const float c = cs[i], s = cs[half + i];
+    head[i] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+    head[i + half] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
   }
 }
 

@@ -49,7 +49,7 @@ type Ops struct {
 	embedding, rows, rmsnorm, rope           cuda.Function
 	swiglu, add, addBias, fillNormal         cuda.Function
 	hadamard, addRMSNorm, ropeQK             cuda.Function
-	splitCols, swigluCols                    cuda.Function
+	splitCols, swigluCols, ropeCols          cuda.Function
 	f16ToF32Hadamard, f16ToF32HadamardWarp   cuda.Function
 	// addRMSNormCluster is add_rmsnorm_cluster, where the device has
 	// thread block clusters (sm_90 and later; hasCluster).
@@ -77,7 +77,7 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 		{&o.fillNormal, "fill_normal_f16"}, {&o.hadamard, "hadamard"},
 		{&o.addRMSNorm, "add_rmsnorm"}, {&o.ropeQK, "rope_qk"},
 		{&o.f16ToF32Hadamard, "f16_to_f32_hadamard"}, {&o.f16ToF32HadamardWarp, "f16_to_f32_hadamard_warp"},
-		{&o.splitCols, "split_cols"}, {&o.swigluCols, "swiglu_cols"},
+		{&o.splitCols, "split_cols"}, {&o.swigluCols, "swiglu_cols"}, {&o.ropeCols, "rope_cols"},
 	} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
@@ -217,13 +217,21 @@ func (o *Ops) RMSNorm(c *cuda.Ctx, s cuda.Stream, dst, x, w cuda.DevicePtr, grou
 // round the float32 mean differently); otherwise with RMSNorm's block and
 // order: the bits of Add then RMSNorm.
 func (o *Ops) AddRMSNorm(c *cuda.Ctx, s cuda.Stream, h, x, delta, w cuda.DevicePtr, groups, G int, eps float32) error {
+	return o.AddRMSNormHalf(c, s, h, x, 0, delta, w, groups, G, eps)
+}
+
+// AddRMSNormHalf is AddRMSNorm that also writes F32ToF16 of x to xh
+// [groups, G] fp16 where xh is not 0 (the input of a cuBLASLt GEMM after
+// it, without a conversion launch; decode-step.md v19). x's bits are
+// AddRMSNorm's.
+func (o *Ops) AddRMSNormHalf(c *cuda.Ctx, s cuda.Stream, h, x, xh, delta, w cuda.DevicePtr, groups, G int, eps float32) error {
 	if err := checkRows("add_rmsnorm", groups, G); err != nil {
 		return err
 	}
 	if o.AddRMSNormClusters(G) && groups <= maxGridX/normCluster {
-		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps)
+		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps, xh)
 	}
-	return c.Launch(o.addRMSNorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, h, x, delta, w, int32(G), eps)
+	return c.Launch(o.addRMSNorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, h, x, delta, w, int32(G), eps, xh)
 }
 
 // RoPEQK rotates q [T, Hq·D] and k [T, Hk·D] float32 in place at positions
@@ -400,12 +408,52 @@ func (o *Ops) SplitCols(c *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr, T int, out
 // either. N (gate.N, equal to up.N) must be a multiple of 4, every pointer
 // 16-byte aligned, and y must not overlap the outputs.
 func (o *Ops) SwiGLUCols(c *cuda.Ctx, s cuda.Stream, y, dst cuda.DevicePtr, T int, gate, up ColsOut) error {
+	return o.SwiGLUColsHalf(c, s, y, dst, 0, T, gate, up)
+}
+
+// SwiGLUColsHalf is SwiGLUCols that also writes F32ToF16 of dst to dh [T,
+// N] fp16 (8-byte aligned) where dh is not 0: the input of the cuBLASLt
+// GEMM after it (down), without a conversion launch (decode-step.md v19).
+func (o *Ops) SwiGLUColsHalf(c *cuda.Ctx, s cuda.Stream, y, dst, dh cuda.DevicePtr, T int, gate, up ColsOut) error {
 	N := gate.N
-	if T <= 0 || up.N != N || !colsAligned(y, 4) || dst == 0 || !colsAligned(dst, N) ||
+	if T <= 0 || up.N != N || !colsAligned(y, 4) || dst == 0 || !colsAligned(dst, N) || dh%8 != 0 ||
 		!colsAligned(gate.Y, N) || !colsAligned(up.Y, N) || !colsAligned(gate.Bias, N) || !colsAligned(up.Bias, N) {
-		return fmt.Errorf("kernels: swiglu_cols: [%d, 2·%d] (up %d columns) into %#x, %#x, %#x: want a multiple of 4 and 16-byte alignment", T, N, up.N, dst, gate.Y, up.Y)
+		return fmt.Errorf("kernels: swiglu_cols: [%d, 2·%d] (up %d columns) into %#x, %#x, %#x (fp16 %#x): want a multiple of 4 and 16-byte alignment (8 for fp16)", T, N, up.N, dst, gate.Y, up.Y, dh)
 	}
 	n4 := T * N / 4
 	return c.Launch(o.swigluCols, elemGrid(n4), cuda.Dim3{X: opsThreads}, 0, s, y, dst, gate.Y, up.Y,
-		gate.Bias, up.Bias, int32(N), int64(n4))
+		gate.Bias, up.Bias, int32(N), int64(n4), dh)
+}
+
+// ropeColsVBlocks is how many blocks of a rope_cols row copy v's columns.
+const ropeColsVBlocks = 2
+
+// RoPECols is SplitCols of y [T, q.N + k.N + v.N] into q, k and v (v.Y 0
+// and v.N 0 for none) followed by RoPEQK without norms of q [T, Hq·D] and
+// k [T, Hk·D] (D = 2·half) at positions pos [T] int32 with invFreq [half]
+// float32, in one launch with the bits of the two (ops.cu's rope_cols;
+// decode-step.md v19). q.N and k.N must be multiples of D, v.N and the
+// row of y multiples of 4; y, v and v's bias 16-byte aligned; y must not
+// overlap an output.
+func (o *Ops) RoPECols(c *cuda.Ctx, s cuda.Stream, y, pos, invFreq cuda.DevicePtr, T, half int, q, k, v ColsOut) error {
+	D := 2 * half
+	bad := T <= 0 || half <= 0 || q.Y == 0 || k.Y == 0 || q.N <= 0 || k.N <= 0 || q.N%D != 0 || k.N%D != 0 ||
+		(q.N+k.N+v.N)%4 != 0 || !colsAligned(y, 4) || v.N < 0 || (v.N == 0) != (v.Y == 0) ||
+		(v.N > 0 && (!colsAligned(v.Y, v.N) || !colsAligned(v.Bias, v.N)))
+	if bad {
+		return fmt.Errorf("kernels: rope_cols: [%d, %d + %d + %d] into %#x, %#x, %#x, head dim %d: want q and k whole heads, v a multiple of 4 columns and 16-byte alignment", T, q.N, k.N, v.N, q.Y, k.Y, v.Y, D)
+	}
+	Hq, Hk := q.N/D, k.N/D
+	vb := 0
+	if v.N > 0 {
+		vb = ropeColsVBlocks
+	}
+	if err := checkRows("rope_cols", T, D); err != nil {
+		return err
+	}
+	if Hq+Hk+vb > maxGridY || 2*half*4 > maxRopeShared {
+		return fmt.Errorf("kernels: rope_cols: %d q heads and %d k heads of %d", Hq, Hk, D)
+	}
+	return c.Launch(o.ropeCols, cuda.Dim3{X: T, Y: Hq + Hk + vb}, cuda.Dim3{X: normThreads(D)}, 2*half*4, s,
+		y, q.Y, k.Y, v.Y, q.Bias, k.Bias, v.Bias, pos, invFreq, int32(Hq), int32(Hk), int32(v.N), int32(half))
 }

@@ -106,6 +106,40 @@ func (g *gpuMem) run(launch func(c *cuda.Ctx, s cuda.Stream) error) {
 	}
 }
 
+// halfOf returns F32ToF16 of the n float32 values at p (the conversion
+// launch the fp16 outputs of add_rmsnorm and swiglu_cols replace).
+func (g *gpuMem) halfOf(o *kernels.Ops, p cuda.DevicePtr, n int) []uint16 {
+	g.t.Helper()
+	h := g.poisonedF16(n)
+	g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.F32ToF16(c, s, h, p, n) })
+	return g.u16s(h, n)
+}
+
+// poisonedF16 allocates an fp16 output of n NaNs (0x7fff).
+func (g *gpuMem) poisonedF16(n int) cuda.DevicePtr {
+	v := make([]uint16, n)
+	for i := range v {
+		v[i] = 0x7fff
+	}
+	return g.put(cuda.Bytes(v))
+}
+
+func (g *gpuMem) u16s(p cuda.DevicePtr, n int) []uint16 {
+	v := make([]uint16, n)
+	g.read(cuda.Bytes(v), p)
+	return v
+}
+
+// sameU16 fails unless got and want hold the same fp16 bits.
+func sameU16(t *testing.T, what string, got, want []uint16) {
+	t.Helper()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%s: fp16 element %d = %#04x, f32_to_f16 gives %#04x", what, i, got[i], want[i])
+		}
+	}
+}
+
 // nanF32 returns n float32 NaNs, the poison every output starts as.
 func nanF32(n int) []float32 {
 	v := make([]float32, n)
@@ -618,6 +652,21 @@ func TestOpsAddRMSNorm(t *testing.T) {
 			what := fmt.Sprintf("add_rmsnorm %+v x=delta %v", sh, aliased)
 			sameF32(t, what+": h", g.f32s(hp, n), wantH)
 			sameF32(t, what+": x", g.f32s(xp, n), wantX)
+
+			// With x's fp16 copy (v19): the same h and x, and xh is
+			// f32_to_f16 of x.
+			hp, dp = g.put(cuda.Bytes(hv)), g.put(cuda.Bytes(dv))
+			xp = dp
+			if !aliased {
+				xp = g.poisonedF32(n)
+			}
+			xh := g.poisonedF16(n)
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+				return o.AddRMSNormHalf(c, s, hp, xp, xh, dp, wp, groups, sh.G, eps)
+			})
+			sameF32(t, what+" fp16 copy: h", g.f32s(hp, n), wantH)
+			sameF32(t, what+" fp16 copy: x", g.f32s(xp, n), wantX)
+			sameU16(t, what+" fp16 copy: xh", g.u16s(xh, n), g.halfOf(o, xp, n))
 		}
 	}
 	if strings.HasPrefix(d.Arch(), "sm_9") && clustered == 0 { // Hopper has clusters: the kernel must be there
@@ -819,6 +868,15 @@ func TestOpsSplitCols(t *testing.T) {
 			if up.Y != 0 {
 				sameF32(t, what+": up", g.f32s(up.Y, sh.T*N), wantUp)
 			}
+
+			// With dst's fp16 copy (v19): the same dst, and dh is
+			// f32_to_f16 of it.
+			dst2, dh := g.poisonedF32(sh.T*N), g.poisonedF16(sh.T*N)
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+				return o.SwiGLUColsHalf(c, s, yp, dst2, dh, sh.T, kernels.ColsOut{Bias: gate.Bias, N: N}, kernels.ColsOut{Bias: up.Bias, N: N})
+			})
+			sameF32(t, what+" fp16 copy: dst", g.f32s(dst2, sh.T*N), want)
+			sameU16(t, what+" fp16 copy: dh", g.u16s(dh, sh.T*N), g.halfOf(o, dst2, sh.T*N))
 		}
 	}
 
@@ -829,5 +887,90 @@ func TestOpsSplitCols(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "multiple of 4") {
 		t.Fatalf("split_cols of 3-column outputs: err = %v, want a refusal", err)
+	}
+}
+
+// TestOpsRoPECols: rope_cols gives the bits of split_cols then rope_qk
+// without norms (whose references TestOpsSplitCols and TestOpsRoPE check)
+// into NaN-poisoned outputs: Llama-3.1-8B's q|k|v at 55 rows, biases on
+// some outputs, no v, head dims 2 to 256, ragged v widths.
+func TestOpsRoPECols(t *testing.T) {
+	d, o := opsSetup(t)
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, sh := range []struct {
+		T, Hq, Hk, D, Nv int
+		bias             bool
+	}{{55, 32, 8, 128, 1024, false}, {3, 4, 2, 64, 128, true}, {1, 2, 2, 2, 0, true}, {7, 3, 1, 256, 20, true}, {100, 8, 8, 64, 0, false}, {2, 16, 8, 128, 1028, true}} {
+		half := sh.D / 2
+		Nq, Nk := sh.Hq*sh.D, sh.Hk*sh.D
+		total := Nq + Nk + sh.Nv
+		inv := make([]float32, half)
+		for i := range inv {
+			inv[i] = float32(math.Pow(500000, -float64(2*i)/float64(sh.D)))
+		}
+		pos := make([]int32, sh.T)
+		for i := range pos {
+			pos[i] = int32(r.IntN(131072))
+		}
+		pp, ip := g.put(cuda.Bytes(pos)), g.put(cuda.Bytes(inv))
+		yp := g.put(cuda.Bytes(randF32(r, sh.T*total, 2)))
+		ns := []int{Nq, Nk, sh.Nv}
+		if sh.Nv == 0 {
+			ns = ns[:2]
+		}
+		outs := func() []kernels.ColsOut {
+			os := make([]kernels.ColsOut, len(ns))
+			for i, n := range ns {
+				os[i] = kernels.ColsOut{Y: g.poisonedF32(sh.T * n), N: n}
+			}
+			return os
+		}
+		want, got := outs(), outs()
+		if sh.bias {
+			for i, n := range ns {
+				if i != 1 { // k without a bias
+					b := g.put(cuda.Bytes(randF32(r, n, 1)))
+					want[i].Bias, got[i].Bias = b, b
+				}
+			}
+		}
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+			if err := o.SplitCols(c, s, yp, sh.T, want...); err != nil {
+				return err
+			}
+			return o.RoPEQK(c, s, want[0].Y, want[1].Y, pp, ip, 0, 0, sh.T, sh.Hq, sh.Hk, half, 1e-6)
+		})
+		var v kernels.ColsOut
+		if sh.Nv > 0 {
+			v = got[2]
+		}
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+			return o.RoPECols(c, s, yp, pp, ip, sh.T, half, got[0], got[1], v)
+		})
+		for i, n := range ns {
+			what := fmt.Sprintf("rope_cols %+v output %d", sh, i)
+			w := g.f32s(want[i].Y, sh.T*n)
+			for j, x := range w {
+				if x != x {
+					t.Fatalf("%s: the separate kernels left element %d NaN", what, j)
+				}
+			}
+			sameF32(t, what, g.f32s(got[i].Y, sh.T*n), w)
+		}
+	}
+
+	// Heads that are not whole, or a v of 3 columns, are refused.
+	yp := g.poisonedF32(256)
+	q, k := kernels.ColsOut{Y: g.poisonedF32(64), N: 12}, kernels.ColsOut{Y: g.poisonedF32(64), N: 8}
+	err := d.Do(func(c *cuda.Ctx) error {
+		if err := o.RoPECols(c, d.Stream(), yp, yp, yp, 2, 4, q, k, kernels.ColsOut{}); err == nil {
+			return fmt.Errorf("q of 12 columns in heads of 8 was launched")
+		}
+		k.N = 16
+		return o.RoPECols(c, d.Stream(), yp, yp, yp, 2, 4, kernels.ColsOut{Y: q.Y, N: 16}, k, kernels.ColsOut{Y: g.poisonedF32(8), N: 3})
+	})
+	if err == nil || !strings.Contains(err.Error(), "rope_cols") {
+		t.Fatalf("rope_cols of a bad shape: err = %v, want a refusal", err)
 	}
 }

@@ -700,7 +700,14 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 	for _, r := range runs {
 		key = append(key, uint64(r.first), uint64(r.n), uint64(r.tq), uint64(r.tok0), uint64(c.runMaxL(r)), uint64(r.bucket))
 	}
-	c.be.Enqueue(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *cuda.Ctx) error {
+	// Unrotated, the output is the widening of the decode kernels' fp16 at
+	// c.oh: a cuBLASLt o_proj queued next reads that (backend/gpu's
+	// EnqueueOut).
+	var outHalf cuda.DevicePtr
+	if !lk.rotate {
+		outHalf = c.oh
+	}
+	c.be.EnqueueOut(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *cuda.Ctx) error {
 		if len(rounds) == 0 { // no new tokens: q alone (rotated in place)
 			if lk.rotate {
 				if err := c.ops.Hadamard(x, st, ptr[0], T*sh.Hq, sh.D); err != nil {
@@ -754,7 +761,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 			return c.ops.F16ToF32Hadamard(x, st, ptr[3], c.oh, T*sh.Hq, sh.D)
 		}
 		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
-	}, key...)
+	}, ptr[3], T*qw, outHalf, key...)
 	if !c.attended[layer] {
 		c.attended[layer] = true
 		c.nAttended++
