@@ -86,10 +86,12 @@ var planesWeights = [3]int{5, 3, 2}
 // knobs), 5, 3, 2 at MT 1/2/2 133.2, 484.0, 949.2 us at 1 x 128K, 16 x 32K,
 // 128 x 8K; 6, 3, 2 at MT 1/2/4 122.1, 444.3, 889.6 (1.09x, 1.09x, 1.07x);
 // 2, 1, 1 at MT 1/2/2 125.0, 456.6, 882.2; 8, 4, 3 at 1/2/2 131.2, 471.5,
-// 936.7; 4, 2, 1 at 1/2/4 134.3, 493.2, 939.2. LOW keeps 5, 3, 2's 2, so a
-// (sequence, KV head) of LOW tokens alone is cut as before (splitBound's
-// rounding depends on the weight), and one of HIGH or MEDIUM tokens alone
-// is cut by warpBound's equal groups whatever the weights.
+// 936.7; 4, 2, 1 at 1/2/4 134.3, 493.2, 939.2 (second call, v2.9 against
+// main alternated: 1.080x, 1.095x, 1.064x, and 1.036x at 1 x 8K; 10, 5, 4
+// slower). LOW keeps 5, 3, 2's 2, so a (sequence, KV head) of LOW tokens
+// alone is cut into the same splits as before (splitBound rounds by the
+// weight): all-4-bit reads keep their bits; a CTA of one tier shares its
+// groups among its warps equally whatever the weights (warpBound).
 var planesLowWeights = [3]int{6, 3, 2}
 
 // planesDefaultWeights returns split_mma's tier weights for layout l at
@@ -252,7 +254,7 @@ func planesMaxPositions(l int) int { return ((l+PlanesGroup-1)/PlanesGroup + 2) 
 // registers instead of 232; bench/results/2026-11-25-h100-bw-5). v2.2 gave
 // 1/2/2 to the mixes too (1-9% faster h20:m40:l40 then, under weights 4,
 // 2, 1); with v2.8's LOW loop and the tile weights (planesLowWeights) 1/2/4
-// is 1.07-1.09x faster for h20:m40:l40 than v2.8's plan and 1.02-1.03x
+// is 1.06-1.10x faster for h20:m40:l40 than v2.8's plan and 1.02-1.03x
 // faster than 1/2/2 with its best weights (2, 1, 1) at 1 x 128K and 16 x
 // 32K, 0.8% slower at 128 x 8K (bench/results/2026-11-26-h100-bw-11).
 // Other head dims were not measured and keep the budget's tiles.
