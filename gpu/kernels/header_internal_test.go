@@ -52,7 +52,7 @@ func kernelPrograms(t *testing.T) []cuda.Program {
 	mma, _, _ := mmaProgram(l, 4, 0, 1, false, false)
 	wg, _, _ := wgmmaProgram(l, 2, 3, 3)
 	v1, _, _ := v1Program(l, 8)
-	planes, _, _, _ := planesProgram(PlanesMMA, pl, planesRows, planesMT(128, [3]int{}, false), 0, planesMinB)
+	planes, _, _, _ := planesProgram(PlanesMMA, pl, planesRows, planesMT(128, [3]int{}, false, false), 0, planesMinB)
 	pack, _, _ := packProgram(128, l)
 	return []cuda.Program{mma, wg, v1, planes, pack, program("ops.cu", opsSource, nil, nil), program("gemv.cu", gemvSource, nil, nil),
 		program("gemvq.cu", gemvqSource, nil, nil), gemvqDECProgram(nil), program("dec.cu", decSource, nil, nil),

@@ -74,6 +74,38 @@ const (
 // and the CTA waited for its HIGH warp.
 var planesWeights = [3]int{5, 3, 2}
 
+// planesLowWeights is split_mma's default cost of a HIGH, MEDIUM and LOW
+// group for formats that read LOW tokens (PlanesLayout.Low) at D = 128,
+// whose tiles are 1/2/4 groups (v2.9): HIGH 1, MEDIUM 1/2, LOW 1/3 of a
+// HIGH group, i.e. a tile of any tier about the same time except LOW's,
+// 4/3 of it. A warp of a mixed CTA takes about the time of its tiles, each
+// a DRAM round trip under load plus its rebuild (the uniform rows at 128 x
+// 8K: 2.9, 3.0 and 3.6 us per tile and warp), not the uniform rows' time
+// per group that 5, 3, 2 weighs: measured on the H100 for h20:m40:l40
+// (bench/results/2026-11-26-h100-bw-11, first call, main's binary with the
+// knobs), 5, 3, 2 at MT 1/2/2 133.2, 484.0, 949.2 us at 1 x 128K, 16 x 32K,
+// 128 x 8K; 6, 3, 2 at MT 1/2/4 122.1, 444.3, 889.6 (1.09x, 1.09x, 1.07x);
+// 2, 1, 1 at MT 1/2/2 125.0, 456.6, 882.2; 8, 4, 3 at 1/2/2 131.2, 471.5,
+// 936.7; 4, 2, 1 at 1/2/4 134.3, 493.2, 939.2 (second call, v2.9 against
+// main alternated: 1.080x, 1.095x, 1.064x, and 1.036x at 1 x 8K; 10, 5, 4
+// slower). LOW keeps 5, 3, 2's 2, so a (sequence, KV head) of LOW tokens
+// alone is cut into the same splits as before (splitBound rounds by the
+// weight): all-4-bit reads keep their bits; a CTA of one tier shares its
+// groups among its warps equally whatever the weights (warpBound).
+var planesLowWeights = [3]int{6, 3, 2}
+
+// planesDefaultWeights returns split_mma's tier weights for layout l at
+// tiles mt when PlanesTuning.Weights is not set: planesLowWeights for
+// formats that read LOW tokens at D = 128 with LOW tiles of 4 groups
+// (planesMT's), planesWeights otherwise (other head dims, and formats
+// without LOW reads, were not measured with other weights).
+func planesDefaultWeights(l PlanesLayout, mt [3]int) [3]int {
+	if l.Low && l.D == 128 && mt == [3]int{1, 2, 4} {
+		return planesLowWeights
+	}
+	return planesWeights
+}
+
 // planesMinB is split_mma's default CTAs per SM for __launch_bounds__: 1
 // leaves the registers to ptxas (236 at D = 128 on CUDA 13: 2 CTAs per SM).
 const planesMinB = 1
@@ -90,9 +122,10 @@ type PlanesLayout struct {
 	// Filter turns on the subnormal filter of partial reads.
 	Filter bool
 	// Medium says the format's policy reads MEDIUM tokens (its spec's m
-	// share is not 0): a hint for split_mma's tiles (planesMT), not a
-	// promise (a request may read its own tiers).
-	Medium bool
+	// share is not 0), Low LOW tokens (its l share is not 0): hints for
+	// split_mma's tiles and tier weights (planesMT, planesDefaultWeights),
+	// not promises (a request may read its own tiers).
+	Medium, Low bool
 }
 
 // PlanesLayoutFor returns the kernels' view of bw format f, with f's fills
@@ -104,7 +137,7 @@ func PlanesLayoutFor(f kv.Format) (PlanesLayout, error) {
 	}
 	r := f.Planes.Recon(f.K.Elem)
 	l := PlanesLayout{D: f.D, Nr: f.Residual, BF16: f.K.Elem == kv.BF16, Adj8: int(r.Adj8 & kv.MaxAdj8),
-		Adj4: int(r.Adj4 & kv.MaxAdj4), Filter: r.Filter, Medium: f.Planes.Medium > 0}
+		Adj4: int(r.Adj4 & kv.MaxAdj4), Filter: r.Filter, Medium: f.Planes.Medium > 0, Low: f.Planes.Low > 0}
 	return l, l.check()
 }
 
@@ -216,13 +249,16 @@ func planesMaxPositions(l int) int { return ((l+PlanesGroup-1)/PlanesGroup + 2) 
 // planesMT returns split_mma's groups per tile for each tier: the lane
 // budget over a group's bytes per lane (2·D·bits/16), a power of two in
 // [1, 8] (at D = 128 HIGH 1, MEDIUM 2, LOW 4), or t's. At D = 128, a format
-// that reads MEDIUM tokens (medium) gets LOW tiles of MEDIUM's size
-// (1/2/2, v2.2): on the H100 that was 1-3% faster all-MEDIUM and 1-9%
-// faster h20:m40:l40 at 1 x 128K, 16 x 32K and 128 x 8K (203 registers
-// instead of 232), while all-LOW lost 10% at 1 x 128K
-// (bench/results/2026-11-25-h100-bw-5); other head dims were not
-// measured and keep the budget's tiles.
-func planesMT(d int, t [3]int, medium bool) [3]int {
+// that reads MEDIUM tokens (medium) but no LOW ones (low) gets LOW tiles of
+// MEDIUM's size (1/2/2, v2.2: on the H100 1-3% faster all-MEDIUM, 203
+// registers instead of 232; bench/results/2026-11-25-h100-bw-5). v2.2 gave
+// 1/2/2 to the mixes too (1-9% faster h20:m40:l40 then, under weights 4,
+// 2, 1); with v2.8's LOW loop and the tile weights (planesLowWeights) 1/2/4
+// is 1.06-1.10x faster for h20:m40:l40 than v2.8's plan and 1.02-1.03x
+// faster than 1/2/2 with its best weights (2, 1, 1) at 1 x 128K and 16 x
+// 32K, 0.8% slower at 128 x 8K (bench/results/2026-11-26-h100-bw-11).
+// Other head dims were not measured and keep the budget's tiles.
+func planesMT(d int, t [3]int, medium, low bool) [3]int {
 	if t != [3]int{} {
 		return t
 	}
@@ -231,7 +267,7 @@ func planesMT(d int, t [3]int, medium bool) [3]int {
 		n := max(1, min(8, planesLaneBudget/(2*d*b/16)))
 		mt[i] = 1 << (bits.Len(uint(n)) - 1)
 	}
-	if medium && d == 128 {
+	if medium && !low && d == 128 {
 		mt[kv.Low] = min(mt[kv.Low], mt[kv.Medium])
 	}
 	return mt
@@ -366,12 +402,13 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 		return nil, fmt.Errorf("kernels: planes: %d tokens in splits of %d positions exceed %d splits", s.MaxL, p.splitLen, planesMaxSplits)
 	}
 	p.weights = planesWeights
+	if k == PlanesMMA {
+		p.mt = planesMT(l.D, t.MT, l.Medium, l.Low)
+		p.costSplits = !t.PositionSplits
+		p.weights = planesDefaultWeights(l, p.mt)
+	}
 	if t.Weights != [3]int{} {
 		p.weights = t.Weights
-	}
-	if k == PlanesMMA {
-		p.mt = planesMT(l.D, t.MT, l.Medium)
-		p.costSplits = !t.PositionSplits
 	}
 	minB := planesMinB
 	if t.MinB != 0 {

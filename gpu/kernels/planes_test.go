@@ -480,6 +480,25 @@ func TestGPUPlanesSplits(t *testing.T) {
 	}
 }
 
+// TestGPUPlanesSpecPlans runs split_mma under the plans the format's hints
+// choose (PlanesLayout.Medium, .Low): a spec that reads MEDIUM and LOW
+// tokens (tiles 1/2/4, planesLowWeights: v2.9) and one that reads MEDIUM
+// tokens alone (tiles 1/2/2), over mixed tier maps, with the planner's
+// splits and fixed short ones. The other tests' "bw" specs plan 1/2/4
+// with planesWeights.
+func TestGPUPlanesSpecPlans(t *testing.T) {
+	device(t)
+	r := rand.New(rand.NewPCG(41, 42))
+	sh := attn.Shape{Hq: 32, Hkv: 8, D: 128}
+	for _, spec := range []string{"bw:h20:m40:l40", "bw:m100"} {
+		for _, mix := range []string{mixRandom, mixRuns, mixEvict} {
+			for _, split := range []int{0, 192} {
+				runPlanesCase(t, r, planesCase{kernel: kernels.PlanesMMA, spec: spec, sh: sh, lens: []int{20000, 777}, tq: 1, mix: mix, splitLen: split})
+			}
+		}
+	}
+}
+
 // TestGPUPlanesFilter runs K and V scaled to 2^-12 (many fp16 elements
 // whose partial reads hit the subnormal filter, a fill or the saturation
 // rule) with every fill and filter variant and both element types.
@@ -600,7 +619,7 @@ func TestPlanesLayoutFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := kernels.PlanesLayout{D: 128, Nr: 32, Adj8: 0x70, Adj4: 0x500, Filter: true, Medium: true}
+	want := kernels.PlanesLayout{D: 128, Nr: 32, Adj8: 0x70, Adj4: 0x500, Filter: true, Medium: true, Low: true}
 	if l != want {
 		t.Errorf("layout %+v, want %+v", l, want)
 	}
@@ -608,7 +627,7 @@ func TestPlanesLayoutFor(t *testing.T) {
 		t.Errorf("block bytes %d, want %d", l.BlockBytes(), 4*32*128)
 	}
 	l, err = kernels.PlanesLayoutFor(kv.MustResolve("bw:bf16:nofilter", 64))
-	if err != nil || !l.BF16 || l.Filter || l.Adj8 != kv.DefaultAdj8 || l.Adj4 != kv.DefaultAdj4 || l.Medium {
+	if err != nil || !l.BF16 || l.Filter || l.Adj8 != kv.DefaultAdj8 || l.Adj4 != kv.DefaultAdj4 || l.Medium || l.Low {
 		t.Errorf("bf16 nofilter: %+v, %v", l, err)
 	}
 	if _, err := kernels.PlanesLayoutFor(kv.MustResolve("fp16", 128)); err == nil {

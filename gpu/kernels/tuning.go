@@ -178,7 +178,8 @@ type PlanesTuning struct {
 	MinSplitTokens int
 	// Weights is split_mma's cost of a HIGH, MEDIUM and LOW group (each 1
 	// to 64, all three set or none) by which a CTA's groups are shared
-	// among its warps; zero is planesWeights.
+	// among its warps (and, with cost splits, its (sequence, KV head)s into
+	// splits); zero is planesDefaultWeights's.
 	Weights [3]int
 	// MinB is the CTAs per SM split_mma's registers are capped for (1-4);
 	// 0 is the planner's (planesMinB).

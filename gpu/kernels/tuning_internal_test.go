@@ -162,18 +162,46 @@ func TestTuningReachesTheConfigs(t *testing.T) {
 	if mw, st, minB, _, err := wgmmaConfig(int4, WGMMATuning{MW: 1, Stages: 2, MinB: 1}, h100Shared); err != nil || mw != 1 || st != 2 || minB != 1 {
 		t.Errorf("wgmmaConfig int4 tuned = %d, %d, %d, %v; want 1, 2, 1", mw, st, minB, err)
 	}
-	if got := planesMT(128, [3]int{}, false); got != [3]int{1, 2, 4} {
+	if got := planesMT(128, [3]int{}, false, false); got != [3]int{1, 2, 4} {
 		t.Errorf("planesMT default at D=128 = %v, want [1 2 4]", got)
 	}
-	// Formats that read MEDIUM tokens: LOW tiles of MEDIUM's size (v2.2), at D = 128 only.
-	if got := planesMT(128, [3]int{}, true); got != [3]int{1, 2, 2} {
+	// Formats that read MEDIUM tokens and no LOW ones: LOW tiles of
+	// MEDIUM's size (v2.2), at D = 128 only; with LOW reads too, the
+	// budget's (v2.9).
+	if got := planesMT(128, [3]int{}, true, false); got != [3]int{1, 2, 2} {
 		t.Errorf("planesMT with MEDIUM reads at D=128 = %v, want [1 2 2]", got)
 	}
-	if got, want := planesMT(64, [3]int{}, true), planesMT(64, [3]int{}, false); got != want {
+	if got := planesMT(128, [3]int{}, true, true); got != [3]int{1, 2, 4} {
+		t.Errorf("planesMT with MEDIUM and LOW reads at D=128 = %v, want [1 2 4]", got)
+	}
+	if got, want := planesMT(64, [3]int{}, true, false), planesMT(64, [3]int{}, false, false); got != want {
 		t.Errorf("planesMT with MEDIUM reads at D=64 = %v, want the budget's %v", got, want)
 	}
-	if got := planesMT(128, [3]int{2, 2, 2}, true); got != [3]int{2, 2, 2} {
+	if got := planesMT(128, [3]int{2, 2, 2}, true, false); got != [3]int{2, 2, 2} {
 		t.Errorf("planesMT tuned = %v", got)
+	}
+	// Tier weights (v2.9): the tile weights for formats that read LOW
+	// tokens at D = 128 with LOW tiles of 4, v2.3's elsewhere; LOW's weight
+	// is the same in both, so a LOW-only (sequence, KV head) is cut as
+	// before.
+	for _, tt := range []struct {
+		l    PlanesLayout
+		mt   [3]int
+		want [3]int
+	}{
+		{PlanesLayout{D: 128, Medium: true, Low: true}, [3]int{1, 2, 4}, planesLowWeights},
+		{PlanesLayout{D: 128, Low: true}, [3]int{1, 2, 4}, planesLowWeights},
+		{PlanesLayout{D: 128, Medium: true}, [3]int{1, 2, 2}, planesWeights},
+		{PlanesLayout{D: 128}, [3]int{1, 2, 4}, planesWeights},
+		{PlanesLayout{D: 128, Medium: true, Low: true}, [3]int{1, 2, 2}, planesWeights},
+		{PlanesLayout{D: 64, Medium: true, Low: true}, [3]int{2, 4, 8}, planesWeights},
+	} {
+		if got := planesDefaultWeights(tt.l, tt.mt); got != tt.want {
+			t.Errorf("planesDefaultWeights(%+v, %v) = %v, want %v", tt.l, tt.mt, got, tt.want)
+		}
+	}
+	if planesLowWeights[kv.Low] != planesWeights[kv.Low] {
+		t.Errorf("LOW weight %d, v2.3's %d: LOW-only splits would move", planesLowWeights[kv.Low], planesWeights[kv.Low])
 	}
 	// MEDIUM and LOW double buffering (v2.5): off unless asked for.
 	for _, tt := range []struct {
