@@ -211,7 +211,9 @@ type DecodePlan struct {
 	// counters, when not 0, fuses the merge of the splits into the split
 	// kernel (v2.5): one zeroed int per (sequence, KV head x row chunk)
 	// that tells the last split to finish that it merges (finishSplits in
-	// decode.cu); decode_combine does not run.
+	// decode.cu); decode_combine does not run. A row chunk of a sequence
+	// with one split then writes its output directly (decode_mma.cu v2.15,
+	// finishOneSplit: no partial, no count).
 	counters cuda.DevicePtr
 	dev      *cuda.Device
 	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)

@@ -30,7 +30,8 @@
 // row chunk to finish merges the splits in order (finishSplits; past 64
 // splits decode_combine does, in a second launch). The only atomic is that
 // counter: which CTA merges varies, the merge's order does not, so the
-// result is bitwise deterministic.
+// result is bitwise deterministic. A row chunk of a sequence with a single
+// split skips all of that: its CTA writes the output (finishOneSplit).
 //
 // Versions (H100, Hq=32 Hkv=8 D=128; us and fraction of the 3.02 TB/s read
 // ceiling; docs/perf/decode-attention.md has every step):
@@ -103,6 +104,9 @@
 //        and int4 KC ties. ncu: CUDA 13's int2 spill (the loop counter,
 //        reloaded behind the value loads) holds ~19% of the warps' stall
 //        samples: the next thing to remove.
+//   v2.15 a row chunk whose sequence has one split (128 x 8K, int2 at max
+//        batch) writes its output from the CTA (finishOneSplit): no partial,
+//        fence, counter or merge; the same bits (session 15).
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -746,6 +750,54 @@ BD_DEVICE void makeB(const float qf[D / 16][4], const float* sc, u32 bq[D / 16][
   }
 }
 
+// finishOneSplit (v2.15) ends the CTA of a row chunk whose sequence has a
+// single split, where the plan fuses the merge (counters): it writes the
+// fp16 output rows directly, with no partial, fence, counter or merge pass.
+// The bits are those of that split's partial merged by finishSplits (and by
+// decode_combine, the same arithmetic), because each step is the same
+// operation on the same values:
+//   1. (o, m, l) per row and channel: mergeWarps' warp merge, its code and
+//      order (it would store them to partO and partML, exact floats);
+//   2. finishSplits' max over one split: lane 0 holds fmaxf(-inf, m), the
+//      other lanes -inf, and the shuffle tree of fmaxf keeps it: M =
+//      fmaxf(-inf, m) (m itself, -inf for a NaN m);
+//   3. its weight ws = (m == -inf ? 0 : exp2f(m - M)): 1 for a finite m (the
+//      same exp2f of 0), 0 for a row that saw nothing, NaN otherwise;
+//   4. its denominator: lane 0 takes fmaf(l, ws, +0), the others +0, and the
+//      shuffle tree adds them. Rounding to nearest, fmaf(x, y, +0) is never
+//      -0 (an exact -0 plus +0 is +0), and s + (+0) = s for every s but -0
+//      (a NaN stays a NaN), so the tree returns fmaf(l, ws, +0) unchanged;
+//      inv = 1 / that (IEEE division in both, the program's own flags);
+//   5. its output: o' = fmaf(o, ws, +0), the sum of one split from +0 (not o
+//      itself: o = -0 gives +0 there), written as f2h(o' · inv).
+// So with a finite m the output is f2h((o + 0) · (1 / l)): a multiplication
+// by the reciprocal of the row sum, not a division, as the merge does it.
+// Every thread of the CTA calls it once redO, redM and redL are complete.
+template <int D, int WARPS, int ROWS>
+BD_DEVICE void finishOneSplit(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
+                              u16* __restrict__ out, int b, int h, int row0, int nrows, int group, int Hq, int Tq) {
+  for (int idx = threadIdx.x; idx < nrows * D; idx += WARPS * 32) {
+    const int r = idx / D, c = idx % D;
+    // 1. mergeWarps (bitdecode.cuh), the same operations in the same order.
+    float m = kNegInf;
+#pragma unroll
+    for (int w = 0; w < WARPS; w++) m = fmaxf(m, redM[w][r]);
+    float o = 0.f, l = 0.f;
+#pragma unroll
+    for (int w = 0; w < WARPS; w++) {
+      const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
+      o = fmaf(redO[w][r][c], a, o);
+      l = fmaf(redL[w][r], a, l);
+    }
+    // 2-5. finishSplits with nSplits = 1.
+    const float mAll = fmaxf(kNegInf, m);
+    const float ws = m == kNegInf ? 0.f : exp2f(m - mAll);
+    const float inv = 1.f / fmaf(l, ws, 0.f);
+    const int row = row0 + r, i = row / group, hq = h * group + row % group;
+    out[((size_t(b) * Tq + i) * Hq + hq) * D + c] = f2h(fmaf(o, ws, 0.f) * inv);
+  }
+}
+
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__).
 // Q8K: keys by the int8 path (v2.8; int2 and int4 keys, KT groups of 32
 // channels or more).
@@ -1131,12 +1183,17 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     }
   st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
+  const int nSplits = (L + splitLen - 1) / splitLen;
+  if (counters && nSplits == 1) {  // v2.15: the row chunk's only split writes the output itself
+    finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, b, h, row0, nrows, group, Hq, Tq);
+    return;
+  }
   // Merge the warps in order.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
   if (counters) {  // v2.5: the last split merges (finishSplits, bitdecode.cuh)
     finishSplits<D, kQueryRows, false>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
-                           (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
+                           nSplits, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
                            [](int, float, float) {});
   }
 }

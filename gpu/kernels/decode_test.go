@@ -459,6 +459,57 @@ func TestGPUDecodeRingMatchesPipeline(t *testing.T) {
 	}
 }
 
+// TestGPUDecodeOneSplitMatchesCombine checks decode_mma.cu's one-split
+// epilogue (v2.15: finishOneSplit writes the output of a row chunk whose
+// sequence has one split) against decode_combine's merge of the same
+// split's partial (the plan without the fused merge), bit for bit: the
+// merge of one split is the same arithmetic (decode_mma.cu derives it).
+// Each batch mixes sequences of one split with one of several (finishSplits,
+// whose bits decode_combine's must equal too), and a split length over the
+// longest sequence makes every row chunk a one-split one. Both runs are also
+// checked against the float64 reference and for determinism by runCase.
+func TestGPUDecodeOneSplitMatchesCombine(t *testing.T) {
+	device(t)
+	cases := []struct {
+		spec string
+		sh   attn.Shape
+		tq   int
+	}{
+		{"int2", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
+		{"k4v2", attn.Shape{Hq: 14, Hkv: 2, D: 128}, 3}, // 21 rows: three row chunks, the last of 5
+		{"int4", attn.Shape{Hq: 6, Hkv: 2, D: 256}, 1},
+		{"int4:kt128", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
+		{"int4:kc64:res64", attn.Shape{Hq: 16, Hkv: 1, D: 64}, 3},
+		{"fp16", attn.Shape{Hq: 10, Hkv: 2, D: 128}, 1},
+		{"int8", attn.Shape{Hq: 8, Hkv: 1, D: 128}, 3},
+	}
+	if testing.Short() {
+		cases = cases[:2]
+	}
+	for i, c := range cases {
+		for _, split := range []struct {
+			lens     []int
+			splitLen int
+		}{
+			{[]int{4099, 1000, 5, 1024}, 1024}, // 5 splits, then three sequences of one
+			{[]int{1000, 4099, 37}, 4224},      // one split each
+		} {
+			run := func(noFuse bool) []uint16 {
+				tune := tuning.Decode
+				tune.NoFuse = noFuse
+				r := rand.New(rand.NewPCG(41, uint64(i)))
+				return runCase(t, r, gpuCase{kernel: kernels.DecodeMMA, spec: c.spec, sh: c.sh, lens: split.lens, tq: c.tq, tune: &tune, splitLen: split.splitLen})
+			}
+			want, got := run(true), run(false)
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("%s %+v lens %v split %d: element %d is %#04x, decode_combine's %#04x", c.spec, c.sh, split.lens, split.splitLen, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
 func TestLayoutForUnsupported(t *testing.T) {
 	for _, spec := range []string{"fp8e4m3", "int4:rot"} {
 		if _, err := kernels.LayoutFor(kv.MustResolve(spec, 128)); err == nil {
