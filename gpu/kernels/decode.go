@@ -472,6 +472,10 @@ func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8 bool) (prog cuda.
 	return program("decode_mma.cu", decodeMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
 }
 
+// mmaV211UnpackDefine is the NVRTC option of MMATuning.V211Unpack:
+// decode_mma.cu's kScaledV off, v2.11's value unpack.
+const mmaV211UnpackDefine = "-DBD_SCALED_V=0"
+
 // planMMA plans decode_mma.cu (mmaConfig, mmaProgram).
 func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
 	mt, stages, minB, ctas := mmaConfig(l, t.MMA)
@@ -485,6 +489,9 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	p.qk8 = mmaQK8(l, t.MMA)
 	p.pv8 = mmaPV8(l, mt, t.MMA)
 	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8)
+	if t.MMA.V211Unpack {
+		prog.Options = append(prog.Options, mmaV211UnpackDefine)
+	}
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 

@@ -537,6 +537,16 @@ BD_DEVICE void valuesI8(ST& st, RAW& raw, const float (&s)[MT][4], const u8* __r
 // invariant under the scaling with subnormal operands. The float64
 // reference tests pass with their tolerances unchanged.
 
+// kScaledV switches the scaled values on (v2.12, the default). Compiled with
+// -DBD_SCALED_V=0 (decode.go: MMATuning.V211Unpack) the kernel takes
+// v2.11's unpack instead (bitdecode.cuh's code, exact integers under 1024)
+// and no unscaleV, so a test can run both on one input and measure the
+// difference (TestGPUDecodeScaledValuesULPs).
+#ifndef BD_SCALED_V
+#define BD_SCALED_V 1
+#endif
+constexpr bool kScaledV = BD_SCALED_V != 0;
+
 // unpackV turns a lane's V words of BITS-bit codes into the scaled fp16
 // subnormal registers above (fragment order, as unpack).
 template <int D, int BITS>
@@ -707,7 +717,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
   for (int mt = 0; mt < MT; mt++) {
     if constexpr (RG) ringVGroup<D, KBITS, VBITS, KC, KG, VG, MT>(raw, mt, slot, lane);
     u32 a[Frag<D, VBITS>::kRegs];
-    if constexpr ((VBITS == 2 || VBITS == 4) && !BF) unpackV<D, VBITS>(raw.v[mt], a);  // v2.12: scaled codes
+    if constexpr (kScaledV && (VBITS == 2 || VBITS == 4) && !BF) unpackV<D, VBITS>(raw.v[mt], a);  // v2.12: scaled codes
     else unpack<D, VBITS>(raw.v[mt], a);
 #pragma unroll
     for (int k = 0; k < VG; k++) {
@@ -1131,7 +1141,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   }
   // v2.12: the packed tiles' values were scaled (unpackV): unscale before
   // the residual's fp16 values join the same accumulators.
-  if constexpr ((VBITS == 2 || VBITS == 4) && !P8V && !BF) unscaleV<D, VBITS>(st.acc);
+  if constexpr (kScaledV && (VBITS == 2 || VBITS == 4) && !P8V && !BF) unscaleV<D, VBITS>(st.acc);
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (t1 > packedEnd) {
     const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
