@@ -19,7 +19,7 @@ mkdir -p $G/b/gocoder-23m
 for f in /work/shared/models/gocoder-23m/*; do [ "$(basename $f)" = heldout.txt ] || cp $f $G/b/gocoder-23m/; done
 echo "main $M new $N" > $G/b/commits.txt
 cp bench/results/2026-11-26-h100-attn-15/run.sh $G/
-(cd $G/b && tar cf - . | xz -6 -T2 > $G/bundle.tar.xz)
+(cd $G/b && tar cf - . | xz -9e -T2 > $G/bundle.tar.xz)
 rm -rf $G/b; ls -la $G; cat <<X
 main $M new $N
 X
