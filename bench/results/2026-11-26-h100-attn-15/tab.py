@@ -1,11 +1,14 @@
-# tab.py DIR: the A/B table of run.sh's timed runs (ab_main1/2, ab_new1/2 bench attn JSON;
+# tab.py DIR...: the A/B table of run.sh's timed runs (ab_main1/2, ab_new1/2 bench attn JSON;
 # mx_* bench model JSON), markdown. Speed = mean of main's times over mean of v2.15's; the
 # fractions are each run's own read ceiling, averaged over the runs of a binary.
 import json, os, statistics as st, sys
-D = sys.argv[1] if len(sys.argv) > 1 else 'r'
+DIRS = sys.argv[1:] or ['r']
 def load(n):
-    p = f'{D}/{n}.json'
-    return json.load(open(p)) if os.path.exists(p) else None
+    for d in DIRS:
+        p = f'{d}/{n}.json'
+        if os.path.exists(p):
+            return json.load(open(p))
+    return None
 ab = {n: load(n) for n in ['ab_main1', 'ab_new1', 'ab_main2', 'ab_new2']}
 ab = {n: d for n, d in ab.items() if d}
 print('read ceilings (GB/s):', ', '.join(f"{n} {d['read_ceiling_gb_per_s']:.0f}" for n, d in ab.items()))
