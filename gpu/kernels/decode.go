@@ -211,7 +211,9 @@ type DecodePlan struct {
 	// counters, when not 0, fuses the merge of the splits into the split
 	// kernel (v2.5): one zeroed int per (sequence, KV head x row chunk)
 	// that tells the last split to finish that it merges (finishSplits in
-	// decode.cu); decode_combine does not run.
+	// decode.cu); decode_combine does not run. A row chunk of a sequence
+	// with one split then writes its output directly (decode_mma.cu v2.15,
+	// finishOneSplit: no partial, no count).
 	counters cuda.DevicePtr
 	dev      *cuda.Device
 	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)
@@ -470,6 +472,10 @@ func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8 bool) (prog cuda.
 	return program("decode_mma.cu", decodeMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
 }
 
+// mmaV211UnpackDefine is the NVRTC option of MMATuning.V211Unpack:
+// decode_mma.cu's kScaledV off, v2.11's value unpack.
+const mmaV211UnpackDefine = "-DBD_SCALED_V=0"
+
 // planMMA plans decode_mma.cu (mmaConfig, mmaProgram).
 func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
 	mt, stages, minB, ctas := mmaConfig(l, t.MMA)
@@ -483,6 +489,9 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	p.qk8 = mmaQK8(l, t.MMA)
 	p.pv8 = mmaPV8(l, mt, t.MMA)
 	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8)
+	if t.MMA.V211Unpack {
+		prog.Options = append(prog.Options, mmaV211UnpackDefine)
+	}
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 

@@ -30,7 +30,8 @@
 // row chunk to finish merges the splits in order (finishSplits; past 64
 // splits decode_combine does, in a second launch). The only atomic is that
 // counter: which CTA merges varies, the merge's order does not, so the
-// result is bitwise deterministic.
+// result is bitwise deterministic. A row chunk of a sequence with a single
+// split skips all of that: its CTA writes the output (finishOneSplit).
 //
 // Versions (H100, Hq=32 Hkv=8 D=128; us and fraction of the 3.02 TB/s read
 // ceiling; docs/perf/decode-attention.md has every step):
@@ -103,6 +104,12 @@
 //        and int4 KC ties. ncu: CUDA 13's int2 spill (the loop counter,
 //        reloaded behind the value loads) holds ~19% of the warps' stall
 //        samples: the next thing to remove.
+//   v2.15 a row chunk whose sequence has one split (128 x 8K, int2 at max
+//        batch) writes its output from the CTA (finishOneSplit): no partial,
+//        fence, counter or merge; the same bits (session 15). H100, 128 x
+//        8K: int2 1.045x (72.5 -> 75.9% of the ceiling), k4v2 1.032x (85.6
+//        -> 88.5%), int4 KC 1.033x (92.5 -> 95.7%), KT 1.033x (94.1 ->
+//        97.4%); int2 at max batch (100 x 32K) 38.8 -> 38.5 ms a step.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -530,8 +537,22 @@ BD_DEVICE void valuesI8(ST& st, RAW& raw, const float (&s)[MT][4], const u8* __r
 // takes it out. In exact scaling that would give the old bits back; on the
 // H100 it does not quite: the outputs moved by about one fp16 ulp in 5 of 16
 // bench rows (session 12), apparently because the mma's accumulation is not
-// invariant under the scaling with subnormal operands. The float64
-// reference tests pass with their tolerances unchanged.
+// invariant under the scaling with subnormal operands. Session 15 measured
+// it alone (kScaledV off and on, the rest of the kernel the same;
+// TestGPUDecodeScaledValuesULPs): 3.4-9.7% of the outputs of int2, k4v2, int4
+// KC/KT and k8v4 differ, 70-84% of those by one fp16 ulp, a few by hundreds
+// (outputs near 0); int8 values, not scaled, are bitwise equal. The float64
+// reference tests pass with their tolerances unchanged either way.
+
+// kScaledV switches the scaled values on (v2.12, the default). Compiled with
+// -DBD_SCALED_V=0 (decode.go: MMATuning.V211Unpack) the kernel takes
+// v2.11's unpack instead (bitdecode.cuh's code, exact integers under 1024)
+// and no unscaleV, so a test can run both on one input and measure the
+// difference (TestGPUDecodeScaledValuesULPs).
+#ifndef BD_SCALED_V
+#define BD_SCALED_V 1
+#endif
+constexpr bool kScaledV = BD_SCALED_V != 0;
 
 // unpackV turns a lane's V words of BITS-bit codes into the scaled fp16
 // subnormal registers above (fragment order, as unpack).
@@ -703,7 +724,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
   for (int mt = 0; mt < MT; mt++) {
     if constexpr (RG) ringVGroup<D, KBITS, VBITS, KC, KG, VG, MT>(raw, mt, slot, lane);
     u32 a[Frag<D, VBITS>::kRegs];
-    if constexpr ((VBITS == 2 || VBITS == 4) && !BF) unpackV<D, VBITS>(raw.v[mt], a);  // v2.12: scaled codes
+    if constexpr (kScaledV && (VBITS == 2 || VBITS == 4) && !BF) unpackV<D, VBITS>(raw.v[mt], a);  // v2.12: scaled codes
     else unpack<D, VBITS>(raw.v[mt], a);
 #pragma unroll
     for (int k = 0; k < VG; k++) {
@@ -743,6 +764,54 @@ BD_DEVICE void makeB(const float qf[D / 16][4], const float* sc, u32 bq[D / 16][
   for (int kb = 0; kb < D / 16; kb++) {
     bq[kb][0] = pack2T<BF>(qf[kb][0] * sc[4 * kb], qf[kb][1] * sc[4 * kb + 1]);
     bq[kb][1] = pack2T<BF>(qf[kb][2] * sc[4 * kb + 2], qf[kb][3] * sc[4 * kb + 3]);
+  }
+}
+
+// finishOneSplit (v2.15) ends the CTA of a row chunk whose sequence has a
+// single split, where the plan fuses the merge (counters): it writes the
+// fp16 output rows directly, with no partial, fence, counter or merge pass.
+// The bits are those of that split's partial merged by finishSplits (and by
+// decode_combine, the same arithmetic), because each step is the same
+// operation on the same values:
+//   1. (o, m, l) per row and channel: mergeWarps' warp merge, its code and
+//      order (it would store them to partO and partML, exact floats);
+//   2. finishSplits' max over one split: lane 0 holds fmaxf(-inf, m), the
+//      other lanes -inf, and the shuffle tree of fmaxf keeps it: M =
+//      fmaxf(-inf, m) (m itself, -inf for a NaN m);
+//   3. its weight ws = (m == -inf ? 0 : exp2f(m - M)): 1 for a finite m (the
+//      same exp2f of 0), 0 for a row that saw nothing, NaN otherwise;
+//   4. its denominator: lane 0 takes fmaf(l, ws, +0), the others +0, and the
+//      shuffle tree adds them. Rounding to nearest, fmaf(x, y, +0) is never
+//      -0 (an exact -0 plus +0 is +0), and s + (+0) = s for every s but -0
+//      (a NaN stays a NaN), so the tree returns fmaf(l, ws, +0) unchanged;
+//      inv = 1 / that (IEEE division in both, the program's own flags);
+//   5. its output: o' = fmaf(o, ws, +0), the sum of one split from +0 (not o
+//      itself: o = -0 gives +0 there), written as f2h(o' · inv).
+// So with a finite m the output is f2h((o + 0) · (1 / l)): a multiplication
+// by the reciprocal of the row sum, not a division, as the merge does it.
+// Every thread of the CTA calls it once redO, redM and redL are complete.
+template <int D, int WARPS, int ROWS>
+BD_DEVICE void finishOneSplit(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
+                              u16* __restrict__ out, int b, int h, int row0, int nrows, int group, int Hq, int Tq) {
+  for (int idx = threadIdx.x; idx < nrows * D; idx += WARPS * 32) {
+    const int r = idx / D, c = idx % D;
+    // 1. mergeWarps (bitdecode.cuh), the same operations in the same order.
+    float m = kNegInf;
+#pragma unroll
+    for (int w = 0; w < WARPS; w++) m = fmaxf(m, redM[w][r]);
+    float o = 0.f, l = 0.f;
+#pragma unroll
+    for (int w = 0; w < WARPS; w++) {
+      const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
+      o = fmaf(redO[w][r][c], a, o);
+      l = fmaf(redL[w][r], a, l);
+    }
+    // 2-5. finishSplits with nSplits = 1.
+    const float mAll = fmaxf(kNegInf, m);
+    const float ws = m == kNegInf ? 0.f : exp2f(m - mAll);
+    const float inv = 1.f / fmaf(l, ws, 0.f);
+    const int row = row0 + r, i = row / group, hq = h * group + row % group;
+    out[((size_t(b) * Tq + i) * Hq + hq) * D + c] = f2h(fmaf(o, ws, 0.f) * inv);
   }
 }
 
@@ -1079,7 +1148,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   }
   // v2.12: the packed tiles' values were scaled (unpackV): unscale before
   // the residual's fp16 values join the same accumulators.
-  if constexpr ((VBITS == 2 || VBITS == 4) && !P8V && !BF) unscaleV<D, VBITS>(st.acc);
+  if constexpr (kScaledV && (VBITS == 2 || VBITS == 4) && !P8V && !BF) unscaleV<D, VBITS>(st.acc);
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (t1 > packedEnd) {
     const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
@@ -1131,12 +1200,17 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     }
   st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
+  const int nSplits = (L + splitLen - 1) / splitLen;
+  if (counters && nSplits == 1) {  // v2.15: the row chunk's only split writes the output itself
+    finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, b, h, row0, nrows, group, Hq, Tq);
+    return;
+  }
   // Merge the warps in order.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
   if (counters) {  // v2.5: the last split merges (finishSplits, bitdecode.cuh)
     finishSplits<D, kQueryRows, false>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
-                           (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
+                           nSplits, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
                            [](int, float, float) {});
   }
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -457,6 +458,140 @@ func TestGPUDecodeRingMatchesPipeline(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGPUDecodeOneSplitMatchesCombine checks decode_mma.cu's one-split
+// epilogue (v2.15: finishOneSplit writes the output of a row chunk whose
+// sequence has one split) against decode_combine's merge of the same
+// split's partial (the plan without the fused merge), bit for bit: the
+// merge of one split is the same arithmetic (decode_mma.cu derives it).
+// Each batch mixes sequences of one split with one of several (finishSplits,
+// whose bits decode_combine's must equal too), and a split length over the
+// longest sequence makes every row chunk a one-split one. Both runs are also
+// checked against the float64 reference and for determinism by runCase.
+func TestGPUDecodeOneSplitMatchesCombine(t *testing.T) {
+	device(t)
+	cases := []struct {
+		spec string
+		sh   attn.Shape
+		tq   int
+	}{
+		{"int2", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
+		{"k4v2", attn.Shape{Hq: 14, Hkv: 2, D: 128}, 3}, // 21 rows: three row chunks, the last of 5
+		{"int4", attn.Shape{Hq: 6, Hkv: 2, D: 256}, 1},
+		{"int4:kt128", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
+		{"int4:kc64:res64", attn.Shape{Hq: 16, Hkv: 1, D: 64}, 3},
+		{"fp16", attn.Shape{Hq: 10, Hkv: 2, D: 128}, 1},
+		{"int8", attn.Shape{Hq: 8, Hkv: 1, D: 128}, 3},
+	}
+	if testing.Short() {
+		cases = cases[:2]
+	}
+	for i, c := range cases {
+		for _, split := range []struct {
+			lens     []int
+			splitLen int
+		}{
+			{[]int{4099, 1000, 5, 1024}, 1024}, // 5 splits, then three sequences of one
+			{[]int{1000, 4099, 37}, 4352},      // one split each (17 blocks of 256)
+		} {
+			run := func(noFuse bool) []uint16 {
+				tune := tuning.Decode
+				tune.NoFuse = noFuse
+				r := rand.New(rand.NewPCG(41, uint64(i)))
+				return runCase(t, r, gpuCase{kernel: kernels.DecodeMMA, spec: c.spec, sh: c.sh, lens: split.lens, tq: c.tq, tune: &tune, splitLen: split.splitLen})
+			}
+			want, got := run(true), run(false)
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("%s %+v lens %v split %d: element %d is %#04x, decode_combine's %#04x", c.spec, c.sh, split.lens, split.splitLen, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// TestGPUDecodeScaledValuesULPs runs decode_mma.cu with v2.12's scaled
+// values (unpackV, the default) and with v2.11's unpack (MMATuning.
+// V211Unpack) on the same inputs and logs how far apart the outputs are, in
+// fp16 ulps: session 12 found v2.12 not bitwise v2.11 (about one ulp in a
+// few bench rows) and attributed it to the scaling, not measured alone.
+// Both runs are checked against the float64 reference by runCase (so they
+// differ by at most the sum of the two bounds); formats whose values are
+// not int2 or int4 (fp16, int8) compile the same code either way and must
+// be equal bit for bit.
+func TestGPUDecodeScaledValuesULPs(t *testing.T) {
+	device(t)
+	cases := []struct {
+		spec string
+		sh   attn.Shape
+		tq   int
+	}{
+		{"int2", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
+		{"k4v2", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
+		{"int4", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
+		{"int4:kt128", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
+		{"k8v4", attn.Shape{Hq: 14, Hkv: 2, D: 128}, 3},
+		{"int2", attn.Shape{Hq: 6, Hkv: 2, D: 256}, 3},
+		{"int8", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1}, // control: no scaled values
+	}
+	if testing.Short() {
+		cases = []struct {
+			spec string
+			sh   attn.Shape
+			tq   int
+		}{cases[0], cases[len(cases)-1]}
+	}
+	for i, c := range cases {
+		run := func(v211 bool) []uint16 {
+			tune := tuning.Decode
+			tune.MMA.V211Unpack = v211
+			r := rand.New(rand.NewPCG(43, uint64(i)))
+			return runCase(t, r, gpuCase{kernel: kernels.DecodeMMA, spec: c.spec, sh: c.sh, lens: []int{4099, 1000, 8192}, tq: c.tq, tune: &tune})
+		}
+		scaled, v211 := run(false), run(true)
+		// A large ulp count can be a small absolute difference at an output
+		// near 0 (session 15 saw up to 830 ulps): the largest absolute
+		// difference, against the largest output, is logged too.
+		diff, most, hist := 0, 0, map[int]int{}
+		absDiff, absOut := 0.0, 0.0
+		for j := range scaled {
+			a, b := float64(half.ToFloat32(scaled[j])), float64(half.ToFloat32(v211[j]))
+			absOut = max(absOut, math.Abs(a))
+			if u := fp16ULPs(scaled[j], v211[j]); u > 0 {
+				diff++
+				most = max(most, u)
+				hist[min(u, 4)]++
+				absDiff = max(absDiff, math.Abs(a-b))
+			}
+		}
+		scaledV := strings.HasPrefix(c.spec, "int2") || strings.HasPrefix(c.spec, "int4") || strings.HasPrefix(c.spec, "k4v2") || c.spec == "k8v4"
+		if !scaledV && diff > 0 {
+			t.Fatalf("%s %+v: %d of %d outputs differ (up to %d ulps) though the values are not scaled", c.spec, c.sh, diff, len(scaled), most)
+		}
+		t.Logf("%s %+v Tq=%d: v2.12 (scaled values) against v2.11's unpack: %d of %d outputs differ (%.2f%%), at most %d fp16 ulps; 1 ulp: %d, 2: %d, 3: %d, 4 or more: %d; largest difference %.3g (largest |output| %.3g)",
+			c.spec, c.sh, c.tq, diff, len(scaled), 100*float64(diff)/float64(len(scaled)), most, hist[1], hist[2], hist[3], hist[4], absDiff, absOut)
+	}
+}
+
+// fp16ULPs returns the distance of two fp16 values in ulps: the count of
+// fp16 values from one to the other (+0 and -0 one apart); a NaN on either
+// side counts as far (1 << 16).
+func fp16ULPs(a, b uint16) int {
+	if a&0x7fff > 0x7c00 || b&0x7fff > 0x7c00 {
+		return 1 << 16
+	}
+	ord := func(h uint16) int {
+		if h&0x8000 != 0 {
+			return -int(h&0x7fff) - 1
+		}
+		return int(h)
+	}
+	d := ord(a) - ord(b)
+	if d < 0 {
+		d = -d
+	}
+	return d
 }
 
 func TestLayoutForUnsupported(t *testing.T) {

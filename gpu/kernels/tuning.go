@@ -146,6 +146,12 @@ type MMATuning struct {
 	// int8 (the weights in 20-bit fixed point, three mmas), -1 fp16, 0 the
 	// planner's rule (mmaPV8).
 	PV8 int
+	// V211Unpack compiles decode_mma.cu with v2.11's unpack of int2 and
+	// int4 values (bitdecode.cuh's code: exact integers under the magic
+	// 1024) instead of v2.12's scaled fp16 subnormals (unpackV, unscaleV):
+	// the define BD_SCALED_V=0. For the test that measures what the
+	// scaling moves in the bits; slower, never the default.
+	V211Unpack bool
 }
 
 // WGMMATuning is decode_wgmma.cu's. Zero fields are the defaults.
