@@ -179,7 +179,8 @@ __host__ __device__ constexpr int smem_bytes(int threads, int pl) {
 }
 
 // fused_smem_bytes is the shared memory of a fused-mode DEC CTA: that of
-// accumulate_out, then the token's selection list (kSelMax ints).
+// accumulate_out, then the token's selection list (kSelMax ints). The
+// selection's per-warp histograms alias accumulate_out's code buffer.
 __host__ __device__ constexpr int fused_smem_bytes(int threads) {
   return smem_bytes(threads, param_loads(threads)) + kSelMax * 4;
 }
@@ -663,42 +664,24 @@ __global__ void __launch_bounds__(kThreads) compensate(const Args a) {
   add_out<E, W, kThreads>(a, blockIdx.y, u0, u1, acc);
 }
 
-// count_le returns how many of the warp's 1024 channels (32 buckets per
-// lane in b) lie in buckets <= v: each lane's count, summed over the warp
-// (redux.sync): no shared memory.
-template <int N>
-__device__ __forceinline__ int count_le(const int (&b)[N], int v) {
-  int n = 0;
-#pragma unroll
-  for (int j = 0; j < N; j++) n += b[j] <= v ? 1 : 0;
-  return int(__reduce_add_sync(0xffffffffu, unsigned(n)));
-}
-
 // select_chunks writes token t's selection (wq.SelectApprox, the rule of
 // select_topk, file comment 1.) to list[0 .. a.S): warp w takes chunks w,
 // w + THREADS/32, ...; in a chunk, lane l owns channels c0 + 32j + l
 // (j = 0..31), so "channel order" is (j, lane) order and every count of
-// channels before this one is a running popc of ballots. B, the bucket
-// where the running count first reaches kc, is the least b with
-// count_le(b) >= kc: a binary search over the kBuckets buckets (8 steps,
-// then count_le(B − 1) for fill), each step a lane's 32 compares and one
-// warp sum (v7). v6 built a warp-private histogram with shared-memory
-// atomics, whose cost grew with the lanes that hit one bucket at once:
-// 32-way conflicts when a chunk's activations lie within a few buckets
-// (an eighth of an octave each), as the decode step's random-weight
-// activations may. All THREADS threads call it; the caller synchronizes
-// before reading list.
+// channels before this one is a running popc of ballots. hist holds
+// THREADS/32 warp-private histograms of kBuckets ints. All THREADS threads
+// call it; the caller synchronizes before reading list.
 // Not inlined: fused_cta_any instantiates fused_cta once per (element
 // type, W), and one copy of the selection per kernel is enough (it runs
 // once per token).
 template <int THREADS>
-__device__ __noinline__ void select_chunks(const Args& a, int t, int* list) {
+__device__ __noinline__ void select_chunks(const Args& a, int t, int* list, int* hist) {
   constexpr int kWarps = THREADS / 32;
   constexpr int kPerLane = kChunkChannels / 32;       // 32 channels per lane
-  constexpr int kSearchSteps = 8;                     // log2(kBuckets)
-  static_assert(1 << kSearchSteps == kBuckets, "the binary search covers every bucket");
+  constexpr int kBucketsPerLane = kBuckets / 32;      // 8 buckets per lane
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const u32 below = (1u << lane) - 1u;
+  int* h = hist + warp * kBuckets;
   const float* x = a.x + size_t(t) * a.K;
   const int chunks = (a.K + kChunkChannels - 1) / kChunkChannels;
   const int kcFull = chunk_select(a.kChunk, kChunkChannels);
@@ -706,6 +689,8 @@ __device__ __noinline__ void select_chunks(const Args& a, int t, int* list) {
     const int c0 = chunk * kChunkChannels;
     const int c = min(kChunkChannels, a.K - c0);
     const int kc = chunk_select(a.kChunk, c);  // warp-uniform, > 0 when S > 0
+#pragma unroll
+    for (int i = 0; i < kBucketsPerLane; i++) h[lane * kBucketsPerLane + i] = 0;
     int key[kPerLane];
     int m = -1;
 #pragma unroll
@@ -716,23 +701,34 @@ __device__ __noinline__ void select_chunks(const Args& a, int t, int* list) {
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
-    // key becomes the bucket (kBuckets for channels past c: never counted).
+    __syncwarp();  // the zeros before the adds
+    // key becomes the bucket (kBuckets for channels past c).
 #pragma unroll
-    for (int j = 0; j < kPerLane; j++) key[j] = key[j] < 0 ? kBuckets : min(m - key[j], kBuckets - 1);
-    // B: the least bucket whose running count reaches kc (it exists:
-    // count_le(kBuckets − 1) = c >= kc); lo and hi stay warp-uniform.
-    int lo = 0, hi = kBuckets - 1;
-#pragma unroll 1
-    for (int s = 0; s < kSearchSteps; s++) {
-      const int mid = (lo + hi) >> 1;
-      if (count_le(key, mid) >= kc) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
+    for (int j = 0; j < kPerLane; j++) {
+      key[j] = key[j] < 0 ? kBuckets : min(m - key[j], kBuckets - 1);
+      if (key[j] < kBuckets) atomicAdd(&h[key[j]], 1);
+    }
+    __syncwarp();
+    // B: the bucket where the running count first reaches kc. Lane l sums
+    // buckets 8l..8l+7; the lane whose range crosses kc finds B in it.
+    int cnt[kBucketsPerLane], sum = 0;
+#pragma unroll
+    for (int i = 0; i < kBucketsPerLane; i++) cnt[i] = h[lane * kBucketsPerLane + i], sum += cnt[i];
+    const int incl = warpInclusiveSum(sum, lane);
+    const int excl = incl - sum;
+    const u32 hit = __ballot_sync(0xffffffffu, excl < kc && incl >= kc);  // exactly one lane
+    int B = 0, fill = 0;
+    if (excl < kc && incl >= kc) {
+      int run = excl;
+#pragma unroll
+      for (int i = 0; i < kBucketsPerLane; i++) {
+        if (run < kc && run + cnt[i] >= kc) B = lane * kBucketsPerLane + i, fill = kc - run;  // once: run only grows
+        run += cnt[i];
       }
     }
-    const int B = lo;
-    const int fill = kc - (B > 0 ? count_le(key, B - 1) : 0);
+    const int src = __ffs(hit) - 1;
+    B = __shfl_sync(0xffffffffu, B, src);
+    fill = __shfl_sync(0xffffffffu, fill, src);
     // Take b < B, and the first `fill` channels of bucket B in channel
     // order; positions in channel order.
     int* out = list + chunk * kcFull;
@@ -859,7 +855,7 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
       sel = a.sel + size_t(t) * a.S;
     } else {
       __syncthreads();  // the previous token's sums are done with smem
-      select_chunks<THREADS>(a, t, list);
+      select_chunks<THREADS>(a, t, list, reinterpret_cast<int*>(smem));
       __syncthreads();
       if (a.selOut != nullptr && b == 0) {
         // Keep the list for later launches over the same x (plain stores:
