@@ -115,11 +115,22 @@ type DECConfig struct {
 	// (0 too) or kernels.DECConcurrent (a second stream, joined by an add;
 	// as backend/gpu runs it).
 	Mode kernels.DECMode
+	// Activations is how x is drawn: DECOutliers ("" too; Gaussian with
+	// outlier channels) or DECNarrow (every |x| within 1% of 1: a chunk's
+	// keys in one or two selection buckets, the worst case of v6's
+	// histogram selection; docs/perf/dec.md v7).
+	Activations string
 	// StopPct > 0 stops a shape's k_chunk sweep after the first k_chunk
 	// whose fastest step is more than StopPct percent slower than the base.
 	StopPct  float64
 	Progress io.Writer // one line per timed point; nil: quiet
 }
+
+// The activation distributions DECConfig.Activations names.
+const (
+	DECOutliers = "outliers"
+	DECNarrow   = "narrow"
+)
 
 // DECReport is a RunDEC run.
 type DECReport struct {
@@ -130,7 +141,8 @@ type DECReport struct {
 	At       string           `json:"residual_at"` // "host" (mapped, read over PCIe) or "device"
 	Mode     string           `json:"mode"`
 	Tokens   int              `json:"tokens"`
-	PCIeGBps float64          `json:"pcie_copy_gb_per_s"` // pinned host-to-device copy, for reference
+	X        string           `json:"activations,omitempty"` // DECConfig.Activations; "" = outliers
+	PCIeGBps float64          `json:"pcie_copy_gb_per_s"`    // pinned host-to-device copy, for reference
 	Shapes   []DECShapeResult `json:"shapes"`
 }
 
@@ -270,7 +282,7 @@ func runDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 		}
 	}
 	rep := &DECReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Weights: cfg.Weights.Short(),
-		Residual: cfg.Residual.String(), At: "host", Mode: cfg.Mode.String(), Tokens: cfg.Tokens}
+		Residual: cfg.Residual.String(), At: "host", Mode: cfg.Mode.String(), Tokens: cfg.Tokens, X: cfg.Activations}
 	if cfg.ResidualOnDevice {
 		rep.At = "device"
 	}
@@ -364,7 +376,7 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 	if err != nil {
 		return nil, err
 	}
-	xs, err := decActivations(c, r, alloc, T, K)
+	xs, err := decActivations(c, r, alloc, T, K, t.cfg.Activations == DECNarrow)
 	if err != nil {
 		return nil, err
 	}
@@ -549,12 +561,19 @@ func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(i
 }
 
 // decActivations uploads decCopies batches of T rows of K activations with
-// outlier channels.
-func decActivations(c *cuda.Ctx, r *rand.Rand, alloc func(int) (cuda.DevicePtr, error), T, K int) ([]cuda.DevicePtr, error) {
+// outlier channels, or (narrow) of random sign and |x| within 1% of 1.
+func decActivations(c *cuda.Ctx, r *rand.Rand, alloc func(int) (cuda.DevicePtr, error), T, K int, narrow bool) ([]cuda.DevicePtr, error) {
 	xs := make([]cuda.DevicePtr, decCopies)
 	for i := range xs {
 		x := make([]float32, T*K)
 		for j := range x {
+			if narrow {
+				x[j] = float32(1 + 0.003*r.NormFloat64())
+				if r.IntN(2) == 0 {
+					x[j] = -x[j]
+				}
+				continue
+			}
 			x[j] = float32(r.NormFloat64())
 			if j%K%97 == 13 {
 				x[j] *= float32(20 + 30*r.Float64())

@@ -154,22 +154,24 @@ func decShapes(dir, shapes string) ([]bench.DECShape, error) {
 // decFlags are the flags 'bench dec' and 'tune dec' share.
 type decFlags struct {
 	modelDir, shapes, weights, residual, kChunks, blocks, device, mode, at *string
+	activations                                                            *string
 	tokens, runs                                                           *int
 }
 
 func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 	return decFlags{
-		modelDir: fs.String("model", "", "time the linear-layer shapes of this checkpoint (config.json)"),
-		shapes:   fs.String("shapes", "", "or: a preset ("+strings.Join(bench.PresetNames(), ", ")+") or NxK,... (N outputs, K inputs)"),
-		weights:  fs.String("weights", "int4", "base weight format (int4, int3, int8: packed, gemvq.cu)"),
-		mode:     fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bench.EnvDECMode+", else fused (serial for int8 and fp16 residuals), as the CUDA backend"),
-		residual: fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
-		at:       fs.String("residual-at", "", "where the residual lives: host (mapped, read over PCIe) or device; default: $"+bench.EnvDECResidual+", else host, as the CUDA backend"),
-		kChunks:  fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
-		blocks:   fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
-		device:   fs.String("device", "cuda", "cuda (or auto): the timings need a GPU"),
-		tokens:   fs.Int("tokens", 1, "rows of x per step (1: single-sequence decode; at most 8)"),
-		runs:     fs.Int("runs", 30, "timed runs per point (median reported)"),
+		modelDir:    fs.String("model", "", "time the linear-layer shapes of this checkpoint (config.json)"),
+		shapes:      fs.String("shapes", "", "or: a preset ("+strings.Join(bench.PresetNames(), ", ")+") or NxK,... (N outputs, K inputs)"),
+		weights:     fs.String("weights", "int4", "base weight format (int4, int3, int8: packed, gemvq.cu)"),
+		mode:        fs.String("mode", "", "how DEC runs beside the base GEMV: serial, concurrent (a second stream) or fused (one launch); default: $"+bench.EnvDECMode+", else fused (serial for int8 and fp16 residuals), as the CUDA backend"),
+		residual:    fs.String("residual", "int4", "residual format: int4, int8 or fp16"),
+		at:          fs.String("residual-at", "", "where the residual lives: host (mapped, read over PCIe) or device; default: $"+bench.EnvDECResidual+", else host, as the CUDA backend"),
+		kChunks:     fs.String("k-chunk", kDefault, "k_chunk values to time, increasing"),
+		blocks:      fs.String("n-tb", "4,8,16,32,66,132", "thread-block counts (n_tb) to time; clamped to each shape's range"),
+		device:      fs.String("device", "cuda", "cuda (or auto): the timings need a GPU"),
+		tokens:      fs.Int("tokens", 1, "rows of x per step (1: single-sequence decode; at most 8)"),
+		runs:        fs.Int("runs", 30, "timed runs per point (median reported)"),
+		activations: fs.String("activations", bench.DECOutliers, "how x is drawn: outliers (Gaussian with outlier channels) or narrow (every |x| within 1% of 1: the selection's worst case for v6's histogram)"),
 	}
 }
 
@@ -232,11 +234,14 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 	if at != "" && at != "host" && at != "device" {
 		return cfg, usageErrorf("--residual-at %q: want host or device", at)
 	}
+	if *f.activations != bench.DECOutliers && *f.activations != bench.DECNarrow {
+		return cfg, usageErrorf("--activations %q: want %s or %s", *f.activations, bench.DECOutliers, bench.DECNarrow)
+	}
 	if err := needGPU("DEC timing"); err != nil {
 		return cfg, err
 	}
 	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
-		Runs: *f.runs, Mode: mode, ResidualOnDevice: at == "device", Progress: progress}
+		Runs: *f.runs, Mode: mode, ResidualOnDevice: at == "device", Activations: *f.activations, Progress: progress}
 	return cfg, nil
 }
 

@@ -75,7 +75,8 @@
 //    (the DEC CTA claimed the tile meanwhile) the base CTA adds part into y
 //    as the words arrive (the DEC CTA is resident and stores them without
 //    waiting on anybody) and resets them and the flag; if it succeeds, the
-//    DEC CTA's claim finds 2 and it adds every token's sums into y itself
+//    DEC CTA's claim (an acquire CAS: no fence after it, v7) finds 2 and it
+//    adds every token's sums into y itself
 //    (the last from registers) and resets the words and the flag. Exactly
 //    one side adds, with the same single float32 add as serial mode (the
 //    same bits); the side that comes second leaves part empty and the flag
@@ -216,6 +217,18 @@ __device__ __forceinline__ u32 ld_gpu(const u32* p) {
   return v;
 }
 __device__ __forceinline__ void st_gpu(float* p, float v) { asm volatile("st.relaxed.gpu.global.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory"); }
+
+// cas_acquire is atomicCAS with acquire semantics at GPU scope (the DEC
+// CTAs' claim of a tile, fused mode): when it finds 2, the base CTA's
+// stores to y (made visible by its fence before its own CAS, the release)
+// are visible to this thread, and through the CTA barrier after the claims
+// to every thread of the CTA: no fence after the claim (v7; v6 paid a
+// membar.gl there).
+__device__ __forceinline__ u32 cas_acquire(u32* p, u32 cmp, u32 v) {
+  u32 old;
+  asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(p), "r"(cmp), "r"(v) : "memory");
+  return old;
+}
 
 // globaltimer returns the GPU's nanosecond timer (fused_selftest's late
 // mode).
@@ -811,8 +824,8 @@ __device__ __forceinline__ void tile_close(const Args& a, int tile, bool present
 // blockIdx values) selects (if a.sel is null) and sums (accumulate_out, P
 // outputs per thread) its slice's compensation token by token, storing
 // every token's but the last to a.part. With the last token's sums in
-// registers it claims each tile of the slice, atomicCAS(flag, 0 -> 1), a
-// thread per tile: claimed tiles get the last token's sums in part (the
+// registers it claims each tile of the slice, CAS(flag, 0 -> 1) with
+// acquire (cas_acquire), a thread per tile: claimed tiles get the last token's sums in part (the
 // base CTA, reading part, adds them, or waits for them if its own CAS found
 // the claim); tiles whose base CTA wrote y first (the CAS finds 2) get
 // every token's sums added into y here (the last from registers), their
@@ -866,12 +879,11 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
     __syncthreads();  // the sums are done with smem
     bool any = false;
     for (int i = threadIdx.x; i < tiles; i += THREADS) {
-      const bool s2 = atomicCAS(flags + i, 0u, 1u) == 2u;
+      const bool s2 = cas_acquire(flags + i, 0u, 1u) == 2u;  // acquire: the base CTA's y
       second[i] = s2;
       any |= s2;
     }
-    any = __syncthreads_or(any);
-    if (any) __threadfence();  // acquire the base CTAs' stores to y
+    any = __syncthreads_or(any);  // orders each claim's acquire before every thread's reads of y
     if (lateNs != 0) {
       const unsigned long long t0 = globaltimer();
       while (globaltimer() - t0 < lateNs) __nanosleep(1000);
