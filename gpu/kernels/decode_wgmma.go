@@ -156,10 +156,42 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 	if err != nil {
 		return nil, err
 	}
+	if rule == splitOneWave && s.SplitLen == 0 && t.TargetCTAs == 0 {
+		minSplit := wgmmaMinSplitTokens
+		if t.MinSplitTokens != 0 {
+			minSplit = t.MinSplitTokens
+		}
+		if n := wgmmaTileSplit(s, mw*wgmmaTileTokens, minSplit, ctas*decodeRefSMs); n > 0 {
+			p.splitLen = n
+			p.maxSplits = (s.MaxL + n - 1) / n
+		}
+	}
 	p.smem = wgmmaSmem(l, st, mw)
 	p.threads, p.kernel = wgmmaThreads, DecodeWGMMA
 	prog, splitExpr, combineExpr := wgmmaProgram(l, mw, st, minB)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
+}
+
+// wgmmaTileSplit returns the tokens per split of a step with fewer than
+// splitFewItems CTAs per split (one sequence) for decode_wgmma.cu with
+// 16-bit K/V, counted in whole tiles of tt tokens rather than whole blocks:
+// the single wave splitBlocks plans, filled closer to its slots (v3.3: one
+// sequence of 32K at 8 KV heads takes 47 splits of 11 tiles, 376 of 396
+// slots, where blocks of 128 tokens allowed 43 of 6 blocks, 344). 0 where
+// the step has splitFewItems items or more (splitBlocks' split stands).
+func wgmmaTileSplit(s DecodeShape, tt, minSplit, slots int) int {
+	rows := s.Hq / s.Hkv * s.Tq
+	items := s.B * s.Hkv * ((rows + mmaRows - 1) / mmaRows)
+	if items >= splitFewItems {
+		return 0
+	}
+	maxTiles := (s.MaxL + tt - 1) / tt
+	minTiles := (minSplit + tt - 1) / tt
+	// splitBlocks keeps the longest split of its count; the shortest
+	// evens the splits (1 x 1K: 4 of 256 tokens, not 3 of 320 and 64).
+	tps := splitBlocks(items, maxTiles, minTiles, slots, splitOneWave)
+	splits := (maxTiles + tps - 1) / tps
+	return (maxTiles + splits - 1) / splits * tt
 }
 
 // wgmmaMinB returns the CTAs per SM decode_wgmma.cu's registers are capped

@@ -79,3 +79,37 @@ func TestPackSlices(t *testing.T) {
 		}
 	}
 }
+
+// TestWGMMATileSplit checks wgmmaTileSplit, decode_wgmma.cu's splits of one
+// sequence with 16-bit K/V counted in 64-token tiles (v3.3b): the fullest
+// single wave of the 396 slots at 8 KV heads, at least 256 tokens a split,
+// and no plan (0) from splitFewItems CTAs per split on.
+func TestWGMMATileSplit(t *testing.T) {
+	const slots = 3 * decodeRefSMs
+	for _, tc := range []struct {
+		b, l, hkv  int
+		wantSplits int
+		wantLen    int
+	}{
+		{1, 1024, 8, 4, 256},     // at most 1024/256 splits, as in whole blocks
+		{1, 8192, 8, 32, 256},    // 256 CTAs, as in whole blocks
+		{1, 20000, 8, 45, 448},   // 360 CTAs (blocks: 40 of 512)
+		{1, 32768, 8, 47, 704},   // 376 CTAs (blocks: 43 of 768, 344)
+		{1, 131072, 8, 49, 2688}, // 392 CTAs, the blocks' plan
+		{1, 32768, 1, 128, 256},  // one KV head: the 256-token minimum
+		{2, 32768, 8, 0, 0},      // 16 items: splitBlocks' one wave stands
+	} {
+		s := DecodeShape{B: tc.b, Hq: 4 * tc.hkv, Hkv: tc.hkv, Tq: 1, MaxBlocks: (tc.l + 127) / 128, MaxL: tc.l}
+		n := wgmmaTileSplit(s, wgmmaTileTokens, wgmmaMinSplitTokens, slots)
+		splits := 0
+		if n > 0 {
+			splits = (tc.l + n - 1) / n
+		}
+		if n != tc.wantLen || splits != tc.wantSplits {
+			t.Errorf("B=%d L=%d Hkv=%d: %d splits of %d tokens, want %d of %d", tc.b, tc.l, tc.hkv, splits, n, tc.wantSplits, tc.wantLen)
+		}
+		if n%wgmmaTileTokens != 0 || (n > 0 && n < wgmmaMinSplitTokens && tc.l >= wgmmaMinSplitTokens) || splits*tc.b*tc.hkv > slots {
+			t.Errorf("B=%d L=%d: split of %d tokens: not whole tiles, under the minimum, or over one wave", tc.b, tc.l, n)
+		}
+	}
+}
