@@ -378,56 +378,39 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
   const int nTiles = max(0, packedEnd - t0) / TT;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
-  auto blockOf = [&](int ti, int& within) -> const u8* {
-    const int tok = t0 + ti * TT, blk = tok / Nr;
-    within = tok - blk * Nr;
-    return pool + (size_t(blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
-  };
-  // fill streams tile ti into stage ti % ST from its block half at `within`.
-  auto fill = [&](int ti, const u8* half, int within) {
-    const int s = ti % ST;
-    u8* dst = ring + s * kStage;
-    mbarExpectTx(&full[s], kStage);
-    bulkCopy(dst, half + (within / kFragTokens) * Frag<D, KBITS>::kGroupBytes, kKCode, &full[s]);
-    bulkCopy(dst + kKCode, half + kBytes + (within / kFragTokens) * Frag<D, VBITS>::kGroupBytes, kVCode, &full[s]);
-    if (kKPar > 0) {
-      const int off = KC ? (within / gK) * D * 4 : within * KG * 4;
-      bulkCopy(dst + kKCode + kVCode, half + kParamsOff + off, kKPar, &full[s]);
-    }
-    if (kVPar > 0) bulkCopy(dst + kKCode + kVCode + kKPar, half + kBytes + vParamsOff + within * VG * 4, kVPar, &full[s]);
-  };
-  // Producer: one lane streams the tiles into the ring. It initializes the
-  // barriers itself and fills the first ST stages before the CTA's first
-  // barrier (v3.3), so the first bytes are on their way while the
-  // consumers load the queries; it reads the block table one tile ahead,
-  // so a refill waits for a free stage only, not for that load too.
-  const bool producer = warp == kConsumerWarps && lane == 0;
-  int ahead = 0, aheadWithin = 0;
-  const u8* aheadHalf = nullptr;
-  if (producer) {
+  if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < ST; s++) {
       mbarInit(&full[s], 1);
       mbarInit(&empty[s], kConsumers);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    for (; ahead < min(ST, nTiles); ahead++) {
-      int within;
-      const u8* half = blockOf(ahead, within);
-      fill(ahead, half, within);
-    }
-    if (ahead < nTiles) aheadHalf = blockOf(ahead, aheadWithin);
   }
   __syncthreads();
 
+  auto blockOf = [&](int ti, int& within) -> const u8* {
+    const int tok = t0 + ti * TT, blk = tok / Nr;
+    within = tok - blk * Nr;
+    return pool + (size_t(blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
+  };
+
   if (warp == kConsumerWarps) {
-    if (producer) {
-      for (int ti = ahead; ti < nTiles; ti++) {
-        const u8* half = aheadHalf;
-        const int within = aheadWithin;
-        if (ti + 1 < nTiles) aheadHalf = blockOf(ti + 1, aheadWithin);
-        mbarWait(&empty[ti % ST], (ti / ST - 1) & 1);
-        fill(ti, half, within);
+    // Producer: one lane streams the tiles into the ring.
+    if (lane == 0) {
+      for (int ti = 0; ti < nTiles; ti++) {
+        const int s = ti % ST, n = ti / ST;
+        if (n > 0) mbarWait(&empty[s], (n - 1) & 1);
+        int within;
+        const u8* half = blockOf(ti, within);
+        u8* dst = ring + s * kStage;
+        mbarExpectTx(&full[s], kStage);
+        bulkCopy(dst, half + (within / kFragTokens) * Frag<D, KBITS>::kGroupBytes, kKCode, &full[s]);
+        bulkCopy(dst + kKCode, half + kBytes + (within / kFragTokens) * Frag<D, VBITS>::kGroupBytes, kVCode, &full[s]);
+        if (kKPar > 0) {
+          const int off = KC ? (within / gK) * D * 4 : within * KG * 4;
+          bulkCopy(dst + kKCode + kVCode, half + kParamsOff + off, kKPar, &full[s]);
+        }
+        if (kVPar > 0) bulkCopy(dst + kKCode + kVCode + kKPar, half + kBytes + vParamsOff + within * VG * 4, kVPar, &full[s]);
       }
     }
     return;

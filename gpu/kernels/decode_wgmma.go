@@ -152,19 +152,9 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 	if l.KBits == 16 && l.VBits == 16 {
 		rule = splitOneWave
 	}
-	p, err := sizeMMA(dev, l, s, ctas, rule, wgmmaMinSplitTokens, t)
+	p, err := sizeMMA(dev, l, s, wgmmaPlanCTAs(l, s, ctas), rule, wgmmaMinSplitTokens, t)
 	if err != nil {
 		return nil, err
-	}
-	if rule == splitOneWave && s.SplitLen == 0 && t.TargetCTAs == 0 {
-		minSplit := wgmmaMinSplitTokens
-		if t.MinSplitTokens != 0 {
-			minSplit = t.MinSplitTokens
-		}
-		if n := wgmmaTileSplit(s, mw*wgmmaTileTokens, minSplit, ctas*decodeRefSMs); n > 0 {
-			p.splitLen = n
-			p.maxSplits = (s.MaxL + n - 1) / n
-		}
 	}
 	p.smem = wgmmaSmem(l, st, mw)
 	p.threads, p.kernel = wgmmaThreads, DecodeWGMMA
@@ -172,26 +162,28 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 
-// wgmmaTileSplit returns the tokens per split of a step with fewer than
-// splitFewItems CTAs per split (one sequence) for decode_wgmma.cu with
-// 16-bit K/V, counted in whole tiles of tt tokens rather than whole blocks:
-// the single wave splitBlocks plans, filled closer to its slots (v3.3: one
-// sequence of 32K at 8 KV heads takes 47 splits of 11 tiles, 376 of 396
-// slots, where blocks of 128 tokens allowed 43 of 6 blocks, 344). 0 where
-// the step has splitFewItems items or more (splitBlocks' split stands).
-func wgmmaTileSplit(s DecodeShape, tt, minSplit, slots int) int {
+// wgmmaFewCTAsPerSM is the CTAs per SM the split planner fills for a step
+// of one sequence (fewer than splitFewItems CTAs per split) with 16-bit
+// K/V: two, where the registers allow three. A wave of such a step is one
+// sequence's splits, all streaming at once, and an SM's CTAs share that
+// SM's part of the bandwidth, so the wave ends with the fullest SMs: 1 x
+// 32K's 43 splits (344 CTAs: 80 SMs hold three, 52 two) took 58.6 us where
+// 32 (256 CTAs, at most two an SM) took 53.7, and 1 x 128K's 49 (392)
+// 186.4 us where 32 took 182.6 (v3.3, session 15, H100;
+// docs/perf/decode-attention.md; bench/results/2026-11-26-h100-b1a).
+const wgmmaFewCTAsPerSM = 2
+
+// wgmmaPlanCTAs returns the CTAs per SM decode_wgmma.cu's split planner
+// counts for layout l and shape s, ctas being what the registers and
+// shared memory allow: wgmmaFewCTAsPerSM for one sequence with 16-bit K/V
+// (at most ctas), else ctas.
+func wgmmaPlanCTAs(l DecodeLayout, s DecodeShape, ctas int) int {
 	rows := s.Hq / s.Hkv * s.Tq
 	items := s.B * s.Hkv * ((rows + mmaRows - 1) / mmaRows)
-	if items >= splitFewItems {
-		return 0
+	if l.KBits == 16 && l.VBits == 16 && items < splitFewItems {
+		return min(ctas, wgmmaFewCTAsPerSM)
 	}
-	maxTiles := (s.MaxL + tt - 1) / tt
-	minTiles := (minSplit + tt - 1) / tt
-	// splitBlocks keeps the longest split of its count; the shortest
-	// evens the splits (1 x 1K: 4 of 256 tokens, not 3 of 320 and 64).
-	tps := splitBlocks(items, maxTiles, minTiles, slots, splitOneWave)
-	splits := (maxTiles + tps - 1) / tps
-	return (maxTiles + splits - 1) / splits * tt
+	return ctas
 }
 
 // wgmmaMinB returns the CTAs per SM decode_wgmma.cu's registers are capped

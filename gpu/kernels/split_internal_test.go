@@ -80,36 +80,46 @@ func TestPackSlices(t *testing.T) {
 	}
 }
 
-// TestWGMMATileSplit checks wgmmaTileSplit, decode_wgmma.cu's splits of one
-// sequence with 16-bit K/V counted in 64-token tiles (v3.3b): the fullest
-// single wave of the 396 slots at 8 KV heads, at least 256 tokens a split,
-// and no plan (0) from splitFewItems CTAs per split on.
-func TestWGMMATileSplit(t *testing.T) {
-	const slots = 3 * decodeRefSMs
+// TestWGMMAPlanCTAs checks the splits decode_wgmma.cu plans for one
+// sequence with 16-bit K/V (v3.3: at most two CTAs an SM, 264 slots) and
+// that other steps keep the three the registers allow.
+func TestWGMMAPlanCTAs(t *testing.T) {
+	fp16 := DecodeLayout{D: 128, KBits: 16, VBits: 16, Nr: 128}
+	int8 := DecodeLayout{D: 128, KBits: 8, VBits: 8, Nr: 128}
+	shape := func(b, l int) DecodeShape {
+		return DecodeShape{B: b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: (l + 127) / 128, MaxL: l}
+	}
 	for _, tc := range []struct {
-		b, l, hkv  int
+		l          int
 		wantSplits int
-		wantLen    int
 	}{
-		{1, 1024, 8, 4, 256},     // at most 1024/256 splits, as in whole blocks
-		{1, 8192, 8, 32, 256},    // 256 CTAs, as in whole blocks
-		{1, 20000, 8, 45, 448},   // 360 CTAs (blocks: 40 of 512)
-		{1, 32768, 8, 47, 704},   // 376 CTAs (blocks: 43 of 768, 344)
-		{1, 131072, 8, 49, 2688}, // 392 CTAs, the blocks' plan
-		{1, 32768, 1, 128, 256},  // one KV head: the 256-token minimum
-		{2, 32768, 8, 0, 0},      // 16 items: splitBlocks' one wave stands
+		{1024, 4},    // the 256-token minimum
+		{8192, 32},   // 256 CTAs, as before
+		{32768, 32},  // 256 CTAs (three an SM: 43, 344)
+		{32800, 33},  // 264 CTAs: two on every SM
+		{131072, 32}, // 256 CTAs (three an SM: 49, 392)
 	} {
-		s := DecodeShape{B: tc.b, Hq: 4 * tc.hkv, Hkv: tc.hkv, Tq: 1, MaxBlocks: (tc.l + 127) / 128, MaxL: tc.l}
-		n := wgmmaTileSplit(s, wgmmaTileTokens, wgmmaMinSplitTokens, slots)
-		splits := 0
-		if n > 0 {
-			splits = (tc.l + n - 1) / n
+		s := shape(1, tc.l)
+		ctas := wgmmaPlanCTAs(fp16, s, 3)
+		if ctas != wgmmaFewCTAsPerSM {
+			t.Fatalf("L=%d: %d CTAs an SM for one fp16 sequence, want %d", tc.l, ctas, wgmmaFewCTAsPerSM)
 		}
-		if n != tc.wantLen || splits != tc.wantSplits {
-			t.Errorf("B=%d L=%d Hkv=%d: %d splits of %d tokens, want %d of %d", tc.b, tc.l, tc.hkv, splits, n, tc.wantSplits, tc.wantLen)
+		maxBlocks := (tc.l + 127) / 128
+		bps := splitBlocks(8, maxBlocks, 2, ctas*decodeRefSMs, splitOneWave)
+		if splits := (maxBlocks + bps - 1) / bps; splits != tc.wantSplits {
+			t.Errorf("one fp16 sequence, L=%d: %d splits of %d blocks, want %d", tc.l, splits, bps, tc.wantSplits)
 		}
-		if n%wgmmaTileTokens != 0 || (n > 0 && n < wgmmaMinSplitTokens && tc.l >= wgmmaMinSplitTokens) || splits*tc.b*tc.hkv > slots {
-			t.Errorf("B=%d L=%d: split of %d tokens: not whole tiles, under the minimum, or over one wave", tc.b, tc.l, n)
-		}
+	}
+	if got := wgmmaPlanCTAs(fp16, shape(2, 32768), 3); got != 3 {
+		t.Errorf("two fp16 sequences: %d CTAs an SM, want 3", got)
+	}
+	if got := wgmmaPlanCTAs(int8, shape(1, 8192), 2); got != 2 {
+		t.Errorf("one int8 sequence: %d CTAs an SM, want its 2", got)
+	}
+	if got := wgmmaPlanCTAs(int8, shape(1, 8192), 3); got != 3 {
+		t.Errorf("one int8 sequence: %d CTAs an SM, want 3 (the rule is 16-bit K/V's)", got)
+	}
+	if got := wgmmaPlanCTAs(fp16, DecodeShape{B: 1, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: 1, MaxL: 128}, 1); got != 1 {
+		t.Errorf("D > 128 (one CTA an SM): %d, want 1", got)
 	}
 }
