@@ -44,7 +44,7 @@ func TestSplitBlocks(t *testing.T) {
 		b, l       int
 		wantSplits int
 	}{
-		{1, 32768, 43}, // 8 items: the fullest single wave, as above
+		{1, 32768, 43}, // 8 items: the fullest single wave, as above (decode_wgmma.go plans one 16-bit sequence at 264 slots: TestWGMMAPlanCTAs)
 		{2, 32768, 24}, // 16 items: 384 CTAs
 		{15, 32768, 3}, // 360 CTAs, not 14 splits (4.2 waves) or 4 (1.2 waves)
 		{16, 32768, 3}, // 384 CTAs
