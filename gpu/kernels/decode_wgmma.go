@@ -152,7 +152,7 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 	if l.KBits == 16 && l.VBits == 16 {
 		rule = splitOneWave
 	}
-	p, err := sizeMMA(dev, l, s, ctas, rule, wgmmaMinSplitTokens, t)
+	p, err := sizeMMA(dev, l, s, wgmmaPlanCTAs(l, s, ctas), rule, wgmmaMinSplitTokens, t)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +160,30 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 	p.threads, p.kernel = wgmmaThreads, DecodeWGMMA
 	prog, splitExpr, combineExpr := wgmmaProgram(l, mw, st, minB)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
+}
+
+// wgmmaFewCTAsPerSM is the CTAs per SM the split planner fills for a step
+// of one sequence (fewer than splitFewItems CTAs per split) with 16-bit
+// K/V: two, where the registers allow three. A wave of such a step is one
+// sequence's splits, all streaming at once, and an SM's CTAs share that
+// SM's part of the bandwidth, so the wave ends with the fullest SMs: 1 x
+// 32K's 43 splits (344 CTAs: 80 SMs hold three, 52 two) took 58.6 us where
+// 32 (256 CTAs, at most two an SM) took 53.7, and 1 x 128K's 49 (392)
+// 186.4 us where 32 took 182.6 (v3.3, session 16, H100;
+// docs/perf/decode-attention.md; bench/results/2026-11-26-h100-b1a).
+const wgmmaFewCTAsPerSM = 2
+
+// wgmmaPlanCTAs returns the CTAs per SM decode_wgmma.cu's split planner
+// counts for layout l and shape s, ctas being what the registers and
+// shared memory allow: wgmmaFewCTAsPerSM for one sequence with 16-bit K/V
+// (at most ctas), else ctas.
+func wgmmaPlanCTAs(l DecodeLayout, s DecodeShape, ctas int) int {
+	rows := s.Hq / s.Hkv * s.Tq
+	items := s.B * s.Hkv * ((rows + mmaRows - 1) / mmaRows)
+	if l.KBits == 16 && l.VBits == 16 && items < splitFewItems {
+		return min(ctas, wgmmaFewCTAsPerSM)
+	}
+	return ctas
 }
 
 // wgmmaMinB returns the CTAs per SM decode_wgmma.cu's registers are capped

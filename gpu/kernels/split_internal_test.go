@@ -44,7 +44,7 @@ func TestSplitBlocks(t *testing.T) {
 		b, l       int
 		wantSplits int
 	}{
-		{1, 32768, 43}, // 8 items: the fullest single wave, as above
+		{1, 32768, 43}, // 8 items: the fullest single wave, as above (decode_wgmma.go plans one 16-bit sequence at 264 slots: TestWGMMAPlanCTAs)
 		{2, 32768, 24}, // 16 items: 384 CTAs
 		{15, 32768, 3}, // 360 CTAs, not 14 splits (4.2 waves) or 4 (1.2 waves)
 		{16, 32768, 3}, // 384 CTAs
@@ -77,5 +77,49 @@ func TestPackSlices(t *testing.T) {
 		if got := packSlices(c.heads, c.sms, c.maxSlices); got != c.want {
 			t.Errorf("packSlices(%d heads, %d SMs, max %d) = %d, want %d", c.heads, c.sms, c.maxSlices, got, c.want)
 		}
+	}
+}
+
+// TestWGMMAPlanCTAs checks the splits decode_wgmma.cu plans for one
+// sequence with 16-bit K/V (v3.3: at most two CTAs an SM, 264 slots) and
+// that other steps keep the three the registers allow.
+func TestWGMMAPlanCTAs(t *testing.T) {
+	fp16 := DecodeLayout{D: 128, KBits: 16, VBits: 16, Nr: 128}
+	int8 := DecodeLayout{D: 128, KBits: 8, VBits: 8, Nr: 128}
+	shape := func(b, l int) DecodeShape {
+		return DecodeShape{B: b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: (l + 127) / 128, MaxL: l}
+	}
+	for _, tc := range []struct {
+		l          int
+		wantSplits int
+	}{
+		{1024, 4},    // the 256-token minimum
+		{8192, 32},   // 256 CTAs, as before
+		{32768, 32},  // 256 CTAs (three an SM: 43, 344)
+		{32800, 33},  // 264 CTAs: two on every SM
+		{131072, 32}, // 256 CTAs (three an SM: 49, 392)
+	} {
+		s := shape(1, tc.l)
+		ctas := wgmmaPlanCTAs(fp16, s, 3)
+		if ctas != wgmmaFewCTAsPerSM {
+			t.Fatalf("L=%d: %d CTAs an SM for one fp16 sequence, want %d", tc.l, ctas, wgmmaFewCTAsPerSM)
+		}
+		maxBlocks := (tc.l + 127) / 128
+		bps := splitBlocks(8, maxBlocks, 2, ctas*decodeRefSMs, splitOneWave)
+		if splits := (maxBlocks + bps - 1) / bps; splits != tc.wantSplits {
+			t.Errorf("one fp16 sequence, L=%d: %d splits of %d blocks, want %d", tc.l, splits, bps, tc.wantSplits)
+		}
+	}
+	if got := wgmmaPlanCTAs(fp16, shape(2, 32768), 3); got != 3 {
+		t.Errorf("two fp16 sequences: %d CTAs an SM, want 3", got)
+	}
+	if got := wgmmaPlanCTAs(int8, shape(1, 8192), 2); got != 2 {
+		t.Errorf("one int8 sequence: %d CTAs an SM, want its 2", got)
+	}
+	if got := wgmmaPlanCTAs(int8, shape(1, 8192), 3); got != 3 {
+		t.Errorf("one int8 sequence: %d CTAs an SM, want 3 (the rule is 16-bit K/V's)", got)
+	}
+	if got := wgmmaPlanCTAs(fp16, DecodeShape{B: 1, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: 1, MaxL: 128}, 1); got != 1 {
+		t.Errorf("D > 128 (one CTA an SM): %d, want 1", got)
 	}
 }
