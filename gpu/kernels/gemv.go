@@ -35,15 +35,51 @@ func gemvSplitFor(N int) int {
 	return 1
 }
 
+// gemvDepths are the ring depths U gemv.cu is instantiated with (loads in
+// flight a lane, v7): all of them up to gemvDepthRows rows of x (the
+// backend's gemv.cu path), the first alone above.
+var gemvDepths = [...]int{4, 8, 16}
+
+// gemvDepthRows is the most rows of x with every depth of gemvDepths.
+const gemvDepthRows = 2
+
+// gemvStep is gemv.cu's kStep: the halves a warp's one load covers.
+const gemvStep = 32 * 8
+
+// GEMVDepthFor is the ring depth (weight loads in flight a lane) gemv.cu
+// takes for T rows of x at split-K factor s over K: the loads a lane makes
+// over its slice, rounded up to a depth of gemvDepths (at most the
+// largest), so that a lane issues its whole slice at once where it can; 4
+// (v6's batch) above gemvDepthRows rows.
+func GEMVDepthFor(T, s, K int) int {
+	if T > gemvDepthRows {
+		return gemvDepths[0]
+	}
+	slice := (K/8 + s - 1) / s * 8
+	steps := (slice + gemvStep - 1) / gemvStep
+	for _, d := range gemvDepths {
+		if d >= steps {
+			return d
+		}
+	}
+	return gemvDepths[len(gemvDepths)-1]
+}
+
 // GEMVMaxGroups is the most weights one GEMV.LaunchGroups computes
 // (gemv.cu's kMaxGroups).
 const GEMVMaxGroups = 3
 
-// GEMV holds gemv.cu's kernels, one per (row count 1..GEMVMaxRows, split).
+// GEMV holds gemv.cu's kernels, one per (row count 1..GEMVMaxRows, split,
+// ring depth).
 type GEMV struct {
-	fns [GEMVMaxRows + 1][len(gemvSplits)]cuda.Function
-	// pair holds gemv_f16_pair per (rows, split, pair op).
-	pair [GEMVMaxRows + 1][len(gemvSplits)][gemvPairOps]cuda.Function
+	fns [GEMVMaxRows + 1][len(gemvSplits)][len(gemvDepths)]cuda.Function
+	// pair holds gemv_f16_pair per (rows, split, depth, pair op).
+	pair [GEMVMaxRows + 1][len(gemvSplits)][len(gemvDepths)][gemvPairOps]cuda.Function
+	// Depth, when not 0, is the ring depth every launch takes (4, 8 or 16:
+	// weight loads in flight a lane; 8 and 16 only up to 2 rows of x), in
+	// place of GEMVDepthFor's choice per shape: a knob for `bench gemv` and
+	// the tests. The bits are the same at every depth.
+	Depth int
 	// EarlyWeights makes each lane issue its first weight loads before the
 	// kernel waits for the one ahead of it on the stream (gemv.cu is
 	// GridDependent), so that they overlap that kernel's tail. Set it only
@@ -56,14 +92,24 @@ type GEMV struct {
 
 // LoadGEMV compiles gemv.cu (once per device).
 func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
-	expr := func(t, s int) string { return fmt.Sprintf("gemv::gemv_f16<%d, %d>", t, s) }
-	pairExpr := func(t, s, op int) string { return fmt.Sprintf("gemv::gemv_f16_pair<%d, %d, %d>", t, s, op) }
+	expr := func(t, s, u int) string { return fmt.Sprintf("gemv::gemv_f16<%d, %d, %d>", t, s, u) }
+	pairExpr := func(t, s, u, op int) string {
+		return fmt.Sprintf("gemv::gemv_f16_pair<%d, %d, %d, %d>", t, s, u, op)
+	}
+	depths := func(t int) int { // how many of gemvDepths row count t has
+		if t > gemvDepthRows {
+			return 1
+		}
+		return len(gemvDepths)
+	}
 	var exprs []string
 	for t := 1; t <= GEMVMaxRows; t++ {
 		for _, s := range gemvSplits {
-			exprs = append(exprs, expr(t, s))
-			for op := range gemvPairOps {
-				exprs = append(exprs, pairExpr(t, s, op))
+			for _, u := range gemvDepths[:depths(t)] {
+				exprs = append(exprs, expr(t, s, u))
+				for op := range gemvPairOps {
+					exprs = append(exprs, pairExpr(t, s, u, op))
+				}
 			}
 		}
 	}
@@ -74,12 +120,14 @@ func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
 	g := &GEMV{}
 	for t := 1; t <= GEMVMaxRows; t++ {
 		for i, s := range gemvSplits {
-			if g.fns[t][i], err = mod.Function(expr(t, s)); err != nil {
-				return nil, err
-			}
-			for op := range gemvPairOps {
-				if g.pair[t][i][op], err = mod.Function(pairExpr(t, s, op)); err != nil {
+			for j, u := range gemvDepths[:depths(t)] {
+				if g.fns[t][i][j], err = mod.Function(expr(t, s, u)); err != nil {
 					return nil, err
+				}
+				for op := range gemvPairOps {
+					if g.pair[t][i][j][op], err = mod.Function(pairExpr(t, s, u, op)); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -108,6 +156,21 @@ func splitIndex(s int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("kernels: gemv: no split-K factor %d", s)
+}
+
+// depthIndex returns the index in gemvDepths of the ring depth a launch
+// over T rows at split s over K takes: Depth where set, else GEMVDepthFor's.
+func (g *GEMV) depthIndex(T, s, K int) (int, error) {
+	u := g.Depth
+	if u == 0 {
+		u = GEMVDepthFor(T, s, K)
+	}
+	for i, v := range gemvDepths {
+		if v == u && (i == 0 || T <= gemvDepthRows) {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("kernels: gemv: no ring depth %d at %d rows", u, T)
 }
 
 // early is the kernels' early argument.
@@ -170,6 +233,10 @@ func (g *GEMV) LaunchGroupsSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 	if err != nil {
 		return err
 	}
+	j, err := g.depthIndex(T, split, K)
+	if err != nil {
+		return err
+	}
 	perCTA := gemvWarps / split
 	var gs [GEMVMaxGroups]LinearGroup
 	ctas := 0
@@ -180,7 +247,7 @@ func (g *GEMV) LaunchGroupsSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 		gs[j] = gr
 		ctas += (gr.N + perCTA - 1) / perCTA
 	}
-	return c.Launch(g.fns[T][i], cuda.Dim3{X: ctas}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
+	return c.Launch(g.fns[T][i][j], cuda.Dim3{X: ctas}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
 		x, int32(K), g.early(),
 		gs[0].W, gs[0].Bias, gs[0].Y, int32(gs[0].N),
 		gs[1].W, gs[1].Bias, gs[1].Y, int32(gs[1].N),
@@ -230,9 +297,13 @@ func (g *GEMV) LaunchSwiGLUSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 	if err != nil {
 		return err
 	}
+	j, err := g.depthIndex(T, split, K)
+	if err != nil {
+		return err
+	}
 	pairs, warps := gemvPairTile(split)
 	ctas := (gate.N + pairs - 1) / pairs
-	return c.Launch(g.pair[T][i][gemvPairSwiGLU], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
+	return c.Launch(g.pair[T][i][j][gemvPairSwiGLU], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
 		x, int32(K), g.early(),
 		gate.W, gate.Bias, gate.Y, int32(gate.N),
 		up.W, up.Bias, up.Y, int32(up.N),
@@ -266,12 +337,16 @@ func (g *GEMV) LaunchRoPESplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T,
 	if err != nil {
 		return err
 	}
+	j, err := g.depthIndex(T, split, K)
+	if err != nil {
+		return err
+	}
 	pairs, warps := gemvPairTile(split)
 	ctas := 0
 	for _, n := range []int{q.N, k.N, v.N} {
 		ctas += (n/2 + pairs - 1) / pairs
 	}
-	return c.Launch(g.pair[T][i][gemvPairRoPE], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
+	return c.Launch(g.pair[T][i][j][gemvPairRoPE], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
 		x, int32(K), g.early(),
 		q.W, q.Bias, q.Y, int32(q.N),
 		k.W, k.Bias, k.Y, int32(k.N),
