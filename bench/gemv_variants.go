@@ -43,7 +43,7 @@ const (
 )
 
 // SweepGEMVVariants times gemv.cu at every split-K factor (1, 2, 4) and
-// ring depth (4, 8, 16) on the launches the backend makes at T rows (T <=
+// depth (kernels.GEMVBatch, rings of 4, 8, 16) on the launches the backend makes at T rows (T <=
 // 2) for config c: o and down alone, q|k|v with RoPE, gate|up with SwiGLU,
 // after probing the read ceiling (printed on progress).
 func SweepGEMVVariants(c *model.Config, Ts []int, progress io.Writer) ([]GEMVVariantRow, error) {
@@ -166,7 +166,7 @@ func SweepGEMVVariants(c *model.Config, Ts []int, progress io.Writer) ([]GEMVVar
 				}
 				frac := func(us float64) float64 { return float64(bytes) / us / 1e3 / bw.GBps }
 				for _, split := range []int{1, 2, 4} {
-					for _, depth := range []int{4, 8, 16} {
+					for _, depth := range []int{kernels.GEMVBatch, 4, 8, 16} {
 						r := GEMVVariantRow{Name: sh.name, T: T, Split: split, Depth: depth, Chain: gemvChain,
 							Default: split == kernels.GroupSplit(sh.N...) && depth == kernels.GEMVDepthFor(T, split, sh.K)}
 						g.Depth = depth

@@ -13,9 +13,11 @@
 // of K (multiples of 8 channels). Lane l reads 8 consecutive weights (one
 // 16-byte load) at k = 8l + 256i of its slice, converts them to float and
 // multiplies them by the T rows' x (float4 loads, L1 hits: all warps of an
-// SM read the same x). A lane keeps U loads (U = 4, 8 or 16: 64-256 bytes)
-// in flight in a ring of registers, each refilled right before its math
-// (rowDot). Each warp's partial sums are
+// SM read the same x). A lane issues its loads in batches of 4 (64 bytes),
+// each batch after the math of the one before (v6's schedule, U = kBatch),
+// or keeps U loads (U = 4, 8 or 16: 64-256 bytes) in flight in a ring of
+// registers, each refilled right before its math (rowDot). Each warp's
+// partial sums are
 // reduced with xor shuffles, the S slices added in slice order through
 // shared memory: a fixed order, deterministic. A launch computes up to
 // kMaxGroups weights over the same x (q, k, v), CTA ranges one after the
@@ -52,8 +54,9 @@
 //      small kernels).
 //   v7 a ring of U loads a lane (rowDot): the next load issued before each
 //      step's math, so a warp never waits with nothing in flight between
-//      v6's batches of 4; U chosen per shape (gemv.go's GEMVDepthFor),
-//      the same bits at every U (decode-step.md v20).
+//      v6's batches of 4, kept beside v6's schedule (U = kBatch); the same
+//      bits at every U; the RoPE pair's cos and sin computed while the
+//      first loads fly (decode-step.md v20).
 // Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
 // otherwise.
 //
@@ -110,13 +113,35 @@ __device__ __forceinline__ int2 sliceBounds(int K, int slice) {
   return make_int2(k0, min(K, k0 + sliceLen));
 }
 
-// prefetch issues a lane's first U weight loads of its slice (k the lane's
-// first channel, k1 the slice's end): ring slot u takes k + u·kStep where
-// that is inside the slice. Only W is read: gemv.cu calls it before the
-// dependency wait where early is set.
+// kBatch is the depth U that selects v6's schedule: batches of kBatchLen
+// loads issued together, their math, then the next batch. Any other U is a
+// ring of U loads (rowDot).
+constexpr int kBatch = 1;
+constexpr int kBatchLen = 4;
+
+// Ring is the register array of depth U: U loads, kBatchLen for kBatch.
 template <int U>
-__device__ __forceinline__ void prefetch(uint4 (&w)[U], const u16* __restrict__ row, int k, int k1, bool valid) {
+struct Ring {
+  static constexpr int kLen = U == kBatch ? kBatchLen : U;
+};
+
+// prefetch issues a lane's first U weight loads of its slice (k the lane's
+// first channel, k1 the slice's end): slot u takes k + u·kStep where that is
+// inside the slice. Only W is read: gemv.cu calls it before the dependency
+// wait where early is set.
+// For kBatch (v6) it issues the first batch only where the whole batch is
+// inside the slice (rowDot then does the rest one load at a time).
+template <int U>
+__device__ __forceinline__ void prefetch(uint4 (&w)[Ring<U>::kLen], const u16* __restrict__ row, int k, int k1,
+                                         bool valid) {
   if (!valid) return;
+  if constexpr (U == kBatch) {
+    if (k + (kBatchLen - 1) * kStep < k1) {
+#pragma unroll
+      for (int u = 0; u < kBatchLen; u++) w[u] = ldgStream(row + k + u * kStep);
+    }
+    return;
+  }
 #pragma unroll
   for (int u = 0; u < U; u++)
     if (k + u * kStep < k1) w[u] = ldgStream(row + k + u * kStep);
@@ -124,26 +149,44 @@ __device__ __forceinline__ void prefetch(uint4 (&w)[U], const u16* __restrict__ 
 
 // rowDot is a lane's part of row·x over its slice (k the lane's first
 // channel, k1 the slice's end), for T rows of x, into acc (zeroed here; left
-// 0 where !valid), over the ring w that prefetch filled: each step takes its
-// 16 bytes from slot u and refills the slot with the load U steps ahead
-// before its math, so U loads (16·U bytes a lane) stay in flight to the
-// slice's end (v7; v6 issued kUnroll = 4, then did their math, then the
-// next 4). The products are added at k, k + kStep, k + 2·kStep, ... in that
-// order at every U: every kernel of this file sums a channel with it, and U
-// never changes a bit.
+// 0 where !valid), over the loads w that prefetch issued. A ring (U = 4, 8,
+// 16; v7): each step takes its 16 bytes from slot u and refills the slot
+// with the load U steps ahead before its math, so U loads (16·U bytes a
+// lane) stay in flight to the slice's end. kBatch (v6's schedule): the
+// batch's math, then the next kBatchLen loads together. The products are
+// added at k, k + kStep, k + 2·kStep, ... in that order at every U: every
+// kernel of this file sums a channel with it, and U never changes a bit.
 template <int T, int U>
 __device__ __forceinline__ void rowDot(float (&acc)[T], const u16* __restrict__ row, const float* __restrict__ x,
-                                       int K, int k, int k1, bool valid, uint4 (&w)[U]) {
+                                       int K, int k, int k1, bool valid, int early, uint4 (&w)[Ring<U>::kLen]) {
 #pragma unroll
   for (int t = 0; t < T; t++) acc[t] = 0.f;
   if (!valid) return;
-  for (; k < k1; k += U * kStep) {
+  if constexpr (U == kBatch) {  // v6's code: its first batch in w where it fits (loaded here unless early)
+    if (k + (kBatchLen - 1) * kStep < k1) {
+      if (!early) prefetch<U>(w, row, k, k1, true);
 #pragma unroll
-    for (int u = 0; u < U; u++) {
+      for (int u = 0; u < kBatchLen; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
+      k += kBatchLen * kStep;
+    }
+    for (; k + (kBatchLen - 1) * kStep < k1; k += kBatchLen * kStep) {
+      uint4 b[kBatchLen];
+#pragma unroll
+      for (int u = 0; u < kBatchLen; u++) b[u] = ldgStream(row + k + u * kStep);
+#pragma unroll
+      for (int u = 0; u < kBatchLen; u++) fma8<T>(acc, b[u], x, K, k + u * kStep);
+    }
+    for (; k < k1; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
+    return;
+  }
+  constexpr int R = Ring<U>::kLen;
+  for (; k < k1; k += R * kStep) {
+#pragma unroll
+    for (int u = 0; u < R; u++) {
       const int kk = k + u * kStep;
       if (kk < k1) {
         const uint4 cur = w[u];
-        if (kk + U * kStep < k1) w[u] = ldgStream(row + kk + U * kStep);
+        if (kk + R * kStep < k1) w[u] = ldgStream(row + kk + R * kStep);
         fma8<T>(acc, cur, x, K, kk);
       }
     }
@@ -206,13 +249,13 @@ __global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x
   // The ring's first U loads: with early set they are issued before the
   // dependency wait (W is not written by the kernel ahead; x and y are
   // touched only after it).
-  uint4 w[U];
+  uint4 w[Ring<U>::kLen];
   if (early) prefetch<U>(w, row, k, k1, n < N);
   gridDependencyWait();
   gridLaunchDependents();
-  if (!early) prefetch<U>(w, row, k, k1, n < N);
+  if (!early && U != kBatch) prefetch<U>(w, row, k, k1, n < N);
   float acc[T];
-  rowDot<T, U>(acc, row, x, K, k, k1, n < N, w);
+  rowDot<T, U>(acc, row, x, K, k, k1, n < N, early, w);
   __shared__ float part[kWarps][T];
   reduceSlices<T, S>(acc, part, warp, lane, slice);
   if (lane == 0 && slice == 0 && n < N) {
@@ -299,11 +342,11 @@ __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
   const int2 kb = sliceBounds<S>(K, slice);
   const int k1 = kb.y;
   const int k = kb.x + lane * kChunk;
-  uint4 w[U];
+  uint4 w[Ring<U>::kLen];
   if (early) prefetch<U>(w, row, k, k1, valid);
   gridDependencyWait();
   gridLaunchDependents();
-  if (!early) prefetch<U>(w, row, k, k1, valid);
+  if (!early && U != kBatch) prefetch<U>(w, row, k, k1, valid);
   // RoPE's cos and sin for the epilogue thread's pair (q and k), computed
   // while the ring's first loads are in flight rather than after the
   // barrier at the end of the last wave (v7): the same operations.
@@ -317,7 +360,7 @@ __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
     }
   }
   float acc[T];
-  rowDot<T, U>(acc, row, x, K, k, k1, valid, w);
+  rowDot<T, U>(acc, row, x, K, k, k1, valid, early, w);
   __shared__ float part[kW][T];
   __shared__ float val[kPairs][2][T];
   reduceSlices<T, S>(acc, part, warp, lane, slice);

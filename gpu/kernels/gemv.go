@@ -35,35 +35,26 @@ func gemvSplitFor(N int) int {
 	return 1
 }
 
-// gemvDepths are the ring depths U gemv.cu is instantiated with (loads in
-// flight a lane, v7): all of them up to gemvDepthRows rows of x (the
-// backend's gemv.cu path), the first alone above.
-var gemvDepths = [...]int{4, 8, 16}
+// GEMVBatch is the depth that selects gemv.cu's v6 schedule (kBatch): a
+// lane issues 4 weight loads together, does their math, then issues the
+// next 4.
+const GEMVBatch = 1
+
+// gemvDepths are the depths U gemv.cu is instantiated with: GEMVBatch, and
+// rings of 4, 8 and 16 loads in flight a lane (v7); all of them up to
+// gemvDepthRows rows of x (the backend's gemv.cu path), GEMVBatch alone
+// above.
+var gemvDepths = [...]int{GEMVBatch, 4, 8, 16}
 
 // gemvDepthRows is the most rows of x with every depth of gemvDepths.
 const gemvDepthRows = 2
 
-// gemvStep is gemv.cu's kStep: the halves a warp's one load covers.
-const gemvStep = 32 * 8
-
-// GEMVDepthFor is the ring depth (weight loads in flight a lane) gemv.cu
-// takes for T rows of x at split-K factor s over K: the loads a lane makes
-// over its slice, rounded up to a depth of gemvDepths (at most the
-// largest), so that a lane issues its whole slice at once where it can; 4
-// (v6's batch) above gemvDepthRows rows.
-func GEMVDepthFor(T, s, K int) int {
-	if T > gemvDepthRows {
-		return gemvDepths[0]
-	}
-	slice := (K/8 + s - 1) / s * 8
-	steps := (slice + gemvStep - 1) / gemvStep
-	for _, d := range gemvDepths {
-		if d >= steps {
-			return d
-		}
-	}
-	return gemvDepths[len(gemvDepths)-1]
-}
+// GEMVDepthFor is the depth gemv.cu takes for T rows of x at split-K
+// factor s over K: GEMVBatch. v20's first rule, a ring as deep as the
+// lane's loads over its slice (4-16: o 4, q|k|v 8, gate|up and down 16),
+// read faster alone (`bench gemv --variants`) but made the decode step
+// 0.17 ms slower (docs/perf/decode-step.md v20).
+func GEMVDepthFor(T, s, K int) int { return GEMVBatch }
 
 // GEMVMaxGroups is the most weights one GEMV.LaunchGroups computes
 // (gemv.cu's kMaxGroups).
@@ -75,10 +66,11 @@ type GEMV struct {
 	fns [GEMVMaxRows + 1][len(gemvSplits)][len(gemvDepths)]cuda.Function
 	// pair holds gemv_f16_pair per (rows, split, depth, pair op).
 	pair [GEMVMaxRows + 1][len(gemvSplits)][len(gemvDepths)][gemvPairOps]cuda.Function
-	// Depth, when not 0, is the ring depth every launch takes (4, 8 or 16:
-	// weight loads in flight a lane; 8 and 16 only up to 2 rows of x), in
-	// place of GEMVDepthFor's choice per shape: a knob for `bench gemv` and
-	// the tests. The bits are the same at every depth.
+	// Depth, when not 0, is the depth every launch takes in place of
+	// GEMVDepthFor's: GEMVBatch, or a ring of 4, 8 or 16 weight loads a
+	// lane (rings only up to 2 rows of x). A knob for `bench gemv`, the
+	// backend's Options.GEMVDepth and the tests; the bits are the same at
+	// every depth.
 	Depth int
 	// EarlyWeights makes each lane issue its first weight loads before the
 	// kernel waits for the one ahead of it on the stream (gemv.cu is
@@ -158,8 +150,19 @@ func splitIndex(s int) (int, error) {
 	return 0, fmt.Errorf("kernels: gemv: no split-K factor %d", s)
 }
 
-// depthIndex returns the index in gemvDepths of the ring depth a launch
-// over T rows at split s over K takes: Depth where set, else GEMVDepthFor's.
+// ValidGEMVDepth reports whether d is a depth GEMV.Depth takes: 0
+// (GEMVDepthFor's), GEMVBatch, 4, 8 or 16.
+func ValidGEMVDepth(d int) bool {
+	for _, v := range gemvDepths {
+		if d == v {
+			return true
+		}
+	}
+	return d == 0
+}
+
+// depthIndex returns the index in gemvDepths of the depth a launch over T
+// rows at split s over K takes: Depth where set, else GEMVDepthFor's.
 func (g *GEMV) depthIndex(T, s, K int) (int, error) {
 	u := g.Depth
 	if u == 0 {
@@ -170,7 +173,7 @@ func (g *GEMV) depthIndex(T, s, K int) (int, error) {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("kernels: gemv: no ring depth %d at %d rows", u, T)
+	return 0, fmt.Errorf("kernels: gemv: no depth %d at %d rows", u, T)
 }
 
 // early is the kernels' early argument.

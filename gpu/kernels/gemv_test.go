@@ -292,21 +292,24 @@ func sameF32Bits(t *testing.T, what string, a, b []float32) {
 	}
 }
 
-// TestGEMVDepths checks gemv.cu's ring depths (v7): at 1 and 2 rows, every
-// split-K factor and depth 4, 8 and 16, with and without early weight
-// loads, the plain, SwiGLU and RoPE launches write bitwise what depth 4
-// writes (each lane adds its products in the same order at every depth),
-// on shapes whose slices end inside a ring (K = 8, 1032, 4104, 14336) and
-// ragged last CTAs; depth 4 itself is checked against float64 by
-// TestGEMVMatchesReference, TestGEMVSwiGLU and TestGEMVRoPE, which run
-// GEMVDepthFor's depth. GEMVDepthFor's picks for Llama-3.1-8B's launches
-// are asserted, and a depth a row count lacks is refused.
+// TestGEMVDepths checks gemv.cu's depths: at 1 and 2 rows, every split-K
+// factor and depth (GEMVBatch, v6's schedule, and rings of 4, 8 and 16
+// loads, v7), with and without early weight loads, the plain, SwiGLU and
+// RoPE launches write bitwise what GEMVBatch writes without early loads
+// (each lane adds its products in the same order at every depth), on
+// shapes whose slices end inside a ring or a batch (K = 8, 1032, 4104,
+// 14336) and ragged last CTAs; GEMVBatch itself is checked against float64
+// by TestGEMVMatchesReference, TestGEMVSwiGLU and TestGEMVRoPE.
+// GEMVDepthFor's picks are asserted, and a ring at 3 rows is refused.
 func TestGEMVDepths(t *testing.T) {
-	for _, c := range []struct{ T, s, K, want int }{
-		{1, 4, 4096, 4}, {1, 2, 4096, 8}, {1, 1, 4096, 16}, {1, 4, 14336, 16}, {2, 4, 4096, 4}, {3, 1, 4096, 4}, {1, 1, 8, 4},
-	} {
-		if got := kernels.GEMVDepthFor(c.T, c.s, c.K); got != c.want {
-			t.Errorf("GEMVDepthFor(%d, %d, %d) = %d, want %d", c.T, c.s, c.K, got, c.want)
+	for _, c := range []struct{ T, s, K int }{{1, 4, 4096}, {1, 2, 4096}, {1, 1, 4096}, {1, 4, 14336}, {2, 4, 4096}, {3, 1, 4096}} {
+		if got := kernels.GEMVDepthFor(c.T, c.s, c.K); got != kernels.GEMVBatch {
+			t.Errorf("GEMVDepthFor(%d, %d, %d) = %d, want GEMVBatch", c.T, c.s, c.K, got)
+		}
+	}
+	for d, ok := range map[int]bool{0: true, 1: true, 4: true, 8: true, 16: true, 2: false, 32: false, -1: false} {
+		if kernels.ValidGEMVDepth(d) != ok {
+			t.Errorf("ValidGEMVDepth(%d) = %v", d, !ok)
 		}
 	}
 	d, _ := opsSetup(t)
@@ -382,16 +385,16 @@ func TestGEMVDepths(t *testing.T) {
 			}
 			for kind, name := range []string{"groups", "swiglu", "rope"} {
 				for _, split := range []int{1, 2, 4} {
-					g.Depth = 4
+					g.Depth = kernels.GEMVBatch
 					want := run(kind, split, false)
 					for _, o := range want {
 						for i, v := range o {
 							if v != v {
-								t.Fatalf("N%d K%d T%d %s split %d depth 4: output %d not written", sh.N, sh.K, T, name, split, i)
+								t.Fatalf("N%d K%d T%d %s split %d, GEMVBatch: output %d not written", sh.N, sh.K, T, name, split, i)
 							}
 						}
 					}
-					for _, depth := range []int{4, 8, 16} {
+					for _, depth := range []int{kernels.GEMVBatch, 4, 8, 16} {
 						for _, early := range []bool{false, true} {
 							g.Depth = depth
 							got := run(kind, split, early)

@@ -14,7 +14,8 @@ var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gem
 // (which makes it first).
 var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);`)
 
-// earlyWeights matches gemv.cu's block of early weight loads.
+// earlyWeights matches gemv.cu's early weight loads (its one call of
+// prefetch before the dependency wait).
 var earlyWeights = regexp.MustCompile(`if \(early\) prefetch<U>\([^;]*\);`)
 
 // globalHead matches the start of a kernel definition.
