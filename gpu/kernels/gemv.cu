@@ -52,11 +52,11 @@
 //      80.4 us (78.6 + 3.0 separate), q|k|v+rope 20.9 (20.0 + 3.5); the
 //      decode step -0.03 ms on average (PDL already hid most of the two
 //      small kernels).
-//   v7 a ring of U loads a lane (rowDot): the next load issued before each
-//      step's math, so a warp never waits with nothing in flight between
-//      v6's batches of 4, kept beside v6's schedule (U = kBatch); the same
-//      bits at every U; the RoPE pair's cos and sin computed while the
-//      first loads fly (decode-step.md v20).
+//   v7 the RoPE pair's cos and sin computed while its first loads fly,
+//      not after its barrier: the decode step -0.07 to -0.13 ms at 32K and
+//      128K (decode-step.md v20b). Rings of U = 4, 8, 16 loads a lane
+//      (rowDot) beside v6's schedule (U = kBatch, the default): the same
+//      bits, faster alone but 0.17-0.3 ms a step slower (v20a), so a knob.
 // Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
 // otherwise.
 //
