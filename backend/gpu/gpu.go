@@ -124,6 +124,9 @@ func Open(ordinal int, o Options) (*Backend, error) {
 	if o.DECMode != 0 && o.DECMode != kernels.DECSerial && o.DECMode != kernels.DECConcurrent && o.DECMode != kernels.DECFused {
 		return nil, fmt.Errorf("backend/gpu: Options.DECMode %d: want serial, concurrent or fused", o.DECMode)
 	}
+	if !kernels.ValidGEMVDepth(o.GEMVDepth) {
+		return nil, fmt.Errorf("backend/gpu: Options.GEMVDepth %d: want 0, 1, 4, 8 or 16", o.GEMVDepth)
+	}
 	if o.DECBlocks < 0 {
 		return nil, fmt.Errorf("backend/gpu: Options.DECBlocks %d: want 0 (each weight's own) or a positive number", o.DECBlocks)
 	}
@@ -152,6 +155,7 @@ func Open(ordinal int, o Options) (*Backend, error) {
 			return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 		}
 		gemv.EarlyWeights = o.PDLEarlyWeights
+		gemv.Depth = o.GEMVDepth
 	}
 	// The device is the backend's own: its Ctx's setting covers the
 	// backend's launches and those of code queued through Enqueue.

@@ -54,6 +54,9 @@ const (
 	// EnvPDLEarly is Options.PDLEarlyWeights: gemv.cu issues each lane's
 	// first weight loads before its dependency wait.
 	EnvPDLEarly = "BITDECODE_PDL_EARLY"
+	// EnvGEMVDepth is Options.GEMVDepth: 1 (v6's batches of four weight
+	// loads), or 4, 8 or 16 (a ring of that many loads a lane).
+	EnvGEMVDepth = "BITDECODE_GEMV_DEPTH"
 )
 
 // Options are the backend's settings. The zero Options is the default:
@@ -100,6 +103,11 @@ type Options struct {
 	// written only at load, which ends in a stream sync). No effect with
 	// NoPDL beyond the order of the loads; the same bits.
 	PDLEarlyWeights bool
+	// GEMVDepth, when not 0, is the schedule of gemv.cu's weight loads at
+	// 1-2 rows in place of kernels.GEMVDepthFor's (GEMV.Depth):
+	// kernels.GEMVBatch (1), or a ring of 4, 8 or 16 loads a lane in
+	// flight (docs/perf/decode-step.md v20). The same bits at every depth.
+	GEMVDepth int
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
@@ -154,6 +162,13 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			return Options{}, bad(EnvDECBlocks, v, "a positive number of thread blocks")
 		}
 		o.DECBlocks = n
+	}
+	if v, ok := get(EnvGEMVDepth); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n == 0 || !kernels.ValidGEMVDepth(n) {
+			return Options{}, bad(EnvGEMVDepth, v, "1, 4, 8 or 16")
+		}
+		o.GEMVDepth = n
 	}
 	if v, ok := get(EnvDECResidual); ok {
 		switch strings.ToLower(v) {

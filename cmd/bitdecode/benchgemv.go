@@ -11,7 +11,7 @@ import (
 )
 
 // benchGEMVHelp is the help of 'bitdecode bench gemv'.
-const benchGEMVHelp = `usage: bitdecode bench gemv [--preset NAME] [--rows T,...] [--algos] [--json FILE]
+const benchGEMVHelp = `usage: bitdecode bench gemv [--preset NAME] [--rows T,...] [--algos] [--variants] [--json FILE]
 
 Times the GPU's fp16 linear layers on the shapes of a preset model, weights
 cold in L2, at each row count T: linear.cu (the batch-invariant tensor-core
@@ -24,10 +24,16 @@ measured in the same run. Each shape's one GEMM over all its channels
 also prints the cuBLASLt algorithm GEMM chose. With --algos GEMM's tuning
 is on (the cuBLASLt columns run its choice; the backend runs the
 heuristic's first) and every algorithm it considers is timed on that GEMM
-alone. A tool for kernel work (docs/perf/decode-step.md).
+alone. With --variants it times gemv.cu instead, at every split-K factor
+and ring depth, on the launches a decode step makes at T <= 2 rows (o and
+down alone, q|k|v with RoPE, gate|up with SwiGLU): one launch alone, and
+per launch in a graph of programmatic dependents over weight copies, with
+and without early weight loads; * marks the backend's choice. A tool for
+kernel work (docs/perf/decode-step.md).
 
 example:
   bitdecode bench gemv --rows 1,4,8,16,64,256
+  bitdecode bench gemv --rows 1 --variants
 `
 
 func runBenchGEMV(args []string, stdout, stderr io.Writer) error {
@@ -37,6 +43,7 @@ func runBenchGEMV(args []string, stdout, stderr io.Writer) error {
 	preset := fs.String("preset", "llama-3.1-8b", "model shapes: "+strings.Join(bench.PresetNames(), ", "))
 	rows := fs.String("rows", "1,4,8,16,64,256", "comma-separated row counts T")
 	algos := fs.Bool("algos", false, "tune cuBLASLt GEMMs and time every algorithm the tuning considers")
+	variants := fs.Bool("variants", false, "time gemv.cu's split-K factors and ring depths at T <= 2 instead")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -61,6 +68,18 @@ func runBenchGEMV(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := needGPU("bench gemv"); err != nil {
 		return err
+	}
+	if *variants {
+		for _, T := range Ts {
+			if T < 1 || T > 2 {
+				return usageErrorf("--variants: --rows %d: want 1 or 2", T)
+			}
+		}
+		out, err := bench.SweepGEMVVariants(mc, Ts, stdout)
+		if err != nil {
+			return err
+		}
+		return writeJSON(*jsonPath, out)
 	}
 	out, err := bench.SweepLinearF16(mc, Ts, *algos, stdout)
 	if err != nil {

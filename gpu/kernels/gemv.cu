@@ -13,8 +13,11 @@
 // of K (multiples of 8 channels). Lane l reads 8 consecutive weights (one
 // 16-byte load) at k = 8l + 256i of its slice, converts them to float and
 // multiplies them by the T rows' x (float4 loads, L1 hits: all warps of an
-// SM read the same x). kUnroll loads are issued before their math so each
-// lane keeps 64 bytes of weights in flight. Each warp's partial sums are
+// SM read the same x). A lane issues its loads in batches of 4 (64 bytes),
+// each batch after the math of the one before (v6's schedule, U = kBatch),
+// or keeps U loads (U = 4, 8 or 16: 64-256 bytes) in flight in a ring of
+// registers, each refilled right before its math (rowDot). Each warp's
+// partial sums are
 // reduced with xor shuffles, the S slices added in slice order through
 // shared memory: a fixed order, deterministic. A launch computes up to
 // kMaxGroups weights over the same x (q, k, v), CTA ranges one after the
@@ -23,7 +26,7 @@
 // Programmatic dependent launch: gemv.cu is a GridDependent program
 // (gemv.go). Every thread waits for the kernel ahead (gridDependencyWait)
 // before reading x or writing y, then lets the next kernel's CTAs in; with
-// early (GEMV.EarlyWeights) a lane's first kUnroll weight loads are issued
+// early (GEMV.EarlyWeights) a lane's first U weight loads are issued
 // before the wait, so they overlap the tail of the kernel ahead.
 //
 // Versions (H100, T = 1; docs/perf/decode-step.md):
@@ -49,6 +52,11 @@
 //      80.4 us (78.6 + 3.0 separate), q|k|v+rope 20.9 (20.0 + 3.5); the
 //      decode step -0.03 ms on average (PDL already hid most of the two
 //      small kernels).
+//   v7 the RoPE pair's cos and sin computed while its first loads fly,
+//      not after its barrier: the decode step -0.07 to -0.13 ms at 32K and
+//      128K (decode-step.md v20b). Rings of U = 4, 8, 16 loads a lane
+//      (rowDot) beside v6's schedule (U = kBatch, the default): the same
+//      bits, faster alone but 0.17-0.3 ms a step slower (v20a), so a knob.
 // Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
 // otherwise.
 //
@@ -60,7 +68,6 @@ namespace gemv {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kUnroll = 4;
 constexpr int kChunk = 8;  // halves per lane per load
 
 __device__ __forceinline__ float2 h2x2(u32 h) {
@@ -106,35 +113,84 @@ __device__ __forceinline__ int2 sliceBounds(int K, int slice) {
   return make_int2(k0, min(K, k0 + sliceLen));
 }
 
+// kBatch is the depth U that selects v6's schedule: batches of kBatchLen
+// loads issued together, their math, then the next batch. Any other U is a
+// ring of U loads (rowDot).
+constexpr int kBatch = 1;
+constexpr int kBatchLen = 4;
+
+// Ring is the register array of depth U: U loads, kBatchLen for kBatch.
+template <int U>
+struct Ring {
+  static constexpr int kLen = U == kBatch ? kBatchLen : U;
+};
+
+// prefetch issues a lane's first U weight loads of its slice (k the lane's
+// first channel, k1 the slice's end): slot u takes k + u·kStep where that is
+// inside the slice. Only W is read: gemv.cu calls it before the dependency
+// wait where early is set.
+// For kBatch (v6) it issues the first batch only where the whole batch is
+// inside the slice (rowDot then does the rest one load at a time).
+template <int U>
+__device__ __forceinline__ void prefetch(uint4 (&w)[Ring<U>::kLen], const u16* __restrict__ row, int k, int k1,
+                                         bool valid) {
+  if (!valid) return;
+  if constexpr (U == kBatch) {
+    if (k + (kBatchLen - 1) * kStep < k1) {
+#pragma unroll
+      for (int u = 0; u < kBatchLen; u++) w[u] = ldgStream(row + k + u * kStep);
+    }
+    return;
+  }
+#pragma unroll
+  for (int u = 0; u < U; u++)
+    if (k + u * kStep < k1) w[u] = ldgStream(row + k + u * kStep);
+}
+
 // rowDot is a lane's part of row·x over its slice (k the lane's first
 // channel, k1 the slice's end), for T rows of x, into acc (zeroed here; left
-// 0 where !valid): kUnroll 16-byte weight loads issued before their math,
-// the first step peeled, its loads in w0 already where first && early.
-// Every kernel of this file sums a channel with it: the same order.
-template <int T>
+// 0 where !valid), over the loads w that prefetch issued. A ring (U = 4, 8,
+// 16; v7): each step takes its 16 bytes from slot u and refills the slot
+// with the load U steps ahead before its math, so U loads (16·U bytes a
+// lane) stay in flight to the slice's end. kBatch (v6's schedule): the
+// batch's math, then the next kBatchLen loads together. The products are
+// added at k, k + kStep, k + 2·kStep, ... in that order at every U: every
+// kernel of this file sums a channel with it, and U never changes a bit.
+template <int T, int U>
 __device__ __forceinline__ void rowDot(float (&acc)[T], const u16* __restrict__ row, const float* __restrict__ x,
-                                       int K, int k, int k1, bool valid, bool first, int early,
-                                       uint4 (&w0)[kUnroll]) {
+                                       int K, int k, int k1, bool valid, int early, uint4 (&w)[Ring<U>::kLen]) {
 #pragma unroll
   for (int t = 0; t < T; t++) acc[t] = 0.f;
   if (!valid) return;
-  if (first) {  // the loop's first step, peeled: the same order
-    if (!early) {
+  if constexpr (U == kBatch) {  // v6's code: its first batch in w where it fits (loaded here unless early)
+    if (k + (kBatchLen - 1) * kStep < k1) {
+      if (!early) prefetch<U>(w, row, k, k1, true);
 #pragma unroll
-      for (int u = 0; u < kUnroll; u++) w0[u] = ldgStream(row + k + u * kStep);
+      for (int u = 0; u < kBatchLen; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
+      k += kBatchLen * kStep;
     }
+    for (; k + (kBatchLen - 1) * kStep < k1; k += kBatchLen * kStep) {
+      uint4 b[kBatchLen];
 #pragma unroll
-    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w0[u], x, K, k + u * kStep);
-    k += kUnroll * kStep;
+      for (int u = 0; u < kBatchLen; u++) b[u] = ldgStream(row + k + u * kStep);
+#pragma unroll
+      for (int u = 0; u < kBatchLen; u++) fma8<T>(acc, b[u], x, K, k + u * kStep);
+    }
+    for (; k < k1; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
+    return;
   }
-  for (; k + (kUnroll - 1) * kStep < k1; k += kUnroll * kStep) {
-    uint4 w[kUnroll];
+  constexpr int R = Ring<U>::kLen;
+  for (; k < k1; k += R * kStep) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; u++) w[u] = ldgStream(row + k + u * kStep);
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) fma8<T>(acc, w[u], x, K, k + u * kStep);
+    for (int u = 0; u < R; u++) {
+      const int kk = k + u * kStep;
+      if (kk < k1) {
+        const uint4 cur = w[u];
+        if (kk + R * kStep < k1) w[u] = ldgStream(row + kk + R * kStep);
+        fma8<T>(acc, cur, x, K, kk);
+      }
+    }
   }
-  for (; k < k1; k += kStep) fma8<T>(acc, ldgStream(row + k), x, K, k);
 }
 
 // reduceSlices adds a warp's lanes (xor shuffles), then, for S > 1, the S
@@ -168,7 +224,7 @@ constexpr int kMaxGroups = 3;
 // 0's channels, the next ones weight 1's, and so on (a CTA never straddles
 // two weights); a weight with N = 0 has no CTAs. One split S for all of
 // them; a weight's bits depend only on S, not on the others in the launch.
-template <int T, int S>
+template <int T, int S, int U>
 __global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x, int K, int early,
                                                      const u16* W0, const float* b0, float* y0, int N0,
                                                      const u16* W1, const float* b1, float* y1, int N1,
@@ -190,19 +246,16 @@ __global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x
   const int k1 = kb.y;
   const u16* row = W + size_t(n < N ? n : 0) * K;
   const int k = kb.x + lane * kChunk;
-  // The first kUnroll loads of the lane's first full step: with early set
-  // they are issued before the dependency wait (W is not written by the
-  // kernel ahead; x and y are touched only after it).
-  const bool first = n < N && k + (kUnroll - 1) * kStep < k1;
-  uint4 w0[kUnroll];
-  if (early && first) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) w0[u] = ldgStream(row + k + u * kStep);
-  }
+  // The ring's first U loads: with early set they are issued before the
+  // dependency wait (W is not written by the kernel ahead; x and y are
+  // touched only after it).
+  uint4 w[Ring<U>::kLen];
+  if (early) prefetch<U>(w, row, k, k1, n < N);
   gridDependencyWait();
   gridLaunchDependents();
+  if (!early && U != kBatch) prefetch<U>(w, row, k, k1, n < N);
   float acc[T];
-  rowDot<T>(acc, row, x, K, k, k1, n < N, first, early, w0);
+  rowDot<T, U>(acc, row, x, K, k, k1, n < N, early, w);
   __shared__ float part[kWarps][T];
   reduceSlices<T, S>(acc, part, warp, lane, slice);
   if (lane == 0 && slice == 0 && n < N) {
@@ -246,7 +299,7 @@ struct PairTile {
 // invFreq and half are the op's (unused ones null or 0). CTA ranges: MODE
 // kPairSwiGLU ceil(N0 / kPairs) CTAs; kPairRoPE ceil(N_i / 2 / kPairs) CTAs
 // for each group i, one after the other.
-template <int T, int S, int MODE>
+template <int T, int S, int U, int MODE>
 __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
     gemv_f16_pair(const float* __restrict__ x, int K, int early, const u16* W0, const float* b0, float* y0, int N0,
                   const u16* W1, const float* b1, float* y1, int N1, const u16* W2, const float* b2, float* y2,
@@ -289,16 +342,25 @@ __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
   const int2 kb = sliceBounds<S>(K, slice);
   const int k1 = kb.y;
   const int k = kb.x + lane * kChunk;
-  const bool first = valid && k + (kUnroll - 1) * kStep < k1;
-  uint4 w0[kUnroll];
-  if (early && first) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) w0[u] = ldgStream(row + k + u * kStep);
-  }
+  uint4 w[Ring<U>::kLen];
+  if (early) prefetch<U>(w, row, k, k1, valid);
   gridDependencyWait();
   gridLaunchDependents();
+  if (!early && U != kBatch) prefetch<U>(w, row, k, k1, valid);
+  // RoPE's cos and sin for the epilogue thread's pair (q and k), computed
+  // while the ring's first loads are in flight rather than after the
+  // barrier at the end of the last wave (v7): the same operations.
+  float rc = 0.f, rs = 0.f;
+  if (MODE == kPairRoPE && g < 2 && threadIdx.x < kPairs * T) {
+    const int je = j - p + threadIdx.x / T, t = threadIdx.x % T;
+    if (je < NP) {
+      const double theta = __fmul_rn(float(pos[t]), invFreq[je % hh]);
+      rc = float(cos(theta));
+      rs = float(sin(theta));
+    }
+  }
   float acc[T];
-  rowDot<T>(acc, row, x, K, k, k1, valid, first, early, w0);
+  rowDot<T, U>(acc, row, x, K, k, k1, valid, early, w);
   __shared__ float part[kW][T];
   __shared__ float val[kPairs][2][T];
   reduceSlices<T, S>(acc, part, warp, lane, slice);
@@ -332,11 +394,10 @@ __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
     lo[hh] = v1;
     return;
   }
-  // ops.cu's rope: the angle's float32 product, cos and sin in double.
-  const double theta = __fmul_rn(float(pos[t]), invFreq[i]);
-  const float c = float(cos(theta)), sn = float(sin(theta));
-  lo[0] = __fsub_rn(__fmul_rn(v0, c), __fmul_rn(v1, sn));
-  lo[hh] = __fadd_rn(__fmul_rn(v1, c), __fmul_rn(v0, sn));
+  // ops.cu's rope: the angle's float32 product, cos and sin in double
+  // (rc, rs above).
+  lo[0] = __fsub_rn(__fmul_rn(v0, rc), __fmul_rn(v1, rs));
+  lo[hh] = __fadd_rn(__fmul_rn(v1, rc), __fmul_rn(v0, rs));
 }
 
 }  // namespace gemv

@@ -35,15 +35,43 @@ func gemvSplitFor(N int) int {
 	return 1
 }
 
+// GEMVBatch is the depth that selects gemv.cu's v6 schedule (kBatch): a
+// lane issues 4 weight loads together, does their math, then issues the
+// next 4.
+const GEMVBatch = 1
+
+// gemvDepths are the depths U gemv.cu is instantiated with: GEMVBatch, and
+// rings of 4, 8 and 16 loads in flight a lane (v7); all of them up to
+// gemvDepthRows rows of x (the backend's gemv.cu path), GEMVBatch alone
+// above.
+var gemvDepths = [...]int{GEMVBatch, 4, 8, 16}
+
+// gemvDepthRows is the most rows of x with every depth of gemvDepths.
+const gemvDepthRows = 2
+
+// GEMVDepthFor is the depth gemv.cu takes for T rows of x at split-K
+// factor s over K: GEMVBatch. v20's first rule, a ring as deep as the
+// lane's loads over its slice (4-16: o 4, q|k|v 8, gate|up and down 16),
+// read faster alone (`bench gemv --variants`) but made the decode step
+// 0.17 ms slower (docs/perf/decode-step.md v20).
+func GEMVDepthFor(T, s, K int) int { return GEMVBatch }
+
 // GEMVMaxGroups is the most weights one GEMV.LaunchGroups computes
 // (gemv.cu's kMaxGroups).
 const GEMVMaxGroups = 3
 
-// GEMV holds gemv.cu's kernels, one per (row count 1..GEMVMaxRows, split).
+// GEMV holds gemv.cu's kernels, one per (row count 1..GEMVMaxRows, split,
+// ring depth).
 type GEMV struct {
-	fns [GEMVMaxRows + 1][len(gemvSplits)]cuda.Function
-	// pair holds gemv_f16_pair per (rows, split, pair op).
-	pair [GEMVMaxRows + 1][len(gemvSplits)][gemvPairOps]cuda.Function
+	fns [GEMVMaxRows + 1][len(gemvSplits)][len(gemvDepths)]cuda.Function
+	// pair holds gemv_f16_pair per (rows, split, depth, pair op).
+	pair [GEMVMaxRows + 1][len(gemvSplits)][len(gemvDepths)][gemvPairOps]cuda.Function
+	// Depth, when not 0, is the depth every launch takes in place of
+	// GEMVDepthFor's: GEMVBatch, or a ring of 4, 8 or 16 weight loads a
+	// lane (rings only up to 2 rows of x). A knob for `bench gemv`, the
+	// backend's Options.GEMVDepth and the tests; the bits are the same at
+	// every depth.
+	Depth int
 	// EarlyWeights makes each lane issue its first weight loads before the
 	// kernel waits for the one ahead of it on the stream (gemv.cu is
 	// GridDependent), so that they overlap that kernel's tail. Set it only
@@ -56,14 +84,24 @@ type GEMV struct {
 
 // LoadGEMV compiles gemv.cu (once per device).
 func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
-	expr := func(t, s int) string { return fmt.Sprintf("gemv::gemv_f16<%d, %d>", t, s) }
-	pairExpr := func(t, s, op int) string { return fmt.Sprintf("gemv::gemv_f16_pair<%d, %d, %d>", t, s, op) }
+	expr := func(t, s, u int) string { return fmt.Sprintf("gemv::gemv_f16<%d, %d, %d>", t, s, u) }
+	pairExpr := func(t, s, u, op int) string {
+		return fmt.Sprintf("gemv::gemv_f16_pair<%d, %d, %d, %d>", t, s, u, op)
+	}
+	depths := func(t int) int { // how many of gemvDepths row count t has
+		if t > gemvDepthRows {
+			return 1
+		}
+		return len(gemvDepths)
+	}
 	var exprs []string
 	for t := 1; t <= GEMVMaxRows; t++ {
 		for _, s := range gemvSplits {
-			exprs = append(exprs, expr(t, s))
-			for op := range gemvPairOps {
-				exprs = append(exprs, pairExpr(t, s, op))
+			for _, u := range gemvDepths[:depths(t)] {
+				exprs = append(exprs, expr(t, s, u))
+				for op := range gemvPairOps {
+					exprs = append(exprs, pairExpr(t, s, u, op))
+				}
 			}
 		}
 	}
@@ -74,12 +112,14 @@ func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
 	g := &GEMV{}
 	for t := 1; t <= GEMVMaxRows; t++ {
 		for i, s := range gemvSplits {
-			if g.fns[t][i], err = mod.Function(expr(t, s)); err != nil {
-				return nil, err
-			}
-			for op := range gemvPairOps {
-				if g.pair[t][i][op], err = mod.Function(pairExpr(t, s, op)); err != nil {
+			for j, u := range gemvDepths[:depths(t)] {
+				if g.fns[t][i][j], err = mod.Function(expr(t, s, u)); err != nil {
 					return nil, err
+				}
+				for op := range gemvPairOps {
+					if g.pair[t][i][j][op], err = mod.Function(pairExpr(t, s, u, op)); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -108,6 +148,32 @@ func splitIndex(s int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("kernels: gemv: no split-K factor %d", s)
+}
+
+// ValidGEMVDepth reports whether d is a depth GEMV.Depth takes: 0
+// (GEMVDepthFor's), GEMVBatch, 4, 8 or 16.
+func ValidGEMVDepth(d int) bool {
+	for _, v := range gemvDepths {
+		if d == v {
+			return true
+		}
+	}
+	return d == 0
+}
+
+// depthIndex returns the index in gemvDepths of the depth a launch over T
+// rows at split s over K takes: Depth where set, else GEMVDepthFor's.
+func (g *GEMV) depthIndex(T, s, K int) (int, error) {
+	u := g.Depth
+	if u == 0 {
+		u = GEMVDepthFor(T, s, K)
+	}
+	for i, v := range gemvDepths {
+		if v == u && (i == 0 || T <= gemvDepthRows) {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("kernels: gemv: no depth %d at %d rows", u, T)
 }
 
 // early is the kernels' early argument.
@@ -170,6 +236,10 @@ func (g *GEMV) LaunchGroupsSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 	if err != nil {
 		return err
 	}
+	j, err := g.depthIndex(T, split, K)
+	if err != nil {
+		return err
+	}
 	perCTA := gemvWarps / split
 	var gs [GEMVMaxGroups]LinearGroup
 	ctas := 0
@@ -180,7 +250,7 @@ func (g *GEMV) LaunchGroupsSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 		gs[j] = gr
 		ctas += (gr.N + perCTA - 1) / perCTA
 	}
-	return c.Launch(g.fns[T][i], cuda.Dim3{X: ctas}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
+	return c.Launch(g.fns[T][i][j], cuda.Dim3{X: ctas}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
 		x, int32(K), g.early(),
 		gs[0].W, gs[0].Bias, gs[0].Y, int32(gs[0].N),
 		gs[1].W, gs[1].Bias, gs[1].Y, int32(gs[1].N),
@@ -230,9 +300,13 @@ func (g *GEMV) LaunchSwiGLUSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 	if err != nil {
 		return err
 	}
+	j, err := g.depthIndex(T, split, K)
+	if err != nil {
+		return err
+	}
 	pairs, warps := gemvPairTile(split)
 	ctas := (gate.N + pairs - 1) / pairs
-	return c.Launch(g.pair[T][i][gemvPairSwiGLU], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
+	return c.Launch(g.pair[T][i][j][gemvPairSwiGLU], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
 		x, int32(K), g.early(),
 		gate.W, gate.Bias, gate.Y, int32(gate.N),
 		up.W, up.Bias, up.Y, int32(up.N),
@@ -266,12 +340,16 @@ func (g *GEMV) LaunchRoPESplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T,
 	if err != nil {
 		return err
 	}
+	j, err := g.depthIndex(T, split, K)
+	if err != nil {
+		return err
+	}
 	pairs, warps := gemvPairTile(split)
 	ctas := 0
 	for _, n := range []int{q.N, k.N, v.N} {
 		ctas += (n/2 + pairs - 1) / pairs
 	}
-	return c.Launch(g.pair[T][i][gemvPairRoPE], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
+	return c.Launch(g.pair[T][i][j][gemvPairRoPE], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
 		x, int32(K), g.early(),
 		q.W, q.Bias, q.Y, int32(q.N),
 		k.W, k.Bias, k.Y, int32(k.N),

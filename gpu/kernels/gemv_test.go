@@ -291,3 +291,128 @@ func sameF32Bits(t *testing.T, what string, a, b []float32) {
 		}
 	}
 }
+
+// TestGEMVDepths checks gemv.cu's depths: at 1 and 2 rows, every split-K
+// factor and depth (GEMVBatch, v6's schedule, and rings of 4, 8 and 16
+// loads, v7), with and without early weight loads, the plain, SwiGLU and
+// RoPE launches write bitwise what GEMVBatch writes without early loads
+// (each lane adds its products in the same order at every depth), on
+// shapes whose slices end inside a ring or a batch (K = 8, 1032, 4104,
+// 14336) and ragged last CTAs; GEMVBatch itself is checked against float64
+// by TestGEMVMatchesReference, TestGEMVSwiGLU and TestGEMVRoPE.
+// GEMVDepthFor's picks are asserted, and a ring at 3 rows is refused.
+func TestGEMVDepths(t *testing.T) {
+	for _, c := range []struct{ T, s, K int }{{1, 4, 4096}, {1, 2, 4096}, {1, 1, 4096}, {1, 4, 14336}, {2, 4, 4096}, {3, 1, 4096}} {
+		if got := kernels.GEMVDepthFor(c.T, c.s, c.K); got != kernels.GEMVBatch {
+			t.Errorf("GEMVDepthFor(%d, %d, %d) = %d, want GEMVBatch", c.T, c.s, c.K, got)
+		}
+	}
+	for d, ok := range map[int]bool{0: true, 1: true, 4: true, 8: true, 16: true, 2: false, 32: false, -1: false} {
+		if kernels.ValidGEMVDepth(d) != ok {
+			t.Errorf("ValidGEMVDepth(%d) = %v", d, !ok)
+		}
+	}
+	d, _ := opsSetup(t)
+	g, err := kernels.LoadGEMV(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	const D = 8 // RoPE's head dim: q, k N multiples of 8
+	shapes := []struct{ N, K int }{{72, 8}, {136, 1032}, {40, 4104}, {24, 14336}}
+	if testing.Short() {
+		shapes = shapes[:2]
+	}
+	for _, sh := range shapes {
+		for _, T := range []int{1, 2} {
+			m := newGPUMem(t, d)
+			x := make([]float32, T*sh.K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			xp := m.put(cuda.Bytes(x))
+			var ws [3]cuda.DevicePtr
+			for i := range ws {
+				w := make([]uint16, sh.N*sh.K)
+				for j := range w {
+					w[j] = half.FromFloat32(float32(0.02 * r.NormFloat64()))
+				}
+				ws[i] = m.put(cuda.Bytes(w))
+			}
+			bias := make([]float32, sh.N)
+			for i := range bias {
+				bias[i] = float32(r.NormFloat64())
+			}
+			bp := m.put(cuda.Bytes(bias))
+			pos := m.put(cuda.Bytes([]int32{7, 1234}[:T]))
+			inv := make([]float32, D/2)
+			for i := range inv {
+				inv[i] = float32(math.Pow(10000, -2*float64(i)/D))
+			}
+			ip := m.put(cuda.Bytes(inv))
+			// run launches one kind at the current depth and returns its
+			// outputs (three groups' y, and dst for SwiGLU).
+			run := func(kind, split int, early bool) [][]float32 {
+				var ys [4]cuda.DevicePtr
+				for i := range ys {
+					ys[i] = m.put(cuda.Bytes(nanF32(T * sh.N)))
+				}
+				gr := func(i int) kernels.LinearGroup {
+					return kernels.LinearGroup{Y: ys[i], W: ws[i], Bias: bp, N: sh.N}
+				}
+				g.EarlyWeights = early
+				m.run(func(c *cuda.Ctx, s cuda.Stream) error {
+					switch kind {
+					case 0:
+						return g.LaunchGroupsSplit(c, s, xp, T, sh.K, split, gr(0), gr(1), gr(2))
+					case 1:
+						return g.LaunchSwiGLUSplit(c, s, xp, T, sh.K, split, gr(0), gr(1), ys[3])
+					}
+					return g.LaunchRoPESplit(c, s, xp, T, sh.K, split, gr(0), gr(1), gr(2), pos, ip, D/2)
+				})
+				g.EarlyWeights = false
+				out := make([][]float32, 4)
+				for i := range out {
+					out[i] = make([]float32, T*sh.N)
+					m.read(cuda.Bytes(out[i]), ys[i])
+				}
+				if kind != 1 {
+					out = out[:3]
+				} else {
+					out = append(out[:2], out[3])
+				}
+				return out
+			}
+			for kind, name := range []string{"groups", "swiglu", "rope"} {
+				for _, split := range []int{1, 2, 4} {
+					g.Depth = kernels.GEMVBatch
+					want := run(kind, split, false)
+					for _, o := range want {
+						for i, v := range o {
+							if v != v {
+								t.Fatalf("N%d K%d T%d %s split %d, GEMVBatch: output %d not written", sh.N, sh.K, T, name, split, i)
+							}
+						}
+					}
+					for _, depth := range []int{kernels.GEMVBatch, 4, 8, 16} {
+						for _, early := range []bool{false, true} {
+							g.Depth = depth
+							got := run(kind, split, early)
+							for i := range got {
+								sameF32Bits(t, fmt.Sprintf("N%d K%d T%d %s split %d depth %d early %v output %d",
+									sh.N, sh.K, T, name, split, depth, early, i), got[i], want[i])
+							}
+						}
+					}
+					g.Depth = 0
+				}
+			}
+		}
+	}
+	g.Depth = 8
+	err = d.Do(func(c *cuda.Ctx) error { return g.LaunchSplit(c, d.Stream(), 1, 1, 1, 0, 3, 8, 8, 1) })
+	g.Depth = 0
+	if err == nil {
+		t.Error("depth 8 at 3 rows: no error")
+	}
+}

@@ -14,8 +14,9 @@ var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gem
 // (which makes it first).
 var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);`)
 
-// earlyWeights matches gemv.cu's block of early weight loads.
-var earlyWeights = regexp.MustCompile(`(?s)if \(early && first\) \{.*?\n  \}`)
+// earlyWeights matches gemv.cu's early weight loads (its one call of
+// prefetch before the dependency wait).
+var earlyWeights = regexp.MustCompile(`if \(early\) prefetch<U>\([^;]*\);`)
 
 // globalHead matches the start of a kernel definition.
 var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*(\w+)\s*\(`)
@@ -82,7 +83,7 @@ func TestGridDependentKernelsWait(t *testing.T) {
 			// gemv.cu's early weight loads are the one memory access allowed
 			// before the wait (weights are not written by the kernel ahead).
 			before := earlyWeights.ReplaceAllString(body[:loc[0]], "")
-			for _, bad := range []string{"return", "while", "ldg", "cp_async", "__syncthreads", "*reinterpret_cast"} {
+			for _, bad := range []string{"return", "while", "ldg", "prefetch", "cp_async", "__syncthreads", "*reinterpret_cast"} {
 				if strings.Contains(before, bad) {
 					t.Errorf("%s: kernel %s has %q before its dependency wait; every thread must reach the wait before touching memory", name, k, bad)
 				}
