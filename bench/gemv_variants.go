@@ -57,7 +57,7 @@ func SweepGEMVVariants(c *model.Config, Ts []int, progress io.Writer) ([]GEMVVar
 		return nil, err
 	}
 	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
-	g, err := kernels.LoadGEMV(dev)
+	g, err := kernels.LoadGEMVRings(dev)
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,11 @@ func Open(ordinal int, o Options) (*Backend, error) {
 	}
 	var gemv *kernels.GEMV
 	if !o.NoGEMV {
-		if gemv, err = kernels.LoadGEMV(dev); err != nil {
+		load := kernels.LoadGEMV
+		if o.GEMVDepth > kernels.GEMVBatch { // a ring: compiled only when asked for
+			load = kernels.LoadGEMVRings
+		}
+		if gemv, err = load(dev); err != nil {
 			dev.Close()
 			return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 		}

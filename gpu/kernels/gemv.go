@@ -66,9 +66,11 @@ type GEMV struct {
 	fns [GEMVMaxRows + 1][len(gemvSplits)][len(gemvDepths)]cuda.Function
 	// pair holds gemv_f16_pair per (rows, split, depth, pair op).
 	pair [GEMVMaxRows + 1][len(gemvSplits)][len(gemvDepths)][gemvPairOps]cuda.Function
+	// rings: the rings were compiled (LoadGEMVRings).
+	rings bool
 	// Depth, when not 0, is the depth every launch takes in place of
 	// GEMVDepthFor's: GEMVBatch, or a ring of 4, 8 or 16 weight loads a
-	// lane (rings only up to 2 rows of x). A knob for `bench gemv`, the
+	// lane (rings only up to 2 rows of x, and only from LoadGEMVRings). A knob for `bench gemv`, the
 	// backend's Options.GEMVDepth and the tests; the bits are the same at
 	// every depth.
 	Depth int
@@ -82,14 +84,23 @@ type GEMV struct {
 	EarlyWeights bool
 }
 
-// LoadGEMV compiles gemv.cu (once per device).
-func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
+// LoadGEMV compiles gemv.cu (once per device) with GEMVBatch, the depth
+// every launch takes by default; LoadGEMVRings adds the rings.
+func LoadGEMV(dev *cuda.Device) (*GEMV, error) { return loadGEMV(dev, false) }
+
+// LoadGEMVRings compiles gemv.cu with every depth of gemvDepths: the rings
+// of 4, 8 and 16 loads in flight that GEMV.Depth selects at 1-2 rows of x.
+// They lost in the decode step (v20), so only the knob, the tests and
+// `bench gemv --variants` ask for them: they double gemv.cu's compile.
+func LoadGEMVRings(dev *cuda.Device) (*GEMV, error) { return loadGEMV(dev, true) }
+
+func loadGEMV(dev *cuda.Device, rings bool) (*GEMV, error) {
 	expr := func(t, s, u int) string { return fmt.Sprintf("gemv::gemv_f16<%d, %d, %d>", t, s, u) }
 	pairExpr := func(t, s, u, op int) string {
 		return fmt.Sprintf("gemv::gemv_f16_pair<%d, %d, %d, %d>", t, s, u, op)
 	}
 	depths := func(t int) int { // how many of gemvDepths row count t has
-		if t > gemvDepthRows {
+		if !rings || t > gemvDepthRows {
 			return 1
 		}
 		return len(gemvDepths)
@@ -109,7 +120,7 @@ func LoadGEMV(dev *cuda.Device) (*GEMV, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &GEMV{}
+	g := &GEMV{rings: rings}
 	for t := 1; t <= GEMVMaxRows; t++ {
 		for i, s := range gemvSplits {
 			for j, u := range gemvDepths[:depths(t)] {
@@ -169,9 +180,12 @@ func (g *GEMV) depthIndex(T, s, K int) (int, error) {
 		u = GEMVDepthFor(T, s, K)
 	}
 	for i, v := range gemvDepths {
-		if v == u && (i == 0 || T <= gemvDepthRows) {
+		if v == u && (i == 0 || T <= gemvDepthRows && g.rings) {
 			return i, nil
 		}
+	}
+	if u != GEMVBatch && !g.rings {
+		return 0, fmt.Errorf("kernels: gemv: depth %d is a ring: load the kernels with LoadGEMVRings", u)
 	}
 	return 0, fmt.Errorf("kernels: gemv: no depth %d at %d rows", u, T)
 }

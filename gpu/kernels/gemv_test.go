@@ -313,7 +313,7 @@ func TestGEMVDepths(t *testing.T) {
 		}
 	}
 	d, _ := opsSetup(t)
-	g, err := kernels.LoadGEMV(d)
+	g, err := kernels.LoadGEMVRings(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,5 +414,14 @@ func TestGEMVDepths(t *testing.T) {
 	g.Depth = 0
 	if err == nil {
 		t.Error("depth 8 at 3 rows: no error")
+	}
+	// LoadGEMV compiles no ring: asking it for one is an error, not a launch.
+	g0, err := kernels.LoadGEMV(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0.Depth = 4
+	if err := d.Do(func(c *cuda.Ctx) error { return g0.LaunchSplit(c, d.Stream(), 1, 1, 1, 0, 1, 8, 8, 1) }); err == nil {
+		t.Error("LoadGEMV's kernels at depth 4: no error")
 	}
 }
