@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -295,13 +293,6 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 			if err := runWeights(rep, g, mc, wspec, d, decFor, cfg, progress); err != nil {
 				return nil, err
 			}
-			// The weights of a row (DEC's residuals at k 64: ~3.7 GB of Go heap
-			// on 8B shapes) are garbage now: collect and return them before the
-			// next row, so that no background collection runs in its steps
-			// (docs/perf/dec.md v7: DEC rows after a k 64 row paid 0.25-0.35 ms
-			// a step that a fresh process did not).
-			runtime.GC()
-			debug.FreeOSMemory()
 		}
 	}
 	return rep, nil
