@@ -1,6 +1,6 @@
 #!/bin/bash
 # Lead's final call, session 11 (2026-11-26): the merged tree (s11-step v19, s11-epi decode_mma
-# v2.15, s11-b1a decode_wgmma v3.3-v3.4, s11-b1g, s11-bw split_mma v2.9, s11-dec DEC v7, bench
+# v2.15, s11-b1a decode_wgmma v3.3-v3.4, s11-b1g gemv.cu v7 (rings only from LoadGEMVRings), s11-bw split_mma v2.9, s11-dec DEC v7, bench
 # model's collection between weight rows) on the H100: the tests that read gocoder-23m and the
 # ones the helpers' calls did not run, then the B = 1 step table, max batch, the attention grid,
 # the bw rows and DEC's step in one process with a k 64 row before tuned:5%.
@@ -23,9 +23,9 @@ tst() { # name binary regexp [extra flags]
 }
 tst wgmma kernels.test '^TestGPUDecodeMatchesReference$/^wgmma$'
 tst mma kernels.test '^TestGPUDecodeMatchesReference$/^mma$'
-tst kernels kernels.test '^(TestDECFusedLateWords|TestDECFusedProtocol|TestGPUDecodeOneSplitMatchesCombine|TestOpsRoPECols|TestGPUDecodeLong|TestGPUPlanesSpecPlans)$'
+tst kernels kernels.test '^(TestDECFusedLateWords|TestDECFusedProtocol|TestGPUDecodeOneSplitMatchesCombine|TestOpsRoPECols|TestGPUDecodeLong|TestGPUPlanesSpecPlans|TestGEMVDepths|TestGEMVRoPE|TestGEMVMatchesReference)$'
 tst backend backend.test '^(TestModelMatchesCPU|TestModelPDLSameBits|TestModelDECMatchesCPU|TestFreeWeightAfterQueuedLinear|TestFoldHalfAndRoPEJoined|TestEnqueueOutHalf|TestLinearGraphReplay|TestBatchInvariantLinear|TestQuantLinearDEC)$'
-tst gpukv gpukv.test '^(TestGPUCacheGolden|TestGPUScheduler|TestGPUGraphReplaySameBits|TestGPUBatchInvariantLogits|TestGPUBatchInvariantScheduler)$'
+tst gpukv gpukv.test '^(TestGPUCacheGolden|TestGPUScheduler|TestGPUGraphReplaySameBits|TestGPUBatchInvariantLogits|TestGPUBatchInvariantScheduler|TestGPUCacheBatchInvariant)$'
 tst planes gpukv.test '^(TestGPUPlaneCacheGolden|TestGPUPlaneScheduler|TestGPUPlaneCacheMatchesReference)$'
 wait; t tests; snap
 run() { # name seconds args...
