@@ -262,28 +262,11 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) (
 			return p, err
 		}
 		for _, sh := range LinearF16Shapes(c) {
-			total := 0
-			for _, n := range sh.N {
-				total += n
+			jw, err := newJoinedWeights(x, st, ops, alloc, sh.N, sh.K)
+			if err != nil {
+				return err
 			}
-			bytes := int64(2) * int64(total) * int64(sh.K)
-			copies := coldCopies(bytes)
-			// ws[copy][group]: a copy's groups one after another in one
-			// allocation, as backend/gpu's JoinWeights places them.
-			ws := make([][]cuda.DevicePtr, copies)
-			for i := range ws {
-				p, err := alloc(int(bytes))
-				if err != nil {
-					return err
-				}
-				for j, n := range sh.N {
-					if err := ops.FillNormalF16(x, st, p, n*sh.K, uint32(10*i+j+1), 0.02); err != nil {
-						return err
-					}
-					ws[i] = append(ws[i], p)
-					p += cuda.DevicePtr(2 * n * sh.K)
-				}
-			}
+			ws, total, bytes, copies := jw.ws, jw.total, jw.bytes, jw.copies
 			xp, err := alloc(4 * maxT * sh.K)
 			if err != nil {
 				return err
@@ -403,4 +386,40 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) (
 		return nil
 	})
 	return rows, err
+}
+
+// joinedWeights are a shape's fp16 weights in coldCopies' copies, each
+// copy's groups one after another in one allocation, as backend/gpu's
+// JoinWeights places them, filled with N(0, 0.02).
+type joinedWeights struct {
+	ws     [][]cuda.DevicePtr // ws[copy][group]
+	total  int                // the groups' output columns together
+	bytes  int64              // one copy's bytes
+	copies int
+}
+
+// newJoinedWeights allocates (through alloc) and fills the joinedWeights
+// of the groups N over K.
+func newJoinedWeights(x *cuda.Ctx, st cuda.Stream, ops *kernels.Ops, alloc func(int) (cuda.DevicePtr, error), N []int, K int) (joinedWeights, error) {
+	jw := joinedWeights{}
+	for _, n := range N {
+		jw.total += n
+	}
+	jw.bytes = int64(2) * int64(jw.total) * int64(K)
+	jw.copies = coldCopies(jw.bytes)
+	jw.ws = make([][]cuda.DevicePtr, jw.copies)
+	for i := range jw.ws {
+		p, err := alloc(int(jw.bytes))
+		if err != nil {
+			return jw, err
+		}
+		for j, n := range N {
+			if err := ops.FillNormalF16(x, st, p, n*K, uint32(10*i+j+1), 0.02); err != nil {
+				return jw, err
+			}
+			jw.ws[i] = append(jw.ws[i], p)
+			p += cuda.DevicePtr(2 * n * K)
+		}
+	}
+	return jw, nil
 }

@@ -109,26 +109,11 @@ func SweepGEMVVariants(c *model.Config, Ts []int, progress io.Writer) ([]GEMVVar
 			return err
 		}
 		for _, sh := range shapes {
-			total := 0
-			for _, n := range sh.N {
-				total += n
+			jw, err := newJoinedWeights(x, st, ops, alloc, sh.N, sh.K)
+			if err != nil {
+				return err
 			}
-			bytes := int64(2) * int64(total) * int64(sh.K)
-			copies := coldCopies(bytes)
-			ws := make([][]cuda.DevicePtr, copies)
-			for i := range ws {
-				p, err := alloc(int(bytes))
-				if err != nil {
-					return err
-				}
-				for j, n := range sh.N {
-					if err := ops.FillNormalF16(x, st, p, n*sh.K, uint32(10*i+j+1), 0.02); err != nil {
-						return err
-					}
-					ws[i] = append(ws[i], p)
-					p += cuda.DevicePtr(2 * n * sh.K)
-				}
-			}
+			ws, total, bytes, copies := jw.ws, jw.total, jw.bytes, jw.copies
 			xp, err := alloc(4 * maxT * sh.K)
 			if err != nil {
 				return err

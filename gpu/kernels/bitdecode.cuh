@@ -652,26 +652,36 @@ constexpr int kFuseMaxSplits = 64;
 // combine CTA.
 constexpr int kMergeThreads = 128;
 
-// mergeWarps merges the WARPS warps' results of a split CTA (each warp ran
-// its own online softmax over its tiles; redO, redM, redL hold their O, max
-// and denominators per row) in warp order and writes the split's partial
-// `part`. Called by every thread of the CTA after the results are in
-// shared memory.
+// mergeWarpRow merges the WARPS warps' results of a split CTA for row r,
+// channel c (each warp ran its own online softmax over its tiles; redO,
+// redM, redL hold their O, max and denominators per row) in warp order: m
+// = the warps' max, a_w = exp2(m_w - m) (0 for a warp that saw nothing),
+// o = Σ a_w·O_w and l = Σ a_w·l_w, each an fmaf chain from +0.
+template <int D, int WARPS, int ROWS>
+BD_DEVICE void mergeWarpRow(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
+                            int r, int c, float& m, float& o, float& l) {
+  m = kNegInf;
+#pragma unroll
+  for (int w = 0; w < WARPS; w++) m = fmaxf(m, redM[w][r]);
+  o = 0.f, l = 0.f;
+#pragma unroll
+  for (int w = 0; w < WARPS; w++) {
+    const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
+    o = fmaf(redO[w][r][c], a, o);
+    l = fmaf(redL[w][r], a, l);
+  }
+}
+
+// mergeWarps merges the WARPS warps' results of a split CTA (mergeWarpRow)
+// and writes the split's partial `part`. Called by every thread of the CTA
+// after the results are in shared memory.
 template <int D, int WARPS, int ROWS>
 BD_DEVICE void mergeWarps(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
                           float* partO, float* partML, size_t part) {
   for (int idx = threadIdx.x; idx < ROWS * D; idx += WARPS * 32) {
     const int r = idx / D, c = idx % D;
-    float m = kNegInf;
-#pragma unroll
-    for (int w = 0; w < WARPS; w++) m = fmaxf(m, redM[w][r]);
-    float o = 0.f, l = 0.f;
-#pragma unroll
-    for (int w = 0; w < WARPS; w++) {
-      const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
-      o = fmaf(redO[w][r][c], a, o);
-      l = fmaf(redL[w][r], a, l);
-    }
+    float m, o, l;
+    mergeWarpRow<D, WARPS, ROWS>(redO, redM, redL, r, c, m, o, l);
     partO[part * ROWS * D + idx] = o;
     if (c == 0) {
       partML[(part * ROWS + r) * 2] = m;

@@ -795,17 +795,9 @@ BD_DEVICE void finishOneSplit(const float (&redO)[WARPS][ROWS][D], const float (
                               u16* __restrict__ out, int b, int h, int row0, int nrows, int group, int Hq, int Tq) {
   for (int idx = threadIdx.x; idx < nrows * D; idx += WARPS * 32) {
     const int r = idx / D, c = idx % D;
-    // 1. mergeWarps (bitdecode.cuh), the same operations in the same order.
-    float m = kNegInf;
-#pragma unroll
-    for (int w = 0; w < WARPS; w++) m = fmaxf(m, redM[w][r]);
-    float o = 0.f, l = 0.f;
-#pragma unroll
-    for (int w = 0; w < WARPS; w++) {
-      const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
-      o = fmaf(redO[w][r][c], a, o);
-      l = fmaf(redL[w][r], a, l);
-    }
+    // 1. mergeWarps' merge (bitdecode.cuh's mergeWarpRow).
+    float m, o, l;
+    mergeWarpRow<D, WARPS, ROWS>(redO, redM, redL, r, c, m, o, l);
     // 2-5. finishSplits with nSplits = 1.
     const float mAll = fmaxf(kNegInf, m);
     const float ws = m == kNegInf ? 0.f : exp2f(m - mAll);
