@@ -76,6 +76,21 @@ BD_DEVICE u32 pack2T(float lo, float hi) {
   return r;
 }
 
+// ropeCosSin is RoPE's cos and sin at position p for inverse frequency f:
+// the angle p·f in float (rounded, never contracted into an fma), its cos
+// and sin in double, each rounded to float. The one definition for every
+// RoPE kernel (ops.cu's tables, gemv.cu's pair).
+BD_DEVICE void ropeCosSin(float p, float f, float& c, float& s) {
+  const double theta = __fmul_rn(p, f);
+  c = float(cos(theta));
+  s = float(sin(theta));
+}
+// ropeTable writes position p's cos [half] then sin [half] into cs, the
+// block's threads striding over i (the caller synchronizes after).
+BD_DEVICE void ropeTable(float* cs, float p, const float* __restrict__ invFreq, int half) {
+  for (int i = threadIdx.x; i < half; i += blockDim.x) ropeCosSin(p, invFreq[i], cs[i], cs[half + i]);
+}
+
 // ============================================================================
 // 2. PTX wrappers.
 

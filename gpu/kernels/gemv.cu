@@ -354,9 +354,7 @@ __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
   if (MODE == kPairRoPE && g < 2 && threadIdx.x < kPairs * T) {
     const int je = j - p + threadIdx.x / T, t = threadIdx.x % T;
     if (je < NP) {
-      const double theta = __fmul_rn(float(pos[t]), invFreq[je % hh]);
-      rc = float(cos(theta));
-      rs = float(sin(theta));
+      ropeCosSin(float(pos[t]), invFreq[je % hh], rc, rs);
     }
   }
   float acc[T];

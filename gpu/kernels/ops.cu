@@ -456,11 +456,7 @@ extern "C" __global__ void rope(float* x, const int* __restrict__ pos, const flo
   extern __shared__ float cs[];  // cos [half] then sin [half]
   const long long t = blockIdx.x;
   const float p = float(pos[t]);
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const double theta = __fmul_rn(p, invFreq[i]);
-    cs[i] = float(cos(theta));
-    cs[half + i] = float(sin(theta));
-  }
+  ropeTable(cs, p, invFreq, half);
   __syncthreads();
   float* row = x + t * C;
   const int pairs = C / 2;  // (head, i) pairs: C/(2·half) heads of half each
@@ -503,11 +499,7 @@ extern "C" __global__ void rope_qk(float* q, float* k, const int* __restrict__ p
     w = knorm;
   }
   const float p = float(pos[t]);
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const double theta = __fmul_rn(p, invFreq[i]);
-    cs[i] = float(cos(theta));
-    cs[half + i] = float(sin(theta));
-  }
+  ropeTable(cs, p, invFreq, half);
   float r = 0.f;
   if (w != nullptr) {  // the same for the whole block
     double ss = 0;
@@ -675,11 +667,7 @@ extern "C" __global__ void rope_cols(const float* __restrict__ y, float* __restr
     b = bk != nullptr ? bk + (long long)(j - Hq) * D : nullptr;
   }
   const float p = float(pos[t]);
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const double theta = __fmul_rn(p, invFreq[i]);
-    cs[i] = float(cos(theta));
-    cs[half + i] = float(sin(theta));
-  }
+  ropeTable(cs, p, invFreq, half);
   __syncthreads();
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
     float x1 = src[i], x2 = src[i + half];
