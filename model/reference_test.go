@@ -1,16 +1,11 @@
 package model
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/internal/synthmodel"
 	"github.com/bitdecode/bitdecode/model/safetensors"
 )
 
@@ -23,119 +18,33 @@ import (
 // their values (already rounded to the stored dtype).
 type refWeights map[string][]float32
 
-// synthTensors lists the tensor names and shapes of cfg's checkpoint,
-// written out here (not derived from llama.go's struct tags) so that the tags
-// are checked too.
-func synthTensors(cfg *Config) map[string][]int {
-	H, I, V, D := cfg.Hidden, cfg.Intermediate, cfg.Vocab, cfg.HeadDim
-	QD, KVD := cfg.Heads*D, cfg.KVHeads*D
-	ts := map[string][]int{
-		"model.embed_tokens.weight": {V, H},
-		"model.norm.weight":         {H},
-	}
-	if !cfg.TieWordEmbeddings {
-		ts["lm_head.weight"] = []int{V, H}
-	}
-	for l := range cfg.Layers {
-		p := fmt.Sprintf("model.layers.%d.", l)
-		ts[p+"input_layernorm.weight"] = []int{H}
-		ts[p+"post_attention_layernorm.weight"] = []int{H}
-		ts[p+"self_attn.q_proj.weight"] = []int{QD, H}
-		ts[p+"self_attn.k_proj.weight"] = []int{KVD, H}
-		ts[p+"self_attn.v_proj.weight"] = []int{KVD, H}
-		ts[p+"self_attn.o_proj.weight"] = []int{H, QD}
-		ts[p+"mlp.gate_proj.weight"] = []int{I, H}
-		ts[p+"mlp.up_proj.weight"] = []int{I, H}
-		ts[p+"mlp.down_proj.weight"] = []int{H, I}
-		if cfg.QKVBias {
-			ts[p+"self_attn.q_proj.bias"] = []int{QD}
-			ts[p+"self_attn.k_proj.bias"] = []int{KVD}
-			ts[p+"self_attn.v_proj.bias"] = []int{KVD}
-		}
-		if cfg.OBias {
-			ts[p+"self_attn.o_proj.bias"] = []int{H}
-		}
-		if cfg.MLPBias {
-			ts[p+"mlp.gate_proj.bias"] = []int{I}
-			ts[p+"mlp.up_proj.bias"] = []int{I}
-			ts[p+"mlp.down_proj.bias"] = []int{H}
-		}
-		if cfg.QKNorm {
-			ts[p+"self_attn.q_norm.weight"] = []int{D}
-			ts[p+"self_attn.k_norm.weight"] = []int{D}
-		}
-	}
-	return ts
+// synthShape is the synthmodel.Shape of cfg's checkpoint.
+func synthShape(cfg *Config) synthmodel.Shape {
+	return synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
+		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
+		QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm}
 }
 
+// synthTensors lists the tensor names and shapes of cfg's checkpoint
+// (synthmodel's list, written out there, not derived from llama.go's struct
+// tags, so that the tags are checked too).
+func synthTensors(cfg *Config) map[string][]int { return synthmodel.Tensors(synthShape(cfg)) }
+
 // writeSynthetic writes config.json and a model.safetensors of random
-// weights stored as dtype into dir and returns the weights as stored.
-// Norm weights are near 1, biases near ±0.5, matrices scaled so activations
-// stay near unit size and attention is far from uniform.
+// weights stored as dtype into dir and returns the weights as stored
+// (synthmodel.Write).
 func writeSynthetic(t *testing.T, dir, configJSON string, dtype safetensors.DType, seed uint64, extra map[string][]int) refWeights {
 	t.Helper()
 	cfg, err := ParseConfig([]byte(configJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(configJSON), 0o644); err != nil {
+	w, err := synthmodel.Write(dir, configJSON, synthShape(cfg), dtype, seed, extra)
+	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(seed, seed+1))
-	shapes := synthTensors(cfg)
-	for name, shape := range extra {
-		shapes[name] = shape
-	}
-	w := refWeights{}
-	var tensors []safetensors.Tensor
-	for _, name := range sortedKeys(shapes) {
-		shape := shapes[name]
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		v := make([]float32, n)
-		for i := range v {
-			switch {
-			case len(shape) == 1 && hasSuffix(name, "norm.weight"):
-				v[i] = float32(1 + 0.2*r.NormFloat64())
-			case len(shape) == 1:
-				v[i] = float32(0.5 * r.NormFloat64())
-			case name == "model.embed_tokens.weight" || name == "lm_head.weight":
-				v[i] = float32(r.NormFloat64())
-			default:
-				v[i] = float32(r.NormFloat64() * 1.5 / math.Sqrt(float64(shape[1])))
-			}
-		}
-		var data []byte
-		for i, x := range v {
-			switch dtype {
-			case safetensors.F32:
-				data = binary.LittleEndian.AppendUint32(data, math.Float32bits(x))
-			case safetensors.F16:
-				h := half.FromFloat32(x)
-				v[i] = half.ToFloat32(h)
-				data = binary.LittleEndian.AppendUint16(data, h)
-			case safetensors.BF16:
-				h := half.BF16FromFloat32(x)
-				v[i] = half.BF16ToFloat32(h)
-				data = binary.LittleEndian.AppendUint16(data, h)
-			}
-		}
-		w[name] = v
-		tensors = append(tensors, safetensors.Tensor{TensorInfo: safetensors.TensorInfo{Name: name, DType: dtype, Shape: shape}, Data: data})
-	}
-	var buf bytes.Buffer
-	if err := safetensors.Write(&buf, tensors, map[string]string{"format": "pt"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return w
+	return refWeights(w)
 }
-
-func hasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
 
 // refInvFreq computes RoPE inverse frequencies in float64 from the formulas
 // of transformers' rope initializers (default, linear, llama3).

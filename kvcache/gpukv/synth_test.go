@@ -1,0 +1,188 @@
+package gpukv
+
+// TestGPUSyntheticFamilies runs small random checkpoints of the shapes real
+// models have and gocoder-23m does not (head dims 64 and 128, GQA groups 3,
+// 4 and 7 and MQA, biases on q/k/v, o and the MLP, Qwen3's q/k norms and a
+// head_dim that is not hidden/heads, bf16, fp16 and fp32 storage) through
+// the GPU's paged cache and kernels, against the CPU backend.
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/internal/synthmodel"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/model/safetensors"
+)
+
+// gpuSynthFamilies are the synthetic checkpoints of TestGPUSyntheticFamilies.
+var gpuSynthFamilies = []struct {
+	name   string
+	dtype  safetensors.DType
+	config string
+}{
+	{"llama gqa3 d64 bf16", safetensors.BF16, `{"architectures":["LlamaForCausalLM"],"model_type":"llama",
+		"hidden_size":384,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":2,
+		"vocab_size":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":true}`},
+	{"llama mqa7 d128 biases f16", safetensors.F16, `{"architectures":["LlamaForCausalLM"],"model_type":"llama",
+		"hidden_size":896,"intermediate_size":1536,"num_hidden_layers":2,"num_attention_heads":7,"num_key_value_heads":1,
+		"vocab_size":512,"rms_norm_eps":1e-6,"rope_theta":500000.0,"attention_bias":true,"mlp_bias":true,"tie_word_embeddings":false}`},
+	{"qwen2 gqa4 d64 qkv bias", safetensors.BF16, `{"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2",
+		"hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":2,
+		"vocab_size":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
+		"use_sliding_window":false,"sliding_window":32768,"max_window_layers":2}`},
+	{"qwen3 gqa2 head_dim 128 qk norm", safetensors.BF16, `{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3",
+		"hidden_size":256,"intermediate_size":768,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":128,
+		"vocab_size":512,"rms_norm_eps":1e-6,"rope_theta":1000000,"attention_bias":false,"tie_word_embeddings":true,
+		"sliding_window":null,"use_sliding_window":false}`},
+	{"llama gqa3 d128 f32", safetensors.F32, `{"architectures":["LlamaForCausalLM"],"model_type":"llama",
+		"hidden_size":768,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":2,
+		"vocab_size":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false}`},
+}
+
+// synthFP16Tol bounds ‖gpu − cpu‖₂ / ‖cpu‖₂ of a row of logits with fp16 KV
+// against the CPU's dense float32 cache: the GPU rounds each Linear input
+// (and fp32 weights) to fp16, about 1e-3 through two layers, as backend/gpu's
+// TestModelMatchesCPU bounds it; a wrong op (head mapping, layout, bias,
+// RoPE, norm) moves the logits by 1e-1 or more.
+//
+// A low-bit format is compared with the CPU's paged cache of the same
+// format and bounded by synthFP16Tol plus that format's own distance from
+// the dense cache on the same tokens: both quantize the same values into the
+// same codes except where the fp16 differences carry a value across a
+// rounding boundary, and there by one step, which moves the logits by no
+// more than the format's own rounding does; a wrong kernel or layout for the
+// shape moves them by O(1). (The first run of this test bounded them by half
+// the format's error: int8, whose steps are fine enough for the fp16
+// differences to cross a boundary often, measured 1.10e-2 against 1.0e-2 on
+// the fp32 checkpoint; every other case passed, bench/results/2026-11-26-s11-final/synth.)
+const synthFP16Tol = 1e-2
+
+// synthPrompt and synthDecode: a prompt of synthPrompt tokens in 64-token
+// prefill chunks, longer than every format's fp16 residual window (int2's
+// 256 tokens), so that most of the cache is packed, then synthDecode
+// teacher-forced steps.
+const (
+	synthPrompt = 400
+	synthDecode = 8
+)
+
+func TestGPUSyntheticFamilies(t *testing.T) {
+	gb := gpuBackend(t)
+	cb := cpu.New(2)
+	for fi, fam := range gpuSynthFamilies {
+		t.Run(fam.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg, err := model.ParseConfig([]byte(fam.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			shape := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
+				KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
+				QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm}
+			if _, err := synthmodel.Write(dir, fam.config, shape, fam.dtype, uint64(100+fi), nil); err != nil {
+				t.Fatal(err)
+			}
+			load := func(be backend.Backend) model.Model {
+				m, err := model.Load(dir, be, model.LoadOptions{})
+				if err != nil {
+					t.Fatalf("%s: %v", be.Name(), err)
+				}
+				t.Cleanup(func() { m.Close() })
+				return m
+			}
+			mc, mg := load(cb), load(gb)
+			r := rand.New(rand.NewPCG(uint64(fi), 7))
+			tokens := make([]int32, synthPrompt+synthDecode)
+			for i := range tokens {
+				tokens[i] = int32(r.IntN(cfg.Vocab))
+			}
+			ref := synthRows(t, mc, model.NewDenseCache(cb, mc.Config()), tokens)
+			for _, spec := range []string{"fp16", "int8", "int4", "k4v2", "int2"} {
+				sp := kv.MustParseSpec(spec)
+				o := kvcache.Options{MaxSeqs: 1, MaxLen: len(tokens) + 1, MaxChunk: 64}
+				gc, err := NewPaged(gb, mg.Config(), sp, o)
+				if err != nil {
+					t.Fatalf("%s KV on the GPU: %v", spec, err)
+				}
+				got := synthRows(t, mg, gc, tokens)
+				gc.Close()
+				want, tol := ref, synthFP16Tol
+				if spec != "fp16" {
+					cc, err := kvcache.NewPaged(cb, mc.Config(), sp, o)
+					if err != nil {
+						t.Fatalf("%s KV on the CPU: %v", spec, err)
+					}
+					want = synthRows(t, mc, cc, tokens)
+					formatErr := 0.0
+					for i := range want {
+						formatErr = max(formatErr, relL2(want[i], ref[i]))
+					}
+					tol = synthFP16Tol + formatErr
+				}
+				worst := 0.0
+				for i := range want {
+					e := relL2(got[i], want[i])
+					if !(e <= tol) {
+						t.Errorf("%s KV, row %d (position %d): ‖gpu − cpu‖/‖cpu‖ = %.3g > %.0e", spec, i, synthPrompt-1+i, e, tol)
+					}
+					worst = max(worst, e)
+				}
+				t.Logf("%s KV: worst ‖gpu − cpu‖/‖cpu‖ over %d rows %.2e (bound %.2e)", spec, len(want), worst, tol)
+			}
+		})
+	}
+}
+
+// synthRows runs tokens through m on cache c as one sequence: the prompt
+// in 64-token chunks (the paged caches' MaxChunk), then the rest one token
+// at a time, and returns the logits of the prompt's last position and of
+// each decode step.
+func synthRows(t *testing.T, m model.Model, c model.Attention, tokens []int32) [][]float32 {
+	t.Helper()
+	if p, ok := c.(interface {
+		Open(id int, prompt []int) (int, error)
+	}); ok {
+		ids := make([]int, synthPrompt)
+		for i := range ids {
+			ids[i] = int(tokens[i])
+		}
+		if cached, err := p.Open(1, ids); err != nil || cached != 0 {
+			t.Fatalf("open: %d cached, %v", cached, err)
+		}
+	}
+	var rows [][]float32
+	for pos := 0; pos < len(tokens); {
+		n := 1
+		if pos < synthPrompt {
+			n = min(64, synthPrompt-pos)
+		}
+		var b model.Batch
+		b.Add(1, pos, tokens[pos:pos+n]...)
+		out, err := m.Forward(&b, c)
+		if err != nil {
+			t.Fatalf("position %d: %v", pos, err)
+		}
+		pos += n
+		if pos >= synthPrompt {
+			rows = append(rows, append([]float32(nil), out.Row(0)...))
+		}
+	}
+	return rows
+}
+
+// relL2 is ‖a − b‖₂ / ‖b‖₂ in float64.
+func relL2(a, b []float32) float64 {
+	var d, n float64
+	for i := range b {
+		e := float64(a[i]) - float64(b[i])
+		d += e * e
+		n += float64(b[i]) * float64(b[i])
+	}
+	return math.Sqrt(d / n)
+}
