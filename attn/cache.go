@@ -56,6 +56,42 @@ type Cache struct {
 	NewBlock func() ([]byte, error)
 	scratch  []uint16
 	rot      []float32
+	// arena is the rest of the chunk the default allocation (NewBlock
+	// nil) carves blocks from once the cache holds arenaMinBytes of them;
+	// own counts the bytes of blocks it allocated.
+	arena []byte
+	own   int
+}
+
+// A cache that allocates its own blocks takes them from chunks of
+// arenaChunkBytes (plus one huge page of slack, so that at least
+// arenaChunkBytes of each lies in whole 2 MiB pages) once it holds
+// arenaMinBytes of blocks; smaller caches (tests, short prompts) allocate
+// block by block. The chunk's 2 MiB pages are advised and collapsed into
+// transparent huge pages (adviseHuge): the decode reads a 4 KiB page in
+// ~64-128 tokens of int4 or int2 blocks, and a TLB miss on each from DRAM
+// cost ~8 cycles per (token, KV head) at (8, 8K) (docs/perf/cpu-attention.md
+// v44). The layout of every block is unchanged; only where it lives.
+const (
+	hugePageBytes   = 2 << 20
+	arenaMinBytes   = 1 << 20
+	arenaChunkBytes = 8 << 20
+)
+
+// allocBlock returns n zeroed bytes for a new block.
+func (c *Cache) allocBlock(n int) []byte {
+	if c.own < arenaMinBytes || 4*n > arenaChunkBytes {
+		c.own += n
+		return make([]byte, n)
+	}
+	if len(c.arena) < n {
+		c.arena = make([]byte, arenaChunkBytes+hugePageBytes)
+		adviseHuge(c.arena)
+	}
+	b := c.arena[:n:n]
+	c.arena = c.arena[n:]
+	c.own += n
+	return b
 }
 
 // NewCache returns an empty cache of format f for shape s.
@@ -122,7 +158,7 @@ func (c *Cache) packResidual() error {
 			return fmt.Errorf("attn: allocating a KV block: %w", err)
 		}
 	} else {
-		blk = make([]byte, c.Shape.Hkv*f.BlockBytes())
+		blk = c.allocBlock(c.Shape.Hkv * f.BlockBytes())
 	}
 	PackResidual(blk, f, c.Shape.Hkv, c.ResK, c.ResV)
 	c.Blocks = append(c.Blocks, blk)
