@@ -2,6 +2,7 @@ package attn
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/kv"
@@ -56,10 +57,11 @@ type Cache struct {
 	NewBlock func() ([]byte, error)
 	scratch  []uint16
 	rot      []float32
-	// arena is the rest of the chunk the default allocation (NewBlock
-	// nil) carves blocks from once the cache holds arenaMinBytes of them;
-	// own counts the bytes of blocks it allocated.
-	arena []byte
+	// arena holds the pieces of the current chunk not yet carved into
+	// blocks, the one in whole huge pages first (the default allocation,
+	// NewBlock nil, once the cache holds arenaMinBytes of blocks); own
+	// counts the bytes of blocks it allocated.
+	arena [][]byte
 	own   int
 }
 
@@ -78,20 +80,42 @@ const (
 	arenaChunkBytes = 8 << 20
 )
 
-// allocBlock returns n zeroed bytes for a new block.
+// allocBlock returns n zeroed bytes for a new block: from make while the
+// cache is small, else from the current chunk, its huge pages first and
+// then its unaligned head and tail (v46).
 func (c *Cache) allocBlock(n int) []byte {
 	if c.own < arenaMinBytes || 4*n > arenaChunkBytes {
 		c.own += n
 		return make([]byte, n)
 	}
-	if len(c.arena) < n {
-		c.arena = make([]byte, arenaChunkBytes+hugePageBytes)
-		adviseHuge(c.arena)
+	for len(c.arena) > 0 && len(c.arena[0]) < n {
+		c.arena = c.arena[1:]
 	}
-	b := c.arena[:n:n]
-	c.arena = c.arena[n:]
+	if len(c.arena) == 0 {
+		chunk := make([]byte, arenaChunkBytes+hugePageBytes)
+		lo, hi := hugeRange(chunk)
+		adviseHuge(chunk[lo:hi])
+		c.arena = append(c.arena[:0], chunk[lo:hi], chunk[:lo], chunk[hi:])
+	}
+	b := c.arena[0][:n:n]
+	c.arena[0] = c.arena[0][n:]
 	c.own += n
 	return b
+}
+
+// hugeRange returns the bounds [lo, hi) of the whole 2 MiB pages inside b
+// (lo == hi when there is none).
+func hugeRange(b []byte) (lo, hi int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	base := uintptr(unsafe.Pointer(&b[0]))
+	lo = int((base+hugePageBytes-1)&^(hugePageBytes-1) - base)
+	hi = int((base+uintptr(len(b)))&^(hugePageBytes-1) - base)
+	if hi <= lo {
+		return 0, 0
+	}
+	return lo, hi
 }
 
 // NewCache returns an empty cache of format f for shape s.

@@ -84,8 +84,9 @@ func TestCacheArenaBlocks(t *testing.T) {
 	}
 }
 
-// TestAdviseHugeKeepsContents advises a chunk with data in it: the bytes
-// are the same after (whether or not this kernel gave huge pages).
+// TestAdviseHugeKeepsContents advises the huge pages of a chunk with data
+// in it: the bytes are the same after (whether or not this kernel gave
+// huge pages), and hugeRange gives whole aligned pages inside the chunk.
 func TestAdviseHugeKeepsContents(t *testing.T) {
 	b := make([]byte, 3*hugePageBytes)
 	r := rand.New(rand.NewPCG(7, 8))
@@ -93,11 +94,16 @@ func TestAdviseHugeKeepsContents(t *testing.T) {
 		b[i] = byte(r.Uint32())
 	}
 	want := bytes.Clone(b)
-	t.Logf("adviseHuge: %v", adviseHuge(b))
+	lo, hi := hugeRange(b)
+	base := uintptr(unsafe.Pointer(&b[0]))
+	if lo < 0 || hi > len(b) || hi-lo < len(b)-hugePageBytes || (base+uintptr(lo))%hugePageBytes != 0 || (hi-lo)%hugePageBytes != 0 {
+		t.Fatalf("hugeRange of %d bytes at %#x: [%d, %d)", len(b), base, lo, hi)
+	}
+	t.Logf("adviseHuge: %v", adviseHuge(b[lo:hi]))
 	if !bytes.Equal(b, want) {
 		t.Fatal("adviseHuge changed the chunk's bytes")
 	}
-	if adviseHuge(b[:hugePageBytes/2]) {
-		t.Fatal("adviseHuge reported huge pages for less than one whole 2 MiB page")
+	if lo, hi := hugeRange(b[:hugePageBytes-1]); lo != hi {
+		t.Fatalf("hugeRange of less than a page: [%d, %d)", lo, hi)
 	}
 }
