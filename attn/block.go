@@ -90,6 +90,7 @@ type worker struct {
 	hpad   []uint16   // the residual's last fp16 rows, padded to a tile
 	spare  []float32  // [npad] the unused second output of an odd row
 	limits []int      // [R] last visible token of each row
+	out    []float32  // [D] one output row of mergeHead
 	qReady bool       // qi, qa, qb hold the unscaled query's quantization (KT)
 	i4     bool       // this block's int4 keys are scored from the packed nibbles
 	i2     bool       // this block's int2 keys are scored from the packed rows (VBMI)
@@ -129,7 +130,7 @@ func newWorker(p Params, k *kernels) *worker {
 		wq8: make([]uint8, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
 		zsum: make([]float32, r*(d/minGroup)), sw: make([]float32, r*(d/minGroup)),
 		mrow: make([]float32, r), lsum: make([]float32, r), rmax: make([]float32, rows4(r)),
-		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r)}
+		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r), out: make([]float32, d)}
 	for i := range w.ones {
 		w.ones[i] = 1
 	}

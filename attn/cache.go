@@ -2,6 +2,7 @@ package attn
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/kv"
@@ -56,6 +57,65 @@ type Cache struct {
 	NewBlock func() ([]byte, error)
 	scratch  []uint16
 	rot      []float32
+	// arena holds the pieces of the current chunk not yet carved into
+	// blocks, the one in whole huge pages first (the default allocation,
+	// NewBlock nil, once the cache holds arenaMinBytes of blocks); own
+	// counts the bytes of blocks it allocated.
+	arena [][]byte
+	own   int
+}
+
+// A cache that allocates its own blocks takes them from chunks of
+// arenaChunkBytes (plus one huge page of slack, so that at least
+// arenaChunkBytes of each lies in whole 2 MiB pages) once it holds
+// arenaMinBytes of blocks; smaller caches (tests, short prompts) allocate
+// block by block. The chunk's 2 MiB pages are advised and collapsed into
+// transparent huge pages (adviseHuge): the decode reads a 4 KiB page in
+// ~64-128 tokens of int4 or int2 blocks, and a TLB miss on each from DRAM
+// cost ~8 cycles per (token, KV head) at (8, 8K) (docs/perf/cpu-attention.md
+// v44). The layout of every block is unchanged; only where it lives.
+const (
+	hugePageBytes   = 2 << 20
+	arenaMinBytes   = 1 << 20
+	arenaChunkBytes = 8 << 20
+)
+
+// allocBlock returns n zeroed bytes for a new block: from make while the
+// cache is small, else from the current chunk, its huge pages first and
+// then its unaligned head and tail (v46).
+func (c *Cache) allocBlock(n int) []byte {
+	if c.own < arenaMinBytes || 4*n > arenaChunkBytes {
+		c.own += n
+		return make([]byte, n)
+	}
+	for len(c.arena) > 0 && len(c.arena[0]) < n {
+		c.arena = c.arena[1:]
+	}
+	if len(c.arena) == 0 {
+		chunk := make([]byte, arenaChunkBytes+hugePageBytes)
+		lo, hi := hugeRange(chunk)
+		adviseHuge(chunk[lo:hi])
+		c.arena = append(c.arena[:0], chunk[lo:hi], chunk[:lo], chunk[hi:])
+	}
+	b := c.arena[0][:n:n]
+	c.arena[0] = c.arena[0][n:]
+	c.own += n
+	return b
+}
+
+// hugeRange returns the bounds [lo, hi) of the whole 2 MiB pages inside b
+// (lo == hi when there is none).
+func hugeRange(b []byte) (lo, hi int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	base := uintptr(unsafe.Pointer(&b[0]))
+	lo = int((base+hugePageBytes-1)&^(hugePageBytes-1) - base)
+	hi = int((base+uintptr(len(b)))&^(hugePageBytes-1) - base)
+	if hi <= lo {
+		return 0, 0
+	}
+	return lo, hi
 }
 
 // NewCache returns an empty cache of format f for shape s.
@@ -122,7 +182,7 @@ func (c *Cache) packResidual() error {
 			return fmt.Errorf("attn: allocating a KV block: %w", err)
 		}
 	} else {
-		blk = make([]byte, c.Shape.Hkv*f.BlockBytes())
+		blk = c.allocBlock(c.Shape.Hkv * f.BlockBytes())
 	}
 	PackResidual(blk, f, c.Shape.Hkv, c.ResK, c.ResV)
 	c.Blocks = append(c.Blocks, blk)

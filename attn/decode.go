@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bitdecode/bitdecode/internal/team"
 	"github.com/bitdecode/bitdecode/kv"
@@ -76,6 +77,14 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 		vgroups = p.Format.D / p.Format.V.Group
 	}
 	cs.slab = newStates(states, p.Shape.Group()*p.Tq, p.Shape.D, vgroups, cs.slab)
+	// left[b·Hkv+h] counts the tasks of sequence b's KV head h still to
+	// run: the task that brings it to 0 merges the head's splits (v45).
+	left := resize(cs.left, len(seqs)*p.Shape.Hkv)
+	for b := range seqs {
+		for h := 0; h < p.Shape.Hkv; h++ {
+			left[b*p.Shape.Hkv+h].Store(int32(splits[b]))
+		}
+	}
 	// One region of the persistent team (internal/team): the tasks start
 	// within a microsecond on every core instead of after a thread's
 	// wake-up; each task takes a pooled worker (its scratch).
@@ -119,32 +128,39 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 				w.follow = ns.Blocks[blk][tasks[ni].h*p.Format.BlockBytes():]
 			}
 		}
+		states[i].reset()
 		w.run(&states[i], q, tk.b, tk.h, s, lo, hi)
-	})
-	// Merge the splits of each (sequence, KV head) in split order.
-	sh := p.Shape
-	r := sh.Group() * p.Tq
-	o := resize(cs.o, sh.D)
-	cs.tasks, cs.first, cs.splits, cs.splitLen, cs.states, cs.order, cs.o = tasks, first, splits, splitLen, states, order, o
-	for b := range seqs {
-		for h := 0; h < sh.Hkv; h++ {
-			base := first[b] + h*splits[b]
-			tot := &states[base]
-			for k := 1; k < splits[b]; k++ {
-				tot.merge(&states[base+k])
-			}
-			for row := 0; row < r; row++ {
-				i, j := row/sh.Group(), row%sh.Group()
-				tot.finish(o, row)
-				if p.Format.Rotate {
-					kern.rotate(o)
-				}
-				off := ((b*p.Tq+i)*sh.Hq + h*sh.Group() + j) * sh.D
-				copy(out[off:off+sh.D], o)
-			}
+		// The head's last task to finish merges its splits in split
+		// order, whichever core ran them: the same operations in the same
+		// order as a merge after the region, so the same bits, but on both
+		// cores and while the other one still computes (v45).
+		if left[tk.b*p.Shape.Hkv+tk.h].Add(-1) == 0 {
+			base := first[tk.b] + tk.h*splits[tk.b]
+			mergeHead(out, states[base:base+splits[tk.b]], w.out, tk.b, tk.h, p, kern)
 		}
-	}
+	})
+	cs.tasks, cs.first, cs.splits, cs.splitLen, cs.states, cs.order, cs.left = tasks, first, splits, splitLen, states, order, left
 	return nil
+}
+
+// mergeHead folds the states of one (sequence b, KV head h)'s splits into
+// the first, in split order, and writes its rows' outputs (finished, rotated
+// back for a rotating format) to out, o a scratch row of D.
+func mergeHead(out []float32, st []state, o []float32, b, h int, p Params, kern *kernels) {
+	sh := p.Shape
+	tot := &st[0]
+	for k := 1; k < len(st); k++ {
+		tot.merge(&st[k])
+	}
+	for row := 0; row < sh.Group()*p.Tq; row++ {
+		i, j := row/sh.Group(), row%sh.Group()
+		tot.finish(o, row)
+		if p.Format.Rotate {
+			kern.rotate(o)
+		}
+		off := ((b*p.Tq+i)*sh.Hq + h*sh.Group() + j) * sh.D
+		copy(out[off:off+sh.D], o)
+	}
 }
 
 // inlineWork is the decode work (cached tokens times query rows times head
@@ -189,7 +205,7 @@ type callScratch struct {
 	states                         []state
 	tasks                          []decodeTask
 	first, splits, splitLen, order []int
-	o                              []float32
+	left                           []atomic.Int32
 }
 
 // scratchPool keeps *callScratch between Decode calls.
@@ -204,29 +220,36 @@ func resize[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// newStates makes the empty states of R rows for every task in one slab:
-// slab cleared where it is large enough, else a new one; it returns the
-// slab used.
+// newStates lays out the states of R rows for every task in one slab (a
+// new one where slab is too small) and returns the slab used. Each task
+// empties its own state (reset) when it starts: on its own core, in the
+// region, not a clear of the whole slab before it (v45).
 func newStates(states []state, r, d, vgroups int, slab []float32) []float32 {
 	per := 2*r + rows4(r)*d + r*vgroups
 	n := len(states) * per
 	if cap(slab) < n {
 		slab = make([]float32, n)
-	} else {
-		slab = slab[:n]
-		clear(slab)
 	}
+	slab = slab[:n]
 	for i := range states {
-		b := slab[i*per : (i+1)*per]
+		b := slab[i*per : (i+1)*per : (i+1)*per]
 		m, l := b[:r], b[r:2*r]
 		b = b[2*r:]
 		acc, zacc := b[:r*d:rows4(r)*d], b[rows4(r)*d:]
-		for j := range m {
-			m[j] = float32(math.Inf(-1))
-		}
 		states[i] = state{m: m, l: l, acc: acc, zacc: zacc, vgroups: vgroups, d: d}
 	}
 	return slab
+}
+
+// reset empties s: m = -Inf, the sums 0 (the accumulators' padding rows
+// included).
+func (s *state) reset() {
+	for j := range s.m {
+		s.m[j] = float32(math.Inf(-1))
+	}
+	clear(s.l)
+	clear(s.acc[:cap(s.acc)])
+	clear(s.zacc)
 }
 
 // rows4 rounds a row count up to the 4 rows of the integer PV kernel; the

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -233,9 +234,13 @@ func syntheticQ(r *rand.Rand, keys [][]float32, sh attn.Shape) []float32 {
 // the row's set-up (the caches just built, the previous rows' garbage):
 // started by those allocations, its mark phase ran beside the timed calls
 // on one of the two cores (int2 at (8, 8K) 4.0-4.5 ms with it, 3.2 ms
-// with GOGC=off; docs/perf/cpu-attention.md, round 4).
+// with GOGC=off; docs/perf/cpu-attention.md, round 4). The freed memory
+// is then returned to the system at once (debug.FreeOSMemory): left to the
+// background scavenger, its madvise calls ran beside the timed calls too
+// (~500 MB of them during one (1, 32K) row: cpu-attention.md, round 11).
 func timeIt(reps int, fn func()) float64 {
 	runtime.GC()
+	debug.FreeOSMemory()
 	fn()
 	t := make([]float64, reps)
 	for i := range t {

@@ -1,0 +1,8 @@
+// Elsewhere than Linux a cache's blocks keep the system's page size.
+
+//go:build !linux
+
+package attn
+
+// adviseHuge does nothing here and reports false.
+func adviseHuge([]byte) bool { return false }
