@@ -103,6 +103,18 @@ func (c *Cache) allocBlock(n int) []byte {
 	return b
 }
 
+// AdviseHugePages asks the kernel to back the whole 2 MiB pages of b with
+// transparent huge pages when they are first touched, and reports whether
+// it took the advice (Linux with transparent huge pages on; elsewhere, or
+// refused, b keeps small pages and only the speed differs). For a large
+// block pool allocated once and filled later, such as a sized paged
+// cache's: the decode's streaming reads would take a TLB miss per 4 KiB of
+// it otherwise, as a Cache's own chunks would (v44).
+func AdviseHugePages(b []byte) bool {
+	lo, hi := hugeRange(b)
+	return adviseHugeLater(b[lo:hi])
+}
+
 // hugeRange returns the bounds [lo, hi) of the whole 2 MiB pages inside b
 // (lo == hi when there is none).
 func hugeRange(b []byte) (lo, hi int) {

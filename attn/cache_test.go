@@ -107,3 +107,29 @@ func TestAdviseHugeKeepsContents(t *testing.T) {
 		t.Fatalf("hugeRange of less than a page: [%d, %d)", lo, hi)
 	}
 }
+
+// TestAdviseHugePagesPool advises a fresh pool as a sized paged cache does,
+// then fills it: it reads back zero before and its data after, advised or
+// not (the advice changes where the bytes live, never what they are).
+func TestAdviseHugePagesPool(t *testing.T) {
+	b := make([]byte, 5*hugePageBytes+123)
+	t.Logf("AdviseHugePages: %v", AdviseHugePages(b))
+	for i, v := range b {
+		if v != 0 {
+			t.Fatalf("byte %d of a fresh advised pool is %d", i, v)
+		}
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	r = rand.New(rand.NewPCG(9, 10))
+	for i, v := range b {
+		if v != byte(r.Uint32()) {
+			t.Fatalf("byte %d of the filled pool changed", i)
+		}
+	}
+	if AdviseHugePages(nil) {
+		t.Error("AdviseHugePages(nil) reports advice taken")
+	}
+}

@@ -26,3 +26,10 @@ func adviseHuge(b []byte) bool {
 	// the advice alone applies to future faults, the collapse to these.
 	return syscall.Madvise(b, madvCollapse) == nil
 }
+
+// adviseHugeLater asks for huge pages behind b (whole 2 MiB pages) at its
+// first touch (MADV_HUGEPAGE alone: memory not yet faulted in needs no
+// collapse) and reports whether the kernel took the advice.
+func adviseHugeLater(b []byte) bool {
+	return len(b) > 0 && syscall.Madvise(b, madvHugePage) == nil
+}

@@ -6,3 +6,6 @@ package attn
 
 // adviseHuge does nothing here and reports false.
 func adviseHuge([]byte) bool { return false }
+
+// adviseHugeLater does nothing here and reports false.
+func adviseHugeLater([]byte) bool { return false }

@@ -122,6 +122,7 @@ func NewPaged(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (*
 	c.resK, c.resV = make([][]uint16, cfg.Layers), make([][]uint16, cfg.Layers)
 	for l := range c.pool {
 		c.pool[l] = make([]byte, blocks*c.strides[l])
+		attn.AdviseHugePages(c.pool[l]) // the pool's blocks in 2 MiB pages as they fill
 		c.resK[l] = make([]uint16, o.MaxSeqs*c.resWidth)
 		c.resV[l] = make([]uint16, o.MaxSeqs*c.resWidth)
 	}
