@@ -220,16 +220,11 @@ func LinearF16Shapes(c *model.Config) []struct {
 // choice), and for each shape's one GEMM over all its channels every
 // algorithm the tuning considers is timed too (LinearF16Row.Algos).
 func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) ([]LinearF16Row, error) {
-	dev, err := cuda.Open(0)
-	if err != nil {
-		return nil, fmt.Errorf("bench: linear: %w", err)
-	}
-	defer dev.Close()
-	bw, err := dev.ProbeBandwidth()
+	dev, bw, err := openProbed("linear", progress)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
+	defer dev.Close()
 	g, err := kernels.LoadGEMV(dev)
 	if err != nil {
 		return nil, err

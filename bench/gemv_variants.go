@@ -47,16 +47,11 @@ const (
 // 2) for config c: o and down alone, q|k|v with RoPE, gate|up with SwiGLU,
 // after probing the read ceiling (printed on progress).
 func SweepGEMVVariants(c *model.Config, Ts []int, progress io.Writer) ([]GEMVVariantRow, error) {
-	dev, err := cuda.Open(0)
-	if err != nil {
-		return nil, fmt.Errorf("bench: gemv variants: %w", err)
-	}
-	defer dev.Close()
-	bw, err := dev.ProbeBandwidth()
+	dev, bw, err := openProbed("gemv variants", progress)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
+	defer dev.Close()
 	g, err := kernels.LoadGEMVRings(dev)
 	if err != nil {
 		return nil, err

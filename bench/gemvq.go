@@ -39,17 +39,28 @@ type GEMVQRow struct {
 // Shapes and splits, when not empty, restrict the sweep (shape names as in
 // the rows: "gate/up", ...).
 func SweepGEMVQ(c *model.Config, T int, variants []string, bits []int, shapes0 []string, splits []int, progress io.Writer) ([]GEMVQRow, error) {
-	dev, err := cuda.Open(0)
-	if err != nil {
-		return nil, fmt.Errorf("bench: gemvq: %w", err)
-	}
-	defer dev.Close()
-	bw, err := dev.ProbeBandwidth()
+	dev, bw, err := openProbed("gemvq", progress)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
+	defer dev.Close()
 	return sweepGEMVQ(dev, c, T, variants, bits, shapes0, splits, bw.GBps, progress)
+}
+
+// openProbed opens GPU 0 for the sweep named what and probes its read
+// ceiling, printed on progress; the caller closes the device.
+func openProbed(what string, progress io.Writer) (*cuda.Device, cuda.Bandwidth, error) {
+	dev, err := cuda.Open(0)
+	if err != nil {
+		return nil, cuda.Bandwidth{}, fmt.Errorf("bench: %s: %w", what, err)
+	}
+	bw, err := dev.ProbeBandwidth()
+	if err != nil {
+		dev.Close()
+		return nil, cuda.Bandwidth{}, err
+	}
+	fmt.Fprintf(progress, "%s: read ceiling %.0f GB/s\n", dev.Name(), bw.GBps)
+	return dev, bw, nil
 }
 
 func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bits []int, shapes0 []string, splits []int, ceilingGBps float64, progress io.Writer) ([]GEMVQRow, error) {
