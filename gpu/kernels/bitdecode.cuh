@@ -85,6 +85,17 @@ BD_DEVICE void ropeCosSin(float p, float f, float& c, float& s) {
   c = float(cos(theta));
   s = float(sin(theta));
 }
+// ropeRotate rotates the pair (x1, x2) of a head by the angle whose cos and
+// sin are c and s: (x1·c − x2·s, x2·c + x1·s), each product and sum rounded
+// (never fused into an fma), the rotation of every RoPE kernel.
+BD_DEVICE void ropeRotate(float x1, float x2, float c, float s, float& lo, float& hi) {
+  lo = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+  hi = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+}
+// add4 is a + b per lane, each sum rounded (a bias added to four columns).
+BD_DEVICE float4 add4(float4 a, float4 b) {
+  return make_float4(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y), __fadd_rn(a.z, b.z), __fadd_rn(a.w, b.w));
+}
 // ropeTable writes position p's cos [half] then sin [half] into cs, the
 // block's threads striding over i (the caller synchronizes after).
 BD_DEVICE void ropeTable(float* cs, float p, const float* __restrict__ invFreq, int half) {

@@ -394,8 +394,7 @@ __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
   }
   // ops.cu's rope: the angle's float32 product, cos and sin in double
   // (rc, rs above).
-  lo[0] = __fsub_rn(__fmul_rn(v0, rc), __fmul_rn(v1, rs));
-  lo[hh] = __fadd_rn(__fmul_rn(v1, rc), __fmul_rn(v0, rs));
+  ropeRotate(v0, v1, rc, rs, lo[0], lo[hh]);
 }
 
 }  // namespace gemv

@@ -465,8 +465,7 @@ extern "C" __global__ void rope(float* x, const int* __restrict__ pos, const flo
     float* lo = row + h * 2 * half + i;
     float* hi = lo + half;
     const float x1 = *lo, x2 = *hi, c = cs[i], s = cs[half + i];
-    *lo = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
-    *hi = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+    ropeRotate(x1, x2, c, s, *lo, *hi);
   }
 }
 
@@ -517,8 +516,7 @@ extern "C" __global__ void rope_qk(float* q, float* k, const int* __restrict__ p
       x2 = __fmul_rn(w[i + half], __fmul_rn(x2, r));
     }
     const float c = cs[i], s = cs[half + i];
-    head[i] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
-    head[i + half] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+    ropeRotate(x1, x2, c, s, head[i], head[i + half]);
   }
 }
 
@@ -571,8 +569,7 @@ extern "C" __global__ void split_cols(const float* __restrict__ y, float* __rest
     }
     float4 v = reinterpret_cast<const float4*>(y)[i];
     if (b != nullptr) {
-      const float4 bb = reinterpret_cast<const float4*>(b)[c];
-      v.x = __fadd_rn(v.x, bb.x), v.y = __fadd_rn(v.y, bb.y), v.z = __fadd_rn(v.z, bb.z), v.w = __fadd_rn(v.w, bb.w);
+      v = add4(v, reinterpret_cast<const float4*>(b)[c]);
     }
     reinterpret_cast<float4*>(d)[t * w + c] = v;
   }
@@ -599,14 +596,8 @@ extern "C" __global__ void swiglu_cols(const float* __restrict__ y, float* dst, 
     const int c = int(i - t * q);
     const float4* row = reinterpret_cast<const float4*>(y) + t * 2 * q;
     float4 g = row[c], u = row[q + c];
-    if (bg != nullptr) {
-      const float4 b = reinterpret_cast<const float4*>(bg)[c];
-      g.x = __fadd_rn(g.x, b.x), g.y = __fadd_rn(g.y, b.y), g.z = __fadd_rn(g.z, b.z), g.w = __fadd_rn(g.w, b.w);
-    }
-    if (bu != nullptr) {
-      const float4 b = reinterpret_cast<const float4*>(bu)[c];
-      u.x = __fadd_rn(u.x, b.x), u.y = __fadd_rn(u.y, b.y), u.z = __fadd_rn(u.z, b.z), u.w = __fadd_rn(u.w, b.w);
-    }
+    if (bg != nullptr) g = add4(g, reinterpret_cast<const float4*>(bg)[c]);
+    if (bu != nullptr) u = add4(u, reinterpret_cast<const float4*>(bu)[c]);
     if (gate != nullptr) reinterpret_cast<float4*>(gate)[i] = g;
     if (up != nullptr) reinterpret_cast<float4*>(up)[i] = u;
     const float4 d = make_float4(silu_mul(g.x, u.x), silu_mul(g.y, u.y), silu_mul(g.z, u.z), silu_mul(g.w, u.w));
@@ -648,10 +639,7 @@ extern "C" __global__ void rope_cols(const float* __restrict__ y, float* __restr
     float4* dst = reinterpret_cast<float4*>(v + t * Nv);
     for (int c = (j - H) * int(blockDim.x) + int(threadIdx.x); c < q4; c += (int(gridDim.y) - H) * int(blockDim.x)) {
       float4 x = src[c];
-      if (bv != nullptr) {
-        const float4 b = reinterpret_cast<const float4*>(bv)[c];
-        x.x = __fadd_rn(x.x, b.x), x.y = __fadd_rn(x.y, b.y), x.z = __fadd_rn(x.z, b.z), x.w = __fadd_rn(x.w, b.w);
-      }
+      if (bv != nullptr) x = add4(x, reinterpret_cast<const float4*>(bv)[c]);
       dst[c] = x;
     }
     return;
@@ -676,8 +664,7 @@ extern "C" __global__ void rope_cols(const float* __restrict__ y, float* __restr
       x2 = __fadd_rn(x2, b[i + half]);
     }
     const float c = cs[i], s = cs[half + i];
-    head[i] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
-    head[i + half] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+    ropeRotate(x1, x2, c, s, head[i], head[i + half]);
   }
 }
 
