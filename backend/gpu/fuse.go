@@ -26,22 +26,43 @@ type gemvLaunch struct {
 	groups []kernels.LinearGroup
 }
 
-// fold replaces the last queued op by what match makes of it, if that op is
-// a gemv.cu launch and match accepts it (ok), and reports whether it did.
-// match runs under the queue's lock.
-func (b *Backend) fold(match func(l *gemvLaunch) (q queuedOp, ok bool)) bool {
+// foldLast replaces the last queued op by what match makes of it, if there
+// is one and match accepts it (ok), and reports whether it did. match runs
+// under the queue's lock.
+func (b *Backend) foldLast(match func(last *queuedOp) (q queuedOp, ok bool)) bool {
 	b.qMu.Lock()
 	defer b.qMu.Unlock()
 	n := len(b.queue)
-	if n == 0 || b.queue[n-1].gemv == nil {
+	if n == 0 {
 		return false
 	}
-	q, ok := match(b.queue[n-1].gemv)
+	q, ok := match(&b.queue[n-1])
 	if !ok {
 		return false
 	}
 	b.queue[n-1] = q
 	return true
+}
+
+// fold is foldLast where the last queued op is a gemv.cu launch.
+func (b *Backend) fold(match func(l *gemvLaunch) (q queuedOp, ok bool)) bool {
+	return b.foldLast(func(last *queuedOp) (queuedOp, bool) {
+		if last.gemv == nil {
+			return queuedOp{}, false
+		}
+		return match(last.gemv)
+	})
+}
+
+// foldJoined is foldLast where the last queued op is a joined GEMM
+// (join.go).
+func (b *Backend) foldJoined(match func(l *joinedLaunch) (q queuedOp, ok bool)) bool {
+	return b.foldLast(func(last *queuedOp) (queuedOp, bool) {
+		if last.joined == nil {
+			return queuedOp{}, false
+		}
+		return match(last.joined)
+	})
 }
 
 // overlaps reports whether [a, a+an) and [c, c+cn) share a byte.

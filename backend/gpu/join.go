@@ -223,42 +223,36 @@ func (b *Backend) launchJoined(op string, xt *tensor, T, K, N int, groups []kern
 // does not replace. The GEMM reads x before the split runs, so dst may
 // be x.
 func (b *Backend) foldSwiGLUJoined(dst, gate, up *tensor) bool {
-	b.qMu.Lock()
-	defer b.qMu.Unlock()
-	n := len(b.queue)
-	if n == 0 || b.queue[n-1].joined == nil {
-		return false
-	}
-	l := b.queue[n-1].joined
-	if len(l.groups) != 2 || l.groups[0].Y != gate.ptr || l.groups[1].Y != up.ptr ||
-		l.groups[0].N != l.groups[1].N || dst.ptr%16 != 0 {
-		return false
-	}
-	g, u := cols(l.groups[0]), cols(l.groups[1])
-	if dst.ptr == g.Y {
-		g.Y = 0
-	}
-	if dst.ptr == u.Y {
-		u.Y = 0
-	}
-	d := dst.ptr
-	const op = "LinearGroup(joined)+SwiGLU"
-	run := func(dh cuda.DevicePtr) func(c *cuda.Ctx) error {
-		return func(c *cuda.Ctx) error {
-			if err := l.gemm(b, c); err != nil {
-				return err
-			}
-			return b.ops.SwiGLUColsHalf(c, b.stream, l.y, d, dh, l.T, g, u)
+	return b.foldJoined(func(l *joinedLaunch) (queuedOp, bool) {
+		if len(l.groups) != 2 || l.groups[0].Y != gate.ptr || l.groups[1].Y != up.ptr ||
+			l.groups[0].N != l.groups[1].N || dst.ptr%16 != 0 {
+			return queuedOp{}, false
 		}
-	}
-	key := l.key(u64(d))
-	// A cuBLASLt GEMM over dst queued next (down) takes dst's fp16 copy
-	// from the split (half.go). The GEMM above reads its own fp16 x,
-	// which may be the same buffer, before the split runs.
-	b.queue[n-1] = queuedOp{op: op, key: key, f: run(0), half: &halfOut{y: d, n: l.T * g.N, with: func(dh cuda.DevicePtr) queuedOp {
-		return queuedOp{op: op + "+fp16", key: withKey(key, u64(dh)), f: run(dh)}
-	}}}
-	return true
+		g, u := cols(l.groups[0]), cols(l.groups[1])
+		if dst.ptr == g.Y {
+			g.Y = 0
+		}
+		if dst.ptr == u.Y {
+			u.Y = 0
+		}
+		d := dst.ptr
+		const op = "LinearGroup(joined)+SwiGLU"
+		run := func(dh cuda.DevicePtr) func(c *cuda.Ctx) error {
+			return func(c *cuda.Ctx) error {
+				if err := l.gemm(b, c); err != nil {
+					return err
+				}
+				return b.ops.SwiGLUColsHalf(c, b.stream, l.y, d, dh, l.T, g, u)
+			}
+		}
+		key := l.key(u64(d))
+		// A cuBLASLt GEMM over dst queued next (down) takes dst's fp16 copy
+		// from the split (half.go). The GEMM above reads its own fp16 x,
+		// which may be the same buffer, before the split runs.
+		return queuedOp{op: op, key: key, f: run(0), half: &halfOut{y: d, n: l.T * g.N, with: func(dh cuda.DevicePtr) queuedOp {
+			return queuedOp{op: op + "+fp16", key: withKey(key, u64(dh)), f: run(dh)}
+		}}}, true
+	})
 }
 
 // foldRoPEJoined folds RoPEQK(q, k, pos, invFreq) without norms into the
@@ -267,29 +261,23 @@ func (b *Backend) foldSwiGLUJoined(dst, gate, up *tensor) bool {
 // (kernels.Ops.RoPECols), the bits of split_cols then rope_qk, one launch
 // and one round trip of q and k less (decode-step.md v19).
 func (b *Backend) foldRoPEJoined(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) bool {
-	b.qMu.Lock()
-	defer b.qMu.Unlock()
-	n := len(b.queue)
-	if n == 0 || b.queue[n-1].joined == nil {
-		return false
-	}
-	l := b.queue[n-1].joined
-	D := 2 * half
-	if len(l.groups) < 2 || l.groups[0].Y != q.ptr || l.groups[1].Y != k.ptr ||
-		l.groups[0].N%D != 0 || l.groups[1].N%D != 0 {
-		return false
-	}
-	qo, ko := cols(l.groups[0]), cols(l.groups[1])
-	var vo kernels.ColsOut
-	if len(l.groups) == 3 {
-		vo = cols(l.groups[2])
-	}
-	p := pos.ptr
-	b.queue[n-1] = queuedOp{op: "LinearGroup(joined)+RoPEQK", key: l.key(u64(p), u64(invFreq), u64(half)), f: func(c *cuda.Ctx) error {
-		if err := l.gemm(b, c); err != nil {
-			return err
+	return b.foldJoined(func(l *joinedLaunch) (queuedOp, bool) {
+		D := 2 * half
+		if len(l.groups) < 2 || l.groups[0].Y != q.ptr || l.groups[1].Y != k.ptr ||
+			l.groups[0].N%D != 0 || l.groups[1].N%D != 0 {
+			return queuedOp{}, false
 		}
-		return b.ops.RoPECols(c, b.stream, l.y, p, invFreq, l.T, half, qo, ko, vo)
-	}}
-	return true
+		qo, ko := cols(l.groups[0]), cols(l.groups[1])
+		var vo kernels.ColsOut
+		if len(l.groups) == 3 {
+			vo = cols(l.groups[2])
+		}
+		p := pos.ptr
+		return queuedOp{op: "LinearGroup(joined)+RoPEQK", key: l.key(u64(p), u64(invFreq), u64(half)), f: func(c *cuda.Ctx) error {
+			if err := l.gemm(b, c); err != nil {
+				return err
+			}
+			return b.ops.RoPECols(c, b.stream, l.y, p, invFreq, l.T, half, qo, ko, vo)
+		}}, true
+	})
 }
