@@ -813,6 +813,22 @@ __global__ void __launch_bounds__(kMergeThreads) decode_combine(
   combineRow<D, RMAX, false>(partO, partML, out, part0, nSplits, r, b, h, row0, group, Hq, Tq, [](int, float, float) {});
 }
 
+// lastArrival ends a split CTA's part of a fused merge: once its partials
+// are visible it counts itself done on counter and returns, to every thread
+// sync synchronizes, whether it was the last of the nSplits; the last one's
+// reads of the others' partials then follow their writes.
+template <typename SYNC>
+BD_DEVICE bool lastArrival(int* counter, int nSplits, int tid, SYNC sync) {
+  __shared__ int last;
+  __threadfence();  // this CTA's partials are visible before its count
+  sync();
+  if (tid == 0) last = atomicAdd(counter, 1) == nSplits - 1;
+  sync();
+  if (!last) return false;
+  __threadfence();
+  return true;
+}
+
 // finishSplits is decode_combine folded into the tensor-core split
 // kernels (v2.5): every CTA of a (row chunk, sequence) counts itself done
 // on counter after writing its partials; the last one merges the splits of
@@ -831,13 +847,7 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
   static_assert(D % 4 == 0, "float4 channels");
   __shared__ float w[RMAX][kFuseMaxSplits];
   __shared__ float inv[RMAX];
-  __shared__ int last;
-  __threadfence();  // this CTA's partials are visible before its count
-  sync();
-  if (tid == 0) last = atomicAdd(counter, 1) == nSplits - 1;
-  sync();
-  if (!last) return;
-  __threadfence();
+  if (!lastArrival(counter, nSplits, tid, sync)) return;
   const int lane = tid % 32, warp = tid / 32;
   for (int r = warp; r < nrows; r += kMergeThreads / 32) {  // one warp per row: weights and denominator
     float m = kNegInf;

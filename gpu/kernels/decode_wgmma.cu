@@ -357,13 +357,7 @@ BD_DEVICE void mergeSplits(const float* partO, const float* partML, int* counter
   static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
   __shared__ float w[RMAX][kFuseMaxSplits];
   __shared__ float inv[RMAX];
-  __shared__ int last;
-  __threadfence();  // this CTA's partials are visible before its count
-  consumerSync();
-  if (tid == 0) last = atomicAdd(counter, 1) == nSplits - 1;
-  consumerSync();
-  if (!last) return;
-  __threadfence();
+  if (!lastArrival(counter, nSplits, tid, [] { consumerSync(); })) return;
   // The first kMergePre partials of this thread's first (row, 4 channels).
   const bool has = tid < nrows * D / 4;
   float4 pre[kMergePre];
