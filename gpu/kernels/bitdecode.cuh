@@ -175,6 +175,23 @@ BD_DEVICE void gridLaunchDependents() {
 #endif
 }
 
+// The decode kernels as programmatic dependents (decode_mma.cu,
+// decode_wgmma.cu; docs/perf/decode-attention.md, session 17). A launch's
+// kernel ahead (the KV append, or the pack of the block its tokens fill)
+// writes q, the residual and the blocks that hold the launch's Tq new
+// tokens, never the blocks before them: oldBlocks of a sequence of L tokens
+// are read before the dependency wait when kPDLEarly, everything else after
+// it. BD_PDL_EARLY=0 (DecodeTuning.PDL = PDLWait) makes every thread wait
+// first.
+#ifndef BD_PDL_EARLY
+#define BD_PDL_EARLY 1
+#endif
+constexpr bool kPDLEarly = BD_PDL_EARLY != 0;
+
+// oldBlocks is how many leading packed blocks of a sequence of L tokens
+// (Nr tokens each) hold none of the launch's Tq newest tokens.
+BD_DEVICE int oldBlocks(int L, int Tq, int Nr) { return (L - Tq) / Nr; }
+
 // mma16816 is mma.sync.m16n8k16 with fp16 operands and fp32 accumulators:
 // c += A·B, A in registers a[0..3] (row-major 16x16), B in b0, b1 (16x8).
 BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1) {
@@ -804,6 +821,7 @@ template <int D, int RMAX>
 __global__ void __launch_bounds__(kMergeThreads) decode_combine(
     const float* __restrict__ partO, const float* __restrict__ partML, const int* __restrict__ lens,
     u16* __restrict__ out, int Hq, int Hkv, int Tq, int splitLen, int maxSplits, int rowChunks) {
+  gridDependencyWait();  // the partials of the split kernel ahead (a no-op unless launched as a dependent)
   const int b = blockIdx.y, h = blockIdx.x / rowChunks, rc = blockIdx.x % rowChunks, r = blockIdx.z;
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * RMAX, nrows = min(RMAX, R - row0);
@@ -829,6 +847,33 @@ BD_DEVICE bool lastArrival(int* counter, int nSplits, int tid, SYNC sync) {
   return true;
 }
 
+// lastArrivalRel is lastArrival with one thread's fences (CUTLASS's
+// GenericBarrier, cutlass/barrier.h: a CTA barrier, then fence.acq_rel.gpu
+// and the count by thread 0) instead of every thread's __threadfence
+// (fence.sc.gpu) before and after the count: the barrier orders the CTA's
+// partial stores before thread 0's release, and the last CTA's thread 0
+// acquires (the count it read, then its fence) before the barrier that lets
+// its threads read the other splits' partials. The same count and the same
+// last CTA's merge, so the same bits (decode_mma.cu v2.16, decode_wgmma.cu
+// v3.5; kMergeFenceSC compiles lastArrival's instead).
+#ifndef BD_MERGE_FENCE_SC
+#define BD_MERGE_FENCE_SC 0
+#endif
+constexpr bool kMergeFenceSC = BD_MERGE_FENCE_SC != 0;
+template <typename SYNC>
+BD_DEVICE bool lastArrivalRel(int* counter, int nSplits, int tid, SYNC sync) {
+  __shared__ int last;
+  sync();  // every thread's partials are written (CTA scope)
+  if (tid == 0) {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");  // release: the CTA's partials before the count
+    const bool l = atomicAdd(counter, 1) == nSplits - 1;
+    if (l) asm volatile("fence.acq_rel.gpu;" ::: "memory");  // acquire: the other splits' partials after it
+    last = l;
+  }
+  sync();
+  return last;
+}
+
 // finishSplits is decode_combine folded into the tensor-core split
 // kernels (v2.5): every CTA of a (row chunk, sequence) counts itself done
 // on counter after writing its partials; the last one merges the splits of
@@ -840,14 +885,20 @@ BD_DEVICE bool lastArrival(int* counter, int nSplits, int tid, SYNC sync) {
 // barrier where a producer warp has left). part0 is split 0's partial index.
 // EMPTY and final(row, M, L) are combineRow's (planes' split_mma: rows that
 // saw no token get zeros, and M, L are kept for its mass pass).
-template <int D, int RMAX, bool EMPTY, typename SYNC, typename FINAL>
+// REL (the decode kernels, unless kMergeFenceSC) counts with
+// lastArrivalRel instead of lastArrival.
+template <int D, int RMAX, bool EMPTY, bool REL = false, typename SYNC, typename FINAL>
 BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
                             int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
                             FINAL final) {
   static_assert(D % 4 == 0, "float4 channels");
   __shared__ float w[RMAX][kFuseMaxSplits];
   __shared__ float inv[RMAX];
-  if (!lastArrival(counter, nSplits, tid, sync)) return;
+  if constexpr (REL) {
+    if (!lastArrivalRel(counter, nSplits, tid, sync)) return;
+  } else {
+    if (!lastArrival(counter, nSplits, tid, sync)) return;
+  }
   const int lane = tid % 32, warp = tid / 32;
   for (int r = warp; r < nrows; r += kMergeThreads / 32) {  // one warp per row: weights and denominator
     float m = kNegInf;

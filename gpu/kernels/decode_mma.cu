@@ -833,17 +833,23 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
 
   const int split = blockIdx.x, b = blockIdx.z;
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
-  const int L = lens[b];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
+  constexpr int TT = MT * kFragTokens;
   const int t0 = split * splitLen;
+  // v2.16: the block-table entry of the warp's first tile, guessed for a
+  // split of whole tiles (every split but a sequence's last), is read beside
+  // lens rather than after it: one dependent trip fewer before the first
+  // tile's load (entryFirst below; a wrong guess reads the table again).
+  const int specBlk = (t0 + warp * ((splitLen / TT + kWarps - 1) / kWarps) * TT) / Nr;
+  const int specEntry = specBlk < maxBlocks ? blockTable[b * maxBlocks + specBlk] : 0;
+  const int L = lens[b];
   if (t0 >= L) return;
   const int t1 = min(L, t0 + splitLen);
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
 
   const int nPacked = L / Nr;
   const int packedEnd = min(t1, nPacked * Nr);
-  constexpr int TT = MT * kFragTokens;
   // Packed tiles: t0 is a multiple of Nr and TT divides Nr, so tiles never
   // straddle blocks and key groups (G >= 16) never straddle a fragment group.
   // Each warp takes a contiguous run of tiles, so it refolds the key scales
@@ -855,6 +861,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   auto at = [&](int tok) -> TilePos {
     const int blk = tok / Nr;
     const u8* half = pool + (size_t(blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
+    return TilePos{half, half + kBytes, tok - blk * Nr};
+  };
+  // atFirst is at for the warp's first tile, from the guessed entry if right.
+  auto atFirst = [&](int tok) -> TilePos {
+    const int blk = tok / Nr;
+    const u8* half = pool + (size_t(blk == specBlk ? specEntry : blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
     return TilePos{half, half + kBytes, tok - blk * Nr};
   };
   // v2.2: register double buffering pays for fp16 (v2.1: (16,32K) 91% ->
@@ -934,6 +946,17 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     if (kKC && (ti == tileBegin || tok / gK != (tok - TT) / gK))
       copyAsync<RingT::kSlot - RingT::kKC>(dst + RingT::kKC, p.khalf + kParamsOff + 4 * (p.within / gK) * D, lane);
   };
+  // v2.16: a programmatic dependent of the kernel ahead (decode.go: the
+  // program is GridDependent). lens and the block table were uploaded
+  // before the step; the tiles requested before the query setup are read
+  // before the dependency wait too where their blocks are oldBlocks (none of
+  // this launch's new tokens: the append or pack ahead does not write them),
+  // else the warp waits first. The query, the residual and every write come
+  // after the wait.
+  {
+    const int pre = ST > 0 ? min(tileEnd, tileBegin + kST - 1) : kPipe ? min(tileEnd, tileBegin + 1) : tileBegin;
+    if (!kPDLEarly || (pre > tileBegin && (t0 + (pre - 1) * TT) / Nr >= oldBlocks(L, Tq, Nr))) gridDependencyWait();
+  }
   if (ST > 0) {
     // The warp's first ST-1 tiles are requested before the query setup.
 #pragma unroll
@@ -946,7 +969,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   if (kPipe && tileBegin < tileEnd) {
     // The warp's first tile and key pairs are requested before the query
     // setup, which then runs under their DRAM round trip.
-    const TilePos p = at(t0 + tileBegin * TT);
+    const TilePos p = atFirst(t0 + tileBegin * TT);
     if (kKC) stagePairs(p.khalf, p.within / gK);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
@@ -954,6 +977,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       loadVGroup<D, VBITS, VG, kPP>(raw, mt, p, vParamsOff, lane);
     }
   }
+
+  gridDependencyWait();    // q (the append's), the residual, the outputs
+  gridLaunchDependents();  // the loads ahead are issued: the next kernel may be scheduled
 
   // Queries of row g (zero beyond nrows), scaled by scale·log2(e), for the
   // lane's B-fragment channels.
@@ -1201,7 +1227,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
   if (counters) {  // v2.5: the last split merges (finishSplits, bitdecode.cuh)
-    finishSplits<D, kQueryRows, false>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
+    finishSplits<D, kQueryRows, false, !kMergeFenceSC>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
                            nSplits, b, h, row0, nrows, group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
                            [](int, float, float) {});
   }

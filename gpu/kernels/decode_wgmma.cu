@@ -357,7 +357,11 @@ BD_DEVICE void mergeSplits(const float* partO, const float* partML, int* counter
   static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
   __shared__ float w[RMAX][kFuseMaxSplits];
   __shared__ float inv[RMAX];
-  if (!lastArrival(counter, nSplits, tid, [] { consumerSync(); })) return;
+  if constexpr (kMergeFenceSC) {
+    if (!lastArrival(counter, nSplits, tid, [] { consumerSync(); })) return;
+  } else {  // v3.5: one thread's release and acquire (lastArrivalRel)
+    if (!lastArrivalRel(counter, nSplits, tid, [] { consumerSync(); })) return;
+  }
   // The first kMergePre partials of this thread's first (row, 4 channels).
   const bool has = tid < nrows * D / 4;
   float4 pre[kMergePre];
@@ -458,8 +462,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
   }
   const int split = blockIdx.x, b = blockIdx.z;
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
-  const int L = lens[b];
   const int t0 = split * splitLen;
+  // v3.5: the first tile's block-table entry (t0's block, known before the
+  // length) is read beside lens, not after it.
+  const int blk0 = t0 / Nr;
+  const int entry0 = blk0 < maxBlocks ? blockTable[b * maxBlocks + blk0] : 0;
+  const int L = lens[b];
   if (t0 >= L) return;
   const int t1 = min(L, t0 + splitLen);
   const int nPacked = L / Nr;
@@ -480,15 +488,26 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
   auto blockOf = [&](int ti, int& within) -> const u8* {
     const int tok = t0 + ti * TT, blk = tok / Nr;
     within = tok - blk * Nr;
-    return pool + (size_t(blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
+    return pool + (size_t(blk == blk0 ? entry0 : blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
   };
 
   if (warp == kConsumerWarps) {
     // Producer: one lane streams the tiles into the ring.
     if (lane == 0) {
+      // v3.5: a programmatic dependent of the kernel ahead (decode_wgmma.go:
+      // the program is GridDependent). The tiles of oldBlocks (none of this
+      // launch's new tokens: the append or pack ahead does not write them)
+      // are copied before the dependency wait; the first tile past them
+      // waits first (bitdecode.cuh's kPDLEarly).
+      const int old = kPDLEarly ? oldBlocks(L, Tq, Nr) : 0;
+      bool waited = false;
       for (int ti = 0; ti < nTiles; ti++) {
         const int s = ti % ST, n = ti / ST;
         if (n > 0) mbarWait(&empty[s], (n - 1) & 1);
+        if (!waited && (t0 + ti * TT) / Nr >= old) {
+          gridDependencyWait();
+          waited = true;
+        }
         int within;
         const u8* half = blockOf(ti, within);
         u8* dst = ring + s * kStage;
@@ -509,6 +528,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
   const int g = lane / 4, qd = lane % 4;
+  gridDependencyWait();    // q (the append's), the residual, the outputs
+  gridLaunchDependents();  // the producer's first copies are issued (or wait on the same)
   float qf[D / 16][4];
   loadQueryFrag<D>(qIn, b, Tq, Hq, h, group, row0, nrows, g, qd, scaleLog2, qf);
   int limit[2];

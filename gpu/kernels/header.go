@@ -20,10 +20,38 @@ const headerName = "bitdecode.cuh"
 // thread, before any global memory access that kernel could conflict
 // with): program makes them cuda.Program.GridDependent, so cuda.Ctx.Launch
 // starts their kernels as programmatic dependents. The other programs'
-// kernels (attention, packing, DEC, gemvq) launch as before.
+// kernels (DEC, gemvq, the bit-plane kernels, decode v1) launch as before.
+// The append and pack (kvcache.cu, pack.cu) and the tensor-core decode
+// kernels joined in session 17 (docs/perf/decode-attention.md); a decode
+// plan may still turn its program's off (DecodeTuning.PDL, pdlProgram).
 // TestGridDependentKernelsWait checks every __global__ function of these
 // sources.
-var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "linear.cu": true}
+var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "linear.cu": true,
+	"kvcache.cu": true, "pack.cu": true, "decode_mma.cu": true, "decode_wgmma.cu": true}
+
+// pdlEarlyDefine is the NVRTC option of DecodeTuning.PDL = PDLWait: the
+// decode kernels wait for the kernel ahead before any load
+// (bitdecode.cuh's BD_PDL_EARLY).
+const pdlEarlyDefine = "-DBD_PDL_EARLY=0"
+
+// mergeFenceSCDefine is the NVRTC option of DecodeTuning.MergeFenceSC: the
+// fused merge's count with every thread's __threadfence (bitdecode.cuh's
+// lastArrival) instead of lastArrivalRel.
+const mergeFenceSCDefine = "-DBD_MERGE_FENCE_SC=1"
+
+// sessionOptions applies a decode plan's session 17 tuning to its program
+// (decode_mma.cu or decode_wgmma.cu, GridDependent by gridDependent).
+func sessionOptions(prog *cuda.Program, t DecodeTuning) {
+	switch t.PDL {
+	case PDLWait:
+		prog.Options = append(prog.Options, pdlEarlyDefine)
+	case PDLOff:
+		prog.GridDependent = false
+	}
+	if t.MergeFenceSC {
+		prog.Options = append(prog.Options, mergeFenceSCDefine)
+	}
+}
 
 // program returns the NVRTC program of source src named name, with
 // bitdecode.cuh (and the extra headers, e.g. dec.cu for gemvq_dec) handed

@@ -25,6 +25,14 @@
 // index, so runs repeat bit for bit) for benchmarks that need a long cache
 // without running a model over it.
 //
+// Programmatic dependent launch (docs/perf/decode-attention.md, session 17):
+// kvcache.cu is a GridDependent program (header.go). Every kernel waits for
+// the kernel ahead of it (the q|k|v GEMV that wrote k, v and q) before it
+// reads or writes anything, then lets the attention kernel queued after it
+// be scheduled at once (gridLaunchDependents): that kernel's CTAs start
+// under the append and read the blocks packed in earlier steps before their
+// own wait.
+//
 // Go wrapper: kvcache.go; tested through engine's GPU cache tests.
 
 #include "bitdecode.cuh"
@@ -42,6 +50,8 @@ extern "C" __global__ void __launch_bounds__(kThreads) kv_append(const float* __
                                                        const int* __restrict__ slot, const int* __restrict__ row,
                                                        u16* __restrict__ resK, u16* __restrict__ resV, int T, int Hkv, int D, int Nr,
                                                        const float* __restrict__ q, u16* __restrict__ qh, long nq) {
+  gridDependencyWait();  // k, v, q: the kernel ahead's outputs
+  gridLaunchDependents();
   const long i = long(blockIdx.x) * kThreads + threadIdx.x;
   if (i < nq) qh[i] = f2h(q[i]);
   const long n = long(T) * Hkv * D;
@@ -70,6 +80,8 @@ extern "C" __global__ void kv_append_rot(const float* __restrict__ k, const floa
                                          const int* __restrict__ slot, const int* __restrict__ row,
                                          u16* __restrict__ resK, u16* __restrict__ resV, int T, int Hkv, int D, int Nr,
                                          const float* __restrict__ q, u16* __restrict__ qh, int Hq, float s) {
+  gridDependencyWait();  // k, v, q: the kernel ahead's outputs
+  gridLaunchDependents();
   extern __shared__ float hs[];  // [2][D]: q, or k then v
   const int t = blockIdx.x / (Hq + Hkv), j = blockIdx.x % (Hq + Hkv);
   if (j < Hq) {
@@ -142,6 +154,8 @@ extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
     kv_append_rot_warp(const float* __restrict__ k, const float* __restrict__ v, const int* __restrict__ slot,
                        const int* __restrict__ row, u16* __restrict__ resK, u16* __restrict__ resV, int T, int Hkv, int D,
                        int Nr, const float* __restrict__ q, u16* __restrict__ qh, int Hq, float s) {
+  gridDependencyWait();  // k, v, q: the kernel ahead's outputs
+  gridLaunchDependents();
   switch (D) {
     case 32: appendRotRows<1>(k, v, slot, row, resK, resV, T, Hkv, Nr, q, qh, Hq, s); break;
     case 64: appendRotRows<2>(k, v, slot, row, resK, resV, T, Hkv, Nr, q, qh, Hq, s); break;
@@ -154,6 +168,8 @@ extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
 // like value (sum of four uniforms) with standard deviation std, and one
 // channel in 16 is an outlier channel scaled by 8 (as real keys have).
 extern "C" __global__ void __launch_bounds__(kThreads) kv_fill_random(u16* __restrict__ dst, long n, int D, u32 seed, float std) {
+  gridDependencyWait();  // dst: the pack ahead may still read it (the fill's last chunk)
+  gridLaunchDependents();
   const long i = long(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= n) return;
   float sum = 0.f;

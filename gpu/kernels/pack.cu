@@ -33,6 +33,11 @@
 //       shifts: 11.0 us and 127.7 us (95.8 M instructions at 1024 heads,
 //       still 74% of issue slots: one IEEE division per code remains).
 //
+// Programmatic dependent launch (docs/perf/decode-attention.md, session 17):
+// pack.cu is a GridDependent program (header.go); both kernels wait for the
+// kernel ahead (the append that filled the residual) before touching memory
+// and then let the attention kernel after them be scheduled.
+//
 // Go wrapper and test: pack.go, pack_test.go (bitwise equal to the Go packer).
 
 #include "bitdecode.cuh"
@@ -225,6 +230,8 @@ template <int D, int KBITS, int VBITS, bool KC, bool BF>
 __global__ void __launch_bounds__(kThreads) pack_block(const u8* __restrict__ resK, const u8* __restrict__ resV, u8* __restrict__ dst,
                                                         int Nr, int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV,
                                                         int maxGroups) {
+  gridDependencyWait();  // the residual: the append ahead's output
+  gridLaunchDependents();
   extern __shared__ __align__(16) u8 stage[];
   const int h = blockIdx.x, role = blockIdx.y;
   const size_t halfBytes = size_t(Nr) * D * 2;
@@ -241,6 +248,8 @@ __global__ void __launch_bounds__(kThreads) pack_paged(const u8* __restrict__ re
                                                         const int* __restrict__ srcSlots, const int* __restrict__ dstBlocks,
                                                         u8* __restrict__ pool, int Hkv, int Nr, int blockBytes, int kBytes,
                                                         int kParamsOff, int vParamsOff, int gK, int gV, int maxGroups) {
+  gridDependencyWait();  // the residual: the append ahead's output
+  gridLaunchDependents();
   extern __shared__ __align__(16) u8 stage[];
   const int i = blockIdx.x / Hkv, h = blockIdx.x % Hkv, role = blockIdx.y;
   const size_t halfBytes = size_t(Nr) * D * 2;

@@ -47,6 +47,16 @@ const (
 	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
 	// the splits left to decode_combine (a second launch), for comparisons.
 	EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
+	// EnvDecodePDL is DecodeTuning.PDL: "early" (the default) or "wait"
+	// runs the tensor-core decode kernels as programmatic dependents of the
+	// kernel ahead, reading the blocks packed before the launch's tokens
+	// before their dependency wait or only after it; "off" launches them as
+	// before session 17 (they wait for the kernel ahead to finish).
+	EnvDecodePDL = "BITDECODE_DECODE_PDL"
+	// EnvDecodeMergeFence set to "sc" is DecodeTuning.MergeFenceSC: the
+	// fused merge's count with every thread's __threadfence (v2.5-v2.15)
+	// instead of one thread's release and acquire ("rel", the default).
+	EnvDecodeMergeFence = "BITDECODE_DECODE_MERGE_FENCE"
 	// EnvWGMMAStages, EnvWGMMAMW and EnvWGMMAMinB are WGMMATuning's ring
 	// depth (2-8 tiles), tile (1 or 2 wgmma M-blocks of 64 tokens) and CTAs
 	// per SM the registers must allow (1-4).
@@ -120,9 +130,48 @@ type DecodeTuning struct {
 	// NoFuse leaves the merge of the splits to decode_combine, a second
 	// launch, instead of the last split of each row chunk (v2.5).
 	NoFuse bool
+	// PDL is how the tensor-core kernels start after the kernel ahead of
+	// them on the stream (session 17); the zero value PDLEarly is the
+	// default. Ctx.SetGridDependentLaunch(false) (gpu.Options.NoPDL)
+	// turns every programmatic launch off whatever PDL says.
+	PDL PDLMode
+	// MergeFenceSC counts a split done in the fused merge after every
+	// thread's __threadfence (fence.sc.gpu), as v2.5-v2.15 did, instead of
+	// one thread's fence.acq_rel.gpu (bitdecode.cuh's lastArrivalRel). The
+	// same bits either way.
+	MergeFenceSC bool
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each decode program as it is compiled.
 	Ptxas io.Writer
+}
+
+// PDLMode is how a decode program starts after the kernel ahead of it
+// (DecodeTuning.PDL).
+type PDLMode int
+
+const (
+	// PDLEarly: a programmatic dependent (cuda.Program.GridDependent); each
+	// CTA reads lengths, the block table and its first tiles of the blocks
+	// packed before the launch's new tokens before its dependency wait
+	// (bitdecode.cuh's kPDLEarly, oldBlocks).
+	PDLEarly PDLMode = iota
+	// PDLWait: a programmatic dependent whose every thread waits first
+	// (BD_PDL_EARLY=0): only the launch itself overlaps the kernel ahead.
+	PDLWait
+	// PDLOff: launched as before session 17, after the kernel ahead has
+	// finished (the kernels' waits are then no-ops).
+	PDLOff
+)
+
+// pdlModes are the names of the PDLMode values, in order (EnvDecodePDL).
+var pdlModes = []string{"early", "wait", "off"}
+
+// String returns "early", "wait" or "off".
+func (m PDLMode) String() string {
+	if m >= 0 && int(m) < len(pdlModes) {
+		return pdlModes[m]
+	}
+	return fmt.Sprintf("PDLMode(%d)", int(m))
 }
 
 // MMATuning is decode_mma.cu's. Zero fields are the defaults.
@@ -278,6 +327,19 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	if fuse, ok := p.boolean(EnvDecodeFuse); ok {
 		d.NoFuse = !fuse
 	}
+	if v, ok := p.get(EnvDecodePDL); ok {
+		i := slices.Index(pdlModes, v)
+		if i < 0 {
+			p.fail(EnvDecodePDL, v, "early, wait or off")
+		}
+		d.PDL = PDLMode(max(i, 0))
+	}
+	if v, ok := p.get(EnvDecodeMergeFence); ok {
+		if v != "sc" && v != "rel" {
+			p.fail(EnvDecodeMergeFence, v, "rel or sc")
+		}
+		d.MergeFenceSC = v == "sc"
+	}
 	if on, _ := p.boolean(EnvPtxasVerbose); on {
 		d.Ptxas, t.Planes.Ptxas = os.Stderr, os.Stderr
 	}
@@ -430,6 +492,8 @@ func (t DecodeTuning) check() error {
 		return bad("DecodeTuning.MinSplitTokens", t.MinSplitTokens, "at least 16")
 	case t.TargetCTAs < 0:
 		return bad("DecodeTuning.TargetCTAs", t.TargetCTAs, "a positive number of CTAs")
+	case t.PDL < PDLEarly || t.PDL > PDLOff:
+		return bad("DecodeTuning.PDL", int(t.PDL), "PDLWait (1) or PDLOff (2)")
 	}
 	return nil
 }
