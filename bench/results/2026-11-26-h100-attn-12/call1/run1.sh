@@ -6,7 +6,7 @@
 # Run from the repo root with .gpu-attn/ carried (bins.tar.xz: bitdecode (this branch),
 # bitdecode-main (main 5a0fc94), kernels.test, gpukv.test, backend.test; gocoder.tar.xz).
 set -o pipefail
-TEND=${TEND:-150}
+TEND=${TEND:-140}
 cd .gpu-attn; G=$PWD; R=$OUT/r; mkdir -p $R; cp run1.sh $R/
 python3 -c "
 import lzma,tarfile
@@ -18,7 +18,7 @@ export BITDECODE_GOCODER_DIR=$PWD/gocoder-23m
 snap() { (cd $OUT && tar czf results.tmp r && mv results.tmp results.tgz); }
 t() { echo "t=$SECONDS $*" >> $R/times.txt; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $R/gpu.txt 2>&1; t start
-T=75
+T=70
 tst() { (timeout $T ./$2 -test.v -test.timeout ${T}s -test.run "$3" > $R/$1.log 2>&1; echo "rc=$?" >> $R/$1.log) & }
 tst t_ref kernels.test '^TestGPUDecodeMatchesReference$'
 tst t_misc kernels.test '^(TestGridDependentKernelsWait|TestGPUDecodeOneSplitMatchesCombine)$'
@@ -38,9 +38,6 @@ A="bench attn --device cuda --kv int4,int4:kt128,int2,fp16 --grid 1x8192,1x32768
 step m_main bitdecode-main X=0 $M
 step m_new bitdecode X=0 $M
 step m_off bitdecode BITDECODE_DECODE_PDL=off $M
-step m_wait bitdecode BITDECODE_DECODE_PDL=wait $M
-step m_main2 bitdecode-main X=0 $M
-step m_new2 bitdecode X=0 $M
 step a_main bitdecode-main X=0 $A
 step a_new bitdecode BITDECODE_PTXAS_VERBOSE=1 $A
 step a_sc bitdecode BITDECODE_DECODE_MERGE_FENCE=sc $A
@@ -56,6 +53,9 @@ prof() { # name binary
   last=$((SECONDS - s)); t $1; snap
 }
 prof ncu_new bitdecode
+step m_wait bitdecode BITDECODE_DECODE_PDL=wait $M
+step m_main2 bitdecode-main X=0 $M
+step m_new2 bitdecode X=0 $M
 prof ncu_main bitdecode-main
 t end; snap
 grep -h -- '^--- FAIL\|^ok\|^FAIL\|^PASS\|rc=\|panic' $R/t_*.log | head -20
