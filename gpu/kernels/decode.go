@@ -492,7 +492,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	if t.MMA.V211Unpack {
 		prog.Options = append(prog.Options, mmaV211UnpackDefine)
 	}
-	sessionOptions(&prog, t)
+	sessionOptions(&prog, DecodeMMA, t)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 

@@ -159,7 +159,7 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 	p.smem = wgmmaSmem(l, st, mw)
 	p.threads, p.kernel = wgmmaThreads, DecodeWGMMA
 	prog, splitExpr, combineExpr := wgmmaProgram(l, mw, st, minB)
-	sessionOptions(&prog, t)
+	sessionOptions(&prog, DecodeWGMMA, t)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 

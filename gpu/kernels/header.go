@@ -23,7 +23,7 @@ const headerName = "bitdecode.cuh"
 // kernels (DEC, gemvq, the bit-plane kernels, decode v1) launch as before.
 // The append and pack (kvcache.cu, pack.cu) and the tensor-core decode
 // kernels joined in session 17 (docs/perf/decode-attention.md); a decode
-// plan may still turn its program's off (DecodeTuning.PDL, pdlProgram).
+// plan turns its program's off where DecodeTuning.PDL says (sessionOptions).
 // TestGridDependentKernelsWait checks every __global__ function of these
 // sources.
 var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "linear.cu": true,
@@ -39,10 +39,19 @@ const pdlEarlyDefine = "-DBD_PDL_EARLY=0"
 // lastArrival) instead of lastArrivalRel.
 const mergeFenceSCDefine = "-DBD_MERGE_FENCE_SC=1"
 
-// sessionOptions applies a decode plan's session 17 tuning to its program
-// (decode_mma.cu or decode_wgmma.cu, GridDependent by gridDependent).
-func sessionOptions(prog *cuda.Program, t DecodeTuning) {
-	switch t.PDL {
+// sessionOptions applies a decode plan's session 17 tuning to the program
+// of kernel k (decode_mma.cu or decode_wgmma.cu, GridDependent by
+// gridDependent): its PDL mode (PDLAuto: early for DecodeMMA, off for
+// DecodeWGMMA) and its merge fence.
+func sessionOptions(prog *cuda.Program, k DecodeKernel, t DecodeTuning) {
+	m := t.PDL
+	if m == PDLAuto {
+		m = PDLEarly
+		if k == DecodeWGMMA {
+			m = PDLOff
+		}
+	}
+	switch m {
 	case PDLWait:
 		prog.Options = append(prog.Options, pdlEarlyDefine)
 	case PDLOff:

@@ -47,11 +47,12 @@ const (
 	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
 	// the splits left to decode_combine (a second launch), for comparisons.
 	EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
-	// EnvDecodePDL is DecodeTuning.PDL: "early" (the default) or "wait"
-	// runs the tensor-core decode kernels as programmatic dependents of the
-	// kernel ahead, reading the blocks packed before the launch's tokens
-	// before their dependency wait or only after it; "off" launches them as
-	// before session 17 (they wait for the kernel ahead to finish).
+	// EnvDecodePDL is DecodeTuning.PDL: how the tensor-core decode kernels
+	// start after the kernel ahead (the KV append or pack). "early" and
+	// "wait" run both as programmatic dependents, reading the blocks packed
+	// before the launch's tokens before their dependency wait or only after
+	// it; "off" launches both after the kernel ahead has finished (as before
+	// session 17). Unset: decode_mma.cu early, decode_wgmma.cu off (PDLAuto).
 	EnvDecodePDL = "BITDECODE_DECODE_PDL"
 	// EnvDecodeMergeFence set to "sc" is DecodeTuning.MergeFenceSC: the
 	// fused merge's count with every thread's __threadfence (v2.5-v2.15)
@@ -131,8 +132,8 @@ type DecodeTuning struct {
 	// launch, instead of the last split of each row chunk (v2.5).
 	NoFuse bool
 	// PDL is how the tensor-core kernels start after the kernel ahead of
-	// them on the stream (session 17); the zero value PDLEarly is the
-	// default. Ctx.SetGridDependentLaunch(false) (gpu.Options.NoPDL)
+	// them on the stream (session 17); the zero value PDLAuto is the
+	// measured default. Ctx.SetGridDependentLaunch(false) (gpu.Options.NoPDL)
 	// turns every programmatic launch off whatever PDL says.
 	PDL PDLMode
 	// MergeFenceSC counts a split done in the fused merge after every
@@ -150,11 +151,19 @@ type DecodeTuning struct {
 type PDLMode int
 
 const (
+	// PDLAuto is PDLEarly for decode_mma.cu and PDLOff for decode_wgmma.cu.
+	// H100, B = 1 step (bench/results/2026-11-26-h100-attn-12/call2, main
+	// and this alternated twice): early made the decode_mma.cu steps (int4,
+	// int2) 0.05-0.10 ms faster at 32K and 128K, but fp16's decode_wgmma.cu
+	// step at 128K 0.21 ms slower (its one-sequence plan counts on two CTAs
+	// an SM, which its shared memory does not enforce: scheduled beside the
+	// append, some SMs may take three; not measured apart); off is main's.
+	PDLAuto PDLMode = iota
 	// PDLEarly: a programmatic dependent (cuda.Program.GridDependent); each
 	// CTA reads lengths, the block table and its first tiles of the blocks
 	// packed before the launch's new tokens before its dependency wait
 	// (bitdecode.cuh's kPDLEarly, oldBlocks).
-	PDLEarly PDLMode = iota
+	PDLEarly
 	// PDLWait: a programmatic dependent whose every thread waits first
 	// (BD_PDL_EARLY=0): only the launch itself overlaps the kernel ahead.
 	PDLWait
@@ -164,9 +173,9 @@ const (
 )
 
 // pdlModes are the names of the PDLMode values, in order (EnvDecodePDL).
-var pdlModes = []string{"early", "wait", "off"}
+var pdlModes = []string{"auto", "early", "wait", "off"}
 
-// String returns "early", "wait" or "off".
+// String returns "auto", "early", "wait" or "off".
 func (m PDLMode) String() string {
 	if m >= 0 && int(m) < len(pdlModes) {
 		return pdlModes[m]
@@ -330,7 +339,7 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	if v, ok := p.get(EnvDecodePDL); ok {
 		i := slices.Index(pdlModes, v)
 		if i < 0 {
-			p.fail(EnvDecodePDL, v, "early, wait or off")
+			p.fail(EnvDecodePDL, v, "auto, early, wait or off")
 		}
 		d.PDL = PDLMode(max(i, 0))
 	}
@@ -492,8 +501,8 @@ func (t DecodeTuning) check() error {
 		return bad("DecodeTuning.MinSplitTokens", t.MinSplitTokens, "at least 16")
 	case t.TargetCTAs < 0:
 		return bad("DecodeTuning.TargetCTAs", t.TargetCTAs, "a positive number of CTAs")
-	case t.PDL < PDLEarly || t.PDL > PDLOff:
-		return bad("DecodeTuning.PDL", int(t.PDL), "PDLWait (1) or PDLOff (2)")
+	case t.PDL < PDLAuto || t.PDL > PDLOff:
+		return bad("DecodeTuning.PDL", int(t.PDL), "PDLEarly (1), PDLWait (2) or PDLOff (3)")
 	}
 	return nil
 }

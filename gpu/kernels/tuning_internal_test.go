@@ -39,7 +39,7 @@ func TestParseTuning(t *testing.T) {
 		t.Errorf("ParseTuning =\n%+v\nwant\n%+v", got, want)
 	}
 	// Empty is unset; FUSE=1 is the default.
-	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvPtxasVerbose: "0", EnvDecodePDL: "early", EnvDecodeMergeFence: "rel"})); err != nil || got != (Tuning{}) {
+	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvPtxasVerbose: "0", EnvDecodePDL: "auto", EnvDecodeMergeFence: "rel"})); err != nil || got != (Tuning{}) {
 		t.Errorf("empty/default values: %+v, %v", got, err)
 	}
 	// Every value that used to be ignored silently is an error naming the
@@ -54,7 +54,7 @@ func TestParseTuning(t *testing.T) {
 		{EnvDecodeSplits, "528", "target:N with N a positive number of CTAs"},
 		{EnvDecodeSplits, "target:0", "target:N with N a positive number of CTAs"},
 		{EnvDecodeFuse, "no", "1, t, true, 0, f or false"},
-		{EnvDecodePDL, "0", "early, wait or off"},
+		{EnvDecodePDL, "0", "auto, early, wait or off"},
 		{EnvDecodeMergeFence, "acq_rel", "rel or sc"},
 		{EnvWGMMAStages, "9", "2 to 8"},
 		{EnvWGMMAMW, "4", "1 or 2"},

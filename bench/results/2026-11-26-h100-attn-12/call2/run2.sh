@@ -49,12 +49,16 @@ step a_sc bitdecode BITDECODE_DECODE_MERGE_FENCE=sc $S
 step a_rel bitdecode X=0 $S
 step s_t64 bitdecode BITDECODE_DECODE_SPLITS=target:64 $S
 step s_t256 bitdecode "BITDECODE_DECODE_SPLITS=target:256 BITDECODE_DECODE_MINSPLIT=256" $S
-if fits ncu; then
-  s=$SECONDS
-  timeout $((TEND + 8 - SECONDS)) ncu --clock-control none --kernel-name regex:decode_ --launch-skip 6 --launch-count 3 \
+prof() { # name env: ncu's kernel times of this branch at 1 x 8K int4
+  fits $1 || return 0
+  local s=$SECONDS
+  env $2 timeout $((TEND + 8 - SECONDS)) ncu --clock-control none --kernel-name regex:decode_ --launch-skip 6 --launch-count 4 \
     --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
-    ./bitdecode bench attn --device cuda --kv int4 --grid 1x8192 > $R/ncu_new.txt 2>&1; echo "rc=$?" >> $R/ncu_new.txt; t ncu; snap
-fi
+    ./bitdecode bench attn --device cuda --kv int4 --grid 1x8192 > $R/$1.txt 2>&1; echo "rc=$?" >> $R/$1.txt
+  last=$((SECONDS - s)); t $1; snap
+}
+prof ncu_new X=0
+prof ncu_nofuse BITDECODE_DECODE_FUSE=0
 t end; snap
 grep -h -- '^--- FAIL\|^ok\|^FAIL\|^PASS\|rc=\|panic' $R/t_*.log | head -20
 grep -h "ms/step" $R/m_*.log | cut -c1-100
