@@ -360,11 +360,9 @@ __global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) {
 // sel is the token's a.S selected channels, increasing (global or shared
 // memory). All THREADS threads of the CTA must call it (it synchronizes);
 // smem holds smem_bytes(THREADS, PL) bytes, 16-byte aligned; PL is the
-// param loads per thread per batch. The last reserve bytes of the code
-// buffer (a multiple of 16, at most half of it) are left to the caller
-// (accumulate_out's products, v8): batches hold fewer rows instead.
+// param loads per thread per batch.
 template <int E, int THREADS, int PL, class Sum>
-__device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel, int reserve, Sum&& sum) {
+__device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel, Sum&& sum) {
   static_assert(THREADS >= kMinThreads && THREADS % 32 == 0, "a thread per row of a batch");
   using F = Fmt<E>;
   constexpr int kPer = F::kPerWord;
@@ -377,7 +375,7 @@ __device__ __forceinline__ void stage(const Args& a, int t, int u0, int u1, unsi
   const int np = F::kParams ? (u1 * kUnit - 1) / kGroup + 1 - g0 : 0;  // params per row
   const int paramRow = a.N / kGroup;
   constexpr int kL = loads_per_thread(THREADS);
-  int rmax = min(THREADS, (THREADS * kL - reserve / 16) / nch);
+  int rmax = min(THREADS, THREADS * kL / nch);
   if (F::kParams) rmax = min(rmax, THREADS * PL / np);
 
   uint4* sw = reinterpret_cast<uint4*>(smem);
@@ -478,7 +476,7 @@ __device__ __forceinline__ void accumulate(const Args& a, int t, int u0, int u1,
 #pragma unroll
   for (int w = 0; w < W; w++) gi[w] = F::kParams ? (u0 * kUnit + (tid + w * THREADS) * kPer) / kGroup - g0 : 0;
 
-  stage<E, THREADS, kSerialParamLoads>(a, t, u0, u1, smem, sel, 0, [&](int rows, const uint4* sw, const float2* sf, const float* sx) {
+  stage<E, THREADS, kSerialParamLoads>(a, t, u0, u1, smem, sel, [&](int rows, const uint4* sw, const float2* sf, const float* sx) {
     for (int r = 0; r < rows; r++) {
       const float xk = sx[r];
       const u32* roww = reinterpret_cast<const u32*>(sw + r * nch);
@@ -516,7 +514,7 @@ template <int E>
 __device__ __forceinline__ float value_at(u32 w, int sh, float s, float z) {
   if (E == kFP16) return h2f(u16(w >> sh));
   constexpr u32 kMask = E == kInt4 ? 0xfu : 0xffu;
-  const float q = __fsub_rn(__uint_as_float(lop3AndOr(w >> sh, kMask, 0x4b000000u)), 8388608.f);  // exact; one lop3 for the and and the or (v8)
+  const float q = __fsub_rn(__uint_as_float(((w >> sh) & kMask) | 0x4b000000u), 8388608.f);  // exact
   return __fmaf_rn(s, q, z);
 }
 
@@ -528,62 +526,6 @@ __device__ __forceinline__ float value_at(u32 w, int sh, float s, float z) {
 template <int KW, int P>
 constexpr int kRowsInFlight = P <= 2 ? 8 : KW <= 4 ? 4 : KW <= 8 ? 2 : 1;
 
-// kProdBytes is the shared memory accumulate_out's products take from the
-// end of stage's code buffer (v8): half of it, so a batch keeps THREADS
-// rows while a row of the slice is at most 2 chunks (64 outputs of int4).
-template <int THREADS>
-constexpr int kProdBytes = THREADS * loads_per_thread(THREADS) * 16 / 2;
-
-// kSubRowsMax bounds the rows of one products sub-batch (v8): the sums'
-// loop reads them eight at a time; more rows, fewer CTA barriers.
-constexpr int kSubRowsMax = 32;
-
-// products is the producers' half of accumulate_out's split path (v8): a
-// producer thread owns packed word jw of the slice's rows rr0, rr0 + step,
-// ... (step rows per pass of all producers; gi its (scale, zero) index in a
-// row's params) and computes the products x_k·r̂ of its word's kPerWord
-// outputs for rows [r0, r1) of the batch into prod[r − r0][o] (nOut floats
-// a row). The same value_at and __fmul_rn as the in-order loop: the bits of
-// each term are unchanged, only who computes it and when.
-template <int E>
-__device__ __forceinline__ void products(int jw, int rr0, int step, int gi, int r0, int r1, int nOut, int nch, int np, const uint4* sw,
-                                         const float2* sf, const float* sx, float* prod) {
-  using F = Fmt<E>;
-  constexpr int kPer = F::kPerWord;
-  for (int r = r0 + rr0; r < r1; r += step) {
-    const u32 w = reinterpret_cast<const u32*>(sw + r * nch)[jw];
-    const float2 sz = F::kParams ? sf[r * np + gi] : make_float2(0.f, 0.f);
-    const float xk = sx[r];
-    float v[kPer];
-#pragma unroll
-    for (int o = 0; o < kPer; o++) v[o] = __fmul_rn(xk, value_at<E>(w, shift<E>(o), sz.x, sz.y));
-    float* out = prod + (r - r0) * nOut + jw * kPer;
-    if constexpr (kPer % 4 == 0) {
-#pragma unroll
-      for (int o = 0; o < kPer; o += 4) *reinterpret_cast<float4*>(out + o) = make_float4(v[o], v[o + 1], v[o + 2], v[o + 3]);
-    } else {
-      *reinterpret_cast<float2*>(out) = make_float2(v[0], v[1]);
-    }
-  }
-}
-
-// sum_in_order adds rows [0, rows) of prod (nOut floats a row) into acc, in
-// row order: the summers' half of accumulate_out's split path (v8), one
-// output per thread. Eight loads before their adds: the chain of dependent
-// adds (the exactness floor, 4 cycles a row) is what remains.
-__device__ __forceinline__ void sum_in_order(const float* prod, int rows, int nOut, float& acc) {
-  const float* p = prod + threadIdx.x;
-  int r = 0;
-  for (; r + 8 <= rows; r += 8) {
-    float v[8];
-#pragma unroll
-    for (int u = 0; u < 8; u++) v[u] = p[(r + u) * nOut];
-#pragma unroll
-    for (int u = 0; u < 8; u++) acc = __fadd_rn(acc, v[u]);
-  }
-  for (; r < rows; r++) acc = __fadd_rn(acc, p[r * nOut]);
-}
-
 // accumulate_out sums token t's compensation of the outputs of units [u0,
 // u1) into acc (v4, fused mode; docs/perf/dec.md): thread i owns the P
 // consecutive outputs u0·kUnit + i·P + p (p < P; P a power of two <= 32, so
@@ -592,17 +534,10 @@ __device__ __forceinline__ void sum_in_order(const float* prod, int rows, int nO
 // otherwise. Rows are summed kRowsInFlight at a time, loaded before the
 // arithmetic; every output still adds the rows in increasing selected
 // order, so acc has accumulate's (and wq.Compensate's) bits. The arguments
-// are stage's.
-//
-// v8, the split path: where P is 1 and the slice has at most THREADS/2
-// outputs (q/o, k/v and down at n_tb >= 32, gate/up at n_tb >= 224), the
-// in-order loop above ran on the slice's warps only (one or two of eight at
-// n_tb 64), ~12 instructions a row each, competing for issue with the base
-// CTAs' warps. There the warps past the slice compute every product of a
-// sub-batch of rows (products) into shared memory while the slice's warps
-// add the previous sub-batch's in row order (sum_in_order: a load and an
-// add a row); one CTA barrier per sub-batch, two product buffers. Each
-// output adds the same terms in the same order: the bits are unchanged.
+// are stage's. Rejected (#v8-split, docs/perf/dec.md): at P = 1, the warps
+// past the slice computing the products into shared memory while the
+// slice's warps add them in order (rows 37 -> 21 cycles on q/o, but +0.7-1.5
+// us of fixed cost, and CUDA 13's code for the P = 2 loop slower).
 template <int E, int P, int THREADS>
 __device__ __forceinline__ void accumulate_out(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel,
                                                float (&acc)[P]) {
@@ -631,37 +566,8 @@ __device__ __forceinline__ void accumulate_out(const Args& a, int t, int u0, int
 #pragma unroll
   for (int p = 0; p < (P < kPer ? P : 1); p++) sh[p] = shift<E>(o0 % kPer + p);
 
-  // The split path (v8): the slice's warps sum, the others make products.
-  const bool split = P == 1 && nOut <= THREADS / 2;  // the same for the whole CTA
-  constexpr int kCodeBytes = THREADS * loads_per_thread(THREADS) * 16;
-  const int rsub = split ? min(kSubRowsMax, kProdBytes<THREADS> / (2 * 4 * nOut)) : 0;
-  float* prod = reinterpret_cast<float*>(smem + kCodeBytes - kProdBytes<THREADS>);  // [2][rsub][nOut]
-  // A producer's word of the slice's rows, its first row and the rows per
-  // pass of all producers (threads nOut .. THREADS−1; wpr <= their count).
-  const int wpr = nOut / kPer, pi = tid - nOut;
-  const int pjw = split && pi >= 0 ? pi % wpr : 0, prr0 = split && pi >= 0 ? pi / wpr : 0;
-  const int pstep = split ? (THREADS - nOut) / wpr : 1;
-  const int pgi = F::kParams ? (u0 * kUnit + pjw * kPer) / kGroup - g0 : 0;
-
-  stage<E, THREADS, param_loads(THREADS)>(a, t, u0, u1, smem, sel, split ? kProdBytes<THREADS> : 0,
+  stage<E, THREADS, param_loads(THREADS)>(a, t, u0, u1, smem, sel,
                                           [&](int rows, const uint4* sw, const float2* sf, const float* sx) {
-    if (split) {
-      // Iteration j: products of sub-batch j into buffer j&1 (threads past
-      // the slice), the in-order sums of sub-batch j−1 from buffer (j−1)&1
-      // (the slice's threads), then a barrier. The last sums need none:
-      // stage's barrier comes before the next batch's products.
-      const int nsub = (rows + rsub - 1) / rsub;
-      for (int j = 0; j <= nsub; j++) {
-        if (tid >= nOut) {
-          if (j < nsub && prr0 < pstep)  // threads past pstep·wpr idle
-            products<E>(pjw, prr0, pstep, pgi, j * rsub, min(rows, (j + 1) * rsub), nOut, nch, np, sw, sf, sx, prod + (j & 1) * rsub * nOut);
-        } else if (j > 0) {
-          sum_in_order(prod + ((j - 1) & 1) * rsub * nOut, min(rows, j * rsub) - (j - 1) * rsub, nOut, acc[0]);
-        }
-        if (j < nsub) __syncthreads();
-      }
-      return;
-    }
     if (!active) return;
     // add sums row r's term into acc, given its words, (scale, zero) and x.
     auto add = [&](const u32 (&w)[KW], float2 sz, float xk) {
