@@ -45,9 +45,20 @@
 // the dependency wait (weights are not written by the kernel ahead: the
 // backend's weights are uploaded before any step), x's tiles after it.
 //
-// Versions (H100; docs/perf/decode-step.md v21-mb):
-//   v1 this file: 128-channel CTAs, 64-k stages, a 4-stage cp.async ring,
-//      a fixed split-K per shape with the last CTA's in-order sum.
+// Versions (H100, 2026-11-26; docs/perf/decode-step.md v21-mb,
+// bench/results/2026-11-26-h100-mb-12; bench gemv, x in fp16, weights cold):
+//   v1 skinny_f16: 128-channel CTAs, W and x through a 4-stage cp.async
+//      ring in shared memory, ldmatrix, a fixed split-K per shape with the
+//      last CTA's in-order sum. 55 rows: o 68.6 us (cuBLASLt 17.2), q|k|v
+//      52.5 (24.1), gate|up 103.8 (90.3), down 102.6 (48.2), lm_head 402.0
+//      (397.1): shared-memory bound (every warp reads all of x's tile) and
+//      a serial sum.
+//   v2 skinny_f16_v2 (below): W straight to a ring of registers, only x
+//      in shared memory, the sum's loads all in flight. 55 rows: o 26.1 us
+//      (42% of the read ceiling), q|k|v 32.7 (51%), gate|up 98.9 (78%),
+//      down 58.8 (66%), lm_head 420.8 (82%): still slower than cuBLASLt on
+//      every shape at 15-100 rows, so the backend keeps cuBLASLt unless
+//      asked (Options.Skinny).
 //
 // Go wrapper: skinny.go; tests: skinny_test.go (float64 reference on
 // NaN-poisoned y, T = 17..128, K not a multiple of the tile, every split).
