@@ -133,6 +133,9 @@ func Open(ordinal int, o Options) (*Backend, error) {
 	if !kernels.ValidGEMVDepth(o.GEMVDepth) {
 		return nil, fmt.Errorf("backend/gpu: Options.GEMVDepth %d: want 0, 1, 4, 8 or 16", o.GEMVDepth)
 	}
+	if o.Skinny < SkinnyDefault || o.Skinny > SkinnyAuto {
+		return nil, fmt.Errorf("backend/gpu: Options.Skinny %d: want SkinnyDefault, SkinnyOff, SkinnyOn or SkinnyAuto", o.Skinny)
+	}
 	if o.DECBlocks < 0 {
 		return nil, fmt.Errorf("backend/gpu: Options.DECBlocks %d: want 0 (each weight's own) or a positive number", o.DECBlocks)
 	}

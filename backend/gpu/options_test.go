@@ -65,8 +65,8 @@ func TestParseOptions(t *testing.T) {
 }
 
 func TestOpenRejectsBadOptions(t *testing.T) {
-	for _, o := range []gpu.Options{{DECMode: 9}, {DECBlocks: -1}, {GEMVDepth: 3}} {
-		if _, err := gpu.Open(0, o); err == nil || !strings.Contains(err.Error(), "Options.DEC") && !strings.Contains(err.Error(), "Options.GEMVDepth") {
+	for _, o := range []gpu.Options{{DECMode: 9}, {DECBlocks: -1}, {GEMVDepth: 3}, {Skinny: 9}} {
+		if _, err := gpu.Open(0, o); err == nil || !strings.Contains(err.Error(), "Options.DEC") && !strings.Contains(err.Error(), "Options.GEMVDepth") && !strings.Contains(err.Error(), "Options.Skinny") {
 			t.Errorf("Open(0, %+v) = %v, want an error naming the option", o, err)
 		}
 	}
