@@ -23,7 +23,7 @@ const headerName = "bitdecode.cuh"
 // kernels (attention, packing, DEC, gemvq) launch as before.
 // TestGridDependentKernelsWait checks every __global__ function of these
 // sources.
-var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "linear.cu": true}
+var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "linear.cu": true, "skinny.cu": true}
 
 // program returns the NVRTC program of source src named name, with
 // bitdecode.cuh (and the extra headers, e.g. dec.cu for gemvq_dec) handed
