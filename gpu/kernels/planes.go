@@ -231,6 +231,11 @@ func (p *PlanesPlan) SplitLen() (positions, splits int) { return p.splitLen, p.m
 // Kernel returns the plan's implementation.
 func (p *PlanesPlan) Kernel() PlanesKernel { return p.kernel }
 
+// Fused reports whether the plan's last split CTA of each row chunk merges
+// the splits (split_mma with at most 64 splits, v2.4) instead of the
+// combine launch.
+func (p *PlanesPlan) Fused() bool { return p.counters != 0 }
+
 // PlanesPositions returns the positions a (sequence, KV head) with counts
 // (tokens per tier) spans: every tier run rounded up to whole groups of
 // PlanesGroup. Splits cut this space.
