@@ -510,10 +510,10 @@ func TestGPUPlanesSplits(t *testing.T) {
 
 // TestGPUPlanesSpecPlans runs split_mma under the plans the format's hints
 // choose (PlanesLayout.Medium, .Low): a spec that reads MEDIUM and LOW
-// tokens (tiles 1/2/4, planesLowWeights: v2.9) and one that reads MEDIUM
-// tokens alone (tiles 1/2/2), over mixed tier maps, with the planner's
-// splits and fixed short ones. The other tests' "bw" specs plan 1/2/4
-// with planesWeights.
+// tokens (tiles 1/2/4, planesLowWeights: v2.9; since v2.11 the same values
+// as planesWeights) and one that reads MEDIUM tokens alone (tiles 1/2/2),
+// over mixed tier maps, with the planner's splits and fixed short ones.
+// The other tests' "bw" specs plan 1/2/4 with planesWeights.
 func TestGPUPlanesSpecPlans(t *testing.T) {
 	device(t)
 	r := rand.New(rand.NewPCG(41, 42))
