@@ -145,12 +145,13 @@
 //              decode_combine's merge plus the padLen split count) and
 //              writes the final max and denominator for the mass pass:
 //              split_v1's always, split_mma's past kFuseMaxSplits splits
-//              (below that its last split CTA merges: bitdecode.cuh's finishSplits with EMPTY).
+//              (below that its last split CTA merges: bitdecode.cuh's finishSplits with EMPTY;
+//              since v2.10 finishSplitsAhead, the same arithmetic with its loads ahead).
 //   mass       one thread per index entry (a grid-stride loop, the CTAs capped):
 //              mass[t] += Σ_rows exp2(s - M)/L over the group's query rows in
 //              row order (with every > 1, the rows of the sampled query tokens
 //              only: kv.MassSampled).
-// Every result is bitwise deterministic: the one atomic (finishSplits' count
+// Every result is bitwise deterministic: the one atomic (lastArrival's count
 // of a row chunk's finished splits) picks which CTA merges, not the order. The online
 // softmax (both kernels), the merge of a CTA's warps and the merge of the
 // splits are the decode family's (bitdecode.cuh), as are the fragment-layout
@@ -978,7 +979,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   runs.init(cnt, off);
   // The (sequence, KV head) has nSplits splits (the combine's count: its
   // positions over splitLen; at least one, so that the merge in the last
-  // split (finishSplits) also writes the zeros of a head with no entry);
+  // split (finishSplitsAhead) also writes the zeros of a head with no entry);
   // split s covers groups [g0, g1): equal costs by the tier weights
   // (costSplits, v2.4) or equal positions (v2.3).
   const int nSplits = max(1, (runs.g3 * kGroup + splitLen - 1) / splitLen);
