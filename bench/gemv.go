@@ -182,9 +182,24 @@ type LinearF16Row struct {
 	// heuristic's first; Algos (with SweepLinearF16's algos) times every
 	// algorithm that tuning considers on that GEMM alone (no conversion,
 	// no split), the heuristic's first one first.
-	Chosen string     `json:"cublaslt_chosen,omitempty"`
-	Tuned  bool       `json:"cublaslt_tuned,omitempty"`
-	Algos  []AlgoTime `json:"cublaslt_algos,omitempty"`
+	// GEMMUS is cuBLASLt's one GEMM over all the groups' channels alone (x
+	// already in fp16, no split: the step's GEMM since v19's producers).
+	GEMMUS   float64 `json:"cublaslt_gemm_us,omitempty"`
+	GEMMFrac float64 `json:"cublaslt_gemm_ceiling_fraction,omitempty"`
+	// SkinnyUS is skinny.cu (v2) over the same joined weights and fp16 x
+	// at SkinnySplit's split (Split); SkinnyEarlyUS the same with early
+	// weight loads; SkinnySplitUS at splits 1, 2, ... (those whose partials
+	// fit the sweep's workspace); SkinnyV1US v1 at its own split. T <=
+	// kernels.SkinnyMaxRows only.
+	SkinnyUS      float64    `json:"skinny_us,omitempty"`
+	SkinnyFrac    float64    `json:"skinny_ceiling_fraction,omitempty"`
+	Split         int        `json:"skinny_split,omitempty"`
+	SkinnyEarlyUS float64    `json:"skinny_early_us,omitempty"`
+	SkinnySplitUS []float64  `json:"skinny_split_us,omitempty"`
+	SkinnyV1US    float64    `json:"skinny_v1_us,omitempty"`
+	Chosen        string     `json:"cublaslt_chosen,omitempty"`
+	Tuned         bool       `json:"cublaslt_tuned,omitempty"`
+	Algos         []AlgoTime `json:"cublaslt_algos,omitempty"`
 }
 
 // AlgoTime is one cuBLASLt algorithm's median time on a GEMM.
@@ -237,6 +252,10 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) (
 	if err != nil {
 		return nil, err
 	}
+	sk, err := kernels.LoadSkinny(dev)
+	if err != nil {
+		return nil, err
+	}
 	maxT := slices.Max(Ts)
 	var rows []LinearF16Row
 	err = dev.Do(func(x *cuda.Ctx) error {
@@ -283,6 +302,16 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) (
 			}
 			yj, err := alloc(4 * maxT * total) // the joined GEMM's output
 			if err != nil {
+				return err
+			}
+			// skinny.cu's split-K workspace: counters zeroed once (each
+			// launch leaves them zero), partials up to skinnySweepBytes.
+			wsBytes := min(kernels.SkinnyWorkspaceBytes(min(maxT, kernels.SkinnyMaxRows), total, kernels.SkinnyMaxSplit), skinnySweepBytes)
+			skws, err := alloc(wsBytes)
+			if err != nil {
+				return err
+			}
+			if err := x.Memset32Async(skws, 0, wsBytes/4, st); err != nil {
 				return err
 			}
 			for _, T := range Ts {
@@ -346,6 +375,45 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) (
 				fmt.Fprintf(progress, "linear %-15s %6dx%-6d T=%-4d linear.cu %8.1f us (%3.0f%%)  gemv.cu %8.1f us (%3.0f%%)  cuBLASLt %8.1f us (%3.0f%%)  joined %8.1f us (%3.0f%%)\n",
 					r.Name, total, sh.K, T, r.LinearUS, 100*r.LinearFrac, r.GEMVUS, 100*r.GEMVFrac, r.CublasUS, 100*r.CublasFrac, r.JoinedUS, 100*r.JoinedFrac)
 				g := cuda.GEMMShape{M: T, N: total, K: sh.K, In: cuda.F16, Out: cuda.F32}
+				if err := ops.F32ToF16(x, st, xh, xp, T*sh.K); err != nil {
+					return err
+				}
+				if r.GEMMUS, err = x.MedianUS(st, 3, 20, func(i int) error {
+					return x.GEMM(st, g, yj, xh, ws0(jw, i))
+				}); err != nil {
+					return err
+				}
+				r.GEMMFrac = frac(r.GEMMUS)
+				if T <= kernels.SkinnyMaxRows {
+					skinny := func(S int, early bool) (float64, error) {
+						return x.MedianUS(st, 3, 20, func(i int) error {
+							return sk.Launch(x, st, yj, xh, ws0(jw, i), 0, skws, T, total, sh.K, S, early)
+						})
+					}
+					r.Split = sk.SkinnySplit(T, total, sh.K)
+					if r.SkinnyUS, err = skinny(r.Split, false); err != nil {
+						return err
+					}
+					r.SkinnyFrac = frac(r.SkinnyUS)
+					if r.SkinnyEarlyUS, err = skinny(r.Split, true); err != nil {
+						return err
+					}
+					for S := 1; S <= kernels.SkinnyMaxSplit && kernels.CheckSkinnyShape(T, total, sh.K, S) == nil && kernels.SkinnyWorkspaceBytes(T, total, S) <= wsBytes; S++ {
+						us, err := skinny(S, false)
+						if err != nil {
+							return err
+						}
+						r.SkinnySplitUS = append(r.SkinnySplitUS, us)
+					}
+					sk.Version = kernels.SkinnyV1
+					r.SkinnyV1US, err = skinny(sk.SkinnySplit(T, total, sh.K), false)
+					sk.Version = kernels.SkinnyV2
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(progress, "  gemm alone %8.1f us (%3.0f%%)  skinny.cu v2 split %d %8.1f us (%3.0f%%)  early %8.1f us  by split %.1f  v1 %8.1f us\n",
+						r.GEMMUS, 100*r.GEMMFrac, r.Split, r.SkinnyUS, 100*r.SkinnyFrac, r.SkinnyEarlyUS, r.SkinnySplitUS, r.SkinnyV1US)
+				}
 				if a, tuned, ok := x.GEMMChoice(g); ok {
 					r.Chosen, r.Tuned = a.String(), tuned
 					fmt.Fprintf(progress, "  chosen (tuned %v): %v\n", tuned, a)
@@ -382,6 +450,15 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) (
 	})
 	return rows, err
 }
+
+// skinnySweepBytes bounds skinny.cu's split-K workspace in SweepLinearF16:
+// splits whose partials need more are not timed (lm_head's, where the
+// m-blocks fill the SMs without a split).
+const skinnySweepBytes = 64 << 20
+
+// ws0 is copy i's (in rotation) first weight of jw: the joined weights'
+// start, one matrix of jw.total rows.
+func ws0(jw joinedWeights, i int) cuda.DevicePtr { return jw.ws[i%jw.copies][0] }
 
 // joinedWeights are a shape's fp16 weights in coldCopies' copies, each
 // copy's groups one after another in one allocation, as backend/gpu's

@@ -103,6 +103,12 @@ type Backend struct {
 	ykMu    sync.Mutex
 	yk      cuda.DevicePtr
 	ykBytes int
+	// skinny: skinny.cu (nil: cuBLASLt for every large batch), its split-K
+	// workspace and SkinnyAuto's choices (skMu; skinny.go).
+	skinny *kernels.Skinny
+	skws   cuda.DevicePtr
+	skMu   sync.Mutex
+	skPick map[skinnyKey]bool
 
 	// group is the tensor-parallel group of which this backend is rank
 	// (OpenGroup), nil for a backend of its own.
@@ -126,6 +132,9 @@ func Open(ordinal int, o Options) (*Backend, error) {
 	}
 	if !kernels.ValidGEMVDepth(o.GEMVDepth) {
 		return nil, fmt.Errorf("backend/gpu: Options.GEMVDepth %d: want 0, 1, 4, 8 or 16", o.GEMVDepth)
+	}
+	if o.Skinny < SkinnyDefault || o.Skinny > SkinnyAuto {
+		return nil, fmt.Errorf("backend/gpu: Options.Skinny %d: want SkinnyDefault, SkinnyOff, SkinnyOn or SkinnyAuto", o.Skinny)
 	}
 	if o.DECBlocks < 0 {
 		return nil, fmt.Errorf("backend/gpu: Options.DECBlocks %d: want 0 (each weight's own) or a positive number", o.DECBlocks)
@@ -172,8 +181,17 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		dev.Close()
 		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
+	var skinny *kernels.Skinny
+	var skws cuda.DevicePtr
+	if !o.BatchInvariant && o.skinnyMode() != SkinnyOff { // the invariant mode runs linear.cu at every T
+		if skinny, skws, err = loadSkinny(dev); err != nil {
+			dev.Close()
+			return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
+		}
+	}
 	return &Backend{
-		opts: o, dev: dev, ops: ops, gemv: gemv, lin: lin, stream: dev.Stream(), graphs: newGraphCache(o.NoGraphs),
+		opts: o, dev: dev, ops: ops, gemv: gemv, lin: lin, skinny: skinny, skws: skws, skPick: map[skinnyKey]bool{},
+		stream: dev.Stream(), graphs: newGraphCache(o.NoGraphs),
 		name:    fmt.Sprintf("cuda (%s, %s)", dev.Name(), dev.Arch()),
 		pool:    map[int][]cuda.DevicePtr{},
 		tensors: map[*tensor]struct{}{},
@@ -804,6 +822,12 @@ func (b *Backend) Close() error {
 	ptrs = append(ptrs, b.yk)
 	b.yk, b.ykBytes = 0, 0
 	b.ykMu.Unlock()
+	b.skMu.Lock()
+	if b.skws != 0 {
+		ptrs = append(ptrs, b.skws)
+	}
+	b.skws = 0
+	b.skMu.Unlock()
 
 	err := b.dev.Do(func(c *cuda.Ctx) error {
 		errs := []error{b.syncStream(c)}

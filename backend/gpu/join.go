@@ -158,6 +158,7 @@ type joinedLaunch struct {
 	T, K, N  int
 	ready    bool
 	groups   []kernels.LinearGroup
+	sk       skinnyPlan // the GEMM on skinny.cu where ok (skinny.go)
 }
 
 // gemm queues x's fp16 conversion (unless ready) and the one GEMM y =
@@ -167,6 +168,9 @@ func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
 		if err := b.ops.F32ToF16(c, b.stream, l.xh, l.x, l.T*l.K); err != nil {
 			return err
 		}
+	}
+	if l.sk.ok {
+		return b.launchSkinny(c, l.sk, l.y, l.xh, l.groups[0].W, 0, l.T, l.N, l.K)
 	}
 	g := cuda.GEMMShape{M: l.T, N: l.N, K: l.K, In: cuda.F16, Out: cuda.F32}
 	return c.GEMM(b.stream, g, l.y, l.xh, l.groups[0].W)
@@ -202,12 +206,17 @@ func (b *Backend) launchJoined(op string, xt *tensor, T, K, N int, groups []kern
 		b.fail(fmt.Errorf("backend/gpu: %s: joined output [%d, %d]: %w", op, T, N, err))
 		return
 	}
+	sk, err := b.planSkinny(T, N, K, xh, groups[0].W)
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
+		return
+	}
 	outs := make([]kernels.ColsOut, len(groups))
 	for i, g := range groups {
 		outs[i] = cols(g)
 	}
 	b.queueAfterHalf(xt.ptr, T*K, xh, func(xh cuda.DevicePtr, ready bool) queuedOp {
-		l := &joinedLaunch{x: xt.ptr, xh: xh, y: y, T: T, K: K, N: N, ready: ready, groups: groups}
+		l := &joinedLaunch{x: xt.ptr, xh: xh, y: y, T: T, K: K, N: N, ready: ready, groups: groups, sk: sk}
 		return queuedOp{op: op + "(joined)", key: l.key(), joined: l, f: func(c *cuda.Ctx) error {
 			if err := l.gemm(b, c); err != nil {
 				return err

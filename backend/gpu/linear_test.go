@@ -32,6 +32,23 @@ func invariantBackend(t *testing.T) *gpu.Backend {
 	return be
 }
 
+// skinnyBackend opens a second CUDA backend with every GEMM of 17-128 rows
+// on skinny.cu (gpu.SkinnyOn), or skips without a GPU.
+func skinnyBackend(t *testing.T) *gpu.Backend {
+	t.Helper()
+	o := options
+	o.Skinny = gpu.SkinnyOn
+	be, err := gpu.Open(0, o)
+	if err != nil {
+		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+			t.Skipf("no CUDA device: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
+}
+
 // linearLayer is an fp16 weight [N, K] and an optional bias on one backend,
 // with the weight's values as the device holds them (fp16-rounded).
 type linearLayer struct {
@@ -213,8 +230,9 @@ func TestBatchInvariantLinear(t *testing.T) {
 
 // TestLinearGraphReplay runs a chain of 20 linear ops at 55 rows (int4's
 // max batch at 32K: cuBLASLt on the default backend, linear.cu's wide
-// kernel in the batch-invariant mode), with the group's weights apart and
-// joined (one GEMM on the default backend), four times: the first flush runs
+// kernel in the batch-invariant mode, skinny.cu with gpu.SkinnyOn, split
+// 2 on the 1024-wide input), with the group's weights apart and joined
+// (one GEMM on the default backend), four times: the first flush runs
 // directly, the second is captured into a CUDA graph, the others replay
 // it; every output must be bitwise the first run's, over outputs poisoned
 // with NaN before each run, and the first layer within fp16 x times fp16 w
@@ -223,11 +241,14 @@ func TestLinearGraphReplay(t *testing.T) {
 	if options.NoGraphs {
 		t.Skip("BITDECODE_NO_GRAPHS is set")
 	}
-	for _, mode := range []string{"default", "joined", "batch-invariant", "batch-invariant, joined"} {
+	for _, mode := range []string{"default", "joined", "batch-invariant", "batch-invariant, joined", "skinny", "skinny, joined"} {
 		t.Run(mode, func(t *testing.T) {
 			be := gpuBackend(t)
-			if strings.HasPrefix(mode, "batch-invariant") {
+			switch {
+			case strings.HasPrefix(mode, "batch-invariant"):
 				be = invariantBackend(t)
+			case strings.HasPrefix(mode, "skinny"):
+				be = skinnyBackend(t)
 			}
 			linearGraphReplay(t, be, strings.HasSuffix(mode, "joined"))
 		})

@@ -570,6 +570,11 @@ func (b *Backend) launchGEMM(op string, d, xt *tensor, wt, bt *weight, T, N, K i
 		b.fail(fmt.Errorf("backend/gpu: %s: weight %s: %w", op, wt.name, err))
 		return
 	}
+	sk, err := b.planSkinny(T, N, K, xh, wt.f16)
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: %s: weight %s: %w", op, wt.name, err))
+		return
+	}
 	var bp cuda.DevicePtr
 	if bt != nil {
 		bp = bt.f32
@@ -581,7 +586,7 @@ func (b *Backend) launchGEMM(op string, d, xt *tensor, wt, bt *weight, T, N, K i
 		}
 		return queuedOp{op: name, key: []uint64{u64(d.ptr), u64(xt.ptr), u64(xh), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K)},
 			f: func(c *cuda.Ctx) error {
-				if err := b.gemmF16(c, d, xt, xh, wt.f16, bt, T, N, K, !ready); err != nil {
+				if err := b.gemmF16Plan(c, d, xt, xh, wt.f16, bt, T, N, K, !ready, sk); err != nil {
 					return fmt.Errorf("weight %s: %w", wt.name, err)
 				}
 				return nil
@@ -642,10 +647,23 @@ func (b *Backend) growKeyed(mu *sync.Mutex, buf *cuda.DevicePtr, have *int, byte
 // half.go), dst = xh·wᵀ with cuBLASLt (fp16 w [N, K], fp32 accumulation
 // and output), plus the bias. It runs on the owner thread.
 func (b *Backend) gemmF16(c *cuda.Ctx, d, xt *tensor, xh, w cuda.DevicePtr, bt *weight, T, N, K int, convert bool) error {
+	return b.gemmF16Plan(c, d, xt, xh, w, bt, T, N, K, convert, skinnyPlan{})
+}
+
+// gemmF16Plan is gemmF16 with the GEMM on skinny.cu, the bias fused, where
+// plan sk says so (skinny.go).
+func (b *Backend) gemmF16Plan(c *cuda.Ctx, d, xt *tensor, xh, w cuda.DevicePtr, bt *weight, T, N, K int, convert bool, sk skinnyPlan) error {
 	if convert {
 		if err := b.ops.F32ToF16(c, b.stream, xh, xt.ptr, T*K); err != nil {
 			return err
 		}
+	}
+	if sk.ok {
+		var bias cuda.DevicePtr
+		if bt != nil {
+			bias = bt.f32
+		}
+		return b.launchSkinny(c, sk, d.ptr, xh, w, bias, T, N, K)
 	}
 	g := cuda.GEMMShape{M: T, N: N, K: K, In: cuda.F16, Out: cuda.F32}
 	if err := c.GEMM(b.stream, g, d.ptr, xh, w); err != nil {

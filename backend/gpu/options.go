@@ -57,6 +57,30 @@ const (
 	// EnvGEMVDepth is Options.GEMVDepth: 1 (v6's batches of four weight
 	// loads), or 4, 8 or 16 (a ring of that many loads a lane).
 	EnvGEMVDepth = "BITDECODE_GEMV_DEPTH"
+	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
+	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
+	// "auto" (each shape and 16-row bucket timed once, the faster kept).
+	EnvSkinny = "BITDECODE_SKINNY"
+)
+
+// SkinnyMode is Options.Skinny: where the cuBLASLt path's GEMMs of 17-128
+// rows run on skinny.cu (kernels.Skinny) instead.
+type SkinnyMode int
+
+// The SkinnyModes; the zero value is the default (SkinnyOff:
+// decode-step.md v21-mb).
+const (
+	SkinnyDefault SkinnyMode = iota
+	// SkinnyOff: cuBLASLt for every GEMM, as before v21-mb.
+	SkinnyOff
+	// SkinnyOn: skinny.cu for every GEMM of 17-128 rows (fp16 weights,
+	// K % 8 == 0) at its shape's split (kernels.Skinny.SkinnySplit).
+	SkinnyOn
+	// SkinnyAuto: the first GEMM of each shape and 16-row bucket times
+	// skinny.cu and cuBLASLt on its operands (L2 flushed) and keeps
+	// skinny.cu where it is at least 3% faster. Which one a shape runs,
+	// and so its bits, may then differ from one process to the next.
+	SkinnyAuto
 )
 
 // Options are the backend's settings. The zero Options is the default:
@@ -108,6 +132,9 @@ type Options struct {
 	// kernels.GEMVBatch (1), or a ring of 4, 8 or 16 loads a lane in
 	// flight (docs/perf/decode-step.md v20). The same bits at every depth.
 	GEMVDepth int
+	// Skinny is where the large batches' GEMMs run on skinny.cu
+	// (EnvSkinny); the batch-invariant mode never does.
+	Skinny SkinnyMode
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
@@ -170,6 +197,18 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		}
 		o.GEMVDepth = n
 	}
+	if v, ok := get(EnvSkinny); ok {
+		switch strings.ToLower(v) {
+		case "off":
+			o.Skinny = SkinnyOff
+		case "on":
+			o.Skinny = SkinnyOn
+		case "auto":
+			o.Skinny = SkinnyAuto
+		default:
+			return Options{}, bad(EnvSkinny, v, "off, on or auto")
+		}
+	}
 	if v, ok := get(EnvDECResidual); ok {
 		switch strings.ToLower(v) {
 		case "host":
@@ -189,6 +228,14 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	}
 	o.CUDA = &c
 	return o, nil
+}
+
+// skinnyMode returns the Skinny option with the default resolved.
+func (o Options) skinnyMode() SkinnyMode {
+	if o.Skinny == SkinnyDefault {
+		return SkinnyOff
+	}
+	return o.Skinny
 }
 
 // decMode returns the DEC mode of a residual of element type e: the

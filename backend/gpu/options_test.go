@@ -33,6 +33,11 @@ func TestParseOptions(t *testing.T) {
 	if !o.NoGEMV || !o.MMADecode || !o.BatchInvariant || !o.NoGraphs || o.DECMode != kernels.DECFused || o.DECBlocks != 6 || !o.DECResidualOnDevice || !o.NoPDL || !o.PDLEarlyWeights || o.GEMVDepth != 8 || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
 		t.Errorf("ParseOptions = %+v", o)
 	}
+	for v, want := range map[string]gpu.SkinnyMode{"off": gpu.SkinnyOff, "on": gpu.SkinnyOn, "Auto": gpu.SkinnyAuto} {
+		if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvSkinny: v})); err != nil || o.Skinny != want {
+			t.Errorf("%s=%s: Skinny %v, %v; want %v", gpu.EnvSkinny, v, o.Skinny, err, want)
+		}
+	}
 	// "0" turns a switch off (it used to count as set).
 	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvNoGraphs: "0", gpu.EnvNoGEMV: ""})); err != nil || o.NoGraphs || o.NoGEMV {
 		t.Errorf("NO_GRAPHS=0, NO_GEMV empty: %+v, %v", o, err)
@@ -48,6 +53,7 @@ func TestParseOptions(t *testing.T) {
 		{gpu.EnvDECResidual, "gpu", "host or device"},
 		{gpu.EnvGEMVDepth, "0", "1, 4, 8 or 16"},
 		{gpu.EnvGEMVDepth, "2", "1, 4, 8 or 16"},
+		{gpu.EnvSkinny, "maybe", "off, on or auto"},
 		{kernels.EnvDecodeStages, "1", "0, 2, 3 or 4"},
 	} {
 		_, err := gpu.ParseOptions(env(map[string]string{tt.name: tt.value}))
@@ -59,8 +65,8 @@ func TestParseOptions(t *testing.T) {
 }
 
 func TestOpenRejectsBadOptions(t *testing.T) {
-	for _, o := range []gpu.Options{{DECMode: 9}, {DECBlocks: -1}, {GEMVDepth: 3}} {
-		if _, err := gpu.Open(0, o); err == nil || !strings.Contains(err.Error(), "Options.DEC") && !strings.Contains(err.Error(), "Options.GEMVDepth") {
+	for _, o := range []gpu.Options{{DECMode: 9}, {DECBlocks: -1}, {GEMVDepth: 3}, {Skinny: 9}} {
+		if _, err := gpu.Open(0, o); err == nil || !strings.Contains(err.Error(), "Options.DEC") && !strings.Contains(err.Error(), "Options.GEMVDepth") && !strings.Contains(err.Error(), "Options.Skinny") {
 			t.Errorf("Open(0, %+v) = %v, want an error naming the option", o, err)
 		}
 	}

@@ -21,7 +21,9 @@ group also one GEMM over its weights joined in one allocation, then the
 copy of each weight's columns to its output, as the backend runs it). Each
 figure comes with its fraction of the read ceiling on the weight bytes,
 measured in the same run. Each shape's one GEMM over all its channels
-also prints the cuBLASLt algorithm GEMM chose. With --algos GEMM's tuning
+also prints the cuBLASLt algorithm GEMM chose, that GEMM's time alone (x
+already fp16), and at T <= 128 skinny.cu's over the same weights (at its
+split, with early weight loads, and at every split). With --algos GEMM's tuning
 is on (the cuBLASLt columns run its choice; the backend runs the
 heuristic's first) and every algorithm it considers is timed on that GEMM
 alone. With --variants it times gemv.cu instead, at every split-K factor

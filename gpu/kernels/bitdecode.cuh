@@ -938,6 +938,93 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
   if (tid == 0) *counter = 0;
 }
 
+// finishSplitsAhead is finishSplits with its loads scheduled ahead (planes'
+// split_mma v2.10; decode_wgmma's mergeSplits, v3.4, is its twin for the
+// consumer warpgroup): the same operations in the same order, so the same
+// bits. The last CTA reads each split's (max, denominator) once, as a pair
+// (finishSplits reads the max twice: two L2 round trips before the
+// weights), and loads the first AHEAD partials of O of its first (row, 4
+// channels) before the weights are made, so that the merge waits for about
+// two L2 round trips where finishSplits waits for four or five. AHEAD
+// float4 registers per thread: the merge runs after the tile loop, whose
+// registers are free by then.
+template <int D, int RMAX, bool EMPTY, int AHEAD, typename SYNC, typename FINAL>
+BD_DEVICE void finishSplitsAhead(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
+                                 int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
+                                 FINAL final) {
+  static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
+  __shared__ float w[RMAX][kFuseMaxSplits];
+  __shared__ float inv[RMAX];
+  if (!lastArrival(counter, nSplits, tid, sync)) return;
+  // The first AHEAD partials of this thread's first (row, 4 channels).
+  const bool has = tid < nrows * D / 4;
+  float4 pre[AHEAD];
+  {
+    const int r = tid / (D / 4), c = tid % (D / 4) * 4;
+    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
+#pragma unroll
+    for (int s = 0; s < AHEAD; s++)
+      if (has && s < nSplits) pre[s] = __ldcg(&po[size_t(s) * RMAX * D / 4]);
+  }
+  const int lane = tid % 32, warp = tid / 32;
+  for (int r = warp; r < nrows; r += kMergeThreads / 32) {  // one warp per row: weights and denominator
+    float2 ml[2];  // splits lane and lane + 32
+    float m = kNegInf;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int s = lane + 32 * i;
+      if (s < nSplits) {
+        ml[i] = __ldcg(reinterpret_cast<const float2*>(&partML[((part0 + s) * RMAX + r) * 2]));
+        m = fmaxf(m, ml[i].x);
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float l = 0.f;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int s = lane + 32 * i;
+      if (s < nSplits) {
+        const float ws = ml[i].x == kNegInf ? 0.f : exp2f(ml[i].x - m);
+        w[r][s] = ws;
+        l = fmaf(ml[i].y, ws, l);
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (lane == 0) {
+      inv[r] = EMPTY ? (l > 0.f ? 1.f / l : 0.f) : 1.f / l;
+      final(row0 + r, m, l);
+    }
+  }
+  sync();
+  for (int idx = tid; idx < nrows * D / 4; idx += kMergeThreads) {
+    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    int s0 = 0;
+    if (idx == tid) {
+#pragma unroll
+      for (int s = 0; s < AHEAD; s++)
+        if (s < nSplits) {
+          const float ws = w[r][s];
+          o.x = fmaf(pre[s].x, ws, o.x), o.y = fmaf(pre[s].y, ws, o.y), o.z = fmaf(pre[s].z, ws, o.z), o.w = fmaf(pre[s].w, ws, o.w);
+        }
+      s0 = min(AHEAD, nSplits);
+    }
+#pragma unroll 16
+    for (int s = s0; s < nSplits; s++) {
+      const float4 v = __ldcg(&po[size_t(s) * RMAX * D / 4]);
+      const float ws = w[r][s];
+      o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
+    }
+    const int row = row0 + r, i = row / group, hq = h * group + row % group;
+    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
+    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
+  }
+  if (tid == 0) *counter = 0;
+}
+
 // walshHadamard runs kv.Rotate's butterflies over NROWS rows of D floats
 // (D a power of two) in shared memory, rows D apart: stages h = 1, 2, 4, ...
 // < D in float32, each pair (j, j+h) read and written by one thread (the

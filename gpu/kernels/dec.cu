@@ -534,7 +534,10 @@ constexpr int kRowsInFlight = P <= 2 ? 8 : KW <= 4 ? 4 : KW <= 8 ? 2 : 1;
 // otherwise. Rows are summed kRowsInFlight at a time, loaded before the
 // arithmetic; every output still adds the rows in increasing selected
 // order, so acc has accumulate's (and wq.Compensate's) bits. The arguments
-// are stage's.
+// are stage's. Rejected (#v8-split, docs/perf/dec.md): at P = 1, the warps
+// past the slice computing the products into shared memory while the
+// slice's warps add them in order (rows 37 -> 21 cycles on q/o, but +0.7-1.5
+// us of fixed cost, and CUDA 13's code for the P = 2 loop slower).
 template <int E, int P, int THREADS>
 __device__ __forceinline__ void accumulate_out(const Args& a, int t, int u0, int u1, unsigned char* smem, const int* sel,
                                                float (&acc)[P]) {

@@ -323,6 +323,9 @@ func TestDECFusedProtocol(t *testing.T) {
 		{wq.Int8, 4096, 4096, 2, 16, 1, 1},  // P = 16, 4 words a row
 		{wq.Int4, 4096, 4096, 1, 64, 1, 2},  // P = 16, 2 words a row
 		{wq.Int8, 14336, 4096, 1, 16, 2, 0}, // P = 32, 8 words a row
+		// P = 1 with slices of 32 to 64 outputs (v8's split path ran there).
+		{wq.FP16, 1024, 4096, 2, 64, 16, 1},   // 64 outputs, 2 a word
+		{wq.Int4, 4096, 14336, 3, 64, 100, 0}, // 32 and 64 outputs, S = 896
 	} {
 		t.Run(fmt.Sprintf("%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e, c.N, c.K, c.T, c.kChunk, c.nTB, c.tokenPattern), func(t *testing.T) {
 			checkFusedProtocol(t, d, k, r, c, 0)
@@ -346,6 +349,7 @@ func TestDECFusedLateWords(t *testing.T) {
 		{wq.Int4, 1024, 4096, 3, 64, 4, 1},
 		{wq.Int8, 512, 1000, 2, 16, 2, 2},
 		{wq.FP16, 256, 1536, 8, 32, 1, 0},
+		{wq.Int4, 4096, 4096, 1, 8, 64, 0}, // P = 1, 64 outputs
 	} {
 		t.Run(fmt.Sprintf("%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e, c.N, c.K, c.T, c.kChunk, c.nTB, c.tokenPattern), func(t *testing.T) {
 			checkFusedProtocol(t, d, k, r, c, 20*time.Microsecond)

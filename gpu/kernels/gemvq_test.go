@@ -122,7 +122,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 // residuals (the fused kernels' only kind);
 // 1 to 8 tokens; k_chunk from 8 to 512 with K a multiple of 1024 or not;
 // activations with outliers, ties, zeros and subnormals; n_tb giving 1 to
-// 32 outputs per DEC thread (every instantiation of P). y starts as NaN,
+// 32 outputs per DEC thread (every instantiation of P), and P = 1 slices
+// of 32 to 128 outputs. y starts as NaN,
 // each case runs four times in a row (the flags must be zero and every part
 // word kernels.DECPartEmpty after every launch: the one-trip protocol's
 // state for the next): three runs select in the kernel, the second
@@ -158,6 +159,12 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 		{wq.Int3, wq.Int4, 14336, 4096, 3, 64, 28, 0}, // P = 4
 		{wq.Int4, wq.Int4, 14336, 4096, 2, 16, 16, 1}, // P = 8
 		{wq.Int4, wq.Int4, 14336, 4096, 1, 8, 8, 2},   // P = 16
+		// P = 1 with slices of 32 to 128 outputs (the n_tb that win at k 64;
+		// v8's split path ran there, docs/perf/dec.md).
+		{wq.Int4, wq.Int4, 4096, 14336, 1, 64, 64, 0},  // down at n_tb 64: 64 outputs, S = 896
+		{wq.Int4, wq.Int4, 1024, 4096, 2, 64, 32, 1},   // k/v at n_tb 32: 32 outputs
+		{wq.Int4, wq.Int4, 14336, 4096, 1, 64, 224, 2}, // gate/up at n_tb 224: 128-thread CTAs, 64 outputs
+		{wq.Int3, wq.Int4, 4096, 4096, 3, 100, 40, 0},  // slices of 96 and 128 outputs
 	} {
 		name := fmt.Sprintf("int%d-res%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e.Bits(), c.res, c.N, c.K, c.T, c.kChunk, c.tb, c.pattern)
 		t.Run(name, func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 )
 
 // gridDependentSources maps each program of gridDependent to its source.
-var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gemvSource, "linear.cu": linearSource,
+var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gemvSource, "linear.cu": linearSource, "skinny.cu": skinnySource,
 	"kvcache.cu": kvcacheSource, "pack.cu": packSource, "decode_mma.cu": decodeMMASource, "decode_wgmma.cu": decodeWGMMASource}
 
 // earlyReaders are the kernels that read memory before their dependency
@@ -28,9 +28,9 @@ var afterWait = []string{"loadQueryFrag", "resK", "resSlots", "partO[", "partML[
 // (which makes it first).
 var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);`)
 
-// earlyWeights matches gemv.cu's early weight loads (its one call of
-// prefetch before the dependency wait).
-var earlyWeights = regexp.MustCompile(`if \(early\) prefetch<U>\([^;]*\);`)
+// earlyWeights matches gemv.cu's and skinny.cu's early weight loads (their
+// one call of prefetch, preloadW or preloadW2 before the dependency wait).
+var earlyWeights = regexp.MustCompile(`if \(early\) (prefetch<U>|preloadW<NT>|preloadW2)\([^;]*\);`)
 
 // globalHead matches the start of a kernel definition.
 var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*(\w+)\s*\(`)

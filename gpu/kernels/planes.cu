@@ -128,6 +128,15 @@
 //                     (fetchAhead, resolveTable): LOW loop at MT 4 1480 ->
 //                     1357, at MT 2 814 -> 755, MEDIUM at MT 2 1168 (v2.6)
 //                     -> 1010, HIGH 706 -> 649.
+//                v2.10 the prologue's and epilogue's dependent trips (session
+//                     12): counts, offsets, length and query loaded together
+//                     at entry, the query converted in the shadow of the
+//                     first index loads (startPipe's meanwhile), the
+//                     sequence's block-table row prefetched into L2
+//                     (prefetchTable), the partials of the real rows only,
+//                     and the last CTA's merge with its loads ahead
+//                     (finishSplitsAhead): the same bits
+//                     (docs/bitweaver.md, session 12).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -136,12 +145,13 @@
 //              decode_combine's merge plus the padLen split count) and
 //              writes the final max and denominator for the mass pass:
 //              split_v1's always, split_mma's past kFuseMaxSplits splits
-//              (below that its last split CTA merges: bitdecode.cuh's finishSplits with EMPTY).
+//              (below that its last split CTA merges: bitdecode.cuh's finishSplits with EMPTY;
+//              since v2.10 finishSplitsAhead, the same arithmetic with its loads ahead).
 //   mass       one thread per index entry (a grid-stride loop, the CTAs capped):
 //              mass[t] += Σ_rows exp2(s - M)/L over the group's query rows in
 //              row order (with every > 1, the rows of the sampled query tokens
 //              only: kv.MassSampled).
-// Every result is bitwise deterministic: the one atomic (finishSplits' count
+// Every result is bitwise deterministic: the one atomic (lastArrival's count
 // of a row chunk's finished splits) picks which CTA merges, not the order. The online
 // softmax (both kernels), the merge of a CTA's warps and the merge of the
 // splits are the decode family's (bitdecode.cuh), as are the fragment-layout
@@ -179,7 +189,8 @@ constexpr int kChunk = 8;      // channels per thread in split_v1
 constexpr int kHigh = 0, kMedium = 1, kLow = 2;  // kv.High, kv.Medium, kv.Low
 
 // ftz1 multiplies both fp16 halves by 1.0 with subnormals flushed to zero
-// (the only inline PTX of this file; the rest is bitdecode.cuh's).
+// (with prefetchTable's prefetch, the only inline PTX of this file; the
+// rest is bitdecode.cuh's).
 BD_DEVICE u32 ftz1(u32 x) {
   u32 r;
   asm("mul.ftz.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(0x3C003C00u));
@@ -207,6 +218,24 @@ BD_DEVICE void ldWords(const u8* p, u32* w) {
     ldg64(p, w[0], w[1]);
   } else {
     w[0] = ldg32(p);
+  }
+}
+
+// kLineBytes is the L2 line prefetchTable asks for.
+constexpr int kLineBytes = 128;
+
+// prefetchTable asks L2 for the lines of a sequence's block-table row
+// (maxBlocks int32 entries at row) that fall to CTA cta of the ctas that
+// read it: line i goes to CTA i % ctas, one line per thread and pass
+// (v2.10). The split CTAs' first table loads wait on their index entries
+// (DRAM); with the row in L2 by then, they take an L2 trip instead of a
+// DRAM one. Addresses stay inside the row; a prefetch is a hint (no
+// result, no fault on a valid address).
+BD_DEVICE void prefetchTable(const int* row, int maxBlocks, int cta, int ctas) {
+  const int rowBytes = maxBlocks * 4, lines = (rowBytes + kLineBytes - 1) / kLineBytes;
+  for (int i = cta + int(threadIdx.x) * ctas; i < lines; i += ctas * int(blockDim.x)) {
+    const char* p = reinterpret_cast<const char*>(row) + min(i * kLineBytes, rowBytes - 4);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
   }
 }
 
@@ -652,10 +681,13 @@ struct Pipe {
   Ahead<MTX> cur, nxt;
 };
 
-// startPipe fills the pipeline at group gi (< wEnd).
-template <int MTH, int MTM, int MTL, int MTX>
-BD_DEVICE void startPipe(Pipe<MTX>& p, const Runs& runs, const Ctx& cx, int gi, int wEnd, int lane) {
+// startPipe fills the pipeline at group gi (< wEnd). meanwhile() runs
+// between the first index loads and their use (v2.10: split_mma makes its
+// query fragments there, in the shadow of that DRAM trip).
+template <int MTH, int MTM, int MTL, int MTX, typename F>
+BD_DEVICE void startPipe(Pipe<MTX>& p, const Runs& runs, const Ctx& cx, int gi, int wEnd, int lane, F meanwhile) {
   fetchAhead<MTH, MTM, MTL, MTX>(p.cur, runs, cx, gi, wEnd, lane);
+  meanwhile();
   resolveTable<MTX>(p.cur, cx);
   p.nxt.n = 0;
   if (gi + p.cur.n < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(p.nxt, runs, cx, gi + p.cur.n, wEnd, lane);
@@ -894,6 +926,11 @@ BD_DEVICE int splitBound(const Runs& runs, int s, int n, const int wt[3]) {
   return min(runs.g3, runs.g2 + int((T - cH - cM + wt[2] - 1) / wt[2]));
 }
 
+// kMergeAhead is how many split partials of O a thread of the merging CTA
+// loads before the weights are known (finishSplitsAhead, v2.10): 1 x 128K
+// has 32-33 splits, so all of them at once.
+constexpr int kMergeAhead = 32;
+
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
 // ptxas's choice, 2 at D = 128). PF's bit 0 double-buffers HIGH runs, bit
 // 1 MEDIUM runs (tierRun).
@@ -913,11 +950,36 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   const int split = blockIdx.x, b = blockIdx.z;
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
   const int bh = b * Hkv + h;
+  const int group = Hq / Hkv, R = group * Tq;
+  const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
+  // v2.10: every load that depends on no other is issued here, together:
+  // the counts and offsets, the length, the query's raw words (converted
+  // after the pipeline's first loads are out), and the L2 prefetch of the
+  // block table; v2.9 waited for the counts, then the length, then the
+  // query, one L2 trip each, before its first index load.
+  int cnt[3], off[3];
+#pragma unroll
+  for (int t = 0; t < 3; t++) cnt[t] = counts[4 * bh + t];
+  if (offsets != nullptr) {
+#pragma unroll
+    for (int t = 0; t < 3; t++) off[t] = offsets[4 * bh + t];
+  }
+  const int L = lens[b];
+  u32 qw[D / 8] = {};  // this lane's quarter of query row g: D/4 halves
+  if (g < nrows) {
+    const int row = row0 + g, i = row / group, hq = h * group + row % group;
+    const u16* qp = q + ((size_t(b) * Tq + i) * Hq + hq) * D + qd * (D / 4);
+#pragma unroll
+    for (int c = 0; c < D / 4; c += 8) ldWords<16>(reinterpret_cast<const u8*>(qp + c), &qw[c / 2]);
+  }
+  prefetchTable(blockTable + size_t(b) * maxBlocks, maxBlocks, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
+  if (offsets == nullptr) off[0] = 0, off[1] = cnt[0], off[2] = cnt[0] + cnt[1];  // Runs::init's default
   Runs runs;
-  runs.init(counts + 4 * bh, offsets ? offsets + 4 * bh : nullptr);
+  runs.init(cnt, off);
   // The (sequence, KV head) has nSplits splits (the combine's count: its
   // positions over splitLen; at least one, so that the merge in the last
-  // split (finishSplits) also writes the zeros of a head with no entry);
+  // split (finishSplitsAhead) also writes the zeros of a head with no entry);
   // split s covers groups [g0, g1): equal costs by the tier weights
   // (costSplits, v2.4) or equal positions (v2.3).
   const int nSplits = max(1, (runs.g3 * kGroup + splitLen - 1) / splitLen);
@@ -929,10 +991,6 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   } else {
     g0 = split * (splitLen / kGroup), g1 = min(runs.g3, g0 + splitLen / kGroup);
   }
-  const int L = lens[b];
-  const int group = Hq / Hkv, R = group * Tq;
-  const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
 
   Ctx cx;
   cx.pool = pool;
@@ -951,44 +1009,42 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   rcn.fixM = makeFix<BF>(kMedium, u32(adj8), filter != 0);
   rcn.fixL = makeFix<BF>(kLow, u32(adj4), filter != 0);
 
-  // B fragments of the query row g (zero beyond nrows), scaled by
-  // scale·log2(e), in the kChanK order of the lane's quarter.
-  u32 bq[D / 16][2];
-  {
-    const int row = row0 + g, i = row / group, hq = h * group + row % group;
-    float x[D / 4];
-    if (g < nrows) {
-      const u16* qp = q + ((size_t(b) * Tq + i) * Hq + hq) * D + qd * (D / 4);
-#pragma unroll
-      for (int c = 0; c < D / 4; c += 8) {
-        u32 w[4];
-        ldWords<16>(reinterpret_cast<const u8*>(qp + c), w);
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-          x[c + 2 * k] = h2f(u16(w[k] & 0xffff)) * scaleLog2;
-          x[c + 2 * k + 1] = h2f(u16(w[k] >> 16)) * scaleLog2;
-        }
-      }
-    } else {
-#pragma unroll
-      for (int c = 0; c < D / 4; c++) x[c] = 0.f;
-    }
-#pragma unroll
-    for (int kb = 0; kb < D / 16; kb++)
-#pragma unroll
-      for (int hi = 0; hi < 2; hi++) bq[kb][hi] = pack2T<BF>(x[kChanK(2 * kb + hi, 0)], x[kChanK(2 * kb + hi, 1)]);
-  }
-
-  WarpState<D> st;
-  st.init();
-
   // Each warp takes a contiguous run of the split's groups, of equal cost
   // by the tier weights (warpBound), and walks it in tiles of one tier;
   // cur describes the tile at gi, fetched a tile ahead.
   constexpr int MTX = max3(MTH, MTM, MTL);
   const int wBegin = warpBound(runs, g0, g1, warp, wt), wEnd = warpBound(runs, g0, g1, warp + 1, wt);
+  // B fragments of the query row g (zero beyond nrows), scaled by
+  // scale·log2(e), in the kChanK order of the lane's quarter: made while
+  // the warp's first index loads are in flight (v2.10). The empty asm
+  // takes the raw words as its outputs after those loads (its memory
+  // clobber keeps them ahead), so the compiler cannot hoist the
+  // conversion back above them (v2.10's first build did: ~160
+  // instructions on the chain).
+  u32 bq[D / 16][2];
+  auto makeQuery = [&] {
+#pragma unroll
+    for (int i = 0; i < D / 8; i++) asm volatile("" : "+r"(qw[i])::"memory");
+    float x[D / 4];
+#pragma unroll
+    for (int c = 0; c < D / 4; c += 2) {
+      x[c] = g < nrows ? h2f(u16(qw[c / 2] & 0xffff)) * scaleLog2 : 0.f;
+      x[c + 1] = g < nrows ? h2f(u16(qw[c / 2] >> 16)) * scaleLog2 : 0.f;
+    }
+#pragma unroll
+    for (int kb = 0; kb < D / 16; kb++)
+#pragma unroll
+      for (int hi = 0; hi < 2; hi++) bq[kb][hi] = pack2T<BF>(x[kChanK(2 * kb + hi, 0)], x[kChanK(2 * kb + hi, 1)]);
+  };
   Pipe<MTX> pipe;
-  if (wBegin < wEnd) startPipe<MTH, MTM, MTL, MTX>(pipe, runs, cx, wBegin, wEnd, lane);
+  if (wBegin < wEnd) {
+    startPipe<MTH, MTM, MTL, MTX>(pipe, runs, cx, wBegin, wEnd, lane, makeQuery);
+  } else {
+    makeQuery();  // unused by a warp without groups; made so that bq is always defined
+  }
+
+  WarpState<D> st;
+  st.init();
   // The warp's groups are a HIGH run, a MEDIUM run and a LOW run (each
   // possibly empty), in that order: one loop per tier, so that the register
   // allocation is each tier's, not their union's (v2.1).
@@ -1020,18 +1076,31 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     }
   st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
-  // Merge the warps in order (the decode family's, bitdecode.cuh).
+  // Merge the warps in order (the decode family's mergeWarpRow,
+  // bitdecode.cuh) and write the partials of the chunk's nrows real rows
+  // (v2.10; mergeWarps wrote all kQueryRows, which nothing reads past nrows).
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
-  if (counters != nullptr)  // v2.4: the last split merges (bitdecode.cuh's finishSplits), no combine launch
-    finishSplits<D, kQueryRows, true>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out,
-                                      part - split, nSplits, b, h, row0, nrows, group, Hq, Tq, threadIdx.x,
-                                      [] { __syncthreads(); }, [&](int row, float m, float l) {
-                                        if (finalML != nullptr) {
-                                          finalML[(size_t(bh) * R + row) * 2] = m;
-                                          finalML[(size_t(bh) * R + row) * 2 + 1] = l;
-                                        }
-                                      });
+  for (int idx = threadIdx.x; idx < nrows * D; idx += kThreads) {
+    const int r = idx / D, c = idx % D;
+    float m, o, l;
+    mergeWarpRow<D, kWarps, kQueryRows>(redO, redM, redL, r, c, m, o, l);
+    partO[part * kQueryRows * D + idx] = o;
+    if (c == 0) {
+      partML[(part * kQueryRows + r) * 2] = m;
+      partML[(part * kQueryRows + r) * 2 + 1] = l;
+    }
+  }
+  // v2.4: the last split merges, no combine launch; v2.10: with its loads
+  // ahead (bitdecode.cuh's finishSplitsAhead: finishSplits' bits).
+  if (counters != nullptr)
+    finishSplitsAhead<D, kQueryRows, true, kMergeAhead>(
+        partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows,
+        group, Hq, Tq, threadIdx.x, [] { __syncthreads(); }, [&](int row, float m, float l) {
+          if (finalML != nullptr) {
+            finalML[(size_t(bh) * R + row) * 2] = m;
+            finalML[(size_t(bh) * R + row) * 2 + 1] = l;
+          }
+        });
 }
 
 // ============================================================================

@@ -76,23 +76,28 @@ var planesWeights = [3]int{5, 3, 2}
 
 // planesLowWeights is split_mma's default cost of a HIGH, MEDIUM and LOW
 // group for formats that read LOW tokens (PlanesLayout.Low) at D = 128,
-// whose tiles are 1/2/4 groups (v2.9): HIGH 1, MEDIUM 1/2, LOW 1/3 of a
-// HIGH group, i.e. a tile of any tier about the same time except LOW's,
-// 4/3 of it. A warp of a mixed CTA takes about the time of its tiles, each
-// a DRAM round trip under load plus its rebuild (the uniform rows at 128 x
-// 8K: 2.9, 3.0 and 3.6 us per tile and warp), not the uniform rows' time
-// per group that 5, 3, 2 weighs: measured on the H100 for h20:m40:l40
+// whose tiles are 1/2/4 groups (v2.9). v2.9 weighed tiles, 6, 3, 2: HIGH 1,
+// MEDIUM 1/2, LOW 1/3 of a HIGH group, a LOW tile 4/3 of any other (a warp
+// of a mixed CTA takes about the time of its tiles, each a DRAM round trip
+// under load plus its rebuild: the uniform rows at 128 x 8K take 2.9, 3.0
+// and 3.6 us per tile and warp). Measured on the H100 for h20:m40:l40
 // (bench/results/2026-11-26-h100-bw-11, first call, main's binary with the
-// knobs), 5, 3, 2 at MT 1/2/2 133.2, 484.0, 949.2 us at 1 x 128K, 16 x 32K,
+// knobs): 5, 3, 2 at MT 1/2/2 133.2, 484.0, 949.2 us at 1 x 128K, 16 x 32K,
 // 128 x 8K; 6, 3, 2 at MT 1/2/4 122.1, 444.3, 889.6 (1.09x, 1.09x, 1.07x);
 // 2, 1, 1 at MT 1/2/2 125.0, 456.6, 882.2; 8, 4, 3 at 1/2/2 131.2, 471.5,
-// 936.7; 4, 2, 1 at 1/2/4 134.3, 493.2, 939.2 (second call, v2.9 against
-// main alternated: 1.080x, 1.095x, 1.064x, and 1.036x at 1 x 8K; 10, 5, 4
-// slower). LOW keeps 5, 3, 2's 2, so a (sequence, KV head) of LOW tokens
-// alone is cut into the same splits as before (splitBound rounds by the
-// weight): all-4-bit reads keep their bits; a CTA of one tier shares its
-// groups among its warps equally whatever the weights (warpBound).
-var planesLowWeights = [3]int{6, 3, 2}
+// 936.7; 4, 2, 1 at 1/2/4 134.3, 493.2, 939.2; 10, 5, 4 at 1/2/4 slower.
+// v2.11 (session 12, bench/results/2026-11-26-h100-bw-12, second call:
+// split_mma v2.10's binary, the knob beside the default in one call): 5,
+// 3, 2 at MT 1/2/4, which v2.9's calls did not reach, took h20:m40:l40
+// from 121.0, 442.3, 889.0 us (6, 3, 2) to 117.5, 431.4, 873.0 (1.030x,
+// 1.025x, 1.018x; the default plan's three runs agree within 0.6%), so the values are v2.3's again (planesWeights), kept apart so
+// that the plans that read LOW tokens can be tuned on their own. Rejected
+// (v2.9-4): 6, 3, 2. LOW's weight is 2 in every version, so a (sequence,
+// KV head) of LOW tokens alone is cut into the same splits (splitBound
+// rounds by the weight): all-4-bit reads keep their bits; a CTA of one
+// tier shares its groups among its warps equally whatever the weights
+// (warpBound).
+var planesLowWeights = [3]int{5, 3, 2}
 
 // planesDefaultWeights returns split_mma's tier weights for layout l at
 // tiles mt when PlanesTuning.Weights is not set: planesLowWeights for
@@ -230,6 +235,11 @@ func (p *PlanesPlan) SplitLen() (positions, splits int) { return p.splitLen, p.m
 
 // Kernel returns the plan's implementation.
 func (p *PlanesPlan) Kernel() PlanesKernel { return p.kernel }
+
+// Fused reports whether the plan's last split CTA of each row chunk merges
+// the splits (split_mma with at most 64 splits, v2.4) instead of the
+// combine launch.
+func (p *PlanesPlan) Fused() bool { return p.counters != 0 }
 
 // PlanesPositions returns the positions a (sequence, KV head) with counts
 // (tokens per tier) spans: every tier run rounded up to whole groups of
@@ -456,7 +466,8 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 		}
 	}
 	// split_mma merges its splits itself (the last CTA of each row chunk)
-	// when they fit finishSplits' shared memory: no combine launch (v2.4).
+	// when they fit the shared memory of its merge (finishSplits, v2.4;
+	// finishSplitsAhead since v2.10): no combine launch.
 	if k == PlanesMMA && p.maxSplits <= decodeFuseMaxSplits && !t.NoFuse {
 		n := s.B * s.Hkv * p.rowChunks
 		if p.counters, err = dev.Alloc(n * 4); err != nil {

@@ -325,6 +325,30 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
 			}
 		}
 	}
+	// split_mma's merge in its last split CTA (finishSplitsAhead, v2.10)
+	// against the combine launch (combineRow: finishSplits' arithmetic in
+	// the same order): the same bits, mass included.
+	if _, splits := plan.SplitLen(); plan.Fused() {
+		tn := tuning.Planes
+		tn.NoFuse = true
+		unfused, err := kernels.PlanPlanesWith(d, c.kernel, dt.lay, kernels.PlanesShape{B: len(dt.seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq,
+			MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true, MassEvery: c.massEvery}, tn)
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		got, mass := planesOut(t, d, unfused, bufs, nq, massInit)
+		unfused.Close()
+		for i := range got {
+			if got[i] != first[i] {
+				t.Fatalf("%v: %d splits merged by the combine launch, element %d: %#04x, by the last split %#04x", c, splits, i, got[i], first[i])
+			}
+		}
+		for i := range mass {
+			if math.Float32bits(mass[i]) != math.Float32bits(firstMass[i]) {
+				t.Fatalf("%v: %d splits merged by the combine launch, mass %d: %g, by the last split %g", c, splits, i, mass[i], firstMass[i])
+			}
+		}
+	}
 	// The same index stored with run offsets (LOW, HIGH, MEDIUM, a gap
 	// between), as the engine's persistent index may be: the same bits.
 	index, offsets := relaidIndex(dt.index)
@@ -466,26 +490,30 @@ func testPlanesMatches(t *testing.T, k kernels.PlanesKernel) {
 }
 
 // TestGPUPlanesSplits runs long sequences with the planner's splits and
-// with fixed short ones (split boundaries inside tier runs and groups).
+// with fixed short ones (split boundaries inside tier runs and groups);
+// 320 positions give 63 splits, which split_mma still merges in its last
+// split CTA, past the 32 partials that merge loads ahead (kMergeAhead).
 func TestGPUPlanesSplits(t *testing.T) {
 	device(t)
 	r := rand.New(rand.NewPCG(33, 34))
 	sh := attn.Shape{Hq: 32, Hkv: 8, D: 128}
 	for _, k := range []kernels.PlanesKernel{kernels.PlanesMMA, kernels.PlanesV1} {
-		for _, mix := range []string{mixRandom, mixRuns, mixEvict, mixLow} {
-			for _, split := range []int{0, 64, 192} {
-				runPlanesCase(t, r, planesCase{kernel: k, spec: "bw", sh: sh, lens: []int{20000, 777}, tq: 1, mix: mix, splitLen: split})
+		t.Run(k.String(), func(t *testing.T) {
+			for _, mix := range []string{mixRandom, mixRuns, mixEvict, mixLow} {
+				for _, split := range []int{0, 64, 192, 320} {
+					runPlanesCase(t, r, planesCase{kernel: k, spec: "bw", sh: sh, lens: []int{20000, 777}, tq: 1, mix: mix, splitLen: split})
+				}
 			}
-		}
+		})
 	}
 }
 
 // TestGPUPlanesSpecPlans runs split_mma under the plans the format's hints
 // choose (PlanesLayout.Medium, .Low): a spec that reads MEDIUM and LOW
-// tokens (tiles 1/2/4, planesLowWeights: v2.9) and one that reads MEDIUM
-// tokens alone (tiles 1/2/2), over mixed tier maps, with the planner's
-// splits and fixed short ones. The other tests' "bw" specs plan 1/2/4
-// with planesWeights.
+// tokens (tiles 1/2/4, planesLowWeights: v2.9; since v2.11 the same values
+// as planesWeights) and one that reads MEDIUM tokens alone (tiles 1/2/2),
+// over mixed tier maps, with the planner's splits and fixed short ones.
+// The other tests' "bw" specs plan 1/2/4 with planesWeights.
 func TestGPUPlanesSpecPlans(t *testing.T) {
 	device(t)
 	r := rand.New(rand.NewPCG(41, 42))
