@@ -110,6 +110,16 @@
 //        8K: int2 1.045x (72.5 -> 75.9% of the ceiling), k4v2 1.032x (85.6
 //        -> 88.5%), int4 KC 1.033x (92.5 -> 95.7%), KT 1.033x (94.1 ->
 //        97.4%); int2 at max batch (100 x 32K) 38.8 -> 38.5 ms a step.
+//   v2.16 (session 17) a programmatic dependent of the KV append or pack
+//        ahead of it in the step: lens, the block table and each warp's
+//        first tile of the blocks packed before the launch's tokens are read
+//        before gridDependencyWait (oldBlocks), the query and residual after;
+//        the warp's first block-table entry is read beside lens (guessed for
+//        a whole split); the fused merge counts with one thread's acq_rel
+//        fences (lastArrivalRel). Same bits. H100, B = 1 step: int4 32K 6.50
+//        -> 6.40 ms, 128K 7.66 -> 7.59, int2 32K 6.39 -> 6.33, 128K 7.10 ->
+//        7.05 (two alternated pairs; one earlier pair had int4 32K +0.13);
+//        bench attn (a spin ahead: no overlap) within +-0.5 us.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.

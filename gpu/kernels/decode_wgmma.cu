@@ -47,6 +47,15 @@
 //         an SM: 1 x 32K 58.6 -> 53.8 us (75 -> 82% of the read ceiling).
 //   v3.4  the fused merge's loads ahead (mergeSplits, finishSplits' bits):
 //         1 x 1K 11.9 -> 11.0 us, 1 x 32K 53.8 -> 53.4.
+//   v3.5  (session 17) as decode_mma.cu's v2.16: the producer copies the
+//         tiles of oldBlocks before gridDependencyWait, the consumers wait
+//         before the query; t0's block-table entry beside lens; the merge's
+//         count by lastArrivalRel. Same bits. As a programmatic dependent the
+//         fp16 B = 1 step at 128K ran 0.21 ms slower (11.47 -> 11.68 ms, two
+//         pairs on the H100): the one-sequence plan's two CTAs an SM are not
+//         enforced by its shared memory. So decode_wgmma.go plans it as an
+//         ordinary launch by default (DecodeTuning.PDL, PDLAuto); the waits
+//         are then no-ops.
 //   kernels.PickDecodeKernel keeps it where it measured faster: fp16/bf16,
 //   int4 KT, int8 (DecodeAuto).
 

@@ -29,9 +29,10 @@
 // kvcache.cu is a GridDependent program (header.go). Every kernel waits for
 // the kernel ahead of it (the q|k|v GEMV that wrote k, v and q) before it
 // reads or writes anything, then lets the attention kernel queued after it
-// be scheduled at once (gridLaunchDependents): that kernel's CTAs start
+// be scheduled at once (gridLaunchDependents): decode_mma.cu's CTAs start
 // under the append and read the blocks packed in earlier steps before their
-// own wait.
+// own wait (decode_wgmma.cu's launch after it by default: DecodeTuning.PDL's
+// PDLAuto).
 //
 // Go wrapper: kvcache.go; tested through engine's GPU cache tests.
 
