@@ -745,6 +745,12 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				return err
 			}
 		}
+		// The split kernels may start under the append or pack just queued
+		// (programmatic dependent launch, decode-attention.md session 17):
+		// before their dependency wait they read lens, the block table and
+		// the blocks before the run's new tokens, so nothing queued between
+		// Begin's upload and here may write those; q, the residual and the
+		// blocks the rounds above pack are read after the wait.
 		for _, r := range runs {
 			plan := lk.plan(r)
 			bufs := kernels.DecodeBuffers{
