@@ -127,6 +127,9 @@ func Open(ordinal int, o Options) (*Backend, error) {
 	if !kernels.ValidGEMVDepth(o.GEMVDepth) {
 		return nil, fmt.Errorf("backend/gpu: Options.GEMVDepth %d: want 0, 1, 4, 8 or 16", o.GEMVDepth)
 	}
+	if !kernels.ValidGEMVSplits(o.GEMVSplits) {
+		return nil, fmt.Errorf("backend/gpu: Options.GEMVSplits %v: want 0, 1, 2 or 4 a tier", o.GEMVSplits)
+	}
 	if o.DECBlocks < 0 {
 		return nil, fmt.Errorf("backend/gpu: Options.DECBlocks %d: want 0 (each weight's own) or a positive number", o.DECBlocks)
 	}
@@ -148,6 +151,7 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		dev.Close()
 		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
+	ops.EarlyNormInputs = o.EarlyNormInputs
 	var gemv *kernels.GEMV
 	if !o.NoGEMV {
 		load := kernels.LoadGEMV
@@ -160,6 +164,8 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		}
 		gemv.EarlyWeights = o.PDLEarlyWeights
 		gemv.Depth = o.GEMVDepth
+		gemv.Splits = o.GEMVSplits
+		gemv.EarlyKinds = o.GEMVEarly
 	}
 	// The device is the backend's own: its Ctx's setting covers the
 	// backend's launches and those of code queued through Enqueue.

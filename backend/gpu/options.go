@@ -57,6 +57,17 @@ const (
 	// EnvGEMVDepth is Options.GEMVDepth: 1 (v6's batches of four weight
 	// loads), or 4, 8 or 16 (a ring of that many loads a lane).
 	EnvGEMVDepth = "BITDECODE_GEMV_DEPTH"
+	// EnvGEMVSplits is Options.GEMVSplits: four split-K factors (1, 2, 4,
+	// or 0 for the default's), one per tier of a gemv.cu launch's output
+	// channels (up to 4096, 8192, 32768, above), e.g. "4,2,2,1".
+	EnvGEMVSplits = "BITDECODE_GEMV_SPLITS"
+	// EnvGEMVEarly is Options.GEMVEarly: the kinds of gemv.cu launch whose
+	// first weight loads go before the dependency wait, a comma list of
+	// plain, rope and swiglu.
+	EnvGEMVEarly = "BITDECODE_GEMV_EARLY"
+	// EnvNormEarly is Options.EarlyNormInputs: add_rmsnorm_cluster reads
+	// the residual and the norm's weight before its dependency wait.
+	EnvNormEarly = "BITDECODE_NORM_EARLY"
 )
 
 // Options are the backend's settings. The zero Options is the default:
@@ -108,6 +119,19 @@ type Options struct {
 	// kernels.GEMVBatch (1), or a ring of 4, 8 or 16 loads a lane in
 	// flight (docs/perf/decode-step.md v20). The same bits at every depth.
 	GEMVDepth int
+	// GEMVSplits, where a tier's entry is not 0, is the split-K factor
+	// gemv.cu's launches of that tier take (kernels.GEMV.Splits; a
+	// launch's sums depend on its split): for A/Bs in the decode step
+	// (docs/perf/decode-step.md v21).
+	GEMVSplits [kernels.GEMVSplitTiers]int
+	// GEMVEarly is PDLEarlyWeights for some kinds of gemv.cu launch only
+	// (kernels.GEMV.EarlyKinds); the same bits.
+	GEMVEarly kernels.GEMVEarlyKind
+	// EarlyNormInputs makes AddRMSNorm's cluster kernel read h and w
+	// before it waits for the kernel ahead (kernels.Ops.EarlyNormInputs):
+	// valid where that kernel writes neither, as a decode step's GEMV
+	// before it writes only delta. The same bits.
+	EarlyNormInputs bool
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
@@ -140,7 +164,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		name string
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
-		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}} {
+		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNormEarly, &o.EarlyNormInputs}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
@@ -169,6 +193,34 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			return Options{}, bad(EnvGEMVDepth, v, "1, 4, 8 or 16")
 		}
 		o.GEMVDepth = n
+	}
+	if v, ok := get(EnvGEMVSplits); ok {
+		f := strings.Split(v, ",")
+		var s [kernels.GEMVSplitTiers]int
+		ok := len(f) == len(s)
+		for i := 0; ok && i < len(s); i++ {
+			var err error
+			s[i], err = strconv.Atoi(strings.TrimSpace(f[i]))
+			ok = err == nil
+		}
+		if !ok || !kernels.ValidGEMVSplits(s) {
+			return Options{}, bad(EnvGEMVSplits, v, "four of 0, 1, 2, 4 split by commas")
+		}
+		o.GEMVSplits = s
+	}
+	if v, ok := get(EnvGEMVEarly); ok {
+		for _, k := range strings.Split(v, ",") {
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "plain":
+				o.GEMVEarly |= kernels.GEMVEarlyPlain
+			case "rope":
+				o.GEMVEarly |= kernels.GEMVEarlyRoPE
+			case "swiglu":
+				o.GEMVEarly |= kernels.GEMVEarlySwiGLU
+			default:
+				return Options{}, bad(EnvGEMVEarly, v, "a comma list of plain, rope, swiglu")
+			}
+		}
 	}
 	if v, ok := get(EnvDECResidual); ok {
 		switch strings.ToLower(v) {

@@ -55,6 +55,13 @@ type Ops struct {
 	// thread block clusters (sm_90 and later; hasCluster).
 	addRMSNormCluster cuda.Function
 	hasCluster        bool
+	// EarlyNormInputs makes add_rmsnorm_cluster read its h and w before
+	// it waits for the kernel ahead (ops.cu's normLoad), so that their
+	// loads overlap that kernel's tail: set it only where no AddRMSNorm's
+	// h or w is written by the kernel right before it (a decode step's
+	// residual and norm weights after the GEMV that writes delta). The
+	// same bits. A knob (docs/perf/decode-step.md v21).
+	EarlyNormInputs bool
 }
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
@@ -229,7 +236,11 @@ func (o *Ops) AddRMSNormHalf(c *cuda.Ctx, s cuda.Stream, h, x, xh, delta, w cuda
 		return err
 	}
 	if o.AddRMSNormClusters(G) && groups <= maxGridX/normCluster {
-		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps, xh)
+		early := int32(0)
+		if o.EarlyNormInputs {
+			early = 1
+		}
+		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps, xh, early)
 	}
 	return c.Launch(o.addRMSNorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, h, x, delta, w, int32(G), eps, xh)
 }

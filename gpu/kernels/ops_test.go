@@ -642,14 +642,18 @@ func TestOpsAddRMSNorm(t *testing.T) {
 			// TestOpsRMSNorm's bound (the same roundings in another order).
 			checkClose(t, fmt.Sprintf("add_rmsnorm %+v cluster order emulated", sh), wantX, ref, func(i int) float64 { return 6*eps32*math.Abs(ref[i]) + 1e-37 })
 		}
-		for _, aliased := range []bool{false, true} {
+		for _, mode := range []struct{ aliased, early bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			aliased := mode.aliased
+			// Early (v21): h and w read before the dependency wait, the
+			// same bits.
+			o.EarlyNormInputs = mode.early
 			hp, dp := g.put(cuda.Bytes(hv)), g.put(cuda.Bytes(dv))
 			xp := dp
 			if !aliased {
 				xp = g.poisonedF32(n)
 			}
 			g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.AddRMSNorm(c, s, hp, xp, dp, wp, groups, sh.G, eps) })
-			what := fmt.Sprintf("add_rmsnorm %+v x=delta %v", sh, aliased)
+			what := fmt.Sprintf("add_rmsnorm %+v x=delta %v early %v", sh, aliased, mode.early)
 			sameF32(t, what+": h", g.f32s(hp, n), wantH)
 			sameF32(t, what+": x", g.f32s(xp, n), wantX)
 
@@ -668,6 +672,7 @@ func TestOpsAddRMSNorm(t *testing.T) {
 			sameF32(t, what+" fp16 copy: x", g.f32s(xp, n), wantX)
 			sameU16(t, what+" fp16 copy: xh", g.u16s(xh, n), g.halfOf(o, xp, n))
 		}
+		o.EarlyNormInputs = false
 	}
 	if strings.HasPrefix(d.Arch(), "sm_9") && clustered == 0 { // Hopper has clusters: the kernel must be there
 		t.Fatalf("%s: no shape ran add_rmsnorm_cluster", d.Arch())

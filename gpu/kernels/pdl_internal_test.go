@@ -14,9 +14,11 @@ var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gem
 // (which makes it first).
 var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);`)
 
-// earlyWeights matches gemv.cu's early weight loads (its one call of
-// prefetch before the dependency wait).
-var earlyWeights = regexp.MustCompile(`if \(early\) prefetch<U>\([^;]*\);`)
+// earlyWeights matches the loads allowed before the dependency wait, of
+// memory the kernel right ahead does not write: gemv.cu's early weight
+// loads (its one call of prefetch) and add_rmsnorm_cluster's residual and
+// norm weight (normLoad), each where its early argument is set.
+var earlyWeights = regexp.MustCompile(`if \(early\) (?:prefetch<U>|normLoad)\([^;]*\);`)
 
 // globalHead matches the start of a kernel definition.
 var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*(\w+)\s*\(`)

@@ -1,0 +1,63 @@
+package kernels
+
+import "testing"
+
+// TestGEMVSplitTiers: the default split-K factors by output channels (o and
+// down 4, q|k|v 2, gate|up and lm_head 1 at Llama-3.1-8B shapes), and
+// GEMV.Splits overriding exactly its tier.
+func TestGEMVSplitTiers(t *testing.T) {
+	for _, tt := range []struct{ N, tier, split int }{
+		{1, 0, 4}, {1024, 0, 4}, {4096, 0, 4}, {4097, 1, 2}, {6144, 1, 2}, {8192, 1, 2},
+		{8193, 2, 1}, {28672, 2, 1}, {32768, 2, 1}, {32769, 3, 1}, {128256, 3, 1},
+	} {
+		if got := gemvSplitTier(tt.N); got != tt.tier {
+			t.Errorf("gemvSplitTier(%d) = %d, want %d", tt.N, got, tt.tier)
+		}
+		g := &GEMV{}
+		if got := g.SplitFor(tt.N); got != tt.split || got != GroupSplit(tt.N) {
+			t.Errorf("SplitFor(%d) = %d, GroupSplit %d, want %d", tt.N, got, GroupSplit(tt.N), tt.split)
+		}
+		g.Splits[tt.tier] = 2
+		if tt.split == 2 {
+			g.Splits[tt.tier] = 4
+		}
+		want := g.Splits[tt.tier]
+		if got := g.SplitFor(tt.N/2, tt.N-tt.N/2); got != want {
+			t.Errorf("Splits %v: SplitFor(%d in two) = %d, want %d", g.Splits, tt.N, got, want)
+		}
+		other := (tt.tier + 1) % GEMVSplitTiers
+		g.Splits = [GEMVSplitTiers]int{}
+		g.Splits[other] = 2
+		if got := g.SplitFor(tt.N); got != tt.split {
+			t.Errorf("Splits %v (another tier): SplitFor(%d) = %d, want %d", g.Splits, tt.N, got, tt.split)
+		}
+	}
+	if !ValidGEMVSplits([GEMVSplitTiers]int{}) || !ValidGEMVSplits([GEMVSplitTiers]int{4, 2, 2, 1}) {
+		t.Error("ValidGEMVSplits refuses the default or 4,2,2,1")
+	}
+	for _, s := range [][GEMVSplitTiers]int{{3}, {0, 8}, {0, 0, -1}, {0, 0, 0, 16}} {
+		if ValidGEMVSplits(s) {
+			t.Errorf("ValidGEMVSplits(%v) = true", s)
+		}
+	}
+}
+
+// TestGEMVEarlyKinds: EarlyWeights sets every launch's early argument,
+// EarlyKinds those of its kinds.
+func TestGEMVEarlyKinds(t *testing.T) {
+	kinds := []GEMVEarlyKind{GEMVEarlyPlain, GEMVEarlyRoPE, GEMVEarlySwiGLU}
+	for mask := GEMVEarlyKind(0); mask < 8; mask++ {
+		for _, all := range []bool{false, true} {
+			g := &GEMV{EarlyKinds: mask, EarlyWeights: all}
+			for _, k := range kinds {
+				want := int32(0)
+				if all || mask&k != 0 {
+					want = 1
+				}
+				if got := g.early(k); got != want {
+					t.Errorf("EarlyKinds %03b, EarlyWeights %v: early(%03b) = %d, want %d", mask, all, k, got, want)
+				}
+			}
+		}
+	}
+}
