@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -151,7 +152,6 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		dev.Close()
 		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
-	ops.EarlyNormInputs = o.EarlyNormInputs
 	var gemv *kernels.GEMV
 	if !o.NoGEMV {
 		load := kernels.LoadGEMV
@@ -165,7 +165,7 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		gemv.EarlyWeights = o.PDLEarlyWeights
 		gemv.Depth = o.GEMVDepth
 		gemv.Splits = o.GEMVSplits
-		gemv.EarlyKinds = o.GEMVEarly
+		gemv.EarlyKinds = cmp.Or(o.GEMVEarly, defaultGEMVEarly)
 	}
 	// The device is the backend's own: its Ctx's setting covers the
 	// backend's launches and those of code queued through Enqueue.

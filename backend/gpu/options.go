@@ -63,11 +63,12 @@ const (
 	EnvGEMVSplits = "BITDECODE_GEMV_SPLITS"
 	// EnvGEMVEarly is Options.GEMVEarly: the kinds of gemv.cu launch whose
 	// first weight loads go before the dependency wait, a comma list of
-	// plain, rope and swiglu.
+	// plain, rope and swiglu, or none (the default: rope).
 	EnvGEMVEarly = "BITDECODE_GEMV_EARLY"
-	// EnvNormEarly is Options.EarlyNormInputs: add_rmsnorm_cluster reads
-	// the residual and the norm's weight before its dependency wait.
-	EnvNormEarly = "BITDECODE_NORM_EARLY"
+	// EnvNoNormEarly is Options.NoEarlyNorm: add_rmsnorm_cluster reads the
+	// residual and the norm's weight after its dependency wait always
+	// (comparisons).
+	EnvNoNormEarly = "BITDECODE_NO_NORM_EARLY"
 )
 
 // Options are the backend's settings. The zero Options is the default:
@@ -125,13 +126,15 @@ type Options struct {
 	// (docs/perf/decode-step.md v21).
 	GEMVSplits [kernels.GEMVSplitTiers]int
 	// GEMVEarly is PDLEarlyWeights for some kinds of gemv.cu launch only
-	// (kernels.GEMV.EarlyKinds); the same bits.
+	// (kernels.GEMV.EarlyKinds); 0 is defaultGEMVEarly (q|k|v's RoPE
+	// launch, decode-step.md v21), kernels.GEMVEarlyNone none. The same
+	// bits.
 	GEMVEarly kernels.GEMVEarlyKind
-	// EarlyNormInputs makes AddRMSNorm's cluster kernel read h and w
-	// before it waits for the kernel ahead (kernels.Ops.EarlyNormInputs):
-	// valid where that kernel writes neither, as a decode step's GEMV
-	// before it writes only delta. The same bits.
-	EarlyNormInputs bool
+	// NoEarlyNorm keeps AddRMSNorm's loads of the residual and the norm's
+	// weight after its dependency wait even where the op queued before it
+	// is a gemv.cu launch that writes neither (earlyNormInputs; the same
+	// bits; decode-step.md v21).
+	NoEarlyNorm bool
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
@@ -164,7 +167,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		name string
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
-		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNormEarly, &o.EarlyNormInputs}} {
+		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
@@ -211,6 +214,8 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	if v, ok := get(EnvGEMVEarly); ok {
 		for _, k := range strings.Split(v, ",") {
 			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "none":
+				o.GEMVEarly |= kernels.GEMVEarlyNone
 			case "plain":
 				o.GEMVEarly |= kernels.GEMVEarlyPlain
 			case "rope":
@@ -218,7 +223,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			case "swiglu":
 				o.GEMVEarly |= kernels.GEMVEarlySwiGLU
 			default:
-				return Options{}, bad(EnvGEMVEarly, v, "a comma list of plain, rope, swiglu")
+				return Options{}, bad(EnvGEMVEarly, v, "none or a comma list of plain, rope, swiglu")
 			}
 		}
 	}

@@ -19,21 +19,24 @@ func TestParseOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.NoGEMV || o.MMADecode || o.BatchInvariant || o.NoGraphs || o.NoPDL || o.PDLEarlyWeights || o.DECMode != 0 || o.DECBlocks != 0 || o.DECResidualOnDevice || o.GEMVDepth != 0 || o.GEMVSplits != [kernels.GEMVSplitTiers]int{} || o.GEMVEarly != 0 || o.EarlyNormInputs || o.Tuning != (kernels.Tuning{}) || o.CUDA == nil || o.CUDA.CacheDir != "" {
+	if o.NoGEMV || o.MMADecode || o.BatchInvariant || o.NoGraphs || o.NoPDL || o.PDLEarlyWeights || o.DECMode != 0 || o.DECBlocks != 0 || o.DECResidualOnDevice || o.GEMVDepth != 0 || o.GEMVSplits != [kernels.GEMVSplitTiers]int{} || o.GEMVEarly != 0 || o.NoEarlyNorm || o.Tuning != (kernels.Tuning{}) || o.CUDA == nil || o.CUDA.CacheDir != "" {
 		t.Errorf("ParseOptions of nothing = %+v, want the defaults with a zero CUDA config", o)
 	}
 	o, err = gpu.ParseOptions(env(map[string]string{
 		gpu.EnvNoGEMV: "1", gpu.EnvMMADecode: "t", gpu.EnvBatchInvariant: "1", gpu.EnvNoGraphs: "true", gpu.EnvDECMode: "fused", gpu.EnvDECBlocks: "6",
 		gpu.EnvDECResidual: "device", kernels.EnvDecodeMT: "2", "BITDECODE_CACHE_DIR": "/tmp/k",
 		gpu.EnvNoPDL: "1", gpu.EnvPDLEarly: "true", gpu.EnvGEMVDepth: "8",
-		gpu.EnvGEMVSplits: "4, 0,2,1", gpu.EnvGEMVEarly: "plain,SwiGLU", gpu.EnvNormEarly: "1",
+		gpu.EnvGEMVSplits: "4, 0,2,1", gpu.EnvGEMVEarly: "plain,SwiGLU", gpu.EnvNoNormEarly: "1",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !o.NoGEMV || !o.MMADecode || !o.BatchInvariant || !o.NoGraphs || o.DECMode != kernels.DECFused || o.DECBlocks != 6 || !o.DECResidualOnDevice || !o.NoPDL || !o.PDLEarlyWeights || o.GEMVDepth != 8 || o.GEMVSplits != [kernels.GEMVSplitTiers]int{4, 0, 2, 1} ||
-		o.GEMVEarly != kernels.GEMVEarlyPlain|kernels.GEMVEarlySwiGLU || !o.EarlyNormInputs || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
+		o.GEMVEarly != kernels.GEMVEarlyPlain|kernels.GEMVEarlySwiGLU || !o.NoEarlyNorm || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
 		t.Errorf("ParseOptions = %+v", o)
+	}
+	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvGEMVEarly: "none"})); err != nil || o.GEMVEarly != kernels.GEMVEarlyNone {
+		t.Errorf("GEMV_EARLY=none: %+v, %v", o.GEMVEarly, err)
 	}
 	// "0" turns a switch off (it used to count as set).
 	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvNoGraphs: "0", gpu.EnvNoGEMV: ""})); err != nil || o.NoGraphs || o.NoGEMV {
@@ -52,8 +55,8 @@ func TestParseOptions(t *testing.T) {
 		{gpu.EnvGEMVDepth, "2", "1, 4, 8 or 16"},
 		{gpu.EnvGEMVSplits, "4,2,1", "four of 0, 1, 2, 4 split by commas"},
 		{gpu.EnvGEMVSplits, "4,2,3,1", "four of 0, 1, 2, 4 split by commas"},
-		{gpu.EnvGEMVEarly, "plain,qkv", "a comma list of plain, rope, swiglu"},
-		{gpu.EnvNormEarly, "yes", "1, t, true, 0, f or false"},
+		{gpu.EnvGEMVEarly, "plain,qkv", "none or a comma list of plain, rope, swiglu"},
+		{gpu.EnvNoNormEarly, "yes", "1, t, true, 0, f or false"},
 		{kernels.EnvDecodeStages, "1", "0, 2, 3 or 4"},
 	} {
 		_, err := gpu.ParseOptions(env(map[string]string{tt.name: tt.value}))

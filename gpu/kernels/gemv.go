@@ -31,11 +31,13 @@ const GEMVSplitTiers = 4
 var gemvSplitBounds = [GEMVSplitTiers - 1]int{4096, 8192, 32768}
 
 // gemvDefaultSplits are the tiers' split-K factors: enough warps to put
-// about 32 on each of an H100's 132 SMs (v2; docs/perf), and split 4 up to
+// about 32 on each of an H100's 132 SMs (v2; docs/perf), split 4 up to
 // 4096 channels, where `bench gemv` read Llama-3.1-8B's o (4096 x 4096)
 // and down (4096 x 14336) faster at 4 than at 2: a shorter tail wave (v5;
-// docs/perf/decode-step.md v10).
-var gemvDefaultSplits = [GEMVSplitTiers]int{4, 2, 1, 1}
+// docs/perf/decode-step.md v10), and split 2 up to 32768, where gate|up
+// (28672) made the B = 1 decode step 0.08-0.1 ms faster than at split 1
+// (v8; decode-step.md v21).
+var gemvDefaultSplits = [GEMVSplitTiers]int{4, 2, 2, 1}
 
 // gemvSplitTier returns the tier of a launch over N output channels.
 func gemvSplitTier(N int) int {
@@ -151,6 +153,9 @@ const (
 	GEMVEarlyPlain GEMVEarlyKind = 1 << iota
 	GEMVEarlyRoPE
 	GEMVEarlySwiGLU
+	// GEMVEarlyNone holds no kind: a mask that is not zero, for options
+	// whose zero stands for a default (backend/gpu's Options.GEMVEarly).
+	GEMVEarlyNone GEMVEarlyKind = 1 << 7
 )
 
 // LoadGEMV compiles gemv.cu (once per device) with GEMVBatch, the depth

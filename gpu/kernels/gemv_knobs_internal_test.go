@@ -3,12 +3,12 @@ package kernels
 import "testing"
 
 // TestGEMVSplitTiers: the default split-K factors by output channels (o and
-// down 4, q|k|v 2, gate|up and lm_head 1 at Llama-3.1-8B shapes), and
+// down 4, q|k|v and gate|up 2, lm_head 1 at Llama-3.1-8B shapes), and
 // GEMV.Splits overriding exactly its tier.
 func TestGEMVSplitTiers(t *testing.T) {
 	for _, tt := range []struct{ N, tier, split int }{
 		{1, 0, 4}, {1024, 0, 4}, {4096, 0, 4}, {4097, 1, 2}, {6144, 1, 2}, {8192, 1, 2},
-		{8193, 2, 1}, {28672, 2, 1}, {32768, 2, 1}, {32769, 3, 1}, {128256, 3, 1},
+		{8193, 2, 2}, {14336, 2, 2}, {28672, 2, 2}, {32768, 2, 2}, {32769, 3, 1}, {128256, 3, 1},
 	} {
 		if got := gemvSplitTier(tt.N); got != tt.tier {
 			t.Errorf("gemvSplitTier(%d) = %d, want %d", tt.N, got, tt.tier)
@@ -46,7 +46,7 @@ func TestGEMVSplitTiers(t *testing.T) {
 // EarlyKinds those of its kinds.
 func TestGEMVEarlyKinds(t *testing.T) {
 	kinds := []GEMVEarlyKind{GEMVEarlyPlain, GEMVEarlyRoPE, GEMVEarlySwiGLU}
-	for mask := GEMVEarlyKind(0); mask < 8; mask++ {
+	for _, mask := range []GEMVEarlyKind{0, 1, 2, 3, 4, 5, 6, 7, GEMVEarlyNone} {
 		for _, all := range []bool{false, true} {
 			g := &GEMV{EarlyKinds: mask, EarlyWeights: all}
 			for _, k := range kinds {

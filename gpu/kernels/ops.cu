@@ -77,9 +77,12 @@
 //      32-256, butterflies by warp shuffles, no barrier (decode-step.md v10).
 //   v8 split_cols and swiglu_cols: the outputs of one cuBLASLt
 //      GEMM over a LinearGroup's joined weights (decode-step.md v17).
-//   v9 (this file) add_rmsnorm(_cluster) and swiglu_cols write the fp16
+//   v9 add_rmsnorm(_cluster) and swiglu_cols write the fp16
 //      copy of their output where the next op is a cuBLASLt GEMM over it,
 //      and rope_cols folds split_cols into rope_qk (decode-step.md v19).
+//   v10 (this file) add_rmsnorm_cluster reads h and w before its dependency wait where
+//      its early argument says the kernel ahead writes neither (normLoad;
+//      the same bits; decode-step.md v21).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -395,7 +398,7 @@ BD_DEVICE double clusterLoadF64(const double* p, u32 rank) {
 // With early add_rmsnorm_cluster calls it before its dependency wait: h
 // and w must then not be written by the kernel right ahead (the residual
 // and the norm's weight of a decode step, where that kernel is the GEMV
-// writing delta; Ops.EarlyNormInputs).
+// writing delta; Ops.AddRMSNormHalfEarly, decode-step.md v21).
 BD_DEVICE void normLoad(float (&hv)[kNormClusterRegs], float (&wv)[kNormClusterRegs], const float* hs,
                         const float* __restrict__ w, int lo, int hi, int tid) {
 #pragma unroll

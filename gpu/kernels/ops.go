@@ -55,13 +55,6 @@ type Ops struct {
 	// thread block clusters (sm_90 and later; hasCluster).
 	addRMSNormCluster cuda.Function
 	hasCluster        bool
-	// EarlyNormInputs makes add_rmsnorm_cluster read its h and w before
-	// it waits for the kernel ahead (ops.cu's normLoad), so that their
-	// loads overlap that kernel's tail: set it only where no AddRMSNorm's
-	// h or w is written by the kernel right before it (a decode step's
-	// residual and norm weights after the GEMV that writes delta). The
-	// same bits. A knob (docs/perf/decode-step.md v21).
-	EarlyNormInputs bool
 }
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
@@ -232,15 +225,26 @@ func (o *Ops) AddRMSNorm(c *cuda.Ctx, s cuda.Stream, h, x, delta, w cuda.DeviceP
 // it, without a conversion launch; decode-step.md v19). x's bits are
 // AddRMSNorm's.
 func (o *Ops) AddRMSNormHalf(c *cuda.Ctx, s cuda.Stream, h, x, xh, delta, w cuda.DevicePtr, groups, G int, eps float32) error {
+	return o.AddRMSNormHalfEarly(c, s, h, x, xh, delta, w, groups, G, eps, false)
+}
+
+// AddRMSNormHalfEarly is AddRMSNormHalf whose cluster kernel, where early
+// is set, reads h and w before it waits for the kernel ahead of it on s
+// (ops.cu's normLoad), so that those loads overlap that kernel's tail
+// instead of opening this one (docs/perf/decode-step.md v21). The caller
+// promises that the kernel right ahead writes neither h nor w (a decode
+// step's GEMV, which writes delta). The same bits either way; rows that
+// do not run over a cluster ignore early.
+func (o *Ops) AddRMSNormHalfEarly(c *cuda.Ctx, s cuda.Stream, h, x, xh, delta, w cuda.DevicePtr, groups, G int, eps float32, early bool) error {
 	if err := checkRows("add_rmsnorm", groups, G); err != nil {
 		return err
 	}
 	if o.AddRMSNormClusters(G) && groups <= maxGridX/normCluster {
-		early := int32(0)
-		if o.EarlyNormInputs {
-			early = 1
+		e := int32(0)
+		if early {
+			e = 1
 		}
-		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps, xh, early)
+		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps, xh, e)
 	}
 	return c.Launch(o.addRMSNorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, h, x, delta, w, int32(G), eps, xh)
 }

@@ -643,17 +643,19 @@ func TestOpsAddRMSNorm(t *testing.T) {
 			checkClose(t, fmt.Sprintf("add_rmsnorm %+v cluster order emulated", sh), wantX, ref, func(i int) float64 { return 6*eps32*math.Abs(ref[i]) + 1e-37 })
 		}
 		for _, mode := range []struct{ aliased, early bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
-			aliased := mode.aliased
-			// Early (v21): h and w read before the dependency wait, the
-			// same bits.
-			o.EarlyNormInputs = mode.early
+			aliased, early := mode.aliased, mode.early // early (v21): h and w read before the dependency wait, the same bits
 			hp, dp := g.put(cuda.Bytes(hv)), g.put(cuda.Bytes(dv))
 			xp := dp
 			if !aliased {
 				xp = g.poisonedF32(n)
 			}
-			g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.AddRMSNorm(c, s, hp, xp, dp, wp, groups, sh.G, eps) })
-			what := fmt.Sprintf("add_rmsnorm %+v x=delta %v early %v", sh, aliased, mode.early)
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+				if early {
+					return o.AddRMSNormHalfEarly(c, s, hp, xp, 0, dp, wp, groups, sh.G, eps, true)
+				}
+				return o.AddRMSNorm(c, s, hp, xp, dp, wp, groups, sh.G, eps)
+			})
+			what := fmt.Sprintf("add_rmsnorm %+v x=delta %v early %v", sh, aliased, early)
 			sameF32(t, what+": h", g.f32s(hp, n), wantH)
 			sameF32(t, what+": x", g.f32s(xp, n), wantX)
 
@@ -666,13 +668,12 @@ func TestOpsAddRMSNorm(t *testing.T) {
 			}
 			xh := g.poisonedF16(n)
 			g.run(func(c *cuda.Ctx, s cuda.Stream) error {
-				return o.AddRMSNormHalf(c, s, hp, xp, xh, dp, wp, groups, sh.G, eps)
+				return o.AddRMSNormHalfEarly(c, s, hp, xp, xh, dp, wp, groups, sh.G, eps, early)
 			})
 			sameF32(t, what+" fp16 copy: h", g.f32s(hp, n), wantH)
 			sameF32(t, what+" fp16 copy: x", g.f32s(xp, n), wantX)
 			sameU16(t, what+" fp16 copy: xh", g.u16s(xh, n), g.halfOf(o, xp, n))
 		}
-		o.EarlyNormInputs = false
 	}
 	if strings.HasPrefix(d.Arch(), "sm_9") && clustered == 0 { // Hopper has clusters: the kernel must be there
 		t.Fatalf("%s: no shape ran add_rmsnorm_cluster", d.Arch())
