@@ -19,6 +19,8 @@
 package gpu
 
 import (
+	"cmp"
+
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 )
@@ -140,7 +142,8 @@ const defaultGEMVEarly = kernels.GEMVEarlyRoPE
 // dependency wait: the op queued right before it must be a gemv.cu launch
 // (it then runs right ahead of the norm on the stream, and PDL lets the
 // norm start only once the kernel before that one has finished) none of
-// whose outputs overlaps h; never with Options.NoEarlyNorm.
+// whose outputs overlaps h; never with Options.NoEarlyNorm. After a flush
+// (the queue empty) it says no.
 func (b *Backend) earlyNormInputs(h *tensor) bool {
 	if b.opts.NoEarlyNorm {
 		return false
@@ -148,10 +151,13 @@ func (b *Backend) earlyNormInputs(h *tensor) bool {
 	b.qMu.Lock()
 	defer b.qMu.Unlock()
 	n := len(b.queue)
-	if n == 0 || b.queue[n-1].gemv == nil {
+	if n == 0 {
 		return false
 	}
-	l := b.queue[n-1].gemv
+	l := cmp.Or(b.queue[n-1].plain, b.queue[n-1].gemv)
+	if l == nil {
+		return false
+	}
 	for _, g := range l.groups {
 		if overlaps(g.Y, 4*l.T*g.N, h.ptr, 4*h.n) {
 			return false

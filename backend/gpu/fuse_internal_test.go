@@ -241,7 +241,8 @@ func TestFoldRoPE(t *testing.T) {
 func TestEarlyNormInputsDecision(t *testing.T) {
 	const T, N = 2, 64
 	y := cuda.DevicePtr(1 << 20)
-	gemv := queuedOp{op: "Linear", gemv: &gemvLaunch{T: T, K: 8, groups: []kernels.LinearGroup{{Y: y, N: N}}}}
+	gemv := queuedOp{op: "Linear", plain: &gemvLaunch{T: T, K: 8, groups: []kernels.LinearGroup{{Y: y, N: N}}}}
+	group := queuedOp{op: "LinearGroup", gemv: &gemvLaunch{T: T, K: 8, groups: []kernels.LinearGroup{{Y: y, N: N}, {Y: y + 4*T*N, N: N}}}}
 	for _, tt := range []struct {
 		name  string
 		queue []queuedOp
@@ -250,6 +251,8 @@ func TestEarlyNormInputsDecision(t *testing.T) {
 		want  bool
 	}{
 		{"after a gemv launch", []queuedOp{gemv}, y + 4*T*N, false, true},
+		{"after a group launch", []queuedOp{group}, y + 8*T*N, false, true},
+		{"h is a group's second output", []queuedOp{group}, y + 4*T*N, false, false},
 		{"h below its output", []queuedOp{gemv}, y - 4*T*N, false, true},
 		{"h is its output", []queuedOp{gemv}, y, false, false},
 		{"h overlaps its output's end", []queuedOp{gemv}, y + 4*T*N - 4, false, false},
@@ -257,6 +260,9 @@ func TestEarlyNormInputsDecision(t *testing.T) {
 		{"empty queue", nil, y + 4*T*N, false, false},
 		{"after another op", []queuedOp{gemv, {op: "Add"}}, y + 4*T*N, false, false},
 	} {
+		if gemv.foldable() {
+			t.Fatal("a plain gemv.cu launch is foldable: it would keep ops past a segment's end")
+		}
 		b := &Backend{queue: tt.queue}
 		b.opts.NoEarlyNorm = tt.no
 		if got := b.earlyNormInputs(&tensor{ptr: tt.h, n: T * N}); got != tt.want {

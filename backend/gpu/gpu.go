@@ -220,6 +220,14 @@ type queuedOp struct {
 	// gemv: a gemv.cu group launch's operands, which the op queued after
 	// it may fold into (fuse.go); nil for every other op.
 	gemv *gemvLaunch
+	// plain: a gemv.cu launch of one weight's (Linear at decode rows),
+	// whose outputs an AddRMSNorm queued after it checks before reading
+	// its inputs early (fuse.go's earlyNormInputs); nil for every other
+	// op. Unlike gemv it keeps no op past a segment's end (foldable): a
+	// queue that kept the step's o and down launches reached the end of a
+	// step with one or two flushes and ran one of them directly, not as a
+	// graph (decode-step.md v21b).
+	plain *gemvLaunch
 	// joined: a joined LinearGroup's one GEMM (join.go), which SwiGLU
 	// queued after it may fold into; nil for every other op.
 	joined *joinedLaunch

@@ -376,7 +376,7 @@ func (b *Backend) linear(d, xt *tensor, wt, bt *weight) {
 			}
 			return nil
 		}, key: []uint64{u64(d.ptr), u64(xt.ptr), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K)},
-			gemv: &gemvLaunch{x: xt.ptr, xBytes: 4 * xt.n, T: T, K: K, groups: []kernels.LinearGroup{{Y: d.ptr, W: wt.f16, Bias: bp, N: N}}}})
+			plain: &gemvLaunch{x: xt.ptr, xBytes: 4 * xt.n, T: T, K: K, groups: []kernels.LinearGroup{{Y: d.ptr, W: wt.f16, Bias: bp, N: N}}}})
 	case T <= linearKeyedMaxRows:
 		b.launchGEMM(op, d, xt, wt, bt, T, N, K)
 	default:

@@ -30,14 +30,15 @@ const GEMVSplitTiers = 4
 // 0, q|k|v (6144) tier 1, gate|up (28672) tier 2, lm_head (128256) tier 3.
 var gemvSplitBounds = [GEMVSplitTiers - 1]int{4096, 8192, 32768}
 
-// gemvDefaultSplits are the tiers' split-K factors: enough warps to put
-// about 32 on each of an H100's 132 SMs (v2; docs/perf), split 4 up to
-// 4096 channels, where `bench gemv` read Llama-3.1-8B's o (4096 x 4096)
-// and down (4096 x 14336) faster at 4 than at 2: a shorter tail wave (v5;
-// docs/perf/decode-step.md v10), and split 2 up to 32768, where gate|up
-// (28672) made the B = 1 decode step 0.08-0.1 ms faster than at split 1
-// (v8; decode-step.md v21).
-var gemvDefaultSplits = [GEMVSplitTiers]int{4, 2, 2, 1}
+// gemvDefaultSplits are the tiers' split-K factors, at one row of x
+// ([0]) and at more ([1]): enough warps to put about 32 on each of an
+// H100's 132 SMs (v2; docs/perf), split 4 up to 4096 channels, where
+// `bench gemv` read Llama-3.1-8B's o (4096 x 4096) and down (4096 x 14336)
+// faster at 4 than at 2: a shorter tail wave (v5; docs/perf/decode-step.md
+// v10); at one row split 2 up to 32768, where gate|up (28672) made the B =
+// 1 decode step 0.08-0.1 ms faster than at split 1 (v8; decode-step.md
+// v21; not measured at two rows, which keep 1).
+var gemvDefaultSplits = [2][GEMVSplitTiers]int{{4, 2, 2, 1}, {4, 2, 1, 1}}
 
 // gemvSplitTier returns the tier of a launch over N output channels.
 func gemvSplitTier(N int) int {
@@ -49,8 +50,9 @@ func gemvSplitTier(N int) int {
 	return GEMVSplitTiers - 1
 }
 
-// gemvSplitFor picks the default split-K factor for N output channels.
-func gemvSplitFor(N int) int { return gemvDefaultSplits[gemvSplitTier(N)] }
+// gemvSplitFor picks the default split-K factor for T rows of x and N
+// output channels.
+func gemvSplitFor(T, N int) int { return gemvDefaultSplits[min(max(T, 1), 2)-1][gemvSplitTier(N)] }
 
 // ValidGEMVSplits reports whether s is a GEMV.Splits: each tier 0 (the
 // default's) or one of the instantiated factors 1, 2, 4.
@@ -63,25 +65,25 @@ func ValidGEMVSplits(s [GEMVSplitTiers]int) bool {
 	return true
 }
 
-// splitFor is the split-K factor a launch over N output channels (a
-// group's summed) takes: Splits' for N's tier where set, else
+// splitFor is the split-K factor a launch over T rows and N output
+// channels (a group's summed) takes: Splits' for N's tier where set, else
 // gemvSplitFor's.
-func (g *GEMV) splitFor(N int) int {
+func (g *GEMV) splitFor(T, N int) int {
 	if s := g.Splits[gemvSplitTier(N)]; s != 0 {
 		return s
 	}
-	return gemvSplitFor(N)
+	return gemvSplitFor(T, N)
 }
 
 // SplitFor is the split-K factor LaunchGroups, LaunchSwiGLU and LaunchRoPE
-// take for weights with these output channel counts: GroupSplit's unless
-// Splits sets their summed N's tier.
-func (g *GEMV) SplitFor(Ns ...int) int {
+// take over T rows of x for weights with these output channel counts:
+// GroupSplit's unless Splits sets their summed N's tier.
+func (g *GEMV) SplitFor(T int, Ns ...int) int {
 	sum := 0
 	for _, n := range Ns {
 		sum += n
 	}
-	return g.splitFor(sum)
+	return g.splitFor(T, sum)
 }
 
 // GEMVBatch is the depth that selects gemv.cu's v6 schedule (kBatch): a
@@ -222,7 +224,7 @@ func (g *GEMV) Launch(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.DevicePtr,
 	if !g.Fits(T, K) || N <= 0 {
 		return fmt.Errorf("kernels: gemv: shape T=%d N=%d K=%d does not fit", T, N, K)
 	}
-	return g.launchSplit(c, st, y, x, w, bias, T, N, K, g.splitFor(N))
+	return g.launchSplit(c, st, y, x, w, bias, T, N, K, g.splitFor(T, N))
 }
 
 // splitIndex returns the index of split-K factor s in gemvSplits.
@@ -286,29 +288,31 @@ func (g *GEMV) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.Devic
 	return g.launchSplit(c, st, y, x, w, bias, T, N, K, split)
 }
 
-// GroupSplit is the split-K factor LaunchGroups takes for weights with
-// these output channel counts: that of one weight of their summed N, so
-// q|k|v at Llama-3.1-8B shapes (6144 channels) all take q's split 2.
-func GroupSplit(Ns ...int) int {
+// GroupSplit is the split-K factor LaunchGroups takes over T rows of x
+// for weights with these output channel counts: that of one weight of
+// their summed N, so q|k|v at Llama-3.1-8B shapes (6144 channels) all take
+// q's split 2.
+func GroupSplit(T int, Ns ...int) int {
 	sum := 0
 	for _, n := range Ns {
 		sum += n
 	}
-	return gemvSplitFor(sum)
+	return gemvSplitFor(T, sum)
 }
 
 // LaunchGroups computes, in one launch, y_i = x·W_iᵀ + bias_i for up to
 // GEMVMaxGroups weights sharing x [T][K] float32 (kernels.LinearGroup as
 // for Linear.LaunchGroups: w [N][K] fp16, bias [N] float32 or 0, y [T][N]
-// float32), with one split-K factor for all of them, GroupSplit of their
-// Ns (SplitFor's where Splits is set). Each weight's result is bitwise that of LaunchSplit of it alone at
+// float32), with one split-K factor for all of them, GroupSplit of T and
+// their Ns (SplitFor's where Splits is set). Each weight's result is
+// bitwise that of LaunchSplit of it alone at
 // that split (not always Launch's: a weight's own split may differ).
 func (g *GEMV) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, groups ...LinearGroup) error {
 	sum := 0
 	for _, gr := range groups {
 		sum += gr.N
 	}
-	return g.LaunchGroupsSplit(c, st, x, T, K, g.splitFor(sum), groups...)
+	return g.LaunchGroupsSplit(c, st, x, T, K, g.splitFor(T, sum), groups...)
 }
 
 // LaunchGroupsSplit is LaunchGroups with an explicit split-K factor (1, 2
@@ -372,7 +376,7 @@ func gemvPairTile(split int) (pairs, warps int) {
 // x. One launch and one write of the outputs less than the two kernels
 // (docs/perf/decode-step.md v14).
 func (g *GEMV) LaunchSwiGLU(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, gate, up LinearGroup, dst cuda.DevicePtr) error {
-	return g.LaunchSwiGLUSplit(c, st, x, T, K, g.splitFor(gate.N+up.N), gate, up, dst)
+	return g.LaunchSwiGLUSplit(c, st, x, T, K, g.splitFor(T, gate.N+up.N), gate, up, dst)
 }
 
 // LaunchSwiGLUSplit is LaunchSwiGLU at an explicit split-K factor (1, 2 or
@@ -408,7 +412,7 @@ func (g *GEMV) LaunchSwiGLUSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 // Ops.RoPEQK without norms (pos [T] int32, invFreq [half] float32). q.N and
 // k.N are multiples of D = 2·half, v.N of 2; every Y is set.
 func (g *GEMV) LaunchRoPE(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, q, k, v LinearGroup, pos, invFreq cuda.DevicePtr, half int) error {
-	return g.LaunchRoPESplit(c, st, x, T, K, g.splitFor(q.N+k.N+v.N), q, k, v, pos, invFreq, half)
+	return g.LaunchRoPESplit(c, st, x, T, K, g.splitFor(T, q.N+k.N+v.N), q, k, v, pos, invFreq, half)
 }
 
 // LaunchRoPESplit is LaunchRoPE at an explicit split-K factor (1, 2 or 4):

@@ -3,32 +3,34 @@ package kernels
 import "testing"
 
 // TestGEMVSplitTiers: the default split-K factors by output channels (o and
-// down 4, q|k|v and gate|up 2, lm_head 1 at Llama-3.1-8B shapes), and
-// GEMV.Splits overriding exactly its tier.
+// down 4, q|k|v 2, gate|up 2 at one row and 1 at more, lm_head 1 at
+// Llama-3.1-8B shapes), and GEMV.Splits overriding exactly its tier at
+// every row count.
 func TestGEMVSplitTiers(t *testing.T) {
-	for _, tt := range []struct{ N, tier, split int }{
-		{1, 0, 4}, {1024, 0, 4}, {4096, 0, 4}, {4097, 1, 2}, {6144, 1, 2}, {8192, 1, 2},
-		{8193, 2, 2}, {14336, 2, 2}, {28672, 2, 2}, {32768, 2, 2}, {32769, 3, 1}, {128256, 3, 1},
+	for _, tt := range []struct{ T, N, tier, split int }{
+		{1, 1, 0, 4}, {1, 1024, 0, 4}, {1, 4096, 0, 4}, {1, 4097, 1, 2}, {1, 6144, 1, 2}, {1, 8192, 1, 2},
+		{1, 8193, 2, 2}, {1, 14336, 2, 2}, {1, 28672, 2, 2}, {1, 32768, 2, 2}, {1, 32769, 3, 1}, {1, 128256, 3, 1},
+		{2, 4096, 0, 4}, {2, 6144, 1, 2}, {2, 28672, 2, 1}, {2, 128256, 3, 1}, {8, 4096, 0, 4}, {8, 28672, 2, 1},
 	} {
 		if got := gemvSplitTier(tt.N); got != tt.tier {
 			t.Errorf("gemvSplitTier(%d) = %d, want %d", tt.N, got, tt.tier)
 		}
 		g := &GEMV{}
-		if got := g.SplitFor(tt.N); got != tt.split || got != GroupSplit(tt.N) {
-			t.Errorf("SplitFor(%d) = %d, GroupSplit %d, want %d", tt.N, got, GroupSplit(tt.N), tt.split)
+		if got := g.SplitFor(tt.T, tt.N); got != tt.split || got != GroupSplit(tt.T, tt.N) {
+			t.Errorf("T=%d: SplitFor(%d) = %d, GroupSplit %d, want %d", tt.T, tt.N, got, GroupSplit(tt.T, tt.N), tt.split)
 		}
 		g.Splits[tt.tier] = 2
 		if tt.split == 2 {
 			g.Splits[tt.tier] = 4
 		}
 		want := g.Splits[tt.tier]
-		if got := g.SplitFor(tt.N/2, tt.N-tt.N/2); got != want {
+		if got := g.SplitFor(tt.T, tt.N/2, tt.N-tt.N/2); got != want {
 			t.Errorf("Splits %v: SplitFor(%d in two) = %d, want %d", g.Splits, tt.N, got, want)
 		}
 		other := (tt.tier + 1) % GEMVSplitTiers
 		g.Splits = [GEMVSplitTiers]int{}
 		g.Splits[other] = 2
-		if got := g.SplitFor(tt.N); got != tt.split {
+		if got := g.SplitFor(tt.T, tt.N); got != tt.split {
 			t.Errorf("Splits %v (another tier): SplitFor(%d) = %d, want %d", g.Splits, tt.N, got, tt.split)
 		}
 	}
