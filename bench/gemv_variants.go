@@ -148,7 +148,7 @@ func SweepGEMVVariants(c *model.Config, Ts []int, progress io.Writer) ([]GEMVVar
 				for _, split := range []int{1, 2, 4} {
 					for _, depth := range []int{kernels.GEMVBatch, 4, 8, 16} {
 						r := GEMVVariantRow{Name: sh.name, T: T, Split: split, Depth: depth, Chain: gemvChain,
-							Default: split == kernels.GroupSplit(sh.N...) && depth == kernels.GEMVDepthFor(T, split, sh.K)}
+							Default: split == kernels.GroupSplit(T, sh.N...) && depth == kernels.GEMVDepthFor(T, split, sh.K)}
 						g.Depth = depth
 						if r.AloneUS, err = x.MedianUS(st, 3, 20, func(i int) error { return launch(i, split) }); err != nil {
 							g.Depth = 0

@@ -9,10 +9,18 @@
 // (docs/perf/decode-step.md v14). The model's Forward needs no change: a
 // fold happens when the ops come in that order in one segment of the queue
 // (queueOp keeps a gemv launch in the queue for the op after it).
+//
+// The op after a gemv.cu launch may also start early: AddRMSNorm reads
+// the residual and the norm's weight before its dependency wait where the
+// launch ahead of it writes neither (earlyNormInputs), and by default the
+// RoPE launch issues its first weight loads before its own
+// (defaultGEMVEarly; decode-step.md v21).
 
 package gpu
 
 import (
+	"cmp"
+
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 )
@@ -118,4 +126,42 @@ func (b *Backend) foldRoPE(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) 
 			return b.gemv.LaunchRoPE(c, b.stream, x, T, K, qg, kg, v, p, invFreq, half)
 		}}, true
 	})
+}
+
+// defaultGEMVEarly is the kinds of gemv.cu launch whose first weight loads
+// go before their dependency wait unless Options.GEMVEarly says otherwise:
+// q|k|v's RoPE launch, whose CTAs wait during add_rmsnorm_cluster's few
+// latency-bound microseconds with the DRAM otherwise idle (decode-step.md
+// v21: the B = 1 step -0.03 to -0.065 ms). The backend's weights are
+// written only at load, which ends in a stream sync, so no kernel ahead
+// writes them.
+const defaultGEMVEarly = kernels.GEMVEarlyRoPE
+
+// earlyNormInputs reports whether an add_rmsnorm over the residual h may
+// read h (and its norm weight, which only a load writes) before its
+// dependency wait: the op queued right before it must be a gemv.cu launch
+// (it then runs right ahead of the norm on the stream, and PDL lets the
+// norm start only once the kernel before that one has finished) none of
+// whose outputs overlaps h; never with Options.NoEarlyNorm. After a flush
+// (the queue empty) it says no.
+func (b *Backend) earlyNormInputs(h *tensor) bool {
+	if b.opts.NoEarlyNorm {
+		return false
+	}
+	b.qMu.Lock()
+	defer b.qMu.Unlock()
+	n := len(b.queue)
+	if n == 0 {
+		return false
+	}
+	l := cmp.Or(b.queue[n-1].plain, b.queue[n-1].gemv)
+	if l == nil {
+		return false
+	}
+	for _, g := range l.groups {
+		if overlaps(g.Y, 4*l.T*g.N, h.ptr, 4*h.n) {
+			return false
+		}
+	}
+	return true
 }

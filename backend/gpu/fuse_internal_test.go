@@ -17,6 +17,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 )
 
 // foldBackend opens a backend on GPU 0 with the environment's options, or
@@ -231,5 +232,78 @@ func TestFoldRoPE(t *testing.T) {
 				foldSameBits(t, name+": "+n, got[i], want[i])
 			}
 		}
+	}
+}
+
+// TestEarlyNormInputsDecision: AddRMSNorm reads h early only right after a
+// queued gemv.cu launch none of whose outputs overlaps h, and never with
+// Options.NoEarlyNorm (no GPU needed).
+func TestEarlyNormInputsDecision(t *testing.T) {
+	const T, N = 2, 64
+	y := cuda.DevicePtr(1 << 20)
+	gemv := queuedOp{op: "Linear", plain: &gemvLaunch{T: T, K: 8, groups: []kernels.LinearGroup{{Y: y, N: N}}}}
+	group := queuedOp{op: "LinearGroup", gemv: &gemvLaunch{T: T, K: 8, groups: []kernels.LinearGroup{{Y: y, N: N}, {Y: y + 4*T*N, N: N}}}}
+	for _, tt := range []struct {
+		name  string
+		queue []queuedOp
+		h     cuda.DevicePtr
+		no    bool
+		want  bool
+	}{
+		{"after a gemv launch", []queuedOp{gemv}, y + 4*T*N, false, true},
+		{"after a group launch", []queuedOp{group}, y + 8*T*N, false, true},
+		{"h is a group's second output", []queuedOp{group}, y + 4*T*N, false, false},
+		{"h below its output", []queuedOp{gemv}, y - 4*T*N, false, true},
+		{"h is its output", []queuedOp{gemv}, y, false, false},
+		{"h overlaps its output's end", []queuedOp{gemv}, y + 4*T*N - 4, false, false},
+		{"NoEarlyNorm", []queuedOp{gemv}, y + 4*T*N, true, false},
+		{"empty queue", nil, y + 4*T*N, false, false},
+		{"after another op", []queuedOp{gemv, {op: "Add"}}, y + 4*T*N, false, false},
+	} {
+		if gemv.foldable() {
+			t.Fatal("a plain gemv.cu launch is foldable: it would keep ops past a segment's end")
+		}
+		b := &Backend{queue: tt.queue}
+		b.opts.NoEarlyNorm = tt.no
+		if got := b.earlyNormInputs(&tensor{ptr: tt.h, n: T * N}); got != tt.want {
+			t.Errorf("%s: earlyNormInputs = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestEarlyNormInputs: a decode Linear then AddRMSNorm over its output (the
+// step's o or down, then the residual's norm) queues the norm with early
+// loads, and h and x get the bits of the same ops with a flush between
+// (no early loads).
+func TestEarlyNormInputs(t *testing.T) {
+	b := foldBackend(t)
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, sh := range []struct{ T, K, G int }{{1, 1032, 4096}, {2, 520, 1024}, {1, 264, 8192}} {
+		w := foldWeight(t, b, "o", foldData(r, sh.G*sh.K, 0.02), sh.G, sh.K)
+		nw := foldWeight(t, b, "norm", foldData(r, sh.G, 1), sh.G)
+		xv, hv := foldData(r, sh.T*sh.K, 1), foldData(r, sh.T*sh.G, 1)
+		gemv := b.fp16Path(sh.T, sh.G, sh.K, false) == pathGEMV
+		run := func(flush bool) (h, x []float32) {
+			in := foldTensor(t, b, xv, sh.T, sh.K)
+			ht := foldTensor(t, b, hv, sh.T, sh.G)
+			d, xt := foldTensor(t, b, nil, sh.T, sh.G), foldTensor(t, b, nil, sh.T, sh.G)
+			b.Linear(d, in, w, nil)
+			if flush {
+				if err := b.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			early := b.earlyNormInputs(ht.(*tensor))
+			if want := gemv && !flush && !b.opts.NoEarlyNorm; early != want {
+				t.Fatalf("T=%d K=%d G=%d flush %v: earlyNormInputs = %v, want %v", sh.T, sh.K, sh.G, flush, early, want)
+			}
+			b.AddRMSNorm(ht, xt, d, nw, 1e-5)
+			return foldDown(t, b, ht), foldDown(t, b, xt)
+		}
+		h0, x0 := run(true)
+		h1, x1 := run(false)
+		name := fmt.Sprintf("T=%d K=%d G=%d", sh.T, sh.K, sh.G)
+		foldSameBits(t, name+": h", h1, h0)
+		foldSameBits(t, name+": x", x1, x0)
 	}
 }

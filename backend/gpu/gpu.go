@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -136,6 +137,9 @@ func Open(ordinal int, o Options) (*Backend, error) {
 	if o.Skinny < SkinnyDefault || o.Skinny > SkinnyAuto {
 		return nil, fmt.Errorf("backend/gpu: Options.Skinny %d: want SkinnyDefault, SkinnyOff, SkinnyOn or SkinnyAuto", o.Skinny)
 	}
+	if !kernels.ValidGEMVSplits(o.GEMVSplits) {
+		return nil, fmt.Errorf("backend/gpu: Options.GEMVSplits %v: want 0, 1, 2 or 4 a tier", o.GEMVSplits)
+	}
 	if o.DECBlocks < 0 {
 		return nil, fmt.Errorf("backend/gpu: Options.DECBlocks %d: want 0 (each weight's own) or a positive number", o.DECBlocks)
 	}
@@ -169,6 +173,8 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		}
 		gemv.EarlyWeights = o.PDLEarlyWeights
 		gemv.Depth = o.GEMVDepth
+		gemv.Splits = o.GEMVSplits
+		gemv.EarlyKinds = cmp.Or(o.GEMVEarly, defaultGEMVEarly)
 	}
 	// The device is the backend's own: its Ctx's setting covers the
 	// backend's launches and those of code queued through Enqueue.
@@ -232,6 +238,14 @@ type queuedOp struct {
 	// gemv: a gemv.cu group launch's operands, which the op queued after
 	// it may fold into (fuse.go); nil for every other op.
 	gemv *gemvLaunch
+	// plain: a gemv.cu launch of one weight's (Linear at decode rows),
+	// whose outputs an AddRMSNorm queued after it checks before reading
+	// its inputs early (fuse.go's earlyNormInputs); nil for every other
+	// op. Unlike gemv it keeps no op past a segment's end (foldable): a
+	// queue that kept the step's o and down launches reached the end of a
+	// step with one or two flushes and ran one of them directly, not as a
+	// graph (decode-step.md v21b).
+	plain *gemvLaunch
 	// joined: a joined LinearGroup's one GEMM (join.go), which SwiGLU
 	// queued after it may fold into; nil for every other op.
 	joined *joinedLaunch

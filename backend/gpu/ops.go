@@ -367,13 +367,16 @@ func (b *Backend) linear(d, xt *tensor, wt, bt *weight) {
 		b.launchLinear(op, xt, T, K, kernels.LinearGroup{Y: d.ptr, W: wt.f16, Bias: bp, N: N})
 	case path == pathGEMV:
 		// Decode: a warp per output channel reads the weights once and x
-		// as float32 (gemv.cu); the bias is fused.
-		b.launch(op, func(c *cuda.Ctx) error {
+		// as float32 (gemv.cu); the bias is fused. The launch's operands
+		// ride in the queue (an AddRMSNorm after it may start early:
+		// fuse.go's earlyNormInputs).
+		b.queueOp(queuedOp{op: op, f: func(c *cuda.Ctx) error {
 			if err := b.gemv.Launch(c, b.stream, d.ptr, xt.ptr, wt.f16, bp, T, N, K); err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
 			}
 			return nil
-		}, u64(d.ptr), u64(xt.ptr), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K))
+		}, key: []uint64{u64(d.ptr), u64(xt.ptr), u64(wt.f16), u64(bp), u64(T), u64(N), u64(K)},
+			plain: &gemvLaunch{x: xt.ptr, xBytes: 4 * xt.n, T: T, K: K, groups: []kernels.LinearGroup{{Y: d.ptr, W: wt.f16, Bias: bp, N: N}}}})
 	case T <= linearKeyedMaxRows:
 		b.launchGEMM(op, d, xt, wt, bt, T, N, K)
 	default:
@@ -775,10 +778,11 @@ func (b *Backend) AddRMSNorm(h, x, delta backend.Tensor, w backend.Weight, eps f
 		return
 	}
 	G := wt.shape[0]
-	key := []uint64{u64(ht.ptr), u64(xt.ptr), u64(dt.ptr), u64(wt.f32), u64(ht.n), u64(G), uint64(math.Float32bits(eps))}
+	early := b.earlyNormInputs(ht) // fuse.go: after a gemv.cu launch that writes neither h nor w
+	key := []uint64{u64(ht.ptr), u64(xt.ptr), u64(dt.ptr), u64(wt.f32), u64(ht.n), u64(G), uint64(math.Float32bits(eps)), b2u(early)}
 	run := func(xh cuda.DevicePtr) func(c *cuda.Ctx) error {
 		return func(c *cuda.Ctx) error {
-			return b.ops.AddRMSNormHalf(c, b.stream, ht.ptr, xt.ptr, xh, dt.ptr, wt.f32, ht.n/G, G, eps)
+			return b.ops.AddRMSNormHalfEarly(c, b.stream, ht.ptr, xt.ptr, xh, dt.ptr, wt.f32, ht.n/G, G, eps, early)
 		}
 	}
 	// A cuBLASLt GEMM over x queued next takes x's fp16 copy from this

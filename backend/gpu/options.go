@@ -57,6 +57,18 @@ const (
 	// EnvGEMVDepth is Options.GEMVDepth: 1 (v6's batches of four weight
 	// loads), or 4, 8 or 16 (a ring of that many loads a lane).
 	EnvGEMVDepth = "BITDECODE_GEMV_DEPTH"
+	// EnvGEMVSplits is Options.GEMVSplits: four split-K factors (1, 2, 4,
+	// or 0 for the default's), one per tier of a gemv.cu launch's output
+	// channels (up to 4096, 8192, 32768, above), e.g. "4,2,2,1".
+	EnvGEMVSplits = "BITDECODE_GEMV_SPLITS"
+	// EnvGEMVEarly is Options.GEMVEarly: the kinds of gemv.cu launch whose
+	// first weight loads go before the dependency wait, a comma list of
+	// plain, rope and swiglu, or none (the default: rope).
+	EnvGEMVEarly = "BITDECODE_GEMV_EARLY"
+	// EnvNoNormEarly is Options.NoEarlyNorm: add_rmsnorm_cluster reads the
+	// residual and the norm's weight after its dependency wait always
+	// (comparisons).
+	EnvNoNormEarly = "BITDECODE_NO_NORM_EARLY"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -135,6 +147,21 @@ type Options struct {
 	// Skinny is where the large batches' GEMMs run on skinny.cu
 	// (EnvSkinny); the batch-invariant mode never does.
 	Skinny SkinnyMode
+	// GEMVSplits, where a tier's entry is not 0, is the split-K factor
+	// gemv.cu's launches of that tier take (kernels.GEMV.Splits; a
+	// launch's sums depend on its split): for A/Bs in the decode step
+	// (docs/perf/decode-step.md v21).
+	GEMVSplits [kernels.GEMVSplitTiers]int
+	// GEMVEarly is PDLEarlyWeights for some kinds of gemv.cu launch only
+	// (kernels.GEMV.EarlyKinds); 0 is defaultGEMVEarly (q|k|v's RoPE
+	// launch, decode-step.md v21), kernels.GEMVEarlyNone none. The same
+	// bits.
+	GEMVEarly kernels.GEMVEarlyKind
+	// NoEarlyNorm keeps AddRMSNorm's loads of the residual and the norm's
+	// weight after its dependency wait even where the op queued before it
+	// is a gemv.cu launch that writes neither (earlyNormInputs; the same
+	// bits; decode-step.md v21).
+	NoEarlyNorm bool
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
@@ -167,7 +194,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		name string
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
-		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}} {
+		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
@@ -207,6 +234,36 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			o.Skinny = SkinnyAuto
 		default:
 			return Options{}, bad(EnvSkinny, v, "off, on or auto")
+		}
+	}
+	if v, ok := get(EnvGEMVSplits); ok {
+		f := strings.Split(v, ",")
+		var s [kernels.GEMVSplitTiers]int
+		ok := len(f) == len(s)
+		for i := 0; ok && i < len(s); i++ {
+			var err error
+			s[i], err = strconv.Atoi(strings.TrimSpace(f[i]))
+			ok = err == nil
+		}
+		if !ok || !kernels.ValidGEMVSplits(s) {
+			return Options{}, bad(EnvGEMVSplits, v, "four of 0, 1, 2, 4 split by commas")
+		}
+		o.GEMVSplits = s
+	}
+	if v, ok := get(EnvGEMVEarly); ok {
+		for _, k := range strings.Split(v, ",") {
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "none":
+				o.GEMVEarly |= kernels.GEMVEarlyNone
+			case "plain":
+				o.GEMVEarly |= kernels.GEMVEarlyPlain
+			case "rope":
+				o.GEMVEarly |= kernels.GEMVEarlyRoPE
+			case "swiglu":
+				o.GEMVEarly |= kernels.GEMVEarlySwiGLU
+			default:
+				return Options{}, bad(EnvGEMVEarly, v, "none or a comma list of plain, rope, swiglu")
+			}
 		}
 	}
 	if v, ok := get(EnvDECResidual); ok {

@@ -19,24 +19,29 @@ func TestParseOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.NoGEMV || o.MMADecode || o.BatchInvariant || o.NoGraphs || o.NoPDL || o.PDLEarlyWeights || o.DECMode != 0 || o.DECBlocks != 0 || o.DECResidualOnDevice || o.GEMVDepth != 0 || o.Tuning != (kernels.Tuning{}) || o.CUDA == nil || o.CUDA.CacheDir != "" {
+	if o.NoGEMV || o.MMADecode || o.BatchInvariant || o.NoGraphs || o.NoPDL || o.PDLEarlyWeights || o.DECMode != 0 || o.DECBlocks != 0 || o.DECResidualOnDevice || o.GEMVDepth != 0 || o.GEMVSplits != [kernels.GEMVSplitTiers]int{} || o.GEMVEarly != 0 || o.NoEarlyNorm || o.Tuning != (kernels.Tuning{}) || o.CUDA == nil || o.CUDA.CacheDir != "" {
 		t.Errorf("ParseOptions of nothing = %+v, want the defaults with a zero CUDA config", o)
 	}
 	o, err = gpu.ParseOptions(env(map[string]string{
 		gpu.EnvNoGEMV: "1", gpu.EnvMMADecode: "t", gpu.EnvBatchInvariant: "1", gpu.EnvNoGraphs: "true", gpu.EnvDECMode: "fused", gpu.EnvDECBlocks: "6",
 		gpu.EnvDECResidual: "device", kernels.EnvDecodeMT: "2", "BITDECODE_CACHE_DIR": "/tmp/k",
 		gpu.EnvNoPDL: "1", gpu.EnvPDLEarly: "true", gpu.EnvGEMVDepth: "8",
+		gpu.EnvGEMVSplits: "4, 0,2,1", gpu.EnvGEMVEarly: "plain,SwiGLU", gpu.EnvNoNormEarly: "1",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.NoGEMV || !o.MMADecode || !o.BatchInvariant || !o.NoGraphs || o.DECMode != kernels.DECFused || o.DECBlocks != 6 || !o.DECResidualOnDevice || !o.NoPDL || !o.PDLEarlyWeights || o.GEMVDepth != 8 || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
+	if !o.NoGEMV || !o.MMADecode || !o.BatchInvariant || !o.NoGraphs || o.DECMode != kernels.DECFused || o.DECBlocks != 6 || !o.DECResidualOnDevice || !o.NoPDL || !o.PDLEarlyWeights || o.GEMVDepth != 8 || o.GEMVSplits != [kernels.GEMVSplitTiers]int{4, 0, 2, 1} ||
+		o.GEMVEarly != kernels.GEMVEarlyPlain|kernels.GEMVEarlySwiGLU || !o.NoEarlyNorm || o.Tuning.Decode.MMA.MT != 2 || o.CUDA.CacheDir != "/tmp/k" {
 		t.Errorf("ParseOptions = %+v", o)
 	}
 	for v, want := range map[string]gpu.SkinnyMode{"off": gpu.SkinnyOff, "on": gpu.SkinnyOn, "Auto": gpu.SkinnyAuto} {
 		if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvSkinny: v})); err != nil || o.Skinny != want {
 			t.Errorf("%s=%s: Skinny %v, %v; want %v", gpu.EnvSkinny, v, o.Skinny, err, want)
 		}
+	}
+	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvGEMVEarly: "none"})); err != nil || o.GEMVEarly != kernels.GEMVEarlyNone {
+		t.Errorf("GEMV_EARLY=none: %+v, %v", o.GEMVEarly, err)
 	}
 	// "0" turns a switch off (it used to count as set).
 	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvNoGraphs: "0", gpu.EnvNoGEMV: ""})); err != nil || o.NoGraphs || o.NoGEMV {
@@ -54,6 +59,10 @@ func TestParseOptions(t *testing.T) {
 		{gpu.EnvGEMVDepth, "0", "1, 4, 8 or 16"},
 		{gpu.EnvGEMVDepth, "2", "1, 4, 8 or 16"},
 		{gpu.EnvSkinny, "maybe", "off, on or auto"},
+		{gpu.EnvGEMVSplits, "4,2,1", "four of 0, 1, 2, 4 split by commas"},
+		{gpu.EnvGEMVSplits, "4,2,3,1", "four of 0, 1, 2, 4 split by commas"},
+		{gpu.EnvGEMVEarly, "plain,qkv", "none or a comma list of plain, rope, swiglu"},
+		{gpu.EnvNoNormEarly, "yes", "1, t, true, 0, f or false"},
 		{kernels.EnvDecodeStages, "1", "0, 2, 3 or 4"},
 	} {
 		_, err := gpu.ParseOptions(env(map[string]string{tt.name: tt.value}))
@@ -65,8 +74,8 @@ func TestParseOptions(t *testing.T) {
 }
 
 func TestOpenRejectsBadOptions(t *testing.T) {
-	for _, o := range []gpu.Options{{DECMode: 9}, {DECBlocks: -1}, {GEMVDepth: 3}, {Skinny: 9}} {
-		if _, err := gpu.Open(0, o); err == nil || !strings.Contains(err.Error(), "Options.DEC") && !strings.Contains(err.Error(), "Options.GEMVDepth") && !strings.Contains(err.Error(), "Options.Skinny") {
+	for _, o := range []gpu.Options{{DECMode: 9}, {DECBlocks: -1}, {GEMVDepth: 3}, {Skinny: 9}, {GEMVSplits: [kernels.GEMVSplitTiers]int{3}}} {
+		if _, err := gpu.Open(0, o); err == nil || !strings.Contains(err.Error(), "Options.DEC") && !strings.Contains(err.Error(), "Options.GEMV") && !strings.Contains(err.Error(), "Options.Skinny") {
 			t.Errorf("Open(0, %+v) = %v, want an error naming the option", o, err)
 		}
 	}

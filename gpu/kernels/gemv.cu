@@ -57,6 +57,11 @@
 //      128K (decode-step.md v20b). Rings of U = 4, 8, 16 loads a lane
 //      (rowDot) beside v6's schedule (U = kBatch, the default): the same
 //      bits, faster alone but 0.17-0.3 ms a step slower (v20a), so a knob.
+//   v8 split 2 up to 32768 channels at one row of x (gemv.go's
+//      gemvDefaultSplits): gate|up (28672) takes 2 instead of 1, its two K
+//      slices added in order; the B = 1 decode step -0.08 to -0.1 ms
+//      (decode-step.md v21). The backend issues the RoPE launch's first
+//      loads early by default (GEMV.EarlyKinds).
 // Needs K % 8 == 0 (16-byte rows); the Go side falls back to cuBLASLt
 // otherwise.
 //

@@ -20,19 +20,70 @@ const gemvWarps = 4
 // gemvSplits are the split-K factors gemv.cu is instantiated with.
 var gemvSplits = [...]int{1, 2, 4}
 
-// gemvSplitFor picks the split-K factor for N output channels: enough
-// warps to put about 32 on each of an H100's 132 SMs (v2; docs/perf), and
-// split 4 up to 4096 channels, where `bench gemv` read Llama-3.1-8B's o
-// (4096 x 4096) and down (4096 x 14336) faster at 4 than at 2: a shorter
-// tail wave (v5; docs/perf/decode-step.md v10).
-func gemvSplitFor(N int) int {
-	switch {
-	case N <= 4096:
-		return 4
-	case N <= 8192:
-		return 2
+// GEMVSplitTiers is how many output-channel tiers gemv.cu's split-K
+// factor is chosen by (gemvSplitBounds, GEMV.Splits).
+const GEMVSplitTiers = 4
+
+// gemvSplitBounds are the tiers' upper bounds on a launch's (a group's
+// summed) output channels: tier i takes N <= gemvSplitBounds[i], the last
+// tier every N above. At Llama-3.1-8B shapes o and down (4096) are tier
+// 0, q|k|v (6144) tier 1, gate|up (28672) tier 2, lm_head (128256) tier 3.
+var gemvSplitBounds = [GEMVSplitTiers - 1]int{4096, 8192, 32768}
+
+// gemvDefaultSplits are the tiers' split-K factors, at one row of x
+// ([0]) and at more ([1]): enough warps to put about 32 on each of an
+// H100's 132 SMs (v2; docs/perf), split 4 up to 4096 channels, where
+// `bench gemv` read Llama-3.1-8B's o (4096 x 4096) and down (4096 x 14336)
+// faster at 4 than at 2: a shorter tail wave (v5; docs/perf/decode-step.md
+// v10); at one row split 2 up to 32768, where gate|up (28672) made the B =
+// 1 decode step 0.08-0.1 ms faster than at split 1 (v8; decode-step.md
+// v21; not measured at two rows, which keep 1).
+var gemvDefaultSplits = [2][GEMVSplitTiers]int{{4, 2, 2, 1}, {4, 2, 1, 1}}
+
+// gemvSplitTier returns the tier of a launch over N output channels.
+func gemvSplitTier(N int) int {
+	for i, b := range gemvSplitBounds {
+		if N <= b {
+			return i
+		}
 	}
-	return 1
+	return GEMVSplitTiers - 1
+}
+
+// gemvSplitFor picks the default split-K factor for T rows of x and N
+// output channels.
+func gemvSplitFor(T, N int) int { return gemvDefaultSplits[min(max(T, 1), 2)-1][gemvSplitTier(N)] }
+
+// ValidGEMVSplits reports whether s is a GEMV.Splits: each tier 0 (the
+// default's) or one of the instantiated factors 1, 2, 4.
+func ValidGEMVSplits(s [GEMVSplitTiers]int) bool {
+	for _, v := range s {
+		if _, err := splitIndex(v); v != 0 && err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// splitFor is the split-K factor a launch over T rows and N output
+// channels (a group's summed) takes: Splits' for N's tier where set, else
+// gemvSplitFor's.
+func (g *GEMV) splitFor(T, N int) int {
+	if s := g.Splits[gemvSplitTier(N)]; s != 0 {
+		return s
+	}
+	return gemvSplitFor(T, N)
+}
+
+// SplitFor is the split-K factor LaunchGroups, LaunchSwiGLU and LaunchRoPE
+// take over T rows of x for weights with these output channel counts:
+// GroupSplit's unless Splits sets their summed N's tier.
+func (g *GEMV) SplitFor(T int, Ns ...int) int {
+	sum := 0
+	for _, n := range Ns {
+		sum += n
+	}
+	return g.splitFor(T, sum)
 }
 
 // GEMVBatch is the depth that selects gemv.cu's v6 schedule (kBatch): a
@@ -82,7 +133,32 @@ type GEMV struct {
 	// Measured on the H100: -1.1 us per Llama-3.1-8B layer beyond PDL's
 	// -1.6 (docs/perf/decode-step.md v6), so backend/gpu leaves it off.
 	EarlyWeights bool
+	// EarlyKinds sets EarlyWeights for some kinds of launch only (a mask
+	// of GEMVEarlyPlain, GEMVEarlyRoPE, GEMVEarlySwiGLU): a knob for the
+	// backend's Options.GEMVEarly (docs/perf/decode-step.md v21). The same
+	// bits either way.
+	EarlyKinds GEMVEarlyKind
+	// Splits, where a tier's entry is not 0, is the split-K factor (1, 2
+	// or 4) every launch of that tier takes in place of GroupSplit's: a
+	// knob for `bench model` A/Bs (the backend's Options.GEMVSplits); a
+	// launch's bits depend on its split.
+	Splits [GEMVSplitTiers]int
 }
+
+// GEMVEarlyKind is a mask of the launches whose first weight loads are
+// issued before the dependency wait (GEMV.EarlyKinds).
+type GEMVEarlyKind uint8
+
+// The kinds of gemv.cu launch: LaunchGroups (and Launch), LaunchRoPE,
+// LaunchSwiGLU.
+const (
+	GEMVEarlyPlain GEMVEarlyKind = 1 << iota
+	GEMVEarlyRoPE
+	GEMVEarlySwiGLU
+	// GEMVEarlyNone holds no kind: a mask that is not zero, for options
+	// whose zero stands for a default (backend/gpu's Options.GEMVEarly).
+	GEMVEarlyNone GEMVEarlyKind = 1 << 7
+)
 
 // LoadGEMV compiles gemv.cu (once per device) with GEMVBatch, the depth
 // every launch takes by default; LoadGEMVRings adds the rings.
@@ -148,7 +224,7 @@ func (g *GEMV) Launch(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.DevicePtr,
 	if !g.Fits(T, K) || N <= 0 {
 		return fmt.Errorf("kernels: gemv: shape T=%d N=%d K=%d does not fit", T, N, K)
 	}
-	return g.launchSplit(c, st, y, x, w, bias, T, N, K, gemvSplitFor(N))
+	return g.launchSplit(c, st, y, x, w, bias, T, N, K, g.splitFor(T, N))
 }
 
 // splitIndex returns the index of split-K factor s in gemvSplits.
@@ -190,9 +266,9 @@ func (g *GEMV) depthIndex(T, s, K int) (int, error) {
 	return 0, fmt.Errorf("kernels: gemv: no depth %d at %d rows", u, T)
 }
 
-// early is the kernels' early argument.
-func (g *GEMV) early() int32 {
-	if g.EarlyWeights {
+// early is the kernels' early argument for a launch of kind k.
+func (g *GEMV) early(k GEMVEarlyKind) int32 {
+	if g.EarlyWeights || g.EarlyKinds&k != 0 {
 		return 1
 	}
 	return 0
@@ -212,29 +288,31 @@ func (g *GEMV) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.Devic
 	return g.launchSplit(c, st, y, x, w, bias, T, N, K, split)
 }
 
-// GroupSplit is the split-K factor LaunchGroups takes for weights with
-// these output channel counts: that of one weight of their summed N, so
-// q|k|v at Llama-3.1-8B shapes (6144 channels) all take q's split 2.
-func GroupSplit(Ns ...int) int {
+// GroupSplit is the split-K factor LaunchGroups takes over T rows of x
+// for weights with these output channel counts: that of one weight of
+// their summed N, so q|k|v at Llama-3.1-8B shapes (6144 channels) all take
+// q's split 2.
+func GroupSplit(T int, Ns ...int) int {
 	sum := 0
 	for _, n := range Ns {
 		sum += n
 	}
-	return gemvSplitFor(sum)
+	return gemvSplitFor(T, sum)
 }
 
 // LaunchGroups computes, in one launch, y_i = x·W_iᵀ + bias_i for up to
 // GEMVMaxGroups weights sharing x [T][K] float32 (kernels.LinearGroup as
 // for Linear.LaunchGroups: w [N][K] fp16, bias [N] float32 or 0, y [T][N]
-// float32), with one split-K factor for all of them, GroupSplit of their
-// Ns. Each weight's result is bitwise that of LaunchSplit of it alone at
+// float32), with one split-K factor for all of them, GroupSplit of T and
+// their Ns (SplitFor's where Splits is set). Each weight's result is
+// bitwise that of LaunchSplit of it alone at
 // that split (not always Launch's: a weight's own split may differ).
 func (g *GEMV) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, groups ...LinearGroup) error {
 	sum := 0
 	for _, gr := range groups {
 		sum += gr.N
 	}
-	return g.LaunchGroupsSplit(c, st, x, T, K, gemvSplitFor(sum), groups...)
+	return g.LaunchGroupsSplit(c, st, x, T, K, g.splitFor(T, sum), groups...)
 }
 
 // LaunchGroupsSplit is LaunchGroups with an explicit split-K factor (1, 2
@@ -265,7 +343,7 @@ func (g *GEMV) LaunchGroupsSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 		ctas += (gr.N + perCTA - 1) / perCTA
 	}
 	return c.Launch(g.fns[T][i][j], cuda.Dim3{X: ctas}, cuda.Dim3{X: gemvWarps * 32}, 0, st,
-		x, int32(K), g.early(),
+		x, int32(K), g.early(GEMVEarlyPlain),
 		gs[0].W, gs[0].Bias, gs[0].Y, int32(gs[0].N),
 		gs[1].W, gs[1].Bias, gs[1].Y, int32(gs[1].N),
 		gs[2].W, gs[2].Bias, gs[2].Y, int32(gs[2].N))
@@ -298,7 +376,7 @@ func gemvPairTile(split int) (pairs, warps int) {
 // x. One launch and one write of the outputs less than the two kernels
 // (docs/perf/decode-step.md v14).
 func (g *GEMV) LaunchSwiGLU(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, gate, up LinearGroup, dst cuda.DevicePtr) error {
-	return g.LaunchSwiGLUSplit(c, st, x, T, K, GroupSplit(gate.N, up.N), gate, up, dst)
+	return g.LaunchSwiGLUSplit(c, st, x, T, K, g.splitFor(T, gate.N+up.N), gate, up, dst)
 }
 
 // LaunchSwiGLUSplit is LaunchSwiGLU at an explicit split-K factor (1, 2 or
@@ -321,7 +399,7 @@ func (g *GEMV) LaunchSwiGLUSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 	pairs, warps := gemvPairTile(split)
 	ctas := (gate.N + pairs - 1) / pairs
 	return c.Launch(g.pair[T][i][j][gemvPairSwiGLU], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
-		x, int32(K), g.early(),
+		x, int32(K), g.early(GEMVEarlySwiGLU),
 		gate.W, gate.Bias, gate.Y, int32(gate.N),
 		up.W, up.Bias, up.Y, int32(up.N),
 		cuda.DevicePtr(0), cuda.DevicePtr(0), cuda.DevicePtr(0), int32(0),
@@ -334,7 +412,7 @@ func (g *GEMV) LaunchSwiGLUSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 // Ops.RoPEQK without norms (pos [T] int32, invFreq [half] float32). q.N and
 // k.N are multiples of D = 2·half, v.N of 2; every Y is set.
 func (g *GEMV) LaunchRoPE(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, q, k, v LinearGroup, pos, invFreq cuda.DevicePtr, half int) error {
-	return g.LaunchRoPESplit(c, st, x, T, K, GroupSplit(q.N, k.N, v.N), q, k, v, pos, invFreq, half)
+	return g.LaunchRoPESplit(c, st, x, T, K, g.splitFor(T, q.N+k.N+v.N), q, k, v, pos, invFreq, half)
 }
 
 // LaunchRoPESplit is LaunchRoPE at an explicit split-K factor (1, 2 or 4):
@@ -364,7 +442,7 @@ func (g *GEMV) LaunchRoPESplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T,
 		ctas += (n/2 + pairs - 1) / pairs
 	}
 	return c.Launch(g.pair[T][i][j][gemvPairRoPE], cuda.Dim3{X: ctas}, cuda.Dim3{X: warps * 32}, 0, st,
-		x, int32(K), g.early(),
+		x, int32(K), g.early(GEMVEarlyRoPE),
 		q.W, q.Bias, q.Y, int32(q.N),
 		k.W, k.Bias, k.Y, int32(k.N),
 		v.W, v.Bias, v.Y, int32(v.N),

@@ -85,7 +85,7 @@ func TestGEMVSwiGLU(t *testing.T) {
 			for _, split := range []int{1, 2, 4, 0} {
 				auto := split == 0
 				if auto {
-					split = kernels.GroupSplit(sh.N, sh.N)
+					split = kernels.GroupSplit(sh.T, sh.N, sh.N)
 				}
 				// The reference: the grouped GEMV, then swiglu.
 				ref := append([]kernels.LinearGroup(nil), gs...)
@@ -184,7 +184,7 @@ func TestGEMVRoPE(t *testing.T) {
 			for _, split := range []int{1, 2, 4, 0} {
 				auto := split == 0
 				if auto {
-					split = kernels.GroupSplit(Ns...)
+					split = kernels.GroupSplit(sh.T, Ns...)
 				}
 				outs := func() []kernels.LinearGroup {
 					o := append([]kernels.LinearGroup(nil), gs...)

@@ -157,14 +157,20 @@ func TestGEMVGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := kernels.GroupSplit(4096, 1024, 1024); s != 2 {
-		t.Errorf("GroupSplit(4096, 1024, 1024) = %d, want 2", s)
-	}
-	if s := kernels.GroupSplit(4096); s != 4 { // o, down (gemv.cu v5)
-		t.Errorf("GroupSplit(4096) = %d, want 4", s)
-	}
-	if s := kernels.GroupSplit(14336, 14336); s != 1 {
-		t.Errorf("GroupSplit(14336, 14336) = %d, want 1", s)
+	for _, T := range []int{1, 2, 8} {
+		if s := kernels.GroupSplit(T, 4096, 1024, 1024); s != 2 {
+			t.Errorf("GroupSplit(%d, 4096, 1024, 1024) = %d, want 2", T, s)
+		}
+		if s := kernels.GroupSplit(T, 4096); s != 4 { // o, down (gemv.cu v5)
+			t.Errorf("GroupSplit(%d, 4096) = %d, want 4", T, s)
+		}
+		want := 1
+		if T == 1 {
+			want = 2 // gate|up at one row (gemv.cu v8)
+		}
+		if s := kernels.GroupSplit(T, 14336, 14336); s != want {
+			t.Errorf("GroupSplit(%d, 14336, 14336) = %d, want %d", T, s, want)
+		}
 	}
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, sh := range []struct {
@@ -211,11 +217,11 @@ func TestGEMVGroups(t *testing.T) {
 				}
 				return ys
 			}
-			for _, split := range []int{1, 2, 4, kernels.GroupSplit(sh.Ns...)} {
+			for _, split := range []int{1, 2, 4, kernels.GroupSplit(sh.T, sh.Ns...)} {
 				got := outs(func(c *cuda.Ctx, s cuda.Stream, gs []kernels.LinearGroup) error {
 					return g.LaunchGroupsSplit(c, s, xp, sh.T, sh.K, split, gs...)
 				})
-				if split == kernels.GroupSplit(sh.Ns...) {
+				if split == kernels.GroupSplit(sh.T, sh.Ns...) {
 					auto := outs(func(c *cuda.Ctx, s cuda.Stream, gs []kernels.LinearGroup) error {
 						return g.LaunchGroups(c, s, xp, sh.T, sh.K, gs...)
 					})

@@ -77,9 +77,12 @@
 //      32-256, butterflies by warp shuffles, no barrier (decode-step.md v10).
 //   v8 split_cols and swiglu_cols: the outputs of one cuBLASLt
 //      GEMM over a LinearGroup's joined weights (decode-step.md v17).
-//   v9 (this file) add_rmsnorm(_cluster) and swiglu_cols write the fp16
+//   v9 add_rmsnorm(_cluster) and swiglu_cols write the fp16
 //      copy of their output where the next op is a cuBLASLt GEMM over it,
 //      and rope_cols folds split_cols into rope_qk (decode-step.md v19).
+//   v10 (this file) add_rmsnorm_cluster reads h and w before its dependency wait where
+//      its early argument says the kernel ahead writes neither (normLoad;
+//      the same bits; decode-step.md v21).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -390,13 +393,30 @@ BD_DEVICE double clusterLoadF64(const double* p, u32 rank) {
   return v;
 }
 
+// normLoad reads a cluster CTA's thread's elements of h and w (its slice's
+// tid, tid + kNormClusterThreads, ...; 0 outside [lo, hi)) into hv and wv.
+// With early add_rmsnorm_cluster calls it before its dependency wait: h
+// and w must then not be written by the kernel right ahead (the residual
+// and the norm's weight of a decode step, where that kernel is the GEMV
+// writing delta; Ops.AddRMSNormHalfEarly, decode-step.md v21).
+BD_DEVICE void normLoad(float (&hv)[kNormClusterRegs], float (&wv)[kNormClusterRegs], const float* hs,
+                        const float* __restrict__ w, int lo, int hi, int tid) {
+#pragma unroll
+  for (int j = 0; j < kNormClusterRegs; j++) {
+    const int i = lo + tid + j * kNormClusterThreads;
+    hv[j] = 0.f;
+    wv[j] = 0.f;
+    if (i < hi) {
+      hv[j] = hs[i];
+      wv[j] = w[i];
+    }
+  }
+}
+
 static_assert(kNormCluster == 8, "add_rmsnorm_cluster's __cluster_dims__ spells kNormCluster");
 extern "C" __global__ void __cluster_dims__(8, 1, 1)
     add_rmsnorm_cluster(float* h, float* x, const float* delta, const float* __restrict__ w, int G, float eps,
-                        u16* __restrict__ xh) {
-  startDependent();
-  __shared__ double partial[kNormClusterThreads];
-  __shared__ double ctaSum;
+                        u16* __restrict__ xh, int early) {
   const u32 rank = clusterRank();
   const long long g = blockIdx.x / kNormCluster;
   const int S = (G + kNormCluster - 1) / kNormCluster;
@@ -406,15 +426,15 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1)
   const float* ds = delta + g * G;
   const int tid = threadIdx.x;
   float v[kNormClusterRegs], wv[kNormClusterRegs];
+  if (early) normLoad(v, wv, hs, w, lo, hi, tid);
+  startDependent();
+  __shared__ double partial[kNormClusterThreads];
+  __shared__ double ctaSum;
+  if (!early) normLoad(v, wv, hs, w, lo, hi, tid);
 #pragma unroll
   for (int j = 0; j < kNormClusterRegs; j++) {
     const int i = lo + tid + j * kNormClusterThreads;
-    v[j] = 0.f;
-    wv[j] = 0.f;
-    if (i < hi) {
-      v[j] = __fadd_rn(hs[i], ds[i]);
-      wv[j] = w[i];
-    }
+    if (i < hi) v[j] = __fadd_rn(v[j], ds[i]);
   }
   double ss = 0;
 #pragma unroll

@@ -225,11 +225,26 @@ func (o *Ops) AddRMSNorm(c *cuda.Ctx, s cuda.Stream, h, x, delta, w cuda.DeviceP
 // it, without a conversion launch; decode-step.md v19). x's bits are
 // AddRMSNorm's.
 func (o *Ops) AddRMSNormHalf(c *cuda.Ctx, s cuda.Stream, h, x, xh, delta, w cuda.DevicePtr, groups, G int, eps float32) error {
+	return o.AddRMSNormHalfEarly(c, s, h, x, xh, delta, w, groups, G, eps, false)
+}
+
+// AddRMSNormHalfEarly is AddRMSNormHalf whose cluster kernel, where early
+// is set, reads h and w before it waits for the kernel ahead of it on s
+// (ops.cu's normLoad), so that those loads overlap that kernel's tail
+// instead of opening this one (docs/perf/decode-step.md v21). The caller
+// promises that the kernel right ahead writes neither h nor w (a decode
+// step's GEMV, which writes delta). The same bits either way; rows that
+// do not run over a cluster ignore early.
+func (o *Ops) AddRMSNormHalfEarly(c *cuda.Ctx, s cuda.Stream, h, x, xh, delta, w cuda.DevicePtr, groups, G int, eps float32, early bool) error {
 	if err := checkRows("add_rmsnorm", groups, G); err != nil {
 		return err
 	}
 	if o.AddRMSNormClusters(G) && groups <= maxGridX/normCluster {
-		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps, xh)
+		e := int32(0)
+		if early {
+			e = 1
+		}
+		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps, xh, e)
 	}
 	return c.Launch(o.addRMSNorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, h, x, delta, w, int32(G), eps, xh)
 }

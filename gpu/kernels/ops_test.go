@@ -642,14 +642,20 @@ func TestOpsAddRMSNorm(t *testing.T) {
 			// TestOpsRMSNorm's bound (the same roundings in another order).
 			checkClose(t, fmt.Sprintf("add_rmsnorm %+v cluster order emulated", sh), wantX, ref, func(i int) float64 { return 6*eps32*math.Abs(ref[i]) + 1e-37 })
 		}
-		for _, aliased := range []bool{false, true} {
+		for _, mode := range []struct{ aliased, early bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			aliased, early := mode.aliased, mode.early // early (v21): h and w read before the dependency wait, the same bits
 			hp, dp := g.put(cuda.Bytes(hv)), g.put(cuda.Bytes(dv))
 			xp := dp
 			if !aliased {
 				xp = g.poisonedF32(n)
 			}
-			g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.AddRMSNorm(c, s, hp, xp, dp, wp, groups, sh.G, eps) })
-			what := fmt.Sprintf("add_rmsnorm %+v x=delta %v", sh, aliased)
+			g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+				if early {
+					return o.AddRMSNormHalfEarly(c, s, hp, xp, 0, dp, wp, groups, sh.G, eps, true)
+				}
+				return o.AddRMSNorm(c, s, hp, xp, dp, wp, groups, sh.G, eps)
+			})
+			what := fmt.Sprintf("add_rmsnorm %+v x=delta %v early %v", sh, aliased, early)
 			sameF32(t, what+": h", g.f32s(hp, n), wantH)
 			sameF32(t, what+": x", g.f32s(xp, n), wantX)
 
@@ -662,7 +668,7 @@ func TestOpsAddRMSNorm(t *testing.T) {
 			}
 			xh := g.poisonedF16(n)
 			g.run(func(c *cuda.Ctx, s cuda.Stream) error {
-				return o.AddRMSNormHalf(c, s, hp, xp, xh, dp, wp, groups, sh.G, eps)
+				return o.AddRMSNormHalfEarly(c, s, hp, xp, xh, dp, wp, groups, sh.G, eps, early)
 			})
 			sameF32(t, what+" fp16 copy: h", g.f32s(hp, n), wantH)
 			sameF32(t, what+" fp16 copy: x", g.f32s(xp, n), wantX)

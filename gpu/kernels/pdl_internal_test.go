@@ -28,9 +28,12 @@ var afterWait = []string{"loadQueryFrag", "resK", "resSlots", "partO[", "partML[
 // (which makes it first).
 var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);`)
 
-// earlyWeights matches gemv.cu's and skinny.cu's early weight loads (their
-// one call of prefetch, preloadW or preloadW2 before the dependency wait).
-var earlyWeights = regexp.MustCompile(`if \(early\) (prefetch<U>|preloadW<NT>|preloadW2)\([^;]*\);`)
+// earlyWeights matches the loads allowed before the dependency wait, of
+// memory the kernel right ahead does not write: gemv.cu's and skinny.cu's
+// early weight loads (their one call of prefetch, preloadW or preloadW2)
+// and add_rmsnorm_cluster's residual and norm weight (normLoad), each where
+// its early argument is set.
+var earlyWeights = regexp.MustCompile(`if \(early\) (?:prefetch<U>|preloadW<NT>|preloadW2|normLoad)\([^;]*\);`)
 
 // globalHead matches the start of a kernel definition.
 var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*(\w+)\s*\(`)
