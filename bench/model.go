@@ -161,7 +161,11 @@ func (r *ModelRow) GraphLine() string {
 		ranks = append(ranks, fmt.Sprintf("rank %d: %.1f captured, %.1f replayed, %.1f direct a step", rank,
 			float64(sum.Captured)/f, float64(sum.Replayed)/f, float64(sum.Direct)/f))
 	}
-	return "CUDA graphs over the timed steps: " + strings.Join(ranks, "; ")
+	line := "CUDA graphs over the timed steps: " + strings.Join(ranks, "; ")
+	if last := r.Steps[len(r.Steps)-1].Graphs[0]; last.LastDirect != "" {
+		line += " (rank 0's last direct flush: " + last.LastDirect + ")"
+	}
+	return line
 }
 
 // StepLine lists every step's time and rank 0's flushes as
@@ -599,6 +603,9 @@ func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f 
 				Replayed: after[r].Replayed - before[r].Replayed,
 				Direct:   after[r].Direct - before[r].Direct,
 			})
+			if st.Graphs[r].Direct > 0 {
+				st.Graphs[r].LastDirect = after[r].LastDirect
+			}
 		}
 		stepRows = append(stepRows, st)
 		before = after

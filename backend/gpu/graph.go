@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/maphash"
 	"slices"
 
@@ -47,6 +48,11 @@ type GraphStats struct {
 	Direct   int // ran op by op (first sight, too short, an op without a key, graphs off)
 	Captured int // captured into a graph (second sight) and launched
 	Replayed int // replayed from an earlier capture
+	// LastDirect says why the latest direct flush ran op by op ("first
+	// sight", "short: 5 ops from Embedding to Argmax", "no key: OP",
+	// "graphs off", "capture failed"), for benchmarks that look for a
+	// step's flushes outside graphs.
+	LastDirect string `json:",omitempty"`
 }
 
 // graphEntry is one key sequence: how often it ran, and its graph once
@@ -95,8 +101,25 @@ func (g *graphCache) run(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) bool {
 		g.stats.Captured++
 	case len(ops) > 0:
 		g.stats.Direct++
+		g.stats.LastDirect = g.directWhy(ops)
 	}
 	return ran != graphNone
+}
+
+// directWhy names the reason replay ran ops directly (GraphStats.LastDirect).
+func (g *graphCache) directWhy(ops []queuedOp) string {
+	switch i := slices.IndexFunc(ops, func(q queuedOp) bool { return q.key == nil }); {
+	case g.disabled:
+		return "graphs off"
+	case len(ops) < graphMinOps:
+		return fmt.Sprintf("short: %d ops from %s to %s", len(ops), ops[0].op, ops[len(ops)-1].op)
+	case i >= 0:
+		return "no key: " + ops[i].op
+	}
+	if e := g.entries[g.sum(g.flatKey(ops))]; e != nil && e.bad {
+		return "capture failed"
+	}
+	return "first sight"
 }
 
 // How graphCache.replay ran a flush.
@@ -116,11 +139,7 @@ func (g *graphCache) replay(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) int {
 	if flat == nil {
 		return graphNone
 	}
-	g.buf = g.buf[:0]
-	for _, v := range flat {
-		g.buf = binary.LittleEndian.AppendUint64(g.buf, v)
-	}
-	sum := maphash.Bytes(g.seed, g.buf)
+	sum := g.sum(flat)
 	e := g.entries[sum]
 	if e == nil || !slices.Equal(e.keys, flat) {
 		if len(g.entries) >= graphMaxEntries {
@@ -164,6 +183,15 @@ func (g *graphCache) replay(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) int {
 		return graphNone
 	}
 	return ran
+}
+
+// sum hashes a key sequence (flatKey's) for the entries map.
+func (g *graphCache) sum(flat []uint64) uint64 {
+	g.buf = g.buf[:0]
+	for _, v := range flat {
+		g.buf = binary.LittleEndian.AppendUint64(g.buf, v)
+	}
+	return maphash.Bytes(g.seed, g.buf)
 }
 
 // reset destroys every graph and forgets every key sequence.
