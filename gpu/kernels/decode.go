@@ -218,7 +218,21 @@ type DecodePlan struct {
 	dev      *cuda.Device
 	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)
 	pv8      bool // decode_mma.cu's P·V on int8 tensor cores (v2.9)
+	// slots is how many split CTAs the planner counts on running at once
+	// (its CTAs per SM times decodeRefSMs): a launch of more than that
+	// many starts after the kernel ahead of it (dependentLaunch).
+	slots int
 }
+
+// dependentLaunch reports whether a split grid of ctas CTAs goes out as a
+// programmatic dependent (where its program is GridDependent): only when
+// it runs in one wave. Its CTAs then start their block table and first
+// tiles under the kernel ahead's tail, 0.06-0.08 ms a step at one sequence;
+// a grid of several waves gains nothing there, and its early CTAs hold the
+// SMs that kernel's tail needs: int4 55 x 32K +0.25 ms a step, int2 100 x
+// 32K +0.4 (H100, bench/results/2026-11-26-s12-final/pdl; the same bits
+// either way).
+func (p *DecodePlan) dependentLaunch(ctas int) bool { return ctas <= p.slots }
 
 // QK8 reports whether the plan computes the packed keys' scores on int8
 // tensor cores (v2.8: the query in 16-bit fixed point per row, two mmas).
@@ -312,6 +326,7 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 		return nil, err
 	}
 	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
+	p.slots = ctasPerSM * decodeRefSMs
 	return p, nil
 }
 
@@ -686,6 +701,10 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 		float32(float64(scale) * log2e)}
 	if p.kernel != DecodeV1 {
 		args = append(args, p.counters, b.Out) // counters 0: decode_combine merges
+	}
+	if !p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B) && c.GridDependentLaunch() {
+		// Off for this launch, the Ctx's setting (true) restored after it.
+		defer c.SetGridDependentLaunch(c.SetGridDependentLaunch(false))
 	}
 	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: p.threads}, p.smem, st, args...)
 	if err != nil || p.counters != 0 {

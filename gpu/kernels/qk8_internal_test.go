@@ -120,3 +120,29 @@ func TestMMAMinSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeDependentLaunch checks which grids of the benchmark's and the
+// decode step's shapes (Hq 32, Hkv 8, D 128) go out as programmatic
+// dependents: the one-sequence steps, whose splits fit in one wave, and
+// none of the large batches, whose several waves' early CTAs slowed the
+// max-batch steps (dependentLaunch).
+func TestDecodeDependentLaunch(t *testing.T) {
+	for _, spec := range []string{"int2", "k4v2", "int4", "int4:kt128"} {
+		l, err := LayoutFor(kv.MustResolve(spec, 128).WithOrder(kv.MMA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, ctas := mmaConfig(l, MMATuning{})
+		for _, pt := range [][2]int{{1, 8192}, {1, 32768}, {1, 131072}, {16, 32768}, {55, 32768}, {100, 32768}, {32, 8192}, {128, 8192}} {
+			s := DecodeShape{B: pt[0], Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: pt[1] / l.Nr, MaxL: pt[1]}
+			p, err := sizeMMA(nil, l, s, ctas, splitWavesDown, mmaMinSplitTokens, DecodeTuning{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			grid := p.maxSplits * s.Hkv * p.rowChunks * s.B
+			if got, want := p.dependentLaunch(grid), pt[0] == 1; got != want {
+				t.Errorf("%s %d x %d: %d CTAs on %d slots: dependent %v, want %v", spec, pt[0], pt[1], grid, p.slots, got, want)
+			}
+		}
+	}
+}
