@@ -352,89 +352,21 @@ BD_DEVICE void writeQ(u8 (*qB)[kStepBytes], const float qf[D / 16][4], const flo
 // before the weights are known (registers: 4 floats each).
 constexpr int kMergePre = 16;
 
-// mergeSplits is bitdecode.cuh's finishSplits for the consumer warpgroup
-// (v3.4): the same operations in the same order, so the same bits, with the
-// loads scheduled ahead. The last CTA of a row chunk reads each split's
+// mergeSplits is bitdecode.cuh's finishSplitsAhead for the consumer
+// warpgroup (v3.4): finishSplits' operations in its order, so its bits, with
+// the loads scheduled ahead. The last CTA of a row chunk reads each split's
 // (max, denominator) once as a pair where finishSplits reads the max twice,
 // and loads its first kMergePre partials of O while the weights are made,
 // so the merge waits for two or three L2 round trips where finishSplits
 // waited for five or six (1 x 32K, 43 splits: the fused merge cost ~6 us
-// over the split kernel alone under ncu, session 16).
+// over the split kernel alone under ncu, session 16). It counts with one
+// thread's release and acquire (lastArrivalRel, v3.5) unless kMergeFenceSC.
 template <int D, int RMAX>
 BD_DEVICE void mergeSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0, int nSplits,
                            int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid) {
-  static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
-  __shared__ float w[RMAX][kFuseMaxSplits];
-  __shared__ float inv[RMAX];
-  if constexpr (kMergeFenceSC) {
-    if (!lastArrival(counter, nSplits, tid, [] { consumerSync(); })) return;
-  } else {  // v3.5: one thread's release and acquire (lastArrivalRel)
-    if (!lastArrivalRel(counter, nSplits, tid, [] { consumerSync(); })) return;
-  }
-  // The first kMergePre partials of this thread's first (row, 4 channels).
-  const bool has = tid < nrows * D / 4;
-  float4 pre[kMergePre];
-  {
-    const int r = tid / (D / 4), c = tid % (D / 4) * 4;
-    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
-#pragma unroll
-    for (int s = 0; s < kMergePre; s++)
-      if (has && s < nSplits) pre[s] = __ldcg(&po[size_t(s) * RMAX * D / 4]);
-  }
-  const int lane = tid % 32, warp = tid / 32;
-  for (int r = warp; r < nrows; r += kMergeThreads / 32) {  // one warp per row: weights and denominator
-    float2 ml[2];  // splits lane and lane + 32
-    float m = kNegInf;
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-      const int s = lane + 32 * i;
-      if (s < nSplits) {
-        ml[i] = __ldcg(reinterpret_cast<const float2*>(&partML[((part0 + s) * RMAX + r) * 2]));
-        m = fmaxf(m, ml[i].x);
-      }
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    float l = 0.f;
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-      const int s = lane + 32 * i;
-      if (s < nSplits) {
-        const float ws = ml[i].x == kNegInf ? 0.f : exp2f(ml[i].x - m);
-        w[r][s] = ws;
-        l = fmaf(ml[i].y, ws, l);
-      }
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-    if (lane == 0) inv[r] = 1.f / l;
-  }
-  consumerSync();
-  for (int idx = tid; idx < nrows * D / 4; idx += kMergeThreads) {
-    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
-    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
-    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-    int s0 = 0;
-    if (idx == tid) {
-#pragma unroll
-      for (int s = 0; s < kMergePre; s++)
-        if (s < nSplits) {
-          const float ws = w[r][s];
-          o.x = fmaf(pre[s].x, ws, o.x), o.y = fmaf(pre[s].y, ws, o.y), o.z = fmaf(pre[s].z, ws, o.z), o.w = fmaf(pre[s].w, ws, o.w);
-        }
-      s0 = min(kMergePre, nSplits);
-    }
-#pragma unroll 16
-    for (int s = s0; s < nSplits; s++) {
-      const float4 v = __ldcg(&po[size_t(s) * RMAX * D / 4]);
-      const float ws = w[r][s];
-      o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
-    }
-    const int row = row0 + r, i = row / group, hq = h * group + row % group;
-    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
-    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
-  }
-  if (tid == 0) *counter = 0;
+  finishSplitsAhead<D, RMAX, false, kMergePre, !kMergeFenceSC>(
+      partO, partML, counter, out, part0, nSplits, b, h, row0, nrows, group, Hq, Tq, tid, [] { consumerSync(); },
+      [](int, float, float) {});
 }
 
 // decode_wgmma is decode_mma's split kernel (same grid, arguments and
