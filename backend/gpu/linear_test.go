@@ -18,26 +18,23 @@ import (
 // invariantBackend opens a second CUDA backend with BatchInvariant, or
 // skips without a GPU.
 func invariantBackend(t *testing.T) *gpu.Backend {
-	t.Helper()
 	o := options
 	o.BatchInvariant = true
-	be, err := gpu.Open(0, o)
-	if err != nil {
-		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
-			t.Skipf("no CUDA device: %v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
-	return be
+	return openWith(t, o)
 }
 
 // skinnyBackend opens a second CUDA backend with every GEMM of 17-128 rows
 // on skinny.cu (gpu.SkinnyOn), or skips without a GPU.
 func skinnyBackend(t *testing.T) *gpu.Backend {
-	t.Helper()
 	o := options
 	o.Skinny = gpu.SkinnyOn
+	return openWith(t, o)
+}
+
+// openWith opens a CUDA backend with options o, closed when the test ends,
+// or skips without a GPU.
+func openWith(t *testing.T, o gpu.Options) *gpu.Backend {
+	t.Helper()
 	be, err := gpu.Open(0, o)
 	if err != nil {
 		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
