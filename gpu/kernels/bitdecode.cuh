@@ -947,15 +947,19 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
 // channels) before the weights are made, so that the merge waits for about
 // two L2 round trips where finishSplits waits for four or five. AHEAD
 // float4 registers per thread: the merge runs after the tile loop, whose
-// registers are free by then.
-template <int D, int RMAX, bool EMPTY, int AHEAD, typename SYNC, typename FINAL>
+// registers are free by then. REL as finishSplits' (decode_mma.cu v2.17).
+template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL>
 BD_DEVICE void finishSplitsAhead(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
                                  int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
                                  FINAL final) {
   static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
   __shared__ float w[RMAX][kFuseMaxSplits];
   __shared__ float inv[RMAX];
-  if (!lastArrival(counter, nSplits, tid, sync)) return;
+  if constexpr (REL) {
+    if (!lastArrivalRel(counter, nSplits, tid, sync)) return;
+  } else {
+    if (!lastArrival(counter, nSplits, tid, sync)) return;
+  }
   // The first AHEAD partials of this thread's first (row, 4 channels).
   const bool has = tid < nrows * D / 4;
   float4 pre[AHEAD];
