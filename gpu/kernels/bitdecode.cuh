@@ -939,8 +939,8 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
 }
 
 // finishSplitsAhead is finishSplits with its loads scheduled ahead (planes'
-// split_mma v2.10 and, for its consumer warpgroup, decode_wgmma's
-// mergeSplits, v3.4): the same operations in the same order, so the same
+// split_mma v2.10, decode_mma.cu v2.17 and, for its consumer warpgroup,
+// decode_wgmma's mergeSplits, v3.4): the same operations in the same order, so the same
 // bits. The last CTA reads each split's (max, denominator) once, as a pair
 // (finishSplits reads the max twice: two L2 round trips before the
 // weights), and loads the first AHEAD partials of O of its first (row, 4
@@ -948,7 +948,7 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
 // two L2 round trips where finishSplits waits for four or five. AHEAD
 // float4 registers per thread: the merge runs after the tile loop, whose
 // registers are free by then. REL counts with lastArrivalRel, as
-// finishSplits' REL.
+// finishSplits' REL (decode_mma.cu v2.17, decode_wgmma.cu v3.5).
 template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL>
 BD_DEVICE void finishSplitsAhead(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
                                  int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
