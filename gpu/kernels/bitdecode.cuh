@@ -874,85 +874,32 @@ BD_DEVICE bool lastArrivalRel(int* counter, int nSplits, int tid, SYNC sync) {
   return last;
 }
 
-// finishSplits is decode_combine folded into the tensor-core split
-// kernels (v2.5): every CTA of a (row chunk, sequence) counts itself done
-// on counter after writing its partials; the last one merges the splits of
-// its rows in split order with decode_combine's arithmetic, writes the
-// fp16 output and resets the counter for the next launch. Which CTA is
-// last varies from run to run; the order of the merge does not, so the
-// bits do not either. Called by the kMergeThreads threads that wrote the
-// partials; sync synchronizes exactly them (__syncthreads, or a named
-// barrier where a producer warp has left). part0 is split 0's partial index.
-// EMPTY and final(row, M, L) are combineRow's (planes' split_mma: rows that
-// saw no token get zeros, and M, L are kept for its mass pass).
-// REL (the decode kernels, unless kMergeFenceSC) counts with
-// lastArrivalRel instead of lastArrival.
-template <int D, int RMAX, bool EMPTY, bool REL = false, typename SYNC, typename FINAL>
+// finishSplits is decode_combine folded into the split kernels (decode_mma
+// v2.5, decode_wgmma, planes' split_mma): every CTA of a (row chunk,
+// sequence) counts itself done on counter after writing its partials; the
+// last one merges the splits of its rows in split order with
+// decode_combine's arithmetic, writes the fp16 output and resets the
+// counter for the next launch. Which CTA is last varies from run to run;
+// the order of the merge does not, so the bits do not either. Called by
+// the kMergeThreads threads that wrote the partials; sync synchronizes
+// exactly them (__syncthreads, or a named barrier where a producer warp has
+// left). part0 is split 0's partial index. EMPTY and final(row, M, L) are
+// combineRow's (planes' split_mma: rows that saw no token get zeros, and
+// M, L are kept for its mass pass). REL (the decode kernels, unless
+// kMergeFenceSC) counts with lastArrivalRel instead of lastArrival.
+//
+// Its loads are scheduled ahead (decode_wgmma v3.4, planes v2.10, decode_mma
+// v2.17; v2.5-v2.16's order of operations, so their bits): the last CTA
+// reads each split's (max, denominator) once, as a pair, and loads the
+// first AHEAD partials of O of its first (row, 4 channels) before the
+// weights are made, so that the merge waits for about two L2 round trips
+// where reading the max twice and the partials after the weights waited for
+// four or five. AHEAD float4 registers per thread: the merge runs after the
+// tile loop, whose registers are free by then.
+template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL>
 BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
                             int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
                             FINAL final) {
-  static_assert(D % 4 == 0, "float4 channels");
-  __shared__ float w[RMAX][kFuseMaxSplits];
-  __shared__ float inv[RMAX];
-  if constexpr (REL) {
-    if (!lastArrivalRel(counter, nSplits, tid, sync)) return;
-  } else {
-    if (!lastArrival(counter, nSplits, tid, sync)) return;
-  }
-  const int lane = tid % 32, warp = tid / 32;
-  for (int r = warp; r < nrows; r += kMergeThreads / 32) {  // one warp per row: weights and denominator
-    float m = kNegInf;
-    for (int s = lane; s < nSplits; s += 32) m = fmaxf(m, __ldcg(&partML[((part0 + s) * RMAX + r) * 2]));
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    float l = 0.f;
-    for (int s = lane; s < nSplits; s += 32) {
-      const float ms = __ldcg(&partML[((part0 + s) * RMAX + r) * 2]);
-      const float ws = ms == kNegInf ? 0.f : exp2f(ms - m);
-      w[r][s] = ws;
-      l = fmaf(__ldcg(&partML[((part0 + s) * RMAX + r) * 2 + 1]), ws, l);
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-    if (lane == 0) {
-      inv[r] = EMPTY ? (l > 0.f ? 1.f / l : 0.f) : 1.f / l;
-      final(row0 + r, m, l);
-    }
-  }
-  sync();
-  // Four channels per thread and step; the splits' loads are independent.
-  for (int idx = tid; idx < nrows * D / 4; idx += kMergeThreads) {
-    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
-    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
-    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 16
-    for (int s = 0; s < nSplits; s++) {
-      const float4 v = __ldcg(&po[size_t(s) * RMAX * D / 4]);
-      const float ws = w[r][s];
-      o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
-    }
-    const int row = row0 + r, i = row / group, hq = h * group + row % group;
-    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
-    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
-  }
-  if (tid == 0) *counter = 0;
-}
-
-// finishSplitsAhead is finishSplits with its loads scheduled ahead (planes'
-// split_mma v2.10, decode_mma.cu v2.17 and, for its consumer warpgroup,
-// decode_wgmma's mergeSplits, v3.4): the same operations in the same order, so the same
-// bits. The last CTA reads each split's (max, denominator) once, as a pair
-// (finishSplits reads the max twice: two L2 round trips before the
-// weights), and loads the first AHEAD partials of O of its first (row, 4
-// channels) before the weights are made, so that the merge waits for about
-// two L2 round trips where finishSplits waits for four or five. AHEAD
-// float4 registers per thread: the merge runs after the tile loop, whose
-// registers are free by then. REL counts with lastArrivalRel, as
-// finishSplits' REL (decode_mma.cu v2.17, decode_wgmma.cu v3.5).
-template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL>
-BD_DEVICE void finishSplitsAhead(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
-                                 int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
-                                 FINAL final) {
   static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
   __shared__ float w[RMAX][kFuseMaxSplits];
   __shared__ float inv[RMAX];

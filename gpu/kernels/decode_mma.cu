@@ -121,11 +121,11 @@
 //        7.05 (two alternated pairs; one earlier pair had int4 32K +0.13);
 //        bench attn (a spin ahead: no overlap) within +-0.5 us.
 //   v2.17 (session 18) the fused merge's loads ahead (bitdecode.cuh's
-//        finishSplitsAhead, planes' v2.10 and decode_wgmma's v3.4 twin):
-//        the last CTA reads each split's (max, denominator) once as a pair
-//        and its first kMergeAheadMMA partials of O before the weights are
-//        made: about two L2 round trips where finishSplits waited for four
-//        or five. Same bits (finishSplits' operations in its order).
+//        finishSplits as planes' v2.10 and decode_wgmma's v3.4 schedule
+//        it): the last CTA reads each split's (max, denominator) once as a
+//        pair and its first kMergeAheadMMA partials of O before the weights
+//        are made: about two L2 round trips where v2.5-v2.16 waited for
+//        four or five. Same bits (v2.5's operations in their order).
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -784,7 +784,7 @@ BD_DEVICE void makeB(const float qf[D / 16][4], const float* sc, u32 bq[D / 16][
 }
 
 // kMergeAheadMMA is how many split partials of O a thread of the merging
-// CTA loads before the merge's weights are known (v2.17, finishSplitsAhead):
+// CTA loads before the merge's weights are known (v2.17, finishSplits):
 // 32, every split of a one-sequence plan up to 128K (splitBlocks' one wave
 // of 264 slots at 8 CTAs a split), as planes' kMergeAhead. 32 float4
 // registers, free after the tile loop.
@@ -1249,8 +1249,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // Merge the warps in order.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
-  if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplitsAhead, bitdecode.cuh)
-    finishSplitsAhead<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(
+  if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
+    finishSplits<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(
         partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows, group, Hq,
         Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {});
   }

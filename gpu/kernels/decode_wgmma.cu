@@ -352,19 +352,18 @@ BD_DEVICE void writeQ(u8 (*qB)[kStepBytes], const float qf[D / 16][4], const flo
 // before the weights are known (registers: 4 floats each).
 constexpr int kMergePre = 16;
 
-// mergeSplits is bitdecode.cuh's finishSplitsAhead for the consumer
-// warpgroup (v3.4): finishSplits' operations in its order, so its bits, with
-// the loads scheduled ahead. The last CTA of a row chunk reads each split's
-// (max, denominator) once as a pair where finishSplits reads the max twice,
-// and loads its first kMergePre partials of O while the weights are made,
-// so the merge waits for two or three L2 round trips where finishSplits
-// waited for five or six (1 x 32K, 43 splits: the fused merge cost ~6 us
+// mergeSplits is bitdecode.cuh's finishSplits for the consumer warpgroup,
+// whose loads v3.4 scheduled ahead (v2.5's operations in their order, so
+// their bits): the last CTA of a row chunk reads each split's (max,
+// denominator) once as a pair where v3.3 read the max twice, and loads its
+// first kMergePre partials of O while the weights are made, so the merge
+// waits for two or three L2 round trips where v3.3's waited for five or six (1 x 32K, 43 splits: the fused merge cost ~6 us
 // over the split kernel alone under ncu, session 16). It counts with one
 // thread's release and acquire (lastArrivalRel, v3.5) unless kMergeFenceSC.
 template <int D, int RMAX>
 BD_DEVICE void mergeSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0, int nSplits,
                            int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid) {
-  finishSplitsAhead<D, RMAX, false, kMergePre, !kMergeFenceSC>(
+  finishSplits<D, RMAX, false, kMergePre, !kMergeFenceSC>(
       partO, partML, counter, out, part0, nSplits, b, h, row0, nrows, group, Hq, Tq, tid, [] { consumerSync(); },
       [](int, float, float) {});
 }

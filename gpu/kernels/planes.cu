@@ -135,7 +135,7 @@
 //                     sequence's block-table row prefetched into L2
 //                     (prefetchTable), the partials of the real rows only,
 //                     and the last CTA's merge with its loads ahead
-//                     (finishSplitsAhead): the same bits
+//                     (finishSplits): the same bits
 //                     (docs/bitweaver.md, session 12).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
@@ -146,7 +146,7 @@
 //              writes the final max and denominator for the mass pass:
 //              split_v1's always, split_mma's past kFuseMaxSplits splits
 //              (below that its last split CTA merges: bitdecode.cuh's finishSplits with EMPTY;
-//              since v2.10 finishSplitsAhead, the same arithmetic with its loads ahead).
+//              since v2.10 with its loads ahead, the same arithmetic).
 //   mass       one thread per index entry (a grid-stride loop, the CTAs capped):
 //              mass[t] += Σ_rows exp2(s - M)/L over the group's query rows in
 //              row order (with every > 1, the rows of the sampled query tokens
@@ -927,7 +927,7 @@ BD_DEVICE int splitBound(const Runs& runs, int s, int n, const int wt[3]) {
 }
 
 // kMergeAhead is how many split partials of O a thread of the merging CTA
-// loads before the weights are known (finishSplitsAhead, v2.10): 1 x 128K
+// loads before the weights are known (finishSplits, v2.10): 1 x 128K
 // has 32-33 splits, so all of them at once.
 constexpr int kMergeAhead = 32;
 
@@ -979,7 +979,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   runs.init(cnt, off);
   // The (sequence, KV head) has nSplits splits (the combine's count: its
   // positions over splitLen; at least one, so that the merge in the last
-  // split (finishSplitsAhead) also writes the zeros of a head with no entry);
+  // split (finishSplits) also writes the zeros of a head with no entry);
   // split s covers groups [g0, g1): equal costs by the tier weights
   // (costSplits, v2.4) or equal positions (v2.3).
   const int nSplits = max(1, (runs.g3 * kGroup + splitLen - 1) / splitLen);
@@ -1091,9 +1091,9 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     }
   }
   // v2.4: the last split merges, no combine launch; v2.10: with its loads
-  // ahead (bitdecode.cuh's finishSplitsAhead: finishSplits' bits).
+  // ahead (bitdecode.cuh's finishSplits: v2.5's bits).
   if (counters != nullptr)
-    finishSplitsAhead<D, kQueryRows, true, kMergeAhead>(
+    finishSplits<D, kQueryRows, true, kMergeAhead>(
         partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows,
         group, Hq, Tq, threadIdx.x, [] { __syncthreads(); }, [&](int row, float m, float l) {
           if (finalML != nullptr) {

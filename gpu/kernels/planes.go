@@ -467,7 +467,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	}
 	// split_mma merges its splits itself (the last CTA of each row chunk)
 	// when they fit the shared memory of its merge (finishSplits, v2.4;
-	// finishSplitsAhead since v2.10): no combine launch.
+	// its loads ahead since v2.10): no combine launch.
 	if k == PlanesMMA && p.maxSplits <= decodeFuseMaxSplits && !t.NoFuse {
 		n := s.B * s.Hkv * p.rowChunks
 		if p.counters, err = dev.Alloc(n * 4); err != nil {

@@ -325,7 +325,7 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
 			}
 		}
 	}
-	// split_mma's merge in its last split CTA (finishSplitsAhead, v2.10)
+	// split_mma's merge in its last split CTA (finishSplits, v2.10)
 	// against the combine launch (combineRow: finishSplits' arithmetic in
 	// the same order): the same bits, mass included.
 	if _, splits := plan.SplitLen(); plan.Fused() {
