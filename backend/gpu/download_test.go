@@ -82,7 +82,10 @@ func TestParseDownloadChunk(t *testing.T) {
 		t.Errorf("%s=4096: %d, %v", gpu.EnvDownloadChunk, o.DownloadChunkKiB, err)
 	}
 	if o, err := gpu.ParseOptions(env(nil)); err != nil || o.DownloadChunkKiB != 0 {
-		t.Errorf("default: %d, %v; want 0", o.DownloadChunkKiB, err)
+		t.Errorf("default: %d, %v; want 0 (the default chunk)", o.DownloadChunkKiB, err)
+	}
+	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvDownloadChunk: "0"})); err != nil || o.DownloadChunkKiB >= 0 {
+		t.Errorf("%s=0: %d, %v; want a negative value (pageable)", gpu.EnvDownloadChunk, o.DownloadChunkKiB, err)
 	}
 	for _, v := range []string{"-1", "big", "2000000"} {
 		_, err := gpu.ParseOptions(env(map[string]string{gpu.EnvDownloadChunk: v}))

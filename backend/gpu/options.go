@@ -75,8 +75,9 @@ const (
 	EnvSkinny = "BITDECODE_SKINNY"
 	// EnvDownloadChunk is Options.DownloadChunkKiB: a float32 Download of
 	// 4 MiB or more (the max-batch step's logits) crosses PCIe in pinned
-	// chunks of this many KiB, each copied out by several goroutines while
-	// the next one travels; 0 copies straight into pageable memory.
+	// chunks of this many KiB (default 4096), each copied out by several
+	// goroutines while the next one travels; 0 copies straight into
+	// pageable memory, as before (comparisons).
 	EnvDownloadChunk = "BITDECODE_DOWNLOAD_CHUNK"
 )
 
@@ -167,11 +168,12 @@ type Options struct {
 	// is a gemv.cu launch that writes neither (earlyNormInputs; the same
 	// bits; decode-step.md v21).
 	NoEarlyNorm bool
-	// DownloadChunkKiB, when positive, sends a float32 Download of 4 MiB
-	// or more through a ring of two page-locked chunks of this many KiB,
-	// each copied into the caller's slice by several goroutines while the
-	// next crosses PCIe (download.go); 0 (the default) or less copies
-	// straight into the pageable slice. The same bytes either way.
+	// DownloadChunkKiB is the chunk size of the ring of two page-locked
+	// chunks a float32 Download of 4 MiB or more goes through, each chunk
+	// copied into the caller's slice by several goroutines while the next
+	// crosses PCIe (download.go): 0 is defaultDownloadChunkKiB, a negative
+	// value copies straight into the pageable slice (as before v22). The
+	// same bytes either way.
 	DownloadChunkKiB int
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
@@ -283,6 +285,9 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			return Options{}, bad(EnvDownloadChunk, v, "0 (pageable) or a chunk size in KiB up to 1048576")
 		}
 		o.DownloadChunkKiB = n
+		if n == 0 {
+			o.DownloadChunkKiB = -1
+		}
 	}
 	if v, ok := get(EnvDECResidual); ok {
 		switch strings.ToLower(v) {
