@@ -6,7 +6,7 @@
 // kernel and before the host can start the next step; here chunk i+1
 // crosses PCIe while several goroutines copy chunk i out of its pinned
 // slot into the caller's slice (docs/perf/decode-step.md v22). The bytes
-// are the same; only how they travel changes. On by default (4 MiB
+// are the same; only how they travel changes. On by default (8 MiB
 // chunks); BITDECODE_DOWNLOAD_CHUNK=0 goes back to the pageable copy.
 
 package gpu
@@ -30,11 +30,12 @@ const (
 	downloadMaxCopiers = 8
 	// downloadCopierBytes is the least a copier goroutine is given.
 	downloadCopierBytes = 256 << 10
-	// defaultDownloadChunkKiB is Options.DownloadChunkKiB's default: in
-	// call 1 (decode-step.md v22a) 4 MiB chunks read 0.1-0.45 ms a step
-	// faster than the pageable copy at 55 and 100 rows, 1 MiB chunks
-	// 0.6-1.8 ms slower (~45 us a chunk of waits and goroutine wake-ups).
-	defaultDownloadChunkKiB = 4096
+	// defaultDownloadChunkKiB is Options.DownloadChunkKiB's default
+	// (decode-step.md v22): fewer, larger chunks were faster in both
+	// calls, ~45 us a chunk of waits and goroutine wake-ups. At int4 55 x
+	// 32K 1 MiB chunks read 32.27 ms a step, 4 MiB 31.33-31.59, 8 MiB
+	// 31.08 (4 chunks; one run), the pageable copy 31.41-31.85.
+	defaultDownloadChunkKiB = 8192
 )
 
 // pinnedRing is Download's two page-locked chunk slots and the events

@@ -19,15 +19,16 @@ import (
 
 // TestPinnedDownload: float32 tensors of 4 MiB and more (random values,
 // NaNs, infinities and subnormals among them) downloaded through the ring
-// at 64 KiB (many chunks, the last short) and 3 MiB chunks (a ring of
-// two slots reused), into slices poisoned with NaN, equal the uploaded
+// at 64 KiB (many chunks, the last short), 3 MiB (a ring of two slots
+// reused) and the default 8 MiB chunks (one chunk, or several), into
+// slices poisoned with NaN, equal the uploaded
 // bits; a tensor under 4 MiB and an fp16 tensor still come back whole.
 func TestPinnedDownload(t *testing.T) {
 	sizes := []int{1 << 20, 1<<20 + 12345, 7_054_080} // 4 MiB, 4 MiB + 49380 B, 55 x 128256
 	if testing.Short() {
 		sizes = sizes[:2]
 	}
-	for _, kib := range []int{64, 3072} {
+	for _, kib := range []int{64, 3072, 0} { // 0: the default, 8 MiB (one chunk, or four of 55 x 128256)
 		o := options
 		o.DownloadChunkKiB = kib
 		be, err := gpu.Open(0, o)
@@ -37,7 +38,7 @@ func TestPinnedDownload(t *testing.T) {
 			}
 			t.Fatal(err)
 		}
-		rng := rand.New(rand.NewPCG(uint64(kib), 7))
+		rng := rand.New(rand.NewPCG(uint64(kib)+1, 7))
 		for _, n := range append(sizes, 1000) {
 			src := make([]float32, n)
 			for i := range src {

@@ -75,7 +75,7 @@ const (
 	EnvSkinny = "BITDECODE_SKINNY"
 	// EnvDownloadChunk is Options.DownloadChunkKiB: a float32 Download of
 	// 4 MiB or more (the max-batch step's logits) crosses PCIe in pinned
-	// chunks of this many KiB (default 4096), each copied out by several
+	// chunks of this many KiB (default 8192), each copied out by several
 	// goroutines while the next one travels; 0 copies straight into
 	// pageable memory, as before (comparisons).
 	EnvDownloadChunk = "BITDECODE_DOWNLOAD_CHUNK"
