@@ -50,7 +50,8 @@
 // right after it (join.go; decode-step.md v17), and rope_cols the RoPEQK
 // without norms. Where the op queued right before a cuBLASLt GEMM wrote x
 // and can write its fp16 copy too (AddRMSNorm, the SwiGLU folded into
-// gate|up's split, a KV cache's attention output through EnqueueOut), the
+// gate|up's split, a KV cache's attention output through EnqueueOut, or
+// EnqueueOutWith where it is rotated back in float32: v22), the
 // GEMM reads that copy and x's conversion is not launched (half.go; the
 // same bits; decode-step.md v19). The fp16 rounding of x costs at most about 2⁻¹¹ relative to
 // Σ|x_k·w_k|. Options.NoGEMV (BITDECODE_NO_GEMV=1) sends every batch to

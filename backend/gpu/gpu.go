@@ -110,6 +110,8 @@ type Backend struct {
 	skws   cuda.DevicePtr
 	skMu   sync.Mutex
 	skPick map[skinnyKey]bool
+	// dlRing: Download's pinned chunk ring (download.go), owner thread only.
+	dlRing *pinnedRing
 
 	// group is the tensor-parallel group of which this backend is rank
 	// (OpenGroup), nil for a backend of its own.
@@ -542,6 +544,9 @@ func (b *Backend) Download(dst []float32, src backend.Tensor) error {
 		return fmt.Errorf("backend/gpu: Download: tensor %v as float32", t)
 	}
 	err = b.Do(func(c *cuda.Ctx) error {
+		if chunk := b.downloadChunk(len(raw)); chunk > 0 && h == nil {
+			return b.downloadPinned(c, raw, t.ptr, chunk)
+		}
 		if err := c.DtoHAsync(raw, t.ptr, b.stream); err != nil {
 			return err
 		}
@@ -844,7 +849,7 @@ func (b *Backend) Close() error {
 	b.skMu.Unlock()
 
 	err := b.dev.Do(func(c *cuda.Ctx) error {
-		errs := []error{b.syncStream(c)}
+		errs := []error{b.syncStream(c), b.freeRing(c)}
 		b.graphs.reset(c)
 		for _, p := range ptrs {
 			errs = append(errs, c.Free(p))

@@ -80,3 +80,24 @@ func (b *Backend) EnqueueOut(op string, f func(c *cuda.Ctx) error, out cuda.Devi
 	}
 	b.queueOp(q)
 }
+
+// EnqueueOutWith is Enqueue for an op whose launches end by writing the
+// float32 tensor of n elements at out and can also write its fp16 copy
+// (f32_to_f16's bits): f(c, 0) writes out alone, f(c, xh) the copy at xh
+// too (a rotated KV cache's attention output, rotated back in float32 by
+// f16_to_f32_hadamard, which writes the copy of what it rotated). A
+// cuBLASLt GEMM over that tensor queued right after it (o_proj at more
+// than 16 rows) runs the op with its fp16 buffer and skips its own
+// conversion (decode-step.md v22). The variant's key is key and xh.
+func (b *Backend) EnqueueOutWith(op string, f func(c *cuda.Ctx, xh cuda.DevicePtr) error, out cuda.DevicePtr, n int, key ...uint64) {
+	run := func(xh cuda.DevicePtr) func(c *cuda.Ctx) error {
+		return func(c *cuda.Ctx) error { return f(c, xh) }
+	}
+	q := queuedOp{op: op, f: run(0), key: key}
+	if n > 0 {
+		q.half = &halfOut{y: out, n: n, with: func(xh cuda.DevicePtr) queuedOp {
+			return queuedOp{op: op + "+fp16", f: run(xh), key: withKey(key, u64(xh))}
+		}}
+	}
+	b.queueOp(q)
+}

@@ -256,3 +256,73 @@ func TestFreeWeightAfterQueuedLinear(t *testing.T) {
 		}
 	}
 }
+
+// TestEnqueueOutWith: a cuBLASLt Linear right after an op queued with
+// EnqueueOutWith (a rotated KV cache's attention: y rotated back in
+// float32 by f16_to_f32_hadamard, which can write y's fp16 copy) turns
+// that op into its variant writing the copy into the GEMM's buffer and
+// converts nothing, with the bits of the same op and Linear run apart
+// (a flush between them), y's included; over another tensor holding the
+// same values it converts as before.
+func TestEnqueueOutWith(t *testing.T) {
+	b := foldBackend(t)
+	if b.opts.BatchInvariant {
+		t.Skip("the fold is the default mode's cuBLASLt path")
+	}
+	r := rand.New(rand.NewPCG(57, 58))
+	const T, K, N, D = 40, 256, 136, 128 // K/D rows of D per token
+	w := foldWeight(t, b, "o", foldData(r, N*K, 0.05), N, K)
+	bias := foldWeight(t, b, "o.bias", foldData(r, N, 1), N)
+	hv := foldData(r, T*K, 2)
+	src, hb := foldTensor(t, b, hv, T, K), foldTensor(t, b, nil, T, K)
+	s, hp := src.(*tensor).ptr, hb.(*tensor).ptr
+	rotate := func(yp cuda.DevicePtr) func(c *cuda.Ctx, xh cuda.DevicePtr) error {
+		return func(c *cuda.Ctx, xh cuda.DevicePtr) error {
+			if err := b.ops.F32ToF16(c, b.stream, hp, s, T*K); err != nil {
+				return err
+			}
+			return b.ops.F16ToF32HadamardHalf(c, b.stream, yp, xh, hp, T*K/D, D)
+		}
+	}
+	// y's values, for the other input.
+	y0 := foldTensor(t, b, nil, T, K)
+	b.EnqueueOutWith("test: rotate", rotate(y0.(*tensor).ptr), y0.(*tensor).ptr, T*K)
+	yRef := foldDown(t, b, y0)
+	for _, tc := range []struct {
+		name string
+		same bool
+		want string
+	}{{"rotated output", true, "Linear(fp16 x)"}, {"another input", false, "Linear"}} {
+		run := func(flush bool) ([]float32, []float32) {
+			y, d := foldTensor(t, b, nil, T, K), foldTensor(t, b, nil, T, N)
+			other := foldTensor(t, b, yRef, T, K)
+			yp := y.(*tensor).ptr
+			b.EnqueueOutWith("test: rotate", rotate(yp), yp, T*K, u64(s), u64(yp), u64(hp))
+			if flush {
+				if err := b.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			in := y
+			if !tc.same {
+				in = other
+			}
+			b.Linear(d, in, w, bias)
+			want := tc.want
+			if flush {
+				want = "Linear"
+			}
+			if op := b.lastOp(); op != want {
+				t.Fatalf("%s (flush %v): last queued op %q, want %q", tc.name, flush, op, want)
+			}
+			return foldDown(t, b, d), foldDown(t, b, y)
+		}
+		wantD, wantY := run(true) // first: Linear's keyed fp16 buffer is grown (a flush) here
+		foldSameBits(t, tc.name+": y alone", wantY, yRef)
+		for rep := range 2 {
+			gotD, gotY := run(false)
+			foldSameBits(t, fmt.Sprintf("%s: y, run %d", tc.name, rep), gotY, wantY)
+			foldSameBits(t, fmt.Sprintf("%s: Linear, run %d", tc.name, rep), gotD, wantD)
+		}
+	}
+}

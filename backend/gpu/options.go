@@ -73,6 +73,12 @@ const (
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
 	EnvSkinny = "BITDECODE_SKINNY"
+	// EnvDownloadChunk is Options.DownloadChunkKiB: a float32 Download of
+	// 4 MiB or more (the max-batch step's logits) crosses PCIe in pinned
+	// chunks of this many KiB (default 8192), each copied out by several
+	// goroutines while the next one travels; 0 copies straight into
+	// pageable memory, as before (comparisons).
+	EnvDownloadChunk = "BITDECODE_DOWNLOAD_CHUNK"
 )
 
 // SkinnyMode is Options.Skinny: where the cuBLASLt path's GEMMs of 17-128
@@ -162,6 +168,13 @@ type Options struct {
 	// is a gemv.cu launch that writes neither (earlyNormInputs; the same
 	// bits; decode-step.md v21).
 	NoEarlyNorm bool
+	// DownloadChunkKiB is the chunk size of the ring of two page-locked
+	// chunks a float32 Download of 4 MiB or more goes through, each chunk
+	// copied into the caller's slice by several goroutines while the next
+	// crosses PCIe (download.go): 0 is defaultDownloadChunkKiB, a negative
+	// value copies straight into the pageable slice (as before v22). The
+	// same bytes either way.
+	DownloadChunkKiB int
 	// Tuning holds the kernel planners' knobs, for the code that plans
 	// kernels on this backend's device (Backend.Options().Tuning).
 	Tuning kernels.Tuning
@@ -264,6 +277,16 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			default:
 				return Options{}, bad(EnvGEMVEarly, v, "none or a comma list of plain, rope, swiglu")
 			}
+		}
+	}
+	if v, ok := get(EnvDownloadChunk); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1<<20 {
+			return Options{}, bad(EnvDownloadChunk, v, "0 (pageable) or a chunk size in KiB up to 1048576")
+		}
+		o.DownloadChunkKiB = n
+		if n == 0 {
+			o.DownloadChunkKiB = -1
 		}
 	}
 	if v, ok := get(EnvDECResidual); ok {

@@ -80,9 +80,13 @@
 //   v9 add_rmsnorm(_cluster) and swiglu_cols write the fp16
 //      copy of their output where the next op is a cuBLASLt GEMM over it,
 //      and rope_cols folds split_cols into rope_qk (decode-step.md v19).
-//   v10 (this file) add_rmsnorm_cluster reads h and w before its dependency wait where
+//   v10 add_rmsnorm_cluster reads h and w before its dependency wait where
 //      its early argument says the kernel ahead writes neither (normLoad;
 //      the same bits; decode-step.md v21).
+//   v11 (this file) f16_to_f32_hadamard(_warp) write the fp16 copy of their
+//      output too where yh is set (a rotated KV cache's attention output,
+//      read next by o's cuBLASLt GEMM: f32_to_f16's bits, one launch a
+//      layer fewer; decode-step.md v22).
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -707,20 +711,27 @@ extern "C" __global__ void hadamard(float* x, int D, float s) {
 // y [rows, D] float32: f16_to_f32 then hadamard in one launch (a rotated KV
 // format's attention output, back from the decode kernels' fp16;
 // docs/perf/decode-step.md v8), the same operations, so the same bits.
+// Where yh [rows, D] fp16 is set it gets f32_to_f16 of y too (v11).
 // Grid (rows), block D/2 threads, dynamic shared memory D floats.
-extern "C" __global__ void f16_to_f32_hadamard(float* __restrict__ y, const u16* __restrict__ x, int D, float s) {
+extern "C" __global__ void f16_to_f32_hadamard(float* __restrict__ y, const u16* __restrict__ x, int D, float s,
+                                               u16* __restrict__ yh) {
   startDependent();
   extern __shared__ float hv[];
   const long long off = (long long)blockIdx.x * D;
   for (int i = threadIdx.x; i < D; i += blockDim.x) hv[i] = h2f(x[off + i]);
   __syncthreads();
   walshHadamard<1>(hv, D);
-  for (int i = threadIdx.x; i < D; i += blockDim.x) y[off + i] = __fmul_rn(hv[i], s);
+  for (int i = threadIdx.x; i < D; i += blockDim.x) {
+    const float v = __fmul_rn(hv[i], s);
+    y[off + i] = v;
+    if (yh != nullptr) yh[off + i] = f2h(v);
+  }
 }
 
 // f16ToF32HadamardRow is f16_to_f32_hadamard_warp's body for D = 32·E.
 template <int E>
-BD_DEVICE void f16ToF32HadamardRow(float* __restrict__ y, const u16* __restrict__ x, int rows, float s) {
+BD_DEVICE void f16ToF32HadamardRow(float* __restrict__ y, const u16* __restrict__ x, int rows, float s,
+                                   u16* __restrict__ yh) {
   const int lane = threadIdx.x % 32, r = blockIdx.x * kRotWarps + threadIdx.x / 32;
   if (r >= rows) return;  // the whole warp
   const long long off = (long long)r * (32 * E) + lane;
@@ -729,21 +740,26 @@ BD_DEVICE void f16ToF32HadamardRow(float* __restrict__ y, const u16* __restrict_
   for (int e = 0; e < E; e++) v[e] = h2f(x[off + 32 * e]);
   walshHadamardWarp<E>(v, lane);
 #pragma unroll
-  for (int e = 0; e < E; e++) y[off + 32 * e] = __fmul_rn(v[e], s);
+  for (int e = 0; e < E; e++) {
+    const float o = __fmul_rn(v[e], s);
+    y[off + 32 * e] = o;
+    if (yh != nullptr) yh[off + 32 * e] = f2h(o);
+  }
 }
 
 // f16_to_f32_hadamard_warp: f16_to_f32_hadamard for D = 32, 64, 128 or
 // 256 (other D write nothing; the Go side launches f16_to_f32_hadamard for
 // them), the same bits, one warp per row (kRotWarps rows a block, grid
 // ceil(rows / kRotWarps)): bitdecode.cuh's walshHadamardWarp, in registers,
-// no barrier (docs/perf/decode-step.md v10).
+// no barrier (docs/perf/decode-step.md v10). yh as f16_to_f32_hadamard's.
 extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
-    f16_to_f32_hadamard_warp(float* __restrict__ y, const u16* __restrict__ x, int rows, int D, float s) {
+    f16_to_f32_hadamard_warp(float* __restrict__ y, const u16* __restrict__ x, int rows, int D, float s,
+                             u16* __restrict__ yh) {
   startDependent();
   switch (D) {
-    case 32: f16ToF32HadamardRow<1>(y, x, rows, s); break;
-    case 64: f16ToF32HadamardRow<2>(y, x, rows, s); break;
-    case 128: f16ToF32HadamardRow<4>(y, x, rows, s); break;
-    case 256: f16ToF32HadamardRow<8>(y, x, rows, s); break;
+    case 32: f16ToF32HadamardRow<1>(y, x, rows, s, yh); break;
+    case 64: f16ToF32HadamardRow<2>(y, x, rows, s, yh); break;
+    case 128: f16ToF32HadamardRow<4>(y, x, rows, s, yh); break;
+    case 256: f16ToF32HadamardRow<8>(y, x, rows, s, yh); break;
   }
 }

@@ -293,14 +293,21 @@ func (o *Ops) Hadamard(c *cuda.Ctx, s cuda.Stream, x cuda.DevicePtr, rows, D int
 // Hadamard in one launch, with their bits (a rotated KV format's attention
 // output back from the decode kernels' fp16).
 func (o *Ops) F16ToF32Hadamard(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, rows, D int) error {
+	return o.F16ToF32HadamardHalf(c, s, dst, 0, src, rows, D)
+}
+
+// F16ToF32HadamardHalf is F16ToF32Hadamard that, where dstH is not 0, also
+// writes dst's fp16 copy there ([rows, D], F32ToF16's bits): the input of
+// a cuBLASLt GEMM queued next (ops.cu v11, decode-step.md v22).
+func (o *Ops) F16ToF32HadamardHalf(c *cuda.Ctx, s cuda.Stream, dst, dstH, src cuda.DevicePtr, rows, D int) error {
 	if err := checkHadamard("f16_to_f32_hadamard", rows, D); err != nil {
 		return err
 	}
 	if warpHadamard(D) {
 		return c.Launch(o.f16ToF32HadamardWarp, cuda.Dim3{X: (rows + rotWarps - 1) / rotWarps}, cuda.Dim3{X: rotWarps * 32}, 0, s,
-			dst, src, int32(rows), int32(D), hadamardScale(D))
+			dst, src, int32(rows), int32(D), hadamardScale(D), dstH)
 	}
-	return c.Launch(o.f16ToF32Hadamard, cuda.Dim3{X: rows}, cuda.Dim3{X: D / 2}, 4*D, s, dst, src, int32(D), hadamardScale(D))
+	return c.Launch(o.f16ToF32Hadamard, cuda.Dim3{X: rows}, cuda.Dim3{X: D / 2}, 4*D, s, dst, src, int32(D), hadamardScale(D), dstH)
 }
 
 // checkHadamard validates a launch of rows Hadamard rows of D elements.

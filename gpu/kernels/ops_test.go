@@ -427,7 +427,8 @@ func TestOpsRoPE(t *testing.T) {
 // rows with outlier channels, for the head dims a rotated KV cache uses;
 // so does f16_to_f32_hadamard on fp16 rows (into a NaN-poisoned output):
 // D = 32-256 through f16_to_f32_hadamard_warp (a warp per row, rows not a
-// multiple of a block's), 2, 16, 512 and 2048 through the block kernel.
+// multiple of a block's), 2, 16, 512 and 2048 through the block kernel;
+// with its fp16 copy, that copy is f32_to_f16's of the float32 output.
 func TestOpsHadamard(t *testing.T) {
 	d, o := opsSetup(t)
 	g := newGPUMem(t, d)
@@ -469,6 +470,18 @@ func TestOpsHadamard(t *testing.T) {
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("f16_to_f32_hadamard %+v: element %d: got %g, want kv.Rotate's %g", sh, i, got[i], want[i])
+			}
+		}
+		// With the fp16 copy (v11): the same float32 bits, and the copy
+		// f32_to_f16's of them (both outputs NaN-poisoned).
+		out2, outH := g.poisonedF32(len(x)), g.poisonedF16(len(x))
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+			return o.F16ToF32HadamardHalf(c, s, out2, outH, hp, sh.rows, sh.D)
+		})
+		got2, gotH, wantH := g.f32s(out2, len(x)), g.u16s(outH, len(x)), g.halfOf(o, out, len(x))
+		for i := range got2 {
+			if math.Float32bits(got2[i]) != math.Float32bits(want[i]) || gotH[i] != wantH[i] {
+				t.Fatalf("f16_to_f32_hadamard with fp16 copy %+v: element %d: got %g / %#04x, want %g / f32_to_f16's %#04x", sh, i, got2[i], gotH[i], want[i], wantH[i])
 			}
 		}
 	}

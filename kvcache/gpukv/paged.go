@@ -702,12 +702,10 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 	}
 	// Unrotated, the output is the widening of the decode kernels' fp16 at
 	// c.oh: a cuBLASLt o_proj queued next reads that (backend/gpu's
-	// EnqueueOut).
-	var outHalf cuda.DevicePtr
-	if !lk.rotate {
-		outHalf = c.oh
-	}
-	c.be.EnqueueOut(fmt.Sprintf("GPU KV cache layer %d", layer), func(x *cuda.Ctx) error {
+	// EnqueueOut). Rotated, the output is rotated back in float32, and
+	// that launch writes its fp16 copy at xh for such an o_proj
+	// (EnqueueOutWith; decode-step.md v22).
+	run := func(x *cuda.Ctx, xh cuda.DevicePtr) error {
 		if len(rounds) == 0 { // no new tokens: q alone (rotated in place)
 			if lk.rotate {
 				if err := c.ops.Hadamard(x, st, ptr[0], T*sh.Hq, sh.D); err != nil {
@@ -764,10 +762,16 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 			}
 		}
 		if lk.rotate { // the output rotated back on its way to float32
-			return c.ops.F16ToF32Hadamard(x, st, ptr[3], c.oh, T*sh.Hq, sh.D)
+			return c.ops.F16ToF32HadamardHalf(x, st, ptr[3], xh, c.oh, T*sh.Hq, sh.D)
 		}
 		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
-	}, ptr[3], T*qw, outHalf, key...)
+	}
+	name := fmt.Sprintf("GPU KV cache layer %d", layer)
+	if lk.rotate {
+		c.be.EnqueueOutWith(name, run, ptr[3], T*qw, key...)
+	} else {
+		c.be.EnqueueOut(name, func(x *cuda.Ctx) error { return run(x, 0) }, ptr[3], T*qw, c.oh, key...)
+	}
 	if !c.attended[layer] {
 		c.attended[layer] = true
 		c.nAttended++
