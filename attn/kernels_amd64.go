@@ -635,13 +635,18 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			bcastQ2(&dst[0], &q[0], d)
 		}
 		k.scoresI2x4 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+			unit := len(A) == 0 && len(B) == 0
 			if !(n%16 == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
-				len(kc) >= n*d/4 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+				len(kc) >= n*d/4 && (unit || len(A) >= n && len(B) >= n) && len(ab) >= 8) {
 				bad("scoresI2x4", n, d, ldo)
 			}
 			if n > 0 {
 				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
-				scoresI2x4VBMI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
+				var ap, bp *float32 // nil: every factor 1
+				if !unit {
+					ap, bp = &A[0], &B[0]
+				}
+				scoresI2x4VBMI(&out[0], ldo, &q[0], &kc[0], ap, bp, &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
 		k.pvU8 = func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {
