@@ -178,9 +178,9 @@ type kernels struct {
 	// level has no such kernel.
 	scoresI4x2 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// bcastQ2 and scoresI2x4 are bcastQ and scoresU8x4 for packed int2
-	// keys read as stored: per 64 channels c0, 64 bytes whose dword 4g+m
-	// holds q's channels c0+16g+4b+m (b < 4), repeated four times; d a
-	// multiple of 64; A and B empty stand for ones (KC keys); pf, if not
+	// keys read as stored: per 64 channels c0, 64 bytes at 4·c0 whose
+	// dword 4g+m holds q's channels c0+16g+4b+m (b < 4), the next 192 not
+	// written; d a multiple of 64; A and B empty stand for ones (KC keys); pf, if not
 	// empty, is prefetched a share per tile. Nil where the level has no
 	// such kernel.
 	bcastQ2    func(dst, q []int8)
@@ -663,17 +663,15 @@ func bcastQ4Go(dst, q []int8) {
 }
 
 // bcastQ2Go is bcastQ2 in Go (the kernel test's reference): per 64
-// channels c0, four copies of 64 bytes whose dword 4g+m holds channels
-// c0+16g+4b+m (b < 4), the channels of a packed dword's bytes shifted
-// right by 2m (scoresI2x4VBMI's broadcast operand).
+// channels c0, 64 bytes at 4·c0 (the next 192 are not written) whose dword
+// 4g+m holds channels c0+16g+4b+m (b < 4), the channels of a packed
+// dword's bytes shifted right by 2m (scoresI2x4VBMI's broadcast operand).
 func bcastQ2Go(dst, q []int8) {
 	for c0 := 0; c0 < len(q); c0 += 64 {
-		for l := 0; l < 4; l++ {
-			for g := 0; g < 4; g++ {
-				for m := 0; m < 4; m++ {
-					for b := 0; b < 4; b++ {
-						dst[4*c0+64*l+16*g+4*m+b] = q[c0+16*g+4*b+m]
-					}
+		for g := 0; g < 4; g++ {
+			for m := 0; m < 4; m++ {
+				for b := 0; b < 4; b++ {
+					dst[4*c0+16*g+4*m+b] = q[c0+16*g+4*b+m]
 				}
 			}
 		}

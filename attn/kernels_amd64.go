@@ -61,7 +61,7 @@ func scaleF32AVX512(x *float32, n int, a float32)
 func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 
 //go:noescape
-func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *int8)
+func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *int8, nperm int)
 
 //go:noescape
 func deinterleaveAVX512(a, b, src *float32, n int)
@@ -402,10 +402,14 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("foldQuery4", d, int(lay))
 			}
 			var dp, perm *int8
+			nperm := 4 // index vectors written per 64 channels
 			if lay != qNone {
 				dp, perm = &dst[0], &qPerm[lay][0]
 			}
-			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0], dp, perm)
+			if lay == qI2 {
+				nperm = 1 // bcastQ2's layout: one vector per 64 channels
+			}
+			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0], dp, perm, nperm)
 		}
 	}
 	if level >= cpufeat.AVX512 {

@@ -2399,7 +2399,8 @@ done:
 DATA msCtl<>+0(SB)/8, $0x0e0c0a0806040200
 GLOBL msCtl<>(SB), RODATA|NOPTR, $8
 
-// bq2Perm<> are bcastQ2's VPERMB indexes (four copies of one vector):
+// bq2Perm<> are bcastQ2's VPERMB indexes (four copies of one vector, the
+// first used; foldQuery4's table has four):
 // byte 16g+4m+b holds channel 16g+4b+m of 64, so the dword 4g+m holds
 // the four channels that bytes of a packed dword (channels 16g..16g+15)
 // give shifted right by 2m: scoresI2x4VBMI's broadcast query operand.
@@ -2470,9 +2471,9 @@ done:
 	RET
 
 // func bcastQ2(dst *int8, q *int8, d int)
-// scoresI2x4VBMI's query operand: per 64 channels c0, four copies of 64
-// bytes whose dword 4g+m holds channels c0+16g+4b+m, b < 4 (VPERMB).
-// d a multiple of 64.
+// scoresI2x4VBMI's query operand: per 64 channels c0, 64 bytes (at a
+// stride of 256; the other 192 are not written) whose dword 4g+m holds
+// channels c0+16g+4b+m, b < 4 (VPERMB). d a multiple of 64.
 TEXT ·bcastQ2(SB), NOSPLIT, $0-24
 	MOVQ      dst+0(FP), DI
 	MOVQ      q+8(FP), SI
@@ -2480,19 +2481,10 @@ TEXT ·bcastQ2(SB), NOSPLIT, $0-24
 	SHRQ      $6, CX
 	JZ        done
 	VMOVDQU64 bq2Perm<>+0(SB), Z4
-	VMOVDQU64 bq2Perm<>+64(SB), Z5
-	VMOVDQU64 bq2Perm<>+128(SB), Z6
-	VMOVDQU64 bq2Perm<>+192(SB), Z7
 loop:
 	VMOVDQU64 (SI), Z0
 	VPERMB    Z0, Z4, Z1
 	VMOVDQU64 Z1, (DI)
-	VPERMB    Z0, Z5, Z1
-	VMOVDQU64 Z1, 64(DI)
-	VPERMB    Z0, Z6, Z1
-	VMOVDQU64 Z1, 128(DI)
-	VPERMB    Z0, Z7, Z1
-	VMOVDQU64 Z1, 192(DI)
 	ADDQ      $64, SI
 	ADDQ      $256, DI
 	DECQ      CX
@@ -2701,15 +2693,16 @@ done:
 	VPERMILPS     $0x01, X, TX \
 	OP            TX, X, X
 
-// func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *byte)
+// func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *byte, nperm int)
 // foldQueryAVX512 for four rows at stride d (q, qs, qi) sharing s and z:
 // the same steps per row (so the same bits), the rows' dependency chains
 // (the bias FMAs, the max, the lane folds, the divisions) interleaved.
 // a[r], bias[r] are row r's step and bias; qi is not nil. With perm not
 // nil (d a multiple of 64) each 64 codes of row r also go to dst at
 // 4·d·r + 4·c through four VPERMB with perm's 4 x 64 indices (a score
-// kernel's query layout: bcastQ2, bcastQ4 or bcastQ16 of the bytes 0..63).
-TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-80
+// kernel's query layout: bcastQ2, bcastQ4 or bcastQ16 of the bytes 0..63);
+// nperm 1 writes only the first of the four (bcastQ2's layout, v51).
+TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-88
 	MOVQ         qi+0(FP), DI
 	MOVQ         qs+8(FP), R8
 	MOVQ         q+16(FP), SI
@@ -2790,6 +2783,15 @@ zero:
 	VPXORD  Z1, Z1, Z1
 	XORQ    AX, AX
 	MOVQ    CX, BX                     // d/16 x 64 bytes = 4·d
+	CMPQ    nperm+80(FP), $1
+	JNE     zerob
+	SHRQ    $2, BX                     // the first 64 bytes of each 256
+zerob1:
+	VMOVDQU64 Z1, (R15)(AX*1)
+	ADDQ      $256, AX
+	DECQ      BX
+	JNZ       zerob1
+	JMP       next
 zerob:
 	VMOVDQU64 Z1, (R15)(AX*1)
 	ADDQ      $64, AX
@@ -2840,12 +2842,15 @@ pass2b:
 	VMOVDQU64    Z10, (DI)(R9*1)
 	VPERMB       Z10, Z24, Z1
 	VMOVDQU64    Z1, (R15)(R13*1)
+	CMPQ         nperm+80(FP), $1
+	JEQ          perm1
 	VPERMB       Z10, Z25, Z1
 	VMOVDQU64    Z1, 64(R15)(R13*1)
 	VPERMB       Z10, Z26, Z1
 	VMOVDQU64    Z1, 128(R15)(R13*1)
 	VPERMB       Z10, Z27, Z1
 	VMOVDQU64    Z1, 192(R15)(R13*1)
+perm1:
 	ADDQ         $256, AX
 	ADDQ         $64, R9
 	ADDQ         $256, R13
