@@ -548,9 +548,13 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 		return
 	}
 	if w.i2 { // m a multiple of x4Tokens (blockScores checks)
+		A, B = A[t0:], B[t0:]
+		if &A[0] == &w.ones[t0] && &B[0] == &w.ones[t0] { // KC keys: the kernel's unit factors
+			A, B = nil, nil
+		}
 		for r0 := 0; r0 < w.r; r0 += 4 {
 			ab, pf := w.rowGroup(r0, t0)
-			w.k.scoresI2x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/4:], A[t0:], B[t0:], ab, m, d, 0, pf)
+			w.k.scoresI2x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/4:], A, B, ab, m, d, 0, pf)
 		}
 		return
 	}

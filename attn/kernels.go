@@ -178,9 +178,11 @@ type kernels struct {
 	// level has no such kernel.
 	scoresI4x2 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// bcastQ2 and scoresI2x4 are bcastQ and scoresU8x4 for packed int2
-	// keys read as stored: per 64 channels, q's channels 4b+m (b < 16) in
-	// vector m (m < 4), each vector's 16 bytes repeated in four lanes; d a multiple of 64; pf, if not empty, is prefetched a
-	// share per tile. Nil where the level has no such kernel.
+	// keys read as stored: per 64 channels c0, 64 bytes at 4·c0 whose
+	// dword 4g+m holds q's channels c0+16g+4b+m (b < 4), the next 192 not
+	// written; d a multiple of 64; A and B empty stand for ones (KC keys); pf, if not
+	// empty, is prefetched a share per tile. Nil where the level has no
+	// such kernel.
 	bcastQ2    func(dst, q []int8)
 	scoresI2x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
@@ -660,13 +662,16 @@ func bcastQ4Go(dst, q []int8) {
 	}
 }
 
-// bcastQ2Go is bcastQ2 in Go (the kernel test's reference).
+// bcastQ2Go is bcastQ2 in Go (the kernel test's reference): per 64
+// channels c0, 64 bytes at 4·c0 (the next 192 are not written) whose dword
+// 4g+m holds channels c0+16g+4b+m (b < 4), the channels of a packed
+// dword's bytes shifted right by 2m (scoresI2x4VBMI's broadcast operand).
 func bcastQ2Go(dst, q []int8) {
 	for c0 := 0; c0 < len(q); c0 += 64 {
-		for m := 0; m < 4; m++ {
-			for l := 0; l < 4; l++ {
-				for b := 0; b < 16; b++ {
-					dst[4*c0+64*m+16*l+b] = q[c0+4*b+m]
+		for g := 0; g < 4; g++ {
+			for m := 0; m < 4; m++ {
+				for b := 0; b < 4; b++ {
+					dst[4*c0+16*g+4*m+b] = q[c0+16*g+4*b+m]
 				}
 			}
 		}
@@ -674,16 +679,25 @@ func bcastQ2Go(dst, q []int8) {
 }
 
 // scoresI2x4Go is scoresI2x4 in Go: the codes unpacked and the rows'
-// queries put back in channel order, then scoresU8 per row.
+// queries put back in channel order, then scoresU8 per row (A and B
+// empty: ones).
 func scoresI2x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+	if len(A) == 0 && len(B) == 0 {
+		A, B = make([]float32, n), make([]float32, n)
+		for t := range A {
+			A[t], B[t] = 1, 1
+		}
+	}
 	row := make([]int8, d)
 	codes := make([]uint8, n*d)
 	unpack2Go(codes, k[:n*d/4])
 	for r := 0; r < 4; r++ {
 		for c0 := 0; c0 < d; c0 += 64 {
-			for m := 0; m < 4; m++ {
-				for b := 0; b < 16; b++ {
-					row[c0+4*b+m] = q[r*4*d+4*c0+64*m+b]
+			for g := 0; g < 4; g++ {
+				for m := 0; m < 4; m++ {
+					for b := 0; b < 4; b++ {
+						row[c0+16*g+4*b+m] = q[r*4*d+4*c0+16*g+4*m+b]
+					}
 				}
 			}
 		}

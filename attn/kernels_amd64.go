@@ -61,7 +61,7 @@ func scaleF32AVX512(x *float32, n int, a float32)
 func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 
 //go:noescape
-func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *int8)
+func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *int8, nperm int)
 
 //go:noescape
 func deinterleaveAVX512(a, b, src *float32, n int)
@@ -402,10 +402,14 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("foldQuery4", d, int(lay))
 			}
 			var dp, perm *int8
+			nperm := 4 // index vectors written per 64 channels
 			if lay != qNone {
 				dp, perm = &dst[0], &qPerm[lay][0]
 			}
-			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0], dp, perm)
+			if lay == qI2 {
+				nperm = 1 // bcastQ2's layout: one vector per 64 channels
+			}
+			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0], dp, perm, nperm)
 		}
 	}
 	if level >= cpufeat.AVX512 {
@@ -635,13 +639,18 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			bcastQ2(&dst[0], &q[0], d)
 		}
 		k.scoresI2x4 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+			unit := len(A) == 0 && len(B) == 0
 			if !(n%16 == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
-				len(kc) >= n*d/4 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+				len(kc) >= n*d/4 && (unit || len(A) >= n && len(B) >= n) && len(ab) >= 8) {
 				bad("scoresI2x4", n, d, ldo)
 			}
 			if n > 0 {
 				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
-				scoresI2x4VBMI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
+				var ap, bp *float32 // nil: every factor 1
+				if !unit {
+					ap, bp = &A[0], &B[0]
+				}
+				scoresI2x4VBMI(&out[0], ldo, &q[0], &kc[0], ap, bp, &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
 		k.pvU8 = func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {

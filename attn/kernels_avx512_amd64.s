@@ -2399,41 +2399,43 @@ done:
 DATA msCtl<>+0(SB)/8, $0x0e0c0a0806040200
 GLOBL msCtl<>(SB), RODATA|NOPTR, $8
 
-// bq2Perm<> are bcastQ2's VPERMB indexes: vector m holds channels
-// 4b+m (b < 16) of 64 in every lane, the channels that byte b of a
-// 128-bit lane of packed int2 codes shifted right by 2m holds.
-DATA bq2Perm<>+0(SB)/8, $0x1c1814100c080400
-DATA bq2Perm<>+8(SB)/8, $0x3c3834302c282420
-DATA bq2Perm<>+16(SB)/8, $0x1c1814100c080400
-DATA bq2Perm<>+24(SB)/8, $0x3c3834302c282420
-DATA bq2Perm<>+32(SB)/8, $0x1c1814100c080400
-DATA bq2Perm<>+40(SB)/8, $0x3c3834302c282420
-DATA bq2Perm<>+48(SB)/8, $0x1c1814100c080400
-DATA bq2Perm<>+56(SB)/8, $0x3c3834302c282420
-DATA bq2Perm<>+64(SB)/8, $0x1d1915110d090501
-DATA bq2Perm<>+72(SB)/8, $0x3d3935312d292521
-DATA bq2Perm<>+80(SB)/8, $0x1d1915110d090501
-DATA bq2Perm<>+88(SB)/8, $0x3d3935312d292521
-DATA bq2Perm<>+96(SB)/8, $0x1d1915110d090501
-DATA bq2Perm<>+104(SB)/8, $0x3d3935312d292521
-DATA bq2Perm<>+112(SB)/8, $0x1d1915110d090501
-DATA bq2Perm<>+120(SB)/8, $0x3d3935312d292521
-DATA bq2Perm<>+128(SB)/8, $0x1e1a16120e0a0602
-DATA bq2Perm<>+136(SB)/8, $0x3e3a36322e2a2622
-DATA bq2Perm<>+144(SB)/8, $0x1e1a16120e0a0602
-DATA bq2Perm<>+152(SB)/8, $0x3e3a36322e2a2622
-DATA bq2Perm<>+160(SB)/8, $0x1e1a16120e0a0602
-DATA bq2Perm<>+168(SB)/8, $0x3e3a36322e2a2622
-DATA bq2Perm<>+176(SB)/8, $0x1e1a16120e0a0602
-DATA bq2Perm<>+184(SB)/8, $0x3e3a36322e2a2622
-DATA bq2Perm<>+192(SB)/8, $0x1f1b17130f0b0703
-DATA bq2Perm<>+200(SB)/8, $0x3f3b37332f2b2723
-DATA bq2Perm<>+208(SB)/8, $0x1f1b17130f0b0703
-DATA bq2Perm<>+216(SB)/8, $0x3f3b37332f2b2723
-DATA bq2Perm<>+224(SB)/8, $0x1f1b17130f0b0703
-DATA bq2Perm<>+232(SB)/8, $0x3f3b37332f2b2723
-DATA bq2Perm<>+240(SB)/8, $0x1f1b17130f0b0703
-DATA bq2Perm<>+248(SB)/8, $0x3f3b37332f2b2723
+// bq2Perm<> are bcastQ2's VPERMB indexes (four copies of one vector, the
+// first used; foldQuery4's table has four):
+// byte 16g+4m+b holds channel 16g+4b+m of 64, so the dword 4g+m holds
+// the four channels that bytes of a packed dword (channels 16g..16g+15)
+// give shifted right by 2m: scoresI2x4VBMI's broadcast query operand.
+DATA bq2Perm<>+0(SB)/8, $0x0d0905010c080400
+DATA bq2Perm<>+8(SB)/8, $0x0f0b07030e0a0602
+DATA bq2Perm<>+16(SB)/8, $0x1d1915111c181410
+DATA bq2Perm<>+24(SB)/8, $0x1f1b17131e1a1612
+DATA bq2Perm<>+32(SB)/8, $0x2d2925212c282420
+DATA bq2Perm<>+40(SB)/8, $0x2f2b27232e2a2622
+DATA bq2Perm<>+48(SB)/8, $0x3d3935313c383430
+DATA bq2Perm<>+56(SB)/8, $0x3f3b37333e3a3632
+DATA bq2Perm<>+64(SB)/8, $0x0d0905010c080400
+DATA bq2Perm<>+72(SB)/8, $0x0f0b07030e0a0602
+DATA bq2Perm<>+80(SB)/8, $0x1d1915111c181410
+DATA bq2Perm<>+88(SB)/8, $0x1f1b17131e1a1612
+DATA bq2Perm<>+96(SB)/8, $0x2d2925212c282420
+DATA bq2Perm<>+104(SB)/8, $0x2f2b27232e2a2622
+DATA bq2Perm<>+112(SB)/8, $0x3d3935313c383430
+DATA bq2Perm<>+120(SB)/8, $0x3f3b37333e3a3632
+DATA bq2Perm<>+128(SB)/8, $0x0d0905010c080400
+DATA bq2Perm<>+136(SB)/8, $0x0f0b07030e0a0602
+DATA bq2Perm<>+144(SB)/8, $0x1d1915111c181410
+DATA bq2Perm<>+152(SB)/8, $0x1f1b17131e1a1612
+DATA bq2Perm<>+160(SB)/8, $0x2d2925212c282420
+DATA bq2Perm<>+168(SB)/8, $0x2f2b27232e2a2622
+DATA bq2Perm<>+176(SB)/8, $0x3d3935313c383430
+DATA bq2Perm<>+184(SB)/8, $0x3f3b37333e3a3632
+DATA bq2Perm<>+192(SB)/8, $0x0d0905010c080400
+DATA bq2Perm<>+200(SB)/8, $0x0f0b07030e0a0602
+DATA bq2Perm<>+208(SB)/8, $0x1d1915111c181410
+DATA bq2Perm<>+216(SB)/8, $0x1f1b17131e1a1612
+DATA bq2Perm<>+224(SB)/8, $0x2d2925212c282420
+DATA bq2Perm<>+232(SB)/8, $0x2f2b27232e2a2622
+DATA bq2Perm<>+240(SB)/8, $0x3d3935313c383430
+DATA bq2Perm<>+248(SB)/8, $0x3f3b37333e3a3632
 GLOBL bq2Perm<>(SB), RODATA|NOPTR, $256
 
 // func unpack2VBMI(dst *uint8, src *byte, n int)
@@ -2469,9 +2471,9 @@ done:
 	RET
 
 // func bcastQ2(dst *int8, q *int8, d int)
-// scoresI2x4VBMI's query operand: per 64 channels, vector m (64 bytes)
-// holds channels 4b+m (b < 16) in each of its four lanes (VPERMB).
-// d a multiple of 64.
+// scoresI2x4VBMI's query operand: per 64 channels c0, 64 bytes (at a
+// stride of 256; the other 192 are not written) whose dword 4g+m holds
+// channels c0+16g+4b+m, b < 4 (VPERMB). d a multiple of 64.
 TEXT ·bcastQ2(SB), NOSPLIT, $0-24
 	MOVQ      dst+0(FP), DI
 	MOVQ      q+8(FP), SI
@@ -2479,19 +2481,10 @@ TEXT ·bcastQ2(SB), NOSPLIT, $0-24
 	SHRQ      $6, CX
 	JZ        done
 	VMOVDQU64 bq2Perm<>+0(SB), Z4
-	VMOVDQU64 bq2Perm<>+64(SB), Z5
-	VMOVDQU64 bq2Perm<>+128(SB), Z6
-	VMOVDQU64 bq2Perm<>+192(SB), Z7
 loop:
 	VMOVDQU64 (SI), Z0
 	VPERMB    Z0, Z4, Z1
 	VMOVDQU64 Z1, (DI)
-	VPERMB    Z0, Z5, Z1
-	VMOVDQU64 Z1, 64(DI)
-	VPERMB    Z0, Z6, Z1
-	VMOVDQU64 Z1, 128(DI)
-	VPERMB    Z0, Z7, Z1
-	VMOVDQU64 Z1, 192(DI)
 	ADDQ      $64, SI
 	ADDQ      $256, DI
 	DECQ      CX
@@ -2500,71 +2493,117 @@ done:
 	VZEROUPPER
 	RET
 
-// SUBTILE2 is SUBTILE on packed int2 rows: the four tokens' 16 packed
-// bytes (64 channels) at R8 (row stride BX, 3 rows R10) go to the four
-// 128-bit lanes of Z16; Z20+m takes (Z16 >> 2m) & 3 (mask Z31): byte b of
-// a lane then holds channel 4b+m, the channel that bcastQ2's vector m has
-// there. A shift and a mask leave the multiplier ports to VPDPBUSD
-// (VPMULTISHIFTQB took them, v18.3).
-#define SUBTILE2(S0, S1, S2, S3) \
-	VMOVDQU64      (R8), X16                 \
-	VINSERTI32X4   $1, (R8)(BX*1), Z16, Z16  \
-	VINSERTI32X4   $2, (R8)(BX*2), Z16, Z16  \
-	VINSERTI32X4   $3, (R8)(R10*1), Z16, Z16 \
-	VPSRLW         $2, Z16, Z21              \
-	VPSRLW         $4, Z16, Z22              \
-	VPSRLW         $6, Z16, Z23              \
-	VPANDD         Z31, Z16, Z20             \
-	VPANDD         Z31, Z21, Z21             \
-	VPANDD         Z31, Z22, Z22             \
-	VPANDD         Z31, Z23, Z23             \
-	VPDPBUSD       (R9), Z20, S0             \
-	VPDPBUSD       64(R9), Z21, S0           \
-	VPDPBUSD       128(R9), Z22, S0          \
-	VPDPBUSD       192(R9), Z23, S0          \
-	VPDPBUSD       (R9)(R11*1), Z20, S1      \
-	VPDPBUSD       64(R9)(R11*1), Z21, S1    \
-	VPDPBUSD       128(R9)(R11*1), Z22, S1   \
-	VPDPBUSD       192(R9)(R11*1), Z23, S1   \
-	VPDPBUSD       (R9)(R11*2), Z20, S2      \
-	VPDPBUSD       64(R9)(R11*2), Z21, S2    \
-	VPDPBUSD       128(R9)(R11*2), Z22, S2   \
-	VPDPBUSD       192(R9)(R11*2), Z23, S2   \
-	VPDPBUSD       (R9)(R12*1), Z20, S3      \
-	VPDPBUSD       64(R9)(R12*1), Z21, S3    \
-	VPDPBUSD       128(R9)(R12*1), Z22, S3   \
-	VPDPBUSD       192(R9)(R12*1), Z23, S3
+// GATHER2(V, SREG) loads the 16-byte chunks at DX of tokens 0, 4, 8, 12
+// (stride R10 = 4 rows) into the four 128-bit lanes of V (SREG its X
+// name), then moves DX to the next token.
+#define GATHER2(V, SREG) \
+	VMOVDQU64    (DX), SREG              \
+	VINSERTI32X4 $1, (DX)(R10*1), V, V   \
+	VINSERTI32X4 $2, (DX)(R10*2), V, V   \
+	VINSERTI32X4 $3, (DX)(R13*1), V, V   \
+	ADDQ         BX, DX
+
+// STEP2(W, QOFF) multiplies the vector W, whose dword t holds token t's
+// packed channels 16g..16g+15 (QOFF = 16g), with the four rows' query:
+// W & 3 (channels 16g+4b) and (W >> 4) & 3 (16g+4b+2) into Z0..Z3, W & 12
+// and (W >> 4) & 12 (four times 16g+4b+1 and 16g+4b+3) into Z4..Z7, each
+// with the row's broadcast query dword of those channels (bcastQ2: the
+// dword 4g+m of the chunk). VPSRLW moves each word's high bits into its
+// low byte's bits 4..7, which the masks (Z30: 3, Z31: 12) drop.
+#define STEP2(W, QOFF) \
+	VPSRLW        $4, W, Z8                   \
+	VPANDD        Z30, W, Z9                  \
+	VPANDD        Z31, W, Z10                 \
+	VPANDD        Z30, Z8, Z11                \
+	VPANDD        Z31, Z8, Z12                \
+	VPDPBUSD.BCST QOFF(R9), Z9, Z0            \
+	VPDPBUSD.BCST QOFF(R9)(R11*1), Z9, Z1     \
+	VPDPBUSD.BCST QOFF(R9)(R11*2), Z9, Z2     \
+	VPDPBUSD.BCST QOFF(R9)(R12*1), Z9, Z3     \
+	VPDPBUSD.BCST QOFF+4(R9), Z10, Z4         \
+	VPDPBUSD.BCST QOFF+4(R9)(R11*1), Z10, Z5  \
+	VPDPBUSD.BCST QOFF+4(R9)(R11*2), Z10, Z6  \
+	VPDPBUSD.BCST QOFF+4(R9)(R12*1), Z10, Z7  \
+	VPDPBUSD.BCST QOFF+8(R9), Z11, Z0         \
+	VPDPBUSD.BCST QOFF+8(R9)(R11*1), Z11, Z1  \
+	VPDPBUSD.BCST QOFF+8(R9)(R11*2), Z11, Z2  \
+	VPDPBUSD.BCST QOFF+8(R9)(R12*1), Z11, Z3  \
+	VPDPBUSD.BCST QOFF+12(R9), Z12, Z4        \
+	VPDPBUSD.BCST QOFF+12(R9)(R11*1), Z12, Z5 \
+	VPDPBUSD.BCST QOFF+12(R9)(R11*2), Z12, Z6 \
+	VPDPBUSD.BCST QOFF+12(R9)(R12*1), Z12, Z7
+
+// ROWOUT2(A, B, AOFF, BOFF) is ROWOUT for scoresI2x4VBMI: the row's sums
+// are A + B/4 (B holds four times its channels' products: the shift is
+// exact), one token per dword in token order; then the same float
+// operations as ROWOUT. Z17, Z24..Z26 scratch.
+#define ROWOUT2(A, B, AOFF, BOFF) \
+	VPSRAD       $2, B, B              \
+	VPADDD       B, A, Z17             \
+	VCVTDQ2PS    Z17, Z17              \
+	VBROADCASTSS AOFF(DX), Z24         \
+	VBROADCASTSS BOFF(DX), Z25         \
+	VMULPS       (SI), Z24, Z24        \
+	VMULPS       Z24, Z17, Z17         \
+	VMULPS       (R15), Z25, Z25       \
+	VADDPS       Z25, Z17, Z17         \
+	TESTL        R13, R13              \
+	JZ           3(PC)                 \
+	VMULPS       (AX), Z29, Z26        \
+	VADDPS       Z26, Z17, Z17         \
+	VMOVUPS      Z17, (AX)             \
+	ADDQ         R14, AX
+
+// ROWOUT2U is ROWOUT2 where every A[t] and B[t] is 1 (KC keys: A nil):
+// x·a + b, the bits of x·(a·1) + b·1 (v50).
+#define ROWOUT2U(A, B, AOFF, BOFF) \
+	VPSRAD       $2, B, B              \
+	VPADDD       B, A, Z17             \
+	VCVTDQ2PS    Z17, Z17              \
+	VMULPS.BCST  AOFF(DX), Z17, Z17    \
+	VADDPS.BCST  BOFF(DX), Z17, Z17    \
+	TESTL        R13, R13              \
+	JZ           3(PC)                 \
+	VMULPS       (AX), Z29, Z26        \
+	VADDPS       Z26, Z17, Z17         \
+	VMOVUPS      Z17, (AX)             \
+	ADDQ         R14, AX
 
 // func scoresI2x4VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 // scoresU8x4VNNI on packed int2 rows (d/4 bytes, d a multiple of 64): no
-// unpacking pass; q is bcastQ2's layout (d·4 bytes per row). Each 16-token
-// tile prefetches pfTile lines from pf on (the next block's keys).
+// unpacking pass; q is bcastQ2's layout (d·4 bytes per row). Per 16-token
+// tile and 64 channels the tokens' 16-byte chunks go, four tokens a
+// vector (token 4j+s in lane j of vector s: GATHER2), through a 4x4 dword
+// transpose within the lanes into four vectors whose dword t holds token
+// t's channels 16g..16g+15 (g the vector), so each accumulator dword is
+// one token's sum in token order (v49): row r in Z(r) and Z(4+r) (STEP2).
+// A nil (and B): every A[t] and B[t] is 1 (ROWOUT2U). Each tile
+// prefetches pfTile lines from pf on (the next block's keys).
 TEXT ·scoresI2x4VBMI(SB), NOSPLIT, $0-96
 	MOVQ         d+64(FP), R11
 	MOVQ         R11, BX
 	SHRQ         $2, BX               // packed row stride: d/4 bytes
-	LEAQ         (BX)(BX*2), R10
+	LEAQ         (BX*4), R10          // four rows
 	SHLQ         $2, R11              // query row stride: d·4 bytes
 	LEAQ         (R11)(R11*2), R12
 	MOVQ         ldo+8(FP), R14
 	SHLQ         $2, R14
-	MOVL         c+72(FP), R13
 	VBROADCASTSS c+72(FP), Z29
-	VMOVDQU32    lanePerm<>(SB), Z28
 	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z30
+	MOVL         $0x0c0c0c0c, AX
 	VPBROADCASTD AX, Z31
 	MOVQ         A+32(FP), SI
 	MOVQ         B+40(FP), R15
-	MOVQ         ab+48(FP), DX
 	MOVQ         k+24(FP), CX
 	MOVQ         n+56(FP), DI
 	SHRQ         $4, DI
 	JZ           done
 tile:
+	MOVQ  pf+80(FP), R9
 	MOVQ  pfTile+88(FP), R8
 	TESTQ R8, R8
 	JZ    pfdone
-	MOVQ  pf+80(FP), R9
 pfloop:
 	PREFETCHT1 (R9)
 	ADDQ       $64, R9
@@ -2572,45 +2611,58 @@ pfloop:
 	JNZ        pfloop
 	MOVQ       R9, pf+80(FP)
 pfdone:
-	VPXORD       Z0, Z0, Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	VPXORD       Z10, Z10, Z10
-	VPXORD       Z11, Z11, Z11
-	VPXORD       Z12, Z12, Z12
-	VPXORD       Z13, Z13, Z13
-	VPXORD       Z14, Z14, Z14
-	VPXORD       Z15, Z15, Z15
-	MOVQ         q+16(FP), R9
-	XORQ         AX, AX               // byte offset in the packed rows
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	LEAQ   (R10)(R10*2), R13          // twelve rows
+	MOVQ   q+16(FP), R9
+	XORQ   AX, AX                     // byte offset in the packed rows
 chunk:
-	LEAQ (CX)(AX*1), R8
-	SUBTILE2(Z0, Z1, Z2, Z3)
-	LEAQ (R8)(BX*4), R8
-	SUBTILE2(Z4, Z5, Z6, Z7)
-	LEAQ (R8)(BX*4), R8
-	SUBTILE2(Z8, Z9, Z10, Z11)
-	LEAQ (R8)(BX*4), R8
-	SUBTILE2(Z12, Z13, Z14, Z15)
+	LEAQ        (CX)(AX*1), DX
+	GATHER2(Z16, X16)
+	GATHER2(Z17, X17)
+	GATHER2(Z18, X18)
+	GATHER2(Z19, X19)
+	VPUNPCKLDQ  Z17, Z16, Z24
+	VPUNPCKHDQ  Z17, Z16, Z25
+	VPUNPCKLDQ  Z19, Z18, Z26
+	VPUNPCKHDQ  Z19, Z18, Z27
+	VPUNPCKLQDQ Z26, Z24, Z20         // dword t: token t's channels 0..15 of the chunk
+	VPUNPCKHQDQ Z26, Z24, Z21         // 16..31
+	VPUNPCKLQDQ Z27, Z25, Z22         // 32..47
+	VPUNPCKHQDQ Z27, Z25, Z23         // 48..63
+	STEP2(Z20, 0)
+	STEP2(Z21, 16)
+	STEP2(Z22, 32)
+	STEP2(Z23, 48)
 	ADDQ $256, R9
 	ADDQ $16, AX
 	CMPQ AX, BX
 	JLT  chunk
 	MOVQ out+0(FP), AX
-	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
-	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
-	ROWOUT(Z2, Z6, Z10, Z14, 8, 24)
-	ROWOUT(Z3, Z7, Z11, Z15, 12, 28)
-	ADDQ $64, out+0(FP)
+	MOVQ ab+48(FP), DX
+	MOVL c+72(FP), R13
+	TESTQ SI, SI
+	JZ    unit
+	ROWOUT2(Z0, Z4, 0, 16)
+	ROWOUT2(Z1, Z5, 4, 20)
+	ROWOUT2(Z2, Z6, 8, 24)
+	ROWOUT2(Z3, Z7, 12, 28)
 	ADDQ $64, SI
 	ADDQ $64, R15
+	JMP  next
+unit:
+	ROWOUT2U(Z0, Z4, 0, 16)
+	ROWOUT2U(Z1, Z5, 4, 20)
+	ROWOUT2U(Z2, Z6, 8, 24)
+	ROWOUT2U(Z3, Z7, 12, 28)
+next:
+	ADDQ $64, out+0(FP)
 	LEAQ (CX)(BX*8), CX
 	LEAQ (CX)(BX*8), CX
 	DECQ DI
@@ -2641,15 +2693,16 @@ done:
 	VPERMILPS     $0x01, X, TX \
 	OP            TX, X, X
 
-// func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *byte)
+// func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *byte, nperm int)
 // foldQueryAVX512 for four rows at stride d (q, qs, qi) sharing s and z:
 // the same steps per row (so the same bits), the rows' dependency chains
 // (the bias FMAs, the max, the lane folds, the divisions) interleaved.
 // a[r], bias[r] are row r's step and bias; qi is not nil. With perm not
 // nil (d a multiple of 64) each 64 codes of row r also go to dst at
 // 4·d·r + 4·c through four VPERMB with perm's 4 x 64 indices (a score
-// kernel's query layout: bcastQ2, bcastQ4 or bcastQ16 of the bytes 0..63).
-TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-80
+// kernel's query layout: bcastQ2, bcastQ4 or bcastQ16 of the bytes 0..63);
+// nperm 1 writes only the first of the four (bcastQ2's layout, v51).
+TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-88
 	MOVQ         qi+0(FP), DI
 	MOVQ         qs+8(FP), R8
 	MOVQ         q+16(FP), SI
@@ -2730,6 +2783,15 @@ zero:
 	VPXORD  Z1, Z1, Z1
 	XORQ    AX, AX
 	MOVQ    CX, BX                     // d/16 x 64 bytes = 4·d
+	CMPQ    nperm+80(FP), $1
+	JNE     zerob
+	SHRQ    $2, BX                     // the first 64 bytes of each 256
+zerob1:
+	VMOVDQU64 Z1, (R15)(AX*1)
+	ADDQ      $256, AX
+	DECQ      BX
+	JNZ       zerob1
+	JMP       next
 zerob:
 	VMOVDQU64 Z1, (R15)(AX*1)
 	ADDQ      $64, AX
@@ -2780,12 +2842,15 @@ pass2b:
 	VMOVDQU64    Z10, (DI)(R9*1)
 	VPERMB       Z10, Z24, Z1
 	VMOVDQU64    Z1, (R15)(R13*1)
+	CMPQ         nperm+80(FP), $1
+	JEQ          perm1
 	VPERMB       Z10, Z25, Z1
 	VMOVDQU64    Z1, 64(R15)(R13*1)
 	VPERMB       Z10, Z26, Z1
 	VMOVDQU64    Z1, 128(R15)(R13*1)
 	VPERMB       Z10, Z27, Z1
 	VMOVDQU64    Z1, 192(R15)(R13*1)
+perm1:
 	ADDQ         $256, AX
 	ADDQ         $64, R9
 	ADDQ         $256, R13

@@ -270,9 +270,21 @@ func TestScoreKernels(t *testing.T) {
 							o4 = randF32(r, 4*ldo, 1)
 							w4 = append([]float32(nil), o4...)
 						}
+						u4 := append([]float32(nil), o4...)
 						k.scoresI2x4(o4, ldo, qb, packed, A, B, ab, n, d, c, packed)
 						// The reference: each row's query in channel order against the unpacked codes.
 						scoresI2x4Go(w4, ldo, qb, packed, A, B, ab, n, d, c, nil)
+						// Unit factors (A and B empty, KC keys): the bits of ones.
+						ones := make([]float32, n)
+						for i := range ones {
+							ones[i] = 1
+						}
+						v4 := append([]float32(nil), u4...)
+						k.scoresI2x4(u4, ldo, qb, packed, nil, nil, ab, n, d, c, nil)
+						scoresI2x4Go(v4, ldo, qb, packed, ones, ones, ab, n, d, c, nil)
+						for row := 0; row < 4; row++ {
+							sameBits(t, fmt.Sprintf("%v scoresI2x4 unit d=%d n=%d row %d c=%g", k, d, n, row, c), u4[row*ldo:row*ldo+n], v4[row*ldo:row*ldo+n])
+						}
 						codes2 := make([]uint8, n*d)
 						unpack2Go(codes2, packed)
 						w1 := nanSlice(n)
@@ -509,6 +521,13 @@ func TestFoldDequantKernels(t *testing.T) {
 						qi5, qs5, a5, b5 := make([]int8, 4*d), nanSlice(4*d), nanSlice(4), nanSlice(4)
 						k.foldQuery4(qi5, qs5, q4, s, z, a5, b5, got, lay)
 						name := fmt.Sprintf("%v foldQuery4 d=%d layout %d", k, d, lay)
+						if lay == qI2 { // bcastQ2 writes 64 bytes of each 256: the rest keeps its bytes
+							for i := range want {
+								if i%256 >= 64 {
+									want[i] = 0x55
+								}
+							}
+						}
 						if string(bytesOf(got)) != string(bytesOf(want)) || string(bytesOf(qi5)) != string(bytesOf(qi4)) {
 							t.Fatalf("%s: broadcast codes differ from the reference bcast", name)
 						}
