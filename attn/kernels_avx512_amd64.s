@@ -1702,6 +1702,31 @@ GLOBL lanePerm<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD   128(R9)(R12*1), Z22, S3   \
 	VPDPBUSD   192(R9)(R12*1), Z23, S3
 
+// ROWSTORE writes a row's 16 scores in Z17 to its outputs at AX (adding
+// c·out[t], Z29 c, where R13, the c flag, is set) and moves AX to the next
+// row (R14 ldo in bytes); Z26 scratch. The tail of ROWOUT, ROWOUT2 and
+// ROWOUT2U.
+#define ROWSTORE \
+	TESTL        R13, R13              \
+	JZ           3(PC)                 \
+	VMULPS       (AX), Z29, Z26        \
+	VADDPS       Z26, Z17, Z17         \
+	VMOVUPS      Z17, (AX)             \
+	ADDQ         R14, AX
+
+// ROWFLOAT(AOFF, BOFF) converts a row's integer sums in Z17 and makes them
+// a·A[t]·x + b·B[t] (a, b at AOFF and BOFF in ab at DX; A at SI, B at R15),
+// then ROWSTORE; Z24, Z25 scratch. ROWOUT's and ROWOUT2's float operations.
+#define ROWFLOAT(AOFF, BOFF) \
+	VCVTDQ2PS    Z17, Z17              \
+	VBROADCASTSS AOFF(DX), Z24         \
+	VBROADCASTSS BOFF(DX), Z25         \
+	VMULPS       (SI), Z24, Z24        \
+	VMULPS       Z24, Z17, Z17         \
+	VMULPS       (R15), Z25, Z25       \
+	VADDPS       Z25, Z17, Z17         \
+	ROWSTORE
+
 // ROWOUT(A, B, C, D, ROW) sums the four sub-tile accumulators of one row
 // (A: tokens 0-3, one per lane, ... D: tokens 12-15), puts the 16 sums in
 // token order, converts them and writes a·A[t]·x + b·B[t] (+ c·out[t])
@@ -1719,19 +1744,7 @@ GLOBL lanePerm<>(SB), RODATA|NOPTR, $64
 	VPUNPCKHQDQ  Z18, Z16, Z19         \
 	VPADDD       Z19, Z17, Z17         \
 	VPERMD       Z17, Z28, Z17         \
-	VCVTDQ2PS    Z17, Z17              \
-	VBROADCASTSS AOFF(DX), Z24         \
-	VBROADCASTSS BOFF(DX), Z25         \
-	VMULPS       (SI), Z24, Z24        \
-	VMULPS       Z24, Z17, Z17         \
-	VMULPS       (R15), Z25, Z25       \
-	VADDPS       Z25, Z17, Z17         \
-	TESTL        R13, R13              \
-	JZ           3(PC)                 \
-	VMULPS       (AX), Z29, Z26        \
-	VADDPS       Z26, Z17, Z17         \
-	VMOVUPS      Z17, (AX)             \
-	ADDQ         R14, AX
+	ROWFLOAT(AOFF, BOFF)
 
 // func scoresU8x4VNNI(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 // Four query rows r: out[r·ldo+t] = ab[r]·A[t]·(q_r·k[t]) + ab[4+r]·B[t]
@@ -2540,19 +2553,7 @@ done:
 #define ROWOUT2(A, B, AOFF, BOFF) \
 	VPSRAD       $2, B, B              \
 	VPADDD       B, A, Z17             \
-	VCVTDQ2PS    Z17, Z17              \
-	VBROADCASTSS AOFF(DX), Z24         \
-	VBROADCASTSS BOFF(DX), Z25         \
-	VMULPS       (SI), Z24, Z24        \
-	VMULPS       Z24, Z17, Z17         \
-	VMULPS       (R15), Z25, Z25       \
-	VADDPS       Z25, Z17, Z17         \
-	TESTL        R13, R13              \
-	JZ           3(PC)                 \
-	VMULPS       (AX), Z29, Z26        \
-	VADDPS       Z26, Z17, Z17         \
-	VMOVUPS      Z17, (AX)             \
-	ADDQ         R14, AX
+	ROWFLOAT(AOFF, BOFF)
 
 // ROWOUT2U is ROWOUT2 where every A[t] and B[t] is 1 (KC keys: A nil):
 // x·a + b, the bits of x·(a·1) + b·1 (v50).
@@ -2562,12 +2563,7 @@ done:
 	VCVTDQ2PS    Z17, Z17              \
 	VMULPS.BCST  AOFF(DX), Z17, Z17    \
 	VADDPS.BCST  BOFF(DX), Z17, Z17    \
-	TESTL        R13, R13              \
-	JZ           3(PC)                 \
-	VMULPS       (AX), Z29, Z26        \
-	VADDPS       Z26, Z17, Z17         \
-	VMOVUPS      Z17, (AX)             \
-	ADDQ         R14, AX
+	ROWSTORE
 
 // func scoresI2x4VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 // scoresU8x4VNNI on packed int2 rows (d/4 bytes, d a multiple of 64): no
