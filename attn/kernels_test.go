@@ -855,8 +855,8 @@ func TestSoftmaxU8(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, k := range u8Sets() {
 		for _, groups := range []int{1, 2, 4} {
-			for _, rows := range []int{1, 3, 5} {
-				n, ld, mid := 48, 64, float32(7.5)
+			for _, sh := range [][3]int{{48, 64, 1}, {48, 64, 3}, {48, 64, 5}, {112, 128, 3}, {256, 256, 4}} { // n, ld, rows: one vector to four rows a loop, 64 weights a step and a tail
+				n, ld, rows, mid := sh[0], sh[1], sh[2], float32(7.5)
 				x := randF32(r, rows*ld, 4)
 				m := make([]float32, rows)
 				for row := range m {
@@ -876,7 +876,7 @@ func TestSoftmaxU8(t *testing.T) {
 				p := append([]float32(nil), x...)
 				delta, zsum, lsum, sw := nanSlice(rows), nanSlice(rows*groups), nanSlice(rows), nanSlice(rows*groups)
 				k.softmaxU8(wq, ldw, ld, p, ld, m, s, z, ld, n, groups, rows, mid, delta, zsum, lsum, sw)
-				name := fmt.Sprintf("%v softmaxU8 groups=%d rows=%d", k, groups, rows)
+				name := fmt.Sprintf("%v softmaxU8 groups=%d rows=%d n=%d", k, groups, rows, n)
 				for row := 0; row < rows; row++ {
 					var sum float64
 					for tk := 0; tk < n; tk++ {

@@ -607,6 +607,21 @@ out:
 	VPSLLD      $23, Z2, Z2        \
 	VPADDD.Z    Z2, Z4, K1, Z4
 
+// EXPU8B is EXPU8 on other registers, for the second row of softmaxU8's
+// row pairs: d in Z16, the exp in Z19; Z17, Z18, K2 scratch.
+#define EXPU8B \
+	VCMPPS      $0x1d, Z21, Z16, K2 \
+	VMOVAPS     Z25, Z17            \
+	VFMADD231PS Z22, Z16, Z17       \
+	VSUBPS      Z25, Z17, Z18       \
+	VFMSUB231PS Z22, Z16, Z18       \
+	VMOVAPS     Z26, Z19            \
+	VFMADD213PS Z27, Z18, Z19       \
+	VFMADD213PS Z28, Z18, Z19       \
+	VFMADD213PS Z29, Z18, Z19       \
+	VPSLLD      $23, Z17, Z17       \
+	VPADDD.Z    Z17, Z19, K2, Z19
+
 // func quantWRowsU8AVX512(wq *uint8, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum *float32)
 // quantWRowsU8 (kernels.go) in two loops over the rows, so that the rows'
 // latency chains (the max's fold, the divisions) overlap: first per row the
@@ -738,6 +753,26 @@ DATA expu8<>+20(SB)/4, $0.69326097
 DATA expu8<>+24(SB)/4, $0.99992806
 GLOBL expu8<>(SB), RODATA|NOPTR, $28
 
+// u8PackIdx<> puts the dwords of VPACKUSDW then VPACKUSWB of four vectors
+// (dword 4l+j: vector j's bytes 4l..4l+3) back in order: dword 4j+l.
+DATA u8PackIdx<>+0(SB)/4, $0
+DATA u8PackIdx<>+4(SB)/4, $4
+DATA u8PackIdx<>+8(SB)/4, $8
+DATA u8PackIdx<>+12(SB)/4, $12
+DATA u8PackIdx<>+16(SB)/4, $1
+DATA u8PackIdx<>+20(SB)/4, $5
+DATA u8PackIdx<>+24(SB)/4, $9
+DATA u8PackIdx<>+28(SB)/4, $13
+DATA u8PackIdx<>+32(SB)/4, $2
+DATA u8PackIdx<>+36(SB)/4, $6
+DATA u8PackIdx<>+40(SB)/4, $10
+DATA u8PackIdx<>+44(SB)/4, $14
+DATA u8PackIdx<>+48(SB)/4, $3
+DATA u8PackIdx<>+52(SB)/4, $7
+DATA u8PackIdx<>+56(SB)/4, $11
+DATA u8PackIdx<>+60(SB)/4, $15
+GLOBL u8PackIdx<>(SB), RODATA|NOPTR, $64
+
 // func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32)
 // softmaxU8 (kernels.go) in two loops over the rows, so that the rows'
 // latency chains (the folds, the divisions) overlap. First, per row: the
@@ -748,7 +783,11 @@ GLOBL expu8<>(SB), RODATA|NOPTR, $28
 // then per group Σ p·z, Σ w and the largest w (w = p·s). Second, per row:
 // Δ = max/255, and per group the weights rounded to u8 steps (VCVTPS2DQ:
 // to nearest even; VPMOVUSDB) with their integer sum, and the zeros' sum
-// plus mid·(Σ w - Δ·Σ wq).
+// plus mid·(Σ w - Δ·Σ wq). With one group the first loop takes two rows
+// at a time (their chains side by side, s and z loaded once, before p's
+// stores: v53) and the second packs 64 codes a step (VPACKUSDW, VPACKUSWB,
+// VPERMD: the same bytes as VPMOVUSDB for codes 0..255, which w >= 0 and
+// Δ = max w/255 give: v54).
 TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-136
 	VBROADCASTSS expu8<>+0(SB), Z21  // expU8Min
 	VBROADCASTSS expu8<>+4(SB), Z22  // log2 e
@@ -802,21 +841,26 @@ exp3:
 	VMOVSS       X5, (DX)(R14*4)
 	JMP          rmax
 one: // one group: the group's sums in the exp's loop (its FMA chain hidden)
+	LEAQ         1(R14), DX
+	CMPQ         DX, rows+88(FP)
+	JLT          two
 	MOVQ         s+48(FP), R13
 	MOVQ         z+56(FP), R9
 	XORQ         AX, AX
 	VPXORD       Z5, Z5, Z5         // max w
 	VPXORD       Z6, Z6, Z6         // Σ p·z lanes
 	VPXORD       Z7, Z7, Z7         // Σ w lanes
-exp1:
+exp1: // z and s loaded before p's store: the three arrays share their low 12 address bits (4K aliasing)
 	VMOVUPS      (SI)(AX*1), Z1
+	VMOVUPS      (R9)(AX*1), Z10    // z
+	VMOVUPS      (R13)(AX*1), Z11   // s
 	VSUBPS       Z20, Z1, Z1
 	EXPU8                           // p
 	VMOVUPS      Z4, (SI)(AX*1)
 	VADDPS       Z4, Z0, Z0
-	VFMADD231PS  (R9)(AX*1), Z4, Z6
-	VMULPS       (R13)(AX*1), Z4, Z4 // w
-	VMAXPS       Z4, Z5, Z5
+	VFMADD231PS  Z10, Z4, Z6
+	VMULPS       Z11, Z4, Z4        // w
+	VPMAXSD      Z4, Z5, Z5
 	VADDPS       Z4, Z7, Z7
 	ADDQ         $64, AX
 	DECQ         CX
@@ -832,6 +876,73 @@ exp1:
 	HSUM16(VADDPS)
 	MOVQ         sw+128(FP), DX
 	VMOVSS       X0, (DX)(R14*4)
+	JMP          rmax
+two: // rows r and r+1 side by side (two chains in flight; s and z loaded once), each row's sums as in exp1
+	MOVQ         ldx+32(FP), DI
+	SHLQ         $2, DI
+	ADDQ         SI, DI             // row r+1
+	MOVQ         m+40(FP), AX
+	VBROADCASTSS 4(AX)(R14*4), Z23
+	MOVQ         s+48(FP), R13
+	MOVQ         z+56(FP), R9
+	XORQ         AX, AX
+	VPXORD       Z5, Z5, Z5         // row r: max w
+	VPXORD       Z6, Z6, Z6         // Σ p·z lanes
+	VPXORD       Z7, Z7, Z7         // Σ w lanes
+	VPXORD       Z12, Z12, Z12      // row r+1: Σ p lanes
+	VPXORD       Z13, Z13, Z13      // max w
+	VPXORD       Z14, Z14, Z14      // Σ p·z lanes
+	VPXORD       Z15, Z15, Z15      // Σ w lanes
+exp1b:
+	VMOVUPS      (SI)(AX*1), Z1
+	VMOVUPS      (DI)(AX*1), Z16
+	VMOVUPS      (R9)(AX*1), Z10    // z
+	VMOVUPS      (R13)(AX*1), Z11   // s
+	VSUBPS       Z20, Z1, Z1
+	VSUBPS       Z23, Z16, Z16
+	EXPU8                           // row r's p
+	EXPU8B                          // row r+1's p
+	VMOVUPS      Z4, (SI)(AX*1)
+	VMOVUPS      Z19, (DI)(AX*1)
+	VADDPS       Z4, Z0, Z0
+	VADDPS       Z19, Z12, Z12
+	VFMADD231PS  Z10, Z4, Z6
+	VFMADD231PS  Z10, Z19, Z14
+	VMULPS       Z11, Z4, Z4        // w
+	VMULPS       Z11, Z19, Z19
+	VPMAXSD      Z4, Z5, Z5
+	VPMAXSD      Z19, Z13, Z13
+	VADDPS       Z4, Z7, Z7
+	VADDPS       Z19, Z15, Z15
+	ADDQ         $64, AX
+	DECQ         CX
+	JNZ          exp1b
+	MOVQ         lsum+120(FP), AX
+	MOVQ         zsum+112(FP), DX
+	MOVQ         sw+128(FP), BX
+	HSUM16(VADDPS)
+	VMOVSS       X0, (AX)(R14*4)
+	VMOVAPS      Z6, Z0
+	HSUM16(VADDPS)
+	VMOVSS       X0, (DX)(R14*4)
+	VMOVAPS      Z7, Z0
+	HSUM16(VADDPS)
+	VMOVSS       X0, (BX)(R14*4)
+	VMOVAPS      Z12, Z0
+	HSUM16(VADDPS)
+	VMOVSS       X0, 4(AX)(R14*4)
+	VMOVAPS      Z14, Z0
+	HSUM16(VADDPS)
+	VMOVSS       X0, 4(DX)(R14*4)
+	VMOVAPS      Z15, Z0
+	HSUM16(VADDPS)
+	VMOVSS       X0, 4(BX)(R14*4)
+	VMOVAPS      Z5, Z0
+	HSUM16(VMAXPS)
+	MOVQ         delta+104(FP), DX
+	VMOVSS       X0, (DX)(R14*4)    // row r's max until the second loop
+	VMOVAPS      Z13, Z5
+	INCQ         R14
 	JMP          rmax
 grp0:
 	IMULQ        R12, R15
@@ -879,6 +990,7 @@ rmax:
 	JMP          row1
 pass2:
 	MOVQ         ldq+16(FP), R11
+	VMOVDQU32    u8PackIdx<>(SB), Z24
 	XORQ         R14, R14
 row2:
 	CMPQ         R14, rows+88(FP)
@@ -905,6 +1017,40 @@ q1:
 	XORQ         R9, R9
 	VPXORD       Z6, Z6, Z6         // Σ wq lanes (int32)
 	MOVQ         R8, CX
+	CMPQ         CX, $4
+	JLT          q2t
+q4: // 64 weights a step: their codes (0..255) packed by VPACKUSDW, VPACKUSWB and put in order by VPERMD
+	VMOVUPS      (SI)(AX*1), Z2
+	VMULPS       (R13)(AX*1), Z2, Z2
+	VMULPS       Z8, Z2, Z2
+	VCVTPS2DQ    Z2, Z2
+	VPADDD       Z2, Z6, Z6
+	VMOVUPS      64(SI)(AX*1), Z10
+	VMULPS       64(R13)(AX*1), Z10, Z10
+	VMULPS       Z8, Z10, Z10
+	VCVTPS2DQ    Z10, Z10
+	VPADDD       Z10, Z6, Z6
+	VMOVUPS      128(SI)(AX*1), Z11
+	VMULPS       128(R13)(AX*1), Z11, Z11
+	VMULPS       Z8, Z11, Z11
+	VCVTPS2DQ    Z11, Z11
+	VPADDD       Z11, Z6, Z6
+	VMOVUPS      192(SI)(AX*1), Z12
+	VMULPS       192(R13)(AX*1), Z12, Z12
+	VMULPS       Z8, Z12, Z12
+	VCVTPS2DQ    Z12, Z12
+	VPADDD       Z12, Z6, Z6
+	VPACKUSDW    Z10, Z2, Z2        // lane l: words of tokens 4l..4l+3 of vectors 0, 1
+	VPACKUSDW    Z12, Z11, Z11      // of vectors 2, 3
+	VPACKUSWB    Z11, Z2, Z2        // dword 4l+j: vector j's tokens 4l..4l+3
+	VPERMD       Z2, Z24, Z2        // dword 4j+l
+	VMOVDQU64    Z2, (DI)(R9*1)
+	ADDQ         $256, AX
+	ADDQ         $64, R9
+	SUBQ         $4, CX
+	CMPQ         CX, $4
+	JGE          q4
+q2t:
 	TESTQ        CX, CX
 	JZ           q3
 q2:
