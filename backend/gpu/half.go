@@ -36,28 +36,17 @@ type halfOut struct {
 // GEMM must not convert x); otherwise mk gets xh and false. Both happen
 // under the queue's lock, so no flush falls between them.
 func (b *Backend) queueAfterHalf(x cuda.DevicePtr, n int, xh cuda.DevicePtr, mk func(xh cuda.DevicePtr, ready bool) queuedOp) {
-	b.qMu.Lock()
-	if b.queue == nil {
-		b.queue, b.spare = b.spare, nil
-	}
-	ready := false
-	if k := len(b.queue); k > 0 {
-		if h := b.queue[k-1].half; h != nil && h.y == x && h.n == n {
-			if h.src != 0 {
-				xh = h.src
-			} else {
-				b.queue[k-1] = h.with(xh)
-			}
-			ready = true
+	b.queueAfter(func(last *queuedOp) queuedOp {
+		if last == nil || last.half == nil || last.half.y != x || last.half.n != n {
+			return mk(xh, false)
 		}
-	}
-	q := mk(xh, ready)
-	b.queue = append(b.queue, q)
-	full := len(b.queue) >= segmentOps && !q.foldable()
-	b.qMu.Unlock()
-	if full {
-		b.flush()
-	}
+		if h := last.half; h.src != 0 {
+			xh = h.src
+		} else {
+			*last = h.with(xh)
+		}
+		return mk(xh, true)
+	})
 }
 
 // withKey returns key followed by extra, in a new slice (a queued op's key

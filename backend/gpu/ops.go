@@ -69,10 +69,22 @@ func (b *Backend) launch(op string, f func(c *cuda.Ctx) error, key ...uint64) {
 // gemv.cu launch or a joined GEMM stays queued past that for the op after
 // it to fold into (fuse.go, join.go), which then flushes.
 func (b *Backend) queueOp(q queuedOp) {
+	b.queueAfter(func(*queuedOp) queuedOp { return q })
+}
+
+// queueAfter is queueOp of the op mk returns, mk called under the queue's
+// lock with the op queued last (nil when the queue is empty), which it may
+// replace in place (half.go): no flush falls between the two.
+func (b *Backend) queueAfter(mk func(last *queuedOp) queuedOp) {
 	b.qMu.Lock()
 	if b.queue == nil {
 		b.queue, b.spare = b.spare, nil
 	}
+	var last *queuedOp
+	if k := len(b.queue); k > 0 {
+		last = &b.queue[k-1]
+	}
+	q := mk(last)
 	b.queue = append(b.queue, q)
 	full := len(b.queue) >= segmentOps && !q.foldable()
 	b.qMu.Unlock()
