@@ -93,7 +93,7 @@ func (g *graphCache) run(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) bool {
 	if g == nil {
 		return false
 	}
-	ran := g.replay(c, s, ops)
+	ran, why := g.replay(c, s, ops)
 	switch {
 	case ran == graphReplayed:
 		g.stats.Replayed++
@@ -101,25 +101,9 @@ func (g *graphCache) run(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) bool {
 		g.stats.Captured++
 	case len(ops) > 0:
 		g.stats.Direct++
-		g.stats.LastDirect = g.directWhy(ops)
+		g.stats.LastDirect = why
 	}
 	return ran != graphNone
-}
-
-// directWhy names the reason replay ran ops directly (GraphStats.LastDirect).
-func (g *graphCache) directWhy(ops []queuedOp) string {
-	switch i := slices.IndexFunc(ops, func(q queuedOp) bool { return q.key == nil }); {
-	case g.disabled:
-		return "graphs off"
-	case len(ops) < graphMinOps:
-		return fmt.Sprintf("short: %d ops from %s to %s", len(ops), ops[0].op, ops[len(ops)-1].op)
-	case i >= 0:
-		return "no key: " + ops[i].op
-	}
-	if e := g.entries[g.sum(g.flatKey(ops))]; e != nil && e.bad {
-		return "capture failed"
-	}
-	return "first sight"
 }
 
 // How graphCache.replay ran a flush.
@@ -130,14 +114,20 @@ const (
 )
 
 // replay is run's work: it returns graphNone when the caller must run the
-// ops directly.
-func (g *graphCache) replay(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) int {
-	if g.disabled || len(ops) < graphMinOps {
-		return graphNone
+// ops directly, with the reason (GraphStats.LastDirect).
+func (g *graphCache) replay(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) (int, string) {
+	switch {
+	case g.disabled:
+		return graphNone, "graphs off"
+	case len(ops) < graphMinOps:
+		if len(ops) == 0 {
+			return graphNone, ""
+		}
+		return graphNone, fmt.Sprintf("short: %d ops from %s to %s", len(ops), ops[0].op, ops[len(ops)-1].op)
 	}
 	flat := g.flatKey(ops)
 	if flat == nil {
-		return graphNone
+		return graphNone, "no key: " + ops[slices.IndexFunc(ops, func(q queuedOp) bool { return q.key == nil })].op
 	}
 	sum := g.sum(flat)
 	e := g.entries[sum]
@@ -146,17 +136,17 @@ func (g *graphCache) replay(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) int {
 			g.reset(c)
 		}
 		g.entries[sum] = &graphEntry{keys: slices.Clone(flat), seen: 1}
-		return graphNone
+		return graphNone, "first sight"
 	}
 	if e.bad {
-		return graphNone
+		return graphNone, "capture failed"
 	}
 	ran := graphReplayed
 	if e.graph == nil {
 		e.seen++
 		if err := c.BeginCapture(s); err != nil {
 			e.bad = true
-			return graphNone
+			return graphNone, "capture failed"
 		}
 		var opErr error
 		for _, q := range ops {
@@ -173,16 +163,16 @@ func (g *graphCache) replay(c *cuda.Ctx, s cuda.Stream, ops []queuedOp) int {
 			// The ops did not run (capture only records them): run them
 			// directly, and never try to capture this sequence again.
 			e.bad = true
-			return graphNone
+			return graphNone, "capture failed"
 		}
 		e.graph = graph
 		ran = graphCaptured
 	}
 	if err := c.LaunchGraph(e.graph, s); err != nil {
 		e.bad = true
-		return graphNone
+		return graphNone, "capture failed"
 	}
-	return ran
+	return ran, ""
 }
 
 // sum hashes a key sequence (flatKey's) for the entries map.
