@@ -78,13 +78,7 @@ func (g *GEMV) splitFor(T, N int) int {
 // SplitFor is the split-K factor LaunchGroups, LaunchSwiGLU and LaunchRoPE
 // take over T rows of x for weights with these output channel counts:
 // GroupSplit's unless Splits sets their summed N's tier.
-func (g *GEMV) SplitFor(T int, Ns ...int) int {
-	sum := 0
-	for _, n := range Ns {
-		sum += n
-	}
-	return g.splitFor(T, sum)
-}
+func (g *GEMV) SplitFor(T int, Ns ...int) int { return g.splitFor(T, groupN(Ns)) }
 
 // GEMVBatch is the depth that selects gemv.cu's v6 schedule (kBatch): a
 // lane issues 4 weight loads together, does their math, then issues the
@@ -292,12 +286,15 @@ func (g *GEMV) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, w, bias cuda.Devic
 // for weights with these output channel counts: that of one weight of
 // their summed N, so q|k|v at Llama-3.1-8B shapes (6144 channels) all take
 // q's split 2.
-func GroupSplit(T int, Ns ...int) int {
+func GroupSplit(T int, Ns ...int) int { return gemvSplitFor(T, groupN(Ns)) }
+
+// groupN is a group's summed output channels, which pick its split.
+func groupN(Ns []int) int {
 	sum := 0
 	for _, n := range Ns {
 		sum += n
 	}
-	return gemvSplitFor(T, sum)
+	return sum
 }
 
 // LaunchGroups computes, in one launch, y_i = x·W_iᵀ + bias_i for up to
