@@ -21,6 +21,11 @@
 // (kv.Rotate) on the way, one block per row; kv_append_rot_warp the same
 // with one warp per row for D = 32-256 (warp shuffles, no barriers).
 //
+// kv_append_rope is ops.cu's rope_cols and kv_append(_rot) in one launch:
+// it reads the joined q|k|v GEMM's output, applies the biases and RoPE and
+// writes what attention reads (q's fp16 copy, the residual's keys and
+// values), never the float32 q, k and v (decode-step.md v24).
+//
 // kv_fill_random writes pseudo-random KV-like values (a fixed hash of the
 // index, so runs repeat bit for bit) for benchmarks that need a long cache
 // without running a model over it.
@@ -162,6 +167,98 @@ extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
     case 64: appendRotRows<2>(k, v, slot, row, resK, resV, T, Hkv, Nr, q, qh, Hq, s); break;
     case 128: appendRotRows<4>(k, v, slot, row, resK, resV, T, Hkv, Nr, q, qh, Hq, s); break;
     case 256: appendRotRows<8>(k, v, slot, row, resK, resV, T, Hkv, Nr, q, qh, Hq, s); break;
+  }
+}
+
+// appendRoPERows is kv_append_rope's body for D = 32·E (E even, so that
+// lane `lane` holds both halves of its RoPE pairs: element i = 32·e + lane
+// of the first half is x[e], i + D/2 is x[e + E/2]). Row j of token t
+// (blockIdx.x) is blockIdx.y·kRotWarps + warp: j < Hq query head j, else KV
+// head j − Hq, whose key and value the warp takes together.
+template <int E>
+BD_DEVICE void appendRoPERows(const float* __restrict__ y, const float* __restrict__ bq, const float* __restrict__ bk,
+                              const float* __restrict__ bv, const float* __restrict__ cs, const int* __restrict__ slot,
+                              const int* __restrict__ row, u16* __restrict__ resK, u16* __restrict__ resV,
+                              u16* __restrict__ qh, int Hq, int Hkv, int Nr, bool rot, float s) {
+  constexpr int D = 32 * E, H = E / 2, half = D / 2;
+  const int lane = threadIdx.x % 32, j = blockIdx.y * kRotWarps + threadIdx.x / 32;
+  const long long t = blockIdx.x;
+  const float* yr = y + t * (long long)(Hq + 2 * Hkv) * D;  // q's heads, k's, v's (rope_cols's y)
+  float x[E];
+#pragma unroll
+  for (int e = 0; e < E; e++) x[e] = yr[(long long)j * D + 32 * e + lane];
+  const float* b = j < Hq ? (bq != nullptr ? bq + (long long)j * D : nullptr)
+                          : (bk != nullptr ? bk + (long long)(j - Hq) * D : nullptr);
+  if (b != nullptr) {
+#pragma unroll
+    for (int e = 0; e < E; e++) x[e] = __fadd_rn(x[e], b[32 * e + lane]);
+  }
+#pragma unroll
+  for (int e = 0; e < H; e++) {
+    const int i = 32 * e + lane;
+    ropeRotate(x[e], x[e + H], cs[i], cs[half + i], x[e], x[e + H]);
+  }
+  if (j < Hq) {
+    if (rot) walshHadamardWarp<E>(x, lane);
+    const long long off = (t * Hq + j) * D + lane;
+#pragma unroll
+    for (int e = 0; e < E; e++) qh[off + 32 * e] = f2h(rot ? __fmul_rn(x[e], s) : x[e]);
+    return;
+  }
+  const int h = j - Hq, sl = slot[t];
+  if (sl < 0) return;  // the whole warp
+  float vx[E];
+  const float* vr = yr + (long long)(Hq + Hkv + h) * D + lane;
+#pragma unroll
+  for (int e = 0; e < E; e++) vx[e] = vr[32 * e];
+  if (bv != nullptr) {
+#pragma unroll
+    for (int e = 0; e < E; e++) vx[e] = __fadd_rn(vx[e], bv[(long long)h * D + 32 * e + lane]);
+  }
+  if (rot) {
+    walshHadamardWarp<E>(x, lane);
+    walshHadamardWarp<E>(vx, lane);
+  }
+  const size_t base = (size_t(sl) * Hkv + h) * Nr * D;
+  const int r = row[t];
+#pragma unroll
+  for (int e = 0; e < E; e++) {
+    const int c = 32 * e + lane;
+    resK[base + fragIndex(r, c, D, false)] = f2h(rot ? __fmul_rn(x[e], s) : x[e]);
+    resV[base + fragIndex(r, c, D, true)] = f2h(rot ? __fmul_rn(vx[e], s) : vx[e]);
+  }
+}
+
+// kv_append_rope: ops.cu's rope_cols followed by kv_append (rot false) or
+// kv_append_rot (rot true, scale s) in one pass, for D = 64, 128 or 256
+// (other D return at once; the Go side refuses them): y [T, (Hq + 2·Hkv)·D]
+// float32 is the joined q|k|v GEMM's output, bq, bk, bv the biases (null
+// for none), pos [T] and invFreq [D/2] RoPE's; each query head is biased,
+// rotated by RoPE (rope_cols's cos, sin and ropeRotate), rotated by kv.Rotate
+// where rot is set, and rounded into qh [T, Hq·D] fp16; each KV head's key
+// the same, its value biased (and rotated), both into the residual at
+// slot[t], row[t] (skipped where slot[t] < 0), kv.MMA order. The bits of
+// the two kernels run one after the other (the float32 q, k and v between
+// them are not written: model.Attention lets Attend overwrite them and the
+// forward pass does not read them after). Grid (T, ceil((Hq + Hkv) /
+// kRotWarps)), block kRotWarps warps (a row each); the block's threads
+// first compute token t's cos and sin (dynamic shared memory D floats) once
+// for its rows (docs/perf/decode-step.md v24).
+extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
+    kv_append_rope(const float* __restrict__ y, const float* __restrict__ bq, const float* __restrict__ bk,
+                   const float* __restrict__ bv, const int* __restrict__ pos, const float* __restrict__ invFreq,
+                   const int* __restrict__ slot, const int* __restrict__ row, u16* __restrict__ resK,
+                   u16* __restrict__ resV, u16* __restrict__ qh, int Hq, int Hkv, int D, int Nr, int rot, float s) {
+  gridDependencyWait();  // y: the GEMM ahead's output
+  gridLaunchDependents();
+  extern __shared__ float cs[];  // cos [D/2] then sin [D/2]
+  ropeTable(cs, float(pos[blockIdx.x]), invFreq, D / 2);
+  __syncthreads();
+  if (int(blockIdx.y) * kRotWarps + int(threadIdx.x) / 32 >= Hq + Hkv) return;  // the whole warp
+  switch (D) {
+    case 64: appendRoPERows<2>(y, bq, bk, bv, cs, slot, row, resK, resV, qh, Hq, Hkv, Nr, rot != 0, s); break;
+    case 128: appendRoPERows<4>(y, bq, bk, bv, cs, slot, row, resK, resV, qh, Hq, Hkv, Nr, rot != 0, s); break;
+    case 256: appendRoPERows<8>(y, bq, bk, bv, cs, slot, row, resK, resV, qh, Hq, Hkv, Nr, rot != 0, s); break;
   }
 }
 

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	_ "embed"
+	"fmt"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -16,7 +17,7 @@ const kvcThreads = 256
 // residual blocks and the random fill of benchmarks.
 type KVWriter struct {
 	appendFn, appendRotFn, fillFn cuda.Function
-	appendRotWarpFn               cuda.Function
+	appendRotWarpFn, appendRoPEFn cuda.Function
 }
 
 // LoadKVWriter compiles kvcache.cu (once per device).
@@ -37,6 +38,9 @@ func LoadKVWriter(dev *cuda.Device) (*KVWriter, error) {
 		return nil, err
 	}
 	if w.appendRotWarpFn, err = mod.Function("kv_append_rot_warp"); err != nil {
+		return nil, err
+	}
+	if w.appendRoPEFn, err = mod.Function("kv_append_rope"); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -76,6 +80,42 @@ func (w *KVWriter) AppendRot(c *cuda.Ctx, st cuda.Stream, q, qh cuda.DevicePtr, 
 	}
 	return c.Launch(w.appendRotFn, cuda.Dim3{X: T * (Hq + Hkv)}, cuda.Dim3{X: D / 2}, 2*4*D, st,
 		k, v, slot, row, resK, resV, int32(T), int32(Hkv), int32(D), int32(Nr), q, qh, int32(Hq), hadamardScale(D))
+}
+
+// RoPEQKV is q, k and v of T tokens as the joined q|k|v GEMM leaves them,
+// before biases and RoPE (what Ops.RoPECols reads): Y [T, (Hq + 2·Hkv)·D]
+// float32, q's heads, then k's, then v's; BQ [Hq·D], BK and BV [Hkv·D]
+// their biases (0: none); Pos [T] int32 and InvFreq [D/2] float32 RoPE's
+// positions and inverse frequencies.
+type RoPEQKV struct {
+	Y, BQ, BK, BV, Pos, InvFreq cuda.DevicePtr
+}
+
+// AppendRoPEFits reports whether AppendRoPE takes head dim D: 64, 128 or
+// 256 (a warp per head with both halves of each RoPE pair in a lane).
+func AppendRoPEFits(D int) bool { return D == 64 || D == 128 || D == 256 }
+
+// AppendRoPE is Ops.RoPECols of src into q, k and v (no norms) followed by
+// AppendQ of all of q (rotate false) or AppendRot with Hq heads (rotate
+// true), in one launch with the bits of the two (kvcache.cu's
+// kv_append_rope): qh [T, Hq·D] fp16 gets q's copy, the residual pools
+// the keys and values, and the float32 q, k and v are never written
+// (decode-step.md v24). D must fit (AppendRoPEFits).
+func (w *KVWriter) AppendRoPE(c *cuda.Ctx, st cuda.Stream, src RoPEQKV, qh cuda.DevicePtr, Hq int, slot, row, resK, resV cuda.DevicePtr, T, Hkv, D, Nr int, rotate bool) error {
+	if T <= 0 || Hq <= 0 || Hkv <= 0 || Nr <= 0 || !AppendRoPEFits(D) || src.Y == 0 || src.Pos == 0 || src.InvFreq == 0 || qh == 0 {
+		return fmt.Errorf("kernels: kv_append_rope: %d tokens of %d q and %d KV heads of %d (y %#x, qh %#x): want D 64, 128 or 256 and every buffer", T, Hq, Hkv, D, src.Y, qh)
+	}
+	rows := (Hq + Hkv + rotWarps - 1) / rotWarps
+	if T > maxGridX || rows > maxGridY {
+		return fmt.Errorf("kernels: kv_append_rope: %d tokens of %d heads: grid too large", T, Hq+Hkv)
+	}
+	rot := int32(0)
+	if rotate {
+		rot = 1
+	}
+	return c.Launch(w.appendRoPEFn, cuda.Dim3{X: T, Y: rows}, cuda.Dim3{X: rotWarps * 32}, 4*D, st,
+		src.Y, src.BQ, src.BK, src.BV, src.Pos, src.InvFreq, slot, row, resK, resV, qh,
+		int32(Hq), int32(Hkv), int32(D), int32(Nr), rot, hadamardScale(D))
 }
 
 // FillRandom writes n pseudo-random fp16 KV values (standard deviation
