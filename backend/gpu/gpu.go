@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -90,6 +91,8 @@ type Backend struct {
 	queue  []queuedOp
 	spare  []queuedOp  // a flushed queue's backing array, for the next
 	graphs *graphCache // touched on the owner thread only
+
+	ropeAppends atomic.Int64 // attention ops folded onto q|k|v's GEMM (ropekv.go)
 
 	// Linear's fp16 copy of x; touched only by ops (one goroutine at a
 	// time) on the owner thread.
@@ -255,11 +258,18 @@ type queuedOp struct {
 	// write that tensor's fp16 copy for the cuBLASLt GEMM queued after it
 	// (half.go); nil for every other op.
 	half *halfOut
+	// rope: a joined q|k|v GEMM with RoPE in its split, onto which a KV
+	// cache's attention op queued after it may fold (ropekv.go); nil for
+	// every other op, and with Options.NoRoPEAppend.
+	rope *ropeJoined
 }
 
 // foldable reports whether the op after q may fold into it (fuse.go,
-// join.go, half.go): the queue then keeps q past a segment's end.
-func (q *queuedOp) foldable() bool { return q.gemv != nil || q.joined != nil || q.half != nil }
+// join.go, half.go, ropekv.go): the queue then keeps q past a segment's
+// end.
+func (q *queuedOp) foldable() bool {
+	return q.gemv != nil || q.joined != nil || q.half != nil || q.rope != nil
+}
 
 // tensor is the CUDA backend's backend.Tensor.
 type tensor struct {

@@ -268,7 +268,8 @@ func (b *Backend) foldSwiGLUJoined(dst, gate, up *tensor) bool {
 // queued joined GEMM whose first two outputs are q and k (and the third,
 // if any, v), and reports whether it did: the split becomes rope_cols
 // (kernels.Ops.RoPECols), the bits of split_cols then rope_qk, one launch
-// and one round trip of q and k less (decode-step.md v19).
+// and one round trip of q and k less (decode-step.md v19). A KV cache's
+// attention op queued next may in turn fold onto it (ropekv.go).
 func (b *Backend) foldRoPEJoined(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) bool {
 	return b.foldJoined(func(l *joinedLaunch) (queuedOp, bool) {
 		D := 2 * half
@@ -282,11 +283,18 @@ func (b *Backend) foldRoPEJoined(q, k, pos *tensor, invFreq cuda.DevicePtr, half
 			vo = cols(l.groups[2])
 		}
 		p := pos.ptr
-		return queuedOp{op: "LinearGroup(joined)+RoPEQK", key: l.key(u64(p), u64(invFreq), u64(half)), f: func(c *cuda.Ctx) error {
+		key := l.key(u64(p), u64(invFreq), u64(half))
+		q := queuedOp{op: "LinearGroup(joined)+RoPEQK", key: key, f: func(c *cuda.Ctx) error {
 			if err := l.gemm(b, c); err != nil {
 				return err
 			}
 			return b.ops.RoPECols(c, b.stream, l.y, p, invFreq, l.T, half, qo, ko, vo)
-		}}, true
+		}}
+		if !b.opts.NoRoPEAppend && vo.Y != 0 {
+			// A KV cache's append queued next may take q, k and v from
+			// the GEMM's output instead (ropekv.go).
+			q.rope = &ropeJoined{l: l, q: qo, k: ko, v: vo, pos: p, invFreq: invFreq, half: half, key: key}
+		}
+		return q, true
 	})
 }

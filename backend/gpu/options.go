@@ -69,6 +69,10 @@ const (
 	// residual and the norm's weight after its dependency wait always
 	// (comparisons).
 	EnvNoNormEarly = "BITDECODE_NO_NORM_EARLY"
+	// EnvNoRoPEAppend is Options.NoRoPEAppend: a KV cache's append reads
+	// q, k and v from q|k|v's RoPE split after it, as its own launch
+	// (comparisons).
+	EnvNoRoPEAppend = "BITDECODE_NO_ROPE_APPEND"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -168,6 +172,12 @@ type Options struct {
 	// is a gemv.cu launch that writes neither (earlyNormInputs; the same
 	// bits; decode-step.md v21).
 	NoEarlyNorm bool
+	// NoRoPEAppend keeps a KV cache's attention op apart from the joined
+	// q|k|v GEMM with RoPE queued before it: rope_cols writes float32 q, k
+	// and v and the cache's append reads them back, instead of one launch
+	// reading the GEMM's output (ropekv.go; the same bits; decode-step.md
+	// v24).
+	NoRoPEAppend bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -207,7 +217,8 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		name string
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
-		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm}} {
+		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
+		{EnvNoRoPEAppend, &o.NoRoPEAppend}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

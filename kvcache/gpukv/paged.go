@@ -51,7 +51,9 @@ const (
 //     one pack launch quantizes every residual that filled into its block
 //     (kernels.PackPlan.LaunchPaged), and the next round starts over; the
 //     first round's launch also converts q to fp16 (and a rotated format's
-//     appends rotate q, k and v on the way: KVWriter.AppendRot),
+//     appends rotate q, k and v on the way: KVWriter.AppendRot); a batch of
+//     one round may take q, k and v before RoPE from the joined q|k|v GEMM
+//     queued before it (backend/gpu's EnqueueAttend, KVWriter.AppendRoPE),
 //  2. runs the tensor-core decode attention (kernels.DecodePlan): one launch
 //     per run of consecutive sequences with the same number of new tokens,
 //  3. converts the output to float32 (rotating it back for a rotated format:
@@ -705,7 +707,16 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 	// EnqueueOut). Rotated, the output is rotated back in float32, and
 	// that launch writes its fp16 copy at xh for such an o_proj
 	// (EnqueueOutWith; decode-step.md v22).
-	run := func(x *cuda.Ctx, xh cuda.DevicePtr) error {
+	//
+	// Where the batch writes in one round, q, k and v may come straight
+	// from the joined q|k|v GEMM queued before (src, backend/gpu's
+	// EnqueueAttend): the round's append then applies their biases and
+	// RoPE itself (KVWriter.AppendRoPE, rope_cols's bits; decode-step.md
+	// v24).
+	run := func(x *cuda.Ctx, xh cuda.DevicePtr, src *kernels.RoPEQKV) error {
+		if src != nil && len(rounds) != 1 { // Fold below says no
+			return fmt.Errorf("gpukv: GPU cache layer %d: q, k and v before RoPE for %d write rounds", layer, len(rounds))
+		}
 		if len(rounds) == 0 { // no new tokens: q alone (rotated in place)
 			if lk.rotate {
 				if err := c.ops.Hadamard(x, st, ptr[0], T*sh.Hq, sh.D); err != nil {
@@ -722,13 +733,16 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 			// rotated format's append rotates q, k and v on the way (the
 			// bits of Hadamard first, three launches fewer).
 			var err error
-			if lk.rotate {
+			switch {
+			case src != nil && ri == 0:
+				err = c.writer.AppendRoPE(x, st, *src, c.qh, sh.Hq, word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, lk.format.Residual, lk.rotate)
+			case lk.rotate:
 				hq := 0
 				if ri == 0 {
 					hq = sh.Hq
 				}
 				err = c.writer.AppendRot(x, st, ptr[0], c.qh, hq, ptr[1], ptr[2], word(r.slot), word(r.row), c.resK[layer], c.resV[layer], T, sh.Hkv, sh.D, lk.format.Residual)
-			} else {
+			default:
 				var q, qh cuda.DevicePtr
 				var nq int
 				if ri == 0 {
@@ -766,12 +780,14 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		}
 		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
 	}
-	name := fmt.Sprintf("GPU KV cache layer %d", layer)
+	a := gpu.AttendOp{Op: fmt.Sprintf("GPU KV cache layer %d", layer), Q: ptr[0], K: ptr[1], V: ptr[2], T: T, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
+		Fold: len(rounds) == 1 && kernels.AppendRoPEFits(sh.D), Run: run, Out: ptr[3], N: T * qw, Key: key}
 	if lk.rotate {
-		c.be.EnqueueOutWith(name, run, ptr[3], T*qw, key...)
+		a.WithHalf = true
 	} else {
-		c.be.EnqueueOut(name, func(x *cuda.Ctx) error { return run(x, 0) }, ptr[3], T*qw, c.oh, key...)
+		a.OutHalf = c.oh
 	}
+	c.be.EnqueueAttend(a)
 	if !c.attended[layer] {
 		c.attended[layer] = true
 		c.nAttended++
