@@ -87,9 +87,13 @@ type Backend struct {
 	// run them in one hand-off to the owner thread (a hand-off costs about
 	// 20 us; a decode step of an 8B model issues about 400 ops), and so
 	// does every segmentOps-th op.
-	qMu    sync.Mutex
-	queue  []queuedOp
-	spare  []queuedOp  // a flushed queue's backing array, for the next
+	qMu   sync.Mutex
+	queue []queuedOp
+	spare []queuedOp // a flushed queue's backing array, for the next
+	// qFolds counts the queued ops EnqueueAttend folded away since the
+	// last flush: a segment ends where the ops unfolded would end it, so
+	// the fold does not move the step's graphs (ropekv.go).
+	qFolds int
 	graphs *graphCache // touched on the owner thread only
 
 	ropeAppends atomic.Int64 // attention ops folded onto q|k|v's GEMM (ropekv.go)

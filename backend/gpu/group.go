@@ -257,7 +257,7 @@ func (g *group) AllReduce(parts []backend.Tensor) error {
 			}
 			return nil
 		}, key: []uint64{u64(ct.ptr), u64(ct.n), uint64(comm.Handle())}})
-		full = full || len(b.queue) >= segmentOps
+		full = full || len(b.queue)+b.qFolds >= segmentOps
 		b.qMu.Unlock()
 	}
 	g.pending.Store(true)

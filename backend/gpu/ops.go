@@ -86,7 +86,7 @@ func (b *Backend) queueAfter(mk func(last *queuedOp) queuedOp) {
 	}
 	q := mk(last)
 	b.queue = append(b.queue, q)
-	full := len(b.queue) >= segmentOps && !q.foldable()
+	full := len(b.queue)+b.qFolds >= segmentOps && !q.foldable()
 	b.qMu.Unlock()
 	if full {
 		b.flush()
@@ -149,7 +149,7 @@ func (b *Backend) flushWith(after func(c *cuda.Ctx) error) {
 func (b *Backend) takeQueue() []queuedOp {
 	b.qMu.Lock()
 	ops := b.queue
-	b.queue = nil
+	b.queue, b.qFolds = nil, 0
 	b.qMu.Unlock()
 	return ops
 }

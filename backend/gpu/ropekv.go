@@ -12,7 +12,11 @@
 // never written (model.Attention lets Attend overwrite them; the forward
 // pass does not read them after). One launch a layer fewer and q, k, v's
 // round trip through memory (docs/perf/decode-step.md v24); the same bits.
-// Options.NoRoPEAppend turns it off.
+// Options.NoRoPEAppend turns it off. The queue counts these folds toward
+// its segments (Backend.qFolds), so the step's flushes end where they
+// ended without the fold: 32 ops fewer a step left the max-batch step's
+// tail (final norm, rows, lm_head) as a short flush run directly instead
+// of in the last graph (v24's first call).
 
 package gpu
 
@@ -80,6 +84,7 @@ func (b *Backend) EnqueueAttend(a AttendOp) {
 		l := r.l
 		src := &kernels.RoPEQKV{Y: l.y, BQ: r.q.Bias, BK: r.k.Bias, BV: r.v.Bias, Pos: r.pos, InvFreq: r.invFreq}
 		b.ropeAppends.Add(1)
+		b.qFolds++ // under the queue's lock (foldLast)
 		return attendOp(a, "LinearGroup(joined)+RoPEQK+"+a.Op, r.key, func(c *cuda.Ctx) error { return l.gemm(b, c) }, src), true
 	}) {
 		return

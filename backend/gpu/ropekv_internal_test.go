@@ -14,7 +14,7 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 )
 
-// TestFoldRoPEAppend runs two layers of the model's attention half at 55
+// TestFoldRoPEAppend runs six layers of the model's attention half at 55
 // rows (AddRMSNorm, the joined q|k|v LinearGroup with q and v biases,
 // RoPEQK, a KV cache's attention op through EnqueueAttend, o's Linear)
 // with a stand-in cache whose op appends k and v to a residual and writes
@@ -36,6 +36,9 @@ func TestFoldRoPEAppend(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(61, 62))
 	const T, K, Hq, Hk, D, Nr = 55, 256, 6, 2, 64, 16
+	// 36 ops or more a step: flushes long enough for graphs (graphMinOps),
+	// and one mid-step (segmentOps), where the folds must not move it.
+	const foldLayers = 12
 	const half, eps = D / 2, 1e-5
 	Nq, Nk := Hq*D, Hk*D
 	w := func(name string, n, k int) backend.Weight {
@@ -87,9 +90,11 @@ func TestFoldRoPEAppend(t *testing.T) {
 	all := []backend.Tensor{h, x, o, qh, resK, resV}
 	names := []string{"h", "x", "o", "qh", "resK", "resV"}
 
-	for _, c := range []struct {
+	cases := []struct {
 		rotate, norms, off, noFold bool
-	}{{false, false, false, false}, {true, false, false, false}, {false, true, false, false}, {true, false, true, false}, {false, false, false, true}} {
+	}{{false, false, false, false}, {true, false, false, false}, {false, true, false, false}, {true, false, true, false}, {false, false, false, true}}
+	flushes := make([]int, len(cases)) // a folded step's, the last run's
+	for i, c := range cases {
 		what := fmt.Sprintf("%+v", c)
 		b.opts.NoRoPEAppend = c.off
 		var qw, kwt backend.Weight
@@ -135,7 +140,7 @@ func TestFoldRoPEAppend(t *testing.T) {
 				}
 			}
 			before := b.RoPEAppends()
-			for layer := range 2 {
+			for layer := range foldLayers {
 				b.AddRMSNorm(h, x, x, n1, eps)
 				b.LinearGroup([]backend.Tensor{q, k, v}, x, []backend.Weight{wq, wk, wv}, []backend.Weight{bq, nil, bv})
 				b.RoPEQK(q, k, pos, f, qw, kwt, eps)
@@ -183,7 +188,10 @@ func TestFoldRoPEAppend(t *testing.T) {
 		}
 		gs := b.GraphStats()
 		for run := range 3 {
+			rs := b.GraphStats()
 			got := step(false)
+			st := b.GraphStats()
+			flushes[i] = st.Direct + st.Captured + st.Replayed - rs.Direct - rs.Captured - rs.Replayed
 			for i, name := range names {
 				if name == "resK" || name == "resV" {
 					sameWords(t, fmt.Sprintf("%s run %d: %s", what, run, name), got[i], ref[i])
@@ -197,6 +205,13 @@ func TestFoldRoPEAppend(t *testing.T) {
 		}
 	}
 	b.opts.NoRoPEAppend = false
+	// The folded steps flush where the same ops unfolded (Fold false) do.
+	for i, c := range cases {
+		if !c.norms && flushes[i] != flushes[len(cases)-1] {
+			t.Errorf("%+v: %d flushes a step, %d unfolded", c, flushes[i], flushes[len(cases)-1])
+		}
+	}
+	t.Logf("flushes a step: %v", flushes)
 }
 
 // sameWords fails unless got and want hold the same 32-bit words (fp16

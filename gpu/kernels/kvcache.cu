@@ -33,7 +33,8 @@
 // Programmatic dependent launch (docs/perf/decode-attention.md, session 17):
 // kvcache.cu is a GridDependent program (header.go). Every kernel waits for
 // the kernel ahead of it (the q|k|v GEMV that wrote k, v and q) before it
-// reads or writes anything, then lets the attention kernel queued after it
+// reads or writes anything (but kv_append_rope's RoPE positions and
+// frequencies, which no kernel writes), then lets the attention kernel queued after it
 // be scheduled at once (gridLaunchDependents): decode_mma.cu's CTAs start
 // under the append and read the blocks packed in earlier steps before their
 // own wait (decode_wgmma.cu's launch after it by default: DecodeTuning.PDL's
@@ -243,16 +244,18 @@ BD_DEVICE void appendRoPERows(const float* __restrict__ y, const float* __restri
 // forward pass does not read them after). Grid (T, ceil((Hq + Hkv) /
 // kRotWarps)), block kRotWarps warps (a row each); the block's threads
 // first compute token t's cos and sin (dynamic shared memory D floats) once
-// for its rows (docs/perf/decode-step.md v24).
+// for its rows, before their dependency wait (docs/perf/decode-step.md v24).
 extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
     kv_append_rope(const float* __restrict__ y, const float* __restrict__ bq, const float* __restrict__ bk,
                    const float* __restrict__ bv, const int* __restrict__ pos, const float* __restrict__ invFreq,
                    const int* __restrict__ slot, const int* __restrict__ row, u16* __restrict__ resK,
                    u16* __restrict__ resV, u16* __restrict__ qh, int Hq, int Hkv, int D, int Nr, int rot, float s) {
-  gridDependencyWait();  // y: the GEMM ahead's output
-  gridLaunchDependents();
+  // pos (uploaded before the step's kernels) and invFreq (a weight) are
+  // not written by the kernels ahead: the table goes before the wait.
   extern __shared__ float cs[];  // cos [D/2] then sin [D/2]
   ropeTable(cs, float(pos[blockIdx.x]), invFreq, D / 2);
+  gridDependencyWait();  // y: the GEMM ahead's output
+  gridLaunchDependents();
   __syncthreads();
   if (int(blockIdx.y) * kRotWarps + int(threadIdx.x) / 32 >= Hq + Hkv) return;  // the whole warp
   switch (D) {
