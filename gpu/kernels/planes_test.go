@@ -261,6 +261,14 @@ func planesOut(t *testing.T, d *cuda.Device, plan *kernels.PlanesPlan, bufs kern
 			t.Fatal(err)
 		}
 	}
+	// A copy from Go (pageable) memory returns once the driver has staged
+	// it, before its DMA lands, and the legacy stream it goes on does not
+	// order the launch's non-blocking stream: without this, the mass pass
+	// could add to the mass before massInit overwrote it (seen once on the
+	// H100, session 13: a run's mass equal to massInit).
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
 	err := d.Do(func(cx *cuda.Ctx) error {
 		if err := plan.Launch(cx, d.Stream(), bufs, 0); err != nil {
 			return err
