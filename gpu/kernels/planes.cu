@@ -137,6 +137,15 @@
 //                     and the last CTA's merge with its loads ahead
 //                     (finishSplits): the same bits
 //                     (docs/bitweaver.md, session 12).
+//                v2.12 a mixed (sequence, KV head)'s tiles dealt in equal
+//                     shares of every tier: to the warps of a CTA of more
+//                     than one tier in turn (Walk), and with few splits
+//                     (planes.go planesDeal) to the splits too (dealPart),
+//                     instead of contiguous shares by the tier weights:
+//                     h20:m40:l40 at 128 x 8K 876.8 -> 838.8 us, 16 x 32K
+//                     432.2 -> 421.4 (85.7%, 85.2% of the ceiling); uniform
+//                     reads unchanged, bit for bit (docs/bitweaver.md,
+//                     session 13; bench/results/2026-11-26-h100-bw-13).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple

@@ -119,25 +119,41 @@ const (
 	planesDealSplits = 4
 )
 
-// planesDeal returns split_mma's dealing bits under tuning t (v2.12,
-// session 13): by default (and t.Deal = PlanesDealSplits) every split of a
-// (sequence, KV head) that reads more than one tier gets the same share of
-// each tier's tiles, and the CTA deals its tiles to its warps in turn, so
-// that every warp of every CTA reads the same mix whatever the tiers'
-// costs (the weights then cut only the splits of one tier, where they
-// change nothing); PlanesDealWarps deals the warps of a CTA of more than
-// one tier but cuts the splits by cost (v2.4); PlanesDealNone is v2.11's
-// contiguous shares by the weights (warpBound). A (sequence, KV head) of
-// one tier takes v2.11's splits and warps in every case: uniform reads
-// keep their bits.
-func planesDeal(t PlanesTuning) int {
+// planesDealSplitsMax is the most splits per (sequence, KV head) for
+// which split_mma deals a mixed head's tiers to its splits by default
+// (planesDeal).
+const planesDealSplitsMax = 4
+
+// planesDeal returns split_mma's dealing bits under tuning t for a plan of
+// up to splits splits per (sequence, KV head) (v2.12, session 13). A CTA
+// whose groups hold more than one tier deals its tiles to its warps in
+// turn (planesDealWarps), so that every warp reads the same mix whatever
+// the tiers' costs; with at most planesDealSplitsMax splits every split of
+// a mixed (sequence, KV head) also takes the same share of each tier
+// (planesDealSplits), else the splits are cut by cost (v2.4). Measured on
+// the H100 for h20:m40:l40 (bench/results/2026-11-26-h100-bw-13, against
+// v2.11 in the same calls): 128 x 8K (1 split) 876.8 -> 838.8 us either
+// way (85.7% of the ceiling); 16 x 32K (2 splits) 432.2 -> 421.4 us with
+// dealt splits (85.2%), 422.9 with dealt warps alone; 1 x 8K (26 splits)
+// 20.9 -> 22.3 us with dealt splits (short CTAs that each run all three
+// tier loops for a few tiles), 20.7 with dealt warps alone; 1 x 128K (33
+// splits) 117.4 -> 118.0 and 117.0. t.Deal overrides: PlanesDealNone is
+// v2.11's contiguous shares by the weights (warpBound). A (sequence, KV
+// head) of one tier takes v2.11's splits and warps in every case: uniform
+// reads keep their bits.
+func planesDeal(t PlanesTuning, splits int) int {
 	switch t.Deal {
 	case PlanesDealNone:
 		return 0
 	case PlanesDealWarps:
 		return planesDealWarps
+	case PlanesDealSplits:
+		return planesDealWarps | planesDealSplits
 	}
-	return planesDealWarps | planesDealSplits
+	if splits <= planesDealSplitsMax {
+		return planesDealWarps | planesDealSplits
+	}
+	return planesDealWarps
 }
 
 // planesMinB is split_mma's default CTAs per SM for __launch_bounds__: 1
@@ -445,7 +461,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	if k == PlanesMMA {
 		p.mt = planesMT(l.D, t.MT, l.Medium, l.Low)
 		p.costSplits = !t.PositionSplits
-		p.deal = planesDeal(t)
+		p.deal = planesDeal(t, p.maxSplits)
 		p.weights = planesDefaultWeights(l, p.mt)
 	}
 	if t.Weights != [3]int{} {

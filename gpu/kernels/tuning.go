@@ -104,7 +104,8 @@ const (
 	// split_mma's splits left to the combine launch (v2.3), for comparisons.
 	EnvPlanesFuse = "BITDECODE_PLANES_FUSE"
 	// EnvPlanesDeal is PlanesTuning.Deal: "none" (v2.11's contiguous
-	// shares by the tier weights), "warps" or "splits" (the default).
+	// shares by the tier weights), "warps" or "splits" (unset: the
+	// planner's, planesDeal).
 	EnvPlanesDeal = "BITDECODE_PLANES_DEAL"
 	// EnvPackSlices is PackTuning.Slices: the slices per half of a pack
 	// plan's launches (1 to packMaxSlices).
@@ -269,8 +270,8 @@ type PlanesTuning struct {
 	// (v2.3) instead of the last split CTA of each row chunk (v2.4).
 	NoFuse bool
 	// Deal is how split_mma shares a mixed (sequence, KV head)'s tiers
-	// among its splits and warps (planes.go planesDeal); 0 is
-	// PlanesDealSplits.
+	// among its splits and warps; 0 is the planner's (planes.go
+	// planesDeal: dealt warps, and dealt splits up to 4 splits).
 	Deal PlanesDeal
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each planes program as it is compiled.
@@ -281,7 +282,7 @@ type PlanesTuning struct {
 type PlanesDeal int
 
 const (
-	// PlanesDealDefault is the planner's choice (PlanesDealSplits).
+	// PlanesDealDefault is the planner's choice (planesDeal).
 	PlanesDealDefault PlanesDeal = iota
 	// PlanesDealNone shares a CTA's groups among its warps in contiguous
 	// runs of equal cost by the tier weights, the splits too (v2.11).
@@ -290,7 +291,7 @@ const (
 	// splits are cut by cost.
 	PlanesDealWarps
 	// PlanesDealSplits gives every split the same share of each tier and
-	// deals the warps (v2.12).
+	// deals the warps, whatever the number of splits.
 	PlanesDealSplits
 )
 
