@@ -137,6 +137,15 @@
 //                     and the last CTA's merge with its loads ahead
 //                     (finishSplits): the same bits
 //                     (docs/bitweaver.md, session 12).
+//                v2.12 a mixed (sequence, KV head)'s tiles dealt in equal
+//                     shares of every tier: to the warps of a CTA of more
+//                     than one tier in turn (Walk), and with few splits
+//                     (planes.go planesDeal) to the splits too (dealPart),
+//                     instead of contiguous shares by the tier weights:
+//                     h20:m40:l40 at 128 x 8K 876.8 -> 838.8 us, 16 x 32K
+//                     432.2 -> 421.4 (85.7%, 85.2% of the ceiling); uniform
+//                     reads unchanged, bit for bit (docs/bitweaver.md,
+//                     session 13; bench/results/2026-11-26-h100-bw-13).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -628,26 +637,53 @@ BD_DEVICE int divNr(int t, const Ctx& cx) { return int(__umulhi(u32(t), cx.nrMag
 // lane's entry (lane % 16) of each with the entry's block.
 template <int MTX>
 struct Ahead {
-  int tier, n;
+  int tier, n;    // kDone: past the warp's last tile
+  int g;          // its first group
   int first;      // the first entry of its first group (group i starts 16·i later)
   int tok[MTX];   // this lane's entry: a token position, or -1
   int block[MTX]; // its pool block (the block table's entry), after resolveTable
   int within[MTX];// its slot in the block, after resolveTable
 };
 
-// fetchAhead describes the tile that starts at group gi (< wEnd): up to MT
-// groups of its tier (MTH, MTM or MTL), within the tier run and the warp's
-// range, and loads this lane's index entries. The tile lies in one tier
+// kDone is the tier of the position past a warp's last tile.
+constexpr int kDone = 3;
+
+// Walk is a warp's tiles (v2.12): for each tier, tiles of MT groups that
+// start at first, first + step, ... below end (the last one cut at end),
+// HIGH's, then MEDIUM's, then LOW's. A warp of a contiguous share (v2.2's
+// warpBound) steps by MT through its groups of each tier; a dealt share
+// (planes.go planesDeal) takes every kWarps-th tile of the CTA's part of
+// each tier, so that every warp reads the same mix of tiers.
+struct Walk {
+  int first[3], end[3], step[3];  // HIGH, MEDIUM, LOW; an empty tier has first >= end
+  // settle moves (t, g) past the tiers that are done: t = kDone past the last.
+  BD_DEVICE void settle(int& t, int& g) const {
+    if (t == kHigh && g >= end[0]) t = kMedium, g = first[1];
+    if (t == kMedium && g >= end[1]) t = kLow, g = first[2];
+    if (t == kLow && g >= end[2]) t = kDone;
+  }
+  // next moves (t, g) (t < kDone) to the tile after the one at g.
+  BD_DEVICE void next(int& t, int& g) const {
+    g += t == kHigh ? step[0] : t == kMedium ? step[1] : step[2];
+    settle(t, g);
+  }
+  BD_DEVICE int endOf(int t) const { return t == kHigh ? end[0] : t == kMedium ? end[1] : end[2]; }
+};
+
+// fetchAhead describes the tile of tier t at group g (t = kDone: none): up
+// to MT groups of its tier (MTH, MTM or MTL), within the walk's end of the
+// tier, and loads this lane's index entries. The tile lies in one tier
 // run, whose bounds and storage offset are looked up once per tile (v2.7;
 // Runs::entries and Runs::slot per group before).
 template <int MTH, int MTM, int MTL, int MTX>
-BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Ctx& cx, int gi, int wEnd, int lane) {
-  a.tier = runs.tier(gi);
-  const int mt = a.tier == kHigh ? MTH : a.tier == kMedium ? MTM : MTL;
-  a.n = min(mt, min(runs.groupEnd(a.tier), wEnd) - gi);
+BD_DEVICE void fetchAhead(Ahead<MTX>& a, const Runs& runs, const Walk& w, const Ctx& cx, int t, int g, int lane) {
+  a.tier = t;
+  a.g = g;
+  const int mt = t == kHigh ? MTH : t == kMedium ? MTM : MTL;
+  a.n = t == kDone ? 0 : min(mt, w.endOf(t) - g);
   int g0, eb, ee, off;
-  runs.run(a.tier, g0, eb, ee, off);
-  a.first = eb + (gi - g0) * kGroup;
+  runs.run(t, g0, eb, ee, off);
+  a.first = eb + (g - g0) * kGroup;
   // One predicated load per group, no branch (v2.8): a group past the tile
   // (i >= n) or an entry past the run reads nothing and gets -1.
 #pragma unroll
@@ -681,31 +717,32 @@ struct Pipe {
   Ahead<MTX> cur, nxt;
 };
 
-// startPipe fills the pipeline at group gi (< wEnd). meanwhile() runs
-// between the first index loads and their use (v2.10: split_mma makes its
-// query fragments there, in the shadow of that DRAM trip).
+// startPipe fills the pipeline at the walk's first tile, (t, g) (t <
+// kDone). meanwhile() runs between the first index loads and their use
+// (v2.10: split_mma makes its query fragments there, in the shadow of that
+// DRAM trip).
 template <int MTH, int MTM, int MTL, int MTX, typename F>
-BD_DEVICE void startPipe(Pipe<MTX>& p, const Runs& runs, const Ctx& cx, int gi, int wEnd, int lane, F meanwhile) {
-  fetchAhead<MTH, MTM, MTL, MTX>(p.cur, runs, cx, gi, wEnd, lane);
+BD_DEVICE void startPipe(Pipe<MTX>& p, const Runs& runs, const Walk& w, const Ctx& cx, int t, int g, int lane,
+                         F meanwhile) {
+  fetchAhead<MTH, MTM, MTL, MTX>(p.cur, runs, w, cx, t, g, lane);
   meanwhile();
   resolveTable<MTX>(p.cur, cx);
-  p.nxt.n = 0;
-  if (gi + p.cur.n < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(p.nxt, runs, cx, gi + p.cur.n, wEnd, lane);
+  w.next(t, g);
+  fetchAhead<MTH, MTM, MTL, MTX>(p.nxt, runs, w, cx, t, g, lane);
 }
 
-// advance moves the pipeline past the tile cur described (at group gi,
-// issued): cur takes nxt's entries and issues their table loads, nxt
-// fetches the entries of the tile after. It returns the first group of
-// the new cur.
+// advance moves the pipeline past the tile cur described (issued): cur
+// takes nxt's entries and issues their table loads, nxt fetches the entries
+// of the tile after. cur.tier is kDone past the warp's last tile.
 template <int MTH, int MTM, int MTL, int MTX>
-BD_DEVICE int advance(Pipe<MTX>& p, const Runs& runs, const Ctx& cx, int gi, int wEnd, int lane) {
-  gi += p.cur.n;
-  if (gi < wEnd) {
-    p.cur = p.nxt;
+BD_DEVICE void advance(Pipe<MTX>& p, const Runs& runs, const Walk& w, const Ctx& cx, int lane) {
+  p.cur = p.nxt;
+  if (p.cur.tier != kDone) {
     resolveTable<MTX>(p.cur, cx);
-    if (gi + p.cur.n < wEnd) fetchAhead<MTH, MTM, MTL, MTX>(p.nxt, runs, cx, gi + p.cur.n, wEnd, lane);
+    int t = p.cur.tier, g = p.cur.g;
+    w.next(t, g);
+    fetchAhead<MTH, MTM, MTL, MTX>(p.nxt, runs, w, cx, t, g, lane);
   }
-  return gi;
 }
 
 // Tile is one warp tile of n (<= MT) groups of tier T: the lane's plane
@@ -843,47 +880,46 @@ BD_DEVICE void computeTile(WarpState<D>& st, const Tile<D, T, MT>& t, const Ctx&
   }
 }
 
-// oneTile processes the tile p.cur describes (tier T, starting at group
-// gi): it issues the tile's plane loads, advances the pipeline (the next
-// tile's table loads, the entries of the one after) while they are in
-// flight, and computes the tile. It returns the next tile's first group.
+// oneTile processes the tile p.cur describes (tier T): it issues the
+// tile's plane loads, advances the pipeline (the next tile's table loads,
+// the entries of the one after) while they are in flight, and computes the
+// tile.
 template <int D, bool BF, bool FAST, int T, int MT, int MTH, int MTM, int MTL, int MTX>
-BD_DEVICE int oneTile(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
-                      int wEnd, const u32 bq[D / 16][2], int lane) {
+BD_DEVICE void oneTile(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Walk& w, const Ctx& cx,
+                       const Recon& rc, const u32 bq[D / 16][2], int lane) {
   Tile<D, T, MT> t;
   issueTile<D, T, MT, MTX>(t, p.cur, cx, lane);
-  gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
+  advance<MTH, MTM, MTL, MTX>(p, runs, w, cx, lane);
   computeTile<D, BF, FAST, T, MT>(st, t, cx, rc, bq, lane);
-  return gi;
 }
 
-// tierRun processes consecutive tiles of tier T (MT groups each) from group
-// gi (which p.cur describes) with register double buffering: the next
+// tierRun processes consecutive tiles of tier T (MT groups each), the
+// first of which p.cur describes, with register double buffering: the next
 // tile's planes are loaded before the current one is computed (decode_mma.cu's
 // kPrefetch for fp16). HIGH runs take it with PF bit 0 (opt-in), MEDIUM
-// runs with PF bit 1 (v2.5). It returns the first group after the run, with
-// p.cur describing it.
+// runs with PF bit 1 (v2.5). It returns with p.cur describing the tile
+// after the run.
 template <int D, bool BF, bool FAST, int T, int MT, int MTH, int MTM, int MTL, int MTX>
-BD_DEVICE int tierRun(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Ctx& cx, const Recon& rc, int gi,
-                      int wEnd, const u32 bq[D / 16][2], int lane) {
+BD_DEVICE void tierRun(WarpState<D>& st, Pipe<MTX>& p, const Runs& runs, const Walk& w, const Ctx& cx,
+                       const Recon& rc, const u32 bq[D / 16][2], int lane) {
   Tile<D, T, MT> ta, tb;
   issueTile<D, T, MT, MTX>(ta, p.cur, cx, lane);
-  gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
+  advance<MTH, MTM, MTL, MTX>(p, runs, w, cx, lane);
   for (;;) {
-    bool more = gi < wEnd && p.cur.tier == T;
+    bool more = p.cur.tier == T;
     if (more) {
       issueTile<D, T, MT, MTX>(tb, p.cur, cx, lane);
-      gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
+      advance<MTH, MTM, MTL, MTX>(p, runs, w, cx, lane);
     }
     computeTile<D, BF, FAST, T, MT>(st, ta, cx, rc, bq, lane);
-    if (!more) return gi;
-    more = gi < wEnd && p.cur.tier == T;
+    if (!more) return;
+    more = p.cur.tier == T;
     if (more) {
       issueTile<D, T, MT, MTX>(ta, p.cur, cx, lane);
-      gi = advance<MTH, MTM, MTL, MTX>(p, runs, cx, gi, wEnd, lane);
+      advance<MTH, MTM, MTL, MTX>(p, runs, w, cx, lane);
     }
     computeTile<D, BF, FAST, T, MT>(st, tb, cx, rc, bq, lane);
-    if (!more) return gi;
+    if (!more) return;
   }
 }
 
@@ -931,6 +967,23 @@ BD_DEVICE int splitBound(const Runs& runs, int s, int n, const int wt[3]) {
 // has 32-33 splits, so all of them at once.
 constexpr int kMergeAhead = 32;
 
+// Bits of split_mma's mode (planes.go planesDeal): kCostSplits cuts a
+// (sequence, KV head)'s groups into splits of equal cost by the tier
+// weights (v2.4; else equal positions, v2.3); kDealWarps deals the tiles of
+// a CTA whose groups hold more than one tier to its warps in turn (v2.12;
+// else warpBound's contiguous shares, v2.2); kDealSplits gives every split
+// of a (sequence, KV head) with more than one tier the same share of each
+// tier's tiles (v2.12; else kCostSplits decides), its warps dealt.
+constexpr int kCostSplits = 1, kDealWarps = 2, kDealSplits = 4;
+
+// dealPart returns where split s of n starts in the tiles [0, tiles) of one
+// tier run when the splits take equal shares of it; phase (< n) staggers
+// the tiers' roundings so that the splits' extra tiles fall on different
+// splits. dealPart(0) = 0, dealPart(n) = tiles.
+BD_DEVICE int dealPart(int tiles, int s, int n, int phase) {
+  return int(((long long)tiles * s + phase) / n);
+}
+
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
 // ptxas's choice, 2 at D = 128). PF's bit 0 double-buffers HIGH runs, bit
 // 1 MEDIUM runs (tierRun).
@@ -941,7 +994,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     const int* __restrict__ offsets, int idxStride,
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, unsigned nrMagic, int nrShift, int splitLen, int maxSplits, int rowChunks,
-    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int costSplits,
+    int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int mode,
     int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML) {
   static_assert(!(BF && FAST), "the ftz path is fp16 only");
   __shared__ float redO[kWarps][kQueryRows][D];
@@ -981,15 +1034,30 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // positions over splitLen; at least one, so that the merge in the last
   // split (finishSplits) also writes the zeros of a head with no entry);
   // split s covers groups [g0, g1): equal costs by the tier weights
-  // (costSplits, v2.4) or equal positions (v2.3).
+  // (kCostSplits, v2.4) or equal positions (v2.3); with kDealSplits and
+  // more than one tier, part[t] of each tier run t instead (v2.12).
   const int nSplits = max(1, (runs.g3 * kGroup + splitLen - 1) / splitLen);
   if (split >= nSplits) return;  // this (sequence, KV head) has fewer splits
   const int wt[3] = {wtH, wtM, wtL};
-  int g0, g1;
-  if (costSplits) {
-    g0 = splitBound(runs, split, nSplits, wt), g1 = splitBound(runs, split + 1, nSplits, wt);
+  const int runB[3] = {0, runs.g1, runs.g2}, runE[3] = {runs.g1, runs.g2, runs.g3}, mts[3] = {MTH, MTM, MTL};
+  const bool mixed = (runs.g1 > 0) + (runs.g2 > runs.g1) + (runs.g3 > runs.g2) > 1;
+  int g0 = 0, g1 = 0;
+  int partB[3], partE[3];  // the CTA's groups of each tier
+  if ((mode & kDealSplits) && mixed) {
+#pragma unroll
+    for (int t = 0; t < 3; t++) {
+      const int tiles = (runE[t] - runB[t] + mts[t] - 1) / mts[t], phase = t * nSplits / 3;
+      partB[t] = min(runE[t], runB[t] + mts[t] * dealPart(tiles, split, nSplits, phase));
+      partE[t] = min(runE[t], runB[t] + mts[t] * dealPart(tiles, split + 1, nSplits, phase));
+    }
   } else {
-    g0 = split * (splitLen / kGroup), g1 = min(runs.g3, g0 + splitLen / kGroup);
+    if (mode & kCostSplits) {
+      g0 = splitBound(runs, split, nSplits, wt), g1 = splitBound(runs, split + 1, nSplits, wt);
+    } else {
+      g0 = split * (splitLen / kGroup), g1 = min(runs.g3, g0 + splitLen / kGroup);
+    }
+#pragma unroll
+    for (int t = 0; t < 3; t++) partB[t] = max(g0, runB[t]), partE[t] = min(g1, runE[t]);
   }
 
   Ctx cx;
@@ -1011,9 +1079,34 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
 
   // Each warp takes a contiguous run of the split's groups, of equal cost
   // by the tier weights (warpBound), and walks it in tiles of one tier;
-  // cur describes the tile at gi, fetched a tile ahead.
+  // or, with kDealWarps (kDealSplits) and a CTA of more than one tier, the
+  // CTA's tiles (MT groups from each part's start) numbered HIGH's, then
+  // MEDIUM's, then LOW's are dealt to the warps in turn (v2.12): each warp
+  // reads the same share of every tier, whatever the tiers' costs.
   constexpr int MTX = max3(MTH, MTM, MTL);
-  const int wBegin = warpBound(runs, g0, g1, warp, wt), wEnd = warpBound(runs, g0, g1, warp + 1, wt);
+  const int ctaTiers = (partB[0] < partE[0]) + (partB[1] < partE[1]) + (partB[2] < partE[2]);
+  Walk walk;
+  if (((mode & kDealSplits) && mixed) || ((mode & kDealWarps) && ctaTiers > 1)) {
+    int before = 0;  // the CTA's tiles of the tiers before t
+#pragma unroll
+    for (int t = 0; t < 3; t++) {
+      const int tiles = (max(0, partE[t] - partB[t]) + mts[t] - 1) / mts[t];
+      walk.first[t] = partB[t] + mts[t] * ((warp - before) & (kWarps - 1));
+      walk.end[t] = partE[t];
+      walk.step[t] = kWarps * mts[t];
+      before += tiles;
+    }
+  } else {
+    const int wBegin = warpBound(runs, g0, g1, warp, wt), wEnd = warpBound(runs, g0, g1, warp + 1, wt);
+#pragma unroll
+    for (int t = 0; t < 3; t++) {
+      walk.first[t] = max(wBegin, runB[t]);
+      walk.end[t] = min(wEnd, runE[t]);
+      walk.step[t] = mts[t];
+    }
+  }
+  int t0 = kHigh, gFirst = walk.first[0];
+  walk.settle(t0, gFirst);
   // B fragments of the query row g (zero beyond nrows), scaled by
   // scale·log2(e), in the kChanK order of the lane's quarter: made while
   // the warp's first index loads are in flight (v2.10). The empty asm
@@ -1037,9 +1130,10 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
       for (int hi = 0; hi < 2; hi++) bq[kb][hi] = pack2T<BF>(x[kChanK(2 * kb + hi, 0)], x[kChanK(2 * kb + hi, 1)]);
   };
   Pipe<MTX> pipe;
-  if (wBegin < wEnd) {
-    startPipe<MTH, MTM, MTL, MTX>(pipe, runs, cx, wBegin, wEnd, lane, makeQuery);
+  if (t0 != kDone) {
+    startPipe<MTH, MTM, MTL, MTX>(pipe, runs, walk, cx, t0, gFirst, lane, makeQuery);
   } else {
+    pipe.cur.tier = kDone;
     makeQuery();  // unused by a warp without groups; made so that bq is always defined
   }
 
@@ -1048,21 +1142,20 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // The warp's groups are a HIGH run, a MEDIUM run and a LOW run (each
   // possibly empty), in that order: one loop per tier, so that the register
   // allocation is each tier's, not their union's (v2.1).
-  int gi = wBegin;
   if (PF & 1) {
-    if (gi < min(wEnd, runs.g1)) gi = tierRun<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+    if (pipe.cur.tier == kHigh) tierRun<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, pipe, runs, walk, cx, rcn, bq, lane);
   } else {
-    while (gi < min(wEnd, runs.g1)) gi = oneTile<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+    while (pipe.cur.tier == kHigh) oneTile<D, BF, FAST, kHigh, MTH, MTH, MTM, MTL, MTX>(st, pipe, runs, walk, cx, rcn, bq, lane);
   }
   if (PF & 2) {
-    if (gi < min(wEnd, runs.g2)) gi = tierRun<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+    if (pipe.cur.tier == kMedium) tierRun<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, walk, cx, rcn, bq, lane);
   } else {
-    while (gi < min(wEnd, runs.g2)) gi = oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+    while (pipe.cur.tier == kMedium) oneTile<D, BF, FAST, kMedium, MTM, MTH, MTM, MTL, MTX>(st, pipe, runs, walk, cx, rcn, bq, lane);
   }
   if (PF & 4) {
-    if (gi < wEnd) gi = tierRun<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+    if (pipe.cur.tier == kLow) tierRun<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, walk, cx, rcn, bq, lane);
   } else {
-    while (gi < wEnd) gi = oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, cx, rcn, gi, wEnd, bq, lane);
+    while (pipe.cur.tier == kLow) oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, walk, cx, rcn, bq, lane);
   }
 
   // Warp totals: denominators summed over the 8 lanes of each row (xor over g).
@@ -1142,7 +1235,7 @@ __global__ void __launch_bounds__(kThreads) split_v1(
     int Hq, int Hkv, int Tq, int Nr, unsigned nrMagic, int nrShift, int splitLen, int maxSplits, int rowChunks,
     int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int costSplits,
     int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML) {
-  // nrMagic, nrShift, wtH, wtM, wtL, costSplits, counters, out, finalML:
+  // nrMagic, nrShift, wtH, wtM, wtL, costSplits (split_mma's mode), counters, out, finalML:
   // split_mma's division by Nr, warp weights, split geometry and fused
   // merge, unused (one launch signature; split_v1 divides by Nr, cuts equal
   // positions and leaves the merge to combine).

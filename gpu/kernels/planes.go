@@ -111,6 +111,51 @@ func planesDefaultWeights(l PlanesLayout, mt [3]int) [3]int {
 	return planesWeights
 }
 
+// Bits of split_mma's mode argument (planes.cu kCostSplits, kDealWarps,
+// kDealSplits).
+const (
+	planesCostSplits = 1
+	planesDealWarps  = 2
+	planesDealSplits = 4
+)
+
+// planesDealSplitsMax is the most splits per (sequence, KV head) for
+// which split_mma deals a mixed head's tiers to its splits by default
+// (planesDeal).
+const planesDealSplitsMax = 4
+
+// planesDeal returns split_mma's dealing bits under tuning t for a plan of
+// up to splits splits per (sequence, KV head) (v2.12, session 13). A CTA
+// whose groups hold more than one tier deals its tiles to its warps in
+// turn (planesDealWarps), so that every warp reads the same mix whatever
+// the tiers' costs; with at most planesDealSplitsMax splits every split of
+// a mixed (sequence, KV head) also takes the same share of each tier
+// (planesDealSplits), else the splits are cut by cost (v2.4). Measured on
+// the H100 for h20:m40:l40 (bench/results/2026-11-26-h100-bw-13, against
+// v2.11 in the same calls): 128 x 8K (1 split) 876.8 -> 838.8 us either
+// way (85.7% of the ceiling); 16 x 32K (2 splits) 432.2 -> 421.4 us with
+// dealt splits (85.2%), 422.9 with dealt warps alone; 1 x 8K (26 splits)
+// 20.9 -> 22.3 us with dealt splits (short CTAs that each run all three
+// tier loops for a few tiles), 20.7 with dealt warps alone; 1 x 128K (33
+// splits) 117.4 -> 118.0 and 117.0. t.Deal overrides: PlanesDealNone is
+// v2.11's contiguous shares by the weights (warpBound). A (sequence, KV
+// head) of one tier takes v2.11's splits and warps in every case: uniform
+// reads keep their bits.
+func planesDeal(t PlanesTuning, splits int) int {
+	switch t.Deal {
+	case PlanesDealNone:
+		return 0
+	case PlanesDealWarps:
+		return planesDealWarps
+	case PlanesDealSplits:
+		return planesDealWarps | planesDealSplits
+	}
+	if splits <= planesDealSplitsMax {
+		return planesDealWarps | planesDealSplits
+	}
+	return planesDealWarps
+}
+
 // planesMinB is split_mma's default CTAs per SM for __launch_bounds__: 1
 // leaves the registers to ptxas (236 at D = 128 on CUDA 13: 2 CTAs per SM).
 const planesMinB = 1
@@ -221,6 +266,7 @@ type PlanesPlan struct {
 	mt                  [3]int         // split_mma: groups per tile per tier
 	weights             [3]int         // split_mma: warp (and split) weights per tier
 	costSplits          bool           // split_mma: splits of equal cost (v2.4), else of equal positions
+	deal                int            // split_mma: planesDealWarps, planesDealSplits or 0 (planesDeal)
 	counters            cuda.DevicePtr // split_mma's fused merge (v2.4): [B][Hkv·rowChunks] int32, or 0
 	split, combine      cuda.Function
 	mass                cuda.Function
@@ -415,6 +461,7 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 	if k == PlanesMMA {
 		p.mt = planesMT(l.D, t.MT, l.Medium, l.Low)
 		p.costSplits = !t.PositionSplits
+		p.deal = planesDeal(t, p.maxSplits)
 		p.weights = planesDefaultWeights(l, p.mt)
 	}
 	if t.Weights != [3]int{} {
@@ -558,12 +605,12 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 		scores, finalML = p.scores, p.finalML
 	}
 	nrMagic, nrShift := planesDivMagic(l.Nr)
-	filter, costSplits := int32(0), int32(0)
+	filter, mode := int32(0), int32(p.deal)
 	if l.Filter {
 		filter = 1
 	}
 	if p.costSplits {
-		costSplits = 1
+		mode |= planesCostSplits
 	}
 	// The workspace is laid out for the plan's rowChunks and maxSplits;
 	// smaller shapes index it with their own, which fit inside.
@@ -572,7 +619,7 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 		b.Q, p.partO, p.partML, scores,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), nrMagic, int32(nrShift), int32(p.splitLen), int32(maxSplits),
 		int32(rowChunks), int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e),
-		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), costSplits, p.counters, b.Out, finalML)
+		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), mode, p.counters, b.Out, finalML)
 	if err != nil {
 		return err
 	}

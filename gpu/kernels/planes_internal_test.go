@@ -95,3 +95,29 @@ func TestPlanesDivMagic(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanesDeal checks split_mma's dealing bits: warps always dealt by
+// default, splits too up to planesDealSplitsMax splits, and the tuning's
+// choice over both.
+func TestPlanesDeal(t *testing.T) {
+	for _, c := range []struct {
+		deal   PlanesDeal
+		splits int
+		want   int
+	}{
+		{PlanesDealDefault, 1, planesDealWarps | planesDealSplits},
+		{PlanesDealDefault, planesDealSplitsMax, planesDealWarps | planesDealSplits},
+		{PlanesDealDefault, planesDealSplitsMax + 1, planesDealWarps},
+		{PlanesDealDefault, 33, planesDealWarps},
+		{PlanesDealNone, 2, 0},
+		{PlanesDealWarps, 2, planesDealWarps},
+		{PlanesDealSplits, 33, planesDealWarps | planesDealSplits},
+	} {
+		if got := planesDeal(PlanesTuning{Deal: c.deal}, c.splits); got != c.want {
+			t.Errorf("planesDeal(%d, %d splits) = %d, want %d", c.deal, c.splits, got, c.want)
+		}
+	}
+	if err := (PlanesTuning{Deal: PlanesDealSplits + 1}).check(); err == nil {
+		t.Errorf("PlanesTuning.Deal %d passed the check", PlanesDealSplits+1)
+	}
+}

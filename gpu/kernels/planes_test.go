@@ -80,11 +80,14 @@ type planesCase struct {
 	vScale float64
 	// massEvery samples the mass (PlanesShape.MassEvery; 0: every row).
 	massEvery int
+	// deal sets PlanesTuning.Deal when not 0 (split_mma's shares of a
+	// mixed (sequence, KV head)'s tiers, v2.12).
+	deal kernels.PlanesDeal
 }
 
 func (c planesCase) String() string {
-	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d mix=%s split=%d scale=%g k=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D,
-		c.lens, c.tq, c.mix, c.splitLen, c.scale, c.massEvery)
+	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d mix=%s split=%d scale=%g k=%d deal=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D,
+		c.lens, c.tq, c.mix, c.splitLen, c.scale, c.massEvery, c.deal)
 }
 
 // planesData is a built case, host side.
@@ -258,6 +261,14 @@ func planesOut(t *testing.T, d *cuda.Device, plan *kernels.PlanesPlan, bufs kern
 			t.Fatal(err)
 		}
 	}
+	// A copy from Go (pageable) memory returns once the driver has staged
+	// it, before its DMA lands, and the legacy stream it goes on does not
+	// order the launch's non-blocking stream: without this, the mass pass
+	// could add to the mass before massInit overwrote it (seen once on the
+	// H100, session 13: a run's mass equal to massInit).
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
 	err := d.Do(func(cx *cuda.Ctx) error {
 		if err := plan.Launch(cx, d.Stream(), bufs, 0); err != nil {
 			return err
@@ -281,7 +292,8 @@ func planesOut(t *testing.T, d *cuda.Device, plan *kernels.PlanesPlan, bufs kern
 	return got, mass
 }
 
-func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
+// runPlanesCase runs case c, checks it and returns its output.
+func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) []uint16 {
 	t.Helper()
 	d := device(t)
 	dt := buildPlanes(t, r, c)
@@ -298,8 +310,12 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
 		massInit[i] = float32(r.IntN(1000)) / 64 // exact in float32: the sum is checked, not the rounding
 	}
 	bufs.Mass = g.up(cuda.Bytes(massInit))
+	tp := tuning.Planes
+	if c.deal != kernels.PlanesDealDefault {
+		tp.Deal = c.deal
+	}
 	plan, err := kernels.PlanPlanesWith(d, c.kernel, dt.lay, kernels.PlanesShape{B: len(dt.seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq,
-		MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true, MassEvery: c.massEvery}, tuning.Planes)
+		MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true, MassEvery: c.massEvery}, tp)
 	if err != nil {
 		t.Fatalf("%v: %v", c, err)
 	}
@@ -329,7 +345,7 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
 	// against the combine launch (combineRow: finishSplits' arithmetic in
 	// the same order): the same bits, mass included.
 	if _, splits := plan.SplitLen(); plan.Fused() {
-		tn := tuning.Planes
+		tn := tp
 		tn.NoFuse = true
 		unfused, err := kernels.PlanPlanesWith(d, c.kernel, dt.lay, kernels.PlanesShape{B: len(dt.seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq,
 			MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true, MassEvery: c.massEvery}, tn)
@@ -364,6 +380,8 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) {
 			t.Fatalf("%v: with run offsets, mass %d: %g, end to end %g", c, i, mass[i], firstMass[i])
 		}
 	}
+
+	return first
 }
 
 // relaidIndex stores x's runs of every (sequence, KV head) in the order LOW,
@@ -522,6 +540,43 @@ func TestGPUPlanesSpecPlans(t *testing.T) {
 		for _, mix := range []string{mixRandom, mixRuns, mixEvict} {
 			for _, split := range []int{0, 192} {
 				runPlanesCase(t, r, planesCase{kernel: kernels.PlanesMMA, spec: spec, sh: sh, lens: []int{20000, 777}, tq: 1, mix: mix, splitLen: split})
+			}
+		}
+	}
+}
+
+// TestGPUPlanesDeal runs split_mma's three shares of a mixed (sequence, KV
+// head)'s tiers (PlanesTuning.Deal: v2.11's contiguous runs by the
+// weights, the warps dealt, the splits and the warps dealt: v2.12's
+// default) over mixed tier maps, with the planner's splits and fixed short
+// ones; then requires uniform reads (one tier per (sequence, KV head)) to
+// give the same bits under all three, since only mixed heads are dealt.
+func TestGPUPlanesDeal(t *testing.T) {
+	device(t)
+	r := rand.New(rand.NewPCG(43, 44))
+	sh := attn.Shape{Hq: 32, Hkv: 8, D: 128}
+	deals := []kernels.PlanesDeal{kernels.PlanesDealNone, kernels.PlanesDealWarps, kernels.PlanesDealSplits}
+	for _, deal := range deals {
+		for _, mix := range []string{mixRandom, mixRuns, mixEvict} {
+			for _, split := range []int{0, 192} {
+				runPlanesCase(t, r, planesCase{kernel: kernels.PlanesMMA, spec: "bw:h20:m40:l40", sh: sh, lens: []int{20000, 777, 40},
+					tq: 1, mix: mix, splitLen: split, deal: deal})
+			}
+		}
+	}
+	for i, mix := range []string{mixHigh, mixMedium, mixLow} {
+		var first []uint16
+		for _, deal := range deals {
+			c := planesCase{kernel: kernels.PlanesMMA, spec: "bw:h20:m40:l40", sh: sh, lens: []int{9000, 333}, tq: 1, mix: mix, deal: deal}
+			got := runPlanesCase(t, rand.New(rand.NewPCG(45, uint64(i))), c)
+			if first == nil {
+				first = got
+				continue
+			}
+			for j := range got {
+				if got[j] != first[j] {
+					t.Fatalf("%v: element %d: %#04x, with deal %d %#04x: a head of one tier must not be dealt", c, j, got[j], deals[0], first[j])
+				}
 			}
 		}
 	}

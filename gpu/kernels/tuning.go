@@ -103,6 +103,10 @@ const (
 	// EnvPlanesFuse set to false (0) is PlanesTuning.NoFuse: the merge of
 	// split_mma's splits left to the combine launch (v2.3), for comparisons.
 	EnvPlanesFuse = "BITDECODE_PLANES_FUSE"
+	// EnvPlanesDeal is PlanesTuning.Deal: "none" (v2.11's contiguous
+	// shares by the tier weights), "warps" or "splits" (unset: the
+	// planner's, planesDeal).
+	EnvPlanesDeal = "BITDECODE_PLANES_DEAL"
 	// EnvPackSlices is PackTuning.Slices: the slices per half of a pack
 	// plan's launches (1 to packMaxSlices).
 	EnvPackSlices = "BITDECODE_PACK_SLICES"
@@ -265,10 +269,31 @@ type PlanesTuning struct {
 	// NoFuse leaves the merge of split_mma's splits to the combine launch
 	// (v2.3) instead of the last split CTA of each row chunk (v2.4).
 	NoFuse bool
+	// Deal is how split_mma shares a mixed (sequence, KV head)'s tiers
+	// among its splits and warps; 0 is the planner's (planes.go
+	// planesDeal: dealt warps, and dealt splits up to 4 splits).
+	Deal PlanesDeal
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each planes program as it is compiled.
 	Ptxas io.Writer
 }
+
+// PlanesDeal is PlanesTuning.Deal.
+type PlanesDeal int
+
+const (
+	// PlanesDealDefault is the planner's choice (planesDeal).
+	PlanesDealDefault PlanesDeal = iota
+	// PlanesDealNone shares a CTA's groups among its warps in contiguous
+	// runs of equal cost by the tier weights, the splits too (v2.11).
+	PlanesDealNone
+	// PlanesDealWarps deals a mixed CTA's tiles to its warps in turn; the
+	// splits are cut by cost.
+	PlanesDealWarps
+	// PlanesDealSplits gives every split the same share of each tier and
+	// deals the warps, whatever the number of splits.
+	PlanesDealSplits
+)
 
 // PackTuning is the pack planner's (PlanPackWith).
 type PackTuning struct {
@@ -412,6 +437,18 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	if fuse, ok := p.boolean(EnvPlanesFuse); ok {
 		t.Planes.NoFuse = !fuse
 	}
+	if v, ok := p.get(EnvPlanesDeal); ok {
+		switch strings.TrimSpace(v) {
+		case "none":
+			t.Planes.Deal = PlanesDealNone
+		case "warps":
+			t.Planes.Deal = PlanesDealWarps
+		case "splits":
+			t.Planes.Deal = PlanesDealSplits
+		default:
+			p.fail(EnvPlanesDeal, v, "none, warps or splits")
+		}
+	}
 	t.Pack.Slices = p.intRange(EnvPackSlices, 1, packMaxSlices, fmt.Sprintf("1 to %d", packMaxSlices))
 	if p.err != nil {
 		return Tuning{}, fmt.Errorf("kernels: %w", p.err)
@@ -535,6 +572,9 @@ func (t PlanesTuning) check() error {
 	}
 	if t.PrefetchLow < -1 || t.PrefetchLow > 1 {
 		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.PrefetchLow", Value: strconv.Itoa(t.PrefetchLow), Want: "0 (the default), 1 (on) or -1 (off)"})
+	}
+	if t.Deal < PlanesDealDefault || t.Deal > PlanesDealSplits {
+		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.Deal", Value: strconv.Itoa(int(t.Deal)), Want: "0 (the default) to 3 (PlanesDealSplits)"})
 	}
 	if t.MinB < 0 || t.MinB > 4 {
 		return fmt.Errorf("kernels: %w", &VarError{Name: "PlanesTuning.MinB", Value: strconv.Itoa(t.MinB), Want: "0 (the default) or 1 to 4"})
