@@ -32,13 +32,28 @@ func (c *Ctx) Free(p DevicePtr) error {
 }
 
 // HtoD copies src to device memory at dst and returns when the copy is done.
+//
+// cuMemcpyHtoD from pageable memory returns once src is staged, not when the
+// DMA into dst has finished, and it runs on the legacy default stream, which
+// our non-blocking streams do not wait for: a kernel launched right after
+// could read dst before the copy lands. So HtoD waits for the legacy stream.
 func (c *Ctx) HtoD(dst DevicePtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
 	drv := c.d.drv
 	r, _, _ := purego.SyscallN(drv.cuMemcpyHtoD, uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)))
-	return drv.check("cuMemcpyHtoD_v2", int32(r))
+	if err := drv.check("cuMemcpyHtoD_v2", int32(r)); err != nil {
+		return err
+	}
+	return c.syncLegacy()
+}
+
+// syncLegacy waits for the legacy default stream, where the synchronous
+// copies (HtoD, DtoD) run.
+func (c *Ctx) syncLegacy() error {
+	drv := c.d.drv
+	return drv.check("cuStreamSynchronize", drv.call(drv.cuStreamSynchronize, 0))
 }
 
 // DtoH copies len(dst) bytes from device memory at src into dst.
@@ -51,13 +66,18 @@ func (c *Ctx) DtoH(dst []byte, src DevicePtr) error {
 	return drv.check("cuMemcpyDtoH_v2", int32(r))
 }
 
-// DtoD copies bytes from src to dst on the device.
+// DtoD copies bytes from src to dst on the device and returns when the copy
+// is done (cuMemcpyDtoD is asynchronous to the host, on the legacy stream:
+// see HtoD).
 func (c *Ctx) DtoD(dst, src DevicePtr, bytes int) error {
 	if bytes == 0 {
 		return nil
 	}
 	drv := c.d.drv
-	return drv.check("cuMemcpyDtoD_v2", drv.call(drv.cuMemcpyDtoD, uintptr(dst), uintptr(src), uintptr(bytes)))
+	if err := drv.check("cuMemcpyDtoD_v2", drv.call(drv.cuMemcpyDtoD, uintptr(dst), uintptr(src), uintptr(bytes))); err != nil {
+		return err
+	}
+	return c.syncLegacy()
 }
 
 // HtoDAsync queues a copy of src to dst on s. From Go memory (pageable) the
