@@ -32,8 +32,12 @@
 //
 // Versions:
 //   v1 one block a row, float4 loads, kArgmaxUnroll loads in flight a
-//      thread (this file). A row split over several blocks (B = 1: one SM
-//      reads the whole 501 KiB row) is not built.
+//      thread (this file). Not profiled alone; the step it ends, against
+//      the logits downloaded whole (2026-11-26, H100, bench model --ctx
+//      32k --batch max, decode-step.md v23): int4 55 rows 31.35-31.51 ->
+//      30.00-30.07 ms, int2 100 rows 38.22-38.33 -> 35.83-35.85, fp16 15
+//      rows 28.54-28.86 -> 27.90-27.95. A row split over several blocks
+//      (B = 1: one SM reads the whole 501 KiB row) is not built.
 //
 // Go wrapper: kernels.Sample.ArgmaxRows (sample.go); tests
 // gpu/kernels/sample_test.go (against model.Argmax's rule on rows with
