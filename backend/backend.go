@@ -179,6 +179,25 @@ type RandomLoader interface {
 	LoadRandom(name string, shape []int, std float32, seed uint64) (Weight, error)
 }
 
+// Argmaxer is implemented by backends that pick greedy decoding's next
+// token where the logits are (the CUDA backend): a decode step then copies
+// R token ids to the host instead of R x Vocab logits (28 MB at 55 rows of
+// Llama-3's 128256; docs/perf/decode-step.md v23). model's Forward falls
+// back to downloading the logits and picking on the host where it is
+// missing (backend/cpu, backend/tp), with the same result.
+type Argmaxer interface {
+	// ArgmaxRows writes to dst [R] I32 the index of the largest value of
+	// each row of src [R, V] F32, exactly as model.Argmax picks it: the
+	// first of equal values (-0 equals +0); a NaN is never larger than
+	// anything, so it never wins, but a NaN at index 0 gives 0. It is an
+	// op: queued in order with the others, its error recorded.
+	ArgmaxRows(dst, src Tensor)
+	// DownloadInt32 waits for the ops issued so far and copies the I32
+	// tensor src into dst (len(dst) must equal its size). It returns the
+	// pending op error, if any, without clearing it, as Download does.
+	DownloadInt32(dst []int32, src Tensor) error
+}
+
 // WeightJoiner is implemented by backends that can compute a LinearGroup
 // as one matrix product when its weights lie in one allocation (the CUDA
 // backend: one cuBLASLt GEMM over q|k|v or gate|up at large batches). The

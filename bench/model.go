@@ -85,10 +85,15 @@ type ModelConfig struct {
 	// TP is the tensor-parallel degree: 0 or 1 runs on GPU 0; N > 1 on
 	// GPUs 0..N-1 (gpu.OpenGroup, backend/tp), each rank holding its shard
 	// of the weights and of the KV cache.
-	TP       int
-	Steps    int // timed decode steps (default 16)
-	Warmup   int // untimed steps first (default 3)
-	Progress io.Writer
+	TP int
+	// FullLogits copies every step's whole logits to the host (R x Vocab
+	// float32, 28 MB at 55 rows of 128256), as before v23; otherwise each
+	// sequence asks Forward for its greedy token alone (model.OutputToken:
+	// picked on the GPU, R int32 copied back; decode-step.md v23).
+	FullLogits bool
+	Steps      int // timed decode steps (default 16)
+	Warmup     int // untimed steps first (default 3)
+	Progress   io.Writer
 }
 
 // ModelDEC is one DEC setting of the model benchmark: a fixed k_chunk for
@@ -191,10 +196,13 @@ type ModelReport struct {
 	Preset   string  `json:"preset"`
 	ReadGBps float64 `json:"read_ceiling_gb_per_s"` // the lowest of the GPUs' with TP
 	// TP is the number of GPUs and RankGBps each one's read ceiling.
-	TP       int         `json:"tp"`
-	RankGBps []float64   `json:"read_ceiling_per_gpu_gb_per_s,omitempty"`
-	Linears  []LinearRow `json:"linears"`
-	Rows     []ModelRow  `json:"rows"`
+	TP       int       `json:"tp"`
+	RankGBps []float64 `json:"read_ceiling_per_gpu_gb_per_s,omitempty"`
+	// Logits is what a step copies to the host: "token" (each row's
+	// greedy token, picked on the GPU) or "full" (every row's logits).
+	Logits  string      `json:"logits"`
+	Linears []LinearRow `json:"linears"`
+	Rows    []ModelRow  `json:"rows"`
 }
 
 // RunModelGPU measures decode steps of a preset model with random weights
@@ -202,8 +210,11 @@ type ModelReport struct {
 // the KV cache of each format filled to each context with random KV-like
 // data (FillRandom: packed exactly as real tokens are). A step is a whole
 // forward pass (embedding, every layer's GEMMs, norms and low-bit
-// attention, lm_head; with TP the two all-reduces per layer) plus the
-// logits' copy to the host. The floor is the bytes a step must read on a
+// attention, lm_head; with TP the two all-reduces per layer) plus what
+// the host gets back: each sequence's greedy token, picked on the GPU
+// (model.OutputToken; a backend without backend.Argmaxer, as TP's,
+// downloads the logits instead), or with cfg.FullLogits every row's
+// logits. The floor is the bytes a step must read on a
 // GPU (its shard of every weight matrix once, its KV heads once) over that
 // GPU's read ceiling measured in the same run; with TP the slowest GPU's,
 // and the all-reduces are not in it. A shape that does not fit a GPU fails
@@ -250,7 +261,10 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 		return nil, err
 	}
 	defer g.be.Close()
-	rep := &ModelReport{Date: time.Now().UTC().Format("2006-01-02"), Preset: cfg.Preset, TP: cfg.TP}
+	rep := &ModelReport{Date: time.Now().UTC().Format("2006-01-02"), Preset: cfg.Preset, TP: cfg.TP, Logits: "token"}
+	if cfg.FullLogits {
+		rep.Logits = "full"
+	}
 	for r, rank := range g.ranks {
 		dev := rank.Device()
 		bw, err := dev.ProbeBandwidth()
@@ -586,6 +600,9 @@ func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f 
 		var b model.Batch
 		for s := range cfg.Batch {
 			b.Add(s, cache.Len(s), int32((i*7919+s*104729)%mc.Vocab))
+			if !cfg.FullLogits {
+				b.Seqs[s].Output = model.OutputToken
+			}
 		}
 		t0 := time.Now()
 		if _, err := m.Forward(&b, cache); err != nil {
@@ -665,7 +682,11 @@ func (rep *ModelReport) WriteTable(w io.Writer) {
 		ceiling = fmt.Sprintf("tensor parallelism over %d GPUs; read ceilings %s GB/s (same run), the floor is the bytes each GPU reads over the lowest, without the all-reduces", rep.TP, strings.Join(each, ", "))
 		perGPU = " per GPU"
 	}
-	fmt.Fprintf(w, "Decode step, %s shapes with random weights, %s, %s; %s\n\n", rep.Preset, rep.Device, rep.Date, ceiling)
+	logits := "each row's greedy token picked on the GPU (R int32 to the host)"
+	if rep.Logits == "full" {
+		logits = "every row's logits to the host (--logits full)"
+	}
+	fmt.Fprintf(w, "Decode step, %s shapes with random weights, %s, %s; %s; a step returns %s\n\n", rep.Preset, rep.Device, rep.Date, ceiling, logits)
 	fmt.Fprintf(w, "| weights | DEC k_chunk | KV | context | batch | TP | ms/step | mean ms | tokens/s | weights read%s | KV read%s | floor ms | floor/time | KV memory | GPU memory in use |\n", perGPU, perGPU)
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {

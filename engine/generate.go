@@ -92,6 +92,11 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 			ids[i] = int32(t)
 		}
 		b.Add(seq, pos, ids...)
+		if end < len(prompt) {
+			b.Seqs[0].Output = model.OutputToken // a row nobody reads
+		} else {
+			b.Seqs[0].Output = sampler.Output(0)
+		}
 		var err error
 		if logits, err = m.Forward(&b, c); err != nil {
 			return st, err
@@ -106,7 +111,7 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 	start = time.Now()
 	stops := newStopMatcher(opts.Stop)
 	for st.GeneratedTokens < opts.MaxTokens {
-		next := sampler.SampleLogprob(logits.Row(0), context, st.GeneratedTokens).ID
+		next := sampler.SampleRow(logits, 0, context, st.GeneratedTokens).ID
 		if stop[next] {
 			st.StopReason = "stop token"
 			break
@@ -132,6 +137,7 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 		}
 		var b model.Batch
 		b.Add(seq, len(context)-1, int32(next))
+		b.Seqs[0].Output = sampler.Output(st.GeneratedTokens)
 		var err error
 		if logits, err = m.Forward(&b, c); err != nil {
 			return st, err

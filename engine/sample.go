@@ -127,6 +127,34 @@ func (s *Sampler) SampleLogprob(logits []float32, context []int, generated int) 
 	return out
 }
 
+// Output returns what SampleLogprob needs of the next row of logits, given
+// how many tokens at the end of the context were generated: its greedy
+// token alone (model.OutputToken) where it would return Argmax of the raw
+// row (temperature 0; no log probabilities; no repetition penalty, no
+// presence or frequency penalty that applies yet, no logit bias), the
+// whole row otherwise. Forward can then skip copying the row to the host
+// (docs/perf/decode-step.md v23).
+func (s *Sampler) Output(generated int) model.Output {
+	o := s.opts
+	greedy := o.Temperature == 0 && !o.Logprobs && (o.RepeatPenalty == 0 || o.RepeatPenalty == 1) &&
+		!((o.PresencePenalty != 0 || o.FrequencyPenalty != 0) && generated > 0) && len(o.LogitBias) == 0
+	if greedy {
+		return model.OutputToken
+	}
+	return model.OutputLogits
+}
+
+// SampleRow is SampleLogprob of output row i of l, whose sequence asked
+// Forward for Output(generated): the row's greedy token where that is all
+// the sampler needs (the same token SampleLogprob would pick from the
+// row), else SampleLogprob of the row (which it modifies).
+func (s *Sampler) SampleRow(l *model.Logits, i int, context []int, generated int) SampledToken {
+	if s.Output(generated) == model.OutputToken {
+		return SampledToken{TokenLogprob: TokenLogprob{ID: l.Token(i)}}
+	}
+	return s.SampleLogprob(l.Row(i), context, generated)
+}
+
 // penalize applies to logits, in this order, the repetition penalty (over
 // the whole context), the presence and frequency penalties (over the
 // generated tokens) and the logit bias.

@@ -640,6 +640,14 @@ func (s *Scheduler) step() {
 	if len(in) == 0 {
 		return
 	}
+	for i, q := range in {
+		// What the sampler needs of the row; a prefill chunk before the
+		// prompt's end samples nothing, so its row's token is enough.
+		b.Seqs[i].Output = model.OutputToken
+		if q.n+b.Seqs[i].Len == len(q.tokens) {
+			b.Seqs[i].Output = q.sampler.Output(len(q.res.Tokens))
+		}
+	}
 	logits, err := s.m.Forward(&b, s.cache)
 	s.count(func(st *SchedulerStats) { st.Steps++ })
 	if err != nil {
@@ -660,7 +668,7 @@ func (s *Scheduler) step() {
 		}
 		q.n += n
 		if q.n == len(q.tokens) {
-			s.sample(q, logits.Row(i), now)
+			s.sample(q, logits, i, now)
 		}
 	}
 }
@@ -732,8 +740,8 @@ func (s *Scheduler) remove(q *seq) {
 
 // sample picks q's next token, streams its text and ends q when a stop
 // condition holds.
-func (s *Scheduler) sample(q *seq, logits []float32, now time.Time) {
-	tok := q.sampler.SampleLogprob(logits, q.tokens, len(q.res.Tokens))
+func (s *Scheduler) sample(q *seq, logits *model.Logits, row int, now time.Time) {
+	tok := q.sampler.SampleRow(logits, row, q.tokens, len(q.res.Tokens))
 	next := tok.ID
 	if len(q.res.Tokens) == 0 {
 		q.res.TTFT = now.Sub(q.submitted)

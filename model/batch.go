@@ -19,9 +19,26 @@ type Batch struct {
 	// Tokens.
 	Seqs []Seq
 	// AllLogits asks Forward for the logits of every token (for perplexity);
-	// otherwise it returns those of the last token of each sequence.
+	// otherwise it returns those of the last token of each sequence. With
+	// AllLogits every row is downloaded whole, whatever Seq.Output says.
 	AllLogits bool
 }
+
+// Output is what Forward returns of a sequence's output row: the whole row
+// of logits, or only what a greedy sampler needs of it.
+type Output uint8
+
+const (
+	// OutputLogits asks for the whole row (the zero value).
+	OutputLogits Output = iota
+	// OutputToken asks for the row's greedy token alone, Argmax of the
+	// logits (Logits.Token): on a backend.Argmaxer the row is reduced on
+	// the device and never copied to the host (docs/perf/decode-step.md
+	// v23). For a sampler that needs no more: temperature 0, no
+	// penalties, bias or log probabilities; or for a row nobody reads
+	// (a prefill chunk before the prompt's end).
+	OutputToken
+)
 
 // Seq is one sequence's share of a Batch.
 type Seq struct {
@@ -32,6 +49,8 @@ type Seq struct {
 	Pos int
 	// Start and Len locate the sequence's new tokens: Tokens[Start:Start+Len].
 	Start, Len int
+	// Output is what Forward returns of the sequence's output row.
+	Output Output
 }
 
 // Add appends a sequence's new tokens to the batch.
@@ -59,6 +78,8 @@ func (b *Batch) Validate(vocab int) error {
 			return fmt.Errorf("model: batch: sequence %d (id %d) positions [%d, %d) out of range", i, s.ID, s.Pos, s.Pos+s.Len)
 		case ids[s.ID]:
 			return fmt.Errorf("model: batch: sequence id %d appears twice", s.ID)
+		case s.Output > OutputToken:
+			return fmt.Errorf("model: batch: sequence %d (id %d) asks for output %d", i, s.ID, s.Output)
 		}
 		ids[s.ID] = true
 		next += s.Len
@@ -102,16 +123,28 @@ func (b *Batch) OutputRows() []int32 {
 	return rows
 }
 
-// Logits holds the output of Forward on the host: one row of Vocab values
-// per output token (see Batch.OutputRows).
+// Logits holds the output of Forward on the host: for each output row (see
+// Batch.OutputRows), its row of Vocab logits or, where the batch asked for
+// less (Seq.Output), its greedy token.
 type Logits struct {
 	Vocab int
-	Data  []float32 // Rows() × Vocab, row-major
+	// Data holds the rows downloaded whole, row-major, in output-row
+	// order: every row's (Rows() × Vocab) unless a sequence asked for its
+	// token alone and the backend picked it on the device.
+	Data []float32
+	// Tokens holds every output row's greedy token (Argmax of its logits)
+	// where the backend picked them on the device; nil otherwise (Token
+	// then picks from Data).
+	Tokens []int32
+	// rowOf maps output row i to its row of Data (-1: not downloaded);
+	// nil: row i is Data's row i.
+	rowOf []int32
 }
 
 // Argmax returns the index of the largest value of x, the first of equal
 // ones: greedy decoding's token. A NaN is never larger than anything, so a
-// NaN at index 0 wins; x must not be empty.
+// NaN at index 0 wins; x must not be empty. backend.Argmaxer's ArgmaxRows
+// computes the same on the device.
 func Argmax(x []float32) int {
 	best := 0
 	for i, v := range x {
@@ -122,9 +155,32 @@ func Argmax(x []float32) int {
 	return best
 }
 
-// Rows returns the number of rows.
-func (l *Logits) Rows() int { return len(l.Data) / l.Vocab }
+// Rows returns the number of output rows.
+func (l *Logits) Rows() int {
+	if l.rowOf != nil {
+		return len(l.rowOf)
+	}
+	return len(l.Data) / l.Vocab
+}
 
 // Row returns row i: the logits of the last token of Seqs[i], or of token i
-// when the batch asked for AllLogits.
-func (l *Logits) Row(i int) []float32 { return l.Data[i*l.Vocab : (i+1)*l.Vocab] }
+// when the batch asked for AllLogits. It returns nil for a row that was not
+// downloaded (its sequence asked for OutputToken): use Token.
+func (l *Logits) Row(i int) []float32 {
+	k := i
+	if l.rowOf != nil {
+		if k = int(l.rowOf[i]); k < 0 {
+			return nil
+		}
+	}
+	return l.Data[k*l.Vocab : (k+1)*l.Vocab]
+}
+
+// Token returns row i's greedy token, Argmax of its logits, whatever its
+// sequence asked for.
+func (l *Logits) Token(i int) int {
+	if l.Tokens != nil {
+		return int(l.Tokens[i])
+	}
+	return Argmax(l.Row(i))
+}

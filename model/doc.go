@@ -20,8 +20,9 @@
 //	var b model.Batch
 //	b.Add(0, 0, prompt...)             // sequence 0, prefill from position 0
 //	logits, err := m.Forward(&b, cache)
-//	next := argmax(logits.Row(0))
+//	next := logits.Token(0)            // greedy: Argmax(logits.Row(0))
 //	b = model.Batch{}
-//	b.Add(0, len(prompt), next)        // decode one token
+//	b.Add(0, len(prompt), int32(next)) // decode one token
+//	b.Seqs[0].Output = model.OutputToken // only its greedy token back
 //	logits, err = m.Forward(&b, cache)
 package model

@@ -135,7 +135,8 @@ func (m *Llama) Config() *Config { return m.cfg }
 //	x = RMSNorm(h)
 //	h = h + (silu(x·Wgᵀ) ⊙ x·Wuᵀ)·Wdᵀ             (gate and up: one LinearGroup)
 //
-// and the logits are RMSNorm(h)·Wlmᵀ for the output rows. The small ops
+// and the logits are RMSNorm(h)·Wlmᵀ for the output rows, returned whole or
+// as their greedy tokens as each sequence asks (Seq.Output). The small ops
 // run fused where the backend has an op for two of them (the same results,
 // bitwise but for the ulp AddRMSNorm allows): each residual add with the norm after it (AddRMSNorm; a layer's
 // last add carries the next layer's first norm, or the final norm), and the
@@ -212,8 +213,8 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 	// lm_head on the output rows of the final norm (x).
 	be.Rows(hOut, x, rows)
 	be.Linear(logits, hOut, m.Output, nil)
-	out := &Logits{Vocab: cfg.Vocab, Data: make([]float32, R*cfg.Vocab)}
-	if err := be.Download(out.Data, logits); err != nil {
+	out, err := readOutputs(be, a, b, logits, R, cfg.Vocab)
+	if err != nil {
 		return nil, m.fail(-1, err)
 	}
 	if err := be.Sync(); err != nil {

@@ -27,7 +27,9 @@ type Model interface {
 	Config() *Config
 	// Forward runs the batch's new tokens through the model, handing each
 	// layer's q, k and v to attn, and returns the logits of the last token of
-	// each sequence (of every token with b.AllLogits).
+	// each sequence (of every token with b.AllLogits): the whole row, or
+	// where the sequence asks for OutputToken its greedy token
+	// (Logits.Token; the row itself then may not be there).
 	Forward(b *Batch, attn Attention) (*Logits, error)
 	// Close frees the model's weights on its backend.
 	Close() error

@@ -52,6 +52,10 @@ type Backend struct {
 	gemvqOnce sync.Once
 	gemvq     *kernels.GEMVQ
 	gemvqErr  error
+	// sample.cu, compiled on the first ArgmaxRows (sample.go).
+	sampleOnce sync.Once
+	sampleK    *kernels.Sample
+	sampleErr  error
 	// dec.cu, compiled on the first DEC weight.
 	decOnce sync.Once
 	decK    *kernels.DEC

@@ -15,7 +15,7 @@ import (
 )
 
 // benchModelHelp is the help of 'bitdecode bench model'.
-const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--dec-settings DIR] [--batch B|max] [--tp N] [--steps S] [--no-linears] [--json FILE]
+const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--dec-settings DIR] [--batch B|max] [--tp N] [--steps S] [--logits token|full] [--no-linears] [--json FILE]
 
 Times whole decode steps of a model with random weights of realistic scale
 (std 0.02) on the GPU: embedding, every layer's cuBLASLt GEMMs, norms, RoPE,
@@ -23,7 +23,11 @@ the low-bit KV cache (append, pack, tensor-core attention) and the lm_head,
 with each sequence's cache first filled to the context with random KV-like
 data packed exactly as real tokens are. Each row gives the median step time,
 tokens/s, the bytes a step must read (weights once, KV once) and the floor:
-those bytes over the read ceiling measured in the same run.
+those bytes over the read ceiling measured in the same run. A step ends
+with each sequence's greedy token picked on the GPU and copied to the host
+(R token ids; what a greedy sampler needs); --logits full copies every
+row's logits instead (R x vocab float32, 28 MB at 55 rows of Llama-3's
+128256), the path of a sampler that needs the whole distribution.
 
 --weights int4,int3,... runs the rows again with the linear layers in those
 formats (random packed codes with plausible scales: the bytes and kernels of a
@@ -74,6 +78,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	kvs := fs.String("kv", "fp16,int4,int2", "comma-separated KV format specs")
 	weights := fs.String("weights", "fp16", "comma-separated linear-layer weight formats (fp16, int8, int4, int3; random packed codes)")
 	noLinears := fs.Bool("no-linears", false, "skip the per-layer GEMV timing table")
+	logits := fs.String("logits", "token", "what a step copies to the host: token (each sequence's greedy token, picked on the GPU) or full (every row's logits)")
 	decK := fs.String("dec-k", "", "comma-separated DEC settings for quantized weights: k_chunk values (0: off) or tuned:P% (with --dec-settings)")
 	decSettings := fs.String("dec-settings", "", "directory whose bitdecode.json holds 'bitdecode tune dec' results (for --dec-k tuned:P%)")
 	batch := fs.String("batch", "1", "sequences decoded together, or max: as many as fit in GPU memory (per format and context)")
@@ -89,7 +94,10 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if err := checkTP(*tp); err != nil {
 		return err
 	}
-	cfg := bench.ModelConfig{Preset: *preset, Steps: *steps, Progress: stderr, SkipLinears: *noLinears, TP: *tp}
+	if *logits != "token" && *logits != "full" {
+		return usageErrorf("--logits %q: want token or full", *logits)
+	}
+	cfg := bench.ModelConfig{Preset: *preset, Steps: *steps, Progress: stderr, SkipLinears: *noLinears, TP: *tp, FullLogits: *logits == "full"}
 	js, known := bench.Presets[*preset]
 	if !known {
 		b, err := os.ReadFile(filepath.Join(*preset, "config.json"))

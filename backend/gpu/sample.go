@@ -1,0 +1,87 @@
+// sample.go: backend.Argmaxer, greedy decoding's next token picked on the
+// device (sample.cu's argmax_rows) and the R token ids copied back instead
+// of R x Vocab logits (docs/perf/decode-step.md v23).
+
+package gpu
+
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+)
+
+// sampleKernels compiles sample.cu on first use.
+func (b *Backend) sampleKernels() (*kernels.Sample, error) {
+	b.sampleOnce.Do(func() { b.sampleK, b.sampleErr = kernels.LoadSample(b.dev) })
+	return b.sampleK, b.sampleErr
+}
+
+// ArgmaxRows implements backend.Argmaxer: one argmax_rows launch, a block
+// a row of src. dst's host copy of uploaded values is dropped (the kernel
+// writes it), so it is no index tensor until the next UploadInt32.
+func (b *Backend) ArgmaxRows(dst, src backend.Tensor) {
+	const op = "ArgmaxRows"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.tensorOf(op, dst)
+	s, err2 := b.f32(op, src)
+	if err := cmp.Or(err1, err2); err != nil {
+		b.fail(err)
+		return
+	}
+	R, V := s.matrix()
+	if err := backend.CheckI32(op, d, d.dtype); err != nil {
+		b.fail(err)
+		return
+	}
+	if d.n != R {
+		b.fail(&backend.ShapeError{Op: op, Detail: fmt.Sprintf("dst %v for the %d rows of src %v", d, R, s)})
+		return
+	}
+	k, err := b.sampleKernels()
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
+		return
+	}
+	d.host = nil
+	b.launch(op, func(c *cuda.Ctx) error {
+		return k.ArgmaxRows(c, b.stream, d.ptr, s.ptr, R, V)
+	}, u64(d.ptr), u64(s.ptr), u64(R), u64(V))
+}
+
+// DownloadInt32 implements backend.Argmaxer. It waits for the ops queued
+// so far; a device error from them is recorded as the pending op error.
+func (b *Backend) DownloadInt32(dst []int32, src backend.Tensor) error {
+	b.flush()
+	if err := b.Err(); err != nil {
+		return err
+	}
+	t, err := b.tensorOf("DownloadInt32", src)
+	if err != nil {
+		return err
+	}
+	if t.dtype != backend.I32 {
+		return fmt.Errorf("backend/gpu: DownloadInt32: tensor %v as int32", t)
+	}
+	if len(dst) != t.n {
+		return fmt.Errorf("backend/gpu: DownloadInt32: tensor %v of %d elements into %d values", t, t.n, len(dst))
+	}
+	err = b.Do(func(c *cuda.Ctx) error {
+		if err := c.DtoHAsync(cuda.Bytes(dst), t.ptr, b.stream); err != nil {
+			return err
+		}
+		return b.syncStream(c)
+	})
+	if err != nil {
+		err = fmt.Errorf("backend/gpu: DownloadInt32 of %v: %w", t, err)
+		b.fail(err)
+		return err
+	}
+	return nil
+}
+
+var _ backend.Argmaxer = (*Backend)(nil)

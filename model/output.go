@@ -1,0 +1,81 @@
+// output.go: what Forward hands back of its output rows (Batch.OutputRows):
+// each row's logits, or where its sequence asked only for the greedy token
+// (Seq.Output) and the backend can pick it where the logits are
+// (backend.Argmaxer), the token alone, so that the rows nobody needs whole
+// never cross to the host (docs/perf/decode-step.md v23).
+
+package model
+
+import (
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/backend"
+)
+
+// wholeRows returns the output rows that b wants whole, in order: every
+// row with AllLogits, else those of the sequences that ask for
+// OutputLogits.
+func wholeRows(b *Batch, R int) []int32 {
+	if b.AllLogits {
+		rows := make([]int32, R)
+		for i := range rows {
+			rows[i] = int32(i)
+		}
+		return rows
+	}
+	var rows []int32
+	for i, s := range b.Seqs {
+		if s.Output == OutputLogits {
+			rows = append(rows, int32(i))
+		}
+	}
+	return rows
+}
+
+// readOutputs returns the output rows' share of logits [R, V] that b asks
+// for. Where every row is wanted whole, or be cannot pick tokens itself,
+// it downloads the whole tensor (Logits.Token then picks on the host);
+// otherwise be picks every row's token, and only the rows wanted whole are
+// gathered (Rows) and downloaded. a holds the extra tensors.
+func readOutputs(be backend.Backend, a *arena, b *Batch, logits backend.Tensor, R, V int) (*Logits, error) {
+	whole := wholeRows(b, R)
+	am, ok := be.(backend.Argmaxer)
+	if len(whole) == R || !ok {
+		out := &Logits{Vocab: V, Data: make([]float32, R*V)}
+		if err := be.Download(out.Data, logits); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	tokens := a.alloc(backend.I32, R)
+	var idx, rows backend.Tensor
+	if len(whole) > 0 {
+		idx = a.alloc(backend.I32, len(whole))
+		rows = a.alloc(backend.F32, len(whole), V)
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	out := &Logits{Vocab: V, Tokens: make([]int32, R), rowOf: make([]int32, R)}
+	am.ArgmaxRows(tokens, logits)
+	for i := range out.rowOf {
+		out.rowOf[i] = -1
+	}
+	if len(whole) > 0 {
+		if err := be.UploadInt32(idx, whole); err != nil {
+			return nil, err
+		}
+		be.Rows(rows, logits, idx)
+		out.Data = make([]float32, len(whole)*V)
+		if err := be.Download(out.Data, rows); err != nil {
+			return nil, fmt.Errorf("the %d rows wanted whole: %w", len(whole), err)
+		}
+		for k, r := range whole {
+			out.rowOf[r] = int32(k)
+		}
+	}
+	if err := am.DownloadInt32(out.Tokens, tokens); err != nil {
+		return nil, fmt.Errorf("the greedy tokens: %w", err)
+	}
+	return out, nil
+}
