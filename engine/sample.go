@@ -152,7 +152,11 @@ func (s *Sampler) SampleRow(l *model.Logits, i int, context []int, generated int
 	if s.Output(generated) == model.OutputToken {
 		return SampledToken{TokenLogprob: TokenLogprob{ID: l.Token(i)}}
 	}
-	return s.SampleLogprob(l.Row(i), context, generated)
+	row := l.Row(i)
+	if row == nil { // the batch asked for the token alone: a caller's bug, never a silent token 0
+		panic(fmt.Sprintf("engine: SampleRow: row %d came back as its token only, but this sampler needs the whole row", i))
+	}
+	return s.SampleLogprob(row, context, generated)
 }
 
 // penalize applies to logits, in this order, the repetition penalty (over
