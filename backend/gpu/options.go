@@ -69,6 +69,9 @@ const (
 	// residual and the norm's weight after its dependency wait always
 	// (comparisons).
 	EnvNoNormEarly = "BITDECODE_NO_NORM_EARLY"
+	// EnvGEMVQV2 is Options.GEMVQV2: packed low-bit weights run gemvq.cu's
+	// v2 at one and two rows of x too, instead of gemvq3.cu (comparisons).
+	EnvGEMVQV2 = "BITDECODE_GEMVQ_V2"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -168,6 +171,11 @@ type Options struct {
 	// is a gemv.cu launch that writes neither (earlyNormInputs; the same
 	// bits; decode-step.md v21).
 	NoEarlyNorm bool
+	// GEMVQV2 makes packed low-bit weights without DEC run gemvq.cu's v2
+	// (tensor cores) at one and two rows of x too, where gemvq3.cu's v3
+	// runs by default (kernels.GEMVQ.V2; docs/perf/gemvq.md). Its sums
+	// differ from v3's.
+	GEMVQV2 bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -207,7 +215,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		name string
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
-		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm}} {
+		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm}, {EnvGEMVQV2, &o.GEMVQV2}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
