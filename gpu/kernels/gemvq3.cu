@@ -11,8 +11,10 @@
 // owns span j·1024 + 32l .. +31 (32 channels, one 16-byte load of int4, two
 // of int8, three 4-byte loads of int3) of each of its R rows; the next
 // step's loads are issued before the current step's math (register double
-// buffering), so 2 KB a warp stay in flight. x is read as float4 (L1 hits:
-// every warp of an SM reads the same x) once per span and serves the R rows.
+// buffering), so 2 KB a warp stay in flight. x goes through a per-warp
+// shared-memory buffer each step (stageX: coalesced float4 loads, L1 hits,
+// every warp of an SM reads the same x) and each lane's span of it serves
+// its R rows.
 //
 // Numbers: the codes are widened with gemvq.cu's codesSpan (lop3/prmt with
 // the fp16 magic 0x6400 and one half2 subtraction: exact integers (q, q′) in
@@ -98,10 +100,35 @@ __device__ __forceinline__ void preloadCodes(Step<BITS, R>& st, const u32* __res
   }
 }
 
+// kXSpan is the float4 stride of a span in a warp's x staging buffer: 8
+// float4 and one of padding, so that both the coalesced stores (8 lanes a
+// span) and each lane's reads of its own span (lanes 144 bytes apart) are
+// free of bank conflicts.
+constexpr int kXSpan = 9;
+
+// stageX copies step j's x (1024 channels of T tokens) into the warp's
+// buffer xw, span by span: lane l loads channels 128i + 4l..+3 (i = 0..7),
+// one coalesced 512-byte row a warp instruction (4 L1 wavefronts where each
+// lane reading its own span would take 32: v3.1), and stores them where
+// spanDot's lane reads its span. Zeros past K.
+template <int T>
+__device__ __forceinline__ void stageX(float4 (&xw)[T][32 * kXSpan], const float* __restrict__ x, int K, int j, int lane) {
+  __syncwarp();  // the warp's reads of the previous step are done
+#pragma unroll
+  for (int t = 0; t < T; t++)
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      const int k = j * kStep + 128 * i + 4 * lane;
+      xw[t][(4 * i + lane / 8) * kXSpan + lane % 8] = k < K ? *reinterpret_cast<const float4*>(x + size_t(t) * K + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  __syncwarp();
+}
+
 // spanDot adds step j's products to acc: for each row r and token t,
-// acc[r][t] += z_r·Σx + s_r·Σ q·x over the lane's span of the step.
+// acc[r][t] += z_r·Σx + s_r·Σ q·x over the lane's span of the step, x from
+// the warp's staging buffer xw (stageX).
 template <int T, int BITS, int R>
-__device__ __forceinline__ void spanDot(float (&acc)[R][T], const Step<BITS, R>& st, const float* __restrict__ x, int K, int j,
+__device__ __forceinline__ void spanDot(float (&acc)[R][T], const Step<BITS, R>& st, const float4 (&xw)[T][32 * kXSpan], int K, int j,
                                         int lane) {
   const int k = j * kStep + lane * kSpan;
   if (k >= K) return;
@@ -120,8 +147,7 @@ __device__ __forceinline__ void spanDot(float (&acc)[R][T], const Step<BITS, R>&
     float xv[T][8];
 #pragma unroll
     for (int t = 0; t < T; t++) {
-      const float4 a = *reinterpret_cast<const float4*>(x + size_t(t) * K + k + 8 * c);
-      const float4 b = *reinterpret_cast<const float4*>(x + size_t(t) * K + k + 8 * c + 4);
+      const float4 a = xw[t][lane * kXSpan + 2 * c], b = xw[t][lane * kXSpan + 2 * c + 1];
       xv[t][0] = a.x, xv[t][1] = a.y, xv[t][2] = a.z, xv[t][3] = a.w;
       xv[t][4] = b.x, xv[t][5] = b.y, xv[t][6] = b.z, xv[t][7] = b.w;
       xs[t] += ((a.x + a.y) + (a.z + a.w)) + ((b.x + b.y) + (b.z + b.w));
@@ -174,10 +200,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* 
   for (int r = 0; r < R; r++)
 #pragma unroll
     for (int t = 0; t < T; t++) acc[r][t] = 0.f;
+  __shared__ float4 xs[kWarps][T][32 * kXSpan];
   for (int j = j0; j < j1; j++) {
     Step<BITS, R> next;
     preloadCodes(next, words, params, n0, N, K, G, j + 1 < j1 ? j + 1 : steps, lane);
-    spanDot<T, BITS, R>(acc, cur, x, K, j, lane);
+    stageX<T>(xs[warp], x, K, j, lane);
+    spanDot<T, BITS, R>(acc, cur, xs[warp], K, j, lane);
     cur = next;
   }
   // The lanes' sums (xor shuffles), then the S slices in slice order.
