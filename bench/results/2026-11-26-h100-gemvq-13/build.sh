@@ -1,6 +1,6 @@
 #!/bin/bash
-# build.sh (s13-gemvq): the stripped bitdecode and test binaries of this branch and gocoder-23m
-# with heldout.txt cut to its first 20000 bytes (call 1: run.sh), or this branch's bitdecode and
+# build.sh (s13-gemvq): the stripped bitdecode and test binaries of this branch, and gocoder-23m
+# with heldout.txt cut to its first 20000 bytes (call 1: run.sh) or
 # main's (97c35bf, this branch's base and /work/main's HEAD) as bitdecode-main (call 2: run2.sh;
 # the carry is at most 64 MiB with the tree, so not both), into /work/main/.gpu-gemvq/
 # bundle.tar.xz beside the script.
@@ -10,9 +10,9 @@ cd "$(git rev-parse --show-toplevel)"
 G=/work/main/.gpu-gemvq; rm -rf $G; mkdir -p $G/b
 export CGO_ENABLED=0
 go build -ldflags='-s -w' -o $G/b/bitdecode ./cmd/bitdecode
+go test -c -ldflags='-s -w' -o $G/b/kernels.test ./gpu/kernels
+go test -c -ldflags='-s -w' -o $G/b/backend.test ./backend/gpu
 if [ "$1" = run.sh ]; then
-  go test -c -ldflags='-s -w' -o $G/b/kernels.test ./gpu/kernels
-  go test -c -ldflags='-s -w' -o $G/b/backend.test ./backend/gpu
   mkdir -p $G/b/gocoder-23m
   for f in /work/shared/models/gocoder-23m/*; do [ "$(basename $f)" = heldout.txt ] || cp $f $G/b/gocoder-23m/; done
   head -c 20000 /work/shared/models/gocoder-23m/heldout.txt > $G/b/gocoder-23m/heldout.txt
