@@ -70,7 +70,7 @@ const (
 	// (comparisons).
 	EnvNoNormEarly = "BITDECODE_NO_NORM_EARLY"
 	// EnvGEMVQV2 is Options.GEMVQV2: packed low-bit weights run gemvq.cu's
-	// v2 at one and two rows of x too, instead of gemvq3.cu (comparisons).
+	// v2 at one row of x too, instead of gemvq3.cu (comparisons).
 	EnvGEMVQV2 = "BITDECODE_GEMVQ_V2"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
@@ -172,9 +172,9 @@ type Options struct {
 	// bits; decode-step.md v21).
 	NoEarlyNorm bool
 	// GEMVQV2 makes packed low-bit weights without DEC run gemvq.cu's v2
-	// (tensor cores) at one and two rows of x too, where gemvq3.cu's v3
-	// runs by default (kernels.GEMVQ.V2; docs/perf/gemvq.md). Its sums
-	// differ from v3's.
+	// (tensor cores) at one row of x too, where gemvq3.cu's v3 runs by
+	// default (kernels.GEMVQ.V2; docs/perf/gemvq.md). Its sums differ
+	// from v3's.
 	GEMVQV2 bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk

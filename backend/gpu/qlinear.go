@@ -51,7 +51,7 @@ type decWeight struct {
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
 // matrices stay packed on the device (wq's layout): decode-sized batches
 // (T <= kernels.GEMVQMaxRows) read them with gemvq3.cu's CUDA-core GEMV
-// (T <= 2, no DEC) or gemvq.cu's tensor-core one,
+// (T = 1, no DEC) or gemvq.cu's tensor-core one,
 // prefill dequantizes them to fp16 and multiplies with cuBLASLt. fp16
 // matrices are stored like any weight.
 // A DEC residual (int4, int8 or fp16; N a multiple of 128, or of 32 for
@@ -528,7 +528,7 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 }
 
 // gemvqLaunch queues the decode GEMV over a packed weight: kernels.GEMVQ's
-// Launch (gemvq3.cu's v3 at T <= 2 unless Options.GEMVQV2, v2 above), but
+// Launch (gemvq3.cu's v3 at T = 1 unless Options.GEMVQV2, v2 above), but
 // v2 at every T for a weight with DEC, whose fused mode shares v2's sums
 // (gemv_q_dec), so that its serial, concurrent and fused modes add the
 // same base.

@@ -61,8 +61,15 @@ func gemvqSplitFor(N, K int) int {
 }
 
 // GEMVQ3MaxRows is the most rows of x gemvq3.cu's GEMV (v3, CUDA cores)
-// takes; Launch gives more rows to gemvq.cu's v2.
+// takes (LaunchV3).
 const GEMVQ3MaxRows = 2
+
+// GEMVQ3AutoRows is the most rows of x Launch gives to v3; more go to
+// gemvq.cu's v2. One: at two rows v3's splits chosen by gemvq3SplitFor
+// read the 8B layer shapes slower than v2 in sum (int4 150 us a layer
+// against 138; its gate/up 34 us against 26, with 24-32 bytes of spills
+// at split 2 and 4; docs/perf/gemvq.md v3.1).
+const GEMVQ3AutoRows = 1
 
 // gemvq3Warps is gemvq3.cu's kWarps: warps per CTA; gemvq3Step its kStep:
 // input channels a warp reads in one step.
@@ -110,8 +117,8 @@ type GEMVQ struct {
 	gemv    [2][len(gemvqBits)][len(gemvqSplits)]cuda.Function // [n-tiles-1][bits][split]
 	v3      [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)]cuda.Function
 	dequant [len(gemvqBits)]cuda.Function
-	// V2 makes Launch take v2 (gemvq.cu's tensor-core GEMV) at every row
-	// count: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
+	// V2 makes Launch take v2 (gemvq.cu's tensor-core GEMV) at one row of
+	// x too: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
 	V2 bool
 	// EarlyWeights makes v3's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
@@ -223,11 +230,11 @@ func (g *GEMVQ) Reads(bits, G, K int) bool {
 
 // Launch computes y = x·Ŵᵀ + bias for T <= GEMVQMaxRows rows: x [T][K]
 // float32, words and params the packed matrix ([N] rows of wq's layout),
-// bias [N] float32 or 0, y [T][N] float32. Up to GEMVQ3MaxRows rows (unless
+// bias [N] float32 or 0, y [T][N] float32. Up to GEMVQ3AutoRows rows (unless
 // V2) it runs v3 (gemvq3.cu) at gemvq3SplitFor's split, above v2 at
 // gemvqSplitFor's.
 func (g *GEMVQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int) error {
-	if T <= GEMVQ3MaxRows && !g.V2 {
+	if T <= GEMVQ3AutoRows && !g.V2 {
 		return g.LaunchV3(c, st, y, x, words, params, bias, T, N, K, bits, G, gemvq3SplitFor(N, K, bits))
 	}
 	return g.LaunchSplit(c, st, y, x, words, params, bias, T, N, K, bits, G, gemvqSplitFor(N, K))

@@ -1,6 +1,6 @@
 // gemvq3.cu: gemvq v3, the decode GEMV over packed low-bit weights for one or
-// two rows of x on CUDA cores, y = x·Ŵᵀ + bias (gemvq.cu's v2 keeps T > 2 and
-// DEC's fused mode). The layout is gemvq.cu's (package wq, wq/doc.go
+// two rows of x on CUDA cores, y = x·Ŵᵀ + bias (kernels.GEMVQ.Launch runs it
+// at one row; gemvq.cu's v2 keeps T >= 2 and DEC's fused mode). The layout is gemvq.cu's (package wq, wq/doc.go
 // "Packed layout"): words [N][K/32·BITS] u32, params [N][K/G] (scale, zero)
 // fp16 pairs, x [T][K] float32, bias [N] float32 or null, y [T][N] float32.
 //
@@ -33,6 +33,15 @@
 // before reading x or writing y, then lets the next kernel's CTAs in; with
 // early set a lane's first step of codes and params is loaded before the
 // wait (weights are not written by the kernel ahead).
+//
+// Versions (H100, T = 1, int4 G128, `bench gemvq`; docs/perf/gemvq.md):
+//   v3.0 each lane read its own span of x from L1 (8 float4 128 bytes apart
+//        across the warp: 32 wavefronts a load): gate/up 14336x4096 26.1 us
+//        at best, v2 24.6.
+//   v3.1 x through a per-warp shared buffer (stageX): gate/up 22.2-22.7 us
+//        (45-46% of the read ceiling), down 22.8-24.7, q/o 10.5, k/v 6.0;
+//        int8 gate/up 29.0-31.5 (63-68%); int3 gate/up 22.2-22.8. In the
+//        decode step (int4 weights, int4 KV, B = 1) -0.37 to -0.41 ms.
 //
 // Go wrapper: gemvq.go; test: gemvq_test.go; docs/perf/gemvq.md (v3).
 

@@ -88,7 +88,7 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			prodErr := 0x1p-10 * (1 + 0x1p-10)
 			// v2 (LaunchSplit) at every split; v3 (T <= 2: LaunchV3 at
 			// splits 1, 2, 4, the last with its early weight loads; Launch
-			// takes it at split 0), whose products and sums are float32
+			// takes it at T = 1), whose products and sums are float32
 			// over exact codes and x as it is: no term error of 2⁻¹⁰, and a
 			// path of at most 32 + 2 + K/1024 + 5 + 4 + 1 float32 roundings
 			// (a span's chain, the (s, z) step, the steps, the shuffles, the
@@ -105,7 +105,7 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			if c.T <= kernels.GEMVQ3MaxRows {
 				runs = append(runs, run{v3: true, split: 1}, run{v3: true, split: 2}, run{v3: true, split: 4, early: true})
 			}
-			runs = append(runs, run{v3: c.T <= kernels.GEMVQ3MaxRows, auto: true})
+			runs = append(runs, run{v3: c.T <= kernels.GEMVQ3AutoRows, auto: true})
 			for _, rn := range runs {
 				yp := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
