@@ -17,6 +17,7 @@ import (
 // gemvq.cu sweep.
 type GEMVQRow struct {
 	Variant    string  `json:"variant"` // NVRTC -D options, "" for the defaults
+	Version    int     `json:"version"` // 2: gemvq.cu (tensor cores), 3: gemvq3.cu (CUDA cores, T <= 2)
 	Bits       int     `json:"bits"`
 	Name       string  `json:"name"`
 	N          int     `json:"n"`
@@ -31,7 +32,7 @@ type GEMVQRow struct {
 	LocalBytes int     `json:"local_bytes"`
 }
 
-// SweepGEMVQ times gemvq.cu's GEMV on GPU 0 (after probing its read
+// SweepGEMVQ times gemvq.cu's GEMV (v2) and, at T <= 2, gemvq3.cu's (v3) on GPU 0 (after probing its read
 // ceiling, printed on progress) for the linear-layer shapes of config c
 // at T rows, for each compile-time variant (space-separated NAME=VALUE knobs
 // of gemvq.cu, e.g. "GEMVQ_PIPE=0 GEMVQ_UNROLL=8"), each code width and each
@@ -114,31 +115,42 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 					if err := x.Memset32Async(xp, 0x3f800000, T*sh.K, st); err != nil {
 						return err
 					}
-					auto := kernels.SplitFor(sh.N, sh.K)
+					// v2 and v3 (T <= 2) alternate at each split, so that
+					// a drift of the clocks touches both.
 					for _, s := range splits {
-						if s > kernels.GEMVQMaxSplit(T) {
-							continue
+						for _, ver := range []int{2, 3} {
+							if ver == 2 && s > kernels.GEMVQMaxSplit(T) || ver == 3 && (T > kernels.GEMVQ3MaxRows || !slices.Contains(kernels.GEMVQ3Splits(), s)) {
+								continue
+							}
+							us, err := x.MedianUS(st, 3, 20, func(i int) error {
+								if ver == 3 {
+									return g.LaunchV3(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, T, sh.N, sh.K, b, 128, s)
+								}
+								return g.LaunchSplit(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, T, sh.N, sh.K, b, 128, s)
+							})
+							if err != nil {
+								return err
+							}
+							fi, err := g.Info(x, T, b, s)
+							auto := kernels.SplitFor(sh.N, sh.K)
+							if ver == 3 {
+								fi, err = g.InfoV3(x, T, b, s)
+								auto = kernels.SplitV3For(sh.N, sh.K, b)
+							}
+							if err != nil {
+								return err
+							}
+							r := GEMVQRow{Variant: v, Version: ver, Bits: b, Name: sh.name, N: sh.N, K: sh.K, T: T, Split: s, Auto: s == auto, US: us,
+								GBps: float64(bytes) / us / 1e3, Registers: fi.Registers, LocalBytes: fi.LocalBytes}
+							r.OfCeiling = r.GBps / ceilingGBps
+							mark := ""
+							if r.Auto {
+								mark = " (auto)"
+							}
+							fmt.Fprintf(progress, "gemvq v%d [%s] int%d %-9s %5dx%-5d T=%d S=%-2d: %6.1f us %5.0f GB/s %3.0f%% regs %d local %d%s\n",
+								ver, v, b, sh.name, sh.N, sh.K, T, s, us, r.GBps, 100*r.OfCeiling, fi.Registers, fi.LocalBytes, mark)
+							rows = append(rows, r)
 						}
-						us, err := x.MedianUS(st, 3, 20, func(i int) error {
-							return g.LaunchSplit(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, T, sh.N, sh.K, b, 128, s)
-						})
-						if err != nil {
-							return err
-						}
-						fi, err := g.Info(x, T, b, s)
-						if err != nil {
-							return err
-						}
-						r := GEMVQRow{Variant: v, Bits: b, Name: sh.name, N: sh.N, K: sh.K, T: T, Split: s, Auto: s == auto, US: us,
-							GBps: float64(bytes) / us / 1e3, Registers: fi.Registers, LocalBytes: fi.LocalBytes}
-						r.OfCeiling = r.GBps / ceilingGBps
-						mark := ""
-						if r.Auto {
-							mark = " (auto)"
-						}
-						fmt.Fprintf(progress, "gemvq [%s] int%d %-9s %5dx%-5d T=%d S=%-2d: %6.1f us %5.0f GB/s %3.0f%% regs %d local %d%s\n",
-							v, b, sh.name, sh.N, sh.K, T, s, us, r.GBps, 100*r.OfCeiling, fi.Registers, fi.LocalBytes, mark)
-						rows = append(rows, r)
 					}
 					free()
 					x.Free(xp)

@@ -147,16 +147,30 @@ func argmax(v []float32) int32 {
 // dec.cu after it, replayed as CUDA graphs after the first steps) must agree
 // within logitRelL2Tol. The compensation is wq's exactly on both; only the
 // base products' rounding differs.
-func TestModelDECMatchesCPU(t *testing.T) {
+func TestModelDECMatchesCPU(t *testing.T) { modelQuantMatchesCPU(t, "int4", 32) }
+
+// TestModelQuantMatchesCPU is TestModelDECMatchesCPU without DEC, with int4
+// and int3 weights: the decode steps' linear layers run gemvq3.cu (v3, one
+// row of x), the prefill's dequantize to fp16 for cuBLASLt.
+func TestModelQuantMatchesCPU(t *testing.T) {
+	for _, spec := range []string{"int4", "int3"} {
+		t.Run(spec, func(t *testing.T) { modelQuantMatchesCPU(t, spec, 0) })
+	}
+}
+
+// modelQuantMatchesCPU loads gocoder-23m with weights of this spec and DEC
+// at kChunk (0: none) on the GPU and the CPU backend and compares the
+// prompt's and 8 decode steps' logits.
+func modelQuantMatchesCPU(t *testing.T, weights string, kChunk int) {
 	dir := testmodel.Dir(t)
 	gb := gpuBackend(t)
-	spec, err := wq.ParseSpec("int4")
+	spec, err := wq.ParseSpec(weights)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cache := map[string]*wq.Matrix{}
 	load := func(be backend.Backend) model.Model {
-		m, err := model.Load(dir, be, model.LoadOptions{Weights: spec, DECKChunk: 32, Quantized: cache})
+		m, err := model.Load(dir, be, model.LoadOptions{Weights: spec, DECKChunk: kChunk, Quantized: cache})
 		if err != nil {
 			t.Fatalf("%s: %v", be.Name(), err)
 		}

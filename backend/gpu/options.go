@@ -73,6 +73,9 @@ const (
 	// q, k and v from q|k|v's RoPE split after it, as its own launch
 	// (comparisons).
 	EnvNoRoPEAppend = "BITDECODE_NO_ROPE_APPEND"
+	// EnvGEMVQV2 is Options.GEMVQV2: packed low-bit weights run gemvq.cu's
+	// v2 at one row of x too, instead of gemvq3.cu (comparisons).
+	EnvGEMVQV2 = "BITDECODE_GEMVQ_V2"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -178,6 +181,11 @@ type Options struct {
 	// reading the GEMM's output (ropekv.go; the same bits; decode-step.md
 	// v24).
 	NoRoPEAppend bool
+	// GEMVQV2 makes packed low-bit weights without DEC run gemvq.cu's v2
+	// (tensor cores) at one row of x too, where gemvq3.cu's v3 runs by
+	// default (kernels.GEMVQ.V2; docs/perf/gemvq.md). Its sums differ
+	// from v3's.
+	GEMVQV2 bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -218,7 +226,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
-		{EnvNoRoPEAppend, &o.NoRoPEAppend}} {
+		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

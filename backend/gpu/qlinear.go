@@ -50,7 +50,8 @@ type decWeight struct {
 
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
 // matrices stay packed on the device (wq's layout): decode-sized batches
-// (T <= kernels.GEMVQMaxRows) read them with gemvq.cu's tensor-core GEMV,
+// (T <= kernels.GEMVQMaxRows) read them with gemvq3.cu's CUDA-core GEMV
+// (T = 1, no DEC) or gemvq.cu's tensor-core one,
 // prefill dequantizes them to fp16 and multiplies with cuBLASLt. fp16
 // matrices are stored like any weight.
 // A DEC residual (int4, int8 or fp16; N a multiple of 128, or of 32 for
@@ -344,7 +345,7 @@ func (b *Backend) linearQuantDEC(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T
 			err = c.Record(b.decJoin, b.decStream)
 		}
 		if err == nil {
-			err = b.gemvq.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup)
+			err = b.gemvqLaunch(c, d, xt, wt, bp, T, N, K)
 		}
 		if err == nil {
 			err = c.WaitEvent(b.stream, b.decJoin)
@@ -516,8 +517,26 @@ func (b *Backend) compensate(d, xt *tensor, wt *weight, T int) {
 
 // quantKernels compiles gemvq.cu on first use.
 func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
-	b.gemvqOnce.Do(func() { b.gemvq, b.gemvqErr = kernels.LoadGEMVQ(b.dev) })
+	b.gemvqOnce.Do(func() {
+		if b.gemvq, b.gemvqErr = kernels.LoadGEMVQ(b.dev); b.gemvqErr == nil {
+			// v3's first codes load before its dependency wait: the
+			// backend writes packed weights once, at load.
+			b.gemvq.V2, b.gemvq.EarlyWeights = b.opts.GEMVQV2, true
+		}
+	})
 	return b.gemvq, b.gemvqErr
+}
+
+// gemvqLaunch queues the decode GEMV over a packed weight: kernels.GEMVQ's
+// Launch (gemvq3.cu's v3 at T = 1 unless Options.GEMVQV2, v2 above), but
+// v2 at every T for a weight with DEC, whose fused mode shares v2's sums
+// (gemv_q_dec), so that its serial, concurrent and fused modes add the
+// same base.
+func (b *Backend) gemvqLaunch(c *cuda.Ctx, d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) error {
+	if wt.dec != nil {
+		return b.gemvq.LaunchSplit(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, kernels.SplitFor(N, K))
+	}
+	return b.gemvq.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup)
 }
 
 // linearQuant is Linear over a packed weight: gemvq.cu for decode-sized
@@ -537,7 +556,7 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 	}
 	if T <= kernels.GEMVQMaxRows {
 		b.launch("Linear", func(c *cuda.Ctx) error {
-			if err := b.gemvq.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup); err != nil {
+			if err := b.gemvqLaunch(c, d, xt, wt, bp, T, N, K); err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
 			}
 			return nil

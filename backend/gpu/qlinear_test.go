@@ -16,7 +16,9 @@ import (
 )
 
 // TestQuantLinear runs Linear over packed int3, int4 and int8 weights on the
-// GPU for decode batches (T = 3 and 12: gemvq.cu, one and two n-tiles) and a
+// GPU for decode batches (T = 1: gemvq3.cu's v3, whose float32 sums of exact
+// products are within the bound below; T = 2, 3 and 12: gemvq.cu, one and
+// two n-tiles) and a
 // prefill batch (T = 20: fp16 dequantization and cuBLASLt) against a float64
 // reference on ŵ. Both paths multiply fp16 x with float32 sums and ŵ either
 // exact (codes times scales per tile) or rounded once to fp16, so the bound
@@ -49,7 +51,7 @@ func TestQuantLinear(t *testing.T) {
 		if err != nil {
 			t.Fatalf("int%d: %v", e.Bits(), err)
 		}
-		for _, T := range []int{3, 12, 20} {
+		for _, T := range []int{1, 2, 3, 12, 20} {
 			x := make([]float32, T*K)
 			for i := range x {
 				x[i] = float32(r.NormFloat64())

@@ -19,7 +19,8 @@
 // the 128-channel tile, lets the mma multiply the exact integer codes and
 // adds s·Σq·x + z·Σx per tile (Σx from a second mma with A = ones): wq's ŵ
 // exactly, in distributed form, with fewer ops per weight; it measured no
-// faster, so it is off.
+// faster, so it is off. gemvq3.cu (v3) includes this file for Span, loadSpan
+// and codesSpan.
 //
 // Work: mma.sync m16n8k16 with the weights as A (16 output channels x 16
 // input channels) and x as B (16 input channels x 8 tokens; T > 8 takes a
@@ -42,7 +43,10 @@
 //      ŵ and products in float32: gate/up 14336x4096 66.5 us (15% of the
 //      read ceiling, launch latency included): ~6 instructions per weight.
 //   v2 tensor cores, ŵ in half2: gate/up 23-24 us (GPU time), 42%.
-//   v3 scales folded out of the inner loop (GEMVQ_FOLD=1): no gain, off.
+//   v2 with the scales folded out of the inner loop (GEMVQ_FOLD=1): no
+//      gain, off.
+//   v3 (gemvq3.cu, CUDA cores) takes one row of x since session 13; this
+//      file keeps T >= 2 and DEC's fused mode (gemv_q_dec).
 //
 // Go wrapper: gemvq.go; test: gemvq_test.go (float64 reference of wq's Ŵ).
 

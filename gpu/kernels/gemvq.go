@@ -12,6 +12,9 @@ import (
 //go:embed gemvq.cu
 var gemvqSource string
 
+//go:embed gemvq3.cu
+var gemvq3Source string
+
 // GEMVQMaxRows is the most rows of x gemvq.cu's GEMV takes (two n-tiles of
 // the mma's 8 columns); larger batches dequantize and go to cuBLASLt.
 const GEMVQMaxRows = 16
@@ -57,12 +60,72 @@ func gemvqSplitFor(N, K int) int {
 	return s
 }
 
-// GEMVQ holds gemvq.cu's kernels: the decode GEMV over packed low-bit
-// weights for 1..GEMVQMaxRows rows, each code width and split, and the
-// dequantization to fp16 for prefill.
+// GEMVQ3MaxRows is the most rows of x gemvq3.cu's GEMV (v3, CUDA cores)
+// takes (LaunchV3).
+const GEMVQ3MaxRows = 2
+
+// GEMVQ3AutoRows is the most rows of x Launch gives to v3; more go to
+// gemvq.cu's v2. One: at two rows v3's splits chosen by gemvq3SplitFor
+// read the 8B layer shapes slower than v2 in sum (int4 150 us a layer
+// against 138; its gate/up 34 us against 26, with 24-32 bytes of spills
+// at split 2 and 4; docs/perf/gemvq.md v3.1).
+const GEMVQ3AutoRows = 1
+
+// gemvq3Warps is gemvq3.cu's kWarps: warps per CTA; gemvq3Step its kStep:
+// input channels a warp reads in one step.
+const (
+	gemvq3Warps = 4
+	gemvq3Step  = 1024
+)
+
+// gemvq3Splits are the warps per row group (split-K) gemvq3.cu is
+// instantiated with.
+var gemvq3Splits = [...]int{1, 2, 4}
+
+// gemvq3RowsPerWarp is gemvq3.cu's kRowsPerWarp: rows a warp reads in each
+// step (48-64 bytes of codes a lane).
+func gemvq3RowsPerWarp(bits int) int {
+	if bits == 8 {
+		return 2
+	}
+	return 4
+}
+
+// gemvq3TargetWarps is how many warps a v3 launch aims for: about 32 on
+// each of an H100's 132 SMs (24 resident at one row of x, so more than one
+// wave and a short tail).
+const gemvq3TargetWarps = 4096
+
+// gemvq3SplitFor picks v3's warps per row group for an [N, K] weight of
+// this width: the fewest that give gemvq3TargetWarps warps in all, while
+// each slice keeps at least one step of K.
+func gemvq3SplitFor(N, K, bits int) int {
+	groups := (N + gemvq3RowsPerWarp(bits) - 1) / gemvq3RowsPerWarp(bits)
+	steps := (K + gemvq3Step - 1) / gemvq3Step
+	s := 1
+	for s < gemvq3Splits[len(gemvq3Splits)-1] && groups*s < gemvq3TargetWarps && steps >= 2*s {
+		s *= 2
+	}
+	return s
+}
+
+// GEMVQ holds gemvq.cu's and gemvq3.cu's kernels: the decode GEMV over
+// packed low-bit weights for 1..GEMVQMaxRows rows (v3 up to GEMVQ3MaxRows,
+// v2 above), each code width and split, and the dequantization to fp16 for
+// prefill.
 type GEMVQ struct {
 	gemv    [2][len(gemvqBits)][len(gemvqSplits)]cuda.Function // [n-tiles-1][bits][split]
+	v3      [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)]cuda.Function
 	dequant [len(gemvqBits)]cuda.Function
+	// V2 makes Launch take v2 (gemvq.cu's tensor-core GEMV) at one row of
+	// x too: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
+	V2 bool
+	// EarlyWeights makes v3's lanes load their first step of codes and
+	// params before the kernel waits for the one ahead of it on the stream
+	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it
+	// only where no launch's weights are written by the kernel right before
+	// it. The same bits either way.
+	EarlyWeights bool
 }
 
 // LoadGEMVQ compiles gemvq.cu (once per device; later from the kernel
@@ -93,6 +156,9 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 		return nil, err
 	}
 	g := &GEMVQ{}
+	if err := g.loadV3(dev, opts); err != nil {
+		return nil, err
+	}
 	for nt := 1; nt <= 2; nt++ {
 		for bi, b := range gemvqBits {
 			for si, s := range gemvqSplits {
@@ -113,6 +179,40 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 	return g, nil
 }
 
+// loadV3 compiles gemvq3.cu (with gemvq.cu handed to NVRTC as the header
+// it includes) and looks up its kernels.
+func (g *GEMVQ) loadV3(dev *cuda.Device, opts []string) error {
+	expr := func(t, b, s int) string { return fmt.Sprintf("gemvq3::gemv_q3<%d, %d, %d>", t, b, s) }
+	var exprs []string
+	for t := 1; t <= GEMVQ3MaxRows; t++ {
+		for _, b := range gemvqBits {
+			for _, s := range gemvq3Splits {
+				exprs = append(exprs, expr(t, b, s))
+			}
+		}
+	}
+	mod, err := dev.Compile(gemvq3Program(exprs, opts))
+	if err != nil {
+		return err
+	}
+	for t := 1; t <= GEMVQ3MaxRows; t++ {
+		for bi, b := range gemvqBits {
+			for si, s := range gemvq3Splits {
+				if g.v3[t-1][bi][si], err = mod.Function(expr(t, b, s)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// gemvq3Program is gemvq3.cu's program: GridDependent (header.go), with
+// gemvq.cu as a header (its codes unpacking).
+func gemvq3Program(exprs, opts []string) cuda.Program {
+	return program("gemvq3.cu", gemvq3Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource})
+}
+
 func gemvqBitsIndex(bits int) int {
 	for i, b := range gemvqBits {
 		if b == bits {
@@ -130,14 +230,62 @@ func (g *GEMVQ) Reads(bits, G, K int) bool {
 
 // Launch computes y = x·Ŵᵀ + bias for T <= GEMVQMaxRows rows: x [T][K]
 // float32, words and params the packed matrix ([N] rows of wq's layout),
-// bias [N] float32 or 0, y [T][N] float32. The split is chosen from the
-// shape (gemvqSplitFor).
+// bias [N] float32 or 0, y [T][N] float32. Up to GEMVQ3AutoRows rows (unless
+// V2) it runs v3 (gemvq3.cu) at gemvq3SplitFor's split, above v2 at
+// gemvqSplitFor's.
 func (g *GEMVQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int) error {
+	if T <= GEMVQ3AutoRows && !g.V2 {
+		return g.LaunchV3(c, st, y, x, words, params, bias, T, N, K, bits, G, gemvq3SplitFor(N, K, bits))
+	}
 	return g.LaunchSplit(c, st, y, x, words, params, bias, T, N, K, bits, G, gemvqSplitFor(N, K))
 }
 
-// LaunchSplit is Launch with S warps per CTA (one of 1, 2, 4, 8, 16), for
-// tests and tuning.
+// LaunchV3 is v3 (gemvq3.cu) over T <= GEMVQ3MaxRows rows with S warps per
+// row group (1, 2 or 4), for tests and tuning.
+func (g *GEMVQ) LaunchV3(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G, S int) error {
+	bi := gemvqBitsIndex(bits)
+	if T < 1 || T > GEMVQ3MaxRows || N <= 0 || !g.Reads(bits, G, K) {
+		return fmt.Errorf("kernels: gemvq v3: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
+	}
+	si := 0
+	for si < len(gemvq3Splits) && gemvq3Splits[si] != S {
+		si++
+	}
+	if si == len(gemvq3Splits) {
+		return fmt.Errorf("kernels: gemvq v3: split %d is not one of %v", S, gemvq3Splits)
+	}
+	rows := gemvq3RowsPerWarp(bits) * gemvq3Warps / S
+	early := int32(0)
+	if g.EarlyWeights {
+		early = 1
+	}
+	return c.Launch(g.v3[T-1][bi][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq3Warps}, 0, st,
+		x, words, params, bias, y, int32(N), int32(K), int32(G), early)
+}
+
+// SplitV3For returns the warps per row group Launch's v3 takes for an
+// [N, K] weight of this width.
+func SplitV3For(N, K, bits int) int { return gemvq3SplitFor(N, K, bits) }
+
+// GEMVQ3Splits returns the splits LaunchV3 takes.
+func GEMVQ3Splits() []int { return append([]int(nil), gemvq3Splits[:]...) }
+
+// InfoV3 returns the resources of v3's kernel for T rows, a code width and
+// split S.
+func (g *GEMVQ) InfoV3(c *cuda.Ctx, T, bits, S int) (cuda.FuncInfo, error) {
+	bi, si := gemvqBitsIndex(bits), 0
+	for si < len(gemvq3Splits) && gemvq3Splits[si] != S {
+		si++
+	}
+	if bi < 0 || si == len(gemvq3Splits) || T < 1 || T > GEMVQ3MaxRows {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v3: no kernel for T=%d bits=%d split %d", T, bits, S)
+	}
+	return c.FuncInfo(g.v3[T-1][bi][si])
+}
+
+// LaunchSplit is v2 (gemvq.cu) with S warps per CTA (one of 1, 2, 4, 8,
+// 16) at any T, for tests, tuning and DEC (whose fused kernel shares v2's
+// sums).
 func (g *GEMVQ) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G, S int) error {
 	bi := gemvqBitsIndex(bits)
 	if T < 1 || T > GEMVQMaxRows || N <= 0 || !g.Reads(bits, G, K) {
@@ -275,7 +423,8 @@ func gemvqDECSplitFor(N, K int) int {
 // channels: dec.cu's selection into l.Sel first). l carries the residual,
 // zeroed flags ([DECFlagWords(N)] uint32, left zeroed for the next launch),
 // the part buffer ([T][N] float32, every word DECPartEmpty, left so) and n_tb; l.X and l.Y must be x and y.
-// The result equals Launch followed by DEC.Compensate bit for bit.
+// The result equals v2 (LaunchSplit at Split) followed by DEC.Compensate
+// bit for bit.
 func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) error {
 	m, err := g.module(bits)
 	if err != nil {

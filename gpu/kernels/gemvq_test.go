@@ -13,7 +13,8 @@ import (
 	"github.com/bitdecode/bitdecode/wq"
 )
 
-// TestGEMVQMatchesReference checks gemvq.cu against a float64 reference on
+// TestGEMVQMatchesReference checks gemvq.cu (v2) and gemvq3.cu (v3, one
+// and two rows of x) against a float64 reference on
 // wq's dequantized values Ŵ (wq.Matrix.At), for int3, int4 and int8, groups
 // of 128, 64 and 32, one and two n-tiles of rows, K not a multiple of the
 // 128-channel tile, N not a multiple of 16, and every split; weights
@@ -23,7 +24,8 @@ import (
 // it rounds ŵ once to fp16 (within 2⁻¹¹ + 2⁻²⁴ of wq's). Either way each
 // term's error is within 2⁻¹⁰·(1 + 2⁻¹⁰) of (|s|·q + |z|)·|x| ≥ |ŵ·x|, and
 // the float32 sums of the tensor cores, the tiles and the split reduction add
-// (K/16 + 40)·2⁻²³ of Σ(|s|·q + |z|)·|x|. The fp16 dequantization for
+// (K/16 + 40)·2⁻²³ of Σ(|s|·q + |z|)·|x|. v3's bound is its own (below).
+// y starts as NaN. The fp16 dequantization for
 // prefill must equal fp16(ŵ) bit for bit.
 func TestGEMVQMatchesReference(t *testing.T) {
 	d, _ := opsSetup(t)
@@ -37,7 +39,12 @@ func TestGEMVQMatchesReference(t *testing.T) {
 		G, T, N, K int
 	}{{wq.Int4, 128, 1, 4096, 4096}, {wq.Int4, 128, 3, 1000, 1024}, {wq.Int4, 32, 8, 257, 2048}, {wq.Int8, 128, 1, 1024, 4096},
 		{wq.Int8, 64, 5, 333, 1408}, {wq.Int4, 128, 2, 64, 14336}, {wq.Int4, 64, 16, 100, 1344}, {wq.Int4, 128, 11, 4096, 4096},
-		{wq.Int3, 128, 1, 4096, 4096}, {wq.Int3, 32, 9, 77, 1440}, {wq.Int8, 128, 16, 200, 4096}} {
+		{wq.Int3, 128, 1, 4096, 4096}, {wq.Int3, 32, 9, 77, 1440}, {wq.Int8, 128, 16, 200, 4096},
+		// v3's rows (T <= 2): every format, N not a multiple of a row group
+		// (4 or 2 rows, 16 or 8 a CTA), K a multiple of the group only (not
+		// of the 1024-channel step), and the 8B shapes' K.
+		{wq.Int4, 64, 2, 1000, 1344}, {wq.Int8, 32, 1, 257, 1440}, {wq.Int8, 128, 2, 333, 14336}, {wq.Int3, 64, 2, 77, 1408},
+		{wq.Int3, 128, 1, 1030, 14336}, {wq.Int4, 128, 1, 1021, 4096}} {
 		t.Run(fmt.Sprintf("int%d-g%d-T%d-N%d-K%d", c.e.Bits(), c.G, c.T, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			w := make([]float32, c.N*c.K)
@@ -79,20 +86,48 @@ func TestGEMVQMatchesReference(t *testing.T) {
 				}
 			}
 			prodErr := 0x1p-10 * (1 + 0x1p-10)
-			for _, split := range []int{0, 1, 2, 4, 8, 16} {
+			// v2 (LaunchSplit) at every split; v3 (T <= 2: LaunchV3 at
+			// splits 1, 2, 4, the last with its early weight loads; Launch
+			// takes it at T = 1), whose products and sums are float32
+			// over exact codes and x as it is: no term error of 2⁻¹⁰, and a
+			// path of at most 32 + 2 + K/1024 + 5 + 4 + 1 float32 roundings
+			// (a span's chain, the (s, z) step, the steps, the shuffles, the
+			// slices, the bias), plus wq's own rounding of ŵ (2⁻²⁴).
+			type run struct {
+				v3          bool
+				split       int
+				early, auto bool
+			}
+			var runs []run
+			for _, split := range []int{1, 2, 4, 8, 16} {
+				runs = append(runs, run{split: split})
+			}
+			if c.T <= kernels.GEMVQ3MaxRows {
+				runs = append(runs, run{v3: true, split: 1}, run{v3: true, split: 2}, run{v3: true, split: 4, early: true})
+			}
+			runs = append(runs, run{v3: c.T <= kernels.GEMVQ3AutoRows, auto: true})
+			for _, rn := range runs {
 				yp := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-					if split == 0 {
+					g.EarlyWeights = rn.early
+					defer func() { g.EarlyWeights = false }()
+					switch {
+					case rn.auto:
 						return g.Launch(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G)
+					case rn.v3:
+						return g.LaunchV3(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G, rn.split)
 					}
-					return g.LaunchSplit(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G, split)
+					return g.LaunchSplit(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G, rn.split)
 				})
 				got := make([]float32, c.T*c.N)
 				m.read(cuda.Bytes(got), yp)
 				for i, w := range want {
 					tol := (prodErr+float64(c.K/16+40)*0x1p-23)*mag[i] + 0x1p-24*math.Abs(w)
+					if rn.v3 {
+						tol = float64(c.K/1024+46)*0x1p-23*mag[i] + 0x1p-24*math.Abs(w)
+					}
 					if gv := float64(got[i]); gv != gv || math.Abs(gv-w) > tol {
-						t.Fatalf("split %d: y[%d,%d] = %g, want %g (tol %.3g)", split, i/c.N, i%c.N, gv, w, tol)
+						t.Fatalf("%+v: y[%d,%d] = %g, want %g (tol %.3g)", rn, i/c.N, i%c.N, gv, w, tol)
 					}
 				}
 			}

@@ -20,13 +20,14 @@ const headerName = "bitdecode.cuh"
 // thread, before any global memory access that kernel could conflict
 // with): program makes them cuda.Program.GridDependent, so cuda.Ctx.Launch
 // starts their kernels as programmatic dependents. The other programs'
-// kernels (DEC, gemvq, the bit-plane kernels, decode v1) launch as before.
+// kernels (DEC, gemvq.cu's v2, the bit-plane kernels, decode v1) launch as
+// before.
 // The append and pack (kvcache.cu, pack.cu) and the tensor-core decode
 // kernels joined in session 17 (docs/perf/decode-attention.md); a decode
 // plan turns its program's off where DecodeTuning.PDL says (sessionOptions).
 // TestGridDependentKernelsWait checks every __global__ function of these
 // sources.
-var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "linear.cu": true, "skinny.cu": true,
+var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "gemvq3.cu": true, "linear.cu": true, "skinny.cu": true,
 	"kvcache.cu": true, "pack.cu": true, "decode_mma.cu": true, "decode_wgmma.cu": true}
 
 // pdlEarlyDefine is the NVRTC option of DecodeTuning.PDL = PDLWait: the

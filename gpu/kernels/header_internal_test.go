@@ -55,7 +55,7 @@ func kernelPrograms(t *testing.T) []cuda.Program {
 	planes, _, _, _ := planesProgram(PlanesMMA, pl, planesRows, planesMT(128, [3]int{}, false, false), 0, planesMinB)
 	pack, _, _ := packProgram(128, l)
 	return []cuda.Program{mma, wg, v1, planes, pack, program("ops.cu", opsSource, nil, nil), program("gemv.cu", gemvSource, nil, nil),
-		program("gemvq.cu", gemvqSource, nil, nil), gemvqDECProgram(nil), program("dec.cu", decSource, nil, nil),
+		program("gemvq.cu", gemvqSource, nil, nil), gemvq3Program(nil, nil), gemvqDECProgram(nil), program("dec.cu", decSource, nil, nil),
 		program("kvcache.cu", kvcacheSource, nil, nil)}
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // gridDependentSources maps each program of gridDependent to its source.
-var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gemvSource, "linear.cu": linearSource, "skinny.cu": skinnySource,
+var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gemvSource, "gemvq3.cu": gemvq3Source, "linear.cu": linearSource, "skinny.cu": skinnySource,
 	"kvcache.cu": kvcacheSource, "pack.cu": packSource, "decode_mma.cu": decodeMMASource, "decode_wgmma.cu": decodeWGMMASource}
 
 // earlyReaders are the kernels that read memory before their dependency
@@ -33,7 +33,7 @@ var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\
 // early weight loads (their one call of prefetch, preloadW or preloadW2)
 // and add_rmsnorm_cluster's residual and norm weight (normLoad), each where
 // its early argument is set.
-var earlyWeights = regexp.MustCompile(`if \(early\) (?:prefetch<U>|preloadW<NT>|preloadW2|normLoad)\([^;]*\);`)
+var earlyWeights = regexp.MustCompile(`if \(early\) (?:prefetch<U>|preloadCodes|preloadW<NT>|preloadW2|normLoad)\([^;]*\);`)
 
 // globalHead matches the start of a kernel definition.
 var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*(\w+)\s*\(`)

@@ -1,0 +1,243 @@
+// gemvq3.cu: gemvq v3, the decode GEMV over packed low-bit weights for one or
+// two rows of x on CUDA cores, y = x·Ŵᵀ + bias (kernels.GEMVQ.Launch runs it
+// at one row; gemvq.cu's v2 keeps T >= 2 and DEC's fused mode). The layout is gemvq.cu's (package wq, wq/doc.go
+// "Packed layout"): words [N][K/32·BITS] u32, params [N][K/G] (scale, zero)
+// fp16 pairs, x [T][K] float32, bias [N] float32 or null, y [T][N] float32.
+//
+// Work (built like gemv.cu): a CTA is kWarps warps; S of them (split-K) share
+// a row group of R rows (R = kRowsPerWarp<BITS>: 4 rows of int4/int3, 2 of
+// int8, so a lane's loads of one step are 48-64 bytes), and slice s of the S
+// takes the s-th of S contiguous runs of K's warp steps. In step j lane l
+// owns span j·1024 + 32l .. +31 (32 channels, one 16-byte load of int4, two
+// of int8, three 4-byte loads of int3) of each of its R rows; the next
+// step's loads are issued before the current step's math (register double
+// buffering), so 2 KB a warp stay in flight. x goes through a per-warp
+// shared-memory buffer each step (stageX: coalesced float4 loads, L1 hits,
+// every warp of an SM reads the same x) and each lane's span of it serves
+// its R rows.
+//
+// Numbers: the codes are widened with gemvq.cu's codesSpan (lop3/prmt with
+// the fp16 magic 0x6400 and one half2 subtraction: exact integers (q, q′) in
+// half2, two codes per instruction), then to float (one cvt each, exact);
+// products q·x and their sums are float32 with x as it is (not rounded to
+// fp16), and the span's (scale, zero) are applied once per 32-channel span
+// of a row: acc += z·Σx + s·Σq·x (Σx shared by the R rows). Float rather
+// than half2 products: a half2 product or sum rounds at 2⁻¹¹, a float32 FMA
+// at 2⁻²⁴, and the half2 route saves no instruction once each product is
+// converted to float for the sum. A lane's spans add in step order, the
+// lanes by xor shuffles, the S slices in slice order through shared memory:
+// a fixed order, deterministic.
+//
+// Programmatic dependent launch: gemvq3.cu is a GridDependent program
+// (header.go). Every thread waits for the kernel ahead (gridDependencyWait)
+// before reading x or writing y, then lets the next kernel's CTAs in; with
+// early set a lane's first step of codes and params is loaded before the
+// wait (weights are not written by the kernel ahead).
+//
+// Versions (H100, T = 1, int4 G128, `bench gemvq`; docs/perf/gemvq.md):
+//   v3.0 each lane read its own span of x from L1 (8 float4 128 bytes apart
+//        across the warp: 32 wavefronts a load): gate/up 14336x4096 26.1 us
+//        at best, v2 24.6.
+//   v3.1 x through a per-warp shared buffer (stageX): gate/up 22.2-22.7 us
+//        (45-46% of the read ceiling), down 22.8-24.7, q/o 10.5, k/v 6.0;
+//        int8 gate/up 29.0-31.5 (63-68%); int3 gate/up 22.2-22.8. In the
+//        decode step (int4 weights, int4 KV, B = 1) -0.37 to -0.41 ms.
+//
+// Go wrapper: gemvq.go; test: gemvq_test.go; docs/perf/gemvq.md (v3).
+
+#include "bitdecode.cuh"
+#include "gemvq.cu"
+
+namespace gemvq3 {
+
+using gemvq::Span;
+
+constexpr int kWarps = 4;             // warps per CTA
+constexpr int kThreads = 32 * kWarps;
+constexpr int kSpan = 32;             // channels per lane per step
+constexpr int kStep = 32 * kSpan;     // channels per warp step
+
+// kRowsPerWarp is R, the rows a warp reads in each step: 64 bytes of codes
+// a lane for int4 and int8, 48 for int3.
+// kMinBlocks is the CTAs per SM the launch bounds ask registers for: 6 at
+// one row of x (80 registers, 24 warps an SM, no spill on sm_90; unbounded
+// the compiler takes 153-211 for its early loads), 5 at two (96).
+// GEMVQ3_MIN_BLOCKS (an NVRTC -D knob, `bench gemvq --variants`) overrides
+// it where > 0.
+#ifndef GEMVQ3_MIN_BLOCKS
+#define GEMVQ3_MIN_BLOCKS 0
+#endif
+template <int T>
+constexpr int kMinBlocks = GEMVQ3_MIN_BLOCKS > 0 ? GEMVQ3_MIN_BLOCKS : T == 1 ? 6 : 5;
+
+template <int BITS>
+constexpr int kRowsPerWarp = BITS == 8 ? 2 : 4;
+
+// h2x2 widens a half2 to two floats (exact).
+__device__ __forceinline__ float2 h2x2(u32 h) {
+  float lo, hi;
+  asm("{ .reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b; }" : "=f"(lo), "=f"(hi) : "r"(h));
+  return make_float2(lo, hi);
+}
+
+// Step<BITS, R> is one lane's codes of one step (a span of each of R rows)
+// and the rows' (scale, zero) pairs of the span's group.
+template <int BITS, int R>
+struct Step {
+  Span<BITS> a[R];
+  u32 sz[R];
+};
+
+// preloadCodes loads step j's codes and params into st (zeros where the span
+// is past K or the row past N). Only weights are read: gemvq3.cu calls it
+// before the dependency wait where early is set.
+template <int BITS, int R>
+__device__ __forceinline__ void preloadCodes(Step<BITS, R>& st, const u32* __restrict__ words, const u16* __restrict__ params,
+                                             int n0, int N, int K, int G, int j, int lane) {
+  const int k = j * kStep + lane * kSpan;
+  const int rowWords = K / 32 * BITS, groups = K / G;
+  const u32* prm = reinterpret_cast<const u32*>(params);
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+#pragma unroll
+    for (int i = 0; i < BITS; i++) st.a[r].w[i] = 0;
+    st.sz[r] = 0;
+    if (k < K && n0 + r < N) {
+      gemvq::loadSpan<BITS>(st.a[r], words + size_t(n0 + r) * rowWords, k);
+      st.sz[r] = __ldg(prm + size_t(n0 + r) * groups + k / G);
+    }
+  }
+}
+
+// kXSpan is the float4 stride of a span in a warp's x staging buffer: 8
+// float4 and one of padding, so that both the coalesced stores (8 lanes a
+// span) and each lane's reads of its own span (lanes 144 bytes apart) are
+// free of bank conflicts.
+constexpr int kXSpan = 9;
+
+// stageX copies step j's x (1024 channels of T tokens) into the warp's
+// buffer xw, span by span: lane l loads channels 128i + 4l..+3 (i = 0..7),
+// one coalesced 512-byte row a warp instruction (4 L1 wavefronts where each
+// lane reading its own span would take 32: v3.1), and stores them where
+// spanDot's lane reads its span. Zeros past K.
+template <int T>
+__device__ __forceinline__ void stageX(float4 (&xw)[T][32 * kXSpan], const float* __restrict__ x, int K, int j, int lane) {
+  __syncwarp();  // the warp's reads of the previous step are done
+#pragma unroll
+  for (int t = 0; t < T; t++)
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      const int k = j * kStep + 128 * i + 4 * lane;
+      xw[t][(4 * i + lane / 8) * kXSpan + lane % 8] = k < K ? *reinterpret_cast<const float4*>(x + size_t(t) * K + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  __syncwarp();
+}
+
+// spanDot adds step j's products to acc: for each row r and token t,
+// acc[r][t] += z_r·Σx + s_r·Σ q·x over the lane's span of the step, x from
+// the warp's staging buffer xw (stageX).
+template <int T, int BITS, int R>
+__device__ __forceinline__ void spanDot(float (&acc)[R][T], const Step<BITS, R>& st, const float4 (&xw)[T][32 * kXSpan], int K, int j,
+                                        int lane) {
+  const int k = j * kStep + lane * kSpan;
+  if (k >= K) return;
+  float dot[R][T], xs[T];
+#pragma unroll
+  for (int t = 0; t < T; t++) {
+    xs[t] = 0.f;
+#pragma unroll
+    for (int r = 0; r < R; r++) dot[r][t] = 0.f;
+  }
+  // Four chunks of 8 channels (pairs 4c..4c+3): x's 8 values per token,
+  // then each row's 4 pairs of codes (codesSpan's unused pairs are dead
+  // code for the compiler).
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    float xv[T][8];
+#pragma unroll
+    for (int t = 0; t < T; t++) {
+      const float4 a = xw[t][lane * kXSpan + 2 * c], b = xw[t][lane * kXSpan + 2 * c + 1];
+      xv[t][0] = a.x, xv[t][1] = a.y, xv[t][2] = a.z, xv[t][3] = a.w;
+      xv[t][4] = b.x, xv[t][5] = b.y, xv[t][6] = b.z, xv[t][7] = b.w;
+      xs[t] += ((a.x + a.y) + (a.z + a.w)) + ((b.x + b.y) + (b.z + b.w));
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      u32 h[16];
+      gemvq::codesSpan<BITS>(h, st.a[r]);
+#pragma unroll
+      for (int p = 0; p < 4; p++) {
+        const float2 q = h2x2(h[4 * c + p]);
+#pragma unroll
+        for (int t = 0; t < T; t++) {
+          dot[r][t] = fmaf(q.x, xv[t][2 * p], dot[r][t]);
+          dot[r][t] = fmaf(q.y, xv[t][2 * p + 1], dot[r][t]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const float2 sz = h2x2(st.sz[r]);  // (scale, zero)
+#pragma unroll
+    for (int t = 0; t < T; t++) acc[r][t] = fmaf(sz.x, dot[r][t], fmaf(sz.y, xs[t], acc[r][t]));
+  }
+}
+
+// gemv_q3: grid (ceil(N / (R·kWarps/S))), block kThreads. Warp w of a CTA
+// takes row group w / S (rows n0..n0+R-1) and slice w % S of its K steps.
+// T rows of x (1 or 2); early: load the first step's weights before the
+// dependency wait.
+template <int T, int BITS, int S>
+__global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* __restrict__ x, const u32* __restrict__ words,
+                                                    const u16* __restrict__ params, const float* __restrict__ bias,
+                                                    float* __restrict__ y, int N, int K, int G, int early) {
+  constexpr int R = kRowsPerWarp<BITS>;
+  constexpr int kGroups = kWarps / S;  // row groups per CTA
+  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
+  const int n0 = (blockIdx.x * kGroups + warp / S) * R;
+  const int steps = (K + kStep - 1) / kStep, per = (steps + S - 1) / S;
+  const int j0 = slice * per, j1 = min(steps, j0 + per);
+  Step<BITS, R> cur;
+  if (early) preloadCodes(cur, words, params, n0, N, K, G, j0 < j1 ? j0 : steps, lane);
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) preloadCodes(cur, words, params, n0, N, K, G, j0 < j1 ? j0 : steps, lane);
+  float acc[R][T];
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int t = 0; t < T; t++) acc[r][t] = 0.f;
+  __shared__ float4 xs[kWarps][T][32 * kXSpan];
+  for (int j = j0; j < j1; j++) {
+    Step<BITS, R> next;
+    preloadCodes(next, words, params, n0, N, K, G, j + 1 < j1 ? j + 1 : steps, lane);
+    stageX<T>(xs[warp], x, K, j, lane);
+    spanDot<T, BITS, R>(acc, cur, xs[warp], K, j, lane);
+    cur = next;
+  }
+  // The lanes' sums (xor shuffles), then the S slices in slice order.
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int t = 0; t < T; t++)
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], off);
+  __shared__ float part[kWarps][R][T];
+  if (lane == 0)
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+      for (int t = 0; t < T; t++) part[warp][r][t] = acc[r][t];
+  __syncthreads();
+  if (slice != 0 || lane >= R * T) return;
+  const int r = lane / T, t = lane % T, n = n0 + r;
+  if (n >= N) return;
+  float v = part[warp][r][t];
+#pragma unroll
+  for (int s = 1; s < S; s++) v += part[warp + s][r][t];
+  y[size_t(t) * N + n] = v + (bias ? bias[n] : 0.f);
+}
+
+}  // namespace gemvq3
