@@ -24,8 +24,7 @@ type GEMVQRow struct {
 	K          int     `json:"k"`
 	T          int     `json:"t"`
 	Split      int     `json:"split"`
-	Stages     int     `json:"stages,omitempty"` // v3: 0 v3.1 (gemv_q3), else v3.2's ring slots (gemv_q3p)
-	Auto       bool    `json:"auto"`             // the split Launch picks
+	Auto       bool    `json:"auto"` // the split Launch picks
 	US         float64 `json:"us"`
 	GBps       float64 `json:"gb_per_s"`
 	OfCeiling  float64 `json:"ceiling_fraction"`
@@ -116,23 +115,16 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 					if err := x.Memset32Async(xp, 0x3f800000, T*sh.K, st); err != nil {
 						return err
 					}
-					// v2 and v3 (T <= 2; v3.1 and v3.2 at each ring size)
-					// alternate at each split, so that a drift of the
-					// clocks touches all.
-					type kern struct{ ver, stages int }
-					kerns := []kern{{2, 0}, {3, 0}}
-					for _, st := range kernels.GEMVQ3Stages() {
-						kerns = append(kerns, kern{3, st})
-					}
+					// v2 and v3 (T <= 2) alternate at each split, so that
+					// a drift of the clocks touches both.
 					for _, s := range splits {
-						for _, kn := range kerns {
-							ver := kn.ver
+						for _, ver := range []int{2, 3} {
 							if ver == 2 && s > kernels.GEMVQMaxSplit(T) || ver == 3 && (T > kernels.GEMVQ3MaxRows || !slices.Contains(kernels.GEMVQ3Splits(), s)) {
 								continue
 							}
 							us, err := x.MedianUS(st, 3, 20, func(i int) error {
 								if ver == 3 {
-									return g.LaunchV3Ring(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, T, sh.N, sh.K, b, 128, s, kn.stages)
+									return g.LaunchV3(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, T, sh.N, sh.K, b, 128, s)
 								}
 								return g.LaunchSplit(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, T, sh.N, sh.K, b, 128, s)
 							})
@@ -142,22 +134,21 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 							fi, err := g.Info(x, T, b, s)
 							auto := kernels.SplitFor(sh.N, sh.K)
 							if ver == 3 {
-								fi, err = g.InfoV3(x, T, b, s, kn.stages)
-								auto = kernels.SplitV3For(sh.N, sh.K, b)
+								fi, err = g.InfoV3(x, T, b, s)
+								auto = g.SplitV3For(T, sh.N, sh.K, b)
 							}
 							if err != nil {
 								return err
 							}
-							r := GEMVQRow{Variant: v, Version: ver, Bits: b, Name: sh.name, N: sh.N, K: sh.K, T: T, Split: s, Stages: kn.stages,
-								Auto: s == auto && kn.stages == kernels.GEMVQ3DefaultStages(ver), US: us,
+							r := GEMVQRow{Variant: v, Version: ver, Bits: b, Name: sh.name, N: sh.N, K: sh.K, T: T, Split: s, Auto: s == auto, US: us,
 								GBps: float64(bytes) / us / 1e3, Registers: fi.Registers, LocalBytes: fi.LocalBytes}
 							r.OfCeiling = r.GBps / ceilingGBps
 							mark := ""
 							if r.Auto {
 								mark = " (auto)"
 							}
-							fmt.Fprintf(progress, "gemvq v%d.%d [%s] int%d %-9s %5dx%-5d T=%d S=%-2d: %6.1f us %5.0f GB/s %3.0f%% regs %d local %d%s\n",
-								ver, kn.stages, v, b, sh.name, sh.N, sh.K, T, s, us, r.GBps, 100*r.OfCeiling, fi.Registers, fi.LocalBytes, mark)
+							fmt.Fprintf(progress, "gemvq v%d [%s] int%d %-9s %5dx%-5d T=%d S=%-2d: %6.1f us %5.0f GB/s %3.0f%% regs %d local %d%s\n",
+								ver, v, b, sh.name, sh.N, sh.K, T, s, us, r.GBps, 100*r.OfCeiling, fi.Registers, fi.LocalBytes, mark)
 							rows = append(rows, r)
 						}
 					}

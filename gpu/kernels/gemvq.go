@@ -91,36 +91,26 @@ func gemvq3RowsPerWarp(bits int) int {
 	return 4
 }
 
-// gemvq3TargetWarps is how many warps a v3 launch aims for: about 32 on
-// each of an H100's 132 SMs (24 resident at one row of x, so more than one
-// wave and a short tail).
-const gemvq3TargetWarps = 4096
-
 // gemvq3SplitFor picks v3's warps per row group for an [N, K] weight of
-// this width: the fewest that give gemvq3TargetWarps warps in all, while
-// each slice keeps at least one step of K.
-func gemvq3SplitFor(N, K, bits int) int {
+// this width, given the warps the GPU holds at once (slots): the most
+// splits whose warps fit in one wave, each slice keeping a step of K; where
+// even one split takes more than a wave, the most splits (more, shorter
+// waves: a shorter tail). On the H100 (3168 slots at one row of x) this is
+// the best split measured on every 8B shape and width but one tie
+// (docs/perf/gemvq.md v3.2: int4 gate/up 4, down 2; int8 gate/up 4, down 1).
+func gemvq3SplitFor(N, K, bits, slots int) int {
 	groups := (N + gemvq3RowsPerWarp(bits) - 1) / gemvq3RowsPerWarp(bits)
 	steps := (K + gemvq3Step - 1) / gemvq3Step
-	s := 1
-	for s < gemvq3Splits[len(gemvq3Splits)-1] && groups*s < gemvq3TargetWarps && steps >= 2*s {
-		s *= 2
+	best := 1
+	for _, s := range gemvq3Splits {
+		if s > steps {
+			break
+		}
+		if groups*s <= slots || groups > slots {
+			best = s
+		}
 	}
-	return s
-}
-
-// gemvq3Stages are the ring slots a warp of v3.2 (gemvq3.cu's gemv_q3p)
-// takes (LaunchV3Ring); 0 there is v3.1 (gemv_q3).
-var gemvq3Stages = [...]int{2, 3, 4}
-
-// gemvq3DefaultStages is the ring LaunchV3 (and so Launch) runs: 0 is v3.1.
-const gemvq3DefaultStages = 0
-
-// gemvq3RingBytes is gemv_q3p's dynamic shared memory: kWarps rings of
-// stages slots (R rows of BITS + 1 words for each of 32 lanes) and kWarps
-// staging buffers of x (T × 32 spans of 9 float4: gemvq3.cu's kXSpan).
-func gemvq3RingBytes(T, bits, stages int) int {
-	return gemvq3Warps * (stages*gemvq3RowsPerWarp(bits)*(bits+1)*32*4 + T*32*9*16)
+	return best
 }
 
 // GEMVQ holds gemvq.cu's and gemvq3.cu's kernels: the decode GEMV over
@@ -130,11 +120,10 @@ func gemvq3RingBytes(T, bits, stages int) int {
 type GEMVQ struct {
 	gemv [2][len(gemvqBits)][len(gemvqSplits)]cuda.Function // [n-tiles-1][bits][split]
 	v3   [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)]cuda.Function
-	// v3p is v3.2 (gemv_q3p) and v3pCTAs its resident CTAs per SM at each
-	// ring size; sms the device's SMs.
-	v3p     [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)]cuda.Function
-	v3pCTAs [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)][len(gemvq3Stages)]int
-	sms     int
+	// v3Slots is how many warps of v3's kernel for T rows and a code width
+	// the GPU holds at once (its CTAs an SM by the occupancy API, times
+	// gemvq3Warps, times the SMs): gemvq3SplitFor's wave.
+	v3Slots [GEMVQ3MaxRows][len(gemvqBits)]int
 	dequant [len(gemvqBits)]cuda.Function
 	// V2 makes Launch take v2 (gemvq.cu's tensor-core GEMV) at one row of
 	// x too: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
@@ -202,12 +191,11 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 // it includes) and looks up its kernels.
 func (g *GEMVQ) loadV3(dev *cuda.Device, opts []string) error {
 	expr := func(t, b, s int) string { return fmt.Sprintf("gemvq3::gemv_q3<%d, %d, %d>", t, b, s) }
-	pexpr := func(t, b, s int) string { return fmt.Sprintf("gemvq3::gemv_q3p<%d, %d, %d>", t, b, s) }
 	var exprs []string
 	for t := 1; t <= GEMVQ3MaxRows; t++ {
 		for _, b := range gemvqBits {
 			for _, s := range gemvq3Splits {
-				exprs = append(exprs, expr(t, b, s), pexpr(t, b, s))
+				exprs = append(exprs, expr(t, b, s))
 			}
 		}
 	}
@@ -221,29 +209,17 @@ func (g *GEMVQ) loadV3(dev *cuda.Device, opts []string) error {
 				if g.v3[t-1][bi][si], err = mod.Function(expr(t, b, s)); err != nil {
 					return err
 				}
-				if g.v3p[t-1][bi][si], err = mod.Function(pexpr(t, b, s)); err != nil {
-					return err
-				}
 			}
 		}
 	}
-	g.sms = dev.SMs()
 	return dev.Do(func(c *cuda.Ctx) error {
 		for t := 1; t <= GEMVQ3MaxRows; t++ {
-			for bi, b := range gemvqBits {
-				for si := range gemvq3Splits {
-					f := g.v3p[t-1][bi][si]
-					if err := c.SetMaxDynamicShared(f, gemvq3RingBytes(t, b, gemvq3Stages[len(gemvq3Stages)-1])); err != nil {
-						return fmt.Errorf("kernels: gemvq v3.2: %w", err)
-					}
-					for ri, st := range gemvq3Stages {
-						n, err := c.MaxActiveBlocksPerSM(f, 32*gemvq3Warps, gemvq3RingBytes(t, b, st))
-						if err != nil {
-							return fmt.Errorf("kernels: gemvq v3.2: %w", err)
-						}
-						g.v3pCTAs[t-1][bi][si][ri] = max(1, n)
-					}
+			for bi := range gemvqBits {
+				n, err := c.MaxActiveBlocksPerSM(g.v3[t-1][bi][0], 32*gemvq3Warps, 0)
+				if err != nil {
+					return fmt.Errorf("kernels: gemvq v3: %w", err)
 				}
+				g.v3Slots[t-1][bi] = max(1, n) * gemvq3Warps * dev.SMs()
 			}
 		}
 		return nil
@@ -278,26 +254,14 @@ func (g *GEMVQ) Reads(bits, G, K int) bool {
 // gemvqSplitFor's.
 func (g *GEMVQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int) error {
 	if T <= GEMVQ3AutoRows && !g.V2 {
-		return g.LaunchV3(c, st, y, x, words, params, bias, T, N, K, bits, G, gemvq3SplitFor(N, K, bits))
+		return g.LaunchV3(c, st, y, x, words, params, bias, T, N, K, bits, G, g.SplitV3For(T, N, K, bits))
 	}
 	return g.LaunchSplit(c, st, y, x, words, params, bias, T, N, K, bits, G, gemvqSplitFor(N, K))
 }
 
 // LaunchV3 is v3 (gemvq3.cu) over T <= GEMVQ3MaxRows rows with S warps per
-// row group (1, 2 or 4), for tests and tuning, with the default ring
-// (gemvq3DefaultStages).
+// row group (1, 2 or 4), for tests and tuning.
 func (g *GEMVQ) LaunchV3(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G, S int) error {
-	return g.LaunchV3Ring(c, st, y, x, words, params, bias, T, N, K, bits, G, S, gemvq3DefaultStages)
-}
-
-// GEMVQ3Stages returns the ring sizes LaunchV3Ring takes besides 0.
-func GEMVQ3Stages() []int { return append([]int(nil), gemvq3Stages[:]...) }
-
-// LaunchV3Ring is LaunchV3 with a warp's ring of stages slots: 0 runs v3.1
-// (gemv_q3: a grid of every tile, one step in registers in flight), one of
-// GEMVQ3Stages v3.2 (gemv_q3p: a persistent grid of the CTAs resident at
-// once, stages − 1 steps in flight a warp through shared memory).
-func (g *GEMVQ) LaunchV3Ring(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G, S, stages int) error {
 	bi := gemvqBitsIndex(bits)
 	if T < 1 || T > GEMVQ3MaxRows || N <= 0 || !g.Reads(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq v3: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
@@ -314,41 +278,32 @@ func (g *GEMVQ) LaunchV3Ring(c *cuda.Ctx, st cuda.Stream, y, x, words, params, b
 	if g.EarlyWeights {
 		early = 1
 	}
-	if stages != 0 {
-		ri := 0
-		for ri < len(gemvq3Stages) && gemvq3Stages[ri] != stages {
-			ri++
-		}
-		if ri == len(gemvq3Stages) {
-			return fmt.Errorf("kernels: gemvq v3: ring of %d slots is not one of 0, %v", stages, gemvq3Stages)
-		}
-		grid := min((N+rows-1)/rows, g.v3pCTAs[T-1][bi][si][ri]*g.sms)
-		return c.Launch(g.v3p[T-1][bi][si], cuda.Dim3{X: grid}, cuda.Dim3{X: 32 * gemvq3Warps}, gemvq3RingBytes(T, bits, stages), st,
-			x, words, params, bias, y, int32(N), int32(K), int32(G), early, int32(stages))
-	}
 	return c.Launch(g.v3[T-1][bi][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq3Warps}, 0, st,
 		x, words, params, bias, y, int32(N), int32(K), int32(G), early)
 }
 
-// SplitV3For returns the warps per row group Launch's v3 takes for an
-// [N, K] weight of this width.
-func SplitV3For(N, K, bits int) int { return gemvq3SplitFor(N, K, bits) }
+// SplitV3For returns the warps per row group v3 takes for T rows of x and
+// an [N, K] weight of this width (Launch's split at T <= GEMVQ3AutoRows).
+func (g *GEMVQ) SplitV3For(T, N, K, bits int) int {
+	bi := gemvqBitsIndex(bits)
+	if bi < 0 || T < 1 || T > GEMVQ3MaxRows {
+		return 1
+	}
+	return gemvq3SplitFor(N, K, bits, g.v3Slots[T-1][bi])
+}
 
 // GEMVQ3Splits returns the splits LaunchV3 takes.
 func GEMVQ3Splits() []int { return append([]int(nil), gemvq3Splits[:]...) }
 
 // InfoV3 returns the resources of v3's kernel for T rows, a code width and
-// split S (v3.2's where stages > 0).
-func (g *GEMVQ) InfoV3(c *cuda.Ctx, T, bits, S, stages int) (cuda.FuncInfo, error) {
+// split S.
+func (g *GEMVQ) InfoV3(c *cuda.Ctx, T, bits, S int) (cuda.FuncInfo, error) {
 	bi, si := gemvqBitsIndex(bits), 0
 	for si < len(gemvq3Splits) && gemvq3Splits[si] != S {
 		si++
 	}
 	if bi < 0 || si == len(gemvq3Splits) || T < 1 || T > GEMVQ3MaxRows {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v3: no kernel for T=%d bits=%d split %d", T, bits, S)
-	}
-	if stages > 0 {
-		return c.FuncInfo(g.v3p[T-1][bi][si])
 	}
 	return c.FuncInfo(g.v3[T-1][bi][si])
 }
@@ -576,13 +531,4 @@ func GEMVQDECPMax() []int { return append([]int(nil), gemvqDECPMax[:]...) }
 // before its own code.
 func gemvqDECProgram(exprs []string) cuda.Program {
 	return program("gemvq_dec.cu", gemvqSource, exprs, []string{"-DGEMVQ_WITH_DEC=1"}, cuda.Header{Name: "dec.cu", Source: decSource})
-}
-
-// GEMVQ3DefaultStages returns the ring LaunchV3 runs for version 3 (0: v3.1)
-// and 0 for version 2: the "auto" mark of `bench gemvq`'s rows.
-func GEMVQ3DefaultStages(version int) int {
-	if version == 3 {
-		return gemvq3DefaultStages
-	}
-	return 0
 }

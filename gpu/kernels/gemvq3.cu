@@ -42,6 +42,14 @@
 //        (45-46% of the read ceiling), down 22.8-24.7, q/o 10.5, k/v 6.0;
 //        int8 gate/up 29.0-31.5 (63-68%); int3 gate/up 22.2-22.8. In the
 //        decode step (int4 weights, int4 KV, B = 1) -0.37 to -0.41 ms.
+//   v3.2 issue-bound by ncu (12.7 M warp instructions on int4 gate/up, ~890
+//        a warp step where the codes need ~460): the per-step overhead cut
+//        (one group division a step for the R rows, rows past N clamped
+//        instead of a branch each, no zeroing of unused codes, x staged
+//        without bounds checks on whole steps, two steps an iteration so
+//        the double buffer is not copied): ~600 a step, no spills at T = 1;
+//        the split rule by waves (gemvq.go gemvq3SplitFor). A persistent
+//        grid with a cp.async ring (v3.2a) was slower and is not kept.
 //
 // Go wrapper: gemvq.go; test: gemvq_test.go; docs/perf/gemvq.md (v3).
 
@@ -88,24 +96,25 @@ struct Step {
   u32 sz[R];
 };
 
-// preloadCodes loads step j's codes and params into st (zeros where the span
-// is past K or the row past N). Only weights are read: gemvq3.cu calls it
-// before the dependency wait where early is set.
+// preloadCodes loads step j's codes and params into st where the lane's
+// span is inside K (a lane past K, or a step past the warp's run, loads
+// nothing and spanDot skips it). A row past N reads row N − 1 instead (its
+// sums are not written), so no row takes a branch of its own, and the
+// span's group index (one division by G) serves the R rows. Only weights
+// are read: gemvq3.cu calls it before the dependency wait where early is
+// set.
 template <int BITS, int R>
 __device__ __forceinline__ void preloadCodes(Step<BITS, R>& st, const u32* __restrict__ words, const u16* __restrict__ params,
                                              int n0, int N, int K, int G, int j, int lane) {
   const int k = j * kStep + lane * kSpan;
-  const int rowWords = K / 32 * BITS, groups = K / G;
+  if (k >= K) return;
+  const int rowWords = K / 32 * BITS, groups = K / G, kg = k / G;
   const u32* prm = reinterpret_cast<const u32*>(params);
 #pragma unroll
   for (int r = 0; r < R; r++) {
-#pragma unroll
-    for (int i = 0; i < BITS; i++) st.a[r].w[i] = 0;
-    st.sz[r] = 0;
-    if (k < K && n0 + r < N) {
-      gemvq::loadSpan<BITS>(st.a[r], words + size_t(n0 + r) * rowWords, k);
-      st.sz[r] = __ldg(prm + size_t(n0 + r) * groups + k / G);
-    }
+    const int n = min(n0 + r, N - 1);
+    gemvq::loadSpan<BITS>(st.a[r], words + size_t(n) * rowWords, k);
+    st.sz[r] = __ldg(prm + size_t(n) * groups + kg);
   }
 }
 
@@ -123,13 +132,22 @@ constexpr int kXSpan = 9;
 template <int T>
 __device__ __forceinline__ void stageX(float4 (&xw)[T][32 * kXSpan], const float* __restrict__ x, int K, int j, int lane) {
   __syncwarp();  // the warp's reads of the previous step are done
+  const float* xj = x + j * kStep + 4 * lane;
+  float4* xl = &xw[0][(lane / 8) * kXSpan + lane % 8];
+  if ((j + 1) * kStep <= K) {  // the whole step inside K (a uniform branch)
 #pragma unroll
-  for (int t = 0; t < T; t++)
+    for (int t = 0; t < T; t++)
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-      const int k = j * kStep + 128 * i + 4 * lane;
-      xw[t][(4 * i + lane / 8) * kXSpan + lane % 8] = k < K ? *reinterpret_cast<const float4*>(x + size_t(t) * K + k) : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+      for (int i = 0; i < 8; i++) xl[t * 32 * kXSpan + 4 * i * kXSpan] = *reinterpret_cast<const float4*>(xj + size_t(t) * K + 128 * i);
+  } else {
+#pragma unroll
+    for (int t = 0; t < T; t++)
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        const bool in = j * kStep + 128 * i + 4 * lane < K;
+        xl[t * 32 * kXSpan + 4 * i * kXSpan] = in ? *reinterpret_cast<const float4*>(xj + size_t(t) * K + 128 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+  }
   __syncwarp();
 }
 
@@ -210,12 +228,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* 
 #pragma unroll
     for (int t = 0; t < T; t++) acc[r][t] = 0.f;
   __shared__ float4 xs[kWarps][T][32 * kXSpan];
-  for (int j = j0; j < j1; j++) {
-    Step<BITS, R> next;
-    preloadCodes(next, words, params, n0, N, K, G, j + 1 < j1 ? j + 1 : steps, lane);
+  // Two steps an iteration, the buffers swapping roles (no copy of the
+  // next step's registers into the current one's).
+  Step<BITS, R> nxt;
+  for (int j = j0; j < j1; j += 2) {
+    preloadCodes(nxt, words, params, n0, N, K, G, j + 1 < j1 ? j + 1 : steps, lane);
     stageX<T>(xs[warp], x, K, j, lane);
     spanDot<T, BITS, R>(acc, cur, xs[warp], K, j, lane);
-    cur = next;
+    if (j + 1 >= j1) break;
+    preloadCodes(cur, words, params, n0, N, K, G, j + 2 < j1 ? j + 2 : steps, lane);
+    stageX<T>(xs[warp], x, K, j + 1, lane);
+    spanDot<T, BITS, R>(acc, nxt, xs[warp], K, j + 1, lane);
   }
   // The lanes' sums (xor shuffles), then the S slices in slice order.
 #pragma unroll
@@ -240,198 +263,5 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* 
   y[size_t(t) * N + n] = v + (bias ? bias[n] : 0.f);
 }
 
-
-// ---------------------------------------------------------------------------
-// v3.2: gemv_q3p, a persistent grid with each lane's codes and params
-// streamed through a per-warp cp.async ring in shared memory.
-//
-// The grid is at most the CTAs that fit on the GPU at once (LaunchV3Ring
-// sizes it from the occupancy), and CTA b takes tiles b, b + gridDim.x, ...
-// (a tile is v3.1's CTA: kWarps/S row groups of R rows, each row group's K
-// steps split among S warps). A warp's items (tile, step) form one stream:
-// item q + ST − 1's copies are issued before item q's math, across tile
-// boundaries, so a warp keeps ST − 1 steps (2 KB each for int4) in flight
-// while it computes and no warp waits for its first load again after the
-// prologue. The ring costs no registers (v3.1's double buffer held a whole
-// step in registers). Each lane copies and reads only its own span of each
-// row (16-byte slots at consecutive addresses across the lanes: free of bank
-// conflicts), so cp.async.wait_group alone orders a lane's copy and its
-// reads; no barrier. The numbers and the order of the sums are v3.1's
-// (spanDot, then shuffles, then the slices in slice order), tile by tile.
-
-// kRingChunks is how many copies a lane's span of one row takes in the ring:
-// 16-byte copies of int4 (1) and int8 (2), 4-byte ones of int3 (3).
-template <int BITS>
-constexpr int kRingChunks = BITS % 4 == 0 ? BITS / 4 : BITS;
-template <int BITS>
-constexpr int kRingChunkWords = BITS % 4 == 0 ? 4 : 1;
-
-// kSlotWords is a warp's ring slot in u32: R rows of BITS words of codes and
-// one of params, for each of 32 lanes (16-byte multiples).
-template <int BITS>
-constexpr int kSlotWords = kRowsPerWarp<BITS> * (BITS + 1) * 32;
-
-// GEMVQ3P_MIN_BLOCKS is the CTAs an SM the launch bounds of gemv_q3p ask
-// registers for (its ring is in shared memory, which limits it to 3-5).
-#ifndef GEMVQ3P_MIN_BLOCKS
-#define GEMVQ3P_MIN_BLOCKS 4
-#endif
-
-__device__ __forceinline__ u32 sharedAddr(const void* p) {
-  u32 s;
-  asm("{ .reg .u64 a;\n cvta.to.shared.u64 a, %1;\n cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(p));
-  return s;
-}
-
-// cpAsyncZ copies BYTES (16 or 4) from g to shared s in the background, or
-// writes zeros there where !ok (g is not read then).
-template <int BYTES>
-__device__ __forceinline__ void cpAsyncZ(void* s, const void* g, bool ok) {
-  if constexpr (BYTES == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sharedAddr(s)), "l"(g), "r"(ok ? 16 : 0) : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sharedAddr(s)), "l"(g), "r"(ok ? 4 : 0) : "memory");
-}
-
-// issueStep queues the copies of step j's codes and params of rows
-// n0..n0+R−1 (zeros past K or N) into the lane's places of a ring slot.
-template <int BITS, int R>
-__device__ __forceinline__ void issueStep(u32* slot, const u32* __restrict__ words, const u16* __restrict__ params, int n0, int N,
-                                          int K, int G, int j, int lane) {
-  constexpr int C = kRingChunks<BITS>, W = kRingChunkWords<BITS>;
-  const int k = j * kStep + lane * kSpan;
-  const int rowWords = K / 32 * BITS, groups = K / G;
-  const u32* prm = reinterpret_cast<const u32*>(params);
-#pragma unroll
-  for (int r = 0; r < R; r++) {
-    const bool ok = k < K && n0 + r < N;
-    const u32* p = ok ? words + size_t(n0 + r) * rowWords + k / 32 * BITS : words;
-#pragma unroll
-    for (int c = 0; c < C; c++) cpAsyncZ<4 * W>(slot + ((r * C + c) * 32 + lane) * W, p + c * W, ok);
-    cpAsyncZ<4>(slot + R * BITS * 32 + r * 32 + lane, ok ? prm + size_t(n0 + r) * groups + k / G : prm, ok);
-  }
-}
-
-// readStep reads the lane's codes and params of a landed ring slot.
-template <int BITS, int R>
-__device__ __forceinline__ void readStep(Step<BITS, R>& st, const u32* slot, int lane) {
-  constexpr int C = kRingChunks<BITS>, W = kRingChunkWords<BITS>;
-#pragma unroll
-  for (int r = 0; r < R; r++) {
-#pragma unroll
-    for (int c = 0; c < C; c++) {
-      if constexpr (W == 4) {
-        const uint4 v = *reinterpret_cast<const uint4*>(slot + ((r * C + c) * 32 + lane) * 4);
-        st.a[r].w[4 * c] = v.x, st.a[r].w[4 * c + 1] = v.y, st.a[r].w[4 * c + 2] = v.z, st.a[r].w[4 * c + 3] = v.w;
-      } else {
-        st.a[r].w[c] = slot[(r * C + c) * 32 + lane];
-      }
-    }
-    st.sz[r] = slot[R * BITS * 32 + r * 32 + lane];
-  }
-}
-
-// cpAsyncWaitN waits until at most n (0..3) of the lane's groups of copies
-// are pending.
-__device__ __forceinline__ void cpAsyncWaitN(int n) {
-  switch (n) {
-    case 0: cpAsyncWait<0>(); break;
-    case 1: cpAsyncWait<1>(); break;
-    case 2: cpAsyncWait<2>(); break;
-    default: cpAsyncWait<3>(); break;
-  }
-}
-
-// kMaxStages is the most ring slots a warp takes (LaunchV3Ring's stages).
-constexpr int kMaxStages = 4;
-
-// gemv_q3p: grid (min(tiles, resident CTAs)), block kThreads, dynamic shared
-// memory kWarps·stages·kSlotWords·4 bytes (the rings) + kWarps·T·32·kXSpan·16
-// (x's staging buffers). stages (2..kMaxStages) slots a warp's ring.
-template <int T, int BITS, int S>
-__global__ void __launch_bounds__(kThreads, GEMVQ3P_MIN_BLOCKS) gemv_q3p(const float* __restrict__ x, const u32* __restrict__ words,
-                                                           const u16* __restrict__ params, const float* __restrict__ bias,
-                                                           float* __restrict__ y, int N, int K, int G, int early, int stages) {
-  constexpr int R = kRowsPerWarp<BITS>;
-  constexpr int kGroups = kWarps / S;  // row groups per tile
-  constexpr int SW = kSlotWords<BITS>;
-  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
-  extern __shared__ uint4 smem[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S, grp = warp / S;
-  u32* ring = reinterpret_cast<u32*>(smem) + warp * stages * SW;
-  auto xs = reinterpret_cast<float4(*)[T][32 * kXSpan]>(reinterpret_cast<u32*>(smem) + kWarps * stages * SW);
-  __shared__ float part[2][kWarps][R][T];
-  const int steps = (K + kStep - 1) / kStep, per = (steps + S - 1) / S;
-  const int j0 = slice * per, j1 = min(steps, j0 + per), nj = max(0, j1 - j0);
-  const int tiles = (N + R * kGroups - 1) / (R * kGroups);
-  // The issue pointer: the next item (tile it, step j0 + ij) and its slot.
-  int it = blockIdx.x, ij = 0, qi = 0;
-  auto issueNext = [&]() {
-    if (nj > 0 && it < tiles) {
-      issueStep<BITS, R>(ring + qi * SW, words, params, (it * kGroups + grp) * R, N, K, G, j0 + ij, lane);
-      if (++ij == nj) ij = 0, it += gridDim.x;
-    }
-    cpAsyncCommit();  // an empty group past the last item keeps the count
-    if (++qi == stages) qi = 0;
-  };
-  if (early)
-    for (int s = 0; s + 1 < stages; s++) issueNext();
-  gridDependencyWait();
-  gridLaunchDependents();
-  if (!early)
-    for (int s = 0; s + 1 < stages; s++) issueNext();
-  int qc = 0, parity = 0;
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, parity ^= 1) {
-    const int n0 = (tile * kGroups + grp) * R;
-    float acc[R][T];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-      for (int t = 0; t < T; t++) acc[r][t] = 0.f;
-    for (int j = j0; j < j1; j++) {
-      issueNext();                // item + stages − 1, into the slot read last
-      cpAsyncWaitN(stages - 1);  // this item's copies have landed
-      Step<BITS, R> cur;
-      readStep<BITS, R>(cur, ring + qc * SW, lane);
-      if (++qc == stages) qc = 0;
-      stageX<T>(xs[warp], x, K, j, lane);
-      spanDot<T, BITS, R>(acc, cur, xs[warp], K, j, lane);
-    }
-    // The lanes' sums (xor shuffles), then the S slices in slice order.
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-      for (int t = 0; t < T; t++)
-#pragma unroll
-        for (int off = 16; off > 0; off /= 2) acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], off);
-    if constexpr (S == 1) {
-#pragma unroll
-      for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < T; t++)
-          if (lane == r * T + t && n0 + r < N) y[size_t(t) * N + n0 + r] = acc[r][t] + (bias ? bias[n0 + r] : 0.f);
-    } else {
-      // part alternates by tile: a warp writes tile i + 2's partials only
-      // after the barrier of tile i + 1, which slice 0 reaches after it has
-      // read tile i's.
-      if (lane == 0)
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-          for (int t = 0; t < T; t++) part[parity][warp][r][t] = acc[r][t];
-      __syncthreads();
-      if (slice == 0 && lane < R * T) {
-        const int r = lane / T, t = lane % T, n = n0 + r;
-        if (n < N) {
-          float v = part[parity][warp][r][t];
-#pragma unroll
-          for (int s = 1; s < S; s++) v += part[parity][warp + s][r][t];
-          y[size_t(t) * N + n] = v + (bias ? bias[n] : 0.f);
-        }
-      }
-    }
-  }
-  cpAsyncWait<0>();
-}
 
 }  // namespace gemvq3

@@ -44,10 +44,7 @@ func TestGEMVQMatchesReference(t *testing.T) {
 		// (4 or 2 rows, 16 or 8 a CTA), K a multiple of the group only (not
 		// of the 1024-channel step), and the 8B shapes' K.
 		{wq.Int4, 64, 2, 1000, 1344}, {wq.Int8, 32, 1, 257, 1440}, {wq.Int8, 128, 2, 333, 14336}, {wq.Int3, 64, 2, 77, 1408},
-		{wq.Int3, 128, 1, 1030, 14336}, {wq.Int4, 128, 1, 1021, 4096},
-		// v3.2's persistent grid: more tiles than CTAs resident at once
-		// (a CTA takes two or more), at one and two rows.
-		{wq.Int4, 128, 1, 9000, 1024}, {wq.Int4, 128, 2, 4100, 2048}} {
+		{wq.Int3, 128, 1, 1030, 14336}, {wq.Int4, 128, 1, 1021, 4096}} {
 		t.Run(fmt.Sprintf("int%d-g%d-T%d-N%d-K%d", c.e.Bits(), c.G, c.T, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			w := make([]float32, c.N*c.K)
@@ -90,9 +87,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			}
 			prodErr := 0x1p-10 * (1 + 0x1p-10)
 			// v2 (LaunchSplit) at every split; v3 (T <= 2: LaunchV3 at
-			// splits 1, 2, 4, the last with its early weight loads; v3.2,
-			// LaunchV3Ring, at each split and ring, early at 3 slots;
-			// Launch takes v3 at T = 1), whose products and sums are float32
+			// splits 1, 2, 4, the last with its early weight loads; Launch
+			// takes it at T = 1), whose products and sums are float32
 			// over exact codes and x as it is: no term error of 2⁻¹⁰, and a
 			// path of at most 32 + 2 + K/1024 + 5 + 4 + 1 float32 roundings
 			// (a span's chain, the (s, z) step, the steps, the shuffles, the
@@ -100,7 +96,6 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			type run struct {
 				v3          bool
 				split       int
-				stages      int
 				early, auto bool
 			}
 			var runs []run
@@ -109,11 +104,6 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			}
 			if c.T <= kernels.GEMVQ3MaxRows {
 				runs = append(runs, run{v3: true, split: 1}, run{v3: true, split: 2}, run{v3: true, split: 4, early: true})
-				for _, split := range kernels.GEMVQ3Splits() {
-					for _, st := range kernels.GEMVQ3Stages() {
-						runs = append(runs, run{v3: true, split: split, stages: st, early: st == 3})
-					}
-				}
 			}
 			runs = append(runs, run{v3: c.T <= kernels.GEMVQ3AutoRows, auto: true})
 			for _, rn := range runs {
@@ -125,7 +115,7 @@ func TestGEMVQMatchesReference(t *testing.T) {
 					case rn.auto:
 						return g.Launch(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G)
 					case rn.v3:
-						return g.LaunchV3Ring(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G, rn.split, rn.stages)
+						return g.LaunchV3(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G, rn.split)
 					}
 					return g.LaunchSplit(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G, rn.split)
 				})
