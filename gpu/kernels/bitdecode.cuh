@@ -874,6 +874,34 @@ BD_DEVICE bool lastArrivalRel(int* counter, int nSplits, int tid, SYNC sync) {
   return last;
 }
 
+// NoArrivedHook is finishSplits' default arrived hook: nothing.
+struct NoArrivedHook {
+  BD_DEVICE void operator()(bool) const {}
+};
+
+// The launch timeline (session 19; compiled only with -DBD_TIMELINE=1, the
+// planner's DecodeTuning.Timeline): tlClock is the GPU's nanosecond timer
+// (%globaltimer, one clock for every SM), tlSM the SM a thread runs on.
+// decode_timeline_stamp writes the timer once, from one thread, just before
+// a timed launch: the kernel ahead has ended when it runs, so a CTA's entry
+// less the stamp is the launch's start latency.
+#ifndef BD_TIMELINE
+#define BD_TIMELINE 0
+#endif
+#if BD_TIMELINE
+BD_DEVICE unsigned long long tlClock() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+  return t;
+}
+BD_DEVICE unsigned tlSM() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+__global__ void decode_timeline_stamp(unsigned long long* t) { t[0] = tlClock(); }
+#endif
+
 // finishSplits is decode_combine folded into the split kernels (decode_mma
 // v2.5, decode_wgmma, planes' split_mma): every CTA of a (row chunk,
 // sequence) counts itself done on counter after writing its partials; the
@@ -896,18 +924,25 @@ BD_DEVICE bool lastArrivalRel(int* counter, int nSplits, int tid, SYNC sync) {
 // where reading the max twice and the partials after the weights waited for
 // four or five. AHEAD float4 registers per thread: the merge runs after the
 // tile loop, whose registers are free by then.
-template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL>
+//
+// arrived(last), when given (decode_mma's timeline, BD_TIMELINE), runs in
+// every thread once the count has said whether this CTA merges; the default
+// does nothing.
+template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL, typename ARRIVED = NoArrivedHook>
 BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
                             int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
-                            FINAL final) {
+                            FINAL final, ARRIVED arrived = ARRIVED()) {
   static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
   __shared__ float w[RMAX][kFuseMaxSplits];
   __shared__ float inv[RMAX];
+  bool isLast;
   if constexpr (REL) {
-    if (!lastArrivalRel(counter, nSplits, tid, sync)) return;
+    isLast = lastArrivalRel(counter, nSplits, tid, sync);
   } else {
-    if (!lastArrival(counter, nSplits, tid, sync)) return;
+    isLast = lastArrival(counter, nSplits, tid, sync);
   }
+  arrived(isLast);
+  if (!isLast) return;
   // The first AHEAD partials of this thread's first (row, 4 channels).
   const bool has = tid < nrows * D / 4;
   float4 pre[AHEAD];
