@@ -733,6 +733,56 @@ BD_DEVICE void mergeWarps(const float (&redO)[WARPS][ROWS][D], const float (&red
   }
 }
 
+// mergeWarpRow4 is mergeWarpRow for channels c..c+3 of row r at once (c a
+// multiple of 4): the row's max and the warps' weights are made once for
+// the four, and each warp's four outputs come in one float4 load. Each
+// channel gets the same operations on the same values in the same order
+// (the max over the warps in order, a = exp2f(m_w - m) or 0, o and l by
+// fmaf from 0 in warp order), so the same bits as mergeWarpRow.
+template <int D, int WARPS, int ROWS>
+BD_DEVICE void mergeWarpRow4(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
+                             int r, int c, float& m, float4& o, float& l) {
+  m = kNegInf;
+#pragma unroll
+  for (int w = 0; w < WARPS; w++) m = fmaxf(m, redM[w][r]);
+  o = make_float4(0.f, 0.f, 0.f, 0.f), l = 0.f;
+#pragma unroll
+  for (int w = 0; w < WARPS; w++) {
+    const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
+    const float4 v = *reinterpret_cast<const float4*>(&redO[w][r][c]);
+    o.x = fmaf(v.x, a, o.x), o.y = fmaf(v.y, a, o.y), o.z = fmaf(v.z, a, o.z), o.w = fmaf(v.w, a, o.w);
+    l = fmaf(redL[w][r], a, l);
+  }
+}
+
+// mergeWarps4 is mergeWarps by (row, 4 channels) pieces (mergeWarpRow4,
+// float4 stores): session 19's timeline measured mergeWarps' loop of eight
+// dependent (max, exp2f, fmaf) chains per thread (D 128) at 1.1-1.7 us a
+// CTA, on the path of every split's end; here two pieces of four channels,
+// unrolled (NVRTC 12.5: the same registers and spills as mergeWarps at
+// int4 KC and KT, int2 and k4v2; finishOneSplit written alike spilled 32
+// more bytes at int2, so it keeps mergeWarpRow). The same values as
+// mergeWarps, so the same bits. redO must be 16-byte aligned. Called by
+// every thread of the CTA after the results are in shared memory.
+template <int D, int WARPS, int ROWS>
+BD_DEVICE void mergeWarps4(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
+                           float* partO, float* partML, size_t part) {
+  constexpr int kPieces = ROWS * D / 4, kThreads = WARPS * 32;
+  static_assert(D % 4 == 0 && kPieces % kThreads == 0, "whole float4 pieces for every thread");
+#pragma unroll
+  for (int i = 0; i < kPieces / kThreads; i++) {
+    const int idx = threadIdx.x + i * kThreads, r = idx / (D / 4), c = idx % (D / 4) * 4;
+    float m, l;
+    float4 o;
+    mergeWarpRow4<D, WARPS, ROWS>(redO, redM, redL, r, c, m, o, l);
+    *reinterpret_cast<float4*>(&partO[(part * ROWS + r) * D + c]) = o;
+    if (c == 0) {
+      partML[(part * ROWS + r) * 2] = m;
+      partML[(part * ROWS + r) * 2 + 1] = l;
+    }
+  }
+}
+
 // writeLanePartials ends a CUDA-core split (decode.cu v1, planes' split_v1)
 // of CTA (split, blockIdx.y, b): the TL token lanes' accumulators acc (CHUNK
 // channels from c of each row) are summed in lane order through red, and the
@@ -899,7 +949,10 @@ BD_DEVICE unsigned tlSM() {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
   return r;
 }
-__global__ void decode_timeline_stamp(unsigned long long* t) { t[0] = tlClock(); }
+__global__ void decode_timeline_stamp(unsigned long long* t) {
+  gridDependencyWait();  // a no-op unless launched as a dependent: then after the kernel ahead
+  t[0] = tlClock();
+}
 #endif
 
 // finishSplits is decode_combine folded into the split kernels (decode_mma

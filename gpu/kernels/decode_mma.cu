@@ -126,6 +126,11 @@
 //        pair and its first kMergeAheadMMA partials of O before the weights
 //        are made: about two L2 round trips where v2.5-v2.16 waited for
 //        four or five. Same bits (v2.5's operations in their order).
+//   v2.18 (session 19) the warp merge that writes a split's partial by (row,
+//        4 channels) pieces (bitdecode.cuh's mergeWarps4): the max and the
+//        warps' weights once per piece, float4 loads and stores; the same
+//        bits. The launch timeline (BD_TIMELINE) measured the old one-channel
+//        loop at 1.1-2.1 us of every one-sequence CTA's ~4.5 us tail.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -877,7 +882,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // v2.11: with the ring (ST > 0), the warp-merge buffer redO lives in the
   // ring's shared memory (the planner sizes it for both), written only after
   // every warp has left the ring (a barrier), so a third CTA per SM fits.
-  __shared__ float redOs[ST > 0 ? 1 : kWarps][kQueryRows][ST > 0 ? 4 : D];
+  __shared__ __align__(16) float redOs[ST > 0 ? 1 : kWarps][kQueryRows][ST > 0 ? 4 : D];  // float4 reads (the warp merge, v2.18)
   extern __shared__ __align__(16) u8 ring[];
   float(&redO)[kWarps][kQueryRows][D] = *reinterpret_cast<float(*)[kWarps][kQueryRows][D]>(ST > 0 ? static_cast<void*>(ring) : static_cast<void*>(redOs));
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
@@ -1289,7 +1294,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   }
   // Merge the warps in order.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
+  mergeWarps4<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);  // v2.18
   BD_TL_MARK(kTLPartial, threadIdx.x == 0);
   if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
 #if BD_TIMELINE
