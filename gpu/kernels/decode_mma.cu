@@ -848,16 +848,16 @@ BD_DEVICE void finishOneSplit(const float (&redO)[WARPS][ROWS][D], const float (
   do {                      \
     if (cond) tlRec[i] = tlClock(); \
   } while (0)
+constexpr int kTLHead = 8, kTLWords = 24;                 // Go: timelineHead, timelineWords
+constexpr int kTLEntry = 0, kTLInfo = 1, kTLPrologue = 2;  // kTLPrologue + warp: the warp's query setup done
+constexpr int kTLFirst = 6, kTLLoop = 10;                  // + warp: its first tile, its packed tiles done
+constexpr int kTLWarpsDone = 14, kTLPartial = 15, kTLArrived = 16, kTLExit = 17, kTLLast = 18;
 #else
 #define BD_TL_PARAM
 #define BD_TL_MARK(i, cond) \
   do {                      \
   } while (0)
 #endif
-constexpr int kTLHead = 8, kTLWords = 24;                 // Go: timelineHead, timelineWords
-constexpr int kTLEntry = 0, kTLInfo = 1, kTLPrologue = 2;  // kTLPrologue + warp: the warp's query setup done
-constexpr int kTLFirst = 6, kTLLoop = 10;                  // + warp: its first tile, its packed tiles done
-constexpr int kTLWarpsDone = 14, kTLPartial = 15, kTLArrived = 16, kTLExit = 17, kTLLast = 18;
 
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__).
 // Q8K: keys by the int8 path (v2.8; int2 and int4 keys, KT groups of 32
