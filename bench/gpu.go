@@ -276,6 +276,17 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if err != nil {
 		return nil, err
 	}
+	if cfg.GPU.Tuning.Decode.Timeline && cfg.Progress != nil {
+		// Session 19: where the last launches' time went, CTA by CTA.
+		launches, err := plan.Timeline()
+		if err != nil {
+			return nil, err
+		}
+		if len(launches) > 0 {
+			fmt.Fprintf(cfg.Progress, "\ntimeline %s B=%d L=%d:\n", f.Spec.String(), pt.B, pt.L)
+			kernels.SummarizeTimeline(cfg.Progress, launches)
+		}
+	}
 	packUS := 0.0
 	if cfg.Kernel != kernels.DecodeV1 {
 		if packUS, err = timePack(dev, f, cfg.GPU.Tuning.Pack, resKs[0], resVs[0], pt.B*sh.Hkv, a.alloc); err != nil {

@@ -733,6 +733,56 @@ BD_DEVICE void mergeWarps(const float (&redO)[WARPS][ROWS][D], const float (&red
   }
 }
 
+// mergeWarpRow4 is mergeWarpRow for channels c..c+3 of row r at once (c a
+// multiple of 4): the row's max and the warps' weights are made once for
+// the four, and each warp's four outputs come in one float4 load. Each
+// channel gets the same operations on the same values in the same order
+// (the max over the warps in order, a = exp2f(m_w - m) or 0, o and l by
+// fmaf from 0 in warp order), so the same bits as mergeWarpRow.
+template <int D, int WARPS, int ROWS>
+BD_DEVICE void mergeWarpRow4(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
+                             int r, int c, float& m, float4& o, float& l) {
+  m = kNegInf;
+#pragma unroll
+  for (int w = 0; w < WARPS; w++) m = fmaxf(m, redM[w][r]);
+  o = make_float4(0.f, 0.f, 0.f, 0.f), l = 0.f;
+#pragma unroll
+  for (int w = 0; w < WARPS; w++) {
+    const float a = redM[w][r] == kNegInf ? 0.f : exp2f(redM[w][r] - m);
+    const float4 v = *reinterpret_cast<const float4*>(&redO[w][r][c]);
+    o.x = fmaf(v.x, a, o.x), o.y = fmaf(v.y, a, o.y), o.z = fmaf(v.z, a, o.z), o.w = fmaf(v.w, a, o.w);
+    l = fmaf(redL[w][r], a, l);
+  }
+}
+
+// mergeWarps4 is mergeWarps by (row, 4 channels) pieces (mergeWarpRow4,
+// float4 stores): session 19's timeline measured mergeWarps' loop of eight
+// dependent (max, exp2f, fmaf) chains per thread (D 128) at 1.1-1.7 us a
+// CTA, on the path of every split's end; here two pieces of four channels,
+// unrolled (NVRTC 12.5: the same registers and spills as mergeWarps at
+// int4 KC and KT, int2 and k4v2; finishOneSplit written alike spilled 32
+// more bytes at int2, so it keeps mergeWarpRow). The same values as
+// mergeWarps, so the same bits. redO must be 16-byte aligned. Called by
+// every thread of the CTA after the results are in shared memory.
+template <int D, int WARPS, int ROWS>
+BD_DEVICE void mergeWarps4(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
+                           float* partO, float* partML, size_t part) {
+  constexpr int kPieces = ROWS * D / 4, kThreads = WARPS * 32;
+  static_assert(D % 4 == 0 && kPieces % kThreads == 0, "whole float4 pieces for every thread");
+#pragma unroll
+  for (int i = 0; i < kPieces / kThreads; i++) {
+    const int idx = threadIdx.x + i * kThreads, r = idx / (D / 4), c = idx % (D / 4) * 4;
+    float m, l;
+    float4 o;
+    mergeWarpRow4<D, WARPS, ROWS>(redO, redM, redL, r, c, m, o, l);
+    *reinterpret_cast<float4*>(&partO[(part * ROWS + r) * D + c]) = o;
+    if (c == 0) {
+      partML[(part * ROWS + r) * 2] = m;
+      partML[(part * ROWS + r) * 2 + 1] = l;
+    }
+  }
+}
+
 // writeLanePartials ends a CUDA-core split (decode.cu v1, planes' split_v1)
 // of CTA (split, blockIdx.y, b): the TL token lanes' accumulators acc (CHUNK
 // channels from c of each row) are summed in lane order through red, and the
@@ -874,6 +924,37 @@ BD_DEVICE bool lastArrivalRel(int* counter, int nSplits, int tid, SYNC sync) {
   return last;
 }
 
+// NoArrivedHook is finishSplits' default arrived hook: nothing.
+struct NoArrivedHook {
+  BD_DEVICE void operator()(bool) const {}
+};
+
+// The launch timeline (session 19; compiled only with -DBD_TIMELINE=1, the
+// planner's DecodeTuning.Timeline): tlClock is the GPU's nanosecond timer
+// (%globaltimer, one clock for every SM), tlSM the SM a thread runs on.
+// decode_timeline_stamp writes the timer once, from one thread, just before
+// a timed launch: the kernel ahead has ended when it runs, so a CTA's entry
+// less the stamp is the launch's start latency.
+#ifndef BD_TIMELINE
+#define BD_TIMELINE 0
+#endif
+#if BD_TIMELINE
+BD_DEVICE unsigned long long tlClock() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+  return t;
+}
+BD_DEVICE unsigned tlSM() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+__global__ void decode_timeline_stamp(unsigned long long* t) {
+  gridDependencyWait();  // a no-op unless launched as a dependent: then after the kernel ahead
+  t[0] = tlClock();
+}
+#endif
+
 // finishSplits is decode_combine folded into the split kernels (decode_mma
 // v2.5, decode_wgmma, planes' split_mma): every CTA of a (row chunk,
 // sequence) counts itself done on counter after writing its partials; the
@@ -896,18 +977,25 @@ BD_DEVICE bool lastArrivalRel(int* counter, int nSplits, int tid, SYNC sync) {
 // where reading the max twice and the partials after the weights waited for
 // four or five. AHEAD float4 registers per thread: the merge runs after the
 // tile loop, whose registers are free by then.
-template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL>
+//
+// arrived(last), when given (decode_mma's timeline, BD_TIMELINE), runs in
+// every thread once the count has said whether this CTA merges; the default
+// does nothing.
+template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL, typename ARRIVED = NoArrivedHook>
 BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
                             int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
-                            FINAL final) {
+                            FINAL final, ARRIVED arrived = ARRIVED()) {
   static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
   __shared__ float w[RMAX][kFuseMaxSplits];
   __shared__ float inv[RMAX];
+  bool isLast;
   if constexpr (REL) {
-    if (!lastArrivalRel(counter, nSplits, tid, sync)) return;
+    isLast = lastArrivalRel(counter, nSplits, tid, sync);
   } else {
-    if (!lastArrival(counter, nSplits, tid, sync)) return;
+    isLast = lastArrival(counter, nSplits, tid, sync);
   }
+  arrived(isLast);
+  if (!isLast) return;
   // The first AHEAD partials of this thread's first (row, 4 channels).
   const bool has = tid < nrows * D / 4;
   float4 pre[AHEAD];

@@ -222,6 +222,12 @@ type DecodePlan struct {
 	// (its CTAs per SM times decodeRefSMs): a launch of more than that
 	// many starts after the kernel ahead of it (dependentLaunch).
 	slots int
+	// tl, when not 0, is the launch timeline's buffer (DecodeTuning.Timeline,
+	// decode_timeline.go): timelineLaunches regions, the next one tlNext %
+	// timelineLaunches, each written by stamp and the split kernel.
+	tl     cuda.DevicePtr
+	stamp  cuda.Function
+	tlNext int
 }
 
 // dependentLaunch reports whether a split grid of ctas CTAs goes out as a
@@ -507,6 +513,10 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	if t.MMA.V211Unpack {
 		prog.Options = append(prog.Options, mmaV211UnpackDefine)
 	}
+	if t.Timeline {
+		prog.Options = append(prog.Options, timelineDefine)
+		prog.Exprs = append(prog.Exprs, timelineStampExpr)
+	}
 	sessionOptions(&prog, DecodeMMA, t)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
@@ -558,6 +568,13 @@ func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combin
 	if p.partML, err = dev.Alloc(parts * 2 * 4); err != nil {
 		dev.Free(p.partO)
 		return err
+	}
+	if t.Timeline && p.kernel == DecodeMMA {
+		if err := p.loadTimeline(mod); err != nil {
+			dev.Free(p.partO)
+			dev.Free(p.partML)
+			return err
+		}
 	}
 	if p.kernel == DecodeV1 || p.maxSplits > decodeFuseMaxSplits || t.NoFuse {
 		return nil // v1, or more splits than finishSplits' shared memory holds
@@ -663,6 +680,11 @@ func (p *DecodePlan) Close() error {
 			e1 = e3
 		}
 	}
+	if p.tl != 0 {
+		if e3 := p.dev.Free(p.tl); e1 == nil {
+			e1 = e3
+		}
+	}
 	if e1 != nil {
 		return e1
 	}
@@ -705,6 +727,13 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	if !p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B) && c.GridDependentLaunch() {
 		// Off for this launch, the Ctx's setting (true) restored after it.
 		defer c.SetGridDependentLaunch(c.SetGridDependentLaunch(false))
+	}
+	if p.tl != 0 {
+		region, err := p.timelineRegion(c, st)
+		if err != nil {
+			return err
+		}
+		args = append(args, region)
 	}
 	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: p.threads}, p.smem, st, args...)
 	if err != nil || p.counters != 0 {

@@ -126,6 +126,11 @@
 //        pair and its first kMergeAheadMMA partials of O before the weights
 //        are made: about two L2 round trips where v2.5-v2.16 waited for
 //        four or five. Same bits (v2.5's operations in their order).
+//   v2.18 (session 19) the warp merge that writes a split's partial by (row,
+//        4 channels) pieces (bitdecode.cuh's mergeWarps4): the max and the
+//        warps' weights once per piece, float4 loads and stores; the same
+//        bits. The launch timeline (BD_TIMELINE) measured the old one-channel
+//        loop at 1.1-2.1 us of every one-sequence CTA's ~4.5 us tail.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -830,6 +835,30 @@ BD_DEVICE void finishOneSplit(const float (&redO)[WARPS][ROWS][D], const float (
   }
 }
 
+// The launch timeline (session 19; only with -DBD_TIMELINE=1, decode.go's
+// DecodeTuning.Timeline, so the default kernel is unchanged): the kernel
+// takes one more parameter, tl, a launch's region of 64-bit words: word 0
+// is decode_timeline_stamp's time (bitdecode.cuh), then kTLWords words per
+// CTA from word kTLHead, in blockIdx order (x fastest). A CTA writes
+// %globaltimer at its entry and at its phases' ends (decode.go's
+// TimelineCTA names the words); warps write their own.
+#if BD_TIMELINE
+#define BD_TL_PARAM , unsigned long long* __restrict__ tl
+#define BD_TL_MARK(i, cond) \
+  do {                      \
+    if (cond) tlRec[i] = tlClock(); \
+  } while (0)
+constexpr int kTLHead = 8, kTLWords = 24;                 // Go: timelineHead, timelineWords
+constexpr int kTLEntry = 0, kTLInfo = 1, kTLPrologue = 2;  // kTLPrologue + warp: the warp's query setup done
+constexpr int kTLFirst = 6, kTLLoop = 10;                  // + warp: its first tile, its packed tiles done
+constexpr int kTLWarpsDone = 14, kTLPartial = 15, kTLArrived = 16, kTLExit = 17, kTLLast = 18;
+#else
+#define BD_TL_PARAM
+#define BD_TL_MARK(i, cond) \
+  do {                      \
+  } while (0)
+#endif
+
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__).
 // Q8K: keys by the int8 path (v2.8; int2 and int4 keys, KT groups of 32
 // channels or more).
@@ -841,7 +870,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2,
-    int* __restrict__ counters, u16* __restrict__ out) {
+    int* __restrict__ counters, u16* __restrict__ out BD_TL_PARAM) {
+#if BD_TIMELINE
+  unsigned long long* const tlRec = tl + kTLHead + ((size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * kTLWords;
+#endif
+  BD_TL_MARK(kTLEntry, threadIdx.x == 0);
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
   static_assert(!Q8K || ((KBITS == 2 || KBITS == 4) && !BF && (KC || D / KG % 32 == 0)), "int8 K·q: int2/int4 keys, KT groups of 32k channels");
   static_assert(!P8V || (VBITS == 2 && VG == 1 && MT % 2 == 0 && MT <= 8 && !BF), "int8 P·V: int2 values, one pair per token, 2-8 groups");
@@ -849,7 +882,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // v2.11: with the ring (ST > 0), the warp-merge buffer redO lives in the
   // ring's shared memory (the planner sizes it for both), written only after
   // every warp has left the ring (a barrier), so a third CTA per SM fits.
-  __shared__ float redOs[ST > 0 ? 1 : kWarps][kQueryRows][ST > 0 ? 4 : D];
+  __shared__ __align__(16) float redOs[ST > 0 ? 1 : kWarps][kQueryRows][ST > 0 ? 4 : D];  // float4 reads (the warp merge, v2.18)
   extern __shared__ __align__(16) u8 ring[];
   float(&redO)[kWarps][kQueryRows][D] = *reinterpret_cast<float(*)[kWarps][kQueryRows][D]>(ST > 0 ? static_cast<void*>(ring) : static_cast<void*>(redOs));
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
@@ -866,7 +899,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   const int specBlk = (t0 + warp * ((splitLen / TT + kWarps - 1) / kWarps) * TT) / Nr;
   const int specEntry = specBlk < maxBlocks ? blockTable[b * maxBlocks + specBlk] : 0;
   const int L = lens[b];
-  if (t0 >= L) return;
+  if (t0 >= L) {
+#if BD_TIMELINE
+    if (threadIdx.x == 0) tlRec[kTLInfo] = ~0ull;  // no tokens: Go skips the CTA
+#endif
+    return;
+  }
   const int t1 = min(L, t0 + splitLen);
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
@@ -880,6 +918,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   const int nTiles = max(0, packedEnd - t0) / TT;
   const int perWarp = (nTiles + kWarps - 1) / kWarps;
   const int tileBegin = warp * perWarp, tileEnd = min(nTiles, (warp + 1) * perWarp);
+#if BD_TIMELINE
+  if (threadIdx.x == 0) tlRec[kTLInfo] = tlSM() | (unsigned long long)(nTiles) << 16 | (unsigned long long)(perWarp) << 40;
+#endif
   // at returns the place of the tile that starts at token tok of the sequence.
   auto at = [&](int tok) -> TilePos {
     const int blk = tok / Nr;
@@ -1035,6 +1076,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
 
   WarpState<D, VG> st;
   st.init();
+  BD_TL_MARK(kTLPrologue + warp, lane == 0);
 
   int curGroup = -1;
   u32 bScaled[D / 16][2];
@@ -1177,6 +1219,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
         }
       };
       compute(raw, ti, Flag<true>(), cur, kKC && open ? gi : -1, next, nullptr, full(ti), stage);
+      BD_TL_MARK(kTLFirst + warp, lane == 0 && ti == tileBegin);
       if (kKC) {
         gRem += TT;
         open = gRem >= gK;
@@ -1187,6 +1230,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       cur = next;
     }
   }
+  BD_TL_MARK(kTLLoop + warp, lane == 0);
   // v2.12: the packed tiles' values were scaled (unpackV): unscale before
   // the residual's fp16 values join the same accumulators.
   if constexpr (kScaledV && (VBITS == 2 || VBITS == 4) && !P8V && !BF) unscaleV<D, VBITS>(st.acc);
@@ -1241,19 +1285,30 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     }
   st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
+  BD_TL_MARK(kTLWarpsDone, threadIdx.x == 0);
   const int nSplits = (L + splitLen - 1) / splitLen;
   if (counters && nSplits == 1) {  // v2.15: the row chunk's only split writes the output itself
     finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, b, h, row0, nrows, group, Hq, Tq);
+    BD_TL_MARK(kTLExit, threadIdx.x == 0);
     return;
   }
   // Merge the warps in order.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  mergeWarps<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);
+  mergeWarps4<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);  // v2.18
+  BD_TL_MARK(kTLPartial, threadIdx.x == 0);
   if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
+#if BD_TIMELINE
+    auto arrived = [&](bool last) {
+      if (threadIdx.x == 0) tlRec[kTLArrived] = tlClock(), tlRec[kTLLast] = last;
+    };
+#else
+    NoArrivedHook arrived;
+#endif
     finishSplits<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(
         partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows, group, Hq,
-        Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {});
+        Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, arrived);
   }
+  BD_TL_MARK(kTLExit, threadIdx.x == 0);
 }
 
 }  // namespace mma

@@ -615,3 +615,32 @@ func TestPlanDecodeV1RejectsBF16(t *testing.T) {
 		t.Error("v1 accepted bf16 blocks")
 	}
 }
+
+// TestGPUDecodeTimelineSameBits runs decode_mma.cu compiled with its launch
+// timeline (DecodeTuning.Timeline, session 19) and without it on the same
+// inputs: the timeline only reads the clock and writes its own buffer, so
+// the outputs must be equal bit for bit (and within the reference bound,
+// which runCase checks), with several splits merged and with one split.
+func TestGPUDecodeTimelineSameBits(t *testing.T) {
+	device(t)
+	specs := []string{"int4", "int2"}
+	if testing.Short() {
+		specs = specs[:1]
+	}
+	for i, spec := range specs {
+		for _, lens := range [][]int{{4099, 1000, 5}, {700}} {
+			run := func(timeline bool) []uint16 {
+				tune := tuning.Decode
+				tune.Timeline = timeline
+				r := rand.New(rand.NewPCG(43, uint64(i)))
+				return runCase(t, r, gpuCase{kernel: kernels.DecodeMMA, spec: spec, sh: attn.Shape{Hq: 32, Hkv: 8, D: 128}, lens: lens, tq: 1, tune: &tune})
+			}
+			want, got := run(false), run(true)
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("%s lens %v: element %d is %#04x with the timeline, %#04x without", spec, lens, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}

@@ -113,6 +113,21 @@ extern "C" __global__ void kv_append_rot(const float* __restrict__ k, const floa
   }
 }
 
+// storeResidualWarp writes a warp's key and value rows (lane holds elements
+// 32·e + lane) into row r of their residual block at base, times s when
+// scaled (a rotated format's 1/sqrt(D)), rounded to fp16.
+template <int E>
+BD_DEVICE void storeResidualWarp(u16* __restrict__ resK, u16* __restrict__ resV, size_t base, int r, const float (&kx)[E],
+                                 const float (&vx)[E], int lane, bool scaled, float s) {
+  constexpr int D = 32 * E;
+#pragma unroll
+  for (int e = 0; e < E; e++) {
+    const int c = 32 * e + lane;
+    resK[base + fragIndex(r, c, D, false)] = f2h(scaled ? __fmul_rn(kx[e], s) : kx[e]);
+    resV[base + fragIndex(r, c, D, true)] = f2h(scaled ? __fmul_rn(vx[e], s) : vx[e]);
+  }
+}
+
 // appendRotRows is kv_append_rot_warp's body for D = 32·E: row
 // blockIdx.x·kRotWarps + warp of kv_append_rot's grid (the same rows, one
 // warp each), walshHadamardWarp instead of the block's butterflies.
@@ -142,14 +157,7 @@ BD_DEVICE void appendRotRows(const float* __restrict__ k, const float* __restric
   for (int e = 0; e < E; e++) kx[e] = k[off + 32 * e], vx[e] = v[off + 32 * e];
   walshHadamardWarp<E>(kx, lane);
   walshHadamardWarp<E>(vx, lane);
-  const size_t base = (size_t(sl) * Hkv + h) * Nr * D;
-  const int r = row[t];
-#pragma unroll
-  for (int e = 0; e < E; e++) {
-    const int c = 32 * e + lane;
-    resK[base + fragIndex(r, c, D, false)] = f2h(__fmul_rn(kx[e], s));
-    resV[base + fragIndex(r, c, D, true)] = f2h(__fmul_rn(vx[e], s));
-  }
+  storeResidualWarp<E>(resK, resV, (size_t(sl) * Hkv + h) * Nr * D, row[t], kx, vx, lane, true, s);
 }
 
 // kv_append_rot_warp: kv_append_rot for D = 32, 64, 128 or 256 (other D
@@ -220,14 +228,7 @@ BD_DEVICE void appendRoPERows(const float* __restrict__ y, const float* __restri
     walshHadamardWarp<E>(x, lane);
     walshHadamardWarp<E>(vx, lane);
   }
-  const size_t base = (size_t(sl) * Hkv + h) * Nr * D;
-  const int r = row[t];
-#pragma unroll
-  for (int e = 0; e < E; e++) {
-    const int c = 32 * e + lane;
-    resK[base + fragIndex(r, c, D, false)] = f2h(rot ? __fmul_rn(x[e], s) : x[e]);
-    resV[base + fragIndex(r, c, D, true)] = f2h(rot ? __fmul_rn(vx[e], s) : vx[e]);
-  }
+  storeResidualWarp<E>(resK, resV, (size_t(sl) * Hkv + h) * Nr * D, row[t], x, vx, lane, rot, s);
 }
 
 // kv_append_rope: ops.cu's rope_cols followed by kv_append (rot false) or

@@ -78,6 +78,20 @@ BD_DEVICE void take(float& bv, int& bi, float v, int i) {
   }
 }
 
+// warpBest leaves the warp's best (value, index) in every lane: better()
+// does not depend on the order the pairs meet in.
+BD_DEVICE void warpBest(float& bv, int& bi) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+    if (better(bv, bi, ov, oi)) {
+      bv = ov;
+      bi = oi;
+    }
+  }
+}
+
 // argmax_rows: grid (R), block kArgmaxThreads. dst [R] int32, src [R, V]
 // float32; vec4 != 0 where V % 4 == 0 and src is 16-byte aligned.
 extern "C" __global__ void __launch_bounds__(kArgmaxThreads)
@@ -116,15 +130,7 @@ extern "C" __global__ void __launch_bounds__(kArgmaxThreads)
     for (int i = tid; i < V; i += kArgmaxThreads) take(bv, bi, x[i], i);
   }
   // The warp's best, then the block's: better() does not depend on the order.
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-    const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
-    if (better(bv, bi, ov, oi)) {
-      bv = ov;
-      bi = oi;
-    }
-  }
+  warpBest(bv, bi);
   const int warp = tid / 32, lane = tid % 32;
   if (lane == 0) {
     sv[warp] = bv;
@@ -134,15 +140,7 @@ extern "C" __global__ void __launch_bounds__(kArgmaxThreads)
   if (warp != 0) return;
   bv = lane < kArgmaxWarps ? sv[lane] : kArgmaxNaN;
   bi = lane < kArgmaxWarps ? si[lane] : kNoIndex;
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-    const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
-    if (better(bv, bi, ov, oi)) {
-      bv = ov;
-      bi = oi;
-    }
-  }
+  warpBest(bv, bi);
   if (lane == 0) {
     // A NaN first value stays model.Argmax's answer (nothing is greater
     // than it); so does 0 for a row of NaNs alone (bi still kNoIndex).

@@ -60,6 +60,10 @@ const (
 	// fused merge's count with every thread's __threadfence (v2.5-v2.15)
 	// instead of one thread's release and acquire ("rel", the default).
 	EnvDecodeMergeFence = "BITDECODE_DECODE_MERGE_FENCE"
+	// EnvDecodeTimeline set to true (1) is DecodeTuning.Timeline:
+	// decode_mma.cu compiled to record each CTA's phases (session 19),
+	// which bench attn prints.
+	EnvDecodeTimeline = "BITDECODE_DECODE_TIMELINE"
 	// EnvWGMMAStages, EnvWGMMAMW and EnvWGMMAMinB are WGMMATuning's ring
 	// depth (2-8 tiles), tile (1 or 2 wgmma M-blocks of 64 tokens) and CTAs
 	// per SM the registers must allow (1-4).
@@ -147,6 +151,12 @@ type DecodeTuning struct {
 	// one thread's fence.acq_rel.gpu (bitdecode.cuh's lastArrivalRel). The
 	// same bits either way.
 	MergeFenceSC bool
+	// Timeline compiles decode_mma.cu with its launch timeline
+	// (-DBD_TIMELINE=1): each CTA writes %globaltimer at its entry and at the
+	// end of each phase into a buffer of the plan's, read back by
+	// DecodePlan.Timeline (decode_timeline.go). For measurement only: the
+	// default kernel has none of it.
+	Timeline bool
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each decode program as it is compiled.
 	Ptxas io.Writer
@@ -380,6 +390,7 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 		}
 		d.MergeFenceSC = v == "sc"
 	}
+	d.Timeline, _ = p.boolean(EnvDecodeTimeline)
 	if on, _ := p.boolean(EnvPtxasVerbose); on {
 		d.Ptxas, t.Planes.Ptxas = os.Stderr, os.Stderr
 	}

@@ -1,0 +1,276 @@
+// decode_timeline.go: the launch timeline of decode_mma.cu (session 19):
+// where one launch's time goes, CTA by CTA. With DecodeTuning.Timeline the
+// kernel is compiled with -DBD_TIMELINE=1 and every CTA writes the GPU's
+// nanosecond timer (%globaltimer, one clock for all SMs) at its entry and at
+// the end of each phase; a one-thread stamp kernel just before the launch
+// gives the time the kernel ahead ended. DecodePlan.Timeline reads the last
+// launches back and Summary prints the distribution of each phase.
+
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+// Timeline layout, kept equal to decode_mma.cu's kTL* constants: a launch's
+// region is timelineHead words (word 0 the stamp) and timelineWords 64-bit
+// words per CTA, in blockIdx order (x fastest).
+const (
+	timelineHead     = 8
+	timelineWords    = 24
+	timelineLaunches = 8 // regions, the launches they hold cycle through them
+	tlEntry          = 0
+	tlInfo           = 1
+	tlPrologue       = 2 // + warp
+	tlFirst          = 6 // + warp
+	tlLoop           = 10
+	tlWarpsDone      = 14
+	tlPartial        = 15
+	tlArrived        = 16
+	tlExit           = 17
+	tlLast           = 18
+	tlWarps          = 4 // decode_mma.cu's kWarps
+)
+
+// timelineDefine and timelineStampExpr are the NVRTC option and the stamp
+// kernel's name expression of a timeline build.
+const (
+	timelineDefine    = "-DBD_TIMELINE=1"
+	timelineStampExpr = "decode_timeline_stamp"
+)
+
+// loadTimeline takes the stamp kernel from mod and allocates the plan's
+// timeline regions (zeroed: a phase a CTA never reached reads 0).
+func (p *DecodePlan) loadTimeline(mod *cuda.Module) error {
+	var err error
+	if p.stamp, err = mod.Function(timelineStampExpr); err != nil {
+		return err
+	}
+	n := timelineLaunches * p.timelineRegionWords()
+	if p.tl, err = p.dev.Alloc(n * 8); err != nil {
+		return err
+	}
+	return p.dev.Do(func(c *cuda.Ctx) error { return c.Memset32(p.tl, 0, 2*n) })
+}
+
+// timelineRegionWords is the words of one launch's region at the plan's
+// largest grid (every launch's region has that size).
+func (p *DecodePlan) timelineRegionWords() int {
+	s := p.shape
+	return timelineHead + timelineWords*p.maxSplits*s.Hkv*p.rowChunks*s.B
+}
+
+// timelineRegion queues the stamp kernel into the next launch's region and
+// returns the region, the split kernel's extra argument.
+func (p *DecodePlan) timelineRegion(c *cuda.Ctx, st cuda.Stream) (cuda.DevicePtr, error) {
+	region := p.tl + cuda.DevicePtr(8*(p.tlNext%timelineLaunches)*p.timelineRegionWords())
+	p.tlNext++
+	return region, c.Launch(p.stamp, cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, st, region)
+}
+
+// TimelineCTA is one CTA's record of a timeline launch: times in ns of the
+// GPU's timer, 0 where the CTA did not reach (or does not have) the phase.
+type TimelineCTA struct {
+	Split, Item, Seq int // blockIdx x, y, z
+	SM               int
+	Tiles, PerWarp   int // the CTA's packed tiles and tiles per warp
+	Entry            uint64
+	Prologue         [tlWarps]uint64 // warp's query setup done (the tile loop starts)
+	First            [tlWarps]uint64 // warp's first tile computed
+	Loop             [tlWarps]uint64 // warp's packed tiles computed
+	WarpsDone        uint64          // the warp-merge barrier passed (the residual included)
+	Partial          uint64          // the split's partial written (0: one split, no partial)
+	Arrived          uint64          // the merge's count returned
+	Exit             uint64
+	Last             bool // this CTA merged its row chunk's splits
+}
+
+// warpTiles returns how many packed tiles warp w of the CTA runs.
+func (r *TimelineCTA) warpTiles(w int) int {
+	return max(0, min(r.Tiles, (w+1)*r.PerWarp)-w*r.PerWarp)
+}
+
+// TimelineLaunch is one launch's records: the stamp written just before
+// it (when the kernel ahead had ended) and its CTAs that had tokens.
+type TimelineLaunch struct {
+	Stamp uint64
+	CTAs  []TimelineCTA
+}
+
+// Timeline returns the records of the plan's last launches (at most
+// timelineLaunches, oldest first), which must have had the plan's shape;
+// nil without DecodeTuning.Timeline.
+func (p *DecodePlan) Timeline() ([]TimelineLaunch, error) {
+	if p.tl == 0 {
+		return nil, nil
+	}
+	s := p.shape
+	ctas := p.maxSplits * s.Hkv * p.rowChunks * s.B
+	words := p.timelineRegionWords()
+	raw := make([]byte, timelineLaunches*words*8)
+	if err := p.dev.Do(func(c *cuda.Ctx) error {
+		if err := c.Synchronize(); err != nil {
+			return err
+		}
+		return c.DtoH(raw, p.tl)
+	}); err != nil {
+		return nil, fmt.Errorf("kernels: decode timeline: %w", err)
+	}
+	n := min(p.tlNext, timelineLaunches)
+	var out []TimelineLaunch
+	for k := p.tlNext - n; k < p.tlNext; k++ {
+		reg := raw[8*(k%timelineLaunches)*words:]
+		w := func(i int) uint64 { return binary.LittleEndian.Uint64(reg[8*i:]) }
+		l := TimelineLaunch{Stamp: w(0)}
+		for i := range ctas {
+			base := timelineHead + i*timelineWords
+			info := w(base + tlInfo)
+			if info == ^uint64(0) || w(base+tlEntry) == 0 {
+				continue // no tokens, or never written
+			}
+			r := TimelineCTA{Split: i % p.maxSplits, Item: i / p.maxSplits % (s.Hkv * p.rowChunks), Seq: i / (p.maxSplits * s.Hkv * p.rowChunks),
+				SM: int(info & 0xffff), Tiles: int(info >> 16 & 0xffffff), PerWarp: int(info >> 40 & 0xffffff),
+				Entry: w(base + tlEntry), WarpsDone: w(base + tlWarpsDone), Partial: w(base + tlPartial),
+				Arrived: w(base + tlArrived), Exit: w(base + tlExit), Last: w(base+tlLast) != 0}
+			for wi := range tlWarps {
+				r.Prologue[wi], r.First[wi], r.Loop[wi] = w(base+tlPrologue+wi), w(base+tlFirst+wi), w(base+tlLoop+wi)
+			}
+			l.CTAs = append(l.CTAs, r)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// timelineDist collects one phase's durations (ns) and prints their
+// median, 90th percentile and maximum in us.
+type timelineDist struct {
+	name string
+	v    []float64
+}
+
+func (d *timelineDist) add(a, b uint64) {
+	if a != 0 && b != 0 && b >= a {
+		d.v = append(d.v, float64(b-a))
+	}
+}
+
+func (d *timelineDist) print(w io.Writer) {
+	if len(d.v) == 0 {
+		fmt.Fprintf(w, "| %s | - | - | - | 0 |\n", d.name)
+		return
+	}
+	slices.Sort(d.v)
+	q := func(f float64) float64 { return d.v[min(len(d.v)-1, int(f*float64(len(d.v))))] / 1e3 }
+	fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %d |\n", d.name, q(0.5), q(0.9), d.v[len(d.v)-1]/1e3, len(d.v))
+}
+
+// SummarizeTimeline writes a markdown table of the launches' phases, over
+// all their CTAs (or warps): median, 90th percentile and maximum in us,
+// and the number of samples. Per launch: the start (the stamp to the
+// first CTA's entry), the spread of the entries, the end (the stamp to the
+// last exit) and the CTAs per SM.
+func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
+	ds := []*timelineDist{
+		{name: "start: stamp -> first CTA entry (per launch)"},
+		{name: "entries: first -> last CTA entry (per launch)"},
+		{name: "prologue: entry -> query set up (per warp)"},
+		{name: "first tile: query set up -> first tile computed (per warp)"},
+		{name: "per tile after the first (per warp with 2+ tiles)"},
+		{name: "loop: entry -> packed tiles done (per warp)"},
+		{name: "warp merge: CTA's last warp done -> barrier passed"},
+		{name: "partial: barrier -> partial written"},
+		{name: "count: partial written -> arrival known"},
+		{name: "merge: arrival -> exit (the last CTA of a row chunk)"},
+		{name: "one split: barrier -> output written"},
+		{name: "CTA life: entry -> exit"},
+		{name: "last partial -> merge starts (per row chunk)"},
+		{name: "merge end -> last exit (per launch)"},
+		{name: "end: stamp -> last exit (per launch)"},
+		{name: "end: first entry -> last exit (per launch)"},
+	}
+	const (
+		dStart = iota
+		dEntries
+		dPrologue
+		dFirst
+		dPerTile
+		dLoop
+		dWarpMerge
+		dPartial
+		dCount
+		dMerge
+		dOneSplit
+		dLife
+		dLastPartial
+		dMergeTail
+		dEnd
+		dSpan
+	)
+	maxPerSM := 0
+	for _, l := range launches {
+		if len(l.CTAs) == 0 {
+			continue
+		}
+		first, lastEntry, lastExit, lastMergeEnd := ^uint64(0), uint64(0), uint64(0), uint64(0)
+		perSM := map[int]int{}
+		type chunk struct{ seq, item int }
+		lastPartial := map[chunk]uint64{}
+		mergeStart := map[chunk]uint64{}
+		for i := range l.CTAs {
+			r := &l.CTAs[i]
+			first, lastEntry, lastExit = min(first, r.Entry), max(lastEntry, r.Entry), max(lastExit, r.Exit)
+			perSM[r.SM]++
+			done := uint64(0)
+			for wi := range tlWarps {
+				n := r.warpTiles(wi)
+				if n == 0 {
+					continue
+				}
+				ds[dPrologue].add(r.Entry, r.Prologue[wi])
+				ds[dFirst].add(r.Prologue[wi], r.First[wi])
+				if n > 1 && r.Loop[wi] > r.First[wi] && r.First[wi] != 0 {
+					ds[dPerTile].v = append(ds[dPerTile].v, float64(r.Loop[wi]-r.First[wi])/float64(n-1))
+				}
+				ds[dLoop].add(r.Entry, r.Loop[wi])
+				done = max(done, r.Loop[wi])
+			}
+			ds[dWarpMerge].add(done, r.WarpsDone)
+			ds[dLife].add(r.Entry, r.Exit)
+			c := chunk{r.Seq, r.Item}
+			if r.Partial == 0 {
+				ds[dOneSplit].add(r.WarpsDone, r.Exit)
+				continue
+			}
+			ds[dPartial].add(r.WarpsDone, r.Partial)
+			ds[dCount].add(r.Partial, r.Arrived)
+			lastPartial[c] = max(lastPartial[c], r.Partial)
+			if r.Last {
+				ds[dMerge].add(r.Arrived, r.Exit)
+				mergeStart[c] = r.Arrived
+				lastMergeEnd = max(lastMergeEnd, r.Exit)
+			}
+		}
+		for c, t := range lastPartial {
+			ds[dLastPartial].add(t, mergeStart[c])
+		}
+		ds[dStart].add(l.Stamp, first)
+		ds[dEntries].add(first, lastEntry)
+		ds[dMergeTail].add(lastMergeEnd, lastExit)
+		ds[dEnd].add(l.Stamp, lastExit)
+		ds[dSpan].add(first, lastExit)
+		for _, n := range perSM {
+			maxPerSM = max(maxPerSM, n)
+		}
+	}
+	fmt.Fprintf(w, "| phase (%d launches) | median us | p90 | max | n |\n|---|---|---|---|---|\n", len(launches))
+	for _, d := range ds {
+		d.print(w)
+	}
+	fmt.Fprintf(w, "\nmost CTAs on one SM in a launch: %d\n", maxPerSM)
+}
