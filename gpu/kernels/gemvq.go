@@ -91,13 +91,18 @@ func gemvq3RowsPerWarp(bits int) int {
 	return 4
 }
 
+// gemvq3SplitPastWave is v3's split where even one split takes more than
+// a wave of warps: 2 (v3.2 on the 8B gate/up, call 2: int4 19.0 us at 2
+// against 20.5 at 1 and 19.2 at 4; int3 18.8 against 19.8 and 19.5; int8
+// 28.9 against 28.5 and 29.3).
+const gemvq3SplitPastWave = 2
+
 // gemvq3SplitFor picks v3's warps per row group for an [N, K] weight of
 // this width, given the warps the GPU holds at once (slots): the most
 // splits whose warps fit in one wave, each slice keeping a step of K; where
-// even one split takes more than a wave, the most splits (more, shorter
-// waves: a shorter tail). On the H100 (3168 slots at one row of x) this is
-// the best split measured on every 8B shape and width but one tie
-// (docs/perf/gemvq.md v3.2: int4 gate/up 4, down 2; int8 gate/up 4, down 1).
+// even one split takes more than a wave, gemvq3SplitPastWave. On the H100
+// (3168 slots at one row of x) this is the best split measured or within
+// 0.4 us of it on every 8B shape and width (docs/perf/gemvq.md v3.2).
 func gemvq3SplitFor(N, K, bits, slots int) int {
 	groups := (N + gemvq3RowsPerWarp(bits) - 1) / gemvq3RowsPerWarp(bits)
 	steps := (K + gemvq3Step - 1) / gemvq3Step
@@ -106,7 +111,7 @@ func gemvq3SplitFor(N, K, bits, slots int) int {
 		if s > steps {
 			break
 		}
-		if groups*s <= slots || groups > slots {
+		if groups*s <= slots || groups > slots && s <= gemvq3SplitPastWave {
 			best = s
 		}
 	}

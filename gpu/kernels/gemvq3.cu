@@ -50,6 +50,10 @@
 //        the double buffer is not copied): ~600 a step, no spills at T = 1;
 //        the split rule by waves (gemvq.go gemvq3SplitFor). A persistent
 //        grid with a cp.async ring (v3.2a) was slower and is not kept.
+//        int4 gate/up 19.0-19.2 us (53-54%; 10.5 M warp instructions at
+//        S 4), down 19.7 (52%), q/o 9.9, k/v 6.0; int8 gate/up 28.5-29.3
+//        (68-70%), down 26.7 (75%); int3 gate/up 18.8, down 19.4. The
+//        decode step (int4 weights, B = 1) -0.36 ms against v3.1.
 //
 // Go wrapper: gemvq.go; test: gemvq_test.go; docs/perf/gemvq.md (v3).
 
