@@ -3,6 +3,7 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -271,11 +272,8 @@ func (g *GEMVQ) LaunchV3(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias 
 	if T < 1 || T > GEMVQ3MaxRows || N <= 0 || !g.Reads(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq v3: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
 	}
-	si := 0
-	for si < len(gemvq3Splits) && gemvq3Splits[si] != S {
-		si++
-	}
-	if si == len(gemvq3Splits) {
+	si := slices.Index(gemvq3Splits[:], S)
+	if si < 0 {
 		return fmt.Errorf("kernels: gemvq v3: split %d is not one of %v", S, gemvq3Splits)
 	}
 	rows := gemvq3RowsPerWarp(bits) * gemvq3Warps / S
@@ -303,11 +301,8 @@ func GEMVQ3Splits() []int { return append([]int(nil), gemvq3Splits[:]...) }
 // InfoV3 returns the resources of v3's kernel for T rows, a code width and
 // split S.
 func (g *GEMVQ) InfoV3(c *cuda.Ctx, T, bits, S int) (cuda.FuncInfo, error) {
-	bi, si := gemvqBitsIndex(bits), 0
-	for si < len(gemvq3Splits) && gemvq3Splits[si] != S {
-		si++
-	}
-	if bi < 0 || si == len(gemvq3Splits) || T < 1 || T > GEMVQ3MaxRows {
+	bi, si := gemvqBitsIndex(bits), slices.Index(gemvq3Splits[:], S)
+	if bi < 0 || si < 0 || T < 1 || T > GEMVQ3MaxRows {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v3: no kernel for T=%d bits=%d split %d", T, bits, S)
 	}
 	return c.FuncInfo(g.v3[T-1][bi][si])
@@ -321,11 +316,8 @@ func (g *GEMVQ) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bi
 	if T < 1 || T > GEMVQMaxRows || N <= 0 || !g.Reads(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
 	}
-	si := 0
-	for si < len(gemvqSplits) && gemvqSplits[si] != S {
-		si++
-	}
-	if si == len(gemvqSplits) {
+	si := slices.Index(gemvqSplits[:], S)
+	if si < 0 {
 		return fmt.Errorf("kernels: gemvq: split %d is not one of %v", S, gemvqSplits)
 	}
 	nt := (T + 7) / 8
@@ -342,11 +334,8 @@ func SplitFor(N, K int) int { return gemvqSplitFor(N, K) }
 // Info returns the resources of the GEMV kernel for T rows, a code width and
 // split S.
 func (g *GEMVQ) Info(c *cuda.Ctx, T, bits, S int) (cuda.FuncInfo, error) {
-	bi, si := gemvqBitsIndex(bits), 0
-	for si < len(gemvqSplits) && gemvqSplits[si] != S {
-		si++
-	}
-	if bi < 0 || si == len(gemvqSplits) || T < 1 || T > GEMVQMaxRows || S > gemvqMaxSplit((T+7)/8) {
+	bi, si := gemvqBitsIndex(bits), slices.Index(gemvqSplits[:], S)
+	if bi < 0 || si < 0 || T < 1 || T > GEMVQMaxRows || S > gemvqMaxSplit((T+7)/8) {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq: no kernel for T=%d bits=%d split %d", T, bits, S)
 	}
 	return c.FuncInfo(g.gemv[(T+7)/8-1][bi][si])
@@ -488,10 +477,7 @@ func (g *GEMVQDEC) launchArgs(m *gemvqDECModule, y, x cuda.DevicePtr, T, N, K, b
 		return fn, nil, 0, 0, false, fmt.Errorf("kernels: gemvq+dec: the DEC launch's x, y and T must be the GEMV's")
 	}
 	S := gemvqDECSplitFor(N, K)
-	si := 0
-	for gemvqDECSplits[si] != S {
-		si++
-	}
+	si := slices.Index(gemvqDECSplits[:], S) // gemvqDECSplitFor returns one of them
 	args, p, sel, err := DECFusedArgs(l, 32*S)
 	if err != nil {
 		return fn, nil, 0, 0, false, err
