@@ -120,6 +120,12 @@ const mmaRows = 8
 // 254-255 on NVRTC 11.8, sm_90).
 const mmaCTAsPerSM = 2
 
+// mmaSplitRule is decode_mma.cu's split rule for steps of many items:
+// splitWavesFill (session 20: int4 55 x 32K 694.9 -> 666.5 us, 93.2 ->
+// 97.0% of the read ceiling, with 3 splits instead of 2; splitWavesDown
+// before).
+const mmaSplitRule = splitWavesFill
+
 // mmaMinSplitTokens is the fewest tokens a split of decode_mma.cu gets,
 // so that each CTA has work enough to amortize its setup (v2.1: 512; v3.1:
 // 256 measured 0.4-1.6 us faster at 1 x 8K, equal at 1 x 32K; v2.8: with
@@ -297,6 +303,12 @@ const (
 	// 16 x 32K 700.1 against 714.0; 15 x 8K 176.8 against 181.9;
 	// docs/perf/decode-step.md v16; bench/results/2026-11-25-h100-split-v16).
 	splitOneWave
+	// splitWavesFill starts from splitWavesDown's count and takes more
+	// splits where that fills the last wave better by more than the extra
+	// CTAs cost (fillWaves; decode_mma.cu, session 20: at 55 x 32K the
+	// waves-down count, 2, leaves 88 CTAs of 16K tokens alone in a fourth
+	// wave; 3 splits fill five whole waves).
+	splitWavesFill
 )
 
 // sizeMMA checks shape s against layout l and sizes the splits of the
@@ -326,7 +338,11 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 		p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
 	}
 	if p.splitLen == 0 {
-		p.splitLen = splitBlocks(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule) * l.Nr
+		bps := splitBlocks(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule)
+		if rule == splitWavesFill && items >= splitFewItems {
+			bps = fillWaves(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, bps, l.Nr, mmaCTACostTokens(l))
+		}
+		p.splitLen = bps * l.Nr
 	}
 	if err := p.fixSplit(s); err != nil {
 		return nil, err
@@ -348,7 +364,7 @@ func splitBlocks(items, maxBlocks, minBlocks, slots int, rule splitRule) int {
 		switch {
 		case rule == splitOneWave && items <= slots:
 			splits = slots / items
-		case rule == splitWavesDown:
+		case rule == splitWavesDown || rule == splitWavesFill:
 			splits = splitWaves * slots / items
 		default:
 			splits = (splitWaves*slots + items - 1) / items
@@ -367,6 +383,66 @@ func splitBlocks(items, maxBlocks, minBlocks, slots int, rule splitRule) int {
 		}
 	}
 	return bestBps
+}
+
+// fillMaxWaves bounds the waves fillWaves considers: past it the CTAs'
+// starts and partials cost more than any last wave's idle slots (H100,
+// session 20: int4 55 x 32K with 8 splits, 13 waves, 683 us against 667
+// at 3 splits, 5 waves).
+const fillMaxWaves = 16
+
+// mmaCTACostTokens is what one more wave of decode_mma.cu CTAs costs in
+// tokens of one CTA's stream (its start, the first tiles' DRAM trip, its
+// partial and the merge's share, not all hidden by the SM's other CTA),
+// fitted on the H100 (docs/perf/decode-attention.md, session 20): int4 KC
+// ~3 us a wave of starts (128 x 8K with 2 -> 3 splits, 55 x 32K with 3 -> 6)
+// at ~84 tokens a us, 256; a 2-bit half, whose CTA costs about twice that
+// (int2 128 x 8K 2 -> 3 splits: +5.8 us a wave), 512.
+func mmaCTACostTokens(l DecodeLayout) int {
+	if l.KBits == 2 || l.VBits == 2 {
+		return 512
+	}
+	return 256
+}
+
+// fillWaves returns the blocks per split, bps0 (splitWavesDown's) or fewer
+// (more splits), that minimize a model of the step's time beyond its
+// bytes for items CTAs a split of a maxBlocks-block sequence on slots
+// concurrent CTAs. Every CTA of such a step streams the same run, so its
+// waves stay whole but for the SMs' spread (session 20's timeline: 264
+// CTAs running for 8 tenths of the span, then 163 and 80 at 55 x 32K), and
+// a last wave a fraction f full leaves slots idle for about
+// (1-f)^2 / 2 of a CTA's run (fitted: 33% full cost ~0.22 of a run, 3%
+// ~0.47), while each wave of CTAs costs ctaCost tokens. The count stays at
+// most fillMaxWaves waves, the fused merge's decodeFuseMaxSplits and the
+// minimum split's, and never falls below bps0's: fewer, longer CTAs than
+// four waves' leave the SMs' uneven bandwidth unbalanced (v3.1).
+func fillWaves(items, maxBlocks, minBlocks, slots, bps0, nr, ctaCost int) int {
+	most := min(decodeMaxSplits, max(1, maxBlocks/max(1, minBlocks)))
+	cost := func(bps int) float64 {
+		splits := (maxBlocks + bps - 1) / bps
+		w := float64(items*splits) / float64(slots)
+		f := w - math.Floor(w)
+		idle := 0.0
+		if f > 0 {
+			idle = (1 - f) * (1 - f) / 2 * float64(bps*nr)
+		}
+		return idle + w*float64(ctaCost)
+	}
+	best, bestCost := bps0, cost(bps0)
+	prev := (maxBlocks + bps0 - 1) / bps0
+	for want := prev + 1; want <= min(most, decodeFuseMaxSplits) && items*want <= fillMaxWaves*slots; want++ {
+		bps := (maxBlocks + want - 1) / want // the shortest longest run of want splits
+		splits := (maxBlocks + bps - 1) / bps
+		if splits == prev {
+			continue
+		}
+		prev = splits
+		if c := cost(bps); c < bestCost {
+			best, bestCost = bps, c
+		}
+	}
+	return best
 }
 
 // scaleGroups returns the KT key groups and the value groups per token
@@ -500,7 +576,7 @@ const mmaV211UnpackDefine = "-DBD_SCALED_V=0"
 // planMMA plans decode_mma.cu (mmaConfig, mmaProgram).
 func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
 	mt, stages, minB, ctas := mmaConfig(l, t.MMA)
-	p, err := sizeMMA(dev, l, s, ctas, splitWavesDown, mmaMinSplitTokens, t)
+	p, err := sizeMMA(dev, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, t)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -193,6 +194,7 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 		{name: "merge end -> last exit (per launch)"},
 		{name: "end: stamp -> last exit (per launch)"},
 		{name: "end: first entry -> last exit (per launch)"},
+		{name: "tail: last CTA entry -> last exit (per launch)"},
 	}
 	const (
 		dStart = iota
@@ -211,8 +213,10 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 		dMergeTail
 		dEnd
 		dSpan
+		dTail
 	)
 	maxPerSM := 0
+	var running []string // per launch: mean running CTAs by tenth of its span
 	for _, l := range launches {
 		if len(l.CTAs) == 0 {
 			continue
@@ -264,6 +268,8 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 		ds[dMergeTail].add(lastMergeEnd, lastExit)
 		ds[dEnd].add(l.Stamp, lastExit)
 		ds[dSpan].add(first, lastExit)
+		ds[dTail].add(lastEntry, lastExit)
+		running = append(running, runningByTenth(l.CTAs, first, lastExit))
 		for _, n := range perSM {
 			maxPerSM = max(maxPerSM, n)
 		}
@@ -273,4 +279,39 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 		d.print(w)
 	}
 	fmt.Fprintf(w, "\nmost CTAs on one SM in a launch: %d\n", maxPerSM)
+	if len(running) > 0 {
+		// Session 20: the waves' tail at max batch.
+		fmt.Fprintf(w, "running CTAs, mean by tenth of the span (last launch): %s\n", running[len(running)-1])
+	}
+}
+
+// runningByTenth returns the mean number of running CTAs (entry to exit)
+// in each tenth of [first, last], and the share of the peak they use.
+func runningByTenth(ctas []TimelineCTA, first, last uint64) string {
+	if last <= first {
+		return "-"
+	}
+	const bins = 10
+	span := float64(last - first)
+	var busy [bins]float64
+	for i := range ctas {
+		a, b := float64(ctas[i].Entry-first), float64(ctas[i].Exit-first)
+		if ctas[i].Entry < first || ctas[i].Exit < ctas[i].Entry {
+			continue
+		}
+		for k := range bins {
+			lo, hi := span*float64(k)/bins, span*float64(k+1)/bins
+			if o := min(b, hi) - max(a, lo); o > 0 {
+				busy[k] += o
+			}
+		}
+	}
+	peak, sum := 0.0, 0.0
+	parts := make([]string, bins)
+	for k := range bins {
+		m := busy[k] / (span / bins)
+		peak, sum = max(peak, m), sum+m
+		parts[k] = fmt.Sprintf("%.0f", m)
+	}
+	return fmt.Sprintf("%s (%.1f%% of the peak tenth's over the span)", strings.Join(parts, " "), 100*sum/(bins*max(peak, 1)))
 }

@@ -105,11 +105,11 @@ func TestMMAMinSplit(t *testing.T) {
 		_, _, _, ctas := mmaConfig(l, MMATuning{})
 		for _, pt := range [][2]int{{1, 8192}, {1, 32768}, {1, 131072}, {8, 32768}, {16, 32768}, {32, 8192}, {64, 8192}, {128, 8192}} {
 			s := DecodeShape{B: pt[0], Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: pt[1] / l.Nr, MaxL: pt[1]}
-			now, err := sizeMMA(nil, l, s, ctas, splitWavesDown, mmaMinSplitTokens, DecodeTuning{})
+			now, err := sizeMMA(nil, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, DecodeTuning{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			was, err := sizeMMA(nil, l, s, ctas, splitWavesDown, wgmmaMinSplitTokens, DecodeTuning{})
+			was, err := sizeMMA(nil, l, s, ctas, mmaSplitRule, wgmmaMinSplitTokens, DecodeTuning{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestDecodeDependentLaunch(t *testing.T) {
 		_, _, _, ctas := mmaConfig(l, MMATuning{})
 		for _, pt := range [][2]int{{1, 8192}, {1, 32768}, {1, 131072}, {16, 32768}, {55, 32768}, {100, 32768}, {32, 8192}, {128, 8192}} {
 			s := DecodeShape{B: pt[0], Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: pt[1] / l.Nr, MaxL: pt[1]}
-			p, err := sizeMMA(nil, l, s, ctas, splitWavesDown, mmaMinSplitTokens, DecodeTuning{})
+			p, err := sizeMMA(nil, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, DecodeTuning{})
 			if err != nil {
 				t.Fatal(err)
 			}

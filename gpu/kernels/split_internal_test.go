@@ -1,6 +1,10 @@
 package kernels
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/bitdecode/bitdecode/kv"
+)
 
 // TestSplitBlocks checks sizeMMA's split rule on the benchmark grid's
 // shapes (Hkv = 8, one row chunk; blocks of 128 tokens, splits of at least
@@ -121,5 +125,61 @@ func TestWGMMAPlanCTAs(t *testing.T) {
 	}
 	if got := wgmmaPlanCTAs(fp16, DecodeShape{B: 1, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: 1, MaxL: 128}, 1); got != 1 {
 		t.Errorf("D > 128 (one CTA an SM): %d, want 1", got)
+	}
+}
+
+// TestSplitWavesFill checks decode_mma.cu's split rule (splitWavesFill,
+// session 20) on the max-batch and benchmark shapes (Hq 32, Hkv 8, D 128,
+// 264 slots): more splits than splitWavesDown's only where its last wave
+// is poorly filled (55 x 32K: 3.33 waves -> 5 whole; 100 x 32K: 3.03 ->
+// 12.1 for int4, 9.1 for the 2-bit formats), the same count wherever its
+// last wave is nearly full (128 x 8K, 16 x 32K, 32 x 8K) or one sequence
+// is planned as a single wave; near-equal runs.
+func TestSplitWavesFill(t *testing.T) {
+	for _, tc := range []struct {
+		spec       string
+		b, l       int
+		down, fill int
+	}{
+		{"int4", 55, 32768, 2, 3},
+		{"int4", 55, 32785, 2, 3}, // bench model's MaxL at 32K
+		{"int4", 100, 32768, 1, 4},
+		{"int4", 128, 8192, 1, 1},
+		{"int4", 16, 32768, 8, 8},
+		{"int4", 32, 8192, 4, 4},
+		{"int4", 1, 32768, 32, 32},
+		{"int4:kt128", 55, 32768, 2, 3},
+		{"int2", 55, 32768, 2, 3},
+		{"int2", 100, 32768, 1, 3},
+		{"int2", 101, 32785, 1, 3},
+		{"int2", 128, 8192, 1, 1},
+		{"k4v2", 100, 32768, 1, 3},
+	} {
+		l, err := LayoutFor(kv.MustResolve(tc.spec, 128).WithOrder(kv.MMA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, ctas := mmaConfig(l, MMATuning{})
+		s := DecodeShape{B: tc.b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: (tc.l + l.Nr - 1) / l.Nr, MaxL: tc.l}
+		for _, r := range []struct {
+			rule splitRule
+			want int
+		}{{splitWavesDown, tc.down}, {splitWavesFill, tc.fill}} {
+			p, err := sizeMMA(nil, l, s, ctas, r.rule, mmaMinSplitTokens, DecodeTuning{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.maxSplits != r.want {
+				t.Errorf("%s %d x %d, rule %d: %d splits of %d tokens, want %d", tc.spec, tc.b, tc.l, r.rule, p.maxSplits, p.splitLen, r.want)
+			}
+			// Near-equal runs: ⌈blocks / splits⌉ a split leaves the last one
+			// short by less than a block per split.
+			if last := tc.l - (p.maxSplits-1)*p.splitLen; p.maxSplits > 1 && p.splitLen-last >= p.maxSplits*l.Nr {
+				t.Errorf("%s %d x %d: splits of %d tokens leave a last one of %d", tc.spec, tc.b, tc.l, p.splitLen, last)
+			}
+		}
+	}
+	if mmaSplitRule != splitWavesFill {
+		t.Errorf("decode_mma.cu's split rule is %d, want splitWavesFill", mmaSplitRule)
 	}
 }
