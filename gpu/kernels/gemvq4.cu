@@ -87,29 +87,27 @@ struct Step {
 };
 
 // Rows are a lane's two rows of the row group (g and g+8; a row past N reads
-// row N − 1, whose sums are not written): codes (from the lane's span of
-// tile 0) and params.
+// row N − 1, whose sums are not written): the words of their codes from the
+// lane's span of tile 0 and of their params, as 32-bit offsets from the
+// kernel's pointers (one multiply-add an address).
 struct Rows {
-  const u32* w0;
-  const u32* w1;
-  const u32* p0;
-  const u32* p1;
+  const u32* words;
+  const u32* params;
+  unsigned w0, w1, p0, p1;
 };
 
 // preload loads the tiles t0..t0+U−1 below te into st (tiles past te load
-// nothing: the warp-uniform bound of its run). Only weights are read. rw's
-// code pointers include the lane's span (32c channels in), so a tile's
-// address is one multiply-add.
+// nothing: the warp-uniform bound of its run). Only weights are read.
 template <int BITS, int U>
 __device__ __forceinline__ void preload(Step<BITS, U>& st, const Rows& rw, int t0, int te, int gshift) {
 #pragma unroll
   for (int u = 0; u < U; u++) {
     const unsigned t = t0 + u;
     if (int(t) < te) {
-      gemvq::loadSpan<BITS>(st.a[u][0], rw.w0 + t * (kTile / 32 * BITS), 0);
-      gemvq::loadSpan<BITS>(st.a[u][1], rw.w1 + t * (kTile / 32 * BITS), 0);
-      st.sz[u][0] = __ldg(rw.p0 + (t >> gshift));
-      st.sz[u][1] = __ldg(rw.p1 + (t >> gshift));
+      gemvq::loadSpan<BITS>(st.a[u][0], rw.words + (rw.w0 + t * (kTile / 32 * BITS)), 0);
+      gemvq::loadSpan<BITS>(st.a[u][1], rw.words + (rw.w1 + t * (kTile / 32 * BITS)), 0);
+      st.sz[u][0] = __ldg(rw.params + (rw.p0 + (t >> gshift)));
+      st.sz[u][1] = __ldg(rw.params + (rw.p1 + (t >> gshift)));
     }
   }
 }
@@ -204,8 +202,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemv_q4(const float* __r
   const int rowWords = K / 32 * BITS, groups = tiles >> gshift;
   const int na = min(n0 + g, N - 1), nb = min(n0 + g + 8, N - 1);
   const u32* prm = reinterpret_cast<const u32*>(params);
-  const Rows rw{words + size_t(na) * rowWords + c * BITS, words + size_t(nb) * rowWords + c * BITS, prm + size_t(na) * groups,
-                prm + size_t(nb) * groups};
+  const Rows rw{words, prm, unsigned(na * rowWords + c * BITS), unsigned(nb * rowWords + c * BITS), unsigned(na * groups),
+                unsigned(nb * groups)};
   Step<BITS, U> cur;
   if (early) preload(cur, rw, tb, te, gshift);
   gridDependencyWait();
