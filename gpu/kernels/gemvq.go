@@ -125,13 +125,11 @@ func gemvq3SplitFor(N, K, bits, slots int) int {
 
 // gemvq4Warps is gemvq4.cu's kWarps: warps per CTA; gemvq4Rows its kRows:
 // rows a warp (a row group) reads; gemvq4Tile its kTile: channels of a tile
-// (one group's, one accumulator reset); gemvq4MaxTiles its kMaxTiles: the
-// tiles of K its Σx table holds.
+// (one group's, one accumulator reset).
 const (
-	gemvq4Warps    = 8
-	gemvq4Rows     = 16
-	gemvq4Tile     = 128
-	gemvq4MaxTiles = 256
+	gemvq4Warps = 8
+	gemvq4Rows  = 16
+	gemvq4Tile  = 128
 )
 
 // gemvq4Splits are the warps per row group (split-K) gemvq4.cu is
@@ -139,14 +137,20 @@ const (
 var gemvq4Splits = [...]int{1, 2, 4, 8}
 
 // gemvq4TilesPerStep is gemvq4.cu's kTilesPerStep: tiles a warp loads
-// ahead in one step (64 bytes of codes a lane for int4 and int8, 48 for
+// ahead in one step (128 bytes of codes a lane for int4 and int8, 96 for
 // int3).
 func gemvq4TilesPerStep(bits int) int {
 	if bits == 8 {
-		return 1
+		return 2
 	}
-	return 2
+	return 4
 }
+
+// gemvq4MinGroups is the fewest row groups of 16 (N >= 2048) for which
+// Launch takes v4 at one row; fewer run v3, whose row groups of 4 give 4x
+// the warps: call 1 on the 8B k/v (64 groups) timed v4 at 7.2 us at its
+// best split against v3's 6.0, q/o (256 groups) 9.2 against 9.8.
+const gemvq4MinGroups = 128
 
 // gemvq4SplitFor picks v4's warps per row group for an [N, K] weight of
 // this width, given the warps the GPU holds at once (slots): gemvq3SplitFor's
@@ -170,9 +174,9 @@ func gemvq4SplitFor(N, K, bits, slots int) int {
 }
 
 // gemvq4Shift returns log2(G/128) where v4 reads groups of G (128 times a
-// power of two) over K (at most gemvq4MaxTiles tiles), else -1.
+// power of two) over K, else -1.
 func gemvq4Shift(G, K int) int {
-	if G < gemvq4Tile || G%gemvq4Tile != 0 || K%G != 0 || K/gemvq4Tile > gemvq4MaxTiles {
+	if G < gemvq4Tile || G%gemvq4Tile != 0 || K%G != 0 {
 		return -1
 	}
 	q := G / gemvq4Tile
@@ -361,12 +365,12 @@ func (g *GEMVQ) Reads(bits, G, K int) bool {
 
 // Launch computes y = x·Ŵᵀ + bias for T <= GEMVQMaxRows rows: x [T][K]
 // float32, words and params the packed matrix ([N] rows of wq's layout),
-// bias [N] float32 or 0, y [T][N] float32. At one row (unless V2 or V3) it
-// runs v4 (gemvq4.cu) at gemvq4SplitFor's split where v4 reads the groups
-// (ReadsV4); up to GEMVQ3AutoRows rows otherwise (unless V2) v3 (gemvq3.cu)
-// at gemvq3SplitFor's split, above v2 at gemvqSplitFor's.
+// bias [N] float32 or 0, y [T][N] float32. Where UsesV4 (one row) it runs
+// v4 (gemvq4.cu) at gemvq4SplitFor's split; up to GEMVQ3AutoRows rows
+// otherwise (unless V2) v3 (gemvq3.cu) at gemvq3SplitFor's split, above v2
+// at gemvqSplitFor's.
 func (g *GEMVQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int) error {
-	if T == 1 && !g.V2 && !g.V3 && g.ReadsV4(bits, G, K) {
+	if g.UsesV4(T, N, K, bits, G) {
 		return g.LaunchV4(c, st, y, x, words, params, bias, N, K, bits, G, g.SplitV4For(N, K, bits))
 	}
 	if T <= GEMVQ3AutoRows && !g.V2 {
@@ -376,10 +380,16 @@ func (g *GEMVQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cu
 }
 
 // ReadsV4 reports whether v4 (gemvq4.cu) reads codes of this width with
-// group G over K: G 128 times a power of two, K a multiple of G and at most
-// 32768.
+// group G over K: G 128 times a power of two, K a multiple of G.
 func (g *GEMVQ) ReadsV4(bits, G, K int) bool {
 	return g.Reads(bits, G, K) && gemvq4Shift(G, K) >= 0
+}
+
+// UsesV4 reports whether Launch runs v4 for T rows of x over an [N, K]
+// weight of this width and group: one row, neither V2 nor V3, a group v4
+// reads, and at least gemvq4MinGroups row groups.
+func (g *GEMVQ) UsesV4(T, N, K, bits, G int) bool {
+	return T == 1 && !g.V2 && !g.V3 && g.ReadsV4(bits, G, K) && (N+gemvq4Rows-1)/gemvq4Rows >= gemvq4MinGroups
 }
 
 // LaunchV4 is v4 (gemvq4.cu, tensor cores) over one row of x with S warps

@@ -10,7 +10,7 @@
 // current step's math, PDL): a CTA is kWarps warps; S of them (split-K)
 // share a row group of kRows = 16 rows (the mma's M), and slice s of the S
 // takes the s-th of S contiguous runs of K's steps of U tiles of 128
-// channels (U = 2 for int4/int3, 1 for int8: 32-64 bytes of codes a lane a
+// channels (U = 4 for int4/int3, 2 for int8: 96-128 bytes of codes a lane a
 // step). In a tile, lane (g = lane/4, c = lane%4) reads channels 32c..32c+31
 // of rows g and g+8 (gemvq.cu v2's assignment: one 16-byte load a row for
 // int4) and feeds them to 8 mma k-steps; the B operand uses the same
@@ -20,19 +20,18 @@
 // with the magic 0x6400 and one half2 subtraction or fma, two codes an
 // instruction). B = x split in two fp16 halves, x = hi + 2⁻¹¹·lo: hi =
 // fp16(x), lo = fp16(2¹¹·(x − hi)) (x − hi and the scaling are exact in
-// float32; the 2¹¹ keeps lo out of fp16's subnormals), hi in the B columns
-// of even index (lanes g even), lo in the odd ones, so one mma gives both
-// sums: D column 2c is Σ q·hi, 2c+1 Σ q·lo for every lane c. The tensor
-// core's products of fp16 are exact and its sums float32; the accumulators
-// start at zero each tile (a tile lies in one group, G a multiple of 128),
-// and each tile adds y += s·(Σq·hi + 2⁻¹¹·Σq·lo) + z·Σx in float32, Σx of
-// the tile's 128 channels summed once a CTA from x in float32 (a table in
-// shared memory, K <= 128·kMaxTiles). x's split goes through a per-warp
-// shared buffer each step (stageX: one coalesced float4 a lane a tile,
-// split and stored where the mma lanes read their B fragment with 16-byte
-// loads free of bank conflicts). The warp's tiles add in order, the S
-// slices in slice order through shared memory: deterministic. The bound
-// (gemvq_test.go, docs/perf/gemvq.md v4) is (K/64 + 53)·2⁻²⁴ of
+// float32; the 2¹¹ keeps lo out of fp16's subnormals), hi in B's column 0
+// and lo in column 1, so one mma gives both sums (columns 2m, 2m+1 carry
+// the step's other tiles, for Σx: tileDot). The tensor core's products of
+// fp16 are exact and its sums float32; the accumulators start at zero each
+// tile (a tile lies in one group, G 128 times a power of two), and each
+// tile adds y += s·(Σq·hi + 2⁻¹¹·Σq·lo) + z·Σx in float32, Σx = Σhi +
+// 2⁻¹¹·Σlo from one mma chain a step with A = ones. x's split goes through
+// a per-warp shared buffer each step (stageX: one coalesced float4 a lane a
+// tile, split and stored where the mma lanes read their B fragment with
+// 16-byte loads free of bank conflicts). The warp's tiles add in order,
+// the S slices in slice order through shared memory: deterministic. The
+// bound (gemvq_test.go, docs/perf/gemvq.md v4) is (K/64 + 83)·2⁻²⁴ of
 // Σ(|s|q + |z|)|x|, plus 2⁻³⁶·Σ(|s|q + |z|) for x below fp16's normals.
 // |x| must stay below fp16's 65504 (hi would overflow; v2 rounds x to fp16
 // too).
@@ -54,22 +53,28 @@ constexpr int kWarps = 8;              // warps per CTA
 constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = 16;              // rows per row group (the mma's M)
 constexpr int kTile = 128;             // channels per tile (4 lanes x 32)
-constexpr int kMaxTiles = 256;         // Σx table: K <= 32768
 constexpr float kLoScale = 2048.f;     // lo = fp16(2¹¹·(x − hi))
 constexpr float kLoUnscale = 1.f / 2048.f;
 
 // kTilesPerStep is U: tiles a warp loads ahead in one step (a lane's 2
-// rows x U spans: 64 bytes of int4 and int8, 48 of int3).
+// rows x U spans: 128 bytes of int4 and int8, 96 of int3). Call 1 took
+// U = 2 (1 for int8) at 3 CTAs an SM: latency-bound (13.5 warps an SM on
+// int4 gate/up at S 2, long scoreboard half the stalls, 0.34 issued a
+// cycle). GEMVQ4_TILES (an NVRTC -D knob) sets U for int4/int3 (int8
+// takes half).
+#ifndef GEMVQ4_TILES
+#define GEMVQ4_TILES 4
+#endif
 template <int BITS>
-constexpr int kTilesPerStep = BITS == 8 ? 1 : 2;
+constexpr int kTilesPerStep = BITS == 8 ? (GEMVQ4_TILES + 1) / 2 : GEMVQ4_TILES;
 
-// kMinBlocks is the CTAs per SM the launch bounds ask registers for: 3 (24
-// warps an SM, 80 registers). GEMVQ4_MIN_BLOCKS (an NVRTC -D knob)
+// kMinBlocks is the CTAs per SM the launch bounds ask registers for: 2 (16
+// warps an SM, 128 registers). GEMVQ4_MIN_BLOCKS (an NVRTC -D knob)
 // overrides it where > 0.
 #ifndef GEMVQ4_MIN_BLOCKS
 #define GEMVQ4_MIN_BLOCKS 0
 #endif
-constexpr int kMinBlocks = GEMVQ4_MIN_BLOCKS > 0 ? GEMVQ4_MIN_BLOCKS : 3;
+constexpr int kMinBlocks = GEMVQ4_MIN_BLOCKS > 0 ? GEMVQ4_MIN_BLOCKS : 2;
 
 // h2x2 widens a half2 to two floats (exact).
 __device__ __forceinline__ float2 h2x2(u32 h) {
@@ -116,11 +121,12 @@ __device__ __forceinline__ void preload(Step<BITS, U>& st, const Rows& rw, int t
 // the 4 half2 of channels 32c+8q..+7 of tile u (B fragment registers 4q..
 // 4q+3 of lane c); lo likewise. The 64-byte pad puts lo[u][q] in the other
 // half of the banks from hi[u][q], so a quarter-warp's 16-byte reads (lanes
-// g = 0 reading hi, g = 1 lo) are free of conflicts.
+// g = 2m reading hi, g = 2m+1 lo, of one tile) are free of conflicts.
+template <int U>
 struct XStage {
-  uint4 hi[2][4][4];
+  uint4 hi[U][4][4];
   uint4 pad[4];
-  uint4 lo[2][4][4];
+  uint4 lo[U][4][4];
 };
 
 // split2 splits (a, b) into the half2 hi = fp16(a, b) and lo = fp16(2¹¹·(a −
@@ -131,51 +137,63 @@ __device__ __forceinline__ void split2(float a, float b, u32& hi, u32& lo) {
   lo = pack2((a - h.x) * kLoScale, (b - h.y) * kLoScale);
 }
 
-// stageX splits the tiles t0..t0+U−1 below te of x into the warp's buffer:
-// lane l loads channels 4l..4l+3 of each tile (one coalesced float4) and
-// stores their hi and lo pairs where the mma lanes read them.
+// stageX splits the tiles t0..t0+U−1 of x into the warp's buffer (zeros
+// from te on): lane l loads channels 4l..4l+3 of each tile (one coalesced
+// float4) and stores their hi and lo pairs where the mma lanes read them.
 template <int U>
-__device__ __forceinline__ void stageX(XStage& xs, const float* __restrict__ x, int t0, int te, int lane) {
+__device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ x, int t0, int te, int lane) {
   __syncwarp();  // the warp's reads of the previous step are done
   const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
 #pragma unroll
   for (int u = 0; u < U; u++) {
-    if (t0 + u < te) {
+    u32 h0 = 0, l0 = 0, h1 = 0, l1 = 0;
+    if (t0 + u < te) {  // warp-uniform
       const float4 v = *reinterpret_cast<const float4*>(x + (t0 + u) * kTile + 4 * lane);
-      u32 h0, l0, h1, l1;
       split2(v.x, v.y, h0, l0);
       split2(v.z, v.w, h1, l1);
-      reinterpret_cast<uint2*>(&xs.hi[u][q][c])[h] = make_uint2(h0, h1);
-      reinterpret_cast<uint2*>(&xs.lo[u][q][c])[h] = make_uint2(l0, l1);
     }
+    reinterpret_cast<uint2*>(&xs.hi[u][q][c])[h] = make_uint2(h0, h1);
+    reinterpret_cast<uint2*>(&xs.lo[u][q][c])[h] = make_uint2(l0, l1);
   }
   __syncwarp();
 }
 
-// tileDot adds the tiles t0..t0+U−1 below te to acc (rows g and g+8): the
-// codes times x's halves on the tensor cores, then s·(Σq·hi + 2⁻¹¹·Σq·lo)
-// + z·Σx with the tile's Σx from the CTA's table sx.
+// tileDot adds the tiles t0..t0+U−1 below te to acc (rows g and g+8 in the
+// lanes c = 0): the codes times x's halves on the tensor cores, then
+// s·(Σq·hi + 2⁻¹¹·Σq·lo) + z·Σx. B's columns 2m and 2m+1 (lanes g = 2m,
+// 2m+1) hold hi and lo of tile u + m (mod U): for the codes of tile u only
+// columns 0 and 1 count (lanes c = 0), and one mma chain with A = ones
+// over tile 0's B gives every tile's Σhi and Σlo (lane c: tile c mod U),
+// handed to the lanes c = 0 by a shuffle a tile.
 template <int BITS, int U>
-__device__ __forceinline__ void tileDot(float (&acc)[2], const Step<BITS, U>& st, const XStage& xs, const float* sx, int t0, int te,
-                                        int lane) {
+__device__ __forceinline__ void tileDot(float (&acc)[2], const Step<BITS, U>& st, const XStage<U>& xs, int t0, int te, int lane) {
+  static_assert(U == 1 || U == 2 || U == 4, "B's 8 columns hold the hi and lo of at most 4 tiles");
   const int g = lane / 4, c = lane % 4;
+  float sxl = 0.f;  // Σx of tile c mod U
 #pragma unroll
   for (int u = 0; u < U; u++) {
     if (t0 + u >= te) break;  // warp-uniform
     u32 w0[16], w1[16], xb[16];
     gemvq::codesSpan<BITS>(w0, st.a[u][0]);
     gemvq::codesSpan<BITS>(w1, st.a[u][1]);
-    const uint4* xq = g & 1 ? &xs.lo[u][0][c] : &xs.hi[u][0][c];
+    const int tu = (u + g / 2) % U;
+    const uint4* xq = g & 1 ? &xs.lo[tu][0][c] : &xs.hi[tu][0][c];
 #pragma unroll
     for (int q = 0; q < 4; q++) {
       const uint4 v = xq[4 * q];
       xb[4 * q] = v.x, xb[4 * q + 1] = v.y, xb[4 * q + 2] = v.z, xb[4 * q + 3] = v.w;
     }
+    if (u == 0) {
+      float e[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int j = 0; j < 8; j++) gemvq::mmaA4(e, gemvq::kOnes, gemvq::kOnes, gemvq::kOnes, gemvq::kOnes, xb[2 * j], xb[2 * j + 1]);
+      sxl = fmaf(e[1], kLoUnscale, e[0]);  // (col 2c, col 2c+1): Σhi, Σlo of tile c mod U
+    }
     float d[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < 8; j++) gemvq::mmaA4(d, w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
-    // d: (row g, col 2c) Σq·hi, (row g, col 2c+1) Σq·lo, the same for row g+8.
-    const float s = sx[t0 + u];
+    // Lanes c = 0: d = (row g: Σq·hi, Σq·lo; row g+8: the same) of tile u.
+    const float s = __shfl_sync(0xffffffffu, sxl, (lane & ~3) | u);
     const float2 sz0 = h2x2(st.sz[u][0]), sz1 = h2x2(st.sz[u][1]);  // (scale, zero)
     acc[0] = fmaf(sz0.x, fmaf(d[1], kLoUnscale, d[0]), fmaf(sz0.y, s, acc[0]));
     acc[1] = fmaf(sz1.x, fmaf(d[3], kLoUnscale, d[2]), fmaf(sz1.y, s, acc[1]));
@@ -184,8 +202,8 @@ __device__ __forceinline__ void tileDot(float (&acc)[2], const Step<BITS, U>& st
 
 // gemv_q4: grid (ceil(N / (kRows·kWarps/S))), block kThreads. Warp w of a
 // CTA takes row group w / S and slice w % S of its K steps. gshift is
-// log2(G/128) (a tile's group is tile >> gshift); K <= 128·kMaxTiles, a
-// multiple of G. early: load the first step's weights before the dependency
+// log2(G/128) (a tile's group is tile >> gshift); K a multiple of G.
+// early: load the first step's weights before the dependency
 // wait.
 template <int BITS, int S>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) gemv_q4(const float* __restrict__ x, const u32* __restrict__ words,
@@ -209,32 +227,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemv_q4(const float* __r
   gridDependencyWait();
   gridLaunchDependents();
   if (!early) preload(cur, rw, tb, te, gshift);
-  // Σx of every tile of K (the CTA's warps cover all of K): warp w sums
-  // tiles w, w + kWarps, ... (a float4 a lane, then xor shuffles).
-  __shared__ float sx[kMaxTiles];
-  for (int t = warp; t < tiles; t += kWarps) {
-    const float4 v = *reinterpret_cast<const float4*>(x + t * kTile + 4 * lane);
-    float s = (v.x + v.y) + (v.z + v.w);
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) sx[t] = s;
-  }
-  __syncthreads();
   float acc[2] = {0.f, 0.f};
-  __shared__ XStage xs[kWarps];
+  __shared__ XStage<U> xs[kWarps];
   // Two steps an iteration, the buffers swapping roles.
   Step<BITS, U> nxt;
   for (int t = tb; t < te; t += 2 * U) {
     preload(nxt, rw, t + U, te, gshift);
     stageX<U>(xs[warp], x, t, te, lane);
-    tileDot<BITS, U>(acc, cur, xs[warp], sx, t, te, lane);
+    tileDot<BITS, U>(acc, cur, xs[warp], t, te, lane);
     if (t + U >= te) break;
     preload(cur, rw, t + 2 * U, te, gshift);
     stageX<U>(xs[warp], x, t + U, te, lane);
-    tileDot<BITS, U>(acc, nxt, xs[warp], sx, t + U, te, lane);
+    tileDot<BITS, U>(acc, nxt, xs[warp], t + U, te, lane);
   }
-  // Every lane c holds its rows' sums (the mma's columns repeat in pairs);
-  // lanes c = 0 give them, then the S slices add in slice order.
+  // Lanes c = 0 hold their rows' sums; then the S slices add in slice
+  // order.
   __shared__ float part[kWarps][kRows];
   if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
   __syncthreads();
