@@ -150,7 +150,7 @@ func argmax(v []float32) int32 {
 func TestModelDECMatchesCPU(t *testing.T) { modelQuantMatchesCPU(t, "int4", 32) }
 
 // TestModelQuantMatchesCPU is TestModelDECMatchesCPU without DEC, with int4
-// and int3 weights: the decode steps' linear layers run gemvq4.cu (v4, one
+// and int3 weights: the decode steps' linear layers run gemvq3.cu (v3, one
 // row of x), the prefill's dequantize to fp16 for cuBLASLt.
 func TestModelQuantMatchesCPU(t *testing.T) {
 	for _, spec := range []string{"int4", "int3"} {

@@ -77,7 +77,7 @@ const (
 	// v2 at one row of x too, instead of gemvq3.cu (comparisons).
 	EnvGEMVQV2 = "BITDECODE_GEMVQ_V2"
 	// EnvGEMVQV3 is Options.GEMVQV3: packed low-bit weights run gemvq3.cu's
-	// v3 at one row of x where gemvq4.cu's v4 would (comparisons).
+	// v3 at one row of x where gemvq4.cu's v4 would (int8; comparisons).
 	EnvGEMVQV3 = "BITDECODE_GEMVQ_V3"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
@@ -191,8 +191,9 @@ type Options struct {
 	GEMVQV2 bool
 	// GEMVQV3 makes packed low-bit weights without DEC run gemvq3.cu's v3
 	// (CUDA cores) at one row of x where gemvq4.cu's v4 (tensor cores)
-	// runs by default (kernels.GEMVQ.V3; docs/perf/gemvq.md v4). Its sums
-	// differ from v4's.
+	// runs by default: int8 weights of 2048 rows or more
+	// (kernels.GEMVQ.V3, UsesV4; docs/perf/gemvq.md v4). Its sums differ
+	// from v4's.
 	GEMVQV3 bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk

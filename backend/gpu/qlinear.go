@@ -528,8 +528,8 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 }
 
 // gemvqLaunch queues the decode GEMV over a packed weight: kernels.GEMVQ's
-// Launch (gemvq4.cu's v4 at T = 1 unless Options.GEMVQV2 or GEMVQV3, then
-// gemvq3.cu's v3, v2 above), but
+// Launch (at T = 1 gemvq4.cu's v4 for int8 of 2048 rows or more, else
+// gemvq3.cu's v3, unless Options.GEMVQV2 or GEMVQV3; v2 above), but
 // v2 at every T for a weight with DEC, whose fused mode shares v2's sums
 // (gemv_q_dec), so that its serial, concurrent and fused modes add the
 // same base.

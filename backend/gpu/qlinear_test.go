@@ -16,7 +16,7 @@ import (
 )
 
 // TestQuantLinear runs Linear over packed int3, int4 and int8 weights on the
-// GPU for decode batches (T = 1: gemvq4.cu's v4, whose tensor-core sums of exact
+// GPU for decode batches (T = 1: gemvq3.cu's v3, whose float32 sums of exact
 // products are within the bound below; T = 2, 3 and 12: gemvq.cu, one and
 // two n-tiles) and a
 // prefill batch (T = 20: fp16 dequantization and cuBLASLt) against a float64

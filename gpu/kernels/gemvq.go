@@ -147,10 +147,18 @@ func gemvq4TilesPerStep(bits int) int {
 }
 
 // gemvq4MinGroups is the fewest row groups of 16 (N >= 2048) for which
-// Launch takes v4 at one row; fewer run v3, whose row groups of 4 give 4x
-// the warps: call 1 on the 8B k/v (64 groups) timed v4 at 7.2 us at its
-// best split against v3's 6.0, q/o (256 groups) 9.2 against 9.8.
+// Launch takes v4; fewer run v3, whose row groups of 4 give 4x the warps
+// (call 1 on the 8B k/v, 64 groups: v4 7.2 us at its best split against
+// v3's 6.0; call 2: int8 7.6 against 6.9).
 const gemvq4MinGroups = 128
+
+// gemvq4AutoBits is the code width Launch gives to v4: int8 only. v4.1 on
+// the H100 (docs/perf/gemvq.md v4, call 2): int8 gate/up 25.2 us against
+// v3.2's 28.8, down 25.4 against 26.6, q/o 11.6 both; int4 gate/up 19.9
+// against 19.1 and the B = 1 step with int4 weights 3.56 ms against 3.45,
+// int3 slower on every shape (gate/up 22.5 against 18.7) and in the step
+// (3.76-3.83 ms against 3.40-3.42).
+const gemvq4AutoBits = 8
 
 // gemvq4SplitFor picks v4's warps per row group for an [N, K] weight of
 // this width, given the warps the GPU holds at once (slots): gemvq3SplitFor's
@@ -205,8 +213,8 @@ type GEMVQ struct {
 	// x too: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
 	V2 bool
 	// V3 makes Launch take v3 (gemvq3.cu, CUDA cores) at one row of x
-	// where v4 (gemvq4.cu, tensor cores) would run: a knob for A/Bs
-	// (backend/gpu's Options.GEMVQV3) and tests.
+	// where v4 (gemvq4.cu, tensor cores) would run (UsesV4: int8): a knob
+	// for A/Bs (backend/gpu's Options.GEMVQV3) and tests.
 	V3 bool
 	// EarlyWeights makes v3's and v4's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
@@ -386,10 +394,11 @@ func (g *GEMVQ) ReadsV4(bits, G, K int) bool {
 }
 
 // UsesV4 reports whether Launch runs v4 for T rows of x over an [N, K]
-// weight of this width and group: one row, neither V2 nor V3, a group v4
-// reads, and at least gemvq4MinGroups row groups.
+// weight of this width and group: one row, neither V2 nor V3, int8
+// (gemvq4AutoBits), a group v4 reads, and at least gemvq4MinGroups row
+// groups.
 func (g *GEMVQ) UsesV4(T, N, K, bits, G int) bool {
-	return T == 1 && !g.V2 && !g.V3 && g.ReadsV4(bits, G, K) && (N+gemvq4Rows-1)/gemvq4Rows >= gemvq4MinGroups
+	return T == 1 && !g.V2 && !g.V3 && bits == gemvq4AutoBits && g.ReadsV4(bits, G, K) && (N+gemvq4Rows-1)/gemvq4Rows >= gemvq4MinGroups
 }
 
 // LaunchV4 is v4 (gemvq4.cu, tensor cores) over one row of x with S warps

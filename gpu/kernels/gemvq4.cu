@@ -1,8 +1,9 @@
 // gemvq4.cu: gemvq v4, the decode GEMV over packed low-bit weights for one
 // row of x with the products on tensor cores, y = x·Ŵᵀ + bias
-// (kernels.GEMVQ.Launch runs it at one row where the group G is 128 times a
-// power of two; gemvq3.cu's v3 keeps the other groups and is the A/B knob
-// GEMVQ.V3). The layout is gemvq.cu's (package wq, wq/doc.go "Packed
+// (kernels.GEMVQ.Launch runs it at one row for int8 weights of 2048 rows or
+// more with groups of 128 times a power of two, GEMVQ.UsesV4: on the H100
+// it beats gemvq3.cu's v3.2 there and not on int4 or int3; GEMVQ.V3 is the
+// A/B knob). The layout is gemvq.cu's (package wq, wq/doc.go "Packed
 // layout"): words [N][K/32·BITS] u32, params [N][K/G] (scale, zero) fp16
 // pairs, x [K] float32, bias [N] float32 or null, y [N] float32.
 //
@@ -39,6 +40,18 @@
 // Programmatic dependent launch: gemvq4.cu is a GridDependent program
 // (header.go), as gemvq3.cu: with early set a lane's first step of codes
 // and params is loaded before the dependency wait.
+//
+// Versions (H100, T = 1, G128, `bench gemvq`; docs/perf/gemvq.md v4):
+//   v4.0 2 tiles a step (1 for int8), 3 CTAs of 8 warps an SM, Σx from a
+//        table summed by the CTA after the dependency wait: half v3.2's
+//        instructions (5.35 M on int4 gate/up against 10.46 M) but
+//        latency-bound (0.34 issued a cycle, 0.57 waves at S 2): int4
+//        gate/up 19.9 us (v3.2 19.1), the int4 step 3.83 ms (3.45).
+//   v4.1 4 tiles a step (2 for int8), 2 CTAs an SM, Σx by an mma with
+//        A = ones: 4.70 M instructions, still latency-bound (0.25 issued a
+//        cycle, long scoreboard 8 of 13 cycles an instruction): int4
+//        gate/up 19.9 us, down 19.9; int8 gate/up 25.2 (78%, v3.2 28.8),
+//        down 25.4 (78%, v3.2 26.6); int3 slower than v3.2 everywhere.
 //
 // Go wrapper: gemvq.go; test: gemvq_test.go; docs/perf/gemvq.md (v4).
 

@@ -50,7 +50,9 @@ func TestGEMVQMatchesReference(t *testing.T) {
 		// 16-row group, an odd number of 128-channel tiles (a step of two
 		// with one tile), groups of two tiles, the 8B shapes' K.
 		{wq.Int4, 128, 1, 100, 1152}, {wq.Int4, 256, 1, 77, 1536}, {wq.Int8, 128, 1, 333, 1408}, {wq.Int3, 128, 1, 50, 384},
-		{wq.Int4, 128, 1, 1000, 14336}, {wq.Int8, 256, 1, 129, 4096}} {
+		{wq.Int4, 128, 1, 1000, 14336}, {wq.Int8, 256, 1, 129, 4096},
+		// Launch's v4 (int8, 2048 rows or more: GEMVQ.UsesV4).
+		{wq.Int8, 128, 1, 2048, 1408}} {
 		t.Run(fmt.Sprintf("int%d-g%d-T%d-N%d-K%d", c.e.Bits(), c.G, c.T, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			w := make([]float32, c.N*c.K)
