@@ -76,6 +76,9 @@ const (
 	// EnvGEMVQV2 is Options.GEMVQV2: packed low-bit weights run gemvq.cu's
 	// v2 at one row of x too, instead of gemvq3.cu (comparisons).
 	EnvGEMVQV2 = "BITDECODE_GEMVQ_V2"
+	// EnvGEMVQV3 is Options.GEMVQV3: packed low-bit weights run gemvq3.cu's
+	// v3 at one row of x where gemvq4.cu's v4 would (int8; comparisons).
+	EnvGEMVQV3 = "BITDECODE_GEMVQ_V3"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -186,6 +189,12 @@ type Options struct {
 	// default (kernels.GEMVQ.V2; docs/perf/gemvq.md). Its sums differ
 	// from v3's.
 	GEMVQV2 bool
+	// GEMVQV3 makes packed low-bit weights without DEC run gemvq3.cu's v3
+	// (CUDA cores) at one row of x where gemvq4.cu's v4 (tensor cores)
+	// runs by default: int8 weights of 2048 rows or more
+	// (kernels.GEMVQ.V3, UsesV4; docs/perf/gemvq.md v4). Its sums differ
+	// from v4's.
+	GEMVQV3 bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -226,7 +235,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
-		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}} {
+		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -519,16 +519,17 @@ func (b *Backend) compensate(d, xt *tensor, wt *weight, T int) {
 func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 	b.gemvqOnce.Do(func() {
 		if b.gemvq, b.gemvqErr = kernels.LoadGEMVQ(b.dev); b.gemvqErr == nil {
-			// v3's first codes load before its dependency wait: the
-			// backend writes packed weights once, at load.
-			b.gemvq.V2, b.gemvq.EarlyWeights = b.opts.GEMVQV2, true
+			// v3's and v4's first codes load before their dependency
+			// wait: the backend writes packed weights once, at load.
+			b.gemvq.V2, b.gemvq.V3, b.gemvq.EarlyWeights = b.opts.GEMVQV2, b.opts.GEMVQV3, true
 		}
 	})
 	return b.gemvq, b.gemvqErr
 }
 
 // gemvqLaunch queues the decode GEMV over a packed weight: kernels.GEMVQ's
-// Launch (gemvq3.cu's v3 at T = 1 unless Options.GEMVQV2, v2 above), but
+// Launch (at T = 1 gemvq4.cu's v4 for int8 of 2048 rows or more, else
+// gemvq3.cu's v3, unless Options.GEMVQV2 or GEMVQV3; v2 above), but
 // v2 at every T for a weight with DEC, whose fused mode shares v2's sums
 // (gemv_q_dec), so that its serial, concurrent and fused modes add the
 // same base.

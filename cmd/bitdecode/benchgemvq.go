@@ -14,11 +14,13 @@ import (
 // benchGEMVQHelp is the help of 'bitdecode bench gemvq'.
 const benchGEMVQHelp = `usage: bitdecode bench gemvq [--preset NAME] [--rows T] [--bits 4,3,8] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
 
-Times gemvq.cu (v2) and, at 1-2 rows, gemvq3.cu (v3), the decode GEMVs over
-packed low-bit weights, on the linear-layer shapes of a preset model (weights
-cold in L2), alternated at every split (warps per CTA; v3: per row group, 1,
-2 or 4) and each compile-time variant: a variant is a space-separated list
-of the knobs (GEMVQ_PIPE, GEMVQ_UNROLL, GEMVQ_WARPS_SM, GEMVQ3_MIN_BLOCKS), variants are
+Times gemvq.cu (v2), at 1-2 rows gemvq3.cu (v3) and at one row gemvq4.cu
+(v4), the decode GEMVs over packed low-bit weights, on the linear-layer
+shapes of a preset model (weights cold in L2), alternated at every split
+(warps per CTA; v3: per row group, 1, 2 or 4; v4: 1, 2, 4 or 8) and each
+compile-time variant: a variant is a space-separated list of the knobs
+(GEMVQ_PIPE, GEMVQ_UNROLL, GEMVQ_WARPS_SM, GEMVQ3_MIN_BLOCKS,
+GEMVQ4_MIN_BLOCKS), variants are
 separated by ';', and "" is the defaults. Each line gives the time, GB/s on
 the packed bytes, the fraction of the read ceiling, and the kernel's
 registers and local (spill) bytes. A tool for kernel work (docs/perf).

@@ -3,6 +3,7 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -15,6 +16,9 @@ var gemvqSource string
 
 //go:embed gemvq3.cu
 var gemvq3Source string
+
+//go:embed gemvq4.cu
+var gemvq4Source string
 
 // GEMVQMaxRows is the most rows of x gemvq.cu's GEMV takes (two n-tiles of
 // the mma's 8 columns); larger batches dequantize and go to cuBLASLt.
@@ -119,6 +123,77 @@ func gemvq3SplitFor(N, K, bits, slots int) int {
 	return best
 }
 
+// gemvq4Warps is gemvq4.cu's kWarps: warps per CTA; gemvq4Rows its kRows:
+// rows a warp (a row group) reads; gemvq4Tile its kTile: channels of a tile
+// (one group's, one accumulator reset).
+const (
+	gemvq4Warps = 8
+	gemvq4Rows  = 16
+	gemvq4Tile  = 128
+)
+
+// gemvq4Splits are the warps per row group (split-K) gemvq4.cu is
+// instantiated with.
+var gemvq4Splits = [...]int{1, 2, 4, 8}
+
+// gemvq4TilesPerStep is gemvq4.cu's kTilesPerStep: tiles a warp loads
+// ahead in one step (128 bytes of codes a lane for int4 and int8, 96 for
+// int3).
+func gemvq4TilesPerStep(bits int) int {
+	if bits == 8 {
+		return 2
+	}
+	return 4
+}
+
+// gemvq4MinGroups is the fewest row groups of 16 (N >= 2048) for which
+// Launch takes v4; fewer run v3, whose row groups of 4 give 4x the warps
+// (call 1 on the 8B k/v, 64 groups: v4 7.2 us at its best split against
+// v3's 6.0; call 2: int8 7.6 against 6.9).
+const gemvq4MinGroups = 128
+
+// gemvq4AutoBits is the code width Launch gives to v4: int8 only. v4.1 on
+// the H100 (docs/perf/gemvq.md v4, call 2): int8 gate/up 25.2 us against
+// v3.2's 28.8, down 25.4 against 26.6, q/o 11.6 both; int4 gate/up 19.9
+// against 19.1 and the B = 1 step with int4 weights 3.56 ms against 3.45,
+// int3 slower on every shape (gate/up 22.5 against 18.7) and in the step
+// (3.76-3.83 ms against 3.40-3.42).
+const gemvq4AutoBits = 8
+
+// gemvq4SplitFor picks v4's warps per row group for an [N, K] weight of
+// this width, given the warps the GPU holds at once (slots): gemvq3SplitFor's
+// rule (the most splits whose warps fit in one wave, each slice keeping a
+// step of K; where even one split takes more than a wave,
+// gemvq3SplitPastWave) over v4's row groups of 16 rows and steps of
+// gemvq4TilesPerStep tiles.
+func gemvq4SplitFor(N, K, bits, slots int) int {
+	groups := (N + gemvq4Rows - 1) / gemvq4Rows
+	steps := (K/gemvq4Tile + gemvq4TilesPerStep(bits) - 1) / gemvq4TilesPerStep(bits)
+	best := 1
+	for _, s := range gemvq4Splits {
+		if s > steps {
+			break
+		}
+		if groups*s <= slots || groups > slots && s <= gemvq3SplitPastWave {
+			best = s
+		}
+	}
+	return best
+}
+
+// gemvq4Shift returns log2(G/128) where v4 reads groups of G (128 times a
+// power of two) over K, else -1.
+func gemvq4Shift(G, K int) int {
+	if G < gemvq4Tile || G%gemvq4Tile != 0 || K%G != 0 {
+		return -1
+	}
+	q := G / gemvq4Tile
+	if q&(q-1) != 0 {
+		return -1
+	}
+	return bits.TrailingZeros(uint(q))
+}
+
 // GEMVQ holds gemvq.cu's and gemvq3.cu's kernels: the decode GEMV over
 // packed low-bit weights for 1..GEMVQMaxRows rows (v3 up to GEMVQ3MaxRows,
 // v2 above), each code width and split, and the dequantization to fp16 for
@@ -126,15 +201,22 @@ func gemvq3SplitFor(N, K, bits, slots int) int {
 type GEMVQ struct {
 	gemv [2][len(gemvqBits)][len(gemvqSplits)]cuda.Function // [n-tiles-1][bits][split]
 	v3   [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)]cuda.Function
+	v4   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function
 	// v3Slots is how many warps of v3's kernel for T rows and a code width
 	// the GPU holds at once (its CTAs an SM by the occupancy API, times
 	// gemvq3Warps, times the SMs): gemvq3SplitFor's wave.
 	v3Slots [GEMVQ3MaxRows][len(gemvqBits)]int
+	// v4Slots is v3Slots for v4's kernels (one row of x).
+	v4Slots [len(gemvqBits)]int
 	dequant [len(gemvqBits)]cuda.Function
 	// V2 makes Launch take v2 (gemvq.cu's tensor-core GEMV) at one row of
 	// x too: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
 	V2 bool
-	// EarlyWeights makes v3's lanes load their first step of codes and
+	// V3 makes Launch take v3 (gemvq3.cu, CUDA cores) at one row of x
+	// where v4 (gemvq4.cu, tensor cores) would run (UsesV4: int8): a knob
+	// for A/Bs (backend/gpu's Options.GEMVQV3) and tests.
+	V3 bool
+	// EarlyWeights makes v3's and v4's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
 	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it
 	// only where no launch's weights are written by the kernel right before
@@ -171,6 +253,9 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 	}
 	g := &GEMVQ{}
 	if err := g.loadV3(dev, opts); err != nil {
+		return nil, err
+	}
+	if err := g.loadV4(dev, opts); err != nil {
 		return nil, err
 	}
 	for nt := 1; nt <= 2; nt++ {
@@ -232,6 +317,39 @@ func (g *GEMVQ) loadV3(dev *cuda.Device, opts []string) error {
 	})
 }
 
+// loadV4 compiles gemvq4.cu (with gemvq.cu as the header it includes) and
+// looks up its kernels.
+func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
+	expr := func(b, s int) string { return fmt.Sprintf("gemvq4::gemv_q4<%d, %d>", b, s) }
+	var exprs []string
+	for _, b := range gemvqBits {
+		for _, s := range gemvq4Splits {
+			exprs = append(exprs, expr(b, s))
+		}
+	}
+	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
+	if err != nil {
+		return err
+	}
+	for bi, b := range gemvqBits {
+		for si, s := range gemvq4Splits {
+			if g.v4[bi][si], err = mod.Function(expr(b, s)); err != nil {
+				return err
+			}
+		}
+	}
+	return dev.Do(func(c *cuda.Ctx) error {
+		for bi := range gemvqBits {
+			n, err := c.MaxActiveBlocksPerSM(g.v4[bi][0], 32*gemvq4Warps, 0)
+			if err != nil {
+				return fmt.Errorf("kernels: gemvq v4: %w", err)
+			}
+			g.v4Slots[bi] = max(1, n) * gemvq4Warps * dev.SMs()
+		}
+		return nil
+	})
+}
+
 // gemvq3Program is gemvq3.cu's program: GridDependent (header.go), with
 // gemvq.cu as a header (its codes unpacking).
 func gemvq3Program(exprs, opts []string) cuda.Program {
@@ -255,14 +373,74 @@ func (g *GEMVQ) Reads(bits, G, K int) bool {
 
 // Launch computes y = x·Ŵᵀ + bias for T <= GEMVQMaxRows rows: x [T][K]
 // float32, words and params the packed matrix ([N] rows of wq's layout),
-// bias [N] float32 or 0, y [T][N] float32. Up to GEMVQ3AutoRows rows (unless
-// V2) it runs v3 (gemvq3.cu) at gemvq3SplitFor's split, above v2 at
-// gemvqSplitFor's.
+// bias [N] float32 or 0, y [T][N] float32. Where UsesV4 (one row) it runs
+// v4 (gemvq4.cu) at gemvq4SplitFor's split; up to GEMVQ3AutoRows rows
+// otherwise (unless V2) v3 (gemvq3.cu) at gemvq3SplitFor's split, above v2
+// at gemvqSplitFor's.
 func (g *GEMVQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int) error {
+	if g.UsesV4(T, N, K, bits, G) {
+		return g.LaunchV4(c, st, y, x, words, params, bias, N, K, bits, G, g.SplitV4For(N, K, bits))
+	}
 	if T <= GEMVQ3AutoRows && !g.V2 {
 		return g.LaunchV3(c, st, y, x, words, params, bias, T, N, K, bits, G, g.SplitV3For(T, N, K, bits))
 	}
 	return g.LaunchSplit(c, st, y, x, words, params, bias, T, N, K, bits, G, gemvqSplitFor(N, K))
+}
+
+// ReadsV4 reports whether v4 (gemvq4.cu) reads codes of this width with
+// group G over K: G 128 times a power of two, K a multiple of G.
+func (g *GEMVQ) ReadsV4(bits, G, K int) bool {
+	return g.Reads(bits, G, K) && gemvq4Shift(G, K) >= 0
+}
+
+// UsesV4 reports whether Launch runs v4 for T rows of x over an [N, K]
+// weight of this width and group: one row, neither V2 nor V3, int8
+// (gemvq4AutoBits), a group v4 reads, and at least gemvq4MinGroups row
+// groups.
+func (g *GEMVQ) UsesV4(T, N, K, bits, G int) bool {
+	return T == 1 && !g.V2 && !g.V3 && bits == gemvq4AutoBits && g.ReadsV4(bits, G, K) && (N+gemvq4Rows-1)/gemvq4Rows >= gemvq4MinGroups
+}
+
+// LaunchV4 is v4 (gemvq4.cu, tensor cores) over one row of x with S warps
+// per row group (1, 2, 4 or 8), for tests and tuning.
+func (g *GEMVQ) LaunchV4(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G, S int) error {
+	bi := gemvqBitsIndex(bits)
+	if N <= 0 || !g.ReadsV4(bits, G, K) {
+		return fmt.Errorf("kernels: gemvq v4: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
+	}
+	si := slices.Index(gemvq4Splits[:], S)
+	if si < 0 {
+		return fmt.Errorf("kernels: gemvq v4: split %d is not one of %v", S, gemvq4Splits)
+	}
+	rows := gemvq4Rows * gemvq4Warps / S
+	early := int32(0)
+	if g.EarlyWeights {
+		early = 1
+	}
+	return c.Launch(g.v4[bi][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, 0, st,
+		x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early)
+}
+
+// SplitV4For returns the warps per row group v4 takes for an [N, K] weight
+// of this width (Launch's split at one row).
+func (g *GEMVQ) SplitV4For(N, K, bits int) int {
+	bi := gemvqBitsIndex(bits)
+	if bi < 0 {
+		return 1
+	}
+	return gemvq4SplitFor(N, K, bits, g.v4Slots[bi])
+}
+
+// GEMVQ4Splits returns the splits LaunchV4 takes.
+func GEMVQ4Splits() []int { return append([]int(nil), gemvq4Splits[:]...) }
+
+// InfoV4 returns the resources of v4's kernel for a code width and split S.
+func (g *GEMVQ) InfoV4(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, error) {
+	bi, si := gemvqBitsIndex(bits), slices.Index(gemvq4Splits[:], S)
+	if bi < 0 || si < 0 {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v4: no kernel for bits=%d split %d", bits, S)
+	}
+	return c.FuncInfo(g.v4[bi][si])
 }
 
 // LaunchV3 is v3 (gemvq3.cu) over T <= GEMVQ3MaxRows rows with S warps per

@@ -3,6 +3,7 @@
 // (or within 0.4 us of it) for v3.2 on the H100
 // (bench/results/2026-11-26-h100-gemvq-14, call 2), and its limits (a
 // slice keeps a step of K).
+// gemvq4SplitFor, v4's, likewise (TestGEMVQ4SplitFor).
 package kernels
 
 import "testing"
@@ -21,6 +22,28 @@ func TestGEMVQ3SplitFor(t *testing.T) {
 		{"past a wave, one step", 40000, 1024, 4, 1}, {"one step", 100, 1024, 4, 1}, {"two steps", 100, 2048, 4, 2}, {"a partial third", 100, 2100, 4, 2},
 	} {
 		if got := gemvq3SplitFor(c.N, c.K, c.bits, h100); got != c.S {
+			t.Errorf("%s [%d, %d] int%d: split %d, want %d", c.name, c.N, c.K, c.bits, got, c.S)
+		}
+	}
+}
+
+// TestGEMVQ4SplitFor checks gemvq4SplitFor, v4's split rule, on the
+// Llama-3.1-8B layer shapes at the H100's v4 slots (2 CTAs of 8 warps an
+// SM at 128 registers) and its limits. On int8, the width Launch gives v4,
+// these are the best splits call 2 measured
+// (bench/results/2026-11-26-h100-gemvq-15/call2: gate/up S 2 25.2 us, down
+// S 8 25.4, q/o S 8 11.6); on int4 too (gate/up S 2 19.9, down S 8 19.9).
+func TestGEMVQ4SplitFor(t *testing.T) {
+	const h100 = 16 * 132
+	for _, c := range []struct {
+		name          string
+		N, K, bits, S int
+	}{
+		{"int4 gate/up", 14336, 4096, 4, 2}, {"int4 down", 4096, 14336, 4, 8}, {"int4 q/o", 4096, 4096, 4, 8},
+		{"int8 gate/up", 14336, 4096, 8, 2}, {"int8 down", 4096, 14336, 8, 8}, {"int3 gate/up", 14336, 4096, 3, 2},
+		{"one step", 4096, 512, 4, 1}, {"two steps of int8", 4096, 512, 8, 2},
+	} {
+		if got := gemvq4SplitFor(c.N, c.K, c.bits, h100); got != c.S {
 			t.Errorf("%s [%d, %d] int%d: split %d, want %d", c.name, c.N, c.K, c.bits, got, c.S)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/bitdecode/bitdecode/wq"
 )
 
-// TestGEMVQMatchesReference checks gemvq.cu (v2) and gemvq3.cu (v3, one
-// and two rows of x) against a float64 reference on
+// TestGEMVQMatchesReference checks gemvq.cu (v2), gemvq3.cu (v3, one
+// and two rows of x) and gemvq4.cu (v4, one row) against a float64 reference on
 // wq's dequantized values Ŵ (wq.Matrix.At), for int3, int4 and int8, groups
 // of 128, 64 and 32, one and two n-tiles of rows, K not a multiple of the
 // 128-channel tile, N not a multiple of 16, and every split; weights
@@ -24,7 +24,8 @@ import (
 // it rounds ŵ once to fp16 (within 2⁻¹¹ + 2⁻²⁴ of wq's). Either way each
 // term's error is within 2⁻¹⁰·(1 + 2⁻¹⁰) of (|s|·q + |z|)·|x| ≥ |ŵ·x|, and
 // the float32 sums of the tensor cores, the tiles and the split reduction add
-// (K/16 + 40)·2⁻²³ of Σ(|s|·q + |z|)·|x|. v3's bound is its own (below).
+// (K/16 + 40)·2⁻²³ of Σ(|s|·q + |z|)·|x|. v3's and v4's bounds are their
+// own (below).
 // y starts as NaN. The fp16 dequantization for
 // prefill must equal fp16(ŵ) bit for bit.
 func TestGEMVQMatchesReference(t *testing.T) {
@@ -44,7 +45,14 @@ func TestGEMVQMatchesReference(t *testing.T) {
 		// (4 or 2 rows, 16 or 8 a CTA), K a multiple of the group only (not
 		// of the 1024-channel step), and the 8B shapes' K.
 		{wq.Int4, 64, 2, 1000, 1344}, {wq.Int8, 32, 1, 257, 1440}, {wq.Int8, 128, 2, 333, 14336}, {wq.Int3, 64, 2, 77, 1408},
-		{wq.Int3, 128, 1, 1030, 14336}, {wq.Int4, 128, 1, 1021, 4096}} {
+		{wq.Int3, 128, 1, 1030, 14336}, {wq.Int4, 128, 1, 1021, 4096},
+		// v4's (T = 1, G 128 times a power of two): N not a multiple of the
+		// 16-row group, an odd number of 128-channel tiles (a step of two
+		// with one tile), groups of two tiles, the 8B shapes' K.
+		{wq.Int4, 128, 1, 100, 1152}, {wq.Int4, 256, 1, 77, 1536}, {wq.Int8, 128, 1, 333, 1408}, {wq.Int3, 128, 1, 50, 384},
+		{wq.Int4, 128, 1, 1000, 14336}, {wq.Int8, 256, 1, 129, 4096},
+		// Launch's v4 (int8, 2048 rows or more: GEMVQ.UsesV4).
+		{wq.Int8, 128, 1, 2048, 1408}} {
 		t.Run(fmt.Sprintf("int%d-g%d-T%d-N%d-K%d", c.e.Bits(), c.G, c.T, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			w := make([]float32, c.N*c.K)
@@ -73,16 +81,19 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
 			want := make([]float64, c.T*c.N)
 			mag := make([]float64, c.T*c.N)
+			wabs := make([]float64, c.N) // Σ(|s|q + |z|) of a row: v4's bound below fp16's normals
 			for n := range c.N {
 				for ti := range c.T {
-					sum, m := 0.0, 0.0
+					sum, m, wa := 0.0, 0.0, 0.0
 					for k := range c.K {
 						xv := float64(x[ti*c.K+k])
 						sum += xv * float64(qm.At(n, k))
 						sc, z := qm.Param(n, k/c.G)
-						m += (math.Abs(float64(half.ToFloat32(sc)))*float64(qm.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))) * math.Abs(xv)
+						a := math.Abs(float64(half.ToFloat32(sc)))*float64(qm.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))
+						m += a * math.Abs(xv)
+						wa += a
 					}
-					want[ti*c.N+n], mag[ti*c.N+n] = sum+float64(bias[n]), m
+					want[ti*c.N+n], mag[ti*c.N+n], wabs[n] = sum+float64(bias[n]), m, wa
 				}
 			}
 			prodErr := 0x1p-10 * (1 + 0x1p-10)
@@ -93,28 +104,52 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			// path of at most 32 + 2 + K/1024 + 5 + 4 + 1 float32 roundings
 			// (a span's chain, the (s, z) step, the steps, the shuffles, the
 			// slices, the bias), plus wq's own rounding of ŵ (2⁻²⁴).
+			// v4 (T = 1, G 128 times a power of two: LaunchV4 at splits 1,
+			// 2, 4, 8, the last with early loads; Launch takes it where
+			// UsesV4, and v3 with V3 set) multiplies exact codes by x = hi + 2⁻¹¹·lo
+			// on tensor cores: (K/64 + 83)·2⁻²⁴ of Σ(|s|q + |z|)|x| (the
+			// split 4, the tensor core's float32 sums over a tile 33 with
+			// truncation, Σx through the tensor core 37, the slices 7, wq's
+			// ŵ 1, a tile's two roundings into the running sum K/64,
+			// docs/perf/gemvq.md v4),
+			// plus 2⁻³⁶·Σ(|s|q + |z|) where lo is below fp16's normals.
 			type run struct {
-				v3          bool
+				ver         int
 				split       int
 				early, auto bool
+				v3knob      bool
 			}
 			var runs []run
 			for _, split := range []int{1, 2, 4, 8, 16} {
-				runs = append(runs, run{split: split})
+				runs = append(runs, run{ver: 2, split: split})
 			}
 			if c.T <= kernels.GEMVQ3MaxRows {
-				runs = append(runs, run{v3: true, split: 1}, run{v3: true, split: 2}, run{v3: true, split: 4, early: true})
+				runs = append(runs, run{ver: 3, split: 1}, run{ver: 3, split: 2}, run{ver: 3, split: 4, early: true})
 			}
-			runs = append(runs, run{v3: c.T <= kernels.GEMVQ3AutoRows, auto: true})
+			v4 := c.T == 1 && g.ReadsV4(c.e.Bits(), c.G, c.K)
+			if v4 {
+				runs = append(runs, run{ver: 4, split: 1}, run{ver: 4, split: 2}, run{ver: 4, split: 4}, run{ver: 4, split: 8, early: true},
+					run{ver: 3, auto: true, v3knob: true})
+			}
+			auto := 2
+			switch {
+			case g.UsesV4(c.T, c.N, c.K, c.e.Bits(), c.G):
+				auto = 4
+			case c.T <= kernels.GEMVQ3AutoRows:
+				auto = 3
+			}
+			runs = append(runs, run{ver: auto, auto: true})
 			for _, rn := range runs {
 				yp := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-					g.EarlyWeights = rn.early
-					defer func() { g.EarlyWeights = false }()
+					g.EarlyWeights, g.V3 = rn.early, rn.v3knob
+					defer func() { g.EarlyWeights, g.V3 = false, false }()
 					switch {
 					case rn.auto:
 						return g.Launch(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G)
-					case rn.v3:
+					case rn.ver == 4:
+						return g.LaunchV4(cx, s, yp, xp, wp, pp, bp, c.N, c.K, c.e.Bits(), c.G, rn.split)
+					case rn.ver == 3:
 						return g.LaunchV3(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G, rn.split)
 					}
 					return g.LaunchSplit(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G, rn.split)
@@ -123,8 +158,11 @@ func TestGEMVQMatchesReference(t *testing.T) {
 				m.read(cuda.Bytes(got), yp)
 				for i, w := range want {
 					tol := (prodErr+float64(c.K/16+40)*0x1p-23)*mag[i] + 0x1p-24*math.Abs(w)
-					if rn.v3 {
+					switch rn.ver {
+					case 3:
 						tol = float64(c.K/1024+46)*0x1p-23*mag[i] + 0x1p-24*math.Abs(w)
+					case 4:
+						tol = float64(c.K/64+83)*0x1p-24*mag[i] + 0x1p-36*wabs[i%c.N] + 0x1p-24*math.Abs(w)
 					}
 					if gv := float64(got[i]); gv != gv || math.Abs(gv-w) > tol {
 						t.Fatalf("%+v: y[%d,%d] = %g, want %g (tol %.3g)", rn, i/c.N, i%c.N, gv, w, tol)

@@ -27,7 +27,7 @@ const headerName = "bitdecode.cuh"
 // plan turns its program's off where DecodeTuning.PDL says (sessionOptions).
 // TestGridDependentKernelsWait checks every __global__ function of these
 // sources.
-var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "gemvq3.cu": true, "linear.cu": true, "skinny.cu": true,
+var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "gemvq3.cu": true, "gemvq4.cu": true, "linear.cu": true, "skinny.cu": true,
 	"kvcache.cu": true, "pack.cu": true, "decode_mma.cu": true, "decode_wgmma.cu": true}
 
 // pdlEarlyDefine is the NVRTC option of DecodeTuning.PDL = PDLWait: the

@@ -7,7 +7,7 @@ import (
 )
 
 // gridDependentSources maps each program of gridDependent to its source.
-var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gemvSource, "gemvq3.cu": gemvq3Source, "linear.cu": linearSource, "skinny.cu": skinnySource,
+var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gemvSource, "gemvq3.cu": gemvq3Source, "gemvq4.cu": gemvq4Source, "linear.cu": linearSource, "skinny.cu": skinnySource,
 	"kvcache.cu": kvcacheSource, "pack.cu": packSource, "decode_mma.cu": decodeMMASource, "decode_wgmma.cu": decodeWGMMASource}
 
 // earlyReaders are the kernels that read memory before their dependency

@@ -1,0 +1,270 @@
+// gemvq4.cu: gemvq v4, the decode GEMV over packed low-bit weights for one
+// row of x with the products on tensor cores, y = x·Ŵᵀ + bias
+// (kernels.GEMVQ.Launch runs it at one row for int8 weights of 2048 rows or
+// more with groups of 128 times a power of two, GEMVQ.UsesV4: on the H100
+// it beats gemvq3.cu's v3.2 there and not on int4 or int3; GEMVQ.V3 is the
+// A/B knob). The layout is gemvq.cu's (package wq, wq/doc.go "Packed
+// layout"): words [N][K/32·BITS] u32, params [N][K/G] (scale, zero) fp16
+// pairs, x [K] float32, bias [N] float32 or null, y [N] float32.
+//
+// Work (v3.2's structure: split-K warps, the next step's loads before the
+// current step's math, PDL): a CTA is kWarps warps; S of them (split-K)
+// share a row group of kRows = 16 rows (the mma's M), and slice s of the S
+// takes the s-th of S contiguous runs of K's steps of U tiles of 128
+// channels (U = 4 for int4/int3, 2 for int8: 96-128 bytes of codes a lane a
+// step). In a tile, lane (g = lane/4, c = lane%4) reads channels 32c..32c+31
+// of rows g and g+8 (gemvq.cu v2's assignment: one 16-byte load a row for
+// int4) and feeds them to 8 mma k-steps; the B operand uses the same
+// permutation of k.
+//
+// Numbers. A = the exact codes as fp16 integers (gemvq.cu's codesSpan: lop3
+// with the magic 0x6400 and one half2 subtraction or fma, two codes an
+// instruction). B = x split in two fp16 halves, x = hi + 2⁻¹¹·lo: hi =
+// fp16(x), lo = fp16(2¹¹·(x − hi)) (x − hi and the scaling are exact in
+// float32; the 2¹¹ keeps lo out of fp16's subnormals), hi in B's column 0
+// and lo in column 1, so one mma gives both sums (columns 2m, 2m+1 carry
+// the step's other tiles, for Σx: tileDot). The tensor core's products of
+// fp16 are exact and its sums float32; the accumulators start at zero each
+// tile (a tile lies in one group, G 128 times a power of two), and each
+// tile adds y += s·(Σq·hi + 2⁻¹¹·Σq·lo) + z·Σx in float32, Σx = Σhi +
+// 2⁻¹¹·Σlo from one mma chain a step with A = ones. x's split goes through
+// a per-warp shared buffer each step (stageX: one coalesced float4 a lane a
+// tile, split and stored where the mma lanes read their B fragment with
+// 16-byte loads free of bank conflicts). The warp's tiles add in order,
+// the S slices in slice order through shared memory: deterministic. The
+// bound (gemvq_test.go, docs/perf/gemvq.md v4) is (K/64 + 83)·2⁻²⁴ of
+// Σ(|s|q + |z|)|x|, plus 2⁻³⁶·Σ(|s|q + |z|) for x below fp16's normals.
+// |x| must stay below fp16's 65504 (hi would overflow; v2 rounds x to fp16
+// too).
+//
+// Programmatic dependent launch: gemvq4.cu is a GridDependent program
+// (header.go), as gemvq3.cu: with early set a lane's first step of codes
+// and params is loaded before the dependency wait.
+//
+// Versions (H100, T = 1, G128, `bench gemvq`; docs/perf/gemvq.md v4):
+//   v4.0 2 tiles a step (1 for int8), 3 CTAs of 8 warps an SM, Σx from a
+//        table summed by the CTA after the dependency wait: half v3.2's
+//        instructions (5.35 M on int4 gate/up against 10.46 M) but
+//        latency-bound (0.34 issued a cycle, 0.57 waves at S 2): int4
+//        gate/up 19.9 us (v3.2 19.1), the int4 step 3.83 ms (3.45).
+//   v4.1 4 tiles a step (2 for int8), 2 CTAs an SM, Σx by an mma with
+//        A = ones: 4.70 M instructions, still latency-bound (0.25 issued a
+//        cycle, long scoreboard 8 of 13 cycles an instruction): int4
+//        gate/up 19.9 us, down 19.9; int8 gate/up 25.2 (78%, v3.2 28.8),
+//        down 25.4 (78%, v3.2 26.6); int3 slower than v3.2 everywhere.
+//
+// Go wrapper: gemvq.go; test: gemvq_test.go; docs/perf/gemvq.md (v4).
+
+#include "bitdecode.cuh"
+#include "gemvq.cu"
+
+namespace gemvq4 {
+
+using gemvq::Span;
+
+constexpr int kWarps = 8;              // warps per CTA
+constexpr int kThreads = 32 * kWarps;
+constexpr int kRows = 16;              // rows per row group (the mma's M)
+constexpr int kTile = 128;             // channels per tile (4 lanes x 32)
+constexpr float kLoScale = 2048.f;     // lo = fp16(2¹¹·(x − hi))
+constexpr float kLoUnscale = 1.f / 2048.f;
+
+// kTilesPerStep is U: tiles a warp loads ahead in one step (a lane's 2
+// rows x U spans: 128 bytes of int4 and int8, 96 of int3). Call 1 took
+// U = 2 (1 for int8) at 3 CTAs an SM: latency-bound (13.5 warps an SM on
+// int4 gate/up at S 2, long scoreboard half the stalls, 0.34 issued a
+// cycle). GEMVQ4_TILES (an NVRTC -D knob) sets U for int4/int3 (int8
+// takes half).
+#ifndef GEMVQ4_TILES
+#define GEMVQ4_TILES 4
+#endif
+template <int BITS>
+constexpr int kTilesPerStep = BITS == 8 ? (GEMVQ4_TILES + 1) / 2 : GEMVQ4_TILES;
+
+// kMinBlocks is the CTAs per SM the launch bounds ask registers for: 2 (16
+// warps an SM, 128 registers). GEMVQ4_MIN_BLOCKS (an NVRTC -D knob)
+// overrides it where > 0.
+#ifndef GEMVQ4_MIN_BLOCKS
+#define GEMVQ4_MIN_BLOCKS 0
+#endif
+constexpr int kMinBlocks = GEMVQ4_MIN_BLOCKS > 0 ? GEMVQ4_MIN_BLOCKS : 2;
+
+// h2x2 widens a half2 to two floats (exact).
+__device__ __forceinline__ float2 h2x2(u32 h) {
+  float lo, hi;
+  asm("{ .reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b; }" : "=f"(lo), "=f"(hi) : "r"(h));
+  return make_float2(lo, hi);
+}
+
+// Step<BITS, U> is one lane's codes of one step (rows g and g+8 of U tiles)
+// and their (scale, zero) pairs.
+template <int BITS, int U>
+struct Step {
+  Span<BITS> a[U][2];
+  u32 sz[U][2];
+};
+
+// Rows are a lane's two rows of the row group (g and g+8; a row past N reads
+// row N − 1, whose sums are not written): the words of their codes from the
+// lane's span of tile 0 and of their params, as 32-bit offsets from the
+// kernel's pointers (one multiply-add an address).
+struct Rows {
+  const u32* words;
+  const u32* params;
+  unsigned w0, w1, p0, p1;
+};
+
+// preload loads the tiles t0..t0+U−1 below te into st (tiles past te load
+// nothing: the warp-uniform bound of its run). Only weights are read.
+template <int BITS, int U>
+__device__ __forceinline__ void preload(Step<BITS, U>& st, const Rows& rw, int t0, int te, int gshift) {
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    const unsigned t = t0 + u;
+    if (int(t) < te) {
+      gemvq::loadSpan<BITS>(st.a[u][0], rw.words + (rw.w0 + t * (kTile / 32 * BITS)), 0);
+      gemvq::loadSpan<BITS>(st.a[u][1], rw.words + (rw.w1 + t * (kTile / 32 * BITS)), 0);
+      st.sz[u][0] = __ldg(rw.params + (rw.p0 + (t >> gshift)));
+      st.sz[u][1] = __ldg(rw.params + (rw.p1 + (t >> gshift)));
+    }
+  }
+}
+
+// XStage is a warp's staging buffer of one step's x, split: hi[u][q][c] is
+// the 4 half2 of channels 32c+8q..+7 of tile u (B fragment registers 4q..
+// 4q+3 of lane c); lo likewise. The 64-byte pad puts lo[u][q] in the other
+// half of the banks from hi[u][q], so a quarter-warp's 16-byte reads (lanes
+// g = 2m reading hi, g = 2m+1 lo, of one tile) are free of conflicts.
+template <int U>
+struct XStage {
+  uint4 hi[U][4][4];
+  uint4 pad[4];
+  uint4 lo[U][4][4];
+};
+
+// split2 splits (a, b) into the half2 hi = fp16(a, b) and lo = fp16(2¹¹·(a −
+// hi.a), 2¹¹·(b − hi.b)): the differences and the scaling are exact.
+__device__ __forceinline__ void split2(float a, float b, u32& hi, u32& lo) {
+  hi = pack2(a, b);
+  const float2 h = h2x2(hi);
+  lo = pack2((a - h.x) * kLoScale, (b - h.y) * kLoScale);
+}
+
+// stageX splits the tiles t0..t0+U−1 of x into the warp's buffer (zeros
+// from te on): lane l loads channels 4l..4l+3 of each tile (one coalesced
+// float4) and stores their hi and lo pairs where the mma lanes read them.
+template <int U>
+__device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ x, int t0, int te, int lane) {
+  __syncwarp();  // the warp's reads of the previous step are done
+  const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    u32 h0 = 0, l0 = 0, h1 = 0, l1 = 0;
+    if (t0 + u < te) {  // warp-uniform
+      const float4 v = *reinterpret_cast<const float4*>(x + (t0 + u) * kTile + 4 * lane);
+      split2(v.x, v.y, h0, l0);
+      split2(v.z, v.w, h1, l1);
+    }
+    reinterpret_cast<uint2*>(&xs.hi[u][q][c])[h] = make_uint2(h0, h1);
+    reinterpret_cast<uint2*>(&xs.lo[u][q][c])[h] = make_uint2(l0, l1);
+  }
+  __syncwarp();
+}
+
+// tileDot adds the tiles t0..t0+U−1 below te to acc (rows g and g+8 in the
+// lanes c = 0): the codes times x's halves on the tensor cores, then
+// s·(Σq·hi + 2⁻¹¹·Σq·lo) + z·Σx. B's columns 2m and 2m+1 (lanes g = 2m,
+// 2m+1) hold hi and lo of tile u + m (mod U): for the codes of tile u only
+// columns 0 and 1 count (lanes c = 0), and one mma chain with A = ones
+// over tile 0's B gives every tile's Σhi and Σlo (lane c: tile c mod U),
+// handed to the lanes c = 0 by a shuffle a tile.
+template <int BITS, int U>
+__device__ __forceinline__ void tileDot(float (&acc)[2], const Step<BITS, U>& st, const XStage<U>& xs, int t0, int te, int lane) {
+  static_assert(U == 1 || U == 2 || U == 4, "B's 8 columns hold the hi and lo of at most 4 tiles");
+  const int g = lane / 4, c = lane % 4;
+  float sxl = 0.f;  // Σx of tile c mod U
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    if (t0 + u >= te) break;  // warp-uniform
+    u32 w0[16], w1[16], xb[16];
+    gemvq::codesSpan<BITS>(w0, st.a[u][0]);
+    gemvq::codesSpan<BITS>(w1, st.a[u][1]);
+    const int tu = (u + g / 2) % U;
+    const uint4* xq = g & 1 ? &xs.lo[tu][0][c] : &xs.hi[tu][0][c];
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      const uint4 v = xq[4 * q];
+      xb[4 * q] = v.x, xb[4 * q + 1] = v.y, xb[4 * q + 2] = v.z, xb[4 * q + 3] = v.w;
+    }
+    if (u == 0) {
+      float e[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int j = 0; j < 8; j++) gemvq::mmaA4(e, gemvq::kOnes, gemvq::kOnes, gemvq::kOnes, gemvq::kOnes, xb[2 * j], xb[2 * j + 1]);
+      sxl = fmaf(e[1], kLoUnscale, e[0]);  // (col 2c, col 2c+1): Σhi, Σlo of tile c mod U
+    }
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < 8; j++) gemvq::mmaA4(d, w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
+    // Lanes c = 0: d = (row g: Σq·hi, Σq·lo; row g+8: the same) of tile u.
+    const float s = __shfl_sync(0xffffffffu, sxl, (lane & ~3) | u);
+    const float2 sz0 = h2x2(st.sz[u][0]), sz1 = h2x2(st.sz[u][1]);  // (scale, zero)
+    acc[0] = fmaf(sz0.x, fmaf(d[1], kLoUnscale, d[0]), fmaf(sz0.y, s, acc[0]));
+    acc[1] = fmaf(sz1.x, fmaf(d[3], kLoUnscale, d[2]), fmaf(sz1.y, s, acc[1]));
+  }
+}
+
+// gemv_q4: grid (ceil(N / (kRows·kWarps/S))), block kThreads. Warp w of a
+// CTA takes row group w / S and slice w % S of its K steps. gshift is
+// log2(G/128) (a tile's group is tile >> gshift); K a multiple of G.
+// early: load the first step's weights before the dependency
+// wait.
+template <int BITS, int S>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) gemv_q4(const float* __restrict__ x, const u32* __restrict__ words,
+                                                         const u16* __restrict__ params, const float* __restrict__ bias,
+                                                         float* __restrict__ y, int N, int K, int gshift, int early) {
+  constexpr int U = kTilesPerStep<BITS>;
+  constexpr int kGroups = kWarps / S;  // row groups per CTA
+  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
+  const int g = lane / 4, c = lane % 4;
+  const int n0 = (blockIdx.x * kGroups + warp / S) * kRows;
+  const int tiles = K / kTile, steps = (tiles + U - 1) / U, per = (steps + S - 1) / S;
+  const int tb = min(tiles, slice * per * U), te = min(tiles, (slice + 1) * per * U);
+  const int rowWords = K / 32 * BITS, groups = tiles >> gshift;
+  const int na = min(n0 + g, N - 1), nb = min(n0 + g + 8, N - 1);
+  const u32* prm = reinterpret_cast<const u32*>(params);
+  const Rows rw{words, prm, unsigned(na * rowWords + c * BITS), unsigned(nb * rowWords + c * BITS), unsigned(na * groups),
+                unsigned(nb * groups)};
+  Step<BITS, U> cur;
+  if (early) preload(cur, rw, tb, te, gshift);
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) preload(cur, rw, tb, te, gshift);
+  float acc[2] = {0.f, 0.f};
+  __shared__ XStage<U> xs[kWarps];
+  // Two steps an iteration, the buffers swapping roles.
+  Step<BITS, U> nxt;
+  for (int t = tb; t < te; t += 2 * U) {
+    preload(nxt, rw, t + U, te, gshift);
+    stageX<U>(xs[warp], x, t, te, lane);
+    tileDot<BITS, U>(acc, cur, xs[warp], t, te, lane);
+    if (t + U >= te) break;
+    preload(cur, rw, t + 2 * U, te, gshift);
+    stageX<U>(xs[warp], x, t + U, te, lane);
+    tileDot<BITS, U>(acc, nxt, xs[warp], t + U, te, lane);
+  }
+  // Lanes c = 0 hold their rows' sums; then the S slices add in slice
+  // order.
+  __shared__ float part[kWarps][kRows];
+  if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
+  __syncthreads();
+  if (slice != 0 || lane >= kRows) return;
+  const int n = n0 + lane;
+  if (n >= N) return;
+  float v = part[warp][lane];
+#pragma unroll
+  for (int s = 1; s < S; s++) v += part[warp + s][lane];
+  y[n] = v + (bias ? bias[n] : 0.f);
+}
+
+}  // namespace gemvq4
