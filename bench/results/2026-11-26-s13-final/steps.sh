@@ -24,6 +24,4 @@ for i in 1 2; do
   run max_base$i 50 bitdecode-base $MX
   run max_new$i 50 bitdecode $MX
 done
-run b1_base2 50 bitdecode-base $B1
-run b1_new2 50 bitdecode $B1
 t end; snap; rm -rf $R
