@@ -708,15 +708,18 @@ func (w *worker) softmax(st *state, t0, n int) {
 			w.mrow[r] = float32(math.Inf(1)) // every exp 0
 			continue
 		}
-		if m != st.m[r] {
+		// The rescale by a = exp(m_old - m); none while m_old is -Inf (no
+		// visible token yet): a would be 0 and l, acc and zacc are still
+		// zeros, which a product by +0 leaves as they are (v59).
+		if m != st.m[r] && !math.IsInf(float64(st.m[r]), -1) {
 			a := exp32(st.m[r] - m)
 			st.l[r] *= a
 			w.k.scaleF32(st.acc[r*d:(r+1)*d], a)
 			for c := range st.zacc[r*st.vgroups : (r+1)*st.vgroups] {
 				st.zacc[r*st.vgroups+c] *= a
 			}
-			st.m[r] = m
 		}
+		st.m[r] = m
 		if w.expU8 {
 			w.mrow[r] = m
 			continue

@@ -60,6 +60,24 @@ func scaleF32AVX512(x *float32, n int, a float32)
 //go:noescape
 func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 
+// qPermPk holds foldQuery4AVX512's VPERMB indices per layout: first the
+// order of its packs (channel 16k+4l+i of 64 at byte 16l+4k+i: two
+// VPACKSSDW, one VPACKSSWB) back to the channels' (qi), then qPerm's four
+// vectors composed with that order (v57).
+var qPermPk = func() (p [4][5 * zmmBytes]int8) {
+	var pk [zmmBytes]int8
+	for c := range pk {
+		pk[c] = int8(16*(c>>2&3) + 4*(c>>4) + c&3)
+	}
+	for lay := range p {
+		copy(p[lay][:zmmBytes], pk[:])
+		for o, c := range qPerm[lay] {
+			p[lay][zmmBytes+o] = pk[c]
+		}
+	}
+	return p
+}()
+
 //go:noescape
 func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *int8, nperm int)
 
@@ -404,7 +422,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			var dp, perm *int8
 			nperm := 4 // index vectors written per 64 channels
 			if lay != qNone {
-				dp, perm = &dst[0], &qPerm[lay][0]
+				dp, perm = &dst[0], &qPermPk[lay][0]
 			}
 			if lay == qI2 {
 				nperm = 1 // bcastQ2's layout: one vector per 64 channels
