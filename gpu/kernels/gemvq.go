@@ -111,8 +111,16 @@ const gemvq3SplitPastWave = 2
 func gemvq3SplitFor(N, K, bits, slots int) int {
 	groups := (N + gemvq3RowsPerWarp(bits) - 1) / gemvq3RowsPerWarp(bits)
 	steps := (K + gemvq3Step - 1) / gemvq3Step
+	return splitForWave(groups, steps, slots, gemvq3Splits[:])
+}
+
+// splitForWave is v3's and v4's split rule over groups row groups of steps
+// steps each: of splits (ascending), the most whose groups·split warps fit
+// in one wave of slots, each slice keeping a step; where even one split
+// takes more than a wave, the most up to gemvq3SplitPastWave.
+func splitForWave(groups, steps, slots int, splits []int) int {
 	best := 1
-	for _, s := range gemvq3Splits {
+	for _, s := range splits {
 		if s > steps {
 			break
 		}
@@ -169,16 +177,7 @@ const gemvq4AutoBits = 8
 func gemvq4SplitFor(N, K, bits, slots int) int {
 	groups := (N + gemvq4Rows - 1) / gemvq4Rows
 	steps := (K/gemvq4Tile + gemvq4TilesPerStep(bits) - 1) / gemvq4TilesPerStep(bits)
-	best := 1
-	for _, s := range gemvq4Splits {
-		if s > steps {
-			break
-		}
-		if groups*s <= slots || groups > slots && s <= gemvq3SplitPastWave {
-			best = s
-		}
-	}
-	return best
+	return splitForWave(groups, steps, slots, gemvq4Splits[:])
 }
 
 // gemvq4Shift returns log2(G/128) where v4 reads groups of G (128 times a
