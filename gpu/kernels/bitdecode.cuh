@@ -47,6 +47,12 @@ BD_DEVICE float h2f(u16 h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
+// h2x2 widens a half2 (low half first) to two floats (exact).
+BD_DEVICE float2 h2x2(u32 h) {
+  float lo, hi;
+  asm("{ .reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b; }" : "=f"(lo), "=f"(hi) : "r"(h));
+  return make_float2(lo, hi);
+}
 BD_DEVICE u16 f2h(float f) {
   u16 h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));

@@ -75,12 +75,6 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kChunk = 8;  // halves per lane per load
 
-__device__ __forceinline__ float2 h2x2(u32 h) {
-  float lo, hi;
-  asm("{ .reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b; }" : "=f"(lo), "=f"(hi) : "r"(h));
-  return make_float2(lo, hi);
-}
-
 template <int T>
 __device__ __forceinline__ void fma8(float (&acc)[T], const uint4& w, const float* __restrict__ x, int K, int k) {
   float wf[8];

@@ -85,13 +85,6 @@ constexpr int kMinBlocks = GEMVQ3_MIN_BLOCKS > 0 ? GEMVQ3_MIN_BLOCKS : T == 1 ? 
 template <int BITS>
 constexpr int kRowsPerWarp = BITS == 8 ? 2 : 4;
 
-// h2x2 widens a half2 to two floats (exact).
-__device__ __forceinline__ float2 h2x2(u32 h) {
-  float lo, hi;
-  asm("{ .reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b; }" : "=f"(lo), "=f"(hi) : "r"(h));
-  return make_float2(lo, hi);
-}
-
 // Step<BITS, R> is one lane's codes of one step (a span of each of R rows)
 // and the rows' (scale, zero) pairs of the span's group.
 template <int BITS, int R>

@@ -89,13 +89,6 @@ constexpr int kTilesPerStep = BITS == 8 ? (GEMVQ4_TILES + 1) / 2 : GEMVQ4_TILES;
 #endif
 constexpr int kMinBlocks = GEMVQ4_MIN_BLOCKS > 0 ? GEMVQ4_MIN_BLOCKS : 2;
 
-// h2x2 widens a half2 to two floats (exact).
-__device__ __forceinline__ float2 h2x2(u32 h) {
-  float lo, hi;
-  asm("{ .reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b; }" : "=f"(lo), "=f"(hi) : "r"(h));
-  return make_float2(lo, hi);
-}
-
 // Step<BITS, U> is one lane's codes of one step (rows g and g+8 of U tiles)
 // and their (scale, zero) pairs.
 template <int BITS, int U>
