@@ -82,7 +82,8 @@ const (
 
 // allocBlock returns n zeroed bytes for a new block: from make while the
 // cache is small, else from the current chunk, its huge pages first and
-// then its unaligned head and tail (v46).
+// then its unaligned head and tail (v46); the first chunk takes the blocks
+// from make in too (v61).
 func (c *Cache) allocBlock(n int) []byte {
 	if c.own < arenaMinBytes || 4*n > arenaChunkBytes {
 		c.own += n
@@ -92,15 +93,42 @@ func (c *Cache) allocBlock(n int) []byte {
 		c.arena = c.arena[1:]
 	}
 	if len(c.arena) == 0 {
+		first := c.arena == nil
 		chunk := make([]byte, arenaChunkBytes+hugePageBytes)
 		lo, hi := hugeRange(chunk)
 		adviseHuge(chunk[lo:hi])
 		c.arena = append(c.arena[:0], chunk[lo:hi], chunk[:lo], chunk[hi:])
+		if first {
+			c.moveOwnBlocks(n)
+		}
 	}
 	b := c.arena[0][:n:n]
 	c.arena[0] = c.arena[0][n:]
 	c.own += n
 	return b
+}
+
+// moveOwnBlocks copies the blocks of n bytes the cache took from make
+// before its first chunk into the chunk (its huge pages first) and points
+// Blocks at the copies: a cache that grows past arenaMinBytes then has every
+// block in huge pages but the chunks' unaligned ends, the first MiB too
+// (docs/perf/cpu-attention.md v61). The same bytes, so the same bits. It
+// does nothing unless every block is one of the cache's own from make
+// (NewBlock unset all along), and leaves room for the block being
+// allocated.
+func (c *Cache) moveOwnBlocks(n int) {
+	if len(c.Blocks) == 0 || c.own != len(c.Blocks)*n || len(c.arena[0]) < c.own+n {
+		return
+	}
+	for i, b := range c.Blocks {
+		if len(b) != n {
+			return
+		}
+		nb := c.arena[0][:n:n]
+		c.arena[0] = c.arena[0][n:]
+		copy(nb, b)
+		c.Blocks[i] = nb
+	}
 }
 
 // AdviseHugePages asks the kernel to back the whole 2 MiB pages of b with

@@ -16,8 +16,9 @@ import (
 // TestCacheArenaBlocks builds the same cache twice, with its own allocation
 // (past arenaMinBytes the blocks come from chunks) and with NewBlock as
 // make: every block holds the same bytes, the chunk's blocks do not
-// overlap and cannot grow into each other, and the decode gives the same
-// bits from both.
+// overlap and cannot grow into each other, the first MiB's blocks were
+// moved into the first chunk (v61), and the decode gives the same bits from
+// both.
 func TestCacheArenaBlocks(t *testing.T) {
 	sh := Shape{Hq: 32, Hkv: 8, D: 128}
 	f := kv.MustResolve("int4", sh.D)
@@ -67,6 +68,14 @@ func TestCacheArenaBlocks(t *testing.T) {
 	}
 	if own.arena == nil {
 		t.Fatalf("the cache never took blocks from a chunk (%d bytes of blocks)", own.own)
+	}
+	// The blocks from make before the first chunk were moved into its huge
+	// pages (v61): the first chunk's whole pages hold blocks 0, 1, ... back
+	// to back.
+	for i := 1; i < min(len(own.Blocks), arenaChunkBytes/bb); i++ {
+		if uintptr(unsafe.Pointer(&own.Blocks[i][0])) != uintptr(unsafe.Pointer(&own.Blocks[i-1][0]))+uintptr(bb) {
+			t.Fatalf("block %d does not follow block %d in the first chunk", i, i-1)
+		}
 	}
 	p := Params{Format: f, Shape: sh, Tq: 1}
 	q := randQ(r, sh.Hq*sh.D)
