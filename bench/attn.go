@@ -41,6 +41,10 @@ type AttnConfig struct {
 	Grid    []Point
 	Shape   attn.Shape
 	Reps    int // timed runs per row (median reported)
+	// MinSeconds is the least time a row's timed runs take together: more
+	// runs are added until they do. RunAttnCPU sets DefaultCPUMinSeconds
+	// when Reps is left 0 (the protocol's rows); 0 with Reps set runs Reps.
+	MinSeconds float64
 	// Progress receives one line per row as it is measured (nil: quiet).
 	Progress io.Writer
 }
@@ -92,6 +96,16 @@ type AttnReport struct {
 // (docs/perf/cpu-attention.md, session 3).
 const DefaultCPUReps = 15
 
+// DefaultCPUMinSeconds is the least time a row's timed runs take in the
+// protocol (Reps left 0): 15 calls of int2 at (1, 32K) take ~17 ms, and the
+// VM's two cores together run at a speed that changes in windows of
+// ~0.1-0.5 s (1.1-2x a pair's cycles with two threads, little with one; 2x
+// more often just after timeIt's collection), so a 17 ms row read one
+// window, 30.1 to 60.7 cycles a pair and core, where round 9's program,
+// the median of 300 calls (~0.33 s), read 30.3 to 39.3 in the same minutes
+// (docs/perf/cpu-attention.md, round 16). The fp32 rows take longer anyway.
+const DefaultCPUMinSeconds = 0.3
+
 // RunAttnCPU measures CPU decode attention (one query token per sequence)
 // for every format and grid point, plus the fp32 baseline, and this
 // machine's read bandwidth in the same run (before and after the rows;
@@ -99,6 +113,9 @@ const DefaultCPUReps = 15
 func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 	if cfg.Reps <= 0 {
 		cfg.Reps = DefaultCPUReps
+		if cfg.MinSeconds == 0 {
+			cfg.MinSeconds = DefaultCPUMinSeconds
+		}
 	}
 	progress := cfg.Progress
 	if progress == nil {
@@ -122,7 +139,7 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 		attn.ExactReference(exact, q[:sh.Hq*sh.D], keys[:1], vals[:1], sh, 1, 0)
 
 		out := make([]float32, len(q))
-		base := timeIt(cfg.Reps, func() {
+		base := timeIt(cfg.Reps, cfg.MinSeconds, func() {
 			if err := attn.DecodeF32(out, q, keys, vals, sh, 1, 0); err != nil {
 				panic(err)
 			}
@@ -142,7 +159,7 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 				return nil, err
 			}
 			if f.Planes.On {
-				row, err := runPlanesCPU(f, sh, pt, keys, vals, q, exact, base, cfg.Reps)
+				row, err := runPlanesCPU(f, sh, pt, keys, vals, q, exact, base, cfg.Reps, cfg.MinSeconds)
 				if err != nil {
 					return nil, fmt.Errorf("%s B=%d L=%d: %w", spec, pt.B, pt.L, err)
 				}
@@ -166,7 +183,7 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 			}
 			bytesRead += int64(2 * len(q) * 4)
 			p := attn.Params{Format: f, Shape: sh, Tq: 1}
-			sec := timeIt(cfg.Reps, func() {
+			sec := timeIt(cfg.Reps, cfg.MinSeconds, func() {
 				if err := attn.Decode(out, q, seqs, p); err != nil {
 					panic(err)
 				}
@@ -229,8 +246,9 @@ func syntheticQ(r *rand.Rand, keys [][]float32, sh attn.Shape) []float32 {
 	return q
 }
 
-// timeIt runs fn once to warm up, then reps times, and returns the median
-// in seconds. A garbage collection first finishes the collector's work on
+// timeIt runs fn once to warm up, then reps times, and more until the
+// timed runs add up to minSec (DefaultCPUMinSeconds), and returns the
+// median in seconds. A garbage collection first finishes the collector's work on
 // the row's set-up (the caches just built, the previous rows' garbage):
 // started by those allocations, its mark phase ran beside the timed calls
 // on one of the two cores (int2 at (8, 8K) 4.0-4.5 ms with it, 3.2 ms
@@ -238,18 +256,20 @@ func syntheticQ(r *rand.Rand, keys [][]float32, sh attn.Shape) []float32 {
 // is then returned to the system at once (debug.FreeOSMemory): left to the
 // background scavenger, its madvise calls ran beside the timed calls too
 // (~500 MB of them during one (1, 32K) row: cpu-attention.md, round 11).
-func timeIt(reps int, fn func()) float64 {
+func timeIt(reps int, minSec float64, fn func()) float64 {
 	runtime.GC()
 	debug.FreeOSMemory()
 	fn()
-	t := make([]float64, reps)
-	for i := range t {
+	t := make([]float64, 0, reps)
+	var total float64
+	for len(t) < reps || total < minSec {
 		start := time.Now()
 		fn()
-		t[i] = time.Since(start).Seconds()
+		t = append(t, time.Since(start).Seconds())
+		total += t[len(t)-1]
 	}
 	sort.Float64s(t)
-	return t[reps/2]
+	return t[len(t)/2]
 }
 
 func maxAbsDiff(a, b []float32) float64 {

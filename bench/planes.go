@@ -47,7 +47,7 @@ func planeTierMaps(r *rand.Rand, p kv.PlaneSpec, b, hkv, l int) [][]kv.Tier {
 // runPlanesCPU times attn.DecodePlanes at one grid point over bw caches of
 // keys/vals, tiered by planeTierMaps; the error is against float64
 // attention on the unquantized K/V (exact), like the other CPU rows.
-func runPlanesCPU(f kv.Format, sh attn.Shape, pt Point, keys, vals [][]float32, q, exact []float32, base float64, reps int) (AttnRow, error) {
+func runPlanesCPU(f kv.Format, sh attn.Shape, pt Point, keys, vals [][]float32, q, exact []float32, base float64, reps int, minSec float64) (AttnRow, error) {
 	r := rand.New(rand.NewPCG(uint64(pt.B), uint64(pt.L)+1))
 	maps := planeTierMaps(r, f.Planes, pt.B, sh.Hkv, pt.L)
 	lay := f.PlaneLayout()
@@ -72,7 +72,7 @@ func runPlanesCPU(f kv.Format, sh attn.Shape, pt Point, keys, vals [][]float32, 
 	out := make([]float32, len(q))
 	p := attn.Params{Format: f, Shape: sh, Tq: 1}
 	var derr error
-	sec := timeIt(reps, func() {
+	sec := timeIt(reps, minSec, func() {
 		if err := attn.DecodePlanes(out, q, seqs, p, nil); err != nil {
 			derr = err
 		}
