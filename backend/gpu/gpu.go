@@ -539,11 +539,7 @@ func (b *Backend) UploadInt32(dst backend.Tensor, src []int32) error {
 // Download implements backend.Backend. It waits for the ops queued so far;
 // a device error from them is recorded as the pending op error.
 func (b *Backend) Download(dst []float32, src backend.Tensor) error {
-	b.flush()
-	if err := b.Err(); err != nil {
-		return err
-	}
-	t, err := b.tensorOf("Download", src)
+	t, err := b.downloadSource("Download", src)
 	if err != nil {
 		return err
 	}
@@ -561,18 +557,7 @@ func (b *Backend) Download(dst []float32, src backend.Tensor) error {
 	default:
 		return fmt.Errorf("backend/gpu: Download: tensor %v as float32", t)
 	}
-	err = b.Do(func(c *cuda.Ctx) error {
-		if chunk := b.downloadChunk(len(raw)); chunk > 0 && h == nil {
-			return b.downloadPinned(c, raw, t.ptr, chunk)
-		}
-		if err := c.DtoHAsync(raw, t.ptr, b.stream); err != nil {
-			return err
-		}
-		return b.syncStream(c)
-	})
-	if err != nil {
-		err = fmt.Errorf("backend/gpu: Download of %v: %w", t, err)
-		b.fail(err)
+	if err := b.copyOut("Download", t, raw, h == nil); err != nil {
 		return err
 	}
 	switch t.dtype {
@@ -586,6 +571,37 @@ func (b *Backend) Download(dst []float32, src backend.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// downloadSource waits for the ops queued so far and returns src's tensor
+// for a download named op; a device error from those ops is recorded as
+// the pending op error.
+func (b *Backend) downloadSource(op string, src backend.Tensor) (*tensor, error) {
+	b.flush()
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	return b.tensorOf(op, src)
+}
+
+// copyOut copies t's bytes into raw, through the ring of pinned chunks
+// (download.go) where pinned allows it and raw is large enough, and records
+// a device error as the pending op error.
+func (b *Backend) copyOut(op string, t *tensor, raw []byte, pinned bool) error {
+	err := b.Do(func(c *cuda.Ctx) error {
+		if chunk := b.downloadChunk(len(raw)); chunk > 0 && pinned {
+			return b.downloadPinned(c, raw, t.ptr, chunk)
+		}
+		if err := c.DtoHAsync(raw, t.ptr, b.stream); err != nil {
+			return err
+		}
+		return b.syncStream(c)
+	})
+	if err != nil {
+		err = fmt.Errorf("backend/gpu: %s of %v: %w", op, t, err)
+		b.fail(err)
+	}
+	return err
 }
 
 // fp16Overflow returns the index of the first finite value of F32 or BF16

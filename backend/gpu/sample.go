@@ -56,11 +56,7 @@ func (b *Backend) ArgmaxRows(dst, src backend.Tensor) {
 // DownloadInt32 implements backend.Argmaxer. It waits for the ops queued
 // so far; a device error from them is recorded as the pending op error.
 func (b *Backend) DownloadInt32(dst []int32, src backend.Tensor) error {
-	b.flush()
-	if err := b.Err(); err != nil {
-		return err
-	}
-	t, err := b.tensorOf("DownloadInt32", src)
+	t, err := b.downloadSource("DownloadInt32", src)
 	if err != nil {
 		return err
 	}
@@ -70,18 +66,7 @@ func (b *Backend) DownloadInt32(dst []int32, src backend.Tensor) error {
 	if len(dst) != t.n {
 		return fmt.Errorf("backend/gpu: DownloadInt32: tensor %v of %d elements into %d values", t, t.n, len(dst))
 	}
-	err = b.Do(func(c *cuda.Ctx) error {
-		if err := c.DtoHAsync(cuda.Bytes(dst), t.ptr, b.stream); err != nil {
-			return err
-		}
-		return b.syncStream(c)
-	})
-	if err != nil {
-		err = fmt.Errorf("backend/gpu: DownloadInt32 of %v: %w", t, err)
-		b.fail(err)
-		return err
-	}
-	return nil
+	return b.copyOut("DownloadInt32", t, cuda.Bytes(dst), false)
 }
 
 var _ backend.Argmaxer = (*Backend)(nil)
