@@ -88,7 +88,7 @@ func benchFlags(fs *flag.FlagSet) (device *string, quick *bool, kvs, grid, jsonP
 	kvs = fs.String("kv", strings.Join(bench.DefaultFormats, ","), "comma-separated KV format specs ('bitdecode inspect kv' explains them)")
 	grid = fs.String("grid", "", "comma-separated BxL points, e.g. 1x8192,8x8192 (default: the CPU protocol grid, or the quick grid)")
 	jsonPath = fs.String("json", "", "also write the results as JSON to this file")
-	reps = fs.Int("reps", 0, "timed runs per row on the CPU, median reported (default 15, 3 with --quick)")
+	reps = fs.Int("reps", 0, "timed runs per row on the CPU, median reported (default: at least 15 and as many more as 0.3 s of runs take; 3 with --quick; N runs exactly N)")
 	return
 }
 
