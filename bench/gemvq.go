@@ -17,7 +17,7 @@ import (
 // gemvq.cu sweep.
 type GEMVQRow struct {
 	Variant    string  `json:"variant"` // NVRTC -D options, "" for the defaults
-	Version    int     `json:"version"` // 2: gemvq.cu (tensor cores), 3: gemvq3.cu (CUDA cores, T <= 2), 4: gemvq4.cu (tensor cores, T = 1)
+	Version    int     `json:"version"` // 2: gemvq.cu (tensor cores), 3: gemvq3.cu (CUDA cores, T <= 2), 4: gemvq4.cu (tensor cores, T = 1), 5: its gemv_q5 (v4 fed by a cp.async ring)
 	Bits       int     `json:"bits"`
 	Name       string  `json:"name"`
 	N          int     `json:"n"`
@@ -32,7 +32,7 @@ type GEMVQRow struct {
 	LocalBytes int     `json:"local_bytes"`
 }
 
-// SweepGEMVQ times gemvq.cu's GEMV (v2), at T <= 2 gemvq3.cu's (v3) and at T = 1 gemvq4.cu's (v4) on GPU 0 (after probing its read
+// SweepGEMVQ times gemvq.cu's GEMV (v2), at T <= 2 gemvq3.cu's (v3) and at T = 1 gemvq4.cu's (v4, v5) on GPU 0 (after probing its read
 // ceiling, printed on progress) for the linear-layer shapes of config c
 // at T rows, for each compile-time variant (space-separated NAME=VALUE knobs
 // of gemvq.cu, e.g. "GEMVQ_PIPE=0 GEMVQ_UNROLL=8"), each code width and each
@@ -118,13 +118,15 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 					// v2, v3 (T <= 2) and v4 (T = 1) alternate at each
 					// split, so that a drift of the clocks touches all.
 					for _, s := range splits {
-						for _, ver := range []int{2, 3, 4} {
+						for _, ver := range []int{2, 3, 4, 5} {
 							if ver == 2 && s > kernels.GEMVQMaxSplit(T) || ver == 3 && (T > kernels.GEMVQ3MaxRows || !slices.Contains(kernels.GEMVQ3Splits(), s)) ||
-								ver == 4 && (T != 1 || !slices.Contains(kernels.GEMVQ4Splits(), s)) {
+								ver >= 4 && (T != 1 || !slices.Contains(kernels.GEMVQ4Splits(), s)) {
 								continue
 							}
 							us, err := x.MedianUS(st, 3, 20, func(i int) error {
 								switch ver {
+								case 5:
+									return g.LaunchV5(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, sh.N, sh.K, b, 128, s)
 								case 4:
 									return g.LaunchV4(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, sh.N, sh.K, b, 128, s)
 								case 3:
@@ -144,6 +146,9 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 							case 4:
 								fi, err = g.InfoV4(x, b, s)
 								auto = g.SplitV4For(sh.N, sh.K, b)
+							case 5:
+								fi, err = g.InfoV5(x, b, s)
+								auto = g.SplitV5For(sh.N, sh.K, b)
 							}
 							if err != nil {
 								return err

@@ -168,6 +168,9 @@ const gemvq4MinGroups = 128
 // (3.76-3.83 ms against 3.40-3.42).
 const gemvq4AutoBits = 8
 
+// gemvq5AutoBits are the code widths Launch gives to v5 (UsesV5).
+var gemvq5AutoBits = map[int]bool{3: true, 4: true, 8: true}
+
 // gemvq4SplitFor picks v4's warps per row group for an [N, K] weight of
 // this width, given the warps the GPU holds at once (slots): gemvq3SplitFor's
 // rule (the most splits whose warps fit in one wave, each slice keeping a
@@ -193,6 +196,48 @@ func gemvq4Shift(G, K int) int {
 	return bits.TrailingZeros(uint(q))
 }
 
+// gemvq5Ring is gemvq4.cu's kRing: v5's ring depth in steps, unless an
+// NVRTC option -DGEMVQ5_STAGES=n (n > 0) sets it.
+const gemvq5Ring = 4
+
+// gemvq5StageTiles is gemvq4.cu's kStageTiles: tiles a ring slot holds
+// (2 KB of codes a warp).
+func gemvq5StageTiles(bits int) int {
+	if bits == 8 {
+		return 1
+	}
+	return 2
+}
+
+// gemvq5SlotBytes is the size of gemvq4.cu's Slot<BITS, U>: a lane's span
+// of two rows of U tiles (BITS words each), 16 rows' params of U tiles and
+// x's 128 floats of U tiles.
+func gemvq5SlotBytes(bits int) int {
+	u := gemvq5StageTiles(bits)
+	return u*2*bits*32*4 + u*gemvq4Rows*4 + u*gemvq4Tile*4
+}
+
+// gemvq5RingBytes is the dynamic shared memory of a v5 CTA: kWarps rings
+// of gemvq5Ring slots (or the depth a -DGEMVQ5_STAGES= option sets).
+func gemvq5RingBytes(bits int, opts []string) int {
+	ring := gemvq5Ring
+	for _, o := range opts {
+		var n int
+		if _, err := fmt.Sscanf(o, "-DGEMVQ5_STAGES=%d", &n); err == nil && n > 0 {
+			ring = n
+		}
+	}
+	return gemvq4Warps * ring * gemvq5SlotBytes(bits)
+}
+
+// gemvq5SplitFor is gemvq4SplitFor for v5: its steps are
+// gemvq5StageTiles tiles, its slots those of its ring's occupancy.
+func gemvq5SplitFor(N, K, bits, slots int) int {
+	groups := (N + gemvq4Rows - 1) / gemvq4Rows
+	steps := (K/gemvq4Tile + gemvq5StageTiles(bits) - 1) / gemvq5StageTiles(bits)
+	return splitForWave(groups, steps, slots, gemvq4Splits[:])
+}
+
 // GEMVQ holds gemvq.cu's and gemvq3.cu's kernels: the decode GEMV over
 // packed low-bit weights for 1..GEMVQMaxRows rows (v3 up to GEMVQ3MaxRows,
 // v2 above), each code width and split, and the dequantization to fp16 for
@@ -201,12 +246,18 @@ type GEMVQ struct {
 	gemv [2][len(gemvqBits)][len(gemvqSplits)]cuda.Function // [n-tiles-1][bits][split]
 	v3   [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)]cuda.Function
 	v4   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function
+	v5   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function
 	// v3Slots is how many warps of v3's kernel for T rows and a code width
 	// the GPU holds at once (its CTAs an SM by the occupancy API, times
 	// gemvq3Warps, times the SMs): gemvq3SplitFor's wave.
 	v3Slots [GEMVQ3MaxRows][len(gemvqBits)]int
 	// v4Slots is v3Slots for v4's kernels (one row of x).
 	v4Slots [len(gemvqBits)]int
+	// v5Slots is v3Slots for v5's kernels (one row of x, their rings of
+	// shared memory counted).
+	v5Slots [len(gemvqBits)]int
+	// v5Ring is v5's dynamic shared memory a CTA for each width.
+	v5Ring  [len(gemvqBits)]int
 	dequant [len(gemvqBits)]cuda.Function
 	// V2 makes Launch take v2 (gemvq.cu's tensor-core GEMV) at one row of
 	// x too: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
@@ -215,6 +266,10 @@ type GEMVQ struct {
 	// where v4 (gemvq4.cu, tensor cores) would run (UsesV4: int8): a knob
 	// for A/Bs (backend/gpu's Options.GEMVQV3) and tests.
 	V3 bool
+	// V4 makes Launch keep session 13's routing (v4 for int8, v3 for int4
+	// and int3) where v5 (gemvq4.cu's gemv_q5, the cp.async ring) would run
+	// (UsesV5): a knob for A/Bs and tests.
+	V4 bool
 	// EarlyWeights makes v3's and v4's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
 	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it
@@ -320,10 +375,11 @@ func (g *GEMVQ) loadV3(dev *cuda.Device, opts []string) error {
 // looks up its kernels.
 func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 	expr := func(b, s int) string { return fmt.Sprintf("gemvq4::gemv_q4<%d, %d>", b, s) }
+	expr5 := func(b, s int) string { return fmt.Sprintf("gemvq4::gemv_q5<%d, %d>", b, s) }
 	var exprs []string
 	for _, b := range gemvqBits {
 		for _, s := range gemvq4Splits {
-			exprs = append(exprs, expr(b, s))
+			exprs = append(exprs, expr(b, s), expr5(b, s))
 		}
 	}
 	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
@@ -335,15 +391,29 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			if g.v4[bi][si], err = mod.Function(expr(b, s)); err != nil {
 				return err
 			}
+			if g.v5[bi][si], err = mod.Function(expr5(b, s)); err != nil {
+				return err
+			}
 		}
 	}
 	return dev.Do(func(c *cuda.Ctx) error {
-		for bi := range gemvqBits {
+		for bi, b := range gemvqBits {
 			n, err := c.MaxActiveBlocksPerSM(g.v4[bi][0], 32*gemvq4Warps, 0)
 			if err != nil {
 				return fmt.Errorf("kernels: gemvq v4: %w", err)
 			}
 			g.v4Slots[bi] = max(1, n) * gemvq4Warps * dev.SMs()
+			ring := gemvq5RingBytes(b, opts)
+			g.v5Ring[bi] = ring
+			for si := range gemvq4Splits {
+				if err := c.SetMaxDynamicShared(g.v5[bi][si], ring); err != nil {
+					return fmt.Errorf("kernels: gemvq v5: %w", err)
+				}
+			}
+			if n, err = c.MaxActiveBlocksPerSM(g.v5[bi][0], 32*gemvq4Warps, ring); err != nil {
+				return fmt.Errorf("kernels: gemvq v5: %w", err)
+			}
+			g.v5Slots[bi] = max(1, n) * gemvq4Warps * dev.SMs()
 		}
 		return nil
 	})
@@ -372,11 +442,15 @@ func (g *GEMVQ) Reads(bits, G, K int) bool {
 
 // Launch computes y = x·Ŵᵀ + bias for T <= GEMVQMaxRows rows: x [T][K]
 // float32, words and params the packed matrix ([N] rows of wq's layout),
-// bias [N] float32 or 0, y [T][N] float32. Where UsesV4 (one row) it runs
+// bias [N] float32 or 0, y [T][N] float32. Where UsesV5 (one row) it runs
+// v5 (gemvq4.cu's gemv_q5) at gemvq5SplitFor's split; where UsesV4 it runs
 // v4 (gemvq4.cu) at gemvq4SplitFor's split; up to GEMVQ3AutoRows rows
 // otherwise (unless V2) v3 (gemvq3.cu) at gemvq3SplitFor's split, above v2
 // at gemvqSplitFor's.
 func (g *GEMVQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int) error {
+	if g.UsesV5(T, N, K, bits, G) {
+		return g.LaunchV5(c, st, y, x, words, params, bias, N, K, bits, G, g.SplitV5For(N, K, bits))
+	}
 	if g.UsesV4(T, N, K, bits, G) {
 		return g.LaunchV4(c, st, y, x, words, params, bias, N, K, bits, G, g.SplitV4For(N, K, bits))
 	}
@@ -397,7 +471,55 @@ func (g *GEMVQ) ReadsV4(bits, G, K int) bool {
 // (gemvq4AutoBits), a group v4 reads, and at least gemvq4MinGroups row
 // groups.
 func (g *GEMVQ) UsesV4(T, N, K, bits, G int) bool {
-	return T == 1 && !g.V2 && !g.V3 && bits == gemvq4AutoBits && g.ReadsV4(bits, G, K) && (N+gemvq4Rows-1)/gemvq4Rows >= gemvq4MinGroups
+	return !g.UsesV5(T, N, K, bits, G) && T == 1 && !g.V2 && !g.V3 && bits == gemvq4AutoBits && g.ReadsV4(bits, G, K) && (N+gemvq4Rows-1)/gemvq4Rows >= gemvq4MinGroups
+}
+
+// UsesV5 reports whether Launch runs v5 (gemvq4.cu's gemv_q5) for T rows
+// of x over an [N, K] weight of this width and group: one row, none of V2,
+// V3, V4, a group v4 reads, and at least gemvq4MinGroups row groups.
+func (g *GEMVQ) UsesV5(T, N, K, bits, G int) bool {
+	return T == 1 && !g.V2 && !g.V3 && !g.V4 && gemvq5AutoBits[bits] && g.ReadsV4(bits, G, K) && (N+gemvq4Rows-1)/gemvq4Rows >= gemvq4MinGroups
+}
+
+// LaunchV5 is v5 (gemvq4.cu's gemv_q5: v4's math fed by a cp.async ring)
+// over one row of x with S warps per row group (1, 2, 4 or 8), for tests
+// and tuning.
+func (g *GEMVQ) LaunchV5(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G, S int) error {
+	bi := gemvqBitsIndex(bits)
+	if N <= 0 || !g.ReadsV4(bits, G, K) {
+		return fmt.Errorf("kernels: gemvq v5: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
+	}
+	si := slices.Index(gemvq4Splits[:], S)
+	if si < 0 {
+		return fmt.Errorf("kernels: gemvq v5: split %d is not one of %v", S, gemvq4Splits)
+	}
+	rows := gemvq4Rows * gemvq4Warps / S
+	early := int32(0)
+	if g.EarlyWeights {
+		early = 1
+	}
+	ring := g.v5Ring[bi]
+	return c.Launch(g.v5[bi][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
+		x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early, int32(ring))
+}
+
+// SplitV5For returns the warps per row group v5 takes for an [N, K] weight
+// of this width (Launch's split at one row).
+func (g *GEMVQ) SplitV5For(N, K, bits int) int {
+	bi := gemvqBitsIndex(bits)
+	if bi < 0 {
+		return 1
+	}
+	return gemvq5SplitFor(N, K, bits, g.v5Slots[bi])
+}
+
+// InfoV5 returns the resources of v5's kernel for a code width and split S.
+func (g *GEMVQ) InfoV5(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, error) {
+	bi, si := gemvqBitsIndex(bits), slices.Index(gemvq4Splits[:], S)
+	if bi < 0 || si < 0 {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v5: no kernel for bits=%d split %d", bits, S)
+	}
+	return c.FuncInfo(g.v5[bi][si])
 }
 
 // LaunchV4 is v4 (gemvq4.cu, tensor cores) over one row of x with S warps

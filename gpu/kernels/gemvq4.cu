@@ -260,4 +260,224 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemv_q4(const float* __r
   y[n] = v + (bias ? bias[n] : 0.f);
 }
 
+// ============================================================================
+// gemv_q5 (v5, session 14): v4's math with the codes, params and x of the
+// next kRing − 1 steps in flight in a per-warp ring of shared memory, filled
+// by cp.async (Marlin's structure for one row of x). v4.1 was
+// latency-bound: its loads went one step ahead in registers (128 of them,
+// 2 CTAs an SM) and every step waited on x's float4 from L1/L2 before its
+// math. Here a step is kStageTiles<BITS> tiles (2 of int4/int3, 1 of int8:
+// 2 KB of codes a warp); lane l copies its own spans (16-byte copies of
+// int4/int8, 4-byte ones of int3), x's float4 l of each tile and, where
+// c < U, the params of tile c of its rows g and g+8, so the codes and x are
+// read back by the lane that copied them and only the params cross lanes
+// (a __syncwarp after the wait). The math is v4's tileDot on a Step read
+// from the slot: the same sums in the same order, v4's bound.
+
+// kRing is the ring's depth in steps (kRing − 1 in flight while one is
+// read). GEMVQ5_STAGES (an NVRTC -D knob) overrides it where > 0.
+#ifndef GEMVQ5_STAGES
+#define GEMVQ5_STAGES 0
+#endif
+constexpr int kRing = GEMVQ5_STAGES > 0 ? GEMVQ5_STAGES : 4;
+
+// kStageTiles is v5's U: tiles a ring slot holds (2 KB of codes a warp).
+template <int BITS>
+constexpr int kStageTiles = BITS == 8 ? 1 : 2;
+
+// kVec is the u32 words of one cp.async of codes: 4 (16 bytes) where a
+// span is whole 16-byte units (int4, int8), 1 for int3's 12-byte span.
+template <int BITS>
+constexpr int kVec = BITS % 4 == 0 ? 4 : 1;
+
+// Slot is one ring slot of a warp: w[u][r][i][32·kVec] holds copy i of
+// lane l's span of row r (g, g+8) of tile u at l·kVec (a lane's 16-byte
+// unit contiguous, the warp's 512 bytes free of bank conflicts); prm[u][m]
+// row m's (scale, zero) of tile u; x[u][l] channels 4l..4l+3 of tile u.
+template <int BITS, int U>
+struct Slot {
+  static constexpr int kCopies = BITS / kVec<BITS>;
+  u32 w[U][2][kCopies][32 * kVec<BITS>];
+  u32 prm[U][kRows];
+  float4 x[U][32];
+};
+
+// kRingBytes is a warp's ring in bytes (gemvq.go gemvq5SlotBytes mirrors
+// Slot's size; the kernel traps if the launch's dynamic shared memory is
+// smaller than kWarps rings).
+template <int BITS>
+constexpr int kRingBytes = kRing * int(sizeof(Slot<BITS, kStageTiles<BITS>>));
+
+__device__ __forceinline__ u32 sharedAddr(const void* p) {
+  u32 s;
+  asm("{ .reg .u64 a;\n cvta.to.shared.u64 a, %1;\n cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(p));
+  return s;
+}
+// cpAsyncCA copies BYTES (4, 8 or 16) through L1 (x: every warp of an SM
+// reads the same tiles; int3's 4-byte spans).
+template <int BYTES>
+__device__ __forceinline__ void cpAsyncCA(void* smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(sharedAddr(smem)), "l"(gmem), "n"(BYTES) : "memory");
+}
+
+// issueCodes starts the copies of tiles t0..t0+U−1 below te of the lane's
+// two rows into sl: its spans and (lanes c < U) tile c's params. Only
+// weights are read: gemv_q5 issues the first steps before the dependency
+// wait where early is set.
+template <int BITS, int U>
+__device__ __forceinline__ void issueCodes(Slot<BITS, U>& sl, const Rows& rw, int t0, int te, int gshift, int lane) {
+  constexpr int V = kVec<BITS>;
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    const unsigned t = t0 + u;
+    if (int(t) >= te) break;  // warp-uniform
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const u32* src = rw.words + ((r ? rw.w1 : rw.w0) + t * (kTile / 32 * BITS));
+#pragma unroll
+      for (int i = 0; i < Slot<BITS, U>::kCopies; i++) {
+        if constexpr (V == 4) cpAsync16(&sl.w[u][r][i][4 * lane], src + 4 * i);
+        else cpAsyncCA<4>(&sl.w[u][r][i][lane], src + i);
+      }
+    }
+  }
+  const int g = lane / 4, c = lane % 4;
+  if (c < U && t0 + c < te) {
+    const unsigned t = t0 + c;
+    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift)));
+    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift)));
+  }
+}
+
+// issueX starts the copies of x's float4 lane of tiles t0..t0+U−1 below te.
+template <int BITS, int U>
+__device__ __forceinline__ void issueX(Slot<BITS, U>& sl, const float* __restrict__ x, int t0, int te, int lane) {
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    if (t0 + u >= te) break;  // warp-uniform
+    cpAsyncCA<16>(&sl.x[u][lane], x + (t0 + u) * kTile + 4 * lane);
+  }
+}
+
+// stageXSlot is stageX with x's float4 from the lane's own copies in the
+// slot instead of global memory.
+template <int BITS, int U>
+__device__ __forceinline__ void stageXSlot(XStage<U>& xs, const Slot<BITS, U>& sl, int t0, int te, int lane) {
+  __syncwarp();  // the warp's reads of the previous step are done
+  const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    u32 h0 = 0, l0 = 0, h1 = 0, l1 = 0;
+    if (t0 + u < te) {  // warp-uniform
+      const float4 v = sl.x[u][lane];
+      split2(v.x, v.y, h0, l0);
+      split2(v.z, v.w, h1, l1);
+    }
+    reinterpret_cast<uint2*>(&xs.hi[u][q][c])[h] = make_uint2(h0, h1);
+    reinterpret_cast<uint2*>(&xs.lo[u][q][c])[h] = make_uint2(l0, l1);
+  }
+  __syncwarp();
+}
+
+// readStep reads the lane's spans and its rows' params of a slot into a
+// Step (tiles past the warp's run read stale words that tileDot skips).
+template <int BITS, int U>
+__device__ __forceinline__ void readStep(Step<BITS, U>& st, const Slot<BITS, U>& sl, int lane) {
+  constexpr int V = kVec<BITS>;
+  const int g = lane / 4;
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+      for (int i = 0; i < Slot<BITS, U>::kCopies; i++) {
+        if constexpr (V == 4) {
+          const uint4 v = *reinterpret_cast<const uint4*>(&sl.w[u][r][i][4 * lane]);
+          st.a[u][r].w[4 * i] = v.x, st.a[u][r].w[4 * i + 1] = v.y, st.a[u][r].w[4 * i + 2] = v.z, st.a[u][r].w[4 * i + 3] = v.w;
+        } else {
+          st.a[u][r].w[i] = sl.w[u][r][i][lane];
+        }
+      }
+    st.sz[u][0] = sl.prm[u][g];
+    st.sz[u][1] = sl.prm[u][g + 8];
+  }
+}
+
+// gemv_q5: grid (ceil(N / (kRows·kWarps/S))), block kThreads, dynamic
+// shared memory ringBytes >= kWarps·kRingBytes<BITS>. Warp w takes row
+// group w / S and slice w % S of its K steps (v4's); gshift is log2(G/128),
+// K a multiple of G. early: issue the first kRing − 1 steps' codes and
+// params before the dependency wait.
+template <int BITS, int S>
+__global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__ x, const u32* __restrict__ words,
+                                                       const u16* __restrict__ params, const float* __restrict__ bias,
+                                                       float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes) {
+  constexpr int U = kStageTiles<BITS>;
+  constexpr int kGroups = kWarps / S;  // row groups per CTA
+  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
+  const int g = lane / 4, c = lane % 4;
+  const int n0 = (blockIdx.x * kGroups + warp / S) * kRows;
+  const int tiles = K / kTile, steps = (tiles + U - 1) / U, per = (steps + S - 1) / S;
+  const int tb = min(tiles, slice * per * U), te = min(tiles, (slice + 1) * per * U);
+  const int rowWords = K / 32 * BITS, groups = tiles >> gshift;
+  const int na = min(n0 + g, N - 1), nb = min(n0 + g + 8, N - 1);
+  const u32* prm = reinterpret_cast<const u32*>(params);
+  const Rows rw{words, prm, unsigned(na * rowWords + c * BITS), unsigned(nb * rowWords + c * BITS), unsigned(na * groups),
+                unsigned(nb * groups)};
+  extern __shared__ __align__(16) unsigned char gemvq5Ring[];
+  Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq5Ring) + warp * kRing;
+  if (early) {
+#pragma unroll
+    for (int s = 0; s < kRing - 1; s++) issueCodes(ring[s], rw, tb + s * U, te, gshift, lane);
+  }
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) {
+#pragma unroll
+    for (int s = 0; s < kRing - 1; s++) issueCodes(ring[s], rw, tb + s * U, te, gshift, lane);
+  }
+  // One commit group a step: the prologue's first group also holds every
+  // prologue step's codes, so step j's data is complete once all but the
+  // newest kRing − 2 groups are.
+#pragma unroll
+  for (int s = 0; s < kRing - 1; s++) {
+    issueX(ring[s], x, tb + s * U, te, lane);
+    cpAsyncCommit();
+  }
+  float acc[2] = {0.f, 0.f};
+  __shared__ XStage<U> xs[kWarps];
+  int rd = 0, wr = kRing - 1;  // the slots read and filled this step
+  for (int t = tb; t < te; t += U) {
+    cpAsyncWait<kRing - 2>();
+    __syncwarp();  // every lane's copies of this step (the params) are visible; slot wr's last reads are done
+    const int tn = t + (kRing - 1) * U;
+    if (tn < te) {
+      issueCodes(ring[wr], rw, tn, te, gshift, lane);
+      issueX(ring[wr], x, tn, te, lane);
+    }
+    cpAsyncCommit();
+    Step<BITS, U> st;
+    readStep(st, ring[rd], lane);
+    stageXSlot<BITS, U>(xs[warp], ring[rd], t, te, lane);
+    tileDot<BITS, U>(acc, st, xs[warp], t, te, lane);
+    rd = rd + 1 == kRing ? 0 : rd + 1;
+    wr = wr + 1 == kRing ? 0 : wr + 1;
+  }
+  cpAsyncWait<0>();
+  // Lanes c = 0 hold their rows' sums; then the S slices add in slice
+  // order.
+  __shared__ float part[kWarps][kRows];
+  if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
+  __syncthreads();
+  if (slice != 0 || lane >= kRows) return;
+  const int n = n0 + lane;
+  if (n >= N) return;
+  float v = part[warp][lane];
+#pragma unroll
+  for (int s = 1; s < S; s++) v += part[warp + s][lane];
+  y[n] = v + (bias ? bias[n] : 0.f);
+}
+
 }  // namespace gemvq4

@@ -51,8 +51,9 @@ func TestGEMVQMatchesReference(t *testing.T) {
 		// with one tile), groups of two tiles, the 8B shapes' K.
 		{wq.Int4, 128, 1, 100, 1152}, {wq.Int4, 256, 1, 77, 1536}, {wq.Int8, 128, 1, 333, 1408}, {wq.Int3, 128, 1, 50, 384},
 		{wq.Int4, 128, 1, 1000, 14336}, {wq.Int8, 256, 1, 129, 4096},
-		// Launch's v4 (int8, 2048 rows or more: GEMVQ.UsesV4).
-		{wq.Int8, 128, 1, 2048, 1408}} {
+		// Launch's v5 (2048 rows or more: GEMVQ.UsesV5; v4 for int8 with
+		// V4 set): N not a multiple of 16, odd tile counts.
+		{wq.Int8, 128, 1, 2048, 1408}, {wq.Int4, 128, 1, 2050, 1152}, {wq.Int3, 256, 1, 2063, 1536}} {
 		t.Run(fmt.Sprintf("int%d-g%d-T%d-N%d-K%d", c.e.Bits(), c.G, c.T, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			w := make([]float32, c.N*c.K)
@@ -113,11 +114,13 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			// ŵ 1, a tile's two roundings into the running sum K/64,
 			// docs/perf/gemvq.md v4),
 			// plus 2⁻³⁶·Σ(|s|q + |z|) where lo is below fp16's normals.
+			// v5 (gemvq4.cu's gemv_q5: v4's math fed by a cp.async ring, the
+			// same sums) has v4's bound.
 			type run struct {
-				ver         int
-				split       int
-				early, auto bool
-				v3knob      bool
+				ver            int
+				split          int
+				early, auto    bool
+				v3knob, v4knob bool
 			}
 			var runs []run
 			for _, split := range []int{1, 2, 4, 8, 16} {
@@ -129,10 +132,20 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			v4 := c.T == 1 && g.ReadsV4(c.e.Bits(), c.G, c.K)
 			if v4 {
 				runs = append(runs, run{ver: 4, split: 1}, run{ver: 4, split: 2}, run{ver: 4, split: 4}, run{ver: 4, split: 8, early: true},
-					run{ver: 3, auto: true, v3knob: true})
+					run{ver: 3, auto: true, v3knob: true},
+					run{ver: 5, split: 1}, run{ver: 5, split: 2}, run{ver: 5, split: 4}, run{ver: 5, split: 8, early: true})
+				v4auto := 3
+				g.V4 = true
+				if g.UsesV4(c.T, c.N, c.K, c.e.Bits(), c.G) {
+					v4auto = 4
+				}
+				g.V4 = false
+				runs = append(runs, run{ver: v4auto, auto: true, v4knob: true})
 			}
 			auto := 2
 			switch {
+			case g.UsesV5(c.T, c.N, c.K, c.e.Bits(), c.G):
+				auto = 5
 			case g.UsesV4(c.T, c.N, c.K, c.e.Bits(), c.G):
 				auto = 4
 			case c.T <= kernels.GEMVQ3AutoRows:
@@ -142,11 +155,13 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			for _, rn := range runs {
 				yp := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-					g.EarlyWeights, g.V3 = rn.early, rn.v3knob
-					defer func() { g.EarlyWeights, g.V3 = false, false }()
+					g.EarlyWeights, g.V3, g.V4 = rn.early, rn.v3knob, rn.v4knob
+					defer func() { g.EarlyWeights, g.V3, g.V4 = false, false, false }()
 					switch {
 					case rn.auto:
 						return g.Launch(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G)
+					case rn.ver == 5:
+						return g.LaunchV5(cx, s, yp, xp, wp, pp, bp, c.N, c.K, c.e.Bits(), c.G, rn.split)
 					case rn.ver == 4:
 						return g.LaunchV4(cx, s, yp, xp, wp, pp, bp, c.N, c.K, c.e.Bits(), c.G, rn.split)
 					case rn.ver == 3:
@@ -161,7 +176,7 @@ func TestGEMVQMatchesReference(t *testing.T) {
 					switch rn.ver {
 					case 3:
 						tol = float64(c.K/1024+46)*0x1p-23*mag[i] + 0x1p-24*math.Abs(w)
-					case 4:
+					case 4, 5:
 						tol = float64(c.K/64+83)*0x1p-24*mag[i] + 0x1p-36*wabs[i%c.N] + 0x1p-24*math.Abs(w)
 					}
 					if gv := float64(got[i]); gv != gv || math.Abs(gv-w) > tol {
