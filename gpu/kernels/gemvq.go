@@ -168,8 +168,14 @@ const gemvq4MinGroups = 128
 // (3.76-3.83 ms against 3.40-3.42).
 const gemvq4AutoBits = 8
 
-// gemvq5AutoBits are the code widths Launch gives to v5 (UsesV5).
-var gemvq5AutoBits = map[int]bool{3: true, 4: true, 8: true}
+// gemvq5AutoBits are the code widths Launch gives to v5 (UsesV5): int4.
+// Session 14's call 1 on the H100 (docs/perf/gemvq.md v5): the B = 1 step
+// with int4 weights 3.35-3.36 ms at 1K and 3.63-3.67 at 32K against
+// v3.2's 3.44-3.46 and 3.77-3.78 (standalone gate/up 19.9 us against 19.2,
+// down 19.5 against 19.9); int3 (gate/up 25.4 us against 18.8, the step
+// +0.17 to +0.44 ms) and int8 (U = 1: gate/up 43.4 us against v4.1's 25.2,
+// the step +1.7 ms) are slower.
+var gemvq5AutoBits = map[int]bool{4: true}
 
 // gemvq4SplitFor picks v4's warps per row group for an [N, K] weight of
 // this width, given the warps the GPU holds at once (slots): gemvq3SplitFor's
@@ -246,7 +252,8 @@ type GEMVQ struct {
 	gemv [2][len(gemvqBits)][len(gemvqSplits)]cuda.Function // [n-tiles-1][bits][split]
 	v3   [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)]cuda.Function
 	v4   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function
-	v5   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function
+	v5   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // coalesced copies of the codes
+	v5l  [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // each lane copying its own spans
 	// v3Slots is how many warps of v3's kernel for T rows and a code width
 	// the GPU holds at once (its CTAs an SM by the occupancy API, times
 	// gemvq3Warps, times the SMs): gemvq3SplitFor's wave.
@@ -270,6 +277,10 @@ type GEMVQ struct {
 	// and int3) where v5 (gemvq4.cu's gemv_q5, the cp.async ring) would run
 	// (UsesV5): a knob for A/Bs and tests.
 	V4 bool
+	// V5Lanes makes v5 copy each lane's own spans of codes (session 14's
+	// call 1, 64 bytes a row a warp instruction) instead of the coalesced
+	// 128-byte rows (v5.1): a knob for A/Bs and tests.
+	V5Lanes bool
 	// EarlyWeights makes v3's and v4's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
 	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it
@@ -375,11 +386,11 @@ func (g *GEMVQ) loadV3(dev *cuda.Device, opts []string) error {
 // looks up its kernels.
 func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 	expr := func(b, s int) string { return fmt.Sprintf("gemvq4::gemv_q4<%d, %d>", b, s) }
-	expr5 := func(b, s int) string { return fmt.Sprintf("gemvq4::gemv_q5<%d, %d>", b, s) }
+	expr5 := func(b, s int, coal bool) string { return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, %v>", b, s, coal) }
 	var exprs []string
 	for _, b := range gemvqBits {
 		for _, s := range gemvq4Splits {
-			exprs = append(exprs, expr(b, s), expr5(b, s))
+			exprs = append(exprs, expr(b, s), expr5(b, s, true), expr5(b, s, false))
 		}
 	}
 	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
@@ -391,7 +402,10 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			if g.v4[bi][si], err = mod.Function(expr(b, s)); err != nil {
 				return err
 			}
-			if g.v5[bi][si], err = mod.Function(expr5(b, s)); err != nil {
+			if g.v5[bi][si], err = mod.Function(expr5(b, s, true)); err != nil {
+				return err
+			}
+			if g.v5l[bi][si], err = mod.Function(expr5(b, s, false)); err != nil {
 				return err
 			}
 		}
@@ -406,8 +420,10 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			ring := gemvq5RingBytes(b, opts)
 			g.v5Ring[bi] = ring
 			for si := range gemvq4Splits {
-				if err := c.SetMaxDynamicShared(g.v5[bi][si], ring); err != nil {
-					return fmt.Errorf("kernels: gemvq v5: %w", err)
+				for _, f := range []cuda.Function{g.v5[bi][si], g.v5l[bi][si]} {
+					if err := c.SetMaxDynamicShared(f, ring); err != nil {
+						return fmt.Errorf("kernels: gemvq v5: %w", err)
+					}
 				}
 			}
 			if n, err = c.MaxActiveBlocksPerSM(g.v5[bi][0], 32*gemvq4Warps, ring); err != nil {
@@ -498,8 +514,11 @@ func (g *GEMVQ) LaunchV5(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias 
 	if g.EarlyWeights {
 		early = 1
 	}
-	ring := g.v5Ring[bi]
-	return c.Launch(g.v5[bi][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
+	ring, fn := g.v5Ring[bi], g.v5[bi][si]
+	if g.V5Lanes {
+		fn = g.v5l[bi][si]
+	}
+	return c.Launch(fn, cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
 		x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early, int32(ring))
 }
 
@@ -513,11 +532,15 @@ func (g *GEMVQ) SplitV5For(N, K, bits int) int {
 	return gemvq5SplitFor(N, K, bits, g.v5Slots[bi])
 }
 
-// InfoV5 returns the resources of v5's kernel for a code width and split S.
+// InfoV5 returns the resources of v5's kernel for a code width and split S
+// (the one V5Lanes picks).
 func (g *GEMVQ) InfoV5(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, error) {
 	bi, si := gemvqBitsIndex(bits), slices.Index(gemvq4Splits[:], S)
 	if bi < 0 || si < 0 {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v5: no kernel for bits=%d split %d", bits, S)
+	}
+	if g.V5Lanes {
+		return c.FuncInfo(g.v5l[bi][si])
 	}
 	return c.FuncInfo(g.v5[bi][si])
 }

@@ -403,12 +403,74 @@ __device__ __forceinline__ void readStep(Step<BITS, U>& st, const Slot<BITS, U>&
   }
 }
 
+// Coalesced copies (COAL, int4 and int8: v5.1). issueCodes has each lane
+// copy its own 16-byte units, 8 rows a warp instruction at 64 bytes a row
+// (int4): half of every 128-byte line each request asks for. Here a slot's
+// codes are 16 rows of kRowBytes = 128 contiguous bytes (U tiles of a row),
+// and warp instruction i copies rows 4i..4i+3, 8 lanes a row, whole lines;
+// lane (g, c) then reads its spans from the rows (unit j of a row at place
+// j ^ kSwizzle·(row & 1), so both the copies and the mma lanes' 16-byte
+// reads of a quarter warp hit 8 different bank groups).
+template <int BITS>
+constexpr int kSwizzle = BITS == 8 ? 1 : 4;
+
+// CoalRows is a lane's 4 rows of the coalesced copies (rows 4i + lane/8 of
+// its row group, past N read as N − 1) as word offsets of its 16-byte unit
+// (lane % 8) in tile 0.
+struct CoalRows {
+  unsigned w[4];
+};
+
+// issueCodesCoal is issueCodes' codes with the coalesced copies (the
+// params as issueCodes).
+template <int BITS, int U>
+__device__ __forceinline__ void issueCodesCoal(Slot<BITS, U>& sl, const u32* __restrict__ words, const CoalRows& cr, const Rows& rw, int t0,
+                                               int te, int gshift, int lane) {
+  constexpr int kRowWords = U * 4 * BITS;  // 128 bytes
+  static_assert(kRowWords == 32, "a coalesced row is one 128-byte line");
+  u32(*rows)[kRowWords] = reinterpret_cast<u32(*)[kRowWords]>(&sl.w[0][0][0][0]);
+  const int j = lane % 8, r0 = lane / 8;
+  const int pos = j ^ (kSwizzle<BITS> * (r0 & 1));
+  if (t0 + j / BITS < te) {  // the unit's tile is in the warp's run
+#pragma unroll
+    for (int i = 0; i < 4; i++) cpAsync16(&rows[4 * i + r0][4 * pos], words + (cr.w[i] + unsigned(t0) * (kTile / 32 * BITS)));
+  }
+  const int g = lane / 4, c = lane % 4;
+  if (c < U && t0 + c < te) {
+    const unsigned t = t0 + c;
+    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift)));
+    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift)));
+  }
+}
+
+// readStepCoal is readStep over the coalesced rows.
+template <int BITS, int U>
+__device__ __forceinline__ void readStepCoal(Step<BITS, U>& st, const Slot<BITS, U>& sl, int lane) {
+  constexpr int kRowWords = U * 4 * BITS;
+  const u32(*rows)[kRowWords] = reinterpret_cast<const u32(*)[kRowWords]>(&sl.w[0][0][0][0]);
+  const int g = lane / 4, c = lane % 4, swz = kSwizzle<BITS> * (g & 1);
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+      for (int i = 0; i < BITS / 4; i++) {
+        const int j = (u * BITS + c * BITS / 4 + i) ^ swz;
+        const uint4 v = *reinterpret_cast<const uint4*>(&rows[g + 8 * r][4 * j]);
+        st.a[u][r].w[4 * i] = v.x, st.a[u][r].w[4 * i + 1] = v.y, st.a[u][r].w[4 * i + 2] = v.z, st.a[u][r].w[4 * i + 3] = v.w;
+      }
+    st.sz[u][0] = sl.prm[u][g];
+    st.sz[u][1] = sl.prm[u][g + 8];
+  }
+}
+
 // gemv_q5: grid (ceil(N / (kRows·kWarps/S))), block kThreads, dynamic
 // shared memory ringBytes >= kWarps·kRingBytes<BITS>. Warp w takes row
 // group w / S and slice w % S of its K steps (v4's); gshift is log2(G/128),
 // K a multiple of G. early: issue the first kRing − 1 steps' codes and
-// params before the dependency wait.
-template <int BITS, int S>
+// params before the dependency wait. COAL: the coalesced copies of the
+// codes (int4, int8), else each lane's own.
+template <int BITS, int S, bool COAL>
 __global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__ x, const u32* __restrict__ words,
                                                        const u16* __restrict__ params, const float* __restrict__ bias,
                                                        float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes) {
@@ -426,17 +488,29 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__
   const u32* prm = reinterpret_cast<const u32*>(params);
   const Rows rw{words, prm, unsigned(na * rowWords + c * BITS), unsigned(nb * rowWords + c * BITS), unsigned(na * groups),
                 unsigned(nb * groups)};
+  // kCoal: the coalesced copies (int4, int8; int3's 48-byte tiles keep the
+  // lanes' own).
+  constexpr bool kCoal = COAL && BITS % 4 == 0;
+  CoalRows cr;
+#pragma unroll
+  for (int i = 0; i < 4; i++) cr.w[i] = unsigned(min(n0 + 4 * i + lane / 8, N - 1) * rowWords + lane % 8 * 4);
   extern __shared__ __align__(16) unsigned char gemvq5Ring[];
   Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq5Ring) + warp * kRing;
   if (early) {
 #pragma unroll
-    for (int s = 0; s < kRing - 1; s++) issueCodes(ring[s], rw, tb + s * U, te, gshift, lane);
+    for (int s = 0; s < kRing - 1; s++) {
+      if constexpr (kCoal) issueCodesCoal(ring[s], words, cr, rw, tb + s * U, te, gshift, lane);
+      else issueCodes(ring[s], rw, tb + s * U, te, gshift, lane);
+    }
   }
   gridDependencyWait();
   gridLaunchDependents();
   if (!early) {
 #pragma unroll
-    for (int s = 0; s < kRing - 1; s++) issueCodes(ring[s], rw, tb + s * U, te, gshift, lane);
+    for (int s = 0; s < kRing - 1; s++) {
+      if constexpr (kCoal) issueCodesCoal(ring[s], words, cr, rw, tb + s * U, te, gshift, lane);
+      else issueCodes(ring[s], rw, tb + s * U, te, gshift, lane);
+    }
   }
   // One commit group a step: the prologue's first group also holds every
   // prologue step's codes, so step j's data is complete once all but the
@@ -454,12 +528,14 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__
     __syncwarp();  // every lane's copies of this step (the params) are visible; slot wr's last reads are done
     const int tn = t + (kRing - 1) * U;
     if (tn < te) {
-      issueCodes(ring[wr], rw, tn, te, gshift, lane);
+      if constexpr (kCoal) issueCodesCoal(ring[wr], words, cr, rw, tn, te, gshift, lane);
+      else issueCodes(ring[wr], rw, tn, te, gshift, lane);
       issueX(ring[wr], x, tn, te, lane);
     }
     cpAsyncCommit();
     Step<BITS, U> st;
-    readStep(st, ring[rd], lane);
+    if constexpr (kCoal) readStepCoal(st, ring[rd], lane);
+    else readStep(st, ring[rd], lane);
     stageXSlot<BITS, U>(xs[warp], ring[rd], t, te, lane);
     tileDot<BITS, U>(acc, st, xs[warp], t, te, lane);
     rd = rd + 1 == kRing ? 0 : rd + 1;

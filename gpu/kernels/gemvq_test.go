@@ -121,6 +121,7 @@ func TestGEMVQMatchesReference(t *testing.T) {
 				split          int
 				early, auto    bool
 				v3knob, v4knob bool
+				lanes          bool // v5 with each lane's own copies (GEMVQ.V5Lanes)
 			}
 			var runs []run
 			for _, split := range []int{1, 2, 4, 8, 16} {
@@ -133,7 +134,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			if v4 {
 				runs = append(runs, run{ver: 4, split: 1}, run{ver: 4, split: 2}, run{ver: 4, split: 4}, run{ver: 4, split: 8, early: true},
 					run{ver: 3, auto: true, v3knob: true},
-					run{ver: 5, split: 1}, run{ver: 5, split: 2}, run{ver: 5, split: 4}, run{ver: 5, split: 8, early: true})
+					run{ver: 5, split: 1}, run{ver: 5, split: 2}, run{ver: 5, split: 4}, run{ver: 5, split: 8, early: true},
+					run{ver: 5, split: 2, lanes: true}, run{ver: 5, split: 8, early: true, lanes: true})
 				v4auto := 3
 				g.V4 = true
 				if g.UsesV4(c.T, c.N, c.K, c.e.Bits(), c.G) {
@@ -155,8 +157,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			for _, rn := range runs {
 				yp := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-					g.EarlyWeights, g.V3, g.V4 = rn.early, rn.v3knob, rn.v4knob
-					defer func() { g.EarlyWeights, g.V3, g.V4 = false, false, false }()
+					g.EarlyWeights, g.V3, g.V4, g.V5Lanes = rn.early, rn.v3knob, rn.v4knob, rn.lanes
+					defer func() { g.EarlyWeights, g.V3, g.V4, g.V5Lanes = false, false, false, false }()
 					switch {
 					case rn.auto:
 						return g.Launch(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G)
