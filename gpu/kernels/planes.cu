@@ -146,6 +146,13 @@
 //                     432.2 -> 421.4 (85.7%, 85.2% of the ceiling); uniform
 //                     reads unchanged, bit for bit (docs/bitweaver.md,
 //                     session 13; bench/results/2026-11-26-h100-bw-13).
+//                v2.13 the split's end (session 14, measured by the launch
+//                     timeline, BD_TIMELINE): the warp merge by (row, 4
+//                     channels) pieces (mergeWarpRow4, one per thread at 4
+//                     rows) and the merge's count with one thread's
+//                     acq_rel fences (lastArrivalRel): the same bits
+//                     (docs/bitweaver.md, session 14;
+//                     bench/results/2026-11-26-h100-bw-14).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -1028,7 +1035,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   unsigned long long* const tlRec = tl + kTLHead + ((size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * kTLWords;
 #endif
   BD_PL_TL_MARK(kTLEntry, threadIdx.x == 0);
-  __shared__ float redO[kWarps][kQueryRows][D];
+  __shared__ __align__(16) float redO[kWarps][kQueryRows][D];  // float4 reads (the warp merge, v2.13)
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
   const int split = blockIdx.x, b = blockIdx.z;
@@ -1211,15 +1218,21 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
   BD_PL_TL_MARK(kTLWarpsDone, threadIdx.x == 0);
-  // Merge the warps in order (the decode family's mergeWarpRow,
-  // bitdecode.cuh) and write the partials of the chunk's nrows real rows
-  // (v2.10; mergeWarps wrote all kQueryRows, which nothing reads past nrows).
+  // Merge the warps in order and write the partials of the chunk's nrows
+  // real rows (v2.10; mergeWarps wrote all kQueryRows, which nothing reads
+  // past nrows). v2.13: by (row, 4 channels) pieces (the decode family's
+  // mergeWarpRow4, decode_mma v2.18; float4 stores): one piece per thread
+  // at 4 rows and D = 128, where mergeWarpRow took four dependent (max,
+  // exp2f, fmaf) chains per thread; the same values in the same order, so
+  // the same bits.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  for (int idx = threadIdx.x; idx < nrows * D; idx += kThreads) {
-    const int r = idx / D, c = idx % D;
-    float m, o, l;
-    mergeWarpRow<D, kWarps, kQueryRows>(redO, redM, redL, r, c, m, o, l);
-    partO[part * kQueryRows * D + idx] = o;
+  static_assert(D % 4 == 0, "float4 pieces");
+  for (int idx = threadIdx.x; idx < nrows * (D / 4); idx += kThreads) {
+    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+    float m, l;
+    float4 o;
+    mergeWarpRow4<D, kWarps, kQueryRows>(redO, redM, redL, r, c, m, o, l);
+    *reinterpret_cast<float4*>(&partO[(part * kQueryRows + r) * D + c]) = o;
     if (c == 0) {
       partML[(part * kQueryRows + r) * 2] = m;
       partML[(part * kQueryRows + r) * 2 + 1] = l;
@@ -1227,7 +1240,10 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   }
   BD_PL_TL_MARK(kTLPartial, threadIdx.x == 0);
   // v2.4: the last split merges, no combine launch; v2.10: with its loads
-  // ahead (bitdecode.cuh's finishSplits: v2.5's bits).
+  // ahead (bitdecode.cuh's finishSplits: v2.5's bits); v2.13: counted with
+  // one thread's release and acquire fences (lastArrivalRel, decode_mma
+  // v2.16) instead of every thread's fence.sc before and after the count:
+  // the same count and merge, so the same bits.
   if (counters != nullptr) {
 #if BD_TIMELINE
     auto arrived = [&](bool last) {
@@ -1236,7 +1252,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
 #else
     NoArrivedHook arrived;
 #endif
-    finishSplits<D, kQueryRows, true, kMergeAhead, false>(
+    finishSplits<D, kQueryRows, true, kMergeAhead, true>(
         partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows,
         group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
         [&](int row, float m, float l) {
