@@ -619,9 +619,14 @@ func TestGPUPlanesTimelineSameBits(t *testing.T) {
 }
 
 // checkPlanesTimeline checks the records of plan's last launches: every
-// launch has CTAs, each CTA's phases come in order after the launch's
-// stamp, and a fused plan has exactly one merging CTA per (sequence, KV
-// head and row chunk).
+// launch has CTAs, the phases one thread writes come in its order after
+// the launch's stamp (thread 0: entry, warp 0's prologue and loop, the
+// barrier, the partial, the count, the exit; each warp's lane 0: its
+// prologue, then its loop), and a fused plan has exactly one merging CTA
+// per (sequence, KV head and row chunk). Marks of different warps are not
+// compared: %globaltimer read on either side of a barrier by two warps
+// came out up to ~100 ns the other way round on the H100 (call 1 of
+// session 14: warp 3's loop end after thread 0's barrier time).
 func checkPlanesTimeline(t *testing.T, c planesCase, plan *kernels.PlanesPlan) {
 	t.Helper()
 	launches, err := plan.Timeline()
@@ -637,9 +642,12 @@ func checkPlanesTimeline(t *testing.T, c planesCase, plan *kernels.PlanesPlan) {
 		}
 		last := map[[2]int]int{}
 		for _, r := range l.CTAs {
-			phases := []uint64{l.Stamp, r.Entry, r.WarpsDone, r.Partial, r.Exit}
+			phases := []uint64{l.Stamp, r.Entry, r.Prologue[0], r.Loop[0], r.WarpsDone, r.Partial, r.Exit}
+			if r.Arrived != 0 {
+				phases = []uint64{l.Stamp, r.Entry, r.Prologue[0], r.Loop[0], r.WarpsDone, r.Partial, r.Arrived, r.Exit}
+			}
 			for w := range r.Prologue {
-				if r.Prologue[w] < r.Entry || r.Loop[w] < r.Prologue[w] || r.WarpsDone < r.Loop[w] {
+				if r.Prologue[w] == 0 || r.Loop[w] < r.Prologue[w] {
 					t.Fatalf("%v: launch %d CTA %+v: warp %d's phases out of order", c, k, r, w)
 				}
 			}
