@@ -150,7 +150,10 @@
 //                     timeline, BD_TIMELINE): the warp merge by (row, 4
 //                     channels) pieces (mergeWarpRow4, one per thread at 4
 //                     rows) and the merge's count with one thread's
-//                     acq_rel fences (lastArrivalRel): the same bits
+//                     acq_rel fences (lastArrivalRel): the same bits;
+//                     against the timeline alone, both instrumented, 1 x
+//                     8K 0.5-0.8 us and 1 x 128K 0.5-1.3 us faster (all-8-bit
+//                     110.5 -> 109.2 us), one run each
 //                     (docs/bitweaver.md, session 14;
 //                     bench/results/2026-11-26-h100-bw-14).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
