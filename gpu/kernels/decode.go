@@ -573,10 +573,6 @@ func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8 bool) (prog cuda.
 // decode_mma.cu's kScaledV off, v2.11's value unpack.
 const mmaV211UnpackDefine = "-DBD_SCALED_V=0"
 
-// mmaTilesFirstDefine is the NVRTC option of DecodeTuning.TilesFirst:
-// decode_mma.cu's kQueryFirst off, v2.16-v2.19's prologue.
-const mmaTilesFirstDefine = "-DBD_QUERY_FIRST=0"
-
 // planMMA plans decode_mma.cu (mmaConfig, mmaProgram).
 func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
 	mt, stages, minB, ctas := mmaConfig(l, t.MMA)
@@ -592,9 +588,6 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8)
 	if t.MMA.V211Unpack {
 		prog.Options = append(prog.Options, mmaV211UnpackDefine)
-	}
-	if t.TilesFirst {
-		prog.Options = append(prog.Options, mmaTilesFirstDefine)
 	}
 	if t.Timeline {
 		prog.Options = append(prog.Options, timelineDefine)

@@ -835,60 +835,6 @@ BD_DEVICE void finishOneSplit(const float (&redO)[WARPS][ROWS][D], const float (
   }
 }
 
-// v2.20: the prologue with the query first (BD_QUERY_FIRST, default on;
-// DecodeTuning.TilesFirst sets it to 0 for v2.16-v2.19's order). Only the
-// low-bit in-place pipeline (kPipe) changes; the same values reach the same
-// arithmetic, so the same bits.
-#ifndef BD_QUERY_FIRST
-#define BD_QUERY_FIRST 1
-#endif
-constexpr bool kQueryFirst = BD_QUERY_FIRST != 0;
-
-// prefetchL2 asks L2 for the 128-byte lines of [p, p + n) that the warp's
-// lanes cover, without bringing them to the SM (prefetch.global.L2: no
-// register, no return to the SM, so a load issued after it is not queued
-// behind its bytes).
-BD_DEVICE void prefetchL2(const u8* p, int n, int lane) {
-  for (int o = lane * 128; o < n; o += 32 * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
-  if (lane == 0 && n > 0) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + n - 1));  // a last line past an unaligned start
-}
-
-// prefetchFirstTile prefetches to L2 what the pipeline's first tile at p
-// loads (loadKGroup, loadVGroup): its MT key and value fragment groups and,
-// per token, the key (KT) and value (scale, zero) pairs.
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT>
-BD_DEVICE void prefetchFirstTile(const TilePos& p, int kParamsOff, int vParamsOff, int lane) {
-  constexpr int TT = MT * kFragTokens;
-  prefetchL2(p.khalf + (p.within / kFragTokens) * Frag<D, KBITS>::kGroupBytes, MT * Frag<D, KBITS>::kGroupBytes, lane);
-  prefetchL2(p.vhalf + (p.within / kFragTokens) * Frag<D, VBITS>::kGroupBytes, MT * Frag<D, VBITS>::kGroupBytes, lane);
-  if (KBITS < 16 && !KC) prefetchL2(p.khalf + kParamsOff + 4 * p.within * KG, 4 * TT * KG, lane);
-  if (VBITS < 16) prefetchL2(p.vhalf + vParamsOff + 4 * p.within * VG, 4 * TT * VG, lane);
-}
-
-// loadQueryPairs loads loadQueryFrag's channels of query row g as fp16
-// pairs: qw[kb][hi] holds channels 16kb + 2q + 8hi and + 1 (low half
-// first), zero beyond nrows.
-template <int D>
-BD_DEVICE void loadQueryPairs(const u16* q, int b, int Tq, int Hq, int h, int group, int row0, int nrows, int g, int qd,
-                              u32 (&qw)[D / 16][2]) {
-  const int row = row0 + g, i = row / group, hq = h * group + row % group;
-  const u16* qp = q + ((size_t(b) * Tq + i) * Hq + hq) * D;
-#pragma unroll
-  for (int kb = 0; kb < D / 16; kb++)
-#pragma unroll
-    for (int hi = 0; hi < 2; hi++) qw[kb][hi] = g < nrows ? *reinterpret_cast<const u32*>(qp + 16 * kb + 2 * qd + 8 * hi) : 0u;
-}
-
-// foldQueryPairs turns loadQueryPairs' words into loadQueryFrag's qf: the
-// same fp16 values times scaleLog2 (zero for rows beyond nrows).
-template <int D>
-BD_DEVICE void foldQueryPairs(const u32 (&qw)[D / 16][2], bool inRow, float scaleLog2, float (&qf)[D / 16][4]) {
-#pragma unroll
-  for (int kb = 0; kb < D / 16; kb++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) qf[kb][e] = inRow ? h2f(u16(qw[kb][e >> 1] >> (16 * (e & 1)))) * scaleLog2 : 0.f;
-}
-
 // The launch timeline (session 19; only with -DBD_TIMELINE=1, decode.go's
 // DecodeTuning.Timeline, so the default kernel is unchanged): the kernel
 // takes one more parameter, tl, a launch's region of 64-bit words: word 0
@@ -1084,25 +1030,15 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     }
   }
   TileRaw<D, KBITS, VBITS, MT, KG, VG> raw;
-  // v2.20: with kQueryFirst the warp's first tile goes to L2 only
-  // (prefetchFirstTile) before the query setup, and into registers after the
-  // query's load has been issued: the query's few bytes no longer return
-  // behind every warp's first tile (session 19's prologue, 3-4.9 us).
-  constexpr bool kQF = kQueryFirst && kPipe;
-  TilePos first{};
   if (kPipe && tileBegin < tileEnd) {
     // The warp's first tile and key pairs are requested before the query
     // setup, which then runs under their DRAM round trip.
-    first = atFirst(t0 + tileBegin * TT);
-    if (kKC) stagePairs(first.khalf, first.within / gK);
-    if (kQF) {
-      prefetchFirstTile<D, KBITS, VBITS, KC, KG, VG, MT>(first, kParamsOff, vParamsOff, lane);
-    } else {
+    const TilePos p = atFirst(t0 + tileBegin * TT);
+    if (kKC) stagePairs(p.khalf, p.within / gK);
 #pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        loadKGroup<D, KBITS, KC, KG, kPP>(raw, mt, first, kParamsOff, lane);
-        loadVGroup<D, VBITS, VG, kPP>(raw, mt, first, vParamsOff, lane);
-      }
+    for (int mt = 0; mt < MT; mt++) {
+      loadKGroup<D, KBITS, KC, KG, kPP>(raw, mt, p, kParamsOff, lane);
+      loadVGroup<D, VBITS, VG, kPP>(raw, mt, p, vParamsOff, lane);
     }
   }
 
@@ -1112,20 +1048,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // Queries of row g (zero beyond nrows), scaled by scale·log2(e), for the
   // lane's B-fragment channels.
   float qf[D / 16][4];
-  if (kQF) {
-    u32 qw[D / 16][2];
-    loadQueryPairs<D>(q, b, Tq, Hq, h, group, row0, nrows, g, qd, qw);
-    if (tileBegin < tileEnd) {
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        loadKGroup<D, KBITS, KC, KG, kPP>(raw, mt, first, kParamsOff, lane);
-        loadVGroup<D, VBITS, VG, kPP>(raw, mt, first, vParamsOff, lane);
-      }
-    }
-    foldQueryPairs<D>(qw, g < nrows, scaleLog2, qf);
-  } else {
-    loadQueryFrag<D>(q, b, Tq, Hq, h, group, row0, nrows, g, qd, scaleLog2, qf);
-  }
+  loadQueryFrag<D>(q, b, Tq, Hq, h, group, row0, nrows, g, qd, scaleLog2, qf);
   int limit[2];  // last visible token of rows 2q, 2q+1 (beyond nrows: all)
   causalLimits(limit, row0, nrows, qd, L, Tq, group);
   float ones[D / 4];

@@ -60,10 +60,6 @@ const (
 	// fused merge's count with every thread's __threadfence (v2.5-v2.15)
 	// instead of one thread's release and acquire ("rel", the default).
 	EnvDecodeMergeFence = "BITDECODE_DECODE_MERGE_FENCE"
-	// EnvDecodeTilesFirst set to true (1) is DecodeTuning.TilesFirst:
-	// decode_mma.cu's prologue as v2.16-v2.19 ran it (each warp's first
-	// tile loaded into registers before the query), for comparisons.
-	EnvDecodeTilesFirst = "BITDECODE_DECODE_TILES_FIRST"
 	// EnvDecodeTimeline set to true (1) is DecodeTuning.Timeline:
 	// decode_mma.cu compiled to record each CTA's phases (session 19),
 	// which bench attn prints.
@@ -155,11 +151,6 @@ type DecodeTuning struct {
 	// one thread's fence.acq_rel.gpu (bitdecode.cuh's lastArrivalRel). The
 	// same bits either way.
 	MergeFenceSC bool
-	// TilesFirst compiles decode_mma.cu with v2.16-v2.19's prologue
-	// (-DBD_QUERY_FIRST=0): each warp loads its first tile into registers
-	// before the query, where v2.20 prefetches the tile to L2, loads the
-	// query and then the tile. The same bits either way.
-	TilesFirst bool
 	// Timeline compiles decode_mma.cu with its launch timeline
 	// (-DBD_TIMELINE=1): each CTA writes %globaltimer at its entry and at the
 	// end of each phase into a buffer of the plan's, read back by
@@ -399,7 +390,6 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 		}
 		d.MergeFenceSC = v == "sc"
 	}
-	d.TilesFirst, _ = p.boolean(EnvDecodeTilesFirst)
 	d.Timeline, _ = p.boolean(EnvDecodeTimeline)
 	if on, _ := p.boolean(EnvPtxasVerbose); on {
 		d.Ptxas, t.Planes.Ptxas = os.Stderr, os.Stderr
