@@ -773,6 +773,17 @@ __device__ __forceinline__ void part_clear(float* p) { st_gpu(p, __uint_as_float
 // through L2.
 __device__ __forceinline__ float part_load(const Args& a, size_t p) { return ld_gpu(a.part + p); }
 
+// part_peek is part_load for a load issued inside a GEMV's hot loop
+// (gemvq3.cu's base CTAs, at the start of their last step): the same
+// strong load, without the compiler memory clobber, so it does not pin the
+// loop's own loads and stores around it. Its value is read only after the
+// CTA's barriers; a word it finds empty is loaded again (part_load).
+__device__ __forceinline__ float part_peek(const Args& a, size_t p) {
+  float v;
+  asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];" : "=f"(v) : "l"(a.part + p));
+  return v;
+}
+
 // part_ready reports whether a part_load value is the DEC CTA's (not
 // empty). A base CTA writes tile_value with present = every element of its
 // tile ready (__syncthreads_and): then the DEC CTA has claimed the tile

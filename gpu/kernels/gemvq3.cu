@@ -279,8 +279,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* 
 // bit. Shared memory: the DEC CTAs' buffers alias the base CTAs' x staging,
 // so the kernel keeps gemv_q3's 6 CTAs an SM (its launch bounds, 80
 // registers: the DEC path spills where it must; the base path is gemv_q3's).
+// kDECMinBlocks is gemv_q3_dec's CTAs an SM for its launch bounds.
+// GEMVQ3_DEC_DIAG=1 (a timing diagnostic, wrong results): the DEC CTAs end
+// after the dependency wait and the base CTAs write y without the protocol.
+#ifndef GEMVQ3_DEC_MIN_BLOCKS
+#define GEMVQ3_DEC_MIN_BLOCKS 5
+#endif
+#ifndef GEMVQ3_DEC_DIAG
+#define GEMVQ3_DEC_DIAG 0
+#endif
+constexpr int kDECMinBlocks = GEMVQ3_DEC_MIN_BLOCKS;
+
 template <int BITS, int S, int PMAX>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<1>) gemv_q3_dec(const float* __restrict__ x, const u32* __restrict__ words,
+__global__ void __launch_bounds__(kThreads, kDECMinBlocks) gemv_q3_dec(const float* __restrict__ x, const u32* __restrict__ words,
                                                         const u16* __restrict__ params, const float* __restrict__ bias,
                                                         float* __restrict__ y, int N, int K, int G, int early,
                                                         const __grid_constant__ dec::Args d) {
@@ -296,14 +307,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<1>) gemv_q3_dec(const flo
   if (int(blockIdx.x) < d.blocks) {
     gridDependencyWait();
     gridLaunchDependents();
+    if (GEMVQ3_DEC_DIAG) return;
     dec::fused_cta_any<kThreads, PMAX, false, kTileRows>(d, blockIdx.x, smem);  // int4 residuals
     return;
   }
   float4 (&xs)[kWarps][T][32 * kXSpan] = *reinterpret_cast<float4 (*)[kWarps][T][32 * kXSpan]>(smem);
-  const int cta = int(blockIdx.x) - d.blocks;
   // gemv_q3's body from here to the reduction (keep the two in step).
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
-  const int n0 = (cta * kGroups + warp / S) * R;
+  const int n0 = ((int(blockIdx.x) - d.blocks) * kGroups + warp / S) * R;
   const int steps = (K + kStep - 1) / kStep, per = (steps + S - 1) / S;
   const int j0 = slice * per, j1 = min(steps, j0 + per);
   Step<BITS, R> cur;
@@ -312,12 +323,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<1>) gemv_q3_dec(const flo
   gridLaunchDependents();
   if (!early) preloadCodes(cur, words, params, n0, N, K, G, j0 < j1 ? j0 : steps, lane);
   // The element this thread owns in the tile (slice 0's lane r: row n0 + r)
-  // and its part word, loaded at the start of the warp's last step.
-  const int n = n0 + lane;
-  const bool mine = slice == 0 && lane < R && n < N;
+  // and its part word, loaded at the start of the warp's last step. (The
+  // loop is at gemv_q3's 80 registers: its row is recomputed, not kept.)
   float pv = 0.f;
   auto peek = [&]() {
-    if (mine) pv = dec::part_load(d, size_t(n));
+    const int w = threadIdx.x / 32, l = threadIdx.x % 32, row = ((int(blockIdx.x) - d.blocks) * kGroups + w / S) * R + l;
+    if (w % S == 0 && l < R && row < N) pv = dec::part_peek(d, size_t(row));
   };
   float acc[R][T];
 #pragma unroll
@@ -351,6 +362,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<1>) gemv_q3_dec(const flo
       for (int t = 0; t < T; t++) part[warp][r][t] = acc[r][t];
   __syncthreads();
   // The fused epilogue (gemvq.cu's gemv with FUSED, over this CTA's tile).
+  const int n = n0 + lane;
+  const bool mine = slice == 0 && lane < R && n < N;
+  if (GEMVQ3_DEC_DIAG) {
+    if (mine) y[n] = part[warp][lane][0] + (S > 1 ? part[warp + S - 1][lane][0] : 0.f) + pv;
+    return;
+  }
   __shared__ u32 fscratch;
   float v = 0.f;
   if (mine) {
@@ -365,7 +382,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<1>) gemv_q3_dec(const flo
     present = __syncthreads_and(!mine || dec::part_ready(pv));
   }
   if (mine) dec::st_gpu(d.y + n, dec::tile_value(present, pv, v));
-  dec::tile_close<kTileRows>(d, cta, present, &fscratch);
+  dec::tile_close<kTileRows>(d, int(blockIdx.x) - d.blocks, present, &fscratch);
 }
 #endif
 
