@@ -486,8 +486,7 @@ func (g *GEMVQ) InfoV3(c *cuda.Ctx, T, bits, S int) (cuda.FuncInfo, error) {
 }
 
 // LaunchSplit is v2 (gemvq.cu) with S warps per CTA (one of 1, 2, 4, 8,
-// 16) at any T, for tests, tuning and DEC (whose fused kernel shares v2's
-// sums).
+// 16) at any T, for tests, tuning and DEC's v2 route (LaunchDECBase).
 func (g *GEMVQ) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G, S int) error {
 	bi := gemvqBitsIndex(bits)
 	if T < 1 || T > GEMVQMaxRows || N <= 0 || !g.Reads(bits, G, K) {
@@ -542,11 +541,13 @@ var gemvqDECSplits = [...]int{4, 8}
 // gate/up at n_tb < 28) gets a kernel of its own.
 var gemvqDECPMax = [...]int{4, 32}
 
-// GEMVQDEC holds gemvq.cu's gemv_q_dec kernels: the decode GEMV with DEC's
-// compensation CTAs in the same grid (dec.cu's fused mode), T <= 8, int4
-// residuals, and dec.cu's selection kernel for selections too large for the
-// DEC CTAs' shared memory. Each code width is compiled on first use (or by
-// Prepare): a module holds its kernels for every split and PMAX.
+// GEMVQDEC holds the decode GEMV with DEC's compensation CTAs in the same
+// grid (dec.cu's fused mode), int4 residuals: gemvq3.cu's gemv_q3_dec over
+// v3's sums at one row of int4/int3 weights (DECBaseV3), gemvq.cu's
+// gemv_q_dec over v2's otherwise (T <= 8), and dec.cu's selection kernel
+// for selections too large for the DEC CTAs' shared memory. Each code width
+// and route is compiled on first use (or by Prepare): a module holds its
+// kernels for every split and PMAX.
 type GEMVQDEC struct {
 	dev  *cuda.Device
 	once [len(gemvqBits)]sync.Once
@@ -721,8 +722,8 @@ func gemvqDECSplitFor(N, K int) int {
 // channels: dec.cu's selection into l.Sel first). l carries the residual,
 // zeroed flags ([DECFlagWords(N)] uint32, left zeroed for the next launch),
 // the part buffer ([T][N] float32, every word DECPartEmpty, left so) and n_tb; l.X and l.Y must be x and y.
-// The result equals v2 (LaunchSplit at Split) followed by DEC.Compensate
-// bit for bit.
+// The result equals GEMVQ.LaunchDECBase (v3 at one row of int4/int3, v2
+// else: BaseSplit) followed by DEC.Compensate bit for bit.
 func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) error {
 	if g.usesV3(T, K, bits, l) {
 		return g.launchV3(c, st, y, x, words, params, bias, N, K, bits, G, l)
@@ -825,8 +826,9 @@ func (g *GEMVQDEC) launchArgs(m *gemvqDECModule, y, x cuda.DevicePtr, T, N, K, b
 	return m.fns[si][pi], args, l.Blocks + (N+gemvqRows-1)/gemvqRows, 32 * S, sel, nil
 }
 
-// Split returns the warps per CTA of the fused kernel for [N, K] (its base
-// CTAs' split-K, which sets the order of the base sums).
+// Split returns the warps per CTA of v2's fused kernel for [N, K] (its
+// base CTAs' split-K, which sets the order of the base sums); BaseSplit
+// says which route and split a launch takes.
 func (g *GEMVQDEC) Split(N, K int) int { return gemvqDECSplitFor(N, K) }
 
 // Info returns the resources of the fused kernel a launch over [N, K] with

@@ -276,12 +276,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* 
 // CTA writes y = base, or base + part where the whole tile is present
 // (dec::tile_value, serial mode's single add), then dec::tile_close. The
 // result equals gemv_q3 at split S followed by dec.cu's Compensate, bit for
-// bit. Shared memory: the DEC CTAs' buffers alias the base CTAs' x staging,
-// so the kernel keeps gemv_q3's 6 CTAs an SM (its launch bounds, 80
-// registers: the DEC path spills where it must; the base path is gemv_q3's).
-// kDECMinBlocks is gemv_q3_dec's CTAs an SM for its launch bounds.
+// bit. Shared memory: the DEC CTAs' buffers alias the base CTAs' x staging
+// (24 KB a CTA). Launch bounds: kDECMinBlocks = 5 CTAs an SM (96
+// registers; the DEC paths spill where they must). At gemv_q3's 6 (80) the
+// base loop spilled and ran 2-8% slower with the DEC CTAs idle, 14-111%
+// with DEC (docs/perf/dec.md, session 14; #s14-80reg); at 5 the base alone
+// is v3.2's within -5/+4%.
+// kDECMinBlocks is gemv_q3_dec's CTAs an SM for its launch bounds
+// (GEMVQ3_DEC_MIN_BLOCKS, an NVRTC -D knob, overrides it).
 // GEMVQ3_DEC_DIAG=1 (a timing diagnostic, wrong results): the DEC CTAs end
-// after the dependency wait and the base CTAs write y without the protocol.
+// after the dependency wait and the base CTAs write y without the protocol
+// (session 14's d5/d6 rows).
 #ifndef GEMVQ3_DEC_MIN_BLOCKS
 #define GEMVQ3_DEC_MIN_BLOCKS 5
 #endif
