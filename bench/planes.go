@@ -178,9 +178,24 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 		us, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
 			return plan.Launch(c, dev.Stream(), bufs(i%sets, 0), 0)
 		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.GPU.Tuning.Planes.Timeline && cfg.Progress != nil {
+		// Session 14: where the last launches' time went, CTA by CTA
+		// (the step without the mass, as timed above).
+		launches, err := plan.Timeline()
 		if err != nil {
-			return err
+			return nil, err
 		}
+		if len(launches) > 0 {
+			fmt.Fprintf(cfg.Progress, "\ntimeline %s B=%d L=%d:\n", f.Spec.String(), pt.B, pt.L)
+			kernels.SummarizeTimeline(cfg.Progress, launches)
+		}
+	}
+	err = dev.Do(func(c *cuda.Ctx) (err error) {
 		massUS, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
 			return plan.Launch(c, dev.Stream(), bufs(i%sets, massPtr), 0)
 		})

@@ -441,7 +441,13 @@ func b2u(v bool) uint64 {
 
 // fusedKernels compiles gemvq.cu with dec.cu (fused mode) on first use.
 func (b *Backend) fusedKernels() (*kernels.GEMVQDEC, error) {
-	b.fusedOnce.Do(func() { b.fused, b.fusedErr = kernels.LoadGEMVQDEC(b.dev) })
+	b.fusedOnce.Do(func() {
+		if b.fused, b.fusedErr = kernels.LoadGEMVQDEC(b.dev); b.fusedErr == nil {
+			// As quantKernels' GEMVQ: v2 with GEMVQV2 (the base the
+			// other modes run, LaunchDECBase), early code loads.
+			b.fused.V2, b.fused.EarlyWeights = b.opts.GEMVQV2, true
+		}
+	})
 	return b.fused, b.fusedErr
 }
 
@@ -529,13 +535,13 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 
 // gemvqLaunch queues the decode GEMV over a packed weight: kernels.GEMVQ's
 // Launch (at T = 1 gemvq4.cu's v4 for int8 of 2048 rows or more, else
-// gemvq3.cu's v3, unless Options.GEMVQV2 or GEMVQV3; v2 above), but
-// v2 at every T for a weight with DEC, whose fused mode shares v2's sums
-// (gemv_q_dec), so that its serial, concurrent and fused modes add the
-// same base.
+// gemvq3.cu's v3, unless Options.GEMVQV2 or GEMVQV3; v2 above), but for
+// a weight with DEC the base its fused kernel shares (LaunchDECBase: v3
+// at one row of int4/int3, v2 else), so that its serial, concurrent and
+// fused modes add the same base.
 func (b *Backend) gemvqLaunch(c *cuda.Ctx, d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) error {
 	if wt.dec != nil {
-		return b.gemvq.LaunchSplit(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, kernels.SplitFor(N, K))
+		return b.gemvq.LaunchDECBase(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, wt.dec.kChunk)
 	}
 	return b.gemvq.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup)
 }

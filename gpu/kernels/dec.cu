@@ -82,6 +82,9 @@
 //    same bits); the side that comes second leaves part empty and the flag
 //    0 for the next launch or graph replay.
 //    Slices are whole 32-output units, so no tile has two DEC CTAs.
+//    A tile is one base CTA's outputs: kTile = 16 for gemvq.cu's
+//    gemv_q_dec, 16/S for gemvq3.cu's gemv_q3_dec (fused_cta's and
+//    tile_close's TILE; a flag per tile, kernels.DECFlagWords).
 //    dec::fused_cta_any<THREADS, PMAX, ALL>(a, blockIdx.x, smem) does the
 //    same with ELEM and P read from a.elem and a.wpt (kernels.DECFusedArgs
 //    fills them), instantiating P <= PMAX and int4 only unless ALL
@@ -770,6 +773,17 @@ __device__ __forceinline__ void part_clear(float* p) { st_gpu(p, __uint_as_float
 // through L2.
 __device__ __forceinline__ float part_load(const Args& a, size_t p) { return ld_gpu(a.part + p); }
 
+// part_peek is part_load for a load issued inside a GEMV's hot loop
+// (gemvq3.cu's base CTAs, at the start of their last step): the same
+// strong load, without the compiler memory clobber, so it does not pin the
+// loop's own loads and stores around it. Its value is read only after the
+// CTA's barriers; a word it finds empty is loaded again (part_load).
+__device__ __forceinline__ float part_peek(const Args& a, size_t p) {
+  float v;
+  asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];" : "=f"(v) : "l"(a.part + p));
+  return v;
+}
+
 // part_ready reports whether a part_load value is the DEC CTA's (not
 // empty). A base CTA writes tile_value with present = every element of its
 // tile ready (__syncthreads_and): then the DEC CTA has claimed the tile
@@ -788,9 +802,10 @@ __device__ __forceinline__ float tile_value(bool present, float part, float base
 // waiting for each word the DEC CTA has yet to store (it claimed the tile
 // and is resident: its stores come without waiting on anybody), and resets
 // part to empty.
+template <int TILE = kTile>
 __device__ __forceinline__ void add_part(const Args& a, int tile, int i0, int step) {
-  for (int i = i0; i < a.T * kTile; i += step) {
-    const size_t p = size_t(i / kTile) * a.N + tile * kTile + i % kTile;
+  for (int i = i0; i < a.T * TILE; i += step) {
+    const size_t p = size_t(i / TILE) * a.N + tile * TILE + i % TILE;
     float v = ld_gpu(a.part + p);
     while (!part_ready(v)) v = ld_gpu(a.part + p);
     st_gpu(a.y + p, __fadd_rn(ld_gpu(a.y + p), v));
@@ -806,9 +821,12 @@ __device__ __forceinline__ void add_part(const Args& a, int tile, int i0, int st
 // visible, atomicCAS(flag, 0 -> 2); if that finds 1 (the DEC CTA claimed
 // the tile meanwhile) add part into y as it arrives (add_part), reset the
 // flag; if it succeeds, the DEC CTA adds its sums into y when it comes.
+// TILE is the tile's outputs (kTile: gemvq.cu's base CTAs; gemvq3.cu's own
+// 16/S rows).
+template <int TILE = kTile>
 __device__ __forceinline__ void tile_close(const Args& a, int tile, bool present, u32* scratch) {
   if (present) {  // the same for the whole CTA
-    for (int i = threadIdx.x; i < a.T * kTile; i += blockDim.x) part_clear(a.part + size_t(i / kTile) * a.N + tile * kTile + i % kTile);
+    for (int i = threadIdx.x; i < a.T * TILE; i += blockDim.x) part_clear(a.part + size_t(i / TILE) * a.N + tile * TILE + i % TILE);
     if (threadIdx.x == 0) a.flags[tile] = 0;
     return;
   }
@@ -817,7 +835,7 @@ __device__ __forceinline__ void tile_close(const Args& a, int tile, bool present
   if (threadIdx.x == 0) *scratch = atomicCAS(a.flags + tile, 0u, 2u);
   __syncthreads();
   if (*scratch == 1) {
-    add_part(a, tile, threadIdx.x, blockDim.x);
+    add_part<TILE>(a, tile, threadIdx.x, blockDim.x);
     if (threadIdx.x == 0) a.flags[tile] = 0;
   }
 }
@@ -836,17 +854,20 @@ __device__ __forceinline__ void tile_close(const Args& a, int tile, bool present
 // THREADS must be the kernel's blockDim.x; P must cover the slice (dec.go's
 // decOutputs). lateNs (fused_selftest's late mode; 0 in the real kernels):
 // the CTA waits that many nanoseconds between its claims and its stores, so
-// base CTAs find their tiles claimed with the words still missing.
-template <int E, int P, int THREADS>
+// base CTAs find their tiles claimed with the words still missing. TILE is
+// the outputs of a tile (one base CTA's, one flag): kTile for gemvq.cu's
+// base CTAs, 4-16 for gemvq3.cu's (a divisor of kUnit).
+template <int E, int P, int THREADS, int TILE = kTile>
 __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* smem, unsigned lateNs = 0) {
+  static_assert(kUnit % TILE == 0, "a slice is whole tiles");
   int u0, u1;
   slice(a.N, a.blocks, b, u0, u1);
   if (u0 >= u1) return;
   int* list = reinterpret_cast<int*>(smem + smem_bytes(THREADS, param_loads(THREADS)));
   const int nOut = (u1 - u0) * kUnit;
   const int o0 = threadIdx.x * P;  // the thread's first output in the slice
-  constexpr int kTilesPerUnit = kUnit / kTile;
-  const int tiles = (u1 - u0) * kTilesPerUnit;  // <= 2·THREADS: P <= 32
+  constexpr int kTilesPerUnit = kUnit / TILE;
+  const int tiles = (u1 - u0) * kTilesPerUnit;  // <= 32·THREADS/TILE ints (P <= 32), inside stage's code buffer
   u32* flags = a.flags + u0 * kTilesPerUnit;
   // second[i]: tile i's base CTA wrote y first, so this CTA adds into it
   // (shared memory aliasing stage's code buffer, once the sums are done).
@@ -895,7 +916,7 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
 #pragma unroll
       for (int p = 0; p < P; p++) {
         const size_t o = s0 + o0 + p;
-        if (second[(o0 + p) / kTile]) {
+        if (second[(o0 + p) / TILE]) {
           for (int tt = 0; tt < t; tt++) {  // earlier tokens: from part, which this thread stored
             const size_t q = size_t(tt) * a.N + o;
             st_gpu(a.y + q, __fadd_rn(ld_gpu(a.y + q), ld_gpu(a.part + q)));
@@ -921,14 +942,14 @@ __device__ __forceinline__ void fused_cta(const Args& a, int b, unsigned char* s
 // them. Only P <= PMAX and int4 residuals, plus int8 and fp16 ones with
 // ALL, are instantiated: the kernel's registers are those of its largest
 // path, and its compile time grows with each.
-template <int THREADS, int PMAX, bool ALL>
+template <int THREADS, int PMAX, bool ALL, int TILE = kTile>
 __device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned char* smem, unsigned lateNs = 0) {
-#define DEC_FUSED_CASE(E, P)                                              \
-  case (E) * 64 + (P):                                                    \
-    if constexpr ((P) <= PMAX && ((E) == kInt4 || ALL)) {                 \
-      fused_cta<E, ((P) <= PMAX ? (P) : 1), THREADS>(a, b, smem, lateNs); \
-      return;                                                             \
-    }                                                                     \
+#define DEC_FUSED_CASE(E, P)                                                    \
+  case (E) * 64 + (P):                                                          \
+    if constexpr ((P) <= PMAX && ((E) == kInt4 || ALL)) {                       \
+      fused_cta<E, ((P) <= PMAX ? (P) : 1), THREADS, TILE>(a, b, smem, lateNs); \
+      return;                                                                   \
+    }                                                                           \
     break;
 #define DEC_FUSED_CASES(E) \
   DEC_FUSED_CASE(E, 1) DEC_FUSED_CASE(E, 2) DEC_FUSED_CASE(E, 4) DEC_FUSED_CASE(E, 8) DEC_FUSED_CASE(E, 16) DEC_FUSED_CASE(E, 32)
@@ -951,6 +972,10 @@ __device__ __forceinline__ void fused_cta_any(const Args& a, int b, unsigned cha
 // base CTA waits for its tile's claim (at most kLateWaitNs) before it
 // reads part, so it writes the base, finds the claim with its CAS and must
 // wait in add_part for the words.
+// DEC_NO_SELFTEST (an NVRTC -D option: gemvq3.cu's fused module, which
+// never launches it) leaves the self-test out of the program (it is the
+// largest kernel here, ~1 MB of SASS: seconds of compile time).
+#ifndef DEC_NO_SELFTEST
 constexpr unsigned long long kLateWaitNs = 100000000ull;  // 0.1 s: past it the base CTA goes on (the protocol's CAS path), never hangs
 __global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const float* __restrict__ ybase, unsigned lateNs) {
   __shared__ __align__(16) unsigned char smem[fused_smem_bytes(kThreads)];
@@ -977,5 +1002,6 @@ __global__ void __launch_bounds__(kThreads) fused_selftest(const Args a, const f
   if (mine) st_gpu(a.y + p, tile_value(present, pv, ybase[p]));
   tile_close(a, tile, present, &scratch);
 }
+#endif
 
 }  // namespace dec

@@ -212,10 +212,16 @@ func DECMinBlocks(e wq.Elem, N int) int {
 // per 32-output unit.
 func DECMaxBlocks(N int) int { return max(1, N/decUnit) }
 
+// decMinTile is the fewest outputs of a fused launch's tile: gemvq3.cu's
+// fused CTAs own 16/S rows of int4 or int3 weights (S up to 4), one tile
+// each; gemvq.cu's own DECTile.
+const decMinTile = 4
+
 // DECFlagWords returns the tile flags (uint32, zero before the first
 // launch; each launch leaves them zero) a fused launch over N outputs
-// needs: one per DECTile outputs.
-func DECFlagWords(N int) int { return (N + DECTile - 1) / DECTile }
+// needs: one per decMinTile outputs (the smallest tile of any fused
+// kernel; gemvq.cu's use the first N/DECTile).
+func DECFlagWords(N int) int { return (N + decMinTile - 1) / decMinTile }
 
 // DECLaunch is one DEC launch: buffers, sizes and n_tb.
 type DECLaunch struct {

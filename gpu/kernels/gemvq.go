@@ -631,8 +631,7 @@ func (g *GEMVQ) InfoV3(c *cuda.Ctx, T, bits, S int) (cuda.FuncInfo, error) {
 }
 
 // LaunchSplit is v2 (gemvq.cu) with S warps per CTA (one of 1, 2, 4, 8,
-// 16) at any T, for tests, tuning and DEC (whose fused kernel shares v2's
-// sums).
+// 16) at any T, for tests, tuning and DEC's v2 route (LaunchDECBase).
 func (g *GEMVQ) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G, S int) error {
 	bi := gemvqBitsIndex(bits)
 	if T < 1 || T > GEMVQMaxRows || N <= 0 || !g.Reads(bits, G, K) {
@@ -687,16 +686,93 @@ var gemvqDECSplits = [...]int{4, 8}
 // gate/up at n_tb < 28) gets a kernel of its own.
 var gemvqDECPMax = [...]int{4, 32}
 
-// GEMVQDEC holds gemvq.cu's gemv_q_dec kernels: the decode GEMV with DEC's
-// compensation CTAs in the same grid (dec.cu's fused mode), T <= 8, int4
-// residuals, and dec.cu's selection kernel for selections too large for the
-// DEC CTAs' shared memory. Each code width is compiled on first use (or by
-// Prepare): a module holds its kernels for every split and PMAX.
+// GEMVQDEC holds the decode GEMV with DEC's compensation CTAs in the same
+// grid (dec.cu's fused mode), int4 residuals: gemvq3.cu's gemv_q3_dec over
+// v3's sums at one row of int4/int3 weights (DECBaseV3), gemvq.cu's
+// gemv_q_dec over v2's otherwise (T <= 8), and dec.cu's selection kernel
+// for selections too large for the DEC CTAs' shared memory. Each code width
+// and route is compiled on first use (or by Prepare): a module holds its
+// kernels for every split and PMAX.
 type GEMVQDEC struct {
 	dev  *cuda.Device
 	once [len(gemvqBits)]sync.Once
 	mods [len(gemvqBits)]*gemvqDECModule
 	errs [len(gemvqBits)]error
+	// v3's fused kernels (gemvq3.cu's gemv_q3_dec), compiled per code width
+	// on first use like v2's.
+	v3once [len(gemvqBits)]sync.Once
+	v3mods [len(gemvqBits)]*gemvq3DECModule
+	v3errs [len(gemvqBits)]error
+	// V2 makes Launch take v2's fused kernel where DECBaseV3 would give v3:
+	// a knob for A/Bs (set GEMVQ.V2 alike for the serial reference).
+	V2 bool
+	// EarlyWeights is GEMVQ.EarlyWeights for v3's fused kernels: the base
+	// CTAs load their first step of codes before the dependency wait.
+	EarlyWeights bool
+}
+
+// gemvq3DECModule is one code width's v3 fused kernels, and the warps of
+// gemv_q3<1, bits, 1> the GPU holds at once (GEMVQ.v3Slots' value, from
+// the same source): gemvq3SplitFor's wave.
+type gemvq3DECModule struct {
+	fns   [len(gemvq3Splits)][len(gemvqDECPMax)]cuda.Function
+	slots int
+}
+
+// moduleV3 returns the compiled v3 fused kernels of a code width.
+func (g *GEMVQDEC) moduleV3(bits int) (*gemvq3DECModule, error) {
+	bi := gemvqBitsIndex(bits)
+	if bi < 0 {
+		return nil, fmt.Errorf("kernels: gemvq3+dec: no kernel for int%d weights", bits)
+	}
+	g.v3once[bi].Do(func() { g.v3mods[bi], g.v3errs[bi] = compileGEMVQ3DEC(g.dev, bits) })
+	return g.v3mods[bi], g.v3errs[bi]
+}
+
+// compileGEMVQ3DEC compiles gemvq3.cu with -DGEMVQ_WITH_DEC=1 (gemvq.cu and
+// dec.cu as headers; a GridDependent program like gemvq3.cu's own) for one
+// code width: gemv_q3_dec at every split and PMAX, and gemv_q3<1, bits, 1>
+// for its occupancy.
+func compileGEMVQ3DEC(dev *cuda.Device, bits int) (*gemvq3DECModule, error) {
+	expr := func(s, p int) string { return fmt.Sprintf("gemvq3::gemv_q3_dec<%d, %d, %d>", bits, s, p) }
+	plain := fmt.Sprintf("gemvq3::gemv_q3<1, %d, 1>", bits)
+	exprs := []string{plain}
+	for _, s := range gemvq3Splits {
+		for _, p := range gemvqDECPMax {
+			exprs = append(exprs, expr(s, p))
+		}
+	}
+	mod, err := dev.Compile(program("gemvq3.cu", gemvq3Source, exprs, []string{"-DGEMVQ_WITH_DEC=1", "-DDEC_NO_SELFTEST=1"},
+		cuda.Header{Name: "gemvq.cu", Source: gemvqSource}, cuda.Header{Name: "dec.cu", Source: decSource}))
+	if err != nil {
+		return nil, err
+	}
+	m := &gemvq3DECModule{}
+	for si, s := range gemvq3Splits {
+		for pi, p := range gemvqDECPMax {
+			if m.fns[si][pi], err = mod.Function(expr(s, p)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	fn, err := mod.Function(plain)
+	if err != nil {
+		return nil, err
+	}
+	err = dev.Do(func(c *cuda.Ctx) error {
+		n, err := c.MaxActiveBlocksPerSM(fn, 32*gemvq3Warps, 0)
+		if err != nil {
+			return fmt.Errorf("kernels: gemvq3+dec: %w", err)
+		}
+		m.slots = max(1, n) * gemvq3Warps * dev.SMs()
+		return nil
+	})
+	return m, err
+}
+
+// usesV3 reports whether Launch runs v3's fused kernel for this launch.
+func (g *GEMVQDEC) usesV3(T, K, bits int, l *DECLaunch) bool {
+	return !g.V2 && DECBaseV3(T, K, bits, l.KChunk)
 }
 
 // gemvqDECModule is one code width's fused kernels.
@@ -710,8 +786,12 @@ type gemvqDECModule struct {
 func LoadGEMVQDEC(dev *cuda.Device) (*GEMVQDEC, error) { return &GEMVQDEC{dev: dev}, nil }
 
 // Prepare compiles the kernels of one code width now (so a benchmark's
-// first timed launch does not compile).
+// first timed launch does not compile): v3's (one row of x, int4 and int3, unless V2) or else v2's.
 func (g *GEMVQDEC) Prepare(bits int) error {
+	if !g.V2 && DECBaseV3(1, 1, bits, 1) {
+		_, err := g.moduleV3(bits)
+		return err
+	}
 	_, err := g.module(bits)
 	return err
 }
@@ -753,6 +833,29 @@ func compileGEMVQDEC(dev *cuda.Device, bits int) (*gemvqDECModule, error) {
 	return m, nil
 }
 
+// DECBaseV3 reports whether the GEMV under DEC (every mode) is v3
+// (gemvq3.cu's sums, fused: gemv_q3_dec) rather than v2 for T rows of x,
+// an int-bits weight with K inputs and k_chunk kChunk: one row, int4 or
+// int3 (int8 keeps v2: gemvq4.cu's v4 has no fused kernel), and a
+// selection the DEC CTAs make themselves (at most DECFusedSelectMax
+// channels a token; more need dec.cu's select_topk launch, which is not a
+// programmatic dependent, before the kernel).
+func DECBaseV3(T, K, bits, kChunk int) bool {
+	return T == 1 && (bits == 4 || bits == 3) && DECSelected(K, kChunk) <= DECFusedSelectMax
+}
+
+// LaunchDECBase is the GEMV a weight with DEC at k_chunk kChunk runs under
+// its compensation in serial and concurrent modes: the base sums of
+// GEMVQDEC's fused kernel, so that every mode adds the compensation to the
+// same bits. v3 at SplitV3For's split where DECBaseV3 (and not V2), else
+// v2 at the fused v2 kernel's split.
+func (g *GEMVQ) LaunchDECBase(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G, kChunk int) error {
+	if DECBaseV3(T, K, bits, kChunk) && !g.V2 {
+		return g.LaunchV3(c, st, y, x, words, params, bias, T, N, K, bits, G, g.SplitV3For(T, N, K, bits))
+	}
+	return g.LaunchSplit(c, st, y, x, words, params, bias, T, N, K, bits, G, gemvqDECSplitFor(N, K))
+}
+
 // gemvqDECSplitFor returns the fused kernel's warps per CTA for [N, K]:
 // gemvqSplitFor's, clamped to gemvqDECSplits.
 func gemvqDECSplitFor(N, K int) int {
@@ -764,9 +867,12 @@ func gemvqDECSplitFor(N, K int) int {
 // channels: dec.cu's selection into l.Sel first). l carries the residual,
 // zeroed flags ([DECFlagWords(N)] uint32, left zeroed for the next launch),
 // the part buffer ([T][N] float32, every word DECPartEmpty, left so) and n_tb; l.X and l.Y must be x and y.
-// The result equals v2 (LaunchSplit at Split) followed by DEC.Compensate
-// bit for bit.
+// The result equals GEMVQ.LaunchDECBase (v3 at one row of int4/int3, v2
+// else: BaseSplit) followed by DEC.Compensate bit for bit.
 func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, T, N, K, bits, G int, l *DECLaunch) error {
+	if g.usesV3(T, K, bits, l) {
+		return g.launchV3(c, st, y, x, words, params, bias, N, K, bits, G, l)
+	}
 	m, err := g.module(bits)
 	if err != nil {
 		return err
@@ -784,6 +890,60 @@ func (g *GEMVQDEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias
 	}
 	return c.Launch(fn, cuda.Dim3{X: grid}, cuda.Dim3{X: threads}, 0, st,
 		x, words, params, bias, y, int32(T), int32(N), int32(K), int32(G), args)
+}
+
+// launchV3 is Launch through gemv_q3_dec (one row of x, DECBaseV3): the
+// DEC CTAs of 128 threads, then v3's CTAs at gemvq3SplitFor's split, each
+// one tile of 16/S rows.
+func (g *GEMVQDEC) launchV3(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G int, l *DECLaunch) error {
+	m, err := g.moduleV3(bits)
+	if err != nil {
+		return err
+	}
+	if N <= 0 || G <= 0 || G%32 != 0 || K%G != 0 {
+		return fmt.Errorf("kernels: gemvq3+dec: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
+	}
+	if l.R == nil || l.R.Elem != wq.Int4 {
+		return fmt.Errorf("kernels: gemvq3+dec: fused DEC reads int4 residuals")
+	}
+	if l.X != x || l.Y != y || l.T != 1 {
+		return fmt.Errorf("kernels: gemvq3+dec: the DEC launch's x, y and T must be the GEMV's")
+	}
+	S := gemvq3SplitFor(N, K, bits, m.slots)
+	si := slices.Index(gemvq3Splits[:], S)
+	args, p, sel, err := DECFusedArgs(l, 32*gemvq3Warps)
+	if err != nil {
+		return err
+	}
+	if sel {
+		return fmt.Errorf("kernels: gemvq3+dec: %d selected channels need a selection launch (DECBaseV3)", DECSelected(K, l.KChunk))
+	}
+	pi := 0
+	for gemvqDECPMax[pi] < p {
+		pi++
+	}
+	rows := gemvq3RowsPerWarp(bits) * gemvq3Warps / S
+	early := int32(0)
+	if g.EarlyWeights {
+		early = 1
+	}
+	return c.Launch(m.fns[si][pi], cuda.Dim3{X: l.Blocks + (N+rows-1)/rows}, cuda.Dim3{X: 32 * gemvq3Warps}, 0, st,
+		x, words, params, bias, y, int32(N), int32(K), int32(G), early, args)
+}
+
+// BaseSplit returns the GEMV a fused launch of T rows over an [N, K]
+// weight of this width at k_chunk kChunk runs under its compensation: v3
+// (gemvq3.cu) or v2, and its split (which sets the order of the base sums;
+// GEMVQ.LaunchDECBase runs the same).
+func (g *GEMVQDEC) BaseSplit(T, N, K, bits, kChunk int) (v3 bool, split int, err error) {
+	if !g.V2 && DECBaseV3(T, K, bits, kChunk) {
+		m, err := g.moduleV3(bits)
+		if err != nil {
+			return false, 0, err
+		}
+		return true, gemvq3SplitFor(N, K, bits, m.slots), nil
+	}
+	return false, gemvqDECSplitFor(N, K), nil
 }
 
 // launchArgs checks a fused launch and returns its kernel, dec::Args,
@@ -811,13 +971,23 @@ func (g *GEMVQDEC) launchArgs(m *gemvqDECModule, y, x cuda.DevicePtr, T, N, K, b
 	return m.fns[si][pi], args, l.Blocks + (N+gemvqRows-1)/gemvqRows, 32 * S, sel, nil
 }
 
-// Split returns the warps per CTA of the fused kernel for [N, K] (its base
-// CTAs' split-K, which sets the order of the base sums).
+// Split returns the warps per CTA of v2's fused kernel for [N, K] (its
+// base CTAs' split-K, which sets the order of the base sums); BaseSplit
+// says which route and split a launch takes.
 func (g *GEMVQDEC) Split(N, K int) int { return gemvqDECSplitFor(N, K) }
 
 // Info returns the resources of the fused kernel a launch over [N, K] with
-// outputs-per-thread bound pmax (GEMVQDECPMax) uses, for benchmarks.
+// outputs-per-thread bound pmax (GEMVQDECPMax) uses, for benchmarks: v3's
+// (gemv_q3_dec) for int4 and int3 unless V2 (a one-row launch whose DEC
+// CTAs select, DECBaseV3), else v2's.
 func (g *GEMVQDEC) Info(c *cuda.Ctx, N, K, bits, pmax int) (cuda.FuncInfo, error) {
+	if pi := slices.Index(gemvqDECPMax[:], pmax); !g.V2 && DECBaseV3(1, K, bits, 1) && pi >= 0 {
+		m, err := g.moduleV3(bits)
+		if err != nil {
+			return cuda.FuncInfo{}, err
+		}
+		return c.FuncInfo(m.fns[slices.Index(gemvq3Splits[:], gemvq3SplitFor(N, K, bits, m.slots))][pi])
+	}
 	m, err := g.module(bits)
 	if err != nil {
 		return cuda.FuncInfo{}, err

@@ -1,6 +1,8 @@
 // gemvq3.cu: gemvq v3, the decode GEMV over packed low-bit weights for one or
 // two rows of x on CUDA cores, y = x·Ŵᵀ + bias (kernels.GEMVQ.Launch runs it
-// at one row; gemvq.cu's v2 keeps T >= 2 and DEC's fused mode). The layout is gemvq.cu's (package wq, wq/doc.go
+// at one row; gemvq.cu's v2 keeps T >= 2), and with -DGEMVQ_WITH_DEC=1 DEC's
+// fused mode over its sums at one row (gemv_q3_dec, at the end; session 14).
+// The layout is gemvq.cu's (package wq, wq/doc.go
 // "Packed layout"): words [N][K/32·BITS] u32, params [N][K/G] (scale, zero)
 // fp16 pairs, x [T][K] float32, bias [N] float32 or null, y [T][N] float32.
 //
@@ -260,5 +262,133 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* 
   y[size_t(t) * N + n] = v + (bias ? bias[n] : 0.f);
 }
 
+#ifdef GEMVQ_WITH_DEC
+// gemv_q3_dec is DEC's fused mode over v3's sums at one row of x (dec.cu,
+// "fused mode"; kernels.GEMVQDEC compiles this file with -DGEMVQ_WITH_DEC=1,
+// gemvq.cu and dec.cu as headers): grid (d.blocks + ceil(N / (R·kWarps/S))),
+// block kThreads. The first d.blocks CTAs are DEC's (dec::fused_cta_any with
+// 128 threads, P <= PMAX, int4 residuals; resident first, they select or read
+// d.sel and sum their slices while the base CTAs run); every other CTA is
+// gemv_q3<1, BITS, S>'s CTA blockIdx.x − d.blocks, the same sums in the same
+// order, whose R·kWarps/S rows are one DEC tile (dec.cu's one-trip protocol
+// with TILE = those rows): lane r < R of each row group's slice-0 warp owns
+// row r, loads its part word at the start of its warp's last step, and the
+// CTA writes y = base, or base + part where the whole tile is present
+// (dec::tile_value, serial mode's single add), then dec::tile_close. The
+// result equals gemv_q3 at split S followed by dec.cu's Compensate, bit for
+// bit. Shared memory: the DEC CTAs' buffers alias the base CTAs' x staging
+// (24 KB a CTA). Launch bounds: kDECMinBlocks = 5 CTAs an SM (96
+// registers; the DEC paths spill where they must). At gemv_q3's 6 (80) the
+// base loop spilled and ran 2-8% slower with the DEC CTAs idle, 14-111%
+// with DEC (docs/perf/dec.md, session 14; #s14-80reg); at 5 the base alone
+// is v3.2's within -5/+4%.
+// kDECMinBlocks is gemv_q3_dec's CTAs an SM for its launch bounds
+// (GEMVQ3_DEC_MIN_BLOCKS, an NVRTC -D knob, overrides it).
+// GEMVQ3_DEC_DIAG=1 (a timing diagnostic, wrong results): the DEC CTAs end
+// after the dependency wait and the base CTAs write y without the protocol
+// (session 14's d5/d6 rows).
+#ifndef GEMVQ3_DEC_MIN_BLOCKS
+#define GEMVQ3_DEC_MIN_BLOCKS 5
+#endif
+#ifndef GEMVQ3_DEC_DIAG
+#define GEMVQ3_DEC_DIAG 0
+#endif
+constexpr int kDECMinBlocks = GEMVQ3_DEC_MIN_BLOCKS;
+
+template <int BITS, int S, int PMAX>
+__global__ void __launch_bounds__(kThreads, kDECMinBlocks) gemv_q3_dec(const float* __restrict__ x, const u32* __restrict__ words,
+                                                        const u16* __restrict__ params, const float* __restrict__ bias,
+                                                        float* __restrict__ y, int N, int K, int G, int early,
+                                                        const __grid_constant__ dec::Args d) {
+  constexpr int T = 1;
+  constexpr int R = kRowsPerWarp<BITS>;
+  constexpr int kGroups = kWarps / S;  // row groups per CTA
+  constexpr int kTileRows = kGroups * R;  // the CTA's rows: one DEC tile
+  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  static_assert(kThreads >= dec::kMinThreads, "dec.cu's CTAs need a thread per row of a batch");
+  constexpr int kXBytes = int(sizeof(float4)) * kWarps * T * 32 * kXSpan;
+  constexpr int kDECBytes = dec::fused_smem_bytes(kThreads);
+  __shared__ __align__(16) unsigned char smem[kXBytes > kDECBytes ? kXBytes : kDECBytes];
+  if (int(blockIdx.x) < d.blocks) {
+    gridDependencyWait();
+    gridLaunchDependents();
+    if (GEMVQ3_DEC_DIAG) return;
+    dec::fused_cta_any<kThreads, PMAX, false, kTileRows>(d, blockIdx.x, smem);  // int4 residuals
+    return;
+  }
+  float4 (&xs)[kWarps][T][32 * kXSpan] = *reinterpret_cast<float4 (*)[kWarps][T][32 * kXSpan]>(smem);
+  // gemv_q3's body from here to the reduction (keep the two in step).
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
+  const int n0 = ((int(blockIdx.x) - d.blocks) * kGroups + warp / S) * R;
+  const int steps = (K + kStep - 1) / kStep, per = (steps + S - 1) / S;
+  const int j0 = slice * per, j1 = min(steps, j0 + per);
+  Step<BITS, R> cur;
+  if (early) preloadCodes(cur, words, params, n0, N, K, G, j0 < j1 ? j0 : steps, lane);
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) preloadCodes(cur, words, params, n0, N, K, G, j0 < j1 ? j0 : steps, lane);
+  // The element this thread owns in the tile (slice 0's lane r: row n0 + r)
+  // and its part word, loaded at the start of the warp's last step. (The
+  // loop is at gemv_q3's 80 registers: its row is recomputed, not kept.)
+  float pv = 0.f;
+  auto peek = [&]() {
+    const int w = threadIdx.x / 32, l = threadIdx.x % 32, row = ((int(blockIdx.x) - d.blocks) * kGroups + w / S) * R + l;
+    if (w % S == 0 && l < R && row < N) pv = dec::part_peek(d, size_t(row));
+  };
+  float acc[R][T];
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int t = 0; t < T; t++) acc[r][t] = 0.f;
+  Step<BITS, R> nxt;
+  for (int j = j0; j < j1; j += 2) {
+    preloadCodes(nxt, words, params, n0, N, K, G, j + 1 < j1 ? j + 1 : steps, lane);
+    stageX<T>(xs[warp], x, K, j, lane);
+    if (j + 1 >= j1) peek();
+    spanDot<T, BITS, R>(acc, cur, xs[warp], K, j, lane);
+    if (j + 1 >= j1) break;
+    preloadCodes(cur, words, params, n0, N, K, G, j + 2 < j1 ? j + 2 : steps, lane);
+    stageX<T>(xs[warp], x, K, j + 1, lane);
+    if (j + 2 >= j1) peek();
+    spanDot<T, BITS, R>(acc, nxt, xs[warp], K, j + 1, lane);
+  }
+  if (j0 >= j1) peek();  // a warp with no steps
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int t = 0; t < T; t++)
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], off);
+  __shared__ float part[kWarps][R][T];
+  if (lane == 0)
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+      for (int t = 0; t < T; t++) part[warp][r][t] = acc[r][t];
+  __syncthreads();
+  // The fused epilogue (gemvq.cu's gemv with FUSED, over this CTA's tile).
+  const int n = n0 + lane;
+  const bool mine = slice == 0 && lane < R && n < N;
+  if (GEMVQ3_DEC_DIAG) {
+    if (mine) y[n] = part[warp][lane][0] + (S > 1 ? part[warp + S - 1][lane][0] : 0.f) + pv;
+    return;
+  }
+  __shared__ u32 fscratch;
+  float v = 0.f;
+  if (mine) {
+    v = part[warp][lane][0];
+#pragma unroll
+    for (int s = 1; s < S; s++) v += part[warp + s][lane][0];
+    v = v + (bias ? bias[n] : 0.f);
+  }
+  bool present = __syncthreads_and(!mine || dec::part_ready(pv));
+  if (!present) {  // the same for the whole CTA
+    if (mine && !dec::part_ready(pv)) pv = dec::part_load(d, size_t(n));
+    present = __syncthreads_and(!mine || dec::part_ready(pv));
+  }
+  if (mine) dec::st_gpu(d.y + n, dec::tile_value(present, pv, v));
+  dec::tile_close<kTileRows>(d, int(blockIdx.x) - d.blocks, present, &fscratch);
+}
+#endif
 
 }  // namespace gemvq3

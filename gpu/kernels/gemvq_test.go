@@ -203,7 +203,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 	}
 }
 
-// TestGEMVQDECMatchesSerial checks fused DEC (gemv_q_dec: the DEC CTAs
+// TestGEMVQDECMatchesSerial checks fused DEC (gemv_q_dec, and at one row
+// of x gemvq3.cu's gemv_q3_dec over v3's sums: the DEC CTAs
 // select the channels themselves, or read a select_topk launch's list past
 // kernels.DECFusedSelectMax channels, and meet the base CTAs per tile)
 // against serial mode bit for bit: gemv_q with the same split, then
@@ -255,6 +256,17 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 		{wq.Int4, wq.Int4, 1024, 4096, 2, 64, 32, 1},   // k/v at n_tb 32: 32 outputs
 		{wq.Int4, wq.Int4, 14336, 4096, 1, 64, 224, 2}, // gate/up at n_tb 224: 128-thread CTAs, 64 outputs
 		{wq.Int3, wq.Int4, 4096, 4096, 3, 100, 40, 0},  // slices of 96 and 128 outputs
+		// One row of x: v3's fused kernel (gemv_q3_dec, kernels.DECBaseV3)
+		// at its splits 1, 2 and 4 (tiles of 16, 8 and 4 rows), k_chunk 1
+		// and 64, K not a multiple of the 1024-channel step.
+		{wq.Int4, wq.Int4, 1024, 4096, 1, 1, 32, 0},    // k/v: split 4
+		{wq.Int4, wq.Int4, 1024, 4096, 1, 64, 8, 1},    // P = 1 at 128 threads
+		{wq.Int4, wq.Int4, 4096, 4096, 1, 64, 32, 2},   // q/o: split 2
+		{wq.Int4, wq.Int4, 4096, 14336, 1, 1, 8, 1},    // down: k 1, S = 14
+		{wq.Int3, wq.Int4, 14336, 4096, 1, 64, 128, 0}, // gate/up
+		{wq.Int4, wq.Int4, 256, 1152, 1, 64, 3, 2},     // a short last step and chunk
+		{wq.Int3, wq.Int4, 384, 1536, 1, 1, 12, 1},
+		{wq.Int4, wq.Int4, 128, 2176, 1, 16, 1, 0}, // one DEC CTA, 17 groups
 	} {
 		name := fmt.Sprintf("int%d-res%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e.Bits(), c.res, c.N, c.K, c.T, c.kChunk, c.tb, c.pattern)
 		t.Run(name, func(t *testing.T) {
@@ -283,10 +295,19 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 			sel := m.put(make([]byte, 4*c.T*S))
 			bits := c.e.Bits()
 
+			// The base under DEC: v3 at one row (DECBaseV3), v2 else; the
+			// fused launch's and LaunchDECBase's the same.
+			v3, split, err := gd.BaseSplit(c.T, c.N, c.K, bits, c.kChunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v3 != kernels.DECBaseV3(c.T, c.K, bits, c.kChunk) || v3 && split != g.SplitV3For(1, c.N, c.K, bits) {
+				t.Fatalf("fused base v3 %v split %d, LaunchDECBase's v3 %v split %d", v3, split, kernels.DECBaseV3(c.T, c.K, bits, c.kChunk), g.SplitV3For(1, c.N, c.K, bits))
+			}
 			ys := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 			ls := &kernels.DECLaunch{X: xp, Y: ys, Sel: sel, R: res, T: c.T, KChunk: c.kChunk, Blocks: c.tb}
 			m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-				if err := g.LaunchSplit(cx, s, ys, xp, wp, pp, bp, c.T, c.N, c.K, bits, 128, gd.Split(c.N, c.K)); err != nil {
+				if err := g.LaunchDECBase(cx, s, ys, xp, wp, pp, bp, c.T, c.N, c.K, bits, 128, c.kChunk); err != nil {
 					return err
 				}
 				if err := dk.Select(cx, s, ls); err != nil {
@@ -305,7 +326,7 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 			x2p, selX2 := m.put(cuda.Bytes(x2)), m.put(make([]byte, 4*c.T*S))
 			ys2 := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 			m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-				if err := g.LaunchSplit(cx, s, ys2, xp, wp, pp, bp, c.T, c.N, c.K, bits, 128, gd.Split(c.N, c.K)); err != nil {
+				if err := g.LaunchDECBase(cx, s, ys2, xp, wp, pp, bp, c.T, c.N, c.K, bits, 128, c.kChunk); err != nil {
 					return err
 				}
 				if err := dk.Select(cx, s, &kernels.DECLaunch{X: x2p, Y: ys2, Sel: selX2, R: res, T: c.T, KChunk: c.kChunk, Blocks: c.tb}); err != nil {
@@ -334,6 +355,8 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 				}
 				m.write(yf, cuda.Bytes(nanF32(c.T*c.N)))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+					gd.EarlyWeights = run == 2 // v3's early loads: the same bits
+					defer func() { gd.EarlyWeights = false }()
 					return gd.Launch(cx, s, yf, xp, wp, pp, bp, c.T, c.N, c.K, bits, 128, lf)
 				})
 				sameBits(t, fmt.Sprintf("fused run %d", run), m.f32s(yf, c.T*c.N), wantRun)

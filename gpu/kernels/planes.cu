@@ -146,6 +146,16 @@
 //                     432.2 -> 421.4 (85.7%, 85.2% of the ceiling); uniform
 //                     reads unchanged, bit for bit (docs/bitweaver.md,
 //                     session 13; bench/results/2026-11-26-h100-bw-13).
+//                v2.13 the split's end (session 14, measured by the launch
+//                     timeline, BD_TIMELINE): the warp merge by (row, 4
+//                     channels) pieces (mergeWarpRow4, one per thread at 4
+//                     rows) and the merge's count with one thread's
+//                     acq_rel fences (lastArrivalRel): the same bits;
+//                     against the timeline alone, both instrumented, 1 x
+//                     8K 0.5-0.8 us and 1 x 128K 0.5-1.3 us faster (all-8-bit
+//                     110.5 -> 109.2 us), one run each
+//                     (docs/bitweaver.md, session 14;
+//                     bench/results/2026-11-26-h100-bw-14).
 //   split_v1   (v1, CUDA cores) decode.cu's v1 over the same positions: 8
 //              channels per thread, scalar reconstruction (the kv.Recon.Read
 //              rule, element by element), shuffle reductions. The simple
@@ -984,6 +994,33 @@ BD_DEVICE int dealPart(int tiles, int s, int n, int phase) {
   return int(((long long)tiles * s + phase) / n);
 }
 
+// The launch timeline (session 14; only with -DBD_TIMELINE=1, planes.go's
+// PlanesTuning.Timeline, so the default kernel is unchanged): decode_mma's
+// (decode.go's TimelineCTA names the words, planes_timeline.go reads them).
+// split_mma takes one more parameter, tl, a launch's region of 64-bit
+// words: word 0 is decode_timeline_stamp's time (bitdecode.cuh), then
+// kTLWords words per CTA from word kTLHead, in blockIdx order (x fastest).
+// A CTA writes %globaltimer at its entry and at its phases' ends; each warp
+// writes its own prologue (the pipeline filled, the query made) and loop
+// (its tiles done). The info word says SM, kWarps "tiles" and 1 per warp,
+// so that every warp counts once (a warp's tiles are a walk, not a run).
+#if BD_TIMELINE
+#define BD_PL_TL_PARAM , unsigned long long* __restrict__ tl
+#define BD_PL_TL_MARK(i, cond)      \
+  do {                              \
+    if (cond) tlRec[i] = tlClock(); \
+  } while (0)
+constexpr int kTLHead = 8, kTLWords = 24;                 // Go: timelineHead, timelineWords
+constexpr int kTLEntry = 0, kTLInfo = 1, kTLPrologue = 2;  // kTLPrologue + warp: the warp's pipeline filled
+constexpr int kTLLoop = 10;                                // + warp: its tiles done
+constexpr int kTLWarpsDone = 14, kTLPartial = 15, kTLArrived = 16, kTLExit = 17, kTLLast = 18;
+#else
+#define BD_PL_TL_PARAM
+#define BD_PL_TL_MARK(i, cond) \
+  do {                         \
+  } while (0)
+#endif
+
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
 // ptxas's choice, 2 at D = 128). PF's bit 0 double-buffers HIGH runs, bit
 // 1 MEDIUM runs (tierRun).
@@ -995,9 +1032,13 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, unsigned nrMagic, int nrShift, int splitLen, int maxSplits, int rowChunks,
     int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int mode,
-    int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML) {
+    int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML BD_PL_TL_PARAM) {
   static_assert(!(BF && FAST), "the ftz path is fp16 only");
-  __shared__ float redO[kWarps][kQueryRows][D];
+#if BD_TIMELINE
+  unsigned long long* const tlRec = tl + kTLHead + ((size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * kTLWords;
+#endif
+  BD_PL_TL_MARK(kTLEntry, threadIdx.x == 0);
+  __shared__ __align__(16) float redO[kWarps][kQueryRows][D];  // float4 reads (the warp merge, v2.13)
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
   const int split = blockIdx.x, b = blockIdx.z;
@@ -1037,7 +1078,15 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // (kCostSplits, v2.4) or equal positions (v2.3); with kDealSplits and
   // more than one tier, part[t] of each tier run t instead (v2.12).
   const int nSplits = max(1, (runs.g3 * kGroup + splitLen - 1) / splitLen);
-  if (split >= nSplits) return;  // this (sequence, KV head) has fewer splits
+  if (split >= nSplits) {  // this (sequence, KV head) has fewer splits
+#if BD_TIMELINE
+    if (threadIdx.x == 0) tlRec[kTLInfo] = ~0ull;  // no tokens: Go skips the CTA
+#endif
+    return;
+  }
+#if BD_TIMELINE
+  if (threadIdx.x == 0) tlRec[kTLInfo] = tlSM() | (unsigned long long)(kWarps) << 16 | 1ull << 40;
+#endif
   const int wt[3] = {wtH, wtM, wtL};
   const int runB[3] = {0, runs.g1, runs.g2}, runE[3] = {runs.g1, runs.g2, runs.g3}, mts[3] = {MTH, MTM, MTL};
   const bool mixed = (runs.g1 > 0) + (runs.g2 > runs.g1) + (runs.g3 > runs.g2) > 1;
@@ -1136,6 +1185,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     pipe.cur.tier = kDone;
     makeQuery();  // unused by a warp without groups; made so that bq is always defined
   }
+  BD_PL_TL_MARK(kTLPrologue + warp, lane == 0);
 
   WarpState<D> st;
   st.init();
@@ -1158,6 +1208,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     while (pipe.cur.tier == kLow) oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, walk, cx, rcn, bq, lane);
   }
 
+  BD_PL_TL_MARK(kTLLoop + warp, lane == 0);
   // Warp totals: denominators summed over the 8 lanes of each row (xor over g).
   st.sumRows();
 #pragma unroll
@@ -1169,31 +1220,53 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     }
   st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
-  // Merge the warps in order (the decode family's mergeWarpRow,
-  // bitdecode.cuh) and write the partials of the chunk's nrows real rows
-  // (v2.10; mergeWarps wrote all kQueryRows, which nothing reads past nrows).
+  BD_PL_TL_MARK(kTLWarpsDone, threadIdx.x == 0);
+  // Merge the warps in order and write the partials of the chunk's nrows
+  // real rows (v2.10; mergeWarps wrote all kQueryRows, which nothing reads
+  // past nrows). v2.13: by (row, 4 channels) pieces (the decode family's
+  // mergeWarpRow4, decode_mma v2.18; float4 stores): one piece per thread
+  // at 4 rows and D = 128, where mergeWarpRow took four dependent (max,
+  // exp2f, fmaf) chains per thread; the same values in the same order, so
+  // the same bits.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  for (int idx = threadIdx.x; idx < nrows * D; idx += kThreads) {
-    const int r = idx / D, c = idx % D;
-    float m, o, l;
-    mergeWarpRow<D, kWarps, kQueryRows>(redO, redM, redL, r, c, m, o, l);
-    partO[part * kQueryRows * D + idx] = o;
+  static_assert(D % 4 == 0, "float4 pieces");
+  for (int idx = threadIdx.x; idx < nrows * (D / 4); idx += kThreads) {
+    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+    float m, l;
+    float4 o;
+    mergeWarpRow4<D, kWarps, kQueryRows>(redO, redM, redL, r, c, m, o, l);
+    *reinterpret_cast<float4*>(&partO[(part * kQueryRows + r) * D + c]) = o;
     if (c == 0) {
       partML[(part * kQueryRows + r) * 2] = m;
       partML[(part * kQueryRows + r) * 2 + 1] = l;
     }
   }
+  BD_PL_TL_MARK(kTLPartial, threadIdx.x == 0);
   // v2.4: the last split merges, no combine launch; v2.10: with its loads
-  // ahead (bitdecode.cuh's finishSplits: v2.5's bits).
-  if (counters != nullptr)
-    finishSplits<D, kQueryRows, true, kMergeAhead>(
+  // ahead (bitdecode.cuh's finishSplits: v2.5's bits); v2.13: counted with
+  // one thread's release and acquire fences (lastArrivalRel, decode_mma
+  // v2.16) instead of every thread's fence.sc before and after the count:
+  // the same count and merge, so the same bits.
+  if (counters != nullptr) {
+#if BD_TIMELINE
+    auto arrived = [&](bool last) {
+      if (threadIdx.x == 0) tlRec[kTLArrived] = tlClock(), tlRec[kTLLast] = last;
+    };
+#else
+    NoArrivedHook arrived;
+#endif
+    finishSplits<D, kQueryRows, true, kMergeAhead, true>(
         partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows,
-        group, Hq, Tq, threadIdx.x, [] { __syncthreads(); }, [&](int row, float m, float l) {
+        group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
+        [&](int row, float m, float l) {
           if (finalML != nullptr) {
             finalML[(size_t(bh) * R + row) * 2] = m;
             finalML[(size_t(bh) * R + row) * 2 + 1] = l;
           }
-        });
+        },
+        arrived);
+  }
+  BD_PL_TL_MARK(kTLExit, threadIdx.x == 0);
 }
 
 // ============================================================================

@@ -273,6 +273,12 @@ type PlanesPlan struct {
 	partO, partML       cuda.DevicePtr
 	scores, finalML     cuda.DevicePtr
 	dev                 *cuda.Device
+	// The launch timeline (PlanesTuning.Timeline, planes_timeline.go):
+	// timelineLaunches regions, the next one tlNext % timelineLaunches,
+	// each written by the stamp kernel and split_mma; tl is 0 without it.
+	tl     cuda.DevicePtr
+	tlNext int
+	stamp  cuda.Function
 }
 
 // SplitLen returns the positions per split and the number of splits of the
@@ -472,6 +478,11 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 		minB = t.MinB
 	}
 	prog, splitExpr, combineExpr, massExpr := planesProgram(k, l, p.rmax, p.mt, planesPrefetch(t), minB)
+	timeline := t.Timeline && k == PlanesMMA
+	if timeline {
+		prog.Options = append(prog.Options, timelineDefine)
+		prog.Exprs = append(prog.Exprs, timelineStampExpr)
+	}
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}
@@ -524,6 +535,11 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 			return nil, err
 		}
 	}
+	if timeline {
+		if err = p.loadTimeline(mod); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return p, nil
 }
@@ -552,7 +568,7 @@ func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch
 // Close frees the plan's workspace.
 func (p *PlanesPlan) Close() error {
 	var first error
-	for _, ptr := range []*cuda.DevicePtr{&p.partO, &p.partML, &p.scores, &p.finalML, &p.counters} {
+	for _, ptr := range []*cuda.DevicePtr{&p.partO, &p.partML, &p.scores, &p.finalML, &p.counters, &p.tl} {
 		if *ptr != 0 {
 			if err := p.dev.Free(*ptr); err != nil && first == nil {
 				first = err
@@ -614,12 +630,19 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 	}
 	// The workspace is laid out for the plan's rowChunks and maxSplits;
 	// smaller shapes index it with their own, which fit inside.
-	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: planesThreads}, 0, st,
-		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.Lens, b.Index, b.Counts, b.Offsets, int32(s.IndexStride),
+	args := []any{b.Pool, b.BlockTable, int32(s.MaxBlocks), b.Lens, b.Index, b.Counts, b.Offsets, int32(s.IndexStride),
 		b.Q, p.partO, p.partML, scores,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), nrMagic, int32(nrShift), int32(p.splitLen), int32(maxSplits),
-		int32(rowChunks), int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale)*log2e),
-		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), mode, p.counters, b.Out, finalML)
+		int32(rowChunks), int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale) * log2e),
+		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), mode, p.counters, b.Out, finalML}
+	if p.tl != 0 {
+		region, err := p.timelineRegion(c, st)
+		if err != nil {
+			return err
+		}
+		args = append(args, region)
+	}
+	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: planesThreads}, 0, st, args...)
 	if err != nil {
 		return err
 	}

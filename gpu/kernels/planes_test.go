@@ -83,6 +83,9 @@ type planesCase struct {
 	// deal sets PlanesTuning.Deal when not 0 (split_mma's shares of a
 	// mixed (sequence, KV head)'s tiers, v2.12).
 	deal kernels.PlanesDeal
+	// timeline compiles split_mma with its launch timeline
+	// (PlanesTuning.Timeline) and checks its records (checkPlanesTimeline).
+	timeline bool
 }
 
 func (c planesCase) String() string {
@@ -314,6 +317,7 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) []uint16 {
 	if c.deal != kernels.PlanesDealDefault {
 		tp.Deal = c.deal
 	}
+	tp.Timeline = c.timeline
 	plan, err := kernels.PlanPlanesWith(d, c.kernel, dt.lay, kernels.PlanesShape{B: len(dt.seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq,
 		MaxBlocks: dt.maxBlocks, MaxL: dt.maxL, SplitLen: c.splitLen, Mass: true, MassEvery: c.massEvery}, tp)
 	if err != nil {
@@ -340,6 +344,9 @@ func runPlanesCase(t *testing.T, r *rand.Rand, c planesCase) []uint16 {
 				t.Fatalf("%v: run %d mass %d: %g, first run %g: not deterministic", c, run, i, mass[i], firstMass[i])
 			}
 		}
+	}
+	if c.timeline {
+		checkPlanesTimeline(t, c, plan)
 	}
 	// split_mma's merge in its last split CTA (finishSplits, v2.10)
 	// against the combine launch (combineRow: finishSplits' arithmetic in
@@ -577,6 +584,90 @@ func TestGPUPlanesDeal(t *testing.T) {
 				if got[j] != first[j] {
 					t.Fatalf("%v: element %d: %#04x, with deal %d %#04x: a head of one tier must not be dealt", c, j, got[j], deals[0], first[j])
 				}
+			}
+		}
+	}
+}
+
+// TestGPUPlanesTimelineSameBits runs split_mma compiled with its launch
+// timeline (PlanesTuning.Timeline, session 14) and without it on the same
+// inputs: the timeline only reads the clock and writes its own buffer, so
+// the outputs must be equal bit for bit (and within the reference bound,
+// which runPlanesCase checks, with the records checkPlanesTimeline's), with
+// many splits merged, with two and with one.
+func TestGPUPlanesTimelineSameBits(t *testing.T) {
+	device(t)
+	sh := attn.Shape{Hq: 32, Hkv: 8, D: 128}
+	specs := []string{"bw:m100", "bw:h20:m40:l40"}
+	if testing.Short() {
+		specs = specs[:1]
+	}
+	for i, spec := range specs {
+		for _, lens := range [][]int{{20000, 777, 40}, {700}} {
+			run := func(timeline bool) []uint16 {
+				c := planesCase{kernel: kernels.PlanesMMA, spec: spec, sh: sh, lens: lens, tq: 1, mix: mixRandom, timeline: timeline}
+				return runPlanesCase(t, rand.New(rand.NewPCG(47, uint64(i))), c)
+			}
+			want, got := run(false), run(true)
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("%s lens %v: element %d is %#04x with the timeline, %#04x without", spec, lens, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// checkPlanesTimeline checks the records of plan's last launches: every
+// launch has CTAs, the phases one thread writes come in its order after
+// the launch's stamp (thread 0: entry, warp 0's prologue and loop, the
+// barrier, the partial, the count, the exit; each warp's lane 0: its
+// prologue, then its loop), and a fused plan has exactly one merging CTA
+// per (sequence, KV head and row chunk). Marks of different warps are not
+// compared: %globaltimer read on either side of a barrier by two warps
+// came out up to ~100 ns the other way round on the H100 (call 1 of
+// session 14: warp 3's loop end after thread 0's barrier time).
+func checkPlanesTimeline(t *testing.T, c planesCase, plan *kernels.PlanesPlan) {
+	t.Helper()
+	launches, err := plan.Timeline()
+	if err != nil {
+		t.Fatalf("%v: %v", c, err)
+	}
+	if len(launches) == 0 {
+		t.Fatalf("%v: no timeline launches", c)
+	}
+	for k, l := range launches {
+		if len(l.CTAs) == 0 {
+			t.Fatalf("%v: launch %d: no CTA records", c, k)
+		}
+		last := map[[2]int]int{}
+		for _, r := range l.CTAs {
+			phases := []uint64{l.Stamp, r.Entry, r.Prologue[0], r.Loop[0], r.WarpsDone, r.Partial, r.Exit}
+			if r.Arrived != 0 {
+				phases = []uint64{l.Stamp, r.Entry, r.Prologue[0], r.Loop[0], r.WarpsDone, r.Partial, r.Arrived, r.Exit}
+			}
+			for w := range r.Prologue {
+				if r.Prologue[w] == 0 || r.Loop[w] < r.Prologue[w] {
+					t.Fatalf("%v: launch %d CTA %+v: warp %d's phases out of order", c, k, r, w)
+				}
+			}
+			for i := 1; i < len(phases); i++ {
+				if phases[i] < phases[i-1] {
+					t.Fatalf("%v: launch %d CTA %+v: phase %d before phase %d", c, k, r, i, i-1)
+				}
+			}
+			if r.Last {
+				last[[2]int{r.Seq, r.Item}]++
+			}
+		}
+		if plan.Fused() {
+			for key, n := range last {
+				if n != 1 {
+					t.Fatalf("%v: launch %d: (sequence, item) %v merged by %d CTAs", c, k, key, n)
+				}
+			}
+			if len(last) == 0 {
+				t.Fatalf("%v: launch %d: no merging CTA", c, k)
 			}
 		}
 	}

@@ -111,6 +111,10 @@ const (
 	// shares by the tier weights), "warps" or "splits" (unset: the
 	// planner's, planesDeal).
 	EnvPlanesDeal = "BITDECODE_PLANES_DEAL"
+	// EnvPlanesTimeline set to true (1) is PlanesTuning.Timeline:
+	// split_mma compiled with its launch timeline (planes_timeline.go), for
+	// measurement only.
+	EnvPlanesTimeline = "BITDECODE_PLANES_TIMELINE"
 	// EnvPackSlices is PackTuning.Slices: the slices per half of a pack
 	// plan's launches (1 to packMaxSlices).
 	EnvPackSlices = "BITDECODE_PACK_SLICES"
@@ -283,6 +287,12 @@ type PlanesTuning struct {
 	// among its splits and warps; 0 is the planner's (planes.go
 	// planesDeal: dealt warps, and dealt splits up to 4 splits).
 	Deal PlanesDeal
+	// Timeline compiles split_mma with its launch timeline (-DBD_TIMELINE=1,
+	// session 14): each CTA writes %globaltimer at its entry and at the
+	// ends of its phases, read back by PlanesPlan.Timeline
+	// (planes_timeline.go). For measurement only: a one-thread stamp
+	// kernel runs before each launch.
+	Timeline bool
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each planes program as it is compiled.
 	Ptxas io.Writer
@@ -460,6 +470,7 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 			p.fail(EnvPlanesDeal, v, "none, warps or splits")
 		}
 	}
+	t.Planes.Timeline, _ = p.boolean(EnvPlanesTimeline)
 	t.Pack.Slices = p.intRange(EnvPackSlices, 1, packMaxSlices, fmt.Sprintf("1 to %d", packMaxSlices))
 	if p.err != nil {
 		return Tuning{}, fmt.Errorf("kernels: %w", p.err)
