@@ -169,12 +169,12 @@ const gemvq4MinGroups = 128
 const gemvq4AutoBits = 8
 
 // gemvq5AutoBits are the code widths Launch gives to v5 (UsesV5): int4.
-// Session 14's call 1 on the H100 (docs/perf/gemvq.md v5): the B = 1 step
-// with int4 weights 3.35-3.36 ms at 1K and 3.63-3.67 at 32K against
-// v3.2's 3.44-3.46 and 3.77-3.78 (standalone gate/up 19.9 us against 19.2,
-// down 19.5 against 19.9); int3 (gate/up 25.4 us against 18.8, the step
-// +0.17 to +0.44 ms) and int8 (U = 1: gate/up 43.4 us against v4.1's 25.2,
-// the step +1.7 ms) are slower.
+// Session 14 on the H100 (docs/perf/gemvq.md v5): the B = 1 step with int4
+// weights 3.33-3.39 ms at 1K and 3.61-3.69 at 32K with v5.1 against v3.2's
+// 3.42-3.48 and 3.73-3.74 (standalone gate/up 19.9 us against 19.0, down
+// 18.9 against 19.8); int3 (v5.0: gate/up 25.4 us against 18.8, the step
+// +0.17 to +0.44 ms) and int8 (v5.1: gate/up 27.6 us against v4.1's 25.1)
+// are slower.
 var gemvq5AutoBits = map[int]bool{4: true}
 
 // gemvq4SplitFor picks v4's warps per row group for an [N, K] weight of

@@ -3,7 +3,8 @@
 // (or within 0.4 us of it) for v3.2 on the H100
 // (bench/results/2026-11-26-h100-gemvq-14, call 2), and its limits (a
 // slice keeps a step of K).
-// gemvq4SplitFor, v4's, likewise (TestGEMVQ4SplitFor).
+// gemvq4SplitFor, v4's, and gemvq5SplitFor, v5's, likewise (TestGEMVQ4SplitFor,
+// TestGEMVQ5SplitFor).
 package kernels
 
 import "testing"
@@ -46,5 +47,35 @@ func TestGEMVQ4SplitFor(t *testing.T) {
 		if got := gemvq4SplitFor(c.N, c.K, c.bits, h100); got != c.S {
 			t.Errorf("%s [%d, %d] int%d: split %d, want %d", c.name, c.N, c.K, c.bits, got, c.S)
 		}
+	}
+}
+
+// TestGEMVQ5SplitFor checks gemvq5SplitFor, v5's split rule, on the
+// Llama-3.1-8B layer shapes at the H100's v5 slots (2 CTAs of 8 warps an
+// SM by the rings' shared memory) against session 14's call 2
+// (bench/results/2026-11-26-h100-gemvq-16/call2, int4 v5.1: gate/up S 2
+// 19.9 us, the best; down S 8 18.9, the best; call 1's q/o S 8 9.8, S 4
+// the same), and gemvq5RingBytes: 2 CTAs' rings and static shared memory
+// (9.2 KB) within the H100's 228 KB an SM, and the -DGEMVQ5_STAGES= knob.
+func TestGEMVQ5SplitFor(t *testing.T) {
+	const h100 = 16 * 132
+	for _, c := range []struct {
+		name          string
+		N, K, bits, S int
+	}{
+		{"int4 gate/up", 14336, 4096, 4, 2}, {"int4 down", 4096, 14336, 4, 8}, {"int4 q/o", 4096, 4096, 4, 8},
+		{"one step", 4096, 256, 4, 1}, {"two steps of int8", 4096, 256, 8, 2},
+	} {
+		if got := gemvq5SplitFor(c.N, c.K, c.bits, h100); got != c.S {
+			t.Errorf("%s [%d, %d] int%d: split %d, want %d", c.name, c.N, c.K, c.bits, got, c.S)
+		}
+	}
+	for _, bits := range gemvqBits {
+		if b := gemvq5RingBytes(bits, nil); 2*(b+9216+1024) > 228<<10 {
+			t.Errorf("int%d: a CTA's rings take %d bytes: 2 CTAs do not fit an SM", bits, b)
+		}
+	}
+	if a, b := gemvq5RingBytes(4, nil), gemvq5RingBytes(4, []string{"-DGEMVQ5_STAGES=3"}); b != a/4*3 {
+		t.Errorf("-DGEMVQ5_STAGES=3: %d bytes, want %d", b, a/4*3)
 	}
 }

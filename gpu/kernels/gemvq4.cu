@@ -3,7 +3,8 @@
 // (kernels.GEMVQ.Launch runs it at one row for int8 weights of 2048 rows or
 // more with groups of 128 times a power of two, GEMVQ.UsesV4: on the H100
 // it beats gemvq3.cu's v3.2 there and not on int4 or int3; GEMVQ.V3 is the
-// A/B knob). The layout is gemvq.cu's (package wq, wq/doc.go "Packed
+// A/B knob); and gemv_q5 (v5, below), the same math fed by a cp.async ring,
+// which Launch runs for int4 weights there (GEMVQ.UsesV5). The layout is gemvq.cu's (package wq, wq/doc.go "Packed
 // layout"): words [N][K/32·BITS] u32, params [N][K/G] (scale, zero) fp16
 // pairs, x [K] float32, bias [N] float32 or null, y [N] float32.
 //
@@ -52,6 +53,15 @@
 //        cycle, long scoreboard 8 of 13 cycles an instruction): int4
 //        gate/up 19.9 us, down 19.9; int8 gate/up 25.2 (78%, v3.2 28.8),
 //        down 25.4 (78%, v3.2 26.6); int3 slower than v3.2 everywhere.
+//   v5.0 (gemv_q5, session 14) v4's math fed by a per-warp ring of 4
+//        slots filled by cp.async (3 steps of 2 tiles in flight, x with
+//        the codes), 2 CTAs an SM: int4 gate/up 19.9 us, down 19.1-19.5;
+//        int8 (1 tile a step) 40-43, int3 24-25: no faster standalone,
+//        the int4 step -0.1 ms (its deeper loads before the PDL wait).
+//   v5.1 whole 128-byte lines a copy (COAL): int8 gate/up 27.1-27.6 us
+//        (v5.0 41.5), int4 unchanged (gate/up 19.9, down 18.9); the int4
+//        step 3.33-3.39 ms at 1K against v3.2's 3.42-3.48. Launch runs it
+//        for int4 at T = 1 (GEMVQ.UsesV5).
 //
 // Go wrapper: gemvq.go; test: gemvq_test.go; docs/perf/gemvq.md (v4).
 
