@@ -334,6 +334,15 @@ constexpr float kRoundMagic = 12582912.f;
 // of the rate; same n).
 BD_DEVICE u32 rni16(float x) { return __float_as_uint(__fadd_rn(x, kRoundMagic)); }
 
+// rniMul16 returns a word whose low 16 bits are rn(x·y) for |x·y| <= 2^15
+// (session 21): one fma, the product exact inside it, where rni16(x·y)
+// rounded the product to a float first (an fmul and an fadd). So n is the
+// nearest integer to x·y itself: makeQ8's error per channel is at most 1/2 +
+// 32767·2^-22 of Δ (the rounding of q·s and the approximate reciprocal in
+// inv), inside the Δ/2 (1 + 2^-5) the bound allows, and one rounding less
+// than before; n differs from rni16's where fl(x·y) crossed a half.
+BD_DEVICE u32 rniMul16(float x, float y) { return __float_as_uint(__fmaf_rn(x, y, kRoundMagic)); }
+
 // makeQ8 quantizes q'_c = qf·sc of row g (the lane's B channels, as makeB
 // reads them) to Q8 for BITS-bit keys: the row's max |q'| over its quad.
 template <int D, int BITS>
@@ -374,7 +383,10 @@ BD_DEVICE void makeQ8(const float qf[D / 16][4], const float* sc, int qd, Q8<D>&
         // b1); int4 (words 2j, 2j+1 for b0, b1) 16kb+2q, +8, +1, +9.
         const int kb = BITS == 2 ? 2 * j + (i & 1) : 2 * j + h;
         const int e = BITS == 2 ? 2 * h + (i >> 1) : ((i & 1) << 1) | (i >> 1);
-        n[i] = rni16(qf[kb][e] * sc[4 * kb + e] * inv);
+        // session 21: int2 keys (a refold every tile) by one fma; int4 keys
+        // keep rni16 of the product, and their bits.
+        const float qs = qf[kb][e] * sc[4 * kb + e];
+        n[i] = BITS == 2 ? rniMul16(qs, inv) : rni16(qs * inv);
       }
       // v2.13: (n0.b0, n1.b0, n0.b1, n1.b1) and the same of n2, n3, then
       // their low and high halves: 4 permutes for 4 values (were 6).
@@ -387,17 +399,29 @@ BD_DEVICE void makeQ8(const float qf[D / 16][4], const float* sc, int qd, Q8<D>&
   o.dq[0] = d[0], o.dq[1] = d[1], o.dq[2] = d[0] * I8<BITS>::kDown, o.dq[3] = d[1] * I8<BITS>::kDown;
 }
 
+// pairBase is where lane's token g of the tile at within (its first token in
+// the block half at half) finds its G (scale, zero) words: the tile's token
+// g + t, word k is at pairBase + 4 (t·G + k), t and k constants after
+// unrolling, so the loads take them as immediates (session 21).
+BD_DEVICE const u8* pairBase(const u8* half, int paramsOff, int within, int G, int lane) {
+  return half + paramsOff + size_t(4 * G) * size_t(within + lane / 4);
+}
+
 // loadKGroup loads fragment group mt of the tile at pos into raw: the lane's
 // K words and, with PP and per-token keys, the KT pairs of tokens g, g+8.
 template <int D, int KBITS, bool KC, int KG, bool PP, int VBITS, int MT, int VG>
 BD_DEVICE void loadKGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, const TilePos& pos, int kParamsOff, int lane) {
   loadGroup<D, KBITS>(pos.khalf + (pos.within / kFragTokens + mt) * Frag<D, KBITS>::kGroupBytes, lane, raw.k[mt]);
   if (PP && KBITS < 16 && !KC) {
+    // session 21: one base pointer per tile and lane, the group's and half's
+    // offsets constant (the loads' immediates), where each pair's int offset
+    // was sign-extended and added to the 64-bit pointer apart (4 instructions
+    // a load).
+    const u8* base = pairBase(pos.khalf, kParamsOff, pos.within, KG, lane);
 #pragma unroll
     for (int hf = 0; hf < 2; hf++)
 #pragma unroll
-      for (int k = 0; k < KG; k++)
-        raw.kp[mt][hf][k] = ldg32(pos.khalf + kParamsOff + 4 * ((pos.within + mt * kFragTokens + lane / 4 + 8 * hf) * KG + k));
+      for (int k = 0; k < KG; k++) raw.kp[mt][hf][k] = ldg32(base + 4 * ((mt * kFragTokens + 8 * hf) * KG + k));
   }
 }
 
@@ -408,12 +432,22 @@ template <int D, int VBITS, int VG, bool PP, int KBITS, int MT, int KG>
 BD_DEVICE void loadVGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, const TilePos& pos, int vParamsOff, int lane) {
   loadGroup<D, VBITS>(pos.vhalf + (pos.within / kFragTokens + mt) * Frag<D, VBITS>::kGroupBytes, lane, raw.v[mt]);
   if (PP && VBITS < 16) {
+    const u8* base = pairBase(pos.vhalf, vParamsOff, pos.within, VG, lane);  // session 21, as loadKGroup
 #pragma unroll
     for (int hf = 0; hf < 2; hf++)
 #pragma unroll
-      for (int k = 0; k < VG; k++)
-        raw.vp[mt][hf][k] = ldg32(pos.vhalf + vParamsOff + 4 * ((pos.within + mt * kFragTokens + lane / 4 + 8 * hf) * VG + k));
+      for (int k = 0; k < VG; k++) raw.vp[mt][hf][k] = ldg32(base + 4 * ((mt * kFragTokens + 8 * hf) * VG + k));
   }
+}
+
+// prefetchL2 asks L2 for the n bytes at p, one 128-byte line a lane and
+// step (prefetch.global.L2): no register waits for it and no L1 line is
+// taken. (cp.async.bulk.prefetch.L2 takes its address in uniform registers:
+// ptxas wrapped each lane's request in a loop, +145 instructions a tile on
+// NVRTC 12.5.)
+BD_DEVICE void prefetchL2(const u8* p, int n, int lane) {
+#pragma unroll 1
+  for (int o = lane * 128; o < n; o += 32 * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
 }
 
 // v2.9: P·V on int8 tensor cores for int2 values (one (scale, zero) pair per
@@ -859,6 +893,11 @@ constexpr int kTLWarpsDone = 14, kTLPartial = 15, kTLArrived = 16, kTLExit = 17,
   } while (0)
 #endif
 
+// BD_L2_AHEAD (session 21) switches l2Ahead in the int2-value pipeline.
+#ifndef BD_L2_AHEAD
+#define BD_L2_AHEAD 1
+#endif
+
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__).
 // Q8K: keys by the int8 path (v2.8; int2 and int4 keys, KT groups of 32
 // channels or more).
@@ -941,6 +980,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   constexpr bool kPrefetch = KBITS == 16 && VBITS == 16;
   constexpr bool kPipe = !kPrefetch && ST == 0;
   constexpr bool kKC = KBITS < 16 && KC;
+  // session 21: the pipeline of int2 values (int2, k4v2) asks L2 for each
+  // next block ahead (prefetchL2 in the loop).
+  constexpr bool kL2Ahead = kPipe && VBITS == 2 && BD_L2_AHEAD;
   // PP: the pipeline also preloads a tile's (scale, zero) words where they
   // are few (a register per token and group; kt32/v32 would take 64).
   constexpr bool kPP = kPipe && (KBITS < 16 && !KC ? KG : 0) + (VBITS < 16 ? VG : 0) <= 2;
@@ -1209,6 +1251,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       const bool more = ti + 1 < tileEnd, nb = more && cur.within + TT == Nr;
       const u8* nh = half(blk + nb);
       const TilePos next{nh, nh + kBytes, more ? (nb ? 0 : cur.within + TT) : cur.within};
+      // session 21: at a warp's first tile and at each block's first, the
+      // whole next block (K and V halves of head h, with their pairs: one
+      // contiguous run of blockBytes) is asked of L2, so the loads of its
+      // tiles, issued a tile ahead by the pipeline, hit L2 rather than DRAM.
+      if (kL2Ahead && (cur.within == 0 || ti == tileBegin) && (blk + 1) * Nr < t0 + tileEnd * TT) prefetchL2(half(blk + 1), blockBytes, lane);
       // The next key group's pairs, staged while this one runs, if the
       // warp reaches it: in cur's block, or the next block's first.
       auto stage = [&] {
