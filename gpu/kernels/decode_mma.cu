@@ -131,6 +131,14 @@
 //        warps' weights once per piece, float4 loads and stores; the same
 //        bits. The launch timeline (BD_TIMELINE) measured the old one-channel
 //        loop at 1.1-2.1 us of every one-sequence CTA's ~4.5 us tail.
+//   v2.20 (session 21-int2) the tile loop's instructions: the pipeline's
+//        pair loads from one base pointer a tile (pairBase; 4 instructions a
+//        load were the int offset's sign extension and 64-bit add), int2's
+//        refold rounding q·s·inv by one fma (rniMul16): the int2 loop 1717 ->
+//        1615 static instructions (NVRTC 12.5), k4v2 1141 -> 1125. H100:
+//        int2 1.7-2.1% faster at the >= 64 MiB rows (128 x 8K 74.2 -> 75.0%
+//        of the ceiling), k4v2 a tie. The next block asked of L2 ahead
+//        (prefetch.global.L2) made int2 6-9% and k4v2 30-40% slower: dropped.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -438,16 +446,6 @@ BD_DEVICE void loadVGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, con
 #pragma unroll
       for (int k = 0; k < VG; k++) raw.vp[mt][hf][k] = ldg32(base + 4 * ((mt * kFragTokens + 8 * hf) * VG + k));
   }
-}
-
-// prefetchL2 asks L2 for the n bytes at p, one 128-byte line a lane and
-// step (prefetch.global.L2): no register waits for it and no L1 line is
-// taken. (cp.async.bulk.prefetch.L2 takes its address in uniform registers:
-// ptxas wrapped each lane's request in a loop, +145 instructions a tile on
-// NVRTC 12.5.)
-BD_DEVICE void prefetchL2(const u8* p, int n, int lane) {
-#pragma unroll 1
-  for (int o = lane * 128; o < n; o += 32 * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
 }
 
 // v2.9: P·V on int8 tensor cores for int2 values (one (scale, zero) pair per
@@ -893,11 +891,6 @@ constexpr int kTLWarpsDone = 14, kTLPartial = 15, kTLArrived = 16, kTLExit = 17,
   } while (0)
 #endif
 
-// BD_L2_AHEAD (session 21) switches l2Ahead in the int2-value pipeline.
-#ifndef BD_L2_AHEAD
-#define BD_L2_AHEAD 1
-#endif
-
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__).
 // Q8K: keys by the int8 path (v2.8; int2 and int4 keys, KT groups of 32
 // channels or more).
@@ -980,9 +973,6 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   constexpr bool kPrefetch = KBITS == 16 && VBITS == 16;
   constexpr bool kPipe = !kPrefetch && ST == 0;
   constexpr bool kKC = KBITS < 16 && KC;
-  // session 21: the pipeline of int2 values (int2, k4v2) asks L2 for each
-  // next block ahead (prefetchL2 in the loop).
-  constexpr bool kL2Ahead = kPipe && VBITS == 2 && BD_L2_AHEAD;
   // PP: the pipeline also preloads a tile's (scale, zero) words where they
   // are few (a register per token and group; kt32/v32 would take 64).
   constexpr bool kPP = kPipe && (KBITS < 16 && !KC ? KG : 0) + (VBITS < 16 ? VG : 0) <= 2;
@@ -1251,11 +1241,6 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       const bool more = ti + 1 < tileEnd, nb = more && cur.within + TT == Nr;
       const u8* nh = half(blk + nb);
       const TilePos next{nh, nh + kBytes, more ? (nb ? 0 : cur.within + TT) : cur.within};
-      // session 21: at a warp's first tile and at each block's first, the
-      // whole next block (K and V halves of head h, with their pairs: one
-      // contiguous run of blockBytes) is asked of L2, so the loads of its
-      // tiles, issued a tile ahead by the pipeline, hit L2 rather than DRAM.
-      if (kL2Ahead && (cur.within == 0 || ti == tileBegin) && (blk + 1) * Nr < t0 + tileEnd * TT) prefetchL2(half(blk + 1), blockBytes, lane);
       // The next key group's pairs, staged while this one runs, if the
       // warp reaches it: in cur's block, or the next block's first.
       auto stage = [&] {
