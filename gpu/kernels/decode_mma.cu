@@ -138,7 +138,7 @@
 //        1615 static instructions (NVRTC 12.5), k4v2 1141 -> 1125. H100:
 //        int2 1.7-2.1% faster at the >= 64 MiB rows (128 x 8K 74.2 -> 75.0%
 //        of the ceiling), k4v2 a tie. The next block asked of L2 ahead
-//        (prefetch.global.L2) made int2 6-9% and k4v2 30-40% slower: dropped.
+//        (prefetch.global.L2) made int2 6-9% and k4v2 30-42% slower: dropped.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
