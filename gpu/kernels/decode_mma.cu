@@ -131,6 +131,14 @@
 //        warps' weights once per piece, float4 loads and stores; the same
 //        bits. The launch timeline (BD_TIMELINE) measured the old one-channel
 //        loop at 1.1-2.1 us of every one-sequence CTA's ~4.5 us tail.
+//   v2.21 (session 21-int2) the tile loop's instructions: the pipeline's
+//        pair loads from one base pointer a tile (pairBase; 4 instructions a
+//        load were the int offset's sign extension and 64-bit add), int2's
+//        refold rounding q·s·inv by one fma (rniMul16): the int2 loop 1717 ->
+//        1615 static instructions (NVRTC 12.5), k4v2 1141 -> 1125. H100:
+//        int2 1.7-2.1% faster at the >= 64 MiB rows (128 x 8K 74.2 -> 75.0%
+//        of the ceiling), k4v2 a tie. The next block asked of L2 ahead
+//        (prefetch.global.L2) made int2 6-9% and k4v2 30-42% slower: dropped.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -334,6 +342,15 @@ constexpr float kRoundMagic = 12582912.f;
 // of the rate; same n).
 BD_DEVICE u32 rni16(float x) { return __float_as_uint(__fadd_rn(x, kRoundMagic)); }
 
+// rniMul16 returns a word whose low 16 bits are rn(x·y) for |x·y| <= 2^15
+// (session 21): one fma, the product exact inside it, where rni16(x·y)
+// rounded the product to a float first (an fmul and an fadd). So n is the
+// nearest integer to x·y itself: makeQ8's error per channel is at most 1/2 +
+// 32767·2^-22 of Δ (the rounding of q·s and the approximate reciprocal in
+// inv), inside the Δ/2 (1 + 2^-5) the bound allows, and one rounding less
+// than before; n differs from rni16's where fl(x·y) crossed a half.
+BD_DEVICE u32 rniMul16(float x, float y) { return __float_as_uint(__fmaf_rn(x, y, kRoundMagic)); }
+
 // makeQ8 quantizes q'_c = qf·sc of row g (the lane's B channels, as makeB
 // reads them) to Q8 for BITS-bit keys: the row's max |q'| over its quad.
 template <int D, int BITS>
@@ -374,7 +391,10 @@ BD_DEVICE void makeQ8(const float qf[D / 16][4], const float* sc, int qd, Q8<D>&
         // b1); int4 (words 2j, 2j+1 for b0, b1) 16kb+2q, +8, +1, +9.
         const int kb = BITS == 2 ? 2 * j + (i & 1) : 2 * j + h;
         const int e = BITS == 2 ? 2 * h + (i >> 1) : ((i & 1) << 1) | (i >> 1);
-        n[i] = rni16(qf[kb][e] * sc[4 * kb + e] * inv);
+        // session 21: int2 keys (a refold every tile) by one fma; int4 keys
+        // keep rni16 of the product, and their bits.
+        const float qs = qf[kb][e] * sc[4 * kb + e];
+        n[i] = BITS == 2 ? rniMul16(qs, inv) : rni16(qs * inv);
       }
       // v2.13: (n0.b0, n1.b0, n0.b1, n1.b1) and the same of n2, n3, then
       // their low and high halves: 4 permutes for 4 values (were 6).
@@ -387,17 +407,29 @@ BD_DEVICE void makeQ8(const float qf[D / 16][4], const float* sc, int qd, Q8<D>&
   o.dq[0] = d[0], o.dq[1] = d[1], o.dq[2] = d[0] * I8<BITS>::kDown, o.dq[3] = d[1] * I8<BITS>::kDown;
 }
 
+// pairBase is where lane's token g of the tile at within (its first token in
+// the block half at half) finds its G (scale, zero) words: the tile's token
+// g + t, word k is at pairBase + 4 (t·G + k), t and k constants after
+// unrolling, so the loads take them as immediates (session 21).
+BD_DEVICE const u8* pairBase(const u8* half, int paramsOff, int within, int G, int lane) {
+  return half + paramsOff + size_t(4 * G) * size_t(within + lane / 4);
+}
+
 // loadKGroup loads fragment group mt of the tile at pos into raw: the lane's
 // K words and, with PP and per-token keys, the KT pairs of tokens g, g+8.
 template <int D, int KBITS, bool KC, int KG, bool PP, int VBITS, int MT, int VG>
 BD_DEVICE void loadKGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, const TilePos& pos, int kParamsOff, int lane) {
   loadGroup<D, KBITS>(pos.khalf + (pos.within / kFragTokens + mt) * Frag<D, KBITS>::kGroupBytes, lane, raw.k[mt]);
   if (PP && KBITS < 16 && !KC) {
+    // session 21: one base pointer per tile and lane, the group's and half's
+    // offsets constant (the loads' immediates), where each pair's int offset
+    // was sign-extended and added to the 64-bit pointer apart (4 instructions
+    // a load).
+    const u8* base = pairBase(pos.khalf, kParamsOff, pos.within, KG, lane);
 #pragma unroll
     for (int hf = 0; hf < 2; hf++)
 #pragma unroll
-      for (int k = 0; k < KG; k++)
-        raw.kp[mt][hf][k] = ldg32(pos.khalf + kParamsOff + 4 * ((pos.within + mt * kFragTokens + lane / 4 + 8 * hf) * KG + k));
+      for (int k = 0; k < KG; k++) raw.kp[mt][hf][k] = ldg32(base + 4 * ((mt * kFragTokens + 8 * hf) * KG + k));
   }
 }
 
@@ -408,11 +440,11 @@ template <int D, int VBITS, int VG, bool PP, int KBITS, int MT, int KG>
 BD_DEVICE void loadVGroup(TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, int mt, const TilePos& pos, int vParamsOff, int lane) {
   loadGroup<D, VBITS>(pos.vhalf + (pos.within / kFragTokens + mt) * Frag<D, VBITS>::kGroupBytes, lane, raw.v[mt]);
   if (PP && VBITS < 16) {
+    const u8* base = pairBase(pos.vhalf, vParamsOff, pos.within, VG, lane);  // session 21, as loadKGroup
 #pragma unroll
     for (int hf = 0; hf < 2; hf++)
 #pragma unroll
-      for (int k = 0; k < VG; k++)
-        raw.vp[mt][hf][k] = ldg32(pos.vhalf + vParamsOff + 4 * ((pos.within + mt * kFragTokens + lane / 4 + 8 * hf) * VG + k));
+      for (int k = 0; k < VG; k++) raw.vp[mt][hf][k] = ldg32(base + 4 * ((mt * kFragTokens + 8 * hf) * VG + k));
   }
 }
 
