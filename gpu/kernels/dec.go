@@ -283,25 +283,37 @@ func (l *DECLaunch) args(S, w int) []byte {
 }
 
 // DEC holds dec.cu's kernels: the per-chunk selection and the compensation
-// (serial mode) of each residual type and words per thread, and the fused
-// protocol's self-test.
+// (serial mode) of each residual type and words per thread, and, loaded by
+// LoadDECSelfTest, the fused protocol's self-test.
 type DEC struct {
 	sel   cuda.Function
 	comp  [len(decElems)][len(decWordsPerThread)]cuda.Function
-	fused cuda.Function // the fused protocol's self-test
+	fused cuda.Function // the fused protocol's self-test; zero unless LoadDECSelfTest
 }
 
-// LoadDEC compiles dec.cu (once per device).
-func LoadDEC(dev *cuda.Device) (*DEC, error) {
+// LoadDEC compiles dec.cu (once per device) without the fused protocol's
+// self-test (dec.cu's DEC_NO_SELFTEST: its ~1 MB of SASS is most of the
+// program's compile time, and only tests launch it).
+func LoadDEC(dev *cuda.Device) (*DEC, error) { return loadDEC(dev, false) }
+
+// LoadDECSelfTest is LoadDEC with the fused protocol's self-test
+// (FusedSelfTest), for tests: a program of its own beside LoadDEC's.
+func LoadDECSelfTest(dev *cuda.Device) (*DEC, error) { return loadDEC(dev, true) }
+
+func loadDEC(dev *cuda.Device, selfTest bool) (*DEC, error) {
 	const selExpr, fusedExpr = "dec::select_topk", "dec::fused_selftest"
 	cexpr := func(e wq.Elem, w int) string { return fmt.Sprintf("dec::compensate<%d, %d>", int(e), w) }
-	exprs := []string{selExpr, fusedExpr}
+	exprs := []string{selExpr}
+	opts := []string{"-DDEC_NO_SELFTEST=1"}
+	if selfTest {
+		exprs, opts = append(exprs, fusedExpr), nil
+	}
 	for _, e := range decElems {
 		for _, w := range decWordsPerThread {
 			exprs = append(exprs, cexpr(e, w))
 		}
 	}
-	mod, err := dev.Compile(program("dec.cu", decSource, exprs, nil))
+	mod, err := dev.Compile(program("dec.cu", decSource, exprs, opts))
 	if err != nil {
 		return nil, err
 	}
@@ -309,8 +321,10 @@ func LoadDEC(dev *cuda.Device) (*DEC, error) {
 	if d.sel, err = mod.Function(selExpr); err != nil {
 		return nil, err
 	}
-	if d.fused, err = mod.Function(fusedExpr); err != nil {
-		return nil, err
+	if selfTest {
+		if d.fused, err = mod.Function(fusedExpr); err != nil {
+			return nil, err
+		}
 	}
 	for i, e := range decElems {
 		for j, w := range decWordsPerThread {
@@ -376,8 +390,12 @@ func (d *DEC) Compensate(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
 // first). late > 0 forces the path where a base CTA finds its tile claimed
 // by the DEC CTA and the words not yet stored (the DEC CTAs wait late
 // between their claims and their stores; each base CTA waits for its
-// tile's claim first), which must then wait for them. For tests.
+// tile's claim first), which must then wait for them. For tests: d must
+// come from LoadDECSelfTest.
 func (d *DEC) FusedSelfTest(c *cuda.Ctx, st cuda.Stream, l *DECLaunch, yBase cuda.DevicePtr, late time.Duration) error {
+	if d.fused == (cuda.Function{}) {
+		return fmt.Errorf("kernels: dec: the fused self-test is not compiled (LoadDECSelfTest has it, LoadDEC not)")
+	}
 	if yBase == 0 {
 		return fmt.Errorf("kernels: dec: the fused self-test needs a base output")
 	}

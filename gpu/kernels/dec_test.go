@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 	"github.com/bitdecode/bitdecode/wq"
 )
 
-// decSetup opens the device and compiles dec.cu, or skips.
+// decSetup opens the device and compiles dec.cu (without the fused
+// protocol's self-test: kernels.LoadDEC), or skips.
 func decSetup(t *testing.T) (*cuda.Device, *kernels.DEC) {
 	t.Helper()
 	d := device(t)
@@ -22,6 +24,69 @@ func decSetup(t *testing.T) (*cuda.Device, *kernels.DEC) {
 		t.Fatalf("compile dec.cu: %v", err)
 	}
 	return d, k
+}
+
+// decSelfTestSetup is decSetup with the fused protocol's self-test
+// (kernels.LoadDECSelfTest).
+func decSelfTestSetup(t *testing.T) (*cuda.Device, *kernels.DEC) {
+	t.Helper()
+	d := device(t)
+	k, err := kernels.LoadDECSelfTest(d)
+	if err != nil {
+		t.Fatalf("compile dec.cu with its self-test: %v", err)
+	}
+	return d, k
+}
+
+// fixtures memoizes the quantized matrices the DEC tests draw (residuals,
+// and TestGEMVQDECMatchesSerial's weights) by recipe: quantizing one of
+// the 8B shapes takes seconds of CPU, and the cases of a shape share it.
+// Each is drawn from a generator seeded by its recipe alone, so a case sees
+// the same values whichever others -test.run selects.
+var fixtures struct {
+	sync.Mutex
+	m map[fixtureKey]*wq.Matrix
+}
+
+// fixtureKey is a matrix's recipe: a residual Rᵀ [K][N] (randomResidual)
+// or a weight [N][K] (N(0, 0.02²) values, groups of 128) of element type e.
+type fixtureKey struct {
+	weight bool
+	e      wq.Elem
+	N, K   int
+}
+
+// fixture returns the matrix of recipe k, quantized on its first use.
+func fixture(t *testing.T, k fixtureKey) *wq.Matrix {
+	t.Helper()
+	fixtures.Lock()
+	defer fixtures.Unlock()
+	if m := fixtures.m[k]; m != nil {
+		return m
+	}
+	seed := uint64(k.e) << 1
+	if k.weight {
+		seed |= 1
+	}
+	r := rand.New(rand.NewPCG(uint64(k.N)<<32|uint64(k.K), seed))
+	var m *wq.Matrix
+	if k.weight {
+		w := make([]float32, k.N*k.K)
+		for i := range w {
+			w[i] = float32(0.02 * r.NormFloat64())
+		}
+		var err error
+		if m, err = wq.Quantize(k.e, 128, k.N, k.K, w); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		m = randomResidual(t, r, k.e, k.N, k.K)
+	}
+	if fixtures.m == nil {
+		fixtures.m = map[fixtureKey]*wq.Matrix{}
+	}
+	fixtures.m[k] = m
+	return m
 }
 
 // mappedResidual copies the residual Rᵀ (wq matrix of K rows, N columns)
@@ -65,6 +130,34 @@ func randomResidual(t *testing.T, r *rand.Rand, e wq.Elem, N, K int) *wq.Matrix 
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestDECFixtures checks the DEC tests' shared matrices (fixture, no GPU):
+// a recipe gives the same matrix every time, a residual and a weight of
+// one shape are different matrices of their own layouts, and a recipe's
+// values depend on the recipe alone (a fresh draw equals the memoized one).
+func TestDECFixtures(t *testing.T) {
+	const N, K = 256, 1152
+	w := fixture(t, fixtureKey{weight: true, e: wq.Int4, N: N, K: K})
+	res := fixture(t, fixtureKey{e: wq.Int4, N: N, K: K})
+	if fixture(t, fixtureKey{weight: true, e: wq.Int4, N: N, K: K}) != w || fixture(t, fixtureKey{e: wq.Int4, N: N, K: K}) != res {
+		t.Fatal("a recipe's second use quantized again")
+	}
+	if w.N != N || w.K != K || w.Group != 128 || res.N != K || res.K != N || res.Group != wq.ResidualGroup {
+		t.Fatalf("weight [%d, %d] g%d, residual [%d, %d] g%d; want [%d, %d] g128 and [%d, %d] g%d", w.N, w.K, w.Group, res.N, res.K, res.Group,
+			N, K, K, N, wq.ResidualGroup)
+	}
+	if slices.Equal(w.Words, res.Words) {
+		t.Fatal("the weight and the residual of one shape have the same codes")
+	}
+	key := fixtureKey{e: wq.Int8, N: 128, K: 1024}
+	first := fixture(t, key)
+	fixtures.Lock()
+	delete(fixtures.m, key)
+	fixtures.Unlock()
+	if again := fixture(t, key); again == first || !slices.Equal(again.Words, first.Words) || !slices.Equal(again.Params, first.Params) {
+		t.Fatal("a recipe drawn twice gave different values")
+	}
 }
 
 // TestDECSelectMatchesWQ runs dec.cu's select_topk on T = 3 tokens of
@@ -307,7 +400,7 @@ func TestDECFullMatchesExact(t *testing.T) {
 // and a selection past kernels.DECFusedSelectMax (a select_topk launch
 // first).
 func TestDECFusedProtocol(t *testing.T) {
-	d, k := decSetup(t)
+	d, k := decSelfTestSetup(t)
 	r := rand.New(rand.NewPCG(97, 98))
 	for _, c := range []decCase{
 		{wq.Int4, 4096, 4096, 2, 32, 8, 0},
@@ -342,7 +435,7 @@ func TestDECFusedProtocol(t *testing.T) {
 // was deterministic here, and showed up in TestGEMVQDECMatchesSerial only
 // where the DEC CTAs end with the base (docs/perf/dec.md, v6.1).
 func TestDECFusedLateWords(t *testing.T) {
-	d, k := decSetup(t)
+	d, k := decSelfTestSetup(t)
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, c := range []decCase{
 		{wq.Int4, 4096, 4096, 1, 8, 8, 0}, // the case that failed in gemv_q_dec: P = 2
@@ -357,12 +450,13 @@ func TestDECFusedLateWords(t *testing.T) {
 	}
 }
 
-// decInputs draws case c's residual (also mapped for the device), its
-// activations (T rows of the case's token pattern) and the base outputs the
-// compensation adds to, with y[0] = -0 so that the add must happen, as in wq.
+// decInputs takes case c's residual (the shape's fixture, mapped for the
+// device) and draws its activations (T rows of the case's token pattern)
+// and the base outputs the compensation adds to, with y[0] = -0 so that the
+// add must happen, as in wq.
 func decInputs(t *testing.T, d *cuda.Device, r *rand.Rand, c decCase) (rm *wq.Matrix, res *kernels.DECResidual, x, yBase []float32) {
 	t.Helper()
-	rm = randomResidual(t, r, c.e, c.N, c.K)
+	rm = fixture(t, fixtureKey{e: c.e, N: c.N, K: c.K})
 	res = mappedResidual(t, d, rm)
 	x = make([]float32, 0, c.T*c.K)
 	for range c.T {

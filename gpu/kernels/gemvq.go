@@ -1011,7 +1011,8 @@ func GEMVQDECPMax() []int { return append([]int(nil), gemvqDECPMax[:]...) }
 
 // gemvqDECProgram is gemvq.cu compiled with -DGEMVQ_WITH_DEC=1, under which
 // it includes dec.cu (handed to NVRTC as a header beside bitdecode.cuh)
-// before its own code.
+// before its own code, and -DDEC_NO_SELFTEST=1: dec.cu's fused self-test,
+// never launched from this module, would be most of its compile time.
 func gemvqDECProgram(exprs []string) cuda.Program {
-	return program("gemvq_dec.cu", gemvqSource, exprs, []string{"-DGEMVQ_WITH_DEC=1"}, cuda.Header{Name: "dec.cu", Source: decSource})
+	return program("gemvq_dec.cu", gemvqSource, exprs, []string{"-DGEMVQ_WITH_DEC=1", "-DDEC_NO_SELFTEST=1"}, cuda.Header{Name: "dec.cu", Source: decSource})
 }

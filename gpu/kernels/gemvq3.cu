@@ -201,19 +201,21 @@ __device__ __forceinline__ void spanDot(float (&acc)[R][T], const Step<BITS, R>&
   }
 }
 
-// gemv_q3: grid (ceil(N / (R·kWarps/S))), block kThreads. Warp w of a CTA
-// takes row group w / S (rows n0..n0+R-1) and slice w % S of its K steps.
-// T rows of x (1 or 2); early: load the first step's weights before the
-// dependency wait.
-template <int T, int BITS, int S>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* __restrict__ x, const u32* __restrict__ words,
-                                                    const u16* __restrict__ params, const float* __restrict__ bias,
-                                                    float* __restrict__ y, int N, int K, int G, int early) {
+// rowSums is v3.2's sums, the one body of gemv_q3 and gemv_q3_dec: warp
+// (lane lane) of a CTA takes slice slice of its K steps for rows n0..n0+R-1
+// (R = kRowsPerWarp<BITS>), loads the first step's weights before the
+// dependency wait where early is set (after it otherwise), sums the steps
+// two an iteration through xs[warp] (stageX), adds the lanes by xor
+// shuffles and writes them to part[warp], then the CTA syncs (the S slices
+// are the caller's to add, in slice order). last() runs once a thread at
+// the start of its warp's last step (its codes and x loaded, before its
+// products), or after the dependency wait for a warp with no steps:
+// gemv_q3_dec peeks its part word there; gemv_q3's is empty (no code).
+template <int T, int BITS, int S, class Last>
+__device__ __forceinline__ void rowSums(float (&part)[kWarps][kRowsPerWarp<BITS>][T], float4 (&xs)[kWarps][T][32 * kXSpan],
+                                        const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
+                                        int N, int K, int G, int early, int warp, int lane, int slice, int n0, Last last) {
   constexpr int R = kRowsPerWarp<BITS>;
-  constexpr int kGroups = kWarps / S;  // row groups per CTA
-  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
-  const int n0 = (blockIdx.x * kGroups + warp / S) * R;
   const int steps = (K + kStep - 1) / kStep, per = (steps + S - 1) / S;
   const int j0 = slice * per, j1 = min(steps, j0 + per);
   Step<BITS, R> cur;
@@ -226,33 +228,52 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* 
   for (int r = 0; r < R; r++)
 #pragma unroll
     for (int t = 0; t < T; t++) acc[r][t] = 0.f;
-  __shared__ float4 xs[kWarps][T][32 * kXSpan];
   // Two steps an iteration, the buffers swapping roles (no copy of the
   // next step's registers into the current one's).
   Step<BITS, R> nxt;
   for (int j = j0; j < j1; j += 2) {
     preloadCodes(nxt, words, params, n0, N, K, G, j + 1 < j1 ? j + 1 : steps, lane);
     stageX<T>(xs[warp], x, K, j, lane);
+    if (j + 1 >= j1) last();
     spanDot<T, BITS, R>(acc, cur, xs[warp], K, j, lane);
     if (j + 1 >= j1) break;
     preloadCodes(cur, words, params, n0, N, K, G, j + 2 < j1 ? j + 2 : steps, lane);
     stageX<T>(xs[warp], x, K, j + 1, lane);
+    if (j + 2 >= j1) last();
     spanDot<T, BITS, R>(acc, nxt, xs[warp], K, j + 1, lane);
   }
-  // The lanes' sums (xor shuffles), then the S slices in slice order.
+  if (j0 >= j1) last();  // a warp with no steps
+  // The lanes' sums (xor shuffles), then the slices' through part.
 #pragma unroll
   for (int r = 0; r < R; r++)
 #pragma unroll
     for (int t = 0; t < T; t++)
 #pragma unroll
       for (int off = 16; off > 0; off /= 2) acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], off);
-  __shared__ float part[kWarps][R][T];
   if (lane == 0)
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
       for (int t = 0; t < T; t++) part[warp][r][t] = acc[r][t];
   __syncthreads();
+}
+
+// gemv_q3: grid (ceil(N / (R·kWarps/S))), block kThreads. Warp w of a CTA
+// takes row group w / S (rows n0..n0+R-1) and slice w % S of its K steps
+// (rowSums), then slice 0 adds the S slices in slice order. T rows of x (1
+// or 2); early: load the first step's weights before the dependency wait.
+template <int T, int BITS, int S>
+__global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* __restrict__ x, const u32* __restrict__ words,
+                                                    const u16* __restrict__ params, const float* __restrict__ bias,
+                                                    float* __restrict__ y, int N, int K, int G, int early) {
+  constexpr int R = kRowsPerWarp<BITS>;
+  constexpr int kGroups = kWarps / S;  // row groups per CTA
+  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
+  const int n0 = (blockIdx.x * kGroups + warp / S) * R;
+  __shared__ float4 xs[kWarps][T][32 * kXSpan];
+  __shared__ float part[kWarps][R][T];
+  rowSums<T, BITS, S>(part, xs, x, words, params, N, K, G, early, warp, lane, slice, n0, [] {});
   if (slice != 0 || lane >= R * T) return;
   const int r = lane / T, t = lane % T, n = n0 + r;
   if (n >= N) return;
@@ -270,9 +291,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* 
 // 128 threads, P <= PMAX, int4 residuals; resident first, they select or read
 // d.sel and sum their slices while the base CTAs run); every other CTA is
 // gemv_q3<1, BITS, S>'s CTA blockIdx.x − d.blocks, the same sums in the same
-// order, whose R·kWarps/S rows are one DEC tile (dec.cu's one-trip protocol
-// with TILE = those rows): lane r < R of each row group's slice-0 warp owns
-// row r, loads its part word at the start of its warp's last step, and the
+// order (rowSums, the body of both), whose R·kWarps/S rows are one DEC tile
+// (dec.cu's one-trip protocol with TILE = those rows): lane r < R of each
+// row group's slice-0 warp owns row r, loads its part word at the start of
+// its warp's last step (rowSums' last), and the
 // CTA writes y = base, or base + part where the whole tile is present
 // (dec::tile_value, serial mode's single add), then dec::tile_close. The
 // result equals gemv_q3 at split S followed by dec.cu's Compensate, bit for
@@ -317,55 +339,18 @@ __global__ void __launch_bounds__(kThreads, kDECMinBlocks) gemv_q3_dec(const flo
     return;
   }
   float4 (&xs)[kWarps][T][32 * kXSpan] = *reinterpret_cast<float4 (*)[kWarps][T][32 * kXSpan]>(smem);
-  // gemv_q3's body from here to the reduction (keep the two in step).
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
   const int n0 = ((int(blockIdx.x) - d.blocks) * kGroups + warp / S) * R;
-  const int steps = (K + kStep - 1) / kStep, per = (steps + S - 1) / S;
-  const int j0 = slice * per, j1 = min(steps, j0 + per);
-  Step<BITS, R> cur;
-  if (early) preloadCodes(cur, words, params, n0, N, K, G, j0 < j1 ? j0 : steps, lane);
-  gridDependencyWait();
-  gridLaunchDependents();
-  if (!early) preloadCodes(cur, words, params, n0, N, K, G, j0 < j1 ? j0 : steps, lane);
   // The element this thread owns in the tile (slice 0's lane r: row n0 + r)
   // and its part word, loaded at the start of the warp's last step. (The
-  // loop is at gemv_q3's 80 registers: its row is recomputed, not kept.)
+  // loop is at 80 registers in gemv_q3: its row is recomputed, not kept.)
   float pv = 0.f;
   auto peek = [&]() {
     const int w = threadIdx.x / 32, l = threadIdx.x % 32, row = ((int(blockIdx.x) - d.blocks) * kGroups + w / S) * R + l;
     if (w % S == 0 && l < R && row < N) pv = dec::part_peek(d, size_t(row));
   };
-  float acc[R][T];
-#pragma unroll
-  for (int r = 0; r < R; r++)
-#pragma unroll
-    for (int t = 0; t < T; t++) acc[r][t] = 0.f;
-  Step<BITS, R> nxt;
-  for (int j = j0; j < j1; j += 2) {
-    preloadCodes(nxt, words, params, n0, N, K, G, j + 1 < j1 ? j + 1 : steps, lane);
-    stageX<T>(xs[warp], x, K, j, lane);
-    if (j + 1 >= j1) peek();
-    spanDot<T, BITS, R>(acc, cur, xs[warp], K, j, lane);
-    if (j + 1 >= j1) break;
-    preloadCodes(cur, words, params, n0, N, K, G, j + 2 < j1 ? j + 2 : steps, lane);
-    stageX<T>(xs[warp], x, K, j + 1, lane);
-    if (j + 2 >= j1) peek();
-    spanDot<T, BITS, R>(acc, nxt, xs[warp], K, j + 1, lane);
-  }
-  if (j0 >= j1) peek();  // a warp with no steps
-#pragma unroll
-  for (int r = 0; r < R; r++)
-#pragma unroll
-    for (int t = 0; t < T; t++)
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], off);
   __shared__ float part[kWarps][R][T];
-  if (lane == 0)
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-      for (int t = 0; t < T; t++) part[warp][r][t] = acc[r][t];
-  __syncthreads();
+  rowSums<T, BITS, S>(part, xs, x, words, params, N, K, G, early, warp, lane, slice, n0, peek);
   // The fused epilogue (gemvq.cu's gemv with FUSED, over this CTA's tile).
   const int n = n0 + lane;
   const bool mine = slice == 0 && lane < R && n < N;

@@ -220,7 +220,10 @@ func TestGEMVQMatchesReference(t *testing.T) {
 // state for the next): three runs select in the kernel, the second
 // keeping its lists (kernels.DECLaunch.Keep: they must equal select_topk's),
 // and a fourth reads a list made from other activations (Listed), whose
-// serial step is the reference then.
+// serial step is the reference then. The cases of a shape share its
+// quantized weight and residual (fixture); each case draws its activations
+// and bias from a generator of its own, so that -test.run may pick cases
+// (docs/perf/dec.md, session 14, has the groups the GPU runs in parallel).
 func TestGEMVQDECMatchesSerial(t *testing.T) {
 	d, dk := decSetup(t)
 	g, err := kernels.LoadGEMVQ(d)
@@ -231,8 +234,7 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(7, 8))
-	for _, c := range []struct {
+	for i, c := range []struct {
 		e, res              wq.Elem
 		N, K, T, kChunk, tb int
 		pattern             int
@@ -270,17 +272,10 @@ func TestGEMVQDECMatchesSerial(t *testing.T) {
 	} {
 		name := fmt.Sprintf("int%d-res%v-N%d-K%d-T%d-k%d-ntb%d-p%d", c.e.Bits(), c.res, c.N, c.K, c.T, c.kChunk, c.tb, c.pattern)
 		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(7, uint64(i)))
 			m := newGPUMem(t, d)
-			w := make([]float32, c.N*c.K)
-			for i := range w {
-				w[i] = float32(0.02 * r.NormFloat64())
-			}
-			qm, err := wq.Quantize(c.e, 128, c.N, c.K, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rm := randomResidual(t, r, c.res, c.N, c.K)
-			res := mappedResidual(t, d, rm)
+			qm := fixture(t, fixtureKey{weight: true, e: c.e, N: c.N, K: c.K})
+			res := mappedResidual(t, d, fixture(t, fixtureKey{e: c.res, N: c.N, K: c.K}))
 			x := make([]float32, 0, c.T*c.K)
 			for range c.T {
 				x = append(x, kernels.DECTestActivations(r, c.K, c.pattern)...)

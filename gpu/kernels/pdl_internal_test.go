@@ -24,9 +24,18 @@ var afterWait = []string{"loadQueryFrag", "resK", "resSlots", "partO[", "partML[
 	"mergeWarps", "mergeSplits", "atomic", "__threadfence"}
 
 // dependentWait matches the calls that open a kernel of a GridDependent
-// program: bitdecode.cuh's gridDependencyWait, or ops.cu's startDependent
-// (which makes it first).
-var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);`)
+// program: bitdecode.cuh's gridDependencyWait, ops.cu's startDependent
+// (which makes it first), or a call of a waiting helper (waitingHelpers).
+var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);|\browSums<[^>]*>\(`)
+
+// waitingHelpers are the device functions that make a kernel's dependency
+// wait in its stead (gemvq3.cu's rowSums, v3.2's sums of gemv_q3 and
+// gemv_q3_dec, early code loads and all): the test holds each one's body
+// to a kernel's rule, and dependentWait counts a call of it as the wait.
+var waitingHelpers = map[string]bool{"rowSums": true}
+
+// helperHead matches the start of a device function's definition.
+var helperHead = regexp.MustCompile(`__device__\s+(?:__forceinline__\s+)?void\s+(\w+)\s*\(`)
 
 // earlyWeights matches the loads allowed before the dependency wait, of
 // memory the kernel right ahead does not write: gemv.cu's and skinny.cu's
@@ -42,8 +51,16 @@ var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:(?:__launch_bounds__
 // its outer braces) in src.
 func kernelBodies(t *testing.T, src string) map[string]string {
 	t.Helper()
+	return functionBodies(t, src, globalHead)
+}
+
+// functionBodies returns the name and body (between its outer braces) of
+// each function of src whose definition head matches (its name the first
+// submatch).
+func functionBodies(t *testing.T, src string, head *regexp.Regexp) map[string]string {
+	t.Helper()
 	out := map[string]string{}
-	for _, m := range globalHead.FindAllStringSubmatchIndex(src, -1) {
+	for _, m := range head.FindAllStringSubmatchIndex(src, -1) {
 		name := src[m[2]:m[3]]
 		open := strings.Index(src[m[1]:], "{")
 		if open < 0 {
@@ -72,10 +89,11 @@ func kernelBodies(t *testing.T, src string) map[string]string {
 
 // TestGridDependentKernelsWait checks the promise a GridDependent program
 // makes (cuda.Program.GridDependent): every kernel of it calls the
-// dependency wait, in its own body and before any return or global memory
-// access the source spells as a store or a weight load helper; a kernel
-// added to one of these files without the wait fails here, before the GPU
-// would let it race the kernel ahead of it.
+// dependency wait, in its own body (or a waiting helper's, held to the same
+// rule) and before any return or global memory access the source spells as
+// a store or a weight load helper; a kernel added to one of these files
+// without the wait fails here, before the GPU would let it race the kernel
+// ahead of it.
 func TestGridDependentKernelsWait(t *testing.T) {
 	for name := range gridDependent {
 		if _, ok := gridDependentSources[name]; !ok {
@@ -85,6 +103,7 @@ func TestGridDependentKernelsWait(t *testing.T) {
 	// bitdecode.cuh's kernels (decode_combine) are instantiated in the
 	// decode programs, so they are held to the same rule.
 	sources := map[string]string{headerName: headerSource}
+	found := map[string]bool{}
 	for name, src := range gridDependentSources {
 		sources[name] = src
 	}
@@ -96,6 +115,12 @@ func TestGridDependentKernelsWait(t *testing.T) {
 		bodies := kernelBodies(t, src)
 		if len(bodies) == 0 {
 			t.Errorf("%s: no kernels found", name)
+		}
+		for h, body := range functionBodies(t, src, helperHead) {
+			if waitingHelpers[h] {
+				bodies[h] = body
+				found[h] = true
+			}
 		}
 		for k, body := range bodies {
 			loc := dependentWait.FindStringIndex(body)
@@ -124,6 +149,11 @@ func TestGridDependentKernelsWait(t *testing.T) {
 					t.Errorf("%s: kernel %s has %q before its dependency wait; every thread must reach the wait before touching memory", name, k, bad)
 				}
 			}
+		}
+	}
+	for h := range waitingHelpers {
+		if !found[h] {
+			t.Errorf("waiting helper %s not found in a GridDependent program", h)
 		}
 	}
 }
