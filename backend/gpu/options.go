@@ -74,10 +74,12 @@ const (
 	// (comparisons).
 	EnvNoRoPEAppend = "BITDECODE_NO_ROPE_APPEND"
 	// EnvGEMVQV2 is Options.GEMVQV2: packed low-bit weights run gemvq.cu's
-	// v2 at one row of x too, instead of gemvq3.cu (comparisons).
+	// v2 at one row of x too, instead of gemvq4.cu or gemvq3.cu
+	// (comparisons).
 	EnvGEMVQV2 = "BITDECODE_GEMVQ_V2"
 	// EnvGEMVQV3 is Options.GEMVQV3: packed low-bit weights run gemvq3.cu's
-	// v3 at one row of x where gemvq4.cu's v4 would (int8; comparisons).
+	// v3 at one row of x where gemvq4.cu's v5 (int4) or v4 (int8) would
+	// (comparisons).
 	EnvGEMVQV3 = "BITDECODE_GEMVQ_V3"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
@@ -185,15 +187,15 @@ type Options struct {
 	// v24).
 	NoRoPEAppend bool
 	// GEMVQV2 makes packed low-bit weights without DEC run gemvq.cu's v2
-	// (tensor cores) at one row of x too, where gemvq3.cu's v3 runs by
-	// default (kernels.GEMVQ.V2; docs/perf/gemvq.md). Its sums differ
-	// from v3's.
+	// (tensor cores) at one row of x too, where gemvq4.cu's v5 / v4 or
+	// gemvq3.cu's v3 run by default (kernels.GEMVQ.V2; docs/perf/gemvq.md).
+	// Its sums differ from theirs.
 	GEMVQV2 bool
 	// GEMVQV3 makes packed low-bit weights without DEC run gemvq3.cu's v3
-	// (CUDA cores) at one row of x where gemvq4.cu's v4 (tensor cores)
-	// runs by default: int8 weights of 2048 rows or more
-	// (kernels.GEMVQ.V3, UsesV4; docs/perf/gemvq.md v4). Its sums differ
-	// from v4's.
+	// (CUDA cores) at one row of x where gemvq4.cu (tensor cores) runs by
+	// default: v5 for int4, v4 for int8, weights of 2048 rows or more
+	// (kernels.GEMVQ.V3, UsesV5, UsesV4; docs/perf/gemvq.md v4, v5). Its
+	// sums differ from theirs.
 	GEMVQV3 bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
