@@ -153,18 +153,19 @@ __device__ __forceinline__ void split2(float a, float b, u32& hi, u32& lo) {
   lo = pack2((a - h.x) * kLoScale, (b - h.y) * kLoScale);
 }
 
-// stageX splits the tiles t0..t0+U−1 of x into the warp's buffer (zeros
-// from te on): lane l loads channels 4l..4l+3 of each tile (one coalesced
-// float4) and stores their hi and lo pairs where the mma lanes read them.
-template <int U>
-__device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ x, int t0, int te, int lane) {
+// stageXFrom splits the tiles t0..t0+U−1 of x into the warp's buffer
+// (zeros from te on): lane l takes channels 4l..4l+3 of tile t0 + u as the
+// float4 load(u) and stores their hi and lo pairs where the mma lanes read
+// them. stageX loads from x (v4), stageXSlot from the slot (v5).
+template <int U, typename LOAD>
+__device__ __forceinline__ void stageXFrom(XStage<U>& xs, int t0, int te, int lane, LOAD load) {
   __syncwarp();  // the warp's reads of the previous step are done
   const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
 #pragma unroll
   for (int u = 0; u < U; u++) {
     u32 h0 = 0, l0 = 0, h1 = 0, l1 = 0;
     if (t0 + u < te) {  // warp-uniform
-      const float4 v = *reinterpret_cast<const float4*>(x + (t0 + u) * kTile + 4 * lane);
+      const float4 v = load(u);
       split2(v.x, v.y, h0, l0);
       split2(v.z, v.w, h1, l1);
     }
@@ -172,6 +173,13 @@ __device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ 
     reinterpret_cast<uint2*>(&xs.lo[u][q][c])[h] = make_uint2(l0, l1);
   }
   __syncwarp();
+}
+
+// stageX is stageXFrom with each lane's float4 of a tile loaded from x
+// (one coalesced load a tile).
+template <int U>
+__device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ x, int t0, int te, int lane) {
+  stageXFrom<U>(xs, t0, te, lane, [&](int u) { return *reinterpret_cast<const float4*>(x + (t0 + u) * kTile + 4 * lane); });
 }
 
 // tileDot adds the tiles t0..t0+U−1 below te to acc (rows g and g+8 in the
@@ -369,24 +377,11 @@ __device__ __forceinline__ void issueX(Slot<BITS, U>& sl, const float* __restric
   }
 }
 
-// stageXSlot is stageX with x's float4 from the lane's own copies in the
-// slot instead of global memory.
+// stageXSlot is stageXFrom with x's float4 from the lane's own copies in
+// the slot instead of global memory.
 template <int BITS, int U>
 __device__ __forceinline__ void stageXSlot(XStage<U>& xs, const Slot<BITS, U>& sl, int t0, int te, int lane) {
-  __syncwarp();  // the warp's reads of the previous step are done
-  const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
-#pragma unroll
-  for (int u = 0; u < U; u++) {
-    u32 h0 = 0, l0 = 0, h1 = 0, l1 = 0;
-    if (t0 + u < te) {  // warp-uniform
-      const float4 v = sl.x[u][lane];
-      split2(v.x, v.y, h0, l0);
-      split2(v.z, v.w, h1, l1);
-    }
-    reinterpret_cast<uint2*>(&xs.hi[u][q][c])[h] = make_uint2(h0, h1);
-    reinterpret_cast<uint2*>(&xs.lo[u][q][c])[h] = make_uint2(l0, l1);
-  }
-  __syncwarp();
+  stageXFrom<U>(xs, t0, te, lane, [&](int u) { return sl.x[u][lane]; });
 }
 
 // readStep reads the lane's spans and its rows' params of a slot into a
