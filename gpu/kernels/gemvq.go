@@ -695,14 +695,10 @@ var gemvqDECPMax = [...]int{4, 32}
 // kernels for every split and PMAX.
 type GEMVQDEC struct {
 	dev  *cuda.Device
-	once [len(gemvqBits)]sync.Once
-	mods [len(gemvqBits)]*gemvqDECModule
-	errs [len(gemvqBits)]error
+	mods perBits[*gemvqDECModule]
 	// v3's fused kernels (gemvq3.cu's gemv_q3_dec), compiled per code width
 	// on first use like v2's.
-	v3once [len(gemvqBits)]sync.Once
-	v3mods [len(gemvqBits)]*gemvq3DECModule
-	v3errs [len(gemvqBits)]error
+	v3mods perBits[*gemvq3DECModule]
 	// V2 makes Launch take v2's fused kernel where DECBaseV3 would give v3:
 	// a knob for A/Bs (set GEMVQ.V2 alike for the serial reference).
 	V2 bool
@@ -719,14 +715,29 @@ type gemvq3DECModule struct {
 	slots int
 }
 
-// moduleV3 returns the compiled v3 fused kernels of a code width.
-func (g *GEMVQDEC) moduleV3(bits int) (*gemvq3DECModule, error) {
+// perBits holds a module of each code width of gemvqBits, compiled on first
+// use (once, its error kept).
+type perBits[M any] struct {
+	once [len(gemvqBits)]sync.Once
+	mods [len(gemvqBits)]M
+	errs [len(gemvqBits)]error
+}
+
+// get returns the module of a code width, compiling it with compile on
+// first use; what names the kernels in the error of a width with none.
+func (m *perBits[M]) get(bits int, what string, compile func(bits int) (M, error)) (M, error) {
 	bi := gemvqBitsIndex(bits)
 	if bi < 0 {
-		return nil, fmt.Errorf("kernels: gemvq3+dec: no kernel for int%d weights", bits)
+		var none M
+		return none, fmt.Errorf("kernels: %s: no kernel for int%d weights", what, bits)
 	}
-	g.v3once[bi].Do(func() { g.v3mods[bi], g.v3errs[bi] = compileGEMVQ3DEC(g.dev, bits) })
-	return g.v3mods[bi], g.v3errs[bi]
+	m.once[bi].Do(func() { m.mods[bi], m.errs[bi] = compile(bits) })
+	return m.mods[bi], m.errs[bi]
+}
+
+// moduleV3 returns the compiled v3 fused kernels of a code width.
+func (g *GEMVQDEC) moduleV3(bits int) (*gemvq3DECModule, error) {
+	return g.v3mods.get(bits, "gemvq3+dec", func(bits int) (*gemvq3DECModule, error) { return compileGEMVQ3DEC(g.dev, bits) })
 }
 
 // compileGEMVQ3DEC compiles gemvq3.cu with -DGEMVQ_WITH_DEC=1 (gemvq.cu and
@@ -798,12 +809,7 @@ func (g *GEMVQDEC) Prepare(bits int) error {
 
 // module returns the compiled kernels of a code width.
 func (g *GEMVQDEC) module(bits int) (*gemvqDECModule, error) {
-	bi := gemvqBitsIndex(bits)
-	if bi < 0 {
-		return nil, fmt.Errorf("kernels: gemvq+dec: no kernel for int%d weights", bits)
-	}
-	g.once[bi].Do(func() { g.mods[bi], g.errs[bi] = compileGEMVQDEC(g.dev, bits) })
-	return g.mods[bi], g.errs[bi]
+	return g.mods.get(bits, "gemvq+dec", func(bits int) (*gemvqDECModule, error) { return compileGEMVQDEC(g.dev, bits) })
 }
 
 func compileGEMVQDEC(dev *cuda.Device, bits int) (*gemvqDECModule, error) {
