@@ -992,11 +992,23 @@ BD_DEVICE unsigned long long* tlRecord(unsigned long long* tl) {
 BD_DEVICE unsigned long long tlInfo(int tiles, int perWarp) {
   return tlSM() | (unsigned long long)(tiles) << 16 | (unsigned long long)(perWarp) << 40;
 }
+// TLArrivedHook is finishSplits' arrived hook in a timed kernel: thread 0
+// marks the count's return (kTLArrived) and whether its CTA merges
+// (kTLLast) in the CTA's record rec. BD_TL_ARRIVED is the kernel's hook:
+// this one on tlRec, else NoArrivedHook.
+struct TLArrivedHook {
+  unsigned long long* rec;
+  BD_DEVICE void operator()(bool last) const {
+    if (threadIdx.x == 0) rec[kTLArrived] = tlClock(), rec[kTLLast] = last;
+  }
+};
+#define BD_TL_ARRIVED TLArrivedHook{tlRec}
 #else
 #define BD_TL_PARAM
 #define BD_TL_MARK(i, cond) \
   do {                      \
   } while (0)
+#define BD_TL_ARRIVED NoArrivedHook()
 #endif
 
 // finishSplits is decode_combine folded into the split kernels (decode_mma
@@ -1022,9 +1034,9 @@ BD_DEVICE unsigned long long tlInfo(int tiles, int perWarp) {
 // four or five. AHEAD float4 registers per thread: the merge runs after the
 // tile loop, whose registers are free by then.
 //
-// arrived(last), when given (decode_mma's timeline, BD_TIMELINE), runs in
-// every thread once the count has said whether this CTA merges; the default
-// does nothing.
+// arrived(last), when given (a timed kernel's TLArrivedHook, BD_TIMELINE),
+// runs in every thread once the count has said whether this CTA merges;
+// the default does nothing.
 template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL, typename ARRIVED = NoArrivedHook>
 BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
                             int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,

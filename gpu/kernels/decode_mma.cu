@@ -1314,16 +1314,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   mergeWarps4<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);  // v2.18
   BD_TL_MARK(kTLPartial, threadIdx.x == 0);
   if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
-#if BD_TIMELINE
-    auto arrived = [&](bool last) {
-      if (threadIdx.x == 0) tlRec[kTLArrived] = tlClock(), tlRec[kTLLast] = last;
-    };
-#else
-    NoArrivedHook arrived;
-#endif
     finishSplits<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(
         partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows, group, Hq,
-        Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, arrived);
+        Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, BD_TL_ARRIVED);
   }
   BD_TL_MARK(kTLExit, threadIdx.x == 0);
 }

@@ -1229,13 +1229,6 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // v2.16) instead of every thread's fence.sc before and after the count:
   // the same count and merge, so the same bits.
   if (counters != nullptr) {
-#if BD_TIMELINE
-    auto arrived = [&](bool last) {
-      if (threadIdx.x == 0) tlRec[kTLArrived] = tlClock(), tlRec[kTLLast] = last;
-    };
-#else
-    NoArrivedHook arrived;
-#endif
     finishSplits<D, kQueryRows, true, kMergeAhead, true>(
         partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows,
         group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
@@ -1245,7 +1238,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
             finalML[(size_t(bh) * R + row) * 2 + 1] = l;
           }
         },
-        arrived);
+        BD_TL_ARRIVED);
   }
   BD_TL_MARK(kTLExit, threadIdx.x == 0);
 }
