@@ -338,6 +338,19 @@ __device__ __forceinline__ void cpAsyncCA(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(sharedAddr(smem)), "l"(gmem), "n"(BYTES) : "memory");
 }
 
+// issueParams starts the copies of the lane's two rows' params (a half2
+// scale and zero) of tile t0 + c below te into sl (lanes c < U, c = lane
+// % 4).
+template <int BITS, int U>
+__device__ __forceinline__ void issueParams(Slot<BITS, U>& sl, const Rows& rw, int t0, int te, int gshift, int lane) {
+  const int g = lane / 4, c = lane % 4;
+  if (c < U && t0 + c < te) {
+    const unsigned t = t0 + c;
+    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift)));
+    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift)));
+  }
+}
+
 // issueCodes starts the copies of tiles t0..t0+U−1 below te of the lane's
 // two rows into sl: its spans and (lanes c < U) tile c's params. Only
 // weights are read: gemv_q5 issues the first steps before the dependency
@@ -359,12 +372,7 @@ __device__ __forceinline__ void issueCodes(Slot<BITS, U>& sl, const Rows& rw, in
       }
     }
   }
-  const int g = lane / 4, c = lane % 4;
-  if (c < U && t0 + c < te) {
-    const unsigned t = t0 + c;
-    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift)));
-    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift)));
-  }
+  issueParams(sl, rw, t0, te, gshift, lane);
 }
 
 // issueX starts the copies of x's float4 lane of tiles t0..t0+U−1 below te.
@@ -427,7 +435,7 @@ struct CoalRows {
 };
 
 // issueCodesCoal is issueCodes' codes with the coalesced copies (the
-// params as issueCodes).
+// params by issueParams, as issueCodes).
 template <int BITS, int U>
 __device__ __forceinline__ void issueCodesCoal(Slot<BITS, U>& sl, const u32* __restrict__ words, const CoalRows& cr, const Rows& rw, int t0,
                                                int te, int gshift, int lane) {
@@ -440,12 +448,7 @@ __device__ __forceinline__ void issueCodesCoal(Slot<BITS, U>& sl, const u32* __r
 #pragma unroll
     for (int i = 0; i < 4; i++) cpAsync16(&rows[4 * i + r0][4 * pos], words + (cr.w[i] + unsigned(t0) * (kTile / 32 * BITS)));
   }
-  const int g = lane / 4, c = lane % 4;
-  if (c < U && t0 + c < te) {
-    const unsigned t = t0 + c;
-    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift)));
-    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift)));
-  }
+  issueParams(sl, rw, t0, te, gshift, lane);
 }
 
 // readStepCoal is readStep over the coalesced rows.
