@@ -501,25 +501,7 @@ func (g *GEMVQ) UsesV5(T, N, K, bits, G int) bool {
 // over one row of x with S warps per row group (1, 2, 4 or 8), for tests
 // and tuning.
 func (g *GEMVQ) LaunchV5(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G, S int) error {
-	bi := gemvqBitsIndex(bits)
-	if N <= 0 || !g.ReadsV4(bits, G, K) {
-		return fmt.Errorf("kernels: gemvq v5: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
-	}
-	si := slices.Index(gemvq4Splits[:], S)
-	if si < 0 {
-		return fmt.Errorf("kernels: gemvq v5: split %d is not one of %v", S, gemvq4Splits)
-	}
-	rows := gemvq4Rows * gemvq4Warps / S
-	early := int32(0)
-	if g.EarlyWeights {
-		early = 1
-	}
-	ring, fn := g.v5Ring[bi], g.v5[bi][si]
-	if g.V5Lanes {
-		fn = g.v5l[bi][si]
-	}
-	return c.Launch(fn, cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
-		x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early, int32(ring))
+	return g.launchQ4(c, st, y, x, words, params, bias, N, K, bits, G, S, true)
 }
 
 // SplitV5For returns the warps per row group v5 takes for an [N, K] weight
@@ -548,21 +530,40 @@ func (g *GEMVQ) InfoV5(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, error) {
 // LaunchV4 is v4 (gemvq4.cu, tensor cores) over one row of x with S warps
 // per row group (1, 2, 4 or 8), for tests and tuning.
 func (g *GEMVQ) LaunchV4(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G, S int) error {
+	return g.launchQ4(c, st, y, x, words, params, bias, N, K, bits, G, S, false)
+}
+
+// launchQ4 is LaunchV4 and, with v5, LaunchV5: the same checks, grid and
+// arguments; v5's kernel (V5Lanes' pick) takes its ring's bytes of dynamic
+// shared memory and their count as one more argument.
+func (g *GEMVQ) launchQ4(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G, S int, v5 bool) error {
+	what := "v4"
+	if v5 {
+		what = "v5"
+	}
 	bi := gemvqBitsIndex(bits)
 	if N <= 0 || !g.ReadsV4(bits, G, K) {
-		return fmt.Errorf("kernels: gemvq v4: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
+		return fmt.Errorf("kernels: gemvq %s: N=%d K=%d bits=%d G=%d has no kernel", what, N, K, bits, G)
 	}
 	si := slices.Index(gemvq4Splits[:], S)
 	if si < 0 {
-		return fmt.Errorf("kernels: gemvq v4: split %d is not one of %v", S, gemvq4Splits)
+		return fmt.Errorf("kernels: gemvq %s: split %d is not one of %v", what, S, gemvq4Splits)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
 	early := int32(0)
 	if g.EarlyWeights {
 		early = 1
 	}
-	return c.Launch(g.v4[bi][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, 0, st,
-		x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early)
+	grid, block := cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}
+	args := []any{x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early}
+	if !v5 {
+		return c.Launch(g.v4[bi][si], grid, block, 0, st, args...)
+	}
+	ring, fn := g.v5Ring[bi], g.v5[bi][si]
+	if g.V5Lanes {
+		fn = g.v5l[bi][si]
+	}
+	return c.Launch(fn, grid, block, ring, st, append(args, int32(ring))...)
 }
 
 // SplitV4For returns the warps per row group v4 takes for an [N, K] weight
