@@ -24,10 +24,7 @@ func TestSummarizeTimeline(t *testing.T) {
 		return r
 	}
 	l := TimelineLaunch{Stamp: 100000, CTAs: []TimelineCTA{cta(0, 101500, false), cta(1, 102000, true)}}
-	var b bytes.Buffer
-	SummarizeTimeline(&b, []TimelineLaunch{l})
-	out := b.String()
-	for _, want := range []string{
+	checkSummary(t, []TimelineLaunch{l},
 		"| start: stamp -> first CTA entry (per launch) | 1.50 | 1.50 | 1.50 | 1 |",
 		"| entries: first -> last CTA entry (per launch) | 0.50 | 0.50 | 0.50 | 1 |",
 		"| prologue: entry -> query set up (per warp) | 1.00 | 1.00 | 1.00 | 8 |",
@@ -38,9 +35,19 @@ func TestSummarizeTimeline(t *testing.T) {
 		"| last partial -> merge starts (per row chunk) | 1.00 | 1.00 | 1.00 | 1 |",
 		"| end: stamp -> last exit (per launch) | 14.50 | 14.50 | 14.50 | 1 |",
 		"most CTAs on one SM in a launch: 1",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("summary lacks %q:\n%s", want, out)
+	)
+}
+
+// checkSummary checks that SummarizeTimeline's table of launches has the
+// rows want.
+func checkSummary(t *testing.T, launches []TimelineLaunch, want ...string) {
+	t.Helper()
+	var b bytes.Buffer
+	SummarizeTimeline(&b, launches)
+	out := b.String()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("summary lacks %q:\n%s", w, out)
 		}
 	}
 }
@@ -126,18 +133,11 @@ func TestSummarizeTimelineNoFirst(t *testing.T) {
 	for w := range tlWarps {
 		r.Prologue[w], r.Loop[w] = 102000, 107000
 	}
-	var b bytes.Buffer
-	SummarizeTimeline(&b, []TimelineLaunch{{Stamp: 100000, CTAs: []TimelineCTA{r}}})
-	out := b.String()
-	for _, want := range []string{
+	checkSummary(t, []TimelineLaunch{{Stamp: 100000, CTAs: []TimelineCTA{r}}},
 		"| first tile: query set up -> first tile computed (per warp) | - | - | - | 0 |",
 		"| per tile after the first (per warp with 2+ tiles) | - | - | - | 0 |",
 		"| prologue: entry -> query set up (per warp) | 1.00 | 1.00 | 1.00 | 4 |",
 		"| loop: entry -> packed tiles done (per warp) | 6.00 | 6.00 | 6.00 | 4 |",
 		"| one split: barrier -> output written | 1.00 | 1.00 | 1.00 | 1 |",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("summary lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
