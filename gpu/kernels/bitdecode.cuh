@@ -959,6 +959,56 @@ __global__ void decode_timeline_stamp(unsigned long long* t) {
   gridDependencyWait();  // a no-op unless launched as a dependent: then after the kernel ahead
   t[0] = tlClock();
 }
+// A timed kernel (decode_mma, planes' split_mma) takes one more parameter,
+// tl (BD_TL_PARAM), a launch's region of 64-bit words: word 0 is
+// decode_timeline_stamp's time, then kTLWords words per CTA from word
+// kTLHead, in blockIdx order (x fastest; tlRecord). A CTA writes the timer
+// at its entry and at its phases' ends (BD_TL_MARK): the words below, warps
+// their own (+ warp); a word a kernel never writes reads 0 (Go zeroes the
+// regions). decode_timeline.go mirrors the layout (timelineHead,
+// timelineWords, tlEntry..tlLast) and reads it back (TimelineCTA).
+constexpr int kTLHead = 8;       // words before the first CTA's: word 0 the stamp
+constexpr int kTLWords = 24;     // words per CTA
+constexpr int kTLEntry = 0;      // the CTA's entry
+constexpr int kTLInfo = 1;       // tlInfo's word, or ~0: no tokens (Go skips the CTA)
+constexpr int kTLPrologue = 2;   // + warp: the warp's setup done, its tile loop starts
+constexpr int kTLLoop = 10;      // + warp: the warp's tiles done
+constexpr int kTLWarpsDone = 14; // the warp-merge barrier passed
+constexpr int kTLPartial = 15;   // the split's partial written
+constexpr int kTLArrived = 16;   // the merge's count returned
+constexpr int kTLExit = 17;      // the CTA's exit
+constexpr int kTLLast = 18;      // 1: this CTA merged its row chunk's splits
+#define BD_TL_PARAM , unsigned long long* __restrict__ tl
+#define BD_TL_MARK(i, cond)         \
+  do {                              \
+    if (cond) tlRec[i] = tlClock(); \
+  } while (0)
+// tlRecord returns the calling CTA's kTLWords words of region tl.
+BD_DEVICE unsigned long long* tlRecord(unsigned long long* tl) {
+  return tl + kTLHead + ((size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * kTLWords;
+}
+// tlInfo is a CTA's kTLInfo word: its SM (bits 0-15), its tiles (16-39)
+// and its tiles per warp (40-63); Go: TimelineCTA.SM, Tiles, PerWarp.
+BD_DEVICE unsigned long long tlInfo(int tiles, int perWarp) {
+  return tlSM() | (unsigned long long)(tiles) << 16 | (unsigned long long)(perWarp) << 40;
+}
+// TLArrivedHook is finishSplits' arrived hook in a timed kernel: thread 0
+// marks the count's return (kTLArrived) and whether its CTA merges
+// (kTLLast) in the CTA's record rec. BD_TL_ARRIVED is the kernel's hook:
+// this one on tlRec, else NoArrivedHook.
+struct TLArrivedHook {
+  unsigned long long* rec;
+  BD_DEVICE void operator()(bool last) const {
+    if (threadIdx.x == 0) rec[kTLArrived] = tlClock(), rec[kTLLast] = last;
+  }
+};
+#define BD_TL_ARRIVED TLArrivedHook{tlRec}
+#else
+#define BD_TL_PARAM
+#define BD_TL_MARK(i, cond) \
+  do {                      \
+  } while (0)
+#define BD_TL_ARRIVED NoArrivedHook()
 #endif
 
 // finishSplits is decode_combine folded into the split kernels (decode_mma
@@ -984,9 +1034,9 @@ __global__ void decode_timeline_stamp(unsigned long long* t) {
 // four or five. AHEAD float4 registers per thread: the merge runs after the
 // tile loop, whose registers are free by then.
 //
-// arrived(last), when given (decode_mma's timeline, BD_TIMELINE), runs in
-// every thread once the count has said whether this CTA merges; the default
-// does nothing.
+// arrived(last), when given (a timed kernel's TLArrivedHook, BD_TIMELINE),
+// runs in every thread once the count has said whether this CTA merges;
+// the default does nothing.
 template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL, typename ARRIVED = NoArrivedHook>
 BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
                             int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,

@@ -228,12 +228,9 @@ type DecodePlan struct {
 	// (its CTAs per SM times decodeRefSMs): a launch of more than that
 	// many starts after the kernel ahead of it (dependentLaunch).
 	slots int
-	// tl, when not 0, is the launch timeline's buffer (DecodeTuning.Timeline,
-	// decode_timeline.go): timelineLaunches regions, the next one tlNext %
-	// timelineLaunches, each written by stamp and the split kernel.
-	tl     cuda.DevicePtr
-	stamp  cuda.Function
-	tlNext int
+	// tl is the launch timeline (DecodeTuning.Timeline, decode_timeline.go);
+	// tl.buf is 0 without it.
+	tl launchTimeline
 }
 
 // dependentLaunch reports whether a split grid of ctas CTAs goes out as a
@@ -646,7 +643,8 @@ func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combin
 		return err
 	}
 	if t.Timeline && p.kernel == DecodeMMA {
-		if err := p.loadTimeline(mod); err != nil {
+		grid := cuda.Dim3{X: p.maxSplits, Y: s.Hkv * p.rowChunks, Z: s.B}
+		if err := p.tl.load(dev, mod, grid); err != nil {
 			dev.Free(p.partO)
 			dev.Free(p.partML)
 			return err
@@ -756,8 +754,8 @@ func (p *DecodePlan) Close() error {
 			e1 = e3
 		}
 	}
-	if p.tl != 0 {
-		if e3 := p.dev.Free(p.tl); e1 == nil {
+	if p.tl.buf != 0 {
+		if e3 := p.dev.Free(p.tl.buf); e1 == nil {
 			e1 = e3
 		}
 	}
@@ -804,8 +802,8 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 		// Off for this launch, the Ctx's setting (true) restored after it.
 		defer c.SetGridDependentLaunch(c.SetGridDependentLaunch(false))
 	}
-	if p.tl != 0 {
-		region, err := p.timelineRegion(c, st)
+	if p.tl.buf != 0 {
+		region, err := p.tl.region(c, st)
 		if err != nil {
 			return err
 		}

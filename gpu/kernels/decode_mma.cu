@@ -868,27 +868,12 @@ BD_DEVICE void finishOneSplit(const float (&redO)[WARPS][ROWS][D], const float (
 }
 
 // The launch timeline (session 19; only with -DBD_TIMELINE=1, decode.go's
-// DecodeTuning.Timeline, so the default kernel is unchanged): the kernel
-// takes one more parameter, tl, a launch's region of 64-bit words: word 0
-// is decode_timeline_stamp's time (bitdecode.cuh), then kTLWords words per
-// CTA from word kTLHead, in blockIdx order (x fastest). A CTA writes
-// %globaltimer at its entry and at its phases' ends (decode.go's
-// TimelineCTA names the words); warps write their own.
+// DecodeTuning.Timeline, so the default kernel is unchanged): the region's
+// layout and the marks are bitdecode.cuh's (kTLHead, BD_TL_MARK);
+// decode_mma writes every word, and besides them each warp's first tile
+// computed, kTLFirst + warp.
 #if BD_TIMELINE
-#define BD_TL_PARAM , unsigned long long* __restrict__ tl
-#define BD_TL_MARK(i, cond) \
-  do {                      \
-    if (cond) tlRec[i] = tlClock(); \
-  } while (0)
-constexpr int kTLHead = 8, kTLWords = 24;                 // Go: timelineHead, timelineWords
-constexpr int kTLEntry = 0, kTLInfo = 1, kTLPrologue = 2;  // kTLPrologue + warp: the warp's query setup done
-constexpr int kTLFirst = 6, kTLLoop = 10;                  // + warp: its first tile, its packed tiles done
-constexpr int kTLWarpsDone = 14, kTLPartial = 15, kTLArrived = 16, kTLExit = 17, kTLLast = 18;
-#else
-#define BD_TL_PARAM
-#define BD_TL_MARK(i, cond) \
-  do {                      \
-  } while (0)
+constexpr int kTLFirst = 6;  // + warp: its first tile computed (Go: tlFirst)
 #endif
 
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__).
@@ -904,7 +889,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2,
     int* __restrict__ counters, u16* __restrict__ out BD_TL_PARAM) {
 #if BD_TIMELINE
-  unsigned long long* const tlRec = tl + kTLHead + ((size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * kTLWords;
+  unsigned long long* const tlRec = tlRecord(tl);
 #endif
   BD_TL_MARK(kTLEntry, threadIdx.x == 0);
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
@@ -951,7 +936,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   const int perWarp = (nTiles + kWarps - 1) / kWarps;
   const int tileBegin = warp * perWarp, tileEnd = min(nTiles, (warp + 1) * perWarp);
 #if BD_TIMELINE
-  if (threadIdx.x == 0) tlRec[kTLInfo] = tlSM() | (unsigned long long)(nTiles) << 16 | (unsigned long long)(perWarp) << 40;
+  if (threadIdx.x == 0) tlRec[kTLInfo] = tlInfo(nTiles, perWarp);
 #endif
   // at returns the place of the tile that starts at token tok of the sequence.
   auto at = [&](int tok) -> TilePos {
@@ -1329,16 +1314,9 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   mergeWarps4<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);  // v2.18
   BD_TL_MARK(kTLPartial, threadIdx.x == 0);
   if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
-#if BD_TIMELINE
-    auto arrived = [&](bool last) {
-      if (threadIdx.x == 0) tlRec[kTLArrived] = tlClock(), tlRec[kTLLast] = last;
-    };
-#else
-    NoArrivedHook arrived;
-#endif
     finishSplits<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(
         partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows, group, Hq,
-        Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, arrived);
+        Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, BD_TL_ARRIVED);
   }
   BD_TL_MARK(kTLExit, threadIdx.x == 0);
 }

@@ -1,10 +1,13 @@
-// decode_timeline.go: the launch timeline of decode_mma.cu (session 19):
-// where one launch's time goes, CTA by CTA. With DecodeTuning.Timeline the
+// decode_timeline.go: the launch timeline of decode_mma.cu (session 19)
+// and of planes.cu's split_mma (session 14): where one launch's time goes,
+// CTA by CTA. With DecodeTuning.Timeline (PlanesTuning.Timeline) the
 // kernel is compiled with -DBD_TIMELINE=1 and every CTA writes the GPU's
-// nanosecond timer (%globaltimer, one clock for all SMs) at its entry and at
-// the end of each phase; a one-thread stamp kernel just before the launch
-// gives the time the kernel ahead ended. DecodePlan.Timeline reads the last
-// launches back and Summary prints the distribution of each phase.
+// nanosecond timer (%globaltimer, one clock for all SMs) at its entry and
+// at the end of each phase; a one-thread stamp kernel just before the
+// launch gives the time the kernel ahead ended. A plan's launchTimeline
+// holds the regions and reads the last launches back (DecodePlan.Timeline,
+// PlanesPlan.Timeline); SummarizeTimeline prints the distribution of each
+// phase.
 
 package kernels
 
@@ -18,9 +21,10 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
 
-// Timeline layout, kept equal to decode_mma.cu's kTL* constants: a launch's
-// region is timelineHead words (word 0 the stamp) and timelineWords 64-bit
-// words per CTA, in blockIdx order (x fastest).
+// Timeline layout, kept equal to bitdecode.cuh's kTL* constants (and
+// decode_mma.cu's kTLFirst; TestHeaderConstantsMatchGo checks them): a
+// launch's region is timelineHead words (word 0 the stamp) and
+// timelineWords 64-bit words per CTA, in blockIdx order (x fastest).
 const (
 	timelineHead     = 8
 	timelineWords    = 24
@@ -28,14 +32,14 @@ const (
 	tlEntry          = 0
 	tlInfo           = 1
 	tlPrologue       = 2 // + warp
-	tlFirst          = 6 // + warp
+	tlFirst          = 6 // + warp; decode_mma only (split_mma's read 0)
 	tlLoop           = 10
 	tlWarpsDone      = 14
 	tlPartial        = 15
 	tlArrived        = 16
 	tlExit           = 17
 	tlLast           = 18
-	tlWarps          = 4 // decode_mma.cu's kWarps
+	tlWarps          = 4 // decode_mma.cu's and planes.cu's kWarps
 )
 
 // timelineDefine and timelineStampExpr are the NVRTC option and the stamp
@@ -45,44 +49,108 @@ const (
 	timelineStampExpr = "decode_timeline_stamp"
 )
 
-// loadTimeline takes the stamp kernel from mod and allocates the plan's
-// timeline regions (zeroed: a phase a CTA never reached reads 0).
-func (p *DecodePlan) loadTimeline(mod *cuda.Module) error {
+// launchTimeline is a plan's launch timeline: timelineLaunches regions of
+// the plan's largest split grid, the next one next % timelineLaunches,
+// each written by the stamp kernel and the split kernel. buf is 0 without
+// the timeline.
+type launchTimeline struct {
+	buf   cuda.DevicePtr
+	stamp cuda.Function
+	next  int
+	// grid is the plan's largest split grid: splits, KV heads x row
+	// chunks, sequences (every launch's region has its size).
+	grid cuda.Dim3
+}
+
+// load takes the stamp kernel from mod and allocates the regions for split
+// grids of at most grid (zeroed: a phase a CTA never reached, or a word its
+// kernel never writes, reads 0).
+func (t *launchTimeline) load(dev *cuda.Device, mod *cuda.Module, grid cuda.Dim3) error {
 	var err error
-	if p.stamp, err = mod.Function(timelineStampExpr); err != nil {
+	if t.stamp, err = mod.Function(timelineStampExpr); err != nil {
 		return err
 	}
-	n := timelineLaunches * p.timelineRegionWords()
-	if p.tl, err = p.dev.Alloc(n * 8); err != nil {
+	t.grid = grid
+	n := timelineLaunches * t.regionWords()
+	if t.buf, err = dev.Alloc(n * 8); err != nil {
 		return err
 	}
-	return p.dev.Do(func(c *cuda.Ctx) error { return c.Memset32(p.tl, 0, 2*n) })
+	return dev.Do(func(c *cuda.Ctx) error { return c.Memset32(t.buf, 0, 2*n) })
 }
 
-// timelineRegionWords is the words of one launch's region at the plan's
-// largest grid (every launch's region has that size).
-func (p *DecodePlan) timelineRegionWords() int {
-	s := p.shape
-	return timelineHead + timelineWords*p.maxSplits*s.Hkv*p.rowChunks*s.B
+// regionWords is the words of one launch's region.
+func (t *launchTimeline) regionWords() int {
+	return timelineHead + timelineWords*t.grid.X*t.grid.Y*t.grid.Z
 }
 
-// timelineRegion queues the stamp kernel into the next launch's region and
+// region queues the stamp kernel into the next launch's region and
 // returns the region, the split kernel's extra argument.
-func (p *DecodePlan) timelineRegion(c *cuda.Ctx, st cuda.Stream) (cuda.DevicePtr, error) {
-	region := p.tl + cuda.DevicePtr(8*(p.tlNext%timelineLaunches)*p.timelineRegionWords())
-	p.tlNext++
-	return region, c.Launch(p.stamp, cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, st, region)
+func (t *launchTimeline) region(c *cuda.Ctx, st cuda.Stream) (cuda.DevicePtr, error) {
+	region := t.buf + cuda.DevicePtr(8*(t.next%timelineLaunches)*t.regionWords())
+	t.next++
+	return region, c.Launch(t.stamp, cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, st, region)
+}
+
+// read returns the records of the last launches (at most
+// timelineLaunches, oldest first), which must have had the plan's largest
+// grid; nil without the timeline. kind names the plan in errors.
+func (t *launchTimeline) read(dev *cuda.Device, kind string) ([]TimelineLaunch, error) {
+	if t.buf == 0 {
+		return nil, nil
+	}
+	raw := make([]byte, timelineLaunches*t.regionWords()*8)
+	if err := dev.Do(func(c *cuda.Ctx) error {
+		if err := c.Synchronize(); err != nil {
+			return err
+		}
+		return c.DtoH(raw, t.buf)
+	}); err != nil {
+		return nil, fmt.Errorf("kernels: %s timeline: %w", kind, err)
+	}
+	return t.records(raw), nil
+}
+
+// records decodes the regions raw (timelineLaunches of them, as the GPU
+// wrote them) into the last launches' records, oldest first.
+func (t *launchTimeline) records(raw []byte) []TimelineLaunch {
+	splits, items := t.grid.X, t.grid.Y
+	ctas := splits * items * t.grid.Z
+	words := t.regionWords()
+	n := min(t.next, timelineLaunches)
+	var out []TimelineLaunch
+	for k := t.next - n; k < t.next; k++ {
+		reg := raw[8*(k%timelineLaunches)*words:]
+		w := func(i int) uint64 { return binary.LittleEndian.Uint64(reg[8*i:]) }
+		l := TimelineLaunch{Stamp: w(0)}
+		for i := range ctas {
+			base := timelineHead + i*timelineWords
+			info := w(base + tlInfo)
+			if info == ^uint64(0) || w(base+tlEntry) == 0 {
+				continue // no tokens, or never written
+			}
+			r := TimelineCTA{Split: i % splits, Item: i / splits % items, Seq: i / (splits * items),
+				SM: int(info & 0xffff), Tiles: int(info >> 16 & 0xffffff), PerWarp: int(info >> 40 & 0xffffff),
+				Entry: w(base + tlEntry), WarpsDone: w(base + tlWarpsDone), Partial: w(base + tlPartial),
+				Arrived: w(base + tlArrived), Exit: w(base + tlExit), Last: w(base+tlLast) != 0}
+			for wi := range tlWarps {
+				r.Prologue[wi], r.First[wi], r.Loop[wi] = w(base+tlPrologue+wi), w(base+tlFirst+wi), w(base+tlLoop+wi)
+			}
+			l.CTAs = append(l.CTAs, r)
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // TimelineCTA is one CTA's record of a timeline launch: times in ns of the
 // GPU's timer, 0 where the CTA did not reach (or does not have) the phase.
 type TimelineCTA struct {
-	Split, Item, Seq int // blockIdx x, y, z
+	Split, Item, Seq int // blockIdx x, y (KV head x row chunk), z
 	SM               int
-	Tiles, PerWarp   int // the CTA's packed tiles and tiles per warp
+	Tiles, PerWarp   int // the CTA's packed tiles and tiles per warp (split_mma: 4 and 1, one "tile" a warp)
 	Entry            uint64
 	Prologue         [tlWarps]uint64 // warp's query setup done (the tile loop starts)
-	First            [tlWarps]uint64 // warp's first tile computed
+	First            [tlWarps]uint64 // warp's first tile computed (decode_mma only)
 	Loop             [tlWarps]uint64 // warp's packed tiles computed
 	WarpsDone        uint64          // the warp-merge barrier passed (the residual included)
 	Partial          uint64          // the split's partial written (0: one split, no partial)
@@ -106,47 +174,13 @@ type TimelineLaunch struct {
 // Timeline returns the records of the plan's last launches (at most
 // timelineLaunches, oldest first), which must have had the plan's shape;
 // nil without DecodeTuning.Timeline.
-func (p *DecodePlan) Timeline() ([]TimelineLaunch, error) {
-	if p.tl == 0 {
-		return nil, nil
-	}
-	s := p.shape
-	ctas := p.maxSplits * s.Hkv * p.rowChunks * s.B
-	words := p.timelineRegionWords()
-	raw := make([]byte, timelineLaunches*words*8)
-	if err := p.dev.Do(func(c *cuda.Ctx) error {
-		if err := c.Synchronize(); err != nil {
-			return err
-		}
-		return c.DtoH(raw, p.tl)
-	}); err != nil {
-		return nil, fmt.Errorf("kernels: decode timeline: %w", err)
-	}
-	n := min(p.tlNext, timelineLaunches)
-	var out []TimelineLaunch
-	for k := p.tlNext - n; k < p.tlNext; k++ {
-		reg := raw[8*(k%timelineLaunches)*words:]
-		w := func(i int) uint64 { return binary.LittleEndian.Uint64(reg[8*i:]) }
-		l := TimelineLaunch{Stamp: w(0)}
-		for i := range ctas {
-			base := timelineHead + i*timelineWords
-			info := w(base + tlInfo)
-			if info == ^uint64(0) || w(base+tlEntry) == 0 {
-				continue // no tokens, or never written
-			}
-			r := TimelineCTA{Split: i % p.maxSplits, Item: i / p.maxSplits % (s.Hkv * p.rowChunks), Seq: i / (p.maxSplits * s.Hkv * p.rowChunks),
-				SM: int(info & 0xffff), Tiles: int(info >> 16 & 0xffffff), PerWarp: int(info >> 40 & 0xffffff),
-				Entry: w(base + tlEntry), WarpsDone: w(base + tlWarpsDone), Partial: w(base + tlPartial),
-				Arrived: w(base + tlArrived), Exit: w(base + tlExit), Last: w(base+tlLast) != 0}
-			for wi := range tlWarps {
-				r.Prologue[wi], r.First[wi], r.Loop[wi] = w(base+tlPrologue+wi), w(base+tlFirst+wi), w(base+tlLoop+wi)
-			}
-			l.CTAs = append(l.CTAs, r)
-		}
-		out = append(out, l)
-	}
-	return out, nil
-}
+func (p *DecodePlan) Timeline() ([]TimelineLaunch, error) { return p.tl.read(p.dev, "decode") }
+
+// Timeline returns the records of the plan's last launches (at most
+// timelineLaunches, oldest first), which must have had the plan's shape;
+// nil without PlanesTuning.Timeline. A record's Item is the (KV head, row
+// chunk); its First words are 0 (split_mma does not write them).
+func (p *PlanesPlan) Timeline() ([]TimelineLaunch, error) { return p.tl.read(p.dev, "planes") }
 
 // timelineDist collects one phase's durations (ns) and prints their
 // median, 90th percentile and maximum in us.

@@ -501,25 +501,7 @@ func (g *GEMVQ) UsesV5(T, N, K, bits, G int) bool {
 // over one row of x with S warps per row group (1, 2, 4 or 8), for tests
 // and tuning.
 func (g *GEMVQ) LaunchV5(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G, S int) error {
-	bi := gemvqBitsIndex(bits)
-	if N <= 0 || !g.ReadsV4(bits, G, K) {
-		return fmt.Errorf("kernels: gemvq v5: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
-	}
-	si := slices.Index(gemvq4Splits[:], S)
-	if si < 0 {
-		return fmt.Errorf("kernels: gemvq v5: split %d is not one of %v", S, gemvq4Splits)
-	}
-	rows := gemvq4Rows * gemvq4Warps / S
-	early := int32(0)
-	if g.EarlyWeights {
-		early = 1
-	}
-	ring, fn := g.v5Ring[bi], g.v5[bi][si]
-	if g.V5Lanes {
-		fn = g.v5l[bi][si]
-	}
-	return c.Launch(fn, cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
-		x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early, int32(ring))
+	return g.launchQ4(c, st, y, x, words, params, bias, N, K, bits, G, S, true)
 }
 
 // SplitV5For returns the warps per row group v5 takes for an [N, K] weight
@@ -548,21 +530,40 @@ func (g *GEMVQ) InfoV5(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, error) {
 // LaunchV4 is v4 (gemvq4.cu, tensor cores) over one row of x with S warps
 // per row group (1, 2, 4 or 8), for tests and tuning.
 func (g *GEMVQ) LaunchV4(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G, S int) error {
+	return g.launchQ4(c, st, y, x, words, params, bias, N, K, bits, G, S, false)
+}
+
+// launchQ4 is LaunchV4 and, with v5, LaunchV5: the same checks, grid and
+// arguments; v5's kernel (V5Lanes' pick) takes its ring's bytes of dynamic
+// shared memory and their count as one more argument.
+func (g *GEMVQ) launchQ4(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G, S int, v5 bool) error {
+	what := "v4"
+	if v5 {
+		what = "v5"
+	}
 	bi := gemvqBitsIndex(bits)
 	if N <= 0 || !g.ReadsV4(bits, G, K) {
-		return fmt.Errorf("kernels: gemvq v4: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
+		return fmt.Errorf("kernels: gemvq %s: N=%d K=%d bits=%d G=%d has no kernel", what, N, K, bits, G)
 	}
 	si := slices.Index(gemvq4Splits[:], S)
 	if si < 0 {
-		return fmt.Errorf("kernels: gemvq v4: split %d is not one of %v", S, gemvq4Splits)
+		return fmt.Errorf("kernels: gemvq %s: split %d is not one of %v", what, S, gemvq4Splits)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
 	early := int32(0)
 	if g.EarlyWeights {
 		early = 1
 	}
-	return c.Launch(g.v4[bi][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, 0, st,
-		x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early)
+	grid, block := cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}
+	args := []any{x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early}
+	if !v5 {
+		return c.Launch(g.v4[bi][si], grid, block, 0, st, args...)
+	}
+	ring, fn := g.v5Ring[bi], g.v5[bi][si]
+	if g.V5Lanes {
+		fn = g.v5l[bi][si]
+	}
+	return c.Launch(fn, grid, block, ring, st, append(args, int32(ring))...)
 }
 
 // SplitV4For returns the warps per row group v4 takes for an [N, K] weight
@@ -695,14 +696,10 @@ var gemvqDECPMax = [...]int{4, 32}
 // kernels for every split and PMAX.
 type GEMVQDEC struct {
 	dev  *cuda.Device
-	once [len(gemvqBits)]sync.Once
-	mods [len(gemvqBits)]*gemvqDECModule
-	errs [len(gemvqBits)]error
+	mods perBits[*gemvqDECModule]
 	// v3's fused kernels (gemvq3.cu's gemv_q3_dec), compiled per code width
 	// on first use like v2's.
-	v3once [len(gemvqBits)]sync.Once
-	v3mods [len(gemvqBits)]*gemvq3DECModule
-	v3errs [len(gemvqBits)]error
+	v3mods perBits[*gemvq3DECModule]
 	// V2 makes Launch take v2's fused kernel where DECBaseV3 would give v3:
 	// a knob for A/Bs (set GEMVQ.V2 alike for the serial reference).
 	V2 bool
@@ -719,14 +716,29 @@ type gemvq3DECModule struct {
 	slots int
 }
 
-// moduleV3 returns the compiled v3 fused kernels of a code width.
-func (g *GEMVQDEC) moduleV3(bits int) (*gemvq3DECModule, error) {
+// perBits holds a module of each code width of gemvqBits, compiled on first
+// use (once, its error kept).
+type perBits[M any] struct {
+	once [len(gemvqBits)]sync.Once
+	mods [len(gemvqBits)]M
+	errs [len(gemvqBits)]error
+}
+
+// get returns the module of a code width, compiling it with compile on
+// first use; what names the kernels in the error of a width with none.
+func (m *perBits[M]) get(bits int, what string, compile func(bits int) (M, error)) (M, error) {
 	bi := gemvqBitsIndex(bits)
 	if bi < 0 {
-		return nil, fmt.Errorf("kernels: gemvq3+dec: no kernel for int%d weights", bits)
+		var none M
+		return none, fmt.Errorf("kernels: %s: no kernel for int%d weights", what, bits)
 	}
-	g.v3once[bi].Do(func() { g.v3mods[bi], g.v3errs[bi] = compileGEMVQ3DEC(g.dev, bits) })
-	return g.v3mods[bi], g.v3errs[bi]
+	m.once[bi].Do(func() { m.mods[bi], m.errs[bi] = compile(bits) })
+	return m.mods[bi], m.errs[bi]
+}
+
+// moduleV3 returns the compiled v3 fused kernels of a code width.
+func (g *GEMVQDEC) moduleV3(bits int) (*gemvq3DECModule, error) {
+	return g.v3mods.get(bits, "gemvq3+dec", func(bits int) (*gemvq3DECModule, error) { return compileGEMVQ3DEC(g.dev, bits) })
 }
 
 // compileGEMVQ3DEC compiles gemvq3.cu with -DGEMVQ_WITH_DEC=1 (gemvq.cu and
@@ -798,12 +810,7 @@ func (g *GEMVQDEC) Prepare(bits int) error {
 
 // module returns the compiled kernels of a code width.
 func (g *GEMVQDEC) module(bits int) (*gemvqDECModule, error) {
-	bi := gemvqBitsIndex(bits)
-	if bi < 0 {
-		return nil, fmt.Errorf("kernels: gemvq+dec: no kernel for int%d weights", bits)
-	}
-	g.once[bi].Do(func() { g.mods[bi], g.errs[bi] = compileGEMVQDEC(g.dev, bits) })
-	return g.mods[bi], g.errs[bi]
+	return g.mods.get(bits, "gemvq+dec", func(bits int) (*gemvqDECModule, error) { return compileGEMVQDEC(g.dev, bits) })
 }
 
 func compileGEMVQDEC(dev *cuda.Device, bits int) (*gemvqDECModule, error) {

@@ -153,18 +153,19 @@ __device__ __forceinline__ void split2(float a, float b, u32& hi, u32& lo) {
   lo = pack2((a - h.x) * kLoScale, (b - h.y) * kLoScale);
 }
 
-// stageX splits the tiles t0..t0+U−1 of x into the warp's buffer (zeros
-// from te on): lane l loads channels 4l..4l+3 of each tile (one coalesced
-// float4) and stores their hi and lo pairs where the mma lanes read them.
-template <int U>
-__device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ x, int t0, int te, int lane) {
+// stageXFrom splits the tiles t0..t0+U−1 of x into the warp's buffer
+// (zeros from te on): lane l takes channels 4l..4l+3 of tile t0 + u as the
+// float4 load(u) and stores their hi and lo pairs where the mma lanes read
+// them. stageX loads from x (v4), stageXSlot from the slot (v5).
+template <int U, typename LOAD>
+__device__ __forceinline__ void stageXFrom(XStage<U>& xs, int t0, int te, int lane, LOAD load) {
   __syncwarp();  // the warp's reads of the previous step are done
   const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
 #pragma unroll
   for (int u = 0; u < U; u++) {
     u32 h0 = 0, l0 = 0, h1 = 0, l1 = 0;
     if (t0 + u < te) {  // warp-uniform
-      const float4 v = *reinterpret_cast<const float4*>(x + (t0 + u) * kTile + 4 * lane);
+      const float4 v = load(u);
       split2(v.x, v.y, h0, l0);
       split2(v.z, v.w, h1, l1);
     }
@@ -172,6 +173,13 @@ __device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ 
     reinterpret_cast<uint2*>(&xs.lo[u][q][c])[h] = make_uint2(l0, l1);
   }
   __syncwarp();
+}
+
+// stageX is stageXFrom with each lane's float4 of a tile loaded from x
+// (one coalesced load a tile).
+template <int U>
+__device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ x, int t0, int te, int lane) {
+  stageXFrom<U>(xs, t0, te, lane, [&](int u) { return *reinterpret_cast<const float4*>(x + (t0 + u) * kTile + 4 * lane); });
 }
 
 // tileDot adds the tiles t0..t0+U−1 below te to acc (rows g and g+8 in the
@@ -216,6 +224,26 @@ __device__ __forceinline__ void tileDot(float (&acc)[2], const Step<BITS, U>& st
   }
 }
 
+// storeRows writes y of row group n0 (bias added where given) from the
+// sums acc of its S slices' warps (lanes c = 0: rows g and g+8), added in
+// slice order; every thread of the CTA calls it. The kernel's slice, g and
+// c come in as arguments: recomputed here, they changed the SASS of 8 (g
+// and c) to 22 (all three) of the 36 instantiations (NVRTC 12.5).
+template <int S>
+__device__ __forceinline__ void storeRows(const float (&acc)[2], float* __restrict__ y, const float* __restrict__ bias, int N, int n0,
+                                          int warp, int slice, int lane, int g, int c) {
+  __shared__ float part[kWarps][kRows];
+  if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
+  __syncthreads();
+  if (slice != 0 || lane >= kRows) return;
+  const int n = n0 + lane;
+  if (n >= N) return;
+  float v = part[warp][lane];
+#pragma unroll
+  for (int s = 1; s < S; s++) v += part[warp + s][lane];
+  y[n] = v + (bias ? bias[n] : 0.f);
+}
+
 // gemv_q4: grid (ceil(N / (kRows·kWarps/S))), block kThreads. Warp w of a
 // CTA takes row group w / S and slice w % S of its K steps. gshift is
 // log2(G/128) (a tile's group is tile >> gshift); K a multiple of G.
@@ -256,18 +284,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemv_q4(const float* __r
     stageX<U>(xs[warp], x, t + U, te, lane);
     tileDot<BITS, U>(acc, nxt, xs[warp], t + U, te, lane);
   }
-  // Lanes c = 0 hold their rows' sums; then the S slices add in slice
-  // order.
-  __shared__ float part[kWarps][kRows];
-  if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
-  __syncthreads();
-  if (slice != 0 || lane >= kRows) return;
-  const int n = n0 + lane;
-  if (n >= N) return;
-  float v = part[warp][lane];
-#pragma unroll
-  for (int s = 1; s < S; s++) v += part[warp + s][lane];
-  y[n] = v + (bias ? bias[n] : 0.f);
+  storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
 }
 
 // ============================================================================
@@ -330,6 +347,19 @@ __device__ __forceinline__ void cpAsyncCA(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(sharedAddr(smem)), "l"(gmem), "n"(BYTES) : "memory");
 }
 
+// issueParams starts the copies of the lane's two rows' params (a half2
+// scale and zero) of tile t0 + c below te into sl (lanes c < U, c = lane
+// % 4).
+template <int BITS, int U>
+__device__ __forceinline__ void issueParams(Slot<BITS, U>& sl, const Rows& rw, int t0, int te, int gshift, int lane) {
+  const int g = lane / 4, c = lane % 4;
+  if (c < U && t0 + c < te) {
+    const unsigned t = t0 + c;
+    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift)));
+    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift)));
+  }
+}
+
 // issueCodes starts the copies of tiles t0..t0+U−1 below te of the lane's
 // two rows into sl: its spans and (lanes c < U) tile c's params. Only
 // weights are read: gemv_q5 issues the first steps before the dependency
@@ -351,12 +381,7 @@ __device__ __forceinline__ void issueCodes(Slot<BITS, U>& sl, const Rows& rw, in
       }
     }
   }
-  const int g = lane / 4, c = lane % 4;
-  if (c < U && t0 + c < te) {
-    const unsigned t = t0 + c;
-    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift)));
-    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift)));
-  }
+  issueParams(sl, rw, t0, te, gshift, lane);
 }
 
 // issueX starts the copies of x's float4 lane of tiles t0..t0+U−1 below te.
@@ -369,24 +394,11 @@ __device__ __forceinline__ void issueX(Slot<BITS, U>& sl, const float* __restric
   }
 }
 
-// stageXSlot is stageX with x's float4 from the lane's own copies in the
-// slot instead of global memory.
+// stageXSlot is stageXFrom with x's float4 from the lane's own copies in
+// the slot instead of global memory.
 template <int BITS, int U>
 __device__ __forceinline__ void stageXSlot(XStage<U>& xs, const Slot<BITS, U>& sl, int t0, int te, int lane) {
-  __syncwarp();  // the warp's reads of the previous step are done
-  const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
-#pragma unroll
-  for (int u = 0; u < U; u++) {
-    u32 h0 = 0, l0 = 0, h1 = 0, l1 = 0;
-    if (t0 + u < te) {  // warp-uniform
-      const float4 v = sl.x[u][lane];
-      split2(v.x, v.y, h0, l0);
-      split2(v.z, v.w, h1, l1);
-    }
-    reinterpret_cast<uint2*>(&xs.hi[u][q][c])[h] = make_uint2(h0, h1);
-    reinterpret_cast<uint2*>(&xs.lo[u][q][c])[h] = make_uint2(l0, l1);
-  }
-  __syncwarp();
+  stageXFrom<U>(xs, t0, te, lane, [&](int u) { return sl.x[u][lane]; });
 }
 
 // readStep reads the lane's spans and its rows' params of a slot into a
@@ -432,7 +444,7 @@ struct CoalRows {
 };
 
 // issueCodesCoal is issueCodes' codes with the coalesced copies (the
-// params as issueCodes).
+// params by issueParams, as issueCodes).
 template <int BITS, int U>
 __device__ __forceinline__ void issueCodesCoal(Slot<BITS, U>& sl, const u32* __restrict__ words, const CoalRows& cr, const Rows& rw, int t0,
                                                int te, int gshift, int lane) {
@@ -445,12 +457,7 @@ __device__ __forceinline__ void issueCodesCoal(Slot<BITS, U>& sl, const u32* __r
 #pragma unroll
     for (int i = 0; i < 4; i++) cpAsync16(&rows[4 * i + r0][4 * pos], words + (cr.w[i] + unsigned(t0) * (kTile / 32 * BITS)));
   }
-  const int g = lane / 4, c = lane % 4;
-  if (c < U && t0 + c < te) {
-    const unsigned t = t0 + c;
-    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift)));
-    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift)));
-  }
+  issueParams(sl, rw, t0, te, gshift, lane);
 }
 
 // readStepCoal is readStep over the coalesced rows.
@@ -552,18 +559,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__
     wr = wr + 1 == kRing ? 0 : wr + 1;
   }
   cpAsyncWait<0>();
-  // Lanes c = 0 hold their rows' sums; then the S slices add in slice
-  // order.
-  __shared__ float part[kWarps][kRows];
-  if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
-  __syncthreads();
-  if (slice != 0 || lane >= kRows) return;
-  const int n = n0 + lane;
-  if (n >= N) return;
-  float v = part[warp][lane];
-#pragma unroll
-  for (int s = 1; s < S; s++) v += part[warp + s][lane];
-  y[n] = v + (bias ? bias[n] : 0.f);
+  storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
 }
 
 }  // namespace gemvq4

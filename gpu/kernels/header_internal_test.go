@@ -10,29 +10,47 @@ import (
 	"github.com/bitdecode/bitdecode/kv"
 )
 
-// TestHeaderConstantsMatchGo checks the constants bitdecode.cuh shares with
-// the Go planners: a change on one side only fails here, not on the GPU.
+// TestHeaderConstantsMatchGo checks the constants bitdecode.cuh (and
+// decode_mma.cu, kTLFirst) shares with the Go planners and the timeline's
+// reader: a change on one side only fails here, not on the GPU.
 func TestHeaderConstantsMatchGo(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		gos  []int
+		file string // "decode_mma.cu", or "": bitdecode.cuh
 	}{
-		{"kQueryRows", []int{mmaRows, planesRows}},
-		{"kFragTokens", []int{PlanesGroup, wgmmaTileTokens / 4}},
-		{"kMaxSplits", []int{decodeMaxSplits, planesMaxSplits}},
-		{"kFuseMaxSplits", []int{decodeFuseMaxSplits}},
-		{"kMergeThreads", []int{decodeThreads, planesThreads, wgmmaThreads - 32}},
-		{"kRotWarps", []int{rotWarps}},
+		{"kQueryRows", []int{mmaRows, planesRows}, ""},
+		{"kFragTokens", []int{PlanesGroup, wgmmaTileTokens / 4}, ""},
+		{"kMaxSplits", []int{decodeMaxSplits, planesMaxSplits}, ""},
+		{"kFuseMaxSplits", []int{decodeFuseMaxSplits}, ""},
+		{"kMergeThreads", []int{decodeThreads, planesThreads, wgmmaThreads - 32}, ""},
+		{"kRotWarps", []int{rotWarps}, ""},
+		{"kTLHead", []int{timelineHead}, ""},
+		{"kTLWords", []int{timelineWords}, ""},
+		{"kTLEntry", []int{tlEntry}, ""},
+		{"kTLInfo", []int{tlInfo}, ""},
+		{"kTLPrologue", []int{tlPrologue}, ""},
+		{"kTLLoop", []int{tlLoop}, ""},
+		{"kTLWarpsDone", []int{tlWarpsDone}, ""},
+		{"kTLPartial", []int{tlPartial}, ""},
+		{"kTLArrived", []int{tlArrived}, ""},
+		{"kTLExit", []int{tlExit}, ""},
+		{"kTLLast", []int{tlLast}, ""},
+		{"kTLFirst", []int{tlFirst}, "decode_mma.cu"},
 	} {
-		m := regexp.MustCompile(`constexpr int ` + c.name + ` = (\d+);`).FindStringSubmatch(headerSource)
+		src, file := headerSource, headerName
+		if c.file != "" {
+			src, file = decodeMMASource, c.file
+		}
+		m := regexp.MustCompile(`constexpr int ` + c.name + ` = (\d+);`).FindStringSubmatch(src)
 		if m == nil {
-			t.Errorf("bitdecode.cuh has no constexpr int %s", c.name)
+			t.Errorf("%s has no constexpr int %s", file, c.name)
 			continue
 		}
 		v, _ := strconv.Atoi(m[1])
 		for _, g := range c.gos {
 			if g != v {
-				t.Errorf("bitdecode.cuh %s = %d, a Go mirror is %d", c.name, v, g)
+				t.Errorf("%s %s = %d, a Go mirror is %d", file, c.name, v, g)
 			}
 		}
 	}

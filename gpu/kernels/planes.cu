@@ -996,30 +996,11 @@ BD_DEVICE int dealPart(int tiles, int s, int n, int phase) {
 
 // The launch timeline (session 14; only with -DBD_TIMELINE=1, planes.go's
 // PlanesTuning.Timeline, so the default kernel is unchanged): decode_mma's
-// (decode.go's TimelineCTA names the words, planes_timeline.go reads them).
-// split_mma takes one more parameter, tl, a launch's region of 64-bit
-// words: word 0 is decode_timeline_stamp's time (bitdecode.cuh), then
-// kTLWords words per CTA from word kTLHead, in blockIdx order (x fastest).
-// A CTA writes %globaltimer at its entry and at its phases' ends; each warp
-// writes its own prologue (the pipeline filled, the query made) and loop
-// (its tiles done). The info word says SM, kWarps "tiles" and 1 per warp,
-// so that every warp counts once (a warp's tiles are a walk, not a run).
-#if BD_TIMELINE
-#define BD_PL_TL_PARAM , unsigned long long* __restrict__ tl
-#define BD_PL_TL_MARK(i, cond)      \
-  do {                              \
-    if (cond) tlRec[i] = tlClock(); \
-  } while (0)
-constexpr int kTLHead = 8, kTLWords = 24;                 // Go: timelineHead, timelineWords
-constexpr int kTLEntry = 0, kTLInfo = 1, kTLPrologue = 2;  // kTLPrologue + warp: the warp's pipeline filled
-constexpr int kTLLoop = 10;                                // + warp: its tiles done
-constexpr int kTLWarpsDone = 14, kTLPartial = 15, kTLArrived = 16, kTLExit = 17, kTLLast = 18;
-#else
-#define BD_PL_TL_PARAM
-#define BD_PL_TL_MARK(i, cond) \
-  do {                         \
-  } while (0)
-#endif
+// instrument, its region and marks bitdecode.cuh's (kTLHead, BD_TL_MARK),
+// read back by decode_timeline.go. Each warp writes its own prologue (the
+// pipeline filled, the query made) and loop (its tiles done), no first
+// tile. The info word says kWarps "tiles" and 1 per warp, so that every
+// warp counts once (a warp's tiles are a walk, not a run).
 
 // MINB is the CTAs per SM the registers must allow (__launch_bounds__; 1:
 // ptxas's choice, 2 at D = 128). PF's bit 0 double-buffers HIGH runs, bit
@@ -1032,12 +1013,12 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML, float* __restrict__ scores,
     int Hq, int Hkv, int Tq, int Nr, unsigned nrMagic, int nrShift, int splitLen, int maxSplits, int rowChunks,
     int adj8, int adj4, int filter, float scaleLog2, int wtH, int wtM, int wtL, int mode,
-    int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML BD_PL_TL_PARAM) {
+    int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ finalML BD_TL_PARAM) {
   static_assert(!(BF && FAST), "the ftz path is fp16 only");
 #if BD_TIMELINE
-  unsigned long long* const tlRec = tl + kTLHead + ((size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * kTLWords;
+  unsigned long long* const tlRec = tlRecord(tl);
 #endif
-  BD_PL_TL_MARK(kTLEntry, threadIdx.x == 0);
+  BD_TL_MARK(kTLEntry, threadIdx.x == 0);
   __shared__ __align__(16) float redO[kWarps][kQueryRows][D];  // float4 reads (the warp merge, v2.13)
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
@@ -1085,7 +1066,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     return;
   }
 #if BD_TIMELINE
-  if (threadIdx.x == 0) tlRec[kTLInfo] = tlSM() | (unsigned long long)(kWarps) << 16 | 1ull << 40;
+  if (threadIdx.x == 0) tlRec[kTLInfo] = tlInfo(kWarps, 1);
 #endif
   const int wt[3] = {wtH, wtM, wtL};
   const int runB[3] = {0, runs.g1, runs.g2}, runE[3] = {runs.g1, runs.g2, runs.g3}, mts[3] = {MTH, MTM, MTL};
@@ -1185,7 +1166,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     pipe.cur.tier = kDone;
     makeQuery();  // unused by a warp without groups; made so that bq is always defined
   }
-  BD_PL_TL_MARK(kTLPrologue + warp, lane == 0);
+  BD_TL_MARK(kTLPrologue + warp, lane == 0);
 
   WarpState<D> st;
   st.init();
@@ -1208,7 +1189,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     while (pipe.cur.tier == kLow) oneTile<D, BF, FAST, kLow, MTL, MTH, MTM, MTL, MTX>(st, pipe, runs, walk, cx, rcn, bq, lane);
   }
 
-  BD_PL_TL_MARK(kTLLoop + warp, lane == 0);
+  BD_TL_MARK(kTLLoop + warp, lane == 0);
   // Warp totals: denominators summed over the 8 lanes of each row (xor over g).
   st.sumRows();
 #pragma unroll
@@ -1220,7 +1201,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
     }
   st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
-  BD_PL_TL_MARK(kTLWarpsDone, threadIdx.x == 0);
+  BD_TL_MARK(kTLWarpsDone, threadIdx.x == 0);
   // Merge the warps in order and write the partials of the chunk's nrows
   // real rows (v2.10; mergeWarps wrote all kQueryRows, which nothing reads
   // past nrows). v2.13: by (row, 4 channels) pieces (the decode family's
@@ -1241,20 +1222,13 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
       partML[(part * kQueryRows + r) * 2 + 1] = l;
     }
   }
-  BD_PL_TL_MARK(kTLPartial, threadIdx.x == 0);
+  BD_TL_MARK(kTLPartial, threadIdx.x == 0);
   // v2.4: the last split merges, no combine launch; v2.10: with its loads
   // ahead (bitdecode.cuh's finishSplits: v2.5's bits); v2.13: counted with
   // one thread's release and acquire fences (lastArrivalRel, decode_mma
   // v2.16) instead of every thread's fence.sc before and after the count:
   // the same count and merge, so the same bits.
   if (counters != nullptr) {
-#if BD_TIMELINE
-    auto arrived = [&](bool last) {
-      if (threadIdx.x == 0) tlRec[kTLArrived] = tlClock(), tlRec[kTLLast] = last;
-    };
-#else
-    NoArrivedHook arrived;
-#endif
     finishSplits<D, kQueryRows, true, kMergeAhead, true>(
         partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows,
         group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
@@ -1264,9 +1238,9 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
             finalML[(size_t(bh) * R + row) * 2 + 1] = l;
           }
         },
-        arrived);
+        BD_TL_ARRIVED);
   }
-  BD_PL_TL_MARK(kTLExit, threadIdx.x == 0);
+  BD_TL_MARK(kTLExit, threadIdx.x == 0);
 }
 
 // ============================================================================

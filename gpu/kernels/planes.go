@@ -273,12 +273,9 @@ type PlanesPlan struct {
 	partO, partML       cuda.DevicePtr
 	scores, finalML     cuda.DevicePtr
 	dev                 *cuda.Device
-	// The launch timeline (PlanesTuning.Timeline, planes_timeline.go):
-	// timelineLaunches regions, the next one tlNext % timelineLaunches,
-	// each written by the stamp kernel and split_mma; tl is 0 without it.
-	tl     cuda.DevicePtr
-	tlNext int
-	stamp  cuda.Function
+	// tl is the launch timeline (PlanesTuning.Timeline, decode_timeline.go);
+	// tl.buf is 0 without it.
+	tl launchTimeline
 }
 
 // SplitLen returns the positions per split and the number of splits of the
@@ -536,7 +533,8 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 		}
 	}
 	if timeline {
-		if err = p.loadTimeline(mod); err != nil {
+		grid := cuda.Dim3{X: p.maxSplits, Y: s.Hkv * p.rowChunks, Z: s.B}
+		if err = p.tl.load(dev, mod, grid); err != nil {
 			return nil, err
 		}
 	}
@@ -568,7 +566,7 @@ func planesProgram(k PlanesKernel, l PlanesLayout, rmax int, mt [3]int, prefetch
 // Close frees the plan's workspace.
 func (p *PlanesPlan) Close() error {
 	var first error
-	for _, ptr := range []*cuda.DevicePtr{&p.partO, &p.partML, &p.scores, &p.finalML, &p.counters, &p.tl} {
+	for _, ptr := range []*cuda.DevicePtr{&p.partO, &p.partML, &p.scores, &p.finalML, &p.counters, &p.tl.buf} {
 		if *ptr != 0 {
 			if err := p.dev.Free(*ptr); err != nil && first == nil {
 				first = err
@@ -635,8 +633,8 @@ func (p *PlanesPlan) launch(c *cuda.Ctx, st cuda.Stream, b PlanesBuffers, s Plan
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), nrMagic, int32(nrShift), int32(p.splitLen), int32(maxSplits),
 		int32(rowChunks), int32(l.Adj8), int32(l.Adj4), filter, float32(float64(scale) * log2e),
 		int32(p.weights[0]), int32(p.weights[1]), int32(p.weights[2]), mode, p.counters, b.Out, finalML}
-	if p.tl != 0 {
-		region, err := p.timelineRegion(c, st)
+	if p.tl.buf != 0 {
+		region, err := p.tl.region(c, st)
 		if err != nil {
 			return err
 		}

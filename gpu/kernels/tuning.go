@@ -112,7 +112,7 @@ const (
 	// planner's, planesDeal).
 	EnvPlanesDeal = "BITDECODE_PLANES_DEAL"
 	// EnvPlanesTimeline set to true (1) is PlanesTuning.Timeline:
-	// split_mma compiled with its launch timeline (planes_timeline.go), for
+	// split_mma compiled with its launch timeline (decode_timeline.go), for
 	// measurement only.
 	EnvPlanesTimeline = "BITDECODE_PLANES_TIMELINE"
 	// EnvPackSlices is PackTuning.Slices: the slices per half of a pack
@@ -290,7 +290,7 @@ type PlanesTuning struct {
 	// Timeline compiles split_mma with its launch timeline (-DBD_TIMELINE=1,
 	// session 14): each CTA writes %globaltimer at its entry and at the
 	// ends of its phases, read back by PlanesPlan.Timeline
-	// (planes_timeline.go). For measurement only: a one-thread stamp
+	// (decode_timeline.go). For measurement only: a one-thread stamp
 	// kernel runs before each launch.
 	Timeline bool
 	// Ptxas, when not nil, receives ptxas's register and spill report of
