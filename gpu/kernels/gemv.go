@@ -262,10 +262,7 @@ func (g *GEMV) depthIndex(T, s, K int) (int, error) {
 
 // early is the kernels' early argument for a launch of kind k.
 func (g *GEMV) early(k GEMVEarlyKind) int32 {
-	if g.EarlyWeights || g.EarlyKinds&k != 0 {
-		return 1
-	}
-	return 0
+	return flagArg(g.EarlyWeights || g.EarlyKinds&k != 0)
 }
 
 // launchSplit launches with split-K factor s (one of gemvSplits).

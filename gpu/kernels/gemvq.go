@@ -550,10 +550,7 @@ func (g *GEMVQ) launchQ4(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias 
 		return fmt.Errorf("kernels: gemvq %s: split %d is not one of %v", what, S, gemvq4Splits)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
-	early := int32(0)
-	if g.EarlyWeights {
-		early = 1
-	}
+	early := flagArg(g.EarlyWeights)
 	grid, block := cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}
 	args := []any{x, words, params, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), early}
 	if !v5 {
@@ -600,10 +597,7 @@ func (g *GEMVQ) LaunchV3(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias 
 		return fmt.Errorf("kernels: gemvq v3: split %d is not one of %v", S, gemvq3Splits)
 	}
 	rows := gemvq3RowsPerWarp(bits) * gemvq3Warps / S
-	early := int32(0)
-	if g.EarlyWeights {
-		early = 1
-	}
+	early := flagArg(g.EarlyWeights)
 	return c.Launch(g.v3[T-1][bi][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq3Warps}, 0, st,
 		x, words, params, bias, y, int32(N), int32(K), int32(G), early)
 }
@@ -930,10 +924,7 @@ func (g *GEMVQDEC) launchV3(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bi
 		pi++
 	}
 	rows := gemvq3RowsPerWarp(bits) * gemvq3Warps / S
-	early := int32(0)
-	if g.EarlyWeights {
-		early = 1
-	}
+	early := flagArg(g.EarlyWeights)
 	return c.Launch(m.fns[si][pi], cuda.Dim3{X: l.Blocks + (N+rows-1)/rows}, cuda.Dim3{X: 32 * gemvq3Warps}, 0, st,
 		x, words, params, bias, y, int32(N), int32(K), int32(G), early, args)
 }

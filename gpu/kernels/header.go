@@ -73,3 +73,12 @@ func program(name, src string, exprs, opts []string, extra ...cuda.Header) cuda.
 	return cuda.Program{Name: name, Source: src, Headers: headers, Exprs: exprs, Options: opts,
 		GridDependent: gridDependent[name]}
 }
+
+// flagArg is a kernel's bool argument as this package's kernels take it:
+// an int32, 1 for true.
+func flagArg(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}

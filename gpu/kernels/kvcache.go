@@ -109,10 +109,7 @@ func (w *KVWriter) AppendRoPE(c *cuda.Ctx, st cuda.Stream, src RoPEQKV, qh cuda.
 	if T > maxGridX || rows > maxGridY {
 		return fmt.Errorf("kernels: kv_append_rope: %d tokens of %d heads: grid too large", T, Hq+Hkv)
 	}
-	rot := int32(0)
-	if rotate {
-		rot = 1
-	}
+	rot := flagArg(rotate)
 	return c.Launch(w.appendRoPEFn, cuda.Dim3{X: T, Y: rows}, cuda.Dim3{X: rotWarps * 32}, 4*D, st,
 		src.Y, src.BQ, src.BK, src.BV, src.Pos, src.InvFreq, slot, row, resK, resV, qh,
 		int32(Hq), int32(Hkv), int32(D), int32(Nr), rot, hadamardScale(D))

@@ -240,10 +240,7 @@ func (o *Ops) AddRMSNormHalfEarly(c *cuda.Ctx, s cuda.Stream, h, x, xh, delta, w
 		return err
 	}
 	if o.AddRMSNormClusters(G) && groups <= maxGridX/normCluster {
-		e := int32(0)
-		if early {
-			e = 1
-		}
+		e := flagArg(early)
 		return c.Launch(o.addRMSNormCluster, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s, h, x, delta, w, int32(G), eps, xh, e)
 	}
 	return c.Launch(o.addRMSNorm, cuda.Dim3{X: groups}, cuda.Dim3{X: normThreads(G)}, 0, s, h, x, delta, w, int32(G), eps, xh)

@@ -768,10 +768,7 @@ func (w *PlanesWriter) Launch(c *cuda.Ctx, st cuda.Stream, k, v, block, within, 
 		return nil
 	}
 	n := T * hkv * d / 2
-	b := int32(0)
-	if bf16 {
-		b = 1
-	}
+	b := flagArg(bf16)
 	return c.Launch(w.fn, cuda.Dim3{X: (n + planesThreads - 1) / planesThreads}, cuda.Dim3{X: planesThreads}, 0, st,
 		k, v, block, within, pool, int32(T), int32(hkv), int32(d), int32(nr), b)
 }

@@ -43,9 +43,6 @@ func (k *Sample) ArgmaxRows(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr,
 	if R <= 0 || V <= 0 || R > maxGridX || V > maxGridX {
 		return fmt.Errorf("kernels: argmax_rows: bad shape [%d, %d]", R, V)
 	}
-	vec4 := int32(0)
-	if V%4 == 0 && src%16 == 0 {
-		vec4 = 1
-	}
+	vec4 := flagArg(V%4 == 0 && src%16 == 0)
 	return c.Launch(k.argmax, cuda.Dim3{X: R}, cuda.Dim3{X: argmaxThreads}, 0, s, dst, src, int32(V), vec4)
 }

@@ -195,10 +195,7 @@ func (s *Skinny) Launch(c *cuda.Ctx, st cuda.Stream, y, xh, w, bias, ws cuda.Dev
 	i := skinnyNTFor(T)
 	nt := skinnyNTs[i]
 	warpsN := nt / min(nt, skinnyMaxWN)
-	e := int32(0)
-	if early {
-		e = 1
-	}
+	e := flagArg(early)
 	fn := s.fns[i]
 	if s.Version == SkinnyV1 {
 		fn = s.fnsV1[i]
