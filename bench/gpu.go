@@ -276,15 +276,10 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if err != nil {
 		return nil, err
 	}
-	if cfg.GPU.Tuning.Decode.Timeline && cfg.Progress != nil {
+	if cfg.GPU.Tuning.Decode.Timeline {
 		// Session 19: where the last launches' time went, CTA by CTA.
-		launches, err := plan.Timeline()
-		if err != nil {
+		if err := printTimeline(cfg.Progress, f.Spec.String(), pt, plan.Timeline); err != nil {
 			return nil, err
-		}
-		if len(launches) > 0 {
-			fmt.Fprintf(cfg.Progress, "\ntimeline %s B=%d L=%d:\n", f.Spec.String(), pt.B, pt.L)
-			kernels.SummarizeTimeline(cfg.Progress, launches)
 		}
 	}
 	packUS := 0.0
@@ -494,4 +489,20 @@ type GPUOptions = gpu.Options
 // lookup: os.LookupEnv at the program's edge.
 func GPUSettings(lookup func(string) (string, bool)) (GPUOptions, error) {
 	return gpu.ParseOptions(lookup)
+}
+
+// printTimeline prints the summary of a plan's last timed launches
+// (kernels.SummarizeTimeline) under a header naming the row, when w is not
+// nil and the plan recorded any.
+func printTimeline(w io.Writer, spec string, pt Point, timeline func() ([]kernels.TimelineLaunch, error)) error {
+	if w == nil {
+		return nil
+	}
+	launches, err := timeline()
+	if err != nil || len(launches) == 0 {
+		return err
+	}
+	fmt.Fprintf(w, "\ntimeline %s B=%d L=%d:\n", spec, pt.B, pt.L)
+	kernels.SummarizeTimeline(w, launches)
+	return nil
 }

@@ -183,16 +183,11 @@ func runPlanesPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (*GP
 	if err != nil {
 		return nil, err
 	}
-	if cfg.GPU.Tuning.Planes.Timeline && cfg.Progress != nil {
+	if cfg.GPU.Tuning.Planes.Timeline {
 		// Session 14: where the last launches' time went, CTA by CTA
 		// (the step without the mass, as timed above).
-		launches, err := plan.Timeline()
-		if err != nil {
+		if err := printTimeline(cfg.Progress, f.Spec.String(), pt, plan.Timeline); err != nil {
 			return nil, err
-		}
-		if len(launches) > 0 {
-			fmt.Fprintf(cfg.Progress, "\ntimeline %s B=%d L=%d:\n", f.Spec.String(), pt.B, pt.L)
-			kernels.SummarizeTimeline(cfg.Progress, launches)
 		}
 	}
 	err = dev.Do(func(c *cuda.Ctx) (err error) {
