@@ -244,10 +244,10 @@ func gemvq5SplitFor(N, K, bits, slots int) int {
 	return splitForWave(groups, steps, slots, gemvq4Splits[:])
 }
 
-// GEMVQ holds gemvq.cu's and gemvq3.cu's kernels: the decode GEMV over
-// packed low-bit weights for 1..GEMVQMaxRows rows (v3 up to GEMVQ3MaxRows,
-// v2 above), each code width and split, and the dequantization to fp16 for
-// prefill.
+// GEMVQ holds gemvq.cu's, gemvq3.cu's and gemvq4.cu's kernels: the decode
+// GEMV over packed low-bit weights for 1..GEMVQMaxRows rows (v5 and v4 at
+// one row, v3 up to GEMVQ3MaxRows, v2 above), each code width and split,
+// and the dequantization to fp16 for prefill.
 type GEMVQ struct {
 	gemv [2][len(gemvqBits)][len(gemvqSplits)]cuda.Function // [n-tiles-1][bits][split]
 	v3   [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)]cuda.Function
@@ -281,7 +281,7 @@ type GEMVQ struct {
 	// call 1, 64 bytes a row a warp instruction) instead of the coalesced
 	// 128-byte rows (v5.1): a knob for A/Bs and tests.
 	V5Lanes bool
-	// EarlyWeights makes v3's and v4's lanes load their first step of codes and
+	// EarlyWeights makes v3's, v4's and v5's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
 	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it
 	// only where no launch's weights are written by the kernel right before
@@ -441,14 +441,8 @@ func gemvq3Program(exprs, opts []string) cuda.Program {
 	return program("gemvq3.cu", gemvq3Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource})
 }
 
-func gemvqBitsIndex(bits int) int {
-	for i, b := range gemvqBits {
-		if b == bits {
-			return i
-		}
-	}
-	return -1
-}
+// gemvqBitsIndex is a code width's index in gemvqBits, -1 if none.
+func gemvqBitsIndex(bits int) int { return slices.Index(gemvqBits[:], bits) }
 
 // Reads reports whether the kernels read codes of this width with group G
 // (a multiple of 32 dividing K).
