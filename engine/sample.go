@@ -136,8 +136,7 @@ func (s *Sampler) SampleLogprob(logits []float32, context []int, generated int) 
 // (docs/perf/decode-step.md v23).
 func (s *Sampler) Output(generated int) model.Output {
 	o := s.opts
-	greedy := o.Temperature == 0 && !o.Logprobs && (o.RepeatPenalty == 0 || o.RepeatPenalty == 1) &&
-		!((o.PresencePenalty != 0 || o.FrequencyPenalty != 0) && generated > 0) && len(o.LogitBias) == 0
+	greedy := o.Temperature == 0 && !o.Logprobs && !o.repeatPenalized() && !o.countPenalized(generated) && len(o.LogitBias) == 0
 	if greedy {
 		return model.OutputToken
 	}
@@ -159,12 +158,21 @@ func (s *Sampler) SampleRow(l *model.Logits, i int, context []int, generated int
 	return s.SampleLogprob(row, context, generated)
 }
 
+// repeatPenalized reports whether penalize applies the repetition penalty.
+func (o *SampleOptions) repeatPenalized() bool { return o.RepeatPenalty > 0 && o.RepeatPenalty != 1 }
+
+// countPenalized reports whether penalize applies the presence and
+// frequency penalties after generated tokens of the sequence.
+func (o *SampleOptions) countPenalized(generated int) bool {
+	return (o.PresencePenalty != 0 || o.FrequencyPenalty != 0) && generated > 0
+}
+
 // penalize applies to logits, in this order, the repetition penalty (over
 // the whole context), the presence and frequency penalties (over the
 // generated tokens) and the logit bias.
 func (s *Sampler) penalize(logits []float32, context []int, generated int) {
 	o := s.opts
-	if o.RepeatPenalty > 0 && o.RepeatPenalty != 1 {
+	if o.repeatPenalized() {
 		seen := map[int]bool{}
 		for _, t := range context {
 			if t >= 0 && t < len(logits) && !seen[t] {
@@ -177,7 +185,7 @@ func (s *Sampler) penalize(logits []float32, context []int, generated int) {
 			}
 		}
 	}
-	if (o.PresencePenalty != 0 || o.FrequencyPenalty != 0) && generated > 0 {
+	if o.countPenalized(generated) {
 		counts := map[int]int{}
 		for _, t := range context[max(0, len(context)-generated):] {
 			counts[t]++
