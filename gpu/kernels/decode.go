@@ -611,7 +611,7 @@ func (p *DecodePlan) fixSplit(s DecodeShape) error {
 
 // load compiles the plan's kernels (prog, whose name expressions are
 // splitExpr and combineExpr) and allocates its workspace.
-func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combineExpr string, t DecodeTuning) error {
+func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combineExpr string, t DecodeTuning) (err error) {
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}
@@ -635,18 +635,20 @@ func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combin
 	}
 	s := p.shape
 	parts := s.B * s.Hkv * p.rowChunks * p.maxSplits * p.rmax
+	defer func() {
+		if err != nil {
+			p.Close() // what was allocated before the error (Free(0) is a no-op)
+		}
+	}()
 	if p.partO, err = dev.Alloc(parts * p.layout.D * 4); err != nil {
 		return err
 	}
 	if p.partML, err = dev.Alloc(parts * 2 * 4); err != nil {
-		dev.Free(p.partO)
 		return err
 	}
 	if t.Timeline && p.kernel == DecodeMMA {
 		grid := cuda.Dim3{X: p.maxSplits, Y: s.Hkv * p.rowChunks, Z: s.B}
 		if err := p.tl.load(dev, mod, grid); err != nil {
-			dev.Free(p.partO)
-			dev.Free(p.partML)
 			return err
 		}
 	}
@@ -654,18 +656,10 @@ func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combin
 		return nil // v1, or more splits than finishSplits' shared memory holds
 	}
 	n := s.B * s.Hkv * p.rowChunks
-	if p.counters, err = dev.Alloc(n * 4); err == nil {
-		err = dev.Do(func(c *cuda.Ctx) error { return c.Memset32(p.counters, 0, n) })
-	}
-	if err != nil {
-		dev.Free(p.partO)
-		dev.Free(p.partML)
-		if p.counters != 0 {
-			dev.Free(p.counters)
-		}
+	if p.counters, err = dev.Alloc(n * 4); err != nil {
 		return err
 	}
-	return nil
+	return dev.Do(func(c *cuda.Ctx) error { return c.Memset32(p.counters, 0, n) })
 }
 
 func (l DecodeLayout) check() error {
