@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
@@ -17,6 +18,7 @@ import (
 // timed region (Launches 1) or Launches times back to back on distinct
 // cold copies (US is then the time a launch), with or without early loads.
 type GEMVQDiagRow struct {
+	Variant   string  `json:"variant"` // NVRTC -D options, "" for the defaults
 	Form      string  `json:"form"`
 	Name      string  `json:"name"`
 	N         int     `json:"n"`
@@ -41,16 +43,24 @@ const gemvqDiagBackToBack = 4
 // times gate/up's rows: ~117 MB), weights cold in L2; then each form
 // gemvqDiagBackToBack times back to back, with and without early loads
 // (programmatic dependent launches). runs is the timed runs of each point
-// (1: no warm-up and no back-to-back, for a profiler).
-func SweepGEMVQDiag(c *model.Config, shapes0 []string, splits []int, runs int, progress io.Writer) ([]GEMVQDiagRow, error) {
+// (1: no warm-up and no back-to-back, for a profiler). Each compile-time
+// variant (space-separated NAME=VALUE knobs of gemvq4.cu, "" the
+// defaults) is timed beside the others at each point.
+func SweepGEMVQDiag(c *model.Config, variants []string, shapes0 []string, splits []int, runs int, progress io.Writer) ([]GEMVQDiagRow, error) {
 	dev, bw, err := openProbed("gemvq diag", progress)
 	if err != nil {
 		return nil, err
 	}
 	defer dev.Close()
-	d, err := kernels.LoadGEMVQDiag(dev)
-	if err != nil {
-		return nil, err
+	mods := make([]*kernels.GEMVQDiag, len(variants))
+	for i, v := range variants {
+		var opts []string
+		for _, f := range strings.Fields(v) {
+			opts = append(opts, "-D"+f)
+		}
+		if mods[i], err = kernels.LoadGEMVQDiag(dev, opts...); err != nil {
+			return nil, fmt.Errorf("bench: gemvq diag variant %q: %w", v, err)
+		}
 	}
 	H, I := c.Hidden, c.Intermediate
 	shapes := []diagShape{{"gate/up", I, H, 1}, {"down", H, I, 1}, {"gate/up x4", 4 * I, H, 4}}
@@ -86,16 +96,16 @@ func SweepGEMVQDiag(c *model.Config, shapes0 []string, splits []int, runs int, p
 			if err := x.Memset32Async(xp, 0x3f800000, sh.K, st); err != nil {
 				return err
 			}
-			add := func(f, s, launches int, early bool, us float64) error {
-				fi, err := d.Info(x, f, s)
+			add := func(vi, f, s, launches int, early bool, us float64) error {
+				fi, err := mods[vi].Info(x, f, s)
 				if err != nil {
 					return err
 				}
-				r := GEMVQDiagRow{Form: kernels.GEMVQDiagForms[f], Name: sh.name, N: sh.N, K: sh.K, Split: s, Launches: launches, Early: early,
+				r := GEMVQDiagRow{Variant: variants[vi], Form: kernels.GEMVQDiagForms[f], Name: sh.name, N: sh.N, K: sh.K, Split: s, Launches: launches, Early: early,
 					US: us, GBps: float64(bytes) / us / 1e3, Registers: fi.Registers}
 				r.OfCeiling = r.GBps / bw.GBps
-				fmt.Fprintf(progress, "gemvq diag %-11s int4 %-10s %5dx%-5d S=%d x%d early=%-5v: %6.1f us %5.0f GB/s %3.0f%% regs %d\n",
-					r.Form, sh.name, sh.N, sh.K, s, launches, early, us, r.GBps, 100*r.OfCeiling, fi.Registers)
+				fmt.Fprintf(progress, "gemvq diag %-11s [%s] int4 %-10s %5dx%-5d S=%d x%d early=%-5v: %6.1f us %5.0f GB/s %3.0f%% regs %d\n",
+					r.Form, r.Variant, sh.name, sh.N, sh.K, s, launches, early, us, r.GBps, 100*r.OfCeiling, fi.Registers)
 				rows = append(rows, r)
 				return nil
 			}
@@ -108,22 +118,24 @@ func SweepGEMVQDiag(c *model.Config, shapes0 []string, splits []int, runs int, p
 						continue // early loads only matter behind another kernel
 					}
 					for _, s := range splits {
-						for f := range kernels.GEMVQDiagForms {
-							b := bufs[kernels.GEMVQDiagTiled(f)]
-							us, err := x.MedianUS(st, warm, runs, func(i int) error {
-								for l := range launches {
-									j := (i*launches + l) % len(b.words)
-									if err := d.Launch(x, st, f, yp, xp, b.words[j], b.params[j], sh.N, sh.K, 128, s, early); err != nil {
-										return err
+						for vi, d := range mods {
+							for f := range kernels.GEMVQDiagForms {
+								b := bufs[kernels.GEMVQDiagTiled(f)]
+								us, err := x.MedianUS(st, warm, runs, func(i int) error {
+									for l := range launches {
+										j := (i*launches + l) % len(b.words)
+										if err := d.Launch(x, st, f, yp, xp, b.words[j], b.params[j], sh.N, sh.K, 128, s, early); err != nil {
+											return err
+										}
 									}
+									return nil
+								})
+								if err != nil {
+									return err
 								}
-								return nil
-							})
-							if err != nil {
-								return err
-							}
-							if err := add(f, s, launches, early, us/float64(launches)); err != nil {
-								return err
+								if err := add(vi, f, s, launches, early, us/float64(launches)); err != nil {
+									return err
+								}
 							}
 						}
 					}

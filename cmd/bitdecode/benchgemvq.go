@@ -13,7 +13,7 @@ import (
 
 // benchGEMVQHelp is the help of 'bitdecode bench gemvq'.
 const benchGEMVQHelp = `usage: bitdecode bench gemvq [--preset NAME] [--rows T] [--bits 4,3,8] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
-       bitdecode bench gemvq --diag [--diag-runs N] [--preset NAME] [--shapes L,...] [--splits S,...] [--json FILE]
+       bitdecode bench gemvq --diag [--diag-runs N] [--preset NAME] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
 
 Times gemvq.cu (v2), at 1-2 rows gemvq3.cu (v3) and at one row gemvq4.cu
 (v4), the decode GEMVs over packed low-bit weights, on the linear-layer
@@ -31,7 +31,8 @@ access pattern from a kernel's fixed cost (docs/perf/gemvq.md, session
 15): v5.1, its copies alone over wq's layout and over the tiled one, and
 v6 (v5.1 over the tiled layout), on gate/up, down and "gate/up x4" (four
 times gate/up's rows), one launch a timed region and four back to back
-(with and without early loads). --diag-runs 1 runs each point once, with
+(with and without early loads), for each variant of gemvq4.cu's knobs
+(GEMVQ5_STAGES, GEMVQ5_MIN_BLOCKS). --diag-runs 1 runs each point once, with
 no warm-up and no back-to-back: for a profiler (ncu).
 
 example:
@@ -94,7 +95,7 @@ func runBenchGEMVQ(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *diag {
-		out, err := bench.SweepGEMVQDiag(mc, shapeList, splits, *diagRuns, stdout)
+		out, err := bench.SweepGEMVQDiag(mc, strings.Split(*variants, ";"), shapeList, splits, *diagRuns, stdout)
 		if err != nil {
 			return err
 		}

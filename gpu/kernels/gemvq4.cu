@@ -308,6 +308,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemv_q4(const float* __r
 #endif
 constexpr int kRing = GEMVQ5_STAGES > 0 ? GEMVQ5_STAGES : 4;
 
+// kMinBlocks5 is the CTAs an SM v5's launch bounds ask registers for: 2
+// (the rings' shared memory allows no more at kRing 4). GEMVQ5_MIN_BLOCKS
+// (an NVRTC -D knob) overrides it where > 0 (3 with GEMVQ5_STAGES=2: 24
+// warps an SM, session 15's occupancy variant).
+#ifndef GEMVQ5_MIN_BLOCKS
+#define GEMVQ5_MIN_BLOCKS 0
+#endif
+constexpr int kMinBlocks5 = GEMVQ5_MIN_BLOCKS > 0 ? GEMVQ5_MIN_BLOCKS : 2;
+
 // kStageTiles is v5's U: tiles a ring slot holds (2 KB of codes a warp).
 template <int BITS>
 constexpr int kStageTiles = BITS == 8 ? 1 : 2;
@@ -510,7 +519,7 @@ constexpr unsigned kTiledStepWords = kRows * 32;  // a block (rg, st): 16 lines 
 // words read back from the ring and XOR-ed into y (nonsense values: only
 // the time means anything).
 template <int BITS, int S, bool COAL, bool TILED = false, bool LOADS = false>
-__global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__ x, const u32* __restrict__ words,
+__global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __restrict__ x, const u32* __restrict__ words,
                                                        const u16* __restrict__ params, const float* __restrict__ bias,
                                                        float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes) {
   constexpr int U = kStageTiles<BITS>;

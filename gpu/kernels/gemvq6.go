@@ -136,8 +136,9 @@ var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6"}
 func GEMVQDiagTiled(f int) bool { return f >= 2 }
 
 // LoadGEMVQDiag compiles gemvq4.cu's int4 gemv_q5 in GEMVQDiagForms' forms
-// at every split.
-func LoadGEMVQDiag(dev *cuda.Device) (*GEMVQDiag, error) {
+// at every split, with extra NVRTC options (its knobs: -DGEMVQ5_STAGES=n,
+// -DGEMVQ5_MIN_BLOCKS=n).
+func LoadGEMVQDiag(dev *cuda.Device, opts ...string) (*GEMVQDiag, error) {
 	expr := func(f, s int) string {
 		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v>", gemvq6Bits, s, GEMVQDiagTiled(f), f == 1 || f == 2)
 	}
@@ -147,11 +148,11 @@ func LoadGEMVQDiag(dev *cuda.Device) (*GEMVQDiag, error) {
 			exprs = append(exprs, expr(f, s))
 		}
 	}
-	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, nil, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
+	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
 	if err != nil {
 		return nil, err
 	}
-	d := &GEMVQDiag{ring: gemvq5RingBytes(gemvq6Bits, nil)}
+	d := &GEMVQDiag{ring: gemvq5RingBytes(gemvq6Bits, opts)}
 	for f := range GEMVQDiagForms {
 		for si, s := range gemvq4Splits {
 			if d.fns[f][si], err = mod.Function(expr(f, s)); err != nil {
