@@ -614,6 +614,146 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
   storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
 }
 
+// ============================================================================
+// gemv_q6s (v6s, session 15): v6 with the work cut evenly over a grid of
+// the warps the GPU holds at once (stream-K over the tiled layout). The
+// tiled codes are T = ceil(N/kRows)·steps blocks of 2 KB, one after the
+// other; warp w of W takes blocks [w·T/W, (w+1)·T/W) as one contiguous
+// stream through v5's ring, across row groups. v5/v6 give every warp a
+// (row group, slice) of equal work, but 224 CTAs of int4 gate/up on 264
+// slots leave some SMs one CTA and others two (ncu: SMs active 75% of the
+// elapsed cycles); here every SM gets the same bytes. A row group whose
+// blocks one warp takes whole is written by it; else each of its n
+// warps stores its partial sums in part[w][slot] (slot 0: the warp's
+// first row group, 1: its last) and counts itself in count[rg]; the last
+// to arrive adds the n partials in warp order (deterministic), writes y
+// and zeroes count[rg] for the next launch. count must be zero before the
+// first launch, and launches sharing part and count must not overlap (one
+// stream). The per-tile sums are v6's; the partials add n − 1 roundings
+// (gemvq_test.go's bound).
+
+// blockWarp is the warp of W whose range [w·T/W, (w+1)·T/W) holds block b
+// (W <= T: every range holds a block).
+__device__ __forceinline__ int blockWarp(long long b, long long T, int W) { return int(((b + 1) * W + T - 1) / T) - 1; }
+
+// BlockPos is a block's row group and step, stepped one block at a time.
+struct BlockPos {
+  int rg, st;
+  __device__ __forceinline__ void next(int steps) {
+    if (++st == steps) st = 0, rg++;
+  }
+};
+
+template <int BITS>
+__global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q6s(const float* __restrict__ x, const u32* __restrict__ words,
+                                                                  const u16* __restrict__ params, const float* __restrict__ bias,
+                                                                  float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes,
+                                                                  float* __restrict__ part, u32* __restrict__ count, int W) {
+  constexpr int U = kStageTiles<BITS>;
+  static_assert(BITS % 4 == 0, "the tiled layout is read by the coalesced copies");
+  if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const int w = min(int(blockIdx.x) * kWarps + warp, W);  // W: past the grid's warps, no blocks
+  const int tiles = K / kTile, steps = (tiles + U - 1) / U, groups = tiles >> gshift, rgs = (N + kRows - 1) / kRows;
+  const long long T = (long long)rgs * steps;
+  const int b0 = int(w * T / W), nb = int(min(w + 1, W) * T / W) - b0;
+  const u32* prm = reinterpret_cast<const u32*>(params);
+  // The lane's copies: line 4i + lane/8 of a block, 16-byte unit lane % 8
+  // (placed as issueCodesCoal's); the params of its rows g, g+8 (lanes c <
+  // U: tile c of the block).
+  const unsigned unit = unsigned(lane / 8) * 32 + lane % 8 * 4;
+  const int j = lane % 8, pos = j ^ (kSwizzle<BITS> * ((lane / 8) & 1));
+  extern __shared__ __align__(16) unsigned char gemvq5Ring[];
+  Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq5Ring) + warp * kRing;
+  auto issueBlock = [&](Slot<BITS, U>& sl, BlockPos p) {
+    const int t0 = p.st * U;
+    u32(*rows)[32] = reinterpret_cast<u32(*)[32]>(&sl.w[0][0][0][0]);
+    if (t0 + j / BITS < tiles) {
+      const u32* src = words + (unsigned(p.rg * steps + p.st) * kTiledStepWords<BITS> + unit);
+#pragma unroll
+      for (int i = 0; i < 4; i++) cpAsync16(&rows[4 * i + lane / 8][4 * pos], src + i * 128);
+    }
+    if (c < U && t0 + c < tiles) {
+      const unsigned q = unsigned(p.rg * groups + ((t0 + c) >> gshift)) * kRows + g;
+      cpAsyncCA<4>(&sl.prm[c][g], prm + q);
+      cpAsyncCA<4>(&sl.prm[c][g + 8], prm + q + 8);
+    }
+  };
+  const BlockPos first{b0 / steps, b0 % steps};
+  BlockPos ip = first;  // the next block to issue
+  if (early) {
+#pragma unroll
+    for (int s = 0; s < kRing - 1; s++)
+      if (s < nb) issueBlock(ring[s], ip), ip.next(steps);
+  }
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) {
+#pragma unroll
+    for (int s = 0; s < kRing - 1; s++)
+      if (s < nb) issueBlock(ring[s], ip), ip.next(steps);
+  }
+  BlockPos xp = first;
+#pragma unroll
+  for (int s = 0; s < kRing - 1; s++) {
+    if (s < nb) issueX(ring[s], x, xp.st * U, tiles, lane), xp.next(steps);
+    cpAsyncCommit();
+  }
+  float acc[2] = {0.f, 0.f};
+  __shared__ XStage<U> xs[kWarps];
+  int rd = 0, wr = kRing - 1;
+  BlockPos p = first;  // the block read
+  for (int i = 0; i < nb; i++, p.next(steps)) {
+    const int t0 = p.st * U;
+    cpAsyncWait<kRing - 2>();
+    __syncwarp();
+    if (i + kRing - 1 < nb) {
+      issueBlock(ring[wr], ip);
+      issueX(ring[wr], x, ip.st * U, tiles, lane);
+      ip.next(steps);
+    }
+    cpAsyncCommit();
+    Step<BITS, U> stp;
+    readStepCoal(stp, ring[rd], lane);
+    stageXSlot<BITS, U>(xs[warp], ring[rd], t0, tiles, lane);
+    tileDot<BITS, U>(acc, stp, xs[warp], t0, tiles, lane);
+    rd = rd + 1 == kRing ? 0 : rd + 1;
+    wr = wr + 1 == kRing ? 0 : wr + 1;
+    if (p.st != steps - 1 && i != nb - 1) continue;  // the row group goes on in this warp
+    // Flush the row group's sums (lanes c = 0: rows g, g+8).
+    const int n0 = p.rg * kRows;
+    const int wa = blockWarp((long long)p.rg * steps, T, W), wb = blockWarp((long long)(p.rg + 1) * steps - 1, T, W);
+    if (wa == wb) {
+      if (c == 0) {
+        if (n0 + g < N) y[n0 + g] = acc[0] + (bias ? bias[n0 + g] : 0.f);
+        if (n0 + g + 8 < N) y[n0 + g + 8] = acc[1] + (bias ? bias[n0 + g + 8] : 0.f);
+      }
+    } else {
+      float* mine = part + (2 * w + (p.rg == first.rg ? 0 : 1)) * kRows;
+      if (c == 0) mine[g] = acc[0], mine[g + 8] = acc[1];
+      __threadfence();
+      __syncwarp();
+      u32 prev = 0;
+      if (lane == 0) prev = atomicAdd(&count[p.rg], 1u);
+      prev = __shfl_sync(0xffffffffu, prev, 0);
+      if (prev == u32(wb - wa)) {  // the last of the row group's warps
+        __threadfence();
+        if (lane < kRows && n0 + lane < N) {
+          float v = 0.f;
+          for (int wc = wa; wc <= wb; wc++) {
+            const int slot = p.rg == int(wc * T / W) / steps ? 0 : 1;
+            v += __ldcg(part + (2 * wc + slot) * kRows + lane);
+          }
+          y[n0 + lane] = v + (bias ? bias[n0 + lane] : 0.f);
+        }
+        if (lane == 0) count[p.rg] = 0;
+      }
+    }
+    acc[0] = acc[1] = 0.f;
+  }
+  cpAsyncWait<0>();
+}
+
 // tile_pack writes the tiled layout (above; gemvq.go PackTiles, its
 // reference) of a weight in wq's layout: tw [ceil(N/kRows)][steps][kRows][32]
 // words, tp [ceil(N/kRows)][K/G][kRows] (scale, zero) pairs, one thread a

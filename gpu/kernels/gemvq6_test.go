@@ -122,3 +122,113 @@ func TestGEMVQ6MatchesV5(t *testing.T) {
 		})
 	}
 }
+
+// TestGEMVQ6SMatchesReference checks v6s (gemv_q6s: v6 cut evenly over W
+// warps, a row group split between warps summed by the last to arrive)
+// against the float64 reference: v4's bound with the S slices' 7 units
+// replaced by the n partials of a row group ((K/64 + 76 + n)·2⁻²⁴ of
+// Σ(|s|q + |z|)|x|, n the most warps a row group is cut over), at W from
+// one warp (every row group whole) to a warp a block, and the GPU's own
+// (W <= 0); each launch twice into NaN-poisoned outputs, the same bits
+// both times (the counters are left zero for the next launch). int4,
+// groups of 128 and 256, N not a multiple of 16, odd tile counts, the 8B
+// shapes' K.
+func TestGEMVQ6SMatchesReference(t *testing.T) {
+	d, _ := opsSetup(t)
+	g, err := kernels.LoadGEMVQ(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(15, 8))
+	for _, c := range []struct{ G, N, K int }{{128, 2050, 1152}, {256, 77, 1536}, {128, 4096, 4096}, {128, 1000, 14336}, {128, 100, 384}} {
+		t.Run(fmt.Sprintf("g%d-N%d-K%d", c.G, c.N, c.K), func(t *testing.T) {
+			m := newGPUMem(t, d)
+			w := make([]float32, c.N*c.K)
+			for i := range w {
+				w[i] = float32(0.02 * r.NormFloat64())
+				if i%c.K%97 == 11 {
+					w[i] *= 20
+				}
+			}
+			qm, err := wq.Quantize(wq.Int4, c.G, c.N, c.K, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := make([]float32, c.K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+				if i%37 == 3 {
+					x[i] *= 20
+				}
+			}
+			bias := make([]float32, c.N)
+			for i := range bias {
+				bias[i] = float32(r.NormFloat64())
+			}
+			tw, tp, err := kernels.PackTiles(4, c.N, c.K, c.G, qm.Words, qm.Params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			twp, tpp := m.put(cuda.Bytes(tw)), m.put(cuda.Bytes(tp))
+			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
+			want := make([]float64, c.N)
+			mag := make([]float64, c.N)
+			wabs := make([]float64, c.N)
+			for n := range c.N {
+				for k := range c.K {
+					xv := float64(x[k])
+					want[n] += xv * float64(qm.At(n, k))
+					sc, z := qm.Param(n, k/c.G)
+					a := math.Abs(float64(half.ToFloat32(sc)))*float64(qm.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))
+					mag[n] += a * math.Abs(xv)
+					wabs[n] += a
+				}
+				want[n] += float64(bias[n])
+			}
+			steps := (c.K/128 + 1) / 2
+			blocks := (c.N + 15) / 16 * steps
+			for _, W := range []int{1, 7, 100, blocks / 3, blocks, 0} {
+				if W > blocks {
+					continue
+				}
+				// n: the most warps one row group's blocks fall to (W <= 0: the
+				// GPU's own W, at most the blocks: bounded by a warp a block).
+				nmax := steps
+				if W > 0 {
+					nmax = 1
+					for rg := range (c.N + 15) / 16 {
+						first, last := rg*steps, (rg+1)*steps-1
+						if n := warpOf(last, blocks, W) - warpOf(first, blocks, W) + 1; n > nmax {
+							nmax = n
+						}
+					}
+				}
+				var prev []float32
+				for run := range 2 {
+					yp := m.put(cuda.Bytes(nanF32(c.N)))
+					m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+						g.EarlyWeights = run == 1
+						defer func() { g.EarlyWeights = false }()
+						return g.LaunchV6S(cx, s, yp, xp, twp, tpp, bp, c.N, c.K, 4, c.G, W)
+					})
+					got := make([]float32, c.N)
+					m.read(cuda.Bytes(got), yp)
+					for n := range c.N {
+						tol := float64(c.K/64+76+nmax)*0x1p-24*mag[n] + 0x1p-36*wabs[n] + 0x1p-24*math.Abs(want[n])
+						if gv := float64(got[n]); gv != gv || math.Abs(gv-want[n]) > tol {
+							t.Fatalf("W %d run %d: y[%d] = %g, want %g (tol %.3g, n %d)", W, run, n, gv, want[n], tol, nmax)
+						}
+						if prev != nil && math.Float32bits(prev[n]) != math.Float32bits(got[n]) {
+							t.Fatalf("W %d: y[%d] = %g, then %g", W, n, prev[n], got[n])
+						}
+					}
+					prev = got
+				}
+			}
+		})
+	}
+}
+
+// warpOf is the warp of W whose range [w·T/W, (w+1)·T/W) holds block b
+// (gemvq4.cu's blockWarp).
+func warpOf(b, T, W int) int { return ((b+1)*W+T-1)/T - 1 }
