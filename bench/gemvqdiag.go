@@ -38,9 +38,8 @@ const gemvqDiagBackToBack = 4
 // SweepGEMVQDiag times the forms of int4 gemv_q5 that tell the access
 // pattern from the fixed cost of a kernel (docs/perf/gemvq.md, session
 // 15): v5.1, its copies alone over wq's layout and over the tiled one
-// (loads, loads-tiled), v6 (v5.1 over the tiled layout), alternated at
-// each split, and v6s (v6 cut evenly over the resident warps; no split,
-// timed at the first), on config c's gate/up and down and on gate/up x4 (four
+// (loads, loads-tiled), and v6 (v5.1 over the tiled layout), alternated at
+// each split, on config c's gate/up and down and on gate/up x4 (four
 // times gate/up's rows: ~117 MB), weights cold in L2; then each form
 // gemvqDiagBackToBack times back to back, with and without early loads
 // (programmatic dependent launches). runs is the timed runs of each point
@@ -121,9 +120,6 @@ func SweepGEMVQDiag(c *model.Config, variants []string, shapes0 []string, splits
 					for _, s := range splits {
 						for vi, d := range mods {
 							for f := range kernels.GEMVQDiagForms {
-								if f == kernels.GEMVQDiagV6S && s != splits[0] {
-									continue // no split: timed once
-								}
 								b := bufs[kernels.GEMVQDiagTiled(f)]
 								us, err := x.MedianUS(st, warm, runs, func(i int) error {
 									for l := range launches {

@@ -85,9 +85,6 @@ const (
 	// more without DEC also keep a tiled copy that gemvq4.cu's v6 reads at
 	// one row of x (experiment; twice their memory).
 	EnvGEMVQTiled = "BITDECODE_GEMVQ_TILED"
-	// EnvGEMVQTiledPlain is Options.GEMVQTiledPlain: with the tiled copies,
-	// v6 only, not v6s (comparisons).
-	EnvGEMVQTiledPlain = "BITDECODE_GEMVQ_TILED_PLAIN"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -210,13 +207,8 @@ type Options struct {
 	// copy packed on the device at load (kernels.PackTiles), and run v6
 	// over it: v5.1's sums bit for bit, each warp's slice of K one
 	// contiguous stream (docs/perf/gemvq.md, session 15: int4 gate/up
-	// -1.0 us standalone on the H100); where each of the GPU's resident
-	// warps gets two or more 2 KB blocks (kernels.GEMVQ.UsesV6S: the 8B
-	// gate/up and down) v6s, the blocks cut evenly over them instead
-	// (other sums, deterministic). The weights' device memory doubles.
+	// -1.0 us standalone on the H100). The weights' device memory doubles.
 	GEMVQTiled bool
-	// GEMVQTiledPlain keeps v6 where GEMVQTiled would run v6s.
-	GEMVQTiledPlain bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -257,7 +249,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
-		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQTiled, &o.GEMVQTiled}, {EnvGEMVQTiledPlain, &o.GEMVQTiledPlain}} {
+		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQTiled, &o.GEMVQTiled}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

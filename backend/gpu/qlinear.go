@@ -569,14 +569,11 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 // a weight with DEC the base its fused kernel shares (LaunchDECBase: v3
 // at one row of int4/int3, v2 else), so that its serial, concurrent and
 // fused modes add the same base; a weight with a tiled copy
-// (Options.GEMVQTiled) runs v6s (UsesV6S, unless GEMVQTiledPlain) or v6
-// (the same bits as v5) over it where Launch would run v5.
+// (Options.GEMVQTiled) runs v6 over it where Launch would run v5 (the
+// same bits).
 func (b *Backend) gemvqLaunch(c *cuda.Ctx, d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) error {
 	if wt.dec != nil {
 		return b.gemvq.LaunchDECBase(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, wt.dec.kChunk)
-	}
-	if wt.qt != 0 && !b.opts.GEMVQTiledPlain && b.gemvq.UsesV6S(T, N, K, wt.qbits, wt.qgroup) {
-		return b.gemvq.LaunchV6S(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, N, K, wt.qbits, wt.qgroup, 0)
 	}
 	if wt.qt != 0 && b.gemvq.UsesV5(T, N, K, wt.qbits, wt.qgroup) {
 		return b.gemvq.LaunchV6(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, N, K, wt.qbits, wt.qgroup, b.gemvq.SplitV5For(N, K, wt.qbits))

@@ -356,14 +356,13 @@ func TestQuantLinearDEC(t *testing.T) {
 
 // TestQuantLinearTiled runs Linear at one row of x over int4 weights of
 // 2048 rows or more (where v5 runs) on a backend with Options.GEMVQTiled
-// and GEMVQTiledPlain (v6 over the tiled copy packed at load) and on the
-// shared one (v5.1 over wq's layout): the same bits, for a quantized
-// weight and a random one (LoadRandomQuant), and within TestQuantLinear's
-// float64 bound for the quantized one; T = 2 (v2 over wq's layout) the
-// same bits too. TestQuantLinearTiledV6S covers v6s.
+// (v6 over the tiled copy packed at load) and on the shared one (v5.1 over
+// wq's layout): the same bits, for a quantized weight and a random one
+// (LoadRandomQuant), and within TestQuantLinear's float64 bound for the
+// quantized one; T = 2 (v2 over wq's layout) the same bits too.
 func TestQuantLinearTiled(t *testing.T) {
 	base := gpuBackend(t)
-	tb, err := gpu.Open(0, gpu.Options{GEMVQTiled: true, GEMVQTiledPlain: true})
+	tb, err := gpu.Open(0, gpu.Options{GEMVQTiled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,69 +434,5 @@ func TestQuantLinearTiled(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestQuantLinearTiledV6S runs Linear at one row of x over an int4 weight
-// of the 8B gate/up's shape on a backend with Options.GEMVQTiled, where
-// v6s runs (kernels.GEMVQ.UsesV6S on an H100), twice: within
-// TestQuantLinear's float64 bound, the same bits both times.
-func TestQuantLinearTiledV6S(t *testing.T) {
-	gpuBackend(t) // skips without a device
-	tb, err := gpu.Open(0, gpu.Options{GEMVQTiled: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
-	r := rand.New(rand.NewPCG(15, 10))
-	const N, K = 14336, 4096
-	w := make([]float32, N*K)
-	for i := range w {
-		w[i] = float32(0.02 * r.NormFloat64())
-	}
-	m, err := wq.Quantize(wq.Int4, 128, N, K, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qw, err := tb.LoadQuantWeight("w", m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.FreeWeight(qw)
-	x := make([]float32, K)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
-	xt, _ := tb.Alloc(backend.F32, 1, K)
-	yt, _ := tb.Alloc(backend.F32, 1, N)
-	defer tb.Free(xt)
-	defer tb.Free(yt)
-	if err := tb.Upload(xt, x); err != nil {
-		t.Fatal(err)
-	}
-	var prev []float32
-	for run := range 2 {
-		tb.Linear(yt, xt, qw, nil)
-		got := make([]float32, N)
-		if err := tb.Download(got, yt); err != nil {
-			t.Fatal(err)
-		}
-		for n := range N {
-			ref, mag := 0.0, 0.0
-			for k := range K {
-				xv := float64(x[k])
-				ref += xv * float64(m.At(n, k))
-				sc, z := m.Param(n, k/m.Group)
-				mag += (math.Abs(float64(half.ToFloat32(sc)))*float64(m.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))) * math.Abs(xv)
-			}
-			tol := (0x1p-10*(1+0x1p-10)+float64(K/16+40)*0x1p-23)*mag + 0x1p-24*math.Abs(ref)
-			if g := float64(got[n]); g != g || math.Abs(g-ref) > tol {
-				t.Fatalf("run %d: y[%d] = %g, want %g (tol %.3g)", run, n, g, ref, tol)
-			}
-			if prev != nil && math.Float32bits(prev[n]) != math.Float32bits(got[n]) {
-				t.Fatalf("y[%d] = %g, then %g", n, prev[n], got[n])
-			}
-		}
-		prev = got
 	}
 }

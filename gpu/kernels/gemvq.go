@@ -255,8 +255,6 @@ type GEMVQ struct {
 	v5   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // coalesced copies of the codes
 	v5l  [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // each lane copying its own spans
 	v6   [len(gemvq4Splits)]cuda.Function                 // v5.1 over the tiled layout (int4: gemvq6Bits)
-	v6s  cuda.Function                                    // v6 cut evenly over the resident warps (gemv_q6s)
-	sk   streamK                                          // v6s's partial sums and counters
 	pack cuda.Function                                    // gemvq4::tile_pack<gemvq6Bits>
 	// v3Slots is how many warps of v3's kernel for T rows and a code width
 	// the GPU holds at once (its CTAs an SM by the occupancy API, times
@@ -400,7 +398,7 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 	for _, s := range gemvq4Splits {
 		exprs = append(exprs, gemvq6Expr(s, false))
 	}
-	exprs = append(exprs, gemvq6PackExpr, gemvq6sExpr)
+	exprs = append(exprs, gemvq6PackExpr)
 	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
 	if err != nil {
 		return err
@@ -424,9 +422,6 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 		}
 	}
 	if g.pack, err = mod.Function(gemvq6PackExpr); err != nil {
-		return err
-	}
-	if g.v6s, err = mod.Function(gemvq6sExpr); err != nil {
 		return err
 	}
 	return dev.Do(func(c *cuda.Ctx) error {
@@ -454,12 +449,7 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			}
 			g.v5Slots[bi] = max(1, n) * gemvq4Warps * dev.SMs()
 		}
-		if err := c.SetMaxDynamicShared(g.v6s, g.v5Ring[gemvqBitsIndex(gemvq6Bits)]); err != nil {
-			return fmt.Errorf("kernels: gemvq v6s: %w", err)
-		}
-		var err error
-		g.sk, err = newStreamK(c, dev.Stream(), g.v5Slots[gemvqBitsIndex(gemvq6Bits)])
-		return err
+		return nil
 	})
 }
 

@@ -28,88 +28,6 @@ func gemvq6Expr(s int, loads bool) string {
 // gemvq6PackExpr is tile_pack's name expression.
 var gemvq6PackExpr = fmt.Sprintf("gemvq4::tile_pack<%d>", gemvq6Bits)
 
-// gemvq6sExpr is gemv_q6s's name expression (v6s: v6 cut evenly over the
-// resident warps).
-var gemvq6sExpr = fmt.Sprintf("gemvq4::gemv_q6s<%d>", gemvq6Bits)
-
-// gemvq6sMaxGroups is the most row groups of 16 rows v6s takes (its
-// counters: 4 bytes each).
-const gemvq6sMaxGroups = 1 << 16
-
-// gemvq6sMinBlocks is the fewest 2 KB blocks a warp of v6s gets where
-// Launch's routes take it (UsesV6S): the int4 8B gate/up and down (14336
-// blocks over the H100's 2112 v5 warps: 6.8 each) but not q/o (4096: 1.9).
-const gemvq6sMinBlocks = 2
-
-// streamK is v6s's workspace: part [warps][2][16] float32 partial sums
-// and count [gemvq6sMaxGroups] uint32 arrival counters, zero between
-// launches (each launch leaves them so).
-type streamK struct {
-	part, count cuda.DevicePtr
-	warps       int
-}
-
-// newStreamK allocates a workspace for up to warps warps and zeroes its
-// counters on stream st (waited for). It lives as long as the device.
-func newStreamK(c *cuda.Ctx, st cuda.Stream, warps int) (streamK, error) {
-	sk := streamK{warps: warps}
-	var err error
-	if sk.part, err = c.Alloc(4 * 2 * gemvq4Rows * warps); err != nil {
-		return sk, err
-	}
-	if sk.count, err = c.Alloc(4 * gemvq6sMaxGroups); err != nil {
-		return sk, err
-	}
-	if err := c.Memset32Async(sk.count, 0, gemvq6sMaxGroups, st); err != nil {
-		return sk, err
-	}
-	return sk, c.SyncStream(st)
-}
-
-// tiledBlocks is the 2 KB blocks of the tiled codes of an int-bits [N, K]
-// weight (row groups times steps).
-func tiledBlocks(bits, N, K int) int {
-	u := gemvq5StageTiles(bits)
-	return (N + gemvq4Rows - 1) / gemvq4Rows * ((K/gemvq4Tile + u - 1) / u)
-}
-
-// launchStreamK launches fn (gemv_q6s) over W warps (clamped to the
-// workspace's and to the blocks; <= 0: all of the workspace's).
-func launchStreamK(c *cuda.Ctx, st cuda.Stream, fn cuda.Function, sk streamK, ring int, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, W int, early bool) error {
-	if (N+gemvq4Rows-1)/gemvq4Rows > gemvq6sMaxGroups {
-		return fmt.Errorf("kernels: gemvq v6s: %d rows pass its %d row groups", N, gemvq6sMaxGroups)
-	}
-	if W <= 0 || W > sk.warps {
-		W = sk.warps
-	}
-	W = min(W, tiledBlocks(bits, N, K))
-	return c.Launch(fn, cuda.Dim3{X: (W + gemvq4Warps - 1) / gemvq4Warps}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
-		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(ring), sk.part, sk.count, int32(W))
-}
-
-// UsesV6S reports whether a weight with a tiled copy runs v6s rather than
-// v6 at one row of x: where UsesV5 and each of the resident warps gets
-// gemvq6sMinBlocks blocks or more.
-func (g *GEMVQ) UsesV6S(T, N, K, bits, G int) bool {
-	return g.UsesV5(T, N, K, bits, G) && g.ReadsV6(bits, G, K) && tiledBlocks(bits, N, K) >= gemvq6sMinBlocks*g.sk.warps &&
-		(N+gemvq4Rows-1)/gemvq4Rows <= gemvq6sMaxGroups
-}
-
-// LaunchV6S is v6s over one row of x: tw and tp a weight's tiled layout,
-// its blocks cut evenly over W warps (<= 0: the v5 warps the GPU holds at
-// once); launches must not overlap (they share the GEMVQ's workspace: one
-// stream). Its sums are v6's per tile, a row group's warps' partials
-// added in order.
-func (g *GEMVQ) LaunchV6S(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, W int) error {
-	if N <= 0 || !g.ReadsV6(bits, G, K) {
-		return fmt.Errorf("kernels: gemvq v6s: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
-	}
-	return launchStreamK(c, st, g.v6s, g.sk, g.v5Ring[gemvqBitsIndex(bits)], y, x, tw, tp, bias, N, K, bits, G, W, g.EarlyWeights)
-}
-
-// InfoV6S returns the resources of v6s's kernel.
-func (g *GEMVQ) InfoV6S(c *cuda.Ctx) (cuda.FuncInfo, error) { return c.FuncInfo(g.v6s) }
-
 // gemvq6PackThreads is tile_pack's block size; gemvq6PackBlocks its most
 // CTAs (a grid-stride loop).
 const (
@@ -205,23 +123,14 @@ func (g *GEMVQ) InfoV6(c *cuda.Ctx, S int) (cuda.FuncInfo, error) {
 // (no math) over wq's layout and over the tiled one, and v6. A bench tool,
 // compiled on its own (one small module).
 type GEMVQDiag struct {
-	fns  [gemvqDiagSplitForms][len(gemvq4Splits)]cuda.Function
-	v6s  cuda.Function
-	sk   streamK
+	fns  [len(GEMVQDiagForms)][len(gemvq4Splits)]cuda.Function
 	ring int
 }
 
 // GEMVQDiagForms name GEMVQDiag's forms, in its index order: "v5.1",
 // "loads" (v5.1's copies, no math), "loads-tiled" (the same over the
-// tiled layout), "v6", "v6s" (v6 cut evenly over the resident warps: no
-// split).
-var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6", "v6s"}
-
-// gemvqDiagSplitForms is the forms with a split (all but v6s).
-const gemvqDiagSplitForms = 4
-
-// GEMVQDiagV6S is v6s's index in GEMVQDiagForms.
-const GEMVQDiagV6S = gemvqDiagSplitForms
+// tiled layout), "v6".
+var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6"}
 
 // GEMVQDiagTiled reports whether form f reads the tiled layout.
 func GEMVQDiagTiled(f int) bool { return f >= 2 }
@@ -233,8 +142,8 @@ func LoadGEMVQDiag(dev *cuda.Device, opts ...string) (*GEMVQDiag, error) {
 	expr := func(f, s int) string {
 		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v>", gemvq6Bits, s, GEMVQDiagTiled(f), f == 1 || f == 2)
 	}
-	exprs := []string{gemvq6sExpr}
-	for f := range gemvqDiagSplitForms {
+	var exprs []string
+	for f := range GEMVQDiagForms {
 		for _, s := range gemvq4Splits {
 			exprs = append(exprs, expr(f, s))
 		}
@@ -244,43 +153,29 @@ func LoadGEMVQDiag(dev *cuda.Device, opts ...string) (*GEMVQDiag, error) {
 		return nil, err
 	}
 	d := &GEMVQDiag{ring: gemvq5RingBytes(gemvq6Bits, opts)}
-	for f := range gemvqDiagSplitForms {
+	for f := range GEMVQDiagForms {
 		for si, s := range gemvq4Splits {
 			if d.fns[f][si], err = mod.Function(expr(f, s)); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if d.v6s, err = mod.Function(gemvq6sExpr); err != nil {
-		return nil, err
-	}
 	return d, dev.Do(func(c *cuda.Ctx) error {
-		for f := range gemvqDiagSplitForms {
+		for f := range GEMVQDiagForms {
 			for si := range gemvq4Splits {
 				if err := c.SetMaxDynamicShared(d.fns[f][si], d.ring); err != nil {
 					return fmt.Errorf("kernels: gemvq diag: %w", err)
 				}
 			}
 		}
-		if err := c.SetMaxDynamicShared(d.v6s, d.ring); err != nil {
-			return fmt.Errorf("kernels: gemvq diag: %w", err)
-		}
-		n, err := c.MaxActiveBlocksPerSM(d.v6s, 32*gemvq4Warps, d.ring)
-		if err != nil {
-			return err
-		}
-		d.sk, err = newStreamK(c, dev.Stream(), max(1, n)*gemvq4Warps*dev.SMs())
-		return err
+		return nil
 	})
 }
 
-// Launch runs form f at split S (v6s: over all its resident warps, S
-// unused) over an int4 [N, K] weight with groups of G (words and params
-// in the form's layout), early as GEMVQ.EarlyWeights.
+// Launch runs form f at split S over an int4 [N, K] weight with groups
+// of G (words and params in the form's layout), early as
+// GEMVQ.EarlyWeights.
 func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, params cuda.DevicePtr, N, K, G, S int, early bool) error {
-	if f == GEMVQDiagV6S {
-		return launchStreamK(c, st, d.v6s, d.sk, d.ring, y, x, words, params, 0, N, K, gemvq6Bits, G, 0, early)
-	}
 	si := slices.Index(gemvq4Splits[:], S)
 	if f < 0 || f >= len(GEMVQDiagForms) || si < 0 || gemvq4Shift(G, K) < 0 {
 		return fmt.Errorf("kernels: gemvq diag: form %d split %d G %d K %d has no kernel", f, S, G, K)
@@ -292,9 +187,6 @@ func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, para
 
 // Info returns the resources of form f at split S.
 func (d *GEMVQDiag) Info(c *cuda.Ctx, f, S int) (cuda.FuncInfo, error) {
-	if f == GEMVQDiagV6S {
-		return c.FuncInfo(d.v6s)
-	}
 	si := slices.Index(gemvq4Splits[:], S)
 	if f < 0 || f >= len(GEMVQDiagForms) || si < 0 {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq diag: no form %d split %d", f, S)
