@@ -62,8 +62,16 @@
 //        (v5.0 41.5), int4 unchanged (gate/up 19.9, down 18.9); the int4
 //        step 3.33-3.39 ms at 1K against v3.2's 3.42-3.48. Launch runs it
 //        for int4 at T = 1 (GEMVQ.UsesV5).
+//   v6   (session 15) v5.1 over the GPU-private tiled layout (below; a
+//        warp's ring step one contiguous 2 KB block): the same sums, int4
+//        gate/up 18.9-19.0 us (v5.1 19.8-20.0), down 17.8-18.0 (18.7-18.9),
+//        the int4 step -0.06 ms at 1K; a second copy of the weight, so
+//        opt-in (backend/gpu Options.GEMVQTiled). Its copies alone read
+//        only 1-3 points more than v5.1's over wq's layout: the layout is
+//        not what caps int4 (docs/perf/gemvq.md, session 15).
 //
-// Go wrapper: gemvq.go; test: gemvq_test.go; docs/perf/gemvq.md (v4).
+// Go wrapper: gemvq.go, gemvq6.go (v6, the tiled layout, the bench's
+// forms); tests: gemvq_test.go, gemvq6_test.go; docs/perf/gemvq.md.
 
 #include "bitdecode.cuh"
 #include "gemvq.cu"
