@@ -310,6 +310,9 @@ type weight struct {
 	// zero) pairs, codes of qbits bits in groups of qgroup channels.
 	q, qp         cuda.DevicePtr
 	qbits, qgroup int
+	// qt and qtp are the tiled copy of q and qp that v6 reads at one row
+	// of x (Options.GEMVQTiled; 0 without).
+	qt, qtp cuda.DevicePtr
 	// dec is the weight's DEC residual and scratch (LoadQuantWeight with
 	// a wq.DEC), nil without; Linear then compensates after the base.
 	dec *decWeight
@@ -740,12 +743,12 @@ func (b *Backend) register(w *weight) (backend.Weight, error) {
 // takeWeightMem returns w's device memory (and its DEC residual's mapped
 // host memory) and forgets it, for freeing.
 func takeWeightMem(w *weight) (ptrs []cuda.DevicePtr, host *cuda.HostBuffer) {
-	ptrs = []cuda.DevicePtr{w.block.release(w.f16), w.f32, w.q, w.qp}
+	ptrs = []cuda.DevicePtr{w.block.release(w.f16), w.f32, w.q, w.qp, w.qt, w.qtp}
 	w.block = nil
 	if w.dec != nil {
 		ptrs, host = append(ptrs, w.dec.sel, w.dec.part, w.dec.flags), w.dec.host
 	}
-	w.f16, w.f32, w.q, w.qp, w.dec = 0, 0, 0, 0, nil
+	w.f16, w.f32, w.q, w.qp, w.qt, w.qtp, w.dec = 0, 0, 0, 0, 0, 0, nil
 	return ptrs, host
 }
 

@@ -66,7 +66,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 			return nil, fmt.Errorf("backend/gpu: weight %s: %w", name, err)
 		}
 	}
-	w, err := b.loadQuantBase(name, m)
+	w, err := b.loadQuantBase(name, m, dec == nil || dec.KChunk == 0)
 	if err != nil || dec == nil || dec.KChunk == 0 {
 		return w, err
 	}
@@ -203,8 +203,8 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 }
 
 // loadQuantBase loads the base matrix: packed for gemvq.cu, or dequantized
-// to fp16.
-func (b *Backend) loadQuantBase(name string, m *wq.Matrix) (backend.Weight, error) {
+// to fp16; plain (no DEC) may take a tiled copy (tileQuant).
+func (b *Backend) loadQuantBase(name string, m *wq.Matrix, plain bool) (backend.Weight, error) {
 	bits := m.Elem.Bits()
 	if !m.Elem.IsInt() || !(bits == 3 || bits == 4 || bits == 8) || m.Group%32 != 0 {
 		// Dequantize here: exactly wq's values, stored as fp16 like any matrix.
@@ -233,13 +233,37 @@ func (b *Backend) loadQuantBase(name string, m *wq.Matrix) (backend.Weight, erro
 		if err := c.HtoD(w.q, cuda.Bytes(m.Words)); err != nil {
 			return err
 		}
-		return c.HtoD(w.qp, cuda.Bytes(m.Params))
+		if err := c.HtoD(w.qp, cuda.Bytes(m.Params)); err != nil {
+			return err
+		}
+		if plain {
+			return b.tileQuant(c, g, w)
+		}
+		return nil
 	})
 	if err != nil {
 		b.freeWeightMem(w)
 		return nil, fmt.Errorf("backend/gpu: weight %s: %w", name, err)
 	}
 	return b.register(w)
+}
+
+// tileQuant gives w (packed, no DEC, its words and params written) the
+// tiled copy v6 reads, packed on the device, where Options.GEMVQTiled is
+// set and Launch would run v5 for one row of x.
+func (b *Backend) tileQuant(c *cuda.Ctx, g *kernels.GEMVQ, w *weight) error {
+	N, K := w.shape[0], w.shape[1]
+	if !b.opts.GEMVQTiled || !g.UsesV5(1, N, K, w.qbits, w.qgroup) || !g.ReadsV6(w.qbits, w.qgroup, K) {
+		return nil
+	}
+	var err error
+	if w.qt, err = c.Alloc(4 * kernels.TiledWords(w.qbits, N, K)); err != nil {
+		return err
+	}
+	if w.qtp, err = c.Alloc(4 * kernels.TiledParams(N, K, w.qgroup)); err != nil {
+		return err
+	}
+	return g.PackTiles(c, b.stream, w.qt, w.qtp, w.q, w.qp, N, K, w.qbits, w.qgroup)
 }
 
 var _ backend.RandomQuantLoader = (*Backend)(nil)
@@ -281,7 +305,13 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 		if err := b.ops.FillNormalF16(c, b.stream, w.q, 2*words, uint32(seed^seed>>32), 1); err != nil {
 			return err
 		}
-		return c.Memset32Async(w.qp, uint32(zero)<<16|uint32(scale), N*(K/G), b.stream)
+		if err := c.Memset32Async(w.qp, uint32(zero)<<16|uint32(scale), N*(K/G), b.stream); err != nil {
+			return err
+		}
+		if dec.KChunk == 0 {
+			return b.tileQuant(c, g, w)
+		}
+		return nil
 	})
 	if err != nil {
 		b.freeWeightMem(w)
@@ -538,10 +568,15 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 // gemvq3.cu's v3, unless Options.GEMVQV2 or GEMVQV3; v2 above), but for
 // a weight with DEC the base its fused kernel shares (LaunchDECBase: v3
 // at one row of int4/int3, v2 else), so that its serial, concurrent and
-// fused modes add the same base.
+// fused modes add the same base; a weight with a tiled copy
+// (Options.GEMVQTiled) runs v6 over it where Launch would run v5 (the
+// same bits).
 func (b *Backend) gemvqLaunch(c *cuda.Ctx, d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) error {
 	if wt.dec != nil {
 		return b.gemvq.LaunchDECBase(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, wt.dec.kChunk)
+	}
+	if wt.qt != 0 && b.gemvq.UsesV5(T, N, K, wt.qbits, wt.qgroup) {
+		return b.gemvq.LaunchV6(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, N, K, wt.qbits, wt.qgroup, b.gemvq.SplitV5For(N, K, wt.qbits))
 	}
 	return b.gemvq.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup)
 }
@@ -567,7 +602,7 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
 			}
 			return nil
-		}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup))
+		}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(wt.qt), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup))
 		return
 	}
 	b.launch("Linear", func(c *cuda.Ctx) error {

@@ -353,3 +353,86 @@ func TestQuantLinearDEC(t *testing.T) {
 		t.Fatal("a residual of the wrong shape was accepted")
 	}
 }
+
+// TestQuantLinearTiled runs Linear at one row of x over int4 weights of
+// 2048 rows or more (where v5 runs) on a backend with Options.GEMVQTiled
+// (v6 over the tiled copy packed at load) and on the shared one (v5.1 over
+// wq's layout): the same bits, for a quantized weight and a random one
+// (LoadRandomQuant), and within TestQuantLinear's float64 bound for the
+// quantized one; T = 2 (v2 over wq's layout) the same bits too.
+func TestQuantLinearTiled(t *testing.T) {
+	base := gpuBackend(t)
+	tb, err := gpu.Open(0, gpu.Options{GEMVQTiled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	r := rand.New(rand.NewPCG(15, 9))
+	const N, K = 2100, 1152
+	w := make([]float32, N*K)
+	for i := range w {
+		w[i] = float32(0.02 * r.NormFloat64())
+	}
+	m, err := wq.Quantize(wq.Int4, 128, N, K, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, random := range []bool{false, true} {
+		run := func(be *gpu.Backend, x []float32, T int) []float32 {
+			var qw backend.Weight
+			var err error
+			if random {
+				qw, err = be.LoadRandomQuant("w", []int{N, K}, wq.Int4, 128, 3, wq.DEC{})
+			} else {
+				qw, err = be.LoadQuantWeight("w", m, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.FreeWeight(qw)
+			xt, _ := be.Alloc(backend.F32, T, K)
+			yt, _ := be.Alloc(backend.F32, T, N)
+			defer be.Free(xt)
+			defer be.Free(yt)
+			if err := be.Upload(xt, x); err != nil {
+				t.Fatal(err)
+			}
+			be.Linear(yt, xt, qw, nil)
+			y := make([]float32, T*N)
+			if err := be.Download(y, yt); err != nil {
+				t.Fatal(err)
+			}
+			return y
+		}
+		for _, T := range []int{1, 2} {
+			x := make([]float32, T*K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			want, got := run(base, x, T), run(tb, x, T)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || got[i] != got[i] {
+					t.Fatalf("random %v T=%d: y[%d] = %g tiled, %g not", random, T, i, got[i], want[i])
+				}
+			}
+			if random {
+				continue
+			}
+			for ti := range T {
+				for n := range N {
+					ref, mag := 0.0, 0.0
+					for k := range K {
+						xv := float64(x[ti*K+k])
+						ref += xv * float64(m.At(n, k))
+						sc, z := m.Param(n, k/m.Group)
+						mag += (math.Abs(float64(half.ToFloat32(sc)))*float64(m.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))) * math.Abs(xv)
+					}
+					tol := (0x1p-10*(1+0x1p-10)+float64(K/16+40)*0x1p-23)*mag + 0x1p-24*math.Abs(ref)
+					if g := float64(got[ti*N+n]); math.Abs(g-ref) > tol {
+						t.Fatalf("T=%d: y[%d,%d] = %g, want %g (tol %.3g)", T, ti, n, g, ref, tol)
+					}
+				}
+			}
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 // benchGEMVQHelp is the help of 'bitdecode bench gemvq'.
 const benchGEMVQHelp = `usage: bitdecode bench gemvq [--preset NAME] [--rows T] [--bits 4,3,8] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
+       bitdecode bench gemvq --diag [--diag-runs N] [--preset NAME] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
 
 Times gemvq.cu (v2), at 1-2 rows gemvq3.cu (v3) and at one row gemvq4.cu
 (v4), the decode GEMVs over packed low-bit weights, on the linear-layer
@@ -24,6 +25,15 @@ GEMVQ4_MIN_BLOCKS), variants are
 separated by ';', and "" is the defaults. Each line gives the time, GB/s on
 the packed bytes, the fraction of the read ceiling, and the kernel's
 registers and local (spill) bytes. A tool for kernel work (docs/perf).
+
+--diag times instead the int4 forms of gemvq4.cu's gemv_q5 that tell the
+access pattern from a kernel's fixed cost (docs/perf/gemvq.md, session
+15): v5.1, its copies alone over wq's layout and over the tiled one, and
+v6 (v5.1 over the tiled layout), on gate/up, down and "gate/up x4" (four
+times gate/up's rows), one launch a timed region and four back to back
+(with and without early loads), for each variant of gemvq4.cu's knobs
+(GEMVQ5_STAGES, GEMVQ5_MIN_BLOCKS). --diag-runs 1 runs each point once, with
+no warm-up and no back-to-back: for a profiler (ncu).
 
 example:
   bitdecode bench gemvq --variants ';GEMVQ_PIPE=0;GEMVQ_UNROLL=8'
@@ -40,6 +50,8 @@ func runBenchGEMVQ(args []string, stdout, stderr io.Writer) error {
 	shapes := fs.String("shapes", "", "comma-separated layer names to keep (q/o proj, k/v proj, gate/up, down); empty: all")
 	splitsFlag := fs.String("splits", "", "comma-separated warps per CTA to time (1, 2, 4, 8, 16); empty: all")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to this file")
+	diag := fs.Bool("diag", false, "time the int4 gemv_q5 forms that tell the access pattern from the fixed cost")
+	diagRuns := fs.Int("diag-runs", 20, "with --diag: timed runs of each point (1: once, no warm-up, for a profiler)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -81,6 +93,13 @@ func runBenchGEMVQ(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := needGPU("bench gemvq"); err != nil {
 		return err
+	}
+	if *diag {
+		out, err := bench.SweepGEMVQDiag(mc, strings.Split(*variants, ";"), shapeList, splits, *diagRuns, stdout)
+		if err != nil {
+			return err
+		}
+		return writeJSON(*jsonPath, out)
 	}
 	out, err := bench.SweepGEMVQ(mc, *rows, strings.Split(*variants, ";"), bits, shapeList, splits, stdout)
 	if err != nil {

@@ -254,6 +254,8 @@ type GEMVQ struct {
 	v4   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function
 	v5   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // coalesced copies of the codes
 	v5l  [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // each lane copying its own spans
+	v6   [len(gemvq4Splits)]cuda.Function                 // v5.1 over the tiled layout (int4: gemvq6Bits)
+	pack cuda.Function                                    // gemvq4::tile_pack<gemvq6Bits>
 	// v3Slots is how many warps of v3's kernel for T rows and a code width
 	// the GPU holds at once (its CTAs an SM by the occupancy API, times
 	// gemvq3Warps, times the SMs): gemvq3SplitFor's wave.
@@ -393,6 +395,10 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			exprs = append(exprs, expr(b, s), expr5(b, s, true), expr5(b, s, false))
 		}
 	}
+	for _, s := range gemvq4Splits {
+		exprs = append(exprs, gemvq6Expr(s, false))
+	}
+	exprs = append(exprs, gemvq6PackExpr)
 	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
 	if err != nil {
 		return err
@@ -410,6 +416,14 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			}
 		}
 	}
+	for si, s := range gemvq4Splits {
+		if g.v6[si], err = mod.Function(gemvq6Expr(s, false)); err != nil {
+			return err
+		}
+	}
+	if g.pack, err = mod.Function(gemvq6PackExpr); err != nil {
+		return err
+	}
 	return dev.Do(func(c *cuda.Ctx) error {
 		for bi, b := range gemvqBits {
 			n, err := c.MaxActiveBlocksPerSM(g.v4[bi][0], 32*gemvq4Warps, 0)
@@ -420,7 +434,11 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			ring := gemvq5RingBytes(b, opts)
 			g.v5Ring[bi] = ring
 			for si := range gemvq4Splits {
-				for _, f := range []cuda.Function{g.v5[bi][si], g.v5l[bi][si]} {
+				fns := []cuda.Function{g.v5[bi][si], g.v5l[bi][si]}
+				if b == gemvq6Bits {
+					fns = append(fns, g.v6[si])
+				}
+				for _, f := range fns {
 					if err := c.SetMaxDynamicShared(f, ring); err != nil {
 						return fmt.Errorf("kernels: gemvq v5: %w", err)
 					}

@@ -62,8 +62,16 @@
 //        (v5.0 41.5), int4 unchanged (gate/up 19.9, down 18.9); the int4
 //        step 3.33-3.39 ms at 1K against v3.2's 3.42-3.48. Launch runs it
 //        for int4 at T = 1 (GEMVQ.UsesV5).
+//   v6   (session 15) v5.1 over the GPU-private tiled layout (below; a
+//        warp's ring step one contiguous 2 KB block): the same sums, int4
+//        gate/up 18.9-19.0 us (v5.1 19.8-20.0), down 17.8-18.0 (18.7-18.9),
+//        the int4 step -0.06 ms at 1K; a second copy of the weight, so
+//        opt-in (backend/gpu Options.GEMVQTiled). Its copies alone read
+//        only 1-3 points more than v5.1's over wq's layout: the layout is
+//        not what caps int4 (docs/perf/gemvq.md, session 15).
 //
-// Go wrapper: gemvq.go; test: gemvq_test.go; docs/perf/gemvq.md (v4).
+// Go wrapper: gemvq.go, gemvq6.go (v6, the tiled layout, the bench's
+// forms); tests: gemvq_test.go, gemvq6_test.go; docs/perf/gemvq.md.
 
 #include "bitdecode.cuh"
 #include "gemvq.cu"
@@ -308,6 +316,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemv_q4(const float* __r
 #endif
 constexpr int kRing = GEMVQ5_STAGES > 0 ? GEMVQ5_STAGES : 4;
 
+// kMinBlocks5 is the CTAs an SM v5's launch bounds ask registers for: 2
+// (the rings' shared memory allows no more at kRing 4). GEMVQ5_MIN_BLOCKS
+// (an NVRTC -D knob) overrides it where > 0 (3 with GEMVQ5_STAGES=2: 24
+// warps an SM, session 15's occupancy variant).
+#ifndef GEMVQ5_MIN_BLOCKS
+#define GEMVQ5_MIN_BLOCKS 0
+#endif
+constexpr int kMinBlocks5 = GEMVQ5_MIN_BLOCKS > 0 ? GEMVQ5_MIN_BLOCKS : 2;
+
 // kStageTiles is v5's U: tiles a ring slot holds (2 KB of codes a warp).
 template <int BITS>
 constexpr int kStageTiles = BITS == 8 ? 1 : 2;
@@ -349,14 +366,16 @@ __device__ __forceinline__ void cpAsyncCA(void* smem, const void* gmem) {
 
 // issueParams starts the copies of the lane's two rows' params (a half2
 // scale and zero) of tile t0 + c below te into sl (lanes c < U, c = lane
-// % 4).
-template <int BITS, int U>
+// % 4). PSTRIDE is the words between a row's consecutive groups: 1 in wq's
+// layout, kRows in the tiled one (v6: a row group's 16 pairs of a group
+// contiguous).
+template <int BITS, int U, unsigned PSTRIDE = 1>
 __device__ __forceinline__ void issueParams(Slot<BITS, U>& sl, const Rows& rw, int t0, int te, int gshift, int lane) {
   const int g = lane / 4, c = lane % 4;
   if (c < U && t0 + c < te) {
     const unsigned t = t0 + c;
-    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift)));
-    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift)));
+    cpAsyncCA<4>(&sl.prm[c][g], rw.params + (rw.p0 + (t >> gshift) * PSTRIDE));
+    cpAsyncCA<4>(&sl.prm[c][g + 8], rw.params + (rw.p1 + (t >> gshift) * PSTRIDE));
   }
 }
 
@@ -444,8 +463,11 @@ struct CoalRows {
 };
 
 // issueCodesCoal is issueCodes' codes with the coalesced copies (the
-// params by issueParams, as issueCodes).
-template <int BITS, int U>
+// params by issueParams, as issueCodes). TSTRIDE is the words a tile
+// advances a row's place: kTile / 32 · BITS in wq's layout, kRows ·
+// 32 / U in the tiled one (a row group's step of U tiles one contiguous
+// run of kRows lines); PSTRIDE issueParams'.
+template <int BITS, int U, unsigned TSTRIDE = kTile / 32 * BITS, unsigned PSTRIDE = 1>
 __device__ __forceinline__ void issueCodesCoal(Slot<BITS, U>& sl, const u32* __restrict__ words, const CoalRows& cr, const Rows& rw, int t0,
                                                int te, int gshift, int lane) {
   constexpr int kRowWords = U * 4 * BITS;  // 128 bytes
@@ -455,9 +477,9 @@ __device__ __forceinline__ void issueCodesCoal(Slot<BITS, U>& sl, const u32* __r
   const int pos = j ^ (kSwizzle<BITS> * (r0 & 1));
   if (t0 + j / BITS < te) {  // the unit's tile is in the warp's run
 #pragma unroll
-    for (int i = 0; i < 4; i++) cpAsync16(&rows[4 * i + r0][4 * pos], words + (cr.w[i] + unsigned(t0) * (kTile / 32 * BITS)));
+    for (int i = 0; i < 4; i++) cpAsync16(&rows[4 * i + r0][4 * pos], words + (cr.w[i] + unsigned(t0) * TSTRIDE));
   }
-  issueParams(sl, rw, t0, te, gshift, lane);
+  issueParams<BITS, U, PSTRIDE>(sl, rw, t0, te, gshift, lane);
 }
 
 // readStepCoal is readStep over the coalesced rows.
@@ -481,42 +503,67 @@ __device__ __forceinline__ void readStepCoal(Step<BITS, U>& st, const Slot<BITS,
   }
 }
 
+// The tiled layout (v6, gemvq.go PackTiles; GPU-private: wq's layout stays
+// what the CPU, DEC, v2-v5 and the dequantization read). A weight's codes
+// are cut into blocks of (row group of kRows rows, step of U =
+// kStageTiles<BITS> tiles), stored block after block, a row group's steps
+// in order: block (rg, st) is kRows lines of 128 bytes, line r holding row
+// 16·rg + r's words 32·st..32·st+31 of wq's row (zeros past the row's end
+// and for rows past N). The params are [row group][group][kRows] (scale,
+// zero) pairs. So a warp's ring step (v5.1's coalesced copies) is one
+// contiguous 2 KB run, and its slice of K one contiguous stream; the slot
+// it fills holds the same words as v5.1's: the same sums, bit for bit.
+template <int BITS>
+constexpr unsigned kTiledStepWords = kRows * 32;  // a block (rg, st): 16 lines of 128 bytes
+
 // gemv_q5: grid (ceil(N / (kRows·kWarps/S))), block kThreads, dynamic
 // shared memory ringBytes >= kWarps·kRingBytes<BITS>. Warp w takes row
 // group w / S and slice w % S of its K steps (v4's); gshift is log2(G/128),
 // K a multiple of G. early: issue the first kRing − 1 steps' codes and
 // params before the dependency wait. COAL: the coalesced copies of the
-// codes (int4, int8), else each lane's own.
-template <int BITS, int S, bool COAL>
-__global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__ x, const u32* __restrict__ words,
+// codes (int4, int8), else each lane's own. TILED (v6, with COAL, int4 and
+// int8): words and params in the tiled layout above. LOADS (a bench
+// diagnostic, `bench gemvq --diag`): the same copies with no math, the
+// words read back from the ring and XOR-ed into y (nonsense values: only
+// the time means anything).
+template <int BITS, int S, bool COAL, bool TILED = false, bool LOADS = false>
+__global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __restrict__ x, const u32* __restrict__ words,
                                                        const u16* __restrict__ params, const float* __restrict__ bias,
                                                        float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes) {
   constexpr int U = kStageTiles<BITS>;
   constexpr int kGroups = kWarps / S;  // row groups per CTA
   static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  // kCoal: the coalesced copies (int4, int8; int3's 48-byte tiles keep the
+  // lanes' own).
+  constexpr bool kCoal = COAL && BITS % 4 == 0;
+  static_assert(!TILED || kCoal, "the tiled layout is read by the coalesced copies");
+  // Words a tile advances a row's place, and a row's params a group.
+  constexpr unsigned kTStride = TILED ? kTiledStepWords<BITS> / U : kTile / 32 * BITS;
+  constexpr unsigned kPStride = TILED ? kRows : 1;
   if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
   const int g = lane / 4, c = lane % 4;
-  const int n0 = (blockIdx.x * kGroups + warp / S) * kRows;
+  const int rg = blockIdx.x * kGroups + warp / S, n0 = rg * kRows;
   const int tiles = K / kTile, steps = (tiles + U - 1) / U, per = (steps + S - 1) / S;
   const int tb = min(tiles, slice * per * U), te = min(tiles, (slice + 1) * per * U);
   const int rowWords = K / 32 * BITS, groups = tiles >> gshift;
   const int na = min(n0 + g, N - 1), nb = min(n0 + g + 8, N - 1);
   const u32* prm = reinterpret_cast<const u32*>(params);
-  const Rows rw{words, prm, unsigned(na * rowWords + c * BITS), unsigned(nb * rowWords + c * BITS), unsigned(na * groups),
-                unsigned(nb * groups)};
-  // kCoal: the coalesced copies (int4, int8; int3's 48-byte tiles keep the
-  // lanes' own).
-  constexpr bool kCoal = COAL && BITS % 4 == 0;
+  const Rows rw = TILED ? Rows{words, prm, 0, 0, unsigned(rg * groups * kRows + g), unsigned(rg * groups * kRows + g + 8)}
+                        : Rows{words, prm, unsigned(na * rowWords + c * BITS), unsigned(nb * rowWords + c * BITS), unsigned(na * groups),
+                               unsigned(nb * groups)};
   CoalRows cr;
 #pragma unroll
-  for (int i = 0; i < 4; i++) cr.w[i] = unsigned(min(n0 + 4 * i + lane / 8, N - 1) * rowWords + lane % 8 * 4);
+  for (int i = 0; i < 4; i++) {
+    if constexpr (TILED) cr.w[i] = unsigned(rg * steps) * kTiledStepWords<BITS> + unsigned(4 * i + lane / 8) * 32 + lane % 8 * 4;
+    else cr.w[i] = unsigned(min(n0 + 4 * i + lane / 8, N - 1) * rowWords + lane % 8 * 4);
+  }
   extern __shared__ __align__(16) unsigned char gemvq5Ring[];
   Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq5Ring) + warp * kRing;
   if (early) {
 #pragma unroll
     for (int s = 0; s < kRing - 1; s++) {
-      if constexpr (kCoal) issueCodesCoal(ring[s], words, cr, rw, tb + s * U, te, gshift, lane);
+      if constexpr (kCoal) issueCodesCoal<BITS, U, kTStride, kPStride>(ring[s], words, cr, rw, tb + s * U, te, gshift, lane);
       else issueCodes(ring[s], rw, tb + s * U, te, gshift, lane);
     }
   }
@@ -525,7 +572,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__
   if (!early) {
 #pragma unroll
     for (int s = 0; s < kRing - 1; s++) {
-      if constexpr (kCoal) issueCodesCoal(ring[s], words, cr, rw, tb + s * U, te, gshift, lane);
+      if constexpr (kCoal) issueCodesCoal<BITS, U, kTStride, kPStride>(ring[s], words, cr, rw, tb + s * U, te, gshift, lane);
       else issueCodes(ring[s], rw, tb + s * U, te, gshift, lane);
     }
   }
@@ -538,6 +585,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__
     cpAsyncCommit();
   }
   float acc[2] = {0.f, 0.f};
+  u32 fold = 0;  // LOADS: the words read, XOR-ed
   __shared__ XStage<U> xs[kWarps];
   int rd = 0, wr = kRing - 1;  // the slots read and filled this step
   for (int t = tb; t < te; t += U) {
@@ -545,7 +593,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__
     __syncwarp();  // every lane's copies of this step (the params) are visible; slot wr's last reads are done
     const int tn = t + (kRing - 1) * U;
     if (tn < te) {
-      if constexpr (kCoal) issueCodesCoal(ring[wr], words, cr, rw, tn, te, gshift, lane);
+      if constexpr (kCoal) issueCodesCoal<BITS, U, kTStride, kPStride>(ring[wr], words, cr, rw, tn, te, gshift, lane);
       else issueCodes(ring[wr], rw, tn, te, gshift, lane);
       issueX(ring[wr], x, tn, te, lane);
     }
@@ -553,13 +601,51 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_q5(const float* __restrict__
     Step<BITS, U> st;
     if constexpr (kCoal) readStepCoal(st, ring[rd], lane);
     else readStep(st, ring[rd], lane);
-    stageXSlot<BITS, U>(xs[warp], ring[rd], t, te, lane);
-    tileDot<BITS, U>(acc, st, xs[warp], t, te, lane);
+    if constexpr (LOADS) {
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+#pragma unroll
+          for (int i = 0; i < BITS; i++) fold ^= st.a[u][r].w[i];
+        fold ^= st.sz[u][0] ^ st.sz[u][1] ^ __float_as_uint(ring[rd].x[u][lane].x);
+      }
+    } else {
+      stageXSlot<BITS, U>(xs[warp], ring[rd], t, te, lane);
+      tileDot<BITS, U>(acc, st, xs[warp], t, te, lane);
+    }
     rd = rd + 1 == kRing ? 0 : rd + 1;
     wr = wr + 1 == kRing ? 0 : wr + 1;
   }
   cpAsyncWait<0>();
+  if constexpr (LOADS) acc[0] = __uint_as_float(fold & 0x3fffffffu);  // finite
   storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
+}
+
+// tile_pack writes the tiled layout (above; gemvq.go PackTiles, its
+// reference) of a weight in wq's layout: tw [ceil(N/kRows)][steps][kRows][32]
+// words, tp [ceil(N/kRows)][K/G][kRows] (scale, zero) pairs, one thread a
+// word (a grid-stride loop over both).
+template <int BITS>
+__global__ void tile_pack(const u32* __restrict__ words, const u32* __restrict__ params, u32* __restrict__ tw, u32* __restrict__ tp, int N,
+                          int K, int G) {
+  constexpr int U = kStageTiles<BITS>;
+  gridDependencyWait();
+  gridLaunchDependents();
+  const int rowWords = K / 32 * BITS, steps = (K / kTile + U - 1) / U, groups = K / G, rgs = (N + kRows - 1) / kRows;
+  const long long nw = (long long)rgs * steps * kTiledStepWords<BITS>, np = (long long)rgs * groups * kRows;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < nw + np; i += (long long)gridDim.x * blockDim.x) {
+    if (i < nw) {
+      const int w = int(i % 32), r = int(i / 32 % kRows);
+      const long long b = i / kTiledStepWords<BITS>;
+      const int st = int(b % steps), n = int(b / steps) * kRows + r, k = st * 32 + w;
+      tw[i] = n < N && k < rowWords ? words[(long long)n * rowWords + k] : 0u;
+    } else {
+      const long long j = i - nw, b = j / kRows;
+      const int n = int(b / groups) * kRows + int(j % kRows);
+      tp[j] = n < N ? params[(long long)n * groups + b % groups] : 0u;
+    }
+  }
 }
 
 }  // namespace gemvq4

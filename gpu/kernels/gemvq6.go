@@ -1,0 +1,195 @@
+package kernels
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+// v6: gemvq4.cu's gemv_q5 (v5.1: v4's tensor-core math fed by a cp.async
+// ring of whole 128-byte lines) reading a GPU-private tiled copy of the
+// weight, in which a warp's ring step is one contiguous 2 KB run and its
+// slice of K one contiguous stream (gemvq4.cu, "The tiled layout";
+// docs/perf/gemvq.md, session 15). The slots hold the same words as
+// v5.1's, so v6's sums are v5.1's bit for bit. wq's layout stays what the
+// CPU, DEC, the other GEMVs and the dequantization read: a weight run by
+// v6 keeps both copies.
+
+// gemvq6Bits is the code width v6 and tile_pack are instantiated for.
+const gemvq6Bits = 4
+
+// gemvq6Expr is the name expression of gemv_q5 over the tiled layout at
+// split s (loads: the bench's loads-only form).
+func gemvq6Expr(s int, loads bool) string {
+	return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, true, %v>", gemvq6Bits, s, loads)
+}
+
+// gemvq6PackExpr is tile_pack's name expression.
+var gemvq6PackExpr = fmt.Sprintf("gemvq4::tile_pack<%d>", gemvq6Bits)
+
+// gemvq6PackThreads is tile_pack's block size; gemvq6PackBlocks its most
+// CTAs (a grid-stride loop).
+const (
+	gemvq6PackThreads = 256
+	gemvq6PackBlocks  = 4096
+)
+
+// TiledWords returns the uint32 words of the tiled codes of an int-bits
+// [N, K] weight: a block of gemvq4Rows lines of 32 words for each row
+// group of 16 rows and each ring step of gemvq5StageTiles tiles.
+func TiledWords(bits, N, K int) int {
+	u := gemvq5StageTiles(bits)
+	steps := (K/gemvq4Tile + u - 1) / u
+	return (N + gemvq4Rows - 1) / gemvq4Rows * steps * gemvq4Rows * 32
+}
+
+// TiledParams returns the uint32 (scale, zero) pairs of the tiled params
+// of an [N, K] weight with groups of G: [row group][group][16 rows].
+func TiledParams(N, K, G int) int { return (N + gemvq4Rows - 1) / gemvq4Rows * (K / G) * gemvq4Rows }
+
+// PackTiles returns the tiled layout of an int-bits [N, K] weight with
+// groups of G given in wq's layout (words [N][K/32·bits], params [N][K/G]
+// (scale, zero) fp16 pairs): block (rg, st) of the codes holds, in line r,
+// words 32·st..32·st+31 of row 16·rg + r (zeros past the row and for rows
+// past N); the params are [row group][group][16] pairs (zeros past N).
+// It is the reference of gemvq4.cu's tile_pack (GEMVQ.PackTiles).
+func PackTiles(bits, N, K, G int, words []uint32, params []uint16) (tw, tp []uint32, err error) {
+	if N <= 0 || K <= 0 || G <= 0 || K%G != 0 || K%gemvq4Tile != 0 || len(words) != N*K/32*bits || len(params) != 2*N*(K/G) {
+		return nil, nil, fmt.Errorf("kernels: tiled layout: int%d [%d, %d] G %d with %d words and %d params", bits, N, K, G, len(words), len(params))
+	}
+	rowWords, groups := K/32*bits, K/G
+	u := gemvq5StageTiles(bits)
+	steps := (K/gemvq4Tile + u - 1) / u
+	tw = make([]uint32, TiledWords(bits, N, K))
+	tp = make([]uint32, TiledParams(N, K, G))
+	for n := range N {
+		rg, r := n/gemvq4Rows, n%gemvq4Rows
+		for k := range rowWords {
+			st, w := k/32, k%32
+			tw[((rg*steps+st)*gemvq4Rows+r)*32+w] = words[n*rowWords+k]
+		}
+		for grp := range groups {
+			tp[(rg*groups+grp)*gemvq4Rows+r] = uint32(params[2*(n*groups+grp)]) | uint32(params[2*(n*groups+grp)+1])<<16
+		}
+	}
+	return tw, tp, nil
+}
+
+// ReadsV6 reports whether v6 reads a weight of this width and group over
+// K: int4 (gemvq6Bits) where v4 reads it.
+func (g *GEMVQ) ReadsV6(bits, G, K int) bool { return bits == gemvq6Bits && g.ReadsV4(bits, G, K) }
+
+// PackTiles writes the tiled layout of an int4 [N, K] weight in wq's
+// layout (words, params) to tw ([TiledWords] uint32) and tp
+// ([TiledParams] uint32) on stream st: PackTiles on the device.
+func (g *GEMVQ) PackTiles(c *cuda.Ctx, st cuda.Stream, tw, tp, words, params cuda.DevicePtr, N, K, bits, G int) error {
+	if N <= 0 || !g.ReadsV6(bits, G, K) {
+		return fmt.Errorf("kernels: gemvq tiled layout: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
+	}
+	n := TiledWords(bits, N, K) + TiledParams(N, K, G)
+	blocks := min((n+gemvq6PackThreads-1)/gemvq6PackThreads, gemvq6PackBlocks)
+	return c.Launch(g.pack, cuda.Dim3{X: blocks}, cuda.Dim3{X: gemvq6PackThreads}, 0, st, words, params, tw, tp, int32(N), int32(K), int32(G))
+}
+
+// LaunchV6 is v6 over one row of x with S warps per row group (1, 2, 4
+// or 8): tw and tp a weight's tiled layout (PackTiles), the rest as
+// LaunchV5; the same sums as LaunchV5 over wq's layout, bit for bit.
+func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int) error {
+	if N <= 0 || !g.ReadsV6(bits, G, K) {
+		return fmt.Errorf("kernels: gemvq v6: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
+	}
+	si := slices.Index(gemvq4Splits[:], S)
+	if si < 0 {
+		return fmt.Errorf("kernels: gemvq v6: split %d is not one of %v", S, gemvq4Splits)
+	}
+	rows := gemvq4Rows * gemvq4Warps / S
+	ring := g.v5Ring[gemvqBitsIndex(bits)]
+	return c.Launch(g.v6[si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
+		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(ring))
+}
+
+// InfoV6 returns the resources of v6's kernel at split S.
+func (g *GEMVQ) InfoV6(c *cuda.Ctx, S int) (cuda.FuncInfo, error) {
+	si := slices.Index(gemvq4Splits[:], S)
+	if si < 0 {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v6: no kernel for split %d", S)
+	}
+	return c.FuncInfo(g.v6[si])
+}
+
+// GEMVQDiag holds the int4 forms of gemv_q5 that `bitdecode bench gemvq
+// --diag` times (docs/perf/gemvq.md, session 15): v5.1, its copies alone
+// (no math) over wq's layout and over the tiled one, and v6. A bench tool,
+// compiled on its own (one small module).
+type GEMVQDiag struct {
+	fns  [len(GEMVQDiagForms)][len(gemvq4Splits)]cuda.Function
+	ring int
+}
+
+// GEMVQDiagForms name GEMVQDiag's forms, in its index order: "v5.1",
+// "loads" (v5.1's copies, no math), "loads-tiled" (the same over the
+// tiled layout), "v6".
+var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6"}
+
+// GEMVQDiagTiled reports whether form f reads the tiled layout.
+func GEMVQDiagTiled(f int) bool { return f >= 2 }
+
+// LoadGEMVQDiag compiles gemvq4.cu's int4 gemv_q5 in GEMVQDiagForms' forms
+// at every split, with extra NVRTC options (its knobs: -DGEMVQ5_STAGES=n,
+// -DGEMVQ5_MIN_BLOCKS=n).
+func LoadGEMVQDiag(dev *cuda.Device, opts ...string) (*GEMVQDiag, error) {
+	expr := func(f, s int) string {
+		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v>", gemvq6Bits, s, GEMVQDiagTiled(f), f == 1 || f == 2)
+	}
+	var exprs []string
+	for f := range GEMVQDiagForms {
+		for _, s := range gemvq4Splits {
+			exprs = append(exprs, expr(f, s))
+		}
+	}
+	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
+	if err != nil {
+		return nil, err
+	}
+	d := &GEMVQDiag{ring: gemvq5RingBytes(gemvq6Bits, opts)}
+	for f := range GEMVQDiagForms {
+		for si, s := range gemvq4Splits {
+			if d.fns[f][si], err = mod.Function(expr(f, s)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, dev.Do(func(c *cuda.Ctx) error {
+		for f := range GEMVQDiagForms {
+			for si := range gemvq4Splits {
+				if err := c.SetMaxDynamicShared(d.fns[f][si], d.ring); err != nil {
+					return fmt.Errorf("kernels: gemvq diag: %w", err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Launch runs form f at split S over an int4 [N, K] weight with groups
+// of G (words and params in the form's layout), early as
+// GEMVQ.EarlyWeights.
+func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, params cuda.DevicePtr, N, K, G, S int, early bool) error {
+	si := slices.Index(gemvq4Splits[:], S)
+	if f < 0 || f >= len(GEMVQDiagForms) || si < 0 || gemvq4Shift(G, K) < 0 {
+		return fmt.Errorf("kernels: gemvq diag: form %d split %d G %d K %d has no kernel", f, S, G, K)
+	}
+	rows := gemvq4Rows * gemvq4Warps / S
+	return c.Launch(d.fns[f][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, d.ring, st,
+		x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring))
+}
+
+// Info returns the resources of form f at split S.
+func (d *GEMVQDiag) Info(c *cuda.Ctx, f, S int) (cuda.FuncInfo, error) {
+	si := slices.Index(gemvq4Splits[:], S)
+	if f < 0 || f >= len(GEMVQDiagForms) || si < 0 {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq diag: no form %d split %d", f, S)
+	}
+	return c.FuncInfo(d.fns[f][si])
+}
