@@ -17,7 +17,7 @@ import (
 // gemvq.cu sweep.
 type GEMVQRow struct {
 	Variant    string  `json:"variant"` // NVRTC -D options, "" for the defaults
-	Version    int     `json:"version"` // 2: gemvq.cu (tensor cores), 3: gemvq3.cu (CUDA cores, T <= 2), 4: gemvq4.cu (tensor cores, T = 1), 5: its gemv_q5 (v4 fed by a cp.async ring, coalesced copies: v5.1), 6: gemv_q5 with each lane's own copies (v5.0, GEMVQ.V5Lanes)
+	Version    int     `json:"version"` // 2: gemvq.cu (tensor cores), 3: gemvq3.cu (CUDA cores, T <= 2), 4: gemvq4.cu (tensor cores, T = 1), 5: its gemv_q5 (v4 fed by a cp.async ring, coalesced copies; the LEAN step, v5.2, where built, else v5.1), 6: gemv_q5 with each lane's own copies (v5.0, GEMVQ.V5Lanes), 7: gemv_q5 with session 15's step (v5.1, GEMVQ.V51)
 	Bits       int     `json:"bits"`
 	Name       string  `json:"name"`
 	N          int     `json:"n"`
@@ -118,15 +118,15 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 					// v2, v3 (T <= 2) and v4 (T = 1) alternate at each
 					// split, so that a drift of the clocks touches all.
 					for _, s := range splits {
-						for _, ver := range []int{2, 3, 4, 5, 6} {
+						for _, ver := range []int{2, 3, 4, 5, 6, 7} {
 							if ver == 2 && s > kernels.GEMVQMaxSplit(T) || ver == 3 && (T > kernels.GEMVQ3MaxRows || !slices.Contains(kernels.GEMVQ3Splits(), s)) ||
 								ver >= 4 && (T != 1 || !slices.Contains(kernels.GEMVQ4Splits(), s)) {
 								continue
 							}
 							us, err := x.MedianUS(st, 3, 20, func(i int) error {
 								switch ver {
-								case 5, 6:
-									g.V5Lanes = ver == 6
+								case 5, 6, 7:
+									g.V5Lanes, g.V51 = ver == 6, ver == 7
 									return g.LaunchV5(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, sh.N, sh.K, b, 128, s)
 								case 4:
 									return g.LaunchV4(x, st, yp, xp, ws[i%len(ws)], ps[i%len(ps)], 0, sh.N, sh.K, b, 128, s)
@@ -147,7 +147,7 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 							case 4:
 								fi, err = g.InfoV4(x, b, s)
 								auto = g.SplitV4For(sh.N, sh.K, b)
-							case 5, 6:
+							case 5, 6, 7:
 								fi, err = g.InfoV5(x, b, s)
 								auto = g.SplitV5For(sh.N, sh.K, b)
 							}

@@ -85,6 +85,10 @@ const (
 	// more without DEC also keep a tiled copy that gemvq4.cu's v6 reads at
 	// one row of x (experiment; twice their memory).
 	EnvGEMVQTiled = "BITDECODE_GEMVQ_TILED"
+	// EnvGEMVQV51 is Options.GEMVQV51: gemvq4.cu's v5 and v6 run session
+	// 15's step (v5.1, v6) instead of v5.2's and v6.1's (comparisons; the
+	// same bits).
+	EnvGEMVQV51 = "BITDECODE_GEMVQ_V51"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -210,6 +214,12 @@ type Options struct {
 	// -1.0 us standalone on the H100, the B = 1 int4 step -0.06 ms at 1K).
 	// The weights' device memory doubles.
 	GEMVQTiled bool
+	// GEMVQV51 makes gemvq4.cu's v5 (int4 at one row of x) and v6 run
+	// session 15's step (v5.1, v6) instead of v5.2's and v6.1's, which
+	// issue the same copies and compute the same sums with ~17-20% fewer
+	// instructions a step (kernels.GEMVQ.V51; docs/perf/gemvq.md, session
+	// 15b). The same bits either way.
+	GEMVQV51 bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -250,7 +260,8 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
-		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQTiled, &o.GEMVQTiled}} {
+		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQTiled, &o.GEMVQTiled},
+		{EnvGEMVQV51, &o.GEMVQV51}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -253,8 +253,10 @@ type GEMVQ struct {
 	v3   [GEMVQ3MaxRows][len(gemvqBits)][len(gemvq3Splits)]cuda.Function
 	v4   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function
 	v5   [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // coalesced copies of the codes
+	v5n  [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // v5.2: v5's step with fewer instructions (gemvq5Lean widths; else zero)
 	v5l  [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // each lane copying its own spans
 	v6   [len(gemvq4Splits)]cuda.Function                 // v5.1 over the tiled layout (int4: gemvq6Bits)
+	v6n  [len(gemvq4Splits)]cuda.Function                 // v6.1: v5.2 over the tiled layout
 	pack cuda.Function                                    // gemvq4::tile_pack<gemvq6Bits>
 	// v3Slots is how many warps of v3's kernel for T rows and a code width
 	// the GPU holds at once (its CTAs an SM by the occupancy API, times
@@ -283,6 +285,12 @@ type GEMVQ struct {
 	// call 1, 64 bytes a row a warp instruction) instead of the coalesced
 	// 128-byte rows (v5.1): a knob for A/Bs and tests.
 	V5Lanes bool
+	// V51 makes v5 and v6 run session 15's step (v5.1, v6) instead of
+	// v5.2's and v6.1's, which issue the same copies and compute the same
+	// sums (the same bits) with ~17-20% fewer instructions a step
+	// (gemvq4.cu LEAN; docs/perf/gemvq.md, session 15b): a knob for A/Bs
+	// and tests.
+	V51 bool
 	// EarlyWeights makes v3's, v4's and v5's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
 	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it
@@ -395,8 +403,15 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			exprs = append(exprs, expr(b, s), expr5(b, s, true), expr5(b, s, false))
 		}
 	}
+	for _, b := range gemvqBits {
+		if gemvq5Lean(b) {
+			for _, s := range gemvq4Splits {
+				exprs = append(exprs, gemvq5LeanExpr(b, s, false))
+			}
+		}
+	}
 	for _, s := range gemvq4Splits {
-		exprs = append(exprs, gemvq6Expr(s, false))
+		exprs = append(exprs, gemvq6Expr(s, false), gemvq5LeanExpr(gemvq6Bits, s, true))
 	}
 	exprs = append(exprs, gemvq6PackExpr)
 	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
@@ -414,10 +429,18 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			if g.v5l[bi][si], err = mod.Function(expr5(b, s, false)); err != nil {
 				return err
 			}
+			if gemvq5Lean(b) {
+				if g.v5n[bi][si], err = mod.Function(gemvq5LeanExpr(b, s, false)); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	for si, s := range gemvq4Splits {
 		if g.v6[si], err = mod.Function(gemvq6Expr(s, false)); err != nil {
+			return err
+		}
+		if g.v6n[si], err = mod.Function(gemvq5LeanExpr(gemvq6Bits, s, true)); err != nil {
 			return err
 		}
 	}
@@ -435,8 +458,11 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			g.v5Ring[bi] = ring
 			for si := range gemvq4Splits {
 				fns := []cuda.Function{g.v5[bi][si], g.v5l[bi][si]}
+				if gemvq5Lean(b) {
+					fns = append(fns, g.v5n[bi][si])
+				}
 				if b == gemvq6Bits {
-					fns = append(fns, g.v6[si])
+					fns = append(fns, g.v6[si], g.v6n[si])
 				}
 				for _, f := range fns {
 					if err := c.SetMaxDynamicShared(f, ring); err != nil {
@@ -527,16 +553,36 @@ func (g *GEMVQ) SplitV5For(N, K, bits int) int {
 }
 
 // InfoV5 returns the resources of v5's kernel for a code width and split S
-// (the one V5Lanes picks).
+// (the one V5Lanes and V51 pick).
 func (g *GEMVQ) InfoV5(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, error) {
 	bi, si := gemvqBitsIndex(bits), slices.Index(gemvq4Splits[:], S)
 	if bi < 0 || si < 0 {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v5: no kernel for bits=%d split %d", bits, S)
 	}
-	if g.V5Lanes {
-		return c.FuncInfo(g.v5l[bi][si])
+	return c.FuncInfo(g.v5Func(bi, si))
+}
+
+// v5Func is v5's kernel for code width index bi and split index si: v5.0
+// (each lane's own copies) where V5Lanes, v5.2 (LEAN) where the width has
+// it and not V51, else v5.1.
+func (g *GEMVQ) v5Func(bi, si int) cuda.Function {
+	switch {
+	case g.V5Lanes:
+		return g.v5l[bi][si]
+	case !g.V51 && gemvq5Lean(gemvqBits[bi]):
+		return g.v5n[bi][si]
 	}
-	return c.FuncInfo(g.v5[bi][si])
+	return g.v5[bi][si]
+}
+
+// gemvq5Lean reports whether gemvq4.cu's LEAN step (v5.2) is built for a
+// code width: the widths of the coalesced copies (int4, int8).
+func gemvq5Lean(bits int) bool { return bits%4 == 0 }
+
+// gemvq5LeanExpr is the name expression of gemv_q5's LEAN step at split
+// s, over wq's layout (v5.2) or the tiled one (v6.1, int4).
+func gemvq5LeanExpr(bits, s int, tiled bool) string {
+	return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, false, true>", bits, s, tiled)
 }
 
 // LaunchV4 is v4 (gemvq4.cu, tensor cores) over one row of x with S warps
@@ -546,7 +592,7 @@ func (g *GEMVQ) LaunchV4(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias 
 }
 
 // launchQ4 is LaunchV4 and, with v5, LaunchV5: the same checks, grid and
-// arguments; v5's kernel (V5Lanes' pick) takes its ring's bytes of dynamic
+// arguments; v5's kernel (v5Func's pick) takes its ring's bytes of dynamic
 // shared memory and their count as one more argument.
 func (g *GEMVQ) launchQ4(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias cuda.DevicePtr, N, K, bits, G, S int, v5 bool) error {
 	what := "v4"
@@ -568,10 +614,7 @@ func (g *GEMVQ) launchQ4(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias 
 	if !v5 {
 		return c.Launch(g.v4[bi][si], grid, block, 0, st, args...)
 	}
-	ring, fn := g.v5Ring[bi], g.v5[bi][si]
-	if g.V5Lanes {
-		fn = g.v5l[bi][si]
-	}
+	ring, fn := g.v5Ring[bi], g.v5Func(bi, si)
 	return c.Launch(fn, grid, block, ring, st, append(args, int32(ring))...)
 }
 

@@ -165,14 +165,15 @@ __device__ __forceinline__ void split2(float a, float b, u32& hi, u32& lo) {
 // (zeros from te on): lane l takes channels 4l..4l+3 of tile t0 + u as the
 // float4 load(u) and stores their hi and lo pairs where the mma lanes read
 // them. stageX loads from x (v4), stageXSlot from the slot (v5).
-template <int U, typename LOAD>
+// FULL (v5.2): every tile is below te, so no tile is zeroed or tested.
+template <int U, bool FULL = false, typename LOAD>
 __device__ __forceinline__ void stageXFrom(XStage<U>& xs, int t0, int te, int lane, LOAD load) {
   __syncwarp();  // the warp's reads of the previous step are done
   const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
 #pragma unroll
   for (int u = 0; u < U; u++) {
     u32 h0 = 0, l0 = 0, h1 = 0, l1 = 0;
-    if (t0 + u < te) {  // warp-uniform
+    if (FULL || t0 + u < te) {  // warp-uniform
       const float4 v = load(u);
       split2(v.x, v.y, h0, l0);
       split2(v.z, v.w, h1, l1);
@@ -196,15 +197,16 @@ __device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ 
 // 2m+1) hold hi and lo of tile u + m (mod U): for the codes of tile u only
 // columns 0 and 1 count (lanes c = 0), and one mma chain with A = ones
 // over tile 0's B gives every tile's Σhi and Σlo (lane c: tile c mod U),
-// handed to the lanes c = 0 by a shuffle a tile.
-template <int BITS, int U>
+// handed to the lanes c = 0 by a shuffle a tile. FULL (v5.2): every tile is
+// below te (no test, so the tiles' chains may interleave).
+template <int BITS, int U, bool FULL = false>
 __device__ __forceinline__ void tileDot(float (&acc)[2], const Step<BITS, U>& st, const XStage<U>& xs, int t0, int te, int lane) {
   static_assert(U == 1 || U == 2 || U == 4, "B's 8 columns hold the hi and lo of at most 4 tiles");
   const int g = lane / 4, c = lane % 4;
   float sxl = 0.f;  // Σx of tile c mod U
 #pragma unroll
   for (int u = 0; u < U; u++) {
-    if (t0 + u >= te) break;  // warp-uniform
+    if (!FULL && t0 + u >= te) break;  // warp-uniform
     u32 w0[16], w1[16], xb[16];
     gemvq::codesSpan<BITS>(w0, st.a[u][0]);
     gemvq::codesSpan<BITS>(w1, st.a[u][1]);
@@ -516,6 +518,190 @@ __device__ __forceinline__ void readStepCoal(Step<BITS, U>& st, const Slot<BITS,
 template <int BITS>
 constexpr unsigned kTiledStepWords = kRows * 32;  // a block (rg, st): 16 lines of 128 bytes
 
+// ============================================================================
+// v5.2 and v6.1 (LEAN, session 15b): gemv_q5's loop with fewer instructions
+// a step, the same copies, reads and sums (so v5.1's and v6's bits). v5.1's
+// int4 step is ~390 SASS instructions for its 2 tiles (NVRTC 12.5, sm_90;
+// docs/perf/gemvq.md "Session 15b"): 144 unpack the codes, 24 HMMA, ~45
+// stage x, ~85 issue the next step's copies (the shared window and the
+// slot's address rebuilt, the kernel's pointers reloaded from the constant
+// bank, each global address rebuilt from the tile, a branch a tile), ~30
+// read the slot, ~20 apply the scales, ~15 keep the ring. LEAN keeps the
+// copies' and the reads' places as 32-bit shared addresses in registers
+// (a slot's size added a step), the sources as pointers advanced a step
+// (the tiled layout's 4 copies of a step one pointer and immediates), and
+// runs the warp's whole steps (every tile below te) through stageX and
+// tileDot without their per-tile tests, so the two tiles' chains may
+// interleave; only a slice's last, partial step keeps them.
+
+// cpAsyncIf copies BYTES to the shared address s where on: CG (16 bytes,
+// codes) bypasses L1, else through L1 (x, params), as cpAsync16 and
+// cpAsyncCA. A predicated copy, not a branch, so that the copies of a step
+// issue back to back (a copy of source size 0 instead, zeros where off:
+// the same count, 12 more registers).
+template <int BYTES, bool CG>
+__device__ __forceinline__ void cpAsyncIf(bool on, u32 s, const void* g) {
+  if constexpr (CG)
+    asm volatile("{ .reg .pred p;\n setp.ne.b32 p, %0, 0;\n @p cp.async.cg.shared.global [%1], [%2], %3; }" ::"r"(int(on)), "r"(s), "l"(g),
+                 "n"(BYTES)
+                 : "memory");
+  else
+    asm volatile("{ .reg .pred p;\n setp.ne.b32 p, %0, 0;\n @p cp.async.ca.shared.global [%1], [%2], %3; }" ::"r"(int(on)), "r"(s), "l"(g),
+                 "n"(BYTES)
+                 : "memory");
+}
+
+// ldsV4 and ldsU32 read 16 and 4 bytes at the shared address a.
+__device__ __forceinline__ uint4 ldsV4(u32 a) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ u32 ldsU32(u32 a) {
+  u32 v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
+
+// Lean<BITS, U, TILED, TSTRIDE, PSTRIDE> is a lane's places of v5.1's
+// coalesced copies (issueCodesCoal, issueParams, issueX) and reads
+// (readStepCoal, stageXSlot) as offsets in a slot, and the sources of the
+// next step it copies: codes and params (tc) and x (tx) advance apart, as
+// the prologue issues the codes of its steps before the dependency wait and
+// their x after it.
+template <int BITS, int U, bool TILED, unsigned TSTRIDE, unsigned PSTRIDE>
+struct Lean {
+  using SlotT = Slot<BITS, U>;
+  static constexpr u32 kSlot = sizeof(SlotT);
+  static constexpr u32 kPrm = sizeof(SlotT::w), kX = kPrm + sizeof(SlotT::prm);  // Slot's members in order, no padding
+  static_assert(kX + sizeof(SlotT::x) == kSlot, "Slot is w, prm, x back to back");
+  static constexpr int kCW = TILED ? 1 : 4;   // code pointers (tiled: copy i at +kRows·32/4·i words)
+  static constexpr int kRowB = 128;           // a coalesced row's bytes
+  static constexpr int kJ = U * BITS / 4;     // 16-byte units a lane reads of a row a step
+  const u32* cw[kCW];
+  const u32* prm;  // the params (Rows.params); rows g, g+8 at words p0, p1 (lanes c < U)
+  unsigned p0, p1;
+  const float* xp;  // x's float4 of the lane in tile tx
+  int tc, tx;
+  int jt;         // the tile of the lane's copied unit (issueCodesCoal's j / BITS)
+  u32 dC, dP, dX; // the lane's copy places in a slot
+  u32 dR[kJ];     // the lane's 16-byte reads of row g (row g + 8 at +8 rows)
+
+  __device__ __forceinline__ Lean(const u32* __restrict__ words, const CoalRows& cr, const Rows& rw, const float* __restrict__ x, int tb,
+                                  int lane) {
+    const int j = lane % 8, r0 = lane / 8, g = lane / 4, c = lane % 4;
+#pragma unroll
+    for (int i = 0; i < kCW; i++) cw[i] = words + (cr.w[i] + unsigned(tb) * TSTRIDE);
+    prm = rw.params, p0 = rw.p0, p1 = rw.p1;
+    xp = x + tb * kTile + 4 * lane;
+    tc = tb, tx = tb, jt = j / BITS;
+    dC = u32(r0 * kRowB + 16 * (j ^ (kSwizzle<BITS> * (r0 & 1))));
+    dP = kPrm + u32(4 * (c * kRows + g));
+    dX = kX + u32(16 * lane);
+    const int swz = kSwizzle<BITS> * (g & 1);
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+      for (int i = 0; i < BITS / 4; i++) dR[u * (BITS / 4) + i] = u32(g * kRowB + 16 * ((u * BITS + c * BITS / 4 + i) ^ swz));
+  }
+
+  // codes starts the copies of step tc's codes and params into the slot at
+  // s (tiles below te; issueCodesCoal's and issueParams' copies) and moves
+  // on a step.
+  __device__ __forceinline__ void codes(u32 s, int te, int gshift, int lane) {
+    const int c = lane % 4;
+    const bool on = tc + jt < te;
+#pragma unroll
+    for (int i = 0; i < 4; i++) cpAsyncIf<16, true>(on, s + dC + u32(4 * i * kRowB), TILED ? cw[0] + i * 4 * 32 : cw[i]);
+    const bool pon = c < U && tc + c < te;
+    const unsigned gi = (unsigned(tc + c) >> gshift) * PSTRIDE;
+    cpAsyncIf<4, false>(pon, s + dP, prm + (p0 + gi));
+    cpAsyncIf<4, false>(pon, s + dP + 4 * 8, prm + (p1 + gi));
+    tc += U;
+#pragma unroll
+    for (int i = 0; i < kCW; i++) cw[i] += U * TSTRIDE;
+  }
+
+  // xs starts the copies of step tx's x into the slot at s (issueX's) and
+  // moves on a step.
+  __device__ __forceinline__ void xs(u32 s, int te) {
+#pragma unroll
+    for (int u = 0; u < U; u++) cpAsyncIf<16, false>(tx + u < te, s + dX + u32(u * 32 * 16), xp + u * kTile);
+    tx += U, xp += U * kTile;
+  }
+
+  // read reads the lane's spans and params of the slot at s into st
+  // (readStepCoal's reads).
+  __device__ __forceinline__ void read(Step<BITS, U>& st, u32 s, int lane) const {
+    const int g = lane / 4;
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int i = 0; i < BITS / 4; i++) {
+          const uint4 v = ldsV4(s + dR[u * (BITS / 4) + i] + u32(8 * r * kRowB));
+          st.a[u][r].w[4 * i] = v.x, st.a[u][r].w[4 * i + 1] = v.y, st.a[u][r].w[4 * i + 2] = v.z, st.a[u][r].w[4 * i + 3] = v.w;
+        }
+      st.sz[u][0] = ldsU32(s + kPrm + u32(4 * (u * kRows + g)));
+      st.sz[u][1] = ldsU32(s + kPrm + u32(4 * (u * kRows + g + 8)));
+    }
+  }
+};
+
+// leanStep is one step of v5.2's loop over the slot at rd (tiles t..t+U−1,
+// all below te where FULL), the step kRing − 1 ahead copied into the slot at
+// wr: gemv_q5's step with Lean's places.
+template <int BITS, int U, bool FULL, typename L>
+__device__ __forceinline__ void leanStep(float (&acc)[2], L& lc, XStage<U>& xs, u32 rd, u32 wr, int t, int te, int gshift, int lane) {
+  cpAsyncWait<kRing - 2>();
+  __syncwarp();  // every lane's copies of this step (the params) are visible; slot wr's last reads are done
+  lc.codes(wr, te, gshift, lane);  // step t + (kRing − 1)·U: its tiles past te copy nothing
+  lc.xs(wr, te);
+  cpAsyncCommit();
+  Step<BITS, U> st;
+  lc.read(st, rd, lane);
+  stageXFrom<U, FULL>(xs, t, te, lane, [&](int u) {
+    const uint4 v = ldsV4(rd + lc.dX + u32(u * 32 * 16));
+    return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
+  });
+  tileDot<BITS, U, FULL>(acc, st, xs, t, te, lane);
+}
+
+// leanLoop is gemv_q5's prologue and loop with Lean's places (LEAN): the
+// same copies into the same slots, the same reads and sums.
+template <int BITS, int U, bool TILED, unsigned TSTRIDE, unsigned PSTRIDE>
+__device__ __forceinline__ void leanLoop(float (&acc)[2], void* ring, XStage<U>& xs, const float* __restrict__ x, const u32* __restrict__ words,
+                                         const CoalRows& cr, const Rows& rw, int tb, int te, int gshift, int early, int lane) {
+  using L = Lean<BITS, U, TILED, TSTRIDE, PSTRIDE>;
+  L lc(words, cr, rw, x, tb, lane);
+  const u32 r0 = sharedAddr(ring), rEnd = r0 + kRing * L::kSlot;
+  if (early) {
+#pragma unroll
+    for (int s = 0; s < kRing - 1; s++) lc.codes(r0 + s * L::kSlot, te, gshift, lane);
+  }
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) {
+#pragma unroll
+    for (int s = 0; s < kRing - 1; s++) lc.codes(r0 + s * L::kSlot, te, gshift, lane);
+  }
+#pragma unroll
+  for (int s = 0; s < kRing - 1; s++) {
+    lc.xs(r0 + s * L::kSlot, te);
+    cpAsyncCommit();
+  }
+  u32 rd = r0, wr = r0 + (kRing - 1) * L::kSlot;
+  int t = tb;
+  for (; t + U <= te; t += U) {
+    leanStep<BITS, U, true>(acc, lc, xs, rd, wr, t, te, gshift, lane);
+    rd = rd + L::kSlot == rEnd ? r0 : rd + L::kSlot;
+    wr = wr + L::kSlot == rEnd ? r0 : wr + L::kSlot;
+  }
+  if (t < te) leanStep<BITS, U, false>(acc, lc, xs, rd, wr, t, te, gshift, lane);
+  cpAsyncWait<0>();
+}
+
 // gemv_q5: grid (ceil(N / (kRows·kWarps/S))), block kThreads, dynamic
 // shared memory ringBytes >= kWarps·kRingBytes<BITS>. Warp w takes row
 // group w / S and slice w % S of its K steps (v4's); gshift is log2(G/128),
@@ -525,8 +711,9 @@ constexpr unsigned kTiledStepWords = kRows * 32;  // a block (rg, st): 16 lines 
 // int8): words and params in the tiled layout above. LOADS (a bench
 // diagnostic, `bench gemvq --diag`): the same copies with no math, the
 // words read back from the ring and XOR-ed into y (nonsense values: only
-// the time means anything).
-template <int BITS, int S, bool COAL, bool TILED = false, bool LOADS = false>
+// the time means anything). LEAN (v5.2, over TILED v6.1; with COAL, not
+// LOADS): leanLoop's step, the same bits with fewer instructions.
+template <int BITS, int S, bool COAL, bool TILED = false, bool LOADS = false, bool LEAN = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __restrict__ x, const u32* __restrict__ words,
                                                        const u16* __restrict__ params, const float* __restrict__ bias,
                                                        float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes) {
@@ -560,6 +747,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
   }
   extern __shared__ __align__(16) unsigned char gemvq5Ring[];
   Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq5Ring) + warp * kRing;
+  __shared__ XStage<U> xs[kWarps];
+  if constexpr (LEAN) {
+    static_assert(kCoal && !LOADS, "LEAN is v5.1's coalesced step with its math");
+    float acc[2] = {0.f, 0.f};
+    leanLoop<BITS, U, TILED, kTStride, kPStride>(acc, ring, xs[warp], x, words, cr, rw, tb, te, gshift, early, lane);
+    storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
+    return;
+  }
   if (early) {
 #pragma unroll
     for (int s = 0; s < kRing - 1; s++) {
@@ -586,7 +781,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
   }
   float acc[2] = {0.f, 0.f};
   u32 fold = 0;  // LOADS: the words read, XOR-ed
-  __shared__ XStage<U> xs[kWarps];
   int rd = 0, wr = kRing - 1;  // the slots read and filled this step
   for (int t = tb; t < te; t += U) {
     cpAsyncWait<kRing - 2>();

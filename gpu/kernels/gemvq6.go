@@ -94,7 +94,8 @@ func (g *GEMVQ) PackTiles(c *cuda.Ctx, st cuda.Stream, tw, tp, words, params cud
 
 // LaunchV6 is v6 over one row of x with S warps per row group (1, 2, 4
 // or 8): tw and tp a weight's tiled layout (PackTiles), the rest as
-// LaunchV5; the same sums as LaunchV5 over wq's layout, bit for bit.
+// LaunchV5; the same sums as LaunchV5 over wq's layout, bit for bit. It
+// runs v6.1 (v5.2's step) unless V51.
 func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int) error {
 	if N <= 0 || !g.ReadsV6(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq v6: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
@@ -105,23 +106,33 @@ func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.De
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
 	ring := g.v5Ring[gemvqBitsIndex(bits)]
-	return c.Launch(g.v6[si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
+	return c.Launch(g.v6Func(si), cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(ring))
 }
 
-// InfoV6 returns the resources of v6's kernel at split S.
+// InfoV6 returns the resources of v6's kernel at split S (v6.1 unless
+// V51).
 func (g *GEMVQ) InfoV6(c *cuda.Ctx, S int) (cuda.FuncInfo, error) {
 	si := slices.Index(gemvq4Splits[:], S)
 	if si < 0 {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v6: no kernel for split %d", S)
 	}
-	return c.FuncInfo(g.v6[si])
+	return c.FuncInfo(g.v6Func(si))
+}
+
+// v6Func is v6's kernel at split index si: v6.1 unless V51.
+func (g *GEMVQ) v6Func(si int) cuda.Function {
+	if g.V51 {
+		return g.v6[si]
+	}
+	return g.v6n[si]
 }
 
 // GEMVQDiag holds the int4 forms of gemv_q5 that `bitdecode bench gemvq
-// --diag` times (docs/perf/gemvq.md, session 15): v5.1, its copies alone
-// (no math) over wq's layout and over the tiled one, and v6. A bench tool,
-// compiled on its own (one small module).
+// --diag` times (docs/perf/gemvq.md, sessions 15 and 15b): v5.1, its
+// copies alone (no math) over wq's layout and over the tiled one, v6, and
+// v5.2 and v6.1 (LEAN). A bench tool, compiled on its own (one small
+// module).
 type GEMVQDiag struct {
 	fns  [len(GEMVQDiagForms)][len(gemvq4Splits)]cuda.Function
 	ring int
@@ -129,18 +140,23 @@ type GEMVQDiag struct {
 
 // GEMVQDiagForms name GEMVQDiag's forms, in its index order: "v5.1",
 // "loads" (v5.1's copies, no math), "loads-tiled" (the same over the
-// tiled layout), "v6".
-var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6"}
+// tiled layout), "v6", "v5.2" (v5.1's LEAN step), "v6.1" (v6's).
+var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6", "v5.2", "v6.1"}
 
 // GEMVQDiagTiled reports whether form f reads the tiled layout.
-func GEMVQDiagTiled(f int) bool { return f >= 2 }
+func GEMVQDiagTiled(f int) bool { return f == 2 || f == 3 || f == 5 }
+
+// gemvqDiagLoads and gemvqDiagLean report whether form f is a copies-only
+// form and a LEAN one.
+func gemvqDiagLoads(f int) bool { return f == 1 || f == 2 }
+func gemvqDiagLean(f int) bool  { return f >= 4 }
 
 // LoadGEMVQDiag compiles gemvq4.cu's int4 gemv_q5 in GEMVQDiagForms' forms
 // at every split, with extra NVRTC options (its knobs: -DGEMVQ5_STAGES=n,
 // -DGEMVQ5_MIN_BLOCKS=n).
 func LoadGEMVQDiag(dev *cuda.Device, opts ...string) (*GEMVQDiag, error) {
 	expr := func(f, s int) string {
-		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v>", gemvq6Bits, s, GEMVQDiagTiled(f), f == 1 || f == 2)
+		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v, %v>", gemvq6Bits, s, GEMVQDiagTiled(f), gemvqDiagLoads(f), gemvqDiagLean(f))
 	}
 	var exprs []string
 	for f := range GEMVQDiagForms {

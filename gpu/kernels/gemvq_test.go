@@ -122,6 +122,7 @@ func TestGEMVQMatchesReference(t *testing.T) {
 				early, auto    bool
 				v3knob, v4knob bool
 				lanes          bool // v5 with each lane's own copies (GEMVQ.V5Lanes)
+				v51            bool // v5 with session 15's step (GEMVQ.V51; else v5.2 where built)
 			}
 			var runs []run
 			for _, split := range []int{1, 2, 4, 8, 16} {
@@ -135,7 +136,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 				runs = append(runs, run{ver: 4, split: 1}, run{ver: 4, split: 2}, run{ver: 4, split: 4}, run{ver: 4, split: 8, early: true},
 					run{ver: 3, auto: true, v3knob: true},
 					run{ver: 5, split: 1}, run{ver: 5, split: 2}, run{ver: 5, split: 4}, run{ver: 5, split: 8, early: true},
-					run{ver: 5, split: 2, lanes: true}, run{ver: 5, split: 8, early: true, lanes: true})
+					run{ver: 5, split: 2, lanes: true}, run{ver: 5, split: 8, early: true, lanes: true},
+					run{ver: 5, split: 2, v51: true}, run{ver: 5, split: 8, early: true, v51: true})
 				v4auto := 3
 				g.V4 = true
 				if g.UsesV4(c.T, c.N, c.K, c.e.Bits(), c.G) {
@@ -157,8 +159,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 			for _, rn := range runs {
 				yp := m.put(cuda.Bytes(nanF32(c.T * c.N)))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-					g.EarlyWeights, g.V3, g.V4, g.V5Lanes = rn.early, rn.v3knob, rn.v4knob, rn.lanes
-					defer func() { g.EarlyWeights, g.V3, g.V4, g.V5Lanes = false, false, false, false }()
+					g.EarlyWeights, g.V3, g.V4, g.V5Lanes, g.V51 = rn.early, rn.v3knob, rn.v4knob, rn.lanes, rn.v51
+					defer func() { g.EarlyWeights, g.V3, g.V4, g.V5Lanes, g.V51 = false, false, false, false, false }()
 					switch {
 					case rn.auto:
 						return g.Launch(cx, s, yp, xp, wp, pp, bp, c.T, c.N, c.K, c.e.Bits(), c.G)

@@ -26,13 +26,14 @@ var afterWait = []string{"loadQueryFrag", "resK", "resSlots", "partO[", "partML[
 // dependentWait matches the calls that open a kernel of a GridDependent
 // program: bitdecode.cuh's gridDependencyWait, ops.cu's startDependent
 // (which makes it first), or a call of a waiting helper (waitingHelpers).
-var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);|\browSums<[^>]*>\(`)
+var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);|\b(rowSums|leanLoop)<[^>]*>\(`)
 
 // waitingHelpers are the device functions that make a kernel's dependency
 // wait in its stead (gemvq3.cu's rowSums, v3.2's sums of gemv_q3 and
-// gemv_q3_dec, early code loads and all): the test holds each one's body
-// to a kernel's rule, and dependentWait counts a call of it as the wait.
-var waitingHelpers = map[string]bool{"rowSums": true}
+// gemv_q3_dec, early code loads and all; gemvq4.cu's leanLoop, gemv_q5's
+// LEAN prologue and loop): the test holds each one's body to a kernel's
+// rule, and dependentWait counts a call of it as the wait.
+var waitingHelpers = map[string]bool{"rowSums": true, "leanLoop": true}
 
 // helperHead matches the start of a device function's definition.
 var helperHead = regexp.MustCompile(`__device__\s+(?:__forceinline__\s+)?void\s+(\w+)\s*\(`)

@@ -1,0 +1,125 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// TestGEMVQ52MatchesV51 checks gemvq4.cu's LEAN step on the GPU: v5.2
+// (LaunchV5) gives v5.1's y (LaunchV5 with V51) bit for bit, for int4 and
+// int8, at every split, with and without early loads; v6.1 (LaunchV6 over
+// the tiled layout) gives v6's (V51) and so v5.1's; all within v4's
+// float64 bound ((K/64 + 83)·2⁻²⁴ of Σ(|s|q + |z|)|x| + 2⁻³⁶·Σ(|s|q + |z|),
+// TestGEMVQMatchesReference). N not a multiple of 16, an odd number of
+// tiles (a slice's last step of one tile: the partial step), groups of 128
+// and 256, the 8B shapes' K. y starts as NaN.
+func TestGEMVQ52MatchesV51(t *testing.T) {
+	d, _ := opsSetup(t)
+	g, err := kernels.LoadGEMVQ(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(15, 52))
+	for _, c := range []struct {
+		e       wq.Elem
+		G, N, K int
+	}{{wq.Int4, 128, 2050, 1152}, {wq.Int4, 256, 77, 1536}, {wq.Int4, 128, 4096, 4096}, {wq.Int4, 128, 1000, 14336}, {wq.Int4, 128, 100, 384},
+		{wq.Int4, 128, 33, 640}, {wq.Int8, 128, 2048, 1408}, {wq.Int8, 256, 129, 4096}, {wq.Int8, 128, 1000, 14336}} {
+		t.Run(fmt.Sprintf("int%d-g%d-N%d-K%d", c.e.Bits(), c.G, c.N, c.K), func(t *testing.T) {
+			m := newGPUMem(t, d)
+			w := make([]float32, c.N*c.K)
+			for i := range w {
+				w[i] = float32(0.02 * r.NormFloat64())
+				if i%c.K%97 == 11 {
+					w[i] *= 20
+				}
+			}
+			qm, err := wq.Quantize(c.e, c.G, c.N, c.K, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := make([]float32, c.K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+				if i%37 == 3 {
+					x[i] *= 20
+				}
+			}
+			bias := make([]float32, c.N)
+			for i := range bias {
+				bias[i] = float32(r.NormFloat64())
+			}
+			wp, pp := m.put(cuda.Bytes(qm.Words)), m.put(cuda.Bytes(qm.Params))
+			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
+			tiled := g.ReadsV6(c.e.Bits(), c.G, c.K)
+			var twp, tpp cuda.DevicePtr
+			if tiled {
+				twp = m.put(make([]byte, 4*kernels.TiledWords(c.e.Bits(), c.N, c.K)))
+				tpp = m.put(make([]byte, 4*kernels.TiledParams(c.N, c.K, c.G)))
+				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+					return g.PackTiles(cx, s, twp, tpp, wp, pp, c.N, c.K, c.e.Bits(), c.G)
+				})
+			}
+			want := make([]float64, c.N)
+			tol := make([]float64, c.N)
+			for n := range c.N {
+				sum, mag, wa := 0.0, 0.0, 0.0
+				for k := range c.K {
+					xv := float64(x[k])
+					sum += xv * float64(qm.At(n, k))
+					sc, z := qm.Param(n, k/c.G)
+					a := math.Abs(float64(half.ToFloat32(sc)))*float64(qm.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))
+					mag += a * math.Abs(xv)
+					wa += a
+				}
+				want[n] = sum + float64(bias[n])
+				tol[n] = float64(c.K/64+83)*0x1p-24*mag + 0x1p-36*wa + 0x1p-24*math.Abs(want[n])
+			}
+			// forms: v5.1, v5.2, and where tiled v6, v6.1.
+			type form struct {
+				name       string
+				v51, tiled bool
+			}
+			forms := []form{{"v5.1", true, false}, {"v5.2", false, false}}
+			if tiled {
+				forms = append(forms, form{"v6", true, true}, form{"v6.1", false, true})
+			}
+			for _, split := range kernels.GEMVQ4Splits() {
+				for _, early := range []bool{false, true} {
+					ys := make([][]float32, len(forms))
+					for fi, f := range forms {
+						yp := m.put(cuda.Bytes(nanF32(c.N)))
+						m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+							g.EarlyWeights, g.V51 = early, f.v51
+							defer func() { g.EarlyWeights, g.V51 = false, false }()
+							if f.tiled {
+								return g.LaunchV6(cx, s, yp, xp, twp, tpp, bp, c.N, c.K, c.e.Bits(), c.G, split)
+							}
+							return g.LaunchV5(cx, s, yp, xp, wp, pp, bp, c.N, c.K, c.e.Bits(), c.G, split)
+						})
+						ys[fi] = make([]float32, c.N)
+						m.read(cuda.Bytes(ys[fi]), yp)
+					}
+					for fi, f := range forms {
+						for n := range c.N {
+							gv := ys[fi][n]
+							if math.Float32bits(gv) != math.Float32bits(ys[0][n]) {
+								t.Fatalf("split %d early %v: y[%d] %s %g, v5.1 %g", split, early, n, f.name, gv, ys[0][n])
+							}
+							if v := float64(gv); v != v || math.Abs(v-want[n]) > tol[n] {
+								t.Fatalf("split %d early %v: y[%d] %s = %g, want %g (tol %.3g)", split, early, n, f.name, v, want[n], tol[n])
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
