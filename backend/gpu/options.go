@@ -89,9 +89,6 @@ const (
 	// 15's step (v5.1, v6) instead of v5.2's and v6.1's (comparisons; the
 	// same bits).
 	EnvGEMVQV51 = "BITDECODE_GEMVQ_V51"
-	// EnvGEMVQFullWave is Options.GEMVQFullWave: v5.2 and v6.1 take v5.1's
-	// split rule (comparisons; the same bits at each split, other splits).
-	EnvGEMVQFullWave = "BITDECODE_GEMVQ_FULL_WAVE"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -223,10 +220,6 @@ type Options struct {
 	// instructions a step (kernels.GEMVQ.V51; docs/perf/gemvq.md, session
 	// 15b). The same bits either way.
 	GEMVQV51 bool
-	// GEMVQFullWave makes v5.2 and v6.1 split K by v5.1's rule (the most
-	// splits whose warps fit in a wave of 2 CTAs an SM) instead of theirs
-	// (one CTA an SM: kernels.GEMVQ.SplitV5For, V5FullWave). Comparisons.
-	GEMVQFullWave bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -268,7 +261,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQTiled, &o.GEMVQTiled},
-		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQFullWave, &o.GEMVQFullWave}} {
+		{EnvGEMVQV51, &o.GEMVQV51}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

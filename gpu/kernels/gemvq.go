@@ -267,9 +267,6 @@ type GEMVQ struct {
 	// v5Slots is v3Slots for v5's kernels (one row of x, their rings of
 	// shared memory counted).
 	v5Slots [len(gemvqBits)]int
-	// v5Slots1 is the warps of one v5 CTA an SM (gemvq4Warps times the
-	// SMs): v5.2's split rule's wave (SplitV5For).
-	v5Slots1 int
 	// v5Ring is v5's dynamic shared memory a CTA for each width.
 	v5Ring  [len(gemvqBits)]int
 	dequant [len(gemvqBits)]cuda.Function
@@ -294,10 +291,6 @@ type GEMVQ struct {
 	// (gemvq4.cu LEAN; docs/perf/gemvq.md, session 15b): a knob for A/Bs
 	// and tests.
 	V51 bool
-	// V5FullWave makes v5.2 and v6.1 take v5.1's split rule (the most
-	// splits whose warps fit in one wave of the CTAs an SM holds, 2)
-	// instead of theirs (one CTA an SM; SplitV5For): a knob for A/Bs.
-	V5FullWave bool
 	// EarlyWeights makes v3's, v4's and v5's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
 	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it
@@ -481,7 +474,6 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 				return fmt.Errorf("kernels: gemvq v5: %w", err)
 			}
 			g.v5Slots[bi] = max(1, n) * gemvq4Warps * dev.SMs()
-			g.v5Slots1 = gemvq4Warps * dev.SMs()
 		}
 		return nil
 	})
@@ -551,21 +543,16 @@ func (g *GEMVQ) LaunchV5(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bias 
 }
 
 // SplitV5For returns the warps per row group v5 takes for an [N, K] weight
-// of this width (Launch's split at one row; LaunchV6's in backend/gpu):
-// gemvq5SplitFor over the warps the GPU holds at once (v5Slots: 2 CTAs an
-// SM), but for v5.2 and v6.1 (the LEAN step, unless V51, V5Lanes or
-// V5FullWave) over one CTA an SM (v5Slots1): with their cheaper step the
-// fewer, longer warps of half a wave were faster on the H100 (session 15b,
-// call 1: int4 gate/up S 1 17.6 us against S 2's 18.9, down S 4 16.9
-// against S 8's 19.0, q/o S 4 9.4 as S 8; v5.1 kept its splits:
-// gate/up S 2 20.0 against S 1's 20.7, down S 8 18.8 against S 4's 19.6).
+// of this width (Launch's split at one row). v5.2 keeps v5.1's rule: over
+// one CTA an SM (half a wave) its best splits alone moved (int4 gate/up S 1
+// 17.6 us against S 2's 18.5-18.9, down S 4 16.8 against S 8's 19.0), but
+// back to back under PDL they lost (gate/up 16.1 against 13.9, down 15.5
+// against 14.8) and the B = 1 int4 step took 3.81-3.83 ms against 3.26-3.31
+// (docs/perf/gemvq.md, session 15b, call 2).
 func (g *GEMVQ) SplitV5For(N, K, bits int) int {
 	bi := gemvqBitsIndex(bits)
 	if bi < 0 {
 		return 1
-	}
-	if g.v5Slots1 > 0 && !g.V51 && !g.V5Lanes && !g.V5FullWave && gemvq5Lean(bits) {
-		return gemvq5SplitFor(N, K, bits, g.v5Slots1)
 	}
 	return gemvq5SplitFor(N, K, bits, g.v5Slots[bi])
 }

@@ -54,13 +54,6 @@ func TestGEMVQ5SplitFor(t *testing.T) {
 			t.Errorf("int%d: a CTA's rings take %d bytes: 2 CTAs do not fit an SM", bits, b)
 		}
 	}
-	// v5.2's rule (SplitV5For: one CTA an SM, 8 warps) against session
-	// 15b's call 1 (bench/results/2026-11-26-gemvq2-15/call1, int4 v5.2:
-	// gate/up S 1 17.6 us, the best; down S 4 16.9, the best; q/o S 4 9.4,
-	// S 8 the same).
-	checkSplits(t, gemvq5SplitFor, 8*132, []splitCase{
-		{"v5.2 int4 gate/up", 14336, 4096, 4, 1}, {"v5.2 int4 down", 4096, 14336, 4, 4}, {"v5.2 int4 q/o", 4096, 4096, 4, 4},
-	})
 	if a, b := gemvq5RingBytes(4, nil), gemvq5RingBytes(4, []string{"-DGEMVQ5_STAGES=3"}); b != a/4*3 {
 		t.Errorf("-DGEMVQ5_STAGES=3: %d bytes, want %d", b, a/4*3)
 	}
