@@ -208,8 +208,8 @@ type Options struct {
 	// GEMVQTiled makes int4 weights without DEC that v5 would read at one
 	// row of x (kernels.GEMVQ.UsesV5: 2048 rows or more) keep, beside wq's
 	// layout (which batches, prefill and the CPU read), a GPU-private tiled
-	// copy packed on the device at load (kernels.PackTiles), and run v6
-	// over it: v5.1's sums bit for bit, each warp's slice of K one
+	// copy packed on the device at load (kernels.PackTiles), and run v6.1
+	// over it (v6 with GEMVQV51): v5.1's sums bit for bit, each warp's slice of K one
 	// contiguous stream (docs/perf/gemvq.md, session 15: int4 gate/up
 	// -1.0 us standalone on the H100, the B = 1 int4 step -0.06 ms at 1K).
 	// The weights' device memory doubles.

@@ -28,8 +28,9 @@ registers and local (spill) bytes. A tool for kernel work (docs/perf).
 
 --diag times instead the int4 forms of gemvq4.cu's gemv_q5 that tell the
 access pattern from a kernel's fixed cost (docs/perf/gemvq.md, session
-15): v5.1, its copies alone over wq's layout and over the tiled one, and
-v6 (v5.1 over the tiled layout), on gate/up, down and "gate/up x4" (four
+15): v5.1, its copies alone over wq's layout and over the tiled one, v6
+(v5.1 over the tiled layout), and v5.2 and v6.1 (their LEAN step, session
+15b), on gate/up, down and "gate/up x4" (four
 times gate/up's rows), one launch a timed region and four back to back
 (with and without early loads), for each variant of gemvq4.cu's knobs
 (GEMVQ5_STAGES, GEMVQ5_MIN_BLOCKS). --diag-runs 1 runs each point once, with

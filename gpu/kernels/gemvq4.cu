@@ -69,6 +69,14 @@
 //        opt-in (backend/gpu Options.GEMVQTiled). Its copies alone read
 //        only 1-3 points more than v5.1's over wq's layout: the layout is
 //        not what caps int4 (docs/perf/gemvq.md, session 15).
+//   v5.2 (session 15b, LEAN: leanLoop) v5.1's step with the same copies
+//        and sums (the same bits) in 19% fewer instructions (5.18 M on
+//        int4 gate/up against 6.38 M): addresses kept in registers,
+//        predicated copies, whole steps without per-tile tests. int4
+//        gate/up 18.3-18.9 us (v5.1 20.0-20.1), 13.9-14.1 back to back
+//        (15.3-15.5), down 18.8-19.0 (18.9) / 14.7-14.8 (15.3-15.5); the
+//        int4 step -0.10 ms at 1K. Launch's v5 (GEMVQ.V51 keeps v5.1); v6.1
+//        is v6's step likewise (gate/up 17.3 us, 13.3 back to back).
 //
 // Go wrapper: gemvq.go, gemvq6.go (v6, the tiled layout, the bench's
 // forms); tests: gemvq_test.go, gemvq6_test.go; docs/perf/gemvq.md.
