@@ -503,8 +503,10 @@ __device__ __forceinline__ void readStepCoal(Step<BITS, U>& st, const Slot<BITS,
   }
 }
 
-// The tiled layout (v6, gemvq.go PackTiles; GPU-private: wq's layout stays
-// what the CPU, DEC, v2-v5 and the dequantization read). A weight's codes
+// The tiled layout (v6, gemvq6.go PackTiles; GPU-private: the CPU, DEC,
+// v3-v5 read wq's layout; gemvq.cu's v2 and dequantization have tiled
+// forms, so it is an int4 weight's only device copy by default, session
+// 15c). A weight's codes
 // are cut into blocks of (row group of kRows rows, step of U =
 // kStageTiles<BITS> tiles), stored block after block, a row group's steps
 // in order: block (rg, st) is kRows lines of 128 bytes, line r holding row
