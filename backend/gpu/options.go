@@ -81,10 +81,10 @@ const (
 	// v3 at one row of x where gemvq4.cu's v5 (int4) or v4 (int8) would
 	// (comparisons).
 	EnvGEMVQV3 = "BITDECODE_GEMVQ_V3"
-	// EnvGEMVQTiled is Options.GEMVQTiled: int4 weights of 2048 rows or
-	// more without DEC also keep a tiled copy that gemvq4.cu's v6 reads at
-	// one row of x (experiment; twice their memory).
-	EnvGEMVQTiled = "BITDECODE_GEMVQ_TILED"
+	// EnvGEMVQWQ is Options.GEMVQWQ: int4 weights of 2048 rows or more
+	// without DEC keep wq's layout on the device instead of the tiled one
+	// (comparisons; the same bits).
+	EnvGEMVQWQ = "BITDECODE_GEMVQ_WQ"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -201,15 +201,16 @@ type Options struct {
 	// (kernels.GEMVQ.V3, UsesV5, UsesV4; docs/perf/gemvq.md v4, v5). Its
 	// sums differ from theirs.
 	GEMVQV3 bool
-	// GEMVQTiled makes int4 weights without DEC that v5 would read at one
-	// row of x (kernels.GEMVQ.UsesV5: 2048 rows or more) keep, beside wq's
-	// layout (which batches, prefill and the CPU read), a GPU-private tiled
-	// copy packed on the device at load (kernels.PackTiles), and run v6
-	// over it: v5.1's sums bit for bit, each warp's slice of K one
-	// contiguous stream (docs/perf/gemvq.md, session 15: int4 gate/up
-	// -1.0 us standalone on the H100, the B = 1 int4 step -0.06 ms at 1K).
-	// The weights' device memory doubles.
-	GEMVQTiled bool
+	// GEMVQWQ keeps int4 weights without DEC that v5 would read at one row
+	// of x (kernels.GEMVQ.UsesV5: 2048 rows or more) in wq's layout on the
+	// device. By default such a weight's only device copy is the
+	// GPU-private tiled layout (kernels.PackTiles, packed on the device at
+	// load, wq's copy freed): v6 at one row of x, v2 over the tiled layout
+	// at 2-16 rows, the tiled dequantization for prefill, the same bits as
+	// v5.1, v2 and the dequantization over wq's layout, and the same bytes
+	// (docs/perf/gemvq.md, sessions 15 and 15c). A knob for A/Bs and
+	// tests.
+	GEMVQWQ bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -250,7 +251,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
-		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQTiled, &o.GEMVQTiled}} {
+		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
