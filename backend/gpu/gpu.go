@@ -310,8 +310,8 @@ type weight struct {
 	// zero) pairs, codes of qbits bits in groups of qgroup channels.
 	q, qp         cuda.DevicePtr
 	qbits, qgroup int
-	// qt and qtp are the tiled copy of q and qp that v6 reads at one row
-	// of x (Options.GEMVQTiled; 0 without).
+	// qt and qtp are the weight in the tiled layout (kernels.PackTiles)
+	// where it is its only device copy (q and qp 0; tiledLayout), 0 else.
 	qt, qtp cuda.DevicePtr
 	// dec is the weight's DEC residual and scratch (LoadQuantWeight with
 	// a wq.DEC), nil without; Linear then compensates after the base.

@@ -81,10 +81,10 @@ const (
 	// v3 at one row of x where gemvq4.cu's v5 (int4) or v4 (int8) would
 	// (comparisons).
 	EnvGEMVQV3 = "BITDECODE_GEMVQ_V3"
-	// EnvGEMVQTiled is Options.GEMVQTiled: int4 weights of 2048 rows or
-	// more without DEC also keep a tiled copy that gemvq4.cu's v6 reads at
-	// one row of x (experiment; twice their memory).
-	EnvGEMVQTiled = "BITDECODE_GEMVQ_TILED"
+	// EnvGEMVQWQ is Options.GEMVQWQ: int4 weights of 2048 rows or more
+	// without DEC keep wq's layout on the device instead of the tiled one
+	// (comparisons; the same bits).
+	EnvGEMVQWQ = "BITDECODE_GEMVQ_WQ"
 	// EnvGEMVQV51 is Options.GEMVQV51: gemvq4.cu's v5 and v6 run session
 	// 15's step (v5.1, v6) instead of v5.2's and v6.1's (comparisons; the
 	// same bits).
@@ -205,15 +205,16 @@ type Options struct {
 	// (kernels.GEMVQ.V3, UsesV5, UsesV4; docs/perf/gemvq.md v4, v5). Its
 	// sums differ from theirs.
 	GEMVQV3 bool
-	// GEMVQTiled makes int4 weights without DEC that v5 would read at one
-	// row of x (kernels.GEMVQ.UsesV5: 2048 rows or more) keep, beside wq's
-	// layout (which batches, prefill and the CPU read), a GPU-private tiled
-	// copy packed on the device at load (kernels.PackTiles), and run v6.1
-	// over it (v6 with GEMVQV51): v5.1's sums bit for bit, each warp's slice of K one
-	// contiguous stream (docs/perf/gemvq.md, session 15: int4 gate/up
-	// -1.0 us standalone on the H100, the B = 1 int4 step -0.06 ms at 1K).
-	// The weights' device memory doubles.
-	GEMVQTiled bool
+	// GEMVQWQ keeps int4 weights without DEC that v5 would read at one row
+	// of x (kernels.GEMVQ.UsesV5: 2048 rows or more) in wq's layout on the
+	// device. By default such a weight's only device copy is the
+	// GPU-private tiled layout (kernels.PackTiles, packed on the device at
+	// load, wq's copy freed): v6.1 (v6 with GEMVQV51) at one row of x, v2
+	// over the tiled layout at 2-16 rows, the tiled dequantization for
+	// prefill, the same bits as v5.1, v2 and the dequantization over wq's
+	// layout, and the same bytes (docs/perf/gemvq.md, sessions 15, 15b and
+	// 15c). A knob for A/Bs and tests.
+	GEMVQWQ bool
 	// GEMVQV51 makes gemvq4.cu's v5 (int4 at one row of x) and v6 run
 	// session 15's step (v5.1, v6) instead of v5.2's and v6.1's, which
 	// issue the same copies and compute the same sums with ~17-20% fewer
@@ -260,7 +261,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
-		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQTiled, &o.GEMVQTiled},
+		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)

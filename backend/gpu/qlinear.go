@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -49,9 +50,10 @@ type decWeight struct {
 }
 
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
-// matrices stay packed on the device (wq's layout): decode-sized batches
-// (T <= kernels.GEMVQMaxRows) read them with gemvq3.cu's CUDA-core GEMV
-// (T = 1, no DEC) or gemvq.cu's tensor-core one,
+// matrices stay packed on the device (wq's layout, or for int4 weights of
+// 2048+ rows without DEC the tiled layout only: tiledLayout): decode-sized
+// batches (T <= kernels.GEMVQMaxRows) read them with gemvq4.cu's and
+// gemvq3.cu's one-row GEMVs (no DEC) or gemvq.cu's tensor-core one,
 // prefill dequantizes them to fp16 and multiplies with cuBLASLt. fp16
 // matrices are stored like any weight.
 // A DEC residual (int4, int8 or fp16; N a multiple of 128, or of 32 for
@@ -203,7 +205,8 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 }
 
 // loadQuantBase loads the base matrix: packed for gemvq.cu, or dequantized
-// to fp16; plain (no DEC) may take a tiled copy (tileQuant).
+// to fp16; plain (no DEC) may be stored in the tiled layout only
+// (tiledLayout, tileQuant).
 func (b *Backend) loadQuantBase(name string, m *wq.Matrix, plain bool) (backend.Weight, error) {
 	bits := m.Elem.Bits()
 	if !m.Elem.IsInt() || !(bits == 3 || bits == 4 || bits == 8) || m.Group%32 != 0 {
@@ -236,7 +239,7 @@ func (b *Backend) loadQuantBase(name string, m *wq.Matrix, plain bool) (backend.
 		if err := c.HtoD(w.qp, cuda.Bytes(m.Params)); err != nil {
 			return err
 		}
-		if plain {
+		if tiledLayout(&b.opts, g, bits, m.N, m.K, m.Group, plain) {
 			return b.tileQuant(c, g, w)
 		}
 		return nil
@@ -248,14 +251,39 @@ func (b *Backend) loadQuantBase(name string, m *wq.Matrix, plain bool) (backend.
 	return b.register(w)
 }
 
-// tileQuant gives w (packed, no DEC, its words and params written) the
-// tiled copy v6 reads, packed on the device, where Options.GEMVQTiled is
-// set and Launch would run v5 for one row of x.
+// tiledLayout reports whether a packed int-bits [N, K] weight with groups
+// of G is stored on the device in the tiled layout only
+// (kernels.PackTiles): without DEC (plain), unless Options.GEMVQWQ, where
+// Launch would run v5 at one row of x (g.UsesV5: int4 of 2048 rows or
+// more, groups of 128·2^k; not under Options.GEMVQV2 or GEMVQV3, whose
+// v2 and v3 routes Launch keeps over wq's layout) and v6 reads it. Every
+// kernel such a weight meets then has a tiled form (kernels.GEMVQ's
+// LaunchTiled, DequantTiled); DEC's kernels read wq's layout only.
+func tiledLayout(o *Options, g *kernels.GEMVQ, bits, N, K, G int, plain bool) bool {
+	return plain && !o.GEMVQWQ && g.UsesV5(1, N, K, bits, G) && g.ReadsV6(bits, G, K)
+}
+
+// quantBytes returns the device bytes of a packed int-bits [N, K] weight
+// with groups of G in the layout tiledLayout picks (codes and params; DEC
+// state apart): one copy either way.
+func quantBytes(tiled bool, bits, N, K, G int) int {
+	if tiled {
+		words, params := kernels.TiledBytes(bits, N, K, G)
+		return words + params
+	}
+	return 4*(N*K/32*bits) + 4*(N*(K/G))
+}
+
+// tileQuant moves w (packed, no DEC, its words and params in wq's layout
+// written) into the tiled layout: tile_pack on the device into new
+// memory, then wq's copy freed, so the weight's only device copy is the
+// tiled one (q and qp 0). Packing on the device beats PackTiles on the
+// host: the same bytes cross PCIe either way, and tile_pack moves them at
+// device bandwidth where the host loop reorders ~1 G words one core at a
+// time (docs/perf/gemvq.md, session 15c). The peak is one weight's two
+// copies, for the time of one pack.
 func (b *Backend) tileQuant(c *cuda.Ctx, g *kernels.GEMVQ, w *weight) error {
 	N, K := w.shape[0], w.shape[1]
-	if !b.opts.GEMVQTiled || !g.UsesV5(1, N, K, w.qbits, w.qgroup) || !g.ReadsV6(w.qbits, w.qgroup, K) {
-		return nil
-	}
 	var err error
 	if w.qt, err = c.Alloc(4 * kernels.TiledWords(w.qbits, N, K)); err != nil {
 		return err
@@ -263,7 +291,16 @@ func (b *Backend) tileQuant(c *cuda.Ctx, g *kernels.GEMVQ, w *weight) error {
 	if w.qtp, err = c.Alloc(4 * kernels.TiledParams(N, K, w.qgroup)); err != nil {
 		return err
 	}
-	return g.PackTiles(c, b.stream, w.qt, w.qtp, w.q, w.qp, N, K, w.qbits, w.qgroup)
+	if err := g.PackTiles(c, b.stream, w.qt, w.qtp, w.q, w.qp, N, K, w.qbits, w.qgroup); err != nil {
+		return err
+	}
+	// wq's copy goes once tile_pack has read it.
+	if err := c.SyncStream(b.stream); err != nil {
+		return err
+	}
+	q, qp := w.q, w.qp
+	w.q, w.qp = 0, 0
+	return errors.Join(c.Free(q), c.Free(qp))
 }
 
 var _ backend.RandomQuantLoader = (*Backend)(nil)
@@ -308,7 +345,7 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 		if err := c.Memset32Async(w.qp, uint32(zero)<<16|uint32(scale), N*(K/G), b.stream); err != nil {
 			return err
 		}
-		if dec.KChunk == 0 {
+		if tiledLayout(&b.opts, g, bits, N, K, G, dec.KChunk == 0) {
 			return b.tileQuant(c, g, w)
 		}
 		return nil
@@ -569,14 +606,14 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 // a weight with DEC the base its fused kernel shares (LaunchDECBase: v3
 // at one row of int4/int3, v2 else), so that its serial, concurrent and
 // fused modes add the same base; a weight with a tiled copy
-// (Options.GEMVQTiled) runs v6 over it where Launch would run v5 (the
-// same bits).
+// in the tiled layout (tiledLayout) runs LaunchTiled: v6 where Launch
+// would run v5, v2 over the tiled layout at 2-16 rows (the same bits).
 func (b *Backend) gemvqLaunch(c *cuda.Ctx, d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) error {
 	if wt.dec != nil {
 		return b.gemvq.LaunchDECBase(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, wt.dec.kChunk)
 	}
-	if wt.qt != 0 && b.gemvq.UsesV5(T, N, K, wt.qbits, wt.qgroup) {
-		return b.gemvq.LaunchV6(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, N, K, wt.qbits, wt.qgroup, b.gemvq.SplitV5For(N, K, wt.qbits))
+	if wt.qt != 0 {
+		return b.gemvq.LaunchTiled(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, T, N, K, wt.qbits, wt.qgroup)
 	}
 	return b.gemvq.Launch(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup)
 }
@@ -613,7 +650,11 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 			return err
 		}
 		xh, wh := buf, buf+cuda.DevicePtr(xBytes)
-		err = b.gemvq.Dequant(c, b.stream, wh, wt.q, wt.qp, N, K, wt.qbits, wt.qgroup)
+		if wt.qt != 0 {
+			err = b.gemvq.DequantTiled(c, b.stream, wh, wt.qt, wt.qtp, N, K, wt.qbits, wt.qgroup)
+		} else {
+			err = b.gemvq.Dequant(c, b.stream, wh, wt.q, wt.qp, N, K, wt.qbits, wt.qgroup)
+		}
 		if err == nil {
 			err = b.gemmF16(c, d, xt, xh, wh, bt, T, N, K, true)
 		}
@@ -624,5 +665,6 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 	})
 }
 
-// isQuant reports whether w is a packed low-bit weight.
-func (w *weight) isQuant() bool { return w.q != 0 }
+// isQuant reports whether w is a packed low-bit weight (in wq's layout or
+// the tiled one).
+func (w *weight) isQuant() bool { return w.q != 0 || w.qt != 0 }

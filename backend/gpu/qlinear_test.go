@@ -1,15 +1,18 @@
 package gpu_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/wq"
@@ -354,24 +357,35 @@ func TestQuantLinearDEC(t *testing.T) {
 	}
 }
 
-// TestQuantLinearTiled runs Linear at one row of x over int4 weights of
-// 2048 rows or more (where v5 runs) on a backend with Options.GEMVQTiled
-// (v6 over the tiled copy packed at load) and on the shared one (v5.1 over
-// wq's layout): the same bits, for a quantized weight and a random one
-// (LoadRandomQuant), and within TestQuantLinear's float64 bound for the
-// quantized one; T = 2 (v2 over wq's layout) the same bits too.
+// TestQuantLinearTiled runs Linear over int4 weights of 2048 rows or more
+// without DEC, whose only device copy is the tiled layout by default
+// (v6 at T = 1, v2 over the tiled layout at 2-16 rows, the tiled
+// dequantization and cuBLASLt for prefill), on a backend with the default
+// options and on one with Options.GEMVQWQ (wq's layout: v5.1, v2, the
+// dequantization): the same bits at every T, for a quantized weight and a
+// random one (LoadRandomQuant), and for the quantized one within
+// TestQuantLinear's float64 bound, a bias added.
 func TestQuantLinearTiled(t *testing.T) {
-	base := gpuBackend(t)
-	tb, err := gpu.Open(0, gpu.Options{GEMVQTiled: true})
+	gpuBackend(t) // skips without a device
+	tb, err := gpu.Open(0, gpu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tb.Close()
+	wb, err := gpu.Open(0, gpu.Options{GEMVQWQ: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.Close()
 	r := rand.New(rand.NewPCG(15, 9))
 	const N, K = 2100, 1152
 	w := make([]float32, N*K)
 	for i := range w {
 		w[i] = float32(0.02 * r.NormFloat64())
+	}
+	bias := make([]float32, N)
+	for i := range bias {
+		bias[i] = float32(r.NormFloat64())
 	}
 	m, err := wq.Quantize(wq.Int4, 128, N, K, w)
 	if err != nil {
@@ -390,6 +404,11 @@ func TestQuantLinearTiled(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer be.FreeWeight(qw)
+			bw, err := be.LoadWeight("bias", backend.F32, []int{N}, encode(backend.F32, bias))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.FreeWeight(bw)
 			xt, _ := be.Alloc(backend.F32, T, K)
 			yt, _ := be.Alloc(backend.F32, T, N)
 			defer be.Free(xt)
@@ -397,22 +416,22 @@ func TestQuantLinearTiled(t *testing.T) {
 			if err := be.Upload(xt, x); err != nil {
 				t.Fatal(err)
 			}
-			be.Linear(yt, xt, qw, nil)
+			be.Linear(yt, xt, qw, bw)
 			y := make([]float32, T*N)
 			if err := be.Download(y, yt); err != nil {
 				t.Fatal(err)
 			}
 			return y
 		}
-		for _, T := range []int{1, 2} {
+		for _, T := range []int{1, 2, 7, 9, 16, 40} {
 			x := make([]float32, T*K)
 			for i := range x {
 				x[i] = float32(r.NormFloat64())
 			}
-			want, got := run(base, x, T), run(tb, x, T)
+			want, got := run(wb, x, T), run(tb, x, T)
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || got[i] != got[i] {
-					t.Fatalf("random %v T=%d: y[%d] = %g tiled, %g not", random, T, i, got[i], want[i])
+					t.Fatalf("random %v T=%d: y[%d] = %g tiled, %g in wq's layout", random, T, i, got[i], want[i])
 				}
 			}
 			if random {
@@ -420,7 +439,7 @@ func TestQuantLinearTiled(t *testing.T) {
 			}
 			for ti := range T {
 				for n := range N {
-					ref, mag := 0.0, 0.0
+					ref, mag := float64(bias[n]), 0.0
 					for k := range K {
 						xv := float64(x[ti*K+k])
 						ref += xv * float64(m.At(n, k))
@@ -436,3 +455,95 @@ func TestQuantLinearTiled(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkQuantLinearLayout times Linear over int4 Llama-3.1-8B gate/up
+// (14336x4096) and down (4096x14336) weights, each in quantLayoutCopies
+// random copies (117 MB, cold in the H100's 50 MB L2), with the tiled
+// layout as their only device copy (the default) and in wq's layout
+// (Options.GEMVQWQ), alternated at each shape and T: 1 (v6 against v5.1),
+// 2, 8 and 16 (v2 over either layout) and 512 (prefill: the
+// dequantization to fp16, then cuBLASLt). It reports us per Linear
+// (docs/perf/gemvq.md, session 15c). Run on the GPU machine:
+//
+//	./gpu.test -test.run '^$' -test.bench QuantLinearLayout -test.count 2
+func BenchmarkQuantLinearLayout(b *testing.B) {
+	type layout struct {
+		name string
+		be   *gpu.Backend
+		ws   map[[2]int][]backend.Weight
+	}
+	var lays []*layout
+	for _, l := range []struct {
+		name string
+		o    gpu.Options
+	}{{"wq", gpu.Options{GEMVQWQ: true}}, {"tiled", gpu.Options{}}} {
+		be, err := gpu.Open(0, l.o)
+		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+			b.Skipf("no CUDA device: %v", err)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer be.Close()
+		lays = append(lays, &layout{name: l.name, be: be, ws: map[[2]int][]backend.Weight{}})
+	}
+	shapes := [][2]int{{14336, 4096}, {4096, 14336}}
+	for _, l := range lays {
+		for _, s := range shapes {
+			for i := range quantLayoutCopies {
+				w, err := l.be.LoadRandomQuant("w", []int{s[0], s[1]}, wq.Int4, 128, uint64(i+1), wq.DEC{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.ws[s] = append(l.ws[s], w)
+			}
+		}
+	}
+	for _, s := range shapes {
+		for _, T := range []int{1, 2, 8, 16, 512} {
+			for _, l := range lays {
+				b.Run(fmt.Sprintf("%dx%d/T=%d/%s", s[0], s[1], T, l.name), func(b *testing.B) {
+					be := l.be
+					xt, _ := be.Alloc(backend.F32, T, s[1])
+					yt, _ := be.Alloc(backend.F32, T, s[0])
+					defer be.Free(xt)
+					defer be.Free(yt)
+					x := make([]float32, T*s[1])
+					r := rand.New(rand.NewPCG(uint64(T), 1))
+					for i := range x {
+						x[i] = float32(r.NormFloat64())
+					}
+					if err := be.Upload(xt, x); err != nil {
+						b.Fatal(err)
+					}
+					iter := func() {
+						for _, w := range l.ws[s] {
+							be.Linear(yt, xt, w, nil)
+						}
+					}
+					for range 3 { // direct, captured, replayed
+						iter()
+					}
+					if err := be.Sync(); err != nil {
+						b.Fatal(err)
+					}
+					b.ResetTimer()
+					start := time.Now()
+					for range b.N {
+						iter()
+					}
+					if err := be.Sync(); err != nil {
+						b.Fatal(err)
+					}
+					el := time.Since(start)
+					b.StopTimer()
+					b.ReportMetric(el.Seconds()*1e6/float64(b.N*len(l.ws[s])), "us/linear")
+				})
+			}
+		}
+	}
+}
+
+// quantLayoutCopies is how many copies of each weight
+// BenchmarkQuantLinearLayout rotates over.
+const quantLayoutCopies = 4

@@ -213,6 +213,29 @@ __device__ __forceinline__ void codesSpan(u32 (&out)[16], const Span<BITS>& s) {
   }
 }
 
+// The tiled layout (gemvq4.cu "The tiled layout", gemvq6.go PackTiles;
+// int4): a row group of kRows rows is cut into steps of 32 words (128
+// bytes) of each row, stored block after block: word kw of row n sits at
+// ((n/kRows·steps + kw/32)·kRows + n%kRows)·32 + kw%32, steps =
+// ceil(rowWords/32); the params are [row group][group][kRows] (scale,
+// zero) pairs. A span (BITS words at a multiple of BITS, 4 for int4) lies
+// in one 32-word line. The TILED forms of v2 and the dequantization read it
+// with the same operations in the same order as over wq's layout: only the
+// addresses differ, so they give the same bits.
+constexpr int kTiledLine = 32;  // words of a row in one block's line
+
+// tiledRow returns the word offset of row n's first word in the tiled
+// layout; word kw of the row is tiledRow + tiledSpan(kw).
+__device__ __forceinline__ size_t tiledRow(int n, int steps) {
+  return (size_t(n / kRows) * steps * kRows + n % kRows) * kTiledLine;
+}
+// tiledSpan is word kw's offset from its row's first word (tiledRow).
+__device__ __forceinline__ size_t tiledSpan(int kw) { return size_t(kw / kTiledLine) * (kRows * kTiledLine) + kw % kTiledLine; }
+// tiledParam returns the (scale, zero) pair index of row n, group grp.
+__device__ __forceinline__ size_t tiledParam(int n, int grp, int groups) {
+  return (size_t(n / kRows) * groups + grp) * kRows + n % kRows;
+}
+
 // loadX converts x[t][k..k+31] to 16 half2 (pair m: channels k+2m, k+2m+1).
 __device__ __forceinline__ void loadX(u32 (&xb)[16], const float* x) {
 #pragma unroll
@@ -244,12 +267,14 @@ constexpr int kXStride = 64 + 4;
 // fused mode; fa its arguments): the CTA's 16 outputs are DEC's tile cta,
 // and its epilogue follows dec.cu's protocol (part_load at the start of
 // the warp's last batch, part_ready voted over the CTA, tile_value, then
-// tile_close).
-template <int NT, int BITS, int S, bool FUSED = false>
+// tile_close). TILED: words and params in the tiled layout (above; int4,
+// not FUSED): the same operations over other addresses.
+template <int NT, int BITS, int S, bool FUSED = false, bool TILED = false>
 __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                      const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, int cta,
                                      const FusedArgs* fa = nullptr) {
   static_assert(!FUSED || S > 1, "the fused epilogue is the split-K one");
+  static_assert(!TILED || (!FUSED && BITS == 4), "the tiled layout is int4's, without DEC");
   constexpr int U = kUnroll<BITS>;
   // fold: with groups of whole tiles (G a multiple of 128), a tile's codes
   // share one (scale, zero) per row, so the tensor cores multiply the exact
@@ -265,11 +290,13 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
   const int t0 = warp * per, t1 = min(tiles, t0 + per);
   // Rows r and r+8 of the CTA's 16 (rows past N read nothing and give 0).
   const bool ok0 = n0 + r < N, ok1 = n0 + r + 8 < N;
-  const u32* row0 = words + size_t(ok0 ? n0 + r : 0) * rowWords;
-  const u32* row1 = words + size_t(ok1 ? n0 + r + 8 : 0) * rowWords;
+  const int steps = (rowWords + kTiledLine - 1) / kTiledLine;  // TILED
+  const u32* row0 = words + (TILED ? tiledRow(ok0 ? n0 + r : 0, steps) : size_t(ok0 ? n0 + r : 0) * rowWords);
+  const u32* row1 = words + (TILED ? tiledRow(ok1 ? n0 + r + 8 : 0, steps) : size_t(ok1 ? n0 + r + 8 : 0) * rowWords);
   const u32* prm = reinterpret_cast<const u32*>(params);
-  const u32* p0 = prm + size_t(ok0 ? n0 + r : 0) * groups;
-  const u32* p1 = prm + size_t(ok1 ? n0 + r + 8 : 0) * groups;
+  const u32* p0 = prm + (TILED ? tiledParam(ok0 ? n0 + r : 0, 0, groups) : size_t(ok0 ? n0 + r : 0) * groups);
+  const u32* p1 = prm + (TILED ? tiledParam(ok1 ? n0 + r + 8 : 0, 0, groups) : size_t(ok1 ? n0 + r + 8 : 0) * groups);
+  constexpr int kPStride = TILED ? kRows : 1;  // pairs between a row's groups
 
   float acc[NT][4];
 #pragma unroll
@@ -290,8 +317,13 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
         const int kx = (tb + u) * kTile + 4 * lane;
         b.x0[u] = tb + u < t1 && kx < K ? *reinterpret_cast<const float4*>(x + kx) : make_float4(0.f, 0.f, 0.f, 0.f);
       }
-      if (in && ok0) loadSpan<BITS>(b.a0[u], row0, k), b.sz0[u] = __ldg(p0 + k / G);
-      if (in && ok1) loadSpan<BITS>(b.a1[u], row1, k), b.sz1[u] = __ldg(p1 + k / G);
+      if constexpr (TILED) {
+        if (in && ok0) loadSpan<BITS>(b.a0[u], row0 + tiledSpan(k / 32 * BITS), 0), b.sz0[u] = __ldg(p0 + k / G * kPStride);
+        if (in && ok1) loadSpan<BITS>(b.a1[u], row1 + tiledSpan(k / 32 * BITS), 0), b.sz1[u] = __ldg(p1 + k / G * kPStride);
+      } else {
+        if (in && ok0) loadSpan<BITS>(b.a0[u], row0, k), b.sz0[u] = __ldg(p0 + k / G);
+        if (in && ok1) loadSpan<BITS>(b.a1[u], row1, k), b.sz1[u] = __ldg(p1 + k / G);
+      }
     }
   };
   // math runs the tiles of b through the tensor cores.
@@ -477,10 +509,11 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
 }
 
 // gemv_q: grid (ceil(N/16)), block 32·S. NT n-tiles of 8 tokens (T <= 8·NT).
-template <int NT, int BITS, int S>
+// TILED: words and params in the tiled layout (int4; the same bits).
+template <int NT, int BITS, int S, bool TILED = false>
 __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                                                const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G) {
-  gemv<NT, BITS, S>(x, words, params, bias, y, T, N, K, G, blockIdx.x);
+  gemv<NT, BITS, S, false, TILED>(x, words, params, bias, y, T, N, K, G, blockIdx.x);
 }
 
 #ifdef GEMVQ_WITH_DEC
@@ -515,8 +548,9 @@ __global__ void __launch_bounds__(32 * S, 16 / S) gemv_q_dec(const float* __rest
 #endif
 
 // dequant_q writes Ŵ in fp16 ([N][K], wq's float32 ŵ rounded to nearest) for
-// prefill: one thread per 32-channel span.
-template <int BITS>
+// prefill: one thread per 32-channel span. TILED: words and params in the
+// tiled layout (int4; the same bits, the same writes).
+template <int BITS, bool TILED = false>
 __global__ void __launch_bounds__(256) dequant_q(const u32* __restrict__ words, const u16* __restrict__ params, u16* __restrict__ out,
                                                   int N, int K, int G) {
   const long long i = (long long)blockIdx.x * 256 + threadIdx.x;
@@ -524,10 +558,13 @@ __global__ void __launch_bounds__(256) dequant_q(const u32* __restrict__ words, 
   if (i >= (long long)N * spans) return;
   const int n = int(i / spans), k = int(i % spans) * kSpan;
   Span<BITS> s;
-  const u32* p = words + size_t(n) * (K / 32 * BITS) + k / 32 * BITS;
+  static_assert(!TILED || BITS == 4, "the tiled layout is int4's");
+  const int rowWords = K / 32 * BITS;
+  const u32* p = words + (TILED ? tiledRow(n, (rowWords + kTiledLine - 1) / kTiledLine) + tiledSpan(k / 32 * BITS)
+                                : size_t(n) * rowWords + k / 32 * BITS);
 #pragma unroll
   for (int j = 0; j < BITS; j++) s.w[j] = p[j];
-  const u32 sz = reinterpret_cast<const u32*>(params)[size_t(n) * (K / G) + k / G];
+  const u32 sz = reinterpret_cast<const u32*>(params)[TILED ? tiledParam(n, k / G, K / G) : size_t(n) * (K / G) + k / G];
   const float sc = h2f(u16(sz & 0xffff)), z = h2f(u16(sz >> 16));
   // The codes through the same unpacking as the GEMV, with s = 1, z = 0
   // (exact integers in fp16), then wq's float32 ŵ.

@@ -257,7 +257,9 @@ type GEMVQ struct {
 	v5l  [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // each lane copying its own spans
 	v6   [len(gemvq4Splits)]cuda.Function                 // v5.1 over the tiled layout (int4: gemvq6Bits)
 	v6n  [len(gemvq4Splits)]cuda.Function                 // v6.1: v5.2 over the tiled layout
-	pack cuda.Function                                    // gemvq4::tile_pack<gemvq6Bits>
+	// gemvT is v2 over the tiled layout (int4: gemvq6Bits), [n-tiles-1][split].
+	gemvT [2][len(gemvqSplits)]cuda.Function
+	pack  cuda.Function // gemvq4::tile_pack<gemvq6Bits>
 	// v3Slots is how many warps of v3's kernel for T rows and a code width
 	// the GPU holds at once (its CTAs an SM by the occupancy API, times
 	// gemvq3Warps, times the SMs): gemvq3SplitFor's wave.
@@ -270,6 +272,8 @@ type GEMVQ struct {
 	// v5Ring is v5's dynamic shared memory a CTA for each width.
 	v5Ring  [len(gemvqBits)]int
 	dequant [len(gemvqBits)]cuda.Function
+	// dequantT is the dequantization of the tiled layout (int4).
+	dequantT cuda.Function
 	// V2 makes Launch take v2 (gemvq.cu's tensor-core GEMV) at one row of
 	// x too: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
 	V2 bool
@@ -318,10 +322,16 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 				}
 			}
 		}
+		for _, s := range gemvqSplits {
+			if s <= gemvqMaxSplit(nt) {
+				exprs = append(exprs, gemvqTiledExpr(nt, s))
+			}
+		}
 	}
 	for _, b := range gemvqBits {
 		exprs = append(exprs, dexpr(b))
 	}
+	exprs = append(exprs, gemvqTiledDequantExpr)
 	mod, err := dev.Compile(program("gemvq.cu", gemvqSource, exprs, opts))
 	if err != nil {
 		return nil, err
@@ -345,10 +355,23 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 			}
 		}
 	}
+	for nt := 1; nt <= 2; nt++ {
+		for si, s := range gemvqSplits {
+			if s > gemvqMaxSplit(nt) {
+				continue
+			}
+			if g.gemvT[nt-1][si], err = mod.Function(gemvqTiledExpr(nt, s)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for bi, b := range gemvqBits {
 		if g.dequant[bi], err = mod.Function(dexpr(b)); err != nil {
 			return nil, err
 		}
+	}
+	if g.dequantT, err = mod.Function(gemvqTiledDequantExpr); err != nil {
+		return nil, err
 	}
 	return g, nil
 }

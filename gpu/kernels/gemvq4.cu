@@ -65,8 +65,9 @@
 //   v6   (session 15) v5.1 over the GPU-private tiled layout (below; a
 //        warp's ring step one contiguous 2 KB block): the same sums, int4
 //        gate/up 18.9-19.0 us (v5.1 19.8-20.0), down 17.8-18.0 (18.7-18.9),
-//        the int4 step -0.06 ms at 1K; a second copy of the weight, so
-//        opt-in (backend/gpu Options.GEMVQTiled). Its copies alone read
+//        the int4 step -0.06 ms at 1K; since session 15c the weight's
+//        only device copy and the default (backend/gpu tiledLayout,
+//        Options.GEMVQWQ the knob; -0.08 to -0.12 ms). Its copies alone read
 //        only 1-3 points more than v5.1's over wq's layout: the layout is
 //        not what caps int4 (docs/perf/gemvq.md, session 15).
 //   v5.2 (session 15b, LEAN: leanLoop) v5.1's step with the same copies
@@ -513,8 +514,10 @@ __device__ __forceinline__ void readStepCoal(Step<BITS, U>& st, const Slot<BITS,
   }
 }
 
-// The tiled layout (v6, gemvq.go PackTiles; GPU-private: wq's layout stays
-// what the CPU, DEC, v2-v5 and the dequantization read). A weight's codes
+// The tiled layout (v6, gemvq6.go PackTiles; GPU-private: the CPU, DEC,
+// v3-v5 read wq's layout; gemvq.cu's v2 and dequantization have tiled
+// forms, so it is an int4 weight's only device copy by default, session
+// 15c). A weight's codes
 // are cut into blocks of (row group of kRows rows, step of U =
 // kStageTiles<BITS> tiles), stored block after block, a row group's steps
 // in order: block (rg, st) is kRows lines of 128 bytes, line r holding row

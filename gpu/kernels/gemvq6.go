@@ -12,9 +12,18 @@ import (
 // weight, in which a warp's ring step is one contiguous 2 KB run and its
 // slice of K one contiguous stream (gemvq4.cu, "The tiled layout";
 // docs/perf/gemvq.md, session 15). The slots hold the same words as
-// v5.1's, so v6's sums are v5.1's bit for bit. wq's layout stays what the
-// CPU, DEC, the other GEMVs and the dequantization read: a weight run by
-// v6 keeps both copies.
+// v5.1's, so v6's sums are v5.1's bit for bit.
+//
+// Session 15c: the tiled layout can be a weight's only device copy. Every
+// kernel that reads an int4 weight without DEC has a tiled form with the
+// same operations in the same order over other addresses (the same bits):
+// v6 at one row of x, v2 (gemvq.cu's gemv_q<NT, 4, S, true>) at 2-16 rows,
+// and the dequantization to fp16 for prefill (dequant_q<4, true>);
+// LaunchTiled and DequantTiled route them. v3 (gemvq3.cu: row groups of 4
+// rows a warp) and v4 have no tiled form: Launch gives int4 weights of
+// 2048+ rows to neither by default (V3, V4 and V2 route one row to v2 over
+// the tiled layout). DEC's kernels (fused and base) read wq's layout only:
+// a weight with DEC keeps it (backend/gpu).
 
 // gemvq6Bits is the code width v6 and tile_pack are instantiated for.
 const gemvq6Bits = 4
@@ -27,6 +36,16 @@ func gemvq6Expr(s int, loads bool) string {
 
 // gemvq6PackExpr is tile_pack's name expression.
 var gemvq6PackExpr = fmt.Sprintf("gemvq4::tile_pack<%d>", gemvq6Bits)
+
+// gemvqTiledExpr is the name expression of gemvq.cu's v2 over the tiled
+// layout with nt n-tiles and split s.
+func gemvqTiledExpr(nt, s int) string {
+	return fmt.Sprintf("gemvq::gemv_q<%d, %d, %d, true>", nt, gemvq6Bits, s)
+}
+
+// gemvqTiledDequantExpr is the name expression of the dequantization of
+// the tiled layout.
+var gemvqTiledDequantExpr = fmt.Sprintf("gemvq::dequant_q<%d, true>", gemvq6Bits)
 
 // gemvq6PackThreads is tile_pack's block size; gemvq6PackBlocks its most
 // CTAs (a grid-stride loop).
@@ -76,6 +95,14 @@ func PackTiles(bits, N, K, G int, words []uint32, params []uint16) (tw, tp []uin
 	return tw, tp, nil
 }
 
+// TiledBytes returns the device bytes of an int-bits [N, K] weight with
+// groups of G in the tiled layout (codes, then params): wq's bytes
+// (N·K/32·bits words, N·K/G pairs) where N is a multiple of 16 and K of
+// 256 (int4), more by the padding of the last row group and step.
+func TiledBytes(bits, N, K, G int) (words, params int) {
+	return 4 * TiledWords(bits, N, K), 4 * TiledParams(N, K, G)
+}
+
 // ReadsV6 reports whether v6 reads a weight of this width and group over
 // K: int4 (gemvq6Bits) where v4 reads it.
 func (g *GEMVQ) ReadsV6(bits, G, K int) bool { return bits == gemvq6Bits && g.ReadsV4(bits, G, K) }
@@ -108,6 +135,48 @@ func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.De
 	ring := g.v5Ring[gemvqBitsIndex(bits)]
 	return c.Launch(g.v6Func(si), cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(ring))
+}
+
+// LaunchTiled is Launch over a weight in the tiled layout (tw, tp:
+// PackTiles' output) for T <= GEMVQMaxRows rows of x: v6 (v6.1 unless
+// V51) at SplitV5For's split where UsesV5 (one row), else v2 over the tiled
+// layout at Launch's v2 split (gemvqSplitFor). The same bits as Launch
+// over wq's layout wherever Launch runs v5 or v2 (T >= 2, or V2 set);
+// with V3 or V4 set, one row runs v2 here where Launch runs v3.
+func (g *GEMVQ) LaunchTiled(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, T, N, K, bits, G int) error {
+	if g.UsesV5(T, N, K, bits, G) {
+		return g.LaunchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, g.SplitV5For(N, K, bits))
+	}
+	return g.LaunchSplitTiled(c, st, y, x, tw, tp, bias, T, N, K, bits, G, gemvqSplitFor(N, K))
+}
+
+// LaunchSplitTiled is LaunchSplit (v2 with S warps per CTA) over a weight
+// in the tiled layout: the same sums as LaunchSplit over wq's, bit for
+// bit.
+func (g *GEMVQ) LaunchSplitTiled(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, T, N, K, bits, G, S int) error {
+	if T < 1 || T > GEMVQMaxRows || N <= 0 || !g.ReadsV6(bits, G, K) {
+		return fmt.Errorf("kernels: gemvq tiled: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
+	}
+	si := slices.Index(gemvqSplits[:], S)
+	if si < 0 {
+		return fmt.Errorf("kernels: gemvq tiled: split %d is not one of %v", S, gemvqSplits)
+	}
+	nt := (T + 7) / 8
+	if S > gemvqMaxSplit(nt) {
+		S, si = gemvqMaxSplit(nt), si-1
+	}
+	return c.Launch(g.gemvT[nt-1][si], cuda.Dim3{X: (N + gemvqRows - 1) / gemvqRows}, cuda.Dim3{X: 32 * S}, 0, st,
+		x, tw, tp, bias, y, int32(T), int32(N), int32(K), int32(G))
+}
+
+// DequantTiled is Dequant over a weight in the tiled layout: the same
+// fp16 [N][K].
+func (g *GEMVQ) DequantTiled(c *cuda.Ctx, st cuda.Stream, out, tw, tp cuda.DevicePtr, N, K, bits, G int) error {
+	if N <= 0 || !g.ReadsV6(bits, G, K) {
+		return fmt.Errorf("kernels: gemvq tiled dequant: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
+	}
+	spans := N * (K / 32)
+	return c.Launch(g.dequantT, cuda.Dim3{X: (spans + 255) / 256}, cuda.Dim3{X: 256}, 0, st, tw, tp, out, int32(N), int32(K), int32(G))
 }
 
 // InfoV6 returns the resources of v6's kernel at split S (v6.1 unless

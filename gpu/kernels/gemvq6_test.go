@@ -122,3 +122,149 @@ func TestGEMVQ6MatchesV5(t *testing.T) {
 		})
 	}
 }
+
+// TestGEMVQTiledMatchesWQ checks the tiled forms of the kernels an int4
+// weight meets when the tiled layout is its only device copy (session
+// 15c) on the GPU against their twins over wq's layout: v2 over the tiled
+// layout (LaunchSplitTiled) gives LaunchSplit's y bit for bit at every
+// split and 1-16 rows of x (one and two n-tiles), within v2's float64
+// bound (TestGEMVQMatchesReference: 2⁻¹⁰·(1 + 2⁻¹⁰) + (K/16 + 40)·2⁻²³ of
+// Σ(|s|q + |z|)|x|); LaunchTiled gives Launch's y bit for bit wherever
+// Launch runs v5 or v2 (T >= 2; one row with V2 set, and with 2048+ rows
+// by default: v6 against v5.1); DequantTiled writes Dequant's fp16 Ŵ,
+// which is fp16(ŵ). int4, groups of 128 and 256, N not a multiple of 16,
+// an odd number of tiles, the 8B shapes' K; y starts as NaN, the
+// dequantized matrix as 0xffff (a NaN).
+func TestGEMVQTiledMatchesWQ(t *testing.T) {
+	d, _ := opsSetup(t)
+	g, err := kernels.LoadGEMVQ(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(15, 11))
+	for _, c := range []struct{ G, N, K int }{{128, 2050, 1152}, {256, 77, 1536}, {128, 4096, 4096}, {128, 1000, 14336}} {
+		t.Run(fmt.Sprintf("g%d-N%d-K%d", c.G, c.N, c.K), func(t *testing.T) {
+			m := newGPUMem(t, d)
+			w := make([]float32, c.N*c.K)
+			for i := range w {
+				w[i] = float32(0.02 * r.NormFloat64())
+				if i%c.K%97 == 11 {
+					w[i] *= 20
+				}
+			}
+			qm, err := wq.Quantize(wq.Int4, c.G, c.N, c.K, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const maxT = kernels.GEMVQMaxRows
+			x := make([]float32, maxT*c.K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+				if i%c.K%37 == 3 {
+					x[i] *= 20
+				}
+			}
+			bias := make([]float32, c.N)
+			for i := range bias {
+				bias[i] = float32(r.NormFloat64())
+			}
+			// The float64 reference of every row of x (the first T rows are
+			// a launch of T).
+			want, mag := make([]float64, maxT*c.N), make([]float64, maxT*c.N)
+			for n := range c.N {
+				for k := range c.K {
+					wv := float64(qm.At(n, k))
+					sc, z := qm.Param(n, k/c.G)
+					a := math.Abs(float64(half.ToFloat32(sc)))*float64(qm.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))
+					for ti := range maxT {
+						xv := float64(x[ti*c.K+k])
+						want[ti*c.N+n] += xv * wv
+						mag[ti*c.N+n] += a * math.Abs(xv)
+					}
+				}
+				for ti := range maxT {
+					want[ti*c.N+n] += float64(bias[n])
+				}
+			}
+			wp, pp := m.put(cuda.Bytes(qm.Words)), m.put(cuda.Bytes(qm.Params))
+			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
+			twp := m.put(make([]byte, 4*kernels.TiledWords(4, c.N, c.K)))
+			tpp := m.put(make([]byte, 4*kernels.TiledParams(c.N, c.K, c.G)))
+			m.run(func(cx *cuda.Ctx, s cuda.Stream) error { return g.PackTiles(cx, s, twp, tpp, wp, pp, c.N, c.K, 4, c.G) })
+			launch := func(f func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error, T int) []float32 {
+				yp := m.put(cuda.Bytes(nanF32(T * c.N)))
+				m.run(func(cx *cuda.Ctx, s cuda.Stream) error { return f(cx, s, yp) })
+				y := make([]float32, T*c.N)
+				m.read(cuda.Bytes(y), yp)
+				return y
+			}
+			same := func(what string, T int, wqY, tiledY []float32, bound bool) {
+				t.Helper()
+				for i := range wqY {
+					if math.Float32bits(wqY[i]) != math.Float32bits(tiledY[i]) {
+						t.Fatalf("%s T=%d: y[%d,%d] tiled %g, wq's layout %g", what, T, i/c.N, i%c.N, tiledY[i], wqY[i])
+					}
+					tol := (0x1p-10*(1+0x1p-10)+float64(c.K/16+40)*0x1p-23)*mag[i] + 0x1p-24*math.Abs(want[i])
+					if gv := float64(tiledY[i]); gv != gv || (bound && math.Abs(gv-want[i]) > tol) {
+						t.Fatalf("%s T=%d: y[%d,%d] = %g, want %g (tol %.3g)", what, T, i/c.N, i%c.N, gv, want[i], tol)
+					}
+				}
+			}
+			for _, T := range []int{1, 2, 3, 8, 9, 16} {
+				for _, split := range []int{1, 2, 4, 8, 16} {
+					a := launch(func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error {
+						return g.LaunchSplit(cx, s, y, xp, wp, pp, bp, T, c.N, c.K, 4, c.G, split)
+					}, T)
+					b := launch(func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error {
+						return g.LaunchSplitTiled(cx, s, y, xp, twp, tpp, bp, T, c.N, c.K, 4, c.G, split)
+					}, T)
+					same(fmt.Sprintf("v2 split %d", split), T, a, b, true)
+				}
+				// Launch's routes: T >= 2 v2; one row v5 (v6 tiled) where
+				// UsesV5, and v2 with V2 set (elsewhere Launch runs v3 at
+				// one row, which has no tiled form: not compared).
+				for _, v2 := range []bool{false, true} {
+					g.V2 = v2
+					if T == 1 && !v2 && !g.UsesV5(1, c.N, c.K, 4, c.G) {
+						continue
+					}
+					for _, early := range []bool{false, true} {
+						g.EarlyWeights = early
+						a := launch(func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error {
+							return g.Launch(cx, s, y, xp, wp, pp, bp, T, c.N, c.K, 4, c.G)
+						}, T)
+						b := launch(func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error {
+							return g.LaunchTiled(cx, s, y, xp, twp, tpp, bp, T, c.N, c.K, 4, c.G)
+						}, T)
+						same(fmt.Sprintf("Launch (V2 %v, early %v)", v2, early), T, a, b, true)
+					}
+				}
+				g.V2, g.EarlyWeights = false, false
+			}
+			var hs [2][]uint16
+			for v := range hs {
+				poison := make([]uint16, c.N*c.K)
+				for i := range poison {
+					poison[i] = 0xffff
+				}
+				hp := m.put(cuda.Bytes(poison))
+				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+					if v == 0 {
+						return g.Dequant(cx, s, hp, wp, pp, c.N, c.K, 4, c.G)
+					}
+					return g.DequantTiled(cx, s, hp, twp, tpp, c.N, c.K, 4, c.G)
+				})
+				hs[v] = make([]uint16, c.N*c.K)
+				m.read(cuda.Bytes(hs[v]), hp)
+			}
+			for n := range c.N {
+				for k := range c.K {
+					i := n*c.K + k
+					if want := half.FromFloat32(qm.At(n, k)); hs[1][i] != hs[0][i] || hs[1][i] != want {
+						t.Fatalf("dequant [%d,%d]: tiled %#04x, wq's layout %#04x, want %#04x", n, k, hs[1][i], hs[0][i], want)
+					}
+				}
+			}
+		})
+	}
+}
