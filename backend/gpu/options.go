@@ -89,6 +89,10 @@ const (
 	// 15's step (v5.1, v6) instead of v5.2's and v6.1's (comparisons; the
 	// same bits).
 	EnvGEMVQV51 = "BITDECODE_GEMVQ_V51"
+	// EnvGEMVQInt3V32 is Options.GEMVQInt3V32: int3 weights keep wq's
+	// layout and gemvq3.cu's v3.2 at one row of x instead of the tiled
+	// layout and v6.1 (comparisons; other sums).
+	EnvGEMVQInt3V32 = "BITDECODE_GEMVQ_INT3_V32"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -221,6 +225,14 @@ type Options struct {
 	// instructions a step (kernels.GEMVQ.V51; docs/perf/gemvq.md, session
 	// 15b). The same bits either way.
 	GEMVQV51 bool
+	// GEMVQInt3V32 keeps int3 weights without DEC that v6.1 would read at
+	// one row of x (kernels.GEMVQ.UsesV6: 2048 rows or more) in wq's
+	// layout, read by gemvq3.cu's v3.2 at one row as before session 15d.
+	// By default such a weight's only device copy is the int3 tiled layout
+	// (as int4's, GEMVQWQ): v6.1 at one row, v2 over it at 2-16 rows, the
+	// tiled dequantization for prefill (docs/perf/gemvq.md, session 15d).
+	// kernels.GEMVQ.V32Int3; a knob for A/Bs and tests.
+	GEMVQInt3V32 bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -262,7 +274,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
-		{EnvGEMVQV51, &o.GEMVQV51}} {
+		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -254,13 +254,14 @@ func (b *Backend) loadQuantBase(name string, m *wq.Matrix, plain bool) (backend.
 // tiledLayout reports whether a packed int-bits [N, K] weight with groups
 // of G is stored on the device in the tiled layout only
 // (kernels.PackTiles): without DEC (plain), unless Options.GEMVQWQ, where
-// Launch would run v5 at one row of x (g.UsesV5: int4 of 2048 rows or
-// more, groups of 128·2^k; not under Options.GEMVQV2 or GEMVQV3, whose
-// v2 and v3 routes Launch keeps over wq's layout) and v6 reads it. Every
+// LaunchTiled would run v6.1 at one row of x (g.UsesV6: int4 where Launch
+// runs v5, and int3 (session 15d, not under Options.GEMVQInt3V32), of 2048
+// rows or more, groups of 128·2^k; not under Options.GEMVQV2 or GEMVQV3,
+// whose v2 and v3 routes Launch keeps over wq's layout). Every
 // kernel such a weight meets then has a tiled form (kernels.GEMVQ's
 // LaunchTiled, DequantTiled); DEC's kernels read wq's layout only.
 func tiledLayout(o *Options, g *kernels.GEMVQ, bits, N, K, G int, plain bool) bool {
-	return plain && !o.GEMVQWQ && g.UsesV5(1, N, K, bits, G) && g.ReadsV6(bits, G, K)
+	return plain && !o.GEMVQWQ && g.UsesV6(1, N, K, bits, G)
 }
 
 // quantBytes returns the device bytes of a packed int-bits [N, K] weight
@@ -595,6 +596,7 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 			// v3's and v4's first codes load before their dependency
 			// wait: the backend writes packed weights once, at load.
 			b.gemvq.V2, b.gemvq.V3, b.gemvq.V51, b.gemvq.EarlyWeights = b.opts.GEMVQV2, b.opts.GEMVQV3, b.opts.GEMVQV51, true
+			b.gemvq.V32Int3 = b.opts.GEMVQInt3V32
 		}
 	})
 	return b.gemvq, b.gemvqErr

@@ -364,7 +364,9 @@ func TestQuantLinearDEC(t *testing.T) {
 // options and on one with Options.GEMVQWQ (wq's layout: v5.1, v2, the
 // dequantization): the same bits at every T, for a quantized weight and a
 // random one (LoadRandomQuant), and for the quantized one within
-// TestQuantLinear's float64 bound, a bias added.
+// TestQuantLinear's float64 bound, a bias added. int3 likewise (session
+// 15d: its tiled layout), except at T = 1, where the tiled weight runs
+// v6.1 and wq's v3.2 (other sums): there the bound only.
 func TestQuantLinearTiled(t *testing.T) {
 	gpuBackend(t) // skips without a device
 	tb, err := gpu.Open(0, gpu.Options{})
@@ -387,68 +389,70 @@ func TestQuantLinearTiled(t *testing.T) {
 	for i := range bias {
 		bias[i] = float32(r.NormFloat64())
 	}
-	m, err := wq.Quantize(wq.Int4, 128, N, K, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, random := range []bool{false, true} {
-		run := func(be *gpu.Backend, x []float32, T int) []float32 {
-			var qw backend.Weight
-			var err error
-			if random {
-				qw, err = be.LoadRandomQuant("w", []int{N, K}, wq.Int4, 128, 3, wq.DEC{})
-			} else {
-				qw, err = be.LoadQuantWeight("w", m, nil)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer be.FreeWeight(qw)
-			bw, err := be.LoadWeight("bias", backend.F32, []int{N}, encode(backend.F32, bias))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer be.FreeWeight(bw)
-			xt, _ := be.Alloc(backend.F32, T, K)
-			yt, _ := be.Alloc(backend.F32, T, N)
-			defer be.Free(xt)
-			defer be.Free(yt)
-			if err := be.Upload(xt, x); err != nil {
-				t.Fatal(err)
-			}
-			be.Linear(yt, xt, qw, bw)
-			y := make([]float32, T*N)
-			if err := be.Download(y, yt); err != nil {
-				t.Fatal(err)
-			}
-			return y
+	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
+		m, err := wq.Quantize(e, 128, N, K, w)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, T := range []int{1, 2, 7, 9, 16, 40} {
-			x := make([]float32, T*K)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			want, got := run(wb, x, T), run(tb, x, T)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || got[i] != got[i] {
-					t.Fatalf("random %v T=%d: y[%d] = %g tiled, %g in wq's layout", random, T, i, got[i], want[i])
+		for _, random := range []bool{false, true} {
+			run := func(be *gpu.Backend, x []float32, T int) []float32 {
+				var qw backend.Weight
+				var err error
+				if random {
+					qw, err = be.LoadRandomQuant("w", []int{N, K}, e, 128, 3, wq.DEC{})
+				} else {
+					qw, err = be.LoadQuantWeight("w", m, nil)
 				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer be.FreeWeight(qw)
+				bw, err := be.LoadWeight("bias", backend.F32, []int{N}, encode(backend.F32, bias))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer be.FreeWeight(bw)
+				xt, _ := be.Alloc(backend.F32, T, K)
+				yt, _ := be.Alloc(backend.F32, T, N)
+				defer be.Free(xt)
+				defer be.Free(yt)
+				if err := be.Upload(xt, x); err != nil {
+					t.Fatal(err)
+				}
+				be.Linear(yt, xt, qw, bw)
+				y := make([]float32, T*N)
+				if err := be.Download(y, yt); err != nil {
+					t.Fatal(err)
+				}
+				return y
 			}
-			if random {
-				continue
-			}
-			for ti := range T {
-				for n := range N {
-					ref, mag := float64(bias[n]), 0.0
-					for k := range K {
-						xv := float64(x[ti*K+k])
-						ref += xv * float64(m.At(n, k))
-						sc, z := m.Param(n, k/m.Group)
-						mag += (math.Abs(float64(half.ToFloat32(sc)))*float64(m.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))) * math.Abs(xv)
+			for _, T := range []int{1, 2, 7, 9, 16, 40} {
+				x := make([]float32, T*K)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				want, got := run(wb, x, T), run(tb, x, T)
+				for i := range want {
+					if got[i] != got[i] || (e != wq.Int3 || T > 1) && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("int%d random %v T=%d: y[%d] = %g tiled, %g in wq's layout", e.Bits(), random, T, i, got[i], want[i])
 					}
-					tol := (0x1p-10*(1+0x1p-10)+float64(K/16+40)*0x1p-23)*mag + 0x1p-24*math.Abs(ref)
-					if g := float64(got[ti*N+n]); math.Abs(g-ref) > tol {
-						t.Fatalf("T=%d: y[%d,%d] = %g, want %g (tol %.3g)", T, ti, n, g, ref, tol)
+				}
+				if random {
+					continue
+				}
+				for ti := range T {
+					for n := range N {
+						ref, mag := float64(bias[n]), 0.0
+						for k := range K {
+							xv := float64(x[ti*K+k])
+							ref += xv * float64(m.At(n, k))
+							sc, z := m.Param(n, k/m.Group)
+							mag += (math.Abs(float64(half.ToFloat32(sc)))*float64(m.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))) * math.Abs(xv)
+						}
+						tol := (0x1p-10*(1+0x1p-10)+float64(K/16+40)*0x1p-23)*mag + 0x1p-24*math.Abs(ref)
+						if g := float64(got[ti*N+n]); math.Abs(g-ref) > tol {
+							t.Fatalf("int%d T=%d: y[%d,%d] = %g, want %g (tol %.3g)", e.Bits(), T, ti, n, g, ref, tol)
+						}
 					}
 				}
 			}

@@ -18,8 +18,9 @@ import (
 // TestTiledLayoutRouting checks without a GPU which packed weights are
 // stored in the tiled layout only: int4 without DEC where Launch runs v5
 // at one row of x (2033+ rows, that is 128 row groups of 16; groups of
-// 128·2^k), unless Options.GEMVQWQ, GEMVQV2 or GEMVQV3 (whose one-row
-// routes read wq's layout).
+// 128·2^k), int3 likewise where LaunchTiled runs v6.1 (session 15d),
+// unless Options.GEMVQWQ, GEMVQV2 or GEMVQV3 (whose one-row routes read
+// wq's layout), or for int3 GEMVQInt3V32.
 func TestTiledLayoutRouting(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -39,14 +40,22 @@ func TestTiledLayoutRouting(t *testing.T) {
 		{"int4 G64", Options{}, 4, 4096, 4096, 64, true, false},
 		{"int4 G384", Options{}, 4, 4096, 4608, 384, true, false},
 		{"int8", Options{}, 8, 14336, 4096, 128, true, false},
-		{"int3", Options{}, 3, 14336, 4096, 128, true, false},
+		{"int3 gate/up", Options{}, 3, 14336, 4096, 128, true, true},
+		{"int3 down", Options{}, 3, 4096, 14336, 128, true, true},
+		{"int3 127 row groups", Options{}, 3, 2032, 1152, 128, true, false},
+		{"int3 with DEC", Options{}, 3, 14336, 4096, 128, false, false},
+		{"int3 G64", Options{}, 3, 4096, 4096, 64, true, false},
+		{"int3 GEMVQInt3V32", Options{GEMVQInt3V32: true}, 3, 14336, 4096, 128, true, false},
+		{"int4 GEMVQInt3V32", Options{GEMVQInt3V32: true}, 4, 14336, 4096, 128, true, true},
+		{"int3 GEMVQWQ", Options{GEMVQWQ: true}, 3, 14336, 4096, 128, true, false},
+		{"int3 GEMVQV3", Options{GEMVQV3: true}, 3, 14336, 4096, 128, true, false},
 		{"GEMVQWQ", Options{GEMVQWQ: true}, 4, 14336, 4096, 128, true, false},
 		{"GEMVQV2", Options{GEMVQV2: true}, 4, 14336, 4096, 128, true, false},
 		{"GEMVQV3", Options{GEMVQV3: true}, 4, 14336, 4096, 128, true, false},
 	} {
 		// quantKernels' knobs from the options, on a GEMVQ with no device
 		// (UsesV5 and ReadsV6 read only them and the shape).
-		g := &kernels.GEMVQ{V2: c.o.GEMVQV2, V3: c.o.GEMVQV3}
+		g := &kernels.GEMVQ{V2: c.o.GEMVQV2, V3: c.o.GEMVQV3, V32Int3: c.o.GEMVQInt3V32}
 		if got := tiledLayout(&c.o, g, c.bits, c.N, c.K, c.G, c.plain); got != c.want {
 			t.Errorf("%s: tiledLayout(int%d [%d, %d] G%d, plain %v) = %v, want %v", c.name, c.bits, c.N, c.K, c.G, c.plain, got, c.want)
 		}
@@ -72,6 +81,13 @@ func TestTiledLayoutBytes(t *testing.T) {
 	}
 	if total != totalWQ || total < 3<<30 || total > 4<<30 {
 		t.Fatalf("8B tiled int4 weights: %d bytes, wq's layout %d (want equal, 3-4 GiB)", total, totalWQ)
+	}
+	// int3 (session 15d): the same bytes as wq's on the 8B shapes too.
+	for _, s := range []struct{ N, K int }{{4096, 4096}, {14336, 4096}, {4096, 14336}} {
+		tiled, plain := quantBytes(true, 3, s.N, s.K, 128), quantBytes(false, 3, s.N, s.K, 128)
+		if tiled != plain || plain != s.N*s.K*3/8+4*s.N*(s.K/128) {
+			t.Fatalf("int3 [%d, %d]: tiled %d bytes, wq's layout %d, want %d both", s.N, s.K, tiled, plain, s.N*s.K*3/8+4*s.N*(s.K/128))
+		}
 	}
 	// 2050 rows (a partial row group) and K 1152 (9 tiles: a half step).
 	const N, K = 2050, 1152

@@ -214,23 +214,35 @@ __device__ __forceinline__ void codesSpan(u32 (&out)[16], const Span<BITS>& s) {
 }
 
 // The tiled layout (gemvq4.cu "The tiled layout", gemvq6.go PackTiles;
-// int4): a row group of kRows rows is cut into steps of 32 words (128
-// bytes) of each row, stored block after block: word kw of row n sits at
+// int4 and int3): a row group of kRows rows is cut into steps of kTiledLine
+// words of each row (two tiles of 128 channels: 32 words of int4, 24 of
+// int3), stored block after block. int4: word kw of row n sits at
 // ((n/kRows·steps + kw/32)·kRows + n%kRows)·32 + kw%32, steps =
-// ceil(rowWords/32); the params are [row group][group][kRows] (scale,
-// zero) pairs. A span (BITS words at a multiple of BITS, 4 for int4) lies
-// in one 32-word line. The TILED forms of v2 and the dequantization read it
-// with the same operations in the same order as over wq's layout: only the
-// addresses differ, so they give the same bits.
-constexpr int kTiledLine = 32;  // words of a row in one block's line
+// ceil(rowWords/32). int3 (session 15d): a block's 384 words are v6.1's
+// lanes' reads in order, lane (g, c) (g = n%8, c = kw%12/3) at 12·(4g + c),
+// then tile u = kw%24/12, row half r = n%16/8, word i = kw%3 at 6u + 3r + i,
+// so a span's 3 words stay contiguous and each lane's 12 words of a step are
+// three 16-byte units. The params are [row group][group][kRows] (scale,
+// zero) pairs for both. The TILED forms of v2 and the dequantization read
+// it with the same operations in the same order as over wq's layout: only
+// the addresses differ, so they give the same bits.
+template <int BITS>
+constexpr int kTiledLine = BITS == 3 ? 24 : 32;  // words of a row in one block
 
 // tiledRow returns the word offset of row n's first word in the tiled
-// layout; word kw of the row is tiledRow + tiledSpan(kw).
+// layout; word kw of the row is tiledRow + tiledSpan(kw) (kw at a span's
+// first word or after it within the span).
+template <int BITS = 4>
 __device__ __forceinline__ size_t tiledRow(int n, int steps) {
-  return (size_t(n / kRows) * steps * kRows + n % kRows) * kTiledLine;
+  if constexpr (BITS == 3) return size_t(n / kRows) * steps * (kRows * kTiledLine<3>) + (n % 8) * 48 + (n % kRows / 8) * 3;
+  return (size_t(n / kRows) * steps * kRows + n % kRows) * kTiledLine<BITS>;
 }
 // tiledSpan is word kw's offset from its row's first word (tiledRow).
-__device__ __forceinline__ size_t tiledSpan(int kw) { return size_t(kw / kTiledLine) * (kRows * kTiledLine) + kw % kTiledLine; }
+template <int BITS = 4>
+__device__ __forceinline__ size_t tiledSpan(int kw) {
+  if constexpr (BITS == 3) return size_t(kw / 24) * (kRows * kTiledLine<3>) + (kw % 12 / 3) * 12 + (kw % 24 / 12) * 6 + kw % 3;
+  return size_t(kw / kTiledLine<BITS>) * (kRows * kTiledLine<BITS>) + kw % kTiledLine<BITS>;
+}
 // tiledParam returns the (scale, zero) pair index of row n, group grp.
 __device__ __forceinline__ size_t tiledParam(int n, int grp, int groups) {
   return (size_t(n / kRows) * groups + grp) * kRows + n % kRows;
@@ -267,14 +279,14 @@ constexpr int kXStride = 64 + 4;
 // fused mode; fa its arguments): the CTA's 16 outputs are DEC's tile cta,
 // and its epilogue follows dec.cu's protocol (part_load at the start of
 // the warp's last batch, part_ready voted over the CTA, tile_value, then
-// tile_close). TILED: words and params in the tiled layout (above; int4,
+// tile_close). TILED: words and params in the tiled layout (above; int4 or int3,
 // not FUSED): the same operations over other addresses.
 template <int NT, int BITS, int S, bool FUSED = false, bool TILED = false>
 __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                      const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, int cta,
                                      const FusedArgs* fa = nullptr) {
   static_assert(!FUSED || S > 1, "the fused epilogue is the split-K one");
-  static_assert(!TILED || (!FUSED && BITS == 4), "the tiled layout is int4's, without DEC");
+  static_assert(!TILED || (!FUSED && (BITS == 4 || BITS == 3)), "the tiled layout is int4's and int3's, without DEC");
   constexpr int U = kUnroll<BITS>;
   // fold: with groups of whole tiles (G a multiple of 128), a tile's codes
   // share one (scale, zero) per row, so the tensor cores multiply the exact
@@ -290,9 +302,9 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
   const int t0 = warp * per, t1 = min(tiles, t0 + per);
   // Rows r and r+8 of the CTA's 16 (rows past N read nothing and give 0).
   const bool ok0 = n0 + r < N, ok1 = n0 + r + 8 < N;
-  const int steps = (rowWords + kTiledLine - 1) / kTiledLine;  // TILED
-  const u32* row0 = words + (TILED ? tiledRow(ok0 ? n0 + r : 0, steps) : size_t(ok0 ? n0 + r : 0) * rowWords);
-  const u32* row1 = words + (TILED ? tiledRow(ok1 ? n0 + r + 8 : 0, steps) : size_t(ok1 ? n0 + r + 8 : 0) * rowWords);
+  const int steps = (rowWords + kTiledLine<BITS> - 1) / kTiledLine<BITS>;  // TILED
+  const u32* row0 = words + (TILED ? tiledRow<BITS>(ok0 ? n0 + r : 0, steps) : size_t(ok0 ? n0 + r : 0) * rowWords);
+  const u32* row1 = words + (TILED ? tiledRow<BITS>(ok1 ? n0 + r + 8 : 0, steps) : size_t(ok1 ? n0 + r + 8 : 0) * rowWords);
   const u32* prm = reinterpret_cast<const u32*>(params);
   const u32* p0 = prm + (TILED ? tiledParam(ok0 ? n0 + r : 0, 0, groups) : size_t(ok0 ? n0 + r : 0) * groups);
   const u32* p1 = prm + (TILED ? tiledParam(ok1 ? n0 + r + 8 : 0, 0, groups) : size_t(ok1 ? n0 + r + 8 : 0) * groups);
@@ -318,8 +330,8 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
         b.x0[u] = tb + u < t1 && kx < K ? *reinterpret_cast<const float4*>(x + kx) : make_float4(0.f, 0.f, 0.f, 0.f);
       }
       if constexpr (TILED) {
-        if (in && ok0) loadSpan<BITS>(b.a0[u], row0 + tiledSpan(k / 32 * BITS), 0), b.sz0[u] = __ldg(p0 + k / G * kPStride);
-        if (in && ok1) loadSpan<BITS>(b.a1[u], row1 + tiledSpan(k / 32 * BITS), 0), b.sz1[u] = __ldg(p1 + k / G * kPStride);
+        if (in && ok0) loadSpan<BITS>(b.a0[u], row0 + tiledSpan<BITS>(k / 32 * BITS), 0), b.sz0[u] = __ldg(p0 + k / G * kPStride);
+        if (in && ok1) loadSpan<BITS>(b.a1[u], row1 + tiledSpan<BITS>(k / 32 * BITS), 0), b.sz1[u] = __ldg(p1 + k / G * kPStride);
       } else {
         if (in && ok0) loadSpan<BITS>(b.a0[u], row0, k), b.sz0[u] = __ldg(p0 + k / G);
         if (in && ok1) loadSpan<BITS>(b.a1[u], row1, k), b.sz1[u] = __ldg(p1 + k / G);
@@ -509,7 +521,7 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
 }
 
 // gemv_q: grid (ceil(N/16)), block 32·S. NT n-tiles of 8 tokens (T <= 8·NT).
-// TILED: words and params in the tiled layout (int4; the same bits).
+// TILED: words and params in the tiled layout (int4, int3; the same bits).
 template <int NT, int BITS, int S, bool TILED = false>
 __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                                                const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G) {
@@ -549,7 +561,7 @@ __global__ void __launch_bounds__(32 * S, 16 / S) gemv_q_dec(const float* __rest
 
 // dequant_q writes Ŵ in fp16 ([N][K], wq's float32 ŵ rounded to nearest) for
 // prefill: one thread per 32-channel span. TILED: words and params in the
-// tiled layout (int4; the same bits, the same writes).
+// tiled layout (int4, int3; the same bits, the same writes).
 template <int BITS, bool TILED = false>
 __global__ void __launch_bounds__(256) dequant_q(const u32* __restrict__ words, const u16* __restrict__ params, u16* __restrict__ out,
                                                   int N, int K, int G) {
@@ -558,9 +570,9 @@ __global__ void __launch_bounds__(256) dequant_q(const u32* __restrict__ words, 
   if (i >= (long long)N * spans) return;
   const int n = int(i / spans), k = int(i % spans) * kSpan;
   Span<BITS> s;
-  static_assert(!TILED || BITS == 4, "the tiled layout is int4's");
+  static_assert(!TILED || BITS == 4 || BITS == 3, "the tiled layout is int4's and int3's");
   const int rowWords = K / 32 * BITS;
-  const u32* p = words + (TILED ? tiledRow(n, (rowWords + kTiledLine - 1) / kTiledLine) + tiledSpan(k / 32 * BITS)
+  const u32* p = words + (TILED ? tiledRow<BITS>(n, (rowWords + kTiledLine<BITS> - 1) / kTiledLine<BITS>) + tiledSpan<BITS>(k / 32 * BITS)
                                 : size_t(n) * rowWords + k / 32 * BITS);
 #pragma unroll
   for (int j = 0; j < BITS; j++) s.w[j] = p[j];

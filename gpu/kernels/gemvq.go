@@ -256,10 +256,11 @@ type GEMVQ struct {
 	v5n  [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // v5.2: v5's step with fewer instructions (gemvq5Lean widths; else zero)
 	v5l  [len(gemvqBits)][len(gemvq4Splits)]cuda.Function // each lane copying its own spans
 	v6   [len(gemvq4Splits)]cuda.Function                 // v5.1 over the tiled layout (int4: gemvq6Bits)
-	v6n  [len(gemvq4Splits)]cuda.Function                 // v6.1: v5.2 over the tiled layout
-	// gemvT is v2 over the tiled layout (int4: gemvq6Bits), [n-tiles-1][split].
-	gemvT [2][len(gemvqSplits)]cuda.Function
-	pack  cuda.Function // gemvq4::tile_pack<gemvq6Bits>
+	// v6n is v6.1 (v5.2 over the tiled layout), [gemvqTiledBits index][split].
+	v6n [len(gemvqTiledBits)][len(gemvq4Splits)]cuda.Function
+	// gemvT is v2 over the tiled layout, [gemvqTiledBits index][n-tiles-1][split].
+	gemvT [len(gemvqTiledBits)][2][len(gemvqSplits)]cuda.Function
+	pack  [len(gemvqTiledBits)]cuda.Function // gemvq4::tile_pack<bits>
 	// v3Slots is how many warps of v3's kernel for T rows and a code width
 	// the GPU holds at once (its CTAs an SM by the occupancy API, times
 	// gemvq3Warps, times the SMs): gemvq3SplitFor's wave.
@@ -272,8 +273,8 @@ type GEMVQ struct {
 	// v5Ring is v5's dynamic shared memory a CTA for each width.
 	v5Ring  [len(gemvqBits)]int
 	dequant [len(gemvqBits)]cuda.Function
-	// dequantT is the dequantization of the tiled layout (int4).
-	dequantT cuda.Function
+	// dequantT is the dequantization of the tiled layout, [gemvqTiledBits index].
+	dequantT [len(gemvqTiledBits)]cuda.Function
 	// V2 makes Launch take v2 (gemvq.cu's tensor-core GEMV) at one row of
 	// x too: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
 	V2 bool
@@ -295,6 +296,11 @@ type GEMVQ struct {
 	// (gemvq4.cu LEAN; docs/perf/gemvq.md, session 15b): a knob for A/Bs
 	// and tests.
 	V51 bool
+	// V32Int3 keeps int3 weights on v3.2 (gemvq3.cu over wq's layout) at
+	// one row of x where v6.1 over the tiled layout would run (UsesV6; the
+	// backend then keeps such weights in wq's layout): a knob for A/Bs
+	// (backend/gpu's Options.GEMVQInt3V32) and tests.
+	V32Int3 bool
 	// EarlyWeights makes v3's, v4's and v5's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
 	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it
@@ -322,16 +328,20 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 				}
 			}
 		}
-		for _, s := range gemvqSplits {
-			if s <= gemvqMaxSplit(nt) {
-				exprs = append(exprs, gemvqTiledExpr(nt, s))
+		for _, b := range gemvqTiledBits {
+			for _, s := range gemvqSplits {
+				if s <= gemvqMaxSplit(nt) {
+					exprs = append(exprs, gemvqTiledExpr(nt, b, s))
+				}
 			}
 		}
 	}
 	for _, b := range gemvqBits {
 		exprs = append(exprs, dexpr(b))
 	}
-	exprs = append(exprs, gemvqTiledDequantExpr)
+	for _, b := range gemvqTiledBits {
+		exprs = append(exprs, gemvqTiledDequantExpr(b))
+	}
 	mod, err := dev.Compile(program("gemvq.cu", gemvqSource, exprs, opts))
 	if err != nil {
 		return nil, err
@@ -355,23 +365,25 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 			}
 		}
 	}
-	for nt := 1; nt <= 2; nt++ {
-		for si, s := range gemvqSplits {
-			if s > gemvqMaxSplit(nt) {
-				continue
+	for ti, b := range gemvqTiledBits {
+		for nt := 1; nt <= 2; nt++ {
+			for si, s := range gemvqSplits {
+				if s > gemvqMaxSplit(nt) {
+					continue
+				}
+				if g.gemvT[ti][nt-1][si], err = mod.Function(gemvqTiledExpr(nt, b, s)); err != nil {
+					return nil, err
+				}
 			}
-			if g.gemvT[nt-1][si], err = mod.Function(gemvqTiledExpr(nt, s)); err != nil {
-				return nil, err
-			}
+		}
+		if g.dequantT[ti], err = mod.Function(gemvqTiledDequantExpr(b)); err != nil {
+			return nil, err
 		}
 	}
 	for bi, b := range gemvqBits {
 		if g.dequant[bi], err = mod.Function(dexpr(b)); err != nil {
 			return nil, err
 		}
-	}
-	if g.dequantT, err = mod.Function(gemvqTiledDequantExpr); err != nil {
-		return nil, err
 	}
 	return g, nil
 }
@@ -434,9 +446,14 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 		}
 	}
 	for _, s := range gemvq4Splits {
-		exprs = append(exprs, gemvq6Expr(s, false), gemvq5LeanExpr(gemvq6Bits, s, true))
+		exprs = append(exprs, gemvq6Expr(s, false))
 	}
-	exprs = append(exprs, gemvq6PackExpr)
+	for _, b := range gemvqTiledBits {
+		for _, s := range gemvq4Splits {
+			exprs = append(exprs, gemvq5LeanExpr(b, s, true))
+		}
+		exprs = append(exprs, gemvq6PackExpr(b))
+	}
 	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
 	if err != nil {
 		return err
@@ -463,12 +480,16 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 		if g.v6[si], err = mod.Function(gemvq6Expr(s, false)); err != nil {
 			return err
 		}
-		if g.v6n[si], err = mod.Function(gemvq5LeanExpr(gemvq6Bits, s, true)); err != nil {
+	}
+	for ti, b := range gemvqTiledBits {
+		for si, s := range gemvq4Splits {
+			if g.v6n[ti][si], err = mod.Function(gemvq5LeanExpr(b, s, true)); err != nil {
+				return err
+			}
+		}
+		if g.pack[ti], err = mod.Function(gemvq6PackExpr(b)); err != nil {
 			return err
 		}
-	}
-	if g.pack, err = mod.Function(gemvq6PackExpr); err != nil {
-		return err
 	}
 	return dev.Do(func(c *cuda.Ctx) error {
 		for bi, b := range gemvqBits {
@@ -485,7 +506,10 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 					fns = append(fns, g.v5n[bi][si])
 				}
 				if b == gemvq6Bits {
-					fns = append(fns, g.v6[si], g.v6n[si])
+					fns = append(fns, g.v6[si])
+				}
+				if ti := gemvqTiledIndex(b); ti >= 0 {
+					fns = append(fns, g.v6n[ti][si])
 				}
 				for _, f := range fns {
 					if err := c.SetMaxDynamicShared(f, ring); err != nil {

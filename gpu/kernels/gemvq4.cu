@@ -526,8 +526,15 @@ __device__ __forceinline__ void readStepCoal(Step<BITS, U>& st, const Slot<BITS,
 // zero) pairs. So a warp's ring step (v5.1's coalesced copies) is one
 // contiguous 2 KB run, and its slice of K one contiguous stream; the slot
 // it fills holds the same words as v5.1's: the same sums, bit for bit.
+// int3 (session 15d, v6.1 only): a block (rg, st) is 16 rows' 24 words (two
+// tiles of 12), 1536 bytes, stored in the order v6.1's lanes read them
+// (gemvq.cu tiledRow/tiledSpan): lane (g, c)'s 12 words of the step, tile u
+// of rows g and g+8, spans of 3 words, at 12·(4g + c) + 6u + 3r. The warp
+// copies the block whole (three 512-byte runs, 16 bytes a lane), each lane
+// then reads its 12 words as three 16-byte loads at 48·lane (a quarter
+// warp's 8 lanes 48 bytes apart: 8 different groups of 4 banks).
 template <int BITS>
-constexpr unsigned kTiledStepWords = kRows * 32;  // a block (rg, st): 16 lines of 128 bytes
+constexpr unsigned kTiledStepWords = kRows * kStageTiles<BITS> * (kTile / 32) * BITS;  // a block (rg, st): 2 KB (int4, int8), 1536 B (int3)
 
 // ============================================================================
 // v5.2 and v6.1 (LEAN, session 15b): gemv_q5's loop with fewer instructions
@@ -586,9 +593,12 @@ struct Lean {
   static constexpr u32 kSlot = sizeof(SlotT);
   static constexpr u32 kPrm = sizeof(SlotT::w), kX = kPrm + sizeof(SlotT::prm);  // Slot's members in order, no padding
   static_assert(kX + sizeof(SlotT::x) == kSlot, "Slot is w, prm, x back to back");
+  static constexpr bool k3 = BITS == 3;      // int3 over the tiled layout: the block copied whole, a lane's 12 words read at 48·lane
+  static_assert(!k3 || TILED, "int3's LEAN step reads the tiled layout");
   static constexpr int kCW = TILED ? 1 : 4;   // code pointers (tiled: copy i at +kRows·32/4·i words)
+  static constexpr int kNC = k3 ? 3 : 4;      // 16-byte copies a lane a step (the block's 512-byte runs)
   static constexpr int kRowB = 128;           // a coalesced row's bytes
-  static constexpr int kJ = U * BITS / 4;     // 16-byte units a lane reads of a row a step
+  static constexpr int kJ = k3 ? 3 : U * BITS / 4;  // 16-byte units a lane reads of a row a step (int3: of its 12 words)
   const u32* cw[kCW];
   const u32* prm;  // the params (Rows.params); rows g, g+8 at words p0, p1 (lanes c < U)
   unsigned p0, p1;
@@ -605,15 +615,20 @@ struct Lean {
     for (int i = 0; i < kCW; i++) cw[i] = words + (cr.w[i] + unsigned(tb) * TSTRIDE);
     prm = rw.params, p0 = rw.p0, p1 = rw.p1;
     xp = x + tb * kTile + 4 * lane;
-    tc = tb, tx = tb, jt = j / BITS;
-    dC = u32(r0 * kRowB + 16 * (j ^ (kSwizzle<BITS> * (r0 & 1))));
+    tc = tb, tx = tb, jt = k3 ? 0 : j / BITS;
+    dC = k3 ? u32(16 * lane) : u32(r0 * kRowB + 16 * (j ^ (kSwizzle<BITS> * (r0 & 1))));
     dP = kPrm + u32(4 * (c * kRows + g));
     dX = kX + u32(16 * lane);
     const int swz = kSwizzle<BITS> * (g & 1);
+    if constexpr (k3) {
 #pragma unroll
-    for (int u = 0; u < U; u++)
+      for (int i = 0; i < kJ; i++) dR[i] = u32(48 * lane + 16 * i);
+    } else {
 #pragma unroll
-      for (int i = 0; i < BITS / 4; i++) dR[u * (BITS / 4) + i] = u32(g * kRowB + 16 * ((u * BITS + c * BITS / 4 + i) ^ swz));
+      for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int i = 0; i < BITS / 4; i++) dR[u * (BITS / 4) + i] = u32(g * kRowB + 16 * ((u * BITS + c * BITS / 4 + i) ^ swz));
+    }
   }
 
   // codes starts the copies of step tc's codes and params into the slot at
@@ -621,9 +636,9 @@ struct Lean {
   // on a step.
   __device__ __forceinline__ void codes(u32 s, int te, int gshift, int lane) {
     const int c = lane % 4;
-    const bool on = tc + jt < te;
+    const bool on = tc + jt < te;  // int3: the step's block, whole (a tile past K is the block's zeros)
 #pragma unroll
-    for (int i = 0; i < 4; i++) cpAsyncIf<16, true>(on, s + dC + u32(4 * i * kRowB), TILED ? cw[0] + i * 4 * 32 : cw[i]);
+    for (int i = 0; i < kNC; i++) cpAsyncIf<16, true>(on, s + dC + u32(4 * i * kRowB), TILED ? cw[0] + i * 4 * 32 : cw[i]);
     const bool pon = c < U && tc + c < te;
     const unsigned gi = (unsigned(tc + c) >> gshift) * PSTRIDE;
     cpAsyncIf<4, false>(pon, s + dP, prm + (p0 + gi));
@@ -645,10 +660,22 @@ struct Lean {
   // (readStepCoal's reads).
   __device__ __forceinline__ void read(Step<BITS, U>& st, u32 s, int lane) const {
     const int g = lane / 4;
+    if constexpr (k3) {  // word f = 4m + e of the lane's 12: tile f / 6, row half f % 6 / 3, span word f % 3
+#pragma unroll
+      for (int m = 0; m < kJ; m++) {
+        const uint4 v = ldsV4(s + dR[m]);
+        const u32 e[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+          const int f = 4 * m + q;
+          st.a[f / 6][f % 6 / 3].w[f % 3] = e[q];
+        }
+      }
+    }
 #pragma unroll
     for (int u = 0; u < U; u++) {
 #pragma unroll
-      for (int r = 0; r < 2; r++)
+      for (int r = 0; r < 2 && !k3; r++)
 #pragma unroll
         for (int i = 0; i < BITS / 4; i++) {
           const uint4 v = ldsV4(s + dR[u * (BITS / 4) + i] + u32(8 * r * kRowB));
@@ -734,7 +761,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
   // kCoal: the coalesced copies (int4, int8; int3's 48-byte tiles keep the
   // lanes' own).
   constexpr bool kCoal = COAL && BITS % 4 == 0;
-  static_assert(!TILED || kCoal, "the tiled layout is read by the coalesced copies");
+  static_assert(!TILED || kCoal || (BITS == 3 && LEAN), "the tiled layout is read by the coalesced copies (int3: LEAN's)");
   // Words a tile advances a row's place, and a row's params a group.
   constexpr unsigned kTStride = TILED ? kTiledStepWords<BITS> / U : kTile / 32 * BITS;
   constexpr unsigned kPStride = TILED ? kRows : 1;
@@ -760,7 +787,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
   Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq5Ring) + warp * kRing;
   __shared__ XStage<U> xs[kWarps];
   if constexpr (LEAN) {
-    static_assert(kCoal && !LOADS, "LEAN is v5.1's coalesced step with its math");
+    static_assert((kCoal || (TILED && BITS == 3)) && !LOADS, "LEAN is v5.1's coalesced step with its math (int3: over the tiled layout)");
     float acc[2] = {0.f, 0.f};
     leanLoop<BITS, U, TILED, kTStride, kPStride>(acc, ring, xs[warp], x, words, cr, rw, tb, te, gshift, early, lane);
     storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
@@ -829,7 +856,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
 
 // tile_pack writes the tiled layout (above; gemvq.go PackTiles, its
 // reference) of a weight in wq's layout: tw [ceil(N/kRows)][steps][kRows][32]
-// words, tp [ceil(N/kRows)][K/G][kRows] (scale, zero) pairs, one thread a
+// words (int3: each block in v6.1's read order), tp [ceil(N/kRows)][K/G][kRows]
+// (scale, zero) pairs, one thread a
 // word (a grid-stride loop over both).
 template <int BITS>
 __global__ void tile_pack(const u32* __restrict__ words, const u32* __restrict__ params, u32* __restrict__ tw, u32* __restrict__ tp, int N,
@@ -841,9 +869,16 @@ __global__ void tile_pack(const u32* __restrict__ words, const u32* __restrict__
   const long long nw = (long long)rgs * steps * kTiledStepWords<BITS>, np = (long long)rgs * groups * kRows;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < nw + np; i += (long long)gridDim.x * blockDim.x) {
     if (i < nw) {
-      const int w = int(i % 32), r = int(i / 32 % kRows);
       const long long b = i / kTiledStepWords<BITS>;
-      const int st = int(b % steps), n = int(b / steps) * kRows + r, k = st * 32 + w;
+      const int st = int(b % steps), rg = int(b / steps);
+      int n, k;
+      if constexpr (BITS == 3) {  // lane l = w / 12's word f = w % 12: tile f / 6, row g + 8·(f % 6 / 3), span word f % 3
+        const int w = int(i % kTiledStepWords<3>), l = w / 12, f = w % 12;
+        n = rg * kRows + l / 4 + 8 * (f % 6 / 3), k = (st * U + f / 6) * 12 + l % 4 * 3 + f % 3;
+      } else {
+        const int w = int(i % 32), r = int(i / 32 % kRows);
+        n = rg * kRows + r, k = st * 32 + w;
+      }
       tw[i] = n < N && k < rowWords ? words[(long long)n * rowWords + k] : 0u;
     } else {
       const long long j = i - nw, b = j / kRows;

@@ -15,7 +15,11 @@ import (
 // TestGEMVQ52MatchesV51 checks gemvq4.cu's LEAN step on the GPU: v5.2
 // (LaunchV5) gives v5.1's y (LaunchV5 with V51) bit for bit, for int4 and
 // int8, at every split, with and without early loads; v6.1 (LaunchV6 over
-// the tiled layout) gives v6's (V51) and so v5.1's; all within v4's
+// the tiled layout) gives v6's (V51) and so v5.1's. int3 (session 15d):
+// LaunchV5 runs v5.0 (each lane's own copies; no LEAN form, V51 the same)
+// and LaunchV6 v6.1 over int3's tiled layout with or without V51, which
+// gives v5.0's y bit for bit, and LaunchTiled, at 2048+ rows, v6.1 too
+// (UsesV6). All within v4's
 // float64 bound ((K/64 + 83)·2⁻²⁴ of Σ(|s|q + |z|)|x| + 2⁻³⁶·Σ(|s|q + |z|),
 // TestGEMVQMatchesReference). N not a multiple of 16, an odd number of
 // tiles (a slice's last step of one tile: the partial step), groups of 128
@@ -31,7 +35,9 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 		e       wq.Elem
 		G, N, K int
 	}{{wq.Int4, 128, 2050, 1152}, {wq.Int4, 256, 77, 1536}, {wq.Int4, 128, 4096, 4096}, {wq.Int4, 128, 1000, 14336}, {wq.Int4, 128, 100, 384},
-		{wq.Int4, 128, 33, 640}, {wq.Int8, 128, 2048, 1408}, {wq.Int8, 256, 129, 4096}, {wq.Int8, 128, 1000, 14336}} {
+		{wq.Int4, 128, 33, 640}, {wq.Int8, 128, 2048, 1408}, {wq.Int8, 256, 129, 4096}, {wq.Int8, 128, 1000, 14336},
+		{wq.Int3, 128, 2050, 1152}, {wq.Int3, 256, 77, 1536}, {wq.Int3, 128, 4096, 4096}, {wq.Int3, 128, 1000, 14336},
+		{wq.Int3, 128, 100, 384}, {wq.Int3, 128, 33, 640}} {
 		t.Run(fmt.Sprintf("int%d-g%d-N%d-K%d", c.e.Bits(), c.G, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			w := make([]float32, c.N*c.K)
@@ -82,23 +88,34 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 				want[n] = sum + float64(bias[n])
 				tol[n] = float64(c.K/64+83)*0x1p-24*mag + 0x1p-36*wa + 0x1p-24*math.Abs(want[n])
 			}
-			// forms: v5.1, v5.2, and where tiled v6, v6.1.
+			// forms: v5.1, v5.2, and where tiled v6, v6.1 (int3: v5.0
+			// twice, then v6.1 twice, and LaunchTiled's route).
 			type form struct {
-				name       string
-				v51, tiled bool
+				name             string
+				v51, tiled, auto bool
 			}
-			forms := []form{{"v5.1", true, false}, {"v5.2", false, false}}
+			forms := []form{{"v5.1", true, false, false}, {"v5.2", false, false, false}}
 			if tiled {
-				forms = append(forms, form{"v6", true, true}, form{"v6.1", false, true})
+				forms = append(forms, form{"v6", true, true, false}, form{"v6.1", false, true, false})
+			}
+			if c.e == wq.Int3 && g.UsesV6(1, c.N, c.K, 3, c.G) {
+				forms = append(forms, form{"LaunchTiled", false, true, true})
 			}
 			for _, split := range kernels.GEMVQ4Splits() {
 				for _, early := range []bool{false, true} {
 					ys := make([][]float32, len(forms))
 					for fi, f := range forms {
+						if f.auto && split != g.SplitV5For(c.N, c.K, c.e.Bits()) {
+							ys[fi] = ys[0] // LaunchTiled runs its own split: compared there only
+							continue
+						}
 						yp := m.put(cuda.Bytes(nanF32(c.N)))
 						m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
 							g.EarlyWeights, g.V51 = early, f.v51
 							defer func() { g.EarlyWeights, g.V51 = false, false }()
+							if f.auto {
+								return g.LaunchTiled(cx, s, yp, xp, twp, tpp, bp, 1, c.N, c.K, c.e.Bits(), c.G)
+							}
 							if f.tiled {
 								return g.LaunchV6(cx, s, yp, xp, twp, tpp, bp, c.N, c.K, c.e.Bits(), c.G, split)
 							}

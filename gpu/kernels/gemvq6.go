@@ -24,9 +24,24 @@ import (
 // 2048+ rows to neither by default (V3, V4 and V2 route one row to v2 over
 // the tiled layout). DEC's kernels (fused and base) read wq's layout only:
 // a weight with DEC keeps it (backend/gpu).
+//
+// Session 15d: int3 has a tiled layout too (gemvq4.cu "The tiled layout":
+// a block of 16 rows x 2 tiles is 1536 contiguous bytes in the order v6.1's
+// lanes read them), read by v6.1 (LEAN only: there is no int3 v6), v2 and
+// the dequantization; Launch keeps v3.2 over wq's layout for int3,
+// LaunchTiled runs v6.1 where UsesV6.
 
-// gemvq6Bits is the code width v6 and tile_pack are instantiated for.
+// gemvq6Bits is the code width v6 (v5.1's step over the tiled layout) and
+// the bench's diagnostic forms are instantiated for.
 const gemvq6Bits = 4
+
+// gemvqTiledBits are the code widths with a tiled layout (tile_pack, v6.1,
+// v2 and the dequantization over it), in the index order of GEMVQ's tiled
+// kernels.
+var gemvqTiledBits = [...]int{4, 3}
+
+// gemvqTiledIndex is a code width's index in gemvqTiledBits, -1 if none.
+func gemvqTiledIndex(bits int) int { return slices.Index(gemvqTiledBits[:], bits) }
 
 // gemvq6Expr is the name expression of gemv_q5 over the tiled layout at
 // split s (loads: the bench's loads-only form).
@@ -34,18 +49,18 @@ func gemvq6Expr(s int, loads bool) string {
 	return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, true, %v>", gemvq6Bits, s, loads)
 }
 
-// gemvq6PackExpr is tile_pack's name expression.
-var gemvq6PackExpr = fmt.Sprintf("gemvq4::tile_pack<%d>", gemvq6Bits)
+// gemvq6PackExpr is tile_pack's name expression for a code width.
+func gemvq6PackExpr(bits int) string { return fmt.Sprintf("gemvq4::tile_pack<%d>", bits) }
 
 // gemvqTiledExpr is the name expression of gemvq.cu's v2 over the tiled
-// layout with nt n-tiles and split s.
-func gemvqTiledExpr(nt, s int) string {
-	return fmt.Sprintf("gemvq::gemv_q<%d, %d, %d, true>", nt, gemvq6Bits, s)
+// layout with nt n-tiles, a code width and split s.
+func gemvqTiledExpr(nt, bits, s int) string {
+	return fmt.Sprintf("gemvq::gemv_q<%d, %d, %d, true>", nt, bits, s)
 }
 
 // gemvqTiledDequantExpr is the name expression of the dequantization of
-// the tiled layout.
-var gemvqTiledDequantExpr = fmt.Sprintf("gemvq::dequant_q<%d, true>", gemvq6Bits)
+// the tiled layout for a code width.
+func gemvqTiledDequantExpr(bits int) string { return fmt.Sprintf("gemvq::dequant_q<%d, true>", bits) }
 
 // gemvq6PackThreads is tile_pack's block size; gemvq6PackBlocks its most
 // CTAs (a grid-stride loop).
@@ -55,12 +70,33 @@ const (
 )
 
 // TiledWords returns the uint32 words of the tiled codes of an int-bits
-// [N, K] weight: a block of gemvq4Rows lines of 32 words for each row
-// group of 16 rows and each ring step of gemvq5StageTiles tiles.
+// [N, K] weight: a block of gemvq4Rows rows of a ring step's words
+// (gemvq5StageTiles tiles: 32 words of int4 and int8, 24 of int3) for each
+// row group of 16 rows and each ring step.
 func TiledWords(bits, N, K int) int {
 	u := gemvq5StageTiles(bits)
 	steps := (K/gemvq4Tile + u - 1) / u
-	return (N + gemvq4Rows - 1) / gemvq4Rows * steps * gemvq4Rows * 32
+	return (N + gemvq4Rows - 1) / gemvq4Rows * steps * gemvqTiledStepWords(bits)
+}
+
+// gemvqTiledStepWords is gemvq4.cu's kTiledStepWords: the words of a block
+// (16 rows of a ring step of gemvq5StageTiles tiles).
+func gemvqTiledStepWords(bits int) int {
+	return gemvq4Rows * gemvq5StageTiles(bits) * gemvq4Tile / 32 * bits
+}
+
+// tiledIndex returns the index in the tiled codes of word k of row n of a
+// weight with steps ring steps a row (gemvq.cu tiledRow + tiledSpan). int4
+// and int8: block (n/16, k/32), line n%16, word k%32. int3: block (n/16,
+// k/24), lane 4·(n%8) + k%12/3's 12 words at 12·lane, in them tile
+// k%24/12 at 6, row half n%16/8 at 3, word k%3.
+func tiledIndex(bits, steps, n, k int) int {
+	rg, r := n/gemvq4Rows, n%gemvq4Rows
+	if bits == 3 {
+		const line = 24 // a row's words in a block
+		return (rg*steps+k/line)*gemvqTiledStepWords(3) + (4*(r%8)+k%12/3)*12 + k%line/12*6 + r/8*3 + k%3
+	}
+	return ((rg*steps+k/32)*gemvq4Rows+r)*32 + k%32
 }
 
 // TiledParams returns the uint32 (scale, zero) pairs of the tiled params
@@ -70,9 +106,11 @@ func TiledParams(N, K, G int) int { return (N + gemvq4Rows - 1) / gemvq4Rows * (
 // PackTiles returns the tiled layout of an int-bits [N, K] weight with
 // groups of G given in wq's layout (words [N][K/32·bits], params [N][K/G]
 // (scale, zero) fp16 pairs): block (rg, st) of the codes holds, in line r,
-// words 32·st..32·st+31 of row 16·rg + r (zeros past the row and for rows
-// past N); the params are [row group][group][16] pairs (zeros past N).
-// It is the reference of gemvq4.cu's tile_pack (GEMVQ.PackTiles).
+// words 32·st..32·st+31 of row 16·rg + r (int4, int8; int3: the words
+// 24·st..24·st+23 of its 16 rows in v6.1's read order, tiledIndex), zeros
+// past the row and for rows past N; the params are [row group][group][16]
+// pairs (zeros past N). It is the reference of gemvq4.cu's tile_pack
+// (GEMVQ.PackTiles).
 func PackTiles(bits, N, K, G int, words []uint32, params []uint16) (tw, tp []uint32, err error) {
 	if N <= 0 || K <= 0 || G <= 0 || K%G != 0 || K%gemvq4Tile != 0 || len(words) != N*K/32*bits || len(params) != 2*N*(K/G) {
 		return nil, nil, fmt.Errorf("kernels: tiled layout: int%d [%d, %d] G %d with %d words and %d params", bits, N, K, G, len(words), len(params))
@@ -85,8 +123,7 @@ func PackTiles(bits, N, K, G int, words []uint32, params []uint16) (tw, tp []uin
 	for n := range N {
 		rg, r := n/gemvq4Rows, n%gemvq4Rows
 		for k := range rowWords {
-			st, w := k/32, k%32
-			tw[((rg*steps+st)*gemvq4Rows+r)*32+w] = words[n*rowWords+k]
+			tw[tiledIndex(bits, steps, n, k)] = words[n*rowWords+k]
 		}
 		for grp := range groups {
 			tp[(rg*groups+grp)*gemvq4Rows+r] = uint32(params[2*(n*groups+grp)]) | uint32(params[2*(n*groups+grp)+1])<<16
@@ -103,11 +140,27 @@ func TiledBytes(bits, N, K, G int) (words, params int) {
 	return 4 * TiledWords(bits, N, K), 4 * TiledParams(N, K, G)
 }
 
-// ReadsV6 reports whether v6 reads a weight of this width and group over
-// K: int4 (gemvq6Bits) where v4 reads it.
-func (g *GEMVQ) ReadsV6(bits, G, K int) bool { return bits == gemvq6Bits && g.ReadsV4(bits, G, K) }
+// ReadsV6 reports whether v6.1 reads a weight of this width and group over
+// K in the tiled layout: int4 and int3 (gemvqTiledBits) where v4 reads
+// them.
+func (g *GEMVQ) ReadsV6(bits, G, K int) bool {
+	return gemvqTiledIndex(bits) >= 0 && g.ReadsV4(bits, G, K)
+}
 
-// PackTiles writes the tiled layout of an int4 [N, K] weight in wq's
+// UsesV6 reports whether LaunchTiled runs v6.1 (or v6) for T rows of x over
+// a tiled [N, K] weight of this width and group: where Launch runs v5
+// (UsesV5: int4), and for int3 likewise (one row, none of V2, V3, V4,
+// V32Int3, a group v4 reads, at least gemvq4MinGroups row groups), where
+// Launch keeps v3.2 over wq's layout (session 15d).
+func (g *GEMVQ) UsesV6(T, N, K, bits, G int) bool {
+	if g.UsesV5(T, N, K, bits, G) {
+		return g.ReadsV6(bits, G, K)
+	}
+	return bits == 3 && T == 1 && !g.V2 && !g.V3 && !g.V4 && !g.V32Int3 && g.ReadsV6(bits, G, K) &&
+		(N+gemvq4Rows-1)/gemvq4Rows >= gemvq4MinGroups
+}
+
+// PackTiles writes the tiled layout of an int4 or int3 [N, K] weight in wq's
 // layout (words, params) to tw ([TiledWords] uint32) and tp
 // ([TiledParams] uint32) on stream st: PackTiles on the device.
 func (g *GEMVQ) PackTiles(c *cuda.Ctx, st cuda.Stream, tw, tp, words, params cuda.DevicePtr, N, K, bits, G int) error {
@@ -116,13 +169,14 @@ func (g *GEMVQ) PackTiles(c *cuda.Ctx, st cuda.Stream, tw, tp, words, params cud
 	}
 	n := TiledWords(bits, N, K) + TiledParams(N, K, G)
 	blocks := min((n+gemvq6PackThreads-1)/gemvq6PackThreads, gemvq6PackBlocks)
-	return c.Launch(g.pack, cuda.Dim3{X: blocks}, cuda.Dim3{X: gemvq6PackThreads}, 0, st, words, params, tw, tp, int32(N), int32(K), int32(G))
+	return c.Launch(g.pack[gemvqTiledIndex(bits)], cuda.Dim3{X: blocks}, cuda.Dim3{X: gemvq6PackThreads}, 0, st, words, params, tw, tp, int32(N), int32(K), int32(G))
 }
 
 // LaunchV6 is v6 over one row of x with S warps per row group (1, 2, 4
 // or 8): tw and tp a weight's tiled layout (PackTiles), the rest as
 // LaunchV5; the same sums as LaunchV5 over wq's layout, bit for bit. It
-// runs v6.1 (v5.2's step) unless V51.
+// runs v6.1 (v5.2's step) unless V51 (int4; int3 has v6.1 only, whose
+// sums are v5.0's int3, V5Lanes, bit for bit).
 func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int) error {
 	if N <= 0 || !g.ReadsV6(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq v6: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
@@ -133,18 +187,19 @@ func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.De
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
 	ring := g.v5Ring[gemvqBitsIndex(bits)]
-	return c.Launch(g.v6Func(si), cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
+	return c.Launch(g.v6Func(bits, si), cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(ring))
 }
 
 // LaunchTiled is Launch over a weight in the tiled layout (tw, tp:
 // PackTiles' output) for T <= GEMVQMaxRows rows of x: v6 (v6.1 unless
-// V51) at SplitV5For's split where UsesV5 (one row), else v2 over the tiled
+// V51) at SplitV5For's split where UsesV6 (one row), else v2 over the tiled
 // layout at Launch's v2 split (gemvqSplitFor). The same bits as Launch
 // over wq's layout wherever Launch runs v5 or v2 (T >= 2, or V2 set);
-// with V3 or V4 set, one row runs v2 here where Launch runs v3.
+// with V3 or V4 set, one row runs v2 here where Launch runs v3 (int3 at
+// one row: v6.1 where Launch runs v3.2, within v4's bound, not its bits).
 func (g *GEMVQ) LaunchTiled(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, T, N, K, bits, G int) error {
-	if g.UsesV5(T, N, K, bits, G) {
+	if g.UsesV6(T, N, K, bits, G) {
 		return g.LaunchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, g.SplitV5For(N, K, bits))
 	}
 	return g.LaunchSplitTiled(c, st, y, x, tw, tp, bias, T, N, K, bits, G, gemvqSplitFor(N, K))
@@ -165,7 +220,7 @@ func (g *GEMVQ) LaunchSplitTiled(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias
 	if S > gemvqMaxSplit(nt) {
 		S, si = gemvqMaxSplit(nt), si-1
 	}
-	return c.Launch(g.gemvT[nt-1][si], cuda.Dim3{X: (N + gemvqRows - 1) / gemvqRows}, cuda.Dim3{X: 32 * S}, 0, st,
+	return c.Launch(g.gemvT[gemvqTiledIndex(bits)][nt-1][si], cuda.Dim3{X: (N + gemvqRows - 1) / gemvqRows}, cuda.Dim3{X: 32 * S}, 0, st,
 		x, tw, tp, bias, y, int32(T), int32(N), int32(K), int32(G))
 }
 
@@ -176,25 +231,26 @@ func (g *GEMVQ) DequantTiled(c *cuda.Ctx, st cuda.Stream, out, tw, tp cuda.Devic
 		return fmt.Errorf("kernels: gemvq tiled dequant: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
 	}
 	spans := N * (K / 32)
-	return c.Launch(g.dequantT, cuda.Dim3{X: (spans + 255) / 256}, cuda.Dim3{X: 256}, 0, st, tw, tp, out, int32(N), int32(K), int32(G))
+	return c.Launch(g.dequantT[gemvqTiledIndex(bits)], cuda.Dim3{X: (spans + 255) / 256}, cuda.Dim3{X: 256}, 0, st, tw, tp, out, int32(N), int32(K), int32(G))
 }
 
-// InfoV6 returns the resources of v6's kernel at split S (v6.1 unless
-// V51).
-func (g *GEMVQ) InfoV6(c *cuda.Ctx, S int) (cuda.FuncInfo, error) {
+// InfoV6 returns the resources of v6's kernel for a code width at split
+// S (v6.1 unless V51 and int4).
+func (g *GEMVQ) InfoV6(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, error) {
 	si := slices.Index(gemvq4Splits[:], S)
-	if si < 0 {
-		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v6: no kernel for split %d", S)
+	if si < 0 || gemvqTiledIndex(bits) < 0 {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v6: no kernel for bits=%d split %d", bits, S)
 	}
-	return c.FuncInfo(g.v6Func(si))
+	return c.FuncInfo(g.v6Func(bits, si))
 }
 
-// v6Func is v6's kernel at split index si: v6.1 unless V51.
-func (g *GEMVQ) v6Func(si int) cuda.Function {
-	if g.V51 {
+// v6Func is v6's kernel for a tiled code width at split index si: v6.1
+// unless V51 and int4 (int3 has no v6.1-less form).
+func (g *GEMVQ) v6Func(bits, si int) cuda.Function {
+	if g.V51 && bits == gemvq6Bits {
 		return g.v6[si]
 	}
-	return g.v6n[si]
+	return g.v6n[gemvqTiledIndex(bits)][si]
 }
 
 // GEMVQDiag holds the int4 forms of gemv_q5 that `bitdecode bench gemvq

@@ -96,3 +96,101 @@ func TestPackTilesMatchesWQ(t *testing.T) {
 		t.Error("PackTiles took words of the wrong size")
 	}
 }
+
+// tiledCode3 returns the code and (scale, zero) of channel k of row n read
+// from an int3 tiled layout (PackTiles) the way gemvq4.cu's v6.1 int3
+// (gemv_q5<3, S, true, true, false, true>) addresses it: block (rg, st) =
+// (n / 16, k / 256) at (rg·steps + st)·384 words, lane (g, c) = (n % 8,
+// k % 128 / 32) reading its 12 words at 12·(4g + c), in them tile u = k %
+// 256 / 128 at 6u and row half r = n % 16 / 8 at 3r: the span's 3 words of
+// wq's int3 rule (wq/doc.go: channel j < 30 in word j / 10, field j % 10 /
+// 2 of the low (j even) or high half; channels 30 and 31 from bits 15 and
+// 31 of the three words).
+func tiledCode3(tw, tp []uint32, N, K, G, n, k int) (q int, scale, zero uint16) {
+	steps, groups := (K/gemvq4Tile+1)/2, K/G
+	rg, g, r := n/gemvq4Rows, n%8, n%gemvq4Rows/8
+	st, u, c, j := k/256, k%256/128, k%128/32, k%32
+	span := tw[(rg*steps+st)*384+12*(4*g+c)+6*u+3*r:][:3]
+	if j < 30 {
+		q = int(span[j/10]>>(3*(j%10/2)+16*(j%2))) & 7
+	} else {
+		for b := range 3 {
+			q |= int(span[b]>>(15+16*(j-30))) & 1 << b
+		}
+	}
+	p := tp[(rg*groups+k/G)*gemvq4Rows+n%gemvq4Rows]
+	return q, uint16(p), uint16(p >> 16)
+}
+
+// TestPackTilesInt3MatchesWQ checks PackTiles' int3 layout (session 15d)
+// on the CPU as TestPackTilesMatchesWQ does int4's: every channel's code
+// and (scale, zero) read back as v6.1 addresses them (tiledCode3) give
+// wq's ŵ exactly; every word of wq's lands on its own tiled word and every
+// other tiled word (rows past N, the missing tile of a last step) is zero;
+// the sizes are TiledWords and TiledParams (wq's bytes where N is a
+// multiple of 16 and K of 256).
+func TestPackTilesInt3MatchesWQ(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 63))
+	for _, c := range []struct{ G, N, K int }{{128, 100, 1152}, {256, 77, 1536}, {128, 48, 4096}, {128, 33, 14336}, {256, 16, 256}} {
+		t.Run(fmt.Sprintf("g%d-N%d-K%d", c.G, c.N, c.K), func(t *testing.T) {
+			w := make([]float32, c.N*c.K)
+			for i := range w {
+				w[i] = float32(0.02 * r.NormFloat64())
+			}
+			m, err := wq.Quantize(wq.Int3, c.G, c.N, c.K, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tw, tp, err := PackTiles(3, c.N, c.K, c.G, m.Words, m.Params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tw) != TiledWords(3, c.N, c.K) || len(tp) != TiledParams(c.N, c.K, c.G) {
+				t.Fatalf("sizes %d, %d: want %d, %d", len(tw), len(tp), TiledWords(3, c.N, c.K), TiledParams(c.N, c.K, c.G))
+			}
+			if c.N%16 == 0 && c.K%256 == 0 && len(tw) != len(m.Words) {
+				t.Fatalf("%d tiled words for wq's %d: padding where none is needed", len(tw), len(m.Words))
+			}
+			nonzero, hi := 0, 0
+			for n := range c.N {
+				for k := range c.K {
+					q, s, z := tiledCode3(tw, tp, c.N, c.K, c.G, n, k)
+					got := half.ToFloat32(s)*float32(q) + half.ToFloat32(z)
+					if want := m.At(n, k); got != want || q != int(m.Raw(n, k)) {
+						t.Fatalf("[%d, %d]: code %d ŵ %g, want %d %g", n, k, q, got, m.Raw(n, k), want)
+					}
+					if q != 0 {
+						nonzero++
+					}
+					if k%32 >= 30 && q >= 4 {
+						hi++
+					}
+				}
+			}
+			if nonzero == 0 || hi == 0 {
+				t.Fatalf("%d nonzero codes, %d of channels 30-31 with bit 2 set: the check proves little", nonzero, hi)
+			}
+			rowWords, steps := c.K/32*3, (c.K/128+1)/2
+			hit := make([]bool, len(tw))
+			for n := range c.N {
+				for k := range rowWords {
+					i := tiledIndex(3, steps, n, k)
+					if hit[i] {
+						t.Fatalf("row %d word %d lands on tiled word %d twice", n, k, i)
+					}
+					hit[i] = true
+				}
+			}
+			for i, v := range tw {
+				if !hit[i] && v != 0 {
+					t.Fatalf("pad word %d = %#08x, not zero", i, v)
+				}
+			}
+			for i, p := range tp {
+				if i%16+i/(16*(c.K/c.G))*16 >= c.N && p != 0 {
+					t.Fatalf("pad param %d is not zero", i)
+				}
+			}
+		})
+	}
+}

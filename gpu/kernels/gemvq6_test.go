@@ -132,9 +132,12 @@ func TestGEMVQ6MatchesV5(t *testing.T) {
 // Σ(|s|q + |z|)|x|); LaunchTiled gives Launch's y bit for bit wherever
 // Launch runs v5 or v2 (T >= 2; one row with V2 set, and with 2048+ rows
 // by default: v6 against v5.1); DequantTiled writes Dequant's fp16 Ŵ,
-// which is fp16(ŵ). int4, groups of 128 and 256, N not a multiple of 16,
-// an odd number of tiles, the 8B shapes' K; y starts as NaN, the
-// dequantized matrix as 0xffff (a NaN).
+// which is fp16(ŵ). int4 and int3 (session 15d; tile_pack also checked
+// word for word against PackTiles over poison), groups of 128 and 256, N
+// not a multiple of 16, an odd number of tiles, the 8B shapes' K; y
+// starts as NaN, the dequantized matrix as 0xffff (a NaN). int3 at one
+// row by default (v6.1 over the tiled layout where Launch runs v3.2) is
+// TestGEMVQ52MatchesV51's.
 func TestGEMVQTiledMatchesWQ(t *testing.T) {
 	d, _ := opsSetup(t)
 	g, err := kernels.LoadGEMVQ(d)
@@ -142,8 +145,13 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(15, 11))
-	for _, c := range []struct{ G, N, K int }{{128, 2050, 1152}, {256, 77, 1536}, {128, 4096, 4096}, {128, 1000, 14336}} {
-		t.Run(fmt.Sprintf("g%d-N%d-K%d", c.G, c.N, c.K), func(t *testing.T) {
+	for _, c := range []struct {
+		e       wq.Elem
+		G, N, K int
+	}{{wq.Int4, 128, 2050, 1152}, {wq.Int4, 256, 77, 1536}, {wq.Int4, 128, 4096, 4096}, {wq.Int4, 128, 1000, 14336},
+		{wq.Int3, 128, 2050, 1152}, {wq.Int3, 256, 77, 1536}, {wq.Int3, 128, 4096, 4096}, {wq.Int3, 128, 1000, 14336}} {
+		bits := c.e.Bits()
+		t.Run(fmt.Sprintf("int%d-g%d-N%d-K%d", bits, c.G, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			w := make([]float32, c.N*c.K)
 			for i := range w {
@@ -152,7 +160,7 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 					w[i] *= 20
 				}
 			}
-			qm, err := wq.Quantize(wq.Int4, c.G, c.N, c.K, w)
+			qm, err := wq.Quantize(c.e, c.G, c.N, c.K, w)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,9 +196,31 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 			}
 			wp, pp := m.put(cuda.Bytes(qm.Words)), m.put(cuda.Bytes(qm.Params))
 			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
-			twp := m.put(make([]byte, 4*kernels.TiledWords(4, c.N, c.K)))
-			tpp := m.put(make([]byte, 4*kernels.TiledParams(c.N, c.K, c.G)))
-			m.run(func(cx *cuda.Ctx, s cuda.Stream) error { return g.PackTiles(cx, s, twp, tpp, wp, pp, c.N, c.K, 4, c.G) })
+			twant, tpwant, err := kernels.PackTiles(bits, c.N, c.K, c.G, qm.Words, qm.Params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			poison := make([]uint32, len(twant)+len(tpwant))
+			for i := range poison {
+				poison[i] = 0xdeadbeef
+			}
+			twp, tpp := m.put(cuda.Bytes(poison[:len(twant)])), m.put(cuda.Bytes(poison[len(twant):]))
+			m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+				return g.PackTiles(cx, s, twp, tpp, wp, pp, c.N, c.K, bits, c.G)
+			})
+			tw, tp := make([]uint32, len(twant)), make([]uint32, len(tpwant))
+			m.read(cuda.Bytes(tw), twp)
+			m.read(cuda.Bytes(tp), tpp)
+			for i := range twant {
+				if tw[i] != twant[i] {
+					t.Fatalf("tile_pack word %d = %#08x, PackTiles %#08x", i, tw[i], twant[i])
+				}
+			}
+			for i := range tpwant {
+				if tp[i] != tpwant[i] {
+					t.Fatalf("tile_pack param %d = %#08x, PackTiles %#08x", i, tp[i], tpwant[i])
+				}
+			}
 			launch := func(f func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error, T int) []float32 {
 				yp := m.put(cuda.Bytes(nanF32(T * c.N)))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error { return f(cx, s, yp) })
@@ -213,10 +243,10 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 			for _, T := range []int{1, 2, 3, 8, 9, 16} {
 				for _, split := range []int{1, 2, 4, 8, 16} {
 					a := launch(func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error {
-						return g.LaunchSplit(cx, s, y, xp, wp, pp, bp, T, c.N, c.K, 4, c.G, split)
+						return g.LaunchSplit(cx, s, y, xp, wp, pp, bp, T, c.N, c.K, bits, c.G, split)
 					}, T)
 					b := launch(func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error {
-						return g.LaunchSplitTiled(cx, s, y, xp, twp, tpp, bp, T, c.N, c.K, 4, c.G, split)
+						return g.LaunchSplitTiled(cx, s, y, xp, twp, tpp, bp, T, c.N, c.K, bits, c.G, split)
 					}, T)
 					same(fmt.Sprintf("v2 split %d", split), T, a, b, true)
 				}
@@ -225,16 +255,16 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 				// one row, which has no tiled form: not compared).
 				for _, v2 := range []bool{false, true} {
 					g.V2 = v2
-					if T == 1 && !v2 && !g.UsesV5(1, c.N, c.K, 4, c.G) {
+					if T == 1 && !v2 && !g.UsesV5(1, c.N, c.K, bits, c.G) {
 						continue
 					}
 					for _, early := range []bool{false, true} {
 						g.EarlyWeights = early
 						a := launch(func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error {
-							return g.Launch(cx, s, y, xp, wp, pp, bp, T, c.N, c.K, 4, c.G)
+							return g.Launch(cx, s, y, xp, wp, pp, bp, T, c.N, c.K, bits, c.G)
 						}, T)
 						b := launch(func(cx *cuda.Ctx, s cuda.Stream, y cuda.DevicePtr) error {
-							return g.LaunchTiled(cx, s, y, xp, twp, tpp, bp, T, c.N, c.K, 4, c.G)
+							return g.LaunchTiled(cx, s, y, xp, twp, tpp, bp, T, c.N, c.K, bits, c.G)
 						}, T)
 						same(fmt.Sprintf("Launch (V2 %v, early %v)", v2, early), T, a, b, true)
 					}
@@ -250,9 +280,9 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 				hp := m.put(cuda.Bytes(poison))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
 					if v == 0 {
-						return g.Dequant(cx, s, hp, wp, pp, c.N, c.K, 4, c.G)
+						return g.Dequant(cx, s, hp, wp, pp, c.N, c.K, bits, c.G)
 					}
-					return g.DequantTiled(cx, s, hp, twp, tpp, c.N, c.K, 4, c.G)
+					return g.DequantTiled(cx, s, hp, twp, tpp, c.N, c.K, bits, c.G)
 				})
 				hs[v] = make([]uint16, c.N*c.K)
 				m.read(cuda.Bytes(hs[v]), hp)
