@@ -74,6 +74,11 @@
 //
 // # Packed layout (the one place it is defined)
 //
+// This is the layout every backend receives. The CUDA backend may keep a
+// device-private permutation of it (gpu/kernels' tiled layout, PackTiles:
+// int4 weights of 2048+ rows without DEC, each GEMV ring step one contiguous
+// block); its words are these words, reordered, so every number below holds.
+//
 // Row n of a packed matrix is RowWords(K) little-endian uint32 words,
 // rows one after the other: word i of row n is Words[n·RowWords + i]. A row
 // is cut into blocks of E consecutive input channels stored in WB words:
