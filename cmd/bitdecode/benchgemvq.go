@@ -24,7 +24,9 @@ compile-time variant: a variant is a space-separated list of the knobs
 GEMVQ4_MIN_BLOCKS), variants are
 separated by ';', and "" is the defaults. Each line gives the time, GB/s on
 the packed bytes, the fraction of the read ceiling, and the kernel's
-registers and local (spill) bytes. A tool for kernel work (docs/perf).
+registers and local (spill) bytes. At one row, v8 is v6.1 (gemv_q5's LEAN
+step) over each cold copy's tiled layout, packed on the device (int4 and
+int3; int3's since session 15d). A tool for kernel work (docs/perf).
 
 --diag times instead the int4 forms of gemvq4.cu's gemv_q5 that tell the
 access pattern from a kernel's fixed cost (docs/perf/gemvq.md, session
