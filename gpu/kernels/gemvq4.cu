@@ -78,6 +78,11 @@
 //        (15.3-15.5), down 18.8-19.0 (18.9) / 14.7-14.8 (15.3-15.5); the
 //        int4 step -0.10 ms at 1K. Launch's v5 (GEMVQ.V51 keeps v5.1); v6.1
 //        is v6's step likewise (gate/up 17.3 us, 13.3 back to back).
+//   v6.1 int3 (session 15d) v6.1 over int3's tiled layout (a block in the
+//        lanes' read order: three 512-byte copies a step, three 16-byte
+//        reads a lane), v5.0 int3's bits: gate/up 16.9 us against v3.2's
+//        18.8, down 15.6 against 19.3, q/o 8.4 against 9.4; the int3 step
+//        3.37-3.40 -> 3.05-3.06 ms at 1K. LaunchTiled runs it (UsesV6).
 //
 // Go wrapper: gemvq.go, gemvq6.go (v6, the tiled layout, the bench's
 // forms); tests: gemvq_test.go, gemvq6_test.go; docs/perf/gemvq.md.
