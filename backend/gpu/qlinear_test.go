@@ -460,21 +460,21 @@ func TestQuantLinearTiled(t *testing.T) {
 	}
 }
 
-// BenchmarkQuantLinearLayout times Linear over int4 Llama-3.1-8B gate/up
-// (14336x4096) and down (4096x14336) weights, each in quantLayoutCopies
+// BenchmarkQuantLinearLayout times Linear over int4 and int3 Llama-3.1-8B
+// gate/up (14336x4096) and down (4096x14336) weights, each in quantLayoutCopies
 // random copies (117 MB, cold in the H100's 50 MB L2), with the tiled
 // layout as their only device copy (the default) and in wq's layout
-// (Options.GEMVQWQ), alternated at each shape and T: 1 (v6 against v5.1),
-// 2, 8 and 16 (v2 over either layout) and 512 (prefill: the
-// dequantization to fp16, then cuBLASLt). It reports us per Linear
-// (docs/perf/gemvq.md, session 15c). Run on the GPU machine:
+// (Options.GEMVQWQ), alternated at each format, shape and T: 1 (v6.1
+// against v5.2 for int4, against v3.2 for int3), 2, 8 and 16 (v2 over either
+// layout) and 512 (prefill: the dequantization to fp16, then cuBLASLt). It
+// reports us per Linear (docs/perf/gemvq.md, sessions 15c and 15d). Run on the GPU machine:
 //
 //	./gpu.test -test.run '^$' -test.bench QuantLinearLayout -test.count 2
 func BenchmarkQuantLinearLayout(b *testing.B) {
 	type layout struct {
 		name string
 		be   *gpu.Backend
-		ws   map[[2]int][]backend.Weight
+		ws   map[quantLayoutKey][]backend.Weight
 	}
 	var lays []*layout
 	for _, l := range []struct {
@@ -489,24 +489,30 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer be.Close()
-		lays = append(lays, &layout{name: l.name, be: be, ws: map[[2]int][]backend.Weight{}})
+		lays = append(lays, &layout{name: l.name, be: be, ws: map[quantLayoutKey][]backend.Weight{}})
 	}
-	shapes := [][2]int{{14336, 4096}, {4096, 14336}}
+	var keys []quantLayoutKey
+	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
+		for _, s := range [][2]int{{14336, 4096}, {4096, 14336}} {
+			keys = append(keys, quantLayoutKey{e, s})
+		}
+	}
 	for _, l := range lays {
-		for _, s := range shapes {
+		for _, k := range keys {
 			for i := range quantLayoutCopies {
-				w, err := l.be.LoadRandomQuant("w", []int{s[0], s[1]}, wq.Int4, 128, uint64(i+1), wq.DEC{})
+				w, err := l.be.LoadRandomQuant("w", []int{k.shape[0], k.shape[1]}, k.elem, 128, uint64(i+1), wq.DEC{})
 				if err != nil {
 					b.Fatal(err)
 				}
-				l.ws[s] = append(l.ws[s], w)
+				l.ws[k] = append(l.ws[k], w)
 			}
 		}
 	}
-	for _, s := range shapes {
+	for _, k := range keys {
+		s := k.shape
 		for _, T := range []int{1, 2, 8, 16, 512} {
 			for _, l := range lays {
-				b.Run(fmt.Sprintf("%dx%d/T=%d/%s", s[0], s[1], T, l.name), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%v/%dx%d/T=%d/%s", k.elem, s[0], s[1], T, l.name), func(b *testing.B) {
 					be := l.be
 					xt, _ := be.Alloc(backend.F32, T, s[1])
 					yt, _ := be.Alloc(backend.F32, T, s[0])
@@ -521,7 +527,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 						b.Fatal(err)
 					}
 					iter := func() {
-						for _, w := range l.ws[s] {
+						for _, w := range l.ws[k] {
 							be.Linear(yt, xt, w, nil)
 						}
 					}
@@ -541,7 +547,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 					}
 					el := time.Since(start)
 					b.StopTimer()
-					b.ReportMetric(el.Seconds()*1e6/float64(b.N*len(l.ws[s])), "us/linear")
+					b.ReportMetric(el.Seconds()*1e6/float64(b.N*len(l.ws[k])), "us/linear")
 				})
 			}
 		}
@@ -551,3 +557,10 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 // quantLayoutCopies is how many copies of each weight
 // BenchmarkQuantLinearLayout rotates over.
 const quantLayoutCopies = 4
+
+// quantLayoutKey names one of BenchmarkQuantLinearLayout's weights: its
+// format and its [N, K].
+type quantLayoutKey struct {
+	elem  wq.Elem
+	shape [2]int
+}
