@@ -559,34 +559,71 @@ __global__ void __launch_bounds__(32 * S, 16 / S) gemv_q_dec(const float* __rest
 }
 #endif
 
+// kDequantThreads is dequant_q's CTA: one thread per 32-channel span, so a
+// CTA's spans (consecutive in [N][K]) write one contiguous 16 KB of Ŵ.
+constexpr int kDequantThreads = 256;
+// kDequantStage is a thread's staged span in dequant_q's shared memory, in
+// 16-byte units: its 64 bytes of halves plus 16 of padding, so that a
+// quarter warp's 16-byte writes (80 bytes apart) fall in distinct banks.
+constexpr int kDequantStage = 5;
+
 // dequant_q writes Ŵ in fp16 ([N][K], wq's float32 ŵ rounded to nearest) for
 // prefill: one thread per 32-channel span. TILED: words and params in the
-// tiled layout (int4, int3; the same bits, the same writes).
-template <int BITS, bool TILED = false>
-__global__ void __launch_bounds__(256) dequant_q(const u32* __restrict__ words, const u16* __restrict__ params, u16* __restrict__ out,
-                                                  int N, int K, int G) {
-  const long long i = (long long)blockIdx.x * 256 + threadIdx.x;
-  const int spans = K / kSpan;
-  if (i >= (long long)N * spans) return;
-  const int n = int(i / spans), k = int(i % spans) * kSpan;
-  Span<BITS> s;
+// tiled layout (int4, int3; the same bits, the same writes). Session 15e:
+// each thread stages its 32 halves in shared memory and the CTA writes its
+// contiguous 16 KB of Ŵ as coalesced 16-byte stores; SCALAR keeps the
+// earlier form (each thread's 32 two-byte stores straight to memory, a
+// warp's store instruction 32 partial sectors 64 bytes apart: ~7x the
+// store transactions), a knob for A/Bs (GEMVQ.DequantScalar). Both give
+// the same bits.
+template <int BITS, bool TILED = false, bool SCALAR = false>
+__global__ void __launch_bounds__(kDequantThreads) dequant_q(const u32* __restrict__ words, const u16* __restrict__ params,
+                                                             u16* __restrict__ out, int N, int K, int G) {
   static_assert(!TILED || BITS == 4 || BITS == 3, "the tiled layout is int4's and int3's");
-  const int rowWords = K / 32 * BITS;
-  const u32* p = words + (TILED ? tiledRow<BITS>(n, (rowWords + kTiledLine<BITS> - 1) / kTiledLine<BITS>) + tiledSpan<BITS>(k / 32 * BITS)
-                                : size_t(n) * rowWords + k / 32 * BITS);
+  __shared__ uint4 stage[SCALAR ? 1 : kDequantThreads * kDequantStage];
+  const long long i0 = (long long)blockIdx.x * kDequantThreads, i = i0 + threadIdx.x;
+  const int spans = K / kSpan;
+  const long long total = (long long)N * spans;
+  if (i < total) {
+    const int n = int(i / spans), k = int(i % spans) * kSpan;
+    Span<BITS> s;
+    const int rowWords = K / 32 * BITS;
+    const u32* p = words + (TILED ? tiledRow<BITS>(n, (rowWords + kTiledLine<BITS> - 1) / kTiledLine<BITS>) + tiledSpan<BITS>(k / 32 * BITS)
+                                  : size_t(n) * rowWords + k / 32 * BITS);
+    if constexpr (SCALAR) {
 #pragma unroll
-  for (int j = 0; j < BITS; j++) s.w[j] = p[j];
-  const u32 sz = reinterpret_cast<const u32*>(params)[TILED ? tiledParam(n, k / G, K / G) : size_t(n) * (K / G) + k / G];
-  const float sc = h2f(u16(sz & 0xffff)), z = h2f(u16(sz >> 16));
-  // The codes through the same unpacking as the GEMV, with s = 1, z = 0
-  // (exact integers in fp16), then wq's float32 ŵ.
-  u32 q[16];
-  dequantSpan<BITS>(q, s, 0x00003c00u);  // (s, z) = (1, 0)
-  u16* o = out + size_t(n) * K + k;
+      for (int j = 0; j < BITS; j++) s.w[j] = p[j];
+    } else {
+      loadSpan<BITS>(s, p, 0);  // the same words (16-byte loads for int4, int8)
+    }
+    const u32 sz = reinterpret_cast<const u32*>(params)[TILED ? tiledParam(n, k / G, K / G) : size_t(n) * (K / G) + k / G];
+    const float sc = h2f(u16(sz & 0xffff)), z = h2f(u16(sz >> 16));
+    // The codes through the same unpacking as the GEMV, with s = 1, z = 0
+    // (exact integers in fp16), then wq's float32 ŵ.
+    u32 q[16];
+    dequantSpan<BITS>(q, s, 0x00003c00u);  // (s, z) = (1, 0)
+    if constexpr (SCALAR) {
+      u16* o = out + size_t(n) * K + k;
 #pragma unroll
-  for (int m = 0; m < 16; m++) {
-    o[2 * m] = f2h(fmaf(sc, h2f(u16(q[m] & 0xffff)), z));
-    o[2 * m + 1] = f2h(fmaf(sc, h2f(u16(q[m] >> 16)), z));
+      for (int m = 0; m < 16; m++) {
+        o[2 * m] = f2h(fmaf(sc, h2f(u16(q[m] & 0xffff)), z));
+        o[2 * m + 1] = f2h(fmaf(sc, h2f(u16(q[m] >> 16)), z));
+      }
+    } else {
+      u32 h[16];
+#pragma unroll
+      for (int m = 0; m < 16; m++)
+        h[m] = u32(f2h(fmaf(sc, h2f(u16(q[m] & 0xffff)), z))) | u32(f2h(fmaf(sc, h2f(u16(q[m] >> 16)), z))) << 16;
+#pragma unroll
+      for (int j = 0; j < 4; j++) stage[threadIdx.x * kDequantStage + j] = make_uint4(h[4 * j], h[4 * j + 1], h[4 * j + 2], h[4 * j + 3]);
+    }
+  }
+  if constexpr (!SCALAR) {
+    __syncthreads();
+    // The CTA's spans are Ŵ's halves i0·32 on, 4 16-byte units each.
+    const int units = (total - i0 < kDequantThreads ? int(total - i0) : kDequantThreads) * 4;
+    uint4* o = reinterpret_cast<uint4*>(out + i0 * kSpan);
+    for (int c = threadIdx.x; c < units; c += kDequantThreads) o[c] = stage[c / 4 * kDequantStage + c % 4];
   }
 }
 

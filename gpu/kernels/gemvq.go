@@ -275,6 +275,16 @@ type GEMVQ struct {
 	dequant [len(gemvqBits)]cuda.Function
 	// dequantT is the dequantization of the tiled layout, [gemvqTiledBits index].
 	dequantT [len(gemvqTiledBits)]cuda.Function
+	// dequantS and dequantTS are dequant's and dequantT's forms before
+	// session 15e (gemvq.cu dequant_q's SCALAR): DequantScalar's.
+	dequantS  [len(gemvqBits)]cuda.Function
+	dequantTS [len(gemvqTiledBits)]cuda.Function
+	// DequantScalar makes Dequant and DequantTiled run the dequantization's
+	// form before session 15e, whose threads write their 32 halves with
+	// two-byte stores straight to memory, instead of staging them in shared
+	// memory for coalesced 16-byte stores (the same bits): a knob for A/Bs
+	// (docs/perf/gemvq.md, session 15e).
+	DequantScalar bool
 	// V2 makes Launch take v2 (gemvq.cu's tensor-core GEMV) at one row of
 	// x too: a knob for A/Bs (backend/gpu's Options.GEMVQV2) and tests.
 	V2 bool
@@ -319,6 +329,7 @@ func LoadGEMVQ(dev *cuda.Device) (*GEMVQ, error) { return LoadGEMVQOptions(dev) 
 func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 	gexpr := func(nt, b, s int) string { return fmt.Sprintf("gemvq::gemv_q<%d, %d, %d>", nt, b, s) }
 	dexpr := func(b int) string { return fmt.Sprintf("gemvq::dequant_q<%d>", b) }
+	dsexpr := func(b int) string { return fmt.Sprintf("gemvq::dequant_q<%d, false, true>", b) }
 	var exprs []string
 	for nt := 1; nt <= 2; nt++ {
 		for _, b := range gemvqBits {
@@ -337,10 +348,10 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 		}
 	}
 	for _, b := range gemvqBits {
-		exprs = append(exprs, dexpr(b))
+		exprs = append(exprs, dexpr(b), dsexpr(b))
 	}
 	for _, b := range gemvqTiledBits {
-		exprs = append(exprs, gemvqTiledDequantExpr(b))
+		exprs = append(exprs, gemvqTiledDequantExpr(b, false), gemvqTiledDequantExpr(b, true))
 	}
 	mod, err := dev.Compile(program("gemvq.cu", gemvqSource, exprs, opts))
 	if err != nil {
@@ -376,12 +387,18 @@ func LoadGEMVQOptions(dev *cuda.Device, opts ...string) (*GEMVQ, error) {
 				}
 			}
 		}
-		if g.dequantT[ti], err = mod.Function(gemvqTiledDequantExpr(b)); err != nil {
+		if g.dequantT[ti], err = mod.Function(gemvqTiledDequantExpr(b, false)); err != nil {
+			return nil, err
+		}
+		if g.dequantTS[ti], err = mod.Function(gemvqTiledDequantExpr(b, true)); err != nil {
 			return nil, err
 		}
 	}
 	for bi, b := range gemvqBits {
 		if g.dequant[bi], err = mod.Function(dexpr(b)); err != nil {
+			return nil, err
+		}
+		if g.dequantS[bi], err = mod.Function(dsexpr(b)); err != nil {
 			return nil, err
 		}
 	}
@@ -770,8 +787,11 @@ func (g *GEMVQ) Dequant(c *cuda.Ctx, st cuda.Stream, out, words, params cuda.Dev
 	if N <= 0 || !g.Reads(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq dequant: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
 	}
-	spans := N * (K / 32)
-	return c.Launch(g.dequant[bi], cuda.Dim3{X: (spans + 255) / 256}, cuda.Dim3{X: 256}, 0, st, words, params, out, int32(N), int32(K), int32(G))
+	fn := g.dequant[bi]
+	if g.DequantScalar {
+		fn = g.dequantS[bi]
+	}
+	return c.Launch(fn, gemvqDequantGrid(N, K), cuda.Dim3{X: gemvqDequantThreads}, 0, st, words, params, out, int32(N), int32(K), int32(G))
 }
 
 // GEMVQMaxSplit is the most warps per CTA LaunchSplit takes for T rows.

@@ -59,8 +59,21 @@ func gemvqTiledExpr(nt, bits, s int) string {
 }
 
 // gemvqTiledDequantExpr is the name expression of the dequantization of
-// the tiled layout for a code width.
-func gemvqTiledDequantExpr(bits int) string { return fmt.Sprintf("gemvq::dequant_q<%d, true>", bits) }
+// the tiled layout for a code width (scalar: its form before session 15e,
+// GEMVQ.DequantScalar).
+func gemvqTiledDequantExpr(bits int, scalar bool) string {
+	return fmt.Sprintf("gemvq::dequant_q<%d, true, %v>", bits, scalar)
+}
+
+// gemvqDequantThreads is dequant_q's CTA (gemvq.cu kDequantThreads): one
+// thread per 32-channel span.
+const gemvqDequantThreads = 256
+
+// gemvqDequantGrid is dequant_q's grid for an [N, K] weight.
+func gemvqDequantGrid(N, K int) cuda.Dim3 {
+	spans := N * (K / 32)
+	return cuda.Dim3{X: (spans + gemvqDequantThreads - 1) / gemvqDequantThreads}
+}
 
 // gemvq6PackThreads is tile_pack's block size; gemvq6PackBlocks its most
 // CTAs (a grid-stride loop).
@@ -230,8 +243,11 @@ func (g *GEMVQ) DequantTiled(c *cuda.Ctx, st cuda.Stream, out, tw, tp cuda.Devic
 	if N <= 0 || !g.ReadsV6(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq tiled dequant: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
 	}
-	spans := N * (K / 32)
-	return c.Launch(g.dequantT[gemvqTiledIndex(bits)], cuda.Dim3{X: (spans + 255) / 256}, cuda.Dim3{X: 256}, 0, st, tw, tp, out, int32(N), int32(K), int32(G))
+	fn := g.dequantT[gemvqTiledIndex(bits)]
+	if g.DequantScalar {
+		fn = g.dequantTS[gemvqTiledIndex(bits)]
+	}
+	return c.Launch(fn, gemvqDequantGrid(N, K), cuda.Dim3{X: gemvqDequantThreads}, 0, st, tw, tp, out, int32(N), int32(K), int32(G))
 }
 
 // InfoV6 returns the resources of v6's kernel for a code width at split

@@ -132,7 +132,8 @@ func TestGEMVQ6MatchesV5(t *testing.T) {
 // Σ(|s|q + |z|)|x|); LaunchTiled gives Launch's y bit for bit wherever
 // Launch runs v5 or v2 (T >= 2; one row with V2 set, and with 2048+ rows
 // by default: v6 against v5.1); DequantTiled writes Dequant's fp16 Ŵ,
-// which is fp16(ŵ). int4 and int3 (session 15d; tile_pack also checked
+// which is fp16(ŵ), and so do both in their form before session 15e
+// (DequantScalar). int4 and int3 (session 15d; tile_pack also checked
 // word for word against PackTiles over poison), groups of 128 and 256, N
 // not a multiple of 16, an odd number of tiles, the 8B shapes' K; y
 // starts as NaN, the dequantized matrix as 0xffff (a NaN). int3 at one
@@ -271,7 +272,9 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 				}
 				g.V2, g.EarlyWeights = false, false
 			}
-			var hs [2][]uint16
+			// Over wq's layout, over the tiled one, and both in the form
+			// before session 15e (DequantScalar).
+			var hs [4][]uint16
 			for v := range hs {
 				poison := make([]uint16, c.N*c.K)
 				for i := range poison {
@@ -279,7 +282,9 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 				}
 				hp := m.put(cuda.Bytes(poison))
 				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-					if v == 0 {
+					g.DequantScalar = v >= 2
+					defer func() { g.DequantScalar = false }()
+					if v%2 == 0 {
 						return g.Dequant(cx, s, hp, wp, pp, c.N, c.K, bits, c.G)
 					}
 					return g.DequantTiled(cx, s, hp, twp, tpp, c.N, c.K, bits, c.G)
@@ -290,8 +295,11 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 			for n := range c.N {
 				for k := range c.K {
 					i := n*c.K + k
-					if want := half.FromFloat32(qm.At(n, k)); hs[1][i] != hs[0][i] || hs[1][i] != want {
-						t.Fatalf("dequant [%d,%d]: tiled %#04x, wq's layout %#04x, want %#04x", n, k, hs[1][i], hs[0][i], want)
+					want := half.FromFloat32(qm.At(n, k))
+					for v, h := range hs {
+						if h[i] != want {
+							t.Fatalf("dequant [%d,%d]: tiled %v, scalar %v: %#04x, want %#04x", n, k, v%2 == 1, v >= 2, h[i], want)
+						}
 					}
 				}
 			}
