@@ -466,8 +466,11 @@ func TestQuantLinearTiled(t *testing.T) {
 // layout as their only device copy (the default) and in wq's layout
 // (Options.GEMVQWQ), alternated at each format, shape and T: 1 (v6.1
 // against v5.2 for int4, against v3.2 for int3), 2, 8 and 16 (v2 over either
-// layout) and 512 (prefill: the dequantization to fp16, then cuBLASLt). It
-// reports us per Linear (docs/perf/gemvq.md, sessions 15c and 15d). Run on the GPU machine:
+// layout) and 64, 512 and 2048 (a batch past the GEMV's rows, prefill chunks:
+// the dequantization to fp16, then cuBLASLt); then fp16 weights of the same
+// shapes at 64, 512 and 2048 rows (cuBLASLt; the floor of the packed ones'
+// GEMM). It reports us per Linear (docs/perf/gemvq.md, sessions 15c, 15d and
+// 15e). Run on the GPU machine:
 //
 //	./gpu.test -test.run '^$' -test.bench QuantLinearLayout -test.count 2
 func BenchmarkQuantLinearLayout(b *testing.B) {
@@ -510,48 +513,71 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 	}
 	for _, k := range keys {
 		s := k.shape
-		for _, T := range []int{1, 2, 8, 16, 512} {
+		for _, T := range []int{1, 2, 8, 16, 64, 512, 2048} {
 			for _, l := range lays {
 				b.Run(fmt.Sprintf("%v/%dx%d/T=%d/%s", k.elem, s[0], s[1], T, l.name), func(b *testing.B) {
-					be := l.be
-					xt, _ := be.Alloc(backend.F32, T, s[1])
-					yt, _ := be.Alloc(backend.F32, T, s[0])
-					defer be.Free(xt)
-					defer be.Free(yt)
-					x := make([]float32, T*s[1])
-					r := rand.New(rand.NewPCG(uint64(T), 1))
-					for i := range x {
-						x[i] = float32(r.NormFloat64())
-					}
-					if err := be.Upload(xt, x); err != nil {
-						b.Fatal(err)
-					}
-					iter := func() {
-						for _, w := range l.ws[k] {
-							be.Linear(yt, xt, w, nil)
-						}
-					}
-					for range 3 { // direct, captured, replayed
-						iter()
-					}
-					if err := be.Sync(); err != nil {
-						b.Fatal(err)
-					}
-					b.ResetTimer()
-					start := time.Now()
-					for range b.N {
-						iter()
-					}
-					if err := be.Sync(); err != nil {
-						b.Fatal(err)
-					}
-					el := time.Since(start)
-					b.StopTimer()
-					b.ReportMetric(el.Seconds()*1e6/float64(b.N*len(l.ws[k])), "us/linear")
+					benchLinearRotating(b, l.be, l.ws[k], T, s)
 				})
 			}
 		}
 	}
+	// fp16 weights, on the default backend.
+	be := lays[len(lays)-1].be
+	for _, s := range [][2]int{{14336, 4096}, {4096, 14336}} {
+		var ws []backend.Weight
+		for i := range quantLayoutCopies {
+			w, err := be.LoadRandom("w", []int{s[0], s[1]}, 0.02, uint64(i+1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ws = append(ws, w)
+		}
+		for _, T := range []int{64, 512, 2048} {
+			b.Run(fmt.Sprintf("fp16/%dx%d/T=%d", s[0], s[1], T), func(b *testing.B) {
+				benchLinearRotating(b, be, ws, T, s)
+			})
+		}
+	}
+}
+
+// benchLinearRotating times be's Linear of T random rows of x over each of
+// ws ([N, K] = s) in turn, after three untimed rounds (direct, captured,
+// replayed), and reports us per Linear.
+func benchLinearRotating(b *testing.B, be *gpu.Backend, ws []backend.Weight, T int, s [2]int) {
+	xt, _ := be.Alloc(backend.F32, T, s[1])
+	yt, _ := be.Alloc(backend.F32, T, s[0])
+	defer be.Free(xt)
+	defer be.Free(yt)
+	x := make([]float32, T*s[1])
+	r := rand.New(rand.NewPCG(uint64(T), 1))
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	if err := be.Upload(xt, x); err != nil {
+		b.Fatal(err)
+	}
+	iter := func() {
+		for _, w := range ws {
+			be.Linear(yt, xt, w, nil)
+		}
+	}
+	for range 3 { // direct, captured, replayed
+		iter()
+	}
+	if err := be.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		iter()
+	}
+	if err := be.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(el.Seconds()*1e6/float64(b.N*len(ws)), "us/linear")
 }
 
 // quantLayoutCopies is how many copies of each weight
