@@ -59,16 +59,7 @@ func TestQuantLinear(t *testing.T) {
 			for i := range x {
 				x[i] = float32(r.NormFloat64())
 			}
-			xt, _ := b.Alloc(backend.F32, T, K)
-			yt, _ := b.Alloc(backend.F32, T, N)
-			if err := b.Upload(xt, x); err != nil {
-				t.Fatal(err)
-			}
-			b.Linear(yt, xt, qw, bw)
-			got := make([]float32, T*N)
-			if err := b.Download(got, yt); err != nil {
-				t.Fatalf("int%d T=%d: %v", e.Bits(), T, err)
-			}
+			got := linearOnce(t, b, qw, bw, x, T, N, K)
 			for ti := range T {
 				for n := range N {
 					want, mag := float64(bias[n]), 0.0
@@ -84,8 +75,6 @@ func TestQuantLinear(t *testing.T) {
 					}
 				}
 			}
-			b.Free(xt)
-			b.Free(yt)
 		}
 		b.FreeWeight(qw)
 	}
@@ -270,19 +259,7 @@ func TestQuantLinearDEC(t *testing.T) {
 				}
 			}
 			run := func(be backend.Backend, qw, bias backend.Weight) []float32 {
-				xt, _ := be.Alloc(backend.F32, T, K)
-				yt, _ := be.Alloc(backend.F32, T, N)
-				defer be.Free(xt)
-				defer be.Free(yt)
-				if err := be.Upload(xt, x); err != nil {
-					t.Fatal(err)
-				}
-				be.Linear(yt, xt, qw, bias)
-				got := make([]float32, T*N)
-				if err := be.Download(got, yt); err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				return got
+				return linearOnce(t, be, qw, bias, x, T, N, K)
 			}
 			y0 := run(b, base, bw)
 			got := run(b, withDEC, bw)
@@ -412,19 +389,7 @@ func TestQuantLinearTiled(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer be.FreeWeight(bw)
-				xt, _ := be.Alloc(backend.F32, T, K)
-				yt, _ := be.Alloc(backend.F32, T, N)
-				defer be.Free(xt)
-				defer be.Free(yt)
-				if err := be.Upload(xt, x); err != nil {
-					t.Fatal(err)
-				}
-				be.Linear(yt, xt, qw, bw)
-				y := make([]float32, T*N)
-				if err := be.Download(y, yt); err != nil {
-					t.Fatal(err)
-				}
-				return y
+				return linearOnce(t, be, qw, bw, x, T, N, K)
 			}
 			for _, T := range []int{1, 2, 7, 9, 16, 40} {
 				x := make([]float32, T*K)
@@ -589,4 +554,23 @@ const quantLayoutCopies = 4
 type quantLayoutKey struct {
 	elem  wq.Elem
 	shape [2]int
+}
+
+// linearOnce runs be.Linear over the T rows of x (K channels a row), w and
+// bias, and returns y's T·N values; the tensors are freed after.
+func linearOnce(t *testing.T, be backend.Backend, w, bias backend.Weight, x []float32, T, N, K int) []float32 {
+	t.Helper()
+	xt, _ := be.Alloc(backend.F32, T, K)
+	yt, _ := be.Alloc(backend.F32, T, N)
+	defer be.Free(xt)
+	defer be.Free(yt)
+	if err := be.Upload(xt, x); err != nil {
+		t.Fatal(err)
+	}
+	be.Linear(yt, xt, w, bias)
+	y := make([]float32, T*N)
+	if err := be.Download(y, yt); err != nil {
+		t.Fatal(err)
+	}
+	return y
 }

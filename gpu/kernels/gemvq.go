@@ -756,16 +756,27 @@ func (g *GEMVQ) LaunchSplit(c *cuda.Ctx, st cuda.Stream, y, x, words, params, bi
 	if T < 1 || T > GEMVQMaxRows || N <= 0 || !g.Reads(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
 	}
-	si := slices.Index(gemvqSplits[:], S)
-	if si < 0 {
-		return fmt.Errorf("kernels: gemvq: split %d is not one of %v", S, gemvqSplits)
-	}
 	nt := (T + 7) / 8
-	if S > gemvqMaxSplit(nt) {
-		S, si = gemvqMaxSplit(nt), si-1
+	S, si, err := gemvqSplitFit(S, nt)
+	if err != nil {
+		return fmt.Errorf("kernels: gemvq: %w", err)
 	}
 	return c.Launch(g.gemv[nt-1][bi][si], cuda.Dim3{X: (N + gemvqRows - 1) / gemvqRows}, cuda.Dim3{X: 32 * S}, 0, st,
 		x, words, params, bias, y, int32(T), int32(N), int32(K), int32(G))
+}
+
+// gemvqSplitFit returns split S, lowered one step where nt n-tiles of x
+// allow fewer warps a CTA (gemvqMaxSplit), and its index in gemvqSplits: the
+// v2 kernel LaunchSplit and LaunchSplitTiled run.
+func gemvqSplitFit(S, nt int) (int, int, error) {
+	si := slices.Index(gemvqSplits[:], S)
+	if si < 0 {
+		return 0, 0, fmt.Errorf("split %d is not one of %v", S, gemvqSplits)
+	}
+	if S > gemvqMaxSplit(nt) {
+		S, si = gemvqMaxSplit(nt), si-1
+	}
+	return S, si, nil
 }
 
 // SplitFor returns the warps per CTA Launch uses for an [N, K] weight.

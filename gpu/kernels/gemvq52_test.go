@@ -40,24 +40,8 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 		{wq.Int3, 128, 100, 384}, {wq.Int3, 128, 33, 640}} {
 		t.Run(fmt.Sprintf("int%d-g%d-N%d-K%d", c.e.Bits(), c.G, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
-			w := make([]float32, c.N*c.K)
-			for i := range w {
-				w[i] = float32(0.02 * r.NormFloat64())
-				if i%c.K%97 == 11 {
-					w[i] *= 20
-				}
-			}
-			qm, err := wq.Quantize(c.e, c.G, c.N, c.K, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := make([]float32, c.K)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-				if i%37 == 3 {
-					x[i] *= 20
-				}
-			}
+			qm := gemvqWeight(t, r, c.e, c.G, c.N, c.K)
+			x := gemvqX(r, 1, c.K)
 			bias := make([]float32, c.N)
 			for i := range bias {
 				bias[i] = float32(r.NormFloat64())

@@ -225,13 +225,10 @@ func (g *GEMVQ) LaunchSplitTiled(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias
 	if T < 1 || T > GEMVQMaxRows || N <= 0 || !g.ReadsV6(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq tiled: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
 	}
-	si := slices.Index(gemvqSplits[:], S)
-	if si < 0 {
-		return fmt.Errorf("kernels: gemvq tiled: split %d is not one of %v", S, gemvqSplits)
-	}
 	nt := (T + 7) / 8
-	if S > gemvqMaxSplit(nt) {
-		S, si = gemvqMaxSplit(nt), si-1
+	S, si, err := gemvqSplitFit(S, nt)
+	if err != nil {
+		return fmt.Errorf("kernels: gemvq tiled: %w", err)
 	}
 	return c.Launch(g.gemvT[gemvqTiledIndex(bits)][nt-1][si], cuda.Dim3{X: (N + gemvqRows - 1) / gemvqRows}, cuda.Dim3{X: 32 * S}, 0, st,
 		x, tw, tp, bias, y, int32(T), int32(N), int32(K), int32(G))

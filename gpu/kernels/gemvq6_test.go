@@ -30,24 +30,8 @@ func TestGEMVQ6MatchesV5(t *testing.T) {
 	for _, c := range []struct{ G, N, K int }{{128, 2050, 1152}, {256, 77, 1536}, {128, 4096, 4096}, {128, 1000, 14336}, {128, 100, 384}} {
 		t.Run(fmt.Sprintf("g%d-N%d-K%d", c.G, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
-			w := make([]float32, c.N*c.K)
-			for i := range w {
-				w[i] = float32(0.02 * r.NormFloat64())
-				if i%c.K%97 == 11 {
-					w[i] *= 20
-				}
-			}
-			qm, err := wq.Quantize(wq.Int4, c.G, c.N, c.K, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := make([]float32, c.K)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-				if i%37 == 3 {
-					x[i] *= 20
-				}
-			}
+			qm := gemvqWeight(t, r, wq.Int4, c.G, c.N, c.K)
+			x := gemvqX(r, 1, c.K)
 			bias := make([]float32, c.N)
 			for i := range bias {
 				bias[i] = float32(r.NormFloat64())
@@ -154,25 +138,9 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 		bits := c.e.Bits()
 		t.Run(fmt.Sprintf("int%d-g%d-N%d-K%d", bits, c.G, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
-			w := make([]float32, c.N*c.K)
-			for i := range w {
-				w[i] = float32(0.02 * r.NormFloat64())
-				if i%c.K%97 == 11 {
-					w[i] *= 20
-				}
-			}
-			qm, err := wq.Quantize(c.e, c.G, c.N, c.K, w)
-			if err != nil {
-				t.Fatal(err)
-			}
+			qm := gemvqWeight(t, r, c.e, c.G, c.N, c.K)
 			const maxT = kernels.GEMVQMaxRows
-			x := make([]float32, maxT*c.K)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-				if i%c.K%37 == 3 {
-					x[i] *= 20
-				}
-			}
+			x := gemvqX(r, maxT, c.K)
 			bias := make([]float32, c.N)
 			for i := range bias {
 				bias[i] = float32(r.NormFloat64())

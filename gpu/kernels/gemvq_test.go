@@ -13,6 +13,38 @@ import (
 	"github.com/bitdecode/bitdecode/wq"
 )
 
+// gemvqWeight returns a random [N, K] weight quantized to e with groups of
+// G: N(0, 0.02²) with one input column in 97 twenty times wider (the
+// outlier columns the GEMV tests share).
+func gemvqWeight(t *testing.T, r *rand.Rand, e wq.Elem, G, N, K int) *wq.Matrix {
+	t.Helper()
+	w := make([]float32, N*K)
+	for i := range w {
+		w[i] = float32(0.02 * r.NormFloat64())
+		if i%K%97 == 11 {
+			w[i] *= 20
+		}
+	}
+	qm, err := wq.Quantize(e, G, N, K, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qm
+}
+
+// gemvqX returns rows rows of x of K channels: N(0, 1) with one channel in
+// 37 twenty times wider (the outlier channels the GEMV tests share).
+func gemvqX(r *rand.Rand, rows, K int) []float32 {
+	x := make([]float32, rows*K)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+		if i%K%37 == 3 {
+			x[i] *= 20
+		}
+	}
+	return x
+}
+
 // TestGEMVQMatchesReference checks gemvq.cu (v2), gemvq3.cu (v3, one
 // and two rows of x) and gemvq4.cu (v4, one row) against a float64 reference on
 // wq's dequantized values Ŵ (wq.Matrix.At), for int3, int4 and int8, groups
@@ -56,24 +88,8 @@ func TestGEMVQMatchesReference(t *testing.T) {
 		{wq.Int8, 128, 1, 2048, 1408}, {wq.Int4, 128, 1, 2050, 1152}, {wq.Int3, 256, 1, 2063, 1536}} {
 		t.Run(fmt.Sprintf("int%d-g%d-T%d-N%d-K%d", c.e.Bits(), c.G, c.T, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
-			w := make([]float32, c.N*c.K)
-			for i := range w {
-				w[i] = float32(0.02 * r.NormFloat64())
-				if i%c.K%97 == 11 {
-					w[i] *= 20
-				}
-			}
-			qm, err := wq.Quantize(c.e, c.G, c.N, c.K, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := make([]float32, c.T*c.K)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-				if i%c.K%37 == 3 {
-					x[i] *= 20
-				}
-			}
+			qm := gemvqWeight(t, r, c.e, c.G, c.N, c.K)
+			x := gemvqX(r, c.T, c.K)
 			bias := make([]float32, c.N)
 			for i := range bias {
 				bias[i] = float32(r.NormFloat64())
