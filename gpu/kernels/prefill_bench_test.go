@@ -29,7 +29,8 @@ var prefillPiecesRows = []int{64, 512, 2048}
 // x's conversion to fp16 (F32ToF16) and cuBLASLt's GEMM (fp16 in, fp32
 // out; fp16 out for comparison) at T = 64, 512, 2048, and at T = 512 each
 // algorithm of the heuristic's first eight (GEMMWith). It reports us, and
-// GB/s (bytes read + written) or TFLOP/s. Run on the GPU machine:
+// GB/s (bytes read + written) or TFLOP/s, after the read ceiling
+// (Device.ProbeBandwidth). Run on the GPU machine:
 //
 //	./kernels.test -test.run '^$' -test.bench PrefillPieces -test.benchtime 1x
 func BenchmarkPrefillPieces(b *testing.B) {
@@ -38,6 +39,11 @@ func BenchmarkPrefillPieces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	bw, err := d.ProbeBandwidth()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("read ceiling %.0f GB/s", bw.GBps)
 	var free []cuda.DevicePtr
 	defer func() {
 		for _, p := range free {
