@@ -34,20 +34,7 @@ func BenchmarkDecodeLayersPDL(b *testing.B) {
 	)
 	type layer struct{ q, k, v, o, gate, up, down, n1, n2 cuda.DevicePtr }
 	var ls [layers]layer
-	var free []cuda.DevicePtr
-	defer func() {
-		for _, p := range free {
-			d.Free(p)
-		}
-	}()
-	alloc := func(bytes int) cuda.DevicePtr {
-		p, err := d.Alloc(bytes)
-		if err != nil {
-			b.Fatal(err)
-		}
-		free = append(free, p)
-		return p
-	}
+	alloc := func(bytes int) cuda.DevicePtr { return benchAlloc(b, d, bytes) }
 	fill := func(p cuda.DevicePtr, n int, seed uint32) {
 		if err := d.Do(func(c *cuda.Ctx) error { return ops.FillNormalF16(c, d.Stream(), p, n, seed, 0.02) }); err != nil {
 			b.Fatal(err)
@@ -177,3 +164,14 @@ func BenchmarkDecodeLayersPDL(b *testing.B) {
 // pdlBenchLayers is how many layers BenchmarkDecodeLayersPDL runs: 3.5 GB
 // of weights, so that every layer reads its weights from DRAM.
 const pdlBenchLayers = 8
+
+// benchAlloc allocates bytes of device memory that b frees when it ends.
+func benchAlloc(b testing.TB, d *cuda.Device, bytes int) cuda.DevicePtr {
+	b.Helper()
+	p, err := d.Alloc(bytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Free(p) })
+	return p
+}

@@ -45,20 +45,7 @@ func BenchmarkPrefillPieces(b *testing.B) {
 	}
 	// Printed, not logged: a benchmark with sub-benchmarks shows no log of its own.
 	fmt.Printf("read ceiling %.0f GB/s\n", bw.GBps)
-	var free []cuda.DevicePtr
-	defer func() {
-		for _, p := range free {
-			d.Free(p)
-		}
-	}()
-	alloc := func(bytes int) cuda.DevicePtr {
-		p, err := d.Alloc(bytes)
-		if err != nil {
-			b.Fatal(err)
-		}
-		free = append(free, p)
-		return p
-	}
+	alloc := func(bytes int) cuda.DevicePtr { return benchAlloc(b, d, bytes) }
 	r := rand.New(rand.NewPCG(15, 5))
 	upload := func(src []byte) cuda.DevicePtr {
 		p := alloc(len(src))
