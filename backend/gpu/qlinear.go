@@ -264,17 +264,6 @@ func tiledLayout(o *Options, g *kernels.GEMVQ, bits, N, K, G int, plain bool) bo
 	return plain && !o.GEMVQWQ && g.UsesV6(1, N, K, bits, G)
 }
 
-// quantBytes returns the device bytes of a packed int-bits [N, K] weight
-// with groups of G in the layout tiledLayout picks (codes and params; DEC
-// state apart): one copy either way.
-func quantBytes(tiled bool, bits, N, K, G int) int {
-	if tiled {
-		words, params := kernels.TiledBytes(bits, N, K, G)
-		return words + params
-	}
-	return 4*(N*K/32*bits) + 4*(N*(K/G))
-}
-
 // tileQuant moves w (packed, no DEC, its words and params in wq's layout
 // written) into the tiled layout: tile_pack on the device into new
 // memory, then wq's copy freed, so the weight's only device copy is the
@@ -285,11 +274,12 @@ func quantBytes(tiled bool, bits, N, K, G int) int {
 // copies, for the time of one pack.
 func (b *Backend) tileQuant(c *cuda.Ctx, g *kernels.GEMVQ, w *weight) error {
 	N, K := w.shape[0], w.shape[1]
+	words, params := kernels.TiledBytes(w.qbits, N, K, w.qgroup)
 	var err error
-	if w.qt, err = c.Alloc(4 * kernels.TiledWords(w.qbits, N, K)); err != nil {
+	if w.qt, err = c.Alloc(words); err != nil {
 		return err
 	}
-	if w.qtp, err = c.Alloc(4 * kernels.TiledParams(N, K, w.qgroup)); err != nil {
+	if w.qtp, err = c.Alloc(params); err != nil {
 		return err
 	}
 	if err := g.PackTiles(c, b.stream, w.qt, w.qtp, w.q, w.qp, N, K, w.qbits, w.qgroup); err != nil {
@@ -607,9 +597,9 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 // gemvq3.cu's v3, unless Options.GEMVQV2 or GEMVQV3; v2 above), but for
 // a weight with DEC the base its fused kernel shares (LaunchDECBase: v3
 // at one row of int4/int3, v2 else), so that its serial, concurrent and
-// fused modes add the same base; a weight with a tiled copy
-// in the tiled layout (tiledLayout) runs LaunchTiled: v6 where Launch
-// would run v5, v2 over the tiled layout at 2-16 rows (the same bits).
+// fused modes add the same base; a weight in the tiled layout
+// (tiledLayout) runs LaunchTiled: v6.1 where Launch would run v5, v2 over
+// the tiled layout at 2-16 rows (the same bits).
 func (b *Backend) gemvqLaunch(c *cuda.Ctx, d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) error {
 	if wt.dec != nil {
 		return b.gemvq.LaunchDECBase(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, wt.dec.kChunk)

@@ -164,3 +164,15 @@ func TestTiledOnlyCopy(t *testing.T) {
 	check("2176 rows, GEMVQWQ", bwq, loadQ(big, nil), false)
 	check("2176 rows random, GEMVQWQ", bwq, random(2176, wq.DEC{}), false)
 }
+
+// quantBytes returns the device bytes of a packed int-bits [N, K] weight
+// with groups of G in the tiled layout (kernels.TiledBytes, what tileQuant
+// allocates) or in wq's (what loadQuantBase uploads): codes and params,
+// DEC state apart.
+func quantBytes(tiled bool, bits, N, K, G int) int {
+	if tiled {
+		words, params := kernels.TiledBytes(bits, N, K, G)
+		return words + params
+	}
+	return 4*(N*K/32*bits) + 4*(N*(K/G))
+}
