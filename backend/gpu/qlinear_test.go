@@ -62,13 +62,7 @@ func TestQuantLinear(t *testing.T) {
 			got := linearOnce(t, b, qw, bw, x, T, N, K)
 			for ti := range T {
 				for n := range N {
-					want, mag := float64(bias[n]), 0.0
-					for k := range K {
-						xv := float64(x[ti*K+k])
-						want += xv * float64(m.At(n, k))
-						sc, z := m.Param(n, k/m.Group)
-						mag += (math.Abs(float64(half.ToFloat32(sc)))*float64(m.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))) * math.Abs(xv)
-					}
+					want, mag := quantRef(m, bias, x[ti*K:(ti+1)*K], n)
 					tol := (0x1p-10*(1+0x1p-10)+float64(K/16+40)*0x1p-23)*mag + 0x1p-24*math.Abs(want)
 					if g := float64(got[ti*N+n]); g != g || math.Abs(g-want) > tol {
 						t.Fatalf("int%d T=%d: y[%d,%d] = %g, want %g (tol %.3g)", e.Bits(), T, ti, n, g, want, tol)
@@ -407,13 +401,7 @@ func TestQuantLinearTiled(t *testing.T) {
 				}
 				for ti := range T {
 					for n := range N {
-						ref, mag := float64(bias[n]), 0.0
-						for k := range K {
-							xv := float64(x[ti*K+k])
-							ref += xv * float64(m.At(n, k))
-							sc, z := m.Param(n, k/m.Group)
-							mag += (math.Abs(float64(half.ToFloat32(sc)))*float64(m.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))) * math.Abs(xv)
-						}
+						ref, mag := quantRef(m, bias, x[ti*K:(ti+1)*K], n)
 						tol := (0x1p-10*(1+0x1p-10)+float64(K/16+40)*0x1p-23)*mag + 0x1p-24*math.Abs(ref)
 						if g := float64(got[ti*N+n]); math.Abs(g-ref) > tol {
 							t.Fatalf("int%d T=%d: y[%d,%d] = %g, want %g (tol %.3g)", e.Bits(), T, ti, n, g, ref, tol)
@@ -573,4 +561,18 @@ func linearOnce(t *testing.T, be backend.Backend, w, bias backend.Weight, x []fl
 		t.Fatal(err)
 	}
 	return y
+}
+
+// quantRef returns output n of a packed Linear over one row x of K inputs
+// in float64 (bias[n] + Σ x·ŵ, ŵ wq's dequantized value) and the magnitude
+// Σ (|s|·q + |z|)·|x| its error bounds scale with.
+func quantRef(m *wq.Matrix, bias, x []float32, n int) (ref, mag float64) {
+	ref = float64(bias[n])
+	for k, v := range x {
+		xv := float64(v)
+		ref += xv * float64(m.At(n, k))
+		sc, z := m.Param(n, k/m.Group)
+		mag += (math.Abs(float64(half.ToFloat32(sc)))*float64(m.Raw(n, k)) + math.Abs(float64(half.ToFloat32(z)))) * math.Abs(xv)
+	}
+	return ref, mag
 }
