@@ -261,7 +261,10 @@ func (s *Sampler) pick(logits []float32) int {
 }
 
 // logSoftmax returns log-softmax(x) in float64.
-func logSoftmax(x []float32) []float64 {
+func logSoftmax(x []float32) []float64 { return logSoftmaxInto(nil, x) }
+
+// logSoftmaxInto is logSoftmax into dst's storage when it is large enough.
+func logSoftmaxInto(dst []float64, x []float32) []float64 {
 	m := math.Inf(-1)
 	for _, v := range x {
 		m = math.Max(m, float64(v))
@@ -271,7 +274,11 @@ func logSoftmax(x []float32) []float64 {
 		sum += math.Exp(float64(v) - m)
 	}
 	lse := m + math.Log(sum)
-	out := make([]float64, len(x))
+	out := dst[:0]
+	if cap(out) < len(x) {
+		out = make([]float64, len(x))
+	}
+	out = out[:len(x)]
 	for i, v := range x {
 		out[i] = float64(v) - lse
 	}

@@ -62,7 +62,8 @@ type SchedulerOptions struct {
 type Request struct {
 	// Prompt holds the token ids, BOS included.
 	Prompt []int
-	// MaxTokens is the number of new tokens at most (>= 1).
+	// MaxTokens is the number of new tokens at most (>= 1; 0 only with
+	// PromptLogprobs: the prompt is scored and nothing is generated).
 	MaxTokens int
 	// Sample is the sampling configuration, seed included.
 	Sample SampleOptions
@@ -80,6 +81,13 @@ type Request struct {
 	// given replace the cache's; storage options are refused). Submit
 	// returns a *TiersError when it is invalid or the cache has no tiers.
 	KVTiers string
+	// PromptLogprobs asks for the log probability of every prompt token
+	// after the first, each given the tokens before it, with
+	// Sample.TopLogprobs alternatives (Result.PromptLogprobs): what an
+	// evaluation harness scores a text with. Such a request shares no cached
+	// prefix (every prompt row is computed) and its prefill chunks bring
+	// their logits to the host whole.
+	PromptLogprobs bool
 }
 
 // ErrNoTiers is the reason of a TiersError when the KV cache has no
@@ -124,6 +132,10 @@ type Result struct {
 	// request asked for them (Sample.Logprobs); a stop token, which is not
 	// emitted, is not included.
 	Logprobs []SampledToken
+	// PromptLogprobs holds, with Request.PromptLogprobs, prompt tokens
+	// 1..n-1 with their log probabilities (entry i is token i+1's; the
+	// first token has none).
+	PromptLogprobs []SampledToken
 	// Queued is the time from Submit to the request's first admission,
 	// TTFT to its first token, Decode from its first token to its last.
 	Queued, TTFT, Decode time.Duration
@@ -135,6 +147,7 @@ type Stream struct {
 	mu      sync.Mutex
 	pending strings.Builder
 	tokens  []SampledToken // sampled since the last Next, with Request.Sample.Logprobs
+	prompt  []SampledToken // the scored prompt, with Request.PromptLogprobs, until a Next takes it
 	done    bool
 	res     Result
 	notify  chan struct{}
@@ -147,6 +160,11 @@ type Stream struct {
 type Chunk struct {
 	Text   string
 	Tokens []SampledToken
+	// Prompt holds, once, the prompt's log probabilities
+	// (Result.PromptLogprobs) of a request with Request.PromptLogprobs: in
+	// the first chunk after the prompt is scored, before or with the first
+	// generated text.
+	Prompt []SampledToken
 	// Done reports that the request has finished; Result describes it.
 	Done bool
 }
@@ -159,6 +177,14 @@ func (s *Stream) push(text string) {
 	}
 	s.mu.Lock()
 	s.pending.WriteString(text)
+	s.mu.Unlock()
+	s.signal()
+}
+
+// pushPrompt hands the scored prompt to the next chunk.
+func (s *Stream) pushPrompt(p []SampledToken) {
+	s.mu.Lock()
+	s.prompt = p
 	s.mu.Unlock()
 	s.signal()
 }
@@ -197,11 +223,11 @@ func (s *Stream) Next(ctx context.Context) (text string, done bool, err error) {
 func (s *Stream) NextChunk(ctx context.Context) (Chunk, error) {
 	for {
 		s.mu.Lock()
-		c := Chunk{Text: s.pending.String(), Tokens: s.tokens, Done: s.done}
+		c := Chunk{Text: s.pending.String(), Tokens: s.tokens, Prompt: s.prompt, Done: s.done}
 		s.pending.Reset()
-		s.tokens = nil
+		s.tokens, s.prompt = nil, nil
 		s.mu.Unlock()
-		if c.Text != "" || len(c.Tokens) > 0 || c.Done {
+		if c.Text != "" || len(c.Tokens) > 0 || c.Prompt != nil || c.Done {
 			return c, nil
 		}
 		select {
@@ -275,6 +301,7 @@ type Scheduler struct {
 	// owned by the loop
 	queue   []*seq
 	running []*seq
+	lp      []float64 // scorePrompt's log-softmax of a row
 }
 
 // seq is one request inside the scheduler.
@@ -398,8 +425,8 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 			return nil, fmt.Errorf("engine: prompt token %d has id %d, outside the vocabulary [0, %d)", i, t, vocab)
 		}
 	}
-	if r.MaxTokens < 1 {
-		return nil, fmt.Errorf("engine: max tokens %d must be >= 1", r.MaxTokens)
+	if r.MaxTokens < 1 && !(r.MaxTokens == 0 && r.PromptLogprobs) {
+		return nil, fmt.Errorf("engine: max tokens %d must be >= 1 (0 only to score the prompt, with PromptLogprobs)", r.MaxTokens)
 	}
 	if err := r.Sample.Validate(); err != nil {
 		return nil, err
@@ -584,7 +611,11 @@ func (s *Scheduler) dropCancelled() {
 func (s *Scheduler) admit() {
 	for len(s.queue) > 0 && len(s.running) < s.opts.MaxSeqs {
 		q := s.queue[0]
-		cached, err := s.cache.Open(q.id, q.tokens[:q.promptLen])
+		shared := q.tokens[:q.promptLen]
+		if q.req.PromptLogprobs {
+			shared = shared[:1] // every prompt row computed: no prefix to share
+		}
+		cached, err := s.cache.Open(q.id, shared)
 		if err != nil {
 			if errors.Is(err, kvcache.ErrNoSlot) || errors.Is(err, kvcache.ErrOutOfBlocks) {
 				return
@@ -647,6 +678,12 @@ func (s *Scheduler) step() {
 		if q.n+b.Seqs[i].Len == len(q.tokens) {
 			b.Seqs[i].Output = q.sampler.Output(len(q.res.Tokens))
 		}
+		// A chunk whose rows score prompt tokens not yet scored needs every
+		// row of the batch (model.Batch.AllLogits: each sequence's own
+		// rows; a decoding sequence's one row is its last).
+		if q.req.PromptLogprobs && len(q.res.PromptLogprobs) < q.promptLen-1 && b.Seqs[i].Pos < q.promptLen-1 {
+			b.AllLogits = true
+		}
 	}
 	logits, err := s.m.Forward(&b, s.cache)
 	s.count(func(st *SchedulerStats) { st.Steps++ })
@@ -662,13 +699,50 @@ func (s *Scheduler) step() {
 	}
 	now := time.Now()
 	for i, q := range in {
-		n := b.Seqs[i].Len
+		sq := b.Seqs[i]
+		n := sq.Len
 		if q.n < q.promptLen {
 			s.count(func(st *SchedulerStats) { st.PromptTokens += int64(n) })
 		}
+		row := i // the sequence's last row
+		if b.AllLogits {
+			row = sq.Start + n - 1
+			if q.req.PromptLogprobs {
+				s.scorePrompt(q, logits, sq)
+			}
+		}
 		q.n += n
-		if q.n == len(q.tokens) {
-			s.sample(q, logits, i, now)
+		if q.n != len(q.tokens) {
+			continue
+		}
+		if q.req.MaxTokens == 0 { // the prompt scored, nothing to generate
+			s.finish(q, FinishLength, false)
+			continue
+		}
+		s.sample(q, logits, row, now)
+	}
+}
+
+// scorePrompt appends to q's prompt log probabilities those that the rows
+// of sq (a batch with AllLogits) give and q has not got yet: row k, at
+// position sq.Pos+k, predicts prompt token sq.Pos+k+1. A sequence
+// recomputed after preemption scores nothing twice.
+func (s *Scheduler) scorePrompt(q *seq, logits *model.Logits, sq model.Seq) {
+	top := 0
+	if q.req.Sample.Logprobs {
+		top = q.req.Sample.TopLogprobs
+	}
+	for k := range sq.Len {
+		next := sq.Pos + k + 1
+		if next >= q.promptLen || next-1 != len(q.res.PromptLogprobs) {
+			continue
+		}
+		s.lp = logSoftmaxInto(s.lp, logits.Row(sq.Start+k))
+		id := q.tokens[next]
+		q.res.PromptLogprobs = append(q.res.PromptLogprobs, SampledToken{
+			TokenLogprob: TokenLogprob{ID: id, Logprob: s.lp[id]}, Top: topLogprobs(s.lp, top)})
+		if len(q.res.PromptLogprobs) == q.promptLen-1 {
+			q.stream.pushPrompt(q.res.PromptLogprobs)
 		}
 	}
 }

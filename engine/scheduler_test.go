@@ -409,3 +409,160 @@ func TestSchedulerBoundedChunks(t *testing.T) {
 	}
 	t.Logf("%d steps, %d mixing a prefill chunk with decode tokens", len(rc.batches), mixed)
 }
+
+// soloPromptLogprobs scores prompt alone: its chunks (of chunk tokens, as
+// the scheduler cuts them) through Forward with AllLogits over an unbounded
+// cache, each row's log-softmax in float64; entry i is prompt[i+1]'s.
+func soloPromptLogprobs(t *testing.T, be backend.Backend, m model.Model, spec string, chunk int, prompt []int) []float64 {
+	t.Helper()
+	c, err := kvcache.New(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []float64
+	for pos := 0; pos < len(prompt); pos += chunk {
+		end := min(len(prompt), pos+chunk)
+		b := model.Batch{AllLogits: true}
+		ids := make([]int32, end-pos)
+		for i, id := range prompt[pos:end] {
+			ids[i] = int32(id)
+		}
+		b.Add(0, pos, ids...)
+		l, err := m.Forward(&b, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range end - pos {
+			if pos+k+1 < len(prompt) {
+				out = append(out, logSoftmax(l.Row(k))[prompt[pos+k+1]])
+			}
+		}
+	}
+	return out
+}
+
+// TestSchedulerPromptLogprobs scores prompts (Request.PromptLogprobs) among
+// requests that only generate, some sharing a prefix with an earlier
+// request, some scoring only (MaxTokens 0), in an ample pool and in one that
+// preempts: every score equals the prompt's solo forward pass bit for bit,
+// the alternatives are the row's best, and the generated text is unchanged.
+func TestSchedulerPromptLogprobs(t *testing.T) {
+	m, tok, be := tiny(t)
+	const spec, chunk, top = "int4:kc32:v32:res32", 64, 3
+	r := rand.New(rand.NewPCG(21, 22))
+	common := make([]int, 70)
+	for i := range common {
+		common[i] = r.IntN(256)
+	}
+	n := 12
+	if testing.Short() {
+		n = 8
+	}
+	cases := tinyCases(r, n, common)
+	cases[0].prompt = cases[0].prompt[:1] // one token: nothing to score
+	soloReference(t, be, m, tok, spec, chunk, cases)
+	scores := make([][]float64, len(cases))
+	for i, c := range cases {
+		scores[i] = soloPromptLogprobs(t, be, m, spec, chunk, c.prompt)
+	}
+	for _, cfg := range []struct {
+		name            string
+		blocks, maxSeqs int
+	}{{"ample", 400, 16}, {"tight", 6, 8}} {
+		t.Run(cfg.name, func(t *testing.T) {
+			pc, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: cfg.maxSeqs, Blocks: cfg.blocks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewScheduler(m, tok, pc, SchedulerOptions{PrefillChunk: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Submit(context.Background(), Request{Prompt: cases[1].prompt, MaxTokens: 0}); err == nil {
+				t.Error("MaxTokens 0 without PromptLogprobs accepted")
+			}
+			var wg sync.WaitGroup
+			got := make([]string, len(cases))
+			res := make([]Result, len(cases))
+			prompts := make([][]SampledToken, len(cases))
+			scored := func(i int) bool { return i%2 == 0 }
+			for i, c := range cases {
+				req := Request{Prompt: c.prompt, MaxTokens: c.max}
+				if scored(i) {
+					req.PromptLogprobs, req.Sample = true, SampleOptions{Logprobs: true, TopLogprobs: top}
+					if i%4 == 2 {
+						req.MaxTokens = 0
+					}
+				}
+				st, err := s.Submit(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wg.Go(func() {
+					var b strings.Builder
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					defer cancel()
+					for {
+						ch, err := st.NextChunk(ctx)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if ch.Prompt != nil {
+							if prompts[i] != nil || b.Len() > 0 {
+								t.Errorf("request %d: the prompt's scores came twice or after text", i)
+							}
+							prompts[i] = ch.Prompt
+						}
+						b.WriteString(ch.Text)
+						if ch.Done {
+							got[i], res[i] = b.String(), st.Result()
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			s.Close()
+			for i, c := range cases {
+				lp := res[i].PromptLogprobs
+				switch {
+				case !scored(i):
+					if lp != nil || prompts[i] != nil {
+						t.Errorf("request %d did not ask for prompt scores but got %d", i, len(lp))
+					}
+				case len(lp) != len(c.prompt)-1:
+					t.Errorf("request %d: %d prompt scores for %d tokens (preempted %d times)", i, len(lp), len(c.prompt), res[i].Preemptions)
+				case len(lp) > 0 && &prompts[i][0] != &lp[0]:
+					t.Errorf("request %d: the streamed scores are not the result's", i)
+				}
+				for k := range lp {
+					e := lp[k]
+					if e.ID != c.prompt[k+1] || e.Logprob != scores[i][k] {
+						t.Errorf("request %d token %d: id %d logprob %v, want id %d logprob %v", i, k+1, e.ID, e.Logprob, c.prompt[k+1], scores[i][k])
+						break
+					}
+					if len(e.Top) != top || e.Top[0].Logprob < e.Logprob || (e.Top[0].ID == e.ID && e.Top[0].Logprob != e.Logprob) {
+						t.Errorf("request %d token %d: alternatives %+v for logprob %v", i, k+1, e.Top, e.Logprob)
+						break
+					}
+				}
+				want, wantN := c.want, c.wantN
+				if scored(i) && i%4 == 2 {
+					want, wantN = "", 0
+				}
+				if got[i] != want || res[i].CompletionTokens != wantN {
+					t.Errorf("request %d: %d tokens %q, want %d tokens %q", i, res[i].CompletionTokens, got[i], wantN, want)
+				}
+			}
+			st := s.Stats()
+			t.Logf("%s: %d steps, %d preemptions, %d shared prompt tokens", cfg.name, st.Steps, st.Preemptions, st.CachedTokens)
+			if (cfg.name == "tight") != (st.Preemptions > 0) {
+				t.Errorf("%s pool: %d preemptions", cfg.name, st.Preemptions)
+			}
+			if pc.FreeBlocks() != pc.TotalBlocks() || pc.Seqs() != 0 {
+				t.Errorf("leak: %d of %d blocks free, %d sequences", pc.FreeBlocks(), pc.TotalBlocks(), pc.Seqs())
+			}
+		})
+	}
+}

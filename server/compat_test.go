@@ -18,6 +18,7 @@ import (
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
+	"github.com/bitdecode/bitdecode/tokenizer"
 )
 
 // The client-compatibility suite: the OpenAI API as its official clients
@@ -308,6 +309,106 @@ func TestCompatLogprobs(t *testing.T) {
 	b, _ := json.Marshal(lp.Content)
 	if !bytes.Equal(a, b) {
 		t.Errorf("streamed logprobs differ from the whole response's:\n%s\n%s", a, b)
+	}
+}
+
+// TestCompatEchoLogprobs scores a prompt the way evaluation harnesses do
+// (echo with logprobs, max_tokens 0 or 1, the prompt as token ids): the
+// prompt's tokens come back first, the first with null scores, then the
+// generated one; a greedy token's score matches the same token scored as
+// part of a prompt; a stream sends the same entries with the echo.
+func TestCompatEchoLogprobs(t *testing.T) {
+	ts := newGotinyServer(t, 64, 8, nil)
+	comp := ts.url + "/v1/completions"
+	ids := ts.lm.Tokenizer.Encode("func main() {\n\tfmt.Println(", true)
+	idsJSON, _ := json.Marshal(ids)
+	parse := func(c completion) textLogprobs {
+		t.Helper()
+		var lp textLogprobs
+		if err := json.Unmarshal(c.Choices[0].Logprobs, &lp); err != nil {
+			t.Fatalf("%v: %s", err, c.Choices[0].Logprobs)
+		}
+		return lp
+	}
+	// One generated token, greedy, with its score.
+	gen := postJSON(t, comp, `{"model":"gotiny","prompt":`+string(idsJSON)+`,"max_tokens":1,"temperature":0,"logprobs":1,"echo":true}`)
+	lp := parse(gen)
+	if len(lp.Tokens) != len(ids)+1 || len(lp.TokenLogprobs) != len(ids)+1 || len(lp.TopLogprobs) != len(ids)+1 || len(lp.TextOffset) != len(ids)+1 {
+		t.Fatalf("%d prompt tokens and 1 generated: %d tokens, %d logprobs, %d tops, %d offsets", len(ids), len(lp.Tokens), len(lp.TokenLogprobs), len(lp.TopLogprobs), len(lp.TextOffset))
+	}
+	if lp.TokenLogprobs[0] != nil || lp.TopLogprobs[0] != nil {
+		t.Errorf("the first prompt token has scores %v %v, want null", *lp.TokenLogprobs[0], lp.TopLogprobs[0])
+	}
+	for i := 1; i < len(lp.Tokens); i++ {
+		v, top := lp.TokenLogprobs[i], lp.TopLogprobs[i]
+		if v == nil || *v > 0 || len(top) != 1 {
+			t.Fatalf("token %d %q: logprob %v, top %v", i, lp.Tokens[i], v, top)
+		}
+		for _, a := range top {
+			if a < *v-1e-12 {
+				t.Errorf("token %d %q: logprob %g above the best alternative's %g", i, lp.Tokens[i], *v, a)
+			}
+		}
+	}
+	echo := ts.lm.Tokenizer.DecodeWith(ids, tokenizer.DecodeOptions{SkipSpecial: true})
+	if !strings.HasPrefix(gen.text(0), echo) {
+		t.Errorf("echo: %q does not start with the prompt", gen.text(0))
+	}
+	for i := 1; i < len(lp.TextOffset); i++ {
+		if lp.TextOffset[i] < lp.TextOffset[i-1] {
+			t.Errorf("text offsets go back: %v", lp.TextOffset)
+			break
+		}
+	}
+	if got := lp.TextOffset[len(ids)]; got != len(echo) {
+		t.Errorf("the generated token's text offset is %d, the echoed prompt %d bytes long", got, len(echo))
+	}
+	if gen.Usage.PromptTokens != len(ids) || gen.Usage.CompletionTokens != 1 {
+		t.Errorf("usage %+v", gen.Usage)
+	}
+	// The generated token scored as the prompt's last: the same number
+	// (the same rows of the same prefill chunk).
+	next := ts.lm.Tokenizer.Encode(lp.Tokens[len(ids)], false)
+	if len(next) == 1 {
+		idsJSON2, _ := json.Marshal(append(append([]int(nil), ids...), next[0]))
+		score := postJSON(t, comp, `{"model":"gotiny","prompt":`+string(idsJSON2)+`,"max_tokens":0,"logprobs":1,"echo":true}`)
+		lp2 := parse(score)
+		last := lp2.TokenLogprobs[len(lp2.TokenLogprobs)-1]
+		if len(lp2.Tokens) != len(ids)+1 || score.Usage.CompletionTokens != 0 || score.Choices[0].FinishReason != "length" {
+			t.Errorf("max_tokens 0: %d tokens for %d, usage %+v, finish %q", len(lp2.Tokens), len(ids)+1, score.Usage, score.Choices[0].FinishReason)
+		} else if *last != *lp.TokenLogprobs[len(ids)] {
+			t.Errorf("greedy token %q: generated with logprob %v, scored in a prompt %v", lp.Tokens[len(ids)], *lp.TokenLogprobs[len(ids)], *last)
+		}
+		for i := 1; i < len(ids); i++ {
+			if *lp2.TokenLogprobs[i] != *lp.TokenLogprobs[i] {
+				t.Errorf("prompt token %d scored %v and %v", i, *lp2.TokenLogprobs[i], *lp.TokenLogprobs[i])
+				break
+			}
+		}
+	} else {
+		t.Errorf("the generated token %q re-encodes to %v, not one token", lp.Tokens[len(ids)], next)
+	}
+	// Streamed: the echo chunk carries the prompt's entries, the next the
+	// generated token's; together the whole response's.
+	var streamed textLogprobs
+	var text strings.Builder
+	for _, e := range postStream(t, comp, `{"model":"gotiny","prompt":`+string(idsJSON)+`,"max_tokens":1,"temperature":0,"logprobs":1,"echo":true,"stream":true}`) {
+		var ch struct{ Choices []textChoice }
+		if json.Unmarshal([]byte(e), &ch) == nil && len(ch.Choices) > 0 {
+			text.WriteString(ch.Choices[0].Text)
+			if l := ch.Choices[0].Logprobs; l != nil {
+				streamed.join(l)
+			}
+		}
+	}
+	a, _ := json.Marshal(streamed)
+	b, _ := json.Marshal(lp)
+	if !bytes.Equal(a, b) || text.String() != gen.text(0) {
+		t.Errorf("streamed %q %s, whole %q %s", text.String(), a, gen.text(0), b)
+	}
+	// max_tokens 0 needs echo.
+	if code, body := post(t, context.Background(), comp, `{"model":"gotiny","prompt":"a","max_tokens":0}`); code != 400 {
+		t.Errorf("max_tokens 0 without echo: %d %s", code, body)
 	}
 }
 

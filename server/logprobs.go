@@ -33,10 +33,12 @@ type chatTopLogprob struct {
 	Bytes   []int   `json:"bytes"`
 }
 
-// textLogprobs is a legacy completion choice's (or chunk's) logprobs.
+// textLogprobs is a legacy completion choice's (or chunk's) logprobs. With
+// echo the prompt's tokens come first; the very first has no log
+// probability (null), as OpenAI reports it.
 type textLogprobs struct {
 	Tokens        []string             `json:"tokens"`
-	TokenLogprobs []float64            `json:"token_logprobs"`
+	TokenLogprobs []*float64           `json:"token_logprobs"`
 	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
 	TextOffset    []int                `json:"text_offset"`
 }
@@ -82,20 +84,53 @@ func chatLogprobsOf(tok *tokenizer.Tokenizer, toks []engine.SampledToken) *chatL
 // textLogprobsOf converts sampled tokens to legacy completion logprobs;
 // offset is the text offset of the first token in the choice's text.
 func textLogprobsOf(tok *tokenizer.Tokenizer, toks []engine.SampledToken, offset int) *textLogprobs {
-	lp := &textLogprobs{Tokens: make([]string, len(toks)), TokenLogprobs: make([]float64, len(toks)),
-		TopLogprobs: make([]map[string]float64, len(toks)), TextOffset: make([]int, len(toks))}
-	for i, t := range toks {
-		s, _ := tokenText(tok, t.ID)
-		lp.Tokens[i], lp.TokenLogprobs[i], lp.TextOffset[i] = s, finiteLogprob(t.Logprob), offset
-		offset += len(tok.Decode([]int{t.ID}))
-		top := make(map[string]float64, len(t.Top))
+	lp := &textLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+	for _, t := range toks {
+		offset = lp.add(tok, t, true, offset)
+	}
+	return lp
+}
+
+// promptLogprobsOf is the echoed prompt's share of legacy completion
+// logprobs: prompt[0] without a log probability, then the scored tokens
+// (engine.Result.PromptLogprobs: prompt[1:]), text offsets from 0.
+func promptLogprobsOf(tok *tokenizer.Tokenizer, prompt []int, scored []engine.SampledToken) *textLogprobs {
+	lp := textLogprobsOf(tok, nil, 0)
+	if len(prompt) == 0 {
+		return lp
+	}
+	offset := lp.add(tok, engine.SampledToken{TokenLogprob: engine.TokenLogprob{ID: prompt[0]}}, false, 0)
+	for _, t := range scored {
+		offset = lp.add(tok, t, true, offset)
+	}
+	return lp
+}
+
+// add appends token t (its log probability and alternatives when scored,
+// nulls otherwise) at text offset offset and returns the next token's.
+func (lp *textLogprobs) add(tok *tokenizer.Tokenizer, t engine.SampledToken, scored bool, offset int) int {
+	s, _ := tokenText(tok, t.ID)
+	var v *float64
+	var top map[string]float64
+	if scored {
+		f := finiteLogprob(t.Logprob)
+		v, top = &f, make(map[string]float64, len(t.Top))
 		for _, a := range t.Top {
 			as, _ := tokenText(tok, a.ID)
 			if _, dup := top[as]; !dup { // two tokens may print alike; keep the likelier
 				top[as] = finiteLogprob(a.Logprob)
 			}
 		}
-		lp.TopLogprobs[i] = top
 	}
+	lp.Tokens, lp.TokenLogprobs, lp.TopLogprobs, lp.TextOffset = append(lp.Tokens, s), append(lp.TokenLogprobs, v), append(lp.TopLogprobs, top), append(lp.TextOffset, offset)
+	// Offsets count the text as the choice shows it: special tokens (a
+	// prompt's BOS) take no room.
+	return offset + len(tok.DecodeWith([]int{t.ID}, tokenizer.DecodeOptions{SkipSpecial: true}))
+}
+
+// join appends b's entries to lp's.
+func (lp *textLogprobs) join(b *textLogprobs) *textLogprobs {
+	lp.Tokens, lp.TokenLogprobs = append(lp.Tokens, b.Tokens...), append(lp.TokenLogprobs, b.TokenLogprobs...)
+	lp.TopLogprobs, lp.TextOffset = append(lp.TopLogprobs, b.TopLogprobs...), append(lp.TextOffset, b.TextOffset...)
 	return lp
 }

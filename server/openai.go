@@ -23,9 +23,10 @@ import (
 // repetition_penalty. Fields that cannot change the answer are accepted and
 // ignored (ignoredFields: user, metadata, store, ...). Anything else, a
 // field this server does not know or one whose meaning it cannot honour
-// (tools, image or audio content, JSON response formats, suffix, prompt
-// logprobs with echo), is refused with a 400 naming the parameter, so a
-// client never gets a silently different answer.
+// (tools, image or audio content, JSON response formats, suffix), is
+// refused with a 400 naming the parameter, so a client never gets a
+// silently different answer. Completions with echo and logprobs score the
+// prompt (engine.Request.PromptLogprobs).
 
 // apiError is the OpenAI error object with its HTTP status.
 type apiError struct {

@@ -329,12 +329,13 @@ type job struct {
 	includeUsage bool
 	logprobs     bool   // report the sampled tokens' log probabilities
 	echo         string // text to prepend (completions with echo)
+	echoed       bool   // completions with echo (echo may be empty text)
 	param        string // the prompt's parameter name, for context errors
 }
 
 // prepare fills the engine request from the common fields and checks the
-// context length.
-func (s *Server) prepare(c *commonRequest, sample engine.SampleOptions, n int, maxTokens *int, prompt []int, param string) (*job, *apiError) {
+// context length; max tokens below minTokens are refused.
+func (s *Server) prepare(c *commonRequest, sample engine.SampleOptions, n int, maxTokens *int, minTokens int, prompt []int, param string) (*job, *apiError) {
 	stops, e := parseStop(c.Stop)
 	if e != nil {
 		return nil, e
@@ -343,14 +344,14 @@ func (s *Server) prepare(c *commonRequest, sample engine.SampleOptions, n int, m
 	var max int
 	if maxTokens != nil {
 		max = *maxTokens
-		if max < 1 {
-			return nil, invalid("max_tokens", "integer_below_min_value", "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", max)
+		if max < minTokens {
+			return nil, invalid("max_tokens", "integer_below_min_value", "Invalid 'max_tokens': integer below minimum value. Expected a value >= %d, but got %d instead.", minTokens, max)
 		}
 	} else {
 		max = limit - len(prompt)
 	}
 	// Compared without adding: max may be any int (2^63-1 included).
-	if len(prompt) > limit || max > limit-len(prompt) || max < 1 {
+	if len(prompt) > limit || max > limit-len(prompt) || max < minTokens {
 		return nil, contextError(limit, len(prompt), max, param)
 	}
 	j := &job{n: n, stream: c.Stream, includeUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage, param: param}
@@ -470,7 +471,7 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	if maxTokens == nil {
 		maxTokens = req.MaxTokens
 	}
-	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, prompt, "messages")
+	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, 1, prompt, "messages")
 	if e != nil {
 		return nil, e
 	}
@@ -499,8 +500,6 @@ func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 		return nil, invalid("suffix", "unsupported_parameter", "suffix (insertion) is not supported by this server.")
 	case req.Logprobs != nil && (*req.Logprobs < 0 || *req.Logprobs > maxCompletionLogprobs):
 		return nil, invalid("logprobs", "integer_out_of_range", "Invalid 'logprobs': expected a value between 0 and %d, but got %d instead.", maxCompletionLogprobs, *req.Logprobs)
-	case req.Logprobs != nil && req.Echo:
-		return nil, invalid("logprobs", "unsupported_parameter", "logprobs with echo (the prompt's log probabilities) are not supported; drop echo or logprobs.")
 	case req.BestOf != nil && *req.BestOf != n:
 		return nil, invalid("best_of", "unsupported_value", "best_of = %d is not supported; only best_of = n (%d) is.", *req.BestOf, n)
 	}
@@ -516,13 +515,20 @@ func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 		d := defaultCompletionMaxTokens
 		maxTokens = &d
 	}
-	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, prompt, "prompt")
+	// With echo, max_tokens 0 returns the prompt alone (with logprobs, the
+	// prompt scored: what evaluation harnesses ask for).
+	minTokens := 1
+	if req.Echo {
+		minTokens = 0
+	}
+	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, minTokens, prompt, "prompt")
 	if e != nil {
 		return nil, e
 	}
 	j.logprobs = sample.Logprobs
 	if req.Echo {
-		j.echo = text
+		j.echo, j.echoed = text, true
+		j.req.PromptLogprobs = sample.Logprobs || j.req.MaxTokens == 0
 	}
 	return j, nil
 }
@@ -699,6 +705,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 		ch := textChoice{Index: i, Text: c.text.String(), FinishReason: &fr}
 		if j.logprobs {
 			ch.Logprobs = textLogprobsOf(s.cfg.Tokenizer, c.tokens, len(j.echo))
+			if j.echoed {
+				ch.Logprobs = promptLogprobsOf(s.cfg.Tokenizer, j.req.Prompt, c.res.PromptLogprobs).join(ch.Logprobs)
+			}
 		}
 		resp.Choices = append(resp.Choices, ch)
 	}
@@ -777,12 +786,13 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 		return c
 	}
 	offsets := make([]int, len(streams)) // text offsets, for completion logprobs
+	echoSent := make([]bool, len(streams))
 	for i := range streams {
 		empty := ""
 		switch {
 		case chat && !send(chatChunkOf(i, chunkDelta{Role: "assistant", Content: &empty}, nil, nil)):
 			return results
-		case !chat && j.echo != "" && !send(textChunkOf(i, j.echo, nil, nil)):
+		case !chat && j.echo != "" && !j.logprobs && !send(textChunkOf(i, j.echo, nil, nil)):
 			return results
 		}
 		offsets[i] = len(j.echo)
@@ -816,6 +826,13 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 			return results
 		}
 		i, ch := ev.index, ev.chunk
+		if !chat && j.echoed && j.logprobs && !echoSent[i] {
+			// The echo waits for the prompt's scores (its first chunk).
+			echoSent[i] = true
+			if !send(textChunkOf(i, j.echo, promptLogprobsOf(s.cfg.Tokenizer, j.req.Prompt, ch.Prompt), nil)) {
+				return results
+			}
+		}
 		if ch.Text != "" || len(ch.Tokens) > 0 {
 			var ok bool
 			if chat {
