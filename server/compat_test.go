@@ -412,6 +412,63 @@ func TestCompatEchoLogprobs(t *testing.T) {
 	}
 }
 
+// TestCompatPromptBatch sends a batch of prompts (strings, then token
+// ids) with n = 2: choice c is choice c % 2 of prompt c / 2, each the same
+// greedy text as that prompt alone, usage counts each prompt once, and a
+// stream tags every chunk with its choice.
+func TestCompatPromptBatch(t *testing.T) {
+	ts := newGotinyServer(t, 64, 8, nil)
+	comp := ts.url + "/v1/completions"
+	prompts := []string{"func main() {", "package main\n", "// Add returns"}
+	alone := make([]string, len(prompts))
+	tokens := 0
+	for i, p := range prompts {
+		pj, _ := json.Marshal(p)
+		c := postJSON(t, comp, `{"model":"gotiny","prompt":`+string(pj)+`,"max_tokens":8,"temperature":0}`)
+		alone[i] = c.text(0)
+		tokens += c.Usage.PromptTokens
+	}
+	for _, form := range []string{"strings", "ids"} {
+		var pj []byte
+		if form == "strings" {
+			pj, _ = json.Marshal(prompts)
+		} else {
+			ids := make([][]int, len(prompts))
+			for i, p := range prompts {
+				ids[i] = ts.lm.Tokenizer.Encode(p, true)
+			}
+			pj, _ = json.Marshal(ids)
+		}
+		body := `{"model":"gotiny","prompt":` + string(pj) + `,"max_tokens":8,"temperature":0,"n":2`
+		c := postJSON(t, comp, body+`}`)
+		if len(c.Choices) != 2*len(prompts) {
+			t.Fatalf("%s: %d choices for %d prompts with n 2", form, len(c.Choices), len(prompts))
+		}
+		for k, ch := range c.Choices {
+			if ch.Index != k || c.text(k) != alone[k/2] {
+				t.Errorf("%s: choice %d (index %d) %q, prompt %d alone %q", form, k, ch.Index, c.text(k), k/2, alone[k/2])
+			}
+		}
+		if c.Usage.PromptTokens != tokens || c.Usage.CompletionTokens != 2*len(prompts)*8 {
+			t.Errorf("%s: usage %+v, want %d prompt tokens and %d completion tokens", form, c.Usage, tokens, 2*len(prompts)*8)
+		}
+		got := make([]string, len(c.Choices))
+		for _, e := range postStream(t, comp, body+`,"stream":true}`) {
+			var ch struct{ Choices []textChoice }
+			if json.Unmarshal([]byte(e), &ch) == nil {
+				for _, x := range ch.Choices {
+					got[x.Index] += x.Text
+				}
+			}
+		}
+		for k := range got {
+			if got[k] != alone[k/2] {
+				t.Errorf("%s streamed: choice %d %q, want %q", form, k, got[k], alone[k/2])
+			}
+		}
+	}
+}
+
 // TestCompatChoices runs n > 1: greedy choices are identical, sampled ones
 // reproduce with the seed, a stream tags every chunk with its choice and
 // finishes each, and usage counts the prompt once.

@@ -327,10 +327,37 @@ type job struct {
 	chat         bool
 	stream       bool
 	includeUsage bool
-	logprobs     bool   // report the sampled tokens' log probabilities
-	echo         string // text to prepend (completions with echo)
-	echoed       bool   // completions with echo (echo may be empty text)
-	param        string // the prompt's parameter name, for context errors
+	logprobs     bool // report the sampled tokens' log probabilities
+	echoed       bool // completions with echo: each choice's text starts with its prompt's
+	// prompts holds a completion's prompts (OpenAI's batch of prompts: choice
+	// c is choice c % n of prompt c / n); a chat has one, req.Prompt.
+	prompts []jobPrompt
+	param   string // the prompt's parameter name, for context errors
+}
+
+// jobPrompt is one prompt of a job.
+type jobPrompt struct {
+	ids  []int
+	text string // the prompt as text, for echo
+}
+
+// choices is the job's number of choices: n for each prompt.
+func (j *job) choices() int { return max(1, len(j.prompts)) * j.n }
+
+// prompt returns choice c's prompt ids.
+func (j *job) prompt(c int) []int {
+	if len(j.prompts) == 0 {
+		return j.req.Prompt
+	}
+	return j.prompts[c/j.n].ids
+}
+
+// echo returns the text choice c starts with: its prompt's with echo.
+func (j *job) echo(c int) string {
+	if !j.echoed {
+		return ""
+	}
+	return j.prompts[c/j.n].text
 }
 
 // prepare fills the engine request from the common fields and checks the
@@ -506,7 +533,7 @@ func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 	if req.Logprobs != nil {
 		sample.Logprobs, sample.TopLogprobs = true, *req.Logprobs
 	}
-	prompt, text, e := s.completionPrompt(req.Prompt)
+	prompts, e := s.completionPrompts(req.Prompt, n)
 	if e != nil {
 		return nil, e
 	}
@@ -521,59 +548,87 @@ func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 	if req.Echo {
 		minTokens = 0
 	}
-	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, minTokens, prompt, "prompt")
+	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, minTokens, prompts[0].ids, "prompt")
 	if e != nil {
 		return nil, e
 	}
-	j.logprobs = sample.Logprobs
+	for _, p := range prompts[1:] {
+		if _, e := s.prepare(&req.commonRequest, sample, n, maxTokens, minTokens, p.ids, "prompt"); e != nil {
+			return nil, e
+		}
+	}
+	j.prompts, j.logprobs = prompts, sample.Logprobs
 	if req.Echo {
-		j.echo, j.echoed = text, true
+		j.echoed = true
 		j.req.PromptLogprobs = sample.Logprobs || j.req.MaxTokens == 0
 	}
 	return j, nil
 }
 
-// completionPrompt reads prompt: a string, an array of one string, an array
-// of token ids, or an array of one array of token ids. It returns the ids
-// and the prompt's text (for echo).
-func (s *Server) completionPrompt(raw json.RawMessage) ([]int, string, *apiError) {
+// maxPrompts bounds a completion's batch of prompts, maxBatchChoices its
+// choices in all (prompts × n): each is a sequence of its own.
+const (
+	maxPrompts      = 256
+	maxBatchChoices = 256
+)
+
+// completionPrompts reads prompt: a string, an array of strings, an array
+// of token ids, or an array of token-id arrays (a batch of prompts, each
+// with n choices). It returns each prompt's ids and text (for echo).
+func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]jobPrompt, *apiError) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, "", invalid("prompt", "", "You must provide a prompt parameter.")
+		return nil, invalid("prompt", "", "You must provide a prompt parameter.")
 	}
-	var str string
+	// Each form decodes into its own variable: a failed Unmarshal may leave
+	// a partial value behind (an id array read as strings: empty ones).
 	var strs []string
-	var ids []int
 	var idss [][]int
+	var str string
+	var ids []int
+	var strs1 []string
+	var idss1 [][]int
 	switch {
 	case json.Unmarshal(raw, &str) == nil:
-	case json.Unmarshal(raw, &strs) == nil:
-		if len(strs) != 1 {
-			return nil, "", invalid("prompt", "unsupported_value", "An array of %d prompts is not supported; send one prompt per request.", len(strs))
-		}
-		str = strs[0]
+		strs = []string{str}
+	case json.Unmarshal(raw, &strs1) == nil:
+		strs = strs1
 	case json.Unmarshal(raw, &ids) == nil:
-	case json.Unmarshal(raw, &idss) == nil:
-		if len(idss) != 1 {
-			return nil, "", invalid("prompt", "unsupported_value", "An array of %d prompts is not supported; send one prompt per request.", len(idss))
-		}
-		ids = idss[0]
+		idss = [][]int{ids}
+	case json.Unmarshal(raw, &idss1) == nil:
+		idss = idss1
 	default:
-		return nil, "", invalid("prompt", "", "Invalid type for 'prompt': expected a string, an array of strings, an array of integers, or an array of integer arrays.")
+		return nil, invalid("prompt", "", "Invalid type for 'prompt': expected a string, an array of strings, an array of integers, or an array of integer arrays.")
 	}
-	if ids != nil {
-		vocab := s.cfg.Tokenizer.VocabSize()
+	count := len(strs) + len(idss)
+	switch {
+	case count == 0:
+		return nil, invalid("prompt", "", "Invalid 'prompt': empty array. Expected at least one prompt.")
+	case count > maxPrompts:
+		return nil, invalid("prompt", "array_above_max_length", "Invalid 'prompt': %d prompts; at most %d are served in one request.", count, maxPrompts)
+	case count*n > maxBatchChoices:
+		return nil, invalid("n", "unsupported_value", "%d prompts with n = %d make %d choices; at most %d are served in one request.", count, n, count*n, maxBatchChoices)
+	}
+	prompts := make([]jobPrompt, 0, count)
+	vocab := s.cfg.Tokenizer.VocabSize()
+	for k, ids := range idss {
+		if len(ids) == 0 {
+			return nil, invalid("prompt", "", "Prompt %d is empty.", k)
+		}
 		for i, t := range ids {
 			if t < 0 || t >= vocab {
-				return nil, "", invalid("prompt", "invalid_value", "Invalid token id %d at prompt index %d: the vocabulary has %d tokens.", t, i, vocab)
+				return nil, invalid("prompt", "invalid_value", "Invalid token id %d at index %d of prompt %d: the vocabulary has %d tokens.", t, i, k, vocab)
 			}
 		}
-		return ids, s.cfg.Tokenizer.DecodeWith(ids, tokenizer.DecodeOptions{SkipSpecial: true}), nil
+		prompts = append(prompts, jobPrompt{ids: ids, text: s.cfg.Tokenizer.DecodeWith(ids, tokenizer.DecodeOptions{SkipSpecial: true})})
 	}
-	ids = s.cfg.Tokenizer.Encode(str, true)
-	if len(ids) == 0 {
-		return nil, "", invalid("prompt", "", "The prompt is empty.")
+	for k, str := range strs {
+		ids := s.cfg.Tokenizer.Encode(str, true)
+		if len(ids) == 0 {
+			return nil, invalid("prompt", "", "Prompt %d is empty.", k)
+		}
+		prompts = append(prompts, jobPrompt{ids: ids, text: str})
 	}
-	return ids, str, nil
+	return prompts, nil
 }
 
 func (s *Server) checkModel(name string) *apiError {
@@ -609,14 +664,15 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// submit queues the job's n choices, choice i with the seed plus i (each
-// is a sequence of its own; a cache that shares prefixes shares the
+// submit queues the job's choices, choice i of a prompt with the seed plus
+// i (each is a sequence of its own; a cache that shares prefixes shares the
 // prompt's packed blocks). On an error nothing stays queued.
 func (s *Server) submit(ctx context.Context, j *job) ([]*engine.Stream, error) {
-	streams := make([]*engine.Stream, j.n)
+	streams := make([]*engine.Stream, j.choices())
 	for i := range streams {
 		req := j.req
-		req.Sample.Seed += uint64(i)
+		req.Prompt = j.prompt(i)
+		req.Sample.Seed += uint64(i % j.n)
 		st, err := s.cfg.Scheduler.Submit(ctx, req)
 		if err != nil {
 			return nil, err // the caller cancels ctx, which ends the others
@@ -655,7 +711,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 	out := make([]*choiceResult, len(streams))
 	for i, st := range streams {
 		c := &choiceResult{}
-		c.text.WriteString(j.echo)
+		c.text.WriteString(j.echo(i))
 		for {
 			ch, err := st.NextChunk(ctx)
 			if err != nil {
@@ -685,7 +741,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 			return
 		}
 	}
-	u := usageOf(results)
+	u := usageOf(results, j.n)
 	s.setWriteDeadline(w)
 	if chat {
 		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.cfg.ModelName, Usage: *u, SystemFingerprint: s.cfg.Fingerprint}
@@ -704,9 +760,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 		fr := c.res.FinishReason
 		ch := textChoice{Index: i, Text: c.text.String(), FinishReason: &fr}
 		if j.logprobs {
-			ch.Logprobs = textLogprobsOf(s.cfg.Tokenizer, c.tokens, len(j.echo))
+			ch.Logprobs = textLogprobsOf(s.cfg.Tokenizer, c.tokens, len(j.echo(i)))
 			if j.echoed {
-				ch.Logprobs = promptLogprobsOf(s.cfg.Tokenizer, j.req.Prompt, c.res.PromptLogprobs).join(ch.Logprobs)
+				ch.Logprobs = promptLogprobsOf(s.cfg.Tokenizer, j.prompt(i), c.res.PromptLogprobs).join(ch.Logprobs)
 			}
 		}
 		resp.Choices = append(resp.Choices, ch)
@@ -721,10 +777,15 @@ func generationError(err error) *apiError {
 	return &apiError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("Generation failed: %v", err), Type: "server_error"}
 }
 
-// usageOf sums the choices' usage: the prompt counts once.
-func usageOf(results []engine.Result) *usage {
-	u := &usage{PromptTokens: results[0].PromptTokens, PromptTokensDetails: &tokenDetails{CachedTokens: results[0].CachedTokens}}
-	for _, r := range results {
+// usageOf sums the choices' usage, n choices a prompt: each prompt counts
+// once.
+func usageOf(results []engine.Result, n int) *usage {
+	u := &usage{PromptTokensDetails: &tokenDetails{}}
+	for i, r := range results {
+		if i%n == 0 {
+			u.PromptTokens += r.PromptTokens
+			u.PromptTokensDetails.CachedTokens += r.CachedTokens
+		}
 		u.CompletionTokens += r.CompletionTokens
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
@@ -792,10 +853,10 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 		switch {
 		case chat && !send(chatChunkOf(i, chunkDelta{Role: "assistant", Content: &empty}, nil, nil)):
 			return results
-		case !chat && j.echo != "" && !j.logprobs && !send(textChunkOf(i, j.echo, nil, nil)):
+		case !chat && j.echo(i) != "" && !j.logprobs && !send(textChunkOf(i, j.echo(i), nil, nil)):
 			return results
 		}
-		offsets[i] = len(j.echo)
+		offsets[i] = len(j.echo(i))
 	}
 	// One reader per choice; the writer sends their chunks as they come.
 	events := make(chan choiceEvent)
@@ -829,7 +890,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 		if !chat && j.echoed && j.logprobs && !echoSent[i] {
 			// The echo waits for the prompt's scores (its first chunk).
 			echoSent[i] = true
-			if !send(textChunkOf(i, j.echo, promptLogprobsOf(s.cfg.Tokenizer, j.req.Prompt, ch.Prompt), nil)) {
+			if !send(textChunkOf(i, j.echo(i), promptLogprobsOf(s.cfg.Tokenizer, j.prompt(i), ch.Prompt), nil)) {
 				return results
 			}
 		}
@@ -885,7 +946,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 		return results
 	}
 	if j.includeUsage {
-		u := usageOf(results)
+		u := usageOf(results, j.n)
 		if chat {
 			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.ModelName, SystemFingerprint: s.cfg.Fingerprint,
 				Choices: []chunkChoice{}, Usage: u})
