@@ -1,6 +1,7 @@
 // Runs the official OpenAI Node client (npm "openai") against a bitdecode
 // server: completions, chat, streams, stop sequences, every sampling
-// parameter, logprobs, n > 1, errors, 32 concurrent streams and aborts.
+// parameter, logprobs, prompt scoring (echo with logprobs), a batch of
+// prompts, n > 1, errors, 32 concurrent streams and aborts.
 // The same cases as server/compat_test.go, through the client a user runs.
 //
 //   bitdecode serve --model DIR --kv int4 --addr 127.0.0.1:8080 &
@@ -114,6 +115,26 @@ await check("completion logprobs", async () => {
   const r = await client.completions.create({ model, prompt, max_tokens: 8, temperature: 0, logprobs: 2 });
   const lp = r.choices[0].logprobs;
   assert(lp.tokens.join("").length >= 1 && lp.token_logprobs.length === 8 && lp.top_logprobs.length === 8, JSON.stringify(lp));
+});
+
+await check("prompt scoring (echo with logprobs, max_tokens 0 and 1)", async () => {
+  const scored = await client.completions.create({ model, prompt, max_tokens: 0, echo: true, logprobs: 1 });
+  const lp = scored.choices[0].logprobs;
+  const n = scored.usage.prompt_tokens;
+  assert(scored.choices[0].text === prompt && lp.tokens.length === n && lp.token_logprobs[0] === null && lp.top_logprobs[0] === null, JSON.stringify(scored.choices[0]));
+  assert(lp.token_logprobs.slice(1).every((v, i) => v <= 0 && v <= Math.max(...Object.values(lp.top_logprobs[i + 1])) + 1e-9), JSON.stringify(lp));
+  const gen = await client.completions.create({ model, prompt, max_tokens: 1, temperature: 0, echo: true, logprobs: 1 });
+  const g = gen.choices[0].logprobs;
+  assert(g.tokens.length === n + 1 && g.token_logprobs.slice(0, n).every((v, i) => v === lp.token_logprobs[i]), JSON.stringify(g));
+  return `${n} prompt tokens, sum ${lp.token_logprobs.slice(1).reduce((a, b) => a + b, 0).toFixed(3)}`;
+});
+
+await check("a batch of prompts with n = 2", async () => {
+  const prompts = [prompt, "package main\n", "// Add returns"];
+  const alone = [];
+  for (const p of prompts) alone.push((await client.completions.create({ model, prompt: p, max_tokens: 8, temperature: 0 })).choices[0].text);
+  const r = await client.completions.create({ model, prompt: prompts, max_tokens: 8, temperature: 0, n: 2 });
+  assert(r.choices.length === 6 && r.choices.every((c, k) => c.index === k && c.text === alone[Math.floor(k / 2)]), JSON.stringify(r.choices));
 });
 
 await check("n = 3", async () => {
