@@ -24,7 +24,7 @@ type benchE2EFlags struct {
 
 func addBenchE2EFlags(fs *flag.FlagSet) benchE2EFlags {
 	return benchE2EFlags{
-		modelDir: fs.String("model", "", "checkpoint directory (default: the embedded model)"),
+		modelDir: fs.String("model", "", modelHelp+" (default: the embedded model)"),
 		kvs:      fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
 		prompt:   fs.String("prompt", "func main() {", "prompt text"),
 		device:   fs.String("device", "cpu", "where the layers run: cpu, cuda, or auto"),
@@ -38,6 +38,9 @@ func runBenchE2E(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(benchCmd, stdout)
 	f := addBenchE2EFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if _, err := resolveModel(f.modelDir, stderr, false); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -47,6 +47,9 @@ func runBenchLinear(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if _, err := resolveModel(dir, stderr, false); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q", fs.Arg(0))
 	}

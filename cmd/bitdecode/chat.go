@@ -58,7 +58,7 @@ type chatFlags struct {
 
 func addChatFlags(fs *flag.FlagSet) chatFlags {
 	return chatFlags{
-		modelDir:      fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
+		modelDir:      fs.String("model", "", modelHelp),
 		kvSpec:        fs.String("kv", "int4", "KV cache format spec"),
 		device:        fs.String("device", "auto", "auto, cpu or cuda"),
 		tp:            addTPFlag(fs),
@@ -79,6 +79,9 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(chatCmd, stdout)
 	f := addChatFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if _, err := resolveModel(f.modelDir, stderr, *f.quiet); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

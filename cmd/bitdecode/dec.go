@@ -273,6 +273,9 @@ func runBenchDEC(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if _, err := resolveModel(f.modelDir, stderr, false); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q", fs.Arg(0))
 	}

@@ -106,7 +106,7 @@ type evalFlags struct {
 
 func addEvalFlags(fs *flag.FlagSet) evalFlags {
 	return evalFlags{
-		modelDir:    fs.String("model", "", "checkpoint directory"),
+		modelDir:    fs.String("model", "", modelHelp),
 		file:        fs.String("file", "", "text file to score"),
 		kvs:         fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
 		device:      fs.String("device", "auto", "auto, cpu or cuda (cuda runs the layers and the KV cache on the GPU)"),
@@ -146,6 +146,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(evalCmd, stdout)
 	f := addEvalFlags(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if _, err := resolveModel(f.modelDir, stderr, false); err != nil {
 		return err
 	}
 	if *f.modelDir == "" || *f.file == "" {

@@ -23,7 +23,9 @@ var runCmd = &command{
 	summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache",
 	help: `Loads config.json, *.safetensors and tokenizer.json from DIR (without
 --model: the embedded default model, a 2 MB Llama trained on the Go standard
-library, model/gotiny), encodes PROMPT
+library, model/gotiny; --model org/name[@revision] takes a Hugging Face Hub
+repository from the Hugging Face cache, downloading what is missing, with
+HF_TOKEN for gated models and HF_HUB_OFFLINE=1 to stay offline), encodes PROMPT
 (with the model's chat template when --chat is given), and streams the
 generated text to stdout. The KV cache is stored in the --kv format ('bitdecode
 inspect kv' explains the specs); the last line on stderr gives the prompt and
@@ -79,7 +81,7 @@ type runFlags struct {
 
 func addRunFlags(fs *flag.FlagSet) runFlags {
 	return runFlags{
-		modelDir:     fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
+		modelDir:     fs.String("model", "", modelHelp),
 		kvSpec:       fs.String("kv", "int4", "KV cache format spec"),
 		weights:      fs.String("weights", "fp16", "weight format of the linear layers (fp16, int8, int4, int3[:gptq])"),
 		calib:        fs.String("calib", "", "calibration text for a :gptq weight format"),
@@ -118,6 +120,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(runCmd, stdout)
 	f := addRunFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if _, err := resolveModel(f.modelDir, stderr, *f.quiet); err != nil {
 		return err
 	}
 	prompt, err := readPrompt(fs, *f.promptFile)

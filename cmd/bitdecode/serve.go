@@ -93,7 +93,7 @@ type serveFlags struct {
 
 func addServeFlags(fs *flag.FlagSet) serveFlags {
 	return serveFlags{
-		modelDir:       fs.String("model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)"),
+		modelDir:       fs.String("model", "", modelHelp),
 		kvSpec:         fs.String("kv", "int4", "KV cache format spec ('bitdecode inspect kv' explains them)"),
 		device:         fs.String("device", "auto", "auto, cpu or cuda"),
 		tp:             addTPFlag(fs),
@@ -142,6 +142,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	repo, err := resolveModel(f.modelDir, stderr, *f.quiet)
+	if err != nil {
+		return err
+	}
 	if fs.NArg() != 0 {
 		return usageErrorf("unexpected arguments %q", fs.Args())
 	}
@@ -177,7 +181,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("--max-seqs, --prefill-chunk and --max-queue must be positive")
 	}
 	name := *f.name
-	if name == "" && *f.modelDir != "" {
+	switch {
+	case name == "" && repo != "":
+		name = repo // as vLLM names a model served from the Hub
+	case name == "" && *f.modelDir != "":
 		name = filepath.Base(filepath.Clean(*f.modelDir))
 	}
 	logw := io.Writer(stderr)

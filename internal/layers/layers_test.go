@@ -25,6 +25,8 @@ var forbidden = map[string][]string{
 	// Formats: the bottom layer.
 	"kv": {"attn", "backend", "gpu", "model", "kvcache", "eval", "engine", "server", "tokenizer", "wq", "bench", "cmd"},
 	"wq": {"attn", "backend", "gpu", "model", "kvcache", "eval", "engine", "server", "tokenizer", "kv", "bench", "cmd"},
+	// Finding a checkpoint on the Hugging Face Hub: files and HTTP only.
+	"hub": {"kv", "wq", "attn", "backend", "gpu", "model", "kvcache", "eval", "engine", "server", "tokenizer", "bench", "cmd"},
 	// CPU attention over the formats.
 	"attn": {"backend", "gpu", "model", "kvcache", "eval", "engine", "server", "tokenizer", "bench", "cmd"},
 	// The GPU runtime and kernels know formats, never a model or what runs it.
