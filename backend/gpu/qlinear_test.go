@@ -337,7 +337,10 @@ func TestQuantLinearDEC(t *testing.T) {
 // random one (LoadRandomQuant), and for the quantized one within
 // TestQuantLinear's float64 bound, a bias added. int3 likewise (session
 // 15d: its tiled layout), except at T = 1, where the tiled weight runs
-// v6.1 and wq's v3.2 (other sums): there the bound only.
+// v6.1 and wq's v3.2 (other sums): there the bound only. int8 likewise
+// (session 16: v6.1 against v4.1 at T = 1): the same bits at T = 1 where
+// their splits agree and their slices start at the same tiles (K 4096), the
+// bound only where they do not (K 1152: v4.1 at split 4, v6.1 at 8).
 func TestQuantLinearTiled(t *testing.T) {
 	gpuBackend(t) // skips without a device
 	tb, err := gpu.Open(0, gpu.Options{})
@@ -351,16 +354,21 @@ func TestQuantLinearTiled(t *testing.T) {
 	}
 	defer wb.Close()
 	r := rand.New(rand.NewPCG(15, 9))
-	const N, K = 2100, 1152
-	w := make([]float32, N*K)
-	for i := range w {
-		w[i] = float32(0.02 * r.NormFloat64())
-	}
+	const N = 2100
 	bias := make([]float32, N)
 	for i := range bias {
 		bias[i] = float32(r.NormFloat64())
 	}
-	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
+	for _, c := range []struct {
+		e      wq.Elem
+		K      int
+		bitsT1 bool // the same bits at T = 1 too
+	}{{wq.Int4, 1152, true}, {wq.Int3, 1152, false}, {wq.Int8, 1152, false}, {wq.Int8, 4096, true}} {
+		e, K := c.e, c.K
+		w := make([]float32, N*K)
+		for i := range w {
+			w[i] = float32(0.02 * r.NormFloat64())
+		}
 		m, err := wq.Quantize(e, 128, N, K, w)
 		if err != nil {
 			t.Fatal(err)
@@ -392,8 +400,8 @@ func TestQuantLinearTiled(t *testing.T) {
 				}
 				want, got := run(wb, x, T), run(tb, x, T)
 				for i := range want {
-					if got[i] != got[i] || (e != wq.Int3 || T > 1) && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("int%d random %v T=%d: y[%d] = %g tiled, %g in wq's layout", e.Bits(), random, T, i, got[i], want[i])
+					if got[i] != got[i] || (c.bitsT1 || T > 1) && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("int%d K %d random %v T=%d: y[%d] = %g tiled, %g in wq's layout", e.Bits(), K, random, T, i, got[i], want[i])
 					}
 				}
 				if random {

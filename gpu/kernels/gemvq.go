@@ -311,6 +311,12 @@ type GEMVQ struct {
 	// backend then keeps such weights in wq's layout): a knob for A/Bs
 	// (backend/gpu's Options.GEMVQInt3V32) and tests.
 	V32Int3 bool
+	// V4Int8 keeps int8 weights on v4.1 (gemvq4.cu's gemv_q4 over wq's
+	// layout) at one row of x where v6.1 over the tiled layout would run
+	// (UsesV6; the backend then keeps such weights in wq's layout): a knob
+	// for A/Bs (backend/gpu's Options.GEMVQInt8V4) and tests
+	// (docs/perf/gemvq.md, session 16).
+	V4Int8 bool
 	// EarlyWeights makes v3's, v4's and v5's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
 	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it
