@@ -421,17 +421,17 @@ func TestQuantLinearTiled(t *testing.T) {
 	}
 }
 
-// BenchmarkQuantLinearLayout times Linear over int4 and int3 Llama-3.1-8B
-// gate/up (14336x4096) and down (4096x14336) weights, each in quantLayoutCopies
-// random copies (117 MB, cold in the H100's 50 MB L2), with the tiled
+// BenchmarkQuantLinearLayout times Linear over int4, int3 and int8
+// Llama-3.1-8B gate/up (14336x4096) and down (4096x14336) weights, each in
+// quantLayoutCopies random copies (117-240 MB, cold in the H100's 50 MB L2), with the tiled
 // layout as their only device copy (the default) and in wq's layout
 // (Options.GEMVQWQ), alternated at each format, shape and T: 1 (v6.1
-// against v5.2 for int4, against v3.2 for int3), 2, 8 and 16 (v2 over either
+// against v5.2 for int4, v3.2 for int3, v4.1 for int8), 2, 8 and 16 (v2 over either
 // layout) and 64, 512 and 2048 (a batch past the GEMV's rows, prefill chunks:
 // the dequantization to fp16, then cuBLASLt); then fp16 weights of the same
 // shapes at 64, 512 and 2048 rows (cuBLASLt; the floor of the packed ones'
-// GEMM). It reports us per Linear (docs/perf/gemvq.md, sessions 15c, 15d and
-// 15e). Run on the GPU machine:
+// GEMM). It reports us per Linear (docs/perf/gemvq.md, sessions 15c, 15d,
+// 15e and 16). Run on the GPU machine:
 //
 //	./gpu.test -test.run '^$' -test.bench QuantLinearLayout -test.count 2
 func BenchmarkQuantLinearLayout(b *testing.B) {
@@ -456,7 +456,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 		lays = append(lays, &layout{name: l.name, be: be, ws: map[quantLayoutKey][]backend.Weight{}})
 	}
 	var keys []quantLayoutKey
-	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
+	for _, e := range []wq.Elem{wq.Int4, wq.Int3, wq.Int8} {
 		for _, s := range [][2]int{{14336, 4096}, {4096, 14336}} {
 			keys = append(keys, quantLayoutKey{e, s})
 		}
