@@ -214,7 +214,8 @@ type Options struct {
 	// sums differ from theirs.
 	GEMVQV3 bool
 	// GEMVQWQ keeps int4 weights without DEC that v5 would read at one row
-	// of x (kernels.GEMVQ.UsesV5: 2048 rows or more) in wq's layout on the
+	// of x (kernels.GEMVQ.UsesV5: 2048 rows or more), and the int3 and int8
+	// ones LaunchTiled would give v6.1 (UsesV6), in wq's layout on the
 	// device. By default such a weight's only device copy is the
 	// GPU-private tiled layout (kernels.PackTiles, packed on the device at
 	// load, wq's copy freed): v6.1 (v6 with GEMVQV51) at one row of x, v2

@@ -83,6 +83,13 @@
 //        reads a lane), v5.0 int3's bits: gate/up 16.9 us against v3.2's
 //        18.8, down 15.6 against 19.3, q/o 8.4 against 9.4; the int3 step
 //        3.37-3.40 -> 3.05-3.06 ms at 1K. LaunchTiled runs it (UsesV6).
+//   v6.1 int8 (session 16) v6.1 over int8's tiled layout (int4's formula,
+//        a step of one tile): v4.1's bits where the slices start at the
+//        same tiles (the 8B shapes). Alone slower than v4.1 (gate/up 27.1
+//        us against 25.3, down 26.0 against 25.5), back to back with early
+//        loads faster (23.0 against 23.3, 86% of the ceiling; down 22.1
+//        against 23.1, 90%); the int8 step -0.02 ms at 1K, -0.04 at 32K.
+//        LaunchTiled runs it where Launch runs v4.1 (UsesV6).
 //
 // Go wrapper: gemvq.go, gemvq6.go (v6, the tiled layout, the bench's
 // forms); tests: gemvq_test.go, gemvq6_test.go; docs/perf/gemvq.md.
