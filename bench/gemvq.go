@@ -17,7 +17,7 @@ import (
 // gemvq.cu sweep.
 type GEMVQRow struct {
 	Variant    string  `json:"variant"` // NVRTC -D options, "" for the defaults
-	Version    int     `json:"version"` // 2: gemvq.cu (tensor cores), 3: gemvq3.cu (CUDA cores, T <= 2), 4: gemvq4.cu (tensor cores, T = 1), 5: its gemv_q5 (v4 fed by a cp.async ring, coalesced copies; the LEAN step, v5.2, where built, else v5.1), 6: gemv_q5 with each lane's own copies (v5.0, GEMVQ.V5Lanes), 7: gemv_q5 with session 15's step (v5.1, GEMVQ.V51), 8: v6.1 over the tiled layout (int4, int3: GEMVQ.LaunchV6)
+	Version    int     `json:"version"` // 2: gemvq.cu (tensor cores), 3: gemvq3.cu (CUDA cores, T <= 2), 4: gemvq4.cu (tensor cores, T = 1), 5: its gemv_q5 (v4 fed by a cp.async ring, coalesced copies; the LEAN step, v5.2, where built, else v5.1), 6: gemv_q5 with each lane's own copies (v5.0, GEMVQ.V5Lanes), 7: gemv_q5 with session 15's step (v5.1, GEMVQ.V51), 8: v6.1 over the tiled layout (int4, int3, int8: GEMVQ.LaunchV6)
 	Bits       int     `json:"bits"`
 	Name       string  `json:"name"`
 	N          int     `json:"n"`

@@ -13,13 +13,14 @@ import (
 	"github.com/bitdecode/bitdecode/wq"
 )
 
-// GEMVQDiagRow is one point of `bench gemvq --diag`: a form of int4
-// gemv_q5 (kernels.GEMVQDiagForms) on a shape at a split, launched once a
+// GEMVQDiagRow is one point of `bench gemvq --diag`: a form of int4 or
+// int8 gemv_q5 or gemv_q4 (kernels.GEMVQDiagForms) on a shape at a split, launched once a
 // timed region (Launches 1) or Launches times back to back on distinct
 // cold copies (US is then the time a launch), with or without early loads.
 type GEMVQDiagRow struct {
 	Variant   string  `json:"variant"` // NVRTC -D options, "" for the defaults
 	Form      string  `json:"form"`
+	Bits      int     `json:"bits"`
 	Name      string  `json:"name"`
 	N         int     `json:"n"`
 	K         int     `json:"k"`
@@ -35,10 +36,11 @@ type GEMVQDiagRow struct {
 // gemvqDiagBackToBack is how many launches a back-to-back region queues.
 const gemvqDiagBackToBack = 4
 
-// SweepGEMVQDiag times the forms of int4 gemv_q5 that tell the access
-// pattern from the fixed cost of a kernel (docs/perf/gemvq.md, session
-// 15): v5.1, its copies alone over wq's layout and over the tiled one
-// (loads, loads-tiled), and v6 (v5.1 over the tiled layout), alternated at
+// SweepGEMVQDiag times, for each code width of bits (4, 8), the forms of
+// gemv_q5 that tell the access pattern from the fixed cost of a kernel
+// (docs/perf/gemvq.md, sessions 15, 15b, 16): v5.1, its copies alone over
+// wq's layout and over the tiled one (loads, loads-tiled), v6 (v5.1 over
+// the tiled layout), v5.2 and v6.1 (LEAN) and v4.1 (gemv_q4), alternated at
 // each split, on config c's gate/up and down and on gate/up x4 (four
 // times gate/up's rows: ~117 MB), weights cold in L2; then each form
 // gemvqDiagBackToBack times back to back, with and without early loads
@@ -46,19 +48,39 @@ const gemvqDiagBackToBack = 4
 // (1: no warm-up and no back-to-back, for a profiler). Each compile-time
 // variant (space-separated NAME=VALUE knobs of gemvq4.cu, "" the
 // defaults) is timed beside the others at each point.
-func SweepGEMVQDiag(c *model.Config, variants []string, shapes0 []string, splits []int, runs int, progress io.Writer) ([]GEMVQDiagRow, error) {
+func SweepGEMVQDiag(c *model.Config, variants []string, bits []int, shapes0 []string, splits []int, runs int, progress io.Writer) ([]GEMVQDiagRow, error) {
+	for _, b := range bits {
+		if !kernels.GEMVQDiagBits(b) {
+			return nil, fmt.Errorf("bench: gemvq diag: no forms for int%d (int4, int8)", b)
+		}
+	}
 	dev, bw, err := openProbed("gemvq diag", progress)
 	if err != nil {
 		return nil, err
 	}
 	defer dev.Close()
+	var rows []GEMVQDiagRow
+	for _, b := range bits {
+		r, err := sweepGEMVQDiag(dev, bw, c, variants, b, shapes0, splits, runs, progress)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r...)
+	}
+	return rows, nil
+}
+
+// sweepGEMVQDiag is SweepGEMVQDiag for one code width on an open device.
+func sweepGEMVQDiag(dev *cuda.Device, bw cuda.Bandwidth, c *model.Config, variants []string, bits int, shapes0 []string, splits []int, runs int,
+	progress io.Writer) ([]GEMVQDiagRow, error) {
+	var err error
 	mods := make([]*kernels.GEMVQDiag, len(variants))
 	for i, v := range variants {
 		var opts []string
 		for _, f := range strings.Fields(v) {
 			opts = append(opts, "-D"+f)
 		}
-		if mods[i], err = kernels.LoadGEMVQDiag(dev, opts...); err != nil {
+		if mods[i], err = kernels.LoadGEMVQDiag(dev, bits, opts...); err != nil {
 			return nil, fmt.Errorf("bench: gemvq diag variant %q: %w", v, err)
 		}
 	}
@@ -78,7 +100,7 @@ func SweepGEMVQDiag(c *model.Config, variants []string, shapes0 []string, splits
 	err = dev.Do(func(x *cuda.Ctx) error {
 		st := dev.Stream()
 		for _, sh := range shapes {
-			bufs, bytes, free, err := uploadDiag(x, sh.N/sh.x, sh.K, sh.x)
+			bufs, bytes, free, err := uploadDiag(x, bits, sh.N/sh.x, sh.K, sh.x)
 			if err != nil {
 				return err
 			}
@@ -101,11 +123,11 @@ func SweepGEMVQDiag(c *model.Config, variants []string, shapes0 []string, splits
 				if err != nil {
 					return err
 				}
-				r := GEMVQDiagRow{Variant: variants[vi], Form: kernels.GEMVQDiagForms[f], Name: sh.name, N: sh.N, K: sh.K, Split: s, Launches: launches, Early: early,
+				r := GEMVQDiagRow{Variant: variants[vi], Form: kernels.GEMVQDiagForms[f], Bits: bits, Name: sh.name, N: sh.N, K: sh.K, Split: s, Launches: launches, Early: early,
 					US: us, GBps: float64(bytes) / us / 1e3, Registers: fi.Registers}
 				r.OfCeiling = r.GBps / bw.GBps
-				fmt.Fprintf(progress, "gemvq diag %-11s [%s] int4 %-10s %5dx%-5d S=%d x%d early=%-5v: %6.1f us %5.0f GB/s %3.0f%% regs %d\n",
-					r.Form, r.Variant, sh.name, sh.N, sh.K, s, launches, early, us, r.GBps, 100*r.OfCeiling, fi.Registers)
+				fmt.Fprintf(progress, "gemvq diag %-11s [%s] int%d %-10s %5dx%-5d S=%d x%d early=%-5v: %6.1f us %5.0f GB/s %3.0f%% regs %d\n",
+					r.Form, r.Variant, bits, sh.name, sh.N, sh.K, s, launches, early, us, r.GBps, 100*r.OfCeiling, fi.Registers)
 				rows = append(rows, r)
 				return nil
 			}
@@ -157,22 +179,22 @@ type diagShape struct {
 // diagBufs are the cold copies of one layout of a weight.
 type diagBufs struct{ words, params []cuda.DevicePtr }
 
-// uploadDiag quantizes a random N(0, 0.02²) [N, K] int4 matrix with groups
-// of 128, stacks x copies of it ([x·N, K]) and uploads coldCopies copies
+// uploadDiag quantizes a random N(0, 0.02²) [N, K] int-bits matrix (int4,
+// int8) with groups of 128, stacks x copies of it ([x·N, K]) and uploads coldCopies copies
 // in wq's layout (bufs[false]) and in the tiled one (bufs[true],
 // kernels.PackTiles); bytes is the stacked matrix's (wq's accounting).
-func uploadDiag(c *cuda.Ctx, N, K, x int) (bufs map[bool]diagBufs, bytes int64, free func(), err error) {
+func uploadDiag(c *cuda.Ctx, bits, N, K, x int) (bufs map[bool]diagBufs, bytes int64, free func(), err error) {
 	r := rand.New(rand.NewPCG(uint64(N), uint64(K)))
 	w := make([]float32, N*K)
 	for i := range w {
 		w[i] = float32(0.02 * r.NormFloat64())
 	}
-	m, err := wq.Quantize(wq.Int4, 128, N, K, w)
+	m, err := wq.Quantize(map[int]wq.Elem{4: wq.Int4, 8: wq.Int8}[bits], 128, N, K, w)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	words, params := slices.Repeat(m.Words, x), slices.Repeat(m.Params, x)
-	tw, tp, err := kernels.PackTiles(4, x*N, K, 128, words, params)
+	tw, tp, err := kernels.PackTiles(bits, x*N, K, 128, words, params)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -71,8 +71,9 @@
 // # Low-bit weights and DEC
 //
 // LoadQuantWeight keeps int4 and int8 matrices packed (wq's layout; int4
-// matrices of 2048+ rows without DEC in a GPU-private tiled layout
-// instead, their only device copy: qlinear.go tiledLayout, Options.GEMVQWQ):
+// and int8 matrices of 2048+ rows without DEC in a GPU-private tiled layout
+// instead, their only device copy: qlinear.go tiledLayout, Options.GEMVQWQ,
+// Options.GEMVQInt8V4):
 // decode-sized batches run gpu/kernels/gemvq.cu, prefill dequantizes to
 // fp16 and multiplies with cuBLASLt; int3 and fp16 matrices are dequantized
 // to fp16 at load. A DEC residual (wq.DEC: Rᵀ [K, N] in int4, int8 or fp16)

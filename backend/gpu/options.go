@@ -93,6 +93,10 @@ const (
 	// layout and gemvq3.cu's v3.2 at one row of x instead of the tiled
 	// layout and v6.1 (comparisons; other sums).
 	EnvGEMVQInt3V32 = "BITDECODE_GEMVQ_INT3_V32"
+	// EnvGEMVQInt8V4 is Options.GEMVQInt8V4: int8 weights keep wq's layout
+	// and gemvq4.cu's v4.1 at one row of x instead of the tiled layout and
+	// v6.1 (comparisons; the same bits on the 8B shapes).
+	EnvGEMVQInt8V4 = "BITDECODE_GEMVQ_INT8_V4"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -210,7 +214,8 @@ type Options struct {
 	// sums differ from theirs.
 	GEMVQV3 bool
 	// GEMVQWQ keeps int4 weights without DEC that v5 would read at one row
-	// of x (kernels.GEMVQ.UsesV5: 2048 rows or more) in wq's layout on the
+	// of x (kernels.GEMVQ.UsesV5: 2048 rows or more), and the int3 and int8
+	// ones LaunchTiled would give v6.1 (UsesV6), in wq's layout on the
 	// device. By default such a weight's only device copy is the
 	// GPU-private tiled layout (kernels.PackTiles, packed on the device at
 	// load, wq's copy freed): v6.1 (v6 with GEMVQV51) at one row of x, v2
@@ -233,6 +238,15 @@ type Options struct {
 	// tiled dequantization for prefill (docs/perf/gemvq.md, session 15d).
 	// kernels.GEMVQ.V32Int3; a knob for A/Bs and tests.
 	GEMVQInt3V32 bool
+	// GEMVQInt8V4 keeps int8 weights without DEC that v6.1 would read at
+	// one row of x (kernels.GEMVQ.UsesV6: where v4.1 reads them, 2048 rows
+	// or more) in wq's layout, read by gemvq4.cu's v4.1 at one row as
+	// before session 16. By default such a weight's only device copy is
+	// the int8 tiled layout (as int4's and int3's, GEMVQWQ): v6.1 at one
+	// row, v2 over it at 2-16 rows, the tiled dequantization for prefill
+	// (docs/perf/gemvq.md, session 16). kernels.GEMVQ.V4Int8; a knob for
+	// A/Bs and tests.
+	GEMVQInt8V4 bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -274,7 +288,8 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
-		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32}} {
+		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
+		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

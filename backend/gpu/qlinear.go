@@ -255,8 +255,9 @@ func (b *Backend) loadQuantBase(name string, m *wq.Matrix, plain bool) (backend.
 // of G is stored on the device in the tiled layout only
 // (kernels.PackTiles): without DEC (plain), unless Options.GEMVQWQ, where
 // LaunchTiled would run v6.1 at one row of x (g.UsesV6: int4 where Launch
-// runs v5, and int3 (session 15d, not under Options.GEMVQInt3V32), of 2048
-// rows or more, groups of 128·2^k; not under Options.GEMVQV2 or GEMVQV3,
+// runs v5, int3 (session 15d, not under Options.GEMVQInt3V32) and int8
+// where Launch runs v4.1 (session 16, not under Options.GEMVQInt8V4), of
+// 2048 rows or more, groups of 128·2^k; not under Options.GEMVQV2 or GEMVQV3,
 // whose v2 and v3 routes Launch keeps over wq's layout). Every
 // kernel such a weight meets then has a tiled form (kernels.GEMVQ's
 // LaunchTiled, DequantTiled); DEC's kernels read wq's layout only.
@@ -586,7 +587,7 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 			// v3's and v4's first codes load before their dependency
 			// wait: the backend writes packed weights once, at load.
 			b.gemvq.V2, b.gemvq.V3, b.gemvq.V51, b.gemvq.EarlyWeights = b.opts.GEMVQV2, b.opts.GEMVQV3, b.opts.GEMVQV51, true
-			b.gemvq.V32Int3 = b.opts.GEMVQInt3V32
+			b.gemvq.V32Int3, b.gemvq.V4Int8 = b.opts.GEMVQInt3V32, b.opts.GEMVQInt8V4
 		}
 	})
 	return b.gemvq, b.gemvqErr

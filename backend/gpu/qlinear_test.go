@@ -337,7 +337,10 @@ func TestQuantLinearDEC(t *testing.T) {
 // random one (LoadRandomQuant), and for the quantized one within
 // TestQuantLinear's float64 bound, a bias added. int3 likewise (session
 // 15d: its tiled layout), except at T = 1, where the tiled weight runs
-// v6.1 and wq's v3.2 (other sums): there the bound only.
+// v6.1 and wq's v3.2 (other sums): there the bound only. int8 likewise
+// (session 16: v6.1 against v4.1 at T = 1): the same bits at T = 1 where
+// their splits agree and their slices start at the same tiles (K 4096), the
+// bound only where they do not (K 1152: v4.1 at split 4, v6.1 at 8).
 func TestQuantLinearTiled(t *testing.T) {
 	gpuBackend(t) // skips without a device
 	tb, err := gpu.Open(0, gpu.Options{})
@@ -351,16 +354,21 @@ func TestQuantLinearTiled(t *testing.T) {
 	}
 	defer wb.Close()
 	r := rand.New(rand.NewPCG(15, 9))
-	const N, K = 2100, 1152
-	w := make([]float32, N*K)
-	for i := range w {
-		w[i] = float32(0.02 * r.NormFloat64())
-	}
+	const N = 2100
 	bias := make([]float32, N)
 	for i := range bias {
 		bias[i] = float32(r.NormFloat64())
 	}
-	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
+	for _, c := range []struct {
+		e      wq.Elem
+		K      int
+		bitsT1 bool // the same bits at T = 1 too
+	}{{wq.Int4, 1152, true}, {wq.Int3, 1152, false}, {wq.Int8, 1152, false}, {wq.Int8, 4096, true}} {
+		e, K := c.e, c.K
+		w := make([]float32, N*K)
+		for i := range w {
+			w[i] = float32(0.02 * r.NormFloat64())
+		}
 		m, err := wq.Quantize(e, 128, N, K, w)
 		if err != nil {
 			t.Fatal(err)
@@ -392,8 +400,8 @@ func TestQuantLinearTiled(t *testing.T) {
 				}
 				want, got := run(wb, x, T), run(tb, x, T)
 				for i := range want {
-					if got[i] != got[i] || (e != wq.Int3 || T > 1) && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("int%d random %v T=%d: y[%d] = %g tiled, %g in wq's layout", e.Bits(), random, T, i, got[i], want[i])
+					if got[i] != got[i] || (c.bitsT1 || T > 1) && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("int%d K %d random %v T=%d: y[%d] = %g tiled, %g in wq's layout", e.Bits(), K, random, T, i, got[i], want[i])
 					}
 				}
 				if random {
@@ -413,17 +421,17 @@ func TestQuantLinearTiled(t *testing.T) {
 	}
 }
 
-// BenchmarkQuantLinearLayout times Linear over int4 and int3 Llama-3.1-8B
-// gate/up (14336x4096) and down (4096x14336) weights, each in quantLayoutCopies
-// random copies (117 MB, cold in the H100's 50 MB L2), with the tiled
+// BenchmarkQuantLinearLayout times Linear over int4, int3 and int8
+// Llama-3.1-8B gate/up (14336x4096) and down (4096x14336) weights, each in
+// quantLayoutCopies random copies (117-240 MB, cold in the H100's 50 MB L2), with the tiled
 // layout as their only device copy (the default) and in wq's layout
 // (Options.GEMVQWQ), alternated at each format, shape and T: 1 (v6.1
-// against v5.2 for int4, against v3.2 for int3), 2, 8 and 16 (v2 over either
+// against v5.2 for int4, v3.2 for int3, v4.1 for int8), 2, 8 and 16 (v2 over either
 // layout) and 64, 512 and 2048 (a batch past the GEMV's rows, prefill chunks:
 // the dequantization to fp16, then cuBLASLt); then fp16 weights of the same
 // shapes at 64, 512 and 2048 rows (cuBLASLt; the floor of the packed ones'
-// GEMM). It reports us per Linear (docs/perf/gemvq.md, sessions 15c, 15d and
-// 15e). Run on the GPU machine:
+// GEMM). It reports us per Linear (docs/perf/gemvq.md, sessions 15c, 15d,
+// 15e and 16). Run on the GPU machine:
 //
 //	./gpu.test -test.run '^$' -test.bench QuantLinearLayout -test.count 2
 func BenchmarkQuantLinearLayout(b *testing.B) {
@@ -448,7 +456,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 		lays = append(lays, &layout{name: l.name, be: be, ws: map[quantLayoutKey][]backend.Weight{}})
 	}
 	var keys []quantLayoutKey
-	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
+	for _, e := range []wq.Elem{wq.Int4, wq.Int3, wq.Int8} {
 		for _, s := range [][2]int{{14336, 4096}, {4096, 14336}} {
 			keys = append(keys, quantLayoutKey{e, s})
 		}

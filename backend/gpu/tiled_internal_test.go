@@ -18,9 +18,10 @@ import (
 // TestTiledLayoutRouting checks without a GPU which packed weights are
 // stored in the tiled layout only: int4 without DEC where Launch runs v5
 // at one row of x (2033+ rows, that is 128 row groups of 16; groups of
-// 128·2^k), int3 likewise where LaunchTiled runs v6.1 (session 15d),
-// unless Options.GEMVQWQ, GEMVQV2 or GEMVQV3 (whose one-row routes read
-// wq's layout), or for int3 GEMVQInt3V32.
+// 128·2^k), int3 likewise where LaunchTiled runs v6.1 (session 15d), int8
+// where Launch runs v4.1 (session 16), unless Options.GEMVQWQ, GEMVQV2 or
+// GEMVQV3 (whose one-row routes read wq's layout), or for int3
+// GEMVQInt3V32, for int8 GEMVQInt8V4.
 func TestTiledLayoutRouting(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -39,7 +40,19 @@ func TestTiledLayoutRouting(t *testing.T) {
 		{"int4 with DEC", Options{}, 4, 14336, 4096, 128, false, false},
 		{"int4 G64", Options{}, 4, 4096, 4096, 64, true, false},
 		{"int4 G384", Options{}, 4, 4096, 4608, 384, true, false},
-		{"int8", Options{}, 8, 14336, 4096, 128, true, false},
+		{"int8 gate/up", Options{}, 8, 14336, 4096, 128, true, true},
+		{"int8 down", Options{}, 8, 4096, 14336, 128, true, true},
+		{"int8 q/o", Options{}, 8, 4096, 4096, 128, true, true},
+		{"int8 128 row groups", Options{}, 8, 2033, 1152, 128, true, true},
+		{"int8 127 row groups", Options{}, 8, 2032, 1152, 128, true, false},
+		{"int8 k/v", Options{}, 8, 1024, 4096, 128, true, false},
+		{"int8 with DEC", Options{}, 8, 14336, 4096, 128, false, false},
+		{"int8 G64", Options{}, 8, 4096, 4096, 64, true, false},
+		{"int8 GEMVQInt8V4", Options{GEMVQInt8V4: true}, 8, 14336, 4096, 128, true, false},
+		{"int4 GEMVQInt8V4", Options{GEMVQInt8V4: true}, 4, 14336, 4096, 128, true, true},
+		{"int8 GEMVQWQ", Options{GEMVQWQ: true}, 8, 14336, 4096, 128, true, false},
+		{"int8 GEMVQV2", Options{GEMVQV2: true}, 8, 14336, 4096, 128, true, false},
+		{"int8 GEMVQV3", Options{GEMVQV3: true}, 8, 14336, 4096, 128, true, false},
 		{"int3 gate/up", Options{}, 3, 14336, 4096, 128, true, true},
 		{"int3 down", Options{}, 3, 4096, 14336, 128, true, true},
 		{"int3 127 row groups", Options{}, 3, 2032, 1152, 128, true, false},
@@ -55,7 +68,7 @@ func TestTiledLayoutRouting(t *testing.T) {
 	} {
 		// quantKernels' knobs from the options, on a GEMVQ with no device
 		// (UsesV5 and ReadsV6 read only them and the shape).
-		g := &kernels.GEMVQ{V2: c.o.GEMVQV2, V3: c.o.GEMVQV3, V32Int3: c.o.GEMVQInt3V32}
+		g := &kernels.GEMVQ{V2: c.o.GEMVQV2, V3: c.o.GEMVQV3, V32Int3: c.o.GEMVQInt3V32, V4Int8: c.o.GEMVQInt8V4}
 		if got := tiledLayout(&c.o, g, c.bits, c.N, c.K, c.G, c.plain); got != c.want {
 			t.Errorf("%s: tiledLayout(int%d [%d, %d] G%d, plain %v) = %v, want %v", c.name, c.bits, c.N, c.K, c.G, c.plain, got, c.want)
 		}
@@ -89,6 +102,15 @@ func TestTiledLayoutBytes(t *testing.T) {
 			t.Fatalf("int3 [%d, %d]: tiled %d bytes, wq's layout %d, want %d both", s.N, s.K, tiled, plain, s.N*s.K*3/8+4*s.N*(s.K/128))
 		}
 	}
+	// int8 (session 16): the same bytes as wq's on the 8B shapes, and with
+	// a partial row group only its rows' padding (a step is one tile).
+	for _, s := range []struct{ N, K int }{{4096, 4096}, {14336, 4096}, {4096, 14336}, {2050, 1152}} {
+		tiled, plain := quantBytes(true, 8, s.N, s.K, 128), quantBytes(false, 8, s.N, s.K, 128)
+		rows := (s.N + 15) / 16 * 16
+		if want := rows*s.K + 4*rows*(s.K/128); tiled != want || plain != s.N*s.K+4*s.N*(s.K/128) {
+			t.Fatalf("int8 [%d, %d]: tiled %d bytes, wq's layout %d, want %d and %d", s.N, s.K, tiled, plain, want, s.N*s.K+4*s.N*(s.K/128))
+		}
+	}
 	// 2050 rows (a partial row group) and K 1152 (9 tiles: a half step).
 	const N, K = 2050, 1152
 	tw, tp, err := kernels.PackTiles(4, N, K, 128, make([]uint32, N*K/8), make([]uint16, 2*N*(K/128)))
@@ -103,8 +125,8 @@ func TestTiledLayoutBytes(t *testing.T) {
 	}
 }
 
-// TestTiledOnlyCopy loads int4 weights on the GPU and checks which copies
-// they keep (DEC needs N a multiple of 128): 2048+ rows without DEC (LoadQuantWeight, LoadRandomQuant)
+// TestTiledOnlyCopy loads int4 (and int8, session 16) weights on the GPU
+// and checks which copies they keep (DEC needs N a multiple of 128): 2048+ rows without DEC (LoadQuantWeight, LoadRandomQuant)
 // the tiled one only; fewer rows, DEC or Options.GEMVQWQ wq's only.
 func TestTiledOnlyCopy(t *testing.T) {
 	open := func(o Options) *Backend {
@@ -120,17 +142,18 @@ func TestTiledOnlyCopy(t *testing.T) {
 	}
 	b, bwq := open(Options{}), open(Options{GEMVQWQ: true})
 	r := rand.New(rand.NewPCG(15, 3))
-	quant := func(N, K int) *wq.Matrix {
+	quantElem := func(e wq.Elem, N, K int) *wq.Matrix {
 		w := make([]float32, N*K)
 		for i := range w {
 			w[i] = float32(0.02 * r.NormFloat64())
 		}
-		m, err := wq.Quantize(wq.Int4, 128, N, K, w)
+		m, err := wq.Quantize(e, 128, N, K, w)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
+	quant := func(N, K int) *wq.Matrix { return quantElem(wq.Int4, N, K) }
 	big, small := quant(2176, 1152), quant(1000, 1152)
 	res, err := wq.NewResidual(make([]float32, 2176*1152), big, wq.Int4)
 	if err != nil {
@@ -163,6 +186,21 @@ func TestTiledOnlyCopy(t *testing.T) {
 	check("2176 rows random with DEC", b, random(2176, wq.DEC{KChunk: 8}), false)
 	check("2176 rows, GEMVQWQ", bwq, loadQ(big, nil), false)
 	check("2176 rows random, GEMVQWQ", bwq, random(2176, wq.DEC{}), false)
+	// int8 (session 16): tiled where Launch runs v4.1, wq's layout under
+	// Options.GEMVQInt8V4.
+	b8 := open(Options{GEMVQInt8V4: true})
+	big8 := quantElem(wq.Int8, 2176, 1152)
+	random8 := func(N int) func(*Backend) (backend.Weight, error) {
+		return func(be *Backend) (backend.Weight, error) {
+			return be.LoadRandomQuant("w", []int{N, 1152}, wq.Int8, 128, 5, wq.DEC{})
+		}
+	}
+	check("int8 2176 rows", b, loadQ(big8, nil), true)
+	check("int8 2176 rows random", b, random8(2176), true)
+	check("int8 1000 rows", b, loadQ(quantElem(wq.Int8, 1000, 1152), nil), false)
+	check("int8 2176 rows, GEMVQWQ", bwq, loadQ(big8, nil), false)
+	check("int8 2176 rows, GEMVQInt8V4", b8, loadQ(big8, nil), false)
+	check("int8 2176 rows random, GEMVQInt8V4", b8, random8(2176), false)
 }
 
 // quantBytes returns the device bytes of a packed int-bits [N, K] weight

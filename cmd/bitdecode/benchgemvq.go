@@ -13,7 +13,7 @@ import (
 
 // benchGEMVQHelp is the help of 'bitdecode bench gemvq'.
 const benchGEMVQHelp = `usage: bitdecode bench gemvq [--preset NAME] [--rows T] [--bits 4,3,8] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
-       bitdecode bench gemvq --diag [--diag-runs N] [--preset NAME] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
+       bitdecode bench gemvq --diag [--diag-runs N] [--bits 4,8] [--preset NAME] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
 
 Times gemvq.cu (v2), at 1-2 rows gemvq3.cu (v3) and at one row gemvq4.cu
 (v4), the decode GEMVs over packed low-bit weights, on the linear-layer
@@ -25,14 +25,16 @@ GEMVQ4_MIN_BLOCKS), variants are
 separated by ';', and "" is the defaults. Each line gives the time, GB/s on
 the packed bytes, the fraction of the read ceiling, and the kernel's
 registers and local (spill) bytes. At one row, v8 is v6.1 (gemv_q5's LEAN
-step) over each cold copy's tiled layout, packed on the device (int4 and
-int3; int3's since session 15d). A tool for kernel work (docs/perf).
+step) over each cold copy's tiled layout, packed on the device (int4,
+int3 since session 15d, int8 since session 16). A tool for kernel work
+(docs/perf).
 
---diag times instead the int4 forms of gemvq4.cu's gemv_q5 that tell the
-access pattern from a kernel's fixed cost (docs/perf/gemvq.md, session
-15): v5.1, its copies alone over wq's layout and over the tiled one, v6
-(v5.1 over the tiled layout), and v5.2 and v6.1 (their LEAN step, session
-15b), on gate/up, down and "gate/up x4" (four
+--diag times instead the int4 (or, with --bits 8, int8) forms of
+gemvq4.cu's gemv_q5 that tell the access pattern from a kernel's fixed
+cost (docs/perf/gemvq.md, sessions 15 and 16): v5.1, its copies alone
+over wq's layout and over the tiled one, v6 (v5.1 over the tiled layout),
+v5.2 and v6.1 (their LEAN step, session 15b), and v4.1 (gemv_q4, int8's
+route before session 16), on gate/up, down and "gate/up x4" (four
 times gate/up's rows), one launch a timed region and four back to back
 (with and without early loads), for each variant of gemvq4.cu's knobs
 (GEMVQ5_STAGES, GEMVQ5_MIN_BLOCKS). --diag-runs 1 runs each point once, with
@@ -53,7 +55,7 @@ func runBenchGEMVQ(args []string, stdout, stderr io.Writer) error {
 	shapes := fs.String("shapes", "", "comma-separated layer names to keep (q/o proj, k/v proj, gate/up, down); empty: all")
 	splitsFlag := fs.String("splits", "", "comma-separated warps per CTA to time (1, 2, 4, 8, 16); empty: all")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to this file")
-	diag := fs.Bool("diag", false, "time the int4 gemv_q5 forms that tell the access pattern from the fixed cost")
+	diag := fs.Bool("diag", false, "time the gemv_q5 forms (int4, int8) that tell the access pattern from the fixed cost")
 	diagRuns := fs.Int("diag-runs", 20, "with --diag: timed runs of each point (1: once, no warm-up, for a profiler)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -98,7 +100,7 @@ func runBenchGEMVQ(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *diag {
-		out, err := bench.SweepGEMVQDiag(mc, strings.Split(*variants, ";"), shapeList, splits, *diagRuns, stdout)
+		out, err := bench.SweepGEMVQDiag(mc, strings.Split(*variants, ";"), bits, shapeList, splits, *diagRuns, stdout)
 		if err != nil {
 			return err
 		}

@@ -214,16 +214,17 @@ __device__ __forceinline__ void codesSpan(u32 (&out)[16], const Span<BITS>& s) {
 }
 
 // The tiled layout (gemvq4.cu "The tiled layout", gemvq6.go PackTiles;
-// int4 and int3): a row group of kRows rows is cut into steps of kTiledLine
-// words of each row (two tiles of 128 channels: 32 words of int4, 24 of
-// int3), stored block after block. int4: word kw of row n sits at
+// int4, int3 and int8): a row group of kRows rows is cut into steps of
+// kTiledLine words of each row (a ring step of v6.1: two tiles of 128
+// channels, 32 words of int4, 24 of int3; one tile of int8, 32 words,
+// session 16), stored block after block. int4 and int8: word kw of row n sits at
 // ((n/kRows·steps + kw/32)·kRows + n%kRows)·32 + kw%32, steps =
 // ceil(rowWords/32). int3 (session 15d): a block's 384 words are v6.1's
 // lanes' reads in order, lane (g, c) (g = n%8, c = kw%12/3) at 12·(4g + c),
 // then tile u = kw%24/12, row half r = n%16/8, word i = kw%3 at 6u + 3r + i,
 // so a span's 3 words stay contiguous and each lane's 12 words of a step are
 // three 16-byte units. The params are [row group][group][kRows] (scale,
-// zero) pairs for both. The TILED forms of v2 and the dequantization read
+// zero) pairs for all three. The TILED forms of v2 and the dequantization read
 // it with the same operations in the same order as over wq's layout: only
 // the addresses differ, so they give the same bits.
 template <int BITS>
@@ -280,13 +281,13 @@ constexpr int kXStride = 64 + 4;
 // and its epilogue follows dec.cu's protocol (part_load at the start of
 // the warp's last batch, part_ready voted over the CTA, tile_value, then
 // tile_close). TILED: words and params in the tiled layout (above; int4 or int3,
-// not FUSED): the same operations over other addresses.
+// not FUSED; int8 since session 16): the same operations over other addresses.
 template <int NT, int BITS, int S, bool FUSED = false, bool TILED = false>
 __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                      const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G, int cta,
                                      const FusedArgs* fa = nullptr) {
   static_assert(!FUSED || S > 1, "the fused epilogue is the split-K one");
-  static_assert(!TILED || (!FUSED && (BITS == 4 || BITS == 3)), "the tiled layout is int4's and int3's, without DEC");
+  static_assert(!TILED || !FUSED, "the tiled layout is read without DEC");
   constexpr int U = kUnroll<BITS>;
   // fold: with groups of whole tiles (G a multiple of 128), a tile's codes
   // share one (scale, zero) per row, so the tensor cores multiply the exact
@@ -521,7 +522,7 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const u32* __r
 }
 
 // gemv_q: grid (ceil(N/16)), block 32·S. NT n-tiles of 8 tokens (T <= 8·NT).
-// TILED: words and params in the tiled layout (int4, int3; the same bits).
+// TILED: words and params in the tiled layout (int4, int3, int8; the same bits).
 template <int NT, int BITS, int S, bool TILED = false>
 __global__ void __launch_bounds__(32 * S, minBlocks(S)) gemv_q(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params,
                                                                const float* __restrict__ bias, float* __restrict__ y, int T, int N, int K, int G) {
@@ -569,7 +570,7 @@ constexpr int kDequantStage = 5;
 
 // dequant_q writes Ŵ in fp16 ([N][K], wq's float32 ŵ rounded to nearest) for
 // prefill: one thread per 32-channel span. TILED: words and params in the
-// tiled layout (int4, int3; the same bits, the same writes). Session 15e:
+// tiled layout (int4, int3, int8; the same bits, the same writes). Session 15e:
 // each thread stages its 32 halves in shared memory and the CTA writes its
 // contiguous 16 KB of Ŵ as coalesced 16-byte stores; SCALAR keeps the
 // earlier form (each thread's 32 two-byte stores straight to memory, a
@@ -579,7 +580,6 @@ constexpr int kDequantStage = 5;
 template <int BITS, bool TILED = false, bool SCALAR = false>
 __global__ void __launch_bounds__(kDequantThreads) dequant_q(const u32* __restrict__ words, const u16* __restrict__ params,
                                                              u16* __restrict__ out, int N, int K, int G) {
-  static_assert(!TILED || BITS == 4 || BITS == 3, "the tiled layout is int4's and int3's");
   __shared__ uint4 stage[SCALAR ? 1 : kDequantThreads * kDequantStage];
   const long long i0 = (long long)blockIdx.x * kDequantThreads, i = i0 + threadIdx.x;
   const int spans = K / kSpan;

@@ -165,7 +165,9 @@ const gemvq4MinGroups = 128
 // v3.2's 28.8, down 25.4 against 26.6, q/o 11.6 both; int4 gate/up 19.9
 // against 19.1 and the B = 1 step with int4 weights 3.56 ms against 3.45,
 // int3 slower on every shape (gate/up 22.5 against 18.7) and in the step
-// (3.76-3.83 ms against 3.40-3.42).
+// (3.76-3.83 ms against 3.40-3.42). Since session 16 the backend stores
+// such int8 weights in the tiled layout, which LaunchTiled reads with v6.1
+// (UsesV6; the same bits on the 8B shapes), unless V4Int8.
 const gemvq4AutoBits = 8
 
 // gemvq5AutoBits are the code widths Launch gives to v5 (UsesV5): int4.
@@ -311,6 +313,12 @@ type GEMVQ struct {
 	// backend then keeps such weights in wq's layout): a knob for A/Bs
 	// (backend/gpu's Options.GEMVQInt3V32) and tests.
 	V32Int3 bool
+	// V4Int8 keeps int8 weights on v4.1 (gemvq4.cu's gemv_q4 over wq's
+	// layout) at one row of x where v6.1 over the tiled layout would run
+	// (UsesV6; the backend then keeps such weights in wq's layout): a knob
+	// for A/Bs (backend/gpu's Options.GEMVQInt8V4) and tests
+	// (docs/perf/gemvq.md, session 16).
+	V4Int8 bool
 	// EarlyWeights makes v3's, v4's and v5's lanes load their first step of codes and
 	// params before the kernel waits for the one ahead of it on the stream
 	// (gemvq3.cu is GridDependent), as gemv.cu's GEMV.EarlyWeights. Set it

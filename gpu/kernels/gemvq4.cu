@@ -83,6 +83,13 @@
 //        reads a lane), v5.0 int3's bits: gate/up 16.9 us against v3.2's
 //        18.8, down 15.6 against 19.3, q/o 8.4 against 9.4; the int3 step
 //        3.37-3.40 -> 3.05-3.06 ms at 1K. LaunchTiled runs it (UsesV6).
+//   v6.1 int8 (session 16) v6.1 over int8's tiled layout (int4's formula,
+//        a step of one tile): v4.1's bits where the slices start at the
+//        same tiles (the 8B shapes). Alone slower than v4.1 (gate/up 27.1
+//        us against 25.3, down 26.0 against 25.5), back to back with early
+//        loads faster (23.0 against 23.3, 86% of the ceiling; down 22.1
+//        against 23.1, 90%); the int8 step -0.02 ms at 1K, -0.04 at 32K.
+//        LaunchTiled runs it where Launch runs v4.1 (UsesV6).
 //
 // Go wrapper: gemvq.go, gemvq6.go (v6, the tiled layout, the bench's
 // forms); tests: gemvq_test.go, gemvq6_test.go; docs/perf/gemvq.md.
@@ -531,6 +538,10 @@ __device__ __forceinline__ void readStepCoal(Step<BITS, U>& st, const Slot<BITS,
 // zero) pairs. So a warp's ring step (v5.1's coalesced copies) is one
 // contiguous 2 KB run, and its slice of K one contiguous stream; the slot
 // it fills holds the same words as v5.1's: the same sums, bit for bit.
+// int8 (session 16): the same formula with a step of one tile (a line is
+// a row's 128 channels), so a block is 16 rows x 128 channels, 2 KB, and
+// v6.1 int8's sums are v5.1 int8's and, at a split whose slices start at
+// the same tiles, v4.1's (the same tileDot, tile after tile).
 // int3 (session 15d, v6.1 only): a block (rg, st) is 16 rows' 24 words (two
 // tiles of 12), 1536 bytes, stored in the order v6.1's lanes read them
 // (gemvq.cu tiledRow/tiledSpan): lane (g, c)'s 12 words of the step, tile u
@@ -861,7 +872,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
 
 // tile_pack writes the tiled layout (above; gemvq.go PackTiles, its
 // reference) of a weight in wq's layout: tw [ceil(N/kRows)][steps][kRows][32]
-// words (int3: each block in v6.1's read order), tp [ceil(N/kRows)][K/G][kRows]
+// words (int3: each block in v6.1's read order; int8: steps of one tile),
+// tp [ceil(N/kRows)][K/G][kRows]
 // (scale, zero) pairs, one thread a
 // word (a grid-stride loop over both).
 template <int BITS>

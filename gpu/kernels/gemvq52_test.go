@@ -19,7 +19,11 @@ import (
 // LaunchV5 runs v5.0 (each lane's own copies; no LEAN form, V51 the same)
 // and LaunchV6 v6.1 over int3's tiled layout with or without V51, which
 // gives v5.0's y bit for bit, and LaunchTiled, at 2048+ rows, v6.1 too
-// (UsesV6). All within v4's
+// (UsesV6). int8 (session 16): v6.1 over int8's tiled layout gives v5.1's
+// y, and v4.1's (LaunchV4, gemv_q4 over wq's layout, two tiles a step) at
+// every split whose slices start at the same tiles (v4Aligned: every split
+// of the 8B shapes' K), and LaunchTiled, where UsesV6, runs v6.1 (Launch's
+// v4.1 route: compared where its split and slices are v6.1's). All within v4's
 // float64 bound ((K/64 + 83)·2⁻²⁴ of Σ(|s|q + |z|)|x| + 2⁻³⁶·Σ(|s|q + |z|),
 // TestGEMVQMatchesReference). N not a multiple of 16, an odd number of
 // tiles (a slice's last step of one tile: the partial step), groups of 128
@@ -36,6 +40,7 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 		G, N, K int
 	}{{wq.Int4, 128, 2050, 1152}, {wq.Int4, 256, 77, 1536}, {wq.Int4, 128, 4096, 4096}, {wq.Int4, 128, 1000, 14336}, {wq.Int4, 128, 100, 384},
 		{wq.Int4, 128, 33, 640}, {wq.Int8, 128, 2048, 1408}, {wq.Int8, 256, 129, 4096}, {wq.Int8, 128, 1000, 14336},
+		{wq.Int8, 128, 4096, 4096}, {wq.Int8, 128, 2064, 14336}, {wq.Int8, 256, 2048, 2048},
 		{wq.Int3, 128, 2050, 1152}, {wq.Int3, 256, 77, 1536}, {wq.Int3, 128, 4096, 4096}, {wq.Int3, 128, 1000, 14336},
 		{wq.Int3, 128, 100, 384}, {wq.Int3, 128, 33, 640}} {
 		t.Run(fmt.Sprintf("int%d-g%d-N%d-K%d", c.e.Bits(), c.G, c.N, c.K), func(t *testing.T) {
@@ -73,32 +78,56 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 				tol[n] = float64(c.K/64+83)*0x1p-24*mag + 0x1p-36*wa + 0x1p-24*math.Abs(want[n])
 			}
 			// forms: v5.1, v5.2, and where tiled v6, v6.1 (int3: v5.0
-			// twice, then v6.1 twice, and LaunchTiled's route).
+			// twice, then v6.1 twice, and LaunchTiled's route; int8: v4.1
+			// and LaunchTiled's route).
 			type form struct {
-				name             string
-				v51, tiled, auto bool
+				name                 string
+				v51, tiled, auto, v4 bool
 			}
-			forms := []form{{"v5.1", true, false, false}, {"v5.2", false, false, false}}
+			forms := []form{{"v5.1", true, false, false, false}, {"v5.2", false, false, false, false}}
 			if tiled {
-				forms = append(forms, form{"v6", true, true, false}, form{"v6.1", false, true, false})
+				forms = append(forms, form{"v6", true, true, false, false}, form{"v6.1", false, true, false, false})
 			}
-			if c.e == wq.Int3 && g.UsesV6(1, c.N, c.K, 3, c.G) {
-				forms = append(forms, form{"LaunchTiled", false, true, true})
+			if c.e == wq.Int8 {
+				forms = append(forms, form{"v4.1", false, false, false, true})
+			}
+			autoTiled := (c.e == wq.Int3 || c.e == wq.Int8) && g.UsesV6(1, c.N, c.K, c.e.Bits(), c.G)
+			if autoTiled {
+				forms = append(forms, form{"LaunchTiled", false, true, true, false})
+				if c.e == wq.Int8 { // Launch: v4.1 over wq's layout at its split
+					forms = append(forms, form{"Launch", false, false, true, true})
+				}
+			}
+			if c.e == wq.Int8 && !autoTiled && c.N >= 2048 {
+				t.Fatalf("int8 [%d, %d] G%d: UsesV6 false where Launch runs v4.1", c.N, c.K, c.G)
 			}
 			for _, split := range kernels.GEMVQ4Splits() {
 				for _, early := range []bool{false, true} {
 					ys := make([][]float32, len(forms))
 					for fi, f := range forms {
-						if f.auto && split != g.SplitV5For(c.N, c.K, c.e.Bits()) {
-							ys[fi] = ys[0] // LaunchTiled runs its own split: compared there only
+						// LaunchTiled runs its own split: compared there only
+						// (int8: where it is Launch's too and v4.1's slices
+						// start at v6.1's tiles); v4.1 where its slices start
+						// at v6.1's.
+						skip := f.auto && split != g.SplitV5For(c.N, c.K, c.e.Bits())
+						skip = skip || f.auto && c.e == wq.Int8 && (split != g.SplitV4For(c.N, c.K, 8) || !v4Aligned(c.K, split))
+						skip = skip || f.v4 && !f.auto && !v4Aligned(c.K, split)
+						if skip {
+							ys[fi] = ys[0]
 							continue
 						}
 						yp := m.put(cuda.Bytes(nanF32(c.N)))
 						m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
 							g.EarlyWeights, g.V51 = early, f.v51
 							defer func() { g.EarlyWeights, g.V51 = false, false }()
+							if f.auto && !f.tiled {
+								return g.Launch(cx, s, yp, xp, wp, pp, bp, 1, c.N, c.K, c.e.Bits(), c.G)
+							}
 							if f.auto {
 								return g.LaunchTiled(cx, s, yp, xp, twp, tpp, bp, 1, c.N, c.K, c.e.Bits(), c.G)
+							}
+							if f.v4 {
+								return g.LaunchV4(cx, s, yp, xp, wp, pp, bp, c.N, c.K, c.e.Bits(), c.G, split)
 							}
 							if f.tiled {
 								return g.LaunchV6(cx, s, yp, xp, twp, tpp, bp, c.N, c.K, c.e.Bits(), c.G, split)
@@ -123,4 +152,19 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 			}
 		})
 	}
+}
+
+// v4Aligned reports whether v4.1 (two int8 tiles a step) and v5/v6.1 (one
+// a step) at split S start their slices at the same tiles of K, so that
+// they add the same tiles in the same order: the same sums, bit for bit.
+func v4Aligned(K, S int) bool {
+	tiles := K / 128
+	per4, per5 := (tiles+1)/2+S-1, tiles+S-1
+	per4, per5 = per4/S*2, per5/S
+	for i := range S + 1 {
+		if min(tiles, i*per4) != min(tiles, i*per5) {
+			return false
+		}
+	}
+	return true
 }

@@ -30,6 +30,13 @@ import (
 // lanes read them), read by v6.1 (LEAN only: there is no int3 v6), v2 and
 // the dequantization; Launch keeps v3.2 over wq's layout for int3,
 // LaunchTiled runs v6.1 where UsesV6.
+//
+// Session 16: int8 too. Its tiled layout is int4's formula with a ring step
+// of one tile (a block is 16 rows x 128 channels, 2 KB), read by v6.1
+// (int8's LEAN step, which the template already had over wq's layout as
+// v5.2), v2 and the dequantization. Launch keeps v4.1 over wq's layout for
+// int8; LaunchTiled runs v6.1 where UsesV6 (where Launch runs v4.1, unless
+// V4Int8), at a split whose slices start at v4.1's tiles the same bits.
 
 // gemvq6Bits is the code width v6 (v5.1's step over the tiled layout) and
 // the bench's diagnostic forms are instantiated for.
@@ -38,7 +45,7 @@ const gemvq6Bits = 4
 // gemvqTiledBits are the code widths with a tiled layout (tile_pack, v6.1,
 // v2 and the dequantization over it), in the index order of GEMVQ's tiled
 // kernels.
-var gemvqTiledBits = [...]int{4, 3}
+var gemvqTiledBits = [...]int{4, 3, 8}
 
 // gemvqTiledIndex is a code width's index in gemvqTiledBits, -1 if none.
 func gemvqTiledIndex(bits int) int { return slices.Index(gemvqTiledBits[:], bits) }
@@ -154,26 +161,30 @@ func TiledBytes(bits, N, K, G int) (words, params int) {
 }
 
 // ReadsV6 reports whether v6.1 reads a weight of this width and group over
-// K in the tiled layout: int4 and int3 (gemvqTiledBits) where v4 reads
-// them.
+// K in the tiled layout: int4, int3 and int8 (gemvqTiledBits) where v4
+// reads them.
 func (g *GEMVQ) ReadsV6(bits, G, K int) bool {
 	return gemvqTiledIndex(bits) >= 0 && g.ReadsV4(bits, G, K)
 }
 
 // UsesV6 reports whether LaunchTiled runs v6.1 (or v6) for T rows of x over
 // a tiled [N, K] weight of this width and group: where Launch runs v5
-// (UsesV5: int4), and for int3 likewise (one row, none of V2, V3, V4,
+// (UsesV5: int4), for int3 likewise (one row, none of V2, V3, V4,
 // V32Int3, a group v4 reads, at least gemvq4MinGroups row groups), where
-// Launch keeps v3.2 over wq's layout (session 15d).
+// Launch keeps v3.2 over wq's layout (session 15d), and for int8 where
+// Launch runs v4.1 (UsesV4), unless V4Int8 (session 16).
 func (g *GEMVQ) UsesV6(T, N, K, bits, G int) bool {
 	if g.UsesV5(T, N, K, bits, G) {
 		return g.ReadsV6(bits, G, K)
+	}
+	if g.UsesV4(T, N, K, bits, G) {
+		return !g.V4Int8 && g.ReadsV6(bits, G, K)
 	}
 	return bits == 3 && T == 1 && !g.V2 && !g.V3 && !g.V4 && !g.V32Int3 && g.ReadsV6(bits, G, K) &&
 		(N+gemvq4Rows-1)/gemvq4Rows >= gemvq4MinGroups
 }
 
-// PackTiles writes the tiled layout of an int4 or int3 [N, K] weight in wq's
+// PackTiles writes the tiled layout of an int4, int3 or int8 [N, K] weight in wq's
 // layout (words, params) to tw ([TiledWords] uint32) and tp
 // ([TiledParams] uint32) on stream st: PackTiles on the device.
 func (g *GEMVQ) PackTiles(c *cuda.Ctx, st cuda.Stream, tw, tp, words, params cuda.DevicePtr, N, K, bits, G int) error {
@@ -188,8 +199,8 @@ func (g *GEMVQ) PackTiles(c *cuda.Ctx, st cuda.Stream, tw, tp, words, params cud
 // LaunchV6 is v6 over one row of x with S warps per row group (1, 2, 4
 // or 8): tw and tp a weight's tiled layout (PackTiles), the rest as
 // LaunchV5; the same sums as LaunchV5 over wq's layout, bit for bit. It
-// runs v6.1 (v5.2's step) unless V51 (int4; int3 has v6.1 only, whose
-// sums are v5.0's int3, V5Lanes, bit for bit).
+// runs v6.1 (v5.2's step) unless V51 (int4; int3 and int8 have v6.1 only:
+// int3's sums are v5.0's int3, V5Lanes, bit for bit, int8's v5.1's).
 func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int) error {
 	if N <= 0 || !g.ReadsV6(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq v6: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
@@ -258,7 +269,7 @@ func (g *GEMVQ) InfoV6(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, error) {
 }
 
 // v6Func is v6's kernel for a tiled code width at split index si: v6.1
-// unless V51 and int4 (int3 has no v6.1-less form).
+// unless V51 and int4 (int3 and int8 have no v6.1-less form).
 func (g *GEMVQ) v6Func(bits, si int) cuda.Function {
 	if g.V51 && bits == gemvq6Bits {
 		return g.v6[si]
@@ -266,20 +277,26 @@ func (g *GEMVQ) v6Func(bits, si int) cuda.Function {
 	return g.v6n[gemvqTiledIndex(bits)][si]
 }
 
-// GEMVQDiag holds the int4 forms of gemv_q5 that `bitdecode bench gemvq
-// --diag` times (docs/perf/gemvq.md, sessions 15 and 15b): v5.1, its
-// copies alone (no math) over wq's layout and over the tiled one, v6, and
-// v5.2 and v6.1 (LEAN). A bench tool, compiled on its own (one small
-// module).
+// GEMVQDiag holds the forms of gemv_q5 for one code width (int4 or int8)
+// that `bitdecode bench gemvq --diag` times (docs/perf/gemvq.md, sessions
+// 15, 15b and 16): v5.1, its copies alone (no math) over wq's layout and
+// over the tiled one, v6, v5.2 and v6.1 (LEAN), and v4.1 (gemv_q4 over
+// wq's layout: int8's route at one row before session 16). A bench tool,
+// compiled on its own (one small module).
 type GEMVQDiag struct {
 	fns  [len(GEMVQDiagForms)][len(gemvq4Splits)]cuda.Function
 	ring int
+	bits int
 }
 
 // GEMVQDiagForms name GEMVQDiag's forms, in its index order: "v5.1",
 // "loads" (v5.1's copies, no math), "loads-tiled" (the same over the
-// tiled layout), "v6", "v5.2" (v5.1's LEAN step), "v6.1" (v6's).
-var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6", "v5.2", "v6.1"}
+// tiled layout), "v6", "v5.2" (v5.1's LEAN step), "v6.1" (v6's), "v4.1"
+// (gemv_q4, session 16).
+var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6", "v5.2", "v6.1", "v4.1"}
+
+// gemvqDiagV4 is the index of the v4.1 form in GEMVQDiagForms.
+const gemvqDiagV4 = 6
 
 // GEMVQDiagTiled reports whether form f reads the tiled layout.
 func GEMVQDiagTiled(f int) bool { return f == 2 || f == 3 || f == 5 }
@@ -287,14 +304,24 @@ func GEMVQDiagTiled(f int) bool { return f == 2 || f == 3 || f == 5 }
 // gemvqDiagLoads and gemvqDiagLean report whether form f is a copies-only
 // form and a LEAN one.
 func gemvqDiagLoads(f int) bool { return f == 1 || f == 2 }
-func gemvqDiagLean(f int) bool  { return f >= 4 }
+func gemvqDiagLean(f int) bool  { return f == 4 || f == 5 }
 
-// LoadGEMVQDiag compiles gemvq4.cu's int4 gemv_q5 in GEMVQDiagForms' forms
-// at every split, with extra NVRTC options (its knobs: -DGEMVQ5_STAGES=n,
-// -DGEMVQ5_MIN_BLOCKS=n).
-func LoadGEMVQDiag(dev *cuda.Device, opts ...string) (*GEMVQDiag, error) {
+// GEMVQDiagBits reports whether the diagnostic forms are built for a code
+// width: the coalesced copies' widths (int4, int8).
+func GEMVQDiagBits(bits int) bool { return bits == 4 || bits == 8 }
+
+// LoadGEMVQDiag compiles gemvq4.cu's gemv_q5 for an int4 or int8 weight in
+// GEMVQDiagForms' forms at every split, with extra NVRTC options (its
+// knobs: -DGEMVQ5_STAGES=n, -DGEMVQ5_MIN_BLOCKS=n).
+func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, error) {
+	if !GEMVQDiagBits(bits) {
+		return nil, fmt.Errorf("kernels: gemvq diag: no forms for int%d", bits)
+	}
 	expr := func(f, s int) string {
-		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v, %v>", gemvq6Bits, s, GEMVQDiagTiled(f), gemvqDiagLoads(f), gemvqDiagLean(f))
+		if f == gemvqDiagV4 {
+			return fmt.Sprintf("gemvq4::gemv_q4<%d, %d>", bits, s)
+		}
+		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v, %v>", bits, s, GEMVQDiagTiled(f), gemvqDiagLoads(f), gemvqDiagLean(f))
 	}
 	var exprs []string
 	for f := range GEMVQDiagForms {
@@ -306,7 +333,7 @@ func LoadGEMVQDiag(dev *cuda.Device, opts ...string) (*GEMVQDiag, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &GEMVQDiag{ring: gemvq5RingBytes(gemvq6Bits, opts)}
+	d := &GEMVQDiag{ring: gemvq5RingBytes(bits, opts), bits: bits}
 	for f := range GEMVQDiagForms {
 		for si, s := range gemvq4Splits {
 			if d.fns[f][si], err = mod.Function(expr(f, s)); err != nil {
@@ -316,6 +343,9 @@ func LoadGEMVQDiag(dev *cuda.Device, opts ...string) (*GEMVQDiag, error) {
 	}
 	return d, dev.Do(func(c *cuda.Ctx) error {
 		for f := range GEMVQDiagForms {
+			if f == gemvqDiagV4 {
+				continue // static shared memory only
+			}
 			for si := range gemvq4Splits {
 				if err := c.SetMaxDynamicShared(d.fns[f][si], d.ring); err != nil {
 					return fmt.Errorf("kernels: gemvq diag: %w", err)
@@ -326,16 +356,20 @@ func LoadGEMVQDiag(dev *cuda.Device, opts ...string) (*GEMVQDiag, error) {
 	})
 }
 
-// Launch runs form f at split S over an int4 [N, K] weight with groups
-// of G (words and params in the form's layout), early as
-// GEMVQ.EarlyWeights.
+// Launch runs form f at split S over the diagnostic's code width's [N, K]
+// weight with groups of G (words and params in the form's layout), early
+// as GEMVQ.EarlyWeights.
 func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, params cuda.DevicePtr, N, K, G, S int, early bool) error {
 	si := slices.Index(gemvq4Splits[:], S)
 	if f < 0 || f >= len(GEMVQDiagForms) || si < 0 || gemvq4Shift(G, K) < 0 {
 		return fmt.Errorf("kernels: gemvq diag: form %d split %d G %d K %d has no kernel", f, S, G, K)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
-	return c.Launch(d.fns[f][si], cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, d.ring, st,
+	grid, block := cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}
+	if f == gemvqDiagV4 {
+		return c.Launch(d.fns[f][si], grid, block, 0, st, x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early))
+	}
+	return c.Launch(d.fns[f][si], grid, block, d.ring, st,
 		x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring))
 }
 

@@ -194,3 +194,76 @@ func TestPackTilesInt3MatchesWQ(t *testing.T) {
 		})
 	}
 }
+
+// tiledCode8 returns the code and (scale, zero) of channel k of row n read
+// from an int8 tiled layout (PackTiles) the way gemvq4.cu's v6.1 int8
+// (gemv_q5<8, S, true, true, false, true>, a step of one tile) addresses
+// it: the coalesced copy of line r = n % 16 of row group rg = n / 16 at
+// step (tile) st = k / 128 starts at word rg·steps·512 + r·32 + st·512
+// (CoalRows' offset plus st·kTStride), channel k is in word (k % 128) / 4
+// of the line, byte (k % 4) / 2 of its low (k even) or high (k odd) half
+// (wq's int8 word); the params as int4's.
+func tiledCode8(tw, tp []uint32, K, G, n, k int) (q int, scale, zero uint16) {
+	const stride = gemvq4Rows * 32
+	steps, groups := K/gemvq4Tile, K/G
+	rg, r, st := n/gemvq4Rows, n%gemvq4Rows, k/gemvq4Tile
+	word := tw[rg*steps*stride+r*32+st*stride+k%gemvq4Tile/4]
+	q = int(word>>(8*(k%4/2)+16*(k%2))) & 0xff
+	p := tp[(rg*groups+k/G)*gemvq4Rows+r]
+	return q, uint16(p), uint16(p >> 16)
+}
+
+// TestPackTilesInt8MatchesWQ is TestPackTilesMatchesWQ for int8's tiled
+// layout (session 16): every channel read back as v6.1 int8 addresses it
+// gives wq's code and ŵ exactly; groups of 128 and 256, N not a multiple
+// of 16, an odd number of tiles, the 8B shapes' K; the rows past N are
+// zero; the sizes are TiledWords and TiledParams, wq's bytes where N is a
+// multiple of 16.
+func TestPackTilesInt8MatchesWQ(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 8))
+	for _, c := range []struct{ G, N, K int }{{128, 100, 1152}, {256, 77, 1536}, {128, 48, 4096}, {128, 33, 14336}, {256, 16, 256}} {
+		t.Run(fmt.Sprintf("g%d-N%d-K%d", c.G, c.N, c.K), func(t *testing.T) {
+			w := make([]float32, c.N*c.K)
+			for i := range w {
+				w[i] = float32(0.02 * r.NormFloat64())
+			}
+			m, err := wq.Quantize(wq.Int8, c.G, c.N, c.K, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tw, tp, err := PackTiles(8, c.N, c.K, c.G, m.Words, m.Params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tw) != TiledWords(8, c.N, c.K) || len(tp) != TiledParams(c.N, c.K, c.G) {
+				t.Fatalf("sizes %d, %d: want %d, %d", len(tw), len(tp), TiledWords(8, c.N, c.K), TiledParams(c.N, c.K, c.G))
+			}
+			if rgs := (c.N + 15) / 16; len(tw) != rgs*16*c.K/4 {
+				t.Fatalf("%d words, want %d (wq's words of %d rows)", len(tw), rgs*16*c.K/4, rgs*16)
+			}
+			nonzero := 0
+			for n := range c.N {
+				for k := range c.K {
+					q, s, z := tiledCode8(tw, tp, c.K, c.G, n, k)
+					got := half.ToFloat32(s)*float32(q) + half.ToFloat32(z)
+					if want := m.At(n, k); got != want || q != int(m.Raw(n, k)) {
+						t.Fatalf("[%d, %d]: code %d ŵ %g, want %d %g", n, k, q, got, m.Raw(n, k), want)
+					}
+					if q != 0 {
+						nonzero++
+					}
+				}
+			}
+			if nonzero == 0 {
+				t.Fatal("every code is zero: the check proves nothing")
+			}
+			for n := c.N; n < (c.N+15)/16*16; n++ {
+				for k := 0; k < c.K; k += 4 {
+					if i := tiledIndex(8, c.K/128, n, k/4); tw[i] != 0 {
+						t.Fatalf("pad word of row %d, word %d is not zero", n, k/4)
+					}
+				}
+			}
+		})
+	}
+}

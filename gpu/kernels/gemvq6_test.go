@@ -117,8 +117,10 @@ func TestGEMVQ6MatchesV5(t *testing.T) {
 // Launch runs v5 or v2 (T >= 2; one row with V2 set, and with 2048+ rows
 // by default: v6 against v5.1); DequantTiled writes Dequant's fp16 Ŵ,
 // which is fp16(ŵ), and so do both in their form before session 15e
-// (DequantScalar). int4 and int3 (session 15d; tile_pack also checked
-// word for word against PackTiles over poison), groups of 128 and 256, N
+// (DequantScalar). int4, int3 (session 15d) and int8 (session 16;
+// tile_pack also checked word for word against PackTiles over poison;
+// int8 at one row: LaunchTiled's v6.1 against Launch's v4.1 where their
+// splits agree and the slices start at the same tiles), groups of 128 and 256, N
 // not a multiple of 16, an odd number of tiles, the 8B shapes' K; y
 // starts as NaN, the dequantized matrix as 0xffff (a NaN). int3 at one
 // row by default (v6.1 over the tiled layout where Launch runs v3.2) is
@@ -134,7 +136,8 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 		e       wq.Elem
 		G, N, K int
 	}{{wq.Int4, 128, 2050, 1152}, {wq.Int4, 256, 77, 1536}, {wq.Int4, 128, 4096, 4096}, {wq.Int4, 128, 1000, 14336},
-		{wq.Int3, 128, 2050, 1152}, {wq.Int3, 256, 77, 1536}, {wq.Int3, 128, 4096, 4096}, {wq.Int3, 128, 1000, 14336}} {
+		{wq.Int3, 128, 2050, 1152}, {wq.Int3, 256, 77, 1536}, {wq.Int3, 128, 4096, 4096}, {wq.Int3, 128, 1000, 14336},
+		{wq.Int8, 128, 2050, 1152}, {wq.Int8, 256, 77, 1536}, {wq.Int8, 128, 4096, 4096}, {wq.Int8, 128, 1000, 14336}} {
 		bits := c.e.Bits()
 		t.Run(fmt.Sprintf("int%d-g%d-N%d-K%d", bits, c.G, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
@@ -220,11 +223,15 @@ func TestGEMVQTiledMatchesWQ(t *testing.T) {
 					same(fmt.Sprintf("v2 split %d", split), T, a, b, true)
 				}
 				// Launch's routes: T >= 2 v2; one row v5 (v6 tiled) where
-				// UsesV5, and v2 with V2 set (elsewhere Launch runs v3 at
-				// one row, which has no tiled form: not compared).
+				// UsesV5, int8's v4.1 (v6.1 tiled) where UsesV6 at the same
+				// split and slices, and v2 with V2 set (elsewhere Launch
+				// runs v3 at one row, which has no tiled form: not
+				// compared).
 				for _, v2 := range []bool{false, true} {
 					g.V2 = v2
-					if T == 1 && !v2 && !g.UsesV5(1, c.N, c.K, bits, c.G) {
+					v4 := bits == 8 && g.UsesV6(1, c.N, c.K, 8, c.G) && g.SplitV4For(c.N, c.K, 8) == g.SplitV5For(c.N, c.K, 8) &&
+						v4Aligned(c.K, g.SplitV5For(c.N, c.K, 8))
+					if T == 1 && !v2 && !g.UsesV5(1, c.N, c.K, bits, c.G) && !v4 {
 						continue
 					}
 					for _, early := range []bool{false, true} {
