@@ -611,7 +611,9 @@ func (b *Backend) gemvqLaunch(c *cuda.Ctx, d, xt *tensor, wt *weight, bp cuda.De
 }
 
 // linearQuant is Linear over a packed weight: gemvq.cu for decode-sized
-// batches, fp16 dequantization into scratch plus cuBLASLt otherwise.
+// batches, gemmq.cu's fused dequant-GEMM for batches of up to gemmqMaxRows
+// rows over the tiled layout (linearFused), fp16 dequantization into
+// scratch plus cuBLASLt otherwise.
 func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 	var bp cuda.DevicePtr
 	if bt != nil {
@@ -632,6 +634,9 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 			}
 			return nil
 		}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(wt.qt), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup))
+		return
+	}
+	if b.linearFused(d, xt, wt, bp, T, N, K) {
 		return
 	}
 	b.launch("Linear", func(c *cuda.Ctx) error {
@@ -660,3 +665,46 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 // isQuant reports whether w is a packed low-bit weight (in wq's layout or
 // the tiled one).
 func (w *weight) isQuant() bool { return w.q != 0 || w.qt != 0 }
+
+// gemmqMaxRows is the most rows of x linearFused gives to gemmq.cu's fused
+// dequant-GEMM; more dequantize to fp16 for cuBLASLt (docs/perf/gemvq.md,
+// session 16).
+const gemmqMaxRows = kernels.GEMMQMaxRows
+
+// gemmqKernels compiles gemmq.cu on first use.
+func (b *Backend) gemmqKernels() (*kernels.GEMMQ, error) {
+	b.gemmqOnce.Do(func() { b.gemmq, b.gemmqErr = kernels.LoadGEMMQ(b.dev) })
+	return b.gemmq, b.gemmqErr
+}
+
+// linearFused queues Linear over a packed weight in the tiled layout
+// through gemmq.cu (x to fp16, then the fused dequant-GEMM) where it
+// applies: kernels.GEMMQMinRows to gemmqMaxRows rows, not Options.GEMMQOff.
+// Its scratch (fusedScratch) is grown when the op is queued, so the op
+// carries a graph key. It reports whether it queued the op; failures are
+// the backend's.
+func (b *Backend) linearFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) bool {
+	if wt.qt == 0 || b.opts.GEMMQOff || T < kernels.GEMMQMinRows || T > gemmqMaxRows {
+		return false
+	}
+	g, err := b.gemmqKernels()
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: Linear: weight %s: %w", wt.name, err))
+		return true
+	}
+	if !g.Reads(T, N, K, wt.qbits, wt.qgroup) {
+		return false
+	}
+	sp, err := b.growKeyed(&b.fqMu, &b.fq, &b.fqBytes, g.ScratchBytes(T, N, K, wt.qbits))
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: Linear: weight %s: fused scratch: %w", wt.name, err))
+		return true
+	}
+	b.launch("Linear", func(c *cuda.Ctx) error {
+		if err := g.Launch(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, sp, T, N, K, wt.qbits, wt.qgroup); err != nil {
+			return fmt.Errorf("weight %s: %w", wt.name, err)
+		}
+		return nil
+	}, u64(d.ptr), u64(xt.ptr), u64(wt.qt), u64(wt.qtp), u64(bp), u64(sp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup))
+	return true
+}

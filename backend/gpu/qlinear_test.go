@@ -337,7 +337,10 @@ func TestQuantLinearDEC(t *testing.T) {
 // random one (LoadRandomQuant), and for the quantized one within
 // TestQuantLinear's float64 bound, a bias added. int3 likewise (session
 // 15d: its tiled layout), except at T = 1, where the tiled weight runs
-// v6.1 and wq's v3.2 (other sums): there the bound only.
+// v6.1 and wq's v3.2 (other sums): there the bound only. At 17-256 rows
+// (session 16) the tiled weight runs gemmq.cu's fused dequant-GEMM (other
+// sums): there the bound, and the same bits as wq's layout on a backend
+// with Options.GEMMQOff (the tiled dequantization and cuBLASLt).
 func TestQuantLinearTiled(t *testing.T) {
 	gpuBackend(t) // skips without a device
 	tb, err := gpu.Open(0, gpu.Options{})
@@ -345,6 +348,11 @@ func TestQuantLinearTiled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tb.Close()
+	ob, err := gpu.Open(0, gpu.Options{GEMMQOff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
 	wb, err := gpu.Open(0, gpu.Options{GEMVQWQ: true})
 	if err != nil {
 		t.Fatal(err)
@@ -385,15 +393,24 @@ func TestQuantLinearTiled(t *testing.T) {
 				defer be.FreeWeight(bw)
 				return linearOnce(t, be, qw, bw, x, T, N, K)
 			}
-			for _, T := range []int{1, 2, 7, 9, 16, 40} {
+			for _, T := range []int{1, 2, 7, 9, 16, 17, 40, 64} {
 				x := make([]float32, T*K)
 				for i := range x {
 					x[i] = float32(r.NormFloat64())
 				}
 				want, got := run(wb, x, T), run(tb, x, T)
+				fused := T >= kernels.GEMMQMinRows
 				for i := range want {
-					if got[i] != got[i] || (e != wq.Int3 || T > 1) && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					if got[i] != got[i] || (e != wq.Int3 || T > 1) && !fused && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("int%d random %v T=%d: y[%d] = %g tiled, %g in wq's layout", e.Bits(), random, T, i, got[i], want[i])
+					}
+				}
+				if fused {
+					off := run(ob, x, T)
+					for i := range want {
+						if math.Float32bits(off[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("int%d random %v T=%d: y[%d] = %g tiled with GEMMQOff, %g in wq's layout", e.Bits(), random, T, i, off[i], want[i])
+						}
 					}
 				}
 				if random {
@@ -466,7 +483,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 	}
 	for _, k := range keys {
 		s := k.shape
-		for _, T := range []int{1, 2, 8, 16, 64, 512, 2048} {
+		for _, T := range quantLayoutRows {
 			for _, l := range lays {
 				b.Run(fmt.Sprintf("%v/%dx%d/T=%d/%s", k.elem, s[0], s[1], T, l.name), func(b *testing.B) {
 					benchLinearRotating(b, l.be, l.ws[k], T, s)
@@ -485,7 +502,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 			}
 			ws = append(ws, w)
 		}
-		for _, T := range []int{64, 512, 2048} {
+		for _, T := range quantLayoutRows[slices.Index(quantLayoutRows, kernels.GEMMQMinRows-1)+1:] {
 			b.Run(fmt.Sprintf("fp16/%dx%d/T=%d", s[0], s[1], T), func(b *testing.B) {
 				benchLinearRotating(b, be, ws, T, s)
 			})
@@ -532,6 +549,13 @@ func benchLinearRotating(b *testing.B, be *gpu.Backend, ws []backend.Weight, T i
 	b.StopTimer()
 	b.ReportMetric(el.Seconds()*1e6/float64(b.N*len(ws)), "us/linear")
 }
+
+// quantLayoutRows are the rows of x BenchmarkQuantLinearLayout times:
+// the GEMVs' (1-16), batched decode's (24-256: gemmq.cu's fused
+// dequant-GEMM over the tiled layout since session 16, the dequantization
+// and cuBLASLt over wq's), prefill chunks (512, 2048). fp16 weights run
+// those past 16.
+var quantLayoutRows = []int{1, 2, 8, 16, 24, 32, 48, 64, 128, 256, 512, 2048}
 
 // quantLayoutCopies is how many copies of each weight
 // BenchmarkQuantLinearLayout rotates over.
