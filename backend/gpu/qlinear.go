@@ -639,13 +639,32 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 	if b.linearFused(d, xt, wt, bp, T, N, K) {
 		return
 	}
-	b.launch("Linear", func(c *cuda.Ctx) error {
-		// One scratch holds x in fp16, then the dequantized weight.
-		xBytes := (2*T*K + 255) / 256 * 256
-		buf, err := b.scratch(c, xBytes+2*N*K)
-		if err != nil {
-			return err
+	// One scratch holds x in fp16, then the dequantized weight: up to
+	// linearKeyedMaxRows rows (batched decode) the fused path's keyed
+	// buffer, grown now, so that the op carries a graph key (k/v of the 8B
+	// shapes keep wq's layout, and a keyless op makes its whole flush run
+	// directly); above, Linear's scratch, grown when the op runs.
+	xBytes := (2*T*K + 255) / 256 * 256
+	var keyed cuda.DevicePtr
+	var key []uint64
+	if T <= linearKeyedMaxRows {
+		var err error
+		if keyed, err = b.growKeyed(&b.fqMu, &b.fq, &b.fqBytes, xBytes+2*N*K); err != nil {
+			b.fail(fmt.Errorf("backend/gpu: Linear: weight %s: dequantization scratch: %w", wt.name, err))
+			return
 		}
+		key = []uint64{u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(wt.qt), u64(wt.qtp), u64(bp), u64(keyed), u64(T), u64(N), u64(K),
+			u64(wt.qbits), u64(wt.qgroup)}
+	}
+	b.launch("Linear", func(c *cuda.Ctx) error {
+		buf := keyed
+		if buf == 0 {
+			var err error
+			if buf, err = b.scratch(c, xBytes+2*N*K); err != nil {
+				return err
+			}
+		}
+		var err error
 		xh, wh := buf, buf+cuda.DevicePtr(xBytes)
 		if wt.qt != 0 {
 			err = b.gemvq.DequantTiled(c, b.stream, wh, wt.qt, wt.qtp, N, K, wt.qbits, wt.qgroup)
@@ -659,7 +678,7 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 			return fmt.Errorf("weight %s: %w", wt.name, err)
 		}
 		return nil
-	})
+	}, key...)
 }
 
 // isQuant reports whether w is a packed low-bit weight (in wq's layout or

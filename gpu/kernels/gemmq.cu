@@ -58,6 +58,35 @@ constexpr int kStep = 2 * kTile;            // channels a ring step (a tiled blo
 constexpr int kXRow = kTile + 8;            // halves of a token's tile in a slot (8 of padding)
 constexpr int kPrepThreads = 256;           // gemm_q_prep's block
 
+// Knobs (NVRTC -D options; kernels.LoadGEMMQOptions, for tuning):
+//   GEMMQ_VOLATILE  1: the mma is bitdecode.cuh's asm volatile (in
+//                   program order with the ldmatrix loads); 0: a plain asm
+//                   the compiler may schedule (the same operations).
+// Diagnostics (wrong results; they bound where the time goes):
+//   GEMMQ_DIAG=1    loads only: the ring is filled and waited for, no
+//                   dequantization or mma.
+//   GEMMQ_DIAG=2    math only: no copies (the slots' stale contents are
+//                   multiplied).
+#ifndef GEMMQ_VOLATILE
+#define GEMMQ_VOLATILE 0
+#endif
+#ifndef GEMMQ_DIAG
+#define GEMMQ_DIAG 0
+#endif
+
+// mma is mma.sync m16n8k16 (fp16 in, f32 accumulators), A = (a0..a3): a
+// plain asm unless GEMMQ_VOLATILE, so that the compiler may interleave the
+// k-steps' mma with the next k-step's loads and dequantization.
+__device__ __forceinline__ void mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  if (GEMMQ_VOLATILE) {
+    gemvq::mmaA4(d, a0, a1, a2, a3, b0, b1);
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
 // kCodeWords is a row group's code block of one step, in u32.
 template <int BITS>
 constexpr int kCodeWords = kRows * gemvq::kTiledLine<BITS>;
@@ -183,7 +212,7 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
   // The ring: STAGES-1 steps in flight ahead of the one computed.
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
-    if (st0 + s < st1) load(s, st0 + s);
+    if (GEMMQ_DIAG != 2 && st0 + s < st1) load(s, st0 + s);
     cpAsyncCommit();
   }
   // ldmatrix rows: lane l names row l%8 of matrix l/8 (matrices: n-tile
@@ -193,13 +222,17 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
     const int it = st - st0;
     cpAsyncWait<STAGES - 2>();
     __syncthreads();
-    if (st + STAGES - 1 < st1) load((it + STAGES - 1) % STAGES, st + STAGES - 1);
+    if (GEMMQ_DIAG != 2 && st + STAGES - 1 < st1) load((it + STAGES - 1) % STAGES, st + STAGES - 1);
     cpAsyncCommit();
     const unsigned char* slot = smem + (it % STAGES) * S::kBytes;
     const u32* codes = reinterpret_cast<const u32*>(slot);
     const u32* prm = reinterpret_cast<const u32*>(slot + S::kCodes);
     const u32 xs = sharedU32(slot + S::kCodes + S::kParams);
     const int nu = min(2, tiles - 2 * st);
+    if (GEMMQ_DIAG == 1) {
+      acc[0][0][0] += __uint_as_float(codes[threadIdx.x] & 0x3fffffffu);  // the slot read, nothing else
+      continue;
+    }
 #pragma unroll
     for (int u = 0; u < 2; u++) {
       if (u >= nu) break;  // CTA-uniform
@@ -238,7 +271,7 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
           const u32 a2 = deqPair<BITS>(a[mt][0], 2 * j + 1, s2[mt][0], z2[mt][0]);
           const u32 a3 = deqPair<BITS>(a[mt][1], 2 * j + 1, s2[mt][1], z2[mt][1]);
 #pragma unroll
-          for (int nt = 0; nt < NT; nt++) gemvq::mmaA4(acc[mt][nt], a0, a1, a2, a3, b[nt][0], b[nt][1]);
+          for (int nt = 0; nt < NT; nt++) mma(acc[mt][nt], a0, a1, a2, a3, b[nt][0], b[nt][1]);
         }
       }
     }
@@ -269,13 +302,41 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
   __syncthreads();
   if (!last) return;
   __threadfence();
+  // Each thread sums four outputs of a token (float4 loads where N allows:
+  // N a multiple of 4), its slices' loads issued together, then added in
+  // slice order.
   const int n0 = rg0 * kRows;
-  for (int i = threadIdx.x; i < TC * kRowsCTA; i += kThreads) {
-    const int t = tc0 + i / kRowsCTA, n = n0 + i % kRowsCTA;
+  const bool vec = N % 4 == 0;
+  for (int i = threadIdx.x; i < TC * (kRowsCTA / 4); i += kThreads) {
+    const int t = tc0 + i / (kRowsCTA / 4), n = n0 + i % (kRowsCTA / 4) * 4;
     if (n >= N || t >= T) continue;
-    float v = __ldcg(part + size_t(t) * N + n);
-    for (int z = 1; z < splits; z++) v += __ldcg(part + (size_t(z) * T + t) * N + n);
-    y[size_t(t) * N + n] = v + (bias ? bias[n] : 0.f);
+    float v[4];
+    if (vec) {
+      float4 q[8];
+      const float4* p = reinterpret_cast<const float4*>(part + size_t(t) * N + n);
+      const size_t zs = size_t(T) * N / 4;  // a slice, in float4
+      float4 sum = __ldcg(p);
+      for (int z0 = 1; z0 < splits; z0 += 8) {
+#pragma unroll
+        for (int z = 0; z < 8; z++)
+          if (z0 + z < splits) q[z] = __ldcg(p + (z0 + z) * zs);
+#pragma unroll
+        for (int z = 0; z < 8; z++)
+          if (z0 + z < splits) sum.x += q[z].x, sum.y += q[z].y, sum.z += q[z].z, sum.w += q[z].w;
+      }
+      v[0] = sum.x, v[1] = sum.y, v[2] = sum.z, v[3] = sum.w;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        v[e] = 0.f;
+        if (n + e >= N) continue;
+        v[e] = __ldcg(part + size_t(t) * N + n + e);
+        for (int z = 1; z < splits; z++) v[e] += __ldcg(part + (size_t(z) * T + t) * N + n + e);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+      if (n + e < N) y[size_t(t) * N + n + e] = v[e] + (bias ? bias[n + e] : 0.f);
   }
 }
 

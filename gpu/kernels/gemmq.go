@@ -57,8 +57,14 @@ func (g gemmqConfig) threads() int { return 32 * 4 * g.wn }
 
 // gemmqConfigs are gemm_q's instantiations: 32 tokens a CTA of 4 warps
 // (two CTAs an SM), 64 and 128 tokens a CTA of 8 warps (one CTA an SM;
-// 128 with two ring slots, its slot being 85 KB).
-var gemmqConfigs = [...]gemmqConfig{{4, 1, 3}, {4, 2, 3}, {8, 2, 2}}
+// 128 with two ring slots, its slot being 85 KB), the rule's
+// (gemmqAutoConfigs); and for the tuning sweep (GEMMQ.Config) 32 tokens
+// with a ring of 5, 64 with a ring of 4, 32 tokens over 8 warps (2 n-tiles
+// each), 64 over 4 warps (8 n-tiles each).
+var gemmqConfigs = [...]gemmqConfig{{4, 1, 3}, {4, 2, 3}, {8, 2, 2}, {4, 1, 5}, {4, 2, 4}, {2, 2, 4}, {8, 1, 3}}
+
+// gemmqAutoConfigs are the configs gemmqConfigFor chooses among.
+var gemmqAutoConfigs = [...]int{0, 1, 2}
 
 // gemmqSlotBytes is gemmq.cu's Slot<BITS, TC>::kBytes.
 func gemmqSlotBytes(bits, tokens int) int {
@@ -81,7 +87,12 @@ func gemmqExpr(bits int, g gemmqConfig) string {
 }
 
 // LoadGEMMQ compiles gemmq.cu (with gemvq.cu as the header it includes).
-func LoadGEMMQ(dev *cuda.Device) (*GEMMQ, error) {
+func LoadGEMMQ(dev *cuda.Device) (*GEMMQ, error) { return LoadGEMMQOptions(dev) }
+
+// LoadGEMMQOptions compiles gemmq.cu with extra NVRTC options: its knobs
+// and diagnostics (-DGEMMQ_VOLATILE=1, -DGEMMQ_DIAG=1, ...; see the file),
+// for tuning.
+func LoadGEMMQOptions(dev *cuda.Device, opts ...string) (*GEMMQ, error) {
 	const prepExpr = "gemmq::gemm_q_prep"
 	exprs := []string{prepExpr}
 	for _, b := range gemvqTiledBits {
@@ -89,7 +100,7 @@ func LoadGEMMQ(dev *cuda.Device) (*GEMMQ, error) {
 			exprs = append(exprs, gemmqExpr(b, cfg))
 		}
 	}
-	mod, err := dev.Compile(program("gemmq.cu", gemmqSource, exprs, nil, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
+	mod, err := dev.Compile(program("gemmq.cu", gemmqSource, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
 	if err != nil {
 		return nil, err
 	}
@@ -139,8 +150,8 @@ func (g *GEMMQ) Reads(T, N, K, bits, G int) bool {
 // chunks waste the fewest token slots, the larger CTA on a tie.
 func gemmqConfigFor(T int) int {
 	best, waste := 0, -1
-	for ci, cfg := range gemmqConfigs {
-		tc := cfg.tokens()
+	for _, ci := range gemmqAutoConfigs {
+		tc := gemmqConfigs[ci].tokens()
 		w := (T+tc-1)/tc*tc - T
 		if waste < 0 || w <= waste {
 			best, waste = ci, w
@@ -158,8 +169,11 @@ const gemmqMinSteps = 2
 // keeping gemmqMinSteps steps; at least 1.
 func gemmqSplitFor(ctas, K, slots int) int {
 	steps := (K + gemmqStep - 1) / gemmqStep
-	return max(1, min(slots/ctas, steps/gemmqMinSteps))
+	return max(1, min(slots/ctas, steps/gemmqMinSteps, gemmqMaxSplits))
 }
+
+// gemmqMaxSplits bounds the split-K slices (the partial sums' scratch).
+const gemmqMaxSplits = 64
 
 // plan returns the launch's config index, grid and split-K.
 func (g *GEMMQ) plan(T, N, K, bits int) (ci int, grid cuda.Dim3, splits int) {
@@ -171,7 +185,7 @@ func (g *GEMMQ) plan(T, N, K, bits int) (ci int, grid cuda.Dim3, splits int) {
 	grid = cuda.Dim3{X: (N + gemmqRowsCTA - 1) / gemmqRowsCTA, Y: (T + cfg.tokens() - 1) / cfg.tokens()}
 	splits = gemmqSplitFor(grid.X*grid.Y, K, g.slots[gemvqTiledIndex(bits)][ci])
 	if g.Splits > 0 {
-		splits = g.Splits
+		splits = min(g.Splits, gemmqMaxSplits)
 	}
 	grid.Z = splits
 	return ci, grid, splits

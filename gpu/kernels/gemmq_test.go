@@ -109,6 +109,12 @@ func TestGEMMQMatchesReference(t *testing.T) {
 	}
 }
 
+// gemmqBenchVariants are the builds of gemmq.cu BenchmarkGEMMQ times: the
+// default, the mma as asm volatile, and the two diagnostics (loads only,
+// math only); pick them with -test.bench.
+var gemmqBenchVariants = []struct{ name, opt string }{{"default", ""}, {"volatile", "-DGEMMQ_VOLATILE=1"},
+	{"loads", "-DGEMMQ_DIAG=1"}, {"math", "-DGEMMQ_DIAG=2"}}
+
 // gemmqBenchCopies is how many copies of each weight BenchmarkGEMMQ
 // rotates over (two int4 gate/up copies, 59 MB, pass the H100's 50 MB L2).
 const gemmqBenchCopies = 2
@@ -117,8 +123,9 @@ const gemmqBenchCopies = 2
 // events: cuda.MedianUS) over random int4 codes in the tiled layout at
 // Llama-3.1-8B's shapes (gate/up 14336x4096, down 4096x14336, q/o
 // 4096x4096, k/v 1024x4096; int3 at gate/up) and T = 24 to 256 rows: the
-// rule's token tiling and split-K ("auto"), and every tiling at splits 1,
-// 2, 4 and 8 (the tuning sweep of docs/perf/gemvq.md, session 16); then
+// rule's token tiling and split-K ("auto"), and every tiling at the rule's
+// split and at splits 1 to 16 (the tuning sweep of docs/perf/gemvq.md,
+// session 16), for each build of gemmqBenchVariants; then
 // cuBLASLt over fp16 weights of the shape with fp16 x (fp16 weights'
 // GEMM). It reports us, TFLOP/s and the weight bytes' GB/s, after the read
 // ceiling (Device.ProbeBandwidth). Run on the GPU machine:
@@ -171,6 +178,7 @@ func BenchmarkGEMMQ(b *testing.B) {
 	}
 	y := alloc(4 * maxT * 14336)
 	scratch := alloc(64 << 20)
+	variants := map[string]*kernels.GEMMQ{} // compiled on first use
 	for _, sh := range []struct {
 		bits int
 		N, K int
@@ -200,25 +208,37 @@ func BenchmarkGEMMQ(b *testing.B) {
 			runs := []run{{"auto", -1, 0}}
 			if bits == 4 {
 				for ci := range kernels.GEMMQConfigs() {
-					for _, s := range []int{1, 2, 4, 8} {
+					runs = append(runs, run{fmt.Sprintf("c%d-auto", ci), ci, 0})
+					for _, s := range []int{1, 2, 4, 8, 16} {
 						runs = append(runs, run{fmt.Sprintf("c%d-s%d", ci, s), ci, s})
 					}
 				}
 			}
-			for _, rn := range runs {
-				b.Run(fmt.Sprintf("int%d/%dx%d/T=%d/%s", bits, N, K, T, rn.name), func(b *testing.B) {
-					g.Config, g.Splits = rn.config, rn.splits
-					defer func() { g.Config, g.Splits = -1, 0 }()
-					if g.ScratchBytes(T, N, K, bits) > 64<<20 {
-						b.Skip("scratch")
-					}
-					us := median(func(c *cuda.Ctx, st cuda.Stream, i int) error {
-						return g.Launch(c, st, y, x, tw[i], tp[i], 0, scratch, T, N, K, bits, G)
+			for _, v := range gemmqBenchVariants {
+				for _, rn := range runs {
+					b.Run(fmt.Sprintf("int%d/%dx%d/T=%d/%s/%s", bits, N, K, T, v.name, rn.name), func(b *testing.B) {
+						g := g
+						if v.opt != "" {
+							if variants[v.name] == nil {
+								if variants[v.name], err = kernels.LoadGEMMQOptions(d, v.opt); err != nil {
+									b.Fatal(err)
+								}
+							}
+							g = variants[v.name]
+						}
+						g.Config, g.Splits = rn.config, rn.splits
+						defer func() { g.Config, g.Splits = -1, 0 }()
+						if g.ScratchBytes(T, N, K, bits) > 64<<20 {
+							b.Skip("scratch")
+						}
+						us := median(func(c *cuda.Ctx, st cuda.Stream, i int) error {
+							return g.Launch(c, st, y, x, tw[i], tp[i], 0, scratch, T, N, K, bits, G)
+						})
+						b.ReportMetric(us, "us")
+						b.ReportMetric(flop/us/1e6, "TFLOP/s")
+						b.ReportMetric(wbytes/us/1e3, "GB/s")
 					})
-					b.ReportMetric(us, "us")
-					b.ReportMetric(flop/us/1e6, "TFLOP/s")
-					b.ReportMetric(wbytes/us/1e3, "GB/s")
-				})
+				}
 			}
 		}
 		if bits != 4 {
