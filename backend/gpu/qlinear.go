@@ -692,7 +692,11 @@ const gemmqMaxRows = kernels.GEMMQMaxRows
 
 // gemmqKernels compiles gemmq.cu on first use.
 func (b *Backend) gemmqKernels() (*kernels.GEMMQ, error) {
-	b.gemmqOnce.Do(func() { b.gemmq, b.gemmqErr = kernels.LoadGEMMQ(b.dev) })
+	b.gemmqOnce.Do(func() {
+		if b.gemmq, b.gemmqErr = kernels.LoadGEMMQ(b.dev); b.gemmqErr == nil {
+			b.gemmq.Bulk = b.opts.GEMMQBulk
+		}
+	})
 	return b.gemmq, b.gemmqErr
 }
 

@@ -431,16 +431,17 @@ func TestQuantLinearTiled(t *testing.T) {
 }
 
 // BenchmarkQuantLinearLayout times Linear over int4 and int3 Llama-3.1-8B
-// gate/up (14336x4096) and down (4096x14336) weights, each in quantLayoutCopies
-// random copies (117 MB, cold in the H100's 50 MB L2), with the tiled
+// gate/up (14336x4096), down (4096x14336) and q/o (4096x4096) weights, each
+// in quantLayoutCopies random copies (cold in the H100's 50 MB L2), with the tiled
 // layout as their only device copy (the default) and in wq's layout
-// (Options.GEMVQWQ), alternated at each format, shape and T: 1 (v6.1
-// against v5.2 for int4, against v3.2 for int3), 2, 8 and 16 (v2 over either
-// layout) and 64, 512 and 2048 (a batch past the GEMV's rows, prefill chunks:
-// the dequantization to fp16, then cuBLASLt); then fp16 weights of the same
-// shapes at 64, 512 and 2048 rows (cuBLASLt; the floor of the packed ones'
-// GEMM). It reports us per Linear (docs/perf/gemvq.md, sessions 15c, 15d and
-// 15e). Run on the GPU machine:
+// (Options.GEMVQWQ), alternated at each format, shape and T
+// (quantLayoutRows): 1 (v6.1 against v5.2 for int4, against v3.2 for
+// int3), 2, 8 and 16 (v2 over either layout), 24-256 (batched decode:
+// gemmq.cu's fused dequant-GEMM over the tiled layout, the dequantization
+// to fp16 and cuBLASLt over wq's) and 512 and 2048 (prefill chunks: the
+// dequantization and cuBLASLt); then fp16 weights of the same shapes at the
+// rows past 16 (cuBLASLt). It reports us per Linear (docs/perf/gemvq.md,
+// sessions 15c, 15d, 15e and 16). Run on the GPU machine:
 //
 //	./gpu.test -test.run '^$' -test.bench QuantLinearLayout -test.count 2
 func BenchmarkQuantLinearLayout(b *testing.B) {
@@ -466,13 +467,13 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 	}
 	var keys []quantLayoutKey
 	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
-		for _, s := range [][2]int{{14336, 4096}, {4096, 14336}} {
+		for _, s := range quantLayoutShapes {
 			keys = append(keys, quantLayoutKey{e, s})
 		}
 	}
 	for _, l := range lays {
 		for _, k := range keys {
-			for i := range quantLayoutCopies {
+			for i := range quantLayoutCopies(k.shape[0] * k.shape[1] * k.elem.Bits() / 8) {
 				w, err := l.be.LoadRandomQuant("w", []int{k.shape[0], k.shape[1]}, k.elem, 128, uint64(i+1), wq.DEC{})
 				if err != nil {
 					b.Fatal(err)
@@ -493,9 +494,9 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 	}
 	// fp16 weights, on the default backend.
 	be := lays[len(lays)-1].be
-	for _, s := range [][2]int{{14336, 4096}, {4096, 14336}} {
+	for _, s := range quantLayoutShapes {
 		var ws []backend.Weight
-		for i := range quantLayoutCopies {
+		for i := range quantLayoutCopies(2 * s[0] * s[1]) {
 			w, err := be.LoadRandom("w", []int{s[0], s[1]}, 0.02, uint64(i+1))
 			if err != nil {
 				b.Fatal(err)
@@ -557,9 +558,14 @@ func benchLinearRotating(b *testing.B, be *gpu.Backend, ws []backend.Weight, T i
 // those past 16.
 var quantLayoutRows = []int{1, 2, 8, 16, 24, 32, 48, 64, 128, 256, 512, 2048}
 
-// quantLayoutCopies is how many copies of each weight
-// BenchmarkQuantLinearLayout rotates over.
-const quantLayoutCopies = 4
+// quantLayoutShapes are BenchmarkQuantLinearLayout's [N, K]: Llama-3.1-8B's
+// gate/up, down and q/o.
+var quantLayoutShapes = [][2]int{{14336, 4096}, {4096, 14336}, {4096, 4096}}
+
+// quantLayoutCopies is how many copies of a weight of this many bytes
+// BenchmarkQuantLinearLayout rotates over: at least 4, and at least
+// 120 MB in all (cold in the H100's 50 MB L2).
+func quantLayoutCopies(bytes int) int { return max(4, (120<<20+bytes-1)/bytes) }
 
 // quantLayoutKey names one of BenchmarkQuantLinearLayout's weights: its
 // format and its [N, K].
