@@ -62,10 +62,10 @@ func (g gemmqConfig) threads() int { return 32 * 4 * g.wn }
 // gemmqConfigs are gemm_q's instantiations: 32 tokens a CTA of 4 warps
 // (two CTAs an SM), 64 and 128 tokens a CTA of 8 warps (one CTA an SM;
 // 128 with two ring slots, its slot being 85 KB), the rule's
-// (gemmqAutoConfigs); and for the tuning sweep (GEMMQ.Config) 64 tokens
-// with a ring of 4, 32 tokens over 8 warps (2 n-tiles each), 64 over 4
-// warps (8 n-tiles each).
-var gemmqConfigs = [...]gemmqConfig{{4, 1, 3}, {4, 2, 3}, {8, 2, 2}, {4, 2, 4}, {2, 2, 4}, {8, 1, 3}}
+// (gemmqAutoConfigs); and for the tuning sweep (GEMMQ.Config) 32 tokens
+// over 8 warps (2 n-tiles each), 64 over 4 warps (8 n-tiles each), and
+// rings of two slots (more CTAs an SM: 32 tokens three, 64 two).
+var gemmqConfigs = [...]gemmqConfig{{4, 1, 3}, {4, 2, 3}, {8, 2, 2}, {2, 2, 4}, {8, 1, 3}, {4, 1, 2}, {4, 2, 2}, {8, 1, 2}}
 
 // gemmqAutoConfigs are the configs gemmqConfigFor chooses among.
 var gemmqAutoConfigs = [...]int{0, 1, 2}
