@@ -434,7 +434,8 @@ func TestQuantLinearTiled(t *testing.T) {
 // gate/up (14336x4096), down (4096x14336) and q/o (4096x4096) weights, each
 // in quantLayoutCopies random copies (cold in the H100's 50 MB L2), with the tiled
 // layout as their only device copy (the default) and in wq's layout
-// (Options.GEMVQWQ), alternated at each format, shape and T
+// (Options.GEMVQWQ), and tiled with gemmq.cu's copy-engine ring
+// (Options.GEMMQBulk: "bulk"), alternated at each format, shape and T
 // (quantLayoutRows): 1 (v6.1 against v5.2 for int4, against v3.2 for
 // int3), 2, 8 and 16 (v2 over either layout), 24-256 (batched decode:
 // gemmq.cu's fused dequant-GEMM over the tiled layout, the dequantization
@@ -454,7 +455,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 	for _, l := range []struct {
 		name string
 		o    gpu.Options
-	}{{"wq", gpu.Options{GEMVQWQ: true}}, {"tiled", gpu.Options{}}} {
+	}{{"wq", gpu.Options{GEMVQWQ: true}}, {"tiled", gpu.Options{}}, {"bulk", gpu.Options{GEMMQBulk: true}}} {
 		be, err := gpu.Open(0, l.o)
 		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 			b.Skipf("no CUDA device: %v", err)
@@ -493,7 +494,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 		}
 	}
 	// fp16 weights, on the default backend.
-	be := lays[len(lays)-1].be
+	be := lays[1].be
 	for _, s := range quantLayoutShapes {
 		var ws []backend.Weight
 		for i := range quantLayoutCopies(2 * s[0] * s[1]) {
