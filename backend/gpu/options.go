@@ -94,13 +94,9 @@ const (
 	// layout and v6.1 (comparisons; other sums).
 	EnvGEMVQInt3V32 = "BITDECODE_GEMVQ_INT3_V32"
 	// EnvGEMMQOff is Options.GEMMQOff: packed weights in the tiled layout
-	// dequantize to fp16 and go to cuBLASLt at 17-256 rows of x too, as
+	// dequantize to fp16 and go to cuBLASLt at 17-128 rows of x too, as
 	// before session 16 (comparisons; other sums).
 	EnvGEMMQOff = "BITDECODE_GEMMQ_OFF"
-	// EnvGEMMQBulk is Options.GEMMQBulk: gemmq.cu's ring filled by the
-	// copy engine (cp.async.bulk) instead of each thread's cp.async
-	// (comparisons; the same sums).
-	EnvGEMMQBulk = "BITDECODE_GEMMQ_BULK"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -242,15 +238,10 @@ type Options struct {
 	// kernels.GEMVQ.V32Int3; a knob for A/Bs and tests.
 	GEMVQInt3V32 bool
 	// GEMMQOff keeps the dequantization to fp16 plus cuBLASLt for packed
-	// weights in the tiled layout at kernels.GEMMQMinRows to gemmqMaxRows
-	// rows of x, where gemmq.cu's fused dequant-GEMM runs by default
+	// weights in the tiled layout at kernels.GEMMQMinRows to 128 rows of x, where gemmq.cu's fused dequant-GEMM runs by default
 	// (qlinear.go linearFused; docs/perf/gemvq.md, session 16). A knob for
 	// A/Bs and tests.
 	GEMMQOff bool
-	// GEMMQBulk makes gemmq.cu fill its ring of shared-memory slots with
-	// the copy engine (cp.async.bulk on an mbarrier, kernels.GEMMQ.Bulk)
-	// instead of each thread's 16-byte cp.async: the same slots and sums.
-	GEMMQBulk bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -292,7 +283,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
-		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMMQBulk, &o.GEMMQBulk}} {
+		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32}, {EnvGEMMQOff, &o.GEMMQOff}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

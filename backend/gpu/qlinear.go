@@ -686,17 +686,16 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 func (w *weight) isQuant() bool { return w.q != 0 || w.qt != 0 }
 
 // gemmqMaxRows is the most rows of x linearFused gives to gemmq.cu's fused
-// dequant-GEMM; more dequantize to fp16 for cuBLASLt (docs/perf/gemvq.md,
-// session 16).
-const gemmqMaxRows = kernels.GEMMQMaxRows
+// dequant-GEMM; more dequantize to fp16 for cuBLASLt. The crossover
+// measured on the H100 (docs/perf/gemvq.md, session 16, call 3), int4
+// gate/up against the dequantization (~55 us) plus cuBLASLt's fp16 GEMM:
+// 88 us against ~110 at 128 rows, 172 against ~118 at 256 (mma.sync
+// against cuBLASLt's wgmma); down alike; q/o within 10% either way at 128.
+const gemmqMaxRows = 128
 
 // gemmqKernels compiles gemmq.cu on first use.
 func (b *Backend) gemmqKernels() (*kernels.GEMMQ, error) {
-	b.gemmqOnce.Do(func() {
-		if b.gemmq, b.gemmqErr = kernels.LoadGEMMQ(b.dev); b.gemmqErr == nil {
-			b.gemmq.Bulk = b.opts.GEMMQBulk
-		}
-	})
+	b.gemmqOnce.Do(func() { b.gemmq, b.gemmqErr = kernels.LoadGEMMQ(b.dev) })
 	return b.gemmq, b.gemmqErr
 }
 

@@ -434,13 +434,12 @@ func TestQuantLinearTiled(t *testing.T) {
 // gate/up (14336x4096), down (4096x14336) and q/o (4096x4096) weights, each
 // in quantLayoutCopies random copies (cold in the H100's 50 MB L2), with the tiled
 // layout as their only device copy (the default) and in wq's layout
-// (Options.GEMVQWQ), and tiled with gemmq.cu's copy-engine ring
-// (Options.GEMMQBulk: "bulk"), alternated at each format, shape and T
+// (Options.GEMVQWQ), alternated at each format, shape and T
 // (quantLayoutRows): 1 (v6.1 against v5.2 for int4, against v3.2 for
 // int3), 2, 8 and 16 (v2 over either layout), 24-256 (batched decode:
-// gemmq.cu's fused dequant-GEMM over the tiled layout, the dequantization
-// to fp16 and cuBLASLt over wq's) and 512 and 2048 (prefill chunks: the
-// dequantization and cuBLASLt); then fp16 weights of the same shapes at the
+// gemmq.cu's fused dequant-GEMM over the tiled layout up to 128 rows, the
+// dequantization to fp16 and cuBLASLt over wq's and above 128) and 512 and
+// 2048 (prefill chunks: the dequantization and cuBLASLt); then fp16 weights of the same shapes at the
 // rows past 16 (cuBLASLt). It reports us per Linear (docs/perf/gemvq.md,
 // sessions 15c, 15d, 15e and 16). Run on the GPU machine:
 //
@@ -455,7 +454,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 	for _, l := range []struct {
 		name string
 		o    gpu.Options
-	}{{"wq", gpu.Options{GEMVQWQ: true}}, {"tiled", gpu.Options{}}, {"bulk", gpu.Options{GEMMQBulk: true}}} {
+	}{{"wq", gpu.Options{GEMVQWQ: true}}, {"tiled", gpu.Options{}}} {
 		be, err := gpu.Open(0, l.o)
 		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 			b.Skipf("no CUDA device: %v", err)
@@ -494,7 +493,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 		}
 	}
 	// fp16 weights, on the default backend.
-	be := lays[1].be
+	be := lays[len(lays)-1].be
 	for _, s := range quantLayoutShapes {
 		var ws []backend.Weight
 		for i := range quantLayoutCopies(2 * s[0] * s[1]) {
@@ -554,9 +553,9 @@ func benchLinearRotating(b *testing.B, be *gpu.Backend, ws []backend.Weight, T i
 
 // quantLayoutRows are the rows of x BenchmarkQuantLinearLayout times:
 // the GEMVs' (1-16), batched decode's (24-256: gemmq.cu's fused
-// dequant-GEMM over the tiled layout since session 16, the dequantization
-// and cuBLASLt over wq's), prefill chunks (512, 2048). fp16 weights run
-// those past 16.
+// dequant-GEMM over the tiled layout up to 128 rows since session 16, the
+// dequantization and cuBLASLt over wq's and above), prefill chunks (512,
+// 2048). fp16 weights run those past 16.
 var quantLayoutRows = []int{1, 2, 8, 16, 24, 32, 48, 64, 128, 256, 512, 2048}
 
 // quantLayoutShapes are BenchmarkQuantLinearLayout's [N, K]: Llama-3.1-8B's

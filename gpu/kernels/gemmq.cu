@@ -104,31 +104,6 @@ struct Slot {
 // sharedU32 is the shared-window address of p.
 __device__ __forceinline__ u32 sharedU32(const void* p) { return u32(__cvta_generic_to_shared(p)); }
 
-// The BULK ring (sm_90): the copy engine fills a slot with
-// cp.async.bulk copies (whole code blocks, pair runs, token rows of x),
-// their completion counted in bytes on the slot's mbarrier, instead of
-// each thread's 16-byte cp.async. PTX ISA 8.0.
-__device__ __forceinline__ void barInit(unsigned long long* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(sharedU32(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void barExpectTx(unsigned long long* bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sharedU32(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void barWait(unsigned long long* bar, u32 parity) {
-  asm volatile(
-      "{\n .reg .pred done;\n"
-      "WAIT:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      " @!done bra WAIT;\n}" ::"r"(sharedU32(bar)),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void bulkCopy(void* dst, const void* src, u32 bytes, unsigned long long* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(sharedU32(dst)), "l"(src),
-               "r"(bytes), "r"(sharedU32(bar))
-               : "memory");
-}
-
 // ldsm4 is ldmatrix.x4: four 8x8 fp16 matrices, lane l naming row l%8 of
 // matrix l/8.
 __device__ __forceinline__ void ldsm4(u32& d0, u32& d1, u32& d2, u32& d3, u32 addr) {
@@ -178,11 +153,8 @@ __global__ void __launch_bounds__(kPrepThreads) gemm_q_prep(const float* __restr
 // gemm_q: grid (ceil(N/128), ceil(T/(8·NT·WN)), splits), block 32·kWM·WN,
 // dynamic shared memory STAGES · Slot<BITS, 8·NT·WN>::kBytes. tw, tp: the
 // weight's tiled layout; xp: gemm_q_prep's x; part [splits][T][N] and
-// cnt [gridDim.x·gridDim.y] (zeroed) where splits > 1. BULK: the ring is
-// filled by the copy engine (warp 0's lanes issue cp.async.bulk copies on
-// the slot's mbarrier) instead of every thread's cp.async; the same slots,
-// the same math.
-template <int BITS, int NT, int WN, int STAGES, bool BULK>
+// cnt [gridDim.x·gridDim.y] (zeroed) where splits > 1.
+template <int BITS, int NT, int WN, int STAGES>
 __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict__ xp, const u32* __restrict__ tw, const u32* __restrict__ tp,
                                                            const float* __restrict__ bias, float* __restrict__ y, float* __restrict__ part,
                                                            u32* __restrict__ cnt, int T, int N, int K, int G) {
@@ -203,40 +175,8 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
   const int per = (steps + gridDim.z - 1) / gridDim.z;
   const int st0 = blockIdx.z * per, st1 = min(steps, st0 + per);
 
-  __shared__ __align__(8) unsigned long long bar[BULK ? STAGES : 1];
-  if (BULK) {
-    if (threadIdx.x == 0) {
-#pragma unroll
-      for (int s = 0; s < STAGES; s++) barInit(&bar[s], 1);
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-  }
-  // loadBulk issues the bulk copies of step st into ring slot s (warp 0):
-  // lane g a row group's code block and pairs, the lanes together the
-  // tokens' rows of x; lane 0 first sets the slot's expected bytes.
-  auto loadBulk = [&](int s, int st) {
-    if (warp != 0) return;
-    unsigned char* slot = smem + s * S::kBytes;
-    const int nrg = min(kRGs, rgs - rg0), ntok = min(TC, T - tc0), nu = min(2, tiles - 2 * st);
-    const int gFirst = st * kStep / G, ng = min(groups - 1, (st * kStep + kStep - 1) / G) - gFirst + 1;
-    if (lane == 0) barExpectTx(&bar[s], u32(nrg * (kCodeWords<BITS> * 4 + ng * kRows * 4) + ntok * nu * kTile * 2));
-    if (lane < nrg) {
-      bulkCopy(slot + lane * kCodeWords<BITS> * 4, tw + (size_t(rg0 + lane) * steps + st) * kCodeWords<BITS>, kCodeWords<BITS> * 4, &bar[s]);
-      bulkCopy(slot + S::kCodes + lane * 2 * kRows * 4, tp + (size_t(rg0 + lane) * groups + gFirst) * kRows, ng * kRows * 4, &bar[s]);
-    }
-    for (int i = lane; i < ntok * nu; i += 32) {
-      const int t = i / nu, u = i % nu;
-      bulkCopy(slot + S::kCodes + S::kParams + ((u * TC + t) * kXRow) * 2, xp + (size_t(tc0 + t) * K + st * kStep + u * kTile) / 2, kTile * 2,
-               &bar[s]);
-    }
-  };
   // load issues the cp.async copies of step st into ring slot s.
   auto load = [&](int s, int st) {
-    if (BULK) {
-      loadBulk(s, st);
-      return;
-    }
     unsigned char* slot = smem + s * S::kBytes;
     // Codes: each row group's block, contiguous.
     constexpr int kChunks = kCodeWords<BITS> / 4;  // 16-byte chunks a block
@@ -273,27 +213,17 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
     if (GEMMQ_DIAG != 2 && st0 + s < st1) load(s, st0 + s);
-    if (!BULK) cpAsyncCommit();
+    cpAsyncCommit();
   }
   // ldmatrix rows: lane l names row l%8 of matrix l/8 (matrices: n-tile
   // pair member l/16, k half (l/8)%2).
   const int xTok = wn * NT * 8 + (lane / 16) * 8 + lane % 8, xHalf = (lane / 8) % 2 * 8;
   for (int st = st0; st < st1; st++) {
     const int it = st - st0;
-    if (BULK) {
-      // This thread's reads of the slot refilled below (the step before)
-      // come before the copy engine's writes to it.
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    } else {
-      cpAsyncWait<STAGES - 2>();
-    }
+    cpAsyncWait<STAGES - 2>();
     __syncthreads();
     if (GEMMQ_DIAG != 2 && st + STAGES - 1 < st1) load((it + STAGES - 1) % STAGES, st + STAGES - 1);
-    if (BULK) {
-      if (GEMMQ_DIAG != 2) barWait(&bar[it % STAGES], u32(it / STAGES) & 1);
-    } else {
-      cpAsyncCommit();
-    }
+    cpAsyncCommit();
     const unsigned char* slot = smem + (it % STAGES) * S::kBytes;
     const u32* codes = reinterpret_cast<const u32*>(slot);
     const u32* prm = reinterpret_cast<const u32*>(slot + S::kCodes);
@@ -346,7 +276,7 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
       }
     }
   }
-  if (!BULK) cpAsyncWait<0>();
+  cpAsyncWait<0>();
 
   // acc[mt][nt]: rows r, r+8 of row group wm·kMT + mt, tokens 2c, 2c+1 of
   // n-tile nt of the warp's.

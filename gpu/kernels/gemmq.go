@@ -15,14 +15,10 @@ var gemmqSource string
 // GEMMQMaxRows rows of x (batched decode), and its x preparation.
 type GEMMQ struct {
 	prep cuda.Function
-	fns  [2][len(gemvqTiledBits)][len(gemmqConfigs)]cuda.Function // [bulk][bits][config]
+	fns  [len(gemvqTiledBits)][len(gemmqConfigs)]cuda.Function
 	// slots is how many CTAs of each kernel the GPU holds at once (its
 	// CTAs an SM by the occupancy API, times the SMs): the split rule's wave.
-	slots [2][len(gemvqTiledBits)][len(gemmqConfigs)]int
-	// Bulk makes the kernels fill their ring with the copy engine
-	// (cp.async.bulk on an mbarrier) instead of each thread's cp.async:
-	// gemmq.cu's BULK; the same sums.
-	Bulk bool
+	slots [len(gemvqTiledBits)][len(gemmqConfigs)]int
 	// Config, when non-negative, forces the token tiling (an index of
 	// gemmqConfigs) and Splits, when positive, the split-K: knobs for
 	// tests and tuning.
@@ -61,14 +57,11 @@ func (g gemmqConfig) threads() int { return 32 * 4 * g.wn }
 
 // gemmqConfigs are gemm_q's instantiations: 32 tokens a CTA of 4 warps
 // (two CTAs an SM), 64 and 128 tokens a CTA of 8 warps (one CTA an SM;
-// 128 with two ring slots, its slot being 85 KB), the rule's
-// (gemmqAutoConfigs); and for the tuning sweep (GEMMQ.Config) 32 tokens
-// over 8 warps (2 n-tiles each), 64 over 4 warps (8 n-tiles each), and
-// rings of two slots (more CTAs an SM: 32 tokens three, 64 two).
-var gemmqConfigs = [...]gemmqConfig{{4, 1, 3}, {4, 2, 3}, {8, 2, 2}, {2, 2, 4}, {8, 1, 3}, {4, 1, 2}, {4, 2, 2}, {8, 1, 2}}
-
-// gemmqAutoConfigs are the configs gemmqConfigFor chooses among.
-var gemmqAutoConfigs = [...]int{0, 1, 2}
+// 128 with two ring slots, its slot being 85 KB). Session 16's sweep of
+// eight tilings (docs/perf/gemvq.md) found none more than ~6% faster than
+// these at the rule's split on the 8B shapes (64 tokens over 4 warps with
+// two slots at 48-64 rows), so only these are compiled.
+var gemmqConfigs = [...]gemmqConfig{{4, 1, 3}, {4, 2, 3}, {8, 2, 2}}
 
 // gemmqSlotBytes is gemmq.cu's Slot<BITS, TC>::kBytes.
 func gemmqSlotBytes(bits, tokens int) int {
@@ -86,18 +79,8 @@ func gemvqTiledLine(bits int) int {
 // sharedBytes is the config's dynamic shared memory for a code width.
 func (g gemmqConfig) sharedBytes(bits int) int { return g.stages * gemmqSlotBytes(bits, g.tokens()) }
 
-func gemmqExpr(bits int, g gemmqConfig, bulk bool) string {
-	return fmt.Sprintf("gemmq::gemm_q<%d, %d, %d, %d, %v>", bits, g.nt, g.wn, g.stages, bulk)
-}
-
-// gemmqBulk indexes GEMMQ's kernels by their BULK flag.
-var gemmqBulk = [2]bool{false, true}
-
-func flagIndex(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+func gemmqExpr(bits int, g gemmqConfig) string {
+	return fmt.Sprintf("gemmq::gemm_q<%d, %d, %d, %d>", bits, g.nt, g.wn, g.stages)
 }
 
 // LoadGEMMQ compiles gemmq.cu (with gemvq.cu as the header it includes).
@@ -109,11 +92,9 @@ func LoadGEMMQ(dev *cuda.Device) (*GEMMQ, error) { return LoadGEMMQOptions(dev) 
 func LoadGEMMQOptions(dev *cuda.Device, opts ...string) (*GEMMQ, error) {
 	const prepExpr = "gemmq::gemm_q_prep"
 	exprs := []string{prepExpr}
-	for _, bulk := range gemmqBulk {
-		for _, b := range gemvqTiledBits {
-			for _, cfg := range gemmqConfigs {
-				exprs = append(exprs, gemmqExpr(b, cfg, bulk))
-			}
+	for _, b := range gemvqTiledBits {
+		for _, cfg := range gemmqConfigs {
+			exprs = append(exprs, gemmqExpr(b, cfg))
 		}
 	}
 	mod, err := dev.Compile(program("gemmq.cu", gemmqSource, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
@@ -124,29 +105,25 @@ func LoadGEMMQOptions(dev *cuda.Device, opts ...string) (*GEMMQ, error) {
 	if g.prep, err = mod.Function(prepExpr); err != nil {
 		return nil, err
 	}
-	for ki, bulk := range gemmqBulk {
-		for bi, b := range gemvqTiledBits {
-			for ci, cfg := range gemmqConfigs {
-				if g.fns[ki][bi][ci], err = mod.Function(gemmqExpr(b, cfg, bulk)); err != nil {
-					return nil, err
-				}
+	for bi, b := range gemvqTiledBits {
+		for ci, cfg := range gemmqConfigs {
+			if g.fns[bi][ci], err = mod.Function(gemmqExpr(b, cfg)); err != nil {
+				return nil, err
 			}
 		}
 	}
 	err = dev.Do(func(c *cuda.Ctx) error {
-		for ki := range gemmqBulk {
-			for bi, b := range gemvqTiledBits {
-				for ci, cfg := range gemmqConfigs {
-					f, smem := g.fns[ki][bi][ci], cfg.sharedBytes(b)
-					if err := c.SetMaxDynamicShared(f, smem); err != nil {
-						return fmt.Errorf("kernels: gemmq: %w", err)
-					}
-					n, err := c.MaxActiveBlocksPerSM(f, cfg.threads(), smem)
-					if err != nil {
-						return fmt.Errorf("kernels: gemmq: %w", err)
-					}
-					g.slots[ki][bi][ci] = max(1, n) * dev.SMs()
+		for bi, b := range gemvqTiledBits {
+			for ci, cfg := range gemmqConfigs {
+				f, smem := g.fns[bi][ci], cfg.sharedBytes(b)
+				if err := c.SetMaxDynamicShared(f, smem); err != nil {
+					return fmt.Errorf("kernels: gemmq: %w", err)
 				}
+				n, err := c.MaxActiveBlocksPerSM(f, cfg.threads(), smem)
+				if err != nil {
+					return fmt.Errorf("kernels: gemmq: %w", err)
+				}
+				g.slots[bi][ci] = max(1, n) * dev.SMs()
 			}
 		}
 		return nil
@@ -170,8 +147,8 @@ func (g *GEMMQ) Reads(T, N, K, bits, G int) bool {
 // chunks waste the fewest token slots, the larger CTA on a tie.
 func gemmqConfigFor(T int) int {
 	best, waste := 0, -1
-	for _, ci := range gemmqAutoConfigs {
-		tc := gemmqConfigs[ci].tokens()
+	for ci, cfg := range gemmqConfigs {
+		tc := cfg.tokens()
 		w := (T+tc-1)/tc*tc - T
 		if waste < 0 || w <= waste {
 			best, waste = ci, w
@@ -203,7 +180,7 @@ func (g *GEMMQ) plan(T, N, K, bits int) (ci int, grid cuda.Dim3, splits int) {
 	}
 	cfg := gemmqConfigs[ci]
 	grid = cuda.Dim3{X: (N + gemmqRowsCTA - 1) / gemmqRowsCTA, Y: (T + cfg.tokens() - 1) / cfg.tokens()}
-	splits = gemmqSplitFor(grid.X*grid.Y, K, g.slots[flagIndex(g.Bulk)][gemvqTiledIndex(bits)][ci])
+	splits = gemmqSplitFor(grid.X*grid.Y, K, g.slots[gemvqTiledIndex(bits)][ci])
 	if g.Splits > 0 {
 		splits = min(g.Splits, gemmqMaxSplits)
 	}
@@ -250,7 +227,7 @@ func (g *GEMMQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, scratch 
 		x, xp, int32(T), int32(K), cnt, int32(ncnt)); err != nil {
 		return err
 	}
-	return c.Launch(g.fns[flagIndex(g.Bulk)][gemvqTiledIndex(bits)][ci], grid, cuda.Dim3{X: cfg.threads()}, cfg.sharedBytes(bits), st,
+	return c.Launch(g.fns[gemvqTiledIndex(bits)][ci], grid, cuda.Dim3{X: cfg.threads()}, cfg.sharedBytes(bits), st,
 		xp, tw, tp, bias, y, part, cnt, int32(T), int32(N), int32(K), int32(G))
 }
 
@@ -263,5 +240,5 @@ func (g *GEMMQ) Info(c *cuda.Ctx, bits, config int) (cuda.FuncInfo, error) {
 	if bi < 0 || config < 0 || config >= len(gemmqConfigs) {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemmq: no kernel for bits=%d config %d", bits, config)
 	}
-	return c.FuncInfo(g.fns[flagIndex(g.Bulk)][bi][config])
+	return c.FuncInfo(g.fns[bi][config])
 }

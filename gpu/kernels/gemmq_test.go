@@ -18,9 +18,8 @@ import (
 // and 256, N not a multiple of the CTA's 128 rows nor of 16, an odd number
 // of 128-channel tiles (a last ring step of one tile), T = 17, 24, 32, 48,
 // 64, 100, 128 and 256 (partial token chunks), with and without a bias,
-// each token tiling and split-K (one slice, three, and the rule's), with
-// the cp.async ring and the copy engine's (GEMMQ.Bulk), over a scratch and
-// y poisoned with NaN. Its numbers are v2's: x and ŵ rounded
+// each token tiling and split-K (one slice, three, and the rule's), over a
+// scratch and y poisoned with NaN. Its numbers are v2's: x and ŵ rounded
 // once to fp16, float32 products and sums (the tensor cores' over K/16
 // k-steps, then at most a few dozen slices), so v2's bound holds
 // (TestGEMVQMatchesReference has the derivation): 2⁻¹⁰·(1 + 2⁻¹⁰) plus
@@ -73,21 +72,15 @@ func TestGEMMQMatchesReference(t *testing.T) {
 			}
 			twp, tpp := m.put(cuda.Bytes(tw)), m.put(cuda.Bytes(tp))
 			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
-			type run struct {
-				config, splits int
-				bulk           bool
-			}
-			var runs []run
-			for _, bulk := range []bool{false, true} {
-				runs = append(runs, run{-1, 0, bulk})
-				for ci := range kernels.GEMMQConfigs() {
-					runs = append(runs, run{ci, 1, bulk}, run{ci, 3, bulk})
-				}
+			type run struct{ config, splits int }
+			runs := []run{{-1, 0}}
+			for ci := range kernels.GEMMQConfigs() {
+				runs = append(runs, run{ci, 1}, run{ci, 3})
 			}
 			for _, T := range c.Ts {
 				for ri, rn := range runs {
 					withBias := ri%2 == 0
-					g.Config, g.Splits, g.Bulk = rn.config, rn.splits, rn.bulk
+					g.Config, g.Splits = rn.config, rn.splits
 					sp := m.put(cuda.Bytes(nanF32(g.ScratchBytes(T, c.N, c.K, bits) / 4)))
 					yp := m.put(cuda.Bytes(nanF32(T * c.N)))
 					var b cuda.DevicePtr
@@ -97,7 +90,7 @@ func TestGEMMQMatchesReference(t *testing.T) {
 					m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
 						return g.Launch(cx, s, yp, xp, twp, tpp, b, sp, T, c.N, c.K, bits, c.G)
 					})
-					g.Config, g.Splits, g.Bulk = -1, 0, false
+					g.Config, g.Splits = -1, 0
 					got := make([]float32, T*c.N)
 					m.read(cuda.Bytes(got), yp)
 					for i := range got {
@@ -117,14 +110,10 @@ func TestGEMMQMatchesReference(t *testing.T) {
 }
 
 // gemmqBenchVariants are the builds of gemmq.cu BenchmarkGEMMQ times: the
-// default (the cp.async ring, and the copy engine's: GEMMQ.Bulk), the mma
-// as asm volatile, and the diagnostics (loads only, math only); pick them
-// with -test.bench.
-var gemmqBenchVariants = []struct {
-	name, opt string
-	bulk      bool
-}{{"default", "", false}, {"bulk", "", true}, {"volatile", "-DGEMMQ_VOLATILE=1", false},
-	{"loads", "-DGEMMQ_DIAG=1", false}, {"math", "-DGEMMQ_DIAG=2", false}, {"bulkloads", "-DGEMMQ_DIAG=1", true}}
+// default, the mma as asm volatile, and the two diagnostics (loads only,
+// math only); pick them with -test.bench.
+var gemmqBenchVariants = []struct{ name, opt string }{{"default", ""}, {"volatile", "-DGEMMQ_VOLATILE=1"},
+	{"loads", "-DGEMMQ_DIAG=1"}, {"math", "-DGEMMQ_DIAG=2"}}
 
 // gemmqBenchCopies is how many copies of each weight BenchmarkGEMMQ
 // rotates over (two int4 gate/up copies, 59 MB, pass the H100's 50 MB L2).
@@ -237,8 +226,8 @@ func BenchmarkGEMMQ(b *testing.B) {
 							}
 							g = variants[v.name]
 						}
-						g.Config, g.Splits, g.Bulk = rn.config, rn.splits, v.bulk
-						defer func() { g.Config, g.Splits, g.Bulk = -1, 0, false }()
+						g.Config, g.Splits = rn.config, rn.splits
+						defer func() { g.Config, g.Splits = -1, 0 }()
 						if g.ScratchBytes(T, N, K, bits) > 64<<20 {
 							b.Skip("scratch")
 						}
