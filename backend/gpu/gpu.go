@@ -52,6 +52,11 @@ type Backend struct {
 	gemvqOnce sync.Once
 	gemvq     *kernels.GEMVQ
 	gemvqErr  error
+	// gemmq.cu, compiled on the first packed Linear of GEMMQMinRows or
+	// more rows over a tiled weight (linearFused).
+	gemmqOnce sync.Once
+	gemmq     *kernels.GEMMQ
+	gemmqErr  error
 	// sample.cu, compiled on the first ArgmaxRows (sample.go).
 	sampleOnce sync.Once
 	sampleK    *kernels.Sample
@@ -110,6 +115,11 @@ type Backend struct {
 	xkMu    sync.Mutex
 	xk      cuda.DevicePtr
 	xkBytes int
+	// fusedScratch's buffer (the fused dequant-GEMM's fp16 x, counters
+	// and partial sums), grown when an op is queued (fqMu).
+	fqMu    sync.Mutex
+	fq      cuda.DevicePtr
+	fqBytes int
 	// joinedOut: a joined LinearGroup's float32 GEMM output [T, ΣN],
 	// grown like keyedScratch (join.go).
 	ykMu    sync.Mutex
@@ -874,6 +884,10 @@ func (b *Backend) Close() error {
 	ptrs = append(ptrs, b.xk)
 	b.xk, b.xkBytes = 0, 0
 	b.xkMu.Unlock()
+	b.fqMu.Lock()
+	ptrs = append(ptrs, b.fq)
+	b.fq, b.fqBytes = 0, 0
+	b.fqMu.Unlock()
 	b.ykMu.Lock()
 	ptrs = append(ptrs, b.yk)
 	b.yk, b.ykBytes = 0, 0

@@ -97,6 +97,10 @@ const (
 	// and gemvq4.cu's v4.1 at one row of x instead of the tiled layout and
 	// v6.1 (comparisons; the same bits on the 8B shapes).
 	EnvGEMVQInt8V4 = "BITDECODE_GEMVQ_INT8_V4"
+	// EnvGEMMQOff is Options.GEMMQOff: packed weights in the tiled layout
+	// dequantize to fp16 and go to cuBLASLt at 17-128 rows of x too, as
+	// before session 16 (comparisons; other sums).
+	EnvGEMMQOff = "BITDECODE_GEMMQ_OFF"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -247,6 +251,11 @@ type Options struct {
 	// (docs/perf/gemvq.md, session 16). kernels.GEMVQ.V4Int8; a knob for
 	// A/Bs and tests.
 	GEMVQInt8V4 bool
+	// GEMMQOff keeps the dequantization to fp16 plus cuBLASLt for packed
+	// weights in the tiled layout at kernels.GEMMQMinRows to 128 rows of x, where gemmq.cu's fused dequant-GEMM runs by default
+	// (qlinear.go linearFused; docs/perf/gemvq.md, session 16). A knob for
+	// A/Bs and tests.
+	GEMMQOff bool
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -289,7 +298,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
-		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}} {
+		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -612,7 +612,9 @@ func (b *Backend) gemvqLaunch(c *cuda.Ctx, d, xt *tensor, wt *weight, bp cuda.De
 }
 
 // linearQuant is Linear over a packed weight: gemvq.cu for decode-sized
-// batches, fp16 dequantization into scratch plus cuBLASLt otherwise.
+// batches, gemmq.cu's fused dequant-GEMM for batches of up to gemmqMaxRows
+// rows over the tiled layout (linearFused), fp16 dequantization into
+// scratch plus cuBLASLt otherwise.
 func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 	var bp cuda.DevicePtr
 	if bt != nil {
@@ -635,13 +637,35 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 		}, u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(wt.qt), u64(bp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup))
 		return
 	}
-	b.launch("Linear", func(c *cuda.Ctx) error {
-		// One scratch holds x in fp16, then the dequantized weight.
-		xBytes := (2*T*K + 255) / 256 * 256
-		buf, err := b.scratch(c, xBytes+2*N*K)
-		if err != nil {
-			return err
+	if b.linearFused(d, xt, wt, bp, T, N, K) {
+		return
+	}
+	// One scratch holds x in fp16, then the dequantized weight: up to
+	// linearKeyedMaxRows rows (batched decode) the fused path's keyed
+	// buffer, grown now, so that the op carries a graph key (k/v of the 8B
+	// shapes keep wq's layout, and a keyless op makes its whole flush run
+	// directly); above, Linear's scratch, grown when the op runs.
+	xBytes := (2*T*K + 255) / 256 * 256
+	var keyed cuda.DevicePtr
+	var key []uint64
+	if T <= linearKeyedMaxRows {
+		var err error
+		if keyed, err = b.growKeyed(&b.fqMu, &b.fq, &b.fqBytes, xBytes+2*N*K); err != nil {
+			b.fail(fmt.Errorf("backend/gpu: Linear: weight %s: dequantization scratch: %w", wt.name, err))
+			return
 		}
+		key = []uint64{u64(d.ptr), u64(xt.ptr), u64(wt.q), u64(wt.qp), u64(wt.qt), u64(wt.qtp), u64(bp), u64(keyed), u64(T), u64(N), u64(K),
+			u64(wt.qbits), u64(wt.qgroup)}
+	}
+	b.launch("Linear", func(c *cuda.Ctx) error {
+		buf := keyed
+		if buf == 0 {
+			var err error
+			if buf, err = b.scratch(c, xBytes+2*N*K); err != nil {
+				return err
+			}
+		}
+		var err error
 		xh, wh := buf, buf+cuda.DevicePtr(xBytes)
 		if wt.qt != 0 {
 			err = b.gemvq.DequantTiled(c, b.stream, wh, wt.qt, wt.qtp, N, K, wt.qbits, wt.qgroup)
@@ -655,9 +679,55 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 			return fmt.Errorf("weight %s: %w", wt.name, err)
 		}
 		return nil
-	})
+	}, key...)
 }
 
 // isQuant reports whether w is a packed low-bit weight (in wq's layout or
 // the tiled one).
 func (w *weight) isQuant() bool { return w.q != 0 || w.qt != 0 }
+
+// gemmqMaxRows is the most rows of x linearFused gives to gemmq.cu's fused
+// dequant-GEMM; more dequantize to fp16 for cuBLASLt. The crossover
+// measured on the H100 (docs/perf/gemvq.md, session 16, call 3), int4
+// gate/up against the dequantization (~55 us) plus cuBLASLt's fp16 GEMM:
+// 88 us against ~110 at 128 rows, 172 against ~118 at 256 (mma.sync
+// against cuBLASLt's wgmma); down alike; q/o within 10% either way at 128.
+const gemmqMaxRows = 128
+
+// gemmqKernels compiles gemmq.cu on first use.
+func (b *Backend) gemmqKernels() (*kernels.GEMMQ, error) {
+	b.gemmqOnce.Do(func() { b.gemmq, b.gemmqErr = kernels.LoadGEMMQ(b.dev) })
+	return b.gemmq, b.gemmqErr
+}
+
+// linearFused queues Linear over a packed weight in the tiled layout
+// through gemmq.cu (x to fp16, then the fused dequant-GEMM) where it
+// applies: kernels.GEMMQMinRows to gemmqMaxRows rows, not Options.GEMMQOff.
+// Its scratch (fusedScratch) is grown when the op is queued, so the op
+// carries a graph key. It reports whether it queued the op; failures are
+// the backend's.
+func (b *Backend) linearFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) bool {
+	if wt.qt == 0 || b.opts.GEMMQOff || T < kernels.GEMMQMinRows || T > gemmqMaxRows {
+		return false
+	}
+	g, err := b.gemmqKernels()
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: Linear: weight %s: %w", wt.name, err))
+		return true
+	}
+	if !g.Reads(T, N, K, wt.qbits, wt.qgroup) {
+		return false
+	}
+	sp, err := b.growKeyed(&b.fqMu, &b.fq, &b.fqBytes, g.ScratchBytes(T, N, K, wt.qbits))
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: Linear: weight %s: fused scratch: %w", wt.name, err))
+		return true
+	}
+	b.launch("Linear", func(c *cuda.Ctx) error {
+		if err := g.Launch(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, sp, T, N, K, wt.qbits, wt.qgroup); err != nil {
+			return fmt.Errorf("weight %s: %w", wt.name, err)
+		}
+		return nil
+	}, u64(d.ptr), u64(xt.ptr), u64(wt.qt), u64(wt.qtp), u64(bp), u64(sp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup))
+	return true
+}

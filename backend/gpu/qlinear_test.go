@@ -340,7 +340,11 @@ func TestQuantLinearDEC(t *testing.T) {
 // v6.1 and wq's v3.2 (other sums): there the bound only. int8 likewise
 // (session 16: v6.1 against v4.1 at T = 1): the same bits at T = 1 where
 // their splits agree and their slices start at the same tiles (K 4096), the
-// bound only where they do not (K 1152: v4.1 at split 4, v6.1 at 8).
+// bound only where they do not (K 1152: v4.1 at split 4, v6.1 at 8). At
+// 17-128 rows (session 16) the int4 and int3 tiled weights run gemmq.cu's
+// fused dequant-GEMM (other sums): there the bound, and the same bits as
+// wq's layout on a backend with Options.GEMMQOff (the tiled dequantization
+// and cuBLASLt), which int8 takes at those rows by default.
 func TestQuantLinearTiled(t *testing.T) {
 	gpuBackend(t) // skips without a device
 	tb, err := gpu.Open(0, gpu.Options{})
@@ -348,6 +352,11 @@ func TestQuantLinearTiled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tb.Close()
+	ob, err := gpu.Open(0, gpu.Options{GEMMQOff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
 	wb, err := gpu.Open(0, gpu.Options{GEMVQWQ: true})
 	if err != nil {
 		t.Fatal(err)
@@ -393,15 +402,24 @@ func TestQuantLinearTiled(t *testing.T) {
 				defer be.FreeWeight(bw)
 				return linearOnce(t, be, qw, bw, x, T, N, K)
 			}
-			for _, T := range []int{1, 2, 7, 9, 16, 40} {
+			for _, T := range []int{1, 2, 7, 9, 16, 17, 40, 64} {
 				x := make([]float32, T*K)
 				for i := range x {
 					x[i] = float32(r.NormFloat64())
 				}
 				want, got := run(wb, x, T), run(tb, x, T)
+				fused := T >= kernels.GEMMQMinRows && e != wq.Int8 // int8: the dequantization and cuBLASLt, as wq's
 				for i := range want {
-					if got[i] != got[i] || (c.bitsT1 || T > 1) && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					if got[i] != got[i] || (c.bitsT1 || T > 1) && !fused && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("int%d K %d random %v T=%d: y[%d] = %g tiled, %g in wq's layout", e.Bits(), K, random, T, i, got[i], want[i])
+					}
+				}
+				if fused {
+					off := run(ob, x, T)
+					for i := range want {
+						if math.Float32bits(off[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("int%d random %v T=%d: y[%d] = %g tiled with GEMMQOff, %g in wq's layout", e.Bits(), random, T, i, off[i], want[i])
+						}
 					}
 				}
 				if random {
@@ -422,16 +440,18 @@ func TestQuantLinearTiled(t *testing.T) {
 }
 
 // BenchmarkQuantLinearLayout times Linear over int4, int3 and int8
-// Llama-3.1-8B gate/up (14336x4096) and down (4096x14336) weights, each in
-// quantLayoutCopies random copies (117-240 MB, cold in the H100's 50 MB L2), with the tiled
-// layout as their only device copy (the default) and in wq's layout
-// (Options.GEMVQWQ), alternated at each format, shape and T: 1 (v6.1
-// against v5.2 for int4, v3.2 for int3, v4.1 for int8), 2, 8 and 16 (v2 over either
-// layout) and 64, 512 and 2048 (a batch past the GEMV's rows, prefill chunks:
-// the dequantization to fp16, then cuBLASLt); then fp16 weights of the same
-// shapes at 64, 512 and 2048 rows (cuBLASLt; the floor of the packed ones'
-// GEMM). It reports us per Linear (docs/perf/gemvq.md, sessions 15c, 15d,
-// 15e and 16). Run on the GPU machine:
+// Llama-3.1-8B gate/up (14336x4096), down (4096x14336) and q/o (4096x4096)
+// weights, each in quantLayoutCopies random copies (cold in the H100's 50 MB
+// L2), with the tiled layout as their only device copy (the default) and in
+// wq's layout (Options.GEMVQWQ), alternated at each format, shape and T
+// (quantLayoutRows): 1 (v6.1 against v5.2 for int4, v3.2 for int3, v4.1 for
+// int8), 2, 8 and 16 (v2 over either layout), 24-256 (batched decode:
+// gemmq.cu's fused dequant-GEMM over int4's and int3's tiled layouts up to
+// 128 rows, the dequantization to fp16 and cuBLASLt otherwise) and 512 and
+// 2048 (prefill chunks: the dequantization and cuBLASLt); then fp16 weights
+// of the same shapes at the rows past 16 (cuBLASLt). It reports us per
+// Linear (docs/perf/gemvq.md, sessions 15c, 15d, 15e and 16). Run on the
+// GPU machine:
 //
 //	./gpu.test -test.run '^$' -test.bench QuantLinearLayout -test.count 2
 func BenchmarkQuantLinearLayout(b *testing.B) {
@@ -457,13 +477,13 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 	}
 	var keys []quantLayoutKey
 	for _, e := range []wq.Elem{wq.Int4, wq.Int3, wq.Int8} {
-		for _, s := range [][2]int{{14336, 4096}, {4096, 14336}} {
+		for _, s := range quantLayoutShapes {
 			keys = append(keys, quantLayoutKey{e, s})
 		}
 	}
 	for _, l := range lays {
 		for _, k := range keys {
-			for i := range quantLayoutCopies {
+			for i := range quantLayoutCopies(k.shape[0] * k.shape[1] * k.elem.Bits() / 8) {
 				w, err := l.be.LoadRandomQuant("w", []int{k.shape[0], k.shape[1]}, k.elem, 128, uint64(i+1), wq.DEC{})
 				if err != nil {
 					b.Fatal(err)
@@ -474,7 +494,7 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 	}
 	for _, k := range keys {
 		s := k.shape
-		for _, T := range []int{1, 2, 8, 16, 64, 512, 2048} {
+		for _, T := range quantLayoutRows {
 			for _, l := range lays {
 				b.Run(fmt.Sprintf("%v/%dx%d/T=%d/%s", k.elem, s[0], s[1], T, l.name), func(b *testing.B) {
 					benchLinearRotating(b, l.be, l.ws[k], T, s)
@@ -484,16 +504,16 @@ func BenchmarkQuantLinearLayout(b *testing.B) {
 	}
 	// fp16 weights, on the default backend.
 	be := lays[len(lays)-1].be
-	for _, s := range [][2]int{{14336, 4096}, {4096, 14336}} {
+	for _, s := range quantLayoutShapes {
 		var ws []backend.Weight
-		for i := range quantLayoutCopies {
+		for i := range quantLayoutCopies(2 * s[0] * s[1]) {
 			w, err := be.LoadRandom("w", []int{s[0], s[1]}, 0.02, uint64(i+1))
 			if err != nil {
 				b.Fatal(err)
 			}
 			ws = append(ws, w)
 		}
-		for _, T := range []int{64, 512, 2048} {
+		for _, T := range quantLayoutRows[slices.Index(quantLayoutRows, kernels.GEMMQMinRows-1)+1:] {
 			b.Run(fmt.Sprintf("fp16/%dx%d/T=%d", s[0], s[1], T), func(b *testing.B) {
 				benchLinearRotating(b, be, ws, T, s)
 			})
@@ -541,9 +561,21 @@ func benchLinearRotating(b *testing.B, be *gpu.Backend, ws []backend.Weight, T i
 	b.ReportMetric(el.Seconds()*1e6/float64(b.N*len(ws)), "us/linear")
 }
 
-// quantLayoutCopies is how many copies of each weight
-// BenchmarkQuantLinearLayout rotates over.
-const quantLayoutCopies = 4
+// quantLayoutRows are the rows of x BenchmarkQuantLinearLayout times:
+// the GEMVs' (1-16), batched decode's (24-256: gemmq.cu's fused
+// dequant-GEMM over the tiled layout up to 128 rows since session 16, the
+// dequantization and cuBLASLt over wq's and above), prefill chunks (512,
+// 2048). fp16 weights run those past 16.
+var quantLayoutRows = []int{1, 2, 8, 16, 24, 32, 48, 64, 128, 256, 512, 2048}
+
+// quantLayoutShapes are BenchmarkQuantLinearLayout's [N, K]: Llama-3.1-8B's
+// gate/up, down and q/o.
+var quantLayoutShapes = [][2]int{{14336, 4096}, {4096, 14336}, {4096, 4096}}
+
+// quantLayoutCopies is how many copies of a weight of this many bytes
+// BenchmarkQuantLinearLayout rotates over: at least 4, and at least
+// 120 MB in all (cold in the H100's 50 MB L2).
+func quantLayoutCopies(bytes int) int { return max(4, (120<<20+bytes-1)/bytes) }
 
 // quantLayoutKey names one of BenchmarkQuantLinearLayout's weights: its
 // format and its [N, K].

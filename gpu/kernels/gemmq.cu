@@ -1,0 +1,343 @@
+// gemmq.cu: the fused dequant-GEMM over packed low-bit weights for batches
+// past the GEMV's rows (issue #19, session 16): y = x·Ŵᵀ + bias for
+// T = 17..256 rows of x, reading each packed weight once (per chunk of
+// tokens) and dequantizing it in registers, instead of writing the whole Ŵ
+// to fp16 and handing it to cuBLASLt (gemvq.cu's dequant_q, then gemmF16).
+//
+// Operands: the weight in the tiled layout (gemvq.cu "The tiled layout",
+// int4 and int3: a row group of 16 rows x one step of 256 channels is one
+// contiguous block), x pre-rounded to fp16 by gemm_q_prep into xp [T][K],
+// each 128-channel tile's halves permuted into the mma's k order (below),
+// bias [N] float32 or null, y [T][N] float32.
+//
+// Work: mma.sync m16n8k16 with the weights as A (16 output channels x 16
+// input channels, dequantized in registers with gemvq.cu's operations:
+// the same ŵ as v2, rounded once to fp16) and x as B (16 channels x 8
+// tokens, ldmatrix'd from shared memory). A CTA of kWM x WN warps owns
+// kRowsCTA = 128 output channels (kWM warps of kMT = 2 row groups each)
+// and 8·NT·WN tokens (WN warps of NT n-tiles of 8 each), and a slice of K
+// (split-K over gridDim.z). Its steps of 256 channels go through a ring of
+// STAGES shared-memory slots filled by cp.async: the row groups' code
+// blocks (contiguous in the tiled layout), their (scale, zero) pairs, and
+// the tokens' fp16 x of the step. A lane (r = lane/4, c = lane%4) of a
+// warp reads, per 128-channel tile, channels 32c..32c+31 of rows r and r+8
+// of each of its row groups from the slot (v2's spans), and feeds mma
+// k-step j with pairs 2j, 2j+1 (channels 32c+4j..32c+4j+3): v2's
+// permutation of k. xp holds each tile's channels in that order (channel
+// 32c + 4j + e at 16j + 2c + e%2 + 8·(e/2)), so ldmatrix gives every lane
+// the x of its own channels. A fragment's ŵ is dequantized once per
+// k-step and reused over the warp's NT n-tiles; an ldmatrix'd x fragment
+// over its kMT row groups.
+//
+// Split-K (gridDim.z > 1): each CTA writes its float32 partial sums to
+// part [z][T][N], and the last CTA of an output tile to arrive (a counter
+// per tile, zeroed by gemm_q_prep) adds the slices in z order, then the
+// bias: a fixed order, deterministic.
+//
+// Numbers: x rounded to fp16 once, ŵ rounded to fp16 once (v2's half2
+// dequantization, bit for bit), products and sums float32 (the tensor
+// cores' accumulation over K/16 k-steps, then the slices): v2's bound
+// (gemvq_test.go).
+//
+// Go wrapper: gemmq.go; test: gemmq_test.go.
+
+#include "bitdecode.cuh"
+#include "gemvq.cu"
+
+namespace gemmq {
+
+using gemvq::kRows;
+using gemvq::kTile;
+using gemvq::Span;
+
+constexpr int kWM = 4;                      // warps along the output channels
+constexpr int kMT = 2;                      // row groups (m-tiles) a warp
+constexpr int kRGs = kWM * kMT;             // row groups a CTA
+constexpr int kRowsCTA = kRGs * kRows;      // output channels a CTA
+constexpr int kStep = 2 * kTile;            // channels a ring step (a tiled block)
+constexpr int kXRow = kTile + 8;            // halves of a token's tile in a slot (8 of padding)
+constexpr int kPrepThreads = 256;           // gemm_q_prep's block
+
+// Knobs (NVRTC -D options; kernels.LoadGEMMQOptions, for tuning):
+//   GEMMQ_VOLATILE  1: the mma is bitdecode.cuh's asm volatile (in
+//                   program order with the ldmatrix loads); 0: a plain asm
+//                   the compiler may schedule (the same operations).
+// Diagnostics (wrong results; they bound where the time goes):
+//   GEMMQ_DIAG=1    loads only: the ring is filled and waited for, no
+//                   dequantization or mma.
+//   GEMMQ_DIAG=2    math only: no copies (the slots' stale contents are
+//                   multiplied).
+#ifndef GEMMQ_VOLATILE
+#define GEMMQ_VOLATILE 0
+#endif
+#ifndef GEMMQ_DIAG
+#define GEMMQ_DIAG 0
+#endif
+
+// mma is mma.sync m16n8k16 (fp16 in, f32 accumulators), A = (a0..a3): a
+// plain asm unless GEMMQ_VOLATILE, so that the compiler may interleave the
+// k-steps' mma with the next k-step's loads and dequantization.
+__device__ __forceinline__ void mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  if (GEMMQ_VOLATILE) {
+    gemvq::mmaA4(d, a0, a1, a2, a3, b0, b1);
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+// kCodeWords is a row group's code block of one step, in u32.
+template <int BITS>
+constexpr int kCodeWords = kRows * gemvq::kTiledLine<BITS>;
+
+// Slot<BITS, TC> is one ring slot: kRGs code blocks, their pairs of at most
+// two groups (16 rows each), and TC tokens' x of the step's two tiles.
+template <int BITS, int TC>
+struct Slot {
+  static constexpr int kCodes = kRGs * kCodeWords<BITS> * 4;  // bytes
+  static constexpr int kParams = kRGs * 2 * kRows * 4;
+  static constexpr int kX = 2 * TC * kXRow * 2;
+  static constexpr int kBytes = kCodes + kParams + kX;
+};
+
+// sharedU32 is the shared-window address of p.
+__device__ __forceinline__ u32 sharedU32(const void* p) { return u32(__cvta_generic_to_shared(p)); }
+
+// ldsm4 is ldmatrix.x4: four 8x8 fp16 matrices, lane l naming row l%8 of
+// matrix l/8.
+__device__ __forceinline__ void ldsm4(u32& d0, u32& d1, u32& d2, u32& d3, u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3) : "r"(addr));
+}
+
+// deqPair is gemvq::dequantSpan's pair m alone (the same operations, the
+// same bits): (s·q + z, s·q′ + z) of channels 2m, 2m+1 of the span.
+template <int BITS>
+__device__ __forceinline__ u32 deqPair(const Span<BITS>& s, int m, u32 s2, u32 z2) {
+  if constexpr (BITS == 4) {
+    return gemvq::deq(gemvq::lop3OrMask(s.w[m / 4] >> (4 * (m % 4)), 0x000f000fu), s2, z2);
+  } else {
+    if (m < 15) return gemvq::deq(gemvq::lop3OrMask(s.w[m / 5] >> (3 * (m % 5)), 0x00070007u), s2, z2);
+    const u32 q = ((s.w[0] >> 15) & 0x00010001u) | ((s.w[1] >> 14) & 0x00020002u) | ((s.w[2] >> 13) & 0x00040004u);
+    return gemvq::deq(q | kMagic, s2, z2);
+  }
+}
+
+// spanOffset is the u32 offset of a lane's span (tile u, lane column c) of
+// row rr (0..15) in a row group's code block: gemvq::tiledRow<BITS>(rr, 1)
+// + tiledSpan<BITS>(u·kTiledLine/2 + c·BITS).
+template <int BITS>
+__device__ __forceinline__ int spanOffset(int rr, int u, int c) {
+  return int(gemvq::tiledRow<BITS>(rr, 1) + gemvq::tiledSpan<BITS>(u * gemvq::kTiledLine<BITS> / 2 + c * BITS));
+}
+
+// gemm_q_prep writes x [T][K] float32 as fp16 into xp with each 128-channel
+// tile's channels in the mma's k order (channel 32c + 4j + e at
+// 16j + 2c + e%2 + 8·(e/2)), and zeroes the split-K counters cnt [ncnt].
+__global__ void __launch_bounds__(kPrepThreads) gemm_q_prep(const float* __restrict__ x, u32* __restrict__ xp, int T, int K,
+                                                            u32* __restrict__ cnt, int ncnt) {
+  const int stride = gridDim.x * kPrepThreads;
+  const int i0 = blockIdx.x * kPrepThreads + threadIdx.x;
+  for (int i = i0; i < ncnt; i += stride) cnt[i] = 0;
+  const int quads = T * (K / 4);
+  for (int i = i0; i < quads; i += stride) {
+    const int t = i / (K / 4), k = i % (K / 4) * 4;
+    const float4 v = *reinterpret_cast<const float4*>(x + size_t(t) * K + k);
+    const int ch = k % kTile, c = ch / 32, j = ch % 32 / 4;
+    u32* row = xp + (size_t(t) * K + (k - ch)) / 2;  // the tile's 64 half2
+    row[8 * j + c] = pack2(v.x, v.y);                 // halves 16j + 2c, +1
+    row[8 * j + 4 + c] = pack2(v.z, v.w);             // halves 16j + 2c + 8, +9
+  }
+}
+
+// gemm_q: grid (ceil(N/128), ceil(T/(8·NT·WN)), splits), block 32·kWM·WN,
+// dynamic shared memory STAGES · Slot<BITS, 8·NT·WN>::kBytes. tw, tp: the
+// weight's tiled layout; xp: gemm_q_prep's x; part [splits][T][N] and
+// cnt [gridDim.x·gridDim.y] (zeroed) where splits > 1.
+template <int BITS, int NT, int WN, int STAGES>
+__global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict__ xp, const u32* __restrict__ tw, const u32* __restrict__ tp,
+                                                           const float* __restrict__ bias, float* __restrict__ y, float* __restrict__ part,
+                                                           u32* __restrict__ cnt, int T, int N, int K, int G) {
+  static_assert(BITS == 4 || BITS == 3, "the tiled layout is int4's and int3's");
+  static_assert(NT % 2 == 0, "ldmatrix.x4 loads two n-tiles");
+  constexpr int TC = 8 * NT * WN;
+  constexpr int kThreads = 32 * kWM * WN;
+  using S = Slot<BITS, TC>;
+  extern __shared__ __align__(16) unsigned char smem[];
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm = warp % kWM, wn = warp / kWM;
+  const int r = lane / 4, c = lane % 4;
+  const int rg0 = blockIdx.x * kRGs;            // the CTA's first row group
+  const int rgs = (N + kRows - 1) / kRows;      // row groups of the weight
+  const int tc0 = blockIdx.y * TC;              // the CTA's first token
+  const int tiles = K / kTile, steps = (tiles + 1) / 2, groups = K / G;
+  const int per = (steps + gridDim.z - 1) / gridDim.z;
+  const int st0 = blockIdx.z * per, st1 = min(steps, st0 + per);
+
+  // load issues the cp.async copies of step st into ring slot s.
+  auto load = [&](int s, int st) {
+    unsigned char* slot = smem + s * S::kBytes;
+    // Codes: each row group's block, contiguous.
+    constexpr int kChunks = kCodeWords<BITS> / 4;  // 16-byte chunks a block
+    for (int i = threadIdx.x; i < kRGs * kChunks; i += kThreads) {
+      const int g = i / kChunks, ch = i % kChunks;
+      if (rg0 + g < rgs) cpAsync16(slot + (g * kChunks + ch) * 16, tw + (size_t(rg0 + g) * steps + st) * kCodeWords<BITS> + ch * 4);
+    }
+    // Pairs: groups st·256/G .. (st·256 + 255)/G (at most two: G >= 128).
+    const int gFirst = st * kStep / G, gLast = min(groups - 1, (st * kStep + kStep - 1) / G);
+    for (int i = threadIdx.x; i < kRGs * 2 * 4; i += kThreads) {
+      const int g = i / 8, gi = i / 4 % 2, ch = i % 4;
+      if (rg0 + g < rgs && gFirst + gi <= gLast)
+        cpAsync16(slot + S::kCodes + ((g * 2 + gi) * kRows) * 4 + ch * 16, tp + (size_t(rg0 + g) * groups + gFirst + gi) * kRows + ch * 4);
+    }
+    // x: the CTA's tokens' two tiles (16 chunks each), those that exist.
+    const int nu = min(2, tiles - 2 * st);
+    for (int i = threadIdx.x; i < TC * 2 * 16; i += kThreads) {
+      const int t = i / 32, u = i / 16 % 2, ch = i % 16;
+      if (tc0 + t < T && u < nu)
+        cpAsync16(slot + S::kCodes + S::kParams + ((u * TC + t) * kXRow) * 2 + ch * 16,
+                  xp + (size_t(tc0 + t) * K + st * kStep + u * kTile) / 2 + ch * 4);
+    }
+  };
+
+  float acc[kMT][NT][4];
+#pragma unroll
+  for (int mt = 0; mt < kMT; mt++)
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) acc[mt][nt][i] = 0.f;
+
+  // The ring: STAGES-1 steps in flight ahead of the one computed.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; s++) {
+    if (GEMMQ_DIAG != 2 && st0 + s < st1) load(s, st0 + s);
+    cpAsyncCommit();
+  }
+  // ldmatrix rows: lane l names row l%8 of matrix l/8 (matrices: n-tile
+  // pair member l/16, k half (l/8)%2).
+  const int xTok = wn * NT * 8 + (lane / 16) * 8 + lane % 8, xHalf = (lane / 8) % 2 * 8;
+  for (int st = st0; st < st1; st++) {
+    const int it = st - st0;
+    cpAsyncWait<STAGES - 2>();
+    __syncthreads();
+    if (GEMMQ_DIAG != 2 && st + STAGES - 1 < st1) load((it + STAGES - 1) % STAGES, st + STAGES - 1);
+    cpAsyncCommit();
+    const unsigned char* slot = smem + (it % STAGES) * S::kBytes;
+    const u32* codes = reinterpret_cast<const u32*>(slot);
+    const u32* prm = reinterpret_cast<const u32*>(slot + S::kCodes);
+    const u32 xs = sharedU32(slot + S::kCodes + S::kParams);
+    const int nu = min(2, tiles - 2 * st);
+    if (GEMMQ_DIAG == 1) {
+      acc[0][0][0] += __uint_as_float(codes[threadIdx.x] & 0x3fffffffu);  // the slot read, nothing else
+      continue;
+    }
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+      if (u >= nu) break;  // CTA-uniform
+      // The lane's spans and pairs of rows r and r+8 of its row groups.
+      Span<BITS> a[kMT][2];
+      u32 s2[kMT][2], z2[kMT][2];
+      const int gi = (st * kStep + u * kTile) / G - st * kStep / G;
+#pragma unroll
+      for (int mt = 0; mt < kMT; mt++) {
+        const int g = wm * kMT + mt;
+        const u32* blk = codes + g * kCodeWords<BITS>;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const u32* p = blk + spanOffset<BITS>(r + 8 * h, u, c);
+          if constexpr (BITS == 4) {
+            const uint4 v = *reinterpret_cast<const uint4*>(p);
+            a[mt][h].w[0] = v.x, a[mt][h].w[1] = v.y, a[mt][h].w[2] = v.z, a[mt][h].w[3] = v.w;
+          } else {
+#pragma unroll
+            for (int i = 0; i < 3; i++) a[mt][h].w[i] = p[i];
+          }
+          const u32 sz = prm[(g * 2 + gi) * kRows + r + 8 * h];
+          s2[mt][h] = prmt(sz, 0, 0x1010), z2[mt][h] = prmt(sz, 0, 0x3232);
+        }
+      }
+      const u32 xu = xs + ((u * TC + xTok) * kXRow + xHalf) * 2;
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        u32 b[NT][2];
+#pragma unroll
+        for (int np = 0; np < NT / 2; np++) ldsm4(b[2 * np][0], b[2 * np][1], b[2 * np + 1][0], b[2 * np + 1][1], xu + (np * 16 * kXRow + 16 * j) * 2);
+#pragma unroll
+        for (int mt = 0; mt < kMT; mt++) {
+          const u32 a0 = deqPair<BITS>(a[mt][0], 2 * j, s2[mt][0], z2[mt][0]);
+          const u32 a1 = deqPair<BITS>(a[mt][1], 2 * j, s2[mt][1], z2[mt][1]);
+          const u32 a2 = deqPair<BITS>(a[mt][0], 2 * j + 1, s2[mt][0], z2[mt][0]);
+          const u32 a3 = deqPair<BITS>(a[mt][1], 2 * j + 1, s2[mt][1], z2[mt][1]);
+#pragma unroll
+          for (int nt = 0; nt < NT; nt++) mma(acc[mt][nt], a0, a1, a2, a3, b[nt][0], b[nt][1]);
+        }
+      }
+    }
+  }
+  cpAsyncWait<0>();
+
+  // acc[mt][nt]: rows r, r+8 of row group wm·kMT + mt, tokens 2c, 2c+1 of
+  // n-tile nt of the warp's.
+  const int splits = gridDim.z;
+#pragma unroll
+  for (int mt = 0; mt < kMT; mt++)
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const int n = (rg0 + wm * kMT + mt) * kRows + r + (i >= 2 ? 8 : 0);
+        const int t = tc0 + wn * NT * 8 + nt * 8 + 2 * c + (i & 1);
+        if (n >= N || t >= T) continue;
+        if (splits == 1) y[size_t(t) * N + n] = acc[mt][nt][i] + (bias ? bias[n] : 0.f);
+        else part[(size_t(blockIdx.z) * T + t) * N + n] = acc[mt][nt][i];
+      }
+  if (splits == 1) return;
+  // The last CTA of the tile to arrive adds the slices in order.
+  __shared__ u32 last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(cnt + blockIdx.y * gridDim.x + blockIdx.x, 1u) == u32(splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // Each thread sums four outputs of a token (float4 loads where N allows:
+  // N a multiple of 4), its slices' loads issued together, then added in
+  // slice order.
+  const int n0 = rg0 * kRows;
+  const bool vec = N % 4 == 0;
+  for (int i = threadIdx.x; i < TC * (kRowsCTA / 4); i += kThreads) {
+    const int t = tc0 + i / (kRowsCTA / 4), n = n0 + i % (kRowsCTA / 4) * 4;
+    if (n >= N || t >= T) continue;
+    float v[4];
+    if (vec) {
+      float4 q[8];
+      const float4* p = reinterpret_cast<const float4*>(part + size_t(t) * N + n);
+      const size_t zs = size_t(T) * N / 4;  // a slice, in float4
+      float4 sum = __ldcg(p);
+      for (int z0 = 1; z0 < splits; z0 += 8) {
+#pragma unroll
+        for (int z = 0; z < 8; z++)
+          if (z0 + z < splits) q[z] = __ldcg(p + (z0 + z) * zs);
+#pragma unroll
+        for (int z = 0; z < 8; z++)
+          if (z0 + z < splits) sum.x += q[z].x, sum.y += q[z].y, sum.z += q[z].z, sum.w += q[z].w;
+      }
+      v[0] = sum.x, v[1] = sum.y, v[2] = sum.z, v[3] = sum.w;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        v[e] = 0.f;
+        if (n + e >= N) continue;
+        v[e] = __ldcg(part + size_t(t) * N + n + e);
+        for (int z = 1; z < splits; z++) v[e] += __ldcg(part + (size_t(z) * T + t) * N + n + e);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+      if (n + e < N) y[size_t(t) * N + n + e] = v[e] + (bias ? bias[n + e] : 0.f);
+  }
+}
+
+}  // namespace gemmq

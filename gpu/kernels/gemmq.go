@@ -1,0 +1,253 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+	"slices"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+)
+
+//go:embed gemmq.cu
+var gemmqSource string
+
+// GEMMQ holds gemmq.cu's kernels: the fused dequant-GEMM over int4 and int3
+// weights in the tiled layout (PackTiles) for batches of GEMMQMinRows to
+// GEMMQMaxRows rows of x (batched decode), and its x preparation.
+type GEMMQ struct {
+	prep cuda.Function
+	fns  [len(gemmqBits)][len(gemmqConfigs)]cuda.Function
+	// slots is how many CTAs of each kernel the GPU holds at once (its
+	// CTAs an SM by the occupancy API, times the SMs): the split rule's wave.
+	slots [len(gemmqBits)][len(gemmqConfigs)]int
+	// Config, when non-negative, forces the token tiling (an index of
+	// gemmqConfigs) and Splits, when positive, the split-K: knobs for
+	// tests and tuning.
+	Config, Splits int
+}
+
+// GEMMQMinRows and GEMMQMaxRows bound the rows of x GEMMQ takes: above
+// GEMVQMaxRows (the GEMV's), up to the largest decode batch whose Linear
+// carries a graph key in backend/gpu.
+const (
+	GEMMQMinRows = GEMVQMaxRows + 1
+	GEMMQMaxRows = 256
+)
+
+// gemmqBits are the code widths gemmq.cu multiplies: int4's and int3's
+// tiled layouts (int8's, session 16, keeps the dequantization and cuBLASLt
+// past 16 rows: Reads is false for it).
+var gemmqBits = [...]int{4, 3}
+
+// gemmqBitsIndex is a code width's index in gemmqBits, -1 if none.
+func gemmqBitsIndex(bits int) int { return slices.Index(gemmqBits[:], bits) }
+
+// gemmqRowsCTA is gemmq.cu's kRowsCTA: output channels a CTA; gemmqStep
+// its kStep: channels a ring step; gemmqXRow its kXRow: halves of a token's
+// tile in a slot; gemmqPrepThreads its kPrepThreads.
+const (
+	gemmqRowsCTA     = 128
+	gemmqRGs         = gemmqRowsCTA / gemvqRows
+	gemmqStep        = 256
+	gemmqXRow        = gemvqTile + 8
+	gemmqPrepThreads = 256
+	gemmqPrepBlocks  = 1024
+)
+
+// gemmqConfig is one instantiation of gemm_q: nt n-tiles of 8 tokens a
+// warp, wn warps along the tokens (4 along the rows), stages ring slots.
+type gemmqConfig struct{ nt, wn, stages int }
+
+// tokens is the tokens a CTA takes.
+func (g gemmqConfig) tokens() int { return 8 * g.nt * g.wn }
+
+// threads is the CTA's size.
+func (g gemmqConfig) threads() int { return 32 * 4 * g.wn }
+
+// gemmqConfigs are gemm_q's instantiations: 32 tokens a CTA of 4 warps
+// (two CTAs an SM), 64 and 128 tokens a CTA of 8 warps (one CTA an SM;
+// 128 with two ring slots, its slot being 85 KB). Session 16's sweep of
+// eight tilings (docs/perf/gemvq.md) found none more than ~6% faster than
+// these at the rule's split on the 8B shapes (64 tokens over 4 warps with
+// two slots at 48-64 rows), so only these are compiled.
+var gemmqConfigs = [...]gemmqConfig{{4, 1, 3}, {4, 2, 3}, {8, 2, 2}}
+
+// gemmqSlotBytes is gemmq.cu's Slot<BITS, TC>::kBytes.
+func gemmqSlotBytes(bits, tokens int) int {
+	return gemmqRGs*gemvqRows*gemvqTiledLine(bits)*4 + gemmqRGs*2*gemvqRows*4 + 2*tokens*gemmqXRow*2
+}
+
+// gemvqTiledLine is gemvq.cu's kTiledLine: a row's words in a tiled block.
+func gemvqTiledLine(bits int) int {
+	if bits == 3 {
+		return 24
+	}
+	return 32
+}
+
+// sharedBytes is the config's dynamic shared memory for a code width.
+func (g gemmqConfig) sharedBytes(bits int) int { return g.stages * gemmqSlotBytes(bits, g.tokens()) }
+
+func gemmqExpr(bits int, g gemmqConfig) string {
+	return fmt.Sprintf("gemmq::gemm_q<%d, %d, %d, %d>", bits, g.nt, g.wn, g.stages)
+}
+
+// LoadGEMMQ compiles gemmq.cu (with gemvq.cu as the header it includes).
+func LoadGEMMQ(dev *cuda.Device) (*GEMMQ, error) { return LoadGEMMQOptions(dev) }
+
+// LoadGEMMQOptions compiles gemmq.cu with extra NVRTC options: its knobs
+// and diagnostics (-DGEMMQ_VOLATILE=1, -DGEMMQ_DIAG=1, ...; see the file),
+// for tuning.
+func LoadGEMMQOptions(dev *cuda.Device, opts ...string) (*GEMMQ, error) {
+	const prepExpr = "gemmq::gemm_q_prep"
+	exprs := []string{prepExpr}
+	for _, b := range gemmqBits {
+		for _, cfg := range gemmqConfigs {
+			exprs = append(exprs, gemmqExpr(b, cfg))
+		}
+	}
+	mod, err := dev.Compile(program("gemmq.cu", gemmqSource, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
+	if err != nil {
+		return nil, err
+	}
+	g := &GEMMQ{Config: -1}
+	if g.prep, err = mod.Function(prepExpr); err != nil {
+		return nil, err
+	}
+	for bi, b := range gemmqBits {
+		for ci, cfg := range gemmqConfigs {
+			if g.fns[bi][ci], err = mod.Function(gemmqExpr(b, cfg)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	err = dev.Do(func(c *cuda.Ctx) error {
+		for bi, b := range gemmqBits {
+			for ci, cfg := range gemmqConfigs {
+				f, smem := g.fns[bi][ci], cfg.sharedBytes(b)
+				if err := c.SetMaxDynamicShared(f, smem); err != nil {
+					return fmt.Errorf("kernels: gemmq: %w", err)
+				}
+				n, err := c.MaxActiveBlocksPerSM(f, cfg.threads(), smem)
+				if err != nil {
+					return fmt.Errorf("kernels: gemmq: %w", err)
+				}
+				g.slots[bi][ci] = max(1, n) * dev.SMs()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Reads reports whether GEMMQ multiplies T rows of x by a tiled int-bits
+// [N, K] weight with groups of G: T in [GEMMQMinRows, GEMMQMaxRows], int4
+// or int3 with G 128 times a power of two dividing K (the tiled layout's
+// weights: GEMVQ.ReadsV6).
+func (g *GEMMQ) Reads(T, N, K, bits, G int) bool {
+	return T >= GEMMQMinRows && T <= GEMMQMaxRows && N > 0 && gemmqBitsIndex(bits) >= 0 && G > 0 && G%gemvqTile == 0 &&
+		gemvq4Shift(G, K) >= 0
+}
+
+// gemmqConfigFor picks the token tiling for T rows: the config whose
+// chunks waste the fewest token slots, the larger CTA on a tie.
+func gemmqConfigFor(T int) int {
+	best, waste := 0, -1
+	for ci, cfg := range gemmqConfigs {
+		tc := cfg.tokens()
+		w := (T+tc-1)/tc*tc - T
+		if waste < 0 || w <= waste {
+			best, waste = ci, w
+		}
+	}
+	return best
+}
+
+// gemmqMinSteps is the fewest ring steps a split keeps (the ring's fill
+// amortized).
+const gemmqMinSteps = 2
+
+// gemmqSplitFor returns the split-K for a grid of ctas CTAs over K
+// channels: the most splits whose CTAs fit in one wave of slots, each
+// keeping gemmqMinSteps steps; at least 1.
+func gemmqSplitFor(ctas, K, slots int) int {
+	steps := (K + gemmqStep - 1) / gemmqStep
+	return max(1, min(slots/ctas, steps/gemmqMinSteps, gemmqMaxSplits))
+}
+
+// gemmqMaxSplits bounds the split-K slices (the partial sums' scratch).
+const gemmqMaxSplits = 64
+
+// plan returns the launch's config index, grid and split-K.
+func (g *GEMMQ) plan(T, N, K, bits int) (ci int, grid cuda.Dim3, splits int) {
+	ci = gemmqConfigFor(T)
+	if g.Config >= 0 && g.Config < len(gemmqConfigs) {
+		ci = g.Config
+	}
+	cfg := gemmqConfigs[ci]
+	grid = cuda.Dim3{X: (N + gemmqRowsCTA - 1) / gemmqRowsCTA, Y: (T + cfg.tokens() - 1) / cfg.tokens()}
+	splits = gemmqSplitFor(grid.X*grid.Y, K, g.slots[gemmqBitsIndex(bits)][ci])
+	if g.Splits > 0 {
+		splits = min(g.Splits, gemmqMaxSplits)
+	}
+	grid.Z = splits
+	return ci, grid, splits
+}
+
+// gemmqAlign is the alignment of the scratch's parts.
+const gemmqAlign = 256
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+// ScratchBytes returns the device scratch Launch needs for T rows over an
+// [N, K] int-bits weight: x in fp16, the split-K counters, the partial sums.
+func (g *GEMMQ) ScratchBytes(T, N, K, bits int) int {
+	_, grid, splits := g.plan(T, N, K, bits)
+	n := alignUp(2*T*K, gemmqAlign) + alignUp(4*grid.X*grid.Y, gemmqAlign)
+	if splits > 1 {
+		n += 4 * splits * T * N
+	}
+	return n
+}
+
+// Launch computes y = x·Ŵᵀ + bias for T rows of x (GEMMQMinRows to
+// GEMMQMaxRows): x [T][K] float32, tw and tp a weight's tiled layout
+// (PackTiles; int4 or int3), bias [N] float32 or 0, y [T][N] float32,
+// scratch at least ScratchBytes. Two launches: gemm_q_prep (x to fp16 in
+// the mma's k order, the counters zeroed), then gemm_q.
+func (g *GEMMQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, scratch cuda.DevicePtr, T, N, K, bits, G int) error {
+	if !g.Reads(T, N, K, bits, G) {
+		return fmt.Errorf("kernels: gemmq: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
+	}
+	ci, grid, splits := g.plan(T, N, K, bits)
+	cfg := gemmqConfigs[ci]
+	xp := scratch
+	cnt := xp + cuda.DevicePtr(alignUp(2*T*K, gemmqAlign))
+	part := cnt + cuda.DevicePtr(alignUp(4*grid.X*grid.Y, gemmqAlign))
+	ncnt := 0
+	if splits > 1 {
+		ncnt = grid.X * grid.Y
+	}
+	blocks := min(gemmqPrepBlocks, max(1, (T*K/4+gemmqPrepThreads-1)/gemmqPrepThreads))
+	if err := c.Launch(g.prep, cuda.Dim3{X: blocks}, cuda.Dim3{X: gemmqPrepThreads}, 0, st,
+		x, xp, int32(T), int32(K), cnt, int32(ncnt)); err != nil {
+		return err
+	}
+	return c.Launch(g.fns[gemmqBitsIndex(bits)][ci], grid, cuda.Dim3{X: cfg.threads()}, cfg.sharedBytes(bits), st,
+		xp, tw, tp, bias, y, part, cnt, int32(T), int32(N), int32(K), int32(G))
+}
+
+// GEMMQConfigs returns how many token tilings GEMMQ.Config may force.
+func GEMMQConfigs() int { return len(gemmqConfigs) }
+
+// Info returns the resources of the kernel for a code width and config.
+func (g *GEMMQ) Info(c *cuda.Ctx, bits, config int) (cuda.FuncInfo, error) {
+	bi := gemmqBitsIndex(bits)
+	if bi < 0 || config < 0 || config >= len(gemmqConfigs) {
+		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemmq: no kernel for bits=%d config %d", bits, config)
+	}
+	return c.FuncInfo(g.fns[bi][config])
+}
