@@ -191,7 +191,7 @@ func (b *Backend) joinTiled(op string, cws []*weight) error {
 		alone = alone && tiledLayout(&b.opts, g, bits, n, K, G, true)
 	}
 	tw, tp := kernels.TiledBytes(bits, N, K, G)
-	if alone || !tiledLayout(&b.opts, g, bits, N, K, G, true) || tw != words || tp != params {
+	if b.opts.GEMVQApart || alone || !tiledLayout(&b.opts, g, bits, N, K, G, true) || tw != words || tp != params {
 		return nil
 	}
 	poff := (words + tiledJoinAlign - 1) / tiledJoinAlign * tiledJoinAlign
@@ -283,6 +283,9 @@ type tiledJoint struct {
 // xh · Wᵀ; for a tiled group, the one GEMV y = x · Ŵᵀ (LaunchTiled: v6.1).
 func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
 	if t := l.tiled; t != nil {
+		if S := b.opts.GEMVQJoinSplit; S > 0 {
+			return b.gemvq.LaunchV6(c, b.stream, l.y, l.x, t.tw, t.tp, 0, l.N, l.K, t.bits, t.G, S)
+		}
 		return b.gemvq.LaunchTiled(c, b.stream, l.y, l.x, t.tw, t.tp, 0, l.T, l.N, l.K, t.bits, t.G)
 	}
 	if !l.ready {

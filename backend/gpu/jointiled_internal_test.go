@@ -318,3 +318,44 @@ func TestJoinTiledSwiGLU(t *testing.T) {
 	foldSameBits(t, "dst", gotD, wantD)
 	foldSameBits(t, "up", gotU, wantU)
 }
+
+// TestJoinTiledKnobs: Options.GEMVQApart leaves q|k|v apart (JoinWeights
+// moves nothing; the group runs one Linear per weight at one row), and
+// Options.GEMVQJoinSplit sets the joined launch's split (each output v6.1
+// over its own rows at that split, bit for bit).
+func TestJoinTiledKnobs(t *testing.T) {
+	foldBackend(t) // skips without a device
+	const K, Nq, Nkv = 1152, 2048, 512
+	for _, o := range []Options{{GEMVQApart: true}, {GEMVQJoinSplit: 2}, {GEMVQJoinSplit: 8}} {
+		b, err := Open(0, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		r := rand.New(rand.NewPCG(65, uint64(o.GEMVQJoinSplit)))
+		qkv := []tiledLayer{loadTiledLayer(t, b, r, wq.Int4, "q", Nq, K, true), loadTiledLayer(t, b, r, wq.Int4, "k", Nkv, K, false), loadTiledLayer(t, b, r, wq.Int4, "v", Nkv, K, false)}
+		if err := b.JoinWeights(qkv[0].w, qkv[1].w, qkv[2].w); err != nil {
+			t.Fatal(err)
+		}
+		xv := foldData(r, K, 1)
+		outs, op := runTiledGroup(t, b, xv, 1, K, qkv)
+		if o.GEMVQApart {
+			for _, l := range qkv {
+				if l.w.(*weight).block != nil {
+					t.Fatalf("GEMVQApart: JoinWeights moved %s", l.w.Name())
+				}
+			}
+			if op != "Linear" {
+				t.Fatalf("GEMVQApart: last op %q, want Linear", op)
+			}
+			continue
+		}
+		if op != "LinearGroup(joined)" {
+			t.Fatalf("split %d: last op %q, want LinearGroup(joined)", o.GEMVQJoinSplit, op)
+		}
+		sep := separateV6(t, b, xv, K, o.GEMVQJoinSplit, qkv)
+		for i := range qkv {
+			foldSameBits(t, fmt.Sprintf("split %d layer %d", o.GEMVQJoinSplit, i), outs[i], sep[i])
+		}
+	}
+}

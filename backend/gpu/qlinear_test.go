@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -547,13 +548,19 @@ func benchLinearRotating(b *testing.B, be *gpu.Backend, ws []backend.Weight, T i
 // each copy's three weights apart (q on v6.1, k and v on v3.2 at one row)
 // and joined (JoinWeights: one v6.1 launch over 6144 rows and split_cols),
 // alternated at each width and T (1, and 8: v2 over each weight either
-// way), under CUDA graphs as in the decode step. It reports us per group
+// way), under CUDA graphs as in the decode step, with the environment's
+// options (BITDECODE_GEMVQ_JOIN_SPLIT: the joined launch's split). It
+// reports us per group
 // (docs/perf/gemvq.md, session 16 "q|k|v packed, one launch"). Run on the
 // GPU machine:
 //
 //	./gpu.test -test.run '^$' -test.bench QuantLinearGroupQKV -test.count 2
 func BenchmarkQuantLinearGroupQKV(b *testing.B) {
-	be, err := gpu.Open(0, gpu.Options{})
+	o, err := gpu.ParseOptions(os.LookupEnv) // BITDECODE_GEMVQ_JOIN_SPLIT
+	if err != nil {
+		b.Fatal(err)
+	}
+	be, err := gpu.Open(0, o)
 	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 		b.Skipf("no CUDA device: %v", err)
 	}
@@ -620,7 +627,10 @@ func benchGroupRotating(b *testing.B, be *gpu.Backend, sets [][]backend.Weight, 
 			be.LinearGroup(ys, xt, ws, nil)
 		}
 	}
-	for range 3 { // direct, captured, replayed
+	// Untimed: direct, captured, replayed, for every phase of the queue's
+	// segments against the iterations (a joined group's op stays queued
+	// past a segment's end for a fold, which shifts the segments).
+	for range groupBenchWarm {
 		iter()
 	}
 	if err := be.Sync(); err != nil {
@@ -638,6 +648,9 @@ func benchGroupRotating(b *testing.B, be *gpu.Backend, sets [][]backend.Weight, 
 	b.StopTimer()
 	b.ReportMetric(el.Seconds()*1e6/float64(b.N*len(sets)), "us/group")
 }
+
+// groupBenchWarm is how many untimed rounds benchGroupRotating runs.
+const groupBenchWarm = 24
 
 // quantLayoutCopies is how many copies of each weight
 // BenchmarkQuantLinearLayout rotates over.
