@@ -548,7 +548,8 @@ func benchLinearRotating(b *testing.B, be *gpu.Backend, ws []backend.Weight, T i
 // each copy's three weights apart (q on v6.1, k and v on v3.2 at one row)
 // and joined (JoinWeights: one v6.1 launch over 6144 rows and split_cols),
 // alternated at each width and T (1, and 8: v2 over each weight either
-// way), under CUDA graphs as in the decode step, with the environment's
+// way), each followed by a small add (k += v), under CUDA graphs as in the
+// decode step, with the environment's
 // options (BITDECODE_GEMVQ_JOIN_SPLIT: the joined launch's split). It
 // reports us per group
 // (docs/perf/gemvq.md, session 16 "q|k|v packed, one launch"). Run on the
@@ -622,14 +623,20 @@ func benchGroupRotating(b *testing.B, be *gpu.Backend, sets [][]backend.Weight, 
 	if err := be.Upload(xt, x); err != nil {
 		b.Fatal(err)
 	}
+	// Each group is followed by an op that does not fold into it (k += v,
+	// as the step's RoPE and attention ops follow q|k|v): a joined group's
+	// op is foldable, and a queue of foldable ops alone never ends a
+	// segment, so without it every timed group ran directly in one flush,
+	// outside graphs (this session's two calls: joined 12-15 us, then
+	// 25-34 us a group).
 	iter := func() {
 		for _, ws := range sets {
 			be.LinearGroup(ys, xt, ws, nil)
+			be.Add(ys[1], ys[1], ys[2])
 		}
 	}
 	// Untimed: direct, captured, replayed, for every phase of the queue's
-	// segments against the iterations (a joined group's op stays queued
-	// past a segment's end for a fold, which shifts the segments).
+	// segments against the iterations.
 	for range groupBenchWarm {
 		iter()
 	}
