@@ -13,6 +13,15 @@
 // the group ran as one conversion and one GEMM per weight: q|k|v at 55 rows
 // read its 48 MiB at 43% of the ceiling, as one GEMM at 58%
 // (decode-step.md v17).
+//
+// Packed low-bit weights join in the tiled layout (joinTiled): at one row
+// LinearGroup runs one v6.1 GEMV over the group's rows into the same
+// joined output buffer and split (launchJoinedTiled), so RoPEQK and a KV
+// cache's append fold onto it as above: Llama-3.1-8B's q|k|v, whose k and
+// v alone are under v6.1's 128 row groups, -0.16 to -0.27 ms a B = 1 step
+// with int4, int3 and int8 weights on the H100 (docs/perf/gemvq.md,
+// session 16 "q|k|v packed, one launch"). Options.GEMVQApart keeps them
+// apart.
 
 package gpu
 
