@@ -69,7 +69,7 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 	shapes := []struct {
 		name string
 		N, K int
-	}{{"q/o proj", qd, H}, {"k/v proj", kvd, H}, {"gate/up", I, H}, {"down", H, I}}
+	}{{"q/o proj", qd, H}, {"k/v proj", kvd, H}, {"q|k|v", qd + 2*kvd, H}, {"gate/up", I, H}, {"down", H, I}}
 	if len(shapes0) > 0 {
 		kept := shapes[:0]
 		for _, sh := range shapes {

@@ -326,8 +326,9 @@ type weight struct {
 	// dec is the weight's DEC residual and scratch (LoadQuantWeight with
 	// a wq.DEC), nil without; Linear then compensates after the base.
 	dec *decWeight
-	// block is the allocation f16 lies in when JoinWeights placed the
-	// matrix after others (join.go), nil when f16 is its own allocation.
+	// block is the allocation f16 (or qt and qtp) lies in when
+	// JoinWeights placed the weight after others (join.go), nil when they
+	// are its own allocations.
 	block *weightBlock
 	freed bool
 }
@@ -753,7 +754,7 @@ func (b *Backend) register(w *weight) (backend.Weight, error) {
 // takeWeightMem returns w's device memory (and its DEC residual's mapped
 // host memory) and forgets it, for freeing.
 func takeWeightMem(w *weight) (ptrs []cuda.DevicePtr, host *cuda.HostBuffer) {
-	ptrs = []cuda.DevicePtr{w.block.release(w.f16), w.f32, w.q, w.qp, w.qt, w.qtp}
+	ptrs = append(w.block.release(w.f16, w.qt, w.qtp), w.f32, w.q, w.qp)
 	w.block = nil
 	if w.dec != nil {
 		ptrs, host = append(ptrs, w.dec.sel, w.dec.part, w.dec.flags), w.dec.host

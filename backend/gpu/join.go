@@ -13,10 +13,20 @@
 // the group ran as one conversion and one GEMM per weight: q|k|v at 55 rows
 // read its 48 MiB at 43% of the ceiling, as one GEMM at 58%
 // (decode-step.md v17).
+//
+// Packed low-bit weights join in the tiled layout (joinTiled): at one row
+// LinearGroup runs one v6.1 GEMV over the group's rows into the same
+// joined output buffer and split (launchJoinedTiled), so RoPEQK and a KV
+// cache's append fold onto it as above: Llama-3.1-8B's q|k|v, whose k and
+// v alone are under v6.1's 128 row groups, -0.16 to -0.27 ms a B = 1 step
+// with int4, int3 and int8 weights on the H100 (docs/perf/gemvq.md,
+// session 16 "q|k|v packed, one launch"). Options.GEMVQApart keeps them
+// apart.
 
 package gpu
 
 import (
+	"cmp"
 	"fmt"
 	"sync/atomic"
 
@@ -26,23 +36,26 @@ import (
 )
 
 // weightBlock is one device allocation holding several fp16 matrices one
-// after another (JoinWeights); it is freed with the last of them.
+// after another, or several packed weights' tiled layouts (their codes one
+// after another, then their params: joinTiled) (JoinWeights); it is freed
+// with the last of them.
 type weightBlock struct {
 	ptr  cuda.DevicePtr
 	live atomic.Int32 // weights still in it
 }
 
-// release returns what freeing a weight whose fp16 matrix is at f16 frees:
-// f16 itself for a weight of its own (k nil), else the block's allocation
-// once its last weight goes, else nothing (0).
-func (k *weightBlock) release(f16 cuda.DevicePtr) cuda.DevicePtr {
+// release returns what freeing a weight whose own device memory (its fp16
+// matrix, or its tiled codes and params) is own frees: own itself for a
+// weight of its own (k nil), else the block's allocation once its last
+// weight goes, else nothing.
+func (k *weightBlock) release(own ...cuda.DevicePtr) []cuda.DevicePtr {
 	switch {
 	case k == nil:
-		return f16
+		return own
 	case k.live.Add(-1) == 0:
-		return k.ptr
+		return []cuda.DevicePtr{k.ptr}
 	}
-	return 0
+	return nil
 }
 
 var _ backend.WeightJoiner = (*Backend)(nil)
@@ -51,26 +64,28 @@ var _ backend.WeightJoiner = (*Backend)(nil)
 // ws (each [N_i, K], the same K) into one allocation, one after another in
 // this order, and frees their old memory, so that a LinearGroup over ws in
 // this order at cuBLASLt's batch sizes runs one GEMM over their
-// concatenated output channels (join.go). The weights keep their names,
+// concatenated output channels (join.go). Packed low-bit weights of one
+// width and group are joined likewise in the tiled layout (joinTiled) where
+// that moves a weight onto v6.1 at one row. The weights keep their names,
 // shapes and values. Where the weights cannot be joined (fewer than two,
-// packed low-bit or DEC weights, vectors, different K, a weight twice or
-// joined already, an output width not a multiple of kernels.ColsFit's 4, or
-// more than kernels.SplitColsMax weights) it does nothing and returns nil:
-// the group then runs as one Linear per weight, as before. It waits for the
-// queued ops (which may read the weights).
+// DEC weights, fp16 and packed ones mixed, vectors, different K, a weight
+// twice or joined already, an output width not a multiple of
+// kernels.ColsFit's 4, or more than kernels.SplitColsMax weights) it does
+// nothing and returns nil: the group then runs as one Linear per weight, as
+// before. It waits for the queued ops (which may read the weights).
 func (b *Backend) JoinWeights(ws ...backend.Weight) error {
 	const op = "JoinWeights"
 	if len(ws) < 2 || len(ws) > kernels.SplitColsMax {
 		return nil
 	}
 	cws := make([]*weight, len(ws))
-	var K, bytes int
+	var K, bytes, quant int
 	for i, w := range ws {
 		cw, err := b.weightOf(op, w)
 		if err != nil {
 			return err
 		}
-		if len(cw.shape) != 2 || cw.f16 == 0 || cw.isQuant() || cw.dec != nil || cw.block != nil || !kernels.ColsFit(cw.shape[0]) {
+		if len(cw.shape) != 2 || (cw.f16 == 0 && !cw.isQuant()) || cw.dec != nil || cw.block != nil || !kernels.ColsFit(cw.shape[0]) {
 			return nil
 		}
 		if i == 0 {
@@ -86,6 +101,16 @@ func (b *Backend) JoinWeights(ws ...backend.Weight) error {
 		}
 		cws[i] = cw
 		bytes += 2 * cw.shape[0] * K
+		if cw.isQuant() {
+			quant++
+		}
+	}
+	switch quant {
+	case 0:
+	case len(cws):
+		return b.joinTiled(op, cws)
+	default:
+		return nil
 	}
 	blk := &weightBlock{}
 	var old []cuda.DevicePtr
@@ -119,14 +144,106 @@ func (b *Backend) JoinWeights(ws ...backend.Weight) error {
 		off += 2 * cw.shape[0] * K
 	}
 	b.memMu.Unlock()
+	return b.freeOld(op, old)
+}
+
+// freeOld frees the device memory JoinWeights moved the weights out of.
+func (b *Backend) freeOld(op string, old []cuda.DevicePtr) error {
 	return b.Do(func(c *cuda.Ctx) error {
 		for _, p := range old {
+			if p == 0 {
+				continue
+			}
 			if err := c.Free(p); err != nil {
 				return fmt.Errorf("backend/gpu: %s: %w", op, err)
 			}
 		}
 		return nil
 	})
+}
+
+// tiledJoinAlign aligns the params of a joined tiled block after its
+// codes.
+const tiledJoinAlign = 256
+
+// joinTiled is JoinWeights over packed weights cws (no DEC, each [N_i, K],
+// the same K): where they share a code width and group, every N_i is whole
+// row groups of 16 (the tiled layout of [ΣN, K] is then the weights' tiled
+// layouts one after another, codes and params alike), and v6.1 would read
+// the joined [ΣN, K] weight at one row (tiledLayout) while some weight alone
+// would not (Llama-3.1-8B's k and v: 1024 rows, 64 row groups, under
+// v6.1's 128; q|k|v 6144 rows), it writes the weights' tiled layouts into
+// one allocation, codes one after another, then params one after another
+// (a weight tiled already is copied, one in wq's layout packed by
+// tile_pack), frees their old copies, and makes each weight a view of its
+// rows (qt, qtp; q and qp 0): every kernel that reads a tiled weight reads
+// the view as before (v2 at 2-16 rows and the dequantization: the same bits
+// as over wq's layout), and LinearGroup at one row runs v6.1 once over the
+// joined rows (launchJoinedTiled). Otherwise it does nothing: a group whose
+// weights each run v6.1 alone (gate|up) keeps them apart (one launch each,
+// each at its own split).
+func (b *Backend) joinTiled(op string, cws []*weight) error {
+	g, err := b.quantKernels()
+	if err != nil {
+		return err
+	}
+	w0 := cws[0]
+	bits, G, K := w0.qbits, w0.qgroup, w0.shape[1]
+	N, words, params, alone := 0, 0, 0, true
+	for _, cw := range cws {
+		n := cw.shape[0]
+		if cw.qbits != bits || cw.qgroup != G {
+			return nil
+		}
+		tw, tp := kernels.TiledBytes(bits, n, K, G)
+		N, words, params = N+n, words+tw, params+tp
+		alone = alone && tiledLayout(&b.opts, g, bits, n, K, G, true)
+	}
+	tw, tp := kernels.TiledBytes(bits, N, K, G)
+	if b.opts.GEMVQApart || alone || !tiledLayout(&b.opts, g, bits, N, K, G, true) || tw != words || tp != params {
+		return nil
+	}
+	poff := (words + tiledJoinAlign - 1) / tiledJoinAlign * tiledJoinAlign
+	blk := &weightBlock{}
+	err = b.Do(func(c *cuda.Ctx) error {
+		var err error
+		if blk.ptr, err = c.Alloc(poff + params); err != nil {
+			return err
+		}
+		wo, po := blk.ptr, blk.ptr+cuda.DevicePtr(poff)
+		for _, cw := range cws {
+			n := cw.shape[0]
+			tw, tp := kernels.TiledBytes(bits, n, K, G)
+			if cw.qt != 0 {
+				err = cmp.Or(c.DtoDAsync(wo, cw.qt, tw, b.stream), c.DtoDAsync(po, cw.qtp, tp, b.stream))
+			} else {
+				err = g.PackTiles(c, b.stream, wo, po, cw.q, cw.qp, n, K, bits, G)
+			}
+			if err != nil {
+				return err
+			}
+			wo, po = wo+cuda.DevicePtr(tw), po+cuda.DevicePtr(tp)
+		}
+		return b.syncStream(c)
+	})
+	if err != nil {
+		if blk.ptr != 0 {
+			_ = b.Do(func(c *cuda.Ctx) error { return c.Free(blk.ptr) })
+		}
+		return fmt.Errorf("backend/gpu: %s: %d int%d weights [%d, %d] tiled: %w", op, len(cws), bits, N, K, err)
+	}
+	var old []cuda.DevicePtr
+	wo, po := blk.ptr, blk.ptr+cuda.DevicePtr(poff)
+	blk.live.Store(int32(len(cws)))
+	b.memMu.Lock()
+	for _, cw := range cws {
+		tw, tp := kernels.TiledBytes(bits, cw.shape[0], K, G)
+		old = append(old, cw.q, cw.qp, cw.qt, cw.qtp)
+		cw.q, cw.qp, cw.qt, cw.qtp, cw.block = 0, 0, wo, po, blk
+		wo, po = wo+cuda.DevicePtr(tw), po+cuda.DevicePtr(tp)
+	}
+	b.memMu.Unlock()
+	return b.freeOld(op, old)
 }
 
 // joinedGroup reports whether the fp16 weights of groups (weight i is
@@ -152,18 +269,34 @@ func joinedGroup(K int, groups []kernels.LinearGroup, w func(i int) *weight) boo
 // joinedLaunch is a queued joined GEMM's operands: x [T, K] float32, its
 // fp16 copy xh (ready: written by the op before, half.go), the GEMM's
 // output y [T, N] float32 (N = Σ groups' N) and the groups (their weights
-// one after another from groups[0].W).
+// one after another from groups[0].W); or, where tiled is set, a joined
+// group of packed weights, whose one GEMV reads x itself.
 type joinedLaunch struct {
 	x, xh, y cuda.DevicePtr
 	T, K, N  int
 	ready    bool
 	groups   []kernels.LinearGroup
-	sk       skinnyPlan // the GEMM on skinny.cu where ok (skinny.go)
+	sk       skinnyPlan  // the GEMM on skinny.cu where ok (skinny.go)
+	tiled    *tiledJoint // the packed weights' joined tiled layout, nil for fp16
+}
+
+// tiledJoint is a joined group of packed weights (joinTiled) as one
+// [N, K] weight in the tiled layout: its codes tw, params tp, code width
+// and group.
+type tiledJoint struct {
+	tw, tp  cuda.DevicePtr
+	bits, G int
 }
 
 // gemm queues x's fp16 conversion (unless ready) and the one GEMM y =
-// xh · Wᵀ.
+// xh · Wᵀ; for a tiled group, the one GEMV y = x · Ŵᵀ (LaunchTiled: v6.1).
 func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
+	if t := l.tiled; t != nil {
+		if S := b.opts.GEMVQJoinSplit; S > 0 {
+			return b.gemvq.LaunchV6(c, b.stream, l.y, l.x, t.tw, t.tp, 0, l.N, l.K, t.bits, t.G, S)
+		}
+		return b.gemvq.LaunchTiled(c, b.stream, l.y, l.x, t.tw, t.tp, 0, l.T, l.N, l.K, t.bits, t.G)
+	}
 	if !l.ready {
 		if err := b.ops.F32ToF16(c, b.stream, l.xh, l.x, l.T*l.K); err != nil {
 			return err
@@ -183,6 +316,9 @@ func (l *joinedLaunch) key(extra ...uint64) []uint64 {
 		ready = 1
 	}
 	key := append(extra, u64(l.x), u64(l.xh), u64(l.y), u64(l.T), u64(l.K), u64(l.N), ready)
+	if t := l.tiled; t != nil {
+		key = append(key, u64(t.tw), u64(t.tp), u64(t.bits), u64(t.G))
+	}
 	return groupKey(key, l.groups...)
 }
 
@@ -224,6 +360,64 @@ func (b *Backend) launchJoined(op string, xt *tensor, T, K, N int, groups []kern
 			return b.ops.SplitCols(c, b.stream, l.y, T, outs...)
 		}}
 	})
+}
+
+// tiledGroup returns the joined tiled weight of groups (weight i is w(i),
+// each [groups[i].N, K]) where LinearGroup over T rows runs it as one GEMV:
+// joinTiled placed the weights' tiled layouts one after another in one
+// block in this order, the outputs are ones split_cols can write, and
+// v6.1 reads the joined [ΣN, K] weight at T rows (GEMVQ.UsesV6: one row);
+// else nil (one Linear per weight: at 2-16 rows v2 and for prefill the
+// dequantization over each weight's view, the bits of the weights apart).
+func (b *Backend) tiledGroup(T, K int, groups []kernels.LinearGroup, w func(i int) *weight) *tiledJoint {
+	if len(groups) < 2 || len(groups) > kernels.SplitColsMax || b.gemvq == nil {
+		return nil
+	}
+	w0 := w(0)
+	if w0.block == nil || w0.qt == 0 {
+		return nil
+	}
+	t := &tiledJoint{tw: w0.qt, tp: w0.qtp, bits: w0.qbits, G: w0.qgroup}
+	tw, tp, N := t.tw, t.tp, 0
+	for i, g := range groups {
+		wt := w(i)
+		if wt.block != w0.block || wt.qt != tw || wt.qtp != tp || wt.dec != nil || wt.qbits != t.bits || wt.qgroup != t.G ||
+			!kernels.ColsFit(g.N) || g.Y%16 != 0 || g.Bias%16 != 0 {
+			return nil
+		}
+		cw, cp := kernels.TiledBytes(t.bits, g.N, K, t.G)
+		tw, tp, N = tw+cuda.DevicePtr(cw), tp+cuda.DevicePtr(cp), N+g.N
+	}
+	if !b.gemvq.UsesV6(T, N, K, t.bits, t.G) {
+		return nil
+	}
+	return t
+}
+
+// launchJoinedTiled queues one GEMV over the joined tiled weight t of
+// groups sharing x [T, K], N their summed channels, into the joined output
+// buffer, then split_cols to the groups' outputs (their biases added
+// there: v6.1 adds a bias as its last float32 add, split_cols the same
+// add, so each output has the bits of v6.1 over its own rows at the joined
+// launch's split); one op with a graph key, onto which RoPEQK and a KV
+// cache's attention op may fold as onto a joined fp16 GEMM.
+func (b *Backend) launchJoinedTiled(op string, xt *tensor, T, K, N int, groups []kernels.LinearGroup, t *tiledJoint) {
+	y, err := b.growKeyed(&b.ykMu, &b.yk, &b.ykBytes, 4*T*N)
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: %s: joined output [%d, %d]: %w", op, T, N, err))
+		return
+	}
+	outs := make([]kernels.ColsOut, len(groups))
+	for i, g := range groups {
+		outs[i] = cols(g)
+	}
+	l := &joinedLaunch{x: xt.ptr, y: y, T: T, K: K, N: N, ready: true, groups: groups, tiled: t}
+	b.queueOp(queuedOp{op: op + "(joined)", key: l.key(), joined: l, f: func(c *cuda.Ctx) error {
+		if err := l.gemm(b, c); err != nil {
+			return err
+		}
+		return b.ops.SplitCols(c, b.stream, l.y, T, outs...)
+	}})
 }
 
 // foldSwiGLUJoined folds SwiGLU(dst, gate, up) into the queued joined GEMM

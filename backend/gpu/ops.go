@@ -440,8 +440,11 @@ func (b *Backend) linearOperands(op string, dst, x backend.Tensor, w, bias backe
 // picks cuBLASLt (up to linearKeyedMaxRows rows) and JoinWeights placed
 // the weights one after another in this order, one GEMM over them all and
 // one launch that copies each weight's columns (and bias) to its output
-// (join.go); otherwise (packed weights, DEC, weights apart, prefill chunks)
-// one Linear per weight, each on its own fp16Path.
+// (join.go); at one row over packed weights JoinWeights placed one after
+// another in the tiled layout (joinTiled: q|k|v), one v6.1 GEMV over them
+// all and the same split; otherwise (packed weights at 2-16 rows or
+// apart, DEC, weights apart, prefill chunks) one Linear per weight, each
+// on its own fp16Path.
 func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
 	const op = "LinearGroup"
 	if b.failed() {
@@ -479,6 +482,13 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		}
 	}
 	T, K := xt.matrix()
+	if t := b.tiledGroup(T, K, groups, func(i int) *weight { return each[i].wt }); t != nil && !b.opts.BatchInvariant {
+		// One row over packed weights JoinWeights placed one after
+		// another in the tiled layout: one v6.1 GEMV over them all, its
+		// output split into the group's tensors (join.go).
+		b.launchJoinedTiled(op, xt, T, K, groupN, groups, t)
+		return
+	}
 	joined := grouped && joinedGroup(K, groups, func(i int) *weight { return each[i].wt })
 	path := b.fp16Path(T, groupN, K, joined)
 	if grouped && path == pathGEMV {

@@ -6,6 +6,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +102,13 @@ const (
 	// dequantize to fp16 and go to cuBLASLt at 17-128 rows of x too, as
 	// before session 16 (comparisons; other sums).
 	EnvGEMMQOff = "BITDECODE_GEMMQ_OFF"
+	// EnvGEMVQApart is Options.GEMVQApart: JoinWeights leaves packed
+	// weights apart (q|k|v as three GEMVs at one row; comparisons).
+	EnvGEMVQApart = "BITDECODE_GEMVQ_APART"
+	// EnvGEMVQJoinSplit is Options.GEMVQJoinSplit: the warps per row group
+	// (1, 2, 4 or 8) of the one v6.1 launch over a joined packed group
+	// (comparisons).
+	EnvGEMVQJoinSplit = "BITDECODE_GEMVQ_JOIN_SPLIT"
 	// EnvSkinny is Options.Skinny: where the large batches' GEMMs of 17-128
 	// rows run skinny.cu instead of cuBLASLt: "off", "on" (every one) or
 	// "auto" (each shape and 16-row bucket timed once, the faster kept).
@@ -256,6 +264,19 @@ type Options struct {
 	// (qlinear.go linearFused; docs/perf/gemvq.md, session 16). A knob for
 	// A/Bs and tests.
 	GEMMQOff bool
+	// GEMVQApart makes JoinWeights leave packed low-bit weights apart: a
+	// LinearGroup over them (q|k|v) runs one GEMV per weight at one row,
+	// as before session 16's join (k and v on v3.2 over wq's layout). By
+	// default JoinWeights places such weights' tiled layouts one after
+	// another where v6.1 then reads the joined rows and not some weight
+	// alone (join.go's joinTiled; docs/perf/gemvq.md, session 16 "q|k|v
+	// packed, one launch"). A knob for A/Bs and tests.
+	GEMVQApart bool
+	// GEMVQJoinSplit is the warps per row group (1, 2, 4 or 8) of the v6.1
+	// launch over a joined packed group at one row; 0 takes SplitV5For's
+	// rule over the joined rows. Other splits give other sums (within the
+	// same bound). A knob for A/Bs.
+	GEMVQJoinSplit int
 	// DownloadChunkKiB is the chunk size of the ring of two page-locked
 	// chunks a float32 Download of 4 MiB or more goes through, each chunk
 	// copied into the caller's slice by several goroutines while the next
@@ -298,7 +319,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
-		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}} {
+		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
@@ -320,6 +341,13 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			return Options{}, bad(EnvDECBlocks, v, "a positive number of thread blocks")
 		}
 		o.DECBlocks = n
+	}
+	if v, ok := get(EnvGEMVQJoinSplit); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || !slices.Contains(kernels.GEMVQ4Splits(), n) {
+			return Options{}, bad(EnvGEMVQJoinSplit, v, "1, 2, 4 or 8")
+		}
+		o.GEMVQJoinSplit = n
 	}
 	if v, ok := get(EnvGEMVDepth); ok {
 		n, err := strconv.Atoi(v)

@@ -40,6 +40,9 @@ func TestParseOptions(t *testing.T) {
 			t.Errorf("%s=%s: Skinny %v, %v; want %v", gpu.EnvSkinny, v, o.Skinny, err, want)
 		}
 	}
+	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvGEMVQApart: "1", gpu.EnvGEMVQJoinSplit: "2"})); err != nil || !o.GEMVQApart || o.GEMVQJoinSplit != 2 {
+		t.Errorf("GEMVQ_APART=1 GEMVQ_JOIN_SPLIT=2: %v %d, %v", o.GEMVQApart, o.GEMVQJoinSplit, err)
+	}
 	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvGEMVEarly: "none"})); err != nil || o.GEMVEarly != kernels.GEMVEarlyNone {
 		t.Errorf("GEMV_EARLY=none: %+v, %v", o.GEMVEarly, err)
 	}
@@ -64,6 +67,9 @@ func TestParseOptions(t *testing.T) {
 		{gpu.EnvGEMVEarly, "plain,qkv", "none or a comma list of plain, rope, swiglu"},
 		{gpu.EnvNoNormEarly, "yes", "1, t, true, 0, f or false"},
 		{kernels.EnvDecodeStages, "1", "0, 2, 3 or 4"},
+		{gpu.EnvGEMVQJoinSplit, "16", "1, 2, 4 or 8"},
+		{gpu.EnvGEMVQJoinSplit, "0", "1, 2, 4 or 8"},
+		{gpu.EnvGEMVQApart, "yes", "1, t, true, 0, f or false"},
 	} {
 		_, err := gpu.ParseOptions(env(map[string]string{tt.name: tt.value}))
 		var ve *kernels.VarError

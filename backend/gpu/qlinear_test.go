@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -576,6 +577,122 @@ var quantLayoutShapes = [][2]int{{14336, 4096}, {4096, 14336}, {4096, 4096}}
 // BenchmarkQuantLinearLayout rotates over: at least 4, and at least
 // 120 MB in all (cold in the H100's 50 MB L2).
 func quantLayoutCopies(bytes int) int { return max(4, (120<<20+bytes-1)/bytes) }
+// BenchmarkQuantLinearGroupQKV times LinearGroup over Llama-3.1-8B's q|k|v
+// (4096, 1024 and 1024 rows of 4096) with int4, int3 and int8 weights, in
+// quantLayoutCopies random copies (at least 120 MB, cold in the H100's 50 MB L2),
+// each copy's three weights apart (q on v6.1, k and v on v3.2 at one row)
+// and joined (JoinWeights: one v6.1 launch over 6144 rows and split_cols),
+// alternated at each width and T (1, and 8: v2 over each weight either
+// way), each followed by a small add (k += v), under CUDA graphs as in the
+// decode step, with the environment's
+// options (BITDECODE_GEMVQ_JOIN_SPLIT: the joined launch's split). It
+// reports us per group
+// (docs/perf/gemvq.md, session 16 "q|k|v packed, one launch"). Run on the
+// GPU machine:
+//
+//	./gpu.test -test.run '^$' -test.bench QuantLinearGroupQKV -test.count 2
+func BenchmarkQuantLinearGroupQKV(b *testing.B) {
+	o, err := gpu.ParseOptions(os.LookupEnv) // BITDECODE_GEMVQ_JOIN_SPLIT
+	if err != nil {
+		b.Fatal(err)
+	}
+	be, err := gpu.Open(0, o)
+	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+		b.Skipf("no CUDA device: %v", err)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	const K = 4096
+	ns := []int{4096, 1024, 1024}
+	for _, e := range []wq.Elem{wq.Int4, wq.Int3, wq.Int8} {
+		sets := map[bool][][]backend.Weight{}
+		for _, joined := range []bool{false, true} {
+			for i := range quantLayoutCopies((ns[0] + ns[1] + ns[2]) * K * e.Bits() / 8) {
+				var ws []backend.Weight
+				for j, n := range ns {
+					w, err := be.LoadRandomQuant("w", []int{n, K}, e, 128, uint64(10*i+j+1), wq.DEC{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer be.FreeWeight(w)
+					ws = append(ws, w)
+				}
+				if joined {
+					if err := be.JoinWeights(ws...); err != nil {
+						b.Fatal(err)
+					}
+				}
+				sets[joined] = append(sets[joined], ws)
+			}
+		}
+		for _, T := range []int{1, 8} {
+			for _, joined := range []bool{false, true} {
+				name := map[bool]string{false: "apart", true: "joined"}[joined]
+				b.Run(fmt.Sprintf("%v/T=%d/%s", e, T, name), func(b *testing.B) {
+					benchGroupRotating(b, be, sets[joined], T, ns, K)
+				})
+			}
+		}
+	}
+}
+
+// benchGroupRotating times be's LinearGroup of T random rows of x over
+// each weight set of sets (output widths ns, K inputs) in turn, after three
+// untimed rounds (direct, captured, replayed), and reports us per group.
+func benchGroupRotating(b *testing.B, be *gpu.Backend, sets [][]backend.Weight, T int, ns []int, K int) {
+	xt, _ := be.Alloc(backend.F32, T, K)
+	defer be.Free(xt)
+	var ys []backend.Tensor
+	for _, n := range ns {
+		y, _ := be.Alloc(backend.F32, T, n)
+		defer be.Free(y)
+		ys = append(ys, y)
+	}
+	x := make([]float32, T*K)
+	r := rand.New(rand.NewPCG(uint64(T), 2))
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	if err := be.Upload(xt, x); err != nil {
+		b.Fatal(err)
+	}
+	// Each group is followed by an op that does not fold into it (k += v,
+	// as the step's RoPE and attention ops follow q|k|v): a joined group's
+	// op is foldable, and a queue of foldable ops alone never ends a
+	// segment, so without it every timed group ran directly in one flush,
+	// outside graphs (this session's two calls: joined 12-15 us, then
+	// 25-34 us a group).
+	iter := func() {
+		for _, ws := range sets {
+			be.LinearGroup(ys, xt, ws, nil)
+			be.Add(ys[1], ys[1], ys[2])
+		}
+	}
+	// Untimed: direct, captured, replayed, for every phase of the queue's
+	// segments against the iterations.
+	for range groupBenchWarm {
+		iter()
+	}
+	if err := be.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		iter()
+	}
+	if err := be.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(el.Seconds()*1e6/float64(b.N*len(sets)), "us/group")
+}
+
+// groupBenchWarm is how many untimed rounds benchGroupRotating runs.
+const groupBenchWarm = 24
 
 // quantLayoutKey names one of BenchmarkQuantLinearLayout's weights: its
 // format and its [N, K].

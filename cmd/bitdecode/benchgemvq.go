@@ -52,7 +52,7 @@ func runBenchGEMVQ(args []string, stdout, stderr io.Writer) error {
 	rows := fs.Int("rows", 1, "rows of x (tokens), 1..16")
 	bitsFlag := fs.String("bits", "4", "comma-separated code widths (3, 4, 8)")
 	variants := fs.String("variants", "", "';'-separated variants of gemvq.cu's knobs (\"\" = defaults)")
-	shapes := fs.String("shapes", "", "comma-separated layer names to keep (q/o proj, k/v proj, gate/up, down); empty: all")
+	shapes := fs.String("shapes", "", "comma-separated layer names to keep (q/o proj, k/v proj, q|k|v (the joined group), gate/up, down); empty: all")
 	splitsFlag := fs.String("splits", "", "comma-separated warps per CTA to time (1, 2, 4, 8, 16); empty: all")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to this file")
 	diag := fs.Bool("diag", false, "time the gemv_q5 forms (int4, int8) that tell the access pattern from the fixed cost")
