@@ -694,6 +694,19 @@ func (w *weight) isQuant() bool { return w.q != 0 || w.qt != 0 }
 // against cuBLASLt's wgmma); down alike; q/o within 10% either way at 128.
 const gemmqMaxRows = 128
 
+// gemmqInt8MaxRows is gemmqMaxRows for int8 weights (session 16, "int8 in
+// gemmq.cu"): their codes are twice int4's bytes.
+const gemmqInt8MaxRows = 128
+
+// gemmqMaxRowsFor is the most rows of x linearFused gives to gemmq.cu for
+// a code width.
+func gemmqMaxRowsFor(bits int) int {
+	if bits == 8 {
+		return gemmqInt8MaxRows
+	}
+	return gemmqMaxRows
+}
+
 // gemmqKernels compiles gemmq.cu on first use.
 func (b *Backend) gemmqKernels() (*kernels.GEMMQ, error) {
 	b.gemmqOnce.Do(func() { b.gemmq, b.gemmqErr = kernels.LoadGEMMQ(b.dev) })
@@ -702,12 +715,13 @@ func (b *Backend) gemmqKernels() (*kernels.GEMMQ, error) {
 
 // linearFused queues Linear over a packed weight in the tiled layout
 // through gemmq.cu (x to fp16, then the fused dequant-GEMM) where it
-// applies: kernels.GEMMQMinRows to gemmqMaxRows rows, not Options.GEMMQOff.
+// applies: kernels.GEMMQMinRows to gemmqMaxRowsFor(bits) rows, not
+// Options.GEMMQOff.
 // Its scratch (fusedScratch) is grown when the op is queued, so the op
 // carries a graph key. It reports whether it queued the op; failures are
 // the backend's.
 func (b *Backend) linearFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) bool {
-	if wt.qt == 0 || b.opts.GEMMQOff || T < kernels.GEMMQMinRows || T > gemmqMaxRows {
+	if wt.qt == 0 || b.opts.GEMMQOff || T < kernels.GEMMQMinRows || T > gemmqMaxRowsFor(wt.qbits) {
 		return false
 	}
 	g, err := b.gemmqKernels()
