@@ -1,5 +1,5 @@
 package gpu
 
-// GEMMQMaxRowsFor is gemmqMaxRowsFor for the package's external tests: the
-// most rows of x a packed weight of a code width runs gemmq.cu at.
-var GEMMQMaxRowsFor = gemmqMaxRowsFor
+// GEMMQRoutes is gemmqRoutes for the package's external tests: whether
+// Linear gives T rows of x over a tiled int-bits [N, K] weight to gemmq.cu.
+var GEMMQRoutes = gemmqRoutes

@@ -343,8 +343,9 @@ func TestQuantLinearDEC(t *testing.T) {
 // their splits agree and their slices start at the same tiles (K 4096), the
 // bound only where they do not (K 1152: v4.1 at split 4, v6.1 at 8). At
 // 17-128 rows (session 16) the tiled weights run gemmq.cu's fused
-// dequant-GEMM (other sums; int8 since session 16's "int8 in gemmq.cu", up
-// to gpu.GEMMQMaxRowsFor(8) rows): there the bound, and the same bits as
+// dequant-GEMM (other sums; int8 since session 16's "int8 in gemmq.cu",
+// where gpu.GEMMQRoutes: 2048+ rows, up to 64 rows of x at these K):
+// there the bound, and the same bits as
 // wq's layout on a backend with Options.GEMMQOff (the tiled dequantization
 // and cuBLASLt).
 func TestQuantLinearTiled(t *testing.T) {
@@ -410,7 +411,7 @@ func TestQuantLinearTiled(t *testing.T) {
 					x[i] = float32(r.NormFloat64())
 				}
 				want, got := run(wb, x, T), run(tb, x, T)
-				fused := T >= kernels.GEMMQMinRows && T <= gpu.GEMMQMaxRowsFor(e.Bits())
+				fused := gpu.GEMMQRoutes(T, N, K, e.Bits())
 				for i := range want {
 					if got[i] != got[i] || (c.bitsT1 || T > 1) && !fused && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("int%d K %d random %v T=%d: y[%d] = %g tiled, %g in wq's layout", e.Bits(), K, random, T, i, got[i], want[i])

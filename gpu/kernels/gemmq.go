@@ -73,15 +73,18 @@ func (g gemmqConfig) threads() int { return 32 * 4 * g.wn }
 // found none more than ~6% faster than these at the rule's split on the 8B
 // shapes (64 tokens over 4 warps with two slots at 48-64 rows), so only
 // these are compiled. int8 (a block is one 128-channel tile, 2 KB a row
-// group): steps of one block (a slot's codes 16 KB, as int4's) with one
-// more slot than int4's tilings (the same bytes in flight a CTA: 32 tokens
-// 4 slots and 64 tokens 3, two CTAs an SM; 128 tokens 3, one), and, for
-// the sweep, steps of two blocks (256 channels, int4's step count; 32 KB
-// of codes a slot).
+// group): steps of two blocks (256 channels, int4's step count; 32 KB of
+// codes a slot) in rings of two slots, 32 tokens x 4 warps, 64 and 128 x 8
+// warps; then, for tests and the sweep, steps of one block (a slot's codes
+// 16 KB, as int4's) in rings of 4, 3 and 3 slots. Session 16's sweep
+// (H100, BenchmarkGEMMQ at the 8B shapes, each tiling at its rule split):
+// the two-block steps 3-10% faster on gate/up and down at 24-128 rows
+// (gate/up at 64 rows 66.0 against 72.7 us), within 0.5 us either way on
+// q/o, so they are the rule's.
 var gemmqConfigs = [len(gemmqBits)][]gemmqConfig{
 	{{4, 1, 3, 1}, {4, 2, 3, 1}, {8, 2, 2, 1}},
 	{{4, 1, 3, 1}, {4, 2, 3, 1}, {8, 2, 2, 1}},
-	{{4, 1, 4, 1}, {4, 2, 3, 1}, {8, 2, 3, 1}, {4, 1, 2, 2}, {4, 2, 2, 2}, {8, 2, 2, 2}},
+	{{4, 1, 2, 2}, {4, 2, 2, 2}, {8, 2, 2, 2}, {4, 1, 4, 1}, {4, 2, 3, 1}, {8, 2, 3, 1}},
 }
 
 // gemmqRuleConfigs is how many of a width's gemmqConfigs the rule picks
