@@ -180,15 +180,17 @@ func TestJoinTiled(t *testing.T) {
 
 		// 2-16 rows (v2 over each view) and more (gemmq.cu or the
 		// dequantization over each view): the bits of the weights apart,
-		// except k and v at gemmq.cu's rows (int4, int3), which apart took
-		// wq's dequantization and cuBLASLt (other sums): there the float64
+		// except k and v where gemmq.cu takes them (int4 and int3 at
+		// 17+ rows; not int8, whose weights under 2048 rows keep the
+		// dequantization: gemmqRoutes), which apart took wq's
+		// dequantization and cuBLASLt (other sums): there the float64
 		// bound.
 		for _, T := range decodeT[1:] {
 			after, op := runTiledGroup(t, b, xs[T], T, K, qkv)
 			if op != "LinearGroup" && op != "Linear" {
 				t.Fatalf("int%d T=%d: last op %q, want one Linear per weight", bits, T, op)
 			}
-			fusedKV := T >= kernels.GEMMQMinRows && bits != 8
+			fusedKV := gemmqRoutes(T, Nkv, K, bits)
 			for i, l := range qkv {
 				if !fusedKV || i == 0 {
 					foldSameBits(t, fmt.Sprintf("int%d T=%d layer %d joined", bits, T, i), after[i], before[T][i])

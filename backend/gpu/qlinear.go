@@ -694,6 +694,36 @@ func (w *weight) isQuant() bool { return w.q != 0 || w.qt != 0 }
 // against cuBLASLt's wgmma); down alike; q/o within 10% either way at 128.
 const gemmqMaxRows = 128
 
+// int8 weights take gemmq.cu where it beat the dequantization plus
+// cuBLASLt on the H100 (docs/perf/gemvq.md, session 16, "int8 in
+// gemmq.cu"; BenchmarkGEMMQ, the rule's tiling against "deq"):
+//   - gemmqInt8MinN: weights of fewer output rows keep the dequantization
+//     (1024x4096, the 8B's k and v: 14.8-18.3 us against 17.7-30 at 24-128
+//     rows; the dequantization of 4 MB is cheap, the fused kernel's
+//     split-K over 8 CTAs a chunk of tokens is not);
+//   - gemmqInt8SmallMaxRows: weights of fewer than gemmqInt8LargeWeight
+//     codes take it up to 64 rows (4096x4096: 21.9-30.2 us against
+//     31.0-32.4 at 24-64 rows, 44.9 against 34.9 at 128); larger ones
+//     (gate/up, down: 45-98 us against 112-125) up to gemmqMaxRows.
+const (
+	gemmqInt8MinN         = 2048
+	gemmqInt8SmallMaxRows = 64
+	gemmqInt8LargeWeight  = 32 << 20
+)
+
+// gemmqRoutes reports whether linearFused gives T rows of x over a tiled
+// int-bits [N, K] weight to gemmq.cu: kernels.GEMMQMinRows to gemmqMaxRows
+// rows for int4 and int3; int8 within its limits above.
+func gemmqRoutes(T, N, K, bits int) bool {
+	if T < kernels.GEMMQMinRows || T > gemmqMaxRows {
+		return false
+	}
+	if bits != 8 {
+		return true
+	}
+	return N >= gemmqInt8MinN && (T <= gemmqInt8SmallMaxRows || N*K >= gemmqInt8LargeWeight)
+}
+
 // gemmqKernels compiles gemmq.cu on first use.
 func (b *Backend) gemmqKernels() (*kernels.GEMMQ, error) {
 	b.gemmqOnce.Do(func() { b.gemmq, b.gemmqErr = kernels.LoadGEMMQ(b.dev) })
@@ -702,12 +732,12 @@ func (b *Backend) gemmqKernels() (*kernels.GEMMQ, error) {
 
 // linearFused queues Linear over a packed weight in the tiled layout
 // through gemmq.cu (x to fp16, then the fused dequant-GEMM) where it
-// applies: kernels.GEMMQMinRows to gemmqMaxRows rows, not Options.GEMMQOff.
+// applies (gemmqRoutes), not Options.GEMMQOff.
 // Its scratch (fusedScratch) is grown when the op is queued, so the op
 // carries a graph key. It reports whether it queued the op; failures are
 // the backend's.
 func (b *Backend) linearFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) bool {
-	if wt.qt == 0 || b.opts.GEMMQOff || T < kernels.GEMMQMinRows || T > gemmqMaxRows {
+	if wt.qt == 0 || b.opts.GEMMQOff || !gemmqRoutes(T, N, K, wt.qbits) {
 		return false
 	}
 	g, err := b.gemmqKernels()

@@ -342,10 +342,12 @@ func TestQuantLinearDEC(t *testing.T) {
 // (session 16: v6.1 against v4.1 at T = 1): the same bits at T = 1 where
 // their splits agree and their slices start at the same tiles (K 4096), the
 // bound only where they do not (K 1152: v4.1 at split 4, v6.1 at 8). At
-// 17-128 rows (session 16) the int4 and int3 tiled weights run gemmq.cu's
-// fused dequant-GEMM (other sums): there the bound, and the same bits as
+// 17-128 rows (session 16) the tiled weights run gemmq.cu's fused
+// dequant-GEMM (other sums; int8 since session 16's "int8 in gemmq.cu",
+// where gpu.GEMMQRoutes: 2048+ rows, up to 64 rows of x at these K):
+// there the bound, and the same bits as
 // wq's layout on a backend with Options.GEMMQOff (the tiled dequantization
-// and cuBLASLt), which int8 takes at those rows by default.
+// and cuBLASLt).
 func TestQuantLinearTiled(t *testing.T) {
 	gpuBackend(t) // skips without a device
 	tb, err := gpu.Open(0, gpu.Options{})
@@ -409,7 +411,7 @@ func TestQuantLinearTiled(t *testing.T) {
 					x[i] = float32(r.NormFloat64())
 				}
 				want, got := run(wb, x, T), run(tb, x, T)
-				fused := T >= kernels.GEMMQMinRows && e != wq.Int8 // int8: the dequantization and cuBLASLt, as wq's
+				fused := gpu.GEMMQRoutes(T, N, K, e.Bits())
 				for i := range want {
 					if got[i] != got[i] || (c.bitsT1 || T > 1) && !fused && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("int%d K %d random %v T=%d: y[%d] = %g tiled, %g in wq's layout", e.Bits(), K, random, T, i, got[i], want[i])
@@ -577,6 +579,7 @@ var quantLayoutShapes = [][2]int{{14336, 4096}, {4096, 14336}, {4096, 4096}}
 // BenchmarkQuantLinearLayout rotates over: at least 4, and at least
 // 120 MB in all (cold in the H100's 50 MB L2).
 func quantLayoutCopies(bytes int) int { return max(4, (120<<20+bytes-1)/bytes) }
+
 // BenchmarkQuantLinearGroupQKV times LinearGroup over Llama-3.1-8B's q|k|v
 // (4096, 1024 and 1024 rows of 4096) with int4, int3 and int8 weights, in
 // quantLayoutCopies random copies (at least 120 MB, cold in the H100's 50 MB L2),

@@ -4,9 +4,9 @@
 // tokens) and dequantizing it in registers, instead of writing the whole Ŵ
 // to fp16 and handing it to cuBLASLt (gemvq.cu's dequant_q, then gemmF16).
 //
-// Operands: the weight in the tiled layout (gemvq.cu "The tiled layout",
-// int4 and int3: a row group of 16 rows x one step of 256 channels is one
-// contiguous block), x pre-rounded to fp16 by gemm_q_prep into xp [T][K],
+// Operands: the weight in the tiled layout (gemvq.cu "The tiled layout":
+// a row group of 16 rows x one block of channels is contiguous, 256
+// channels a block for int4 and int3, 128 for int8), x pre-rounded to fp16 by gemm_q_prep into xp [T][K],
 // each 128-channel tile's halves permuted into the mma's k order (below),
 // bias [N] float32 or null, y [T][N] float32.
 //
@@ -16,10 +16,12 @@
 // tokens, ldmatrix'd from shared memory). A CTA of kWM x WN warps owns
 // kRowsCTA = 128 output channels (kWM warps of kMT = 2 row groups each)
 // and 8·NT·WN tokens (WN warps of NT n-tiles of 8 each), and a slice of K
-// (split-K over gridDim.z). Its steps of 256 channels go through a ring of
-// STAGES shared-memory slots filled by cp.async: the row groups' code
-// blocks (contiguous in the tiled layout), their (scale, zero) pairs, and
-// the tokens' fp16 x of the step. A lane (r = lane/4, c = lane%4) of a
+// (split-K over gridDim.z). Its steps of BLOCKS tiled blocks (256 channels
+// for int4 and int3 at BLOCKS 1; 128 or 256 for int8 at BLOCKS 1 or 2) go
+// through a ring of STAGES shared-memory slots filled by cp.async: the row
+// groups' code blocks (a row group's BLOCKS blocks of a step are one
+// contiguous run in the tiled layout), their (scale, zero) pairs, and the
+// tokens' fp16 x of the step. A lane (r = lane/4, c = lane%4) of a
 // warp reads, per 128-channel tile, channels 32c..32c+31 of rows r and r+8
 // of each of its row groups from the slot (v2's spans), and feeds mma
 // k-step j with pairs 2j, 2j+1 (channels 32c+4j..32c+4j+3): v2's
@@ -27,7 +29,12 @@
 // 32c + 4j + e at 16j + 2c + e%2 + 8·(e/2)), so ldmatrix gives every lane
 // the x of its own channels. A fragment's ŵ is dequantized once per
 // k-step and reused over the warp's NT n-tiles; an ldmatrix'd x fragment
-// over its kMT row groups.
+// over its kMT row groups. int8 (session 16, "int8 in gemmq.cu"): a span
+// is 8 words, k-step j's pairs 2j, 2j+1 both in word j, so a lane reads
+// its spans a half (4 words, one 16-byte load) at a time, and each row's
+// 16-byte chunks sit in the slot with the chunk index XOR the row's
+// parity, so that the 8 lanes of a quarter warp (rows r, r+1) read
+// distinct banks.
 //
 // Split-K (gridDim.z > 1): each CTA writes its float32 partial sums to
 // part [z][T][N], and the last CTA of an output tile to arrive (a counter
@@ -39,7 +46,8 @@
 // cores' accumulation over K/16 k-steps, then the slices): v2's bound
 // (gemvq_test.go).
 //
-// Go wrapper: gemmq.go; test: gemmq_test.go.
+// Go wrapper: gemmq.go; test: gemmq_test.go (and gemmq_digest_test.go:
+// int4's and int3's bits unchanged by int8's forms).
 
 #include "bitdecode.cuh"
 #include "gemvq.cu"
@@ -54,7 +62,6 @@ constexpr int kWM = 4;                      // warps along the output channels
 constexpr int kMT = 2;                      // row groups (m-tiles) a warp
 constexpr int kRGs = kWM * kMT;             // row groups a CTA
 constexpr int kRowsCTA = kRGs * kRows;      // output channels a CTA
-constexpr int kStep = 2 * kTile;            // channels a ring step (a tiled block)
 constexpr int kXRow = kTile + 8;            // halves of a token's tile in a slot (8 of padding)
 constexpr int kPrepThreads = 256;           // gemm_q_prep's block
 
@@ -87,19 +94,39 @@ __device__ __forceinline__ void mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a
   }
 }
 
-// kCodeWords is a row group's code block of one step, in u32.
+// kCodeWords is a row group's code block (one tiled block), in u32.
 template <int BITS>
 constexpr int kCodeWords = kRows * gemvq::kTiledLine<BITS>;
 
-// Slot<BITS, TC> is one ring slot: kRGs code blocks, their pairs of at most
-// two groups (16 rows each), and TC tokens' x of the step's two tiles.
-template <int BITS, int TC>
+// kBlockTiles is the 128-channel tiles of a tiled block: 2 for int4 and
+// int3 (256 channels), 1 for int8.
+template <int BITS>
+constexpr int kBlockTiles = gemvq::kTiledLine<BITS> * 32 / BITS / kTile;
+
+// kStepTiles is the tiles of a ring step of BLOCKS blocks (at most 2: a
+// step's channels span at most two groups, G >= 128).
+template <int BITS, int BLOCKS>
+constexpr int kStepTiles = BLOCKS * kBlockTiles<BITS>;
+
+// Slot<BITS, TC, BLOCKS> is one ring slot: kRGs runs of BLOCKS code
+// blocks, their pairs of at most two groups (16 rows each), and TC tokens'
+// x of the step's tiles.
+template <int BITS, int TC, int BLOCKS>
 struct Slot {
-  static constexpr int kCodes = kRGs * kCodeWords<BITS> * 4;  // bytes
+  static constexpr int kCodes = kRGs * BLOCKS * kCodeWords<BITS> * 4;  // bytes
   static constexpr int kParams = kRGs * 2 * kRows * 4;
-  static constexpr int kX = 2 * TC * kXRow * 2;
+  static constexpr int kX = kStepTiles<BITS, BLOCKS> * TC * kXRow * 2;
   static constexpr int kBytes = kCodes + kParams + kX;
 };
+
+// codeChunk is where 16-byte chunk ch of a row group's run of code blocks
+// sits in the slot's run: in place for int4 and int3; for int8 (8 chunks a
+// row of a block) XOR the row's parity (see the file's comment).
+template <int BITS>
+__device__ __forceinline__ int codeChunk(int ch) {
+  if constexpr (BITS == 8) return ch ^ (ch / 8 & 1);
+  return ch;
+}
 
 // sharedU32 is the shared-window address of p.
 __device__ __forceinline__ u32 sharedU32(const void* p) { return u32(__cvta_generic_to_shared(p)); }
@@ -114,6 +141,7 @@ __device__ __forceinline__ void ldsm4(u32& d0, u32& d1, u32& d2, u32& d3, u32 ad
 // same bits): (s·q + z, s·q′ + z) of channels 2m, 2m+1 of the span.
 template <int BITS>
 __device__ __forceinline__ u32 deqPair(const Span<BITS>& s, int m, u32 s2, u32 z2) {
+  static_assert(BITS != 8, "int8 dequantizes a word at a time: deqPair8");
   if constexpr (BITS == 4) {
     return gemvq::deq(gemvq::lop3OrMask(s.w[m / 4] >> (4 * (m % 4)), 0x000f000fu), s2, z2);
   } else {
@@ -123,12 +151,19 @@ __device__ __forceinline__ u32 deqPair(const Span<BITS>& s, int m, u32 s2, u32 z
   }
 }
 
-// spanOffset is the u32 offset of a lane's span (tile u, lane column c) of
-// row rr (0..15) in a row group's code block: gemvq::tiledRow<BITS>(rr, 1)
-// + tiledSpan<BITS>(u·kTiledLine/2 + c·BITS).
+// deqPair8 is gemvq::dequantSpan<8>'s pair 2j + e (e = 0, 1) from the
+// span's word j (the same operations, the same bits).
+__device__ __forceinline__ u32 deqPair8(u32 w, int e, u32 s2, u32 z2) {
+  return gemvq::deq(prmt(w, 0x64646464u, e ? 0x4341u : 0x4240u), s2, z2);
+}
+
+// spanOffset is the u32 offset of a lane's span (tile u of the step, lane
+// column c) of row rr (0..15) in a row group's run of code blocks:
+// gemvq::tiledRow<BITS>(rr, 1) + tiledSpan<BITS>(u·128·BITS/32 + c·BITS)
+// (for int4 and int3 u·kTiledLine/2 + c·BITS; for int8 tile u is block u).
 template <int BITS>
 __device__ __forceinline__ int spanOffset(int rr, int u, int c) {
-  return int(gemvq::tiledRow<BITS>(rr, 1) + gemvq::tiledSpan<BITS>(u * gemvq::kTiledLine<BITS> / 2 + c * BITS));
+  return int(gemvq::tiledRow<BITS>(rr, 1) + gemvq::tiledSpan<BITS>(u * kTile * BITS / 32 + c * BITS));
 }
 
 // gemm_q_prep writes x [T][K] float32 as fp16 into xp with each 128-channel
@@ -151,18 +186,23 @@ __global__ void __launch_bounds__(kPrepThreads) gemm_q_prep(const float* __restr
 }
 
 // gemm_q: grid (ceil(N/128), ceil(T/(8·NT·WN)), splits), block 32·kWM·WN,
-// dynamic shared memory STAGES · Slot<BITS, 8·NT·WN>::kBytes. tw, tp: the
-// weight's tiled layout; xp: gemm_q_prep's x; part [splits][T][N] and
-// cnt [gridDim.x·gridDim.y] (zeroed) where splits > 1.
-template <int BITS, int NT, int WN, int STAGES>
+// dynamic shared memory STAGES · Slot<BITS, 8·NT·WN, BLOCKS>::kBytes. tw,
+// tp: the weight's tiled layout; xp: gemm_q_prep's x; part [splits][T][N]
+// and cnt [gridDim.x·gridDim.y] (zeroed) where splits > 1. BLOCKS: tiled
+// blocks a ring step (1 for int4 and int3).
+template <int BITS, int NT, int WN, int STAGES, int BLOCKS>
 __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict__ xp, const u32* __restrict__ tw, const u32* __restrict__ tp,
                                                            const float* __restrict__ bias, float* __restrict__ y, float* __restrict__ part,
                                                            u32* __restrict__ cnt, int T, int N, int K, int G) {
-  static_assert(BITS == 4 || BITS == 3, "the tiled layout is int4's and int3's");
+  static_assert(BITS == 4 || BITS == 3 || BITS == 8, "the tiled layout is int4's, int3's and int8's");
+  static_assert(BITS == 8 || BLOCKS == 1, "int4's and int3's step is one block (256 channels)");
+  static_assert(kStepTiles<BITS, BLOCKS> <= 2, "a step spans at most two groups' pairs");
   static_assert(NT % 2 == 0, "ldmatrix.x4 loads two n-tiles");
   constexpr int TC = 8 * NT * WN;
   constexpr int kThreads = 32 * kWM * WN;
-  using S = Slot<BITS, TC>;
+  constexpr int kTilesStep = kStepTiles<BITS, BLOCKS>;
+  constexpr int kStep = kTilesStep * kTile;  // channels a ring step
+  using S = Slot<BITS, TC, BLOCKS>;
   extern __shared__ __align__(16) unsigned char smem[];
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -171,30 +211,37 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
   const int rg0 = blockIdx.x * kRGs;            // the CTA's first row group
   const int rgs = (N + kRows - 1) / kRows;      // row groups of the weight
   const int tc0 = blockIdx.y * TC;              // the CTA's first token
-  const int tiles = K / kTile, steps = (tiles + 1) / 2, groups = K / G;
+  const int tiles = K / kTile, groups = K / G;
+  const int blocks = (tiles + kBlockTiles<BITS> - 1) / kBlockTiles<BITS>;  // a row group's, in the layout
+  const int steps = (tiles + kTilesStep - 1) / kTilesStep;
   const int per = (steps + gridDim.z - 1) / gridDim.z;
   const int st0 = blockIdx.z * per, st1 = min(steps, st0 + per);
 
   // load issues the cp.async copies of step st into ring slot s.
   auto load = [&](int s, int st) {
     unsigned char* slot = smem + s * S::kBytes;
-    // Codes: each row group's block, contiguous.
-    constexpr int kChunks = kCodeWords<BITS> / 4;  // 16-byte chunks a block
+    // Codes: each row group's run of the step's blocks, contiguous (the
+    // last step's run may be shorter).
+    constexpr int kChunks = BLOCKS * kCodeWords<BITS> / 4;  // 16-byte chunks a run
+    const int nch = min(BLOCKS, blocks - st * BLOCKS) * (kCodeWords<BITS> / 4);
     for (int i = threadIdx.x; i < kRGs * kChunks; i += kThreads) {
       const int g = i / kChunks, ch = i % kChunks;
-      if (rg0 + g < rgs) cpAsync16(slot + (g * kChunks + ch) * 16, tw + (size_t(rg0 + g) * steps + st) * kCodeWords<BITS> + ch * 4);
+      if (rg0 + g < rgs && ch < nch)
+        cpAsync16(slot + (g * kChunks + codeChunk<BITS>(ch)) * 16, tw + (size_t(rg0 + g) * blocks + st * BLOCKS) * kCodeWords<BITS> + ch * 4);
     }
-    // Pairs: groups st·256/G .. (st·256 + 255)/G (at most two: G >= 128).
+    // Pairs: groups st·kStep/G .. (st·kStep + kStep - 1)/G (at most two:
+    // G >= 128).
     const int gFirst = st * kStep / G, gLast = min(groups - 1, (st * kStep + kStep - 1) / G);
     for (int i = threadIdx.x; i < kRGs * 2 * 4; i += kThreads) {
       const int g = i / 8, gi = i / 4 % 2, ch = i % 4;
       if (rg0 + g < rgs && gFirst + gi <= gLast)
         cpAsync16(slot + S::kCodes + ((g * 2 + gi) * kRows) * 4 + ch * 16, tp + (size_t(rg0 + g) * groups + gFirst + gi) * kRows + ch * 4);
     }
-    // x: the CTA's tokens' two tiles (16 chunks each), those that exist.
-    const int nu = min(2, tiles - 2 * st);
-    for (int i = threadIdx.x; i < TC * 2 * 16; i += kThreads) {
-      const int t = i / 32, u = i / 16 % 2, ch = i % 16;
+    // x: the CTA's tokens' tiles of the step (16 chunks each), those that
+    // exist.
+    const int nu = min(kTilesStep, tiles - kTilesStep * st);
+    for (int i = threadIdx.x; i < TC * kTilesStep * 16; i += kThreads) {
+      const int t = i / (kTilesStep * 16), u = i / 16 % kTilesStep, ch = i % 16;
       if (tc0 + t < T && u < nu)
         cpAsync16(slot + S::kCodes + S::kParams + ((u * TC + t) * kXRow) * 2 + ch * 16,
                   xp + (size_t(tc0 + t) * K + st * kStep + u * kTile) / 2 + ch * 4);
@@ -228,50 +275,94 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
     const u32* codes = reinterpret_cast<const u32*>(slot);
     const u32* prm = reinterpret_cast<const u32*>(slot + S::kCodes);
     const u32 xs = sharedU32(slot + S::kCodes + S::kParams);
-    const int nu = min(2, tiles - 2 * st);
+    const int nu = min(kTilesStep, tiles - kTilesStep * st);
     if (GEMMQ_DIAG == 1) {
       acc[0][0][0] += __uint_as_float(codes[threadIdx.x] & 0x3fffffffu);  // the slot read, nothing else
       continue;
     }
 #pragma unroll
-    for (int u = 0; u < 2; u++) {
+    for (int u = 0; u < kTilesStep; u++) {
       if (u >= nu) break;  // CTA-uniform
-      // The lane's spans and pairs of rows r and r+8 of its row groups.
-      Span<BITS> a[kMT][2];
-      u32 s2[kMT][2], z2[kMT][2];
-      const int gi = (st * kStep + u * kTile) / G - st * kStep / G;
-#pragma unroll
-      for (int mt = 0; mt < kMT; mt++) {
-        const int g = wm * kMT + mt;
-        const u32* blk = codes + g * kCodeWords<BITS>;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-          const u32* p = blk + spanOffset<BITS>(r + 8 * h, u, c);
-          if constexpr (BITS == 4) {
-            const uint4 v = *reinterpret_cast<const uint4*>(p);
-            a[mt][h].w[0] = v.x, a[mt][h].w[1] = v.y, a[mt][h].w[2] = v.z, a[mt][h].w[3] = v.w;
-          } else {
-#pragma unroll
-            for (int i = 0; i < 3; i++) a[mt][h].w[i] = p[i];
-          }
-          const u32 sz = prm[(g * 2 + gi) * kRows + r + 8 * h];
-          s2[mt][h] = prmt(sz, 0, 0x1010), z2[mt][h] = prmt(sz, 0, 0x3232);
-        }
-      }
       const u32 xu = xs + ((u * TC + xTok) * kXRow + xHalf) * 2;
+      const int gi = (st * kStep + u * kTile) / G - st * kStep / G;
+      if constexpr (BITS == 8) {
+        // The lane's pairs of rows r and r+8 of its row groups, then its
+        // spans a half at a time: words 4q..4q+3 (k-steps 4q..4q+3), the
+        // 16-byte chunk 2c + q of the row, stored at 2c + q XOR the row's
+        // parity (r's: rows r and r+8 have one parity).
+        u32 s2[kMT][2], z2[kMT][2];
 #pragma unroll
-      for (int j = 0; j < 8; j++) {
-        u32 b[NT][2];
+        for (int mt = 0; mt < kMT; mt++)
 #pragma unroll
-        for (int np = 0; np < NT / 2; np++) ldsm4(b[2 * np][0], b[2 * np][1], b[2 * np + 1][0], b[2 * np + 1][1], xu + (np * 16 * kXRow + 16 * j) * 2);
+          for (int h = 0; h < 2; h++) {
+            const u32 sz = prm[((wm * kMT + mt) * 2 + gi) * kRows + r + 8 * h];
+            s2[mt][h] = prmt(sz, 0, 0x1010), z2[mt][h] = prmt(sz, 0, 0x3232);
+          }
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+          uint4 a[kMT][2];
+#pragma unroll
+          for (int mt = 0; mt < kMT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              const u32* row = codes + (wm * kMT + mt) * BLOCKS * kCodeWords<BITS> + u * kCodeWords<BITS> + (r + 8 * h) * gemvq::kTiledLine<BITS>;
+              a[mt][h] = *reinterpret_cast<const uint4*>(row + ((2 * c + q) ^ (r & 1)) * 4);
+            }
+#pragma unroll
+          for (int jj = 0; jj < 4; jj++) {
+            const int j = 4 * q + jj;
+            u32 b[NT][2];
+#pragma unroll
+            for (int np = 0; np < NT / 2; np++) ldsm4(b[2 * np][0], b[2 * np][1], b[2 * np + 1][0], b[2 * np + 1][1], xu + (np * 16 * kXRow + 16 * j) * 2);
+#pragma unroll
+            for (int mt = 0; mt < kMT; mt++) {
+              const u32 w0 = jj == 0 ? a[mt][0].x : jj == 1 ? a[mt][0].y : jj == 2 ? a[mt][0].z : a[mt][0].w;
+              const u32 w1 = jj == 0 ? a[mt][1].x : jj == 1 ? a[mt][1].y : jj == 2 ? a[mt][1].z : a[mt][1].w;
+              const u32 a0 = deqPair8(w0, 0, s2[mt][0], z2[mt][0]);
+              const u32 a1 = deqPair8(w1, 0, s2[mt][1], z2[mt][1]);
+              const u32 a2 = deqPair8(w0, 1, s2[mt][0], z2[mt][0]);
+              const u32 a3 = deqPair8(w1, 1, s2[mt][1], z2[mt][1]);
+#pragma unroll
+              for (int nt = 0; nt < NT; nt++) mma(acc[mt][nt], a0, a1, a2, a3, b[nt][0], b[nt][1]);
+            }
+          }
+        }
+      } else {
+        // The lane's spans and pairs of rows r and r+8 of its row groups.
+        Span<BITS> a[kMT][2];
+        u32 s2[kMT][2], z2[kMT][2];
 #pragma unroll
         for (int mt = 0; mt < kMT; mt++) {
-          const u32 a0 = deqPair<BITS>(a[mt][0], 2 * j, s2[mt][0], z2[mt][0]);
-          const u32 a1 = deqPair<BITS>(a[mt][1], 2 * j, s2[mt][1], z2[mt][1]);
-          const u32 a2 = deqPair<BITS>(a[mt][0], 2 * j + 1, s2[mt][0], z2[mt][0]);
-          const u32 a3 = deqPair<BITS>(a[mt][1], 2 * j + 1, s2[mt][1], z2[mt][1]);
+          const int g = wm * kMT + mt;
+          const u32* blk = codes + g * kCodeWords<BITS>;
 #pragma unroll
-          for (int nt = 0; nt < NT; nt++) mma(acc[mt][nt], a0, a1, a2, a3, b[nt][0], b[nt][1]);
+          for (int h = 0; h < 2; h++) {
+            const u32* p = blk + spanOffset<BITS>(r + 8 * h, u, c);
+            if constexpr (BITS == 4) {
+              const uint4 v = *reinterpret_cast<const uint4*>(p);
+              a[mt][h].w[0] = v.x, a[mt][h].w[1] = v.y, a[mt][h].w[2] = v.z, a[mt][h].w[3] = v.w;
+            } else {
+#pragma unroll
+              for (int i = 0; i < 3; i++) a[mt][h].w[i] = p[i];
+            }
+            const u32 sz = prm[(g * 2 + gi) * kRows + r + 8 * h];
+            s2[mt][h] = prmt(sz, 0, 0x1010), z2[mt][h] = prmt(sz, 0, 0x3232);
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+          u32 b[NT][2];
+#pragma unroll
+          for (int np = 0; np < NT / 2; np++) ldsm4(b[2 * np][0], b[2 * np][1], b[2 * np + 1][0], b[2 * np + 1][1], xu + (np * 16 * kXRow + 16 * j) * 2);
+#pragma unroll
+          for (int mt = 0; mt < kMT; mt++) {
+            const u32 a0 = deqPair<BITS>(a[mt][0], 2 * j, s2[mt][0], z2[mt][0]);
+            const u32 a1 = deqPair<BITS>(a[mt][1], 2 * j, s2[mt][1], z2[mt][1]);
+            const u32 a2 = deqPair<BITS>(a[mt][0], 2 * j + 1, s2[mt][0], z2[mt][0]);
+            const u32 a3 = deqPair<BITS>(a[mt][1], 2 * j + 1, s2[mt][1], z2[mt][1]);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) mma(acc[mt][nt], a0, a1, a2, a3, b[nt][0], b[nt][1]);
+          }
         }
       }
     }

@@ -11,18 +11,19 @@ import (
 //go:embed gemmq.cu
 var gemmqSource string
 
-// GEMMQ holds gemmq.cu's kernels: the fused dequant-GEMM over int4 and int3
-// weights in the tiled layout (PackTiles) for batches of GEMMQMinRows to
-// GEMMQMaxRows rows of x (batched decode), and its x preparation.
+// GEMMQ holds gemmq.cu's kernels: the fused dequant-GEMM over int4, int3
+// and int8 weights in the tiled layout (PackTiles) for batches of
+// GEMMQMinRows to GEMMQMaxRows rows of x (batched decode), and its x
+// preparation.
 type GEMMQ struct {
 	prep cuda.Function
-	fns  [len(gemmqBits)][len(gemmqConfigs)]cuda.Function
+	fns  [len(gemmqBits)][]cuda.Function
 	// slots is how many CTAs of each kernel the GPU holds at once (its
 	// CTAs an SM by the occupancy API, times the SMs): the split rule's wave.
-	slots [len(gemmqBits)][len(gemmqConfigs)]int
-	// Config, when non-negative, forces the token tiling (an index of
-	// gemmqConfigs) and Splits, when positive, the split-K: knobs for
-	// tests and tuning.
+	slots [len(gemmqBits)][]int
+	// Config, when non-negative, forces the tiling (an index of the code
+	// width's gemmqConfigs; GEMMQConfigs) and Splits, when positive, the
+	// split-K: knobs for tests and tuning.
 	Config, Splits int
 }
 
@@ -34,29 +35,28 @@ const (
 	GEMMQMaxRows = 256
 )
 
-// gemmqBits are the code widths gemmq.cu multiplies: int4's and int3's
-// tiled layouts (int8's, session 16, keeps the dequantization and cuBLASLt
-// past 16 rows: Reads is false for it).
-var gemmqBits = [...]int{4, 3}
+// gemmqBits are the code widths gemmq.cu multiplies: int4's, int3's and
+// (session 16, "int8 in gemmq.cu") int8's tiled layouts.
+var gemmqBits = [...]int{4, 3, 8}
 
 // gemmqBitsIndex is a code width's index in gemmqBits, -1 if none.
 func gemmqBitsIndex(bits int) int { return slices.Index(gemmqBits[:], bits) }
 
-// gemmqRowsCTA is gemmq.cu's kRowsCTA: output channels a CTA; gemmqStep
-// its kStep: channels a ring step; gemmqXRow its kXRow: halves of a token's
-// tile in a slot; gemmqPrepThreads its kPrepThreads.
+// gemmqRowsCTA is gemmq.cu's kRowsCTA: output channels a CTA; gemmqXRow
+// its kXRow: halves of a token's tile in a slot; gemmqPrepThreads its
+// kPrepThreads.
 const (
 	gemmqRowsCTA     = 128
 	gemmqRGs         = gemmqRowsCTA / gemvqRows
-	gemmqStep        = 256
 	gemmqXRow        = gemvqTile + 8
 	gemmqPrepThreads = 256
 	gemmqPrepBlocks  = 1024
 )
 
 // gemmqConfig is one instantiation of gemm_q: nt n-tiles of 8 tokens a
-// warp, wn warps along the tokens (4 along the rows), stages ring slots.
-type gemmqConfig struct{ nt, wn, stages int }
+// warp, wn warps along the tokens (4 along the rows), stages ring slots,
+// blocks tiled blocks a ring step (gemm_q's BLOCKS: 1 for int4 and int3).
+type gemmqConfig struct{ nt, wn, stages, blocks int }
 
 // tokens is the tokens a CTA takes.
 func (g gemmqConfig) tokens() int { return 8 * g.nt * g.wn }
@@ -64,17 +64,40 @@ func (g gemmqConfig) tokens() int { return 8 * g.nt * g.wn }
 // threads is the CTA's size.
 func (g gemmqConfig) threads() int { return 32 * 4 * g.wn }
 
-// gemmqConfigs are gemm_q's instantiations: 32 tokens a CTA of 4 warps
-// (two CTAs an SM), 64 and 128 tokens a CTA of 8 warps (one CTA an SM;
-// 128 with two ring slots, its slot being 85 KB). Session 16's sweep of
-// eight tilings (docs/perf/gemvq.md) found none more than ~6% faster than
-// these at the rule's split on the 8B shapes (64 tokens over 4 warps with
-// two slots at 48-64 rows), so only these are compiled.
-var gemmqConfigs = [...]gemmqConfig{{4, 1, 3}, {4, 2, 3}, {8, 2, 2}}
+// gemmqConfigs are gemm_q's instantiations for each code width of
+// gemmqBits; the rule (gemmqConfigFor) picks among the first
+// gemmqRuleConfigs, the others are alternatives for tests and tuning.
+// int4 and int3: 32 tokens a CTA of 4 warps (two CTAs an SM), 64 and 128
+// tokens a CTA of 8 warps (one CTA an SM; 128 with two ring slots, its
+// slot being 85 KB). Session 16's sweep of eight tilings (docs/perf/gemvq.md)
+// found none more than ~6% faster than these at the rule's split on the 8B
+// shapes (64 tokens over 4 warps with two slots at 48-64 rows), so only
+// these are compiled. int8 (a block is one 128-channel tile, 2 KB a row
+// group): steps of two blocks (256 channels, int4's step count; 32 KB of
+// codes a slot) in rings of two slots, 32 tokens x 4 warps, 64 and 128 x 8
+// warps; then, for tests and the sweep, steps of one block (a slot's codes
+// 16 KB, as int4's) in rings of 4, 3 and 3 slots. Session 16's sweep
+// (H100, BenchmarkGEMMQ at the 8B shapes, each tiling at its rule split):
+// the two-block steps 3-10% faster on gate/up and down at 24-128 rows
+// (gate/up at 64 rows 66.0 against 72.7 us), within 0.5 us either way on
+// q/o, so they are the rule's.
+var gemmqConfigs = [len(gemmqBits)][]gemmqConfig{
+	{{4, 1, 3, 1}, {4, 2, 3, 1}, {8, 2, 2, 1}},
+	{{4, 1, 3, 1}, {4, 2, 3, 1}, {8, 2, 2, 1}},
+	{{4, 1, 2, 2}, {4, 2, 2, 2}, {8, 2, 2, 2}, {4, 1, 4, 1}, {4, 2, 3, 1}, {8, 2, 3, 1}},
+}
 
-// gemmqSlotBytes is gemmq.cu's Slot<BITS, TC>::kBytes.
-func gemmqSlotBytes(bits, tokens int) int {
-	return gemmqRGs*gemvqRows*gemvqTiledLine(bits)*4 + gemmqRGs*2*gemvqRows*4 + 2*tokens*gemmqXRow*2
+// gemmqRuleConfigs is how many of a width's gemmqConfigs the rule picks
+// among.
+const gemmqRuleConfigs = 3
+
+// stepChannels is the channels of the config's ring step for a code width.
+func (g gemmqConfig) stepChannels(bits int) int { return g.blocks * gemvqTiledLine(bits) * 32 / bits }
+
+// gemmqSlotBytes is gemmq.cu's Slot<BITS, TC, BLOCKS>::kBytes.
+func gemmqSlotBytes(bits, tokens, blocks int) int {
+	tiles := blocks * gemvqTiledLine(bits) * 32 / bits / gemvqTile
+	return blocks*gemmqRGs*gemvqRows*gemvqTiledLine(bits)*4 + gemmqRGs*2*gemvqRows*4 + tiles*tokens*gemmqXRow*2
 }
 
 // gemvqTiledLine is gemvq.cu's kTiledLine: a row's words in a tiled block.
@@ -86,10 +109,12 @@ func gemvqTiledLine(bits int) int {
 }
 
 // sharedBytes is the config's dynamic shared memory for a code width.
-func (g gemmqConfig) sharedBytes(bits int) int { return g.stages * gemmqSlotBytes(bits, g.tokens()) }
+func (g gemmqConfig) sharedBytes(bits int) int {
+	return g.stages * gemmqSlotBytes(bits, g.tokens(), g.blocks)
+}
 
 func gemmqExpr(bits int, g gemmqConfig) string {
-	return fmt.Sprintf("gemmq::gemm_q<%d, %d, %d, %d>", bits, g.nt, g.wn, g.stages)
+	return fmt.Sprintf("gemmq::gemm_q<%d, %d, %d, %d, %d>", bits, g.nt, g.wn, g.stages, g.blocks)
 }
 
 // LoadGEMMQ compiles gemmq.cu (with gemvq.cu as the header it includes).
@@ -101,8 +126,8 @@ func LoadGEMMQ(dev *cuda.Device) (*GEMMQ, error) { return LoadGEMMQOptions(dev) 
 func LoadGEMMQOptions(dev *cuda.Device, opts ...string) (*GEMMQ, error) {
 	const prepExpr = "gemmq::gemm_q_prep"
 	exprs := []string{prepExpr}
-	for _, b := range gemmqBits {
-		for _, cfg := range gemmqConfigs {
+	for bi, b := range gemmqBits {
+		for _, cfg := range gemmqConfigs[bi] {
 			exprs = append(exprs, gemmqExpr(b, cfg))
 		}
 	}
@@ -115,7 +140,9 @@ func LoadGEMMQOptions(dev *cuda.Device, opts ...string) (*GEMMQ, error) {
 		return nil, err
 	}
 	for bi, b := range gemmqBits {
-		for ci, cfg := range gemmqConfigs {
+		g.fns[bi] = make([]cuda.Function, len(gemmqConfigs[bi]))
+		g.slots[bi] = make([]int, len(gemmqConfigs[bi]))
+		for ci, cfg := range gemmqConfigs[bi] {
 			if g.fns[bi][ci], err = mod.Function(gemmqExpr(b, cfg)); err != nil {
 				return nil, err
 			}
@@ -123,7 +150,7 @@ func LoadGEMMQOptions(dev *cuda.Device, opts ...string) (*GEMMQ, error) {
 	}
 	err = dev.Do(func(c *cuda.Ctx) error {
 		for bi, b := range gemmqBits {
-			for ci, cfg := range gemmqConfigs {
+			for ci, cfg := range gemmqConfigs[bi] {
 				f, smem := g.fns[bi][ci], cfg.sharedBytes(b)
 				if err := c.SetMaxDynamicShared(f, smem); err != nil {
 					return fmt.Errorf("kernels: gemmq: %w", err)
@@ -144,19 +171,20 @@ func LoadGEMMQOptions(dev *cuda.Device, opts ...string) (*GEMMQ, error) {
 }
 
 // Reads reports whether GEMMQ multiplies T rows of x by a tiled int-bits
-// [N, K] weight with groups of G: T in [GEMMQMinRows, GEMMQMaxRows], int4
-// or int3 with G 128 times a power of two dividing K (the tiled layout's
-// weights: GEMVQ.ReadsV6).
+// [N, K] weight with groups of G: T in [GEMMQMinRows, GEMMQMaxRows], int4,
+// int3 or int8 with G 128 times a power of two dividing K (the tiled
+// layout's weights: GEMVQ.ReadsV6).
 func (g *GEMMQ) Reads(T, N, K, bits, G int) bool {
 	return T >= GEMMQMinRows && T <= GEMMQMaxRows && N > 0 && gemmqBitsIndex(bits) >= 0 && G > 0 && G%gemvqTile == 0 &&
 		gemvq4Shift(G, K) >= 0
 }
 
-// gemmqConfigFor picks the token tiling for T rows: the config whose
-// chunks waste the fewest token slots, the larger CTA on a tie.
-func gemmqConfigFor(T int) int {
+// gemmqConfigFor picks the token tiling for T rows among a width's first
+// gemmqRuleConfigs: the config whose chunks waste the fewest token slots,
+// the larger CTA on a tie.
+func gemmqConfigFor(T, bits int) int {
 	best, waste := 0, -1
-	for ci, cfg := range gemmqConfigs {
+	for ci, cfg := range gemmqConfigs[gemmqBitsIndex(bits)][:gemmqRuleConfigs] {
 		tc := cfg.tokens()
 		w := (T+tc-1)/tc*tc - T
 		if waste < 0 || w <= waste {
@@ -171,10 +199,10 @@ func gemmqConfigFor(T int) int {
 const gemmqMinSteps = 2
 
 // gemmqSplitFor returns the split-K for a grid of ctas CTAs over K
-// channels: the most splits whose CTAs fit in one wave of slots, each
-// keeping gemmqMinSteps steps; at least 1.
-func gemmqSplitFor(ctas, K, slots int) int {
-	steps := (K + gemmqStep - 1) / gemmqStep
+// channels in ring steps of step channels: the most splits whose CTAs fit
+// in one wave of slots, each keeping gemmqMinSteps steps; at least 1.
+func gemmqSplitFor(ctas, K, step, slots int) int {
+	steps := (K + step - 1) / step
 	return max(1, min(slots/ctas, steps/gemmqMinSteps, gemmqMaxSplits))
 }
 
@@ -183,13 +211,14 @@ const gemmqMaxSplits = 64
 
 // plan returns the launch's config index, grid and split-K.
 func (g *GEMMQ) plan(T, N, K, bits int) (ci int, grid cuda.Dim3, splits int) {
-	ci = gemmqConfigFor(T)
-	if g.Config >= 0 && g.Config < len(gemmqConfigs) {
+	bi := gemmqBitsIndex(bits)
+	ci = gemmqConfigFor(T, bits)
+	if g.Config >= 0 && g.Config < len(gemmqConfigs[bi]) {
 		ci = g.Config
 	}
-	cfg := gemmqConfigs[ci]
+	cfg := gemmqConfigs[bi][ci]
 	grid = cuda.Dim3{X: (N + gemmqRowsCTA - 1) / gemmqRowsCTA, Y: (T + cfg.tokens() - 1) / cfg.tokens()}
-	splits = gemmqSplitFor(grid.X*grid.Y, K, g.slots[gemmqBitsIndex(bits)][ci])
+	splits = gemmqSplitFor(grid.X*grid.Y, K, cfg.stepChannels(bits), g.slots[bi][ci])
 	if g.Splits > 0 {
 		splits = min(g.Splits, gemmqMaxSplits)
 	}
@@ -215,7 +244,7 @@ func (g *GEMMQ) ScratchBytes(T, N, K, bits int) int {
 
 // Launch computes y = x·Ŵᵀ + bias for T rows of x (GEMMQMinRows to
 // GEMMQMaxRows): x [T][K] float32, tw and tp a weight's tiled layout
-// (PackTiles; int4 or int3), bias [N] float32 or 0, y [T][N] float32,
+// (PackTiles; int4, int3 or int8), bias [N] float32 or 0, y [T][N] float32,
 // scratch at least ScratchBytes. Two launches: gemm_q_prep (x to fp16 in
 // the mma's k order, the counters zeroed), then gemm_q.
 func (g *GEMMQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, scratch cuda.DevicePtr, T, N, K, bits, G int) error {
@@ -223,7 +252,8 @@ func (g *GEMMQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, scratch 
 		return fmt.Errorf("kernels: gemmq: T=%d N=%d K=%d bits=%d G=%d has no kernel", T, N, K, bits, G)
 	}
 	ci, grid, splits := g.plan(T, N, K, bits)
-	cfg := gemmqConfigs[ci]
+	bi := gemmqBitsIndex(bits)
+	cfg := gemmqConfigs[bi][ci]
 	xp := scratch
 	cnt := xp + cuda.DevicePtr(alignUp(2*T*K, gemmqAlign))
 	part := cnt + cuda.DevicePtr(alignUp(4*grid.X*grid.Y, gemmqAlign))
@@ -236,17 +266,38 @@ func (g *GEMMQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, scratch 
 		x, xp, int32(T), int32(K), cnt, int32(ncnt)); err != nil {
 		return err
 	}
-	return c.Launch(g.fns[gemmqBitsIndex(bits)][ci], grid, cuda.Dim3{X: cfg.threads()}, cfg.sharedBytes(bits), st,
+	return c.Launch(g.fns[bi][ci], grid, cuda.Dim3{X: cfg.threads()}, cfg.sharedBytes(bits), st,
 		xp, tw, tp, bias, y, part, cnt, int32(T), int32(N), int32(K), int32(G))
 }
 
-// GEMMQConfigs returns how many token tilings GEMMQ.Config may force.
-func GEMMQConfigs() int { return len(gemmqConfigs) }
+// GEMMQConfigs returns how many token tilings GEMMQ.Config may force for
+// int4 and int3 (the first of every width's; GEMMQConfigsFor has int8's).
+func GEMMQConfigs() int { return gemmqRuleConfigs }
+
+// GEMMQConfigsFor returns how many tilings GEMMQ.Config may force for a
+// code width (0 if GEMMQ has no kernel for it).
+func GEMMQConfigsFor(bits int) int {
+	if bi := gemmqBitsIndex(bits); bi >= 0 {
+		return len(gemmqConfigs[bi])
+	}
+	return 0
+}
+
+// GEMMQConfigName names a width's tiling (for benchmarks): tokens a CTA,
+// warps, ring slots and, past one, blocks a ring step.
+func GEMMQConfigName(bits, config int) string {
+	cfg := gemmqConfigs[gemmqBitsIndex(bits)][config]
+	s := fmt.Sprintf("t%d-w%d-r%d", cfg.tokens(), cfg.threads()/32, cfg.stages)
+	if cfg.blocks > 1 {
+		s += fmt.Sprintf("-b%d", cfg.blocks)
+	}
+	return s
+}
 
 // Info returns the resources of the kernel for a code width and config.
 func (g *GEMMQ) Info(c *cuda.Ctx, bits, config int) (cuda.FuncInfo, error) {
 	bi := gemmqBitsIndex(bits)
-	if bi < 0 || config < 0 || config >= len(gemmqConfigs) {
+	if bi < 0 || config < 0 || config >= len(gemmqConfigs[bi]) {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemmq: no kernel for bits=%d config %d", bits, config)
 	}
 	return c.FuncInfo(g.fns[bi][config])

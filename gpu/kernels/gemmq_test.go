@@ -14,12 +14,14 @@ import (
 
 // TestGEMMQMatchesReference checks gemmq.cu (the fused dequant-GEMM over
 // the tiled layout, 17 to 256 rows of x) against a float64 reference on
-// wq's dequantized values Ŵ (wq.Matrix.At): int4 and int3, groups of 128
-// and 256, N not a multiple of the CTA's 128 rows nor of 16, an odd number
-// of 128-channel tiles (a last ring step of one tile), T = 17, 24, 32, 48,
-// 64, 100, 128 and 256 (partial token chunks), with and without a bias,
-// each token tiling and split-K (one slice, three, and the rule's), over a
-// scratch and y poisoned with NaN. Its numbers are v2's: x and ŵ rounded
+// wq's dequantized values Ŵ (wq.Matrix.At): int4, int3 and int8, groups of
+// 128 and 256, N not a multiple of the CTA's 128 rows nor of 16, an odd
+// number of 128-channel tiles (a last ring step of one tile; for int8's
+// steps of two blocks, a last step of one block), T = 17, 24, 32, 48, 64,
+// 100, 128 and 256 (partial token chunks), with and without a bias, each
+// of the width's tilings (int8's steps of one and two blocks) and split-K
+// (one slice, three, and the rule's), over a scratch and y poisoned with
+// NaN. Its numbers are v2's: x and ŵ rounded
 // once to fp16, float32 products and sums (the tensor cores' over K/16
 // k-steps, then at most a few dozen slices), so v2's bound holds
 // (TestGEMVQMatchesReference has the derivation): 2⁻¹⁰·(1 + 2⁻¹⁰) plus
@@ -37,7 +39,9 @@ func TestGEMMQMatchesReference(t *testing.T) {
 		G, N, K int
 		Ts      []int
 	}{{wq.Int4, 128, 300, 1152, all}, {wq.Int3, 128, 300, 1152, all}, {wq.Int4, 256, 2050, 1536, []int{17, 64, 130}},
-		{wq.Int3, 256, 77, 1536, []int{24, 256}}, {wq.Int4, 128, 4096, 4096, []int{32}}, {wq.Int3, 128, 1000, 14336, []int{64}}} {
+		{wq.Int3, 256, 77, 1536, []int{24, 256}}, {wq.Int4, 128, 4096, 4096, []int{32}}, {wq.Int3, 128, 1000, 14336, []int{64}},
+		{wq.Int8, 128, 300, 1152, all}, {wq.Int8, 256, 2050, 1536, []int{17, 64, 130}}, {wq.Int8, 256, 77, 1536, []int{24, 256}},
+		{wq.Int8, 128, 1000, 14336, []int{40}}} {
 		bits := c.e.Bits()
 		t.Run(fmt.Sprintf("int%d-g%d-N%d-K%d", bits, c.G, c.N, c.K), func(t *testing.T) {
 			m := newGPUMem(t, d)
@@ -74,7 +78,7 @@ func TestGEMMQMatchesReference(t *testing.T) {
 			xp, bp := m.put(cuda.Bytes(x)), m.put(cuda.Bytes(bias))
 			type run struct{ config, splits int }
 			runs := []run{{-1, 0}}
-			for ci := range kernels.GEMMQConfigs() {
+			for ci := range kernels.GEMMQConfigsFor(bits) {
 				runs = append(runs, run{ci, 1}, run{ci, 3})
 			}
 			for _, T := range c.Ts {
@@ -122,13 +126,16 @@ const gemmqBenchCopies = 2
 // BenchmarkGEMMQ times gemmq.cu's fused dequant-GEMM (both launches, with
 // events: cuda.MedianUS) over random int4 codes in the tiled layout at
 // Llama-3.1-8B's shapes (gate/up 14336x4096, down 4096x14336, q/o
-// 4096x4096, k/v 1024x4096; int3 at gate/up) and T = 24 to 256 rows: the
-// rule's token tiling and split-K ("auto"), and every tiling at the rule's
-// split and at splits 1 to 16 (the tuning sweep of docs/perf/gemvq.md,
-// session 16), for each build of gemmqBenchVariants; then
+// 4096x4096, k/v 1024x4096; int3 at gate/up; int8 at all four) and T = 24
+// to 256 rows: the rule's token tiling and split-K ("auto"), and for int4
+// and int8 every tiling at the rule's split and at splits 1 to 16 (the
+// tuning sweep of docs/perf/gemvq.md, session 16; int8's tilings named
+// by kernels.GEMMQConfigName), for each build of gemmqBenchVariants; then
 // cuBLASLt over fp16 weights of the shape with fp16 x (fp16 weights'
-// GEMM). It reports us, TFLOP/s and the weight bytes' GB/s, after the read
-// ceiling (Device.ProbeBandwidth). Run on the GPU machine:
+// GEMM), and for int8 the path gemmq.cu replaces ("deq"): the tiled
+// dequantization to fp16, x to fp16 and cuBLASLt. It reports us, TFLOP/s
+// and the weight bytes' GB/s, after the read ceiling
+// (Device.ProbeBandwidth). Run on the GPU machine:
 //
 //	./kernels.test -test.run '^$' -test.bench GEMMQ -test.benchtime 1x
 func BenchmarkGEMMQ(b *testing.B) {
@@ -178,11 +185,17 @@ func BenchmarkGEMMQ(b *testing.B) {
 	}
 	y := alloc(4 * maxT * 14336)
 	scratch := alloc(64 << 20)
+	gq, err := kernels.LoadGEMVQ(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wdeq := alloc(2 * 14336 * 4096)         // the dequantized weight ("deq")
 	variants := map[string]*kernels.GEMMQ{} // compiled on first use
 	for _, sh := range []struct {
 		bits int
 		N, K int
-	}{{4, 14336, 4096}, {4, 4096, 14336}, {4, 4096, 4096}, {4, 1024, 4096}, {3, 14336, 4096}} {
+	}{{4, 14336, 4096}, {4, 4096, 14336}, {4, 4096, 4096}, {4, 1024, 4096}, {3, 14336, 4096},
+		{8, 14336, 4096}, {8, 4096, 14336}, {8, 4096, 4096}, {8, 1024, 4096}} {
 		N, K, bits := sh.N, sh.K, sh.bits
 		var tw, tp [gemmqBenchCopies]cuda.DevicePtr
 		for i := range gemmqBenchCopies {
@@ -206,11 +219,15 @@ func BenchmarkGEMMQ(b *testing.B) {
 				config, splits int
 			}
 			runs := []run{{"auto", -1, 0}}
-			if bits == 4 {
-				for ci := range kernels.GEMMQConfigs() {
-					runs = append(runs, run{fmt.Sprintf("c%d-auto", ci), ci, 0})
+			if bits == 4 || bits == 8 {
+				for ci := range kernels.GEMMQConfigsFor(bits) {
+					name := fmt.Sprintf("c%d", ci)
+					if bits == 8 {
+						name += "-" + kernels.GEMMQConfigName(bits, ci)
+					}
+					runs = append(runs, run{name + "-auto", ci, 0})
 					for _, s := range []int{1, 2, 4, 8, 16} {
-						runs = append(runs, run{fmt.Sprintf("c%d-s%d", ci, s), ci, s})
+						runs = append(runs, run{fmt.Sprintf("%s-s%d", name, s), ci, s})
 					}
 				}
 			}
@@ -239,6 +256,27 @@ func BenchmarkGEMMQ(b *testing.B) {
 						b.ReportMetric(wbytes/us/1e3, "GB/s")
 					})
 				}
+			}
+		}
+		if bits == 8 {
+			// The path before int8's gemmq.cu: the tiled dequantization,
+			// x to fp16, cuBLASLt (backend linearQuant at 17-128 rows).
+			for _, T := range []int{24, 32, 48, 64, 128, 256} {
+				gs := cuda.GEMMShape{M: T, N: N, K: K, In: cuda.F16, Out: cuda.F32}
+				b.Run(fmt.Sprintf("int%d/%dx%d/T=%d/deq", bits, N, K, T), func(b *testing.B) {
+					us := median(func(c *cuda.Ctx, st cuda.Stream, i int) error {
+						if err := gq.DequantTiled(c, st, wdeq, tw[i], tp[i], N, K, bits, G); err != nil {
+							return err
+						}
+						if err := ops.F32ToF16(c, st, xh, x, T*K); err != nil {
+							return err
+						}
+						return c.GEMM(st, gs, y, xh, wdeq)
+					})
+					b.ReportMetric(us, "us")
+					b.ReportMetric(2*float64(T)*float64(N)*float64(K)/us/1e6, "TFLOP/s")
+					b.ReportMetric(wbytes/us/1e3, "GB/s")
+				})
 			}
 		}
 		if bits != 4 {

@@ -1,0 +1,65 @@
+package kernels
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestGEMMQConfigs checks gemmq.go's tilings without a GPU: int4's and
+// int3's are the three they were before int8 (the same template
+// arguments with one block a step, the same shared memory, the same rule),
+// every tiling's ring fits one CTA's shared memory on an H100 (227 KB),
+// int8's step is one tile (128 channels) a block and its slot at one block
+// holds the codes of int4's (16 KB), and the rule picks the same token
+// tiling for every width.
+func TestGEMMQConfigs(t *testing.T) {
+	const h100Shared = 227 << 10
+	old := []struct{ nt, wn, stages, smem int }{{4, 1, 3, 3 * 34816}, {4, 2, 3, 3 * 52224}, {8, 2, 2, 2 * 87040}}
+	for _, bits := range []int{4, 3} {
+		cfgs := gemmqConfigs[gemmqBitsIndex(bits)]
+		if len(cfgs) != len(old) {
+			t.Fatalf("int%d: %d tilings, want %d", bits, len(cfgs), len(old))
+		}
+		for i, o := range old {
+			c := cfgs[i]
+			smem := o.smem
+			if bits == 3 {
+				smem -= o.stages * gemmqRGs * gemvqRows * 8 * 4 // 24 words a row, not 32
+			}
+			if c.nt != o.nt || c.wn != o.wn || c.stages != o.stages || c.blocks != 1 || c.sharedBytes(bits) != smem || c.stepChannels(bits) != 256 {
+				t.Errorf("int%d tiling %d: %+v, %d bytes, step %d: want %+v, one block of 256 channels", bits, i, c, c.sharedBytes(bits), c.stepChannels(bits), o)
+			}
+			if e := gemmqExpr(bits, c); !strings.HasSuffix(e, ", 1>") {
+				t.Errorf("int%d tiling %d: %s, want one block a step", bits, i, e)
+			}
+		}
+	}
+	for bi, b := range gemmqBits {
+		for ci, c := range gemmqConfigs[bi] {
+			if s := c.sharedBytes(b); s > h100Shared {
+				t.Errorf("int%d tiling %d (%+v): %d bytes of shared memory, over %d", b, ci, c, s, h100Shared)
+			}
+			if c.nt%2 != 0 || c.blocks < 1 || c.stepChannels(b) > 2*gemvqTile {
+				t.Errorf("int%d tiling %d (%+v): n-tiles not paired or a step of %d channels", b, ci, c, c.stepChannels(b))
+			}
+		}
+	}
+	c8 := gemmqConfigs[gemmqBitsIndex(8)]
+	if got := gemmqSlotBytes(8, 32, 1) - gemmqSlotBytes(4, 32, 1); got != -32*gemmqXRow*2 {
+		t.Errorf("int8's slot at one block differs from int4's by %d bytes, want only the x of one tile less", got)
+	}
+	for _, c := range c8 {
+		if want := 128 * c.blocks; c.stepChannels(8) != want {
+			t.Errorf("int8 %+v: a step of %d channels, want %d", c, c.stepChannels(8), want)
+		}
+	}
+	for T := GEMMQMinRows; T <= GEMMQMaxRows; T++ {
+		c4, c8i := gemmqConfigFor(T, 4), gemmqConfigFor(T, 8)
+		if gemmqConfigs[0][c4].tokens() != c8[c8i].tokens() || c8i >= gemmqRuleConfigs {
+			t.Fatalf("T=%d: int4 takes %d tokens a CTA, int8 %d (tiling %d)", T, gemmqConfigs[0][c4].tokens(), c8[c8i].tokens(), c8i)
+		}
+	}
+	if GEMMQConfigsFor(8) != len(c8) || GEMMQConfigsFor(5) != 0 || GEMMQConfigs() != 3 {
+		t.Errorf("GEMMQConfigsFor(8) %d, (5) %d, GEMMQConfigs() %d", GEMMQConfigsFor(8), GEMMQConfigsFor(5), GEMMQConfigs())
+	}
+}
