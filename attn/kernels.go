@@ -169,8 +169,9 @@ type kernels struct {
 	// bcastQ4 and scoresI4x4 are bcastQ and scoresU8x4 for packed int4
 	// keys read as stored (no unpacking): q's even channels (the low
 	// nibbles) and odd channels per 32, each repeated in four lanes; d a
-	// multiple of 128; pf, if not empty, is prefetched a share per tile.
-	// Nil where the level has no such kernel.
+	// multiple of 128; A and B empty stand for ones (KC keys; scoresI4x4
+	// only); pf, if not empty, is prefetched a share per tile. Nil where
+	// the level has no such kernel.
 	bcastQ4    func(dst, q []int8)
 	scoresI4x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// scoresI4x2 is scoresI4x4 for two rows (rows 0 and 1 of out, q and
@@ -705,7 +706,16 @@ func scoresI2x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32
 	}
 }
 
+// scoresI4x4Go is scoresI4x4 in Go: the codes unpacked and the rows'
+// queries put back in channel order, then scoresU8 per row (A and B
+// empty: ones).
 func scoresI4x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+	if len(A) == 0 && len(B) == 0 {
+		A, B = make([]float32, n), make([]float32, n)
+		for t := range A {
+			A[t], B[t] = 1, 1
+		}
+	}
 	row := make([]int8, d)
 	codes := make([]uint8, n*d)
 	unpack4Go(codes, k[:n*d/2])

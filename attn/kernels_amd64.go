@@ -575,13 +575,18 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			bcastQ4(&dst[0], &q[0], d)
 		}
 		k.scoresI4x4 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+			unit := len(A) == 0 && len(B) == 0
 			if !(n%16 == 0 && d%128 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
-				len(kc) >= n*d/2 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+				len(kc) >= n*d/2 && (unit || len(A) >= n && len(B) >= n) && len(ab) >= 8) {
 				bad("scoresI4x4", n, d, ldo)
 			}
 			if n > 0 {
 				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
-				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
+				var ap, bp *float32 // nil: every factor 1
+				if !unit {
+					ap, bp = &A[0], &B[0]
+				}
+				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], ap, bp, &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
 		k.scoresI4x2 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
