@@ -477,7 +477,7 @@ func (w *worker) quantRows4(s, z []float32, wide bool) int {
 	switch {
 	case d%zmmBytes != 0:
 	case w.i4:
-		lay = qI4
+		lay = qI4L // a group of four rows runs scoresI4x4, which reads only these bytes
 	case w.i2:
 		lay = qI2
 	case w.x4():

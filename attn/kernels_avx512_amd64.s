@@ -2785,7 +2785,9 @@ GLOBL foldIdx<>(SB), RODATA|NOPTR, $64
 // codes of row r to dst at 4·d·r + 4·c (a score kernel's query layout:
 // bcastQ2, bcastQ4 or bcastQ16 of the bytes 0..63, composed with the
 // packs' order); nperm 1 writes only the first of the four (bcastQ2's
-// layout, v51).
+// layout, v51); nperm 2 writes 16 bytes at each 64 from the lanes of the
+// first index vector's result (the bytes of bcastQ4's layout that
+// scoresI4x4VNNI reads, v64).
 TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-88
 	MOVQ         qi+0(FP), DI
 	MOVQ         qs+8(FP), R8
@@ -2866,6 +2868,8 @@ zero:
 	VPXORD  Z1, Z1, Z1
 	XORQ    AX, AX
 	MOVQ    CX, BX                     // d/16 x 64 bytes = 4·d
+	CMPQ    nperm+80(FP), $2
+	JEQ     zerob2
 	CMPQ    nperm+80(FP), $1
 	JNE     zerob
 	SHRQ    $2, BX                     // the first 64 bytes of each 256
@@ -2881,6 +2885,12 @@ zerob:
 	DECQ      BX
 	JNZ       zerob
 	JMP       next
+zerob2:
+	VMOVDQU X1, (R15)(AX*1)            // the first 16 bytes of each 64
+	ADDQ    $64, AX
+	DECQ    BX
+	JNZ     zerob2
+	JMP     next
 quant:
 	VBROADCASTSS X9, Z6          // 127/max
 	XORQ         AX, AX
@@ -2919,6 +2929,8 @@ pass2b:
 	VPERMB       Z10, Z28, Z1
 	VMOVDQU64    Z1, (DI)(R9*1)
 	VPERMB       Z10, Z24, Z1
+	CMPQ         nperm+80(FP), $2
+	JEQ          lanes
 	VMOVDQU64    Z1, (R15)(R13*1)
 	CMPQ         nperm+80(FP), $1
 	JEQ          perm1
@@ -2928,6 +2940,12 @@ pass2b:
 	VMOVDQU64    Z1, 128(R15)(R13*1)
 	VPERMB       Z10, Z27, Z1
 	VMOVDQU64    Z1, 192(R15)(R13*1)
+	JMP          perm1
+lanes:
+	VMOVDQU       X1, (R15)(R13*1)
+	VEXTRACTI32X4 $1, Z1, 64(R15)(R13*1)
+	VEXTRACTI32X4 $2, Z1, 128(R15)(R13*1)
+	VEXTRACTI32X4 $3, Z1, 192(R15)(R13*1)
 perm1:
 	ADDQ         $256, AX
 	ADDQ         $64, R9

@@ -538,7 +538,7 @@ func TestFoldDequantKernels(t *testing.T) {
 				qs4, qi4, a4, b4 := nanSlice(4*d), make([]int8, 4*d), nanSlice(4), nanSlice(4)
 				k.foldQuery4(qi4, qs4, q4, s, z, a4, b4, nil, qNone)
 				if d%zmmBytes == 0 { // the fold's broadcast: each layout's reference bcast of qi4, zero row included
-					refs := map[qLayout]func(dst, q []int8){qU8: bcastQGo, qI4: bcastQ4Go, qI2: bcastQ2Go}
+					refs := map[qLayout]func(dst, q []int8){qU8: bcastQGo, qI4: bcastQ4Go, qI2: bcastQ2Go, qI4L: bcastQ4Go}
 					for lay, bcast := range refs {
 						want, got := make([]int8, 16*d), make([]int8, 16*d)
 						for i := range got {
@@ -551,6 +551,13 @@ func TestFoldDequantKernels(t *testing.T) {
 						if lay == qI2 { // bcastQ2 writes 64 bytes of each 256: the rest keeps its bytes
 							for i := range want {
 								if i%256 >= 64 {
+									want[i] = 0x55
+								}
+							}
+						}
+						if lay == qI4L { // 16 bytes of each 64 of bcastQ4's: the rest keeps its bytes
+							for i := range want {
+								if i%64 >= 16 {
 									want[i] = 0x55
 								}
 							}
