@@ -477,7 +477,7 @@ func (w *worker) quantRows4(s, z []float32, wide bool) int {
 	switch {
 	case d%zmmBytes != 0:
 	case w.i4:
-		lay = qI4
+		lay = qI4L // a group of four rows runs scoresI4x4, which reads only these bytes
 	case w.i2:
 		lay = qI2
 	case w.x4():
@@ -537,13 +537,19 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 		hi = wideHi
 	}
 	if w.i4 && m%x4Tokens == 0 {
+		A, B = A[t0:], B[t0:]
+		// The four-row kernel's factors: none (unit) for KC keys.
+		A4, B4 := A, B
+		if &A[0] == &w.ones[t0] && &B[0] == &w.ones[t0] {
+			A4, B4 = nil, nil
+		}
 		for r0 := 0; r0 < w.r; r0 += 4 {
 			ab, pf := w.rowGroup(r0, t0)
 			if w.r-r0 <= 2 && w.k.scoresI4x2 != nil { // a group of 2 (or the last two rows)
-				w.k.scoresI4x2(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab, m, d, 0, pf)
+				w.k.scoresI4x2(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A, B, ab, m, d, 0, pf)
 				continue
 			}
-			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A[t0:], B[t0:], ab, m, d, 0, pf)
+			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A4, B4, ab, m, d, 0, pf)
 		}
 		return
 	}

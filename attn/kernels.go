@@ -83,7 +83,8 @@ type kernels struct {
 	// bias[r], the bits of four foldQuery calls. With lay not qNone it
 	// also writes the four rows' codes to dst (4·d bytes per row) in the
 	// query layout of that score kernel, the bytes bcastQ, bcastQ4 or
-	// bcastQ2 would write (d a multiple of 64). Nil where the level has no
+	// bcastQ2 would write (qI4L: only the bytes of bcastQ4's that
+	// scoresI4x4 reads; d a multiple of 64). Nil where the level has no
 	// such kernel (then foldQuery runs per row).
 	foldQuery4 func(qi []int8, qs, q, s, z, a, bias []float32, dst []int8, lay qLayout)
 	// cvtPairs converts the fp16 pairs src[2i], src[2i+1] to a[i], b[i]
@@ -169,8 +170,9 @@ type kernels struct {
 	// bcastQ4 and scoresI4x4 are bcastQ and scoresU8x4 for packed int4
 	// keys read as stored (no unpacking): q's even channels (the low
 	// nibbles) and odd channels per 32, each repeated in four lanes; d a
-	// multiple of 128; pf, if not empty, is prefetched a share per tile.
-	// Nil where the level has no such kernel.
+	// multiple of 128; A and B empty stand for ones (KC keys; scoresI4x4
+	// only); pf, if not empty, is prefetched a share per tile. Nil where
+	// the level has no such kernel.
 	bcastQ4    func(dst, q []int8)
 	scoresI4x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// scoresI4x2 is scoresI4x4 for two rows (rows 0 and 1 of out, q and
@@ -561,19 +563,21 @@ func pvRowsGo[W int16 | uint8](acc []float32, ldacc int, delta []float32, wq []W
 // qLayout names a four-row score kernel's query layout (foldQuery4).
 type qLayout int
 
-// The query layouts: none, bcastQ's (scoresU8x4), bcastQ4's (scoresI4x4)
-// and bcastQ2's (scoresI2x4).
+// The query layouts: none, bcastQ's (scoresU8x4), bcastQ4's (scoresI4x4
+// and scoresI4x2), bcastQ2's (scoresI2x4), and the first 16 bytes of each
+// 64 of bcastQ4's, all scoresI4x4 reads (v64).
 const (
 	qNone qLayout = iota
 	qU8
 	qI4
 	qI2
+	qI4L
 )
 
 // qPerm holds, per layout, the VPERMB indices that take 64 query codes
 // to their 256 bytes in the layout: the reference bcast of the bytes
 // 0..63.
-var qPerm = func() (p [4][4 * zmmBytes]int8) {
+var qPerm = func() (p [5][4 * zmmBytes]int8) {
 	var id [zmmBytes]int8
 	for i := range id {
 		id[i] = int8(i)
@@ -581,6 +585,7 @@ var qPerm = func() (p [4][4 * zmmBytes]int8) {
 	bcastQGo(p[qU8][:], id[:])
 	bcastQ4Go(p[qI4][:], id[:])
 	bcastQ2Go(p[qI2][:], id[:])
+	p[qI4L] = p[qI4]
 	return p
 }()
 
@@ -705,7 +710,16 @@ func scoresI2x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32
 	}
 }
 
+// scoresI4x4Go is scoresI4x4 in Go: the codes unpacked and the rows'
+// queries put back in channel order, then scoresU8 per row (A and B
+// empty: ones).
 func scoresI4x4Go(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+	if len(A) == 0 && len(B) == 0 {
+		A, B = make([]float32, n), make([]float32, n)
+		for t := range A {
+			A[t], B[t] = 1, 1
+		}
+	}
 	row := make([]int8, d)
 	codes := make([]uint8, n*d)
 	unpack4Go(codes, k[:n*d/2])

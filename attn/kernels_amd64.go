@@ -63,8 +63,9 @@ func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 // qPermPk holds foldQuery4AVX512's VPERMB indices per layout: first the
 // order of its packs (channel 16k+4l+i of 64 at byte 16l+4k+i: two
 // VPACKSSDW, one VPACKSSWB) back to the channels' (qi), then qPerm's four
-// vectors composed with that order (v57).
-var qPermPk = func() (p [4][5 * zmmBytes]int8) {
+// vectors composed with that order (v57); for qI4L one vector, the first
+// 16 bytes of each of those four (its lanes, stored 64 bytes apart: v64).
+var qPermPk = func() (p [5][5 * zmmBytes]int8) {
 	var pk [zmmBytes]int8
 	for c := range pk {
 		pk[c] = int8(16*(c>>2&3) + 4*(c>>4) + c&3)
@@ -73,6 +74,13 @@ var qPermPk = func() (p [4][5 * zmmBytes]int8) {
 		copy(p[lay][:zmmBytes], pk[:])
 		for o, c := range qPerm[lay] {
 			p[lay][zmmBytes+o] = pk[c]
+		}
+	}
+	const lane = zmmBytes / 4
+	clear(p[qI4L][zmmBytes:])
+	for v := range 4 {
+		for i := range lane {
+			p[qI4L][zmmBytes+lane*v+i] = pk[qPerm[qI4L][zmmBytes*v+i]]
 		}
 	}
 	return p
@@ -416,7 +424,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 		k.foldQuery4 = func(qi []int8, qs, q, sc, z, a, bias []float32, dst []int8, lay qLayout) {
 			d := len(q) / 4
 			if !(d%vecLen == 0 && d > 0 && len(q) == 4*d && len(sc) >= d && len(qs) >= 4*d && len(qi) >= 4*d && len(z) >= d && len(a) >= 4 && len(bias) >= 4) ||
-				lay != qNone && !(lay <= qI2 && d%zmmBytes == 0 && len(dst) >= 16*d) {
+				lay != qNone && !(lay <= qI4L && d%zmmBytes == 0 && len(dst) >= 16*d) {
 				bad("foldQuery4", d, int(lay))
 			}
 			var dp, perm *int8
@@ -424,8 +432,11 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			if lay != qNone {
 				dp, perm = &dst[0], &qPermPk[lay][0]
 			}
-			if lay == qI2 {
+			switch lay {
+			case qI2:
 				nperm = 1 // bcastQ2's layout: one vector per 64 channels
+			case qI4L:
+				nperm = 2 // one vector's four lanes, 64 bytes apart
 			}
 			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0], dp, perm, nperm)
 		}
@@ -575,13 +586,18 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			bcastQ4(&dst[0], &q[0], d)
 		}
 		k.scoresI4x4 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+			unit := len(A) == 0 && len(B) == 0
 			if !(n%16 == 0 && d%128 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
-				len(kc) >= n*d/2 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+				len(kc) >= n*d/2 && (unit || len(A) >= n && len(B) >= n) && len(ab) >= 8) {
 				bad("scoresI4x4", n, d, ldo)
 			}
 			if n > 0 {
 				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
-				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], &A[0], &B[0], &ab[0], n, d, c, pfp, pfTile)
+				var ap, bp *float32 // nil: every factor 1
+				if !unit {
+					ap, bp = &A[0], &B[0]
+				}
+				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], ap, bp, &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
 		k.scoresI4x2 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {

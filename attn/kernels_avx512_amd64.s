@@ -1960,80 +1960,127 @@ done:
 	VZEROUPPER
 	RET
 
-// SPLIT4(X, S0, S1, S2, S3, QOFF) splits the packed int4 lanes of X into
-// low (Z24) and high (Z25) nibbles (mask Z30) and adds their products with
-// the rows' query vectors at QOFF and QOFF+64 (bcastQ4 order).
-#define SPLIT4(X, S0, S1, S2, S3, QOFF) \
-	VPANDD     Z30, X, Z24                 \
-	VPSRLW     $4, X, Z25                  \
-	VPANDD     Z30, Z25, Z25               \
-	VPDPBUSD   QOFF(R9), Z24, S0           \
-	VPDPBUSD   QOFF+64(R9), Z25, S0        \
-	VPDPBUSD   QOFF(R9)(R11*1), Z24, S1    \
-	VPDPBUSD   QOFF+64(R9)(R11*1), Z25, S1 \
-	VPDPBUSD   QOFF(R9)(R11*2), Z24, S2    \
-	VPDPBUSD   QOFF+64(R9)(R11*2), Z25, S2 \
-	VPDPBUSD   QOFF(R9)(R12*1), Z24, S3    \
-	VPDPBUSD   QOFF+64(R9)(R12*1), Z25, S3
+// SUBT4(V0, V1, V2, V3) loads the 64-byte chunks at DX of tokens 0, 4,
+// 8, 12 (stride R10 = 4 rows, R13 = 12 rows) and transposes them by
+// 128-bit lanes: Vj holds the j-th 16 packed bytes (32 channels) of token
+// 4i in lane i; then it moves DX to the next token. Z24..Z28, Z31 scratch.
+#define SUBT4(V0, V1, V2, V3) \
+	VMOVDQU64  (DX), Z24                 \
+	VMOVDQU64  (DX)(R10*1), Z25          \
+	VMOVDQU64  (DX)(R10*2), Z26          \
+	VMOVDQU64  (DX)(R13*1), Z27          \
+	VSHUFI32X4 $0x44, Z25, Z24, Z28      \
+	VSHUFI32X4 $0xee, Z25, Z24, Z31      \
+	VSHUFI32X4 $0x44, Z27, Z26, Z24      \
+	VSHUFI32X4 $0xee, Z27, Z26, Z25      \
+	VSHUFI32X4 $0x88, Z24, Z28, V0       \
+	VSHUFI32X4 $0xdd, Z24, Z28, V1       \
+	VSHUFI32X4 $0x88, Z25, Z31, V2       \
+	VSHUFI32X4 $0xdd, Z25, Z31, V3       \
+	ADDQ       BX, DX
 
-// SUBTILE4 is SUBTILE on packed int4 rows: the four tokens' 64-byte
-// chunks are transposed by lanes (chunk j of 16 packed bytes = 32
-// channels of each token in Z20+j), then split into nibbles.
-#define SUBTILE4(S0, S1, S2, S3) \
-	VMOVDQU64  (R8), Z16                 \
-	VMOVDQU64  (R8)(BX*1), Z17           \
-	VMOVDQU64  (R8)(BX*2), Z18           \
-	VMOVDQU64  (R8)(R10*1), Z19          \
-	VSHUFI32X4 $0x44, Z17, Z16, Z24      \
-	VSHUFI32X4 $0xee, Z17, Z16, Z25      \
-	VSHUFI32X4 $0x44, Z19, Z18, Z26      \
-	VSHUFI32X4 $0xee, Z19, Z18, Z27      \
-	VSHUFI32X4 $0x88, Z26, Z24, Z20      \
-	VSHUFI32X4 $0xdd, Z26, Z24, Z21      \
-	VSHUFI32X4 $0x88, Z27, Z25, Z22      \
-	VSHUFI32X4 $0xdd, Z27, Z25, Z23      \
-	SPLIT4(Z20, S0, S1, S2, S3, 0)       \
-	SPLIT4(Z21, S0, S1, S2, S3, 128)     \
-	SPLIT4(Z22, S0, S1, S2, S3, 256)     \
-	SPLIT4(Z23, S0, S1, S2, S3, 384)
+// TR4(A, B, C, D) transposes the dwords within each 128-bit lane of four
+// vectors (SUBT4's of tokens 4i, 4i+1, 4i+2, 4i+3 for one j): A..D then
+// hold the lanes' dwords 0..3 of every token, token t in dword t. Z24..Z27
+// scratch.
+#define TR4(A, B, C, D) \
+	VPUNPCKLDQ  B, A, Z24    \
+	VPUNPCKHDQ  B, A, Z25    \
+	VPUNPCKLDQ  D, C, Z26    \
+	VPUNPCKHDQ  D, C, Z27    \
+	VPUNPCKLQDQ Z26, Z24, A  \
+	VPUNPCKHQDQ Z26, Z24, B  \
+	VPUNPCKLQDQ Z27, Z25, C  \
+	VPUNPCKHQDQ Z27, Z25, D
+
+// STEP4(W, QOFF) multiplies the vector W, whose dword t holds token t's
+// packed channels c..c+7, with the four rows' query: W & 0x0f (the even
+// channels) into Z0..Z3 and W & 0xf0 (16 times the odd ones) into Z4..Z7,
+// each with the row's broadcast query dword of those channels (bcastQ4's
+// layout: even channels at QOFF, odd ones at QOFF+64). Z28, Z31 scratch;
+// Z30 the mask 0x0f.
+#define STEP4(W, QOFF) \
+	VPANDD        Z30, W, Z28                 \
+	VPANDND       W, Z30, Z31                 \
+	VPDPBUSD.BCST QOFF(R9), Z28, Z0           \
+	VPDPBUSD.BCST QOFF(R9)(R11*1), Z28, Z1    \
+	VPDPBUSD.BCST QOFF(R9)(R11*2), Z28, Z2    \
+	VPDPBUSD.BCST QOFF(R9)(R12*1), Z28, Z3    \
+	VPDPBUSD.BCST QOFF+64(R9), Z31, Z4        \
+	VPDPBUSD.BCST QOFF+64(R9)(R11*1), Z31, Z5 \
+	VPDPBUSD.BCST QOFF+64(R9)(R11*2), Z31, Z6 \
+	VPDPBUSD.BCST QOFF+64(R9)(R12*1), Z31, Z7
+
+// CHUNK4(A, B, C, D, QOFF) is one 16-byte column of a 16-token tile: the
+// SUBT4 vectors of tokens 4i..4i+3 transposed (TR4) and each multiplied
+// (STEP4) with the query dwords 0..3 of the column's 32 channels.
+#define CHUNK4(A, B, C, D, QOFF) \
+	TR4(A, B, C, D)     \
+	STEP4(A, QOFF)      \
+	STEP4(B, QOFF+4)    \
+	STEP4(C, QOFF+8)    \
+	STEP4(D, QOFF+12)
+
+// ROWOUT4(LO, HI, AOFF, BOFF) is ROWOUT for scoresI4x4VNNI: the row's
+// sums are LO + HI/16 (HI holds sixteen times its channels' products: the
+// shift is exact), one token per dword in token order; then the same
+// float operations as ROWOUT.
+#define ROWOUT4(LO, HI, AOFF, BOFF) \
+	VPSRAD       $4, HI, HI            \
+	VPADDD       HI, LO, Z17           \
+	ROWFLOAT(AOFF, BOFF)
+
+// ROWOUT4U is ROWOUT4 where every A[t] and B[t] is 1 (KC keys: A nil):
+// x·a + b, the bits of x·(a·1) + b·1 (as ROWOUT2U).
+#define ROWOUT4U(LO, HI, AOFF, BOFF) \
+	VPSRAD       $4, HI, HI            \
+	VPADDD       HI, LO, Z17           \
+	VCVTDQ2PS    Z17, Z17              \
+	VMULPS.BCST  AOFF(DX), Z17, Z17    \
+	VADDPS.BCST  BOFF(DX), Z17, Z17    \
+	ROWSTORE
 
 // func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 // scoresU8x4VNNI on packed int4 rows (d/2 bytes, a multiple of 64): no
-// unpacking pass; q is bcastQ4's layout (d·4 bytes per row). Each 16-token
-// tile prefetches pfTile lines from pf on (the next block's keys, spread
-// over this block's work); pf's region must hold them all.
+// unpacking pass; q is bcastQ4's layout (d·4 bytes per row; only the
+// first lane's dwords are read). Per 16-token tile and 64 packed bytes the
+// tokens' rows go, four tokens a vector, through a transpose by lanes
+// (SUBT4) and one of the dwords within the lanes (TR4) into sixteen
+// vectors whose dword t holds token t's packed channels c..c+7, so each
+// accumulator dword is one token's sum in token order (as scoresI2x4VBMI,
+// v49): row r in Z(r) (even channels) and Z(4+r) (odd, times 16). A nil
+// (and B): every A[t] and B[t] is 1 (ROWOUT4U). Each tile prefetches
+// pfTile lines from pf on (the next block's keys, spread over this
+// block's work); pf's region must hold them all.
 TEXT ·scoresI4x4VNNI(SB), NOSPLIT, $0-96
-	MOVQ         d+64(FP), BX
-	SHRQ         $1, BX               // packed row stride in bytes
-	LEAQ         (BX)(BX*2), R10
 	MOVQ         d+64(FP), R11
+	MOVQ         R11, BX
+	SHRQ         $1, BX               // packed row stride: d/2 bytes
+	LEAQ         (BX*4), R10          // four rows
 	SHLQ         $2, R11              // query row stride: d·4 bytes
 	LEAQ         (R11)(R11*2), R12
 	MOVQ         ldo+8(FP), R14
 	SHLQ         $2, R14
-	MOVL         c+72(FP), R13
 	VBROADCASTSS c+72(FP), Z29
-	VMOVDQU32    lanePerm<>(SB), Z28
 	MOVL         $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z30
 	MOVQ         A+32(FP), SI
 	MOVQ         B+40(FP), R15
-	MOVQ         ab+48(FP), DX
 	MOVQ         k+24(FP), CX
 	MOVQ         n+56(FP), DI
 	SHRQ         $4, DI
 	JZ           done
 tile:
-	MOVQ pfTile+88(FP), R8
+	MOVQ  pf+80(FP), R9
+	MOVQ  pfTile+88(FP), R8
 	TESTQ R8, R8
-	JZ   pfdone
-	MOVQ pf+80(FP), R9
+	JZ    pfdone
 pfloop:
 	PREFETCHT1 (R9)
-	ADDQ $64, R9
-	DECQ R8
-	JNZ  pfloop
-	MOVQ R9, pf+80(FP)
+	ADDQ       $64, R9
+	DECQ       R8
+	JNZ        pfloop
+	MOVQ       R9, pf+80(FP)
 pfdone:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2043,37 +2090,42 @@ pfdone:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
+	LEAQ   (R10)(R10*2), R13          // twelve rows
 	MOVQ   q+16(FP), R9
-	XORQ   AX, AX
+	XORQ   AX, AX                     // byte offset in the packed rows
 chunk:
-	LEAQ (CX)(AX*1), R8
-	SUBTILE4(Z0, Z1, Z2, Z3)
-	LEAQ (R8)(BX*4), R8
-	SUBTILE4(Z4, Z5, Z6, Z7)
-	LEAQ (R8)(BX*4), R8
-	SUBTILE4(Z8, Z9, Z10, Z11)
-	LEAQ (R8)(BX*4), R8
-	SUBTILE4(Z12, Z13, Z14, Z15)
-	ADDQ $512, R9
-	ADDQ $64, AX
-	CMPQ AX, BX
-	JLT  chunk
-	MOVQ out+0(FP), AX
-	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
-	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)
-	ROWOUT(Z2, Z6, Z10, Z14, 8, 24)
-	ROWOUT(Z3, Z7, Z11, Z15, 12, 28)
+	LEAQ  (CX)(AX*1), DX
+	SUBT4(Z8, Z9, Z10, Z11)           // tokens 4i
+	SUBT4(Z12, Z13, Z14, Z15)         // 4i+1
+	SUBT4(Z16, Z17, Z18, Z19)         // 4i+2
+	SUBT4(Z20, Z21, Z22, Z23)         // 4i+3
+	CHUNK4(Z8, Z12, Z16, Z20, 0)      // packed bytes 0..15: channels 0..31
+	CHUNK4(Z9, Z13, Z17, Z21, 128)    // 32..63
+	CHUNK4(Z10, Z14, Z18, Z22, 256)   // 64..95
+	CHUNK4(Z11, Z15, Z19, Z23, 384)   // 96..127
+	ADDQ  $512, R9
+	ADDQ  $64, AX
+	CMPQ  AX, BX
+	JLT   chunk
+	MOVQ  out+0(FP), AX
+	MOVQ  ab+48(FP), DX
+	MOVL  c+72(FP), R13
+	TESTQ SI, SI
+	JZ    unit
+	ROWOUT4(Z0, Z4, 0, 16)
+	ROWOUT4(Z1, Z5, 4, 20)
+	ROWOUT4(Z2, Z6, 8, 24)
+	ROWOUT4(Z3, Z7, 12, 28)
+	ADDQ  $64, SI
+	ADDQ  $64, R15
+	JMP   next
+unit:
+	ROWOUT4U(Z0, Z4, 0, 16)
+	ROWOUT4U(Z1, Z5, 4, 20)
+	ROWOUT4U(Z2, Z6, 8, 24)
+	ROWOUT4U(Z3, Z7, 12, 28)
+next:
 	ADDQ $64, out+0(FP)
-	ADDQ $64, SI
-	ADDQ $64, R15
 	LEAQ (CX)(BX*8), CX
 	LEAQ (CX)(BX*8), CX
 	DECQ DI
@@ -2733,7 +2785,9 @@ GLOBL foldIdx<>(SB), RODATA|NOPTR, $64
 // codes of row r to dst at 4·d·r + 4·c (a score kernel's query layout:
 // bcastQ2, bcastQ4 or bcastQ16 of the bytes 0..63, composed with the
 // packs' order); nperm 1 writes only the first of the four (bcastQ2's
-// layout, v51).
+// layout, v51); nperm 2 writes 16 bytes at each 64 from the lanes of the
+// first index vector's result (the bytes of bcastQ4's layout that
+// scoresI4x4VNNI reads, v64).
 TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-88
 	MOVQ         qi+0(FP), DI
 	MOVQ         qs+8(FP), R8
@@ -2814,6 +2868,8 @@ zero:
 	VPXORD  Z1, Z1, Z1
 	XORQ    AX, AX
 	MOVQ    CX, BX                     // d/16 x 64 bytes = 4·d
+	CMPQ    nperm+80(FP), $2
+	JEQ     zerob2
 	CMPQ    nperm+80(FP), $1
 	JNE     zerob
 	SHRQ    $2, BX                     // the first 64 bytes of each 256
@@ -2829,6 +2885,12 @@ zerob:
 	DECQ      BX
 	JNZ       zerob
 	JMP       next
+zerob2:
+	VMOVDQU X1, (R15)(AX*1)            // the first 16 bytes of each 64
+	ADDQ    $64, AX
+	DECQ    BX
+	JNZ     zerob2
+	JMP     next
 quant:
 	VBROADCASTSS X9, Z6          // 127/max
 	XORQ         AX, AX
@@ -2867,6 +2929,8 @@ pass2b:
 	VPERMB       Z10, Z28, Z1
 	VMOVDQU64    Z1, (DI)(R9*1)
 	VPERMB       Z10, Z24, Z1
+	CMPQ         nperm+80(FP), $2
+	JEQ          lanes
 	VMOVDQU64    Z1, (R15)(R13*1)
 	CMPQ         nperm+80(FP), $1
 	JEQ          perm1
@@ -2876,6 +2940,12 @@ pass2b:
 	VMOVDQU64    Z1, 128(R15)(R13*1)
 	VPERMB       Z10, Z27, Z1
 	VMOVDQU64    Z1, 192(R15)(R13*1)
+	JMP          perm1
+lanes:
+	VMOVDQU       X1, (R15)(R13*1)
+	VEXTRACTI32X4 $1, Z1, 64(R15)(R13*1)
+	VEXTRACTI32X4 $2, Z1, 128(R15)(R13*1)
+	VEXTRACTI32X4 $3, Z1, 192(R15)(R13*1)
 perm1:
 	ADDQ         $256, AX
 	ADDQ         $64, R9
@@ -2979,7 +3049,9 @@ out:
 	VZEROUPPER
 	RET
 
-// SPLIT4X2 is SPLIT4 for two rows.
+// SPLIT4X2(X, S0, S1, QOFF) splits the packed int4 lanes of X into low
+// (Z24) and high (Z25) nibbles (mask Z30) and adds their products with the
+// two rows' query vectors at QOFF and QOFF+64 (bcastQ4 order).
 #define SPLIT4X2(X, S0, S1, QOFF) \
 	VPANDD     Z30, X, Z24                 \
 	VPSRLW     $4, X, Z25                  \
@@ -2989,7 +3061,10 @@ out:
 	VPDPBUSD   QOFF(R9)(R11*1), Z24, S1    \
 	VPDPBUSD   QOFF+64(R9)(R11*1), Z25, S1
 
-// SUBTILE4X2 is SUBTILE4 for two rows.
+// SUBTILE4X2(S0, S1) loads a 64-byte chunk of four packed int4 token rows
+// at R8 (row stride BX, 3 rows R10), transposes them by 128-bit lanes
+// (Z20+j: the j-th 16 packed bytes, 32 channels, of the four tokens) and
+// adds their nibbles' products with two rows' query into S0 and S1.
 #define SUBTILE4X2(S0, S1) \
 	VMOVDQU64  (R8), Z16                 \
 	VMOVDQU64  (R8)(BX*1), Z17           \

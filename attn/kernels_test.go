@@ -233,8 +233,35 @@ func TestScoreKernels(t *testing.T) {
 					o4, w4 := nanSlice(4*ldo), nanSlice(4*ldo)
 					k.scoresI4x4(o4, ldo, qb, packed, A, B, ab, n, d, 0, packed)
 					scoresI4x4Go(w4, ldo, qb, packed, A, B, ab, n, d, 0, nil)
+					codes4 := make([]uint8, n*d)
+					unpack4Go(codes4, packed)
+					w1 := nanSlice(n)
 					for row := 0; row < 4; row++ {
-						sameBits(t, fmt.Sprintf("%v scoresI4x4 d=%d n=%d row %d", k, d, n, row), o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+						name := fmt.Sprintf("%v scoresI4x4 d=%d n=%d row %d", k, d, n, row)
+						sameBits(t, name, o4[row*ldo:row*ldo+n], w4[row*ldo:row*ldo+n])
+						// The reference with the row's query in channel order.
+						scoresU8Go(w1, qs4[row*d:(row+1)*d], codes4, A, B, ab[row], ab[4+row], 0)
+						sameBits(t, name+" (scoresU8)", o4[row*ldo:row*ldo+n], w1)
+					}
+					// c = 1 (out's values added) and unit factors (A and B
+					// empty, KC keys): the bits of the reference with ones.
+					ones := make([]float32, n)
+					for i := range ones {
+						ones[i] = 1
+					}
+					for _, c := range []float32{0, 1} {
+						u4 := randF32(r, 4*ldo, 1)
+						v4 := append([]float32(nil), u4...)
+						x4 := append([]float32(nil), u4...)
+						y4 := append([]float32(nil), u4...)
+						k.scoresI4x4(u4, ldo, qb, packed, nil, nil, ab, n, d, c, nil)
+						scoresI4x4Go(v4, ldo, qb, packed, ones, ones, ab, n, d, c, nil)
+						k.scoresI4x4(x4, ldo, qb, packed, A, B, ab, n, d, c, nil)
+						scoresI4x4Go(y4, ldo, qb, packed, A, B, ab, n, d, c, nil)
+						for row := 0; row < 4; row++ {
+							sameBits(t, fmt.Sprintf("%v scoresI4x4 unit d=%d n=%d row %d c=%g", k, d, n, row, c), u4[row*ldo:row*ldo+n], v4[row*ldo:row*ldo+n])
+							sameBits(t, fmt.Sprintf("%v scoresI4x4 d=%d n=%d row %d c=%g", k, d, n, row, c), x4[row*ldo:row*ldo+n], y4[row*ldo:row*ldo+n])
+						}
 					}
 					if k.scoresI4x2 != nil { // two rows: rows 0 and 1 of scoresI4x4, rows 2 and 3 untouched
 						o2 := nanSlice(4 * ldo)
@@ -511,7 +538,7 @@ func TestFoldDequantKernels(t *testing.T) {
 				qs4, qi4, a4, b4 := nanSlice(4*d), make([]int8, 4*d), nanSlice(4), nanSlice(4)
 				k.foldQuery4(qi4, qs4, q4, s, z, a4, b4, nil, qNone)
 				if d%zmmBytes == 0 { // the fold's broadcast: each layout's reference bcast of qi4, zero row included
-					refs := map[qLayout]func(dst, q []int8){qU8: bcastQGo, qI4: bcastQ4Go, qI2: bcastQ2Go}
+					refs := map[qLayout]func(dst, q []int8){qU8: bcastQGo, qI4: bcastQ4Go, qI2: bcastQ2Go, qI4L: bcastQ4Go}
 					for lay, bcast := range refs {
 						want, got := make([]int8, 16*d), make([]int8, 16*d)
 						for i := range got {
@@ -524,6 +551,13 @@ func TestFoldDequantKernels(t *testing.T) {
 						if lay == qI2 { // bcastQ2 writes 64 bytes of each 256: the rest keeps its bytes
 							for i := range want {
 								if i%256 >= 64 {
+									want[i] = 0x55
+								}
+							}
+						}
+						if lay == qI4L { // 16 bytes of each 64 of bcastQ4's: the rest keeps its bytes
+							for i := range want {
+								if i%64 >= 16 {
 									want[i] = 0x55
 								}
 							}
