@@ -261,9 +261,9 @@ type Options struct {
 	GEMVQInt8V4 bool
 	// GEMMQOff keeps the dequantization to fp16 plus cuBLASLt for packed
 	// weights in the tiled layout at kernels.GEMMQMinRows to 128 rows of x, where gemmq.cu's fused dequant-GEMM runs by default
-	// (qlinear.go linearFused and gemmqRoutes: int4, int3, and int8 within
-	// its limits; docs/perf/gemvq.md, session 16). A knob for A/Bs and
-	// tests.
+	// (qlinear.go linearFused and gemmqRoutes: weights of 2048 rows or
+	// more, int8 within its limits; docs/perf/gemvq.md, session 16). A
+	// knob for A/Bs and tests.
 	GEMMQOff bool
 	// GEMVQApart makes JoinWeights leave packed low-bit weights apart: a
 	// LinearGroup over them (q|k|v) runs one GEMV per weight at one row,

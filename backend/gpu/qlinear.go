@@ -694,34 +694,39 @@ func (w *weight) isQuant() bool { return w.q != 0 || w.qt != 0 }
 // against cuBLASLt's wgmma); down alike; q/o within 10% either way at 128.
 const gemmqMaxRows = 128
 
-// int8 weights take gemmq.cu where it beat the dequantization plus
+// Packed weights take gemmq.cu where it beat the dequantization plus
 // cuBLASLt on the H100 (docs/perf/gemvq.md, session 16, "int8 in
 // gemmq.cu"; BenchmarkGEMMQ, the rule's tiling against "deq"):
-//   - gemmqInt8MinN: weights of fewer output rows keep the dequantization
-//     (1024x4096, the 8B's k and v: 14.8-18.3 us against 17.7-30 at 24-128
-//     rows; the dequantization of 4 MB is cheap, the fused kernel's
-//     split-K over 8 CTAs a chunk of tokens is not);
-//   - gemmqInt8SmallMaxRows: weights of fewer than gemmqInt8LargeWeight
+//   - gemmqMinN, every width: weights of fewer output rows keep the
+//     dequantization (1024x4096, the 8B's k and v: int8 14.8-18.3 us
+//     against 17.7-30 at 24-128 rows; the dequantization of a few MB is
+//     cheap, the fused kernel's split-K over 8 CTAs a chunk of tokens is
+//     not). For int4 and int3 the step says the same: 32 sequences
+//     7.73-7.79 ms against 7.91-7.93 with k and v on gemmq.cu, 64
+//     sequences 10.98-11.01 against 11.24-11.25 (int4; int3 -0.1 and
+//     -0.25 ms; bench/results/2026-11-26-s16-final call E);
+//   - gemmqInt8SmallMaxRows: int8 weights of fewer than gemmqInt8LargeWeight
 //     codes take it up to 64 rows (4096x4096: 21.9-30.2 us against
 //     31.0-32.4 at 24-64 rows, 44.9 against 34.9 at 128); larger ones
 //     (gate/up, down: 45-98 us against 112-125) up to gemmqMaxRows.
 const (
-	gemmqInt8MinN         = 2048
+	gemmqMinN             = 2048
 	gemmqInt8SmallMaxRows = 64
 	gemmqInt8LargeWeight  = 32 << 20
 )
 
 // gemmqRoutes reports whether linearFused gives T rows of x over a tiled
 // int-bits [N, K] weight to gemmq.cu: kernels.GEMMQMinRows to gemmqMaxRows
-// rows for int4 and int3; int8 within its limits above.
+// rows for weights of gemmqMinN rows or more; int8 within its limits
+// above.
 func gemmqRoutes(T, N, K, bits int) bool {
 	if T < kernels.GEMMQMinRows || T > gemmqMaxRows {
 		return false
 	}
-	if bits != 8 {
-		return true
+	if N < gemmqMinN {
+		return false
 	}
-	return N >= gemmqInt8MinN && (T <= gemmqInt8SmallMaxRows || N*K >= gemmqInt8LargeWeight)
+	return bits != 8 || T <= gemmqInt8SmallMaxRows || N*K >= gemmqInt8LargeWeight
 }
 
 // gemmqKernels compiles gemmq.cu on first use.

@@ -126,13 +126,13 @@ const gemmqBenchCopies = 2
 // BenchmarkGEMMQ times gemmq.cu's fused dequant-GEMM (both launches, with
 // events: cuda.MedianUS) over random int4 codes in the tiled layout at
 // Llama-3.1-8B's shapes (gate/up 14336x4096, down 4096x14336, q/o
-// 4096x4096, k/v 1024x4096; int3 at gate/up; int8 at all four) and T = 24
-// to 256 rows: the rule's token tiling and split-K ("auto"), and for int4
-// and int8 every tiling at the rule's split and at splits 1 to 16 (the
-// tuning sweep of docs/perf/gemvq.md, session 16; int8's tilings named
-// by kernels.GEMMQConfigName), for each build of gemmqBenchVariants; then
-// cuBLASLt over fp16 weights of the shape with fp16 x (fp16 weights'
-// GEMM), and for int8 the path gemmq.cu replaces ("deq"): the tiled
+// 4096x4096, k/v 1024x4096; int3 at gate/up, q/o and k/v; int8 at all
+// four) and T = 24 to 256 rows: the rule's token tiling and split-K
+// ("auto"), and for int4 and int8 every tiling at the rule's split and at
+// splits 1 to 16 (the tuning sweep of docs/perf/gemvq.md, session 16;
+// int8's tilings named by kernels.GEMMQConfigName), for each build of
+// gemmqBenchVariants; then cuBLASLt over fp16 weights of the shape with
+// fp16 x (fp16 weights' GEMM), and the path gemmq.cu replaces ("deq"): the tiled
 // dequantization to fp16, x to fp16 and cuBLASLt. It reports us, TFLOP/s
 // and the weight bytes' GB/s, after the read ceiling
 // (Device.ProbeBandwidth). Run on the GPU machine:
@@ -194,7 +194,7 @@ func BenchmarkGEMMQ(b *testing.B) {
 	for _, sh := range []struct {
 		bits int
 		N, K int
-	}{{4, 14336, 4096}, {4, 4096, 14336}, {4, 4096, 4096}, {4, 1024, 4096}, {3, 14336, 4096},
+	}{{4, 14336, 4096}, {4, 4096, 14336}, {4, 4096, 4096}, {4, 1024, 4096}, {3, 14336, 4096}, {3, 4096, 4096}, {3, 1024, 4096},
 		{8, 14336, 4096}, {8, 4096, 14336}, {8, 4096, 4096}, {8, 1024, 4096}} {
 		N, K, bits := sh.N, sh.K, sh.bits
 		var tw, tp [gemmqBenchCopies]cuda.DevicePtr
@@ -258,9 +258,10 @@ func BenchmarkGEMMQ(b *testing.B) {
 				}
 			}
 		}
-		if bits == 8 {
-			// The path before int8's gemmq.cu: the tiled dequantization,
-			// x to fp16, cuBLASLt (backend linearQuant at 17-128 rows).
+		{
+			// The path gemmq.cu replaces: the tiled dequantization, x to
+			// fp16, cuBLASLt (backend linearQuant at 17-128 rows where
+			// gemmqRoutes says no).
 			for _, T := range []int{24, 32, 48, 64, 128, 256} {
 				gs := cuda.GEMMShape{M: T, N: N, K: K, In: cuda.F16, Out: cuda.F32}
 				b.Run(fmt.Sprintf("int%d/%dx%d/T=%d/deq", bits, N, K, T), func(b *testing.B) {
