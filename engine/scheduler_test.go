@@ -80,6 +80,19 @@ func tinyCases(r *rand.Rand, n int, common []int) []schedCase {
 	return cases
 }
 
+// tinySchedCases draws n cases (half under -short), a third of them sharing
+// a 70-token prefix.
+func tinySchedCases(r *rand.Rand, n int) []schedCase {
+	common := make([]int, 70)
+	for i := range common {
+		common[i] = r.IntN(256)
+	}
+	if testing.Short() {
+		n /= 2
+	}
+	return tinyCases(r, n, common)
+}
+
 // TestSchedulerMatchesSolo submits many greedy requests at once (a third
 // share a 70-token prefix) and checks that each one's streamed text and
 // token count equal its solo run through Generate and KVCache, with ample
@@ -89,16 +102,7 @@ func tinyCases(r *rand.Rand, n int, common []int) []schedCase {
 func TestSchedulerMatchesSolo(t *testing.T) {
 	m, tok, be := tiny(t)
 	const spec, chunk = "int4:kc32:v32:res32", 64
-	r := rand.New(rand.NewPCG(11, 12))
-	common := make([]int, 70)
-	for i := range common {
-		common[i] = r.IntN(256)
-	}
-	n := 24
-	if testing.Short() {
-		n = 12
-	}
-	cases := tinyCases(r, n, common)
+	cases := tinySchedCases(rand.New(rand.NewPCG(11, 12)), 24)
 	soloReference(t, be, m, tok, spec, chunk, cases)
 	for _, c := range cases[:3] {
 		t.Logf("solo: %d tokens %q", c.wantN, c.want)
@@ -449,16 +453,7 @@ func soloPromptLogprobs(t *testing.T, be backend.Backend, m model.Model, spec st
 func TestSchedulerPromptLogprobs(t *testing.T) {
 	m, tok, be := tiny(t)
 	const spec, chunk, top = "int4:kc32:v32:res32", 64, 3
-	r := rand.New(rand.NewPCG(21, 22))
-	common := make([]int, 70)
-	for i := range common {
-		common[i] = r.IntN(256)
-	}
-	n := 12
-	if testing.Short() {
-		n = 8
-	}
-	cases := tinyCases(r, n, common)
+	cases := tinySchedCases(rand.New(rand.NewPCG(21, 22)), 16)
 	cases[0].prompt = cases[0].prompt[:1] // one token: nothing to score
 	soloReference(t, be, m, tok, spec, chunk, cases)
 	scores := make([][]float64, len(cases))
