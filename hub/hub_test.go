@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/bitdecode/bitdecode/hub/hubtest"
 )
 
 func TestParseRef(t *testing.T) {
@@ -43,55 +41,6 @@ func TestParseRef(t *testing.T) {
 	}
 }
 
-// fakeHub serves one repository the way the Hub's model API and resolve
-// URLs do, counting requests.
-type fakeHub struct {
-	repo, sha string
-	files     map[string][]byte
-	token     string // required when set
-	mu        sync.Mutex
-	requests  []string
-	ranges    []string
-}
-
-func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	h.requests = append(h.requests, r.URL.Path)
-	if rg := r.Header.Get("Range"); rg != "" {
-		h.ranges = append(h.ranges, rg)
-	}
-	h.mu.Unlock()
-	if h.token != "" && r.Header.Get("Authorization") != "Bearer "+h.token {
-		http.Error(w, `{"error":"Access to model is restricted."}`, http.StatusUnauthorized)
-		return
-	}
-	api := "/api/models/" + h.repo + "/revision/"
-	res := "/" + h.repo + "/resolve/" + h.sha + "/"
-	switch {
-	case strings.HasPrefix(r.URL.Path, api):
-		var sib []map[string]string
-		for name := range h.files {
-			sib = append(sib, map[string]string{"rfilename": name})
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": h.repo, "sha": h.sha, "siblings": sib})
-	case strings.HasPrefix(r.URL.Path, res):
-		b, ok := h.files[strings.TrimPrefix(r.URL.Path, res)]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
-	default:
-		http.NotFound(w, r)
-	}
-}
-
-func (h *fakeHub) count() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.requests)
-}
-
 func randBytes(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
@@ -100,11 +49,11 @@ func randBytes(r *rand.Rand, n int) []byte {
 	return b
 }
 
-func newFakeHub(t *testing.T) (*fakeHub, *httptest.Server) {
+func newFakeHub(t *testing.T) (*hubtest.Repo, *hubtest.Server) {
 	r := rand.New(rand.NewPCG(1, 2))
 	index, _ := json.Marshal(map[string]any{"weight_map": map[string]string{
 		"a.weight": "model-00001-of-00002.safetensors", "b.weight": "model-00002-of-00002.safetensors", "c.weight": "model-00002-of-00002.safetensors"}})
-	h := &fakeHub{repo: "org/tiny-llama", sha: "0123456789abcdef0123456789abcdef01234567", files: map[string][]byte{
+	h := &hubtest.Repo{Name: "org/tiny-llama", SHA: "0123456789abcdef0123456789abcdef01234567", Files: map[string][]byte{
 		"config.json":                      []byte(`{"model_type":"llama"}`),
 		"tokenizer.json":                   []byte(`{"model":{}}`),
 		"tokenizer_config.json":            []byte(`{}`),
@@ -117,12 +66,12 @@ func newFakeHub(t *testing.T) (*fakeHub, *httptest.Server) {
 		"onnx/model.safetensors":           randBytes(r, 1000),
 		"pytorch_model.bin":                randBytes(r, 1000),
 	}}
-	srv := httptest.NewServer(h)
+	srv := hubtest.New(h)
 	t.Cleanup(srv.Close)
 	return h, srv
 }
 
-func opts(srv *httptest.Server, cache string) Options {
+func opts(srv *hubtest.Server, cache string) Options {
 	return Options{Endpoint: srv.URL, CacheDir: cache, Getenv: func(string) string { return "" }}
 }
 
@@ -133,7 +82,7 @@ func opts(srv *httptest.Server, cache string) Options {
 func TestResolveDownloadsAndCaches(t *testing.T) {
 	h, srv := newFakeHub(t)
 	cache := t.TempDir()
-	ref, _ := ParseRef(h.repo)
+	ref, _ := ParseRef(h.Name)
 	var logs []string
 	o := opts(srv, cache)
 	o.Log = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
@@ -141,7 +90,7 @@ func TestResolveDownloadsAndCaches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := filepath.Join(cache, "models--org--tiny-llama", "snapshots", h.sha)
+	want := filepath.Join(cache, "models--org--tiny-llama", "snapshots", h.SHA)
 	if dir != want {
 		t.Errorf("dir %s, want %s", dir, want)
 	}
@@ -156,15 +105,15 @@ func TestResolveDownloadsAndCaches(t *testing.T) {
 	}
 	for _, n := range names {
 		b, _ := os.ReadFile(filepath.Join(dir, n))
-		if !bytes.Equal(b, h.files[n]) {
-			t.Errorf("%s: %d bytes differ from the repository's %d", n, len(b), len(h.files[n]))
+		if !bytes.Equal(b, h.Files[n]) {
+			t.Errorf("%s: %d bytes differ from the repository's %d", n, len(b), len(h.Files[n]))
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join(cache, "models--org--tiny-llama", "refs", "main")); string(b) != h.sha {
+	if b, _ := os.ReadFile(filepath.Join(cache, "models--org--tiny-llama", "refs", "main")); string(b) != h.SHA {
 		t.Errorf("refs/main = %q", b)
 	}
 	t.Logf("log: %q", logs)
-	n := h.count()
+	n := srv.Requests()
 	if n != 1+len(names) {
 		t.Errorf("%d requests for %d files and the API", n, len(names))
 	}
@@ -174,10 +123,10 @@ func TestResolveDownloadsAndCaches(t *testing.T) {
 			t.Errorf("cached: %s, %v", again, err)
 		}
 	}
-	if h.count() != n {
-		t.Errorf("a cached snapshot made %d requests", h.count()-n)
+	if srv.Requests() != n {
+		t.Errorf("a cached snapshot made %d requests", srv.Requests()-n)
 	}
-	byCommit, err := Resolve(context.Background(), Ref{Repo: h.repo, Revision: h.sha}, Options{CacheDir: cache, Offline: true, Getenv: func(string) string { return "" }})
+	byCommit, err := Resolve(context.Background(), Ref{Repo: h.Name, Revision: h.SHA}, Options{CacheDir: cache, Offline: true, Getenv: func(string) string { return "" }})
 	if err != nil || byCommit != dir {
 		t.Errorf("by commit: %s, %v", byCommit, err)
 	}
@@ -190,12 +139,12 @@ func TestResolveDownloadsAndCaches(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "model-00002-of-00002.safetensors")); err != nil {
 		t.Fatal(err)
 	}
-	n = h.count()
+	n = srv.Requests()
 	if _, err := Resolve(context.Background(), ref, opts(srv, cache)); err != nil {
 		t.Fatal(err)
 	}
-	if h.count()-n != 2 {
-		t.Errorf("a missing shard took %d requests, want the API and the shard", h.count()-n)
+	if srv.Requests()-n != 2 {
+		t.Errorf("a missing shard took %d requests, want the API and the shard", srv.Requests()-n)
 	}
 }
 
@@ -204,23 +153,23 @@ func TestResolveDownloadsAndCaches(t *testing.T) {
 func TestResolveResumes(t *testing.T) {
 	h, srv := newFakeHub(t)
 	cache := t.TempDir()
-	dir := filepath.Join(cache, "models--org--tiny-llama", "snapshots", h.sha)
+	dir := filepath.Join(cache, "models--org--tiny-llama", "snapshots", h.SHA)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	shard := "model-00001-of-00002.safetensors"
-	if err := os.WriteFile(filepath.Join(dir, shard+".incomplete"), h.files[shard][:123_457], 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, shard+".incomplete"), h.Files[shard][:123_457], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Resolve(context.Background(), Ref{Repo: h.repo, Revision: "main"}, opts(srv, cache)); err != nil {
+	if _, err := Resolve(context.Background(), Ref{Repo: h.Name, Revision: "main"}, opts(srv, cache)); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, shard))
-	if !bytes.Equal(b, h.files[shard]) {
-		t.Errorf("resumed shard: %d bytes, not the repository's %d", len(b), len(h.files[shard]))
+	if !bytes.Equal(b, h.Files[shard]) {
+		t.Errorf("resumed shard: %d bytes, not the repository's %d", len(b), len(h.Files[shard]))
 	}
-	if len(h.ranges) != 1 || h.ranges[0] != "bytes=123457-" {
-		t.Errorf("range requests %q", h.ranges)
+	if rg := srv.Ranges(); len(rg) != 1 || rg[0] != "bytes=123457-" {
+		t.Errorf("range requests %q", rg)
 	}
 	if _, err := os.Stat(filepath.Join(dir, shard+".incomplete")); err == nil {
 		t.Error("the .incomplete file is still there")
@@ -233,8 +182,8 @@ func TestResolveResumes(t *testing.T) {
 // is a 404 saying so.
 func TestResolveErrors(t *testing.T) {
 	h, srv := newFakeHub(t)
-	h.token = "hf_secret"
-	ref := Ref{Repo: h.repo, Revision: "main"}
+	srv.Token = "hf_secret" // before the first request
+	ref := Ref{Repo: h.Name, Revision: "main"}
 	_, err := Resolve(context.Background(), ref, opts(srv, t.TempDir()))
 	if err == nil || !strings.Contains(err.Error(), "HF_TOKEN") || !strings.Contains(err.Error(), "401") {
 		t.Errorf("gated without a token: %v", err)
@@ -244,16 +193,18 @@ func TestResolveErrors(t *testing.T) {
 	if _, err := Resolve(context.Background(), ref, o); err != nil {
 		t.Errorf("gated with HF_TOKEN: %v", err)
 	}
-	h.token = ""
-	for name := range h.files {
-		if strings.HasSuffix(name, ".safetensors") || strings.HasSuffix(name, ".index.json") {
-			delete(h.files, name)
+	srv.Edit(func() {
+		srv.Token = ""
+		for name := range h.Files {
+			if strings.HasSuffix(name, ".safetensors") || strings.HasSuffix(name, ".index.json") {
+				delete(h.Files, name)
+			}
 		}
-	}
+	})
 	if _, err := Resolve(context.Background(), ref, opts(srv, t.TempDir())); err == nil || !strings.Contains(err.Error(), "no *.safetensors") {
 		t.Errorf("no safetensors: %v", err)
 	}
-	delete(h.files, "config.json")
+	srv.Edit(func() { delete(h.Files, "config.json") })
 	if _, err := Resolve(context.Background(), ref, opts(srv, t.TempDir())); err == nil || !strings.Contains(err.Error(), "config.json") {
 		t.Errorf("no config: %v", err)
 	}

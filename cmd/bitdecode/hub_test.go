@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/bitdecode/bitdecode/hub/hubtest"
 	"github.com/bitdecode/bitdecode/model/gotiny"
 )
 
@@ -17,29 +14,8 @@ import (
 // HF_HUB_CACHE and generates what the embedded model generates; the second
 // finds the snapshot with the network off (HF_HUB_OFFLINE).
 func TestRunFromHub(t *testing.T) {
-	files := gotiny.Files()
 	const sha = "00112233445566778899aabbccddeeff00112233"
-	requests := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests++
-		switch p := r.URL.Path; {
-		case p == "/api/models/org/gotiny/revision/main":
-			var sib []map[string]string
-			for name := range files {
-				sib = append(sib, map[string]string{"rfilename": name})
-			}
-			_ = json.NewEncoder(w).Encode(map[string]any{"sha": sha, "siblings": sib})
-		case strings.HasPrefix(p, "/org/gotiny/resolve/"+sha+"/"):
-			b, ok := files[strings.TrimPrefix(p, "/org/gotiny/resolve/"+sha+"/")]
-			if !ok {
-				http.NotFound(w, r)
-				return
-			}
-			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
-		default:
-			http.NotFound(w, r)
-		}
-	}))
+	srv := hubtest.New(&hubtest.Repo{Name: "org/gotiny", SHA: sha, Files: gotiny.Files()})
 	defer srv.Close()
 	t.Setenv("HF_ENDPOINT", srv.URL)
 	t.Setenv("HF_HUB_CACHE", t.TempDir())
@@ -60,10 +36,10 @@ func TestRunFromHub(t *testing.T) {
 	if !strings.Contains(log, "hub: org/gotiny: commit "+sha) || !strings.Contains(log, "model.safetensors") {
 		t.Errorf("stderr does not tell the download:\n%s", log)
 	}
-	n := requests
+	n := srv.Requests()
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	again, log := run("--model", "org/gotiny")
-	if again != want || requests != n || !strings.Contains(log, "cached snapshot") {
-		t.Errorf("offline, cached: %q (%d more requests)\n%s", again, requests-n, log)
+	if again != want || srv.Requests() != n || !strings.Contains(log, "cached snapshot") {
+		t.Errorf("offline, cached: %q (%d more requests)\n%s", again, srv.Requests()-n, log)
 	}
 }
