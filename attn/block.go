@@ -223,6 +223,27 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 		w.halfValues(st, s.ResV[off:off+n*w.d], n)
 		t += n
 	}
+	w.channelOrder(st) // the task's states merge and finish in channel order
+}
+
+// channelOrder puts st's accumulators in channel order where int4 pvU8
+// left them in its lane order (unlaneU8), before a kernel that adds in
+// channel order and at a task's end.
+func (w *worker) channelOrder(st *state) {
+	if st.order == accLanes {
+		w.k.unlaneU8(st.acc[:cap(st.acc)])
+	}
+	st.order = accChannels
+}
+
+// laneOrder puts st's accumulators in int4 pvU8's lane order before it
+// adds to them: nothing to move while they are zero (a task's first
+// blocks), laneU8Go where a channel-order kernel wrote them before.
+func (w *worker) laneOrder(st *state) {
+	if st.order == accChannels {
+		laneU8Go(st.acc[:cap(st.acc)])
+	}
+	st.order = accLanes
 }
 
 // tiles rounds n up to whole score tiles.
@@ -744,6 +765,7 @@ func (w *worker) fusedExpU8(lay kv.TensorLayout, n int) bool {
 // pv adds the weights w (rows at stride w.npad) times the n rows of v
 // (channels [c0, c0+cols) of rows of D) to the rows' accumulators.
 func (w *worker) pv(st *state, wts []float32, v []float32, n, c0, cols int) {
+	w.channelOrder(st)
 	d, np := w.d, w.npad
 	for r := 0; r < w.r; r += 4 {
 		rows := min(4, w.r-r)
@@ -758,6 +780,7 @@ func (w *worker) floatValues(st *state, n int) {
 
 // halfValues accumulates n fp16 V rows weighted by w.scores.
 func (w *worker) halfValues(st *state, v []uint16, n int) {
+	w.channelOrder(st)
 	if w.k.pvHalf == nil {
 		w.k.cvtHalf(w.vf[:n*w.d], v[:n*w.d])
 		w.floatValues(st, n)
@@ -841,6 +864,7 @@ func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
 // error per output channel is at most (Δ/2)·Σ_t code_t per run, Δ the
 // row's step (see valueQuantTol in the tests).
 func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups, gshift int) {
+	w.channelOrder(st)
 	d, np := w.d, w.npad
 	ldw := groups * np
 	for t0 := 0; t0 < n; t0 += PVMaxTokens {
@@ -883,6 +907,11 @@ func (w *worker) u8Vals(lay kv.TensorLayout) bool {
 // error per output channel is Σ_t (Δ·wq_t - w_t)·(code_t - m), at most
 // (Δ/2)·Σ_t |code_t - m| per run (see valueQuantTol in the tests).
 func (w *worker) intValuesU8(st *state, packed []byte, n, groups, gshift, bits int) {
+	if bits == 4 && w.k.unlaneU8 != nil {
+		w.laneOrder(st)
+	} else {
+		w.channelOrder(st)
+	}
 	d, np := w.d, w.npad
 	mid := float32(int(1)<<bits-1) / 2
 	ldw := groups * np

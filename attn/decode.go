@@ -189,7 +189,17 @@ type state struct {
 	acc, zacc []float32
 	vgroups   int
 	d         int
+	order     accOrder // the accumulators' order (int4 pvU8's lane order, v66)
 }
+
+// accOrder is the order of a state's accumulators within each row.
+type accOrder uint8
+
+const (
+	accZero     accOrder = iota // all zero (reset): either order
+	accChannels                 // channel order
+	accLanes                    // int4 pvU8's lane order (kernels.unlaneU8)
+)
 
 // decodeTask is one parallel task of Decode: sequence b's KV head h, split
 // (run of tokens) k.
@@ -250,6 +260,7 @@ func (s *state) reset() {
 	clear(s.l)
 	clear(s.acc[:cap(s.acc)])
 	clear(s.zacc)
+	s.order = accZero
 }
 
 // rows4 rounds a row count up to the 4 rows of the integer PV kernel; the

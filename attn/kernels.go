@@ -130,6 +130,14 @@ type kernels struct {
 	// (AVX-512 VNNI + VBMI). pf, if not empty, is prefetched two lines per
 	// four tokens.
 	pvU8 func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte)
+	// unlaneU8, where not nil, says that pvU8 with bits 4 reads and writes
+	// its accumulators in the lane order (laneU8Go: per 64 channels the
+	// even ones 0..30, the odd ones 1..31, the even 32..62, the odd
+	// 33..63) and puts acc (a multiple of 64 floats) back in channel
+	// order: the epilogue's dword interleave once a task, not once a call
+	// and row (docs/perf/cpu-attention.md v66). The floats move as they
+	// are: the same bits.
+	unlaneU8 func(acc []float32)
 	// quantWRowsU8 is quantWRows with u8 weights for pvU8: row r's step
 	// delta[r] = max w/255 and wq = rint(w/Δ), and the zeros' sums also
 	// take the weights' rounding times mid (the codes' midpoint):
@@ -641,6 +649,42 @@ func quantWRowsU8Go(wq []uint8, ldw, ldq int, p []float32, ldp int, s, z []float
 				rl[t%16] += w - float32(dl*qv)
 			}
 			zsum[r*groups+j] = sum16(&zl) + mid*sum16(&rl)
+		}
+	}
+}
+
+// u8LaneChunk is the channels one lane order permutes among (unlaneU8).
+const u8LaneChunk = 64
+
+// u8LaneChannel is the channel at position p (< u8LaneChunk) of int4
+// pvU8's lane order: vector p/16 of four (even, odd, even, odd channels;
+// the second pair 32 channels on), lane p%16.
+func u8LaneChannel(p int) int {
+	v, l := p/16, p%16
+	return v/2*32 + 2*l + v%2
+}
+
+// unlaneU8Go is unlaneU8 in Go: acc (a multiple of u8LaneChunk floats)
+// from the lane order to channel order.
+func unlaneU8Go(acc []float32) {
+	var t [u8LaneChunk]float32
+	for c0 := 0; c0+u8LaneChunk <= len(acc); c0 += u8LaneChunk {
+		copy(t[:], acc[c0:])
+		for p, x := range t {
+			acc[c0+u8LaneChannel(p)] = x
+		}
+	}
+}
+
+// laneU8Go is the inverse of unlaneU8Go: acc from channel order to the
+// lane order (for accumulators another kernel wrote before an int4 pvU8
+// block of the same task; once a task at most).
+func laneU8Go(acc []float32) {
+	var t [u8LaneChunk]float32
+	for c0 := 0; c0+u8LaneChunk <= len(acc); c0 += u8LaneChunk {
+		copy(t[:], acc[c0:])
+		for p := range t {
+			acc[c0+p] = t[u8LaneChannel(p)]
 		}
 	}
 }

@@ -153,6 +153,9 @@ func pvU8I2x4VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq i
 func pvU8I2x2VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
+func u8UnlaneAVX512(acc *float32, n int)
+
+//go:noescape
 func quantWRowsU8AVX512(wq *uint8, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum *float32)
 
 //go:noescape
@@ -718,6 +721,14 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				fn = pvU8I2x2VBMI
 			}
 			fn(&acc[0], ldacc, &delta[0], &wq[0], ldw, ldq, &packed[0], n, d, gshift, pfp, len(pf)/64)
+		}
+		k.unlaneU8 = func(acc []float32) {
+			if len(acc)%u8LaneChunk != 0 {
+				bad("unlaneU8", len(acc), 0, 0)
+			}
+			if len(acc) > 0 {
+				u8UnlaneAVX512(&acc[0], len(acc))
+			}
 		}
 		k.quantWRowsU8 = func(wq []uint8, ldw, ldq int, p []float32, ldp int, sc, z []float32, lds, n, groups, rows int, mid float32, delta, zsum []float32) {
 			if !(n%vecLen == 0 && groups >= 1 && rows >= 1 && n <= ldq && n <= lds && n <= ldp &&

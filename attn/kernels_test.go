@@ -889,7 +889,7 @@ func TestSoftmaxU8(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, k := range u8Sets() {
 		for _, groups := range []int{1, 2, 4} {
-			for _, sh := range [][3]int{{48, 64, 1}, {48, 64, 3}, {48, 64, 5}, {112, 128, 3}, {256, 256, 4}} { // n, ld, rows: one vector to four rows a loop, 64 weights a step and a tail
+			for _, sh := range [][3]int{{48, 64, 1}, {48, 64, 3}, {48, 64, 5}, {112, 128, 3}, {256, 256, 4}, {64, 64, 16}, {32, 48, 17}} { // n, ld, rows: one vector to four rows a loop, 64 weights a step and a tail, the steps of 16 rows in one vector and of 17 row by row
 				n, ld, rows, mid := sh[0], sh[1], sh[2], float32(7.5)
 				x := randF32(r, rows*ld, 4)
 				m := make([]float32, rows)
@@ -957,6 +957,77 @@ func TestSoftmaxU8(t *testing.T) {
 	}
 }
 
+// TestUnlaneU8: int4 pvU8's lane order (v66): u8LaneChannel is a
+// permutation of each 64 channels, laneU8Go and unlaneU8Go are inverses,
+// and every level's unlaneU8 moves the floats as unlaneU8Go does (NaN
+// payloads included), for 0 to 4 chunks.
+func TestUnlaneU8(t *testing.T) {
+	seen := make(map[int]bool)
+	for p := 0; p < u8LaneChunk; p++ {
+		c := u8LaneChannel(p)
+		if c < 0 || c >= u8LaneChunk || seen[c] {
+			t.Fatalf("u8LaneChannel(%d) = %d: not a permutation", p, c)
+		}
+		seen[c] = true
+	}
+	r := rand.New(rand.NewPCG(35, 36))
+	for n := 0; n <= 4*u8LaneChunk; n += u8LaneChunk {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = math.Float32frombits(r.Uint32())
+		}
+		want := append([]float32(nil), x...)
+		laneU8Go(want)
+		for p := 0; p < n; p++ {
+			if math.Float32bits(want[p]) != math.Float32bits(x[p/u8LaneChunk*u8LaneChunk+u8LaneChannel(p%u8LaneChunk)]) {
+				t.Fatalf("n=%d: laneU8Go position %d does not hold its channel", n, p)
+			}
+		}
+		back := append([]float32(nil), want...)
+		unlaneU8Go(back)
+		sameBits(t, fmt.Sprintf("unlaneU8Go(laneU8Go) n=%d", n), back, x)
+		for _, k := range levelSets() {
+			if k.unlaneU8 == nil {
+				continue
+			}
+			got := append([]float32(nil), want...)
+			k.unlaneU8(got)
+			sameBits(t, fmt.Sprintf("%v unlaneU8 n=%d", k, n), got, x)
+		}
+	}
+}
+
+// TestAccOrder: a state's accumulators through the worker's order changes
+// (v66): from channel order to the lane order and back, and from zeros,
+// keep their bits at every level with unlaneU8; the lane order holds
+// laneU8Go's positions.
+func TestAccOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 38))
+	for _, k := range levelSets() {
+		if k.unlaneU8 == nil {
+			continue
+		}
+		w := &worker{k: k}
+		const rows, d = 4, 128
+		x := randF32(r, rows*d, 1)
+		st := state{acc: append([]float32(nil), x...), d: d, order: accChannels}
+		w.laneOrder(&st)
+		want := append([]float32(nil), x...)
+		laneU8Go(want)
+		sameBits(t, fmt.Sprintf("%v laneOrder", k), st.acc, want)
+		w.channelOrder(&st)
+		sameBits(t, fmt.Sprintf("%v channelOrder", k), st.acc, x)
+		w.channelOrder(&st) // already in channel order: nothing moves
+		sameBits(t, fmt.Sprintf("%v channelOrder twice", k), st.acc, x)
+		clear(st.acc)
+		st.order = accZero
+		w.laneOrder(&st) // zeros: nothing to move
+		if st.order != accLanes {
+			t.Fatalf("%v: laneOrder left order %d", k, st.order)
+		}
+	}
+}
+
 // TestPVU8: the u8-weight PV on packed int4 and int2 rows at every level
 // that has it gives the bits of the pure-Go version (steps of powers of two,
 // so that the fused and unfused epilogues round alike), for every group
@@ -985,7 +1056,14 @@ func TestPVU8(t *testing.T) {
 						a1 := randF32(r, 4*d, 1)
 						a2 := append([]float32(nil), a1...)
 						a0 := append([]float32(nil), a1...)
+						lanes := bits == 4 && k.unlaneU8 != nil // the kernel's accumulators in its lane order (v66)
+						if lanes {
+							laneU8Go(a1)
+						}
 						k.pvU8(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, packed[:640])
+						if lanes {
+							k.unlaneU8(a1)
+						}
 						pvU8Go(a2, d, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, nil)
 						name := fmt.Sprintf("%v pvU8 int%d d=%d g=%d rows=%d", k, bits, d, 1<<gshift, rows)
 						sameBits(t, name, a1, a2)

@@ -119,17 +119,12 @@ GLOBL u8QwIdx<>(SB), RODATA|NOPTR, $128
 	VMOVUPS     D, 192(AX)
 
 // U8OUT4 is one row's epilogue for int4: even channels in A0, A1 and odd
-// ones in B0, B1 (lane L: channel 2L, 2L+1; then 32 + the same),
-// interleaved by dwords (Z24, Z25: u8DwIdx) into channel order. Z20, Z21
-// scratch; the accumulators are clobbered.
+// ones in B0, B1 (lane L: channel 2L, 2L+1; then 32 + the same), added to
+// the row's floats in that order, the lane order (A0, B0, A1, B1: the
+// accumulators stay in it through a task and u8UnlaneAVX512 puts them in
+// channel order at its end, v66). The accumulators are clobbered.
 #define U8OUT4(A0, B0, A1, B1) \
-	VMOVDQA32 A0, Z20          \
-	VPERMT2D  B0, Z24, Z20     \
-	VPERMT2D  B0, Z25, A0      \
-	VMOVDQA32 A1, Z21          \
-	VPERMT2D  B1, Z24, Z21     \
-	VPERMT2D  B1, Z25, A1      \
-	U8CVT(Z20, A0, Z21, A1)
+	U8CVT(A0, B0, A1, B1)
 
 // U8OUT2 is one row's epilogue for int2: lane L of Am holds channel 4L+m;
 // dwords of A0 and A1 (A2 and A3) interleaved (Z24, Z25) give channel
@@ -245,8 +240,6 @@ nopf:
 	DECQ         CX
 	JNZ          quad
 out:
-	VMOVDQU32    u8DwIdx<>+0(SB), Z24
-	VMOVDQU32    u8DwIdx<>+64(SB), Z25
 	MOVQ         delta+16(FP), R13
 	MOVQ         ldacc+8(FP), R12
 	SHLQ         $2, R12
@@ -345,8 +338,6 @@ nopf:
 	DECQ         CX
 	JNZ          quad
 out:
-	VMOVDQU32    u8DwIdx<>+0(SB), Z24
-	VMOVDQU32    u8DwIdx<>+64(SB), Z25
 	MOVQ         delta+16(FP), R13
 	MOVQ         ldacc+8(FP), R12
 	SHLQ         $2, R12
@@ -1092,4 +1083,38 @@ q3:
 	JMP           row2
 done:
 	VZEROUPPER
+	RET
+
+// func u8UnlaneAVX512(acc *float32, n int)
+// unlaneU8 (kernels.go): n floats (a multiple of 64) from int4 pvU8's lane
+// order to channel order, 64 at a time: even channels a0, a1 and odd ones
+// b0, b1 (vectors 0, 2 and 1, 3) interleaved by dwords (u8DwIdx), as
+// U8OUT4 did per call before v66. Floats move as they are (the same bits).
+TEXT ·u8UnlaneAVX512(SB), NOSPLIT, $0-16
+	MOVQ      acc+0(FP), AX
+	MOVQ      n+8(FP), CX
+	SHRQ      $6, CX
+	JZ        udone
+	VMOVDQU32 u8DwIdx<>+0(SB), Z24
+	VMOVDQU32 u8DwIdx<>+64(SB), Z25
+ustep:
+	VMOVDQU32 (AX), Z0
+	VMOVDQU32 64(AX), Z1
+	VMOVDQU32 128(AX), Z2
+	VMOVDQU32 192(AX), Z3
+	VMOVDQA32 Z0, Z20
+	VPERMT2D  Z1, Z24, Z20
+	VPERMT2D  Z1, Z25, Z0
+	VMOVDQA32 Z2, Z21
+	VPERMT2D  Z3, Z24, Z21
+	VPERMT2D  Z3, Z25, Z2
+	VMOVDQU32 Z20, (AX)
+	VMOVDQU32 Z0, 64(AX)
+	VMOVDQU32 Z21, 128(AX)
+	VMOVDQU32 Z2, 192(AX)
+	ADDQ      $256, AX
+	DECQ      CX
+	JNZ       ustep
+	VZEROUPPER
+udone:
 	RET
