@@ -27,6 +27,57 @@ func tiledCode(tw, tp []uint32, N, K, G, n, k int) (q int, scale, zero uint16) {
 	return q, uint16(p), uint16(p >> 16)
 }
 
+// tiledCases are the PackTiles tests' shapes: groups of 128 and 256, N
+// not a multiple of 16, an odd number of tiles, the 8B shapes' K.
+var tiledCases = []struct{ G, N, K int }{{128, 100, 1152}, {256, 77, 1536}, {128, 48, 4096}, {128, 33, 14336}, {256, 16, 256}}
+
+// packTiledCase quantizes a random [N, K] weight to e in groups of G and
+// packs its tiled layout (PackTiles), checking the sizes against
+// TiledWords and TiledParams.
+func packTiledCase(t *testing.T, r *rand.Rand, e wq.Elem, G, N, K int) (*wq.Matrix, []uint32, []uint32) {
+	t.Helper()
+	w := make([]float32, N*K)
+	for i := range w {
+		w[i] = float32(0.02 * r.NormFloat64())
+	}
+	m, err := wq.Quantize(e, G, N, K, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw, tp, err := PackTiles(e.Bits(), N, K, G, m.Words, m.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tw) != TiledWords(e.Bits(), N, K) || len(tp) != TiledParams(N, K, G) {
+		t.Fatalf("sizes %d, %d: want %d, %d", len(tw), len(tp), TiledWords(e.Bits(), N, K), TiledParams(N, K, G))
+	}
+	return m, tw, tp
+}
+
+// checkTiledCodes checks every channel of m as code reads it back from a
+// tiled layout: its code is wq's and its ŵ, float32(float32(s)·float32(q))
+// + float32(z), is wq's reference dequantization exactly; some code must
+// be non-zero.
+func checkTiledCodes(t *testing.T, m *wq.Matrix, N, K int, code func(n, k int) (q int, scale, zero uint16)) {
+	t.Helper()
+	nonzero := 0
+	for n := range N {
+		for k := range K {
+			q, s, z := code(n, k)
+			got := half.ToFloat32(s)*float32(q) + half.ToFloat32(z)
+			if want := m.At(n, k); got != want || q != int(m.Raw(n, k)) {
+				t.Fatalf("[%d, %d]: code %d ŵ %g, want %d %g", n, k, q, got, m.Raw(n, k), want)
+			}
+			if q != 0 {
+				nonzero++
+			}
+		}
+	}
+	if nonzero == 0 {
+		t.Fatal("every code is zero: the check proves nothing")
+	}
+}
+
 // TestPackTilesMatchesWQ checks PackTiles, the reference of the tiled
 // layout v6 reads, on the CPU: every channel's code and (scale, zero) read
 // back as v6 addresses them give wq's reference dequantization ŵ
@@ -36,40 +87,10 @@ func tiledCode(tw, tp []uint32, N, K, G, n, k int) (q int, scale, zero uint16) {
 // zero, and the sizes are TiledWords and TiledParams.
 func TestPackTilesMatchesWQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 6))
-	for _, c := range []struct{ G, N, K int }{{128, 100, 1152}, {256, 77, 1536}, {128, 48, 4096}, {128, 33, 14336}, {256, 16, 256}} {
+	for _, c := range tiledCases {
 		t.Run(fmt.Sprintf("g%d-N%d-K%d", c.G, c.N, c.K), func(t *testing.T) {
-			w := make([]float32, c.N*c.K)
-			for i := range w {
-				w[i] = float32(0.02 * r.NormFloat64())
-			}
-			m, err := wq.Quantize(wq.Int4, c.G, c.N, c.K, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tw, tp, err := PackTiles(4, c.N, c.K, c.G, m.Words, m.Params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(tw) != TiledWords(4, c.N, c.K) || len(tp) != TiledParams(c.N, c.K, c.G) {
-				t.Fatalf("sizes %d, %d: want %d, %d", len(tw), len(tp), TiledWords(4, c.N, c.K), TiledParams(c.N, c.K, c.G))
-			}
-			nonzero := 0
-			for n := range c.N {
-				for k := range c.K {
-					q, s, z := tiledCode(tw, tp, c.N, c.K, c.G, n, k)
-					// wq's ŵ: float32(float32(s)·float32(q)) + float32(z).
-					got := half.ToFloat32(s)*float32(q) + half.ToFloat32(z)
-					if want := m.At(n, k); got != want || q != int(m.Raw(n, k)) {
-						t.Fatalf("[%d, %d]: code %d ŵ %g, want %d %g", n, k, q, got, m.Raw(n, k), want)
-					}
-					if q != 0 {
-						nonzero++
-					}
-				}
-			}
-			if nonzero == 0 {
-				t.Fatal("every code is zero: the check proves nothing")
-			}
+			m, tw, tp := packTiledCase(t, r, wq.Int4, c.G, c.N, c.K)
+			checkTiledCodes(t, m, c.N, c.K, func(n, k int) (int, uint16, uint16) { return tiledCode(tw, tp, c.N, c.K, c.G, n, k) })
 			// The pad: rows past N in the last row group, the second tile of
 			// a last step of one tile.
 			rgs, steps := (c.N+15)/16, (c.K/128+1)/2
@@ -131,44 +152,23 @@ func tiledCode3(tw, tp []uint32, N, K, G, n, k int) (q int, scale, zero uint16) 
 // multiple of 16 and K of 256).
 func TestPackTilesInt3MatchesWQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 63))
-	for _, c := range []struct{ G, N, K int }{{128, 100, 1152}, {256, 77, 1536}, {128, 48, 4096}, {128, 33, 14336}, {256, 16, 256}} {
+	for _, c := range tiledCases {
 		t.Run(fmt.Sprintf("g%d-N%d-K%d", c.G, c.N, c.K), func(t *testing.T) {
-			w := make([]float32, c.N*c.K)
-			for i := range w {
-				w[i] = float32(0.02 * r.NormFloat64())
-			}
-			m, err := wq.Quantize(wq.Int3, c.G, c.N, c.K, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tw, tp, err := PackTiles(3, c.N, c.K, c.G, m.Words, m.Params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(tw) != TiledWords(3, c.N, c.K) || len(tp) != TiledParams(c.N, c.K, c.G) {
-				t.Fatalf("sizes %d, %d: want %d, %d", len(tw), len(tp), TiledWords(3, c.N, c.K), TiledParams(c.N, c.K, c.G))
-			}
+			m, tw, tp := packTiledCase(t, r, wq.Int3, c.G, c.N, c.K)
 			if c.N%16 == 0 && c.K%256 == 0 && len(tw) != len(m.Words) {
 				t.Fatalf("%d tiled words for wq's %d: padding where none is needed", len(tw), len(m.Words))
 			}
-			nonzero, hi := 0, 0
+			checkTiledCodes(t, m, c.N, c.K, func(n, k int) (int, uint16, uint16) { return tiledCode3(tw, tp, c.N, c.K, c.G, n, k) })
+			hi := 0 // channels 30 and 31 (bits from three words) with their bit 2 set
 			for n := range c.N {
 				for k := range c.K {
-					q, s, z := tiledCode3(tw, tp, c.N, c.K, c.G, n, k)
-					got := half.ToFloat32(s)*float32(q) + half.ToFloat32(z)
-					if want := m.At(n, k); got != want || q != int(m.Raw(n, k)) {
-						t.Fatalf("[%d, %d]: code %d ŵ %g, want %d %g", n, k, q, got, m.Raw(n, k), want)
-					}
-					if q != 0 {
-						nonzero++
-					}
-					if k%32 >= 30 && q >= 4 {
+					if k%32 >= 30 && m.Raw(n, k) >= 4 {
 						hi++
 					}
 				}
 			}
-			if nonzero == 0 || hi == 0 {
-				t.Fatalf("%d nonzero codes, %d of channels 30-31 with bit 2 set: the check proves little", nonzero, hi)
+			if hi == 0 {
+				t.Fatal("no code of channels 30-31 has bit 2 set: the check proves little")
 			}
 			rowWords, steps := c.K/32*3, (c.K/128+1)/2
 			hit := make([]bool, len(tw))
@@ -221,42 +221,13 @@ func tiledCode8(tw, tp []uint32, K, G, n, k int) (q int, scale, zero uint16) {
 // multiple of 16.
 func TestPackTilesInt8MatchesWQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 8))
-	for _, c := range []struct{ G, N, K int }{{128, 100, 1152}, {256, 77, 1536}, {128, 48, 4096}, {128, 33, 14336}, {256, 16, 256}} {
+	for _, c := range tiledCases {
 		t.Run(fmt.Sprintf("g%d-N%d-K%d", c.G, c.N, c.K), func(t *testing.T) {
-			w := make([]float32, c.N*c.K)
-			for i := range w {
-				w[i] = float32(0.02 * r.NormFloat64())
-			}
-			m, err := wq.Quantize(wq.Int8, c.G, c.N, c.K, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tw, tp, err := PackTiles(8, c.N, c.K, c.G, m.Words, m.Params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(tw) != TiledWords(8, c.N, c.K) || len(tp) != TiledParams(c.N, c.K, c.G) {
-				t.Fatalf("sizes %d, %d: want %d, %d", len(tw), len(tp), TiledWords(8, c.N, c.K), TiledParams(c.N, c.K, c.G))
-			}
+			m, tw, tp := packTiledCase(t, r, wq.Int8, c.G, c.N, c.K)
 			if rgs := (c.N + 15) / 16; len(tw) != rgs*16*c.K/4 {
 				t.Fatalf("%d words, want %d (wq's words of %d rows)", len(tw), rgs*16*c.K/4, rgs*16)
 			}
-			nonzero := 0
-			for n := range c.N {
-				for k := range c.K {
-					q, s, z := tiledCode8(tw, tp, c.K, c.G, n, k)
-					got := half.ToFloat32(s)*float32(q) + half.ToFloat32(z)
-					if want := m.At(n, k); got != want || q != int(m.Raw(n, k)) {
-						t.Fatalf("[%d, %d]: code %d ŵ %g, want %d %g", n, k, q, got, m.Raw(n, k), want)
-					}
-					if q != 0 {
-						nonzero++
-					}
-				}
-			}
-			if nonzero == 0 {
-				t.Fatal("every code is zero: the check proves nothing")
-			}
+			checkTiledCodes(t, m, c.N, c.K, func(n, k int) (int, uint16, uint16) { return tiledCode8(tw, tp, c.K, c.G, n, k) })
 			for n := c.N; n < (c.N+15)/16*16; n++ {
 				for k := 0; k < c.K; k += 4 {
 					if i := tiledIndex(8, c.K/128, n, k/4); tw[i] != 0 {
