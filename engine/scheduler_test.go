@@ -93,6 +93,21 @@ func tinySchedCases(r *rand.Rand, n int) []schedCase {
 	return tinyCases(r, n, common)
 }
 
+// pagedScheduler starts a scheduler over a paged cache of format spec with
+// blocks blocks and maxSeqs sequence slots, prefilling in chunks of chunk.
+func pagedScheduler(t *testing.T, be backend.Backend, m model.Model, tok *tokenizer.Tokenizer, spec string, chunk, blocks, maxSeqs int) (*kvcache.Paged, *Scheduler) {
+	t.Helper()
+	pc, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: maxSeqs, Blocks: blocks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewScheduler(m, tok, pc, SchedulerOptions{PrefillChunk: chunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc, s
+}
+
 // TestSchedulerMatchesSolo submits many greedy requests at once (a third
 // share a 70-token prefix) and checks that each one's streamed text and
 // token count equal its solo run through Generate and KVCache, with ample
@@ -116,14 +131,7 @@ func TestSchedulerMatchesSolo(t *testing.T) {
 		{"tight", 9, 8, true},
 	} {
 		t.Run(cfg.name, func(t *testing.T) {
-			pc, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: cfg.maxSeqs, Blocks: cfg.blocks})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := NewScheduler(m, tok, pc, SchedulerOptions{PrefillChunk: chunk})
-			if err != nil {
-				t.Fatal(err)
-			}
+			pc, s := pagedScheduler(t, be, m, tok, spec, chunk, cfg.blocks, cfg.maxSeqs)
 			var wg sync.WaitGroup
 			got := make([]string, len(cases))
 			res := make([]Result, len(cases))
@@ -465,14 +473,7 @@ func TestSchedulerPromptLogprobs(t *testing.T) {
 		blocks, maxSeqs int
 	}{{"ample", 400, 16}, {"tight", 6, 8}} {
 		t.Run(cfg.name, func(t *testing.T) {
-			pc, err := kvcache.NewPaged(be, m.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: cfg.maxSeqs, Blocks: cfg.blocks})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := NewScheduler(m, tok, pc, SchedulerOptions{PrefillChunk: chunk})
-			if err != nil {
-				t.Fatal(err)
-			}
+			pc, s := pagedScheduler(t, be, m, tok, spec, chunk, cfg.blocks, cfg.maxSeqs)
 			if _, err := s.Submit(context.Background(), Request{Prompt: cases[1].prompt, MaxTokens: 0}); err == nil {
 				t.Error("MaxTokens 0 without PromptLogprobs accepted")
 			}
