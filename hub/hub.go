@@ -144,7 +144,7 @@ func wanted(name string) bool {
 	}
 	switch name {
 	case "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-		"special_tokens_map.json", "model.safetensors.index.json", "bitdecode.json":
+		"special_tokens_map.json", indexFile, "bitdecode.json":
 		return true
 	}
 	return strings.HasSuffix(name, ".safetensors")
@@ -194,14 +194,12 @@ func complete(dir string) error {
 			return fmt.Errorf("no %s", f)
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json")); err == nil {
-		var idx struct {
-			WeightMap map[string]string `json:"weight_map"`
+	if _, err := os.Stat(filepath.Join(dir, indexFile)); err == nil {
+		shards, err := indexShards(dir)
+		if err != nil {
+			return err
 		}
-		if err := json.Unmarshal(b, &idx); err != nil {
-			return fmt.Errorf("model.safetensors.index.json: %w", err)
-		}
-		for _, shard := range idx.WeightMap {
+		for _, shard := range shards {
 			if _, err := os.Stat(filepath.Join(dir, shard)); err != nil {
 				return fmt.Errorf("no %s", shard)
 			}
@@ -346,33 +344,48 @@ func download(ctx context.Context, ref Ref, rd string, o *Options) (string, erro
 // *.safetensors file. So a repository that also ships another copy of its
 // weights (Mistral's consolidated.safetensors) costs one download.
 func weightFiles(dir string, files []string) ([]string, error) {
-	if slices.Contains(files, "model.safetensors.index.json") {
-		b, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
+	if slices.Contains(files, indexFile) {
+		shards, err := indexShards(dir)
 		if err != nil {
 			return nil, err
 		}
-		var idx struct {
-			WeightMap map[string]string `json:"weight_map"`
-		}
-		if err := json.Unmarshal(b, &idx); err != nil {
-			return nil, fmt.Errorf("model.safetensors.index.json: %w", err)
-		}
-		var shards []string
-		for _, f := range idx.WeightMap {
+		for _, f := range shards {
 			if !slices.Contains(files, f) {
-				return nil, fmt.Errorf("model.safetensors.index.json names %q, which the repository does not have", f)
-			}
-			if !slices.Contains(shards, f) {
-				shards = append(shards, f)
+				return nil, fmt.Errorf("%s names %q, which the repository does not have", indexFile, f)
 			}
 		}
-		slices.Sort(shards)
 		return shards, nil
 	}
 	if slices.Contains(files, "model.safetensors") {
 		return []string{"model.safetensors"}, nil
 	}
 	return slices.DeleteFunc(slices.Clone(files), func(f string) bool { return !strings.HasSuffix(f, ".safetensors") }), nil
+}
+
+// indexFile is a sharded checkpoint's index: its weight_map names each
+// tensor's shard.
+const indexFile = "model.safetensors.index.json"
+
+// indexShards returns the shards dir's index names, each once, sorted.
+func indexShards(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, indexFile))
+	if err != nil {
+		return nil, err
+	}
+	var idx struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, fmt.Errorf("%s: %w", indexFile, err)
+	}
+	var shards []string
+	for _, f := range idx.WeightMap {
+		if !slices.Contains(shards, f) {
+			shards = append(shards, f)
+		}
+	}
+	slices.Sort(shards)
+	return shards, nil
 }
 
 // fetchFile downloads one file to dst unless it is there, resuming from
