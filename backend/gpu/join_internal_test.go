@@ -44,15 +44,24 @@ func loadJoinLayer(t *testing.T, b *Backend, r *rand.Rand, name string, N, K int
 	return l
 }
 
+// groupMember is a layer of a LinearGroup test: its weight, its bias (nil
+// for none) and its output width.
+type groupMember interface {
+	member() (w, b backend.Weight, N int)
+}
+
+func (l joinLayer) member() (backend.Weight, backend.Weight, int) { return l.w, l.b, l.N }
+
 // runGroup runs LinearGroup of ls on x [T, K] into NaN-poisoned outputs and
 // returns them with the name of the op it queued last.
-func runGroup(t *testing.T, b *Backend, xv []float32, T, K int, ls []joinLayer) (outs [][]float32, op string) {
+func runGroup[L groupMember](t *testing.T, b *Backend, xv []float32, T, K int, ls []L) (outs [][]float32, op string) {
 	t.Helper()
 	x := foldTensor(t, b, xv, T, K)
 	var dsts []backend.Tensor
 	var ws, bs []backend.Weight
 	for _, l := range ls {
-		dsts, ws, bs = append(dsts, foldTensor(t, b, nil, T, l.N)), append(ws, l.w), append(bs, l.b)
+		w, bias, N := l.member()
+		dsts, ws, bs = append(dsts, foldTensor(t, b, nil, T, N)), append(ws, w), append(bs, bias)
 	}
 	b.LinearGroup(dsts, x, ws, bs)
 	op = b.lastOp()

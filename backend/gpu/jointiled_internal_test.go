@@ -56,23 +56,7 @@ func loadTiledLayer(t *testing.T, b *Backend, r *rand.Rand, e wq.Elem, name stri
 	return l
 }
 
-// runTiledGroup runs LinearGroup of ls on x [T, K] into NaN-poisoned
-// outputs and returns them with the name of the op it queued last.
-func runTiledGroup(t *testing.T, b *Backend, xv []float32, T, K int, ls []tiledLayer) (outs [][]float32, op string) {
-	t.Helper()
-	x := foldTensor(t, b, xv, T, K)
-	var dsts []backend.Tensor
-	var ws, bs []backend.Weight
-	for _, l := range ls {
-		dsts, ws, bs = append(dsts, foldTensor(t, b, nil, T, l.N)), append(ws, l.w), append(bs, l.b)
-	}
-	b.LinearGroup(dsts, x, ws, bs)
-	op = b.lastOp()
-	for _, d := range dsts {
-		outs = append(outs, foldDown(t, b, d))
-	}
-	return outs, op
-}
+func (l tiledLayer) member() (backend.Weight, backend.Weight, int) { return l.w, l.b, l.N }
 
 // tiledRef returns output n of layer l over one row x in float64 and the
 // bound of a packed Linear (backend TestQuantLinear's): fp16 products'
@@ -142,7 +126,7 @@ func TestJoinTiled(t *testing.T) {
 		before := map[int][][]float32{}
 		for _, T := range decodeT {
 			xs[T] = foldData(r, T*K, 1)
-			before[T], _ = runTiledGroup(t, b, xs[T], T, K, qkv)
+			before[T], _ = runGroup(t, b, xs[T], T, K, qkv)
 		}
 
 		// Forms left apart: widths mixed, a pair that each runs v6.1
@@ -186,7 +170,7 @@ func TestJoinTiled(t *testing.T) {
 		// dequantization and cuBLASLt (other sums): there the float64
 		// bound.
 		for _, T := range decodeT[1:] {
-			after, op := runTiledGroup(t, b, xs[T], T, K, qkv)
+			after, op := runGroup(t, b, xs[T], T, K, qkv)
 			if op != "LinearGroup" && op != "Linear" {
 				t.Fatalf("int%d T=%d: last op %q, want one Linear per weight", bits, T, op)
 			}
@@ -211,7 +195,7 @@ func TestJoinTiled(t *testing.T) {
 		// v6.1 over its own rows at the joined split bit for bit, within
 		// the float64 bound.
 		xv := xs[1]
-		outs, op := runTiledGroup(t, b, xv, 1, K, qkv)
+		outs, op := runGroup(t, b, xv, 1, K, qkv)
 		if op != "LinearGroup(joined)" {
 			t.Fatalf("int%d T=1: last op %q, want LinearGroup(joined)", bits, op)
 		}
@@ -355,7 +339,7 @@ func TestJoinTiledKnobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		xv := foldData(r, K, 1)
-		outs, op := runTiledGroup(t, b, xv, 1, K, qkv)
+		outs, op := runGroup(t, b, xv, 1, K, qkv)
 		if o.GEMVQApart {
 			for _, l := range qkv {
 				if l.w.(*weight).block != nil {
