@@ -100,14 +100,6 @@ func gemmqSlotBytes(bits, tokens, blocks int) int {
 	return blocks*gemmqRGs*gemvqRows*gemvqTiledLine(bits)*4 + gemmqRGs*2*gemvqRows*4 + tiles*tokens*gemmqXRow*2
 }
 
-// gemvqTiledLine is gemvq.cu's kTiledLine: a row's words in a tiled block.
-func gemvqTiledLine(bits int) int {
-	if bits == 3 {
-		return 24
-	}
-	return 32
-}
-
 // sharedBytes is the config's dynamic shared memory for a code width.
 func (g gemmqConfig) sharedBytes(bits int) int {
 	return g.stages * gemmqSlotBytes(bits, g.tokens(), g.blocks)

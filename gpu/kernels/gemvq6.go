@@ -105,6 +105,10 @@ func gemvqTiledStepWords(bits int) int {
 	return gemvq4Rows * gemvq5StageTiles(bits) * gemvq4Tile / 32 * bits
 }
 
+// gemvqTiledLine is gemvq.cu's kTiledLine: a row's words in a tiled block
+// (int4 and int8 32, int3 24).
+func gemvqTiledLine(bits int) int { return gemvqTiledStepWords(bits) / gemvq4Rows }
+
 // tiledIndex returns the index in the tiled codes of word k of row n of a
 // weight with steps ring steps a row (gemvq.cu tiledRow + tiledSpan). int4
 // and int8: block (n/16, k/32), line n%16, word k%32. int3: block (n/16,
@@ -113,7 +117,7 @@ func gemvqTiledStepWords(bits int) int {
 func tiledIndex(bits, steps, n, k int) int {
 	rg, r := n/gemvq4Rows, n%gemvq4Rows
 	if bits == 3 {
-		const line = 24 // a row's words in a block
+		line := gemvqTiledLine(3)
 		return (rg*steps+k/line)*gemvqTiledStepWords(3) + (4*(r%8)+k%12/3)*12 + k%line/12*6 + r/8*3 + k%3
 	}
 	return ((rg*steps+k/32)*gemvq4Rows+r)*32 + k%32
