@@ -25,9 +25,12 @@ var serveCmd = &command{
 	usage:   "[--model DIR] [--kv SPEC] [--device auto|cpu|cuda] [--tp N] [--addr HOST:PORT] [--kv-memory SIZE] [--max-seqs N]",
 	summary: "OpenAI-compatible HTTP server with continuous batching over a paged low-bit KV cache",
 	help: `Loads the checkpoint in DIR (without --model: the embedded default
-model, model/gotiny) and serves the OpenAI API on --addr:
-POST /v1/chat/completions and /v1/completions (streaming or not), GET
-/v1/models, /health and /metrics (Prometheus). Every request's KV cache lives
+model, model/gotiny; --model org/name takes a Hugging Face Hub repository,
+served under that name) and serves the OpenAI API on --addr:
+POST /v1/chat/completions and /v1/completions (streaming or not; a
+completion's prompt may be a batch, and echo with logprobs scores the
+prompt, as evaluation harnesses ask), GET /v1/models, /health and
+/metrics (Prometheus). Every request's KV cache lives
 in a shared pool of --kv-memory bytes, cut into blocks of the format's
 residual size (128 tokens for int4); up to --max-seqs sequences run in one
 batch, each step decoding one token of every running sequence plus at most
