@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Conformance fixtures: tiny random checkpoints and what transformers computes on them.
+
+For each entry of FIXTURES this builds a randomly initialised transformers model
+(XxxConfig + XxxForCausalLM, seeded), saves it with save_pretrained (safetensors, in
+the fixture's stored dtype) and writes, from that saved checkpoint reloaded in
+float32 (eager attention):
+
+  golden.json   prompt token ids, 16 greedy tokens (generate, do_sample=False,
+                use_cache=True), the checks below and the versions used
+  logits.f32    the logits of every position of prompt + greedy[:-1] in one
+                forward pass: rows x vocab float32, little-endian, row-major
+
+Row i predicts token i+1: rows [0, P) are the prompt's positions, row P-1+j
+predicts greedy token j. No tokenizer: token ids in, logits out.
+
+Run where torch and transformers are installed (the GPU machine; CPU torch):
+    python3 tools/hfcheck/gen.py OUTDIR [NAME...]
+The fixtures are committed under internal/hfcheck/testdata (see README.md).
+"""
+
+import json
+import math
+import os
+import shutil
+import sys
+import traceback
+
+import torch
+import transformers
+from transformers import AutoConfig, AutoModelForCausalLM
+
+VOCAB = 256
+PROMPT = 48  # longer than every sliding window below
+GEN = 16
+LAYERS = 2
+WIDE_WINDOW = 1 << 20  # a sliding window no sequence here reaches
+
+# Init scales: linear weights std LINEAR_GAIN/sqrt(fan_in), so that activations keep
+# their size through the layers; the LM head larger so that logits are far from flat
+# (std about 2); norm weights 1 + N(0, NORM_STD) (Gemma stores w of (1 + w): N(0,
+# NORM_STD)); biases N(0, BIAS_STD). Tied embeddings take the LM head's scale (at
+# EMBED_STD the logits of a tied model reach 70 and greedy decoding repeats one token).
+LINEAR_GAIN = 0.7
+HEAD_GAIN = 2.0
+EMBED_STD = 1.0
+NORM_STD = 0.1
+BIAS_STD = 0.1
+
+COMMON = dict(vocab_size=VOCAB, num_hidden_layers=LAYERS, max_position_embeddings=256,
+              bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+# name, config class, model class, stored dtype, supported by bitdecode today, config.
+FIXTURES = [
+    # Llama, GQA group 3 (6 query heads over 2 KV heads), explicit head_dim 64
+    # (transformers 5.17 still wants hidden_size divisible by the heads).
+    ("llama-gqa3-d64-bf16", "LlamaConfig", "LlamaForCausalLM", "bfloat16", True,
+     dict(hidden_size=48, intermediate_size=32, num_attention_heads=6, num_key_value_heads=2,
+          head_dim=64, rms_norm_eps=1e-5, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+          tie_word_embeddings=False)),
+    # Llama 3.1-style: head_dim 128 given explicitly (not hidden/heads), llama3 RoPE
+    # scaling with thresholds inside the spectrum, attention and MLP biases, fp16.
+    ("llama3-d128-bias-fp16", "LlamaConfig", "LlamaForCausalLM", "float16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          head_dim=128, rms_norm_eps=1e-5, attention_bias=True, mlp_bias=True,
+          rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                               high_freq_factor=4.0, original_max_position_embeddings=256),
+          tie_word_embeddings=False)),
+    # Llama with linear RoPE scaling, head_dim from hidden/heads (one head), tied
+    # embeddings, stored in float32.
+    ("llama-linear-tied-fp32", "LlamaConfig", "LlamaForCausalLM", "float32", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=1, num_key_value_heads=1,
+          rms_norm_eps=1e-6, rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=4.0),
+          tie_word_embeddings=True)),
+    # Mistral with a sliding window (16) shorter than the prompt.
+    ("mistral-swa16-bf16", "MistralConfig", "MistralForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          head_dim=64, rms_norm_eps=1e-5, sliding_window=16,
+          rope_parameters=dict(rope_type="default", rope_theta=1000000.0), tie_word_embeddings=False)),
+    # Qwen2: q/k/v biases, tied embeddings, GQA group 7 (7 heads over 1 KV head).
+    ("qwen2-gqa7-tied-bf16", "Qwen2Config", "Qwen2ForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=7, num_key_value_heads=1,
+          head_dim=64, rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+          tie_word_embeddings=True, use_sliding_window=False)),
+    # Qwen2 with use_sliding_window: layers from max_window_layers on slide.
+    ("qwen2-swa-fp16", "Qwen2Config", "Qwen2ForCausalLM", "float16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          head_dim=64, rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+          tie_word_embeddings=True, use_sliding_window=True, sliding_window=16, max_window_layers=1)),
+    # Qwen3: q/k norms, explicit head_dim 128, MQA with 5 query heads.
+    ("qwen3-mqa5-d128-bf16", "Qwen3Config", "Qwen3ForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=5, num_key_value_heads=1,
+          head_dim=128, rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+          tie_word_embeddings=True, attention_bias=False, use_sliding_window=False)),
+    # Families bitdecode does not run yet (model's hfUnsupported list).
+    # Phi-3: fused qkv_proj and gate_up_proj; head_dim 96 (Phi-3-mini's).
+    ("phi3-d96-bf16", "Phi3Config", "Phi3ForCausalLM", "bfloat16", False,
+     dict(hidden_size=96, intermediate_size=32, num_attention_heads=1, num_key_value_heads=1,
+          rms_norm_eps=1e-5, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+          tie_word_embeddings=False, sliding_window=None)),
+    # Phi-3 with GQA (2 heads over 1 KV head), head_dim 64.
+    ("phi3-gqa2-d64-bf16", "Phi3Config", "Phi3ForCausalLM", "bfloat16", False,
+     dict(hidden_size=128, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          rms_norm_eps=1e-5, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+          tie_word_embeddings=False, sliding_window=None)),
+    # Gemma: (1 + w) RMSNorm, embeddings scaled by sqrt(hidden), GeGLU, tied.
+    ("gemma-mqa-d64-bf16", "GemmaConfig", "GemmaForCausalLM", "bfloat16", False,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          head_dim=64, rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+          tie_word_embeddings=True)),
+    # Gemma 2: logit soft-capping, sandwich norms, alternating sliding layers.
+    ("gemma2-swa16-bf16", "Gemma2Config", "Gemma2ForCausalLM", "bfloat16", False,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          head_dim=64, rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+          sliding_window=16, query_pre_attn_scalar=64, tie_word_embeddings=True)),
+]
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def init_weights(model, seed, gemma_norm):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            n = torch.randn(p.shape, generator=g, dtype=torch.float32)
+            if name.endswith(".bias"):
+                p.copy_(BIAS_STD * n)
+            elif p.dim() == 1:  # a norm's weight
+                p.copy_((0.0 if gemma_norm else 1.0) + NORM_STD * n)
+            elif "embed_tokens" in name:
+                tied = getattr(model.config, "tie_word_embeddings", False)
+                p.copy_((HEAD_GAIN / math.sqrt(p.shape[1]) if tied else EMBED_STD) * n)
+            elif "lm_head" in name:
+                p.copy_(HEAD_GAIN / math.sqrt(p.shape[1]) * n)
+            else:
+                p.copy_(LINEAR_GAIN / math.sqrt(p.shape[1]) * n)
+
+
+def load_ref(d, attn, **kw):
+    m = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation=attn, **kw)
+    m.eval()
+    return m
+
+
+@torch.no_grad()
+def logits_of(m, ids):
+    return m(input_ids=ids, use_cache=False).logits[0].float()
+
+
+def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
+    d = os.path.join(out, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    seed = 1000 + idx
+    torch.manual_seed(seed)
+    cfg = getattr(transformers, cfg_cls)(**COMMON, **kw)
+    model = getattr(transformers, model_cls)(cfg).float()
+    init_weights(model, seed, cfg_cls.startswith("Gemma"))
+    notes = {}
+    attn0 = model.model.layers[0].self_attn
+    notes["head_dim_used"] = int(getattr(attn0, "head_dim", -1))
+    if "head_dim" in kw and notes["head_dim_used"] != kw["head_dim"]:
+        raise RuntimeError(f"{name}: transformers used head_dim {notes['head_dim_used']}, not the config's {kw['head_dim']}")
+    notes["layer_types"] = list(getattr(cfg, "layer_types", None) or [])
+    model = model.to(DTYPES[dtype])
+    model.save_pretrained(d)
+    files = sorted(os.listdir(d))
+    log(f"{name}: saved {files}")
+    with open(os.path.join(d, "config.json")) as f:
+        saved_cfg = json.load(f)
+
+    ref = load_ref(d, "eager")
+    rot = getattr(ref.model, "rotary_emb", None)
+    if rot is not None and hasattr(rot, "inv_freq"):
+        notes["inv_freq"] = [float(x) for x in rot.inv_freq.float().tolist()]
+        notes["rope_type"] = str(getattr(rot, "rope_type", ""))
+        notes["attention_scaling"] = float(getattr(rot, "attention_scaling", 1.0))
+    g = torch.Generator().manual_seed(seed + 1)
+    ids = torch.randint(0, VOCAB, (1, PROMPT), generator=g)
+    with torch.no_grad():
+        out_gen = ref.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=GEN,
+                               do_sample=False, use_cache=True, output_logits=True,
+                               return_dict_in_generate=True, pad_token_id=0)
+    greedy = out_gen.sequences[0, PROMPT:].tolist()
+    if len(greedy) != GEN:
+        raise RuntimeError(f"{name}: generate gave {len(greedy)} tokens, want {GEN}")
+    full = torch.cat([ids, torch.tensor([greedy[:-1]])], dim=1)
+    lg = logits_of(ref, full)  # [PROMPT+GEN-1, V]
+    rows = lg.shape[0]
+    # generate (with its KV cache) against the one-pass forward.
+    gen_diff = 0.0
+    for j, step in enumerate(out_gen.logits):
+        gen_diff = max(gen_diff, float((step[0].float() - lg[PROMPT - 1 + j]).abs().max()))
+        if int(lg[PROMPT - 1 + j].argmax()) != greedy[j]:
+            notes.setdefault("forward_argmax_differs_at", []).append(j)
+    notes["generate_vs_forward_max_abs"] = gen_diff
+    # sdpa against eager.
+    try:
+        lg_sdpa = logits_of(load_ref(d, "sdpa"), full)
+        notes["sdpa_vs_eager_max_abs"] = float((lg_sdpa - lg).abs().max())
+    except Exception as e:  # noqa: BLE001 - recorded, not fatal
+        notes["sdpa_error"] = repr(e)
+    # Does the sliding window change anything (eager and sdpa)? The same weights with
+    # a window longer than the sequence.
+    if kw.get("sliding_window"):
+        for attn in ("eager", "sdpa"):
+            try:
+                base = lg if attn == "eager" else logits_of(load_ref(d, attn), full)
+                wide = AutoConfig.from_pretrained(d)
+                wide.sliding_window = WIDE_WINDOW
+                nowin = logits_of(load_ref(d, attn, config=wide), full)
+                notes[f"window_changes_logits_{attn}_max_abs"] = float((nowin - base).abs().max())
+            except Exception as e:  # noqa: BLE001
+                notes[f"window_check_error_{attn}"] = repr(e)
+    top2 = lg.topk(2, dim=-1).values
+    margins = (top2[:, 0] - top2[:, 1])[PROMPT - 1:]
+    stats = dict(logit_std=float(lg.std()), logit_max_abs=float(lg.abs().max()),
+                 greedy_min_top2_margin=float(margins.min()), distinct_greedy=len(set(greedy)))
+    lg.contiguous().numpy().astype("<f4").tofile(os.path.join(d, "logits.f32"))
+    golden = dict(
+        name=name, architecture=model_cls, model_type=saved_cfg.get("model_type"), dtype=dtype,
+        supported=supported, prompt_ids=ids[0].tolist(), greedy_ids=greedy,
+        logits_file="logits.f32", rows=rows, vocab=VOCAB, seed=seed,
+        reference="transformers float32, eager attention, from the saved checkpoint",
+        versions=dict(transformers=transformers.__version__, torch=torch.__version__),
+        stats=stats, notes=notes)
+    with open(os.path.join(d, "golden.json"), "w") as f:
+        json.dump(golden, f, indent=1)
+        f.write("\n")
+    log(f"{name}: ok; stats {stats}; notes " +
+        json.dumps({k: v for k, v in notes.items() if k != "inv_freq"}))
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    only = set(sys.argv[2:])
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(4)
+    log(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    failed = []
+    for idx, fx in enumerate(FIXTURES):
+        if only and fx[0] not in only:
+            continue
+        try:
+            gen_one(out, idx, *fx)
+        except Exception:  # noqa: BLE001 - one family's failure must not hide the others
+            traceback.print_exc()
+            failed.append(fx[0])
+    if failed:
+        log("FAILED:", " ".join(failed))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
