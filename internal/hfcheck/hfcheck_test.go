@@ -1,0 +1,179 @@
+package hfcheck_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/internal/hfcheck"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
+	"github.com/bitdecode/bitdecode/model"
+)
+
+// hfUnsupported names the fixtures of families bitdecode does not run yet:
+// loading them must fail with model.ErrUnsupportedArchitecture. Adding a
+// family removes its fixtures here, and the same test then holds them to
+// transformers' logits.
+var hfUnsupported = []string{
+	"gemma-mqa-d64-bf16",
+	"gemma2-swa16-bf16",
+	"phi3-d96-bf16",
+	"phi3-gqa2-d64-bf16",
+}
+
+// Bounds on ‖ours − transformers‖₂ / ‖transformers‖₂ of a row of logits, per
+// KV cache. Both sides compute in float32 from the same stored weights.
+//
+// Dense float32 cache: only the order of float32 operations differs (and
+// our float64 norm and attention sums, and RoPE angles that transformers
+// forms in float32: p·θ rounded at 2⁻²⁴ relative, < 1e-5 rad at p < 64).
+// Rounding at ~6e-8 per operation through two layers of dot products of at
+// most 640 terms stays near 1e-6 (gocoder-23m's TestGolden measures 5e-7
+// over 6 layers); 1e-4 keeps a wide margin and is 40x under the next bound.
+//
+// fp16 KV (the default cache): K and V rounded to fp16, at most u = 2⁻¹¹
+// relative per element. In each layer V's rounding moves the attention
+// output by at most u relative (a convex combination of the rows), and K's
+// moves every score s by at most u·|s| relative to the softmax, which passes
+// a score change at most one to one: 3u with the scores of these inits
+// (|s| ≤ 3: unit-size q and k under the 1/√D scale). Two layers, 8u =
+// 3.9e-3, and the normalised residual stream carries a relative change to
+// the logits about one to one. (Checked on internal/synthmodel's weights,
+// whose attention is sharper: 1.5e-3 measured.)
+//
+// int8 and int4 KV with 32-token blocks (the packed part: tokens older than
+// the 32-token fp16 residual block): asymmetric rounding moves an element by
+// at most half a step, (max − min)/(2·levels) ≤ max|x|/levels of its group,
+// 1/255 for int8 and 1/15 for int4 (rotation spreads outliers first; the
+// bound is on the rotated values, and the rotation is orthogonal): 8/levels
+// by the same count, plus the fp16 bound for the residual block. int4's
+// 0.53 catches a wrong layout or head mapping (uncorrelated logits are
+// √2 apart), not a subtle error: kvcache's own tests hold the formats to
+// their float64 references.
+//
+// Measured on the fixtures (2026-11-26, docs/conformance.md), worst row of
+// any fixture: dense 8.2e-7, fp16 4.2e-4, int8 6.0e-3, int4 0.111.
+const (
+	tolDense = 1e-4
+	tolFP16  = 8.0 / 2048
+	tolInt8  = 8.0/255 + tolFP16
+	tolInt4  = 8.0/15 + tolFP16
+)
+
+// prefillChunk splits the prompts (48 tokens) into chunks that end inside
+// and across the 32-token blocks of the low-bit specs.
+const prefillChunk = 20
+
+// cpuKV are the paged caches of the CPU test, each with its bound. The
+// low-bit specs use 32-token blocks so that the first half of the 63-token
+// sequences is packed (the default 128-token residual block would hold them
+// whole in fp16); rotation is on where a model's cache has it by default.
+var cpuKV = []struct {
+	spec string
+	tol  float64
+}{
+	{"fp16", tolFP16},
+	{"int8:kc32:v32:res32", tolInt8},
+	{"int4:kc32:v32:res32", tolInt4},
+}
+
+// TestTransformersCPU runs every supported fixture on the CPU backend with
+// the dense float32 cache and the paged fp16, int8 and int4 caches against
+// transformers' float32 logits (hfcheck.Check: every row within the cache's
+// bound, greedy tokens equal wherever the reference margin exceeds it), and
+// requires the unsupported ones to fail with ErrUnsupportedArchitecture.
+func TestTransformersCPU(t *testing.T) {
+	fs := hfcheck.LoadAll(t)
+	be := cpu.New(2)
+	seen := map[string]bool{}
+	for _, f := range fs {
+		seen[f.Name()] = true
+		t.Run(f.Name(), func(t *testing.T) {
+			m, err := model.Load(f.Dir, be, model.LoadOptions{})
+			if slices.Contains(hfUnsupported, f.Name()) {
+				if err == nil {
+					m.Close()
+					t.Fatalf("%s (%s) loads: remove it from hfUnsupported so that its logits are checked", f.Name(), f.Golden.Architecture)
+				}
+				if !errors.Is(err, model.ErrUnsupportedArchitecture) {
+					t.Fatalf("loading %s: %v; want an error wrapping ErrUnsupportedArchitecture", f.Golden.Architecture, err)
+				}
+				t.Logf("unsupported, as listed: %v", err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			rows, err := hfcheck.Run(m, model.NewDenseCache(be, m.Config()), f, prefillChunk, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := hfcheck.Check(t, f, rows, tolDense)
+			t.Logf("dense fp32 KV: worst ‖ours − hf‖/‖hf‖ %.2e (row %d, bound %.1e); greedy %d/%d", rep.Worst, rep.WorstRow, tolDense, rep.Greedy, rep.Steps)
+			for _, c := range cpuKV {
+				sp := kv.MustParseSpec(c.spec).WithDefaultRotation()
+				o := kvcache.Options{MaxSeqs: 1, MaxChunk: prefillChunk}
+				n := pagedTokens(t, f, m.Config(), func() (model.Attention, error) { return kvcache.NewPaged(be, m.Config(), sp, o) })
+				cache, err := kvcache.NewPaged(be, m.Config(), sp, o)
+				if err != nil {
+					t.Fatalf("%s KV: %v", c.spec, err)
+				}
+				rows, err := hfcheck.Run(m, cache, f, prefillChunk, n)
+				cache.Close()
+				if err != nil {
+					t.Fatalf("%s KV: %v", c.spec, err)
+				}
+				rep := hfcheck.Check(t, f, rows, c.tol)
+				t.Logf("%s KV: %d rows: worst ‖ours − hf‖/‖hf‖ %.2e (row %d, bound %.1e); greedy %d/%d", sp, len(rows), rep.Worst, rep.WorstRow, c.tol, rep.Greedy, rep.Steps)
+			}
+		})
+	}
+	for _, name := range hfUnsupported {
+		if !seen[name] {
+			t.Errorf("hfUnsupported names %s, which has no fixture", name)
+		}
+	}
+}
+
+// pagedTokens returns how many of f's tokens a paged cache holds: all, or
+// for a model with a sliding window shorter than the sequence, the window
+// (kvcache.WindowLimit: the paged caches attend over whole sequences and
+// refuse longer ones). It then requires that refusal of a cache from
+// newCache given the whole sequence.
+func pagedTokens(t *testing.T, f *hfcheck.Fixture, cfg *model.Config, newCache func() (model.Attention, error)) int {
+	t.Helper()
+	w := kvcache.WindowLimit(cfg)
+	if w == 0 || w >= len(f.Tokens()) {
+		return 0
+	}
+	c, err := newCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.(interface{ Close() error }).Close()
+	m, err := model.Load(f.Dir, cpu.New(1), model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := hfcheck.Run(m, c, f, prefillChunk, 0); err == nil || !strings.Contains(err.Error(), "sliding window") {
+		t.Errorf("a paged cache ran %d tokens past the sliding window of %d (%v): remove the limit here and check them all", len(f.Tokens()), w, err)
+	}
+	return w
+}
+
+// TestFixtures checks that every fixture names its family and the
+// transformers version it was made with (hfcheck.Load checks the rest: the
+// logits' size and that the greedy tokens are their argmaxes).
+func TestFixtures(t *testing.T) {
+	for _, f := range hfcheck.LoadAll(t) {
+		g := &f.Golden
+		if g.Architecture == "" || g.ModelType == "" || g.Versions.Transformers == "" {
+			t.Errorf("%s: architecture %q, model_type %q, transformers %q", g.Name, g.Architecture, g.ModelType, g.Versions.Transformers)
+		}
+	}
+}
