@@ -138,6 +138,16 @@ type Backend interface {
 	// SwiGLU computes dst = silu(gate) ⊙ up with silu(g) = g/(1+e^−g).
 	// All three [T, N].
 	SwiGLU(dst, gate, up Tensor)
+	// GeGLU computes dst = gelu_tanh(gate) ⊙ up (Gemma's MLP), with
+	// transformers' gelu_pytorch_tanh
+	//   gelu_tanh(g) = g/2·(1 + tanh(√(2/π)·(g + 0.044715·g³)))
+	//                = g/(1 + e^−z), z = 2√(2/π)·(g + 0.044715·g³)
+	// (the second form is what backends compute). All three [T, N].
+	GeGLU(dst, gate, up Tensor)
+	// Scale computes dst = s·x elementwise (float32 products): Gemma's
+	// embedding scale, LongRoPE's attention factor. dst and x have the
+	// same size.
+	Scale(dst, x Tensor, s float32)
 	// Add computes dst = a + b elementwise. All three have the same size.
 	Add(dst, a, b Tensor)
 	// AddRMSNorm is Add followed by RMSNorm, the residual update of a

@@ -295,6 +295,24 @@ func TestElementwise(t *testing.T) {
 			t.Fatalf("SwiGLU[%d] = %v, want %v", i, got[i], want)
 		}
 	}
+	b.GeGLU(y, g, u)
+	got = download(t, b, y)
+	for i := range got {
+		gg := float64(gv[i])
+		want := geluTanh64(gg) * float64(uv[i])
+		// gelu_tanh in float64 (exp within 2⁻³⁷), rounded once, then the
+		// float32 product with u, as SwiGLU.
+		if d := math.Abs(float64(got[i]) - want); !(d <= 2*0x1p-24*math.Abs(want)+1e-30) {
+			t.Fatalf("GeGLU[%d] = %v, want %v", i, got[i], want)
+		}
+	}
+	b.Scale(y, g, 45.25)
+	got = download(t, b, y)
+	for i := range got {
+		if want := gv[i] * 45.25; got[i] != want {
+			t.Fatalf("Scale[%d] = %v, want %v (exact)", i, got[i], want)
+		}
+	}
 	b.Add(y, g, u)
 	got = download(t, b, y)
 	for i := range got {
@@ -477,4 +495,16 @@ func BenchmarkLinear(b *testing.B) {
 			b.ReportMetric(float64(4*tc.K*tc.N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
 		})
 	}
+}
+
+// geluTanh64 is gelu_pytorch_tanh in float64: g/2·(1 + tanh(u)), u =
+// √(2/π)·(g + 0.044715·g³), written for u < 0 as g·e/(1 + e) with e = e^{2u}
+// (the same function), where 1 + tanh(u) would cancel to 0.
+func geluTanh64(g float64) float64 {
+	u := math.Sqrt(2/math.Pi) * (g + 0.044715*g*g*g)
+	if u >= 0 {
+		return 0.5 * g * (1 + math.Tanh(u))
+	}
+	e := math.Exp(2 * u)
+	return g * e / (1 + e)
 }

@@ -381,6 +381,16 @@ func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
 	b.elementwise("SwiGLU", dst, gate, up, swigluVec)
 }
 
+// GeGLU implements backend.Backend: gelu_tanh(g)·u in float32 (gegluVec).
+func (b *Backend) GeGLU(dst, gate, up backend.Tensor) {
+	b.elementwise("GeGLU", dst, gate, up, gegluVec)
+}
+
+// Scale implements backend.Backend.
+func (b *Backend) Scale(dst, x backend.Tensor, s float32) {
+	b.elementwise("Scale", dst, x, x, func(ds, xs, _ []float32) { scaleVec(ds, xs, s) })
+}
+
 // Add implements backend.Backend.
 func (b *Backend) Add(dst, a, c backend.Tensor) {
 	b.elementwise("Add", dst, a, c, addVec)

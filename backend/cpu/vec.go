@@ -1,6 +1,6 @@
 package cpu
 
-// Elementwise float32 kernels of RMSNorm, RoPE, SwiGLU and Add: the SIMD
+// Elementwise float32 kernels of RMSNorm, RoPE, SwiGLU, GeGLU and Add: the SIMD
 // versions (vec_amd64.s, 8 lanes) and their pure-Go references, which do
 // the same float32 operations in the same order (products rounded before
 // any add: no fused multiply-add), so every level gives the same bits.
@@ -88,12 +88,32 @@ const (
 // truncated after k = 9 (|r| ≤ ln2/2: relative error below 2⁻³⁷).
 var siluCoef = [...]float64{1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2}
 
-// siluF64 returns float32(g/(1 + e^−g)) with e^−g in float64: x = clamp(−g),
-// n = round(x·log2 e), r = x − n·ln2 (in two parts), e^r by Horner's rule
-// on 1/k!, times 2^n. Every product is rounded before its add (no fused
-// multiply-add), so swigluAVX2 computes the same bits.
-func siluF64(g float32) float32 {
-	x := -float64(g)
+// siluF64 returns float32(g/(1 + e^−g)) with e^−g in float64 (glu64).
+func siluF64(g float32) float32 { return glu64(g, -float64(g)) }
+
+// The constants of geluTanhF64 (vec_amd64.s holds the same bits).
+const (
+	geluCubic = 0.044715                     // gelu_tanh's cubic coefficient
+	geluNegK  = -1.5957691216057307117597842 // −2·√(2/π)
+)
+
+// geluTanhF64 returns float32(g/(1 + e^−z)) with z = 2√(2/π)·(g +
+// 0.044715·g³), transformers' gelu_pytorch_tanh g/2·(1 + tanh(z/2)), in
+// float64: x = geluNegK·(g + geluCubic·((g·g)·g)), each product rounded
+// before its add, then glu64.
+func geluTanhF64(g float32) float32 {
+	g64 := float64(g)
+	cube := float64(float64(g64*g64) * g64)
+	inner := g64 + float64(geluCubic*cube)
+	return glu64(g, float64(geluNegK*inner))
+}
+
+// glu64 returns float32(g/(1 + e^x)) with e^x in float64: x clamped to
+// [siluLo, siluHi], n = round(x·log2 e), r = x − n·ln2 (in two parts), e^r
+// by Horner's rule on 1/k!, times 2^n. Every product is rounded before its
+// add (no fused multiply-add), so swigluAVX2 and gegluAVX2 compute the
+// same bits.
+func glu64(g float32, x float64) float32 {
 	x = max(x, siluLo)
 	x = min(x, siluHi)
 	n := float64(float64(x*siluLog2e)+siluMagic) - siluMagic
@@ -106,6 +126,31 @@ func siluF64(g float32) float32 {
 	y := float64(float64(float64(p*r)*r)+r) + 1
 	e := y * math.Float64frombits(uint64(int64(n)+1023)<<52)
 	return float32(float64(g) / (e + 1))
+}
+
+// gegluVec sets dst[i] = gelu_tanh(g[i])·u[i], gelu_tanh in float64
+// (geluTanhF64) rounded once to float32, then the float32 product with u:
+// swigluVec's scheme.
+func gegluVec(dst, g, u []float32) {
+	n := len(dst)
+	g, u = g[:n], u[:n]
+	i := 0
+	if v := n &^ (vecLanes - 1); v > 0 && vecSIMD() {
+		gegluAVX2(&dst[0], &g[0], &u[0], v)
+		i = v
+	}
+	for ; i < n; i++ {
+		dst[i] = geluTanhF64(g[i]) * u[i]
+	}
+}
+
+// scaleVec sets dst[i] = s·x[i] in float32 (Go vectorizes nothing here;
+// the op runs once per forward pass on one [T, C] tensor).
+func scaleVec(dst, x []float32, s float32) {
+	x = x[:len(dst)]
+	for i, v := range x {
+		dst[i] = v * s
+	}
 }
 
 // sumSquares returns Σ x[i]² to within about 2⁻²³ relative, independent

@@ -10,7 +10,7 @@
 // The constants of siluF64 (vec.go): clamp bounds, log2(e), the round-to-
 // integer magic 1.5·2^52, fdlibm's ln2 = ln2hi + ln2lo (n·ln2hi exact), the
 // Taylor coefficients 1/k! for k = 2..9, 1, the sign bit and the exponent
-// bias.
+// bias; then geluTanhF64's two.
 DATA vecConst<>+0(SB)/8, $0xc086200000000000   // -708
 DATA vecConst<>+8(SB)/8, $0x4086200000000000   // 708
 DATA vecConst<>+16(SB)/8, $0x3ff71547652b82fe  // log2(e)
@@ -28,7 +28,9 @@ DATA vecConst<>+104(SB)/8, $0x3fe0000000000000 // 1/2!
 DATA vecConst<>+112(SB)/8, $0x3ff0000000000000 // 1
 DATA vecConst<>+120(SB)/8, $0x8000000000000000 // sign bit
 DATA vecConst<>+128(SB)/8, $1023               // exponent bias
-GLOBL vecConst<>(SB), RODATA|NOPTR, $136
+DATA vecConst<>+136(SB)/8, $0x3fa6e4e26d4801f7 // geluCubic 0.044715
+DATA vecConst<>+144(SB)/8, $0xbff9884533d43651 // geluNegK −2·√(2/π)
+GLOBL vecConst<>(SB), RODATA|NOPTR, $152
 
 // func addAVX2(dst, a, b *float32, n int)
 TEXT ·addAVX2(SB), NOSPLIT, $0-32
@@ -169,6 +171,85 @@ sw_loop:
 	ADDQ $4, AX
 	JMP sw_loop
 sw_done:
+	VZEROUPPER
+	RET
+
+// func gegluAVX2(dst, gate, u *float32, n int)
+// gelu_tanh in float64, 4 lanes at a time (geluTanhF64): swigluAVX2 with
+// x = geluNegK·(g + geluCubic·((g·g)·g)) in place of x = −g.
+TEXT ·gegluAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ gate+8(FP), SI
+	MOVQ u+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSD vecConst<>+0(SB), Y8   // lo
+	VBROADCASTSD vecConst<>+8(SB), Y9   // hi
+	VBROADCASTSD vecConst<>+16(SB), Y10 // log2e
+	VBROADCASTSD vecConst<>+24(SB), Y11 // magic
+	VBROADCASTSD vecConst<>+112(SB), Y12 // 1
+	VPBROADCASTQ vecConst<>+128(SB), Y14 // 1023
+	XORQ AX, AX
+ge_loop:
+	CMPQ AX, CX
+	JGE ge_done
+	VCVTPS2PD (SI)(AX*4), Y0            // g
+	VMULPD Y0, Y0, Y1                   // x = negK·(g + cubic·((g·g)·g))
+	VMULPD Y0, Y1, Y1
+	VBROADCASTSD vecConst<>+136(SB), Y3
+	VMULPD Y3, Y1, Y1
+	VADDPD Y0, Y1, Y1
+	VBROADCASTSD vecConst<>+144(SB), Y3
+	VMULPD Y3, Y1, Y1
+	VMAXPD Y8, Y1, Y1                   // x = max(x, lo)
+	VMINPD Y9, Y1, Y1                   // x = min(x, hi)
+	VMULPD Y10, Y1, Y2                  // n = (x·log2e + magic) - magic
+	VADDPD Y11, Y2, Y2
+	VSUBPD Y11, Y2, Y2
+	VBROADCASTSD vecConst<>+32(SB), Y3  // r = (x - n·ln2hi) - n·ln2lo
+	VMULPD Y2, Y3, Y3
+	VSUBPD Y3, Y1, Y1
+	VBROADCASTSD vecConst<>+40(SB), Y3
+	VMULPD Y2, Y3, Y3
+	VSUBPD Y3, Y1, Y1
+	VBROADCASTSD vecConst<>+48(SB), Y4  // p = 1/9!, then p = p·r + 1/k!
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+56(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+64(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+72(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+80(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+88(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+96(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4
+	VBROADCASTSD vecConst<>+104(SB), Y5
+	VADDPD Y5, Y4, Y4
+	VMULPD Y1, Y4, Y4                   // y = ((p·r)·r + r) + 1
+	VMULPD Y1, Y4, Y4
+	VADDPD Y1, Y4, Y4
+	VADDPD Y12, Y4, Y4
+	VCVTPD2DQY Y2, X6                   // e = y·2^n
+	VPMOVSXDQ X6, Y6
+	VPADDQ Y14, Y6, Y6
+	VPSLLQ $52, Y6, Y6
+	VMULPD Y6, Y4, Y4
+	VADDPD Y12, Y4, Y4                  // gelu = g / (e + 1)
+	VDIVPD Y4, Y0, Y0
+	VCVTPD2PSY Y0, X0                   // rounded once to float32
+	VMULPS (DX)(AX*4), X0, X0           // · u
+	VMOVUPS X0, (DI)(AX*4)
+	ADDQ $4, AX
+	JMP ge_loop
+ge_done:
 	VZEROUPPER
 	RET
 

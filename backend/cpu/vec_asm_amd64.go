@@ -19,5 +19,8 @@ func sumSquaresAVX2(x *float32, n int, sc *[32]float32)
 //go:noescape
 func swigluAVX2(dst, gate, u *float32, n int)
 
+//go:noescape
+func gegluAVX2(dst, gate, u *float32, n int)
+
 // vecSIMD reports whether the elementwise kernels of vec_amd64.s run now.
 func vecSIMD() bool { return cpufeat.Active() >= cpufeat.AVX2 }

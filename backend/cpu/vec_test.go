@@ -41,9 +41,9 @@ func TestSiLU(t *testing.T) {
 	}
 }
 
-// TestElementwiseLevels checks that RMSNorm, RoPE, SwiGLU and Add give the
-// same bits at every SIMD level, on lengths off the vector width, with
-// SwiGLU inputs far into exp's clamped range.
+// TestElementwiseLevels checks that RMSNorm, RoPE, SwiGLU, GeGLU and Add
+// give the same bits at every SIMD level, on lengths off the vector width,
+// with SwiGLU and GeGLU inputs far into exp's clamped range.
 func TestElementwiseLevels(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, C := range []int{1, 7, 8, 30, 96, 257} {
@@ -73,6 +73,8 @@ func TestElementwiseLevels(t *testing.T) {
 				outs = append(outs, download(t, b, y))
 				b.SwiGLU(y, x, u)
 				outs = append(outs, download(t, b, y))
+				b.GeGLU(y, x, u)
+				outs = append(outs, download(t, b, y))
 				b.Add(y, x, u)
 				outs = append(outs, download(t, b, y))
 				if C%2 == 0 {
@@ -86,7 +88,7 @@ func TestElementwiseLevels(t *testing.T) {
 							t.Fatalf("%v: op %d: NaN at %d", lvl, k, i)
 						}
 						if li > 0 && math.Float32bits(v) != math.Float32bits(ref[k][i]) {
-							t.Fatalf("%v: op %d (RMSNorm, SwiGLU, Add, RoPE): [%d] = %v, generic %v", lvl, k, i, v, ref[k][i])
+							t.Fatalf("%v: op %d (RMSNorm, SwiGLU, GeGLU, Add, RoPE): [%d] = %v, generic %v", lvl, k, i, v, ref[k][i])
 						}
 					}
 				}

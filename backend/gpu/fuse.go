@@ -1,7 +1,7 @@
 // fuse.go: an op folded into the gemv.cu launch queued right before it.
 // LinearGroup at decode batch sizes queues one gemv.cu launch (gemvLaunch
-// records its operands); when the next op queued is SwiGLU of that group's
-// two outputs (gate, up) or RoPEQK without norms of its first two (q, k),
+// records its operands); when the next op queued is SwiGLU or GeGLU of
+// that group's two outputs (gate, up) or RoPEQK without norms of its first two (q, k),
 // the launch is replaced by gemv.cu's pair kernel, which computes the same
 // outputs and the op in its epilogue (kernels.GEMV.LaunchSwiGLU,
 // LaunchRoPE): one launch and one round trip of the outputs less, every
@@ -78,11 +78,20 @@ func overlaps(a cuda.DevicePtr, an int, c cuda.DevicePtr, cn int) bool {
 	return a < c+cuda.DevicePtr(cn) && c < a+cuda.DevicePtr(an)
 }
 
-// foldSwiGLU folds SwiGLU(dst, gate, up) into the queued gemv.cu launch
-// whose two outputs are gate and up, and reports whether it did. gate's
-// (up's) linear output is not written where dst takes its place; dst must
-// not overlap x, which other CTAs of the launch still read.
-func (b *Backend) foldSwiGLU(dst, gate, up *tensor) bool {
+// gluOpName names the gated-MLP op of activation act in logs and keys.
+func gluOpName(act kernels.Act) string {
+	if act == kernels.ActGeluTanh {
+		return "GeGLU"
+	}
+	return "SwiGLU"
+}
+
+// foldGLU folds SwiGLU(dst, gate, up) (act kernels.ActSiLU) or GeGLU
+// (kernels.ActGeluTanh) into the queued gemv.cu launch whose two outputs
+// are gate and up, and reports whether it did. gate's (up's) linear output
+// is not written where dst takes its place; dst must not overlap x, which
+// other CTAs of the launch still read.
+func (b *Backend) foldGLU(act kernels.Act, dst, gate, up *tensor) bool {
 	return b.fold(func(l *gemvLaunch) (queuedOp, bool) {
 		if len(l.groups) != 2 || l.groups[0].Y != gate.ptr || l.groups[1].Y != up.ptr ||
 			l.groups[0].N != l.groups[1].N || overlaps(dst.ptr, 4*dst.n, l.x, l.xBytes) {
@@ -96,9 +105,9 @@ func (b *Backend) foldSwiGLU(dst, gate, up *tensor) bool {
 			u.Y = 0
 		}
 		x, T, K, d := l.x, l.T, l.K, dst.ptr
-		key := groupKey([]uint64{u64(x), u64(T), u64(K), u64(d)}, g, u)
-		return queuedOp{op: "LinearGroup+SwiGLU", key: key, f: func(c *cuda.Ctx) error {
-			return b.gemv.LaunchSwiGLU(c, b.stream, x, T, K, g, u, d)
+		key := groupKey([]uint64{u64(x), u64(T), u64(K), u64(d), uint64(act)}, g, u)
+		return queuedOp{op: "LinearGroup+" + gluOpName(act), key: key, f: func(c *cuda.Ctx) error {
+			return b.gemv.LaunchGLUSplit(c, b.stream, act, x, T, K, b.gemv.SplitFor(T, g.N, u.N), g, u, d)
 		}}, true
 	})
 }

@@ -131,42 +131,48 @@ func TestFoldSwiGLU(t *testing.T) {
 		folds := sh.T <= gemvDecodeRows && b.fp16Path(sh.T, sh.N, sh.K, false) == pathGEMV
 		// dst: gate (the model's SwiGLU(gate, gate, up)), up, a tensor of
 		// its own, and x (the GEMV's input: refused).
-		for _, dstIs := range []string{"gate", "up", "own", "x"} {
-			name := fmt.Sprintf("T=%d K=%d N=%d dst=%s", sh.T, sh.K, sh.N, dstIs)
-			run := func(flush bool) (dst, gate, up []float32) {
-				x := foldTensor(t, b, xv, sh.T, sh.K)
-				g, u := foldTensor(t, b, nil, sh.T, sh.N), foldTensor(t, b, nil, sh.T, sh.N)
-				d := map[string]backend.Tensor{"gate": g, "up": u, "x": x, "own": nil}[dstIs]
-				if d == nil {
-					d = foldTensor(t, b, nil, sh.T, sh.N)
-				}
-				if dstIs == "x" && sh.N != sh.K {
-					return nil, nil, nil
-				}
-				b.LinearGroup([]backend.Tensor{g, u}, x, []backend.Weight{wg, wu}, []backend.Weight{nil, bu})
-				if flush {
-					if err := b.Sync(); err != nil {
-						t.Fatal(err)
+		for _, glu := range []string{"SwiGLU", "GeGLU"} {
+			for _, dstIs := range []string{"gate", "up", "own", "x"} {
+				name := fmt.Sprintf("%s T=%d K=%d N=%d dst=%s", glu, sh.T, sh.K, sh.N, dstIs)
+				run := func(flush bool) (dst, gate, up []float32) {
+					x := foldTensor(t, b, xv, sh.T, sh.K)
+					g, u := foldTensor(t, b, nil, sh.T, sh.N), foldTensor(t, b, nil, sh.T, sh.N)
+					d := map[string]backend.Tensor{"gate": g, "up": u, "x": x, "own": nil}[dstIs]
+					if d == nil {
+						d = foldTensor(t, b, nil, sh.T, sh.N)
 					}
+					if dstIs == "x" && sh.N != sh.K {
+						return nil, nil, nil
+					}
+					b.LinearGroup([]backend.Tensor{g, u}, x, []backend.Weight{wg, wu}, []backend.Weight{nil, bu})
+					if flush {
+						if err := b.Sync(); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if glu == "GeGLU" {
+						b.GeGLU(d, g, u)
+					} else {
+						b.SwiGLU(d, g, u)
+					}
+					op, want := b.lastOp(), glu
+					if !flush && folds && dstIs != "x" {
+						want = "LinearGroup+" + glu
+					}
+					if op != want {
+						t.Fatalf("%s (flush %v): last queued op %q, want %q", name, flush, op, want)
+					}
+					return foldDown(t, b, d), foldDown(t, b, g), foldDown(t, b, u)
 				}
-				b.SwiGLU(d, g, u)
-				op, want := b.lastOp(), "SwiGLU"
-				if !flush && folds && dstIs != "x" {
-					want = "LinearGroup+SwiGLU"
+				wantD, wantG, wantU := run(true)
+				if wantD == nil {
+					continue
 				}
-				if op != want {
-					t.Fatalf("%s (flush %v): last queued op %q, want %q", name, flush, op, want)
-				}
-				return foldDown(t, b, d), foldDown(t, b, g), foldDown(t, b, u)
+				gotD, gotG, gotU := run(false)
+				foldSameBits(t, name+": dst", gotD, wantD)
+				foldSameBits(t, name+": gate", gotG, wantG)
+				foldSameBits(t, name+": up", gotU, wantU)
 			}
-			wantD, wantG, wantU := run(true)
-			if wantD == nil {
-				continue
-			}
-			gotD, gotG, gotU := run(false)
-			foldSameBits(t, name+": dst", gotD, wantD)
-			foldSameBits(t, name+": gate", gotG, wantG)
-			foldSameBits(t, name+": up", gotU, wantU)
 		}
 	}
 }

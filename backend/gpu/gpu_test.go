@@ -384,6 +384,20 @@ func TestElementwise(t *testing.T) {
 		// (u32 each): 7·u32. Together at most 9·u32; 10 for slack.
 		compare(t, fmt.Sprintf("SwiGLU %v", sh), c, g, func(i int) float64 { return 10 * u32 * math.Abs(float64(c[i])) })
 
+		p.cpu.GeGLU(y.c, at.c, bt.c)
+		p.gpu.GeGLU(y.g, at.g, bt.g)
+		c, g = p.results(y, n)
+		// Both: gelu_tanh in float64 (exp to within 2⁻³⁷ on the CPU, an
+		// ulp of double on the GPU), rounded once, times up: the same bits
+		// but where the double lands next to a float32 rounding boundary,
+		// one ulp of the activation and one of the product apart.
+		compare(t, fmt.Sprintf("GeGLU %v", sh), c, g, func(i int) float64 { return 2 * u32 * math.Abs(float64(c[i])) })
+
+		p.cpu.Scale(y.c, at.c, 45.25)
+		p.gpu.Scale(y.g, at.g, 45.25)
+		c, g = p.results(y, n)
+		compare(t, fmt.Sprintf("Scale %v (exact)", sh), c, g, func(int) float64 { return 0 })
+
 		p.cpu.Add(y.c, at.c, bt.c)
 		p.gpu.Add(y.g, at.g, bt.g)
 		c, g = p.results(y, n)

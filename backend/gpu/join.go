@@ -420,12 +420,12 @@ func (b *Backend) launchJoinedTiled(op string, xt *tensor, T, K, N int, groups [
 	}})
 }
 
-// foldSwiGLUJoined folds SwiGLU(dst, gate, up) into the queued joined GEMM
-// whose two outputs are gate and up, and reports whether it did: the split
-// becomes swiglu_cols, which writes dst and whichever of gate and up dst
-// does not replace. The GEMM reads x before the split runs, so dst may
-// be x.
-func (b *Backend) foldSwiGLUJoined(dst, gate, up *tensor) bool {
+// foldGLUJoined folds SwiGLU(dst, gate, up) (act kernels.ActSiLU) or
+// GeGLU (kernels.ActGeluTanh) into the queued joined GEMM whose two
+// outputs are gate and up, and reports whether it did: the split becomes
+// swiglu_cols, which writes dst and whichever of gate and up dst does not
+// replace. The GEMM reads x before the split runs, so dst may be x.
+func (b *Backend) foldGLUJoined(act kernels.Act, dst, gate, up *tensor) bool {
 	return b.foldJoined(func(l *joinedLaunch) (queuedOp, bool) {
 		if len(l.groups) != 2 || l.groups[0].Y != gate.ptr || l.groups[1].Y != up.ptr ||
 			l.groups[0].N != l.groups[1].N || dst.ptr%16 != 0 {
@@ -439,16 +439,16 @@ func (b *Backend) foldSwiGLUJoined(dst, gate, up *tensor) bool {
 			u.Y = 0
 		}
 		d := dst.ptr
-		const op = "LinearGroup(joined)+SwiGLU"
+		op := "LinearGroup(joined)+" + gluOpName(act)
 		run := func(dh cuda.DevicePtr) func(c *cuda.Ctx) error {
 			return func(c *cuda.Ctx) error {
 				if err := l.gemm(b, c); err != nil {
 					return err
 				}
-				return b.ops.SwiGLUColsHalf(c, b.stream, l.y, d, dh, l.T, g, u)
+				return b.ops.GLUColsHalf(c, b.stream, act, l.y, d, dh, l.T, g, u)
 			}
 		}
-		key := l.key(u64(d))
+		key := l.key(u64(d), uint64(act))
 		// A cuBLASLt GEMM over dst queued next (down) takes dst's fp16 copy
 		// from the split (half.go). The GEMM above reads its own fp16 x,
 		// which may be the same buffer, before the split runs.

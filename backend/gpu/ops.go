@@ -876,8 +876,37 @@ func (b *Backend) RoPEQK(q, k backend.Tensor, pos backend.Tensor, invFreq backen
 // or in the split of a joined group's GEMM output (join.go).
 func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
 	b.elementwise("SwiGLU", dst, gate, up, b.ops.SwiGLU, func(d, g, u *tensor) bool {
-		return b.foldSwiGLU(d, g, u) || b.foldSwiGLUJoined(d, g, u)
+		return b.foldGLU(kernels.ActSiLU, d, g, u) || b.foldGLUJoined(kernels.ActSiLU, d, g, u)
 	})
+}
+
+// GeGLU implements backend.Backend. It folds where SwiGLU does, into the
+// same kernels with GeGLU's activation.
+func (b *Backend) GeGLU(dst, gate, up backend.Tensor) {
+	b.elementwise("GeGLU", dst, gate, up, b.ops.GeGLU, func(d, g, u *tensor) bool {
+		return b.foldGLU(kernels.ActGeluTanh, d, g, u) || b.foldGLUJoined(kernels.ActGeluTanh, d, g, u)
+	})
+}
+
+// Scale implements backend.Backend.
+func (b *Backend) Scale(dst, x backend.Tensor, s float32) {
+	const op = "Scale"
+	if b.failed() {
+		return
+	}
+	d, err1 := b.f32(op, dst)
+	xt, err2 := b.f32(op, x)
+	if err := cmp.Or(err1, err2); err != nil {
+		b.fail(err)
+		return
+	}
+	if err := backend.CheckElementwise(op, d.shape, xt.shape, xt.shape); err != nil {
+		b.fail(err)
+		return
+	}
+	b.launch(op, func(c *cuda.Ctx) error {
+		return b.ops.Scale(c, b.stream, d.ptr, xt.ptr, s, d.n)
+	}, u64(d.ptr), u64(xt.ptr), u64(d.n), uint64(math.Float32bits(s)))
 }
 
 // Add implements backend.Backend.

@@ -460,6 +460,16 @@ func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
 	b.elementwise("SwiGLU", dst, gate, up, func(be backend.Backend, d, g, u backend.Tensor) { be.SwiGLU(d, g, u) })
 }
 
+// GeGLU implements backend.Backend.
+func (b *Backend) GeGLU(dst, gate, up backend.Tensor) {
+	b.elementwise("GeGLU", dst, gate, up, func(be backend.Backend, d, g, u backend.Tensor) { be.GeGLU(d, g, u) })
+}
+
+// Scale implements backend.Backend.
+func (b *Backend) Scale(dst, x backend.Tensor, s float32) {
+	b.elementwise("Scale", dst, x, x, func(be backend.Backend, d, x, _ backend.Tensor) { be.Scale(d, x, s) })
+}
+
 // Add implements backend.Backend.
 func (b *Backend) Add(dst, a, c backend.Tensor) {
 	b.elementwise("Add", dst, a, c, func(be backend.Backend, d, a, c backend.Tensor) { be.Add(d, a, c) })

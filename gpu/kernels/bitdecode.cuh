@@ -102,6 +102,23 @@ BD_DEVICE void ropeRotate(float x1, float x2, float c, float s, float& lo, float
 BD_DEVICE float4 add4(float4 a, float4 b) {
   return make_float4(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y), __fadd_rn(a.z, b.z), __fadd_rn(a.w, b.w));
 }
+// The activations of a gated MLP (act of swiglu_cols and of gemv.cu's
+// pair epilogue): silu (SwiGLU, Llama) or gelu_tanh (GeGLU, Gemma).
+constexpr int kActSiLU = 0;
+constexpr int kActGeluTanh = 1;
+// silu is ops.cu's swiglu activation: g/(1 + e^−g) with float expf and an
+// IEEE division.
+BD_DEVICE float silu(float g) { return __fdiv_rn(g, __fadd_rn(1.0f, expf(-g))); }
+// geluTanh is transformers' gelu_pytorch_tanh as backend/cpu's geluTanhF64
+// computes it: g/(1 + e^x) with x = −2√(2/π)·(g + 0.044715·g³), in double
+// (each product and sum rounded, never fused), rounded once to float.
+BD_DEVICE float geluTanh(float g) {
+  const double d = g;
+  const double x = __dmul_rn(-1.5957691216057307117597842, __dadd_rn(d, __dmul_rn(0.044715, __dmul_rn(__dmul_rn(d, d), d))));
+  return __double2float_rn(__ddiv_rn(d, __dadd_rn(exp(x), 1.0)));
+}
+// gluAct is activation act (kActSiLU or kActGeluTanh) of the gate g.
+BD_DEVICE float gluAct(int act, float g) { return act == kActGeluTanh ? geluTanh(g) : silu(g); }
 // ropeTable writes position p's cos [half] then sin [half] into cs, the
 // block's threads striding over i (the caller synchronizes after).
 BD_DEVICE void ropeTable(float* cs, float p, const float* __restrict__ invFreq, int half) {

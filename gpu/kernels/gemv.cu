@@ -273,9 +273,11 @@ __global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x
 // the two values are those gemv_f16 writes; the pair's epilogue thread then
 // applies the op with the separate kernel's float operations (ops.cu):
 //   kPairSwiGLU  groups 0 (gate) and 1 (up) of the same N; pair n is gate's
-//                row n and up's row n; dst[t,n] = silu(g)·u as ops.cu's
-//                swiglu, and gate's and up's outputs written where y0, y1
-//                are set (null: not written);
+//                row n and up's row n; dst[t,n] = act(g)·u as ops.cu's
+//                swiglu (half = kActSiLU) or geglu (half = kActGeluTanh)
+//                computes it: the parameter half, unused by this mode's
+//                RoPE, selects the activation; gate's and up's outputs
+//                written where y0, y1 are set (null: not written);
 //   kPairRoPE    groups 0 (q) and 1 (k) in heads of D = 2·half, pair (h, i)
 //                the rows h·D + i and h·D + i + half, rotated as ops.cu's
 //                rope(_qk) rotates them (cos and sin of the float32 angle
@@ -378,8 +380,7 @@ __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
     const size_t o = size_t(t) * N0 + je;
     if (y0) y0[o] = v0;
     if (y1) y1[o] = v1;
-    const float silu = __fdiv_rn(v0, __fadd_rn(1.0f, expf(-v0)));  // ops.cu's swiglu
-    dst[o] = __fmul_rn(silu, v1);
+    dst[o] = __fmul_rn(gluAct(half, v0), v1);  // ops.cu's swiglu (half kActSiLU) or geglu
     return;
   }
   const int head = je / hh, i = je - head * hh;

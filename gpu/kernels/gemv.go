@@ -376,6 +376,22 @@ func (g *GEMV) LaunchSwiGLU(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K 
 // LaunchSwiGLUSplit is LaunchSwiGLU at an explicit split-K factor (1, 2 or
 // 4): the bits of LaunchGroupsSplit at that split, then Ops.SwiGLU.
 func (g *GEMV) LaunchSwiGLUSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K, split int, gate, up LinearGroup, dst cuda.DevicePtr) error {
+	return g.LaunchGLUSplit(c, st, ActSiLU, x, T, K, split, gate, up, dst)
+}
+
+// LaunchGeGLU is LaunchSwiGLU with GeGLU's activation: dst = gelu_tanh(gate)
+// ⊙ up with Ops.GeGLU's float operations.
+func (g *GEMV) LaunchGeGLU(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, gate, up LinearGroup, dst cuda.DevicePtr) error {
+	return g.LaunchGLUSplit(c, st, ActGeluTanh, x, T, K, g.splitFor(T, gate.N+up.N), gate, up, dst)
+}
+
+// LaunchGLUSplit is LaunchSwiGLUSplit with the gate's activation act
+// (ActSiLU: SwiGLU, ActGeluTanh: GeGLU), which gemv.cu's pair kernel takes
+// in its otherwise unused half parameter: one kernel for both.
+func (g *GEMV) LaunchGLUSplit(c *cuda.Ctx, st cuda.Stream, act Act, x cuda.DevicePtr, T, K, split int, gate, up LinearGroup, dst cuda.DevicePtr) error {
+	if act != ActSiLU && act != ActGeluTanh {
+		return fmt.Errorf("kernels: gemv swiglu: unknown activation %v", act)
+	}
 	if !g.Fits(T, K) {
 		return fmt.Errorf("kernels: gemv swiglu: x [%d, %d] does not fit", T, K)
 	}
@@ -397,7 +413,7 @@ func (g *GEMV) LaunchSwiGLUSplit(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, 
 		gate.W, gate.Bias, gate.Y, int32(gate.N),
 		up.W, up.Bias, up.Y, int32(up.N),
 		cuda.DevicePtr(0), cuda.DevicePtr(0), cuda.DevicePtr(0), int32(0),
-		dst, cuda.DevicePtr(0), cuda.DevicePtr(0), int32(0))
+		dst, cuda.DevicePtr(0), cuda.DevicePtr(0), int32(act))
 }
 
 // LaunchRoPE computes q, k and v as LaunchGroups(q, k, v) does (v.N may be

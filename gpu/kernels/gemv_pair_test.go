@@ -78,55 +78,66 @@ func TestGEMVSwiGLU(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, sh := range []struct{ T, K, N int }{{1, 4096, 1024}, {1, 1032, 1001}, {2, 264, 131}, {5, 520, 3}, {8, 2048, 96}} {
-		t.Run(fmt.Sprintf("T%d-K%d-N%d", sh.T, sh.K, sh.N), func(t *testing.T) {
-			m := newGPUMem(t, d)
-			xp, gs := pairInputs(t, m, r, sh.T, sh.K, sh.N, sh.N)
-			n := sh.T * sh.N
-			for _, split := range []int{1, 2, 4, 0} {
-				auto := split == 0
-				if auto {
-					split = kernels.GroupSplit(sh.T, sh.N, sh.N)
-				}
-				// The reference: the grouped GEMV, then swiglu.
-				ref := append([]kernels.LinearGroup(nil), gs...)
-				ref[0].Y, ref[1].Y = m.poisonedF32(n), m.poisonedF32(n)
-				refDst := m.poisonedF32(n)
-				m.run(func(c *cuda.Ctx, s cuda.Stream) error {
-					if err := g.LaunchGroupsSplit(c, s, xp, sh.T, sh.K, split, ref...); err != nil {
-						return err
+		for _, act := range []kernels.Act{kernels.ActSiLU, kernels.ActGeluTanh} {
+			t.Run(fmt.Sprintf("%v-T%d-K%d-N%d", act, sh.T, sh.K, sh.N), func(t *testing.T) {
+				m := newGPUMem(t, d)
+				xp, gs := pairInputs(t, m, r, sh.T, sh.K, sh.N, sh.N)
+				n := sh.T * sh.N
+				for _, split := range []int{1, 2, 4, 0} {
+					auto := split == 0
+					if auto {
+						split = kernels.GroupSplit(sh.T, sh.N, sh.N)
 					}
-					return ops.SwiGLU(c, s, refDst, ref[0].Y, ref[1].Y, n)
-				})
-				wantG, wantU, want := m.f32s(ref[0].Y, n), m.f32s(ref[1].Y, n), m.f32s(refDst, n)
-				for _, distinct := range []bool{false, true} {
-					fu := append([]kernels.LinearGroup(nil), gs...)
-					fu[1].Y = m.poisonedF32(n)
-					dst := m.poisonedF32(n)
-					if distinct {
-						fu[0].Y = m.poisonedF32(n)
-					}
+					// The reference: the grouped GEMV, then swiglu.
+					ref := append([]kernels.LinearGroup(nil), gs...)
+					ref[0].Y, ref[1].Y = m.poisonedF32(n), m.poisonedF32(n)
+					refDst := m.poisonedF32(n)
 					m.run(func(c *cuda.Ctx, s cuda.Stream) error {
-						if auto {
-							return g.LaunchSwiGLU(c, s, xp, sh.T, sh.K, fu[0], fu[1], dst)
+						if err := g.LaunchGroupsSplit(c, s, xp, sh.T, sh.K, split, ref...); err != nil {
+							return err
 						}
-						return g.LaunchSwiGLUSplit(c, s, xp, sh.T, sh.K, split, fu[0], fu[1], dst)
+						if act == kernels.ActGeluTanh {
+							return ops.GeGLU(c, s, refDst, ref[0].Y, ref[1].Y, n)
+						}
+						return ops.SwiGLU(c, s, refDst, ref[0].Y, ref[1].Y, n)
 					})
-					what := fmt.Sprintf("split %d (auto %v), gate written %v", split, auto, distinct)
-					sameF32Bits(t, what+": dst", m.f32s(dst, n), want)
-					sameF32Bits(t, what+": up", m.f32s(fu[1].Y, n), wantU)
-					if distinct {
-						sameF32Bits(t, what+": gate", m.f32s(fu[0].Y, n), wantG)
+					wantG, wantU, want := m.f32s(ref[0].Y, n), m.f32s(ref[1].Y, n), m.f32s(refDst, n)
+					for _, distinct := range []bool{false, true} {
+						fu := append([]kernels.LinearGroup(nil), gs...)
+						fu[1].Y = m.poisonedF32(n)
+						dst := m.poisonedF32(n)
+						if distinct {
+							fu[0].Y = m.poisonedF32(n)
+						}
+						m.run(func(c *cuda.Ctx, s cuda.Stream) error {
+							switch {
+							case auto && act == kernels.ActGeluTanh:
+								return g.LaunchGeGLU(c, s, xp, sh.T, sh.K, fu[0], fu[1], dst)
+							case auto:
+								return g.LaunchSwiGLU(c, s, xp, sh.T, sh.K, fu[0], fu[1], dst)
+							}
+							return g.LaunchGLUSplit(c, s, act, xp, sh.T, sh.K, split, fu[0], fu[1], dst)
+						})
+						what := fmt.Sprintf("split %d (auto %v), gate written %v", split, auto, distinct)
+						sameF32Bits(t, what+": dst", m.f32s(dst, n), want)
+						sameF32Bits(t, what+": up", m.f32s(fu[1].Y, n), wantU)
+						if distinct {
+							sameF32Bits(t, what+": gate", m.f32s(fu[0].Y, n), wantG)
+						}
+					}
+					for i := range n {
+						gv, uv := float64(wantG[i]), float64(wantU[i])
+						ref := float32(gv / (1 + math.Exp(-gv)) * uv)
+						if act == kernels.ActGeluTanh {
+							ref = float32(geluTanh64(gv) * uv)
+						}
+						if u := ulpsApart(want[i], ref); u > 8 && math.Abs(float64(want[i]-ref)) > 1e-30 {
+							t.Fatalf("split %d: dst[%d] = %g, want %g (%v(%g)·%g in float64; %d ulp)", split, i, want[i], ref, act, gv, uv, u)
+						}
 					}
 				}
-				for i := range n {
-					gv, uv := float64(wantG[i]), float64(wantU[i])
-					ref := float32(gv / (1 + math.Exp(-gv)) * uv)
-					if u := ulpsApart(want[i], ref); u > 8 && math.Abs(float64(want[i]-ref)) > 1e-30 {
-						t.Fatalf("split %d: dst[%d] = %g, want %g (silu(%g)·%g in float64; %d ulp)", split, i, want[i], ref, gv, uv, u)
-					}
-				}
-			}
-		})
+			})
+		}
 	}
 	one := kernels.LinearGroup{Y: 1, W: 1, N: 8}
 	for name, launch := range map[string]func(c *cuda.Ctx, s cuda.Stream) error{

@@ -19,6 +19,8 @@
 //                x'[i] = x[i]·cos θ − x[i+half]·sin θ,
 //                x'[i+half] = x[i+half]·cos θ + x[i]·sin θ
 //   swiglu       dst[i] = silu(gate[i])·up[i], silu(g) = g/(1+e^−g)
+//   geglu        dst[i] = gelu_tanh(gate[i])·up[i] (bitdecode.cuh's geluTanh)
+//   scale        dst[i] = x[i]·s
 //   add          dst[i] = a[i] + b[i]
 //   add_rmsnorm  h = h + delta, then x = rmsnorm(h): add then rmsnorm's bits
 //   rope_qk      rmsnorm of each head of q and k (optional), then rope of
@@ -27,7 +29,7 @@
 //   split_cols   d_g[t,:] = y[t, o_g : o_g+N_g] (+ bias_g), y [T, ΣN_g]: one
 //                GEMM's output over joined weights, to each weight's tensor
 //   swiglu_cols  split_cols of y [T, 2N] into gate and up, then swiglu
-//                (and dst's fp16 copy, optional)
+//                or geglu (and dst's fp16 copy, optional)
 //   rope_cols    split_cols of y [T, Nq+Nk+Nv] into q, k, v, then rope_qk
 //                without norms on q and k
 //   hadamard     x[r,:] = kv.Rotate(x[r,:]), rows of D (a power of two)
@@ -548,10 +550,22 @@ extern "C" __global__ void rope_qk(float* q, float* k, const int* __restrict__ p
 extern "C" __global__ void swiglu(float* dst, const float* gate, const float* up, long long n) {
   startDependent();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const float g = gate[i];
-    const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
-    dst[i] = __fmul_rn(silu, up[i]);
+    dst[i] = __fmul_rn(silu(gate[i]), up[i]);
   }
+}
+
+// geglu: grid-stride; dst may alias gate or up. swiglu with geluTanh.
+extern "C" __global__ void geglu(float* dst, const float* gate, const float* up, long long n) {
+  startDependent();
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    dst[i] = __fmul_rn(geluTanh(gate[i]), up[i]);
+}
+
+// scale: grid-stride; dst may alias x.
+extern "C" __global__ void scale(float* dst, const float* x, float s, long long n) {
+  startDependent();
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    dst[i] = __fmul_rn(x[i], s);
 }
 
 // add: grid-stride; dst may alias a or b.
@@ -599,8 +613,9 @@ extern "C" __global__ void split_cols(const float* __restrict__ y, float* __rest
   }
 }
 
-// silu_mul is swiglu's arithmetic for one element: silu(g)·u.
-BD_DEVICE float silu_mul(float g, float u) { return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u); }
+// glu_mul is swiglu's (act kActSiLU) or geglu's (kActGeluTanh) arithmetic
+// for one element: act(g)·u.
+BD_DEVICE float glu_mul(int act, float g, float u) { return __fmul_rn(gluAct(act, g), u); }
 
 // swiglu_cols: grid-stride over the float4s of gate's half of y [T, 2N] (gate's
 // N columns, then up's; N a multiple of 4, every pointer 16-byte aligned):
@@ -610,9 +625,10 @@ BD_DEVICE float silu_mul(float g, float u) { return __fmul_rn(__fdiv_rn(g, __fad
 // are set (the caller passes null for the one dst replaces), and dh[t, j] =
 // f32_to_f16 of dst where dh [T, N] fp16 (8-byte aligned) is set: the input
 // of the down GEMM after it, without a conversion launch. y aliases none.
+// act kActGeluTanh makes it geglu's (dst = gelu_tanh(g)·u with geglu's bits).
 extern "C" __global__ void swiglu_cols(const float* __restrict__ y, float* dst, float* gate, float* up,
                                        const float* __restrict__ bg, const float* __restrict__ bu, int N,
-                                       long long n4, u16* __restrict__ dh) {
+                                       long long n4, u16* __restrict__ dh, int act) {
   startDependent();
   const int q = N / 4;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
@@ -624,7 +640,8 @@ extern "C" __global__ void swiglu_cols(const float* __restrict__ y, float* dst, 
     if (bu != nullptr) u = add4(u, reinterpret_cast<const float4*>(bu)[c]);
     if (gate != nullptr) reinterpret_cast<float4*>(gate)[i] = g;
     if (up != nullptr) reinterpret_cast<float4*>(up)[i] = u;
-    const float4 d = make_float4(silu_mul(g.x, u.x), silu_mul(g.y, u.y), silu_mul(g.z, u.z), silu_mul(g.w, u.w));
+    const float4 d = make_float4(glu_mul(act, g.x, u.x), glu_mul(act, g.y, u.y), glu_mul(act, g.z, u.z),
+                                   glu_mul(act, g.w, u.w));
     reinterpret_cast<float4*>(dst)[i] = d;
     if (dh != nullptr)
       reinterpret_cast<uint2*>(dh)[i] =

@@ -48,6 +48,7 @@ type Ops struct {
 	f32ToF16, bf16ToF16, f16ToF32, bf16ToF32 cuda.Function
 	embedding, rows, rmsnorm, rope           cuda.Function
 	swiglu, add, addBias, fillNormal         cuda.Function
+	geglu, scale                             cuda.Function
 	hadamard, addRMSNorm, ropeQK             cuda.Function
 	splitCols, swigluCols, ropeCols          cuda.Function
 	f16ToF32Hadamard, f16ToF32HadamardWarp   cuda.Function
@@ -74,6 +75,7 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 		{&o.embedding, "embedding_f16"}, {&o.rows, "rows_f32"},
 		{&o.rmsnorm, "rmsnorm"}, {&o.rope, "rope"},
 		{&o.swiglu, "swiglu"}, {&o.add, "add"}, {&o.addBias, "add_bias"},
+		{&o.geglu, "geglu"}, {&o.scale, "scale"},
 		{&o.fillNormal, "fill_normal_f16"}, {&o.hadamard, "hadamard"},
 		{&o.addRMSNorm, "add_rmsnorm"}, {&o.ropeQK, "rope_qk"},
 		{&o.f16ToF32Hadamard, "f16_to_f32_hadamard"}, {&o.f16ToF32HadamardWarp, "f16_to_f32_hadamard_warp"},
@@ -361,6 +363,46 @@ func (o *Ops) SwiGLU(c *cuda.Ctx, s cuda.Stream, dst, gate, up cuda.DevicePtr, n
 	return c.Launch(o.swiglu, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, gate, up, int64(n))
 }
 
+// GeGLU computes dst = gelu_tanh(gate) ⊙ up elementwise over n float32
+// values (dst may equal gate or up), gelu_tanh as bitdecode.cuh's geluTanh
+// (in double, rounded once: backend/cpu's geluTanhF64).
+func (o *Ops) GeGLU(c *cuda.Ctx, s cuda.Stream, dst, gate, up cuda.DevicePtr, n int) error {
+	if err := checkN("geglu", n); err != nil {
+		return err
+	}
+	return c.Launch(o.geglu, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, gate, up, int64(n))
+}
+
+// Scale computes dst = x·f elementwise over n float32 values (dst may equal
+// x).
+func (o *Ops) Scale(c *cuda.Ctx, s cuda.Stream, dst, x cuda.DevicePtr, f float32, n int) error {
+	if err := checkN("scale", n); err != nil {
+		return err
+	}
+	return c.Launch(o.scale, elemGrid(n), cuda.Dim3{X: opsThreads}, 0, s, dst, x, f, int64(n))
+}
+
+// Act is the activation of a gated MLP's gate (SwiGLU's silu, GeGLU's
+// gelu_tanh): bitdecode.cuh's kActSiLU and kActGeluTanh.
+type Act int32
+
+// The activations.
+const (
+	ActSiLU     Act = 0 // silu(g) = g/(1 + e^−g): SwiGLU
+	ActGeluTanh Act = 1 // gelu_pytorch_tanh: GeGLU (Gemma)
+)
+
+// String names the activation.
+func (a Act) String() string {
+	switch a {
+	case ActSiLU:
+		return "silu"
+	case ActGeluTanh:
+		return "gelu_tanh"
+	}
+	return fmt.Sprintf("Act(%d)", int32(a))
+}
+
 // Add computes dst = a + b elementwise over n float32 values (dst may equal
 // a or b).
 func (o *Ops) Add(c *cuda.Ctx, s cuda.Stream, dst, a, b cuda.DevicePtr, n int) error {
@@ -434,6 +476,15 @@ func (o *Ops) SwiGLUCols(c *cuda.Ctx, s cuda.Stream, y, dst cuda.DevicePtr, T in
 // N] fp16 (8-byte aligned) where dh is not 0: the input of the cuBLASLt
 // GEMM after it (down), without a conversion launch (decode-step.md v19).
 func (o *Ops) SwiGLUColsHalf(c *cuda.Ctx, s cuda.Stream, y, dst, dh cuda.DevicePtr, T int, gate, up ColsOut) error {
+	return o.GLUColsHalf(c, s, ActSiLU, y, dst, dh, T, gate, up)
+}
+
+// GLUColsHalf is SwiGLUColsHalf with the gate's activation act: ActSiLU
+// (SwiGLU's bits) or ActGeluTanh (GeGLU's).
+func (o *Ops) GLUColsHalf(c *cuda.Ctx, s cuda.Stream, act Act, y, dst, dh cuda.DevicePtr, T int, gate, up ColsOut) error {
+	if act != ActSiLU && act != ActGeluTanh {
+		return fmt.Errorf("kernels: swiglu_cols: unknown activation %v", act)
+	}
 	N := gate.N
 	if T <= 0 || up.N != N || !colsAligned(y, 4) || dst == 0 || !colsAligned(dst, N) || dh%8 != 0 ||
 		!colsAligned(gate.Y, N) || !colsAligned(up.Y, N) || !colsAligned(gate.Bias, N) || !colsAligned(up.Bias, N) {
@@ -441,7 +492,7 @@ func (o *Ops) SwiGLUColsHalf(c *cuda.Ctx, s cuda.Stream, y, dst, dh cuda.DeviceP
 	}
 	n4 := T * N / 4
 	return c.Launch(o.swigluCols, elemGrid(n4), cuda.Dim3{X: opsThreads}, 0, s, y, dst, gate.Y, up.Y,
-		gate.Bias, up.Bias, int32(N), int64(n4), dh)
+		gate.Bias, up.Bias, int32(N), int64(n4), dh, int32(act))
 }
 
 // ropeColsVBlocks is how many blocks of a rope_cols row copy v's columns.

@@ -518,6 +518,27 @@ func TestOpsElementwise(t *testing.T) {
 		checkClose(t, fmt.Sprintf("swiglu n=%d", n), got, want, func(i int) float64 { return 8*eps32*math.Abs(want[i]) + 1e-37 })
 
 		out = g.poisonedF32(n)
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.GeGLU(c, s, out, ap, bp, n) })
+		got = g.f32s(out, n)
+		for i := range want {
+			ga := float64(a[i])
+			want[i] = geluTanh64(ga) * float64(b[i])
+		}
+		// gelu_tanh in double, rounded once (half an eps32), then the
+		// float32 product (another half): 2·eps32 with slack.
+		checkClose(t, fmt.Sprintf("geglu n=%d", n), got, want, func(i int) float64 { return 2*eps32*math.Abs(want[i]) + 1e-37 })
+
+		out = g.poisonedF32(n)
+		const f = float32(45.25)
+		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.Scale(c, s, out, ap, f, n) })
+		got = g.f32s(out, n)
+		for i := range got {
+			if want := a[i] * f; math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("scale n=%d: element %d = %g, want %g (exact)", n, i, got[i], want)
+			}
+		}
+
+		out = g.poisonedF32(n)
 		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.Add(c, s, out, ap, bp, n) })
 		got = g.f32s(out, n)
 		for i := range got {
@@ -863,39 +884,47 @@ func TestOpsSplitCols(t *testing.T) {
 		if len(sh.N) != 2 || sh.N[0] != sh.N[1] {
 			continue
 		}
-		// swiglu_cols against split_cols (above) then swiglu.
+		// swiglu_cols against split_cols (above) then swiglu, and with
+		// GeGLU's activation against split_cols then geglu.
 		N := sh.N[0]
-		sep := g.poisonedF32(sh.T * N)
-		g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.SwiGLU(c, s, sep, outs[0].Y, outs[1].Y, sh.T*N) })
-		want, wantGate, wantUp := g.f32s(sep, sh.T*N), g.f32s(outs[0].Y, sh.T*N), g.f32s(outs[1].Y, sh.T*N)
-		for _, mode := range []string{"dst apart", "dst = gate", "dst = up"} {
-			gate := kernels.ColsOut{Y: g.poisonedF32(sh.T * N), Bias: outs[0].Bias, N: N}
-			up := kernels.ColsOut{Y: g.poisonedF32(sh.T * N), Bias: outs[1].Bias, N: N}
-			dst := g.poisonedF32(sh.T * N)
-			switch mode {
-			case "dst = gate":
-				dst, gate.Y = gate.Y, 0
-			case "dst = up":
-				dst, up.Y = up.Y, 0
-			}
-			g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.SwiGLUCols(c, s, yp, dst, sh.T, gate, up) })
-			what := fmt.Sprintf("swiglu_cols T=%d N=%d bias=%v %s", sh.T, N, sh.bias, mode)
-			sameF32(t, what+": dst", g.f32s(dst, sh.T*N), want)
-			if gate.Y != 0 {
-				sameF32(t, what+": gate", g.f32s(gate.Y, sh.T*N), wantGate)
-			}
-			if up.Y != 0 {
-				sameF32(t, what+": up", g.f32s(up.Y, sh.T*N), wantUp)
-			}
-
-			// With dst's fp16 copy (v19): the same dst, and dh is
-			// f32_to_f16 of it.
-			dst2, dh := g.poisonedF32(sh.T*N), g.poisonedF16(sh.T*N)
+		for _, act := range []kernels.Act{kernels.ActSiLU, kernels.ActGeluTanh} {
+			sep := g.poisonedF32(sh.T * N)
 			g.run(func(c *cuda.Ctx, s cuda.Stream) error {
-				return o.SwiGLUColsHalf(c, s, yp, dst2, dh, sh.T, kernels.ColsOut{Bias: gate.Bias, N: N}, kernels.ColsOut{Bias: up.Bias, N: N})
+				if act == kernels.ActGeluTanh {
+					return o.GeGLU(c, s, sep, outs[0].Y, outs[1].Y, sh.T*N)
+				}
+				return o.SwiGLU(c, s, sep, outs[0].Y, outs[1].Y, sh.T*N)
 			})
-			sameF32(t, what+" fp16 copy: dst", g.f32s(dst2, sh.T*N), want)
-			sameU16(t, what+" fp16 copy: dh", g.u16s(dh, sh.T*N), g.halfOf(o, dst2, sh.T*N))
+			want, wantGate, wantUp := g.f32s(sep, sh.T*N), g.f32s(outs[0].Y, sh.T*N), g.f32s(outs[1].Y, sh.T*N)
+			for _, mode := range []string{"dst apart", "dst = gate", "dst = up"} {
+				gate := kernels.ColsOut{Y: g.poisonedF32(sh.T * N), Bias: outs[0].Bias, N: N}
+				up := kernels.ColsOut{Y: g.poisonedF32(sh.T * N), Bias: outs[1].Bias, N: N}
+				dst := g.poisonedF32(sh.T * N)
+				switch mode {
+				case "dst = gate":
+					dst, gate.Y = gate.Y, 0
+				case "dst = up":
+					dst, up.Y = up.Y, 0
+				}
+				g.run(func(c *cuda.Ctx, s cuda.Stream) error { return o.GLUColsHalf(c, s, act, yp, dst, 0, sh.T, gate, up) })
+				what := fmt.Sprintf("swiglu_cols %v T=%d N=%d bias=%v %s", act, sh.T, N, sh.bias, mode)
+				sameF32(t, what+": dst", g.f32s(dst, sh.T*N), want)
+				if gate.Y != 0 {
+					sameF32(t, what+": gate", g.f32s(gate.Y, sh.T*N), wantGate)
+				}
+				if up.Y != 0 {
+					sameF32(t, what+": up", g.f32s(up.Y, sh.T*N), wantUp)
+				}
+
+				// With dst's fp16 copy (v19): the same dst, and dh is
+				// f32_to_f16 of it.
+				dst2, dh := g.poisonedF32(sh.T*N), g.poisonedF16(sh.T*N)
+				g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+					return o.GLUColsHalf(c, s, act, yp, dst2, dh, sh.T, kernels.ColsOut{Bias: gate.Bias, N: N}, kernels.ColsOut{Bias: up.Bias, N: N})
+				})
+				sameF32(t, what+" fp16 copy: dst", g.f32s(dst2, sh.T*N), want)
+				sameU16(t, what+" fp16 copy: dh", g.u16s(dh, sh.T*N), g.halfOf(o, dst2, sh.T*N))
+			}
 		}
 	}
 
@@ -992,4 +1021,16 @@ func TestOpsRoPECols(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "rope_cols") {
 		t.Fatalf("rope_cols of a bad shape: err = %v, want a refusal", err)
 	}
+}
+
+// geluTanh64 is gelu_pytorch_tanh in float64: g/2·(1 + tanh(u)), u =
+// √(2/π)·(g + 0.044715·g³), written for u < 0 as g·e/(1 + e) with e = e^{2u}
+// (the same function), where 1 + tanh(u) would cancel to 0.
+func geluTanh64(g float64) float64 {
+	u := math.Sqrt(2/math.Pi) * (g + 0.044715*g*g*g)
+	if u >= 0 {
+		return 0.5 * g * (1 + math.Tanh(u))
+	}
+	e := math.Exp(2 * u)
+	return g * e / (1 + e)
 }
