@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bitdecode/bitdecode/internal/fileio"
+	"github.com/bitdecode/bitdecode/internal/half"
 )
 
 // Family names (config.json "model_type") and the architectures
@@ -20,6 +21,27 @@ var supported = []struct{ modelType, architecture string }{
 	{"mistral", "MistralForCausalLM"},
 	{"qwen2", "Qwen2ForCausalLM"},
 	{"qwen3", "Qwen3ForCausalLM"},
+	{"phi3", "Phi3ForCausalLM"},
+	{"gemma", "GemmaForCausalLM"},
+}
+
+// unsupportedFamilies are families that real checkpoints often name and
+// that this package refuses, with what it lacks for each: the error then
+// says why rather than only that the name is unknown.
+var unsupportedFamilies = map[string]string{
+	"gemma2":      "Gemma 2 needs attention and final logit soft-capping, alternating sliding-window layers and pre/post feed-forward norms",
+	"gemma3":      "Gemma 3 needs alternating local/global layers with their own RoPE bases, q/k norms and pre/post feed-forward norms (and its vision tower)",
+	"gemma3_text": "Gemma 3 needs alternating local/global layers with their own RoPE bases, q/k norms and pre/post feed-forward norms",
+	"phi":         "Phi-1/Phi-2 use LayerNorm, a parallel attention/MLP block, partial rotary embeddings and biased projections",
+	"phimoe":      "Phi-3.5-MoE is a mixture of experts",
+	"phi4mm":      "Phi-4-multimodal has vision and audio towers and LoRA adapters",
+}
+
+// unsupportedArchitectures maps the architectures of unsupportedFamilies
+// to their model types.
+var unsupportedArchitectures = map[string]string{
+	"Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text", "Gemma3ForConditionalGeneration": "gemma3",
+	"PhiForCausalLM": "phi", "PhiMoEForCausalLM": "phimoe", "Phi4MMForCausalLM": "phi4mm",
 }
 
 // supportedList names the supported families for error messages.
@@ -48,7 +70,7 @@ const (
 // Hugging Face config.json. Field names use the shape letters of the project:
 // Hq query heads, Hkv key/value heads, D head dimension.
 type Config struct {
-	ModelType    string // "llama", "mistral", "qwen2" or "qwen3"
+	ModelType    string // "llama", "mistral", "qwen2", "qwen3", "phi3" or "gemma"
 	Architecture string // e.g. "LlamaForCausalLM"; "" if the config names none
 
 	Hidden       int // hidden_size
@@ -72,6 +94,19 @@ type Config struct {
 	OBias             bool // o_proj has a bias (attention_bias of Llama and Qwen3)
 	MLPBias           bool // gate, up and down projections have biases (Llama mlp_bias)
 	QKNorm            bool // per-head RMSNorm of q and k before RoPE (Qwen3)
+	// FusedQKV: q, k and v are rows of one stored qkv_proj (q|k|v), and
+	// gate and up rows of one gate_up_proj (gate|up) (Phi-3). The loader
+	// splits them into the usual weights.
+	FusedQKV bool
+	// GeGLU: the MLP's gate activation is gelu_pytorch_tanh (Gemma's
+	// hidden_activation) instead of silu.
+	GeGLU bool
+	// NormPlusOne: every RMSNorm scales by 1 + w, w the stored weight
+	// (GemmaRMSNorm); the loader adds the 1 (in float32, as transformers).
+	NormPlusOne bool
+	// EmbedScale, if not 0, multiplies the token embeddings (Gemma: √hidden
+	// rounded to the checkpoint's dtype, as transformers rounds it).
+	EmbedScale float32
 
 	// SlidingWindow is the attention window in tokens of the layers that use
 	// one (Mistral's sliding_window; Qwen's when use_sliding_window), 0 if
@@ -99,7 +134,13 @@ type RopeScaling struct {
 	// The llama3 parameters.
 	LowFreqFactor        float64
 	HighFreqFactor       float64
-	OriginalMaxPositions int
+	OriginalMaxPositions int // llama3 and longrope
+	// The longrope parameters (Phi-3 128k, Phi-3.5): D/2 divisors of the
+	// inverse frequencies for sequences up to OriginalMaxPositions
+	// (ShortFactor) and beyond (LongFactor), and AttentionFactor, which
+	// multiplies cos and sin (so q·k by its square).
+	ShortFactor, LongFactor []float64
+	AttentionFactor         float64
 }
 
 // ConfigError reports a config.json that cannot be used. It names the file
@@ -146,6 +187,10 @@ type rawConfig struct {
 	MaxPositionEmbeddings *int            `json:"max_position_embeddings"`
 	RMSNormEps            *float64        `json:"rms_norm_eps"`
 	HiddenAct             *string         `json:"hidden_act"`
+	HiddenActivation      *string         `json:"hidden_activation"`
+	PartialRotaryFactor   *float64        `json:"partial_rotary_factor"`
+	OriginalMaxPositions  *int            `json:"original_max_position_embeddings"`
+	BidirectionalAttn     *bool           `json:"use_bidirectional_attention"`
 	RopeTheta             *float64        `json:"rope_theta"`
 	RopeScaling           json.RawMessage `json:"rope_scaling"`
 	RopeParameters        json.RawMessage `json:"rope_parameters"`
@@ -165,13 +210,17 @@ type rawConfig struct {
 
 // rawRope is a "rope_scaling" or "rope_parameters" object.
 type rawRope struct {
-	RopeType                      *string  `json:"rope_type"`
-	Type                          *string  `json:"type"` // older spelling of rope_type
-	RopeTheta                     *float64 `json:"rope_theta"`
-	Factor                        *float64 `json:"factor"`
-	LowFreqFactor                 *float64 `json:"low_freq_factor"`
-	HighFreqFactor                *float64 `json:"high_freq_factor"`
-	OriginalMaxPositionEmbeddings *int     `json:"original_max_position_embeddings"`
+	RopeType                      *string   `json:"rope_type"`
+	Type                          *string   `json:"type"` // older spelling of rope_type
+	RopeTheta                     *float64  `json:"rope_theta"`
+	Factor                        *float64  `json:"factor"`
+	LowFreqFactor                 *float64  `json:"low_freq_factor"`
+	HighFreqFactor                *float64  `json:"high_freq_factor"`
+	OriginalMaxPositionEmbeddings *int      `json:"original_max_position_embeddings"`
+	ShortFactor                   []float64 `json:"short_factor"`
+	LongFactor                    []float64 `json:"long_factor"`
+	AttentionFactor               *float64  `json:"attention_factor"`
+	PartialRotaryFactor           *float64  `json:"partial_rotary_factor"`
 }
 
 // LoadConfig reads and validates the config.json at path.
@@ -207,8 +256,8 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := c.family(&raw); err != nil {
 		return nil, err
 	}
-	if raw.HiddenAct != nil && *raw.HiddenAct != "silu" && *raw.HiddenAct != "swish" {
-		return nil, &ConfigError{Field: "hidden_act", Err: fmt.Errorf("activation %q is not supported (want silu)", *raw.HiddenAct)}
+	if err := c.activation(&raw); err != nil {
+		return nil, err
 	}
 
 	var err error
@@ -278,6 +327,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	case raw.DType != nil:
 		c.DType = *raw.DType
 	}
+	if err := c.gemma(&raw); err != nil {
+		return nil, err
+	}
 	if ids, err := tokenIDs(raw.BOSTokenID, "bos_token_id"); err != nil {
 		return nil, err
 	} else if len(ids) > 0 {
@@ -294,6 +346,16 @@ func ParseConfig(data []byte) (*Config, error) {
 
 // family sets ModelType and Architecture and rejects what is not supported.
 func (c *Config) family(raw *rawConfig) error {
+	if raw.ModelType != nil {
+		if why, ok := unsupportedFamilies[*raw.ModelType]; ok {
+			return &ConfigError{Field: "model_type", Err: fmt.Errorf("%w %q: %s; supported: %s", ErrUnsupportedArchitecture, *raw.ModelType, why, supportedList())}
+		}
+	}
+	for _, a := range raw.Architectures {
+		if t, ok := unsupportedArchitectures[a]; ok {
+			return &ConfigError{Field: "architectures", Err: fmt.Errorf("%w %q: %s; supported: %s", ErrUnsupportedArchitecture, a, unsupportedFamilies[t], supportedList())}
+		}
+	}
 	archType := ""
 	if len(raw.Architectures) > 0 {
 		for _, a := range raw.Architectures {
@@ -362,8 +424,22 @@ func (c *Config) rope(raw *rawConfig) error {
 		case rr.Type != nil:
 			typ = *rr.Type
 		}
+		if rr.PartialRotaryFactor != nil && *rr.PartialRotaryFactor != 1 {
+			return &ConfigError{Field: field + ".partial_rotary_factor", Err: fmt.Errorf("%g is not supported: RoPE rotates all of each head's dimensions (partial rotary embeddings, e.g. Phi-4-mini's 0.75, are not implemented)", *rr.PartialRotaryFactor)}
+		}
 		switch typ {
 		case "default":
+		case "longrope", "su", "yarn":
+			// Phi3Config renames its older "su" and "yarn" to longrope;
+			// other families' yarn is another rule.
+			if typ == "yarn" && c.ModelType != "phi3" {
+				return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope)", typ)}
+			}
+			s, err := c.longrope(raw, &rr, field)
+			if err != nil {
+				return err
+			}
+			c.RopeScaling = s
 		case "linear", "llama3":
 			s := &RopeScaling{Type: typ}
 			if rr.Factor == nil || !(*rr.Factor > 0) || math.IsInf(*rr.Factor, 0) {
@@ -381,8 +457,11 @@ func (c *Config) rope(raw *rawConfig) error {
 			}
 			c.RopeScaling = s
 		default:
-			return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3)", typ)}
+			return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope)", typ)}
 		}
+	}
+	if raw.PartialRotaryFactor != nil && *raw.PartialRotaryFactor != 1 {
+		return &ConfigError{Field: "partial_rotary_factor", Err: fmt.Errorf("%g is not supported: RoPE rotates all of each head's dimensions (partial rotary embeddings, e.g. Phi-4-mini's 0.75, are not implemented)", *raw.PartialRotaryFactor)}
 	}
 	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
 		return &ConfigError{Field: "rope_theta", Err: fmt.Errorf("%g is not a finite base > 1", c.RopeTheta)}
@@ -404,6 +483,10 @@ func (c *Config) biases(raw *rawConfig) {
 	case "qwen3":
 		c.QKVBias, c.OBias = attn, attn
 		c.QKNorm = true
+	case "phi3":
+		c.FusedQKV = true // Phi3Attention's qkv_proj, Phi3MLP's gate_up_proj; no biases
+	case "gemma":
+		c.QKVBias, c.OBias = attn, attn // GemmaAttention is LlamaAttention
 	}
 	c.TieWordEmbeddings = raw.TieWordEmbeddings != nil && *raw.TieWordEmbeddings
 }
@@ -429,7 +512,9 @@ func (c *Config) windows(raw *rawConfig) error {
 			}
 		}
 		sliding = func(i int) bool { return raw.LayerTypes[i] == "sliding_attention" }
-	case c.ModelType == "mistral":
+	case c.ModelType == "mistral" || c.ModelType == "phi3":
+		// Phi3Model is MistralModel: sliding_window, where set, on every
+		// layer (Phi-3-mini-4k's 2047).
 		sliding = func(int) bool { return true }
 	case c.ModelType == "qwen2" || c.ModelType == "qwen3":
 		if raw.UseSlidingWindow == nil || !*raw.UseSlidingWindow {
@@ -456,6 +541,120 @@ func (c *Config) windows(raw *rawConfig) error {
 		}
 	}
 	return nil
+}
+
+// Activation names of config.json's hidden_act and hidden_activation.
+const (
+	actSiLU     = "silu"
+	actSwish    = "swish" // silu's other name
+	actGeluTanh = "gelu_pytorch_tanh"
+	actGeluNew  = "gelu_new" // the same tanh approximation
+)
+
+// activation reads the MLP's gate activation: silu for every family but
+// Gemma, whose gelu_pytorch_tanh makes the MLP a GeGLU. Gemma reads
+// hidden_activation where set (transformers 4.x's GemmaMLP ignored
+// hidden_act, which early Gemma configs set to "gelu"), else hidden_act.
+func (c *Config) activation(raw *rawConfig) error {
+	field, act := "hidden_act", actSiLU
+	if raw.HiddenAct != nil {
+		act = *raw.HiddenAct
+	}
+	if c.ModelType != "gemma" {
+		if act != actSiLU && act != actSwish {
+			return &ConfigError{Field: field, Err: fmt.Errorf("activation %q is not supported for %s (want silu)", act, c.ModelType)}
+		}
+		return nil
+	}
+	act = actGeluTanh // GemmaConfig's default
+	switch {
+	case raw.HiddenActivation != nil:
+		field, act = "hidden_activation", *raw.HiddenActivation
+	case raw.HiddenAct != nil:
+		act = *raw.HiddenAct
+	}
+	if act != actGeluTanh && act != actGeluNew {
+		return &ConfigError{Field: field, Err: fmt.Errorf("activation %q is not supported for gemma (want %s; the exact erf GELU is not implemented)", act, actGeluTanh)}
+	}
+	c.GeGLU = true
+	return nil
+}
+
+// gemma sets Gemma's RMSNorm of 1 + w and its embedding scale, √hidden
+// rounded to the checkpoint's dtype (GemmaModel multiplies the embeddings
+// by a tensor of that dtype; float32 where the config names none).
+func (c *Config) gemma(raw *rawConfig) error {
+	if c.ModelType != "gemma" {
+		return nil
+	}
+	if raw.BidirectionalAttn != nil && *raw.BidirectionalAttn {
+		return &ConfigError{Field: "use_bidirectional_attention", Err: errors.New("bidirectional attention is not supported (a decoder attends causally)")}
+	}
+	c.NormPlusOne = true
+	s := float32(math.Sqrt(float64(c.Hidden)))
+	switch c.DType {
+	case "bfloat16":
+		s = half.BF16ToFloat32(half.BF16FromFloat32(s))
+	case "float16":
+		s = half.ToFloat32(half.FromFloat32(s))
+	}
+	c.EmbedScale = s
+	return nil
+}
+
+// longrope reads LongRoPE's parameters (transformers'
+// _compute_longrope_parameters): short_factor and long_factor of D/2
+// entries each, original_max_position_embeddings from the RoPE object or
+// the config's top level, factor (max_position_embeddings over the
+// original where absent) and attention_factor (√(1 + ln factor / ln
+// original) where absent, 1 for a factor <= 1).
+func (c *Config) longrope(raw *rawConfig, rr *rawRope, field string) (*RopeScaling, error) {
+	s := &RopeScaling{Type: "longrope", ShortFactor: rr.ShortFactor, LongFactor: rr.LongFactor}
+	for _, f := range []struct {
+		name string
+		v    []float64
+	}{{"short_factor", rr.ShortFactor}, {"long_factor", rr.LongFactor}} {
+		if len(f.v) != c.HeadDim/2 {
+			return nil, &ConfigError{Field: field + "." + f.name, Err: fmt.Errorf("%d entries, want head_dim/2 = %d", len(f.v), c.HeadDim/2)}
+		}
+		for i, x := range f.v {
+			if !(x > 0) || math.IsInf(x, 0) {
+				return nil, &ConfigError{Field: field + "." + f.name, Err: fmt.Errorf("entry %d is %g: want a finite factor > 0", i, x)}
+			}
+		}
+	}
+	switch {
+	case rr.OriginalMaxPositionEmbeddings != nil:
+		s.OriginalMaxPositions = *rr.OriginalMaxPositionEmbeddings
+	case raw.OriginalMaxPositions != nil:
+		s.OriginalMaxPositions = *raw.OriginalMaxPositions
+	}
+	if s.OriginalMaxPositions <= 0 {
+		return nil, &ConfigError{Field: "original_max_position_embeddings", Err: errors.New("longrope scaling needs a positive original_max_position_embeddings")}
+	}
+	switch {
+	case rr.Factor != nil:
+		s.Factor = *rr.Factor
+	case raw.MaxPositionEmbeddings != nil:
+		s.Factor = float64(*raw.MaxPositionEmbeddings) / float64(s.OriginalMaxPositions)
+	default:
+		return nil, &ConfigError{Field: field + ".factor", Err: errors.New("longrope scaling needs factor or max_position_embeddings")}
+	}
+	if !(s.Factor > 0) || math.IsInf(s.Factor, 0) {
+		return nil, &ConfigError{Field: field + ".factor", Err: fmt.Errorf("%g is not a finite factor > 0", s.Factor)}
+	}
+	switch {
+	case rr.AttentionFactor != nil:
+		s.AttentionFactor = *rr.AttentionFactor
+	case s.Factor <= 1:
+		s.AttentionFactor = 1
+	default:
+		s.AttentionFactor = math.Sqrt(1 + math.Log(s.Factor)/math.Log(float64(s.OriginalMaxPositions)))
+	}
+	if !(s.AttentionFactor > 0) || math.IsInf(s.AttentionFactor, 0) {
+		return nil, &ConfigError{Field: field + ".attention_factor", Err: fmt.Errorf("%g is not a finite factor > 0", s.AttentionFactor)}
+	}
+	return s, nil
 }
 
 // positive returns *v checked to be in [1, max].

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -178,7 +179,7 @@ func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, json, field, msg string
 	}{
-		{"unknown architecture", strings.Replace(cfgLlama3, `"LlamaForCausalLM"`, `"GemmaForCausalLM"`, 1), "architectures", "supported: LlamaForCausalLM (llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3)"},
+		{"unknown architecture", strings.Replace(cfgLlama3, `"LlamaForCausalLM"`, `"FalconForCausalLM"`, 1), "architectures", "supported: LlamaForCausalLM (llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Phi3ForCausalLM (phi3), GemmaForCausalLM (gemma)"},
 		{"unknown model_type", strings.Replace(cfgLlama3, `"model_type": "llama"`, `"model_type": "gemma"`, 1), "model_type", `"gemma"`},
 		{"mismatched model_type", strings.Replace(cfgLlama3, `"model_type": "llama"`, `"model_type": "qwen2"`, 1), "model_type", "does not match"},
 		{"no family", `{"hidden_size": 8}`, "model_type", "missing"},
@@ -190,7 +191,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"hidden not multiple of heads", strings.Replace(cfgLlama3, `"hidden_size": 4096`, `"hidden_size": 4097`, 1), "head_dim", "multiple"},
 		{"odd head_dim", strings.Replace(cfgLlama32, `"head_dim": 64`, `"head_dim": 63`, 1), "head_dim", "odd"},
 		{"gelu", strings.Replace(cfgLlama3, `"silu"`, `"gelu"`, 1), "hidden_act", "gelu"},
-		{"yarn", strings.Replace(cfgLlama31, `"llama3"`, `"yarn"`, 1), "rope_scaling.rope_type", `"yarn" is not supported (supported: default, linear, llama3)`},
+		{"yarn", strings.Replace(cfgLlama31, `"llama3"`, `"yarn"`, 1), "rope_scaling.rope_type", `"yarn" is not supported (supported: default, linear, llama3, longrope)`},
 		{"dynamic old spelling", strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": {"type": "dynamic", "factor": 2.0}`, 1), "rope_scaling.rope_type", "dynamic"},
 		{"llama3 missing factors", strings.Replace(cfgLlama31, `"low_freq_factor": 1.0,`, ``, 1), "rope_scaling", "low_freq_factor"},
 		{"llama3 equal factors", strings.Replace(cfgLlama31, `"high_freq_factor": 4.0`, `"high_freq_factor": 1.0`, 1), "rope_scaling", "low_freq_factor < high_freq_factor"},
@@ -214,7 +215,7 @@ func TestParseConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	_, err := ParseConfig([]byte(strings.Replace(cfgLlama3, `"LlamaForCausalLM"`, `"GemmaForCausalLM"`, 1)))
+	_, err := ParseConfig([]byte(strings.Replace(cfgLlama3, `"LlamaForCausalLM"`, `"FalconForCausalLM"`, 1)))
 	if !errors.Is(err, ErrUnsupportedArchitecture) {
 		t.Errorf("unknown architecture error %v does not wrap ErrUnsupportedArchitecture", err)
 	}
@@ -270,5 +271,85 @@ func TestInvFreq(t *testing.T) {
 	}
 	if high == 0 || low == 0 || medium == 0 {
 		t.Errorf("llama3 bands: %d high, %d medium, %d low frequencies; want all three", high, medium, low)
+	}
+}
+
+// TestNewFamilyConfigs checks what Phi-3's and Gemma's configs set, and
+// that their unsupported variants and Gemma 2/3 are refused naming what is
+// missing.
+func TestNewFamilyConfigs(t *testing.T) {
+	const phi3 = `{"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,
+		"num_hidden_layers":4,"num_attention_heads":32,"num_key_value_heads":32,"vocab_size":32064,"rms_norm_eps":1e-5,
+		"max_position_embeddings":4096,"original_max_position_embeddings":4096,"sliding_window":2047,"hidden_act":"silu"%s}`
+	c, err := ParseConfig([]byte(strings.Replace(phi3, "%s", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.FusedQKV || c.HeadDim != 96 || c.GeGLU || c.NormPlusOne || c.EmbedScale != 0 || c.RopeScaling != nil {
+		t.Errorf("phi3: %+v", c)
+	}
+	for i, w := range c.LayerWindows {
+		if w != 2047 {
+			t.Errorf("phi3 layer %d: window %d, want 2047 on every layer", i, w)
+		}
+	}
+	// Phi-3-mini-128k's longrope: factor 131072/4096 = 32 from the
+	// positions, attention factor √(1 + ln 32 / ln 4096).
+	short, long := make([]string, 48), make([]string, 48)
+	for i := range short {
+		short[i], long[i] = "1.0", fmt.Sprint(1+i)
+	}
+	lr := strings.Replace(strings.Replace(phi3, `"max_position_embeddings":4096`, `"max_position_embeddings":131072`, 1), "%s",
+		`,"rope_scaling":{"type":"longrope","short_factor":[`+strings.Join(short, ",")+`],"long_factor":[`+strings.Join(long, ",")+`]}`, 1)
+	c, err = ParseConfig([]byte(lr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.RopeScaling
+	if want := math.Sqrt(1 + math.Log(32)/math.Log(4096)); s == nil || s.Type != "longrope" || s.Factor != 32 || s.OriginalMaxPositions != 4096 || math.Abs(s.AttentionFactor-want) > 1e-15 {
+		t.Fatalf("longrope: %+v, want factor 32, original 4096, attention factor %v", s, want)
+	}
+	base, longInv := c.InvFreq(), c.InvFreqLong()
+	for i := range base {
+		ref := 1 / math.Pow(c.RopeTheta, float64(2*i)/96)
+		if rel := math.Abs(float64(base[i])-ref) / ref; rel > 4e-7 {
+			t.Errorf("short inv_freq[%d] = %v, want %v", i, base[i], ref)
+		}
+		if rel := math.Abs(float64(longInv[i])-ref/float64(1+i)) / (ref / float64(1+i)); rel > 4e-7 {
+			t.Errorf("long inv_freq[%d] = %v, want %v", i, longInv[i], ref/float64(1+i))
+		}
+	}
+
+	const gemma = `{"architectures":["GemmaForCausalLM"],"model_type":"gemma","hidden_size":2048,"intermediate_size":16384,
+		"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":1,"head_dim":256,"vocab_size":256000,
+		"rms_norm_eps":1e-6,"hidden_act":"gelu","hidden_activation":"gelu_pytorch_tanh","torch_dtype":"bfloat16"}`
+	c, err = ParseConfig([]byte(gemma))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// √2048 = 45.2548 is 45.25 in bfloat16, as GemmaModel's normalizer.
+	if !c.GeGLU || !c.NormPlusOne || c.EmbedScale != 45.25 || c.FusedQKV || c.SlidingWindow != 0 {
+		t.Errorf("gemma: %+v", c)
+	}
+	c, err = ParseConfig([]byte(strings.Replace(gemma, `"torch_dtype":"bfloat16"`, `"torch_dtype":"float32"`, 1)))
+	if err != nil || c.EmbedScale != float32(math.Sqrt(2048)) {
+		t.Errorf("gemma float32: embed scale %v, %v; want %v", c.EmbedScale, err, float32(math.Sqrt(2048)))
+	}
+
+	for _, tc := range []struct{ name, js, want string }{
+		{"gemma exact gelu", strings.Replace(gemma, `"hidden_activation":"gelu_pytorch_tanh",`, "", 1), "erf GELU"},
+		{"gemma bidirectional", strings.Replace(gemma, `"torch_dtype"`, `"use_bidirectional_attention":true,"torch_dtype"`, 1), "bidirectional"},
+		{"phi4-mini partial rotary", strings.Replace(phi3, "%s", `,"partial_rotary_factor":0.75`, 1), "partial rotary"},
+		{"partial rotary in rope_parameters", strings.Replace(phi3, "%s", `,"rope_parameters":{"rope_type":"default","rope_theta":10000.0,"partial_rotary_factor":0.75}`, 1), "partial rotary"},
+		{"longrope short", strings.Replace(phi3, "%s", `,"rope_scaling":{"type":"longrope","short_factor":[1.0],"long_factor":[1.0]}`, 1), "head_dim/2"},
+		{"gemma2", `{"model_type":"gemma2","architectures":["Gemma2ForCausalLM"]}`, "soft-capping"},
+		{"gemma3 text", `{"model_type":"gemma3_text"}`, "local/global"},
+		{"gemma3 architecture", `{"architectures":["Gemma3ForConditionalGeneration"]}`, "local/global"},
+		{"phi-2", `{"model_type":"phi","architectures":["PhiForCausalLM"]}`, "LayerNorm"},
+	} {
+		_, err := ParseConfig([]byte(tc.js))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one saying %q", tc.name, err, tc.want)
+		}
 	}
 }

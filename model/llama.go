@@ -17,6 +17,10 @@ import (
 //	Mistral            sliding-window attention (handled by the Attention)
 //	Qwen2, Qwen2.5     q, k, v projection biases
 //	Qwen3              per-head RMSNorm of q and k before RoPE; explicit head_dim
+//	Phi-3, Phi-3.5     q|k|v and gate|up stored fused (split at load); longrope
+//	                   RoPE scaling; a sliding window on every layer
+//	Gemma              RMSNorm by 1 + w (added at load), embeddings scaled by
+//	                   √hidden, GeGLU (gelu_tanh) MLP; head_dim 256
 //
 // Every variant may tie lm_head to the token embedding. The fields are the
 // weights, tagged with their Hugging Face tensor names; Load fills them. The
@@ -29,31 +33,36 @@ import (
 type Llama struct {
 	TokenEmbedding backend.Weight `hf:"model.embed_tokens.weight" shape:"V,H" tp:"vocab"`
 	Layers         []LlamaLayer
-	Norm           backend.Weight `hf:"model.norm.weight" shape:"H"`
+	Norm           backend.Weight `hf:"model.norm.weight" shape:"H" norm:"rms"`
 	Output         backend.Weight `hf:"lm_head.weight" shape:"V,H" if:"!tied" tp:"vocab"` // TokenEmbedding when tied
 
 	cfg     *Config
 	be      backend.Backend
 	invFreq backend.Weight // RoPE inverse frequencies [D/2]
-	eps     float32
-	mem     WeightMemory
-	ck      *safetensors.Checkpoint // closed in Close: the backend may read its bytes in place
+	// invFreqLong are longrope's frequencies past the original context
+	// (nil for other RoPE types); qScale is its attention factor squared,
+	// by which q is scaled after RoPE (0: none).
+	invFreqLong backend.Weight
+	qScale      float32
+	eps         float32
+	mem         WeightMemory
+	ck          *safetensors.Checkpoint // closed in Close: the backend may read its bytes in place
 }
 
 // LlamaLayer is one decoder layer's weights.
 type LlamaLayer struct {
-	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H"`
+	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H" norm:"rms"`
 	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H" quant:"linear" tp:"rows,heads"`
 	QBias    backend.Weight `hf:"model.layers.%d.self_attn.q_proj.bias" shape:"QD" if:"qkv_bias" tp:"rows,heads"`
 	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H" quant:"linear" tp:"rows,kvheads"`
 	KBias    backend.Weight `hf:"model.layers.%d.self_attn.k_proj.bias" shape:"KVD" if:"qkv_bias" tp:"rows,kvheads"`
 	V        backend.Weight `hf:"model.layers.%d.self_attn.v_proj.weight" shape:"KVD,H" quant:"linear" tp:"rows,kvheads"`
 	VBias    backend.Weight `hf:"model.layers.%d.self_attn.v_proj.bias" shape:"KVD" if:"qkv_bias" tp:"rows,kvheads"`
-	QNorm    backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"D" if:"qk_norm"`
-	KNorm    backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"D" if:"qk_norm"`
+	QNorm    backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"D" if:"qk_norm" norm:"rms"`
+	KNorm    backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"D" if:"qk_norm" norm:"rms"`
 	O        backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD" quant:"linear" tp:"cols,heads"`
 	OBias    backend.Weight `hf:"model.layers.%d.self_attn.o_proj.bias" shape:"H" if:"o_bias"`
-	MLPNorm  backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H"`
+	MLPNorm  backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H" norm:"rms"`
 	Gate     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
 	GateBias backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
 	Up       backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
@@ -62,7 +71,7 @@ type LlamaLayer struct {
 	DownBias backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
 }
 
-func init() { register(newLlama, "llama", "mistral", "qwen2", "qwen3") }
+func init() { register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma") }
 
 // newLlama loads the weights of cfg from the loader's checkpoint.
 func newLlama(cfg *Config, ld *loader) (Model, error) {
@@ -98,6 +107,15 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 		m.Close()
 		return nil, fmt.Errorf("model: %w", err)
 	}
+	if long := cfg.InvFreqLong(); long != nil {
+		if m.invFreqLong, err = loadVector(m.be, "rope.long_inv_freq", long); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		if f := cfg.RopeScaling.AttentionFactor; f != 1 {
+			m.qScale = float32(f * f)
+		}
+	}
 	return m, nil
 }
 
@@ -117,6 +135,38 @@ func setupLlama(cfg *Config, ld *loader) {
 		// store lm_head (transformers overwrites it with the embedding).
 		return strings.HasSuffix(name, ".rotary_emb.inv_freq") || (cfg.TieWordEmbeddings && name == "lm_head.weight")
 	}
+	ld.normPlusOne = cfg.NormPlusOne
+	if cfg.FusedQKV {
+		ld.fused = phi3Fused(cfg)
+	}
+}
+
+// phi3Fused maps the q, k, v, gate and up weights' names to their rows in
+// Phi-3's fused tensors: qkv_proj [QD+2·KVD, H] holds q, k, v one after
+// another, gate_up_proj [2·I, H] gate then up (Phi3Attention's slicing,
+// Phi3MLP's chunk).
+func phi3Fused(cfg *Config) func(name string) (rowSlice, bool) {
+	QD, KVD, I := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim, cfg.Intermediate
+	parts := map[string]rowSlice{
+		"self_attn.q_proj.weight": {"self_attn.qkv_proj.weight", 0, QD, QD + 2*KVD},
+		"self_attn.k_proj.weight": {"self_attn.qkv_proj.weight", QD, QD + KVD, QD + 2*KVD},
+		"self_attn.v_proj.weight": {"self_attn.qkv_proj.weight", QD + KVD, QD + 2*KVD, QD + 2*KVD},
+		"mlp.gate_proj.weight":    {"mlp.gate_up_proj.weight", 0, I, 2 * I},
+		"mlp.up_proj.weight":      {"mlp.gate_up_proj.weight", I, 2 * I, 2 * I},
+	}
+	return func(name string) (rowSlice, bool) {
+		rest, ok := strings.CutPrefix(name, "model.layers.")
+		if !ok {
+			return rowSlice{}, false
+		}
+		layer, field, ok := strings.Cut(rest, ".")
+		rs, found := parts[field]
+		if !ok || !found {
+			return rowSlice{}, false
+		}
+		rs.Tensor = "model.layers." + layer + "." + rs.Tensor
+		return rs, true
+	}
 }
 
 // WeightMemory implements WeightReporter.
@@ -135,6 +185,10 @@ func (m *Llama) Config() *Config { return m.cfg }
 //	x = RMSNorm(h)
 //	h = h + (silu(x·Wgᵀ) ⊙ x·Wuᵀ)·Wdᵀ             (gate and up: one LinearGroup)
 //
+// with Gemma's embeddings scaled by EmbedScale and gelu_tanh for silu
+// (GeGLU), and longrope's q scaled by its attention factor squared after
+// RoPE, with the long frequencies where the batch reaches past the
+// original context (transformers' choice per forward pass);
 // and the logits are RMSNorm(h)·Wlmᵀ for the output rows, returned whole or
 // as their greedy tokens as each sequence asks (Seq.Output). The small ops
 // run fused where the backend has an op for two of them (the same results,
@@ -176,24 +230,36 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 	if a.err != nil {
 		return nil, fmt.Errorf("model: forward: %w", a.err)
 	}
+	positions := b.Positions()
 	for _, u := range []struct {
 		dst backend.Tensor
 		src []int32
-	}{{ids, b.Tokens}, {pos, b.Positions()}, {rows, outRows}} {
+	}{{ids, b.Tokens}, {pos, positions}, {rows, outRows}} {
 		if err := be.UploadInt32(u.dst, u.src); err != nil {
 			return nil, fmt.Errorf("model: forward: %w", err)
 		}
 	}
 
 	qkv, gateUp := []backend.Tensor{q, k, v}, []backend.Tensor{gate, up} // LinearGroup's outputs
+	glu := be.SwiGLU
+	if cfg.GeGLU {
+		glu = be.GeGLU
+	}
+	invFreq := m.ropeFreq(positions)
 	be.Embedding(h, m.TokenEmbedding, ids)
+	if cfg.EmbedScale != 0 {
+		be.Scale(h, h, cfg.EmbedScale)
+	}
 	be.RMSNorm(x, h, m.Layers[0].AttnNorm, m.eps) // later layers' come with the previous layer's last add
 	for i := range m.Layers {
 		l := &m.Layers[i]
 
 		// Self-attention block; x is RMSNorm(h).
 		be.LinearGroup(qkv, x, []backend.Weight{l.Q, l.K, l.V}, []backend.Weight{l.QBias, l.KBias, l.VBias})
-		be.RoPEQK(q, k, pos, m.invFreq, l.QNorm, l.KNorm, m.eps)
+		be.RoPEQK(q, k, pos, invFreq, l.QNorm, l.KNorm, m.eps)
+		if m.qScale != 0 {
+			be.Scale(q, q, m.qScale)
+		}
 		if err := be.Err(); err != nil {
 			return nil, m.fail(i, err)
 		}
@@ -205,7 +271,7 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 
 		// MLP block.
 		be.LinearGroup(gateUp, x, []backend.Weight{l.Gate, l.Up}, []backend.Weight{l.GateBias, l.UpBias})
-		be.SwiGLU(gate, gate, up)
+		glu(gate, gate, up)
 		be.Linear(x, gate, l.Down, l.DownBias)
 		be.AddRMSNorm(h, x, x, m.nextNorm(i), m.eps)
 	}
@@ -221,6 +287,22 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 		return nil, m.fail(-1, err)
 	}
 	return out, nil
+}
+
+// ropeFreq returns the RoPE frequencies of a batch at these positions:
+// longrope's long ones where a position reaches OriginalMaxPositions
+// (transformers' longrope_frequency_update: max position + 1 > the
+// original context), else the usual ones.
+func (m *Llama) ropeFreq(positions []int32) backend.Weight {
+	if m.invFreqLong == nil {
+		return m.invFreq
+	}
+	for _, p := range positions {
+		if int(p) >= m.cfg.RopeScaling.OriginalMaxPositions {
+			return m.invFreqLong
+		}
+	}
+	return m.invFreq
 }
 
 // nextNorm returns the norm that follows layer i's MLP: the next layer's
@@ -251,7 +333,8 @@ func (m *Llama) Close() error {
 	v := reflect.ValueOf(m).Elem()
 	freeWeights(m.be, v)
 	m.be.FreeWeight(m.invFreq)
-	m.invFreq = nil
+	m.be.FreeWeight(m.invFreqLong)
+	m.invFreq, m.invFreqLong = nil, nil
 	if m.ck != nil {
 		ck := m.ck
 		m.ck = nil

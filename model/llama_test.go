@@ -48,6 +48,24 @@ var synthFamilies = []struct {
 		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,
 		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":1000000,"attention_bias":false,"tie_word_embeddings":true,
 		"sliding_window":null,"use_sliding_window":false}`},
+	{"phi3 fused qkv gate_up sliding window", safetensors.BF16, `{"architectures":["Phi3ForCausalLM"],"model_type":"phi3",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":100,"rms_norm_eps":1e-5,"rope_theta":10000.0,"hidden_act":"silu","sliding_window":5,
+		"max_position_embeddings":4096,"original_max_position_embeddings":4096,"rope_scaling":null,"tie_word_embeddings":false}`},
+	{"phi3 longrope past the original context f32", safetensors.F32, `{"architectures":["Phi3ForCausalLM"],"model_type":"phi3",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":4,
+		"vocab_size":100,"rms_norm_eps":1e-5,"rope_theta":10000.0,"hidden_act":"silu","sliding_window":null,
+		"max_position_embeddings":64,"original_max_position_embeddings":8,"tie_word_embeddings":false,
+		"rope_scaling":{"type":"longrope","short_factor":[1.0,1.1,1.3,1.8,2.5,4.0,6.0,9.0],
+		"long_factor":[1.2,1.9,3.1,5.2,8.5,13.0,21.0,40.0]}}`},
+	{"gemma mqa head_dim 32 geglu bf16", safetensors.BF16, `{"architectures":["GemmaForCausalLM"],"model_type":"gemma",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":32,
+		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":10000.0,"hidden_act":"gelu","hidden_activation":"gelu_pytorch_tanh",
+		"attention_bias":false,"tie_word_embeddings":true,"torch_dtype":"bfloat16"}`},
+	{"gemma f32 attention bias", safetensors.F32, `{"architectures":["GemmaForCausalLM"],"model_type":"gemma",
+		"hidden_size":48,"intermediate_size":80,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":2,"head_dim":24,
+		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":10000.0,"hidden_act":"gelu_pytorch_tanh",
+		"attention_bias":true,"tie_word_embeddings":true}`},
 }
 
 // logitTol is the tolerance of the synthetic tests: float32 computation
@@ -89,6 +107,13 @@ func TestSyntheticFamilies(t *testing.T) {
 			}
 			defer m.Close()
 			want := refForward(m.Config(), w, tokens)
+			// The same tokens as a prefill of 4 and single decode steps
+			// (differs from one pass only with longrope, by design).
+			steps := []int{4}
+			for range len(tokens) - 4 {
+				steps = append(steps, 1)
+			}
+			wantSteps := refForwardChunks(m.Config(), w, tokens, steps)
 
 			cache := NewDenseCache(be, m.Config())
 			var b Batch
@@ -111,7 +136,7 @@ func TestSyntheticFamilies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkRow(t, "prefill last", out.Row(0), want[3])
+			checkRow(t, "prefill last", out.Row(0), wantSteps[3])
 			for p := 4; p < len(tokens); p++ {
 				b = Batch{}
 				b.Add(7, p, tokens[p])
@@ -119,7 +144,7 @@ func TestSyntheticFamilies(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				worst = max(worst, checkRow(t, "decode position "+itoa(p), out.Row(0), want[p]))
+				worst = max(worst, checkRow(t, "decode position "+itoa(p), out.Row(0), wantSteps[p]))
 			}
 			t.Logf("worst logit error / max |logit|: %.2e", worst)
 		})

@@ -213,6 +213,16 @@ const progressLineEvery = time.Second
 //	tp:"rows,heads"                                how it splits over tensor-
 //	                                               parallel ranks (split); none:
 //	                                               whole on every rank
+//	norm:"rms"                                     an RMSNorm weight: loaded as
+//	                                               1 + w in float32 where
+//	                                               loader.normPlusOne (Gemma)
+//
+// Where loader.fused maps a field's tensor name to rows of another stored
+// tensor (Phi-3's qkv_proj holds q|k|v, gate_up_proj gate|up), the field
+// gets those rows under its own name: a row-major tensor's rows are
+// contiguous bytes, so this is a view, and a packed format, which
+// quantizes each output row on its own, gets the same matrix as from a
+// separate tensor.
 //
 // A slice of structs (the layers) is filled element by element with %d set
 // to the index. Tensors of the checkpoint that no field reads are an error:
@@ -225,13 +235,25 @@ type loader struct {
 	dims     map[string]int  // shape symbols
 	conds    map[string]bool // if-tag conditions
 	ignore   func(name string) bool
-	quant    *QuantConfig // int8 weights with scales (nil: none)
-	opts     LoadOptions
-	view     viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
-	copyView bool       // view must get copies: the caller unmaps the checkpoint
+	// fused, if set, says where a field's tensor lies inside another
+	// stored tensor (ok false: stored under its own name).
+	fused func(name string) (rs rowSlice, ok bool)
+	// normPlusOne loads the norm:"rms" weights as 1 + w (GemmaRMSNorm).
+	normPlusOne bool
+	quant       *QuantConfig // int8 weights with scales (nil: none)
+	opts        LoadOptions
+	view        viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
+	copyView    bool       // view must get copies: the caller unmaps the checkpoint
 
 	mem          WeightMemory // filled by load
 	fallbackSaid bool         // the dequantize-to-float32 line was logged
+}
+
+// rowSlice is where a weight lies in a stored tensor that fuses several:
+// rows [Lo, Hi) of Tensor, which has Rows rows.
+type rowSlice struct {
+	Tensor       string
+	Lo, Hi, Rows int
 }
 
 // weightSpec is one tensor to load into a struct field.
@@ -242,6 +264,15 @@ type weightSpec struct {
 	scale  string        // the scales of an I8 tensor (see quant.go), "" for float
 	linear bool          // tagged quant:"linear"
 	split  backend.Split // from the tp tag; given to a backend.SplitLoader
+	norm   bool          // tagged norm:"rms"
+	// from is the stored tensor holding the weight and its rows (the
+	// weight's own name and all its rows where nothing is fused).
+	from rowSlice
+}
+
+// storedShape is the shape of the tensor the spec's weight is read from.
+func (s *weightSpec) storedShape() []int {
+	return append([]int{s.from.Rows}, s.shape[1:]...)
 }
 
 // load fills the tagged backend.Weight fields of *dst.
@@ -257,16 +288,25 @@ func (ld *loader) load(dst any) error {
 	var total int64
 	for i := range specs {
 		s := &specs[i]
-		info, ok := ld.ck.Info(s.name)
+		s.from = rowSlice{Tensor: s.name, Hi: s.shape[0], Rows: s.shape[0]}
+		if ld.fused != nil {
+			if rs, ok := ld.fused(s.name); ok {
+				s.from = rs
+			}
+		}
+		info, ok := ld.ck.Info(s.from.Tensor)
 		if !ok {
-			return fmt.Errorf("model: checkpoint has no tensor %q", s.name)
+			return fmt.Errorf("model: checkpoint has no tensor %q", s.from.Tensor)
 		}
-		if !slices.Equal(info.Shape, s.shape) {
-			return fmt.Errorf("model: tensor %q has shape %v, want %v from config.json", s.name, info.Shape, s.shape)
+		if want := s.storedShape(); !slices.Equal(info.Shape, want) {
+			return fmt.Errorf("model: tensor %q has shape %v, want %v from config.json", s.from.Tensor, info.Shape, want)
 		}
-		used[s.name] = true
-		total += info.End - info.Begin
+		used[s.from.Tensor] = true
+		total += (info.End - info.Begin) / int64(s.from.Rows) * int64(s.from.Hi-s.from.Lo)
 		if info.DType == safetensors.I8 {
+			if s.from.Tensor != s.name {
+				return fmt.Errorf("model: tensor %q: int8 weights of fused tensors are not supported", s.from.Tensor)
+			}
 			name, err := ld.quantScaleInfo(info)
 			if err != nil {
 				return err
@@ -292,9 +332,20 @@ func (ld *loader) load(dst any) error {
 	sl, splitting := ld.be.(backend.SplitLoader)
 	bar := newProgressBar(ld.progress, total)
 	for _, s := range specs {
-		t, err := ld.ck.Tensor(s.name)
+		t, err := ld.ck.Tensor(s.from.Tensor)
 		if err != nil {
 			return fmt.Errorf("model: %w", err)
+		}
+		if s.from.Tensor != s.name {
+			// Rows [Lo, Hi) of the fused tensor: a view of its bytes.
+			row := len(t.Data) / s.from.Rows
+			t.Data = t.Data[s.from.Lo*row : s.from.Hi*row]
+			t.Name, t.Shape = s.name, s.shape
+		}
+		if s.norm && ld.normPlusOne {
+			if t, err = plusOne(t); err != nil {
+				return err
+			}
 		}
 		quantized := s.linear && ld.opts.Weights.IsQuantized()
 		if s.scale != "" && ld.view != nil && !quantized {
@@ -420,7 +471,7 @@ func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error
 				return fmt.Errorf("model: field %s: %w", f.Name, err)
 			}
 			*specs = append(*specs, weightSpec{name: name, shape: shape, dst: fv.Addr().Interface().(*backend.Weight),
-				linear: f.Tag.Get("quant") == "linear", split: split})
+				linear: f.Tag.Get("quant") == "linear", split: split, norm: f.Tag.Get("norm") == "rms"})
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && f.IsExported():
 			for j := range fv.Len() {
 				if err := ld.collect(fv.Index(j), j, specs); err != nil {
@@ -485,6 +536,25 @@ func (ld *loader) split(tag string) (backend.Split, error) {
 		return s, fmt.Errorf("unknown unit %q in tp tag %q (want heads or kvheads)", unit, tag)
 	}
 	return s, nil
+}
+
+// plusOne returns the norm weight t as float32 values 1 + w, each sum
+// rounded to float32 as GemmaRMSNorm's 1.0 + weight.float() is: the one
+// place Gemma's (1 + w) scaling is applied (the backends' RMSNorm
+// multiplies by the weight as stored). The values go to a new buffer: t's
+// bytes may be a read-only mapping of the checkpoint, or the bytes a
+// backend keeps in place.
+func plusOne(t safetensors.Tensor) (safetensors.Tensor, error) {
+	w, err := t.Float32()
+	if err != nil {
+		return t, fmt.Errorf("model: %s: %w", t.File, err)
+	}
+	data := make([]byte, 4*len(w))
+	for i, v := range w {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(1+v))
+	}
+	t.DType, t.Data = safetensors.F32, data
+	return t, nil
 }
 
 // backendDType maps a checkpoint dtype to the backend's.

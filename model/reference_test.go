@@ -11,8 +11,9 @@ import (
 
 // This file holds a plain float64 forward pass of the Llama family written
 // from transformers' modeling code (LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM, Qwen3ForCausalLM), independent of the backend and of
-// llama.go, and the synthetic checkpoints the tests run it on.
+// Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, GemmaForCausalLM),
+// independent of the backend and of llama.go, and the synthetic
+// checkpoints the tests run it on.
 
 // refWeights names a checkpoint's tensors as transformers does and holds
 // their values (already rounded to the stored dtype).
@@ -22,7 +23,8 @@ type refWeights map[string][]float32
 func synthShape(cfg *Config) synthmodel.Shape {
 	return synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
-		QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm}
+		QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm,
+		Fused: cfg.FusedQKV, NormPlusOne: cfg.NormPlusOne}
 }
 
 // synthTensors lists the tensor names and shapes of cfg's checkpoint
@@ -47,8 +49,13 @@ func writeSynthetic(t *testing.T, dir, configJSON string, dtype safetensors.DTyp
 }
 
 // refInvFreq computes RoPE inverse frequencies in float64 from the formulas
-// of transformers' rope initializers (default, linear, llama3).
-func refInvFreq(cfg *Config) []float64 {
+// of transformers' rope initializers (default, linear, llama3; longrope's
+// short factors).
+func refInvFreq(cfg *Config) []float64 { return refInvFreqLen(cfg, false) }
+
+// refInvFreqLen is refInvFreq with longrope's long factors where long (the
+// frequencies of a forward pass past the original context).
+func refInvFreqLen(cfg *Config, long bool) []float64 {
 	D := cfg.HeadDim
 	inv := make([]float64, D/2)
 	for i := range inv {
@@ -60,6 +67,12 @@ func refInvFreq(cfg *Config) []float64 {
 	}
 	for i, f := range inv {
 		switch s.Type {
+		case "longrope":
+			ext := s.ShortFactor
+			if long {
+				ext = s.LongFactor
+			}
+			inv[i] = f / ext[i]
 		case "linear":
 			inv[i] = f / s.Factor
 		case "llama3":
@@ -84,10 +97,59 @@ func refInvFreq(cfg *Config) []float64 {
 // refForward runs tokens (one sequence from position 0) through the model
 // and returns the logits at every position, all in float64.
 func refForward(cfg *Config, w refWeights, tokens []int32) [][]float64 {
+	return refForwardChunks(cfg, w, tokens, nil)
+}
+
+// refUnfuse returns w with Phi-3's fused tensors split into the q, k, v,
+// gate and up weights by rows, as Phi3Attention slices qkv_proj's output
+// and Phi3MLP chunks gate_up_proj's.
+func refUnfuse(cfg *Config, w refWeights) refWeights {
+	H, QD, KVD, I := cfg.Hidden, cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim, cfg.Intermediate
+	out := refWeights{}
+	for name, v := range w {
+		out[name] = v
+	}
+	for l := range cfg.Layers {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		qkv, gu := w[p+"self_attn.qkv_proj.weight"], w[p+"mlp.gate_up_proj.weight"]
+		out[p+"self_attn.q_proj.weight"] = qkv[:QD*H]
+		out[p+"self_attn.k_proj.weight"] = qkv[QD*H : (QD+KVD)*H]
+		out[p+"self_attn.v_proj.weight"] = qkv[(QD+KVD)*H:]
+		out[p+"mlp.gate_proj.weight"] = gu[:I*H]
+		out[p+"mlp.up_proj.weight"] = gu[I*H:]
+	}
+	return out
+}
+
+// refForwardChunks is refForward with the tokens given to successive
+// forward passes of the given sizes (nil: one pass), each with a KV cache
+// of the ones before: the passes differ only where longrope picks its
+// frequencies per pass (long ones for a pass whose last position is at
+// least the original context) and the keys cached by earlier passes keep
+// theirs, as transformers' generation does.
+func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [][]float64 {
 	H, D, Hq, Hkv, I := cfg.Hidden, cfg.HeadDim, cfg.Heads, cfg.KVHeads, cfg.Intermediate
 	T := len(tokens)
 	eps := cfg.RMSNormEps
-	inv := refInvFreq(cfg)
+	if chunks == nil {
+		chunks = []int{T}
+	}
+	// invAt[t] are the frequencies of the pass holding position t.
+	invAt := make([][]float64, 0, T)
+	for start, n := range chunksStarts(chunks) {
+		long := cfg.RopeScaling != nil && cfg.RopeScaling.Type == "longrope" && start+n > cfg.RopeScaling.OriginalMaxPositions
+		inv := refInvFreqLen(cfg, long)
+		for range n {
+			invAt = append(invAt, inv)
+		}
+	}
+	attnFactor := 1.0 // longrope's, on cos and sin
+	if cfg.RopeScaling != nil && cfg.RopeScaling.Type == "longrope" {
+		attnFactor = cfg.RopeScaling.AttentionFactor
+	}
+	if cfg.FusedQKV {
+		w = refUnfuse(cfg, w)
+	}
 
 	get := func(name string) []float32 { return w[name] }
 	linear := func(x []float64, wn, bn string, out, in int) []float64 {
@@ -114,14 +176,19 @@ func refForward(cfg *Config, w refWeights, tokens []int32) [][]float64 {
 		r := 1 / math.Sqrt(ss/float64(len(x))+eps)
 		y := make([]float64, len(x))
 		for i, v := range x {
-			y[i] = float64(W[i]) * v * r
+			scale := float64(W[i])
+			if cfg.NormPlusOne { // GemmaRMSNorm: x·r·(1 + w)
+				scale = 1 + scale
+			}
+			y[i] = scale * v * r
 		}
 		return y
 	}
 	rope := func(x []float64, pos int) { // one head, rotate_half layout
+		inv := invAt[pos]
 		for i := range D / 2 {
 			th := float64(pos) * inv[i]
-			c, s := math.Cos(th), math.Sin(th)
+			c, s := math.Cos(th)*attnFactor, math.Sin(th)*attnFactor
 			x1, x2 := x[i], x[i+D/2]
 			x[i] = x1*c - x2*s
 			x[i+D/2] = x2*c + x1*s
@@ -134,6 +201,9 @@ func refForward(cfg *Config, w refWeights, tokens []int32) [][]float64 {
 		h[t] = make([]float64, H)
 		for k := range H {
 			h[t][k] = float64(E[int(id)*H+k])
+			if cfg.ModelType == "gemma" { // GemmaTextScaledWordEmbedding
+				h[t][k] *= float64(cfg.EmbedScale)
+			}
 		}
 	}
 	for l := range cfg.Layers {
@@ -198,8 +268,12 @@ func refForward(cfg *Config, w refWeights, tokens []int32) [][]float64 {
 			x := rmsnorm(h[t], p+"post_attention_layernorm.weight")
 			gate := linear(x, p+"mlp.gate_proj.weight", p+"mlp.gate_proj.bias", I, H)
 			up := linear(x, p+"mlp.up_proj.weight", p+"mlp.up_proj.bias", I, H)
-			for i := range gate {
-				gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
+			for i, g := range gate {
+				if cfg.GeGLU { // gelu_pytorch_tanh
+					gate[i] = geluTanh64(g) * up[i]
+				} else {
+					gate[i] = g / (1 + math.Exp(-g)) * up[i]
+				}
 			}
 			down := linear(gate, p+"mlp.down_proj.weight", p+"mlp.down_proj.bias", H, I)
 			for i := range H {
@@ -216,4 +290,31 @@ func refForward(cfg *Config, w refWeights, tokens []int32) [][]float64 {
 		logits[t] = linear(rmsnorm(h[t], "model.norm.weight"), head, "", cfg.Vocab, H)
 	}
 	return logits
+}
+
+// chunksStarts maps each pass's first position to its size, in order
+// (a range over it visits the passes as a slice would: it is a sorted
+// iterator).
+func chunksStarts(chunks []int) func(yield func(int, int) bool) {
+	return func(yield func(int, int) bool) {
+		start := 0
+		for _, n := range chunks {
+			if !yield(start, n) {
+				return
+			}
+			start += n
+		}
+	}
+}
+
+// geluTanh64 is gelu_pytorch_tanh in float64: g/2·(1 + tanh(u)), u =
+// √(2/π)·(g + 0.044715·g³), written for u < 0 as g·e/(1 + e) with e = e^{2u}
+// (the same function), where 1 + tanh(u) would cancel to 0.
+func geluTanh64(g float64) float64 {
+	u := math.Sqrt(2/math.Pi) * (g + 0.044715*g*g*g)
+	if u >= 0 {
+		return 0.5 * g * (1 + math.Tanh(u))
+	}
+	e := math.Exp(2 * u)
+	return g * e / (1 + e)
 }

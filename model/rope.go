@@ -18,13 +18,14 @@ import "math"
 //
 // Each step is rounded to float32 as transformers' float32 tensors are, so
 // the angles pos·inv_freq match its to within an ulp.
+//
+// For "longrope" (Phi-3 128k, Phi-3.5) it returns the frequencies of
+// sequences up to the original context: InvFreqLong's with ShortFactor.
 func (c *Config) InvFreq() []float32 {
-	D := c.HeadDim
-	inv := make([]float32, D/2)
-	for i := range inv {
-		exp := float32(2*i) / float32(D)
-		inv[i] = 1 / float32(math.Pow(c.RopeTheta, float64(exp)))
+	if s := c.RopeScaling; s != nil && s.Type == "longrope" {
+		return c.longropeInvFreq(s.ShortFactor)
 	}
+	inv := c.baseInvFreq()
 	s := c.RopeScaling
 	if s == nil {
 		return inv
@@ -50,6 +51,45 @@ func (c *Config) InvFreq() []float32 {
 				inv[i] = float32((1-smooth)*float64(f)/s.Factor + smooth*float64(f))
 			}
 		}
+	}
+	return inv
+}
+
+// baseInvFreq returns the unscaled inverse frequencies 1/theta^(2i/D) in
+// float32 as transformers computes them.
+func (c *Config) baseInvFreq() []float32 {
+	D := c.HeadDim
+	inv := make([]float32, D/2)
+	for i := range inv {
+		exp := float32(2*i) / float32(D)
+		inv[i] = 1 / float32(math.Pow(c.RopeTheta, float64(exp)))
+	}
+	return inv
+}
+
+// InvFreqLong returns a "longrope" config's inverse frequencies of
+// sequences longer than its OriginalMaxPositions (LongFactor's), nil for
+// other configs. transformers picks them for a forward pass whose largest
+// position is at least OriginalMaxPositions, InvFreq's otherwise; each is
+//
+//	inv_freq[i] = 1 / (factor[i]·theta^(float32(2i)/D))
+//
+// in float32.
+func (c *Config) InvFreqLong() []float32 {
+	s := c.RopeScaling
+	if s == nil || s.Type != "longrope" {
+		return nil
+	}
+	return c.longropeInvFreq(s.LongFactor)
+}
+
+// longropeInvFreq is longrope's inverse frequencies with divisors ext.
+func (c *Config) longropeInvFreq(ext []float64) []float32 {
+	inv := make([]float32, c.HeadDim/2)
+	for i := range inv {
+		// theta^(2i/D) in float32, as transformers' base**inv_freq_shape.
+		pow := float32(math.Pow(c.RopeTheta, float64(float32(2*i)/float32(c.HeadDim))))
+		inv[i] = 1 / (float32(ext[i]) * pow)
 	}
 	return inv
 }

@@ -30,6 +30,12 @@ type Shape struct {
 	// QKVBias, OBias, MLPBias: the projections' biases; QKNorm: q_norm and
 	// k_norm weights (Qwen3).
 	QKVBias, OBias, MLPBias, QKNorm bool
+	// Fused: q|k|v stored as one self_attn.qkv_proj and gate|up as one
+	// mlp.gate_up_proj (Phi-3).
+	Fused bool
+	// NormPlusOne: norm weights are stored as w of a norm by 1 + w
+	// (Gemma), so they are drawn near 0 instead of near 1.
+	NormPlusOne bool
 }
 
 // Tensors lists the names and shapes of a checkpoint of shape s as
@@ -48,12 +54,17 @@ func Tensors(s Shape) map[string][]int {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		ts[p+"input_layernorm.weight"] = []int{H}
 		ts[p+"post_attention_layernorm.weight"] = []int{H}
-		ts[p+"self_attn.q_proj.weight"] = []int{QD, H}
-		ts[p+"self_attn.k_proj.weight"] = []int{KVD, H}
-		ts[p+"self_attn.v_proj.weight"] = []int{KVD, H}
+		if s.Fused {
+			ts[p+"self_attn.qkv_proj.weight"] = []int{QD + 2*KVD, H}
+			ts[p+"mlp.gate_up_proj.weight"] = []int{2 * I, H}
+		} else {
+			ts[p+"self_attn.q_proj.weight"] = []int{QD, H}
+			ts[p+"self_attn.k_proj.weight"] = []int{KVD, H}
+			ts[p+"self_attn.v_proj.weight"] = []int{KVD, H}
+			ts[p+"mlp.gate_proj.weight"] = []int{I, H}
+			ts[p+"mlp.up_proj.weight"] = []int{I, H}
+		}
 		ts[p+"self_attn.o_proj.weight"] = []int{H, QD}
-		ts[p+"mlp.gate_proj.weight"] = []int{I, H}
-		ts[p+"mlp.up_proj.weight"] = []int{I, H}
 		ts[p+"mlp.down_proj.weight"] = []int{H, I}
 		if s.QKVBias {
 			ts[p+"self_attn.q_proj.bias"] = []int{QD}
@@ -79,7 +90,7 @@ func Tensors(s Shape) map[string][]int {
 // Write writes configJSON as config.json and a model.safetensors of random
 // weights of shape s (plus the tensors of extra) stored as dtype into dir,
 // and returns the weights as stored (rounded to dtype), by name. Norm
-// weights are near 1, biases near ±0.5, matrices scaled so that
+// weights are near 1 (near 0 with NormPlusOne), biases near ±0.5, matrices scaled so that
 // activations stay near unit size and attention is far from uniform. The
 // same seed gives the same checkpoint.
 func Write(dir, configJSON string, s Shape, dtype safetensors.DType, seed uint64, extra map[string][]int) (map[string][]float32, error) {
@@ -100,6 +111,8 @@ func Write(dir, configJSON string, s Shape, dtype safetensors.DType, seed uint64
 		v := make([]float32, n)
 		for i := range v {
 			switch {
+			case len(shape) == 1 && strings.HasSuffix(name, "norm.weight") && s.NormPlusOne:
+				v[i] = float32(0.2 * r.NormFloat64())
 			case len(shape) == 1 && strings.HasSuffix(name, "norm.weight"):
 				v[i] = float32(1 + 0.2*r.NormFloat64())
 			case len(shape) == 1:

@@ -3,7 +3,10 @@ package gpukv
 // TestGPUSyntheticFamilies runs small random checkpoints of the shapes real
 // models have and gocoder-23m does not (head dims 64 and 128, GQA groups 3,
 // 4 and 7 and MQA, biases on q/k/v, o and the MLP, Qwen3's q/k norms and a
-// head_dim that is not hidden/heads, bf16, fp16 and fp32 storage) through
+// head_dim that is not hidden/heads, bf16, fp16 and fp32 storage; Gemma's
+// head dim 256 with GeGLU and its 1 + w norms and embedding scale; Phi-3's
+// fused q|k|v and gate|up and longrope, whose prompt crosses its original
+// context of 256 into the long factors and attention factor) through
 // the GPU's paged cache and kernels, against the CPU backend.
 
 import (
@@ -43,6 +46,16 @@ var gpuSynthFamilies = []struct {
 	{"llama gqa3 d128 f32", safetensors.F32, `{"architectures":["LlamaForCausalLM"],"model_type":"llama",
 		"hidden_size":768,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":2,
 		"vocab_size":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false}`},
+	{"gemma mqa d256 geglu bf16", safetensors.BF16, `{"architectures":["GemmaForCausalLM"],"model_type":"gemma",
+		"hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":256,
+		"vocab_size":512,"rms_norm_eps":1e-6,"rope_theta":10000.0,"hidden_act":"gelu","hidden_activation":"gelu_pytorch_tanh",
+		"attention_bias":false,"tie_word_embeddings":true,"torch_dtype":"bfloat16"}`},
+	{"phi3 gqa2 d128 fused longrope", safetensors.BF16, `{"architectures":["Phi3ForCausalLM"],"model_type":"phi3",
+		"hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"hidden_act":"silu","sliding_window":2047,
+		"max_position_embeddings":4096,"original_max_position_embeddings":256,"tie_word_embeddings":false,
+		"rope_scaling":{"type":"longrope","short_factor":[1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.35, 1.4, 1.45, 1.5, 1.55, 1.6, 1.65, 1.7, 1.75, 1.8, 1.85, 1.9, 1.95, 2.0, 2.05, 2.1, 2.15, 2.2, 2.25, 2.3, 2.35, 2.4, 2.45, 2.5, 2.55, 2.6, 2.65, 2.7, 2.75, 2.8, 2.85, 2.9, 2.95, 3.0, 3.05, 3.1, 3.15, 3.2, 3.25, 3.3, 3.35, 3.4, 3.45, 3.5, 3.55, 3.6, 3.65, 3.7, 3.75, 3.8, 3.85, 3.9, 3.95, 4.0, 4.05, 4.1, 4.15],
+		"long_factor":[1.0, 1.4, 1.8, 2.2, 2.6, 3.0, 3.4, 3.8, 4.2, 4.6, 5.0, 5.4, 5.8, 6.2, 6.6, 7.0, 7.4, 7.8, 8.2, 8.6, 9.0, 9.4, 9.8, 10.2, 10.6, 11.0, 11.4, 11.8, 12.2, 12.6, 13.0, 13.4, 13.8, 14.2, 14.6, 15.0, 15.4, 15.8, 16.2, 16.6, 17.0, 17.4, 17.8, 18.2, 18.6, 19.0, 19.4, 19.8, 20.2, 20.6, 21.0, 21.4, 21.8, 22.2, 22.6, 23.0, 23.4, 23.8, 24.2, 24.6, 25.0, 25.4, 25.8, 26.2]}}`},
 }
 
 // synthFP16Tol bounds ‖gpu − cpu‖₂ / ‖cpu‖₂ of a row of logits with fp16 KV
@@ -84,7 +97,8 @@ func TestGPUSyntheticFamilies(t *testing.T) {
 			}
 			shape := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
 				KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
-				QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm}
+				QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm,
+				Fused: cfg.FusedQKV, NormPlusOne: cfg.NormPlusOne}
 			if _, err := synthmodel.Write(dir, fam.config, shape, fam.dtype, uint64(100+fi), nil); err != nil {
 				t.Fatal(err)
 			}
