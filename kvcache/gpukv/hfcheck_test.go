@@ -8,6 +8,9 @@ package gpukv
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/internal/hfcheck"
@@ -57,7 +60,21 @@ func TestGPUTransformers(t *testing.T) {
 			}
 			defer m.Close()
 			n := len(f.Golden.PromptIDs) + len(f.Golden.GreedyIDs)
+			// The paged caches take head dims 64, 128 and 256 only
+			// (kv.SupportedHeadDims): Phi-3-mini's 96 runs on the dense
+			// cache, and the paged cache must refuse it by name.
+			paged := slices.Contains(kv.SupportedHeadDims, m.Config().HeadDim)
+			if !paged {
+				_, err := NewPaged(gb, m.Config(), kv.MustParseSpec("fp16"), kvcache.Options{MaxSeqs: 1, MaxLen: n, MaxChunk: hfChunk})
+				if want := fmt.Sprintf("head dim %d", m.Config().HeadDim); err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("a paged GPU cache of head dim %d: err = %v, want a refusal saying %q", m.Config().HeadDim, err, want)
+				}
+				t.Logf("paged GPU caches refuse head dim %d, as they should: %v", m.Config().HeadDim, err)
+			}
 			for _, c := range hfGPUKV {
+				if c.spec != "" && !paged {
+					continue
+				}
 				var cache model.Attention = model.NewDenseCache(gb, m.Config())
 				name, tokens := "dense fp32", 0
 				if c.spec != "" {
