@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/bitdecode/bitdecode/constrain"
 	"github.com/bitdecode/bitdecode/model"
 )
 
@@ -210,10 +211,16 @@ func (s *Sampler) pick(logits []float32) int {
 	if o.Temperature == 0 {
 		return model.Argmax(logits)
 	}
-	// Candidates sorted by logit (ties by id, so the order is deterministic).
+	// Candidates sorted by logit (ties by id, so the order is deterministic),
+	// those masked out (-Inf: a constraint's) left out.
 	s.idx = s.idx[:0]
-	for i := range logits {
-		s.idx = append(s.idx, i)
+	for i, l := range logits {
+		if !math.IsInf(float64(l), -1) {
+			s.idx = append(s.idx, i)
+		}
+	}
+	if len(s.idx) == 0 {
+		return model.Argmax(logits)
 	}
 	sort.Slice(s.idx, func(a, b int) bool {
 		la, lb := logits[s.idx[a]], logits[s.idx[b]]
@@ -293,6 +300,9 @@ func topLogprobs(lp []float64, n int) []TokenLogprob {
 	}
 	top := make([]TokenLogprob, 0, n+1)
 	for id, v := range lp {
+		if math.IsInf(v, -1) { // masked out by a constraint
+			continue
+		}
 		if len(top) == n && !(v > top[n-1].Logprob) {
 			continue
 		}
@@ -308,4 +318,58 @@ func topLogprobs(lp []float64, n int) []TokenLogprob {
 		}
 	}
 	return top
+}
+
+// greedyTries is how many of the most likely tokens a greedy constrained
+// step tests one by one before it computes the whole mask.
+const greedyTries = 16
+
+// SampleConstrained is SampleLogprob restricted to the tokens matcher m
+// allows next; false if it allows none. The mask comes first, then
+// penalties, temperature and the top-k, top-p and min-p filters, over the
+// allowed tokens exactly as over all of them unconstrained (vLLM's order).
+// A greedy step without log probabilities tests the most likely tokens
+// one at a time and takes the first allowed (the whole mask only after
+// greedyTries refusals). Log probabilities are those of the masked
+// distribution: the log-softmax of the raw logits over the allowed tokens.
+// logits is modified; m is not advanced.
+func (s *Sampler) SampleConstrained(logits []float32, context []int, generated int, m *constrain.Matcher) (SampledToken, bool) {
+	o := s.opts
+	negInf := float32(math.Inf(-1))
+	if o.Temperature == 0 && !o.Logprobs {
+		s.penalize(logits, context, generated)
+		for range greedyTries {
+			id := model.Argmax(logits)
+			if math.IsInf(float64(logits[id]), -1) {
+				return SampledToken{}, false
+			}
+			if m.Allowed(id) {
+				return SampledToken{TokenLogprob: TokenLogprob{ID: id}}, true
+			}
+			logits[id] = negInf
+		}
+		if !applyMask(logits, m.Mask()) {
+			return SampledToken{}, false
+		}
+		return SampledToken{TokenLogprob: TokenLogprob{ID: model.Argmax(logits)}}, true
+	}
+	if !applyMask(logits, m.Mask()) {
+		return SampledToken{}, false
+	}
+	return s.SampleLogprob(logits, context, generated), true
+}
+
+// applyMask sets the logits of the tokens outside mask to -Inf and reports
+// whether any token is left.
+func applyMask(logits []float32, mask []uint64) bool {
+	negInf := float32(math.Inf(-1))
+	left := false
+	for i := range logits {
+		if !constrain.Has(mask, i) {
+			logits[i] = negInf
+		} else if !math.IsInf(float64(logits[i]), -1) {
+			left = true
+		}
+	}
+	return left
 }

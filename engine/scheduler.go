@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bitdecode/bitdecode/constrain"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
@@ -88,7 +89,22 @@ type Request struct {
 	// prefix (every prompt row is computed) and its prefill chunks bring
 	// their logits to the host whole.
 	PromptLogprobs bool
+	// Constraint, when set, restricts the generated text to the documents
+	// of a grammar (constrain.JSONObject, constrain.JSONSchema): each step
+	// samples among the tokens whose bytes continue a document (the stop
+	// tokens only once it is complete; SampleConstrained). The request gets
+	// a matcher of its own, so one grammar may serve several requests (n
+	// choices share its mask cache). Its rows come to the host whole (the
+	// greedy token picked on the device may not be allowed). A document
+	// complete with nothing allowed after it but a stop token that the
+	// request does not have (StopIDs empty) ends with FinishStop.
+	Constraint *constrain.Grammar
 }
+
+// ErrConstraint is the error of a request that ends with FinishError because
+// its constraint allows no token where the document is not complete (a
+// vocabulary that cannot spell what the grammar needs).
+var ErrConstraint = errors.New("engine: the constraint allows no token here")
 
 // ErrNoTiers is the reason of a TiersError when the KV cache has no
 // precision tiers.
@@ -287,6 +303,9 @@ type Scheduler struct {
 	// ParseKVTiers never touches the cache.
 	tierSpec  *kv.PlaneSpec
 	cacheSpec string
+	// vocab is the tokenizer's vocabulary as byte strings, for constrained
+	// requests, built at the first one.
+	vocab func() *constrain.Vocab
 
 	mu       sync.Mutex
 	incoming []*seq
@@ -320,6 +339,7 @@ type seq struct {
 	dec       *tokenizer.DecodeStream
 	stops     *stopMatcher // cuts the text at the request's stop strings
 	stopIDs   map[int]bool
+	cons      *constrain.Matcher // Request.Constraint's, advanced with each token
 	res       Result
 	submitted time.Time
 	last      time.Time
@@ -359,6 +379,7 @@ func NewScheduler(m model.Model, tok *tokenizer.Tokenizer, cache kvcache.Cache, 
 		s.tierSpec = &p
 	}
 	s.cacheSpec = cache.Format().Spec.String()
+	s.vocab = sync.OnceValue(func() *constrain.Vocab { return TokenVocab(tok, m.Config().Vocab) })
 	go s.loop()
 	return s, nil
 }
@@ -459,6 +480,9 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		stopIDs: map[int]bool{}, submitted: time.Now()}
 	for _, id := range stopIDs {
 		q.stopIDs[id] = true
+	}
+	if r.Constraint != nil {
+		q.cons = constrain.NewMatcher(r.Constraint, s.vocab(), stopIDs)
 	}
 	q.res.PromptTokens = len(r.Prompt)
 	// Set before q is published: the loop reads it once q is in incoming.
@@ -677,6 +701,9 @@ func (s *Scheduler) step() {
 		b.Seqs[i].Output = model.OutputToken
 		if q.n+b.Seqs[i].Len == len(q.tokens) {
 			b.Seqs[i].Output = q.sampler.Output(len(q.res.Tokens))
+			if q.cons != nil {
+				b.Seqs[i].Output = model.OutputLogits
+			}
 		}
 		// A chunk whose rows score prompt tokens not yet scored needs every
 		// row of the batch (model.Batch.AllLogits: each sequence's own
@@ -815,7 +842,28 @@ func (s *Scheduler) remove(q *seq) {
 // sample picks q's next token, streams its text and ends q when a stop
 // condition holds.
 func (s *Scheduler) sample(q *seq, logits *model.Logits, row int, now time.Time) {
-	tok := q.sampler.SampleRow(logits, row, q.tokens, len(q.res.Tokens))
+	var tok SampledToken
+	if q.cons != nil {
+		var ok bool
+		tok, ok = q.sampler.SampleConstrained(logits.Row(row), q.tokens, len(q.res.Tokens), q.cons)
+		switch {
+		case !ok && q.cons.Complete():
+			s.finish(q, FinishStop, false)
+			return
+		case !ok:
+			s.remove(q)
+			s.end(q, FinishError, ErrConstraint)
+			return
+		case !q.stopIDs[tok.ID]:
+			if err := q.cons.Accept(tok.ID); err != nil { // SampleConstrained picks allowed tokens only
+				s.remove(q)
+				s.end(q, FinishError, err)
+				return
+			}
+		}
+	} else {
+		tok = q.sampler.SampleRow(logits, row, q.tokens, len(q.res.Tokens))
+	}
 	next := tok.ID
 	if len(q.res.Tokens) == 0 {
 		q.res.TTFT = now.Sub(q.submitted)
@@ -887,4 +935,16 @@ func (s *Scheduler) end(q *seq, reason string, err error) {
 	})
 	s.publish() // the freed blocks show in Stats before the client sees its end
 	q.stream.finish(q.res)
+}
+
+// TokenVocab returns the vocabulary of tok as constrained decoding sees it:
+// for each of the model's vocab ids, the bytes it adds to the text
+// (tokenizer.TokenBytes; none for special tokens and ids past the
+// tokenizer's).
+func TokenVocab(tok *tokenizer.Tokenizer, vocab int) *constrain.Vocab {
+	toks := make([][]byte, vocab)
+	for id := range toks {
+		toks[id] = tok.TokenBytes(id)
+	}
+	return constrain.NewVocab(toks)
 }

@@ -36,8 +36,11 @@ var forbidden = map[string][]string{
 	// Tensor parallelism is device-free: it drives its ranks through the
 	// Backend interface and their Communicator only.
 	"backend/tp": {"backend/cpu", "backend/gpu", "gpu"},
-	"tokenizer":  {"model", "backend", "gpu", "attn", "kv", "wq", "kvcache", "eval", "engine", "server", "bench", "cmd"},
-	"model":      {"kvcache", "eval", "engine", "server", "gpu", "backend/gpu", "attn", "bench", "cmd"},
+	// Constrained decoding: grammars and token masks over byte strings,
+	// below the tokenizer and the engine that hand it a vocabulary.
+	"constrain": {"kv", "wq", "hub", "attn", "backend", "gpu", "model", "kvcache", "eval", "engine", "server", "tokenizer", "bench", "cmd"},
+	"tokenizer": {"model", "backend", "gpu", "attn", "kv", "wq", "kvcache", "eval", "engine", "server", "bench", "cmd"},
+	"model":     {"kvcache", "eval", "engine", "server", "gpu", "backend/gpu", "attn", "bench", "cmd"},
 	// The caches: kvcache itself is device-free; kvcache/gpukv is the CUDA
 	// backend's provider and the one cache package that may know the GPU.
 	"kvcache": {"eval", "engine", "server", "bench", "cmd"},
