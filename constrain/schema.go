@@ -20,6 +20,9 @@ type SchemaError struct {
 	// Keyword is the keyword at fault, if one is.
 	Keyword string
 	Msg     string
+	// Unsupported reports a valid schema that uses what constrained
+	// decoding does not enforce (rather than an invalid one).
+	Unsupported bool
 }
 
 // Error implements error.
@@ -210,6 +213,11 @@ func errAt(path, kw, format string, a ...any) error {
 	return &SchemaError{Path: path, Keyword: kw, Msg: fmt.Sprintf(format, a...)}
 }
 
+// unsupportedAt is errAt for what is valid JSON Schema but not enforced.
+func unsupportedAt(path, kw, format string, a ...any) error {
+	return &SchemaError{Path: path, Keyword: kw, Msg: fmt.Sprintf(format, a...), Unsupported: true}
+}
+
 // nonNegInt reads a keyword's value as an integer >= 0.
 func nonNegInt(o *object, kw, path string) (int, bool, error) {
 	v, ok := o.vals[kw]
@@ -255,14 +263,14 @@ func (c *schemaCompiler) compileObject(s *object, path string) (sym, error) {
 				constraining = append(constraining, k)
 			}
 		default:
-			return sym{}, errAt(path, k, "not supported in constrained decoding (supported: %s)", supportedList())
+			return sym{}, unsupportedAt(path, k, "not supported in constrained decoding (supported: %s)", supportedList())
 		}
 	}
 	has := func(k string) bool { _, ok := s.vals[k]; return ok }
 	alone := func(kw string, allowed ...string) error {
 		for _, k := range constraining {
 			if k != kw && !contains(allowed, k) {
-				return errAt(path, k, "cannot be combined with %q in constrained decoding", kw)
+				return unsupportedAt(path, k, "cannot be combined with %q in constrained decoding", kw)
 			}
 		}
 		return nil
@@ -305,7 +313,7 @@ func (c *schemaCompiler) compileObject(s *object, path string) (sym, error) {
 		}
 		subs, ok := s.vals["allOf"].([]any)
 		if !ok || len(subs) != 1 {
-			return sym{}, errAt(path, "allOf", "only an allOf of exactly one schema is supported in constrained decoding")
+			return sym{}, unsupportedAt(path, "allOf", "only an allOf of exactly one schema is supported in constrained decoding")
 		}
 		return c.compile(subs[0], path+"/allOf/0")
 	}
@@ -425,7 +433,7 @@ func (c *schemaCompiler) types(s *object, path string) ([]string, error) {
 func (c *schemaCompiler) ref(v any, path string) (sym, error) {
 	p, ok := v.(string)
 	if !ok || (p != "#" && !strings.HasPrefix(p, "#/")) {
-		return sym{}, errAt(path, "$ref", "only references inside the schema (\"#\", \"#/$defs/Name\") are supported, got %v", v)
+		return sym{}, unsupportedAt(path, "$ref", "only references inside the schema (\"#\", \"#/$defs/Name\") are supported, got %v", v)
 	}
 	if r, ok := c.refs[p]; ok {
 		return ref(r), nil
@@ -590,7 +598,7 @@ func (c *schemaCompiler) object(s *object, path string) (sym, error) {
 	}
 	if hasAddl {
 		if b, ok := addl.(bool); !ok || b {
-			return sym{}, errAt(path, "additionalProperties", "only false is supported beside properties in constrained decoding (leave it out, or set it to false)")
+			return sym{}, unsupportedAt(path, "additionalProperties", "only false is supported beside properties in constrained decoding (leave it out, or set it to false)")
 		}
 	}
 	// rest(k, comma): the members from property k on, comma telling
@@ -743,7 +751,7 @@ func (c *schemaCompiler) str(s *object, path string) (sym, error) {
 		return sym{}, errAt(path, "maxLength", "%d is below minLength %d", hi, lo)
 	}
 	if lo > MaxLength || hi > MaxLength {
-		return sym{}, errAt(path, "maxLength", "lengths above %d are not supported in constrained decoding", MaxLength)
+		return sym{}, unsupportedAt(path, "maxLength", "lengths above %d are not supported in constrained decoding", MaxLength)
 	}
 	return c.j.str(lo, hi), nil
 }

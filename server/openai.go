@@ -21,9 +21,11 @@ import (
 // honoured: temperature, top_p, seed, presence_penalty, frequency_penalty,
 // logit_bias, n, logprobs and top_logprobs, and vLLM's top_k, min_p and
 // repetition_penalty. Fields that cannot change the answer are accepted and
-// ignored (ignoredFields: user, metadata, store, ...). Anything else, a
-// field this server does not know or one whose meaning it cannot honour
-// (tools, image or audio content, JSON response formats, suffix), is
+// ignored (ignoredFields: user, metadata, store, ...). response_format's
+// json_object and json_schema (and llama.cpp's json_schema field)
+// constrain decoding to JSON (package constrain; format.go). Anything
+// else, a field this server does not know or one whose meaning it cannot
+// honour (tools, image or audio content, suffix), is
 // refused with a 400 naming the parameter, so a client never gets a
 // silently different answer. Completions with echo and logprobs score the
 // prompt (engine.Request.PromptLogprobs).
@@ -102,6 +104,23 @@ type commonRequest struct {
 	// own tier policy (engine.Request.KVTiers), e.g. "h20:m40:l40". Null
 	// or "" keeps the server's. OpenAI clients send it with extra_body.
 	KVTiers *string `json:"kv_tiers"`
+	// ResponseFormat is OpenAI's response_format (text, json_object,
+	// json_schema), on both endpoints as vLLM accepts it.
+	ResponseFormat *responseFormat `json:"response_format"`
+	// JSONSchema is llama.cpp's server extension: a JSON Schema the output
+	// must match (as response_format json_schema, strict off).
+	JSONSchema json.RawMessage `json:"json_schema"`
+}
+
+// responseFormat is OpenAI's response_format object.
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      *bool           `json:"strict"`
+	} `json:"json_schema"`
 }
 
 // chatRequest is the body of POST /v1/chat/completions.
@@ -114,11 +133,8 @@ type chatRequest struct {
 	Tools               json.RawMessage `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	Functions           json.RawMessage `json:"functions"`
-	ResponseFormat      *struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
-	Modalities []string        `json:"modalities"`
-	Audio      json.RawMessage `json:"audio"`
+	Modalities          []string        `json:"modalities"`
+	Audio               json.RawMessage `json:"audio"`
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -475,9 +491,6 @@ func checkChatOnly(r *chatRequest) *apiError {
 	}
 	if s := strings.TrimSpace(string(r.ToolChoice)); s != "" && s != "null" && s != `"none"` && s != `"auto"` {
 		return invalid("tool_choice", "unsupported_parameter", "tool_choice is not supported by this server (no tools).")
-	}
-	if r.ResponseFormat != nil && r.ResponseFormat.Type != "" && r.ResponseFormat.Type != "text" {
-		return invalid("response_format", "unsupported_parameter", "response_format type '%s' is not supported; only 'text' is.", r.ResponseFormat.Type)
 	}
 	for _, m := range r.Modalities {
 		if m != "text" {

@@ -95,6 +95,7 @@ type Server struct {
 	mux      *http.ServeMux
 	logMu    sync.Mutex // serializes RequestLog lines
 	active   sync.WaitGroup
+	grammars grammarCache // compiled response_format schemas
 }
 
 // New returns a server for cfg.
@@ -502,6 +503,9 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	if e != nil {
 		return nil, e
 	}
+	if j.req.Constraint, e = s.parseFormat(&req.commonRequest); e != nil {
+		return nil, e
+	}
 	j.chat, j.logprobs = true, sample.Logprobs
 	return j, nil
 }
@@ -556,6 +560,9 @@ func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 		if _, e := s.prepare(&req.commonRequest, sample, n, maxTokens, minTokens, p.ids, "prompt"); e != nil {
 			return nil, e
 		}
+	}
+	if j.req.Constraint, e = s.parseFormat(&req.commonRequest); e != nil {
+		return nil, e
 	}
 	j.prompts, j.logprobs = prompts, sample.Logprobs
 	if req.Echo {
