@@ -39,7 +39,11 @@ wait in a queue (--max-queue; beyond it the server answers 429); when the
 pool runs out, the youngest sequence is preempted and recomputed later.
 Identical prompt prefixes share their packed blocks (on the GPU in whole
 prefill chunks that were computed alone, so that sharing never changes a
-request's bits; docs/serving.md). SIGINT or
+request's bits; docs/serving.md). response_format {"type": "json_object"}
+or {"type": "json_schema", ...} (and llama.cpp's "json_schema" field)
+constrains decoding so that the output is JSON matching the schema;
+schema keywords it cannot enforce are refused with a 400 (docs/serving.md,
+"Structured output"). SIGINT or
 SIGTERM stops accepting requests and lets running streams finish for up to
 --drain.
 
