@@ -420,6 +420,8 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"enum":[1],"type":"string"}`, "enum", ""},
 		{`{"not":{}}`, "not", ""},
 		{`{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, "", ""},
+		{`{"type":"array","minItems":1000000000}`, "", ""},
+		{`{"type":"array","maxItems":1000000000}`, "", ""},
 	} {
 		_, err := JSONSchema([]byte(c.schema), SchemaOptions{})
 		var se *SchemaError

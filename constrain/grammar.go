@@ -252,6 +252,14 @@ func (b *builder) repeat(name string, x, sep []sym, lo, hi int) int {
 	if hi >= 0 && hi < lo {
 		hi = lo
 	}
+	if lo > MaxRules || hi > MaxRules {
+		// Each repetition below the bounds is a rule: refuse before
+		// building any.
+		if b.err == nil {
+			b.err = fmt.Errorf("a repetition of %d to %d needs more than %d rules", lo, hi, MaxRules)
+		}
+		return b.rule(name, nil)
+	}
 	if hi == 0 {
 		return b.rule(name, nil)
 	}

@@ -225,7 +225,7 @@ func (v *Vocab) Token(id int) []byte {
 
 // MaxCacheBytes bounds the masks one grammar caches for one vocabulary;
 // when full, the cache starts over.
-const MaxCacheBytes = 16 << 20
+const MaxCacheBytes = 8 << 20
 
 // KeepFrames is how many frames of each stack a partial mask keeps (see
 // Matcher.Mask): enough for the frames of a string's characters and the

@@ -12,8 +12,8 @@ import (
 
 // maxGrammars bounds the compiled schemas the server keeps: a client that
 // sends the same schema again reuses its grammar and the token masks
-// cached in it.
-const maxGrammars = 64
+// cached in it (at most constrain.MaxCacheBytes each: 128 MiB in all).
+const maxGrammars = 16
 
 // grammarCache holds compiled schemas by their compact text and strictness.
 type grammarCache struct {
