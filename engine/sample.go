@@ -1,10 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
 
 	"github.com/bitdecode/bitdecode/constrain"
 	"github.com/bitdecode/bitdecode/model"
@@ -205,66 +206,244 @@ func (s *Sampler) penalize(logits []float32, context []int, generated int) {
 }
 
 // pick samples from the processed logits: argmax at temperature 0, else
-// from the top-k / min-p / top-p filtered softmax.
+// from the top-k / min-p / top-p filtered softmax (filtered).
 func (s *Sampler) pick(logits []float32) int {
+	if s.opts.Temperature == 0 {
+		return model.Argmax(logits)
+	}
+	ids, weights, total := s.filtered(logits)
+	if len(weights) == 0 {
+		return model.Argmax(logits)
+	}
+	return choose(ids, weights, total, s.rng.Float64())
+}
+
+// choose returns the token that u in [0, 1) falls on when the weights,
+// in the order given, partition [0, total); nil ids means token j has
+// weight j (the whole vocabulary in id order).
+func choose(ids []int, weights []float64, total, u float64) int {
+	id := func(j int) int {
+		if ids == nil {
+			return j
+		}
+		return ids[j]
+	}
+	r := u * total
+	last := -1
+	for j, w := range weights {
+		if w == 0 { // a token masked to -Inf in the whole vocabulary
+			continue
+		}
+		if r < w {
+			return id(j)
+		}
+		r -= w
+		last = j
+	}
+	return id(last)
+}
+
+// byLogit orders token ids by logit, largest first, ties by id: the order
+// in which top-k and top-p take tokens.
+func byLogit(logits []float32) func(a, b int) int {
+	return func(a, b int) int {
+		la, lb := logits[a], logits[b]
+		switch {
+		case la > lb:
+			return -1
+		case la < lb:
+			return 1
+		}
+		return cmp.Compare(a, b)
+	}
+}
+
+// nucleusStart is the first weight threshold (relative to the most likely
+// token's 1) below which filtered looks for top-p's nucleus only when the
+// tokens above it do not reach P; nucleusStep divides it each time.
+const (
+	nucleusStart = 1.0 / 1024
+	nucleusStep  = 256
+)
+
+// filtered returns the tokens the sampler draws from and their weights
+// exp((logit - max) / temperature), and the weights' sum: the TopK most
+// likely tokens (ties by id), of those the ones whose weight is at least
+// MinP times the largest, and of those the shortest run from the most
+// likely one whose probability reaches TopP, the probability taken over
+// the top-k tokens before min-p, as vLLM and llama.cpp do. Tokens at -Inf
+// (masked by a constraint) are never drawn. The order is the walk's:
+// most likely first where top-k or top-p sorted the tokens, by id where
+// nothing needed an order (sorting a 128K vocabulary each step cost ~20
+// ms; a selection or a threshold avoids it); ids is nil where every token
+// is drawn from (weights by id, 0 for tokens at -Inf).
+func (s *Sampler) filtered(logits []float32) (ids []int, weights []float64, total float64) {
 	o := s.opts
-	if o.Temperature == 0 {
-		return model.Argmax(logits)
-	}
-	// Candidates sorted by logit (ties by id, so the order is deterministic),
-	// those masked out (-Inf: a constraint's) left out.
-	s.idx = s.idx[:0]
-	for i, l := range logits {
+	maxL, n := math.Inf(-1), 0
+	for _, l := range logits {
 		if !math.IsInf(float64(l), -1) {
-			s.idx = append(s.idx, i)
+			n++
+			maxL = math.Max(maxL, float64(l))
 		}
 	}
-	if len(s.idx) == 0 {
-		return model.Argmax(logits)
+	if n == 0 {
+		return nil, nil, 0
 	}
-	sort.Slice(s.idx, func(a, b int) bool {
-		la, lb := logits[s.idx[a]], logits[s.idx[b]]
-		return la > lb || (la == lb && s.idx[a] < s.idx[b])
-	})
-	if o.TopK > 0 && o.TopK < len(s.idx) {
-		s.idx = s.idx[:o.TopK]
-	}
-	maxL := float64(logits[s.idx[0]])
-	s.prob = s.prob[:0]
-	var sum float64
-	for _, i := range s.idx {
-		p := math.Exp((float64(logits[i]) - maxL) / o.Temperature)
-		s.prob = append(s.prob, p)
-		sum += p
-	}
-	n := len(s.prob)
-	if o.MinP > 0 {
-		for n > 1 && s.prob[n-1] < o.MinP*s.prob[0] {
-			n--
+	weight := func(i int) float64 { return math.Exp((float64(logits[i]) - maxL) / o.Temperature) }
+	order := byLogit(logits)
+	topP := o.TopP > 0 && o.TopP < 1
+	s.idx, s.prob = s.idx[:0], s.prob[:0]
+	if o.TopK > 0 && o.TopK < n {
+		s.idx = topK(s.idx, logits, o.TopK, order)
+		var sum float64
+		for _, i := range s.idx {
+			w := weight(i)
+			s.prob = append(s.prob, w)
+			sum += w
 		}
-	}
-	if o.TopP > 0 && o.TopP < 1 {
-		var acc float64
-		for i := 0; i < n; i++ {
-			acc += s.prob[i] / sum
-			if acc >= o.TopP {
-				n = i + 1
-				break
+		k := len(s.idx)
+		if o.MinP > 0 {
+			for k > 1 && s.prob[k-1] < o.MinP*s.prob[0] {
+				k--
 			}
 		}
-	}
-	var total float64
-	for _, p := range s.prob[:n] {
-		total += p
-	}
-	r := s.rng.Float64() * total
-	for i, p := range s.prob[:n] {
-		if r < p {
-			return s.idx[i]
+		if topP {
+			k = nucleus(s.prob[:k], sum, o.TopP)
 		}
-		r -= p
+		return s.idx[:k], s.prob[:k], sumOf(s.prob[:k])
 	}
-	return s.idx[n-1]
+	// No top-k: every weight once (the sum top-p is taken over), then
+	// min-p and top-p by thresholds; only top-p's candidates are sorted.
+	if cap(s.prob) < len(logits) {
+		s.prob = make([]float64, len(logits))
+	}
+	w := s.prob[:len(logits)]
+	var sum float64
+	for i, l := range logits {
+		w[i] = 0
+		if !math.IsInf(float64(l), -1) {
+			w[i] = weight(i)
+			sum += w[i]
+		}
+	}
+	keep := func(i int, min float64) bool { return w[i] >= min && !math.IsInf(float64(logits[i]), -1) }
+	if !topP && o.MinP == 0 {
+		return nil, w, sum
+	}
+	if !topP {
+		for i := range logits {
+			if keep(i, o.MinP) {
+				s.idx = append(s.idx, i)
+			}
+		}
+		// The weights in the ids' order, after w (which they may overwrite
+		// only where already read: ids are increasing).
+		ws := w[:0:len(w)]
+		for _, i := range s.idx {
+			ws = append(ws, w[i])
+		}
+		return s.idx, ws, sumOf(ws)
+	}
+	// The nucleus lies among the tokens of weight >= t once their run in
+	// order reaches P: every other token weighs less than each of them.
+	for t := math.Max(o.MinP, nucleusStart); ; t /= nucleusStep {
+		if t < o.MinP || t < math.SmallestNonzeroFloat64*nucleusStep {
+			t = o.MinP
+		}
+		s.idx = s.idx[:0]
+		for i := range logits {
+			if keep(i, t) {
+				s.idx = append(s.idx, i)
+			}
+		}
+		slices.SortFunc(s.idx, order)
+		ws := make([]float64, len(s.idx))
+		for j, i := range s.idx {
+			ws[j] = w[i]
+		}
+		k := nucleus(ws, sum, o.TopP)
+		if k < len(ws) || acc(ws, sum) >= o.TopP || t == o.MinP {
+			return s.idx[:k], ws[:k], sumOf(ws[:k])
+		}
+	}
+}
+
+// nucleus returns how many of the weights, largest first, top-p keeps: the
+// shortest run whose probability (weight / sum) reaches p, else all.
+func nucleus(weights []float64, sum, p float64) int {
+	var a float64
+	for i, w := range weights {
+		a += w / sum
+		if a >= p {
+			return i + 1
+		}
+	}
+	return len(weights)
+}
+
+// acc is the probability of weights under sum, accumulated as nucleus does.
+func acc(weights []float64, sum float64) float64 {
+	var a float64
+	for _, w := range weights {
+		a += w / sum
+	}
+	return a
+}
+
+// sumOf returns the sum of w in order.
+func sumOf(w []float64) float64 {
+	var t float64
+	for _, v := range w {
+		t += v
+	}
+	return t
+}
+
+// topK returns in dst the k largest logits' ids (not -Inf) sorted by order,
+// with a bounded heap over the vocabulary: O(V log k), not a whole sort.
+func topK(dst []int, logits []float32, k int, order func(a, b int) int) []int {
+	h := dst[:0]
+	// h is a heap whose root is the worst of the k kept (order's last).
+	worse := func(a, b int) bool { return order(a, b) > 0 }
+	down := func(j int) {
+		for {
+			c := 2*j + 1
+			if c >= len(h) {
+				return
+			}
+			if c+1 < len(h) && worse(h[c+1], h[c]) {
+				c++
+			}
+			if !worse(h[c], h[j]) {
+				return
+			}
+			h[j], h[c] = h[c], h[j]
+			j = c
+		}
+	}
+	for i, l := range logits {
+		if math.IsInf(float64(l), -1) {
+			continue
+		}
+		if len(h) < k {
+			h = append(h, i)
+			for j := len(h) - 1; j > 0; {
+				p := (j - 1) / 2
+				if !worse(h[j], h[p]) {
+					break
+				}
+				h[j], h[p] = h[p], h[j]
+				j = p
+			}
+			continue
+		}
+		if order(i, h[0]) < 0 {
+			h[0] = i
+			down(0)
+		}
+	}
+	slices.SortFunc(h, order)
+	return h
 }
 
 // logSoftmax returns log-softmax(x) in float64.

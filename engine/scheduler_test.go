@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -560,5 +561,56 @@ func TestSchedulerPromptLogprobs(t *testing.T) {
 				t.Errorf("leak: %d of %d blocks free, %d sequences", pc.FreeBlocks(), pc.TotalBlocks(), pc.Seqs())
 			}
 		})
+	}
+}
+
+// TestSchedulerSampledParallel submits sampled requests (temperature, top-p,
+// penalties, log probabilities; each its own seed) together and checks that
+// sampling the step's rows on several goroutines (samplePar) gives every
+// request the tokens and log probabilities of sampling them one by one.
+func TestSchedulerSampledParallel(t *testing.T) {
+	m, tok, be := tiny(t)
+	const spec, chunk = "int4:kc32:v32:res32", 64
+	cases := tinySchedCases(rand.New(rand.NewPCG(21, 22)), 16)
+	run := func(minWork int) []Result {
+		old := parSampleMinWork
+		parSampleMinWork = minWork
+		defer func() { parSampleMinWork = old }()
+		_, s := pagedScheduler(t, be, m, tok, spec, chunk, 400, 16)
+		res := make([]Result, len(cases))
+		var streams []*Stream
+		for i, c := range cases {
+			o := SampleOptions{Temperature: 0.9, TopP: 0.95, Seed: uint64(100 + i), Logprobs: i%2 == 0, TopLogprobs: 2 * (i % 2), FrequencyPenalty: 0.3}
+			st, err := s.Submit(context.Background(), Request{Prompt: c.prompt, MaxTokens: c.max, Sample: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			streams = append(streams, st)
+		}
+		var wg sync.WaitGroup
+		for i, st := range streams {
+			wg.Go(func() { _, res[i] = collect(t, st) })
+		}
+		wg.Wait()
+		s.Close()
+		return res
+	}
+	serial, par := run(1<<62), run(0)
+	for i := range cases {
+		a, b := serial[i], par[i]
+		if !slices.Equal(a.Tokens, b.Tokens) || a.FinishReason != b.FinishReason {
+			t.Errorf("request %d: parallel sampling gave %v (%s), serial %v (%s)", i, b.Tokens, b.FinishReason, a.Tokens, a.FinishReason)
+			continue
+		}
+		if len(a.Logprobs) != len(b.Logprobs) {
+			t.Errorf("request %d: %d logprobs in parallel, %d serial", i, len(b.Logprobs), len(a.Logprobs))
+			continue
+		}
+		for j := range a.Logprobs {
+			if a.Logprobs[j].ID != b.Logprobs[j].ID || a.Logprobs[j].Logprob != b.Logprobs[j].Logprob || len(a.Logprobs[j].Top) != len(b.Logprobs[j].Top) {
+				t.Errorf("request %d token %d: logprob %+v in parallel, %+v serial", i, j, b.Logprobs[j], a.Logprobs[j])
+				break
+			}
+		}
 	}
 }
