@@ -74,8 +74,17 @@ constexpr int kPrepThreads = 256;           // gemm_q_prep's block
 //                   dequantization or mma.
 //   GEMMQ_DIAG=2    math only: no copies (the slots' stale contents are
 //                   multiplied).
+//   GEMMQ_COPY      1 (session 17): each thread's copies of a step
+//                   unrolled at compile time, their row and chunk split
+//                   once, shared addresses as 32-bit offsets from the
+//                   ring's base; 0: the copy loops before it (~33
+//                   instructions a 16-byte copy in SASS, a third of the
+//                   kernel's instructions at 32 tokens). The same copies.
 #ifndef GEMMQ_VOLATILE
 #define GEMMQ_VOLATILE 0
+#endif
+#ifndef GEMMQ_COPY
+#define GEMMQ_COPY 1
 #endif
 #ifndef GEMMQ_DIAG
 #define GEMMQ_DIAG 0
@@ -131,6 +140,35 @@ __device__ __forceinline__ int codeChunk(int ch) {
 // sharedU32 is the shared-window address of p.
 __device__ __forceinline__ u32 sharedU32(const void* p) { return u32(__cvta_generic_to_shared(p)); }
 
+// cpAsync16s is cpAsync16 with the destination already a shared-window
+// address.
+__device__ __forceinline__ void cpAsync16s(u32 s, const void* g) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(g) : "memory");
+}
+
+// Deal<CHUNKS, THREADS> deals rows of CHUNKS 16-byte chunks to THREADS
+// threads, chunk i = tid + k·THREADS of the rows to thread tid's copy k:
+// row i / CHUNKS, chunk i % CHUNKS. Where one of CHUNKS and THREADS
+// divides the other (kRegular) copy k's row and chunk are copy 0's plus
+// compile-time offsets (dRow, dCh), so a thread computes its addresses
+// once and adds constants (and a step's offset) per copy.
+template <int CHUNKS, int THREADS>
+struct Deal {
+  static constexpr bool kRegular = THREADS % CHUNKS == 0 || CHUNKS % THREADS == 0;
+  static constexpr int kCopies(int rows) { return (rows * CHUNKS + THREADS - 1) / THREADS; }
+  static constexpr int dRow(int k) { return THREADS % CHUNKS == 0 ? k * (THREADS / CHUNKS) : k / (CHUNKS / THREADS); }
+  static constexpr int dCh(int k) { return THREADS % CHUNKS == 0 ? 0 : k % (CHUNKS / THREADS) * THREADS; }
+};
+
+// opaque64 returns v through an empty asm, so that the compiler keeps it
+// in registers as computed instead of re-deriving it, re-associated, at
+// every use (seen in SASS: the copies' addresses recomputed from the
+// kernel's arguments, ~12 instructions each).
+__device__ __forceinline__ unsigned long long opaque64(unsigned long long v) {
+  asm("" : "+l"(v));
+  return v;
+}
+
 // ldsm4 is ldmatrix.x4: four 8x8 fp16 matrices, lane l naming row l%8 of
 // matrix l/8.
 __device__ __forceinline__ void ldsm4(u32& d0, u32& d1, u32& d2, u32& d3, u32 addr) {
@@ -185,40 +223,122 @@ __global__ void __launch_bounds__(kPrepThreads) gemm_q_prep(const float* __restr
   }
 }
 
-// gemm_q: grid (ceil(N/128), ceil(T/(8·NT·WN)), splits), block 32·kWM·WN,
-// dynamic shared memory STAGES · Slot<BITS, 8·NT·WN, BLOCKS>::kBytes. tw,
-// tp: the weight's tiled layout; xp: gemm_q_prep's x; part [splits][T][N]
-// and cnt [gridDim.x·gridDim.y] (zeroed) where splits > 1. BLOCKS: tiled
-// blocks a ring step (1 for int4 and int3).
-template <int BITS, int NT, int WN, int STAGES, int BLOCKS>
-__global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict__ xp, const u32* __restrict__ tw, const u32* __restrict__ tp,
+// kMinCTAs is gemm_q's __launch_bounds__ minimum of CTAs an SM: 1 as
+// before session 17 for KS = 1; for KS > 1 as many as fill 512 threads
+// (two CTAs of 256 at 32 tokens, one of 512 at 64 and 128), so that the
+// register cap (128 a thread) keeps the doubled warps resident.
+template <int THREADS, int KS>
+constexpr int kMinCTAs = KS > 1 && THREADS < 512 ? 512 / THREADS : 1;
+
+// gemm_q: grid (ceil(N/128), ceil(T/(8·NT·WN)), splits), block
+// 32·kWM·WN·KS, dynamic shared memory STAGES · Slot<BITS, 8·NT·WN,
+// BLOCKS>::kBytes. tw, tp: the weight's tiled layout; xp: gemm_q_prep's x;
+// part [splits][T][N] and cnt [gridDim.x·gridDim.y] (zeroed) where
+// splits > 1. BLOCKS: tiled blocks a ring step (1 for int4 and int3).
+// KS (session 17, "gemmq.cu's loads under its math"): warp groups that
+// split each ring step's 128-channel tiles (group wk takes tiles u ≡ wk
+// mod KS) with their own accumulators, added (group 0's + group 1's ...)
+// once after the last step: KS times the warps on the same slots, the
+// same dequantizations (none duplicated), to hide the dequantize -> mma
+// chains' latency behind other warps. KS = 1 is the kernel before it, the
+// same bits.
+template <int BITS, int NT, int WN, int STAGES, int BLOCKS, int KS>
+__global__ void __launch_bounds__(32 * kWM * WN * KS, (kMinCTAs<32 * kWM * WN * KS, KS>)) gemm_q(const u32* __restrict__ xp, const u32* __restrict__ tw, const u32* __restrict__ tp,
                                                            const float* __restrict__ bias, float* __restrict__ y, float* __restrict__ part,
                                                            u32* __restrict__ cnt, int T, int N, int K, int G) {
   static_assert(BITS == 4 || BITS == 3 || BITS == 8, "the tiled layout is int4's, int3's and int8's");
   static_assert(BITS == 8 || BLOCKS == 1, "int4's and int3's step is one block (256 channels)");
   static_assert(kStepTiles<BITS, BLOCKS> <= 2, "a step spans at most two groups' pairs");
   static_assert(NT % 2 == 0, "ldmatrix.x4 loads two n-tiles");
+  static_assert(KS >= 1 && kStepTiles<BITS, BLOCKS> % KS == 0, "the warp groups split a step's tiles evenly");
   constexpr int TC = 8 * NT * WN;
-  constexpr int kThreads = 32 * kWM * WN;
+  constexpr int kThreads = 32 * kWM * WN * KS;
   constexpr int kTilesStep = kStepTiles<BITS, BLOCKS>;
   constexpr int kStep = kTilesStep * kTile;  // channels a ring step
   using S = Slot<BITS, TC, BLOCKS>;
   extern __shared__ __align__(16) unsigned char smem[];
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wm = warp % kWM, wn = warp / kWM;
+  const int wm = warp % kWM, wn = warp / kWM % WN, wk = warp / (kWM * WN);
   const int r = lane / 4, c = lane % 4;
   const int rg0 = blockIdx.x * kRGs;            // the CTA's first row group
   const int rgs = (N + kRows - 1) / kRows;      // row groups of the weight
   const int tc0 = blockIdx.y * TC;              // the CTA's first token
   const int tiles = K / kTile, groups = K / G;
+  const int gLog = __ffs(G) - 1;  // G is 128 times a power of two (GEMMQ.Reads): c / G = c >> gLog
   const int blocks = (tiles + kBlockTiles<BITS> - 1) / kBlockTiles<BITS>;  // a row group's, in the layout
   const int steps = (tiles + kTilesStep - 1) / kTilesStep;
   const int per = (steps + gridDim.z - 1) / gridDim.z;
   const int st0 = blockIdx.z * per, st1 = min(steps, st0 + per);
 
   // load issues the cp.async copies of step st into ring slot s.
+  // GEMMQ_COPY: a thread's copies (Deal) from addresses computed here
+  // once; the codes' rows of int3 (96 chunks) are not regular and take
+  // the loops below.
+  constexpr int kChunks = BLOCKS * kCodeWords<BITS> / 4;  // 16-byte chunks of a row group's run
+  constexpr int kXChunks = kTilesStep * 16;              // of a token's x, a step
+  using DC = Deal<kChunks, kThreads>;
+  using DX = Deal<kXChunks, kThreads>;
+  static_assert(kThreads % kXChunks == 0, "x's chunks dealt evenly");
+  const u32 sbase = sharedU32(smem);
+  const size_t rowWords = size_t(blocks) * kCodeWords<BITS>;  // a row group's codes
+  const int cRow = threadIdx.x / kChunks, cCh = threadIdx.x % kChunks;  // copy 0's (regular deals)
+  // Byte addresses: copy k of a step reads cSrc + the step's offset +
+  // dRow(k)·cRowB + dCh(k)·16.
+  const unsigned long long cSrc = opaque64(reinterpret_cast<unsigned long long>(tw + (rg0 + cRow) * rowWords + cCh * 4));
+  const unsigned long long cRowB = opaque64(rowWords * 4);
+  const int cLeft = rgs - rg0 - cRow;  // row groups from copy 0's on
+  const u32 cDst = (cRow * kChunks + codeChunk<BITS>(cCh)) * 16;
+  const int xT = threadIdx.x / kXChunks, xCh = threadIdx.x % kXChunks, xU = xCh / 16;
+  const unsigned long long xSrc = opaque64(reinterpret_cast<unsigned long long>(xp + size_t(tc0 + xT) * K / 2 + xCh * 4));
+  const unsigned long long xStepB = opaque64(size_t(K) * 2 * DX::dRow(1));  // from one copy's token to the next's
+  const int xLeft = T - tc0 - xT;                                              // tokens from copy 0's on
+  const u32 xDst = S::kCodes + S::kParams + ((xU * TC + xT) * kXRow) * 2 + xCh % 16 * 16;
   auto load = [&](int s, int st) {
+    if constexpr (GEMMQ_COPY) {
+      const u32 slot = sbase + s * S::kBytes;
+      const int nch = min(BLOCKS, blocks - st * BLOCKS) * (kCodeWords<BITS> / 4);
+      if constexpr (DC::kRegular) {
+        // Codes: each row group's run of the step's blocks, contiguous
+        // (the last step's run may be shorter).
+        // p walks the rows (one 64-bit add a new row).
+        unsigned long long p = opaque64(cSrc + u32(st) * u32(BLOCKS * kCodeWords<BITS> * 4));
+#pragma unroll
+        for (int k = 0; k < DC::kCopies(kRGs); k++) {
+          if (k > 0)
+            for (int r = DC::dRow(k - 1); r < DC::dRow(k); r++) p += cRowB;
+          if (DC::dRow(k) < cLeft && cCh + DC::dCh(k) < nch)
+            cpAsync16s(slot + cDst + (DC::dRow(k) * kChunks + DC::dCh(k)) * 16, reinterpret_cast<const void*>(p + DC::dCh(k) * 16));
+        }
+      } else {
+        for (int i = threadIdx.x; i < kRGs * kChunks; i += kThreads) {
+          const int g = i / kChunks, ch = i % kChunks;
+          if (rg0 + g < rgs && ch < nch)
+            cpAsync16s(slot + (g * kChunks + codeChunk<BITS>(ch)) * 16, tw + (size_t(rg0 + g) * blocks + st * BLOCKS) * kCodeWords<BITS> + ch * 4);
+        }
+      }
+      // Pairs: groups st·kStep/G .. (st·kStep + kStep - 1)/G (at most two:
+      // G >= 128), 4 chunks each; one copy for the first 64 threads.
+      static_assert(kRGs * 8 <= kThreads, "a copy a thread for the pairs");
+      if (threadIdx.x < kRGs * 8) {
+        const int g = threadIdx.x / 8, gi = threadIdx.x / 4 % 2, ch = threadIdx.x % 4;
+        const int gFirst = st * kStep >> gLog, gLast = min(groups - 1, (st * kStep + kStep - 1) >> gLog);
+        if (rg0 + g < rgs && gFirst + gi <= gLast)
+          cpAsync16s(slot + S::kCodes + ((g * 2 + gi) * kRows) * 4 + ch * 16, tp + (size_t(rg0 + g) * groups + gFirst + gi) * kRows + ch * 4);
+      }
+      // x: the CTA's tokens' tiles of the step (16 chunks each), those that
+      // exist.
+      const int nu = min(kTilesStep, tiles - kTilesStep * st);
+      unsigned long long p = opaque64(xSrc + u32(st) * u32(kStep * 2));
+      if (xU < nu)
+#pragma unroll
+        for (int k = 0; k < DX::kCopies(TC); k++) {
+          if (k > 0) p += xStepB;
+          if (((TC * kXChunks) % kThreads == 0 || xT + DX::dRow(k) < TC) && DX::dRow(k) < xLeft)
+            cpAsync16s(slot + xDst + DX::dRow(k) * kXRow * 2, reinterpret_cast<const void*>(p));
+        }
+      return;
+    }
     unsigned char* slot = smem + s * S::kBytes;
     // Codes: each row group's run of the step's blocks, contiguous (the
     // last step's run may be shorter).
@@ -281,10 +401,11 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
       continue;
     }
 #pragma unroll
-    for (int u = 0; u < kTilesStep; u++) {
-      if (u >= nu) break;  // CTA-uniform
+    for (int uk = 0; uk < kTilesStep / KS; uk++) {
+      const int u = uk * KS + wk;
+      if (u >= nu) break;  // warp-uniform (the last step's missing tiles)
       const u32 xu = xs + ((u * TC + xTok) * kXRow + xHalf) * 2;
-      const int gi = (st * kStep + u * kTile) / G - st * kStep / G;
+      const int gi = ((st * kStep + u * kTile) >> gLog) - (st * kStep >> gLog);
       if constexpr (BITS == 8) {
         // The lane's pairs of rows r and r+8 of its row groups, then its
         // spans a half at a time: words 4q..4q+3 (k-steps 4q..4q+3), the
@@ -368,6 +489,36 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
     }
   }
   cpAsyncWait<0>();
+  if constexpr (KS > 1) {
+    // Groups 1..KS-1 hand their sums to group 0 through the ring's shared
+    // memory (every copy has landed, every warp past its last step), which
+    // adds them in group order. Layout: element e of a group's thread i
+    // at [group-1][e][i]: consecutive threads, consecutive words.
+    constexpr int kE = kMT * NT * 4, kG = kThreads / KS;
+    static_assert((KS - 1) * kE * kG * 4 <= STAGES * Slot<BITS, TC, BLOCKS>::kBytes, "the ring holds the groups' sums");
+    float* red = reinterpret_cast<float*>(smem);
+    const int li = threadIdx.x % kG;
+    __syncthreads();
+    if (wk > 0) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+          for (int i = 0; i < 4; i++) red[((wk - 1) * kE + (mt * NT + nt) * 4 + i) * kG + li] = acc[mt][nt][i];
+    }
+    __syncthreads();
+    if (wk == 0) {
+#pragma unroll
+      for (int k = 1; k < KS; k++)
+#pragma unroll
+        for (int mt = 0; mt < kMT; mt++)
+#pragma unroll
+          for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) acc[mt][nt][i] += red[((k - 1) * kE + (mt * NT + nt) * 4 + i) * kG + li];
+    }
+  }
 
   // acc[mt][nt]: rows r, r+8 of row group wm·kMT + mt, tokens 2c, 2c+1 of
   // n-tile nt of the warp's.
@@ -380,7 +531,7 @@ __global__ void __launch_bounds__(32 * kWM * WN, 1) gemm_q(const u32* __restrict
       for (int i = 0; i < 4; i++) {
         const int n = (rg0 + wm * kMT + mt) * kRows + r + (i >= 2 ? 8 : 0);
         const int t = tc0 + wn * NT * 8 + nt * 8 + 2 * c + (i & 1);
-        if (n >= N || t >= T) continue;
+        if (wk > 0 || n >= N || t >= T) continue;
         if (splits == 1) y[size_t(t) * N + n] = acc[mt][nt][i] + (bias ? bias[n] : 0.f);
         else part[(size_t(blockIdx.z) * T + t) * N + n] = acc[mt][nt][i];
       }

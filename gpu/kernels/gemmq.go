@@ -55,18 +55,19 @@ const (
 
 // gemmqConfig is one instantiation of gemm_q: nt n-tiles of 8 tokens a
 // warp, wn warps along the tokens (4 along the rows), stages ring slots,
-// blocks tiled blocks a ring step (gemm_q's BLOCKS: 1 for int4 and int3).
-type gemmqConfig struct{ nt, wn, stages, blocks int }
+// blocks tiled blocks a ring step (gemm_q's BLOCKS: 1 for int4 and int3),
+// ks warp groups splitting a step's tiles (gemm_q's KS; session 17).
+type gemmqConfig struct{ nt, wn, stages, blocks, ks int }
 
 // tokens is the tokens a CTA takes.
 func (g gemmqConfig) tokens() int { return 8 * g.nt * g.wn }
 
 // threads is the CTA's size.
-func (g gemmqConfig) threads() int { return 32 * 4 * g.wn }
+func (g gemmqConfig) threads() int { return 32 * 4 * g.wn * g.ks }
 
 // gemmqConfigs are gemm_q's instantiations for each code width of
-// gemmqBits; the rule (gemmqConfigFor) picks among the first
-// gemmqRuleConfigs, the others are alternatives for tests and tuning.
+// gemmqBits; the rule (gemmqConfigFor) picks among those gemmqRule names,
+// the others are alternatives for tests and tuning.
 // int4 and int3: 32 tokens a CTA of 4 warps (two CTAs an SM), 64 and 128
 // tokens a CTA of 8 warps (one CTA an SM; 128 with two ring slots, its
 // slot being 85 KB). Session 16's sweep of eight tilings (docs/perf/gemvq.md)
@@ -80,16 +81,22 @@ func (g gemmqConfig) threads() int { return 32 * 4 * g.wn }
 // (H100, BenchmarkGEMMQ at the 8B shapes, each tiling at its rule split):
 // the two-block steps 3-10% faster on gate/up and down at 24-128 rows
 // (gate/up at 64 rows 66.0 against 72.7 us), within 0.5 us either way on
-// q/o, so they are the rule's.
+// q/o, so they are the rule's. Session 17 ("gemmq.cu's loads under its
+// math") appends each width's three rule tilings again with two warp
+// groups splitting a step's two tiles (ks 2: 8 warps at 32 tokens, two
+// CTAs an SM; 16 warps at 64 and 128), indices 3-5 for int4 and int3,
+// 6-8 for int8; gemmqRule says which the rule takes.
 var gemmqConfigs = [len(gemmqBits)][]gemmqConfig{
-	{{4, 1, 3, 1}, {4, 2, 3, 1}, {8, 2, 2, 1}},
-	{{4, 1, 3, 1}, {4, 2, 3, 1}, {8, 2, 2, 1}},
-	{{4, 1, 2, 2}, {4, 2, 2, 2}, {8, 2, 2, 2}, {4, 1, 4, 1}, {4, 2, 3, 1}, {8, 2, 3, 1}},
+	{{4, 1, 3, 1, 1}, {4, 2, 3, 1, 1}, {8, 2, 2, 1, 1}, {4, 1, 3, 1, 2}, {4, 2, 3, 1, 2}, {8, 2, 2, 1, 2}},
+	{{4, 1, 3, 1, 1}, {4, 2, 3, 1, 1}, {8, 2, 2, 1, 1}, {4, 1, 3, 1, 2}, {4, 2, 3, 1, 2}, {8, 2, 2, 1, 2}},
+	{{4, 1, 2, 2, 1}, {4, 2, 2, 2, 1}, {8, 2, 2, 2, 1}, {4, 1, 4, 1, 1}, {4, 2, 3, 1, 1}, {8, 2, 3, 1, 1},
+		{4, 1, 2, 2, 2}, {4, 2, 2, 2, 2}, {8, 2, 2, 2, 2}},
 }
 
-// gemmqRuleConfigs is how many of a width's gemmqConfigs the rule picks
-// among.
-const gemmqRuleConfigs = 3
+// gemmqRule is, for each code width, the indices of gemmqConfigs the rule
+// (gemmqConfigFor) picks among: one tiling each of 32, 64 and 128 tokens
+// a CTA.
+var gemmqRule = [len(gemmqBits)][]int{{3, 4, 5}, {3, 4, 5}, {6, 7, 8}}
 
 // stepChannels is the channels of the config's ring step for a code width.
 func (g gemmqConfig) stepChannels(bits int) int { return g.blocks * gemvqTiledLine(bits) * 32 / bits }
@@ -106,7 +113,7 @@ func (g gemmqConfig) sharedBytes(bits int) int {
 }
 
 func gemmqExpr(bits int, g gemmqConfig) string {
-	return fmt.Sprintf("gemmq::gemm_q<%d, %d, %d, %d, %d>", bits, g.nt, g.wn, g.stages, g.blocks)
+	return fmt.Sprintf("gemmq::gemm_q<%d, %d, %d, %d, %d, %d>", bits, g.nt, g.wn, g.stages, g.blocks, g.ks)
 }
 
 // LoadGEMMQ compiles gemmq.cu (with gemvq.cu as the header it includes).
@@ -171,13 +178,14 @@ func (g *GEMMQ) Reads(T, N, K, bits, G int) bool {
 		gemvq4Shift(G, K) >= 0
 }
 
-// gemmqConfigFor picks the token tiling for T rows among a width's first
-// gemmqRuleConfigs: the config whose chunks waste the fewest token slots,
-// the larger CTA on a tie.
+// gemmqConfigFor picks the token tiling for T rows among a width's
+// gemmqRule: the config whose chunks waste the fewest token slots, the
+// larger CTA on a tie.
 func gemmqConfigFor(T, bits int) int {
-	best, waste := 0, -1
-	for ci, cfg := range gemmqConfigs[gemmqBitsIndex(bits)][:gemmqRuleConfigs] {
-		tc := cfg.tokens()
+	bi := gemmqBitsIndex(bits)
+	best, waste := gemmqRule[bi][0], -1
+	for _, ci := range gemmqRule[bi] {
+		tc := gemmqConfigs[bi][ci].tokens()
 		w := (T+tc-1)/tc*tc - T
 		if waste < 0 || w <= waste {
 			best, waste = ci, w
@@ -263,8 +271,8 @@ func (g *GEMMQ) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, scratch 
 }
 
 // GEMMQConfigs returns how many token tilings GEMMQ.Config may force for
-// int4 and int3 (the first of every width's; GEMMQConfigsFor has int8's).
-func GEMMQConfigs() int { return gemmqRuleConfigs }
+// int4 and int3 (GEMMQConfigsFor has every width's).
+func GEMMQConfigs() int { return len(gemmqConfigs[0]) }
 
 // GEMMQConfigsFor returns how many tilings GEMMQ.Config may force for a
 // code width (0 if GEMMQ has no kernel for it).
@@ -276,12 +284,16 @@ func GEMMQConfigsFor(bits int) int {
 }
 
 // GEMMQConfigName names a width's tiling (for benchmarks): tokens a CTA,
-// warps, ring slots and, past one, blocks a ring step.
+// warps, ring slots and, past one, blocks a ring step and warp groups
+// splitting it.
 func GEMMQConfigName(bits, config int) string {
 	cfg := gemmqConfigs[gemmqBitsIndex(bits)][config]
 	s := fmt.Sprintf("t%d-w%d-r%d", cfg.tokens(), cfg.threads()/32, cfg.stages)
 	if cfg.blocks > 1 {
 		s += fmt.Sprintf("-b%d", cfg.blocks)
+	}
+	if cfg.ks > 1 {
+		s += fmt.Sprintf("-k%d", cfg.ks)
 	}
 	return s
 }

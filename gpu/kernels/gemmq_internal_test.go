@@ -1,36 +1,40 @@
 package kernels
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestGEMMQConfigs checks gemmq.go's tilings without a GPU: int4's and
-// int3's are the three they were before int8 (the same template
-// arguments with one block a step, the same shared memory, the same rule),
-// every tiling's ring fits one CTA's shared memory on an H100 (227 KB),
-// int8's step is one tile (128 channels) a block and its slot at one block
-// holds the codes of int4's (16 KB), and the rule picks the same token
-// tiling for every width.
+// int3's first three are the three they were before int8 (the same
+// template arguments with one block a step and one warp group, the same
+// shared memory) and the next three the same with two warp groups
+// (session 17), every tiling's ring fits one CTA's shared memory on an
+// H100 (227 KB) and its CTA 1024 threads, int8's step is one tile (128
+// channels) a block and its slot at one block holds the codes of int4's
+// (16 KB), and the rule picks the same token tiling for every width among
+// its gemmqRule.
 func TestGEMMQConfigs(t *testing.T) {
 	const h100Shared = 227 << 10
 	old := []struct{ nt, wn, stages, smem int }{{4, 1, 3, 3 * 34816}, {4, 2, 3, 3 * 52224}, {8, 2, 2, 2 * 87040}}
 	for _, bits := range []int{4, 3} {
 		cfgs := gemmqConfigs[gemmqBitsIndex(bits)]
-		if len(cfgs) != len(old) {
-			t.Fatalf("int%d: %d tilings, want %d", bits, len(cfgs), len(old))
+		if len(cfgs) != 2*len(old) {
+			t.Fatalf("int%d: %d tilings, want %d", bits, len(cfgs), 2*len(old))
 		}
-		for i, o := range old {
-			c := cfgs[i]
+		for i := range cfgs {
+			o, c, ks := old[i%len(old)], cfgs[i], 1+i/len(old)
 			smem := o.smem
 			if bits == 3 {
 				smem -= o.stages * gemmqRGs * gemvqRows * 8 * 4 // 24 words a row, not 32
 			}
-			if c.nt != o.nt || c.wn != o.wn || c.stages != o.stages || c.blocks != 1 || c.sharedBytes(bits) != smem || c.stepChannels(bits) != 256 {
-				t.Errorf("int%d tiling %d: %+v, %d bytes, step %d: want %+v, one block of 256 channels", bits, i, c, c.sharedBytes(bits), c.stepChannels(bits), o)
+			if c.nt != o.nt || c.wn != o.wn || c.stages != o.stages || c.blocks != 1 || c.ks != ks || c.sharedBytes(bits) != smem || c.stepChannels(bits) != 256 {
+				t.Errorf("int%d tiling %d: %+v, %d bytes, step %d: want %+v, one block of 256 channels, %d warp groups", bits, i, c, c.sharedBytes(bits), c.stepChannels(bits), o, ks)
 			}
-			if e := gemmqExpr(bits, c); !strings.HasSuffix(e, ", 1>") {
-				t.Errorf("int%d tiling %d: %s, want one block a step", bits, i, e)
+			if e := gemmqExpr(bits, c); !strings.HasSuffix(e, fmt.Sprintf(", 1, %d>", ks)) {
+				t.Errorf("int%d tiling %d: %s, want one block a step, %d warp groups", bits, i, e, ks)
 			}
 		}
 	}
@@ -38,6 +42,9 @@ func TestGEMMQConfigs(t *testing.T) {
 		for ci, c := range gemmqConfigs[bi] {
 			if s := c.sharedBytes(b); s > h100Shared {
 				t.Errorf("int%d tiling %d (%+v): %d bytes of shared memory, over %d", b, ci, c, s, h100Shared)
+			}
+			if c.threads() > 1024 || c.ks < 1 || c.stepChannels(b)/gemvqTile%c.ks != 0 {
+				t.Errorf("int%d tiling %d (%+v): %d threads, or the step's tiles not split evenly", b, ci, c, c.threads())
 			}
 			if c.nt%2 != 0 || c.blocks < 1 || c.stepChannels(b) > 2*gemvqTile {
 				t.Errorf("int%d tiling %d (%+v): n-tiles not paired or a step of %d channels", b, ci, c, c.stepChannels(b))
@@ -55,11 +62,11 @@ func TestGEMMQConfigs(t *testing.T) {
 	}
 	for T := GEMMQMinRows; T <= GEMMQMaxRows; T++ {
 		c4, c8i := gemmqConfigFor(T, 4), gemmqConfigFor(T, 8)
-		if gemmqConfigs[0][c4].tokens() != c8[c8i].tokens() || c8i >= gemmqRuleConfigs {
+		if gemmqConfigs[0][c4].tokens() != c8[c8i].tokens() || !slices.Contains(gemmqRule[2], c8i) || !slices.Contains(gemmqRule[0], c4) {
 			t.Fatalf("T=%d: int4 takes %d tokens a CTA, int8 %d (tiling %d)", T, gemmqConfigs[0][c4].tokens(), c8[c8i].tokens(), c8i)
 		}
 	}
-	if GEMMQConfigsFor(8) != len(c8) || GEMMQConfigsFor(5) != 0 || GEMMQConfigs() != 3 {
+	if GEMMQConfigsFor(8) != len(c8) || GEMMQConfigsFor(5) != 0 || GEMMQConfigs() != 6 {
 		t.Errorf("GEMMQConfigsFor(8) %d, (5) %d, GEMMQConfigs() %d", GEMMQConfigsFor(8), GEMMQConfigsFor(5), GEMMQConfigs())
 	}
 }

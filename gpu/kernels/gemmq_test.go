@@ -114,10 +114,11 @@ func TestGEMMQMatchesReference(t *testing.T) {
 }
 
 // gemmqBenchVariants are the builds of gemmq.cu BenchmarkGEMMQ times: the
-// default, the mma as asm volatile, and the two diagnostics (loads only,
-// math only); pick them with -test.bench.
+// default, the mma as asm volatile, the two diagnostics (loads only,
+// math only) and the copy loops before session 17 (GEMMQ_COPY=0); pick
+// them with -test.bench.
 var gemmqBenchVariants = []struct{ name, opt string }{{"default", ""}, {"volatile", "-DGEMMQ_VOLATILE=1"},
-	{"loads", "-DGEMMQ_DIAG=1"}, {"math", "-DGEMMQ_DIAG=2"}}
+	{"loads", "-DGEMMQ_DIAG=1"}, {"math", "-DGEMMQ_DIAG=2"}, {"copyloops", "-DGEMMQ_COPY=0"}}
 
 // gemmqBenchCopies is how many copies of each weight BenchmarkGEMMQ
 // rotates over (two int4 gate/up copies, 59 MB, pass the H100's 50 MB L2).
@@ -130,7 +131,7 @@ const gemmqBenchCopies = 2
 // four) and T = 24 to 256 rows: the rule's token tiling and split-K
 // ("auto"), and for int4 and int8 every tiling at the rule's split and at
 // splits 1 to 16 (the tuning sweep of docs/perf/gemvq.md, session 16;
-// int8's tilings named by kernels.GEMMQConfigName), for each build of
+// each tiling named by kernels.GEMMQConfigName), for each build of
 // gemmqBenchVariants; then cuBLASLt over fp16 weights of the shape with
 // fp16 x (fp16 weights' GEMM), and the path gemmq.cu replaces ("deq"): the tiled
 // dequantization to fp16, x to fp16 and cuBLASLt. It reports us, TFLOP/s
@@ -149,6 +150,16 @@ func BenchmarkGEMMQ(b *testing.B) {
 		b.Fatal(err)
 	}
 	fmt.Printf("read ceiling %.0f GB/s\n", bw.GBps)
+	// Each tiling's resources (registers, spills) from the driver.
+	for _, bits := range []int{4, 3, 8} {
+		for ci := range kernels.GEMMQConfigsFor(bits) {
+			var fi cuda.FuncInfo
+			if err := d.Do(func(c *cuda.Ctx) error { var err error; fi, err = g.Info(c, bits, ci); return err }); err != nil {
+				b.Fatal(err)
+			}
+			fmt.Printf("gemmq int%d c%d %s: %d registers, %d local bytes\n", bits, ci, kernels.GEMMQConfigName(bits, ci), fi.Registers, fi.LocalBytes)
+		}
+	}
 	alloc := func(bytes int) cuda.DevicePtr { return benchAlloc(b, d, bytes) }
 	r := rand.New(rand.NewPCG(16, 7))
 	upload := func(src []byte) cuda.DevicePtr {
@@ -221,10 +232,7 @@ func BenchmarkGEMMQ(b *testing.B) {
 			runs := []run{{"auto", -1, 0}}
 			if bits == 4 || bits == 8 {
 				for ci := range kernels.GEMMQConfigsFor(bits) {
-					name := fmt.Sprintf("c%d", ci)
-					if bits == 8 {
-						name += "-" + kernels.GEMMQConfigName(bits, ci)
-					}
+					name := fmt.Sprintf("c%d-%s", ci, kernels.GEMMQConfigName(bits, ci))
 					runs = append(runs, run{name + "-auto", ci, 0})
 					for _, s := range []int{1, 2, 4, 8, 16} {
 						runs = append(runs, run{fmt.Sprintf("%s-s%d", name, s), ci, s})
