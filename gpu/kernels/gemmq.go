@@ -85,18 +85,37 @@ func (g gemmqConfig) threads() int { return 32 * 4 * g.wn * g.ks }
 // math") appends each width's three rule tilings again with two warp
 // groups splitting a step's two tiles (ks 2: 8 warps at 32 tokens, two
 // CTAs an SM; 16 warps at 64 and 128), indices 3-5 for int4 and int3,
-// 6-8 for int8; gemmqRule says which the rule takes.
+// 6-8 for int8, then 64 tokens on one warp along the tokens (4 warps of
+// 8 n-tiles, two CTAs an SM: no fragment dequantized twice, as the 8-warp
+// tilings' two warps along the tokens do); gemmqRule says which the rule
+// takes.
 var gemmqConfigs = [len(gemmqBits)][]gemmqConfig{
-	{{4, 1, 3, 1, 1}, {4, 2, 3, 1, 1}, {8, 2, 2, 1, 1}, {4, 1, 3, 1, 2}, {4, 2, 3, 1, 2}, {8, 2, 2, 1, 2}},
-	{{4, 1, 3, 1, 1}, {4, 2, 3, 1, 1}, {8, 2, 2, 1, 1}, {4, 1, 3, 1, 2}, {4, 2, 3, 1, 2}, {8, 2, 2, 1, 2}},
+	{{4, 1, 3, 1, 1}, {4, 2, 3, 1, 1}, {8, 2, 2, 1, 1}, {4, 1, 3, 1, 2}, {4, 2, 3, 1, 2}, {8, 2, 2, 1, 2}, {8, 1, 2, 1, 1}},
+	{{4, 1, 3, 1, 1}, {4, 2, 3, 1, 1}, {8, 2, 2, 1, 1}, {4, 1, 3, 1, 2}, {4, 2, 3, 1, 2}, {8, 2, 2, 1, 2}, {8, 1, 2, 1, 1}},
 	{{4, 1, 2, 2, 1}, {4, 2, 2, 2, 1}, {8, 2, 2, 2, 1}, {4, 1, 4, 1, 1}, {4, 2, 3, 1, 1}, {8, 2, 3, 1, 1},
-		{4, 1, 2, 2, 2}, {4, 2, 2, 2, 2}, {8, 2, 2, 2, 2}},
+		{4, 1, 2, 2, 2}, {4, 2, 2, 2, 2}, {8, 2, 2, 2, 2}, {8, 1, 3, 1, 1}},
 }
 
 // gemmqRule is, for each code width, the indices of gemmqConfigs the rule
-// (gemmqConfigFor) picks among: one tiling each of 32, 64 and 128 tokens
-// a CTA.
-var gemmqRule = [len(gemmqBits)][]int{{3, 4, 5}, {3, 4, 5}, {6, 7, 8}}
+// (gemmqConfigFor) picks among for weights under gemmqLargeWeight codes
+// ([0]: the 8B's q/o) and from it on ([1]: gate/up, down). Session 17's
+// sweep (H100, BenchmarkGEMMQ, docs/perf/gemvq.md "gemmq.cu's loads under
+// its math"), int4 us at T = 24/32/48/64/128 for gate/up, q/o:
+//   - 32 tokens, two warp groups (3): 33.8/35.4 gate/up, 18.2/19.6 q/o at
+//     24/32 rows, the best or within 0.4 us of it at both shapes;
+//   - 64 tokens on 4 warps (6; no fragment dequantized twice): gate/up
+//     45.4/49.0/69.4 at 48/64/128 against 49.3/50.7/72.2 for the 8- and
+//     16-warp tilings, but q/o 27.7/31.1/36.9 against 23.6/25.1/34.7 for
+//     64 tokens with two warp groups (4): the small weight's 32 CTAs a chunk
+//     of tokens need the 16 warps;
+//   - int8: 32 and 64 tokens with two warp groups (6, 7), 128 with one (2):
+//     within 2-3% of the best at every shape (its q/o is routed only up to
+//     64 rows).
+var gemmqRule = [len(gemmqBits)][2][]int{{{3, 4}, {3, 6}}, {{3, 4}, {3, 6}}, {{6, 7, 2}, {6, 7, 2}}}
+
+// gemmqLargeWeight is the codes (N·K) from which a weight takes
+// gemmqRule's second list: between q/o (16.8 M) and gate/up (58.7 M).
+const gemmqLargeWeight = 32 << 20
 
 // stepChannels is the channels of the config's ring step for a code width.
 func (g gemmqConfig) stepChannels(bits int) int { return g.blocks * gemvqTiledLine(bits) * 32 / bits }
@@ -178,13 +197,17 @@ func (g *GEMMQ) Reads(T, N, K, bits, G int) bool {
 		gemvq4Shift(G, K) >= 0
 }
 
-// gemmqConfigFor picks the token tiling for T rows among a width's
-// gemmqRule: the config whose chunks waste the fewest token slots, the
-// larger CTA on a tie.
-func gemmqConfigFor(T, bits int) int {
-	bi := gemmqBitsIndex(bits)
-	best, waste := gemmqRule[bi][0], -1
-	for _, ci := range gemmqRule[bi] {
+// gemmqConfigFor picks the token tiling for T rows of an [N, K] weight
+// among a width's gemmqRule list for the weight's size: the config whose
+// chunks waste the fewest token slots, the larger CTA on a tie.
+func gemmqConfigFor(T, N, K, bits int) int {
+	bi, large := gemmqBitsIndex(bits), 0
+	if N*K >= gemmqLargeWeight {
+		large = 1
+	}
+	rule := gemmqRule[bi][large]
+	best, waste := rule[0], -1
+	for _, ci := range rule {
 		tc := gemmqConfigs[bi][ci].tokens()
 		w := (T+tc-1)/tc*tc - T
 		if waste < 0 || w <= waste {
@@ -212,7 +235,7 @@ const gemmqMaxSplits = 64
 // plan returns the launch's config index, grid and split-K.
 func (g *GEMMQ) plan(T, N, K, bits int) (ci int, grid cuda.Dim3, splits int) {
 	bi := gemmqBitsIndex(bits)
-	ci = gemmqConfigFor(T, bits)
+	ci = gemmqConfigFor(T, N, K, bits)
 	if g.Config >= 0 && g.Config < len(gemmqConfigs[bi]) {
 		ci = g.Config
 	}
