@@ -704,7 +704,11 @@ const gemmqMaxRows = 128
 //     not). For int4 and int3 the step says the same: 32 sequences
 //     7.73-7.79 ms against 7.91-7.93 with k and v on gemmq.cu, 64
 //     sequences 10.98-11.01 against 11.24-11.25 (int4; int3 -0.1 and
-//     -0.25 ms; bench/results/2026-11-26-s16-final call E);
+//     -0.25 ms; bench/results/2026-11-26-s16-final call E). Session 17's
+//     faster gemmq.cu (13.9-18.5 us at 24-64 rows against 14.4-16.4)
+//     measured within 1% of it either way in the step (B = 32 -0.05 to
+//     -0.1 ms, B = 64 +0.02 to +0.1; bench/results/2026-11-26-gemmqpipe-17
+//     call 2): left on the dequantization;
 //   - gemmqInt8SmallMaxRows: int8 weights of fewer than gemmqInt8LargeWeight
 //     codes take it up to 64 rows (4096x4096: 21.9-30.2 us against
 //     31.0-32.4 at 24-64 rows, 44.9 against 34.9 at 128); larger ones
