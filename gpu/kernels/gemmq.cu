@@ -29,7 +29,10 @@
 // 32c + 4j + e at 16j + 2c + e%2 + 8·(e/2)), so ldmatrix gives every lane
 // the x of its own channels. A fragment's ŵ is dequantized once per
 // k-step and reused over the warp's NT n-tiles; an ldmatrix'd x fragment
-// over its kMT row groups. int8 (session 16, "int8 in gemmq.cu"): a span
+// over its kMT row groups. Session 17: KS warp groups may split a step's
+// tiles (their sums added once at the end), and each thread's copies are
+// unrolled from addresses computed once (GEMMQ_COPY; docs/perf/gemvq.md
+// "Session 17: gemmq.cu's loads under its math"). int8 (session 16, "int8 in gemmq.cu"): a span
 // is 8 words, k-step j's pairs 2j, 2j+1 both in word j, so a lane reads
 // its spans a half (4 words, one 16-byte load) at a time, and each row's
 // 16-byte chunks sit in the slot with the chunk index XOR the row's
