@@ -352,6 +352,39 @@ var testShapes = []Shape{
 	{Hq: 12, Hkv: 2, D: 128}, // GQA 6 (not a power of two)
 	{Hq: 4, Hkv: 2, D: 64},   // GQA 2
 	{Hq: 14, Hkv: 2, D: 128}, // GQA 7
+	{Hq: 4, Hkv: 4, D: 96},   // MHA at Phi-3-mini's head dim (not a multiple of 64)
+	{Hq: 8, Hkv: 2, D: 96},   // GQA 4 at D = 96
+	{Hq: 6, Hkv: 2, D: 80},   // GQA 3 at Phi-2's head dim (not a multiple of 32)
+	{Hq: 8, Hkv: 2, D: 192},  // GQA 4 at a multiple of 64 that is not a power of two
+	{Hq: 4, Hkv: 1, D: 160},  // MQA 4 at a multiple of 32 that is not one of 64
+}
+
+// fitsHead reports whether spec resolves at head dim d by the rules of
+// kv.Spec.Resolve beyond kv.HeadDimOK: the rotation needs a power of two,
+// and a per-token group under kv.WholeHeadGroup must divide d. The tests
+// skip the (spec, D) pairs it rules out, after checking Resolve refuses
+// them.
+func fitsHead(sp kv.Spec, d int) bool {
+	fits := func(tf kv.TensorFormat) bool {
+		g := tf.Group
+		return !tf.Elem.IsInt() || tf.Scaling != kv.PerToken || g == kv.GroupHeadDim || g >= kv.WholeHeadGroup || d%g == 0
+	}
+	return (!sp.Rotate || kv.Rotatable(d)) && fits(sp.K) && fits(sp.V)
+}
+
+// resolveOrSkip resolves spec at d; ok is false (and Resolve's refusal
+// checked) where fitsHead rules the pair out.
+func resolveOrSkip(t testing.TB, spec string, d int) (f kv.Format, ok bool) {
+	t.Helper()
+	sp := kv.MustParseSpec(spec)
+	f, err := sp.Resolve(d)
+	switch fit := fitsHead(sp, d); {
+	case fit && err != nil:
+		t.Fatalf("%s D=%d: %v", spec, d, err)
+	case !fit && err == nil:
+		t.Fatalf("%s D=%d resolved; want a refusal (rotation or groups do not fit)", spec, d)
+	}
+	return f, err == nil
 }
 
 // TestDecodeMatchesReference runs every format on every shape class with
@@ -366,9 +399,9 @@ func TestDecodeMatchesReference(t *testing.T) {
 	}
 	for _, spec := range specs {
 		for si, sh := range testShapes {
-			f, err := kv.MustParseSpec(spec).Resolve(sh.D)
-			if err != nil {
-				t.Fatal(err)
+			f, ok := resolveOrSkip(t, spec, sh.D)
+			if !ok {
+				continue
 			}
 			nr := f.Residual
 			// Keep the test quick: every shape sees a different slice of lengths.
@@ -487,8 +520,15 @@ func TestDecodeErrors(t *testing.T) {
 	if err := sh.Validate(); err == nil {
 		t.Error("Hq=6 Hkv=4 accepted")
 	}
-	if err := (Shape{Hq: 4, Hkv: 2, D: 96}).Validate(); err == nil {
-		t.Error("D=96 accepted")
+	for _, d := range []int{48, 100, 272} {
+		if err := (Shape{Hq: 4, Hkv: 2, D: d}).Validate(); err == nil {
+			t.Errorf("D=%d accepted", d)
+		}
+	}
+	for _, d := range []int{64, 80, 96, 112, 192, 256} {
+		if err := (Shape{Hq: 4, Hkv: 2, D: d}).Validate(); err != nil {
+			t.Errorf("D=%d: %v", d, err)
+		}
 	}
 	f := kv.MustResolve("int4", 128)
 	c, _ := NewCache(f, Shape{Hq: 4, Hkv: 2, D: 128})

@@ -296,7 +296,7 @@ func (w *worker) fill(src *keySrc, t0, t1 int) {
 // tile: out[t] = A[t]·(qs_r · k[t]) + bias_r·B[t] (bias nil: 0).
 func (w *worker) tiledScores(src *keySrc, t0, t1 int, qs, A, B, bias []float32) {
 	d, np := w.d, w.npad
-	tile := max(8, scoreTileFloats/d)
+	tile := max(8, scoreTileFloats/d&^7) // whole tiles of 8 (scoresF32 writes tiles(n) outputs)
 	for a := t0; a < t1; a += tile {
 		e := min(t1, a+tile)
 		w.fill(src, a, e)
@@ -328,7 +328,7 @@ func (w *worker) floatScores(src *keySrc, n int) {
 // its second output going to w.wts).
 func (w *worker) halfScores(k []uint16, n int) {
 	d, np := w.d, w.npad
-	tile := max(8, halfTileBytes/(2*d))
+	tile := max(8, halfTileBytes/(2*d)&^7) // whole tiles of 8 rows
 	for a := 0; a < n; a += tile {
 		e := min(n, a+tile)
 		m := tiles(e - a)
@@ -542,8 +542,13 @@ func (w *worker) intKeys(lay kv.TensorLayout, n int) bool {
 // intVals reports whether a block's values run the integer PV (which
 // prefetches w.nextV as it goes).
 func (w *worker) intVals(lay kv.TensorLayout, n int) bool {
-	return lay.Elem.IsInt() && w.k.pvS16 != nil && w.d%zmmBytes == 0 && n%x4Tokens == 0
+	return lay.Elem.IsInt() && w.k.pvS16 != nil && w.d%zmmBytes == 0 && n%x4Tokens == 0 && pow2(lay.Group)
 }
+
+// pow2 reports whether a value group of g channels is a power of two, as
+// the integer PV kernels' group shift (gshift) needs: one group spanning a
+// head of 192 channels (kv.WholeHeadGroup) is not, and runs the float PV.
+func pow2(g int) bool { return g > 0 && g&(g-1) == 0 }
 
 // x4 reports whether the integer scores run four rows at a time.
 func (w *worker) x4() bool { return w.k.scoresU8x4 != nil && w.d%zmmBytes == 0 }
@@ -759,7 +764,7 @@ func (w *worker) softmax(st *state, t0, n int) {
 // weights' quantization: values on the pvU8 path, at a level with the
 // fused kernel.
 func (w *worker) fusedExpU8(lay kv.TensorLayout, n int) bool {
-	return w.k.softmaxU8 != nil && w.u8Vals(lay) && w.k.pvS16 != nil && w.d%zmmBytes == 0 && n%x4Tokens == 0
+	return w.k.softmaxU8 != nil && w.u8Vals(lay) && w.intVals(lay, n)
 }
 
 // pv adds the weights w (rows at stride w.npad) times the n rows of v
@@ -810,7 +815,7 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 	}
 	groups := d / lay.Group
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
-	if w.k.pvS16 != nil && d%zmmBytes == 0 && n%x4Tokens == 0 {
+	if w.intVals(lay, n) {
 		gshift := w.valueParams(v, n, groups)
 		if w.u8Vals(lay) {
 			w.intValuesU8(st, v[:n*lay.RowBytes], n, groups, gshift, lay.Elem.Bits())

@@ -21,12 +21,10 @@ func (s Shape) Validate() error {
 	if s.Hkv <= 0 || s.Hq <= 0 || s.Hq%s.Hkv != 0 {
 		return fmt.Errorf("attn: Hq=%d must be a positive multiple of Hkv=%d", s.Hq, s.Hkv)
 	}
-	for _, d := range kv.SupportedHeadDims {
-		if s.D == d {
-			return nil
-		}
+	if !kv.HeadDimOK(s.D) {
+		return fmt.Errorf("attn: head dim %d is not supported (want %s)", s.D, kv.HeadDimRule)
 	}
-	return fmt.Errorf("attn: head dim %d is not supported (want one of %v)", s.D, kv.SupportedHeadDims)
+	return nil
 }
 
 // Seq is a view of one sequence's cache for one layer.

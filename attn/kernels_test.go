@@ -160,8 +160,9 @@ func dotTol(a, b []float32) float64 {
 }
 
 // TestScoreKernels: scores of every level against float64 on awkward
-// head dims (80 and 96 are not supported by kv, but the kernels take any
-// multiple of 16) and token counts.
+// head dims (80 and 96, Phi-2's and Phi-3-mini's, are neither multiples
+// of 64 nor powers of two; the kernels take any multiple of 16) and token
+// counts.
 func TestScoreKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, k := range levelSets() {
@@ -704,8 +705,8 @@ func TestPVI4(t *testing.T) {
 		if k.pvI4 == nil {
 			continue
 		}
-		for _, d := range []int{64, 128, 256} {
-			for gshift := 6; 1<<gshift <= d; gshift++ {
+		for _, d := range []int{64, 128, 192, 256} { // 192: three groups of 64 (128 does not divide it)
+			for gshift := 6; 1<<gshift <= d && d%(1<<gshift) == 0; gshift++ {
 				n, ldq := 96, 112
 				groups := d >> gshift
 				ldw := groups * ldq
@@ -1041,8 +1042,8 @@ func TestPVU8(t *testing.T) {
 		}
 		ran++
 		for _, bits := range []int{4, 2} {
-			for _, d := range []int{64, 128, 256} {
-				for gshift := 6; 1<<gshift <= d; gshift++ {
+			for _, d := range []int{64, 128, 192, 256} { // 192: groups of 64 only
+				for gshift := 6; 1<<gshift <= d && d%(1<<gshift) == 0; gshift++ {
 					for _, rows := range []int{2, 4} {
 						n, ldq := 100, 112
 						groups := d >> gshift

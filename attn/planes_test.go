@@ -11,13 +11,16 @@ import (
 	"github.com/bitdecode/bitdecode/kv"
 )
 
-// planeShapes cover GQA groups 1, 3, 4, 7 and 8 and every head dim.
+// planeShapes cover GQA groups 1, 3, 4, 7 and 8 and head dims that are
+// powers of two and not (the bit-plane format takes multiples of 32).
 var planeShapes = []Shape{
 	{Hq: 2, Hkv: 2, D: 64},  // MHA
 	{Hq: 6, Hkv: 2, D: 128}, // GQA 3
 	{Hq: 8, Hkv: 2, D: 128}, // GQA 4
 	{Hq: 7, Hkv: 1, D: 64},  // GQA 7
 	{Hq: 8, Hkv: 1, D: 256}, // GQA 8
+	{Hq: 4, Hkv: 4, D: 96},  // MHA at Phi-3-mini's head dim
+	{Hq: 4, Hkv: 1, D: 160}, // GQA 4 at a multiple of 32, not of 64
 }
 
 // tierMix names a way to set tier maps; the newest token stays High in

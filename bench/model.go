@@ -563,10 +563,10 @@ func (g *gpus) newCache(mc *model.Config, sp kv.Spec, opts kvcache.Options) (mod
 			// after the fill, then every Period steps.
 			return gpukv.NewPlanes(g.ranks[0], mc, sp, opts)
 		}
-		return gpukv.NewPaged(g.ranks[0], mc, sp.WithDefaultRotation(), opts)
+		return gpukv.NewPaged(g.ranks[0], mc, sp.WithDefaultRotation(mc.HeadDim), opts)
 	}
 	if !sp.Planes.On {
-		sp = sp.WithDefaultRotation()
+		sp = sp.WithDefaultRotation(mc.HeadDim)
 	}
 	c, err := kvcache.New(g.be, mc, sp, opts)
 	if err != nil {

@@ -316,7 +316,7 @@ func (m *Model) Close() error {
 // open, from the model's settings (saying on the log, once, which terms bw
 // specs use and where they came from).
 func (m *Model) ResolveSpec(sp kv.Spec) kv.Spec {
-	out := sp.WithDefaultRotation().WithAdjust(m.Settings.BW.Adj8, m.Settings.BW.Adj4)
+	out := sp.WithDefaultRotation(m.Config().HeadDim).WithAdjust(m.Settings.BW.Adj8, m.Settings.BW.Adj4)
 	if !sp.Planes.On || m.bwNoted {
 		return out
 	}

@@ -5,8 +5,30 @@ import (
 	"io"
 )
 
-// SupportedHeadDims are the head dimensions every format supports.
-var SupportedHeadDims = []int{64, 128, 256}
+// The head dimensions every format takes (HeadDimOK): multiples of
+// HeadDimAlign from MinHeadDim to MaxHeadDim (64, 80, 96, 112, 128, ...,
+// 256; Phi-3-mini's 96 and Phi-2's 80 among them). HeadDimAlign keeps an
+// int2 row a whole number of 4-byte words and every per-token group a whole
+// number of 16-channel SIMD vectors. The Hadamard rotation (Spec.Rotate)
+// and the GPU kernels take fewer: Rotatable, and gpu/kernels' own checks.
+const (
+	MinHeadDim   = 64
+	MaxHeadDim   = 256
+	HeadDimAlign = 16
+)
+
+// HeadDimOK reports whether d is a head dimension every format supports:
+// a multiple of HeadDimAlign in [MinHeadDim, MaxHeadDim].
+func HeadDimOK(d int) bool {
+	return d >= MinHeadDim && d <= MaxHeadDim && d%HeadDimAlign == 0
+}
+
+// HeadDimRule describes HeadDimOK's set, for error messages.
+var HeadDimRule = fmt.Sprintf("a multiple of %d from %d to %d", HeadDimAlign, MinHeadDim, MaxHeadDim)
+
+// Rotatable reports whether the Walsh-Hadamard rotation (Rotate) applies to
+// head dimension d: a power of two.
+func Rotatable(d int) bool { return d > 0 && d&(d-1) == 0 }
 
 // Format is a Spec resolved for one head dimension: group sizes capped at D
 // and the byte layout of a packed block fixed. It is the single source of
@@ -19,12 +41,22 @@ type Format struct {
 
 // Resolve fixes the spec for head dimension d.
 func (s Spec) Resolve(d int) (Format, error) {
-	ok := false
-	for _, v := range SupportedHeadDims {
-		ok = ok || v == d
+	if !HeadDimOK(d) {
+		return Format{}, fmt.Errorf("kv: head dim %d is not supported (want %s)", d, HeadDimRule)
 	}
-	if !ok {
-		return Format{}, fmt.Errorf("kv: head dim %d is not supported (want one of %v)", d, SupportedHeadDims)
+	if s.Rotate && !Rotatable(d) {
+		return Format{}, fmt.Errorf("kv: %s: the Hadamard rotation needs a power-of-two head dim, not %d (say norot; a model's cache leaves it off there by default)", s.String(), d)
+	}
+	for _, h := range []struct {
+		name string
+		tf   TensorFormat
+	}{{"key", s.K}, {"value", s.V}} {
+		if g := h.tf.Group; h.tf.Elem.IsInt() && h.tf.Scaling == PerToken && g != GroupHeadDim && g < WholeHeadGroup && d%g != 0 {
+			return Format{}, fmt.Errorf("kv: %s: %s groups of %d channels do not divide head dim %d (groups of d, or of a divisor of %d)", s.String(), h.name, g, d, d)
+		}
+	}
+	if s.Planes.On && d%PlaneHeadDimAlign != 0 {
+		return Format{}, fmt.Errorf("kv: %s: the bit-plane format needs a head dim that is a multiple of %d (16-byte plane slices), not %d", s.String(), PlaneHeadDimAlign, d)
 	}
 	f := Format{Spec: s, D: d}
 	f.K = newLayout(s.K, d, s.Residual)
@@ -139,8 +171,15 @@ const LayoutAlign = 16
 // ParamBytes is the size of one (scale, zero) pair: two fp16 values.
 const ParamBytes = 4
 
+// WholeHeadGroup is the smallest per-token group size that, where it does
+// not divide the head dim, spans the whole head instead (one group per
+// token, as a group larger than the head does): the default group of 128 at
+// D = 96 or 192. A smaller group must divide D (Resolve refuses it
+// otherwise), so that no group is cut short.
+const WholeHeadGroup = DefaultGroup
+
 func newLayout(tf TensorFormat, d, nr int) TensorLayout {
-	if tf.Elem.IsInt() && tf.Scaling == PerToken && (tf.Group == GroupHeadDim || tf.Group > d) {
+	if tf.Elem.IsInt() && tf.Scaling == PerToken && (tf.Group == GroupHeadDim || tf.Group > d || tf.Group >= WholeHeadGroup && d%tf.Group != 0) {
 		tf.Group = d // one group spans at most the whole head
 	}
 	l := TensorLayout{TensorFormat: tf, D: d, Tokens: nr}

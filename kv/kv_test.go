@@ -94,10 +94,13 @@ func FuzzParseSpec(f *testing.F) {
 		if err != nil || !reflect.DeepEqual(back, sp) {
 			t.Fatalf("%q -> %q -> %+v, %v", s, sp.String(), back, err)
 		}
-		for _, d := range SupportedHeadDims {
+		for _, d := range testHeadDims {
 			f, err := sp.Resolve(d)
+			if ok := resolvesAt(sp, d); ok != (err == nil) {
+				t.Fatalf("Resolve(%d) of valid spec %q: %v, want ok %v", d, s, err, ok)
+			}
 			if err != nil {
-				t.Fatalf("Resolve(%d) of valid spec %q: %v", d, s, err)
+				continue
 			}
 			if f.BlockBytes() <= 0 || f.BlockBytes()%LayoutAlign != 0 {
 				t.Fatalf("%q D=%d: block bytes %d", s, d, f.BlockBytes())
@@ -123,6 +126,13 @@ func TestAccounting(t *testing.T) {
 		{"int8:g32", 128, 2 * (16384 + 2048), 9},
 		{"fp16", 128, 2 * 128 * 128 * 2, 16},
 		{"fp8", 64, 2 * 128 * 64, 8},
+		// D=96 caps V's group at 96: int4 KC128 K 128*48 + 96 channel
+		// pairs*4, V 128*48 + 128 token pairs*4.
+		{"int4", 96, 2*6144 + 96*4 + 128*4, 0},
+		// D=192: 128 does not divide 192, so V's group spans the head.
+		{"int4", 192, 2*12288 + 192*4 + 128*4, 0},
+		// D=80, int2 KT (one group): data 256*20, 256 token pairs, both halves.
+		{"int2:ktd", 80, 2 * (5120 + 1024), 0},
 		// D=64 caps V's group at 64: one pair per token.
 		{"int4", 64, (4096 + 64*4) + (4096 + 128*4), 0}, // bits checked below
 	}
@@ -141,8 +151,8 @@ func TestAccounting(t *testing.T) {
 			t.Errorf("%s: ReadBytes = %d, want %d", tc.spec, got, want)
 		}
 	}
-	if _, err := MustParseSpec("int4").Resolve(96); err == nil {
-		t.Error("Resolve(96) succeeded; want an error naming the supported head dims")
+	if _, err := MustParseSpec("int4").Resolve(100); err == nil {
+		t.Error("Resolve(100) succeeded; want an error naming the supported head dims")
 	}
 }
 
@@ -174,8 +184,17 @@ func TestPackUnpackBound(t *testing.T) {
 	specs := []string{"int8", "int4", "int2", "int4:kt128", "int4:kt32", "int2:kc32:v32", "int4:ktd:v64", "int8:g64",
 		"fp16", "bf16", "fp8e4m3", "fp8e5m2", "k8v4", "k4v2"}
 	for _, spec := range specs {
-		for _, d := range SupportedHeadDims {
-			f := MustResolve(spec, d)
+		for _, d := range testHeadDims {
+			f, err := MustParseSpec(spec).Resolve(d)
+			if !resolvesAt(MustParseSpec(spec), d) {
+				if err == nil {
+					t.Errorf("%s D=%d resolved; its groups do not fit", spec, d)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s D=%d: %v", spec, d, err)
+			}
 			for _, l := range []TensorLayout{f.K, f.V} {
 				src := realisticBlock(r, l.Tokens, d)
 				buf := make([]byte, l.Bytes)
@@ -265,7 +284,7 @@ func TestQuantExtremes(t *testing.T) {
 
 func TestRotate(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, n := range SupportedHeadDims {
+	for _, n := range []int{64, 128, 256} {
 		a, b := make([]float32, n), make([]float32, n)
 		for i := range a {
 			a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
@@ -297,8 +316,14 @@ func FuzzPack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, specIdx, dIdx uint8) {
 		specs := []string{"int8", "int4", "int2", "int4:kt32", "fp8e4m3", "int2:kc32:v32:res64"}
 		spec := specs[int(specIdx)%len(specs)]
-		d := SupportedHeadDims[int(dIdx)%len(SupportedHeadDims)]
-		f := MustResolve(spec, d)
+		d := testHeadDims[int(dIdx)%len(testHeadDims)]
+		f, err := MustParseSpec(spec).Resolve(d)
+		if err != nil {
+			if resolvesAt(MustParseSpec(spec), d) {
+				t.Fatalf("%s D=%d: %v", spec, d, err)
+			}
+			return
+		}
 		for _, l := range []TensorLayout{f.K, f.V} {
 			src := make([]uint16, l.Tokens*d)
 			for i := range src {

@@ -10,7 +10,7 @@ import (
 // bits inside the data region, which it fills exactly.
 func TestMMAOrderIsAPermutation(t *testing.T) {
 	for _, spec := range []string{"fp16", "int8", "int4", "int2", "fp8"} {
-		for _, d := range SupportedHeadDims {
+		for _, d := range mmaHeadDims {
 			f := MustResolve(spec, d).WithOrder(MMA)
 			for _, l := range []TensorLayout{f.K, f.V} {
 				bits := l.Elem.Bits()
@@ -37,7 +37,7 @@ func TestMMAOrderIsAPermutation(t *testing.T) {
 func TestMMAOrderMatchesLinear(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	for _, spec := range []string{"fp16", "bf16", "fp8e4m3", "int8", "int4", "int4:kt32:v32", "int2", "k4v2"} {
-		for _, d := range SupportedHeadDims {
+		for _, d := range mmaHeadDims {
 			lin := MustResolve(spec, d)
 			mma := lin.WithOrder(MMA)
 			for i, l := range []TensorLayout{lin.K, lin.V} {

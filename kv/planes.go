@@ -402,9 +402,9 @@ func (r Recon) fix(h, x, read uint16) uint16 {
 // In planes 0 and 1 the nibble of channel c sits in byte c/2 of the token's
 // slice, even c in the low nibble (the int4 convention); in plane 2 the low
 // byte of channel c is byte c. Every slice starts at a multiple of
-// LayoutAlign (16) bytes for D in SupportedHeadDims, so a GPU thread reads
-// a slice with 16-byte vectors: one vector holds 32 channels of plane 0 or
-// 1, or 16 channels of plane 2.
+// LayoutAlign (16) bytes for D a multiple of PlaneHeadDimAlign, so a GPU
+// thread reads a slice with 16-byte vectors: one vector holds 32 channels
+// of plane 0 or 1, or 16 channels of plane 2.
 type PlaneLayout struct {
 	D, Tokens int
 	// SliceBytes is one token's slice in each plane: D/2, D/2, D.
@@ -416,6 +416,11 @@ type PlaneLayout struct {
 	// BlockBytes is one KV head's block, K and V: 4·Nr·D.
 	BlockBytes int
 }
+
+// PlaneHeadDimAlign is what the bit-plane format's head dim must be a
+// multiple of (besides kv.HeadDimOK): a nibble plane's slice of D/2 bytes
+// is then a whole number of LayoutAlign vectors.
+const PlaneHeadDimAlign = 2 * LayoutAlign
 
 // NewPlaneLayout returns the layout of blocks of nr tokens and head dim d.
 func NewPlaneLayout(d, nr int) PlaneLayout {

@@ -25,7 +25,7 @@ func TestDefaultRotation(t *testing.T) {
 		if got := sp.String(); got != c.parsed {
 			t.Errorf("ParseSpec(%q) = %q, want %q", c.in, got, c.parsed)
 		}
-		m := sp.WithDefaultRotation()
+		m := sp.WithDefaultRotation(128)
 		if got := m.String(); got != c.model {
 			t.Errorf("ParseSpec(%q).WithDefaultRotation() = %q, want %q", c.in, got, c.model)
 		}
@@ -34,7 +34,7 @@ func TestDefaultRotation(t *testing.T) {
 			t.Errorf("%q does not round-trip: %q, %v", m.String(), again.String(), err)
 		}
 	}
-	if sp := MustParseSpec("bw").WithDefaultRotation(); sp.Rotate {
+	if sp := MustParseSpec("bw").WithDefaultRotation(128); sp.Rotate {
 		t.Error("bw rotated by default")
 	}
 	for _, bad := range []string{"int4:rot:norot", "int4:norot:rot", "int4:norot2"} {

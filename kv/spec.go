@@ -254,7 +254,9 @@ OPTION   kc[G]   keys per channel, groups of G tokens (default for integer K, G=
          norot   no rotation (turns the default off)
          ref     accuracy reference (CPU only): quantize with float32 scales
                  and zeros, store the dequantized values in fp16
-G        32 | 64 | 128 | 256 | d (head dim); capped at the head dim
+G        32 | 64 | 128 | 256 | d (head dim); capped at the head dim; a
+         channel group of 128 or 256 that does not divide the head dim
+         spans the whole head, a smaller one must divide it
 
 examples: int4   k8v4   int4:kt64   int2:kc32:res256   fp8e4m3   k4v2:rot
 
@@ -477,12 +479,15 @@ func (s Spec) RotatesByDefault() bool {
 
 // WithDefaultRotation returns s with the rotation turned on where it is the
 // default (RotatesByDefault) and the spec did not say norot, for the base
-// format and every per-layer one. The engine applies it to the spec a user
-// gives for a model's cache; ParseSpec alone leaves a spec as written, so
-// that kernels and benchmarks see exactly the format named.
-func (s Spec) WithDefaultRotation() Spec {
+// format and every per-layer one, for a model of head dim d: where d is not
+// a power of two (Rotatable) the rotation does not apply and the spec is
+// left as written (an explicit rot is then refused by Resolve). The engine
+// applies it to the spec a user gives for a model's cache; ParseSpec alone
+// leaves a spec as written, so that kernels and benchmarks see exactly the
+// format named.
+func (s Spec) WithDefaultRotation(d int) Spec {
 	fix := func(sp Spec) Spec {
-		if !sp.Rotate && !sp.NoRotate && sp.RotatesByDefault() {
+		if !sp.Rotate && !sp.NoRotate && sp.RotatesByDefault() && Rotatable(d) {
 			sp.Rotate = true
 		}
 		return sp

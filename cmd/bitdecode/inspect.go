@@ -33,7 +33,7 @@ example:
 func init() {
 	flagSets["inspect"] = func() *flag.FlagSet {
 		fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-		fs.Int("head-dim", 128, "head dimension D the formats are resolved for (64, 128 or 256)")
+		fs.Int("head-dim", 128, "head dimension D the formats are resolved for ("+kv.HeadDimRule+")")
 		return fs
 	}
 	inspectCmd.run = runInspect
@@ -47,7 +47,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "kv":
 		fs := newFlagSet(inspectCmd, stdout)
-		d := fs.Int("head-dim", 128, "head dimension D the formats are resolved for (64, 128 or 256)")
+		d := fs.Int("head-dim", 128, "head dimension D the formats are resolved for ("+kv.HeadDimRule+")")
 		if err := parseFlags(fs, args[1:]); err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			given := sp
-			sp = sp.WithDefaultRotation() // what a model's cache runs (engine.Model.ResolveSpec)
+			sp = sp.WithDefaultRotation(*d) // what a model's cache runs (engine.Model.ResolveSpec)
 			f, err := sp.Resolve(*d)
 			if err != nil {
 				return usageErrorf("%v", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -168,7 +169,7 @@ var decodeRowChunks = []int{1, 2, 4, 8}
 // DecodeLayout is the packed-block layout of a KV format as the decode
 // kernel reads it (package kv's canonical layout; see decode.cu).
 type DecodeLayout struct {
-	D            int  // head dim: 64, 128 or 256
+	D            int  // head dim: HeadDimOK (64, 128 or 256)
 	KBits, VBits int  // 16 (fp16 or bf16), 8, 4 or 2
 	BF16         bool // 16-bit K and V are bf16 (tensor-core kernel only)
 	KPerChannel  bool // keys quantized per channel (KC) rather than per token
@@ -662,11 +663,28 @@ func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combin
 	return dev.Do(func(c *cuda.Ctx) error { return c.Memset32(p.counters, 0, n) })
 }
 
+// HeadDims are the head dimensions the GPU attention kernels (decode and
+// prefill, pack, append, bit planes) are built for. The CPU caches take
+// more (kv.HeadDimOK: Phi-3-mini's 96, Phi-2's 80, ...); the kernels'
+// layout does not stretch to them without a rewrite: the mma order cuts a
+// lane's D/2 codes into 16-byte chunks (int4 at D = 96 holds 24 bytes),
+// the append kernels put both halves of a RoPE pair in one lane of a warp
+// per head, and the warp Hadamard needs a power of two (docs/gpu.md).
+var HeadDims = []int{64, 128, 256}
+
+// HeadDimOK reports whether d is one of HeadDims.
+func HeadDimOK(d int) bool { return slices.Contains(HeadDims, d) }
+
+// headDimError is the refusal of head dim d by what (a kernel or a format).
+func headDimError(what string, d int) error {
+	return fmt.Errorf("kernels: %s: head dim %d has no GPU kernel (the GPU takes head dims %v; every KV format runs at head dim %d on the CPU, --device cpu)", what, d, HeadDims, d)
+}
+
 func (l DecodeLayout) check() error {
 	okBits := func(b int) bool { return b == 16 || b == 8 || b == 4 || b == 2 }
 	switch {
-	case l.D != 64 && l.D != 128 && l.D != 256:
-		return fmt.Errorf("kernels: decode: head dim %d has no kernel (want 64, 128 or 256)", l.D)
+	case !HeadDimOK(l.D):
+		return headDimError("decode", l.D)
 	case !okBits(l.KBits) || !okBits(l.VBits):
 		return fmt.Errorf("kernels: decode: K/V widths %d/%d bits have no kernel (want 16, 8, 4 or 2)", l.KBits, l.VBits)
 	case l.KBits < 16 && (l.GK < 8 || (!l.KPerChannel && l.D%l.GK != 0) || (l.KPerChannel && l.Nr%l.GK != 0)):
@@ -814,6 +832,9 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 // LayoutFor returns the decode kernel's view of KV format f, or an error
 // naming the format when no kernel reads it yet.
 func LayoutFor(f kv.Format) (DecodeLayout, error) {
+	if !HeadDimOK(f.D) {
+		return DecodeLayout{}, headDimError("format "+f.Spec.String(), f.D)
+	}
 	if f.Planes.On {
 		return DecodeLayout{}, fmt.Errorf("kernels: format %s is bit planes: the decode kernel reads packed blocks; use PlanPlanes (planes.go)", f.Spec.String())
 	}

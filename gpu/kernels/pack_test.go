@@ -20,7 +20,7 @@ func TestGPUPackMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	const hkv = 3
 	for _, spec := range []string{"fp16", "bf16", "int8", "int4", "int4:kt32:v32", "int4:ktd", "int2", "int2:kc32:v32", "k4v2", "k8v4", "int4:kc64:res64"} {
-		for _, dim := range kv.SupportedHeadDims {
+		for _, dim := range kernels.HeadDims {
 			f := kv.MustResolve(spec, dim).WithOrder(kv.MMA)
 			n := f.Residual * dim
 			resK, resV := make([]uint16, hkv*n), make([]uint16, hkv*n)

@@ -164,7 +164,7 @@ const planesMinB = 1
 // layout is kv.PlaneLayout (4·Nr·D bytes per KV head), and the fills and
 // filter are kv.Recon's.
 type PlanesLayout struct {
-	D    int  // head dim: 64, 128 or 256
+	D    int  // head dim: HeadDimOK (64, 128 or 256)
 	Nr   int  // tokens per block
 	BF16 bool // K and V are bf16 (else fp16)
 	// Adj8 fills bits 7..0 of MEDIUM reads, Adj4 bits 11..0 of LOW reads.
@@ -196,8 +196,8 @@ func (l PlanesLayout) BlockBytes() int { return kv.NewPlaneLayout(l.D, l.Nr).Blo
 
 func (l PlanesLayout) check() error {
 	switch {
-	case l.D != 64 && l.D != 128 && l.D != 256:
-		return fmt.Errorf("kernels: planes: head dim %d has no kernel (want 64, 128 or 256)", l.D)
+	case !HeadDimOK(l.D):
+		return headDimError("planes", l.D)
 	case l.Nr < PlanesGroup || l.Nr%PlanesGroup != 0:
 		return fmt.Errorf("kernels: planes: block of %d tokens is not a positive multiple of %d", l.Nr, PlanesGroup)
 	case l.Adj8 < 0 || l.Adj8 > kv.MaxAdj8 || l.Adj4 < 0 || l.Adj4 > kv.MaxAdj4:

@@ -119,7 +119,7 @@ func TestTransformersCPU(t *testing.T) {
 				return
 			}
 			for _, c := range cpuKV {
-				sp := kv.MustParseSpec(c.spec).WithDefaultRotation()
+				sp := kv.MustParseSpec(c.spec).WithDefaultRotation(m.Config().HeadDim)
 				o := kvcache.Options{MaxSeqs: 1, MaxChunk: prefillChunk}
 				n := pagedTokens(t, f, m.Config(), func() (model.Attention, error) { return kvcache.NewPaged(be, m.Config(), sp, o) })
 				cache, err := kvcache.NewPaged(be, m.Config(), sp, o)
@@ -144,12 +144,12 @@ func TestTransformersCPU(t *testing.T) {
 }
 
 // pagedHolds reports whether the paged caches take cfg's head dimension
-// (kv.SupportedHeadDims: Phi-3-mini's 96 is not one). Where they do not,
-// it requires newCache's refusal naming the head dimension: such a model
-// runs on the dense cache alone.
+// (kv.HeadDimOK: Phi-3-mini's 96 is one). Where they do not, it requires
+// newCache's refusal naming the head dimension: such a model runs on the
+// dense cache alone.
 func pagedHolds(t *testing.T, cfg *model.Config, newCache func(kv.Spec) error) bool {
 	t.Helper()
-	if slices.Contains(kv.SupportedHeadDims, cfg.HeadDim) {
+	if kv.HeadDimOK(cfg.HeadDim) {
 		return true
 	}
 	err := newCache(kv.MustParseSpec("fp16"))

@@ -9,10 +9,10 @@ package gpukv
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/hfcheck"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
@@ -60,10 +60,11 @@ func TestGPUTransformers(t *testing.T) {
 			}
 			defer m.Close()
 			n := len(f.Golden.PromptIDs) + len(f.Golden.GreedyIDs)
-			// The paged caches take head dims 64, 128 and 256 only
-			// (kv.SupportedHeadDims): Phi-3-mini's 96 runs on the dense
-			// cache, and the paged cache must refuse it by name.
-			paged := slices.Contains(kv.SupportedHeadDims, m.Config().HeadDim)
+			// The paged GPU caches take the GPU kernels' head dims only
+			// (kernels.HeadDims: 64, 128, 256): Phi-3-mini's 96 runs on the
+			// dense cache here (and on the paged CPU caches, internal/
+			// hfcheck), and the paged GPU cache must refuse it by name.
+			paged := kernels.HeadDimOK(m.Config().HeadDim)
 			if !paged {
 				_, err := NewPaged(gb, m.Config(), kv.MustParseSpec("fp16"), kvcache.Options{MaxSeqs: 1, MaxLen: n, MaxChunk: hfChunk})
 				if want := fmt.Sprintf("head dim %d", m.Config().HeadDim); err == nil || !strings.Contains(err.Error(), want) {
@@ -84,7 +85,7 @@ func TestGPUTransformers(t *testing.T) {
 					if w := kvcache.WindowLimit(m.Config()); w > 0 && w < n-1 {
 						tokens = w
 					}
-					sp := kv.MustParseSpec(c.spec).WithDefaultRotation()
+					sp := kv.MustParseSpec(c.spec).WithDefaultRotation(m.Config().HeadDim)
 					pc, err := NewPaged(gb, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxLen: n, MaxChunk: hfChunk})
 					if err != nil {
 						t.Fatalf("%s KV: %v", c.spec, err)
