@@ -3,6 +3,7 @@ package kv
 import (
 	"fmt"
 	"io"
+	"slices"
 )
 
 // The head dimensions every format takes (HeadDimOK): multiples of
@@ -62,7 +63,7 @@ func (s Spec) Resolve(d int) (Format, error) {
 	f.K = newLayout(s.K, d, s.Residual)
 	f.V = newLayout(s.V, d, s.Residual)
 	f.V.role = roleV
-	f.Spec.K.Group, f.Spec.V.Group = f.K.Group, f.V.Group
+	f.Spec.K.Group, f.Spec.V.Group = specGroup(f.K, d), specGroup(f.V, d)
 	if s.Reference {
 		// Stored as fp16; Pack simulates the integer format (Sim).
 		for _, l := range []*TensorLayout{&f.K, &f.V} {
@@ -74,6 +75,17 @@ func (s Spec) Resolve(d int) (Format, error) {
 		}
 	}
 	return f, nil
+}
+
+// specGroup is the group a resolved spec names for layout l: its group
+// size, or GroupHeadDim ("d") for a per-token group of the whole head that
+// is no size ParseSpec takes (96 at D = 96), so that the resolved spec's
+// String parses back to the same format.
+func specGroup(l TensorLayout, d int) int {
+	if l.Elem.IsInt() && l.Scaling == PerToken && l.Group == d && !slices.Contains(ValidGroups, d) {
+		return GroupHeadDim
+	}
+	return l.Group
 }
 
 // MustResolve is ParseSpec followed by Resolve, for specs known to be valid.

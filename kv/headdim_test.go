@@ -80,6 +80,35 @@ func TestHeadDimRule(t *testing.T) {
 	}
 }
 
+// TestResolvedSpecParses: a format's resolved spec (groups capped, as
+// eval and inspect print it) parses back and resolves to the same layouts
+// at its head dim: a whole-head group that is no valid size prints as d.
+func TestResolvedSpecParses(t *testing.T) {
+	for _, s := range []string{"int4", "int2", "int8", "k8v4", "int4:kt128", "int4:ktd:vd", "int4:kt32:v32", "fp16", "int2:g256"} {
+		for _, d := range testHeadDims {
+			f, err := MustParseSpec(s).Resolve(d)
+			if err != nil {
+				if resolvesAt(MustParseSpec(s), d) {
+					t.Errorf("%s D=%d: %v", s, d, err)
+				}
+				continue
+			}
+			back, err := ParseSpec(f.Spec.String())
+			if err != nil {
+				t.Errorf("%s D=%d: resolved spec %q does not parse: %v", s, d, f.Spec.String(), err)
+				continue
+			}
+			g, err := back.Resolve(d)
+			if err != nil || g.K != f.K || g.V != f.V {
+				t.Errorf("%s D=%d: %q resolves to %+v / %+v, %v; want %+v / %+v", s, d, f.Spec.String(), g.K, g.V, err, f.K, f.V)
+			}
+		}
+	}
+	if got := MustResolve("int4", 96).Spec.String(); got != "int4:kc128:vd:res128" {
+		t.Errorf("int4 at D=96 resolves to %q, want int4:kc128:vd:res128", got)
+	}
+}
+
 // TestDefaultRotationHeadDim: a model's cache of head dim 96 takes every
 // default spec unrotated (the Hadamard rotation needs a power of two), and
 // rotates the 4- and 2-bit formats at 64, 128 and 256 as before.
