@@ -355,6 +355,7 @@ var testShapes = []Shape{
 	{Hq: 4, Hkv: 4, D: 96},   // MHA at Phi-3-mini's head dim (not a multiple of 64)
 	{Hq: 8, Hkv: 2, D: 96},   // GQA 4 at D = 96
 	{Hq: 6, Hkv: 2, D: 80},   // GQA 3 at Phi-2's head dim (not a multiple of 32)
+	{Hq: 2, Hkv: 2, D: 80},   // MHA at D = 80 (one row: pvCodes)
 	{Hq: 8, Hkv: 2, D: 192},  // GQA 4 at a multiple of 64 that is not a power of two
 	{Hq: 4, Hkv: 1, D: 160},  // MQA 4 at a multiple of 32 that is not one of 64
 }

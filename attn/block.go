@@ -828,6 +828,10 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 		}
 		return
 	}
+	if w.k.pvCodes != nil && w.r == 1 {
+		w.codeValues(st, v, n, groups)
+		return
+	}
 	w.params(w.pf[:2*n*groups], lay, v, 0)
 	codes := w.codes(w.vu8, lay, v, n)
 	w.k.dequantV(w.vf, w.zs, np, codes, w.pf, n, d, lay.Group)
@@ -838,6 +842,31 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 		for r := 0; r < w.r; r++ {
 			st.zacc[r*groups+j] += w.k.dotF32(w.scores[r*np:r*np+end], z)
 		}
+	}
+}
+
+// codeValues is the PV of integer values for one query row (w.r == 1:
+// a decode step of MHA, Phi-3-mini's) where the integer PV kernels do not
+// run (D not a multiple of 64, or a value group that is not a power of
+// two): per group, the weights p_t·s_t times the byte codes (pvCodes, no
+// float32 copy of the block), and Σ p·z into the zeros' accumulator
+// (docs/perf/cpu-attention.md v67). Several rows keep dequantV and pvF32,
+// which read the dequantized rows once for four rows.
+func (w *worker) codeValues(st *state, v []byte, n, groups int) {
+	w.channelOrder(st)
+	lay, d, np := w.p.Format.V, w.d, w.npad
+	end := (n + TileTokens - 1) / TileTokens * TileTokens
+	w.valueParams(v, n, groups)
+	codes := w.codes(w.vu8, lay, v, n)
+	g, wts := lay.Group, w.ps[:n]
+	for j := 0; j < groups; j++ {
+		s, z := w.vs[j*np:j*np+n], w.zs[j*np:j*np+end]
+		clear(z[n:])
+		for t, p := range w.scores[:n] {
+			wts[t] = p * s[t]
+		}
+		w.k.pvCodes(st.acc[j*g:], wts, codes[j*g:], d, n, g)
+		st.zacc[j] += w.k.dotF32(w.scores[:end], z)
 	}
 }
 

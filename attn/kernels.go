@@ -98,6 +98,12 @@ type kernels struct {
 	// scale) from byte codes, and the zeros apart, z[j·ldz+t] for group j:
 	// p holds the (scale, zero) pairs as float32, [n][D/g][2].
 	dequantV func(dst, z []float32, ldz int, codes []uint8, p []float32, n, d, g int)
+	// pvCodes adds Σ_t w[t]·float(codes[t·ldc+c]) over t < n to acc[c]
+	// for c < cols (a multiple of 16): one row's weighted sum of byte codes,
+	// formed apart and then added to acc, with no float32 copy of the
+	// codes (the integer values of a head dim that is no multiple of 64,
+	// v67). Nil where the level has no such kernel.
+	pvCodes func(acc, w []float32, codes []uint8, ldc, n, cols int)
 	// quantW quantizes the PV weights w[j][t] = p[t]·s[j·lds+t] of groups
 	// j < groups and tokens t < n (a multiple of 16) to int16 with one
 	// step Δ = max w / 32767: wq[j·ldq+t] = rint(w/Δ). It returns Δ (0,

@@ -102,6 +102,9 @@ func max4AVX512(out *float32, x *float32, ld, n int)
 func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp int)
 
 //go:noescape
+func pvCodesx1AVX512(acc *float32, w *float32, codes *uint8, ldc, n, cols int)
+
+//go:noescape
 func quantWAVX512(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 
 //go:noescape
@@ -276,6 +279,7 @@ type simd struct {
 	foldQuery    func(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 	deinterleave func(a, b, src *float32, n int)
 	dequantV     func(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, g int)
+	pvCodes1     func(acc *float32, w *float32, codes *uint8, ldc, n, cols int) // nil where the level has none
 	quantW       func(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 	pvHalf4      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 	pvHalf2      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
@@ -479,6 +483,17 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 		}
 		if n > 0 {
 			s.dequantV(&dst[0], &z[0], ldz, &codes[0], &p[0], n, d, g)
+		}
+	}
+	if s.pvCodes1 != nil {
+		k.pvCodes = func(acc, w []float32, codes []uint8, ldc, n, cols int) {
+			if !(cols%vecLen == 0 && cols > 0 && n >= 0 && cols <= ldc && len(acc) >= cols && len(w) >= n &&
+				(n == 0 || len(codes) >= (n-1)*ldc+cols)) {
+				bad("pvCodes", n, cols, ldc)
+			}
+			if n > 0 {
+				s.pvCodes1(&acc[0], &w[0], &codes[0], ldc, n, cols)
+			}
 		}
 	}
 	k.prefetch = func(b []byte) {
@@ -761,7 +776,7 @@ var (
 	avx512 = simd{rotate: rotateAVX512, cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, cvtFP8: cvtFP8AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
 		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
-		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512,
+		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512, pvCodes1: pvCodesx1AVX512,
 		quantW: quantWAVX512, pvHalf4: pvHalfx4AVX512, pvHalf2: pvHalfx2AVX512, pvHalf1: pvHalfx1AVX512}
 	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, cvtFP8: cvtFP8AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,

@@ -607,6 +607,89 @@ done:
 	VZEROUPPER
 	RET
 
+// func pvCodesx1AVX512(acc *float32, w *float32, codes *uint8, ldc, n, cols int)
+// pvF32x1AVX512 on byte codes, converted in registers (VPMOVZXBD from
+// memory, VCVTDQ2PS): acc[c] += Σ_t w[t]·float(codes[t·ldc+c]) for c < cols
+// (a multiple of 16); chunks of 64 channels (Z0..Z3), then 16. No float32
+// copy of the block is written and read back (v67).
+TEXT ·pvCodesx1AVX512(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), DI
+	MOVQ ldc+24(FP), R15
+	MOVQ cols+40(FP), R13
+	XORQ BX, BX
+cchunk64:
+	LEAQ 64(BX), AX
+	CMPQ AX, R13
+	JGT  cchunk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   w+8(FP), R8
+	MOVQ   codes+16(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     cstore64
+ctok64:
+	VBROADCASTSS (R8), Z20
+	VPMOVZXBD    (SI), Z4
+	VPMOVZXBD    16(SI), Z5
+	VPMOVZXBD    32(SI), Z6
+	VPMOVZXBD    48(SI), Z7
+	VCVTDQ2PS    Z4, Z4
+	VCVTDQ2PS    Z5, Z5
+	VCVTDQ2PS    Z6, Z6
+	VCVTDQ2PS    Z7, Z7
+	VFMADD231PS  Z4, Z20, Z0
+	VFMADD231PS  Z5, Z20, Z1
+	VFMADD231PS  Z6, Z20, Z2
+	VFMADD231PS  Z7, Z20, Z3
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          ctok64
+cstore64:
+	LEAQ    (DI)(BX*4), AX
+	VADDPS  (AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $64, BX
+	JMP     cchunk64
+cchunk16:
+	CMPQ   BX, R13
+	JGE    cdone
+	VPXORD Z0, Z0, Z0
+	MOVQ   w+8(FP), R8
+	MOVQ   codes+16(FP), SI
+	ADDQ   BX, SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     cstore16
+ctok16:
+	VBROADCASTSS (R8), Z20
+	VPMOVZXBD    (SI), Z4
+	VCVTDQ2PS    Z4, Z4
+	VFMADD231PS  Z4, Z20, Z0
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          ctok16
+cstore16:
+	LEAQ    (DI)(BX*4), AX
+	VADDPS  (AX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    $16, BX
+	JMP     cchunk16
+cdone:
+	VZEROUPPER
+	RET
+
 // func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 // pvF32x4AVX512 on fp16 V rows, converted in registers (VCVTPH2PS from
 // memory): no float32 copy of the block is written and read back. ldv in

@@ -354,6 +354,42 @@ func TestScoreKernels(t *testing.T) {
 	}
 }
 
+// TestPVCodesKernel: pvCodes on byte codes gives the bits of pvF32 (one
+// row) on the codes converted to float32, which TestPVKernel holds to
+// float64, at head-dim widths that are and are not multiples of 64, with
+// the accumulator's channels past cols untouched.
+func TestPVCodesKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	ran := 0
+	for _, k := range levelSets() {
+		if k.pvCodes == nil {
+			continue
+		}
+		ran++
+		for _, cols := range []int{16, 32, 80, 96, 128, 192} {
+			for _, n := range []int{0, 1, 7, 128} {
+				ld := cols + 32
+				codes := make([]uint8, max(n, 1)*ld)
+				for i := range codes {
+					codes[i] = uint8(r.IntN(256))
+				}
+				vf := make([]float32, len(codes))
+				for i, c := range codes {
+					vf[i] = float32(c)
+				}
+				acc, w := randF32(r, ld, 100), randF32(r, n+5, 0.01)
+				got, want := append([]float32(nil), acc...), append([]float32(nil), acc...)
+				k.pvCodes(got, w, codes, ld, n, cols)
+				k.pvF32(want, ld, w, n+5, vf, ld, n, 1, cols)
+				sameBits(t, fmt.Sprintf("%v pvCodes cols=%d n=%d", k, cols, n), got, want)
+			}
+		}
+	}
+	if ran == 0 && cpufeat.Detected().Max >= cpufeat.AVX512 {
+		t.Error("no AVX-512 kernel set has pvCodes")
+	}
+}
+
 func TestPVKernel(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, k := range levelSets() {
