@@ -849,23 +849,34 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 // a decode step of MHA, Phi-3-mini's) where the integer PV kernels do not
 // run (D not a multiple of 64, or a value group that is not a power of
 // two): per group, the weights p_t·s_t times the byte codes (pvCodes, no
-// float32 copy of the block), and Σ p·z into the zeros' accumulator
-// (docs/perf/cpu-attention.md v67). Several rows keep dequantV and pvF32,
+// float32 copy of the block; int4 from its packed rows, pvNib4), and Σ p·z
+// into the zeros' accumulator (docs/perf/cpu-attention.md v67, v68).
+// Several rows keep dequantV and pvF32,
 // which read the dequantized rows once for four rows.
 func (w *worker) codeValues(st *state, v []byte, n, groups int) {
 	w.channelOrder(st)
 	lay, d, np := w.p.Format.V, w.d, w.npad
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	w.valueParams(v, n, groups)
-	codes := w.codes(w.vu8, lay, v, n)
 	g, wts := lay.Group, w.ps[:n]
+	// int4 rows are read as stored (pvNib4, v68) where each group is whole
+	// 32-channel chunks; other widths are unpacked to bytes first.
+	nib := lay.Elem == kv.Int4 && w.k.pvNib4 != nil && g%32 == 0
+	var codes []uint8
+	if !nib {
+		codes = w.codes(w.vu8, lay, v, n)
+	}
 	for j := 0; j < groups; j++ {
 		s, z := w.vs[j*np:j*np+n], w.zs[j*np:j*np+end]
 		clear(z[n:])
 		for t, p := range w.scores[:n] {
 			wts[t] = p * s[t]
 		}
-		w.k.pvCodes(st.acc[j*g:], wts, codes[j*g:], d, n, g)
+		if nib {
+			w.k.pvNib4(st.acc[j*g:], wts, v[j*g/2:n*lay.RowBytes], lay.RowBytes, n, g)
+		} else {
+			w.k.pvCodes(st.acc[j*g:], wts, codes[j*g:], d, n, g)
+		}
 		st.zacc[j] += w.k.dotF32(w.scores[:end], z)
 	}
 }

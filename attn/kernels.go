@@ -104,6 +104,11 @@ type kernels struct {
 	// codes (the integer values of a head dim that is no multiple of 64,
 	// v67). Nil where the level has no such kernel.
 	pvCodes func(acc, w []float32, codes []uint8, ldc, n, cols int)
+	// pvNib4 is pvCodes on packed int4 rows (ldb bytes apart, the low
+	// nibble of byte i channel 2i) read as stored, cols a multiple of 32:
+	// the same bits as pvCodes on the unpacked codes (v68). Nil where the
+	// level has no such kernel.
+	pvNib4 func(acc, w []float32, packed []byte, ldb, n, cols int)
 	// quantW quantizes the PV weights w[j][t] = p[t]·s[j·lds+t] of groups
 	// j < groups and tokens t < n (a multiple of 16) to int16 with one
 	// step Δ = max w / 32767: wq[j·ldq+t] = rint(w/Δ). It returns Δ (0,

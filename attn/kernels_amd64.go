@@ -105,6 +105,9 @@ func dequantVAVX512(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, gr
 func pvCodesx1AVX512(acc *float32, w *float32, codes *uint8, ldc, n, cols int)
 
 //go:noescape
+func pvNib4x1AVX512(acc *float32, w *float32, packed *byte, ldb, n, cols int)
+
+//go:noescape
 func quantWAVX512(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 
 //go:noescape
@@ -280,6 +283,7 @@ type simd struct {
 	deinterleave func(a, b, src *float32, n int)
 	dequantV     func(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, g int)
 	pvCodes1     func(acc *float32, w *float32, codes *uint8, ldc, n, cols int) // nil where the level has none
+	pvNib41      func(acc *float32, w *float32, packed *byte, ldb, n, cols int) // nil where the level has none
 	quantW       func(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
 	pvHalf4      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 	pvHalf2      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
@@ -493,6 +497,17 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			}
 			if n > 0 {
 				s.pvCodes1(&acc[0], &w[0], &codes[0], ldc, n, cols)
+			}
+		}
+	}
+	if s.pvNib41 != nil {
+		k.pvNib4 = func(acc, w []float32, packed []byte, ldb, n, cols int) {
+			if !(cols%32 == 0 && cols > 0 && n >= 0 && cols/2 <= ldb && len(acc) >= cols && len(w) >= n &&
+				(n == 0 || len(packed) >= (n-1)*ldb+cols/2)) {
+				bad("pvNib4", n, cols, ldb)
+			}
+			if n > 0 {
+				s.pvNib41(&acc[0], &w[0], &packed[0], ldb, n, cols)
 			}
 		}
 	}
@@ -776,7 +791,7 @@ var (
 	avx512 = simd{rotate: rotateAVX512, cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, cvtFP8: cvtFP8AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
 		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
-		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512, pvCodes1: pvCodesx1AVX512,
+		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512, pvCodes1: pvCodesx1AVX512, pvNib41: pvNib4x1AVX512,
 		quantW: quantWAVX512, pvHalf4: pvHalfx4AVX512, pvHalf2: pvHalfx2AVX512, pvHalf1: pvHalfx1AVX512}
 	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, cvtFP8: cvtFP8AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,

@@ -690,6 +690,131 @@ cdone:
 	VZEROUPPER
 	RET
 
+// pvNibIdx<>: VPERMT2PS indexes into [even | odd] (16 channels each, lane
+// i: channel 2i of a 32-channel chunk, then 2i+1): vector 0 gives channels
+// 0..15 in order, vector 1 channels 16..31.
+DATA pvNibIdx<>+0(SB)/8, $0x0000001000000000
+DATA pvNibIdx<>+8(SB)/8, $0x0000001100000001
+DATA pvNibIdx<>+16(SB)/8, $0x0000001200000002
+DATA pvNibIdx<>+24(SB)/8, $0x0000001300000003
+DATA pvNibIdx<>+32(SB)/8, $0x0000001400000004
+DATA pvNibIdx<>+40(SB)/8, $0x0000001500000005
+DATA pvNibIdx<>+48(SB)/8, $0x0000001600000006
+DATA pvNibIdx<>+56(SB)/8, $0x0000001700000007
+DATA pvNibIdx<>+64(SB)/8, $0x0000001800000008
+DATA pvNibIdx<>+72(SB)/8, $0x0000001900000009
+DATA pvNibIdx<>+80(SB)/8, $0x0000001a0000000a
+DATA pvNibIdx<>+88(SB)/8, $0x0000001b0000000b
+DATA pvNibIdx<>+96(SB)/8, $0x0000001c0000000c
+DATA pvNibIdx<>+104(SB)/8, $0x0000001d0000000d
+DATA pvNibIdx<>+112(SB)/8, $0x0000001e0000000e
+DATA pvNibIdx<>+120(SB)/8, $0x0000001f0000000f
+GLOBL pvNibIdx<>(SB), RODATA|NOPTR, $128
+
+// NIBOUT adds a 32-channel chunk's even-channel sums E and odd-channel
+// sums O, put in channel order (Z22, Z23: pvNibIdx), to the floats at
+// OFF(AX). Z8 scratch; E is clobbered.
+#define NIBOUT(E, O, OFF) \
+	VMOVAPS   E, Z8            \
+	VPERMT2PS O, Z22, Z8       \
+	VPERMT2PS O, Z23, E        \
+	VADDPS    OFF(AX), Z8, Z8  \
+	VADDPS    OFF+64(AX), E, E \
+	VMOVUPS   Z8, OFF(AX)      \
+	VMOVUPS   E, OFF+64(AX)
+
+// func pvNib4x1AVX512(acc *float32, w *float32, packed *byte, ldb, n, cols int)
+// pvCodesx1AVX512 on packed int4 rows (ldb bytes apart; channel 2i in the
+// low nibble of byte i, 2i+1 in the high one), read as stored: per 32
+// channels and token one VPMOVZXBD of 16 bytes, the low nibbles (AND 15)
+// summed apart from the high ones (>> 4), put back in channel order once
+// at the end of the chunk (NIBOUT). cols a multiple of 32; chunks of 64
+// channels (Z0..Z3: even, odd of the first 32, then of the second), then
+// 32. The bits of pvCodesx1AVX512 on the unpacked codes (v68).
+TEXT ·pvNib4x1AVX512(SB), NOSPLIT, $0-48
+	MOVQ         acc+0(FP), DI
+	MOVQ         ldb+24(FP), R15
+	MOVQ         cols+40(FP), R13
+	MOVL         $15, AX
+	VPBROADCASTD AX, Z21
+	VMOVDQU32    pvNibIdx<>+0(SB), Z22
+	VMOVDQU32    pvNibIdx<>+64(SB), Z23
+	XORQ         BX, BX
+nchunk64:
+	LEAQ   64(BX), AX
+	CMPQ   AX, R13
+	JGT    nchunk32
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   w+8(FP), R8
+	MOVQ   BX, SI
+	SHRQ   $1, SI
+	ADDQ   packed+16(FP), SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     nstore64
+ntok64:
+	VBROADCASTSS (R8), Z20
+	VPMOVZXBD    (SI), Z4
+	VPMOVZXBD    16(SI), Z6
+	VPSRLD       $4, Z4, Z5
+	VPSRLD       $4, Z6, Z7
+	VPANDD       Z21, Z4, Z4
+	VPANDD       Z21, Z6, Z6
+	VCVTDQ2PS    Z4, Z4
+	VCVTDQ2PS    Z5, Z5
+	VCVTDQ2PS    Z6, Z6
+	VCVTDQ2PS    Z7, Z7
+	VFMADD231PS  Z4, Z20, Z0
+	VFMADD231PS  Z5, Z20, Z1
+	VFMADD231PS  Z6, Z20, Z2
+	VFMADD231PS  Z7, Z20, Z3
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          ntok64
+nstore64:
+	LEAQ (DI)(BX*4), AX
+	NIBOUT(Z0, Z1, 0)
+	NIBOUT(Z2, Z3, 128)
+	ADDQ $64, BX
+	JMP  nchunk64
+nchunk32:
+	CMPQ   BX, R13
+	JGE    ndone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ   w+8(FP), R8
+	MOVQ   BX, SI
+	SHRQ   $1, SI
+	ADDQ   packed+16(FP), SI
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JZ     nstore32
+ntok32:
+	VBROADCASTSS (R8), Z20
+	VPMOVZXBD    (SI), Z4
+	VPSRLD       $4, Z4, Z5
+	VPANDD       Z21, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VCVTDQ2PS    Z5, Z5
+	VFMADD231PS  Z4, Z20, Z0
+	VFMADD231PS  Z5, Z20, Z1
+	ADDQ         $4, R8
+	ADDQ         R15, SI
+	DECQ         CX
+	JNZ          ntok32
+nstore32:
+	LEAQ (DI)(BX*4), AX
+	NIBOUT(Z0, Z1, 0)
+	ADDQ $32, BX
+	JMP  nchunk32
+ndone:
+	VZEROUPPER
+	RET
+
 // func pvHalfx4AVX512(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 // pvF32x4AVX512 on fp16 V rows, converted in registers (VCVTPH2PS from
 // memory): no float32 copy of the block is written and read back. ldv in

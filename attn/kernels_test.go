@@ -382,6 +382,20 @@ func TestPVCodesKernel(t *testing.T) {
 				k.pvCodes(got, w, codes, ld, n, cols)
 				k.pvF32(want, ld, w, n+5, vf, ld, n, 1, cols)
 				sameBits(t, fmt.Sprintf("%v pvCodes cols=%d n=%d", k, cols, n), got, want)
+				if k.pvNib4 == nil || cols%32 != 0 {
+					continue
+				}
+				// The same codes as int4 (low nibbles), packed two a byte
+				// (rows of ld/2 bytes): the bits of pvCodes on them.
+				packed := make([]byte, max(n, 1)*ld/2)
+				for i := range codes {
+					codes[i] &= 15
+					packed[i/2] |= codes[i] << (4 * (i % 2))
+				}
+				nib, ref := append([]float32(nil), acc...), append([]float32(nil), acc...)
+				k.pvNib4(nib, w, packed, ld/2, n, cols)
+				k.pvCodes(ref, w, codes, ld, n, cols)
+				sameBits(t, fmt.Sprintf("%v pvNib4 cols=%d n=%d", k, cols, n), nib, ref)
 			}
 		}
 	}
