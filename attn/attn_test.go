@@ -357,6 +357,7 @@ var testShapes = []Shape{
 	{Hq: 6, Hkv: 2, D: 80},   // GQA 3 at Phi-2's head dim (not a multiple of 32)
 	{Hq: 2, Hkv: 2, D: 80},   // MHA at D = 80 (one row: pvCodes)
 	{Hq: 8, Hkv: 2, D: 192},  // GQA 4 at a multiple of 64 that is not a power of two
+	{Hq: 2, Hkv: 2, D: 192},  // MHA at D = 192 (one value group of 192: pvCodes, pvNib4)
 	{Hq: 4, Hkv: 1, D: 160},  // MQA 4 at a multiple of 32 that is not one of 64
 }
 
