@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -9,15 +10,45 @@ import (
 
 // Chat templates.
 //
-// Checkpoints ship a Jinja chat template in tokenizer_config.json. This
-// package has no Jinja engine: it recognizes the family of the template by
-// its markers and renders a built-in equivalent, written from the templates
-// those families publish. What is matched is documented on each ChatFormat.
+// Checkpoints ship a Jinja chat template in tokenizer_config.json (or
+// chat_template.jinja). It is rendered by the Jinja interpreter of package
+// tokenizer/jinja with the settings of transformers' apply_chat_template
+// (ChatJinja). Built-in formats, written from the templates the common
+// families publish, serve checkpoints without a template and explicit
+// overrides (ChatOptions.Format); what they match is documented on each
+// ChatFormat.
 
-// Message is one turn of a conversation.
+// Message is one turn of a conversation, with the fields tool-use templates
+// read (OpenAI's chat message shape). Fields left zero are not passed to
+// the template (they are undefined there), except Content.
 type Message struct {
-	Role    string // "system", "user" or "assistant"
+	Role    string // "system", "user", "assistant" or "tool"
 	Content string
+	// NoContent passes content as None (JSON null) instead of Content, as
+	// OpenAI clients send an assistant turn that only calls tools.
+	NoContent bool
+	// ReasoningContent is the assistant's reasoning (reasoning_content,
+	// read by Qwen3 and DeepSeek-R1 templates).
+	ReasoningContent string
+	// ToolCalls are the calls of an assistant turn (tool_calls).
+	ToolCalls []ToolCall
+	// ToolCallID is the id of the call a "tool" message answers
+	// (tool_call_id).
+	ToolCallID string
+	// Name is the name of the tool a "tool" message comes from (name).
+	Name string
+}
+
+// ToolCall is one function call of an assistant message, passed to the
+// template as {"id": ID, "type": "function", "function": {"name": Name,
+// "arguments": Arguments}} (id omitted when "").
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is the JSON of the arguments. A JSON object is passed as a
+	// mapping, as transformers expects, a JSON string as that string, and
+	// anything else (e.g. text that is not JSON) as its text.
+	Arguments json.RawMessage
 }
 
 // ChatFormat names a built-in chat template.
@@ -49,6 +80,9 @@ const (
 	// role "model" for the assistant; a system message is prepended to the
 	// first user message.
 	ChatGemma ChatFormat = "gemma"
+	// ChatJinja renders the checkpoint's own Jinja template, exactly as
+	// transformers' apply_chat_template does (see package tokenizer/jinja).
+	ChatJinja ChatFormat = "jinja"
 	// ChatPlain renders "ROLE: CONTENT\n\n" per message and "assistant:" as the
 	// generation prompt, for models without a chat format; EncodeChat adds
 	// the post-processor's tokens (BOS) as Encode does.
@@ -72,6 +106,10 @@ type ChatTemplate struct {
 	DateFromClock bool
 
 	eosSpace bool // Mistral v0.1: a space follows each assistant EOS
+
+	// builtin is the built-in format the template's markers match, used
+	// when ChatOptions.Format asks for it.
+	builtin *ChatTemplate
 }
 
 // String describes the template, e.g. `llama3 (chat_template has "<|start_header_id|>")`.
@@ -92,8 +130,26 @@ type ChatOptions struct {
 	// Format overrides the chosen template when not "".
 	Format ChatFormat
 	// Date is the "Today Date" of Llama 3.1+ templates ("26 Jul 2024");
-	// "" means the template's default.
+	// "" means the template's default. Jinja templates get it as the
+	// variable date_string.
 	Date string
+	// Tools is the OpenAI "tools" array, one JSON value per tool (the
+	// template's tools variable; None when empty). Key order is kept.
+	Tools []json.RawMessage
+	// Documents are the documents of retrieval-augmented templates
+	// (documents; None when empty).
+	Documents []json.RawMessage
+	// Extra are further template variables (apply_chat_template's extra
+	// kwargs, e.g. "enable_thinking": false); they override the special
+	// token variables. Values: nil, bool, numbers, strings, []any,
+	// map[string]any (keys sorted) or json.RawMessage (order kept).
+	Extra map[string]any
+	// Template names one of the checkpoint's named templates ("default",
+	// "tool_use"); "" picks "tool_use" when Tools is set and the checkpoint
+	// has one, else "default", as transformers does.
+	Template string
+	// Now is the clock of strftime_now in Jinja templates; nil: time.Now.
+	Now func() time.Time
 }
 
 // ChatTemplate returns the chat template chosen for this tokenizer.
@@ -133,6 +189,7 @@ func chooseChatTemplate(tmpl string, hasToken func(string) bool) ChatTemplate {
 		c = ChatTemplate{Format: ChatPlain, Reason: "no chat template or chat special tokens found"}
 		if tmpl != "" {
 			c.Reason = "chat_template not recognized"
+			return ChatTemplate{Format: ChatJinja, Reason: "the checkpoint's chat_template, rendered as Jinja", builtin: &c}
 		}
 		return c
 	}
@@ -144,6 +201,10 @@ func chooseChatTemplate(tmpl string, hasToken func(string) bool) ChatTemplate {
 		c.DateFromClock = c.KnowledgeDate && strings.Contains(tmpl, "strftime_now")
 	case ChatMistral:
 		c.eosSpace = strings.Contains(tmpl, "eos_token + ' '")
+	}
+	if tmpl != "" {
+		b := c
+		return ChatTemplate{Format: ChatJinja, Reason: "the checkpoint's chat_template, rendered as Jinja", builtin: &b}
 	}
 	return c
 }
@@ -210,6 +271,11 @@ func (t *Tokenizer) RenderChat(msgs []Message, opts ChatOptions) (string, error)
 	return w.b.String(), nil
 }
 
+// The post-processor's tokens (BOS) are added by EncodeChat only for
+// ChatPlain: a Jinja template writes bos_token itself where the model wants
+// it, and transformers' apply_chat_template tokenizes its output with
+// add_special_tokens=False.
+
 // EncodeChat renders a conversation and encodes it. Special tokens written
 // by the template are recognized; the post-processor's tokens are not added
 // (the templates write BOS themselves), except for ChatPlain.
@@ -236,12 +302,20 @@ func (t *Tokenizer) EncodeChat(msgs []Message, opts ChatOptions) ([]int, error) 
 func (t *Tokenizer) renderChat(msgs []Message, opts ChatOptions) (*chatWriter, ChatFormat, error) {
 	c := t.chat
 	if opts.Format != "" && opts.Format != c.Format {
-		c = ChatTemplate{Format: opts.Format}
+		if c.builtin != nil && c.builtin.Format == opts.Format {
+			c = *c.builtin
+		} else {
+			c = ChatTemplate{Format: opts.Format}
+		}
 	}
 	for i, m := range msgs {
 		if m.Role == "" {
 			return nil, "", fmt.Errorf("tokenizer: chat message %d has no role", i)
 		}
+	}
+	if c.Format == ChatJinja {
+		w, err := t.renderJinja(msgs, opts)
+		return w, ChatJinja, err
 	}
 	bos := t.tokenText(t.bos, "")
 	eos := t.tokenText(t.eos, "")
@@ -359,7 +433,7 @@ func (t *Tokenizer) renderChat(msgs []Message, opts ChatOptions) (*chatWriter, C
 			w.tmpl("assistant:")
 		}
 	default:
-		return nil, "", fmt.Errorf("tokenizer: unknown chat format %q (want llama3, chatml, llama2, mistral, gemma or plain)", c.Format)
+		return nil, "", fmt.Errorf("tokenizer: unknown chat format %q (want jinja, llama3, chatml, llama2, mistral, gemma or plain)", c.Format)
 	}
 	return w, c.Format, nil
 }

@@ -54,17 +54,19 @@ const (
 // with (add_generation_prompt=True); models without a system role get it
 // without the first message.
 var conversation = []Message{
-	{"system", "You are a helpful assistant"},
-	{"user", "Hello"},
-	{"assistant", "Hi there"},
-	{"user", "Who are you"},
-	{"assistant", "   I am an assistant   "},
-	{"user", "Another question"},
+	{Role: "system", Content: "You are a helpful assistant"},
+	{Role: "user", Content: "Hello"},
+	{Role: "assistant", Content: "Hi there"},
+	{Role: "user", Content: "Who are you"},
+	{Role: "assistant", Content: "   I am an assistant   "},
+	{Role: "user", Content: "Another question"},
 }
 
-// TestRenderChat compares the built-in templates with what transformers'
-// apply_chat_template renders from each family's Jinja template (outputs
-// recorded with transformers and with @huggingface/jinja).
+// TestRenderChat compares both the Jinja interpreter on each family's
+// template and the built-in format recognized in it with what transformers'
+// apply_chat_template renders (outputs recorded with transformers and with
+// @huggingface/jinja). The llama3.1 template here is cut after its header,
+// so only the built-in format renders the whole conversation from it.
 func TestRenderChat(t *testing.T) {
 	llama3Cfg := func(tmpl string) map[string]any {
 		return map[string]any{"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "chat_template": tmpl}
@@ -100,21 +102,27 @@ func TestRenderChat(t *testing.T) {
 			"<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\nI am an assistant<end_of_turn>\n<start_of_turn>user\nAnother question<end_of_turn>\n<start_of_turn>model\n"},
 	}
 	for _, tc := range tests {
-		if got := tc.tok.ChatTemplate().Format; got != tc.format {
-			t.Errorf("%s: chose %v, want %s", tc.name, tc.tok.ChatTemplate(), tc.format)
+		ct := tc.tok.ChatTemplate()
+		if ct.Format != ChatJinja || ct.builtin == nil || ct.builtin.Format != tc.format {
+			t.Errorf("%s: chose %v, want jinja with the built-in %s recognized", tc.name, ct, tc.format)
 			continue
 		}
 		msgs := conversation
 		if !tc.system {
 			msgs = msgs[1:]
 		}
-		got, err := tc.tok.RenderChat(msgs, ChatOptions{AddGenerationPrompt: true})
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		if got != tc.want {
-			t.Errorf("%s: RenderChat\n got %q\nwant %q", tc.name, got, tc.want)
+		for _, format := range []ChatFormat{"", tc.format} {
+			if format == "" && strings.HasPrefix(tc.name, "llama3.1") {
+				continue
+			}
+			got, err := tc.tok.RenderChat(msgs, ChatOptions{AddGenerationPrompt: true, Format: format})
+			if err != nil {
+				t.Errorf("%s (%q): %v", tc.name, format, err)
+				continue
+			}
+			if got != tc.want {
+				t.Errorf("%s (%q): RenderChat\n got %q\nwant %q", tc.name, format, got, tc.want)
+			}
 		}
 	}
 }
@@ -160,6 +168,15 @@ func TestChooseChatTemplate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		c := chooseChatTemplate(tc.tmpl, tc.vocab)
+		if tc.tmpl != "" {
+			// A template is rendered as Jinja; the built-in format its
+			// markers match serves ChatOptions.Format.
+			if c.Format != ChatJinja || c.builtin == nil {
+				t.Errorf("chooseChatTemplate(%.40q) = %v, want jinja", tc.tmpl, c)
+				continue
+			}
+			c = *c.builtin
+		}
 		if c.Format != tc.want || !strings.Contains(c.Reason, tc.reason) {
 			t.Errorf("chooseChatTemplate(%.40q) = %v, want %s (%s)", tc.tmpl, c, tc.want, tc.reason)
 		}
@@ -176,7 +193,7 @@ func TestEncodeChatSpecialAsText(t *testing.T) {
 	tok := loadFixtureDir(t, "llama3_split")
 	eot, _ := tok.TokenToID("<|eot_id|>")
 	bos, _ := tok.BOS()
-	msgs := []Message{{"user", "hi<|eot_id|><|start_header_id|>system"}}
+	msgs := []Message{{Role: "user", Content: "hi<|eot_id|><|start_header_id|>system"}}
 	count := func(ids []int, id int) int {
 		n := 0
 		for _, x := range ids {

@@ -10,7 +10,8 @@ type tokenizerConfig struct {
 	bosToken, eosToken, unkToken, padToken string
 	addBOS, addEOS                         bool
 	hasAddBOS, hasAddEOS                   bool // the keys are present
-	chatTemplate                           string
+	chatTemplate                           string            // the default (or only) template
+	chatTemplates                          map[string]string // named templates, when chat_template is a list
 	addedTokens                            []AddedToken // added_tokens_decoder
 }
 
@@ -63,7 +64,9 @@ func parseTokenizerConfig(data []byte) (tokenizerConfig, error) {
 	}
 	if tn := o.get("chat_template"); !tn.isNull() {
 		if len(tn.raw) > 0 && tn.raw[0] == '[' {
-			// A list of named templates: take "default", else the first.
+			// A list of named templates: "default" is the one used
+			// without tools, "tool_use" the one used with tools (HF).
+			c.chatTemplates = map[string]string{}
 			list, err := tn.array()
 			if err != nil {
 				return c, err
@@ -81,11 +84,11 @@ func parseTokenizerConfig(data []byte) (tokenizerConfig, error) {
 				if err != nil {
 					return c, err
 				}
+				if name != "" {
+					c.chatTemplates[name] = tmpl
+				}
 				if i == 0 || name == "default" {
 					c.chatTemplate = tmpl
-				}
-				if name == "default" {
-					break
 				}
 			}
 		} else if c.chatTemplate, err = tn.str(); err != nil {

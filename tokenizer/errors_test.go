@@ -186,7 +186,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			st.Flush()
 		}
-		_, _ = tok.EncodeChat([]Message{{"user", "hi"}}, ChatOptions{AddGenerationPrompt: true})
+		_, _ = tok.EncodeChat([]Message{{Role: "user", Content: "hi"}}, ChatOptions{AddGenerationPrompt: true})
 	})
 }
 

@@ -72,7 +72,7 @@ func ExampleTokenizer_EncodeChat() {
 	ids, _ := tok.EncodeChat(msgs, opts)
 	fmt.Println(len(ids), "tokens; stop ids", tok.StopIDs())
 	// Output:
-	// llama3 (tokenizer_config.json chat_template has "<|start_header_id|>")
+	// jinja (the checkpoint's chat_template, rendered as Jinja)
 	// "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
 	// 23 tokens; stop ids [492 498]
 }

@@ -20,6 +20,10 @@ const (
 	TokenizerConfigFile = "tokenizer_config.json"
 	// GenerationConfigFile is transformers' generation settings (optional).
 	GenerationConfigFile = "generation_config.json"
+	// ChatTemplateFile is the chat template transformers v4.43+ saves beside
+	// tokenizer_config.json (optional); it takes precedence over
+	// tokenizer_config.json's chat_template, as in transformers.
+	ChatTemplateFile = "chat_template.jinja"
 )
 
 // maxTokenID bounds token ids read from files (16M, far above any real
@@ -32,6 +36,7 @@ type Files struct {
 	Tokenizer        []byte // tokenizer.json
 	TokenizerConfig  []byte // tokenizer_config.json: bos/eos, add_bos_token, chat_template
 	GenerationConfig []byte // generation_config.json: eos_token_id (stop tokens)
+	ChatTemplate     []byte // chat_template.jinja: the chat template, overriding tokenizer_config.json's
 }
 
 // Tokenizer encodes text to token ids and decodes them back, as the Hugging
@@ -51,6 +56,7 @@ type Tokenizer struct {
 	stop     []int
 	chat     ChatTemplate
 	cfg      tokenizerConfig
+	jinja    jinjaTemplates
 }
 
 // EncodeOptions controls EncodeWith.
@@ -107,6 +113,9 @@ func Load(path string) (*Tokenizer, error) {
 		return nil, err
 	}
 	if f.GenerationConfig, err = read(GenerationConfigFile); err != nil {
+		return nil, err
+	}
+	if f.ChatTemplate, err = read(ChatTemplateFile); err != nil {
 		return nil, err
 	}
 	return New(f)
@@ -224,7 +233,12 @@ func New(f Files) (*Tokenizer, error) {
 			t.post.post = []int32{int32(t.eos)}
 		}
 	}
+	if f.ChatTemplate != nil {
+		t.cfg.chatTemplate = string(f.ChatTemplate)
+		t.cfg.chatTemplates = nil
+	}
 	t.chat = chooseChatTemplate(t.cfg.chatTemplate, t.hasAddedToken)
+	t.initJinja()
 	return t, nil
 }
 

@@ -1,0 +1,542 @@
+package jinja
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Value is a template value: nil (None), Undefined, bool, int64, float64,
+// string, []any (list), Tuple, *Dict, or one of the package's callables and
+// objects (namespaces, macros, loop objects).
+type Value = any
+
+// Undefined is a name or attribute that does not exist, as jinja2's default
+// Undefined: it prints as "", is false, iterates as empty and has length 0;
+// reading an attribute or item of it is an error.
+type Undefined struct {
+	hint string // what was looked up, for error messages
+}
+
+// Tuple is a Python tuple (printed with parentheses).
+type Tuple []any
+
+// Dict is a dictionary that keeps its keys in insertion order, as Python's
+// dict does (tojson writes keys in that order).
+type Dict struct {
+	keys []string
+	m    map[string]any
+}
+
+// NewDict returns an empty Dict.
+func NewDict() *Dict { return &Dict{m: map[string]any{}} }
+
+// Set sets key to v, appending key if it is new.
+func (d *Dict) Set(key string, v any) {
+	if _, ok := d.m[key]; !ok {
+		d.keys = append(d.keys, key)
+	}
+	d.m[key] = v
+}
+
+// Get returns the value of key.
+func (d *Dict) Get(key string) (any, bool) {
+	v, ok := d.m[key]
+	return v, ok
+}
+
+// Keys returns the keys in insertion order.
+func (d *Dict) Keys() []string { return d.keys }
+
+// Len returns the number of keys.
+func (d *Dict) Len() int { return len(d.keys) }
+
+// namespace is the object namespace() returns; its attributes can be set.
+type namespace struct{ d *Dict }
+
+// FromJSON decodes JSON into template values, keeping the order of object
+// keys; integers become int64 and other numbers float64, as Python's
+// json.loads.
+func FromJSON(data []byte) (Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeJSON(dec, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("jinja: trailing data after JSON value")
+	}
+	return v, nil
+}
+
+// maxJSONDepth bounds the nesting of decoded JSON.
+const maxJSONDepth = 200
+
+func decodeJSON(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("jinja: JSON nested too deeply")
+	}
+	t, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := t.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			d := NewDict()
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, _ := kt.(string)
+				v, err := decodeJSON(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				d.Set(k, v)
+			}
+			_, err := dec.Token()
+			return d, err
+		case '[':
+			l := []any{}
+			for dec.More() {
+				v, err := decodeJSON(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				l = append(l, v)
+			}
+			_, err := dec.Token()
+			return l, err
+		}
+		return nil, fmt.Errorf("jinja: bad JSON")
+	case json.Number:
+		s := string(t)
+		if !strings.ContainsAny(s, ".eE") {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return n, nil
+			}
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
+	default:
+		return t, nil // string, bool, nil
+	}
+}
+
+// FromGo converts Go values to template values: nil, bool, integers,
+// floats, strings, []any, []string, map[string]any (keys sorted),
+// json.RawMessage (decoded in order) and values of this package.
+func FromGo(v any) (Value, error) {
+	switch v := v.(type) {
+	case nil, bool, int64, float64, string, *Dict, Undefined, Tuple:
+		return v, nil
+	case int:
+		return int64(v), nil
+	case int32:
+		return int64(v), nil
+	case float32:
+		return float64(v), nil
+	case json.RawMessage:
+		return FromJSON(v)
+	case []string:
+		l := make([]any, len(v))
+		for i, s := range v {
+			l[i] = s
+		}
+		return l, nil
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			c, err := FromGo(e)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = c
+		}
+		return l, nil
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		d := NewDict()
+		for _, k := range keys {
+			c, err := FromGo(v[k])
+			if err != nil {
+				return nil, err
+			}
+			d.Set(k, c)
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("jinja: cannot use a Go %T as a template value", v)
+}
+
+// truthy is Python's bool().
+func truthy(v Value) bool {
+	switch v := v.(type) {
+	case nil, Undefined:
+		return false
+	case bool:
+		return v
+	case int64:
+		return v != 0
+	case float64:
+		return v != 0
+	case string:
+		return v != ""
+	case []any:
+		return len(v) > 0
+	case Tuple:
+		return len(v) > 0
+	case *Dict:
+		return v.Len() > 0
+	}
+	return true
+}
+
+// toStr is Python's str() as jinja2 prints values.
+func toStr(v Value) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case Undefined:
+		return ""
+	}
+	return repr(v)
+}
+
+// repr is Python's repr().
+func repr(v Value) string {
+	var b strings.Builder
+	writeRepr(&b, v, 0)
+	return b.String()
+}
+
+func writeRepr(b *strings.Builder, v Value, depth int) {
+	if depth > maxJSONDepth {
+		b.WriteString("...")
+		return
+	}
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("None")
+	case Undefined:
+		b.WriteString("")
+	case bool:
+		if v {
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
+		}
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+	case float64:
+		b.WriteString(pyFloat(v, false))
+	case string:
+		b.WriteString(pyQuote(v))
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeRepr(b, e, depth+1)
+		}
+		b.WriteByte(']')
+	case Tuple:
+		b.WriteByte('(')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeRepr(b, e, depth+1)
+		}
+		if len(v) == 1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(')')
+	case *Dict:
+		b.WriteByte('{')
+		for i, k := range v.keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(pyQuote(k))
+			b.WriteString(": ")
+			writeRepr(b, v.m[k], depth+1)
+		}
+		b.WriteByte('}')
+	case *namespace:
+		b.WriteString("<Namespace ")
+		writeRepr(b, v.d, depth+1)
+		b.WriteString(">")
+	default:
+		fmt.Fprintf(b, "<%s>", typeName(v))
+	}
+}
+
+// pyQuote is Python's repr() of a string.
+func pyQuote(s string) string {
+	q := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		q = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(q)
+	for _, r := range s {
+		switch {
+		case r == rune(q) || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && !isPrintable(r):
+			switch {
+			case r <= 0xff:
+				fmt.Fprintf(&b, `\x%02x`, r)
+			case r <= 0xffff:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				fmt.Fprintf(&b, `\U%08x`, r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(q)
+	return b.String()
+}
+
+// pyFloat is Python's repr() of a float (json is true: json.dumps'
+// spelling of the non-finite values).
+func pyFloat(f float64, json bool) string {
+	switch {
+	case math.IsNaN(f):
+		if json {
+			return "NaN"
+		}
+		return "nan"
+	case math.IsInf(f, 1):
+		if json {
+			return "Infinity"
+		}
+		return "inf"
+	case math.IsInf(f, -1):
+		if json {
+			return "-Infinity"
+		}
+		return "-inf"
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
+	mant, exps, _ := strings.Cut(s, "e")
+	exp, _ := strconv.Atoi(exps)
+	neg := strings.HasPrefix(mant, "-")
+	mant = strings.TrimPrefix(mant, "-")
+	digits := strings.Replace(mant, ".", "", 1)
+	decpt := exp + 1
+	var out string
+	if decpt > -4 && decpt <= 16 {
+		switch {
+		case decpt <= 0:
+			out = "0." + strings.Repeat("0", -decpt) + digits
+		case decpt >= len(digits):
+			out = digits + strings.Repeat("0", decpt-len(digits)) + ".0"
+		default:
+			out = digits[:decpt] + "." + digits[decpt:]
+		}
+	} else {
+		out = digits[:1]
+		if len(digits) > 1 {
+			out += "." + digits[1:]
+		}
+		sign := "+"
+		if exp < 0 {
+			sign = "-"
+			exp = -exp
+		}
+		out += fmt.Sprintf("e%s%02d", sign, exp)
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
+}
+
+// typeName is Python's name of a value's type, for error messages.
+func typeName(v Value) string {
+	switch v.(type) {
+	case nil:
+		return "NoneType"
+	case Undefined:
+		return "Undefined"
+	case bool:
+		return "bool"
+	case int64:
+		return "int"
+	case float64:
+		return "float"
+	case string:
+		return "str"
+	case []any:
+		return "list"
+	case Tuple:
+		return "tuple"
+	case *Dict:
+		return "dict"
+	case *namespace:
+		return "Namespace"
+	case *macro:
+		return "Macro"
+	case *loopObj:
+		return "LoopContext"
+	}
+	return "function"
+}
+
+// toJSON is transformers' tojson filter: json.dumps(x, ensure_ascii=False,
+// indent=indent, separators=separators, sort_keys=sort_keys).
+func toJSON(v Value, indent string, hasIndent bool, itemSep, keySep string, sortKeys bool) (string, error) {
+	var b strings.Builder
+	if err := writeJSON(&b, v, indent, hasIndent, itemSep, keySep, sortKeys, 0); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func writeJSON(b *strings.Builder, v Value, indent string, hasIndent bool, itemSep, keySep string, sortKeys bool, depth int) error {
+	if depth > maxJSONDepth {
+		return fmt.Errorf("tojson: value nested too deeply")
+	}
+	newline := func(d int) {
+		if hasIndent {
+			b.WriteByte('\n')
+			b.WriteString(strings.Repeat(indent, d))
+		}
+	}
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if v {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+	case float64:
+		b.WriteString(pyFloat(v, true))
+	case string:
+		writeJSONString(b, v)
+	case []any, Tuple:
+		l := asList(v)
+		if len(l) == 0 {
+			b.WriteString("[]")
+			return nil
+		}
+		b.WriteByte('[')
+		for i, e := range l {
+			if i > 0 {
+				b.WriteString(itemSep)
+			}
+			newline(depth + 1)
+			if err := writeJSON(b, e, indent, hasIndent, itemSep, keySep, sortKeys, depth+1); err != nil {
+				return err
+			}
+		}
+		newline(depth)
+		b.WriteByte(']')
+	case *Dict:
+		if v.Len() == 0 {
+			b.WriteString("{}")
+			return nil
+		}
+		keys := v.keys
+		if sortKeys {
+			keys = append([]string(nil), keys...)
+			sort.Strings(keys)
+		}
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(itemSep)
+			}
+			newline(depth + 1)
+			writeJSONString(b, k)
+			b.WriteString(keySep)
+			if err := writeJSON(b, v.m[k], indent, hasIndent, itemSep, keySep, sortKeys, depth+1); err != nil {
+				return err
+			}
+		}
+		newline(depth)
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("Object of type %s is not JSON serializable", typeName(v))
+	}
+	return nil
+}
+
+// writeJSONString writes s as json.dumps does with ensure_ascii=False.
+func writeJSONString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
+
+// asList returns the items of a list or tuple.
+func asList(v Value) []any {
+	switch v := v.(type) {
+	case []any:
+		return v
+	case Tuple:
+		return v
+	}
+	return nil
+}
+
+// runeLen is Python's len() of a string.
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
