@@ -9,10 +9,10 @@ import (
 type tokenizerConfig struct {
 	bosToken, eosToken, unkToken, padToken string
 	addBOS, addEOS                         bool
-	hasAddBOS, hasAddEOS                   bool // the keys are present
+	hasAddBOS, hasAddEOS                   bool              // the keys are present
 	chatTemplate                           string            // the default (or only) template
 	chatTemplates                          map[string]string // named templates, when chat_template is a list
-	addedTokens                            []AddedToken // added_tokens_decoder
+	addedTokens                            []AddedToken      // added_tokens_decoder
 }
 
 // generationConfig is what this package reads from generation_config.json.
