@@ -33,9 +33,11 @@ type Limits struct {
 	MaxDepth  int // nested macro calls
 }
 
-// DefaultLimits are far above what chat templates need: a conversation of
-// thousands of turns renders in well under a million steps.
-var DefaultLimits = Limits{MaxOutput: 64 << 20, MaxSteps: 20_000_000, MaxDepth: 100}
+// DefaultLimits are far above what chat templates need (a real template
+// takes tens of steps per message, so a conversation of thousands of turns
+// stays well under a million steps) and end a runaway template within about
+// a second.
+var DefaultLimits = Limits{MaxOutput: 64 << 20, MaxSteps: 5_000_000, MaxDepth: 100}
 
 // Template is a compiled template; it is safe for concurrent use.
 type Template struct {

@@ -160,7 +160,7 @@ func run(templates, casesPath, constructsPath, refPath string, update, verbose b
 				got = renderCase(tmpl, c)
 			}
 			switch {
-			case got.Err != "" && want.Err != "":
+			case got.Err != "" && want.Err != "" && same(got, want):
 				bothErr++
 			case same(got, want):
 				ident++
@@ -183,8 +183,13 @@ func run(templates, casesPath, constructsPath, refPath string, update, verbose b
 	return nil
 }
 
+// same reports whether two renderings agree: the same text, or both an
+// error (for raise_exception, the same message).
 func same(a, b result) bool {
 	if a.Err != "" || b.Err != "" {
+		if msg, ok := strings.CutPrefix(b.Err, "TemplateError: "); ok && a.Err != "" {
+			return strings.Contains(a.Err, "template raised: "+msg)
+		}
 		return a.Err != "" && b.Err != ""
 	}
 	return *a.Out == *b.Out

@@ -46,8 +46,18 @@ def err_text(e):
     return "%s: %s" % (type(e).__name__, e)
 
 
+def render_case(src, c, kwargs):
+    rendered, _ = ctu.render_jinja_template(
+        conversations=[c["messages"]], tools=c.get("tools"), documents=c.get("documents"),
+        chat_template=src, add_generation_prompt=c.get("add_generation_prompt", False), **kwargs)
+    return rendered[0]
+
+
 def main():
     tdir, cases_path, constructs_path, out_path = sys.argv[1:5]
+    import inspect
+    print("render_jinja_template", inspect.signature(ctu.render_jinja_template))
+    print(inspect.getsource(ctu._compile_jinja_template))
     cases = json.load(open(cases_path))
     constructs = json.load(open(constructs_path))
     out = {"versions": {"transformers": transformers.__version__, "jinja2": jinja2.__version__},
@@ -60,10 +70,7 @@ def main():
             kwargs = dict(SPECIAL)
             kwargs.update(c.get("kwargs", {}))
             try:
-                rendered, _ = ctu.render_jinja_template(
-                    conversations=[c["messages"]], tools=c.get("tools"), documents=c.get("documents"),
-                    chat_template=src, add_generation_prompt=c.get("add_generation_prompt", False), **kwargs)
-                res[c["name"]] = {"out": rendered[0]}
+                res[c["name"]] = {"out": render_case(src, c, kwargs)}
             except Exception as e:  # noqa: BLE001 - recorded as the reference's error
                 res[c["name"]] = {"err": err_text(e)}
         out["templates"][name] = res
