@@ -63,14 +63,33 @@
 //
 // # Chat templates
 //
-// There is no Jinja engine. The template in tokenizer_config.json is
-// recognized by its markers (or, without one, by the special tokens in the
-// vocabulary) and rendered by a built-in equivalent: Llama 3 (and the Llama
-// 3.1+ system header with its knowledge date), ChatML (Qwen, with the
-// template's default system prompt), Llama 2, Mistral/Mixtral [INST], Gemma,
-// and a plain fallback. ChatTemplate says which was chosen and why, for the
-// CLI to print. ChatOptions.ContentSpecialAsText stops users from injecting
-// control tokens through message contents.
+// A checkpoint's chat template (tokenizer_config.json's chat_template, a
+// string or a list of named templates, or chat_template.jinja, which wins)
+// is rendered by the Jinja2 interpreter of package tokenizer/jinja exactly
+// as transformers' apply_chat_template renders it: trim_blocks and
+// lstrip_blocks, HF's tojson (ensure_ascii=False, key order kept),
+// raise_exception, strftime_now, loop controls, jinja2's default Undefined,
+// with the variables messages, tools, documents (None when empty),
+// add_generation_prompt, the special tokens of tokenizer_config.json, and
+// ChatOptions.Extra (e.g. enable_thinking). Messages carry what tool-use
+// templates read: tool_calls (arguments as a mapping), tool_call_id, name,
+// reasoning_content, and content None. With tools, a "tool_use" named
+// template is chosen when there is one. The rendered text is encoded
+// without the post-processor's tokens (add_special_tokens=False), since the
+// templates write bos_token themselves. A template that does not compile or
+// fails (raise_exception included) is an error naming its line, never a
+// silent fallback. tools/chatcheck compares the renderings with
+// transformers' on real templates (bench/results/2026-11-26-jinja-17).
+//
+// Without a template, a built-in format is chosen by the special tokens of
+// the vocabulary (Llama 3, ChatML, Mistral [INST]) or the plain fallback;
+// the built-ins (also Llama 2, Gemma, and the Llama 3.1+ system header)
+// remain available through ChatOptions.Format. ChatTemplate says which was
+// chosen and why, for the CLI to print. ChatOptions.ContentSpecialAsText
+// stops users from injecting control tokens through message contents
+// (including tool results and tool-call arguments): while the template
+// renders, the special tokens in them are replaced by placeholders, which
+// become text spans EncodeChat keeps as text.
 //
 // # Checked against the reference
 //

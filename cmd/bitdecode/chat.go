@@ -22,9 +22,12 @@ var chatCmd = &command{
 	summary: "talk with a model in the terminal: history kept, the model's chat template, a low-bit KV cache",
 	help: `Reads one user message per line from standard input and streams the
 model's answer to standard output, keeping the conversation: each turn is
-rendered with the model's chat template (tokenizer_config.json; without one,
-a plain "user: ... assistant:" fallback, said once on stderr) and only the
-new tokens are prefilled, the earlier turns staying in the KV cache.
+rendered with the model's chat template (tokenizer_config.json or
+chat_template.jinja, rendered by bitdecode's Jinja interpreter as
+transformers renders it; a template that fails is an error naming its line;
+without a template, a built-in format chosen by the vocabulary's special
+tokens, or a plain "user: ... assistant:" fallback, said once on stderr) and
+only the new tokens are prefilled, the earlier turns staying in the KV cache.
 
 --system sets the system message. A line "/reset" starts a new
 conversation, "/exit" (or end of input) ends the session. The conversation

@@ -28,13 +28,13 @@ func init() {
 				if !ok {
 					return nil, errorf(line, "namespace() takes a dict, not %s", typeName(a))
 				}
-				for _, k := range ad.keys {
-					d.Set(k, ad.m[k])
+				for i, k := range ad.keys {
+					d.set(k, ad.value(i))
 				}
 			}
 			if kw != nil {
-				for _, k := range kw.keys {
-					d.Set(k, kw.m[k])
+				for i, k := range kw.keys {
+					d.set(k, kw.value(i))
 				}
 			}
 			return &namespace{d: d}, nil
@@ -43,14 +43,14 @@ func init() {
 			d := NewDict()
 			for _, a := range args {
 				if ad, ok := a.(*Dict); ok {
-					for _, k := range ad.keys {
-						d.Set(k, ad.m[k])
+					for i, k := range ad.keys {
+						d.set(k, ad.value(i))
 					}
 				}
 			}
 			if kw != nil {
-				for _, k := range kw.keys {
-					d.Set(k, kw.m[k])
+				for i, k := range kw.keys {
+					d.set(k, kw.value(i))
 				}
 			}
 			return d, nil
@@ -117,6 +117,17 @@ func strftime(t time.Time, f string) string {
 			continue
 		}
 		i++
+		if f[i] == '-' && i+1 < len(f) {
+			// glibc's "no padding" flag: %-d, %-m, %-H ...
+			i++
+			n, ok := map[byte]int{'d': t.Day(), 'm': int(t.Month()), 'H': t.Hour(), 'M': t.Minute(), 'S': t.Second(),
+				'j': t.YearDay(), 'y': t.Year() % 100, 'I': (t.Hour()+11)%12 + 1}[f[i]]
+			if ok {
+				fmt.Fprintf(&b, "%d", n)
+				continue
+			}
+			b.WriteString("%-")
+		}
 		switch f[i] {
 		case 'd':
 			fmt.Fprintf(&b, "%02d", t.Day())
@@ -168,7 +179,7 @@ func argOr(args []Value, kw *Dict, i int, name string, def Value) Value {
 		return args[i]
 	}
 	if kw != nil {
-		if v, ok := kw.m[name]; ok {
+		if v, ok := kw.get(name); ok {
 			return v
 		}
 	}
@@ -192,15 +203,16 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 		case string:
 			indent, hasIndent = n, true
 		}
-		itemSep, keySep := ", ", ": "
+		o := jsonOpts{indent: indent, hasIndent: hasIndent, itemSep: ", ", keySep: ": "}
 		if hasIndent {
-			itemSep = ","
+			o.itemSep = ","
 		}
 		if seps := asList(argOr(nil, kw, 0, "separators", nil)); len(seps) == 2 {
-			itemSep, keySep = toStr(seps[0]), toStr(seps[1])
+			o.itemSep, o.keySep = toStr(seps[0]), toStr(seps[1])
 		}
-		sortKeys := truthy(argOr(nil, kw, 0, "sort_keys", false))
-		s, err := toJSON(v, indent, hasIndent, itemSep, keySep, sortKeys)
+		o.sortKeys = truthy(argOr(nil, kw, 0, "sort_keys", false))
+		o.ascii = truthy(argOr(nil, kw, 0, "ensure_ascii", false))
+		s, err := toJSON(v, o)
 		if err != nil {
 			return nil, errorf(line, "tojson: %v", err)
 		}
@@ -229,7 +241,7 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 		case *Dict:
 			out := make([]any, len(d.keys))
 			for i, k := range d.keys {
-				out[i] = Tuple{k, d.m[k]}
+				out[i] = Tuple{k, d.value(i)}
 			}
 			return out, nil
 		case Undefined:
@@ -416,13 +428,35 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 		if !ok {
 			return nil, errorf(line, "dictsort takes a dict")
 		}
-		keys := append([]string{}, d.keys...)
-		sort.Slice(keys, func(i, j int) bool { return strings.ToLower(keys[i]) < strings.ToLower(keys[j]) })
-		out := make([]any, len(keys))
-		for i, k := range keys {
-			out[i] = Tuple{k, d.m[k]}
+		caseSensitive := truthy(argOr(args, kw, 0, "case_sensitive", false))
+		byValue := toStr(argOr(args, kw, 1, "by", "key")) == "value"
+		reverse := truthy(argOr(args, kw, 2, "reverse", false))
+		out := make([]any, len(d.keys))
+		for i, k := range d.keys {
+			out[i] = Tuple{k, d.value(i)}
 		}
-		return out, nil
+		key := func(t Value) Value {
+			x := t.(Tuple)[0]
+			if byValue {
+				x = t.(Tuple)[1]
+			}
+			if s, ok := x.(string); ok && !caseSensitive {
+				return strings.ToLower(s)
+			}
+			return x
+		}
+		var serr error
+		sort.SliceStable(out, func(i, j int) bool {
+			c, err := order(key(out[i]), key(out[j]), line, "<")
+			if err != nil {
+				serr = err
+			}
+			if reverse {
+				return c > 0
+			}
+			return c < 0
+		})
+		return out, serr
 	case "int":
 		def := argOr(args, kw, 0, "default", int64(0))
 		switch x := v.(type) {
@@ -836,29 +870,24 @@ func (r *renderer) callMethod(recv Value, name string, args []Value, kw *Dict, l
 		case "items":
 			out := make([]any, len(x.keys))
 			for i, k := range x.keys {
-				out[i] = Tuple{k, x.m[k]}
+				out[i] = Tuple{k, x.value(i)}
 			}
 			return out, nil
 		case "keys":
-			out := make([]any, len(x.keys))
-			for i, k := range x.keys {
-				out[i] = k
-			}
+			out := append([]any{}, x.keys...)
 			return out, nil
 		case "values":
 			out := make([]any, len(x.keys))
-			for i, k := range x.keys {
-				out[i] = x.m[k]
+			for i := range x.keys {
+				out[i] = x.value(i)
 			}
 			return out, nil
 		case "get":
 			if len(args) == 0 {
 				return nil, errorf(line, "get expected at least 1 argument")
 			}
-			if k, ok := args[0].(string); ok {
-				if v, ok := x.m[k]; ok {
-					return v, nil
-				}
+			if v, ok := x.get(args[0]); ok {
+				return v, nil
 			}
 			if len(args) > 1 {
 				return args[1], nil
@@ -866,8 +895,8 @@ func (r *renderer) callMethod(recv Value, name string, args []Value, kw *Dict, l
 			return nil, nil
 		case "copy":
 			d := NewDict()
-			for _, k := range x.keys {
-				d.Set(k, x.m[k])
+			for i, k := range x.keys {
+				d.set(k, x.value(i))
 			}
 			return d, nil
 		}

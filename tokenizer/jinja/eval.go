@@ -403,11 +403,7 @@ func (r *renderer) iterate(v Value, line int) ([]Value, error) {
 	case Tuple:
 		return v, nil
 	case *Dict:
-		out := make([]Value, len(v.keys))
-		for i, k := range v.keys {
-			out[i] = k
-		}
-		return out, nil
+		return append([]Value{}, v.keys...), nil
 	case string:
 		out := make([]Value, 0, len(v))
 		for _, c := range v {
@@ -458,8 +454,9 @@ func (r *renderer) call(fn Value, args []Value, kw *Dict, line int) (Value, erro
 		s.vars["varargs"] = Tuple(extra)
 		kwargs := NewDict()
 		if kw != nil {
-			for _, k := range kw.keys {
-				v := kw.m[k]
+			for i, kv := range kw.keys {
+				v := kw.value(i)
+				k := toStr(kv)
 				if k == "caller" {
 					s.vars["caller"] = v
 					continue
@@ -717,11 +714,9 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			ks, ok := k.(string)
-			if !ok {
-				ks = toStr(k)
+			if !d.set(k, v) {
+				return nil, errorf(e.line, "unhashable type: '%s'", typeName(k))
 			}
-			d.Set(ks, v)
 		}
 		return d, nil
 	}
@@ -742,12 +737,12 @@ func getAttr(obj Value, name string, line int) (Value, error) {
 		if dictMethods[name] {
 			return method(obj, name), nil
 		}
-		if v, ok := o.m[name]; ok {
+		if v, ok := o.get(name); ok {
 			return v, nil
 		}
 		return Undefined{hint: fmt.Sprintf("'dict object' has no attribute '%s'", name)}, nil
 	case *namespace:
-		if v, ok := o.d.m[name]; ok {
+		if v, ok := o.d.get(name); ok {
 			return v, nil
 		}
 	case *loopObj:
@@ -768,13 +763,11 @@ func getItem(obj Value, key Value, line int) (Value, error) {
 	case Undefined:
 		return nil, errorf(line, "%s", undefinedMsg(o))
 	case *Dict:
-		if k, ok := key.(string); ok {
-			if v, ok := o.m[k]; ok {
-				return v, nil
-			}
-			if dictMethods[k] {
-				return method(obj, k), nil
-			}
+		if v, ok := o.get(key); ok {
+			return v, nil
+		}
+		if k, ok := key.(string); ok && dictMethods[k] {
+			return method(obj, k), nil
 		}
 		return Undefined{hint: fmt.Sprintf("'dict object' has no attribute %s", repr(key))}, nil
 	case []any, Tuple, string:
@@ -1185,9 +1178,9 @@ func equal(a, b Value) bool {
 		if !ok || a.Len() != bd.Len() {
 			return false
 		}
-		for _, k := range a.keys {
-			bv, ok := bd.m[k]
-			if !ok || !equal(a.m[k], bv) {
+		for i, k := range a.keys {
+			bv, ok := bd.get(k)
+			if !ok || !equal(a.value(i), bv) {
 				return false
 			}
 		}
@@ -1273,17 +1266,12 @@ func contains(haystack, needle Value, line int) (bool, error) {
 		}
 		return false, nil
 	case *Dict:
-		k, ok := needle.(string)
-		if !ok {
-			return false, nil
-		}
-		_, in := h.m[k]
+		_, in := h.get(needle)
 		return in, nil
 	case Undefined:
 		return false, nil
 	case *namespace:
-		k, _ := needle.(string)
-		_, in := h.d.m[k]
+		_, in := h.d.get(needle)
 		return in, nil
 	}
 	return false, errorf(line, "argument of type '%s' is not iterable", typeName(haystack))

@@ -123,6 +123,7 @@ type (
 	}
 	dictExpr struct {
 		keys, vals []expr
+		line       int
 	}
 )
 
@@ -809,7 +810,7 @@ func (ep *exprParser) parsePrimary() (expr, error) {
 			}
 			return l, nil
 		case "{":
-			d := &dictExpr{}
+			d := &dictExpr{line: t.line}
 			for !ep.acceptOp("}") {
 				k, err := ep.parseExpr()
 				if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -28,31 +29,89 @@ type Undefined struct {
 type Tuple []any
 
 // Dict is a dictionary that keeps its keys in insertion order, as Python's
-// dict does (tojson writes keys in that order).
+// dict does (tojson writes keys in that order). Keys are strings, numbers,
+// booleans, None or tuples of those; as in Python, 1, 1.0 and True are the
+// same key.
 type Dict struct {
-	keys []string
-	m    map[string]any
+	keys []Value         // the keys as first set, in insertion order
+	m    map[Value]Value // by hashKey
 }
 
 // NewDict returns an empty Dict.
-func NewDict() *Dict { return &Dict{m: map[string]any{}} }
+func NewDict() *Dict { return &Dict{m: map[Value]Value{}} }
+
+// hashKey is the map key of a dict key, or false for unhashable values.
+func hashKey(k Value) (Value, bool) {
+	switch k := k.(type) {
+	case string, int64, nil:
+		return k, true
+	case bool:
+		if k {
+			return int64(1), true
+		}
+		return int64(0), true
+	case float64:
+		if k == math.Trunc(k) && math.Abs(k) < 1<<62 {
+			return int64(k), true
+		}
+		return k, true
+	case Tuple:
+		parts := make([]string, len(k))
+		for i, e := range k {
+			h, ok := hashKey(e)
+			if !ok {
+				return nil, false
+			}
+			parts[i] = fmt.Sprintf("%T:%v", h, h)
+		}
+		return "\x00tuple(" + strings.Join(parts, ",") + ")", true
+	}
+	return nil, false
+}
 
 // Set sets key to v, appending key if it is new.
-func (d *Dict) Set(key string, v any) {
-	if _, ok := d.m[key]; !ok {
+func (d *Dict) Set(key string, v any) { d.set(key, v) }
+
+// set sets any hashable key; it reports false for unhashable ones.
+func (d *Dict) set(key, v Value) bool {
+	h, ok := hashKey(key)
+	if !ok {
+		return false
+	}
+	if _, exists := d.m[h]; !exists {
 		d.keys = append(d.keys, key)
 	}
-	d.m[key] = v
+	d.m[h] = v
+	return true
 }
 
 // Get returns the value of key.
-func (d *Dict) Get(key string) (any, bool) {
-	v, ok := d.m[key]
+func (d *Dict) Get(key string) (any, bool) { return d.get(key) }
+
+func (d *Dict) get(key Value) (Value, bool) {
+	h, ok := hashKey(key)
+	if !ok {
+		return nil, false
+	}
+	v, ok := d.m[h]
 	return v, ok
 }
 
-// Keys returns the keys in insertion order.
-func (d *Dict) Keys() []string { return d.keys }
+// Keys returns the keys in insertion order (non-string keys as Python's
+// str() writes them).
+func (d *Dict) Keys() []string {
+	out := make([]string, len(d.keys))
+	for i, k := range d.keys {
+		out[i] = toStr(k)
+	}
+	return out
+}
+
+// value returns the value of the i-th key.
+func (d *Dict) value(i int) Value {
+	v, _ := d.get(d.keys[i])
+	return v
+}
 
 // Len returns the number of keys.
 func (d *Dict) Len() int { return len(d.keys) }
@@ -276,9 +335,9 @@ func writeRepr(b *strings.Builder, v Value, depth int) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(pyQuote(k))
+			writeRepr(b, k, depth+1)
 			b.WriteString(": ")
-			writeRepr(b, v.m[k], depth+1)
+			writeRepr(b, v.value(i), depth+1)
 		}
 		b.WriteByte('}')
 	case *namespace:
@@ -414,17 +473,27 @@ func typeName(v Value) string {
 	return "function"
 }
 
-// toJSON is transformers' tojson filter: json.dumps(x, ensure_ascii=False,
-// indent=indent, separators=separators, sort_keys=sort_keys).
-func toJSON(v Value, indent string, hasIndent bool, itemSep, keySep string, sortKeys bool) (string, error) {
+// jsonOpts are the arguments of transformers' tojson filter:
+// json.dumps(x, ensure_ascii=False, indent=None, separators=None,
+// sort_keys=False) by default.
+type jsonOpts struct {
+	indent          string
+	hasIndent       bool
+	itemSep, keySep string
+	sortKeys, ascii bool
+}
+
+// toJSON is json.dumps with o's arguments.
+func toJSON(v Value, o jsonOpts) (string, error) {
 	var b strings.Builder
-	if err := writeJSON(&b, v, indent, hasIndent, itemSep, keySep, sortKeys, 0); err != nil {
+	if err := o.write(&b, v, 0); err != nil {
 		return "", err
 	}
 	return b.String(), nil
 }
 
-func writeJSON(b *strings.Builder, v Value, indent string, hasIndent bool, itemSep, keySep string, sortKeys bool, depth int) error {
+func (o jsonOpts) write(b *strings.Builder, v Value, depth int) error {
+	indent, hasIndent, itemSep, keySep, sortKeys := o.indent, o.hasIndent, o.itemSep, o.keySep, o.sortKeys
 	if depth > maxJSONDepth {
 		return fmt.Errorf("tojson: value nested too deeply")
 	}
@@ -448,7 +517,7 @@ func writeJSON(b *strings.Builder, v Value, indent string, hasIndent bool, itemS
 	case float64:
 		b.WriteString(pyFloat(v, true))
 	case string:
-		writeJSONString(b, v)
+		writeJSONString(b, v, o.ascii)
 	case []any, Tuple:
 		l := asList(v)
 		if len(l) == 0 {
@@ -461,7 +530,7 @@ func writeJSON(b *strings.Builder, v Value, indent string, hasIndent bool, itemS
 				b.WriteString(itemSep)
 			}
 			newline(depth + 1)
-			if err := writeJSON(b, e, indent, hasIndent, itemSep, keySep, sortKeys, depth+1); err != nil {
+			if err := o.write(b, e, depth+1); err != nil {
 				return err
 			}
 		}
@@ -472,20 +541,47 @@ func writeJSON(b *strings.Builder, v Value, indent string, hasIndent bool, itemS
 			b.WriteString("{}")
 			return nil
 		}
-		keys := v.keys
+		// json.dumps writes str, int, float, bool and None keys as strings.
+		type entry struct {
+			key string
+			v   Value
+		}
+		entries := make([]entry, len(v.keys))
+		for i, k := range v.keys {
+			var ks string
+			switch k := k.(type) {
+			case string:
+				ks = k
+			case int64:
+				ks = strconv.FormatInt(k, 10)
+			case float64:
+				ks = pyFloat(k, true)
+			case bool:
+				ks = map[bool]string{true: "true", false: "false"}[k]
+			case nil:
+				ks = "null"
+			default:
+				return fmt.Errorf("keys must be str, int, float, bool or None, not %s", typeName(k))
+			}
+			if sortKeys {
+				if _, isStr := k.(string); !isStr {
+					return fmt.Errorf("sort_keys: keys of mixed types cannot be compared")
+				}
+			}
+			entries[i] = entry{ks, v.value(i)}
+		}
 		if sortKeys {
-			keys = append([]string(nil), keys...)
-			sort.Strings(keys)
+			sort.SliceStable(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
 		}
 		b.WriteByte('{')
-		for i, k := range keys {
+		for i, e := range entries {
 			if i > 0 {
 				b.WriteString(itemSep)
 			}
 			newline(depth + 1)
-			writeJSONString(b, k)
+			writeJSONString(b, e.key, o.ascii)
 			b.WriteString(keySep)
-			if err := writeJSON(b, v.m[k], indent, hasIndent, itemSep, keySep, sortKeys, depth+1); err != nil {
+			if err := o.write(b, e.v, depth+1); err != nil {
 				return err
 			}
 		}
@@ -497,8 +593,9 @@ func writeJSON(b *strings.Builder, v Value, indent string, hasIndent bool, itemS
 	return nil
 }
 
-// writeJSONString writes s as json.dumps does with ensure_ascii=False.
-func writeJSONString(b *strings.Builder, s string) {
+// writeJSONString writes s as json.dumps does (ascii: ensure_ascii=True,
+// non-ASCII characters as \uXXXX escapes, in UTF-16).
+func writeJSONString(b *strings.Builder, s string, ascii bool) {
 	b.WriteByte('"')
 	for _, r := range s {
 		switch r {
@@ -517,9 +614,13 @@ func writeJSONString(b *strings.Builder, s string) {
 		case '\f':
 			b.WriteString(`\f`)
 		default:
-			if r < 0x20 {
+			switch {
+			case r < 0x20 || (ascii && r >= 0x7f && r <= 0xffff):
 				fmt.Fprintf(b, `\u%04x`, r)
-			} else {
+			case ascii && r > 0xffff:
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+			default:
 				b.WriteRune(r)
 			}
 		}

@@ -57,7 +57,9 @@ def main():
     tdir, cases_path, constructs_path, out_path = sys.argv[1:5]
     import inspect
     print("render_jinja_template", inspect.signature(ctu.render_jinja_template))
-    print(inspect.getsource(ctu._compile_jinja_template))
+    for name in ("_compile_jinja_template", "_cached_compile_jinja_template"):
+        if hasattr(ctu, name):
+            print(inspect.getsource(getattr(ctu, name)))
     cases = json.load(open(cases_path))
     constructs = json.load(open(constructs_path))
     out = {"versions": {"transformers": transformers.__version__, "jinja2": jinja2.__version__},
