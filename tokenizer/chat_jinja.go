@@ -286,3 +286,40 @@ func markValue(v jinja.Value, mark func(string) string) jinja.Value {
 	}
 	return v
 }
+
+// WithChatTemplate returns a copy of the tokenizer whose chat template is
+// tmpl, as vLLM's --chat-template: Jinja source, or the name of a built-in
+// format (jinja and plain included; "jinja" goes back to the checkpoint's
+// own template). A template that does not compile is an error naming its
+// line.
+func (t *Tokenizer) WithChatTemplate(tmpl string) (*Tokenizer, error) {
+	c := *t
+	c.jinja = jinjaTemplates{}
+	switch f := ChatFormat(tmpl); f {
+	case ChatJinja:
+		if t.cfg.chatTemplate == "" {
+			return nil, fmt.Errorf("tokenizer: chat template %q: the checkpoint has no chat template", tmpl)
+		}
+		c.chat = chooseChatTemplate(t.cfg.chatTemplate, t.hasAddedToken)
+	case ChatLlama3, ChatChatML, ChatLlama2, ChatMistral, ChatGemma, ChatPlain:
+		b := chooseChatTemplate(t.cfg.chatTemplate, t.hasAddedToken)
+		if b.builtin != nil {
+			b = *b.builtin
+		}
+		if b.Format != f {
+			b = ChatTemplate{Format: f}
+		}
+		b.Reason = "chosen by the caller"
+		c.chat = b
+		return &c, nil
+	default:
+		c.cfg.chatTemplate, c.cfg.chatTemplates = tmpl, nil
+		c.chat = chooseChatTemplate(tmpl, t.hasAddedToken)
+		c.chat.Reason = "the chat template given by the caller, rendered as Jinja"
+	}
+	c.initJinja()
+	if c.jinja.err != nil {
+		return nil, c.jinja.err
+	}
+	return &c, nil
+}

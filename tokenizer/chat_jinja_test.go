@@ -295,3 +295,36 @@ func BenchmarkRenderChatJinja(b *testing.B) {
 		}
 	}
 }
+
+// TestWithChatTemplate checks overriding the checkpoint's template with
+// Jinja source or a built-in format, and back.
+func TestWithChatTemplate(t *testing.T) {
+	tok := toolsTokenizer(t, nil)
+	msgs := []Message{{Role: "user", Content: "hi"}}
+	own, _ := tok.RenderChat(msgs, ChatOptions{AddGenerationPrompt: true})
+	for _, tc := range []struct {
+		tmpl, want string
+		format     ChatFormat
+	}{
+		{"[{{ messages[0].content }}]{% if add_generation_prompt %}>{% endif %}", "[hi]>", ChatJinja},
+		{"plain", "user: hi\n\nassistant:", ChatPlain},
+		{"chatml", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", ChatChatML},
+		{"jinja", own, ChatJinja},
+	} {
+		t2, err := tok.WithChatTemplate(tc.tmpl)
+		if err != nil {
+			t.Errorf("%q: %v", tc.tmpl, err)
+			continue
+		}
+		got, err := t2.RenderChat(msgs, ChatOptions{AddGenerationPrompt: true})
+		if err != nil || got != tc.want || t2.ChatTemplate().Format != tc.format {
+			t.Errorf("%q: %q (%v), %v; want %q (%s)", tc.tmpl, got, t2.ChatTemplate(), err, tc.want, tc.format)
+		}
+	}
+	if got, _ := tok.RenderChat(msgs, ChatOptions{AddGenerationPrompt: true}); got != own {
+		t.Errorf("WithChatTemplate changed the original tokenizer: %q", got)
+	}
+	if _, err := tok.WithChatTemplate("a\n{% if %}"); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad template: %v, want an error on line 2", err)
+	}
+}

@@ -53,6 +53,7 @@ func init() {
 
 type chatFlags struct {
 	modelDir, kvSpec, device, system       *string
+	chatTemplate                           *string
 	maxTokens, topK, ctx, tp               *int
 	temperature, topP, minP, repeatPenalty *float64
 	seed                                   *uint64
@@ -66,6 +67,7 @@ func addChatFlags(fs *flag.FlagSet) chatFlags {
 		device:        fs.String("device", "auto", "auto, cpu or cuda"),
 		tp:            addTPFlag(fs),
 		system:        fs.String("system", "", "system message of the conversation"),
+		chatTemplate:  fs.String("chat-template", "", chatTemplateHelp),
 		maxTokens:     fs.Int("max-tokens", 512, "new tokens per answer at most (>= 1)"),
 		ctx:           fs.Int("ctx-size", 0, "cap the conversation's context, in tokens (0: the model's context)"),
 		topK:          fs.Int("top-k", 0, "sample from the K most likely tokens (0: all)"),
@@ -113,6 +115,9 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	limit := contextLimit(lm.Config().MaxPositions, *f.ctx)
 	if limit <= 0 {
 		limit = 8192
+	}
+	if err := useChatTemplate(lm, *f.chatTemplate); err != nil {
+		return err
 	}
 	ct := lm.Tokenizer.ChatTemplate()
 	if !*f.quiet {

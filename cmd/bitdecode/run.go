@@ -72,6 +72,7 @@ examples:
 type runFlags struct {
 	modelDir, kvSpec, device, stop        *string
 	weights, calib, decK, promptFile      *string
+	chatTemplate                          *string
 	maxTokens, topK, chunk, calibN, ctx   *int
 	tp                                    *int
 	temperature, topP, minP, repeatPenalt *float64
@@ -101,6 +102,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 		repeatPenalt: fs.Float64("repeat-penalty", 1, "penalty for tokens already in the context (1: off)"),
 		seed:         fs.Uint64("seed", 0, "sampler seed"),
 		chat:         fs.Bool("chat", false, "wrap PROMPT as a user message in the model's chat template"),
+		chatTemplate: fs.String("chat-template", "", chatTemplateHelp),
 		quiet:        fs.Bool("quiet", false, "no progress bar or statistics on stderr"),
 		compare:      fs.Bool("compare-fp16", false, "also generate with an fp16 KV cache and compare speed, memory and tokens (default on with the embedded model)"),
 	}
@@ -164,6 +166,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer lm.Close()
+	if err := useChatTemplate(lm, *f.chatTemplate); err != nil {
+		return err
+	}
 	if *f.chat && !*f.quiet {
 		if ct := lm.Tokenizer.ChatTemplate(); ct.Format == tokenizer.ChatPlain {
 			fmt.Fprintf(stderr, "--chat: the model has no chat template (%s): using the plain fallback \"user: PROMPT\\n\\nassistant:\"\n", ct.Reason)

@@ -93,6 +93,7 @@ examples:
 type serveFlags struct {
 	modelDir, kvSpec, device, addr, kvMemory, name, maxBody *string
 	apiKey, allowedHosts, corsOrigins, logFormat            *string
+	chatTemplate                                            *string
 	maxSeqs, chunk, maxQueue, ctx, tp                       *int
 	drain, bodyTimeout, idleTimeout, writeTimeout           *time.Duration
 	quiet, authAll, noRequestLog, batchInvariant            *bool
@@ -107,6 +108,7 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 		addr:           fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT"),
 		kvMemory:       fs.String("kv-memory", "1GiB", "memory of the KV cache: residual blocks of --max-seqs sequences plus the block pool (bytes, or with KiB/MiB/GiB/KB/MB/GB)"),
 		name:           fs.String("served-model-name", "", "model id clients send and /v1/models lists (default: the base name of DIR)"),
+		chatTemplate:   fs.String("chat-template", "", chatTemplateHelp),
 		maxBody:        fs.String("max-body", "4MiB", "largest request body (bytes or with a unit); larger ones get 413"),
 		maxSeqs:        fs.Int("max-seqs", 32, "sequences running in one batch at most"),
 		chunk:          fs.Int("prefill-chunk", 256, "prompt tokens prefilled per step at most (rounded up to whole KV blocks)"),
@@ -215,6 +217,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer lm.Close()
 	if name == "" {
 		name = lm.Name
+	}
+	if err := useChatTemplate(lm, *f.chatTemplate); err != nil {
+		return err
 	}
 	m, tok, cache := lm.Model, lm.Tokenizer, lm.Cache
 	met := server.NewMetrics()
