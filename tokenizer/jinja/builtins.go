@@ -203,7 +203,7 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 		case string:
 			indent, hasIndent = n, true
 		}
-		o := jsonOpts{indent: indent, hasIndent: hasIndent, itemSep: ", ", keySep: ": "}
+		o := jsonOpts{indent: indent, hasIndent: hasIndent, itemSep: ", ", keySep: ": ", limit: r.lim.MaxOutput}
 		if hasIndent {
 			o.itemSep = ","
 		}
@@ -235,7 +235,13 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 		if c, ok := isInt(argOr(args, kw, 2, "count", nil)); ok {
 			n = int(c)
 		}
-		return strings.Replace(toStr(v), toStr(args[0]), toStr(args[1]), n), nil
+		s, old, nw := toStr(v), toStr(args[0]), toStr(args[1])
+		if grow := len(nw) - len(old); grow > 0 && len(s)+(len(s)+1)*grow > r.lim.MaxOutput {
+			if k := strings.Count(s, old); len(s)+k*grow > r.lim.MaxOutput {
+				return nil, errorf(line, "replace: string exceeds %d bytes", r.lim.MaxOutput)
+			}
+		}
+		return strings.Replace(s, old, nw, n), nil
 	case "items":
 		switch d := v.(type) {
 		case *Dict:
@@ -263,6 +269,7 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 			return nil, err
 		}
 		parts := make([]string, len(items))
+		total := 0
 		for i, it := range items {
 			if attr != nil {
 				if it, err = getItem(it, attr, line); err != nil {
@@ -270,6 +277,9 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 				}
 			}
 			parts[i] = toStr(it)
+			if total += len(parts[i]) + len(sep); total > r.lim.MaxOutput {
+				return nil, errorf(line, "join: string exceeds %d bytes", r.lim.MaxOutput)
+			}
 		}
 		return strings.Join(parts, sep), nil
 	case "string":
@@ -994,6 +1004,9 @@ func strMethod(s, name string, args []Value, kw *Dict, line int) (Value, error) 
 		n := -1
 		if c, ok := isInt(argOr(args, kw, 2, "count", nil)); ok {
 			n = int(c)
+		}
+		if grow := len(nw) - len(old); grow > 0 && len(s)+strings.Count(s, old)*grow > maxValueBytes {
+			return nil, errorf(line, "replace: string exceeds %d bytes", maxValueBytes)
 		}
 		return strings.Replace(s, old, nw, n), nil
 	case "find", "rfind", "index":

@@ -81,7 +81,7 @@ func (t *Template) Render(vars map[string]Value, opts Options) (string, error) {
 	}
 	r.root = root
 	var b strings.Builder
-	err := r.exec(t.body, root, &b)
+	err := r.execGuarded(t.body, root, &b)
 	if err != nil {
 		var ctl *loopControl
 		if errors.As(err, &ctl) {
@@ -90,6 +90,20 @@ func (t *Template) Render(vars map[string]Value, opts Options) (string, error) {
 		return "", err
 	}
 	return b.String(), nil
+}
+
+// execGuarded runs the template, turning a limitError panic into an error.
+func (r *renderer) execGuarded(body []node, sc *scope, b *strings.Builder) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			le, ok := p.(*limitError)
+			if !ok {
+				panic(p)
+			}
+			err = &Error{Msg: le.msg}
+		}
+	}()
+	return r.exec(body, sc, b)
 }
 
 type scope struct {
@@ -163,7 +177,7 @@ func (r *renderer) execNode(n node, sc *scope, b *strings.Builder) error {
 		if err != nil {
 			return err
 		}
-		return r.write(b, toStr(v), n.line)
+		return r.write(b, toStrN(v, r.lim.MaxOutput+1), n.line)
 	case *ifNode:
 		if err := r.step(n.line); err != nil {
 			return err
@@ -938,7 +952,7 @@ func isInt(v Value) (int64, bool) {
 
 func (r *renderer) binary(op string, l, rv Value, line int) (Value, error) {
 	if op == "~" {
-		s := toStr(l) + toStr(rv)
+		s := toStrN(l, r.lim.MaxOutput+1) + toStrN(rv, r.lim.MaxOutput+1)
 		if len(s) > r.lim.MaxOutput {
 			return nil, errorf(line, "string exceeds %d bytes", r.lim.MaxOutput)
 		}
@@ -969,6 +983,9 @@ func (r *renderer) binary(op string, l, rv Value, line int) (Value, error) {
 		}
 		if ll, ok := l.([]any); ok {
 			if rl, ok := rv.([]any); ok {
+				if len(ll)+len(rl) > maxListLen {
+					return nil, errorf(line, "list longer than %d items", maxListLen)
+				}
 				return append(append([]any{}, ll...), rl...), nil
 			}
 		}
@@ -1003,8 +1020,8 @@ func (r *renderer) binary(op string, l, rv Value, line int) (Value, error) {
 			return strings.Repeat(s, int(ri)), nil
 		}
 		if ll, ok := l.([]any); ok && rInt {
-			if ri > 0 && int64(len(ll))*ri > int64(r.lim.MaxOutput) {
-				return nil, errorf(line, "list too long")
+			if ri > 0 && int64(len(ll))*ri > maxListLen {
+				return nil, errorf(line, "list longer than %d items", maxListLen)
 			}
 			var out []any
 			for k := int64(0); k < ri; k++ {
@@ -1138,6 +1155,15 @@ func percentFormat(f string, args Value, line int) (Value, error) {
 
 // equal is Python's ==.
 func equal(a, b Value) bool {
+	n := 0
+	return equalN(a, b, &n)
+}
+
+func equalN(a, b Value, n *int) bool {
+	*n++
+	if *n > maxCompare {
+		panic(&limitError{msg: fmt.Sprintf("comparison of values with more than %d items", maxCompare)})
+	}
 	if af, ok := toFloat(a); ok {
 		if bf, ok := toFloat(b); ok {
 			return af == bf
@@ -1168,7 +1194,7 @@ func equal(a, b Value) bool {
 			return false
 		}
 		for i := range al {
-			if !equal(al[i], bl[i]) {
+			if !equalN(al[i], bl[i], n) {
 				return false
 			}
 		}
@@ -1180,7 +1206,7 @@ func equal(a, b Value) bool {
 		}
 		for i, k := range a.keys {
 			bv, ok := bd.get(k)
-			if !ok || !equal(a.value(i), bv) {
+			if !ok || !equalN(a.value(i), bv, n) {
 				return false
 			}
 		}

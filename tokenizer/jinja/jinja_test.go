@@ -125,8 +125,15 @@ func TestHostile(t *testing.T) {
 		{"deep ifs", strings.Repeat("{% if true %}", 5000) + strings.Repeat("{% endif %}", 5000), "nested too deeply"},
 		{"deep not", "{{ " + strings.Repeat("not ", 5000) + "x }}", "nested too deeply"},
 		{"deep list", "{{ " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + " }}", "nested too deeply"},
+		{"shared items printed", "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l }}", "exceeds"},
+		{"shared items as JSON", "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l | tojson }}", "exceeds"},
+		{"shared items compared", "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l == ns.l }}", "comparison"},
+		{"list doubling", "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}", "list longer"},
+		{"join bomb", "{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(20) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ range(1000) | map('string') | map('replace', '', ns.s) | join }}", "exceeds"},
+		{"replace bomb", "{% set s = 'x' * 1000000 %}{{ s.replace('x', s) }}", "exceeds"},
 	}
 	for _, tc := range tests {
+		start := time.Now()
 		done := make(chan error, 1)
 		go func() {
 			_, err := render(t, tc.src, nil, lim)
@@ -134,6 +141,7 @@ func TestHostile(t *testing.T) {
 		}()
 		select {
 		case err := <-done:
+			t.Logf("%s: %v in %v", tc.name, err, time.Since(start))
 			if err == nil || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.msg)
 			}

@@ -138,6 +138,22 @@ func FromJSON(data []byte) (Value, error) {
 // maxJSONDepth bounds the nesting of decoded JSON.
 const maxJSONDepth = 200
 
+// maxValueBytes bounds the text of one value (repr, tojson, join), and
+// maxListLen the length of a list built by + or *, whatever Limits say:
+// items can be shared, so a few statements can describe an exponentially
+// large value.
+const (
+	maxValueBytes = 256 << 20
+	maxListLen    = 1 << 20
+)
+
+// limitError is panicked by deep comparisons that exceed their budget and
+// recovered by Render.
+type limitError struct{ msg string }
+
+// maxCompare bounds the element comparisons of one == or in.
+const maxCompare = 10_000_000
+
 func decodeJSON(dec *json.Decoder, depth int) (any, error) {
 	if depth > maxJSONDepth {
 		return nil, fmt.Errorf("jinja: JSON nested too deeply")
@@ -269,26 +285,37 @@ func truthy(v Value) bool {
 }
 
 // toStr is Python's str() as jinja2 prints values.
-func toStr(v Value) string {
+func toStr(v Value) string { return toStrN(v, maxValueBytes) }
+
+// toStrN is toStr, cut after about limit bytes.
+func toStrN(v Value, limit int) string {
 	switch v := v.(type) {
 	case string:
 		return v
 	case Undefined:
 		return ""
 	}
-	return repr(v)
+	var b strings.Builder
+	writeRepr(&b, v, 0, limit)
+	return b.String()
 }
 
 // repr is Python's repr().
 func repr(v Value) string {
 	var b strings.Builder
-	writeRepr(&b, v, 0)
+	writeRepr(&b, v, 0, maxValueBytes)
 	return b.String()
 }
 
-func writeRepr(b *strings.Builder, v Value, depth int) {
+func writeRepr(b *strings.Builder, v Value, depth, limit int) {
 	if depth > maxJSONDepth {
 		b.WriteString("...")
+		return
+	}
+	if b.Len() > limit {
+		// Lists can share items, so a short template can describe a
+		// value whose text is exponentially long; the caller's output
+		// limit reports it.
 		return
 	}
 	switch v := v.(type) {
@@ -314,7 +341,7 @@ func writeRepr(b *strings.Builder, v Value, depth int) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, e, depth+1)
+			writeRepr(b, e, depth+1, limit)
 		}
 		b.WriteByte(']')
 	case Tuple:
@@ -323,7 +350,7 @@ func writeRepr(b *strings.Builder, v Value, depth int) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, e, depth+1)
+			writeRepr(b, e, depth+1, limit)
 		}
 		if len(v) == 1 {
 			b.WriteByte(',')
@@ -335,14 +362,14 @@ func writeRepr(b *strings.Builder, v Value, depth int) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, k, depth+1)
+			writeRepr(b, k, depth+1, limit)
 			b.WriteString(": ")
-			writeRepr(b, v.value(i), depth+1)
+			writeRepr(b, v.value(i), depth+1, limit)
 		}
 		b.WriteByte('}')
 	case *namespace:
 		b.WriteString("<Namespace ")
-		writeRepr(b, v.d, depth+1)
+		writeRepr(b, v.d, depth+1, limit)
 		b.WriteString(">")
 	default:
 		fmt.Fprintf(b, "<%s>", typeName(v))
@@ -481,6 +508,7 @@ type jsonOpts struct {
 	hasIndent       bool
 	itemSep, keySep string
 	sortKeys, ascii bool
+	limit           int // bytes of output at most
 }
 
 // toJSON is json.dumps with o's arguments.
@@ -496,6 +524,9 @@ func (o jsonOpts) write(b *strings.Builder, v Value, depth int) error {
 	indent, hasIndent, itemSep, keySep, sortKeys := o.indent, o.hasIndent, o.itemSep, o.keySep, o.sortKeys
 	if depth > maxJSONDepth {
 		return fmt.Errorf("tojson: value nested too deeply")
+	}
+	if b.Len() > o.limit {
+		return fmt.Errorf("output exceeds %d bytes", o.limit)
 	}
 	newline := func(d int) {
 		if hasIndent {
