@@ -272,7 +272,7 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 		total := 0
 		for i, it := range items {
 			if attr != nil {
-				if it, err = getItem(it, attr, line); err != nil {
+				if it, err = getAttrPath(it, toStr(attr), line); err != nil {
 					return nil, err
 				}
 			}
@@ -328,7 +328,7 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 		if attr := argOr(nil, kw, 0, "attribute", nil); attr != nil {
 			def := argOr(nil, kw, 0, "default", nil)
 			for _, it := range items {
-				x, err := getItem(it, attr, line)
+				x, err := getAttrPath(it, toStr(attr), line)
 				if err != nil {
 					return nil, err
 				}

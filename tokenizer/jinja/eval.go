@@ -1100,7 +1100,8 @@ func (r *renderer) binary(op string, l, rv Value, line int) (Value, error) {
 	return bad()
 }
 
-// percentFormat is Python's "fmt % args" for %s, %d, %r and %%.
+// percentFormat is Python's "fmt % args": flags (-+ 0#), width,
+// precision and the conversions s r a d i u f F e E g G x X o c and %%.
 func percentFormat(f string, args Value, line int) (Value, error) {
 	var list []any
 	if t, ok := args.(Tuple); ok {
@@ -1116,10 +1117,19 @@ func percentFormat(f string, args Value, line int) (Value, error) {
 			continue
 		}
 		i++
-		if i >= len(f) {
+		j := i
+		for j < len(f) && strings.IndexByte("-+ 0#", f[j]) >= 0 {
+			j++
+		}
+		for j < len(f) && (f[j] >= '0' && f[j] <= '9' || f[j] == '.') {
+			j++
+		}
+		if j >= len(f) {
 			return nil, errorf(line, "incomplete format")
 		}
-		if f[i] == '%' {
+		spec, conv := f[i:j], f[j]
+		i = j
+		if conv == '%' {
 			b.WriteByte('%')
 			continue
 		}
@@ -1128,23 +1138,48 @@ func percentFormat(f string, args Value, line int) (Value, error) {
 		}
 		a := list[k]
 		k++
-		switch f[i] {
-		case 's':
-			b.WriteString(toStr(a))
-		case 'r':
-			b.WriteString(repr(a))
-		case 'd', 'i':
+		switch conv {
+		case 's', 'r', 'a':
+			str := toStr(a)
+			if conv != 's' {
+				str = repr(a)
+			}
+			fmt.Fprintf(&b, "%"+strings.Trim(spec, "+ 0#")+"s", str)
+		case 'd', 'i', 'u', 'x', 'X', 'o', 'c':
 			n, ok := isInt(a)
 			if !ok {
-				if fl, ok := a.(float64); ok {
-					n = int64(fl)
-				} else {
-					return nil, errorf(line, "%%d format: a real number is required, not %s", typeName(a))
+				fl, isF := a.(float64)
+				if !isF || conv == 'x' || conv == 'X' || conv == 'o' || conv == 'c' {
+					return nil, errorf(line, "%%%c format: an integer is required, not %s", conv, typeName(a))
 				}
+				n = int64(fl)
 			}
-			fmt.Fprint(&b, n)
+			verb := map[byte]string{'d': "d", 'i': "d", 'u': "d", 'x': "x", 'X': "X", 'o': "o", 'c': "c"}[conv]
+			if conv == 'c' {
+				b.WriteRune(rune(n))
+				continue
+			}
+			if conv == 'o' && strings.Contains(spec, "#") {
+				spec = strings.ReplaceAll(spec, "#", "")
+				fmt.Fprintf(&b, "0o%"+spec+verb, n)
+				continue
+			}
+			fmt.Fprintf(&b, "%"+spec+verb, n)
+		case 'f', 'F', 'e', 'E', 'g', 'G':
+			fl, ok := toFloat(a)
+			if !ok {
+				return nil, errorf(line, "%%%c format: a real number is required, not %s", conv, typeName(a))
+			}
+			if !strings.Contains(spec, ".") {
+				spec += ".6"
+			}
+			verb := string(conv)
+			if conv == 'F' {
+				verb = "f"
+			}
+			fmt.Fprintf(&b, "%"+spec+verb, fl)
 		default:
-			return nil, errorf(line, "unsupported format character %q", f[i])
+			return nil, errorf(line, "unsupported format character '%c'", conv)
 		}
 	}
 	if k < len(list) {

@@ -104,12 +104,13 @@ func run(templates, casesPath, constructsPath, refPath string, update, verbose b
 	fmt.Printf("reference: %v\n\n", ref.Versions)
 
 	// Constructs.
-	failed := 0
+	failed, compared := 0, 0
 	for i, c := range cons {
 		want, ok := ref.Constructs[c.Name]
 		if !ok {
 			continue
 		}
+		compared++
 		got := renderConstruct(c)
 		if !same(got, want) {
 			failed++
@@ -119,7 +120,7 @@ func run(templates, casesPath, constructsPath, refPath string, update, verbose b
 			cons[i].Want, cons[i].WantErr = want.Out, want.Err != ""
 		}
 	}
-	fmt.Printf("constructs: %d of %d match\n\n", len(cons)-failed, len(cons))
+	fmt.Printf("constructs: %d of %d in the reference match (%d in %s)\n\n", compared-failed, compared, len(cons), constructsPath)
 	if update {
 		b, err := json.MarshalIndent(cons, "", " ")
 		if err != nil {
