@@ -384,7 +384,7 @@ func unescape(raw string) string {
 			i += k - 1
 		case 'x', 'u', 'U':
 			width := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
-			if i+width < len(raw)+0 && i+width <= len(raw)-1+1 && isHex(raw[i+1:min(i+1+width, len(raw))], width) {
+			if i+width < len(raw) && isHex(raw[i+1:i+1+width], width) {
 				var n rune
 				for _, h := range raw[i+1 : i+1+width] {
 					n = n*16 + rune(hexVal(byte(h)))
