@@ -158,7 +158,8 @@ func (t *Tokenizer) markSpecials(s string) string {
 func (t *Tokenizer) specialTokenVars() map[string]string {
 	m := map[string]string{}
 	for name, v := range map[string]string{"bos_token": t.cfg.bosToken, "eos_token": t.cfg.eosToken,
-		"unk_token": t.cfg.unkToken, "pad_token": t.cfg.padToken} {
+		"unk_token": t.cfg.unkToken, "pad_token": t.cfg.padToken, "sep_token": t.cfg.sepToken,
+		"cls_token": t.cfg.clsToken, "mask_token": t.cfg.maskToken} {
 		if v != "" {
 			m[name] = v
 		}

@@ -229,6 +229,14 @@ func TestChatJinjaDateAndClock(t *testing.T) {
 	if err != nil || got != "26 Jul 2024|07 Mar 2025" {
 		t.Errorf("got %q, %v", got, err)
 	}
+	// The special tokens of tokenizer_config.json, as transformers'
+	// special_tokens_map; Extra overrides them.
+	tok = toolsTokenizer(t, map[string]any{"sep_token": map[string]any{"content": "<sep>"}, "mask_token": "<mask>",
+		"chat_template": "{{ bos_token }}{{ eos_token }}{{ unk_token }}{{ pad_token }}{{ sep_token }}{{ cls_token is defined }}{{ mask_token }}"})
+	got, err = tok.RenderChat(nil, ChatOptions{Extra: map[string]any{"pad_token": "P"}})
+	if err != nil || got != "<s></s><unk>P<sep>False<mask>" {
+		t.Errorf("special tokens: got %q, %v", got, err)
+	}
 }
 
 // TestChatGocoder checks the gocoder-23m checkpoint's tokenizer (no chat

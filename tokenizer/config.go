@@ -8,6 +8,7 @@ import (
 // tokenizerConfig is what this package reads from tokenizer_config.json.
 type tokenizerConfig struct {
 	bosToken, eosToken, unkToken, padToken string
+	sepToken, clsToken, maskToken          string // passed to chat templates only
 	addBOS, addEOS                         bool
 	hasAddBOS, hasAddEOS                   bool              // the keys are present
 	chatTemplate                           string            // the default (or only) template
@@ -53,6 +54,15 @@ func parseTokenizerConfig(data []byte) (tokenizerConfig, error) {
 		return c, err
 	}
 	if c.padToken, err = specialTokenField(o.get("pad_token")); err != nil {
+		return c, err
+	}
+	if c.sepToken, err = specialTokenField(o.get("sep_token")); err != nil {
+		return c, err
+	}
+	if c.clsToken, err = specialTokenField(o.get("cls_token")); err != nil {
+		return c, err
+	}
+	if c.maskToken, err = specialTokenField(o.get("mask_token")); err != nil {
 		return c, err
 	}
 	c.hasAddBOS, c.hasAddEOS = o.has("add_bos_token"), o.has("add_eos_token")
