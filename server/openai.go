@@ -23,9 +23,11 @@ import (
 // repetition_penalty. Fields that cannot change the answer are accepted and
 // ignored (ignoredFields: user, metadata, store, ...). response_format's
 // json_object and json_schema (and llama.cpp's json_schema field)
-// constrain decoding to JSON (package constrain; format.go). Anything
-// else, a field this server does not know or one whose meaning it cannot
-// honour (tools, image or audio content, suffix), is
+// constrain decoding to JSON (package constrain; format.go). tools,
+// tool_choice and tool messages go to the checkpoint's chat template and
+// the answer's calls come back as tool_calls (tools.go). Anything else, a
+// field this server does not know or one whose meaning it cannot honour
+// (image or audio content, suffix), is
 // refused with a 400 naming the parameter, so a client never gets a
 // silently different answer. Completions with echo and logprobs score the
 // prompt (engine.Request.PromptLogprobs).
@@ -64,7 +66,8 @@ type chatMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 	Name    string          `json:"name,omitempty"`
-	// ToolCalls and ToolCallID are refused (no tool support).
+	// ToolCalls are an assistant turn's calls; ToolCallID is the call a
+	// "tool" message answers.
 	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 }
@@ -132,6 +135,7 @@ type chatRequest struct {
 	TopLogprobs         *int            `json:"top_logprobs"`
 	Tools               json.RawMessage `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"` // false: at most one call
 	Functions           json.RawMessage `json:"functions"`
 	Modalities          []string        `json:"modalities"`
 	Audio               json.RawMessage `json:"audio"`
@@ -217,7 +221,7 @@ func messageText(i int, m chatMessage) (string, *apiError) {
 	param := fmt.Sprintf("messages.[%d].content", i)
 	raw := bytes.TrimSpace(m.Content)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", invalid(param, "", "Invalid value for '%s': a %s message needs content (tool calls are not supported).", param, m.Role)
+		return "", invalid(param, "", "Invalid value for '%s': a %s message needs content.", param, m.Role)
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -250,9 +254,10 @@ type tokenDetails struct {
 }
 
 type assistantMessage struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role      string        `json:"role"`
+	Content   *string       `json:"content"` // null when the answer is only tool calls
+	Refusal   *string       `json:"refusal"`
+	ToolCalls []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 type chatChoice struct {
@@ -273,8 +278,9 @@ type chatResponse struct {
 }
 
 type chunkDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string        `json:"role,omitempty"`
+	Content   *string       `json:"content,omitempty"`
+	ToolCalls []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 type chunkChoice struct {
@@ -425,7 +431,7 @@ const maxLogitBias = 300
 // ignoredFields are request fields that cannot change the answer: they are
 // accepted and ignored. (stream_options and kv_tiers are handled.)
 var ignoredFields = map[string]bool{"user": true, "metadata": true, "store": true, "service_tier": true,
-	"parallel_tool_calls": true, "prompt_cache_key": true, "safety_identifier": true}
+	"prompt_cache_key": true, "safety_identifier": true}
 
 // checkFields returns a 400 naming the first field of body that the request
 // type v does not declare and that is not in ignoredFields.
@@ -481,16 +487,8 @@ func checkChatOnly(r *chatRequest) *apiError {
 			return invalid("top_logprobs", "", "'top_logprobs' needs 'logprobs' set to true.")
 		}
 	}
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{"tools", r.Tools}, {"functions", r.Functions}, {"audio", r.Audio}} {
-		if s := strings.TrimSpace(string(f.raw)); s != "" && s != "null" && s != "[]" {
-			return invalid(f.name, "unsupported_parameter", "%s is not supported by this server.", f.name)
-		}
-	}
-	if s := strings.TrimSpace(string(r.ToolChoice)); s != "" && s != "null" && s != `"none"` && s != `"auto"` {
-		return invalid("tool_choice", "unsupported_parameter", "tool_choice is not supported by this server (no tools).")
+	if s := strings.TrimSpace(string(r.Audio)); s != "" && s != "null" {
+		return invalid("audio", "unsupported_parameter", "audio is not supported by this server.")
 	}
 	for _, m := range r.Modalities {
 		if m != "text" {

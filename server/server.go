@@ -333,7 +333,8 @@ type job struct {
 	// prompts holds a completion's prompts (OpenAI's batch of prompts: choice
 	// c is choice c % n of prompt c / n); a chat has one, req.Prompt.
 	prompts []jobPrompt
-	param   string // the prompt's parameter name, for context errors
+	param   string    // the prompt's parameter name, for context errors
+	tools   *toolMode // a chat's tools: its answers' calls are read (nil: none)
 }
 
 // jobPrompt is one prompt of a job.
@@ -470,28 +471,41 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	if len(req.Messages) == 0 {
 		return nil, invalid("messages", "", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
 	}
+	tools, mode, toolGrammar, e := s.parseTools(&req)
+	if e != nil {
+		return nil, e
+	}
 	msgs := make([]tokenizer.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		role := m.Role
 		switch role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			role = "system"
-		case "tool", "function":
-			return nil, invalid(fmt.Sprintf("messages.[%d].role", i), "unsupported_value", "Messages with role '%s' are not supported (no tool calling).", m.Role)
+		case "function":
+			return nil, invalid(fmt.Sprintf("messages.[%d].role", i), "unsupported_value", "Messages with role 'function' (deprecated) are not supported; use role 'tool'.")
 		default:
-			return nil, invalid(fmt.Sprintf("messages.[%d].role", i), "invalid_value", "Invalid value for 'messages.[%d].role': '%s'. Supported values are: 'system', 'developer', 'user' and 'assistant'.", i, m.Role)
+			return nil, invalid(fmt.Sprintf("messages.[%d].role", i), "invalid_value", "Invalid value for 'messages.[%d].role': '%s'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", i, m.Role)
 		}
-		if s := strings.TrimSpace(string(m.ToolCalls)); s != "" && s != "null" && s != "[]" {
-			return nil, invalid(fmt.Sprintf("messages.[%d].tool_calls", i), "unsupported_parameter", "tool_calls are not supported by this server.")
-		}
-		text, e := messageText(i, m)
+		calls, e := chatToolCalls(i, m.ToolCalls)
 		if e != nil {
 			return nil, e
 		}
-		msgs[i] = tokenizer.Message{Role: role, Content: text}
+		if len(calls) > 0 && role != "assistant" {
+			return nil, invalid(fmt.Sprintf("messages.[%d].tool_calls", i), "", "Only assistant messages carry 'tool_calls'.")
+		}
+		if role == "tool" && m.ToolCallID == "" {
+			return nil, invalid(fmt.Sprintf("messages.[%d].tool_call_id", i), "", "Missing required parameter: 'messages.[%d].tool_call_id'.", i)
+		}
+		msg := tokenizer.Message{Role: role, ToolCalls: calls, ToolCallID: m.ToolCallID, Name: m.Name}
+		if raw := strings.TrimSpace(string(m.Content)); len(calls) > 0 && (raw == "" || raw == "null") {
+			msg.NoContent = true // an assistant turn that only calls tools
+		} else if msg.Content, e = messageText(i, m); e != nil {
+			return nil, e
+		}
+		msgs[i] = msg
 	}
-	prompt, err := s.cfg.Tokenizer.EncodeChat(msgs, tokenizer.ChatOptions{AddGenerationPrompt: true, ContentSpecialAsText: true})
+	prompt, err := s.cfg.Tokenizer.EncodeChat(msgs, tokenizer.ChatOptions{AddGenerationPrompt: true, ContentSpecialAsText: true, Tools: tools})
 	if err != nil {
 		return nil, invalid("messages", "", "The conversation cannot be rendered with the model's chat template: %v", err)
 	}
@@ -506,6 +520,13 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	if j.req.Constraint, e = s.parseFormat(&req.commonRequest); e != nil {
 		return nil, e
 	}
+	if toolGrammar != nil {
+		if j.req.Constraint != nil {
+			return nil, invalid("tool_choice", "", "A 'tool_choice' that forces a call cannot be combined with 'response_format' or 'json_schema'.")
+		}
+		j.req.Constraint = toolGrammar
+	}
+	j.tools = mode
 	j.chat, j.logprobs = true, sample.Logprobs
 	return j, nil
 }
@@ -753,7 +774,19 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 	if chat {
 		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.cfg.ModelName, Usage: *u, SystemFingerprint: s.cfg.Fingerprint}
 		for i, c := range out {
-			ch := chatChoice{Index: i, Message: assistantMessage{Role: "assistant", Content: c.text.String()}, FinishReason: c.res.FinishReason}
+			text := c.text.String()
+			ch := chatChoice{Index: i, Message: assistantMessage{Role: "assistant", Content: &text}, FinishReason: c.res.FinishReason}
+			if j.tools != nil {
+				if content, calls, ok := j.tools.read(text); ok {
+					ch.Message.Content, ch.Message.ToolCalls = nil, toOut(calls, false)
+					if content != "" {
+						ch.Message.Content = &content
+					}
+					if ch.FinishReason == engine.FinishStop && j.tools.choice != toolNamed {
+						ch.FinishReason = "tool_calls"
+					}
+				}
+			}
 			if j.logprobs {
 				ch.Logprobs = chatLogprobsOf(s.cfg.Tokenizer, c.tokens)
 			}
@@ -855,6 +888,12 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 	}
 	offsets := make([]int, len(streams)) // text offsets, for completion logprobs
 	echoSent := make([]bool, len(streams))
+	gates := make([]*toolGate, len(streams)) // a chat's tool calls held back
+	if j.tools != nil {
+		for i := range gates {
+			gates[i] = &toolGate{m: j.tools}
+		}
+	}
 	for i := range streams {
 		empty := ""
 		switch {
@@ -909,7 +948,13 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 					lp = chatLogprobsOf(s.cfg.Tokenizer, ch.Tokens)
 				}
 				p := ch.Text
-				ok = send(chatChunkOf(i, chunkDelta{Content: &p}, lp, nil))
+				delta := chunkDelta{Content: &p}
+				if gates[i] != nil {
+					if p = gates[i].add(ch.Text); p == "" {
+						delta.Content = nil
+					}
+				}
+				ok = (delta.Content == nil && lp == nil) || send(chatChunkOf(i, delta, lp, nil))
 			} else {
 				var lp *textLogprobs
 				if j.logprobs {
@@ -938,6 +983,20 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 			continue
 		}
 		fr := res.FinishReason
+		if chat && gates[i] != nil {
+			content, calls := gates[i].finish()
+			if content != "" && !send(chatChunkOf(i, chunkDelta{Content: &content}, nil, nil)) {
+				return results
+			}
+			if len(calls) > 0 {
+				if !send(chatChunkOf(i, chunkDelta{ToolCalls: toOut(calls, true)}, nil, nil)) {
+					return results
+				}
+				if fr == engine.FinishStop && j.tools.choice != toolNamed {
+					fr = "tool_calls"
+				}
+			}
+		}
 		if chat {
 			send(chatChunkOf(i, chunkDelta{}, nil, &fr))
 		} else {

@@ -324,3 +324,27 @@ func (t *Tokenizer) WithChatTemplate(tmpl string) (*Tokenizer, error) {
 	}
 	return &c, nil
 }
+
+// ChatTemplateSource returns the Jinja source of the checkpoint's template
+// that a conversation with (tools true) or without tools renders with, as
+// chooseJinja picks it, or "" for a built-in format: what a server reads
+// to know how the model writes a tool call.
+func (t *Tokenizer) ChatTemplateSource(tools bool) string {
+	if t.chat.Format != ChatJinja {
+		return ""
+	}
+	if tools {
+		if src, ok := t.cfg.chatTemplates["tool_use"]; ok {
+			return src
+		}
+	}
+	if src, ok := t.cfg.chatTemplates["default"]; ok {
+		return src
+	}
+	if t.cfg.chatTemplate == "" && len(t.cfg.chatTemplates) == 1 {
+		for _, src := range t.cfg.chatTemplates {
+			return src
+		}
+	}
+	return t.cfg.chatTemplate
+}

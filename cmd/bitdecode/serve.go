@@ -43,7 +43,10 @@ request's bits; docs/serving.md). response_format {"type": "json_object"}
 or {"type": "json_schema", ...} (and llama.cpp's "json_schema" field)
 constrains decoding so that the output is JSON matching the schema;
 schema keywords it cannot enforce are refused with a 400 (docs/serving.md,
-"Structured output"). SIGINT or
+"Structured output"). Chat requests with "tools" render them through the
+checkpoint's chat template and return the model's calls as "tool_calls";
+tool_choice "required" or a named function constrains the answer to a call
+(docs/serving.md, "Tool calling"). SIGINT or
 SIGTERM stops accepting requests and lets running streams finish for up to
 --drain.
 
