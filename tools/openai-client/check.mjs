@@ -1,7 +1,8 @@
 // Runs the official OpenAI Node client (npm "openai") against a bitdecode
 // server: completions, chat, streams, stop sequences, every sampling
 // parameter, logprobs, prompt scoring (echo with logprobs), a batch of
-// prompts, n > 1, errors, 32 concurrent streams and aborts.
+// prompts, n > 1, errors, structured output, tool calls, 32 concurrent
+// streams and aborts.
 // The same cases as server/compat_test.go, through the client a user runs.
 //
 //   bitdecode serve --model DIR --kv int4 --addr 127.0.0.1:8080 &
@@ -158,6 +159,47 @@ await check("errors", async () => {
       assert(e instanceof want, `${JSON.stringify(body)}: ${e}`);
     }
   }
+});
+
+const schema = { type: "object", properties: { name: { type: "string", maxLength: 12 }, lines: { type: "integer" } }, required: ["name", "lines"], additionalProperties: false };
+await check("response_format json_schema (strict) parses", async () => {
+  const r = await client.chat.completions.create({ model, messages: user, max_tokens: 80, temperature: 0,
+    response_format: { type: "json_schema", json_schema: { name: "fn", strict: true, schema } } });
+  const doc = JSON.parse(r.choices[0].message.content);
+  assert(typeof doc.name === "string" && Number.isInteger(doc.lines) && Object.keys(doc).length === 2, JSON.stringify(doc));
+  return r.choices[0].message.content;
+});
+
+const tools = [
+  { type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string", maxLength: 10 } }, required: ["city"] } } },
+  { type: "function", function: { name: "add", parameters: { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } }, required: ["a", "b"] } } },
+];
+const toolTurns = [{ role: "user", content: "Weather in Paris?" },
+  { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: JSON.stringify({ city: "Paris" }) } }] },
+  { role: "tool", tool_call_id: "call_1", content: "sunny, 21 C" },
+  { role: "user", content: "And in Oslo?" }];
+await check("tools: a named tool_choice returns its call", async () => {
+  const r = await client.chat.completions.create({ model, messages: toolTurns, tools, max_tokens: 60, temperature: 0,
+    tool_choice: { type: "function", function: { name: "get_weather" } } });
+  const m = r.choices[0].message, call = m.tool_calls?.[0];
+  assert(m.content === null && call && call.type === "function" && call.id.startsWith("call_") && call.function.name === "get_weather", JSON.stringify(r));
+  const args = JSON.parse(call.function.arguments);
+  assert(typeof args.city === "string", call.function.arguments);
+  return `${call.function.name}(${call.function.arguments})`;
+});
+
+await check("tools: required, one call, streamed", async () => {
+  const s = await client.chat.completions.create({ model, messages: toolTurns, tools, max_tokens: 80, temperature: 0,
+    tool_choice: "required", parallel_tool_calls: false, stream: true });
+  const calls = [];
+  let finish = null;
+  for await (const c of s) {
+    for (const tc of c.choices[0]?.delta?.tool_calls ?? []) calls.push(tc);
+    finish = c.choices[0]?.finish_reason ?? finish;
+  }
+  assert(calls.length === 1 && finish === "tool_calls", `${JSON.stringify(calls)} finish ${finish}`);
+  JSON.parse(calls[0].function.arguments);
+  return `${calls[0].function.name}(${calls[0].function.arguments})`;
 });
 
 await check("32 concurrent streams, every fourth aborted", async () => {
