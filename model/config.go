@@ -88,6 +88,11 @@ type Config struct {
 	RopeTheta float64
 	// RopeScaling is the RoPE frequency scaling, nil for none ("default").
 	RopeScaling *RopeScaling
+	// RotaryDim is R, the number of each head's dimensions that RoPE
+	// rotates (int(head_dim·partial_rotary_factor), Phi-4-mini's 96 of
+	// 128); 0 means the whole head (RotaryDims returns D then). See
+	// RotaryDims for how the loader lays the other D − R out.
+	RotaryDim int
 
 	TieWordEmbeddings bool // lm_head shares model.embed_tokens.weight
 	QKVBias           bool // q_proj, k_proj, v_proj have biases (Qwen2; attention_bias)
@@ -393,6 +398,9 @@ func (c *Config) rope(raw *rawConfig) error {
 	if raw.RopeTheta != nil {
 		c.RopeTheta = *raw.RopeTheta
 	}
+	if err := c.partialRotary(raw.PartialRotaryFactor, "partial_rotary_factor"); err != nil {
+		return err
+	}
 	field := "rope_scaling"
 	msg := raw.RopeScaling
 	if !isNull(raw.RopeParameters) {
@@ -424,8 +432,8 @@ func (c *Config) rope(raw *rawConfig) error {
 		case rr.Type != nil:
 			typ = *rr.Type
 		}
-		if rr.PartialRotaryFactor != nil && *rr.PartialRotaryFactor != 1 {
-			return &ConfigError{Field: field + ".partial_rotary_factor", Err: fmt.Errorf("%g is not supported: RoPE rotates all of each head's dimensions (partial rotary embeddings, e.g. Phi-4-mini's 0.75, are not implemented)", *rr.PartialRotaryFactor)}
+		if err := c.partialRotary(rr.PartialRotaryFactor, field+".partial_rotary_factor"); err != nil {
+			return err
 		}
 		switch typ {
 		case "default":
@@ -459,9 +467,6 @@ func (c *Config) rope(raw *rawConfig) error {
 		default:
 			return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope)", typ)}
 		}
-	}
-	if raw.PartialRotaryFactor != nil && *raw.PartialRotaryFactor != 1 {
-		return &ConfigError{Field: "partial_rotary_factor", Err: fmt.Errorf("%g is not supported: RoPE rotates all of each head's dimensions (partial rotary embeddings, e.g. Phi-4-mini's 0.75, are not implemented)", *raw.PartialRotaryFactor)}
 	}
 	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
 		return &ConfigError{Field: "rope_theta", Err: fmt.Errorf("%g is not a finite base > 1", c.RopeTheta)}
@@ -603,8 +608,8 @@ func (c *Config) gemma(raw *rawConfig) error {
 }
 
 // longrope reads LongRoPE's parameters (transformers'
-// _compute_longrope_parameters): short_factor and long_factor of D/2
-// entries each, original_max_position_embeddings from the RoPE object or
+// _compute_longrope_parameters): short_factor and long_factor of R/2
+// entries each (R = RotaryDims(), D but for partial rotary embeddings), original_max_position_embeddings from the RoPE object or
 // the config's top level, factor (max_position_embeddings over the
 // original where absent) and attention_factor (√(1 + ln factor / ln
 // original) where absent, 1 for a factor <= 1).
@@ -614,8 +619,12 @@ func (c *Config) longrope(raw *rawConfig, rr *rawRope, field string) (*RopeScali
 		name string
 		v    []float64
 	}{{"short_factor", rr.ShortFactor}, {"long_factor", rr.LongFactor}} {
-		if len(f.v) != c.HeadDim/2 {
-			return nil, &ConfigError{Field: field + "." + f.name, Err: fmt.Errorf("%d entries, want head_dim/2 = %d", len(f.v), c.HeadDim/2)}
+		if R := c.RotaryDims(); len(f.v) != R/2 {
+			what := "head_dim/2"
+			if R != c.HeadDim {
+				what = "the rotary dimensions/2, int(head_dim·partial_rotary_factor)/2"
+			}
+			return nil, &ConfigError{Field: field + "." + f.name, Err: fmt.Errorf("%d entries, want %s = %d", len(f.v), what, R/2)}
 		}
 		for i, x := range f.v {
 			if !(x > 0) || math.IsInf(x, 0) {
@@ -655,6 +664,56 @@ func (c *Config) longrope(raw *rawConfig, rr *rawRope, field string) (*RopeScali
 		return nil, &ConfigError{Field: field + ".attention_factor", Err: fmt.Errorf("%g is not a finite factor > 0", s.AttentionFactor)}
 	}
 	return s, nil
+}
+
+// partialRotary reads a partial_rotary_factor (nil: absent) into
+// RotaryDim: R = int(D·factor), as transformers' RoPE initializers compute
+// it. Only Phi-3 (Phi3ForCausalLM: Phi-4-mini's 0.75) applies a partial
+// rotary in transformers' modeling; the other families' attention rotates
+// the whole head, so a factor other than 1 is refused there. The factor
+// may be given at the config's top level and in its RoPE object
+// (transformers 5's rope_parameters); a second, different value is an
+// error.
+func (c *Config) partialRotary(f *float64, field string) error {
+	if f == nil {
+		return nil
+	}
+	if !(*f > 0 && *f <= 1) {
+		return &ConfigError{Field: field, Err: fmt.Errorf("%g is not in (0, 1]", *f)}
+	}
+	R := int(float64(c.HeadDim) * *f)
+	if c.RotaryDim != 0 && R != c.RotaryDim {
+		return &ConfigError{Field: field, Err: fmt.Errorf("%g gives %d rotary dimensions, and another partial_rotary_factor of this config %d", *f, R, c.RotaryDim)}
+	}
+	if R == c.HeadDim {
+		return nil
+	}
+	if c.ModelType != "phi3" {
+		return &ConfigError{Field: field, Err: fmt.Errorf("%g is not supported for %s: only Phi-3's modeling (phi3) applies partial rotary embeddings in transformers; %s's attention rotates the whole head", *f, c.ModelType, c.ModelType)}
+	}
+	if R <= 0 || R%2 != 0 {
+		return &ConfigError{Field: field, Err: fmt.Errorf("%g of head_dim %d gives %d rotary dimensions: RoPE needs an even, positive number (the loader pairs dimension i with i + R/2, and the %d others two by two)", *f, c.HeadDim, R, c.HeadDim-R)}
+	}
+	c.RotaryDim = R
+	return nil
+}
+
+// RotaryDims returns R, the number of each head's dimensions that RoPE
+// rotates: RotaryDim, or D where that is 0 (the whole head).
+//
+// transformers (Phi3's apply_rotary_pos_emb) rotates a head's first R
+// dimensions, pairing i with i + R/2, and passes the D − R others through;
+// the backends' RoPE pairs i with i + D/2 over D/2 frequencies. Where R <
+// D the loader permutes each head's rows of q_proj and k_proj (and their
+// biases) so that HF's pairs land on the backends' pairs i < R/2 and the
+// pass-through dimensions on the others, and InvFreq gives those
+// frequency 0: angle 0 rotates by exactly nothing. q·k is the same under
+// one permutation of both; v and o do not change.
+func (c *Config) RotaryDims() int {
+	if c.RotaryDim == 0 {
+		return c.HeadDim
+	}
+	return c.RotaryDim
 }
 
 // positive returns *v checked to be in [1, max].

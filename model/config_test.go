@@ -339,8 +339,11 @@ func TestNewFamilyConfigs(t *testing.T) {
 	for _, tc := range []struct{ name, js, want string }{
 		{"gemma exact gelu", strings.Replace(gemma, `"hidden_activation":"gelu_pytorch_tanh",`, "", 1), "erf GELU"},
 		{"gemma bidirectional", strings.Replace(gemma, `"torch_dtype"`, `"use_bidirectional_attention":true,"torch_dtype"`, 1), "bidirectional"},
-		{"phi4-mini partial rotary", strings.Replace(phi3, "%s", `,"partial_rotary_factor":0.75`, 1), "partial rotary"},
-		{"partial rotary in rope_parameters", strings.Replace(phi3, "%s", `,"rope_parameters":{"rope_type":"default","rope_theta":10000.0,"partial_rotary_factor":0.75}`, 1), "partial rotary"},
+		{"partial rotary of an odd R", strings.Replace(phi3, "%s", `,"partial_rotary_factor":0.7`, 1), "even, positive"},
+		{"partial rotary factor above 1", strings.Replace(phi3, "%s", `,"partial_rotary_factor":1.5`, 1), "(0, 1]"},
+		{"partial rotary twice, differing", strings.Replace(phi3, "%s", `,"partial_rotary_factor":0.75,"rope_parameters":{"rope_type":"default","rope_theta":10000.0,"partial_rotary_factor":0.5}`, 1), "another partial_rotary_factor"},
+		{"partial rotary longrope of head_dim/2", strings.Replace(phi3, "%s", `,"partial_rotary_factor":0.75,"rope_scaling":{"type":"longrope","short_factor":[`+strings.Join(short, ",")+`],"long_factor":[`+strings.Join(long, ",")+`]}`, 1), "rotary dimensions/2"},
+		{"partial rotary outside phi3", strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": null, "partial_rotary_factor": 0.5`, 1), "only Phi-3"},
 		{"longrope short", strings.Replace(phi3, "%s", `,"rope_scaling":{"type":"longrope","short_factor":[1.0],"long_factor":[1.0]}`, 1), "head_dim/2"},
 		{"gemma2", `{"model_type":"gemma2","architectures":["Gemma2ForCausalLM"]}`, "soft-capping"},
 		{"gemma3 text", `{"model_type":"gemma3_text"}`, "local/global"},
@@ -351,5 +354,64 @@ func TestNewFamilyConfigs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want one saying %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestPartialRotaryConfig checks Phi-4-mini's partial rotary embeddings:
+// R = int(head_dim·factor) from the top level or rope_parameters, longrope
+// factors of R/2 entries, and InvFreq's R/2 frequencies over R followed by
+// exact zeros (the pass-through pairs), with linear and longrope scaling.
+func TestPartialRotaryConfig(t *testing.T) {
+	// Phi-4-mini: hidden 3072 over 24 heads (D = 128), factor 0.75.
+	const phi4 = `{"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,
+		"num_hidden_layers":2,"num_attention_heads":24,"num_key_value_heads":8,"vocab_size":200064,"rms_norm_eps":1e-5,
+		"max_position_embeddings":131072,"original_max_position_embeddings":4096,"sliding_window":262144,"hidden_act":"silu",
+		"partial_rotary_factor":0.75,"rope_theta":10000.0%s}`
+	short, long := make([]string, 48), make([]string, 48)
+	for i := range short {
+		short[i], long[i] = fmt.Sprint(1+0.01*float64(i)), fmt.Sprint(1+i)
+	}
+	for _, tc := range []struct {
+		name, js string
+		div      func(i int) float64 // InvFreq's divisor of entry i < R/2
+		long     func(i int) float64 // InvFreqLong's, nil: none
+	}{
+		{"default", strings.Replace(phi4, "%s", "", 1), func(int) float64 { return 1 }, nil},
+		{"rope_parameters", strings.Replace(strings.Replace(phi4, `"partial_rotary_factor":0.75,`, "", 1), "%s",
+			`,"rope_parameters":{"rope_type":"default","rope_theta":10000.0,"partial_rotary_factor":0.75}`, 1), func(int) float64 { return 1 }, nil},
+		{"linear", strings.Replace(phi4, "%s", `,"rope_scaling":{"type":"linear","factor":4.0}`, 1), func(int) float64 { return 4 }, nil},
+		{"longrope", strings.Replace(phi4, "%s", `,"rope_scaling":{"type":"longrope","short_factor":[`+strings.Join(short, ",")+`],"long_factor":[`+strings.Join(long, ",")+`]}`, 1),
+			func(i int) float64 { return 1 + 0.01*float64(i) }, func(i int) float64 { return float64(1 + i) }},
+	} {
+		c, err := ParseConfig([]byte(tc.js))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.HeadDim != 128 || c.RotaryDim != 96 || c.RotaryDims() != 96 {
+			t.Fatalf("%s: head_dim %d, RotaryDim %d, RotaryDims %d; want 128, 96, 96", tc.name, c.HeadDim, c.RotaryDim, c.RotaryDims())
+		}
+		check := func(what string, got []float32, div func(int) float64) {
+			if len(got) != 64 {
+				t.Fatalf("%s %s: %d frequencies, want D/2 = 64", tc.name, what, len(got))
+			}
+			for i, g := range got {
+				want := 0.0
+				if i < 48 {
+					want = 1 / math.Pow(10000, float64(2*i)/96) / div(i)
+				}
+				if !(math.Abs(float64(g)-want) <= 4e-7*want) {
+					t.Errorf("%s %s: inv_freq[%d] = %v, want %v", tc.name, what, i, g, want)
+				}
+			}
+		}
+		check("short", c.InvFreq(), tc.div)
+		if tc.long != nil {
+			check("long", c.InvFreqLong(), tc.long)
+		}
+	}
+	// A factor of 1 (or none) is the whole head: RotaryDim stays 0.
+	c, err := ParseConfig([]byte(strings.Replace(strings.Replace(phi4, "0.75", "1.0", 1), "%s", "", 1)))
+	if err != nil || c.RotaryDim != 0 || c.RotaryDims() != 128 {
+		t.Fatalf("factor 1: %v, RotaryDim %d", err, c.RotaryDim)
 	}
 }

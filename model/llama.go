@@ -19,6 +19,8 @@ import (
 //	Qwen3              per-head RMSNorm of q and k before RoPE; explicit head_dim
 //	Phi-3, Phi-3.5     q|k|v and gate|up stored fused (split at load); longrope
 //	                   RoPE scaling; a sliding window on every layer
+//	Phi-4-mini         Phi-3 with partial rotary embeddings (96 of 128 dims):
+//	                   q and k rows permuted at load (rope tags, RotaryDims)
 //	Gemma              RMSNorm by 1 + w (added at load), embeddings scaled by
 //	                   √hidden, GeGLU (gelu_tanh) MLP; head_dim 256
 //
@@ -52,14 +54,14 @@ type Llama struct {
 // LlamaLayer is one decoder layer's weights.
 type LlamaLayer struct {
 	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H" norm:"rms"`
-	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H" quant:"linear" tp:"rows,heads"`
-	QBias    backend.Weight `hf:"model.layers.%d.self_attn.q_proj.bias" shape:"QD" if:"qkv_bias" tp:"rows,heads"`
-	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H" quant:"linear" tp:"rows,kvheads"`
-	KBias    backend.Weight `hf:"model.layers.%d.self_attn.k_proj.bias" shape:"KVD" if:"qkv_bias" tp:"rows,kvheads"`
+	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H" quant:"linear" tp:"rows,heads" rope:"q"`
+	QBias    backend.Weight `hf:"model.layers.%d.self_attn.q_proj.bias" shape:"QD" if:"qkv_bias" tp:"rows,heads" rope:"q"`
+	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H" quant:"linear" tp:"rows,kvheads" rope:"k"`
+	KBias    backend.Weight `hf:"model.layers.%d.self_attn.k_proj.bias" shape:"KVD" if:"qkv_bias" tp:"rows,kvheads" rope:"k"`
 	V        backend.Weight `hf:"model.layers.%d.self_attn.v_proj.weight" shape:"KVD,H" quant:"linear" tp:"rows,kvheads"`
 	VBias    backend.Weight `hf:"model.layers.%d.self_attn.v_proj.bias" shape:"KVD" if:"qkv_bias" tp:"rows,kvheads"`
-	QNorm    backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"D" if:"qk_norm" norm:"rms"`
-	KNorm    backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"D" if:"qk_norm" norm:"rms"`
+	QNorm    backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"D" if:"qk_norm" norm:"rms" rope:"dims"`
+	KNorm    backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"D" if:"qk_norm" norm:"rms" rope:"dims"`
 	O        backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD" quant:"linear" tp:"cols,heads"`
 	OBias    backend.Weight `hf:"model.layers.%d.self_attn.o_proj.bias" shape:"H" if:"o_bias"`
 	MLPNorm  backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H" norm:"rms"`
@@ -112,7 +114,9 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 			m.Close()
 			return nil, fmt.Errorf("model: %w", err)
 		}
-		if f := cfg.RopeScaling.AttentionFactor; f != 1 {
+		if f := cfg.RopeScaling.AttentionFactor; f != 1 && cfg.RotaryDims() == cfg.HeadDim {
+			// (Partial rotary: the loader folds f² into q's rotated rows,
+			// rotaryLayout. Random weights, NewRandom, have none.)
 			m.qScale = float32(f * f)
 		}
 	}
@@ -136,6 +140,13 @@ func setupLlama(cfg *Config, ld *loader) {
 		return strings.HasSuffix(name, ".rotary_emb.inv_freq") || (cfg.TieWordEmbeddings && name == "lm_head.weight")
 	}
 	ld.normPlusOne = cfg.NormPlusOne
+	if R := cfg.RotaryDims(); R != cfg.HeadDim {
+		f := 1.0
+		if s := cfg.RopeScaling; s != nil && s.Type == "longrope" {
+			f = s.AttentionFactor
+		}
+		ld.rotary = newRotaryLayout(cfg.HeadDim, R, f)
+	}
 	if cfg.FusedQKV {
 		ld.fused = phi3Fused(cfg)
 	}

@@ -216,6 +216,14 @@ const progressLineEvery = time.Second
 //	norm:"rms"                                     an RMSNorm weight: loaded as
 //	                                               1 + w in float32 where
 //	                                               loader.normPlusOne (Gemma)
+//	rope:"q"                                       rows of whole heads of D that
+//	rope:"k"                                       RoPE rotates (q_proj, k_proj
+//	rope:"dims"                                    and biases; "dims": one head's
+//	                                               D values, q_norm, k_norm):
+//	                                               permuted within each head where
+//	                                               loader.rotary (partial rotary
+//	                                               embeddings, Config.RotaryDims),
+//	                                               "q" also scaled by its factor
 //
 // Where loader.fused maps a field's tensor name to rows of another stored
 // tensor (Phi-3's qkv_proj holds q|k|v, gate_up_proj gate|up), the field
@@ -240,10 +248,13 @@ type loader struct {
 	fused func(name string) (rs rowSlice, ok bool)
 	// normPlusOne loads the norm:"rms" weights as 1 + w (GemmaRMSNorm).
 	normPlusOne bool
-	quant       *QuantConfig // int8 weights with scales (nil: none)
-	opts        LoadOptions
-	view        viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
-	copyView    bool       // view must get copies: the caller unmaps the checkpoint
+	// rotary, if set, lays out the rope-tagged weights for partial rotary
+	// embeddings (nil: RoPE rotates whole heads, nothing to do).
+	rotary   *rotaryLayout
+	quant    *QuantConfig // int8 weights with scales (nil: none)
+	opts     LoadOptions
+	view     viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
+	copyView bool       // view must get copies: the caller unmaps the checkpoint
 
 	mem          WeightMemory // filled by load
 	fallbackSaid bool         // the dequantize-to-float32 line was logged
@@ -265,6 +276,7 @@ type weightSpec struct {
 	linear bool          // tagged quant:"linear"
 	split  backend.Split // from the tp tag; given to a backend.SplitLoader
 	norm   bool          // tagged norm:"rms"
+	rope   string        // the rope tag: "q", "k", "dims" or ""
 	// from is the stored tensor holding the weight and its rows (the
 	// weight's own name and all its rows where nothing is fused).
 	from rowSlice
@@ -348,7 +360,8 @@ func (ld *loader) load(dst any) error {
 			}
 		}
 		quantized := s.linear && ld.opts.Weights.IsQuantized()
-		if s.scale != "" && ld.view != nil && !quantized {
+		permute := s.rope != "" && ld.rotary != nil
+		if s.scale != "" && ld.view != nil && !quantized && !permute {
 			// int8 codes and scales, read in their stored precision.
 			w, err := ld.loadInt8View(t, s)
 			if err != nil {
@@ -361,7 +374,14 @@ func (ld *loader) load(dst any) error {
 			continue
 		}
 		if s.scale != "" {
+			// int8 rows are permuted as float32 (the scales' groups
+			// would have to move with them).
 			if t, err = ld.dequant(t, s); err != nil {
+				return err
+			}
+		}
+		if permute {
+			if t, err = ld.rotary.apply(t, s); err != nil {
 				return err
 			}
 		}
@@ -471,7 +491,7 @@ func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error
 				return fmt.Errorf("model: field %s: %w", f.Name, err)
 			}
 			*specs = append(*specs, weightSpec{name: name, shape: shape, dst: fv.Addr().Interface().(*backend.Weight),
-				linear: f.Tag.Get("quant") == "linear", split: split, norm: f.Tag.Get("norm") == "rms"})
+				linear: f.Tag.Get("quant") == "linear", split: split, norm: f.Tag.Get("norm") == "rms", rope: f.Tag.Get("rope")})
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && f.IsExported():
 			for j := range fv.Len() {
 				if err := ld.collect(fv.Index(j), j, specs); err != nil {
@@ -554,6 +574,87 @@ func plusOne(t safetensors.Tensor) (safetensors.Tensor, error) {
 		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(1+v))
 	}
 	t.DType, t.Data = safetensors.F32, data
+	return t, nil
+}
+
+// rotaryLayout is the load-time layout of partial rotary embeddings
+// (Config.RotaryDims): each head's D rows of q and k permuted so that
+// transformers' rotated pairs (i, i + R/2), i < R/2, become the backends'
+// pairs (i, i + D/2), and its D − R pass-through dimensions fill the other
+// pairs, whose inverse frequency is 0.
+type rotaryLayout struct {
+	D, R int
+	// src[j] is the row of a head in the checkpoint that goes to row j.
+	src []int
+	// qScale multiplies q's rotated rows (those of the pairs i < R/2):
+	// longrope's attention factor squared, which transformers applies to
+	// cos and sin of the rotated dimensions only (1: none). Since rotation
+	// is linear, f² on q's rotated rows before RoPE gives the scores of f
+	// on both q and k after it, and the pass-through dimensions keep
+	// theirs; the model then scales nothing at run time.
+	qScale float64
+}
+
+// newRotaryLayout returns the layout of R rotated dimensions of D (R < D,
+// both even) with longrope's attention factor f (1 for none).
+func newRotaryLayout(D, R int, f float64) *rotaryLayout {
+	src := make([]int, D)
+	h, p := R/2, (D-R)/2 // rotated pairs, pass-through pairs
+	for j := range h {
+		src[j] = j         // HF's first halves of the rotated pairs
+		src[D/2+j] = h + j // and their partners
+	}
+	for j := range p {
+		src[h+j] = R + j // the pass-through dimensions, two by two
+		src[D/2+h+j] = R + p + j
+	}
+	return &rotaryLayout{D: D, R: R, src: src, qScale: f * f}
+}
+
+// apply returns the rope-tagged tensor t of spec s in the layout, in a new
+// buffer (t's bytes may be a read-only mapping of the checkpoint, or the
+// bytes a backend keeps in place). The rows of q are scaled by qScale where
+// it is not 1, and then stored as float32 (so that the scaled values are
+// not rounded to the checkpoint's dtype).
+func (r *rotaryLayout) apply(t safetensors.Tensor, s weightSpec) (safetensors.Tensor, error) {
+	rows := s.shape[0]
+	if rows%r.D != 0 || len(t.Data)%rows != 0 {
+		return t, fmt.Errorf("model: tensor %q: %d rows are not whole heads of %d", s.name, rows, r.D)
+	}
+	scale := s.rope == "q" && r.qScale != 1
+	if scale {
+		v, err := t.Float32()
+		if err != nil {
+			return t, fmt.Errorf("model: %s: %w", t.File, err)
+		}
+		data := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
+		}
+		t.DType, t.Data = safetensors.F32, data
+	}
+	row := len(t.Data) / rows
+	out := make([]byte, len(t.Data))
+	for h := 0; h < rows; h += r.D {
+		for j, from := range r.src {
+			copy(out[(h+j)*row:(h+j+1)*row], t.Data[(h+from)*row:(h+from+1)*row])
+		}
+	}
+	if scale {
+		for h := 0; h < rows; h += r.D {
+			for j, from := range r.src {
+				if from >= r.R {
+					continue
+				}
+				b := out[(h+j)*row : (h+j+1)*row]
+				for i := 0; i < len(b); i += 4 {
+					x := math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))
+					binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(float64(x)*r.qScale)))
+				}
+			}
+		}
+	}
+	t.Data = out
 	return t, nil
 }
 

@@ -56,10 +56,13 @@ func refInvFreq(cfg *Config) []float64 { return refInvFreqLen(cfg, false) }
 // refInvFreqLen is refInvFreq with longrope's long factors where long (the
 // frequencies of a forward pass past the original context).
 func refInvFreqLen(cfg *Config, long bool) []float64 {
-	D := cfg.HeadDim
-	inv := make([]float64, D/2)
+	// R/2 frequencies over the rotated dimensions R (the whole head D
+	// but with partial rotary embeddings: transformers' dim =
+	// int(head_dim·partial_rotary_factor)).
+	R := refRotaryDims(cfg)
+	inv := make([]float64, R/2)
 	for i := range inv {
-		inv[i] = 1 / math.Pow(cfg.RopeTheta, float64(2*i)/float64(D))
+		inv[i] = 1 / math.Pow(cfg.RopeTheta, float64(2*i)/float64(R))
 	}
 	s := cfg.RopeScaling
 	if s == nil {
@@ -92,6 +95,15 @@ func refInvFreqLen(cfg *Config, long bool) []float64 {
 		}
 	}
 	return inv
+}
+
+// refRotaryDims is the number of each head's dimensions RoPE rotates,
+// from the config's factor as transformers computes it.
+func refRotaryDims(cfg *Config) int {
+	if cfg.RotaryDim != 0 {
+		return cfg.RotaryDim
+	}
+	return cfg.HeadDim
 }
 
 // refForward runs tokens (one sequence from position 0) through the model
@@ -184,14 +196,19 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 		}
 		return y
 	}
+	// Phi3's apply_rotary_pos_emb: the first R dimensions rotated with
+	// rotate_half (i paired with i + R/2) and cos, sin times the attention
+	// factor; the other D − R passed through unchanged (R = D but for
+	// partial rotary embeddings).
+	R := refRotaryDims(cfg)
 	rope := func(x []float64, pos int) { // one head, rotate_half layout
 		inv := invAt[pos]
-		for i := range D / 2 {
+		for i := range R / 2 {
 			th := float64(pos) * inv[i]
 			c, s := math.Cos(th)*attnFactor, math.Sin(th)*attnFactor
-			x1, x2 := x[i], x[i+D/2]
+			x1, x2 := x[i], x[i+R/2]
 			x[i] = x1*c - x2*s
-			x[i+D/2] = x2*c + x1*s
+			x[i+R/2] = x2*c + x1*s
 		}
 	}
 

@@ -5,7 +5,12 @@ import "math"
 // InvFreq returns the D/2 RoPE inverse frequencies of the config, scaling
 // included, computed as transformers computes them in float32:
 //
-//	inv_freq[i] = 1 / theta^(float32(2i)/D)
+//	inv_freq[i] = 1 / theta^(float32(2i)/R)
+//
+// for i < R/2, R = RotaryDims() (D but for partial rotary embeddings),
+// and exactly 0 for R/2 <= i < D/2: the pass-through dimensions, which the
+// loader lays out on those pairs (RotaryDims), rotate by angle 0,
+// cos 1 and sin 0, that is not at all.
 //
 // then, for "linear" scaling, inv_freq / factor, and for "llama3" scaling
 // (Llama 3.1/3.2), with wavelength λ = 2π / inv_freq and the original context
@@ -32,14 +37,14 @@ func (c *Config) InvFreq() []float32 {
 	}
 	switch s.Type {
 	case "linear":
-		for i := range inv {
+		for i := range inv[:c.RotaryDims()/2] {
 			inv[i] = float32(float64(inv[i]) / s.Factor)
 		}
 	case "llama3":
 		lo := float64(s.OriginalMaxPositions)
 		lowWavelen := lo / s.LowFreqFactor
 		highWavelen := lo / s.HighFreqFactor
-		for i, f := range inv {
+		for i, f := range inv[:c.RotaryDims()/2] {
 			wavelen := float64(float32(2 * math.Pi / float64(f)))
 			switch {
 			case wavelen < highWavelen:
@@ -55,13 +60,13 @@ func (c *Config) InvFreq() []float32 {
 	return inv
 }
 
-// baseInvFreq returns the unscaled inverse frequencies 1/theta^(2i/D) in
-// float32 as transformers computes them.
+// baseInvFreq returns the unscaled inverse frequencies 1/theta^(2i/R) in
+// float32 as transformers computes them, 0 past R/2 (InvFreq).
 func (c *Config) baseInvFreq() []float32 {
-	D := c.HeadDim
-	inv := make([]float32, D/2)
-	for i := range inv {
-		exp := float32(2*i) / float32(D)
+	R := c.RotaryDims()
+	inv := make([]float32, c.HeadDim/2)
+	for i := range inv[:R/2] {
+		exp := float32(2*i) / float32(R)
 		inv[i] = 1 / float32(math.Pow(c.RopeTheta, float64(exp)))
 	}
 	return inv
@@ -72,9 +77,9 @@ func (c *Config) baseInvFreq() []float32 {
 // other configs. transformers picks them for a forward pass whose largest
 // position is at least OriginalMaxPositions, InvFreq's otherwise; each is
 //
-//	inv_freq[i] = 1 / (factor[i]·theta^(float32(2i)/D))
+//	inv_freq[i] = 1 / (factor[i]·theta^(float32(2i)/R))
 //
-// in float32.
+// in float32 for i < R/2 (factor has R/2 entries), 0 past (InvFreq).
 func (c *Config) InvFreqLong() []float32 {
 	s := c.RopeScaling
 	if s == nil || s.Type != "longrope" {
@@ -85,10 +90,11 @@ func (c *Config) InvFreqLong() []float32 {
 
 // longropeInvFreq is longrope's inverse frequencies with divisors ext.
 func (c *Config) longropeInvFreq(ext []float64) []float32 {
+	R := c.RotaryDims()
 	inv := make([]float32, c.HeadDim/2)
-	for i := range inv {
-		// theta^(2i/D) in float32, as transformers' base**inv_freq_shape.
-		pow := float32(math.Pow(c.RopeTheta, float64(float32(2*i)/float32(c.HeadDim))))
+	for i := range inv[:R/2] {
+		// theta^(2i/R) in float32, as transformers' base**inv_freq_shape.
+		pow := float32(math.Pow(c.RopeTheta, float64(float32(2*i)/float32(R))))
 		inv[i] = 1 / (float32(ext[i]) * pow)
 	}
 	return inv

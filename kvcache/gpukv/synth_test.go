@@ -56,6 +56,15 @@ var gpuSynthFamilies = []struct {
 		"max_position_embeddings":4096,"original_max_position_embeddings":256,"tie_word_embeddings":false,
 		"rope_scaling":{"type":"longrope","short_factor":[1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.35, 1.4, 1.45, 1.5, 1.55, 1.6, 1.65, 1.7, 1.75, 1.8, 1.85, 1.9, 1.95, 2.0, 2.05, 2.1, 2.15, 2.2, 2.25, 2.3, 2.35, 2.4, 2.45, 2.5, 2.55, 2.6, 2.65, 2.7, 2.75, 2.8, 2.85, 2.9, 2.95, 3.0, 3.05, 3.1, 3.15, 3.2, 3.25, 3.3, 3.35, 3.4, 3.45, 3.5, 3.55, 3.6, 3.65, 3.7, 3.75, 3.8, 3.85, 3.9, 3.95, 4.0, 4.05, 4.1, 4.15],
 		"long_factor":[1.0, 1.4, 1.8, 2.2, 2.6, 3.0, 3.4, 3.8, 4.2, 4.6, 5.0, 5.4, 5.8, 6.2, 6.6, 7.0, 7.4, 7.8, 8.2, 8.6, 9.0, 9.4, 9.8, 10.2, 10.6, 11.0, 11.4, 11.8, 12.2, 12.6, 13.0, 13.4, 13.8, 14.2, 14.6, 15.0, 15.4, 15.8, 16.2, 16.6, 17.0, 17.4, 17.8, 18.2, 18.6, 19.0, 19.4, 19.8, 20.2, 20.6, 21.0, 21.4, 21.8, 22.2, 22.6, 23.0, 23.4, 23.8, 24.2, 24.6, 25.0, 25.4, 25.8, 26.2]}}`},
+	// Phi-4-mini's partial rotary embeddings: head_dim 128, factor 0.75 (96
+	// dimensions rotated, 32 passed through; the loader permutes q and k
+	// rows), longrope with R/2 = 48 factors and attention factor ≠ 1.
+	{"phi4-mini-like gqa3 d128 partial rotary 0.75 longrope", safetensors.BF16, `{"architectures":["Phi3ForCausalLM"],"model_type":"phi3",
+		"hidden_size":768,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":2,
+		"vocab_size":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"hidden_act":"silu","sliding_window":262144,"partial_rotary_factor":0.75,
+		"max_position_embeddings":4096,"original_max_position_embeddings":256,"tie_word_embeddings":true,
+		"rope_scaling":{"type":"longrope","short_factor":[1.00, 1.05, 1.10, 1.15, 1.20, 1.25, 1.30, 1.35, 1.40, 1.45, 1.50, 1.55, 1.60, 1.65, 1.70, 1.75, 1.80, 1.85, 1.90, 1.95, 2.00, 2.05, 2.10, 2.15, 2.20, 2.25, 2.30, 2.35, 2.40, 2.45, 2.50, 2.55, 2.60, 2.65, 2.70, 2.75, 2.80, 2.85, 2.90, 2.95, 3.00, 3.05, 3.10, 3.15, 3.20, 3.25, 3.30, 3.35],
+		"long_factor":[1.0, 1.4, 1.8, 2.2, 2.6, 3.0, 3.4, 3.8, 4.2, 4.6, 5.0, 5.4, 5.8, 6.2, 6.6, 7.0, 7.4, 7.8, 8.2, 8.6, 9.0, 9.4, 9.8, 10.2, 10.6, 11.0, 11.4, 11.8, 12.2, 12.6, 13.0, 13.4, 13.8, 14.2, 14.6, 15.0, 15.4, 15.8, 16.2, 16.6, 17.0, 17.4, 17.8, 18.2, 18.6, 19.0, 19.4, 19.8]}}`},
 }
 
 // synthFP16Tol bounds ‖gpu − cpu‖₂ / ‖cpu‖₂ of a row of logits with fp16 KV

@@ -113,6 +113,25 @@ FIXTURES = [
      dict(hidden_size=64, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
           head_dim=64, rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
           sliding_window=16, query_pre_attn_scalar=64, tie_word_embeddings=True)),
+    # Phi-4-mini's partial rotary embeddings: head_dim 128 (hidden/heads), factor
+    # 0.75 (96 dimensions rotated, 32 passed through), GQA 2 heads over 1.
+    ("phi3-partial075-gqa2-d128-bf16", "Phi3Config", "Phi3ForCausalLM", "bfloat16", True,
+     dict(hidden_size=256, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          rms_norm_eps=1e-5, partial_rotary_factor=0.75,
+          rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.75),
+          tie_word_embeddings=False, sliding_window=None)),
+    # The same with longrope (Phi-4-mini's RoPE): 48 = R/2 factors; original context
+    # 128 > the 63 positions, so the short factors apply in every pass (transformers
+    # picks per pass, our chunked prefill too), with attention factor
+    # sqrt(1 + ln 2 / ln 128) on the rotated dimensions only.
+    ("phi3-partial075-longrope-d128-bf16", "Phi3Config", "Phi3ForCausalLM", "bfloat16", True,
+     dict(hidden_size=256, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          rms_norm_eps=1e-5, partial_rotary_factor=0.75, original_max_position_embeddings=128,
+          rope_parameters=dict(rope_type="longrope", rope_theta=10000.0, partial_rotary_factor=0.75,
+                               original_max_position_embeddings=128,
+                               short_factor=[1.0 + 0.05 * i for i in range(48)],
+                               long_factor=[1.0 + 0.5 * i for i in range(48)]),
+          tie_word_embeddings=False, sliding_window=None)),
 ]
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
