@@ -129,3 +129,61 @@ func compareLogits(t *testing.T, what string, a, c []float32, V int, rel float64
 type noAttention struct{}
 
 func (noAttention) Attend(layer int, b *Batch, q, k, v, out backend.Tensor) error { return nil }
+
+// TestPartialRotaryQuantized loads the partial-rotary synthetic families
+// with int8 weights: the loader permutes (and scales) q's and k's rows
+// before quantizing each output row, so the logits stay within int8's own
+// error of the float64 reference on the stored weights (a missing or
+// misplaced permutation moves them by O(1), as TestSyntheticFamilies'
+// mutations show).
+func TestPartialRotaryQuantized(t *testing.T) {
+	spec, err := wq.ParseSpec("int8:g32") // groups of 32: the synthetic widths are 64, 96, 128, 256
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := []int32{1, 17, 42, 99, 0, 5, 5, 63, 28, 71, 3}
+	n := 0
+	for i, fam := range synthFamilies {
+		if !strings.Contains(fam.name, "partial rotary") {
+			continue
+		}
+		n++
+		t.Run(fam.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := writeSynthetic(t, dir, fam.config, fam.dtype, uint64(10+i), nil)
+			be := cpu.New(2)
+			m, err := Load(dir, be, LoadOptions{Weights: spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			want := refForward(m.Config(), w, tokens)
+			var b Batch
+			b.Add(0, 0, tokens...)
+			b.AllLogits = true
+			out, err := m.Forward(&b, NewDenseCache(be, m.Config()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var moved float64
+			for p := range tokens {
+				var scale float64
+				for _, v := range want[p] {
+					scale = max(scale, math.Abs(v))
+				}
+				for j, v := range want[p] {
+					moved = max(moved, math.Abs(float64(out.Row(p)[j])-v)/scale)
+				}
+			}
+			// int8 weights in groups of 32: about 2e-2 of max |logit| here;
+			// TestLoadInt8 bounds its format's effect by 0.05 too.
+			if !(moved > 0 && moved <= 0.05) {
+				t.Errorf("int8 weights: logits differ from the reference by %.3g of max |logit|, want in (0, 0.05]", moved)
+			}
+			t.Logf("int8 weights vs float64 reference: %.2e of max |logit|", moved)
+		})
+	}
+	if n != 3 {
+		t.Fatalf("%d partial rotary families, want 3", n)
+	}
+}
