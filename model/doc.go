@@ -1,6 +1,7 @@
 // Package model loads Llama-family Hugging Face checkpoints (Llama 2/3/3.1/
-// 3.2, Mistral, Qwen2/2.5, Qwen3) and runs their forward pass over a
-// backend.Backend, so the same model code runs on any device.
+// 3.2, Mistral, Qwen2/2.5, Qwen3, Phi-3/3.5 and Phi-4-mini, Gemma) and runs
+// their forward pass over a backend.Backend, so the same model code runs on
+// any device.
 //
 // Load reads config.json (Config) and the safetensors weights (package
 // model/safetensors) into backend-owned weights. Model.Forward takes a Batch
@@ -11,6 +12,12 @@
 //
 // An architecture is one file (llama.go): a weights struct tagged with the
 // checkpoint's tensor names and a Forward that reads like the equations.
+// What a family stores differently from the backends' ops is fixed at load
+// (loader's tags): Phi-3's fused q|k|v split into rows, Gemma's 1 + w
+// norms, and Phi-4-mini's partial rotary embeddings (RoPE on 96 of each
+// head's 128 dimensions) as a permutation of q's and k's rows within each
+// head with frequency 0 for the pass-through pairs (Config.RotaryDims), so
+// that every backend's RoPE, fused GPU paths included, runs them as is.
 //
 // A typical generation loop:
 //
