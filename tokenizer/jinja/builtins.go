@@ -421,18 +421,7 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 			}
 			return x
 		}
-		var serr error
-		sort.SliceStable(out, func(i, j int) bool {
-			c, err := order(key(out[i]), key(out[j]), line, "<")
-			if err != nil {
-				serr = err
-			}
-			if reverse {
-				return c > 0
-			}
-			return c < 0
-		})
-		return out, serr
+		return out, sortBy(out, key, reverse, line)
 	case "dictsort":
 		d, ok := v.(*Dict)
 		if !ok {
@@ -455,18 +444,7 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 			}
 			return x
 		}
-		var serr error
-		sort.SliceStable(out, func(i, j int) bool {
-			c, err := order(key(out[i]), key(out[j]), line, "<")
-			if err != nil {
-				serr = err
-			}
-			if reverse {
-				return c > 0
-			}
-			return c < 0
-		})
-		return out, serr
+		return out, sortBy(out, key, reverse, line)
 	case "int":
 		def := argOr(args, kw, 0, "default", int64(0))
 		switch x := v.(type) {
@@ -1223,3 +1201,21 @@ func strFormat(s string, args []Value, kw *Dict, line int) (Value, error) {
 
 // isPrintable is Python's str.isprintable() for one character.
 func isPrintable(r rune) bool { return unicode.IsPrint(r) }
+
+// sortBy sorts items stably by key, Jinja's order (reversed with
+// reverse), as the sort and dictsort filters do; the first comparison
+// error, if any, is returned.
+func sortBy(items []any, key func(Value) Value, reverse bool, line int) error {
+	var serr error
+	sort.SliceStable(items, func(i, j int) bool {
+		c, err := order(key(items[i]), key(items[j]), line, "<")
+		if err != nil && serr == nil {
+			serr = err
+		}
+		if reverse {
+			return c > 0
+		}
+		return c < 0
+	})
+	return serr
+}

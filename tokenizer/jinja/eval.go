@@ -140,6 +140,27 @@ func errorf(line int, format string, args ...any) error {
 	return &Error{Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
+// unpack binds v to names in sc, as Python assigns: one name takes v
+// whole, several take its items (as many as names; what names them in
+// the error: "names" of a set, "loop variables" of a for).
+func (r *renderer) unpack(sc *scope, names []string, v Value, line int, what string) error {
+	if len(names) == 1 {
+		sc.vars[names[0]] = v
+		return nil
+	}
+	items, err := r.iterate(v, line)
+	if err != nil {
+		return err
+	}
+	if len(items) != len(names) {
+		return errorf(line, "cannot unpack %d values into %d %s", len(items), len(names), what)
+	}
+	for i, name := range names {
+		sc.vars[name] = items[i]
+	}
+	return nil
+}
+
 func (r *renderer) step(line int) error {
 	r.steps++
 	if r.steps > r.lim.MaxSteps {
@@ -220,21 +241,7 @@ func (r *renderer) execNode(n node, sc *scope, b *strings.Builder) error {
 			ns.d.Set(n.attr, v)
 			return nil
 		}
-		if len(n.names) == 1 {
-			sc.vars[n.names[0]] = v
-			return nil
-		}
-		items, err := r.iterate(v, n.line)
-		if err != nil {
-			return err
-		}
-		if len(items) != len(n.names) {
-			return errorf(n.line, "cannot unpack %d values into %d names", len(items), len(n.names))
-		}
-		for i, name := range n.names {
-			sc.vars[name] = items[i]
-		}
-		return nil
+		return r.unpack(sc, n.names, v, n.line, "names")
 	case *macroNode:
 		sc.vars[n.name] = &macro{node: n, r: r}
 		return nil
@@ -345,23 +352,7 @@ func (r *renderer) execFor(n *forNode, sc *scope, b *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	bind := func(s *scope, item Value) error {
-		if len(n.targets) == 1 {
-			s.vars[n.targets[0]] = item
-			return nil
-		}
-		parts, err := r.iterate(item, n.line)
-		if err != nil {
-			return err
-		}
-		if len(parts) != len(n.targets) {
-			return errorf(n.line, "cannot unpack %d values into %d loop variables", len(parts), len(n.targets))
-		}
-		for i, t := range n.targets {
-			s.vars[t] = parts[i]
-		}
-		return nil
-	}
+	bind := func(s *scope, item Value) error { return r.unpack(s, n.targets, item, n.line, "loop variables") }
 	if n.cond != nil {
 		var kept []Value
 		for _, item := range items {
