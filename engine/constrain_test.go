@@ -188,3 +188,57 @@ func TestConstrainedIgnoreEOS(t *testing.T) {
 		t.Errorf("got %q (%s)", text, res.FinishReason)
 	}
 }
+
+// TestGenerateConstrained runs Generate (what `bitdecode run --json` and
+// `--json-schema` use) on the embedded model under json_object and the
+// bounded schema, greedy and sampled: the text is the grammar's document,
+// complete where generation stopped on a stop token, and the bounded
+// schema's always stops.
+func TestGenerateConstrained(t *testing.T) {
+	lm, err := Open("", Options{Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	bounded, err := constrain.JSONSchema([]byte(boundedSchema), constrain.SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		g       *constrain.Grammar
+		bounded bool
+	}{{"json_object", constrain.JSONObject(), false}, {"schema", bounded, true}} {
+		for _, sample := range []SampleOptions{{}, {Temperature: 0.9, TopP: 0.95, Seed: 5}} {
+			ids, err := lm.Encode("x = ", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := GenerateOptions{MaxTokens: 160, Sample: sample, Constraint: c.g}
+			cache, err := lm.NewCache(kv.MustParseSpec("int8:kc32:v32:res32"), lm.SoloCacheOptions(len(ids), opts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			st, err := Generate(t.Context(), lm.Model, lm.Tokenizer, cache, 0, ids, opts, func(s string) { out.WriteString(s) })
+			cache.Close()
+			if err != nil {
+				t.Fatalf("%s %+v: %v", c.name, sample, err)
+			}
+			text := out.String()
+			switch {
+			case st.StopReason == "stop token" && !json.Valid([]byte(text)):
+				t.Errorf("%s %+v: stopped with %q, not JSON", c.name, sample, text)
+			case c.bounded && st.StopReason != "stop token":
+				t.Errorf("%s %+v: %s with %q", c.name, sample, st.StopReason, text)
+			case !strings.HasPrefix(strings.TrimSpace(text), "{"):
+				t.Errorf("%s %+v: %q does not start an object", c.name, sample, text)
+			case c.bounded:
+				if err := checkBounded(text); err != nil {
+					t.Errorf("%s %+v: %q: %v", c.name, sample, text, err)
+				}
+			}
+			t.Logf("%s %+v: %s, %q", c.name, sample, st.StopReason, text)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bitdecode/bitdecode/constrain"
 	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/tokenizer"
@@ -24,6 +25,11 @@ type GenerateOptions struct {
 	// holds for the sequence (a conversation's earlier turns): prefill starts
 	// after them. 0: the sequence is new.
 	Cached int
+	// Constraint, when set, restricts the generated text to the documents
+	// of a grammar (package constrain: any JSON object, or a JSON Schema's
+	// documents), as Request.Constraint does for the scheduler; the stop
+	// tokens end generation only where the document is complete.
+	Constraint *constrain.Grammar
 }
 
 // Stats describes a finished generation.
@@ -71,6 +77,16 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 		stop[id] = true
 	}
 	sampler := NewSampler(opts.Sample)
+	var cons *constrain.Matcher
+	if opts.Constraint != nil {
+		cons = constrain.NewMatcher(opts.Constraint, TokenVocab(tok, m.Config().Vocab), opts.StopIDs)
+	}
+	output := func(generated int) model.Output {
+		if cons != nil {
+			return model.OutputLogits // the mask needs the whole row
+		}
+		return sampler.Output(generated)
+	}
 	stream := tok.NewDecodeStream(tokenizer.DecodeOptions{SkipSpecial: true})
 	context := append([]int(nil), prompt...)
 
@@ -95,7 +111,7 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 		if end < len(prompt) {
 			b.Seqs[0].Output = model.OutputToken // a row nobody reads
 		} else {
-			b.Seqs[0].Output = sampler.Output(0)
+			b.Seqs[0].Output = output(0)
 		}
 		var err error
 		if logits, err = m.Forward(&b, c); err != nil {
@@ -111,7 +127,24 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 	start = time.Now()
 	stops := newStopMatcher(opts.Stop)
 	for st.GeneratedTokens < opts.MaxTokens {
-		next := sampler.SampleRow(logits, 0, context, st.GeneratedTokens).ID
+		var next int
+		if cons != nil {
+			picked, ok := sampler.SampleConstrained(logits.Row(0), context, st.GeneratedTokens, cons)
+			if !ok && cons.Complete() {
+				st.StopReason = "stop token"
+				break
+			}
+			if !ok {
+				return st, ErrConstraint
+			}
+			if next = picked.ID; !stop[next] {
+				if err := cons.Accept(next); err != nil {
+					return st, err
+				}
+			}
+		} else {
+			next = sampler.SampleRow(logits, 0, context, st.GeneratedTokens).ID
+		}
 		if stop[next] {
 			st.StopReason = "stop token"
 			break
@@ -137,7 +170,7 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 		}
 		var b model.Batch
 		b.Add(seq, len(context)-1, int32(next))
-		b.Seqs[0].Output = sampler.Output(st.GeneratedTokens)
+		b.Seqs[0].Output = output(st.GeneratedTokens)
 		var err error
 		if logits, err = m.Forward(&b, c); err != nil {
 			return st, err

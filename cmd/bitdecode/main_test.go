@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,6 +131,34 @@ func TestRunEmbedded(t *testing.T) {
 		if !strings.Contains(e, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, e)
 		}
+	}
+}
+
+// TestRunJSON constrains run's output to JSON (--json, --json-schema
+// inline and from a file) and refuses what it cannot enforce.
+func TestRunJSON(t *testing.T) {
+	schemaFile := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(schemaFile, []byte(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--json"}, {"--json-schema", `{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`}, {"--json-schema", schemaFile}} {
+		var out, errb bytes.Buffer
+		code := runMain(append([]string{"run", "--device", "cpu", "--quiet", "--max-tokens", "200"}, append(args, "x = ")...), &out, &errb)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		doc := strings.TrimSpace(strings.TrimPrefix(out.String(), "x = "))
+		var v map[string]any
+		if err := json.Unmarshal([]byte(doc), &v); err != nil {
+			t.Errorf("%v: output %q is not a JSON object: %v", args, doc, err)
+		}
+		if args[0] == "--json-schema" && len(v) != 1 {
+			t.Errorf("%v: %q does not match the schema", args, doc)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := runMain([]string{"run", "--device", "cpu", "--quiet", "--json-schema", `{"type":"string","format":"date"}`, "x"}, &out, &errb); code == 0 || !strings.Contains(errb.String(), `"format"`) {
+		t.Errorf("an unsupported keyword: exit %d, %s", code, errb.String())
 	}
 }
 

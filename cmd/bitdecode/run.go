@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitdecode/bitdecode/constrain"
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
@@ -61,23 +62,27 @@ auto without a GPU says so in one line and runs on the CPU.
 PROMPT is one argument (quote it); - reads it from standard input and
 --prompt-file FILE from a file. Flags may come before or after it.
 --ctx-size N caps the context (prompt plus new tokens) below the model's.
+--json makes the output one JSON object and --json-schema one document of
+a JSON Schema, by constrained decoding (docs/serving.md, "Structured
+output": the same grammars as the server's response_format).
 
 examples:
   bitdecode run --kv int4 "func main() {"
   git diff | bitdecode run --model DIR --chat --max-tokens 200 -
   bitdecode run --model ../shared/models/gocoder-23m --kv int4 "func main() {"
-  bitdecode run --model DIR --device cuda --tp 2 --kv int4 "func main() {"`,
+  bitdecode run --model DIR --device cuda --tp 2 --kv int4 "func main() {"
+  bitdecode run --model DIR --chat --json-schema person.json "Describe a person"`,
 }
 
 type runFlags struct {
 	modelDir, kvSpec, device, stop        *string
 	weights, calib, decK, promptFile      *string
-	chatTemplate                          *string
+	chatTemplate, jsonSchema              *string
 	maxTokens, topK, chunk, calibN, ctx   *int
 	tp                                    *int
 	temperature, topP, minP, repeatPenalt *float64
 	seed                                  *uint64
-	chat, quiet, compare                  *bool
+	chat, quiet, compare, json            *bool
 }
 
 func addRunFlags(fs *flag.FlagSet) runFlags {
@@ -103,6 +108,8 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 		seed:         fs.Uint64("seed", 0, "sampler seed"),
 		chat:         fs.Bool("chat", false, "wrap PROMPT as a user message in the model's chat template"),
 		chatTemplate: fs.String("chat-template", "", chatTemplateHelp),
+		json:         fs.Bool("json", false, "constrain the output to one JSON object"),
+		jsonSchema:   fs.String("json-schema", "", "constrain the output to a JSON document of this JSON Schema (a file, or the schema itself if it starts with {)"),
 		quiet:        fs.Bool("quiet", false, "no progress bar or statistics on stderr"),
 		compare:      fs.Bool("compare-fp16", false, "also generate with an fp16 KV cache and compare speed, memory and tokens (default on with the embedded model)"),
 	}
@@ -160,6 +167,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if *f.stop != "" {
 		opts.Stop = []string{strings.ReplaceAll(*f.stop, `\n`, "\n")}
+	}
+	if opts.Constraint, err = jsonConstraint(*f.json, *f.jsonSchema); err != nil {
+		return err
 	}
 	lm, err := engine.Open(*f.modelDir, o)
 	if err != nil {
@@ -359,4 +369,30 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// jsonConstraint compiles --json (any JSON object) or --json-schema (a
+// file, or the schema itself when it starts with "{"); nil for neither.
+func jsonConstraint(object bool, schema string) (*constrain.Grammar, error) {
+	switch {
+	case object && schema != "":
+		return nil, usageErrorf("--json and --json-schema: give one")
+	case object:
+		return constrain.JSONObject(), nil
+	case schema == "":
+		return nil, nil
+	}
+	text := []byte(schema)
+	if !strings.HasPrefix(strings.TrimSpace(schema), "{") {
+		b, err := os.ReadFile(schema)
+		if err != nil {
+			return nil, fmt.Errorf("--json-schema: %w", err)
+		}
+		text = b
+	}
+	g, err := constrain.JSONSchema(text, constrain.SchemaOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--json-schema: %w", err)
+	}
+	return g, nil
 }
