@@ -23,6 +23,8 @@ var supported = []struct{ modelType, architecture string }{
 	{"qwen3", "Qwen3ForCausalLM"},
 	{"phi3", "Phi3ForCausalLM"},
 	{"gemma", "GemmaForCausalLM"},
+	{"granite", "GraniteForCausalLM"},
+	{"olmo2", "Olmo2ForCausalLM"},
 }
 
 // unsupportedFamilies are families that real checkpoints often name and
@@ -70,7 +72,7 @@ const (
 // Hugging Face config.json. Field names use the shape letters of the project:
 // Hq query heads, Hkv key/value heads, D head dimension.
 type Config struct {
-	ModelType    string // "llama", "mistral", "qwen2", "qwen3", "phi3" or "gemma"
+	ModelType    string // "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite" or "olmo2"
 	Architecture string // e.g. "LlamaForCausalLM"; "" if the config names none
 
 	Hidden       int // hidden_size
@@ -110,8 +112,30 @@ type Config struct {
 	// (GemmaRMSNorm); the loader adds the 1 (in float32, as transformers).
 	NormPlusOne bool
 	// EmbedScale, if not 0, multiplies the token embeddings (Gemma: √hidden
-	// rounded to the checkpoint's dtype, as transformers rounds it).
+	// rounded to the checkpoint's dtype, as transformers rounds it;
+	// Granite: embedding_multiplier in float32).
 	EmbedScale float32
+	// AttnScale, if not 0, is the softmax scale of the attention scores in
+	// place of 1/√D (Granite's attention_multiplier). The attention
+	// computes with 1/√D; the loader folds AttnScale·√D into q's rows and
+	// bias (attnFolds).
+	AttnScale float64
+	// ResidualScale, if not 0, multiplies each attention and MLP block's
+	// output before its residual add (Granite's residual_multiplier); the
+	// loader folds it into o_proj's and down_proj's rows and biases.
+	ResidualScale float64
+	// LogitScale, if not 0, multiplies the logits (Granite's
+	// 1/logits_scaling); the loader folds it into the final norm's weight
+	// (the LM head is linear, and may be the tied embedding).
+	LogitScale float64
+	// PostNorms: OLMo 2's blocks, h = h + RMSNorm(attn(h)) and h = h +
+	// RMSNorm(mlp(h)) (post_attention_layernorm, post_feedforward_layernorm;
+	// no input norm), with q_norm and k_norm over the whole q and k
+	// projections (QKNormFull).
+	PostNorms bool
+	// QKNormFull: RMSNorm of q over all Hq·D values of a token and of k over
+	// all Hkv·D before RoPE (OLMo 2), not per head as QKNorm.
+	QKNormFull bool
 
 	// SlidingWindow is the attention window in tokens of the layers that use
 	// one (Mistral's sliding_window; Qwen's when use_sliding_window), 0 if
@@ -206,6 +230,10 @@ type rawConfig struct {
 	UseSlidingWindow      *bool           `json:"use_sliding_window"`
 	MaxWindowLayers       *int            `json:"max_window_layers"`
 	LayerTypes            []string        `json:"layer_types"`
+	EmbeddingMultiplier   *float64        `json:"embedding_multiplier"`
+	AttentionMultiplier   *float64        `json:"attention_multiplier"`
+	ResidualMultiplier    *float64        `json:"residual_multiplier"`
+	LogitsScaling         *float64        `json:"logits_scaling"`
 	TorchDType            *string         `json:"torch_dtype"`
 	DType                 *string         `json:"dtype"`
 	BOSTokenID            json.RawMessage `json:"bos_token_id"`
@@ -333,6 +361,9 @@ func ParseConfig(data []byte) (*Config, error) {
 		c.DType = *raw.DType
 	}
 	if err := c.gemma(&raw); err != nil {
+		return nil, err
+	}
+	if err := c.granite(&raw); err != nil {
 		return nil, err
 	}
 	if ids, err := tokenIDs(raw.BOSTokenID, "bos_token_id"); err != nil {
@@ -492,6 +523,16 @@ func (c *Config) biases(raw *rawConfig) {
 		c.FusedQKV = true // Phi3Attention's qkv_proj, Phi3MLP's gate_up_proj; no biases
 	case "gemma":
 		c.QKVBias, c.OBias = attn, attn // GemmaAttention is LlamaAttention
+	case "granite":
+		// GraniteAttention and GraniteMLP are Llama's.
+		c.QKVBias, c.OBias = attn, attn
+		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
+	case "olmo2":
+		// OlmoAttention's q, k, v, o biases follow attention_bias; OlmoMLP
+		// has none. Olmo2Attention's q_norm and k_norm span the whole
+		// projections; Olmo2DecoderLayer's norms follow its blocks.
+		c.QKVBias, c.OBias = attn, attn
+		c.QKNormFull, c.PostNorms = true, true
 	}
 	c.TieWordEmbeddings = raw.TieWordEmbeddings != nil && *raw.TieWordEmbeddings
 }
@@ -604,6 +645,47 @@ func (c *Config) gemma(raw *rawConfig) error {
 		s = half.ToFloat32(half.FromFloat32(s))
 	}
 	c.EmbedScale = s
+	return nil
+}
+
+// granite reads Granite's four multipliers (GraniteConfig's defaults 1
+// where absent): embedding_multiplier scales the embeddings,
+// attention_multiplier is the softmax scale (GraniteAttention.scaling, in
+// place of 1/√D), residual_multiplier scales each block's output before
+// its residual add, and the logits are divided by logits_scaling.
+func (c *Config) granite(raw *rawConfig) error {
+	if c.ModelType != "granite" {
+		return nil
+	}
+	mult := func(v *float64, field string) (float64, error) {
+		if v == nil {
+			return 1, nil
+		}
+		if !(*v > 0) || math.IsInf(*v, 0) {
+			return 0, &ConfigError{Field: field, Err: fmt.Errorf("%g is not a finite multiplier > 0", *v)}
+		}
+		return *v, nil
+	}
+	emb, err := mult(raw.EmbeddingMultiplier, "embedding_multiplier")
+	if err != nil {
+		return err
+	}
+	if c.AttnScale, err = mult(raw.AttentionMultiplier, "attention_multiplier"); err != nil {
+		return err
+	}
+	if c.ResidualScale, err = mult(raw.ResidualMultiplier, "residual_multiplier"); err != nil {
+		return err
+	}
+	ls, err := mult(raw.LogitsScaling, "logits_scaling")
+	if err != nil {
+		return err
+	}
+	c.LogitScale = 1 / ls
+	if emb != 1 {
+		// GraniteModel multiplies the float32 embeddings by a Python
+		// float: a float32 product.
+		c.EmbedScale = float32(emb)
+	}
 	return nil
 }
 

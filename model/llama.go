@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
@@ -23,6 +24,13 @@ import (
 //	                   q and k rows permuted at load (rope tags, RotaryDims)
 //	Gemma              RMSNorm by 1 + w (added at load), embeddings scaled by
 //	                   √hidden, GeGLU (gelu_tanh) MLP; head_dim 256
+//	Granite            Llama with four multipliers: the embedding's (a Scale
+//	                   op) and, folded into weights at load (attnFolds), the
+//	                   attention scale (q), the residual scale (o, down) and
+//	                   1/logits_scaling (the final norm)
+//	OLMo 2             post-norm blocks, h = h + RMSNorm(attn(h)) and
+//	                   h = h + RMSNorm(mlp(h)), no input norm; q_norm and
+//	                   k_norm over the whole q and k projections
 //
 // Every variant may tie lm_head to the token embedding. The fields are the
 // weights, tagged with their Hugging Face tensor names; Load fills them. The
@@ -53,7 +61,7 @@ type Llama struct {
 
 // LlamaLayer is one decoder layer's weights.
 type LlamaLayer struct {
-	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H" norm:"rms"`
+	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H" if:"!post_norms" norm:"rms"`
 	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H" quant:"linear" tp:"rows,heads" rope:"q"`
 	QBias    backend.Weight `hf:"model.layers.%d.self_attn.q_proj.bias" shape:"QD" if:"qkv_bias" tp:"rows,heads" rope:"q"`
 	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H" quant:"linear" tp:"rows,kvheads" rope:"k"`
@@ -62,21 +70,35 @@ type LlamaLayer struct {
 	VBias    backend.Weight `hf:"model.layers.%d.self_attn.v_proj.bias" shape:"KVD" if:"qkv_bias" tp:"rows,kvheads"`
 	QNorm    backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"D" if:"qk_norm" norm:"rms" rope:"dims"`
 	KNorm    backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"D" if:"qk_norm" norm:"rms" rope:"dims"`
-	O        backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD" quant:"linear" tp:"cols,heads"`
-	OBias    backend.Weight `hf:"model.layers.%d.self_attn.o_proj.bias" shape:"H" if:"o_bias"`
-	MLPNorm  backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H" norm:"rms"`
-	Gate     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
-	GateBias backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
-	Up       backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
-	UpBias   backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
-	Down     backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I" quant:"linear" tp:"cols"`
-	DownBias backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
+	// QNormFull and KNormFull are OLMo 2's q_norm and k_norm over the
+	// whole projections (QKNormFull).
+	QNormFull backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"QD" if:"qk_norm_full" norm:"rms"`
+	KNormFull backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"KVD" if:"qk_norm_full" norm:"rms"`
+	O         backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD" quant:"linear" tp:"cols,heads"`
+	OBias     backend.Weight `hf:"model.layers.%d.self_attn.o_proj.bias" shape:"H" if:"o_bias"`
+	MLPNorm   backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H" if:"!post_norms" norm:"rms"`
+	// PostAttnNorm and PostMLPNorm normalize the attention's and the MLP's
+	// output before its residual add (OLMo 2's PostNorms).
+	PostAttnNorm backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H" if:"post_norms" norm:"rms"`
+	PostMLPNorm  backend.Weight `hf:"model.layers.%d.post_feedforward_layernorm.weight" shape:"H" if:"post_norms" norm:"rms"`
+	Gate         backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
+	GateBias     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
+	Up           backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
+	UpBias       backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
+	Down         backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I" quant:"linear" tp:"cols"`
+	DownBias     backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
 }
 
-func init() { register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma") }
+func init() {
+	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2")
+}
 
 // newLlama loads the weights of cfg from the loader's checkpoint.
 func newLlama(cfg *Config, ld *loader) (Model, error) {
+	if _, tp := ld.be.(backend.SplitLoader); tp && cfg.QKNormFull {
+		// Each rank holds some heads of q and k; the norm spans them all.
+		return nil, fmt.Errorf("model: %s: q_norm and k_norm over the whole projections are not supported with tensor parallelism", cfg.ModelType)
+	}
 	m := &Llama{cfg: cfg, be: ld.be, eps: float32(cfg.RMSNormEps), Layers: make([]LlamaLayer, cfg.Layers)}
 	setupLlama(cfg, ld)
 	if err := ld.load(m); err != nil {
@@ -132,7 +154,8 @@ func setupLlama(cfg *Config, ld *loader) {
 	}
 	ld.conds = map[string]bool{
 		"tied": cfg.TieWordEmbeddings, "qkv_bias": cfg.QKVBias, "o_bias": cfg.OBias,
-		"mlp_bias": cfg.MLPBias, "qk_norm": cfg.QKNorm,
+		"mlp_bias": cfg.MLPBias, "qk_norm": cfg.QKNorm, "qk_norm_full": cfg.QKNormFull,
+		"post_norms": cfg.PostNorms,
 	}
 	ld.ignore = func(name string) bool {
 		// Old checkpoints store RoPE's buffer; tied checkpoints may still
@@ -149,6 +172,55 @@ func setupLlama(cfg *Config, ld *loader) {
 	}
 	if cfg.FusedQKV {
 		ld.fused = phi3Fused(cfg)
+	}
+	ld.scale = attnFolds(cfg)
+}
+
+// attnFolds returns the factors by which the loader multiplies weights
+// (loader.scale) to fold a family's run-time multipliers into them, nil
+// where there are none:
+//
+//	AttnScale s (Granite's attention_multiplier): q_proj's rows and bias
+//	    by s·√D, so that the attention's 1/√D gives q·k·s
+//	ResidualScale r (residual_multiplier): o_proj's and down_proj's rows
+//	    and biases by r, the blocks' outputs before their residual adds
+//	LogitScale l (1/logits_scaling): the final norm's weight by l, so
+//	    that the LM head (linear; perhaps the tied embedding) gives l·logits
+//
+// q·k is linear in q (no q norm in these families), and each multiplier
+// follows a linear map, so each fold gives the same values up to float32
+// rounding (the products are stored in float32).
+func attnFolds(cfg *Config) func(name string) float64 {
+	if cfg.AttnScale == 0 && cfg.ResidualScale == 0 && cfg.LogitScale == 0 {
+		return nil
+	}
+	q := 1.0
+	if cfg.AttnScale != 0 {
+		q = cfg.AttnScale * math.Sqrt(float64(cfg.HeadDim))
+	}
+	or1 := func(f float64) float64 {
+		if f == 0 {
+			return 1
+		}
+		return f
+	}
+	r, l := or1(cfg.ResidualScale), or1(cfg.LogitScale)
+	return func(name string) float64 {
+		if name == "model.norm.weight" {
+			return l
+		}
+		rest, ok := strings.CutPrefix(name, "model.layers.")
+		if !ok {
+			return 1
+		}
+		_, field, _ := strings.Cut(rest, ".")
+		switch field {
+		case "self_attn.q_proj.weight", "self_attn.q_proj.bias":
+			return q
+		case "self_attn.o_proj.weight", "self_attn.o_proj.bias", "mlp.down_proj.weight", "mlp.down_proj.bias":
+			return r
+		}
+		return 1
 	}
 }
 
@@ -236,6 +308,13 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 	o := a.alloc(backend.F32, T, QD)
 	gate := a.alloc(backend.F32, T, cfg.Intermediate)
 	up := a.alloc(backend.F32, T, cfg.Intermediate)
+	var y, qn, kn backend.Tensor // PostNorms: the normalized block output, q and k
+	if cfg.PostNorms {
+		y = a.alloc(backend.F32, T, cfg.Hidden)
+	}
+	if cfg.QKNormFull {
+		qn, kn = a.alloc(backend.F32, T, QD), a.alloc(backend.F32, T, KVD)
+	}
 	hOut := a.alloc(backend.F32, R, cfg.Hidden)
 	logits := a.alloc(backend.F32, R, cfg.Vocab)
 	if a.err != nil {
@@ -261,30 +340,45 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 	if cfg.EmbedScale != 0 {
 		be.Scale(h, h, cfg.EmbedScale)
 	}
-	be.RMSNorm(x, h, m.Layers[0].AttnNorm, m.eps) // later layers' come with the previous layer's last add
+	// in is each block's input: x = RMSNorm(h), or h itself where the
+	// block has no norm before it (PostNorms).
+	in := x
+	if m.Layers[0].AttnNorm != nil {
+		be.RMSNorm(x, h, m.Layers[0].AttnNorm, m.eps) // later layers' come with the previous layer's last add
+	} else {
+		in = h
+	}
 	for i := range m.Layers {
 		l := &m.Layers[i]
 
-		// Self-attention block; x is RMSNorm(h).
-		be.LinearGroup(qkv, x, []backend.Weight{l.Q, l.K, l.V}, []backend.Weight{l.QBias, l.KBias, l.VBias})
-		be.RoPEQK(q, k, pos, invFreq, l.QNorm, l.KNorm, m.eps)
+		// Self-attention block.
+		be.LinearGroup(qkv, in, []backend.Weight{l.Q, l.K, l.V}, []backend.Weight{l.QBias, l.KBias, l.VBias})
+		if l.QNormFull != nil {
+			be.RMSNorm(qn, q, l.QNormFull, m.eps)
+			be.RMSNorm(kn, k, l.KNormFull, m.eps)
+			be.RoPEQK(qn, kn, pos, invFreq, nil, nil, m.eps)
+			qkv[0], qkv[1] = qn, kn
+		} else {
+			be.RoPEQK(q, k, pos, invFreq, l.QNorm, l.KNorm, m.eps)
+		}
 		if m.qScale != 0 {
-			be.Scale(q, q, m.qScale)
+			be.Scale(qkv[0], qkv[0], m.qScale)
 		}
 		if err := be.Err(); err != nil {
 			return nil, m.fail(i, err)
 		}
-		if err := attn.Attend(i, b, q, k, v, o); err != nil {
+		if err := attn.Attend(i, b, qkv[0], qkv[1], v, o); err != nil {
 			return nil, m.fail(i, err)
 		}
+		qkv[0], qkv[1] = q, k
 		be.Linear(x, o, l.O, l.OBias)
-		be.AddRMSNorm(h, x, x, l.MLPNorm, m.eps)
+		in = m.residual(h, x, y, l.PostAttnNorm, l.MLPNorm)
 
 		// MLP block.
-		be.LinearGroup(gateUp, x, []backend.Weight{l.Gate, l.Up}, []backend.Weight{l.GateBias, l.UpBias})
+		be.LinearGroup(gateUp, in, []backend.Weight{l.Gate, l.Up}, []backend.Weight{l.GateBias, l.UpBias})
 		glu(gate, gate, up)
 		be.Linear(x, gate, l.Down, l.DownBias)
-		be.AddRMSNorm(h, x, x, m.nextNorm(i), m.eps)
+		in = m.residual(h, x, y, l.PostMLPNorm, m.nextNorm(i))
 	}
 
 	// lm_head on the output rows of the final norm (x).
@@ -316,8 +410,27 @@ func (m *Llama) ropeFreq(positions []int32) backend.Weight {
 	return m.invFreq
 }
 
+// residual adds a block's output x to the residual stream h, normalized
+// first by post (into y) where post is not nil, and returns the next
+// block's input: x = RMSNorm(h) by next (fused with the add), or h where
+// next is nil (a block without a norm before it).
+func (m *Llama) residual(h, x, y backend.Tensor, post, next backend.Weight) backend.Tensor {
+	be, delta := m.be, x
+	if post != nil {
+		be.RMSNorm(y, x, post, m.eps)
+		delta = y
+	}
+	if next == nil {
+		be.Add(h, h, delta)
+		return h
+	}
+	be.AddRMSNorm(h, x, delta, next, m.eps)
+	return x
+}
+
 // nextNorm returns the norm that follows layer i's MLP: the next layer's
-// input norm, or the final norm after the last layer.
+// input norm (nil for a layer without one), or the final norm after the
+// last layer.
 func (m *Llama) nextNorm(i int) backend.Weight {
 	if i+1 < len(m.Layers) {
 		return m.Layers[i+1].AttnNorm

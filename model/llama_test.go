@@ -81,6 +81,20 @@ var synthFamilies = []struct {
 		"hidden_size":48,"intermediate_size":80,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":2,"head_dim":24,
 		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":10000.0,"hidden_act":"gelu_pytorch_tanh",
 		"attention_bias":true,"tie_word_embeddings":true}`},
+	{"granite multipliers tied bf16", safetensors.BF16, `{"architectures":["GraniteForCausalLM"],"model_type":"granite",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":100,"rms_norm_eps":1e-5,"rope_theta":10000.0,"hidden_act":"silu","tie_word_embeddings":true,
+		"embedding_multiplier":12.0,"attention_multiplier":0.015625,"residual_multiplier":0.22,"logits_scaling":8.0}`},
+	{"granite biases untied f32", safetensors.F32, `{"architectures":["GraniteForCausalLM"],"model_type":"granite",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":2,
+		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":10000.0,"attention_bias":true,"mlp_bias":true,"tie_word_embeddings":false,
+		"embedding_multiplier":3.0,"attention_multiplier":0.3,"residual_multiplier":0.5,"logits_scaling":2.5}`},
+	{"olmo2 post norms full qk norm bf16", safetensors.BF16, `{"architectures":["Olmo2ForCausalLM"],"model_type":"olmo2",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":500000.0,"hidden_act":"silu","attention_bias":false,"tie_word_embeddings":false}`},
+	{"olmo2 mha attention bias tied f32", safetensors.F32, `{"architectures":["Olmo2ForCausalLM"],"model_type":"olmo2",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":2,
+		"vocab_size":100,"rms_norm_eps":1e-5,"rope_theta":10000.0,"attention_bias":true,"tie_word_embeddings":true}`},
 }
 
 // logitTol is the tolerance of the synthetic tests: float32 computation

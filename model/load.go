@@ -250,7 +250,12 @@ type loader struct {
 	normPlusOne bool
 	// rotary, if set, lays out the rope-tagged weights for partial rotary
 	// embeddings (nil: RoPE rotates whole heads, nothing to do).
-	rotary   *rotaryLayout
+	rotary *rotaryLayout
+	// scale, if set, gives the factor by which a tensor's values are
+	// multiplied at load (1: none): the multipliers a family applies at
+	// run time folded into the weights they follow (Granite's, attnFolds).
+	// Scaled weights are stored as float32.
+	scale    func(name string) float64
 	quant    *QuantConfig // int8 weights with scales (nil: none)
 	opts     LoadOptions
 	view     viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
@@ -361,7 +366,11 @@ func (ld *loader) load(dst any) error {
 		}
 		quantized := s.linear && ld.opts.Weights.IsQuantized()
 		permute := s.rope != "" && ld.rotary != nil
-		if s.scale != "" && ld.view != nil && !quantized && !permute {
+		factor := 1.0
+		if ld.scale != nil {
+			factor = ld.scale(s.name)
+		}
+		if s.scale != "" && ld.view != nil && !quantized && !permute && factor == 1 {
 			// int8 codes and scales, read in their stored precision.
 			w, err := ld.loadInt8View(t, s)
 			if err != nil {
@@ -377,6 +386,11 @@ func (ld *loader) load(dst any) error {
 			// int8 rows are permuted as float32 (the scales' groups
 			// would have to move with them).
 			if t, err = ld.dequant(t, s); err != nil {
+				return err
+			}
+		}
+		if factor != 1 {
+			if t, err = scaled(t, factor); err != nil {
 				return err
 			}
 		}
@@ -572,6 +586,22 @@ func plusOne(t safetensors.Tensor) (safetensors.Tensor, error) {
 	data := make([]byte, 4*len(w))
 	for i, v := range w {
 		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(1+v))
+	}
+	t.DType, t.Data = safetensors.F32, data
+	return t, nil
+}
+
+// scaled returns the tensor t times f as float32 values, each product
+// float32(float64(w)·f), in a new buffer (t's bytes may be a read-only
+// mapping of the checkpoint, or the bytes a backend keeps in place).
+func scaled(t safetensors.Tensor, f float64) (safetensors.Tensor, error) {
+	w, err := t.Float32()
+	if err != nil {
+		return t, fmt.Errorf("model: %s: %w", t.File, err)
+	}
+	data := make([]byte, 4*len(w))
+	for i, v := range w {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(float64(v)*f)))
 	}
 	t.DType, t.Data = safetensors.F32, data
 	return t, nil

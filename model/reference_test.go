@@ -11,7 +11,8 @@ import (
 
 // This file holds a plain float64 forward pass of the Llama family written
 // from transformers' modeling code (LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, GemmaForCausalLM),
+// Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, GemmaForCausalLM,
+// GraniteForCausalLM, Olmo2ForCausalLM),
 // independent of the backend and of llama.go, and the synthetic
 // checkpoints the tests run it on.
 
@@ -24,7 +25,8 @@ func synthShape(cfg *Config) synthmodel.Shape {
 	return synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
 		QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm,
-		Fused: cfg.FusedQKV, NormPlusOne: cfg.NormPlusOne}
+		Fused: cfg.FusedQKV, NormPlusOne: cfg.NormPlusOne,
+		PostNorms: cfg.PostNorms, QKNormFull: cfg.QKNormFull}
 }
 
 // synthTensors lists the tensor names and shapes of cfg's checkpoint
@@ -218,8 +220,11 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 		h[t] = make([]float64, H)
 		for k := range H {
 			h[t][k] = float64(E[int(id)*H+k])
-			if cfg.ModelType == "gemma" { // GemmaTextScaledWordEmbedding
+			switch cfg.ModelType {
+			case "gemma": // GemmaTextScaledWordEmbedding
 				h[t][k] *= float64(cfg.EmbedScale)
+			case "granite": // GraniteModel's embedding_multiplier
+				h[t][k] *= cfg.refGranite().embedding
 			}
 		}
 	}
@@ -229,10 +234,17 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 		k := make([][]float64, T)
 		v := make([][]float64, T)
 		for t := range T {
-			x := rmsnorm(h[t], p+"input_layernorm.weight")
+			x := h[t] // Olmo2DecoderLayer has no input norm
+			if !cfg.PostNorms {
+				x = rmsnorm(h[t], p+"input_layernorm.weight")
+			}
 			q[t] = linear(x, p+"self_attn.q_proj.weight", p+"self_attn.q_proj.bias", Hq*D, H)
 			k[t] = linear(x, p+"self_attn.k_proj.weight", p+"self_attn.k_proj.bias", Hkv*D, H)
 			v[t] = linear(x, p+"self_attn.v_proj.weight", p+"self_attn.v_proj.bias", Hkv*D, H)
+			if cfg.QKNormFull { // Olmo2Attention: q_norm(q_proj(x)), over the whole projection
+				q[t] = rmsnorm(q[t], p+"self_attn.q_norm.weight")
+				k[t] = rmsnorm(k[t], p+"self_attn.k_norm.weight")
+			}
 			for hh := range Hq {
 				qh := q[t][hh*D : (hh+1)*D]
 				if cfg.QKNorm {
@@ -249,6 +261,14 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 			}
 		}
 		window := cfg.LayerWindows[l]
+		scale := 1 / math.Sqrt(float64(D))
+		if cfg.ModelType == "granite" { // GraniteAttention.scaling
+			scale = cfg.refGranite().attention
+		}
+		res := 1.0
+		if cfg.ModelType == "granite" {
+			res = cfg.refGranite().residual
+		}
 		for t := range T {
 			attn := make([]float64, Hq*D)
 			for hh := range Hq {
@@ -264,7 +284,7 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 					for d := range D {
 						s += q[t][hh*D+d] * k[j][g*D+d]
 					}
-					scores[j] = s / math.Sqrt(float64(D))
+					scores[j] = s * scale
 					m = max(m, scores[j])
 				}
 				var sum float64
@@ -279,10 +299,16 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 				}
 			}
 			o := linear(attn, p+"self_attn.o_proj.weight", p+"self_attn.o_proj.bias", H, Hq*D)
-			for i := range H {
-				h[t][i] += o[i]
+			if cfg.PostNorms {
+				o = rmsnorm(o, p+"post_attention_layernorm.weight")
 			}
-			x := rmsnorm(h[t], p+"post_attention_layernorm.weight")
+			for i := range H {
+				h[t][i] += o[i] * res
+			}
+			x := h[t]
+			if !cfg.PostNorms {
+				x = rmsnorm(h[t], p+"post_attention_layernorm.weight")
+			}
 			gate := linear(x, p+"mlp.gate_proj.weight", p+"mlp.gate_proj.bias", I, H)
 			up := linear(x, p+"mlp.up_proj.weight", p+"mlp.up_proj.bias", I, H)
 			for i, g := range gate {
@@ -293,8 +319,11 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 				}
 			}
 			down := linear(gate, p+"mlp.down_proj.weight", p+"mlp.down_proj.bias", H, I)
+			if cfg.PostNorms {
+				down = rmsnorm(down, p+"post_feedforward_layernorm.weight")
+			}
 			for i := range H {
-				h[t][i] += down[i]
+				h[t][i] += down[i] * res
 			}
 		}
 	}
@@ -305,8 +334,27 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 	logits := make([][]float64, T)
 	for t := range T {
 		logits[t] = linear(rmsnorm(h[t], "model.norm.weight"), head, "", cfg.Vocab, H)
+		if cfg.ModelType == "granite" { // GraniteForCausalLM: logits / logits_scaling
+			for i := range logits[t] {
+				logits[t][i] /= cfg.refGranite().logits
+			}
+		}
 	}
 	return logits
+}
+
+// refMultipliers are Granite's four multipliers as config.json gives them.
+type refMultipliers struct{ embedding, attention, residual, logits float64 }
+
+// refGranite returns cfg's Granite multipliers, read back from the
+// Config's fields as the reference's inputs (the loader folds them into
+// weights; the reference applies them where GraniteModel does).
+func (cfg *Config) refGranite() refMultipliers {
+	m := refMultipliers{embedding: 1, attention: cfg.AttnScale, residual: cfg.ResidualScale, logits: 1 / cfg.LogitScale}
+	if cfg.EmbedScale != 0 {
+		m.embedding = float64(cfg.EmbedScale)
+	}
+	return m
 }
 
 // chunksStarts maps each pass's first position to its size, in order

@@ -36,6 +36,10 @@ type Shape struct {
 	// NormPlusOne: norm weights are stored as w of a norm by 1 + w
 	// (Gemma), so they are drawn near 0 instead of near 1.
 	NormPlusOne bool
+	// PostNorms: OLMo 2's norms, post_attention_layernorm and
+	// post_feedforward_layernorm, and no input_layernorm; QKNormFull:
+	// q_norm [Heads·HeadDim] and k_norm [KVHeads·HeadDim] (OLMo 2).
+	PostNorms, QKNormFull bool
 }
 
 // Tensors lists the names and shapes of a checkpoint of shape s as
@@ -52,7 +56,11 @@ func Tensors(s Shape) map[string][]int {
 	}
 	for l := range s.Layers {
 		p := fmt.Sprintf("model.layers.%d.", l)
-		ts[p+"input_layernorm.weight"] = []int{H}
+		if s.PostNorms {
+			ts[p+"post_feedforward_layernorm.weight"] = []int{H}
+		} else {
+			ts[p+"input_layernorm.weight"] = []int{H}
+		}
 		ts[p+"post_attention_layernorm.weight"] = []int{H}
 		if s.Fused {
 			ts[p+"self_attn.qkv_proj.weight"] = []int{QD + 2*KVD, H}
@@ -82,6 +90,10 @@ func Tensors(s Shape) map[string][]int {
 		if s.QKNorm {
 			ts[p+"self_attn.q_norm.weight"] = []int{D}
 			ts[p+"self_attn.k_norm.weight"] = []int{D}
+		}
+		if s.QKNormFull {
+			ts[p+"self_attn.q_norm.weight"] = []int{QD}
+			ts[p+"self_attn.k_norm.weight"] = []int{KVD}
 		}
 	}
 	return ts

@@ -65,6 +65,17 @@ var gpuSynthFamilies = []struct {
 		"max_position_embeddings":4096,"original_max_position_embeddings":256,"tie_word_embeddings":true,
 		"rope_scaling":{"type":"longrope","short_factor":[1.00, 1.05, 1.10, 1.15, 1.20, 1.25, 1.30, 1.35, 1.40, 1.45, 1.50, 1.55, 1.60, 1.65, 1.70, 1.75, 1.80, 1.85, 1.90, 1.95, 2.00, 2.05, 2.10, 2.15, 2.20, 2.25, 2.30, 2.35, 2.40, 2.45, 2.50, 2.55, 2.60, 2.65, 2.70, 2.75, 2.80, 2.85, 2.90, 2.95, 3.00, 3.05, 3.10, 3.15, 3.20, 3.25, 3.30, 3.35],
 		"long_factor":[1.0, 1.4, 1.8, 2.2, 2.6, 3.0, 3.4, 3.8, 4.2, 4.6, 5.0, 5.4, 5.8, 6.2, 6.6, 7.0, 7.4, 7.8, 8.2, 8.6, 9.0, 9.4, 9.8, 10.2, 10.6, 11.0, 11.4, 11.8, 12.2, 12.6, 13.0, 13.4, 13.8, 14.2, 14.6, 15.0, 15.4, 15.8, 16.2, 16.6, 17.0, 17.4, 17.8, 18.2, 18.6, 19.0, 19.4, 19.8]}}`},
+	// Granite's multipliers (granite-3.x's values; folded into q, o, down
+	// and the final norm at load, so stored as float32 on the GPU).
+	{"granite gqa4 d64 multipliers bf16", safetensors.BF16, `{"architectures":["GraniteForCausalLM"],"model_type":"granite",
+		"hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":2,
+		"vocab_size":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"hidden_act":"silu","tie_word_embeddings":true,
+		"embedding_multiplier":12.0,"attention_multiplier":0.015625,"residual_multiplier":0.22,"logits_scaling":8.0}`},
+	// OLMo 2: post-norm blocks (no input norm), q_norm and k_norm over the
+	// whole projections.
+	{"olmo2 gqa2 d128 post norms", safetensors.BF16, `{"architectures":["Olmo2ForCausalLM"],"model_type":"olmo2",
+		"hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":512,"rms_norm_eps":1e-6,"rope_theta":500000.0,"hidden_act":"silu","attention_bias":false,"tie_word_embeddings":false}`},
 }
 
 // synthFP16Tol bounds ‖gpu − cpu‖₂ / ‖cpu‖₂ of a row of logits with fp16 KV
@@ -107,7 +118,8 @@ func TestGPUSyntheticFamilies(t *testing.T) {
 			shape := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
 				KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
 				QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm,
-				Fused: cfg.FusedQKV, NormPlusOne: cfg.NormPlusOne}
+				Fused: cfg.FusedQKV, NormPlusOne: cfg.NormPlusOne,
+				PostNorms: cfg.PostNorms, QKNormFull: cfg.QKNormFull}
 			if _, err := synthmodel.Write(dir, fam.config, shape, fam.dtype, uint64(100+fi), nil); err != nil {
 				t.Fatal(err)
 			}

@@ -132,6 +132,50 @@ FIXTURES = [
                                short_factor=[1.0 + 0.05 * i for i in range(48)],
                                long_factor=[1.0 + 0.5 * i for i in range(48)]),
           tie_word_embeddings=False, sliding_window=None)),
+    # Granite: Llama with four multipliers. granite-3.x's embedding (12 there) and
+    # residual multipliers, attention_multiplier 1/D (not 1/sqrt(D)) as granite-3.x's;
+    # logits_scaling 2 (16 there) keeps these tiny logits far from flat.
+    ("granite-gqa2-d64-bf16", "GraniteConfig", "GraniteForCausalLM", "bfloat16", True,
+     dict(hidden_size=128, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          rms_norm_eps=1e-5, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+          embedding_multiplier=6.0, attention_multiplier=1.0 / 64, residual_multiplier=0.22,
+          logits_scaling=2.0, tie_word_embeddings=False)),
+    # Granite with attention and MLP biases, tied embeddings, fp16, a softmax scale
+    # above 1/sqrt(D) and logits_scaling below 1.
+    ("granite-bias-tied-fp16", "GraniteConfig", "GraniteForCausalLM", "float16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=1, num_key_value_heads=1,
+          rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+          attention_bias=True, mlp_bias=True, embedding_multiplier=2.0, attention_multiplier=0.25,
+          residual_multiplier=0.5, logits_scaling=0.5, tie_word_embeddings=True)),
+    # OLMo 2: post-norm blocks, q_norm/k_norm over the whole projections; GQA 2 over 1.
+    ("olmo2-gqa2-d64-bf16", "Olmo2Config", "Olmo2ForCausalLM", "bfloat16", True,
+     dict(hidden_size=128, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=500000.0),
+          tie_word_embeddings=False)),
+    # OLMo 2 with attention biases, MHA, tied embeddings, float32.
+    ("olmo2-bias-tied-fp32", "Olmo2Config", "Olmo2ForCausalLM", "float32", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=1, num_key_value_heads=1,
+          rms_norm_eps=1e-5, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+          attention_bias=True, tie_word_embeddings=True)),
+    # Gemma 3 text: a sliding layer (window 16 < the prompt) and a global one, each with
+    # its RoPE (local base 10000; global base 1e6 with linear scaling 2, as the 4b+ have),
+    # per-head q/k norms (1 + w), four norms a layer, query_pre_attn_scalar 32 != head_dim.
+    # transformers 5's nested rope_parameters.
+    ("gemma3-swa16-qpas32-bf16", "Gemma3TextConfig", "Gemma3ForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          head_dim=64, rms_norm_eps=1e-6, sliding_window=16, query_pre_attn_scalar=32,
+          layer_types=["sliding_attention", "full_attention"],
+          rope_parameters=dict(full_attention=dict(rope_type="linear", factor=2.0, rope_theta=1000000.0),
+                               sliding_attention=dict(rope_type="default", rope_theta=10000.0)),
+          tie_word_embeddings=True)),
+    # The same family as gemma-3-1b's config.json spells it (transformers 4.5x): rope_theta,
+    # rope_local_base_freq, rope_scaling null, sliding_window_pattern; query_pre_attn_scalar
+    # = head_dim; GQA 4 over 2, head_dim 32; the global layer first.
+    ("gemma3-legacy-gqa2-d32-bf16", "Gemma3TextConfig", "Gemma3ForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
+          head_dim=32, rms_norm_eps=1e-6, sliding_window=16, query_pre_attn_scalar=32,
+          rope_theta=1000000.0, rope_local_base_freq=10000.0, rope_scaling=None,
+          layer_types=["full_attention", "sliding_attention"], tie_word_embeddings=True)),
 ]
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -198,6 +242,13 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
         notes["inv_freq"] = [float(x) for x in rot.inv_freq.float().tolist()]
         notes["rope_type"] = str(getattr(rot, "rope_type", ""))
         notes["attention_scaling"] = float(getattr(rot, "attention_scaling", 1.0))
+    elif rot is not None:  # per-layer-type RoPE (Gemma 3): every inv_freq buffer
+        notes["inv_freq_buffers"] = {n: [float(x) for x in b.float().tolist()]
+                                     for n, b in rot.named_buffers() if "inv_freq" in n}
+        notes["rope_type"] = repr(getattr(rot, "rope_type", ""))
+    attn_scaling = getattr(ref.model.layers[0].self_attn, "scaling", None)
+    if attn_scaling is not None:
+        notes["attn_scaling_layer0"] = float(attn_scaling)
     g = torch.Generator().manual_seed(seed + 1)
     ids = torch.randint(0, VOCAB, (1, PROMPT), generator=g)
     with torch.no_grad():
@@ -251,7 +302,7 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
         json.dump(golden, f, indent=1)
         f.write("\n")
     log(f"{name}: ok; stats {stats}; notes " +
-        json.dumps({k: v for k, v in notes.items() if k != "inv_freq"}))
+        json.dumps({k: v for k, v in notes.items() if k not in ("inv_freq", "inv_freq_buffers")}))
 
 
 def main():
