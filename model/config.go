@@ -25,24 +25,24 @@ var supported = []struct{ modelType, architecture string }{
 	{"gemma", "GemmaForCausalLM"},
 	{"granite", "GraniteForCausalLM"},
 	{"olmo2", "Olmo2ForCausalLM"},
+	{"gemma3_text", "Gemma3ForCausalLM"},
 }
 
 // unsupportedFamilies are families that real checkpoints often name and
 // that this package refuses, with what it lacks for each: the error then
 // says why rather than only that the name is unknown.
 var unsupportedFamilies = map[string]string{
-	"gemma2":      "Gemma 2 needs attention and final logit soft-capping, alternating sliding-window layers and pre/post feed-forward norms",
-	"gemma3":      "Gemma 3 needs alternating local/global layers with their own RoPE bases, q/k norms and pre/post feed-forward norms (and its vision tower)",
-	"gemma3_text": "Gemma 3 needs alternating local/global layers with their own RoPE bases, q/k norms and pre/post feed-forward norms",
-	"phi":         "Phi-1/Phi-2 use LayerNorm, a parallel attention/MLP block, partial rotary embeddings and biased projections",
-	"phimoe":      "Phi-3.5-MoE is a mixture of experts",
-	"phi4mm":      "Phi-4-multimodal has vision and audio towers and LoRA adapters",
+	"gemma2": "Gemma 2 needs attention and final logit soft-capping, alternating sliding-window layers and pre/post feed-forward norms",
+	"gemma3": "Gemma 3's multimodal checkpoints (Gemma3ForConditionalGeneration) hold a vision tower and nest the text model's config; a text-only checkpoint (Gemma3ForCausalLM, gemma3_text) runs",
+	"phi":    "Phi-1/Phi-2 use LayerNorm, a parallel attention/MLP block, partial rotary embeddings and biased projections",
+	"phimoe": "Phi-3.5-MoE is a mixture of experts",
+	"phi4mm": "Phi-4-multimodal has vision and audio towers and LoRA adapters",
 }
 
 // unsupportedArchitectures maps the architectures of unsupportedFamilies
 // to their model types.
 var unsupportedArchitectures = map[string]string{
-	"Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text", "Gemma3ForConditionalGeneration": "gemma3",
+	"Gemma2ForCausalLM": "gemma2", "Gemma3ForConditionalGeneration": "gemma3",
 	"PhiForCausalLM": "phi", "PhiMoEForCausalLM": "phimoe", "Phi4MMForCausalLM": "phi4mm",
 }
 
@@ -64,6 +64,9 @@ const (
 	maxLayers = 1 << 12
 	// defaultRopeTheta is transformers' default when a config has none.
 	defaultRopeTheta = 10000.0
+	// defaultQueryPreAttnScalar is Gemma3TextConfig's default
+	// query_pre_attn_scalar.
+	defaultQueryPreAttnScalar = 256.0
 	// maxConfigSize bounds the size of config.json read into memory.
 	maxConfigSize = 16 << 20
 )
@@ -89,7 +92,13 @@ type Config struct {
 	// top-level "rope_theta" (10000 if neither is present).
 	RopeTheta float64
 	// RopeScaling is the RoPE frequency scaling, nil for none ("default").
+	// For Gemma 3, RopeTheta and RopeScaling are the global layers'.
 	RopeScaling *RopeScaling
+	// LocalRopeTheta, if not 0, is the RoPE base of the sliding-window
+	// layers (those with a LayerWindows entry), which then have no scaling
+	// (Gemma 3's rope_local_base_freq, or rope_parameters'
+	// sliding_attention); the other layers use RopeTheta and RopeScaling.
+	LocalRopeTheta float64
 	// RotaryDim is R, the number of each head's dimensions that RoPE
 	// rotates (int(head_dim·partial_rotary_factor), Phi-4-mini's 96 of
 	// 128); 0 means the whole head (RotaryDims returns D then). See
@@ -128,11 +137,16 @@ type Config struct {
 	// 1/logits_scaling); the loader folds it into the final norm's weight
 	// (the LM head is linear, and may be the tied embedding).
 	LogitScale float64
-	// PostNorms: OLMo 2's blocks, h = h + RMSNorm(attn(h)) and h = h +
-	// RMSNorm(mlp(h)) (post_attention_layernorm, post_feedforward_layernorm;
-	// no input norm), with q_norm and k_norm over the whole q and k
-	// projections (QKNormFull).
+	// PostNorms: each block's output is normalized before its residual
+	// add, h = h + RMSNorm(block(h)) (post_attention_layernorm,
+	// post_feedforward_layernorm). OLMo 2's blocks have no norm before
+	// them; Gemma 3's have theirs too (SandwichNorms).
 	PostNorms bool
+	// SandwichNorms: Gemma 3's four norms a layer, input_layernorm before
+	// the attention, post_attention_layernorm after it (before the
+	// residual add), pre_feedforward_layernorm before the MLP and
+	// post_feedforward_layernorm after it; PostNorms is set too.
+	SandwichNorms bool
 	// QKNormFull: RMSNorm of q over all Hq·D values of a token and of k over
 	// all Hkv·D before RoPE (OLMo 2), not per head as QKNorm.
 	QKNormFull bool
@@ -230,6 +244,11 @@ type rawConfig struct {
 	UseSlidingWindow      *bool           `json:"use_sliding_window"`
 	MaxWindowLayers       *int            `json:"max_window_layers"`
 	LayerTypes            []string        `json:"layer_types"`
+	SlidingWindowPattern  *int            `json:"sliding_window_pattern"`
+	RopeLocalBaseFreq     *float64        `json:"rope_local_base_freq"`
+	QueryPreAttnScalar    *float64        `json:"query_pre_attn_scalar"`
+	AttnLogitSoftcapping  json.RawMessage `json:"attn_logit_softcapping"`
+	FinalLogitSoftcapping json.RawMessage `json:"final_logit_softcapping"`
 	EmbeddingMultiplier   *float64        `json:"embedding_multiplier"`
 	AttentionMultiplier   *float64        `json:"attention_multiplier"`
 	ResidualMultiplier    *float64        `json:"residual_multiplier"`
@@ -437,70 +456,121 @@ func (c *Config) rope(raw *rawConfig) error {
 	if !isNull(raw.RopeParameters) {
 		field, msg = "rope_parameters", raw.RopeParameters
 	}
+	if c.ModelType == "gemma3_text" {
+		// Gemma3TextConfig's sliding layers: rope_local_base_freq, no
+		// scaling (transformers 4.5x's spelling; rope_parameters nested by
+		// layer type replaces it in 5.x).
+		c.LocalRopeTheta = defaultRopeTheta
+		if raw.RopeLocalBaseFreq != nil {
+			c.LocalRopeTheta = *raw.RopeLocalBaseFreq
+		}
+	}
 	if !isNull(msg) {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(msg, &fields); err != nil {
-			return &ConfigError{Field: field, Err: fmt.Errorf("want an object: %w", err)}
-		}
-		for _, k := range slices.Sorted(maps.Keys(fields)) {
-			if v := bytes.TrimSpace(fields[k]); len(v) > 0 && v[0] == '{' {
-				// transformers 5 nests parameters per layer type for models
-				// that mix attention kinds (Gemma 3); none of ours does.
-				return &ConfigError{Field: field, Err: fmt.Errorf("per-layer-type parameters (%q) are not supported", k)}
-			}
-		}
-		var rr rawRope
-		if err := json.Unmarshal(msg, &rr); err != nil {
-			return &ConfigError{Field: field, Err: err}
-		}
-		if rr.RopeTheta != nil {
-			c.RopeTheta = *rr.RopeTheta
-		}
-		typ := "default"
-		switch {
-		case rr.RopeType != nil:
-			typ = *rr.RopeType
-		case rr.Type != nil:
-			typ = *rr.Type
-		}
-		if err := c.partialRotary(rr.PartialRotaryFactor, field+".partial_rotary_factor"); err != nil {
+		if err := c.ropeObject(raw, msg, field); err != nil {
 			return err
-		}
-		switch typ {
-		case "default":
-		case "longrope", "su", "yarn":
-			// Phi3Config renames its older "su" and "yarn" to longrope;
-			// other families' yarn is another rule.
-			if typ == "yarn" && c.ModelType != "phi3" {
-				return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope)", typ)}
-			}
-			s, err := c.longrope(raw, &rr, field)
-			if err != nil {
-				return err
-			}
-			c.RopeScaling = s
-		case "linear", "llama3":
-			s := &RopeScaling{Type: typ}
-			if rr.Factor == nil || !(*rr.Factor > 0) || math.IsInf(*rr.Factor, 0) {
-				return &ConfigError{Field: field + ".factor", Err: fmt.Errorf("want a finite factor > 0 for %s scaling", typ)}
-			}
-			s.Factor = *rr.Factor
-			if typ == "llama3" {
-				if rr.LowFreqFactor == nil || rr.HighFreqFactor == nil || rr.OriginalMaxPositionEmbeddings == nil {
-					return &ConfigError{Field: field, Err: errors.New("llama3 scaling needs low_freq_factor, high_freq_factor and original_max_position_embeddings")}
-				}
-				s.LowFreqFactor, s.HighFreqFactor, s.OriginalMaxPositions = *rr.LowFreqFactor, *rr.HighFreqFactor, *rr.OriginalMaxPositionEmbeddings
-				if !(s.LowFreqFactor > 0 && s.HighFreqFactor > s.LowFreqFactor && !math.IsInf(s.HighFreqFactor, 0)) || s.OriginalMaxPositions <= 0 {
-					return &ConfigError{Field: field, Err: fmt.Errorf("llama3 scaling needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0, got %g, %g, %d", s.LowFreqFactor, s.HighFreqFactor, s.OriginalMaxPositions)}
-				}
-			}
-			c.RopeScaling = s
-		default:
-			return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope)", typ)}
 		}
 	}
 	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
 		return &ConfigError{Field: "rope_theta", Err: fmt.Errorf("%g is not a finite base > 1", c.RopeTheta)}
+	}
+	return nil
+}
+
+// ropeObject reads one "rope_scaling" or "rope_parameters" object msg
+// (field names it in errors) into RopeTheta and RopeScaling.
+func (c *Config) ropeObject(raw *rawConfig, msg json.RawMessage, field string) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &fields); err != nil {
+		return &ConfigError{Field: field, Err: fmt.Errorf("want an object: %w", err)}
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if v := bytes.TrimSpace(fields[k]); len(v) > 0 && v[0] == '{' {
+			// transformers 5 nests parameters per layer type for models
+			// that mix attention kinds (Gemma 3: ropeByLayerType).
+			if c.ModelType == "gemma3_text" {
+				return c.ropeByLayerType(raw, fields, field)
+			}
+			return &ConfigError{Field: field, Err: fmt.Errorf("per-layer-type parameters (%q) are not supported", k)}
+		}
+	}
+	var rr rawRope
+	if err := json.Unmarshal(msg, &rr); err != nil {
+		return &ConfigError{Field: field, Err: err}
+	}
+	if rr.RopeTheta != nil {
+		c.RopeTheta = *rr.RopeTheta
+	}
+	typ := "default"
+	switch {
+	case rr.RopeType != nil:
+		typ = *rr.RopeType
+	case rr.Type != nil:
+		typ = *rr.Type
+	}
+	if err := c.partialRotary(rr.PartialRotaryFactor, field+".partial_rotary_factor"); err != nil {
+		return err
+	}
+	switch typ {
+	case "default":
+	case "longrope", "su", "yarn":
+		// Phi3Config renames its older "su" and "yarn" to longrope;
+		// other families' yarn is another rule.
+		if typ == "yarn" && c.ModelType != "phi3" {
+			return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope)", typ)}
+		}
+		s, err := c.longrope(raw, &rr, field)
+		if err != nil {
+			return err
+		}
+		c.RopeScaling = s
+	case "linear", "llama3":
+		s := &RopeScaling{Type: typ}
+		if rr.Factor == nil || !(*rr.Factor > 0) || math.IsInf(*rr.Factor, 0) {
+			return &ConfigError{Field: field + ".factor", Err: fmt.Errorf("want a finite factor > 0 for %s scaling", typ)}
+		}
+		s.Factor = *rr.Factor
+		if typ == "llama3" {
+			if rr.LowFreqFactor == nil || rr.HighFreqFactor == nil || rr.OriginalMaxPositionEmbeddings == nil {
+				return &ConfigError{Field: field, Err: errors.New("llama3 scaling needs low_freq_factor, high_freq_factor and original_max_position_embeddings")}
+			}
+			s.LowFreqFactor, s.HighFreqFactor, s.OriginalMaxPositions = *rr.LowFreqFactor, *rr.HighFreqFactor, *rr.OriginalMaxPositionEmbeddings
+			if !(s.LowFreqFactor > 0 && s.HighFreqFactor > s.LowFreqFactor && !math.IsInf(s.HighFreqFactor, 0)) || s.OriginalMaxPositions <= 0 {
+				return &ConfigError{Field: field, Err: fmt.Errorf("llama3 scaling needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0, got %g, %g, %d", s.LowFreqFactor, s.HighFreqFactor, s.OriginalMaxPositions)}
+			}
+		}
+		c.RopeScaling = s
+	default:
+		return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope)", typ)}
+	}
+	return nil
+}
+
+// ropeByLayerType reads transformers 5's rope_parameters of Gemma 3, one
+// object per layer type: "full_attention" gives RopeTheta and RopeScaling
+// (the global layers'), "sliding_attention" LocalRopeTheta, where scaling
+// is refused (Gemma 3's local layers have none).
+func (c *Config) ropeByLayerType(raw *rawConfig, fields map[string]json.RawMessage, field string) error {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		switch k {
+		case "full_attention":
+			if err := c.ropeObject(raw, fields[k], field+"."+k); err != nil {
+				return err
+			}
+		case "sliding_attention":
+			local := &Config{ModelType: c.ModelType, HeadDim: c.HeadDim, RopeTheta: defaultRopeTheta}
+			if err := local.ropeObject(raw, fields[k], field+"."+k); err != nil {
+				return err
+			}
+			if local.RopeScaling != nil {
+				return &ConfigError{Field: field + "." + k, Err: fmt.Errorf("RoPE scaling (%s) of the sliding layers is not supported", local.RopeScaling.Type)}
+			}
+			c.LocalRopeTheta = local.RopeTheta
+		default:
+			return &ConfigError{Field: field, Err: fmt.Errorf("parameters of layer type %q are not supported (want full_attention and sliding_attention)", k)}
+		}
+	}
+	if !(c.LocalRopeTheta > 1) || math.IsInf(c.LocalRopeTheta, 0) {
+		return &ConfigError{Field: field + ".sliding_attention.rope_theta", Err: fmt.Errorf("%g is not a finite base > 1", c.LocalRopeTheta)}
 	}
 	return nil
 }
@@ -523,6 +593,11 @@ func (c *Config) biases(raw *rawConfig) {
 		c.FusedQKV = true // Phi3Attention's qkv_proj, Phi3MLP's gate_up_proj; no biases
 	case "gemma":
 		c.QKVBias, c.OBias = attn, attn // GemmaAttention is LlamaAttention
+	case "gemma3_text":
+		// Gemma3Attention: biases per attention_bias, per-head q_norm and
+		// k_norm; Gemma3DecoderLayer's four norms.
+		c.QKVBias, c.OBias = attn, attn
+		c.QKNorm, c.PostNorms, c.SandwichNorms = true, true, true
 	case "granite":
 		// GraniteAttention and GraniteMLP are Llama's.
 		c.QKVBias, c.OBias = attn, attn
@@ -558,6 +633,16 @@ func (c *Config) windows(raw *rawConfig) error {
 			}
 		}
 		sliding = func(i int) bool { return raw.LayerTypes[i] == "sliding_attention" }
+	case c.ModelType == "gemma3_text":
+		// Gemma3TextConfig without layer_types: every
+		// sliding_window_pattern-th layer global, the others sliding.
+		pattern := 6
+		if raw.SlidingWindowPattern != nil {
+			if pattern = *raw.SlidingWindowPattern; pattern <= 0 {
+				return &ConfigError{Field: "sliding_window_pattern", Err: fmt.Errorf("%d is not a positive pattern", pattern)}
+			}
+		}
+		sliding = func(i int) bool { return (i+1)%pattern != 0 }
 	case c.ModelType == "mistral" || c.ModelType == "phi3":
 		// Phi3Model is MistralModel: sliding_window, where set, on every
 		// layer (Phi-3-mini-4k's 2047).
@@ -606,7 +691,7 @@ func (c *Config) activation(raw *rawConfig) error {
 	if raw.HiddenAct != nil {
 		act = *raw.HiddenAct
 	}
-	if c.ModelType != "gemma" {
+	if c.ModelType != "gemma" && c.ModelType != "gemma3_text" {
 		if act != actSiLU && act != actSwish {
 			return &ConfigError{Field: field, Err: fmt.Errorf("activation %q is not supported for %s (want silu)", act, c.ModelType)}
 		}
@@ -629,9 +714,33 @@ func (c *Config) activation(raw *rawConfig) error {
 // gemma sets Gemma's RMSNorm of 1 + w and its embedding scale, √hidden
 // rounded to the checkpoint's dtype (GemmaModel multiplies the embeddings
 // by a tensor of that dtype; float32 where the config names none).
+//
+// Gemma 3 (gemma3_text) adds its attention scale, query_pre_attn_scalar^-½
+// (AttnScale, where that is not 1/√D), and refuses logit soft-capping
+// (null in Gemma 3's configs; Gemma 2's).
 func (c *Config) gemma(raw *rawConfig) error {
-	if c.ModelType != "gemma" {
+	if c.ModelType != "gemma" && c.ModelType != "gemma3_text" {
 		return nil
+	}
+	if c.ModelType == "gemma3_text" {
+		for _, f := range []struct {
+			name string
+			v    json.RawMessage
+		}{{"attn_logit_softcapping", raw.AttnLogitSoftcapping}, {"final_logit_softcapping", raw.FinalLogitSoftcapping}} {
+			if !isNull(f.v) {
+				return &ConfigError{Field: f.name, Err: fmt.Errorf("logit soft-capping (%s) is not supported", bytes.TrimSpace(f.v))}
+			}
+		}
+		qpas := defaultQueryPreAttnScalar
+		if raw.QueryPreAttnScalar != nil {
+			qpas = *raw.QueryPreAttnScalar
+		}
+		if !(qpas > 0) || math.IsInf(qpas, 0) {
+			return &ConfigError{Field: "query_pre_attn_scalar", Err: fmt.Errorf("%g is not a finite scalar > 0", qpas)}
+		}
+		if qpas != float64(c.HeadDim) {
+			c.AttnScale = 1 / math.Sqrt(qpas)
+		}
 	}
 	if raw.BidirectionalAttn != nil && *raw.BidirectionalAttn {
 		return &ConfigError{Field: "use_bidirectional_attention", Err: errors.New("bidirectional attention is not supported (a decoder attends causally)")}

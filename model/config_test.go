@@ -346,8 +346,7 @@ func TestNewFamilyConfigs(t *testing.T) {
 		{"partial rotary outside phi3", strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": null, "partial_rotary_factor": 0.5`, 1), "only Phi-3"},
 		{"longrope short", strings.Replace(phi3, "%s", `,"rope_scaling":{"type":"longrope","short_factor":[1.0],"long_factor":[1.0]}`, 1), "head_dim/2"},
 		{"gemma2", `{"model_type":"gemma2","architectures":["Gemma2ForCausalLM"]}`, "soft-capping"},
-		{"gemma3 text", `{"model_type":"gemma3_text"}`, "local/global"},
-		{"gemma3 architecture", `{"architectures":["Gemma3ForConditionalGeneration"]}`, "local/global"},
+		{"gemma3 multimodal", `{"architectures":["Gemma3ForConditionalGeneration"]}`, "vision tower"},
 		{"phi-2", `{"model_type":"phi","architectures":["PhiForCausalLM"]}`, "LayerNorm"},
 	} {
 		_, err := ParseConfig([]byte(tc.js))
@@ -413,5 +412,75 @@ func TestPartialRotaryConfig(t *testing.T) {
 	c, err := ParseConfig([]byte(strings.Replace(strings.Replace(phi4, "0.75", "1.0", 1), "%s", "", 1)))
 	if err != nil || c.RotaryDim != 0 || c.RotaryDims() != 128 {
 		t.Fatalf("factor 1: %v, RotaryDim %d", err, c.RotaryDim)
+	}
+}
+
+// TestGraniteOlmo2Gemma3Configs checks the session-17 families' configs as
+// their released checkpoints write them (granite-3.1-8b-instruct,
+// OLMo-2-1124-7B, gemma-3-1b-it; shortened to the fields read) and the
+// refusals of what they do not run.
+func TestGraniteOlmo2Gemma3Configs(t *testing.T) {
+	const granite = `{"architectures":["GraniteForCausalLM"],"model_type":"granite","hidden_size":4096,"intermediate_size":12800,
+		"num_hidden_layers":40,"num_attention_heads":32,"num_key_value_heads":8,"vocab_size":49155,"rms_norm_eps":1e-5,
+		"rope_theta":10000000.0,"hidden_act":"silu","attention_bias":false,"mlp_bias":false,"tie_word_embeddings":true,
+		"embedding_multiplier":12.0,"attention_multiplier":0.0078125,"residual_multiplier":0.22,"logits_scaling":16.0}`
+	c, err := ParseConfig([]byte(granite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.EmbedScale != 12 || c.AttnScale != 0.0078125 || c.ResidualScale != 0.22 || c.LogitScale != 1.0/16 || c.HeadDim != 128 || c.PostNorms {
+		t.Errorf("granite: %+v", c)
+	}
+	const olmo2 = `{"architectures":["Olmo2ForCausalLM"],"model_type":"olmo2","hidden_size":4096,"intermediate_size":11008,
+		"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":32,"vocab_size":100352,"rms_norm_eps":1e-6,
+		"rope_theta":500000,"rope_scaling":null,"hidden_act":"silu","attention_bias":false,"tie_word_embeddings":false}`
+	if c, err = ParseConfig([]byte(olmo2)); err != nil {
+		t.Fatal(err)
+	}
+	if !c.PostNorms || !c.QKNormFull || c.QKNorm || c.SandwichNorms || c.QKVBias {
+		t.Errorf("olmo2: %+v", c)
+	}
+	const gemma3 = `{"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","hidden_size":1152,"intermediate_size":6912,
+		"num_hidden_layers":26,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"vocab_size":262144,"rms_norm_eps":1e-6,
+		"hidden_activation":"gelu_pytorch_tanh","query_pre_attn_scalar":256,"sliding_window":512,"sliding_window_pattern":6,
+		"rope_theta":1000000,"rope_local_base_freq":10000,"rope_scaling":null,"attn_logit_softcapping":null,
+		"final_logit_softcapping":null,"torch_dtype":"bfloat16"%s}`
+	if c, err = ParseConfig([]byte(fmt.Sprintf(gemma3, ""))); err != nil {
+		t.Fatal(err)
+	}
+	if !c.PostNorms || !c.SandwichNorms || !c.QKNorm || !c.NormPlusOne || !c.GeGLU || c.AttnScale != 0 ||
+		c.RopeTheta != 1e6 || c.LocalRopeTheta != 1e4 || c.RopeScaling != nil || c.EmbedScale != 34 {
+		t.Errorf("gemma3: %+v", c)
+	}
+	for i, w := range c.LayerWindows {
+		if want := map[bool]int{true: 0, false: 512}[(i+1)%6 == 0]; w != want {
+			t.Errorf("gemma3 layer %d: window %d, want %d", i, w, want)
+		}
+	}
+	// transformers 5's spelling: layer_types and rope_parameters by layer type.
+	c, err = ParseConfig([]byte(fmt.Sprintf(gemma3, `,"query_pre_attn_scalar":168,"layer_types":[`+
+		strings.Repeat(`"sliding_attention","full_attention",`, 12)+`"sliding_attention","full_attention"],
+		"rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},
+		"sliding_attention":{"rope_type":"default","rope_theta":10000.0}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AttnScale != 1/math.Sqrt(168) || c.RopeScaling == nil || c.RopeScaling.Type != "linear" || c.RopeScaling.Factor != 8 ||
+		c.LocalRopeTheta != 1e4 || c.LayerWindows[0] != 512 || c.LayerWindows[1] != 0 {
+		t.Errorf("gemma3 nested: %+v", c)
+	}
+	for _, tc := range []struct{ name, js, want string }{
+		{"granite negative multiplier", strings.Replace(granite, `"residual_multiplier":0.22`, `"residual_multiplier":-1`, 1), "residual_multiplier"},
+		{"gemma3 final soft-capping", fmt.Sprintf(gemma3, `,"final_logit_softcapping":30.0`), "soft-capping"},
+		{"gemma3 attention soft-capping", fmt.Sprintf(gemma3, `,"attn_logit_softcapping":50.0`), "soft-capping"},
+		{"gemma3 sliding layers scaled", fmt.Sprintf(gemma3, `,"rope_parameters":{"full_attention":{"rope_type":"default","rope_theta":1e6},
+			"sliding_attention":{"rope_type":"linear","factor":2.0,"rope_theta":1e4}}`), "sliding layers"},
+		{"gemma3 unknown layer type", fmt.Sprintf(gemma3, `,"rope_parameters":{"chunked_attention":{"rope_type":"default"}}`), "chunked_attention"},
+		{"nested rope outside gemma3", strings.Replace(olmo2, `"rope_scaling":null`, `"rope_parameters":{"full_attention":{"rope_type":"default"}}`, 1), "per-layer-type"},
+	} {
+		_, err := ParseConfig([]byte(tc.js))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one saying %q", tc.name, err, tc.want)
+		}
 	}
 }

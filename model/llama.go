@@ -53,15 +53,18 @@ type Llama struct {
 	// (nil for other RoPE types); qScale is its attention factor squared,
 	// by which q is scaled after RoPE (0: none).
 	invFreqLong backend.Weight
-	qScale      float32
-	eps         float32
-	mem         WeightMemory
-	ck          *safetensors.Checkpoint // closed in Close: the backend may read its bytes in place
+	// invFreqLocal are the sliding layers' frequencies where they have
+	// their own (Gemma 3's LocalRopeTheta), nil otherwise.
+	invFreqLocal backend.Weight
+	qScale       float32
+	eps          float32
+	mem          WeightMemory
+	ck           *safetensors.Checkpoint // closed in Close: the backend may read its bytes in place
 }
 
 // LlamaLayer is one decoder layer's weights.
 type LlamaLayer struct {
-	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H" if:"!post_norms" norm:"rms"`
+	AttnNorm backend.Weight `hf:"model.layers.%d.input_layernorm.weight" shape:"H" if:"input_norm" norm:"rms"`
 	Q        backend.Weight `hf:"model.layers.%d.self_attn.q_proj.weight" shape:"QD,H" quant:"linear" tp:"rows,heads" rope:"q"`
 	QBias    backend.Weight `hf:"model.layers.%d.self_attn.q_proj.bias" shape:"QD" if:"qkv_bias" tp:"rows,heads" rope:"q"`
 	K        backend.Weight `hf:"model.layers.%d.self_attn.k_proj.weight" shape:"KVD,H" quant:"linear" tp:"rows,kvheads" rope:"k"`
@@ -81,16 +84,19 @@ type LlamaLayer struct {
 	// output before its residual add (OLMo 2's PostNorms).
 	PostAttnNorm backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H" if:"post_norms" norm:"rms"`
 	PostMLPNorm  backend.Weight `hf:"model.layers.%d.post_feedforward_layernorm.weight" shape:"H" if:"post_norms" norm:"rms"`
-	Gate         backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
-	GateBias     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
-	Up           backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
-	UpBias       backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
-	Down         backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I" quant:"linear" tp:"cols"`
-	DownBias     backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
+	// PreMLPNorm is Gemma 3's norm before the MLP (SandwichNorms), where
+	// the others have MLPNorm.
+	PreMLPNorm backend.Weight `hf:"model.layers.%d.pre_feedforward_layernorm.weight" shape:"H" if:"sandwich" norm:"rms"`
+	Gate       backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
+	GateBias   backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
+	Up         backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
+	UpBias     backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
+	Down       backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I" quant:"linear" tp:"cols"`
+	DownBias   backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
 }
 
 func init() {
-	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2")
+	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma3_text")
 }
 
 // newLlama loads the weights of cfg from the loader's checkpoint.
@@ -131,6 +137,12 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 		m.Close()
 		return nil, fmt.Errorf("model: %w", err)
 	}
+	if cfg.LocalRopeTheta != 0 {
+		if m.invFreqLocal, err = loadVector(m.be, "rope.local_inv_freq", cfg.LocalInvFreq()); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
 	if long := cfg.InvFreqLong(); long != nil {
 		if m.invFreqLong, err = loadVector(m.be, "rope.long_inv_freq", long); err != nil {
 			m.Close()
@@ -155,7 +167,8 @@ func setupLlama(cfg *Config, ld *loader) {
 	ld.conds = map[string]bool{
 		"tied": cfg.TieWordEmbeddings, "qkv_bias": cfg.QKVBias, "o_bias": cfg.OBias,
 		"mlp_bias": cfg.MLPBias, "qk_norm": cfg.QKNorm, "qk_norm_full": cfg.QKNormFull,
-		"post_norms": cfg.PostNorms,
+		"post_norms": cfg.PostNorms, "sandwich": cfg.SandwichNorms,
+		"input_norm": !cfg.PostNorms || cfg.SandwichNorms,
 	}
 	ld.ignore = func(name string) bool {
 		// Old checkpoints store RoPE's buffer; tied checkpoints may still
@@ -180,16 +193,19 @@ func setupLlama(cfg *Config, ld *loader) {
 // (loader.scale) to fold a family's run-time multipliers into them, nil
 // where there are none:
 //
-//	AttnScale s (Granite's attention_multiplier): q_proj's rows and bias
-//	    by s·√D, so that the attention's 1/√D gives q·k·s
+//	AttnScale s (Granite's attention_multiplier, Gemma 3's
+//	    query_pre_attn_scalar^-½): q_proj's rows and bias by s·√D, so
+//	    that the attention's 1/√D gives q·k·s; where q is normalized per
+//	    head (QKNorm: Gemma 3), q_norm's weight instead (the norm would
+//	    undo a scale before it)
 //	ResidualScale r (residual_multiplier): o_proj's and down_proj's rows
 //	    and biases by r, the blocks' outputs before their residual adds
 //	LogitScale l (1/logits_scaling): the final norm's weight by l, so
 //	    that the LM head (linear; perhaps the tied embedding) gives l·logits
 //
-// q·k is linear in q (no q norm in these families), and each multiplier
-// follows a linear map, so each fold gives the same values up to float32
-// rounding (the products are stored in float32).
+// q·k is linear in q, RoPE is linear, and each multiplier follows a
+// linear map, so each fold gives the same values up to float32 rounding
+// (the products are stored in float32; a norm's after its 1 + w).
 func attnFolds(cfg *Config) func(name string) float64 {
 	if cfg.AttnScale == 0 && cfg.ResidualScale == 0 && cfg.LogitScale == 0 {
 		return nil
@@ -205,6 +221,10 @@ func attnFolds(cfg *Config) func(name string) float64 {
 		return f
 	}
 	r, l := or1(cfg.ResidualScale), or1(cfg.LogitScale)
+	qWeight, qBias := "self_attn.q_proj.weight", "self_attn.q_proj.bias"
+	if cfg.QKNorm {
+		qWeight, qBias = "self_attn.q_norm.weight", ""
+	}
 	return func(name string) float64 {
 		if name == "model.norm.weight" {
 			return l
@@ -215,7 +235,7 @@ func attnFolds(cfg *Config) func(name string) float64 {
 		}
 		_, field, _ := strings.Cut(rest, ".")
 		switch field {
-		case "self_attn.q_proj.weight", "self_attn.q_proj.bias":
+		case qWeight, qBias:
 			return q
 		case "self_attn.o_proj.weight", "self_attn.o_proj.bias", "mlp.down_proj.weight", "mlp.down_proj.bias":
 			return r
@@ -353,13 +373,17 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 
 		// Self-attention block.
 		be.LinearGroup(qkv, in, []backend.Weight{l.Q, l.K, l.V}, []backend.Weight{l.QBias, l.KBias, l.VBias})
+		freq := invFreq
+		if m.invFreqLocal != nil && cfg.LayerWindows[i] > 0 {
+			freq = m.invFreqLocal
+		}
 		if l.QNormFull != nil {
 			be.RMSNorm(qn, q, l.QNormFull, m.eps)
 			be.RMSNorm(kn, k, l.KNormFull, m.eps)
-			be.RoPEQK(qn, kn, pos, invFreq, nil, nil, m.eps)
+			be.RoPEQK(qn, kn, pos, freq, nil, nil, m.eps)
 			qkv[0], qkv[1] = qn, kn
 		} else {
-			be.RoPEQK(q, k, pos, invFreq, l.QNorm, l.KNorm, m.eps)
+			be.RoPEQK(q, k, pos, freq, l.QNorm, l.KNorm, m.eps)
 		}
 		if m.qScale != 0 {
 			be.Scale(qkv[0], qkv[0], m.qScale)
@@ -372,7 +396,11 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 		}
 		qkv[0], qkv[1] = q, k
 		be.Linear(x, o, l.O, l.OBias)
-		in = m.residual(h, x, y, l.PostAttnNorm, l.MLPNorm)
+		preMLP := l.MLPNorm
+		if l.PreMLPNorm != nil {
+			preMLP = l.PreMLPNorm
+		}
+		in = m.residual(h, x, y, l.PostAttnNorm, preMLP)
 
 		// MLP block.
 		be.LinearGroup(gateUp, in, []backend.Weight{l.Gate, l.Up}, []backend.Weight{l.GateBias, l.UpBias})
@@ -458,7 +486,8 @@ func (m *Llama) Close() error {
 	freeWeights(m.be, v)
 	m.be.FreeWeight(m.invFreq)
 	m.be.FreeWeight(m.invFreqLong)
-	m.invFreq, m.invFreqLong = nil, nil
+	m.be.FreeWeight(m.invFreqLocal)
+	m.invFreq, m.invFreqLong, m.invFreqLocal = nil, nil, nil
 	if m.ck != nil {
 		ck := m.ck
 		m.ck = nil

@@ -95,6 +95,18 @@ var synthFamilies = []struct {
 	{"olmo2 mha attention bias tied f32", safetensors.F32, `{"architectures":["Olmo2ForCausalLM"],"model_type":"olmo2",
 		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":2,
 		"vocab_size":100,"rms_norm_eps":1e-5,"rope_theta":10000.0,"attention_bias":true,"tie_word_embeddings":true}`},
+	{"gemma3 sliding and global layers nested rope_parameters bf16", safetensors.BF16, `{"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,
+		"vocab_size":100,"rms_norm_eps":1e-6,"hidden_activation":"gelu_pytorch_tanh","query_pre_attn_scalar":24,
+		"sliding_window":4,"layer_types":["sliding_attention","full_attention","sliding_attention"],
+		"rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},
+		"sliding_attention":{"rope_type":"default","rope_theta":10000.0}},
+		"attn_logit_softcapping":null,"final_logit_softcapping":null,"tie_word_embeddings":true,"torch_dtype":"bfloat16"}`},
+	{"gemma3 legacy rope keys sliding_window_pattern attention bias f32", safetensors.F32, `{"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",
+		"hidden_size":48,"intermediate_size":80,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":24,
+		"vocab_size":100,"rms_norm_eps":1e-6,"query_pre_attn_scalar":24,"attention_bias":true,
+		"sliding_window":3,"sliding_window_pattern":2,"rope_theta":1000000.0,"rope_local_base_freq":500.0,"rope_scaling":null,
+		"tie_word_embeddings":false}`},
 }
 
 // logitTol is the tolerance of the synthetic tests: float32 computation

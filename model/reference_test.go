@@ -12,7 +12,7 @@ import (
 // This file holds a plain float64 forward pass of the Llama family written
 // from transformers' modeling code (LlamaForCausalLM, MistralForCausalLM,
 // Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, GemmaForCausalLM,
-// GraniteForCausalLM, Olmo2ForCausalLM),
+// GraniteForCausalLM, Olmo2ForCausalLM, Gemma3ForCausalLM),
 // independent of the backend and of llama.go, and the synthetic
 // checkpoints the tests run it on.
 
@@ -26,7 +26,7 @@ func synthShape(cfg *Config) synthmodel.Shape {
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
 		QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm,
 		Fused: cfg.FusedQKV, NormPlusOne: cfg.NormPlusOne,
-		PostNorms: cfg.PostNorms, QKNormFull: cfg.QKNormFull}
+		PostNorms: cfg.PostNorms, QKNormFull: cfg.QKNormFull, SandwichNorms: cfg.SandwichNorms}
 }
 
 // synthTensors lists the tensor names and shapes of cfg's checkpoint
@@ -203,8 +203,20 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 	// factor; the other D − R passed through unchanged (R = D but for
 	// partial rotary embeddings).
 	R := refRotaryDims(cfg)
+	var invLocal []float64 // Gemma 3's sliding layers: rope_local_base_freq, unscaled
+	if cfg.LocalRopeTheta != 0 {
+		invLocal = make([]float64, R/2)
+		for i := range invLocal {
+			invLocal[i] = 1 / math.Pow(cfg.LocalRopeTheta, float64(2*i)/float64(R))
+		}
+	}
+	// local: the layer being computed uses invLocal.
+	local := false
 	rope := func(x []float64, pos int) { // one head, rotate_half layout
 		inv := invAt[pos]
+		if local {
+			inv = invLocal
+		}
 		for i := range R / 2 {
 			th := float64(pos) * inv[i]
 			c, s := math.Cos(th)*attnFactor, math.Sin(th)*attnFactor
@@ -221,7 +233,7 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 		for k := range H {
 			h[t][k] = float64(E[int(id)*H+k])
 			switch cfg.ModelType {
-			case "gemma": // GemmaTextScaledWordEmbedding
+			case "gemma", "gemma3_text": // GemmaTextScaledWordEmbedding
 				h[t][k] *= float64(cfg.EmbedScale)
 			case "granite": // GraniteModel's embedding_multiplier
 				h[t][k] *= cfg.refGranite().embedding
@@ -230,12 +242,13 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 	}
 	for l := range cfg.Layers {
 		p := fmt.Sprintf("model.layers.%d.", l)
+		local = invLocal != nil && cfg.LayerWindows[l] > 0
 		q := make([][]float64, T)
 		k := make([][]float64, T)
 		v := make([][]float64, T)
 		for t := range T {
 			x := h[t] // Olmo2DecoderLayer has no input norm
-			if !cfg.PostNorms {
+			if !cfg.PostNorms || cfg.SandwichNorms {
 				x = rmsnorm(h[t], p+"input_layernorm.weight")
 			}
 			q[t] = linear(x, p+"self_attn.q_proj.weight", p+"self_attn.q_proj.bias", Hq*D, H)
@@ -262,8 +275,13 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 		}
 		window := cfg.LayerWindows[l]
 		scale := 1 / math.Sqrt(float64(D))
-		if cfg.ModelType == "granite" { // GraniteAttention.scaling
+		switch cfg.ModelType {
+		case "granite": // GraniteAttention.scaling
 			scale = cfg.refGranite().attention
+		case "gemma3_text": // Gemma3Attention.scaling: query_pre_attn_scalar^-½
+			if cfg.AttnScale != 0 {
+				scale = cfg.AttnScale
+			}
 		}
 		res := 1.0
 		if cfg.ModelType == "granite" {
@@ -306,7 +324,10 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 				h[t][i] += o[i] * res
 			}
 			x := h[t]
-			if !cfg.PostNorms {
+			switch {
+			case cfg.SandwichNorms: // Gemma3DecoderLayer
+				x = rmsnorm(h[t], p+"pre_feedforward_layernorm.weight")
+			case !cfg.PostNorms:
 				x = rmsnorm(h[t], p+"post_attention_layernorm.weight")
 			}
 			gate := linear(x, p+"mlp.gate_proj.weight", p+"mlp.gate_proj.bias", I, H)

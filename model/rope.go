@@ -99,3 +99,11 @@ func (c *Config) longropeInvFreq(ext []float64) []float32 {
 	}
 	return inv
 }
+
+// LocalInvFreq returns the sliding layers' inverse frequencies of a config
+// with a LocalRopeTheta (Gemma 3): InvFreq's unscaled ones with that base.
+func (c *Config) LocalInvFreq() []float32 {
+	local := *c
+	local.RopeTheta, local.RopeScaling = c.LocalRopeTheta, nil
+	return local.baseInvFreq()
+}

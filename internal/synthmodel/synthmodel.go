@@ -40,6 +40,9 @@ type Shape struct {
 	// post_feedforward_layernorm, and no input_layernorm; QKNormFull:
 	// q_norm [Heads·HeadDim] and k_norm [KVHeads·HeadDim] (OLMo 2).
 	PostNorms, QKNormFull bool
+	// SandwichNorms: Gemma 3's four norms a layer, input_layernorm and
+	// pre_feedforward_layernorm besides PostNorms' two.
+	SandwichNorms bool
 }
 
 // Tensors lists the names and shapes of a checkpoint of shape s as
@@ -58,8 +61,12 @@ func Tensors(s Shape) map[string][]int {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		if s.PostNorms {
 			ts[p+"post_feedforward_layernorm.weight"] = []int{H}
-		} else {
+		}
+		if !s.PostNorms || s.SandwichNorms {
 			ts[p+"input_layernorm.weight"] = []int{H}
+		}
+		if s.SandwichNorms {
+			ts[p+"pre_feedforward_layernorm.weight"] = []int{H}
 		}
 		ts[p+"post_attention_layernorm.weight"] = []int{H}
 		if s.Fused {

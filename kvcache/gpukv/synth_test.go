@@ -76,6 +76,17 @@ var gpuSynthFamilies = []struct {
 	{"olmo2 gqa2 d128 post norms", safetensors.BF16, `{"architectures":["Olmo2ForCausalLM"],"model_type":"olmo2",
 		"hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
 		"vocab_size":512,"rms_norm_eps":1e-6,"rope_theta":500000.0,"hidden_act":"silu","attention_bias":false,"tie_word_embeddings":false}`},
+	// Gemma 3: head dim 256, sandwich norms, per-head q/k norms (1 + w)
+	// with query_pre_attn_scalar folded into q_norm, sliding and global
+	// layers with their own RoPE (the window longer than the sequence: the
+	// paged caches refuse longer ones until they slide).
+	{"gemma3 gqa2 d256 local/global rope qpas", safetensors.BF16, `{"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",
+		"hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":256,
+		"vocab_size":512,"rms_norm_eps":1e-6,"hidden_activation":"gelu_pytorch_tanh","query_pre_attn_scalar":168,
+		"sliding_window":512,"layer_types":["sliding_attention","full_attention"],
+		"rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},
+		"sliding_attention":{"rope_type":"default","rope_theta":10000.0}},
+		"tie_word_embeddings":true,"torch_dtype":"bfloat16"}`},
 }
 
 // synthFP16Tol bounds ‖gpu − cpu‖₂ / ‖cpu‖₂ of a row of logits with fp16 KV
@@ -119,7 +130,7 @@ func TestGPUSyntheticFamilies(t *testing.T) {
 				KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
 				QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm,
 				Fused: cfg.FusedQKV, NormPlusOne: cfg.NormPlusOne,
-				PostNorms: cfg.PostNorms, QKNormFull: cfg.QKNormFull}
+				PostNorms: cfg.PostNorms, QKNormFull: cfg.QKNormFull, SandwichNorms: cfg.SandwichNorms}
 			if _, err := synthmodel.Write(dir, fam.config, shape, fam.dtype, uint64(100+fi), nil); err != nil {
 				t.Fatal(err)
 			}
