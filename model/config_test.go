@@ -415,10 +415,10 @@ func TestPartialRotaryConfig(t *testing.T) {
 	}
 }
 
-// TestGraniteOlmo2Gemma3Configs checks the session-17 families' configs as
-// their released checkpoints write them (granite-3.1-8b-instruct,
-// OLMo-2-1124-7B, gemma-3-1b-it; shortened to the fields read) and the
-// refusals of what they do not run.
+// TestGraniteOlmo2Gemma3Configs checks the session-17 families' configs,
+// written after their released checkpoints' (granite-3.1-8b-instruct,
+// OLMo-2-1124-7B, gemma-3-1b-it: their published values, shortened to the
+// fields read), and the refusals of what they do not run.
 func TestGraniteOlmo2Gemma3Configs(t *testing.T) {
 	const granite = `{"architectures":["GraniteForCausalLM"],"model_type":"granite","hidden_size":4096,"intermediate_size":12800,
 		"num_hidden_layers":40,"num_attention_heads":32,"num_key_value_heads":8,"vocab_size":49155,"rms_norm_eps":1e-5,

@@ -1,5 +1,6 @@
 // Package model loads Llama-family Hugging Face checkpoints (Llama 2/3/3.1/
-// 3.2, Mistral, Qwen2/2.5, Qwen3, Phi-3/3.5 and Phi-4-mini, Gemma) and runs
+// 3.2, Mistral, Qwen2/2.5, Qwen3, Phi-3/3.5 and Phi-4-mini, Gemma, Granite
+// 3.x, OLMo 2, Gemma 3 text) and runs
 // their forward pass over a backend.Backend, so the same model code runs on
 // any device.
 //
@@ -18,6 +19,13 @@
 // head's 128 dimensions) as a permutation of q's and k's rows within each
 // head with frequency 0 for the pass-through pairs (Config.RotaryDims), so
 // that every backend's RoPE, fused GPU paths included, runs them as is.
+// Run-time multipliers that follow a linear map are folded into its
+// weights at load (attnFolds): Granite's attention, residual and logit
+// multipliers into q, o and down, and the final norm, and Gemma 3's
+// query_pre_attn_scalar into q_norm; the attention kernels keep their
+// 1/√D. The norm layouts are a layer's optional weights: OLMo 2's
+// post-norm blocks (no input norm) and Gemma 3's four norms a layer; Gemma
+// 3's sliding layers take their own RoPE frequencies.
 //
 // A typical generation loop:
 //

@@ -6,8 +6,11 @@ package gpukv
 // head_dim that is not hidden/heads, bf16, fp16 and fp32 storage; Gemma's
 // head dim 256 with GeGLU and its 1 + w norms and embedding scale; Phi-3's
 // fused q|k|v and gate|up and longrope, whose prompt crosses its original
-// context of 256 into the long factors and attention factor) through
-// the GPU's paged cache and kernels, against the CPU backend.
+// context of 256 into the long factors and attention factor; Granite's
+// multipliers folded at load, OLMo 2's post-norm blocks and whole-projection
+// q/k norms, Gemma 3's four norms a layer and sliding/global layers with
+// their own RoPE) through the GPU's paged cache and kernels, against the
+// CPU backend.
 
 import (
 	"math"
