@@ -90,6 +90,7 @@ type worker struct {
 	hpad   []uint16   // the residual's last fp16 rows, padded to a tile
 	spare  []float32  // [npad] the unused second output of an odd row
 	limits []int      // [R] last visible token of each row
+	firsts []int      // [R] first visible token of each row (sliding window; else 0)
 	out    []float32  // [D] one output row of mergeHead
 	qReady bool       // qi, qa, qb hold the unscaled query's quantization (KT)
 	i4     bool       // this block's int4 keys are scored from the packed nibbles
@@ -130,7 +131,7 @@ func newWorker(p Params, k *kernels) *worker {
 		wq8: make([]uint8, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
 		zsum: make([]float32, r*(d/minGroup)), sw: make([]float32, r*(d/minGroup)),
 		mrow: make([]float32, r), lsum: make([]float32, r), rmax: make([]float32, rows4(r)),
-		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r), out: make([]float32, d)}
+		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r), firsts: make([]int, r), out: make([]float32, d)}
 	for i := range w.ones {
 		w.ones[i] = 1
 	}
@@ -167,6 +168,7 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 	l := s.Len(f.Residual)
 	for row := range w.limits {
 		w.limits[row] = l - w.p.Tq + row/w.p.Shape.Group()
+		w.firsts[row] = w.p.FirstVisible(w.limits[row])
 	}
 	nr := f.Residual
 	for t := lo; t < hi; {
@@ -707,7 +709,8 @@ func (w *worker) dequantRows(dst []float32, lay kv.TensorLayout, src []byte, cod
 	}
 }
 
-// softmax masks the scores of tokens [t0, t0+n), updates the running max
+// softmax masks the scores of tokens [t0, t0+n) (past each row's last
+// visible token, and before its first under a sliding window), updates the running max
 // and denominator, rescales the accumulators, and turns w.scores into the
 // unnormalized probabilities exp(score - m) (0 past n). With w.expU8 the
 // exp and the denominator's sum are left to softmaxU8 (intValuesU8),
@@ -720,6 +723,9 @@ func (w *worker) softmax(st *state, t0, n int) {
 		sc := w.scores[r*np : r*np+end]
 		vis := min(n, max(0, w.limits[r]-t0+1)) // visible tokens of this row
 		for t := vis; t < end; t++ {
+			sc[t] = ninf
+		}
+		for t := range min(vis, w.firsts[r]-t0) { // before the row's window
 			sc[t] = ninf
 		}
 	}

@@ -35,9 +35,20 @@ func seqSplit(L, hkv, nr int) int {
 	return (split + nr - 1) / nr * nr
 }
 
+// windowFrom returns the first token Decode reads of a sequence of L
+// tokens: 0 without a window; under p.Window, the start of the block (of nr
+// tokens) that holds the first query row's first visible token. Whole
+// blocks before it are skipped; the tokens of that block before each row's
+// window are masked in softmax.
+func windowFrom(L, nr int, p Params) int {
+	return p.FirstVisible(L-p.Tq) / nr * nr
+}
+
 // Decode computes decode attention for every sequence on the CPU, writing
 // out [B][Tq][Hq][D] from q [B][Tq][Hq][D]. Sequences may have different
-// lengths.
+// lengths. Under a sliding window (p.Window) it reads only the blocks
+// from the one holding the first query token's first visible token on,
+// and splits those as it would a sequence of their length.
 func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	if err := p.check(out, q, seqs); err != nil {
 		return err
@@ -60,10 +71,13 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	first := resize(cs.first, len(seqs))       // index of (b, 0, 0) in tasks
 	splits := resize(cs.splits, len(seqs))     // tasks per KV head of sequence b
 	splitLen := resize(cs.splitLen, len(seqs)) // tokens per task of sequence b
+	from := resize(cs.from, len(seqs))         // first token read of sequence b
 	for b, s := range seqs {
 		first[b] = len(tasks)
-		splitLen[b] = seqSplit(s.Len(nr), p.Shape.Hkv, nr)
-		splits[b] = max(1, (s.Len(nr)+splitLen[b]-1)/splitLen[b])
+		from[b] = windowFrom(s.Len(nr), nr, p)
+		n := s.Len(nr) - from[b]
+		splitLen[b] = seqSplit(n, p.Shape.Hkv, nr)
+		splits[b] = max(1, (n+splitLen[b]-1)/splitLen[b])
 		for h := 0; h < p.Shape.Hkv; h++ {
 			for k := 0; k < splits[b]; k++ {
 				tasks = append(tasks, decodeTask{b, h, k})
@@ -107,7 +121,7 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	span := func(i int) (s *Seq, lo, hi int) {
 		tk := tasks[i]
 		s = seqs[tk.b]
-		lo = tk.k * splitLen[tk.b]
+		lo = from[tk.b] + tk.k*splitLen[tk.b]
 		return s, lo, min(lo+splitLen[tk.b], s.Len(nr))
 	}
 	team.Run(threads, len(tasks), func(j int) {
@@ -139,7 +153,7 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 			mergeHead(out, states[base:base+splits[tk.b]], w.out, tk.b, tk.h, p, kern)
 		}
 	})
-	cs.tasks, cs.first, cs.splits, cs.splitLen, cs.states, cs.order, cs.left = tasks, first, splits, splitLen, states, order, left
+	cs.tasks, cs.first, cs.splits, cs.splitLen, cs.states, cs.order, cs.left, cs.from = tasks, first, splits, splitLen, states, order, left, from
 	return nil
 }
 
@@ -171,11 +185,12 @@ func mergeHead(out []float32, st []state, o []float32, b, h int, p Params, kern 
 // are the same either way, so are the bits.
 const inlineWork = 1 << 16
 
-// decodeWork returns Σ over sequences of Len·Hkv·R·D.
+// decodeWork returns Σ over sequences of (tokens read)·Hkv·R·D.
 func decodeWork(seqs []*Seq, p Params) int {
 	n := 0
 	for _, s := range seqs {
-		n += s.Len(p.Format.Residual)
+		l := s.Len(p.Format.Residual)
+		n += l - windowFrom(l, p.Format.Residual, p)
 	}
 	return n * p.Shape.Hkv * p.Shape.Group() * p.Tq * p.Shape.D
 }
@@ -215,6 +230,7 @@ type callScratch struct {
 	states                         []state
 	tasks                          []decodeTask
 	first, splits, splitLen, order []int
+	from                           []int
 	left                           []atomic.Int32
 }
 

@@ -18,11 +18,26 @@ type Params struct {
 	Tq int
 	// Scale multiplies every score; 0 means 1/sqrt(D).
 	Scale float32
+	// Window, when positive, is the layer's sliding window: the query token
+	// at position p sees only cached tokens max(0, p-Window+1) .. p (the
+	// dense rule of model/attention.go and transformers' sliding-window
+	// mask); 0 is full causal attention. Decode (and Reference) take it;
+	// DecodePlanes refuses it.
+	Window int
 	// MassEvery samples the attention mass of the bw decode (DecodePlanes,
 	// ReferencePlanes): only query token i, at position L-Tq+i, with
 	// kv.MassSampled(L-Tq+i, MassEvery) adds its rows' probabilities to
 	// the mass (kv.PlaneSpec.MassEvery); 0 and 1 add every query token's.
 	MassEvery int
+}
+
+// FirstVisible returns the first cached token a query token at position pos
+// sees: pos-Window+1 under a sliding window, else 0.
+func (p Params) FirstVisible(pos int) int {
+	if p.Window <= 0 {
+		return 0
+	}
+	return max(0, pos-p.Window+1)
 }
 
 func (p Params) scale() float32 {
@@ -41,6 +56,9 @@ func (p Params) check(out, q []float32, seqs []*Seq) error {
 	}
 	if p.Tq < 1 {
 		return fmt.Errorf("attn: Tq=%d, want >= 1", p.Tq)
+	}
+	if p.Window < 0 {
+		return fmt.Errorf("attn: window %d, want >= 0 (0: none)", p.Window)
 	}
 	n := len(seqs) * p.Tq * p.Shape.Hq * p.Shape.D
 	if len(q) != n || len(out) != n {
@@ -79,7 +97,8 @@ type RefStats struct {
 
 // Reference computes the decode attention of p in float64 on the values the
 // cache stores (blocks dequantized with the kv reference, the residual's fp16
-// values), writing out [B][Tq][Hq][D]. It is slow and simple on purpose.
+// values), writing out [B][Tq][Hq][D]; with p.Window, each query token over
+// its window alone. It is slow and simple on purpose.
 func Reference(out, q []float32, seqs []*Seq, p Params) (RefStats, error) {
 	var st RefStats
 	if err := p.check(out, q, seqs); err != nil {
@@ -103,6 +122,7 @@ func Reference(out, q []float32, seqs []*Seq, p Params) (RefStats, error) {
 			}
 			for i := 0; i < p.Tq; i++ {
 				limit := l - p.Tq + i // last visible token
+				first := p.FirstVisible(limit)
 				for j := 0; j < g; j++ {
 					hq := h*g + j
 					off := ((b*p.Tq+i)*sh.Hq + hq) * d
@@ -116,6 +136,10 @@ func Reference(out, q []float32, seqs []*Seq, p Params) (RefStats, error) {
 					scores := make([]float64, limit+1)
 					m := math.Inf(-1)
 					for t := range scores {
+						if t < first {
+							scores[t] = math.Inf(-1) // outside the window: weight 0
+							continue
+						}
 						var sum, mag float64
 						for c := range d {
 							sum += qv[c] * keys[t*d+c]
