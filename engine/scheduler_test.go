@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -123,6 +126,16 @@ func TestSchedulerMatchesSolo(t *testing.T) {
 	for _, c := range cases[:3] {
 		t.Logf("solo: %d tokens %q", c.wantN, c.want)
 	}
+	schedMatchesSolo(t, be, m, tok, spec, chunk, cases)
+}
+
+// schedMatchesSolo submits cases (with their solo references) at once to a
+// scheduler over a paged cache of spec, with an ample pool (no preemption)
+// and a tight one (which must preempt), and checks each request's text and
+// token count against its solo run, and that every block is free at the
+// end.
+func schedMatchesSolo(t *testing.T, be backend.Backend, m model.Model, tok *tokenizer.Tokenizer, spec string, chunk int, cases []schedCase) {
+	t.Helper()
 	for _, cfg := range []struct {
 		name            string
 		blocks, maxSeqs int
@@ -613,4 +626,72 @@ func TestSchedulerSampledParallel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// windowedTiny loads the tiny model with a sliding window of window tokens
+// on layer 0 and full attention on layer 1 (config.json's layer_types), and
+// the plain tiny model beside it.
+func windowedTiny(t *testing.T, window int) (windowed, plain model.Model, tok *tokenizer.Tokenizer, be *cpu.Backend) {
+	t.Helper()
+	plain, tok, be = tiny(t)
+	dir := t.TempDir()
+	if err := tinymodel.Write(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["sliding_window"] = window
+	cfg["layer_types"] = []string{"sliding_attention", "full_attention"}
+	if raw, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	windowed, err = model.Load(dir, be, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { windowed.Close() })
+	if got := windowed.Config().LayerWindows; !slices.Equal(got, []int{window, 0}) {
+		t.Fatalf("LayerWindows = %v, want [%d 0]", got, window)
+	}
+	return windowed, plain, tok, be
+}
+
+// TestSchedulerSlidingWindow runs TestSchedulerMatchesSolo's requests on a
+// model whose first layer has a sliding window of 40 tokens (not a
+// multiple of the 32-token blocks; prompts and generations reach 200
+// tokens): the paged cache attends within the window on that layer alone,
+// under prefix sharing and preemption, and each request matches its solo
+// run. That the window is applied at all: some requests' solo text differs
+// from the same model without the window.
+func TestSchedulerSlidingWindow(t *testing.T) {
+	const spec, chunk, window = "int4:kc32:v32:res32", 64, 40
+	m, plain, tok, be := windowedTiny(t, window)
+	cases := tinySchedCases(rand.New(rand.NewPCG(21, 22)), 24)
+	full := slices.Clone(cases)
+	soloReference(t, be, m, tok, spec, chunk, cases)
+	soloReference(t, be, plain, tok, spec, chunk, full)
+	differ, long := 0, 0
+	for i := range cases {
+		if cases[i].want != full[i].want {
+			differ++
+		}
+		if len(cases[i].prompt)+cases[i].wantN > window {
+			long++
+		}
+	}
+	t.Logf("%d of %d requests go past the window; %d differ from the model without it", long, len(cases), differ)
+	if differ == 0 {
+		t.Fatal("the window changed no request's text: is it applied?")
+	}
+	schedMatchesSolo(t, be, m, tok, spec, chunk, cases)
 }

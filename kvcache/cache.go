@@ -241,11 +241,20 @@ func sumBytes(fs []kv.Format, hkv int, per func(kv.Format) int) int64 {
 // fp16Spec is the baseline format of SequenceBytes.
 var fp16Spec = kv.MustParseSpec("fp16")
 
+// layerWindows returns each layer's sliding window (0: full attention),
+// the model's LayerWindows padded with zeros to its layers.
+func layerWindows(cfg *model.Config) []int {
+	ws := make([]int, cfg.Layers)
+	copy(ws, cfg.LayerWindows)
+	return ws
+}
+
 // WindowLimit is the smallest sliding window of cfg's layers (0: none).
-// The low-bit caches attend over the whole sequence; they hold a sequence
-// only while it is no longer than this window, where a sliding window
-// changes nothing (Mistral v0.1's 4096 tokens, say), and refuse longer ones
-// with CheckWindow's error instead of attending wrongly.
+// The CPU paged cache (Paged) applies each layer's window; a cache that
+// attends over the whole sequence (the GPU caches) holds a sequence only
+// while it is no longer than this window, where a sliding window changes
+// nothing (Mistral v0.1's 4096 tokens, say), and refuses longer ones with
+// CheckWindow's error instead of attending wrongly.
 func WindowLimit(cfg *model.Config) int {
 	limit := 0
 	for _, w := range cfg.LayerWindows {
@@ -264,7 +273,7 @@ func CheckWindow(limit int, b *model.Batch) error {
 	}
 	for _, s := range b.Seqs {
 		if s.Pos+s.Len > limit {
-			return fmt.Errorf("kvcache: sequence %d would hold %d tokens, beyond the model's sliding window of %d, which the low-bit KV caches do not implement yet (use a shorter context)", s.ID, s.Pos+s.Len, limit)
+			return fmt.Errorf("kvcache: sequence %d would hold %d tokens, beyond the model's sliding window of %d, which this KV cache does not implement (use a shorter context, or the CPU cache)", s.ID, s.Pos+s.Len, limit)
 		}
 	}
 	return nil

@@ -7,9 +7,9 @@ import (
 	"github.com/bitdecode/bitdecode/model"
 )
 
-// TestSlidingWindowLimit checks that the low-bit caches refuse to grow a
-// sequence beyond a model's sliding window (which they do not implement)
-// with a clear error, and accept it up to the window.
+// TestSlidingWindowLimit checks the limit of the caches without sliding
+// windows (the GPU caches): they refuse to grow a sequence beyond a model's
+// sliding window with a clear error, and accept it up to the window.
 func TestSlidingWindowLimit(t *testing.T) {
 	cfg := &model.Config{LayerWindows: []int{0, 4096, 0}}
 	if got := WindowLimit(cfg); got != 4096 {

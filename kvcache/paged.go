@@ -15,7 +15,12 @@ import (
 // 16-bit residual block is a slot of the cache's residual memory. New
 // tokens are appended (rounded to fp16 into the residual block, packed when
 // it fills), then the new queries attend to everything the sequence holds,
-// causally (attn.Decode with Tq = the new tokens). A prompt therefore
+// causally (attn.Decode with Tq = the new tokens), and on a layer with a
+// sliding window W only to the last W positions (attn.Params.Window: the
+// blocks wholly before the window are skipped, the rest masked per query
+// row). A window frees nothing: every block stays held until the sequence
+// is removed or truncated (memory O(length); blocks may be shared by
+// prefixes and are re-read after a preemption's recompute). A prompt therefore
 // attends to its own earlier tokens as stored: packed blocks quantized, the
 // newest up to Nr-1 in fp16.
 //
@@ -40,7 +45,7 @@ type Paged struct {
 	formats []kv.Format // each layer's
 	shape   attn.Shape
 	layers  int
-	window  int // WindowLimit of the model
+	windows []int // per layer: the sliding window (0: full attention)
 	host    hostBuffers
 
 	// The pool of a sized cache; alloc is nil in an unbounded one.
@@ -92,7 +97,7 @@ func NewPaged(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	c := &Paged{format: f, formats: fs, shape: sh, layers: cfg.Layers, seqs: map[int]*pagedSeq{}, window: WindowLimit(cfg), host: hostBuffers{be: be}}
+	c := &Paged{format: f, formats: fs, shape: sh, layers: cfg.Layers, seqs: map[int]*pagedSeq{}, windows: layerWindows(cfg), host: hostBuffers{be: be}}
 	if o.Blocks == 0 && o.MemoryBytes == 0 {
 		return c, nil
 	}
@@ -406,9 +411,6 @@ func (c *Paged) Truncate(id, n int) error {
 // all sequences or none. A sequence not yet opened is opened when it starts
 // at position 0.
 func (c *Paged) Begin(b *model.Batch) error {
-	if err := CheckWindow(c.window, b); err != nil {
-		return err
-	}
 	if c.alloc != nil {
 		c.commit()
 	}
@@ -477,7 +479,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		if err := lc.Append(h.k[sq.Start*kvw:(sq.Start+sq.Len)*kvw], h.v[sq.Start*kvw:(sq.Start+sq.Len)*kvw]); err != nil {
 			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}
-		p := attn.Params{Format: c.formats[layer], Shape: c.shape, Tq: sq.Len}
+		p := attn.Params{Format: c.formats[layer], Shape: c.shape, Tq: sq.Len, Window: c.windows[layer]}
 		if err := attn.Decode(h.out[sq.Start*qw:(sq.Start+sq.Len)*qw], h.q[sq.Start*qw:(sq.Start+sq.Len)*qw], []*attn.Seq{&lc.Seq}, p); err != nil {
 			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}
