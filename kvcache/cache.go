@@ -273,7 +273,7 @@ func CheckWindow(limit int, b *model.Batch) error {
 	}
 	for _, s := range b.Seqs {
 		if s.Pos+s.Len > limit {
-			return fmt.Errorf("kvcache: sequence %d would hold %d tokens, beyond the model's sliding window of %d, which this KV cache does not implement (use a shorter context, or the CPU cache)", s.ID, s.Pos+s.Len, limit)
+			return fmt.Errorf("kvcache: sequence %d would hold %d tokens, beyond the model's sliding window of %d, which this KV cache does not implement (use a shorter context, or --device cpu, whose KV cache applies it)", s.ID, s.Pos+s.Len, limit)
 		}
 	}
 	return nil

@@ -79,9 +79,11 @@ func TestGPUTransformers(t *testing.T) {
 				var cache model.Attention = model.NewDenseCache(gb, m.Config())
 				name, tokens := "dense fp32", 0
 				if c.spec != "" {
-					// The paged caches refuse sequences beyond a sliding
-					// window (kvcache.WindowLimit; the CPU test checks the
-					// refusal): compare the window's rows.
+					// The GPU paged caches refuse sequences beyond a
+					// sliding window (kvcache.WindowLimit: their kernels
+					// attend over whole sequences; the CPU paged caches
+					// apply the window, and the CPU test checks every
+					// row): compare the window's rows.
 					if w := kvcache.WindowLimit(m.Config()); w > 0 && w < n-1 {
 						tokens = w
 					}
