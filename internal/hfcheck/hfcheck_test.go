@@ -84,7 +84,8 @@ var cpuKV = []struct {
 // bound, greedy tokens equal wherever the reference margin exceeds it), and
 // requires the unsupported ones to fail with ErrUnsupportedArchitecture.
 // The paged caches run every row, those of the sliding-window fixtures
-// (mistral-swa16-bf16, qwen2-swa-fp16) past the window too.
+// (mistral-swa16-bf16, qwen2-swa-fp16, gemma3-swa16-qpas32-bf16) past
+// the window too.
 func TestTransformersCPU(t *testing.T) {
 	fs := hfcheck.LoadAll(t)
 	be := cpu.New(2)
