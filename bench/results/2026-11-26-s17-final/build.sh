@@ -1,6 +1,6 @@
 #!/bin/bash
-# build.sh (session 17's lead call): the merged tree's bitdecode and test binaries
-# backend/gpu, kvcache/gpukv) into /work/main/.gpu/bundle.tar.xz beside the call's script.
+# build.sh (session 17's lead call): the merged tree's bitdecode and test binaries (backend/gpu,
+# kvcache/gpukv) into /work/main/.gpu/bundle.tar.xz beside the call's script.
 # The transformers fixtures travel with the tree (internal/hfcheck/testdata): gpukv.test finds them
 # from its working directory (.gpu/kvcache/gpukv) upward.
 set -euo pipefail
