@@ -440,6 +440,14 @@ BD_DEVICE void loadQueryFrag(const u16* q, int b, int Tq, int Hq, int h, int gro
     }
 }
 
+// windowSpan is how many tokens up to its last visible one a query row of
+// a layer with sliding window window sees (0: no window, every token): a
+// token t of a row whose last visible token is limit is masked where
+// limit - t >= span, so a row at position p sees [p - window + 1, p] (the
+// rule of package attn's Params.Window). Without a window the span is
+// INT_MAX, and no real row (limit < INT_MAX) masks a token by it.
+BD_DEVICE int windowSpan(int window) { return window > 0 ? window : 0x7fffffff; }
+
 // causalLimits returns the last token rows 2q and 2q+1 of a row chunk may
 // see (query token i of a sequence of L tokens sees tokens <= L - Tq + i);
 // rows beyond nrows see everything (their results are not written).

@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(kThreads) decode_split(
     const u16* __restrict__ resK, const u16* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2) {
+    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window) {
   constexpr int kTPR = D / kChunk;       // threads per token row
   constexpr int kTL = kThreads / kTPR;   // token lanes
   static_assert(kTPR <= 32 && kTile % kTL == 0, "tile must split evenly over token lanes");
@@ -148,6 +148,7 @@ __global__ void __launch_bounds__(kThreads) decode_split(
   const int row0 = rc * RMAX, nrows = min(RMAX, R - row0);
   const int tid = threadIdx.x, chunk = tid % kTPR, lane_t = tid / kTPR;
   const int c = chunk * kChunk;
+  const int span = windowSpan(window);
 
   // Query rows, scaled by scale·log2(e) so the softmax can use exp2.
   float qr[RMAX][kChunk];
@@ -198,7 +199,7 @@ __global__ void __launch_bounds__(kThreads) decode_split(
         for (int k = 0; k < kChunk; k++) p = fmaf(qr[r][k], x[k], p);
 #pragma unroll
         for (int off = kTPR / 2; off > 0; off /= 2) p += __shfl_xor_sync(0xffffffffu, p, off);
-        if (chunk == 0) sc[r][tt] = (t < t1 && t <= limit[r]) ? p : kNegInf;
+        if (chunk == 0) sc[r][tt] = (t < t1 && t <= limit[r] && limit[r] - t < span) ? p : kNegInf;
       }
     }
     __syncthreads();

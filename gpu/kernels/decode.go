@@ -191,6 +191,15 @@ type DecodeShape struct {
 	// batch it is decoded in (what an engine wants: batched = solo, bit for
 	// bit). 0 lets the planner size splits to fill the GPU for this shape.
 	SplitLen int
+	// Window is the layer's sliding window (0: none): a query at position
+	// p sees the keys at [max(0, p-Window+1), p] (package attn's
+	// Params.Window), the keys before masked in every kernel (bitdecode.cuh's
+	// windowSpan). Only the launch reads it (LaunchShape's shape): the
+	// plan's split sizing does not depend on it, and a caller that wants the
+	// blocks before a window skipped passes a view that starts at the block
+	// of the first visible key (block table offset, lengths reduced by whole
+	// blocks; kvcache/gpukv's Paged does).
+	Window int
 }
 
 // DecodeBuffers are the device buffers of one call (see decode.cu for layouts).
@@ -316,7 +325,7 @@ const (
 // CTA's setup); their count is splitBlocks' by rule, or v2's rule for
 // t.TargetCTAs.
 func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rule splitRule, minSplit int, t DecodeTuning) (*DecodePlan, error) {
-	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
+	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr || s.Window < 0 {
 		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
 	}
 	if l.Nr%16 != 0 {
@@ -723,7 +732,7 @@ func PlanDecodeWith(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeSh
 	if l.BF16 {
 		return nil, fmt.Errorf("kernels: decode v1 reads fp16 blocks only; bf16 K/V need the tensor-core kernel (--kernel mma)")
 	}
-	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr {
+	if s.B < 1 || s.Hkv < 1 || s.Hq%s.Hkv != 0 || s.Tq < 1 || s.MaxL < s.Tq || s.MaxBlocks < s.MaxL/l.Nr || s.Window < 0 {
 		return nil, fmt.Errorf("kernels: decode: bad shape %+v", s)
 	}
 	p := &DecodePlan{layout: l, shape: s, dev: dev, threads: decodeThreads, kernel: DecodeV1}
@@ -790,7 +799,7 @@ func (p *DecodePlan) Launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, scale 
 func (p *DecodePlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s DecodeShape, scale float32) error {
 	ps := p.shape
 	if s.Hq != ps.Hq || s.Hkv != ps.Hkv || s.MaxBlocks != ps.MaxBlocks || s.B < 1 || s.B > ps.B ||
-		s.Tq < 1 || s.Tq > ps.Tq || s.MaxL < s.Tq || s.MaxL > ps.MaxL {
+		s.Tq < 1 || s.Tq > ps.Tq || s.MaxL < s.Tq || s.MaxL > ps.MaxL || s.Window < 0 {
 		return fmt.Errorf("kernels: decode: shape %+v does not fit the plan's %+v", s, ps)
 	}
 	rows := s.Hq / s.Hkv * s.Tq
@@ -806,7 +815,7 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	args := []any{b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, p.partO, p.partML,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
 		int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff), int32(max(l.GK, 1)), int32(max(l.GV, 1)),
-		float32(float64(scale) * log2e)}
+		float32(float64(scale) * log2e), int32(s.Window)}
 	if p.kernel != DecodeV1 {
 		args = append(args, p.counters, b.Out) // counters 0: decode_combine merges
 	}

@@ -686,7 +686,7 @@ template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF,
           bool P8V = false, bool RG = false>
 BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw,
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
-                    int gK, int gV, int within0, int tok0, int tEnd, const int limit[2],
+                    int gK, int gV, int within0, int tok0, int tEnd, const int limit[2], int span,
                     const u32 bq[D / 16][2], const float biasC[2], const float qsumC[2][KG], int lane,
                     const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr, const u8* slot = nullptr,
                     bool full = false) {
@@ -746,16 +746,17 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
     }
     if (NX) loadKGroup<D, KBITS, KC, KG, PP>(raw, mt, next, kParamsOff, lane);
   }
-  // Mask padding past the end and tokens after a query token's position
-  // (v2.12: not in a full tile, which every row sees whole: a warp-uniform
-  // branch around the whole tile's tests).
+  // Mask padding past the end, tokens after a query token's position and
+  // tokens before its sliding window (windowSpan) (v2.12: not in a full
+  // tile, which every row sees whole: a warp-uniform branch around the
+  // whole tile's tests).
   if (!full) {
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int t = tok0 + mt * kFragTokens + g + 8 * (e >> 1);
-        if (t >= tEnd || t > limit[e & 1]) s[mt][e] = kNegInf;
+        if (t >= tEnd || t > limit[e & 1] || limit[e & 1] - t >= span) s[mt][e] = kNegInf;
       }
   }
   // Online softmax for rows 2q, 2q+1 (v2.12: with ex2, foldEx2).
@@ -886,7 +887,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2,
+    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
     int* __restrict__ counters, u16* __restrict__ out BD_TL_PARAM) {
 #if BD_TIMELINE
   unsigned long long* const tlRec = tlRecord(tl);
@@ -1068,6 +1069,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   loadQueryFrag<D>(q, b, Tq, Hq, h, group, row0, nrows, g, qd, scaleLog2, qf);
   int limit[2];  // last visible token of rows 2q, 2q+1 (beyond nrows: all)
   causalLimits(limit, row0, nrows, qd, L, Tq, group);
+  const int span = windowSpan(window);
   float ones[D / 4];
 #pragma unroll
   for (int i = 0; i < D / 4; i++) ones[i] = 1.f;
@@ -1164,13 +1166,16 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       }
     }
     tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, (NX && kPP) || RG, NX, Q8K, P8V, RG>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within,
-                                                                               tok, t1, limit, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC,
+                                                                               tok, t1, limit, span, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC,
                                                                                lane, next, &q8, slot, full);
   };
   // v2.12: every row of the chunk sees the tokens before visEnd (row0's
-  // causal limit, the split's end), so a tile below it skips tile's mask.
+  // causal limit, the split's end), so a tile below it skips tile's mask;
+  // with a sliding window, only from visBegin on (the chunk's last row's
+  // first visible token; the least int without a window).
   const int visEnd = min(t1, L - Tq + row0 / group + 1);
-  auto full = [&](int ti) { return t0 + (ti + 1) * TT <= visEnd; };
+  const int visBegin = window > 0 ? L - Tq + (row0 + nrows - 1) / group - window + 1 : -0x7fffffff - 1;
+  auto full = [&](int ti) { return t0 + (ti + 1) * TT <= visEnd && t0 + ti * TT >= visBegin; };
   // opens is the key group tile ti (at p) opens, by divisions (the ring's
   // and fp16's loops; the pipeline steps instead): -1 if none.
   auto opens = [&](int ti, const TilePos& p) {
@@ -1268,7 +1273,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       const int fb = (within / kFragTokens) * kFragTokens * D * 2;
       TileRaw<D, 16, 16, 1> raw;
       loadTile<D, 16, 16, 1>(raw, resK + off + fb, resV + off + fb, lane);
-      tile<D, 16, 16, false, 1, 1, 1, false>(rs, raw, nullptr, nullptr, 0, 0, 1, 1, within, tok, t1, limit, bPlain, zeroC, qsum1, lane);
+      tile<D, 16, 16, false, 1, 1, 1, false>(rs, raw, nullptr, nullptr, 0, 0, 1, 1, within, tok, t1, limit, span, bPlain, zeroC, qsum1, lane);
     }
     // The residual tiles rescaled acc and zacc alike only through alpha: carry
     // the zeros' scale by replaying the max change on zacc.

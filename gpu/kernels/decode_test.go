@@ -45,10 +45,14 @@ type gpuCase struct {
 	// splitLen fixes the split length (0: the planner's).
 	tune     *kernels.DecodeTuning
 	splitLen int
+	// window is the sliding window (0: none), given to the kernels in the
+	// plan's shape over the whole block table (no view: whole splits before
+	// a window are masked too).
+	window int
 }
 
 func (c gpuCase) String() string {
-	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq)
+	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d window=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq, c.window)
 }
 
 // runCase runs c and returns the first run's output (the later runs must
@@ -112,7 +116,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 		q[i] = half.ToFloat32(qh[i]) // the reference sees the fp16 query the GPU sees
 	}
 	want := make([]float32, nq)
-	st, err := attn.Reference(want, q, seqs, attn.Params{Format: f, Shape: c.sh, Tq: c.tq})
+	st, err := attn.Reference(want, q, seqs, attn.Params{Format: f, Shape: c.sh, Tq: c.tq, Window: c.window})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +125,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 	if c.tune != nil {
 		tune = *c.tune
 	}
-	plan, err := kernels.PlanDecodeWith(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL, SplitLen: c.splitLen}, tune)
+	plan, err := kernels.PlanDecodeWith(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL, SplitLen: c.splitLen, Window: c.window}, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,6 +407,39 @@ func testDecodeMatches(t *testing.T, kern kernels.DecodeKernel) {
 				runCase(t, r, gpuCase{kernel: kern, spec: spec, sh: sh, lens: lens, tq: tq})
 			}
 		}
+	}
+}
+
+// TestGPUDecodeWindowMatchesReference checks the kernels' sliding-window
+// mask (DecodeShape.Window) against attn.Reference under the same window,
+// for every kernel and format: a window shorter than a 16-token group, one
+// that is not a multiple of the block, one longer than the sequences, and
+// one over whole splits (a 4099-token sequence), at Tq 1 and 5 (a prefill
+// chunk whose rows start their windows at different tokens).
+func TestGPUDecodeWindowMatchesReference(t *testing.T) {
+	for _, k := range []kernels.DecodeKernel{kernels.DecodeMMA, kernels.DecodeV1, kernels.DecodeWGMMA} {
+		t.Run(k.String(), func(t *testing.T) {
+			device(t)
+			r := rand.New(rand.NewPCG(31, 32))
+			specs := []string{"fp16", "bf16", "int8", "int4", "int4:kt32:v32", "int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:kc64:res64"}
+			shapes := []attn.Shape{{Hq: 32, Hkv: 8, D: 128}, {Hq: 4, Hkv: 4, D: 64}, {Hq: 6, Hkv: 2, D: 256}}
+			for i, spec := range specs {
+				if k == kernels.DecodeV1 && spec == "bf16" {
+					continue // v1 reads fp16 blocks only
+				}
+				sh := shapes[i%len(shapes)]
+				if k == kernels.DecodeWGMMA && !wgmmaReads(t, spec, sh.D) {
+					continue
+				}
+				nr := kv.MustParseSpec(spec).Residual
+				lens := []int{3*nr + 7, 1000, 4099}
+				for _, w := range []int{9, nr + 37, 5000, 700} {
+					for _, tq := range []int{1, 5} {
+						runCase(t, r, gpuCase{kernel: k, spec: spec, sh: sh, lens: lens, tq: tq, window: w})
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -205,7 +205,7 @@ BD_DEVICE void storeB(u8* step, int g, int q, u32 b0, u32 b1) {
 // and are masked. The B operand of the scores must be in sh.qB.
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, bool BF, int VGB, int MW>
 BD_DEVICE void tileWG(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, const u8* vdat, const u8* kpar, const u8* vpar,
-                    int nGroups, int tok0, int tEnd, const int limit[2], const float biasC[2], const float qsumC[2][KG],
+                    int nGroups, int tok0, int tEnd, const int limit[2], int span, const float biasC[2], const float qsumC[2][KG],
                     int parity, int warp, int lane) {
   const int g = lane / 4, q = lane % 4;
   constexpr int KGA = KBITS < 16 && !KC ? KG : 1;
@@ -261,7 +261,7 @@ BD_DEVICE void tileWG(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, 
 #pragma unroll
     for (int e = 0; e < 4; e++) {
       const int t = tok0 + t16 + g + 8 * (e >> 1);
-      if (t >= tEnd || t > limit[e & 1]) s[m][e] = kNegInf;
+      if (t >= tEnd || t > limit[e & 1] || limit[e & 1] - t >= span) s[m][e] = kNegInf;
     }
   }
   // The tile's max of rows 2q, 2q+1 over the warpgroup.
@@ -379,7 +379,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ qIn, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
-    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2,
+    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
     int* __restrict__ counters, u16* __restrict__ out) {
   constexpr int VGB = VBITS < 16 ? VG : 1;
   constexpr int TT = MW * kTileTokens;  // tokens per tile
@@ -474,6 +474,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
   loadQueryFrag<D>(qIn, b, Tq, Hq, h, group, row0, nrows, g, qd, scaleLog2, qf);
   int limit[2];
   causalLimits(limit, row0, nrows, qd, L, Tq, group);
+  const int span = windowSpan(window);
   float qsumC[2][KG];
 #pragma unroll
   for (int k = 0; k < KG; k++) {
@@ -525,7 +526,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
       consumerSync();  // the query operand is complete
     }
     tileWG<D, KBITS, VBITS, KC, KG, VG, BF, VGB, MW>(st, sh, stage, stage + kKCode, stage + kKCode + kVCode, stage + kKCode + kVCode + kKPar,
-                                                   TT / kFragTokens, tok, t1, limit, kScaledQ ? biasC : zeroC, qsumC, parity, warp, lane);
+                                                   TT / kFragTokens, tok, t1, limit, span, kScaledQ ? biasC : zeroC, qsumC, parity, warp, lane);
     parity ^= 1;
     // Every consumer thread releases its own reads of the stage (an arrive
     // orders only the arriving thread's accesses; v3.2: one lane per warp
@@ -550,7 +551,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
       const int within = tok - resStart;
       const int fb = (within / kFragTokens) * kFragTokens * D * 2;
       const int nGroups = min(TT / kFragTokens, (min(t1, resStart + Nr) - tok + kFragTokens - 1) / kFragTokens);
-      tileWG<D, 16, 16, false, 1, VG, false, VGB, MW>(st, sh, resK + off + fb, resV + off + fb, nullptr, nullptr, nGroups, tok, t1, limit,
+      tileWG<D, 16, 16, false, 1, VG, false, VGB, MW>(st, sh, resK + off + fb, resV + off + fb, nullptr, nullptr, nGroups, tok, t1, limit, span,
                                                 zeroC, qsum1, parity, warp, lane);
       parity ^= 1;
     }

@@ -90,7 +90,11 @@ type Paged struct {
 	// shared (pool.go).
 	book *pagedBook
 
-	window int // windowLimit of the model
+	// windows is each layer's sliding window (0: full attention), and
+	// views the distinct nonzero ones: Begin uploads one windowed view of
+	// the block tables and lengths per window (gpuView).
+	windows []int
+	views   []int
 
 	// id tells caches apart in graph keys: a new cache's buffers may reuse
 	// a closed one's addresses, but never its captured graphs.
@@ -115,6 +119,19 @@ type gpuBatchPlan struct {
 	runs   []gpuRun
 	// Word offsets into meta.
 	table, lens, slots int
+	// views are the windowed views of the tables, one per c.views entry.
+	views []gpuView
+}
+
+// gpuView is the batch's block tables and lengths as a layer of sliding
+// window W sees them: each sequence's table starts at the block holding
+// the first key its first new token sees (position Pos-W+1), and its length
+// is cut by the blocks skipped, so the decode kernels read no block before
+// the window and mask (DecodeShape.Window) only the tokens of that first
+// block before it and, in a prefill chunk, those before each later row's
+// window. The residual keeps its tokens: the length drops by whole blocks.
+type gpuView struct {
+	table, lens int // word offsets into meta: [B][maxBlk] and [B]
 }
 
 // gpuRound is one write round: an append of the tokens whose slot entry is
@@ -241,8 +258,14 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	// cuts from a --prefill-chunk of 100 holds 128 tokens of int4, which
 	// must fit, and is the canonical chunk of prefix sharing.
 	o.MaxChunk = min((o.MaxChunk+nr-1)/nr*nr, o.MaxLen)
-	c := &Paged{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, tuning: be.Options().Tuning, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1), window: kvcache.WindowLimit(cfg),
-		maxBlk: (o.MaxLen + nr - 1) / nr, attended: make([]bool, cfg.Layers)}
+	c := &Paged{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, tuning: be.Options().Tuning, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1),
+		maxBlk: (o.MaxLen + nr - 1) / nr, attended: make([]bool, cfg.Layers), windows: make([]int, cfg.Layers)}
+	copy(c.windows, cfg.LayerWindows)
+	for _, w := range c.windows {
+		if w > 0 && !slices.Contains(c.views, w) {
+			c.views = append(c.views, w)
+		}
+	}
 	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
 	switch {
 	case o.Blocks > 0:
@@ -540,9 +563,6 @@ func (c *Paged) CheckIdle() error { return c.book.checkIdle("GPU cache") }
 // "Prefix sharing" at Open). It first makes the last batch's shareable
 // blocks findable; beyond that, on error nothing has changed.
 func (c *Paged) Begin(b *model.Batch) error {
-	if err := kvcache.CheckWindow(c.window, b); err != nil {
-		return err
-	}
 	c.book.commit() // the last batch has completed, or never will
 	nr := c.format.Residual
 	for _, s := range b.Seqs {
@@ -606,6 +626,21 @@ func (c *Paged) Begin(b *model.Batch) error {
 	p.slots = len(words)
 	for _, g := range seqs {
 		put(int32(g.slot))
+	}
+	for _, w := range c.views {
+		v := gpuView{table: len(words)}
+		skip := make([]int, len(seqs)) // blocks before the first row's window
+		for i, g := range seqs {
+			skip[i] = max(0, b.Seqs[i].Pos-w+1) / nr
+			row := make([]int32, c.maxBlk)
+			copy(row, g.blocks[min(skip[i], len(g.blocks)):])
+			put(row...)
+		}
+		v.lens = len(words)
+		for i, s := range b.Seqs {
+			put(int32(s.Pos + s.Len - skip[i]*nr))
+		}
+		p.views = append(p.views, v)
 	}
 	// Rounds: round r takes, of each sequence, the new tokens of its r-th
 	// residual fill; a sequence whose fill reaches Nr packs into its next
@@ -702,6 +737,12 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 	for _, r := range runs {
 		key = append(key, uint64(r.first), uint64(r.n), uint64(r.tq), uint64(r.tok0), uint64(c.runMaxL(r)), uint64(r.bucket))
 	}
+	window := c.windows[layer]
+	if window > 0 { // the layer's view of the tables (gpuView)
+		v := p.views[slices.Index(c.views, window)]
+		table, lens = v.table, v.lens
+		key = append(key, uint64(window), uint64(table), uint64(lens))
+	}
 	// Unrotated, the output is the widening of the decode kernels' fp16 at
 	// c.oh: a cuBLASLt o_proj queued next reads that (backend/gpu's
 	// EnqueueOut). Rotated, the output is rotated back in float32, and
@@ -770,7 +811,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),
 				Q: c.qh + cuda.DevicePtr(r.tok0*qw*2), Out: c.oh + cuda.DevicePtr(r.tok0*qw*2),
 			}
-			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r)}
+			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r), Window: window}
 			if err := plan.LaunchShape(x, st, bufs, shape, 0); err != nil {
 				return err
 			}

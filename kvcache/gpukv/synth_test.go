@@ -81,12 +81,21 @@ var gpuSynthFamilies = []struct {
 		"vocab_size":512,"rms_norm_eps":1e-6,"rope_theta":500000.0,"hidden_act":"silu","attention_bias":false,"tie_word_embeddings":false}`},
 	// Gemma 3: head dim 256, sandwich norms, per-head q/k norms (1 + w)
 	// with query_pre_attn_scalar folded into q_norm, sliding and global
-	// layers with their own RoPE (the window longer than the sequence: the
-	// paged caches refuse longer ones until they slide).
+	// layers with their own RoPE (the window longer than the sequence).
 	{"gemma3 gqa2 d256 local/global rope qpas", safetensors.BF16, `{"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",
 		"hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":256,
 		"vocab_size":512,"rms_norm_eps":1e-6,"hidden_activation":"gelu_pytorch_tanh","query_pre_attn_scalar":168,
 		"sliding_window":512,"layer_types":["sliding_attention","full_attention"],
+		"rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},
+		"sliding_attention":{"rope_type":"default","rope_theta":10000.0}},
+		"tie_word_embeddings":true,"torch_dtype":"bfloat16"}`},
+	// Gemma 3 with a window of 100 tokens, shorter than the sequence and no
+	// multiple of any format's block: the sliding layer attends through the
+	// paged cache's windowed view (gpuView), the global layer over all.
+	{"gemma3 gqa2 d256 window 100", safetensors.BF16, `{"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",
+		"hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":256,
+		"vocab_size":512,"rms_norm_eps":1e-6,"hidden_activation":"gelu_pytorch_tanh","query_pre_attn_scalar":168,
+		"sliding_window":100,"layer_types":["sliding_attention","full_attention"],
 		"rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},
 		"sliding_attention":{"rope_type":"default","rope_theta":10000.0}},
 		"tie_word_embeddings":true,"torch_dtype":"bfloat16"}`},
