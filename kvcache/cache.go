@@ -250,8 +250,8 @@ func layerWindows(cfg *model.Config) []int {
 }
 
 // WindowLimit is the smallest sliding window of cfg's layers (0: none).
-// The CPU paged cache (Paged) applies each layer's window; a cache that
-// attends over the whole sequence (the GPU caches) holds a sequence only
+// The paged caches (Paged, gpukv.Paged) apply each layer's window; a cache
+// that attends over the whole sequence (the bit-plane caches) holds a sequence only
 // while it is no longer than this window, where a sliding window changes
 // nothing (Mistral v0.1's 4096 tokens, say), and refuses longer ones with
 // CheckWindow's error instead of attending wrongly.

@@ -13,8 +13,10 @@
 //     reference-counted blocks and copy-free sharing of identical prompt
 //     prefixes, for the scheduler) or unbounded (run, eval). It applies
 //     each layer's sliding window (model.Config.LayerWindows) through
-//     attn.Params.Window; the GPU caches do not yet, and refuse a sequence
-//     longer than the smallest window (WindowLimit, CheckWindow).
+//     attn.Params.Window (the GPU paged cache, gpukv.Paged, through its
+//     kernels' DecodeShape.Window); the bit-plane caches (bw) do not, and
+//     refuse a sequence longer than the smallest window (WindowLimit,
+//     CheckWindow).
 //   - Planes, the CPU cache of the bit-plane format (bw, read-time
 //     precision tiers) with its tier maps, attention mass and TierPolicy
 //     (H2O heavy hitters extended to tiers), sized or unbounded alike.

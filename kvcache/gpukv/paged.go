@@ -55,7 +55,10 @@ const (
 //     one round may take q, k and v before RoPE from the joined q|k|v GEMM
 //     queued before it (backend/gpu's EnqueueAttend, KVWriter.AppendRoPE),
 //  2. runs the tensor-core decode attention (kernels.DecodePlan): one launch
-//     per run of consecutive sequences with the same number of new tokens,
+//     per run of consecutive sequences with the same number of new tokens;
+//     a layer with a sliding window reads the batch's windowed view of the
+//     tables (gpuView) and passes its window to the kernels, which mask the
+//     keys before each query row's window (kernels.DecodeShape.Window),
 //  3. converts the output to float32 (rotating it back for a rotated format:
 //     kernels.Ops.F16ToF32Hadamard).
 //
