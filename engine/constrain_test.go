@@ -54,17 +54,9 @@ func checkBounded(doc string) error {
 // matches the schema), every one cut by max tokens is a prefix the grammar
 // accepts, and the bounded schema's all stop.
 func TestConstrainedGotiny(t *testing.T) {
-	lm, err := Open("", Options{Device: "cpu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lm.Close()
+	lm, bounded := gotinyBounded(t)
 	tok := lm.Tokenizer
 	vocab := TokenVocab(tok, lm.Model.Config().Vocab)
-	bounded, err := constrain.JSONSchema([]byte(boundedSchema), constrain.SchemaOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		name    string
 		g       *constrain.Grammar
@@ -195,15 +187,7 @@ func TestConstrainedIgnoreEOS(t *testing.T) {
 // complete where generation stopped on a stop token, and the bounded
 // schema's always stops.
 func TestGenerateConstrained(t *testing.T) {
-	lm, err := Open("", Options{Device: "cpu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lm.Close()
-	bounded, err := constrain.JSONSchema([]byte(boundedSchema), constrain.SchemaOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lm, bounded := gotinyBounded(t)
 	for _, c := range []struct {
 		name    string
 		g       *constrain.Grammar
@@ -241,4 +225,20 @@ func TestGenerateConstrained(t *testing.T) {
 			t.Logf("%s %+v: %s, %q", c.name, sample, st.StopReason, text)
 		}
 	}
+}
+
+// gotinyBounded opens the embedded model on the CPU (closed at the test's
+// end) and compiles boundedSchema.
+func gotinyBounded(t *testing.T) (*Model, *constrain.Grammar) {
+	t.Helper()
+	lm, err := Open("", Options{Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lm.Close() })
+	bounded, err := constrain.JSONSchema([]byte(boundedSchema), constrain.SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lm, bounded
 }
