@@ -575,33 +575,28 @@ func (ld *loader) split(tag string) (backend.Split, error) {
 // plusOne returns the norm weight t as float32 values 1 + w, each sum
 // rounded to float32 as GemmaRMSNorm's 1.0 + weight.float() is: the one
 // place Gemma's (1 + w) scaling is applied (the backends' RMSNorm
-// multiplies by the weight as stored). The values go to a new buffer: t's
-// bytes may be a read-only mapping of the checkpoint, or the bytes a
-// backend keeps in place.
+// multiplies by the weight as stored).
 func plusOne(t safetensors.Tensor) (safetensors.Tensor, error) {
-	w, err := t.Float32()
-	if err != nil {
-		return t, fmt.Errorf("model: %s: %w", t.File, err)
-	}
-	data := make([]byte, 4*len(w))
-	for i, v := range w {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(1+v))
-	}
-	t.DType, t.Data = safetensors.F32, data
-	return t, nil
+	return mapFloat32(t, func(v float32) float32 { return 1 + v })
 }
 
 // scaled returns the tensor t times f as float32 values, each product
-// float32(float64(w)·f), in a new buffer (t's bytes may be a read-only
-// mapping of the checkpoint, or the bytes a backend keeps in place).
+// float32(float64(w)·f).
 func scaled(t safetensors.Tensor, f float64) (safetensors.Tensor, error) {
+	return mapFloat32(t, func(v float32) float32 { return float32(float64(v) * f) })
+}
+
+// mapFloat32 returns t's values through fn as a float32 tensor, in a new
+// buffer: t's bytes may be a read-only mapping of the checkpoint, or the
+// bytes a backend keeps in place.
+func mapFloat32(t safetensors.Tensor, fn func(float32) float32) (safetensors.Tensor, error) {
 	w, err := t.Float32()
 	if err != nil {
 		return t, fmt.Errorf("model: %s: %w", t.File, err)
 	}
 	data := make([]byte, 4*len(w))
 	for i, v := range w {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(float64(v)*f)))
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(fn(v)))
 	}
 	t.DType, t.Data = safetensors.F32, data
 	return t, nil
@@ -653,15 +648,10 @@ func (r *rotaryLayout) apply(t safetensors.Tensor, s weightSpec) (safetensors.Te
 	}
 	scale := s.rope == "q" && r.qScale != 1
 	if scale {
-		v, err := t.Float32()
-		if err != nil {
-			return t, fmt.Errorf("model: %s: %w", t.File, err)
+		var err error
+		if t, err = mapFloat32(t, func(v float32) float32 { return v }); err != nil {
+			return t, err
 		}
-		data := make([]byte, 4*len(v))
-		for i, x := range v {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
-		}
-		t.DType, t.Data = safetensors.F32, data
 	}
 	row := len(t.Data) / rows
 	out := make([]byte, len(t.Data))
