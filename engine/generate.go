@@ -81,12 +81,6 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 	if opts.Constraint != nil {
 		cons = constrain.NewMatcher(opts.Constraint, TokenVocab(tok, m.Config().Vocab), opts.StopIDs)
 	}
-	output := func(generated int) model.Output {
-		if cons != nil {
-			return model.OutputLogits // the mask needs the whole row
-		}
-		return sampler.Output(generated)
-	}
 	stream := tok.NewDecodeStream(tokenizer.DecodeOptions{SkipSpecial: true})
 	context := append([]int(nil), prompt...)
 
@@ -111,7 +105,7 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 		if end < len(prompt) {
 			b.Seqs[0].Output = model.OutputToken // a row nobody reads
 		} else {
-			b.Seqs[0].Output = output(0)
+			b.Seqs[0].Output = outputOf(sampler, 0, cons)
 		}
 		var err error
 		if logits, err = m.Forward(&b, c); err != nil {
@@ -170,7 +164,7 @@ func Generate(ctx context.Context, m model.Model, tok *tokenizer.Tokenizer, c kv
 		}
 		var b model.Batch
 		b.Add(seq, len(context)-1, int32(next))
-		b.Seqs[0].Output = output(st.GeneratedTokens)
+		b.Seqs[0].Output = outputOf(sampler, st.GeneratedTokens, cons)
 		var err error
 		if logits, err = m.Forward(&b, c); err != nil {
 			return st, err

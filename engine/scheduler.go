@@ -702,10 +702,7 @@ func (s *Scheduler) step() {
 		// prompt's end samples nothing, so its row's token is enough.
 		b.Seqs[i].Output = model.OutputToken
 		if q.n+b.Seqs[i].Len == len(q.tokens) {
-			b.Seqs[i].Output = q.sampler.Output(len(q.res.Tokens))
-			if q.cons != nil {
-				b.Seqs[i].Output = model.OutputLogits
-			}
+			b.Seqs[i].Output = outputOf(q.sampler, len(q.res.Tokens), q.cons)
 		}
 		// A chunk whose rows score prompt tokens not yet scored needs every
 		// row of the batch (model.Batch.AllLogits: each sequence's own
@@ -734,12 +731,9 @@ func (s *Scheduler) step() {
 		if q.n < q.promptLen {
 			s.count(func(st *SchedulerStats) { st.PromptTokens += int64(n) })
 		}
-		row := i // the sequence's last row
-		if b.AllLogits {
-			row = sq.Start + n - 1
-			if q.req.PromptLogprobs {
-				s.scorePrompt(q, logits, sq)
-			}
+		row := lastRow(&b, i)
+		if b.AllLogits && q.req.PromptLogprobs {
+			s.scorePrompt(q, logits, sq)
 		}
 		q.n += n
 		if q.n != len(q.tokens) {
@@ -751,6 +745,25 @@ func (s *Scheduler) step() {
 		}
 		s.sample(q, logits, row, now, pre[i])
 	}
+}
+
+// lastRow is the row of b's logits that holds sequence i's last token: i,
+// or its own last row when the batch asked for every row (AllLogits).
+func lastRow(b *model.Batch, i int) int {
+	if b.AllLogits {
+		return b.Seqs[i].Start + b.Seqs[i].Len - 1
+	}
+	return i
+}
+
+// outputOf is what sampling the next token needs of a row: the sampler's
+// Output, or the whole row under a constraint (its mask needs every
+// logit).
+func outputOf(s *Sampler, generated int, cons *constrain.Matcher) model.Output {
+	if cons != nil {
+		return model.OutputLogits
+	}
+	return s.Output(generated)
 }
 
 // parSampleMinWork is the fewest logits (rows times vocabulary) that
@@ -767,19 +780,15 @@ var parSampleMinWork = 1 << 17 // a variable: tests force either path
 // where sample draws itself.
 func (s *Scheduler) samplePar(in []*seq, b *model.Batch, logits *model.Logits) []*SampledToken {
 	pre := make([]*SampledToken, len(in))
-	var todo []int
+	var todo []int // the sequences drawn here
 	work := 0
 	for i, q := range in {
 		sq := b.Seqs[i]
 		if q.n+sq.Len != len(q.tokens) || q.req.MaxTokens == 0 || q.cons != nil || q.req.PromptLogprobs || sq.Output != model.OutputLogits {
 			continue
 		}
-		row := i
-		if b.AllLogits {
-			row = sq.Start + sq.Len - 1
-		}
 		todo = append(todo, i)
-		work += len(logits.Row(row))
+		work += len(logits.Row(lastRow(b, i)))
 	}
 	workers := min(len(todo), runtime.GOMAXPROCS(0))
 	if workers < 2 || work < parSampleMinWork {
@@ -795,12 +804,8 @@ func (s *Scheduler) samplePar(in []*seq, b *model.Batch, logits *model.Logits) [
 					return
 				}
 				i := todo[j]
-				q, sq := in[i], b.Seqs[i]
-				row := i
-				if b.AllLogits {
-					row = sq.Start + sq.Len - 1
-				}
-				tok := q.sampler.SampleRow(logits, row, q.tokens, len(q.res.Tokens))
+				q := in[i]
+				tok := q.sampler.SampleRow(logits, lastRow(b, i), q.tokens, len(q.res.Tokens))
 				pre[i] = &tok
 			}
 		})
