@@ -17,7 +17,7 @@ import (
 // The tools go to the checkpoint's chat template as transformers passes
 // them (the OpenAI array, one JSON schema per function), so the model sees
 // them in the form it was trained on. What it writes back is read by
-// toolParser, which knows the forms the common templates teach:
+// toolMode.read, which knows the forms the common templates teach:
 //
 //	Hermes, Qwen2.5, Qwen3  <tool_call>{"name": ..., "arguments": {...}}</tool_call>
 //	Mistral                 [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
@@ -63,18 +63,13 @@ type toolMode struct {
 	named  string          // the function's name for toolNamed
 	names  map[string]bool // the tools' names
 	// markers are the opening markers of a call in the model's text form
-	// (toolParser), longest first.
+	// (toolMode.read) that the template shows.
 	markers []string
 }
 
-// toolMarkers are the openings of a call in the text forms toolParser
-// reads, by what in a template shows the form.
-var toolMarkers = []struct{ inTemplate, marker string }{
-	{"<tool_call>", "<tool_call>"},
-	{"[TOOL_CALLS]", "[TOOL_CALLS]"},
-	{"<|tool_call|>", "<|tool_call|>"},
-	{"<|python_tag|>", "<|python_tag|>"},
-}
+// toolMarkers are the openings of a call in the text forms read reads; a
+// template that writes one teaches the model that form.
+var toolMarkers = []string{"<tool_call>", "[TOOL_CALLS]", "<|tool_call|>", "<|python_tag|>"}
 
 // parseTools validates tools and tool_choice. It returns the tools for the
 // template (nil: none), how to read the answer (nil: as plain content) and,
@@ -126,9 +121,9 @@ func (s *Server) parseTools(r *chatRequest) ([]json.RawMessage, *toolMode, *cons
 	if choice == toolAuto && !strings.Contains(src, "tools") {
 		return nil, nil, nil, invalid("tools", "unsupported_value", "The model's chat template does not show the model its tools, so it cannot choose to call them ('tool_choice' \"auto\"); 'required' or a named function still work: they constrain the answer to a call.")
 	}
-	for _, t := range toolMarkers {
-		if strings.Contains(src, t.inTemplate) {
-			m.markers = append(m.markers, t.marker)
+	for _, mk := range toolMarkers {
+		if strings.Contains(src, mk) {
+			m.markers = append(m.markers, mk)
 		}
 	}
 	if len(m.markers) == 0 {
@@ -296,7 +291,7 @@ func toOut(calls []parsedCall, indexed bool) []toolCallOut {
 
 // read splits a whole answer into its content and its calls: for a named
 // function the answer is the arguments; for "required" the array of
-// {"name", "parameters"}; for "auto" the text forms toolParser knows.
+// {"name", "parameters"}; for "auto" the text forms the templates teach.
 // ok is false when the answer holds no call (it is all content).
 func (m *toolMode) read(text string) (content string, calls []parsedCall, ok bool) {
 	content, calls, ok = m.readAll(text)
