@@ -234,7 +234,7 @@ type DecodePlan struct {
 	dev      *cuda.Device
 	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)
 	pv8      bool // decode_mma.cu's P·V on int8 tensor cores (v2.9)
-	la       bool // decode_mma.cu's look-ahead refold (v2.24)
+	la       int  // decode_mma.cu's look-ahead (v2.24): 0 none, 1 the refold, 2 the refold and the scores
 	// slots is how many split CTAs the planner counts on running at once
 	// (its CTAs per SM times decodeRefSMs): a launch of more than that
 	// many starts after the kernel ahead of it (dependentLaunch).
@@ -263,8 +263,9 @@ func (p *DecodePlan) QK8() bool { return p.qk8 }
 // tile, three mmas).
 func (p *DecodePlan) PV8() bool { return p.pv8 }
 
-// LA reports whether the plan runs decode_mma.cu's look-ahead refold (v2.24).
-func (p *DecodePlan) LA() bool { return p.la }
+// LA reports decode_mma.cu's look-ahead mode of the plan (v2.24): 0 none,
+// 1 the next tile's refold under the P·V, 2 its refold and its scores.
+func (p *DecodePlan) LA() int { return p.la }
 
 // Kernel returns the kernel the plan runs (DecodeAuto's pick).
 func (p *DecodePlan) Kernel() DecodeKernel { return p.kernel }
@@ -539,15 +540,21 @@ func laReads(l DecodeLayout, mt, stages int, qk8, pv8 bool) bool {
 	return l.KBits == 2 && l.KPerChannel && qk8 && !pv8 && stages == 0 && l.D <= 128 && !l.BF16 && l.GK == 16*mt
 }
 
-// mmaLA is the planner's rule for the look-ahead refold (v2.24): where it
-// reads the layout, unless tuning t turns it off (LA -1).
-func mmaLA(l DecodeLayout, mt, stages int, qk8, pv8 bool, t MMATuning) bool {
-	return laReads(l, mt, stages, qk8, pv8) && (t.LA > 0 || (t.LA == 0 && mmaLADefault))
+// mmaLA is the planner's rule for the look-ahead (v2.24): where it reads
+// the layout, tuning t's mode (1 or 2), else mmaLADefault; LA -1 is off.
+func mmaLA(l DecodeLayout, mt, stages int, qk8, pv8 bool, t MMATuning) int {
+	switch {
+	case !laReads(l, mt, stages, qk8, pv8) || t.LA < 0:
+		return 0
+	case t.LA > 0:
+		return t.LA
+	}
+	return mmaLADefault
 }
 
-// mmaLADefault is whether the planner runs the look-ahead refold where it
-// reads the layout by default.
-const mmaLADefault = true
+// mmaLADefault is the look-ahead mode the planner runs where it reads the
+// layout by default.
+const mmaLADefault = 1
 
 // mmaConfig is decode_mma.cu's configuration for layout l under tuning t:
 // the tile (MT fragment groups of 16 tokens, as many as the lane budget
@@ -592,13 +599,13 @@ func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
 // mmaProgram returns decode_mma.cu's program for layout l with tiles of mt
 // groups, stages cp.async stages and registers capped for minB CTAs per
 // SM, and its split and combine kernels' name expressions.
-// With la (v2.24's look-ahead refold) the kernel's thirteenth template
+// With la > 0 (v2.24's look-ahead mode) the kernel's thirteenth template
 // argument is named; without, the expression is the twelve of before.
-func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8, la bool) (prog cuda.Program, splitExpr, combineExpr string) {
+func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8 bool, la int) (prog cuda.Program, splitExpr, combineExpr string) {
 	kg, vg := scaleGroups(l)
 	splitExpr = fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d, %t, %t>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB, qk8, pv8)
-	if la {
-		splitExpr = strings.TrimSuffix(splitExpr, ">") + ", true>"
+	if la > 0 {
+		splitExpr = fmt.Sprintf("%s, %d>", strings.TrimSuffix(splitExpr, ">"), la)
 	}
 	combineExpr = fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return program("decode_mma.cu", decodeMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
