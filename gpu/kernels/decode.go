@@ -540,17 +540,33 @@ func laReads(l DecodeLayout, mt, stages int, qk8, pv8 bool) bool {
 	return l.KBits == 2 && l.KPerChannel && qk8 && !pv8 && stages == 0 && l.D <= 128 && !l.BF16 && l.GK == 16*mt
 }
 
-// mmaLA is the planner's rule for the look-ahead (v2.24): where it reads
-// the layout, tuning t's mode (1 or 2), else mmaLADefault; LA -1 is off.
-func mmaLA(l DecodeLayout, mt, stages int, qk8, pv8 bool, t MMATuning) int {
+// mmaLA is the planner's rule for the look-ahead (v2.24) with splits of
+// splitLen tokens: where it reads the layout, tuning t's mode (1 or 2);
+// unset, mmaLADefault where a split gives each of the CTA's warps at least
+// laMinTiles tiles; LA -1 is off.
+func mmaLA(l DecodeLayout, mt, stages int, qk8, pv8 bool, splitLen int, t MMATuning) int {
 	switch {
 	case !laReads(l, mt, stages, qk8, pv8) || t.LA < 0:
 		return 0
 	case t.LA > 0:
 		return t.LA
+	case splitLen < laMinTiles*mmaWarps*16*mt:
+		return 0
 	}
 	return mmaLADefault
 }
+
+// laMinTiles is the fewest tiles per warp and split for which the planner
+// picks the look-ahead by default. It costs a warp a refold that no tile
+// uses (after its last tile) and hides none of its first one's: on the H100
+// (session 24, call 2) int2 was 0.2-0.3 us slower at 1 x 8K and 1 x 32K (1
+// and 2 tiles a warp) and 5-6.5% faster from 32 x 8K and 8 x 32K (4 tiles a
+// warp) up.
+const laMinTiles = 4
+
+// mmaWarps is decode_mma.cu's warps per CTA (kWarps), each with its own run
+// of a split's tiles.
+const mmaWarps = 4
 
 // mmaLADefault is the look-ahead mode the planner runs where it reads the
 // layout by default.
@@ -627,7 +643,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	}
 	p.qk8 = mmaQK8(l, t.MMA)
 	p.pv8 = mmaPV8(l, mt, t.MMA)
-	p.la = mmaLA(l, mt, stages, p.qk8, p.pv8, t.MMA)
+	p.la = mmaLA(l, mt, stages, p.qk8, p.pv8, p.splitLen, t.MMA)
 	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8, p.la)
 	if t.MMA.V211Unpack {
 		prog.Options = append(prog.Options, mmaV211UnpackDefine)

@@ -45,13 +45,44 @@ func TestMMALARule(t *testing.T) {
 		}
 		mt, stages, minB, _ := mmaConfig(l, tc.tune)
 		qk8, pv8 := mmaQK8(l, tc.tune), mmaPV8(l, mt, tc.tune)
-		got := mmaLA(l, mt, stages, qk8, pv8, tc.tune)
+		got := mmaLA(l, mt, stages, qk8, pv8, 1<<20, tc.tune)
 		if got != tc.want {
 			t.Errorf("%s D=%d %+v (MT %d, GK %d): look-ahead %d, want %d", tc.spec, tc.d, tc.tune, mt, l.GK, got, tc.want)
 		}
 		_, expr, _ := mmaProgram(l, mt, stages, minB, qk8, pv8, got)
 		if (got > 0) != strings.HasSuffix(expr, fmt.Sprintf(", %d>", got)) || strings.Count(expr, ",") != 11+min(got, 1) {
 			t.Errorf("%s D=%d: kernel %s does not match the look-ahead mode %d", tc.spec, tc.d, expr, got)
+		}
+	}
+}
+
+// TestMMALASplits checks the default look-ahead's split rule on the
+// benchmark grid (int2, Hq 32, Hkv 8, D 128): off where a split gives a warp
+// fewer than laMinTiles tiles (one sequence at 8K and 32K, measured slower
+// there), on from 4 tiles a warp (32 x 8K, 8 x 32K) up; a forced mode
+// ignores the rule.
+func TestMMALASplits(t *testing.T) {
+	l, err := LayoutFor(kv.MustResolve("int2", 128).WithOrder(kv.MMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, stages, _, ctas := mmaConfig(l, MMATuning{})
+	for _, tc := range []struct {
+		b, ctx int
+		want   int
+	}{
+		{1, 8192, 0}, {1, 32768, 0}, {1, 131072, 1}, {8, 32768, 1}, {16, 32768, 1}, {32, 8192, 1}, {55, 32768, 1}, {100, 32768, 1}, {128, 8192, 1},
+	} {
+		s := DecodeShape{B: tc.b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: tc.ctx / l.Nr, MaxL: tc.ctx}
+		p, err := sizeMMA(nil, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, DecodeTuning{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mmaLA(l, mt, stages, true, false, p.splitLen, MMATuning{}); got != tc.want {
+			t.Errorf("%d x %d (splits of %d tokens): look-ahead %d, want %d", tc.b, tc.ctx, p.splitLen, got, tc.want)
+		}
+		if got := mmaLA(l, mt, stages, true, false, p.splitLen, MMATuning{LA: 1}); got != 1 {
+			t.Errorf("%d x %d: forced look-ahead %d", tc.b, tc.ctx, got)
 		}
 	}
 }
