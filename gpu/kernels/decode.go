@@ -234,7 +234,7 @@ type DecodePlan struct {
 	dev      *cuda.Device
 	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)
 	pv8      bool // decode_mma.cu's P·V on int8 tensor cores (v2.9)
-	la       int  // decode_mma.cu's look-ahead (v2.24): 0 none, 1 the refold, 2 the refold and the scores
+	la       bool // decode_mma.cu's look-ahead refold (v2.24)
 	// slots is how many split CTAs the planner counts on running at once
 	// (its CTAs per SM times decodeRefSMs): a launch of more than that
 	// many starts after the kernel ahead of it (dependentLaunch).
@@ -263,9 +263,8 @@ func (p *DecodePlan) QK8() bool { return p.qk8 }
 // tile, three mmas).
 func (p *DecodePlan) PV8() bool { return p.pv8 }
 
-// LA reports decode_mma.cu's look-ahead mode of the plan (v2.24): 0 none,
-// 1 the next tile's refold under the P·V, 2 its refold and its scores.
-func (p *DecodePlan) LA() int { return p.la }
+// LA reports whether the plan runs decode_mma.cu's look-ahead refold (v2.24).
+func (p *DecodePlan) LA() bool { return p.la }
 
 // Kernel returns the kernel the plan runs (DecodeAuto's pick).
 func (p *DecodePlan) Kernel() DecodeKernel { return p.kernel }
@@ -540,20 +539,18 @@ func laReads(l DecodeLayout, mt, stages int, qk8, pv8 bool) bool {
 	return l.KBits == 2 && l.KPerChannel && qk8 && !pv8 && stages == 0 && l.D <= 128 && !l.BF16 && l.GK == 16*mt
 }
 
-// mmaLA is the planner's rule for the look-ahead (v2.24) with splits of
-// splitLen tokens: where it reads the layout, tuning t's mode (1 or 2);
-// unset, mmaLADefault where a split gives each of the CTA's warps at least
-// laMinTiles tiles; LA -1 is off.
-func mmaLA(l DecodeLayout, mt, stages int, qk8, pv8 bool, splitLen int, t MMATuning) int {
+// mmaLA is the planner's rule for the look-ahead refold (v2.24) with
+// splits of splitLen tokens: where it reads the layout, on if tuning t says
+// so (LA 1); unset (0), by default where a split gives each of the CTA's
+// warps at least laMinTiles tiles; LA -1 is off.
+func mmaLA(l DecodeLayout, mt, stages int, qk8, pv8 bool, splitLen int, t MMATuning) bool {
 	switch {
 	case !laReads(l, mt, stages, qk8, pv8) || t.LA < 0:
-		return 0
+		return false
 	case t.LA > 0:
-		return t.LA
-	case splitLen < laMinTiles*mmaWarps*16*mt:
-		return 0
+		return true
 	}
-	return mmaLADefault
+	return mmaLADefault && splitLen >= laMinTiles*mmaWarps*16*mt
 }
 
 // laMinTiles is the fewest tiles per warp and split for which the planner
@@ -561,16 +558,16 @@ func mmaLA(l DecodeLayout, mt, stages int, qk8, pv8 bool, splitLen int, t MMATun
 // uses (after its last tile) and hides none of its first one's: on the H100
 // (session 24, call 2) int2 was 0.2-0.3 us slower at 1 x 8K and 1 x 32K (1
 // and 2 tiles a warp) and 5-6.5% faster from 32 x 8K and 8 x 32K (4 tiles a
-// warp) up.
+// warp) up, 8-9% at 55 and 100 x 32K and 128 x 8K.
 const laMinTiles = 4
 
 // mmaWarps is decode_mma.cu's warps per CTA (kWarps), each with its own run
 // of a split's tiles.
 const mmaWarps = 4
 
-// mmaLADefault is the look-ahead mode the planner runs where it reads the
-// layout by default.
-const mmaLADefault = 1
+// mmaLADefault is whether the planner runs the look-ahead refold by default
+// (where it reads the layout and the splits are long enough: mmaLA).
+const mmaLADefault = true
 
 // mmaConfig is decode_mma.cu's configuration for layout l under tuning t:
 // the tile (MT fragment groups of 16 tokens, as many as the lane budget
@@ -615,13 +612,13 @@ func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
 // mmaProgram returns decode_mma.cu's program for layout l with tiles of mt
 // groups, stages cp.async stages and registers capped for minB CTAs per
 // SM, and its split and combine kernels' name expressions.
-// With la > 0 (v2.24's look-ahead mode) the kernel's thirteenth template
+// With la (v2.24's look-ahead refold) the kernel's thirteenth template
 // argument is named; without, the expression is the twelve of before.
-func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8 bool, la int) (prog cuda.Program, splitExpr, combineExpr string) {
+func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8, la bool) (prog cuda.Program, splitExpr, combineExpr string) {
 	kg, vg := scaleGroups(l)
 	splitExpr = fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d, %t, %t>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB, qk8, pv8)
-	if la > 0 {
-		splitExpr = fmt.Sprintf("%s, %d>", strings.TrimSuffix(splitExpr, ">"), la)
+	if la {
+		splitExpr = strings.TrimSuffix(splitExpr, ">") + ", true>"
 	}
 	combineExpr = fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return program("decode_mma.cu", decodeMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr

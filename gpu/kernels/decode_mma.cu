@@ -139,6 +139,16 @@
 //        int2 1.7-2.1% faster at the >= 64 MiB rows (128 x 8K 74.2 -> 75.0%
 //        of the ceiling), k4v2 a tie. The next block asked of L2 ahead
 //        (prefetch.global.L2) made int2 6-9% and k4v2 30-42% slower: dropped.
+//   v2.24 (session 24) int2 keys whose key group is one tile (LA) refold the
+//        query for tile i+1 after tile i's softmax, in the basic block of
+//        its P·V (refoldLA), with the query floats parked in redO (no spill
+//        on CUDA 13, where main spilled 48 / 84 bytes); the same bits. H100:
+//        int2 1.08-1.09x at 55 and 100 x 32K and 128 x 8K (100 x 32K 798 ->
+//        735 us, 77.8 -> 84.1-85.2% of the ceiling), 1.05-1.07x at 16 x
+//        32K, 32 x 8K, 8 x 32K, 1 x 128K; on where a split gives a warp >= 4
+//        tiles (decode.go's mmaLA: one sequence at 8K and 32K was 0.2-0.3 us
+//        slower). The next tile's scores there too (mode 2, 116 / 108 bytes
+//        of spill) were 5-6% slower than main: dropped.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -405,73 +415,6 @@ BD_DEVICE void makeQ8(const float qf[D / 16][4], const float* sc, int qd, Q8<D>&
   float d[2];
   toC(delta, qd, d);
   o.dq[0] = d[0], o.dq[1] = d[1], o.dq[2] = d[0] * I8<BITS>::kDown, o.dq[3] = d[1] * I8<BITS>::kDown;
-}
-
-// makeQ8Parked (v2.24 LA 2) is the look-ahead refold of int2 keys with its
-// operands in shared memory: the query floats parked lane-contiguous at
-// park (park[kb·32 + lane] = qf[kb][0..3]) and the key group's widened pairs
-// at pairs (channel c's (s, z) at floats 2c, 2c+1, as widenPairs leaves
-// them). It returns the bias Σ q·z of the lane's channels (before quadSum)
-// and fills o as makeQ8<D, 2>(qf, sc) would, the same operations in the same
-// order, bit for bit; but it reads every product's operands where it uses
-// them, twice (the max, then the rounding), so no D/4 query floats and D/4
-// scales live at once: the refold then fits beside the next tile's scores.
-template <int D>
-BD_DEVICE float makeQ8Parked(const float4* park, const float* pairs, int lane, int qd, Q8<D>& o) {
-  float m[D / 16];
-  float bias = 0.f;
-#pragma unroll
-  for (int kb = 0; kb < D / 16; kb++) {
-    const float4 qv = park[kb * 32 + lane];
-    const float4 p0 = *reinterpret_cast<const float4*>(pairs + 2 * (16 * kb + 2 * qd));      // s0 z0 s1 z1, channels +0, +1
-    const float4 p1 = *reinterpret_cast<const float4*>(pairs + 2 * (16 * kb + 2 * qd + 8));  // channels +8, +9
-    bias += qv.x * p0.y + qv.y * p0.w;
-    bias += qv.z * p1.y + qv.w * p1.w;
-    const float a0 = fabsf(qv.x * p0.x), a1 = fabsf(qv.y * p0.z);
-    const float a2 = fabsf(qv.z * p1.x), a3 = fabsf(qv.w * p1.z);
-    m[kb] = fmaxf(fmaxf(a0, a1), fmaxf(a2, a3));
-  }
-  if constexpr (D / 16 >= 16) {
-#pragma unroll
-    for (int i = 0; i < 8; i++) m[i] = fmaxf(m[i], m[i + 8]);
-  }
-  if constexpr (D / 16 >= 8) {
-#pragma unroll
-    for (int i = 0; i < 4; i++) m[i] = fmaxf(m[i], m[i + 4]);
-  }
-  m[0] = fmaxf(fmaxf(m[0], m[2]), fmaxf(m[1], m[3]));
-  float mx = fmaxf(0.f, m[0]);
-  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-  float rcp;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(rcp) : "f"(mx));
-  const float inv = mx > 0.f ? kQ8Max * rcp : 0.f, delta = mx * (1.f / kQ8Max);
-#pragma unroll
-  for (int j = 0; j < D / 32; j++) {
-    // makeQ8's int2 bytes: kb = 2j + (i & 1), e = 2h + (i >> 1).
-    float qs[2][4];
-#pragma unroll
-    for (int t = 0; t < 2; t++) {
-      const int kb = 2 * j + t;
-      const float4 qv = park[kb * 32 + lane];
-      const float4 p0 = *reinterpret_cast<const float4*>(pairs + 2 * (16 * kb + 2 * qd));
-      const float4 p1 = *reinterpret_cast<const float4*>(pairs + 2 * (16 * kb + 2 * qd + 8));
-      qs[t][0] = qv.x * p0.x, qs[t][1] = qv.y * p0.z, qs[t][2] = qv.z * p1.x, qs[t][3] = qv.w * p1.z;
-    }
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      u32 n[4];
-#pragma unroll
-      for (int i = 0; i < 4; i++) n[i] = rniMul16(qs[i & 1][2 * h + (i >> 1)], inv);
-      const u32 a = prmt(n[0], n[1], 0x5140u), c = prmt(n[2], n[3], 0x5140u);
-      o.lo[j][h] = prmt(a, c, 0x5410u);
-      o.hi[j][h] = prmt(a, c, 0x7632u);
-    }
-  }
-  float d[2];
-  toC(delta, qd, d);
-  o.dq[0] = d[0], o.dq[1] = d[1], o.dq[2] = d[0] * I8<2>::kDown, o.dq[3] = d[1] * I8<2>::kDown;
-  return bias;
 }
 
 // pairBase is where lane's token g of the tile at within (its first token in
@@ -757,22 +700,19 @@ struct NoMid {
 // mid (v2.24) runs after the tile's softmax, before its values, in the same
 // basic block as the P·V mmas (the look-ahead refold of the next tile).
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, bool PP = false, bool NX = false, bool Q8K = false,
-          bool P8V = false, bool RG = false, class MID = NoMid, bool SG = false>
+          bool P8V = false, bool RG = false, class MID = NoMid>
 BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw,
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
                     int gK, int gV, int within0, int tok0, int tEnd, const int limit[2], int span,
                     const u32 bq[D / 16][2], const float biasC[2], const float qsumC[2][KG], int lane,
                     const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr, const u8* slot = nullptr,
-                    bool full = false, const MID& mid = MID{}, float (*sGiven)[4] = nullptr) {
+                    bool full = false, const MID& mid = MID{}) {
   static_assert(!RG || (PP && !NX), "the ring's tiles carry their pairs and have no in-place next tile");
   const int g = lane / 4, q = lane % 4;
-  // SG (v2.24 LA 2): the scores were computed ahead (sGiven, scoresKC8),
-  // and the K words of the tile after next were loaded with them.
-  float sOwn[SG ? 1 : MT][4];
-  float(&s)[MT][4] = *reinterpret_cast<float(*)[MT][4]>(SG ? sGiven : sOwn);
+  float s[MT][4];
   // Scores.
 #pragma unroll
-  for (int mt = 0; mt < (SG ? 0 : MT); mt++) {
+  for (int mt = 0; mt < MT; mt++) {
     if constexpr (RG) ringKGroup<D, KBITS, VBITS, KC, KG, VG, MT>(raw, mt, slot, lane);
     float c[KG][4];
     if constexpr (Q8K) {  // v2.8: int8 mmas on the widened codes, exact in int32
@@ -888,33 +828,6 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
   }
 }
 
-// scoresKC8 (v2.24 LA 2) is tile's scores for int2/int4 keys per channel on
-// the int8 path (Q8K, KC): the same operations as tile's, into s; after each
-// group's mmas the group's K words of the tile at next are loaded in place.
-template <int D, int KBITS, int VBITS, int MT, int KG, int VG>
-BD_DEVICE void scoresKC8(float (&s)[MT][4], TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw, const Q8<D>& q8, const float biasC[2],
-                         const TilePos& next, int kParamsOff, int lane) {
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++) {
-    int ch[4], cl[4];
-#pragma unroll
-    for (int e = 0; e < 4; e++) ch[e] = cl[e] = 0;
-#pragma unroll
-    for (int j = 0; j < D / 32; j++) {
-      u32 a[4];
-      widen8<KBITS>(raw.k[mt], j, a);
-      mmaI8<true>(ch, a, q8.hi[j][0], q8.hi[j][1]);
-      mmaI8<false>(cl, a, q8.lo[j][0], q8.lo[j][1]);
-    }
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const float c = float(ch[e] * 256 + cl[e]) * q8.dq[e];
-      s[mt][e] = c + biasC[e & 1];
-    }
-    loadKGroup<D, KBITS, true, KG, true>(raw, mt, next, kParamsOff, lane);
-  }
-}
-
 // Fill B fragments of the (scaled) queries: lane's channels of k-block kb are
 // 16kb + 2q, +1 (b0) and 16kb + 2q + 8, +9 (b1), for row g.
 template <int D, bool BF = false>
@@ -988,11 +901,9 @@ constexpr int kTLFirst = 6;  // + warp: its first tile computed (Go: tlFirst)
 // P8V: values by the int8 path (v2.9; int2 values, one pair per token).
 // LA (v2.24): int2 keys per channel whose key group is one tile (gK = 16·MT,
 // the planner's mmaLA) refold the query for tile i+1 under tile i's P·V,
-// with the query floats in the warp's slice of redO (see the loop); LA 2
-// also computes tile i+1's scores there (scoresKC8; the refold by
-// makeQ8Parked). 0: neither.
+// with the query floats in the warp's slice of redO (see the loop).
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false, bool P8V = false,
-          int LA = 0>
+          bool LA = false>
 __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
@@ -1370,13 +1281,6 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     // the pairs of the tile after.
     auto refoldLA = [&](auto stage) {
       widenPairs();
-      if constexpr (LA == 2) {  // the operands read where used (makeQ8Parked)
-        const float bias = makeQ8Parked<D>(qPark, reinterpret_cast<const float*>(kcPairs[warp]), lane, qd, q8);
-        __syncwarp();  // every lane has read the pairs before they are replaced
-        stage();
-        toC(quadSum(bias), qd, biasC);
-        return;
-      }
       float qv[D / 16][4];
       unpark(qv);
       float sc[D / 4];
@@ -1397,19 +1301,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       makeQ8<D, (Q8K ? KBITS : 2)>(qv, sc, qd, q8);
       toC(quadSum(bias), qd, biasC);
     };
-    if constexpr (LA > 0) refoldLA([&] { stageAfter(cur, blk, tileBegin + 1 < tileEnd); });
-    // after is the place of the tile after p (in block pblk), or p again
-    // where that tile does not exist (more false): the pipeline's clamp.
-    auto after = [&](const TilePos& p, int pblk, bool more) {
-      const bool nb = more && p.within + TT == Nr;
-      const u8* h = nb ? half(pblk + 1) : p.khalf;
-      return TilePos{h, h + kBytes, more ? (nb ? 0 : p.within + TT) : p.within};
-    };
-    // LA 2: the warp's first tile's scores before the loop, the K words of
-    // its second tile loaded in their place; then every tile's scores are
-    // computed a tile ahead (sA: this tile's, sB: the next one's).
-    float sA[LA == 2 ? MT : 1][4];
-    if constexpr (LA == 2) scoresKC8(sA, raw, q8, biasC, after(cur, blk, tileBegin + 1 < tileEnd), kParamsOff, lane);
+    if constexpr (LA) refoldLA([&] { stageAfter(cur, blk, tileBegin + 1 < tileEnd); });
     for (int ti = tileBegin; ti < tileEnd; ti++) {
       // The last tile's "next" is itself again (L1/L2 hits): no branch in
       // the unrolled group loops. The block table entry is read either way.
@@ -1425,23 +1317,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
           else stagePairs(half(blk + 1), 0);
         }
       };
-      if constexpr (LA == 2) {
-        // LA 2: the next tile's refold and then its scores (the K words of
-        // the tile after next loaded in their place) under this tile's P·V.
-        const TilePos nn = after(next, blk + nb, ti + 2 < tileEnd);
-        float sB[MT][4];
-        auto mid = [&] {
-          refoldLA([&] { stageAfter(next, blk + nb, ti + 2 < tileEnd); });
-          scoresKC8(sB, raw, q8, biasC, nn, kParamsOff, lane);
-        };
-        tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, kPP, true, Q8K, P8V, false, decltype(mid), true>(
-            st, raw, cur.khalf, cur.vhalf, kParamsOff, vParamsOff, gK, gV, cur.within, t0 + ti * TT, t1, limit, span, bScaled, biasC, qsumC,
-            lane, next, &q8, nullptr, full(ti), mid, sA);
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) sA[mt][e] = sB[mt][e];
-      } else if constexpr (LA == 1) {
+      if constexpr (LA) {
         // v2.24: no refold ahead of the scores; the next tile's (whose pairs
         // were staged a tile ago) runs after this tile's softmax, among its
         // P·V mmas, and stages the pairs of the tile after next.

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -9,35 +8,34 @@ import (
 )
 
 // TestMMALARule checks which layouts the planner gives decode_mma.cu's
-// look-ahead (v2.24) at their planned tile: int2 keys per channel whose key
+// look-ahead refold (v2.24) at their planned tile: int2 keys per channel whose key
 // group is one tile (int2's 128 tokens at MT 8, kc32's 32 at MT 2), on the
 // int8 K·q path, fp16 P·V and the register pipeline; never int4 keys, a key
 // group over several tiles, the ring or the int8 P·V. MMATuning.LA -1 turns
-// it off, 2 picks the second mode, and the kernel's expression names the
-// mode only where it is on.
+// it off, 1 on only where it reads the layout, and the kernel's expression
+// names the flag only where it is on.
 func TestMMALARule(t *testing.T) {
 	for _, tc := range []struct {
 		spec string
 		d    int
 		tune MMATuning
-		want int
+		want bool
 	}{
-		{"int2", 128, MMATuning{}, 1},
-		{"int2", 64, MMATuning{}, 1},
-		{"int2", 256, MMATuning{}, 0},               // D > 128: the fp16 key pairs, no widening
-		{"int2", 128, MMATuning{MT: 4}, 0},          // a key group of two tiles
-		{"int2", 128, MMATuning{Stages: 3}, 0},      // the ring
-		{"int2", 128, MMATuning{PV8: 1}, 0},         // int8 P·V
-		{"int2", 128, MMATuning{QK8: -1}, 0},        // fp16 K·q
-		{"int2", 128, MMATuning{LA: -1}, 0},         // off
-		{"int2", 128, MMATuning{LA: 2}, 2},          // the refold and the scores ahead
-		{"int2", 128, MMATuning{LA: 2, MT: 4}, 0},   // (where it does not read the layout)
-		{"int2:kc32:v32", 128, MMATuning{}, 1},      // groups of 32 tokens: tiles of 2 fragment groups
-		{"int2:kc32:v32", 128, MMATuning{MT: 1}, 0}, // two tiles a key group
-		{"k4v2", 128, MMATuning{}, 0},
-		{"int4", 128, MMATuning{}, 0},
-		{"int4:kt128", 128, MMATuning{}, 0},
-		{"fp16", 128, MMATuning{}, 0},
+		{"int2", 128, MMATuning{}, true},
+		{"int2", 64, MMATuning{}, true},
+		{"int2", 256, MMATuning{}, false},               // D > 128: the fp16 key pairs, no widening
+		{"int2", 128, MMATuning{MT: 4}, false},          // a key group of two tiles
+		{"int2", 128, MMATuning{Stages: 3}, false},      // the ring
+		{"int2", 128, MMATuning{PV8: 1}, false},         // int8 P·V
+		{"int2", 128, MMATuning{QK8: -1}, false},        // fp16 K·q
+		{"int2", 128, MMATuning{LA: -1}, false},         // off
+		{"int2", 128, MMATuning{LA: 1, MT: 4}, false},   // forced, where it does not read the layout
+		{"int2:kc32:v32", 128, MMATuning{}, true},       // groups of 32 tokens: tiles of 2 fragment groups
+		{"int2:kc32:v32", 128, MMATuning{MT: 1}, false}, // two tiles a key group
+		{"k4v2", 128, MMATuning{}, false},
+		{"int4", 128, MMATuning{}, false},
+		{"int4:kt128", 128, MMATuning{}, false},
+		{"fp16", 128, MMATuning{}, false},
 	} {
 		l, err := LayoutFor(kv.MustResolve(tc.spec, tc.d).WithOrder(kv.MMA))
 		if err != nil {
@@ -47,11 +45,11 @@ func TestMMALARule(t *testing.T) {
 		qk8, pv8 := mmaQK8(l, tc.tune), mmaPV8(l, mt, tc.tune)
 		got := mmaLA(l, mt, stages, qk8, pv8, 1<<20, tc.tune)
 		if got != tc.want {
-			t.Errorf("%s D=%d %+v (MT %d, GK %d): look-ahead %d, want %d", tc.spec, tc.d, tc.tune, mt, l.GK, got, tc.want)
+			t.Errorf("%s D=%d %+v (MT %d, GK %d): look-ahead %v, want %v", tc.spec, tc.d, tc.tune, mt, l.GK, got, tc.want)
 		}
 		_, expr, _ := mmaProgram(l, mt, stages, minB, qk8, pv8, got)
-		if (got > 0) != strings.HasSuffix(expr, fmt.Sprintf(", %d>", got)) || strings.Count(expr, ",") != 11+min(got, 1) {
-			t.Errorf("%s D=%d: kernel %s does not match the look-ahead mode %d", tc.spec, tc.d, expr, got)
+		if n := strings.Count(expr, ","); (n == 12) != got || (got && !strings.HasSuffix(expr, ", true>")) {
+			t.Errorf("%s D=%d: kernel %s does not match the look-ahead flag %v", tc.spec, tc.d, expr, got)
 		}
 	}
 }
@@ -69,9 +67,9 @@ func TestMMALASplits(t *testing.T) {
 	mt, stages, _, ctas := mmaConfig(l, MMATuning{})
 	for _, tc := range []struct {
 		b, ctx int
-		want   int
+		want   bool
 	}{
-		{1, 8192, 0}, {1, 32768, 0}, {1, 131072, 1}, {8, 32768, 1}, {16, 32768, 1}, {32, 8192, 1}, {55, 32768, 1}, {100, 32768, 1}, {128, 8192, 1},
+		{1, 8192, false}, {1, 32768, false}, {1, 131072, true}, {8, 32768, true}, {16, 32768, true}, {32, 8192, true}, {55, 32768, true}, {100, 32768, true}, {128, 8192, true},
 	} {
 		s := DecodeShape{B: tc.b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: tc.ctx / l.Nr, MaxL: tc.ctx}
 		p, err := sizeMMA(nil, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, DecodeTuning{})
@@ -79,10 +77,10 @@ func TestMMALASplits(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := mmaLA(l, mt, stages, true, false, p.splitLen, MMATuning{}); got != tc.want {
-			t.Errorf("%d x %d (splits of %d tokens): look-ahead %d, want %d", tc.b, tc.ctx, p.splitLen, got, tc.want)
+			t.Errorf("%d x %d (splits of %d tokens): look-ahead %v, want %v", tc.b, tc.ctx, p.splitLen, got, tc.want)
 		}
-		if got := mmaLA(l, mt, stages, true, false, p.splitLen, MMATuning{LA: 1}); got != 1 {
-			t.Errorf("%d x %d: forced look-ahead %d", tc.b, tc.ctx, got)
+		if !mmaLA(l, mt, stages, true, false, p.splitLen, MMATuning{LA: 1}) {
+			t.Errorf("%d x %d: forced look-ahead off", tc.b, tc.ctx)
 		}
 	}
 }

@@ -44,9 +44,9 @@ const (
 	// int8 tensor cores (v2.9) for int2 values where it can, false (0) on
 	// fp16 tensor cores; unset, the planner's rule (mmaPV8).
 	EnvDecodePV8 = "BITDECODE_DECODE_PV8"
-	// EnvDecodeLA is MMATuning.LA: 0 turns decode_mma.cu's look-ahead for
-	// int2 keys (v2.24) off, 1 runs the next tile's refold ahead, 2 its
-	// refold and scores; unset, the planner's rule (mmaLA).
+	// EnvDecodeLA is MMATuning.LA: false (0) turns decode_mma.cu's
+	// look-ahead refold for int2 keys (v2.24) off, true (1) on where it
+	// reads the layout; unset, the planner's rule (mmaLA).
 	EnvDecodeLA = "BITDECODE_DECODE_LA"
 	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
 	// the splits left to decode_combine (a second launch), for comparisons.
@@ -238,10 +238,10 @@ type MMATuning struct {
 	// the define BD_SCALED_V=0. For the test that measures what the
 	// scaling moves in the bits; slower, never the default.
 	V211Unpack bool
-	// LA is decode_mma.cu's look-ahead for int2 keys per channel (v2.24):
-	// 1 the next tile's refold under the current tile's P·V (the query
-	// floats in shared memory), 2 its refold and its scores; -1 off, 0 the
-	// planner's rule (mmaLA). Only where it reads the layout (laReads).
+	// LA switches decode_mma.cu's look-ahead refold (v2.24: int2 keys per
+	// channel refold the query for the next tile under the current tile's
+	// P·V, the query floats in shared memory): 1 on where it reads the
+	// layout, -1 off, 0 the planner's rule (mmaLA).
 	LA int
 }
 
@@ -393,10 +393,11 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 			d.MMA.PV8 = 1
 		}
 	}
-	if la := p.intIn(EnvDecodeLA, []int{0, 1, 2}, "0 (off), 1 or 2"); la != 0 {
-		d.MMA.LA = la
-	} else if _, set := p.get(EnvDecodeLA); set {
+	if on, ok := p.boolean(EnvDecodeLA); ok {
 		d.MMA.LA = -1
+		if on {
+			d.MMA.LA = 1
+		}
 	}
 	if fuse, ok := p.boolean(EnvDecodeFuse); ok {
 		d.NoFuse = !fuse
@@ -570,8 +571,8 @@ func (t DecodeTuning) check() error {
 		return bad("MMATuning.QK8", t.MMA.QK8, "1 (int8) or -1 (fp16)")
 	case t.MMA.PV8 < -1 || t.MMA.PV8 > 1:
 		return bad("MMATuning.PV8", t.MMA.PV8, "1 (int8) or -1 (fp16)")
-	case t.MMA.LA < -1 || t.MMA.LA > 2:
-		return bad("MMATuning.LA", t.MMA.LA, "1 (the refold ahead), 2 (the refold and the scores) or -1 (off)")
+	case t.MMA.LA < -1 || t.MMA.LA > 1:
+		return bad("MMATuning.LA", t.MMA.LA, "1 (on) or -1 (off)")
 	case t.WGMMA.Stages != 0 && (t.WGMMA.Stages < 2 || t.WGMMA.Stages > wgmmaMaxStages):
 		return bad("WGMMATuning.Stages", t.WGMMA.Stages, wantWGStage)
 	case t.WGMMA.MW != 0 && !slices.Contains(wgmmaMWs, t.WGMMA.MW):
