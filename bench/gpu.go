@@ -297,6 +297,9 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if plan.QK8() {
 		kname += "+qk8" // decode_mma.cu's scores on int8 tensor cores (v2.8)
 	}
+	if plan.LA() {
+		kname += "+la" // decode_mma.cu's look-ahead refold (v2.24)
+	}
 	row = &GPURow{Kernel: kname, AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		TimeUS: us, BytesRead: bytes, GBps: float64(bytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
 		Splits: splits, ResidualLen: l % nr, Paged: cfg.Paged, KernelErr: -1, PackUS: packUS}

@@ -234,6 +234,7 @@ type DecodePlan struct {
 	dev      *cuda.Device
 	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)
 	pv8      bool // decode_mma.cu's P·V on int8 tensor cores (v2.9)
+	la       bool // decode_mma.cu's look-ahead refold (v2.24)
 	// slots is how many split CTAs the planner counts on running at once
 	// (its CTAs per SM times decodeRefSMs): a launch of more than that
 	// many starts after the kernel ahead of it (dependentLaunch).
@@ -261,6 +262,9 @@ func (p *DecodePlan) QK8() bool { return p.qk8 }
 // tensor cores (v2.9: the weights p·s in 20-bit fixed point per row and
 // tile, three mmas).
 func (p *DecodePlan) PV8() bool { return p.pv8 }
+
+// LA reports whether the plan runs decode_mma.cu's look-ahead refold (v2.24).
+func (p *DecodePlan) LA() bool { return p.la }
 
 // Kernel returns the kernel the plan runs (DecodeAuto's pick).
 func (p *DecodePlan) Kernel() DecodeKernel { return p.kernel }
@@ -526,6 +530,45 @@ func mmaPV8(l DecodeLayout, mt int, t MMATuning) bool {
 // k4v2 at every row, with the same error; it stays for BITDECODE_DECODE_PV8=1.
 const mmaPV8Default = false
 
+// laReads reports whether decode_mma.cu's look-ahead refold (v2.24, the
+// kernel's LA) reads layout l with tiles of mt groups and stages cp.async
+// stages: int2 keys per channel on the int8 K·q path (qk8), fp16 P·V (not
+// pv8), the register pipeline (no ring), D <= 128 (the kernel's widened key
+// pairs), and a key group of exactly one tile, so that every tile opens one.
+func laReads(l DecodeLayout, mt, stages int, qk8, pv8 bool) bool {
+	return l.KBits == 2 && l.KPerChannel && qk8 && !pv8 && stages == 0 && l.D <= 128 && !l.BF16 && l.GK == 16*mt
+}
+
+// mmaLA is the planner's rule for the look-ahead refold (v2.24) with
+// splits of splitLen tokens: where it reads the layout, on if tuning t says
+// so (LA 1); unset (0), by default where a split gives each of the CTA's
+// warps at least laMinTiles tiles; LA -1 is off.
+func mmaLA(l DecodeLayout, mt, stages int, qk8, pv8 bool, splitLen int, t MMATuning) bool {
+	switch {
+	case !laReads(l, mt, stages, qk8, pv8) || t.LA < 0:
+		return false
+	case t.LA > 0:
+		return true
+	}
+	return mmaLADefault && splitLen >= laMinTiles*mmaWarps*16*mt
+}
+
+// laMinTiles is the fewest tiles per warp and split for which the planner
+// picks the look-ahead by default. It costs a warp a refold that no tile
+// uses (after its last tile) and hides none of its first one's: on the H100
+// (session 24, call 2) int2 was 0.2-0.3 us slower at 1 x 8K and 1 x 32K (1
+// and 2 tiles a warp) and 5-6.5% faster from 32 x 8K and 8 x 32K (4 tiles a
+// warp) up, 8-9% at 55 and 100 x 32K and 128 x 8K.
+const laMinTiles = 4
+
+// mmaWarps is decode_mma.cu's warps per CTA (kWarps), each with its own run
+// of a split's tiles.
+const mmaWarps = 4
+
+// mmaLADefault is whether the planner runs the look-ahead refold by default
+// (where it reads the layout and the splits are long enough: mmaLA).
+const mmaLADefault = true
+
 // mmaConfig is decode_mma.cu's configuration for layout l under tuning t:
 // the tile (MT fragment groups of 16 tokens, as many as the lane budget
 // allows within a block and, keys per channel, within a key group), the
@@ -569,9 +612,14 @@ func mmaConfig(l DecodeLayout, t MMATuning) (mt, stages, minB, ctas int) {
 // mmaProgram returns decode_mma.cu's program for layout l with tiles of mt
 // groups, stages cp.async stages and registers capped for minB CTAs per
 // SM, and its split and combine kernels' name expressions.
-func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8 bool) (prog cuda.Program, splitExpr, combineExpr string) {
+// With la (v2.24's look-ahead refold) the kernel's thirteenth template
+// argument is named; without, the expression is the twelve of before.
+func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8, la bool) (prog cuda.Program, splitExpr, combineExpr string) {
 	kg, vg := scaleGroups(l)
 	splitExpr = fmt.Sprintf("mma::decode_mma<%d, %d, %d, %t, %d, %d, %d, %t, %d, %d, %t, %t>", l.D, l.KBits, l.VBits, l.KPerChannel && l.KBits < 16, kg, vg, mt, l.BF16, stages, minB, qk8, pv8)
+	if la {
+		splitExpr = strings.TrimSuffix(splitExpr, ">") + ", true>"
+	}
 	combineExpr = fmt.Sprintf("decode_combine<%d, %d>", l.D, mmaRows)
 	return program("decode_mma.cu", decodeMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
 }
@@ -592,7 +640,8 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	}
 	p.qk8 = mmaQK8(l, t.MMA)
 	p.pv8 = mmaPV8(l, mt, t.MMA)
-	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8)
+	p.la = mmaLA(l, mt, stages, p.qk8, p.pv8, p.splitLen, t.MMA)
+	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8, p.la)
 	if t.MMA.V211Unpack {
 		prog.Options = append(prog.Options, mmaV211UnpackDefine)
 	}

@@ -139,6 +139,16 @@
 //        int2 1.7-2.1% faster at the >= 64 MiB rows (128 x 8K 74.2 -> 75.0%
 //        of the ceiling), k4v2 a tie. The next block asked of L2 ahead
 //        (prefetch.global.L2) made int2 6-9% and k4v2 30-42% slower: dropped.
+//   v2.24 (session 24) int2 keys whose key group is one tile (LA) refold the
+//        query for tile i+1 after tile i's softmax, in the basic block of
+//        its P·V (refoldLA), with the query floats parked in redO (no spill
+//        on CUDA 13, where main spilled 48 / 84 bytes); the same bits. H100:
+//        int2 1.08-1.09x at 55 and 100 x 32K and 128 x 8K (100 x 32K 798 ->
+//        735 us, 77.8 -> 84.1-85.2% of the ceiling), 1.05-1.07x at 16 x
+//        32K, 32 x 8K, 8 x 32K, 1 x 128K; on where a split gives a warp >= 4
+//        tiles (decode.go's mmaLA: one sequence at 8K and 32K was 0.2-0.3 us
+//        slower). The next tile's scores there too (mode 2, 116 / 108 bytes
+//        of spill) were 5-6% slower than main: dropped.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -680,16 +690,23 @@ BD_DEVICE void foldEx2(ST& st, float (&s)[MT][4], float (&alpha)[2]) {
   if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) st.rescale(alpha);
 }
 
+// NoMid is tile's default mid: nothing between the softmax and the values.
+struct NoMid {
+  BD_DEVICE void operator()() const {}
+};
+
 // RG (v2.11): raw's groups come from the ring slot at slot, each read just
 // before its use (PP must be set: the pairs come with them).
+// mid (v2.24) runs after the tile's softmax, before its values, in the same
+// basic block as the P·V mmas (the look-ahead refold of the next tile).
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, bool PP = false, bool NX = false, bool Q8K = false,
-          bool P8V = false, bool RG = false>
+          bool P8V = false, bool RG = false, class MID = NoMid>
 BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& raw,
                     const u8* __restrict__ khalf, const u8* __restrict__ vhalf, int kParamsOff, int vParamsOff,
                     int gK, int gV, int within0, int tok0, int tEnd, const int limit[2], int span,
                     const u32 bq[D / 16][2], const float biasC[2], const float qsumC[2][KG], int lane,
                     const TilePos& next = TilePos{nullptr, nullptr, 0}, const Q8<D>* q8 = nullptr, const u8* slot = nullptr,
-                    bool full = false) {
+                    bool full = false, const MID& mid = MID{}) {
   static_assert(!RG || (PP && !NX), "the ring's tiles carry their pairs and have no in-place next tile");
   const int g = lane / 4, q = lane % 4;
   float s[MT][4];
@@ -762,6 +779,7 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
   // Online softmax for rows 2q, 2q+1 (v2.12: with ex2, foldEx2).
   float alpha[2];
   foldEx2(st, s, alpha);
+  mid();
   // Values.
   if constexpr (P8V) {
     if constexpr (RG) {
@@ -881,7 +899,11 @@ constexpr int kTLFirst = 6;  // + warp: its first tile computed (Go: tlFirst)
 // Q8K: keys by the int8 path (v2.8; int2 and int4 keys, KT groups of 32
 // channels or more).
 // P8V: values by the int8 path (v2.9; int2 values, one pair per token).
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false, bool P8V = false>
+// LA (v2.24): int2 keys per channel whose key group is one tile (gK = 16·MT,
+// the planner's mmaLA) refold the query for tile i+1 under tile i's P·V,
+// with the query floats in the warp's slice of redO (see the loop).
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false, bool P8V = false,
+          bool LA = false>
 __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
@@ -897,6 +919,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   static_assert(!Q8K || ((KBITS == 2 || KBITS == 4) && !BF && (KC || D / KG % 32 == 0)), "int8 K·q: int2/int4 keys, KT groups of 32k channels");
   static_assert(!P8V || (VBITS == 2 && VG == 1 && MT % 2 == 0 && MT <= 8 && !BF), "int8 P·V: int2 values, one pair per token, 2-8 groups");
   static_assert(ST == 0 || (ST >= 2 && KBITS + VBITS < 32), "the ring: 2 or more stages, low-bit formats");
+  static_assert(!LA || (KBITS == 2 && KC && Q8K && !P8V && ST == 0 && D <= 128 && !BF), "look-ahead refold: int2 keys per channel, int8 K·q, the pipeline");
   // v2.11: with the ring (ST > 0), the warp-merge buffer redO lives in the
   // ring's shared memory (the planner sizes it for both), written only after
   // every warp has left the ring (a barrier), so a third CTA per SM fits.
@@ -1073,8 +1096,25 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   float ones[D / 4];
 #pragma unroll
   for (int i = 0; i < D / 4; i++) ones[i] = 1.f;
+  // v2.24 (LA): the query floats wait in the warp's slice of redO (32 lanes x
+  // D/4 floats, lane-contiguous 16-byte words: no bank conflicts), written
+  // only after the residual, instead of D/4 registers through the loop; the
+  // refold and the residual's plain operand read them back (the same floats).
+  float4* const qPark = reinterpret_cast<float4*>(&redO[warp][0][0]);
+  if constexpr (LA) {
+    static_assert(kQueryRows * D == 32 * (D / 4), "a warp's redO slice holds its lanes' query floats");
+#pragma unroll
+    for (int kb = 0; kb < D / 16; kb++) qPark[kb * 32 + lane] = make_float4(qf[kb][0], qf[kb][1], qf[kb][2], qf[kb][3]);
+  }
+  auto unpark = [&](float (&qv)[D / 16][4]) {
+#pragma unroll
+    for (int kb = 0; kb < D / 16; kb++) {
+      const float4 v = qPark[kb * 32 + lane];
+      qv[kb][0] = v.x, qv[kb][1] = v.y, qv[kb][2] = v.z, qv[kb][3] = v.w;
+    }
+  };
   u32 bPlain[D / 16][2];
-  makeB<D>(qf, ones, bPlain);
+  if constexpr (!LA) makeB<D>(qf, ones, bPlain);
   u32 bPlainT[D / 16][2];  // the packed blocks' operand type (bf16 for bf16 storage)
   makeB<D, BF>(qf, ones, bPlainT);
   Q8<D> q8;  // v2.8: the int8 path's query (per channel: refolded with the key scales)
@@ -1112,7 +1152,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // group gi of p's block that the tile opens (-1: none, the scales stay);
   // stage(), in the pipeline, then requests the next key group's pairs.
   auto compute = [&](TileRaw<D, KBITS, VBITS, MT, KG, VG>& r, int ti, auto nx, const TilePos& p, int gi, const TilePos& next,
-                     const u8* slot, bool full, auto stage) {
+                     const u8* slot, bool full, auto stage, const auto& mid) {
     constexpr bool NX = decltype(nx)::value;
     constexpr bool RG = ST > 0 && !NX;  // (the other loops are instantiated, never run, with the ring)
     const int tok = t0 + ti * TT;
@@ -1167,7 +1207,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     }
     tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, (NX && kPP) || RG, NX, Q8K, P8V, RG>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within,
                                                                                tok, t1, limit, span, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC,
-                                                                               lane, next, &q8, slot, full);
+                                                                               lane, next, &q8, slot, full, mid);
   };
   // v2.12: every row of the chunk sees the tokens before visEnd (row0's
   // causal limit, the split's end), so a tile below it skips tile's mask;
@@ -1196,7 +1236,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       __syncwarp();            // and every lane's (the pairs are read across lanes)
       TileRaw<D, KBITS, VBITS, MT, KG, VG> r;
       const TilePos p = at(t0 + ti * TT);
-      compute(r, ti, Flag<false>(), p, opens(ti, p), TilePos{}, mine + cur * RingT::kSlot, full(ti), noStage);
+      compute(r, ti, Flag<false>(), p, opens(ti, p), TilePos{}, mine + cur * RingT::kSlot, full(ti), noStage, NoMid{});
       __syncwarp();  // every lane has read the slot before it is refilled
       cur = cur + 1 == kST ? 0 : cur + 1;
     }
@@ -1207,11 +1247,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     for (int ti = tileBegin; ti < tileEnd; ti += 2) {
       if (ti + 1 < tileEnd) load(r1, ti + 1);
       const TilePos p0 = at(t0 + ti * TT);
-      compute(r0, ti, Flag<false>(), p0, opens(ti, p0), TilePos{}, nullptr, full(ti), noStage);
+      compute(r0, ti, Flag<false>(), p0, opens(ti, p0), TilePos{}, nullptr, full(ti), noStage, NoMid{});
       if (ti + 1 >= tileEnd) break;
       if (ti + 2 < tileEnd) load(r0, ti + 2);
       const TilePos p1 = at(t0 + (ti + 1) * TT);
-      compute(r1, ti + 1, Flag<false>(), p1, opens(ti + 1, p1), TilePos{}, nullptr, full(ti + 1), noStage);
+      compute(r1, ti + 1, Flag<false>(), p1, opens(ti + 1, p1), TilePos{}, nullptr, full(ti + 1), noStage, NoMid{});
     }
   } else if (kPipe && tileBegin < tileEnd) {
     // v2.12: the tiles' places step through the block table (a tile never
@@ -1225,6 +1265,43 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     int gi = 0, gRem = 0;  // KC: the key group of cur in its block, and cur's tokens into it
     if (kKC) gi = cur.within / gK, gRem = cur.within - gi * gK;
     bool open = true;  // cur opens a key group (the warp's first tile does)
+    // v2.24 (LA: a key group is a tile): stageAfter stages the key pairs of
+    // the tile after p (in block pblk of the sequence), the next block's
+    // first group when p ends its block; where that tile does not exist
+    // (exists false), a group of p's own block instead, so the copy is
+    // unconditional and the look-ahead refold that reads it (the warp's last
+    // tile's, whose q8 no tile uses) stays branch-free.
+    auto stageAfter = [&](const TilePos& p, int pblk, bool exists) {
+      const bool nb = p.within + TT == Nr;
+      stagePairs(nb && exists ? half(pblk + 1) : p.khalf, nb ? 0 : p.within / TT + 1);
+    };
+    // refoldLA is compute's refold with the parked query floats: the same
+    // operations in the same order (makeQ8's q8 and the bias's biasC, bit
+    // for bit), from the pairs staged a tile earlier; stage() then requests
+    // the pairs of the tile after.
+    auto refoldLA = [&](auto stage) {
+      widenPairs();
+      float qv[D / 16][4];
+      unpark(qv);
+      float sc[D / 4];
+      float bias = 0.f;
+#pragma unroll
+      for (int kb = 0; kb < D / 16; kb++)
+#pragma unroll
+        for (int hi = 0; hi < 2; hi++) {
+          const int c = 16 * kb + 2 * qd + 8 * hi;
+          const float4 v = *reinterpret_cast<const float4*>(&kcPairs[warp][2 * c]);
+          const float s0 = v.x, z0 = v.y, s1 = v.z, z1 = v.w;
+          sc[4 * kb + 2 * hi] = s0;
+          sc[4 * kb + 2 * hi + 1] = s1;
+          bias += qv[kb][2 * hi] * z0 + qv[kb][2 * hi + 1] * z1;
+        }
+      __syncwarp();  // every lane has read the pairs before they are replaced
+      stage();
+      makeQ8<D, (Q8K ? KBITS : 2)>(qv, sc, qd, q8);
+      toC(quadSum(bias), qd, biasC);
+    };
+    if constexpr (LA) refoldLA([&] { stageAfter(cur, blk, tileBegin + 1 < tileEnd); });
     for (int ti = tileBegin; ti < tileEnd; ti++) {
       // The last tile's "next" is itself again (L1/L2 hits): no branch in
       // the unrolled group loops. The block table entry is read either way.
@@ -1240,7 +1317,15 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
           else stagePairs(half(blk + 1), 0);
         }
       };
-      compute(raw, ti, Flag<true>(), cur, kKC && open ? gi : -1, next, nullptr, full(ti), stage);
+      if constexpr (LA) {
+        // v2.24: no refold ahead of the scores; the next tile's (whose pairs
+        // were staged a tile ago) runs after this tile's softmax, among its
+        // P·V mmas, and stages the pairs of the tile after next.
+        auto mid = [&] { refoldLA([&] { stageAfter(next, blk + nb, ti + 2 < tileEnd); }); };
+        compute(raw, ti, Flag<true>(), cur, -1, next, nullptr, full(ti), stage, mid);
+      } else {
+        compute(raw, ti, Flag<true>(), cur, kKC && open ? gi : -1, next, nullptr, full(ti), stage, NoMid{});
+      }
       BD_TL_MARK(kTLFirst + warp, lane == 0 && ti == tileBegin);
       if (kKC) {
         gRem += TT;
@@ -1258,6 +1343,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   if constexpr (kScaledV && (VBITS == 2 || VBITS == 4) && !P8V && !BF) unscaleV<D, VBITS>(st.acc);
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (t1 > packedEnd) {
+    if constexpr (LA) {  // v2.24: the plain operand from the parked floats (makeB's bits)
+      float qv[D / 16][4];
+      unpark(qv);
+      makeB<D>(qv, ones, bPlain);
+    }
     const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
     const int resStart = nPacked * Nr;
     float qsum1[2][1] = {{0.f}, {0.f}};

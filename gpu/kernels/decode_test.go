@@ -497,6 +497,58 @@ func TestGPUDecodeRingMatchesPipeline(t *testing.T) {
 	}
 }
 
+// TestGPUDecodeLookAheadMatchesRefold checks decode_mma.cu's look-ahead
+// refold (v2.24: int2 keys refold the next tile's query under the current
+// tile's P·V, the query floats parked in shared memory) against the refold
+// at each tile's top (MMATuning.LA -1) on the same inputs: the same
+// operations on the same values, moved, so the outputs must be equal bit for
+// bit. Lengths with a residual, a block boundary inside a warp's run, one
+// split and several (fused merge), Tq 1 and 3 (masked tiles), a sliding
+// window; int2 at D 128 and 64 (key groups of 128 tokens, MT 8) and kc32
+// (groups of 32 tokens, MT 2). Each run is also checked against the float64
+// reference and for determinism by runCase.
+func TestGPUDecodeLookAheadMatchesRefold(t *testing.T) {
+	device(t)
+	cases := []struct {
+		spec   string
+		sh     attn.Shape
+		tq     int
+		window int
+	}{
+		{"int2", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1, 0},
+		{"int2", attn.Shape{Hq: 16, Hkv: 1, D: 64}, 3, 0},
+		{"int2:kc32:v32", attn.Shape{Hq: 10, Hkv: 2, D: 128}, 1, 0},
+		{"int2", attn.Shape{Hq: 14, Hkv: 2, D: 128}, 3, 700},
+	}
+	if testing.Short() {
+		cases = cases[:1]
+	}
+	for i, c := range cases {
+		nr := kv.MustParseSpec(c.spec).Residual
+		for _, split := range []struct {
+			lens     []int
+			splitLen int
+		}{
+			{[]int{8*nr + 5, 4099, 1000}, 4 * 128},
+			{[]int{4099, 37, 3*nr + 7}, 0},
+			{[]int{20000}, 0},
+		} {
+			run := func(la int) []uint16 {
+				tune := tuning.Decode
+				tune.MMA.LA = la
+				r := rand.New(rand.NewPCG(43, uint64(i)))
+				return runCase(t, r, gpuCase{kernel: kernels.DecodeMMA, spec: c.spec, sh: c.sh, lens: split.lens, tq: c.tq, tune: &tune, splitLen: split.splitLen, window: c.window})
+			}
+			want, got := run(-1), run(1)
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("%s %+v Tq %d lens %v split %d: element %d is %#04x with the look-ahead, %#04x without", c.spec, c.sh, c.tq, split.lens, split.splitLen, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
 // TestGPUDecodeOneSplitMatchesCombine checks decode_mma.cu's one-split
 // epilogue (v2.15: finishOneSplit writes the output of a row chunk whose
 // sequence has one split) against decode_combine's merge of the same

@@ -67,7 +67,7 @@ func kernelPrograms(t *testing.T) []cuda.Program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mma, _, _ := mmaProgram(l, 4, 0, 1, false, false)
+	mma, _, _ := mmaProgram(l, 4, 0, 1, false, false, false)
 	wg, _, _ := wgmmaProgram(l, 2, 3, 3)
 	v1, _, _ := v1Program(l, 8)
 	planes, _, _, _ := planesProgram(PlanesMMA, pl, planesRows, planesMT(128, [3]int{}, false, false), 0, planesMinB)

@@ -43,7 +43,7 @@ func TestMMAQK8Rule(t *testing.T) {
 		if got := mmaQK8(l, MMATuning{QK8: 1}); got != tc.want {
 			t.Errorf("%s D=%d: QK8 1 gave %v, want %v (only where the path reads the layout)", tc.spec, tc.d, got, tc.want)
 		}
-		_, expr, _ := mmaProgram(l, 4, 0, 1, tc.want, false)
+		_, expr, _ := mmaProgram(l, 4, 0, 1, tc.want, false, false)
 		if !strings.HasSuffix(expr, fmt.Sprintf(", %t, false>", tc.want)) {
 			t.Errorf("%s D=%d: kernel %s does not end with the Q8K flag %v", tc.spec, tc.d, expr, tc.want)
 		}
@@ -85,7 +85,7 @@ func TestMMAPV8Rule(t *testing.T) {
 		if got := mmaPV8(l, tc.mt, MMATuning{PV8: 1}); got != tc.want {
 			t.Errorf("%s D=%d MT %d: PV8 1 gave %v, want %v", tc.spec, tc.d, tc.mt, got, tc.want)
 		}
-		_, expr, _ := mmaProgram(l, tc.mt, 0, 1, false, tc.want)
+		_, expr, _ := mmaProgram(l, tc.mt, 0, 1, false, tc.want, false)
 		if !strings.HasSuffix(expr, fmt.Sprintf(", %t>", tc.want)) {
 			t.Errorf("%s D=%d: kernel %s does not end with the P8V flag %v", tc.spec, tc.d, expr, tc.want)
 		}

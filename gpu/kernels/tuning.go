@@ -44,6 +44,10 @@ const (
 	// int8 tensor cores (v2.9) for int2 values where it can, false (0) on
 	// fp16 tensor cores; unset, the planner's rule (mmaPV8).
 	EnvDecodePV8 = "BITDECODE_DECODE_PV8"
+	// EnvDecodeLA is MMATuning.LA: false (0) turns decode_mma.cu's
+	// look-ahead refold for int2 keys (v2.24) off, true (1) on where it
+	// reads the layout; unset, the planner's rule (mmaLA).
+	EnvDecodeLA = "BITDECODE_DECODE_LA"
 	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
 	// the splits left to decode_combine (a second launch), for comparisons.
 	EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
@@ -234,6 +238,11 @@ type MMATuning struct {
 	// the define BD_SCALED_V=0. For the test that measures what the
 	// scaling moves in the bits; slower, never the default.
 	V211Unpack bool
+	// LA switches decode_mma.cu's look-ahead refold (v2.24: int2 keys per
+	// channel refold the query for the next tile under the current tile's
+	// P·V, the query floats in shared memory): 1 on where it reads the
+	// layout, -1 off, 0 the planner's rule (mmaLA).
+	LA int
 }
 
 // WGMMATuning is decode_wgmma.cu's. Zero fields are the defaults.
@@ -382,6 +391,12 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 		d.MMA.PV8 = -1
 		if on {
 			d.MMA.PV8 = 1
+		}
+	}
+	if on, ok := p.boolean(EnvDecodeLA); ok {
+		d.MMA.LA = -1
+		if on {
+			d.MMA.LA = 1
 		}
 	}
 	if fuse, ok := p.boolean(EnvDecodeFuse); ok {
@@ -556,6 +571,8 @@ func (t DecodeTuning) check() error {
 		return bad("MMATuning.QK8", t.MMA.QK8, "1 (int8) or -1 (fp16)")
 	case t.MMA.PV8 < -1 || t.MMA.PV8 > 1:
 		return bad("MMATuning.PV8", t.MMA.PV8, "1 (int8) or -1 (fp16)")
+	case t.MMA.LA < -1 || t.MMA.LA > 1:
+		return bad("MMATuning.LA", t.MMA.LA, "1 (on) or -1 (off)")
 	case t.WGMMA.Stages != 0 && (t.WGMMA.Stages < 2 || t.WGMMA.Stages > wgmmaMaxStages):
 		return bad("WGMMATuning.Stages", t.WGMMA.Stages, wantWGStage)
 	case t.WGMMA.MW != 0 && !slices.Contains(wgmmaMWs, t.WGMMA.MW):
