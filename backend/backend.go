@@ -208,6 +208,22 @@ type Argmaxer interface {
 	DownloadInt32(dst []int32, src Tensor) error
 }
 
+// HeadDimPadder is implemented by backends whose attention kernels take only
+// some head dimensions (the CUDA backend: 64, 128 and 256). The model
+// loader asks it for each model's head dim D and, where the answer Dp is
+// larger, pads every head to Dp at load (zero rows and columns, zero RoPE
+// frequencies, the attention scale and the per-head norms kept exact:
+// model.Config.PadHeads), so that the model runs on the backend's kernels
+// with the same logits; its KV cache and attention then cost Dp/D of an
+// unpadded one. Backends without it take every head dim the model does.
+type HeadDimPadder interface {
+	// PadHeadDim returns the head dim the backend runs a model of head dim
+	// d at: d itself where its kernels take d, else the smallest larger
+	// one they take; ok is false where none is larger (the caller keeps d,
+	// and the backend's caches refuse it by name).
+	PadHeadDim(d int) (dp int, ok bool)
+}
+
 // WeightJoiner is implemented by backends that can compute a LinearGroup
 // as one matrix product when its weights lie in one allocation (the CUDA
 // backend: one cuBLASLt GEMM over q|k|v or gate|up at large batches). The

@@ -140,7 +140,15 @@ type Backend struct {
 	rank  int
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend       = (*Backend)(nil)
+	_ backend.HeadDimPadder = (*Backend)(nil)
+)
+
+// PadHeadDim implements backend.HeadDimPadder: the attention kernels' head
+// dims (kernels.PadHeadDim: 64, 128, 256), to which the model loader pads
+// the heads of the others (Phi-3-mini's 96 runs at 128).
+func (b *Backend) PadHeadDim(d int) (int, bool) { return kernels.PadHeadDim(d) }
 
 // New is Open with the default Options.
 func New(ordinal int) (*Backend, error) { return Open(ordinal, Options{}) }

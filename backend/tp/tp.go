@@ -50,7 +50,26 @@ var (
 	_ backend.QuantSplitLoader       = (*Backend)(nil)
 	_ backend.RandomSplitLoader      = (*Backend)(nil)
 	_ backend.RandomQuantSplitLoader = (*Backend)(nil)
+	_ backend.HeadDimPadder          = (*Backend)(nil)
 )
+
+// PadHeadDim implements backend.HeadDimPadder: the largest head dim any
+// rank asks for (every rank holds whole heads of it: the loader splits q, k,
+// v and o by heads of the padded size), d where no rank pads, ok false
+// where a rank has no head dim of at least d.
+func (b *Backend) PadHeadDim(d int) (int, bool) {
+	dp := d
+	for _, r := range b.ranks {
+		if p, ok := r.(backend.HeadDimPadder); ok {
+			rd, ok := p.PadHeadDim(d)
+			if !ok {
+				return d, false
+			}
+			dp = max(dp, rd)
+		}
+	}
+	return dp, true
+}
 
 // New returns the backend that runs one model over ranks, summing partial
 // results with comm. The Backend owns neither: Close closes comm and then

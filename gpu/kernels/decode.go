@@ -733,9 +733,21 @@ var HeadDims = []int{64, 128, 256}
 // HeadDimOK reports whether d is one of HeadDims.
 func HeadDimOK(d int) bool { return slices.Contains(HeadDims, d) }
 
+// PadHeadDim returns the smallest of HeadDims that is at least d (d itself
+// where HeadDimOK), ok false where d exceeds them all. A model of head dim
+// d runs on the GPU padded to it (model.Config.PadHeads; docs/gpu.md).
+func PadHeadDim(d int) (dp int, ok bool) {
+	for _, h := range HeadDims {
+		if h >= d {
+			return h, true
+		}
+	}
+	return d, false
+}
+
 // headDimError is the refusal of head dim d by what (a kernel or a format).
 func headDimError(what string, d int) error {
-	return fmt.Errorf("kernels: %s: head dim %d has no GPU kernel (the GPU takes head dims %v; every KV format runs at head dim %d on the CPU, --device cpu)", what, d, HeadDims, d)
+	return fmt.Errorf("kernels: %s: head dim %d has no GPU kernel (the GPU takes head dims %v, to which a model's heads are padded at load; every KV format runs at head dim %d on the CPU, --device cpu)", what, d, HeadDims, d)
 }
 
 func (l DecodeLayout) check() error {
