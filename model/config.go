@@ -151,6 +151,13 @@ type Config struct {
 	// all Hkv·D before RoPE (OLMo 2), not per head as QKNorm.
 	QKNormFull bool
 
+	// StoredHeadDim, if not 0, is the checkpoint's head dim where the
+	// loader padded each head to HeadDim for the backend's kernels
+	// (PadHeads; backend.HeadDimPadder): HeadDim is then what the backend,
+	// its KV cache and the attention compute with, StoredHeadDim what
+	// config.json says.
+	StoredHeadDim int
+
 	// SlidingWindow is the attention window in tokens of the layers that use
 	// one (Mistral's sliding_window; Qwen's when use_sliding_window), 0 if
 	// no layer does. A query at position p sees keys at positions > p-W.
@@ -905,6 +912,73 @@ func (c *Config) RotaryDims() int {
 		return c.HeadDim
 	}
 	return c.RotaryDim
+}
+
+// PadHeads returns the config of the same model with each head padded
+// from D = HeadDim to dp dimensions, which the loader builds at load
+// (LoadOptions.HeadDim, backend.HeadDimPadder) for a backend whose kernels
+// take dp but not D. The padded model computes the same logits, up to
+// rounding:
+//
+//   - q and k: each head's RoPE pairs (i, i + D/2) (after the partial
+//     rotary layout, RotaryDims) move to (i, i + dp/2), the new rows are
+//     zero (weights and biases), and RotaryDim keeps R, so that InvFreq
+//     gives the new pairs frequency 0 (no rotation) and every other pair
+//     its own; q·k is unchanged.
+//   - v: each head's rows followed by dp − D zero rows; o: each head's
+//     input columns followed by dp − D zero columns. The attention output's
+//     extra channels are sums of zeros, and meet zero weights.
+//   - the attention scale: the backend's is 1/√dp; AttnScale (1/√D where
+//     the checkpoint has none) is folded into q's rows or q's norm as
+//     Granite's and Gemma 3's are (attnFolds), giving q·k·AttnScale.
+//   - per-head q/k norms (QKNorm) and OLMo 2's whole-projection ones
+//     (QKNormFull) see dp − D zeros a head: their mean of squares is D/dp
+//     of the unpadded one; QKEps gives eps·D/dp, and the loader multiplies
+//     the norm weights by √(D/dp), so that each real value comes out as
+//     before (the zeros stay zero). q's norm also carries the scale fold,
+//     √(dp/D) for 1/√D, and so is unchanged.
+//
+// The KV cache stores and reads dp values a head: memory and attention
+// traffic grow by dp/D (96 → 128: 4/3). dp must be even and at least D;
+// dp = D returns c itself.
+func (c *Config) PadHeads(dp int) (*Config, error) {
+	D := c.HeadDim
+	switch {
+	case dp == D:
+		return c, nil
+	case dp < D || dp%2 != 0 || c.Heads*dp > maxDim:
+		return nil, fmt.Errorf("model: cannot pad head dim %d to %d (want an even size of at least %d)", D, dp, D)
+	case c.StoredHeadDim != 0:
+		return nil, fmt.Errorf("model: head dim %d is already padded from %d", D, c.StoredHeadDim)
+	}
+	p := *c
+	p.LayerWindows = slices.Clone(c.LayerWindows)
+	p.EOSTokenIDs = slices.Clone(c.EOSTokenIDs)
+	p.HeadDim, p.StoredHeadDim, p.RotaryDim = dp, D, c.RotaryDims()
+	if p.AttnScale == 0 {
+		p.AttnScale = 1 / math.Sqrt(float64(D))
+	}
+	return &p, nil
+}
+
+// CheckpointHeadDim returns the head dim of the checkpoint: StoredHeadDim
+// where the heads are padded, else HeadDim.
+func (c *Config) CheckpointHeadDim() int {
+	if c.StoredHeadDim != 0 {
+		return c.StoredHeadDim
+	}
+	return c.HeadDim
+}
+
+// QKEps returns the epsilon of the q and k norms (QKNorm, QKNormFull):
+// RMSNormEps, times D/dp where the heads are padded (PadHeads), so that
+// the mean of squares over a padded head plus it is D/dp of the unpadded
+// one's.
+func (c *Config) QKEps() float64 {
+	if c.StoredHeadDim == 0 {
+		return c.RMSNormEps
+	}
+	return c.RMSNormEps * float64(c.StoredHeadDim) / float64(c.HeadDim)
 }
 
 // positive returns *v checked to be in [1, max].

@@ -58,6 +58,7 @@ type Llama struct {
 	invFreqLocal backend.Weight
 	qScale       float32
 	eps          float32
+	qkEps        float32 // the q and k norms' (Config.QKEps: eps·D/Dp for padded heads)
 	mem          WeightMemory
 	ck           *safetensors.Checkpoint // closed in Close: the backend may read its bytes in place
 }
@@ -75,8 +76,8 @@ type LlamaLayer struct {
 	KNorm    backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"D" if:"qk_norm" norm:"rms" rope:"dims"`
 	// QNormFull and KNormFull are OLMo 2's q_norm and k_norm over the
 	// whole projections (QKNormFull).
-	QNormFull backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"QD" if:"qk_norm_full" norm:"rms"`
-	KNormFull backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"KVD" if:"qk_norm_full" norm:"rms"`
+	QNormFull backend.Weight `hf:"model.layers.%d.self_attn.q_norm.weight" shape:"QD" if:"qk_norm_full" norm:"rms" rope:"dims"`
+	KNormFull backend.Weight `hf:"model.layers.%d.self_attn.k_norm.weight" shape:"KVD" if:"qk_norm_full" norm:"rms" rope:"dims"`
 	O         backend.Weight `hf:"model.layers.%d.self_attn.o_proj.weight" shape:"H,QD" quant:"linear" tp:"cols,heads"`
 	OBias     backend.Weight `hf:"model.layers.%d.self_attn.o_proj.bias" shape:"H" if:"o_bias"`
 	MLPNorm   backend.Weight `hf:"model.layers.%d.post_attention_layernorm.weight" shape:"H" if:"!post_norms" norm:"rms"`
@@ -105,7 +106,7 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 		// Each rank holds some heads of q and k; the norm spans them all.
 		return nil, fmt.Errorf("model: %s: q_norm and k_norm over the whole projections are not supported with tensor parallelism", cfg.ModelType)
 	}
-	m := &Llama{cfg: cfg, be: ld.be, eps: float32(cfg.RMSNormEps), Layers: make([]LlamaLayer, cfg.Layers)}
+	m := &Llama{cfg: cfg, be: ld.be, eps: float32(cfg.RMSNormEps), qkEps: float32(cfg.QKEps()), Layers: make([]LlamaLayer, cfg.Layers)}
 	setupLlama(cfg, ld)
 	if err := ld.load(m); err != nil {
 		m.Close()
@@ -175,18 +176,50 @@ func setupLlama(cfg *Config, ld *loader) {
 		// store lm_head (transformers overwrites it with the embedding).
 		return strings.HasSuffix(name, ".rotary_emb.inv_freq") || (cfg.TieWordEmbeddings && name == "lm_head.weight")
 	}
+	D := cfg.CheckpointHeadDim()
+	if D != cfg.HeadDim {
+		ld.stored = map[string]int{
+			"H": cfg.Hidden, "I": cfg.Intermediate, "V": cfg.Vocab, "D": D,
+			"QD": cfg.Heads * D, "KVD": cfg.KVHeads * D,
+		}
+	}
 	ld.normPlusOne = cfg.NormPlusOne
 	if R := cfg.RotaryDims(); R != cfg.HeadDim {
 		f := 1.0
 		if s := cfg.RopeScaling; s != nil && s.Type == "longrope" {
 			f = s.AttentionFactor
 		}
-		ld.rotary = newRotaryLayout(cfg.HeadDim, R, f)
+		ld.heads = newHeadLayout(D, cfg.HeadDim, R, f)
 	}
 	if cfg.FusedQKV {
 		ld.fused = phi3Fused(cfg)
 	}
 	ld.scale = attnFolds(cfg)
+	if D != cfg.HeadDim {
+		ld.scale = times(ld.scale, padNormFolds(D, cfg.HeadDim))
+	}
+}
+
+// padNormFolds returns the factor by which the loader multiplies the q and
+// k norms' weights (per head, QKNorm, or whole, QKNormFull) of heads padded
+// from D to Dp (Config.PadHeads): √(D/Dp), which with Config.QKEps's eps
+// gives each real value of a padded head the norm of the unpadded one.
+func padNormFolds(D, Dp int) func(name string) float64 {
+	f := math.Sqrt(float64(D) / float64(Dp))
+	return func(name string) float64 {
+		if strings.HasSuffix(name, ".self_attn.q_norm.weight") || strings.HasSuffix(name, ".self_attn.k_norm.weight") {
+			return f
+		}
+		return 1
+	}
+}
+
+// times returns the product of two loader.scale functions (nil: 1).
+func times(a, b func(name string) float64) func(name string) float64 {
+	if a == nil {
+		return b
+	}
+	return func(name string) float64 { return a(name) * b(name) }
 }
 
 // attnFolds returns the factors by which the loader multiplies weights
@@ -195,9 +228,10 @@ func setupLlama(cfg *Config, ld *loader) {
 //
 //	AttnScale s (Granite's attention_multiplier, Gemma 3's
 //	    query_pre_attn_scalar^-½): q_proj's rows and bias by s·√D, so
-//	    that the attention's 1/√D gives q·k·s; where q is normalized per
-//	    head (QKNorm: Gemma 3), q_norm's weight instead (the norm would
-//	    undo a scale before it)
+//	    that the attention's 1/√D gives q·k·s; where q is normalized
+//	    (QKNorm: Gemma 3; QKNormFull), q_norm's weight instead (the norm
+//	    would undo a scale before it). Padded heads (Config.PadHeads) get
+//	    s = 1/√D of the checkpoint's D, D here the padded size.
 //	ResidualScale r (residual_multiplier): o_proj's and down_proj's rows
 //	    and biases by r, the blocks' outputs before their residual adds
 //	LogitScale l (1/logits_scaling): the final norm's weight by l, so
@@ -222,7 +256,7 @@ func attnFolds(cfg *Config) func(name string) float64 {
 	}
 	r, l := or1(cfg.ResidualScale), or1(cfg.LogitScale)
 	qWeight, qBias := "self_attn.q_proj.weight", "self_attn.q_proj.bias"
-	if cfg.QKNorm {
+	if cfg.QKNorm || cfg.QKNormFull {
 		qWeight, qBias = "self_attn.q_norm.weight", ""
 	}
 	return func(name string) float64 {
@@ -249,7 +283,8 @@ func attnFolds(cfg *Config) func(name string) float64 {
 // another, gate_up_proj [2·I, H] gate then up (Phi3Attention's slicing,
 // Phi3MLP's chunk).
 func phi3Fused(cfg *Config) func(name string) (rowSlice, bool) {
-	QD, KVD, I := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim, cfg.Intermediate
+	D := cfg.CheckpointHeadDim() // the stored tensor's
+	QD, KVD, I := cfg.Heads*D, cfg.KVHeads*D, cfg.Intermediate
 	parts := map[string]rowSlice{
 		"self_attn.q_proj.weight": {"self_attn.qkv_proj.weight", 0, QD, QD + 2*KVD},
 		"self_attn.k_proj.weight": {"self_attn.qkv_proj.weight", QD, QD + KVD, QD + 2*KVD},
@@ -378,12 +413,12 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 			freq = m.invFreqLocal
 		}
 		if l.QNormFull != nil {
-			be.RMSNorm(qn, q, l.QNormFull, m.eps)
-			be.RMSNorm(kn, k, l.KNormFull, m.eps)
-			be.RoPEQK(qn, kn, pos, freq, nil, nil, m.eps)
+			be.RMSNorm(qn, q, l.QNormFull, m.qkEps)
+			be.RMSNorm(kn, k, l.KNormFull, m.qkEps)
+			be.RoPEQK(qn, kn, pos, freq, nil, nil, m.qkEps)
 			qkv[0], qkv[1] = qn, kn
 		} else {
-			be.RoPEQK(q, k, pos, freq, l.QNorm, l.KNorm, m.eps)
+			be.RoPEQK(q, k, pos, freq, l.QNorm, l.KNorm, m.qkEps)
 		}
 		if m.qScale != 0 {
 			be.Scale(qkv[0], qkv[0], m.qScale)

@@ -66,6 +66,28 @@ type LoadOptions struct {
 	// seconds per layer), e.g. to load one format with several DEC k_chunk.
 	// Backends do not modify the matrices, so models may share them.
 	Quantized map[string]*wq.Matrix
+	// HeadDim, if not 0, pads each attention head to this many dimensions
+	// (Config.PadHeads; at least the checkpoint's head dim). 0 pads to
+	// what the backend asks for (backend.HeadDimPadder: the CUDA backend's
+	// kernels take 64, 128 and 256), and keeps the checkpoint's head dim
+	// on other backends (the CPU).
+	HeadDim int
+}
+
+// padHeads returns cfg with its heads padded as LoadOptions.HeadDim (want)
+// or the backend asks (Config.PadHeads), cfg itself where neither pads.
+func padHeads(cfg *Config, be backend.Backend, want int) (*Config, error) {
+	dp := want
+	if dp == 0 {
+		p, ok := be.(backend.HeadDimPadder)
+		if !ok {
+			return cfg, nil
+		}
+		if dp, ok = p.PadHeadDim(cfg.HeadDim); !ok {
+			return cfg, nil // the backend's caches refuse it by name
+		}
+	}
+	return cfg.PadHeads(dp)
 }
 
 // constructor builds a model of one family from its config and checkpoint.
@@ -140,6 +162,10 @@ func loadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend,
 		if c.KChunk > 0 && !opts.Weights.IsQuantized() {
 			return nil, fmt.Errorf("model: DEC (k_chunk %d for shape %v) needs quantized weights, not %q", c.KChunk, sh, opts.Weights.Short())
 		}
+	}
+	cfg, err := padHeads(cfg, be, opts.HeadDim)
+	if err != nil {
+		return nil, err
 	}
 	ld := &loader{ck: ck, be: be, progress: opts.Progress, opts: opts, quant: cfg.Quant}
 	if vl, ok := be.(viewLoader); ok {
@@ -218,13 +244,22 @@ const progressLineEvery = time.Second
 //	                                               loader.normPlusOne (Gemma)
 //	rope:"q"                                       rows of whole heads of D that
 //	rope:"k"                                       RoPE rotates (q_proj, k_proj
-//	rope:"dims"                                    and biases; "dims": one head's
-//	                                               D values, q_norm, k_norm):
-//	                                               permuted within each head where
-//	                                               loader.rotary (partial rotary
-//	                                               embeddings, Config.RotaryDims),
+//	rope:"dims"                                    and biases; "dims": the q and
+//	                                               k norms' weights over one or
+//	                                               all heads): laid out within
+//	                                               each head where loader.heads
+//	                                               (partial rotary embeddings,
+//	                                               Config.RotaryDims; padded
+//	                                               heads, Config.PadHeads),
 //	                                               "q" also scaled by its factor
 //
+// Where the heads are padded (loader.stored), the symbols D, QD and KVD
+// of a shape tag are the padded sizes, the backend's; the checkpoint's
+// tensor has the stored ones, and its head axis (the axis of the first of
+// those symbols) is padded at load: by the RoPE layout where a rope tag
+// says so, else each head's D values followed by zeros (v_proj's rows,
+// o_proj's columns).
+
 // Where loader.fused maps a field's tensor name to rows of another stored
 // tensor (Phi-3's qkv_proj holds q|k|v, gate_up_proj gate|up), the field
 // gets those rows under its own name: a row-major tensor's rows are
@@ -248,9 +283,14 @@ type loader struct {
 	fused func(name string) (rs rowSlice, ok bool)
 	// normPlusOne loads the norm:"rms" weights as 1 + w (GemmaRMSNorm).
 	normPlusOne bool
-	// rotary, if set, lays out the rope-tagged weights for partial rotary
-	// embeddings (nil: RoPE rotates whole heads, nothing to do).
-	rotary *rotaryLayout
+	// heads, if set, lays out the rope-tagged weights for partial rotary
+	// embeddings and pads every head-structured weight where the heads are
+	// padded (nil: RoPE rotates whole heads of the checkpoint's size,
+	// nothing to do).
+	heads *headLayout
+	// stored, if set, are the shape symbols of the checkpoint where they
+	// differ from dims (padded heads: Config.PadHeads).
+	stored map[string]int
 	// scale, if set, gives the factor by which a tensor's values are
 	// multiplied at load (1: none): the multipliers a family applies at
 	// run time folded into the weights they follow (Granite's, attnFolds).
@@ -282,6 +322,10 @@ type weightSpec struct {
 	split  backend.Split // from the tp tag; given to a backend.SplitLoader
 	norm   bool          // tagged norm:"rms"
 	rope   string        // the rope tag: "q", "k", "dims" or ""
+	// stored is the shape of the checkpoint's tensor (shape but for padded
+	// heads), headAxis the axis of shape that holds whole heads (-1: none).
+	stored   []int
+	headAxis int
 	// from is the stored tensor holding the weight and its rows (the
 	// weight's own name and all its rows where nothing is fused).
 	from rowSlice
@@ -289,7 +333,7 @@ type weightSpec struct {
 
 // storedShape is the shape of the tensor the spec's weight is read from.
 func (s *weightSpec) storedShape() []int {
-	return append([]int{s.from.Rows}, s.shape[1:]...)
+	return append([]int{s.from.Rows}, s.stored[1:]...)
 }
 
 // load fills the tagged backend.Weight fields of *dst.
@@ -305,7 +349,7 @@ func (ld *loader) load(dst any) error {
 	var total int64
 	for i := range specs {
 		s := &specs[i]
-		s.from = rowSlice{Tensor: s.name, Hi: s.shape[0], Rows: s.shape[0]}
+		s.from = rowSlice{Tensor: s.name, Hi: s.stored[0], Rows: s.stored[0]}
 		if ld.fused != nil {
 			if rs, ok := ld.fused(s.name); ok {
 				s.from = rs
@@ -357,7 +401,7 @@ func (ld *loader) load(dst any) error {
 			// Rows [Lo, Hi) of the fused tensor: a view of its bytes.
 			row := len(t.Data) / s.from.Rows
 			t.Data = t.Data[s.from.Lo*row : s.from.Hi*row]
-			t.Name, t.Shape = s.name, s.shape
+			t.Name, t.Shape = s.name, s.stored
 		}
 		if s.norm && ld.normPlusOne {
 			if t, err = plusOne(t); err != nil {
@@ -365,7 +409,7 @@ func (ld *loader) load(dst any) error {
 			}
 		}
 		quantized := s.linear && ld.opts.Weights.IsQuantized()
-		permute := s.rope != "" && ld.rotary != nil
+		permute := ld.heads.lays(s)
 		factor := 1.0
 		if ld.scale != nil {
 			factor = ld.scale(s.name)
@@ -383,8 +427,8 @@ func (ld *loader) load(dst any) error {
 			continue
 		}
 		if s.scale != "" {
-			// int8 rows are permuted as float32 (the scales' groups
-			// would have to move with them).
+			// int8 rows are permuted (and padded) as float32 (the
+			// scales' groups would have to move with them).
 			if t, err = ld.dequant(t, s); err != nil {
 				return err
 			}
@@ -395,7 +439,7 @@ func (ld *loader) load(dst any) error {
 			}
 		}
 		if permute {
-			if t, err = ld.rotary.apply(t, s); err != nil {
+			if t, err = ld.heads.apply(t, s); err != nil {
 				return err
 			}
 		}
@@ -439,7 +483,7 @@ func (ld *loader) dequant(t safetensors.Tensor, s weightSpec) (safetensors.Tenso
 	if err != nil {
 		return t, fmt.Errorf("model: %w", err)
 	}
-	data, err := dequantInt8(t.Data, sc.Data, s.shape[0], s.shape[1], ld.quant.GroupSize)
+	data, err := dequantInt8(t.Data, sc.Data, s.stored[0], s.stored[1], ld.quant.GroupSize)
 	if err != nil {
 		return t, fmt.Errorf("model: %s: tensor %q: %w", t.File, s.name, err)
 	}
@@ -496,16 +540,23 @@ func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error
 				}
 				name = strings.ReplaceAll(tag, "%d", strconv.Itoa(layer))
 			}
-			shape, err := ld.shape(f.Tag.Get("shape"))
+			shape, err := ld.shape(ld.dims, f.Tag.Get("shape"))
 			if err != nil {
 				return fmt.Errorf("model: field %s: %w", f.Name, err)
+			}
+			stored, axis := shape, headAxis(f.Tag.Get("shape"))
+			if ld.stored != nil {
+				if stored, err = ld.shape(ld.stored, f.Tag.Get("shape")); err != nil {
+					return fmt.Errorf("model: field %s: %w", f.Name, err)
+				}
 			}
 			split, err := ld.split(f.Tag.Get("tp"))
 			if err != nil {
 				return fmt.Errorf("model: field %s: %w", f.Name, err)
 			}
 			*specs = append(*specs, weightSpec{name: name, shape: shape, dst: fv.Addr().Interface().(*backend.Weight),
-				linear: f.Tag.Get("quant") == "linear", split: split, norm: f.Tag.Get("norm") == "rms", rope: f.Tag.Get("rope")})
+				linear: f.Tag.Get("quant") == "linear", split: split, norm: f.Tag.Get("norm") == "rms", rope: f.Tag.Get("rope"),
+				stored: stored, headAxis: axis})
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && f.IsExported():
 			for j := range fv.Len() {
 				if err := ld.collect(fv.Index(j), j, specs); err != nil {
@@ -517,14 +568,28 @@ func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error
 	return nil
 }
 
-// shape evaluates a shape tag such as "QD,H".
-func (ld *loader) shape(tag string) ([]int, error) {
+// headSymbols are the shape symbols of whole heads (of D values each).
+var headSymbols = []string{"D", "QD", "KVD"}
+
+// headAxis returns the axis of a shape tag that holds whole heads: that of
+// its first head symbol, -1 where it has none.
+func headAxis(tag string) int {
+	for i, sym := range strings.Split(tag, ",") {
+		if slices.Contains(headSymbols, sym) {
+			return i
+		}
+	}
+	return -1
+}
+
+// shape evaluates a shape tag such as "QD,H" in the symbols dims.
+func (ld *loader) shape(dims map[string]int, tag string) ([]int, error) {
 	if tag == "" {
 		return nil, errors.New("missing shape tag")
 	}
 	var shape []int
 	for _, sym := range strings.Split(tag, ",") {
-		d, ok := ld.dims[sym]
+		d, ok := dims[sym]
 		if !ok {
 			return nil, fmt.Errorf("unknown dimension %q in shape tag %q", sym, tag)
 		}
@@ -602,14 +667,19 @@ func mapFloat32(t safetensors.Tensor, fn func(float32) float32) (safetensors.Ten
 	return t, nil
 }
 
-// rotaryLayout is the load-time layout of partial rotary embeddings
-// (Config.RotaryDims): each head's D rows of q and k permuted so that
-// transformers' rotated pairs (i, i + R/2), i < R/2, become the backends'
-// pairs (i, i + D/2), and its D − R pass-through dimensions fill the other
-// pairs, whose inverse frequency is 0.
-type rotaryLayout struct {
-	D, R int
-	// src[j] is the row of a head in the checkpoint that goes to row j.
+// headLayout is the load-time layout of each head's values: partial rotary
+// embeddings (Config.RotaryDims) and heads padded for the backend
+// (Config.PadHeads). Each head's D rows of q and k (and their biases and
+// norms) become Dp rows so that transformers' rotated pairs (i, i + R/2),
+// i < R/2, become the backends' pairs (i, i + Dp/2), its D − R
+// pass-through dimensions fill the next pairs, and the Dp − D padded ones
+// the last, zero; InvFreq gives every pair past R/2 inverse frequency 0.
+// The other weights with whole heads (v's rows, o's columns) keep each
+// head's D values in order, followed by Dp − D zeros.
+type headLayout struct {
+	D, Dp, R int
+	// src[j] is the row of a head in the checkpoint that goes to row j of
+	// the laid-out head, -1 for a zero row (padding).
 	src []int
 	// qScale multiplies q's rotated rows (those of the pairs i < R/2):
 	// longrope's attention factor squared, which transformers applies to
@@ -620,32 +690,47 @@ type rotaryLayout struct {
 	qScale float64
 }
 
-// newRotaryLayout returns the layout of R rotated dimensions of D (R < D,
-// both even) with longrope's attention factor f (1 for none).
-func newRotaryLayout(D, R int, f float64) *rotaryLayout {
-	src := make([]int, D)
+// newHeadLayout returns the layout of heads of D stored dimensions, R of
+// them rotated (R <= D, both even), laid out in Dp >= D (even), with
+// longrope's attention factor f (1 for none).
+func newHeadLayout(D, Dp, R int, f float64) *headLayout {
+	src := make([]int, Dp)
+	for j := range src {
+		src[j] = -1
+	}
 	h, p := R/2, (D-R)/2 // rotated pairs, pass-through pairs
 	for j := range h {
-		src[j] = j         // HF's first halves of the rotated pairs
-		src[D/2+j] = h + j // and their partners
+		src[j] = j          // HF's first halves of the rotated pairs
+		src[Dp/2+j] = h + j // and their partners
 	}
 	for j := range p {
 		src[h+j] = R + j // the pass-through dimensions, two by two
-		src[D/2+h+j] = R + p + j
+		src[Dp/2+h+j] = R + p + j
 	}
-	return &rotaryLayout{D: D, R: R, src: src, qScale: f * f}
+	return &headLayout{D: D, Dp: Dp, R: R, src: src, qScale: f * f}
 }
 
-// apply returns the rope-tagged tensor t of spec s in the layout, in a new
-// buffer (t's bytes may be a read-only mapping of the checkpoint, or the
-// bytes a backend keeps in place). The rows of q are scaled by qScale where
-// it is not 1, and then stored as float32 (so that the scaled values are
-// not rounded to the checkpoint's dtype).
-func (r *rotaryLayout) apply(t safetensors.Tensor, s weightSpec) (safetensors.Tensor, error) {
-	rows := s.shape[0]
-	if rows%r.D != 0 || len(t.Data)%rows != 0 {
-		return t, fmt.Errorf("model: tensor %q: %d rows are not whole heads of %d", s.name, rows, r.D)
+// lays reports whether the weight of spec s is laid out at load (r may be
+// nil: nothing is).
+func (r *headLayout) lays(s weightSpec) bool {
+	return r != nil && (s.rope != "" || r.Dp != r.D && s.headAxis >= 0)
+}
+
+// apply returns the tensor t of spec s (its stored shape; lays(s)) in the
+// layout, of shape s.shape, in a new buffer (t's bytes may be a read-only
+// mapping of the checkpoint, or the bytes a backend keeps in place). The
+// rows of q are scaled by qScale where it is not 1, and then stored as
+// float32 (so that the scaled values are not rounded to the checkpoint's
+// dtype).
+func (r *headLayout) apply(t safetensors.Tensor, s weightSpec) (safetensors.Tensor, error) {
+	axis := s.headAxis
+	if s.rope != "" {
+		axis = 0
 	}
+	if axis < 0 || axis >= len(s.stored) || s.stored[axis]%r.D != 0 || s.stored[axis]/r.D*r.Dp != s.shape[axis] {
+		return t, fmt.Errorf("model: tensor %q: shape %v is not whole heads of %d (to lay out as %v)", s.name, s.stored, r.D, s.shape)
+	}
+	n := backend.NumElements(s.stored)
 	scale := s.rope == "q" && r.qScale != 1
 	if scale {
 		var err error
@@ -653,28 +738,52 @@ func (r *rotaryLayout) apply(t safetensors.Tensor, s weightSpec) (safetensors.Te
 			return t, err
 		}
 	}
-	row := len(t.Data) / rows
-	out := make([]byte, len(t.Data))
-	for h := 0; h < rows; h += r.D {
-		for j, from := range r.src {
-			copy(out[(h+j)*row:(h+j+1)*row], t.Data[(h+from)*row:(h+from+1)*row])
+	if n <= 0 || len(t.Data)%n != 0 {
+		return t, fmt.Errorf("model: tensor %q: %d bytes for shape %v", s.name, len(t.Data), s.stored)
+	}
+	// The head axis splits each tensor into outer × (heads·D) × inner
+	// elements; a row of the layout is inner elements.
+	outer := 1
+	for _, d := range s.stored[:axis] {
+		outer *= d
+	}
+	row := len(t.Data) / n
+	for _, d := range s.stored[axis+1:] {
+		row *= d
+	}
+	src := r.src
+	if s.rope == "" {
+		src = make([]int, r.Dp) // in order, then zeros
+		for j := range src {
+			src[j] = j
+			if j >= r.D {
+				src[j] = -1
+			}
 		}
 	}
-	if scale {
-		for h := 0; h < rows; h += r.D {
-			for j, from := range r.src {
-				if from >= r.R {
-					continue
+	heads := s.stored[axis] / r.D
+	in, outRows := heads*r.D, heads*r.Dp
+	out := make([]byte, outer*outRows*row)
+	for o := range outer {
+		from, to := t.Data[o*in*row:(o+1)*in*row], out[o*outRows*row:(o+1)*outRows*row]
+		for h := range heads {
+			for j, k := range src {
+				if k < 0 {
+					continue // zero
 				}
-				b := out[(h+j)*row : (h+j+1)*row]
-				for i := 0; i < len(b); i += 4 {
-					x := math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))
-					binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(float64(x)*r.qScale)))
+				d := (h*r.Dp + j) * row
+				copy(to[d:d+row], from[(h*r.D+k)*row:(h*r.D+k+1)*row])
+				if scale && k < r.R {
+					b := to[d : d+row]
+					for i := 0; i < len(b); i += 4 {
+						x := math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))
+						binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(float64(x)*r.qScale)))
+					}
 				}
 			}
 		}
 	}
-	t.Data = out
+	t.Data, t.Shape = out, s.shape
 	return t, nil
 }
 

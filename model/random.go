@@ -45,6 +45,13 @@ func NewRandomWeights(cfg *Config, be backend.Backend, seed uint64, w wq.Spec, d
 	if decFor != nil && !w.IsQuantized() {
 		return nil, fmt.Errorf("model: DEC needs quantized weights, not %s", w)
 	}
+	// Padded heads (backend.HeadDimPadder) get random weights of the
+	// padded shapes: the work of the model Load would build, not its
+	// zeros.
+	cfg, err := padHeads(cfg, be, 0)
+	if err != nil {
+		return nil, err
+	}
 	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed, weights: w, decFor: decFor}})
 }
 
