@@ -14,6 +14,7 @@ import (
 	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/backend/tp"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/kvcache/gpukv"
@@ -230,6 +231,13 @@ func RunModelGPU(cfg ModelConfig) (*ModelReport, error) {
 	mc, err := model.ParseConfig([]byte(js))
 	if err != nil {
 		return nil, fmt.Errorf("bench: preset %s: %w", cfg.Preset, err)
+	}
+	// The GPU runs a head dim its kernels lack padded (model.Config.PadHeads,
+	// as the loader pads it): the sizes and fits below are the padded ones.
+	if dp, ok := kernels.PadHeadDim(mc.HeadDim); ok {
+		if mc, err = mc.PadHeads(dp); err != nil {
+			return nil, fmt.Errorf("bench: preset %s: %w", cfg.Preset, err)
+		}
 	}
 	if cfg.Steps <= 0 {
 		cfg.Steps = 16

@@ -343,3 +343,45 @@ func FuzzPack(f *testing.F) {
 		}
 	})
 }
+
+// TestPaddedChannels packs blocks of heads padded from 96 to 128 dims at
+// load (model.Config.PadHeads, for the GPU kernels): keys with the RoPE
+// layout's zero channels [48, 64) and [112, 128), values with [96, 128)
+// zero. Every format must give finite values within its per-group bound
+// (checkBlock: zeros in a group widen its range only to include 0), and a
+// group of only zero channels (a per-channel key group, a value group of
+// [96, 128)) exactly zeros, its scale 0.
+func TestPaddedChannels(t *testing.T) {
+	const D, Dp = 96, 128
+	r := rand.New(rand.NewPCG(9, 10))
+	zeroK := func(c int) bool { return c >= D/2 && c < Dp/2 || c >= Dp/2+D/2 }
+	zeroV := func(c int) bool { return c >= D }
+	for _, spec := range []string{"int8", "int4", "int2", "int8:kc32:v32", "int4:kc32:v32", "int2:kc32:v32", "int4:kt128",
+		"int4:kt32", "int4:ktd:v64", "int8:g64", "k8v4", "k4v2", "fp16", "bf16", "fp8e4m3"} {
+		f, err := MustParseSpec(spec).Resolve(Dp)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		for i, l := range []TensorLayout{f.K, f.V} {
+			zero := []func(int) bool{zeroK, zeroV}[i]
+			src := realisticBlock(r, l.Tokens, Dp)
+			for tk := range l.Tokens {
+				for c := range Dp {
+					if zero(c) {
+						src[tk*Dp+c] = 0
+					}
+				}
+			}
+			buf := make([]byte, l.Bytes)
+			l.Pack(buf, src)
+			got := make([]float32, l.Tokens*Dp)
+			l.Unpack(got, buf)
+			for _, g := range got {
+				if math.IsInf(float64(g), 0) || g != g {
+					t.Fatalf("%s %v: a padded block unpacks to %g", spec, l.TensorFormat, g)
+				}
+			}
+			checkBlock(t, spec, Dp, l, src, buf, got)
+		}
+	}
+}

@@ -301,6 +301,30 @@ func TestTPQwen3(t *testing.T) {
 	compareTP(t, synthLoad(t, cfg, ""), []int{2, 4}, []int32{3, 50, 7, 96, 9, 11, 112, 0}, 4)
 }
 
+// TestTPPaddedHeads: heads of 96 padded to 128 at load (as the CUDA
+// backend pads them, model.Config.PadHeads) and sliced by whole padded
+// heads over 2 and 4 ranks (4 replicates the KV heads), against the
+// unpadded model on one rank: Qwen3's per-head q/k norms and q/k/v and o
+// biases, through the real caches of head dim 128 against 96.
+func TestTPPaddedHeads(t *testing.T) {
+	cfg := synthConfig(t, `{"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 192, "num_hidden_layers": 2,
+		"num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 96, "vocab_size": 113,
+		"max_position_embeddings": 256, "rms_norm_eps": 1e-6, "attention_bias": true, "tie_word_embeddings": true}`)
+	ck := synthCheckpoint(t, cfg, 12)
+	compareTP(t, func(be backend.Backend) (model.Model, error) {
+		var opts model.LoadOptions
+		if len(be.(*tp.Backend).Ranks()) > 1 {
+			opts.HeadDim = 128
+		}
+		m, err := model.LoadCheckpoint(cfg, ck, be, opts)
+		if err == nil && m.Config().HeadDim != max(opts.HeadDim, 96) {
+			m.Close()
+			return nil, fmt.Errorf("head dim %d, want %d", m.Config().HeadDim, max(opts.HeadDim, 96))
+		}
+		return m, err
+	}, []int{2, 4}, []int32{3, 50, 7, 96, 9, 11, 112, 0}, 4)
+}
+
 // TestTPInt4Weights: int4 linear layers (group 32) sliced by rows and by
 // input channels on group boundaries.
 func TestTPInt4Weights(t *testing.T) {

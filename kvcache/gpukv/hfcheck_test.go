@@ -61,21 +61,25 @@ func TestGPUTransformers(t *testing.T) {
 			defer m.Close()
 			n := len(f.Golden.PromptIDs) + len(f.Golden.GreedyIDs)
 			// The paged GPU caches take the GPU kernels' head dims only
-			// (kernels.HeadDims: 64, 128, 256): Phi-3-mini's 96 runs on the
-			// dense cache here (and on the paged CPU caches, internal/
-			// hfcheck), and the paged GPU cache must refuse it by name.
-			paged := kernels.HeadDimOK(m.Config().HeadDim)
-			if !paged {
-				_, err := NewPaged(gb, m.Config(), kv.MustParseSpec("fp16"), kvcache.Options{MaxSeqs: 1, MaxLen: n, MaxChunk: hfChunk})
-				if want := fmt.Sprintf("head dim %d", m.Config().HeadDim); err == nil || !strings.Contains(err.Error(), want) {
-					t.Fatalf("a paged GPU cache of head dim %d: err = %v, want a refusal saying %q", m.Config().HeadDim, err, want)
+			// (kernels.HeadDims: 64, 128, 256): a checkpoint of another
+			// (Phi-3-mini's 96) is loaded with its heads padded to the next
+			// (model.Config.PadHeads), and runs every cache here; a paged GPU
+			// cache for the unpadded head dim must refuse it by name.
+			cfg := m.Config()
+			if D := cfg.CheckpointHeadDim(); !kernels.HeadDimOK(D) {
+				dp, _ := kernels.PadHeadDim(D)
+				if cfg.HeadDim != dp || cfg.StoredHeadDim != D {
+					t.Fatalf("head dim %d loaded on the GPU as %d (stored %d), want padded to %d", D, cfg.HeadDim, cfg.StoredHeadDim, dp)
 				}
-				t.Logf("paged GPU caches refuse head dim %d, as they should: %v", m.Config().HeadDim, err)
+				plain := *cfg
+				plain.HeadDim, plain.StoredHeadDim = D, 0
+				_, err := NewPaged(gb, &plain, kv.MustParseSpec("fp16"), kvcache.Options{MaxSeqs: 1, MaxLen: n, MaxChunk: hfChunk})
+				if want := fmt.Sprintf("head dim %d", D); err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("a paged GPU cache of head dim %d: err = %v, want a refusal saying %q", D, err, want)
+				}
+				t.Logf("head dim %d runs padded to %d; paged GPU caches refuse %d itself, as they should: %v", D, dp, D, err)
 			}
 			for _, c := range hfGPUKV {
-				if c.spec != "" && !paged {
-					continue
-				}
 				var cache model.Attention = model.NewDenseCache(gb, m.Config())
 				name := "dense fp32"
 				if c.spec != "" {

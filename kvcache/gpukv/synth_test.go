@@ -9,8 +9,8 @@ package gpukv
 // context of 256 into the long factors and attention factor; Granite's
 // multipliers folded at load, OLMo 2's post-norm blocks and whole-projection
 // q/k norms, Gemma 3's four norms a layer and sliding/global layers with
-// their own RoPE) through the GPU's paged cache and kernels, against the
-// CPU backend.
+// their own RoPE; head dims 96 and 80, padded to 128 at load) through the
+// GPU's paged cache and kernels, against the CPU backend.
 
 import (
 	"math"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/synthmodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
@@ -99,6 +100,25 @@ var gpuSynthFamilies = []struct {
 		"rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},
 		"sliding_attention":{"rope_type":"default","rope_theta":10000.0}},
 		"tie_word_embeddings":true,"torch_dtype":"bfloat16"}`},
+	// Head dims the kernels lack, padded at load to 128 (model.Config.
+	// PadHeads; the CPU model is padded the same way, so that both caches
+	// quantize the same values): Phi-3.5-mini's 96 with fused q|k|v and
+	// longrope past its original context (48 factors), Phi-2's 80 with
+	// Qwen3's per-head q/k norms and biases, OLMo 2's whole-projection q/k
+	// norms at 96.
+	{"phi3.5-mini-like gqa2 d96 fused longrope padded", safetensors.BF16, `{"architectures":["Phi3ForCausalLM"],"model_type":"phi3",
+		"hidden_size":384,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"hidden_act":"silu","sliding_window":2047,
+		"max_position_embeddings":4096,"original_max_position_embeddings":256,"tie_word_embeddings":false,
+		"rope_scaling":{"type":"longrope","short_factor":[1.00, 1.05, 1.10, 1.15, 1.20, 1.25, 1.30, 1.35, 1.40, 1.45, 1.50, 1.55, 1.60, 1.65, 1.70, 1.75, 1.80, 1.85, 1.90, 1.95, 2.00, 2.05, 2.10, 2.15, 2.20, 2.25, 2.30, 2.35, 2.40, 2.45, 2.50, 2.55, 2.60, 2.65, 2.70, 2.75, 2.80, 2.85, 2.90, 2.95, 3.00, 3.05, 3.10, 3.15, 3.20, 3.25, 3.30, 3.35],
+		"long_factor":[1.0, 1.4, 1.8, 2.2, 2.6, 3.0, 3.4, 3.8, 4.2, 4.6, 5.0, 5.4, 5.8, 6.2, 6.6, 7.0, 7.4, 7.8, 8.2, 8.6, 9.0, 9.4, 9.8, 10.2, 10.6, 11.0, 11.4, 11.8, 12.2, 12.6, 13.0, 13.4, 13.8, 14.2, 14.6, 15.0, 15.4, 15.8, 16.2, 16.6, 17.0, 17.4, 17.8, 18.2, 18.6, 19.0, 19.4, 19.8]}}`},
+	{"qwen3 gqa2 d80 qk norm biases padded", safetensors.BF16, `{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3",
+		"hidden_size":256,"intermediate_size":768,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":80,
+		"vocab_size":512,"rms_norm_eps":1e-6,"rope_theta":1000000,"attention_bias":true,"tie_word_embeddings":true,
+		"sliding_window":null,"use_sliding_window":false}`},
+	{"olmo2 gqa2 d96 full qk norm padded", safetensors.BF16, `{"architectures":["Olmo2ForCausalLM"],"model_type":"olmo2",
+		"hidden_size":384,"intermediate_size":1024,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":512,"rms_norm_eps":1e-6,"rope_theta":500000.0,"hidden_act":"silu","attention_bias":false,"tie_word_embeddings":false}`},
 }
 
 // synthFP16Tol bounds ‖gpu − cpu‖₂ / ‖cpu‖₂ of a row of logits with fp16 KV
@@ -146,8 +166,11 @@ func TestGPUSyntheticFamilies(t *testing.T) {
 			if _, err := synthmodel.Write(dir, fam.config, shape, fam.dtype, uint64(100+fi), nil); err != nil {
 				t.Fatal(err)
 			}
+			// The CPU model's heads padded as the GPU's are (a head dim
+			// the kernels take stays as it is).
+			dp, _ := kernels.PadHeadDim(cfg.HeadDim)
 			load := func(be backend.Backend) model.Model {
-				m, err := model.Load(dir, be, model.LoadOptions{})
+				m, err := model.Load(dir, be, model.LoadOptions{HeadDim: dp})
 				if err != nil {
 					t.Fatalf("%s: %v", be.Name(), err)
 				}
@@ -155,6 +178,9 @@ func TestGPUSyntheticFamilies(t *testing.T) {
 				return m
 			}
 			mc, mg := load(cb), load(gb)
+			if mc.Config().HeadDim != dp || mg.Config().HeadDim != dp {
+				t.Fatalf("head dim %d: the CPU model's %d, the GPU's %d, want %d", cfg.HeadDim, mc.Config().HeadDim, mg.Config().HeadDim, dp)
+			}
 			r := rand.New(rand.NewPCG(uint64(fi), 7))
 			tokens := make([]int32, synthPrompt+synthDecode)
 			for i := range tokens {
