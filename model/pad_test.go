@@ -9,6 +9,7 @@ import (
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/model/safetensors"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // padFamilies are random tiny checkpoints of head dims the GPU kernels lack
@@ -209,3 +210,58 @@ func TestPadHeadsConfig(t *testing.T) {
 type padder struct{ *cpu.Backend }
 
 func (padder) PadHeadDim(d int) (int, bool) { return max(d, 128), d <= 128 }
+
+// TestPaddedHeadsQuantized loads padFamilies with int8 weights (groups of
+// 32) padded to 128: the loader pads q, k, v and o before quantizing, so
+// that zero rows and groups of zero columns are quantized too (scale 0, no
+// NaN) and the real groups keep their own error; the logits stay within
+// int8's bound of TestPartialRotaryQuantized (0.05 of max |logit|) of the
+// float64 reference on the stored weights, unpadded and padded alike.
+func TestPaddedHeadsQuantized(t *testing.T) {
+	spec, err := wq.ParseSpec("int8:g32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := []int32{1, 17, 42, 99, 0, 5, 5, 63, 28, 71, 3}
+	for i, fam := range padFamilies {
+		t.Run(fam.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := writeSynthetic(t, dir, fam.config, fam.dtype, uint64(40+i), nil)
+			cfg, err := ParseConfig([]byte(fam.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := refForward(cfg, w, tokens)
+			be := cpu.New(2)
+			for _, dp := range []int{0, 128} {
+				m, err := Load(dir, be, LoadOptions{Weights: spec, HeadDim: dp})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b Batch
+				b.Add(0, 0, tokens...)
+				b.AllLogits = true
+				out, err := m.Forward(&b, NewDenseCache(be, m.Config()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var moved float64
+				for p := range tokens {
+					var scale float64
+					for _, v := range want[p] {
+						scale = max(scale, math.Abs(v))
+					}
+					for j, v := range want[p] {
+						moved = max(moved, math.Abs(float64(out.Row(p)[j])-v)/scale)
+					}
+				}
+				hd := m.Config().HeadDim
+				m.Close()
+				if !(moved > 0 && moved <= 0.05) {
+					t.Errorf("head dim %d: int8 weights: logits differ from the reference by %.3g of max |logit|, want in (0, 0.05]", hd, moved)
+				}
+				t.Logf("head dim %d, int8 weights vs float64 reference: %.2e of max |logit|", hd, moved)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache/gpukv"
 )
@@ -73,7 +74,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			if sp.Rotate && !given.Rotate {
 				fmt.Fprintln(stdout, "           (the default for 4- and 2-bit formats: it measured better on each; ':norot' turns it off)")
 			}
-			fmt.Fprintf(stdout, "gpu        %s\n", gpukv.DescribeDecode(f))
+			fmt.Fprintf(stdout, "gpu        %s\n", gpuDescribe(given, f))
 			for _, lf := range sp.Layers {
 				lr := make([]string, len(lf.Layers))
 				for i, r := range lf.Layers {
@@ -87,6 +88,24 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return inspectGPU(stdout, stderr)
 	}
 	return usageErrorf("unknown inspect target %q: want kv or gpu", args[0])
+}
+
+// gpuDescribe says how the GPU runs the spec given, resolved as f for the
+// CPU: a head dim its kernels lack is padded at load (model.Config.PadHeads)
+// and the cache holds the format at the padded size, so its bytes are
+// those of the padded head.
+func gpuDescribe(given kv.Spec, f kv.Format) string {
+	dp, ok := kernels.PadHeadDim(f.D)
+	if !ok || dp == f.D {
+		return gpukv.DescribeDecode(f)
+	}
+	sp := given.WithDefaultRotation(dp)
+	fp, err := sp.Resolve(dp)
+	if err != nil {
+		return fmt.Sprintf("head dim %d is padded to %d at load; %s does not resolve there: %v", f.D, dp, given, err)
+	}
+	return fmt.Sprintf("head dim %d is padded to %d at load (zeros; the same logits): %s, %.2f B per token per KV head stored and read (%.2fx the CPU's); %s",
+		f.D, dp, sp, fp.BytesPerToken(), fp.BytesPerToken()/f.BytesPerToken(), gpukv.DescribeDecode(fp))
 }
 
 // parseSpecChecked parses a format spec; a bad one is a usage error that

@@ -45,6 +45,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"inspect"}, 2, "", "kv or gpu"},
 		{[]string{"inspect", "kv", "int4"}, 0, "4.250 bits per element", ""},
 		{[]string{"inspect", "kv", "--head-dim", "64", "k4v2"}, 0, "head dim 64", ""},
+		{[]string{"inspect", "kv", "--head-dim", "96", "int4"}, 0, "head dim 96 is padded to 128 at load (zeros; the same logits): int4:kc128:v128:res128:rot, 136.00 B per token per KV head stored and read (1.32x the CPU's)", ""},
 		{[]string{"inspect", "kv", "int3"}, 2, "", "kXvY"},
 		{[]string{"inspect", "kv"}, 0, "BASE[:OPTION]", ""},
 		{[]string{"inspect", "kv", "bw:h20:m40:l40"}, 0, "reads at the target shares 50.0% of fp16", ""},

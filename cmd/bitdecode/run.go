@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -204,8 +205,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	cfg := lm.Config()
 	if !*f.quiet {
-		fmt.Fprintf(stderr, "model %s (%d layers, %d/%d heads, head dim %d) on %s, KV cache %s\n",
-			cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, lm.Backend.Name(), cache.Format().Spec.String())
+		fmt.Fprintf(stderr, "model %s (%d layers, %d/%d heads, head dim %s) on %s, KV cache %s\n",
+			cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, headDim(cfg), lm.Backend.Name(), cache.Format().Spec.String())
 	}
 	fmt.Fprint(stdout, prompt)
 	st, err := engine.Generate(ctx, lm.Model, lm.Tokenizer, cache, 0, ids, opts, func(s string) { fmt.Fprint(stdout, s) })
@@ -395,4 +396,13 @@ func jsonConstraint(object bool, schema string) (*constrain.Grammar, error) {
 		return nil, fmt.Errorf("--json-schema: %w", err)
 	}
 	return g, nil
+}
+
+// headDim prints a model's head dim: "96 padded to 128" where the loader
+// padded its heads for the backend (model.Config.PadHeads).
+func headDim(cfg *model.Config) string {
+	if cfg.StoredHeadDim != 0 {
+		return fmt.Sprintf("%d padded to %d", cfg.StoredHeadDim, cfg.HeadDim)
+	}
+	return strconv.Itoa(cfg.HeadDim)
 }

@@ -249,7 +249,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w (is another server on %s? try --addr 127.0.0.1:0)", err, *f.addr)
 	}
 	cfg := m.Config()
-	logger.Printf("model %s (%s, %d layers, %d/%d heads, head dim %d) on %s", name, cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, lm.Backend.Name())
+	logger.Printf("model %s (%s, %d layers, %d/%d heads, head dim %s) on %s", name, cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, headDim(cfg), lm.Backend.Name())
 	if cache.Format().Planes.On {
 		p := cache.Format().Planes
 		logger.Printf("KV cache %s: %d blocks of %d tokens (%s each: fp16 bit planes, tier maps and attention mass) = %s for up to %d sequences; up to %d tokens per request; tiers h%d/m%d/l%d/e%d%% (requests may set their own with \"kv_tiers\")",
