@@ -27,7 +27,8 @@ import (
 // one write round: the fold), in every kind of format: fp16, bf16, int4
 // with its keys transposed, rotated int4, k4v2, and per-layer formats
 // mixing rotated and unrotated layers. The default backend must have
-// folded where the family has no q/k norms, and never with them.
+// folded where the family has nothing between RoPE and the cache (q/k
+// norms, longrope's run-time q scale), and never where it has.
 func TestGPURoPEAppendSameBits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: two backends over five models and six formats")
@@ -66,6 +67,16 @@ func TestGPURoPEAppendSameBits(t *testing.T) {
 				}
 				defer ms[i].Close()
 			}
+			// The append folds onto the joined q|k|v GEMM's RoPE split
+			// where nothing comes between them: no q/k norms (per head,
+			// or OLMo 2's over the whole projection, which run before
+			// RoPE), and no run-time q scale (longrope's attention
+			// factor on whole rotated heads; partial rotary and padded
+			// heads get it folded into q's rows at load).
+			lc := ms[1].Config()
+			rs := lc.RopeScaling
+			qScale := rs != nil && rs.Type == "longrope" && rs.AttentionFactor != 1 && lc.RotaryDims() == lc.HeadDim
+			fold := !cfg.QKNorm && !cfg.QKNormFull && !qScale
 			for _, spec := range []string{"fp16", "bf16", "int4:kt", "int4:rot", "k4v2", "int2@0=int4:rot"} {
 				var rows [2][][][]float32 // [NoRoPEAppend, default][sequence][step]
 				var folds [2]int64
@@ -90,9 +101,9 @@ func TestGPURoPEAppendSameBits(t *testing.T) {
 				switch {
 				case folds[0] != 0:
 					t.Fatalf("%s: %d folds with NoRoPEAppend", spec, folds[0])
-				case cfg.QKNorm && folds[1] != 0:
-					t.Fatalf("%s: %d folds with q/k norms", spec, folds[1])
-				case !cfg.QKNorm && folds[1] == 0:
+				case !fold && folds[1] != 0:
+					t.Fatalf("%s: %d folds where an op comes between q|k|v's RoPE split and the cache (q/k norms, longrope's run-time q scale)", spec, folds[1])
+				case fold && folds[1] == 0:
 					t.Fatalf("%s: the default backend never folded the append", spec)
 				}
 				for s := range rows[0] {
