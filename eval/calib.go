@@ -114,6 +114,16 @@ type hessianRecorder struct {
 	cal   *Calibration
 }
 
+// PadHeadDim implements backend.HeadDimPadder as the wrapped backend does
+// (the model is calibrated with the heads it will be loaded with: o_proj's
+// Hessian spans the padded width; padded channels are never activated).
+func (r *hessianRecorder) PadHeadDim(d int) (int, bool) {
+	if p, ok := r.Backend.(backend.HeadDimPadder); ok {
+		return p.PadHeadDim(d)
+	}
+	return d, true
+}
+
 // Linear implements backend.Backend: it records x's Hessian, then runs the
 // wrapped Linear.
 func (r *hessianRecorder) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.Weight) {

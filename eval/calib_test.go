@@ -83,3 +83,51 @@ func TestCalibrateAndEvalWeights(t *testing.T) {
 		t.Errorf("int4 weights take %d bytes, fp16 %d", res[1].Weight.Bytes, res[0].Weight.Bytes)
 	}
 }
+
+// padder is a CPU backend that asks for heads of 256, as the CUDA backend
+// asks for a head dim its kernels lack (backend.HeadDimPadder).
+type padder struct{ *cpu.Backend }
+
+func (padder) PadHeadDim(d int) (int, bool) { return max(d, 256), d <= 256 }
+
+// TestCalibratePaddedHeads: on a backend that pads heads (128 to 256 here),
+// Calibrate runs the padded model, so o_proj's Hessian spans the padded
+// width and GPTQ loads on that backend; the padded channels, never
+// activated, have a zero diagonal (GPTQ treats them as dead).
+func TestCalibratePaddedHeads(t *testing.T) {
+	dir := testmodel.Dir(t)
+	be := padder{cpu.New(0)}
+	calib := make([]int, 64)
+	for i := range calib {
+		calib[i] = (i*37 + 11) % 8000
+	}
+	cal, err := Calibrate(context.Background(), be, dir, calib, CalibOptions{Ctx: 64, Chunk: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := wq.ParseSpec("int4:gptq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(dir, be, model.LoadOptions{Weights: ws, Calib: cal.Hessians})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg := m.Config()
+	o := cal.Hessians["model.layers.0.self_attn.o_proj.weight"]
+	if cfg.HeadDim != 256 || cfg.StoredHeadDim == 0 || o == nil || o.K != cfg.Heads*256 {
+		k := -1
+		if o != nil {
+			k = o.K
+		}
+		t.Fatalf("head dim %d (stored %d); o_proj's Hessian of %d channels", cfg.HeadDim, cfg.StoredHeadDim, k)
+	}
+	D := cfg.StoredHeadDim
+	if h := o.H[D*o.K+D]; h != 0 { // head 0's first padded channel
+		t.Errorf("o_proj's Hessian at padded channel %d: %g, want 0", D, h)
+	}
+	if h := o.H[0]; !(h > 0) {
+		t.Errorf("o_proj's Hessian at channel 0: %g, want > 0", h)
+	}
+}

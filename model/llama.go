@@ -150,8 +150,9 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 		if f := cfg.RopeScaling.AttentionFactor; f != 1 && cfg.RotaryDims() == cfg.HeadDim {
-			// (Partial rotary: the loader folds f² into q's rotated rows,
-			// rotaryLayout. Random weights, NewRandom, have none.)
+			// (Partial rotary and padded heads: the loader folds f² into
+			// q's rotated rows, headLayout. Random weights, NewRandom,
+			// have none.)
 			m.qScale = float32(f * f)
 		}
 	}

@@ -259,7 +259,7 @@ const progressLineEvery = time.Second
 // those symbols) is padded at load: by the RoPE layout where a rope tag
 // says so, else each head's D values followed by zeros (v_proj's rows,
 // o_proj's columns).
-
+//
 // Where loader.fused maps a field's tensor name to rows of another stored
 // tensor (Phi-3's qkv_proj holds q|k|v, gate_up_proj gate|up), the field
 // gets those rows under its own name: a row-major tensor's rows are

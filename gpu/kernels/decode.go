@@ -723,8 +723,10 @@ func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combin
 
 // HeadDims are the head dimensions the GPU attention kernels (decode and
 // prefill, pack, append, bit planes) are built for. The CPU caches take
-// more (kv.HeadDimOK: Phi-3-mini's 96, Phi-2's 80, ...); the kernels'
-// layout does not stretch to them without a rewrite: the mma order cuts a
+// more (kv.HeadDimOK: Phi-3-mini's 96, Phi-2's 80, ...), which the model
+// loader pads to the next of these on the GPU (PadHeadDim,
+// model.Config.PadHeads); the kernels' layout does not stretch to them
+// without a rewrite: the mma order cuts a
 // lane's D/2 codes into 16-byte chunks (int4 at D = 96 holds 24 bytes),
 // the append kernels put both halves of a RoPE pair in one lane of a warp
 // per head, and the warp Hadamard needs a power of two (docs/gpu.md).

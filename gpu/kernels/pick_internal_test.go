@@ -104,3 +104,17 @@ func TestDecodeTiles(t *testing.T) {
 		}
 	}
 }
+
+// TestPadHeadDim: the head dim a model runs at on the GPU is the smallest
+// of HeadDims that holds it (model.Config.PadHeads pads to it).
+func TestPadHeadDim(t *testing.T) {
+	for _, c := range []struct {
+		d, want int
+		ok      bool
+	}{{32, 64, true}, {64, 64, true}, {80, 128, true}, {96, 128, true}, {112, 128, true}, {128, 128, true},
+		{160, 256, true}, {256, 256, true}, {272, 272, false}} {
+		if got, ok := PadHeadDim(c.d); got != c.want || ok != c.ok {
+			t.Errorf("PadHeadDim(%d) = %d, %v; want %d, %v", c.d, got, ok, c.want, c.ok)
+		}
+	}
+}
