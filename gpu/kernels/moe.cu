@@ -1,0 +1,137 @@
+// moe.cu: a mixture of experts on the device (Mixtral, Qwen2-MoE,
+// Qwen3-MoE), with no host round trip: the router's choice stays in device
+// memory and the expert GEMVs read it, so a decode step replays as one CUDA
+// graph whatever the tokens choose. backend/cpu's host routing
+// (model.RouteTokens, Llama.moeHost) is the reference:
+//
+//   moe_route    per token t: p = softmax(logits[t,:]) (max subtracted,
+//                expf, the sum in index order, IEEE division); the k largest
+//                p (equal values: the lower index first); with norm each
+//                divided by their sum (in that descending order). The k
+//                slots are written sorted by expert index: idx [T, k],
+//                w [T, k], so that the sum below runs in transformers'
+//                expert order.
+//   moe_gate_up  act[t·k+j, n] = silu(x[t]·Wg[e]ᵀ[n]) · (x[t]·Wu[e]ᵀ[n]),
+//                e = idx[t,j]; Wg[e], Wu[e] [IE, H] fp16, from the pointer
+//                tables gate[E], up[E].
+//   moe_down     out[t, n] = Σ_j (w[t,j] · (act[t·k+j]·Wd[e]ᵀ[n])), each
+//                product rounded before its add, from 0 in slot order;
+//                then, with a shared expert, + sigmoid(sg[t])·shared[t, n].
+//                Wd[e] [H, IE] fp16 from down[E].
+//
+// The GEMVs are one warp per output element (a row of the weight read
+// once per token and slot, lanes striding over K two halves at a time): the
+// bytes of the k chosen experts per token, no more, at decode; a prefill
+// reads each chosen row once per token (correct, not fast: docs/gpu.md).
+
+#include "bitdecode.cuh"
+
+// kMoEMaxK is the most experts a token may choose (moe_route's local arrays).
+constexpr int kMoEMaxK = 32;
+// kMoEWarps is the warps per block of the GEMVs.
+constexpr int kMoEWarps = 8;
+
+// moeProb is token t's probability of expert i: expf(l - mx) / sum.
+__device__ __forceinline__ float moeProb(float l, float mx, float sum) { return __fdiv_rn(expf(__fsub_rn(l, mx)), sum); }
+
+// moe_route: one thread per token.
+extern "C" __global__ void moe_route(int* __restrict__ idx, float* __restrict__ w, const float* __restrict__ logits,
+                                     int T, int E, int k, int norm) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= T) return;
+  const float* l = logits + (long long)t * E;
+  float mx = kNegInf;
+  for (int i = 0; i < E; i++) mx = fmaxf(mx, l[i]);
+  float sum = 0.0f;
+  for (int i = 0; i < E; i++) sum = __fadd_rn(sum, expf(__fsub_rn(l[i], mx)));
+  int sel[kMoEMaxK];
+  float val[kMoEMaxK];
+  float s = 0.0f;
+  for (int j = 0; j < k; j++) {
+    int best = -1;
+    float bp = 0.0f;
+    for (int i = 0; i < E; i++) {
+      bool taken = false;
+      for (int q = 0; q < j; q++) taken |= sel[q] == i;
+      if (taken) continue;
+      const float p = moeProb(l[i], mx, sum);
+      if (best < 0 || p > bp) best = i, bp = p;  // strict: the lower index keeps a tie
+    }
+    sel[j] = best, val[j] = bp;
+    s = __fadd_rn(s, bp);
+  }
+  if (norm) {
+    for (int j = 0; j < k; j++) val[j] = __fdiv_rn(val[j], s);
+  }
+  // Insertion sort of the slots by expert index.
+  for (int j = 1; j < k; j++) {
+    const int e = sel[j];
+    const float v = val[j];
+    int q = j - 1;
+    for (; q >= 0 && sel[q] > e; q--) sel[q + 1] = sel[q], val[q + 1] = val[q];
+    sel[q + 1] = e, val[q + 1] = v;
+  }
+  for (int j = 0; j < k; j++) idx[(long long)t * k + j] = sel[j], w[(long long)t * k + j] = val[j];
+}
+
+// moeDot is one warp's x·row over K (row fp16, x float32), the lanes'
+// partial sums reduced by shuffles; every lane returns the sum.
+__device__ __forceinline__ float moeDot(const float* __restrict__ x, const u16* __restrict__ row, int K) {
+  float acc = 0.0f;
+  const int lane = threadIdx.x & 31;
+  if ((K & 1) == 0) {
+    const u32* r2 = reinterpret_cast<const u32*>(row);
+    const float2* x2 = reinterpret_cast<const float2*>(x);
+    for (int i = lane; i < K / 2; i += 32) {
+      const float2 wv = h2x2(__ldg(r2 + i));
+      const float2 xv = x2[i];
+      acc = __fadd_rn(acc, __fmul_rn(wv.x, xv.x));
+      acc = __fadd_rn(acc, __fmul_rn(wv.y, xv.y));
+    }
+  } else {
+    for (int i = lane; i < K; i += 32) acc = __fadd_rn(acc, __fmul_rn(h2f(__ldg(row + i)), x[i]));
+  }
+  for (int o = 16; o > 0; o >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, o));
+  return acc;
+}
+
+// moe_gate_up: grid (T·k, ceil(IE / kMoEWarps)), a warp per output n.
+extern "C" __global__ void moe_gate_up(float* __restrict__ act, const float* __restrict__ x, const int* __restrict__ idx,
+                                       const unsigned long long* __restrict__ gate, const unsigned long long* __restrict__ up,
+                                       int k, int H, int IE, int E) {
+  const int n = blockIdx.y * kMoEWarps + (threadIdx.x >> 5);
+  const long long r = blockIdx.x;  // t·k + j
+  if (n >= IE) return;
+  const int e = idx[r];
+  if (e < 0 || e >= E) {
+    if ((threadIdx.x & 31) == 0) act[r * IE + n] = __int_as_float(0x7fffffff);  // NaN: a bad route shows
+    return;
+  }
+  const float* xr = x + (r / k) * H;
+  const float g = moeDot(xr, reinterpret_cast<const u16*>(gate[e]) + (long long)n * H, H);
+  const float u = moeDot(xr, reinterpret_cast<const u16*>(up[e]) + (long long)n * H, H);
+  if ((threadIdx.x & 31) == 0) act[r * IE + n] = __fmul_rn(silu(g), u);
+}
+
+// moe_down: grid (T, ceil(H / kMoEWarps)), a warp per output n of token t.
+// shared and sg are null without a shared expert.
+extern "C" __global__ void moe_down(float* __restrict__ out, const float* __restrict__ act, const int* __restrict__ idx,
+                                    const float* __restrict__ w, const unsigned long long* __restrict__ down,
+                                    const float* __restrict__ shared, const float* __restrict__ sg, int k, int H, int IE, int E) {
+  const int n = blockIdx.y * kMoEWarps + (threadIdx.x >> 5);
+  const long long t = blockIdx.x;
+  if (n >= H) return;
+  float y = 0.0f;
+  for (int j = 0; j < k; j++) {
+    const long long r = t * k + j;
+    const int e = idx[r];
+    float d = __int_as_float(0x7fffffff);
+    if (e >= 0 && e < E) d = moeDot(act + r * IE, reinterpret_cast<const u16*>(down[e]) + (long long)n * IE, IE);
+    y = __fadd_rn(y, __fmul_rn(w[r], d));
+  }
+  if (shared != nullptr) {
+    const float g = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-sg[t])));
+    y = __fadd_rn(y, __fmul_rn(g, shared[t * H + n]));
+  }
+  if ((threadIdx.x & 31) == 0) out[t * H + n] = y;
+}
