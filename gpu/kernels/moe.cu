@@ -5,9 +5,10 @@
 // (model.RouteTokens, Llama.moeHost) is the reference:
 //
 //   moe_route    per token t: p = softmax(logits[t,:]) (max subtracted,
-//                expf, the sum in index order, IEEE division); the k largest
-//                p (equal values: the lower index first); with norm each
-//                divided by their sum (in that descending order). The k
+//                expf, summed lane-strided then by a shuffle tree, IEEE
+//                division); the k largest p (equal values: the lower index
+//                first); with norm each divided by their sum (in that
+//                descending order). The k
 //                slots are written sorted by expert index: idx [T, k],
 //                w [T, k], so that the sum below runs in transformers'
 //                expert order.
@@ -34,32 +35,54 @@ constexpr int kMoEWarps = 8;
 // moeProb is token t's probability of expert i: expf(l - mx) / sum.
 __device__ __forceinline__ float moeProb(float l, float mx, float sum) { return __fdiv_rn(expf(__fsub_rn(l, mx)), sum); }
 
-// moe_route: one thread per token.
+// moeWarpMax and moeWarpSum reduce over a warp by xor shuffles (a fixed
+// order: every lane gets the same bits).
+__device__ __forceinline__ float moeWarpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float moeWarpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// moe_route: a warp per token, lanes striding over the experts; each of the
+// k rounds takes the warp's largest unchosen probability (ties: the lower
+// index), which every lane then holds.
 extern "C" __global__ void moe_route(int* __restrict__ idx, float* __restrict__ w, const float* __restrict__ logits,
                                      int T, int E, int k, int norm) {
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  const int lane = threadIdx.x & 31;
+  const long long t = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (t >= T) return;
-  const float* l = logits + (long long)t * E;
+  const float* l = logits + t * E;
   float mx = kNegInf;
-  for (int i = 0; i < E; i++) mx = fmaxf(mx, l[i]);
+  for (int i = lane; i < E; i += 32) mx = fmaxf(mx, l[i]);
+  mx = moeWarpMax(mx);
   float sum = 0.0f;
-  for (int i = 0; i < E; i++) sum = __fadd_rn(sum, expf(__fsub_rn(l[i], mx)));
+  for (int i = lane; i < E; i += 32) sum = __fadd_rn(sum, expf(__fsub_rn(l[i], mx)));
+  sum = moeWarpSum(sum);
   int sel[kMoEMaxK];
   float val[kMoEMaxK];
   float s = 0.0f;
   for (int j = 0; j < k; j++) {
     int best = -1;
     float bp = 0.0f;
-    for (int i = 0; i < E; i++) {
+    for (int i = lane; i < E; i += 32) {
       bool taken = false;
       for (int q = 0; q < j; q++) taken |= sel[q] == i;
       if (taken) continue;
       const float p = moeProb(l[i], mx, sum);
       if (best < 0 || p > bp) best = i, bp = p;  // strict: the lower index keeps a tie
     }
+    for (int o = 16; o > 0; o >>= 1) {
+      const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+      const float op = __shfl_xor_sync(0xffffffffu, bp, o);
+      if (ob >= 0 && (best < 0 || op > bp || (op == bp && ob < best))) best = ob, bp = op;
+    }
     sel[j] = best, val[j] = bp;
     s = __fadd_rn(s, bp);
   }
+  if (lane != 0) return;
   if (norm) {
     for (int j = 0; j < k; j++) val[j] = __fdiv_rn(val[j], s);
   }
@@ -71,7 +94,7 @@ extern "C" __global__ void moe_route(int* __restrict__ idx, float* __restrict__ 
     for (; q >= 0 && sel[q] > e; q--) sel[q + 1] = sel[q], val[q + 1] = val[q];
     sel[q + 1] = e, val[q + 1] = v;
   }
-  for (int j = 0; j < k; j++) idx[(long long)t * k + j] = sel[j], w[(long long)t * k + j] = val[j];
+  for (int j = 0; j < k; j++) idx[t * k + j] = sel[j], w[t * k + j] = val[j];
 }
 
 // moeDot is one warp's x·row over K (row fp16, x float32), the lanes'

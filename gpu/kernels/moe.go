@@ -16,8 +16,8 @@ const (
 	MoEMaxK = 32
 	// moeWarps is moe.cu's kMoEWarps: the GEMVs' warps per block.
 	moeWarps = 8
-	// moeRouteThreads is moe_route's block size (a thread per token).
-	moeRouteThreads = 128
+	// moeRouteWarps is moe_route's warps per block (a warp per token).
+	moeRouteWarps = 4
 )
 
 // MoE holds moe.cu's kernels: a mixture of experts routed on the device
@@ -60,8 +60,8 @@ func (m *MoE) Route(c *cuda.Ctx, s cuda.Stream, idx, w, logits cuda.DevicePtr, T
 	if err := checkMoE("moe_route", T, E, k); err != nil {
 		return err
 	}
-	grid := cuda.Dim3{X: (T + moeRouteThreads - 1) / moeRouteThreads}
-	return c.Launch(m.route, grid, cuda.Dim3{X: moeRouteThreads}, 0, s, idx, w, logits, int32(T), int32(E), int32(k), flagArg(norm))
+	grid := cuda.Dim3{X: (T + moeRouteWarps - 1) / moeRouteWarps}
+	return c.Launch(m.route, grid, cuda.Dim3{X: 32 * moeRouteWarps}, 0, s, idx, w, logits, int32(T), int32(E), int32(k), flagArg(norm))
 }
 
 // GateUp computes act [T·k, IE] float32 = silu(x·Wgᵀ) ⊙ (x·Wuᵀ) of each

@@ -145,6 +145,10 @@ func addExperts(ts map[string][]int, p string, s Shape) {
 	}
 }
 
+// routerGain is the scale of a mixture of experts' router weights (their
+// logits' std on unit-size inputs); the other matrices' is 1.5.
+const routerGain = 4.0
+
 // Write writes configJSON as config.json and a model.safetensors of random
 // weights of shape s (plus the tensors of extra) stored as dtype into dir,
 // and returns the weights as stored (rounded to dtype), by name. Norm
@@ -177,6 +181,11 @@ func Write(dir, configJSON string, s Shape, dtype safetensors.DType, seed uint64
 				v[i] = float32(0.5 * r.NormFloat64())
 			case name == "model.embed_tokens.weight" || name == "lm_head.weight":
 				v[i] = float32(r.NormFloat64())
+			case strings.HasSuffix(name, ".gate.weight"):
+				// A router (mlp.gate, block_sparse_moe.gate): logits
+				// of std about routerGain, so that most tokens' top-k
+				// choice is clear of the backends' rounding.
+				v[i] = float32(r.NormFloat64() * routerGain / math.Sqrt(float64(shape[1])))
 			default:
 				v[i] = float32(r.NormFloat64() * 1.5 / math.Sqrt(float64(shape[1])))
 			}
