@@ -39,6 +39,7 @@ func TestMixExperts(t *testing.T) {
 		{T: 33, H: 96, IE: 40, E: 16, k: 4, norm: true},
 		{T: 5, H: 31, IE: 17, E: 6, k: 3, shared: true},
 		{T: 2, H: 64, IE: 32, E: 40, k: 8, norm: true, shared: true},
+		{T: 3, H: 32, IE: 16, E: 300, k: 5, norm: true}, // more experts than the router keeps in registers
 	} {
 		t.Run(fmt.Sprintf("T%d_H%d_IE%d_E%d_k%d", c.T, c.H, c.IE, c.E, c.k), func(t *testing.T) {
 			checkMixExperts(t, g, r, c)
@@ -227,10 +228,10 @@ func checkMixExperts(t *testing.T, g *gpu.Backend, r *rand.Rand, c moeCase) {
 
 // TestMixExpertsTiming times a decode step's mixture (RouteExperts and
 // MixExperts of 8 layers, each its own experts, one CUDA graph after the
-// second step) at Mixtral-8x7B's and Qwen3-30B-A3B's expert shapes, T = 1
-// and 8 tokens, against the bytes the chosen experts' weights take (the
-// floor at the device's bandwidth). Set BITDECODE_MOE_TIMING=1 to run it;
-// it checks the outputs are finite.
+// second step) at Mixtral-8x7B's and Qwen3-30B-A3B's expert shapes, T = 1,
+// 8 and 128 tokens (a prefill chunk), against the bytes the chosen experts'
+// weights take (the floor at the device's bandwidth), and the router alone.
+// Set BITDECODE_MOE_TIMING=1 to run it; it checks the outputs are finite.
 func TestMixExpertsTiming(t *testing.T) {
 	if os.Getenv("BITDECODE_MOE_TIMING") == "" {
 		t.Skip("set BITDECODE_MOE_TIMING=1 to time the mixture")
@@ -264,7 +265,7 @@ func TestMixExpertsTiming(t *testing.T) {
 			}
 			exs = append(exs, ex)
 		}
-		for _, T := range []int{1, 8} {
+		for _, T := range []int{1, 8, 128} {
 			alloc := func(dt backend.DType, shape ...int) backend.Tensor {
 				x, err := g.Alloc(dt, shape...)
 				if err != nil {
@@ -300,12 +301,15 @@ func TestMixExpertsTiming(t *testing.T) {
 			for range 3 {
 				step()
 			}
-			const reps = 50
+			reps := 50
+			if T > 8 {
+				reps = 5 // a prefill chunk: tens of ms a layer at Mixtral's shape
+			}
 			start := time.Now()
 			for range reps {
 				step()
 			}
-			per := time.Since(start) / reps / layers
+			per := time.Since(start) / time.Duration(reps) / layers
 			res := make([]float32, T*sh.H)
 			if err := g.Download(res, out); err != nil {
 				t.Fatal(err)
@@ -315,12 +319,29 @@ func TestMixExpertsTiming(t *testing.T) {
 					t.Fatalf("%s T %d: out[%d] = %v", sh.name, T, i, v)
 				}
 			}
+			// The router alone: 2·layers launches a flush (a graph).
+			route := func() {
+				for range 2 * layers {
+					g.RouteExperts(idx, w, lg, true)
+				}
+				if err := g.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 3 {
+				route()
+			}
+			start = time.Now()
+			for range reps {
+				route()
+			}
+			perRoute := time.Since(start) / time.Duration(reps) / (2 * layers)
 			// The weights a token's k experts read (distinct experts of T
 			// tokens: at most min(E, T·k)).
 			experts := min(sh.E, T*sh.k)
 			bytes := float64(experts) * 3 * float64(sh.IE*sh.H) * 2
-			t.Logf("%s T %d: %v a layer (sync per 8 layers, graphs %+v); chosen experts' weights ≤ %.1f MB, %.0f GB/s at the distinct-expert bound",
-				sh.name, T, per, g.GraphStats(), bytes/1e6, bytes/per.Seconds()/1e9)
+			t.Logf("%s T %d: %v a layer (sync per 8 layers, graphs %+v); chosen experts' weights ≤ %.1f MB, %.0f GB/s at the distinct-expert bound; the router alone %v",
+				sh.name, T, per, g.GraphStats(), bytes/1e6, bytes/per.Seconds()/1e9, perRoute)
 			for _, tt := range []backend.Tensor{x, lg, idx, w, act, out} {
 				g.Free(tt)
 			}

@@ -31,6 +31,9 @@
 constexpr int kMoEMaxK = 32;
 // kMoEWarps is the warps per block of the GEMVs.
 constexpr int kMoEWarps = 8;
+// kRouteLocal is the router's probabilities a lane keeps in registers:
+// up to 256 experts (Qwen3-30B-A3B's 128) are chosen without recomputing.
+constexpr int kRouteLocal = 8;
 
 // moeProb is token t's probability of expert i: expf(l - mx) / sum.
 __device__ __forceinline__ float moeProb(float l, float mx, float sum) { return __fdiv_rn(expf(__fsub_rn(l, mx)), sum); }
@@ -64,15 +67,32 @@ extern "C" __global__ void moe_route(int* __restrict__ idx, float* __restrict__ 
   int sel[kMoEMaxK];
   float val[kMoEMaxK];
   float s = 0.0f;
+  // Up to kRouteLocal·32 experts, each lane keeps its probabilities in
+  // registers (a chosen one marked -1: probabilities are >= 0); beyond,
+  // each round recomputes them and skips the chosen.
+  const bool local = E <= kRouteLocal * 32;
+  float pl[kRouteLocal];
+#pragma unroll
+  for (int q = 0; q < kRouteLocal; q++) {
+    const int i = lane + 32 * q;
+    pl[q] = local && i < E ? moeProb(l[i], mx, sum) : -1.0f;
+  }
   for (int j = 0; j < k; j++) {
     int best = -1;
     float bp = 0.0f;
-    for (int i = lane; i < E; i += 32) {
-      bool taken = false;
-      for (int q = 0; q < j; q++) taken |= sel[q] == i;
-      if (taken) continue;
-      const float p = moeProb(l[i], mx, sum);
-      if (best < 0 || p > bp) best = i, bp = p;  // strict: the lower index keeps a tie
+    if (local) {
+#pragma unroll
+      for (int q = 0; q < kRouteLocal; q++) {
+        if (pl[q] >= 0.0f && (best < 0 || pl[q] > bp)) best = lane + 32 * q, bp = pl[q];  // strict: the lower index keeps a tie
+      }
+    } else {
+      for (int i = lane; i < E; i += 32) {
+        bool taken = false;
+        for (int q = 0; q < j; q++) taken |= sel[q] == i;
+        if (taken) continue;
+        const float p = moeProb(l[i], mx, sum);
+        if (best < 0 || p > bp) best = i, bp = p;
+      }
     }
     for (int o = 16; o > 0; o >>= 1) {
       const int ob = __shfl_xor_sync(0xffffffffu, best, o);
@@ -81,6 +101,10 @@ extern "C" __global__ void moe_route(int* __restrict__ idx, float* __restrict__ 
     }
     sel[j] = best, val[j] = bp;
     s = __fadd_rn(s, bp);
+#pragma unroll
+    for (int q = 0; q < kRouteLocal; q++) {
+      if (lane + 32 * q == best) pl[q] = -1.0f;
+    }
   }
   if (lane != 0) return;
   if (norm) {
