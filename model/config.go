@@ -92,7 +92,7 @@ const (
 // Hugging Face config.json. Field names use the shape letters of the project:
 // Hq query heads, Hkv key/value heads, D head dimension.
 type Config struct {
-	ModelType    string // "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite" or "olmo2"
+	ModelType    string // a model_type of supported: "llama", "mistral", ..., "mixtral", "qwen2_moe", "qwen3_moe"
 	Architecture string // e.g. "LlamaForCausalLM"; "" if the config names none
 
 	Hidden       int // hidden_size

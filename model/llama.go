@@ -31,6 +31,9 @@ import (
 //	OLMo 2             post-norm blocks, h = h + RMSNorm(attn(h)) and
 //	                   h = h + RMSNorm(mlp(h)), no input norm; q_norm and
 //	                   k_norm over the whole q and k projections
+//	Mixtral, Qwen2-MoE, a mixture of experts in place of the MLP of the
+//	Qwen3-MoE          sparse layers (Config.MoE, moe.go): a router, top-k
+//	                   SwiGLU experts, Qwen2-MoE's gated shared expert
 //
 // Every variant may tie lm_head to the token embedding. The fields are the
 // weights, tagged with their Hugging Face tensor names; Load fills them. The

@@ -310,8 +310,10 @@ func (m *Llama) newMoEState(a *arena, T int) *moeState {
 	mc := m.cfg.MoE
 	s := &moeState{a: a, T: T, bufs: map[int]*moeBufs{}}
 	s.logits = a.alloc(backend.F32, T, mc.Experts)
-	s.hostLog = make([]float32, T*mc.Experts)
-	s.acc = make([]float32, T*m.cfg.Hidden)
+	if slices.ContainsFunc(m.Layers, func(l LlamaLayer) bool { return l.Router != nil && l.mix == nil }) {
+		s.hostLog = make([]float32, T*mc.Experts)
+		s.acc = make([]float32, T*m.cfg.Hidden)
+	}
 	if slices.ContainsFunc(m.Layers, func(l LlamaLayer) bool { return l.mix != nil }) {
 		s.idx, s.w = a.alloc(backend.I32, T, mc.TopK), a.alloc(backend.F32, T, mc.TopK)
 		s.act, s.out = a.alloc(backend.F32, T*mc.TopK, mc.Intermediate), a.alloc(backend.F32, T, m.cfg.Hidden)
@@ -321,7 +323,9 @@ func (m *Llama) newMoEState(a *arena, T int) *moeState {
 		s.sUp = a.alloc(backend.F32, T, mc.SharedIntermediate)
 		s.sOut = a.alloc(backend.F32, T, m.cfg.Hidden)
 		s.sG = a.alloc(backend.F32, T, 1)
-		s.hostS, s.hostSG = make([]float32, T*m.cfg.Hidden), make([]float32, T)
+		if s.acc != nil {
+			s.hostS, s.hostSG = make([]float32, T*m.cfg.Hidden), make([]float32, T)
+		}
 	}
 	return s
 }
