@@ -315,3 +315,42 @@ type ShapeError struct {
 
 // Error implements error.
 func (e *ShapeError) Error() string { return "backend: " + e.Op + ": " + e.Detail }
+
+// ExpertMixer is implemented by backends that run a mixture of experts
+// with the router's choice kept in device memory (the CUDA backend): no
+// host round trip in a forward pass, so a decode step is the same launches
+// whatever its tokens choose (a CUDA graph replays it). The model routes on
+// the host where it is missing (backend/cpu: a download there is a copy)
+// or where LoadExperts refuses a layer's weights.
+type ExpertMixer interface {
+	// LoadExperts prepares one layer's E experts for MixExperts, of
+	// which each token chooses k: gate[e] and up[e] [IE, H], down[e]
+	// [H, IE], weights of this backend that stay loaded (and in place)
+	// while the handle lives. It returns an error where the backend
+	// cannot mix them (a weight format its kernels lack, too large a k);
+	// the caller then routes that layer on the host.
+	LoadExperts(gate, up, down []Weight, k int) (Experts, error)
+	// FreeExperts releases a handle of LoadExperts (not its weights).
+	FreeExperts(ex Experts)
+	// RouteExperts computes each token's k experts from the router's
+	// logits [T, E] F32, as model.RouteTokens does: p = softmax of the
+	// row in float32, the k largest (equal values: the lower index
+	// first), divided by their sum where norm. It writes them to idx
+	// [T, k] I32 and w [T, k] F32, each row's k slots sorted by expert
+	// index (the order in which MixExperts sums them). It is an op.
+	RouteExperts(idx, w, logits Tensor, norm bool)
+	// MixExperts computes out [T, H] = Σ_j w[t,j]·expert_{idx[t,j]}(x[t])
+	// for x [T, H], each expert a SwiGLU MLP, down(silu(gate·x) ⊙ up·x),
+	// the products w·y rounded to float32 and summed from 0 in slot
+	// order; act [T·k, IE] F32 is scratch. Where shared is not nil
+	// (Qwen2-MoE's shared expert: shared [T, H], sharedGate [T, 1] its
+	// gate's logit) it then adds sigmoid(sharedGate[t])·shared[t]. It is
+	// an op; out must be distinct from the inputs.
+	MixExperts(out, x Tensor, ex Experts, idx, w, act, shared, sharedGate Tensor)
+}
+
+// Experts is a handle of ExpertMixer.LoadExperts: one layer's experts.
+type Experts interface {
+	// Len returns the number of experts.
+	Len() int
+}

@@ -26,6 +26,9 @@ var supported = []struct{ modelType, architecture string }{
 	{"granite", "GraniteForCausalLM"},
 	{"olmo2", "Olmo2ForCausalLM"},
 	{"gemma3_text", "Gemma3ForCausalLM"},
+	{"mixtral", "MixtralForCausalLM"},
+	{"qwen2_moe", "Qwen2MoeForCausalLM"},
+	{"qwen3_moe", "Qwen3MoeForCausalLM"},
 }
 
 // unsupportedFamilies are families that real checkpoints often name and
@@ -35,8 +38,17 @@ var unsupportedFamilies = map[string]string{
 	"gemma2": "Gemma 2 needs attention and final logit soft-capping, alternating sliding-window layers and pre/post feed-forward norms",
 	"gemma3": "Gemma 3's multimodal checkpoints (Gemma3ForConditionalGeneration) hold a vision tower and nest the text model's config; a text-only checkpoint (Gemma3ForCausalLM, gemma3_text) runs",
 	"phi":    "Phi-1/Phi-2 use LayerNorm, a parallel attention/MLP block, partial rotary embeddings and biased projections",
-	"phimoe": "Phi-3.5-MoE is a mixture of experts",
+	"phimoe": "Phi-3.5-MoE's router is sparsemixer with jitter, and its attention and MLP carry LayerNorm and biases",
 	"phi4mm": "Phi-4-multimodal has vision and audio towers and LoRA adapters",
+	// Mixtures of experts whose routing or attention this package lacks
+	// (Mixtral, Qwen2-MoE and Qwen3-MoE run: moe.go).
+	"deepseek_v2": "DeepSeek-V2 uses multi-head latent attention (MLA) and grouped (device-limited) top-k routing with shared experts",
+	"deepseek_v3": "DeepSeek-V3 uses multi-head latent attention (MLA), sigmoid routing with a score-correction bias and grouped top-k",
+	"qwen3_next":  "Qwen3-Next mixes gated DeltaNet linear-attention layers with gated attention",
+	"gpt_oss":     "gpt-oss has attention sinks, biased experts with a clamped SwiGLU, and MXFP4 expert weights",
+	"granitemoe":  "Granite-MoE needs Granite's multipliers over a mixture of experts (not implemented)",
+	"olmoe":       "OLMoE's q/k norms span the whole projections with a mixture of experts (not implemented)",
+	"dbrx":        "DBRX stores fused qkv with clipping, LayerNorm and its own expert layout",
 }
 
 // unsupportedArchitectures maps the architectures of unsupportedFamilies
@@ -44,6 +56,9 @@ var unsupportedFamilies = map[string]string{
 var unsupportedArchitectures = map[string]string{
 	"Gemma2ForCausalLM": "gemma2", "Gemma3ForConditionalGeneration": "gemma3",
 	"PhiForCausalLM": "phi", "PhiMoEForCausalLM": "phimoe", "Phi4MMForCausalLM": "phi4mm",
+	"DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
+	"Qwen3NextForCausalLM": "qwen3_next", "GptOssForCausalLM": "gpt_oss",
+	"GraniteMoeForCausalLM": "granitemoe", "OlmoeForCausalLM": "olmoe", "DbrxForCausalLM": "dbrx",
 }
 
 // supportedList names the supported families for error messages.
@@ -62,6 +77,8 @@ const (
 	maxDim    = 1 << 20 // hidden_size, intermediate_size, head_dim, heads
 	maxVocab  = 1 << 24
 	maxLayers = 1 << 12
+	// maxExperts bounds num_experts (DeepSeek-V3's 256, Qwen3-30B-A3B's 128).
+	maxExperts = 1 << 12
 	// defaultRopeTheta is transformers' default when a config has none.
 	defaultRopeTheta = 10000.0
 	// defaultQueryPreAttnScalar is Gemma3TextConfig's default
@@ -75,7 +92,7 @@ const (
 // Hugging Face config.json. Field names use the shape letters of the project:
 // Hq query heads, Hkv key/value heads, D head dimension.
 type Config struct {
-	ModelType    string // "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite" or "olmo2"
+	ModelType    string // a model_type of supported: "llama", "mistral", ..., "mixtral", "qwen2_moe", "qwen3_moe"
 	Architecture string // e.g. "LlamaForCausalLM"; "" if the config names none
 
 	Hidden       int // hidden_size
@@ -172,6 +189,10 @@ type Config struct {
 	// Quant describes low-bit weights stored in the checkpoint
 	// ("quantization_config"), nil for plain float weights.
 	Quant *QuantConfig
+
+	// MoE is the mixture of experts that replaces the MLP of some layers
+	// (Mixtral, Qwen2-MoE, Qwen3-MoE), nil for a dense model.
+	MoE *MoEConfig
 }
 
 // RopeScaling is a RoPE frequency scaling rule of transformers.
@@ -265,6 +286,16 @@ type rawConfig struct {
 	BOSTokenID            json.RawMessage `json:"bos_token_id"`
 	EOSTokenID            json.RawMessage `json:"eos_token_id"`
 	QuantizationConfig    json.RawMessage `json:"quantization_config"`
+	// Mixtures of experts (moe.go).
+	NumLocalExperts              *int  `json:"num_local_experts"`
+	NumExperts                   *int  `json:"num_experts"`
+	NumExpertsPerTok             *int  `json:"num_experts_per_tok"`
+	MoEIntermediateSize          *int  `json:"moe_intermediate_size"`
+	SharedExpertIntermediateSize *int  `json:"shared_expert_intermediate_size"`
+	NormTopKProb                 *bool `json:"norm_topk_prob"`
+	DecoderSparseStep            *int  `json:"decoder_sparse_step"`
+	MLPOnlyLayers                []int `json:"mlp_only_layers"`
+	QKVBias                      *bool `json:"qkv_bias"`
 }
 
 // rawRope is a "rope_scaling" or "rope_parameters" object.
@@ -401,6 +432,9 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, err
 	}
 	if c.Quant, err = parseQuantConfig(raw.QuantizationConfig); err != nil {
+		return nil, err
+	}
+	if c.MoE, err = parseMoE(c, &raw); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -593,9 +627,15 @@ func (c *Config) biases(raw *rawConfig) {
 		// Mistral's projections have no biases.
 	case "qwen2":
 		c.QKVBias = true // Qwen2Attention: q, k, v always biased, o never
-	case "qwen3":
+	case "qwen3", "qwen3_moe":
 		c.QKVBias, c.OBias = attn, attn
 		c.QKNorm = true
+	case "qwen2_moe":
+		// Qwen2MoeAttention: q, k, v biased per qkv_bias (true unless
+		// set), o never.
+		c.QKVBias = raw.QKVBias == nil || *raw.QKVBias
+	case "mixtral":
+		// Mixtral's projections have no biases.
 	case "phi3":
 		c.FusedQKV = true // Phi3Attention's qkv_proj, Phi3MLP's gate_up_proj; no biases
 	case "gemma":
@@ -623,7 +663,9 @@ func (c *Config) biases(raw *rawConfig) {
 func (c *Config) windows(raw *rawConfig) error {
 	c.LayerWindows = make([]int, c.Layers)
 	w := 0
-	if raw.SlidingWindow != nil {
+	// (Qwen2MoeConfig writes a window of 0 where use_sliding_window is
+	// off: no window.)
+	if sw := raw.SlidingWindow; sw != nil && !(*sw == 0 && c.ModelType == "qwen2_moe") {
 		if w = *raw.SlidingWindow; w <= 0 {
 			return &ConfigError{Field: "sliding_window", Err: fmt.Errorf("%d is not a positive window", w)}
 		}
@@ -650,10 +692,20 @@ func (c *Config) windows(raw *rawConfig) error {
 			}
 		}
 		sliding = func(i int) bool { return (i+1)%pattern != 0 }
-	case c.ModelType == "mistral" || c.ModelType == "phi3":
+	case c.ModelType == "mistral" || c.ModelType == "phi3" || c.ModelType == "mixtral":
 		// Phi3Model is MistralModel: sliding_window, where set, on every
 		// layer (Phi-3-mini-4k's 2047).
 		sliding = func(int) bool { return true }
+	case c.ModelType == "qwen2_moe" || c.ModelType == "qwen3_moe":
+		if raw.UseSlidingWindow == nil || !*raw.UseSlidingWindow {
+			return nil
+		}
+		if c.ModelType == "qwen2_moe" {
+			// transformers 5 writes layer_types (handled above); which
+			// layers slide without them differs between its versions.
+			return &ConfigError{Field: "use_sliding_window", Err: errors.New("a sliding window without layer_types is not supported for qwen2_moe (which layers slide differs between transformers versions)")}
+		}
+		sliding = func(int) bool { return true } // Qwen3MoeAttention: every layer
 	case c.ModelType == "qwen2" || c.ModelType == "qwen3":
 		if raw.UseSlidingWindow == nil || !*raw.UseSlidingWindow {
 			return nil // sliding_window is ignored unless use_sliding_window

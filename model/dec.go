@@ -48,9 +48,9 @@ func LinearShapes(cfg *Config) ([]LinearShape, error) {
 	}
 	ld := &loader{}
 	setupLlama(cfg, ld) // every registered family is a Llama
-	m := &Llama{Layers: make([]LlamaLayer, cfg.Layers)}
+	m := &Llama{Layers: newLayers(cfg)}
 	var specs []weightSpec
-	if err := ld.collect(reflect.ValueOf(m).Elem(), -1, &specs); err != nil {
+	if err := ld.collect(reflect.ValueOf(m).Elem(), nil, &specs); err != nil {
 		return nil, err
 	}
 	var out []LinearShape

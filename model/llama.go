@@ -31,6 +31,9 @@ import (
 //	OLMo 2             post-norm blocks, h = h + RMSNorm(attn(h)) and
 //	                   h = h + RMSNorm(mlp(h)), no input norm; q_norm and
 //	                   k_norm over the whole q and k projections
+//	Mixtral, Qwen2-MoE, a mixture of experts in place of the MLP of the
+//	Qwen3-MoE          sparse layers (Config.MoE, moe.go): a router, top-k
+//	                   SwiGLU experts, Qwen2-MoE's gated shared expert
 //
 // Every variant may tie lm_head to the token embedding. The fields are the
 // weights, tagged with their Hugging Face tensor names; Load fills them. The
@@ -88,16 +91,32 @@ type LlamaLayer struct {
 	// PreMLPNorm is Gemma 3's norm before the MLP (SandwichNorms), where
 	// the others have MLPNorm.
 	PreMLPNorm backend.Weight `hf:"model.layers.%d.pre_feedforward_layernorm.weight" shape:"H" if:"sandwich" norm:"rms"`
-	Gate       backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
-	GateBias   backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
-	Up         backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" quant:"linear" tp:"rows"`
-	UpBias     backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
-	Down       backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I" quant:"linear" tp:"cols"`
-	DownBias   backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
+	// Gate, Up and Down are the dense MLP, absent from a sparse layer.
+	Gate     backend.Weight `hf:"model.layers.%d.mlp.gate_proj.weight" shape:"I,H" if:"dense" quant:"linear" tp:"rows"`
+	GateBias backend.Weight `hf:"model.layers.%d.mlp.gate_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
+	Up       backend.Weight `hf:"model.layers.%d.mlp.up_proj.weight" shape:"I,H" if:"dense" quant:"linear" tp:"rows"`
+	UpBias   backend.Weight `hf:"model.layers.%d.mlp.up_proj.bias" shape:"I" if:"mlp_bias" tp:"rows"`
+	Down     backend.Weight `hf:"model.layers.%d.mlp.down_proj.weight" shape:"H,I" if:"dense" quant:"linear" tp:"cols"`
+	DownBias backend.Weight `hf:"model.layers.%d.mlp.down_proj.bias" shape:"H" if:"mlp_bias"`
+
+	// A sparse layer's mixture of experts (Config.MoE, moe.go): the
+	// router [E, H], kept in its stored precision, and the experts (Mixtral's
+	// names and transformers 5's fused layout map to these: moeFused).
+	Router  backend.Weight `hf:"model.layers.%d.mlp.gate.weight" shape:"E,H" if:"moe"`
+	Experts []Expert
+	// Qwen2-MoE's shared expert and its gate [1, H].
+	SharedGate       backend.Weight `hf:"model.layers.%d.mlp.shared_expert.gate_proj.weight" shape:"IS,H" if:"shared" quant:"linear"`
+	SharedUp         backend.Weight `hf:"model.layers.%d.mlp.shared_expert.up_proj.weight" shape:"IS,H" if:"shared" quant:"linear"`
+	SharedDown       backend.Weight `hf:"model.layers.%d.mlp.shared_expert.down_proj.weight" shape:"H,IS" if:"shared" quant:"linear"`
+	SharedExpertGate backend.Weight `hf:"model.layers.%d.mlp.shared_expert_gate.weight" shape:"ONE,H" if:"shared"`
+	// mix is the experts' handle where the backend routes them on the
+	// device (backend.ExpertMixer), nil where the model routes on the host.
+	mix backend.Experts
 }
 
 func init() {
-	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma3_text")
+	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma3_text",
+		"mixtral", "qwen2_moe", "qwen3_moe")
 }
 
 // newLlama loads the weights of cfg from the loader's checkpoint.
@@ -106,7 +125,10 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 		// Each rank holds some heads of q and k; the norm spans them all.
 		return nil, fmt.Errorf("model: %s: q_norm and k_norm over the whole projections are not supported with tensor parallelism", cfg.ModelType)
 	}
-	m := &Llama{cfg: cfg, be: ld.be, eps: float32(cfg.RMSNormEps), qkEps: float32(cfg.QKEps()), Layers: make([]LlamaLayer, cfg.Layers)}
+	if _, tp := ld.be.(backend.SplitLoader); tp && cfg.MoE != nil {
+		return nil, fmt.Errorf("model: %s: %w", cfg.ModelType, errMoETP)
+	}
+	m := &Llama{cfg: cfg, be: ld.be, eps: float32(cfg.RMSNormEps), qkEps: float32(cfg.QKEps()), Layers: newLayers(cfg)}
 	setupLlama(cfg, ld)
 	if err := ld.load(m); err != nil {
 		m.Close()
@@ -120,7 +142,17 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 		// order: one GEMM per group where the backend can.
 		for i := range m.Layers {
 			l := &m.Layers[i]
-			for _, ws := range [][]backend.Weight{{l.Q, l.K, l.V}, {l.Gate, l.Up}} {
+			groups := [][]backend.Weight{{l.Q, l.K, l.V}}
+			if l.Gate != nil {
+				groups = append(groups, []backend.Weight{l.Gate, l.Up})
+			}
+			if l.SharedGate != nil {
+				groups = append(groups, []backend.Weight{l.SharedGate, l.SharedUp})
+			}
+			for e := range l.Experts {
+				groups = append(groups, []backend.Weight{l.Experts[e].Gate, l.Experts[e].Up})
+			}
+			for _, ws := range groups {
 				if err := j.JoinWeights(ws...); err != nil {
 					m.Close()
 					return nil, fmt.Errorf("model: layer %d: %w", i, err)
@@ -128,6 +160,7 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 			}
 		}
 	}
+	m.loadMixers(ld.opts.Log)
 	m.mem = ld.mem
 	m.mem.Format, m.mem.DECKChunk = "fp16", ld.opts.DECKChunk
 	if ld.opts.Weights.IsQuantized() {
@@ -159,12 +192,39 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 	return m, nil
 }
 
+// newLayers returns cfg's layers to load into, each sparse layer with its
+// experts.
+func newLayers(cfg *Config) []LlamaLayer {
+	layers := make([]LlamaLayer, cfg.Layers)
+	if cfg.MoE != nil {
+		for i := range layers {
+			if cfg.MoE.Sparse[i] {
+				layers[i].Experts = make([]Expert, cfg.MoE.Experts)
+			}
+		}
+	}
+	return layers
+}
+
 // setupLlama sets the shape symbols, tag conditions and ignored tensors of
 // a Llama-family checkpoint of config cfg on ld.
 func setupLlama(cfg *Config, ld *loader) {
 	ld.dims = map[string]int{
 		"H": cfg.Hidden, "I": cfg.Intermediate, "V": cfg.Vocab, "D": cfg.HeadDim,
 		"QD": cfg.Heads * cfg.HeadDim, "KVD": cfg.KVHeads * cfg.HeadDim,
+	}
+	dense := make([]bool, cfg.Layers)
+	moe := make([]bool, cfg.Layers)
+	shared := make([]bool, cfg.Layers)
+	for i := range dense {
+		dense[i] = cfg.MoE == nil || !cfg.MoE.Sparse[i]
+		moe[i] = !dense[i]
+		shared[i] = moe[i] && cfg.MoE.SharedIntermediate > 0
+	}
+	ld.layerConds = map[string][]bool{"dense": dense, "moe": moe, "shared": shared}
+	if mc := cfg.MoE; mc != nil {
+		ld.dims["E"], ld.dims["IE"], ld.dims["IS"], ld.dims["ONE"] = mc.Experts, mc.Intermediate, mc.SharedIntermediate, 1
+		ld.fused = moeFused(cfg, func(name string) bool { _, ok := ld.ck.Info(name); return ok })
 	}
 	ld.conds = map[string]bool{
 		"tied": cfg.TieWordEmbeddings, "qkv_bias": cfg.QKVBias, "o_bias": cfg.OBias,
@@ -287,11 +347,11 @@ func phi3Fused(cfg *Config) func(name string) (rowSlice, bool) {
 	D := cfg.CheckpointHeadDim() // the stored tensor's
 	QD, KVD, I := cfg.Heads*D, cfg.KVHeads*D, cfg.Intermediate
 	parts := map[string]rowSlice{
-		"self_attn.q_proj.weight": {"self_attn.qkv_proj.weight", 0, QD, QD + 2*KVD},
-		"self_attn.k_proj.weight": {"self_attn.qkv_proj.weight", QD, QD + KVD, QD + 2*KVD},
-		"self_attn.v_proj.weight": {"self_attn.qkv_proj.weight", QD + KVD, QD + 2*KVD, QD + 2*KVD},
-		"mlp.gate_proj.weight":    {"mlp.gate_up_proj.weight", 0, I, 2 * I},
-		"mlp.up_proj.weight":      {"mlp.gate_up_proj.weight", I, 2 * I, 2 * I},
+		"self_attn.q_proj.weight": {"self_attn.qkv_proj.weight", 0, QD, QD + 2*KVD, nil},
+		"self_attn.k_proj.weight": {"self_attn.qkv_proj.weight", QD, QD + KVD, QD + 2*KVD, nil},
+		"self_attn.v_proj.weight": {"self_attn.qkv_proj.weight", QD + KVD, QD + 2*KVD, QD + 2*KVD, nil},
+		"mlp.gate_proj.weight":    {"mlp.gate_up_proj.weight", 0, I, 2 * I, nil},
+		"mlp.up_proj.weight":      {"mlp.gate_up_proj.weight", I, 2 * I, 2 * I, nil},
 	}
 	return func(name string) (rowSlice, bool) {
 		rest, ok := strings.CutPrefix(name, "model.layers.")
@@ -371,6 +431,10 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 	if cfg.QKNormFull {
 		qn, kn = a.alloc(backend.F32, T, QD), a.alloc(backend.F32, T, KVD)
 	}
+	var ms *moeState
+	if cfg.MoE != nil {
+		ms = m.newMoEState(a, T)
+	}
 	hOut := a.alloc(backend.F32, R, cfg.Hidden)
 	logits := a.alloc(backend.F32, R, cfg.Vocab)
 	if a.err != nil {
@@ -438,11 +502,21 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 		}
 		in = m.residual(h, x, y, l.PostAttnNorm, preMLP)
 
-		// MLP block.
-		be.LinearGroup(gateUp, in, []backend.Weight{l.Gate, l.Up}, []backend.Weight{l.GateBias, l.UpBias})
-		glu(gate, gate, up)
-		be.Linear(x, gate, l.Down, l.DownBias)
-		in = m.residual(h, x, y, l.PostMLPNorm, m.nextNorm(i))
+		// MLP block: dense, or a mixture of experts.
+		mlpOut := x
+		switch {
+		case l.mix != nil:
+			mlpOut = m.moeDevice(ms, l, in)
+		case l.Router != nil:
+			if err := m.moeHost(ms, l, in, x); err != nil {
+				return nil, m.fail(i, err)
+			}
+		default:
+			be.LinearGroup(gateUp, in, []backend.Weight{l.Gate, l.Up}, []backend.Weight{l.GateBias, l.UpBias})
+			glu(gate, gate, up)
+			be.Linear(x, gate, l.Down, l.DownBias)
+		}
+		in = m.residualFrom(h, x, mlpOut, y, l.PostMLPNorm, m.nextNorm(i))
 	}
 
 	// lm_head on the output rows of the final norm (x).
@@ -479,9 +553,16 @@ func (m *Llama) ropeFreq(positions []int32) backend.Weight {
 // block's input: x = RMSNorm(h) by next (fused with the add), or h where
 // next is nil (a block without a norm before it).
 func (m *Llama) residual(h, x, y backend.Tensor, post, next backend.Weight) backend.Tensor {
-	be, delta := m.be, x
+	return m.residualFrom(h, x, x, y, post, next)
+}
+
+// residualFrom is residual of the block output delta, which need not be x
+// (the device's mixture of experts writes its own tensor); x is still the
+// next block's input.
+func (m *Llama) residualFrom(h, x, delta, y backend.Tensor, post, next backend.Weight) backend.Tensor {
+	be := m.be
 	if post != nil {
-		be.RMSNorm(y, x, post, m.eps)
+		be.RMSNorm(y, delta, post, m.eps)
 		delta = y
 	}
 	if next == nil {
@@ -518,6 +599,14 @@ func (m *Llama) keepCheckpoint(ck *safetensors.Checkpoint) { m.ck = ck }
 // Close implements Model. It frees the weights, then closes the checkpoint
 // they may have been read from in place.
 func (m *Llama) Close() error {
+	if mx, ok := m.be.(backend.ExpertMixer); ok {
+		for i := range m.Layers {
+			if l := &m.Layers[i]; l.mix != nil {
+				mx.FreeExperts(l.mix)
+				l.mix = nil
+			}
+		}
+	}
 	v := reflect.ValueOf(m).Elem()
 	freeWeights(m.be, v)
 	m.be.FreeWeight(m.invFreq)

@@ -107,6 +107,19 @@ var synthFamilies = []struct {
 		"vocab_size":100,"rms_norm_eps":1e-6,"query_pre_attn_scalar":24,"attention_bias":true,
 		"sliding_window":3,"sliding_window_pattern":2,"rope_theta":1000000.0,"rope_local_base_freq":500.0,"rope_scaling":null,
 		"tie_word_embeddings":false}`},
+	{"mixtral 8 experts top-2 gqa bf16", safetensors.BF16, `{"architectures":["MixtralForCausalLM"],"model_type":"mixtral",
+		"hidden_size":64,"intermediate_size":48,"num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":2,"head_dim":32,
+		"vocab_size":100,"rms_norm_eps":1e-5,"rope_theta":1000000.0,"sliding_window":null,"tie_word_embeddings":false,
+		"num_local_experts":8,"num_experts_per_tok":2}`},
+	{"qwen2_moe shared expert dense layer 1 top-3 unnormalised f16", safetensors.F16, `{"architectures":["Qwen2MoeForCausalLM"],"model_type":"qwen2_moe",
+		"hidden_size":64,"intermediate_size":80,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,
+		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,"use_sliding_window":false,
+		"sliding_window":0,"num_experts":6,"num_experts_per_tok":3,"norm_topk_prob":false,"moe_intermediate_size":24,
+		"shared_expert_intermediate_size":40,"decoder_sparse_step":1,"mlp_only_layers":[1]}`},
+	{"qwen3_moe qk norm 16 experts top-4 f32", safetensors.F32, `{"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,
+		"vocab_size":100,"rms_norm_eps":1e-6,"rope_theta":1000000,"attention_bias":false,"tie_word_embeddings":false,
+		"num_local_experts":16,"num_experts_per_tok":4,"norm_topk_prob":true,"moe_intermediate_size":32,"mlp_only_layers":[]}`},
 }
 
 // logitTol is the tolerance of the synthetic tests: float32 computation

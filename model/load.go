@@ -277,7 +277,10 @@ type loader struct {
 	random   *randomSource   // random weights instead of ck (NewRandom)
 	dims     map[string]int  // shape symbols
 	conds    map[string]bool // if-tag conditions
-	ignore   func(name string) bool
+	// layerConds are if-tag conditions that differ by layer (a layer's
+	// dense MLP or mixture of experts), indexed by layer.
+	layerConds map[string][]bool
+	ignore     func(name string) bool
 	// fused, if set, says where a field's tensor lies inside another
 	// stored tensor (ok false: stored under its own name).
 	fused func(name string) (rs rowSlice, ok bool)
@@ -310,6 +313,10 @@ type loader struct {
 type rowSlice struct {
 	Tensor       string
 	Lo, Hi, Rows int
+	// Shape, if set, is Tensor's stored shape, whose row-major rows are
+	// Rows of the weight's width (transformers 5's 3-D fused experts
+	// [E, 2·IE, H]); nil: [Rows, the weight's other dimensions].
+	Shape []int
 }
 
 // weightSpec is one tensor to load into a struct field.
@@ -333,13 +340,16 @@ type weightSpec struct {
 
 // storedShape is the shape of the tensor the spec's weight is read from.
 func (s *weightSpec) storedShape() []int {
+	if s.from.Shape != nil {
+		return s.from.Shape
+	}
 	return append([]int{s.from.Rows}, s.stored[1:]...)
 }
 
 // load fills the tagged backend.Weight fields of *dst.
 func (ld *loader) load(dst any) error {
 	var specs []weightSpec
-	if err := ld.collect(reflect.ValueOf(dst).Elem(), -1, &specs); err != nil {
+	if err := ld.collect(reflect.ValueOf(dst).Elem(), nil, &specs); err != nil {
 		return err
 	}
 	if ld.random != nil {
@@ -513,7 +523,9 @@ func (ld *loader) loadInt8View(t safetensors.Tensor, s weightSpec) (backend.Weig
 var weightType = reflect.TypeFor[backend.Weight]()
 
 // collect walks the struct v, appending a spec per tagged weight field.
-func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error {
+// idx holds the indexes of the slices of structs v lies in: the layer (the
+// tags' %d), then the expert (%e) of a layer's Experts.
+func (ld *loader) collect(v reflect.Value, idx []int, specs *[]weightSpec) error {
 	t := v.Type()
 	for i := range t.NumField() {
 		f, fv := t.Field(i), v.Field(i)
@@ -526,6 +538,9 @@ func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error
 			if cond, ok := f.Tag.Lookup("if"); ok {
 				want := !strings.HasPrefix(cond, "!")
 				c, known := ld.conds[strings.TrimPrefix(cond, "!")]
+				if perLayer, ok := ld.layerConds[strings.TrimPrefix(cond, "!")]; ok && len(idx) > 0 && idx[0] < len(perLayer) {
+					c, known = perLayer[idx[0]], true
+				}
 				if !known {
 					return fmt.Errorf("model: field %s: unknown condition %q", f.Name, cond)
 				}
@@ -534,11 +549,14 @@ func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error
 				}
 			}
 			name := tag
-			if strings.Contains(tag, "%d") {
-				if layer < 0 {
-					return fmt.Errorf("model: field %s: tag %q outside a layer", f.Name, tag)
+			for i, verb := range []string{"%d", "%e"} {
+				if !strings.Contains(tag, verb) {
+					continue
 				}
-				name = strings.ReplaceAll(tag, "%d", strconv.Itoa(layer))
+				if i >= len(idx) {
+					return fmt.Errorf("model: field %s: tag %q outside a layer or expert", f.Name, tag)
+				}
+				name = strings.ReplaceAll(name, verb, strconv.Itoa(idx[i]))
 			}
 			shape, err := ld.shape(ld.dims, f.Tag.Get("shape"))
 			if err != nil {
@@ -559,7 +577,7 @@ func (ld *loader) collect(v reflect.Value, layer int, specs *[]weightSpec) error
 				stored: stored, headAxis: axis})
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && f.IsExported():
 			for j := range fv.Len() {
-				if err := ld.collect(fv.Index(j), j, specs); err != nil {
+				if err := ld.collect(fv.Index(j), append(slices.Clip(idx), j), specs); err != nil {
 					return err
 				}
 			}

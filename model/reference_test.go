@@ -22,11 +22,16 @@ type refWeights map[string][]float32
 
 // synthShape is the synthmodel.Shape of cfg's checkpoint.
 func synthShape(cfg *Config) synthmodel.Shape {
-	return synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
+	s := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
 		QKVBias: cfg.QKVBias, OBias: cfg.OBias, MLPBias: cfg.MLPBias, QKNorm: cfg.QKNorm,
 		Fused: cfg.FusedQKV, NormPlusOne: cfg.NormPlusOne,
 		PostNorms: cfg.PostNorms, QKNormFull: cfg.QKNormFull, SandwichNorms: cfg.SandwichNorms}
+	if mc := cfg.MoE; mc != nil {
+		s.Experts, s.ExpertIntermediate, s.SharedIntermediate = mc.Experts, mc.Intermediate, mc.SharedIntermediate
+		s.Sparse, s.MixtralNames = mc.Sparse, cfg.ModelType == "mixtral"
+	}
+	return s
 }
 
 // synthTensors lists the tensor names and shapes of cfg's checkpoint
@@ -330,16 +335,21 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 			case !cfg.PostNorms:
 				x = rmsnorm(h[t], p+"post_attention_layernorm.weight")
 			}
-			gate := linear(x, p+"mlp.gate_proj.weight", p+"mlp.gate_proj.bias", I, H)
-			up := linear(x, p+"mlp.up_proj.weight", p+"mlp.up_proj.bias", I, H)
-			for i, g := range gate {
-				if cfg.GeGLU { // gelu_pytorch_tanh
-					gate[i] = geluTanh64(g) * up[i]
-				} else {
-					gate[i] = g / (1 + math.Exp(-g)) * up[i]
+			var down []float64
+			if cfg.MoE != nil && cfg.MoE.Sparse[l] {
+				down = refMoE(cfg, p, x, get, linear)
+			} else {
+				gate := linear(x, p+"mlp.gate_proj.weight", p+"mlp.gate_proj.bias", I, H)
+				up := linear(x, p+"mlp.up_proj.weight", p+"mlp.up_proj.bias", I, H)
+				for i, g := range gate {
+					if cfg.GeGLU { // gelu_pytorch_tanh
+						gate[i] = geluTanh64(g) * up[i]
+					} else {
+						gate[i] = g / (1 + math.Exp(-g)) * up[i]
+					}
 				}
+				down = linear(gate, p+"mlp.down_proj.weight", p+"mlp.down_proj.bias", H, I)
 			}
-			down := linear(gate, p+"mlp.down_proj.weight", p+"mlp.down_proj.bias", H, I)
 			if cfg.PostNorms {
 				down = rmsnorm(down, p+"post_feedforward_layernorm.weight")
 			}
@@ -362,6 +372,71 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 		}
 	}
 	return logits
+}
+
+// refMoE is the mixture of experts of the layer of prefix p on x in
+// float64, from transformers' XxxTopKRouter, XxxExperts and (Qwen2-MoE)
+// shared expert: p = softmax(x·Wrᵀ), the k largest, renormalised where
+// NormTopK, the chosen experts' SwiGLU MLPs weighted and summed, plus
+// sigmoid(x·Wsgᵀ)·shared(x).
+func refMoE(cfg *Config, p string, x []float64, get func(string) []float32, linear func(x []float64, wn, bn string, out, in int) []float64) []float64 {
+	mc, H := cfg.MoE, cfg.Hidden
+	moe, names := "mlp.", [3]string{"gate_proj", "up_proj", "down_proj"}
+	if cfg.ModelType == "mixtral" {
+		moe, names = "block_sparse_moe.", [3]string{"w1", "w3", "w2"}
+	}
+	logits := linear(x, p+moe+"gate.weight", "", mc.Experts, H)
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = max(mx, v)
+	}
+	prob := make([]float64, mc.Experts)
+	var sum float64
+	for i, v := range logits {
+		prob[i] = math.Exp(v - mx)
+		sum += prob[i]
+	}
+	chosen := make([]bool, mc.Experts)
+	var top []int
+	var s float64
+	for range mc.TopK {
+		best := -1
+		for i, v := range prob {
+			if !chosen[i] && (best < 0 || v > prob[best]) {
+				best = i
+			}
+		}
+		chosen[best] = true
+		top = append(top, best)
+		s += prob[best] / sum
+	}
+	mlp := func(prefix, gn, un, dn string, width int) []float64 {
+		gate := linear(x, prefix+gn+".weight", "", width, H)
+		up := linear(x, prefix+un+".weight", "", width, H)
+		for i, g := range gate {
+			gate[i] = g / (1 + math.Exp(-g)) * up[i]
+		}
+		return linear(gate, prefix+dn+".weight", "", H, width)
+	}
+	y := make([]float64, H)
+	for _, e := range top {
+		w := prob[e] / sum
+		if mc.NormTopK {
+			w /= s
+		}
+		out := mlp(fmt.Sprintf("%s%sexperts.%d.", p, moe, e), names[0], names[1], names[2], mc.Intermediate)
+		for i := range y {
+			y[i] += w * out[i]
+		}
+	}
+	if mc.SharedIntermediate > 0 {
+		out := mlp(p+"mlp.shared_expert.", "gate_proj", "up_proj", "down_proj", mc.SharedIntermediate)
+		g := 1 / (1 + math.Exp(-linear(x, p+"mlp.shared_expert_gate.weight", "", 1, H)[0]))
+		for i := range y {
+			y[i] += g * out[i]
+		}
+	}
+	return y
 }
 
 // refMultipliers are Granite's four multipliers as config.json gives them.

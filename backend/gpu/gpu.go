@@ -133,6 +133,10 @@ type Backend struct {
 	skPick map[skinnyKey]bool
 	// dlRing: Download's pinned chunk ring (download.go), owner thread only.
 	dlRing *pinnedRing
+	// moe: moe.cu's kernels, compiled at the first LoadExperts (moeMu;
+	// moe.go).
+	moeMu sync.Mutex
+	moe   *kernels.MoE
 
 	// group is the tensor-parallel group of which this backend is rank
 	// (OpenGroup), nil for a backend of its own.

@@ -43,6 +43,17 @@ type Shape struct {
 	// SandwichNorms: Gemma 3's four norms a layer, input_layernorm and
 	// pre_feedforward_layernorm besides PostNorms' two.
 	SandwichNorms bool
+	// Experts > 0: a mixture of experts replaces the MLP of the layers
+	// Sparse marks: a router mlp.gate [Experts, Hidden] and Experts
+	// SwiGLU MLPs of width ExpertIntermediate, mlp.experts.E.{gate,up,
+	// down}_proj (Qwen's names) or, with MixtralNames,
+	// block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}.
+	// SharedIntermediate > 0 adds Qwen2-MoE's shared expert of that
+	// width, mlp.shared_expert.*, and its gate mlp.shared_expert_gate
+	// [1, Hidden].
+	Experts, ExpertIntermediate, SharedIntermediate int
+	Sparse                                          []bool
+	MixtralNames                                    bool
 }
 
 // Tensors lists the names and shapes of a checkpoint of shape s as
@@ -81,6 +92,12 @@ func Tensors(s Shape) map[string][]int {
 		}
 		ts[p+"self_attn.o_proj.weight"] = []int{H, QD}
 		ts[p+"mlp.down_proj.weight"] = []int{H, I}
+		if s.Experts > 0 && s.Sparse[l] {
+			delete(ts, p+"mlp.gate_proj.weight")
+			delete(ts, p+"mlp.up_proj.weight")
+			delete(ts, p+"mlp.down_proj.weight")
+			addExperts(ts, p, s)
+		}
 		if s.QKVBias {
 			ts[p+"self_attn.q_proj.bias"] = []int{QD}
 			ts[p+"self_attn.k_proj.bias"] = []int{KVD}
@@ -105,6 +122,32 @@ func Tensors(s Shape) map[string][]int {
 	}
 	return ts
 }
+
+// addExperts adds the tensors of layer prefix p's mixture of experts.
+func addExperts(ts map[string][]int, p string, s Shape) {
+	H, IE, IS := s.Hidden, s.ExpertIntermediate, s.SharedIntermediate
+	moe, names := "mlp.", [3]string{"gate_proj", "up_proj", "down_proj"}
+	if s.MixtralNames {
+		moe, names = "block_sparse_moe.", [3]string{"w1", "w3", "w2"}
+	}
+	ts[p+moe+"gate.weight"] = []int{s.Experts, H}
+	for e := range s.Experts {
+		q := fmt.Sprintf("%s%sexperts.%d.", p, moe, e)
+		ts[q+names[0]+".weight"] = []int{IE, H}
+		ts[q+names[1]+".weight"] = []int{IE, H}
+		ts[q+names[2]+".weight"] = []int{H, IE}
+	}
+	if IS > 0 {
+		ts[p+"mlp.shared_expert.gate_proj.weight"] = []int{IS, H}
+		ts[p+"mlp.shared_expert.up_proj.weight"] = []int{IS, H}
+		ts[p+"mlp.shared_expert.down_proj.weight"] = []int{H, IS}
+		ts[p+"mlp.shared_expert_gate.weight"] = []int{1, H}
+	}
+}
+
+// routerGain is the scale of a mixture of experts' router weights (their
+// logits' std on unit-size inputs); the other matrices' is 1.5.
+const routerGain = 4.0
 
 // Write writes configJSON as config.json and a model.safetensors of random
 // weights of shape s (plus the tensors of extra) stored as dtype into dir,
@@ -138,6 +181,11 @@ func Write(dir, configJSON string, s Shape, dtype safetensors.DType, seed uint64
 				v[i] = float32(0.5 * r.NormFloat64())
 			case name == "model.embed_tokens.weight" || name == "lm_head.weight":
 				v[i] = float32(r.NormFloat64())
+			case strings.HasSuffix(name, ".gate.weight"):
+				// A router (mlp.gate, block_sparse_moe.gate): logits
+				// of std about routerGain, so that most tokens' top-k
+				// choice is clear of the backends' rounding.
+				v[i] = float32(r.NormFloat64() * routerGain / math.Sqrt(float64(shape[1])))
 			default:
 				v[i] = float32(r.NormFloat64() * 1.5 / math.Sqrt(float64(shape[1])))
 			}

@@ -43,6 +43,11 @@ WIDE_WINDOW = 1 << 20  # a sliding window no sequence here reaches
 # EMBED_STD the logits of a tied model reach 70 and greedy decoding repeats one token).
 LINEAR_GAIN = 0.7
 HEAD_GAIN = 2.0
+# A mixture of experts' router (mlp.gate): logits of std about ROUTER_GAIN, so that the
+# top-k choice of most tokens is clear of the KV formats' noise, as trained routers'
+# mostly are. At LINEAR_GAIN int4 KV flipped 15 of qwen3moe's 126 routes and moved a
+# row of logits by 0.536 (its bound 0.54); the dense and fp16 checks hold routing exact.
+ROUTER_GAIN = 3.0
 EMBED_STD = 1.0
 NORM_STD = 0.1
 BIAS_STD = 0.1
@@ -176,6 +181,30 @@ FIXTURES = [
           head_dim=32, rms_norm_eps=1e-6, sliding_window=16, query_pre_attn_scalar=32,
           rope_theta=1000000.0, rope_local_base_freq=10000.0, rope_scaling=None,
           layer_types=["full_attention", "sliding_attention"], tie_word_embeddings=True)),
+    # Mixtral: a sparse MoE block in every layer, 8 experts, top-2 (softmax, top-k,
+    # renormalised); GQA 3 (6 heads over 2), head_dim 64.
+    ("mixtral-e8top2-gqa3-bf16", "MixtralConfig", "MixtralForCausalLM", "bfloat16", True,
+     dict(hidden_size=48, intermediate_size=32, num_attention_heads=6, num_key_value_heads=2,
+          head_dim=64, rms_norm_eps=1e-5, num_local_experts=8, num_experts_per_tok=2,
+          rope_parameters=dict(rope_type="default", rope_theta=1000000.0), sliding_window=None,
+          tie_word_embeddings=False)),
+    # Qwen2-MoE (Qwen1.5-MoE): 4 experts, top-2 without renormalising (norm_topk_prob
+    # false), a shared expert behind a sigmoid gate, q/k/v biases; layer 1 a dense MLP
+    # (mlp_only_layers) of its own width; fp16.
+    ("qwen2moe-e4top2-shared-fp16", "Qwen2MoeConfig", "Qwen2MoeForCausalLM", "float16", True,
+     dict(hidden_size=128, intermediate_size=40, num_attention_heads=2, num_key_value_heads=1,
+          rms_norm_eps=1e-6, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False,
+          moe_intermediate_size=32, shared_expert_intermediate_size=48, decoder_sparse_step=1,
+          mlp_only_layers=[1], rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+          use_sliding_window=False, tie_word_embeddings=False)),
+    # Qwen3-MoE (Qwen3-30B-A3B's shape in small): q/k norms, 8 experts, top-2
+    # renormalised, GQA 3 (6 heads over 2), explicit head_dim 128, tied embeddings.
+    ("qwen3moe-e8top2-gqa3-d128-bf16", "Qwen3MoeConfig", "Qwen3MoeForCausalLM", "bfloat16", True,
+     dict(hidden_size=48, intermediate_size=64, num_attention_heads=6, num_key_value_heads=2,
+          head_dim=128, rms_norm_eps=1e-6, num_experts=8, num_experts_per_tok=2, norm_topk_prob=True,
+          moe_intermediate_size=32, decoder_sparse_step=1, mlp_only_layers=[],
+          rope_parameters=dict(rope_type="default", rope_theta=1000000.0), attention_bias=False,
+          use_sliding_window=False, tie_word_embeddings=True)),
 ]
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -197,10 +226,12 @@ def init_weights(model, seed, gemma_norm):
             elif "embed_tokens" in name:
                 tied = getattr(model.config, "tie_word_embeddings", False)
                 p.copy_((HEAD_GAIN / math.sqrt(p.shape[1]) if tied else EMBED_STD) * n)
+            elif name.endswith("mlp.gate.weight") or name.endswith("block_sparse_moe.gate.weight"):
+                p.copy_(ROUTER_GAIN / math.sqrt(p.shape[-1]) * n)
             elif "lm_head" in name:
                 p.copy_(HEAD_GAIN / math.sqrt(p.shape[1]) * n)
-            else:
-                p.copy_(LINEAR_GAIN / math.sqrt(p.shape[1]) * n)
+            else:  # fan_in is the last dimension (2-D linear weights; 3-D fused experts)
+                p.copy_(LINEAR_GAIN / math.sqrt(p.shape[-1]) * n)
 
 
 def load_ref(d, attn, **kw):
@@ -259,7 +290,22 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
     if len(greedy) != GEN:
         raise RuntimeError(f"{name}: generate gave {len(greedy)} tokens, want {GEN}")
     full = torch.cat([ids, torch.tensor([greedy[:-1]])], dim=1)
+    # A mixture of experts: each router's logits over the one-pass forward, for the
+    # margin of every token's top-k choice (the k-th largest logit minus the next).
+    routers = []
+    hooks = [mod.register_forward_hook(lambda mod, inp, out: routers.append(out[0].detach().float()))
+             for n, mod in ref.named_modules() if n.endswith(("mlp.gate", "block_sparse_moe.gate"))
+             and hasattr(mod, "top_k")]
     lg = logits_of(ref, full)  # [PROMPT+GEN-1, V]
+    for h in hooks:
+        h.remove()
+    if routers:
+        k = int(ref.config.num_experts_per_tok)
+        gaps = torch.stack([(r.topk(k + 1, dim=-1).values[:, k - 1] - r.topk(k + 1, dim=-1).values[:, k])
+                            for r in routers])  # [sparse layers, rows]
+        notes["router_topk_gap_min"] = float(gaps.min())
+        notes["router_topk_gap_min_per_row"] = [float(x) for x in gaps.min(dim=0).values]
+        notes["router_logit_std"] = float(torch.cat(routers).std())
     rows = lg.shape[0]
     # generate (with its KV cache) against the one-pass forward.
     gen_diff = 0.0
@@ -302,7 +348,7 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
         json.dump(golden, f, indent=1)
         f.write("\n")
     log(f"{name}: ok; stats {stats}; notes " +
-        json.dumps({k: v for k, v in notes.items() if k not in ("inv_freq", "inv_freq_buffers")}))
+        json.dumps({k: v for k, v in notes.items() if k not in ("inv_freq", "inv_freq_buffers", "router_topk_gap_min_per_row")}))
 
 
 def main():

@@ -1,0 +1,234 @@
+package gpu
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+)
+
+// A mixture of experts on the device (backend.ExpertMixer, moe.cu): the
+// router's top-k is computed by a kernel into device memory, and the
+// expert GEMVs read each token's expert index from there and the expert's
+// weight address from a table of a layer's experts. A decode step queues
+// the same launches with the same arguments whatever its tokens choose, so
+// it replays as a CUDA graph.
+
+// experts is the CUDA backend's backend.Experts: device tables of the
+// addresses of one layer's expert matrices (fp16, in place).
+type experts struct {
+	owner  *Backend
+	n      int            // E
+	H, IE  int            // hidden size, expert width
+	tables cuda.DevicePtr // gate[E], up[E], down[E] addresses (uint64)
+}
+
+// Len implements backend.Experts.
+func (e *experts) Len() int { return e.n }
+
+// moeKernels returns moe.cu's kernels, compiling them the first time.
+func (b *Backend) moeKernels() (*kernels.MoE, error) {
+	b.moeMu.Lock()
+	defer b.moeMu.Unlock()
+	if b.moe == nil {
+		m, err := kernels.LoadMoE(b.dev)
+		if err != nil {
+			return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", b.dev.Name(), err)
+		}
+		b.moe = m
+	}
+	return b.moe, nil
+}
+
+// LoadExperts implements backend.ExpertMixer. The experts must be fp16
+// matrices (not packed low-bit weights, whose GEMVs have no indexed form):
+// the table holds their addresses, so it is made after JoinWeights has
+// placed them, and the weights must not move or be freed before
+// FreeExperts.
+func (b *Backend) LoadExperts(gate, up, down []backend.Weight, k int) (backend.Experts, error) {
+	E := len(gate)
+	if E == 0 || len(up) != E || len(down) != E {
+		return nil, fmt.Errorf("backend/gpu: LoadExperts: %d gate, %d up and %d down weights", len(gate), len(up), len(down))
+	}
+	if k <= 0 || k > min(E, kernels.MoEMaxK) {
+		return nil, fmt.Errorf("backend/gpu: LoadExperts: top-%d of %d experts (moe.cu chooses at most %d)", k, E, kernels.MoEMaxK)
+	}
+	ex := &experts{owner: b, n: E}
+	table := make([]byte, 3*8*E)
+	for i, ws := range [][]backend.Weight{gate, up, down} {
+		for e, w := range ws {
+			wt, err := b.weightOf("LoadExperts", w)
+			if err != nil {
+				return nil, err
+			}
+			if wt.f16 == 0 || wt.q != 0 || wt.qt != 0 || wt.dec != nil || len(wt.shape) != 2 {
+				return nil, fmt.Errorf("backend/gpu: expert weight %s is not an fp16 matrix (packed low-bit experts have no device routing)", wt.name)
+			}
+			N, K := wt.shape[0], wt.shape[1]
+			if i == 2 {
+				N, K = K, N
+			}
+			if e == 0 && i == 0 {
+				ex.IE, ex.H = N, K
+			}
+			if N != ex.IE || K != ex.H {
+				return nil, &backend.ShapeError{Op: "LoadExperts", Detail: fmt.Sprintf("expert weight %s %v: want [%d, %d] (down transposed)", wt.name, wt.shape, ex.IE, ex.H)}
+			}
+			binary.LittleEndian.PutUint64(table[8*(i*E+e):], uint64(wt.f16))
+		}
+	}
+	if _, err := b.moeKernels(); err != nil {
+		return nil, err
+	}
+	err := b.dev.Do(func(c *cuda.Ctx) error {
+		var err error
+		if ex.tables, err = c.Alloc(len(table)); err != nil {
+			return err
+		}
+		if err := c.HtoDAsync(ex.tables, table, b.stream); err != nil {
+			return err
+		}
+		return b.syncStream(c)
+	})
+	if err != nil {
+		b.FreeExperts(ex)
+		return nil, fmt.Errorf("backend/gpu: LoadExperts: %w", err)
+	}
+	return ex, nil
+}
+
+// FreeExperts implements backend.ExpertMixer. It waits for queued ops,
+// which may read the tables.
+func (b *Backend) FreeExperts(h backend.Experts) {
+	ex, ok := h.(*experts)
+	if !ok || ex == nil || ex.owner != b || ex.tables == 0 {
+		return
+	}
+	p := ex.tables
+	ex.tables = 0
+	_ = b.Do(func(c *cuda.Ctx) error {
+		_ = b.syncStream(c)
+		return c.Free(p)
+	})
+}
+
+// moeTensor returns the CUDA tensor behind t, of dtype dt and cols columns
+// (its rows returned).
+func (b *Backend) moeTensor(op string, t backend.Tensor, dt backend.DType, cols int) (*tensor, int, error) {
+	ct, err := b.tensorOf(op, t)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, c := ct.matrix()
+	if ct.dtype != dt || c != cols {
+		return nil, 0, &backend.ShapeError{Op: op, Detail: fmt.Sprintf("tensor %v: want %v with %d columns", ct, dt, cols)}
+	}
+	return ct, rows, nil
+}
+
+// RouteExperts implements backend.ExpertMixer.
+func (b *Backend) RouteExperts(idx, w, logits backend.Tensor, norm bool) {
+	const op = "RouteExperts"
+	if b.failed() {
+		return
+	}
+	lt, err1 := b.tensorOf(op, logits)
+	it, err2 := b.tensorOf(op, idx)
+	if err := cmp.Or(err1, err2); err != nil {
+		b.fail(err)
+		return
+	}
+	T, E := lt.matrix()
+	Ti, k := it.matrix()
+	wt, Tw, err := b.moeTensor(op, w, backend.F32, k)
+	if err := cmp.Or(err, checkDType(op, lt, backend.F32), checkDType(op, it, backend.I32)); err != nil {
+		b.fail(err)
+		return
+	}
+	if Ti != T || Tw != T || k > E {
+		b.fail(&backend.ShapeError{Op: op, Detail: fmt.Sprintf("idx %v, w %v for logits %v", it, wt, lt)})
+		return
+	}
+	m := b.moe
+	if m == nil {
+		b.fail(fmt.Errorf("backend/gpu: %s before LoadExperts", op))
+		return
+	}
+	b.launch(op, func(c *cuda.Ctx) error {
+		return m.Route(c, b.stream, it.ptr, wt.ptr, lt.ptr, T, E, k, norm)
+	}, u64(it.ptr), u64(wt.ptr), u64(lt.ptr), u64(T), u64(E), u64(k), u64(flag(norm)))
+}
+
+// MixExperts implements backend.ExpertMixer.
+func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, act, shared, sharedGate backend.Tensor) {
+	const op = "MixExperts"
+	if b.failed() {
+		return
+	}
+	ex, ok := h.(*experts)
+	if !ok || ex == nil || ex.owner != b || ex.tables == 0 {
+		b.fail(fmt.Errorf("backend/gpu: %s: experts of another backend, or freed", op))
+		return
+	}
+	H, IE, E := ex.H, ex.IE, ex.n
+	it, err := b.tensorOf(op, idx)
+	if err != nil {
+		b.fail(err)
+		return
+	}
+	T, k := it.matrix()
+	ot, To, err1 := b.moeTensor(op, out, backend.F32, H)
+	xt, Tx, err2 := b.moeTensor(op, x, backend.F32, H)
+	wt, Tw, err3 := b.moeTensor(op, w, backend.F32, k)
+	at, Ta, err4 := b.moeTensor(op, act, backend.F32, IE)
+	if err := cmp.Or(err1, err2, err3, err4, checkDType(op, it, backend.I32)); err != nil {
+		b.fail(err)
+		return
+	}
+	if To != T || Tx != T || Tw != T || Ta != T*k || ot == xt {
+		b.fail(&backend.ShapeError{Op: op, Detail: fmt.Sprintf("out %v, x %v, idx %v, w %v, act %v", ot, xt, it, wt, at)})
+		return
+	}
+	var sp, sgp cuda.DevicePtr
+	if shared != nil {
+		st, Ts, err1 := b.moeTensor(op, shared, backend.F32, H)
+		gt, Tg, err2 := b.moeTensor(op, sharedGate, backend.F32, 1)
+		if err := cmp.Or(err1, err2); err != nil {
+			b.fail(err)
+			return
+		}
+		if Ts != T || Tg != T {
+			b.fail(&backend.ShapeError{Op: op, Detail: fmt.Sprintf("shared %v, gate %v for %d tokens", st, gt, T)})
+			return
+		}
+		sp, sgp = st.ptr, gt.ptr
+	}
+	m := b.moe
+	gate, up, down := ex.tables, ex.tables+cuda.DevicePtr(8*E), ex.tables+cuda.DevicePtr(16*E)
+	b.launch(op, func(c *cuda.Ctx) error {
+		if err := m.GateUp(c, b.stream, at.ptr, xt.ptr, it.ptr, gate, up, T, k, H, IE, E); err != nil {
+			return err
+		}
+		return m.Down(c, b.stream, ot.ptr, at.ptr, it.ptr, wt.ptr, down, sp, sgp, T, k, H, IE, E)
+	}, u64(ot.ptr), u64(xt.ptr), u64(it.ptr), u64(wt.ptr), u64(at.ptr), u64(ex.tables), u64(sp), u64(sgp),
+		u64(T), u64(k), u64(H), u64(IE), u64(E))
+}
+
+// checkDType requires t to be of type dt.
+func checkDType(op string, t *tensor, dt backend.DType) error {
+	if t.dtype != dt {
+		return &backend.ShapeError{Op: op, Detail: fmt.Sprintf("tensor %v: want %v", t, dt)}
+	}
+	return nil
+}
+
+// flag is a key value of a bool.
+func flag(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,356 @@
+package gpu_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/internal/half"
+)
+
+// moeCase is one shape of TestMixExperts.
+type moeCase struct {
+	T, H, IE, E, k int
+	norm, shared   bool
+}
+
+// TestMixExperts holds RouteExperts and MixExperts (moe.cu) to a float64
+// reference of transformers' routing and experts on random inputs: the
+// experts each token chooses (the k largest softmax probabilities; the
+// random logits are 0.15 apart at least, so float32 cannot reorder them),
+// their weights, and the mixture out = Σ_j w_j·down(silu(gate·x) ⊙ up·x)
+// (+ sigmoid(g)·shared), within 1e-3 of the reference relative to the
+// row's norm: the weights are fp16 (exactly as the reference reads them),
+// x is float32, and the dot products of ≤ 96 terms round in float32
+// (~1e-6); a wrong expert or row gives O(1). Outputs are poisoned first;
+// odd widths take the kernels' scalar path, T·k rows more than a block.
+func TestMixExperts(t *testing.T) {
+	g := gpuBackend(t)
+	r := rand.New(rand.NewPCG(3, 9))
+	for _, c := range []moeCase{
+		{T: 1, H: 64, IE: 32, E: 8, k: 2, norm: true},
+		{T: 7, H: 48, IE: 24, E: 4, k: 2, shared: true},
+		{T: 33, H: 96, IE: 40, E: 16, k: 4, norm: true},
+		{T: 5, H: 31, IE: 17, E: 6, k: 3, shared: true},
+		{T: 2, H: 64, IE: 32, E: 40, k: 8, norm: true, shared: true},
+		{T: 3, H: 32, IE: 16, E: 300, k: 5, norm: true}, // more experts than the router keeps in registers
+	} {
+		t.Run(fmt.Sprintf("T%d_H%d_IE%d_E%d_k%d", c.T, c.H, c.IE, c.E, c.k), func(t *testing.T) {
+			checkMixExperts(t, g, r, c)
+		})
+	}
+}
+
+func checkMixExperts(t *testing.T, g *gpu.Backend, r *rand.Rand, c moeCase) {
+	T, H, IE, E, k := c.T, c.H, c.IE, c.E, c.k
+	// Weights as fp16 values (what the backend stores).
+	rnd := func(n int, scale float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = half.ToFloat32(half.FromFloat32(float32(r.NormFloat64() * scale)))
+		}
+		return v
+	}
+	load := func(name string, v []float32, shape ...int) backend.Weight {
+		data := make([]byte, 4*len(v))
+		for i, x := range v {
+			b := math.Float32bits(x)
+			data[4*i], data[4*i+1], data[4*i+2], data[4*i+3] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
+		}
+		w, err := g.LoadWeight(name, backend.F32, shape, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.FreeWeight(w) })
+		return w
+	}
+	gv, uv, dv := make([][]float32, E), make([][]float32, E), make([][]float32, E)
+	gw, uw, dw := make([]backend.Weight, E), make([]backend.Weight, E), make([]backend.Weight, E)
+	for e := range E {
+		gv[e], uv[e], dv[e] = rnd(IE*H, 1/math.Sqrt(float64(H))), rnd(IE*H, 1/math.Sqrt(float64(H))), rnd(H*IE, 1/math.Sqrt(float64(IE)))
+		gw[e], uw[e], dw[e] = load("gate", gv[e], IE, H), load("up", uv[e], IE, H), load("down", dv[e], H, IE)
+	}
+	ex, err := g.LoadExperts(gw, uw, dw, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.FreeExperts(ex)
+	x := make([]float32, T*H)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	// Logits: a permutation of distinct levels 0.15 apart.
+	logits := make([]float32, T*E)
+	for tok := range T {
+		perm := r.Perm(E)
+		for i := range E {
+			logits[tok*E+i] = float32(0.15*float64(perm[i]) - 1)
+		}
+	}
+	shared := make([]float32, T*H)
+	sg := make([]float32, T)
+	for i := range shared {
+		shared[i] = float32(r.NormFloat64())
+	}
+	for i := range sg {
+		sg[i] = float32(2 * r.NormFloat64())
+	}
+	alloc := func(dt backend.DType, shape ...int) backend.Tensor {
+		x, err := g.Alloc(dt, shape...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Free(x) })
+		return x
+	}
+	up := func(dst backend.Tensor, v []float32) {
+		if err := g.Upload(dst, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	xt, lt, st, sgt := alloc(backend.F32, T, H), alloc(backend.F32, T, E), alloc(backend.F32, T, H), alloc(backend.F32, T, 1)
+	up(xt, x)
+	up(lt, logits)
+	up(st, shared)
+	up(sgt, sg)
+	idx, wt, act, out := alloc(backend.I32, T, k), alloc(backend.F32, T, k), alloc(backend.F32, T*k, IE), alloc(backend.F32, T, H)
+	nan := make([]float32, T*H)
+	for i := range nan {
+		nan[i] = float32(math.NaN())
+	}
+	up(out, nan)
+	g.RouteExperts(idx, wt, lt, c.norm)
+	var sharedT, sgT backend.Tensor
+	if c.shared {
+		sharedT, sgT = st, sgt
+	}
+	g.MixExperts(out, xt, ex, idx, wt, act, sharedT, sgT)
+	got := make([]float32, T*H)
+	if err := g.Download(got, out); err != nil {
+		t.Fatal(err)
+	}
+	gotIdx := make([]int32, T*k)
+	if err := g.DownloadInt32(gotIdx, idx); err != nil {
+		t.Fatal(err)
+	}
+	gotW := make([]float32, T*k)
+	if err := g.Download(gotW, wt); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for tok := range T {
+		l := logits[tok*E : (tok+1)*E]
+		mx := math.Inf(-1)
+		for _, v := range l {
+			mx = max(mx, float64(v))
+		}
+		p := make([]float64, E)
+		var sum float64
+		for i, v := range l {
+			p[i] = math.Exp(float64(v) - mx)
+			sum += p[i]
+		}
+		order := make([]int, E)
+		for i := range order {
+			order[i], p[i] = i, p[i]/sum
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			if p[a] > p[b] {
+				return -1
+			}
+			return 1
+		})
+		top := slices.Clone(order[:k])
+		var s float64
+		for _, e := range top {
+			s += p[e]
+		}
+		slices.Sort(top) // the slots' order
+		y := make([]float64, H)
+		xr := x[tok*H : (tok+1)*H]
+		for j, e := range top {
+			if int(gotIdx[tok*k+j]) != e {
+				t.Fatalf("token %d slot %d: expert %d, want %d (slots %v)", tok, j, gotIdx[tok*k+j], e, top)
+			}
+			w := p[e]
+			if c.norm {
+				w /= s
+			}
+			if d := math.Abs(float64(gotW[tok*k+j]) - w); !(d <= 1e-6*w+1e-9) {
+				t.Fatalf("token %d slot %d: weight %v, want %v", tok, j, gotW[tok*k+j], w)
+			}
+			a := make([]float64, IE)
+			for n := range IE {
+				var gs, us float64
+				for i := range H {
+					gs += float64(gv[e][n*H+i]) * float64(xr[i])
+					us += float64(uv[e][n*H+i]) * float64(xr[i])
+				}
+				a[n] = gs / (1 + math.Exp(-gs)) * us
+			}
+			for n := range H {
+				var d float64
+				for i := range IE {
+					d += float64(dv[e][n*IE+i]) * a[i]
+				}
+				y[n] += w * d
+			}
+		}
+		if c.shared {
+			sgm := 1 / (1 + math.Exp(-float64(sg[tok])))
+			for n := range H {
+				y[n] += sgm * float64(shared[tok*H+n])
+			}
+		}
+		var dn, yn float64
+		for n := range H {
+			d := float64(got[tok*H+n]) - y[n]
+			dn += d * d
+			yn += y[n] * y[n]
+		}
+		rel := math.Sqrt(dn / yn)
+		if !(rel <= 1e-3) {
+			t.Fatalf("token %d: ‖gpu − ref‖/‖ref‖ = %.3g", tok, rel)
+		}
+		worst = max(worst, rel)
+	}
+	t.Logf("worst ‖gpu − ref‖/‖ref‖ %.2e", worst)
+}
+
+// TestMixExpertsTiming times a decode step's mixture (RouteExperts and
+// MixExperts of 8 layers, each its own experts, one CUDA graph after the
+// second step) at Mixtral-8x7B's and Qwen3-30B-A3B's expert shapes, T = 1,
+// 8 and 128 tokens (a prefill chunk), against the bytes the chosen experts'
+// weights take (the floor at the device's bandwidth), and the router alone.
+// Set BITDECODE_MOE_TIMING=1 to run it; it checks the outputs are finite.
+func TestMixExpertsTiming(t *testing.T) {
+	if os.Getenv("BITDECODE_MOE_TIMING") == "" {
+		t.Skip("set BITDECODE_MOE_TIMING=1 to time the mixture")
+	}
+	g := gpuBackend(t)
+	const layers = 8
+	for _, sh := range []struct {
+		name        string
+		H, IE, E, k int
+	}{{"mixtral-8x7b", 4096, 14336, 8, 2}, {"qwen3-30b-a3b", 2048, 768, 128, 8}} {
+		var exs []backend.Experts
+		var ws []backend.Weight
+		for l := range layers {
+			gw, uw, dw := make([]backend.Weight, sh.E), make([]backend.Weight, sh.E), make([]backend.Weight, sh.E)
+			for e := range sh.E {
+				seed := uint64(1000*l + 3*e)
+				var err error
+				if gw[e], err = g.LoadRandom("gate", []int{sh.IE, sh.H}, 0.02, seed); err == nil {
+					if uw[e], err = g.LoadRandom("up", []int{sh.IE, sh.H}, 0.02, seed+1); err == nil {
+						dw[e], err = g.LoadRandom("down", []int{sh.H, sh.IE}, 0.02, seed+2)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				ws = append(ws, gw[e], uw[e], dw[e])
+			}
+			ex, err := g.LoadExperts(gw, uw, dw, sh.k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exs = append(exs, ex)
+		}
+		for _, T := range []int{1, 8, 128} {
+			alloc := func(dt backend.DType, shape ...int) backend.Tensor {
+				x, err := g.Alloc(dt, shape...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return x
+			}
+			x, lg := alloc(backend.F32, T, sh.H), alloc(backend.F32, T, sh.E)
+			idx, w, act, out := alloc(backend.I32, T, sh.k), alloc(backend.F32, T, sh.k), alloc(backend.F32, T*sh.k, sh.IE), alloc(backend.F32, T, sh.H)
+			r := rand.New(rand.NewPCG(1, 2))
+			xv, lv := make([]float32, T*sh.H), make([]float32, T*sh.E)
+			for i := range xv {
+				xv[i] = float32(r.NormFloat64())
+			}
+			for i := range lv {
+				lv[i] = float32(r.NormFloat64())
+			}
+			if err := g.Upload(x, xv); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Upload(lg, lv); err != nil {
+				t.Fatal(err)
+			}
+			step := func() {
+				for _, ex := range exs {
+					g.RouteExperts(idx, w, lg, true)
+					g.MixExperts(out, x, ex, idx, w, act, nil, nil)
+				}
+				if err := g.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 3 {
+				step()
+			}
+			reps := 50
+			if T > 8 {
+				reps = 5 // a prefill chunk: tens of ms a layer at Mixtral's shape
+			}
+			start := time.Now()
+			for range reps {
+				step()
+			}
+			per := time.Since(start) / time.Duration(reps) / layers
+			res := make([]float32, T*sh.H)
+			if err := g.Download(res, out); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range res {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					t.Fatalf("%s T %d: out[%d] = %v", sh.name, T, i, v)
+				}
+			}
+			// The router alone: 2·layers launches a flush (a graph).
+			route := func() {
+				for range 2 * layers {
+					g.RouteExperts(idx, w, lg, true)
+				}
+				if err := g.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 3 {
+				route()
+			}
+			start = time.Now()
+			for range reps {
+				route()
+			}
+			perRoute := time.Since(start) / time.Duration(reps) / (2 * layers)
+			// The weights a token's k experts read (distinct experts of T
+			// tokens: at most min(E, T·k)).
+			experts := min(sh.E, T*sh.k)
+			bytes := float64(experts) * 3 * float64(sh.IE*sh.H) * 2
+			t.Logf("%s T %d: %v a layer (sync per 8 layers, graphs %+v); chosen experts' weights ≤ %.1f MB, %.0f GB/s at the distinct-expert bound; the router alone %v",
+				sh.name, T, per, g.GraphStats(), bytes/1e6, bytes/per.Seconds()/1e9, perRoute)
+			for _, tt := range []backend.Tensor{x, lg, idx, w, act, out} {
+				g.Free(tt)
+			}
+		}
+		for _, ex := range exs {
+			g.FreeExperts(ex)
+		}
+		for _, w := range ws {
+			g.FreeWeight(w)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package gpukv
+
+// Mixtures of experts on the CUDA backend (model/moe.go, backend/gpu's
+// moe.go): the device's routing under CUDA graphs at batches of 1 to 4
+// sequences, and the host routing a layer falls back to (packed low-bit
+// experts) against the CPU backend. TestGPUTransformers holds the device
+// routing to transformers' logits.
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/backend/gpu"
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/internal/hfcheck"
+	"github.com/bitdecode/bitdecode/internal/synthmodel"
+	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache"
+	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/model/safetensors"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+// moeFixtures are the conformance fixtures with a mixture of experts.
+var moeFixtures = []string{"mixtral-e8top2-gqa3-bf16", "qwen2moe-e4top2-shared-fp16", "qwen3moe-e8top2-gqa3-d128-bf16"}
+
+// moeFixture returns the named fixture.
+func moeFixture(t *testing.T, name string) *hfcheck.Fixture {
+	t.Helper()
+	for _, f := range hfcheck.LoadAll(t) {
+		if f.Name() == name {
+			return f
+		}
+	}
+	t.Fatalf("no fixture %s", name)
+	return nil
+}
+
+// TestGPUMoEGraphReplaySameBits runs four greedy sequences of each MoE
+// fixture through an int4 GPU cache (runGreedy: they join at different
+// steps, so decode batches of 1 to 4 sequences and prefill chunks beside
+// decodes) with CUDA graphs off and on, and requires every logits row to
+// be bitwise the same and graphs to have been replayed: the router's
+// choice lives in device memory, so a step's launches are the same
+// whatever its tokens choose.
+func TestGPUMoEGraphReplaySameBits(t *testing.T) {
+	for _, name := range moeFixtures {
+		t.Run(name, func(t *testing.T) {
+			f := moeFixture(t, name)
+			var rows [2][][][]float32
+			var stats gpu.GraphStats
+			for i, noGraphs := range []bool{true, false} {
+				be, err := gpu.Open(0, gpu.Options{NoGraphs: noGraphs})
+				if err != nil {
+					if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+						t.Skipf("no CUDA device: %v", err)
+					}
+					t.Fatal(err)
+				}
+				defer be.Close()
+				m, err := model.Load(f.Dir, be, model.LoadOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				c, err := NewPaged(be, m.Config(), kv.MustParseSpec("int4"), kvcache.Options{MaxSeqs: 4, MaxLen: 256, MaxChunk: invariantChunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				r := rand.New(rand.NewPCG(23, 5))
+				vocab := m.Config().Vocab
+				seqs := []*greedySeq{
+					{id: 0, join: 0, gen: 40, prompt: randomPrompt(r, 30, vocab)},
+					{id: 1, join: 3, gen: 30, prompt: randomPrompt(r, 20, vocab)},
+					{id: 2, join: 5, gen: 12, prompt: randomPrompt(r, 7, vocab)},
+					{id: 3, join: 8, gen: 20, prompt: randomPrompt(r, 50, vocab)},
+				}
+				runGreedy(t, m, c, seqs)
+				for _, s := range seqs {
+					rows[i] = append(rows[i], s.rows)
+				}
+				if !noGraphs {
+					stats = be.GraphStats()
+				}
+			}
+			if stats.Replayed == 0 || stats.Captured == 0 {
+				t.Fatalf("graphs on: %+v flushes: no graph replayed", stats)
+			}
+			t.Logf("graphs on: %+v flushes", stats)
+			for s := range rows[0] {
+				off, on := rows[0][s], rows[1][s]
+				if len(on) != len(off) {
+					t.Fatalf("sequence %d: %d logits rows with graphs, %d without", s, len(on), len(off))
+				}
+				for step := range off {
+					if err := sameBits(on[step], off[step]); err != nil {
+						t.Fatalf("sequence %d, its step %d: graphs on vs off: %v", s, step, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// moeQuantFamilies are synthetic MoE checkpoints whose every width is a
+// multiple of int8's 128-channel groups (the fixtures' are not): Qwen2-MoE
+// with its shared expert and a dense layer, and Mixtral.
+var moeQuantFamilies = []string{
+	`{"architectures":["Qwen2MoeForCausalLM"],"model_type":"qwen2_moe","hidden_size":256,"intermediate_size":384,
+	"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":300,"rms_norm_eps":1e-6,
+	"rope_theta":1000000.0,"tie_word_embeddings":false,"use_sliding_window":false,"num_experts":8,"num_experts_per_tok":2,
+	"norm_topk_prob":false,"moe_intermediate_size":128,"shared_expert_intermediate_size":256,"mlp_only_layers":[1]}`,
+	`{"architectures":["MixtralForCausalLM"],"model_type":"mixtral","hidden_size":256,"intermediate_size":256,
+	"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":1,"vocab_size":300,"rms_norm_eps":1e-5,
+	"rope_theta":1000000.0,"tie_word_embeddings":false,"num_local_experts":4,"num_experts_per_tok":2}`,
+}
+
+// TestGPUMoEQuantizedExperts loads synthetic MoE checkpoints with int8
+// weights (every linear layer, the experts too, quantized the same way on
+// both backends): the CUDA backend has no indexed GEMV of packed weights,
+// so its sparse layers route on the host (model.Llama.moeHost: the
+// router's logits and each expert's rows downloaded). Every row of logits
+// over a 24-token prompt in chunks of 8 and 8 decode steps on the dense
+// cache must be within hfGPUTol of the CPU backend's, the bound of
+// backend/gpu's TestModelMatchesCPU (fp16-rounded linear inputs; the
+// routers' logits are of std ~4, synthmodel's routerGain, so that the
+// GPU's rounding leaves every choice as the CPU's).
+func TestGPUMoEQuantizedExperts(t *testing.T) {
+	gb := gpuBackend(t)
+	spec, err := wq.ParseSpec("int8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := cpu.New(2)
+	for fi, config := range moeQuantFamilies {
+		cfg, err := model.ParseConfig([]byte(config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(cfg.ModelType, func(t *testing.T) {
+			dir := t.TempDir()
+			mc := cfg.MoE
+			shape := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
+				KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings, QKVBias: cfg.QKVBias,
+				Experts: mc.Experts, ExpertIntermediate: mc.Intermediate, SharedIntermediate: mc.SharedIntermediate,
+				Sparse: mc.Sparse, MixtralNames: cfg.ModelType == "mixtral"}
+			if _, err := synthmodel.Write(dir, config, shape, safetensors.BF16, uint64(40+fi), nil); err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(uint64(fi), 3))
+			tokens := randomPrompt(r, 32, cfg.Vocab)
+			var rows [2][][]float32
+			for i, be := range []backend.Backend{cb, gb} {
+				m, err := model.Load(dir, be, model.LoadOptions{Weights: spec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := model.NewDenseCache(be, m.Config())
+				for pos := 0; pos < len(tokens); {
+					n := 1
+					if pos < 24 {
+						n = 8
+					}
+					var b model.Batch
+					b.Add(1, pos, tokens[pos:pos+n]...)
+					b.AllLogits = true
+					out, err := m.Forward(&b, c)
+					if err != nil {
+						t.Fatalf("%s: position %d: %v", be.Name(), pos, err)
+					}
+					for j := range n {
+						rows[i] = append(rows[i], append([]float32(nil), out.Row(j)...))
+					}
+					pos += n
+				}
+				m.Close()
+			}
+			worst := 0.0
+			for r := range rows[0] {
+				d := hfcheck.RelL2(rows[1][r], rows[0][r])
+				if !(d <= hfGPUTol) {
+					t.Fatalf("row %d: ‖gpu − cpu‖/‖cpu‖ = %.3g, bound %.1e", r, d, hfGPUTol)
+				}
+				worst = max(worst, d)
+			}
+			t.Logf("int8 experts routed on the host: %d rows, worst ‖gpu − cpu‖/‖cpu‖ %.2e (bound %.1e)", len(rows[0]), worst, hfGPUTol)
+		})
+	}
+}
