@@ -8,7 +8,6 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/gpu"
-	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache/gpukv"
 )
@@ -91,11 +90,11 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 }
 
 // gpuDescribe says how the GPU runs the spec given, resolved as f for the
-// CPU: a head dim its kernels lack is padded at load (model.Config.PadHeads)
+// CPU: a head dim its kernels lack is padded at load (gpukv.PadHeadDim, model.Config.PadHeads)
 // and the cache holds the format at the padded size, so its bytes are
 // those of the padded head.
 func gpuDescribe(given kv.Spec, f kv.Format) string {
-	dp, ok := kernels.PadHeadDim(f.D)
+	dp, ok := gpukv.PadHeadDim(f.D)
 	if !ok || dp == f.D {
 		return gpukv.DescribeDecode(f)
 	}

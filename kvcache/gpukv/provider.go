@@ -30,6 +30,11 @@ func (provider) New(be backend.Backend, cfg *model.Config, spec kv.Spec, o kvcac
 	return NewPaged(gb, cfg, spec, o)
 }
 
+// PadHeadDim returns the head dim the GPU caches hold a model of head dim d
+// at (kernels.PadHeadDim: the next the kernels take; model.Config.PadHeads
+// pads the heads at load), and whether there is one.
+func PadHeadDim(d int) (dp int, ok bool) { return kernels.PadHeadDim(d) }
+
 // DescribeDecode says which GPU decode kernel reads format f (the one
 // Paged plans on this GPU generation, Hopper first), or why none does, for
 // 'bitdecode inspect kv'.
