@@ -146,6 +146,11 @@ func (b *Backend) foldRoPE(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) 
 // writes them.
 const defaultGEMVEarly = kernels.GEMVEarlyRoPE
 
+// defaultGEMVL2 is the kinds of gemv.cu launch that prefetch later CTAs'
+// weights into L2 before their dependency wait unless Options.GEMVL2 says
+// otherwise (decode-step.md v28).
+const defaultGEMVL2 = kernels.GEMVEarlyNone
+
 // earlyNormInputs reports whether an add_rmsnorm over the residual h may
 // read h (and its norm weight, which only a load writes) before its
 // dependency wait: the op queued right before it must be a gemv.cu launch

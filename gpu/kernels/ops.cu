@@ -104,13 +104,32 @@ constexpr int kNormMaxThreads = 256;
 // registers (rows of up to kNormRegs·kNormMaxThreads = 8192 take that path).
 constexpr int kNormRegs = 32;
 
+// BD_OPS_LAUNCH_FIRST (v12): startDependent lets the next kernel's CTAs
+// onto the SMs before it waits, not after. Every kernel of a GridDependent
+// program waits for the one ahead of it before it touches memory, and that
+// one completes only after its own wait: so a kernel two launches behind
+// still sees everything before it, while its CTAs become resident (and
+// issue their early weight loads) during this kernel's wait instead of
+// after it. The kernels here are a few CTAs each at a decode step, so the
+// next kernel's CTAs cannot crowd theirs out: the trigger takes effect
+// only once every CTA of this grid has called it (decode-step.md v28).
+#ifndef BD_OPS_LAUNCH_FIRST
+#define BD_OPS_LAUNCH_FIRST 1
+#endif
+
 // startDependent opens every kernel of this file: ops.cu is a GridDependent
 // program (ops.go), so a kernel may start while the one ahead of it still
-// runs; it waits for it before touching memory, then lets the next kernel's
-// CTAs onto the SMs its own leave free (one block per row uses few).
+// runs; it waits for it before touching memory, and lets the next kernel's
+// CTAs onto the SMs its own leave free (one block per row uses few): before
+// the wait (BD_OPS_LAUNCH_FIRST) or after it.
 BD_DEVICE void startDependent() {
+#if BD_OPS_LAUNCH_FIRST
+  gridLaunchDependents();
+  gridDependencyWait();
+#else
   gridDependencyWait();
   gridLaunchDependents();
+#endif
 }
 
 // A canonical quiet NaN for outputs of invalid indices (ids out of range):
