@@ -198,8 +198,6 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		gemv.Depth = o.GEMVDepth
 		gemv.Splits = o.GEMVSplits
 		gemv.EarlyKinds = cmp.Or(o.GEMVEarly, defaultGEMVEarly)
-		gemv.L2Kinds = cmp.Or(o.GEMVL2, defaultGEMVL2)
-		gemv.L2MiB = o.GEMVL2MiB
 	}
 	// The device is the backend's own: its Ctx's setting covers the
 	// backend's launches and those of code queued through Enqueue.

@@ -64,14 +64,8 @@ const (
 	EnvGEMVSplits = "BITDECODE_GEMV_SPLITS"
 	// EnvGEMVEarly is Options.GEMVEarly: the kinds of gemv.cu launch whose
 	// first weight loads go before the dependency wait, a comma list of
-	// plain, rope and swiglu, or none (the default: rope).
+	// plain, rope and swiglu, or none (the default: plain and rope).
 	EnvGEMVEarly = "BITDECODE_GEMV_EARLY"
-	// EnvGEMVL2 is Options.GEMVL2: the kinds of gemv.cu launch that
-	// prefetch later CTAs' weights into L2 before their dependency wait, a
-	// comma list of plain, rope and swiglu, each kind optionally with its
-	// budget in MiB after a colon (the same for all: "plain:24"), or none
-	// (the default).
-	EnvGEMVL2 = "BITDECODE_GEMV_L2"
 	// EnvNoNormEarly is Options.NoEarlyNorm: add_rmsnorm_cluster reads the
 	// residual and the norm's weight after its dependency wait always
 	// (comparisons).
@@ -206,17 +200,10 @@ type Options struct {
 	GEMVSplits [kernels.GEMVSplitTiers]int
 	// GEMVEarly is PDLEarlyWeights for some kinds of gemv.cu launch only
 	// (kernels.GEMV.EarlyKinds); 0 is defaultGEMVEarly (q|k|v's RoPE
-	// launch, decode-step.md v21), kernels.GEMVEarlyNone none. The same
+	// launch and the plain ones, decode-step.md v21, v28),
+	// kernels.GEMVEarlyNone none. The same
 	// bits.
 	GEMVEarly kernels.GEMVEarlyKind
-	// GEMVL2 is the kinds of gemv.cu launch that prefetch later CTAs'
-	// weights into L2 before their dependency wait (kernels.GEMV.L2Kinds;
-	// decode-step.md v28); 0 is defaultGEMVL2, kernels.GEMVEarlyNone none.
-	// The same bits.
-	GEMVL2 kernels.GEMVEarlyKind
-	// GEMVL2MiB is the budget of GEMVL2's prefetches a launch in MiB (0:
-	// kernels.GEMVL2MiB).
-	GEMVL2MiB int
 	// NoEarlyNorm keeps AddRMSNorm's loads of the residual and the norm's
 	// weight after its dependency wait even where the op queued before it
 	// is a gemv.cu launch that writes neither (earlyNormInputs; the same
@@ -410,30 +397,6 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 				o.GEMVEarly |= kernels.GEMVEarlySwiGLU
 			default:
 				return Options{}, bad(EnvGEMVEarly, v, "none or a comma list of plain, rope, swiglu")
-			}
-		}
-	}
-	if v, ok := get(EnvGEMVL2); ok {
-		for _, k := range strings.Split(v, ",") {
-			k, mib, hasMiB := strings.Cut(strings.ToLower(strings.TrimSpace(k)), ":")
-			if hasMiB {
-				n, err := strconv.Atoi(mib)
-				if err != nil || n < 1 || n > 1024 {
-					return Options{}, bad(EnvGEMVL2, v, "a budget in MiB from 1 to 1024 after a kind's colon")
-				}
-				o.GEMVL2MiB = n
-			}
-			switch k {
-			case "none":
-				o.GEMVL2 |= kernels.GEMVEarlyNone
-			case "plain":
-				o.GEMVL2 |= kernels.GEMVEarlyPlain
-			case "rope":
-				o.GEMVL2 |= kernels.GEMVEarlyRoPE
-			case "swiglu":
-				o.GEMVL2 |= kernels.GEMVEarlySwiGLU
-			default:
-				return Options{}, bad(EnvGEMVL2, v, "none or a comma list of plain, rope, swiglu (each with an optional :MiB)")
 			}
 		}
 	}

@@ -218,97 +218,43 @@ __device__ __forceinline__ void reduceSlices(float (&acc)[T], float (&part)[W][T
 // kMaxGroups is the most weights one launch computes (q, k, v; gate, up).
 constexpr int kMaxGroups = 3;
 
-// The kernels' early argument: kEarlyRegs, the ring's first loads before
-// the dependency wait (v3); kEarlyL2, a later CTA's weights prefetched into
-// L2 before it (v11), up to early >> kEarlyShift MiB a launch.
-constexpr int kEarlyRegs = 1;
-constexpr int kEarlyL2 = 2;
-constexpr int kEarlyShift = 4;
-
 // gemv_f16 computes up to kMaxGroups weights (W_i, bias_i, y_i, N_i) that
 // share x in one grid: the first ceil(N0 / (kWarps / S)) CTAs take weight
 // 0's channels, the next ones weight 1's, and so on (a CTA never straddles
 // two weights); a weight with N = 0 has no CTAs. One split S for all of
 // them; a weight's bits depend only on S, not on the others in the launch.
-// plainChannel is the weight g and channel n of warp warp of CTA bx of a
-// gemv_f16 launch (from the launch's parameters only: no memory access).
-template <int S>
-__device__ __forceinline__ int2 plainChannel(int bx, int warp, int N0, int N1) {
-  constexpr int kPer = kWarps / S;
-  const int c0 = (N0 + kPer - 1) / kPer, c1 = (N1 + kPer - 1) / kPer;
-  const int g = bx < c0 ? 0 : bx < c0 + c1 ? 1 : 2;
-  const int cta = bx - (g > 0 ? c0 : 0) - (g > 1 ? c1 : 0);
-  return make_int2(g, cta * kPer + warp / S);
-}
-
-// l2Partner is the CTA whose weights CTA bx of a grid of grid CTAs, each
-// reading tileBytes of them, prefetches into L2 before its dependency wait
-// (kEarlyL2), or -1: the first P CTAs take the tiles of CTAs P to 2P - 1,
-// P = min(ceil(grid / 2), budget / tileBytes). Where the first CTAs are
-// resident during the kernels ahead (the small ops.cu kernels trigger
-// their dependents before they wait), the grid's second half streams from
-// DRAM while those kernels leave it idle (decode-step.md v28).
-__device__ __forceinline__ int l2Partner(int bx, int grid, long long tileBytes, int early) {
-  const long long budget = (long long)(early >> kEarlyShift) << 20;
-  const long long P = min((long long)(grid + 1) / 2, budget / max(tileBytes, 1LL));
-  return bx < P && bx + P < grid ? int(bx + P) : -1;
-}
-
-// prefetchL2 asks L2 for the bytes [k0, k1) of a weight row (halves), the
-// warp's 128-byte lines spread over its lanes: no registers, no wait.
-__device__ __forceinline__ void prefetchL2(const u16* row, int k0, int k1, int lane) {
-  const char* p = reinterpret_cast<const char*>(row + k0);
-  const int bytes = 2 * (k1 - k0);
-  for (int off = lane * 128; off < bytes; off += 32 * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
-}
-
-// prefetchL2Ahead is kEarlyL2's part of warp warp of a plain launch: its
-// partner CTA's (l2Partner) row slice into L2.
-template <int S>
-__device__ __forceinline__ void prefetchL2Ahead(int early, int K, int warp, int lane, const u16* W0, int N0,
-                                                const u16* W1, int N1, const u16* W2, int N2) {
-  constexpr int kPer = kWarps / S;
-  const int pb = l2Partner(blockIdx.x, gridDim.x, 2LL * kPer * K, early);
-  if (pb < 0) return;
-  const int2 gn = plainChannel<S>(pb, warp, N0, N1);
-  const u16* Wp = gn.x == 0 ? W0 : gn.x == 1 ? W1 : W2;
-  const int Np = gn.x == 0 ? N0 : gn.x == 1 ? N1 : N2;
-  if (gn.y >= Np) return;
-  const int2 kb = sliceBounds<S>(K, warp % S);
-  prefetchL2(Wp + size_t(gn.y) * K, kb.x, kb.y, lane);
-}
-
 template <int T, int S, int U>
 __global__ void __launch_bounds__(kThreads) gemv_f16(const float* __restrict__ x, int K, int early,
                                                      const u16* W0, const float* b0, float* y0, int N0,
                                                      const u16* W1, const float* b1, float* y1, int N1,
                                                      const u16* W2, const float* b2, float* y2, int N2) {
+  constexpr int kPer = kWarps / S;
   // The CTA's weight, from the launch's parameters only (no memory access
   // before the dependency wait below).
-  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int2 gn = plainChannel<S>(blockIdx.x, warp, N0, N1);
-  const int g = gn.x, n = gn.y, slice = warp % S;
+  const int c0 = (N0 + kPer - 1) / kPer, c1 = (N1 + kPer - 1) / kPer, bx = blockIdx.x;
+  const int g = bx < c0 ? 0 : bx < c0 + c1 ? 1 : 2;
   const u16* __restrict__ W = g == 0 ? W0 : g == 1 ? W1 : W2;
   const float* __restrict__ bias = g == 0 ? b0 : g == 1 ? b1 : b2;
   float* __restrict__ y = g == 0 ? y0 : g == 1 ? y1 : y2;
   const int N = g == 0 ? N0 : g == 1 ? N1 : N2;
+  const int cta = bx - (g > 0 ? c0 : 0) - (g > 1 ? c1 : 0);
+  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n = cta * kPer + warp / S, slice = warp % S;
   const int2 kb = sliceBounds<S>(K, slice);
   const int k1 = kb.y;
   const u16* row = W + size_t(n < N ? n : 0) * K;
   const int k = kb.x + lane * kChunk;
-  // The ring's first U loads: with kEarlyRegs they are issued before the
+  // The ring's first U loads: with early set they are issued before the
   // dependency wait (W is not written by the kernel ahead; x and y are
-  // touched only after it); with kEarlyL2 a later CTA's weights go to L2.
-  const int earlyRegs = early & kEarlyRegs, earlyL2 = early & kEarlyL2;
+  // touched only after it).
   uint4 w[Ring<U>::kLen];
-  if (earlyL2) prefetchL2Ahead<S>(early, K, warp, lane, W0, N0, W1, N1, W2, N2);
-  if (earlyRegs) prefetch<U>(w, row, k, k1, n < N);
+  if (early) prefetch<U>(w, row, k, k1, n < N);
   gridDependencyWait();
   gridLaunchDependents();
-  if (!earlyRegs && U != kBatch) prefetch<U>(w, row, k, k1, n < N);
+  if (!early && U != kBatch) prefetch<U>(w, row, k, k1, n < N);
   float acc[T];
-  rowDot<T, U>(acc, row, x, K, k, k1, n < N, earlyRegs, w);
+  rowDot<T, U>(acc, row, x, K, k, k1, n < N, early, w);
   __shared__ float part[kWarps][T];
   reduceSlices<T, S>(acc, part, warp, lane, slice);
   if (lane == 0 && slice == 0 && n < N) {
@@ -354,63 +300,6 @@ struct PairTile {
 // invFreq and half are the op's (unused ones null or 0). CTA ranges: MODE
 // kPairSwiGLU ceil(N0 / kPairs) CTAs; kPairRoPE ceil(N_i / 2 / kPairs) CTAs
 // for each group i, one after the other.
-// PairRow is warp warp's place in a pair launch: the pair's group g, its
-// index j among the group's NP pairs, its rows a and a + hh, and the
-// warp's own row r (member m of the pair).
-struct PairRow {
-  int g, j, NP, a, hh, r;
-};
-
-// pairRow computes warp warp's PairRow in CTA bx of a gemv_f16_pair launch
-// from the launch's parameters only (no memory access).
-template <int S, int MODE>
-__device__ __forceinline__ PairRow pairRow(int bx, int warp, int N0, int N1, int N2, int half) {
-  constexpr int kPairs = PairTile<S>::kPairs;
-  const int p = warp / (2 * S), m = (warp / S) % 2;
-  PairRow o;
-  if (MODE == kPairSwiGLU) {
-    o.g = 0;
-    o.j = bx * kPairs + p;
-    o.NP = N0;
-    o.a = o.j;
-    o.hh = 0;
-    o.r = o.a;
-    return o;
-  }
-  const int c0 = (N0 / 2 + kPairs - 1) / kPairs, c1 = (N1 / 2 + kPairs - 1) / kPairs;
-  o.g = bx < c0 ? 0 : bx < c0 + c1 ? 1 : 2;
-  const int N = o.g == 0 ? N0 : o.g == 1 ? N1 : N2;
-  o.j = (bx - (o.g > 0 ? c0 : 0) - (o.g > 1 ? c1 : 0)) * kPairs + p;
-  o.NP = N / 2;
-  o.hh = o.g < 2 ? half : 1;
-  const int head = o.j / o.hh;
-  o.a = head * 2 * o.hh + (o.j - head * o.hh);
-  o.r = o.a + m * o.hh;
-  return o;
-}
-
-// pairWeight is the weight member m of a pair at pr reads.
-template <int MODE>
-__device__ __forceinline__ const u16* pairWeight(const PairRow& pr, int m, const u16* W0, const u16* W1,
-                                                 const u16* W2) {
-  if (MODE == kPairSwiGLU) return m == 0 ? W0 : W1;
-  return pr.g == 0 ? W0 : pr.g == 1 ? W1 : W2;
-}
-
-// prefetchL2AheadPair is prefetchL2Ahead for a pair launch: warp warp of
-// the partner CTA's row slice into L2.
-template <int S, int MODE>
-__device__ __forceinline__ void prefetchL2AheadPair(int early, int K, int warp, int lane, const u16* W0, int N0,
-                                                    const u16* W1, int N1, const u16* W2, int N2, int half) {
-  const int pb = l2Partner(blockIdx.x, gridDim.x, 2LL * PairTile<S>::kWarpsP / S * K, early);
-  if (pb < 0) return;
-  const PairRow pr = pairRow<S, MODE>(pb, warp, N0, N1, N2, half);
-  if (pr.j >= pr.NP) return;
-  const u16* Wp = pairWeight<MODE>(pr, (warp / S) % 2, W0, W1, W2);
-  const int2 kb = sliceBounds<S>(K, warp % S);
-  prefetchL2(Wp + size_t(pr.r) * K, kb.x, kb.y, lane);
-}
-
 template <int T, int S, int U, int MODE>
 __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
     gemv_f16_pair(const float* __restrict__ x, int K, int early, const u16* W0, const float* b0, float* y0, int N0,
@@ -421,24 +310,44 @@ __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int p = warp / (2 * S), m = (warp / S) % 2, slice = warp % S;
   const int bx = blockIdx.x;
-  // The pair's group g, its index j in the group (NP pairs), its rows a and
-  // a + hh, this warp's row r of weight W (from the launch's parameters
-  // only: no memory access before the wait).
-  const PairRow pr = pairRow<S, MODE>(bx, warp, N0, N1, N2, half);
-  const int g = pr.g, j = pr.j, NP = pr.NP, hh = pr.hh, r = pr.r;
+  // The pair's group, its index j in the group, its rows a and a + hh (from
+  // the launch's parameters only: no memory access before the wait).
+  int g = 0, j, NP, a, hh;
+  if (MODE == kPairSwiGLU) {
+    j = bx * kPairs + p;
+    NP = N0;
+    a = j;
+    hh = 0;
+  } else {
+    const int c0 = (N0 / 2 + kPairs - 1) / kPairs, c1 = (N1 / 2 + kPairs - 1) / kPairs;
+    g = bx < c0 ? 0 : bx < c0 + c1 ? 1 : 2;
+    const int N = g == 0 ? N0 : g == 1 ? N1 : N2;
+    j = (bx - (g > 0 ? c0 : 0) - (g > 1 ? c1 : 0)) * kPairs + p;
+    NP = N / 2;
+    hh = g < 2 ? half : 1;
+    const int head = j / hh;
+    a = head * 2 * hh + (j - head * hh);
+  }
   const bool valid = j < NP;
-  const u16* W = pairWeight<MODE>(pr, m, W0, W1, W2);
+  // This warp's weight and row.
+  const u16* W;
+  int r;
+  if (MODE == kPairSwiGLU) {
+    W = m == 0 ? W0 : W1;
+    r = a;
+  } else {
+    W = g == 0 ? W0 : g == 1 ? W1 : W2;
+    r = a + m * hh;
+  }
   const u16* row = W + size_t(valid ? r : 0) * K;
   const int2 kb = sliceBounds<S>(K, slice);
   const int k1 = kb.y;
   const int k = kb.x + lane * kChunk;
-  const int earlyRegs = early & kEarlyRegs, earlyL2 = early & kEarlyL2;
   uint4 w[Ring<U>::kLen];
-  if (earlyL2) prefetchL2AheadPair<S, MODE>(early, K, warp, lane, W0, N0, W1, N1, W2, N2, half);
-  if (earlyRegs) prefetch<U>(w, row, k, k1, valid);
+  if (early) prefetch<U>(w, row, k, k1, valid);
   gridDependencyWait();
   gridLaunchDependents();
-  if (!earlyRegs && U != kBatch) prefetch<U>(w, row, k, k1, valid);
+  if (!early && U != kBatch) prefetch<U>(w, row, k, k1, valid);
   // RoPE's cos and sin for the epilogue thread's pair (q and k), computed
   // while the ring's first loads are in flight rather than after the
   // barrier at the end of the last wave (v7): the same operations.
@@ -450,7 +359,7 @@ __global__ void __launch_bounds__(PairTile<S>::kThreadsP)
     }
   }
   float acc[T];
-  rowDot<T, U>(acc, row, x, K, k, k1, valid, earlyRegs, w);
+  rowDot<T, U>(acc, row, x, K, k, k1, valid, early, w);
   __shared__ float part[kW][T];
   __shared__ float val[kPairs][2][T];
   reduceSlices<T, S>(acc, part, warp, lane, slice);

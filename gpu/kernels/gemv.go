@@ -132,14 +132,6 @@ type GEMV struct {
 	// backend's Options.GEMVEarly (docs/perf/decode-step.md v21). The same
 	// bits either way.
 	EarlyKinds GEMVEarlyKind
-	// L2Kinds makes the launches of these kinds prefetch later CTAs'
-	// weights into L2 before their dependency wait (gemv.cu's kEarlyL2:
-	// the grid's first P CTAs each ask for CTA P + i's, at most L2MiB MiB
-	// a launch), so that the DRAM streams them while the kernels ahead
-	// leave it idle (docs/perf/decode-step.md v28). The same bits.
-	L2Kinds GEMVEarlyKind
-	// L2MiB is L2Kinds' budget a launch in MiB (0: GEMVL2MiB).
-	L2MiB int
 	// Splits, where a tier's entry is not 0, is the split-K factor (1, 2
 	// or 4) every launch of that tier takes in place of GroupSplit's: a
 	// knob for `bench model` A/Bs (the backend's Options.GEMVSplits); a
@@ -268,36 +260,9 @@ func (g *GEMV) depthIndex(T, s, K int) (int, error) {
 	return 0, fmt.Errorf("kernels: gemv: no depth %d at %d rows", u, T)
 }
 
-// GEMVL2MiB is GEMV.L2MiB's default: a third of the H100's 50 MB L2.
-const GEMVL2MiB = 16
-
-// gemvL2MaxMiB bounds GEMV.L2MiB (the early argument's budget field).
-const gemvL2MaxMiB = 1 << 10
-
-// The bits of gemv.cu's early argument (kEarlyRegs, kEarlyL2) and the
-// shift of its L2 budget in MiB (kEarlyShift).
-const (
-	gemvEarlyRegs  = 1
-	gemvEarlyL2    = 2
-	gemvEarlyShift = 4
-)
-
-// early is the kernels' early argument for a launch of kind k: the ring's
-// first loads before the wait (EarlyWeights, EarlyKinds), later CTAs'
-// weights into L2 (L2Kinds) with its budget.
+// early is the kernels' early argument for a launch of kind k.
 func (g *GEMV) early(k GEMVEarlyKind) int32 {
-	var e int32
-	if g.EarlyWeights || g.EarlyKinds&k != 0 {
-		e |= gemvEarlyRegs
-	}
-	if g.L2Kinds&k != 0 {
-		mib := g.L2MiB
-		if mib <= 0 {
-			mib = GEMVL2MiB
-		}
-		e |= gemvEarlyL2 | int32(min(mib, gemvL2MaxMiB))<<gemvEarlyShift
-	}
-	return e
+	return flagArg(g.EarlyWeights || g.EarlyKinds&k != 0)
 }
 
 // launchSplit launches with split-K factor s (one of gemvSplits).

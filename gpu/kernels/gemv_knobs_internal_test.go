@@ -63,31 +63,3 @@ func TestGEMVEarlyKinds(t *testing.T) {
 		}
 	}
 }
-
-// TestGEMVL2Kinds: L2Kinds sets kEarlyL2 and the budget in MiB (L2MiB,
-// GEMVL2MiB where 0, at most gemvL2MaxMiB) in its kinds' early argument
-// only, beside EarlyKinds' kEarlyRegs.
-func TestGEMVL2Kinds(t *testing.T) {
-	kinds := []GEMVEarlyKind{GEMVEarlyPlain, GEMVEarlyRoPE, GEMVEarlySwiGLU}
-	for _, mask := range []GEMVEarlyKind{0, 1, 2, 4, 7, GEMVEarlyNone} {
-		for _, mib := range []int{0, 1, 24, 4096} {
-			g := &GEMV{L2Kinds: mask, L2MiB: mib, EarlyKinds: GEMVEarlyRoPE}
-			for _, k := range kinds {
-				want := int32(0)
-				if k == GEMVEarlyRoPE {
-					want = gemvEarlyRegs
-				}
-				if mask&k != 0 {
-					b := mib
-					if b == 0 {
-						b = GEMVL2MiB
-					}
-					want |= gemvEarlyL2 | int32(min(b, gemvL2MaxMiB))<<gemvEarlyShift
-				}
-				if got := g.early(k); got != want {
-					t.Errorf("L2Kinds %08b, L2MiB %d: early(%03b) = %#x, want %#x", mask, mib, k, got, want)
-				}
-			}
-		}
-	}
-}

@@ -104,32 +104,30 @@ constexpr int kNormMaxThreads = 256;
 // registers (rows of up to kNormRegs·kNormMaxThreads = 8192 take that path).
 constexpr int kNormRegs = 32;
 
-// BD_OPS_LAUNCH_FIRST (v12): startDependent lets the next kernel's CTAs
-// onto the SMs before it waits, not after. Every kernel of a GridDependent
-// program waits for the one ahead of it before it touches memory, and that
-// one completes only after its own wait: so a kernel two launches behind
-// still sees everything before it, while its CTAs become resident (and
-// issue their early weight loads) during this kernel's wait instead of
-// after it. The kernels here are a few CTAs each at a decode step, so the
-// next kernel's CTAs cannot crowd theirs out: the trigger takes effect
-// only once every CTA of this grid has called it (decode-step.md v28).
-#ifndef BD_OPS_LAUNCH_FIRST
-#define BD_OPS_LAUNCH_FIRST 1
-#endif
-
 // startDependent opens every kernel of this file: ops.cu is a GridDependent
 // program (ops.go), so a kernel may start while the one ahead of it still
-// runs; it waits for it before touching memory, and lets the next kernel's
-// CTAs onto the SMs its own leave free (one block per row uses few): before
-// the wait (BD_OPS_LAUNCH_FIRST) or after it.
+// runs; it waits for it before touching memory, then lets the next kernel's
+// CTAs onto the SMs its own leave free (one block per row uses few).
 BD_DEVICE void startDependent() {
-#if BD_OPS_LAUNCH_FIRST
-  gridLaunchDependents();
-  gridDependencyWait();
-#else
   gridDependencyWait();
   gridLaunchDependents();
-#endif
+}
+
+// startDependentFirst is startDependent with the two calls swapped (v12):
+// the next kernel's CTAs may become resident, and issue their early weight
+// loads, while this kernel still waits for the one ahead of it. Correct
+// because a dependent's own wait returns only once this kernel has
+// completed, which it does only after its wait: a kernel two launches
+// behind still sees every write before it. The trigger takes effect once
+// every CTA of the grid has called it, so a many-wave grid lets nothing in
+// before its last wave. Only f16_to_f32_hadamard(_warp) open with it: after
+// the rotated formats' decode_mma, o's first wave then reads its weights
+// during the attention's tail (the B = 1 step -0.04 to -0.09 ms at 32K and
+// 128K with o's early loads); after decode_wgmma, f16_to_f32 with it cost
+// fp16's step 0.1-0.23 ms (decode-step.md v28).
+BD_DEVICE void startDependentFirst() {
+  gridLaunchDependents();
+  gridDependencyWait();
 }
 
 // A canonical quiet NaN for outputs of invalid indices (ids out of range):
@@ -751,7 +749,7 @@ extern "C" __global__ void hadamard(float* x, int D, float s) {
 // Grid (rows), block D/2 threads, dynamic shared memory D floats.
 extern "C" __global__ void f16_to_f32_hadamard(float* __restrict__ y, const u16* __restrict__ x, int D, float s,
                                                u16* __restrict__ yh) {
-  startDependent();
+  startDependentFirst();
   extern __shared__ float hv[];
   const long long off = (long long)blockIdx.x * D;
   for (int i = threadIdx.x; i < D; i += blockDim.x) hv[i] = h2f(x[off + i]);
@@ -791,7 +789,7 @@ BD_DEVICE void f16ToF32HadamardRow(float* __restrict__ y, const u16* __restrict_
 extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
     f16_to_f32_hadamard_warp(float* __restrict__ y, const u16* __restrict__ x, int rows, int D, float s,
                              u16* __restrict__ yh) {
-  startDependent();
+  startDependentFirst();
   switch (D) {
     case 32: f16ToF32HadamardRow<1>(y, x, rows, s, yh); break;
     case 64: f16ToF32HadamardRow<2>(y, x, rows, s, yh); break;

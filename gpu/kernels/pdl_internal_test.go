@@ -26,7 +26,7 @@ var afterWait = []string{"loadQueryFrag", "resK", "resSlots", "partO[", "partML[
 // dependentWait matches the calls that open a kernel of a GridDependent
 // program: bitdecode.cuh's gridDependencyWait, ops.cu's startDependent
 // (which makes it first), or a call of a waiting helper (waitingHelpers).
-var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);|\b(rowSums|leanLoop)<[^>]*>\(`)
+var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent|startDependentFirst)\(\);|\b(rowSums|leanLoop)<[^>]*>\(`)
 
 // waitingHelpers are the device functions that make a kernel's dependency
 // wait in its stead (gemvq3.cu's rowSums, v3.2's sums of gemv_q3 and
@@ -40,11 +40,10 @@ var helperHead = regexp.MustCompile(`__device__\s+(?:__forceinline__\s+)?void\s+
 
 // earlyWeights matches the loads allowed before the dependency wait, of
 // memory the kernel right ahead does not write: gemv.cu's and skinny.cu's
-// early weight loads (their one call of prefetch, preloadW or preloadW2;
-// gemv.cu's prefetches of a later CTA's weights into L2)
+// early weight loads (their one call of prefetch, preloadW or preloadW2)
 // and add_rmsnorm_cluster's residual and norm weight (normLoad), each where
 // its early argument is set.
-var earlyWeights = regexp.MustCompile(`if \((?:early|earlyRegs|earlyL2)\) (?:prefetch<U>|prefetchL2Ahead<S>|prefetchL2AheadPair<S, MODE>|preloadCodes|preloadW<NT>|preloadW2|normLoad)\([^;]*\);`)
+var earlyWeights = regexp.MustCompile(`if \(early\) (?:prefetch<U>|preloadCodes|preloadW<NT>|preloadW2|normLoad)\([^;]*\);`)
 
 // globalHead matches the start of a kernel definition.
 var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*(\w+)\s*\(`)
