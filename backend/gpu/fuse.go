@@ -141,13 +141,10 @@ func (b *Backend) foldRoPE(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) 
 // go before their dependency wait unless Options.GEMVEarly says otherwise:
 // q|k|v's RoPE launch, whose CTAs wait during add_rmsnorm_cluster's few
 // latency-bound microseconds with the DRAM otherwise idle (decode-step.md
-// v21: the B = 1 step -0.03 to -0.065 ms), and the plain launches (o,
-// down, lm_head): after the rotated formats' attention, o's first wave is
-// resident during its tail (ops.cu's f16_to_f32_hadamard triggers before
-// it waits) and reads its weights while the DRAM is otherwise idle
-// (decode-step.md v28). The backend's weights are written only at load,
-// which ends in a stream sync, so no kernel ahead writes them.
-const defaultGEMVEarly = kernels.GEMVEarlyRoPE | kernels.GEMVEarlyPlain
+// v21: the B = 1 step -0.03 to -0.065 ms). The backend's weights are
+// written only at load, which ends in a stream sync, so no kernel ahead
+// writes them.
+const defaultGEMVEarly = kernels.GEMVEarlyRoPE
 
 // earlyNormInputs reports whether an add_rmsnorm over the residual h may
 // read h (and its norm weight, which only a load writes) before its

@@ -64,7 +64,7 @@ const (
 	EnvGEMVSplits = "BITDECODE_GEMV_SPLITS"
 	// EnvGEMVEarly is Options.GEMVEarly: the kinds of gemv.cu launch whose
 	// first weight loads go before the dependency wait, a comma list of
-	// plain, rope and swiglu, or none (the default: plain and rope).
+	// plain, rope and swiglu, or none (the default: rope).
 	EnvGEMVEarly = "BITDECODE_GEMV_EARLY"
 	// EnvNoNormEarly is Options.NoEarlyNorm: add_rmsnorm_cluster reads the
 	// residual and the norm's weight after its dependency wait always
@@ -200,8 +200,7 @@ type Options struct {
 	GEMVSplits [kernels.GEMVSplitTiers]int
 	// GEMVEarly is PDLEarlyWeights for some kinds of gemv.cu launch only
 	// (kernels.GEMV.EarlyKinds); 0 is defaultGEMVEarly (q|k|v's RoPE
-	// launch and the plain ones, decode-step.md v21, v28),
-	// kernels.GEMVEarlyNone none. The same
+	// launch, decode-step.md v21), kernels.GEMVEarlyNone none. The same
 	// bits.
 	GEMVEarly kernels.GEMVEarlyKind
 	// NoEarlyNorm keeps AddRMSNorm's loads of the residual and the norm's

@@ -121,10 +121,11 @@ BD_DEVICE void startDependent() {
 // behind still sees every write before it. The trigger takes effect once
 // every CTA of the grid has called it, so a many-wave grid lets nothing in
 // before its last wave. Only f16_to_f32_hadamard(_warp) open with it: after
-// the rotated formats' decode_mma, o's first wave then reads its weights
-// during the attention's tail (the B = 1 step -0.04 to -0.09 ms at 32K and
-// 128K with o's early loads); after decode_wgmma, f16_to_f32 with it cost
-// fp16's step 0.1-0.23 ms (decode-step.md v28).
+// the rotated formats' decode_mma, o's first wave is then resident during
+// the attention's tail (decode-step.md v28: the B = 1 step at 128K -0.05
+// ms for int4); after decode_wgmma, f16_to_f32 with it cost fp16's step
+// 0.1-0.23 ms, and every ops.cu kernel with it bought the low-bit formats
+// nothing more.
 BD_DEVICE void startDependentFirst() {
   gridLaunchDependents();
   gridDependencyWait();

@@ -161,23 +161,28 @@ func TestGridDependentKernelsWait(t *testing.T) {
 
 // TestSessionOptions checks how a decode plan's PDL mode and merge fence
 // reach its program: PDLAuto is a programmatic dependent with early loads
-// for decode_mma.cu and an ordinary launch for decode_wgmma.cu.
+// for decode_mma.cu and for decode_wgmma.cu's padded one-sequence plan
+// (few, its own program by wgmmaFewDefine), an ordinary launch for
+// decode_wgmma.cu's other plans.
 func TestSessionOptions(t *testing.T) {
 	for _, tt := range []struct {
 		k         DecodeKernel
 		tune      DecodeTuning
+		few       bool
 		dependent bool
 		opts      []string
 	}{
-		{DecodeMMA, DecodeTuning{}, true, nil},
-		{DecodeWGMMA, DecodeTuning{}, false, nil},
-		{DecodeWGMMA, DecodeTuning{PDL: PDLEarly}, true, nil},
-		{DecodeMMA, DecodeTuning{PDL: PDLWait}, true, []string{pdlEarlyDefine}},
-		{DecodeMMA, DecodeTuning{PDL: PDLOff, MergeFenceSC: true}, false, []string{mergeFenceSCDefine}},
+		{DecodeMMA, DecodeTuning{}, false, true, nil},
+		{DecodeWGMMA, DecodeTuning{}, false, false, nil},
+		{DecodeWGMMA, DecodeTuning{}, true, true, []string{wgmmaFewDefine}},
+		{DecodeWGMMA, DecodeTuning{PDL: PDLOff}, true, false, []string{wgmmaFewDefine}},
+		{DecodeWGMMA, DecodeTuning{PDL: PDLEarly}, false, true, nil},
+		{DecodeMMA, DecodeTuning{PDL: PDLWait}, false, true, []string{pdlEarlyDefine}},
+		{DecodeMMA, DecodeTuning{PDL: PDLOff, MergeFenceSC: true}, false, false, []string{mergeFenceSCDefine}},
 	} {
 		name := map[DecodeKernel]string{DecodeMMA: "decode_mma.cu", DecodeWGMMA: "decode_wgmma.cu"}[tt.k]
 		prog := program(name, "", nil, nil)
-		sessionOptions(&prog, tt.k, tt.tune)
+		sessionOptions(&prog, tt.k, tt.tune, tt.few)
 		if prog.GridDependent != tt.dependent || strings.Join(prog.Options, " ") != strings.Join(tt.opts, " ") {
 			t.Errorf("%s %+v: GridDependent %v, options %q; want %v, %q", name, tt.tune, prog.GridDependent, prog.Options, tt.dependent, tt.opts)
 		}
