@@ -122,10 +122,10 @@ BD_DEVICE void startDependent() {
 // every CTA of the grid has called it, so a many-wave grid lets nothing in
 // before its last wave. Only f16_to_f32_hadamard(_warp) open with it: after
 // the rotated formats' decode_mma, o's first wave is then resident during
-// the attention's tail (decode-step.md v28: the B = 1 step at 128K -0.05
-// ms for int4); after decode_wgmma, f16_to_f32 with it cost fp16's step
-// 0.1-0.23 ms, and every ops.cu kernel with it bought the low-bit formats
-// nothing more.
+// the attention's tail (decode-step.md v28: int4's B = 1 step -0.03 to
+// -0.06 ms, int2's unchanged); after decode_wgmma, f16_to_f32 with it cost
+// fp16's step 0.05-0.23 ms, and every ops.cu kernel with it bought the
+// low-bit formats nothing more.
 BD_DEVICE void startDependentFirst() {
   gridLaunchDependents();
   gridDependencyWait();

@@ -52,7 +52,8 @@ const (
 	// "wait" run both as programmatic dependents, reading the blocks packed
 	// before the launch's tokens before their dependency wait or only after
 	// it; "off" launches both after the kernel ahead has finished (as before
-	// session 17). Unset: decode_mma.cu early, decode_wgmma.cu off (PDLAuto).
+	// session 17). Unset: decode_mma.cu early, decode_wgmma.cu early for its
+	// padded one-sequence plan and off otherwise (PDLAuto).
 	// Either way a split grid of more than one wave launches after the
 	// kernel ahead has finished (DecodePlan.dependentLaunch).
 	EnvDecodePDL = "BITDECODE_DECODE_PDL"
