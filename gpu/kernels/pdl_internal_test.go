@@ -24,8 +24,9 @@ var afterWait = []string{"loadQueryFrag", "resK", "resSlots", "partO[", "partML[
 	"mergeWarps", "mergeSplits", "atomic", "__threadfence"}
 
 // dependentWait matches the calls that open a kernel of a GridDependent
-// program: bitdecode.cuh's gridDependencyWait, ops.cu's startDependent
-// (which makes it first), or a call of a waiting helper (waitingHelpers).
+// program: bitdecode.cuh's gridDependencyWait, ops.cu's startDependent or
+// startDependentFirst (each makes it first but for the trigger, which
+// touches no memory), or a call of a waiting helper (waitingHelpers).
 var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent|startDependentFirst)\(\);|\b(rowSums|leanLoop)<[^>]*>\(`)
 
 // waitingHelpers are the device functions that make a kernel's dependency
