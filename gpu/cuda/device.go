@@ -268,6 +268,11 @@ func (d *Device) SMs() int { return d.props.sms }
 // block may use after opting in with [Ctx.SetMaxDynamicShared], in bytes.
 func (d *Device) MaxSharedPerBlock() int { return d.props.sharedPerBlockOptin }
 
+// MaxSharedPerSM returns the shared memory one SM holds for all its
+// resident blocks together, in bytes (each block also takes the part the
+// system reserves for it).
+func (d *Device) MaxSharedPerSM() int { return d.props.sharedPerSM }
+
 // Stream returns the Device's own stream, created non-blocking at Open. It
 // can be captured into graphs.
 func (d *Device) Stream() Stream { return d.stream }

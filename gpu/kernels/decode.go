@@ -649,7 +649,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 		prog.Options = append(prog.Options, timelineDefine)
 		prog.Exprs = append(prog.Exprs, timelineStampExpr)
 	}
-	sessionOptions(&prog, DecodeMMA, t)
+	sessionOptions(&prog, DecodeMMA, t, false)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 

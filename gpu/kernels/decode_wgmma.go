@@ -157,9 +157,19 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 		return nil, err
 	}
 	p.smem = wgmmaSmem(l, st, mw)
+	few := false
+	if pc := wgmmaPlanCTAs(l, s, ctas); pc < ctas && !t.WGMMA.NoPad {
+		// One sequence: the splits count on pc CTAs an SM, which the
+		// registers and shared memory would let exceed. Padded, the plan
+		// runs as a programmatic dependent under PDLAuto: fp16's B = 1
+		// step -0.05 to -0.075 ms on the H100 (decode-step.md v28).
+		if pad := wgmmaFewSmem(dev.MaxSharedPerSM(), pc); pad > p.smem && pad <= dev.MaxSharedPerBlock() {
+			p.smem, few = pad, true
+		}
+	}
 	p.threads, p.kernel = wgmmaThreads, DecodeWGMMA
 	prog, splitExpr, combineExpr := wgmmaProgram(l, mw, st, minB)
-	sessionOptions(&prog, DecodeWGMMA, t)
+	sessionOptions(&prog, DecodeWGMMA, t, few)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 
@@ -173,6 +183,17 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 // 186.4 us where 32 took 182.6 (v3.3, session 16, H100;
 // docs/perf/decode-attention.md; bench/results/2026-11-26-h100-b1a).
 const wgmmaFewCTAsPerSM = 2
+
+// wgmmaFewSmem returns the dynamic shared memory that lets at most n CTAs
+// of decode_wgmma.cu onto an SM of perSM bytes: more than a (n+1)-th of it,
+// rounded up to 128 bytes. A plan that counts on n CTAs an SM takes it
+// where its own need is smaller, so that the block scheduler cannot put
+// n + 1 on one SM when other kernels' CTAs hold part of the GPU (the
+// append ahead of a programmatic launch): an SM's CTAs share its part of
+// the bandwidth, and the wave ends with its fullest SMs (v3.3).
+func wgmmaFewSmem(perSM, n int) int {
+	return (perSM/(n+1) + 1 + 127) / 128 * 128
+}
 
 // wgmmaPlanCTAs returns the CTAs per SM decode_wgmma.cu's split planner
 // counts for layout l and shape s, ctas being what the registers and

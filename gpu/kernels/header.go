@@ -40,15 +40,26 @@ const pdlEarlyDefine = "-DBD_PDL_EARLY=0"
 // lastArrival) instead of lastArrivalRel.
 const mergeFenceSCDefine = "-DBD_MERGE_FENCE_SC=1"
 
+// wgmmaFewDefine is the NVRTC option of a decode_wgmma.cu plan whose
+// shared memory is padded to hold its CTAs at wgmmaFewCTAsPerSM an SM
+// (wgmmaFewSmem): the kernel does not read it, but it makes the plan's
+// program, and so its function, its own (a function's dynamic shared
+// memory limit and its programmatic launch are per function).
+const wgmmaFewDefine = "-DBD_WGMMA_FEW=1"
+
 // sessionOptions applies a decode plan's session 17 tuning to the program
 // of kernel k (decode_mma.cu or decode_wgmma.cu, GridDependent by
-// gridDependent): its PDL mode (PDLAuto: early for DecodeMMA, off for
-// DecodeWGMMA) and its merge fence.
-func sessionOptions(prog *cuda.Program, k DecodeKernel, t DecodeTuning) {
+// gridDependent): its PDL mode (PDLAuto: early for DecodeMMA, and for
+// DecodeWGMMA only where few, its plan padded to two CTAs an SM; off for
+// other DecodeWGMMA plans) and its merge fence.
+func sessionOptions(prog *cuda.Program, k DecodeKernel, t DecodeTuning, few bool) {
+	if few {
+		prog.Options = append(prog.Options, wgmmaFewDefine)
+	}
 	m := t.PDL
 	if m == PDLAuto {
 		m = PDLEarly
-		if k == DecodeWGMMA {
+		if k == DecodeWGMMA && !few {
 			m = PDLOff
 		}
 	}

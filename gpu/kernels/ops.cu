@@ -113,6 +113,24 @@ BD_DEVICE void startDependent() {
   gridLaunchDependents();
 }
 
+// startDependentFirst is startDependent with the two calls swapped (v12):
+// the next kernel's CTAs may become resident, and issue their early weight
+// loads, while this kernel still waits for the one ahead of it. Correct
+// because a dependent's own wait returns only once this kernel has
+// completed, which it does only after its wait: a kernel two launches
+// behind still sees every write before it. The trigger takes effect once
+// every CTA of the grid has called it, so a many-wave grid lets nothing in
+// before its last wave. Only f16_to_f32_hadamard(_warp) open with it: after
+// the rotated formats' decode_mma, o's first wave is then resident during
+// the attention's tail (decode-step.md v28: int4's B = 1 step -0.03 to
+// -0.06 ms, int2's unchanged); after decode_wgmma, f16_to_f32 with it cost
+// fp16's step 0.05-0.23 ms, and every ops.cu kernel with it bought the
+// low-bit formats nothing more.
+BD_DEVICE void startDependentFirst() {
+  gridLaunchDependents();
+  gridDependencyWait();
+}
+
 // A canonical quiet NaN for outputs of invalid indices (ids out of range):
 // the host checks indices first, so this only marks a bug loudly.
 #define kNaN __int_as_float(0x7fc00000)
@@ -732,7 +750,7 @@ extern "C" __global__ void hadamard(float* x, int D, float s) {
 // Grid (rows), block D/2 threads, dynamic shared memory D floats.
 extern "C" __global__ void f16_to_f32_hadamard(float* __restrict__ y, const u16* __restrict__ x, int D, float s,
                                                u16* __restrict__ yh) {
-  startDependent();
+  startDependentFirst();
   extern __shared__ float hv[];
   const long long off = (long long)blockIdx.x * D;
   for (int i = threadIdx.x; i < D; i += blockDim.x) hv[i] = h2f(x[off + i]);
@@ -772,7 +790,7 @@ BD_DEVICE void f16ToF32HadamardRow(float* __restrict__ y, const u16* __restrict_
 extern "C" __global__ void __launch_bounds__(kRotWarps * 32)
     f16_to_f32_hadamard_warp(float* __restrict__ y, const u16* __restrict__ x, int rows, int D, float s,
                              u16* __restrict__ yh) {
-  startDependent();
+  startDependentFirst();
   switch (D) {
     case 32: f16ToF32HadamardRow<1>(y, x, rows, s, yh); break;
     case 64: f16ToF32HadamardRow<2>(y, x, rows, s, yh); break;

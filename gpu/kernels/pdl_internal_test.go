@@ -24,9 +24,10 @@ var afterWait = []string{"loadQueryFrag", "resK", "resSlots", "partO[", "partML[
 	"mergeWarps", "mergeSplits", "atomic", "__threadfence"}
 
 // dependentWait matches the calls that open a kernel of a GridDependent
-// program: bitdecode.cuh's gridDependencyWait, ops.cu's startDependent
-// (which makes it first), or a call of a waiting helper (waitingHelpers).
-var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent)\(\);|\b(rowSums|leanLoop)<[^>]*>\(`)
+// program: bitdecode.cuh's gridDependencyWait, ops.cu's startDependent or
+// startDependentFirst (each makes it first but for the trigger, which
+// touches no memory), or a call of a waiting helper (waitingHelpers).
+var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent|startDependentFirst)\(\);|\b(rowSums|leanLoop)<[^>]*>\(`)
 
 // waitingHelpers are the device functions that make a kernel's dependency
 // wait in its stead (gemvq3.cu's rowSums, v3.2's sums of gemv_q3 and
@@ -161,23 +162,28 @@ func TestGridDependentKernelsWait(t *testing.T) {
 
 // TestSessionOptions checks how a decode plan's PDL mode and merge fence
 // reach its program: PDLAuto is a programmatic dependent with early loads
-// for decode_mma.cu and an ordinary launch for decode_wgmma.cu.
+// for decode_mma.cu and for decode_wgmma.cu's padded one-sequence plan
+// (few, its own program by wgmmaFewDefine), an ordinary launch for
+// decode_wgmma.cu's other plans.
 func TestSessionOptions(t *testing.T) {
 	for _, tt := range []struct {
 		k         DecodeKernel
 		tune      DecodeTuning
+		few       bool
 		dependent bool
 		opts      []string
 	}{
-		{DecodeMMA, DecodeTuning{}, true, nil},
-		{DecodeWGMMA, DecodeTuning{}, false, nil},
-		{DecodeWGMMA, DecodeTuning{PDL: PDLEarly}, true, nil},
-		{DecodeMMA, DecodeTuning{PDL: PDLWait}, true, []string{pdlEarlyDefine}},
-		{DecodeMMA, DecodeTuning{PDL: PDLOff, MergeFenceSC: true}, false, []string{mergeFenceSCDefine}},
+		{DecodeMMA, DecodeTuning{}, false, true, nil},
+		{DecodeWGMMA, DecodeTuning{}, false, false, nil},
+		{DecodeWGMMA, DecodeTuning{}, true, true, []string{wgmmaFewDefine}},
+		{DecodeWGMMA, DecodeTuning{PDL: PDLOff}, true, false, []string{wgmmaFewDefine}},
+		{DecodeWGMMA, DecodeTuning{PDL: PDLEarly}, false, true, nil},
+		{DecodeMMA, DecodeTuning{PDL: PDLWait}, false, true, []string{pdlEarlyDefine}},
+		{DecodeMMA, DecodeTuning{PDL: PDLOff, MergeFenceSC: true}, false, false, []string{mergeFenceSCDefine}},
 	} {
 		name := map[DecodeKernel]string{DecodeMMA: "decode_mma.cu", DecodeWGMMA: "decode_wgmma.cu"}[tt.k]
 		prog := program(name, "", nil, nil)
-		sessionOptions(&prog, tt.k, tt.tune)
+		sessionOptions(&prog, tt.k, tt.tune, tt.few)
 		if prog.GridDependent != tt.dependent || strings.Join(prog.Options, " ") != strings.Join(tt.opts, " ") {
 			t.Errorf("%s %+v: GridDependent %v, options %q; want %v, %q", name, tt.tune, prog.GridDependent, prog.Options, tt.dependent, tt.opts)
 		}

@@ -56,7 +56,8 @@ const (
 	// "wait" run both as programmatic dependents, reading the blocks packed
 	// before the launch's tokens before their dependency wait or only after
 	// it; "off" launches both after the kernel ahead has finished (as before
-	// session 17). Unset: decode_mma.cu early, decode_wgmma.cu off (PDLAuto).
+	// session 17). Unset: decode_mma.cu early, decode_wgmma.cu early for its
+	// padded one-sequence plan and off otherwise (PDLAuto).
 	// Either way a split grid of more than one wave launches after the
 	// kernel ahead has finished (DecodePlan.dependentLaunch).
 	EnvDecodePDL = "BITDECODE_DECODE_PDL"
@@ -74,6 +75,11 @@ const (
 	EnvWGMMAStages = "BITDECODE_WGMMA_STAGES"
 	EnvWGMMAMW     = "BITDECODE_WGMMA_MW"
 	EnvWGMMAMinB   = "BITDECODE_WGMMA_MINB"
+	// EnvWGMMAPad set to false (0) is WGMMATuning.NoPad: a one-sequence
+	// fp16 plan's shared memory unpadded (three CTAs may share an SM), so
+	// that PDLAuto launches it after the kernel ahead has finished, as
+	// before decode-step.md v28.
+	EnvWGMMAPad = "BITDECODE_WGMMA_PAD"
 	// EnvPlanesMT is PlanesTuning.MT: split_mma's groups of 16 tokens per
 	// tile, per tier, "H,M,L" with each 1, 2, 4 or 8 (e.g. "1,2,4").
 	EnvPlanesMT = "BITDECODE_PLANES_MT"
@@ -175,7 +181,9 @@ type DecodeTuning struct {
 type PDLMode int
 
 const (
-	// PDLAuto is PDLEarly for decode_mma.cu and PDLOff for decode_wgmma.cu.
+	// PDLAuto is PDLEarly for decode_mma.cu and for decode_wgmma.cu's
+	// one-sequence fp16 plan padded to two CTAs an SM (wgmmaFewSmem,
+	// decode-step.md v28), PDLOff for decode_wgmma.cu's other plans.
 	// H100, B = 1 step (bench/results/2026-11-26-h100-attn-12/call2, main
 	// and this alternated twice): early made the decode_mma.cu steps (int4,
 	// int2) 0.05-0.10 ms faster at 32K and 128K, but fp16's decode_wgmma.cu
@@ -256,6 +264,12 @@ type WGMMATuning struct {
 	// MinB is the CTAs per SM the registers are capped for (1-4); 0 is
 	// wgmmaMinB's.
 	MinB int
+	// NoPad keeps a plan that counts on fewer CTAs an SM than its
+	// registers and shared memory allow (one sequence, 16-bit K/V:
+	// wgmmaPlanCTAs) at its own shared memory, where by default it is
+	// padded to hold that count (wgmmaFewSmem) and, under PDLAuto, launched
+	// as a programmatic dependent (decode-step.md v28).
+	NoPad bool
 }
 
 // PlanesTuning is the bit-plane planner's (PlanPlanesWith). Zero fields are
@@ -373,6 +387,9 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	d.WGMMA.Stages = p.intRange(EnvWGMMAStages, 2, wgmmaMaxStages, wantWGStage)
 	d.WGMMA.MW = p.intIn(EnvWGMMAMW, wgmmaMWs, wantMW)
 	d.WGMMA.MinB = p.intRange(EnvWGMMAMinB, 1, 4, wantMinB)
+	if pad, ok := p.boolean(EnvWGMMAPad); ok {
+		d.WGMMA.NoPad = !pad
+	}
 	d.MinSplitTokens = p.intRange(EnvDecodeMinSplit, 16, 1<<30, "a number of tokens of at least 16")
 	if v, ok := p.get(EnvDecodeSplits); ok {
 		n, err := strconv.Atoi(strings.TrimPrefix(v, "target:"))

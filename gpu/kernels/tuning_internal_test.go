@@ -20,7 +20,7 @@ func TestParseTuning(t *testing.T) {
 	}
 	got, err = ParseTuning(lookup(map[string]string{
 		EnvDecodeMT: "4", EnvDecodeStages: "3", EnvDecodeMinB: "2", EnvDecodeMinSplit: "128", EnvDecodeSplits: "target:528",
-		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvPlanesMT: "1, 2,4",
+		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvWGMMAPad: "0", EnvPlanesMT: "1, 2,4",
 		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPlanesWeights: "5,3, 2", EnvPlanesMinB: "3", EnvPackSlices: "7", EnvPtxasVerbose: "true",
 		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0", EnvPlanesFuse: "0", EnvPlanesPrefetchM: "0", EnvPlanesPrefetchL: "1",
 		EnvDecodePDL: "wait", EnvDecodeMergeFence: "sc",
@@ -29,7 +29,7 @@ func TestParseTuning(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Tuning{
-		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3},
+		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3, NoPad: true},
 			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, PDL: PDLWait, MergeFenceSC: true, Ptxas: os.Stderr},
 		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, PrefetchMedium: -1, PrefetchLow: 1, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3,
 			TargetCTAs: 528, PositionSplits: true, NoFuse: true, Ptxas: os.Stderr},
@@ -39,7 +39,7 @@ func TestParseTuning(t *testing.T) {
 		t.Errorf("ParseTuning =\n%+v\nwant\n%+v", got, want)
 	}
 	// Empty is unset; FUSE=1 is the default.
-	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvPtxasVerbose: "0", EnvDecodePDL: "auto", EnvDecodeMergeFence: "rel"})); err != nil || got != (Tuning{}) {
+	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvWGMMAPad: "1", EnvPtxasVerbose: "0", EnvDecodePDL: "auto", EnvDecodeMergeFence: "rel"})); err != nil || got != (Tuning{}) {
 		t.Errorf("empty/default values: %+v, %v", got, err)
 	}
 	// Every value that used to be ignored silently is an error naming the
