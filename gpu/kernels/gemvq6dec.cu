@@ -37,7 +37,33 @@ namespace gemvq4 {
 #define GEMVQ6DEC_BUF 1792
 #endif
 constexpr int kDecBufBytes = GEMVQ6DEC_BUF;
-constexpr int kDecThreads = kThreads + 32;  // the base warps and the DEC warp
+
+// GEMVQ6DEC_DIAG=1 (a bench diagnostic, an NVRTC -D knob): the base warps
+// skip their loop (no weights read, sums 0), so the kernel's time is the DEC
+// warp's alone.
+#ifndef GEMVQ6DEC_DIAG
+#define GEMVQ6DEC_DIAG 0
+#endif
+
+// GEMVQ6DEC_PF=1 (an NVRTC -D knob): before its first batch the DEC warp
+// asks L2 for every listed row's slice and pair (prefetch.global.L2), so
+// that the batches' copies wait for L2, not for DRAM behind the base's
+// stream.
+#ifndef GEMVQ6DEC_PF
+#define GEMVQ6DEC_PF 0
+#endif
+
+// prefetchL2 asks L2 for the line holding p.
+__device__ __forceinline__ void prefetchL2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+// GEMVQ6DEC_WARPS (an NVRTC -D knob): 1, one DEC warp copies and sums; 2,
+// a copier warp stages the batches and a summer warp sums them, handing
+// the two buffers over through named barriers (decPair).
+#ifndef GEMVQ6DEC_WARPS
+#define GEMVQ6DEC_WARPS 1
+#endif
+constexpr int kDecWarps = GEMVQ6DEC_WARPS;
+static_assert(kDecWarps == 1 || kDecWarps == 2, "one or two DEC warps");
+constexpr int kDecThreads = kThreads + 32 * kDecWarps;  // the base warps and the DEC warps
 constexpr int kResGroup = 128;              // wq.ResidualGroup: outputs a residual (scale, zero) pair covers
 
 // DecStage<S> is the DEC warp's geometry at split S: the CTA's kOut
@@ -150,6 +176,14 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
 #pragma unroll
   for (int p = 0; p < D::kP; p++) acc[p] = 0.f;
   const int nb = (nsel + D::kRows1 - 1) / D::kRows1;
+  if constexpr (GEMVQ6DEC_PF == 1) {
+#pragma unroll 4
+    for (int i = lane; i < nsel; i += 32) {
+      const unsigned k = unsigned(__ldg(sel + i));
+      prefetchL2(wbase + k * rowW);
+      prefetchL2(pbase + k * rowP);
+    }
+  }
   unsigned ks[kDecIt<S>];
   decList<S>(ks, 0, sel, nsel, lane);
   decIssue<S>(buf, 0, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
@@ -184,6 +218,78 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
   }
 }
 
+// Named barriers of decPair (0 is __syncthreads'): buffer i full (the
+// copier's copies landed) and empty (the summer is done with it).
+constexpr int kBarFull = 1, kBarEmpty = 3;
+__device__ __forceinline__ void barArrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void barSync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
+
+// decPair is decWarp on two warps (GEMVQ6DEC_WARPS=2): the copier (role
+// 0) issues the batches into the two buffers and publishes each once its
+// copies landed; the summer (role 1) sums them in list order, as decWarp,
+// and writes comp. The same terms in the same order: decWarp's bits.
+template <int S>
+__device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const int* __restrict__ sel, const float* __restrict__ xsel, int nsel,
+                                        const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane) {
+  using D = DecStage<S>;
+  const int nb = (nsel + D::kRows1 - 1) / D::kRows1;
+  if (role == 0) {
+    const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
+    const u32* wbase = rw + cta0 / 8;
+    const u32* pbase = rp + cta0 / kResGroup;
+    unsigned ks[kDecIt<S>];
+    decList<S>(ks, 0, sel, nsel, lane);
+    decIssue<S>(buf, 0, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+    cpAsyncCommit();
+    decList<S>(ks, 1, sel, nsel, lane);
+    decIssue<S>(buf, 1, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+    cpAsyncCommit();
+    decList<S>(ks, 2, sel, nsel, lane);
+    for (int b = 0; b < nb; b++) {
+      cpAsyncWait<1>();
+      __syncwarp();
+      barArrive(kBarFull + (b & 1));  // batch b is in buffer b % 2
+      if (b + 2 < nb) {
+        barSync(kBarEmpty + (b & 1));  // the summer is done with batch b
+        decIssue<S>(buf, b + 2, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+        decList<S>(ks, b + 3, sel, nsel, lane);
+      }
+      cpAsyncCommit();
+    }
+    cpAsyncWait<0>();
+    return;
+  }
+  const int o0 = lane * D::kP, wi = o0 / 8;
+  int sh[D::kP];
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) {
+    const int e = (o0 + p) % 8;
+    sh[p] = (e & 1) * 16 + (e >> 1) * 4;
+  }
+  float acc[D::kP];
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) acc[p] = 0.f;
+  for (int b = 0; b < nb; b++) {
+    barSync(kBarFull + (b & 1));
+    const u32 s = buf + u32((b & 1) * kDecBufBytes);
+    const int rn = min(D::kRows1, nsel - b * D::kRows1);
+    if (lane < D::kLanes) {
+      int r = 0;
+      for (; r + 4 <= rn; r += 4) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) decRow<S>(acc, s, r + j, wi, sh);
+      }
+      for (; r < rn; r++) decRow<S>(acc, s, r, wi, sh);
+    }
+    __syncwarp();
+    if (b + 2 < nb) barArrive(kBarEmpty + (b & 1));
+  }
+  if (lane < D::kLanes) {
+#pragma unroll
+    for (int p = 0; p < D::kP; p++) comp[o0 + p] = acc[p];
+  }
+}
+
 // gemv_q6_dec: grid (N / (kRows·kWarps/S)), block kDecThreads, dynamic
 // shared memory ringBytes (>= kWarps·kRingBytes<BITS>) + 2·kDecBufBytes.
 // The base warps are gemv_q5<BITS, S, true, true, false, true>'s (v6.1 over
@@ -207,10 +313,14 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   __shared__ float part[kWarps][kRows];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* comp = reinterpret_cast<float*>(gemvq6dRing + ringBytes);
-  if (warp == kWarps) {
+  if (warp >= kWarps) {
     gridDependencyWait();
     gridLaunchDependents();
-    if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, xsel, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+    if constexpr (kDecWarps == 2) {
+      if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, xsel, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+    } else {
+      if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, xsel, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+    }
     __syncthreads();  // the base's split reduction: comp is written
     return;
   }
@@ -227,7 +337,12 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   for (int i = 0; i < 4; i++) cr.w[i] = unsigned(rg * steps) * kTiledStepWords<BITS> + unsigned(4 * i + lane / 8) * 32 + lane % 8 * 4;
   Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq6dRing) + warp * kRing;
   float acc[2] = {0.f, 0.f};
-  leanLoop<BITS, U, true, kTStride, kPStride>(acc, ring, xs[warp], x, words, cr, rws, tb, te, gshift, early, lane);
+  if constexpr (GEMVQ6DEC_DIAG == 1) {
+    gridDependencyWait();
+    gridLaunchDependents();
+  } else {
+    leanLoop<BITS, U, true, kTStride, kPStride>(acc, ring, xs[warp], x, words, cr, rws, tb, te, gshift, early, lane);
+  }
   // storeRows<S>'s reduction and store, with the compensation added last.
   if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
   __syncthreads();

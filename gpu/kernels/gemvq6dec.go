@@ -29,21 +29,19 @@ var gemvq6DECBits = [...]int{4, 3}
 // 3.5 KB a CTA).
 const gemvq6DECBuf = 1792
 
-// gemvq6DECThreads is gemv_q6_dec's block: v6.1's warps and the DEC warp.
-const gemvq6DECThreads = 32*gemvq4Warps + 32
-
 // GEMVQ6DEC holds gemv_q6_dec for every base width and split.
 type GEMVQ6DEC struct {
-	fns  [len(gemvq6DECBits)][len(gemvq4Splits)]cuda.Function
-	ring [len(gemvq6DECBits)]int // v6.1's ring bytes of the width
-	buf  int                     // one DEC staging buffer's bytes
+	fns     [len(gemvq6DECBits)][len(gemvq4Splits)]cuda.Function
+	ring    [len(gemvq6DECBits)]int // v6.1's ring bytes of the width
+	buf     int                     // one DEC staging buffer's bytes
+	threads int                     // the block: v6.1's warps and the DEC warps (GEMVQ6DEC_WARPS)
 }
 
 func gemvq6DECExpr(bits, s int) string { return fmt.Sprintf("gemvq4::gemv_q6_dec<%d, %d>", bits, s) }
 
 // LoadGEMVQ6DEC compiles gemvq6dec.cu (gemvq4.cu and gemvq.cu as headers,
 // GridDependent as gemvq4.cu) with extra NVRTC options (-DGEMVQ6DEC_BUF=n
-// sets the staging buffer).
+// sets the staging buffer, -DGEMVQ6DEC_WARPS=2 a copier and a summer warp).
 func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
 	var exprs []string
 	for _, b := range gemvq6DECBits {
@@ -56,11 +54,14 @@ func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &GEMVQ6DEC{buf: gemvq6DECBuf}
+	d := &GEMVQ6DEC{buf: gemvq6DECBuf, threads: 32*gemvq4Warps + 32}
 	for _, o := range opts {
 		var n int
 		if _, err := fmt.Sscanf(o, "-DGEMVQ6DEC_BUF=%d", &n); err == nil && n > 0 {
 			d.buf = n
+		}
+		if _, err := fmt.Sscanf(o, "-DGEMVQ6DEC_WARPS=%d", &n); err == nil && n > 0 {
+			d.threads = 32*gemvq4Warps + 32*n
 		}
 	}
 	for bi, b := range gemvq6DECBits {
@@ -122,7 +123,7 @@ func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel,
 		return fmt.Errorf("kernels: gemvq v6.1 + DEC: split %d is not one of %v", S, gemvq4Splits)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
-	return c.Launch(d.fns[bi][si], cuda.Dim3{X: N / rows}, cuda.Dim3{X: gemvq6DECThreads}, d.shared(bi), st,
+	return c.Launch(d.fns[bi][si], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring[bi]),
 		sel, xsel, int32(nsel), res.Words, res.Params)
 }
@@ -138,6 +139,6 @@ func (d *GEMVQ6DEC) Info(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, int, error) {
 	if err != nil {
 		return fi, 0, err
 	}
-	n, err := c.MaxActiveBlocksPerSM(d.fns[bi][si], gemvq6DECThreads, d.shared(bi))
+	n, err := c.MaxActiveBlocksPerSM(d.fns[bi][si], d.threads, d.shared(bi))
 	return fi, n, err
 }

@@ -48,9 +48,14 @@ func selectedX(x []float32, sel []int32) []float32 {
 // 64-byte row slices, 1-4 outputs a lane), k_chunk 0, 1, 8 and 64 (one
 // batch and several: down's 896 rows), activations with outliers, ties,
 // zeros, signed zeros and subnormals, a bias, K with a short last chunk.
-// y starts as NaN.
+// One DEC warp, and a copier and a summer (GEMVQ6DEC_WARPS=2). y starts as
+// NaN.
 func TestGEMVQ6DECMatchesV61(t *testing.T) {
-	d, g, k := gemvq6DECSetup(t)
+	d, g, k1 := gemvq6DECSetup(t)
+	k2, err := kernels.LoadGEMVQ6DEC(d, "-DGEMVQ6DEC_WARPS=2")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := rand.New(rand.NewPCG(18, 22))
 	type tc struct {
 		bits, N, K int
@@ -106,15 +111,17 @@ func TestGEMVQ6DECMatchesV61(t *testing.T) {
 						want := slices.Clone(base)
 						wq.Compensate(want, x, sel, rm, nil)
 						sp, xsp := m.put(cuda.Bytes(sel)), m.put(cuda.Bytes(selectedX(x, sel)))
-						yp := m.poisonedF32(c.N)
-						m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-							return k.Launch(cx, s, yp, xp, twp, tpp, bp, sp, xsp, len(sel), res, c.N, c.K, c.bits, G, split, early)
-						})
-						got := m.f32s(yp, c.N)
-						for n := range c.N {
-							if math.Float32bits(got[n]) != math.Float32bits(want[n]) || got[n] != got[n] {
-								t.Fatalf("split %d early %v k %d: y[%d] = %g (%#08x), want v6.1 %g + wq.Compensate = %g (%#08x)", split, early, kc, n,
-									got[n], math.Float32bits(got[n]), base[n], want[n], math.Float32bits(want[n]))
+						for wi, k := range []*kernels.GEMVQ6DEC{k1, k2} {
+							yp := m.poisonedF32(c.N)
+							m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+								return k.Launch(cx, s, yp, xp, twp, tpp, bp, sp, xsp, len(sel), res, c.N, c.K, c.bits, G, split, early)
+							})
+							got := m.f32s(yp, c.N)
+							for n := range c.N {
+								if math.Float32bits(got[n]) != math.Float32bits(want[n]) || got[n] != got[n] {
+									t.Fatalf("%d DEC warps, split %d early %v k %d: y[%d] = %g (%#08x), want v6.1 %g + wq.Compensate = %g (%#08x)", wi+1,
+										split, early, kc, n, got[n], math.Float32bits(got[n]), base[n], want[n], math.Float32bits(want[n]))
+								}
 							}
 						}
 					}
@@ -136,6 +143,10 @@ func TestGEMVQ6DECTimes(t *testing.T) {
 		t.Skip("a bench: set BITDECODE_GEMVQ6DEC_BENCH=1")
 	}
 	d, g, k := gemvq6DECSetup(t)
+	dk, err := kernels.LoadDEC(d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := rand.New(rand.NewPCG(18, 23))
 	const (
 		G      = 128
@@ -237,6 +248,21 @@ func TestGEMVQ6DECTimes(t *testing.T) {
 				us := decAt(kc, split)
 				line += fmt.Sprintf(" | k%d %.2f (%+.1f%%)", kc, us, 100*(us/base-1))
 			}
+			// The selection as a launch of its own (dec.cu's select_topk, no
+			// PDL), alone and ahead of the k 64 launch that reads its list.
+			selp := m.put(make([]byte, 4*kernels.DECSelected(K, 64)))
+			_, xsp, n := lists(64)
+			selectL := func(i int) *kernels.DECLaunch {
+				return &kernels.DECLaunch{X: xs[i], Y: yp, Sel: selp, R: res, T: 1, KChunk: 64}
+			}
+			selUS := time(func(cx *cuda.Ctx, s cuda.Stream, i int) error { return dk.Select(cx, s, selectL(i)) })
+			both := time(func(cx *cuda.Ctx, s cuda.Stream, i int) error {
+				if err := dk.Select(cx, s, selectL(i)); err != nil {
+					return err
+				}
+				return k.Launch(cx, s, yp, xs[i], twp, tpp, 0, selp, xsp[i], n, res, N, K, bits, G, split, true)
+			})
+			line += fmt.Sprintf(" | select k64 alone %.2f | select + dec k64 %.2f (%+.1f%%)", selUS, both, 100*(both/base-1))
 			fmt.Println(line)
 			line = fmt.Sprintf("int%d %-8s k64 by split:", bits, sh.name)
 			for _, S := range kernels.GEMVQ4Splits() {
@@ -244,6 +270,140 @@ func TestGEMVQ6DECTimes(t *testing.T) {
 					return g.LaunchV6(cx, s, yp, xs[i], twp, tpp, 0, N, K, bits, G, S)
 				})
 				line += fmt.Sprintf(" | S %d v6.1 %.2f dec %.2f", S, bs, decAt(64, S))
+			}
+			fmt.Println(line)
+		}
+	}
+}
+
+// TestGEMVQ6DECDiag times gemv_q6_dec's diagnostic forms (a bench: it runs
+// only with BITDECODE_GEMVQ6DEC_BENCH=1): the DEC warp alone
+// (-DGEMVQ6DEC_DIAG=1: the base warps skip their loop), int3 (whose ring
+// leaves room at 2 CTAs an SM) with 8 KB staging buffers, with and without
+// the base, the rows prefetched to L2 first (-DGEMVQ6DEC_PF=1), and a copier
+// and a summer warp (-DGEMVQ6DEC_WARPS=2), against the default build, on q/o
+// and down at the split LaunchTiled picks.
+func TestGEMVQ6DECDiag(t *testing.T) {
+	if os.Getenv("BITDECODE_GEMVQ6DEC_BENCH") != "1" {
+		t.Skip("a bench: set BITDECODE_GEMVQ6DEC_BENCH=1")
+	}
+	d, g, k0 := gemvq6DECSetup(t)
+	forms := []struct {
+		name string
+		opts []string
+		bits []int
+	}{
+		{"default", nil, []int{4, 3}},
+		{"dec-alone", []string{"-DGEMVQ6DEC_DIAG=1"}, []int{4, 3}},
+		{"buf8k", []string{"-DGEMVQ6DEC_BUF=8192"}, []int{3}},
+		{"buf8k-dec-alone", []string{"-DGEMVQ6DEC_BUF=8192", "-DGEMVQ6DEC_DIAG=1"}, []int{3}},
+		{"pf", []string{"-DGEMVQ6DEC_PF=1"}, []int{4, 3}},
+		{"pf-buf8k", []string{"-DGEMVQ6DEC_PF=1", "-DGEMVQ6DEC_BUF=8192"}, []int{3}},
+		{"pair", []string{"-DGEMVQ6DEC_WARPS=2"}, []int{4, 3}},
+		{"pair-dec-alone", []string{"-DGEMVQ6DEC_WARPS=2", "-DGEMVQ6DEC_DIAG=1"}, []int{4, 3}},
+		{"pair-pf", []string{"-DGEMVQ6DEC_WARPS=2", "-DGEMVQ6DEC_PF=1"}, []int{4, 3}},
+		{"pair-pf-buf8k", []string{"-DGEMVQ6DEC_WARPS=2", "-DGEMVQ6DEC_PF=1", "-DGEMVQ6DEC_BUF=8192"}, []int{3}},
+	}
+	ks := make([]*kernels.GEMVQ6DEC, len(forms))
+	ks[0] = k0
+	for i := 1; i < len(forms); i++ {
+		var err error
+		if ks[i], err = kernels.LoadGEMVQ6DEC(d, forms[i].opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(18, 24))
+	const (
+		G      = 128
+		copies = 4
+		flushB = 192 << 20
+		runs   = 30
+	)
+	m := newGPUMem(t, d)
+	flush, err := d.Alloc(flushB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Free(flush) })
+	for _, bits := range []int{4, 3} {
+		for _, sh := range []struct {
+			name string
+			N, K int
+		}{{"q/o", 4096, 4096}, {"down", 4096, 14336}} {
+			N, K := sh.N, sh.K
+			e := wq.Int4
+			if bits == 3 {
+				e = wq.Int3
+			}
+			words := make([]uint32, N*e.RowWords(K))
+			for i := range words {
+				words[i] = r.Uint32()
+			}
+			params := make([]uint16, 2*N*K/G)
+			for i := range params {
+				params[i] = half.FromFloat32(float32(0.01 * (1 + r.Float64())))
+			}
+			wp, pp := m.put(cuda.Bytes(words)), m.put(cuda.Bytes(params))
+			twp, tpp := m.put(make([]byte, 4*kernels.TiledWords(bits, N, K))), m.put(make([]byte, 4*kernels.TiledParams(N, K, G)))
+			m.run(func(cx *cuda.Ctx, s cuda.Stream) error { return g.PackTiles(cx, s, twp, tpp, wp, pp, N, K, bits, G) })
+			rw := make([]uint32, K*wq.Int4.RowWords(N))
+			for i := range rw {
+				rw[i] = r.Uint32()
+			}
+			rp := make([]uint16, 2*K*N/wq.ResidualGroup)
+			for i := range rp {
+				rp[i] = half.FromFloat32(float32(0.001 * (1 + r.Float64())))
+			}
+			res := &kernels.DECResidual{Elem: wq.Int4, Words: m.put(cuda.Bytes(rw)), Params: m.put(cuda.Bytes(rp)), N: N, K: K}
+			var xs [copies]cuda.DevicePtr
+			var xv [copies][]float32
+			for i := range xs {
+				xv[i] = kernels.DECTestActivations(r, K, 0)
+				xs[i] = m.put(cuda.Bytes(xv[i]))
+			}
+			yp := m.put(make([]byte, 4*N))
+			split := g.SplitV5For(N, K, bits)
+			time := func(launch func(cx *cuda.Ctx, s cuda.Stream, i int) error) float64 {
+				var us float64
+				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+					var err error
+					us, err = cx.MedianUSPrep(s, 3, runs, func(i int) error { return cx.Memset32Async(flush, uint32(i), flushB/4, s) },
+						func(i int) error { return launch(cx, s, i%copies) })
+					return err
+				})
+				return us
+			}
+			base := time(func(cx *cuda.Ctx, s cuda.Stream, i int) error {
+				return g.LaunchV6(cx, s, yp, xs[i], twp, tpp, 0, N, K, bits, G, split)
+			})
+			line := fmt.Sprintf("diag int%d %-5s S %d: v6.1 %.2f", bits, sh.name, split, base)
+			for fi, f := range forms {
+				if !slices.Contains(f.bits, bits) {
+					continue
+				}
+				var fiInfo cuda.FuncInfo
+				var perSM int
+				_ = d.Do(func(cx *cuda.Ctx) error { fiInfo, perSM, err = ks[fi].Info(cx, bits, split); return err })
+				if err != nil {
+					t.Fatal(err)
+				}
+				line += fmt.Sprintf(" | %s (%d regs, %d CTAs/SM):", f.name, fiInfo.Registers, perSM)
+				for _, kc := range []int{0, 8, 64} {
+					var sp, xsp [copies]cuda.DevicePtr
+					n := 0
+					for i := range copies {
+						var sel []int32
+						if kc > 0 {
+							sel = wq.SelectApprox(nil, xv[i], kc)
+						}
+						n = len(sel)
+						sp[i], xsp[i] = m.put(cuda.Bytes(append(sel, 0))), m.put(cuda.Bytes(append(selectedX(xv[i], sel), 0)))
+					}
+					us := time(func(cx *cuda.Ctx, s cuda.Stream, i int) error {
+						return ks[fi].Launch(cx, s, yp, xs[i], twp, tpp, 0, sp[i], xsp[i], n, res, N, K, bits, G, split, true)
+					})
+					line += fmt.Sprintf(" k%d %.2f", kc, us)
+				}
 			}
 			fmt.Println(line)
 		}
