@@ -155,6 +155,49 @@ __device__ __forceinline__ void decRow(float (&acc)[DecStage<S>::kP], u32 s, int
   }
 }
 
+// decRows8 adds rows r..r+7 of the buffer at s at 16 outputs a CTA (split
+// 8, where decRow leaves half the warp idle): lanes 0-15 form the products
+// of rows r..r+3 for output lane, lanes 16-31 those of rows r+4..r+7 for
+// output lane − 16, and lanes 0-15 add their four, then the upper half's
+// four, in row order: decRow's terms in decRow's order (the same bits) with
+// half the instructions a row. acc is meaningful in lanes 0-15.
+__device__ __forceinline__ void decRows8(float& acc, u32 s, int r, int lane) {
+  using D = DecStage<8>;
+  const int o = lane & 15, wi = o / 8, e = o % 8, sh = (e & 1) * 16 + (e >> 1) * 4;
+  const int r0 = r + 4 * (lane >> 4);
+  float pr[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const u32 w = ldsU32(s + u32(4 * (D::kRowWords * (r0 + j) + wi)));
+    const u32 pz = ldsU32(s + u32(D::kPrmOff + 4 * (r0 + j)));
+    const float xk = ldsF32(s + u32(D::kXOff + 4 * (r0 + j)));
+    const float q = __uint_as_float(0x4b000000u | ((w >> sh) & 0xfu)) - 8388608.f;
+    pr[j] = __fmul_rn(xk, fmaf(h2f(u16(pz & 0xffffu)), q, h2f(u16(pz >> 16))));
+  }
+#pragma unroll
+  for (int j = 0; j < 4; j++) acc = __fadd_rn(acc, pr[j]);
+#pragma unroll
+  for (int j = 0; j < 4; j++) acc = __fadd_rn(acc, __shfl_down_sync(0xffffffffu, pr[j], 16));
+}
+
+// decSum adds the rn rows of the buffer at s to the lane's sums in row
+// order: decRows8 eight rows at a time at split 8, decRow otherwise.
+template <int S>
+__device__ __forceinline__ void decSum(float (&acc)[DecStage<S>::kP], u32 s, int rn, int wi, const int (&sh)[DecStage<S>::kP], int lane) {
+  using D = DecStage<S>;
+  int r = 0;
+  if constexpr (D::kOut == 16) {
+    for (; r + 8 <= rn; r += 8) decRows8(acc[0], s, r, lane);
+  }
+  if (lane < D::kLanes) {
+    for (; r + 4 <= rn; r += 4) {
+#pragma unroll
+      for (int j = 0; j < 4; j++) decRow<S>(acc, s, r + j, wi, sh);
+    }
+    for (; r < rn; r++) decRow<S>(acc, s, r, wi, sh);
+  }
+}
+
 // decWarp is the DEC warp's whole work: the compensation of the CTA's kOut
 // outputs from cta0 for the nsel listed rows, written to comp[0, kOut) in
 // shared memory (comp aliases buffer 0, written after the last batch).
@@ -197,14 +240,7 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
     __syncwarp();  // every lane's copies of batch b are visible
     const u32 s = buf + u32((b & 1) * kDecBufBytes);
     const int rn = min(D::kRows1, nsel - b * D::kRows1);
-    if (lane < D::kLanes) {
-      int r = 0;
-      for (; r + 4 <= rn; r += 4) {
-#pragma unroll
-        for (int j = 0; j < 4; j++) decRow<S>(acc, s, r + j, wi, sh);
-      }
-      for (; r < rn; r++) decRow<S>(acc, s, r, wi, sh);
-    }
+    decSum<S>(acc, s, rn, wi, sh, lane);
     __syncwarp();  // batch b's reads are done before its buffer is refilled
     decIssue<S>(buf, b + 2, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
     cpAsyncCommit();
@@ -273,14 +309,7 @@ __device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const in
     barSync(kBarFull + (b & 1));
     const u32 s = buf + u32((b & 1) * kDecBufBytes);
     const int rn = min(D::kRows1, nsel - b * D::kRows1);
-    if (lane < D::kLanes) {
-      int r = 0;
-      for (; r + 4 <= rn; r += 4) {
-#pragma unroll
-        for (int j = 0; j < 4; j++) decRow<S>(acc, s, r + j, wi, sh);
-      }
-      for (; r < rn; r++) decRow<S>(acc, s, r, wi, sh);
-    }
+    decSum<S>(acc, s, rn, wi, sh, lane);
     __syncwarp();
     if (b + 2 < nb) barArrive(kBarEmpty + (b & 1));
   }
