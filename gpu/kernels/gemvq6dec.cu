@@ -40,7 +40,9 @@ constexpr int kDecBufBytes = GEMVQ6DEC_BUF;
 
 // GEMVQ6DEC_DIAG=1 (a bench diagnostic, an NVRTC -D knob): the base warps
 // skip their loop (no weights read, sums 0), so the kernel's time is the DEC
-// warp's alone.
+// warp's alone; 2: that, and the DEC warp copies only the first two batches
+// and sums every batch (its sums alone, nonsense values); 3: the DEC warp
+// copies every batch and sums none (its copies alone).
 #ifndef GEMVQ6DEC_DIAG
 #define GEMVQ6DEC_DIAG 0
 #endif
@@ -240,9 +242,9 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
     __syncwarp();  // every lane's copies of batch b are visible
     const u32 s = buf + u32((b & 1) * kDecBufBytes);
     const int rn = min(D::kRows1, nsel - b * D::kRows1);
-    decSum<S>(acc, s, rn, wi, sh, lane);
+    if constexpr (GEMVQ6DEC_DIAG != 3) decSum<S>(acc, s, rn, wi, sh, lane);
     __syncwarp();  // batch b's reads are done before its buffer is refilled
-    decIssue<S>(buf, b + 2, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+    if constexpr (GEMVQ6DEC_DIAG != 2) decIssue<S>(buf, b + 2, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
     cpAsyncCommit();
     decList<S>(ks, b + 3, sel, nsel, lane);
   }
@@ -366,7 +368,7 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   for (int i = 0; i < 4; i++) cr.w[i] = unsigned(rg * steps) * kTiledStepWords<BITS> + unsigned(4 * i + lane / 8) * 32 + lane % 8 * 4;
   Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq6dRing) + warp * kRing;
   float acc[2] = {0.f, 0.f};
-  if constexpr (GEMVQ6DEC_DIAG == 1) {
+  if constexpr (GEMVQ6DEC_DIAG >= 1) {
     gridDependencyWait();
     gridLaunchDependents();
   } else {

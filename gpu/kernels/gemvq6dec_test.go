@@ -278,8 +278,9 @@ func TestGEMVQ6DECTimes(t *testing.T) {
 
 // TestGEMVQ6DECDiag times gemv_q6_dec's diagnostic forms (a bench: it runs
 // only with BITDECODE_GEMVQ6DEC_BENCH=1): the DEC warp alone
-// (-DGEMVQ6DEC_DIAG=1: the base warps skip their loop) and a copier and a
-// summer warp (-DGEMVQ6DEC_WARPS=2), each with and without the base, against
+// (-DGEMVQ6DEC_DIAG=1: the base warps skip their loop), its sums alone (=2)
+// and its copies alone (=3), and a copier and a summer warp
+// (-DGEMVQ6DEC_WARPS=2), with and without the base, against
 // v6.1 on q/o and down at the split LaunchTiled picks. (Call 2 of session 18
 // also timed 8 KB staging buffers, -DGEMVQ6DEC_BUF=8192, and an L2 prefetch
 // of every listed row first, -DGEMVQ6DEC_PF=1: neither helped.)
@@ -295,6 +296,8 @@ func TestGEMVQ6DECDiag(t *testing.T) {
 	}{
 		{"default", nil, []int{4, 3}},
 		{"dec-alone", []string{"-DGEMVQ6DEC_DIAG=1"}, []int{4, 3}},
+		{"sums-alone", []string{"-DGEMVQ6DEC_DIAG=2"}, []int{4, 3}},
+		{"copies-alone", []string{"-DGEMVQ6DEC_DIAG=3"}, []int{4, 3}},
 		{"pair", []string{"-DGEMVQ6DEC_WARPS=2"}, []int{4, 3}},
 		{"pair-dec-alone", []string{"-DGEMVQ6DEC_WARPS=2", "-DGEMVQ6DEC_DIAG=1"}, []int{4, 3}},
 	}
