@@ -47,16 +47,6 @@ constexpr int kDecBufBytes = GEMVQ6DEC_BUF;
 #define GEMVQ6DEC_DIAG 0
 #endif
 
-// GEMVQ6DEC_PF=1 (an NVRTC -D knob): before its first batch the DEC warp
-// asks L2 for every listed row's slice and pair (prefetch.global.L2), so
-// that the batches' copies wait for L2, not for DRAM behind the base's
-// stream.
-#ifndef GEMVQ6DEC_PF
-#define GEMVQ6DEC_PF 0
-#endif
-
-// prefetchL2 asks L2 for the line holding p.
-__device__ __forceinline__ void prefetchL2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 // GEMVQ6DEC_WARPS (an NVRTC -D knob): 1, one DEC warp copies and sums; 2,
 // a copier warp stages the batches and a summer warp sums them, handing
 // the two buffers over through named barriers (decPair).
@@ -221,14 +211,6 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
 #pragma unroll
   for (int p = 0; p < D::kP; p++) acc[p] = 0.f;
   const int nb = (nsel + D::kRows1 - 1) / D::kRows1;
-  if constexpr (GEMVQ6DEC_PF == 1) {
-#pragma unroll 4
-    for (int i = lane; i < nsel; i += 32) {
-      const unsigned k = unsigned(__ldg(sel + i));
-      prefetchL2(wbase + k * rowW);
-      prefetchL2(pbase + k * rowP);
-    }
-  }
   unsigned ks[kDecIt<S>];
   decList<S>(ks, 0, sel, nsel, lane);
   decIssue<S>(buf, 0, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
