@@ -28,7 +28,7 @@ const headerName = "bitdecode.cuh"
 // TestGridDependentKernelsWait checks every __global__ function of these
 // sources.
 var gridDependent = map[string]bool{"ops.cu": true, "gemv.cu": true, "gemvq3.cu": true, "gemvq4.cu": true, "linear.cu": true, "skinny.cu": true,
-	"kvcache.cu": true, "pack.cu": true, "decode_mma.cu": true, "decode_wgmma.cu": true}
+	"kvcache.cu": true, "pack.cu": true, "decode_mma.cu": true, "decode_wgmma.cu": true, "gemvq6dec.cu": true}
 
 // pdlEarlyDefine is the NVRTC option of DecodeTuning.PDL = PDLWait: the
 // decode kernels wait for the kernel ahead before any load

@@ -8,7 +8,7 @@ import (
 
 // gridDependentSources maps each program of gridDependent to its source.
 var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gemvSource, "gemvq3.cu": gemvq3Source, "gemvq4.cu": gemvq4Source, "linear.cu": linearSource, "skinny.cu": skinnySource,
-	"kvcache.cu": kvcacheSource, "pack.cu": packSource, "decode_mma.cu": decodeMMASource, "decode_wgmma.cu": decodeWGMMASource}
+	"kvcache.cu": kvcacheSource, "pack.cu": packSource, "decode_mma.cu": decodeMMASource, "decode_wgmma.cu": decodeWGMMASource, "gemvq6dec.cu": gemvq6decSource}
 
 // earlyReaders are the kernels that read memory before their dependency
 // wait (bitdecode.cuh's kPDLEarly: lengths, the block table and the blocks

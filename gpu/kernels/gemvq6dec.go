@@ -1,0 +1,144 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+	"slices"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/wq"
+)
+
+//go:embed gemvq6dec.cu
+var gemvq6decSource string
+
+// Session 18 (issue #22, docs/perf/dec.md "Session 18"): DEC inside v6.1.
+// gemvq6dec.cu's gemv_q6_dec is v6.1 (gemv_q5's LEAN step over the tiled
+// layout, the same bits) with one more warp a CTA that adds the
+// compensation of the CTA's own outputs, read from the input-major int4
+// residual for a list of selected channels made before the launch: no DEC
+// CTAs, no flags, no part buffer, no extra launch. Not wired into the
+// backend yet: the tests and the bench (gemvq6dec_test.go) call it.
+
+// gemvq6DECBits are the base code widths gemv_q6_dec is instantiated for
+// (v6.1 over the tiled layout: int4 and int3), in its index order.
+var gemvq6DECBits = [...]int{4, 3}
+
+// gemvq6DECBuf is gemvq6dec.cu's GEMVQ6DEC_BUF default: bytes of one of the
+// DEC warp's two staging buffers (v6.1 int4 at 2 CTAs an SM leaves about
+// 3.5 KB a CTA).
+const gemvq6DECBuf = 1792
+
+// GEMVQ6DEC holds gemv_q6_dec for every base width and split.
+type GEMVQ6DEC struct {
+	fns     [len(gemvq6DECBits)][len(gemvq4Splits)]cuda.Function
+	ring    [len(gemvq6DECBits)]int // v6.1's ring bytes of the width
+	buf     int                     // one DEC staging buffer's bytes
+	threads int                     // the block: v6.1's warps and the DEC warps (GEMVQ6DEC_WARPS)
+}
+
+func gemvq6DECExpr(bits, s int) string { return fmt.Sprintf("gemvq4::gemv_q6_dec<%d, %d>", bits, s) }
+
+// LoadGEMVQ6DEC compiles gemvq6dec.cu (gemvq4.cu and gemvq.cu as headers,
+// GridDependent as gemvq4.cu) with extra NVRTC options (-DGEMVQ6DEC_BUF=n
+// sets the staging buffer, -DGEMVQ6DEC_WARPS=2 a copier and a summer warp).
+func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
+	var exprs []string
+	for _, b := range gemvq6DECBits {
+		for _, s := range gemvq4Splits {
+			exprs = append(exprs, gemvq6DECExpr(b, s))
+		}
+	}
+	mod, err := dev.Compile(program("gemvq6dec.cu", gemvq6decSource, exprs, opts,
+		cuda.Header{Name: "gemvq4.cu", Source: gemvq4Source}, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
+	if err != nil {
+		return nil, err
+	}
+	d := &GEMVQ6DEC{buf: gemvq6DECBuf, threads: 32*gemvq4Warps + 32}
+	for _, o := range opts {
+		var n int
+		if _, err := fmt.Sscanf(o, "-DGEMVQ6DEC_BUF=%d", &n); err == nil && n > 0 {
+			d.buf = n
+		}
+		if _, err := fmt.Sscanf(o, "-DGEMVQ6DEC_WARPS=%d", &n); err == nil && n > 0 {
+			d.threads = 32*gemvq4Warps + 32*n
+		}
+	}
+	for bi, b := range gemvq6DECBits {
+		d.ring[bi] = gemvq5RingBytes(b, opts)
+		for si, s := range gemvq4Splits {
+			if d.fns[bi][si], err = mod.Function(gemvq6DECExpr(b, s)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, dev.Do(func(c *cuda.Ctx) error {
+		for bi := range gemvq6DECBits {
+			for si := range gemvq4Splits {
+				if err := c.SetMaxDynamicShared(d.fns[bi][si], d.shared(bi)); err != nil {
+					return fmt.Errorf("kernels: gemvq v6.1 + DEC: %w", err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// shared is the dynamic shared memory of width index bi: v6.1's ring and
+// the two staging buffers.
+func (d *GEMVQ6DEC) shared(bi int) int { return d.ring[bi] + 2*d.buf }
+
+// GEMVQ6DECReads reports whether gemv_q6_dec runs a base of this width and
+// group over an [N, K] weight with an int4 residual, and why not: int4 or
+// int3 with groups v4 reads, N a multiple of the residual group.
+func GEMVQ6DECReads(bits, G, N, K int) error {
+	if slices.Index(gemvq6DECBits[:], bits) < 0 || gemvq4Shift(G, K) < 0 {
+		return fmt.Errorf("kernels: gemvq v6.1 + DEC: int%d G=%d K=%d has no kernel", bits, G, K)
+	}
+	if N <= 0 || N%wq.ResidualGroup != 0 {
+		return fmt.Errorf("kernels: gemvq v6.1 + DEC: %d outputs are not a positive multiple of %d", N, wq.ResidualGroup)
+	}
+	return nil
+}
+
+// Launch runs gemv_q6_dec at split S over one row of x: tw and tp the base
+// weight's tiled layout (GEMVQ.PackTiles), res its int4 residual in device
+// memory, sel the nsel selected channels (wq.SelectApprox's list, increasing)
+// and xsel their values x[sel]. y = LaunchV6's y at the same split and
+// early + wq.Compensate's compensation, bit for bit; nsel = 0 gives
+// LaunchV6's y.
+func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel, xsel cuda.DevicePtr, nsel int, res *DECResidual,
+	N, K, bits, G, S int, early bool) error {
+	if err := GEMVQ6DECReads(bits, G, N, K); err != nil {
+		return err
+	}
+	if res == nil || res.Elem != wq.Int4 || res.N != N || res.K != K {
+		return fmt.Errorf("kernels: gemvq v6.1 + DEC: want an int4 residual of [%d, %d]", N, K)
+	}
+	if nsel < 0 || nsel > K {
+		return fmt.Errorf("kernels: gemvq v6.1 + DEC: %d selected channels of %d", nsel, K)
+	}
+	bi, si := slices.Index(gemvq6DECBits[:], bits), slices.Index(gemvq4Splits[:], S)
+	if si < 0 {
+		return fmt.Errorf("kernels: gemvq v6.1 + DEC: split %d is not one of %v", S, gemvq4Splits)
+	}
+	rows := gemvq4Rows * gemvq4Warps / S
+	return c.Launch(d.fns[bi][si], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
+		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring[bi]),
+		sel, xsel, int32(nsel), res.Words, res.Params)
+}
+
+// Info returns gemv_q6_dec's resources for a width and split, and the CTAs
+// an SM holds at its shared memory.
+func (d *GEMVQ6DEC) Info(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, int, error) {
+	bi, si := slices.Index(gemvq6DECBits[:], bits), slices.Index(gemvq4Splits[:], S)
+	if bi < 0 || si < 0 {
+		return cuda.FuncInfo{}, 0, fmt.Errorf("kernels: gemvq v6.1 + DEC: no kernel for int%d split %d", bits, S)
+	}
+	fi, err := c.FuncInfo(d.fns[bi][si])
+	if err != nil {
+		return fi, 0, err
+	}
+	n, err := c.MaxActiveBlocksPerSM(d.fns[bi][si], d.threads, d.shared(bi))
+	return fi, n, err
+}
