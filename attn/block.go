@@ -401,6 +401,14 @@ func (w *worker) blockScores(k []byte, n int) {
 	case lay.Scaling == kv.PerChannel:
 		for t0 := 0; t0 < n; t0 += lay.Group {
 			// Fold the group's scales into Q and its zeros into one bias per row.
+			if vnni && !wide && w.r%4 == 0 && w.k.foldQuery4H != nil {
+				// Every row in a group of four: the fold reads the pairs as
+				// stored (round 20).
+				o := lay.ParamsOffset + lay.ParamIndex(t0, 0)*kv.ParamBytes
+				w.quantRows4H(bytesU16(k[o : o+kv.ParamBytes*d]))
+				w.intScores(codes, t0, lay.Group, w.ones, w.ones, wide)
+				continue
+			}
 			w.paramPairs(w.gs, w.gz, lay, k, lay.ParamIndex(t0, 0), d)
 			for r := w.quantRows4(w.gs, w.gz, wide); r < w.r; r++ {
 				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
@@ -496,16 +504,7 @@ func (w *worker) quantRows4(s, z []float32, wide bool) int {
 		return 0
 	}
 	d, r := w.d, 0
-	lay := qNone // the score kernel's query layout, written by the fold
-	switch {
-	case d%zmmBytes != 0:
-	case w.i4:
-		lay = qI4L // a group of four rows runs scoresI4x4, which reads only these bytes
-	case w.i2:
-		lay = qI2
-	case w.x4():
-		lay = qU8
-	}
+	lay := w.foldLayout()
 	for ; r+4 <= w.r; r += 4 {
 		w.k.foldQuery4(w.qi[r*d:(r+4)*d], w.qs[r*d:(r+4)*d], w.q[r*d:(r+4)*d], s, z, w.qa[r:r+4], w.qb[r:r+4], w.qb4[4*r*d:4*(r+4)*d], lay)
 		if lay == qNone {
@@ -513,6 +512,34 @@ func (w *worker) quantRows4(s, z []float32, wide bool) int {
 		}
 	}
 	return r
+}
+
+// quantRows4H is quantRows4 for every row (R a multiple of 4, int8
+// queries, foldQuery4H) with the key group's scales and zeros as the d
+// fp16 pairs the block stores: the bits of paramPairs then quantRows4.
+func (w *worker) quantRows4H(pairs []uint16) {
+	d, lay := w.d, w.foldLayout()
+	for r := 0; r+4 <= w.r; r += 4 {
+		w.k.foldQuery4H(w.qi[r*d:(r+4)*d], w.qs[r*d:(r+4)*d], w.q[r*d:(r+4)*d], pairs, w.qa[r:r+4], w.qb[r:r+4], w.qb4[4*r*d:4*(r+4)*d], lay)
+		if lay == qNone {
+			w.bcastRows(r, 4, false)
+		}
+	}
+}
+
+// foldLayout is the score kernel's query layout that foldQuery4 writes
+// (qNone: bcastRows writes it after the fold).
+func (w *worker) foldLayout() qLayout {
+	switch {
+	case w.d%zmmBytes != 0:
+	case w.i4:
+		return qI4L // a group of four rows runs scoresI4x4, which reads only these bytes
+	case w.i2:
+		return qI2
+	case w.x4():
+		return qU8
+	}
+	return qNone
 }
 
 // bcastRows writes rows r..r+n-1 of the quantized query (and, wide, their

@@ -87,6 +87,11 @@ type kernels struct {
 	// scoresI4x4 reads; d a multiple of 64). Nil where the level has no
 	// such kernel (then foldQuery runs per row).
 	foldQuery4 func(qi []int8, qs, q, s, z, a, bias []float32, dst []int8, lay qLayout)
+	// foldQuery4H is foldQuery4 with s and z given as d fp16 (scale,
+	// zero) pairs as a block stores them, converted inside the fold: the
+	// bits of cvtPairs then foldQuery4, without the float arrays (round
+	// 20). Nil where the level has no such kernel.
+	foldQuery4H func(qi []int8, qs, q []float32, pairs []uint16, a, bias []float32, dst []int8, lay qLayout)
 	// cvtPairs converts the fp16 pairs src[2i], src[2i+1] to a[i], b[i]
 	// (cvtHalf then deinterleave in one pass); len(src) a multiple of 32.
 	// Nil where the level has no such kernel.

@@ -5,6 +5,7 @@ package attn
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
 	"github.com/bitdecode/bitdecode/kv"
@@ -87,7 +88,7 @@ var qPermPk = func() (p [5][5 * zmmBytes]int8) {
 }()
 
 //go:noescape
-func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *int8, nperm int)
+func foldQuery4AVX512(qi *int8, qs, q, s, z *float32, d int, a, bias *float32, dst *int8, perm *int8, nperm int, pairs int)
 
 //go:noescape
 func deinterleaveAVX512(a, b, src *float32, n int)
@@ -449,7 +450,27 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			case qI4L:
 				nperm = 2 // one vector's four lanes, 64 bytes apart
 			}
-			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0], dp, perm, nperm)
+			foldQuery4AVX512(&qi[0], &qs[0], &q[0], &sc[0], &z[0], d, &a[0], &bias[0], dp, perm, nperm, 0)
+		}
+		k.foldQuery4H = func(qi []int8, qs, q []float32, pairs []uint16, a, bias []float32, dst []int8, lay qLayout) {
+			d := len(q) / 4
+			if !(d%vecLen == 0 && d > 0 && len(q) == 4*d && len(pairs) >= 2*d && len(qs) >= 4*d && len(qi) >= 4*d && len(a) >= 4 && len(bias) >= 4) ||
+				lay != qNone && !(lay <= qI4L && d%zmmBytes == 0 && len(dst) >= 16*d) {
+				bad("foldQuery4H", d, int(lay))
+			}
+			var dp, perm *int8
+			nperm := 4
+			if lay != qNone {
+				dp, perm = &dst[0], &qPermPk[lay][0]
+			}
+			switch lay {
+			case qI2:
+				nperm = 1
+			case qI4L:
+				nperm = 2
+			}
+			pp := (*float32)(unsafe.Pointer(&pairs[0]))
+			foldQuery4AVX512(&qi[0], &qs[0], &q[0], pp, pp, d, &a[0], &bias[0], dp, perm, nperm, 1)
 		}
 	}
 	if level >= cpufeat.AVX512 {

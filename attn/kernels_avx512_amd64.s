@@ -2995,8 +2995,12 @@ GLOBL foldIdx<>(SB), RODATA|NOPTR, $64
 // packs' order); nperm 1 writes only the first of the four (bcastQ2's
 // layout, v51); nperm 2 writes 16 bytes at each 64 from the lanes of the
 // first index vector's result (the bytes of bcastQ4's layout that
-// scoresI4x4VNNI reads, v64).
-TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-88
+// scoresI4x4VNNI reads, v64). With pairs not 0, s points to d fp16 (scale,
+// zero) pairs as a block stores them (z unused): pass 1 converts each 16
+// channels' pairs itself (cvtPairs' operations, in registers: the same
+// floats, so the same bits) instead of loading cvtPairs' two float arrays
+// (round 20).
+TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-96
 	MOVQ         qi+0(FP), DI
 	MOVQ         qs+8(FP), R8
 	MOVQ         q+16(FP), SI
@@ -3019,6 +3023,8 @@ TEXT ·foldQuery4AVX512(SB), NOSPLIT, $0-88
 	VPXORD       Z23, Z23, Z23
 	XORQ         AX, AX
 	MOVQ         CX, BX
+	CMPQ         pairs+88(FP), $0
+	JNE          pass1h
 pass1:
 	VMOVUPS (R9)(AX*1), Z8
 	VMOVUPS (R10)(AX*1), Z9
@@ -3031,6 +3037,28 @@ pass1:
 	ADDQ    $64, AX
 	DECQ    BX
 	JNZ     pass1
+	JMP     folded
+pass1h: // 16 channels' pairs are 64 bytes, as 16 floats are: the same AX
+	VMOVDQU32    pairIdx<>(SB), Z10    // the scales' positions (even floats)
+	MOVL         $1, DX
+	VPBROADCASTD DX, Z11
+	VPADDD       Z11, Z10, Z11         // the zeros' (odd floats)
+pass1hl:
+	VCVTPH2PS (R9)(AX*1), Z9           // pairs 0..7 of the 16
+	VCVTPH2PS 32(R9)(AX*1), Z12        // pairs 8..15
+	VMOVAPS   Z9, Z8
+	VPERMT2PS Z12, Z10, Z8             // s
+	VPERMT2PS Z12, Z11, Z9             // z
+	LEAQ      (SI)(AX*1), DX
+	LEAQ      (R8)(AX*1), R13
+	FOLD1((DX), (R13), Z16, Z20)
+	FOLD1((DX)(R11*1), (R13)(R11*1), Z17, Z21)
+	FOLD1((DX)(R11*2), (R13)(R11*2), Z18, Z22)
+	FOLD1((DX)(R12*1), (R13)(R12*1), Z19, Z23)
+	ADDQ      $64, AX
+	DECQ      BX
+	JNZ       pass1hl
+folded:
 	// The eight lane folds four rows at a time (v57): HSUMR's pairs and
 	// operand order (the low half first), the four rows' vectors
 	// shuffled side by side: 13 operations per four rows instead of 32;

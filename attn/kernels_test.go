@@ -620,6 +620,39 @@ func TestFoldDequantKernels(t *testing.T) {
 						sameBits(t, name+" steps and biases", append(a5, b5...), append(a4, b4...))
 					}
 				}
+				if k.foldQuery4H != nil { // the pairs as stored: the bits of foldQuery4 on their floats, every layout
+					pairs, sh, zh := make([]uint16, 2*d), make([]float32, d), make([]float32, d)
+					for c := range d {
+						pairs[2*c] = uint16(r.IntN(1<<10)) | uint16(8+r.IntN(8))<<10    // scale 2^-7..2^1
+						pairs[2*c+1] = uint16(r.IntN(1<<11)) | uint16(12+r.IntN(6))<<10 // zero ±2^-3..2^3
+						sh[c], zh[c] = fp16ToF32[pairs[2*c]], fp16ToF32[pairs[2*c+1]]
+					}
+					pairs[2*(d/3)] = 0x5a00 // an outlier channel's scale: 192
+					sh[d/3] = fp16ToF32[pairs[2*(d/3)]]
+					lays := []qLayout{qNone}
+					if d%zmmBytes == 0 {
+						lays = append(lays, qU8, qI4, qI2, qI4L)
+					}
+					for _, lay := range lays {
+						var want, got []int8
+						if lay != qNone {
+							want, got = make([]int8, 16*d), make([]int8, 16*d)
+							for i := range got {
+								want[i], got[i] = 0x55, 0x55
+							}
+						}
+						qiw, qsw, aw, bw := make([]int8, 4*d), nanSlice(4*d), nanSlice(4), nanSlice(4)
+						qig, qsg, ag, bg := make([]int8, 4*d), nanSlice(4*d), nanSlice(4), nanSlice(4)
+						k.foldQuery4(qiw, qsw, q4, sh, zh, aw, bw, want, lay)
+						k.foldQuery4H(qig, qsg, q4, pairs, ag, bg, got, lay)
+						name := fmt.Sprintf("%v foldQuery4H d=%d layout %d", k, d, lay)
+						sameBits(t, name+" qs", qsg, qsw)
+						sameBits(t, name+" steps and biases", append(ag, bg...), append(aw, bw...))
+						if string(bytesOf(qig)) != string(bytesOf(qiw)) || string(bytesOf(got)) != string(bytesOf(want)) {
+							t.Fatalf("%s: codes differ from foldQuery4's", name)
+						}
+					}
+				}
 				for row := 0; row < 4; row++ {
 					qsr, qir := nanSlice(d), make([]int8, d)
 					ar, br := k.foldQuery(qir, qsr, q4[row*d:(row+1)*d], s, z)
@@ -1136,6 +1169,43 @@ func sameWeights[T int16 | uint8](t *testing.T, name string, got, want []T) {
 	for i := range got {
 		if got[i] != want[i] {
 			t.Fatalf("%s: weight %d = %d, want %d", name, i, got[i], want[i])
+		}
+	}
+}
+
+// TestFoldPairsDecode: the decode with the key groups' pairs folded as
+// stored (foldQuery4H) gives the bits of the decode through cvtPairs and
+// foldQuery4, for the KC formats whose rows fold four at a time.
+func TestFoldPairsDecode(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 26))
+	sh := Shape{Hq: 8, Hkv: 2, D: 128}
+	for _, k := range levelSets() {
+		if k.foldQuery4H == nil {
+			continue
+		}
+		without := *k
+		without.foldQuery4H = nil
+		for _, spec := range []string{"int2", "int4", "int4:kc32:v32", "k4v2"} {
+			f, err := kv.MustParseSpec(spec).Resolve(sh.D)
+			if err != nil {
+				t.Fatal(err)
+			}
+			caches, _, _ := buildBatch(t, r, f, sh, []int{700, 1030})
+			seqs := seqsOf(caches)
+			p := Params{Format: f, Shape: sh, Tq: 1}
+			q := randF32(r, len(seqs)*sh.Hq*sh.D, 1)
+			got, want := nanSlice(len(q)), nanSlice(len(q))
+			withKernels(k, func() {
+				if err := Decode(got, q, seqs, p); err != nil {
+					t.Fatal(err)
+				}
+			})
+			withKernels(&without, func() {
+				if err := Decode(want, q, seqs, p); err != nil {
+					t.Fatal(err)
+				}
+			})
+			sameBits(t, fmt.Sprintf("%v %s decode with foldQuery4H", k, spec), got, want)
 		}
 	}
 }

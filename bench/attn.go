@@ -70,6 +70,19 @@ type AttnRow struct {
 	MaxAbsErr     float64 `json:"max_abs_err_vs_f64"`
 	BytesPerToken float64 `json:"kv_bytes_per_token_per_head"`
 	BitsPerElem   float64 `json:"bits_per_element"`
+	// OtherCores is the cores' worth of CPU time other processes took
+	// while the row was timed (CPU rows on Linux; 0 elsewhere): a row
+	// timed beside another process's work reads up to 2x its cycles on a
+	// 2-core machine (BusyOtherCores).
+	OtherCores float64 `json:"other_cores,omitempty"`
+}
+
+// jsonNum returns x, or 0 for NaN (which JSON cannot hold).
+func jsonNum(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return x
 }
 
 // AttnReport is the result of RunAttnCPU.
@@ -82,12 +95,17 @@ type AttnReport struct {
 	// rows) and ReadAfterGBps (after them). On a shared VM one probe can
 	// catch a busy minute and read 30% low; the higher is the bandwidth
 	// the machine showed it can deliver during the run.
-	ReadGBps       float64   `json:"read_ceiling_gb_per_s"`
-	ReadBeforeGBps float64   `json:"read_before_gb_per_s"`
-	ReadAfterGBps  float64   `json:"read_after_gb_per_s"`
-	ReadGBps1T     float64   `json:"read_one_thread_gb_per_s"`
-	Rows           []AttnRow `json:"rows"`
-	BaselineRows   []AttnRow `json:"fp32_rows"`
+	ReadGBps       float64 `json:"read_ceiling_gb_per_s"`
+	ReadBeforeGBps float64 `json:"read_before_gb_per_s"`
+	ReadAfterGBps  float64 `json:"read_after_gb_per_s"`
+	ReadGBps1T     float64 `json:"read_one_thread_gb_per_s"`
+	// ReadBeforeOther and ReadAfterOther are the cores' worth of CPU time
+	// other processes took during each two-thread probe (OtherCores; 0
+	// where the system does not say).
+	ReadBeforeOther float64   `json:"read_before_other_cores,omitempty"`
+	ReadAfterOther  float64   `json:"read_after_other_cores,omitempty"`
+	Rows            []AttnRow `json:"rows"`
+	BaselineRows    []AttnRow `json:"fp32_rows"`
 }
 
 // DefaultCPUReps is RunAttnCPU's timed runs per row when AttnConfig.Reps
@@ -123,7 +141,7 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 	}
 	rep := &AttnReport{Date: time.Now().UTC().Format("2006-01-02"), Machine: machineName(), Threads: runtime.GOMAXPROCS(0)}
 	fmt.Fprintf(progress, "measuring read bandwidth (%d threads)...\n", rep.Threads)
-	rep.ReadBeforeGBps = ReadBandwidth(1<<30, 0, 5)
+	rep.ReadBeforeGBps, rep.ReadBeforeOther = readBandwidthOther()
 	rep.ReadGBps = rep.ReadBeforeGBps // the progress lines' ceiling until the second probe
 	rep.ReadGBps1T = ReadBandwidth(1<<30, 1, 3)
 	fmt.Fprintf(progress, "read bandwidth: %.1f GB/s (%d threads), %.1f GB/s (1 thread)\n", rep.ReadGBps, rep.Threads, rep.ReadGBps1T)
@@ -183,7 +201,7 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 			}
 			bytesRead += int64(2 * len(q) * 4)
 			p := attn.Params{Format: f, Shape: sh, Tq: 1}
-			sec := timeIt(cfg.Reps, cfg.MinSeconds, func() {
+			sec, other := timeItOther(cfg.Reps, cfg.MinSeconds, func() {
 				if err := attn.Decode(out, q, seqs, p); err != nil {
 					panic(err)
 				}
@@ -191,14 +209,14 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 			row := AttnRow{Device: "cpu", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 				TimeUS: sec * 1e6, BytesRead: bytesRead, GBps: float64(bytesRead) / sec / 1e9,
 				Speedup: base / sec, MaxAbsErr: maxAbsDiff(out[:len(exact)], exact),
-				BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()}
+				BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement(), OtherCores: jsonNum(other)}
 			row.FracCeiling = row.GBps / rep.ReadGBps
 			rep.Rows = append(rep.Rows, row)
 			fmt.Fprintf(progress, "%s\n", rowLine(row))
 		}
 	}
 	fmt.Fprintf(progress, "measuring read bandwidth again (%d threads)...\n", rep.Threads)
-	rep.ReadAfterGBps = ReadBandwidth(1<<30, 0, 5)
+	rep.ReadAfterGBps, rep.ReadAfterOther = readBandwidthOther()
 	rep.ReadGBps = max(rep.ReadBeforeGBps, rep.ReadAfterGBps)
 	for _, rows := range [][]AttnRow{rep.Rows, rep.BaselineRows} {
 		for i := range rows {
@@ -206,6 +224,15 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// readBandwidthOther runs the two-thread read probe (fastest of 5 passes
+// over 1 GiB) and returns its GB/s and the cores' worth of CPU time other
+// processes took meanwhile (jsonNum of otherCores).
+func readBandwidthOther() (gbps, other float64) {
+	c0, w0 := readCPU(), time.Now()
+	gbps = ReadBandwidth(1<<30, 0, 5)
+	return gbps, jsonNum(otherCores(c0, readCPU(), time.Since(w0).Seconds()))
 }
 
 // TargetScoreStd is the standard deviation of the synthetic attention
@@ -257,19 +284,29 @@ func syntheticQ(r *rand.Rand, keys [][]float32, sh attn.Shape) []float32 {
 // background scavenger, its madvise calls ran beside the timed calls too
 // (~500 MB of them during one (1, 32K) row: cpu-attention.md, round 11).
 func timeIt(reps int, minSec float64, fn func()) float64 {
+	sec, _ := timeItOther(reps, minSec, fn)
+	return sec
+}
+
+// timeItOther is timeIt that also returns the cores' worth of CPU time
+// other processes took during the timed runs (otherCores; NaN where the
+// system does not say).
+func timeItOther(reps int, minSec float64, fn func()) (sec, other float64) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	fn()
 	t := make([]float64, 0, reps)
 	var total float64
+	c0, w0 := readCPU(), time.Now()
 	for len(t) < reps || total < minSec {
 		start := time.Now()
 		fn()
 		t = append(t, time.Since(start).Seconds())
 		total += t[len(t)-1]
 	}
+	other = otherCores(c0, readCPU(), time.Since(w0).Seconds())
 	sort.Float64s(t)
-	return t[len(t)/2]
+	return t[len(t)/2], other
 }
 
 func maxAbsDiff(a, b []float32) float64 {
@@ -285,8 +322,12 @@ func maxAbsDiff(a, b []float32) float64 {
 }
 
 func rowLine(r AttnRow) string {
-	return fmt.Sprintf("  %-22s B=%-3d L=%-6d %10.1f us %7.2f GB/s %5.1f%% of read  %5.2fx fp32  err %.2e",
+	s := fmt.Sprintf("  %-22s B=%-3d L=%-6d %10.1f us %7.2f GB/s %5.1f%% of read  %5.2fx fp32  err %.2e",
 		r.Format, r.B, r.L, r.TimeUS, r.GBps, 100*r.FracCeiling, r.Speedup, r.MaxAbsErr)
+	if r.OtherCores > 0 {
+		s += fmt.Sprintf("  other procs %.2f cores", r.OtherCores)
+	}
+	return s
 }
 
 // WriteTable prints the report as a Markdown table.
@@ -306,6 +347,20 @@ func (rep *AttnReport) WriteTable(w io.Writer) {
 	for _, r := range all {
 		fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.0f | %s | %.2f | %.1f%% | %.2fx | %.1e |\n", r.Format, r.B, r.L, r.BitsPerElem,
 			r.TimeUS, mib(r.BytesRead), r.GBps, 100*r.FracCeiling, r.Speedup, r.MaxAbsErr)
+	}
+	for _, p := range []struct {
+		name  string
+		other float64
+	}{{"before the rows", rep.ReadBeforeOther}, {"after the rows", rep.ReadAfterOther}} {
+		if p.other >= BusyOtherCores {
+			fmt.Fprintf(w, "\nThe read probe %s ran beside other processes' work (%.2f cores of %d): it reads low.\n", p.name, p.other, rep.Threads)
+		}
+	}
+	for _, r := range all {
+		if r.OtherCores >= BusyOtherCores {
+			fmt.Fprintf(w, "\n%s B=%d L=%d was timed beside other processes' work (%.2f cores of %d): its time reads high.\n",
+				r.Format, r.B, r.L, r.OtherCores, rep.Threads)
+		}
 	}
 }
 

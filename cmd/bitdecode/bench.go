@@ -24,6 +24,9 @@ actually reads (packed K/V, scales, fp16 residual, Q and O), the achieved GB/s,
 its fraction of the measured read ceiling (on the CPU probed before and after
 the rows, the higher taken), the speedup over the fp32 baseline,
 and the largest error against float64 attention on the unquantized K/V.
+On Linux the CPU rows and probes also say how many cores' worth of CPU time
+other processes took while they ran; those at a quarter of a core or more are
+listed under the table, since on a small machine they read up to 2x slow.
 
 The synthetic K has per-channel offsets and a few outlier channels (x10-x50)
 like real keys; queries are scaled so scores have a realistic spread.
