@@ -208,6 +208,19 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 	}
 	m := b.moe
 	gate, up, down := ex.tables, ex.tables+cuda.DevicePtr(8*E), ex.tables+cuda.DevicePtr(16*E)
+	if b.moeGrouped(T, H, IE, E) {
+		l := kernels.MoEGroupedLayout(T*k, E, H, IE)
+		buf, err := b.growKeyed(&b.mgMu, &b.mg, &b.mgBytes, l.Bytes)
+		if err != nil {
+			b.fail(fmt.Errorf("backend/gpu: %s: grouped buffer: %w", op, err))
+			return
+		}
+		b.launch(op, func(c *cuda.Ctx) error {
+			return m.Grouped(c, b.stream, ot.ptr, xt.ptr, it.ptr, wt.ptr, gate, up, down, sp, sgp, buf, T, k, H, IE, E)
+		}, u64(ot.ptr), u64(xt.ptr), u64(it.ptr), u64(wt.ptr), u64(ex.tables), u64(sp), u64(sgp), u64(buf),
+			u64(T), u64(k), u64(H), u64(IE), u64(E), moeGroupedKey)
+		return
+	}
 	b.launch(op, func(c *cuda.Ctx) error {
 		if err := m.GateUp(c, b.stream, at.ptr, xt.ptr, it.ptr, gate, up, T, k, H, IE, E); err != nil {
 			return err
@@ -215,6 +228,26 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 		return m.Down(c, b.stream, ot.ptr, at.ptr, it.ptr, wt.ptr, down, sp, sgp, T, k, H, IE, E)
 	}, u64(ot.ptr), u64(xt.ptr), u64(it.ptr), u64(wt.ptr), u64(at.ptr), u64(ex.tables), u64(sp), u64(sgp),
 		u64(T), u64(k), u64(H), u64(IE), u64(E))
+}
+
+// moeGroupMinRows is the default Options.MoEGroupRows: from this many
+// tokens MixExperts groups the pairs by expert (moe.cu's v2, docs/perf/
+// moe.md): below it the per-token GEMVs read about what the experts
+// weigh (L2 serves repeated experts), above it they re-read them per
+// token.
+const moeGroupMinRows = 16
+
+// moeGroupedKey tells the grouped path's launch key from the GEMVs'.
+const moeGroupedKey = 2
+
+// moeGrouped says whether MixExperts of T tokens over experts of shape
+// H, IE (E of them) takes the grouped path.
+func (b *Backend) moeGrouped(T, H, IE, E int) bool {
+	rows := b.opts.MoEGroupRows
+	if rows == 0 {
+		rows = moeGroupMinRows
+	}
+	return rows > 0 && T >= rows && H%kernels.MoEGroupedAlign == 0 && IE%kernels.MoEGroupedAlign == 0 && E <= kernels.MoEGroupMaxExperts
 }
 
 // checkDType requires t to be of type dt.

@@ -130,11 +130,29 @@ var moeQuantFamilies = []string{
 // routers' logits are of std ~4, synthmodel's routerGain, so that the
 // GPU's rounding leaves every choice as the CPU's).
 func TestGPUMoEQuantizedExperts(t *testing.T) {
-	gb := gpuBackend(t)
 	spec, err := wq.ParseSpec("int8")
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkMoEAgainstCPU(t, spec, 24, 8, "int8 experts routed on the host")
+}
+
+// TestGPUMoEGroupedPrefill loads the same synthetic checkpoints with fp16
+// weights (the device's routing) and prefills a 64-token prompt in one
+// chunk (and 8 decode steps): the chunk's sparse layers take MixExperts's
+// grouped path (moe.cu v2, from 16 tokens: widths multiples of 64), the
+// decode steps the per-token GEMVs. Every row of logits must be within
+// hfGPUTol of the CPU backend's, as above.
+func TestGPUMoEGroupedPrefill(t *testing.T) {
+	checkMoEAgainstCPU(t, wq.Spec{}, 64, 64, "fp16 experts, a 64-token chunk grouped by expert")
+}
+
+// checkMoEAgainstCPU runs each of moeQuantFamilies on the CPU and CUDA
+// backends with weights spec (the zero Spec: as stored), a prompt of prefill tokens
+// in chunks of chunk and then 8 decode steps, and holds every logits row of
+// the GPU within hfGPUTol of the CPU's.
+func checkMoEAgainstCPU(t *testing.T, spec wq.Spec, prefill, chunk int, what string) {
+	gb := gpuBackend(t)
 	cb := cpu.New(2)
 	for fi, config := range moeQuantFamilies {
 		cfg, err := model.ParseConfig([]byte(config))
@@ -152,7 +170,7 @@ func TestGPUMoEQuantizedExperts(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := rand.New(rand.NewPCG(uint64(fi), 3))
-			tokens := randomPrompt(r, 32, cfg.Vocab)
+			tokens := randomPrompt(r, prefill+8, cfg.Vocab)
 			var rows [2][][]float32
 			for i, be := range []backend.Backend{cb, gb} {
 				m, err := model.Load(dir, be, model.LoadOptions{Weights: spec})
@@ -162,8 +180,8 @@ func TestGPUMoEQuantizedExperts(t *testing.T) {
 				c := model.NewDenseCache(be, m.Config())
 				for pos := 0; pos < len(tokens); {
 					n := 1
-					if pos < 24 {
-						n = 8
+					if pos < prefill {
+						n = min(chunk, prefill-pos)
 					}
 					var b model.Batch
 					b.Add(1, pos, tokens[pos:pos+n]...)
@@ -187,7 +205,7 @@ func TestGPUMoEQuantizedExperts(t *testing.T) {
 				}
 				worst = max(worst, d)
 			}
-			t.Logf("int8 experts routed on the host: %d rows, worst ‖gpu − cpu‖/‖cpu‖ %.2e (bound %.1e)", len(rows[0]), worst, hfGPUTol)
+			t.Logf("%s: %d rows, worst ‖gpu − cpu‖/‖cpu‖ %.2e (bound %.1e)", what, len(rows[0]), worst, hfGPUTol)
 		})
 	}
 }
