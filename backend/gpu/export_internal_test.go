@@ -11,3 +11,11 @@ func SetMoEGroupRows(b *Backend, n int) int {
 	b.opts.MoEGroupRows = n
 	return old
 }
+
+// SetMoEGroupLDM makes b's grouped MoE GEMMs load their fragments with
+// ldmatrix (on, the default) or 32-bit loads, returning the old setting.
+func SetMoEGroupLDM(b *Backend, on bool) bool {
+	old := !b.moeNoLDM
+	b.moeNoLDM = !on
+	return old
+}

@@ -142,6 +142,9 @@ type Backend struct {
 	mgMu    sync.Mutex
 	mg      cuda.DevicePtr
 	mgBytes int
+	// moeNoLDM makes the grouped GEMMs load fragments with 32-bit loads
+	// instead of ldmatrix (the same bits; tests and timing only).
+	moeNoLDM bool
 
 	// group is the tensor-parallel group of which this backend is rank
 	// (OpenGroup), nil for a backend of its own.

@@ -208,17 +208,18 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 	}
 	m := b.moe
 	gate, up, down := ex.tables, ex.tables+cuda.DevicePtr(8*E), ex.tables+cuda.DevicePtr(16*E)
-	if b.moeGrouped(T, H, IE, E) {
+	if b.moeGrouped(T, k, H, IE, E) {
 		l := kernels.MoEGroupedLayout(T*k, E, H, IE)
 		buf, err := b.growKeyed(&b.mgMu, &b.mg, &b.mgBytes, l.Bytes)
 		if err != nil {
 			b.fail(fmt.Errorf("backend/gpu: %s: grouped buffer: %w", op, err))
 			return
 		}
+		ldm := !b.moeNoLDM
 		b.launch(op, func(c *cuda.Ctx) error {
-			return m.Grouped(c, b.stream, ot.ptr, xt.ptr, it.ptr, wt.ptr, gate, up, down, sp, sgp, buf, T, k, H, IE, E)
+			return m.Grouped(c, b.stream, ot.ptr, xt.ptr, it.ptr, wt.ptr, gate, up, down, sp, sgp, buf, T, k, H, IE, E, ldm)
 		}, u64(ot.ptr), u64(xt.ptr), u64(it.ptr), u64(wt.ptr), u64(ex.tables), u64(sp), u64(sgp), u64(buf),
-			u64(T), u64(k), u64(H), u64(IE), u64(E), moeGroupedKey)
+			u64(T), u64(k), u64(H), u64(IE), u64(E), moeGroupedKey, u64(flag(ldm)))
 		return
 	}
 	b.launch(op, func(c *cuda.Ctx) error {
@@ -230,24 +231,32 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 		u64(T), u64(k), u64(H), u64(IE), u64(E))
 }
 
-// moeGroupMinRows is the default Options.MoEGroupRows: from this many
-// tokens MixExperts groups the pairs by expert (moe.cu's v2, docs/perf/
-// moe.md): below it the per-token GEMVs read about what the experts
-// weigh (L2 serves repeated experts), above it they re-read them per
-// token.
-const moeGroupMinRows = 16
+// moeGroupRowsPerExpert is the default of Options.MoEGroupRows: the
+// grouped path from T·k >= moeGroupRowsPerExpert·E pairs (4 rows an expert
+// on average: T >= 16 at Mixtral's 8 experts of 2, 64 at Qwen3-30B-A3B's
+// 128 of 8). Below, the per-token GEMVs read little more than the chosen
+// experts weigh (L2 serves repeats) while the grouped GEMMs pay for 64-row
+// tiles of 1-2 rows; above, the GEMVs re-read each expert per token (call 1
+// of docs/perf/moe.md's v2: Mixtral T 8 1.27 ms v1, 1.69 grouped; T 16 2.06
+// and 1.87; Qwen3 T 32 0.52 and 0.68, T 128 1.53 and 0.78).
+const moeGroupRowsPerExpert = 4
 
 // moeGroupedKey tells the grouped path's launch key from the GEMVs'.
 const moeGroupedKey = 2
 
 // moeGrouped says whether MixExperts of T tokens over experts of shape
 // H, IE (E of them) takes the grouped path.
-func (b *Backend) moeGrouped(T, H, IE, E int) bool {
-	rows := b.opts.MoEGroupRows
-	if rows == 0 {
-		rows = moeGroupMinRows
+func (b *Backend) moeGrouped(T, k, H, IE, E int) bool {
+	if H%kernels.MoEGroupedAlign != 0 || IE%kernels.MoEGroupedAlign != 0 || E > kernels.MoEGroupMaxExperts {
+		return false
 	}
-	return rows > 0 && T >= rows && H%kernels.MoEGroupedAlign == 0 && IE%kernels.MoEGroupedAlign == 0 && E <= kernels.MoEGroupMaxExperts
+	switch rows := b.opts.MoEGroupRows; {
+	case rows < 0:
+		return false
+	case rows > 0:
+		return T >= rows
+	}
+	return T*k >= moeGroupRowsPerExpert*E
 }
 
 // checkDType requires t to be of type dt.

@@ -171,7 +171,8 @@ type Options struct {
 	DECMode kernels.DECMode
 	// MoEGroupRows is the fewest tokens at which MixExperts groups the
 	// (token, slot) pairs by expert and runs each expert as a tiled GEMM
-	// (moe.go); 0 is the default, moeGroupMinRows; negative: never.
+	// (moe.go); 0 is the default (from 4 rows an expert on average,
+	// T·k >= 4·E); negative: never.
 	MoEGroupRows int
 	// DECBlocks, when positive, is n_tb for every DEC weight (else the
 	// weight's own wq.DEC.Blocks, else a default); it must fit each

@@ -307,8 +307,22 @@ __device__ __forceinline__ void moeLoadTile(u16* sa, u16* sb, const u16* __restr
   }
 }
 
+// moeLdm4 is ldmatrix .x4: four 8x8 fp16 matrices, lane l giving the
+// address of row l % 8 of matrix l / 8 (16 bytes each).
+__device__ __forceinline__ void moeLdm4(u32 (&r)[4], const u16* p) {
+  u32 s;
+  asm("{ .reg .u64 a;\n cvta.to.shared.u64 a, %1;\n cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s)
+               : "memory");
+}
+
 // moeGemmTile accumulates a warp's 32 x 32 block of NB products over K.
-template <int NB>
+// LDM loads the fragments with ldmatrix (6 instructions a 16-k step for
+// gate/up instead of 24 32-bit loads); the same operands reach the same
+// mmas in the same order, so the bits are the same.
+template <int NB, bool LDM>
 __device__ __forceinline__ void moeGemmTile(float (&acc)[NB][2][4][4], u16* smem, const u16* __restrict__ A, int K,
                                             int r0, int rEnd, const u16* const* W, int n0) {
   constexpr int stageA = kGM * kGRow, stageB = NB * kGN * kGRow, stage = stageA + stageB;
@@ -343,6 +357,24 @@ __device__ __forceinline__ void moeGemmTile(float (&acc)[NB][2][4][4], u16* smem
 #pragma unroll
     for (int kk = 0; kk < kGK; kk += 16) {
       u32 a[2][4];
+      if (LDM) {
+#pragma unroll
+        for (int i = 0; i < 2; i++) moeLdm4(a[i], sa + (wm + 16 * i + (lane & 15)) * kGRow + kk + (lane >> 4) * 8);
+#pragma unroll
+        for (int b = 0; b < NB; b++) {
+#pragma unroll
+          for (int j = 0; j < 4; j += 2) {
+            u32 bb[4];
+            moeLdm4(bb, sb + (b * kGN + wn + 8 * j + (lane & 7) + ((lane >> 4) << 3)) * kGRow + kk + ((lane >> 3) & 1) * 8);
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+              mma16816(acc[b][i][j], a[i], bb[0], bb[1]);
+              mma16816(acc[b][i][j + 1], a[i], bb[2], bb[3]);
+            }
+          }
+        }
+        continue;
+      }
 #pragma unroll
       for (int i = 0; i < 2; i++) {
         const u16* r = sa + (wm + 16 * i + g) * kGRow + kk + 2 * q;
@@ -367,18 +399,18 @@ __device__ __forceinline__ void moeGemmTile(float (&acc)[NB][2][4][4], u16* smem
   cpAsyncWait<0>();
 }
 
-// moe_gemm_gu: grid (tilesMax, IE / kGN).
-extern "C" __global__ void __launch_bounds__(kGWarps * 32) moe_gemm_gu(u16* __restrict__ act16, const u16* __restrict__ xs,
-                                                                      const int4* __restrict__ tiles,
-                                                                      const unsigned long long* __restrict__ gate,
-                                                                      const unsigned long long* __restrict__ up, int H, int IE) {
+// moeGemmGU is moe_gemm_gu: grid (tilesMax, IE / kGN).
+template <bool LDM>
+__device__ __forceinline__ void moeGemmGU(u16* __restrict__ act16, const u16* __restrict__ xs, const int4* __restrict__ tiles,
+                                          const unsigned long long* __restrict__ gate,
+                                          const unsigned long long* __restrict__ up, int H, int IE) {
   __shared__ __align__(16) u16 smem[kGStages * (kGM + 2 * kGN) * kGRow];
   const int4 tile = tiles[blockIdx.x];
   if (tile.x < 0) return;
   const int n0 = blockIdx.y * kGN;
   const u16* W[2] = {reinterpret_cast<const u16*>(gate[tile.x]), reinterpret_cast<const u16*>(up[tile.x])};
   float acc[2][2][4][4];
-  moeGemmTile<2>(acc, smem, xs, H, tile.y, tile.z, W, n0);
+  moeGemmTile<2, LDM>(acc, smem, xs, H, tile.y, tile.z, W, n0);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, q = lane & 3;
   const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
@@ -398,17 +430,17 @@ extern "C" __global__ void __launch_bounds__(kGWarps * 32) moe_gemm_gu(u16* __re
     }
 }
 
-// moe_gemm_down: grid (tilesMax, H / kGN).
-extern "C" __global__ void __launch_bounds__(kGWarps * 32) moe_gemm_down(float* __restrict__ ys, const u16* __restrict__ act16,
-                                                                        const int4* __restrict__ tiles,
-                                                                        const unsigned long long* __restrict__ down, int H, int IE) {
+// moeGemmDown is moe_gemm_down: grid (tilesMax, H / kGN).
+template <bool LDM>
+__device__ __forceinline__ void moeGemmDown(float* __restrict__ ys, const u16* __restrict__ act16, const int4* __restrict__ tiles,
+                                            const unsigned long long* __restrict__ down, int H, int IE) {
   __shared__ __align__(16) u16 smem[kGStages * (kGM + kGN) * kGRow];
   const int4 tile = tiles[blockIdx.x];
   if (tile.x < 0) return;
   const int n0 = blockIdx.y * kGN;
   const u16* W[1] = {reinterpret_cast<const u16*>(down[tile.x])};
   float acc[1][2][4][4];
-  moeGemmTile<1>(acc, smem, act16, IE, tile.y, tile.z, W, n0);
+  moeGemmTile<1, LDM>(acc, smem, act16, IE, tile.y, tile.z, W, n0);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, q = lane & 3;
   const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
@@ -425,6 +457,23 @@ extern "C" __global__ void __launch_bounds__(kGWarps * 32) moe_gemm_down(float* 
       }
     }
 }
+
+#define MOE_GEMM_GU(name, ldm)                                                                                          \
+  extern "C" __global__ void __launch_bounds__(kGWarps * 32)                                                           \
+      name(u16* __restrict__ act16, const u16* __restrict__ xs, const int4* __restrict__ tiles,                         \
+           const unsigned long long* __restrict__ gate, const unsigned long long* __restrict__ up, int H, int IE) { \
+    moeGemmGU<ldm>(act16, xs, tiles, gate, up, H, IE);                                                                  \
+  }
+#define MOE_GEMM_DOWN(name, ldm)                                                                                          \
+  extern "C" __global__ void __launch_bounds__(kGWarps * 32)                                                             \
+      name(float* __restrict__ ys, const u16* __restrict__ act16, const int4* __restrict__ tiles,                         \
+           const unsigned long long* __restrict__ down, int H, int IE) {                                                  \
+    moeGemmDown<ldm>(ys, act16, tiles, down, H, IE);                                                                      \
+  }
+MOE_GEMM_GU(moe_gemm_gu, false)
+MOE_GEMM_GU(moe_gemm_gu_ldm, true)
+MOE_GEMM_DOWN(moe_gemm_down, false)
+MOE_GEMM_DOWN(moe_gemm_down_ldm, true)
 
 // moe_combine: grid (T, ceil(H / 256)), a thread per output n.
 extern "C" __global__ void moe_combine(float* __restrict__ out, const float* __restrict__ ys, const int* __restrict__ pos,

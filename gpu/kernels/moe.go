@@ -39,6 +39,7 @@ const (
 type MoE struct {
 	route, gateUp, down                      cuda.Function
 	group, gather, gemmGU, gemmDown, combine cuda.Function
+	gemmGULdm, gemmDownLdm                   cuda.Function
 }
 
 // LoadMoE compiles moe.cu (once per device; later calls reuse the module).
@@ -52,7 +53,8 @@ func LoadMoE(dev *cuda.Device) (*MoE, error) {
 		f    *cuda.Function
 		name string
 	}{{&m.route, "moe_route"}, {&m.gateUp, "moe_gate_up"}, {&m.down, "moe_down"},
-		{&m.group, "moe_group"}, {&m.gather, "moe_gather"}, {&m.gemmGU, "moe_gemm_gu"}, {&m.gemmDown, "moe_gemm_down"}, {&m.combine, "moe_combine"}} {
+		{&m.group, "moe_group"}, {&m.gather, "moe_gather"}, {&m.gemmGU, "moe_gemm_gu"}, {&m.gemmDown, "moe_gemm_down"}, {&m.combine, "moe_combine"},
+		{&m.gemmGULdm, "moe_gemm_gu_ldm"}, {&m.gemmDownLdm, "moe_gemm_down_ldm"}} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
 		}
@@ -142,8 +144,9 @@ func MoEGroupedLayout(P, E, H, IE int) MoEGroupedScratch {
 // tensor-core GEMM over fp16-rounded x and activations, then out [T, H] =
 // Σ_j w[t,j]·y (slot order) + sigmoid(sg)·shared. scratch has
 // MoEGroupedLayout(T·k, E, H, IE).Bytes; H and IE are multiples of
-// MoEGroupedAlign. The launches depend on the sizes only.
-func (m *MoE) Grouped(c *cuda.Ctx, s cuda.Stream, out, x, idx, w, gate, up, down, shared, sg, scratch cuda.DevicePtr, T, k, H, IE, E int) error {
+// MoEGroupedAlign. The launches depend on the sizes only. ldm loads the
+// GEMMs' fragments with ldmatrix (the same bits, fewer instructions).
+func (m *MoE) Grouped(c *cuda.Ctx, s cuda.Stream, out, x, idx, w, gate, up, down, shared, sg, scratch cuda.DevicePtr, T, k, H, IE, E int, ldm bool) error {
 	if err := checkMoE("moe_group", T, E, k); err != nil {
 		return err
 	}
@@ -164,10 +167,14 @@ func (m *MoE) Grouped(c *cuda.Ctx, s cuda.Stream, out, x, idx, w, gate, up, down
 		return err
 	}
 	g := cuda.Dim3{X: moeGEMMThreads}
-	if err := c.Launch(m.gemmGU, cuda.Dim3{X: tiles, Y: IE / MoEGroupedAlign}, g, 0, s, act, xs, tt, gate, up, int32(H), int32(IE)); err != nil {
+	gu, dn := m.gemmGU, m.gemmDown
+	if ldm {
+		gu, dn = m.gemmGULdm, m.gemmDownLdm
+	}
+	if err := c.Launch(gu, cuda.Dim3{X: tiles, Y: IE / MoEGroupedAlign}, g, 0, s, act, xs, tt, gate, up, int32(H), int32(IE)); err != nil {
 		return err
 	}
-	if err := c.Launch(m.gemmDown, cuda.Dim3{X: tiles, Y: H / MoEGroupedAlign}, g, 0, s, ys, act, tt, down, int32(H), int32(IE)); err != nil {
+	if err := c.Launch(dn, cuda.Dim3{X: tiles, Y: H / MoEGroupedAlign}, g, 0, s, ys, act, tt, down, int32(H), int32(IE)); err != nil {
 		return err
 	}
 	return c.Launch(m.combine, cuda.Dim3{X: T, Y: (H + moeRowThreads - 1) / moeRowThreads}, th, 0, s, out, ys, pos, w, shared, sg, int32(k), int32(H))
