@@ -134,7 +134,7 @@ func TestGPUMoEQuantizedExperts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkMoEAgainstCPU(t, spec, 24, 8, "int8 experts routed on the host", gpuBackend(t))
+	checkMoEAgainstCPU(t, spec, 24, 8, func(fi int) uint64 { return uint64(fi) }, "int8 experts routed on the host", gpuBackend(t))
 }
 
 // TestGPUMoEGroupedPrefill loads the same synthetic checkpoints with fp16
@@ -145,6 +145,18 @@ func TestGPUMoEQuantizedExperts(t *testing.T) {
 // hfGPUTol of the CPU backend's, as above; a second CUDA backend with the
 // grouping off (v1's GEMVs for the chunk too) is held to the same bound,
 // so that a failure says whether the grouping is at fault.
+//
+// A token whose k-th and (k+1)-th router logits nearly tie may choose
+// differently on the two backends (fp16-rounded inputs on the GPU), and
+// then its row differs by O(1e-1): with the int8 test's prompts (seed 0) the
+// CPU's logits for qwen2_moe's token 0 at layer 2 are 4.0579 and 4.0558
+// apart by 0.0021, and the grouped path's rounding (x and activations to
+// fp16, ~4e-4 of the experts' output) flipped it (call 1 and 2 of
+// docs/perf/moe.md's v2; v1 happened to keep the CPU's choice). The
+// prompt's seed, groupedPromptSeed, was chosen on the CPU (a local hook on
+// model.moeHost's logits, not kept) so that every token's gap is at least
+// 0.027 (qwen2_moe) and 0.041 (mixtral) over the chunk and the 8 decode
+// steps, several times the GPU's deviation in those logits.
 func TestGPUMoEGroupedPrefill(t *testing.T) {
 	gb := gpuBackend(t)
 	v1, err := gpu.Open(0, gpu.Options{MoEGroupRows: -1})
@@ -152,15 +164,20 @@ func TestGPUMoEGroupedPrefill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v1.Close()
-	checkMoEAgainstCPU(t, wq.Spec{}, 64, 64, "fp16 experts, a 64-token chunk", gb, v1)
+	checkMoEAgainstCPU(t, wq.Spec{}, 64, 64, func(int) uint64 { return groupedPromptSeed }, "fp16 experts, a 64-token chunk", gb, v1)
 }
 
+// groupedPromptSeed is TestGPUMoEGroupedPrefill's prompt seed (its comment
+// says why).
+const groupedPromptSeed = 6
+
 // checkMoEAgainstCPU runs each of moeQuantFamilies on the CPU and CUDA
-// backends with weights spec (the zero Spec: as stored), a prompt of prefill tokens
-// in chunks of chunk and then 8 decode steps, and holds every logits row of
+// backends with weights spec (the zero Spec: as stored), a prompt (random
+// tokens of seed(family)) of prefill tokens in chunks of chunk and then 8
+// decode steps, and holds every logits row of
 // each CUDA backend gbs (the first: the default options) within hfGPUTol
 // of the CPU's.
-func checkMoEAgainstCPU(t *testing.T, spec wq.Spec, prefill, chunk int, what string, gbs ...*gpu.Backend) {
+func checkMoEAgainstCPU(t *testing.T, spec wq.Spec, prefill, chunk int, seed func(family int) uint64, what string, gbs ...*gpu.Backend) {
 	cb := cpu.New(2)
 	bes := []backend.Backend{cb}
 	for _, gb := range gbs {
@@ -181,7 +198,7 @@ func checkMoEAgainstCPU(t *testing.T, spec wq.Spec, prefill, chunk int, what str
 			if _, err := synthmodel.Write(dir, config, shape, safetensors.BF16, uint64(40+fi), nil); err != nil {
 				t.Fatal(err)
 			}
-			r := rand.New(rand.NewPCG(uint64(fi), 3))
+			r := rand.New(rand.NewPCG(seed(fi), 3))
 			tokens := randomPrompt(r, prefill+8, cfg.Vocab)
 			rows := make([][][]float32, len(bes))
 			for i, be := range bes {
