@@ -15,7 +15,10 @@ import (
 // expert GEMVs read each token's expert index from there and the expert's
 // weight address from a table of a layer's experts. A decode step queues
 // the same launches with the same arguments whatever its tokens choose, so
-// it replays as a CUDA graph.
+// it replays as a CUDA graph. From a few rows an expert (moeGrouped) the
+// pairs are grouped by expert on the device and each expert runs as one
+// tiled GEMM (moe.cu's v2), with launches sized for the worst case, so a
+// large decode batch replays too.
 
 // experts is the CUDA backend's backend.Experts: device tables of the
 // addresses of one layer's expert matrices (fp16, in place).

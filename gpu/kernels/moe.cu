@@ -23,7 +23,8 @@
 // The GEMVs are one warp per output element (a row of the weight read
 // once per token and slot, lanes striding over K two halves at a time): the
 // bytes of the k chosen experts per token, no more, at decode; a prefill
-// reads each chosen row once per token (correct, not fast: docs/gpu.md).
+// reads each chosen row once per token; from 4 rows an expert the backend
+// takes the grouped path below instead (v2, docs/perf/moe.md).
 
 #include "bitdecode.cuh"
 
