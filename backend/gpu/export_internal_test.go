@@ -3,3 +3,19 @@ package gpu
 // GEMMQRoutes is gemmqRoutes for the package's external tests: whether
 // Linear gives T rows of x over a tiled int-bits [N, K] weight to gemmq.cu.
 var GEMMQRoutes = gemmqRoutes
+
+// SetMoEGroupRows sets b's Options.MoEGroupRows (MixExperts's grouped
+// path from n tokens; negative: never) for a test, returning the old value.
+func SetMoEGroupRows(b *Backend, n int) int {
+	old := b.opts.MoEGroupRows
+	b.opts.MoEGroupRows = n
+	return old
+}
+
+// SetMoEGroupLDM makes b's grouped MoE GEMMs load their fragments with
+// ldmatrix (on, the default) or 32-bit loads, returning the old setting.
+func SetMoEGroupLDM(b *Backend, on bool) bool {
+	old := !b.moeNoLDM
+	b.moeNoLDM = !on
+	return old
+}

@@ -137,6 +137,14 @@ type Backend struct {
 	// moe.go).
 	moeMu sync.Mutex
 	moe   *kernels.MoE
+	// moeGrouped: MixExperts's grouped path's buffer (kernels.
+	// MoEGroupedLayout), grown like keyedScratch (mgMu; moe.go).
+	mgMu    sync.Mutex
+	mg      cuda.DevicePtr
+	mgBytes int
+	// moeNoLDM makes the grouped GEMMs load fragments with 32-bit loads
+	// instead of ldmatrix (the same bits; tests and timing only).
+	moeNoLDM bool
 
 	// group is the tensor-parallel group of which this backend is rank
 	// (OpenGroup), nil for a backend of its own.
@@ -905,6 +913,10 @@ func (b *Backend) Close() error {
 	ptrs = append(ptrs, b.yk)
 	b.yk, b.ykBytes = 0, 0
 	b.ykMu.Unlock()
+	b.mgMu.Lock()
+	ptrs = append(ptrs, b.mg)
+	b.mg, b.mgBytes = 0, 0
+	b.mgMu.Unlock()
 	b.skMu.Lock()
 	if b.skws != 0 {
 		ptrs = append(ptrs, b.skws)

@@ -15,7 +15,10 @@ import (
 // expert GEMVs read each token's expert index from there and the expert's
 // weight address from a table of a layer's experts. A decode step queues
 // the same launches with the same arguments whatever its tokens choose, so
-// it replays as a CUDA graph.
+// it replays as a CUDA graph. From a few rows an expert (moeGrouped) the
+// pairs are grouped by expert on the device and each expert runs as one
+// tiled GEMM (moe.cu's v2), with launches sized for the worst case, so a
+// large decode batch replays too.
 
 // experts is the CUDA backend's backend.Experts: device tables of the
 // addresses of one layer's expert matrices (fp16, in place).
@@ -208,6 +211,20 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 	}
 	m := b.moe
 	gate, up, down := ex.tables, ex.tables+cuda.DevicePtr(8*E), ex.tables+cuda.DevicePtr(16*E)
+	if b.moeGrouped(T, k, H, IE, E) {
+		l := kernels.MoEGroupedLayout(T*k, E, H, IE)
+		buf, err := b.growKeyed(&b.mgMu, &b.mg, &b.mgBytes, l.Bytes)
+		if err != nil {
+			b.fail(fmt.Errorf("backend/gpu: %s: grouped buffer: %w", op, err))
+			return
+		}
+		ldm := !b.moeNoLDM
+		b.launch(op, func(c *cuda.Ctx) error {
+			return m.Grouped(c, b.stream, ot.ptr, xt.ptr, it.ptr, wt.ptr, gate, up, down, sp, sgp, buf, T, k, H, IE, E, ldm)
+		}, u64(ot.ptr), u64(xt.ptr), u64(it.ptr), u64(wt.ptr), u64(ex.tables), u64(sp), u64(sgp), u64(buf),
+			u64(T), u64(k), u64(H), u64(IE), u64(E), moeGroupedKey, u64(flag(ldm)))
+		return
+	}
 	b.launch(op, func(c *cuda.Ctx) error {
 		if err := m.GateUp(c, b.stream, at.ptr, xt.ptr, it.ptr, gate, up, T, k, H, IE, E); err != nil {
 			return err
@@ -215,6 +232,34 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 		return m.Down(c, b.stream, ot.ptr, at.ptr, it.ptr, wt.ptr, down, sp, sgp, T, k, H, IE, E)
 	}, u64(ot.ptr), u64(xt.ptr), u64(it.ptr), u64(wt.ptr), u64(at.ptr), u64(ex.tables), u64(sp), u64(sgp),
 		u64(T), u64(k), u64(H), u64(IE), u64(E))
+}
+
+// moeGroupRowsPerExpert is the default of Options.MoEGroupRows: the
+// grouped path from T·k >= moeGroupRowsPerExpert·E pairs (4 rows an expert
+// on average: T >= 16 at Mixtral's 8 experts of 2, 64 at Qwen3-30B-A3B's
+// 128 of 8). Below, the per-token GEMVs read little more than the chosen
+// experts weigh (L2 serves repeats) while the grouped GEMMs pay for 64-row
+// tiles of 1-2 rows; above, the GEMVs re-read each expert per token (call 1
+// of docs/perf/moe.md's v2: Mixtral T 8 1.27 ms v1, 1.69 grouped; T 16 2.06
+// and 1.87; Qwen3 T 32 0.52 and 0.68, T 128 1.53 and 0.78).
+const moeGroupRowsPerExpert = 4
+
+// moeGroupedKey tells the grouped path's launch key from the GEMVs'.
+const moeGroupedKey = 2
+
+// moeGrouped says whether MixExperts of T tokens over experts of shape
+// H, IE (E of them) takes the grouped path.
+func (b *Backend) moeGrouped(T, k, H, IE, E int) bool {
+	if H%kernels.MoEGroupedAlign != 0 || IE%kernels.MoEGroupedAlign != 0 || E > kernels.MoEGroupMaxExperts {
+		return false
+	}
+	switch rows := b.opts.MoEGroupRows; {
+	case rows < 0:
+		return false
+	case rows > 0:
+		return T >= rows
+	}
+	return T*k >= moeGroupRowsPerExpert*E
 }
 
 // checkDType requires t to be of type dt.

@@ -18,6 +18,8 @@ import (
 type moeCase struct {
 	T, H, IE, E, k int
 	norm, shared   bool
+	// grouped runs MixExperts's grouped path (moe.cu v2; else the GEMVs).
+	grouped bool
 }
 
 // TestMixExperts holds RouteExperts and MixExperts (moe.cu) to a float64
@@ -47,8 +49,52 @@ func TestMixExperts(t *testing.T) {
 	}
 }
 
+// TestMixExpertsGrouped holds MixExperts's grouped path (moe.cu v2: pairs
+// grouped by expert on the device, each expert a tensor-core GEMM over
+// fp16-rounded x and activations) to the float64 reference of
+// TestMixExperts at T >= 64: each output within its bound of the reference
+// that rounds x and each activation to fp16 as the kernels do (what is
+// left: the tensor cores' fp32 accumulation, which truncates, carried
+// through silu and the down GEMM, and an activation that rounds to the
+// neighbouring fp16 where that error straddles a rounding boundary; a
+// first bound of 2e-4 on the norm, from IEEE float32 accumulation, was
+// wrong: the truncations reach 3e-4, call 1), and the norm within 2e-3 of
+// the unrounded reference (fp16 inputs: ~2.4e-4 a rounding, as the dense
+// prefill's cuBLASLt path). Then the same tokens in reverse order must give each
+// token the same bits: a row's result does not depend on which tokens share
+// its tile (a stale or unwritten row, or a race, shows there); and the
+// GEMMs' two fragment loaders (ldmatrix, 32-bit loads) the same bits.
+func TestMixExpertsGrouped(t *testing.T) {
+	g := gpuBackend(t)
+	r := rand.New(rand.NewPCG(5, 11))
+	for _, c := range []moeCase{
+		{T: 96, H: 128, IE: 192, E: 8, k: 2, norm: true},                // Mixtral's routing: ~24 rows an expert, partial tiles
+		{T: 80, H: 128, IE: 64, E: 64, k: 8, norm: true, shared: true},  // Qwen's: 64 experts of ~10 rows, a shared expert
+		{T: 200, H: 256, IE: 128, E: 4, k: 1},                           // experts of ~50 and more rows: several tiles each
+		{T: 64, H: 64, IE: 256, E: 300, k: 5, norm: true, shared: true}, // more experts than tiles of rows
+	} {
+		c.grouped = true
+		t.Run(fmt.Sprintf("T%d_H%d_IE%d_E%d_k%d", c.T, c.H, c.IE, c.E, c.k), func(t *testing.T) {
+			checkMixExperts(t, g, r, c)
+		})
+	}
+}
+
+// mmaTrunc bounds the relative error of a dot product over K terms on
+// mma.m16n8k16 with fp32 accumulators, in units of the sum of the terms'
+// magnitudes: each mma adds 16 exact fp16 products and the accumulator with
+// at most one truncation (≤ 2⁻²³ of the largest term) per term, 17 per mma
+// (gpu/kernels' linearTol).
+func mmaTrunc(K int) float64 { return float64((K+15)/16*17) * 0x1p-23 }
+
 func checkMixExperts(t *testing.T, g *gpu.Backend, r *rand.Rand, c moeCase) {
 	T, H, IE, E, k := c.T, c.H, c.IE, c.E, c.k
+	rows := -1
+	if c.grouped {
+		rows = 1
+	}
+	defer gpu.SetMoEGroupRows(g, gpu.SetMoEGroupRows(g, rows))
+	f16 := func(v float64) float64 { return float64(half.ToFloat32(half.FromFloat32(float32(v)))) }
 	// Weights as fp16 values (what the backend stores).
 	rnd := func(n int, scale float64) []float32 {
 		v := make([]float32, n)
@@ -146,7 +192,7 @@ func checkMixExperts(t *testing.T, g *gpu.Backend, r *rand.Rand, c moeCase) {
 	if err := g.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	worst := 0.0
+	worst, worstR, worstB := 0.0, 0.0, 0.0
 	for tok := range T {
 		l := logits[tok*E : (tok+1)*E]
 		mx := math.Inf(-1)
@@ -175,7 +221,7 @@ func checkMixExperts(t *testing.T, g *gpu.Backend, r *rand.Rand, c moeCase) {
 			s += p[e]
 		}
 		slices.Sort(top) // the slots' order
-		y := make([]float64, H)
+		y, yr, tol, mag := make([]float64, H), make([]float64, H), make([]float64, H), make([]float64, H)
 		xr := x[tok*H : (tok+1)*H]
 		for j, e := range top {
 			if int(gotIdx[tok*k+j]) != e {
@@ -188,49 +234,131 @@ func checkMixExperts(t *testing.T, g *gpu.Backend, r *rand.Rand, c moeCase) {
 			if d := math.Abs(float64(gotW[tok*k+j]) - w); !(d <= 1e-6*w+1e-9) {
 				t.Fatalf("token %d slot %d: weight %v, want %v", tok, j, gotW[tok*k+j], w)
 			}
-			a := make([]float64, IE)
+			a, ar, da := make([]float64, IE), make([]float64, IE), make([]float64, IE)
 			for n := range IE {
-				var gs, us float64
+				var gs, us, gr, ur, mg, mu float64
 				for i := range H {
 					gs += float64(gv[e][n*H+i]) * float64(xr[i])
 					us += float64(uv[e][n*H+i]) * float64(xr[i])
+					gx, ux := float64(gv[e][n*H+i])*f16(float64(xr[i])), float64(uv[e][n*H+i])*f16(float64(xr[i]))
+					gr, ur, mg, mu = gr+gx, ur+ux, mg+math.Abs(gx), mu+math.Abs(ux)
 				}
 				a[n] = gs / (1 + math.Exp(-gs)) * us
+				sig := 1 / (1 + math.Exp(-gr))
+				act := gr * sig * ur
+				ar[n] = f16(act)
+				// The kernel's float32 activation is within dA of act (the
+				// mma's truncations through silu'·u and silu, and float32's
+				// own ~1e-6); its fp16 rounding then within da[n] of ar[n].
+				dA := math.Abs(sig*(1+gr*(1-sig))*ur)*mmaTrunc(H)*mg + math.Abs(gr*sig)*mmaTrunc(H)*mu + 1e-6*math.Abs(act)
+				da[n] = max(math.Abs(f16(act+dA)-ar[n]), math.Abs(ar[n]-f16(act-dA)))
 			}
 			for n := range H {
-				var d float64
+				var d, dr, md, ed float64
 				for i := range IE {
 					d += float64(dv[e][n*IE+i]) * a[i]
+					dr += float64(dv[e][n*IE+i]) * ar[i]
+					md += math.Abs(float64(dv[e][n*IE+i]) * ar[i])
+					ed += math.Abs(float64(dv[e][n*IE+i])) * da[i]
 				}
 				y[n] += w * d
+				yr[n] += w * dr
+				tol[n] += math.Abs(w) * (mmaTrunc(IE)*md + ed)
+				mag[n] += math.Abs(w * dr)
 			}
 		}
 		if c.shared {
 			sgm := 1 / (1 + math.Exp(-float64(sg[tok])))
 			for n := range H {
 				y[n] += sgm * float64(shared[tok*H+n])
+				yr[n] += sgm * float64(shared[tok*H+n])
+				mag[n] += math.Abs(sgm * float64(shared[tok*H+n]))
 			}
 		}
-		var dn, yn float64
-		for n := range H {
-			d := float64(got[tok*H+n]) - y[n]
-			dn += d * d
-			yn += y[n] * y[n]
+		relTo := func(ref []float64) float64 {
+			var dn, yn float64
+			for n := range H {
+				d := float64(got[tok*H+n]) - ref[n]
+				dn += d * d
+				yn += ref[n] * ref[n]
+			}
+			return math.Sqrt(dn / yn)
 		}
-		rel := math.Sqrt(dn / yn)
-		if !(rel <= 1e-3) {
+		rel, relR := relTo(y), relTo(yr)
+		switch {
+		case !c.grouped && !(rel <= 1e-3):
 			t.Fatalf("token %d: ‖gpu − ref‖/‖ref‖ = %.3g", tok, rel)
+		case c.grouped && !(rel <= 2e-3):
+			t.Fatalf("token %d: ‖gpu − ref‖/‖ref‖ = %.3g (%.3g against the fp16-rounded reference)", tok, rel, relR)
+		case c.grouped:
+			// Each output within its bound of the fp16-rounded reference:
+			// the mma truncations and activation roundings above, the
+			// products by w and the k + 1 float32 adds of moe_combine.
+			for n := range H {
+				bound := tol[n] + float64(k+2)*0x1p-23*mag[n]
+				if d := math.Abs(float64(got[tok*H+n]) - yr[n]); !(d <= bound) {
+					t.Fatalf("token %d: out[%d] = %v, the fp16-rounded reference %v: |Δ| %.3g over the bound %.3g", tok, n, got[tok*H+n], yr[n], d, bound)
+				}
+				worstB = max(worstB, math.Abs(float64(got[tok*H+n])-yr[n])/bound)
+			}
 		}
-		worst = max(worst, rel)
+		worst, worstR = max(worst, rel), max(worstR, relR)
 	}
-	t.Logf("worst ‖gpu − ref‖/‖ref‖ %.2e", worst)
+	t.Logf("worst ‖gpu − ref‖/‖ref‖ %.2e (%.2e against x and activations rounded to fp16; grouped: the largest |Δ| is %.2f of its bound)", worst, worstR, worstB)
+	if !c.grouped {
+		return
+	}
+	// The tokens in reverse order: each token's bits again.
+	xRev, lRev, sRev, sgRev := make([]float32, T*H), make([]float32, T*E), make([]float32, T*H), make([]float32, T)
+	for tok := range T {
+		rt := T - 1 - tok
+		copy(xRev[rt*H:(rt+1)*H], x[tok*H:(tok+1)*H])
+		copy(lRev[rt*E:(rt+1)*E], logits[tok*E:(tok+1)*E])
+		copy(sRev[rt*H:(rt+1)*H], shared[tok*H:(tok+1)*H])
+		sgRev[rt] = sg[tok]
+	}
+	up(xt, xRev)
+	up(lt, lRev)
+	up(st, sRev)
+	up(sgt, sgRev)
+	up(out, nan)
+	g.RouteExperts(idx, wt, lt, c.norm)
+	g.MixExperts(out, xt, ex, idx, wt, act, sharedT, sgT)
+	again := make([]float32, T*H)
+	if err := g.Download(again, out); err != nil {
+		t.Fatal(err)
+	}
+	// Fragments by 32-bit loads instead of ldmatrix: the same bits.
+	defer gpu.SetMoEGroupLDM(g, gpu.SetMoEGroupLDM(g, false))
+	up(out, nan)
+	g.MixExperts(out, xt, ex, idx, wt, act, sharedT, sgT)
+	lds := make([]float32, T*H)
+	if err := g.Download(lds, out); err != nil {
+		t.Fatal(err)
+	}
+	for i := range lds {
+		if a, b := math.Float32bits(lds[i]), math.Float32bits(again[i]); a != b {
+			t.Fatalf("out[%d]: %v with 32-bit fragment loads, %v with ldmatrix", i, lds[i], again[i])
+		}
+	}
+	for tok := range T {
+		rt := T - 1 - tok
+		for n := range H {
+			if a, b := math.Float32bits(again[rt*H+n]), math.Float32bits(got[tok*H+n]); a != b {
+				t.Fatalf("token %d, reversed to %d: out[%d] %v, in order %v: a row's bits depend on the batch", tok, rt, n, again[rt*H+n], got[tok*H+n])
+			}
+		}
+	}
 }
 
 // TestMixExpertsTiming times a decode step's mixture (RouteExperts and
 // MixExperts of 8 layers, each its own experts, one CUDA graph after the
 // second step) at Mixtral-8x7B's and Qwen3-30B-A3B's expert shapes, T = 1,
-// 8 and 128 tokens (a prefill chunk), against the bytes the chosen experts'
-// weights take (the floor at the device's bandwidth), and the router alone.
+// 8, 16, 32, 64, 128 and 512 tokens (prefill chunks, large batches), each by
+// the per-token GEMVs (v1) and the grouped GEMMs (v2, fragments by 32-bit
+// loads, then by ldmatrix: the same bits), against the bytes
+// the chosen experts' weights take (the floor at the device's bandwidth),
+// and the router alone; the two paths' outputs agree within 2e-3.
 // Set BITDECODE_MOE_TIMING=1 to run it; it checks the outputs are finite.
 func TestMixExpertsTiming(t *testing.T) {
 	if os.Getenv("BITDECODE_MOE_TIMING") == "" {
@@ -265,7 +393,7 @@ func TestMixExpertsTiming(t *testing.T) {
 			}
 			exs = append(exs, ex)
 		}
-		for _, T := range []int{1, 8, 128} {
+		for _, T := range []int{1, 8, 16, 32, 64, 128, 512} {
 			alloc := func(dt backend.DType, shape ...int) backend.Tensor {
 				x, err := g.Alloc(dt, shape...)
 				if err != nil {
@@ -298,25 +426,58 @@ func TestMixExpertsTiming(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for range 3 {
-				step()
+			// The weights a token's k experts read (distinct experts of T
+			// tokens: at most min(E, T·k)).
+			experts := min(sh.E, T*sh.k)
+			bytes := float64(experts) * 3 * float64(sh.IE*sh.H) * 2
+			// Each path in turn: the per-token GEMVs (v1) and the grouped
+			// GEMMs (v2); the last layer's outputs compared.
+			var res [3][]float32
+			for pi, path := range []struct {
+				name string
+				rows int
+				ldm  bool
+			}{{"gemv", -1, true}, {"grouped-lds", 1, false}, {"grouped", 1, true}} {
+				old, oldLDM := gpu.SetMoEGroupRows(g, path.rows), gpu.SetMoEGroupLDM(g, path.ldm)
+				for range 3 {
+					step()
+				}
+				reps := 50
+				if T > 8 {
+					reps = 5 // a prefill chunk: tens of ms a layer at Mixtral's shape (v1)
+				}
+				start := time.Now()
+				for range reps {
+					step()
+				}
+				per := time.Since(start) / time.Duration(reps) / layers
+				res[pi] = make([]float32, T*sh.H)
+				if err := g.Download(res[pi], out); err != nil {
+					t.Fatal(err)
+				}
+				gpu.SetMoEGroupRows(g, old)
+				gpu.SetMoEGroupLDM(g, oldLDM)
+				for i, v := range res[pi] {
+					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+						t.Fatalf("%s T %d %s: out[%d] = %v", sh.name, T, path.name, i, v)
+					}
+				}
+				t.Logf("%s T %d %s: %v a layer (sync per 8 layers, graphs %+v); chosen experts' weights ≤ %.1f MB, %.0f GB/s at the distinct-expert bound",
+					sh.name, T, path.name, per, g.GraphStats(), bytes/1e6, bytes/per.Seconds()/1e9)
 			}
-			reps := 50
-			if T > 8 {
-				reps = 5 // a prefill chunk: tens of ms a layer at Mixtral's shape
+			var dn, yn float64
+			for i := range res[0] {
+				d := float64(res[1][i]) - float64(res[0][i])
+				dn, yn = dn+d*d, yn+float64(res[0][i])*float64(res[0][i])
 			}
-			start := time.Now()
-			for range reps {
-				step()
+			if rel := math.Sqrt(dn / yn); !(rel <= 2e-3) {
+				t.Fatalf("%s T %d: ‖grouped − gemv‖/‖gemv‖ = %.3g", sh.name, T, rel)
+			} else {
+				t.Logf("%s T %d: ‖grouped − gemv‖/‖gemv‖ = %.2e", sh.name, T, rel)
 			}
-			per := time.Since(start) / time.Duration(reps) / layers
-			res := make([]float32, T*sh.H)
-			if err := g.Download(res, out); err != nil {
-				t.Fatal(err)
-			}
-			for i, v := range res {
-				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-					t.Fatalf("%s T %d: out[%d] = %v", sh.name, T, i, v)
+			for i := range res[2] {
+				if math.Float32bits(res[2][i]) != math.Float32bits(res[1][i]) {
+					t.Fatalf("%s T %d: out[%d] %v with ldmatrix, %v with 32-bit loads", sh.name, T, i, res[2][i], res[1][i])
 				}
 			}
 			// The router alone: 2·layers launches a flush (a graph).
@@ -331,17 +492,11 @@ func TestMixExpertsTiming(t *testing.T) {
 			for range 3 {
 				route()
 			}
-			start = time.Now()
-			for range reps {
+			start := time.Now()
+			for range 20 {
 				route()
 			}
-			perRoute := time.Since(start) / time.Duration(reps) / (2 * layers)
-			// The weights a token's k experts read (distinct experts of T
-			// tokens: at most min(E, T·k)).
-			experts := min(sh.E, T*sh.k)
-			bytes := float64(experts) * 3 * float64(sh.IE*sh.H) * 2
-			t.Logf("%s T %d: %v a layer (sync per 8 layers, graphs %+v); chosen experts' weights ≤ %.1f MB, %.0f GB/s at the distinct-expert bound; the router alone %v",
-				sh.name, T, per, g.GraphStats(), bytes/1e6, bytes/per.Seconds()/1e9, perRoute)
+			t.Logf("%s T %d: the router alone %v", sh.name, T, time.Since(start)/20/(2*layers))
 			for _, tt := range []backend.Tensor{x, lg, idx, w, act, out} {
 				g.Free(tt)
 			}

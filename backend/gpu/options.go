@@ -41,6 +41,10 @@ const (
 	// and fp16 residuals) or "concurrent" (both on a second stream beside the base
 	// GEMV of a packed weight, joined by one add; decode batches).
 	EnvDECMode = "BITDECODE_DEC_MODE"
+	// EnvMoEGroupRows is Options.MoEGroupRows: the fewest tokens at which
+	// MixExperts groups the rows by expert (moe.cu's grouped GEMMs), or
+	// "off" (the per-token GEMVs at every size, for comparisons).
+	EnvMoEGroupRows = "BITDECODE_MOE_GROUP_ROWS"
 	// EnvDECBlocks is Options.DECBlocks: n_tb, the compensation's thread
 	// blocks, for every DEC weight (also tuned ones), for experiments.
 	EnvDECBlocks = "BITDECODE_DEC_BLOCKS"
@@ -165,6 +169,11 @@ type Options struct {
 	// DECMode is how DEC runs beside the base GEMV; 0 is kernels.DECFused
 	// for int4 residuals, kernels.DECSerial for int8 and fp16 ones.
 	DECMode kernels.DECMode
+	// MoEGroupRows is the fewest tokens at which MixExperts groups the
+	// (token, slot) pairs by expert and runs each expert as a tiled GEMM
+	// (moe.go); 0 is the default (from 4 rows an expert on average,
+	// T·k >= 4·E); negative: never.
+	MoEGroupRows int
 	// DECBlocks, when positive, is n_tb for every DEC weight (else the
 	// weight's own wq.DEC.Blocks, else a default); it must fit each
 	// weight's shape.
@@ -335,6 +344,17 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			return Options{}, bad(EnvDECMode, v, "serial, concurrent or fused")
 		}
 		o.DECMode = m
+	}
+	if v, ok := get(EnvMoEGroupRows); ok {
+		n, err := strconv.Atoi(v)
+		switch {
+		case v == "off":
+			o.MoEGroupRows = -1
+		case err != nil || n < 1:
+			return Options{}, bad(EnvMoEGroupRows, v, "a positive number of tokens or off")
+		default:
+			o.MoEGroupRows = n
+		}
 	}
 	if v, ok := get(EnvDECBlocks); ok {
 		n, err := strconv.Atoi(v)

@@ -43,6 +43,14 @@ func TestParseOptions(t *testing.T) {
 	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvGEMVQApart: "1", gpu.EnvGEMVQJoinSplit: "2"})); err != nil || !o.GEMVQApart || o.GEMVQJoinSplit != 2 {
 		t.Errorf("GEMVQ_APART=1 GEMVQ_JOIN_SPLIT=2: %v %d, %v", o.GEMVQApart, o.GEMVQJoinSplit, err)
 	}
+	for v, want := range map[string]int{"": 0, "off": -1, "64": 64} {
+		if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvMoEGroupRows: v})); err != nil || o.MoEGroupRows != want {
+			t.Errorf("%s=%q: MoEGroupRows %d, %v; want %d", gpu.EnvMoEGroupRows, v, o.MoEGroupRows, err, want)
+		}
+	}
+	if _, err := gpu.ParseOptions(env(map[string]string{gpu.EnvMoEGroupRows: "0"})); err == nil {
+		t.Errorf("%s=0: no error", gpu.EnvMoEGroupRows)
+	}
 	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvGEMVEarly: "none"})); err != nil || o.GEMVEarly != kernels.GEMVEarlyNone {
 		t.Errorf("GEMV_EARLY=none: %+v, %v", o.GEMVEarly, err)
 	}

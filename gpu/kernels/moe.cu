@@ -23,7 +23,8 @@
 // The GEMVs are one warp per output element (a row of the weight read
 // once per token and slot, lanes striding over K two halves at a time): the
 // bytes of the k chosen experts per token, no more, at decode; a prefill
-// reads each chosen row once per token (correct, not fast: docs/gpu.md).
+// reads each chosen row once per token; from 4 rows an expert the backend
+// takes the grouped path below instead (v2, docs/perf/moe.md).
 
 #include "bitdecode.cuh"
 
@@ -181,4 +182,316 @@ extern "C" __global__ void moe_down(float* __restrict__ out, const float* __rest
     y = __fadd_rn(y, __fmul_rn(g, shared[t * H + n]));
   }
   if ((threadIdx.x & 31) == 0) out[t * H + n] = y;
+}
+
+// ============================================================================
+// The grouped path (v2): a prefill chunk or a large batch, tokens grouped by
+// expert on the device, each expert's rows multiplied as one tiled GEMM on
+// the tensor cores, so each expert's weights are read once per tile of
+// kGM rows instead of once per (token, slot). Every buffer is sized for
+// the worst case (P = T·k pairs, at most ceil(P / kGM) + E row tiles), so
+// the launches do not depend on the choice and a decode batch still
+// replays as a CUDA graph.
+//
+//   moe_group       one block: counts of each expert's pairs (shared
+//                   atomics: a count is order-free), their exclusive prefix
+//                   sum off[E+1], each pair's place pos[p] (expert by
+//                   expert, pairs in (token, slot) order within: warp 0
+//                   ranks 32 pairs at a time), rows[q] = the pair at place
+//                   q, and the tile table tiles[i] = (expert, first place,
+//                   end of the expert's places), e = -1 for unused tiles.
+//                   A pair of a bad expert index has pos -1 (NaN out).
+//   moe_gather      xs[q, :] = fp16(x[rows[q] / k, :]), round to nearest.
+//   moe_gemm_gu     act16[q, n] = fp16(silu(xs[q]·Wg[e][n]) · (xs[q]·Wu[e][n]))
+//   moe_gemm_down   ys[q, n] = act16[q]·Wd[e][n] (float32)
+//   moe_combine     out[t, n] = Σ_j w[t,j]·ys[pos[t·k+j], n], each product
+//                   rounded, from 0 in slot order (expert order, as
+//                   moe_down and the CPU), + sigmoid(sg[t])·shared[t, n].
+//
+// The GEMMs: a CTA of kGWarps warps computes kGM rows x kGN outputs of one
+// tile, K in steps of kGK through a kGStages-deep cp.async ring; each warp
+// 32 rows x 32 outputs as 2 x 4 mma.m16n8k16 (fp16 in, fp32 accumulate, K
+// in order). An output element depends on its own row and weight row only,
+// so its bits do not depend on which other tokens share the tile. Rows
+// past the tile's end read the expert's last row and are not written.
+// Needs H % kGN == 0 and IE % kGN == 0 (the Go side falls back to v1).
+
+constexpr int kGM = 64;       // rows (token, slot pairs) per tile
+constexpr int kGN = 64;       // output channels per CTA
+constexpr int kGK = 32;       // k per pipeline step
+constexpr int kGPad = 8;      // halves of padding per smem row (conflict-free 32-bit fragment loads)
+constexpr int kGRow = kGK + kGPad;
+constexpr int kGStages = 3;   // cp.async ring depth
+constexpr int kGWarps = 4;    // 2 x 2 warps of 32 x 32
+// kMoEGroupMaxE is the most experts moe_group counts in shared memory.
+constexpr int kMoEGroupMaxE = 1024;
+
+extern "C" __global__ void moe_group(int* __restrict__ rows, int* __restrict__ pos, int4* __restrict__ tiles,
+                                     const int* __restrict__ idx, int P, int E, int tilesMax) {
+  __shared__ int cnt[kMoEGroupMaxE];
+  __shared__ int off[kMoEGroupMaxE + 1];
+  __shared__ int tb[kMoEGroupMaxE + 1];
+  __shared__ int run[kMoEGroupMaxE];
+  const int tid = threadIdx.x;
+  for (int e = tid; e < E; e += blockDim.x) cnt[e] = 0, run[e] = 0;
+  for (int q = tid; q < P; q += blockDim.x) rows[q] = -1;
+  __syncthreads();
+  for (int p = tid; p < P; p += blockDim.x) {
+    const int e = idx[p];
+    if (e >= 0 && e < E) atomicAdd(&cnt[e], 1);
+  }
+  __syncthreads();
+  if (tid == 0) {
+    int o = 0, t = 0;
+    for (int e = 0; e < E; e++) {
+      off[e] = o, tb[e] = t;
+      o += cnt[e], t += (cnt[e] + kGM - 1) / kGM;
+    }
+    off[E] = o, tb[E] = t;
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const unsigned lt = (1u << tid) - 1u;
+    for (int base = 0; base < P; base += 32) {
+      const int p = base + tid;
+      const int e = p < P ? idx[p] : -1;
+      const bool ok = p < P && e >= 0 && e < E;
+      const unsigned act = __ballot_sync(0xffffffffu, ok);
+      const unsigned same = __match_any_sync(0xffffffffu, ok ? e : -1) & act;
+      if (p < P && !ok) pos[p] = -1;
+      if (ok) {
+        const int q = off[e] + run[e] + __popc(same & lt);
+        pos[p] = q, rows[q] = p;
+      }
+      __syncwarp();
+      if (ok && (same & lt) == 0) run[e] += __popc(same);  // the group's lowest lane
+      __syncwarp();
+    }
+  }
+  for (int e = tid; e < E; e += blockDim.x) {
+    for (int i = tb[e]; i < tb[e + 1]; i++) tiles[i] = make_int4(e, off[e] + (i - tb[e]) * kGM, off[e + 1], 0);
+  }
+  for (int i = tb[E] + tid; i < tilesMax; i += blockDim.x) tiles[i] = make_int4(-1, 0, 0, 0);
+}
+
+// moe_gather: grid (P), a block of threads over H (H % 4 == 0).
+extern "C" __global__ void moe_gather(u16* __restrict__ xs, const float* __restrict__ x, const int* __restrict__ rows, int k, int H) {
+  const int q = blockIdx.x;
+  const int p = rows[q];
+  if (p < 0) return;
+  const float4* src = reinterpret_cast<const float4*>(x + (long long)(p / k) * H);
+  uint2* dst = reinterpret_cast<uint2*>(xs + (long long)q * H);
+  for (int i = threadIdx.x; i < H / 4; i += blockDim.x) {
+    const float4 v = src[i];
+    dst[i] = make_uint2(pack2(v.x, v.y), pack2(v.z, v.w));
+  }
+}
+
+// moeLoadTile queues one pipeline step's copies: the A rows [r0, r0 + kGM)
+// (clamped to rEnd - 1) and NB weight tiles of kGN rows from n0, k0..k0+kGK.
+template <int NB>
+__device__ __forceinline__ void moeLoadTile(u16* sa, u16* sb, const u16* __restrict__ A, int K, int r0, int rEnd,
+                                            const u16* const* W, int n0, int k0) {
+  const int tid = threadIdx.x;
+  constexpr int chunks = kGK / 8;  // 16-byte chunks per row
+  for (int c = tid; c < kGM * chunks; c += kGWarps * 32) {
+    const int r = c / chunks, kc = c % chunks;
+    const int row = min(r0 + r, rEnd - 1);
+    cpAsync16(sa + r * kGRow + kc * 8, A + (long long)row * K + k0 + kc * 8);
+  }
+#pragma unroll
+  for (int b = 0; b < NB; b++) {
+    for (int c = tid; c < kGN * chunks; c += kGWarps * 32) {
+      const int r = c / chunks, kc = c % chunks;
+      cpAsync16(sb + (b * kGN + r) * kGRow + kc * 8, W[b] + (long long)(n0 + r) * K + k0 + kc * 8);
+    }
+  }
+}
+
+// moeLdm4 is ldmatrix .x4: four 8x8 fp16 matrices, lane l giving the
+// address of row l % 8 of matrix l / 8 (16 bytes each).
+__device__ __forceinline__ void moeLdm4(u32 (&r)[4], const u16* p) {
+  u32 s;
+  asm("{ .reg .u64 a;\n cvta.to.shared.u64 a, %1;\n cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s)
+               : "memory");
+}
+
+// moeGemmTile accumulates a warp's 32 x 32 block of NB products over K.
+// LDM loads the fragments with ldmatrix (6 instructions a 16-k step for
+// gate/up instead of 24 32-bit loads); the same operands reach the same
+// mmas in the same order, so the bits are the same.
+template <int NB, bool LDM>
+__device__ __forceinline__ void moeGemmTile(float (&acc)[NB][2][4][4], u16* smem, const u16* __restrict__ A, int K,
+                                            int r0, int rEnd, const u16* const* W, int n0) {
+  constexpr int stageA = kGM * kGRow, stageB = NB * kGN * kGRow, stage = stageA + stageB;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, q = lane & 3;
+  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+#pragma unroll
+  for (int b = 0; b < NB; b++)
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) acc[b][i][j][c] = 0.0f;
+  const int steps = K / kGK;
+#pragma unroll
+  for (int s = 0; s < kGStages - 1; s++) {
+    if (s < steps) moeLoadTile<NB>(smem + s * stage, smem + s * stage + stageA, A, K, r0, rEnd, W, n0, s * kGK);
+    cpAsyncCommit();
+  }
+  for (int s = 0; s < steps; s++) {
+    cpAsyncWait<kGStages - 2>();
+    __syncthreads();
+    const int nx = s + kGStages - 1;
+    if (nx < steps) {
+      u16* st = smem + (nx % kGStages) * stage;
+      moeLoadTile<NB>(st, st + stageA, A, K, r0, rEnd, W, n0, nx * kGK);
+    }
+    cpAsyncCommit();
+    const u16* sa = smem + (s % kGStages) * stage;
+    const u16* sb = sa + stageA;
+#pragma unroll
+    for (int kk = 0; kk < kGK; kk += 16) {
+      u32 a[2][4];
+      if (LDM) {
+#pragma unroll
+        for (int i = 0; i < 2; i++) moeLdm4(a[i], sa + (wm + 16 * i + (lane & 15)) * kGRow + kk + (lane >> 4) * 8);
+#pragma unroll
+        for (int b = 0; b < NB; b++) {
+#pragma unroll
+          for (int j = 0; j < 4; j += 2) {
+            u32 bb[4];
+            moeLdm4(bb, sb + (b * kGN + wn + 8 * j + (lane & 7) + ((lane >> 4) << 3)) * kGRow + kk + ((lane >> 3) & 1) * 8);
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+              mma16816(acc[b][i][j], a[i], bb[0], bb[1]);
+              mma16816(acc[b][i][j + 1], a[i], bb[2], bb[3]);
+            }
+          }
+        }
+        continue;
+      }
+#pragma unroll
+      for (int i = 0; i < 2; i++) {
+        const u16* r = sa + (wm + 16 * i + g) * kGRow + kk + 2 * q;
+        a[i][0] = *reinterpret_cast<const u32*>(r);
+        a[i][1] = *reinterpret_cast<const u32*>(r + 8 * kGRow);
+        a[i][2] = *reinterpret_cast<const u32*>(r + 8);
+        a[i][3] = *reinterpret_cast<const u32*>(r + 8 * kGRow + 8);
+      }
+#pragma unroll
+      for (int b = 0; b < NB; b++) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          const u16* r = sb + (b * kGN + wn + 8 * j + g) * kGRow + kk + 2 * q;
+          const u32 b0 = *reinterpret_cast<const u32*>(r);
+          const u32 b1 = *reinterpret_cast<const u32*>(r + 8);
+#pragma unroll
+          for (int i = 0; i < 2; i++) mma16816(acc[b][i][j], a[i], b0, b1);
+        }
+      }
+    }
+  }
+  cpAsyncWait<0>();
+}
+
+// moeGemmGU is moe_gemm_gu: grid (tilesMax, IE / kGN).
+template <bool LDM>
+__device__ __forceinline__ void moeGemmGU(u16* __restrict__ act16, const u16* __restrict__ xs, const int4* __restrict__ tiles,
+                                          const unsigned long long* __restrict__ gate,
+                                          const unsigned long long* __restrict__ up, int H, int IE) {
+  __shared__ __align__(16) u16 smem[kGStages * (kGM + 2 * kGN) * kGRow];
+  const int4 tile = tiles[blockIdx.x];
+  if (tile.x < 0) return;
+  const int n0 = blockIdx.y * kGN;
+  const u16* W[2] = {reinterpret_cast<const u16*>(gate[tile.x]), reinterpret_cast<const u16*>(up[tile.x])};
+  float acc[2][2][4][4];
+  moeGemmTile<2, LDM>(acc, smem, xs, H, tile.y, tile.z, W, n0);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, q = lane & 3;
+  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int row = tile.y + wm + 16 * i + g + 8 * h;
+      if (row >= tile.z) continue;
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const int n = n0 + wn + 8 * j + 2 * q;
+        const float a0 = __fmul_rn(silu(acc[0][i][j][2 * h]), acc[1][i][j][2 * h]);
+        const float a1 = __fmul_rn(silu(acc[0][i][j][2 * h + 1]), acc[1][i][j][2 * h + 1]);
+        *reinterpret_cast<u32*>(act16 + (long long)row * IE + n) = pack2(a0, a1);
+      }
+    }
+}
+
+// moeGemmDown is moe_gemm_down: grid (tilesMax, H / kGN).
+template <bool LDM>
+__device__ __forceinline__ void moeGemmDown(float* __restrict__ ys, const u16* __restrict__ act16, const int4* __restrict__ tiles,
+                                            const unsigned long long* __restrict__ down, int H, int IE) {
+  __shared__ __align__(16) u16 smem[kGStages * (kGM + kGN) * kGRow];
+  const int4 tile = tiles[blockIdx.x];
+  if (tile.x < 0) return;
+  const int n0 = blockIdx.y * kGN;
+  const u16* W[1] = {reinterpret_cast<const u16*>(down[tile.x])};
+  float acc[1][2][4][4];
+  moeGemmTile<1, LDM>(acc, smem, act16, IE, tile.y, tile.z, W, n0);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, q = lane & 3;
+  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int row = tile.y + wm + 16 * i + g + 8 * h;
+      if (row >= tile.z) continue;
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const int n = n0 + wn + 8 * j + 2 * q;
+        *reinterpret_cast<float2*>(ys + (long long)row * H + n) = make_float2(acc[0][i][j][2 * h], acc[0][i][j][2 * h + 1]);
+      }
+    }
+}
+
+#define MOE_GEMM_GU(name, ldm)                                                                                          \
+  extern "C" __global__ void __launch_bounds__(kGWarps * 32)                                                           \
+      name(u16* __restrict__ act16, const u16* __restrict__ xs, const int4* __restrict__ tiles,                         \
+           const unsigned long long* __restrict__ gate, const unsigned long long* __restrict__ up, int H, int IE) { \
+    moeGemmGU<ldm>(act16, xs, tiles, gate, up, H, IE);                                                                  \
+  }
+#define MOE_GEMM_DOWN(name, ldm)                                                                                          \
+  extern "C" __global__ void __launch_bounds__(kGWarps * 32)                                                             \
+      name(float* __restrict__ ys, const u16* __restrict__ act16, const int4* __restrict__ tiles,                         \
+           const unsigned long long* __restrict__ down, int H, int IE) {                                                  \
+    moeGemmDown<ldm>(ys, act16, tiles, down, H, IE);                                                                      \
+  }
+MOE_GEMM_GU(moe_gemm_gu, false)
+MOE_GEMM_GU(moe_gemm_gu_ldm, true)
+MOE_GEMM_DOWN(moe_gemm_down, false)
+MOE_GEMM_DOWN(moe_gemm_down_ldm, true)
+
+// moe_combine: grid (T, ceil(H / 256)), a thread per output n.
+extern "C" __global__ void moe_combine(float* __restrict__ out, const float* __restrict__ ys, const int* __restrict__ pos,
+                                       const float* __restrict__ w, const float* __restrict__ shared,
+                                       const float* __restrict__ sg, int k, int H) {
+  const long long t = blockIdx.x;
+  const int n = blockIdx.y * blockDim.x + threadIdx.x;
+  if (n >= H) return;
+  float y = 0.0f;
+  for (int j = 0; j < k; j++) {
+    const int q = pos[t * k + j];
+    const float d = q >= 0 ? ys[(long long)q * H + n] : __int_as_float(0x7fffffff);
+    y = __fadd_rn(y, __fmul_rn(w[t * k + j], d));
+  }
+  if (shared != nullptr) {
+    const float gs = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-sg[t])));
+    y = __fadd_rn(y, __fmul_rn(gs, shared[t * H + n]));
+  }
+  out[t * H + n] = y;
 }

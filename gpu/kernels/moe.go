@@ -18,12 +18,28 @@ const (
 	moeWarps = 8
 	// moeRouteWarps is moe_route's warps per block (a warp per token).
 	moeRouteWarps = 4
+	// MoEGroupedAlign is moe.cu's kGN: the grouped path needs H and IE to
+	// be multiples of it.
+	MoEGroupedAlign = 64
+	// MoEGroupMaxExperts is moe.cu's kMoEGroupMaxE: the most experts
+	// moe_group counts (shared memory).
+	MoEGroupMaxExperts = 1024
+	// moeTileRows is moe.cu's kGM: the rows of a grouped GEMM tile.
+	moeTileRows = 64
+	// moeGEMMThreads is moe.cu's kGWarps·32.
+	moeGEMMThreads = 128
+	// moeGroupThreads is moe_group's block (one block).
+	moeGroupThreads = 1024
+	// moeRowThreads is moe_gather's and moe_combine's block.
+	moeRowThreads = 256
 )
 
 // MoE holds moe.cu's kernels: a mixture of experts routed on the device
 // (the router's top-k, the chosen experts' gate/up and down GEMVs).
 type MoE struct {
-	route, gateUp, down cuda.Function
+	route, gateUp, down                      cuda.Function
+	group, gather, gemmGU, gemmDown, combine cuda.Function
+	gemmGULdm, gemmDownLdm                   cuda.Function
 }
 
 // LoadMoE compiles moe.cu (once per device; later calls reuse the module).
@@ -36,7 +52,9 @@ func LoadMoE(dev *cuda.Device) (*MoE, error) {
 	for _, k := range []struct {
 		f    *cuda.Function
 		name string
-	}{{&m.route, "moe_route"}, {&m.gateUp, "moe_gate_up"}, {&m.down, "moe_down"}} {
+	}{{&m.route, "moe_route"}, {&m.gateUp, "moe_gate_up"}, {&m.down, "moe_down"},
+		{&m.group, "moe_group"}, {&m.gather, "moe_gather"}, {&m.gemmGU, "moe_gemm_gu"}, {&m.gemmDown, "moe_gemm_down"}, {&m.combine, "moe_combine"},
+		{&m.gemmGULdm, "moe_gemm_gu_ldm"}, {&m.gemmDownLdm, "moe_gemm_down_ldm"}} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
 		}
@@ -91,4 +109,73 @@ func (m *MoE) Down(c *cuda.Ctx, s cuda.Stream, out, act, idx, w, down, shared, s
 	}
 	grid := cuda.Dim3{X: T, Y: (H + moeWarps - 1) / moeWarps}
 	return c.Launch(m.down, grid, cuda.Dim3{X: 32 * moeWarps}, 0, s, out, act, idx, w, down, shared, sg, int32(k), int32(H), int32(IE), int32(E))
+}
+
+// MoEGroupedScratch is the layout of the grouped path's device buffer for
+// P = T·k pairs of E experts (offsets in bytes, each 256-aligned): rows
+// and pos [P] int32, the tile table [MoETiles(P, E)] int4, xs [P, H] and
+// act16 [P, IE] fp16, ys [P, H] float32.
+type MoEGroupedScratch struct {
+	Rows, Pos, Tiles, XS, Act, YS, Bytes int
+}
+
+// MoETiles is the most row tiles P pairs over E experts take (each
+// expert's last tile may be partial).
+func MoETiles(P, E int) int { return (P+moeTileRows-1)/moeTileRows + E }
+
+// MoEGroupedLayout returns the grouped path's buffer layout.
+func MoEGroupedLayout(P, E, H, IE int) MoEGroupedScratch {
+	var l MoEGroupedScratch
+	at := 0
+	next := func(bytes int) int {
+		o := at
+		at += (bytes + 255) &^ 255
+		return o
+	}
+	l.Rows, l.Pos, l.Tiles = next(4*P), next(4*P), next(16*MoETiles(P, E))
+	l.XS, l.Act, l.YS = next(2*P*H), next(2*P*IE), next(4*P*H)
+	l.Bytes = at
+	return l
+}
+
+// Grouped computes what GateUp and Down do, grouping the T·k (token,
+// slot) pairs by expert on the device (moe.cu's v2: moe_group, moe_gather,
+// moe_gemm_gu, moe_gemm_down, moe_combine): each expert's rows run as one
+// tensor-core GEMM over fp16-rounded x and activations, then out [T, H] =
+// Σ_j w[t,j]·y (slot order) + sigmoid(sg)·shared. scratch has
+// MoEGroupedLayout(T·k, E, H, IE).Bytes; H and IE are multiples of
+// MoEGroupedAlign. The launches depend on the sizes only. ldm loads the
+// GEMMs' fragments with ldmatrix (the same bits, fewer instructions).
+func (m *MoE) Grouped(c *cuda.Ctx, s cuda.Stream, out, x, idx, w, gate, up, down, shared, sg, scratch cuda.DevicePtr, T, k, H, IE, E int, ldm bool) error {
+	if err := checkMoE("moe_group", T, E, k); err != nil {
+		return err
+	}
+	P := T * k
+	tiles := MoETiles(P, E)
+	if E > MoEGroupMaxExperts || H <= 0 || IE <= 0 || H%MoEGroupedAlign != 0 || IE%MoEGroupedAlign != 0 ||
+		P > maxGridX || tiles > maxGridX || IE/MoEGroupedAlign > maxGridY || H/MoEGroupedAlign > maxGridY {
+		return fmt.Errorf("kernels: moe grouped: T %d, k %d, H %d, IE %d, E %d (H and IE multiples of %d, at most %d experts)", T, k, H, IE, E, MoEGroupedAlign, MoEGroupMaxExperts)
+	}
+	l := MoEGroupedLayout(P, E, H, IE)
+	at := func(o int) cuda.DevicePtr { return scratch + cuda.DevicePtr(o) }
+	rows, pos, tt, xs, act, ys := at(l.Rows), at(l.Pos), at(l.Tiles), at(l.XS), at(l.Act), at(l.YS)
+	th := cuda.Dim3{X: moeRowThreads}
+	if err := c.Launch(m.group, cuda.Dim3{X: 1}, cuda.Dim3{X: moeGroupThreads}, 0, s, rows, pos, tt, idx, int32(P), int32(E), int32(tiles)); err != nil {
+		return err
+	}
+	if err := c.Launch(m.gather, cuda.Dim3{X: P}, th, 0, s, xs, x, rows, int32(k), int32(H)); err != nil {
+		return err
+	}
+	g := cuda.Dim3{X: moeGEMMThreads}
+	gu, dn := m.gemmGU, m.gemmDown
+	if ldm {
+		gu, dn = m.gemmGULdm, m.gemmDownLdm
+	}
+	if err := c.Launch(gu, cuda.Dim3{X: tiles, Y: IE / MoEGroupedAlign}, g, 0, s, act, xs, tt, gate, up, int32(H), int32(IE)); err != nil {
+		return err
+	}
+	if err := c.Launch(dn, cuda.Dim3{X: tiles, Y: H / MoEGroupedAlign}, g, 0, s, ys, act, tt, down, int32(H), int32(IE)); err != nil {
+		return err
+	}
+	return c.Launch(m.combine, cuda.Dim3{X: T, Y: (H + moeRowThreads - 1) / moeRowThreads}, th, 0, s, out, ys, pos, w, shared, sg, int32(k), int32(H))
 }
