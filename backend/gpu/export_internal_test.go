@@ -19,3 +19,11 @@ func SetMoEGroupLDM(b *Backend, on bool) bool {
 	b.moeNoLDM = !on
 	return old
 }
+
+// SetMoEGroupTile fixes b's grouped MoE GEMMs' tile rows (64, 32 or 16; 0:
+// chosen from the sizes), returning the old setting.
+func SetMoEGroupTile(b *Backend, rows int) int {
+	old := b.moeTile
+	b.moeTile = rows
+	return old
+}

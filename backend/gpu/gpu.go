@@ -145,6 +145,9 @@ type Backend struct {
 	// moeNoLDM makes the grouped GEMMs load fragments with 32-bit loads
 	// instead of ldmatrix (the same bits; tests and timing only).
 	moeNoLDM bool
+	// moeTile fixes the grouped GEMMs' tile rows (tests; 0: by the sizes,
+	// moeTileRows).
+	moeTile int
 
 	// group is the tensor-parallel group of which this backend is rank
 	// (OpenGroup), nil for a backend of its own.

@@ -218,11 +218,14 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 			b.fail(fmt.Errorf("backend/gpu: %s: grouped buffer: %w", op, err))
 			return
 		}
-		ldm := !b.moeNoLDM
+		ldm, tm := !b.moeNoLDM, b.moeTileRows(T, k, E)
+		if !ldm {
+			tm = kernels.MoETileRows // the 32-bit loads' only tile
+		}
 		b.launch(op, func(c *cuda.Ctx) error {
-			return m.Grouped(c, b.stream, ot.ptr, xt.ptr, it.ptr, wt.ptr, gate, up, down, sp, sgp, buf, T, k, H, IE, E, ldm)
+			return m.Grouped(c, b.stream, ot.ptr, xt.ptr, it.ptr, wt.ptr, gate, up, down, sp, sgp, buf, T, k, H, IE, E, ldm, tm)
 		}, u64(ot.ptr), u64(xt.ptr), u64(it.ptr), u64(wt.ptr), u64(ex.tables), u64(sp), u64(sgp), u64(buf),
-			u64(T), u64(k), u64(H), u64(IE), u64(E), moeGroupedKey, u64(flag(ldm)))
+			u64(T), u64(k), u64(H), u64(IE), u64(E), moeGroupedKey, u64(flag(ldm)), u64(tm))
 		return
 	}
 	b.launch(op, func(c *cuda.Ctx) error {
@@ -243,6 +246,32 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 // of docs/perf/moe.md's v2: Mixtral T 8 1.27 ms v1, 1.69 grouped; T 16 2.06
 // and 1.87; Qwen3 T 32 0.52 and 0.68, T 128 1.53 and 0.78).
 const moeGroupRowsPerExpert = 4
+
+// moeTile16Rows and moeTile32Rows are the largest average rows an expert
+// (T·k/E) at which the grouped GEMMs take tiles of 16 and 32 rows (moe.cu
+// v3) instead of 64: an expert's padded rows cost arithmetic, while an
+// expert of more rows than a tile reads its weights once per tile (L2
+// shares some of it: its tiles run side by side).
+const (
+	moeTile16Rows = 8
+	moeTile32Rows = 24
+)
+
+// moeTileRows returns the grouped GEMMs' tile rows for T tokens of k of E
+// experts: b.moeTile where a test set it, else from the average rows an
+// expert (the sizes only, so a decode batch keeps its graph).
+func (b *Backend) moeTileRows(T, k, E int) int {
+	if b.moeTile != 0 {
+		return b.moeTile
+	}
+	switch avg := T * k / E; {
+	case avg <= moeTile16Rows:
+		return kernels.MoETileRows16
+	case avg <= moeTile32Rows:
+		return kernels.MoETileRows32
+	}
+	return kernels.MoETileRows
+}
 
 // moeGroupedKey tells the grouped path's launch key from the GEMVs'.
 const moeGroupedKey = 2

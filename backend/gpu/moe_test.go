@@ -62,8 +62,10 @@ func TestMixExperts(t *testing.T) {
 // the unrounded reference (fp16 inputs: ~2.4e-4 a rounding, as the dense
 // prefill's cuBLASLt path). Then the same tokens in reverse order must give each
 // token the same bits: a row's result does not depend on which tokens share
-// its tile (a stale or unwritten row, or a race, shows there); and the
-// GEMMs' two fragment loaders (ldmatrix, 32-bit loads) the same bits.
+// its tile (a stale or unwritten row, or a race, shows there); the
+// GEMMs' two fragment loaders (ldmatrix, 32-bit loads) the same bits; and
+// each tile size (64, 32 and 16 rows, moe.cu v3; the default picks one from
+// the sizes: 32, 32, 64 and 16 for the four cases) the same bits.
 func TestMixExpertsGrouped(t *testing.T) {
 	g := gpuBackend(t)
 	r := rand.New(rand.NewPCG(5, 11))
@@ -341,6 +343,23 @@ func checkMixExperts(t *testing.T, g *gpu.Backend, r *rand.Rand, c moeCase) {
 			t.Fatalf("out[%d]: %v with 32-bit fragment loads, %v with ldmatrix", i, lds[i], again[i])
 		}
 	}
+	gpu.SetMoEGroupLDM(g, true)
+	for _, tm := range []int{64, 32, 16} {
+		old := gpu.SetMoEGroupTile(g, tm)
+		up(out, nan)
+		g.MixExperts(out, xt, ex, idx, wt, act, sharedT, sgT)
+		tiled := make([]float32, T*H)
+		err := g.Download(tiled, out)
+		gpu.SetMoEGroupTile(g, old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tiled {
+			if a, b := math.Float32bits(tiled[i]), math.Float32bits(again[i]); a != b {
+				t.Fatalf("out[%d]: %v with tiles of %d rows, %v with the default tiles", i, tiled[i], tm, again[i])
+			}
+		}
+	}
 	for tok := range T {
 		rt := T - 1 - tok
 		for n := range H {
@@ -354,9 +373,10 @@ func checkMixExperts(t *testing.T, g *gpu.Backend, r *rand.Rand, c moeCase) {
 // TestMixExpertsTiming times a decode step's mixture (RouteExperts and
 // MixExperts of 8 layers, each its own experts, one CUDA graph after the
 // second step) at Mixtral-8x7B's and Qwen3-30B-A3B's expert shapes, T = 1,
-// 8, 16, 32, 64, 128 and 512 tokens (prefill chunks, large batches), each by
-// the per-token GEMVs (v1) and the grouped GEMMs (v2, fragments by 32-bit
-// loads, then by ldmatrix: the same bits), against the bytes
+// 8, 16, 32, 64, 128, 256 and 512 tokens (prefill chunks, large batches),
+// each by the per-token GEMVs (v1) and the grouped GEMMs in tiles of 64 rows
+// (v2), 16 and 32 (v3), then 64 and 16 again (alternated: the same bits
+// each), against the bytes
 // the chosen experts' weights take (the floor at the device's bandwidth),
 // and the router alone; the two paths' outputs agree within 2e-3.
 // Set BITDECODE_MOE_TIMING=1 to run it; it checks the outputs are finite.
@@ -393,7 +413,7 @@ func TestMixExpertsTiming(t *testing.T) {
 			}
 			exs = append(exs, ex)
 		}
-		for _, T := range []int{1, 8, 16, 32, 64, 128, 512} {
+		for _, T := range []int{1, 8, 16, 32, 64, 128, 256, 512} {
 			alloc := func(dt backend.DType, shape ...int) backend.Tensor {
 				x, err := g.Alloc(dt, shape...)
 				if err != nil {
@@ -431,14 +451,15 @@ func TestMixExpertsTiming(t *testing.T) {
 			experts := min(sh.E, T*sh.k)
 			bytes := float64(experts) * 3 * float64(sh.IE*sh.H) * 2
 			// Each path in turn: the per-token GEMVs (v1) and the grouped
-			// GEMMs (v2); the last layer's outputs compared.
-			var res [3][]float32
-			for pi, path := range []struct {
-				name string
-				rows int
-				ldm  bool
-			}{{"gemv", -1, true}, {"grouped-lds", 1, false}, {"grouped", 1, true}} {
-				old, oldLDM := gpu.SetMoEGroupRows(g, path.rows), gpu.SetMoEGroupLDM(g, path.ldm)
+			// GEMMs by tile rows (v2: 64; v3: 16, 32), alternated; the last
+			// layer's outputs compared.
+			paths := []struct {
+				name     string
+				rows, tm int
+			}{{"gemv", -1, 0}, {"grouped-m64", 1, 64}, {"grouped-m16", 1, 16}, {"grouped-m32", 1, 32}, {"grouped-m64", 1, 64}, {"grouped-m16", 1, 16}}
+			res := make([][]float32, len(paths))
+			for pi, path := range paths {
+				old, oldTile := gpu.SetMoEGroupRows(g, path.rows), gpu.SetMoEGroupTile(g, path.tm)
 				for range 3 {
 					step()
 				}
@@ -456,7 +477,7 @@ func TestMixExpertsTiming(t *testing.T) {
 					t.Fatal(err)
 				}
 				gpu.SetMoEGroupRows(g, old)
-				gpu.SetMoEGroupLDM(g, oldLDM)
+				gpu.SetMoEGroupTile(g, oldTile)
 				for i, v := range res[pi] {
 					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 						t.Fatalf("%s T %d %s: out[%d] = %v", sh.name, T, path.name, i, v)
@@ -475,9 +496,11 @@ func TestMixExpertsTiming(t *testing.T) {
 			} else {
 				t.Logf("%s T %d: ‖grouped − gemv‖/‖gemv‖ = %.2e", sh.name, T, rel)
 			}
-			for i := range res[2] {
-				if math.Float32bits(res[2][i]) != math.Float32bits(res[1][i]) {
-					t.Fatalf("%s T %d: out[%d] %v with ldmatrix, %v with 32-bit loads", sh.name, T, i, res[2][i], res[1][i])
+			for pi := 2; pi < len(paths); pi++ {
+				for i := range res[pi] {
+					if math.Float32bits(res[pi][i]) != math.Float32bits(res[1][i]) {
+						t.Fatalf("%s T %d: out[%d] %v with %s, %v with %s", sh.name, T, i, res[pi][i], paths[pi].name, res[1][i], paths[1].name)
+					}
 				}
 			}
 			// The router alone: 2·layers launches a flush (a graph).

@@ -215,19 +215,41 @@ extern "C" __global__ void moe_down(float* __restrict__ out, const float* __rest
 // so its bits do not depend on which other tokens share the tile. Rows
 // past the tile's end read the expert's last row and are not written.
 // Needs H % kGN == 0 and IE % kGN == 0 (the Go side falls back to v1).
+//
+// v3: the tile's rows MT are 64, 32 or 16, chosen per launch by the Go side
+// from the sizes (the average rows an expert, T·k/E), so that an expert of
+// a few rows does not pay for 64 (the launches still depend on the sizes
+// only). The warps split the CTA's MT x kGN as moeWarpsN(MT) across the
+// outputs; every element still gets the same mmas over K in the same
+// order, so all three give the same bits. The smaller tiles' stages are
+// smaller, so their rings are deeper (moeStages: the most under 48 KB).
 
-constexpr int kGM = 64;       // rows (token, slot pairs) per tile
+constexpr int kGM = 64;       // rows (token, slot pairs) per tile, the largest
 constexpr int kGN = 64;       // output channels per CTA
 constexpr int kGK = 32;       // k per pipeline step
 constexpr int kGPad = 8;      // halves of padding per smem row (conflict-free 32-bit fragment loads)
 constexpr int kGRow = kGK + kGPad;
 constexpr int kGStages = 3;   // cp.async ring depth
-constexpr int kGWarps = 4;    // 2 x 2 warps of 32 x 32
+constexpr int kGWarps = 4;    // 2 x 2 warps of 32 x 32 at MT 64
+// kGSmem is the static shared memory a GEMM CTA may take.
+constexpr int kGSmem = 48 * 1024;
+
+// moeWarpsN is the warps across the kGN outputs of an MT-row tile: 2
+// (warps of 16·MT/32 rows x 32 outputs) at MT 64 and 32, 4 (16 x 16) at 16.
+__host__ __device__ constexpr int moeWarpsN(int MT) { return MT >= 32 ? 2 : 4; }
+// moeStages is the ring depth of an MT-row tile with NB weight tiles: as
+// deep as kGSmem holds, at most 8, below kGM rows.
+// MT kGM keeps v2's kGStages (its kernels unchanged).
+__host__ __device__ constexpr int moeStages(int MT, int NB) {
+  return MT == kGM ? kGStages
+                   : (kGSmem / ((MT + NB * kGN) * kGRow * 2) < 8 ? kGSmem / ((MT + NB * kGN) * kGRow * 2) : 8);
+}
+static_assert(moeStages(kGM, 2) * (kGM + 2 * kGN) * kGRow * 2 <= kGSmem, "v2's ring");
 // kMoEGroupMaxE is the most experts moe_group counts in shared memory.
 constexpr int kMoEGroupMaxE = 1024;
 
 extern "C" __global__ void moe_group(int* __restrict__ rows, int* __restrict__ pos, int4* __restrict__ tiles,
-                                     const int* __restrict__ idx, int P, int E, int tilesMax) {
+                                     const int* __restrict__ idx, int P, int E, int tilesMax, int tm) {
   __shared__ int cnt[kMoEGroupMaxE];
   __shared__ int off[kMoEGroupMaxE + 1];
   __shared__ int tb[kMoEGroupMaxE + 1];
@@ -245,7 +267,7 @@ extern "C" __global__ void moe_group(int* __restrict__ rows, int* __restrict__ p
     int o = 0, t = 0;
     for (int e = 0; e < E; e++) {
       off[e] = o, tb[e] = t;
-      o += cnt[e], t += (cnt[e] + kGM - 1) / kGM;
+      o += cnt[e], t += (cnt[e] + tm - 1) / tm;
     }
     off[E] = o, tb[E] = t;
   }
@@ -269,7 +291,7 @@ extern "C" __global__ void moe_group(int* __restrict__ rows, int* __restrict__ p
     }
   }
   for (int e = tid; e < E; e += blockDim.x) {
-    for (int i = tb[e]; i < tb[e + 1]; i++) tiles[i] = make_int4(e, off[e] + (i - tb[e]) * kGM, off[e + 1], 0);
+    for (int i = tb[e]; i < tb[e + 1]; i++) tiles[i] = make_int4(e, off[e] + (i - tb[e]) * tm, off[e + 1], 0);
   }
   for (int i = tb[E] + tid; i < tilesMax; i += blockDim.x) tiles[i] = make_int4(-1, 0, 0, 0);
 }
@@ -287,14 +309,14 @@ extern "C" __global__ void moe_gather(u16* __restrict__ xs, const float* __restr
   }
 }
 
-// moeLoadTile queues one pipeline step's copies: the A rows [r0, r0 + kGM)
+// moeLoadTile queues one pipeline step's copies: the A rows [r0, r0 + MT)
 // (clamped to rEnd - 1) and NB weight tiles of kGN rows from n0, k0..k0+kGK.
-template <int NB>
+template <int NB, int MT>
 __device__ __forceinline__ void moeLoadTile(u16* sa, u16* sb, const u16* __restrict__ A, int K, int r0, int rEnd,
                                             const u16* const* W, int n0, int k0) {
   const int tid = threadIdx.x;
   constexpr int chunks = kGK / 8;  // 16-byte chunks per row
-  for (int c = tid; c < kGM * chunks; c += kGWarps * 32) {
+  for (int c = tid; c < MT * chunks; c += kGWarps * 32) {
     const int r = c / chunks, kc = c % chunks;
     const int row = min(r0 + r, rEnd - 1);
     cpAsync16(sa + r * kGRow + kc * 8, A + (long long)row * K + k0 + kc * 8);
@@ -319,56 +341,68 @@ __device__ __forceinline__ void moeLdm4(u32 (&r)[4], const u16* p) {
                : "memory");
 }
 
-// moeGemmTile accumulates a warp's 32 x 32 block of NB products over K.
-// LDM loads the fragments with ldmatrix (6 instructions a 16-k step for
-// gate/up instead of 24 32-bit loads); the same operands reach the same
-// mmas in the same order, so the bits are the same.
-template <int NB, bool LDM>
-__device__ __forceinline__ void moeGemmTile(float (&acc)[NB][2][4][4], u16* smem, const u16* __restrict__ A, int K,
-                                            int r0, int rEnd, const u16* const* W, int n0) {
-  constexpr int stageA = kGM * kGRow, stageB = NB * kGN * kGRow, stage = stageA + stageB;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+// MoEWarp is the geometry of a warp's block in an MT-row tile: WN warps
+// across the outputs, I 16-row and J 8-output mma blocks, from (wm, wn).
+template <int MT>
+struct MoEWarp {
+  static constexpr int WN = moeWarpsN(MT), I = MT / 16 / (kGWarps / WN), J = kGN / 8 / WN;
+  static_assert(I >= 1 && J % 2 == 0 && I * 16 * (kGWarps / WN) == MT, "tile geometry");
+  static __device__ __forceinline__ int wm() { return (int)(threadIdx.x >> 5) / WN * 16 * I; }
+  static __device__ __forceinline__ int wn() { return (int)(threadIdx.x >> 5) % WN * 8 * J; }
+};
+
+// moeGemmTile accumulates a warp's (16·I) x (8·J) block of NB products over
+// K through an S-deep ring. LDM loads the fragments with ldmatrix (6
+// instructions a 16-k step for gate/up at MT 64 instead of 24 32-bit
+// loads); the same operands reach the same mmas in the same order, so the
+// bits are the same.
+template <int NB, bool LDM, int MT, int S>
+__device__ __forceinline__ void moeGemmTile(float (&acc)[NB][MoEWarp<MT>::I][MoEWarp<MT>::J][4], u16* smem,
+                                            const u16* __restrict__ A, int K, int r0, int rEnd, const u16* const* W, int n0) {
+  constexpr int I = MoEWarp<MT>::I, J = MoEWarp<MT>::J;
+  constexpr int stageA = MT * kGRow, stageB = NB * kGN * kGRow, stage = stageA + stageB;
+  const int lane = threadIdx.x & 31;
   const int g = lane >> 2, q = lane & 3;
-  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+  const int wm = MoEWarp<MT>::wm(), wn = MoEWarp<MT>::wn();
 #pragma unroll
   for (int b = 0; b < NB; b++)
 #pragma unroll
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < I; i++)
 #pragma unroll
-      for (int j = 0; j < 4; j++)
+      for (int j = 0; j < J; j++)
 #pragma unroll
         for (int c = 0; c < 4; c++) acc[b][i][j][c] = 0.0f;
   const int steps = K / kGK;
 #pragma unroll
-  for (int s = 0; s < kGStages - 1; s++) {
-    if (s < steps) moeLoadTile<NB>(smem + s * stage, smem + s * stage + stageA, A, K, r0, rEnd, W, n0, s * kGK);
+  for (int s = 0; s < S - 1; s++) {
+    if (s < steps) moeLoadTile<NB, MT>(smem + s * stage, smem + s * stage + stageA, A, K, r0, rEnd, W, n0, s * kGK);
     cpAsyncCommit();
   }
   for (int s = 0; s < steps; s++) {
-    cpAsyncWait<kGStages - 2>();
+    cpAsyncWait<S - 2>();
     __syncthreads();
-    const int nx = s + kGStages - 1;
+    const int nx = s + S - 1;
     if (nx < steps) {
-      u16* st = smem + (nx % kGStages) * stage;
-      moeLoadTile<NB>(st, st + stageA, A, K, r0, rEnd, W, n0, nx * kGK);
+      u16* st = smem + (nx % S) * stage;
+      moeLoadTile<NB, MT>(st, st + stageA, A, K, r0, rEnd, W, n0, nx * kGK);
     }
     cpAsyncCommit();
-    const u16* sa = smem + (s % kGStages) * stage;
+    const u16* sa = smem + (s % S) * stage;
     const u16* sb = sa + stageA;
 #pragma unroll
     for (int kk = 0; kk < kGK; kk += 16) {
-      u32 a[2][4];
+      u32 a[I][4];
       if (LDM) {
 #pragma unroll
-        for (int i = 0; i < 2; i++) moeLdm4(a[i], sa + (wm + 16 * i + (lane & 15)) * kGRow + kk + (lane >> 4) * 8);
+        for (int i = 0; i < I; i++) moeLdm4(a[i], sa + (wm + 16 * i + (lane & 15)) * kGRow + kk + (lane >> 4) * 8);
 #pragma unroll
         for (int b = 0; b < NB; b++) {
 #pragma unroll
-          for (int j = 0; j < 4; j += 2) {
+          for (int j = 0; j < J; j += 2) {
             u32 bb[4];
             moeLdm4(bb, sb + (b * kGN + wn + 8 * j + (lane & 7) + ((lane >> 4) << 3)) * kGRow + kk + ((lane >> 3) & 1) * 8);
 #pragma unroll
-            for (int i = 0; i < 2; i++) {
+            for (int i = 0; i < I; i++) {
               mma16816(acc[b][i][j], a[i], bb[0], bb[1]);
               mma16816(acc[b][i][j + 1], a[i], bb[2], bb[3]);
             }
@@ -377,7 +411,7 @@ __device__ __forceinline__ void moeGemmTile(float (&acc)[NB][2][4][4], u16* smem
         continue;
       }
 #pragma unroll
-      for (int i = 0; i < 2; i++) {
+      for (int i = 0; i < I; i++) {
         const u16* r = sa + (wm + 16 * i + g) * kGRow + kk + 2 * q;
         a[i][0] = *reinterpret_cast<const u32*>(r);
         a[i][1] = *reinterpret_cast<const u32*>(r + 8 * kGRow);
@@ -387,12 +421,12 @@ __device__ __forceinline__ void moeGemmTile(float (&acc)[NB][2][4][4], u16* smem
 #pragma unroll
       for (int b = 0; b < NB; b++) {
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < J; j++) {
           const u16* r = sb + (b * kGN + wn + 8 * j + g) * kGRow + kk + 2 * q;
           const u32 b0 = *reinterpret_cast<const u32*>(r);
           const u32 b1 = *reinterpret_cast<const u32*>(r + 8);
 #pragma unroll
-          for (int i = 0; i < 2; i++) mma16816(acc[b][i][j], a[i], b0, b1);
+          for (int i = 0; i < I; i++) mma16816(acc[b][i][j], a[i], b0, b1);
         }
       }
     }
@@ -400,29 +434,30 @@ __device__ __forceinline__ void moeGemmTile(float (&acc)[NB][2][4][4], u16* smem
   cpAsyncWait<0>();
 }
 
-// moeGemmGU is moe_gemm_gu: grid (tilesMax, IE / kGN).
-template <bool LDM>
+// moeGemmGU is moe_gemm_gu: grid (tilesMax, IE / kGN), tiles of MT rows.
+template <bool LDM, int MT>
 __device__ __forceinline__ void moeGemmGU(u16* __restrict__ act16, const u16* __restrict__ xs, const int4* __restrict__ tiles,
                                           const unsigned long long* __restrict__ gate,
                                           const unsigned long long* __restrict__ up, int H, int IE) {
-  __shared__ __align__(16) u16 smem[kGStages * (kGM + 2 * kGN) * kGRow];
+  constexpr int S = moeStages(MT, 2), I = MoEWarp<MT>::I, J = MoEWarp<MT>::J;
+  __shared__ __align__(16) u16 smem[S * (MT + 2 * kGN) * kGRow];
   const int4 tile = tiles[blockIdx.x];
   if (tile.x < 0) return;
   const int n0 = blockIdx.y * kGN;
   const u16* W[2] = {reinterpret_cast<const u16*>(gate[tile.x]), reinterpret_cast<const u16*>(up[tile.x])};
-  float acc[2][2][4][4];
-  moeGemmTile<2, LDM>(acc, smem, xs, H, tile.y, tile.z, W, n0);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  float acc[2][I][J][4];
+  moeGemmTile<2, LDM, MT, S>(acc, smem, xs, H, tile.y, tile.z, W, n0);
+  const int lane = threadIdx.x & 31;
   const int g = lane >> 2, q = lane & 3;
-  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+  const int wm = MoEWarp<MT>::wm(), wn = MoEWarp<MT>::wn();
 #pragma unroll
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < I; i++)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
       const int row = tile.y + wm + 16 * i + g + 8 * h;
       if (row >= tile.z) continue;
 #pragma unroll
-      for (int j = 0; j < 4; j++) {
+      for (int j = 0; j < J; j++) {
         const int n = n0 + wn + 8 * j + 2 * q;
         const float a0 = __fmul_rn(silu(acc[0][i][j][2 * h]), acc[1][i][j][2 * h]);
         const float a1 = __fmul_rn(silu(acc[0][i][j][2 * h + 1]), acc[1][i][j][2 * h + 1]);
@@ -431,50 +466,55 @@ __device__ __forceinline__ void moeGemmGU(u16* __restrict__ act16, const u16* __
     }
 }
 
-// moeGemmDown is moe_gemm_down: grid (tilesMax, H / kGN).
-template <bool LDM>
+// moeGemmDown is moe_gemm_down: grid (tilesMax, H / kGN), tiles of MT rows.
+template <bool LDM, int MT>
 __device__ __forceinline__ void moeGemmDown(float* __restrict__ ys, const u16* __restrict__ act16, const int4* __restrict__ tiles,
                                             const unsigned long long* __restrict__ down, int H, int IE) {
-  __shared__ __align__(16) u16 smem[kGStages * (kGM + kGN) * kGRow];
+  constexpr int S = moeStages(MT, 1), I = MoEWarp<MT>::I, J = MoEWarp<MT>::J;
+  __shared__ __align__(16) u16 smem[S * (MT + kGN) * kGRow];
   const int4 tile = tiles[blockIdx.x];
   if (tile.x < 0) return;
   const int n0 = blockIdx.y * kGN;
   const u16* W[1] = {reinterpret_cast<const u16*>(down[tile.x])};
-  float acc[1][2][4][4];
-  moeGemmTile<1, LDM>(acc, smem, act16, IE, tile.y, tile.z, W, n0);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  float acc[1][I][J][4];
+  moeGemmTile<1, LDM, MT, S>(acc, smem, act16, IE, tile.y, tile.z, W, n0);
+  const int lane = threadIdx.x & 31;
   const int g = lane >> 2, q = lane & 3;
-  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+  const int wm = MoEWarp<MT>::wm(), wn = MoEWarp<MT>::wn();
 #pragma unroll
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < I; i++)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
       const int row = tile.y + wm + 16 * i + g + 8 * h;
       if (row >= tile.z) continue;
 #pragma unroll
-      for (int j = 0; j < 4; j++) {
+      for (int j = 0; j < J; j++) {
         const int n = n0 + wn + 8 * j + 2 * q;
         *reinterpret_cast<float2*>(ys + (long long)row * H + n) = make_float2(acc[0][i][j][2 * h], acc[0][i][j][2 * h + 1]);
       }
     }
 }
 
-#define MOE_GEMM_GU(name, ldm)                                                                                          \
+#define MOE_GEMM_GU(name, ldm, mt)                                                                                       \
   extern "C" __global__ void __launch_bounds__(kGWarps * 32)                                                           \
       name(u16* __restrict__ act16, const u16* __restrict__ xs, const int4* __restrict__ tiles,                         \
            const unsigned long long* __restrict__ gate, const unsigned long long* __restrict__ up, int H, int IE) { \
-    moeGemmGU<ldm>(act16, xs, tiles, gate, up, H, IE);                                                                  \
+    moeGemmGU<ldm, mt>(act16, xs, tiles, gate, up, H, IE);                                                              \
   }
-#define MOE_GEMM_DOWN(name, ldm)                                                                                          \
+#define MOE_GEMM_DOWN(name, ldm, mt)                                                                                       \
   extern "C" __global__ void __launch_bounds__(kGWarps * 32)                                                             \
       name(float* __restrict__ ys, const u16* __restrict__ act16, const int4* __restrict__ tiles,                         \
            const unsigned long long* __restrict__ down, int H, int IE) {                                                  \
-    moeGemmDown<ldm>(ys, act16, tiles, down, H, IE);                                                                      \
+    moeGemmDown<ldm, mt>(ys, act16, tiles, down, H, IE);                                                                  \
   }
-MOE_GEMM_GU(moe_gemm_gu, false)
-MOE_GEMM_GU(moe_gemm_gu_ldm, true)
-MOE_GEMM_DOWN(moe_gemm_down, false)
-MOE_GEMM_DOWN(moe_gemm_down_ldm, true)
+MOE_GEMM_GU(moe_gemm_gu, false, 64)
+MOE_GEMM_GU(moe_gemm_gu_ldm, true, 64)
+MOE_GEMM_GU(moe_gemm_gu_m32, true, 32)
+MOE_GEMM_GU(moe_gemm_gu_m16, true, 16)
+MOE_GEMM_DOWN(moe_gemm_down, false, 64)
+MOE_GEMM_DOWN(moe_gemm_down_ldm, true, 64)
+MOE_GEMM_DOWN(moe_gemm_down_m32, true, 32)
+MOE_GEMM_DOWN(moe_gemm_down_m16, true, 16)
 
 // moe_combine: grid (T, ceil(H / 256)), a thread per output n.
 extern "C" __global__ void moe_combine(float* __restrict__ out, const float* __restrict__ ys, const int* __restrict__ pos,

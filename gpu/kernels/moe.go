@@ -24,8 +24,12 @@ const (
 	// MoEGroupMaxExperts is moe.cu's kMoEGroupMaxE: the most experts
 	// moe_group counts (shared memory).
 	MoEGroupMaxExperts = 1024
-	// moeTileRows is moe.cu's kGM: the rows of a grouped GEMM tile.
-	moeTileRows = 64
+	// MoETileRows is moe.cu's kGM: the rows of v2's grouped GEMM tile,
+	// the largest; MoETileRows32 and MoETileRows16 are v3's smaller tiles
+	// (kernels moe_gemm_*_m32, _m16).
+	MoETileRows   = 64
+	MoETileRows32 = 32
+	MoETileRows16 = 16
 	// moeGEMMThreads is moe.cu's kGWarps·32.
 	moeGEMMThreads = 128
 	// moeGroupThreads is moe_group's block (one block).
@@ -37,9 +41,10 @@ const (
 // MoE holds moe.cu's kernels: a mixture of experts routed on the device
 // (the router's top-k, the chosen experts' gate/up and down GEMVs).
 type MoE struct {
-	route, gateUp, down                      cuda.Function
-	group, gather, gemmGU, gemmDown, combine cuda.Function
-	gemmGULdm, gemmDownLdm                   cuda.Function
+	route, gateUp, down                        cuda.Function
+	group, gather, gemmGU, gemmDown, combine   cuda.Function
+	gemmGULdm, gemmDownLdm                     cuda.Function
+	gemmGU32, gemmDown32, gemmGU16, gemmDown16 cuda.Function
 }
 
 // LoadMoE compiles moe.cu (once per device; later calls reuse the module).
@@ -54,7 +59,9 @@ func LoadMoE(dev *cuda.Device) (*MoE, error) {
 		name string
 	}{{&m.route, "moe_route"}, {&m.gateUp, "moe_gate_up"}, {&m.down, "moe_down"},
 		{&m.group, "moe_group"}, {&m.gather, "moe_gather"}, {&m.gemmGU, "moe_gemm_gu"}, {&m.gemmDown, "moe_gemm_down"}, {&m.combine, "moe_combine"},
-		{&m.gemmGULdm, "moe_gemm_gu_ldm"}, {&m.gemmDownLdm, "moe_gemm_down_ldm"}} {
+		{&m.gemmGULdm, "moe_gemm_gu_ldm"}, {&m.gemmDownLdm, "moe_gemm_down_ldm"},
+		{&m.gemmGU32, "moe_gemm_gu_m32"}, {&m.gemmDown32, "moe_gemm_down_m32"},
+		{&m.gemmGU16, "moe_gemm_gu_m16"}, {&m.gemmDown16, "moe_gemm_down_m16"}} {
 		if *k.f, err = mod.Function(k.name); err != nil {
 			return nil, err
 		}
@@ -119,11 +126,12 @@ type MoEGroupedScratch struct {
 	Rows, Pos, Tiles, XS, Act, YS, Bytes int
 }
 
-// MoETiles is the most row tiles P pairs over E experts take (each
-// expert's last tile may be partial).
-func MoETiles(P, E int) int { return (P+moeTileRows-1)/moeTileRows + E }
+// MoETiles is the most row tiles of tm rows P pairs over E experts take
+// (each expert's last tile may be partial).
+func MoETiles(P, E, tm int) int { return (P+tm-1)/tm + E }
 
-// MoEGroupedLayout returns the grouped path's buffer layout.
+// MoEGroupedLayout returns the grouped path's buffer layout (its tile
+// table sized for the smallest tiles, so it holds any tile size).
 func MoEGroupedLayout(P, E, H, IE int) MoEGroupedScratch {
 	var l MoEGroupedScratch
 	at := 0
@@ -132,7 +140,7 @@ func MoEGroupedLayout(P, E, H, IE int) MoEGroupedScratch {
 		at += (bytes + 255) &^ 255
 		return o
 	}
-	l.Rows, l.Pos, l.Tiles = next(4*P), next(4*P), next(16*MoETiles(P, E))
+	l.Rows, l.Pos, l.Tiles = next(4*P), next(4*P), next(16*MoETiles(P, E, MoETileRows16))
 	l.XS, l.Act, l.YS = next(2*P*H), next(2*P*IE), next(4*P*H)
 	l.Bytes = at
 	return l
@@ -144,14 +152,28 @@ func MoEGroupedLayout(P, E, H, IE int) MoEGroupedScratch {
 // tensor-core GEMM over fp16-rounded x and activations, then out [T, H] =
 // Σ_j w[t,j]·y (slot order) + sigmoid(sg)·shared. scratch has
 // MoEGroupedLayout(T·k, E, H, IE).Bytes; H and IE are multiples of
-// MoEGroupedAlign. The launches depend on the sizes only. ldm loads the
-// GEMMs' fragments with ldmatrix (the same bits, fewer instructions).
-func (m *MoE) Grouped(c *cuda.Ctx, s cuda.Stream, out, x, idx, w, gate, up, down, shared, sg, scratch cuda.DevicePtr, T, k, H, IE, E int, ldm bool) error {
+// MoEGroupedAlign. The launches depend on the sizes only. tm is the GEMMs'
+// tile rows: MoETileRows (v2), MoETileRows32 or MoETileRows16 (v3), all
+// the same bits. ldm loads the fragments with ldmatrix (the same bits,
+// fewer instructions); the 32-bit loads (ldm false) exist at MoETileRows
+// only.
+func (m *MoE) Grouped(c *cuda.Ctx, s cuda.Stream, out, x, idx, w, gate, up, down, shared, sg, scratch cuda.DevicePtr, T, k, H, IE, E int, ldm bool, tm int) error {
 	if err := checkMoE("moe_group", T, E, k); err != nil {
 		return err
 	}
+	gu, dn := m.gemmGU, m.gemmDown
+	switch {
+	case tm == MoETileRows && ldm:
+		gu, dn = m.gemmGULdm, m.gemmDownLdm
+	case tm == MoETileRows32 && ldm:
+		gu, dn = m.gemmGU32, m.gemmDown32
+	case tm == MoETileRows16 && ldm:
+		gu, dn = m.gemmGU16, m.gemmDown16
+	case tm != MoETileRows:
+		return fmt.Errorf("kernels: moe grouped: tiles of %d rows (ldmatrix %v): want %d, %d or %d, 32-bit loads at %d only", tm, ldm, MoETileRows, MoETileRows32, MoETileRows16, MoETileRows)
+	}
 	P := T * k
-	tiles := MoETiles(P, E)
+	tiles := MoETiles(P, E, tm)
 	if E > MoEGroupMaxExperts || H <= 0 || IE <= 0 || H%MoEGroupedAlign != 0 || IE%MoEGroupedAlign != 0 ||
 		P > maxGridX || tiles > maxGridX || IE/MoEGroupedAlign > maxGridY || H/MoEGroupedAlign > maxGridY {
 		return fmt.Errorf("kernels: moe grouped: T %d, k %d, H %d, IE %d, E %d (H and IE multiples of %d, at most %d experts)", T, k, H, IE, E, MoEGroupedAlign, MoEGroupMaxExperts)
@@ -160,17 +182,13 @@ func (m *MoE) Grouped(c *cuda.Ctx, s cuda.Stream, out, x, idx, w, gate, up, down
 	at := func(o int) cuda.DevicePtr { return scratch + cuda.DevicePtr(o) }
 	rows, pos, tt, xs, act, ys := at(l.Rows), at(l.Pos), at(l.Tiles), at(l.XS), at(l.Act), at(l.YS)
 	th := cuda.Dim3{X: moeRowThreads}
-	if err := c.Launch(m.group, cuda.Dim3{X: 1}, cuda.Dim3{X: moeGroupThreads}, 0, s, rows, pos, tt, idx, int32(P), int32(E), int32(tiles)); err != nil {
+	if err := c.Launch(m.group, cuda.Dim3{X: 1}, cuda.Dim3{X: moeGroupThreads}, 0, s, rows, pos, tt, idx, int32(P), int32(E), int32(tiles), int32(tm)); err != nil {
 		return err
 	}
 	if err := c.Launch(m.gather, cuda.Dim3{X: P}, th, 0, s, xs, x, rows, int32(k), int32(H)); err != nil {
 		return err
 	}
 	g := cuda.Dim3{X: moeGEMMThreads}
-	gu, dn := m.gemmGU, m.gemmDown
-	if ldm {
-		gu, dn = m.gemmGULdm, m.gemmDownLdm
-	}
 	if err := c.Launch(gu, cuda.Dim3{X: tiles, Y: IE / MoEGroupedAlign}, g, 0, s, act, xs, tt, gate, up, int32(H), int32(IE)); err != nil {
 		return err
 	}
