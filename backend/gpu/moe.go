@@ -241,17 +241,23 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 // grouped path from T·k >= moeGroupRowsPerExpert·E pairs (4 rows an expert
 // on average: T >= 16 at Mixtral's 8 experts of 2, 64 at Qwen3-30B-A3B's
 // 128 of 8). Below, the per-token GEMVs read little more than the chosen
-// experts weigh (L2 serves repeats) while the grouped GEMMs pay for 64-row
-// tiles of 1-2 rows; above, the GEMVs re-read each expert per token (call 1
-// of docs/perf/moe.md's v2: Mixtral T 8 1.27 ms v1, 1.69 grouped; T 16 2.06
-// and 1.87; Qwen3 T 32 0.52 and 0.68, T 128 1.53 and 0.78).
+// experts weigh (L2 serves repeats) while the grouped GEMMs pay for tiles
+// of 1-2 rows; above, the GEMVs re-read each expert per token (call 1 of
+// docs/perf/moe.md's v2: Mixtral T 8 1.27 ms v1, 1.69 grouped; T 16 2.06
+// and 1.87; Qwen3 T 32 0.52 and 0.68, T 128 1.53 and 0.78; v3's 16-row
+// tiles keep the crossing: Mixtral T 8 1.39, T 16 1.58; Qwen3 T 32 0.61,
+// T 64 0.68 against v1's 0.84).
 const moeGroupRowsPerExpert = 4
 
 // moeTile16Rows and moeTile32Rows are the largest average rows an expert
 // (T·k/E) at which the grouped GEMMs take tiles of 16 and 32 rows (moe.cu
-// v3) instead of 64: an expert's padded rows cost arithmetic, while an
-// expert of more rows than a tile reads its weights once per tile (L2
-// shares some of it: its tiles run side by side).
+// v3) instead of 64: a small tile's CTA streams faster, while an expert of
+// more rows than a tile reads its weights once per tile (L2 shares some of
+// it: its tiles run side by side). The fastest tile at every T measured
+// (docs/perf/moe.md v3, H100): Mixtral-8x7B T 16-32 16 rows (1.58 ms a
+// layer, 64 rows 1.88), T 64 32 rows (1.63; 16 rows 1.94), T 128 and up
+// 64; Qwen3-30B-A3B T 64-128 16 rows (683-708 us, 64 rows 768-793), T 256
+// 32, T 512 64.
 const (
 	moeTile16Rows = 8
 	moeTile32Rows = 24

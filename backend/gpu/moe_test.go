@@ -378,7 +378,8 @@ func checkMixExperts(t *testing.T, g *gpu.Backend, r *rand.Rand, c moeCase) {
 // (v2), 16 and 32 (v3), then 64 and 16 again (alternated: the same bits
 // each), against the bytes
 // the chosen experts' weights take (the floor at the device's bandwidth),
-// and the router alone; the two paths' outputs agree within 2e-3.
+// and the router alone; the two paths' outputs agree within 2e-3. The read
+// ceiling (cuda's bandwidth probe) is measured before and after.
 // Set BITDECODE_MOE_TIMING=1 to run it; it checks the outputs are finite.
 func TestMixExpertsTiming(t *testing.T) {
 	if os.Getenv("BITDECODE_MOE_TIMING") == "" {
@@ -386,6 +387,15 @@ func TestMixExpertsTiming(t *testing.T) {
 	}
 	g := gpuBackend(t)
 	const layers = 8
+	ceiling := func(when string) {
+		bw, err := g.Device().ProbeBandwidth()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("read ceiling %s: %.0f GB/s (median of %d runs over %d MiB; %.3f-%.3f ms)", when, bw.GBps, bw.Runs, bw.Bytes>>20, bw.MinMS, bw.MaxMS)
+	}
+	ceiling("before")
+	defer ceiling("after")
 	for _, sh := range []struct {
 		name        string
 		H, IE, E, k int
