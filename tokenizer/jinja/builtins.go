@@ -847,6 +847,11 @@ func (r *renderer) callMethod(recv Value, name string, args []Value, kw *Dict, l
 	if err := r.step(line); err != nil {
 		return nil, err
 	}
+	if _, isDict := recv.(*Dict); !isDict { // a dict's methods look up or return (charged by the call)
+		if err := r.charge(line, recv); err != nil {
+			return nil, err
+		}
+	}
 	if mutating[name] {
 		return nil, errorf(line, "access to attribute '%s' of '%s' object is unsafe", name, typeName(recv))
 	}

@@ -29,7 +29,7 @@ func (e *Error) Error() string {
 // an error instead of exhausting memory or time.
 type Limits struct {
 	MaxOutput int // bytes of output (and of any string built)
-	MaxSteps  int // statements executed plus loop iterations
+	MaxSteps  int // statements executed plus loop iterations, plus the work of operations on large values (charge)
 	MaxDepth  int // nested macro calls
 }
 
@@ -124,6 +124,7 @@ type renderer struct {
 	lim   Limits
 	now   func() time.Time
 	steps int
+	work  int // bytes of charge's work not yet counted as a step
 	depth int
 	root  *scope
 }
@@ -168,6 +169,54 @@ func (r *renderer) step(line int) error {
 	}
 	return nil
 }
+
+// The work of an operation (charge) in steps of Limits.MaxSteps: a string's
+// bytes and a list's items, an item weighing itemBytes bytes, stepBytes of
+// them a step. Copying or scanning 256 bytes or 4 items (boxed values:
+// range() and join's conversions cost ~80 ns an item) costs about what a
+// statement does, so a runaway template still ends within a second or two
+// (DefaultLimits), while templates that slice or filter the conversation
+// once a message (quadratic in its length, but cheap) render hundreds of
+// turns with room to spare (DeepSeek-V4's template: 152K steps for 500
+// turns of 1 KB).
+const (
+	itemBytes = 64
+	stepBytes = 256
+)
+
+// charge counts, against Limits.MaxSteps, the work of an operation in
+// proportion to the values it reads or builds (strings, lists, tuples,
+// dicts). Steps alone count statements and loop iterations, so without
+// this a loop of a few thousand iterations building range(1 << 20) or
+// scanning a 60 MB string each time would run for minutes within the
+// limits.
+func (r *renderer) charge(line int, vs ...Value) error {
+	for _, v := range vs {
+		switch v := v.(type) {
+		case string:
+			r.work += len(v)
+		case []any:
+			r.work += itemBytes * len(v)
+		case Tuple:
+			r.work += itemBytes * len(v)
+		case *Dict:
+			r.work += itemBytes * len(v.keys)
+		}
+	}
+	if r.work < stepBytes {
+		return nil
+	}
+	r.steps += r.work / stepBytes
+	r.work %= stepBytes
+	if r.steps > r.lim.MaxSteps {
+		return errorf(line, "template took more than %d steps (each %d bytes of a string or %d list items an operation reads or builds count as a step)", r.lim.MaxSteps, stepBytes, stepBytes/itemBytes)
+	}
+	return nil
+}
+
+// cheapFilters read no more of their input than its header: they are not
+// charged for it (charge), only for what they return.
+var cheapFilters = map[string]bool{"length": true, "count": true, "first": true, "last": true, "default": true, "d": true}
 
 func (r *renderer) write(b *strings.Builder, s string, line int) error {
 	if b.Len()+len(s) > r.lim.MaxOutput {
@@ -577,7 +626,11 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 				return nil, err
 			}
 		}
-		return slice(obj, idx[0], idx[1], idx[2], e.line)
+		out, err := slice(obj, idx[0], idx[1], idx[2], e.line)
+		if err == nil {
+			err = r.charge(e.line, out)
+		}
+		return out, err
 	case *callExpr:
 		// Methods are looked up as attributes and called.
 		fn, err := r.eval(e.fn, sc)
@@ -588,7 +641,14 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return r.call(fn, args, kw, e.line)
+		if err := r.charge(e.line, args...); err != nil {
+			return nil, err
+		}
+		out, err := r.call(fn, args, kw, e.line)
+		if err == nil {
+			err = r.charge(e.line, out)
+		}
+		return out, err
 	case *filterExpr:
 		v, err := r.eval(e.arg, sc)
 		if err != nil {
@@ -598,7 +658,19 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return r.applyFilter(e.name, v, args, kw, e.line)
+		if !cheapFilters[e.name] {
+			if err := r.charge(e.line, v); err != nil {
+				return nil, err
+			}
+		}
+		if err := r.charge(e.line, args...); err != nil {
+			return nil, err
+		}
+		out, err := r.applyFilter(e.name, v, args, kw, e.line)
+		if err == nil {
+			err = r.charge(e.line, out)
+		}
+		return out, err
 	case *testExpr:
 		v, err := r.eval(e.arg, sc)
 		if err != nil {
@@ -606,6 +678,9 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		}
 		args, _, err := r.evalArgs(e.args, nil, sc)
 		if err != nil {
+			return nil, err
+		}
+		if err := r.charge(e.line, append(args, v)...); err != nil {
 			return nil, err
 		}
 		ok, err := r.applyTest(e.name, v, args, e.line)
@@ -634,7 +709,14 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return r.binary(e.op, l, rv, e.line)
+		if err := r.charge(e.line, l, rv); err != nil {
+			return nil, err
+		}
+		out, err := r.binary(e.op, l, rv, e.line)
+		if err == nil {
+			err = r.charge(e.line, out)
+		}
+		return out, err
 	case *unaryExpr:
 		x, err := r.eval(e.x, sc)
 		if err != nil {
@@ -671,6 +753,9 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		for i, op := range e.ops {
 			rv, err := r.eval(e.rest[i], sc)
 			if err != nil {
+				return nil, err
+			}
+			if err := r.charge(e.line, l, rv); err != nil {
 				return nil, err
 			}
 			ok, err := compare(op, l, rv, e.line)

@@ -128,7 +128,12 @@ func TestHostile(t *testing.T) {
 		{"shared items printed", "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l }}", "exceeds"},
 		{"shared items as JSON", "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l | tojson }}", "exceeds"},
 		{"shared items compared", "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l == ns.l }}", "comparison"},
-		{"list doubling", "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}", "list longer"},
+		{"list doubling", "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}", "steps"},
+		{"range in a loop", "{% for i in range(200) %}{% set x = range(1000000) | length %}{% endfor %}", "steps"},
+		{"sort in a loop", "{% set l = range(50000) | list %}{% for i in range(1000) %}{% set x = l | sort | first %}{% endfor %}", "steps"},
+		{"scan in a loop", "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% if 'y' in s %}{% endif %}{% endfor %}", "steps"},
+		{"method scan in a loop", "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% set n = s.count('y') %}{% endfor %}", "steps"},
+		{"big string in a loop", "{% for i in range(50) %}{% set x = ('x' * 1000000) | length %}{% endfor %}", "steps"},
 		{"join bomb", "{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(20) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ range(1000) | map('string') | map('replace', '', ns.s) | join }}", "exceeds"},
 		{"replace bomb", "{% set s = 'x' * 1000000 %}{{ s.replace('x', s) }}", "exceeds"},
 	}
