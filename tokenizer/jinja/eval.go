@@ -214,6 +214,19 @@ func (r *renderer) charge(line int, vs ...Value) error {
 	return nil
 }
 
+// charged runs op, charging (charge) the values it reads, in, before and
+// the value it returns after.
+func (r *renderer) charged(line int, in []Value, op func() (Value, error)) (Value, error) {
+	if err := r.charge(line, in...); err != nil {
+		return nil, err
+	}
+	out, err := op()
+	if err == nil {
+		err = r.charge(line, out)
+	}
+	return out, err
+}
+
 // cheapFilters read no more of their input than its header: they are not
 // charged for it (charge), only for what they return.
 var cheapFilters = map[string]bool{"length": true, "count": true, "first": true, "last": true, "default": true, "d": true}
@@ -626,11 +639,7 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 				return nil, err
 			}
 		}
-		out, err := slice(obj, idx[0], idx[1], idx[2], e.line)
-		if err == nil {
-			err = r.charge(e.line, out)
-		}
-		return out, err
+		return r.charged(e.line, nil, func() (Value, error) { return slice(obj, idx[0], idx[1], idx[2], e.line) })
 	case *callExpr:
 		// Methods are looked up as attributes and called.
 		fn, err := r.eval(e.fn, sc)
@@ -641,14 +650,7 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := r.charge(e.line, args...); err != nil {
-			return nil, err
-		}
-		out, err := r.call(fn, args, kw, e.line)
-		if err == nil {
-			err = r.charge(e.line, out)
-		}
-		return out, err
+		return r.charged(e.line, args, func() (Value, error) { return r.call(fn, args, kw, e.line) })
 	case *filterExpr:
 		v, err := r.eval(e.arg, sc)
 		if err != nil {
@@ -658,19 +660,11 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
+		in := args
 		if !cheapFilters[e.name] {
-			if err := r.charge(e.line, v); err != nil {
-				return nil, err
-			}
+			in = append([]Value{v}, args...)
 		}
-		if err := r.charge(e.line, args...); err != nil {
-			return nil, err
-		}
-		out, err := r.applyFilter(e.name, v, args, kw, e.line)
-		if err == nil {
-			err = r.charge(e.line, out)
-		}
-		return out, err
+		return r.charged(e.line, in, func() (Value, error) { return r.applyFilter(e.name, v, args, kw, e.line) })
 	case *testExpr:
 		v, err := r.eval(e.arg, sc)
 		if err != nil {
@@ -680,7 +674,7 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := r.charge(e.line, append(args, v)...); err != nil {
+		if err := r.charge(e.line, append([]Value{v}, args...)...); err != nil {
 			return nil, err
 		}
 		ok, err := r.applyTest(e.name, v, args, e.line)
@@ -709,14 +703,7 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := r.charge(e.line, l, rv); err != nil {
-			return nil, err
-		}
-		out, err := r.binary(e.op, l, rv, e.line)
-		if err == nil {
-			err = r.charge(e.line, out)
-		}
-		return out, err
+		return r.charged(e.line, []Value{l, rv}, func() (Value, error) { return r.binary(e.op, l, rv, e.line) })
 	case *unaryExpr:
 		x, err := r.eval(e.x, sc)
 		if err != nil {
