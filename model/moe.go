@@ -387,9 +387,7 @@ func (m *Llama) moeHost(s *moeState, l *LlamaLayer, in, out backend.Tensor) erro
 		}
 		ex := &l.Experts[e]
 		be.Rows(b.x, in, b.idx)
-		be.LinearGroup([]backend.Tensor{b.gate, b.up}, b.x, []backend.Weight{ex.Gate, ex.Up}, nil)
-		be.SwiGLU(b.gate, b.gate, b.up)
-		be.Linear(b.y, b.gate, ex.Down, nil)
+		swiGLUMLP(be, b.y, b.gate, b.up, b.x, ex.Gate, ex.Up, ex.Down)
 		if err := be.Download(b.host, b.y); err != nil {
 			return err
 		}
@@ -401,10 +399,7 @@ func (m *Llama) moeHost(s *moeState, l *LlamaLayer, in, out backend.Tensor) erro
 		}
 	}
 	if l.SharedGate != nil {
-		be.LinearGroup([]backend.Tensor{s.sGate, s.sUp}, in, []backend.Weight{l.SharedGate, l.SharedUp}, nil)
-		be.SwiGLU(s.sGate, s.sGate, s.sUp)
-		be.Linear(s.sOut, s.sGate, l.SharedDown, nil)
-		be.Linear(s.sG, in, l.SharedExpertGate, nil)
+		m.sharedExpert(s, l, in)
 		if err := be.Download(s.hostS, s.sOut); err != nil {
 			return err
 		}
@@ -433,14 +428,26 @@ func (m *Llama) moeDevice(s *moeState, l *LlamaLayer, in backend.Tensor) backend
 	mx.RouteExperts(s.idx, s.w, s.logits, mc.NormTopK)
 	var shared, sharedGate backend.Tensor
 	if l.SharedGate != nil {
-		be.LinearGroup([]backend.Tensor{s.sGate, s.sUp}, in, []backend.Weight{l.SharedGate, l.SharedUp}, nil)
-		be.SwiGLU(s.sGate, s.sGate, s.sUp)
-		be.Linear(s.sOut, s.sGate, l.SharedDown, nil)
-		be.Linear(s.sG, in, l.SharedExpertGate, nil)
+		m.sharedExpert(s, l, in)
 		shared, sharedGate = s.sOut, s.sG
 	}
 	mx.MixExperts(s.out, in, l.mix, s.idx, s.w, s.act, shared, sharedGate)
 	return s.out
+}
+
+// sharedExpert queues Qwen2-MoE's shared expert of in [T, H]: its MLP's
+// output into s.sOut, its gate's logit into s.sG.
+func (m *Llama) sharedExpert(s *moeState, l *LlamaLayer, in backend.Tensor) {
+	swiGLUMLP(m.be, s.sOut, s.sGate, s.sUp, in, l.SharedGate, l.SharedUp, l.SharedDown)
+	m.be.Linear(s.sG, in, l.SharedExpertGate, nil)
+}
+
+// swiGLUMLP queues y = down(silu(x·gateᵀ) ⊙ x·upᵀ), gate and up its
+// scratch (an expert's MLP).
+func swiGLUMLP(be backend.Backend, y, gate, up, x backend.Tensor, wg, wu, wd backend.Weight) {
+	be.LinearGroup([]backend.Tensor{gate, up}, x, []backend.Weight{wg, wu}, nil)
+	be.SwiGLU(gate, gate, up)
+	be.Linear(y, gate, wd, nil)
 }
 
 // loadMixers hands each sparse layer's experts to a backend that routes
