@@ -19,7 +19,10 @@ var inspectCmd = &command{
 	help: `'inspect kv' prints, for each format spec, the packed layout of a block, the
 bits per cached element with scales and zeros included, the memory per
 token, and which GPU decode kernel reads it; with no spec it prints the spec
-grammar.
+grammar. --head-dim (default 128) is the model's head dimension: the CPU
+takes every multiple of 16 from 64 to 256; the GPU kernels take 64, 128 and
+256, and a model of another head dim runs on the GPU with each head padded
+at load to the next of those, which the GPU line shows (bytes included).
 
 'inspect gpu' prints the device, driver, NVRTC and cuBLASLt versions and the
 kernel cache (not built yet).
@@ -27,7 +30,8 @@ kernel cache (not built yet).
 ` + kv.SpecGrammar + `
 
 example:
-  bitdecode inspect kv int4 k4v2 int2:kc32:v32`,
+  bitdecode inspect kv int4 k4v2 int2:kc32:v32
+  bitdecode inspect kv --head-dim 96 int4`,
 }
 
 func init() {
