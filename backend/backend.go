@@ -354,3 +354,11 @@ type Experts interface {
 	// Len returns the number of experts.
 	Len() int
 }
+
+// ExpertRows is implemented by an Experts handle whose MixExperts takes at
+// most MaxRows tokens (the CUDA backend's packed low-bit experts: one GEMV
+// per (token, slot)); the model routes a larger batch of that layer on the
+// host.
+type ExpertRows interface {
+	MaxRows() int
+}

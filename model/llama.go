@@ -505,7 +505,7 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 		// MLP block: dense, or a mixture of experts.
 		mlpOut := x
 		switch {
-		case l.mix != nil:
+		case l.mixes(T):
 			mlpOut = m.moeDevice(ms, l, in)
 		case l.Router != nil:
 			if err := m.moeHost(ms, l, in, x); err != nil {

@@ -310,11 +310,11 @@ func (m *Llama) newMoEState(a *arena, T int) *moeState {
 	mc := m.cfg.MoE
 	s := &moeState{a: a, T: T, bufs: map[int]*moeBufs{}}
 	s.logits = a.alloc(backend.F32, T, mc.Experts)
-	if slices.ContainsFunc(m.Layers, func(l LlamaLayer) bool { return l.Router != nil && l.mix == nil }) {
+	if slices.ContainsFunc(m.Layers, func(l LlamaLayer) bool { return l.Router != nil && !l.mixes(T) }) {
 		s.hostLog = make([]float32, T*mc.Experts)
 		s.acc = make([]float32, T*m.cfg.Hidden)
 	}
-	if slices.ContainsFunc(m.Layers, func(l LlamaLayer) bool { return l.mix != nil }) {
+	if slices.ContainsFunc(m.Layers, func(l LlamaLayer) bool { return l.mixes(T) }) {
 		s.idx, s.w = a.alloc(backend.I32, T, mc.TopK), a.alloc(backend.F32, T, mc.TopK)
 		s.act, s.out = a.alloc(backend.F32, T*mc.TopK, mc.Intermediate), a.alloc(backend.F32, T, m.cfg.Hidden)
 	}
@@ -452,8 +452,9 @@ func swiGLUMLP(be backend.Backend, y, gate, up, x backend.Tensor, wg, wu, wd bac
 
 // loadMixers hands each sparse layer's experts to a backend that routes
 // on the device (after JoinWeights, which may move them); a layer it
-// refuses (packed low-bit experts on the CUDA backend) is routed on the
-// host, which log says once.
+// refuses (on the CUDA backend: packed experts whose one-row GEMV has no
+// indexed form, DEC) is routed on the host, which log says once, as is a
+// batch over the handle's backend.ExpertRows.
 func (m *Llama) loadMixers(log io.Writer) {
 	mx, ok := m.be.(backend.ExpertMixer)
 	if !ok || m.cfg.MoE == nil {
@@ -480,6 +481,18 @@ func (m *Llama) loadMixers(log io.Writer) {
 		}
 		l.mix = h
 	}
+}
+
+// mixes says whether layer l's mixture of T tokens runs on the device
+// (moeDevice): its experts were loaded by a backend.ExpertMixer and take T
+// rows (backend.ExpertRows: the CUDA backend's packed experts take decode
+// batches only).
+func (l *LlamaLayer) mixes(T int) bool {
+	if l.mix == nil {
+		return false
+	}
+	r, ok := l.mix.(backend.ExpertRows)
+	return !ok || T <= r.MaxRows()
 }
 
 // sigmoid32 is torch's float32 sigmoid, 1/(1 + e^−x).

@@ -137,6 +137,9 @@ type Backend struct {
 	// moe.go).
 	moeMu sync.Mutex
 	moe   *kernels.MoE
+	// moeq: the expert-indexed packed GEMVs, compiled at the first
+	// LoadExperts of packed experts (moeMu; moe.go).
+	moeq *kernels.GEMVQMoE
 	// moeGrouped: MixExperts's grouped path's buffer (kernels.
 	// MoEGroupedLayout), grown like keyedScratch (mgMu; moe.go).
 	mgMu    sync.Mutex

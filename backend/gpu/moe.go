@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -21,16 +22,44 @@ import (
 // large decode batch replays too.
 
 // experts is the CUDA backend's backend.Experts: device tables of the
-// addresses of one layer's expert matrices (fp16, in place).
+// addresses of one layer's expert matrices (fp16, in place; or packed
+// low-bit ones, q).
 type experts struct {
 	owner  *Backend
 	n      int            // E
 	H, IE  int            // hidden size, expert width
-	tables cuda.DevicePtr // gate[E], up[E], down[E] addresses (uint64)
+	k      int            // the experts a token chooses
+	tables cuda.DevicePtr // gate[E], up[E], down[E] addresses (uint64); packed: q's words and params tables
+	q      *quantExperts  // packed low-bit experts, nil for fp16
+}
+
+// quantExperts are a layer's packed low-bit experts (int3, int4, int8 of
+// one group size, wq's layout or the tiled one, no DEC): MixExperts runs
+// kernels.GEMVQMoE's indexed GEMVs, each (token, slot) the kernel and split
+// the host path's one-row Linear runs for that expert (the same bits), so
+// a decode step routes on the device and replays as a CUDA graph. The
+// tables (experts.tables) hold, for gate, up and down in turn, E words
+// addresses and then E params addresses.
+type quantExperts struct {
+	bits, group int
+	gu, down    kernels.ExpertForm // gate and up's form ([IE, H]), down's ([H, IE])
 }
 
 // Len implements backend.Experts.
 func (e *experts) Len() int { return e.n }
+
+// MaxRows implements backend.ExpertRows: packed experts take a batch of
+// fewer than moeGroupRowsPerExpert rows an expert on average (T·k < 4·E,
+// where the fp16 experts also run one GEMV per (token, slot)) and at most
+// kernels.GEMVQMaxRows tokens; a larger batch re-reads each expert per
+// token, so the model routes it on the host (grouped by expert). fp16
+// experts take any batch.
+func (e *experts) MaxRows() int {
+	if e.q == nil {
+		return math.MaxInt
+	}
+	return max(1, min(kernels.GEMVQMaxRows, (moeGroupRowsPerExpert*e.n-1)/e.k))
+}
 
 // moeKernels returns moe.cu's kernels, compiling them the first time.
 func (b *Backend) moeKernels() (*kernels.MoE, error) {
@@ -47,10 +76,11 @@ func (b *Backend) moeKernels() (*kernels.MoE, error) {
 }
 
 // LoadExperts implements backend.ExpertMixer. The experts must be fp16
-// matrices (not packed low-bit weights, whose GEMVs have no indexed form):
-// the table holds their addresses, so it is made after JoinWeights has
-// placed them, and the weights must not move or be freed before
-// FreeExperts.
+// matrices, or with Options.MoEPacked all packed low-bit ones
+// (quantExperts: int3, int4 or int8 of one group size, without DEC, whose
+// one-row GEMV has an indexed form, kernels.GEMVQ.ExpertForm): the table holds their addresses, so it is
+// made after JoinWeights has placed them, and the weights must not move or
+// be freed before FreeExperts.
 func (b *Backend) LoadExperts(gate, up, down []backend.Weight, k int) (backend.Experts, error) {
 	E := len(gate)
 	if E == 0 || len(up) != E || len(down) != E {
@@ -59,7 +89,15 @@ func (b *Backend) LoadExperts(gate, up, down []backend.Weight, k int) (backend.E
 	if k <= 0 || k > min(E, kernels.MoEMaxK) {
 		return nil, fmt.Errorf("backend/gpu: LoadExperts: top-%d of %d experts (moe.cu chooses at most %d)", k, E, kernels.MoEMaxK)
 	}
-	ex := &experts{owner: b, n: E}
+	if w0, err := b.weightOf("LoadExperts", gate[0]); err != nil {
+		return nil, err
+	} else if w0.isQuant() {
+		if !b.opts.MoEPacked {
+			return nil, fmt.Errorf("backend/gpu: expert weight %s is packed (their device routing is off: %s)", w0.name, EnvMoEPacked)
+		}
+		return b.loadQuantExperts(gate, up, down, k)
+	}
+	ex := &experts{owner: b, n: E, k: k}
 	table := make([]byte, 3*8*E)
 	for i, ws := range [][]backend.Weight{gate, up, down} {
 		for e, w := range ws {
@@ -68,7 +106,7 @@ func (b *Backend) LoadExperts(gate, up, down []backend.Weight, k int) (backend.E
 				return nil, err
 			}
 			if wt.f16 == 0 || wt.q != 0 || wt.qt != 0 || wt.dec != nil || len(wt.shape) != 2 {
-				return nil, fmt.Errorf("backend/gpu: expert weight %s is not an fp16 matrix (packed low-bit experts have no device routing)", wt.name)
+				return nil, fmt.Errorf("backend/gpu: expert weight %s is not an fp16 matrix (a layer's experts are all fp16 or all packed)", wt.name)
 			}
 			N, K := wt.shape[0], wt.shape[1]
 			if i == 2 {
@@ -86,6 +124,11 @@ func (b *Backend) LoadExperts(gate, up, down []backend.Weight, k int) (backend.E
 	if _, err := b.moeKernels(); err != nil {
 		return nil, err
 	}
+	return b.uploadExperts(ex, table)
+}
+
+// uploadExperts copies ex's address table to the device.
+func (b *Backend) uploadExperts(ex *experts, table []byte) (backend.Experts, error) {
 	err := b.dev.Do(func(c *cuda.Ctx) error {
 		var err error
 		if ex.tables, err = c.Alloc(len(table)); err != nil {
@@ -101,6 +144,85 @@ func (b *Backend) LoadExperts(gate, up, down []backend.Weight, k int) (backend.E
 		return nil, fmt.Errorf("backend/gpu: LoadExperts: %w", err)
 	}
 	return ex, nil
+}
+
+// loadQuantExperts is LoadExperts of packed low-bit experts (quantExperts).
+func (b *Backend) loadQuantExperts(gate, up, down []backend.Weight, k int) (backend.Experts, error) {
+	E := len(gate)
+	g, err := b.quantKernels()
+	if err != nil {
+		return nil, err
+	}
+	ex := &experts{owner: b, n: E, k: k, q: &quantExperts{}}
+	q := ex.q
+	table := make([]byte, 3*2*8*E)
+	for i, ws := range [][]backend.Weight{gate, up, down} {
+		var tiled bool
+		for e, w := range ws {
+			wt, err := b.weightOf("LoadExperts", w)
+			if err != nil {
+				return nil, err
+			}
+			if !wt.isQuant() || wt.dec != nil || len(wt.shape) != 2 {
+				return nil, fmt.Errorf("backend/gpu: expert weight %s is not a packed matrix without DEC (a layer's experts are all fp16 or all packed)", wt.name)
+			}
+			N, K := wt.shape[0], wt.shape[1]
+			if i == 2 {
+				N, K = K, N
+			}
+			if i == 0 && e == 0 {
+				ex.IE, ex.H, q.bits, q.group = N, K, wt.qbits, wt.qgroup
+			}
+			if N != ex.IE || K != ex.H {
+				return nil, &backend.ShapeError{Op: "LoadExperts", Detail: fmt.Sprintf("expert weight %s %v: want [%d, %d] (down transposed)", wt.name, wt.shape, ex.IE, ex.H)}
+			}
+			if wt.qbits != q.bits || wt.qgroup != q.group {
+				return nil, fmt.Errorf("backend/gpu: expert weight %s: int%d in groups of %d, the layer's first int%d in groups of %d", wt.name, wt.qbits, wt.qgroup, q.bits, q.group)
+			}
+			words, params := wt.q, wt.qp
+			if e == 0 {
+				tiled = wt.qt != 0
+			}
+			if tiled {
+				words, params = wt.qt, wt.qtp
+			}
+			if (wt.qt != 0) != tiled || words == 0 || params == 0 {
+				return nil, fmt.Errorf("backend/gpu: expert weight %s: its layout is not the first expert's", wt.name)
+			}
+			binary.LittleEndian.PutUint64(table[8*((2*i)*E+e):], uint64(words))
+			binary.LittleEndian.PutUint64(table[8*((2*i+1)*E+e):], uint64(params))
+		}
+		N, K := ex.IE, ex.H
+		if i == 2 {
+			N, K = K, N
+		}
+		f, ok := g.ExpertForm(N, K, q.bits, q.group, tiled)
+		if !ok {
+			return nil, fmt.Errorf("backend/gpu: packed experts [%d, %d] int%d, groups of %d, tiled %v: their one-row GEMV has no indexed form", N, K, q.bits, q.group, tiled)
+		}
+		switch i {
+		case 0:
+			q.gu = f
+		case 1:
+			if f != q.gu {
+				return nil, fmt.Errorf("backend/gpu: packed experts: gate's GEMV %+v, up's %+v", q.gu, f)
+			}
+		case 2:
+			q.down = f
+		}
+	}
+	if _, err := b.moeKernels(); err != nil {
+		return nil, err
+	}
+	b.moeMu.Lock()
+	if b.moeq == nil {
+		b.moeq, err = kernels.LoadGEMVQMoE(b.dev)
+	}
+	b.moeMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", b.dev.Name(), err)
+	}
+	return b.uploadExperts(ex, table)
 }
 
 // FreeExperts implements backend.ExpertMixer. It waits for queued ops,
@@ -210,6 +332,10 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 		sp, sgp = st.ptr, gt.ptr
 	}
 	m := b.moe
+	if ex.q != nil {
+		b.mixQuantExperts(ex, ot, xt, it, wt, at, sp, sgp, T, k)
+		return
+	}
 	gate, up, down := ex.tables, ex.tables+cuda.DevicePtr(8*E), ex.tables+cuda.DevicePtr(16*E)
 	if b.moeGrouped(T, k, H, IE, E) {
 		l := kernels.MoEGroupedLayout(T*k, E, H, IE)
@@ -236,6 +362,50 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 	}, u64(ot.ptr), u64(xt.ptr), u64(it.ptr), u64(wt.ptr), u64(at.ptr), u64(ex.tables), u64(sp), u64(sgp),
 		u64(T), u64(k), u64(H), u64(IE), u64(E))
 }
+
+// mixQuantExperts is MixExperts over packed experts: per (token, slot)
+// pair p, the indexed GEMVs gate[p] = W_gate[e]·x[t] and up[p] =
+// W_up[e]·x[t] (e = idx[p]), act = silu(gate)·up (the backend's SwiGLU), the
+// indexed down GEMV ys[p] = W_down[e]·act[p], and moe_combine's weighted sum
+// in slot order: each expert's output is the host path's one-row Linear's,
+// bit for bit. gate, up and ys live in the grouped path's buffer (mg).
+func (b *Backend) mixQuantExperts(ex *experts, ot, xt, it, wt, at *tensor, sp, sgp cuda.DevicePtr, T, k int) {
+	const op = "MixExperts"
+	H, IE, E, q := ex.H, ex.IE, ex.n, ex.q
+	if T > ex.MaxRows() {
+		b.fail(fmt.Errorf("backend/gpu: %s: %d tokens over packed experts (at most %d: MaxRows)", op, T, ex.MaxRows()))
+		return
+	}
+	P := T * k
+	buf, err := b.growKeyed(&b.mgMu, &b.mg, &b.mgBytes, 4*P*(2*IE+H))
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: %s: packed experts' buffer: %w", op, err))
+		return
+	}
+	gOut, uOut := buf, buf+cuda.DevicePtr(4*P*IE)
+	ys := uOut + cuda.DevicePtr(4*P*IE)
+	tab := func(i int) cuda.DevicePtr { return ex.tables + cuda.DevicePtr(8*E*i) }
+	m, mq, ops := b.moe, b.moeq, b.ops
+	b.launch(op, func(c *cuda.Ctx) error {
+		if err := mq.Launch(c, b.stream, q.gu, gOut, xt.ptr, tab(0), tab(1), it.ptr, P, k, E, IE, H, q.bits, q.group); err != nil {
+			return err
+		}
+		if err := mq.Launch(c, b.stream, q.gu, uOut, xt.ptr, tab(2), tab(3), it.ptr, P, k, E, IE, H, q.bits, q.group); err != nil {
+			return err
+		}
+		if err := ops.SwiGLU(c, b.stream, at.ptr, gOut, uOut, P*IE); err != nil {
+			return err
+		}
+		if err := mq.Launch(c, b.stream, q.down, ys, at.ptr, tab(4), tab(5), it.ptr, P, 1, E, H, IE, q.bits, q.group); err != nil {
+			return err
+		}
+		return m.Combine(c, b.stream, ot.ptr, ys, wt.ptr, sp, sgp, T, k, H)
+	}, u64(ot.ptr), u64(xt.ptr), u64(it.ptr), u64(wt.ptr), u64(at.ptr), u64(ex.tables), u64(sp), u64(sgp), u64(buf),
+		u64(T), u64(k), u64(H), u64(IE), u64(E), moeQuantKey)
+}
+
+// moeQuantKey tells the packed experts' launch key from the others'.
+const moeQuantKey = 3
 
 // moeGroupRowsPerExpert is the default of Options.MoEGroupRows: the
 // grouped path from T·k >= moeGroupRowsPerExpert·E pairs (4 rows an expert

@@ -870,6 +870,63 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
   storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
 }
 
+// gemv_q5_moe is gemv_q5's LEAN step (v5.2 over wq's layout, v6.1 over the
+// tiled one) for the experts a mixture's tokens chose (moe.go's packed
+// path): grid (ceil(N / (kRows·kWarps/S)), P), CTA (b, p) is gemv_q5's CTA b
+// over the weight of expert e = idx[p] (its words and params at wtab[e] and
+// ptab[e]), with x's row p / xdiv (xdiv k: each token's x for its k slots;
+// 1: one row a pair) and y's row p. The same sums as gemv_q5<BITS, S, true,
+// TILED, false, true> over that weight, bit for bit. The addresses depend on
+// the router's output (the kernel ahead), so nothing is copied before the
+// dependency wait (early 0). A route out of [0, E) writes NaN to the CTA's
+// rows.
+template <int BITS, int S, bool TILED>
+__global__ void __launch_bounds__(kThreads, kMinBlocks5)
+    gemv_q5_moe(const float* __restrict__ x, const unsigned long long* __restrict__ wtab, const unsigned long long* __restrict__ ptab,
+                const int* __restrict__ idx, float* __restrict__ y, int N, int K, int gshift, int xdiv, int E, int ringBytes) {
+  constexpr int U = kStageTiles<BITS>;
+  constexpr int kGroups = kWarps / S;
+  constexpr unsigned kTStride = TILED ? kTiledStepWords<BITS> / U : kTile / 32 * BITS;
+  constexpr unsigned kPStride = TILED ? kRows : 1;
+  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  static_assert(BITS % 4 == 0 || (TILED && BITS == 3), "LEAN's widths: int4, int8 (either layout), int3 (tiled)");
+  if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
+  gridDependencyWait();
+  const int p = blockIdx.y, e = idx[p];
+  y += size_t(p) * N;
+  if (e < 0 || e >= E) {
+    const int n = blockIdx.x * kGroups * kRows + threadIdx.x;
+    if (threadIdx.x < kGroups * kRows && n < N) y[n] = __int_as_float(0x7fffffff);
+    return;
+  }
+  x += size_t(p / xdiv) * K;
+  const u32* words = reinterpret_cast<const u32*>(wtab[e]);
+  const u16* params = reinterpret_cast<const u16*>(ptab[e]);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
+  const int g = lane / 4, c = lane % 4;
+  const int rg = blockIdx.x * kGroups + warp / S, n0 = rg * kRows;
+  const int tiles = K / kTile, steps = (tiles + U - 1) / U, per = (steps + S - 1) / S;
+  const int tb = min(tiles, slice * per * U), te = min(tiles, (slice + 1) * per * U);
+  const int rowWords = K / 32 * BITS, groups = tiles >> gshift;
+  const int na = min(n0 + g, N - 1), nb = min(n0 + g + 8, N - 1);
+  const u32* prm = reinterpret_cast<const u32*>(params);
+  const Rows rw = TILED ? Rows{words, prm, 0, 0, unsigned(rg * groups * kRows + g), unsigned(rg * groups * kRows + g + 8)}
+                        : Rows{words, prm, unsigned(na * rowWords + c * BITS), unsigned(nb * rowWords + c * BITS), unsigned(na * groups),
+                               unsigned(nb * groups)};
+  CoalRows cr;
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    if constexpr (TILED) cr.w[i] = unsigned(rg * steps) * kTiledStepWords<BITS> + unsigned(4 * i + lane / 8) * 32 + lane % 8 * 4;
+    else cr.w[i] = unsigned(min(n0 + 4 * i + lane / 8, N - 1) * rowWords + lane % 8 * 4);
+  }
+  extern __shared__ __align__(16) unsigned char gemvq5Ring[];
+  Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq5Ring) + warp * kRing;
+  __shared__ XStage<U> xs[kWarps];
+  float acc[2] = {0.f, 0.f};
+  leanLoop<BITS, U, TILED, kTStride, kPStride>(acc, ring, xs[warp], x, words, cr, rw, tb, te, gshift, 0, lane);
+  storeRows<S>(acc, y, nullptr, N, n0, warp, slice, lane, g, c);
+}
+
 // tile_pack writes the tiled layout (above; gemvq.go PackTiles, its
 // reference) of a weight in wq's layout: tw [ceil(N/kRows)][steps][kRows][32]
 // words (int3: each block in v6.1's read order; int8: steps of one tile),

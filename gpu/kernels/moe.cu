@@ -516,7 +516,9 @@ MOE_GEMM_DOWN(moe_gemm_down_ldm, true, 64)
 MOE_GEMM_DOWN(moe_gemm_down_m32, true, 32)
 MOE_GEMM_DOWN(moe_gemm_down_m16, true, 16)
 
-// moe_combine: grid (T, ceil(H / 256)), a thread per output n.
+// moe_combine: grid (T, ceil(H / 256)), a thread per output n. pos null:
+// the pairs' outputs in (token, slot) order, ys row t·k + j (the packed
+// experts' GEMVs, moe.go).
 extern "C" __global__ void moe_combine(float* __restrict__ out, const float* __restrict__ ys, const int* __restrict__ pos,
                                        const float* __restrict__ w, const float* __restrict__ shared,
                                        const float* __restrict__ sg, int k, int H) {
@@ -525,7 +527,7 @@ extern "C" __global__ void moe_combine(float* __restrict__ out, const float* __r
   if (n >= H) return;
   float y = 0.0f;
   for (int j = 0; j < k; j++) {
-    const int q = pos[t * k + j];
+    const int q = pos != nullptr ? pos[t * k + j] : int(t * k + j);
     const float d = q >= 0 ? ys[(long long)q * H + n] : __int_as_float(0x7fffffff);
     y = __fadd_rn(y, __fmul_rn(w[t * k + j], d));
   }

@@ -197,3 +197,15 @@ func (m *MoE) Grouped(c *cuda.Ctx, s cuda.Stream, out, x, idx, w, gate, up, down
 	}
 	return c.Launch(m.combine, cuda.Dim3{X: T, Y: (H + moeRowThreads - 1) / moeRowThreads}, th, 0, s, out, ys, pos, w, shared, sg, int32(k), int32(H))
 }
+
+// Combine is moe_combine over the pairs' outputs in (token, slot) order:
+// out [T, H] = Σ_j w[t,j]·ys[t·k + j] (each product rounded, summed from 0
+// in slot order), then + sigmoid(sg[t])·shared[t] where shared is not 0.
+// ys [T·k, H] float32.
+func (m *MoE) Combine(c *cuda.Ctx, s cuda.Stream, out, ys, w, shared, sg cuda.DevicePtr, T, k, H int) error {
+	if T <= 0 || k <= 0 || H <= 0 {
+		return fmt.Errorf("kernels: moe combine: T=%d k=%d H=%d", T, k, H)
+	}
+	return c.Launch(m.combine, cuda.Dim3{X: T, Y: (H + moeRowThreads - 1) / moeRowThreads}, cuda.Dim3{X: moeRowThreads}, 0, s,
+		out, ys, cuda.DevicePtr(0), w, shared, sg, int32(k), int32(H))
+}

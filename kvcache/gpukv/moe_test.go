@@ -3,12 +3,14 @@ package gpukv
 // Mixtures of experts on the CUDA backend (model/moe.go, backend/gpu's
 // moe.go): the device's routing under CUDA graphs at batches of 1 to 4
 // sequences, and the host routing a layer falls back to (packed low-bit
-// experts) against the CPU backend. TestGPUTransformers holds the device
-// routing to transformers' logits.
+// experts by default, or on batches over their MaxRows) against the CPU
+// backend. TestGPUTransformers holds the device routing to transformers'
+// logits.
 
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/backend"
@@ -119,22 +121,132 @@ var moeQuantFamilies = []string{
 	"rope_theta":1000000.0,"tie_word_embeddings":false,"num_local_experts":4,"num_experts_per_tok":2}`,
 }
 
-// TestGPUMoEQuantizedExperts loads synthetic MoE checkpoints with int8
-// weights (every linear layer, the experts too, quantized the same way on
-// both backends): the CUDA backend has no indexed GEMV of packed weights,
-// so its sparse layers route on the host (model.Llama.moeHost: the
-// router's logits and each expert's rows downloaded). Every row of logits
-// over a 24-token prompt in chunks of 8 and 8 decode steps on the dense
-// cache must be within hfGPUTol of the CPU backend's, the bound of
-// backend/gpu's TestModelMatchesCPU (fp16-rounded linear inputs; the
-// routers' logits are of std ~4, synthmodel's routerGain, so that the
-// GPU's rounding leaves every choice as the CPU's).
+// TestGPUMoEQuantizedExperts loads synthetic MoE checkpoints with int8 and
+// int4 weights (every linear layer, the experts too, quantized the same way
+// on both backends): by default the CUDA backend routes packed experts on
+// the host; with Options.MoEPacked on the device (backend/gpu's
+// mixQuantExperts, the indexed one-row GEMVs) for batches of up to MaxRows
+// tokens and on the host above (model.Llama.moeHost: the
+// router's logits and each expert's rows downloaded; here qwen2_moe's
+// 8-token chunks run on the device, mixtral's on the host, every decode
+// step on the device). Every row of logits over a 24-token prompt in
+// chunks of 8 and 8 decode steps on the dense cache, on both CUDA
+// backends, must be within hfGPUTol of the CPU backend's, the bound of backend/gpu's
+// TestModelMatchesCPU (fp16-rounded linear inputs; the routers' logits are
+// of std ~4, synthmodel's routerGain, so that the GPU's rounding leaves
+// every choice as the CPU's). Then greedy sequences through a paged cache
+// (decode batches of 1 to 4 beside prefill chunks) with MoEPacked and CUDA
+// graphs off and on give the same bits, graphs replayed, no layer refused
+// by LoadExperts.
 func TestGPUMoEQuantizedExperts(t *testing.T) {
-	spec, err := wq.ParseSpec("int8")
+	for _, name := range []string{"int8", "int4"} {
+		t.Run(name, func(t *testing.T) {
+			spec, err := wq.ParseSpec(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			packed, err := gpu.Open(0, gpu.Options{MoEPacked: true})
+			if err != nil {
+				if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+					t.Skipf("no CUDA device: %v", err)
+				}
+				t.Fatal(err)
+			}
+			defer packed.Close()
+			checkMoEAgainstCPU(t, spec, 24, 8, func(fi int) uint64 { return uint64(fi) }, name+" experts (GPU 1 on the host, GPU 2 on the device)", gpuBackend(t), packed)
+			checkMoEQuantGraphs(t, spec)
+		})
+	}
+}
+
+// writeMoESynth writes moeQuantFamilies[fi] as a synthetic checkpoint in a
+// temporary directory and returns it with its config.
+func writeMoESynth(t *testing.T, fi int) (string, *model.Config) {
+	t.Helper()
+	config := moeQuantFamilies[fi]
+	cfg, err := model.ParseConfig([]byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkMoEAgainstCPU(t, spec, 24, 8, func(fi int) uint64 { return uint64(fi) }, "int8 experts routed on the host", gpuBackend(t))
+	dir := t.TempDir()
+	mc := cfg.MoE
+	shape := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
+		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings, QKVBias: cfg.QKVBias,
+		Experts: mc.Experts, ExpertIntermediate: mc.Intermediate, SharedIntermediate: mc.SharedIntermediate,
+		Sparse: mc.Sparse, MixtralNames: cfg.ModelType == "mixtral"}
+	if _, err := synthmodel.Write(dir, config, shape, safetensors.BF16, uint64(40+fi), nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cfg
+}
+
+// checkMoEQuantGraphs runs four greedy sequences of each of
+// moeQuantFamilies with weights spec through an int4 paged cache with CUDA
+// graphs off and on (TestGPUMoEGraphReplaySameBits's protocol): every
+// logits row bitwise the same, graphs replayed, and the load's log naming
+// no layer routed on the host.
+func checkMoEQuantGraphs(t *testing.T, spec wq.Spec) {
+	for fi := range moeQuantFamilies {
+		dir, cfg := writeMoESynth(t, fi)
+		t.Run(cfg.ModelType+"-graphs", func(t *testing.T) {
+			var rows [2][][][]float32
+			var stats gpu.GraphStats
+			for i, noGraphs := range []bool{true, false} {
+				be, err := gpu.Open(0, gpu.Options{NoGraphs: noGraphs, MoEPacked: true})
+				if err != nil {
+					if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+						t.Skipf("no CUDA device: %v", err)
+					}
+					t.Fatal(err)
+				}
+				defer be.Close()
+				var log strings.Builder
+				m, err := model.Load(dir, be, model.LoadOptions{Weights: spec, Log: &log})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				if strings.Contains(log.String(), "routed on the host") {
+					t.Fatalf("load log: %s", log.String())
+				}
+				c, err := NewPaged(be, m.Config(), kv.MustParseSpec("int4"), kvcache.Options{MaxSeqs: 4, MaxLen: 256, MaxChunk: invariantChunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				r := rand.New(rand.NewPCG(23, 5))
+				vocab := m.Config().Vocab
+				seqs := []*greedySeq{
+					{id: 0, join: 0, gen: 24, prompt: randomPrompt(r, 30, vocab)},
+					{id: 1, join: 3, gen: 20, prompt: randomPrompt(r, 20, vocab)},
+					{id: 2, join: 5, gen: 12, prompt: randomPrompt(r, 7, vocab)},
+					{id: 3, join: 8, gen: 16, prompt: randomPrompt(r, 40, vocab)},
+				}
+				runGreedy(t, m, c, seqs)
+				for _, s := range seqs {
+					rows[i] = append(rows[i], s.rows)
+				}
+				if !noGraphs {
+					stats = be.GraphStats()
+				}
+			}
+			if stats.Replayed == 0 || stats.Captured == 0 {
+				t.Fatalf("graphs on: %+v flushes: no graph replayed", stats)
+			}
+			t.Logf("%v weights, graphs on: %+v flushes", spec, stats)
+			for s := range rows[0] {
+				off, on := rows[0][s], rows[1][s]
+				if len(on) != len(off) {
+					t.Fatalf("sequence %d: %d logits rows with graphs, %d without", s, len(on), len(off))
+				}
+				for step := range off {
+					if err := sameBits(on[step], off[step]); err != nil {
+						t.Fatalf("sequence %d, its step %d: graphs on vs off: %v", s, step, err)
+					}
+				}
+			}
+		})
+	}
 }
 
 // TestGPUMoEGroupedPrefill loads the same synthetic checkpoints with fp16
@@ -183,21 +295,9 @@ func checkMoEAgainstCPU(t *testing.T, spec wq.Spec, prefill, chunk int, seed fun
 	for _, gb := range gbs {
 		bes = append(bes, gb)
 	}
-	for fi, config := range moeQuantFamilies {
-		cfg, err := model.ParseConfig([]byte(config))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for fi := range moeQuantFamilies {
+		dir, cfg := writeMoESynth(t, fi)
 		t.Run(cfg.ModelType, func(t *testing.T) {
-			dir := t.TempDir()
-			mc := cfg.MoE
-			shape := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
-				KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings, QKVBias: cfg.QKVBias,
-				Experts: mc.Experts, ExpertIntermediate: mc.Intermediate, SharedIntermediate: mc.SharedIntermediate,
-				Sparse: mc.Sparse, MixtralNames: cfg.ModelType == "mixtral"}
-			if _, err := synthmodel.Write(dir, config, shape, safetensors.BF16, uint64(40+fi), nil); err != nil {
-				t.Fatal(err)
-			}
 			r := rand.New(rand.NewPCG(seed(fi), 3))
 			tokens := randomPrompt(r, prefill+8, cfg.Vocab)
 			rows := make([][][]float32, len(bes))
