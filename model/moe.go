@@ -452,15 +452,18 @@ func swiGLUMLP(be backend.Backend, y, gate, up, x backend.Tensor, wg, wu, wd bac
 
 // loadMixers hands each sparse layer's experts to a backend that routes
 // on the device (after JoinWeights, which may move them); a layer it
-// refuses (on the CUDA backend: packed experts whose one-row GEMV has no
-// indexed form, DEC) is routed on the host, which log says once, as is a
-// batch over the handle's backend.ExpertRows.
+// refuses (on the CUDA backend: packed experts with DEC, or whose one-row
+// GEMV a GEMVQ knob sends to a form with no indexed kernel, or all packed
+// experts under BITDECODE_NO_MOE_PACKED) is routed on the host, which log
+// says once with the backend's reason; so is a batch over the handle's
+// backend.ExpertRows (the CUDA backend's packed experts: prefill chunks and
+// large decode batches), whose limit log says once too.
 func (m *Llama) loadMixers(log io.Writer) {
 	mx, ok := m.be.(backend.ExpertMixer)
 	if !ok || m.cfg.MoE == nil {
 		return
 	}
-	said := false
+	said, saidRows := false, false
 	for i := range m.Layers {
 		l := &m.Layers[i]
 		if len(l.Experts) == 0 {
@@ -480,6 +483,10 @@ func (m *Llama) loadMixers(log io.Writer) {
 			continue
 		}
 		l.mix = h
+		if r, ok := h.(backend.ExpertRows); ok && log != nil && !saidRows {
+			fmt.Fprintf(log, "model: layer %d: experts routed on the device for batches of up to %d tokens, on the host above (prefill chunks, larger decode batches)\n", i, r.MaxRows())
+			saidRows = true
+		}
 	}
 }
 

@@ -76,11 +76,13 @@ func (b *Backend) moeKernels() (*kernels.MoE, error) {
 }
 
 // LoadExperts implements backend.ExpertMixer. The experts must be fp16
-// matrices, or with Options.MoEPacked all packed low-bit ones
-// (quantExperts: int3, int4 or int8 of one group size, without DEC, whose
-// one-row GEMV has an indexed form, kernels.GEMVQ.ExpertForm): the table holds their addresses, so it is
-// made after JoinWeights has placed them, and the weights must not move or
-// be freed before FreeExperts.
+// matrices, or (unless Options.NoMoEPacked) all packed low-bit ones
+// (quantExperts: int3, int4 or int8 of one group size and layout, without
+// DEC, whose one-row GEMV has an indexed form, kernels.GEMVQ.ExpertForm):
+// the table holds their addresses, so it is made after JoinWeights has
+// placed them, and the weights must not move or be freed before
+// FreeExperts. The error of a layer it refuses says why; the model routes
+// that layer on the host.
 func (b *Backend) LoadExperts(gate, up, down []backend.Weight, k int) (backend.Experts, error) {
 	E := len(gate)
 	if E == 0 || len(up) != E || len(down) != E {
@@ -92,8 +94,8 @@ func (b *Backend) LoadExperts(gate, up, down []backend.Weight, k int) (backend.E
 	if w0, err := b.weightOf("LoadExperts", gate[0]); err != nil {
 		return nil, err
 	} else if w0.isQuant() {
-		if !b.opts.MoEPacked {
-			return nil, fmt.Errorf("backend/gpu: expert weight %s is packed (their device routing is off: %s)", w0.name, EnvMoEPacked)
+		if b.opts.NoMoEPacked {
+			return nil, fmt.Errorf("backend/gpu: expert weight %s is packed and their device routing is off (%s)", w0.name, EnvNoMoEPacked)
 		}
 		return b.loadQuantExperts(gate, up, down, k)
 	}
@@ -164,7 +166,7 @@ func (b *Backend) loadQuantExperts(gate, up, down []backend.Weight, k int) (back
 				return nil, err
 			}
 			if !wt.isQuant() || wt.dec != nil || len(wt.shape) != 2 {
-				return nil, fmt.Errorf("backend/gpu: expert weight %s is not a packed matrix without DEC (a layer's experts are all fp16 or all packed)", wt.name)
+				return nil, fmt.Errorf("backend/gpu: expert weight %s is not a packed matrix without DEC (packed experts with DEC have no indexed GEMV; a layer's experts are all fp16 or all packed)", wt.name)
 			}
 			N, K := wt.shape[0], wt.shape[1]
 			if i == 2 {
@@ -198,7 +200,7 @@ func (b *Backend) loadQuantExperts(gate, up, down []backend.Weight, k int) (back
 		}
 		f, ok := g.ExpertForm(N, K, q.bits, q.group, tiled)
 		if !ok {
-			return nil, fmt.Errorf("backend/gpu: packed experts [%d, %d] int%d, groups of %d, tiled %v: their one-row GEMV has no indexed form", N, K, q.bits, q.group, tiled)
+			return nil, fmt.Errorf("backend/gpu: packed experts [%d, %d] int%d, groups of %d, tiled %v: their one-row GEMV (a GEMVQ knob's form: v4, v5.0, v5.1, v2) has no indexed form", N, K, q.bits, q.group, tiled)
 		}
 		switch i {
 		case 0:

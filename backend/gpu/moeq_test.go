@@ -23,7 +23,7 @@ type moeqCase struct {
 }
 
 // TestMixQuantExperts holds MixExperts over packed low-bit experts
-// (Options.MoEPacked; moe.go's mixQuantExperts: kernels.GEMVQMoE's indexed
+// (the default; moe.go's mixQuantExperts: kernels.GEMVQMoE's indexed
 // GEMVs) to the host
 // path's arithmetic, bit for bit: for each token and chosen slot, Linear of
 // its row over the expert's gate and up (the one-row GEMV the backend runs
@@ -38,8 +38,8 @@ type moeqCase struct {
 func TestMixQuantExperts(t *testing.T) {
 	g := packedBackend(t, gpu.Options{})
 	wqb := packedBackend(t, gpu.Options{GEMVQWQ: true})
-	// Off (the default), LoadExperts refuses packed experts.
-	d := gpuBackend(t)
+	// With Options.NoMoEPacked, LoadExperts refuses packed experts.
+	d := packedBackend(t, gpu.Options{NoMoEPacked: true})
 	dw, err := d.LoadRandomQuant("expert", []int{128, 256}, wq.Int8, 128, 1, wq.DEC{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestMixQuantExperts(t *testing.T) {
 	defer d.FreeWeight(dw)
 	if ex, err := d.LoadExperts([]backend.Weight{dw}, []backend.Weight{dw}, []backend.Weight{dw}, 1); err == nil {
 		d.FreeExperts(ex)
-		t.Fatal("LoadExperts took packed experts without Options.MoEPacked")
+		t.Fatal("LoadExperts took packed experts with Options.NoMoEPacked")
 	}
 	cases := []moeqCase{
 		{T: 1, H: 256, IE: 128, E: 8, k: 2, elem: wq.Int8},
@@ -69,12 +69,12 @@ func TestMixQuantExperts(t *testing.T) {
 	})
 }
 
-// packedBackend opens a CUDA backend with o and Options.MoEPacked (closed
-// at the test's end), skipping without a device.
+// packedBackend opens a CUDA backend with o (packed experts routed on the
+// device unless o.NoMoEPacked; closed at the test's end), skipping without
+// a device.
 func packedBackend(t *testing.T, o gpu.Options) *gpu.Backend {
 	t.Helper()
 	gpuBackend(t) // skips without a device
-	o.MoEPacked = true
 	g, err := gpu.Open(0, o)
 	if err != nil {
 		t.Fatal(err)

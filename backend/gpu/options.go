@@ -45,9 +45,9 @@ const (
 	// MixExperts groups the rows by expert (moe.cu's grouped GEMMs), or
 	// "off" (the per-token GEMVs at every size, for comparisons).
 	EnvMoEGroupRows = "BITDECODE_MOE_GROUP_ROWS"
-	// EnvMoEPacked is Options.MoEPacked: packed low-bit experts routed on
-	// the device (not validated on a GPU yet: off by default).
-	EnvMoEPacked = "BITDECODE_MOE_PACKED"
+	// EnvNoMoEPacked is Options.NoMoEPacked: packed low-bit experts routed
+	// on the host, as before session 19 (for comparisons).
+	EnvNoMoEPacked = "BITDECODE_NO_MOE_PACKED"
 	// EnvDECBlocks is Options.DECBlocks: n_tb, the compensation's thread
 	// blocks, for every DEC weight (also tuned ones), for experiments.
 	EnvDECBlocks = "BITDECODE_DEC_BLOCKS"
@@ -177,13 +177,14 @@ type Options struct {
 	// (moe.go); 0 is the default (from 4 rows an expert on average,
 	// T·k >= 4·E); negative: never.
 	MoEGroupRows int
-	// MoEPacked lets LoadExperts take packed low-bit experts (int3, int4,
-	// int8; moe.go's quantExperts: the indexed one-row GEMVs of
-	// kernels.GEMVQMoE), so that their decode batches route on the device
-	// and replay as CUDA graphs; off, such layers route on the host
-	// (model.Llama.moeHost). Off by default until it is validated on a
-	// GPU (docs/perf/moe.md, session 18 moeq).
-	MoEPacked bool
+	// NoMoEPacked makes LoadExperts refuse packed low-bit experts, so that
+	// such layers route on the host (model.Llama.moeHost: a round trip per
+	// sparse layer, no CUDA graph of the step). By default it takes them
+	// (int3, int4, int8; moe.go's quantExperts: the indexed one-row GEMVs
+	// of kernels.GEMVQMoE), so that their decode batches route on the
+	// device and replay as CUDA graphs (docs/perf/moe.md, moeq: 3.0-3.4x
+	// faster a Mixtral-8x7B layer at T = 1, 25-35x a Qwen3-30B-A3B one).
+	NoMoEPacked bool
 	// DECBlocks, when positive, is n_tb for every DEC weight (else the
 	// weight's own wq.DEC.Blocks, else a default); it must fit each
 	// weight's shape.
@@ -339,7 +340,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
-		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvMoEPacked, &o.MoEPacked}} {
+		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -40,8 +40,8 @@ func TestParseOptions(t *testing.T) {
 			t.Errorf("%s=%s: Skinny %v, %v; want %v", gpu.EnvSkinny, v, o.Skinny, err, want)
 		}
 	}
-	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvMoEPacked: "1"})); err != nil || !o.MoEPacked {
-		t.Errorf("%s=1: MoEPacked %v, %v", gpu.EnvMoEPacked, o.MoEPacked, err)
+	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvNoMoEPacked: "1"})); err != nil || !o.NoMoEPacked {
+		t.Errorf("%s=1: NoMoEPacked %v, %v", gpu.EnvNoMoEPacked, o.NoMoEPacked, err)
 	}
 	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvGEMVQApart: "1", gpu.EnvGEMVQJoinSplit: "2"})); err != nil || !o.GEMVQApart || o.GEMVQJoinSplit != 2 {
 		t.Errorf("GEMVQ_APART=1 GEMVQ_JOIN_SPLIT=2: %v %d, %v", o.GEMVQApart, o.GEMVQJoinSplit, err)

@@ -3,9 +3,9 @@ package gpukv
 // Mixtures of experts on the CUDA backend (model/moe.go, backend/gpu's
 // moe.go): the device's routing under CUDA graphs at batches of 1 to 4
 // sequences, and the host routing a layer falls back to (packed low-bit
-// experts by default, or on batches over their MaxRows) against the CPU
-// backend. TestGPUTransformers holds the device routing to transformers'
-// logits.
+// experts on batches over their MaxRows, or with Options.NoMoEPacked)
+// against the CPU backend. TestGPUTransformers holds the device routing to
+// transformers' logits.
 
 import (
 	"errors"
@@ -124,20 +124,19 @@ var moeQuantFamilies = []string{
 // TestGPUMoEQuantizedExperts loads synthetic MoE checkpoints with int8 and
 // int4 weights (every linear layer, the experts too, quantized the same way
 // on both backends): by default the CUDA backend routes packed experts on
-// the host; with Options.MoEPacked on the device (backend/gpu's
-// mixQuantExperts, the indexed one-row GEMVs) for batches of up to MaxRows
-// tokens and on the host above (model.Llama.moeHost: the
-// router's logits and each expert's rows downloaded; here qwen2_moe's
-// 8-token chunks run on the device, mixtral's on the host, every decode
-// step on the device). Every row of logits over a 24-token prompt in
-// chunks of 8 and 8 decode steps on the dense cache, on both CUDA
-// backends, must be within hfGPUTol of the CPU backend's, the bound of backend/gpu's
+// the device (backend/gpu's mixQuantExperts, the indexed one-row GEMVs) for
+// batches of up to MaxRows tokens and on the host above
+// (model.Llama.moeHost: the router's logits and each expert's rows
+// downloaded; here qwen2_moe's 8-token chunks run on the device, mixtral's
+// on the host, every decode step on the device); with Options.NoMoEPacked
+// always on the host. Every row of logits over a 24-token prompt in chunks
+// of 8 and 8 decode steps on the dense cache, on both CUDA backends, must be
+// within hfGPUTol of the CPU backend's, the bound of backend/gpu's
 // TestModelMatchesCPU (fp16-rounded linear inputs; the routers' logits are
 // of std ~4, synthmodel's routerGain, so that the GPU's rounding leaves
 // every choice as the CPU's). Then greedy sequences through a paged cache
-// (decode batches of 1 to 4 beside prefill chunks) with MoEPacked and CUDA
-// graphs off and on give the same bits, graphs replayed, no layer refused
-// by LoadExperts.
+// (decode batches of 1 to 4 beside prefill chunks) with CUDA graphs off and
+// on give the same bits, graphs replayed, no layer refused by LoadExperts.
 func TestGPUMoEQuantizedExperts(t *testing.T) {
 	for _, name := range []string{"int8", "int4"} {
 		t.Run(name, func(t *testing.T) {
@@ -145,15 +144,15 @@ func TestGPUMoEQuantizedExperts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			packed, err := gpu.Open(0, gpu.Options{MoEPacked: true})
+			host, err := gpu.Open(0, gpu.Options{NoMoEPacked: true})
 			if err != nil {
 				if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 					t.Skipf("no CUDA device: %v", err)
 				}
 				t.Fatal(err)
 			}
-			defer packed.Close()
-			checkMoEAgainstCPU(t, spec, 24, 8, func(fi int) uint64 { return uint64(fi) }, name+" experts (GPU 1 on the host, GPU 2 on the device)", gpuBackend(t), packed)
+			defer host.Close()
+			checkMoEAgainstCPU(t, spec, 24, 8, func(fi int) uint64 { return uint64(fi) }, name+" experts (GPU 1 on the host, GPU 2 on the device)", host, gpuBackend(t))
 			checkMoEQuantGraphs(t, spec)
 		})
 	}
@@ -192,7 +191,7 @@ func checkMoEQuantGraphs(t *testing.T, spec wq.Spec) {
 			var rows [2][][][]float32
 			var stats gpu.GraphStats
 			for i, noGraphs := range []bool{true, false} {
-				be, err := gpu.Open(0, gpu.Options{NoGraphs: noGraphs, MoEPacked: true})
+				be, err := gpu.Open(0, gpu.Options{NoGraphs: noGraphs})
 				if err != nil {
 					if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 						t.Skipf("no CUDA device: %v", err)
