@@ -14,8 +14,8 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | gemv [flags] | gemvq [flags] | dec [flags] | linear [flags]",
-	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the fp16 linear kernels (gemv), the low-bit weight GEMV (gemvq), DEC on the GPU (dec), or the CPU's linear layers and decode step (linear)",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | gemv [flags] | gemvq [flags] | dec [flags] | linear [flags] | moe [flags]",
+	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the fp16 linear kernels (gemv), the low-bit weight GEMV (gemvq), DEC on the GPU (dec), the CPU's linear layers and decode step (linear), or a mixture-of-experts layer on the GPU (moe)",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
 on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128), and this machine's read
@@ -58,6 +58,11 @@ the measured fp32 peak, decode GEMV GB/s against the read ceiling) and whole
 decode steps of a model against their bytes floor ('bitdecode bench linear
 --help').
 
+'bench moe' times one mixture-of-experts layer (Mixtral-8x7B's and
+Qwen3-30B-A3B's shapes) on the GPU for T tokens, fp16 and packed experts,
+routed on the device and on the host, against the chosen experts' bytes at
+the read ceiling ('bitdecode bench moe --help').
+
 examples:
   bitdecode bench --quick
   bitdecode bench attn --kv int4,int2 --grid 1x32768,8x8192 --json out.json
@@ -65,7 +70,8 @@ examples:
   bitdecode bench e2e --quick
   bitdecode bench model --preset llama-3.1-8b --ctx 32k,128k --kv fp16,int4,int2
   bitdecode bench model --preset llama-3.1-70b --tp 2 --ctx 32k --kv int4
-  bitdecode bench dec --json dec.json`,
+  bitdecode bench dec --json dec.json
+  bitdecode bench moe --tokens 1,16 --weights fp16,int4 --json moe.json`,
 }
 
 // gpuBenchFlags are the flags that apply to --device cuda only.
@@ -132,6 +138,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "linear" {
 		return runBenchLinear(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "moe" {
+		return runBenchMoE(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "attn" {
 		args = args[1:]
 	}
@@ -142,7 +151,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, e2e, model, gemv, gemvq, dec and linear, which come first)", fs.Arg(0))
+		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, e2e, model, gemv, gemvq, dec, linear and moe, which come first)", fs.Arg(0))
 	}
 	if err := checkDevice(*device); err != nil {
 		return err
