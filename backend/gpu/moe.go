@@ -367,7 +367,8 @@ func (b *Backend) MixExperts(out, x backend.Tensor, h backend.Experts, idx, w, a
 
 // mixQuantExperts is MixExperts over packed experts: per (token, slot)
 // pair p, the indexed GEMVs gate[p] = W_gate[e]·x[t] and up[p] =
-// W_up[e]·x[t] (e = idx[p]), act = silu(gate)·up (the backend's SwiGLU), the
+// W_up[e]·x[t] (e = idx[p]; one launch, kernels.GEMVQMoE's J = 2), act =
+// silu(gate)·up (the backend's SwiGLU), the
 // indexed down GEMV ys[p] = W_down[e]·act[p], and moe_combine's weighted sum
 // in slot order: each expert's output is the host path's one-row Linear's,
 // bit for bit. gate, up and ys live in the grouped path's buffer (mg).
@@ -389,16 +390,14 @@ func (b *Backend) mixQuantExperts(ex *experts, ot, xt, it, wt, at *tensor, sp, s
 	tab := func(i int) cuda.DevicePtr { return ex.tables + cuda.DevicePtr(8*E*i) }
 	m, mq, ops := b.moe, b.moeq, b.ops
 	b.launch(op, func(c *cuda.Ctx) error {
-		if err := mq.Launch(c, b.stream, q.gu, gOut, xt.ptr, tab(0), tab(1), it.ptr, P, k, E, IE, H, q.bits, q.group); err != nil {
-			return err
-		}
-		if err := mq.Launch(c, b.stream, q.gu, uOut, xt.ptr, tab(2), tab(3), it.ptr, P, k, E, IE, H, q.bits, q.group); err != nil {
+		// Gate and up in one launch (their tables and outputs adjacent).
+		if err := mq.Launch(c, b.stream, q.gu, gOut, xt.ptr, tab(0), tab(1), it.ptr, 2, P, k, E, IE, H, q.bits, q.group); err != nil {
 			return err
 		}
 		if err := ops.SwiGLU(c, b.stream, at.ptr, gOut, uOut, P*IE); err != nil {
 			return err
 		}
-		if err := mq.Launch(c, b.stream, q.down, ys, at.ptr, tab(4), tab(5), it.ptr, P, 1, E, H, IE, q.bits, q.group); err != nil {
+		if err := mq.Launch(c, b.stream, q.down, ys, at.ptr, tab(4), tab(5), it.ptr, 1, P, 1, E, H, IE, q.bits, q.group); err != nil {
 			return err
 		}
 		return m.Combine(c, b.stream, ot.ptr, ys, wt.ptr, sp, sgp, T, k, H)

@@ -284,30 +284,33 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>) gemv_q3(const float* 
 }
 
 // gemv_q3_moe is gemv_q3 at one row of x for the experts a mixture's
-// tokens chose (moe.go's packed path): grid (ceil(N / (R·kWarps/S)), P),
-// CTA (b, p) is gemv_q3<1, BITS, S>'s CTA b over the weight of expert e =
-// idx[p] (its words and params at wtab[e] and ptab[e]), with x's row
-// p / xdiv and y's row p: the same sums (rowSums), bit for bit. Nothing is
-// loaded before the dependency wait (the addresses come from the router's
-// output); a route out of [0, E) writes NaN to the CTA's rows.
+// tokens chose (moe.go's packed path): grid (ceil(N / (R·kWarps/S)), J·P)
+// for J projections of the same shape (gate and up: J 2) and P pairs, CTA
+// (b, q) is gemv_q3<1, BITS, S>'s CTA b over projection j = q / P's weight
+// of expert e = idx[p], p = q % P (its words and params at wtab[2jE + e]
+// and ptab[2jE + e]), with x's row p / xdiv and y's row q: the same sums
+// (rowSums), bit for bit. Nothing is loaded before the dependency wait (the
+// addresses come from the router's output); a route out of [0, E) writes
+// NaN to the CTA's rows.
 template <int BITS, int S>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<1>)
     gemv_q3_moe(const float* __restrict__ x, const unsigned long long* __restrict__ wtab, const unsigned long long* __restrict__ ptab,
-                const int* __restrict__ idx, float* __restrict__ y, int N, int K, int G, int xdiv, int E) {
+                const int* __restrict__ idx, float* __restrict__ y, int N, int K, int G, int xdiv, int E, int P) {
   constexpr int R = kRowsPerWarp<BITS>;
   constexpr int kGroups = kWarps / S;
   static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
   gridDependencyWait();
-  const int p = blockIdx.y, e = idx[p];
-  y += size_t(p) * N;
+  const int q = blockIdx.y, p = q % P, e = idx[p];
+  const size_t tab = size_t(q / P) * 2 * E;
+  y += size_t(q) * N;
   if (e < 0 || e >= E) {
     const int n = blockIdx.x * kGroups * R + threadIdx.x;
     if (threadIdx.x < kGroups * R && n < N) y[n] = __int_as_float(0x7fffffff);
     return;
   }
   x += size_t(p / xdiv) * K;
-  const u32* words = reinterpret_cast<const u32*>(wtab[e]);
-  const u16* params = reinterpret_cast<const u16*>(ptab[e]);
+  const u32* words = reinterpret_cast<const u32*>(wtab[tab + e]);
+  const u16* params = reinterpret_cast<const u16*>(ptab[tab + e]);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
   const int n0 = (blockIdx.x * kGroups + warp / S) * R;
   __shared__ float4 xs[kWarps][1][32 * kXSpan];

@@ -872,18 +872,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
 
 // gemv_q5_moe is gemv_q5's LEAN step (v5.2 over wq's layout, v6.1 over the
 // tiled one) for the experts a mixture's tokens chose (moe.go's packed
-// path): grid (ceil(N / (kRows·kWarps/S)), P), CTA (b, p) is gemv_q5's CTA b
-// over the weight of expert e = idx[p] (its words and params at wtab[e] and
-// ptab[e]), with x's row p / xdiv (xdiv k: each token's x for its k slots;
-// 1: one row a pair) and y's row p. The same sums as gemv_q5<BITS, S, true,
-// TILED, false, true> over that weight, bit for bit. The addresses depend on
-// the router's output (the kernel ahead), so nothing is copied before the
-// dependency wait (early 0). A route out of [0, E) writes NaN to the CTA's
-// rows.
+// path): grid (ceil(N / (kRows·kWarps/S)), J·P) for J projections of the
+// same shape (gate and up: J 2) and P pairs, CTA (b, q) is gemv_q5's CTA b
+// over projection j = q / P's weight of expert e = idx[p], p = q % P (its
+// words and params at wtab[2jE + e] and ptab[2jE + e]), with x's row p /
+// xdiv (xdiv k: each token's x for its k slots; 1: one row a pair) and y's
+// row q (projection j's P rows after projection j−1's). The same sums as
+// gemv_q5<BITS, S, true, TILED, false, true> over that weight, bit for bit.
+// The addresses depend on the router's output (the kernel ahead), so
+// nothing is copied before the dependency wait (early 0). A route out of
+// [0, E) writes NaN to the CTA's rows.
 template <int BITS, int S, bool TILED>
 __global__ void __launch_bounds__(kThreads, kMinBlocks5)
     gemv_q5_moe(const float* __restrict__ x, const unsigned long long* __restrict__ wtab, const unsigned long long* __restrict__ ptab,
-                const int* __restrict__ idx, float* __restrict__ y, int N, int K, int gshift, int xdiv, int E, int ringBytes) {
+                const int* __restrict__ idx, float* __restrict__ y, int N, int K, int gshift, int xdiv, int E, int P, int ringBytes) {
   constexpr int U = kStageTiles<BITS>;
   constexpr int kGroups = kWarps / S;
   constexpr unsigned kTStride = TILED ? kTiledStepWords<BITS> / U : kTile / 32 * BITS;
@@ -892,16 +894,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5)
   static_assert(BITS % 4 == 0 || (TILED && BITS == 3), "LEAN's widths: int4, int8 (either layout), int3 (tiled)");
   if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
   gridDependencyWait();
-  const int p = blockIdx.y, e = idx[p];
-  y += size_t(p) * N;
+  const int q = blockIdx.y, p = q % P, e = idx[p];
+  const size_t tab = size_t(q / P) * 2 * E;
+  y += size_t(q) * N;
   if (e < 0 || e >= E) {
     const int n = blockIdx.x * kGroups * kRows + threadIdx.x;
     if (threadIdx.x < kGroups * kRows && n < N) y[n] = __int_as_float(0x7fffffff);
     return;
   }
   x += size_t(p / xdiv) * K;
-  const u32* words = reinterpret_cast<const u32*>(wtab[e]);
-  const u16* params = reinterpret_cast<const u16*>(ptab[e]);
+  const u32* words = reinterpret_cast<const u32*>(wtab[tab + e]);
+  const u16* params = reinterpret_cast<const u16*>(ptab[tab + e]);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
   const int g = lane / 4, c = lane % 4;
   const int rg = blockIdx.x * kGroups + warp / S, n0 = rg * kRows;

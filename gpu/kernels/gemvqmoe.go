@@ -130,15 +130,17 @@ func (g *GEMVQ) ExpertForm(N, K, bits, G int, tiled bool) (ExpertForm, bool) {
 	return ExpertForm{S: g.SplitV3For(1, N, K, bits)}, true
 }
 
-// Launch computes y[p] = x[p / xdiv]·Ŵ_{idx[p]}ᵀ for the P pairs p: x
+// Launch computes y[jP + p] = x[p / xdiv]·Ŵ_{j, idx[p]}ᵀ for the P pairs p
+// and J projections j of one shape in one launch (gate and up: J 2): x
 // float32 rows of K, idx [P] int32 expert indices in [0, E), wtab and ptab
-// [E] uint64 the experts' words and params addresses (each an [N, K]
-// weight of this width and group in f's layout), y [P][N] float32. f is
-// GEMVQ's ExpertForm for the shape.
-func (m *GEMVQMoE) Launch(c *cuda.Ctx, st cuda.Stream, f ExpertForm, y, x, wtab, ptab, idx cuda.DevicePtr, P, xdiv, E, N, K, bits, G int) error {
+// the experts' words and params addresses (uint64; projection j's E at
+// wtab + 16jE and ptab + 16jE bytes, each an [N, K] weight of this width
+// and group in f's layout), y [J·P][N] float32. f is GEMVQ's ExpertForm
+// for the shape.
+func (m *GEMVQMoE) Launch(c *cuda.Ctx, st cuda.Stream, f ExpertForm, y, x, wtab, ptab, idx cuda.DevicePtr, J, P, xdiv, E, N, K, bits, G int) error {
 	bi := gemvqBitsIndex(bits)
-	if bi < 0 || P <= 0 || N <= 0 || xdiv <= 0 || E <= 0 || K%G != 0 {
-		return fmt.Errorf("kernels: gemvq moe: P=%d N=%d K=%d bits=%d G=%d has no kernel", P, N, K, bits, G)
+	if bi < 0 || J <= 0 || P <= 0 || N <= 0 || xdiv <= 0 || E <= 0 || G <= 0 || K%G != 0 {
+		return fmt.Errorf("kernels: gemvq moe: J=%d P=%d N=%d K=%d bits=%d G=%d has no kernel", J, P, N, K, bits, G)
 	}
 	if f.V5 {
 		si := slices.Index(gemvq4Splits[:], f.S)
@@ -150,14 +152,14 @@ func (m *GEMVQMoE) Launch(c *cuda.Ctx, st cuda.Stream, f ExpertForm, y, x, wtab,
 			return fmt.Errorf("kernels: gemvq moe v5: bits=%d G=%d split %d tiled %v has no kernel", bits, G, f.S, f.Tiled)
 		}
 		rows := gemvq4Rows * gemvq4Warps / f.S
-		return c.Launch(m.v5[bi][si][ti], cuda.Dim3{X: (N + rows - 1) / rows, Y: P}, cuda.Dim3{X: 32 * gemvq4Warps}, m.ring[bi], st,
-			x, wtab, ptab, idx, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), int32(xdiv), int32(E), int32(m.ring[bi]))
+		return c.Launch(m.v5[bi][si][ti], cuda.Dim3{X: (N + rows - 1) / rows, Y: J * P}, cuda.Dim3{X: 32 * gemvq4Warps}, m.ring[bi], st,
+			x, wtab, ptab, idx, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), int32(xdiv), int32(E), int32(P), int32(m.ring[bi]))
 	}
 	si := slices.Index(gemvq3Splits[:], f.S)
 	if si < 0 {
 		return fmt.Errorf("kernels: gemvq moe v3: split %d is not one of %v", f.S, gemvq3Splits)
 	}
 	rows := gemvq3RowsPerWarp(bits) * gemvq3Warps / f.S
-	return c.Launch(m.v3[bi][si], cuda.Dim3{X: (N + rows - 1) / rows, Y: P}, cuda.Dim3{X: 32 * gemvq3Warps}, 0, st,
-		x, wtab, ptab, idx, y, int32(N), int32(K), int32(G), int32(xdiv), int32(E))
+	return c.Launch(m.v3[bi][si], cuda.Dim3{X: (N + rows - 1) / rows, Y: J * P}, cuda.Dim3{X: 32 * gemvq3Warps}, 0, st,
+		x, wtab, ptab, idx, y, int32(N), int32(K), int32(G), int32(xdiv), int32(E), int32(P))
 }
