@@ -1,8 +1,10 @@
 package constrain
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,6 +48,9 @@ func tokenizeGreedy(toks [][]byte, doc string) []int {
 }
 
 const benchDoc = `{"name": "Ada Lovelace", "born": 1815, "fields": ["mathematics", "computing"], "notes": {"engine": "analytical", "year": 1843.5, "published": true}}`
+
+// benchSchema is a schema benchDoc satisfies.
+const benchSchema = `{"type":"object","properties":{"name":{"type":"string"},"born":{"type":"integer"},"fields":{"type":"array","items":{"type":"string"}},"notes":{"type":"object","properties":{"engine":{"type":"string"},"year":{"type":"number"},"published":{"type":"boolean"}},"required":["engine","year","published"]}},"required":["name","born","fields","notes"]}`
 
 // maskTimes walks benchDoc's tokens through a fresh matcher of g and
 // returns the time of each step's Mask (cold: the grammar's cache empty at
@@ -96,8 +101,7 @@ func TestMaskCost128K(t *testing.T) {
 		t.Skip("builds a 128K-token vocabulary")
 	}
 	toks, v := vocab128K()
-	schema := `{"type":"object","properties":{"name":{"type":"string"},"born":{"type":"integer"},"fields":{"type":"array","items":{"type":"string"}},"notes":{"type":"object","properties":{"engine":{"type":"string"},"year":{"type":"number"},"published":{"type":"boolean"}},"required":["engine","year","published"]}},"required":["name","born","fields","notes"]}`
-	gs, err := JSONSchema([]byte(schema), SchemaOptions{})
+	gs, err := JSONSchema([]byte(benchSchema), SchemaOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,5 +145,89 @@ func BenchmarkAllowed(b *testing.B) {
 		if !m.Allowed(id) {
 			b.Fatal("not allowed")
 		}
+	}
+}
+
+// ambiguousCase is a schema that keeps several parses alive, with a
+// document it admits.
+type ambiguousCase struct {
+	name, schema, doc string
+}
+
+// ambiguousCases are the schemas of BenchmarkMaskAmbiguous: anyOf branches
+// sharing a long prefix (every parse stays alive while it lasts), and the
+// shapes measured beside them in session 18 (string branches, nested
+// arrays, a recursive $ref).
+func ambiguousCases() []ambiguousCase {
+	var objs, strs []string
+	for i := range 300 {
+		objs = append(objs, fmt.Sprintf(`{"type":"object","properties":{"a":{"type":"string"},"b%d":{"type":"integer"}},"required":["a","b%d"]}`, i, i))
+		strs = append(strs, fmt.Sprintf(`{"const":"value number %d"}`, i))
+	}
+	// Three levels of 300 such branches, each level's "a" the next level
+	// (through $ref): the parses multiply, 300^3 of them without sharing.
+	var defs []string
+	for l := range 3 {
+		inner := `{"type":"string"}`
+		if l < 2 {
+			inner = fmt.Sprintf(`{"$ref":"#/$defs/l%d"}`, l+1)
+		}
+		var bs []string
+		for i := range 300 {
+			bs = append(bs, fmt.Sprintf(`{"type":"object","properties":{"a":%s,"b%d":{"type":"integer"}},"required":["a","b%d"]}`, inner, i, i))
+		}
+		defs = append(defs, fmt.Sprintf(`"l%d":{"anyOf":[%s]}`, l, strings.Join(bs, ",")))
+	}
+	levels := `{"$defs":{` + strings.Join(defs, ",") + `},"$ref":"#/$defs/l0"}`
+	nested := `{"type":"string"}`
+	for range 60 {
+		nested = `{"type":"array","items":` + nested + `}`
+	}
+	return []ambiguousCase{
+		{"object", `{"type":"object"}`, benchDoc},
+		{"schema", benchSchema, benchDoc},
+		{"objects300", `{"anyOf":[` + strings.Join(objs, ",") + `]}`, `{"a": "the same prefix for every branch", "b217": 42}`},
+		{"levels300x3", levels, `{"a": {"a": {"a": "the same prefix", "b1": 1}, "b22": 2}, "b217": 3}`},
+		{"strings300", `{"anyOf":[` + strings.Join(strs, ",") + `]}`, `"value number 217"`},
+		{"nested60", nested, strings.Repeat("[", 60) + `"deep inside"` + strings.Repeat("]", 60)},
+		{"recursive", `{"$defs":{"node":{"type":"object","properties":{"name":{"type":"string"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["name","kids"]}},"$ref":"#/$defs/node"}`,
+			`{"name": "root", "kids": [{"name": "a", "kids": [{"name": "b", "kids": []}]}, {"name": "c", "kids": []}]}`},
+	}
+}
+
+// BenchmarkMaskAmbiguous walks each ambiguousCases document through a
+// fresh grammar (every mask cold but for states the walk meets twice) over
+// the 128K vocabulary; ns/op is one document, and max-ms the slowest
+// step's mask.
+func BenchmarkMaskAmbiguous(b *testing.B) {
+	toks, v := vocab128K()
+	stop := len(toks) - 1
+	for _, c := range ambiguousCases() {
+		ids := tokenizeGreedy(toks, c.doc)
+		b.Run(c.name, func(b *testing.B) {
+			var slowest time.Duration
+			for b.Loop() {
+				g, err := JSONSchema([]byte(c.schema), SchemaOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				m := NewMatcher(g, v, []int{stop})
+				for _, id := range ids {
+					start := time.Now()
+					mask := m.Mask()
+					slowest = max(slowest, time.Since(start))
+					if !Has(mask, id) {
+						b.Fatalf("token %q of the document not in the mask", toks[id])
+					}
+					if err := m.Accept(id); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if !Has(m.Mask(), stop) {
+					b.Fatal("the stop token is not allowed after the document")
+				}
+			}
+			b.ReportMetric(float64(slowest)/1e6, "max-ms")
+		})
 	}
 }
