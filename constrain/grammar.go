@@ -92,6 +92,7 @@ type Grammar struct {
 	alts [][]int32
 	root int32 // the root rule
 	cut  int32 // the position of the one elemCut
+	end  int32 // the position of an elemEnd (the root's first alternative's)
 	// names of the rules, for String.
 	names []string
 
@@ -326,6 +327,8 @@ func (b *builder) compile(root int) (*Grammar, error) {
 			}
 			g.elems = append(g.elems, elem{kind: elemEnd})
 		}
+	}
+	for g.end = g.alts[g.root][0]; g.elems[g.end].kind != elemEnd; g.end++ {
 	}
 	g.cut = int32(len(g.elems))
 	g.elems = append(g.elems, elem{kind: elemCut})

@@ -25,10 +25,20 @@ type stack struct {
 
 // frames is a set of stack nodes, where a parse continues when the rule
 // of the node above ends. A nil item is the bottom: the document is
-// complete there. Items are sorted by hash, without duplicate pointers.
+// complete there. Items are sorted by hash, without duplicate pointers,
+// once the set is closed.
+//
+// While an advance runs, the set a rule is predicted with is open: every
+// parse that reaches the rule in that advance adds its continuations to
+// it, and the rule's alternatives are expanded once, above it (as an
+// Earley parser predicts a rule once per position). A hash of 0 is one not
+// computed yet (a node or set above an open set); the advance's finish
+// computes them.
 type frames struct {
-	items []*stack
-	hash  uint64
+	items  []*stack
+	hash   uint64
+	open   bool // items may still be added (this advance)
+	popped bool // open, and a parse ended the rule above it (its items were continued)
 }
 
 // hashMix is splitmix64's finalizer.
@@ -56,7 +66,7 @@ func nodeHash(pos int32, f *frames) uint64 {
 	if f != nil {
 		h = f.hash
 	}
-	return hashMix(h ^ uint64(uint32(pos))*0xff51afd7ed558ccd)
+	return hashMix(h^uint64(uint32(pos))*0xff51afd7ed558ccd) | 1
 }
 
 // setHash is the hash of a set's items (in their sorted order).
@@ -65,7 +75,7 @@ func setHash(items []*stack) uint64 {
 	for _, s := range items {
 		h = hashMix(h ^ itemHash(s))
 	}
-	return h
+	return h | 1
 }
 
 // bottom is the set below the root's parses.
@@ -150,8 +160,11 @@ type expander struct {
 	topIndex map[int32]int32 // tops by position, once there are many
 	seen     []expansion     // expansions done, while few
 	seenSet  map[expansion]struct{}
-	complete bool // a parse reached the bottom
-	cut      bool // a parse reached the cut
+	preds    []prediction    // rules predicted
+	predAt   map[int32]int32 // preds by rule, once there are many
+	opened   []*frames       // the open sets
+	complete bool            // a parse reached the bottom
+	cut      bool            // a parse reached the cut
 }
 
 // topBuild is a top node being built: its position and the sets below
@@ -159,6 +172,15 @@ type expander struct {
 type topBuild struct {
 	pos  int32
 	sets []*frames
+}
+
+// prediction is a rule predicted in an advance: with the first set of
+// continuations that reached it, then with an open set holding every later
+// one's.
+type prediction struct {
+	rule  int32
+	first *frames
+	open  *frames
 }
 
 // expansion is one (position, set below) pair expanded.
@@ -178,7 +200,10 @@ func (x *expander) newNode(pos int32, next *frames) *stack {
 	} else {
 		s = new(stack)
 	}
-	*s = stack{pos: pos, next: next, hash: nodeHash(pos, next)}
+	*s = stack{pos: pos, next: next}
+	if next == nil || next.hash != 0 {
+		s.hash = nodeHash(pos, next)
+	}
 	return s
 }
 
@@ -190,7 +215,13 @@ func (x *expander) newSet(items []*stack) *frames {
 	} else {
 		f = new(frames)
 	}
-	*f = frames{items: items, hash: setHash(items)}
+	*f = frames{items: items}
+	for _, s := range items {
+		if s != nil && s.hash == 0 {
+			return f // computed by finish
+		}
+	}
+	f.hash = setHash(items)
 	return f
 }
 
@@ -214,6 +245,10 @@ func (x *expander) begin() {
 	}
 	if x.seenSet != nil {
 		clear(x.seenSet)
+	}
+	x.preds, x.opened = x.preds[:0], x.opened[:0]
+	if x.predAt != nil {
+		clear(x.predAt)
 	}
 	x.complete, x.cut = false, false
 }
@@ -300,17 +335,19 @@ func (x *expander) expand(pos int32, rest *frames) {
 	case elemCut:
 		x.cut = true
 	case elemEnd:
-		for _, s := range rest.items {
-			if s == nil {
-				x.complete = true
-				continue
-			}
-			x.expand(s.pos, s.next)
+		if rest.open {
+			rest.popped = true
+		}
+		for i := 0; i < len(rest.items); i++ { // an open set may grow meanwhile
+			x.pop(rest.items[i])
 		}
 	default: // elemRef
 		cont := rest
 		if g.elems[pos+1].kind != elemEnd {
 			cont = x.single(x.newNode(pos+1, rest))
+		}
+		if cont = x.predict(e.arg, cont); cont == nil {
+			return
 		}
 		for _, a := range g.alts[e.arg] {
 			x.expand(a, cont)
@@ -318,10 +355,122 @@ func (x *expander) expand(pos int32, rest *frames) {
 	}
 }
 
+// pop continues a parse whose rule ended, at node s below it.
+func (x *expander) pop(s *stack) {
+	if s == nil {
+		x.complete = true
+		return
+	}
+	x.expand(s.pos, s.next)
+}
+
+// predict returns the set that rule's alternatives are to be expanded
+// above, cont being the continuations of a parse that reached the rule:
+// cont itself the first time in the advance, an open set the second time,
+// and nil after that, cont's items then added to the open set (and
+// continued at once if a parse already ended the rule there).
+func (x *expander) predict(rule int32, cont *frames) *frames {
+	i := -1
+	if len(x.preds) <= smallLimit {
+		for k := range x.preds {
+			if x.preds[k].rule == rule {
+				i = k
+				break
+			}
+		}
+	} else {
+		if x.predAt == nil {
+			x.predAt = map[int32]int32{}
+		}
+		if len(x.predAt) == 0 {
+			for k, p := range x.preds {
+				x.predAt[p.rule] = int32(k)
+			}
+		}
+		if k, ok := x.predAt[rule]; ok {
+			i = int(k)
+		}
+	}
+	if i < 0 {
+		x.preds = append(x.preds, prediction{rule: rule, first: cont})
+		if len(x.predAt) > 0 {
+			x.predAt[rule] = int32(len(x.preds) - 1)
+		}
+		return cont
+	}
+	p := &x.preds[i]
+	if cont == p.first || cont == p.open {
+		return nil
+	}
+	// cont's items, or if cont is open (it may still grow) a node that
+	// forwards to it: an end element, which continues with all of cont.
+	items := cont.items
+	if cont.open {
+		items = []*stack{x.newNode(x.g.end, cont)}
+	}
+	if p.open == nil {
+		p.open = &frames{items: append([]*stack(nil), items...), open: true}
+		x.opened = append(x.opened, p.open)
+		return p.open
+	}
+	z := p.open
+	n := len(z.items)
+	z.items = append(z.items, items...)
+	if z.popped {
+		for k := n; k < len(z.items); k++ {
+			x.pop(z.items[k])
+		}
+	}
+	return nil
+}
+
+// fixSet closes f if it is open (its items sorted, without duplicates)
+// and computes the hashes left for later in it and below it.
+func fixSet(f *frames) {
+	if f == nil || f.hash != 0 {
+		return
+	}
+	for _, s := range f.items {
+		fixNode(s)
+	}
+	if f.open {
+		sortItems(f.items)
+		f.items = slices.Compact(f.items)
+		f.open, f.popped = false, false
+	}
+	f.hash = setHash(f.items)
+}
+
+// fixNode computes the hashes left for later in s and below it.
+func fixNode(s *stack) {
+	if s == nil || s.hash != 0 {
+		return
+	}
+	fixSet(s.next)
+	s.hash = nodeHash(s.pos, s.next)
+}
+
+// sortItems sorts a set's items by hash.
+func sortItems(items []*stack) {
+	slices.SortFunc(items, func(a, b *stack) int {
+		ha, hb := itemHash(a), itemHash(b)
+		switch {
+		case ha < hb:
+			return -1
+		case ha > hb:
+			return 1
+		}
+		return 0
+	})
+}
+
 // finish appends the advance's state to out: its top nodes in the order
 // of their positions, then nil if a parse is complete, then cutHit if one
 // reached the cut.
 func (x *expander) finish(out []*stack) []*stack {
+	for _, f := range x.opened {
+		fixSet(f)
+	}
 	if len(x.tops) > smallLimit {
 		slices.SortFunc(x.tops, func(a, b topBuild) int { return int(a.pos - b.pos) })
 	} else {
@@ -333,6 +482,9 @@ func (x *expander) finish(out []*stack) []*stack {
 	}
 	for i := range x.tops {
 		t := &x.tops[i]
+		for _, f := range t.sets {
+			fixSet(f)
+		}
 		next := t.sets[0]
 		if len(t.sets) > 1 {
 			next = x.union(t.sets)
@@ -364,16 +516,7 @@ func (x *expander) union(sets []*frames) *frames {
 	for _, f := range sets {
 		items = append(items, f.items...)
 	}
-	slices.SortFunc(items, func(a, b *stack) int {
-		ha, hb := itemHash(a), itemHash(b)
-		switch {
-		case ha < hb:
-			return -1
-		case ha > hb:
-			return 1
-		}
-		return 0
-	})
+	sortItems(items)
 	items = slices.Compact(items)
 	return x.newSet(items)
 }

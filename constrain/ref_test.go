@@ -185,9 +185,27 @@ func TestMaskMatchesReference(t *testing.T) {
 		// recursive and ambiguous: a node is either of two shapes sharing "kids".
 		`{"$defs":{"n":{"anyOf":[{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/n"}},"x":{"type":"integer"}},"required":["kids"]},{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/n"}},"y":{"type":"string"}},"required":["kids"]}]}},"$ref":"#/$defs/n"}`,
 	}
-	n := 40
+	// Levels of anyOf branches sharing their first property, each level's
+	// value the next level: one rule predicted from many parses at once.
+	for _, width := range []int{2, 3} {
+		var defs []string
+		for l := range 3 {
+			inner := `{"type":["string","null"]}`
+			if l < 2 {
+				inner = fmt.Sprintf(`{"$ref":"#/$defs/l%d"}`, l+1)
+			}
+			var bs []string
+			for i := range width {
+				bs = append(bs, fmt.Sprintf(`{"type":"object","properties":{"a":%s,"b%d":{"type":"integer"}},"required":["a"]}`, inner, i))
+			}
+			bs = append(bs, fmt.Sprintf(`{"type":"array","items":%s}`, inner))
+			defs = append(defs, fmt.Sprintf(`"l%d":{"anyOf":[%s]}`, l, strings.Join(bs, ",")))
+		}
+		schemas = append(schemas, `{"$defs":{`+strings.Join(defs, ",")+`},"$ref":"#/$defs/l0"}`)
+	}
+	n, walks := 40, 3
 	if testing.Short() {
-		n = 12
+		n, walks = 12, 1
 	}
 	for range n {
 		schemas = append(schemas, randSchema(r, 4))
@@ -200,7 +218,7 @@ func TestMaskMatchesReference(t *testing.T) {
 				t.Fatalf("%s: %v", schema, err)
 			}
 		}
-		for walk := range 3 {
+		for walk := range walks {
 			m := NewMatcher(g, v, []int{stop})
 			ref := refStart(g)
 			var text []byte
