@@ -154,44 +154,82 @@ type ambiguousCase struct {
 	name, schema, doc string
 }
 
-// ambiguousCases are the schemas of BenchmarkMaskAmbiguous: anyOf branches
-// sharing a long prefix (every parse stays alive while it lasts), and the
-// shapes measured beside them in session 18 (string branches, nested
-// arrays, a recursive $ref).
-func ambiguousCases() []ambiguousCase {
-	var objs, strs []string
-	for i := range 300 {
-		objs = append(objs, fmt.Sprintf(`{"type":"object","properties":{"a":{"type":"string"},"b%d":{"type":"integer"}},"required":["a","b%d"]}`, i, i))
-		strs = append(strs, fmt.Sprintf(`{"const":"value number %d"}`, i))
+// sharedPrefix is an anyOf of n objects that all start with property "a"
+// (schema a), then a property of their own, required or not.
+func sharedPrefix(n int, a string, required bool) string {
+	var bs []string
+	for i := range n {
+		req := `"a"`
+		if required {
+			req = fmt.Sprintf(`"a","b%d"`, i)
+		}
+		bs = append(bs, fmt.Sprintf(`{"type":"object","properties":{"a":%s,"b%d":{"type":"integer"}},"required":[%s]}`, a, i, req))
 	}
-	// Three levels of 300 such branches, each level's "a" the next level
-	// (through $ref): the parses multiply, 300^3 of them without sharing.
+	return `{"anyOf":[` + strings.Join(bs, ",") + `]}`
+}
+
+// levels is levels levels of sharedPrefix(n), each level's "a" the next
+// level (through $ref): the parses multiply, n^levels of them without
+// sharing.
+func levels(n, levels int, required bool) string {
 	var defs []string
-	for l := range 3 {
+	for l := range levels {
 		inner := `{"type":"string"}`
-		if l < 2 {
+		if l < levels-1 {
 			inner = fmt.Sprintf(`{"$ref":"#/$defs/l%d"}`, l+1)
 		}
-		var bs []string
-		for i := range 300 {
-			bs = append(bs, fmt.Sprintf(`{"type":"object","properties":{"a":%s,"b%d":{"type":"integer"}},"required":["a","b%d"]}`, inner, i, i))
-		}
-		defs = append(defs, fmt.Sprintf(`"l%d":{"anyOf":[%s]}`, l, strings.Join(bs, ",")))
+		defs = append(defs, fmt.Sprintf(`"l%d":%s`, l, sharedPrefix(n, inner, required)))
 	}
-	levels := `{"$defs":{` + strings.Join(defs, ",") + `},"$ref":"#/$defs/l0"}`
+	return `{"$defs":{` + strings.Join(defs, ",") + `},"$ref":"#/$defs/l0"}`
+}
+
+// ambiguousCases are the schemas of BenchmarkMaskAmbiguous: anyOf branches
+// sharing a prefix (every parse stays alive while it lasts), up to the
+// 256 KB a schema may have; the shapes measured beside them in session 18
+// (string branches, nested arrays, a recursive $ref); and the common
+// schemas of TestMaskCost128K.
+func ambiguousCases() []ambiguousCase {
+	var strs []string
+	for i := range 300 {
+		strs = append(strs, fmt.Sprintf(`{"const":"value number %d"}`, i))
+	}
 	nested := `{"type":"string"}`
 	for range 60 {
 		nested = `{"type":"array","items":` + nested + `}`
 	}
+	// 60 shapes of a node sharing "kids", 25 levels deep.
+	var kinds []string
+	for i := range 60 {
+		kinds = append(kinds, fmt.Sprintf(`{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/n"}},"x%d":{"type":"integer"}},"required":["kids"]}`, i))
+	}
+	deep := `[]`
+	for range 25 {
+		deep = `[{"kids": ` + deep + `}]`
+	}
+	// 500 objects sharing ten string properties.
+	var props []string
+	for k := range 10 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string"}`, k))
+	}
+	var long []string
+	for i := range 500 {
+		long = append(long, fmt.Sprintf(`{"type":"object","properties":{%s,"z%d":{"type":"integer"}}}`, strings.Join(props, ","), i))
+	}
+	str := `{"type":"string"}`
 	return []ambiguousCase{
 		{"object", `{"type":"object"}`, benchDoc},
 		{"schema", benchSchema, benchDoc},
-		{"objects300", `{"anyOf":[` + strings.Join(objs, ",") + `]}`, `{"a": "the same prefix for every branch", "b217": 42}`},
-		{"levels300x3", levels, `{"a": {"a": {"a": "the same prefix", "b1": 1}, "b22": 2}, "b217": 3}`},
+		{"objects300", sharedPrefix(300, str, true), `{"a": "the same prefix for every branch", "b217": 42}`},
+		{"objects2400", sharedPrefix(2400, str, true), `{"a": "the same prefix for every branch", "b217": 42}`},
+		{"levels300x3", levels(300, 3, true), `{"a": {"a": {"a": "the same prefix", "b1": 1}, "b22": 2}, "b217": 3}`},
+		{"optional300x3", levels(300, 3, false), `{"a": {"a": {"a": "the same prefix"}}}`},
+		{"long500", `{"anyOf":[` + strings.Join(long, ",") + `]}`,
+			`{"p0": "a", "p1": "b", "p2": "c", "p3": "d", "p4": "e", "p5": "f", "p6": "g", "p7": "h", "p8": "i", "p9": "j", "z17": 1}`},
 		{"strings300", `{"anyOf":[` + strings.Join(strs, ",") + `]}`, `"value number 217"`},
 		{"nested60", nested, strings.Repeat("[", 60) + `"deep inside"` + strings.Repeat("]", 60)},
 		{"recursive", `{"$defs":{"node":{"type":"object","properties":{"name":{"type":"string"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["name","kids"]}},"$ref":"#/$defs/node"}`,
 			`{"name": "root", "kids": [{"name": "a", "kids": [{"name": "b", "kids": []}]}, {"name": "c", "kids": []}]}`},
+		{"kinds60x25", `{"$defs":{"n":{"anyOf":[` + strings.Join(kinds, ",") + `]}},"$ref":"#/$defs/n"}`, `{"kids": ` + deep + `}`},
 	}
 }
 

@@ -325,10 +325,13 @@ func (x *expander) addTop(pos int32, rest *frames) {
 
 // expand continues the parses at position pos with set rest below.
 func (x *expander) expand(pos int32, rest *frames) {
+	g := x.g
+	if g.elems[pos].kind == elemEnd {
+		pos = g.end // every end pops rest alike: once an advance
+	}
 	if !x.firstVisit(pos, rest) {
 		return
 	}
-	g := x.g
 	switch e := g.elems[pos]; e.kind {
 	case elemByte:
 		x.addTop(pos, rest)
@@ -1046,16 +1049,20 @@ func (m *Matcher) computeMask() []uint64 {
 		m.g.storePartial(v, tkey, p)
 	}
 	mask := append([]uint64(nil), p.accepted...)
-	var path []byte
-	for _, u := range p.uncertain {
-		path = path[:0]
-		for n := u; n > 0; n = v.nodes[n].parent {
-			path = append(path, v.nodes[n].b)
+	if len(p.uncertain) > 0 {
+		// One walk's states for every uncertain subtree: their paths share
+		// prefixes, and a state of an ambiguous grammar costs as much as
+		// the grammar is large to advance.
+		d := newDFA(m.g, &m.kw)
+		root := d.intern(m.cur)
+		var path []byte
+		for _, u := range p.uncertain {
+			path = path[:0]
+			for n := u; n > 0; n = v.nodes[n].parent {
+				path = append(path, v.nodes[n].b)
+			}
+			m.resolve(d, root, u, path, mask)
 		}
-		for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
-			path[i], path[j] = path[j], path[i]
-		}
-		m.resolve(u, path, mask)
 	}
 	for _, id := range m.stops { // stops are added by Mask where allowed
 		if id >= 0 && id < len(v.tokens) {
@@ -1065,14 +1072,12 @@ func (m *Matcher) computeMask() []uint64 {
 	return mask
 }
 
-// resolve adds to mask the tokens at trie node u (reached by path) and
-// below it that the whole state allows.
-func (m *Matcher) resolve(u int32, path []byte, mask []uint64) {
-	defer m.walk.reset()
-	cur := m.cur
-	for _, c := range path {
-		cur = m.wx.advance(cur, c, nil)
-		if len(cur) == 0 {
+// resolve adds to mask the tokens at trie node u and below it that the
+// whole state allows: d's state root, path u's bytes in reverse.
+func (m *Matcher) resolve(d *dfa, root, u int32, path []byte, mask []uint64) {
+	id := root
+	for i := len(path) - 1; i >= 0; i-- {
+		if id = d.step(id, path[i]) >> 1; id == deadState {
 			return
 		}
 	}
@@ -1080,7 +1085,7 @@ func (m *Matcher) resolve(u int32, path []byte, mask []uint64) {
 	for _, id := range m.v.ids[n.tok0:n.tok1] {
 		mask[id>>6] |= 1 << (id & 63)
 	}
-	m.walkTrie(cur, u, mask, nil)
+	m.walkDFA(d, id, u, mask, nil)
 }
 
 // dfa interns the states one trie walk meets and memoizes their
@@ -1157,11 +1162,16 @@ func (d *dfa) step(id int32, c byte) int32 {
 // frames cut off is appended to it (its tokens and subtree are left to
 // resolve) and the walk goes on with the other parses.
 func (m *Matcher) walkTrie(start []*stack, u int32, mask []uint64, uncertain *[]int32) {
-	v := m.v
 	d := newDFA(m.g, &m.kw)
+	m.walkDFA(d, d.intern(start), u, mask, uncertain)
+}
+
+// walkDFA is walkTrie from state start of d.
+func (m *Matcher) walkDFA(d *dfa, start, u int32, mask []uint64, uncertain *[]int32) {
+	v := m.v
 	ids := make([]int32, v.depth+1)
 	base := v.nodes[u].depth
-	ids[0] = d.intern(start)
+	ids[0] = start
 	nodes := v.nodes
 	for i := u + 1; i < nodes[u].end; {
 		n := &nodes[i]
