@@ -34,7 +34,7 @@ type Limits struct {
 }
 
 // DefaultLimits end a runaway template within about 2 s on a 2-core EPYC
-// (a step costs 35-75 ns whatever its kind, runaway_test.go), and are
+// (a step costs 30-90 ns whatever its kind, runaway_test.go), and are
 // above what published chat templates need: at most 0.6M steps for 500
 // turns of 1 KB, and for 3,000 turns 18.4M (Gemma 4's, which scans back
 // over the earlier messages at each one), 11.4M (DeepSeek-V4's, the same),
