@@ -1,8 +1,10 @@
 package constrain
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,6 +48,9 @@ func tokenizeGreedy(toks [][]byte, doc string) []int {
 }
 
 const benchDoc = `{"name": "Ada Lovelace", "born": 1815, "fields": ["mathematics", "computing"], "notes": {"engine": "analytical", "year": 1843.5, "published": true}}`
+
+// benchSchema is a schema benchDoc satisfies.
+const benchSchema = `{"type":"object","properties":{"name":{"type":"string"},"born":{"type":"integer"},"fields":{"type":"array","items":{"type":"string"}},"notes":{"type":"object","properties":{"engine":{"type":"string"},"year":{"type":"number"},"published":{"type":"boolean"}},"required":["engine","year","published"]}},"required":["name","born","fields","notes"]}`
 
 // maskTimes walks benchDoc's tokens through a fresh matcher of g and
 // returns the time of each step's Mask (cold: the grammar's cache empty at
@@ -96,8 +101,7 @@ func TestMaskCost128K(t *testing.T) {
 		t.Skip("builds a 128K-token vocabulary")
 	}
 	toks, v := vocab128K()
-	schema := `{"type":"object","properties":{"name":{"type":"string"},"born":{"type":"integer"},"fields":{"type":"array","items":{"type":"string"}},"notes":{"type":"object","properties":{"engine":{"type":"string"},"year":{"type":"number"},"published":{"type":"boolean"}},"required":["engine","year","published"]}},"required":["name","born","fields","notes"]}`
-	gs, err := JSONSchema([]byte(schema), SchemaOptions{})
+	gs, err := JSONSchema([]byte(benchSchema), SchemaOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,5 +145,127 @@ func BenchmarkAllowed(b *testing.B) {
 		if !m.Allowed(id) {
 			b.Fatal("not allowed")
 		}
+	}
+}
+
+// ambiguousCase is a schema that keeps several parses alive, with a
+// document it admits.
+type ambiguousCase struct {
+	name, schema, doc string
+}
+
+// sharedPrefix is an anyOf of n objects that all start with property "a"
+// (schema a), then a property of their own, required or not.
+func sharedPrefix(n int, a string, required bool) string {
+	var bs []string
+	for i := range n {
+		req := `"a"`
+		if required {
+			req = fmt.Sprintf(`"a","b%d"`, i)
+		}
+		bs = append(bs, fmt.Sprintf(`{"type":"object","properties":{"a":%s,"b%d":{"type":"integer"}},"required":[%s]}`, a, i, req))
+	}
+	return `{"anyOf":[` + strings.Join(bs, ",") + `]}`
+}
+
+// levels is levels levels of sharedPrefix(n), each level's "a" the next
+// level (through $ref): the parses multiply, n^levels of them without
+// sharing.
+func levels(n, levels int, required bool) string {
+	var defs []string
+	for l := range levels {
+		inner := `{"type":"string"}`
+		if l < levels-1 {
+			inner = fmt.Sprintf(`{"$ref":"#/$defs/l%d"}`, l+1)
+		}
+		defs = append(defs, fmt.Sprintf(`"l%d":%s`, l, sharedPrefix(n, inner, required)))
+	}
+	return `{"$defs":{` + strings.Join(defs, ",") + `},"$ref":"#/$defs/l0"}`
+}
+
+// ambiguousCases are the schemas of BenchmarkMaskAmbiguous: anyOf branches
+// sharing a prefix (every parse stays alive while it lasts), up to the
+// 256 KB a schema may have; the shapes measured beside them in session 18
+// (string branches, nested arrays, a recursive $ref); and the common
+// schemas of TestMaskCost128K.
+func ambiguousCases() []ambiguousCase {
+	var strs []string
+	for i := range 300 {
+		strs = append(strs, fmt.Sprintf(`{"const":"value number %d"}`, i))
+	}
+	nested := `{"type":"string"}`
+	for range 60 {
+		nested = `{"type":"array","items":` + nested + `}`
+	}
+	// 60 shapes of a node sharing "kids", 25 levels deep.
+	var kinds []string
+	for i := range 60 {
+		kinds = append(kinds, fmt.Sprintf(`{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/n"}},"x%d":{"type":"integer"}},"required":["kids"]}`, i))
+	}
+	deep := `[]`
+	for range 25 {
+		deep = `[{"kids": ` + deep + `}]`
+	}
+	// 500 objects sharing ten string properties.
+	var props []string
+	for k := range 10 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string"}`, k))
+	}
+	var long []string
+	for i := range 500 {
+		long = append(long, fmt.Sprintf(`{"type":"object","properties":{%s,"z%d":{"type":"integer"}}}`, strings.Join(props, ","), i))
+	}
+	str := `{"type":"string"}`
+	return []ambiguousCase{
+		{"object", `{"type":"object"}`, benchDoc},
+		{"schema", benchSchema, benchDoc},
+		{"objects300", sharedPrefix(300, str, true), `{"a": "the same prefix for every branch", "b217": 42}`},
+		{"objects2400", sharedPrefix(2400, str, true), `{"a": "the same prefix for every branch", "b217": 42}`},
+		{"levels300x3", levels(300, 3, true), `{"a": {"a": {"a": "the same prefix", "b1": 1}, "b22": 2}, "b217": 3}`},
+		{"optional300x3", levels(300, 3, false), `{"a": {"a": {"a": "the same prefix"}}}`},
+		{"long500", `{"anyOf":[` + strings.Join(long, ",") + `]}`,
+			`{"p0": "a", "p1": "b", "p2": "c", "p3": "d", "p4": "e", "p5": "f", "p6": "g", "p7": "h", "p8": "i", "p9": "j", "z17": 1}`},
+		{"strings300", `{"anyOf":[` + strings.Join(strs, ",") + `]}`, `"value number 217"`},
+		{"nested60", nested, strings.Repeat("[", 60) + `"deep inside"` + strings.Repeat("]", 60)},
+		{"recursive", `{"$defs":{"node":{"type":"object","properties":{"name":{"type":"string"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["name","kids"]}},"$ref":"#/$defs/node"}`,
+			`{"name": "root", "kids": [{"name": "a", "kids": [{"name": "b", "kids": []}]}, {"name": "c", "kids": []}]}`},
+		{"kinds60x25", `{"$defs":{"n":{"anyOf":[` + strings.Join(kinds, ",") + `]}},"$ref":"#/$defs/n"}`, `{"kids": ` + deep + `}`},
+	}
+}
+
+// BenchmarkMaskAmbiguous walks each ambiguousCases document through a
+// fresh grammar (every mask cold but for states the walk meets twice) over
+// the 128K vocabulary; ns/op is one document, and max-ms the slowest
+// step's mask.
+func BenchmarkMaskAmbiguous(b *testing.B) {
+	toks, v := vocab128K()
+	stop := len(toks) - 1
+	for _, c := range ambiguousCases() {
+		ids := tokenizeGreedy(toks, c.doc)
+		b.Run(c.name, func(b *testing.B) {
+			var slowest time.Duration
+			for b.Loop() {
+				g, err := JSONSchema([]byte(c.schema), SchemaOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				m := NewMatcher(g, v, []int{stop})
+				for _, id := range ids {
+					start := time.Now()
+					mask := m.Mask()
+					slowest = max(slowest, time.Since(start))
+					if !Has(mask, id) {
+						b.Fatalf("token %q of the document not in the mask", toks[id])
+					}
+					if err := m.Accept(id); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if !Has(m.Mask(), stop) {
+					b.Fatal("the stop token is not allowed after the document")
+				}
+			}
+			b.ReportMetric(float64(slowest)/1e6, "max-ms")
+		})
 	}
 }

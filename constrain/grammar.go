@@ -7,9 +7,10 @@
 // A Grammar is a set of rules, each a list of alternatives, each a sequence
 // of byte classes and references to rules (a context-free grammar without
 // left recursion, as llama.cpp's GBNF). A Matcher runs a Grammar over the
-// bytes of the generated tokens: its state is a set of stacks (one per live
-// parse; anyOf keeps several), each a persistent list of grammar positions
-// whose top is the byte class the next byte must match. A token is allowed
+// bytes of the generated tokens: its state is a graph-structured stack of
+// grammar positions (anyOf keeps several parses alive; those at the same
+// byte class share one top node, whatever lies below them), each top the
+// byte class the next byte must match. A token is allowed
 // if all its bytes advance the state without emptying it. Mask computes the
 // set of allowed tokens by walking a trie of the vocabulary's byte strings
 // together with the state (a subtree whose prefix fails is pruned whole),
@@ -91,6 +92,7 @@ type Grammar struct {
 	alts [][]int32
 	root int32 // the root rule
 	cut  int32 // the position of the one elemCut
+	end  int32 // the position of an elemEnd (the root's first alternative's)
 	// names of the rules, for String.
 	names []string
 
@@ -325,6 +327,8 @@ func (b *builder) compile(root int) (*Grammar, error) {
 			}
 			g.elems = append(g.elems, elem{kind: elemEnd})
 		}
+	}
+	for g.end = g.alts[g.root][0]; g.elems[g.end].kind != elemEnd; g.end++ {
 	}
 	g.cut = int32(len(g.elems))
 	g.elems = append(g.elems, elem{kind: elemCut})

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -76,15 +77,30 @@ func init() {
 }
 
 func fnRange(r *renderer, args []Value, kw *Dict, line int) (Value, error) {
+	start, step, n, err := rangeArgs(args, line)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, n)
+	for k, i := 0, start; k < n; k, i = k+1, i+step {
+		out[k] = boxInt(i)
+	}
+	return out, nil
+}
+
+// rangeArgs returns the start, step and length of range(args...), as
+// Python computes them (at most maxRange long).
+func rangeArgs(args []Value, line int) (start, step int64, length int, err error) {
 	var ints []int64
 	for _, a := range args {
 		n, ok := isInt(a)
 		if !ok {
-			return nil, errorf(line, "range() takes integers, not %s", typeName(a))
+			return 0, 0, 0, errorf(line, "range() takes integers, not %s", typeName(a))
 		}
 		ints = append(ints, n)
 	}
-	start, stop, step := int64(0), int64(0), int64(1)
+	stop := int64(0)
+	step = 1
 	switch len(ints) {
 	case 1:
 		stop = ints[0]
@@ -93,19 +109,41 @@ func fnRange(r *renderer, args []Value, kw *Dict, line int) (Value, error) {
 	case 3:
 		start, stop, step = ints[0], ints[1], ints[2]
 	default:
-		return nil, errorf(line, "range() takes 1 to 3 arguments")
+		return 0, 0, 0, errorf(line, "range() takes 1 to 3 arguments")
 	}
 	if step == 0 {
-		return nil, errorf(line, "range() arg 3 must not be zero")
+		return 0, 0, 0, errorf(line, "range() arg 3 must not be zero")
 	}
-	out := []any{}
-	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
-		if len(out) >= maxRange {
-			return nil, errorf(line, "range() longer than %d", maxRange)
-		}
-		out = append(out, i)
+	n := uint64(0) // computed without overflow
+	switch {
+	case step > 0 && stop > start:
+		n = (uint64(stop-start) + uint64(step) - 1) / uint64(step)
+	case step < 0 && start > stop:
+		n = (uint64(start-stop) + uint64(-step) - 1) / uint64(-step)
 	}
-	return out, nil
+	if n > maxRange {
+		return 0, 0, 0, errorf(line, "range() longer than %d", maxRange)
+	}
+	return start, step, int(n), nil
+}
+
+// boxedInts are the integers 0..len-1 as Values, so that range() over
+// them (a template's loop over its messages' indices) allocates no box
+// per item.
+var boxedInts = sync.OnceValue(func() []Value {
+	b := make([]Value, 1<<14)
+	for i := range b {
+		b[i] = int64(i)
+	}
+	return b
+})
+
+// boxInt returns i as a Value, boxed once for small non-negative i.
+func boxInt(i int64) Value {
+	if b := boxedInts(); i >= 0 && i < int64(len(b)) {
+		return b[i]
+	}
+	return i
 }
 
 // strftime formats t as Python's time.strftime for the common directives.
@@ -273,6 +311,11 @@ func (r *renderer) applyFilter(name string, v Value, args []Value, kw *Dict, lin
 		for i, it := range items {
 			if attr != nil {
 				if it, err = getAttrPath(it, toStr(attr), line); err != nil {
+					return nil, err
+				}
+			}
+			if _, isStr := it.(string); !isStr {
+				if err := r.addSteps(line, 1); err != nil { // a conversion costs what a step does
 					return nil, err
 				}
 			}

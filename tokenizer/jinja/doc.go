@@ -48,7 +48,8 @@
 // # Limits
 //
 // A template comes with the checkpoint, so it is not trusted: Limits bound
-// the output, the statements and loop iterations, and macro recursion;
+// the output, the steps (statements, loop iterations, operations, and the
+// work of operations on large values), and macro recursion;
 // parsing bounds nesting; values built from shared items are bounded when
 // printed, serialized or compared. Exceeding a limit is an *Error.
 package jinja

@@ -29,15 +29,17 @@ func (e *Error) Error() string {
 // an error instead of exhausting memory or time.
 type Limits struct {
 	MaxOutput int // bytes of output (and of any string built)
-	MaxSteps  int // statements executed plus loop iterations, plus the work of operations on large values (charge)
+	MaxSteps  int // statements, loop iterations and operations executed, plus the work of operations on large values (charge)
 	MaxDepth  int // nested macro calls
 }
 
-// DefaultLimits are far above what chat templates need (a real template
-// takes tens of steps per message, so a conversation of thousands of turns
-// stays well under a million steps) and end a runaway template within about
-// a second.
-var DefaultLimits = Limits{MaxOutput: 64 << 20, MaxSteps: 5_000_000, MaxDepth: 100}
+// DefaultLimits end a runaway template within about 2 s on a 2-core EPYC
+// (a step costs 30-90 ns whatever its kind, runaway_test.go), and are
+// above what published chat templates need: at most 0.6M steps for 500
+// turns of 1 KB, and for 3,000 turns 18.4M (Gemma 4's, which scans back
+// over the earlier messages at each one), 11.4M (DeepSeek-V4's, the same),
+// under 5M for the 43 others (session 19, turns_test.go).
+var DefaultLimits = Limits{MaxOutput: 64 << 20, MaxSteps: 25_000_000, MaxDepth: 100}
 
 // Template is a compiled template; it is safe for concurrent use.
 type Template struct {
@@ -68,6 +70,13 @@ type Options struct {
 // Render renders the template with the given variables (template values,
 // see FromGo and FromJSON).
 func (t *Template) Render(vars map[string]Value, opts Options) (string, error) {
+	out, _, err := t.render(vars, opts)
+	return out, err
+}
+
+// render is Render, also returning the steps counted against
+// Limits.MaxSteps.
+func (t *Template) render(vars map[string]Value, opts Options) (string, int, error) {
 	if opts.Limits == (Limits{}) {
 		opts.Limits = DefaultLimits
 	}
@@ -85,11 +94,11 @@ func (t *Template) Render(vars map[string]Value, opts Options) (string, error) {
 	if err != nil {
 		var ctl *loopControl
 		if errors.As(err, &ctl) {
-			return "", &Error{Line: ctl.line, Msg: "break or continue outside a loop"}
+			return "", r.steps, &Error{Line: ctl.line, Msg: "break or continue outside a loop"}
 		}
-		return "", err
+		return "", r.steps, err
 	}
-	return b.String(), nil
+	return b.String(), r.steps, nil
 }
 
 // execGuarded runs the template, turning a limitError panic into an error.
@@ -124,6 +133,7 @@ type renderer struct {
 	lim   Limits
 	now   func() time.Time
 	steps int
+	line  int // the line of the statement running
 	work  int // bytes of charge's work not yet counted as a step
 	depth int
 	root  *scope
@@ -164,7 +174,17 @@ func (r *renderer) unpack(sc *scope, names []string, v Value, line int, what str
 
 func (r *renderer) step(line int) error {
 	r.steps++
+	r.line = line
 	if r.steps > r.lim.MaxSteps {
+		return errorf(line, "template took more than %d steps", r.lim.MaxSteps)
+	}
+	return nil
+}
+
+// addSteps counts n steps of work beside statements (an operation, a
+// macro call's setup, a conversion).
+func (r *renderer) addSteps(line, n int) error {
+	if r.steps += n; r.steps > r.lim.MaxSteps {
 		return errorf(line, "template took more than %d steps", r.lim.MaxSteps)
 	}
 	return nil
@@ -172,17 +192,22 @@ func (r *renderer) step(line int) error {
 
 // The work of an operation (charge) in steps of Limits.MaxSteps: a string's
 // bytes and a list's items, an item weighing itemBytes bytes, stepBytes of
-// them a step. Copying or scanning 256 bytes or 4 items (boxed values:
-// range() and join's conversions cost ~80 ns an item) costs about what a
-// statement does, so a runaway template still ends within a second or two
-// (DefaultLimits), while templates that slice or filter the conversation
-// once a message (quadratic in its length, but cheap) render hundreds of
-// turns with room to spare (DeepSeek-V4's template: 152K steps for 500
-// turns of 1 KB).
+// them a step, what an operation builds counting three times what it
+// reads (fresh memory is allocated and written). Scanning 256 bytes or 4
+// items costs at most what a statement does; building them (a string, a
+// slice, range()'s boxed integers) about three times that; a join
+// converting items to text a step an item (builtins.go). So a runaway
+// template ends within about 2 s (DefaultLimits), while templates that
+// slice or filter the conversation once a message (quadratic in its
+// length, but cheap) render thousands of turns.
 const (
 	itemBytes = 64
 	stepBytes = 256
 )
+
+// macroSteps is what a macro call counts beside its statements: its scope,
+// arguments and output cost about what that many steps do.
+const macroSteps = 16
 
 // charge counts, against Limits.MaxSteps, the work of an operation in
 // proportion to the values it reads or builds (strings, lists, tuples,
@@ -215,14 +240,16 @@ func (r *renderer) charge(line int, vs ...Value) error {
 }
 
 // charged runs op, charging (charge) the values it reads, in, before and
-// the value it returns after.
+// the value it builds and returns after, three times.
 func (r *renderer) charged(line int, in []Value, op func() (Value, error)) (Value, error) {
 	if err := r.charge(line, in...); err != nil {
 		return nil, err
 	}
 	out, err := op()
 	if err == nil {
-		err = r.charge(line, out)
+		// Built, not only read: allocating and writing fresh memory
+		// costs about three times a scan of it.
+		err = r.charge(line, out, out, out)
 	}
 	return out, err
 }
@@ -353,24 +380,35 @@ func (r *renderer) execNode(n node, sc *scope, b *strings.Builder) error {
 	return fmt.Errorf("jinja: unknown node %T", n)
 }
 
-// loopObj is the "loop" variable of a for loop.
+// loopObj is the "loop" variable of a for loop: over items, or over the
+// range start, start+step, ... of n integers when items is nil.
 type loopObj struct {
-	items []Value
-	i     int
+	items       []Value
+	start, step int64
+	n           int
+	i           int
+}
+
+// item returns the loop's item i.
+func (l *loopObj) item(i int) Value {
+	if l.items != nil {
+		return l.items[i]
+	}
+	return boxInt(l.start + int64(i)*l.step)
 }
 
 func (l *loopObj) attr(name string) (Value, bool) {
-	n := int64(len(l.items))
+	n := int64(l.n)
 	i := int64(l.i)
 	switch name {
 	case "index":
-		return i + 1, true
+		return boxInt(i + 1), true
 	case "index0":
-		return i, true
+		return boxInt(i), true
 	case "revindex":
-		return n - i, true
+		return boxInt(n - i), true
 	case "revindex0":
-		return n - i - 1, true
+		return boxInt(n - i - 1), true
 	case "first":
 		return i == 0, true
 	case "last":
@@ -383,12 +421,12 @@ func (l *loopObj) attr(name string) (Value, bool) {
 		return int64(0), true
 	case "previtem":
 		if i > 0 {
-			return l.items[i-1], true
+			return l.item(l.i - 1), true
 		}
 		return Undefined{hint: "there is no previous item"}, true
 	case "nextitem":
 		if i < n-1 {
-			return l.items[i+1], true
+			return l.item(l.i + 1), true
 		}
 		return Undefined{hint: "there is no next item"}, true
 	case "cycle":
@@ -406,18 +444,36 @@ func (r *renderer) execFor(n *forNode, sc *scope, b *strings.Builder) error {
 	if err := r.step(n.line); err != nil {
 		return err
 	}
-	it, err := r.eval(n.iter, sc)
-	if err != nil {
+	loop := &loopObj{}
+	args, line, isRange, err := r.lazyRange(n, sc)
+	switch {
+	case err != nil:
 		return err
-	}
-	items, err := r.iterate(it, n.line)
-	if err != nil {
-		return err
+	case isRange:
+		// A loop over range() visits its integers without building their
+		// list: the iterations are counted, and a list of them would only
+		// be charged for again.
+		if loop.start, loop.step, loop.n, err = rangeArgs(args, line); err != nil {
+			return err
+		}
+	default:
+		it, err := r.eval(n.iter, sc)
+		if err != nil {
+			return err
+		}
+		if loop.items, err = r.iterate(it, n.line); err != nil {
+			return err
+		}
+		if loop.items == nil {
+			loop.items = []Value{}
+		}
+		loop.n = len(loop.items)
 	}
 	bind := func(s *scope, item Value) error { return r.unpack(s, n.targets, item, n.line, "loop variables") }
 	if n.cond != nil {
-		var kept []Value
-		for _, item := range items {
+		kept := []Value{}
+		for i := range loop.n {
+			item := loop.item(i)
 			if err := r.step(n.line); err != nil {
 				return err
 			}
@@ -433,18 +489,25 @@ func (r *renderer) execFor(n *forNode, sc *scope, b *strings.Builder) error {
 				kept = append(kept, item)
 			}
 		}
-		items = kept
+		loop = &loopObj{items: kept, n: len(kept)}
 	}
-	if len(items) == 0 {
+	if loop.n == 0 {
 		return r.exec(n.els, sc, b)
 	}
-	loop := &loopObj{items: items}
-	for i, item := range items {
+	// One scope for the loop, emptied at each iteration: nothing keeps a
+	// loop body's scope after it (macros run in the root's), and a map a
+	// iteration costs more than the rest of a small body.
+	s := &scope{vars: map[string]Value{}, parent: sc}
+	for i := range loop.n {
+		item := loop.item(i)
 		if err := r.step(n.line); err != nil {
 			return err
 		}
 		loop.i = i
-		s := &scope{vars: map[string]Value{"loop": loop}, parent: sc}
+		if len(s.vars) > 1+len(n.targets) { // the body set more than the loop's names
+			clear(s.vars)
+		}
+		s.vars["loop"] = loop
 		if err := bind(s, item); err != nil {
 			return err
 		}
@@ -460,6 +523,28 @@ func (r *renderer) execFor(n *forNode, sc *scope, b *strings.Builder) error {
 		}
 	}
 	return nil
+}
+
+// lazyRange reports whether for loop n iterates over a call of the
+// builtin range() (not a variable of that name, not with keywords), and
+// returns its evaluated arguments; the call counts as the step eval would
+// count.
+func (r *renderer) lazyRange(n *forNode, sc *scope) ([]Value, int, bool, error) {
+	c, ok := n.iter.(*callExpr)
+	if !ok || len(c.kwargs) > 0 {
+		return nil, 0, false, nil
+	}
+	if name, ok := c.fn.(*nameExpr); !ok || name.name != "range" {
+		return nil, 0, false, nil
+	}
+	if _, shadowed := sc.lookup("range"); shadowed {
+		return nil, 0, false, nil
+	}
+	if err := r.addSteps(c.line, 1); err != nil {
+		return nil, 0, false, err
+	}
+	args, _, err := r.evalArgs(c.args, nil, sc)
+	return args, c.line, true, err
 }
 
 // iterate returns the items a for loop visits.
@@ -500,6 +585,11 @@ func (r *renderer) call(fn Value, args []Value, kw *Dict, line int) (Value, erro
 	case *builtinFunc:
 		return f.fn(r, args, kw, line)
 	case *macro:
+		// A call's scope, arguments and output cost what macroSteps
+		// statements do.
+		if err := r.addSteps(line, macroSteps); err != nil {
+			return nil, err
+		}
 		r.depth++
 		defer func() { r.depth-- }()
 		if r.depth > r.lim.MaxDepth {
@@ -598,6 +688,19 @@ func (r *renderer) evalArgs(args []expr, kwargs []kwarg, sc *scope) ([]Value, *D
 }
 
 func (r *renderer) eval(e expr, sc *scope) (Value, error) {
+	switch e.(type) {
+	case *constExpr, *nameExpr:
+	default:
+		// An operation is a step: one statement may hold thousands.
+		if err := r.addSteps(r.line, 1); err != nil {
+			return nil, err
+		}
+	}
+	return r.evalNode(e, sc)
+}
+
+// evalNode evaluates e (eval has counted it).
+func (r *renderer) evalNode(e expr, sc *scope) (Value, error) {
 	switch e := e.(type) {
 	case *constExpr:
 		return e.v, nil
@@ -661,7 +764,7 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 			return nil, err
 		}
 		in := args
-		if !cheapFilters[e.name] {
+		if _, isStr := v.(string); !cheapFilters[e.name] || isStr { // a string's length counts its characters
 			in = append([]Value{v}, args...)
 		}
 		return r.charged(e.line, in, func() (Value, error) { return r.applyFilter(e.name, v, args, kw, e.line) })

@@ -294,6 +294,8 @@ func toStrN(v Value, limit int) string {
 		return v
 	case Undefined:
 		return ""
+	case int64:
+		return strconv.FormatInt(v, 10)
 	}
 	var b strings.Builder
 	writeRepr(&b, v, 0, limit)
