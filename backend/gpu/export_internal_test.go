@@ -27,3 +27,14 @@ func SetMoEGroupTile(b *Backend, rows int) int {
 	b.moeTile = rows
 	return old
 }
+
+// Q6DEC reports whether w is a q6 weight (the tiled layout, DEC inside
+// v6.1 at one row: decWeight.q6) and whether it lies in a joined group
+// with a joined DEC residual (joinTiled).
+func Q6DEC(w any) (q6, joint bool) {
+	cw, ok := w.(*weight)
+	if !ok || cw.dec == nil {
+		return false, false
+	}
+	return cw.dec.q6, cw.block != nil && cw.block.dec != nil
+}

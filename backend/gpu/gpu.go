@@ -76,8 +76,13 @@ type Backend struct {
 	fusedOnce sync.Once
 	fused     *kernels.GEMVQDEC
 	fusedErr  error
-	stream    cuda.Stream
-	name      string
+	// gemvq6dec.cu (DEC inside v6.1 at one row), compiled on the first
+	// DEC weight in the tiled layout (q6DEC).
+	q6Once sync.Once
+	q6K    *kernels.GEMVQ6DEC
+	q6Err  error
+	stream cuda.Stream
+	name   string
 
 	mu  sync.Mutex
 	err error // first op error since the last Sync

@@ -33,6 +33,7 @@ import (
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // weightBlock is one device allocation holding several fp16 matrices one
@@ -42,6 +43,23 @@ import (
 type weightBlock struct {
 	ptr  cuda.DevicePtr
 	live atomic.Int32 // weights still in it
+	// dec is a joined tiled group's joined DEC residual and list scratch
+	// (joinTiledDEC), nil without DEC; its memory is freed with ptr.
+	dec *jointDEC
+}
+
+// jointDEC is the DEC state of a joined tiled group whose weights all have
+// DEC at one k_chunk: the weights' int4 residuals joined into the residual
+// of the [ΣN, K] weight (each input channel's rows of every weight side by
+// side: wq's Rᵀ of the joined weight), in one allocation ptr with the
+// scratch sel of one token's list, so that LinearGroup at one row runs one
+// selection and one gemv_q6_dec over the group (joinedLaunch.gemm).
+type jointDEC struct {
+	ptr    cuda.DevicePtr
+	res    kernels.DECResidual
+	sel    cuda.DevicePtr // [S] int32
+	kChunk int
+	S      int
 }
 
 // release returns what freeing a weight whose own device memory (its fp16
@@ -53,6 +71,9 @@ func (k *weightBlock) release(own ...cuda.DevicePtr) []cuda.DevicePtr {
 	case k == nil:
 		return own
 	case k.live.Add(-1) == 0:
+		if k.dec != nil {
+			return []cuda.DevicePtr{k.ptr, k.dec.ptr}
+		}
 		return []cuda.DevicePtr{k.ptr}
 	}
 	return nil
@@ -85,7 +106,7 @@ func (b *Backend) JoinWeights(ws ...backend.Weight) error {
 		if err != nil {
 			return err
 		}
-		if len(cw.shape) != 2 || (cw.f16 == 0 && !cw.isQuant()) || cw.dec != nil || cw.block != nil || !kernels.ColsFit(cw.shape[0]) {
+		if len(cw.shape) != 2 || (cw.f16 == 0 && !cw.isQuant()) || (cw.dec != nil && !cw.isQuant()) || cw.block != nil || !kernels.ColsFit(cw.shape[0]) {
 			return nil
 		}
 		if i == 0 {
@@ -108,6 +129,7 @@ func (b *Backend) JoinWeights(ws ...backend.Weight) error {
 	switch quant {
 	case 0:
 	case len(cws):
+		// Packed weights with DEC join only as joinTiled's DEC groups.
 		return b.joinTiled(op, cws)
 	default:
 		return nil
@@ -181,7 +203,9 @@ const tiledJoinAlign = 256
 // as over wq's layout), and LinearGroup at one row runs v6.1 once over the
 // joined rows (launchJoinedTiled). Otherwise it does nothing: a group whose
 // weights each run v6.1 alone (gate|up) keeps them apart (one launch each,
-// each at its own split).
+// each at its own split). A group whose weights all have DEC (joinableDEC)
+// is joined even so, and its residuals too (joinDEC): one selection and one
+// gemv_q6_dec launch at one row instead of one each a weight (session 19).
 func (b *Backend) joinTiled(op string, cws []*weight) error {
 	g, err := b.quantKernels()
 	if err != nil {
@@ -189,18 +213,25 @@ func (b *Backend) joinTiled(op string, cws []*weight) error {
 	}
 	w0 := cws[0]
 	bits, G, K := w0.qbits, w0.qgroup, w0.shape[1]
-	N, words, params, alone := 0, 0, 0, true
+	N, words, params, alone, decs := 0, 0, 0, true, 0
 	for _, cw := range cws {
 		n := cw.shape[0]
 		if cw.qbits != bits || cw.qgroup != G {
 			return nil
 		}
+		if cw.dec != nil {
+			decs++
+		}
 		tw, tp := kernels.TiledBytes(bits, n, K, G)
 		N, words, params = N+n, words+tw, params+tp
 		alone = alone && tiledLayout(&b.opts, g, bits, n, K, G, true)
 	}
+	withDEC := decs == len(cws)
+	if decs > 0 && (!withDEC || !b.joinableDEC(g, cws, N, K)) {
+		return nil
+	}
 	tw, tp := kernels.TiledBytes(bits, N, K, G)
-	if b.opts.GEMVQApart || alone || !tiledLayout(&b.opts, g, bits, N, K, G, true) || tw != words || tp != params {
+	if b.opts.GEMVQApart || (alone && !withDEC) || !tiledLayout(&b.opts, g, bits, N, K, G, true) || tw != words || tp != params {
 		return nil
 	}
 	poff := (words + tiledJoinAlign - 1) / tiledJoinAlign * tiledJoinAlign
@@ -232,6 +263,12 @@ func (b *Backend) joinTiled(op string, cws []*weight) error {
 		}
 		return fmt.Errorf("backend/gpu: %s: %d int%d weights [%d, %d] tiled: %w", op, len(cws), bits, N, K, err)
 	}
+	if withDEC {
+		if blk.dec, err = b.joinDEC(cws, N, K); err != nil {
+			_ = b.Do(func(c *cuda.Ctx) error { return c.Free(blk.ptr) })
+			return fmt.Errorf("backend/gpu: %s: %d DEC residuals [%d, %d]: %w", op, len(cws), K, N, err)
+		}
+	}
 	var old []cuda.DevicePtr
 	wo, po := blk.ptr, blk.ptr+cuda.DevicePtr(poff)
 	blk.live.Store(int32(len(cws)))
@@ -241,9 +278,75 @@ func (b *Backend) joinTiled(op string, cws []*weight) error {
 		old = append(old, cw.q, cw.qp, cw.qt, cw.qtp)
 		cw.q, cw.qp, cw.qt, cw.qtp, cw.block = 0, 0, wo, po, blk
 		wo, po = wo+cuda.DevicePtr(tw), po+cuda.DevicePtr(tp)
+		if dw := cw.dec; dw != nil {
+			// A weight of a DEC group runs as a q6 weight from here on
+			// (k and v came in wq's layout with fused mode's buffers).
+			old = append(old, dw.part, dw.flags)
+			dw.part, dw.flags, dw.mode, dw.q6 = 0, 0, kernels.DECSerial, true
+		}
 	}
 	b.memMu.Unlock()
 	return b.freeOld(op, old)
+}
+
+// joinableDEC reports whether the packed weights cws, all with DEC, joined
+// into one [N, K] weight may run DEC inside v6.1 (q6DEC's rule for the
+// joined weight): int4 residuals in device memory at one k_chunk, fused
+// mode, not Options.DECQ3, v6.1 (not v6: V51), a shape gemv_q6_dec reads.
+func (b *Backend) joinableDEC(g *kernels.GEMVQ, cws []*weight, N, K int) bool {
+	w0 := cws[0]
+	o := &b.opts
+	if o.DECQ3 || o.decMode(wq.Int4) != kernels.DECFused || (g.V51 && w0.qbits == 4) ||
+		kernels.GEMVQ6DECReads(w0.qbits, w0.qgroup, N, K) != nil {
+		return false
+	}
+	for _, cw := range cws {
+		dw := cw.dec
+		if dw.host != nil || dw.res.Elem != wq.Int4 || dw.kChunk != w0.dec.kChunk {
+			return false
+		}
+	}
+	_, err := b.q6Kernels()
+	return err == nil
+}
+
+// joinDEC joins the device residuals of cws (each [K, N_i], wq's int4 Rᵀ,
+// the same k_chunk) into one allocation: the residual of the joined [N, K]
+// weight (codes, then params at a 256-byte boundary, each input channel's
+// row the weights' rows side by side: GEMVQ6DEC.JoinRows), then one
+// token's list scratch. The weights keep their own residuals (2-16 rows
+// and prefill compensate each weight apart).
+func (b *Backend) joinDEC(cws []*weight, N, K int) (*jointDEC, error) {
+	dw0 := cws[0].dec
+	S := kernels.DECSelected(K, dw0.kChunk)
+	words, params := 4*K*N/8, 4*K*N/wq.ResidualGroup
+	poff := (words + tiledJoinAlign - 1) / tiledJoinAlign * tiledJoinAlign
+	soff := (poff + params + tiledJoinAlign - 1) / tiledJoinAlign * tiledJoinAlign
+	j := &jointDEC{kChunk: dw0.kChunk, S: S}
+	err := b.Do(func(c *cuda.Ctx) error {
+		var err error
+		if j.ptr, err = c.Alloc(soff + 4*max(S, 1)); err != nil {
+			return err
+		}
+		j.res = kernels.DECResidual{Elem: wq.Int4, Words: j.ptr, Params: j.ptr + cuda.DevicePtr(poff), N: N, K: K}
+		j.sel = j.ptr + cuda.DevicePtr(soff)
+		n0 := 0
+		for _, cw := range cws {
+			r, n := cw.dec.res, cw.shape[0]
+			if err := b.q6K.JoinRows(c, b.stream, j.res.Words, r.Words, K, n/8, N/8, n0/8); err != nil {
+				return err
+			}
+			if err := b.q6K.JoinRows(c, b.stream, j.res.Params, r.Params, K, n/wq.ResidualGroup, N/wq.ResidualGroup, n0/wq.ResidualGroup); err != nil {
+				return err
+			}
+			n0 += n
+		}
+		return b.syncStream(c)
+	})
+	if err != nil && j.ptr != 0 {
+		_ = b.Do(func(c *cuda.Ctx) error { return c.Free(j.ptr) })
+	}
+	return j, err
 }
 
 // joinedGroup reports whether the fp16 weights of groups (weight i is
@@ -282,15 +385,32 @@ type joinedLaunch struct {
 
 // tiledJoint is a joined group of packed weights (joinTiled) as one
 // [N, K] weight in the tiled layout: its codes tw, params tp, code width
-// and group.
+// and group, and its joined DEC residual (nil without DEC).
 type tiledJoint struct {
 	tw, tp  cuda.DevicePtr
 	bits, G int
+	dec     *jointDEC
 }
 
 // gemm queues x's fp16 conversion (unless ready) and the one GEMM y =
-// xh · Wᵀ; for a tiled group, the one GEMV y = x · Ŵᵀ (LaunchTiled: v6.1).
+// xh · Wᵀ; for a tiled group, the one GEMV y = x · Ŵᵀ (LaunchTiled: v6.1);
+// for a tiled group with DEC, x's selection (select_topk) and one
+// gemv_q6_dec at LaunchTiled's split (v6.1's y plus wq.Compensate's
+// compensation over the joined residual: each output's bits as its own
+// weight's v6.1 at the joined launch's split, then Compensate).
 func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
+	if t := l.tiled; t != nil && t.dec != nil {
+		j := t.dec
+		d := kernels.DECLaunch{X: l.x, Y: l.y, Sel: j.sel, R: &j.res, T: 1, KChunk: j.kChunk, Blocks: 1}
+		if err := b.decK.Select(c, b.stream, &d); err != nil {
+			return err
+		}
+		S := b.gemvq.SplitV5For(l.N, l.K, t.bits)
+		if js := b.opts.GEMVQJoinSplit; js > 0 {
+			S = js
+		}
+		return b.q6K.Launch(c, b.stream, l.y, l.x, t.tw, t.tp, 0, j.sel, j.S, &j.res, l.N, l.K, t.bits, t.G, S, b.gemvq.EarlyWeights)
+	}
 	if t := l.tiled; t != nil {
 		if S := b.opts.GEMVQJoinSplit; S > 0 {
 			return b.gemvq.LaunchV6(c, b.stream, l.y, l.x, t.tw, t.tp, 0, l.N, l.K, t.bits, t.G, S)
@@ -318,6 +438,9 @@ func (l *joinedLaunch) key(extra ...uint64) []uint64 {
 	key := append(extra, u64(l.x), u64(l.xh), u64(l.y), u64(l.T), u64(l.K), u64(l.N), ready)
 	if t := l.tiled; t != nil {
 		key = append(key, u64(t.tw), u64(t.tp), u64(t.bits), u64(t.G))
+		if j := t.dec; j != nil {
+			key = append(key, u64(j.ptr), u64(j.kChunk))
+		}
 	}
 	return groupKey(key, l.groups...)
 }
@@ -377,18 +500,21 @@ func (b *Backend) tiledGroup(T, K int, groups []kernels.LinearGroup, w func(i in
 	if w0.block == nil || w0.qt == 0 {
 		return nil
 	}
-	t := &tiledJoint{tw: w0.qt, tp: w0.qtp, bits: w0.qbits, G: w0.qgroup}
+	t := &tiledJoint{tw: w0.qt, tp: w0.qtp, bits: w0.qbits, G: w0.qgroup, dec: w0.block.dec}
 	tw, tp, N := t.tw, t.tp, 0
 	for i, g := range groups {
 		wt := w(i)
-		if wt.block != w0.block || wt.qt != tw || wt.qtp != tp || wt.dec != nil || wt.qbits != t.bits || wt.qgroup != t.G ||
-			!kernels.ColsFit(g.N) || g.Y%16 != 0 || g.Bias%16 != 0 {
+		// With DEC, a bias keeps the weights apart: the joined launch
+		// adds the compensation before split_cols adds the bias, a
+		// weight alone after (wq.Compensate's order).
+		if wt.block != w0.block || wt.qt != tw || wt.qtp != tp || (wt.dec != nil) != (t.dec != nil) || wt.qbits != t.bits || wt.qgroup != t.G ||
+			!kernels.ColsFit(g.N) || g.Y%16 != 0 || g.Bias%16 != 0 || (t.dec != nil && g.Bias != 0) {
 			return nil
 		}
 		cw, cp := kernels.TiledBytes(t.bits, g.N, K, t.G)
 		tw, tp, N = tw+cuda.DevicePtr(cw), tp+cuda.DevicePtr(cp), N+g.N
 	}
-	if !b.gemvq.UsesV6(T, N, K, t.bits, t.G) {
+	if !b.gemvq.UsesV6(T, N, K, t.bits, t.G) || (t.dec != nil && (T != 1 || t.dec.res.N != N)) {
 		return nil
 	}
 	return t

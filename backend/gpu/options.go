@@ -112,6 +112,10 @@ const (
 	// EnvGEMVQApart is Options.GEMVQApart: JoinWeights leaves packed
 	// weights apart (q|k|v as three GEMVs at one row; comparisons).
 	EnvGEMVQApart = "BITDECODE_GEMVQ_APART"
+	// EnvDECQ3 is Options.DECQ3: a packed weight with DEC keeps wq's
+	// layout and fused mode's gemv_q3_dec beside v3.2 at one row, as
+	// before session 19 (comparisons).
+	EnvDECQ3 = "BITDECODE_DEC_Q3"
 	// EnvGEMVQJoinSplit is Options.GEMVQJoinSplit: the warps per row group
 	// (1, 2, 4 or 8) of the one v6.1 launch over a joined packed group
 	// (comparisons).
@@ -293,6 +297,16 @@ type Options struct {
 	// alone (join.go's joinTiled; docs/perf/gemvq.md, session 16 "q|k|v
 	// packed, one launch"). A knob for A/Bs and tests.
 	GEMVQApart bool
+	// DECQ3 keeps a packed int4 or int3 weight with DEC in wq's layout
+	// and fused mode's gemv_q3_dec (DEC CTAs beside v3.2) at one row of x.
+	// By default (session 19, docs/perf/dec.md), where its residual is
+	// int4 in device memory, the mode fused and v6.1 would read the weight
+	// (or its joined group) at one row, it is stored in the tiled layout
+	// and one row runs a selection launch, then gemvq6dec.cu's gemv_q6_dec
+	// (v6.1 with a DEC warp a CTA, the same bits as v6.1 then
+	// wq.Compensate); 2-16 rows and prefill run the tiled base, then the
+	// serial compensation.
+	DECQ3 bool
 	// GEMVQJoinSplit is the warps per row group (1, 2, 4 or 8) of the v6.1
 	// launch over a joined packed group at one row; 0 takes SplitV5For's
 	// rule over the joined rows. Other splits give other sums (within the
@@ -340,7 +354,8 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
-		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked}} {
+		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked},
+		{EnvDECQ3, &o.DECQ3}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

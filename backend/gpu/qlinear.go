@@ -47,6 +47,24 @@ type decWeight struct {
 	mode   kernels.DECMode
 	part   cuda.DevicePtr // [GEMVMaxRows][N] float32, the compensation (concurrent and fused modes; fused: DECPartEmpty between launches)
 	flags  cuda.DevicePtr // [DECFlagWords(N)] uint32, zeroed, the tile flags (fused mode)
+	// q6 marks a weight in the tiled layout with its int4 residual in
+	// device memory (q6DEC, or a joined group's weight: joinTiled): one
+	// row of x runs a selection launch, then gemv_q6_dec where v6.1 reads
+	// the weight (linearQuantQ6); other batches the tiled base, then the
+	// serial compensation. No part or flags.
+	q6 bool
+}
+
+// q6DEC reports whether a packed int-bits [N, K] weight in groups of G
+// with DEC dec is stored in the tiled layout and runs gemvq6dec.cu's
+// gemv_q6_dec at one row of x (session 19, docs/perf/dec.md): an int4
+// residual in device memory, fused mode (the default for int4), not
+// Options.DECQ3, and v6.1 (not v6: GEMVQ.V51) reading the weight at one
+// row (tiledLayout as for a weight without DEC).
+func q6DEC(o *Options, g *kernels.GEMVQ, bits, N, K, G int, dec *wq.DEC) bool {
+	return dec != nil && dec.KChunk > 0 && dec.R.Elem == wq.Int4 && o.DECResidualOnDevice && !o.DECQ3 &&
+		o.decMode(wq.Int4) == kernels.DECFused && !(g.V51 && bits == 4) &&
+		kernels.GEMVQ6DECReads(bits, G, N, K) == nil && tiledLayout(o, g, bits, N, K, G, true)
 }
 
 // LoadQuantWeight implements backend.QuantWeightLoader. int3, int4 and int8
@@ -68,7 +86,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 			return nil, fmt.Errorf("backend/gpu: weight %s: %w", name, err)
 		}
 	}
-	w, err := b.loadQuantBase(name, m, dec == nil || dec.KChunk == 0)
+	w, err := b.loadQuantBase(name, m, dec)
 	if err != nil || dec == nil || dec.KChunk == 0 {
 		return w, err
 	}
@@ -140,7 +158,14 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 	words, params := cuda.Bytes(r.Words), cuda.Bytes(r.Params)
 	off := (len(words) + 255) / 256 * 256
 	mode := b.opts.decMode(r.Elem)
-	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk), mode: mode}
+	q6 := w.qt != 0 // tiled with DEC: q6DEC held at load
+	if q6 {
+		if _, err := b.q6Kernels(); err != nil {
+			return err
+		}
+		mode = kernels.DECSerial // no part, no flags: linearQuantQ6, or the tiled base and Compensate
+	}
+	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk), mode: mode, q6: q6}
 	w.dec = dw // freed with the weight from here on
 	onDevice := b.opts.DECResidualOnDevice
 	selBytes := (4*kernels.GEMVMaxRows*dw.S + 255) / 256 * 256
@@ -205,9 +230,10 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 }
 
 // loadQuantBase loads the base matrix: packed for gemvq.cu, or dequantized
-// to fp16; plain (no DEC) may be stored in the tiled layout only
-// (tiledLayout, tileQuant).
-func (b *Backend) loadQuantBase(name string, m *wq.Matrix, plain bool) (backend.Weight, error) {
+// to fp16; one without DEC (dec nil or k_chunk 0), or whose DEC runs
+// inside v6.1 (q6DEC), may be stored in the tiled layout only (tiledLayout,
+// tileQuant).
+func (b *Backend) loadQuantBase(name string, m *wq.Matrix, dec *wq.DEC) (backend.Weight, error) {
 	bits := m.Elem.Bits()
 	if !m.Elem.IsInt() || !(bits == 3 || bits == 4 || bits == 8) || m.Group%32 != 0 {
 		// Dequantize here: exactly wq's values, stored as fp16 like any matrix.
@@ -239,6 +265,7 @@ func (b *Backend) loadQuantBase(name string, m *wq.Matrix, plain bool) (backend.
 		if err := c.HtoD(w.qp, cuda.Bytes(m.Params)); err != nil {
 			return err
 		}
+		plain := dec == nil || dec.KChunk == 0 || q6DEC(&b.opts, g, bits, m.N, m.K, m.Group, dec)
 		if tiledLayout(&b.opts, g, bits, m.N, m.K, m.Group, plain) {
 			return b.tileQuant(c, g, w)
 		}
@@ -337,7 +364,10 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 		if err := c.Memset32Async(w.qp, uint32(zero)<<16|uint32(scale), N*(K/G), b.stream); err != nil {
 			return err
 		}
-		if tiledLayout(&b.opts, g, bits, N, K, G, dec.KChunk == 0) {
+		// LoadRandomQuant's residual is int4 (below).
+		res := dec
+		res.R = &wq.Matrix{Elem: wq.Int4}
+		if tiledLayout(&b.opts, g, bits, N, K, G, dec.KChunk == 0 || q6DEC(&b.opts, g, bits, N, K, G, &res)) {
 			return b.tileQuant(c, g, w)
 		}
 		return nil
@@ -372,10 +402,47 @@ func (b *Backend) LoadRandomQuant(name string, shape []int, e wq.Elem, G int, se
 }
 
 // beside reports whether Linear over w runs its DEC beside the base GEMV
-// (concurrent or fused mode: a packed weight, a decode batch) rather than
-// after it.
+// (concurrent or fused mode: a packed weight, a decode batch; or inside
+// it: a q6 weight at one row) rather than after it.
 func (dw *decWeight) beside(T int) bool {
-	return dw != nil && (dw.part != 0 || dw.flags != 0) && T <= kernels.GEMVMaxRows
+	return dw != nil && ((dw.part != 0 || dw.flags != 0) && T <= kernels.GEMVMaxRows || dw.q6 && T == 1)
+}
+
+// q6Kernels compiles gemvq6dec.cu on first use.
+func (b *Backend) q6Kernels() (*kernels.GEMVQ6DEC, error) {
+	b.q6Once.Do(func() { b.q6K, b.q6Err = kernels.LoadGEMVQ6DEC(b.dev) })
+	return b.q6K, b.q6Err
+}
+
+// linearQuantQ6 is Linear over a q6 weight at one row of x: dec.cu's
+// select_topk writes x's list (wq.SelectApprox) to the weight's scratch,
+// then one gemv_q6_dec launch computes v6.1's sums at LaunchTiled's split
+// and adds wq.Compensate's compensation for the list (the bits of the
+// tiled base then Compensate); where v6.1 would not read the weight alone
+// (a view of a joined group run apart: k, v), the tiled base, then
+// Compensate.
+func (b *Backend) linearQuantQ6(d, xt *tensor, wt *weight, bp cuda.DevicePtr, N, K int) {
+	dw := wt.dec
+	b.launch("Linear DEC", func(c *cuda.Ctx) error {
+		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, R: &dw.res, T: 1, KChunk: dw.kChunk, Blocks: dw.blocks}
+		err := b.decK.Select(c, b.stream, &l)
+		switch {
+		case err != nil:
+		case b.gemvq.UsesV6(1, N, K, wt.qbits, wt.qgroup):
+			err = b.q6K.Launch(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, dw.sel, dw.S, &dw.res, N, K, wt.qbits, wt.qgroup,
+				b.gemvq.SplitV5For(N, K, wt.qbits), b.gemvq.EarlyWeights)
+		default:
+			err = b.gemvq.LaunchTiled(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, 1, N, K, wt.qbits, wt.qgroup)
+			if err == nil {
+				err = b.decK.Compensate(c, b.stream, &l)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("weight %s: %w", wt.name, err)
+		}
+		return nil
+	}, u64(d.ptr), u64(xt.ptr), u64(wt.qt), u64(wt.qtp), u64(bp), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup),
+		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.kChunk), u64(dw.blocks))
 }
 
 // linearQuantDEC is Linear over a packed weight with DEC in concurrent
@@ -596,13 +663,14 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 // gemvqLaunch queues the decode GEMV over a packed weight: kernels.GEMVQ's
 // Launch (at T = 1 gemvq4.cu's v4 for int8 of 2048 rows or more, else
 // gemvq3.cu's v3, unless Options.GEMVQV2 or GEMVQV3; v2 above), but for
-// a weight with DEC the base its fused kernel shares (LaunchDECBase: v3
-// at one row of int4/int3, v2 else), so that its serial, concurrent and
-// fused modes add the same base; a weight in the tiled layout
-// (tiledLayout) runs LaunchTiled: v6.1 where Launch would run v5, v2 over
-// the tiled layout at 2-16 rows (the same bits).
+// a weight with DEC in wq's layout the base its fused kernel shares
+// (LaunchDECBase: v3 at one row of int4/int3, v2 else), so that its
+// serial, concurrent and fused modes add the same base; a weight in the
+// tiled layout (tiledLayout; with DEC a q6 weight) runs LaunchTiled: v6.1
+// where Launch would run v5, v2 over the tiled layout at 2-16 rows (the
+// same bits).
 func (b *Backend) gemvqLaunch(c *cuda.Ctx, d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N, K int) error {
-	if wt.dec != nil {
+	if wt.dec != nil && wt.qt == 0 {
 		return b.gemvq.LaunchDECBase(c, b.stream, d.ptr, xt.ptr, wt.q, wt.qp, bp, T, N, K, wt.qbits, wt.qgroup, wt.dec.kChunk)
 	}
 	if wt.qt != 0 {
@@ -621,7 +689,9 @@ func (b *Backend) linearQuant(d, xt *tensor, wt, bt *weight, T, N, K int) {
 		bp = bt.f32
 	}
 	if wt.dec.beside(T) {
-		if wt.dec.flags != 0 {
+		if wt.dec.q6 {
+			b.linearQuantQ6(d, xt, wt, bp, N, K)
+		} else if wt.dec.flags != 0 {
 			b.linearQuantFused(d, xt, wt, bp, T, N, K)
 		} else {
 			b.linearQuantDEC(d, xt, wt, bp, T, N, K)

@@ -736,3 +736,194 @@ func quantRef(m *wq.Matrix, bias, x []float32, n int) (ref, mag float64) {
 	}
 	return ref, mag
 }
+
+// TestQuantLinearQ6DEC runs weights with DEC whose residual is in device
+// memory and whose base v6.1 reads (session 19: the tiled layout, one row
+// of x runs select_topk then gemvq6dec.cu's gemv_q6_dec), int4 and int3
+// bases, k_chunk 8 and 64:
+//   - Linear over one weight (4096 x 2048, a bias), T = 1 (gemv_q6_dec),
+//     3 (v2 over the tiled layout, then Compensate) and 20 (prefill):
+//     the output must equal wq.Compensate applied to the same backend's
+//     output without DEC (the same tiled base), bit for bit, on the first
+//     run and on CUDA graph replays;
+//   - LinearGroup over q, k, v (2048, 512 and 512 rows; k and v alone stay
+//     in wq's layout) joined by JoinWeights with their residuals: at T = 1
+//     one selection and one gemv_q6_dec over the joined residual, at T = 2
+//     one Linear each; every output must equal wq.Compensate applied to
+//     the same group without DEC (joined alike), bit for bit;
+//   - Options.DECQ3 keeps the weight in wq's layout (no q6).
+func TestQuantLinearQ6DEC(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	r := rand.New(rand.NewPCG(19, 22))
+	open := func(o gpu.Options) *gpu.Backend {
+		be, err := gpu.Open(0, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { be.Close() })
+		return be
+	}
+	b := open(gpu.Options{DECResidualOnDevice: true})
+	bQ3 := open(gpu.Options{DECResidualOnDevice: true, DECQ3: true})
+	const K = 2048
+	randX := func(T int) []float32 {
+		x := make([]float32, T*K)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+			if i%K%97 == 13 {
+				x[i] *= 30
+			}
+		}
+		return x
+	}
+	type layer struct {
+		m   *wq.Matrix
+		res *wq.Matrix
+	}
+	newLayer := func(e wq.Elem, N int) layer {
+		w := make([]float32, N*K)
+		for i := range w {
+			w[i] = float32(0.02 * r.NormFloat64())
+		}
+		m, err := wq.Quantize(e, 128, N, K, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := wq.NewResidual(w, m, wq.Int4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return layer{m, res}
+	}
+	compensated := func(y, x []float32, T, N int, res *wq.Matrix, kChunk int) []float32 {
+		want := slices.Clone(y)
+		for ti := range T {
+			xt := x[ti*K : (ti+1)*K]
+			wq.Compensate(want[ti*N:(ti+1)*N], xt, wq.SelectApprox(nil, xt, kChunk), res, nil)
+		}
+		return want
+	}
+	check := func(name string, got, want, base []float32) {
+		t.Helper()
+		changed := 0
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: y[%d] = %g, want %g (wq.Compensate of the base output %g)", name, i, got[i], want[i], base[i])
+			}
+			if got[i] != base[i] {
+				changed++
+			}
+		}
+		if changed < len(got)/2 {
+			t.Fatalf("%s: DEC changed only %d of %d outputs", name, changed, len(got))
+		}
+	}
+	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
+		for _, kChunk := range []int{8, 64} {
+			const N = 4096
+			l := newLayer(e, N)
+			bias := make([]float32, N)
+			for i := range bias {
+				bias[i] = float32(r.NormFloat64())
+			}
+			bw, err := b.LoadWeight("bias", backend.F32, []int{N}, encode(backend.F32, bias))
+			if err != nil {
+				t.Fatal(err)
+			}
+			base, err := b.LoadQuantWeight("w", l.m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			withDEC, err := b.LoadQuantWeight("w", l.m, &wq.DEC{R: l.res, KChunk: kChunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q6, _ := gpu.Q6DEC(withDEC); !q6 {
+				t.Fatalf("int%d: a %dx%d weight with a device residual is not a q6 weight", e.Bits(), N, K)
+			}
+			q3, err := bQ3.LoadQuantWeight("w", l.m, &wq.DEC{R: l.res, KChunk: kChunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q6, _ := gpu.Q6DEC(q3); q6 {
+				t.Fatalf("int%d: DECQ3 made a q6 weight", e.Bits())
+			}
+			for _, T := range []int{1, 3, 20} {
+				name := fmt.Sprintf("int%d k%d T=%d", e.Bits(), kChunk, T)
+				x := randX(T)
+				y0 := linearOnce(t, b, base, bw, x, T, N, K)
+				want := compensated(y0, x, T, N, l.res, kChunk)
+				for rep := range 3 { // later runs replay a CUDA graph
+					check(fmt.Sprintf("%s run %d", name, rep), linearOnce(t, b, withDEC, bw, x, T, N, K), want, y0)
+				}
+			}
+			for _, w := range []backend.Weight{base, withDEC, bw} {
+				b.FreeWeight(w)
+			}
+			bQ3.FreeWeight(q3)
+		}
+	}
+	// q|k|v joined, with and without DEC.
+	Ns := []int{2048, 512, 512}
+	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
+		const kChunk = 64
+		var plain, dec []backend.Weight
+		var res []*wq.Matrix
+		for i, N := range Ns {
+			l := newLayer(e, N)
+			p, err := b.LoadQuantWeight(fmt.Sprintf("p%d", i), l.m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := b.LoadQuantWeight(fmt.Sprintf("d%d", i), l.m, &wq.DEC{R: l.res, KChunk: kChunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, dec, res = append(plain, p), append(dec, d), append(res, l.res)
+		}
+		for _, ws := range [][]backend.Weight{plain, dec} {
+			if err := b.JoinWeights(ws...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, w := range dec {
+			if q6, joint := gpu.Q6DEC(w); !q6 || !joint {
+				t.Fatalf("int%d: joined DEC weight %d: q6 %v, joint residual %v", e.Bits(), i, q6, joint)
+			}
+		}
+		group := func(ws []backend.Weight, x []float32, T int) [][]float32 {
+			xt, _ := b.Alloc(backend.F32, T, K)
+			defer b.Free(xt)
+			if err := b.Upload(xt, x); err != nil {
+				t.Fatal(err)
+			}
+			ys := make([]backend.Tensor, len(ws))
+			for i := range ws {
+				ys[i], _ = b.Alloc(backend.F32, T, Ns[i])
+				defer b.Free(ys[i])
+			}
+			b.LinearGroup(ys, xt, ws, nil)
+			out := make([][]float32, len(ws))
+			for i := range ws {
+				out[i] = make([]float32, T*Ns[i])
+				if err := b.Download(out[i], ys[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return out
+		}
+		for _, T := range []int{1, 2} {
+			x := randX(T)
+			y0 := group(plain, x, T)
+			for rep := range 3 {
+				got := group(dec, x, T)
+				for i := range got {
+					check(fmt.Sprintf("int%d q|k|v T=%d run %d weight %d", e.Bits(), T, rep, i), got[i], compensated(y0[i], x, T, Ns[i], res[i], kChunk), y0[i])
+				}
+			}
+		}
+		for _, w := range append(plain, dec...) {
+			b.FreeWeight(w)
+		}
+	}
+}

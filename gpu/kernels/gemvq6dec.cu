@@ -6,8 +6,9 @@
 // stream the weights:
 //
 //   - the selection is made before the launch, once per x (a list of
-//     nsel increasing input channels sel and their values xsel = x[sel],
-//     wq.SelectApprox's list); the DEC warp never ranks anything;
+//     nsel increasing input channels sel, wq.SelectApprox's list; the DEC
+//     warp copies their values x[sel] with their rows); the DEC warp never
+//     ranks anything;
 //   - the residual Rᵀ [K][N] (int4, groups of wq.ResidualGroup outputs,
 //     wq's packed rows, device memory) is input-major: a selected channel's
 //     residuals for the CTA's kOut outputs are contiguous (kOut/2 bytes, one
@@ -108,9 +109,10 @@ __device__ __forceinline__ void decList(unsigned (&ks)[kDecIt<S>], int b, const 
 // decIssue starts the copies of batch b of the list (rows b·kRows1 ..,
 // below nsel; their channels in ks, decList's) into buffer b % 2 at buf: a
 // lane a row, each row's codes (kCopies units), its (scale, zero) pair and
-// its x. Batches past the list copy nothing.
+// its x, x[k] (session 19: read from x itself, so the list is all a
+// selection writes). Batches past the list copy nothing.
 template <int S>
-__device__ __forceinline__ void decIssue(u32 buf, int b, const unsigned (&ks)[kDecIt<S>], const float* __restrict__ xsel, int nsel,
+__device__ __forceinline__ void decIssue(u32 buf, int b, const unsigned (&ks)[kDecIt<S>], const float* __restrict__ x, int nsel,
                                          const u32* __restrict__ wbase, const u32* __restrict__ pbase, unsigned rowW, unsigned rowP,
                                          int lane) {
   using D = DecStage<S>;
@@ -124,7 +126,7 @@ __device__ __forceinline__ void decIssue(u32 buf, int b, const unsigned (&ks)[kD
 #pragma unroll
       for (int c = 0; c < D::kCopies; c++) cpAsyncCAs<D::kCopy>(s + u32(4 * D::kRowWords * i + c * D::kCopy), src + c * (D::kCopy / 4));
       cpAsyncCAs<4>(s + u32(D::kPrmOff + 4 * i), pbase + ks[j] * rowP);
-      cpAsyncCAs<4>(s + u32(D::kXOff + 4 * i), xsel + r0 + i);
+      cpAsyncCAs<4>(s + u32(D::kXOff + 4 * i), x + ks[j]);
     }
   }
 }
@@ -194,7 +196,7 @@ __device__ __forceinline__ void decSum(float (&acc)[DecStage<S>::kP], u32 s, int
 // outputs from cta0 for the nsel listed rows, written to comp[0, kOut) in
 // shared memory (comp aliases buffer 0, written after the last batch).
 template <int S>
-__device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restrict__ sel, const float* __restrict__ xsel, int nsel,
+__device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
                                         const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane) {
   using D = DecStage<S>;
   const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
@@ -213,10 +215,10 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
   const int nb = (nsel + D::kRows1 - 1) / D::kRows1;
   unsigned ks[kDecIt<S>];
   decList<S>(ks, 0, sel, nsel, lane);
-  decIssue<S>(buf, 0, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+  decIssue<S>(buf, 0, ks, x, nsel, wbase, pbase, rowW, rowP, lane);
   cpAsyncCommit();
   decList<S>(ks, 1, sel, nsel, lane);
-  decIssue<S>(buf, 1, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+  decIssue<S>(buf, 1, ks, x, nsel, wbase, pbase, rowW, rowP, lane);
   cpAsyncCommit();
   decList<S>(ks, 2, sel, nsel, lane);  // loaded while batch 0 is summed
   for (int b = 0; b < nb; b++) {
@@ -226,7 +228,7 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
     const int rn = min(D::kRows1, nsel - b * D::kRows1);
     if constexpr (GEMVQ6DEC_DIAG != 3) decSum<S>(acc, s, rn, wi, sh, lane);
     __syncwarp();  // batch b's reads are done before its buffer is refilled
-    if constexpr (GEMVQ6DEC_DIAG != 2) decIssue<S>(buf, b + 2, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+    if constexpr (GEMVQ6DEC_DIAG != 2) decIssue<S>(buf, b + 2, ks, x, nsel, wbase, pbase, rowW, rowP, lane);
     cpAsyncCommit();
     decList<S>(ks, b + 3, sel, nsel, lane);
   }
@@ -249,7 +251,7 @@ __device__ __forceinline__ void barSync(int id) { asm volatile("bar.sync %0, 64;
 // copies landed; the summer (role 1) sums them in list order, as decWarp,
 // and writes comp. The same terms in the same order: decWarp's bits.
 template <int S>
-__device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const int* __restrict__ sel, const float* __restrict__ xsel, int nsel,
+__device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
                                         const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane) {
   using D = DecStage<S>;
   const int nb = (nsel + D::kRows1 - 1) / D::kRows1;
@@ -259,10 +261,10 @@ __device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const in
     const u32* pbase = rp + cta0 / kResGroup;
     unsigned ks[kDecIt<S>];
     decList<S>(ks, 0, sel, nsel, lane);
-    decIssue<S>(buf, 0, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+    decIssue<S>(buf, 0, ks, x, nsel, wbase, pbase, rowW, rowP, lane);
     cpAsyncCommit();
     decList<S>(ks, 1, sel, nsel, lane);
-    decIssue<S>(buf, 1, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+    decIssue<S>(buf, 1, ks, x, nsel, wbase, pbase, rowW, rowP, lane);
     cpAsyncCommit();
     decList<S>(ks, 2, sel, nsel, lane);
     for (int b = 0; b < nb; b++) {
@@ -271,7 +273,7 @@ __device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const in
       barArrive(kBarFull + (b & 1));  // batch b is in buffer b % 2
       if (b + 2 < nb) {
         barSync(kBarEmpty + (b & 1));  // the summer is done with batch b
-        decIssue<S>(buf, b + 2, ks, xsel, nsel, wbase, pbase, rowW, rowP, lane);
+        decIssue<S>(buf, b + 2, ks, x, nsel, wbase, pbase, rowW, rowP, lane);
         decList<S>(ks, b + 3, sel, nsel, lane);
       }
       cpAsyncCommit();
@@ -307,14 +309,14 @@ __device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const in
 // shared memory ringBytes (>= kWarps·kRingBytes<BITS>) + 2·kDecBufBytes.
 // The base warps are gemv_q5<BITS, S, true, true, false, true>'s (v6.1 over
 // the tiled layout: words, params), the last warp DEC's: y = v6.1's y +
-// the compensation of the nsel rows (sel, xsel) of the int4 residual (rw,
+// the compensation of the nsel rows sel (their x, x[sel]) of the int4 residual (rw,
 // rp: wq's packed rows of Rᵀ [K][N], N a multiple of 128), added once;
 // with nsel = 0, v6.1's y.
 template <int BITS, int S>
 __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
     gemv_q6_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params, const float* __restrict__ bias,
-                float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes, const int* __restrict__ sel,
-                const float* __restrict__ xsel, int nsel, const u32* __restrict__ rw, const u32* __restrict__ rp) {
+                float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes, const int* __restrict__ sel, int nsel,
+                const u32* __restrict__ rw, const u32* __restrict__ rp) {
   constexpr int U = kStageTiles<BITS>;
   constexpr int kGroups = kWarps / S;
   static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
@@ -330,9 +332,9 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
     gridDependencyWait();
     gridLaunchDependents();
     if constexpr (kDecWarps == 2) {
-      if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, xsel, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+      if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
     } else {
-      if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, xsel, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+      if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
     }
     __syncthreads();  // the base's split reduction: comp is written
     return;
@@ -367,6 +369,23 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   for (int s = 1; s < S; s++) v += part[warp + s][lane];
   v = v + (bias ? bias[n] : 0.f);
   y[n] = nsel > 0 ? __fadd_rn(v, comp[(warp / S) * kRows + lane]) : v;
+}
+
+}  // namespace gemvq4
+
+namespace gemvq4 {
+
+// dec_join_rows copies the K rows of w u32 words at src (one after another)
+// to words [off, off + w) of the rows of dw words at dst: the residual rows
+// of a joined group's weights side by side (kernels.GEMVQ6DEC.JoinRows), so
+// that one list and one gemv_q6_dec launch compensate the whole group.
+__global__ void dec_join_rows(const u32* __restrict__ src, u32* __restrict__ dst, int K, int w, int dw, int off) {
+  gridDependencyWait();
+  const long long n = (long long)K * w;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const long long k = i / w;
+    dst[k * dw + off + (i - k * w)] = src[i];
+  }
 }
 
 }  // namespace gemvq4

@@ -17,8 +17,11 @@ var gemvq6decSource string
 // layout, the same bits) with one more warp a CTA that adds the
 // compensation of the CTA's own outputs, read from the input-major int4
 // residual for a list of selected channels made before the launch: no DEC
-// CTAs, no flags, no part buffer, no extra launch. Not wired into the
-// backend yet: the tests and the bench (gemvq6dec_test.go) call it.
+// CTAs, no flags, no part buffer, no extra launch. Session 19: backend/gpu
+// runs it at one row of x for a packed weight in the tiled layout with a
+// device residual (and for a joined group's weights over their residuals
+// joined by JoinRows), the list made by DEC.Select first; 'bitdecode bench
+// dec --v6' times it per shape.
 
 // gemvq6DECBits are the base code widths gemv_q6_dec is instantiated for
 // (v6.1 over the tiled layout: int4 and int3), in its index order.
@@ -32,6 +35,7 @@ const gemvq6DECBuf = 1792
 // GEMVQ6DEC holds gemv_q6_dec for every base width and split.
 type GEMVQ6DEC struct {
 	fns     [len(gemvq6DECBits)][len(gemvq4Splits)]cuda.Function
+	join    cuda.Function           // dec_join_rows
 	ring    [len(gemvq6DECBits)]int // v6.1's ring bytes of the width
 	buf     int                     // one DEC staging buffer's bytes
 	threads int                     // the block: v6.1's warps and the DEC warps (GEMVQ6DEC_WARPS)
@@ -43,7 +47,8 @@ func gemvq6DECExpr(bits, s int) string { return fmt.Sprintf("gemvq4::gemv_q6_dec
 // GridDependent as gemvq4.cu) with extra NVRTC options (-DGEMVQ6DEC_BUF=n
 // sets the staging buffer, -DGEMVQ6DEC_WARPS=2 a copier and a summer warp).
 func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
-	var exprs []string
+	const joinExpr = "gemvq4::dec_join_rows"
+	exprs := []string{joinExpr}
 	for _, b := range gemvq6DECBits {
 		for _, s := range gemvq4Splits {
 			exprs = append(exprs, gemvq6DECExpr(b, s))
@@ -63,6 +68,9 @@ func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
 		if _, err := fmt.Sscanf(o, "-DGEMVQ6DEC_WARPS=%d", &n); err == nil && n > 0 {
 			d.threads = 32*gemvq4Warps + 32*n
 		}
+	}
+	if d.join, err = mod.Function(joinExpr); err != nil {
+		return nil, err
 	}
 	for bi, b := range gemvq6DECBits {
 		d.ring[bi] = gemvq5RingBytes(b, opts)
@@ -103,11 +111,11 @@ func GEMVQ6DECReads(bits, G, N, K int) error {
 
 // Launch runs gemv_q6_dec at split S over one row of x: tw and tp the base
 // weight's tiled layout (GEMVQ.PackTiles), res its int4 residual in device
-// memory, sel the nsel selected channels (wq.SelectApprox's list, increasing)
-// and xsel their values x[sel]. y = LaunchV6's y at the same split and
+// memory, sel the nsel selected channels (wq.SelectApprox's list, increasing;
+// DEC.Select's for one token). y = LaunchV6's y at the same split and
 // early + wq.Compensate's compensation, bit for bit; nsel = 0 gives
 // LaunchV6's y.
-func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel, xsel cuda.DevicePtr, nsel int, res *DECResidual,
+func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel cuda.DevicePtr, nsel int, res *DECResidual,
 	N, K, bits, G, S int, early bool) error {
 	if err := GEMVQ6DECReads(bits, G, N, K); err != nil {
 		return err
@@ -125,7 +133,29 @@ func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel,
 	rows := gemvq4Rows * gemvq4Warps / S
 	return c.Launch(d.fns[bi][si], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring[bi]),
-		sel, xsel, int32(nsel), res.Words, res.Params)
+		sel, int32(nsel), res.Words, res.Params)
+}
+
+// gemvq6DECJoinThreads and gemvq6DECJoinBlocks are dec_join_rows' block and
+// most CTAs (a grid-stride copy).
+const (
+	gemvq6DECJoinThreads = 256
+	gemvq6DECJoinBlocks  = 1024
+)
+
+// JoinRows copies the K rows of w uint32 words at src (one after another)
+// to words [off, off + w) of the K rows of dw words at dst, on stream st:
+// a weight's int4 residual rows (w = N/8 code words, or N/128 (scale, zero)
+// pairs) into the residual of a joined group of weights (dw = ΣN/8 or
+// ΣN/128, off the weight's first output /8 or /128), so that the joined
+// residual is wq's packed Rᵀ of the joined [ΣN, K] weight.
+func (d *GEMVQ6DEC) JoinRows(c *cuda.Ctx, st cuda.Stream, dst, src cuda.DevicePtr, K, w, dw, off int) error {
+	if K <= 0 || w <= 0 || off < 0 || off+w > dw {
+		return fmt.Errorf("kernels: gemvq v6.1 + DEC: %d rows of %d words at %d of %d do not fit", K, w, off, dw)
+	}
+	blocks := min((K*w+gemvq6DECJoinThreads-1)/gemvq6DECJoinThreads, gemvq6DECJoinBlocks)
+	return c.Launch(d.join, cuda.Dim3{X: blocks}, cuda.Dim3{X: gemvq6DECJoinThreads}, 0, st,
+		src, dst, int32(K), int32(w), int32(dw), int32(off))
 }
 
 // Info returns gemv_q6_dec's resources for a width and split, and the CTAs
