@@ -36,6 +36,13 @@ import (
 //     made before the launch (a LinearGroup's later weights, or a
 //     selection done where x is produced), not selecting themselves.
 //
+// In fused mode at one row with the residual in device memory, a shape
+// whose base v6.1 reads runs as backend/gpu runs it since session 19
+// (unless DECConfig.Q3): the base is v6.1 over the tiled layout
+// (GEMVQ.LaunchV6 at SplitV5For's split), the step dec.cu's select_topk,
+// then gemvq6dec.cu's gemv_q6_dec (no n_tb: one point a k_chunk), and the
+// list-given step gemv_q6_dec alone.
+//
 // Weights and residuals hold random codes and valid fp16 params (the time
 // does not depend on the values); x has outlier channels, so the selected
 // rows are spread over the residual like real activations'.
@@ -120,6 +127,9 @@ type DECConfig struct {
 	// keys in one or two selection buckets, the worst case of v6's
 	// histogram selection; docs/perf/dec.md v7).
 	Activations string
+	// Q3 keeps fused mode on gemv_q3_dec beside v3.2 (wq's layout) where
+	// the backend would run gemv_q6_dec (backend/gpu's Options.DECQ3).
+	Q3 bool
 	// StopPct > 0 stops a shape's k_chunk sweep after the first k_chunk
 	// whose fastest step is more than StopPct percent slower than the base.
 	StopPct  float64
@@ -140,6 +150,7 @@ type DECReport struct {
 	Residual string           `json:"residual"`
 	At       string           `json:"residual_at"` // "host" (mapped, read over PCIe) or "device"
 	Mode     string           `json:"mode"`
+	Q3       bool             `json:"q3,omitempty"` // DECConfig.Q3
 	Tokens   int              `json:"tokens"`
 	X        string           `json:"activations,omitempty"` // DECConfig.Activations; "" = outliers
 	PCIeGBps float64          `json:"pcie_copy_gb_per_s"`    // pinned host-to-device copy, for reference
@@ -149,6 +160,9 @@ type DECReport struct {
 // DECShapeResult is one shape's base time and points.
 type DECShapeResult struct {
 	DECShape
+	// Route is the fused kernel: "gemv_q6_dec" (v6.1 base, tiled) or
+	// "gemv_q3_dec"/"gemv_q_dec" (wq's layout); "" in other modes.
+	Route  string     `json:"route,omitempty"`
 	BaseUS float64    `json:"base_us"`
 	Points []DECPoint `json:"points"`
 }
@@ -196,6 +210,11 @@ const EnvDECMode = gpu.EnvDECMode
 // backend's DEC residuals (host or device), which 'bench dec' and 'tune
 // dec' default to.
 const EnvDECResidual = gpu.EnvDECResidual
+
+// EnvDECQ3 is the environment variable that keeps the CUDA backend's DEC
+// weights on gemv_q3_dec (Options.DECQ3), which 'bench dec' and 'tune dec'
+// follow (DECConfig.Q3).
+const EnvDECQ3 = gpu.EnvDECQ3
 
 // ParseDECMode parses a DEC mode name: serial (or ""), concurrent or fused.
 func ParseDECMode(s string) (kernels.DECMode, error) { return kernels.ParseDECMode(s) }
@@ -280,9 +299,17 @@ func runDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 		if err := t.gqd.Prepare(cfg.Weights.Elem.Bits()); err != nil {
 			return nil, err
 		}
+		if b := cfg.Weights.Elem.Bits(); cfg.ResidualOnDevice && cfg.Tokens == 1 && !cfg.Q3 && (b == 3 || b == 4) {
+			if t.q6, err = kernels.LoadGEMVQ6DEC(dev); err != nil {
+				return nil, err
+			}
+			// The backend's GEMVs issue their first weight loads before
+			// the dependency wait.
+			t.gq.EarlyWeights = true
+		}
 	}
 	rep := &DECReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Weights: cfg.Weights.Short(),
-		Residual: cfg.Residual.String(), At: "host", Mode: cfg.Mode.String(), Tokens: cfg.Tokens, X: cfg.Activations}
+		Residual: cfg.Residual.String(), At: "host", Mode: cfg.Mode.String(), Tokens: cfg.Tokens, X: cfg.Activations, Q3: cfg.Q3}
 	if cfg.ResidualOnDevice {
 		rep.At = "device"
 	}
@@ -336,7 +363,8 @@ type timer struct {
 	ops    *kernels.Ops
 	dec    *kernels.DEC
 	flush  cuda.DevicePtr
-	gqd    *kernels.GEMVQDEC // fused mode
+	gqd    *kernels.GEMVQDEC  // fused mode
+	q6     *kernels.GEMVQ6DEC // fused mode, one row, residual on the device (not Q3)
 	// Concurrent mode: the second stream and its fork/join events.
 	s2         cuda.Stream
 	fork, join cuda.Event
@@ -372,7 +400,7 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 	if err != nil {
 		return nil, err
 	}
-	base, fusedStep, err := t.baseGEMV(c, st, r, alloc, N, K)
+	base, fusedStep, q6, err := t.baseGEMV(c, st, r, alloc, N, K)
 	if err != nil {
 		return nil, err
 	}
@@ -396,6 +424,12 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 	rowBytes := wq.RowBytes(cfg.Residual, wq.ResidualGroup, N)
 
 	out := &DECShapeResult{DECShape: s}
+	switch {
+	case q6:
+		out.Route = "gemv_q6_dec"
+	case t.gqd != nil:
+		out.Route = "gemv_q3_dec or gemv_q_dec"
+	}
 	if out.BaseUS, err = t.medianUS(c, st, func(i int) error { return base(y, xs[i%decCopies]) }); err != nil {
 		return nil, err
 	}
@@ -420,6 +454,9 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 		}
 	}
 	blocks := decBlocksFor(cfg.Blocks, cfg.Residual, N)
+	if q6 {
+		blocks = blocks[:1] // gemv_q6_dec has no n_tb
+	}
 	// Fused mode's lists made before the launch, one per activation copy.
 	var lists []cuda.DevicePtr
 	if t.gqd != nil {
@@ -449,6 +486,9 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 		best := 0.0
 		for _, nTB := range blocks {
 			p := DECPoint{KChunk: k, Blocks: nTB, Selected: kernels.DECSelected(K, k), SelectUS: selUS}
+			if q6 {
+				p.Blocks = 0
+			}
 			p.Bytes = int64(T) * int64(p.Selected) * rowBytes
 			if p.StepUS, err = t.medianUS(c, st, func(i int) error {
 				l := launch(i, nTB)
@@ -505,51 +545,78 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 
 // baseGEMV makes the random base weights of an N x K layer in the
 // configured format and returns the base GEMV launch (y = x·Wᵀ) and, for
-// packed weights, fused mode's whole step.
+// packed weights, fused mode's whole step; q6 when that step is the
+// backend's q6 route (select_topk unless the launch is Listed, then
+// gemv_q6_dec; the base v6.1 over the tiled layout).
 func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(int) (cuda.DevicePtr, error), N, K int) (
-	base func(y, x cuda.DevicePtr) error, fusedStep func(l *kernels.DECLaunch) error, err error) {
+	base func(y, x cuda.DevicePtr) error, fusedStep func(l *kernels.DECLaunch) error, q6 bool, err error) {
 	cfg, T := t.cfg, t.cfg.Tokens
 	if !t.packed {
 		wp, err := alloc(2 * N * K)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if err := t.ops.FillNormalF16(c, st, wp, N*K, uint32(N^K), 0.02); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
-		return func(y, x cuda.DevicePtr) error { return t.gv.Launch(c, st, y, x, wp, 0, T, N, K) }, nil, nil
+		return func(y, x cuda.DevicePtr) error { return t.gv.Launch(c, st, y, x, wp, 0, T, N, K) }, nil, false, nil
 	}
 	// Fused mode's tile flags (each launch leaves them zeroed).
 	flags, err := alloc(4 * kernels.DECFlagWords(N))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if err := c.Memset32Async(flags, 0, kernels.DECFlagWords(N), st); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	bits, G := cfg.Weights.Elem.Bits(), cfg.Weights.Group
 	words, params := randomPacked(r, cfg.Weights.Elem, G, N, K)
 	wp, err := alloc(4 * len(words))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	pp, err := alloc(2 * len(params))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if err := c.HtoD(wp, cuda.Bytes(words)); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if err := c.HtoD(pp, cuda.Bytes(params)); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	// And its compensation buffer, empty between launches.
 	part, err := alloc(4 * T * N)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if err := c.Memset32Async(part, kernels.DECPartEmpty, T*N, st); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
+	}
+	if t.q6 != nil && t.gq.UsesV6(1, N, K, bits, G) && kernels.GEMVQ6DECReads(bits, G, N, K) == nil && !(t.gq.V51 && bits == 4) {
+		tw, tp := kernels.TiledBytes(bits, N, K, G)
+		twp, err := alloc(tw)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		tpp, err := alloc(tp)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if err := t.gq.PackTiles(c, st, twp, tpp, wp, pp, N, K, bits, G); err != nil {
+			return nil, nil, false, err
+		}
+		S := t.gq.SplitV5For(N, K, bits)
+		base = func(y, x cuda.DevicePtr) error { return t.gq.LaunchV6(c, st, y, x, twp, tpp, 0, N, K, bits, G, S) }
+		fusedStep = func(l *kernels.DECLaunch) error {
+			if !l.Listed {
+				if err := t.dec.Select(c, st, l); err != nil {
+					return err
+				}
+			}
+			return t.q6.Launch(c, st, l.Y, l.X, twp, tpp, 0, l.Sel, kernels.DECSelected(K, l.KChunk), l.R, N, K, bits, G, S, t.gq.EarlyWeights)
+		}
+		return base, fusedStep, true, nil
 	}
 	base = func(y, x cuda.DevicePtr) error { return t.gq.Launch(c, st, y, x, wp, pp, 0, T, N, K, bits, G) }
 	fusedStep = func(l *kernels.DECLaunch) error {
@@ -557,7 +624,7 @@ func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(i
 		f.Flags, f.Part = flags, part
 		return t.gqd.Launch(c, st, f.Y, f.X, wp, pp, 0, T, N, K, bits, G, &f)
 	}
-	return base, fusedStep, nil
+	return base, fusedStep, false, nil
 }
 
 // decActivations uploads decCopies batches of T rows of K activations with

@@ -240,13 +240,20 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 	if err := needGPU("DEC timing"); err != nil {
 		return cfg, err
 	}
+	q3 := false
+	if v, ok := lookupEnv(bench.EnvDECQ3); ok && strings.TrimSpace(v) != "" {
+		if q3, err = strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+			return cfg, usageErrorf("$%s=%q: want 1, t, true, 0, f or false", bench.EnvDECQ3, v)
+		}
+	}
 	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
-		Runs: *f.runs, Mode: mode, ResidualOnDevice: at == "device", Activations: *f.activations, Progress: progress}
+		Runs: *f.runs, Mode: mode, ResidualOnDevice: at == "device", Activations: *f.activations, Q3: q3, Progress: progress}
 	return cfg, nil
 }
 
 // benchDECHelp is the help of 'bitdecode bench dec'.
 const benchDECHelp = `usage: bitdecode bench dec [--shapes PRESET|NxK,...|--model DIR] [--weights int4] [--residual int4] [--mode fused|serial|concurrent] [--residual-at host|device] [--k-chunk K,...] [--n-tb B,...] [--tokens T] [--runs R] [--json FILE]
+       bitdecode bench dec --v6 [--v6-diag] [--shapes NxK,...] [--weights int4,int3] [--k-chunk K,...] [--runs R]
 
 Times dynamic error compensation (DEC) on the GPU for each linear-layer
 shape (default: Llama-3.1-8B's 4096x4096, 1024x4096, 14336x4096 and
@@ -258,6 +265,20 @@ in --mode (fused, the default: one launch; serial: base, selection,
 compensation), each run after L2 has been flushed. The read GB/s column is the residual bytes the compensation reads
 (codes and params of the selected rows) over its time: the achieved
 zero-copy PCIe rate, next to the pinned-copy rate measured in the same run.
+In fused mode at one row with the residual in device memory, a shape whose
+base v6.1 reads runs as the backend runs it (session 19): the base is v6.1
+over the tiled layout, the step a selection launch then gemv_q6_dec (v6.1
+with a DEC warp a CTA; no n_tb), the list-given step gemv_q6_dec alone
+($BITDECODE_DEC_Q3=1: gemv_q3_dec beside v3.2 over wq's layout, as before).
+
+--v6 prints gemv_q6_dec's kernel table instead: per shape (default: the 8B
+shapes and the joined q|k|v and gate|up) and base width (--weights, int4
+and int3 by default), v6.1 at its split, gemv_q6_dec with no rows, each
+--k-chunk (default 1,8,16,32,64) with the list given, the selection launch
+alone and ahead of the largest k_chunk, and the largest at every split.
+--v6-diag prints the diagnostic builds instead (the DEC warp alone, its
+sums alone, its copies alone, a copier and a summer warp; k_chunk 0, 8, 64;
+default shapes q/o and down).
 
 example:
   bitdecode bench dec --json dec.json
@@ -270,8 +291,13 @@ func runBenchDEC(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, benchDECHelp); fs.PrintDefaults() }
 	f := addDECFlags(fs, "8,16,32,64,128,256")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
+	v6 := fs.Bool("v6", false, "print gemv_q6_dec's kernel table (v6.1 with a DEC warp, list given) per shape, width and k_chunk instead")
+	v6Diag := fs.Bool("v6-diag", false, "with --v6: its diagnostic builds instead")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *v6 || *v6Diag {
+		return runBenchDECV6(fs, f, *v6Diag, stdout)
 	}
 	if _, err := resolveModel(f.modelDir, stderr, false); err != nil {
 		return err
@@ -425,4 +451,53 @@ func writeTuneTable(w io.Writer, tu *model.DECTuning) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// runBenchDECV6 is 'bench dec --v6': gemv_q6_dec's kernel table, or with
+// diag its diagnostic builds.
+func runBenchDECV6(fs *flag.FlagSet, f decFlags, diag bool, stdout io.Writer) error {
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	cfg := bench.DECV6Config{Diag: diag, Runs: *f.runs, Out: stdout}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if set["shapes"] || set["model"] {
+		shapes, err := decShapes(*f.modelDir, *f.shapes)
+		if err != nil {
+			return err
+		}
+		cfg.Shapes = shapes
+	} else if diag {
+		cfg.Shapes = []bench.DECShape{bench.DefaultDECV6Shapes[0], bench.DefaultDECV6Shapes[3]}
+	}
+	if set["weights"] {
+		for _, w := range strings.Split(*f.weights, ",") {
+			ws, err := parseWeightSpec(strings.TrimSpace(w))
+			if err != nil {
+				return err
+			}
+			if b := ws.Elem.Bits(); !ws.Elem.IsInt() || (b != 3 && b != 4) || ws.Group != 128 {
+				return usageErrorf("--weights %s: --v6 times int4 and int3 bases in groups of 128", w)
+			}
+			cfg.Bits = append(cfg.Bits, ws.Elem.Bits())
+		}
+	}
+	if set["k-chunk"] {
+		ks, err := parseIntList("k-chunk", *f.kChunks)
+		if err != nil {
+			return err
+		}
+		if !slices.IsSorted(ks) || ks[0] < 1 {
+			return usageErrorf("--k-chunk %q: want positive values in increasing order", *f.kChunks)
+		}
+		cfg.KChunks = ks
+	}
+	if *f.runs < 1 {
+		return usageErrorf("--runs %d: want at least one run", *f.runs)
+	}
+	if err := needGPU("DEC timing"); err != nil {
+		return err
+	}
+	return bench.RunDECV6(cfg)
 }
