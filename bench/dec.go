@@ -39,8 +39,8 @@ import (
 // In fused mode at one row with the residual in device memory, a shape
 // whose base v6.1 reads runs as backend/gpu runs it since session 19
 // (unless DECConfig.Q3): the base is v6.1 over the tiled layout
-// (GEMVQ.LaunchV6 at SplitV5For's split), the step dec.cu's select_topk,
-// then gemvq6dec.cu's gemv_q6_dec (no n_tb: one point a k_chunk), and the
+// (GEMVQ.LaunchV6 at SplitV5For's split), the step select_q6 (dec.cu's
+// select_topk as a programmatic dependent), then gemvq6dec.cu's gemv_q6_dec (no n_tb: one point a k_chunk), and the
 // list-given step gemv_q6_dec alone.
 //
 // Weights and residuals hold random codes and valid fp16 params (the time
@@ -610,7 +610,7 @@ func (t *timer) baseGEMV(c *cuda.Ctx, st cuda.Stream, r *rand.Rand, alloc func(i
 		base = func(y, x cuda.DevicePtr) error { return t.gq.LaunchV6(c, st, y, x, twp, tpp, 0, N, K, bits, G, S) }
 		fusedStep = func(l *kernels.DECLaunch) error {
 			if !l.Listed {
-				if err := t.dec.Select(c, st, l); err != nil {
+				if err := t.q6.Select(c, st, l); err != nil {
 					return err
 				}
 			}

@@ -310,7 +310,19 @@ func decV6Shape(c *cuda.Ctx, st cuda.Stream, g *kernels.GEMVQ, dk *kernels.DEC, 
 	if err != nil {
 		return err
 	}
-	line += fmt.Sprintf(" | select k%d alone %.2f | select + dec k%d %.2f (%+.1f%%)", kMax, selUS, kMax, both, 100*(both/base-1))
+	// And select_q6 (the backend's: a programmatic dependent that lets
+	// gemv_q6_dec start at once).
+	bothQ6, err := median(func(i int) error {
+		if err := k.Select(c, st, selectL(i)); err != nil {
+			return err
+		}
+		return k.Launch(c, st, yp, xs[i], twp, tpp, 0, selp, n, res, N, K, bits, G, split, true)
+	})
+	if err != nil {
+		return err
+	}
+	line += fmt.Sprintf(" | select k%d alone %.2f | select + dec k%d %.2f (%+.1f%%) | select_q6 + dec %.2f (%+.1f%%)", kMax, selUS, kMax, both,
+		100*(both/base-1), bothQ6, 100*(bothQ6/base-1))
 	fmt.Fprintln(cfg.Out, line)
 	line = fmt.Sprintf("int%d %-8s k%d by split:", bits, s.Name, kMax)
 	for _, S := range kernels.GEMVQ4Splits() {

@@ -394,7 +394,7 @@ type tiledJoint struct {
 
 // gemm queues x's fp16 conversion (unless ready) and the one GEMM y =
 // xh · Wᵀ; for a tiled group, the one GEMV y = x · Ŵᵀ (LaunchTiled: v6.1);
-// for a tiled group with DEC, x's selection (select_topk) and one
+// for a tiled group with DEC, x's selection (select_q6) and one
 // gemv_q6_dec at LaunchTiled's split (v6.1's y plus wq.Compensate's
 // compensation over the joined residual: each output's bits as its own
 // weight's v6.1 at the joined launch's split, then Compensate).
@@ -402,7 +402,7 @@ func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
 	if t := l.tiled; t != nil && t.dec != nil {
 		j := t.dec
 		d := kernels.DECLaunch{X: l.x, Y: l.y, Sel: j.sel, R: &j.res, T: 1, KChunk: j.kChunk, Blocks: 1}
-		if err := b.decK.Select(c, b.stream, &d); err != nil {
+		if err := b.q6K.Select(c, b.stream, &d); err != nil {
 			return err
 		}
 		S := b.gemvq.SplitV5For(l.N, l.K, t.bits)

@@ -414,8 +414,9 @@ func (b *Backend) q6Kernels() (*kernels.GEMVQ6DEC, error) {
 	return b.q6K, b.q6Err
 }
 
-// linearQuantQ6 is Linear over a q6 weight at one row of x: dec.cu's
-// select_topk writes x's list (wq.SelectApprox) to the weight's scratch,
+// linearQuantQ6 is Linear over a q6 weight at one row of x: select_q6
+// (dec.cu's select_topk as a programmatic dependent) writes x's list
+// (wq.SelectApprox) to the weight's scratch,
 // then one gemv_q6_dec launch computes v6.1's sums at LaunchTiled's split
 // and adds wq.Compensate's compensation for the list (the bits of the
 // tiled base then Compensate); where v6.1 would not read the weight alone
@@ -425,7 +426,7 @@ func (b *Backend) linearQuantQ6(d, xt *tensor, wt *weight, bp cuda.DevicePtr, N,
 	dw := wt.dec
 	b.launch("Linear DEC", func(c *cuda.Ctx) error {
 		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, R: &dw.res, T: 1, KChunk: dw.kChunk, Blocks: dw.blocks}
-		err := b.decK.Select(c, b.stream, &l)
+		err := b.q6K.Select(c, b.stream, &l)
 		switch {
 		case err != nil:
 		case b.gemvq.UsesV6(1, N, K, wt.qbits, wt.qgroup):

@@ -288,9 +288,11 @@ __device__ __forceinline__ int block_rank(bool f, int* warpv) {
   return warpv[warp] + __popc(m & ((1u << lane) - 1u));
 }
 
-// select_topk writes the channels wq.SelectApprox selects for one (chunk,
-// token) = (blockIdx.x, blockIdx.y) into a.sel (see the file comment).
-__global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) {
+// select_topk_cta is select_topk's body: it writes the channels
+// wq.SelectApprox selects for one (chunk, token) = (blockIdx.x, blockIdx.y)
+// into a.sel (see the file comment), in a CTA of kSelectThreads threads.
+// Also gemvq6dec.cu's select_q6 (a programmatic dependent).
+__device__ __forceinline__ void select_topk_cta(const Args& a) {
   __shared__ int hist[kBuckets];
   __shared__ int warpv[32];
   __shared__ int shMax, shB, shFill;
@@ -354,6 +356,10 @@ __global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) {
   const int pos = block_rank(take, warpv);
   if (take) a.sel[size_t(t) * a.S + size_t(chunk) * chunk_select(a.kChunk, kChunkChannels) + pos] = c0 + i;
 }
+
+// select_topk writes the channels wq.SelectApprox selects for one (chunk,
+// token) = (blockIdx.x, blockIdx.y) into a.sel (see the file comment).
+__global__ void __launch_bounds__(kSelectThreads) select_topk(const Args a) { select_topk_cta(a); }
 
 // stage runs the batched pipeline that brings token t's selected residual
 // rows of the slice [u0, u1) into shared memory and calls sum(rows, sw,

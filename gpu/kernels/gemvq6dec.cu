@@ -28,6 +28,7 @@
 // GEMVQ6DEC_BUF bytes of dynamic shared memory after the base's ring.
 
 #include "gemvq4.cu"
+#include "dec.cu"  // select_topk_cta (select_q6); built with DEC_NO_SELFTEST
 
 namespace gemvq4 {
 
@@ -386,6 +387,22 @@ __global__ void dec_join_rows(const u32* __restrict__ src, u32* __restrict__ dst
     const long long k = i / w;
     dst[k * dw + off + (i - k * w)] = src[i];
   }
+}
+
+}  // namespace gemvq4
+
+namespace gemvq4 {
+
+// select_q6 is dec.cu's select_topk as a programmatic dependent (grid
+// (chunks, T), kSelectThreads threads): it waits for the kernel that wrote
+// x, then lets the launch after it (gemv_q6_dec, which reads the list only
+// after its own dependency wait, i.e. once this grid is done) start at once,
+// so that the GEMV's CTAs are resident and their first weight loads in
+// flight while the selection runs. The same list, bit for bit.
+__global__ void __launch_bounds__(dec::kSelectThreads) select_q6(const dec::Args a) {
+  gridDependencyWait();
+  gridLaunchDependents();
+  dec::select_topk_cta(a);
 }
 
 }  // namespace gemvq4

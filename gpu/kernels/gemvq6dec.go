@@ -36,6 +36,7 @@ const gemvq6DECBuf = 1792
 type GEMVQ6DEC struct {
 	fns     [len(gemvq6DECBits)][len(gemvq4Splits)]cuda.Function
 	join    cuda.Function           // dec_join_rows
+	sel     cuda.Function           // select_q6
 	ring    [len(gemvq6DECBits)]int // v6.1's ring bytes of the width
 	buf     int                     // one DEC staging buffer's bytes
 	threads int                     // the block: v6.1's warps and the DEC warps (GEMVQ6DEC_WARPS)
@@ -47,15 +48,18 @@ func gemvq6DECExpr(bits, s int) string { return fmt.Sprintf("gemvq4::gemv_q6_dec
 // GridDependent as gemvq4.cu) with extra NVRTC options (-DGEMVQ6DEC_BUF=n
 // sets the staging buffer, -DGEMVQ6DEC_WARPS=2 a copier and a summer warp).
 func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
-	const joinExpr = "gemvq4::dec_join_rows"
-	exprs := []string{joinExpr}
+	const joinExpr, selExpr = "gemvq4::dec_join_rows", "gemvq4::select_q6"
+	exprs := []string{joinExpr, selExpr}
 	for _, b := range gemvq6DECBits {
 		for _, s := range gemvq4Splits {
 			exprs = append(exprs, gemvq6DECExpr(b, s))
 		}
 	}
-	mod, err := dev.Compile(program("gemvq6dec.cu", gemvq6decSource, exprs, opts,
-		cuda.Header{Name: "gemvq4.cu", Source: gemvq4Source}, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
+	// dec.cu without its fused self-test: select_q6 is its select_topk.
+	copts := append([]string{"-DDEC_NO_SELFTEST=1"}, opts...)
+	mod, err := dev.Compile(program("gemvq6dec.cu", gemvq6decSource, exprs, copts,
+		cuda.Header{Name: "gemvq4.cu", Source: gemvq4Source}, cuda.Header{Name: "gemvq.cu", Source: gemvqSource},
+		cuda.Header{Name: "dec.cu", Source: decSource}))
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +74,9 @@ func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
 		}
 	}
 	if d.join, err = mod.Function(joinExpr); err != nil {
+		return nil, err
+	}
+	if d.sel, err = mod.Function(selExpr); err != nil {
 		return nil, err
 	}
 	for bi, b := range gemvq6DECBits {
@@ -134,6 +141,21 @@ func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel 
 	return c.Launch(d.fns[bi][si], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring[bi]),
 		sel, int32(nsel), res.Words, res.Params)
+}
+
+// Select is DEC.Select (each token's list, wq.SelectApprox, to l.Sel: the
+// same kernel body, the same bits) as a programmatic dependent that lets
+// the launch after it start at once (gemvq6dec.cu's select_q6): a
+// gemv_q6_dec launch next is resident, its first weight loads in flight,
+// while the selection runs, and reads the list after its dependency wait.
+// With k_chunk 0 it launches nothing.
+func (d *GEMVQ6DEC) Select(c *cuda.Ctx, st cuda.Stream, l *DECLaunch) error {
+	S, err := l.check(false)
+	if err != nil || S == 0 {
+		return err
+	}
+	chunks := (l.R.K + wq.ChunkChannels - 1) / wq.ChunkChannels
+	return c.Launch(d.sel, cuda.Dim3{X: chunks, Y: l.T}, cuda.Dim3{X: wq.ChunkChannels}, 0, st, l.args(S, 0))
 }
 
 // gemvq6DECJoinThreads and gemvq6DECJoinBlocks are dec_join_rows' block and

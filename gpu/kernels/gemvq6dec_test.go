@@ -38,7 +38,7 @@ func gemvq6DECSetup(t *testing.T) (*cuda.Device, *kernels.GEMVQ, *kernels.GEMVQ6
 // batch and several: down's 896 rows), activations with outliers, ties,
 // zeros, signed zeros and subnormals, a bias, K with a short last chunk.
 // One DEC warp, and a copier and a summer (GEMVQ6DEC_WARPS=2). y starts as
-// NaN.
+// NaN. Select (select_q6) must write wq.SelectApprox's list.
 func TestGEMVQ6DECMatchesV61(t *testing.T) {
 	d, g, k1 := gemvq6DECSetup(t)
 	k2, err := kernels.LoadGEMVQ6DEC(d, "-DGEMVQ6DEC_WARPS=2")
@@ -100,6 +100,18 @@ func TestGEMVQ6DECMatchesV61(t *testing.T) {
 						want := slices.Clone(base)
 						wq.Compensate(want, x, sel, rm, nil)
 						sp := m.put(cuda.Bytes(append(sel, 0)))
+						if kc > 0 && split == c.splits[0] && !early {
+							// select_q6 (Select) writes wq.SelectApprox's list.
+							gp := m.put(make([]byte, 4*len(sel)))
+							m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+								return k1.Select(cx, s, &kernels.DECLaunch{X: xp, Y: bp, Sel: gp, R: res, T: 1, KChunk: kc})
+							})
+							got := make([]int32, len(sel))
+							m.read(cuda.Bytes(got), gp)
+							if !slices.Equal(got, sel) {
+								t.Fatalf("k %d: select_q6's list differs from wq.SelectApprox's", kc)
+							}
+						}
 						for wi, k := range []*kernels.GEMVQ6DEC{k1, k2} {
 							yp := m.poisonedF32(c.N)
 							m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
