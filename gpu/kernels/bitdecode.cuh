@@ -1146,6 +1146,175 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
   if (tid == 0) *counter = 0;
 }
 
+// ----------------------------------------------------------------------------
+// v2.25 (decode_mma.cu, session 25): the fused merge by ticket, its loads
+// all ahead.
+//
+// finishSplits' last CTA is the last to count, after its partial is
+// written and released (a fence that waits for the partial's stores, then
+// the atomic's round trip): session 19's timeline put 0.5 us (the partial)
+// + 0.7 (the count) + ~0.3 on every one-sequence launch's critical path
+// before the merge starts. Here thread 0 takes a ticket (a relaxed atomic
+// add of 1 to the counter's low half) as soon as the CTA's warps are done,
+// before the partial is made and stored, so the atomic's round trip runs
+// under that work; the CTA with the last ticket merges. Every other CTA
+// releases its partial and adds kTicketDone (the counter's high half):
+// one thread's fence.acq_rel.gpu and a reduction, no round trip waited
+// for. The merging CTA waits until the high half counts every other
+// split (usually already so in its ticket's own reply) and acquires.
+// It waits only for CTAs that hold tickets, which are past their tile
+// loops and wait for nothing, so it cannot deadlock whatever the grid's
+// residency. The merge is finishSplits' arithmetic in its order on the
+// same values (its own partial too, read back from where it stored it),
+// so the same bits, whichever CTA merges.
+
+// kTicketDone is the done count's unit in a ticket counter word (the low
+// 16 bits count tickets: kFuseMaxSplits <= 64 fits either half).
+constexpr unsigned kTicketDone = 1u << 16;
+constexpr unsigned kTicketMask = kTicketDone - 1;
+
+// takeTicket is thread 0's ticket on a row chunk's counter (relaxed): the
+// counter word before its add, read by ticketLast.
+BD_DEVICE unsigned takeTicket(int* counter) { return atomicAdd(reinterpret_cast<unsigned*>(counter), 1u); }
+
+// ticketLast ends a split CTA's part of the ticket merge once its partial
+// is stored (ticket: takeTicket's word, in thread 0): it returns, to every
+// thread sync synchronizes, whether this CTA merges, and then every other
+// split's partial is visible to its threads; otherwise it has released
+// its own partial and counted it done.
+template <typename SYNC>
+BD_DEVICE bool ticketLast(int* counter, unsigned ticket, int nSplits, int tid, SYNC sync) {
+  __shared__ int last;
+  sync();  // every thread's partial is stored (CTA scope)
+  if (tid == 0) {
+    const bool l = int(ticket & kTicketMask) == nSplits - 1;
+    if (!l) {
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");  // release: the CTA's partial before its done count
+      atomicAdd(reinterpret_cast<unsigned*>(counter), kTicketDone);
+    } else if (int(ticket >> 16) == nSplits - 1) {
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");  // acquire: the done counts the ticket read
+    } else {
+      unsigned v;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+      } while (int(v >> 16) != nSplits - 1);
+    }
+    last = l;
+  }
+  sync();
+  return last;
+}
+
+// mergeSplitsBody is finishSplits' merge (after the count) with a warp's
+// every row's (max, denominator) pairs requested together (RMAX / 4 rows a
+// warp; finishSplits reads a row's pairs after the previous row's weights
+// are made: one L2 round trip a row), beside the first AHEAD partials of
+// the thread's first (row, 4 channels) piece, as finishSplits. (Every
+// piece's partials ahead, where AHEAD registers hold them, gained a piece
+// only where a thread has two, eight rows of D 128, and moved NVRTC 12.5's
+// spills into the tile loop of int2 and int4 KC: not kept.) The same
+// operations on the same values in the same order as finishSplits, so the
+// same bits. w and inv are the caller's shared memory.
+template <int D, int RMAX, bool EMPTY, int AHEAD, typename SYNC, typename FINAL>
+BD_DEVICE void mergeSplitsBody(const float* partO, const float* partML, u16* __restrict__ out, size_t part0, int nSplits, int b,
+                               int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync, FINAL final,
+                               float (&w)[RMAX][kFuseMaxSplits], float (&inv)[RMAX]) {
+  constexpr int kWarpsM = kMergeThreads / 32, kRW = (RMAX + kWarpsM - 1) / kWarpsM;
+  static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
+  const int lane = tid % 32, warp = tid / 32, pieces = nrows * D / 4;
+  float2 ml[kRW][2];  // this warp's rows warp + 4k, splits lane and lane + 32
+#pragma unroll
+  for (int k = 0; k < kRW; k++)
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int r = warp + kWarpsM * k, s = lane + 32 * i;
+      if (r < nrows && s < nSplits) ml[k][i] = __ldcg(reinterpret_cast<const float2*>(&partML[((part0 + s) * RMAX + r) * 2]));
+    }
+  float4 pre[AHEAD];  // the first AHEAD partials of this thread's first piece
+  {
+    const int r = tid / (D / 4), c = tid % (D / 4) * 4;
+    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
+#pragma unroll
+    for (int s = 0; s < AHEAD; s++)
+      if (tid < pieces && s < nSplits) pre[s] = __ldcg(&po[size_t(s) * RMAX * D / 4]);
+  }
+#pragma unroll
+  for (int k = 0; k < kRW; k++) {  // one warp per row: weights and denominator (finishSplits' order)
+    const int r = warp + kWarpsM * k;
+    if (r >= nrows) break;
+    float m = kNegInf;
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+      if (lane + 32 * i < nSplits) m = fmaxf(m, ml[k][i].x);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float l = 0.f;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int s = lane + 32 * i;
+      if (s < nSplits) {
+        const float ws = ml[k][i].x == kNegInf ? 0.f : exp2f(ml[k][i].x - m);
+        w[r][s] = ws;
+        l = fmaf(ml[k][i].y, ws, l);
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (lane == 0) {
+      inv[r] = EMPTY ? (l > 0.f ? 1.f / l : 0.f) : 1.f / l;
+      final(row0 + r, m, l);
+    }
+  }
+  sync();
+  for (int idx = tid; idx < pieces; idx += kMergeThreads) {
+    const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+    const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    int s0 = 0;
+    if (idx == tid) {
+#pragma unroll
+      for (int s = 0; s < AHEAD; s++)
+        if (s < nSplits) {
+          const float ws = w[r][s];
+          o.x = fmaf(pre[s].x, ws, o.x), o.y = fmaf(pre[s].y, ws, o.y), o.z = fmaf(pre[s].z, ws, o.z), o.w = fmaf(pre[s].w, ws, o.w);
+        }
+      s0 = min(AHEAD, nSplits);
+    }
+#pragma unroll 16
+    for (int s = s0; s < nSplits; s++) {
+      const float4 v = __ldcg(&po[size_t(s) * RMAX * D / 4]);
+      const float ws = w[r][s];
+      o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
+    }
+    const int row = row0 + r, i = row / group, hq = h * group + row % group;
+    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
+    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
+  }
+}
+
+// finishSplitsTicket is finishSplits for decode_mma.cu v2.25: the count by
+// ticket (TICKET: ticketLast on thread 0's takeTicket word) or, as
+// finishSplits, by lastArrivalRel after the partial (DecodeTuning.
+// MergeCount), then the merge (mergeSplitsBody). The same bits as
+// finishSplits.
+template <int D, int RMAX, bool EMPTY, int AHEAD, bool TICKET, typename SYNC, typename FINAL, typename ARRIVED = NoArrivedHook>
+BD_DEVICE void finishSplitsTicket(const float* partO, const float* partML, int* counter, unsigned ticket, u16* __restrict__ out,
+                                  size_t part0, int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid,
+                                  SYNC sync, FINAL final, ARRIVED arrived = ARRIVED()) {
+  __shared__ float w[RMAX][kFuseMaxSplits];
+  __shared__ float inv[RMAX];
+  bool isLast;
+  if constexpr (TICKET) {
+    isLast = ticketLast(counter, ticket, nSplits, tid, sync);
+  } else {
+    isLast = lastArrivalRel(counter, nSplits, tid, sync);
+  }
+  arrived(isLast);
+  if (!isLast) return;
+  mergeSplitsBody<D, RMAX, EMPTY, AHEAD>(partO, partML, out, part0, nSplits, b, h, row0, nrows, group, Hq, Tq, tid, sync, final, w, inv);
+  if (tid == 0) *counter = 0;
+}
+
 // walshHadamard runs kv.Rotate's butterflies over NROWS rows of D floats
 // (D a power of two) in shared memory, rows D apart: stages h = 1, 2, 4, ...
 // < D in float32, each pair (j, j+h) read and written by one thread (the

@@ -733,3 +733,52 @@ func TestGPUDecodeTimelineSameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUDecodeTicketMatchesCount runs decode_mma.cu's fused merge by
+// ticket (v2.25, the default: the split whose warps finish last merges,
+// with its loads ahead), by the last split to count itself done after its
+// partial (DecodeTuning.MergeCount) and by decode_combine (NoFuse) on the
+// same inputs: the same operations in the same order whichever CTA merges,
+// so the three outputs must be equal bit for bit (each also within the
+// float64 reference's bound and deterministic over runCase's three runs,
+// which also checks that the counters are reset for the next launch). The
+// shapes: one sequence at the planner's 16 and 32 splits (every split's
+// partials preloaded at 16, not at 32), several sequences with 9 splits at
+// most, row chunks of 8 rows (D 64: one piece a thread; D 256: four) and a
+// last chunk of 5.
+func TestGPUDecodeTicketMatchesCount(t *testing.T) {
+	device(t)
+	cases := []struct {
+		spec     string
+		sh       attn.Shape
+		lens     []int
+		tq       int
+		splitLen int
+	}{
+		{"int4", attn.Shape{Hq: 32, Hkv: 8, D: 128}, []int{8192}, 1, 0},
+		{"int2", attn.Shape{Hq: 32, Hkv: 8, D: 128}, []int{32768}, 1, 0},
+		{"k4v2", attn.Shape{Hq: 32, Hkv: 8, D: 128}, []int{4099, 1000, 5}, 2, 512},
+		{"int4:kt128", attn.Shape{Hq: 16, Hkv: 2, D: 128}, []int{8192}, 1, 0},
+		{"int4:kc64:res64", attn.Shape{Hq: 16, Hkv: 1, D: 64}, []int{3000, 17}, 1, 512},
+		{"int4", attn.Shape{Hq: 6, Hkv: 2, D: 256}, []int{4099, 700}, 3, 512},
+		{"k4v2", attn.Shape{Hq: 14, Hkv: 2, D: 128}, []int{5000}, 3, 512}, // 21 rows: three row chunks, the last of 5
+		{"fp16", attn.Shape{Hq: 32, Hkv: 8, D: 128}, []int{8192}, 1, 0},
+	}
+	if testing.Short() {
+		cases = cases[:1]
+	}
+	for i, c := range cases {
+		run := func(count, noFuse bool) []uint16 {
+			tune := tuning.Decode
+			tune.MergeCount, tune.NoFuse = count, noFuse
+			r := rand.New(rand.NewPCG(47, uint64(i)))
+			return runCase(t, r, gpuCase{kernel: kernels.DecodeMMA, spec: c.spec, sh: c.sh, lens: c.lens, tq: c.tq, tune: &tune, splitLen: c.splitLen})
+		}
+		want, count, got := run(false, true), run(true, false), run(false, false)
+		for j := range want {
+			if count[j] != want[j] || got[j] != want[j] {
+				t.Fatalf("%s %+v lens %v: element %d is %#04x by ticket, %#04x by count, decode_combine's %#04x", c.spec, c.sh, c.lens, j, got[j], count[j], want[j])
+			}
+		}
+	}
+}
