@@ -846,17 +846,6 @@ BD_DEVICE void makeB(const float qf[D / 16][4], const float* sc, u32 bq[D / 16][
 // registers, free after the tile loop.
 constexpr int kMergeAheadMMA = 32;
 
-// kMergeTicket (v2.25): the fused merge's CTA is the one with the last
-// ticket, taken before its partial is stored (bitdecode.cuh's takeTicket,
-// ticketLast); BD_MERGE_COUNT=1 (DecodeTuning.MergeCount) compiles
-// v2.16's count after the partial (lastArrivalRel) instead, and
-// kMergeFenceSC v2.5's (lastArrival, finishSplits' merge). The same bits in
-// every case.
-#ifndef BD_MERGE_COUNT
-#define BD_MERGE_COUNT 0
-#endif
-constexpr bool kMergeTicket = BD_MERGE_COUNT == 0 && !kMergeFenceSC;
-
 // finishOneSplit (v2.15) ends the CTA of a row chunk whose sequence has a
 // single split, where the plan fuses the merge (counters): it writes the
 // fp16 output rows directly, with no partial, fence, counter or merge pass.
@@ -1415,25 +1404,14 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     BD_TL_MARK(kTLExit, threadIdx.x == 0);
     return;
   }
-  // v2.25: the merge's ticket, taken as the warps are done, before the
-  // partial is made and stored (its round trip runs under that work).
-  int* const counter = counters ? &counters[size_t(b) * Hkv * rowChunks + blockIdx.y] : nullptr;
-  unsigned ticket = 0;
-  if (kMergeTicket && counters && threadIdx.x == 0) ticket = takeTicket(counter);
   // Merge the warps in order.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps4<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);  // v2.18
   BD_TL_MARK(kTLPartial, threadIdx.x == 0);
-  if (counters) {
-    if constexpr (kMergeFenceSC) {  // v2.5-v2.15's count and v2.17's merge (finishSplits, bitdecode.cuh)
-      finishSplits<D, kQueryRows, false, kMergeAheadMMA, false>(partO, partML, counter, out, part - split, nSplits, b, h, row0, nrows,
-                                                                group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
-                                                                [](int, float, float) {}, BD_TL_ARRIVED);
-    } else {  // v2.25: the ticket's CTA merges, its loads ahead (finishSplitsTicket)
-      finishSplitsTicket<D, kQueryRows, false, kMergeAheadMMA, kMergeTicket>(
-          partO, partML, counter, ticket, out, part - split, nSplits, b, h, row0, nrows, group, Hq, Tq, threadIdx.x,
-          [] { __syncthreads(); }, [](int, float, float) {}, BD_TL_ARRIVED);
-    }
+  if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
+    finishSplits<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(
+        partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows, group, Hq,
+        Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, BD_TL_ARRIVED);
   }
   BD_TL_MARK(kTLExit, threadIdx.x == 0);
 }

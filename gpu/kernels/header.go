@@ -40,12 +40,6 @@ const pdlEarlyDefine = "-DBD_PDL_EARLY=0"
 // lastArrival) instead of lastArrivalRel.
 const mergeFenceSCDefine = "-DBD_MERGE_FENCE_SC=1"
 
-// mergeCountDefine is the NVRTC option of DecodeTuning.MergeCount:
-// decode_mma.cu's fused merge by the split that counts itself last after
-// its partial (lastArrivalRel) instead of by ticket (decode_mma.cu's
-// kMergeTicket).
-const mergeCountDefine = "-DBD_MERGE_COUNT=1"
-
 // wgmmaFewDefine is the NVRTC option of a decode_wgmma.cu plan whose
 // shared memory is padded to hold its CTAs at wgmmaFewCTAsPerSM an SM
 // (wgmmaFewSmem): the kernel does not read it, but it makes the plan's
@@ -57,7 +51,7 @@ const wgmmaFewDefine = "-DBD_WGMMA_FEW=1"
 // of kernel k (decode_mma.cu or decode_wgmma.cu, GridDependent by
 // gridDependent): its PDL mode (PDLAuto: early for DecodeMMA, and for
 // DecodeWGMMA only where few, its plan padded to two CTAs an SM; off for
-// other DecodeWGMMA plans), its merge fence and (DecodeMMA) who merges.
+// other DecodeWGMMA plans) and its merge fence.
 func sessionOptions(prog *cuda.Program, k DecodeKernel, t DecodeTuning, few bool) {
 	if few {
 		prog.Options = append(prog.Options, wgmmaFewDefine)
@@ -77,9 +71,6 @@ func sessionOptions(prog *cuda.Program, k DecodeKernel, t DecodeTuning, few bool
 	}
 	if t.MergeFenceSC {
 		prog.Options = append(prog.Options, mergeFenceSCDefine)
-	}
-	if t.MergeCount && k == DecodeMMA {
-		prog.Options = append(prog.Options, mergeCountDefine)
 	}
 }
 

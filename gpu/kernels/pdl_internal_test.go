@@ -180,8 +180,6 @@ func TestSessionOptions(t *testing.T) {
 		{DecodeWGMMA, DecodeTuning{PDL: PDLEarly}, false, true, nil},
 		{DecodeMMA, DecodeTuning{PDL: PDLWait}, false, true, []string{pdlEarlyDefine}},
 		{DecodeMMA, DecodeTuning{PDL: PDLOff, MergeFenceSC: true}, false, false, []string{mergeFenceSCDefine}},
-		{DecodeMMA, DecodeTuning{MergeCount: true}, false, true, []string{mergeCountDefine}},
-		{DecodeWGMMA, DecodeTuning{MergeCount: true}, false, false, nil},
 	} {
 		name := map[DecodeKernel]string{DecodeMMA: "decode_mma.cu", DecodeWGMMA: "decode_wgmma.cu"}[tt.k]
 		prog := program(name, "", nil, nil)

@@ -65,11 +65,6 @@ const (
 	// fused merge's count with every thread's __threadfence (v2.5-v2.15)
 	// instead of one thread's release and acquire ("rel", the default).
 	EnvDecodeMergeFence = "BITDECODE_DECODE_MERGE_FENCE"
-	// EnvDecodeMerge set to "count" is DecodeTuning.MergeCount: decode_mma.cu's
-	// fused merge by the split that counts itself last after its partial
-	// (v2.16) instead of the split with the last ticket ("ticket", the
-	// default, v2.25).
-	EnvDecodeMerge = "BITDECODE_DECODE_MERGE"
 	// EnvDecodeTimeline set to true (1) is DecodeTuning.Timeline:
 	// decode_mma.cu compiled to record each CTA's phases (session 19),
 	// which bench attn prints.
@@ -170,13 +165,6 @@ type DecodeTuning struct {
 	// one thread's fence.acq_rel.gpu (bitdecode.cuh's lastArrivalRel). The
 	// same bits either way.
 	MergeFenceSC bool
-	// MergeCount has decode_mma.cu's fused merge done by the split CTA that
-	// counts itself last once its partial is released (v2.16-v2.24:
-	// bitdecode.cuh's lastArrivalRel) instead of the one that takes the last
-	// ticket as its warps finish (v2.25: takeTicket, ticketLast). The merge
-	// itself is v2.25's either way (finishSplitsTicket); MergeFenceSC
-	// compiles v2.5's count and v2.17's merge. The same bits in every case.
-	MergeCount bool
 	// Timeline compiles decode_mma.cu with its launch timeline
 	// (-DBD_TIMELINE=1): each CTA writes %globaltimer at its entry and at the
 	// end of each phase into a buffer of the plan's, read back by
@@ -443,12 +431,6 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 			p.fail(EnvDecodeMergeFence, v, "rel or sc")
 		}
 		d.MergeFenceSC = v == "sc"
-	}
-	if v, ok := p.get(EnvDecodeMerge); ok {
-		if v != "ticket" && v != "count" {
-			p.fail(EnvDecodeMerge, v, "ticket or count")
-		}
-		d.MergeCount = v == "count"
 	}
 	d.Timeline, _ = p.boolean(EnvDecodeTimeline)
 	if on, _ := p.boolean(EnvPtxasVerbose); on {

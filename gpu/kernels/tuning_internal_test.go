@@ -23,14 +23,14 @@ func TestParseTuning(t *testing.T) {
 		EnvDecodeFuse: "0", EnvDecodeQK8: "0", EnvWGMMAStages: "5", EnvWGMMAMW: "1", EnvWGMMAMinB: "3", EnvWGMMAPad: "0", EnvPlanesMT: "1, 2,4",
 		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPlanesWeights: "5,3, 2", EnvPlanesMinB: "3", EnvPackSlices: "7", EnvPtxasVerbose: "true",
 		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0", EnvPlanesFuse: "0", EnvPlanesPrefetchM: "0", EnvPlanesPrefetchL: "1",
-		EnvDecodePDL: "wait", EnvDecodeMergeFence: "sc", EnvDecodeMerge: "count",
+		EnvDecodePDL: "wait", EnvDecodeMergeFence: "sc",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Tuning{
 		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3, NoPad: true},
-			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, PDL: PDLWait, MergeFenceSC: true, MergeCount: true, Ptxas: os.Stderr},
+			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, PDL: PDLWait, MergeFenceSC: true, Ptxas: os.Stderr},
 		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, PrefetchMedium: -1, PrefetchLow: 1, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3,
 			TargetCTAs: 528, PositionSplits: true, NoFuse: true, Ptxas: os.Stderr},
 		Pack: PackTuning{Slices: 7},
@@ -39,7 +39,7 @@ func TestParseTuning(t *testing.T) {
 		t.Errorf("ParseTuning =\n%+v\nwant\n%+v", got, want)
 	}
 	// Empty is unset; FUSE=1 is the default.
-	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvWGMMAPad: "1", EnvPtxasVerbose: "0", EnvDecodePDL: "auto", EnvDecodeMergeFence: "rel", EnvDecodeMerge: "ticket"})); err != nil || got != (Tuning{}) {
+	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvWGMMAPad: "1", EnvPtxasVerbose: "0", EnvDecodePDL: "auto", EnvDecodeMergeFence: "rel"})); err != nil || got != (Tuning{}) {
 		t.Errorf("empty/default values: %+v, %v", got, err)
 	}
 	// Every value that used to be ignored silently is an error naming the
@@ -56,7 +56,6 @@ func TestParseTuning(t *testing.T) {
 		{EnvDecodeFuse, "no", "1, t, true, 0, f or false"},
 		{EnvDecodePDL, "0", "auto, early, wait or off"},
 		{EnvDecodeMergeFence, "acq_rel", "rel or sc"},
-		{EnvDecodeMerge, "last", "ticket or count"},
 		{EnvWGMMAStages, "9", "2 to 8"},
 		{EnvWGMMAMW, "4", "1 or 2"},
 		{EnvWGMMAMinB, "5", "1 to 4"},
