@@ -487,8 +487,10 @@ func fillWaves(items, maxBlocks, minBlocks, slots, bps0, nr, ctaCost int) int {
 // oneWaveMaxRun is the longest run, in tokens, of a CTA of a one-wave plan
 // that fillWaves takes in place of bps0's waves: the longest measured
 // (session 25: 16 x 32K at 2 splits of 16K tokens, int4 1.03x, int2 1.13x,
-// k4v2 1.07x against 8 splits; 8K-token runs 1.12x, 1.27x, 1.16x).
-const oneWaveMaxRun = 16384
+// k4v2 1.07x against 8 splits; 8K-token runs 1.12x, 1.27x, 1.16x), with
+// room for a decode run's tokens past a round length (bench model's 32K
+// steps plan for 32785 tokens: two splits of 16512 or 16640).
+const oneWaveMaxRun = 17 << 10
 
 // oneWaveMinFill is the least fraction of the slots a one-wave plan of
 // fillWaves fills: every measured one-wave plan held 256 CTAs on 264
