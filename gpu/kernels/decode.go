@@ -237,22 +237,31 @@ type DecodePlan struct {
 	la       bool // decode_mma.cu's look-ahead refold (v2.24)
 	// slots is how many split CTAs the planner counts on running at once
 	// (its CTAs per SM times decodeRefSMs): a launch of more than that
-	// many starts after the kernel ahead of it (dependentLaunch).
+	// many, or of several sequences, starts after the kernel ahead of it
+	// (dependentLaunch).
 	slots int
 	// tl is the launch timeline (DecodeTuning.Timeline, decode_timeline.go);
 	// tl.buf is 0 without it.
 	tl launchTimeline
 }
 
-// dependentLaunch reports whether a split grid of ctas CTAs goes out as a
-// programmatic dependent (where its program is GridDependent): only when
-// it runs in one wave. Its CTAs then start their block table and first
-// tiles under the kernel ahead's tail, 0.06-0.08 ms a step at one sequence;
-// a grid of several waves gains nothing there, and its early CTAs hold the
-// SMs that kernel's tail needs: int4 55 x 32K +0.25 ms a step, int2 100 x
-// 32K +0.4 (H100, bench/results/2026-11-26-s12-final/pdl; the same bits
-// either way).
-func (p *DecodePlan) dependentLaunch(ctas int) bool { return ctas <= p.slots }
+// dependentLaunch reports whether a split grid of ctas CTAs for items
+// (sequence, KV head x row chunk) pairs goes out as a programmatic
+// dependent (where its program is GridDependent): only when it runs in one
+// wave for fewer than splitFewItems items (one sequence of a few KV heads).
+// Its CTAs then start their block table and first tiles under the kernel
+// ahead's tail, 0.06-0.08 ms a step at one sequence; a grid of several
+// waves gains nothing there, and its early CTAs hold the SMs that kernel's
+// tail needs: int4 55 x 32K +0.25 ms a step, int2 100 x 32K +0.4 (H100,
+// bench/results/2026-11-26-s12-final/pdl). One wave of many sequences
+// (v2.26's plans) lost too: 32 x 8K int4 10.24-10.57 ms a step early
+// against 10.03 not, int2 9.08-9.09 against 8.76; 16 x 32K int4 13.30-13.34
+// against 13.04, int2 10.85-10.88 against 10.58 (session 25, call 2: 256
+// CTAs on 264 slots, so an SM that the kernel ahead still holds in part
+// can push one of them into a second wave). The same bits either way.
+func (p *DecodePlan) dependentLaunch(ctas, items int) bool {
+	return ctas <= p.slots && items < splitFewItems
+}
 
 // QK8 reports whether the plan computes the packed keys' scores on int8
 // tensor cores (v2.8: the query in 16-bit fixed point per row, two mmas).
@@ -924,7 +933,7 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	if p.kernel != DecodeV1 {
 		args = append(args, p.counters, b.Out) // counters 0: decode_combine merges
 	}
-	if !p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B) && c.GridDependentLaunch() {
+	if !p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B, s.Hkv*rowChunks*s.B) && c.GridDependentLaunch() {
 		// Off for this launch, the Ctx's setting (true) restored after it.
 		defer c.SetGridDependentLaunch(c.SetGridDependentLaunch(false))
 	}
