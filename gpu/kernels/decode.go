@@ -237,22 +237,31 @@ type DecodePlan struct {
 	la       bool // decode_mma.cu's look-ahead refold (v2.24)
 	// slots is how many split CTAs the planner counts on running at once
 	// (its CTAs per SM times decodeRefSMs): a launch of more than that
-	// many starts after the kernel ahead of it (dependentLaunch).
+	// many, or of several sequences, starts after the kernel ahead of it
+	// (dependentLaunch).
 	slots int
 	// tl is the launch timeline (DecodeTuning.Timeline, decode_timeline.go);
 	// tl.buf is 0 without it.
 	tl launchTimeline
 }
 
-// dependentLaunch reports whether a split grid of ctas CTAs goes out as a
-// programmatic dependent (where its program is GridDependent): only when
-// it runs in one wave. Its CTAs then start their block table and first
-// tiles under the kernel ahead's tail, 0.06-0.08 ms a step at one sequence;
-// a grid of several waves gains nothing there, and its early CTAs hold the
-// SMs that kernel's tail needs: int4 55 x 32K +0.25 ms a step, int2 100 x
-// 32K +0.4 (H100, bench/results/2026-11-26-s12-final/pdl; the same bits
-// either way).
-func (p *DecodePlan) dependentLaunch(ctas int) bool { return ctas <= p.slots }
+// dependentLaunch reports whether a split grid of ctas CTAs for items
+// (sequence, KV head x row chunk) pairs goes out as a programmatic
+// dependent (where its program is GridDependent): only when it runs in one
+// wave for fewer than splitFewItems items (one sequence of a few KV heads).
+// Its CTAs then start their block table and first tiles under the kernel
+// ahead's tail, 0.06-0.08 ms a step at one sequence; a grid of several
+// waves gains nothing there, and its early CTAs hold the SMs that kernel's
+// tail needs: int4 55 x 32K +0.25 ms a step, int2 100 x 32K +0.4 (H100,
+// bench/results/2026-11-26-s12-final/pdl). One wave of many sequences
+// (v2.26's plans) lost too: 32 x 8K int4 10.24-10.57 ms a step early
+// against 10.03 not, int2 9.08-9.09 against 8.76; 16 x 32K int4 13.30-13.34
+// against 13.04, int2 10.85-10.88 against 10.58 (session 25, call 2: 256
+// CTAs on 264 slots, so an SM that the kernel ahead still holds in part
+// can push one of them into a second wave). The same bits either way.
+func (p *DecodePlan) dependentLaunch(ctas, items int) bool {
+	return ctas <= p.slots && items < splitFewItems
+}
 
 // QK8 reports whether the plan computes the packed keys' scores on int8
 // tensor cores (v2.8: the query in 16-bit fixed point per row, two mmas).
@@ -416,32 +425,44 @@ func mmaCTACostTokens(l DecodeLayout) int {
 	return 256
 }
 
-// fillWaves returns the blocks per split, bps0 (splitWavesDown's) or fewer
-// (more splits), that minimize a model of the step's time beyond its
-// bytes for items CTAs a split of a maxBlocks-block sequence on slots
-// concurrent CTAs. Every CTA of such a step streams the same run, so its
-// waves stay whole but for the SMs' spread (session 20's timeline: 264
-// CTAs running for 8 tenths of the span, then 163 and 80 at 55 x 32K), and
-// a last wave a fraction f full leaves slots idle for about
-// (1-f)^2 / 2 of a CTA's run (fitted: 33% full cost ~0.22 of a run, 3%
-// ~0.47), while each wave of CTAs costs ctaCost tokens. The count stays at
-// most fillMaxWaves waves, the fused merge's decodeFuseMaxSplits and the
-// minimum split's, and never falls below bps0's: fewer, longer CTAs than
-// four waves' leave the SMs' uneven bandwidth unbalanced (v3.1).
+// fillWaves returns the blocks per split, bps0 (splitWavesDown's) or another
+// count, that minimize a model of the step's time beyond its bytes for
+// items CTAs a split of a maxBlocks-block sequence on slots concurrent
+// CTAs. Every CTA of such a step streams the same run, so its waves stay
+// whole but for the SMs' spread (session 20's timeline: 264 CTAs running
+// for 8 tenths of the span, then 163 and 80 at 55 x 32K), and a last wave
+// a fraction f full leaves slots idle for about (1-f)^2 / 2 of a CTA's run
+// (fitted: 33% full cost ~0.22 of a run, 3% ~0.47), while each wave of
+// CTAs costs ctaCost tokens. A plan of less than one wave, w of the slots,
+// leaves 1-w of them idle for the whole run. The count stays at most
+// fillMaxWaves waves, the fused merge's decodeFuseMaxSplits and the
+// minimum split's. Fewer splits than bps0's are taken only as one wave of
+// at least oneWaveMinFill of the slots whose CTAs run at most
+// oneWaveMaxRun tokens (session 25, v2.26: at 32 x 8K, 8 x 32K and 16 x
+// 32K, one wave of 256 CTAs against bps0's four, int2 1.13-1.27x, int4
+// 1.03-1.12x, k4v2 1.07-1.16x on the H100; v3.1's finding that one wave
+// lost 1.4-1.7x to four was the kernel before v2.7's pipeline, whose CTAs
+// did not reach the read ceiling at two an SM). Two or three waves of
+// fewer splits were slower than one (target:512 in the same call), and
+// longer runs in one wave leave a longer spread of the SMs' uneven
+// bandwidth unbalanced (session 19: the loop's max 11-17% over its median
+// at one sequence), which the model does not count: not taken.
 func fillWaves(items, maxBlocks, minBlocks, slots, bps0, nr, ctaCost int) int {
 	most := min(decodeMaxSplits, max(1, maxBlocks/max(1, minBlocks)))
 	cost := func(bps int) float64 {
 		splits := (maxBlocks + bps - 1) / bps
 		w := float64(items*splits) / float64(slots)
-		f := w - math.Floor(w)
 		idle := 0.0
-		if f > 0 {
+		if w < 1 {
+			idle = (1 - w) * float64(bps*nr)
+		} else if f := w - math.Floor(w); f > 0 {
 			idle = (1 - f) * (1 - f) / 2 * float64(bps*nr)
 		}
 		return idle + w*float64(ctaCost)
 	}
 	best, bestCost := bps0, cost(bps0)
-	prev := (maxBlocks + bps0 - 1) / bps0
+	s0 := (maxBlocks + bps0 - 1) / bps0
+	prev := s0
 	for want := prev + 1; want <= min(most, decodeFuseMaxSplits) && items*want <= fillMaxWaves*slots; want++ {
 		bps := (maxBlocks + want - 1) / want // the shortest longest run of want splits
 		splits := (maxBlocks + bps - 1) / bps
@@ -453,8 +474,38 @@ func fillWaves(items, maxBlocks, minBlocks, slots, bps0, nr, ctaCost int) int {
 			best, bestCost = bps, c
 		}
 	}
+	// v2.26: fewer splits, where they fill one wave with short enough runs.
+	prev = s0
+	for want := min(s0-1, slots/items); want >= 1; want-- {
+		bps := (maxBlocks + want - 1) / want
+		splits := (maxBlocks + bps - 1) / bps
+		if splits >= prev {
+			continue
+		}
+		prev = splits
+		if float64(items*splits) < oneWaveMinFill*float64(slots) || bps*nr > oneWaveMaxRun {
+			break // fewer splits only fill less and run longer
+		}
+		if c := cost(bps); c < bestCost {
+			best, bestCost = bps, c
+		}
+	}
 	return best
 }
+
+// oneWaveMaxRun is the longest run, in tokens, of a CTA of a one-wave plan
+// that fillWaves takes in place of bps0's waves: the longest measured
+// (session 25: 16 x 32K at 2 splits of 16K tokens, int4 1.03x, int2 1.13x,
+// k4v2 1.07x against 8 splits; 8K-token runs 1.12x, 1.27x, 1.16x), with
+// room for a decode run's tokens past a round length (bench model's 32K
+// steps plan for 32785 tokens: two splits of 16512 or 16640).
+const oneWaveMaxRun = 17 << 10
+
+// oneWaveMinFill is the least fraction of the slots a one-wave plan of
+// fillWaves fills: every measured one-wave plan held 256 CTAs on 264
+// slots (97%); below about 90% the idle slots cost more than the waves
+// saved at 8K-token runs (the model: 1-w of each slot's run).
+const oneWaveMinFill = 0.9
 
 // scaleGroups returns the KT key groups and the value groups per token
 // (1 where there are no such scales): the KG and VG of decode_mma.cu and
@@ -882,7 +933,7 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	if p.kernel != DecodeV1 {
 		args = append(args, p.counters, b.Out) // counters 0: decode_combine merges
 	}
-	if !p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B) && c.GridDependentLaunch() {
+	if !p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B, s.Hkv*rowChunks*s.B) && c.GridDependentLaunch() {
 		// Off for this launch, the Ctx's setting (true) restored after it.
 		defer c.SetGridDependentLaunch(c.SetGridDependentLaunch(false))
 	}

@@ -124,8 +124,9 @@ func TestMMAMinSplit(t *testing.T) {
 // TestDecodeDependentLaunch checks which grids of the benchmark's and the
 // decode step's shapes (Hq 32, Hkv 8, D 128) go out as programmatic
 // dependents: the one-sequence steps, whose splits fit in one wave, and
-// none of the large batches, whose several waves' early CTAs slowed the
-// max-batch steps (dependentLaunch).
+// none of the batches: the large ones' several waves' early CTAs slowed
+// the max-batch steps, and so did v2.26's one wave of many sequences (16 x
+// 32K, 32 x 8K; dependentLaunch).
 func TestDecodeDependentLaunch(t *testing.T) {
 	for _, spec := range []string{"int2", "k4v2", "int4", "int4:kt128"} {
 		l, err := LayoutFor(kv.MustResolve(spec, 128).WithOrder(kv.MMA))
@@ -140,7 +141,7 @@ func TestDecodeDependentLaunch(t *testing.T) {
 				t.Fatal(err)
 			}
 			grid := p.maxSplits * s.Hkv * p.rowChunks * s.B
-			if got, want := p.dependentLaunch(grid), pt[0] == 1; got != want {
+			if got, want := p.dependentLaunch(grid, s.Hkv*p.rowChunks*s.B), pt[0] == 1; got != want {
 				t.Errorf("%s %d x %d: %d CTAs on %d slots: dependent %v, want %v", spec, pt[0], pt[1], grid, p.slots, got, want)
 			}
 		}

@@ -133,8 +133,11 @@ func TestWGMMAPlanCTAs(t *testing.T) {
 // 264 slots): more splits than splitWavesDown's only where its last wave
 // is poorly filled (55 x 32K: 3.33 waves -> 5 whole; 100 x 32K: 3.03 ->
 // 12.1 for int4, 9.1 for the 2-bit formats), the same count wherever its
-// last wave is nearly full (128 x 8K, 16 x 32K, 32 x 8K) or one sequence
-// is planned as a single wave; near-equal runs.
+// last wave is nearly full (128 x 8K) or one sequence is planned as a
+// single wave; fewer (v2.26) where one wave of at least 90% of the slots
+// runs at most 16K tokens a CTA (32 x 8K, 8 x 32K, 16 x 32K, 2 x 128K),
+// not where that wave would run longer (33 x 32K, 8 x 128K) or fill less
+// (24 x 4K); near-equal runs.
 func TestSplitWavesFill(t *testing.T) {
 	for _, tc := range []struct {
 		spec       string
@@ -145,14 +148,27 @@ func TestSplitWavesFill(t *testing.T) {
 		{"int4", 55, 32785, 2, 3}, // bench model's MaxL at 32K
 		{"int4", 100, 32768, 1, 4},
 		{"int4", 128, 8192, 1, 1},
-		{"int4", 16, 32768, 8, 8},
-		{"int4", 32, 8192, 4, 4},
+		{"int4", 16, 32768, 8, 2}, // v2.26: one wave of 256 CTAs of 16K tokens
+		{"int4", 32, 8192, 4, 1},
+		{"int4", 8, 32768, 16, 4},
+		{"int4", 2, 131072, 64, 16},
+		{"int4", 33, 8192, 4, 1},    // 264 CTAs: the slots exactly
+		{"int4", 33, 32768, 4, 4},   // one wave would run 32K tokens a CTA: past oneWaveMaxRun
+		{"int4", 24, 4096, 5, 5},    // one wave would fill 73% of the slots
+		{"int4", 8, 131072, 16, 16}, // 4 splits would run 32K tokens
 		{"int4", 1, 32768, 32, 32},
 		{"int4:kt128", 55, 32768, 2, 3},
 		{"int2", 55, 32768, 2, 3},
 		{"int2", 100, 32768, 1, 3},
 		{"int2", 101, 32785, 1, 3},
 		{"int2", 128, 8192, 1, 1},
+		{"int2", 32, 8192, 4, 1},
+		{"int2", 8, 32768, 16, 4},
+		{"int2", 16, 32768, 8, 2},
+		{"int2", 16, 32785, 8, 2}, // bench model's MaxL: runs of 16640 tokens
+		{"int4", 32, 8209, 4, 1},
+		{"k4v2", 32, 8192, 4, 1},
+		{"k4v2", 16, 32768, 8, 2},
 		{"k4v2", 100, 32768, 1, 3},
 	} {
 		l, err := LayoutFor(kv.MustResolve(tc.spec, 128).WithOrder(kv.MMA))

@@ -58,8 +58,9 @@ const (
 	// it; "off" launches both after the kernel ahead has finished (as before
 	// session 17). Unset: decode_mma.cu early, decode_wgmma.cu early for its
 	// padded one-sequence plan and off otherwise (PDLAuto).
-	// Either way a split grid of more than one wave launches after the
-	// kernel ahead has finished (DecodePlan.dependentLaunch).
+	// Either way a split grid of more than one wave, or of several
+	// sequences, launches after the kernel ahead has finished
+	// (DecodePlan.dependentLaunch).
 	EnvDecodePDL = "BITDECODE_DECODE_PDL"
 	// EnvDecodeMergeFence set to "sc" is DecodeTuning.MergeFenceSC: the
 	// fused merge's count with every thread's __threadfence (v2.5-v2.15)
@@ -190,10 +191,12 @@ const (
 	// step at 128K 0.21 ms slower (its one-sequence plan counts on two CTAs
 	// an SM, which its shared memory does not enforce: scheduled beside the
 	// append, some SMs may take three; not measured apart); off is main's.
-	// In every mode only a split grid of one wave is launched as a
-	// dependent: at max batch early cost int4 55 x 32K +0.25 ms and int2
-	// 100 x 32K +0.4 ms a step against off (bench/results/
-	// 2026-11-26-s12-final/pdl; DecodePlan.dependentLaunch).
+	// In every mode only a split grid of one wave for one sequence (fewer
+	// than splitFewItems CTAs a split) is launched as a dependent: at max
+	// batch early cost int4 55 x 32K +0.25 ms and int2 100 x 32K +0.4 ms a
+	// step against off (bench/results/2026-11-26-s12-final/pdl), and one
+	// wave of 32 x 8K or 16 x 32K +0.2-0.5 ms (session 25;
+	// DecodePlan.dependentLaunch).
 	PDLAuto PDLMode = iota
 	// PDLEarly: a programmatic dependent (cuda.Program.GridDependent); each
 	// CTA reads lengths, the block table and its first tiles of the blocks
