@@ -17,7 +17,8 @@ mkdir -p $G/kvcache/gpukv $G/gpu/kernels $G/backend/gpu
 tst() { local to=$1; shift; (cd $G/$4 && timeout $to $G/$2 -test.v -test.timeout ${to}s -test.run "$3" > $R/$1.log 2>&1; echo "rc=$?" >> $R/$1.log) & }
 tst 200 gpukv1 gpukv.test '^(TestGPUTransformers)$' kvcache/gpukv
 tst 200 gpukv2 gpukv.test '^(TestGPUSyntheticFamilies|TestGPUMoEGraphReplaySameBits|TestGPUMoEQuantizedExperts|TestGPUGraphReplaySameBits)$' kvcache/gpukv
-tst 200 kern1 kernels.test 'KERN1' gpu/kernels
+tst 200 kern1 kernels.test '^(TestGPUDecodeOneSplitMatchesCombine|TestGPUDecodeRingMatchesPipeline|TestGPUDecodeLookAheadMatchesRefold|TestGPUDecodeLong|TestGEMVQ6DECMatchesV61|TestDECSelectMatchesWQ)$' gpu/kernels
+tst 240 kern2 kernels.test '^TestGPUDecodeMatchesReference$/^mma$' gpu/kernels
 tst 200 backend1 backend.test '^(TestMixQuantExperts|TestMixExperts|TestQuantLinearQ6DEC|TestQuantLinearDEC|TestQuantLinearGroupDEC)$' backend/gpu
 wait; t tests; snap
 timeout 150 ./bitdecode bench attn --device cuda --kv fp16,int8,int4,int4:kt128,int2,k4v2 --grid 1x8192,1x32768,1x131072,16x32768,32x8192,8x32768,55x32768,128x8192 > $R/attn.log 2>&1; echo "rc=$?" >> $R/attn.log; t attn; snap
