@@ -9,6 +9,7 @@ package gpukv
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -52,59 +53,69 @@ func TestGPUMoEGraphReplaySameBits(t *testing.T) {
 	for _, name := range moeFixtures {
 		t.Run(name, func(t *testing.T) {
 			f := moeFixture(t, name)
-			var rows [2][][][]float32
-			var stats gpu.GraphStats
-			for i, noGraphs := range []bool{true, false} {
-				be, err := gpu.Open(0, gpu.Options{NoGraphs: noGraphs})
-				if err != nil {
-					if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
-						t.Skipf("no CUDA device: %v", err)
-					}
-					t.Fatal(err)
-				}
-				defer be.Close()
-				m, err := model.Load(f.Dir, be, model.LoadOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer m.Close()
-				c, err := NewPaged(be, m.Config(), kv.MustParseSpec("int4"), kvcache.Options{MaxSeqs: 4, MaxLen: 256, MaxChunk: invariantChunk})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				r := rand.New(rand.NewPCG(23, 5))
-				vocab := m.Config().Vocab
-				seqs := []*greedySeq{
-					{id: 0, join: 0, gen: 40, prompt: randomPrompt(r, 30, vocab)},
-					{id: 1, join: 3, gen: 30, prompt: randomPrompt(r, 20, vocab)},
-					{id: 2, join: 5, gen: 12, prompt: randomPrompt(r, 7, vocab)},
-					{id: 3, join: 8, gen: 20, prompt: randomPrompt(r, 50, vocab)},
-				}
-				runGreedy(t, m, c, seqs)
-				for _, s := range seqs {
-					rows[i] = append(rows[i], s.rows)
-				}
-				if !noGraphs {
-					stats = be.GraphStats()
-				}
-			}
-			if stats.Replayed == 0 || stats.Captured == 0 {
-				t.Fatalf("graphs on: %+v flushes: no graph replayed", stats)
-			}
-			t.Logf("graphs on: %+v flushes", stats)
-			for s := range rows[0] {
-				off, on := rows[0][s], rows[1][s]
-				if len(on) != len(off) {
-					t.Fatalf("sequence %d: %d logits rows with graphs, %d without", s, len(on), len(off))
-				}
-				for step := range off {
-					if err := sameBits(on[step], off[step]); err != nil {
-						t.Fatalf("sequence %d, its step %d: graphs on vs off: %v", s, step, err)
-					}
-				}
-			}
+			greedyGraphsSameBits(t, "", func(be *gpu.Backend) (model.Model, error) {
+				return model.Load(f.Dir, be, model.LoadOptions{})
+			}, [4]int{40, 30, 12, 20}, [4]int{30, 20, 7, 50})
 		})
+	}
+}
+
+// greedyGraphsSameBits runs four greedy sequences (gens tokens generated
+// after prompts of plens random tokens, joining at steps 0, 3, 5 and 8)
+// through an int4 paged cache of the model load returns, once with CUDA
+// graphs off and once on, and requires every logits row to be bitwise the
+// same and graphs to have been replayed. label prefixes the log line.
+func greedyGraphsSameBits(t *testing.T, label string, load func(be *gpu.Backend) (model.Model, error), gens, plens [4]int) {
+	t.Helper()
+	var rows [2][][][]float32
+	var stats gpu.GraphStats
+	for i, noGraphs := range []bool{true, false} {
+		be, err := gpu.Open(0, gpu.Options{NoGraphs: noGraphs})
+		if err != nil {
+			if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+				t.Skipf("no CUDA device: %v", err)
+			}
+			t.Fatal(err)
+		}
+		defer be.Close()
+		m, err := load(be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		c, err := NewPaged(be, m.Config(), kv.MustParseSpec("int4"), kvcache.Options{MaxSeqs: 4, MaxLen: 256, MaxChunk: invariantChunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r := rand.New(rand.NewPCG(23, 5))
+		vocab := m.Config().Vocab
+		var seqs []*greedySeq
+		for j, join := range [4]int{0, 3, 5, 8} {
+			seqs = append(seqs, &greedySeq{id: j, join: join, gen: gens[j], prompt: randomPrompt(r, plens[j], vocab)})
+		}
+		runGreedy(t, m, c, seqs)
+		for _, s := range seqs {
+			rows[i] = append(rows[i], s.rows)
+		}
+		if !noGraphs {
+			stats = be.GraphStats()
+		}
+	}
+	if stats.Replayed == 0 || stats.Captured == 0 {
+		t.Fatalf("graphs on: %+v flushes: no graph replayed", stats)
+	}
+	t.Logf("%sgraphs on: %+v flushes", label, stats)
+	for s := range rows[0] {
+		off, on := rows[0][s], rows[1][s]
+		if len(on) != len(off) {
+			t.Fatalf("sequence %d: %d logits rows with graphs, %d without", s, len(on), len(off))
+		}
+		for step := range off {
+			if err := sameBits(on[step], off[step]); err != nil {
+				t.Fatalf("sequence %d, its step %d: graphs on vs off: %v", s, step, err)
+			}
+		}
 	}
 }
 
@@ -188,62 +199,15 @@ func checkMoEQuantGraphs(t *testing.T, spec wq.Spec) {
 	for fi := range moeQuantFamilies {
 		dir, cfg := writeMoESynth(t, fi)
 		t.Run(cfg.ModelType+"-graphs", func(t *testing.T) {
-			var rows [2][][][]float32
-			var stats gpu.GraphStats
-			for i, noGraphs := range []bool{true, false} {
-				be, err := gpu.Open(0, gpu.Options{NoGraphs: noGraphs})
-				if err != nil {
-					if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
-						t.Skipf("no CUDA device: %v", err)
-					}
-					t.Fatal(err)
-				}
-				defer be.Close()
+			greedyGraphsSameBits(t, fmt.Sprintf("%v weights, ", spec), func(be *gpu.Backend) (model.Model, error) {
 				var log strings.Builder
 				m, err := model.Load(dir, be, model.LoadOptions{Weights: spec, Log: &log})
-				if err != nil {
-					t.Fatal(err)
+				if err == nil && strings.Contains(log.String(), "routed on the host") {
+					m.Close()
+					return nil, fmt.Errorf("load log: %s", log.String())
 				}
-				defer m.Close()
-				if strings.Contains(log.String(), "routed on the host") {
-					t.Fatalf("load log: %s", log.String())
-				}
-				c, err := NewPaged(be, m.Config(), kv.MustParseSpec("int4"), kvcache.Options{MaxSeqs: 4, MaxLen: 256, MaxChunk: invariantChunk})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				r := rand.New(rand.NewPCG(23, 5))
-				vocab := m.Config().Vocab
-				seqs := []*greedySeq{
-					{id: 0, join: 0, gen: 24, prompt: randomPrompt(r, 30, vocab)},
-					{id: 1, join: 3, gen: 20, prompt: randomPrompt(r, 20, vocab)},
-					{id: 2, join: 5, gen: 12, prompt: randomPrompt(r, 7, vocab)},
-					{id: 3, join: 8, gen: 16, prompt: randomPrompt(r, 40, vocab)},
-				}
-				runGreedy(t, m, c, seqs)
-				for _, s := range seqs {
-					rows[i] = append(rows[i], s.rows)
-				}
-				if !noGraphs {
-					stats = be.GraphStats()
-				}
-			}
-			if stats.Replayed == 0 || stats.Captured == 0 {
-				t.Fatalf("graphs on: %+v flushes: no graph replayed", stats)
-			}
-			t.Logf("%v weights, graphs on: %+v flushes", spec, stats)
-			for s := range rows[0] {
-				off, on := rows[0][s], rows[1][s]
-				if len(on) != len(off) {
-					t.Fatalf("sequence %d: %d logits rows with graphs, %d without", s, len(on), len(off))
-				}
-				for step := range off {
-					if err := sameBits(on[step], off[step]); err != nil {
-						t.Fatalf("sequence %d, its step %d: graphs on vs off: %v", s, step, err)
-					}
-				}
-			}
+				return m, err
+			}, [4]int{24, 20, 12, 16}, [4]int{30, 20, 7, 40})
 		})
 	}
 }
