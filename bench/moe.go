@@ -441,15 +441,7 @@ func moeHostFlush(g *gpu.Backend, ls *moeLayers, mt *moeTensors, sh MoEShape) er
 		if err := g.Download(mt.hostLog, mt.lg); err != nil {
 			return err
 		}
-		routes := model.RouteTokens(mt.hostLog, sh.E, sh.K, true)
-		rows := make([][]int32, sh.E)
-		ws := make([][]float32, sh.E)
-		for t, r := range routes {
-			for j, e := range r.Expert {
-				rows[e] = append(rows[e], int32(t))
-				ws[e] = append(ws[e], r.Weight[j])
-			}
-		}
+		rows, ws := model.TokensByExpert(model.RouteTokens(mt.hostLog, sh.E, sh.K, true), sh.E)
 		clear(mt.acc)
 		for e, idx := range rows {
 			n := len(idx)

@@ -277,6 +277,20 @@ func RouteTokens(logits []float32, E, k int, norm bool) []Route {
 	return routes
 }
 
+// TokensByExpert groups routes by expert: rows[e] the tokens that chose
+// expert e and ws[e] their weights for it, in token order (torch.where's
+// order, which the host route sums in).
+func TokensByExpert(routes []Route, E int) (rows [][]int32, ws [][]float32) {
+	rows, ws = make([][]int32, E), make([][]float32, E)
+	for t, r := range routes {
+		for j, e := range r.Expert {
+			rows[e] = append(rows[e], int32(t))
+			ws[e] = append(ws[e], r.Weight[j])
+		}
+	}
+	return rows, ws
+}
+
 // moeBufs are the tensors of one expert's share of a batch, n rows, reused
 // by every expert and layer that gets n rows in one Forward.
 type moeBufs struct {
@@ -362,16 +376,7 @@ func (m *Llama) moeHost(s *moeState, l *LlamaLayer, in, out backend.Tensor) erro
 	if err := be.Download(s.hostLog, s.logits); err != nil {
 		return err
 	}
-	routes := RouteTokens(s.hostLog, mc.Experts, mc.TopK, mc.NormTopK)
-	// Tokens by expert, in token order (torch.where's order).
-	rows := make([][]int32, mc.Experts)
-	ws := make([][]float32, mc.Experts)
-	for t, r := range routes {
-		for j, e := range r.Expert {
-			rows[e] = append(rows[e], int32(t))
-			ws[e] = append(ws[e], r.Weight[j])
-		}
-	}
+	rows, ws := TokensByExpert(RouteTokens(s.hostLog, mc.Experts, mc.TopK, mc.NormTopK), mc.Experts)
 	clear(s.acc)
 	for e, idx := range rows {
 		n := len(idx)
