@@ -263,18 +263,7 @@ func TestQuantLinearDEC(t *testing.T) {
 				xt := x[ti*K : (ti+1)*K]
 				wq.Compensate(want[ti*N:(ti+1)*N], xt, wq.SelectApprox(nil, xt, kChunk), res, nil)
 			}
-			changed := 0
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s: y[%d] = %g, want %g (wq.Compensate of the base output %g)", name, i, got[i], want[i], y0[i])
-				}
-				if got[i] != y0[i] {
-					changed++
-				}
-			}
-			if changed < len(got)/2 {
-				t.Fatalf("%s: DEC changed only %d of %d outputs", name, changed, len(got))
-			}
+			checkCompensated(t, name, got, want, y0)
 			for rep := range 3 { // later runs replay a CUDA graph (fused: the flags were reset)
 				if y := run(bCon, concurrent, bwCon); !slices.Equal(y, got) {
 					t.Fatalf("%s: concurrent DEC (run %d) differs from serial", name, rep)
@@ -803,21 +792,6 @@ func TestQuantLinearQ6DEC(t *testing.T) {
 		}
 		return want
 	}
-	check := func(name string, got, want, base []float32) {
-		t.Helper()
-		changed := 0
-		for i := range want {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%s: y[%d] = %g, want %g (wq.Compensate of the base output %g)", name, i, got[i], want[i], base[i])
-			}
-			if got[i] != base[i] {
-				changed++
-			}
-		}
-		if changed < len(got)/2 {
-			t.Fatalf("%s: DEC changed only %d of %d outputs", name, changed, len(got))
-		}
-	}
 	for _, e := range []wq.Elem{wq.Int4, wq.Int3} {
 		for _, kChunk := range []int{8, 64} {
 			const N = 4096
@@ -854,7 +828,7 @@ func TestQuantLinearQ6DEC(t *testing.T) {
 				y0 := linearOnce(t, b, base, bw, x, T, N, K)
 				want := compensated(y0, x, T, N, l.res, kChunk)
 				for rep := range 3 { // later runs replay a CUDA graph
-					check(fmt.Sprintf("%s run %d", name, rep), linearOnce(t, b, withDEC, bw, x, T, N, K), want, y0)
+					checkCompensated(t, fmt.Sprintf("%s run %d", name, rep), linearOnce(t, b, withDEC, bw, x, T, N, K), want, y0)
 				}
 			}
 			for _, w := range []backend.Weight{base, withDEC, bw} {
@@ -918,12 +892,31 @@ func TestQuantLinearQ6DEC(t *testing.T) {
 			for rep := range 3 {
 				got := group(dec, x, T)
 				for i := range got {
-					check(fmt.Sprintf("int%d q|k|v T=%d run %d weight %d", e.Bits(), T, rep, i), got[i], compensated(y0[i], x, T, Ns[i], res[i], kChunk), y0[i])
+					checkCompensated(t, fmt.Sprintf("int%d q|k|v T=%d run %d weight %d", e.Bits(), T, rep, i), got[i], compensated(y0[i], x, T, Ns[i], res[i], kChunk), y0[i])
 				}
 			}
 		}
 		for _, w := range append(plain, dec...) {
 			b.FreeWeight(w)
 		}
+	}
+}
+
+// checkCompensated requires got, a DEC layer's output, to equal want
+// (wq.Compensate applied to base, the layer's output without DEC) bit for
+// bit, and DEC to have changed at least half of the outputs.
+func checkCompensated(t *testing.T, name string, got, want, base []float32) {
+	t.Helper()
+	changed := 0
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: y[%d] = %g, want %g (wq.Compensate of the base output %g)", name, i, got[i], want[i], base[i])
+		}
+		if got[i] != base[i] {
+			changed++
+		}
+	}
+	if changed < len(got)/2 {
+		t.Fatalf("%s: DEC changed only %d of %d outputs", name, changed, len(got))
 	}
 }
