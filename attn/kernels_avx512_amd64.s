@@ -2825,6 +2825,15 @@ done:
 	VADDPS.BCST  BOFF(DX), Z17, Z17    \
 	ROWSTORE
 
+// ROWSUM2(A, B) stores ROWOUT2's integer sums A + B/4 (one token per
+// dword) as int32 at AX and moves AX to the next row (R14 ldo in bytes):
+// the unit path without c, whose float operations run after the tiles.
+#define ROWSUM2(A, B) \
+	VPSRAD    $2, B, B   \
+	VPADDD    B, A, Z17  \
+	VMOVDQU32 Z17, (AX)  \
+	ADDQ      R14, AX
+
 // func scoresI2x4VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 // scoresU8x4VNNI on packed int2 rows (d/4 bytes, d a multiple of 64): no
 // unpacking pass; q is bcastQ2's layout (d·4 bytes per row). Per 16-token
@@ -2833,7 +2842,8 @@ done:
 // transpose within the lanes into four vectors whose dword t holds token
 // t's channels 16g..16g+15 (g the vector), so each accumulator dword is
 // one token's sum in token order (v49): row r in Z(r) and Z(4+r) (STEP2).
-// A nil (and B): every A[t] and B[t] is 1 (ROWOUT2U). Each tile
+// A nil (and B): every A[t] and B[t] is 1 (ROWOUT2U; with c 0 the sums are
+// stored as int32 and made floats after the tiles, v72). Each tile
 // prefetches pfTile lines from pf on (the next block's keys).
 TEXT ·scoresI2x4VBMI(SB), NOSPLIT, $0-96
 	MOVQ         d+64(FP), R11
@@ -2913,16 +2923,56 @@ chunk:
 	ADDQ $64, R15
 	JMP  next
 unit:
+	TESTL R13, R13
+	JZ    sums
 	ROWOUT2U(Z0, Z4, 0, 16)
 	ROWOUT2U(Z1, Z5, 4, 20)
 	ROWOUT2U(Z2, Z6, 8, 24)
 	ROWOUT2U(Z3, Z7, 12, 28)
+	JMP   next
+sums:
+	ROWSUM2(Z0, Z4)
+	ROWSUM2(Z1, Z5)
+	ROWSUM2(Z2, Z6)
+	ROWSUM2(Z3, Z7)
 next:
 	ADDQ $64, out+0(FP)
 	LEAQ (CX)(BX*8), CX
 	LEAQ (CX)(BX*8), CX
 	DECQ DI
 	JNZ  tile
+	TESTQ SI, SI
+	JNZ   done
+	TESTL R13, R13
+	JNZ   done
+	// The unit factors without c (v72): each row's sums, stored as int32
+	// by ROWSUM2, made x·a + b in place (ROWOUT2U's operations on the same
+	// values, so the same bits), after the tiles' multiplies instead of
+	// between them.
+	MOVQ         n+56(FP), CX
+	SHLQ         $2, CX
+	MOVQ         out+0(FP), AX
+	SUBQ         CX, AX              // the rows' first scores (out moved 4n)
+	MOVQ         ab+48(FP), DX
+	XORQ         BX, BX              // row
+frow:
+	VBROADCASTSS (DX)(BX*4), Z24     // a
+	VBROADCASTSS 16(DX)(BX*4), Z25   // b
+	MOVQ         AX, R9
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+fvec:
+	VCVTDQ2PS    (R9), Z17
+	VMULPS       Z24, Z17, Z17
+	VADDPS       Z25, Z17, Z17
+	VMOVUPS      Z17, (R9)
+	ADDQ         $64, R9
+	DECQ         DI
+	JNZ          fvec
+	ADDQ         R14, AX
+	INCQ         BX
+	CMPQ         BX, $4
+	JLT          frow
 done:
 	VZEROUPPER
 	RET

@@ -1128,30 +1128,40 @@ func TestPVU8(t *testing.T) {
 			for _, d := range []int{64, 128, 192, 256} { // 192: groups of 64 only
 				for gshift := 6; 1<<gshift <= d && d%(1<<gshift) == 0; gshift++ {
 					for _, rows := range []int{2, 4} {
-						n, ldq := 100, 112
-						groups := d >> gshift
-						ldw := groups * ldq
-						wq := randBytes(r, 4*ldw)
-						packed := randBytes(r, n*d*bits/8)
-						delta := make([]float32, 4)
-						for i := range delta {
-							delta[i] = float32(math.Ldexp(1, -r.IntN(20)))
+						for _, n := range []int{100, PVMaxTokens} {
+							ldq := n + 12
+							groups := d >> gshift
+							ldw := groups * ldq
+							wq := randBytes(r, 4*ldw)
+							packed := randBytes(r, n*d*bits/8)
+							if n == PVMaxTokens { // the largest sums: every code and weight at its maximum
+								for i := range wq {
+									wq[i] = 255
+								}
+								for i := range packed {
+									packed[i] = 0xff
+								}
+							}
+							delta := make([]float32, 4)
+							for i := range delta {
+								delta[i] = float32(math.Ldexp(1, -r.IntN(20)))
+							}
+							a1 := randF32(r, 4*d, 1)
+							a2 := append([]float32(nil), a1...)
+							a0 := append([]float32(nil), a1...)
+							lanes := bits == 4 && k.unlaneU8 != nil // the kernel's accumulators in its lane order (v66)
+							if lanes {
+								laneU8Go(a1)
+							}
+							k.pvU8(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, packed[:640])
+							if lanes {
+								k.unlaneU8(a1)
+							}
+							pvU8Go(a2, d, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, nil)
+							name := fmt.Sprintf("%v pvU8 int%d d=%d g=%d rows=%d n=%d", k, bits, d, 1<<gshift, rows, n)
+							sameBits(t, name, a1, a2)
+							sameBits(t, name+" untouched rows", a1[rows*d:], a0[rows*d:])
 						}
-						a1 := randF32(r, 4*d, 1)
-						a2 := append([]float32(nil), a1...)
-						a0 := append([]float32(nil), a1...)
-						lanes := bits == 4 && k.unlaneU8 != nil // the kernel's accumulators in its lane order (v66)
-						if lanes {
-							laneU8Go(a1)
-						}
-						k.pvU8(a1, d, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, packed[:640])
-						if lanes {
-							k.unlaneU8(a1)
-						}
-						pvU8Go(a2, d, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, nil)
-						name := fmt.Sprintf("%v pvU8 int%d d=%d g=%d rows=%d", k, bits, d, 1<<gshift, rows)
-						sameBits(t, name, a1, a2)
-						sameBits(t, name+" untouched rows", a1[rows*d:], a0[rows*d:])
 					}
 				}
 			}
