@@ -2,8 +2,6 @@ package model
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -237,12 +235,9 @@ func TestMoEFusedLayout(t *testing.T) {
 func fuseMixtral(t *testing.T, cfg *Config, ck *safetensors.Checkpoint) *safetensors.Checkpoint {
 	t.Helper()
 	E, IE, H := cfg.MoE.Experts, cfg.MoE.Intermediate, cfg.Hidden
-	header := map[string]any{}
-	var data bytes.Buffer
-	add := func(name, dtype string, shape []int, b []byte) {
-		begin := data.Len()
-		data.Write(b)
-		header[name] = map[string]any{"dtype": dtype, "shape": shape, "data_offsets": []int{begin, data.Len()}}
+	var tensors []safetensors.Tensor
+	add := func(name string, dtype safetensors.DType, shape []int, b []byte) {
+		tensors = append(tensors, safetensors.Tensor{TensorInfo: safetensors.TensorInfo{Name: name, DType: dtype, Shape: shape}, Data: b})
 	}
 	tensor := func(name string) safetensors.Tensor {
 		x, err := ck.Tensor(name)
@@ -256,30 +251,26 @@ func fuseMixtral(t *testing.T, cfg *Config, ck *safetensors.Checkpoint) *safeten
 			continue
 		}
 		x := tensor(name)
-		add(strings.Replace(name, "block_sparse_moe.gate", "mlp.gate", 1), string(x.DType), x.Shape, x.Data)
+		add(strings.Replace(name, "block_sparse_moe.gate", "mlp.gate", 1), x.DType, x.Shape, x.Data)
 	}
 	for l := range cfg.Layers {
 		p := "model.layers." + strconv.Itoa(l) + "."
 		var gu, down []byte
-		var dt string
+		var dt safetensors.DType
 		for e := range E {
 			q := p + "block_sparse_moe.experts." + strconv.Itoa(e) + "."
 			w1, w3, w2 := tensor(q+"w1.weight"), tensor(q+"w3.weight"), tensor(q+"w2.weight")
 			gu = append(append(gu, w1.Data...), w3.Data...)
 			down = append(down, w2.Data...)
-			dt = string(w1.DType)
+			dt = w1.DType
 		}
 		add(p+"mlp.experts.gate_up_proj", dt, []int{E, 2 * IE, H}, gu)
 		add(p+"mlp.experts.down_proj", dt, []int{E, H, IE}, down)
 	}
-	h, err := json.Marshal(header)
-	if err != nil {
+	var file bytes.Buffer
+	if err := safetensors.Write(&file, tensors, nil); err != nil {
 		t.Fatal(err)
 	}
-	var file bytes.Buffer
-	binary.Write(&file, binary.LittleEndian, uint64(len(h)))
-	file.Write(h)
-	file.Write(data.Bytes())
 	f, err := safetensors.OpenBytes("fused.safetensors", file.Bytes())
 	if err != nil {
 		t.Fatal(err)
