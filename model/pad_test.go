@@ -245,16 +245,7 @@ func TestPaddedHeadsQuantized(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var moved float64
-				for p := range tokens {
-					var scale float64
-					for _, v := range want[p] {
-						scale = max(scale, math.Abs(v))
-					}
-					for j, v := range want[p] {
-						moved = max(moved, math.Abs(float64(out.Row(p)[j])-v)/scale)
-					}
-				}
+				moved := scaledMaxDiff(out, want)
 				hd := m.Config().HeadDim
 				m.Close()
 				if !(moved > 0 && moved <= 0.05) {

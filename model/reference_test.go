@@ -479,3 +479,19 @@ func geluTanh64(g float64) float64 {
 	e := math.Exp(2 * u)
 	return g * e / (1 + e)
 }
+
+// scaledMaxDiff returns the largest |out − want| over want's rows, each
+// row's differences divided by that row's largest |want|.
+func scaledMaxDiff(out *Logits, want [][]float64) float64 {
+	var moved float64
+	for p, row := range want {
+		var scale float64
+		for _, v := range row {
+			scale = max(scale, math.Abs(v))
+		}
+		for j, v := range row {
+			moved = max(moved, math.Abs(float64(out.Row(p)[j])-v)/scale)
+		}
+	}
+	return moved
+}

@@ -169,16 +169,7 @@ func TestPartialRotaryQuantized(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var moved float64
-			for p := range tokens {
-				var scale float64
-				for _, v := range want[p] {
-					scale = max(scale, math.Abs(v))
-				}
-				for j, v := range want[p] {
-					moved = max(moved, math.Abs(float64(out.Row(p)[j])-v)/scale)
-				}
-			}
+			moved := scaledMaxDiff(out, want)
 			// int8 weights in groups of 32: about 2e-2 of max |logit| here;
 			// TestLoadInt8 bounds its format's effect by 0.05 too.
 			if !(moved > 0 && moved <= 0.05) {
