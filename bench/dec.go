@@ -135,10 +135,10 @@ type DECConfig struct {
 	StopPct float64
 	// ListGiven makes a shape's cost its step with the list given
 	// (DECPoint.ListedPct) where fused mode times one: the lists made where
-	// x is produced, as backend/gpu runs them with Options.DECNormSelect
-	// (EnvDECNormSelect; session 19b). The sweep's stop and the tuning's
-	// picks use it; the producers' own ranking (~0.3-0.7 us a list,
-	// docs/perf/dec.md) is not in it.
+	// x is produced, as backend/gpu runs them unless
+	// Options.NoDECNormSelect (EnvNoDECNormSelect; sessions 19b-20). The
+	// sweep's stop and the tuning's picks use it; the producers' own
+	// ranking (docs/perf/dec.md) is not in it.
 	ListGiven bool
 	Progress  io.Writer // one line per timed point; nil: quiet
 }
@@ -219,11 +219,11 @@ const EnvDECMode = gpu.EnvDECMode
 // dec' default to.
 const EnvDECResidual = gpu.EnvDECResidual
 
-// EnvDECNormSelect is the environment variable that has the CUDA backend
-// make DEC's lists where x is produced (backend/gpu's
-// Options.DECNormSelect); 'tune dec' then picks on the list-given step
-// (DECConfig.ListGiven).
-const EnvDECNormSelect = gpu.EnvDECNormSelect
+// EnvNoDECNormSelect is the environment variable that has the CUDA
+// backend make DEC's lists by a selection launch a GEMV instead of where x
+// is produced (backend/gpu's Options.NoDECNormSelect); 'tune dec' then
+// picks on the step with the selection (DECConfig.ListGiven false).
+const EnvNoDECNormSelect = gpu.EnvNoDECNormSelect
 
 // EnvDECQ3 is the environment variable that keeps the CUDA backend's DEC
 // weights on gemv_q3_dec (Options.DECQ3), which 'bench dec' and 'tune dec'

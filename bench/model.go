@@ -147,8 +147,9 @@ type ModelStep struct {
 	Warmup bool             `json:"warmup,omitempty"`
 	Graphs []gpu.GraphStats `json:"graphs"` // per rank, this step's flushes
 	// DECLists is how many of the step's DEC GEMVs (rank 0's) took their
-	// list from the op that wrote their x (BITDECODE_DEC_NORM_SELECT;
-	// gpu.Backend.DECListsGiven): 4 a layer but layer 0's 3 when it works.
+	// list from the op that wrote their x (gpu.Backend.DECListsGiven; none
+	// with BITDECODE_NO_DEC_NORM_SELECT): 4 a layer but layer 0's 3 when
+	// it works.
 	DECLists int64 `json:"dec_lists_given,omitempty"`
 }
 

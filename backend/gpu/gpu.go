@@ -314,8 +314,8 @@ type queuedOp struct {
 	rope *ropeJoined
 	// sel: the float32 tensor the op writes, where a variant of it can
 	// write that tensor's DEC list for the q6 GEMV queued after it
-	// (normsel.go); nil for every other op, and without
-	// Options.DECNormSelect.
+	// (normsel.go); nil for every other op, and with
+	// Options.NoDECNormSelect.
 	sel *selOut
 }
 

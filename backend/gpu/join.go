@@ -597,7 +597,7 @@ func (b *Backend) foldGLUJoined(act kernels.Act, dst, gate, up *tensor) bool {
 		}}}
 		// A q6 GEMV over dst queued next (down at one row) takes dst's DEC
 		// list from the split (normsel.go: swiglu_cols_sel).
-		if b.opts.DECNormSelect && l.T == 1 && b.ops.GLUSelects(l.T, g.N) {
+		if !b.opts.NoDECNormSelect && l.T == 1 && b.ops.GLUSelects(l.T, g.N) {
 			q.sel = &selOut{y: d, n: g.N, T: l.T, with: func(sel cuda.DevicePtr, kChunk int) queuedOp {
 				return queuedOp{op: op + "+DEC list", key: withKey(key, u64(sel), u64(kChunk)), f: func(c *cuda.Ctx) error {
 					if err := l.gemm(b, c); err != nil {

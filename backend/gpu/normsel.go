@@ -2,8 +2,8 @@
 // docs/perf/dec.md, issue #22). A q6 weight (or a joined q6 group: q|k|v,
 // gate|up) at one row of x runs select_q6, a launch of its own, before
 // gemv_q6_dec: 1.3-1.9 us each in the step, two thirds of DEC's cost at
-// k_chunk 8 (session 19). Where Options.DECNormSelect is set and the op
-// queued right before that GEMV writes x and has a variant that also
+// k_chunk 8 (session 19). By default (Options.NoDECNormSelect unset;
+// session 20) where the op queued right before that GEMV writes x and has a variant that also
 // writes x's list (selOut), that op is replaced by the variant and the
 // GEMV skips its selection: the same bits everywhere, one launch and one
 // dependency round trip less per list. The producers with a variant:
@@ -36,13 +36,13 @@ type selOut struct {
 }
 
 // queueAfterSel queues the op mk returns for a GEMV over one row x [K]
-// whose DEC list goes to sel at k_chunk kChunk: where Options.DECNormSelect
-// is set and the op queued last writes that row and can write its list
+// whose DEC list goes to sel at k_chunk kChunk: unless
+// Options.NoDECNormSelect is set, where the op queued last writes that row and can write its list
 // (selOut), that op is replaced by the variant writing the list to sel,
 // and mk gets given = true (the GEMV must not select); otherwise false.
 // Both under the queue's lock, so no flush falls between them.
 func (b *Backend) queueAfterSel(x cuda.DevicePtr, K int, sel cuda.DevicePtr, kChunk int, mk func(given bool) queuedOp) {
-	if !b.opts.DECNormSelect || kChunk <= 0 || sel == 0 {
+	if b.opts.NoDECNormSelect || kChunk <= 0 || sel == 0 {
 		b.queueOp(mk(false))
 		return
 	}
@@ -57,6 +57,6 @@ func (b *Backend) queueAfterSel(x cuda.DevicePtr, K int, sel cuda.DevicePtr, kCh
 }
 
 // DECListsGiven returns how many q6 GEMVs have taken their DEC list from
-// the op queued before them (Options.DECNormSelect) since Open: tests and
+// the op queued before them (normsel.go) since Open: tests and
 // benchmarks check that the fold happens.
 func (b *Backend) DECListsGiven() int64 { return b.listsGiven.Load() }

@@ -16,7 +16,7 @@ import (
 )
 
 // TestQueueAfterSel: a q6 GEMV's op takes its list from the op queued
-// right before it only with Options.DECNormSelect, only where that op
+// right before it only without Options.NoDECNormSelect, only where that op
 // writes the GEMV's x (the same address, row length and one row), and
 // then replaces it by its variant; otherwise the queue keeps its ops.
 func TestQueueAfterSel(t *testing.T) {
@@ -43,7 +43,7 @@ func TestQueueAfterSel(t *testing.T) {
 		{"empty queue", nil, true, kChunk, false},
 	} {
 		b := &Backend{queue: slices.Clone(tt.queue)}
-		b.opts.DECNormSelect = tt.on
+		b.opts.NoDECNormSelect = !tt.on
 		got := false
 		b.queueAfterSel(x, K, sel, tt.kChunk, func(given bool) queuedOp {
 			got = given
@@ -88,15 +88,15 @@ func queuedOps(b *Backend) []string {
 
 // TestQ6DECNormSelect (GPU, session 19b): AddRMSNorm then a joined q6
 // group (q|k|v of the 8B's shapes, int4 and int3, k_chunk 8 and 64) or a
-// q6 Linear alone at one row, with Options.DECNormSelect: the norm is
-// queued as its list variant, and h, x and every output have the bits of
-// the same ops without the option (select_q6 then gemv_q6_dec), which are
+// q6 Linear alone at one row, with the lists on (no
+// Options.NoDECNormSelect): the norm is queued as its list variant, and h,
+// x and every output have the bits of the same ops with the lists off (select_q6 then gemv_q6_dec), which are
 // the plain weights' outputs then wq.Compensate; after a warm-up run,
 // three runs each of normSelPairs pairs in one flush, the last replaying a
 // CUDA graph.
 func TestQ6DECNormSelect(t *testing.T) {
 	open := func(sel bool) *Backend {
-		b, err := Open(0, Options{DECResidualOnDevice: true, DECNormSelect: sel})
+		b, err := Open(0, Options{DECResidualOnDevice: true, NoDECNormSelect: !sel})
 		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 			t.Skipf("no CUDA device: %v", err)
 		}
@@ -276,14 +276,15 @@ func count(names []string, name string) int {
 
 // TestQ6DECOutSelect (GPU, session 19b): an attention op (EnqueueAttend,
 // here a stand-in whose last launch is the output's conversion, rotated
-// or not, as a GPU KV cache's) then o's q6 Linear at one row, with
-// Options.DECNormSelect: the op is queued as its list variant (RunSel),
-// and its output and o's have the bits of the same ops without the option
+// or not, as a GPU KV cache's) then o's q6 Linear at one row, with the
+// lists on (no Options.NoDECNormSelect): the op is queued as its list
+// variant (RunSel), and its output and o's have the bits of the same ops
+// with the lists off
 // and of the plain weight's output then wq.Compensate; normSelPairs pairs
 // a flush, three runs, the third replaying a graph.
 func TestQ6DECOutSelect(t *testing.T) {
 	open := func(sel bool) *Backend {
-		b, err := Open(0, Options{DECResidualOnDevice: true, DECNormSelect: sel})
+		b, err := Open(0, Options{DECResidualOnDevice: true, NoDECNormSelect: !sel})
 		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 			t.Skipf("no CUDA device: %v", err)
 		}
@@ -401,15 +402,15 @@ func TestQ6DECOutSelect(t *testing.T) {
 }
 
 // TestQ6DECDownSelect (GPU, session 19b): gate|up joined with DEC at one
-// row, SwiGLU folded into its split, then down's q6 Linear, with
-// Options.DECNormSelect: the split is queued as its list variant
-// (swiglu_cols_sel), and gate|up's outputs, SwiGLU's and down's have the
-// bits of the same ops without the option; down's output also equals the
+// row, SwiGLU folded into its split, then down's q6 Linear, with the
+// lists on (no Options.NoDECNormSelect): the split is queued as its list
+// variant (swiglu_cols_sel), and gate|up's outputs, SwiGLU's and down's
+// have the bits of the same ops with the lists off; down's output also equals the
 // plain down weight's over the same input, then wq.Compensate.
 // normSelPairs steps a flush, three runs, the third replaying a graph.
 func TestQ6DECDownSelect(t *testing.T) {
 	open := func(sel bool) *Backend {
-		b, err := Open(0, Options{DECResidualOnDevice: true, DECNormSelect: sel})
+		b, err := Open(0, Options{DECResidualOnDevice: true, NoDECNormSelect: !sel})
 		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 			t.Skipf("no CUDA device: %v", err)
 		}

@@ -424,7 +424,7 @@ func (b *Backend) q6Kernels() (*kernels.GEMVQ6DEC, error) {
 // Compensate.
 //
 // Where the AddRMSNorm queued right before writes x, it may write the
-// list instead (Options.DECNormSelect, normsel.go): no selection launch.
+// list instead (unless Options.NoDECNormSelect, normsel.go): no selection launch.
 func (b *Backend) linearQuantQ6(d, xt *tensor, wt *weight, bp cuda.DevicePtr, N, K int) {
 	dw := wt.dec
 	b.queueAfterSel(xt.ptr, K, dw.sel, dw.kChunk, func(given bool) queuedOp {

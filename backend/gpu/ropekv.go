@@ -70,7 +70,7 @@ type AttendOp struct {
 	// RunSel, where not nil, is Run (without Out's fp16 copy) that also
 	// writes DEC's list of each row of Out (N/T channels a row;
 	// wq.SelectApprox at k_chunk kChunk) to sel: a q6 GEMV over Out queued
-	// next (o) then skips its selection launch (Options.DECNormSelect,
+	// next (o) then skips its selection launch (unless Options.NoDECNormSelect,
 	// normsel.go; session 19b).
 	RunSel func(c *cuda.Ctx, src *kernels.RoPEQKV, sel cuda.DevicePtr, kChunk int) error
 }
@@ -91,11 +91,11 @@ func (b *Backend) EnqueueAttend(a AttendOp) {
 		src := &kernels.RoPEQKV{Y: l.y, BQ: r.q.Bias, BK: r.k.Bias, BV: r.v.Bias, Pos: r.pos, InvFreq: r.invFreq}
 		b.ropeAppends.Add(1)
 		b.qFolds++ // under the queue's lock (foldLast)
-		return attendOp(a, "LinearGroup(joined)+RoPEQK+"+a.Op, r.key, func(c *cuda.Ctx) error { return l.gemm(b, c) }, src, b.opts.DECNormSelect), true
+		return attendOp(a, "LinearGroup(joined)+RoPEQK+"+a.Op, r.key, func(c *cuda.Ctx) error { return l.gemm(b, c) }, src, !b.opts.NoDECNormSelect), true
 	}) {
 		return
 	}
-	b.queueOp(attendOp(a, a.Op, nil, nil, nil, b.opts.DECNormSelect))
+	b.queueOp(attendOp(a, a.Op, nil, nil, nil, !b.opts.NoDECNormSelect))
 }
 
 // ropeFits reports whether the attention op a reads exactly the outputs
@@ -109,7 +109,7 @@ func ropeFits(r *ropeJoined, a AttendOp) bool {
 
 // attendOp returns a as a queued op named op, whose launches are pre's
 // (when not nil) then a.Run's with src; its key is prefix then a.Key.
-// With sel (Options.DECNormSelect) and a.RunSel, its variant writing Out's
+// With sel (no Options.NoDECNormSelect) and a.RunSel, its variant writing Out's
 // DEC list runs a.RunSel instead (normsel.go).
 func attendOp(a AttendOp, op string, prefix []uint64, pre func(c *cuda.Ctx) error, src *kernels.RoPEQKV, sel bool) queuedOp {
 	var key []uint64

@@ -89,8 +89,9 @@
 //      output too where yh is set (a rotated KV cache's attention output,
 //      read next by o's cuBLASLt GEMM: f32_to_f16's bits, one launch a
 //      layer fewer; decode-step.md v22).
-//   + add_rmsnorm_cluster_sel (session 19b, docs/perf/dec.md; not yet
-//      measured, used only with BITDECODE_DEC_NORM_SELECT): add_rmsnorm_cluster
+//   + add_rmsnorm_cluster_sel (session 19b, docs/perf/dec.md; the default
+//      at one row with DEC since session 20, BITDECODE_NO_DEC_NORM_SELECT
+//      turns it off): add_rmsnorm_cluster
 //      that also writes DEC's list of x (wq.SelectApprox), so the q6 GEMV
 //      after it needs no selection launch.
 //

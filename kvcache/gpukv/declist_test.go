@@ -19,7 +19,7 @@ import (
 
 // TestGPUAttendDECList (session 19b, docs/perf/dec.md): a decode step's
 // attention (the paged cache, rotated int4 and unrotated int8) then o's
-// q6 Linear with DEC, on a backend with Options.DECNormSelect and one
+// q6 Linear with DEC, on a backend with the lists on (the default) and one
 // without: the attention op runs its list variant (AttendOp.RunSel: the
 // output's conversion writes o's list) and o's GEMV takes it
 // (DECListsGiven counts it), and the attention output and o's output are
@@ -49,7 +49,7 @@ func TestGPUAttendDECList(t *testing.T) {
 		t.Run(spec, func(t *testing.T) {
 			var outs, ys [2][][]float32 // [option off, on][step]
 			for i, on := range []bool{false, true} {
-				be, err := gpu.Open(0, gpu.Options{DECResidualOnDevice: true, DECNormSelect: on})
+				be, err := gpu.Open(0, gpu.Options{DECResidualOnDevice: true, NoDECNormSelect: !on})
 				if err != nil {
 					if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 						t.Skipf("no CUDA device: %v", err)
