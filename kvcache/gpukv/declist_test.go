@@ -2,6 +2,7 @@ package gpukv
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -11,9 +12,11 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
+	"github.com/bitdecode/bitdecode/internal/synthmodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/model/safetensors"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
@@ -133,5 +136,92 @@ func TestGPUAttendDECList(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// modelDECListsConfig is a two-layer Llama with the 8B's attention and
+// hidden width, so that every DEC weight but k and v alone runs the q6
+// route at one row (q|k|v joined into 6144 rows, o and down 4096 x 4096,
+// gate|up joined into 8192 rows), and a small vocabulary.
+const modelDECListsConfig = `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":4096,
+"intermediate_size":4096,"num_hidden_layers":2,"num_attention_heads":32,"num_key_value_heads":8,"vocab_size":256,
+"rms_norm_eps":1e-5,"rope_theta":500000.0,"tie_word_embeddings":false,"max_position_embeddings":4096}`
+
+// modelDECListsPerStep is the fewest DEC lists a decode step of
+// modelDECListsConfig takes from the op that wrote x: o, gate|up and down
+// in both layers, q|k|v in layer 1 (layer 0's norm is RMSNorm).
+const modelDECListsPerStep = 4*2 - 1
+
+// TestGPUModelDECLists (session 20, docs/perf/dec.md): a whole model's
+// steps with int4 weights and DEC (k_chunk 8, residuals in device memory)
+// through an int4 paged cache, on a backend with the lists made where x is
+// produced (the default) and one with Options.NoDECNormSelect: every
+// logits row (a 40-token prefill, then greedy decode steps) is bit for bit
+// the same and finite, the lists-on backend folds at least
+// modelDECListsPerStep lists into each decode step but the first (a
+// first step may grow a buffer, a flush between a producer and its GEMV),
+// the other none.
+func TestGPUModelDECLists(t *testing.T) {
+	if err := cuda.Available(); err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	const kChunk, plen, gen = 8, 40, 12
+	cfg, err := model.ParseConfig([]byte(modelDECListsConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := wq.ParseSpec("int4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	shape := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
+		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab}
+	if _, err := synthmodel.Write(dir, modelDECListsConfig, shape, safetensors.BF16, 20, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rows [2][][]float32 // [lists off, on][step]
+	var given [2]int64
+	for i, on := range []bool{false, true} {
+		be, err := gpu.Open(0, gpu.Options{DECResidualOnDevice: true, NoDECNormSelect: !on})
+		if err != nil {
+			if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
+				t.Skipf("no CUDA device: %v", err)
+			}
+			t.Fatal(err)
+		}
+		defer be.Close()
+		m, err := model.Load(dir, be, model.LoadOptions{Weights: spec, DECKChunk: kChunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		c, err := NewPaged(be, m.Config(), kv.MustParseSpec("int4"), kvcache.Options{MaxSeqs: 1, MaxLen: 256, MaxChunk: invariantChunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s := &greedySeq{gen: gen, prompt: randomPrompt(rand.New(rand.NewPCG(20, 1)), plen, cfg.Vocab)}
+		runGreedy(t, m, c, []*greedySeq{s})
+		rows[i], given[i] = s.rows, be.DECListsGiven()
+	}
+	const decodes = gen - 1 // the prefill's row gives the first token
+	if given[0] != 0 || given[1] < modelDECListsPerStep*(decodes-1) {
+		t.Fatalf("DEC lists given: %d with the lists off, %d on over %d decode steps; want 0 and >= %d a step",
+			given[0], given[1], decodes, modelDECListsPerStep)
+	}
+	t.Logf("%d DEC lists given over %d decode steps", given[1], decodes)
+	if len(rows[1]) != len(rows[0]) || len(rows[0]) != gen {
+		t.Fatalf("%d logits rows with the lists on, %d off, want %d", len(rows[1]), len(rows[0]), gen)
+	}
+	for s := range rows[0] {
+		for j, v := range rows[0][s] {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("step %d: logit %d = %v", s, j, v)
+			}
+		}
+		if err := sameBits(rows[1][s], rows[0][s]); err != nil {
+			t.Fatalf("step %d: lists on vs off: %v", s, err)
+		}
 	}
 }
