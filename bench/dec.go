@@ -132,8 +132,15 @@ type DECConfig struct {
 	Q3 bool
 	// StopPct > 0 stops a shape's k_chunk sweep after the first k_chunk
 	// whose fastest step is more than StopPct percent slower than the base.
-	StopPct  float64
-	Progress io.Writer // one line per timed point; nil: quiet
+	StopPct float64
+	// ListGiven makes a shape's cost its step with the list given
+	// (DECPoint.ListedPct) where fused mode times one: the lists made where
+	// x is produced, as backend/gpu runs them unless
+	// Options.NoDECNormSelect (EnvNoDECNormSelect; sessions 19b-20). The
+	// sweep's stop and the tuning's picks use it; the producers' own
+	// ranking (docs/perf/dec.md) is not in it.
+	ListGiven bool
+	Progress  io.Writer // one line per timed point; nil: quiet
 }
 
 // The activation distributions DECConfig.Activations names.
@@ -150,7 +157,8 @@ type DECReport struct {
 	Residual string           `json:"residual"`
 	At       string           `json:"residual_at"` // "host" (mapped, read over PCIe) or "device"
 	Mode     string           `json:"mode"`
-	Q3       bool             `json:"q3,omitempty"` // DECConfig.Q3
+	Q3       bool             `json:"q3,omitempty"`         // DECConfig.Q3
+	Listed   bool             `json:"list_given,omitempty"` // DECConfig.ListGiven: picks on the list-given step
 	Tokens   int              `json:"tokens"`
 	X        string           `json:"activations,omitempty"` // DECConfig.Activations; "" = outliers
 	PCIeGBps float64          `json:"pcie_copy_gb_per_s"`    // pinned host-to-device copy, for reference
@@ -210,6 +218,12 @@ const EnvDECMode = gpu.EnvDECMode
 // backend's DEC residuals (host or device), which 'bench dec' and 'tune
 // dec' default to.
 const EnvDECResidual = gpu.EnvDECResidual
+
+// EnvNoDECNormSelect is the environment variable that has the CUDA
+// backend make DEC's lists by a selection launch a GEMV instead of where x
+// is produced (backend/gpu's Options.NoDECNormSelect); 'tune dec' then
+// picks on the step with the selection (DECConfig.ListGiven false).
+const EnvNoDECNormSelect = gpu.EnvNoDECNormSelect
 
 // EnvDECQ3 is the environment variable that keeps the CUDA backend's DEC
 // weights on gemv_q3_dec (Options.DECQ3), which 'bench dec' and 'tune dec'
@@ -309,7 +323,7 @@ func runDEC(dev *cuda.Device, cfg DECConfig) (*DECReport, error) {
 		}
 	}
 	rep := &DECReport{Device: dev.Name(), Date: time.Now().UTC().Format("2006-01-02"), Weights: cfg.Weights.Short(),
-		Residual: cfg.Residual.String(), At: "host", Mode: cfg.Mode.String(), Tokens: cfg.Tokens, X: cfg.Activations, Q3: cfg.Q3}
+		Residual: cfg.Residual.String(), At: "host", Mode: cfg.Mode.String(), Tokens: cfg.Tokens, X: cfg.Activations, Q3: cfg.Q3, Listed: cfg.ListGiven}
 	if cfg.ResidualOnDevice {
 		rep.At = "device"
 	}
@@ -530,8 +544,8 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 				listed = fmt.Sprintf(", list given %7.1f us (%+6.1f%%)", p.ListedUS, p.ListedPct)
 			}
 			out.Points = append(out.Points, p)
-			if best == 0 || p.OverheadPct < best {
-				best = p.OverheadPct
+			if cost := p.cost(cfg.ListGiven); best == 0 || cost < best {
+				best = cost
 			}
 			fmt.Fprintf(cfg.Progress, "dec %s %dx%d k_chunk %4d n_tb %3d: step %7.1f us (%+6.1f%%)%s, select %5.1f us, compensate %6.1f us (%5.1f GB/s)\n",
 				tag, N, K, k, nTB, p.StepUS, p.OverheadPct, listed, p.SelectUS, p.CompUS, p.GBps)
@@ -766,17 +780,34 @@ func pcieCopyGBps(c *cuda.Ctx, st cuda.Stream) (float64, error) {
 
 // Pick returns the choice for a slowdown target of pct percent: the largest
 // k_chunk with a point within it, at its fastest n_tb; k_chunk 0 if none.
-func (s *DECShapeResult) Pick(pct float64) model.DECPick {
+func (s *DECShapeResult) Pick(pct float64) model.DECPick { return s.pick(pct, false) }
+
+// pick is Pick; with listed a point's cost is its step with the list given
+// where it has one (DECConfig.ListGiven).
+func (s *DECShapeResult) pick(pct float64, listed bool) model.DECPick {
 	best := model.DECPick{SlowdownPct: pct, US: s.BaseUS}
 	for _, p := range s.Points {
-		if p.OverheadPct > pct {
+		cost, us := p.OverheadPct, p.StepUS
+		if listed && p.ListedUS > 0 {
+			cost, us = p.ListedPct, p.ListedUS
+		}
+		if cost > pct {
 			continue
 		}
-		if p.KChunk > best.KChunk || (p.KChunk == best.KChunk && p.StepUS < best.US) {
-			best = model.DECPick{SlowdownPct: pct, KChunk: p.KChunk, Blocks: p.Blocks, US: p.StepUS, OverheadPct: p.OverheadPct}
+		if p.KChunk > best.KChunk || (p.KChunk == best.KChunk && us < best.US) {
+			best = model.DECPick{SlowdownPct: pct, KChunk: p.KChunk, Blocks: p.Blocks, US: us, OverheadPct: cost}
 		}
 	}
 	return best
+}
+
+// cost is the point's overhead in percent: with listed its step with the
+// list given where it has one, else its step with the selection.
+func (p *DECPoint) cost(listed bool) float64 {
+	if listed && p.ListedUS > 0 {
+		return p.ListedPct
+	}
+	return p.OverheadPct
 }
 
 // Tuning returns the settings-file form of the report with picks for each
@@ -795,7 +826,7 @@ func (rep *DECReport) Tuning(targets []float64, source string) *model.DECTuning 
 			st.Layers = strings.Split(s.Name, "/")
 		}
 		for _, p := range targets {
-			st.Picks = append(st.Picks, s.Pick(p))
+			st.Picks = append(st.Picks, s.pick(p, rep.Listed))
 		}
 		for _, p := range s.Points {
 			st.Points = append(st.Points, model.DECPoint{KChunk: p.KChunk, Blocks: p.Blocks, US: p.StepUS, DECUS: p.SelectUS + p.CompUS})

@@ -67,3 +67,41 @@ func TestDECBlocksFor(t *testing.T) {
 		t.Errorf("llama-3.1-8b shapes: %+v", ds)
 	}
 }
+
+// TestDECPickListGiven: with the lists made where x is produced
+// (DECConfig.ListGiven, a report's Listed) a point's cost is its step with
+// the list given where it has one, else its step with the selection.
+func TestDECPickListGiven(t *testing.T) {
+	s := DECShapeResult{DECShape: DECShape{N: 14336, K: 4096}, BaseUS: 100, Points: []DECPoint{
+		{KChunk: 8, Blocks: 1, StepUS: 108, OverheadPct: 8, ListedUS: 103, ListedPct: 3},
+		{KChunk: 16, Blocks: 1, StepUS: 112, OverheadPct: 12, ListedUS: 106, ListedPct: 6},
+		{KChunk: 32, Blocks: 4, StepUS: 104, OverheadPct: 4}, // no list-given time: its own
+	}}
+	for _, c := range []struct {
+		pct    float64
+		listed bool
+		k      int
+		us     float64
+	}{{5, false, 32, 104}, {5, true, 32, 104}, {3.5, true, 8, 103}, {3.5, false, 0, 100}, {7, true, 32, 104}, {10, false, 32, 104}} {
+		if p := s.pick(c.pct, c.listed); p.KChunk != c.k || p.US != c.us {
+			t.Errorf("pick(%g%%, listed %v) = %+v, want k_chunk %d at %g us", c.pct, c.listed, p, c.k, c.us)
+		}
+	}
+	s.Points = s.Points[:2]
+	rep := &DECReport{Listed: true, Shapes: []DECShapeResult{s}}
+	if p := rep.Tuning([]float64{5}, "test").Shapes[0].Picks[0]; p.KChunk != 8 || p.OverheadPct != 3 {
+		t.Errorf("a listed report's pick at 5%%: %+v, want k_chunk 8 at +3%%", p)
+	}
+	if p := s.Pick(5); p.KChunk != 0 {
+		t.Errorf("Pick(5%%) without the lists: %+v, want k_chunk 0", p)
+	}
+	for _, c := range []struct {
+		p      DECPoint
+		listed bool
+		want   float64
+	}{{s.Points[0], true, 3}, {s.Points[0], false, 8}, {DECPoint{OverheadPct: 4}, true, 4}} {
+		if got := c.p.cost(c.listed); got != c.want {
+			t.Errorf("%+v cost(listed %v) = %g, want %g", c.p, c.listed, got, c.want)
+		}
+	}
+}

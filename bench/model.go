@@ -146,6 +146,11 @@ type ModelStep struct {
 	Ms     float64          `json:"ms"`
 	Warmup bool             `json:"warmup,omitempty"`
 	Graphs []gpu.GraphStats `json:"graphs"` // per rank, this step's flushes
+	// DECLists is how many of the step's DEC GEMVs (rank 0's) took their
+	// list from the op that wrote their x (gpu.Backend.DECListsGiven; none
+	// with BITDECODE_NO_DEC_NORM_SELECT): 4 a layer but layer 0's 3 when
+	// it works.
+	DECLists int64 `json:"dec_lists_given,omitempty"`
 }
 
 // GraphLine sums the timed steps' flushes per rank, per step: "rank 0:
@@ -604,6 +609,7 @@ func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f 
 	var times []float64
 	var stepRows []ModelStep
 	before := g.graphStats()
+	lists := g.ranks[0].DECListsGiven()
 	for i := range steps {
 		var b model.Batch
 		for s := range cfg.Batch {
@@ -632,6 +638,8 @@ func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f 
 				st.Graphs[r].LastDirect = after[r].LastDirect
 			}
 		}
+		n := g.ranks[0].DECListsGiven()
+		st.DECLists, lists = n-lists, n
 		stepRows = append(stepRows, st)
 		before = after
 	}

@@ -111,6 +111,7 @@ type Backend struct {
 	graphs *graphCache // touched on the owner thread only
 
 	ropeAppends atomic.Int64 // attention ops folded onto q|k|v's GEMM (ropekv.go)
+	listsGiven  atomic.Int64 // q6 GEMVs whose list the op before wrote (normsel.go)
 
 	// Linear's fp16 copy of x; touched only by ops (one goroutine at a
 	// time) on the owner thread.
@@ -311,13 +312,18 @@ type queuedOp struct {
 	// cache's attention op queued after it may fold (ropekv.go); nil for
 	// every other op, and with Options.NoRoPEAppend.
 	rope *ropeJoined
+	// sel: the float32 tensor the op writes, where a variant of it can
+	// write that tensor's DEC list for the q6 GEMV queued after it
+	// (normsel.go); nil for every other op, and with
+	// Options.NoDECNormSelect.
+	sel *selOut
 }
 
 // foldable reports whether the op after q may fold into it (fuse.go,
 // join.go, half.go, ropekv.go): the queue then keeps q past a segment's
 // end.
 func (q *queuedOp) foldable() bool {
-	return q.gemv != nil || q.joined != nil || q.half != nil || q.rope != nil
+	return q.gemv != nil || q.joined != nil || q.half != nil || q.rope != nil || q.sel != nil
 }
 
 // tensor is the CUDA backend's backend.Tensor.

@@ -378,9 +378,13 @@ type joinedLaunch struct {
 	x, xh, y cuda.DevicePtr
 	T, K, N  int
 	ready    bool
-	groups   []kernels.LinearGroup
-	sk       skinnyPlan  // the GEMM on skinny.cu where ok (skinny.go)
-	tiled    *tiledJoint // the packed weights' joined tiled layout, nil for fp16
+	// listGiven: the op queued before this one (the AddRMSNorm writing x)
+	// writes x's DEC list to the joined DEC scratch, so gemm does not
+	// select (normsel.go); only with tiled.dec.
+	listGiven bool
+	groups    []kernels.LinearGroup
+	sk        skinnyPlan  // the GEMM on skinny.cu where ok (skinny.go)
+	tiled     *tiledJoint // the packed weights' joined tiled layout, nil for fp16
 }
 
 // tiledJoint is a joined group of packed weights (joinTiled) as one
@@ -402,8 +406,10 @@ func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
 	if t := l.tiled; t != nil && t.dec != nil {
 		j := t.dec
 		d := kernels.DECLaunch{X: l.x, Y: l.y, Sel: j.sel, R: &j.res, T: 1, KChunk: j.kChunk, Blocks: 1}
-		if err := b.q6K.Select(c, b.stream, &d); err != nil {
-			return err
+		if !l.listGiven {
+			if err := b.q6K.Select(c, b.stream, &d); err != nil {
+				return err
+			}
 		}
 		S := b.gemvq.SplitV5For(l.N, l.K, t.bits)
 		if js := b.opts.GEMVQJoinSplit; js > 0 {
@@ -439,7 +445,7 @@ func (l *joinedLaunch) key(extra ...uint64) []uint64 {
 	if t := l.tiled; t != nil {
 		key = append(key, u64(t.tw), u64(t.tp), u64(t.bits), u64(t.G))
 		if j := t.dec; j != nil {
-			key = append(key, u64(j.ptr), u64(j.kChunk))
+			key = append(key, u64(j.ptr), u64(j.kChunk), b2u(l.listGiven))
 		}
 	}
 	return groupKey(key, l.groups...)
@@ -537,13 +543,21 @@ func (b *Backend) launchJoinedTiled(op string, xt *tensor, T, K, N int, groups [
 	for i, g := range groups {
 		outs[i] = cols(g)
 	}
-	l := &joinedLaunch{x: xt.ptr, y: y, T: T, K: K, N: N, ready: true, groups: groups, tiled: t}
-	b.queueOp(queuedOp{op: op + "(joined)", key: l.key(), joined: l, f: func(c *cuda.Ctx) error {
-		if err := l.gemm(b, c); err != nil {
-			return err
-		}
-		return b.ops.SplitCols(c, b.stream, l.y, T, outs...)
-	}})
+	mk := func(given bool) queuedOp {
+		l := &joinedLaunch{x: xt.ptr, y: y, T: T, K: K, N: N, ready: true, listGiven: given, groups: groups, tiled: t}
+		return queuedOp{op: op + "(joined)", key: l.key(), joined: l, f: func(c *cuda.Ctx) error {
+			if err := l.gemm(b, c); err != nil {
+				return err
+			}
+			return b.ops.SplitCols(c, b.stream, l.y, T, outs...)
+		}}
+	}
+	if j := t.dec; j != nil && T == 1 {
+		// The AddRMSNorm writing x may write its list too (normsel.go).
+		b.queueAfterSel(xt.ptr, K, j.sel, j.kChunk, mk)
+		return
+	}
+	b.queueOp(mk(false))
 }
 
 // foldGLUJoined folds SwiGLU(dst, gate, up) (act kernels.ActSiLU) or
@@ -578,9 +592,22 @@ func (b *Backend) foldGLUJoined(act kernels.Act, dst, gate, up *tensor) bool {
 		// A cuBLASLt GEMM over dst queued next (down) takes dst's fp16 copy
 		// from the split (half.go). The GEMM above reads its own fp16 x,
 		// which may be the same buffer, before the split runs.
-		return queuedOp{op: op, key: key, f: run(0), half: &halfOut{y: d, n: l.T * g.N, with: func(dh cuda.DevicePtr) queuedOp {
+		q := queuedOp{op: op, key: key, f: run(0), half: &halfOut{y: d, n: l.T * g.N, with: func(dh cuda.DevicePtr) queuedOp {
 			return queuedOp{op: op + "+fp16", key: withKey(key, u64(dh)), f: run(dh)}
-		}}}, true
+		}}}
+		// A q6 GEMV over dst queued next (down at one row) takes dst's DEC
+		// list from the split (normsel.go: swiglu_cols_sel).
+		if !b.opts.NoDECNormSelect && l.T == 1 && b.ops.GLUSelects(l.T, g.N) {
+			q.sel = &selOut{y: d, n: g.N, T: l.T, with: func(sel cuda.DevicePtr, kChunk int) queuedOp {
+				return queuedOp{op: op + "+DEC list", key: withKey(key, u64(sel), u64(kChunk)), f: func(c *cuda.Ctx) error {
+					if err := l.gemm(b, c); err != nil {
+						return err
+					}
+					return b.ops.GLUColsSel(c, b.stream, act, l.y, d, l.T, g, u, sel, kChunk)
+				}}
+			}}
+		}
+		return q, true
 	})
 }
 

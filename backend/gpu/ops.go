@@ -809,9 +809,19 @@ func (b *Backend) AddRMSNorm(h, x, delta backend.Tensor, w backend.Weight, eps f
 	}
 	// A cuBLASLt GEMM over x queued next takes x's fp16 copy from this
 	// launch (half.go).
-	b.queueOp(queuedOp{op: op, key: key, f: run(0), half: &halfOut{y: xt.ptr, n: xt.n, with: func(xh cuda.DevicePtr) queuedOp {
+	q := queuedOp{op: op, key: key, f: run(0), half: &halfOut{y: xt.ptr, n: xt.n, with: func(xh cuda.DevicePtr) queuedOp {
 		return queuedOp{op: op + "+fp16", key: withKey(key, u64(xh)), f: run(xh)}
-	}}})
+	}}}
+	// A q6 GEMV over x queued next takes x's DEC list from this launch
+	// (normsel.go; one row over a cluster, unless Options.NoDECNormSelect).
+	if groups := ht.n / G; !b.opts.NoDECNormSelect && groups == 1 && b.ops.AddRMSNormSelects(G) {
+		q.sel = &selOut{y: xt.ptr, n: G, T: groups, with: func(sel cuda.DevicePtr, kChunk int) queuedOp {
+			return queuedOp{op: op + "+DEC list", key: withKey(key, u64(sel), u64(kChunk)), f: func(c *cuda.Ctx) error {
+				return b.ops.AddRMSNormSel(c, b.stream, ht.ptr, xt.ptr, 0, dt.ptr, wt.f32, groups, G, eps, early, sel, kChunk)
+			}}
+		}}
+	}
+	b.queueOp(q)
 }
 
 // RoPEQK implements backend.Backend: one rope_qk launch (ops.cu), the bits

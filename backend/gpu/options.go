@@ -116,6 +116,11 @@ const (
 	// layout and fused mode's gemv_q3_dec beside v3.2 at one row, as
 	// before session 19 (comparisons).
 	EnvDECQ3 = "BITDECODE_DEC_Q3"
+	// EnvNoDECNormSelect is Options.NoDECNormSelect: DEC's lists made by a
+	// select_q6 launch a GEMV again instead of by the op that writes x
+	// (AddRMSNorm, the attention output's conversion, gate|up's SwiGLU
+	// split; sessions 19b-20; comparisons).
+	EnvNoDECNormSelect = "BITDECODE_NO_DEC_NORM_SELECT"
 	// EnvGEMVQJoinSplit is Options.GEMVQJoinSplit: the warps per row group
 	// (1, 2, 4 or 8) of the one v6.1 launch over a joined packed group
 	// (comparisons).
@@ -307,6 +312,18 @@ type Options struct {
 	// wq.Compensate); 2-16 rows and prefill run the tiled base, then the
 	// serial compensation.
 	DECQ3 bool
+	// NoDECNormSelect keeps a select_q6 launch before every q6 GEMV at one
+	// row (session 19's route). By default (session 20, docs/perf/dec.md)
+	// a q6 weight's list (or a joined q6 group's) at one row of x is made
+	// by the op that writes x, where that op is queued right before the
+	// GEMV and has a variant that writes the list too (the same x and the
+	// same list as select_q6): AddRMSNorm over a cluster
+	// (kernels.Ops.AddRMSNormSel) for q|k|v and gate|up, a GPU KV cache's
+	// attention op (AttendOp.RunSel) for o, gate|up's joined split with
+	// SwiGLU (kernels.Ops.GLUColsSel) for down: the four selection
+	// launches a layer (layer 0: three) gone (normsel.go). A knob for
+	// A/Bs and tests.
+	NoDECNormSelect bool
 	// GEMVQJoinSplit is the warps per row group (1, 2, 4 or 8) of the v6.1
 	// launch over a joined packed group at one row; 0 takes SplitV5For's
 	// rule over the joined rows. Other splits give other sums (within the
@@ -355,7 +372,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
 		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked},
-		{EnvDECQ3, &o.DECQ3}} {
+		{EnvDECQ3, &o.DECQ3}, {EnvNoDECNormSelect, &o.NoDECNormSelect}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -422,11 +422,26 @@ func (b *Backend) q6Kernels() (*kernels.GEMVQ6DEC, error) {
 // tiled base then Compensate); where v6.1 would not read the weight alone
 // (a view of a joined group run apart: k, v), the tiled base, then
 // Compensate.
+//
+// Where the AddRMSNorm queued right before writes x, it may write the
+// list instead (unless Options.NoDECNormSelect, normsel.go): no selection launch.
 func (b *Backend) linearQuantQ6(d, xt *tensor, wt *weight, bp cuda.DevicePtr, N, K int) {
 	dw := wt.dec
-	b.launch("Linear DEC", func(c *cuda.Ctx) error {
+	b.queueAfterSel(xt.ptr, K, dw.sel, dw.kChunk, func(given bool) queuedOp {
+		return b.linearQuantQ6Op(d, xt, wt, bp, N, K, given)
+	})
+}
+
+// linearQuantQ6Op is linearQuantQ6's op; with given its list is written
+// by the op before it (no select_q6).
+func (b *Backend) linearQuantQ6Op(d, xt *tensor, wt *weight, bp cuda.DevicePtr, N, K int, given bool) queuedOp {
+	dw := wt.dec
+	f := func(c *cuda.Ctx) error {
 		l := kernels.DECLaunch{X: xt.ptr, Y: d.ptr, Sel: dw.sel, R: &dw.res, T: 1, KChunk: dw.kChunk, Blocks: dw.blocks}
-		err := b.q6K.Select(c, b.stream, &l)
+		var err error
+		if !given {
+			err = b.q6K.Select(c, b.stream, &l)
+		}
 		switch {
 		case err != nil:
 		case b.gemvq.UsesV6(1, N, K, wt.qbits, wt.qgroup):
@@ -442,8 +457,9 @@ func (b *Backend) linearQuantQ6(d, xt *tensor, wt *weight, bp cuda.DevicePtr, N,
 			return fmt.Errorf("weight %s: %w", wt.name, err)
 		}
 		return nil
-	}, u64(d.ptr), u64(xt.ptr), u64(wt.qt), u64(wt.qtp), u64(bp), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup),
-		u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.kChunk), u64(dw.blocks))
+	}
+	return queuedOp{op: "Linear DEC", f: f, key: []uint64{u64(d.ptr), u64(xt.ptr), u64(wt.qt), u64(wt.qtp), u64(bp), u64(N), u64(K),
+		u64(wt.qbits), u64(wt.qgroup), u64(dw.res.Words), u64(dw.res.Params), u64(dw.sel), u64(dw.kChunk), u64(dw.blocks), b2u(given)}}
 }
 
 // linearQuantDEC is Linear over a packed weight with DEC in concurrent

@@ -67,6 +67,12 @@ type AttendOp struct {
 	// Key lists every value Run's launches depend on but src (graph
 	// replay; nil: the op is not replayable).
 	Key []uint64
+	// RunSel, where not nil, is Run (without Out's fp16 copy) that also
+	// writes DEC's list of each row of Out (N/T channels a row;
+	// wq.SelectApprox at k_chunk kChunk) to sel: a q6 GEMV over Out queued
+	// next (o) then skips its selection launch (unless Options.NoDECNormSelect,
+	// normsel.go; session 19b).
+	RunSel func(c *cuda.Ctx, src *kernels.RoPEQKV, sel cuda.DevicePtr, kChunk int) error
 }
 
 // EnqueueAttend queues a KV cache's attention op: EnqueueOut's where
@@ -85,11 +91,11 @@ func (b *Backend) EnqueueAttend(a AttendOp) {
 		src := &kernels.RoPEQKV{Y: l.y, BQ: r.q.Bias, BK: r.k.Bias, BV: r.v.Bias, Pos: r.pos, InvFreq: r.invFreq}
 		b.ropeAppends.Add(1)
 		b.qFolds++ // under the queue's lock (foldLast)
-		return attendOp(a, "LinearGroup(joined)+RoPEQK+"+a.Op, r.key, func(c *cuda.Ctx) error { return l.gemm(b, c) }, src), true
+		return attendOp(a, "LinearGroup(joined)+RoPEQK+"+a.Op, r.key, func(c *cuda.Ctx) error { return l.gemm(b, c) }, src, !b.opts.NoDECNormSelect), true
 	}) {
 		return
 	}
-	b.queueOp(attendOp(a, a.Op, nil, nil, nil))
+	b.queueOp(attendOp(a, a.Op, nil, nil, nil, !b.opts.NoDECNormSelect))
 }
 
 // ropeFits reports whether the attention op a reads exactly the outputs
@@ -103,7 +109,9 @@ func ropeFits(r *ropeJoined, a AttendOp) bool {
 
 // attendOp returns a as a queued op named op, whose launches are pre's
 // (when not nil) then a.Run's with src; its key is prefix then a.Key.
-func attendOp(a AttendOp, op string, prefix []uint64, pre func(c *cuda.Ctx) error, src *kernels.RoPEQKV) queuedOp {
+// With sel (no Options.NoDECNormSelect) and a.RunSel, its variant writing Out's
+// DEC list runs a.RunSel instead (normsel.go).
+func attendOp(a AttendOp, op string, prefix []uint64, pre func(c *cuda.Ctx) error, src *kernels.RoPEQKV, sel bool) queuedOp {
 	var key []uint64
 	if a.Key != nil {
 		key = withKey(prefix, a.Key...)
@@ -130,6 +138,22 @@ func attendOp(a AttendOp, op string, prefix []uint64, pre func(c *cuda.Ctx) erro
 				k = withKey(key, u64(xh))
 			}
 			return queuedOp{op: op + "+fp16", f: run(xh), key: k}
+		}}
+	}
+	if sel && a.RunSel != nil && a.T > 0 && a.N > 0 && a.N%a.T == 0 {
+		q.sel = &selOut{y: a.Out, n: a.N / a.T, T: a.T, with: func(list cuda.DevicePtr, kChunk int) queuedOp {
+			var k []uint64
+			if key != nil {
+				k = withKey(key, u64(list), u64(kChunk))
+			}
+			return queuedOp{op: op + "+DEC list", key: k, f: func(c *cuda.Ctx) error {
+				if pre != nil {
+					if err := pre(c); err != nil {
+						return err
+					}
+				}
+				return a.RunSel(c, src, list, kChunk)
+			}}
 		}}
 	}
 	return q

@@ -246,8 +246,17 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 			return cfg, usageErrorf("$%s=%q: want 1, t, true, 0, f or false", bench.EnvDECQ3, v)
 		}
 	}
+	// The lists made where x is produced (the CUDA backend's default):
+	// pick on the list-given step, unless they are turned off.
+	noLists := false
+	if v, ok := lookupEnv(bench.EnvNoDECNormSelect); ok && strings.TrimSpace(v) != "" {
+		if noLists, err = strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+			return cfg, usageErrorf("$%s=%q: want 1, t, true, 0, f or false", bench.EnvNoDECNormSelect, v)
+		}
+	}
 	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
-		Runs: *f.runs, Mode: mode, ResidualOnDevice: at == "device", Activations: *f.activations, Q3: q3, Progress: progress}
+		Runs: *f.runs, Mode: mode, ResidualOnDevice: at == "device", Activations: *f.activations, Q3: q3, ListGiven: !noLists,
+		Progress: progress}
 	return cfg, nil
 }
 
@@ -333,7 +342,11 @@ the n_tb that was fastest for it (k_chunk 0 if even the smallest is too
 slow), prints the measurements and the picks, and saves them under "dec" in
 the model's bitdecode.json (or --out FILE), keyed by weight format, beside
 the file's other settings. 'run' and 'eval ppl' then take --dec-k tuned:5%:
-each layer gets its shape's k_chunk and n_tb for a 5% slowdown.
+each layer gets its shape's k_chunk and n_tb for a 5% slowdown. A shape's
+cost is its step with the list given, where fused mode times one (the CUDA
+backend makes the lists where x is produced, no selection launch;
+docs/perf/dec.md sessions 19b-20); $BITDECODE_NO_DEC_NORM_SELECT=1 turns
+the lists off there and makes the cost the step with its selection.
 
 Without --model, --shapes times a preset's shapes on random weights
 (llama-3.1-8b, llama-3.2-1b) or a list NxK,...; nothing is saved unless

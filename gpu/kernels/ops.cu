@@ -89,6 +89,11 @@
 //      output too where yh is set (a rotated KV cache's attention output,
 //      read next by o's cuBLASLt GEMM: f32_to_f16's bits, one launch a
 //      layer fewer; decode-step.md v22).
+//   + add_rmsnorm_cluster_sel (session 19b, docs/perf/dec.md; the default
+//      at one row with DEC since session 20, BITDECODE_NO_DEC_NORM_SELECT
+//      turns it off): add_rmsnorm_cluster
+//      that also writes DEC's list of x (wq.SelectApprox), so the q6 GEMV
+//      after it needs no selection launch.
 //
 // Go wrapper and tests: gpu/kernels/ops.go, ops_test.go (against float64
 // references); backend/cuda's tests check them against backend/cpu.
@@ -437,6 +442,133 @@ BD_DEVICE void normLoad(float (&hv)[kNormClusterRegs], float (&wv)[kNormClusterR
   }
 }
 
+// DEC's selection where x is produced (session 19b, docs/perf/dec.md):
+// wq.SelectApprox's constants, as dec.cu's kChunkChannels, kBucketShift
+// and kBuckets. add_rmsnorm_cluster_sel's CTA of rank c ranks the row's
+// chunk c (rows of up to NormClusterMaxG = 8 chunks), each thread
+// kSelPer consecutive channels of it.
+constexpr int kSelChunk = 1024;       // wq.ChunkChannels
+constexpr int kSelBucketShift = 20;   // wq's bucketShift: 8 buckets per octave
+constexpr int kSelBuckets = 256;      // wq's bucketCount
+constexpr int kSelPer = kSelChunk / kNormClusterThreads;  // 8 channels a thread
+constexpr int kNormClusterWarps = kNormClusterThreads / 32;
+static_assert(kSelPer % 4 == 0, "16-byte loads of a thread's channels");
+static_assert(kNormCluster * kSelChunk >= kNormCluster * kNormClusterThreads * kNormClusterRegs, "a chunk a CTA");
+
+// selChunkSelect is wq.ChunkSelect (dec.cu's chunk_select) for kChunk <= 1024.
+BD_DEVICE int selChunkSelect(int kChunk, int c) {
+  if (kChunk <= 0 || c <= 0) return 0;
+  const int k = (kChunk * c + kSelChunk - 1) / kSelChunk;
+  return k < c ? k : c;
+}
+
+// clusterLoadF32x4 reads the four floats at p (shared memory, 16-byte
+// aligned) of CTA rank of the cluster.
+BD_DEVICE float4 clusterLoadF32x4(const float* p, u32 rank) {
+  const u32 local = u32(__cvta_generic_to_shared(p));
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+
+// selectChunk writes wq.SelectApprox's list of one chunk of c channels
+// (c0 its first, kc = ChunkSelect(kChunk, c) >= 1 of them taken) to out
+// [kc], in increasing order, in a CTA of THREADS threads (128 or 256):
+// thread t holds the chunk's channels t·PER + m (m < PER = 1024/THREADS)
+// in v, those at or past c ignored. The rule's three steps, as dec.cu's
+// select_topk_cta: keyMax and the 256-bucket histogram (shared atomics);
+// B and the count above it from an inclusive scan of the histogram
+// (256/THREADS buckets a thread); then one exclusive scan of each
+// thread's (count below B, count in B), packed in one int, gives every
+// taken channel its place: the channels before it with b < B plus
+// min(the channels before it in B, fill), fill = kc − (count above B) —
+// the first fill channels of bucket B in channel order, as wq's scan
+// takes them (normsel_internal_test.go's model, checked against wq).
+// Every thread must call it (it synchronizes); hist holds kSelBuckets
+// ints, warpv THREADS/32, shB two.
+template <int THREADS>
+BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc, int c0, int* __restrict__ out,
+                           int* hist, int* warpv, int* shB) {
+  constexpr int PER = kSelChunk / THREADS, WARPS = THREADS / 32, BPT = kSelBuckets / THREADS;
+  static_assert(THREADS * PER == kSelChunk && THREADS * BPT == kSelBuckets, "the ranking's partition");
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int key[PER];
+  int m = -1;
+#pragma unroll
+  for (int j = 0; j < PER; j++) {
+    key[j] = tid * PER + j < c ? int((__float_as_uint(v[j]) & 0x7fffffffu) >> kSelBucketShift) : -1;
+    m = max(m, key[j]);
+  }
+#pragma unroll
+  for (int k = 0; k < BPT; k++) hist[tid + k * THREADS] = 0;
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
+  if (lane == 0) warpv[warp] = m;
+  __syncthreads();  // the warp maxima and hist's zeros
+  int keyMax = warpv[0];
+#pragma unroll
+  for (int w = 1; w < WARPS; w++) keyMax = max(keyMax, warpv[w]);
+  int b[PER];
+#pragma unroll
+  for (int j = 0; j < PER; j++) {
+    b[j] = key[j] >= 0 ? min(keyMax - key[j], kSelBuckets - 1) : kSelBuckets;
+    if (key[j] >= 0) atomicAdd(&hist[b[j]], 1);
+  }
+  __syncthreads();  // the histogram; every read of warpv above is done
+  // B: the first bucket whose inclusive count reaches kc (it exists: the
+  // 256 buckets count c >= kc channels). Thread t owns buckets t·BPT + k.
+  int h[BPT], hsum = 0;
+#pragma unroll
+  for (int k = 0; k < BPT; k++) {
+    h[k] = hist[tid * BPT + k];
+    hsum += h[k];
+  }
+  const int incl = warpInclusiveSum(hsum, lane);
+  if (lane == 31) warpv[warp] = incl;
+  __syncthreads();
+  int before = incl - hsum;
+  for (int w = 0; w < warp; w++) before += warpv[w];
+#pragma unroll
+  for (int k = 0; k < BPT; k++) {
+    if (before < kc && before + h[k] >= kc) {
+      shB[0] = tid * BPT + k;
+      shB[1] = before;
+    }
+    before += h[k];
+  }
+  __syncthreads();  // shB; every read of warpv above is done
+  const int B = shB[0], fill = kc - shB[1];
+  int below = 0, in = 0;
+#pragma unroll
+  for (int j = 0; j < PER; j++) {
+    below += b[j] < B;
+    in += b[j] == B;
+  }
+  const int packed = below | in << 16;  // each count <= 1024
+  const int pincl = warpInclusiveSum(packed, lane);
+  if (lane == 31) warpv[warp] = pincl;
+  __syncthreads();
+  int pex = pincl - packed;
+  for (int w = 0; w < warp; w++) pex += warpv[w];
+  int nb = pex & 0xffff, ni = pex >> 16;
+#pragma unroll
+  for (int j = 0; j < PER; j++) {
+    const int ch = c0 + tid * PER + j;
+    if (b[j] < B) {
+      out[nb + min(ni, fill)] = ch;
+      nb++;
+    } else if (b[j] == B) {
+      if (ni < fill) out[nb + ni] = ch;
+      ni++;
+    }
+  }
+}
+
 static_assert(kNormCluster == 8, "add_rmsnorm_cluster's __cluster_dims__ spells kNormCluster");
 extern "C" __global__ void __cluster_dims__(8, 1, 1)
     add_rmsnorm_cluster(float* h, float* x, const float* delta, const float* __restrict__ w, int G, float eps,
@@ -489,6 +621,203 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1)
     }
   }
   clusterWait();  // no CTA leaves (its shared memory) before every CTA has read it
+}
+// add_rmsnorm_cluster_sel is add_rmsnorm_cluster (the same h, x and xh,
+// bit for bit: its body, kept apart so that add_rmsnorm_cluster's code
+// stays as it was) that also writes each row's DEC list of x for k_chunk
+// kChunk (1-1024; wq.SelectApprox, the list dec.cu's select_topk writes)
+// to sel [rows][selStride] (selStride = wq's selected channels of a G
+// row), the list gemvq6dec.cu's gemv_q6_dec reads, with no selection
+// launch of its own (session 19b, docs/perf/dec.md). No cluster barrier
+// more than add_rmsnorm_cluster's two: every CTA leaves its slice of
+// h + delta and of w in shared memory before the first (the one that
+// publishes the CTAs' sums); after it, CTA c reads chunk c's 1024
+// channels of both from the CTAs that hold them (distributed shared
+// memory; a chunk spans two CTAs of a 4096 row) with the sums, before its
+// second arrive (which then also says it has read them), makes their x
+// with the row's r as their own CTA does (the same bits) and ranks them
+// (selectChunk) while the second barrier completes. G % 32 == 0
+// (slices of whole 16-byte loads).
+extern "C" __global__ void __cluster_dims__(8, 1, 1)
+    add_rmsnorm_cluster_sel(float* h, float* x, const float* delta, const float* __restrict__ w, int G, float eps,
+                            u16* __restrict__ xh, int early, int* __restrict__ sel, int selStride, int kChunk) {
+  const u32 rank = clusterRank();
+  const long long g = blockIdx.x / kNormCluster;
+  const int S = (G + kNormCluster - 1) / kNormCluster;
+  const int lo = int(rank) * S, hi = min(G, lo + S);
+  float* hs = h + g * G;
+  float* xs = x + g * G;
+  const float* ds = delta + g * G;
+  const int tid = threadIdx.x;
+  float v[kNormClusterRegs], wv[kNormClusterRegs];
+  if (early) normLoad(v, wv, hs, w, lo, hi, tid);
+  startDependent();
+  __shared__ double partial[kNormClusterThreads];
+  __shared__ double ctaSum;
+  // This CTA's slice of h + delta and of w, read by the CTA ranking it.
+  __shared__ __align__(16) float vs[kNormClusterThreads * kNormClusterRegs];
+  __shared__ __align__(16) float ws[kNormClusterThreads * kNormClusterRegs];
+  __shared__ int hist[kSelBuckets];
+  __shared__ int warpv[kNormClusterWarps];
+  __shared__ int shB[2];
+  if (!early) normLoad(v, wv, hs, w, lo, hi, tid);
+#pragma unroll
+  for (int j = 0; j < kNormClusterRegs; j++) {
+    const int i = lo + tid + j * kNormClusterThreads;
+    if (i < hi) v[j] = __fadd_rn(v[j], ds[i]);
+  }
+  double ss = 0;
+#pragma unroll
+  for (int j = 0; j < kNormClusterRegs; j++) {
+    const int i = lo + tid + j * kNormClusterThreads;
+    if (i < hi) {
+      hs[i] = v[j];
+      vs[i - lo] = v[j];
+      ws[i - lo] = wv[j];
+      const double dv = v[j];
+      ss += dv * dv;
+    }
+  }
+  const double cta = block_sum(ss, partial);
+  if (tid == 0) ctaSum = cta;
+  clusterArrive();  // release: this CTA's sum and slice, before any CTA reads them
+  clusterWait();
+  double total = 0;
+#pragma unroll
+  for (int c = 0; c < kNormCluster; c++) total += clusterLoadF64(&ctaSum, u32(c));
+  // Chunk rank's channels c0 + tid·kSelPer + q (the same for the whole CTA).
+  const int c0 = int(rank) * kSelChunk, c = min(kSelChunk, G - c0);
+  const int kc = c0 < G ? selChunkSelect(kChunk, c) : 0;
+  float cv[kSelPer], cw[kSelPer];
+  if (kc > 0) {
+#pragma unroll
+    for (int q = 0; q < kSelPer; q += 4) {
+      const int i = c0 + tid * kSelPer + q;  // 4 channels of one CTA's slice (S % 4 == 0)
+      float4 fv = make_float4(0.f, 0.f, 0.f, 0.f), fw = fv;
+      if (i < G) {
+        const int owner = i / S;
+        fv = clusterLoadF32x4(&vs[i - owner * S], u32(owner));
+        fw = clusterLoadF32x4(&ws[i - owner * S], u32(owner));
+      }
+      cv[q] = fv.x;
+      cv[q + 1] = fv.y;
+      cv[q + 2] = fv.z;
+      cv[q + 3] = fv.w;
+      cw[q] = fw.x;
+      cw[q + 1] = fw.y;
+      cw[q + 2] = fw.z;
+      cw[q + 3] = fw.w;
+    }
+  }
+  clusterArrive();  // this CTA has read every CTA's sum and the slices it ranks
+  const float r = norm_r(total, G, eps);
+#pragma unroll
+  for (int j = 0; j < kNormClusterRegs; j++) {
+    const int i = lo + tid + j * kNormClusterThreads;
+    if (i < hi) {
+      const float y = __fmul_rn(wv[j], __fmul_rn(v[j], r));
+      xs[i] = y;
+      if (xh != nullptr) xh[g * G + i] = f2h(y);
+    }
+  }
+  if (kc > 0) {
+    float cx[kSelPer];  // x of the chunk's channels: the bits their own CTA stores
+#pragma unroll
+    for (int q = 0; q < kSelPer; q++) cx[q] = __fmul_rn(cw[q], __fmul_rn(cv[q], r));
+    int* out = sel + g * selStride + (long long)rank * selChunkSelect(kChunk, kSelChunk);
+    selectChunk<kNormClusterThreads>(cx, c, kc, c0, out, hist, warpv, shB);
+  }
+  clusterWait();  // no CTA leaves (its shared memory) before every CTA has read it
+}
+
+// o's input with DEC's list (session 19b): the attention output's
+// conversion to float32 (f16_to_f32, or f16_to_f32_hadamard(_warp) for a
+// rotated KV format) that also writes each token's DEC list of its output
+// (wq.SelectApprox at k_chunk kChunk) for the q6 GEMV of o after it. Grid
+// (chunks, T), kSelCTA threads: CTA (ch, t) converts token t's channels
+// [ch·1024, ch·1024 + c) of its row of rowLen, keeps them in shared memory
+// and ranks them (selectChunk<kSelCTA>), writing the chunk's part of the
+// list at sel + t·selStride + ch·ChunkSelect(kChunk, 1024).
+constexpr int kSelCTA = 256;
+
+// selOutChunk ranks the chunk held in cs (c values) at the end of the o-input
+// kernels (every thread; after the barrier that publishes cs).
+BD_DEVICE void selOutChunk(const float* cs, int c, int c0, int t, int* __restrict__ sel, int selStride, int kChunk,
+                           int* hist, int* warpv, int* shB) {
+  constexpr int PER = kSelChunk / kSelCTA;
+  const int kc = selChunkSelect(kChunk, c);
+  if (kc == 0) return;  // the same for the whole CTA
+  float v[PER];
+#pragma unroll
+  for (int q = 0; q < PER; q++) v[q] = int(threadIdx.x) * PER + q < c ? cs[threadIdx.x * PER + q] : 0.f;
+  int* out = sel + (long long)t * selStride + (long long)(c0 / kSelChunk) * selChunkSelect(kChunk, kSelChunk);
+  selectChunk<kSelCTA>(v, c, kc, c0, out, hist, warpv, shB);
+}
+
+// hadamardRowsSel is f16ToF32HadamardRow over the chunk's c/D rows of D =
+// 32·E (warp w: rows w, w + 8, ...): the same operations, the same bits,
+// each output also kept in cs at its place in the chunk.
+template <int E>
+BD_DEVICE void hadamardRowsSel(float* __restrict__ y, const u16* __restrict__ x, long long base, int c, float s,
+                               float* cs) {
+  constexpr int D = 32 * E;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int r = warp; r * D < c; r += kSelCTA / 32) {
+    const long long off = base + (long long)r * D + lane;
+    float v[E];
+#pragma unroll
+    for (int e = 0; e < E; e++) v[e] = h2f(x[off + 32 * e]);
+    walshHadamardWarp<E>(v, lane);
+#pragma unroll
+    for (int e = 0; e < E; e++) {
+      const float o = __fmul_rn(v[e], s);
+      y[off + 32 * e] = o;
+      cs[r * D + lane + 32 * e] = o;
+    }
+  }
+}
+
+// f16_to_f32_hadamard_sel: f16_to_f32_hadamard_warp's y (D = 32, 64, 128
+// or 256; rowLen a multiple of D) and each token's DEC list.
+extern "C" __global__ void __launch_bounds__(kSelCTA)
+    f16_to_f32_hadamard_sel(float* __restrict__ y, const u16* __restrict__ x, int rowLen, int D, float s,
+                            int* __restrict__ sel, int selStride, int kChunk) {
+  startDependentFirst();  // as f16_to_f32_hadamard_warp
+  __shared__ float cs[kSelChunk];
+  __shared__ int hist[kSelBuckets];
+  __shared__ int warpv[kSelCTA / 32];
+  __shared__ int shB[2];
+  const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, rowLen - c0);
+  const long long base = (long long)t * rowLen + c0;
+  switch (D) {
+    case 32: hadamardRowsSel<1>(y, x, base, c, s, cs); break;
+    case 64: hadamardRowsSel<2>(y, x, base, c, s, cs); break;
+    case 128: hadamardRowsSel<4>(y, x, base, c, s, cs); break;
+    case 256: hadamardRowsSel<8>(y, x, base, c, s, cs); break;
+  }
+  __syncthreads();
+  selOutChunk(cs, c, c0, t, sel, selStride, kChunk, hist, warpv, shB);
+}
+
+// f16_to_f32_sel: f16_to_f32's y over T rows of rowLen and each token's
+// DEC list.
+extern "C" __global__ void __launch_bounds__(kSelCTA)
+    f16_to_f32_sel(float* __restrict__ y, const u16* __restrict__ x, int rowLen, int* __restrict__ sel, int selStride,
+                   int kChunk) {
+  startDependent();  // as f16_to_f32
+  __shared__ float cs[kSelChunk];
+  __shared__ int hist[kSelBuckets];
+  __shared__ int warpv[kSelCTA / 32];
+  __shared__ int shB[2];
+  const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, rowLen - c0);
+  const long long base = (long long)t * rowLen + c0;
+  for (int i = threadIdx.x; i < c; i += kSelCTA) {
+    const float v = h2f(x[base + i]);
+    y[base + i] = v;
+    cs[i] = v;
+  }
+  __syncthreads();
+  selOutChunk(cs, c, c0, t, sel, selStride, kChunk, hist, warpv, shB);
 }
 #endif
 
@@ -666,6 +995,48 @@ extern "C" __global__ void swiglu_cols(const float* __restrict__ y, float* dst, 
           make_uint2(u32(f2h(d.x)) | (u32(f2h(d.y)) << 16), u32(f2h(d.z)) | (u32(f2h(d.w)) << 16));
   }
 }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// swiglu_cols_sel (session 19b): swiglu_cols's dst, gate and up (no fp16
+// copy; the same operations, the same bits) that also writes each row's
+// DEC list of dst (wq.SelectApprox at k_chunk kChunk) to sel + t·selStride
+// + ch·ChunkSelect(kChunk, 1024), for down's q6 GEMV after it (gate|up's
+// joined GEMV at one row, then this split): grid (chunks of N, T),
+// kSelCTA threads, thread l of CTA (ch, t) the float4 of row t's channels
+// ch·1024 + 4l .. + 3, ranked in registers (selectChunk<kSelCTA>).
+extern "C" __global__ void __launch_bounds__(kSelCTA)
+    swiglu_cols_sel(const float* __restrict__ y, float* dst, float* gate, float* up, const float* __restrict__ bg,
+                    const float* __restrict__ bu, int N, int act, int* __restrict__ sel, int selStride, int kChunk) {
+  startDependent();
+  __shared__ int hist[kSelBuckets];
+  __shared__ int warpv[kSelCTA / 32];
+  __shared__ int shB[2];
+  const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, N - c0);
+  const int q = N / 4, cc = c0 / 4 + int(threadIdx.x);
+  float v[4] = {0.f, 0.f, 0.f, 0.f};
+  if (int(threadIdx.x) * 4 < c) {
+    const long long i = (long long)t * q + cc;
+    const float4* row = reinterpret_cast<const float4*>(y) + (long long)t * 2 * q;
+    float4 g = row[cc], u = row[q + cc];
+    if (bg != nullptr) g = add4(g, reinterpret_cast<const float4*>(bg)[cc]);
+    if (bu != nullptr) u = add4(u, reinterpret_cast<const float4*>(bu)[cc]);
+    if (gate != nullptr) reinterpret_cast<float4*>(gate)[i] = g;
+    if (up != nullptr) reinterpret_cast<float4*>(up)[i] = u;
+    const float4 d = make_float4(glu_mul(act, g.x, u.x), glu_mul(act, g.y, u.y), glu_mul(act, g.z, u.z),
+                                 glu_mul(act, g.w, u.w));
+    reinterpret_cast<float4*>(dst)[i] = d;
+    v[0] = d.x;
+    v[1] = d.y;
+    v[2] = d.z;
+    v[3] = d.w;
+  }
+  const int kc = selChunkSelect(kChunk, c);
+  if (kc > 0) {  // the same for the whole CTA
+    int* out = sel + (long long)t * selStride + (long long)blockIdx.x * selChunkSelect(kChunk, kSelChunk);
+    selectChunk<kSelCTA>(v, c, kc, c0, out, hist, warpv, shB);
+  }
+}
+#endif
 
 // rope_cols: split_cols of y [T, Hq·D + Hk·D + Nv] (one GEMM's output over
 // q's, k's and v's joined weights) into q [T, Hq·D], k [T, Hk·D] and v [T,

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 //go:embed ops.cu
@@ -56,6 +57,13 @@ type Ops struct {
 	// thread block clusters (sm_90 and later; hasCluster).
 	addRMSNormCluster cuda.Function
 	hasCluster        bool
+	// addRMSNormClusterSel is add_rmsnorm_cluster_sel (DEC's list where
+	// x is produced, session 19b), where the device has clusters;
+	// f16ToF32Sel and f16ToF32HadamardSel are o's input with its list
+	// (f16_to_f32_sel, f16_to_f32_hadamard_sel), compiled with them.
+	addRMSNormClusterSel, f16ToF32Sel, f16ToF32HadamardSel cuda.Function
+	// swigluColsSel is swiglu_cols_sel (down's input with its list).
+	swigluColsSel cuda.Function
 }
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
@@ -88,6 +96,15 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 	// Compiled only for sm_90 and later (ops.cu's #if).
 	if f, err := mod.Function("add_rmsnorm_cluster"); err == nil {
 		o.addRMSNormCluster, o.hasCluster = f, true
+		for _, k := range []struct {
+			f    *cuda.Function
+			name string
+		}{{&o.addRMSNormClusterSel, "add_rmsnorm_cluster_sel"}, {&o.f16ToF32Sel, "f16_to_f32_sel"}, {&o.f16ToF32HadamardSel, "f16_to_f32_hadamard_sel"},
+			{&o.swigluColsSel, "swiglu_cols_sel"}} {
+			if *k.f, err = mod.Function(k.name); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return o, nil
 }
@@ -97,6 +114,97 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 // summation order) rather than add_rmsnorm (rmsnorm's order).
 func (o *Ops) AddRMSNormClusters(G int) bool {
 	return o.hasCluster && G >= NormClusterMinG && G <= NormClusterMaxG
+}
+
+// normSelAlign is the row lengths AddRMSNormSel takes a multiple of: each
+// CTA's slice of a row (G/8 elements) a whole number of the 16-byte loads
+// through which add_rmsnorm_cluster_sel's CTAs read each other's slices.
+const normSelAlign = 4 * normCluster
+
+// AddRMSNormSelects reports whether AddRMSNormSel runs over rows of G
+// elements: where AddRMSNorm runs add_rmsnorm_cluster and G is a multiple
+// of normSelAlign.
+func (o *Ops) AddRMSNormSelects(G int) bool {
+	return o.AddRMSNormClusters(G) && G%normSelAlign == 0
+}
+
+// AddRMSNormSel is AddRMSNormHalfEarly over a cluster
+// (add_rmsnorm_cluster_sel: the same h, x and xh, bit for bit) that also
+// writes each row's DEC selection of x, wq.SelectApprox with k_chunk
+// kChunk (1 or more), to sel [groups][DECSelected(G, kChunk)] int32: the
+// list DEC.Select and GEMVQ6DEC.Select write, with no launch of its own
+// (docs/perf/dec.md, session 19b). Only where AddRMSNormSelects(G).
+func (o *Ops) AddRMSNormSel(c *cuda.Ctx, s cuda.Stream, h, x, xh, delta, w cuda.DevicePtr, groups, G int, eps float32, early bool,
+	sel cuda.DevicePtr, kChunk int) error {
+	if err := checkRows("add_rmsnorm_sel", groups, G); err != nil {
+		return err
+	}
+	if !o.AddRMSNormSelects(G) || groups > maxGridX/normCluster {
+		return fmt.Errorf("kernels: add_rmsnorm_sel: rows of %d (a cluster, a multiple of %d, %d-%d) x %d", G, normSelAlign,
+			NormClusterMinG, NormClusterMaxG, groups)
+	}
+	if kChunk <= 0 || sel == 0 {
+		return fmt.Errorf("kernels: add_rmsnorm_sel: k_chunk %d, list %#x", kChunk, sel)
+	}
+	kChunk = min(kChunk, wq.ChunkChannels)
+	return c.Launch(o.addRMSNormClusterSel, cuda.Dim3{X: groups * normCluster}, cuda.Dim3{X: normClusterThreads}, 0, s,
+		h, x, delta, w, int32(G), eps, xh, flagArg(early), sel, int32(DECSelected(G, kChunk)), int32(kChunk))
+}
+
+// selectThreads is ops.cu's kSelCTA: the block of the o-input kernels
+// with DEC's list (one CTA a 1024-channel chunk of a token).
+const selectThreads = 256
+
+// OutSelects reports whether the attention output's conversion over T
+// rows of rowLen channels (a token's heads, of D each when rotated; D 0:
+// unrotated) can also write DEC's list (F16ToF32Sel, F16ToF32HadamardSel):
+// on a device with clusters (sm_90, where gemv_q6_dec runs), D one of the
+// warp Hadamard's (32-256) where rotated, rowLen a positive multiple of
+// D (and of 4).
+func (o *Ops) OutSelects(T, rowLen, D int) bool {
+	if !o.hasCluster || T <= 0 || T > maxGridY || rowLen <= 0 || rowLen%4 != 0 {
+		return false
+	}
+	return D == 0 || warpHadamard(D) && rowLen%D == 0
+}
+
+// outSelArgs checks an o-input launch with DEC's list and returns its grid
+// and the list's stride (wq's selected channels of a row).
+func (o *Ops) outSelArgs(op string, T, rowLen, D int, sel cuda.DevicePtr, kChunk int) (cuda.Dim3, int, error) {
+	if !o.OutSelects(T, rowLen, D) || sel == 0 || kChunk <= 0 {
+		return cuda.Dim3{}, 0, fmt.Errorf("kernels: %s: %d rows of %d (D %d), list %#x, k_chunk %d", op, T, rowLen, D, sel, kChunk)
+	}
+	kChunk = min(kChunk, wq.ChunkChannels)
+	grid := cuda.Dim3{X: (rowLen + wq.ChunkChannels - 1) / wq.ChunkChannels, Y: T}
+	return grid, DECSelected(rowLen, kChunk), nil
+}
+
+// F16ToF32Sel is F16ToF32 over T rows of rowLen (f16_to_f32_sel: the same
+// values) that also writes each row's DEC list, wq.SelectApprox at
+// k_chunk kChunk, to sel [T][DECSelected(rowLen, kChunk)] int32: an
+// unrotated KV cache's attention output, the input of o's q6 GEMV, whose
+// selection launch it replaces (session 19b). Only where
+// OutSelects(T, rowLen, 0).
+func (o *Ops) F16ToF32Sel(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, T, rowLen int, sel cuda.DevicePtr, kChunk int) error {
+	grid, stride, err := o.outSelArgs("f16_to_f32_sel", T, rowLen, 0, sel, kChunk)
+	if err != nil {
+		return err
+	}
+	return c.Launch(o.f16ToF32Sel, grid, cuda.Dim3{X: selectThreads}, 0, s, dst, src, int32(rowLen), sel, int32(stride),
+		int32(min(kChunk, wq.ChunkChannels)))
+}
+
+// F16ToF32HadamardSel is F16ToF32Hadamard over T tokens of rowLen/D rows
+// of D (f16_to_f32_hadamard_sel: f16_to_f32_hadamard_warp's bits) that
+// also writes each token's DEC list as F16ToF32Sel does: a rotated KV
+// cache's attention output. Only where OutSelects(T, rowLen, D).
+func (o *Ops) F16ToF32HadamardSel(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr, T, rowLen, D int, sel cuda.DevicePtr, kChunk int) error {
+	grid, stride, err := o.outSelArgs("f16_to_f32_hadamard_sel", T, rowLen, D, sel, kChunk)
+	if err != nil {
+		return err
+	}
+	return c.Launch(o.f16ToF32HadamardSel, grid, cuda.Dim3{X: selectThreads}, 0, s, dst, src, int32(rowLen), int32(D),
+		hadamardScale(D), sel, int32(stride), int32(min(kChunk, wq.ChunkChannels)))
 }
 
 // elemGrid returns the grid of a grid-stride kernel over n elements.
@@ -493,6 +601,36 @@ func (o *Ops) GLUColsHalf(c *cuda.Ctx, s cuda.Stream, act Act, y, dst, dh cuda.D
 	n4 := T * N / 4
 	return c.Launch(o.swigluCols, elemGrid(n4), cuda.Dim3{X: opsThreads}, 0, s, y, dst, gate.Y, up.Y,
 		gate.Bias, up.Bias, int32(N), int64(n4), dh, int32(act))
+}
+
+// GLUSelects reports whether GLUColsSel runs over T rows of N outputs
+// (clusters, the sm_90 build where gemv_q6_dec runs; N a multiple of 4).
+func (o *Ops) GLUSelects(T, N int) bool {
+	return o.hasCluster && T > 0 && T <= maxGridY && N > 0 && N%4 == 0
+}
+
+// GLUColsSel is GLUColsHalf without the fp16 copy (swiglu_cols_sel: the
+// same dst, gate and up, bit for bit) that also writes each row's DEC list
+// of dst, wq.SelectApprox at k_chunk kChunk, to sel [T][DECSelected(N,
+// kChunk)] int32: down's input at one row after gate|up's joined GEMV,
+// whose list its q6 GEMV then does not select (session 19b). Only where
+// GLUSelects(T, N).
+func (o *Ops) GLUColsSel(c *cuda.Ctx, s cuda.Stream, act Act, y, dst cuda.DevicePtr, T int, gate, up ColsOut, sel cuda.DevicePtr, kChunk int) error {
+	if act != ActSiLU && act != ActGeluTanh {
+		return fmt.Errorf("kernels: swiglu_cols_sel: unknown activation %v", act)
+	}
+	N := gate.N
+	if !o.GLUSelects(T, N) || up.N != N || !colsAligned(y, 4) || dst == 0 || !colsAligned(dst, N) ||
+		!colsAligned(gate.Y, N) || !colsAligned(up.Y, N) || !colsAligned(gate.Bias, N) || !colsAligned(up.Bias, N) {
+		return fmt.Errorf("kernels: swiglu_cols_sel: [%d, 2·%d] (up %d columns) into %#x, %#x, %#x: want clusters, a multiple of 4 and 16-byte alignment", T, N, up.N, dst, gate.Y, up.Y)
+	}
+	if sel == 0 || kChunk <= 0 {
+		return fmt.Errorf("kernels: swiglu_cols_sel: list %#x, k_chunk %d", sel, kChunk)
+	}
+	kChunk = min(kChunk, wq.ChunkChannels)
+	grid := cuda.Dim3{X: (N + wq.ChunkChannels - 1) / wq.ChunkChannels, Y: T}
+	return c.Launch(o.swigluColsSel, grid, cuda.Dim3{X: selectThreads}, 0, s, y, dst, gate.Y, up.Y, gate.Bias, up.Bias,
+		int32(N), int32(act), sel, int32(DECSelected(N, kChunk)), int32(kChunk))
 }
 
 // ropeColsVBlocks is how many blocks of a rope_cols row copy v's columns.

@@ -757,7 +757,11 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 	// EnqueueAttend): the round's append then applies their biases and
 	// RoPE itself (KVWriter.AppendRoPE, rope_cols's bits; decode-step.md
 	// v24).
-	run := func(x *cuda.Ctx, xh cuda.DevicePtr, src *kernels.RoPEQKV) error {
+	//
+	// With sel (not 0) the last launch also writes DEC's list of each
+	// token's output for o's q6 GEMV (backend/gpu's AttendOp.RunSel; no
+	// fp16 copy then).
+	runSel := func(x *cuda.Ctx, xh cuda.DevicePtr, src *kernels.RoPEQKV, sel cuda.DevicePtr, kChunk int) error {
 		if src != nil && len(rounds) != 1 { // Fold below says no
 			return fmt.Errorf("gpukv: GPU cache layer %d: q, k and v before RoPE for %d write rounds", layer, len(rounds))
 		}
@@ -819,13 +823,28 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				return err
 			}
 		}
-		if lk.rotate { // the output rotated back on its way to float32
+		switch {
+		case sel != 0 && lk.rotate:
+			return c.ops.F16ToF32HadamardSel(x, st, ptr[3], c.oh, T, qw, sh.D, sel, kChunk)
+		case sel != 0:
+			return c.ops.F16ToF32Sel(x, st, ptr[3], c.oh, T, qw, sel, kChunk)
+		case lk.rotate: // the output rotated back on its way to float32
 			return c.ops.F16ToF32HadamardHalf(x, st, ptr[3], xh, c.oh, T*sh.Hq, sh.D)
 		}
 		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
 	}
+	run := func(x *cuda.Ctx, xh cuda.DevicePtr, src *kernels.RoPEQKV) error { return runSel(x, xh, src, 0, 0) }
 	a := gpu.AttendOp{Op: fmt.Sprintf("GPU KV cache layer %d", layer), Q: ptr[0], K: ptr[1], V: ptr[2], T: T, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		Fold: len(rounds) == 1 && kernels.AppendRoPEFits(sh.D), Run: run, Out: ptr[3], N: T * qw, Key: key}
+	rotD := 0
+	if lk.rotate {
+		rotD = sh.D
+	}
+	if c.ops.OutSelects(T, qw, rotD) {
+		a.RunSel = func(x *cuda.Ctx, src *kernels.RoPEQKV, sel cuda.DevicePtr, kChunk int) error {
+			return runSel(x, 0, src, sel, kChunk)
+		}
+	}
 	if lk.rotate {
 		a.WithHalf = true
 	} else {
