@@ -393,7 +393,7 @@ func (m *Model) applyDEC(lo *model.LoadOptions, d DEC, ws wq.Spec) error {
 		}
 		parts = append(parts, fmt.Sprintf("%v k_chunk %d n_tb %d", sh.Shape, c.KChunk, c.Blocks))
 	}
-	m.logf("DEC %s from %s (tuned on %s, %s): %s", label, m.Settings.From, tu.Device, tu.Date, strings.Join(parts, ", "))
+	m.logf("DEC %s from %s (tuned on %s, %s): %s (q, k and v take the smallest of their shapes' k_chunk: one launch)", label, m.Settings.From, tu.Device, tu.Date, strings.Join(parts, ", "))
 	lo.DECKChunk, lo.DECByShape = 0, choices
 	return nil
 }

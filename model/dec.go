@@ -231,3 +231,58 @@ func SaveDECTuning(path, key string, t *DECTuning) error {
 	}
 	return nil
 }
+
+// decJoined are the linear layers of an attention block that a backend
+// joins into one launch only when their DEC agrees (backend/gpu's
+// JoinWeights: every member with the same k_chunk, or none with DEC): q, k
+// and v. The other joined groups (gate|up, the shared expert's and each
+// routed expert's gate|up) are one shape each, so choices by shape agree on
+// them already.
+var decJoined = []string{"q_proj", "k_proj", "v_proj"}
+
+// linearKind splits a linear weight's tensor name
+// ("model.layers.0.self_attn.q_proj.weight") into its layer's prefix
+// ("model.layers.0.self_attn") and its kind ("q_proj").
+func linearKind(name string) (prefix, kind string) {
+	parts := strings.Split(name, ".")
+	if len(parts) < 2 {
+		return "", name
+	}
+	return strings.Join(parts[:len(parts)-2], "."), parts[len(parts)-2]
+}
+
+// decByLayer returns the DEC choice of every linear weight of specs, by
+// tensor name: choose's for its shape, except that the q, k and v of one
+// layer, where their shapes' choices differ, all take the smallest k_chunk
+// among them (n_tb 0, the backend's default, where it is not a member's
+// own). A group split by DEC would run as three launches, which costs more
+// than DEC on q saves (session 20: the 8B's step with q at k 4 and k, v at
+// k 0 was +15%, k 4 on every layer +5%), and no member pays more than its
+// own choice was tuned for.
+func decByLayer(specs []weightSpec, choose func(N, K int) DECChoice) map[string]DECChoice {
+	out := make(map[string]DECChoice, len(specs))
+	groups := map[string][]string{} // a layer's prefix → its q, k and v
+	for _, s := range specs {
+		if !s.linear || len(s.shape) != 2 {
+			continue
+		}
+		out[s.name] = choose(s.shape[0], s.shape[1])
+		if prefix, kind := linearKind(s.name); slices.Contains(decJoined, kind) {
+			groups[prefix] = append(groups[prefix], s.name)
+		}
+	}
+	for _, names := range groups {
+		least := out[names[0]]
+		for _, n := range names[1:] {
+			if out[n].KChunk < least.KChunk {
+				least = out[n]
+			}
+		}
+		for _, n := range names {
+			if out[n].KChunk != least.KChunk {
+				out[n] = DECChoice{KChunk: least.KChunk}
+			}
+		}
+	}
+	return out
+}

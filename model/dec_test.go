@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -139,17 +140,66 @@ func TestLoadDECByShape(t *testing.T) {
 			t.Fatalf("logit %d: uniform %v, per shape %v", i, a[i], c[i])
 		}
 	}
-	if wu, ws := WeightMemoryOf(uniform), WeightMemoryOf(byShape); wu.DECBytes != ws.DECBytes || ws.DECPerShape["512x512"] != 16 {
+	if wu, ws := WeightMemoryOf(uniform), WeightMemoryOf(byShape); wu.DECBytes != ws.DECBytes || ws.DECPerLayer["q_proj"] != 16 || ws.DECPerLayer["down_proj"] != 16 {
 		t.Errorf("weight memory: uniform %+v, per shape %+v", wu, ws)
 	}
 	q := shapes[0].Shape // q/o
 	part := WeightMemoryOf(load(LoadOptions{DECByShape: map[Shape]DECChoice{q: {KChunk: 8}}}))
-	// Rᵀ of a q/o matrix: K rows of N int4 outputs plus params.
-	want := int64(shapes[0].Count) * wq.Bytes(wq.Int4, wq.ResidualGroup, q.K, q.N)
-	if part.DECBytes != want || part.DECPerShape[q.String()] != 8 || part.DECPerShape[shapes[1].String()] != 0 || len(part.DECPerShape) != len(shapes) {
-		t.Errorf("DEC on %v only: %+v, want %d residual bytes", q, part, want)
+	// Rᵀ of an o matrix: K rows of N int4 outputs plus params. q, whose k
+	// and v have no DEC, takes theirs (decByLayer): one residual a layer.
+	want := int64(cfg.Layers) * wq.Bytes(wq.Int4, wq.ResidualGroup, q.K, q.N)
+	if part.DECBytes != want || part.DECPerLayer["o_proj"] != 8 || part.DECPerLayer["q_proj"] != 0 || part.DECPerLayer["k_proj"] != 0 || len(part.DECPerLayer) != 7 {
+		t.Errorf("DEC on %v only: %+v, want %d residual bytes (o's)", q, part, want)
 	}
 	if _, err := Load(dir, be, LoadOptions{DECByShape: map[Shape]DECChoice{q: {KChunk: 8}}}); err == nil {
 		t.Error("DEC per shape with fp16 weights was accepted")
+	}
+}
+
+// TestDECByLayerJoinsQKV: per-shape choices where q's shape (shared with o)
+// and k/v's differ: a layer's q, k and v all take the smallest k_chunk
+// (n_tb 0 where it was another shape's), o and the MLP keep their shapes'.
+func TestDECByLayerJoinsQKV(t *testing.T) {
+	var specs []weightSpec
+	lin := func(name string, N, K int) {
+		specs = append(specs, weightSpec{name: name, shape: []int{N, K}, linear: true})
+	}
+	for l := range 2 {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		lin(p+"self_attn.q_proj.weight", 512, 512)
+		lin(p+"self_attn.k_proj.weight", 128, 512)
+		lin(p+"self_attn.v_proj.weight", 128, 512)
+		lin(p+"self_attn.o_proj.weight", 512, 512)
+		lin(p+"mlp.gate_proj.weight", 1024, 512)
+		lin(p+"mlp.up_proj.weight", 1024, 512)
+		lin(p+"mlp.down_proj.weight", 512, 1024)
+		specs = append(specs, weightSpec{name: p + "input_layernorm.weight", shape: []int{512}})
+	}
+	for _, tc := range []struct {
+		qo, kv DECChoice
+		q, k   DECChoice // what q and k (and v) get
+	}{
+		{qo: DECChoice{8, 3}, kv: DECChoice{0, 0}, q: DECChoice{0, 0}, k: DECChoice{0, 0}},
+		{qo: DECChoice{8, 3}, kv: DECChoice{4, 2}, q: DECChoice{4, 0}, k: DECChoice{4, 2}},
+		{qo: DECChoice{4, 3}, kv: DECChoice{16, 2}, q: DECChoice{4, 3}, k: DECChoice{4, 0}},
+		{qo: DECChoice{8, 3}, kv: DECChoice{8, 2}, q: DECChoice{8, 3}, k: DECChoice{8, 2}},
+	} {
+		by := map[Shape]DECChoice{{512, 512}: tc.qo, {128, 512}: tc.kv, {1024, 512}: {16, 1}, {512, 1024}: {2, 4}}
+		got := decByLayer(specs, func(N, K int) DECChoice { return by[Shape{N, K}] })
+		if len(got) != 14 {
+			t.Fatalf("%+v: %d choices, want the 14 linear weights'", tc, len(got))
+		}
+		for l := range 2 {
+			p := fmt.Sprintf("model.layers.%d.", l)
+			for name, want := range map[string]DECChoice{
+				"self_attn.q_proj.weight": tc.q, "self_attn.k_proj.weight": tc.k, "self_attn.v_proj.weight": tc.k,
+				"self_attn.o_proj.weight": tc.qo, "mlp.gate_proj.weight": {16, 1}, "mlp.up_proj.weight": {16, 1},
+				"mlp.down_proj.weight": {2, 4},
+			} {
+				if got[p+name] != want {
+					t.Errorf("q/o %+v, k/v %+v: %s %+v, want %+v", tc.qo, tc.kv, p+name, got[p+name], want)
+				}
+			}
+		}
 	}
 }

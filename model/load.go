@@ -298,9 +298,12 @@ type loader struct {
 	// multiplied at load (1: none): the multipliers a family applies at
 	// run time folded into the weights they follow (Granite's, attnFolds).
 	// Scaled weights are stored as float32.
-	scale    func(name string) float64
-	quant    *QuantConfig // int8 weights with scales (nil: none)
-	opts     LoadOptions
+	scale func(name string) float64
+	quant *QuantConfig // int8 weights with scales (nil: none)
+	opts  LoadOptions
+	// decNamed is the DEC choice of each linear weight by tensor name
+	// (decByLayer) where LoadOptions.DECByShape is set, nil otherwise.
+	decNamed map[string]DECChoice
 	view     viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
 	copyView bool       // view must get copies: the caller unmaps the checkpoint
 
@@ -354,6 +357,14 @@ func (ld *loader) load(dst any) error {
 	}
 	if ld.random != nil {
 		return ld.random.load(ld.be, specs)
+	}
+	if by := ld.opts.DECByShape; by != nil {
+		ld.decNamed = decByLayer(specs, func(N, K int) DECChoice {
+			if c, ok := by[Shape{N, K}]; ok {
+				return c
+			}
+			return DECChoice{KChunk: ld.opts.DECKChunk}
+		})
 	}
 	used := make(map[string]bool, len(specs))
 	var total int64

@@ -30,7 +30,8 @@ func NewRandom(cfg *Config, be backend.Backend, seed uint64) (Model, error) {
 // head or norms) in weight format w: for an integer format, random packed
 // matrices made by a backend.RandomQuantLoader (benchmarks of the format's
 // speed; the values are only plausible). decFor, when not nil, gives each
-// [N, K] linear layer its DEC (k_chunk, n_tb; random residuals).
+// [N, K] linear layer its DEC (k_chunk, n_tb; random residuals), where the
+// q, k and v of a layer take one choice (decByLayer).
 func NewRandomWeights(cfg *Config, be backend.Backend, seed uint64, w wq.Spec, decFor func(N, K int) wq.DEC) (Model, error) {
 	newModel, ok := families[cfg.ModelType]
 	if !ok {
@@ -66,6 +67,13 @@ func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
 	rl, devFill := be.(backend.RandomLoader)
 	rs, splitFill := be.(backend.RandomSplitLoader)
 	sl, splitting := be.(backend.SplitLoader)
+	var decNamed map[string]DECChoice
+	if r.decFor != nil {
+		decNamed = decByLayer(specs, func(N, K int) DECChoice {
+			d := r.decFor(N, K)
+			return DECChoice{KChunk: d.KChunk, Blocks: d.Blocks}
+		})
+	}
 	for i, s := range specs {
 		seed := r.seed*0x9e3779b97f4a7c15 + uint64(i)
 		var w backend.Weight
@@ -74,8 +82,8 @@ func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
 		switch {
 		case s.linear && r.weights.IsQuantized():
 			var dec wq.DEC
-			if r.decFor != nil {
-				dec = r.decFor(s.shape[0], s.shape[1])
+			if c, ok := decNamed[s.name]; ok {
+				dec = wq.DEC{KChunk: c.KChunk, Blocks: c.Blocks}
 			}
 			if qs, ok := be.(backend.RandomQuantSplitLoader); ok {
 				w, err = qs.LoadRandomQuantSplit(s.name, s.shape, r.weights.Elem, r.weights.Group, seed, dec, s.split)

@@ -22,9 +22,10 @@ type WeightMemory struct {
 	FP16Bytes int64  `json:"fp16_bytes"`            // the same weights in fp16
 	DECBytes  int64  `json:"dec_bytes,omitempty"`   // DEC residuals (host memory on a GPU), 0 without DEC
 	DECKChunk int    `json:"dec_k_chunk,omitempty"` // k_chunk of DEC, 0 without (or when set per shape)
-	// DECPerShape is k_chunk by linear-layer shape ("4096x14336") when
-	// LoadOptions.DECByShape set it, nil otherwise.
-	DECPerShape map[string]int `json:"dec_k_chunk_per_shape,omitempty"`
+	// DECPerLayer is k_chunk by linear layer ("q_proj", "down_proj") when
+	// LoadOptions.DECByShape set it (by shape, then q, k and v agreed:
+	// decByLayer), nil otherwise.
+	DECPerLayer map[string]int `json:"dec_k_chunk_per_layer,omitempty"`
 }
 
 // WeightReporter is implemented by models that account their weights.
@@ -96,14 +97,17 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 	}
 	var dec *wq.DEC
 	choice := DECChoice{KChunk: o.DECKChunk}
-	if c, ok := o.DECByShape[Shape{N, K}]; ok {
+	if c, ok := ld.decNamed[name]; ok {
+		choice = c
+	} else if c, ok := o.DECByShape[Shape{N, K}]; ok {
 		choice = c
 	}
 	if o.DECByShape != nil {
-		if ld.mem.DECPerShape == nil {
-			ld.mem.DECPerShape = map[string]int{}
+		if ld.mem.DECPerLayer == nil {
+			ld.mem.DECPerLayer = map[string]int{}
 		}
-		ld.mem.DECPerShape[Shape{N, K}.String()] = choice.KChunk
+		_, kind := linearKind(name)
+		ld.mem.DECPerLayer[kind] = choice.KChunk
 	}
 	if choice.KChunk > 0 {
 		re := o.DECResidual

@@ -94,23 +94,23 @@ func parseDECChoices(s string) ([]decChoice, error) {
 // engine returns the choice as engine.Options.DEC.
 func (d decChoice) engine() engine.DEC { return engine.DEC{KChunk: d.k, TunedPct: d.tuned} }
 
-// decLabel describes a model's DEC for tables: "32", "4096x4096:32 ...",
+// decLabel describes a model's DEC for tables: "32", "down_proj:4 ...",
 // or "-".
 func decLabel(wm model.WeightMemory) string {
 	if wm.DECKChunk > 0 {
 		return strconv.Itoa(wm.DECKChunk)
 	}
-	if len(wm.DECPerShape) == 0 {
+	if len(wm.DECPerLayer) == 0 {
 		return "-"
 	}
-	keys := make([]string, 0, len(wm.DECPerShape))
-	for k := range wm.DECPerShape {
+	keys := make([]string, 0, len(wm.DECPerLayer))
+	for k := range wm.DECPerLayer {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s:%d", k, wm.DECPerShape[k])
+		parts[i] = fmt.Sprintf("%s:%d", k, wm.DECPerLayer[k])
 	}
 	return strings.Join(parts, " ")
 }

@@ -240,7 +240,7 @@ func TestRunTunedDEC(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
 	}
-	for _, want := range []string{"DEC tuned:5% from", "512x512 k_chunk 32 n_tb 4", "DEC k_chunk per shape (1536x512:16 256x512:0 512x1536:64 512x512:32)"} {
+	for _, want := range []string{"DEC tuned:5% from", "512x512 k_chunk 32 n_tb 4", "DEC k_chunk per layer (down_proj:64 gate_proj:16 k_proj:0 o_proj:32 q_proj:0 up_proj:16 v_proj:0)"} {
 		if !strings.Contains(e, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, e)
 		}

@@ -43,8 +43,8 @@ func weightLine(wm model.WeightMemory) string {
 	switch {
 	case wm.DECKChunk > 0:
 		s += fmt.Sprintf(", DEC k_chunk %d with %s of residuals in host memory", wm.DECKChunk, humanBytes(wm.DECBytes))
-	case len(wm.DECPerShape) > 0:
-		s += fmt.Sprintf(", DEC k_chunk per shape (%s) with %s of residuals in host memory", decLabel(wm), humanBytes(wm.DECBytes))
+	case len(wm.DECPerLayer) > 0:
+		s += fmt.Sprintf(", DEC k_chunk per layer (%s) with %s of residuals in host memory", decLabel(wm), humanBytes(wm.DECBytes))
 	}
 	return s
 }
