@@ -358,7 +358,7 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 		p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
 	}
 	if p.splitLen == 0 {
-		bps := splitBlocks(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule)
+		bps := splitBlocksRun(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule, true)
 		if rule == splitWavesFill && items >= splitFewItems {
 			bps = fillWaves(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, bps, l.Nr, mmaCTACostTokens(l))
 		}
@@ -378,6 +378,14 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 // more items, the split count of rule; with fewer items, the split count
 // that puts the most CTAs in one wave.
 func splitBlocks(items, maxBlocks, minBlocks, slots int, rule splitRule) int {
+	return splitBlocksRun(items, maxBlocks, minBlocks, slots, rule, false)
+}
+
+// splitBlocksRun is splitBlocks; with shortest (sizeMMA's plans, session
+// 26), the few-items rule takes, of the block counts that give the most
+// CTAs, the fewest, where splitBlocks takes the most (the planes kernel's
+// plans, not measured with the change).
+func splitBlocksRun(items, maxBlocks, minBlocks, slots int, rule splitRule, shortest bool) int {
 	most := min(decodeMaxSplits, max(1, maxBlocks/max(1, minBlocks)))
 	if items >= splitFewItems {
 		var splits int
@@ -392,13 +400,20 @@ func splitBlocks(items, maxBlocks, minBlocks, slots int, rule splitRule) int {
 		splits = min(most, max(1, splits))
 		return (maxBlocks + splits - 1) / splits
 	}
+	// Session 26 (shortest): of the block counts that give the most CTAs,
+	// the fewest: the longest split is the launch's critical path, and the
+	// largest count left the last split short. At 1 x 128K with blocks of
+	// 128 tokens, 33 blocks made 31 splits of 66 tiles and one of 2, so a
+	// CTA's warps ran 17, 17, 17 and 15 tiles (the H100 timeline: the last
+	// warp of a CTA done 5 us before the others); 32 blocks make 32 equal
+	// splits of 16 tiles a warp, the same 256 CTAs.
 	bestBps, bestCTAs := maxBlocks, items
 	for bps := maxBlocks; bps >= 1; bps-- {
 		splits := (maxBlocks + bps - 1) / bps
 		if splits > most || items*splits > slots {
 			break
 		}
-		if items*splits > bestCTAs {
+		if items*splits > bestCTAs || shortest && items*splits == bestCTAs {
 			bestBps, bestCTAs = bps, items*splits
 		}
 	}
