@@ -793,16 +793,20 @@ BD_DEVICE void mergeWarpRow4(const float (&redO)[WARPS][ROWS][D], const float (&
 // unrolled (NVRTC 12.5: the same registers and spills as mergeWarps at
 // int4 KC and KT, int2 and k4v2; finishOneSplit written alike spilled 32
 // more bytes at int2, so it keeps mergeWarpRow). The same values as
-// mergeWarps, so the same bits. redO must be 16-byte aligned. Called by
-// every thread of the CTA after the results are in shared memory.
+// mergeWarps, so the same bits. Session 26: only the first nrows rows (the
+// row chunk's real query rows; the merges read no others) are written: at
+// 4 rows of 8 (Hq / Hkv = 4, one query token) half the stores, and the
+// second piece of every thread skipped. redO must be 16-byte aligned.
+// Called by every thread of the CTA after the results are in shared memory.
 template <int D, int WARPS, int ROWS>
 BD_DEVICE void mergeWarps4(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
-                           float* partO, float* partML, size_t part) {
+                           float* partO, float* partML, size_t part, int nrows) {
   constexpr int kPieces = ROWS * D / 4, kThreads = WARPS * 32;
   static_assert(D % 4 == 0 && kPieces % kThreads == 0, "whole float4 pieces for every thread");
 #pragma unroll
   for (int i = 0; i < kPieces / kThreads; i++) {
     const int idx = threadIdx.x + i * kThreads, r = idx / (D / 4), c = idx % (D / 4) * 4;
+    if (r >= nrows) continue;
     float m, l;
     float4 o;
     mergeWarpRow4<D, WARPS, ROWS>(redO, redM, redL, r, c, m, o, l);
