@@ -793,20 +793,16 @@ BD_DEVICE void mergeWarpRow4(const float (&redO)[WARPS][ROWS][D], const float (&
 // unrolled (NVRTC 12.5: the same registers and spills as mergeWarps at
 // int4 KC and KT, int2 and k4v2; finishOneSplit written alike spilled 32
 // more bytes at int2, so it keeps mergeWarpRow). The same values as
-// mergeWarps, so the same bits. Session 26: only the first nrows rows (the
-// row chunk's real query rows; the merges read no others) are written: at
-// 4 rows of 8 (Hq / Hkv = 4, one query token) half the stores, and the
-// second piece of every thread skipped. redO must be 16-byte aligned.
-// Called by every thread of the CTA after the results are in shared memory.
+// mergeWarps, so the same bits. redO must be 16-byte aligned. Called by
+// every thread of the CTA after the results are in shared memory.
 template <int D, int WARPS, int ROWS>
 BD_DEVICE void mergeWarps4(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
-                           float* partO, float* partML, size_t part, int nrows) {
+                           float* partO, float* partML, size_t part) {
   constexpr int kPieces = ROWS * D / 4, kThreads = WARPS * 32;
   static_assert(D % 4 == 0 && kPieces % kThreads == 0, "whole float4 pieces for every thread");
 #pragma unroll
   for (int i = 0; i < kPieces / kThreads; i++) {
     const int idx = threadIdx.x + i * kThreads, r = idx / (D / 4), c = idx % (D / 4) * 4;
-    if (r >= nrows) continue;
     float m, l;
     float4 o;
     mergeWarpRow4<D, WARPS, ROWS>(redO, redM, redL, r, c, m, o, l);
@@ -1098,23 +1094,6 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
   }
   arrived(isLast);
   if (!isLast) return;
-  const int lane = tid % 32, warp = tid / 32;
-  // loadML reads row r's (max, denominator) pairs, splits lane and lane + 32.
-  auto loadML = [&](int r, float2 (&ml)[2]) {
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-      const int s = lane + 32 * i;
-      if (r < nrows && s < nSplits) ml[i] = __ldcg(reinterpret_cast<const float2*>(&partML[((part0 + s) * RMAX + r) * 2]));
-    }
-  };
-  // Session 26: the warp's first row's pairs are requested before the
-  // partials of O, so that the weights (the pairs' max, exp2f and the
-  // denominator) are made while the O bytes stream in (the timeline: the
-  // pairs issued after 32 float4 loads a thread waited 1.0-1.3 us, behind
-  // the 32-64 KB the merging SM pulls from L2). The same loads, so the same
-  // values and bits.
-  float2 mlNext[2];
-  loadML(warp, mlNext);
   // The first AHEAD partials of this thread's first (row, 4 channels).
   const bool has = tid < nrows * D / 4;
   float4 pre[AHEAD];
@@ -1125,14 +1104,17 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
     for (int s = 0; s < AHEAD; s++)
       if (has && s < nSplits) pre[s] = __ldcg(&po[size_t(s) * RMAX * D / 4]);
   }
+  const int lane = tid % 32, warp = tid / 32;
   for (int r = warp; r < nrows; r += kMergeThreads / 32) {  // one warp per row: weights and denominator
-    float2 ml[2] = {mlNext[0], mlNext[1]};  // splits lane and lane + 32
-    loadML(r + kMergeThreads / 32, mlNext);  // the warp's next row, if any
+    float2 ml[2];  // splits lane and lane + 32
     float m = kNegInf;
 #pragma unroll
     for (int i = 0; i < 2; i++) {
       const int s = lane + 32 * i;
-      if (s < nSplits) m = fmaxf(m, ml[i].x);
+      if (s < nSplits) {
+        ml[i] = __ldcg(reinterpret_cast<const float2*>(&partML[((part0 + s) * RMAX + r) * 2]));
+        m = fmaxf(m, ml[i].x);
+      }
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));

@@ -358,7 +358,8 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 		p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
 	}
 	if p.splitLen == 0 {
-		bps := splitBlocksRun(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule, true)
+		shortest := rule == splitWavesFill && maxBlocks >= shortestMinBlocks // decode_mma.cu's plans (mmaSplitRule)
+		bps := splitBlocksRun(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule, shortest)
 		if rule == splitWavesFill && items >= splitFewItems {
 			bps = fillWaves(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, bps, l.Nr, mmaCTACostTokens(l))
 		}
@@ -372,6 +373,15 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 	return p, nil
 }
 
+// shortestMinBlocks is the least sequence, in blocks, whose one-wave plan
+// of few items sizeMMA takes from splitBlocksRun's shortest runs, and only
+// for decode_mma.cu (session 26, v2.27): measured on the H100 at 1 x 128K
+// int4 (1024 blocks: 32 splits of 32 blocks in place of 31 of 33 and one
+// of 1, 60.8 -> 59.5 us); the short sequences whose plans the rule also
+// changes (8-25 blocks, 1-3K tokens of 128-token blocks) and decode_wgmma's
+// plans were not measured with it and keep splitBlocks' rule.
+const shortestMinBlocks = 512
+
 // splitBlocks returns the blocks per split for items CTAs per split of a
 // sequence of maxBlocks blocks, at least minBlocks per split (unless the
 // sequence is shorter), on slots concurrent CTAs: with splitFewItems or
@@ -381,10 +391,11 @@ func splitBlocks(items, maxBlocks, minBlocks, slots int, rule splitRule) int {
 	return splitBlocksRun(items, maxBlocks, minBlocks, slots, rule, false)
 }
 
-// splitBlocksRun is splitBlocks; with shortest (sizeMMA's plans, session
-// 26), the few-items rule takes, of the block counts that give the most
-// CTAs, the fewest, where splitBlocks takes the most (the planes kernel's
-// plans, not measured with the change).
+// splitBlocksRun is splitBlocks; with shortest (sizeMMA's decode_mma.cu
+// plans of shortestMinBlocks or more, session 26), the few-items rule
+// takes, of the block counts that give the most CTAs, the fewest, where
+// splitBlocks takes the most (the planes kernel's, decode_wgmma.cu's and
+// short sequences' plans, not measured with the change).
 func splitBlocksRun(items, maxBlocks, minBlocks, slots int, rule splitRule, shortest bool) int {
 	most := min(decodeMaxSplits, max(1, maxBlocks/max(1, minBlocks)))
 	if items >= splitFewItems {

@@ -1406,7 +1406,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   }
   // Merge the warps in order.
   const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
-  mergeWarps4<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part, nrows);  // v2.18; v2.29: nrows rows
+  mergeWarps4<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);  // v2.18
   BD_TL_MARK(kTLPartial, threadIdx.x == 0);
   if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
     finishSplits<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(

@@ -225,4 +225,25 @@ func TestSplitBlocksShortestRun(t *testing.T) {
 			t.Errorf("one sequence of %d blocks, 264 slots: %d blocks per split, want %d", tc.maxBlocks, bps, tc.bps)
 		}
 	}
+	// sizeMMA routes it: decode_mma.cu's rule at shortestMinBlocks or more
+	// (1 x 128K: 32 splits of 4096 tokens), splitBlocks' below (1 x 2K:
+	// splits of 5 blocks) and for the other rules (decode_wgmma.cu's).
+	l, err := LayoutFor(kv.MustResolve("int4", 128).WithOrder(kv.MMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		l        int
+		rule     splitRule
+		splitLen int
+	}{{131072, splitWavesFill, 4096}, {2048, splitWavesFill, 640}, {131072, splitOneWave, 33 * 128}, {131072, splitWavesUp, 33 * 128}} {
+		s := DecodeShape{B: 1, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: tc.l / l.Nr, MaxL: tc.l}
+		p, err := sizeMMA(nil, l, s, 2, tc.rule, mmaMinSplitTokens, DecodeTuning{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.splitLen != tc.splitLen {
+			t.Errorf("1 x %d, rule %d: splits of %d tokens, want %d", tc.l, tc.rule, p.splitLen, tc.splitLen)
+		}
+	}
 }
