@@ -281,6 +281,9 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 		if err := printTimeline(cfg.Progress, f.Spec.String(), pt, plan.Timeline); err != nil {
 			return nil, err
 		}
+		if err := appendTimelineCSV(cfg.GPU.Tuning.Decode.TimelineCSV, f.Spec.String(), pt, plan.Timeline); err != nil {
+			return nil, err
+		}
 	}
 	packUS := 0.0
 	if cfg.Kernel != kernels.DecodeV1 {
@@ -507,5 +510,28 @@ func printTimeline(w io.Writer, spec string, pt Point, timeline func() ([]kernel
 	}
 	fmt.Fprintf(w, "\ntimeline %s B=%d L=%d:\n", spec, pt.B, pt.L)
 	kernels.SummarizeTimeline(w, launches)
+	kernels.SummarizeSMs(w, launches)
 	return nil
+}
+
+// appendTimelineCSV appends the plan's last timed launches, CTA by CTA
+// (kernels.WriteTimelineCSV, labelled spec:BxL), to the file path, when
+// path is not empty (session 26).
+func appendTimelineCSV(path, spec string, pt Point, timeline func() ([]kernels.TimelineLaunch, error)) error {
+	if path == "" {
+		return nil
+	}
+	launches, err := timeline()
+	if err != nil || len(launches) == 0 {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := kernels.WriteTimelineCSV(f, fmt.Sprintf("%s:%dx%d", spec, pt.B, pt.L), launches); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -912,6 +912,22 @@ __global__ void __launch_bounds__(kMergeThreads) decode_combine(
   combineRow<D, RMAX, false>(partO, partML, out, part0, nSplits, r, b, h, row0, group, Hq, Tq, [](int, float, float) {});
 }
 
+// The fused merge's marks (session 26; the timeline's sub-phases of the
+// count and the merge): a hook's mark(i) runs in thread 0 where phase i
+// ends. kMarkReleased: the release fence before the count; kMarkWeights:
+// the merging CTA's weights made (the barrier after them passed);
+// kMarkMerged: its outputs written.
+constexpr int kMarkReleased = 0;
+constexpr int kMarkWeights = 1;
+constexpr int kMarkMerged = 2;
+
+// NoArrivedHook is finishSplits' default arrived hook: nothing, and no
+// marks.
+struct NoArrivedHook {
+  BD_DEVICE void operator()(bool) const {}
+  BD_DEVICE void mark(int) const {}
+};
+
 // lastArrival ends a split CTA's part of a fused merge: once its partials
 // are visible it counts itself done on counter and returns, to every thread
 // sync synchronizes, whether it was the last of the nSplits; the last one's
@@ -941,12 +957,13 @@ BD_DEVICE bool lastArrival(int* counter, int nSplits, int tid, SYNC sync) {
 #define BD_MERGE_FENCE_SC 0
 #endif
 constexpr bool kMergeFenceSC = BD_MERGE_FENCE_SC != 0;
-template <typename SYNC>
-BD_DEVICE bool lastArrivalRel(int* counter, int nSplits, int tid, SYNC sync) {
+template <typename SYNC, typename MARK = NoArrivedHook>
+BD_DEVICE bool lastArrivalRel(int* counter, int nSplits, int tid, SYNC sync, MARK mark = MARK()) {
   __shared__ int last;
   sync();  // every thread's partials are written (CTA scope)
   if (tid == 0) {
     asm volatile("fence.acq_rel.gpu;" ::: "memory");  // release: the CTA's partials before the count
+    mark.mark(kMarkReleased);
     const bool l = atomicAdd(counter, 1) == nSplits - 1;
     if (l) asm volatile("fence.acq_rel.gpu;" ::: "memory");  // acquire: the other splits' partials after it
     last = l;
@@ -955,10 +972,6 @@ BD_DEVICE bool lastArrivalRel(int* counter, int nSplits, int tid, SYNC sync) {
   return last;
 }
 
-// NoArrivedHook is finishSplits' default arrived hook: nothing.
-struct NoArrivedHook {
-  BD_DEVICE void operator()(bool) const {}
-};
 
 // The launch timeline (session 19; compiled only with -DBD_TIMELINE=1, the
 // planner's DecodeTuning.Timeline): tlClock is the GPU's nanosecond timer
@@ -1003,6 +1016,7 @@ constexpr int kTLPartial = 15;   // the split's partial written
 constexpr int kTLArrived = 16;   // the merge's count returned
 constexpr int kTLExit = 17;      // the CTA's exit
 constexpr int kTLLast = 18;      // 1: this CTA merged its row chunk's splits
+constexpr int kTLMarks = 19;     // + kMark*: the count's release fence, the merge's weights, its outputs (session 26)
 #define BD_TL_PARAM , unsigned long long* __restrict__ tl
 #define BD_TL_MARK(i, cond)         \
   do {                              \
@@ -1025,6 +1039,9 @@ struct TLArrivedHook {
   unsigned long long* rec;
   BD_DEVICE void operator()(bool last) const {
     if (threadIdx.x == 0) rec[kTLArrived] = tlClock(), rec[kTLLast] = last;
+  }
+  BD_DEVICE void mark(int i) const {
+    if (threadIdx.x == 0) rec[kTLMarks + i] = tlClock();
   }
 };
 #define BD_TL_ARRIVED TLArrivedHook{tlRec}
@@ -1071,7 +1088,7 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
   __shared__ float inv[RMAX];
   bool isLast;
   if constexpr (REL) {
-    isLast = lastArrivalRel(counter, nSplits, tid, sync);
+    isLast = lastArrivalRel(counter, nSplits, tid, sync, arrived);
   } else {
     isLast = lastArrival(counter, nSplits, tid, sync);
   }
@@ -1119,6 +1136,7 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
     }
   }
   sync();
+  arrived.mark(kMarkWeights);
   for (int idx = tid; idx < nrows * D / 4; idx += kMergeThreads) {
     const int r = idx / (D / 4), c = idx % (D / 4) * 4;
     const float4* po = reinterpret_cast<const float4*>(partO + (part0 * RMAX + r) * D + c);
@@ -1143,6 +1161,7 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
     u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
     dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
   }
+  arrived.mark(kMarkMerged);
   if (tid == 0) *counter = 0;
 }
 

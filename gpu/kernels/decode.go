@@ -358,7 +358,8 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 		p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
 	}
 	if p.splitLen == 0 {
-		bps := splitBlocks(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule)
+		shortest := rule == splitWavesFill && maxBlocks >= shortestMinBlocks // decode_mma.cu's plans (mmaSplitRule)
+		bps := splitBlocksRun(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule, shortest)
 		if rule == splitWavesFill && items >= splitFewItems {
 			bps = fillWaves(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, bps, l.Nr, mmaCTACostTokens(l))
 		}
@@ -372,12 +373,30 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 	return p, nil
 }
 
+// shortestMinBlocks is the least sequence, in blocks, whose one-wave plan
+// of few items sizeMMA takes from splitBlocksRun's shortest runs, and only
+// for decode_mma.cu (session 26, v2.27): measured on the H100 at 1 x 128K
+// int4 (1024 blocks: 32 splits of 32 blocks in place of 31 of 33 and one
+// of 1, 60.8 -> 59.5 us); the short sequences whose plans the rule also
+// changes (8-25 blocks, 1-3K tokens of 128-token blocks) and decode_wgmma's
+// plans were not measured with it and keep splitBlocks' rule.
+const shortestMinBlocks = 512
+
 // splitBlocks returns the blocks per split for items CTAs per split of a
 // sequence of maxBlocks blocks, at least minBlocks per split (unless the
 // sequence is shorter), on slots concurrent CTAs: with splitFewItems or
 // more items, the split count of rule; with fewer items, the split count
 // that puts the most CTAs in one wave.
 func splitBlocks(items, maxBlocks, minBlocks, slots int, rule splitRule) int {
+	return splitBlocksRun(items, maxBlocks, minBlocks, slots, rule, false)
+}
+
+// splitBlocksRun is splitBlocks; with shortest (sizeMMA's decode_mma.cu
+// plans of shortestMinBlocks or more, session 26), the few-items rule
+// takes, of the block counts that give the most CTAs, the fewest, where
+// splitBlocks takes the most (the planes kernel's, decode_wgmma.cu's and
+// short sequences' plans, not measured with the change).
+func splitBlocksRun(items, maxBlocks, minBlocks, slots int, rule splitRule, shortest bool) int {
 	most := min(decodeMaxSplits, max(1, maxBlocks/max(1, minBlocks)))
 	if items >= splitFewItems {
 		var splits int
@@ -392,13 +411,20 @@ func splitBlocks(items, maxBlocks, minBlocks, slots int, rule splitRule) int {
 		splits = min(most, max(1, splits))
 		return (maxBlocks + splits - 1) / splits
 	}
+	// Session 26 (shortest): of the block counts that give the most CTAs,
+	// the fewest: the longest split is the launch's critical path, and the
+	// largest count left the last split short. At 1 x 128K with blocks of
+	// 128 tokens, 33 blocks made 31 splits of 66 tiles and one of 2, so a
+	// CTA's warps ran 17, 17, 17 and 15 tiles (the H100 timeline: the last
+	// warp of a CTA done 5 us before the others); 32 blocks make 32 equal
+	// splits of 16 tiles a warp, the same 256 CTAs.
 	bestBps, bestCTAs := maxBlocks, items
 	for bps := maxBlocks; bps >= 1; bps-- {
 		splits := (maxBlocks + bps - 1) / bps
 		if splits > most || items*splits > slots {
 			break
 		}
-		if items*splits > bestCTAs {
+		if items*splits > bestCTAs || shortest && items*splits == bestCTAs {
 			bestBps, bestCTAs = bps, items*splits
 		}
 	}

@@ -39,7 +39,16 @@ const (
 	tlArrived        = 16
 	tlExit           = 17
 	tlLast           = 18
-	tlWarps          = 4 // decode_mma.cu's and planes.cu's kWarps
+	tlMarks          = 19 // + markReleased, markWeights, markMerged (session 26)
+	tlWarps          = 4  // decode_mma.cu's and planes.cu's kWarps
+)
+
+// The fused merge's marks, bitdecode.cuh's kMark* (session 26): words
+// tlMarks + i.
+const (
+	markReleased = 0 // the count's release fence done (every CTA of a merge)
+	markWeights  = 1 // the merging CTA's weights made
+	markMerged   = 2 // the merging CTA's outputs written
 )
 
 // timelineDefine and timelineStampExpr are the NVRTC option and the stamp
@@ -131,7 +140,9 @@ func (t *launchTimeline) records(raw []byte) []TimelineLaunch {
 			r := TimelineCTA{Split: i % splits, Item: i / splits % items, Seq: i / (splits * items),
 				SM: int(info & 0xffff), Tiles: int(info >> 16 & 0xffffff), PerWarp: int(info >> 40 & 0xffffff),
 				Entry: w(base + tlEntry), WarpsDone: w(base + tlWarpsDone), Partial: w(base + tlPartial),
-				Arrived: w(base + tlArrived), Exit: w(base + tlExit), Last: w(base+tlLast) != 0}
+				Arrived: w(base + tlArrived), Exit: w(base + tlExit), Last: w(base+tlLast) != 0,
+				Released: w(base + tlMarks + markReleased), Weights: w(base + tlMarks + markWeights),
+				Merged: w(base + tlMarks + markMerged)}
 			for wi := range tlWarps {
 				r.Prologue[wi], r.First[wi], r.Loop[wi] = w(base+tlPrologue+wi), w(base+tlFirst+wi), w(base+tlLoop+wi)
 			}
@@ -157,6 +168,9 @@ type TimelineCTA struct {
 	Arrived          uint64          // the merge's count returned
 	Exit             uint64
 	Last             bool // this CTA merged its row chunk's splits
+	// Session 26: the count's release fence done, and in the merging CTA
+	// its weights made and its outputs written (0 where not written).
+	Released, Weights, Merged uint64
 }
 
 // warpTiles returns how many packed tiles warp w of the CTA runs.
@@ -221,7 +235,12 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 		{name: "warp merge: CTA's last warp done -> barrier passed"},
 		{name: "partial: barrier -> partial written"},
 		{name: "count: partial written -> arrival known"},
+		{name: "  count's release fence: partial written -> fence done"},
+		{name: "  count's atomic (+ acquire): fence done -> arrival known"},
 		{name: "merge: arrival -> exit (the last CTA of a row chunk)"},
+		{name: "  merge's weights: arrival -> weights made"},
+		{name: "  merge's outputs: weights -> outputs written"},
+		{name: "  merge's end: outputs written -> exit"},
 		{name: "one split: barrier -> output written"},
 		{name: "CTA life: entry -> exit"},
 		{name: "last partial -> merge starts (per row chunk)"},
@@ -240,7 +259,12 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 		dWarpMerge
 		dPartial
 		dCount
+		dFence
+		dAtomic
 		dMerge
+		dMergeW
+		dMergeO
+		dMergeEnd
 		dOneSplit
 		dLife
 		dLastPartial
@@ -287,9 +311,14 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 			}
 			ds[dPartial].add(r.WarpsDone, r.Partial)
 			ds[dCount].add(r.Partial, r.Arrived)
+			ds[dFence].add(r.Partial, r.Released)
+			ds[dAtomic].add(r.Released, r.Arrived)
 			lastPartial[c] = max(lastPartial[c], r.Partial)
 			if r.Last {
 				ds[dMerge].add(r.Arrived, r.Exit)
+				ds[dMergeW].add(r.Arrived, r.Weights)
+				ds[dMergeO].add(r.Weights, r.Merged)
+				ds[dMergeEnd].add(r.Merged, r.Exit)
 				mergeStart[c] = r.Arrived
 				lastMergeEnd = max(lastMergeEnd, r.Exit)
 			}
@@ -348,4 +377,202 @@ func runningByTenth(ctas []TimelineCTA, first, last uint64) string {
 		parts[k] = fmt.Sprintf("%.0f", m)
 	}
 	return fmt.Sprintf("%s (%.1f%% of the peak tenth's over the span)", strings.Join(parts, " "), 100*sum/(bins*max(peak, 1)))
+}
+
+// ctaLoopEnd is the latest of a CTA's warps' loop ends (0: none written).
+func ctaLoopEnd(r *TimelineCTA) uint64 {
+	e := uint64(0)
+	for wi := range tlWarps {
+		e = max(e, r.Loop[wi])
+	}
+	return e
+}
+
+// SummarizeSMs writes, for launches of one plan, whether the CTAs whose
+// loops end last sit on the same SMs launch after launch (session 26):
+// per launch each SM's latest loop end from the launch's first entry; the
+// mean Spearman rank correlation of those times between consecutive
+// launches (1: the same SMs are slow every time, 0: no relation); how many
+// of a launch's slowest tenth of SMs are in the next launch's slowest
+// tenth; the loop end of SMs running one CTA against those running two;
+// and the SMs most often in the slowest tenth.
+func SummarizeSMs(w io.Writer, launches []TimelineLaunch) {
+	type smTimes map[int]float64
+	var per []smTimes
+	var one, two []float64
+	for _, l := range launches {
+		if len(l.CTAs) == 0 {
+			continue
+		}
+		first := ^uint64(0)
+		for i := range l.CTAs {
+			first = min(first, l.CTAs[i].Entry)
+		}
+		t, n := smTimes{}, map[int]int{}
+		for i := range l.CTAs {
+			r := &l.CTAs[i]
+			if e := ctaLoopEnd(r); e > first {
+				t[r.SM] = max(t[r.SM], float64(e-first)/1e3)
+			}
+			n[r.SM]++
+		}
+		for sm, v := range t {
+			if n[sm] == 1 {
+				one = append(one, v)
+			} else {
+				two = append(two, v)
+			}
+		}
+		per = append(per, t)
+	}
+	if len(per) < 2 {
+		return
+	}
+	slowest := func(t smTimes) []int {
+		sms := make([]int, 0, len(t))
+		for sm := range t {
+			sms = append(sms, sm)
+		}
+		slices.SortFunc(sms, func(a, b int) int {
+			if t[a] != t[b] {
+				if t[a] > t[b] {
+					return -1
+				}
+				return 1
+			}
+			return a - b
+		})
+		return sms
+	}
+	var rho, overlap float64
+	pairs := 0
+	count := map[int]int{}
+	for k := range per {
+		s := slowest(per[k])
+		tenth := max(1, len(s)/10)
+		for _, sm := range s[:tenth] {
+			count[sm]++
+		}
+		if k == 0 {
+			continue
+		}
+		a, b := per[k-1], per[k]
+		var common []int
+		for sm := range a {
+			if _, ok := b[sm]; ok {
+				common = append(common, sm)
+			}
+		}
+		rho += spearman(common, a, b)
+		prev := slowest(a)[:max(1, len(a)/10)]
+		hit := 0
+		for _, sm := range s[:tenth] {
+			if slices.Contains(prev, sm) {
+				hit++
+			}
+		}
+		overlap += float64(hit) / float64(tenth)
+		pairs++
+	}
+	med := func(v []float64) float64 {
+		if len(v) == 0 {
+			return 0
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	fmt.Fprintf(w, "per-SM loop end: rank correlation between consecutive launches %.2f; slowest tenth kept %.0f%%; median loop end, SMs of one CTA %.2f us (%d), of two %.2f us (%d)\n",
+		rho/float64(pairs), 100*overlap/float64(pairs), med(one), len(one), med(two), len(two))
+	var often []string
+	for _, sm := range slowest(smTimes(func() map[int]float64 {
+		m := map[int]float64{}
+		for sm, c := range count {
+			m[sm] = float64(c)
+		}
+		return m
+	}())) {
+		if len(often) == 12 {
+			break
+		}
+		often = append(often, fmt.Sprintf("%d:%d", sm, count[sm]))
+	}
+	fmt.Fprintf(w, "SMs most often in the slowest tenth (sm:launches of %d): %s\n", len(per), strings.Join(often, " "))
+}
+
+// spearman is the rank correlation of a[sm] and b[sm] over sms (ties by
+// SM number; 0 with fewer than 3).
+func spearman(sms []int, a, b map[int]float64) float64 {
+	n := len(sms)
+	if n < 3 {
+		return 0
+	}
+	rank := func(t map[int]float64) map[int]float64 {
+		s := slices.Clone(sms)
+		slices.SortFunc(s, func(x, y int) int {
+			if t[x] != t[y] {
+				if t[x] < t[y] {
+					return -1
+				}
+				return 1
+			}
+			return x - y
+		})
+		r := map[int]float64{}
+		for i, sm := range s {
+			r[sm] = float64(i)
+		}
+		return r
+	}
+	ra, rb := rank(a), rank(b)
+	d2 := 0.0
+	for _, sm := range sms {
+		d := ra[sm] - rb[sm]
+		d2 += d * d
+	}
+	nf := float64(n)
+	return 1 - 6*d2/(nf*(nf*nf-1))
+}
+
+// WriteTimelineCSV writes one CSV line per timed CTA of launches (session
+// 26): the row's label, the launch, the CTA's split, item, sequence and
+// SM, then its phases in ns from the launch's first entry (0 where not
+// written): entry, the warps' latest prologue, earliest and latest loop
+// ends, warps done, partial, release fence, arrival, weights, merged, exit,
+// and 1 if it merged.
+func WriteTimelineCSV(w io.Writer, label string, launches []TimelineLaunch) error {
+	for k, l := range launches {
+		first := ^uint64(0)
+		for i := range l.CTAs {
+			first = min(first, l.CTAs[i].Entry)
+		}
+		rel := func(t uint64) int64 {
+			if t == 0 {
+				return 0
+			}
+			return int64(t) - int64(first)
+		}
+		for i := range l.CTAs {
+			r := &l.CTAs[i]
+			pro, lo := uint64(0), ^uint64(0)
+			for wi := range tlWarps {
+				pro = max(pro, r.Prologue[wi])
+				if r.Loop[wi] != 0 {
+					lo = min(lo, r.Loop[wi])
+				}
+			}
+			if lo == ^uint64(0) {
+				lo = 0
+			}
+			last := 0
+			if r.Last {
+				last = 1
+			}
+			if _, err := fmt.Fprintf(w, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", label, k, r.Split, r.Item, r.Seq, r.SM,
+				rel(r.Entry), rel(pro), rel(lo), rel(ctaLoopEnd(r)), rel(r.WarpsDone), rel(r.Partial), rel(r.Released),
+				rel(r.Arrived), rel(r.Weights), rel(r.Merged), rel(r.Exit), last); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

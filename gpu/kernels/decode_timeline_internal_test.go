@@ -141,3 +141,39 @@ func TestSummarizeTimelineNoFirst(t *testing.T) {
 		"| one split: barrier -> output written | 1.00 | 1.00 | 1.00 | 1 |",
 	)
 }
+
+// TestSummarizeSMs checks the per-SM summary on launches whose SMs keep
+// their order (rank correlation 1, the slowest tenth kept) and on a launch
+// whose order is reversed (-1), and the CSV lines' count and fields.
+func TestSummarizeSMs(t *testing.T) {
+	launch := func(order []int) TimelineLaunch {
+		var l TimelineLaunch
+		for i, sm := range order {
+			r := TimelineCTA{SM: sm, Entry: 1000, Exit: 9000}
+			for w := range tlWarps {
+				r.Loop[w] = 1000 + uint64(1000*(i+1))
+			}
+			l.CTAs = append(l.CTAs, r)
+		}
+		return l
+	}
+	same := []TimelineLaunch{launch([]int{0, 1, 2, 3}), launch([]int{0, 1, 2, 3})}
+	var b strings.Builder
+	SummarizeSMs(&b, same)
+	if !strings.Contains(b.String(), "consecutive launches 1.00; slowest tenth kept 100%") || !strings.Contains(b.String(), "of 2): 3:2\n") || !strings.Contains(b.String(), "one CTA 3.00 us (8)") {
+		t.Errorf("same order:\n%s", b.String())
+	}
+	b.Reset()
+	SummarizeSMs(&b, []TimelineLaunch{launch([]int{0, 1, 2, 3}), launch([]int{3, 2, 1, 0})})
+	if !strings.Contains(b.String(), "consecutive launches -1.00; slowest tenth kept 0%") {
+		t.Errorf("reversed order:\n%s", b.String())
+	}
+	b.Reset()
+	if err := WriteTimelineCSV(&b, "x", same); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 8 || lines[7] != "x,1,0,0,0,3,0,0,4000,4000,0,0,0,0,0,0,8000,0" {
+		t.Errorf("CSV:\n%s", b.String())
+	}
+}

@@ -36,6 +36,10 @@ func TestHeaderConstantsMatchGo(t *testing.T) {
 		{"kTLArrived", []int{tlArrived}, ""},
 		{"kTLExit", []int{tlExit}, ""},
 		{"kTLLast", []int{tlLast}, ""},
+		{"kTLMarks", []int{tlMarks}, ""},
+		{"kMarkReleased", []int{markReleased}, ""},
+		{"kMarkWeights", []int{markWeights}, ""},
+		{"kMarkMerged", []int{markMerged}, ""},
 		{"kTLFirst", []int{tlFirst}, "decode_mma.cu"},
 	} {
 		src, file := headerSource, headerName

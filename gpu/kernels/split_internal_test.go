@@ -109,8 +109,8 @@ func TestWGMMAPlanCTAs(t *testing.T) {
 			t.Fatalf("L=%d: %d CTAs an SM for one fp16 sequence, want %d", tc.l, ctas, wgmmaFewCTAsPerSM)
 		}
 		maxBlocks := (tc.l + 127) / 128
-		bps := splitBlocks(8, maxBlocks, 2, ctas*decodeRefSMs, splitOneWave)
-		if splits := (maxBlocks + bps - 1) / bps; splits != tc.wantSplits {
+		bps := splitBlocksRun(8, maxBlocks, 2, ctas*decodeRefSMs, splitOneWave, true)
+		if splits := (maxBlocks + bps - 1) / bps; splits != tc.wantSplits || bps != (maxBlocks+splits-1)/splits {
 			t.Errorf("one fp16 sequence, L=%d: %d splits of %d blocks, want %d", tc.l, splits, bps, tc.wantSplits)
 		}
 	}
@@ -197,5 +197,53 @@ func TestSplitWavesFill(t *testing.T) {
 	}
 	if mmaSplitRule != splitWavesFill {
 		t.Errorf("decode_mma.cu's split rule is %d, want splitWavesFill", mmaSplitRule)
+	}
+}
+
+// TestSplitBlocksShortestRun checks that splitBlocksRun's one-wave rule
+// for few items (one sequence; sizeMMA's plans) takes, of the block counts that give its split
+// count, the fewest (session 26: the longest split is the launch's
+// critical path): every split count's shortest longest run, on every
+// length up to 4096 blocks, at 2 and 3 CTAs an SM; and the shapes the
+// rule changed (1 x 128K at 128-token blocks: 32 splits of 32 blocks, was
+// 33 blocks and a last split of one; 1 x 1K: two of 4, was 7 and 1).
+func TestSplitBlocksShortestRun(t *testing.T) {
+	for _, slots := range []int{2 * decodeRefSMs, 3 * decodeRefSMs} {
+		for maxBlocks := 1; maxBlocks <= 4096; maxBlocks++ {
+			bps := splitBlocksRun(8, maxBlocks, 4, slots, splitWavesDown, true)
+			splits := (maxBlocks + bps - 1) / bps
+			if want := (maxBlocks + splits - 1) / splits; bps != want {
+				t.Fatalf("%d slots, %d blocks: %d splits of %d blocks, want %d (the shortest longest run)", slots, maxBlocks, splits, bps, want)
+			}
+			if 8*splits > slots {
+				t.Fatalf("%d slots, %d blocks: %d CTAs, more than one wave", slots, maxBlocks, 8*splits)
+			}
+		}
+	}
+	for _, tc := range []struct{ maxBlocks, bps int }{{1024, 32}, {8, 4}, {16, 4}, {512, 16}, {256, 8}, {64, 4}} {
+		if bps := splitBlocksRun(8, tc.maxBlocks, 4, 2*decodeRefSMs, splitWavesDown, true); bps != tc.bps {
+			t.Errorf("one sequence of %d blocks, 264 slots: %d blocks per split, want %d", tc.maxBlocks, bps, tc.bps)
+		}
+	}
+	// sizeMMA routes it: decode_mma.cu's rule at shortestMinBlocks or more
+	// (1 x 128K: 32 splits of 4096 tokens), splitBlocks' below (1 x 2K:
+	// splits of 5 blocks) and for the other rules (decode_wgmma.cu's).
+	l, err := LayoutFor(kv.MustResolve("int4", 128).WithOrder(kv.MMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		l        int
+		rule     splitRule
+		splitLen int
+	}{{131072, splitWavesFill, 4096}, {2048, splitWavesFill, 640}, {131072, splitOneWave, 33 * 128}, {131072, splitWavesUp, 33 * 128}} {
+		s := DecodeShape{B: 1, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: tc.l / l.Nr, MaxL: tc.l}
+		p, err := sizeMMA(nil, l, s, 2, tc.rule, mmaMinSplitTokens, DecodeTuning{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.splitLen != tc.splitLen {
+			t.Errorf("1 x %d, rule %d: splits of %d tokens, want %d", tc.l, tc.rule, p.splitLen, tc.splitLen)
+		}
 	}
 }

@@ -70,6 +70,9 @@ const (
 	// decode_mma.cu compiled to record each CTA's phases (session 19),
 	// which bench attn prints.
 	EnvDecodeTimeline = "BITDECODE_DECODE_TIMELINE"
+	// EnvDecodeTimelineCSV is DecodeTuning.TimelineCSV: a file that bench
+	// attn appends every timed CTA's record to, as CSV (session 26).
+	EnvDecodeTimelineCSV = "BITDECODE_DECODE_TIMELINE_CSV"
 	// EnvWGMMAStages, EnvWGMMAMW and EnvWGMMAMinB are WGMMATuning's ring
 	// depth (2-8 tiles), tile (1 or 2 wgmma M-blocks of 64 tokens) and CTAs
 	// per SM the registers must allow (1-4).
@@ -172,6 +175,9 @@ type DecodeTuning struct {
 	// DecodePlan.Timeline (decode_timeline.go). For measurement only: the
 	// default kernel has none of it.
 	Timeline bool
+	// TimelineCSV, when not empty with Timeline, names a file that bench
+	// attn appends the timed CTAs' records to (WriteTimelineCSV).
+	TimelineCSV string
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each decode program as it is compiled.
 	Ptxas io.Writer
@@ -436,6 +442,7 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 		d.MergeFenceSC = v == "sc"
 	}
 	d.Timeline, _ = p.boolean(EnvDecodeTimeline)
+	d.TimelineCSV, _ = p.get(EnvDecodeTimelineCSV)
 	if on, _ := p.boolean(EnvPtxasVerbose); on {
 		d.Ptxas, t.Planes.Ptxas = os.Stderr, os.Stderr
 	}
