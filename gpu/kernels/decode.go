@@ -375,13 +375,16 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 
 // splitRunShortest reports whether sizeMMA cuts a one-wave plan of few
 // items into the shortest longest runs (splitBlocksRun's shortest) under
-// mode m. By default (SplitRunAuto) every such plan of both tensor-core
-// kernels is: session 26 (v2.27) measured decode_mma.cu's plans of 512
-// blocks or more (int4 1 x 128K, 32 splits of 32 blocks in place of 31 of
-// 33 and one of 1: 60.8 -> 59.5 us on the H100), session 27 the rest
-// (docs/perf/decode-attention.md: decode_mma.cu's 1 x 1K, 7 + 1 blocks ->
-// 4 + 4 for int4, 3 + 1 -> 2 + 2 for int2; decode_wgmma.cu's fp16 1 x 128K,
-// 33 blocks -> 32).
+// mode m: by default (SplitRunAuto) every such plan of both tensor-core
+// kernels, never slower on the H100 than the largest runs. Session 26
+// (v2.27): int4 1 x 128K, 32 splits of 32 blocks in place of 31 of 33 and
+// one of 1, 60.8 -> 59.5 us. Session 27 (docs/perf/decode-attention.md,
+// bench/results/2026-11-26-plans-20): int4 1 x 1K 7 + 1 blocks -> 4 + 4,
+// 14.9-15.0 -> 11.7-11.8 us; int4 1 x 2K 5, 5, 5, 1 -> 4 x 4, 13.6-13.9 ->
+// 12.0-12.1; int2 1 x 1K 3 + 1 -> 2 + 2 (of 256 tokens), 13.6-13.8 ->
+// 11.1-11.2; decode_wgmma's fp16 1 x 128K 33 blocks -> 32, 183.9-184.6 ->
+// 183.3-184.0; int4 KT and int8 at 1 x 128K 0.1-0.4 us faster than with
+// the largest runs (byte-bound rows: the shorter critical CTA barely shows).
 func splitRunShortest(m SplitRunMode) bool { return m != SplitRunLargest }
 
 // splitBlocks returns the blocks per split for items CTAs per split of a

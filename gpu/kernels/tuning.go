@@ -240,7 +240,8 @@ func (m PDLMode) String() string {
 type SplitRunMode int
 
 const (
-	// SplitRunAuto is the measured routing (splitRunShortest).
+	// SplitRunAuto is the measured routing (splitRunShortest): today
+	// SplitRunShortest's plans.
 	SplitRunAuto SplitRunMode = iota
 	// SplitRunShortest takes, of the block counts that give the most CTAs,
 	// the fewest (the shortest longest split) for every such plan of both
