@@ -358,7 +358,7 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 		p.splitLen = (maxBlocks + splits - 1) / splits * l.Nr
 	}
 	if p.splitLen == 0 {
-		shortest := rule == splitWavesFill && maxBlocks >= shortestMinBlocks // decode_mma.cu's plans (mmaSplitRule)
+		shortest := splitRunShortest(t.SplitRun)
 		bps := splitBlocksRun(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, rule, shortest)
 		if rule == splitWavesFill && items >= splitFewItems {
 			bps = fillWaves(items, maxBlocks, minBlocks, ctasPerSM*decodeRefSMs, bps, l.Nr, mmaCTACostTokens(l))
@@ -373,14 +373,19 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 	return p, nil
 }
 
-// shortestMinBlocks is the least sequence, in blocks, whose one-wave plan
-// of few items sizeMMA takes from splitBlocksRun's shortest runs, and only
-// for decode_mma.cu (session 26, v2.27): measured on the H100 at 1 x 128K
-// int4 (1024 blocks: 32 splits of 32 blocks in place of 31 of 33 and one
-// of 1, 60.8 -> 59.5 us); the short sequences whose plans the rule also
-// changes (8-25 blocks, 1-3K tokens of 128-token blocks) and decode_wgmma's
-// plans were not measured with it and keep splitBlocks' rule.
-const shortestMinBlocks = 512
+// splitRunShortest reports whether sizeMMA cuts a one-wave plan of few
+// items into the shortest longest runs (splitBlocksRun's shortest) under
+// mode m: by default (SplitRunAuto) every such plan of both tensor-core
+// kernels, never slower on the H100 than the largest runs. Session 26
+// (v2.27): int4 1 x 128K, 32 splits of 32 blocks in place of 31 of 33 and
+// one of 1, 60.8 -> 59.5 us. Session 27 (docs/perf/decode-attention.md,
+// bench/results/2026-11-26-plans-20): int4 1 x 1K 7 + 1 blocks -> 4 + 4,
+// 14.9-15.0 -> 11.7-11.8 us; int4 1 x 2K 5, 5, 5, 1 -> 4 x 4, 13.6-13.9 ->
+// 12.0-12.1; int2 1 x 1K 3 + 1 -> 2 + 2 (of 256 tokens), 13.6-13.8 ->
+// 11.1-11.2; decode_wgmma's fp16 1 x 128K 33 blocks -> 32, 183.9-184.6 ->
+// 183.3-184.0; int4 KT and int8 at 1 x 128K 0.1-0.4 us faster than with
+// the largest runs (byte-bound rows: the shorter critical CTA barely shows).
+func splitRunShortest(m SplitRunMode) bool { return m != SplitRunLargest }
 
 // splitBlocks returns the blocks per split for items CTAs per split of a
 // sequence of maxBlocks blocks, at least minBlocks per split (unless the
@@ -391,11 +396,11 @@ func splitBlocks(items, maxBlocks, minBlocks, slots int, rule splitRule) int {
 	return splitBlocksRun(items, maxBlocks, minBlocks, slots, rule, false)
 }
 
-// splitBlocksRun is splitBlocks; with shortest (sizeMMA's decode_mma.cu
-// plans of shortestMinBlocks or more, session 26), the few-items rule
-// takes, of the block counts that give the most CTAs, the fewest, where
-// splitBlocks takes the most (the planes kernel's, decode_wgmma.cu's and
-// short sequences' plans, not measured with the change).
+// splitBlocksRun is splitBlocks; with shortest (sizeMMA's plans,
+// splitRunShortest), the few-items rule takes, of the block counts that
+// give the most CTAs, the fewest, where splitBlocks takes the most (the
+// planes kernel's plans, whose splits planes.cu cuts by cost anyway:
+// planesSplitLen).
 func splitBlocksRun(items, maxBlocks, minBlocks, slots int, rule splitRule, shortest bool) int {
 	most := min(decodeMaxSplits, max(1, maxBlocks/max(1, minBlocks)))
 	if items >= splitFewItems {

@@ -374,7 +374,10 @@ const planesCTAsPerSM = 2
 // and 16 x 32K at 2.4 waves of 640 CTAs (Hkv 8). (Rejected, v2.4-1: the
 // shortest length for the count, 33 splits of 3984 positions at 1 x 128K
 // filling all 264 slots where 33 of 4096 leave 8 empty: within 1% either
-// way on the H100, the step being bound by bytes, not slots.)
+// way on the H100, the step being bound by bytes, not slots; again in
+// session 27 with v2.13's kernel, BITDECODE_PLANES_SPLITS=target:264:
+// -0.4% to +0.4%, so decode.go's shortest runs, v2.27, are not taken
+// here: planes.cu cuts a head's real positions into equal splits anyway.)
 func planesSplitLen(k PlanesKernel, items, maxL, maxPos int, t PlanesTuning) int {
 	maxTiles := (maxPos + planesTile - 1) / planesTile
 	minSplit := planesMinSplitTokens

@@ -225,9 +225,10 @@ func TestSplitBlocksShortestRun(t *testing.T) {
 			t.Errorf("one sequence of %d blocks, 264 slots: %d blocks per split, want %d", tc.maxBlocks, bps, tc.bps)
 		}
 	}
-	// sizeMMA routes it: decode_mma.cu's rule at shortestMinBlocks or more
-	// (1 x 128K: 32 splits of 4096 tokens), splitBlocks' below (1 x 2K:
-	// splits of 5 blocks) and for the other rules (decode_wgmma.cu's).
+	// sizeMMA routes it (splitRunShortest): every rule's one-wave plan of
+	// one sequence by default and with SplitRunShortest (1 x 128K: 32 splits
+	// of 4096 tokens; 1 x 2K: 4 of 512; 1 x 1K: 2 of 512), splitBlocks' with
+	// SplitRunLargest (33 blocks, 5 and 7, as before session 26).
 	l, err := LayoutFor(kv.MustResolve("int4", 128).WithOrder(kv.MMA))
 	if err != nil {
 		t.Fatal(err)
@@ -235,15 +236,22 @@ func TestSplitBlocksShortestRun(t *testing.T) {
 	for _, tc := range []struct {
 		l        int
 		rule     splitRule
+		run      SplitRunMode
 		splitLen int
-	}{{131072, splitWavesFill, 4096}, {2048, splitWavesFill, 640}, {131072, splitOneWave, 33 * 128}, {131072, splitWavesUp, 33 * 128}} {
+	}{
+		{131072, splitWavesFill, SplitRunAuto, 4096}, {2048, splitWavesFill, SplitRunAuto, 512}, {1024, splitWavesFill, SplitRunAuto, 512},
+		{131072, splitOneWave, SplitRunAuto, 4096}, {131072, splitWavesUp, SplitRunAuto, 4096},
+		{131072, splitWavesFill, SplitRunShortest, 4096}, {2048, splitWavesFill, SplitRunShortest, 512},
+		{131072, splitWavesFill, SplitRunLargest, 33 * 128}, {2048, splitWavesFill, SplitRunLargest, 640}, {1024, splitWavesFill, SplitRunLargest, 896},
+		{131072, splitOneWave, SplitRunLargest, 33 * 128}, {131072, splitWavesUp, SplitRunLargest, 33 * 128},
+	} {
 		s := DecodeShape{B: 1, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: tc.l / l.Nr, MaxL: tc.l}
-		p, err := sizeMMA(nil, l, s, 2, tc.rule, mmaMinSplitTokens, DecodeTuning{})
+		p, err := sizeMMA(nil, l, s, 2, tc.rule, mmaMinSplitTokens, DecodeTuning{SplitRun: tc.run})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.splitLen != tc.splitLen {
-			t.Errorf("1 x %d, rule %d: splits of %d tokens, want %d", tc.l, tc.rule, p.splitLen, tc.splitLen)
+			t.Errorf("1 x %d, rule %d, %v: splits of %d tokens, want %d", tc.l, tc.rule, tc.run, p.splitLen, tc.splitLen)
 		}
 	}
 }

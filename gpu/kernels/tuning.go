@@ -25,7 +25,9 @@ const (
 	EnvDecodeStages = "BITDECODE_DECODE_STAGES"
 	// EnvDecodeSplits set to "target:N" is DecodeTuning.TargetCTAs: the
 	// tensor-core kernels' splits sized for about N CTAs per step (v2's
-	// rule, N = 528) instead of sizeMMA's wave rule.
+	// rule, N = 528) instead of sizeMMA's wave rule; set to "shortest" or
+	// "largest" ("auto"), DecodeTuning.SplitRun: how a one-wave plan of one
+	// sequence is cut.
 	EnvDecodeSplits = "BITDECODE_DECODE_SPLITS"
 	// EnvDecodeMinSplit is DecodeTuning.MinSplitTokens: the fewest tokens
 	// per split of the tensor-core kernels.
@@ -156,6 +158,11 @@ type DecodeTuning struct {
 	// TargetCTAs, when positive, sizes the splits for about this many CTAs
 	// per step (v2's rule) instead of whole waves (splitBlocks).
 	TargetCTAs int
+	// SplitRun is which of the block counts that give a one-wave plan of
+	// few items (one sequence) its most CTAs the tensor-core planner takes
+	// (splitBlocksRun); the zero value SplitRunAuto is the measured routing
+	// (splitRunShortest).
+	SplitRun SplitRunMode
 	// NoFuse leaves the merge of the splits to decode_combine, a second
 	// launch, instead of the last split of each row chunk (v2.5).
 	NoFuse bool
@@ -226,6 +233,35 @@ func (m PDLMode) String() string {
 		return pdlModes[m]
 	}
 	return fmt.Sprintf("PDLMode(%d)", int(m))
+}
+
+// SplitRunMode is how the tensor-core planner cuts a one-wave plan of few
+// items (DecodeTuning.SplitRun).
+type SplitRunMode int
+
+const (
+	// SplitRunAuto is the measured routing (splitRunShortest): today
+	// SplitRunShortest's plans.
+	SplitRunAuto SplitRunMode = iota
+	// SplitRunShortest takes, of the block counts that give the most CTAs,
+	// the fewest (the shortest longest split) for every such plan of both
+	// kernels.
+	SplitRunShortest
+	// SplitRunLargest takes the most, as every plan did before session 26
+	// (v2.27): the last split may be a block or two.
+	SplitRunLargest
+)
+
+// splitRunModes are the names of the SplitRunMode values, in order
+// (EnvDecodeSplits).
+var splitRunModes = []string{"auto", "shortest", "largest"}
+
+// String returns "auto", "shortest" or "largest".
+func (m SplitRunMode) String() string {
+	if m >= 0 && int(m) < len(splitRunModes) {
+		return splitRunModes[m]
+	}
+	return fmt.Sprintf("SplitRunMode(%d)", int(m))
 }
 
 // MMATuning is decode_mma.cu's. Zero fields are the defaults.
@@ -401,11 +437,15 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	}
 	d.MinSplitTokens = p.intRange(EnvDecodeMinSplit, 16, 1<<30, "a number of tokens of at least 16")
 	if v, ok := p.get(EnvDecodeSplits); ok {
-		n, err := strconv.Atoi(strings.TrimPrefix(v, "target:"))
-		if !strings.HasPrefix(v, "target:") || err != nil || n < 1 {
-			p.fail(EnvDecodeSplits, v, "target:N with N a positive number of CTAs")
+		if i := slices.Index(splitRunModes, v); i >= 0 {
+			d.SplitRun = SplitRunMode(i)
+		} else {
+			n, err := strconv.Atoi(strings.TrimPrefix(v, "target:"))
+			if !strings.HasPrefix(v, "target:") || err != nil || n < 1 {
+				p.fail(EnvDecodeSplits, v, "target:N with N a positive number of CTAs, auto, shortest or largest")
+			}
+			d.TargetCTAs = n
 		}
-		d.TargetCTAs = n
 	}
 	if on, ok := p.boolean(EnvDecodeQK8); ok {
 		d.MMA.QK8 = -1
@@ -612,6 +652,8 @@ func (t DecodeTuning) check() error {
 		return bad("DecodeTuning.TargetCTAs", t.TargetCTAs, "a positive number of CTAs")
 	case t.PDL < PDLAuto || t.PDL > PDLOff:
 		return bad("DecodeTuning.PDL", int(t.PDL), "PDLEarly (1), PDLWait (2) or PDLOff (3)")
+	case t.SplitRun < SplitRunAuto || t.SplitRun > SplitRunLargest:
+		return bad("DecodeTuning.SplitRun", int(t.SplitRun), "SplitRunShortest (1) or SplitRunLargest (2)")
 	}
 	return nil
 }

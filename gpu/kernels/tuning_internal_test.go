@@ -39,8 +39,14 @@ func TestParseTuning(t *testing.T) {
 		t.Errorf("ParseTuning =\n%+v\nwant\n%+v", got, want)
 	}
 	// Empty is unset; FUSE=1 is the default.
-	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvWGMMAPad: "1", EnvPtxasVerbose: "0", EnvDecodePDL: "auto", EnvDecodeMergeFence: "rel"})); err != nil || got != (Tuning{}) {
+	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvWGMMAPad: "1", EnvPtxasVerbose: "0", EnvDecodePDL: "auto", EnvDecodeMergeFence: "rel", EnvDecodeSplits: "auto"})); err != nil || got != (Tuning{}) {
 		t.Errorf("empty/default values: %+v, %v", got, err)
+	}
+	// SPLITS also names how one sequence's one-wave plan is cut.
+	for v, want := range map[string]SplitRunMode{"shortest": SplitRunShortest, "largest": SplitRunLargest} {
+		if got, err := ParseTuning(lookup(map[string]string{EnvDecodeSplits: v})); err != nil || got != (Tuning{Decode: DecodeTuning{SplitRun: want}}) {
+			t.Errorf("%s=%s: %+v, %v; want SplitRun %v", EnvDecodeSplits, v, got, err, want)
+		}
 	}
 	// Every value that used to be ignored silently is an error naming the
 	// variable and what it accepts.
@@ -51,8 +57,9 @@ func TestParseTuning(t *testing.T) {
 		{EnvDecodeStages, "5", "0, 2, 3 or 4"},
 		{EnvDecodeMinB, "0", "1 to 4"},
 		{EnvDecodeMinSplit, "8", "a number of tokens of at least 16"},
-		{EnvDecodeSplits, "528", "target:N with N a positive number of CTAs"},
-		{EnvDecodeSplits, "target:0", "target:N with N a positive number of CTAs"},
+		{EnvDecodeSplits, "528", "target:N with N a positive number of CTAs, auto, shortest or largest"},
+		{EnvDecodeSplits, "target:0", "target:N with N a positive number of CTAs, auto, shortest or largest"},
+		{EnvDecodeSplits, "short", "target:N with N a positive number of CTAs, auto, shortest or largest"},
 		{EnvDecodeFuse, "no", "1, t, true, 0, f or false"},
 		{EnvDecodePDL, "0", "auto, early, wait or off"},
 		{EnvDecodeMergeFence, "acq_rel", "rel or sc"},
@@ -96,6 +103,7 @@ func TestTuningChecks(t *testing.T) {
 		{DecodeTuning{WGMMA: WGMMATuning{MinB: -1}}.check(), "WGMMATuning.MinB"},
 		{DecodeTuning{MinSplitTokens: 8}.check(), "DecodeTuning.MinSplitTokens"},
 		{DecodeTuning{TargetCTAs: -1}.check(), "DecodeTuning.TargetCTAs"},
+		{DecodeTuning{SplitRun: 3}.check(), "DecodeTuning.SplitRun"},
 		{PlanesTuning{MT: [3]int{1, 0, 4}}.check(), "PlanesTuning.MT"},
 		{PlanesTuning{MinSplitTokens: 32}.check(), "PlanesTuning.MinSplitTokens"},
 		{PlanesTuning{TargetCTAs: -1}.check(), "PlanesTuning.TargetCTAs"},
