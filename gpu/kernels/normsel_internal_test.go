@@ -45,15 +45,22 @@ func TestNormSelConstants(t *testing.T) {
 // bucketCount (unexported there; dec.cu spells them too).
 const normSelBucketShift, normSelBuckets = 20, 256
 
-// selectChunkModel is ops.cu's selectChunk<threads> in Go, thread by
-// thread: the chunk x (c = len(x) <= 1024 channels, c0 its first) over
-// threads threads of per = 1024/threads consecutive channels; keyMax; the
-// histogram; B from the inclusive scan of each thread's 256/threads
-// buckets; the exclusive scan of each thread's packed (below B, in B)
-// counts; each taken channel written at below-before + min(in-before,
-// fill). Slots never written stay -1.
+// selectChunkModel is ops.cu's selectChunk<threads> in Go, warp by warp
+// (session 20b's one-barrier version): the chunk x (c = len(x) <= 1024
+// channels, c0 its first) over threads threads of per = 1024/threads
+// consecutive channels; each warp's histogram relative to its own key
+// maximum wmax (bucket min(wmax − key, 255)); then, for every warp apart,
+// keyMax, the walk over the chunk's buckets 32 at a time (bucket b's count
+// summed from each warp's histogram at b − (keyMax − wmax), bucket 255
+// always reaching kc) giving B, the count above it and the earlier warps'
+// channels below B and in B; then each thread's place from the warp's
+// exclusive scan of packed (below B, in B) counts, each taken channel
+// written at below-before + min(in-before, fill). Slots never written stay
+// -1; a slot written twice panics.
 func selectChunkModel(x []float32, kc, c0, threads int) []int32 {
-	per, bpt := wq.ChunkChannels/threads, normSelBuckets/threads
+	const lanes = 32
+	per, warps := wq.ChunkChannels/threads, threads/lanes
+	wch := lanes * per
 	c := len(x)
 	key := func(i int) int {
 		if i >= c {
@@ -61,65 +68,122 @@ func selectChunkModel(x []float32, kc, c0, threads int) []int32 {
 		}
 		return int(math.Float32bits(x[i]) & 0x7fffffff >> normSelBucketShift)
 	}
-	keyMax := -1
-	for i := range threads * per {
-		keyMax = max(keyMax, key(i))
-	}
-	b := make([]int, threads*per)
-	var hist [normSelBuckets]int
-	for i := range b {
-		b[i] = normSelBuckets
-		if k := key(i); k >= 0 {
-			b[i] = min(keyMax-k, normSelBuckets-1)
-			hist[b[i]]++
+	hist := make([][normSelBuckets]int, warps)
+	wmax := make([]int, warps)
+	for w := range warps {
+		m := -1
+		for i := w * wch; i < (w+1)*wch; i++ {
+			m = max(m, key(i))
 		}
-	}
-	B, above, found := -1, 0, 0
-	before := 0
-	for t := range threads {
-		for k := range bpt {
-			h := hist[t*bpt+k]
-			if before < kc && before+h >= kc {
-				B, above = t*bpt+k, before
-				found++
+		wmax[w] = m
+		for i := w * wch; i < (w+1)*wch; i++ {
+			if k := key(i); k >= 0 {
+				hist[w][min(m-k, normSelBuckets-1)]++
 			}
-			before += h
 		}
 	}
-	if found != 1 {
-		panic("selectChunkModel: B found " + strconv.Itoa(found) + " times")
-	}
-	fill := kc - above
+	keyMax := slices.Max(wmax)
 	out := slices.Repeat([]int32{-1}, kc)
-	pex := 0
-	for t := range threads {
-		below, in := 0, 0
-		for j := range per {
-			if b[t*per+j] < B {
-				below++
-			}
-			if b[t*per+j] == B {
-				in++
-			}
-		}
-		packed := below | in<<16
-		nb, ni := pex&0xffff, pex>>16
-		for j := range per {
-			ch := int32(c0 + t*per + j)
-			switch bj := b[t*per+j]; {
-			case bj < B:
-				out[nb+min(ni, fill)] = ch
-				nb++
-			case bj == B:
-				if ni < fill {
-					out[nb+ni] = ch
+	for warp := range warps {
+		// The walk (every lane's bucket of one step at once).
+		B, above, early, earlyIn, base := normSelBuckets-1, 0, 0, 0, 0
+		for s := 0; s < normSelBuckets/lanes; s++ {
+			var tot, pre, incl [lanes]int
+			for l := range lanes {
+				bk := s*lanes + l
+				tot[l] = wq.ChunkChannels
+				if bk < normSelBuckets-1 {
+					tot[l] = 0
+					for w := range warps {
+						i := bk - (keyMax - wmax[w])
+						if i > normSelBuckets-2 {
+							panic("selectChunkModel: a warp's clipped bucket read")
+						}
+						if wmax[w] >= 0 && i >= 0 {
+							tot[l] += hist[w][i]
+							if w < warp {
+								pre[l] += hist[w][i]
+							}
+						}
+					}
 				}
-				ni++
+				incl[l] = tot[l]
+				if l > 0 {
+					incl[l] += incl[l-1]
+				}
 			}
+			reach := -1
+			for l := range lanes {
+				if base+incl[l] >= kc {
+					reach = l
+					break
+				}
+			}
+			if reach >= 0 {
+				B = s*lanes + reach
+				above = base + incl[reach] - tot[reach]
+				earlyIn = pre[reach]
+				for l := range reach {
+					early += pre[l]
+				}
+				break
+			}
+			for l := range lanes {
+				early += pre[l]
+			}
+			base += incl[lanes-1]
 		}
-		pex += packed
+		if B == normSelBuckets-1 {
+			earlyIn = min(c, warp*wch) - early
+		}
+		fill := kc - above
+		bucket := func(i int) int {
+			if k := key(i); k >= 0 {
+				return min(keyMax-k, normSelBuckets-1)
+			}
+			return normSelBuckets
+		}
+		pex := 0 // the warp's exclusive scan of packed counts
+		for l := range lanes {
+			t := warp*lanes + l
+			below, in := 0, 0
+			for j := range per {
+				below += b2i(bucket(t*per+j) < B)
+				in += b2i(bucket(t*per+j) == B)
+			}
+			nb, ni := early+pex&0xffff, earlyIn+pex>>16
+			for j := range per {
+				ch := int32(c0 + t*per + j)
+				slot := -1
+				switch bj := bucket(t*per + j); {
+				case bj < B:
+					slot = nb + min(ni, fill)
+					nb++
+				case bj == B:
+					if ni < fill {
+						slot = nb + ni
+					}
+					ni++
+				}
+				if slot >= 0 {
+					if out[slot] != -1 {
+						panic("selectChunkModel: slot " + strconv.Itoa(slot) + " written twice")
+					}
+					out[slot] = ch
+				}
+			}
+			pex += below | in<<16
+		}
 	}
 	return out
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestNormSelectModelMatchesWQ: selectChunkModel (the ranking of a chunk

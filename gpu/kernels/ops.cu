@@ -480,23 +480,35 @@ BD_DEVICE float4 clusterLoadF32x4(const float* p, u32 rank) {
 // (c0 its first, kc = ChunkSelect(kChunk, c) >= 1 of them taken) to out
 // [kc], in increasing order, in a CTA of THREADS threads (128 or 256):
 // thread t holds the chunk's channels t·PER + m (m < PER = 1024/THREADS)
-// in v, those at or past c ignored. The rule's three steps, as dec.cu's
-// select_topk_cta: keyMax and the 256-bucket histogram (shared atomics);
-// B and the count above it from an inclusive scan of the histogram
-// (256/THREADS buckets a thread); then one exclusive scan of each
-// thread's (count below B, count in B), packed in one int, gives every
-// taken channel its place: the channels before it with b < B plus
-// min(the channels before it in B, fill), fill = kc − (count above B) —
-// the first fill channels of bucket B in channel order, as wq's scan
-// takes them (normsel_internal_test.go's model, checked against wq).
-// Every thread must call it (it synchronizes); hist holds kSelBuckets
-// ints, warpv THREADS/32, shB two.
+// in v, those at or past c ignored. Session 20b's version: one CTA
+// barrier (session 19b's took five). Before it each warp builds its own
+// 256-bucket histogram relative to its own key maximum wmax (bucket
+// min(wmax − key, 255); zeroed, filled by shared atomics, ordered by
+// __syncwarp alone) and publishes wmax. After it every warp, redundantly,
+// takes keyMax = max wmax and walks the chunk's buckets b = keyMax − key
+// 32 at a time: lane l's bucket count is the sum over warps w of w's
+// histogram at b − (keyMax − wmax_w) (never w's clipped last bucket, as
+// b < 255 there; bucket 255 holds the rest and always reaches kc), one
+// warp scan finds B, the first bucket whose inclusive count reaches kc,
+// and the count above it; the same loads summed over the warps before
+// this one give their channels below B and in B. A warp scan of each
+// thread's packed (below B, in B) counts then gives every taken channel
+// its place: the channels before it below B plus min(the channels before
+// it in B, fill), fill = kc − (count above B): the first fill channels of
+// bucket B in channel order, as wq's scan takes them
+// (normsel_internal_test.go's model, checked against wq). Every thread
+// must call it (it synchronizes); hist holds kSelBuckets ints a warp
+// (16-byte aligned), wmax THREADS/32.
 template <int THREADS>
 BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc, int c0, int* __restrict__ out,
-                           int* hist, int* warpv, int* shB) {
-  constexpr int PER = kSelChunk / THREADS, WARPS = THREADS / 32, BPT = kSelBuckets / THREADS;
-  static_assert(THREADS * PER == kSelChunk && THREADS * BPT == kSelBuckets, "the ranking's partition");
+                           int* hist, int* wmax) {
+  constexpr int PER = kSelChunk / THREADS, WARPS = THREADS / 32, WCH = 32 * PER;
+  constexpr unsigned kAll = 0xffffffffu;
+  static_assert(THREADS * PER == kSelChunk && kSelBuckets == 32 * 8, "the ranking's partition");
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int* hw = hist + warp * kSelBuckets;
+  reinterpret_cast<int4*>(hw)[lane] = make_int4(0, 0, 0, 0);  // this warp's 256 buckets
+  reinterpret_cast<int4*>(hw)[lane + 32] = make_int4(0, 0, 0, 0);
   int key[PER];
   int m = -1;
 #pragma unroll
@@ -504,58 +516,62 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
     key[j] = tid * PER + j < c ? int((__float_as_uint(v[j]) & 0x7fffffffu) >> kSelBucketShift) : -1;
     m = max(m, key[j]);
   }
+  m = __reduce_max_sync(kAll, m);
+  __syncwarp();  // the warp's zeros before any of its atomics
 #pragma unroll
-  for (int k = 0; k < BPT; k++) hist[tid + k * THREADS] = 0;
+  for (int j = 0; j < PER; j++)
+    if (key[j] >= 0) atomicAdd(&hw[min(m - key[j], kSelBuckets - 1)], 1);
+  if (lane == 0) wmax[warp] = m;
+  __syncthreads();  // the one barrier: every warp's histogram and maximum
+  int wm[WARPS], keyMax = -1;
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
-  if (lane == 0) warpv[warp] = m;
-  __syncthreads();  // the warp maxima and hist's zeros
-  int keyMax = warpv[0];
+  for (int w = 0; w < WARPS; w++) {
+    wm[w] = wmax[w];
+    keyMax = max(keyMax, wm[w]);
+  }
+  // B, the count above it, and the earlier warps' channels below B
+  // (early, summed over lanes) and in B (earlyIn).
+  int B = kSelBuckets - 1, above = 0, early = 0, earlyIn = 0, base = 0;
+#pragma unroll 1
+  for (int s = 0; s < kSelBuckets / 32; s++) {
+    const int bk = s * 32 + lane;
+    int tot = kSelChunk, pre = 0;  // bucket 255: the rest, always reaching kc
+    if (bk < kSelBuckets - 1) {
+      tot = 0;
 #pragma unroll
-  for (int w = 1; w < WARPS; w++) keyMax = max(keyMax, warpv[w]);
-  int b[PER];
+      for (int w = 0; w < WARPS; w++) {
+        const int i = bk - (keyMax - wm[w]);  // <= 254: never w's clipped bucket
+        const int n = wm[w] >= 0 && i >= 0 ? hist[w * kSelBuckets + i] : 0;
+        tot += n;
+        if (w < warp) pre += n;
+      }
+    }
+    const int incl = warpInclusiveSum(tot, lane);
+    const unsigned reach = __ballot_sync(kAll, base + incl >= kc);
+    if (reach != 0) {  // the same for the whole warp
+      const int l = __ffs(reach) - 1;
+      B = s * 32 + l;
+      above = base + __shfl_sync(kAll, incl - tot, l);
+      earlyIn = __shfl_sync(kAll, pre, l);
+      if (lane < l) early += pre;
+      break;
+    }
+    early += pre;
+    base += __shfl_sync(kAll, incl, 31);
+  }
+  early = __reduce_add_sync(kAll, early);
+  if (B == kSelBuckets - 1) earlyIn = min(c, warp * WCH) - early;  // the earlier warps' channels in the rest
+  const int fill = kc - above;
+  int b[PER], below = 0, in = 0;
 #pragma unroll
   for (int j = 0; j < PER; j++) {
     b[j] = key[j] >= 0 ? min(keyMax - key[j], kSelBuckets - 1) : kSelBuckets;
-    if (key[j] >= 0) atomicAdd(&hist[b[j]], 1);
-  }
-  __syncthreads();  // the histogram; every read of warpv above is done
-  // B: the first bucket whose inclusive count reaches kc (it exists: the
-  // 256 buckets count c >= kc channels). Thread t owns buckets t·BPT + k.
-  int h[BPT], hsum = 0;
-#pragma unroll
-  for (int k = 0; k < BPT; k++) {
-    h[k] = hist[tid * BPT + k];
-    hsum += h[k];
-  }
-  const int incl = warpInclusiveSum(hsum, lane);
-  if (lane == 31) warpv[warp] = incl;
-  __syncthreads();
-  int before = incl - hsum;
-  for (int w = 0; w < warp; w++) before += warpv[w];
-#pragma unroll
-  for (int k = 0; k < BPT; k++) {
-    if (before < kc && before + h[k] >= kc) {
-      shB[0] = tid * BPT + k;
-      shB[1] = before;
-    }
-    before += h[k];
-  }
-  __syncthreads();  // shB; every read of warpv above is done
-  const int B = shB[0], fill = kc - shB[1];
-  int below = 0, in = 0;
-#pragma unroll
-  for (int j = 0; j < PER; j++) {
     below += b[j] < B;
     in += b[j] == B;
   }
   const int packed = below | in << 16;  // each count <= 1024
-  const int pincl = warpInclusiveSum(packed, lane);
-  if (lane == 31) warpv[warp] = pincl;
-  __syncthreads();
-  int pex = pincl - packed;
-  for (int w = 0; w < warp; w++) pex += warpv[w];
-  int nb = pex & 0xffff, ni = pex >> 16;
+  const int pex = warpInclusiveSum(packed, lane) - packed;
+  int nb = early + (pex & 0xffff), ni = earlyIn + (pex >> 16);
 #pragma unroll
   for (int j = 0; j < PER; j++) {
     const int ch = c0 + tid * PER + j;
@@ -657,9 +673,8 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1)
   // This CTA's slice of h + delta and of w, read by the CTA ranking it.
   __shared__ __align__(16) float vs[kNormClusterThreads * kNormClusterRegs];
   __shared__ __align__(16) float ws[kNormClusterThreads * kNormClusterRegs];
-  __shared__ int hist[kSelBuckets];
-  __shared__ int warpv[kNormClusterWarps];
-  __shared__ int shB[2];
+  __shared__ __align__(16) int hist[kNormClusterWarps * kSelBuckets];
+  __shared__ int wmax[kNormClusterWarps];
   if (!early) normLoad(v, wv, hs, w, lo, hi, tid);
 #pragma unroll
   for (int j = 0; j < kNormClusterRegs; j++) {
@@ -725,7 +740,7 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1)
 #pragma unroll
     for (int q = 0; q < kSelPer; q++) cx[q] = __fmul_rn(cw[q], __fmul_rn(cv[q], r));
     int* out = sel + g * selStride + (long long)rank * selChunkSelect(kChunk, kSelChunk);
-    selectChunk<kNormClusterThreads>(cx, c, kc, c0, out, hist, warpv, shB);
+    selectChunk<kNormClusterThreads>(cx, c, kc, c0, out, hist, wmax);
   }
   clusterWait();  // no CTA leaves (its shared memory) before every CTA has read it
 }
@@ -743,7 +758,7 @@ constexpr int kSelCTA = 256;
 // selOutChunk ranks the chunk held in cs (c values) at the end of the o-input
 // kernels (every thread; after the barrier that publishes cs).
 BD_DEVICE void selOutChunk(const float* cs, int c, int c0, int t, int* __restrict__ sel, int selStride, int kChunk,
-                           int* hist, int* warpv, int* shB) {
+                           int* hist, int* wmax) {
   constexpr int PER = kSelChunk / kSelCTA;
   const int kc = selChunkSelect(kChunk, c);
   if (kc == 0) return;  // the same for the whole CTA
@@ -751,7 +766,7 @@ BD_DEVICE void selOutChunk(const float* cs, int c, int c0, int t, int* __restric
 #pragma unroll
   for (int q = 0; q < PER; q++) v[q] = int(threadIdx.x) * PER + q < c ? cs[threadIdx.x * PER + q] : 0.f;
   int* out = sel + (long long)t * selStride + (long long)(c0 / kSelChunk) * selChunkSelect(kChunk, kSelChunk);
-  selectChunk<kSelCTA>(v, c, kc, c0, out, hist, warpv, shB);
+  selectChunk<kSelCTA>(v, c, kc, c0, out, hist, wmax);
 }
 
 // hadamardRowsSel is f16ToF32HadamardRow over the chunk's c/D rows of D =
@@ -784,9 +799,8 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
                             int* __restrict__ sel, int selStride, int kChunk) {
   startDependentFirst();  // as f16_to_f32_hadamard_warp
   __shared__ float cs[kSelChunk];
-  __shared__ int hist[kSelBuckets];
-  __shared__ int warpv[kSelCTA / 32];
-  __shared__ int shB[2];
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
+  __shared__ int wmax[kSelCTA / 32];
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, rowLen - c0);
   const long long base = (long long)t * rowLen + c0;
   switch (D) {
@@ -796,7 +810,7 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
     case 256: hadamardRowsSel<8>(y, x, base, c, s, cs); break;
   }
   __syncthreads();
-  selOutChunk(cs, c, c0, t, sel, selStride, kChunk, hist, warpv, shB);
+  selOutChunk(cs, c, c0, t, sel, selStride, kChunk, hist, wmax);
 }
 
 // f16_to_f32_sel: f16_to_f32's y over T rows of rowLen and each token's
@@ -806,9 +820,8 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
                    int kChunk) {
   startDependent();  // as f16_to_f32
   __shared__ float cs[kSelChunk];
-  __shared__ int hist[kSelBuckets];
-  __shared__ int warpv[kSelCTA / 32];
-  __shared__ int shB[2];
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
+  __shared__ int wmax[kSelCTA / 32];
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, rowLen - c0);
   const long long base = (long long)t * rowLen + c0;
   for (int i = threadIdx.x; i < c; i += kSelCTA) {
@@ -817,7 +830,7 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
     cs[i] = v;
   }
   __syncthreads();
-  selOutChunk(cs, c, c0, t, sel, selStride, kChunk, hist, warpv, shB);
+  selOutChunk(cs, c, c0, t, sel, selStride, kChunk, hist, wmax);
 }
 #endif
 
@@ -1008,9 +1021,8 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
     swiglu_cols_sel(const float* __restrict__ y, float* dst, float* gate, float* up, const float* __restrict__ bg,
                     const float* __restrict__ bu, int N, int act, int* __restrict__ sel, int selStride, int kChunk) {
   startDependent();
-  __shared__ int hist[kSelBuckets];
-  __shared__ int warpv[kSelCTA / 32];
-  __shared__ int shB[2];
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
+  __shared__ int wmax[kSelCTA / 32];
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, N - c0);
   const int q = N / 4, cc = c0 / 4 + int(threadIdx.x);
   float v[4] = {0.f, 0.f, 0.f, 0.f};
@@ -1033,7 +1045,7 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
   const int kc = selChunkSelect(kChunk, c);
   if (kc > 0) {  // the same for the whole CTA
     int* out = sel + (long long)t * selStride + (long long)blockIdx.x * selChunkSelect(kChunk, kSelChunk);
-    selectChunk<kSelCTA>(v, c, kc, c0, out, hist, warpv, shB);
+    selectChunk<kSelCTA>(v, c, kc, c0, out, hist, wmax);
   }
 }
 #endif
