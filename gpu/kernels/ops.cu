@@ -381,6 +381,19 @@ extern "C" __global__ void add_rmsnorm(float* h, float* x, const float* delta, c
   }
 }
 
+// hadamardRowF16 reads one row of D = 32·E fp16 values (lane l: x[off +
+// 32·e], off = the row's start + l) and rotates it in the warp's registers
+// (bitdecode.cuh's walshHadamardWarp): v[e] is the row's unscaled output
+// at lane + 32·e (the callers scale it as they store it, so that
+// f16_to_f32_hadamard_warp's code stays as it was before it shared this).
+// f16_to_f32_hadamard_warp's and f16_to_f32_hadamard_sel's rows.
+template <int E>
+BD_DEVICE void hadamardRowF16(float (&v)[E], const u16* __restrict__ x, long long off, int lane) {
+#pragma unroll
+  for (int e = 0; e < E; e++) v[e] = h2f(x[off + 32 * e]);
+  walshHadamardWarp<E>(v, lane);
+}
+
 // add_rmsnorm_cluster (Hopper): add_rmsnorm's results over kNormCluster
 // CTAs per row, a thread block cluster, instead of one (one CTA on one SM
 // was latency-bound: 6.1 us for a 4096 row, docs/perf/decode-step.md v7).
@@ -585,10 +598,28 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
   }
 }
 
-static_assert(kNormCluster == 8, "add_rmsnorm_cluster's __cluster_dims__ spells kNormCluster");
-extern "C" __global__ void __cluster_dims__(8, 1, 1)
-    add_rmsnorm_cluster(float* h, float* x, const float* delta, const float* __restrict__ w, int G, float eps,
-                        u16* __restrict__ xh, int early) {
+// addRMSNormCluster is add_rmsnorm_cluster's body (SEL false) and
+// add_rmsnorm_cluster_sel's (SEL true): the same h, x and xh, bit for bit;
+// with SEL it also writes each row's DEC list of x for k_chunk kChunk
+// (1-1024; wq.SelectApprox, the list dec.cu's select_topk writes) to sel
+// [rows][selStride] (selStride = wq's selected channels of a G row), the
+// list gemvq6dec.cu's gemv_q6_dec reads, with no selection launch of its
+// own (session 19b, docs/perf/dec.md). No cluster barrier more than the
+// plain kernel's two: every CTA leaves its slice of h + delta and of w in
+// shared memory before the first (the one that publishes the CTAs' sums);
+// after it, CTA c reads chunk c's 1024 channels of both from the CTAs that
+// hold them (distributed shared memory; a chunk spans two CTAs of a 4096
+// row) with the sums, before its second arrive (which then also says it
+// has read them), makes their x with the row's r as their own CTA does
+// (the same bits) and ranks them (selectChunk) while the second barrier
+// completes. With SEL, G % 32 == 0 (slices of whole 16-byte loads).
+// Without SEL the sel arguments are unused and the kernel's code is the
+// plain kernel's as it was before the two shared a body (the SEL parts
+// are discarded at compile time, their shared memory with them).
+template <bool SEL>
+__device__ __forceinline__ void addRMSNormCluster(float* h, float* x, const float* delta, const float* __restrict__ w, int G,
+                                 float eps, u16* __restrict__ xh, int early, int* __restrict__ sel, int selStride,
+                                 int kChunk) {
   const u32 rank = clusterRank();
   const long long g = blockIdx.x / kNormCluster;
   const int S = (G + kNormCluster - 1) / kNormCluster;
@@ -602,6 +633,17 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1)
   startDependent();
   __shared__ double partial[kNormClusterThreads];
   __shared__ double ctaSum;
+  // With SEL: this CTA's slice of h + delta and of w, read by the CTA
+  // ranking it, and selectChunk's histograms.
+  float *vs = nullptr, *ws = nullptr;
+  int *hist = nullptr, *wmax = nullptr;
+  if constexpr (SEL) {
+    __shared__ __align__(16) float vsBuf[kNormClusterThreads * kNormClusterRegs];
+    __shared__ __align__(16) float wsBuf[kNormClusterThreads * kNormClusterRegs];
+    __shared__ __align__(16) int histBuf[kNormClusterWarps * kSelBuckets];
+    __shared__ int wmaxBuf[kNormClusterWarps];
+    vs = vsBuf, ws = wsBuf, hist = histBuf, wmax = wmaxBuf;
+  }
   if (!early) normLoad(v, wv, hs, w, lo, hi, tid);
 #pragma unroll
   for (int j = 0; j < kNormClusterRegs; j++) {
@@ -614,18 +656,50 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1)
     const int i = lo + tid + j * kNormClusterThreads;
     if (i < hi) {
       hs[i] = v[j];
+      if constexpr (SEL) {
+        vs[i - lo] = v[j];
+        ws[i - lo] = wv[j];
+      }
       const double dv = v[j];
       ss += dv * dv;
     }
   }
   const double cta = block_sum(ss, partial);
   if (tid == 0) ctaSum = cta;
-  clusterArrive();  // release: this CTA's sum, before any CTA reads it
+  clusterArrive();  // release: this CTA's sum (and slice), before any CTA reads them
   clusterWait();
   double total = 0;
 #pragma unroll
   for (int c = 0; c < kNormCluster; c++) total += clusterLoadF64(&ctaSum, u32(c));
-  clusterArrive();  // this CTA has read every CTA's sum
+  // With SEL, chunk rank's channels c0 + tid·kSelPer + q (the same for the
+  // whole CTA).
+  [[maybe_unused]] int c0 = 0, c = 0, kc = 0;
+  [[maybe_unused]] float cv[kSelPer], cw[kSelPer];
+  if constexpr (SEL) {
+    c0 = int(rank) * kSelChunk, c = min(kSelChunk, G - c0);
+    kc = c0 < G ? selChunkSelect(kChunk, c) : 0;
+    if (kc > 0) {
+#pragma unroll
+      for (int q = 0; q < kSelPer; q += 4) {
+        const int i = c0 + tid * kSelPer + q;  // 4 channels of one CTA's slice (S % 4 == 0)
+        float4 fv = make_float4(0.f, 0.f, 0.f, 0.f), fw = fv;
+        if (i < G) {
+          const int owner = i / S;
+          fv = clusterLoadF32x4(&vs[i - owner * S], u32(owner));
+          fw = clusterLoadF32x4(&ws[i - owner * S], u32(owner));
+        }
+        cv[q] = fv.x;
+        cv[q + 1] = fv.y;
+        cv[q + 2] = fv.z;
+        cv[q + 3] = fv.w;
+        cw[q] = fw.x;
+        cw[q + 1] = fw.y;
+        cw[q + 2] = fw.z;
+        cw[q + 3] = fw.w;
+      }
+    }
+  }
+  clusterArrive();  // this CTA has read every CTA's sum (and the slices it ranks)
   const float r = norm_r(total, G, eps);
 #pragma unroll
   for (int j = 0; j < kNormClusterRegs; j++) {
@@ -634,115 +708,33 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1)
       const float y = __fmul_rn(wv[j], __fmul_rn(v[j], r));
       xs[i] = y;
       if (xh != nullptr) xh[g * G + i] = f2h(y);
+    }
+  }
+  if constexpr (SEL) {
+    if (kc > 0) {
+      float cx[kSelPer];  // x of the chunk's channels: the bits their own CTA stores
+#pragma unroll
+      for (int q = 0; q < kSelPer; q++) cx[q] = __fmul_rn(cw[q], __fmul_rn(cv[q], r));
+      int* out = sel + g * selStride + (long long)rank * selChunkSelect(kChunk, kSelChunk);
+      selectChunk<kNormClusterThreads>(cx, c, kc, c0, out, hist, wmax);
     }
   }
   clusterWait();  // no CTA leaves (its shared memory) before every CTA has read it
 }
-// add_rmsnorm_cluster_sel is add_rmsnorm_cluster (the same h, x and xh,
-// bit for bit: its body, kept apart so that add_rmsnorm_cluster's code
-// stays as it was) that also writes each row's DEC list of x for k_chunk
-// kChunk (1-1024; wq.SelectApprox, the list dec.cu's select_topk writes)
-// to sel [rows][selStride] (selStride = wq's selected channels of a G
-// row), the list gemvq6dec.cu's gemv_q6_dec reads, with no selection
-// launch of its own (session 19b, docs/perf/dec.md). No cluster barrier
-// more than add_rmsnorm_cluster's two: every CTA leaves its slice of
-// h + delta and of w in shared memory before the first (the one that
-// publishes the CTAs' sums); after it, CTA c reads chunk c's 1024
-// channels of both from the CTAs that hold them (distributed shared
-// memory; a chunk spans two CTAs of a 4096 row) with the sums, before its
-// second arrive (which then also says it has read them), makes their x
-// with the row's r as their own CTA does (the same bits) and ranks them
-// (selectChunk) while the second barrier completes. G % 32 == 0
-// (slices of whole 16-byte loads).
+
+static_assert(kNormCluster == 8, "add_rmsnorm_cluster's __cluster_dims__ spells kNormCluster");
+extern "C" __global__ void __cluster_dims__(8, 1, 1)
+    add_rmsnorm_cluster(float* h, float* x, const float* delta, const float* __restrict__ w, int G, float eps,
+                        u16* __restrict__ xh, int early) {
+  addRMSNormCluster<false>(h, x, delta, w, G, eps, xh, early, nullptr, 0, 0);
+}
+
+// add_rmsnorm_cluster_sel is add_rmsnorm_cluster that also writes each
+// row's DEC list of x (addRMSNormCluster<true>).
 extern "C" __global__ void __cluster_dims__(8, 1, 1)
     add_rmsnorm_cluster_sel(float* h, float* x, const float* delta, const float* __restrict__ w, int G, float eps,
                             u16* __restrict__ xh, int early, int* __restrict__ sel, int selStride, int kChunk) {
-  const u32 rank = clusterRank();
-  const long long g = blockIdx.x / kNormCluster;
-  const int S = (G + kNormCluster - 1) / kNormCluster;
-  const int lo = int(rank) * S, hi = min(G, lo + S);
-  float* hs = h + g * G;
-  float* xs = x + g * G;
-  const float* ds = delta + g * G;
-  const int tid = threadIdx.x;
-  float v[kNormClusterRegs], wv[kNormClusterRegs];
-  if (early) normLoad(v, wv, hs, w, lo, hi, tid);
-  startDependent();
-  __shared__ double partial[kNormClusterThreads];
-  __shared__ double ctaSum;
-  // This CTA's slice of h + delta and of w, read by the CTA ranking it.
-  __shared__ __align__(16) float vs[kNormClusterThreads * kNormClusterRegs];
-  __shared__ __align__(16) float ws[kNormClusterThreads * kNormClusterRegs];
-  __shared__ __align__(16) int hist[kNormClusterWarps * kSelBuckets];
-  __shared__ int wmax[kNormClusterWarps];
-  if (!early) normLoad(v, wv, hs, w, lo, hi, tid);
-#pragma unroll
-  for (int j = 0; j < kNormClusterRegs; j++) {
-    const int i = lo + tid + j * kNormClusterThreads;
-    if (i < hi) v[j] = __fadd_rn(v[j], ds[i]);
-  }
-  double ss = 0;
-#pragma unroll
-  for (int j = 0; j < kNormClusterRegs; j++) {
-    const int i = lo + tid + j * kNormClusterThreads;
-    if (i < hi) {
-      hs[i] = v[j];
-      vs[i - lo] = v[j];
-      ws[i - lo] = wv[j];
-      const double dv = v[j];
-      ss += dv * dv;
-    }
-  }
-  const double cta = block_sum(ss, partial);
-  if (tid == 0) ctaSum = cta;
-  clusterArrive();  // release: this CTA's sum and slice, before any CTA reads them
-  clusterWait();
-  double total = 0;
-#pragma unroll
-  for (int c = 0; c < kNormCluster; c++) total += clusterLoadF64(&ctaSum, u32(c));
-  // Chunk rank's channels c0 + tid·kSelPer + q (the same for the whole CTA).
-  const int c0 = int(rank) * kSelChunk, c = min(kSelChunk, G - c0);
-  const int kc = c0 < G ? selChunkSelect(kChunk, c) : 0;
-  float cv[kSelPer], cw[kSelPer];
-  if (kc > 0) {
-#pragma unroll
-    for (int q = 0; q < kSelPer; q += 4) {
-      const int i = c0 + tid * kSelPer + q;  // 4 channels of one CTA's slice (S % 4 == 0)
-      float4 fv = make_float4(0.f, 0.f, 0.f, 0.f), fw = fv;
-      if (i < G) {
-        const int owner = i / S;
-        fv = clusterLoadF32x4(&vs[i - owner * S], u32(owner));
-        fw = clusterLoadF32x4(&ws[i - owner * S], u32(owner));
-      }
-      cv[q] = fv.x;
-      cv[q + 1] = fv.y;
-      cv[q + 2] = fv.z;
-      cv[q + 3] = fv.w;
-      cw[q] = fw.x;
-      cw[q + 1] = fw.y;
-      cw[q + 2] = fw.z;
-      cw[q + 3] = fw.w;
-    }
-  }
-  clusterArrive();  // this CTA has read every CTA's sum and the slices it ranks
-  const float r = norm_r(total, G, eps);
-#pragma unroll
-  for (int j = 0; j < kNormClusterRegs; j++) {
-    const int i = lo + tid + j * kNormClusterThreads;
-    if (i < hi) {
-      const float y = __fmul_rn(wv[j], __fmul_rn(v[j], r));
-      xs[i] = y;
-      if (xh != nullptr) xh[g * G + i] = f2h(y);
-    }
-  }
-  if (kc > 0) {
-    float cx[kSelPer];  // x of the chunk's channels: the bits their own CTA stores
-#pragma unroll
-    for (int q = 0; q < kSelPer; q++) cx[q] = __fmul_rn(cw[q], __fmul_rn(cv[q], r));
-    int* out = sel + g * selStride + (long long)rank * selChunkSelect(kChunk, kSelChunk);
-    selectChunk<kNormClusterThreads>(cx, c, kc, c0, out, hist, wmax);
-  }
-  clusterWait();  // no CTA leaves (its shared memory) before every CTA has read it
+  addRMSNormCluster<true>(h, x, delta, w, G, eps, xh, early, sel, selStride, kChunk);
 }
 
 // o's input with DEC's list (session 19b): the attention output's
@@ -780,9 +772,7 @@ BD_DEVICE void hadamardRowsSel(float* __restrict__ y, const u16* __restrict__ x,
   for (int r = warp; r * D < c; r += kSelCTA / 32) {
     const long long off = base + (long long)r * D + lane;
     float v[E];
-#pragma unroll
-    for (int e = 0; e < E; e++) v[e] = h2f(x[off + 32 * e]);
-    walshHadamardWarp<E>(v, lane);
+    hadamardRowF16<E>(v, x, off, lane);
 #pragma unroll
     for (int e = 0; e < E; e++) {
       const float o = __fmul_rn(v[e], s);
@@ -1154,9 +1144,7 @@ BD_DEVICE void f16ToF32HadamardRow(float* __restrict__ y, const u16* __restrict_
   if (r >= rows) return;  // the whole warp
   const long long off = (long long)r * (32 * E) + lane;
   float v[E];
-#pragma unroll
-  for (int e = 0; e < E; e++) v[e] = h2f(x[off + 32 * e]);
-  walshHadamardWarp<E>(v, lane);
+  hadamardRowF16<E>(v, x, off, lane);
 #pragma unroll
   for (int e = 0; e < E; e++) {
     const float o = __fmul_rn(v[e], s);

@@ -27,14 +27,15 @@ var afterWait = []string{"loadQueryFrag", "resK", "resSlots", "partO[", "partML[
 // program: bitdecode.cuh's gridDependencyWait, ops.cu's startDependent or
 // startDependentFirst (each makes it first but for the trigger, which
 // touches no memory), or a call of a waiting helper (waitingHelpers).
-var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent|startDependentFirst)\(\);|\b(rowSums|leanLoop)<[^>]*>\(`)
+var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent|startDependentFirst)\(\);|\b(rowSums|leanLoop|addRMSNormCluster)<[^>]*>\(`)
 
 // waitingHelpers are the device functions that make a kernel's dependency
 // wait in its stead (gemvq3.cu's rowSums, v3.2's sums of gemv_q3 and
 // gemv_q3_dec, early code loads and all; gemvq4.cu's leanLoop, gemv_q5's
-// LEAN prologue and loop): the test holds each one's body to a kernel's
-// rule, and dependentWait counts a call of it as the wait.
-var waitingHelpers = map[string]bool{"rowSums": true, "leanLoop": true}
+// LEAN prologue and loop; ops.cu's addRMSNormCluster, add_rmsnorm_cluster's
+// and add_rmsnorm_cluster_sel's body): the test holds each one's body to a
+// kernel's rule, and dependentWait counts a call of it as the wait.
+var waitingHelpers = map[string]bool{"rowSums": true, "leanLoop": true, "addRMSNormCluster": true}
 
 // helperHead matches the start of a device function's definition.
 var helperHead = regexp.MustCompile(`__device__\s+(?:__forceinline__\s+)?void\s+(\w+)\s*\(`)
