@@ -86,15 +86,12 @@ func queuedOps(b *Backend) []string {
 	return names
 }
 
-// TestQ6DECNormSelect (GPU, session 19b): AddRMSNorm then a joined q6
-// group (q|k|v of the 8B's shapes, int4 and int3, k_chunk 8 and 64) or a
-// q6 Linear alone at one row, with the lists on (no
-// Options.NoDECNormSelect): the norm is queued as its list variant, and h,
-// x and every output have the bits of the same ops with the lists off (select_q6 then gemv_q6_dec), which are
-// the plain weights' outputs then wq.Compensate; after a warm-up run,
-// three runs each of normSelPairs pairs in one flush, the last replaying a
-// CUDA graph.
-func TestQ6DECNormSelect(t *testing.T) {
+// openSelPair opens two backends with DEC's residuals on the device: bSel
+// with the lists made where x is produced (the default), bRef with them
+// off (Options.NoDECNormSelect: select_q6 then gemv_q6_dec). It skips
+// the test without a CUDA device; both close when it ends.
+func openSelPair(t *testing.T) (bSel, bRef *Backend) {
+	t.Helper()
 	open := func(sel bool) *Backend {
 		b, err := Open(0, Options{DECResidualOnDevice: true, NoDECNormSelect: !sel})
 		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
@@ -106,7 +103,19 @@ func TestQ6DECNormSelect(t *testing.T) {
 		t.Cleanup(func() { b.Close() })
 		return b
 	}
-	bSel, bRef := open(true), open(false)
+	return open(true), open(false)
+}
+
+// TestQ6DECNormSelect (GPU, session 19b): AddRMSNorm then a joined q6
+// group (q|k|v of the 8B's shapes, int4 and int3, k_chunk 8 and 64) or a
+// q6 Linear alone at one row, with the lists on (no
+// Options.NoDECNormSelect): the norm is queued as its list variant, and h,
+// x and every output have the bits of the same ops with the lists off (select_q6 then gemv_q6_dec), which are
+// the plain weights' outputs then wq.Compensate; after a warm-up run,
+// three runs each of normSelPairs pairs in one flush, the last replaying a
+// CUDA graph.
+func TestQ6DECNormSelect(t *testing.T) {
+	bSel, bRef := openSelPair(t)
 	const K, eps = 4096, 1e-5
 	if !bSel.ops.AddRMSNormSelects(K) {
 		t.Skipf("%s: AddRMSNorm over rows of %d runs no cluster", bSel.dev.Arch(), K)
@@ -283,18 +292,7 @@ func count(names []string, name string) int {
 // and of the plain weight's output then wq.Compensate; normSelPairs pairs
 // a flush, three runs, the third replaying a graph.
 func TestQ6DECOutSelect(t *testing.T) {
-	open := func(sel bool) *Backend {
-		b, err := Open(0, Options{DECResidualOnDevice: true, NoDECNormSelect: !sel})
-		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
-			t.Skipf("no CUDA device: %v", err)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	}
-	bSel, bRef := open(true), open(false)
+	bSel, bRef := openSelPair(t)
 	const N, K, D = 4096, 4096, 128
 	if !bSel.ops.OutSelects(1, K, D) {
 		t.Skipf("%s: no o-input kernels with DEC's list", bSel.dev.Arch())
@@ -409,18 +407,7 @@ func TestQ6DECOutSelect(t *testing.T) {
 // plain down weight's over the same input, then wq.Compensate.
 // normSelPairs steps a flush, three runs, the third replaying a graph.
 func TestQ6DECDownSelect(t *testing.T) {
-	open := func(sel bool) *Backend {
-		b, err := Open(0, Options{DECResidualOnDevice: true, NoDECNormSelect: !sel})
-		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
-			t.Skipf("no CUDA device: %v", err)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	}
-	bSel, bRef := open(true), open(false)
+	bSel, bRef := openSelPair(t)
 	const K, F = 4096, 4096 // the model's width and the MLP's (gate, up: [F, K]; down: [K, F])
 	if !bSel.ops.GLUSelects(1, F) {
 		t.Skipf("%s: no swiglu_cols_sel", bSel.dev.Arch())
