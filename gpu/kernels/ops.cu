@@ -967,6 +967,21 @@ extern "C" __global__ void split_cols(const float* __restrict__ y, float* __rest
 // for one element: act(g)·u.
 BD_DEVICE float glu_mul(int act, float g, float u) { return __fmul_rn(gluAct(act, g), u); }
 
+// gluCols4 is swiglu_cols' (and swiglu_cols_sel's) work on one float4:
+// columns 4c .. 4c + 3 of row t of y [T, 2N] (q = N / 4), g from gate's
+// half (+ bg), u from up's (+ bu), stored to gate and up at float4 i where
+// those are set; it returns act(g)·u (glu_mul), which the caller stores.
+BD_DEVICE float4 gluCols4(const float* __restrict__ y, float* gate, float* up, const float* __restrict__ bg,
+                          const float* __restrict__ bu, int q, long long t, int c, long long i, int act) {
+  const float4* row = reinterpret_cast<const float4*>(y) + t * 2 * q;
+  float4 g = row[c], u = row[q + c];
+  if (bg != nullptr) g = add4(g, reinterpret_cast<const float4*>(bg)[c]);
+  if (bu != nullptr) u = add4(u, reinterpret_cast<const float4*>(bu)[c]);
+  if (gate != nullptr) reinterpret_cast<float4*>(gate)[i] = g;
+  if (up != nullptr) reinterpret_cast<float4*>(up)[i] = u;
+  return make_float4(glu_mul(act, g.x, u.x), glu_mul(act, g.y, u.y), glu_mul(act, g.z, u.z), glu_mul(act, g.w, u.w));
+}
+
 // swiglu_cols: grid-stride over the float4s of gate's half of y [T, 2N] (gate's
 // N columns, then up's; N a multiple of 4, every pointer 16-byte aligned):
 // split_cols of y into gate and up followed by swiglu(dst, gate, up), in one
@@ -983,15 +998,7 @@ extern "C" __global__ void swiglu_cols(const float* __restrict__ y, float* dst, 
   const int q = N / 4;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
     const long long t = i / q;
-    const int c = int(i - t * q);
-    const float4* row = reinterpret_cast<const float4*>(y) + t * 2 * q;
-    float4 g = row[c], u = row[q + c];
-    if (bg != nullptr) g = add4(g, reinterpret_cast<const float4*>(bg)[c]);
-    if (bu != nullptr) u = add4(u, reinterpret_cast<const float4*>(bu)[c]);
-    if (gate != nullptr) reinterpret_cast<float4*>(gate)[i] = g;
-    if (up != nullptr) reinterpret_cast<float4*>(up)[i] = u;
-    const float4 d = make_float4(glu_mul(act, g.x, u.x), glu_mul(act, g.y, u.y), glu_mul(act, g.z, u.z),
-                                   glu_mul(act, g.w, u.w));
+    const float4 d = gluCols4(y, gate, up, bg, bu, q, t, int(i - t * q), i, act);
     reinterpret_cast<float4*>(dst)[i] = d;
     if (dh != nullptr)
       reinterpret_cast<uint2*>(dh)[i] =
@@ -1018,14 +1025,7 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
   float v[4] = {0.f, 0.f, 0.f, 0.f};
   if (int(threadIdx.x) * 4 < c) {
     const long long i = (long long)t * q + cc;
-    const float4* row = reinterpret_cast<const float4*>(y) + (long long)t * 2 * q;
-    float4 g = row[cc], u = row[q + cc];
-    if (bg != nullptr) g = add4(g, reinterpret_cast<const float4*>(bg)[cc]);
-    if (bu != nullptr) u = add4(u, reinterpret_cast<const float4*>(bu)[cc]);
-    if (gate != nullptr) reinterpret_cast<float4*>(gate)[i] = g;
-    if (up != nullptr) reinterpret_cast<float4*>(up)[i] = u;
-    const float4 d = make_float4(glu_mul(act, g.x, u.x), glu_mul(act, g.y, u.y), glu_mul(act, g.z, u.z),
-                                 glu_mul(act, g.w, u.w));
+    const float4 d = gluCols4(y, gate, up, bg, bu, q, t, cc, i, act);
     reinterpret_cast<float4*>(dst)[i] = d;
     v[0] = d.x;
     v[1] = d.y;
