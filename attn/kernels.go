@@ -168,8 +168,10 @@ type kernels struct {
 	// w = p·s are quantized as quantWRowsU8 does (delta[r] = max w/255,
 	// wq = rint(w/Δ)), the residues' sum taken as Σ_t w_t - Δ·Σ_t wq_t:
 	// zsum[r·groups+j] = Σ_t p_t·z[j·lds+t] + mid·(Σ_t w_t - Δ·Σ_t wq_t).
-	// sw is scratch of rows·groups floats. Nil where the level has no
-	// such kernel (then expSub and quantWRowsU8 run).
+	// With one group (groups 1) x[t] ends as w_t = p_t·s[t] instead of
+	// p_t (the product the steps and codes are made from: v76). sw is
+	// scratch of rows·groups floats. Nil where the level has no such
+	// kernel (then expSub and quantWRowsU8 run).
 	softmaxU8 func(wq []uint8, ldw, ldq int, x []float32, ldx int, m, s, z []float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw []float32)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
@@ -857,6 +859,13 @@ func softmaxU8Go(wq []uint8, ldw, ldq int, x []float32, ldx int, m, s, z []float
 		lsum[r] = sum16(&l)
 	}
 	quantU8Rows(wq, ldw, ldq, x, ldx, s, z, lds, n, groups, rows, mid, delta, zsum, sw)
+	if groups == 1 { // x ends as the weights w = p·s (v76)
+		for r := 0; r < rows; r++ {
+			for t, w := range x[r*ldx : r*ldx+n] {
+				x[r*ldx+t] = w * s[t]
+			}
+		}
+	}
 }
 
 // quantU8Rows is softmaxU8's quantization of the weights p·s (p the

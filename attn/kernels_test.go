@@ -935,7 +935,8 @@ func u8Sets() []*kernels {
 // TestExpU8Sweep: softmaxU8's exp on a dense sweep of [expU8Min, 0] (x - m
 // with m = 0 and m = 3) against math.Exp of the float32 argument: relative
 // error within expU8RelErr, exactly 0 below expU8Min, and Σ p within the
-// float32 sum's bound.
+// float32 sum's bound (one group and unit scales: x ends as w = p·1 = p);
+// with zero scales, w, the step and the zeros' sum 0.
 func TestExpU8Sweep(t *testing.T) {
 	n := 1 << 16
 	if testing.Short() {
@@ -949,6 +950,9 @@ func TestExpU8Sweep(t *testing.T) {
 			}
 			got := append([]float32(nil), x...)
 			wq, s, z := make([]uint8, n), make([]float32, n), make([]float32, n)
+			for i := range s {
+				s[i] = 1
+			}
 			delta, zsum, lsum, sw := nanSlice(1), nanSlice(1), nanSlice(1), nanSlice(1)
 			k.softmaxU8(wq, n, n, got, n, []float32{m}, s, z, n, n, 1, 1, 1.5, delta, zsum, lsum, sw)
 			worst, want := checkExpSweep(t, fmt.Sprintf("%v softmaxU8", k), x, got, m, expU8Min, expU8RelErr)
@@ -956,8 +960,16 @@ func TestExpU8Sweep(t *testing.T) {
 			if math.Abs(float64(lsum[0])-want) > (expU8RelErr+float64(n/16+4)*eps32)*want {
 				t.Fatalf("%v softmaxU8 sum %g, want %g", k, lsum[0], want)
 			}
+			clear(s)
+			copy(got, x)
+			k.softmaxU8(wq, n, n, got, n, []float32{m}, s, z, n, n, 1, 1, 1.5, delta, zsum, lsum, sw)
 			if delta[0] != 0 || zsum[0] != 0 {
 				t.Fatalf("%v softmaxU8 with zero scales: step %g, zero sum %g, want 0", k, delta[0], zsum[0])
+			}
+			for i, w := range got {
+				if w != 0 {
+					t.Fatalf("%v softmaxU8 with zero scales: w[%d] = %g, want 0", k, i, w)
+				}
 			}
 		}
 	}
@@ -969,6 +981,8 @@ func TestExpU8Sweep(t *testing.T) {
 // float32 bound, and, from the kernel's own p, the steps and codes of
 // quantU8Rows (the Go steps) bit for bit, every weight within half a step,
 // and the zeros' sums with mid·(Σ w - Δ·Σ wq) within their float32 bound.
+// With one group x ends as w = p·s: p is then the kernel's x with unit
+// scales (the same exp and Σ p), and w its product by s bit for bit.
 func TestSoftmaxU8(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, k := range u8Sets() {
@@ -995,6 +1009,24 @@ func TestSoftmaxU8(t *testing.T) {
 				delta, zsum, lsum, sw := nanSlice(rows), nanSlice(rows*groups), nanSlice(rows), nanSlice(rows*groups)
 				k.softmaxU8(wq, ldw, ld, p, ld, m, s, z, ld, n, groups, rows, mid, delta, zsum, lsum, sw)
 				name := fmt.Sprintf("%v softmaxU8 groups=%d rows=%d n=%d", k, groups, rows, n)
+				if groups == 1 { // p holds w: the kernel's p from unit scales (v76)
+					w := p
+					p = append([]float32(nil), x...)
+					ones := make([]float32, ld)
+					for i := range ones {
+						ones[i] = 1
+					}
+					l1 := nanSlice(rows)
+					k.softmaxU8(make([]uint8, rows*ldw), ldw, ld, p, ld, m, ones, z, ld, n, 1, rows, mid, nanSlice(rows), nanSlice(rows), l1, nanSlice(rows))
+					sameBits(t, name+" Σ p with unit scales", l1, lsum)
+					for row := 0; row < rows; row++ {
+						for tk := 0; tk < n; tk++ {
+							if got, want := w[row*ld+tk], p[row*ld+tk]*s[tk]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%s: row %d token %d: w = %g, want p·s = %g", name, row, tk, got, want)
+							}
+						}
+					}
+				}
 				for row := 0; row < rows; row++ {
 					var sum float64
 					for tk := 0; tk < n; tk++ {

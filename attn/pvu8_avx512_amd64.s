@@ -775,10 +775,11 @@ GLOBL u8PackIdx<>(SB), RODATA|NOPTR, $64
 // Δ = max/255, and per group the weights rounded to u8 steps (VCVTPS2DQ:
 // to nearest even; VPMOVUSDB) with their integer sum, and the zeros' sum
 // plus mid·(Σ w - Δ·Σ wq). With one group the first loop takes two rows
-// at a time (their chains side by side, s and z loaded once, before p's
-// stores: v53) and the second packs 64 codes a step (VPACKUSDW, VPACKUSWB,
-// VPERMD: the same bytes as VPMOVUSDB for codes 0..255, which w >= 0 and
-// Δ = max w/255 give: v54).
+// at a time (their chains side by side, s and z loaded once, before the
+// stores: v53) and stores w = p·s in x instead of p, so that the second
+// multiplies w by 1/Δ alone (the same product: v76); the second packs 64
+// codes a step (VPACKUSDW, VPACKUSWB, VPERMD: the same bytes as VPMOVUSDB
+// for codes 0..255, which w >= 0 and Δ = max w/255 give: v54).
 TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-136
 	VBROADCASTSS expu8<>+0(SB), Z21  // expU8Min
 	VBROADCASTSS expu8<>+4(SB), Z22  // log2 e
@@ -847,10 +848,10 @@ exp1: // z and s loaded before p's store: the three arrays share their low 12 ad
 	VMOVUPS      (R13)(AX*1), Z11   // s
 	VSUBPS       Z20, Z1, Z1
 	EXPU8                           // p
-	VMOVUPS      Z4, (SI)(AX*1)
 	VADDPS       Z4, Z0, Z0
 	VFMADD231PS  Z10, Z4, Z6
 	VMULPS       Z11, Z4, Z4        // w
+	VMOVUPS      Z4, (SI)(AX*1)     // x = w (v76)
 	VPMAXSD      Z4, Z5, Z5
 	VADDPS       Z4, Z7, Z7
 	ADDQ         $64, AX
@@ -893,14 +894,14 @@ exp1b:
 	VSUBPS       Z23, Z16, Z16
 	EXPU8                           // row r's p
 	EXPU8B                          // row r+1's p
-	VMOVUPS      Z4, (SI)(AX*1)
-	VMOVUPS      Z19, (DI)(AX*1)
 	VADDPS       Z4, Z0, Z0
 	VADDPS       Z19, Z12, Z12
 	VFMADD231PS  Z10, Z4, Z6
 	VFMADD231PS  Z10, Z19, Z14
 	VMULPS       Z11, Z4, Z4        // w
 	VMULPS       Z11, Z19, Z19
+	VMOVUPS      Z4, (SI)(AX*1)     // x = w (v76)
+	VMOVUPS      Z19, (DI)(AX*1)
 	VPMAXSD      Z4, Z5, Z5
 	VPMAXSD      Z19, Z13, Z13
 	VADDPS       Z4, Z7, Z7
@@ -1008,6 +1009,8 @@ q1:
 	XORQ         R9, R9
 	VPXORD       Z6, Z6, Z6         // Σ wq lanes (int32)
 	MOVQ         R8, CX
+	CMPQ         R12, $1
+	JEQ          w1
 	CMPQ         CX, $4
 	JLT          q2t
 q4: // 64 weights a step: their codes (0..255) packed by VPACKUSDW, VPACKUSWB and put in order by VPERMD
@@ -1056,6 +1059,46 @@ q2:
 	ADDQ         $16, R9
 	DECQ         CX
 	JNZ          q2
+	JMP          q3
+w1: // one group: x holds w = p·s from the first loop (v76), so w/Δ is one product
+	CMPQ         CX, $4
+	JLT          w2t
+w4: // q4 without the product by s
+	VMULPS       (SI)(AX*1), Z8, Z2
+	VCVTPS2DQ    Z2, Z2
+	VPADDD       Z2, Z6, Z6
+	VMULPS       64(SI)(AX*1), Z8, Z10
+	VCVTPS2DQ    Z10, Z10
+	VPADDD       Z10, Z6, Z6
+	VMULPS       128(SI)(AX*1), Z8, Z11
+	VCVTPS2DQ    Z11, Z11
+	VPADDD       Z11, Z6, Z6
+	VMULPS       192(SI)(AX*1), Z8, Z12
+	VCVTPS2DQ    Z12, Z12
+	VPADDD       Z12, Z6, Z6
+	VPACKUSDW    Z10, Z2, Z2
+	VPACKUSDW    Z12, Z11, Z11
+	VPACKUSWB    Z11, Z2, Z2
+	VPERMD       Z2, Z24, Z2
+	VMOVDQU64    Z2, (DI)(R9*1)
+	ADDQ         $256, AX
+	ADDQ         $64, R9
+	SUBQ         $4, CX
+	CMPQ         CX, $4
+	JGE          w4
+w2t:
+	TESTQ        CX, CX
+	JZ           q3
+w2:
+	VMULPS       (SI)(AX*1), Z8, Z2  // w/Δ
+	VCVTPS2DQ    Z2, Z2
+	VPMOVUSDB    Z2, X9
+	VMOVDQU      X9, (DI)(R9*1)
+	VPADDD       Z2, Z6, Z6
+	ADDQ         $64, AX
+	ADDQ         $16, R9
+	DECQ         CX
+	JNZ          w2
 q3:
 	VEXTRACTI64X4 $1, Z6, Y7
 	VPADDD        Y7, Y6, Y6
