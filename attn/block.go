@@ -85,6 +85,8 @@ type worker struct {
 	mrow   []float32  // [R] the running max each row's exp subtracts (softmaxU8; +Inf: no visible token yet)
 	lsum   []float32  // [R] Σ p of one run (softmaxU8)
 	rmax   []float32  // [rows4(R)] the rows' maxima of one block's scores (max4)
+	vgrps  int        // value groups per row of an integer V half (D / V group), set by run
+	vshift int        // log2 of the channels per value group, rounded up (the PV kernels' gshift), set by run
 	expU8  bool       // this block's exp runs in softmaxU8, fused with the u8 weights' quantization
 	onesD  []float32  // [D] 1
 	hpad   []uint16   // the residual's last fp16 rows, padded to a tile
@@ -171,8 +173,18 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 		w.firsts[row] = w.p.FirstVisible(w.limits[row])
 	}
 	nr := f.Residual
+	// The per-block integers that would take a division, once a task
+	// (v77): the value groups and their shift, and the block index, which
+	// moves by one with each packed block.
+	if v := f.V; v.Elem.IsInt() && v.Group > 0 {
+		w.vgrps, w.vshift = w.d/v.Group, 0
+		for g := w.d / max(w.vgrps, 1); 1<<w.vshift < g; {
+			w.vshift++
+		}
+	}
+	blk := lo / nr
 	for t := lo; t < hi; {
-		if blk := t / nr; blk < len(s.Blocks) {
+		if blk < len(s.Blocks) {
 			base := s.Blocks[blk][h*f.BlockBytes():]
 			// Prefetch the next block where it is small enough to sit in L2
 			// beside this one (the integer formats; it did not help fp16):
@@ -214,6 +226,7 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 			w.softmax(st, t, nr)
 			w.blockValues(st, base[f.K.Bytes:f.K.Bytes+f.V.Bytes], nr)
 			t += nr
+			blk++
 			continue
 		}
 		n := hi - t // residual tokens
@@ -399,17 +412,19 @@ func (w *worker) blockScores(k []byte, n int) {
 	wide := lay.Elem == kv.Int8
 	switch {
 	case lay.Scaling == kv.PerChannel:
-		for t0 := 0; t0 < n; t0 += lay.Group {
+		// pi is lay.ParamIndex(t0, 0), (t0/Group)·D, moved by D pairs a
+		// group (v77: no division per group).
+		for t0, pi := 0, 0; t0 < n; t0, pi = t0+lay.Group, pi+lay.D {
 			// Fold the group's scales into Q and its zeros into one bias per row.
 			if vnni && !wide && w.r%4 == 0 && w.k.foldQuery4H != nil {
 				// Every row in a group of four: the fold reads the pairs as
 				// stored (round 20).
-				o := lay.ParamsOffset + lay.ParamIndex(t0, 0)*kv.ParamBytes
+				o := lay.ParamsOffset + pi*kv.ParamBytes
 				w.quantRows4H(bytesU16(k[o : o+kv.ParamBytes*d]))
 				w.intScores(codes, t0, lay.Group, w.ones, w.ones, wide)
 				continue
 			}
-			w.paramPairs(w.gs, w.gz, lay, k, lay.ParamIndex(t0, 0), d)
+			w.paramPairs(w.gs, w.gz, lay, k, pi, d)
 			for r := w.quantRows4(w.gs, w.gz, wide); r < w.r; r++ {
 				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
 				if vnni {
@@ -846,7 +861,7 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 		w.floatValues(st, n)
 		return
 	}
-	groups := d / lay.Group
+	groups := w.vgrps // d / lay.Group (run)
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	if w.intVals(lay, n) {
 		gshift := w.valueParams(v, n, groups)
@@ -916,7 +931,8 @@ func (w *worker) codeValues(st *state, v []byte, n, groups int) {
 
 // valueParams converts the block's n·groups value (scale, zero) pairs of
 // the V half v into w.vs and w.zs, group-major with stride w.npad, and
-// returns log2 of the channels per group (the PV kernels' gshift).
+// returns log2 of the channels per group (the PV kernels' gshift, w.vshift:
+// groups is w.vgrps).
 func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
 	np, lay := w.npad, w.p.Format.V
 	if groups == 1 {
@@ -929,10 +945,7 @@ func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
 			}
 		}
 	}
-	for 1<<gshift < w.d/groups {
-		gshift++
-	}
-	return gshift
+	return w.vshift
 }
 
 // intValues is the integer PV of the VNNI path (on byte codes, or on

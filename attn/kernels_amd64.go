@@ -5,6 +5,7 @@ package attn
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"unsafe"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
@@ -256,10 +257,14 @@ func pairPrefetch(pf []byte, n, d, perPair int) *byte {
 const pvU8PrefetchLines = 2
 
 // tilePrefetch splits the lines of pf over tiles: whole lines per tile,
-// within pf (none when pf is shorter than a line per tile).
+// within pf (none when pf is shorter than a line per tile). A power of two
+// of tiles (the decode's blocks) divides by a shift (v77).
 func tilePrefetch(pf []byte, tiles int) (*byte, int) {
 	if tiles <= 0 || len(pf) < 64*tiles {
 		return nil, 0
+	}
+	if tiles&(tiles-1) == 0 {
+		return &pf[0], len(pf) >> 6 >> bits.TrailingZeros(uint(tiles))
 	}
 	return &pf[0], len(pf) / 64 / tiles
 }
