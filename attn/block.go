@@ -164,7 +164,7 @@ func (w *worker) loadQueries(q []float32, b, h int) {
 
 // run computes the state of tokens [lo, hi) of sequence s, KV head h.
 func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
-	f := w.p.Format
+	f := &w.p.Format // a pointer: the layouts are not copied per block (v78)
 	w.loadQueries(q, b, h)
 	w.qReady = false
 	l := s.Len(f.Residual)
@@ -209,20 +209,20 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 				nk, nv := next[:f.K.Bytes], next[f.K.Bytes:f.BlockBytes()]
 				small := f.BlockBytes() <= prefetchMaxBytes
 				switch {
-				case w.intKeys(f.K, nr) || (f.K.Elem == kv.FP16 && w.k.scoresHalf2 != nil):
+				case w.intKeys(&f.K, nr) || (f.K.Elem == kv.FP16 && w.k.scoresHalf2 != nil):
 					w.nextK = nk
 				case small:
 					w.k.prefetch(nk)
 				}
 				switch {
-				case w.intVals(f.V, nr) || (f.V.Elem == kv.FP16 && w.k.pvHalf != nil && w.r >= 2):
+				case w.intVals(&f.V, nr) || (f.V.Elem == kv.FP16 && w.k.pvHalf != nil && w.r >= 2):
 					w.nextV = nv
 				case small:
 					w.k.prefetch(nv)
 				}
 			}
 			w.blockScores(base[:f.K.Bytes], nr)
-			w.expU8 = w.fusedExpU8(f.V, nr)
+			w.expU8 = w.fusedExpU8(&f.V, nr)
 			w.softmax(st, t, nr)
 			w.blockValues(st, base[f.K.Bytes:f.K.Bytes+f.V.Bytes], nr)
 			t += nr
@@ -380,9 +380,9 @@ func (w *worker) halfPad(rows []uint16, need int) []uint16 {
 
 // blockScores writes the scores of the n tokens of a packed K half to w.scores.
 func (w *worker) blockScores(k []byte, n int) {
-	lay, d := w.p.Format.K, w.d
+	lay, d := &w.p.Format.K, w.d
 	if !lay.Elem.IsInt() {
-		src := keySrc{kind: srcFP8, b: k, lay: lay}
+		src := keySrc{kind: srcFP8, b: k, lay: *lay}
 		switch lay.Elem {
 		case kv.FP16:
 			src = keySrc{kind: srcHalf, u16: bytesU16(k[:2*n*d])}
@@ -458,7 +458,7 @@ func (w *worker) blockScores(k []byte, n int) {
 			w.tiledScores(&src, 0, n, w.q, w.ps, w.pz, w.qb)
 		}
 	default: // per token, several groups: dequantize the rows, then float scores
-		src := keySrc{kind: srcDequant, b: k, codes: codes, lay: lay}
+		src := keySrc{kind: srcDequant, b: k, codes: codes, lay: *lay}
 		w.floatScores(&src, n)
 	}
 }
@@ -578,14 +578,14 @@ func (w *worker) bcastRows(r, n int, wide bool) {
 
 // intKeys reports whether a block's keys are scored by the four-row
 // integer kernels (which prefetch w.nextK as they go).
-func (w *worker) intKeys(lay kv.TensorLayout, n int) bool {
+func (w *worker) intKeys(lay *kv.TensorLayout, n int) bool {
 	return w.k.vnni && lay.Elem.IsInt() && (lay.Scaling == kv.PerChannel || lay.Group == w.d) &&
 		w.x4() && n%x4Tokens == 0 && (lay.Scaling != kv.PerChannel || lay.Group%x4Tokens == 0)
 }
 
 // intVals reports whether a block's values run the integer PV (which
 // prefetches w.nextV as it goes).
-func (w *worker) intVals(lay kv.TensorLayout, n int) bool {
+func (w *worker) intVals(lay *kv.TensorLayout, n int) bool {
 	return lay.Elem.IsInt() && w.k.pvS16 != nil && w.d%zmmBytes == 0 && n%x4Tokens == 0 && pow2(lay.Group)
 }
 
@@ -683,7 +683,7 @@ func (w *worker) rowGroup(r0, t0 int) (ab []float32, pf []byte) {
 
 // params converts the fp16 (scale, zero) pairs from pair p0 on, len(dst)/2
 // of them, to float32.
-func (w *worker) params(dst []float32, lay kv.TensorLayout, src []byte, p0 int) {
+func (w *worker) params(dst []float32, lay *kv.TensorLayout, src []byte, p0 int) {
 	o := lay.ParamsOffset + p0*kv.ParamBytes
 	w.k.cvtHalf(dst, bytesU16(src[o:o+2*len(dst)]))
 }
@@ -694,7 +694,7 @@ const cvtPairsStep = 16
 // paramPairs converts the n fp16 (scale, zero) pairs from pair p0 on to
 // float32 scales s and zeros z: in one pass where the level has cvtPairs,
 // else through w.pf.
-func (w *worker) paramPairs(s, z []float32, lay kv.TensorLayout, src []byte, p0, n int) {
+func (w *worker) paramPairs(s, z []float32, lay *kv.TensorLayout, src []byte, p0, n int) {
 	if w.k.cvtPairs != nil && n%cvtPairsStep == 0 {
 		o := lay.ParamsOffset + p0*kv.ParamBytes
 		w.k.cvtPairs(s[:n], z[:n], bytesU16(src[o:o+4*n]))
@@ -708,7 +708,7 @@ func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) 
 
 // codes returns the n rows of byte codes of a packed integer half: int8
 // data as stored, int4 and int2 unpacked into dst.
-func (w *worker) codes(dst []uint8, lay kv.TensorLayout, src []byte, n int) []uint8 {
+func (w *worker) codes(dst []uint8, lay *kv.TensorLayout, src []byte, n int) []uint8 {
 	data := src[:n*lay.RowBytes]
 	switch lay.Elem {
 	case kv.Int4:
@@ -811,7 +811,7 @@ func (w *worker) softmax(st *state, t0, n int) {
 // fusedExpU8 reports whether a block's exp runs in softmaxU8 with its
 // weights' quantization: values on the pvU8 path, at a level with the
 // fused kernel.
-func (w *worker) fusedExpU8(lay kv.TensorLayout, n int) bool {
+func (w *worker) fusedExpU8(lay *kv.TensorLayout, n int) bool {
 	return w.k.softmaxU8 != nil && w.u8Vals(lay) && w.intVals(lay, n)
 }
 
@@ -851,13 +851,13 @@ func (w *worker) halfValues(st *state, v []uint16, n int) {
 
 // blockValues accumulates the packed V half of a block weighted by w.scores.
 func (w *worker) blockValues(st *state, v []byte, n int) {
-	lay, d, np := w.p.Format.V, w.d, w.npad
+	lay, d, np := &w.p.Format.V, w.d, w.npad
 	if lay.Elem == kv.FP16 {
 		w.halfValues(st, bytesU16(v[:2*n*d]), n)
 		return
 	}
 	if !lay.Elem.IsInt() {
-		w.floatRows(w.vf, lay, v, n)
+		w.floatRows(w.vf, *lay, v, n)
 		w.floatValues(st, n)
 		return
 	}
@@ -903,7 +903,7 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 // which read the dequantized rows once for four rows.
 func (w *worker) codeValues(st *state, v []byte, n, groups int) {
 	w.channelOrder(st)
-	lay, d, np := w.p.Format.V, w.d, w.npad
+	lay, d, np := &w.p.Format.V, w.d, w.npad
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	w.valueParams(v, n, groups)
 	g, wts := lay.Group, w.ps[:n]
@@ -934,7 +934,7 @@ func (w *worker) codeValues(st *state, v []byte, n, groups int) {
 // returns log2 of the channels per group (the PV kernels' gshift, w.vshift:
 // groups is w.vgrps).
 func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
-	np, lay := w.npad, w.p.Format.V
+	np, lay := w.npad, &w.p.Format.V
 	if groups == 1 {
 		w.paramPairs(w.vs, w.zs, lay, v, 0, n)
 	} else {
@@ -987,7 +987,7 @@ func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups, g
 // 64 channels. int8 values keep 16-bit weights: their own error is ~16x
 // below int4's, so the u8 weights' (~1e-3 RMS in v18's measurement) would
 // be a quarter of it, not far below it.
-func (w *worker) u8Vals(lay kv.TensorLayout) bool {
+func (w *worker) u8Vals(lay *kv.TensorLayout) bool {
 	return w.k.pvU8 != nil && (lay.Elem == kv.Int4 || lay.Elem == kv.Int2) && lay.Group >= pvI4MinGroup
 }
 
