@@ -864,11 +864,20 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 	groups := w.vgrps // d / lay.Group (run)
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	if w.intVals(lay, n) {
-		gshift := w.valueParams(v, n, groups)
 		if w.u8Vals(lay) {
-			w.intValuesU8(st, v[:n*lay.RowBytes], n, groups, gshift, lay.Elem.Bits())
+			// One group on the fused path: softmaxU8H converts the pairs
+			// as stored (v79); else the floats first.
+			var pairs []uint16
+			if groups == 1 && w.expU8 && w.k.softmaxU8H != nil {
+				o := lay.ParamsOffset // ParamIndex(t, 0) = t with one group
+				pairs = bytesU16(v[o : o+kv.ParamBytes*n])
+			} else {
+				w.valueParams(v, n, groups)
+			}
+			w.intValuesU8(st, v[:n*lay.RowBytes], pairs, n, groups, w.vshift, lay.Elem.Bits())
 			return
 		}
+		gshift := w.valueParams(v, n, groups)
 		if lay.Elem == kv.Int4 && w.k.pvI4 != nil && lay.Group >= pvI4MinGroup {
 			w.intValues(st, nil, v[:n*lay.RowBytes], n, groups, gshift) // the packed nibbles as stored
 		} else {
@@ -997,7 +1006,9 @@ func (w *worker) u8Vals(lay *kv.TensorLayout) bool {
 // midpoint m = (2^bits-1)/2 goes to the zeros' sums (quantWRowsU8), so the
 // error per output channel is Σ_t (Δ·wq_t - w_t)·(code_t - m), at most
 // (Δ/2)·Σ_t |code_t - m| per run (see valueQuantTol in the tests).
-func (w *worker) intValuesU8(st *state, packed []byte, n, groups, gshift, bits int) {
+// pairs, if not nil, are the one group's fp16 (scale, zero) pairs as
+// stored, which softmaxU8H converts (w.vs and w.zs not written: v79).
+func (w *worker) intValuesU8(st *state, packed []byte, pairs []uint16, n, groups, gshift, bits int) {
 	if bits == 4 && w.k.unlaneU8 != nil {
 		w.laneOrder(st)
 	} else {
@@ -1009,7 +1020,11 @@ func (w *worker) intValuesU8(st *state, packed []byte, n, groups, gshift, bits i
 	for t0 := 0; t0 < n; t0 += PVMaxTokens {
 		tn := min(PVMaxTokens, n-t0)
 		if w.expU8 { // the exp of the run, Σ p, and the weights
-			w.k.softmaxU8(w.wq8, ldw, np, w.scores[t0:], np, w.mrow, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
+			if pairs != nil {
+				w.k.softmaxU8H(w.wq8, ldw, w.scores[t0:], np, w.mrow, pairs[2*t0:], tn, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
+			} else {
+				w.k.softmaxU8(w.wq8, ldw, np, w.scores[t0:], np, w.mrow, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
+			}
 			for r, l := range w.lsum[:w.r] {
 				st.l[r] += l
 			}

@@ -1251,3 +1251,83 @@ func TestFoldPairsDecode(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxU8H: softmaxU8H on one group's fp16 (scale, zero) pairs as
+// stored gives the bits of softmaxU8 on the pairs' floats (x, codes,
+// steps and sums), for one to five rows and several lengths (v79).
+func TestSoftmaxU8H(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 79))
+	for _, k := range u8Sets() {
+		if k.softmaxU8H == nil {
+			continue
+		}
+		for _, sh := range [][3]int{{16, 16, 1}, {48, 64, 2}, {112, 128, 3}, {128, 128, 4}, {256, 256, 4}, {240, 256, 5}} { // n, ld, rows
+			n, ld, rows, mid := sh[0], sh[1], sh[2], float32(1.5)
+			x := randF32(r, rows*ld, 4)
+			m := make([]float32, rows)
+			for row := range m {
+				m[row] = maxF32Go(x[row*ld : row*ld+n])
+			}
+			pairs := make([]uint16, 2*n)
+			s, z := make([]float32, ld), make([]float32, ld)
+			for tk := 0; tk < n; tk++ {
+				pairs[2*tk] = half.FromFloat32(float32(r.Float64()) * 0.1)
+				pairs[2*tk+1] = half.FromFloat32(float32(r.NormFloat64()))
+				s[tk], z[tk] = fp16ToF32[pairs[2*tk]], fp16ToF32[pairs[2*tk+1]]
+			}
+			got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+			wq, wq2 := make([]uint8, rows*ld), make([]uint8, rows*ld)
+			outs := func() [4][]float32 {
+				return [4][]float32{nanSlice(rows), nanSlice(rows), nanSlice(rows), nanSlice(rows)}
+			}
+			g, w := outs(), outs()
+			k.softmaxU8H(wq, ld, got, ld, m, pairs, n, rows, mid, g[0], g[1], g[2], g[3])
+			k.softmaxU8(wq2, ld, ld, want, ld, m, s, z, ld, n, 1, rows, mid, w[0], w[1], w[2], w[3])
+			name := fmt.Sprintf("%v softmaxU8H n=%d rows=%d", k, n, rows)
+			sameBits(t, name+" x", got, want)
+			sameWeights(t, name, wq, wq2)
+			for i, what := range []string{"steps", "zero sums", "Σ p", "Σ w"} {
+				sameBits(t, name+" "+what, g[i], w[i])
+			}
+		}
+	}
+}
+
+// TestSoftmaxU8HDecode: the decode with softmaxU8H (V's pairs converted
+// in the fused softmax, v79) gives the bits of the decode with cvtPairs
+// and softmaxU8, one value group or several, Tq 1 and 3.
+func TestSoftmaxU8HDecode(t *testing.T) {
+	r := rand.New(rand.NewPCG(38, 79))
+	sh := Shape{Hq: 8, Hkv: 2, D: 128}
+	for _, k := range append(levelSets(), &genericU8Kernels) {
+		if k.softmaxU8H == nil {
+			continue
+		}
+		without := *k
+		without.softmaxU8H = nil
+		for _, spec := range []string{"int2", "int4", "k4v2", "int4:kc32:v32"} {
+			f, err := kv.MustParseSpec(spec).Resolve(sh.D)
+			if err != nil {
+				t.Fatal(err)
+			}
+			caches, _, _ := buildBatch(t, r, f, sh, []int{600, 1030})
+			seqs := seqsOf(caches)
+			for _, tq := range []int{1, 3} {
+				p := Params{Format: f, Shape: sh, Tq: tq}
+				q := randF32(r, len(seqs)*tq*sh.Hq*sh.D, 1)
+				got, want := nanSlice(len(q)), nanSlice(len(q))
+				withKernels(k, func() {
+					if err := Decode(got, q, seqs, p); err != nil {
+						t.Fatal(err)
+					}
+				})
+				withKernels(&without, func() {
+					if err := Decode(want, q, seqs, p); err != nil {
+						t.Fatal(err)
+					}
+				})
+				sameBits(t, fmt.Sprintf("%v %s Tq %d decode with softmaxU8H", k, spec, tq), got, want)
+			}
+		}
+	}
+}

@@ -764,7 +764,37 @@ DATA u8PackIdx<>+56(SB)/4, $11
 DATA u8PackIdx<>+60(SB)/4, $15
 GLOBL u8PackIdx<>(SB), RODATA|NOPTR, $64
 
-// func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32)
+// u8PairIdx<> picks the even floats of two vectors (cvtPairs' and
+// deinterleave's pairIdx<>, which is local to kernels_avx512_amd64.s).
+DATA u8PairIdx<>+0(SB)/4, $0
+DATA u8PairIdx<>+4(SB)/4, $2
+DATA u8PairIdx<>+8(SB)/4, $4
+DATA u8PairIdx<>+12(SB)/4, $6
+DATA u8PairIdx<>+16(SB)/4, $8
+DATA u8PairIdx<>+20(SB)/4, $10
+DATA u8PairIdx<>+24(SB)/4, $12
+DATA u8PairIdx<>+28(SB)/4, $14
+DATA u8PairIdx<>+32(SB)/4, $16
+DATA u8PairIdx<>+36(SB)/4, $18
+DATA u8PairIdx<>+40(SB)/4, $20
+DATA u8PairIdx<>+44(SB)/4, $22
+DATA u8PairIdx<>+48(SB)/4, $24
+DATA u8PairIdx<>+52(SB)/4, $26
+DATA u8PairIdx<>+56(SB)/4, $28
+DATA u8PairIdx<>+60(SB)/4, $30
+GLOBL u8PairIdx<>(SB), RODATA|NOPTR, $64
+
+// PAIRS2SZ converts the 16 fp16 (scale, zero) pairs at R13+AX (64 bytes)
+// to the scales in Z11 and the zeros in Z10, as cvtPairs does (Z30, Z31
+// its even and odd indices); Z8 scratch.
+#define PAIRS2SZ \
+	VCVTPH2PS (R13)(AX*1), Z11   \
+	VCVTPH2PS 32(R13)(AX*1), Z8  \
+	VMOVAPS   Z11, Z10           \
+	VPERMT2PS Z8, Z30, Z11       \
+	VPERMT2PS Z8, Z31, Z10
+
+// func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32, pairs int)
 // softmaxU8 (kernels.go) in two loops over the rows, so that the rows'
 // latency chains (the folds, the divisions) overlap. First, per row: the
 // exp of x - m in place (d = x - m; t = d·log2 e + 1.5·2^23 by one FMA,
@@ -779,8 +809,12 @@ GLOBL u8PackIdx<>(SB), RODATA|NOPTR, $64
 // stores: v53) and stores w = p·s in x instead of p, so that the second
 // multiplies w by 1/Δ alone (the same product: v76); the second packs 64
 // codes a step (VPACKUSDW, VPACKUSWB, VPERMD: the same bytes as VPMOVUSDB
-// for codes 0..255, which w >= 0 and Δ = max w/255 give: v54).
-TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-136
+// for codes 0..255, which w >= 0 and Δ = max w/255 give: v54). With pairs
+// not 0 (one group) s points to the n fp16 (scale, zero) pairs as a block
+// stores them (z unused), 64 bytes a 16 tokens as 16 floats are, and the
+// first loop converts each 16 tokens' pairs itself (cvtPairs' operations,
+// in registers: the same floats, so the same bits; v79).
+TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-144
 	VBROADCASTSS expu8<>+0(SB), Z21  // expU8Min
 	VBROADCASTSS expu8<>+4(SB), Z22  // log2 e
 	VBROADCASTSS expu8<>+8(SB), Z25  // 1.5·2^23
@@ -788,6 +822,10 @@ TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-136
 	VBROADCASTSS expu8<>+16(SB), Z27 // c2
 	VBROADCASTSS expu8<>+20(SB), Z28 // c1
 	VBROADCASTSS expu8<>+24(SB), Z29 // c0
+	VMOVDQU32    u8PairIdx<>(SB), Z30  // the scales' positions in the pairs (even floats)
+	MOVL         $1, AX
+	VPBROADCASTD AX, Z31
+	VPADDD       Z31, Z30, Z31       // the zeros' (odd floats)
 	MOVQ         lds+64(FP), R10
 	SHLQ         $2, R10
 	MOVQ         groups+80(FP), R12
@@ -842,10 +880,13 @@ one: // one group: the group's sums in the exp's loop (its FMA chain hidden)
 	VPXORD       Z5, Z5, Z5         // max w
 	VPXORD       Z6, Z6, Z6         // Σ p·z lanes
 	VPXORD       Z7, Z7, Z7         // Σ w lanes
+	CMPQ         pairs+136(FP), $0
+	JNE          exp1h
 exp1: // z and s loaded before p's store: the three arrays share their low 12 address bits (4K aliasing)
 	VMOVUPS      (SI)(AX*1), Z1
 	VMOVUPS      (R9)(AX*1), Z10    // z
 	VMOVUPS      (R13)(AX*1), Z11   // s
+exp1c:
 	VSUBPS       Z20, Z1, Z1
 	EXPU8                           // p
 	VADDPS       Z4, Z0, Z0
@@ -856,7 +897,14 @@ exp1: // z and s loaded before p's store: the three arrays share their low 12 ad
 	VADDPS       Z4, Z7, Z7
 	ADDQ         $64, AX
 	DECQ         CX
-	JNZ          exp1
+	JZ           exp1d
+	CMPQ         pairs+136(FP), $0
+	JEQ          exp1
+exp1h: // the pairs converted in registers (v79)
+	VMOVUPS      (SI)(AX*1), Z1
+	PAIRS2SZ
+	JMP          exp1c
+exp1d:
 	HSUM16(VADDPS)
 	MOVQ         lsum+120(FP), AX
 	VMOVSS       X0, (AX)(R14*4)
@@ -885,11 +933,14 @@ two: // rows r and r+1 side by side (two chains in flight; s and z loaded once),
 	VPXORD       Z13, Z13, Z13      // max w
 	VPXORD       Z14, Z14, Z14      // Σ p·z lanes
 	VPXORD       Z15, Z15, Z15      // Σ w lanes
+	CMPQ         pairs+136(FP), $0
+	JNE          exp1bh
 exp1b:
 	VMOVUPS      (SI)(AX*1), Z1
 	VMOVUPS      (DI)(AX*1), Z16
 	VMOVUPS      (R9)(AX*1), Z10    // z
 	VMOVUPS      (R13)(AX*1), Z11   // s
+exp1bc:
 	VSUBPS       Z20, Z1, Z1
 	VSUBPS       Z23, Z16, Z16
 	EXPU8                           // row r's p
@@ -908,7 +959,15 @@ exp1b:
 	VADDPS       Z19, Z15, Z15
 	ADDQ         $64, AX
 	DECQ         CX
-	JNZ          exp1b
+	JZ           exp1bd
+	CMPQ         pairs+136(FP), $0
+	JEQ          exp1b
+exp1bh: // the pairs converted in registers (v79)
+	VMOVUPS      (SI)(AX*1), Z1
+	VMOVUPS      (DI)(AX*1), Z16
+	PAIRS2SZ
+	JMP          exp1bc
+exp1bd:
 	MOVQ         lsum+120(FP), AX
 	MOVQ         zsum+112(FP), DX
 	MOVQ         sw+128(FP), BX
