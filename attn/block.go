@@ -85,6 +85,8 @@ type worker struct {
 	mrow   []float32  // [R] the running max each row's exp subtracts (softmaxU8; +Inf: no visible token yet)
 	lsum   []float32  // [R] Σ p of one run (softmaxU8)
 	rmax   []float32  // [rows4(R)] the rows' maxima of one block's scores (max4)
+	vgrps  int        // value groups per row of an integer V half (D / V group), set by run
+	vshift int        // log2 of the channels per value group, rounded up (the PV kernels' gshift), set by run
 	expU8  bool       // this block's exp runs in softmaxU8, fused with the u8 weights' quantization
 	onesD  []float32  // [D] 1
 	hpad   []uint16   // the residual's last fp16 rows, padded to a tile
@@ -162,7 +164,7 @@ func (w *worker) loadQueries(q []float32, b, h int) {
 
 // run computes the state of tokens [lo, hi) of sequence s, KV head h.
 func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
-	f := w.p.Format
+	f := &w.p.Format // a pointer: the layouts are not copied per block (v78)
 	w.loadQueries(q, b, h)
 	w.qReady = false
 	l := s.Len(f.Residual)
@@ -171,8 +173,18 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 		w.firsts[row] = w.p.FirstVisible(w.limits[row])
 	}
 	nr := f.Residual
+	// The per-block integers that would take a division, once a task
+	// (v77): the value groups and their shift, and the block index, which
+	// moves by one with each packed block.
+	if v := f.V; v.Elem.IsInt() && v.Group > 0 {
+		w.vgrps, w.vshift = w.d/v.Group, 0
+		for g := w.d / max(w.vgrps, 1); 1<<w.vshift < g; {
+			w.vshift++
+		}
+	}
+	blk := lo / nr
 	for t := lo; t < hi; {
-		if blk := t / nr; blk < len(s.Blocks) {
+		if blk < len(s.Blocks) {
 			base := s.Blocks[blk][h*f.BlockBytes():]
 			// Prefetch the next block where it is small enough to sit in L2
 			// beside this one (the integer formats; it did not help fp16):
@@ -197,23 +209,24 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 				nk, nv := next[:f.K.Bytes], next[f.K.Bytes:f.BlockBytes()]
 				small := f.BlockBytes() <= prefetchMaxBytes
 				switch {
-				case w.intKeys(f.K, nr) || (f.K.Elem == kv.FP16 && w.k.scoresHalf2 != nil):
+				case w.intKeys(&f.K, nr) || (f.K.Elem == kv.FP16 && w.k.scoresHalf2 != nil):
 					w.nextK = nk
 				case small:
 					w.k.prefetch(nk)
 				}
 				switch {
-				case w.intVals(f.V, nr) || (f.V.Elem == kv.FP16 && w.k.pvHalf != nil && w.r >= 2):
+				case w.intVals(&f.V, nr) || (f.V.Elem == kv.FP16 && w.k.pvHalf != nil && w.r >= 2):
 					w.nextV = nv
 				case small:
 					w.k.prefetch(nv)
 				}
 			}
 			w.blockScores(base[:f.K.Bytes], nr)
-			w.expU8 = w.fusedExpU8(f.V, nr)
+			w.expU8 = w.fusedExpU8(&f.V, nr)
 			w.softmax(st, t, nr)
 			w.blockValues(st, base[f.K.Bytes:f.K.Bytes+f.V.Bytes], nr)
 			t += nr
+			blk++
 			continue
 		}
 		n := hi - t // residual tokens
@@ -367,9 +380,9 @@ func (w *worker) halfPad(rows []uint16, need int) []uint16 {
 
 // blockScores writes the scores of the n tokens of a packed K half to w.scores.
 func (w *worker) blockScores(k []byte, n int) {
-	lay, d := w.p.Format.K, w.d
+	lay, d := &w.p.Format.K, w.d
 	if !lay.Elem.IsInt() {
-		src := keySrc{kind: srcFP8, b: k, lay: lay}
+		src := keySrc{kind: srcFP8, b: k, lay: *lay}
 		switch lay.Elem {
 		case kv.FP16:
 			src = keySrc{kind: srcHalf, u16: bytesU16(k[:2*n*d])}
@@ -399,17 +412,19 @@ func (w *worker) blockScores(k []byte, n int) {
 	wide := lay.Elem == kv.Int8
 	switch {
 	case lay.Scaling == kv.PerChannel:
-		for t0 := 0; t0 < n; t0 += lay.Group {
+		// pi is lay.ParamIndex(t0, 0), (t0/Group)·D, moved by D pairs a
+		// group (v77: no division per group).
+		for t0, pi := 0, 0; t0 < n; t0, pi = t0+lay.Group, pi+lay.D {
 			// Fold the group's scales into Q and its zeros into one bias per row.
 			if vnni && !wide && w.r%4 == 0 && w.k.foldQuery4H != nil {
 				// Every row in a group of four: the fold reads the pairs as
 				// stored (round 20).
-				o := lay.ParamsOffset + lay.ParamIndex(t0, 0)*kv.ParamBytes
+				o := lay.ParamsOffset + pi*kv.ParamBytes
 				w.quantRows4H(bytesU16(k[o : o+kv.ParamBytes*d]))
 				w.intScores(codes, t0, lay.Group, w.ones, w.ones, wide)
 				continue
 			}
-			w.paramPairs(w.gs, w.gz, lay, k, lay.ParamIndex(t0, 0), d)
+			w.paramPairs(w.gs, w.gz, lay, k, pi, d)
 			for r := w.quantRows4(w.gs, w.gz, wide); r < w.r; r++ {
 				qr, qs := w.q[r*d:(r+1)*d], w.qs[r*d:(r+1)*d]
 				if vnni {
@@ -443,7 +458,7 @@ func (w *worker) blockScores(k []byte, n int) {
 			w.tiledScores(&src, 0, n, w.q, w.ps, w.pz, w.qb)
 		}
 	default: // per token, several groups: dequantize the rows, then float scores
-		src := keySrc{kind: srcDequant, b: k, codes: codes, lay: lay}
+		src := keySrc{kind: srcDequant, b: k, codes: codes, lay: *lay}
 		w.floatScores(&src, n)
 	}
 }
@@ -563,14 +578,14 @@ func (w *worker) bcastRows(r, n int, wide bool) {
 
 // intKeys reports whether a block's keys are scored by the four-row
 // integer kernels (which prefetch w.nextK as they go).
-func (w *worker) intKeys(lay kv.TensorLayout, n int) bool {
+func (w *worker) intKeys(lay *kv.TensorLayout, n int) bool {
 	return w.k.vnni && lay.Elem.IsInt() && (lay.Scaling == kv.PerChannel || lay.Group == w.d) &&
 		w.x4() && n%x4Tokens == 0 && (lay.Scaling != kv.PerChannel || lay.Group%x4Tokens == 0)
 }
 
 // intVals reports whether a block's values run the integer PV (which
 // prefetches w.nextV as it goes).
-func (w *worker) intVals(lay kv.TensorLayout, n int) bool {
+func (w *worker) intVals(lay *kv.TensorLayout, n int) bool {
 	return lay.Elem.IsInt() && w.k.pvS16 != nil && w.d%zmmBytes == 0 && n%x4Tokens == 0 && pow2(lay.Group)
 }
 
@@ -668,7 +683,7 @@ func (w *worker) rowGroup(r0, t0 int) (ab []float32, pf []byte) {
 
 // params converts the fp16 (scale, zero) pairs from pair p0 on, len(dst)/2
 // of them, to float32.
-func (w *worker) params(dst []float32, lay kv.TensorLayout, src []byte, p0 int) {
+func (w *worker) params(dst []float32, lay *kv.TensorLayout, src []byte, p0 int) {
 	o := lay.ParamsOffset + p0*kv.ParamBytes
 	w.k.cvtHalf(dst, bytesU16(src[o:o+2*len(dst)]))
 }
@@ -679,7 +694,7 @@ const cvtPairsStep = 16
 // paramPairs converts the n fp16 (scale, zero) pairs from pair p0 on to
 // float32 scales s and zeros z: in one pass where the level has cvtPairs,
 // else through w.pf.
-func (w *worker) paramPairs(s, z []float32, lay kv.TensorLayout, src []byte, p0, n int) {
+func (w *worker) paramPairs(s, z []float32, lay *kv.TensorLayout, src []byte, p0, n int) {
 	if w.k.cvtPairs != nil && n%cvtPairsStep == 0 {
 		o := lay.ParamsOffset + p0*kv.ParamBytes
 		w.k.cvtPairs(s[:n], z[:n], bytesU16(src[o:o+4*n]))
@@ -693,7 +708,7 @@ func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) 
 
 // codes returns the n rows of byte codes of a packed integer half: int8
 // data as stored, int4 and int2 unpacked into dst.
-func (w *worker) codes(dst []uint8, lay kv.TensorLayout, src []byte, n int) []uint8 {
+func (w *worker) codes(dst []uint8, lay *kv.TensorLayout, src []byte, n int) []uint8 {
 	data := src[:n*lay.RowBytes]
 	switch lay.Elem {
 	case kv.Int4:
@@ -796,7 +811,7 @@ func (w *worker) softmax(st *state, t0, n int) {
 // fusedExpU8 reports whether a block's exp runs in softmaxU8 with its
 // weights' quantization: values on the pvU8 path, at a level with the
 // fused kernel.
-func (w *worker) fusedExpU8(lay kv.TensorLayout, n int) bool {
+func (w *worker) fusedExpU8(lay *kv.TensorLayout, n int) bool {
 	return w.k.softmaxU8 != nil && w.u8Vals(lay) && w.intVals(lay, n)
 }
 
@@ -836,24 +851,33 @@ func (w *worker) halfValues(st *state, v []uint16, n int) {
 
 // blockValues accumulates the packed V half of a block weighted by w.scores.
 func (w *worker) blockValues(st *state, v []byte, n int) {
-	lay, d, np := w.p.Format.V, w.d, w.npad
+	lay, d, np := &w.p.Format.V, w.d, w.npad
 	if lay.Elem == kv.FP16 {
 		w.halfValues(st, bytesU16(v[:2*n*d]), n)
 		return
 	}
 	if !lay.Elem.IsInt() {
-		w.floatRows(w.vf, lay, v, n)
+		w.floatRows(w.vf, *lay, v, n)
 		w.floatValues(st, n)
 		return
 	}
-	groups := d / lay.Group
+	groups := w.vgrps // d / lay.Group (run)
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	if w.intVals(lay, n) {
-		gshift := w.valueParams(v, n, groups)
 		if w.u8Vals(lay) {
-			w.intValuesU8(st, v[:n*lay.RowBytes], n, groups, gshift, lay.Elem.Bits())
+			// One group on the fused path: softmaxU8H converts the pairs
+			// as stored (v79); else the floats first.
+			var pairs []uint16
+			if groups == 1 && w.expU8 && w.k.softmaxU8H != nil {
+				o := lay.ParamsOffset // ParamIndex(t, 0) = t with one group
+				pairs = bytesU16(v[o : o+kv.ParamBytes*n])
+			} else {
+				w.valueParams(v, n, groups)
+			}
+			w.intValuesU8(st, v[:n*lay.RowBytes], pairs, n, groups, w.vshift, lay.Elem.Bits())
 			return
 		}
+		gshift := w.valueParams(v, n, groups)
 		if lay.Elem == kv.Int4 && w.k.pvI4 != nil && lay.Group >= pvI4MinGroup {
 			w.intValues(st, nil, v[:n*lay.RowBytes], n, groups, gshift) // the packed nibbles as stored
 		} else {
@@ -888,7 +912,7 @@ func (w *worker) blockValues(st *state, v []byte, n int) {
 // which read the dequantized rows once for four rows.
 func (w *worker) codeValues(st *state, v []byte, n, groups int) {
 	w.channelOrder(st)
-	lay, d, np := w.p.Format.V, w.d, w.npad
+	lay, d, np := &w.p.Format.V, w.d, w.npad
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
 	w.valueParams(v, n, groups)
 	g, wts := lay.Group, w.ps[:n]
@@ -916,9 +940,10 @@ func (w *worker) codeValues(st *state, v []byte, n, groups int) {
 
 // valueParams converts the block's n·groups value (scale, zero) pairs of
 // the V half v into w.vs and w.zs, group-major with stride w.npad, and
-// returns log2 of the channels per group (the PV kernels' gshift).
+// returns log2 of the channels per group (the PV kernels' gshift, w.vshift:
+// groups is w.vgrps).
 func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
-	np, lay := w.npad, w.p.Format.V
+	np, lay := w.npad, &w.p.Format.V
 	if groups == 1 {
 		w.paramPairs(w.vs, w.zs, lay, v, 0, n)
 	} else {
@@ -929,10 +954,7 @@ func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
 			}
 		}
 	}
-	for 1<<gshift < w.d/groups {
-		gshift++
-	}
-	return gshift
+	return w.vshift
 }
 
 // intValues is the integer PV of the VNNI path (on byte codes, or on
@@ -974,7 +996,7 @@ func (w *worker) intValues(st *state, codes []uint8, packed []byte, n, groups, g
 // 64 channels. int8 values keep 16-bit weights: their own error is ~16x
 // below int4's, so the u8 weights' (~1e-3 RMS in v18's measurement) would
 // be a quarter of it, not far below it.
-func (w *worker) u8Vals(lay kv.TensorLayout) bool {
+func (w *worker) u8Vals(lay *kv.TensorLayout) bool {
 	return w.k.pvU8 != nil && (lay.Elem == kv.Int4 || lay.Elem == kv.Int2) && lay.Group >= pvI4MinGroup
 }
 
@@ -984,7 +1006,9 @@ func (w *worker) u8Vals(lay kv.TensorLayout) bool {
 // midpoint m = (2^bits-1)/2 goes to the zeros' sums (quantWRowsU8), so the
 // error per output channel is Σ_t (Δ·wq_t - w_t)·(code_t - m), at most
 // (Δ/2)·Σ_t |code_t - m| per run (see valueQuantTol in the tests).
-func (w *worker) intValuesU8(st *state, packed []byte, n, groups, gshift, bits int) {
+// pairs, if not nil, are the one group's fp16 (scale, zero) pairs as
+// stored, which softmaxU8H converts (w.vs and w.zs not written: v79).
+func (w *worker) intValuesU8(st *state, packed []byte, pairs []uint16, n, groups, gshift, bits int) {
 	if bits == 4 && w.k.unlaneU8 != nil {
 		w.laneOrder(st)
 	} else {
@@ -996,7 +1020,11 @@ func (w *worker) intValuesU8(st *state, packed []byte, n, groups, gshift, bits i
 	for t0 := 0; t0 < n; t0 += PVMaxTokens {
 		tn := min(PVMaxTokens, n-t0)
 		if w.expU8 { // the exp of the run, Σ p, and the weights
-			w.k.softmaxU8(w.wq8, ldw, np, w.scores[t0:], np, w.mrow, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
+			if pairs != nil {
+				w.k.softmaxU8H(w.wq8, ldw, w.scores[t0:], np, w.mrow, pairs[2*t0:], tn, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
+			} else {
+				w.k.softmaxU8(w.wq8, ldw, np, w.scores[t0:], np, w.mrow, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
+			}
 			for r, l := range w.lsum[:w.r] {
 				st.l[r] += l
 			}

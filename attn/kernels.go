@@ -168,9 +168,16 @@ type kernels struct {
 	// w = p·s are quantized as quantWRowsU8 does (delta[r] = max w/255,
 	// wq = rint(w/Δ)), the residues' sum taken as Σ_t w_t - Δ·Σ_t wq_t:
 	// zsum[r·groups+j] = Σ_t p_t·z[j·lds+t] + mid·(Σ_t w_t - Δ·Σ_t wq_t).
-	// sw is scratch of rows·groups floats. Nil where the level has no
-	// such kernel (then expSub and quantWRowsU8 run).
+	// With one group (groups 1) x[t] ends as w_t = p_t·s[t] instead of
+	// p_t (the product the steps and codes are made from: v76). sw is
+	// scratch of rows·groups floats. Nil where the level has no such
+	// kernel (then expSub and quantWRowsU8 run).
 	softmaxU8 func(wq []uint8, ldw, ldq int, x []float32, ldx int, m, s, z []float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw []float32)
+	// softmaxU8H is softmaxU8 for one value group (ldq = ldw) with its
+	// scales and zeros given as the n fp16 (scale, zero) pairs a block
+	// stores (pairs[2t], pairs[2t+1]): the bits of cvtPairs then
+	// softmaxU8 (v79). Nil where the level has no such kernel.
+	softmaxU8H func(wq []uint8, ldw int, x []float32, ldx int, m []float32, pairs []uint16, n, rows int, mid float32, delta, zsum, lsum, sw []float32)
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
 	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
@@ -270,6 +277,7 @@ var genericU8Kernels = func() kernels {
 	k.pvU8 = pvU8Go
 	k.quantWRowsU8 = quantWRowsU8Go
 	k.softmaxU8 = softmaxU8Go
+	k.softmaxU8H = softmaxU8HGo
 	return k
 }()
 
@@ -857,6 +865,23 @@ func softmaxU8Go(wq []uint8, ldw, ldq int, x []float32, ldx int, m, s, z []float
 		lsum[r] = sum16(&l)
 	}
 	quantU8Rows(wq, ldw, ldq, x, ldx, s, z, lds, n, groups, rows, mid, delta, zsum, sw)
+	if groups == 1 { // x ends as the weights w = p·s (v76)
+		for r := 0; r < rows; r++ {
+			for t, w := range x[r*ldx : r*ldx+n] {
+				x[r*ldx+t] = w * s[t]
+			}
+		}
+	}
+}
+
+// softmaxU8HGo is softmaxU8H in Go: the pairs converted (fp16ToF32, the
+// floats cvtPairs writes), then softmaxU8Go with one group.
+func softmaxU8HGo(wq []uint8, ldw int, x []float32, ldx int, m []float32, pairs []uint16, n, rows int, mid float32, delta, zsum, lsum, sw []float32) {
+	s, z := make([]float32, n), make([]float32, n)
+	for t := range n {
+		s[t], z[t] = fp16ToF32[pairs[2*t]], fp16ToF32[pairs[2*t+1]]
+	}
+	softmaxU8Go(wq, ldw, ldw, x, ldx, m, s, z, n, n, 1, rows, mid, delta, zsum, lsum, sw)
 }
 
 // quantU8Rows is softmaxU8's quantization of the weights p·s (p the

@@ -5,6 +5,7 @@ package attn
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"unsafe"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
@@ -166,7 +167,7 @@ func u8UnlaneAVX512(acc *float32, n int)
 func quantWRowsU8AVX512(wq *uint8, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum *float32)
 
 //go:noescape
-func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32)
+func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32, pairs int)
 
 //go:noescape
 func unpack2VBMI(dst *uint8, src *byte, n int)
@@ -256,10 +257,14 @@ func pairPrefetch(pf []byte, n, d, perPair int) *byte {
 const pvU8PrefetchLines = 2
 
 // tilePrefetch splits the lines of pf over tiles: whole lines per tile,
-// within pf (none when pf is shorter than a line per tile).
+// within pf (none when pf is shorter than a line per tile). A power of two
+// of tiles (the decode's blocks) divides by a shift (v77).
 func tilePrefetch(pf []byte, tiles int) (*byte, int) {
 	if tiles <= 0 || len(pf) < 64*tiles {
 		return nil, 0
+	}
+	if tiles&(tiles-1) == 0 {
+		return &pf[0], len(pf) >> 6 >> bits.TrailingZeros(uint(tiles))
 	}
 	return &pf[0], len(pf) / 64 / tiles
 }
@@ -799,10 +804,23 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("softmaxU8", n, groups, rows)
 			}
 			if n > 0 {
-				softmaxU8AVX512(&wq[0], ldw, ldq, &x[0], ldx, &m[0], &sc[0], &z[0], lds, n, groups, rows, mid, &delta[0], &zsum[0], &lsum[0], &sw[0])
+				softmaxU8AVX512(&wq[0], ldw, ldq, &x[0], ldx, &m[0], &sc[0], &z[0], lds, n, groups, rows, mid, &delta[0], &zsum[0], &lsum[0], &sw[0], 0)
 				return
 			}
 			softmaxU8Go(wq, ldw, ldq, x, ldx, m, sc, z, lds, n, groups, rows, mid, delta, zsum, lsum, sw)
+		}
+		k.softmaxU8H = func(wq []uint8, ldw int, x []float32, ldx int, m []float32, pairs []uint16, n, rows int, mid float32, delta, zsum, lsum, sw []float32) {
+			if !(n%vecLen == 0 && rows >= 1 && n <= ldw && n <= ldx && len(x) >= (rows-1)*ldx+n && len(m) >= rows &&
+				len(pairs) >= 2*n && len(wq) >= (rows-1)*ldw+n && len(delta) >= rows && len(zsum) >= rows &&
+				len(lsum) >= rows && len(sw) >= rows) {
+				bad("softmaxU8H", n, rows)
+			}
+			if n > 0 {
+				pp := (*float32)(unsafe.Pointer(&pairs[0]))
+				softmaxU8AVX512(&wq[0], ldw, ldw, &x[0], ldx, &m[0], pp, pp, 0, n, 1, rows, mid, &delta[0], &zsum[0], &lsum[0], &sw[0], 1)
+				return
+			}
+			softmaxU8HGo(wq, ldw, x, ldx, m, pairs, n, rows, mid, delta, zsum, lsum, sw)
 		}
 	}
 	return k

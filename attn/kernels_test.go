@@ -935,7 +935,8 @@ func u8Sets() []*kernels {
 // TestExpU8Sweep: softmaxU8's exp on a dense sweep of [expU8Min, 0] (x - m
 // with m = 0 and m = 3) against math.Exp of the float32 argument: relative
 // error within expU8RelErr, exactly 0 below expU8Min, and Σ p within the
-// float32 sum's bound.
+// float32 sum's bound (one group and unit scales: x ends as w = p·1 = p);
+// with zero scales, w, the step and the zeros' sum 0.
 func TestExpU8Sweep(t *testing.T) {
 	n := 1 << 16
 	if testing.Short() {
@@ -949,6 +950,9 @@ func TestExpU8Sweep(t *testing.T) {
 			}
 			got := append([]float32(nil), x...)
 			wq, s, z := make([]uint8, n), make([]float32, n), make([]float32, n)
+			for i := range s {
+				s[i] = 1
+			}
 			delta, zsum, lsum, sw := nanSlice(1), nanSlice(1), nanSlice(1), nanSlice(1)
 			k.softmaxU8(wq, n, n, got, n, []float32{m}, s, z, n, n, 1, 1, 1.5, delta, zsum, lsum, sw)
 			worst, want := checkExpSweep(t, fmt.Sprintf("%v softmaxU8", k), x, got, m, expU8Min, expU8RelErr)
@@ -956,8 +960,16 @@ func TestExpU8Sweep(t *testing.T) {
 			if math.Abs(float64(lsum[0])-want) > (expU8RelErr+float64(n/16+4)*eps32)*want {
 				t.Fatalf("%v softmaxU8 sum %g, want %g", k, lsum[0], want)
 			}
+			clear(s)
+			copy(got, x)
+			k.softmaxU8(wq, n, n, got, n, []float32{m}, s, z, n, n, 1, 1, 1.5, delta, zsum, lsum, sw)
 			if delta[0] != 0 || zsum[0] != 0 {
 				t.Fatalf("%v softmaxU8 with zero scales: step %g, zero sum %g, want 0", k, delta[0], zsum[0])
+			}
+			for i, w := range got {
+				if w != 0 {
+					t.Fatalf("%v softmaxU8 with zero scales: w[%d] = %g, want 0", k, i, w)
+				}
 			}
 		}
 	}
@@ -969,6 +981,8 @@ func TestExpU8Sweep(t *testing.T) {
 // float32 bound, and, from the kernel's own p, the steps and codes of
 // quantU8Rows (the Go steps) bit for bit, every weight within half a step,
 // and the zeros' sums with mid·(Σ w - Δ·Σ wq) within their float32 bound.
+// With one group x ends as w = p·s: p is then the kernel's x with unit
+// scales (the same exp and Σ p), and w its product by s bit for bit.
 func TestSoftmaxU8(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, k := range u8Sets() {
@@ -995,6 +1009,24 @@ func TestSoftmaxU8(t *testing.T) {
 				delta, zsum, lsum, sw := nanSlice(rows), nanSlice(rows*groups), nanSlice(rows), nanSlice(rows*groups)
 				k.softmaxU8(wq, ldw, ld, p, ld, m, s, z, ld, n, groups, rows, mid, delta, zsum, lsum, sw)
 				name := fmt.Sprintf("%v softmaxU8 groups=%d rows=%d n=%d", k, groups, rows, n)
+				if groups == 1 { // p holds w: the kernel's p from unit scales (v76)
+					w := p
+					p = append([]float32(nil), x...)
+					ones := make([]float32, ld)
+					for i := range ones {
+						ones[i] = 1
+					}
+					l1 := nanSlice(rows)
+					k.softmaxU8(make([]uint8, rows*ldw), ldw, ld, p, ld, m, ones, z, ld, n, 1, rows, mid, nanSlice(rows), nanSlice(rows), l1, nanSlice(rows))
+					sameBits(t, name+" Σ p with unit scales", l1, lsum)
+					for row := 0; row < rows; row++ {
+						for tk := 0; tk < n; tk++ {
+							if got, want := w[row*ld+tk], p[row*ld+tk]*s[tk]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%s: row %d token %d: w = %g, want p·s = %g", name, row, tk, got, want)
+							}
+						}
+					}
+				}
 				for row := 0; row < rows; row++ {
 					var sum float64
 					for tk := 0; tk < n; tk++ {
@@ -1216,6 +1248,86 @@ func TestFoldPairsDecode(t *testing.T) {
 				}
 			})
 			sameBits(t, fmt.Sprintf("%v %s decode with foldQuery4H", k, spec), got, want)
+		}
+	}
+}
+
+// TestSoftmaxU8H: softmaxU8H on one group's fp16 (scale, zero) pairs as
+// stored gives the bits of softmaxU8 on the pairs' floats (x, codes,
+// steps and sums), for one to five rows and several lengths (v79).
+func TestSoftmaxU8H(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 79))
+	for _, k := range u8Sets() {
+		if k.softmaxU8H == nil {
+			continue
+		}
+		for _, sh := range [][3]int{{16, 16, 1}, {48, 64, 2}, {112, 128, 3}, {128, 128, 4}, {256, 256, 4}, {240, 256, 5}} { // n, ld, rows
+			n, ld, rows, mid := sh[0], sh[1], sh[2], float32(1.5)
+			x := randF32(r, rows*ld, 4)
+			m := make([]float32, rows)
+			for row := range m {
+				m[row] = maxF32Go(x[row*ld : row*ld+n])
+			}
+			pairs := make([]uint16, 2*n)
+			s, z := make([]float32, ld), make([]float32, ld)
+			for tk := 0; tk < n; tk++ {
+				pairs[2*tk] = half.FromFloat32(float32(r.Float64()) * 0.1)
+				pairs[2*tk+1] = half.FromFloat32(float32(r.NormFloat64()))
+				s[tk], z[tk] = fp16ToF32[pairs[2*tk]], fp16ToF32[pairs[2*tk+1]]
+			}
+			got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+			wq, wq2 := make([]uint8, rows*ld), make([]uint8, rows*ld)
+			outs := func() [4][]float32 {
+				return [4][]float32{nanSlice(rows), nanSlice(rows), nanSlice(rows), nanSlice(rows)}
+			}
+			g, w := outs(), outs()
+			k.softmaxU8H(wq, ld, got, ld, m, pairs, n, rows, mid, g[0], g[1], g[2], g[3])
+			k.softmaxU8(wq2, ld, ld, want, ld, m, s, z, ld, n, 1, rows, mid, w[0], w[1], w[2], w[3])
+			name := fmt.Sprintf("%v softmaxU8H n=%d rows=%d", k, n, rows)
+			sameBits(t, name+" x", got, want)
+			sameWeights(t, name, wq, wq2)
+			for i, what := range []string{"steps", "zero sums", "Σ p", "Σ w"} {
+				sameBits(t, name+" "+what, g[i], w[i])
+			}
+		}
+	}
+}
+
+// TestSoftmaxU8HDecode: the decode with softmaxU8H (V's pairs converted
+// in the fused softmax, v79) gives the bits of the decode with cvtPairs
+// and softmaxU8, one value group or several, Tq 1 and 3.
+func TestSoftmaxU8HDecode(t *testing.T) {
+	r := rand.New(rand.NewPCG(38, 79))
+	sh := Shape{Hq: 8, Hkv: 2, D: 128}
+	for _, k := range append(levelSets(), &genericU8Kernels) {
+		if k.softmaxU8H == nil {
+			continue
+		}
+		without := *k
+		without.softmaxU8H = nil
+		for _, spec := range []string{"int2", "int4", "k4v2", "int4:kc32:v32"} {
+			f, err := kv.MustParseSpec(spec).Resolve(sh.D)
+			if err != nil {
+				t.Fatal(err)
+			}
+			caches, _, _ := buildBatch(t, r, f, sh, []int{600, 1030})
+			seqs := seqsOf(caches)
+			for _, tq := range []int{1, 3} {
+				p := Params{Format: f, Shape: sh, Tq: tq}
+				q := randF32(r, len(seqs)*tq*sh.Hq*sh.D, 1)
+				got, want := nanSlice(len(q)), nanSlice(len(q))
+				withKernels(k, func() {
+					if err := Decode(got, q, seqs, p); err != nil {
+						t.Fatal(err)
+					}
+				})
+				withKernels(&without, func() {
+					if err := Decode(want, q, seqs, p); err != nil {
+						t.Fatal(err)
+					}
+				})
+				sameBits(t, fmt.Sprintf("%v %s Tq %d decode with softmaxU8H", k, spec, tq), got, want)
+			}
 		}
 	}
 }

@@ -764,7 +764,37 @@ DATA u8PackIdx<>+56(SB)/4, $11
 DATA u8PackIdx<>+60(SB)/4, $15
 GLOBL u8PackIdx<>(SB), RODATA|NOPTR, $64
 
-// func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32)
+// u8PairIdx<> picks the even floats of two vectors (cvtPairs' and
+// deinterleave's pairIdx<>, which is local to kernels_avx512_amd64.s).
+DATA u8PairIdx<>+0(SB)/4, $0
+DATA u8PairIdx<>+4(SB)/4, $2
+DATA u8PairIdx<>+8(SB)/4, $4
+DATA u8PairIdx<>+12(SB)/4, $6
+DATA u8PairIdx<>+16(SB)/4, $8
+DATA u8PairIdx<>+20(SB)/4, $10
+DATA u8PairIdx<>+24(SB)/4, $12
+DATA u8PairIdx<>+28(SB)/4, $14
+DATA u8PairIdx<>+32(SB)/4, $16
+DATA u8PairIdx<>+36(SB)/4, $18
+DATA u8PairIdx<>+40(SB)/4, $20
+DATA u8PairIdx<>+44(SB)/4, $22
+DATA u8PairIdx<>+48(SB)/4, $24
+DATA u8PairIdx<>+52(SB)/4, $26
+DATA u8PairIdx<>+56(SB)/4, $28
+DATA u8PairIdx<>+60(SB)/4, $30
+GLOBL u8PairIdx<>(SB), RODATA|NOPTR, $64
+
+// PAIRS2SZ converts the 16 fp16 (scale, zero) pairs at R13+AX (64 bytes)
+// to the scales in Z11 and the zeros in Z10, as cvtPairs does (Z30, Z31
+// its even and odd indices); Z8 scratch.
+#define PAIRS2SZ \
+	VCVTPH2PS (R13)(AX*1), Z11   \
+	VCVTPH2PS 32(R13)(AX*1), Z8  \
+	VMOVAPS   Z11, Z10           \
+	VPERMT2PS Z8, Z30, Z11       \
+	VPERMT2PS Z8, Z31, Z10
+
+// func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32, pairs int)
 // softmaxU8 (kernels.go) in two loops over the rows, so that the rows'
 // latency chains (the folds, the divisions) overlap. First, per row: the
 // exp of x - m in place (d = x - m; t = d·log2 e + 1.5·2^23 by one FMA,
@@ -775,11 +805,16 @@ GLOBL u8PackIdx<>(SB), RODATA|NOPTR, $64
 // Δ = max/255, and per group the weights rounded to u8 steps (VCVTPS2DQ:
 // to nearest even; VPMOVUSDB) with their integer sum, and the zeros' sum
 // plus mid·(Σ w - Δ·Σ wq). With one group the first loop takes two rows
-// at a time (their chains side by side, s and z loaded once, before p's
-// stores: v53) and the second packs 64 codes a step (VPACKUSDW, VPACKUSWB,
-// VPERMD: the same bytes as VPMOVUSDB for codes 0..255, which w >= 0 and
-// Δ = max w/255 give: v54).
-TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-136
+// at a time (their chains side by side, s and z loaded once, before the
+// stores: v53) and stores w = p·s in x instead of p, so that the second
+// multiplies w by 1/Δ alone (the same product: v76); the second packs 64
+// codes a step (VPACKUSDW, VPACKUSWB, VPERMD: the same bytes as VPMOVUSDB
+// for codes 0..255, which w >= 0 and Δ = max w/255 give: v54). With pairs
+// not 0 (one group) s points to the n fp16 (scale, zero) pairs as a block
+// stores them (z unused), 64 bytes a 16 tokens as 16 floats are, and the
+// first loop converts each 16 tokens' pairs itself (cvtPairs' operations,
+// in registers: the same floats, so the same bits; v79).
+TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-144
 	VBROADCASTSS expu8<>+0(SB), Z21  // expU8Min
 	VBROADCASTSS expu8<>+4(SB), Z22  // log2 e
 	VBROADCASTSS expu8<>+8(SB), Z25  // 1.5·2^23
@@ -787,6 +822,10 @@ TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-136
 	VBROADCASTSS expu8<>+16(SB), Z27 // c2
 	VBROADCASTSS expu8<>+20(SB), Z28 // c1
 	VBROADCASTSS expu8<>+24(SB), Z29 // c0
+	VMOVDQU32    u8PairIdx<>(SB), Z30  // the scales' positions in the pairs (even floats)
+	MOVL         $1, AX
+	VPBROADCASTD AX, Z31
+	VPADDD       Z31, Z30, Z31       // the zeros' (odd floats)
 	MOVQ         lds+64(FP), R10
 	SHLQ         $2, R10
 	MOVQ         groups+80(FP), R12
@@ -841,21 +880,31 @@ one: // one group: the group's sums in the exp's loop (its FMA chain hidden)
 	VPXORD       Z5, Z5, Z5         // max w
 	VPXORD       Z6, Z6, Z6         // Σ p·z lanes
 	VPXORD       Z7, Z7, Z7         // Σ w lanes
+	CMPQ         pairs+136(FP), $0
+	JNE          exp1h
 exp1: // z and s loaded before p's store: the three arrays share their low 12 address bits (4K aliasing)
 	VMOVUPS      (SI)(AX*1), Z1
 	VMOVUPS      (R9)(AX*1), Z10    // z
 	VMOVUPS      (R13)(AX*1), Z11   // s
+exp1c:
 	VSUBPS       Z20, Z1, Z1
 	EXPU8                           // p
-	VMOVUPS      Z4, (SI)(AX*1)
 	VADDPS       Z4, Z0, Z0
 	VFMADD231PS  Z10, Z4, Z6
 	VMULPS       Z11, Z4, Z4        // w
+	VMOVUPS      Z4, (SI)(AX*1)     // x = w (v76)
 	VPMAXSD      Z4, Z5, Z5
 	VADDPS       Z4, Z7, Z7
 	ADDQ         $64, AX
 	DECQ         CX
-	JNZ          exp1
+	JZ           exp1d
+	CMPQ         pairs+136(FP), $0
+	JEQ          exp1
+exp1h: // the pairs converted in registers (v79)
+	VMOVUPS      (SI)(AX*1), Z1
+	PAIRS2SZ
+	JMP          exp1c
+exp1d:
 	HSUM16(VADDPS)
 	MOVQ         lsum+120(FP), AX
 	VMOVSS       X0, (AX)(R14*4)
@@ -884,30 +933,41 @@ two: // rows r and r+1 side by side (two chains in flight; s and z loaded once),
 	VPXORD       Z13, Z13, Z13      // max w
 	VPXORD       Z14, Z14, Z14      // Σ p·z lanes
 	VPXORD       Z15, Z15, Z15      // Σ w lanes
+	CMPQ         pairs+136(FP), $0
+	JNE          exp1bh
 exp1b:
 	VMOVUPS      (SI)(AX*1), Z1
 	VMOVUPS      (DI)(AX*1), Z16
 	VMOVUPS      (R9)(AX*1), Z10    // z
 	VMOVUPS      (R13)(AX*1), Z11   // s
+exp1bc:
 	VSUBPS       Z20, Z1, Z1
 	VSUBPS       Z23, Z16, Z16
 	EXPU8                           // row r's p
 	EXPU8B                          // row r+1's p
-	VMOVUPS      Z4, (SI)(AX*1)
-	VMOVUPS      Z19, (DI)(AX*1)
 	VADDPS       Z4, Z0, Z0
 	VADDPS       Z19, Z12, Z12
 	VFMADD231PS  Z10, Z4, Z6
 	VFMADD231PS  Z10, Z19, Z14
 	VMULPS       Z11, Z4, Z4        // w
 	VMULPS       Z11, Z19, Z19
+	VMOVUPS      Z4, (SI)(AX*1)     // x = w (v76)
+	VMOVUPS      Z19, (DI)(AX*1)
 	VPMAXSD      Z4, Z5, Z5
 	VPMAXSD      Z19, Z13, Z13
 	VADDPS       Z4, Z7, Z7
 	VADDPS       Z19, Z15, Z15
 	ADDQ         $64, AX
 	DECQ         CX
-	JNZ          exp1b
+	JZ           exp1bd
+	CMPQ         pairs+136(FP), $0
+	JEQ          exp1b
+exp1bh: // the pairs converted in registers (v79)
+	VMOVUPS      (SI)(AX*1), Z1
+	VMOVUPS      (DI)(AX*1), Z16
+	PAIRS2SZ
+	JMP          exp1bc
+exp1bd:
 	MOVQ         lsum+120(FP), AX
 	MOVQ         zsum+112(FP), DX
 	MOVQ         sw+128(FP), BX
@@ -1008,6 +1068,8 @@ q1:
 	XORQ         R9, R9
 	VPXORD       Z6, Z6, Z6         // Σ wq lanes (int32)
 	MOVQ         R8, CX
+	CMPQ         R12, $1
+	JEQ          w1
 	CMPQ         CX, $4
 	JLT          q2t
 q4: // 64 weights a step: their codes (0..255) packed by VPACKUSDW, VPACKUSWB and put in order by VPERMD
@@ -1056,6 +1118,46 @@ q2:
 	ADDQ         $16, R9
 	DECQ         CX
 	JNZ          q2
+	JMP          q3
+w1: // one group: x holds w = p·s from the first loop (v76), so w/Δ is one product
+	CMPQ         CX, $4
+	JLT          w2t
+w4: // q4 without the product by s
+	VMULPS       (SI)(AX*1), Z8, Z2
+	VCVTPS2DQ    Z2, Z2
+	VPADDD       Z2, Z6, Z6
+	VMULPS       64(SI)(AX*1), Z8, Z10
+	VCVTPS2DQ    Z10, Z10
+	VPADDD       Z10, Z6, Z6
+	VMULPS       128(SI)(AX*1), Z8, Z11
+	VCVTPS2DQ    Z11, Z11
+	VPADDD       Z11, Z6, Z6
+	VMULPS       192(SI)(AX*1), Z8, Z12
+	VCVTPS2DQ    Z12, Z12
+	VPADDD       Z12, Z6, Z6
+	VPACKUSDW    Z10, Z2, Z2
+	VPACKUSDW    Z12, Z11, Z11
+	VPACKUSWB    Z11, Z2, Z2
+	VPERMD       Z2, Z24, Z2
+	VMOVDQU64    Z2, (DI)(R9*1)
+	ADDQ         $256, AX
+	ADDQ         $64, R9
+	SUBQ         $4, CX
+	CMPQ         CX, $4
+	JGE          w4
+w2t:
+	TESTQ        CX, CX
+	JZ           q3
+w2:
+	VMULPS       (SI)(AX*1), Z8, Z2  // w/Δ
+	VCVTPS2DQ    Z2, Z2
+	VPMOVUSDB    Z2, X9
+	VMOVDQU      X9, (DI)(R9*1)
+	VPADDD       Z2, Z6, Z6
+	ADDQ         $64, AX
+	ADDQ         $16, R9
+	DECQ         CX
+	JNZ          w2
 q3:
 	VEXTRACTI64X4 $1, Z6, Y7
 	VPADDD        Y7, Y6, Y6
