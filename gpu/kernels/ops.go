@@ -93,16 +93,20 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 			return nil, err
 		}
 	}
-	// Compiled only for sm_90 and later (ops.cu's #if).
-	if f, err := mod.Function("add_rmsnorm_cluster"); err == nil {
-		o.addRMSNormCluster, o.hasCluster = f, true
+	// Compiled only for sm_90 and later (ops.cu's #if): there a missing
+	// kernel is an error, not a silent fallback to the one-CTA norm.
+	if major, _ := dev.ComputeCapability(); major >= 9 {
+		if o.addRMSNormCluster, err = mod.Function("add_rmsnorm_cluster"); err != nil {
+			return nil, fmt.Errorf("kernels: ops.cu for %s: %w", dev.Arch(), err)
+		}
+		o.hasCluster = true
 		for _, k := range []struct {
 			f    *cuda.Function
 			name string
 		}{{&o.addRMSNormClusterSel, "add_rmsnorm_cluster_sel"}, {&o.f16ToF32Sel, "f16_to_f32_sel"}, {&o.f16ToF32HadamardSel, "f16_to_f32_hadamard_sel"},
 			{&o.swigluColsSel, "swiglu_cols_sel"}} {
 			if *k.f, err = mod.Function(k.name); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("kernels: ops.cu for %s: %w", dev.Arch(), err)
 			}
 		}
 	}
