@@ -1017,6 +1017,8 @@ constexpr int kTLArrived = 16;   // the merge's count returned
 constexpr int kTLExit = 17;      // the CTA's exit
 constexpr int kTLLast = 18;      // 1: this CTA merged its row chunk's splits
 constexpr int kTLMarks = 19;     // + kMark*: the count's release fence, the merge's weights, its outputs (session 26)
+constexpr int kTLLens = 22;      // thread 0: lens (and the guessed table entry) returned (session 28; decode_mma only)
+constexpr int kTLQuery = 23;     // thread 0: its query loads returned (session 28; decode_mma only)
 #define BD_TL_PARAM , unsigned long long* __restrict__ tl
 #define BD_TL_MARK(i, cond)         \
   do {                              \

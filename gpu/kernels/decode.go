@@ -717,6 +717,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	if err != nil {
 		return nil, err
 	}
+	p.oneSMSplits(s, t)
 	if stages > 0 {
 		p.smem = mmaRingSmem(l, mt, stages)
 	}
@@ -734,6 +735,58 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	sessionOptions(&prog, DecodeMMA, t, false)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
+
+// oneSMSplits re-cuts decode_mma.cu plan p (sizeMMA's, for shape s) by
+// mmaOneSMBlocks (session 28), unless the shape fixes the split length or
+// t asks for a CTA target or a minimum split (BITDECODE_DECODE_MINSPLIT=512
+// gives the plans before it back).
+func (p *DecodePlan) oneSMSplits(s DecodeShape, t DecodeTuning) {
+	if s.SplitLen != 0 || t.TargetCTAs != 0 || t.MinSplitTokens != 0 {
+		return
+	}
+	nr := p.layout.Nr
+	bps := mmaOneSMBlocks(s.B*s.Hkv*p.rowChunks, (s.MaxL+nr-1)/nr, p.splitLen/nr, (mmaOneSMMinTokens+nr-1)/nr)
+	p.splitLen = bps * nr
+	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
+}
+
+// mmaOneSMBlocks returns the blocks per split of a decode_mma.cu plan of
+// few items (fewer than splitFewItems CTAs a split: one sequence) whose
+// sizeMMA plan of bps blocks a split runs at most one CTA an SM: the fewest
+// blocks, at least minBlocks, whose splits still run one CTA an SM
+// (decodeRefSMs) and number at most mmaOneSMMaxSplits; else bps. There a
+// warp's tiles run one after the other, ~1.6 us each at int4 (the H100
+// timeline, session 28: the tile's compute is a latency chain at one warp a
+// scheduler), while more splits cost the merge only a few more partials:
+// session 28's call 1 measured int4 KC 1 x 1K 11.8 us at 2 splits (4 tiles
+// a CTA), 10.6 at 4, 10.2-10.3 at 8; 1 x 2K 12.2 at 4, 10.9 at 8, 10.4-10.6
+// at 16; 1 x 4K 12.5 at 8, 11.4-11.5 at 16; k4v2 1 x 1K-4K -0.85 to -1.2
+// us; int2 1 x 1K-4K 0 to -0.3 (one 128-token tile a warp already). 1 x 8K
+// (16 splits of 4 blocks: one CTA an SM) keeps its plan: 32 splits, two
+// CTAs an SM, measured 0.3-0.6 us slower (decode-attention.md session 28).
+func mmaOneSMBlocks(items, maxBlocks, bps, minBlocks int) int {
+	if items >= splitFewItems || bps <= 1 || items*((maxBlocks+bps-1)/bps) > decodeRefSMs {
+		return bps
+	}
+	for b := max(1, minBlocks); b < bps; b++ {
+		splits := (maxBlocks + b - 1) / b
+		if splits <= mmaOneSMMaxSplits && items*splits <= decodeRefSMs {
+			return b
+		}
+	}
+	return bps
+}
+
+// mmaOneSMMinTokens is the fewest tokens a split of mmaOneSMBlocks' plans
+// gets: one 128-token block (int4 KC: two tiles of 64, for two of the CTA's
+// four warps), measured faster than 256 at 1 x 1K and 1 x 2K (session 28).
+const mmaOneSMMinTokens = 128
+
+// mmaOneSMMaxSplits bounds mmaOneSMBlocks' split count: the most splits it
+// was measured with (1 x 2K of 128-token blocks, 1 x 4K of 256; session
+// 28), so the fused merge takes no more partials than the default plan of
+// 1 x 8K does.
+const mmaOneSMMaxSplits = 16
 
 // fixSplit applies a fixed split length from the shape, if it asks for one.
 func (p *DecodePlan) fixSplit(s DecodeShape) error {

@@ -946,6 +946,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
 #endif
     return;
   }
+  BD_TL_MARK(kTLLens, threadIdx.x == 0);  // after the branch on L: its load has returned
   const int t1 = min(L, t0 + splitLen);
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
@@ -1090,6 +1091,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // lane's B-fragment channels.
   float qf[D / 16][4];
   loadQueryFrag<D>(q, b, Tq, Hq, h, group, row0, nrows, g, qd, scaleLog2, qf);
+#if BD_TIMELINE
+  if (threadIdx.x == 0) {
+    asm volatile("" ::"f"(qf[0][0]));  // the mark waits for the lane's query values (volatile asm keeps its order)
+    tlRec[kTLQuery] = tlClock();
+  }
+#endif
   int limit[2];  // last visible token of rows 2q, 2q+1 (beyond nrows: all)
   causalLimits(limit, row0, nrows, qd, L, Tq, group);
   const int span = windowSpan(window);

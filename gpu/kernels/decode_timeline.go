@@ -40,6 +40,8 @@ const (
 	tlExit           = 17
 	tlLast           = 18
 	tlMarks          = 19 // + markReleased, markWeights, markMerged (session 26)
+	tlLens           = 22 // thread 0: lens returned (session 28; decode_mma only)
+	tlQuery          = 23 // thread 0: its query loads returned (session 28; decode_mma only)
 	tlWarps          = 4  // decode_mma.cu's and planes.cu's kWarps
 )
 
@@ -142,7 +144,7 @@ func (t *launchTimeline) records(raw []byte) []TimelineLaunch {
 				Entry: w(base + tlEntry), WarpsDone: w(base + tlWarpsDone), Partial: w(base + tlPartial),
 				Arrived: w(base + tlArrived), Exit: w(base + tlExit), Last: w(base+tlLast) != 0,
 				Released: w(base + tlMarks + markReleased), Weights: w(base + tlMarks + markWeights),
-				Merged: w(base + tlMarks + markMerged)}
+				Merged: w(base + tlMarks + markMerged), Lens: w(base + tlLens), Query: w(base + tlQuery)}
 			for wi := range tlWarps {
 				r.Prologue[wi], r.First[wi], r.Loop[wi] = w(base+tlPrologue+wi), w(base+tlFirst+wi), w(base+tlLoop+wi)
 			}
@@ -171,6 +173,9 @@ type TimelineCTA struct {
 	// Session 26: the count's release fence done, and in the merging CTA
 	// its weights made and its outputs written (0 where not written).
 	Released, Weights, Merged uint64
+	// Session 28: thread 0's lens load returned (the branch on L passed)
+	// and its query loads returned (decode_mma only; 0 elsewhere).
+	Lens, Query uint64
 }
 
 // warpTiles returns how many packed tiles warp w of the CTA runs.
@@ -229,6 +234,9 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 		{name: "start: stamp -> first CTA entry (per launch)"},
 		{name: "entries: first -> last CTA entry (per launch)"},
 		{name: "prologue: entry -> query set up (per warp)"},
+		{name: "  prologue's lens: entry -> lens returned (thread 0)"},
+		{name: "  prologue's query: lens -> query returned (thread 0: first tile requested, dependency wait, query load)"},
+		{name: "  prologue's setup: query returned -> warp 0's query set up (fold, operands)"},
 		{name: "first tile: query set up -> first tile computed (per warp)"},
 		{name: "per tile after the first (per warp with 2+ tiles)"},
 		{name: "loop: entry -> packed tiles done (per warp)"},
@@ -253,6 +261,9 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 		dStart = iota
 		dEntries
 		dPrologue
+		dLens
+		dQuery
+		dSetup
 		dFirst
 		dPerTile
 		dLoop
@@ -301,6 +312,11 @@ func SummarizeTimeline(w io.Writer, launches []TimelineLaunch) {
 				}
 				ds[dLoop].add(r.Entry, r.Loop[wi])
 				done = max(done, r.Loop[wi])
+			}
+			ds[dLens].add(r.Entry, r.Lens)
+			ds[dQuery].add(r.Lens, r.Query)
+			if r.warpTiles(0) > 0 {
+				ds[dSetup].add(r.Query, r.Prologue[0])
 			}
 			ds[dWarpMerge].add(done, r.WarpsDone)
 			ds[dLife].add(r.Entry, r.Exit)

@@ -37,6 +37,8 @@ func TestHeaderConstantsMatchGo(t *testing.T) {
 		{"kTLExit", []int{tlExit}, ""},
 		{"kTLLast", []int{tlLast}, ""},
 		{"kTLMarks", []int{tlMarks}, ""},
+		{"kTLLens", []int{tlLens}, ""},
+		{"kTLQuery", []int{tlQuery}, ""},
 		{"kMarkReleased", []int{markReleased}, ""},
 		{"kMarkWeights", []int{markWeights}, ""},
 		{"kMarkMerged", []int{markMerged}, ""},

@@ -255,3 +255,72 @@ func TestSplitBlocksShortestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestMMAOneSMSplits checks decode_mma.cu's one-CTA-an-SM re-cut (session
+// 28, oneSMSplits after sizeMMA, as planMMA does): one sequence of 8 KV
+// heads whose default plan runs at most one CTA an SM takes the shortest
+// splits that still do (at least one 128-token block, at most 16 splits);
+// every other plan, and every plan with a fixed split, a CTA target or a
+// minimum split, keeps sizeMMA's.
+func TestMMAOneSMSplits(t *testing.T) {
+	for _, tc := range []struct {
+		format   string
+		b, l     int
+		splitLen int // 0: a fixed split of 512 tokens (batch invariance)
+		tuning   DecodeTuning
+		want     int
+	}{
+		// int4 KC, blocks of 128 tokens: 1K 2 -> 8 splits, 2K 4 -> 16,
+		// 3K 6 -> 12, 4K 8 -> 16; 8K (16 splits of 4 blocks) and longer keep theirs.
+		{"int4", 1, 1024, -1, DecodeTuning{}, 128},
+		{"int4", 1, 2048, -1, DecodeTuning{}, 128},
+		{"int4", 1, 3072, -1, DecodeTuning{}, 256},
+		{"int4", 1, 4096, -1, DecodeTuning{}, 256},
+		{"int4", 1, 8192, -1, DecodeTuning{}, 512},
+		{"int4", 1, 32768, -1, DecodeTuning{}, 1024},
+		{"int4", 1, 131072, -1, DecodeTuning{}, 4096},
+		// int2, blocks of 256 tokens: one block a split up to 4K.
+		{"int2", 1, 1024, -1, DecodeTuning{}, 256},
+		{"int2", 1, 4096, -1, DecodeTuning{}, 256},
+		{"int2", 1, 8192, -1, DecodeTuning{}, 512},
+		// Not re-cut: two sequences (16 items), a minimum split, a CTA
+		// target, a fixed split.
+		{"int4", 2, 1024, -1, DecodeTuning{}, 512},
+		{"int4", 1, 1024, -1, DecodeTuning{MinSplitTokens: 512}, 512},
+		{"int4", 1, 2048, -1, DecodeTuning{MinSplitTokens: 256}, 256},
+		{"int4", 1, 1024, -1, DecodeTuning{TargetCTAs: 8}, 1024},
+		{"int4", 1, 1024, 0, DecodeTuning{}, 512},
+	} {
+		l, err := LayoutFor(kv.MustResolve(tc.format, 128).WithOrder(kv.MMA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := DecodeShape{B: tc.b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: tc.l / l.Nr, MaxL: tc.l}
+		if tc.splitLen == 0 {
+			s.SplitLen = 512
+		}
+		_, _, _, ctas := mmaConfig(l, tc.tuning.MMA)
+		p, err := sizeMMA(nil, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, tc.tuning)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.oneSMSplits(s, tc.tuning)
+		if p.splitLen != tc.want || p.maxSplits != (tc.l+tc.want-1)/tc.want {
+			t.Errorf("%s %d x %d %+v: %d splits of %d tokens, want splits of %d", tc.format, tc.b, tc.l, tc.tuning, p.maxSplits, p.splitLen, tc.want)
+		}
+		if p.maxSplits*s.B*s.Hkv > decodeRefSMs && p.splitLen < 512 {
+			t.Errorf("%s %d x %d: %d CTAs of a re-cut plan, more than one an SM", tc.format, tc.b, tc.l, p.maxSplits*s.B*s.Hkv)
+		}
+	}
+	// mmaOneSMBlocks alone: one KV head (1 item) of 64 blocks stays at 16
+	// splits (mmaOneSMMaxSplits), 16 items are never re-cut.
+	if got := mmaOneSMBlocks(1, 64, 4, 1); got != 4 {
+		t.Errorf("1 item, 64 blocks: %d blocks a split, want 4", got)
+	}
+	if got := mmaOneSMBlocks(1, 16, 16, 1); got != 1 {
+		t.Errorf("1 item, 16 blocks: %d blocks a split, want 1", got)
+	}
+	if got := mmaOneSMBlocks(16, 8, 4, 1); got != 4 {
+		t.Errorf("16 items: %d blocks a split, want 4", got)
+	}
+}
