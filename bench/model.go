@@ -94,7 +94,11 @@ type ModelConfig struct {
 	FullLogits bool
 	Steps      int // timed decode steps (default 16)
 	Warmup     int // untimed steps first (default 3)
-	Progress   io.Writer
+	// CacheLen, if larger than a row's context plus its steps, is the
+	// tokens each sequence's cache is sized for (kvcache.Options.MaxLen):
+	// a cache sized for the model's whole context, as serve's by default.
+	CacheLen int
+	Progress io.Writer
 }
 
 // ModelDEC is one DEC setting of the model benchmark: a fixed k_chunk for
@@ -119,6 +123,7 @@ type ModelRow struct {
 	DEC       string  `json:"dec,omitempty"` // k_chunk or tuned:P%; "" without DEC
 	KV        string  `json:"kv"`
 	Context   int     `json:"context"`
+	CacheLen  int     `json:"cache_len,omitempty"` // ModelConfig.CacheLen where it sized the cache
 	Batch     int     `json:"batch"`
 	MsPerStep float64 `json:"ms_per_step"` // median decode step (Batch tokens)
 	// MeanMs is the mean of the timed steps: with bw formats, 16 steps (the
@@ -480,8 +485,12 @@ func runWeights(rep *ModelReport, g *gpus, mc *model.Config, wspec wq.Spec, d Mo
 			row.WeightBytes = r.WeightBytesRead
 			row.FloorMs = float64(row.WeightBytes+row.KVBytes) / (rep.ReadGBps * 1e9) * 1e3
 			row.OfFloor = row.FloorMs / row.MsPerStep
-			fmt.Fprintf(progress, "%-8s %-8s ctx %6d B %d TP %d: %.2f ms/step (%.1f tok/s), floor %.2f ms (%.0f%%)\n",
-				wspec.Short(), spec, ctx, rc.Batch, cfg.TP, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
+			cacheNote := ""
+			if row.CacheLen > 0 {
+				cacheNote = fmt.Sprintf(" (cache of %d)", row.CacheLen)
+			}
+			fmt.Fprintf(progress, "%-8s %-8s ctx %6d%s B %d TP %d: %.2f ms/step (%.1f tok/s), floor %.2f ms (%.0f%%)\n",
+				wspec.Short(), spec, ctx, cacheNote, rc.Batch, cfg.TP, row.MsPerStep, row.TokensPerSec, row.FloorMs, 100*row.OfFloor)
 			fmt.Fprintf(progress, "  %s\n  %s\n", row.GraphLine(), row.StepLine())
 			rep.Rows = append(rep.Rows, *row)
 		}
@@ -595,7 +604,7 @@ func (g *gpus) newCache(mc *model.Config, sp kv.Spec, opts kvcache.Options) (mod
 
 func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
 	steps := cfg.Warmup + cfg.Steps
-	opts := kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: ctx + steps + 1, MaxChunk: 16}
+	opts := kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: max(ctx+steps+1, cfg.CacheLen), MaxChunk: 16}
 	cache, err := g.newCache(mc, sp, opts)
 	if err != nil {
 		return nil, err
@@ -661,6 +670,9 @@ func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f 
 	mem, _ := cache.Bytes(0)
 	row := &ModelRow{KV: sp.String(), Context: ctx, Batch: cfg.Batch, MsPerStep: med, MeanMs: mean, TokensPerSec: float64(cfg.Batch) / med * 1e3,
 		KVBytes: kvRead, KVMemory: mem * int64(cfg.Batch), TP: cfg.TP, Steps: stepRows}
+	if opts.MaxLen > ctx+steps+1 {
+		row.CacheLen = opts.MaxLen
+	}
 	free, total, err := g.memInfo()
 	if err != nil {
 		return nil, err

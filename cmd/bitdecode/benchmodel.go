@@ -15,7 +15,7 @@ import (
 )
 
 // benchModelHelp is the help of 'bitdecode bench model'.
-const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--dec-settings DIR] [--batch B|max] [--tp N] [--steps S] [--logits token|full] [--no-linears] [--json FILE]
+const benchModelHelp = `usage: bitdecode bench model [--preset NAME] [--ctx N,...] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K,...] [--dec-settings DIR] [--batch B|max] [--cache-len N] [--tp N] [--steps S] [--logits token|full] [--no-linears] [--json FILE]
 
 Times whole decode steps of a model with random weights of realistic scale
 (std 0.02) on the GPU: embedding, every layer's cuBLASLt GEMMs, norms, RoPE,
@@ -36,6 +36,12 @@ residuals in mapped host memory): fixed k_chunk values, or tuned:P%% with the
 picks of 'bitdecode tune dec' read from --dec-settings DIR. A table of each linear layer's GEMV
 time (fp16 gemv.cu, cuBLASLt, and gemvq.cu in int4, int3 and int8) comes
 first unless --no-linears.
+
+--cache-len N sizes each cache for N tokens a sequence (default: the context
+plus the steps), as serve does for the model's whole context (--ctx-size 0):
+decode launches are planned for the length bucket of the longest sequence
+(the power of two above it), so a short context in a long cache runs as
+fast as in a cache of its own size.
 
 --tp N runs the model on GPUs 0..N-1 with tensor parallelism (NCCL): each
 GPU holds 1/N of every linear layer (query heads, the MLP's intermediate
@@ -83,6 +89,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	decSettings := fs.String("dec-settings", "", "directory whose bitdecode.json holds 'bitdecode tune dec' results (for --dec-k tuned:P%)")
 	batch := fs.String("batch", "1", "sequences decoded together, or max: as many as fit in GPU memory (per format and context)")
 	steps := fs.Int("steps", 16, "timed decode steps per row (median reported)")
+	cacheLen := fs.String("cache-len", "", "tokens each sequence's cache is sized for (k = 1024; default: the context plus the steps), e.g. the model's whole context as serve sizes it")
 	tp := fs.Int("tp", 1, "tensor parallelism: run on GPUs 0..N-1, each holding 1/N of the weights and its KV heads (1: GPU 0)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	if err := parseFlags(fs, args); err != nil {
@@ -167,6 +174,13 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 			return usageErrorf("--ctx %q: want token counts such as 32k,131072", s)
 		}
 		cfg.Contexts = append(cfg.Contexts, n)
+	}
+	if *cacheLen != "" {
+		n, err := parseTokens(strings.ToLower(strings.TrimSpace(*cacheLen)))
+		if err != nil || n < 1 {
+			return usageErrorf("--cache-len %q: want a token count such as 128k", *cacheLen)
+		}
+		cfg.CacheLen = n
 	}
 	if err := needGPU("bench model"); err != nil {
 		return err
