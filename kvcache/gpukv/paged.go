@@ -149,7 +149,11 @@ type gpuRound struct {
 type gpuRun struct {
 	first, n, tq, tok0, maxL int
 	bucket                   int // decode plan's batch bucket (0: prefill)
+	lenBucket                int // decode plan's length bucket (lenBucket; 0: prefill)
 }
+
+// decodeKey names a decode plan: its batch bucket and length bucket.
+type decodeKey struct{ bucket, maxL int }
 
 // layerKernels are the kernels of one format: its pack plan, its decode
 // plans by batch bucket (decodePlan) and its prefill plan. A rotated format
@@ -162,8 +166,8 @@ type layerKernels struct {
 	rotate  bool      // the layer's format rotates K, V and Q
 	lay     kernels.DecodeLayout
 	pack    *kernels.PackPlan
-	decode  map[int]*kernels.DecodePlan // Tq = 1, by batch bucket
-	prefill *kernels.DecodePlan         // B = 1, Tq = MaxChunk
+	decode  map[decodeKey]*kernels.DecodePlan // Tq = 1, by batch and length bucket
+	prefill *kernels.DecodePlan               // B = 1, Tq = MaxChunk
 }
 
 // bucket returns the decode plan bucket of a run of n sequences: the
@@ -179,15 +183,41 @@ func (c *Paged) bucket(n int) int {
 	return min(b, c.opts.MaxSeqs)
 }
 
-// decodePlan returns lk's decode plan for a batch bucket, made on first use
-// with splits sized for the bucket at MaxLen (with BatchInvariant, of a
-// fixed split length).
-func (c *Paged) decodePlan(lk *layerKernels, bucket int) (*kernels.DecodePlan, error) {
-	if p := lk.decode[bucket]; p != nil {
+// lenBucket returns the length a decode run whose longest sequence holds
+// maxL tokens is planned and launched for: the power of two at or above
+// maxL (at least minLenBucket), at most the cache's MaxLen; MaxLen itself
+// with BatchInvariant (its splits have a fixed length). A plan sized for
+// MaxLen splits the cache's longest sequence: a 1K conversation in a cache
+// of 128K then ran in one split a KV head, its warps' tiles in series
+// (int4 13.3 us at 1K and 58.5 at 8K a layer against 11.8 and 13.4 with
+// plans sized to the length, decode-attention.md session 28). A run's
+// bucket changes only where its longest sequence crosses a power of two,
+// so step after step a decode still launches the same grid (a CUDA graph
+// replays it) but for a new capture at each doubling.
+func (c *Paged) lenBucket(maxL int) int {
+	if c.opts.BatchInvariant {
+		return c.opts.MaxLen
+	}
+	b := minLenBucket
+	for b < maxL {
+		b *= 2
+	}
+	return min(b, c.opts.MaxLen)
+}
+
+// minLenBucket is the shortest length bucket (lenBucket).
+const minLenBucket = 1024
+
+// decodePlan returns lk's decode plan for a batch bucket and a length
+// bucket (lenBucket), made on first use with splits sized for them (with
+// BatchInvariant, of a fixed split length).
+func (c *Paged) decodePlan(lk *layerKernels, bucket, maxL int) (*kernels.DecodePlan, error) {
+	key := decodeKey{bucket, maxL}
+	if p := lk.decode[key]; p != nil {
 		return p, nil
 	}
 	nr := lk.format.Residual
-	shape := kernels.DecodeShape{B: bucket, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: c.opts.MaxLen}
+	shape := kernels.DecodeShape{B: bucket, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: maxL}
 	if c.opts.BatchInvariant {
 		shape.SplitLen = (max(gpuDecodeSplit, 64) + nr - 1) / nr * nr
 	}
@@ -195,7 +225,7 @@ func (c *Paged) decodePlan(lk *layerKernels, bucket int) (*kernels.DecodePlan, e
 	if err != nil {
 		return nil, err
 	}
-	lk.decode[bucket] = p
+	lk.decode[key] = p
 	return p, nil
 }
 
@@ -204,7 +234,7 @@ func (lk *layerKernels) plan(r gpuRun) *kernels.DecodePlan {
 	if r.tq > 1 {
 		return lk.prefill
 	}
-	return lk.decode[r.bucket]
+	return lk.decode[decodeKey{r.bucket, r.lenBucket}]
 }
 
 // uniqueKernels returns each distinct layerKernels once.
@@ -305,7 +335,7 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 		if lf.Rotate && sh.D&(sh.D-1) != 0 {
 			return nil, fmt.Errorf("gpukv: %s: rotation needs a power-of-two head dim, not %d", lf.Spec.String(), sh.D)
 		}
-		lk := &layerKernels{format: unrotated(lf), rotate: lf.Rotate, decode: map[int]*kernels.DecodePlan{}}
+		lk := &layerKernels{format: unrotated(lf), rotate: lf.Rotate, decode: map[decodeKey]*kernels.DecodePlan{}}
 		lf = lk.format
 		c.kern[l], byFormat[lf.Spec.String()] = lk, lk
 		if lk.lay, err = kernels.LayoutFor(lf); err != nil {
@@ -314,7 +344,7 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 		if lk.pack, err = kernels.PlanPackWith(c.dev, lf, c.tuning.Pack); err != nil {
 			return nil, err
 		}
-		if _, err := c.decodePlan(lk, c.bucket(1)); err != nil {
+		if _, err := c.decodePlan(lk, c.bucket(1), c.lenBucket(1)); err != nil {
 			return nil, err
 		}
 		if lk.prefill, err = kernels.PlanDecodeWith(c.dev, kernels.DecodeAuto, lk.lay, kernels.DecodeShape{
@@ -603,9 +633,9 @@ func (c *Paged) Begin(b *model.Batch) error {
 		if r.tq > 1 {
 			continue
 		}
-		r.bucket = c.bucket(r.n)
+		r.bucket, r.lenBucket = c.bucket(r.n), c.lenBucket(r.maxL)
 		for _, lk := range c.uniqueKernels() { // planned here: Attend may be captured in a graph
-			if _, err := c.decodePlan(lk, r.bucket); err != nil {
+			if _, err := c.decodePlan(lk, r.bucket, r.lenBucket); err != nil {
 				return err
 			}
 		}
@@ -864,13 +894,13 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 	return nil
 }
 
-// runMaxL is the length a run's launch is sized for: the cache's MaxLen
-// for decode runs (their splits beyond a sequence's length exit at once),
-// so that step after step a decode launches the same grid and can be
+// runMaxL is the length a run's launch is sized for: its length bucket for
+// decode runs (lenBucket: their splits beyond a sequence's length exit at
+// once), so that step after step a decode launches the same grid and can be
 // replayed as a graph; the run's longest sequence for prefill chunks.
 func (c *Paged) runMaxL(r gpuRun) int {
 	if r.tq == 1 {
-		return c.opts.MaxLen
+		return r.lenBucket
 	}
 	return r.maxL
 }

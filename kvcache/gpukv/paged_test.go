@@ -90,6 +90,14 @@ func TestGPUCacheMatchesReference(t *testing.T) {
 }
 
 func runGPUScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r *rand.Rand) {
+	runGPUSteps(t, be, spec, sh, r, 1024, 0, gpuScenario)
+}
+
+// runGPUSteps is runGPUScenario over a cache of maxLen tokens a sequence
+// whose prefill chunks hold up to maxChunk tokens (0: two residual
+// blocks), through the steps scenario returns for the format's residual.
+// It returns the cache's decode plans' keys.
+func runGPUSteps(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r *rand.Rand, maxLen, maxChunk int, scenario func(nr int) []gpuStep) []decodeKey {
 	const layers = 2
 	cfg := &model.Config{Architecture: "test", Layers: layers, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 4096}
 	sp := kv.MustParseSpec(spec)
@@ -97,14 +105,17 @@ func runGPUScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc, err := NewPaged(be, cfg, sp, kvcache.Options{MaxSeqs: 4, MaxLen: 1024, MaxChunk: 2 * f.Residual})
+	if maxChunk == 0 {
+		maxChunk = 2 * f.Residual
+	}
+	gc, err := NewPaged(be, cfg, sp, kvcache.Options{MaxSeqs: 4, MaxLen: maxLen, MaxChunk: maxChunk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gc.Close()
 	refs := map[int][]*attn.Cache{} // per sequence, per layer
 	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
-	for si, step := range gpuScenario(f.Residual) {
+	for si, step := range scenario(f.Residual) {
 		var b model.Batch
 		for i, id := range step.ids {
 			b.Add(id, gc.Len(id), make([]int32, step.lens[i])...)
@@ -153,6 +164,54 @@ func runGPUScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r
 	b2, s2 := gc.FreeBlocks(), gc.FreeSlots()
 	if s2 != 4 || b2 != gc.opts.Blocks || b2 <= blocks || s2 <= slots {
 		t.Fatalf("after removing every sequence: %d blocks and %d slots free, want %d and 4", b2, s2, gc.opts.Blocks)
+	}
+	var keys []decodeKey
+	for _, lk := range gc.uniqueKernels() {
+		for k := range lk.decode {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}
+
+// TestGPUCacheLengthBuckets: a cache of 16K tokens a sequence whose
+// sequences hold 1-2.1K: decode runs are planned and launched for their
+// length bucket (Paged.lenBucket: 1024, then 2048, then 4096 as the
+// longest crosses each), not for MaxLen, and every output stays within
+// the reference's bound across the crossings (int4 and int2 at D 128, GQA
+// 3; fp16 at D 64, MQA).
+func TestGPUCacheLengthBuckets(t *testing.T) {
+	be := gpuBackend(t)
+	scenario := func(nr int) []gpuStep {
+		steps := []gpuStep{{ids: []int{1}, lens: []int{500}}, {ids: []int{1}, lens: []int{500}}, {ids: []int{2}, lens: []int{30}}}
+		for range 30 { // sequence 1: 1001 -> 1030 tokens, across 1024
+			steps = append(steps, gpuStep{ids: []int{2, 1}, lens: []int{1, 1}})
+		}
+		steps = append(steps, gpuStep{ids: []int{1}, lens: []int{500}}, gpuStep{ids: []int{1}, lens: []int{510}})
+		for range 12 { // 2040 -> 2051, across 2048
+			steps = append(steps, gpuStep{ids: []int{1, 2}, lens: []int{1, 1}})
+		}
+		return steps
+	}
+	for i, c := range []struct {
+		spec string
+		sh   attn.Shape
+	}{{"int4", attn.Shape{Hq: 12, Hkv: 4, D: 128}}, {"int2", attn.Shape{Hq: 12, Hkv: 4, D: 128}}, {"fp16", attn.Shape{Hq: 8, Hkv: 1, D: 64}}} {
+		t.Run(c.spec, func(t *testing.T) {
+			keys := runGPUSteps(t, be, c.spec, c.sh, rand.New(rand.NewPCG(uint64(i), 11)), 16384, 512, scenario)
+			var lens []int
+			for _, k := range keys {
+				if !slices.Contains(lens, k.maxL) {
+					lens = append(lens, k.maxL)
+				}
+			}
+			slices.Sort(lens)
+			if !slices.Equal(lens, []int{1024, 2048, 4096}) {
+				t.Errorf("decode plans' lengths %v (keys %v), want 1024, 2048 and 4096", lens, keys)
+			}
+		})
 	}
 }
 
