@@ -75,10 +75,15 @@ type Planes struct {
 	stats      kvcache.ReadStats
 	id         uint64
 
-	ops             *kernels.Ops
-	writer          *kernels.PlanesWriter
-	retierer        *kernels.PlanesRetier
-	decode, prefill *kernels.PlanesPlan
+	ops      *kernels.Ops
+	writer   *kernels.PlanesWriter
+	retierer *kernels.PlanesRetier
+	// decode holds the decode plans by length bound (liveBound), made on
+	// first use in Begin from decodeShape; prefill is the prefill chunks'.
+	decode      map[int]*kernels.PlanesPlan
+	decodeShape kernels.PlanesShape
+	tuning      kernels.PlanesTuning
+	prefill     *kernels.PlanesPlan
 
 	pool    []cuda.DevicePtr // per layer
 	mass    cuda.DevicePtr   // [MaxSeqs][layers][Hkv][MaxLen] float32
@@ -127,18 +132,38 @@ const gpuPlanePrefillSplit = 8192
 const gpuPlaneLiveMin = 512
 
 // liveBound is the length bound a decode step of a sequence of n tokens
-// launches with: the smallest power of two >= n, at least gpuPlaneLiveMin
-// and at most maxLen (the context size). The split kernel's grid and the
-// mass pass's CTAs follow the live tokens instead of maxLen (at maxLen
-// 128K and 8K tokens, 16x fewer CTAs that exit at once), and the bound
-// changes at powers of two only, so a sequence's decode steps replay the
-// same CUDA graph from one doubling to the next.
+// is planned and launched with: the smallest power of two >= n, at least
+// gpuPlaneLiveMin and at most maxLen (the context size). The split
+// kernel's grid, its splits' length (a plan a bound: Planes.decodePlan)
+// and the mass pass's CTAs follow the live tokens instead of maxLen (at
+// maxLen 128K and 8K tokens, 16x fewer CTAs that exit at once, and splits
+// of the 8K's plan instead of the 128K's, which ran 8K in two splits a KV
+// head: the paged cache's lenBucket, decode-attention.md session 28b), and
+// the bound changes at powers of two only, so a sequence's decode steps
+// replay the same CUDA graph from one doubling to the next.
 func liveBound(n, maxLen int) int {
 	b := gpuPlaneLiveMin
 	for b < n {
 		b *= 2
 	}
 	return min(b, maxLen)
+}
+
+// decodePlan returns the decode plan for length bound bound (liveBound),
+// made on first use: outside any CUDA graph capture (Begin and NewPlanes
+// call it), as it allocates its workspace.
+func (c *Planes) decodePlan(bound int) (*kernels.PlanesPlan, error) {
+	if p := c.decode[bound]; p != nil {
+		return p, nil
+	}
+	sh := c.decodeShape
+	sh.MaxL = bound
+	p, err := kernels.PlanPlanesWith(c.dev, kernels.PlanesMMA, c.lay, sh, c.tuning)
+	if err != nil {
+		return nil, err
+	}
+	c.decode[bound] = p
+	return p, nil
 }
 
 // NewPlanes returns an empty bit-plane cache of bw spec for model
@@ -209,9 +234,11 @@ func NewPlanes(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Optio
 	if c.retierer, err = kernels.LoadPlanesRetier(c.dev); err != nil {
 		return nil, err
 	}
-	base := kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: o.MaxLen, Mass: true}
+	base := kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: o.MaxLen, Mass: true,
+		IndexStride: o.MaxLen, MassStride: o.MaxLen}
 	t := be.Options().Tuning.Planes
-	if c.decode, err = kernels.PlanPlanesWith(c.dev, kernels.PlanesMMA, lay, base, t); err != nil {
+	c.decode, c.decodeShape, c.tuning = map[int]*kernels.PlanesPlan{}, base, t
+	if _, err := c.decodePlan(liveBound(1, o.MaxLen)); err != nil {
 		return nil, err
 	}
 	pre := base
@@ -256,10 +283,11 @@ func (c *Planes) Close() error {
 		}
 	}
 	keep(c.be.Do(func(x *cuda.Ctx) error { return c.be.SyncStream(x, c.dev.Stream()) }))
-	for _, p := range []*kernels.PlanesPlan{c.decode, c.prefill} {
-		if p != nil {
-			keep(p.Close())
-		}
+	for _, p := range c.decode {
+		keep(p.Close())
+	}
+	if c.prefill != nil {
+		keep(c.prefill.Close())
 	}
 	c.decode, c.prefill = nil, nil
 	for _, p := range append(append(c.take(), c.mass, c.index, c.counts, c.offsets), c.pool...) {
@@ -441,6 +469,13 @@ func (c *Planes) Begin(b *model.Batch) error {
 	if err := kernels.CheckRetierJobs(retier, c.opts.MaxLen); err != nil {
 		return err
 	}
+	for _, s := range b.Seqs { // planned here: Attend may be captured in a graph
+		if s.Len == 1 {
+			if _, err := c.decodePlan(liveBound(s.Pos+1, c.opts.MaxLen)); err != nil {
+				return err
+			}
+		}
+	}
 	seqs, fresh := c.book.reserve(b)
 	// Tables.
 	B, hkv, nr := len(b.Seqs), c.shape.Hkv, c.pl.Tokens
@@ -557,8 +592,9 @@ func (c *Planes) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) 
 		// A decode step's launch is sized by liveBound (its grid and the
 		// mass pass cover the live tokens, not the context size); a prefill
 		// chunk's by its length.
-		ln := launch{plan: c.decode, shape: kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: hkv, Tq: s.Len, MaxBlocks: c.maxBlk,
-			MaxL: liveBound(s.Pos+s.Len, maxLen), IndexStride: maxLen, MassStride: maxLen}}
+		bound := liveBound(s.Pos+s.Len, maxLen)
+		ln := launch{plan: c.decode[bound], shape: kernels.PlanesShape{B: 1, Hq: sh.Hq, Hkv: hkv, Tq: s.Len, MaxBlocks: c.maxBlk,
+			MaxL: bound, IndexStride: maxLen, MassStride: maxLen}}
 		if s.Len > 1 {
 			ln.plan, ln.shape.MaxL = c.prefill, s.Pos+s.Len
 		}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/attn"
@@ -43,6 +44,14 @@ func TestGPUPlaneCacheMatchesReference(t *testing.T) {
 }
 
 func runGPUPlaneScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r *rand.Rand) {
+	runGPUPlaneSteps(t, be, spec, sh, r, 1024, 0, gpuScenario)
+}
+
+// runGPUPlaneSteps is runGPUPlaneScenario over a cache of maxLen tokens a
+// sequence whose prefill chunks hold up to maxChunk tokens (0: two
+// residual blocks), through the steps scenario returns for the format's
+// residual. It returns the length bounds of the cache's decode plans.
+func runGPUPlaneSteps(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r *rand.Rand, maxLen, maxChunk int, scenario func(nr int) []gpuStep) []int {
 	const layers = 2
 	cfg := &model.Config{Architecture: "test", Layers: layers, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 4096}
 	sp := kv.MustParseSpec(spec)
@@ -50,7 +59,10 @@ func runGPUPlaneScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Sha
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kvcache.New(be, cfg, sp, kvcache.Options{MaxSeqs: 4, MaxLen: 1024, MaxChunk: 2 * f.Residual})
+	if maxChunk == 0 {
+		maxChunk = 2 * f.Residual
+	}
+	c, err := kvcache.New(be, cfg, sp, kvcache.Options{MaxSeqs: 4, MaxLen: maxLen, MaxChunk: maxChunk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +74,7 @@ func runGPUPlaneScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Sha
 	refs := map[int][]*attn.PlaneCache{} // per sequence, per layer
 	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
 	partial := false // some token read at MEDIUM or LOW
-	for si, step := range gpuScenario(f.Residual) {
+	for si, step := range scenario(f.Residual) {
 		var b model.Batch
 		for i, id := range step.ids {
 			b.Add(id, gc.Len(id), make([]int32, step.lens[i])...)
@@ -128,6 +140,44 @@ func runGPUPlaneScenario(t *testing.T, be *gpu.Backend, spec string, sh attn.Sha
 	}
 	if err := gc.CheckIdle(); err != nil {
 		t.Fatal(err)
+	}
+	var bounds []int
+	for b := range gc.decode {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	return bounds
+}
+
+// TestGPUPlaneCacheLiveBounds: a bit-plane cache of 8K tokens a sequence
+// whose sequences hold up to ~1K: decode steps are planned and launched
+// for their length bound (liveBound: 512, then 1024, then 2048 as a
+// sequence crosses each), not for MaxLen, and every output stays within
+// the reference's bound across the crossings (all-16-bit and a re-tiering
+// mix).
+func TestGPUPlaneCacheLiveBounds(t *testing.T) {
+	be := gpuBackend(t)
+	scenario := func(nr int) []gpuStep {
+		steps := []gpuStep{{ids: []int{1}, lens: []int{500}}, {ids: []int{2}, lens: []int{30}}}
+		for range 16 { // sequence 1: 501 -> 516 tokens, across 512
+			steps = append(steps, gpuStep{ids: []int{2, 1}, lens: []int{1, 1}})
+		}
+		steps = append(steps, gpuStep{ids: []int{1}, lens: []int{500}})
+		for range 10 { // 1017 -> 1026, across 1024
+			steps = append(steps, gpuStep{ids: []int{1, 2}, lens: []int{1, 1}})
+		}
+		return steps
+	}
+	for i, c := range []struct {
+		spec string
+		sh   attn.Shape
+	}{{"bw", attn.Shape{Hq: 12, Hkv: 4, D: 128}}, {"bw:h30:m40:l30:w8:s2:r4", attn.Shape{Hq: 8, Hkv: 1, D: 64}}} {
+		t.Run(c.spec, func(t *testing.T) {
+			bounds := runGPUPlaneSteps(t, be, c.spec, c.sh, rand.New(rand.NewPCG(uint64(i), 13)), 8192, 512, scenario)
+			if !slices.Equal(bounds, []int{512, 1024, 2048}) {
+				t.Errorf("decode plans' length bounds %v, want 512, 1024 and 2048", bounds)
+			}
+		})
 	}
 }
 
