@@ -604,7 +604,9 @@ func (g *gpus) newCache(mc *model.Config, sp kv.Spec, opts kvcache.Options) (mod
 
 func (g *gpus) timeModel(m model.Model, mc *model.Config, r Rank, sp kv.Spec, f kv.Format, ctx int, cfg ModelConfig) (*ModelRow, error) {
 	steps := cfg.Warmup + cfg.Steps
-	opts := kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: max(ctx+steps+1, cfg.CacheLen), MaxChunk: 16}
+	// A batch-invariant backend (BITDECODE_BATCH_INVARIANT=1) gets a
+	// batch-invariant cache, as serve's default pairs them.
+	opts := kvcache.Options{MaxSeqs: cfg.Batch, MaxLen: max(ctx+steps+1, cfg.CacheLen), MaxChunk: 16, BatchInvariant: cfg.GPU.BatchInvariant}
 	cache, err := g.newCache(mc, sp, opts)
 	if err != nil {
 		return nil, err

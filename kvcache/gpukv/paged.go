@@ -185,8 +185,12 @@ func (c *Paged) bucket(n int) int {
 
 // lenBucket returns the length a decode run whose longest sequence holds
 // maxL tokens is planned and launched for: the power of two at or above
-// maxL (at least minLenBucket), at most the cache's MaxLen; MaxLen itself
-// with BatchInvariant (its splits have a fixed length). A plan sized for
+// maxL (at least minLenBucket), at most the cache's MaxLen. With
+// BatchInvariant the splits have a fixed length whatever the plan's
+// length, so the bucket changes only how many CTAs of the grid exit at
+// once (a sequence's bits stay its own: TestGPUCacheBatchInvariant runs it
+// alone and beside a longer one across a bucket); MaxLen's grid was 256
+// splits a sequence and KV head at 128K. A plan sized for
 // MaxLen splits the cache's longest sequence: a 1K conversation in a cache
 // of 128K then ran in one split a KV head, its warps' tiles in series
 // (int4 13.3 us at 1K and 58.5 at 8K a layer against 11.8 and 13.4 with
@@ -195,9 +199,6 @@ func (c *Paged) bucket(n int) int {
 // so step after step a decode still launches the same grid (a CUDA graph
 // replays it) but for a new capture at each doubling.
 func (c *Paged) lenBucket(maxL int) int {
-	if c.opts.BatchInvariant {
-		return c.opts.MaxLen
-	}
 	b := minLenBucket
 	for b < maxL {
 		b *= 2

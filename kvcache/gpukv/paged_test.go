@@ -310,7 +310,9 @@ func TestGPUCacheBatchInvariant(t *testing.T) {
 	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
 	run := func(others bool) [][]float32 {
 		r := rand.New(rand.NewPCG(1, 2))
-		gc, err := NewPaged(be, cfg, sp, kvcache.Options{MaxSeqs: 3, MaxLen: 4096, MaxChunk: 512, BatchInvariant: true})
+		// MaxLen 16K: alone, sequence 0's decode runs are planned for
+		// 4096 tokens (lenBucket), beside sequence 2 (4000+) for 8192.
+		gc, err := NewPaged(be, cfg, sp, kvcache.Options{MaxSeqs: 3, MaxLen: 16384, MaxChunk: 512, BatchInvariant: true})
 		if err != nil {
 			t.Fatal(err)
 		}
