@@ -251,15 +251,23 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 	w.channelOrder(st) // the task's states merge and finish in channel order
 }
 
-// pairPath reports whether run takes its blocks two at a time (v80): one
-// softmaxU8H call of both blocks' rows halves the kernel's fixed cost a
-// block (its rows' lane folds, steps and latency chains, ~170-355 cycles a
-// call: docs/perf/cpu-attention.md round 22), where the values take the
-// fused exp with one value group and the rows fill whole groups of four.
+// pairMaxTokens is the most tokens of a pair of blocks on run's pair
+// path: int4's two 128-token blocks (one thread in L3 -1.0 cycles a pair,
+// level past L3); int2's two 256-token blocks gained in L3 (-0.55) but
+// lost past it (+0.15 to +0.4 one thread at (8, 8K)), as four int4 blocks
+// a group lost in L3 (docs/perf/cpu-attention.md round 23).
+const pairMaxTokens = 256
+
+// pairPath reports whether run takes its blocks two at a time (v80): both
+// blocks' scores, one softmaxU8H call of both blocks' rows, then both PVs,
+// so that fewer kernels wait on the one right before them and the
+// softmax's fixed cost a call is paid once a two blocks; where the values
+// take the fused exp with one value group and the rows fill whole groups
+// of four.
 func (w *worker) pairPath() bool {
 	f := &w.p.Format
 	return w.k.twoBlocks && w.k.softmaxU8H != nil && w.r%4 == 0 && w.vgrps == 1 &&
-		f.Residual <= PVMaxTokens && w.fusedExpU8(&f.V, f.Residual)
+		2*f.Residual <= pairMaxTokens && w.fusedExpU8(&f.V, f.Residual)
 }
 
 // runPair is run's pass over the packed blocks blk and blk+1 (tokens [t,

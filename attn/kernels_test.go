@@ -1376,8 +1376,9 @@ func TestSoftmaxU8HPairs(t *testing.T) {
 }
 
 // TestTwoBlocksDecode: the decode with the pair path (two blocks' rows in
-// one softmaxU8H call, v80) gives the bits of the one-block loop: int4 and
-// int2 (one value group), the formats that do not take it, Tq 1 and 3, a
+// one softmaxU8H call, v80) gives the bits of the one-block loop: int4,
+// k4v2 and int2 at res128 (one value group: 4- and 2-bit values), the
+// formats that do not take it (int2's 256-token blocks, v32), Tq 1 to 3, a
 // group of 2 (R not a multiple of 4), sliding windows (whole blocks masked
 // before the window, the running max from -Inf in a pair's second block).
 func TestTwoBlocksDecode(t *testing.T) {
@@ -1389,7 +1390,7 @@ func TestTwoBlocksDecode(t *testing.T) {
 		without := *k
 		without.twoBlocks = false
 		for _, sh := range []Shape{{Hq: 8, Hkv: 2, D: 128}, {Hq: 4, Hkv: 2, D: 128}} {
-			for _, spec := range []string{"int4", "int2", "k4v2", "int4:kc32:v32"} {
+			for _, spec := range []string{"int4", "int2", "k4v2", "int2:kc128:v128:res128", "int4:kc32:v32"} {
 				f, err := kv.MustParseSpec(spec).Resolve(sh.D)
 				if err != nil {
 					t.Fatal(err)
