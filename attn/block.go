@@ -66,7 +66,9 @@ type worker struct {
 	ab     [8]float32 // rowGroup's fold parameters (a local array passed to a kernel escaped: a heap allocation per call)
 	qa     []float32  // [R] quantization steps of qi
 	qb     []float32  // [R] per-row bias: Σ q·z (KC) or Σ q (KT)
-	scores []float32  // [rows4(R)][npad] (the padding rows take scoresU8x4's unused outputs)
+	scores []float32  // [rows4(R)][npad] (the padding rows take scoresU8x4's unused outputs); cap: twice that
+	scoreB []float32  // the second block's scores of run's pair path: the rows after scores' [rows4(R)][npad]
+	resc   []float32  // [R] the second block's rescale factors of the pair path (1: none)
 	kf, vf []float32  // [npad][D] float K / V rows (or codes as float32)
 	ku8    []uint8    // [npad][D] K codes
 	vu8    []uint8    // [npad][D] V codes
@@ -78,12 +80,12 @@ type worker struct {
 	zs     []float32  // [V groups][npad] per-token zeros of V
 	vs     []float32  // [V groups][npad] per-token scales of V
 	wq     []int16    // [rows4(R)][V groups][npad] quantized PV weights
-	wq8    []uint8    // [rows4(R)][V groups][npad] u8 PV weights (pvU8)
-	delta  []float32  // [rows4(R)] steps of wq
-	zsum   []float32  // [R][V groups] Σ p·z of one run
-	sw     []float32  // [R][V groups] Σ p·s of one run (softmaxU8's scratch)
-	mrow   []float32  // [R] the running max each row's exp subtracts (softmaxU8; +Inf: no visible token yet)
-	lsum   []float32  // [R] Σ p of one run (softmaxU8)
+	wq8    []uint8    // [2·rows4(R)][V groups][npad] u8 PV weights (pvU8; the pair path's second block after the first)
+	delta  []float32  // [2·rows4(R)] steps of wq
+	zsum   []float32  // [2R][V groups] Σ p·z of one run
+	sw     []float32  // [2R][V groups] Σ p·s of one run (softmaxU8's scratch)
+	mrow   []float32  // [2R] the running max each row's exp subtracts (softmaxU8; +Inf: no visible token yet)
+	lsum   []float32  // [2R] Σ p of one run (softmaxU8)
 	rmax   []float32  // [rows4(R)] the rows' maxima of one block's scores (max4)
 	vgrps  int        // value groups per row of an integer V half (D / V group), set by run
 	vshift int        // log2 of the channels per value group, rounded up (the PV kernels' gshift), set by run
@@ -122,18 +124,19 @@ func newWorker(p Params, k *kernels) *worker {
 		q: make([]float32, r*d), qs: make([]float32, r*d), qi: make([]int8, r*d), qlo: make([]int8, r*d),
 		qb4: make([]int8, rows4(r)*4*d), qlo4: make([]int8, rows4(r)*4*d),
 		qa: make([]float32, r), qb: make([]float32, r),
-		scores: make([]float32, rows4(r)*npad),
-		kf:     make([]float32, npad*d), vf: make([]float32, npad*d),
+		scores: make([]float32, 2*rows4(r)*npad), resc: make([]float32, r),
+		kf: make([]float32, npad*d), vf: make([]float32, npad*d),
 		ku8: make([]uint8, npad*d), vu8: make([]uint8, npad*d),
 		ones: make([]float32, npad), zeros: make([]float32, npad),
 		ps: make([]float32, npad), pz: make([]float32, npad),
 		gs: make([]float32, d), gz: make([]float32, d),
 		pf: make([]float32, max(2*npad*(d/minGroup), 2*d)), zs: make([]float32, npad*(d/minGroup)),
 		vs: make([]float32, npad*(d/minGroup)), wq: make([]int16, rows4(r)*npad*(d/minGroup)),
-		wq8: make([]uint8, rows4(r)*npad*(d/minGroup)), delta: make([]float32, rows4(r)),
-		zsum: make([]float32, r*(d/minGroup)), sw: make([]float32, r*(d/minGroup)),
-		mrow: make([]float32, r), lsum: make([]float32, r), rmax: make([]float32, rows4(r)),
+		wq8: make([]uint8, 2*rows4(r)*npad*(d/minGroup)), delta: make([]float32, 2*rows4(r)),
+		zsum: make([]float32, 2*r*(d/minGroup)), sw: make([]float32, 2*r*(d/minGroup)),
+		mrow: make([]float32, 2*r), lsum: make([]float32, 2*r), rmax: make([]float32, rows4(r)),
 		onesD: make([]float32, d), spare: make([]float32, npad), limits: make([]int, r), firsts: make([]int, r), out: make([]float32, d)}
+	w.scores, w.scoreB = w.scores[:rows4(r)*npad], w.scores[rows4(r)*npad:]
 	for i := range w.ones {
 		w.ones[i] = 1
 	}
@@ -183,7 +186,14 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 		}
 	}
 	blk := lo / nr
+	pair := w.pairPath()
 	for t := lo; t < hi; {
+		if pair && blk+1 < len(s.Blocks) && t+2*nr <= hi {
+			w.runPair(st, s, h, blk, t, hi)
+			t += 2 * nr
+			blk += 2
+			continue
+		}
 		if blk < len(s.Blocks) {
 			base := s.Blocks[blk][h*f.BlockBytes():]
 			// Prefetch the next block where it is small enough to sit in L2
@@ -239,6 +249,67 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 		t += n
 	}
 	w.channelOrder(st) // the task's states merge and finish in channel order
+}
+
+// pairMaxTokens is the most tokens of a pair of blocks on run's pair
+// path: int4's two 128-token blocks (one thread in L3 -1.0 cycles a pair,
+// level past L3); int2's two 256-token blocks gained in L3 (-0.55) but
+// lost past it (+0.15 to +0.4 one thread at (8, 8K)), as four int4 blocks
+// a group lost in L3 (docs/perf/cpu-attention.md round 23).
+const pairMaxTokens = 256
+
+// pairPath reports whether run takes its blocks two at a time (v80): both
+// blocks' scores, one softmaxU8H call of both blocks' rows, then both PVs,
+// so that fewer kernels wait on the one right before them and the
+// softmax's fixed cost a call is paid once a two blocks; where the values
+// take the fused exp with one value group and the rows fill whole groups
+// of four.
+func (w *worker) pairPath() bool {
+	f := &w.p.Format
+	return w.k.twoBlocks && w.k.softmaxU8H != nil && w.r%4 == 0 && w.vgrps == 1 &&
+		2*f.Residual <= pairMaxTokens && w.fusedExpU8(&f.V, f.Residual)
+}
+
+// runPair is run's pass over the packed blocks blk and blk+1 (tokens [t,
+// t+2·Nr) of a task ending at hi) on the pair path: both blocks' scores
+// (the second's rows in w.scoreB), the first block's softmax, the second's
+// maxima with its rescale kept (softmaxNext), then pairValues. Each kernel
+// prefetches the half two kernels ahead in the order K_A, K_B, V_A, V_B,
+// then the next blocks' halves, as run's one-block loop does in its order.
+func (w *worker) runPair(st *state, s *Seq, h, blk, t, hi int) {
+	f := &w.p.Format
+	nr, bb, kb := f.Residual, f.BlockBytes(), f.K.Bytes
+	a, b := s.Blocks[blk][h*bb:], s.Blocks[blk+1][h*bb:]
+	var pf [4][]byte // the kernels' prefetches, in their order
+	if w.k.prefetch != nil {
+		var c, d []byte // the blocks after the pair
+		switch {
+		case t+2*nr < hi && blk+2 < len(s.Blocks):
+			c = s.Blocks[blk+2][h*bb:]
+			if t+4*nr <= hi && blk+3 < len(s.Blocks) { // another pair
+				d = s.Blocks[blk+3][h*bb:]
+			}
+		case t+2*nr >= hi:
+			c = w.follow // this task's last blocks: the next task's first
+		}
+		pf[0], pf[1] = a[kb:bb], b[kb:bb]
+		switch {
+		case d != nil:
+			pf[2], pf[3] = c[:kb], d[:kb]
+		case c != nil:
+			pf[2], pf[3] = c[:kb], c[kb:bb]
+		}
+	}
+	w.expU8 = true
+	w.nextK = pf[0]
+	w.blockScores(a[:kb], nr)
+	sc := w.scores
+	w.scores, w.nextK = w.scoreB, pf[1]
+	w.blockScores(b[:kb], nr)
+	w.scores, w.nextK = sc, nil
+	w.softmax(st, t, nr)
+	w.softmaxNext(st, t+nr, nr)
+	w.pairValues(st, a[kb:bb], b[kb:bb], nr, pf[2], pf[3])
 }
 
 // channelOrder puts st's accumulators in channel order where int4 pvU8
@@ -758,28 +829,8 @@ func (w *worker) dequantRows(dst []float32, lay kv.TensorLayout, src []byte, cod
 // exp and the denominator's sum are left to softmaxU8 (intValuesU8),
 // which subtracts w.mrow.
 func (w *worker) softmax(st *state, t0, n int) {
-	d, np := st.d, w.npad
-	ninf := float32(math.Inf(-1))
-	end := (n + TileTokens - 1) / TileTokens * TileTokens
-	for r := 0; r < w.r; r++ {
-		sc := w.scores[r*np : r*np+end]
-		vis := min(n, max(0, w.limits[r]-t0+1)) // visible tokens of this row
-		for t := vis; t < end; t++ {
-			sc[t] = ninf
-		}
-		for t := range min(vis, w.firsts[r]-t0) { // before the row's window
-			sc[t] = ninf
-		}
-	}
-	if w.k.max4 != nil && end > 0 { // the rows' maxima four rows a call (the padding rows' are not read)
-		for r := 0; r < w.r; r += 4 {
-			w.k.max4(w.rmax[r:r+4], w.scores[r*np:], np, end)
-		}
-	} else {
-		for r := 0; r < w.r; r++ {
-			w.rmax[r] = w.k.maxF32(w.scores[r*np : r*np+end])
-		}
-	}
+	np := w.npad
+	end := w.maskMax(w.scores, t0, n)
 	for r := 0; r < w.r; r++ {
 		sc := w.scores[r*np : r*np+end]
 		m := max(st.m[r], w.rmax[r])
@@ -792,12 +843,7 @@ func (w *worker) softmax(st *state, t0, n int) {
 		// visible token yet): a would be 0 and l, acc and zacc are still
 		// zeros, which a product by +0 leaves as they are (v59).
 		if m != st.m[r] && !math.IsInf(float64(st.m[r]), -1) {
-			a := exp32(st.m[r] - m)
-			st.l[r] *= a
-			w.k.scaleF32(st.acc[r*d:(r+1)*d], a)
-			for c := range st.zacc[r*st.vgroups : (r+1)*st.vgroups] {
-				st.zacc[r*st.vgroups+c] *= a
-			}
+			w.rescale(st, r, exp32(st.m[r]-m))
 		}
 		st.m[r] = m
 		if w.expU8 {
@@ -805,6 +851,112 @@ func (w *worker) softmax(st *state, t0, n int) {
 			continue
 		}
 		st.l[r] += w.k.expSub(sc, m)
+	}
+}
+
+// maskMax masks the scores sc (rows at stride w.npad) of tokens [t0,
+// t0+n) past each row's last visible token and before its first, puts the
+// rows' maxima in w.rmax, and returns n rounded up to whole tiles.
+func (w *worker) maskMax(scores []float32, t0, n int) int {
+	np := w.npad
+	ninf := float32(math.Inf(-1))
+	end := (n + TileTokens - 1) / TileTokens * TileTokens
+	for r := 0; r < w.r; r++ {
+		sc := scores[r*np : r*np+end]
+		vis := min(n, max(0, w.limits[r]-t0+1)) // visible tokens of this row
+		for t := vis; t < end; t++ {
+			sc[t] = ninf
+		}
+		for t := range min(vis, w.firsts[r]-t0) { // before the row's window
+			sc[t] = ninf
+		}
+	}
+	if w.k.max4 != nil && end > 0 { // the rows' maxima four rows a call (the padding rows' are not read)
+		for r := 0; r < w.r; r += 4 {
+			w.k.max4(w.rmax[r:r+4], scores[r*np:], np, end)
+		}
+	} else {
+		for r := 0; r < w.r; r++ {
+			w.rmax[r] = w.k.maxF32(scores[r*np : r*np+end])
+		}
+	}
+	return end
+}
+
+// rescale multiplies row r's denominator, accumulators and zeros' sums by
+// a (the online softmax's exp(m_old - m)).
+func (w *worker) rescale(st *state, r int, a float32) {
+	d := st.d
+	st.l[r] *= a
+	w.k.scaleF32(st.acc[r*d:(r+1)*d], a)
+	for c := range st.zacc[r*st.vgroups : (r+1)*st.vgroups] {
+		st.zacc[r*st.vgroups+c] *= a
+	}
+}
+
+// softmaxNext is softmax for the pair path's second block (its scores in
+// w.scoreB, tokens [t0, t0+n), the fused exp): the masks, the maxima and
+// the running max now (its exp's m in w.mrow[R:2R]), the rescale's
+// factors kept in w.resc (1: none, which leaves the same bits as a
+// product by 1) for pairValues to apply after the first block's PV, where
+// softmax would have applied them.
+func (w *worker) softmaxNext(st *state, t0, n int) {
+	np := w.npad
+	end := w.maskMax(w.scoreB, t0, n)
+	for r := 0; r < w.r; r++ {
+		w.resc[r] = 1
+		m := max(st.m[r], w.rmax[r])
+		if math.IsInf(float64(m), -1) {
+			clear(w.scoreB[r*np : r*np+end])
+			w.mrow[w.r+r] = float32(math.Inf(1)) // every exp 0
+			continue
+		}
+		if m != st.m[r] && !math.IsInf(float64(st.m[r]), -1) {
+			w.resc[r] = exp32(st.m[r] - m)
+		}
+		st.m[r] = m
+		w.mrow[w.r+r] = m
+	}
+}
+
+// pairValues is blockValues for the pair path's two blocks (V halves vA and
+// vB of n tokens, one value group, the fused exp): one softmaxU8H call of
+// both blocks' 2R rows, then the first block's sums and PV, the second's
+// rescale (w.resc), sums and PV: the operations of two blockValues calls
+// in their order, so the same bits (v80). pfA and pfB are the halves the
+// two blocks' PV calls prefetch.
+func (w *worker) pairValues(st *state, vA, vB []byte, n int, pfA, pfB []byte) {
+	lay, d, np, R := &w.p.Format.V, w.d, w.npad, w.r
+	bits := lay.Elem.Bits()
+	if bits == 4 && w.k.unlaneU8 != nil {
+		w.laneOrder(st)
+	} else {
+		w.channelOrder(st)
+	}
+	mid := float32(int(1)<<bits-1) / 2
+	o := lay.ParamsOffset // ParamIndex(t, 0) = t with one group
+	pa, pb := bytesU16(vA[o:o+kv.ParamBytes*n]), bytesU16(vB[o:o+kv.ParamBytes*n])
+	w.k.softmaxU8H(w.wq8, np, w.scores[:2*R*np], np, w.mrow, pa, pb, n, 2*R, mid, w.delta, w.zsum, w.lsum, w.sw)
+	for i, v := range [2][]byte{vA, vB} {
+		r0, pf := i*R, pfA
+		if i == 1 {
+			pf = pfB
+			for r, a := range w.resc[:R] {
+				if a != 1 {
+					w.rescale(st, r, a)
+				}
+			}
+		}
+		for r, l := range w.lsum[r0 : r0+R] {
+			st.l[r] += l
+		}
+		for r, z := range w.zsum[r0 : r0+R] { // one group: row r's sum
+			st.zacc[r] += z
+		}
+		for r := 0; r < R; r += 4 {
+			w.k.pvU8(st.acc[r*d:cap(st.acc)], d, w.delta[r0+r:], w.wq8[(r0+r)*np:], np, np, v[:n*lay.RowBytes], n, d, w.vshift, bits, 4, pf)
+			pf = nil // spread over the first call's quads
+		}
 	}
 }
 
@@ -1021,7 +1173,7 @@ func (w *worker) intValuesU8(st *state, packed []byte, pairs []uint16, n, groups
 		tn := min(PVMaxTokens, n-t0)
 		if w.expU8 { // the exp of the run, Σ p, and the weights
 			if pairs != nil {
-				w.k.softmaxU8H(w.wq8, ldw, w.scores[t0:], np, w.mrow, pairs[2*t0:], tn, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
+				w.k.softmaxU8H(w.wq8, ldw, w.scores[t0:], np, w.mrow, pairs[2*t0:], nil, tn, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
 			} else {
 				w.k.softmaxU8(w.wq8, ldw, np, w.scores[t0:], np, w.mrow, w.vs[t0:], w.zs[t0:], np, tn, groups, w.r, mid, w.delta, w.zsum, w.lsum, w.sw)
 			}

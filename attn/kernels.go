@@ -176,8 +176,14 @@ type kernels struct {
 	// softmaxU8H is softmaxU8 for one value group (ldq = ldw) with its
 	// scales and zeros given as the n fp16 (scale, zero) pairs a block
 	// stores (pairs[2t], pairs[2t+1]): the bits of cvtPairs then
-	// softmaxU8 (v79). Nil where the level has no such kernel.
-	softmaxU8H func(wq []uint8, ldw int, x []float32, ldx int, m []float32, pairs []uint16, n, rows int, mid float32, delta, zsum, lsum, sw []float32)
+	// softmaxU8 (v79). With pairs2 not nil the rows [rows/2, rows) take
+	// theirs from pairs2 (rows a multiple of 4): two blocks' rows in one
+	// call, each row's results those of a call on its own block (v80).
+	// Nil where the level has no such kernel.
+	softmaxU8H func(wq []uint8, ldw int, x []float32, ldx int, m []float32, pairs, pairs2 []uint16, n, rows int, mid float32, delta, zsum, lsum, sw []float32)
+	// twoBlocks lets the block loop score two packed blocks before one
+	// softmaxU8H call of both blocks' rows (run's pair path, v80).
+	twoBlocks bool
 	// prefetch asks for b to be brought into L2 (nil: no-op).
 	prefetch func(b []byte)
 	// scoresHalf2 writes out0[t] = q0·k[t] and out1[t] = q1·k[t] for
@@ -278,6 +284,7 @@ var genericU8Kernels = func() kernels {
 	k.quantWRowsU8 = quantWRowsU8Go
 	k.softmaxU8 = softmaxU8Go
 	k.softmaxU8H = softmaxU8HGo
+	k.twoBlocks = true
 	return k
 }()
 
@@ -875,8 +882,15 @@ func softmaxU8Go(wq []uint8, ldw, ldq int, x []float32, ldx int, m, s, z []float
 }
 
 // softmaxU8HGo is softmaxU8H in Go: the pairs converted (fp16ToF32, the
-// floats cvtPairs writes), then softmaxU8Go with one group.
-func softmaxU8HGo(wq []uint8, ldw int, x []float32, ldx int, m []float32, pairs []uint16, n, rows int, mid float32, delta, zsum, lsum, sw []float32) {
+// floats cvtPairs writes), then softmaxU8Go with one group; with pairs2,
+// each half of the rows on its own pairs (the rows are independent).
+func softmaxU8HGo(wq []uint8, ldw int, x []float32, ldx int, m []float32, pairs, pairs2 []uint16, n, rows int, mid float32, delta, zsum, lsum, sw []float32) {
+	if pairs2 != nil {
+		h := rows / 2
+		softmaxU8HGo(wq, ldw, x, ldx, m, pairs, nil, n, h, mid, delta, zsum, lsum, sw)
+		softmaxU8HGo(wq[h*ldw:], ldw, x[h*ldx:], ldx, m[h:], pairs2, nil, n, rows-h, mid, delta[h:], zsum[h:], lsum[h:], sw[h:])
+		return
+	}
 	s, z := make([]float32, n), make([]float32, n)
 	for t := range n {
 		s[t], z[t] = fp16ToF32[pairs[2*t]], fp16ToF32[pairs[2*t+1]]

@@ -167,7 +167,7 @@ func u8UnlaneAVX512(acc *float32, n int)
 func quantWRowsU8AVX512(wq *uint8, ldw, ldq int, p *float32, ldp int, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum *float32)
 
 //go:noescape
-func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32, pairs int)
+func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32, pairs int, s2 *float32)
 
 //go:noescape
 func unpack2VBMI(dst *uint8, src *byte, n int)
@@ -804,24 +804,29 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 				bad("softmaxU8", n, groups, rows)
 			}
 			if n > 0 {
-				softmaxU8AVX512(&wq[0], ldw, ldq, &x[0], ldx, &m[0], &sc[0], &z[0], lds, n, groups, rows, mid, &delta[0], &zsum[0], &lsum[0], &sw[0], 0)
+				softmaxU8AVX512(&wq[0], ldw, ldq, &x[0], ldx, &m[0], &sc[0], &z[0], lds, n, groups, rows, mid, &delta[0], &zsum[0], &lsum[0], &sw[0], 0, &sc[0])
 				return
 			}
 			softmaxU8Go(wq, ldw, ldq, x, ldx, m, sc, z, lds, n, groups, rows, mid, delta, zsum, lsum, sw)
 		}
-		k.softmaxU8H = func(wq []uint8, ldw int, x []float32, ldx int, m []float32, pairs []uint16, n, rows int, mid float32, delta, zsum, lsum, sw []float32) {
+		k.softmaxU8H = func(wq []uint8, ldw int, x []float32, ldx int, m []float32, pairs, pairs2 []uint16, n, rows int, mid float32, delta, zsum, lsum, sw []float32) {
 			if !(n%vecLen == 0 && rows >= 1 && n <= ldw && n <= ldx && len(x) >= (rows-1)*ldx+n && len(m) >= rows &&
 				len(pairs) >= 2*n && len(wq) >= (rows-1)*ldw+n && len(delta) >= rows && len(zsum) >= rows &&
-				len(lsum) >= rows && len(sw) >= rows) {
+				len(lsum) >= rows && len(sw) >= rows && (pairs2 == nil || len(pairs2) >= 2*n && rows%4 == 0)) {
 				bad("softmaxU8H", n, rows)
 			}
 			if n > 0 {
 				pp := (*float32)(unsafe.Pointer(&pairs[0]))
-				softmaxU8AVX512(&wq[0], ldw, ldw, &x[0], ldx, &m[0], pp, pp, 0, n, 1, rows, mid, &delta[0], &zsum[0], &lsum[0], &sw[0], 1)
+				pp2 := pp
+				if pairs2 != nil {
+					pp2 = (*float32)(unsafe.Pointer(&pairs2[0]))
+				}
+				softmaxU8AVX512(&wq[0], ldw, ldw, &x[0], ldx, &m[0], pp, pp, 0, n, 1, rows, mid, &delta[0], &zsum[0], &lsum[0], &sw[0], 1, pp2)
 				return
 			}
-			softmaxU8HGo(wq, ldw, x, ldx, m, pairs, n, rows, mid, delta, zsum, lsum, sw)
+			softmaxU8HGo(wq, ldw, x, ldx, m, pairs, pairs2, n, rows, mid, delta, zsum, lsum, sw)
 		}
+		k.twoBlocks = true
 	}
 	return k
 }

@@ -1281,7 +1281,7 @@ func TestSoftmaxU8H(t *testing.T) {
 				return [4][]float32{nanSlice(rows), nanSlice(rows), nanSlice(rows), nanSlice(rows)}
 			}
 			g, w := outs(), outs()
-			k.softmaxU8H(wq, ld, got, ld, m, pairs, n, rows, mid, g[0], g[1], g[2], g[3])
+			k.softmaxU8H(wq, ld, got, ld, m, pairs, nil, n, rows, mid, g[0], g[1], g[2], g[3])
 			k.softmaxU8(wq2, ld, ld, want, ld, m, s, z, ld, n, 1, rows, mid, w[0], w[1], w[2], w[3])
 			name := fmt.Sprintf("%v softmaxU8H n=%d rows=%d", k, n, rows)
 			sameBits(t, name+" x", got, want)
@@ -1327,6 +1327,92 @@ func TestSoftmaxU8HDecode(t *testing.T) {
 					}
 				})
 				sameBits(t, fmt.Sprintf("%v %s Tq %d decode with softmaxU8H", k, spec, tq), got, want)
+			}
+		}
+	}
+}
+
+// TestSoftmaxU8HPairs: softmaxU8H with a second block's pairs (rows
+// [rows/2, rows) on pairs2, v80) gives the bits of two calls, one a block.
+func TestSoftmaxU8HPairs(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 80))
+	for _, k := range u8Sets() {
+		if k.softmaxU8H == nil {
+			continue
+		}
+		for _, sh := range [][3]int{{16, 16, 4}, {128, 128, 8}, {112, 128, 8}, {256, 256, 8}, {128, 128, 16}} { // n, ld, rows
+			n, ld, rows, mid := sh[0], sh[1], sh[2], float32(7.5)
+			h := rows / 2
+			x := randF32(r, rows*ld, 4)
+			m := make([]float32, rows)
+			for row := range m {
+				m[row] = maxF32Go(x[row*ld : row*ld+n])
+			}
+			m[1] = float32(math.Inf(1)) // a row with no visible token: every exp 0
+			pairs := [2][]uint16{make([]uint16, 2*n), make([]uint16, 2*n)}
+			for _, p := range pairs {
+				for tk := 0; tk < n; tk++ {
+					p[2*tk] = half.FromFloat32(float32(r.Float64()) * 0.1)
+					p[2*tk+1] = half.FromFloat32(float32(r.NormFloat64()))
+				}
+			}
+			got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+			wq, wq2 := make([]uint8, rows*ld), make([]uint8, rows*ld)
+			outs := func() [4][]float32 {
+				return [4][]float32{nanSlice(rows), nanSlice(rows), nanSlice(rows), nanSlice(rows)}
+			}
+			g, w := outs(), outs()
+			k.softmaxU8H(wq, ld, got, ld, m, pairs[0], pairs[1], n, rows, mid, g[0], g[1], g[2], g[3])
+			k.softmaxU8H(wq2, ld, want, ld, m, pairs[0], nil, n, h, mid, w[0], w[1], w[2], w[3])
+			k.softmaxU8H(wq2[h*ld:], ld, want[h*ld:], ld, m[h:], pairs[1], nil, n, h, mid, w[0][h:], w[1][h:], w[2][h:], w[3][h:])
+			name := fmt.Sprintf("%v softmaxU8H pairs n=%d rows=%d", k, n, rows)
+			sameBits(t, name+" x", got, want)
+			sameWeights(t, name, wq, wq2)
+			for i, what := range []string{"steps", "zero sums", "Σ p", "Σ w"} {
+				sameBits(t, name+" "+what, g[i], w[i])
+			}
+		}
+	}
+}
+
+// TestTwoBlocksDecode: the decode with the pair path (two blocks' rows in
+// one softmaxU8H call, v80) gives the bits of the one-block loop: int4,
+// k4v2 and int2 at res128 (one value group: 4- and 2-bit values), the
+// formats that do not take it (int2's 256-token blocks, v32), Tq 1 to 3, a
+// group of 2 (R not a multiple of 4), sliding windows (whole blocks masked
+// before the window, the running max from -Inf in a pair's second block).
+func TestTwoBlocksDecode(t *testing.T) {
+	r := rand.New(rand.NewPCG(40, 80))
+	for _, k := range append(levelSets(), &genericU8Kernels) {
+		if !k.twoBlocks {
+			continue
+		}
+		without := *k
+		without.twoBlocks = false
+		for _, sh := range []Shape{{Hq: 8, Hkv: 2, D: 128}, {Hq: 4, Hkv: 2, D: 128}} {
+			for _, spec := range []string{"int4", "int2", "k4v2", "int2:kc128:v128:res128", "int4:kc32:v32"} {
+				f, err := kv.MustParseSpec(spec).Resolve(sh.D)
+				if err != nil {
+					t.Fatal(err)
+				}
+				caches, _, _ := buildBatch(t, r, f, sh, []int{600, 1030, 1500})
+				seqs := seqsOf(caches)
+				for _, c := range [][2]int{{1, 0}, {3, 0}, {1, 300}, {2, 700}} { // Tq, window
+					p := Params{Format: f, Shape: sh, Tq: c[0], Window: c[1]}
+					q := randF32(r, len(seqs)*c[0]*sh.Hq*sh.D, 1)
+					got, want := nanSlice(len(q)), nanSlice(len(q))
+					withKernels(k, func() {
+						if err := Decode(got, q, seqs, p); err != nil {
+							t.Fatal(err)
+						}
+					})
+					withKernels(&without, func() {
+						if err := Decode(want, q, seqs, p); err != nil {
+							t.Fatal(err)
+						}
+					})
+					sameBits(t, fmt.Sprintf("%v %s %v Tq %d window %d decode with two blocks a softmaxU8H call", k, spec, sh, c[0], c[1]), got, want)
+				}
 			}
 		}
 	}

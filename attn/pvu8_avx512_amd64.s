@@ -794,7 +794,16 @@ GLOBL u8PairIdx<>(SB), RODATA|NOPTR, $64
 	VPERMT2PS Z8, Z30, Z11       \
 	VPERMT2PS Z8, Z31, Z10
 
-// func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32, pairs int)
+// SROW2 puts the scales (or pairs) of row R14's one group in R13: s, or s2
+// from row rows/2 on (v80). DX scratch.
+#define SROW2 \
+	MOVQ    s+48(FP), R13      \
+	MOVQ    rows+88(FP), DX    \
+	SHRQ    $1, DX             \
+	CMPQ    R14, DX            \
+	CMOVQGE s2+144(FP), R13
+
+// func softmaxU8AVX512(wq *uint8, ldw, ldq int, x *float32, ldx int, m, s, z *float32, lds, n, groups, rows int, mid float32, delta, zsum, lsum, sw *float32, pairs int, s2 *float32)
 // softmaxU8 (kernels.go) in two loops over the rows, so that the rows'
 // latency chains (the folds, the divisions) overlap. First, per row: the
 // exp of x - m in place (d = x - m; t = d·log2 e + 1.5·2^23 by one FMA,
@@ -813,8 +822,11 @@ GLOBL u8PairIdx<>(SB), RODATA|NOPTR, $64
 // not 0 (one group) s points to the n fp16 (scale, zero) pairs as a block
 // stores them (z unused), 64 bytes a 16 tokens as 16 floats are, and the
 // first loop converts each 16 tokens' pairs itself (cvtPairs' operations,
-// in registers: the same floats, so the same bits; v79).
-TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-144
+// in registers: the same floats, so the same bits; v79). With one group
+// the rows [rows/2, rows) read their scales (or pairs) from s2 instead of s
+// (s2 = s: one block; two int4 blocks' rows in one call, v80); rows/2 even,
+// so that no row pair straddles the two.
+TEXT ·softmaxU8AVX512(SB), NOSPLIT, $0-152
 	VBROADCASTSS expu8<>+0(SB), Z21  // expU8Min
 	VBROADCASTSS expu8<>+4(SB), Z22  // log2 e
 	VBROADCASTSS expu8<>+8(SB), Z25  // 1.5·2^23
@@ -874,7 +886,7 @@ one: // one group: the group's sums in the exp's loop (its FMA chain hidden)
 	LEAQ         1(R14), DX
 	CMPQ         DX, rows+88(FP)
 	JLT          two
-	MOVQ         s+48(FP), R13
+	SROW2
 	MOVQ         z+56(FP), R9
 	XORQ         AX, AX
 	VPXORD       Z5, Z5, Z5         // max w
@@ -923,7 +935,7 @@ two: // rows r and r+1 side by side (two chains in flight; s and z loaded once),
 	ADDQ         SI, DI             // row r+1
 	MOVQ         m+40(FP), AX
 	VBROADCASTSS 4(AX)(R14*4), Z23
-	MOVQ         s+48(FP), R13
+	SROW2
 	MOVQ         z+56(FP), R9
 	XORQ         AX, AX
 	VPXORD       Z5, Z5, Z5         // row r: max w
