@@ -1252,6 +1252,33 @@ func TestFoldPairsDecode(t *testing.T) {
 	}
 }
 
+// rowMaxima returns the maximum of the first n values of each of rows rows
+// of x (row stride ld).
+func rowMaxima(x []float32, rows, ld, n int) []float32 {
+	m := make([]float32, rows)
+	for row := range m {
+		m[row] = maxF32Go(x[row*ld : row*ld+n])
+	}
+	return m
+}
+
+// softmaxOuts returns a softmaxU8 call's four per-row outputs (steps, zero
+// sums, Σ p, Σ w), NaN-filled so that a row the kernel skips shows.
+func softmaxOuts(rows int) [4][]float32 {
+	return [4][]float32{nanSlice(rows), nanSlice(rows), nanSlice(rows), nanSlice(rows)}
+}
+
+// sameSoftmaxU8 checks that two softmaxU8 calls agree bit for bit: x
+// after the call, the weights' codes and the four per-row outputs.
+func sameSoftmaxU8(t *testing.T, name string, got, want []float32, wq, wq2 []uint8, g, w [4][]float32) {
+	t.Helper()
+	sameBits(t, name+" x", got, want)
+	sameWeights(t, name, wq, wq2)
+	for i, what := range []string{"steps", "zero sums", "Σ p", "Σ w"} {
+		sameBits(t, name+" "+what, g[i], w[i])
+	}
+}
+
 // TestSoftmaxU8H: softmaxU8H on one group's fp16 (scale, zero) pairs as
 // stored gives the bits of softmaxU8 on the pairs' floats (x, codes,
 // steps and sums), for one to five rows and several lengths (v79).
@@ -1264,10 +1291,7 @@ func TestSoftmaxU8H(t *testing.T) {
 		for _, sh := range [][3]int{{16, 16, 1}, {48, 64, 2}, {112, 128, 3}, {128, 128, 4}, {256, 256, 4}, {240, 256, 5}} { // n, ld, rows
 			n, ld, rows, mid := sh[0], sh[1], sh[2], float32(1.5)
 			x := randF32(r, rows*ld, 4)
-			m := make([]float32, rows)
-			for row := range m {
-				m[row] = maxF32Go(x[row*ld : row*ld+n])
-			}
+			m := rowMaxima(x, rows, ld, n)
 			pairs := make([]uint16, 2*n)
 			s, z := make([]float32, ld), make([]float32, ld)
 			for tk := 0; tk < n; tk++ {
@@ -1277,18 +1301,10 @@ func TestSoftmaxU8H(t *testing.T) {
 			}
 			got, want := append([]float32(nil), x...), append([]float32(nil), x...)
 			wq, wq2 := make([]uint8, rows*ld), make([]uint8, rows*ld)
-			outs := func() [4][]float32 {
-				return [4][]float32{nanSlice(rows), nanSlice(rows), nanSlice(rows), nanSlice(rows)}
-			}
-			g, w := outs(), outs()
+			g, w := softmaxOuts(rows), softmaxOuts(rows)
 			k.softmaxU8H(wq, ld, got, ld, m, pairs, nil, n, rows, mid, g[0], g[1], g[2], g[3])
 			k.softmaxU8(wq2, ld, ld, want, ld, m, s, z, ld, n, 1, rows, mid, w[0], w[1], w[2], w[3])
-			name := fmt.Sprintf("%v softmaxU8H n=%d rows=%d", k, n, rows)
-			sameBits(t, name+" x", got, want)
-			sameWeights(t, name, wq, wq2)
-			for i, what := range []string{"steps", "zero sums", "Σ p", "Σ w"} {
-				sameBits(t, name+" "+what, g[i], w[i])
-			}
+			sameSoftmaxU8(t, fmt.Sprintf("%v softmaxU8H n=%d rows=%d", k, n, rows), got, want, wq, wq2, g, w)
 		}
 	}
 }
@@ -1344,10 +1360,7 @@ func TestSoftmaxU8HPairs(t *testing.T) {
 			n, ld, rows, mid := sh[0], sh[1], sh[2], float32(7.5)
 			h := rows / 2
 			x := randF32(r, rows*ld, 4)
-			m := make([]float32, rows)
-			for row := range m {
-				m[row] = maxF32Go(x[row*ld : row*ld+n])
-			}
+			m := rowMaxima(x, rows, ld, n)
 			m[1] = float32(math.Inf(1)) // a row with no visible token: every exp 0
 			pairs := [2][]uint16{make([]uint16, 2*n), make([]uint16, 2*n)}
 			for _, p := range pairs {
@@ -1358,19 +1371,11 @@ func TestSoftmaxU8HPairs(t *testing.T) {
 			}
 			got, want := append([]float32(nil), x...), append([]float32(nil), x...)
 			wq, wq2 := make([]uint8, rows*ld), make([]uint8, rows*ld)
-			outs := func() [4][]float32 {
-				return [4][]float32{nanSlice(rows), nanSlice(rows), nanSlice(rows), nanSlice(rows)}
-			}
-			g, w := outs(), outs()
+			g, w := softmaxOuts(rows), softmaxOuts(rows)
 			k.softmaxU8H(wq, ld, got, ld, m, pairs[0], pairs[1], n, rows, mid, g[0], g[1], g[2], g[3])
 			k.softmaxU8H(wq2, ld, want, ld, m, pairs[0], nil, n, h, mid, w[0], w[1], w[2], w[3])
 			k.softmaxU8H(wq2[h*ld:], ld, want[h*ld:], ld, m[h:], pairs[1], nil, n, h, mid, w[0][h:], w[1][h:], w[2][h:], w[3][h:])
-			name := fmt.Sprintf("%v softmaxU8H pairs n=%d rows=%d", k, n, rows)
-			sameBits(t, name+" x", got, want)
-			sameWeights(t, name, wq, wq2)
-			for i, what := range []string{"steps", "zero sums", "Σ p", "Σ w"} {
-				sameBits(t, name+" "+what, g[i], w[i])
-			}
+			sameSoftmaxU8(t, fmt.Sprintf("%v softmaxU8H pairs n=%d rows=%d", k, n, rows), got, want, wq, wq2, g, w)
 		}
 	}
 }
