@@ -434,6 +434,27 @@ __device__ __forceinline__ void moeGemmTile(float (&acc)[NB][MoEWarp<MT>::I][MoE
   cpAsyncWait<0>();
 }
 
+// moeTileOut walks a tile's accumulator fragments as moeGemmTile leaves
+// them in this thread: for each of its rows inside the tile (tile.y to
+// tile.z) and each of its column pairs, out(row, n, i, j, h) with n the
+// pair's first output column and acc[.][i][j][2h], [2h + 1] its values.
+template <int MT, typename F>
+__device__ __forceinline__ void moeTileOut(const int4 tile, int n0, F out) {
+  constexpr int I = MoEWarp<MT>::I, J = MoEWarp<MT>::J;
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2, q = lane & 3;
+  const int wm = MoEWarp<MT>::wm(), wn = MoEWarp<MT>::wn();
+#pragma unroll
+  for (int i = 0; i < I; i++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int row = tile.y + wm + 16 * i + g + 8 * h;
+      if (row >= tile.z) continue;
+#pragma unroll
+      for (int j = 0; j < J; j++) out(row, n0 + wn + 8 * j + 2 * q, i, j, h);
+    }
+}
+
 // moeGemmGU is moe_gemm_gu: grid (tilesMax, IE / kGN), tiles of MT rows.
 template <bool LDM, int MT>
 __device__ __forceinline__ void moeGemmGU(u16* __restrict__ act16, const u16* __restrict__ xs, const int4* __restrict__ tiles,
@@ -447,23 +468,11 @@ __device__ __forceinline__ void moeGemmGU(u16* __restrict__ act16, const u16* __
   const u16* W[2] = {reinterpret_cast<const u16*>(gate[tile.x]), reinterpret_cast<const u16*>(up[tile.x])};
   float acc[2][I][J][4];
   moeGemmTile<2, LDM, MT, S>(acc, smem, xs, H, tile.y, tile.z, W, n0);
-  const int lane = threadIdx.x & 31;
-  const int g = lane >> 2, q = lane & 3;
-  const int wm = MoEWarp<MT>::wm(), wn = MoEWarp<MT>::wn();
-#pragma unroll
-  for (int i = 0; i < I; i++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const int row = tile.y + wm + 16 * i + g + 8 * h;
-      if (row >= tile.z) continue;
-#pragma unroll
-      for (int j = 0; j < J; j++) {
-        const int n = n0 + wn + 8 * j + 2 * q;
-        const float a0 = __fmul_rn(silu(acc[0][i][j][2 * h]), acc[1][i][j][2 * h]);
-        const float a1 = __fmul_rn(silu(acc[0][i][j][2 * h + 1]), acc[1][i][j][2 * h + 1]);
-        *reinterpret_cast<u32*>(act16 + (long long)row * IE + n) = pack2(a0, a1);
-      }
-    }
+  moeTileOut<MT>(tile, n0, [&](int row, int n, int i, int j, int h) {
+    const float a0 = __fmul_rn(silu(acc[0][i][j][2 * h]), acc[1][i][j][2 * h]);
+    const float a1 = __fmul_rn(silu(acc[0][i][j][2 * h + 1]), acc[1][i][j][2 * h + 1]);
+    *reinterpret_cast<u32*>(act16 + (long long)row * IE + n) = pack2(a0, a1);
+  });
 }
 
 // moeGemmDown is moe_gemm_down: grid (tilesMax, H / kGN), tiles of MT rows.
@@ -478,21 +487,9 @@ __device__ __forceinline__ void moeGemmDown(float* __restrict__ ys, const u16* _
   const u16* W[1] = {reinterpret_cast<const u16*>(down[tile.x])};
   float acc[1][I][J][4];
   moeGemmTile<1, LDM, MT, S>(acc, smem, act16, IE, tile.y, tile.z, W, n0);
-  const int lane = threadIdx.x & 31;
-  const int g = lane >> 2, q = lane & 3;
-  const int wm = MoEWarp<MT>::wm(), wn = MoEWarp<MT>::wn();
-#pragma unroll
-  for (int i = 0; i < I; i++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const int row = tile.y + wm + 16 * i + g + 8 * h;
-      if (row >= tile.z) continue;
-#pragma unroll
-      for (int j = 0; j < J; j++) {
-        const int n = n0 + wn + 8 * j + 2 * q;
-        *reinterpret_cast<float2*>(ys + (long long)row * H + n) = make_float2(acc[0][i][j][2 * h], acc[0][i][j][2 * h + 1]);
-      }
-    }
+  moeTileOut<MT>(tile, n0, [&](int row, int n, int i, int j, int h) {
+    *reinterpret_cast<float2*>(ys + (long long)row * H + n) = make_float2(acc[0][i][j][2 * h], acc[0][i][j][2 * h + 1]);
+  });
 }
 
 #define MOE_GEMM_GU(name, ldm, mt)                                                                                       \
