@@ -198,12 +198,17 @@ func (c *Paged) bucket(n int) int {
 // bucket changes only where its longest sequence crosses a power of two,
 // so step after step a decode still launches the same grid (a CUDA graph
 // replays it) but for a new capture at each doubling.
-func (c *Paged) lenBucket(maxL int) int {
-	b := minLenBucket
-	for b < maxL {
+func (c *Paged) lenBucket(maxL int) int { return lengthBound(maxL, minLenBucket, c.opts.MaxLen) }
+
+// lengthBound returns the smallest power-of-two multiple of least that is
+// at least n, capped at maxLen: the length a decode launch is sized for
+// (the paged cache's lenBucket, the bit-plane cache's liveBound).
+func lengthBound(n, least, maxLen int) int {
+	b := least
+	for b < n {
 		b *= 2
 	}
-	return min(b, c.opts.MaxLen)
+	return min(b, maxLen)
 }
 
 // minLenBucket is the shortest length bucket (lenBucket).

@@ -141,13 +141,7 @@ const gpuPlaneLiveMin = 512
 // head: the paged cache's lenBucket, decode-attention.md session 28b), and
 // the bound changes at powers of two only, so a sequence's decode steps
 // replay the same CUDA graph from one doubling to the next.
-func liveBound(n, maxLen int) int {
-	b := gpuPlaneLiveMin
-	for b < n {
-		b *= 2
-	}
-	return min(b, maxLen)
-}
+func liveBound(n, maxLen int) int { return lengthBound(n, gpuPlaneLiveMin, maxLen) }
 
 // decodePlan returns the decode plan for length bound bound (liveBound),
 // made on first use: outside any CUDA graph capture (Begin and NewPlanes

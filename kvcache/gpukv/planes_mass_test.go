@@ -222,3 +222,19 @@ func TestNearTieSwap(t *testing.T) {
 		}
 	}
 }
+
+// TestLenBucket: the paged cache's decode length buckets (lengthBound
+// from minLenBucket), with and without BatchInvariant.
+func TestLenBucket(t *testing.T) {
+	for _, inv := range []bool{false, true} {
+		for _, tc := range []struct{ n, maxLen, want int }{
+			{1, 1 << 17, minLenBucket}, {minLenBucket, 1 << 17, minLenBucket}, {minLenBucket + 1, 1 << 17, 2 * minLenBucket},
+			{8193, 1 << 17, 16384}, {100000, 1 << 17, 1 << 17}, {700, 900, 900}, {5000, 6000, 6000},
+		} {
+			c := &Paged{opts: kvcache.Options{MaxLen: tc.maxLen, BatchInvariant: inv}}
+			if got := c.lenBucket(tc.n); got != tc.want {
+				t.Errorf("lenBucket(%d) with MaxLen %d, BatchInvariant %v = %d, want %d", tc.n, tc.maxLen, inv, got, tc.want)
+			}
+		}
+	}
+}
