@@ -94,8 +94,8 @@ func TestDECSettingsRoundTrip(t *testing.T) {
 
 // TestLoadDECByShape loads the reference model with DEC chosen per shape:
 // every shape at k_chunk 16 must give the logits of DECKChunk 16 bit for
-// bit; DEC on the q/o shape only must count only those residuals and
-// report k_chunk per shape.
+// bit; DEC on the q/o shape only must count only o's residuals (q takes
+// its k and v's k_chunk 0: decByLayer) and report k_chunk per layer.
 func TestLoadDECByShape(t *testing.T) {
 	dir := testmodel.Dir(t)
 	spec, _ := wq.ParseSpec("int4")
