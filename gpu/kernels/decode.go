@@ -717,7 +717,9 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	if err != nil {
 		return nil, err
 	}
-	p.oneSMSplits(s, t)
+	if p.oneSMSplits(s, t) && t.MMA.MT == 0 && stages == 0 {
+		mt = mmaOneSMTile(mt, p.splitLen)
+	}
 	if stages > 0 {
 		p.smem = mmaRingSmem(l, mt, stages)
 	}
@@ -739,16 +741,48 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 // oneSMSplits re-cuts decode_mma.cu plan p (sizeMMA's, for shape s) by
 // mmaOneSMBlocks (session 28), unless the shape fixes the split length or
 // t asks for a CTA target or a minimum split (BITDECODE_DECODE_MINSPLIT=512
-// gives the plans before it back).
-func (p *DecodePlan) oneSMSplits(s DecodeShape, t DecodeTuning) {
+// gives the plans before it back). It reports whether the plan it leaves is
+// one of few items at one CTA an SM (mmaOneSMBlocks' kind, re-cut or not),
+// whose tile mmaOneSMTile may shorten.
+func (p *DecodePlan) oneSMSplits(s DecodeShape, t DecodeTuning) bool {
 	if s.SplitLen != 0 || t.TargetCTAs != 0 || t.MinSplitTokens != 0 {
-		return
+		return false
 	}
 	nr := p.layout.Nr
-	bps := mmaOneSMBlocks(s.B*s.Hkv*p.rowChunks, (s.MaxL+nr-1)/nr, p.splitLen/nr, (mmaOneSMMinTokens+nr-1)/nr)
+	items := s.B * s.Hkv * p.rowChunks
+	bps := mmaOneSMBlocks(items, (s.MaxL+nr-1)/nr, p.splitLen/nr, (mmaOneSMMinTokens+nr-1)/nr)
 	p.splitLen = bps * nr
 	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
+	return items < splitFewItems && items*p.maxSplits <= decodeRefSMs
 }
+
+// mmaOneSMTile returns the fragment groups per tile of a decode_mma.cu plan
+// of one CTA an SM (oneSMSplits) whose layout's tile is mt groups and whose
+// splits are splitLen tokens: mmaOneSMShortTile where mt is
+// mmaOneSMLongTile and a split has fewer such tiles than the CTA has warps
+// (some warp idle), else mt. That is int2 (and any layout of 128-token
+// tiles) at one sequence of up to 4K tokens, whose re-cut splits are one
+// 256-token block: two tiles of 128 for two warps, where four tiles of 64
+// give every warp one, a shorter chain (the H100 timeline, session 28: a
+// 128-token int2 tile 2.4 us, a 64-token one 1.6). Session 29's call 1
+// (BITDECODE_DECODE_MT=4): int2 1 x 1K 11.1-11.3 -> 10.5 us; 1 x 8K (four
+// tiles of 128 a split: one a warp) 12.7-13.0 with either tile, and 1 x
+// 128K 41.5 -> 44.5 with 64 (the longer tile stays where a warp runs
+// several).
+func mmaOneSMTile(mt, splitLen int) int {
+	if mt == mmaOneSMLongTile && splitLen < mmaWarps*16*mt {
+		return mmaOneSMShortTile
+	}
+	return mt
+}
+
+// mmaOneSMLongTile and mmaOneSMShortTile are the tiles mmaOneSMTile trades,
+// in fragment groups of 16 tokens: 128 tokens (int2's, by mmaLaneBudget)
+// for 64 (int4's and k4v2's), the only pair measured.
+const (
+	mmaOneSMLongTile  = 8
+	mmaOneSMShortTile = 4
+)
 
 // mmaOneSMBlocks returns the blocks per split of a decode_mma.cu plan of
 // few items (fewer than splitFewItems CTAs a split: one sequence) whose

@@ -600,6 +600,37 @@ func TestGPUDecodeOneSplitMatchesCombine(t *testing.T) {
 	}
 }
 
+// TestGPUDecodeOneSMTile runs int2 at one sequence of 1K-4K tokens, where
+// the planner gives decode_mma.cu's one-CTA-an-SM plans 64-token tiles
+// (session 29, mmaOneSMTile), and the same shapes with the 128-token tile
+// forced (MMATuning.MT 8): both within the format's bound against the
+// float64 reference and deterministic (runCase), with a residual, with Tq 3
+// and two KV heads (three row chunks), and at 8K (not routed).
+func TestGPUDecodeOneSMTile(t *testing.T) {
+	device(t)
+	cases := []struct {
+		sh   attn.Shape
+		lens []int
+		tq   int
+	}{
+		{attn.Shape{Hq: 32, Hkv: 8, D: 128}, []int{1031}, 1},
+		{attn.Shape{Hq: 32, Hkv: 8, D: 128}, []int{4000}, 1},
+		{attn.Shape{Hq: 14, Hkv: 2, D: 128}, []int{2048}, 3},
+		{attn.Shape{Hq: 32, Hkv: 8, D: 128}, []int{8192}, 1},
+	}
+	if testing.Short() {
+		cases = cases[:1]
+	}
+	for i, c := range cases {
+		for _, mt := range []int{0, 8} {
+			tune := tuning.Decode
+			tune.MMA.MT = mt
+			r := rand.New(rand.NewPCG(53, uint64(i)))
+			runCase(t, r, gpuCase{kernel: kernels.DecodeMMA, spec: "int2", sh: c.sh, lens: c.lens, tq: c.tq, tune: &tune})
+		}
+	}
+}
+
 // TestGPUDecodeScaledValuesULPs runs decode_mma.cu with v2.12's scaled
 // values (unpackV, the default) and with v2.11's unpack (MMATuning.
 // V211Unpack) on the same inputs and logs how far apart the outputs are, in

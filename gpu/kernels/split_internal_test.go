@@ -324,3 +324,54 @@ func TestMMAOneSMSplits(t *testing.T) {
 		t.Errorf("16 items: %d blocks a split, want 4", got)
 	}
 }
+
+// TestMMAOneSMTile checks planMMA's routing of the shorter tile (session
+// 29, mmaOneSMTile): int2 (128-token tiles) at one sequence of 1K-4K, whose
+// re-cut splits are one 256-token block, runs 64-token tiles; int2 at 8K
+// (four tiles of 128 a split) and 128K, two sequences, a fixed split, a
+// minimum split, a CTA target, and the layouts of 64-token tiles keep
+// theirs.
+func TestMMAOneSMTile(t *testing.T) {
+	for _, tc := range []struct {
+		format   string
+		b, l     int
+		splitLen int // 0: a fixed split of 512 tokens (batch invariance)
+		tuning   DecodeTuning
+		want     int
+	}{
+		{"int2", 1, 1024, -1, DecodeTuning{}, 4},
+		{"int2", 1, 2048, -1, DecodeTuning{}, 4},
+		{"int2", 1, 3072, -1, DecodeTuning{}, 4},
+		{"int2", 1, 4096, -1, DecodeTuning{}, 4},
+		{"int2", 1, 100, -1, DecodeTuning{}, 4}, // residual tokens only: the tile is never run
+		{"int2", 1, 8192, -1, DecodeTuning{}, 8},
+		{"int2", 1, 32768, -1, DecodeTuning{}, 8},
+		{"int2", 1, 131072, -1, DecodeTuning{}, 8},
+		{"int2", 2, 1024, -1, DecodeTuning{}, 8},
+		{"int2", 1, 1024, 0, DecodeTuning{}, 8},
+		{"int2", 1, 1024, -1, DecodeTuning{MinSplitTokens: 256}, 8},
+		{"int2", 1, 1024, -1, DecodeTuning{TargetCTAs: 32}, 8},
+		{"int4", 1, 1024, -1, DecodeTuning{}, 4},
+		{"k4v2", 1, 1024, -1, DecodeTuning{}, 4},
+	} {
+		l, err := LayoutFor(kv.MustResolve(tc.format, 128).WithOrder(kv.MMA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := DecodeShape{B: tc.b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: max(1, tc.l/l.Nr), MaxL: tc.l}
+		if tc.splitLen == 0 {
+			s.SplitLen = 512
+		}
+		mt, stages, _, ctas := mmaConfig(l, tc.tuning.MMA)
+		p, err := sizeMMA(nil, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, tc.tuning)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.oneSMSplits(s, tc.tuning) && stages == 0 {
+			mt = mmaOneSMTile(mt, p.splitLen)
+		}
+		if mt != tc.want {
+			t.Errorf("%s %d x %d %+v (splits of %d): tile of %d groups, want %d", tc.format, tc.b, tc.l, tc.tuning, p.splitLen, mt, tc.want)
+		}
+	}
+}
