@@ -764,11 +764,12 @@ func (p *DecodePlan) oneSMSplits(s DecodeShape, t DecodeTuning) bool {
 // tiles) at one sequence of up to 4K tokens, whose re-cut splits are one
 // 256-token block: two tiles of 128 for two warps, where four tiles of 64
 // give every warp one, a shorter chain (the H100 timeline, session 28: a
-// 128-token int2 tile 2.4 us, a 64-token one 1.6). Session 29's call 1
-// (BITDECODE_DECODE_MT=4): int2 1 x 1K 11.1-11.3 -> 10.5 us; 1 x 8K (four
-// tiles of 128 a split: one a warp) 12.7-13.0 with either tile, and 1 x
-// 128K 41.5 -> 44.5 with 64 (the longer tile stays where a warp runs
-// several).
+// 128-token int2 tile 2.4 us, a 64-token one 1.6). H100, session 29
+// (docs/perf/decode-attention.md): int2 1 x 1K 11.1-11.3 -> 10.6-10.8 us,
+// 2K 11.5 -> 10.9-11.0, 3K 11.6 -> 10.9-11.0, 4K 11.9-12.0 -> 11.1; with
+// BITDECODE_DECODE_MT=4 everywhere, 1 x 8K (four tiles of 128 a split: one
+// a warp) 12.7-13.0 with either tile and 1 x 128K 41.5 -> 44.5, so the
+// longer tile stays where every warp has one.
 func mmaOneSMTile(mt, splitLen int) int {
 	if mt == mmaOneSMLongTile && splitLen < mmaWarps*16*mt {
 		return mmaOneSMShortTile
