@@ -105,35 +105,24 @@ __device__ __forceinline__ void loadW(uint4 (&a)[kSubs], uint4 (&b)[kSubs], cons
   }
 }
 
-// linear_f16 computes NT n-tiles (NT·8 tokens) of one m-tile; the group
-// arguments are (W, bias, y, N) of up to three weights sharing x, n = 0
-// for an absent group.
+// tilePtrs returns the lane's two weight rows of m-tile m0 of W (N rows):
+// rows m0 + g and m0 + g + 8 (row 0 where past N, okA / okB false).
+__device__ __forceinline__ void tilePtrs(const u16* W, int N, int K, int m0, int g, const u16*& rowA,
+                                         const u16*& rowB, bool& okA, bool& okB) {
+  okA = m0 + g < N, okB = m0 + g + 8 < N;
+  rowA = W + size_t(okA ? m0 + g : 0) * K;
+  rowB = W + size_t(okB ? m0 + g + 8 : 0) * K;
+}
+
+// classChain runs warp `warp`'s class of k-blocks (warp, warp + kSplit, ...)
+// of one m-tile into acc, in order, the next block's weights loaded before
+// the current one's math (16 loads in flight); wa and wb hold the class's
+// first block (loaded by the caller, before or after its dependency wait).
+// x is read from rows tok0 + nt·8 + g (zeros past T).
 template <int NT>
-__global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__ x, int T, int K,
-                                                       const u16* w0, const float* b0, float* y0, int n0,
-                                                       const u16* w1, const float* b1, float* y1, int n1,
-                                                       const u16* w2, const float* b2, float* y2, int n2) {
-  __shared__ float part[kSplit - 1][NT * 4][32];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane / 4, q = lane % 4;
-  // The group and m-tile of this CTA.
-  int tile = blockIdx.y;
-  const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM;
-  const u16* W = w0;
-  const float* bias = b0;
-  float* y = y0;
-  int N = n0;
-  if (tile >= tiles0 + tiles1) {
-    tile -= tiles0 + tiles1;
-    W = w2, bias = b2, y = y2, N = n2;
-  } else if (tile >= tiles0) {
-    tile -= tiles0;
-    W = w1, bias = b1, y = y1, N = n1;
-  }
-  const int m0 = tile * kM, tok0 = blockIdx.x * (NT * kN);
-  const bool okA = m0 + g < N, okB = m0 + g + 8 < N;
-  const u16* rowA = W + size_t(okA ? m0 + g : 0) * K;
-  const u16* rowB = W + size_t(okB ? m0 + g + 8 : 0) * K;
+__device__ __forceinline__ void classChain(float (&acc)[NT][4], uint4 (&wa)[kSubs], uint4 (&wb)[kSubs],
+                                           const float* __restrict__ x, int T, int K, int tok0, const u16* rowA,
+                                           const u16* rowB, bool okA, bool okB, int warp, int g, int q) {
   const float* xr[NT];
   bool okT[NT];
 #pragma unroll
@@ -142,23 +131,12 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
     okT[nt] = t < T;
     xr[nt] = x + size_t(okT[nt] ? t : 0) * K;
   }
-  float acc[NT][4];
 #pragma unroll
   for (int nt = 0; nt < NT; nt++)
 #pragma unroll
     for (int i = 0; i < 4; i++) acc[nt][i] = 0.f;
-
-  // Programmatic dependent launch (the program is GridDependent): the
-  // index math above overlaps the kernel ahead; nothing is read before it
-  // has finished.
-  gridDependencyWait();
-  gridLaunchDependents();
-
-  // Warp w takes k-blocks w, w+kSplit, ... in order, the next block's
-  // weights loaded before the current one's math (16 loads in flight).
   const int nBlocks = (K + kBlockK - 1) / kBlockK;
-  uint4 wa[kSubs], wb[kSubs], na[kSubs], nb[kSubs];
-  if (warp < nBlocks) loadW(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K);
+  uint4 na[kSubs], nb[kSubs];
   for (int blk = warp; blk < nBlocks; blk += kSplit) {
     if (blk + kSplit < nBlocks) loadW(na, nb, rowA, rowB, okA, okB, (blk + kSplit) * kBlockK + q * kChunk, K);
 #pragma unroll
@@ -186,9 +164,20 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
 #pragma unroll
     for (int s = 0; s < kSubs; s++) wa[s] = na[s], wb[s] = nb[s];
   }
+}
 
-  // Warps 1..kSplit-1 hand their partials to warp 0, which adds them in
-  // warp order, then the bias.
+// firstBlock loads warp `warp`'s first k-block of an m-tile (nothing where
+// the warp has none).
+__device__ __forceinline__ void firstBlock(uint4 (&wa)[kSubs], uint4 (&wb)[kSubs], const u16* rowA, const u16* rowB,
+                                           bool okA, bool okB, int K, int warp, int q) {
+  if (warp * kBlockK < K) loadW(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K);
+}
+
+// sumClasses adds the kSplit warps' partials of one m-tile in warp order
+// (warp 0's acc first) into warp 0's acc; part is the tile's shared
+// buffer. Every thread of the CTA calls it (one barrier).
+template <int NT>
+__device__ __forceinline__ void sumClasses(float (&acc)[NT][4], float (*part)[NT * 4][32], int warp, int lane) {
   if (warp > 0) {
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
@@ -203,6 +192,55 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
     for (int nt = 0; nt < NT; nt++)
 #pragma unroll
       for (int i = 0; i < 4; i++) acc[nt][i] += part[s][nt * 4 + i][lane];
+}
+
+// linear_f16 computes NT n-tiles (NT·8 tokens) of one m-tile; the group
+// arguments are (W, bias, y, N) of up to three weights sharing x, n = 0
+// for an absent group. With early set, each warp's first k-block of
+// weights is loaded before the dependency wait (the backend's weights are
+// written only at load, never by a kernel ahead).
+template <int NT>
+__global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__ x, int T, int K, int early,
+                                                       const u16* w0, const float* b0, float* y0, int n0,
+                                                       const u16* w1, const float* b1, float* y1, int n1,
+                                                       const u16* w2, const float* b2, float* y2, int n2) {
+  __shared__ float part[kSplit - 1][NT * 4][32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  // The group and m-tile of this CTA.
+  int tile = blockIdx.y;
+  const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM;
+  const u16* W = w0;
+  const float* bias = b0;
+  float* y = y0;
+  int N = n0;
+  if (tile >= tiles0 + tiles1) {
+    tile -= tiles0 + tiles1;
+    W = w2, bias = b2, y = y2, N = n2;
+  } else if (tile >= tiles0) {
+    tile -= tiles0;
+    W = w1, bias = b1, y = y1, N = n1;
+  }
+  const int m0 = tile * kM, tok0 = blockIdx.x * (NT * kN);
+  const u16* rowA;
+  const u16* rowB;
+  bool okA, okB;
+  tilePtrs(W, N, K, m0, g, rowA, rowB, okA, okB);
+  uint4 wa[kSubs], wb[kSubs];
+  if (early) firstBlock(wa, wb, rowA, rowB, okA, okB, K, warp, q);
+  // Programmatic dependent launch (the program is GridDependent): the
+  // index math above (and with early the first weights) overlaps the
+  // kernel ahead; nothing it writes is read before it has finished.
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) firstBlock(wa, wb, rowA, rowB, okA, okB, K, warp, q);
+  float acc[NT][4];
+  classChain<NT>(acc, wa, wb, x, T, K, tok0, rowA, rowB, okA, okB, warp, g, q);
+
+  // Warps 1..kSplit-1 hand their partials to warp 0, which adds them in
+  // warp order, then the bias.
+  sumClasses<NT>(acc, part, warp, lane);
+  if (warp != 0) return;
   // C fragment: c0, c1 channel g, tokens 2q, 2q+1; c2, c3 channel g+8.
   const int chA = m0 + g, chB = m0 + g + 8;
   const float biasA = bias && okA ? bias[chA] : 0.f, biasB = bias && okB ? bias[chB] : 0.f;
@@ -213,6 +251,136 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
       const int ch = i < 2 ? chA : chB, t = tok0 + nt * kN + 2 * q + (i & 1);
       if (ch < N && t < T) y[size_t(t) * N + ch] = acc[nt][i] + (i < 2 ? biasA : biasB);
     }
+}
+
+// Pair kernels (v5): the op after a grouped launch folded into its
+// epilogue, where that op combines two channels of the group's outputs
+// element by element (gemv.cu's pair kernels, decode-step.md v14, on
+// linear.cu's arithmetic). A CTA of 2·kSplit warps computes two m-tiles,
+// member m = warp / kSplit, each exactly as linear_f16 computes it (its
+// class chains, the partials in warp order, then the bias: the same bits),
+// stages both in shared memory, and its epilogue threads apply the op with
+// the separate kernel's float operations (ops.cu):
+//   kPairGLU   groups 0 (gate) and 1 (up) of the same N: pair p is gate's
+//              m-tile p and up's; dst[t, n] = act(g)·u as ops.cu's swiglu
+//              (act kActSiLU) or geglu (kActGeluTanh); gate's and up's
+//              outputs written where y0, y1 are set (null: not written).
+//   kPairRoPE  groups 0 (q) and 1 (k) in heads of D = 2·half (half a
+//              multiple of kM, N a multiple of D): pair (head, j) is the
+//              m-tiles of rows head·D + 16j and head·D + 16j + half, rotated
+//              in place as ops.cu's rope(_qk) rotates them (ropeCosSin,
+//              ropeRotate); group 2 (v, n2 may be 0) in pairs of adjacent
+//              m-tiles, written as computed.
+// Grid: (token blocks, pairs): kPairGLU ceil(n0 / kM) pairs; kPairRoPE
+// n0 / (2kM) + n1 / (2kM) + ceil(ceil(n2 / kM) / 2), in that order.
+constexpr int kPairGLU = 0;
+constexpr int kPairRoPE = 1;
+
+template <int NT, int MODE>
+__global__ void __launch_bounds__(2 * kThreads) linear_f16_pair(const float* __restrict__ x, int T, int K, int early,
+                                                                const u16* w0, const float* b0, float* y0, int n0,
+                                                                const u16* w1, const float* b1, float* y1, int n1,
+                                                                const u16* w2, const float* b2, float* y2, int n2,
+                                                                float* dst, const int* __restrict__ pos,
+                                                                const float* __restrict__ invFreq, int half,
+                                                                int act) {
+  __shared__ float part[2][kSplit - 1][NT * 4][32];
+  __shared__ float val[2][kM][NT * kN];
+  const int warp = threadIdx.x / 32 % kSplit, m = threadIdx.x / kThreads, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int p = blockIdx.y, tok0 = blockIdx.x * (NT * kN);
+  // The pair's group and its two m-tiles (tileA, tileB: member 0's, 1's).
+  int grp = 0, tileA, tileB, hq = 0, jj = 0;
+  if (MODE == kPairGLU) {
+    tileA = tileB = p;
+  } else {
+    hq = half / kM;  // m-tiles in half a head
+    const int c0 = n0 / (2 * kM), c1 = n1 / (2 * kM);
+    int pp = p;
+    if (pp >= c0 + c1) {
+      grp = 2, pp -= c0 + c1;
+    } else if (pp >= c0) {
+      grp = 1, pp -= c0;
+    }
+    if (grp < 2) {
+      const int head = pp / hq;
+      jj = pp - head * hq;
+      tileA = head * 2 * hq + jj, tileB = tileA + hq;
+    } else {
+      tileA = 2 * pp, tileB = 2 * pp + 1;
+    }
+  }
+  const u16* W;
+  const float* bias;
+  int N;
+  if (MODE == kPairGLU) {
+    W = m == 0 ? w0 : w1, bias = m == 0 ? b0 : b1, N = n0;
+  } else {
+    W = grp == 0 ? w0 : grp == 1 ? w1 : w2, bias = grp == 0 ? b0 : grp == 1 ? b1 : b2;
+    N = grp == 0 ? n0 : grp == 1 ? n1 : n2;
+  }
+  const int m0 = (m == 0 ? tileA : tileB) * kM;
+  const u16* rowA;
+  const u16* rowB;
+  bool okA, okB;
+  tilePtrs(W, N, K, m0, g, rowA, rowB, okA, okB);
+  uint4 wa[kSubs], wb[kSubs];
+  if (early) firstBlock(wa, wb, rowA, rowB, okA, okB, K, warp, q);
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) firstBlock(wa, wb, rowA, rowB, okA, okB, K, warp, q);
+  float acc[NT][4];
+  classChain<NT>(acc, wa, wb, x, T, K, tok0, rowA, rowB, okA, okB, warp, g, q);
+  // Each member's partials in warp order (both members' barriers are the
+  // CTA's: every thread reaches sumClasses), then the bias, into val.
+  if (warp > 0) {
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) part[m][warp - 1][nt * 4 + i][lane] = acc[nt][i];
+  }
+  __syncthreads();
+  if (warp == 0) {
+#pragma unroll
+    for (int s = 0; s < kSplit - 1; s++)
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[nt][i] += part[m][s][nt * 4 + i][lane];
+    const float biasA = bias && okA ? bias[m0 + g] : 0.f, biasB = bias && okB ? bias[m0 + g + 8] : 0.f;
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) val[m][i < 2 ? g : g + 8][nt * kN + 2 * q + (i & 1)] = acc[nt][i] + (i < 2 ? biasA : biasB);
+  }
+  __syncthreads();
+  // The epilogue: one thread per (channel of the tile, token).
+  for (int e = threadIdx.x; e < kM * NT * kN; e += 2 * kThreads) {
+    const int c = e / (NT * kN), tl = e % (NT * kN), t = tok0 + tl;
+    if (t >= T) continue;
+    const float v0 = val[0][c][tl], v1 = val[1][c][tl];
+    if (MODE == kPairGLU) {
+      const int ch = tileA * kM + c;
+      if (ch >= n0) continue;
+      const size_t o = size_t(t) * n0 + ch;
+      if (y0) y0[o] = v0;
+      if (y1) y1[o] = v1;
+      dst[o] = __fmul_rn(gluAct(act, v0), v1);  // ops.cu's swiglu (act kActSiLU) or geglu
+      continue;
+    }
+    float* y = grp == 0 ? y0 : grp == 1 ? y1 : y2;
+    float* row = y + size_t(t) * N;
+    const int chA = tileA * kM + c, chB = tileB * kM + c;
+    if (grp == 2) {  // v: as computed
+      if (chA < N) row[chA] = v0;
+      if (chB < N) row[chB] = v1;
+      continue;
+    }
+    // ops.cu's rope: the angle's float32 product, cos and sin in double.
+    float rc, rs;
+    ropeCosSin(float(pos[t]), invFreq[jj * kM + c], rc, rs);
+    ropeRotate(v0, v1, rc, rs, row[chA], row[chB]);
+  }
 }
 
 // ----------------------------------------------------------------------------
