@@ -243,6 +243,7 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
 	lin.EarlyWeights = o.BatchInvariant && !o.NoLinearEarly // decode-step.md v30
+	lin.Persistent = o.BatchInvariant && o.LinearPersistent
 	var skinny *kernels.Skinny
 	var skws cuda.DevicePtr
 	if !o.BatchInvariant && o.skinnyMode() != SkinnyOff { // the invariant mode runs linear.cu at every T

@@ -81,6 +81,10 @@ const (
 	// kernels load their weights after their dependency wait, and an
 	// add_rmsnorm after one reads its inputs after its own (comparisons).
 	EnvNoLinearEarly = "BITDECODE_NO_LINEAR_EARLY"
+	// EnvLinearPersistent is Options.LinearPersistent: linear.cu's narrow
+	// launches in the batch-invariant mode run as many CTAs as fit, each
+	// taking several m-tiles in turn (comparisons).
+	EnvLinearPersistent = "BITDECODE_LINEAR_PERSISTENT"
 	// EnvNoLinearFold is Options.NoLinearFold: SwiGLU (GeGLU) and RoPE run
 	// as their own launches after linear.cu's narrow kernel (comparisons).
 	EnvNoLinearFold = "BITDECODE_NO_LINEAR_FOLD"
@@ -251,6 +255,11 @@ type Options struct {
 	// before decode-step.md v30. The same bits. (The default mode's
 	// linear.cu launches never load early.)
 	NoLinearEarly bool
+	// LinearPersistent, in the batch-invariant mode, makes linear.cu's
+	// narrow launches of more m-tiles than fit on the GPU at once run as
+	// many CTAs as fit, each taking its tiles in turn
+	// (kernels.Linear.Persistent; decode-step.md v30). The same bits.
+	LinearPersistent bool
 	// NoLinearFold, in the batch-invariant mode, keeps SwiGLU (GeGLU) and
 	// RoPEQK apart from a grouped linear.cu narrow launch queued before
 	// them (fuse.go; by default they run in its epilogue, linear.cu's pair
@@ -389,7 +398,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
-		{EnvNoLinearEarly, &o.NoLinearEarly}, {EnvNoLinearFold, &o.NoLinearFold},
+		{EnvNoLinearEarly, &o.NoLinearEarly}, {EnvNoLinearFold, &o.NoLinearFold}, {EnvLinearPersistent, &o.LinearPersistent},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
 		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked},

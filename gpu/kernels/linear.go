@@ -57,6 +57,23 @@ type Linear struct {
 	// weights are written only at load, which ends in a stream sync). The
 	// same loads and bits either way.
 	EarlyWeights bool
+	// Persistent makes a narrow (or pair) launch of more m-tiles than fit
+	// on the GPU at once run a grid of as many CTAs as fit, each taking
+	// its tiles in turn with the next tile's first weights loaded before
+	// the current one's partials are added (linear.cu v5); the same bits.
+	Persistent bool
+	// resident[i] (pairResident[i][mode]) is how many CTAs of the narrow
+	// (pair) kernel at linearNTs[i] fit on the GPU at once.
+	resident     [len(linearNTs)]int
+	pairResident [len(linearNTs)][linearPairModes]int
+	saved        *linearResident // LimitResident's copy (tests)
+}
+
+// linearResident is a copy of a Linear's resident counts (LimitResident,
+// in tests).
+type linearResident struct {
+	resident     [len(linearNTs)]int
+	pairResident [len(linearNTs)][linearPairModes]int
 }
 
 // LinearGroup is one weight of a grouped launch: w [N][K] fp16, bias [N]
@@ -98,6 +115,25 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 				return nil, err
 			}
 		}
+	}
+	err = dev.Do(func(c *cuda.Ctx) error {
+		for i := range linearNTs {
+			n, err := c.MaxActiveBlocksPerSM(l.fns[i], linearSplit*32, 0)
+			if err != nil {
+				return err
+			}
+			l.resident[i] = max(1, n) * dev.SMs()
+			for mode := range linearPairModes {
+				if n, err = c.MaxActiveBlocksPerSM(l.pairs[i][mode], 2*linearSplit*32, 0); err != nil {
+					return err
+				}
+				l.pairResident[i][mode] = max(1, n) * dev.SMs()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -177,11 +213,21 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 			g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
 	}
 	i, blocks := linearNTFor(T)
-	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: linearSplit * 32}, 0, st,
+	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: l.gridY(tiles, blocks, l.resident[i])}, cuda.Dim3{X: linearSplit * 32}, 0, st,
 		x, int32(T), int32(K), b2i32(l.EarlyWeights),
 		g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 		g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
 		g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
+}
+
+// gridY is a narrow or pair launch's grid height for n m-tiles (pairs) and
+// `blocks` token blocks: n, or with Persistent at most as many CTAs as fit
+// on the GPU at once (resident) over the token blocks.
+func (l *Linear) gridY(n, blocks, resident int) int {
+	if !l.Persistent {
+		return n
+	}
+	return max(1, min(n, resident/blocks))
 }
 
 // b2i32 is 1 for true, 0 for false (a kernel's int flag).
@@ -222,7 +268,8 @@ func (l *Linear) LaunchGLU(c *cuda.Ctx, st cuda.Stream, act Act, x cuda.DevicePt
 		return fmt.Errorf("kernels: linear glu: gate N = %d, up N = %d (want equal, at least 1), weights and dst set", gate.N, up.N)
 	}
 	i, blocks := linearNTFor(T)
-	return c.Launch(l.pairs[i][linearPairGLU], cuda.Dim3{X: blocks, Y: (gate.N + linearM - 1) / linearM}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
+	pairs := (gate.N + linearM - 1) / linearM
+	return c.Launch(l.pairs[i][linearPairGLU], cuda.Dim3{X: blocks, Y: l.gridY(pairs, blocks, l.pairResident[i][linearPairGLU])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
 		x, int32(T), int32(K), b2i32(l.EarlyWeights),
 		gate.W, gate.Bias, gate.Y, int32(gate.N),
 		up.W, up.Bias, up.Y, int32(up.N),
@@ -247,7 +294,7 @@ func (l *Linear) LaunchRoPE(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K 
 	}
 	pairs := q.N/(2*linearM) + k.N/(2*linearM) + ((v.N+linearM-1)/linearM+1)/2
 	i, blocks := linearNTFor(T)
-	return c.Launch(l.pairs[i][linearPairRoPE], cuda.Dim3{X: blocks, Y: pairs}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
+	return c.Launch(l.pairs[i][linearPairRoPE], cuda.Dim3{X: blocks, Y: l.gridY(pairs, blocks, l.pairResident[i][linearPairRoPE])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
 		x, int32(T), int32(K), b2i32(l.EarlyWeights),
 		q.W, q.Bias, q.Y, int32(q.N),
 		k.W, k.Bias, k.Y, int32(k.N),

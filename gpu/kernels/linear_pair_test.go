@@ -3,7 +3,7 @@ package kernels_test
 // Tests of linear.cu's pair kernels (v5): SwiGLU (GeGLU) and RoPE folded
 // into the epilogue of the batch-invariant narrow kernel, bitwise the
 // grouped launch followed by the separate ops.cu kernel, for every row
-// count of the narrow kernel, with and without the early weight loads.
+// count of the narrow kernel, in every mode of linearModes.
 
 import (
 	"fmt"
@@ -15,19 +15,39 @@ import (
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 )
 
+// linearModes are the narrow launch settings the tests below compare
+// bitwise: early weight loads, and persistent grids (Linear.Persistent) of
+// 7 CTAs (every CTA takes several tiles in turn) or of the GPU's count.
+var linearModes = []struct {
+	early, persistent bool
+	limit             int
+}{{false, false, 0}, {true, false, 0}, {false, true, 7}, {true, true, 7}, {true, true, 0}}
+
+// setMode sets l's launch settings to linearModes[i]; resetLinear restores
+// the defaults.
+func setMode(l *kernels.Linear, i int) string {
+	m := linearModes[i]
+	l.EarlyWeights, l.Persistent = m.early, m.persistent
+	l.LimitResident(m.limit)
+	return fmt.Sprintf("early %v persistent %v (limit %d)", m.early, m.persistent, m.limit)
+}
+
+func resetLinear(l *kernels.Linear) { setMode(l, 0) }
+
 // TestLinearEarlyWeights checks that the narrow kernel's early weight
-// loads (Linear.EarlyWeights) change no bit: T = 1, 8, 9 and 16, a group
-// with a partial m-tile, against the same launch without them.
+// loads (Linear.EarlyWeights) and persistent grids (Linear.Persistent)
+// change no bit: T = 1, 8, 9 and 16, a group with a partial m-tile, every
+// mode against the plain launch.
 func TestLinearEarlyWeights(t *testing.T) {
 	d, l := linearSetup(t)
-	defer func() { l.EarlyWeights = false }()
+	defer resetLinear(l)
 	r := rand.New(rand.NewPCG(31, 32))
 	const K = 4104
 	for _, T := range []int{1, 8, 9, 16} {
 		m := newGPUMem(t, d)
 		xp, gs := pairInputs(t, m, r, T, K, 1000, 256, 40)
-		run := func(early bool) [][]float32 {
-			l.EarlyWeights = early
+		run := func(mode int) [][]float32 {
+			setMode(l, mode)
 			o := append([]kernels.LinearGroup(nil), gs...)
 			for i := range o {
 				o[i].Y = m.poisonedF32(T * o[i].N)
@@ -39,9 +59,12 @@ func TestLinearEarlyWeights(t *testing.T) {
 			}
 			return ys
 		}
-		late, early := run(false), run(true)
-		for i := range gs {
-			sameF32Bits(t, fmt.Sprintf("T=%d group %d early", T, i), early[i], late[i])
+		plain := run(0)
+		for mode := 1; mode < len(linearModes); mode++ {
+			got := run(mode)
+			for i := range gs {
+				sameF32Bits(t, fmt.Sprintf("T=%d group %d %s", T, i, setMode(l, mode)), got[i], plain[i])
+			}
 		}
 	}
 }
@@ -50,13 +73,13 @@ func TestLinearEarlyWeights(t *testing.T) {
 // Ops.SwiGLU (Ops.GeGLU), bitwise, at T = 1, 3, 8, 9 and 16 (both n-tile
 // counts), an odd N (a partial last m-tile), gate's output not written
 // (dst in its place, as the backend folds SwiGLU(gate, gate, up)) and all
-// three outputs distinct, with and without the early weight loads; and
+// three outputs distinct, in every mode of linearModes; and
 // that the rows of a launch of T are those of a launch of one row (the
 // fold keeps the batch invariance).
 func TestLinearGLU(t *testing.T) {
 	d, ops := opsSetup(t)
 	_, l := linearSetup(t)
-	defer func() { l.EarlyWeights = false }()
+	defer resetLinear(l)
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, sh := range []struct{ T, K, N int }{{1, 4096, 1024}, {3, 1032, 1001}, {8, 520, 131}, {9, 264, 64}, {16, 2056, 200}} {
 		for _, act := range []kernels.Act{kernels.ActSiLU, kernels.ActGeluTanh} {
@@ -77,8 +100,8 @@ func TestLinearGLU(t *testing.T) {
 					return ops.SwiGLU(c, s, refDst, ref[0].Y, ref[1].Y, n)
 				})
 				wantG, wantU, want := m.f32s(ref[0].Y, n), m.f32s(ref[1].Y, n), m.f32s(refDst, n)
-				for _, early := range []bool{false, true} {
-					l.EarlyWeights = early
+				for mode := range linearModes {
+					what := setMode(l, mode)
 					for _, distinct := range []bool{false, true} {
 						fu := append([]kernels.LinearGroup(nil), gs...)
 						fu[0].Y, fu[1].Y = 0, m.poisonedF32(n)
@@ -89,7 +112,7 @@ func TestLinearGLU(t *testing.T) {
 						m.run(func(c *cuda.Ctx, s cuda.Stream) error {
 							return l.LaunchGLU(c, s, act, xp, sh.T, sh.K, fu[0], fu[1], dst)
 						})
-						what := fmt.Sprintf("early %v, gate written %v", early, distinct)
+						what := fmt.Sprintf("%s, gate written %v", what, distinct)
 						sameF32Bits(t, what+": dst", m.f32s(dst, n), want)
 						sameF32Bits(t, what+": up", m.f32s(fu[1].Y, n), wantU)
 						if distinct {
@@ -98,6 +121,7 @@ func TestLinearGLU(t *testing.T) {
 					}
 				}
 				// The last row alone: the same bits as in the batch.
+				resetLinear(l)
 				last := sh.T - 1
 				one := append([]kernels.LinearGroup(nil), gs...)
 				one[0].Y, one[1].Y = m.poisonedF32(sh.N), m.poisonedF32(sh.N)
@@ -133,12 +157,13 @@ func TestLinearGLU(t *testing.T) {
 // TestLinearRoPE checks Linear.LaunchRoPE against LaunchGroups then
 // Ops.RoPEQK without norms, bitwise, at T = 1, 2, 8, 9 and 16 with
 // positions from 0 to 131071, heads of D = 32, 64 and 128, v with an odd
-// number of m-tiles, a partial last one, and none; with and without the
-// early weight loads; and a row of the batch against a launch of it alone.
+// number of m-tiles, a partial last one, and none; in all the
+// modes of linearModes; and a row of the batch against a launch of it
+// alone.
 func TestLinearRoPE(t *testing.T) {
 	d, ops := opsSetup(t)
 	_, l := linearSetup(t)
-	defer func() { l.EarlyWeights = false }()
+	defer resetLinear(l)
 	r := rand.New(rand.NewPCG(35, 36))
 	posAll := []int32{0, 7, 131071, 5000, 1, 65536, 999, 32767, 3, 100000, 12, 77, 4095, 4096, 8191, 2}
 	for _, sh := range []struct{ T, K, D, Hq, Hk, Nv int }{
@@ -176,16 +201,17 @@ func TestLinearRoPE(t *testing.T) {
 				}
 				return ops.RoPEQK(c, s, ref[0].Y, ref[1].Y, pos, invFreq, 0, 0, sh.T, sh.Hq, sh.Hk, hf, 1e-6)
 			})
-			for _, early := range []bool{false, true} {
-				l.EarlyWeights = early
+			for mode := range linearModes {
+				what := setMode(l, mode)
 				fu := outs(sh.T)
 				m.run(func(c *cuda.Ctx, s cuda.Stream) error {
 					return l.LaunchRoPE(c, s, xp, sh.T, sh.K, fu[0], fu[1], fu[2], pos, invFreq, hf)
 				})
 				for i, N := range Ns {
-					sameF32Bits(t, fmt.Sprintf("early %v weight %d", early, i), m.f32s(fu[i].Y, sh.T*N), m.f32s(ref[i].Y, sh.T*N))
+					sameF32Bits(t, fmt.Sprintf("%s weight %d", what, i), m.f32s(fu[i].Y, sh.T*N), m.f32s(ref[i].Y, sh.T*N))
 				}
 			}
+			resetLinear(l)
 			// The last row alone, at its own position.
 			last := sh.T - 1
 			one := outs(1)
