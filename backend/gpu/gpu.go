@@ -244,7 +244,6 @@ func Open(ordinal int, o Options) (*Backend, error) {
 	}
 	lin.EarlyWeights = o.BatchInvariant && !o.NoLinearEarly // decode-step.md v30
 	lin.Persistent = o.BatchInvariant && !o.NoLinearPersistent
-	lin.L2Fetch256 = o.BatchInvariant && o.LinearL2Fetch
 	var skinny *kernels.Skinny
 	var skws cuda.DevicePtr
 	if !o.BatchInvariant && o.skinnyMode() != SkinnyOff { // the invariant mode runs linear.cu at every T

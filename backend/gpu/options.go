@@ -85,9 +85,6 @@ const (
 	// narrow launches in the batch-invariant mode run a CTA an m-tile
 	// (comparisons).
 	EnvNoLinearPersistent = "BITDECODE_NO_LINEAR_PERSISTENT"
-	// EnvLinearL2Fetch is Options.LinearL2Fetch: linear.cu's narrow
-	// kernels' weight loads ask the L2 for 256 bytes (comparisons).
-	EnvLinearL2Fetch = "BITDECODE_LINEAR_L2_FETCH"
 	// EnvNoLinearFold is Options.NoLinearFold: SwiGLU (GeGLU) and RoPE run
 	// as their own launches after linear.cu's narrow kernel (comparisons).
 	EnvNoLinearFold = "BITDECODE_NO_LINEAR_FOLD"
@@ -264,10 +261,6 @@ type Options struct {
 	// once runs as many CTAs as fit, each taking its tiles in turn
 	// (kernels.Linear.Persistent; decode-step.md v30). The same bits.
 	NoLinearPersistent bool
-	// LinearL2Fetch, in the batch-invariant mode, makes linear.cu's narrow
-	// kernels load their weights with .L2::256B
-	// (kernels.Linear.L2Fetch256; decode-step.md v30). The same bits.
-	LinearL2Fetch bool
 	// NoLinearFold, in the batch-invariant mode, keeps SwiGLU (GeGLU) and
 	// RoPEQK apart from a grouped linear.cu narrow launch queued before
 	// them (fuse.go; by default they run in its epilogue, linear.cu's pair
@@ -407,7 +400,6 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoLinearEarly, &o.NoLinearEarly}, {EnvNoLinearFold, &o.NoLinearFold}, {EnvNoLinearPersistent, &o.NoLinearPersistent},
-		{EnvLinearL2Fetch, &o.LinearL2Fetch},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
 		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked},

@@ -16,21 +16,20 @@ import (
 )
 
 // linearModes are the narrow launch settings the tests below compare
-// bitwise: early weight loads, persistent grids (Linear.Persistent) of 7
-// CTAs (every CTA takes several tiles in turn) or of the GPU's count, and
-// the weights' loads with .L2::256B (Linear.L2Fetch256).
+// bitwise: early weight loads, and persistent grids (Linear.Persistent) of
+// 7 CTAs (every CTA takes several tiles in turn) or of the GPU's count.
 var linearModes = []struct {
-	early, persistent, l2 bool
-	limit                 int
-}{{false, false, false, 0}, {true, false, false, 0}, {false, true, false, 7}, {true, true, false, 7}, {true, true, true, 0}, {false, false, true, 0}}
+	early, persistent bool
+	limit             int
+}{{false, false, 0}, {true, false, 0}, {false, true, 7}, {true, true, 7}, {true, true, 0}}
 
 // setMode sets l's launch settings to linearModes[i]; resetLinear restores
 // the defaults.
 func setMode(l *kernels.Linear, i int) string {
 	m := linearModes[i]
-	l.EarlyWeights, l.Persistent, l.L2Fetch256 = m.early, m.persistent, m.l2
+	l.EarlyWeights, l.Persistent = m.early, m.persistent
 	l.LimitResident(m.limit)
-	return fmt.Sprintf("early %v persistent %v (limit %d) L2 256B %v", m.early, m.persistent, m.limit, m.l2)
+	return fmt.Sprintf("early %v persistent %v (limit %d)", m.early, m.persistent, m.limit)
 }
 
 func resetLinear(l *kernels.Linear) { setMode(l, 0) }
