@@ -10,7 +10,7 @@
 // fold happens when the ops come in that order in one segment of the queue
 // (queueOp keeps a gemv launch in the queue for the op after it).
 // In the batch-invariant mode the same ops fold into a linear.cu narrow
-// group launch (queuedOp.lin; kernels.Linear.LaunchGLU, LaunchRoPE: the
+// group launch of at most kernels.LinearTunedMaxRows rows (queuedOp.lin; kernels.Linear.LaunchGLU, LaunchRoPE: the
 // pair kernels, the bits of the narrow kernel then the separate op, so a
 // row's bits still do not depend on the batch; decode-step.md v30).
 //

@@ -70,7 +70,7 @@ func (b *Backend) foldsInto(op string, T, N, K int) string {
 	switch path := b.fp16Path(T, N, K, false); {
 	case T <= gemvDecodeRows && path == pathGEMV:
 		return "LinearGroup+" + op
-	case b.opts.BatchInvariant && !b.opts.NoLinearFold && T <= kernels.LinearNarrowMaxRows:
+	case b.opts.BatchInvariant && !b.opts.NoLinearFold && T <= kernels.LinearTunedMaxRows:
 		return "LinearGroup+" + op + " (linear.cu)"
 	}
 	return ""
@@ -362,7 +362,7 @@ func TestEarlyNormInputs(t *testing.T) {
 // TestLinearQueuedOps: in the batch-invariant mode a linear.cu narrow
 // launch of a group of two or three weights is queued foldable (lin), one
 // of a single weight as plain (its AddRMSNorm may read early), neither
-// past the narrow kernel's rows, with Options.NoLinearFold a group as
+// past kernels.LinearTunedMaxRows rows, with Options.NoLinearFold a group as
 // plain, with NoLinearEarly a single weight as neither; the default mode's
 // linear.cu launches are neither (no GPU needed: nothing runs).
 func TestLinearQueuedOps(t *testing.T) {
@@ -378,7 +378,9 @@ func TestLinearQueuedOps(t *testing.T) {
 		wantLin, wantPlain   bool
 	}{
 		{"invariant group", true, false, false, 1, two, true, false},
-		{"invariant group of 16 rows", true, false, false, 16, two, true, false},
+		{"invariant group of 8 rows", true, false, false, 8, two, true, false},
+		{"invariant group of 9 rows", true, false, false, 9, two, false, false},
+		{"invariant single of 16 rows", true, false, false, 16, one, false, false},
 		{"invariant single", true, false, false, 1, one, false, true},
 		{"invariant group, no fold", true, true, false, 1, two, false, true},
 		{"invariant single, no early", true, false, true, 1, one, false, false},

@@ -578,13 +578,14 @@ func (b *Backend) launchLinear(op string, xt *tensor, T, K int, groups ...kernel
 		}
 		return b.lin.LaunchGroups(c, b.stream, xt.ptr, buf, T, K, groups...)
 	}}
-	if T <= kernels.LinearNarrowMaxRows && b.opts.BatchInvariant {
-		// The batch-invariant mode's narrow kernel, where gemv.cu would
-		// run otherwise: a group of two or three weights may take the op
-		// after it into its epilogue (fuse.go's foldGLU, foldRoPE); an
-		// AddRMSNorm after any may read its inputs early
-		// (earlyNormInputs), as after gemv.cu's launches (decode-step.md
-		// v30). The default mode's 3-16 rows keep v29's launches.
+	if T <= kernels.LinearTunedMaxRows && b.opts.BatchInvariant {
+		// The batch-invariant mode's narrow kernel at one n-tile (up to
+		// 8 rows: the launches gemv.cu takes otherwise at 1-2): a group
+		// of two or three weights may take the op after it into its
+		// epilogue (fuse.go's foldGLU, foldRoPE); an AddRMSNorm after any
+		// may read its inputs early (earlyNormInputs), as after gemv.cu's
+		// launches (decode-step.md v30). 9-16 rows, and the default
+		// mode's 3-16, keep the launches they had.
 		l := &gemvLaunch{x: xt.ptr, xBytes: 4 * xt.n, T: T, K: K, groups: groups}
 		switch {
 		case len(groups) >= 2 && !b.opts.NoLinearFold:

@@ -249,23 +249,25 @@ type Options struct {
 	// bits; decode-step.md v21).
 	NoEarlyNorm bool
 	// NoLinearEarly, in the batch-invariant mode, keeps linear.cu's narrow
-	// kernels' first weight loads after their dependency wait
-	// (kernels.Linear.EarlyWeights) and an AddRMSNorm queued after such a
-	// launch reading its inputs after its own (earlyNormInputs), as
-	// before decode-step.md v30. The same bits. (The default mode's
-	// linear.cu launches never load early.)
+	// kernels' first weight loads (at most kernels.LinearTunedMaxRows
+	// rows) after their dependency wait (kernels.Linear.EarlyWeights), and
+	// an AddRMSNorm queued after such a launch reading its inputs after its
+	// own (earlyNormInputs), as before decode-step.md v30. The same bits.
+	// (The default mode's linear.cu launches never load early.)
 	NoLinearEarly bool
 	// NoLinearPersistent, in the batch-invariant mode, keeps linear.cu's
-	// narrow launches at a CTA an m-tile (a pair of them for the pair
-	// kernels). By default a launch of more tiles than fit on the GPU at
-	// once runs as many CTAs as fit, each taking its tiles in turn
-	// (kernels.Linear.Persistent; decode-step.md v30). The same bits.
+	// narrow launches (at most kernels.LinearTunedMaxRows rows) at a CTA an
+	// m-tile (a pair of them for the pair kernels). By default a launch of
+	// more tiles than fit on the GPU at once runs as many CTAs as fit,
+	// each taking its tiles in turn (kernels.Linear.Persistent;
+	// decode-step.md v30). The same bits.
 	NoLinearPersistent bool
 	// NoLinearFold, in the batch-invariant mode, keeps SwiGLU (GeGLU) and
-	// RoPEQK apart from a grouped linear.cu narrow launch queued before
-	// them (fuse.go; by default they run in its epilogue, linear.cu's pair
-	// kernels, decode-step.md v30). The same bits. (The default mode's
-	// linear.cu launches never fold.)
+	// RoPEQK apart from a grouped linear.cu narrow launch (at most
+	// kernels.LinearTunedMaxRows rows) queued before them (fuse.go; by
+	// default they run in its epilogue, linear.cu's pair kernels,
+	// decode-step.md v30). The same bits. (The default mode's linear.cu
+	// launches never fold.)
 	NoLinearFold bool
 	// NoRoPEAppend keeps a KV cache's attention op apart from the joined
 	// q|k|v GEMM with RoPE queued before it: rope_cols writes float32 q, k

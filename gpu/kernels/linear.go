@@ -19,6 +19,12 @@ const (
 	// linearSplit is linear.cu's kSplit: warps per CTA, one class of
 	// 128-channel k-blocks each.
 	linearSplit = 8
+	// LinearTunedMaxRows is the most rows for which Linear.EarlyWeights
+	// and Linear.Persistent apply, and the backend folds SwiGLU and RoPE
+	// into a narrow launch: one n-tile, the instantiation measured at one
+	// row (docs/perf/decode-step.md v30); 9-16 rows (two n-tiles, more
+	// registers) keep v4's launches until measured.
+	LinearTunedMaxRows = linearN
 	// LinearMaxGroups is the most weights one Linear launch computes.
 	LinearMaxGroups = 3
 	// LinearNarrowMaxRows is the most rows linear.cu's narrow kernel
@@ -50,17 +56,18 @@ type Linear struct {
 	fns         [len(linearNTs)]cuda.Function
 	pairs       [len(linearNTs)][linearPairModes]cuda.Function
 	wide, toF16 cuda.Function
-	// EarlyWeights makes the narrow kernels (LinearNarrowMaxRows rows or
+	// EarlyWeights makes the narrow kernels (LinearTunedMaxRows rows or
 	// fewer, the pair kernels too) load each warp's first k-block of
 	// weights before their dependency wait, so that it overlaps the
 	// kernel ahead under programmatic dependent launch (the backend's
 	// weights are written only at load, which ends in a stream sync). The
 	// same loads and bits either way.
 	EarlyWeights bool
-	// Persistent makes a narrow (or pair) launch of more m-tiles than fit
-	// on the GPU at once run a grid of as many CTAs as fit, each taking
-	// its tiles in turn with the next tile's first weights loaded before
-	// the current one's partials are added (linear.cu v5); the same bits.
+	// Persistent makes a narrow (or pair) launch of at most
+	// LinearTunedMaxRows rows and more m-tiles than fit on the GPU at once
+	// run a grid of as many CTAs as fit, each taking its tiles in turn
+	// with the next tile's first weights loaded before the current one's
+	// partials are added (linear.cu v5); the same bits.
 	Persistent bool
 	// resident[i] (pairResident[i][mode]) is how many CTAs of the narrow
 	// (pair) kernel at linearNTs[i] fit on the GPU at once.
@@ -213,21 +220,28 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 			g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
 	}
 	i, blocks := linearNTFor(T)
-	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: l.gridY(tiles, blocks, l.resident[i])}, cuda.Dim3{X: linearSplit * 32}, 0, st,
-		x, int32(T), int32(K), b2i32(l.EarlyWeights),
+	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: l.gridY(T, tiles, blocks, l.resident[i])}, cuda.Dim3{X: linearSplit * 32}, 0, st,
+		x, int32(T), int32(K), l.early(T),
 		g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 		g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
 		g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
 }
 
-// gridY is a narrow or pair launch's grid height for n m-tiles (pairs) and
-// `blocks` token blocks: n, or with Persistent at most as many CTAs as fit
-// on the GPU at once (resident) over the token blocks.
-func (l *Linear) gridY(n, blocks, resident int) int {
-	if !l.Persistent {
+// gridY is a narrow or pair launch's grid height for T rows, n m-tiles
+// (pairs) and `blocks` token blocks: n, or with Persistent (at most
+// LinearTunedMaxRows rows) at most as many CTAs as fit on the GPU at once
+// (resident) over the token blocks.
+func (l *Linear) gridY(T, n, blocks, resident int) int {
+	if !l.Persistent || T > LinearTunedMaxRows {
 		return n
 	}
 	return max(1, min(n, resident/blocks))
+}
+
+// early is a narrow or pair launch's early flag for T rows: EarlyWeights
+// at most LinearTunedMaxRows rows.
+func (l *Linear) early(T int) int32 {
+	return b2i32(l.EarlyWeights && T <= LinearTunedMaxRows)
 }
 
 // b2i32 is 1 for true, 0 for false (a kernel's int flag).
@@ -269,8 +283,8 @@ func (l *Linear) LaunchGLU(c *cuda.Ctx, st cuda.Stream, act Act, x cuda.DevicePt
 	}
 	i, blocks := linearNTFor(T)
 	pairs := (gate.N + linearM - 1) / linearM
-	return c.Launch(l.pairs[i][linearPairGLU], cuda.Dim3{X: blocks, Y: l.gridY(pairs, blocks, l.pairResident[i][linearPairGLU])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
-		x, int32(T), int32(K), b2i32(l.EarlyWeights),
+	return c.Launch(l.pairs[i][linearPairGLU], cuda.Dim3{X: blocks, Y: l.gridY(T, pairs, blocks, l.pairResident[i][linearPairGLU])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
+		x, int32(T), int32(K), l.early(T),
 		gate.W, gate.Bias, gate.Y, int32(gate.N),
 		up.W, up.Bias, up.Y, int32(up.N),
 		cuda.DevicePtr(0), cuda.DevicePtr(0), cuda.DevicePtr(0), int32(0),
@@ -294,8 +308,8 @@ func (l *Linear) LaunchRoPE(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K 
 	}
 	pairs := q.N/(2*linearM) + k.N/(2*linearM) + ((v.N+linearM-1)/linearM+1)/2
 	i, blocks := linearNTFor(T)
-	return c.Launch(l.pairs[i][linearPairRoPE], cuda.Dim3{X: blocks, Y: l.gridY(pairs, blocks, l.pairResident[i][linearPairRoPE])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
-		x, int32(T), int32(K), b2i32(l.EarlyWeights),
+	return c.Launch(l.pairs[i][linearPairRoPE], cuda.Dim3{X: blocks, Y: l.gridY(T, pairs, blocks, l.pairResident[i][linearPairRoPE])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
+		x, int32(T), int32(K), l.early(T),
 		q.W, q.Bias, q.Y, int32(q.N),
 		k.W, k.Bias, k.Y, int32(k.N),
 		v.W, v.Bias, v.Y, int32(v.N),
