@@ -9,6 +9,10 @@
 // (docs/perf/decode-step.md v14). The model's Forward needs no change: a
 // fold happens when the ops come in that order in one segment of the queue
 // (queueOp keeps a gemv launch in the queue for the op after it).
+// In the batch-invariant mode the same ops fold into a linear.cu narrow
+// group launch of at most kernels.LinearTunedMaxRows rows (queuedOp.lin; kernels.Linear.LaunchGLU, LaunchRoPE: the
+// pair kernels, the bits of the narrow kernel then the separate op, so a
+// row's bits still do not depend on the batch; decode-step.md v30).
 //
 // The op after a gemv.cu launch may also start early: AddRMSNorm reads
 // the residual and the norm's weight before its dependency wait where the
@@ -52,13 +56,18 @@ func (b *Backend) foldLast(match func(last *queuedOp) (q queuedOp, ok bool)) boo
 	return true
 }
 
-// fold is foldLast where the last queued op is a gemv.cu launch.
-func (b *Backend) fold(match func(l *gemvLaunch) (q queuedOp, ok bool)) bool {
+// fold is foldLast where the last queued op is a gemv.cu launch (mma
+// false) or a linear.cu narrow group launch (mma true: the batch-invariant
+// mode's, queuedOp.lin).
+func (b *Backend) fold(match func(l *gemvLaunch, mma bool) (q queuedOp, ok bool)) bool {
 	return b.foldLast(func(last *queuedOp) (queuedOp, bool) {
-		if last.gemv == nil {
-			return queuedOp{}, false
+		switch {
+		case last.gemv != nil:
+			return match(last.gemv, false)
+		case last.lin != nil:
+			return match(last.lin, true)
 		}
-		return match(last.gemv)
+		return queuedOp{}, false
 	})
 }
 
@@ -92,7 +101,7 @@ func gluOpName(act kernels.Act) string {
 // is not written where dst takes its place; dst must not overlap x, which
 // other CTAs of the launch still read.
 func (b *Backend) foldGLU(act kernels.Act, dst, gate, up *tensor) bool {
-	return b.fold(func(l *gemvLaunch) (queuedOp, bool) {
+	return b.fold(func(l *gemvLaunch, mma bool) (queuedOp, bool) {
 		if len(l.groups) != 2 || l.groups[0].Y != gate.ptr || l.groups[1].Y != up.ptr ||
 			l.groups[0].N != l.groups[1].N || overlaps(dst.ptr, 4*dst.n, l.x, l.xBytes) {
 			return queuedOp{}, false
@@ -105,7 +114,15 @@ func (b *Backend) foldGLU(act kernels.Act, dst, gate, up *tensor) bool {
 			u.Y = 0
 		}
 		x, T, K, d := l.x, l.T, l.K, dst.ptr
-		key := groupKey([]uint64{u64(x), u64(T), u64(K), u64(d), uint64(act)}, g, u)
+		key := groupKey([]uint64{u64(x), u64(T), u64(K), u64(d), uint64(act), b2u(mma)}, g, u)
+		if mma {
+			if !b.lin.PairFits(T, K) {
+				return queuedOp{}, false
+			}
+			return queuedOp{op: "LinearGroup+" + gluOpName(act) + " (linear.cu)", key: key, f: func(c *cuda.Ctx) error {
+				return b.lin.LaunchGLU(c, b.stream, act, x, T, K, g, u, d)
+			}}, true
+		}
 		return queuedOp{op: "LinearGroup+" + gluOpName(act), key: key, f: func(c *cuda.Ctx) error {
 			return b.gemv.LaunchGLUSplit(c, b.stream, act, x, T, K, b.gemv.SplitFor(T, g.N, u.N), g, u, d)
 		}}, true
@@ -116,7 +133,7 @@ func (b *Backend) foldGLU(act kernels.Act, dst, gate, up *tensor) bool {
 // gemv.cu launch whose first two outputs are q and k (and the third, if
 // any, v), and reports whether it did.
 func (b *Backend) foldRoPE(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) bool {
-	return b.fold(func(l *gemvLaunch) (queuedOp, bool) {
+	return b.fold(func(l *gemvLaunch, mma bool) (queuedOp, bool) {
 		if len(l.groups) < 2 || l.groups[0].Y != q.ptr || l.groups[1].Y != k.ptr {
 			return queuedOp{}, false
 		}
@@ -130,7 +147,15 @@ func (b *Backend) foldRoPE(q, k, pos *tensor, invFreq cuda.DevicePtr, half int) 
 		}
 		qg, kg := l.groups[0], l.groups[1]
 		x, T, K, p := l.x, l.T, l.K, pos.ptr
-		key := groupKey([]uint64{u64(x), u64(T), u64(K), u64(p), u64(invFreq), u64(half)}, qg, kg, v)
+		key := groupKey([]uint64{u64(x), u64(T), u64(K), u64(p), u64(invFreq), u64(half), b2u(mma)}, qg, kg, v)
+		if mma {
+			if !b.lin.PairFits(T, K) || !kernels.RoPEPairFits(qg.N, kg.N, v.N, half) {
+				return queuedOp{}, false
+			}
+			return queuedOp{op: "LinearGroup+RoPEQK (linear.cu)", key: key, f: func(c *cuda.Ctx) error {
+				return b.lin.LaunchRoPE(c, b.stream, x, T, K, qg, kg, v, p, invFreq, half)
+			}}, true
+		}
 		return queuedOp{op: "LinearGroup+RoPEQK", key: key, f: func(c *cuda.Ctx) error {
 			return b.gemv.LaunchRoPE(c, b.stream, x, T, K, qg, kg, v, p, invFreq, half)
 		}}, true
@@ -163,7 +188,7 @@ func (b *Backend) earlyNormInputs(h *tensor) bool {
 	if n == 0 {
 		return false
 	}
-	l := cmp.Or(b.queue[n-1].plain, b.queue[n-1].gemv)
+	l := cmp.Or(b.queue[n-1].plain, b.queue[n-1].gemv, b.queue[n-1].lin)
 	if l == nil {
 		return false
 	}

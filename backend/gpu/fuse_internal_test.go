@@ -1,8 +1,8 @@
 package gpu
 
 // The folds of fuse.go: SwiGLU and RoPEQK queued right after a decode
-// LinearGroup run in its gemv.cu launch (the queue's last op is the folded
-// one), leave every tensor with the bits of the separate ops (LinearGroup,
+// LinearGroup run in its gemv.cu launch, or in the batch-invariant mode in
+// its linear.cu narrow launch (the queue's last op is the folded one), leave every tensor with the bits of the separate ops (LinearGroup,
 // a flush, then the op), and are refused where they must be (dst over x,
 // q/k norms, three rows).
 
@@ -42,6 +42,38 @@ func foldBackend(t *testing.T) *Backend {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// foldBackends returns foldBackend and, unless the environment already
+// asks for it, a second backend in the batch-invariant mode (whose folds
+// go to linear.cu's pair kernels, decode-step.md v30).
+func foldBackends(t *testing.T) []*Backend {
+	t.Helper()
+	b := foldBackend(t)
+	if b.opts.BatchInvariant {
+		return []*Backend{b}
+	}
+	o := b.opts
+	o.BatchInvariant = true
+	bi, err := Open(0, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bi.Close() })
+	return []*Backend{b, bi}
+}
+
+// foldsInto returns the name of the op that SwiGLU (RoPEQK), named op,
+// queued right after a LinearGroup of T rows, N summed channels and K
+// inputs folds into on b, or "" where it does not fold.
+func (b *Backend) foldsInto(op string, T, N, K int) string {
+	switch path := b.fp16Path(T, N, K, false); {
+	case T <= gemvDecodeRows && path == pathGEMV:
+		return "LinearGroup+" + op
+	case b.opts.BatchInvariant && !b.opts.NoLinearFold && T <= kernels.LinearTunedMaxRows:
+		return "LinearGroup+" + op + " (linear.cu)"
+	}
+	return ""
 }
 
 // foldData holds random float32 data: N(0, scale²).
@@ -121,19 +153,24 @@ func foldSameBits(t *testing.T, what string, got, want []float32) {
 }
 
 func TestFoldSwiGLU(t *testing.T) {
-	b := foldBackend(t)
+	for _, b := range foldBackends(t) {
+		foldSwiGLU(t, b)
+	}
+}
+
+func foldSwiGLU(t *testing.T, b *Backend) {
 	r := rand.New(rand.NewPCG(31, 32))
-	for _, sh := range []struct{ T, K, N int }{{1, 1032, 1001}, {2, 520, 3072}, {3, 264, 130}, {1, 1024, 1024}} {
+	for _, sh := range []struct{ T, K, N int }{{1, 1032, 1001}, {2, 520, 3072}, {3, 264, 130}, {1, 1024, 1024}, {12, 264, 130}} {
 		wg := foldWeight(t, b, "gate", foldData(r, sh.N*sh.K, 0.02), sh.N, sh.K)
 		wu := foldWeight(t, b, "up", foldData(r, sh.N*sh.K, 0.02), sh.N, sh.K)
 		bu := foldWeight(t, b, "up.bias", foldData(r, sh.N, 1), sh.N)
 		xv := foldData(r, sh.T*sh.K, 1)
-		folds := sh.T <= gemvDecodeRows && b.fp16Path(sh.T, sh.N, sh.K, false) == pathGEMV
 		// dst: gate (the model's SwiGLU(gate, gate, up)), up, a tensor of
 		// its own, and x (the GEMV's input: refused).
 		for _, glu := range []string{"SwiGLU", "GeGLU"} {
 			for _, dstIs := range []string{"gate", "up", "own", "x"} {
-				name := fmt.Sprintf("%s T=%d K=%d N=%d dst=%s", glu, sh.T, sh.K, sh.N, dstIs)
+				name := fmt.Sprintf("%s T=%d K=%d N=%d dst=%s invariant %v", glu, sh.T, sh.K, sh.N, dstIs, b.opts.BatchInvariant)
+				into := b.foldsInto(glu, sh.T, 2*sh.N, sh.K)
 				run := func(flush bool) (dst, gate, up []float32) {
 					x := foldTensor(t, b, xv, sh.T, sh.K)
 					g, u := foldTensor(t, b, nil, sh.T, sh.N), foldTensor(t, b, nil, sh.T, sh.N)
@@ -156,8 +193,8 @@ func TestFoldSwiGLU(t *testing.T) {
 						b.SwiGLU(d, g, u)
 					}
 					op, want := b.lastOp(), glu
-					if !flush && folds && dstIs != "x" {
-						want = "LinearGroup+" + glu
+					if !flush && into != "" && dstIs != "x" {
+						want = into
 					}
 					if op != want {
 						t.Fatalf("%s (flush %v): last queued op %q, want %q", name, flush, op, want)
@@ -178,9 +215,14 @@ func TestFoldSwiGLU(t *testing.T) {
 }
 
 func TestFoldRoPE(t *testing.T) {
-	b := foldBackend(t)
+	for _, b := range foldBackends(t) {
+		foldRoPE(t, b)
+	}
+}
+
+func foldRoPE(t *testing.T, b *Backend) {
 	r := rand.New(rand.NewPCG(33, 34))
-	for _, sh := range []struct{ T, K, Hq, Hk, D int }{{1, 520, 4, 2, 128}, {2, 1032, 8, 2, 64}, {3, 264, 2, 1, 128}} {
+	for _, sh := range []struct{ T, K, Hq, Hk, D int }{{1, 520, 4, 2, 128}, {2, 1032, 8, 2, 64}, {3, 264, 2, 1, 128}, {16, 264, 2, 1, 64}} {
 		half := sh.D / 2
 		inv := make([]float32, half)
 		for i := range inv {
@@ -207,9 +249,9 @@ func TestFoldRoPE(t *testing.T) {
 		if err := b.UploadInt32(pos, pv); err != nil {
 			t.Fatal(err)
 		}
-		folds := sh.T <= gemvDecodeRows && b.fp16Path(sh.T, (sh.Hq+2*sh.Hk)*sh.D, sh.K, false) == pathGEMV
+		into := b.foldsInto("RoPEQK", sh.T, (sh.Hq+2*sh.Hk)*sh.D, sh.K)
 		for _, norm := range []bool{false, true} {
-			name := fmt.Sprintf("T=%d K=%d Hq=%d Hk=%d D=%d norm %v", sh.T, sh.K, sh.Hq, sh.Hk, sh.D, norm)
+			name := fmt.Sprintf("T=%d K=%d Hq=%d Hk=%d D=%d norm %v invariant %v", sh.T, sh.K, sh.Hq, sh.Hk, sh.D, norm, b.opts.BatchInvariant)
 			var qw, kw backend.Weight
 			if norm {
 				qw, kw = qn, kn
@@ -225,8 +267,8 @@ func TestFoldRoPE(t *testing.T) {
 				}
 				b.RoPEQK(q, k, pos, f, qw, kw, 1e-6)
 				op, want := b.lastOp(), "RoPEQK"
-				if !flush && folds && !norm {
-					want = "LinearGroup+RoPEQK"
+				if !flush && into != "" && !norm {
+					want = into
 				}
 				if op != want {
 					t.Fatalf("%s (flush %v): last queued op %q, want %q", name, flush, op, want)
@@ -249,6 +291,7 @@ func TestEarlyNormInputsDecision(t *testing.T) {
 	y := cuda.DevicePtr(1 << 20)
 	gemv := queuedOp{op: "Linear", plain: &gemvLaunch{T: T, K: 8, groups: []kernels.LinearGroup{{Y: y, N: N}}}}
 	group := queuedOp{op: "LinearGroup", gemv: &gemvLaunch{T: T, K: 8, groups: []kernels.LinearGroup{{Y: y, N: N}, {Y: y + 4*T*N, N: N}}}}
+	lin := queuedOp{op: "LinearGroup", lin: group.gemv}
 	for _, tt := range []struct {
 		name  string
 		queue []queuedOp
@@ -259,6 +302,8 @@ func TestEarlyNormInputsDecision(t *testing.T) {
 		{"after a gemv launch", []queuedOp{gemv}, y + 4*T*N, false, true},
 		{"after a group launch", []queuedOp{group}, y + 8*T*N, false, true},
 		{"h is a group's second output", []queuedOp{group}, y + 4*T*N, false, false},
+		{"after a linear.cu group launch", []queuedOp{lin}, y + 8*T*N, false, true},
+		{"h is a linear.cu group's output", []queuedOp{lin}, y, false, false},
 		{"h below its output", []queuedOp{gemv}, y - 4*T*N, false, true},
 		{"h is its output", []queuedOp{gemv}, y, false, false},
 		{"h overlaps its output's end", []queuedOp{gemv}, y + 4*T*N - 4, false, false},
@@ -311,5 +356,49 @@ func TestEarlyNormInputs(t *testing.T) {
 		name := fmt.Sprintf("T=%d K=%d G=%d", sh.T, sh.K, sh.G)
 		foldSameBits(t, name+": h", h1, h0)
 		foldSameBits(t, name+": x", x1, x0)
+	}
+}
+
+// TestLinearQueuedOps: in the batch-invariant mode a linear.cu narrow
+// launch of a group of two or three weights is queued foldable (lin), one
+// of a single weight as plain (its AddRMSNorm may read early), neither
+// past kernels.LinearTunedMaxRows rows, with Options.NoLinearFold a group as
+// plain, with NoLinearEarly a single weight as neither; the default mode's
+// linear.cu launches are neither (no GPU needed: nothing runs).
+func TestLinearQueuedOps(t *testing.T) {
+	const K = 64
+	xt := &tensor{ptr: 1 << 20, n: 16 * K}
+	one := []kernels.LinearGroup{{Y: 2 << 20, W: 3 << 20, N: 32}}
+	two := append(one, kernels.LinearGroup{Y: 4 << 20, W: 5 << 20, N: 32})
+	for _, tt := range []struct {
+		name                 string
+		inv, noFold, noEarly bool
+		T                    int
+		groups               []kernels.LinearGroup
+		wantLin, wantPlain   bool
+	}{
+		{"invariant group", true, false, false, 1, two, true, false},
+		{"invariant group of 8 rows", true, false, false, 8, two, true, false},
+		{"invariant group of 9 rows", true, false, false, 9, two, false, false},
+		{"invariant single of 16 rows", true, false, false, 16, one, false, false},
+		{"invariant single", true, false, false, 1, one, false, true},
+		{"invariant group, no fold", true, true, false, 1, two, false, true},
+		{"invariant single, no early", true, false, true, 1, one, false, false},
+		{"default group", false, false, false, 4, two, false, false},
+		{"default single", false, false, false, 4, one, false, false},
+	} {
+		b := &Backend{}
+		b.opts.BatchInvariant, b.opts.NoLinearFold, b.opts.NoLinearEarly = tt.inv, tt.noFold, tt.noEarly
+		b.launchLinear("LinearGroup", xt, tt.T, K, tt.groups...)
+		if len(b.queue) != 1 {
+			t.Fatalf("%s: %d ops queued, want 1", tt.name, len(b.queue))
+		}
+		q := b.queue[0]
+		if (q.lin != nil) != tt.wantLin || (q.plain != nil) != tt.wantPlain {
+			t.Errorf("%s: lin %v plain %v, want %v %v", tt.name, q.lin != nil, q.plain != nil, tt.wantLin, tt.wantPlain)
+		}
+		if q.foldable() != tt.wantLin {
+			t.Errorf("%s: foldable %v, want %v", tt.name, q.foldable(), tt.wantLin)
+		}
 	}
 }

@@ -242,6 +242,8 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		dev.Close()
 		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
+	lin.EarlyWeights = o.BatchInvariant && !o.NoLinearEarly // decode-step.md v30
+	lin.Persistent = o.BatchInvariant && !o.NoLinearPersistent
 	var skinny *kernels.Skinny
 	var skws cuda.DevicePtr
 	if !o.BatchInvariant && o.skinnyMode() != SkinnyOff { // the invariant mode runs linear.cu at every T
@@ -293,7 +295,9 @@ type queuedOp struct {
 	// gemv: a gemv.cu group launch's operands, which the op queued after
 	// it may fold into (fuse.go); nil for every other op.
 	gemv *gemvLaunch
-	// plain: a gemv.cu launch of one weight's (Linear at decode rows),
+	// plain: a gemv.cu launch of one weight's (Linear at decode rows), or
+	// a linear.cu narrow launch that lin does not hold (unless
+	// Options.NoLinearEarly),
 	// whose outputs an AddRMSNorm queued after it checks before reading
 	// its inputs early (fuse.go's earlyNormInputs); nil for every other
 	// op. Unlike gemv it keeps no op past a segment's end (foldable): a
@@ -301,6 +305,11 @@ type queuedOp struct {
 	// step with one or two flushes and ran one of them directly, not as a
 	// graph (decode-step.md v21b).
 	plain *gemvLaunch
+	// lin: a linear.cu narrow group launch's operands (LinearGroup of 2-3
+	// weights at kernels.LinearNarrowMaxRows rows or fewer), which SwiGLU
+	// or RoPEQK queued after it may fold into (fuse.go: linear.cu's pair
+	// kernels); nil for every other op, and with Options.NoLinearFold.
+	lin *gemvLaunch
 	// joined: a joined LinearGroup's one GEMM (join.go), which SwiGLU
 	// queued after it may fold into; nil for every other op.
 	joined *joinedLaunch
@@ -323,7 +332,7 @@ type queuedOp struct {
 // join.go, half.go, ropekv.go): the queue then keeps q past a segment's
 // end.
 func (q *queuedOp) foldable() bool {
-	return q.gemv != nil || q.joined != nil || q.half != nil || q.rope != nil || q.sel != nil
+	return q.gemv != nil || q.lin != nil || q.joined != nil || q.half != nil || q.rope != nil || q.sel != nil
 }
 
 // tensor is the CUDA backend's backend.Tensor.

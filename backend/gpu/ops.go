@@ -568,7 +568,7 @@ func (b *Backend) launchLinear(op string, xt *tensor, T, K int, groups ...kernel
 		}
 		key = groupKey([]uint64{u64(xt.ptr), u64(xh), u64(T), u64(K)}, groups...)
 	}
-	b.launch(op, func(c *cuda.Ctx) error {
+	q := queuedOp{op: op, key: key, f: func(c *cuda.Ctx) error {
 		buf := xh
 		if scratch > 0 {
 			var err error
@@ -577,7 +577,24 @@ func (b *Backend) launchLinear(op string, xt *tensor, T, K int, groups ...kernel
 			}
 		}
 		return b.lin.LaunchGroups(c, b.stream, xt.ptr, buf, T, K, groups...)
-	}, key...)
+	}}
+	if T <= kernels.LinearTunedMaxRows && b.opts.BatchInvariant {
+		// The batch-invariant mode's narrow kernel at one n-tile (up to
+		// 8 rows: the launches gemv.cu takes otherwise at 1-2): a group
+		// of two or three weights may take the op after it into its
+		// epilogue (fuse.go's foldGLU, foldRoPE); an AddRMSNorm after any
+		// may read its inputs early (earlyNormInputs), as after gemv.cu's
+		// launches (decode-step.md v30). 9-16 rows, and the default
+		// mode's 3-16, keep the launches they had.
+		l := &gemvLaunch{x: xt.ptr, xBytes: 4 * xt.n, T: T, K: K, groups: groups}
+		switch {
+		case len(groups) >= 2 && !b.opts.NoLinearFold:
+			q.lin = l
+		case !b.opts.NoLinearEarly:
+			q.plain = l
+		}
+	}
+	b.queueOp(q)
 }
 
 // launchGEMM queues Linear's cuBLASLt path for a decode batch (at most

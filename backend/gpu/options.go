@@ -77,6 +77,17 @@ const (
 	// residual and the norm's weight after its dependency wait always
 	// (comparisons).
 	EnvNoNormEarly = "BITDECODE_NO_NORM_EARLY"
+	// EnvNoLinearEarly is Options.NoLinearEarly: linear.cu's narrow
+	// kernels load their weights after their dependency wait, and an
+	// add_rmsnorm after one reads its inputs after its own (comparisons).
+	EnvNoLinearEarly = "BITDECODE_NO_LINEAR_EARLY"
+	// EnvNoLinearPersistent is Options.NoLinearPersistent: linear.cu's
+	// narrow launches in the batch-invariant mode run a CTA an m-tile
+	// (comparisons).
+	EnvNoLinearPersistent = "BITDECODE_NO_LINEAR_PERSISTENT"
+	// EnvNoLinearFold is Options.NoLinearFold: SwiGLU (GeGLU) and RoPE run
+	// as their own launches after linear.cu's narrow kernel (comparisons).
+	EnvNoLinearFold = "BITDECODE_NO_LINEAR_FOLD"
 	// EnvNoRoPEAppend is Options.NoRoPEAppend: a KV cache's append reads
 	// q, k and v from q|k|v's RoPE split after it, as its own launch
 	// (comparisons).
@@ -237,6 +248,27 @@ type Options struct {
 	// is a gemv.cu launch that writes neither (earlyNormInputs; the same
 	// bits; decode-step.md v21).
 	NoEarlyNorm bool
+	// NoLinearEarly, in the batch-invariant mode, keeps linear.cu's narrow
+	// kernels' first weight loads (at most kernels.LinearTunedMaxRows
+	// rows) after their dependency wait (kernels.Linear.EarlyWeights), and
+	// an AddRMSNorm queued after such a launch reading its inputs after its
+	// own (earlyNormInputs), as before decode-step.md v30. The same bits.
+	// (The default mode's linear.cu launches never load early.)
+	NoLinearEarly bool
+	// NoLinearPersistent, in the batch-invariant mode, keeps linear.cu's
+	// narrow launches (at most kernels.LinearTunedMaxRows rows) at a CTA an
+	// m-tile (a pair of them for the pair kernels). By default a launch of
+	// more tiles than fit on the GPU at once runs as many CTAs as fit,
+	// each taking its tiles in turn (kernels.Linear.Persistent;
+	// decode-step.md v30). The same bits.
+	NoLinearPersistent bool
+	// NoLinearFold, in the batch-invariant mode, keeps SwiGLU (GeGLU) and
+	// RoPEQK apart from a grouped linear.cu narrow launch (at most
+	// kernels.LinearTunedMaxRows rows) queued before them (fuse.go; by
+	// default they run in its epilogue, linear.cu's pair kernels,
+	// decode-step.md v30). The same bits. (The default mode's linear.cu
+	// launches never fold.)
+	NoLinearFold bool
 	// NoRoPEAppend keeps a KV cache's attention op apart from the joined
 	// q|k|v GEMM with RoPE queued before it: rope_cols writes float32 q, k
 	// and v and the cache's append reads them back, instead of one launch
@@ -369,6 +401,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
+		{EnvNoLinearEarly, &o.NoLinearEarly}, {EnvNoLinearFold, &o.NoLinearFold}, {EnvNoLinearPersistent, &o.NoLinearPersistent},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
 		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked},

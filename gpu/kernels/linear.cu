@@ -66,6 +66,14 @@
 //   v4 programmatic dependent launch: linear.cu is a GridDependent program;
 //      every kernel waits for the kernel ahead (gridDependencyWait) before
 //      its first load (docs/perf/decode-step.md v6).
+//   v5 (decode-step.md v30) for the batch-invariant mode at one sequence:
+//      pair kernels (SwiGLU/GeGLU after gate|up, RoPE after q|k|v in the
+//      epilogue, two m-tiles a CTA), each warp's first k-block loaded
+//      before the dependency wait (flag), persistent grids (a CTA takes
+//      m-tiles in turn, the next tile's first block before the partials'
+//      sum). The same bits (every tile computed as v4 computes it). H100,
+//      Llama-3.1-8B step at B = 1, 8K of int4 KV in a 128K cache, the
+//      batch-invariant mode: 6.82 -> 6.41 ms (the fast path 5.94).
 //
 // Go wrapper: linear.go; tests: linear_test.go (float64 reference on the
 // fp16-rounded x, invariance across T and row order).
@@ -105,35 +113,24 @@ __device__ __forceinline__ void loadW(uint4 (&a)[kSubs], uint4 (&b)[kSubs], cons
   }
 }
 
-// linear_f16 computes NT n-tiles (NT·8 tokens) of one m-tile; the group
-// arguments are (W, bias, y, N) of up to three weights sharing x, n = 0
-// for an absent group.
+// tilePtrs returns the lane's two weight rows of m-tile m0 of W (N rows):
+// rows m0 + g and m0 + g + 8 (row 0 where past N, okA / okB false).
+__device__ __forceinline__ void tilePtrs(const u16* W, int N, int K, int m0, int g, const u16*& rowA,
+                                         const u16*& rowB, bool& okA, bool& okB) {
+  okA = m0 + g < N, okB = m0 + g + 8 < N;
+  rowA = W + size_t(okA ? m0 + g : 0) * K;
+  rowB = W + size_t(okB ? m0 + g + 8 : 0) * K;
+}
+
+// classChain runs warp `warp`'s class of k-blocks (warp, warp + kSplit, ...)
+// of one m-tile into acc, in order, the next block's weights loaded before
+// the current one's math (16 loads in flight); wa and wb hold the class's
+// first block (loaded by the caller, before or after its dependency wait).
+// x is read from rows tok0 + nt·8 + g (zeros past T).
 template <int NT>
-__global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__ x, int T, int K,
-                                                       const u16* w0, const float* b0, float* y0, int n0,
-                                                       const u16* w1, const float* b1, float* y1, int n1,
-                                                       const u16* w2, const float* b2, float* y2, int n2) {
-  __shared__ float part[kSplit - 1][NT * 4][32];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane / 4, q = lane % 4;
-  // The group and m-tile of this CTA.
-  int tile = blockIdx.y;
-  const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM;
-  const u16* W = w0;
-  const float* bias = b0;
-  float* y = y0;
-  int N = n0;
-  if (tile >= tiles0 + tiles1) {
-    tile -= tiles0 + tiles1;
-    W = w2, bias = b2, y = y2, N = n2;
-  } else if (tile >= tiles0) {
-    tile -= tiles0;
-    W = w1, bias = b1, y = y1, N = n1;
-  }
-  const int m0 = tile * kM, tok0 = blockIdx.x * (NT * kN);
-  const bool okA = m0 + g < N, okB = m0 + g + 8 < N;
-  const u16* rowA = W + size_t(okA ? m0 + g : 0) * K;
-  const u16* rowB = W + size_t(okB ? m0 + g + 8 : 0) * K;
+__device__ __forceinline__ void classChain(float (&acc)[NT][4], uint4 (&wa)[kSubs], uint4 (&wb)[kSubs],
+                                           const float* __restrict__ x, int T, int K, int tok0, const u16* rowA,
+                                           const u16* rowB, bool okA, bool okB, int warp, int g, int q) {
   const float* xr[NT];
   bool okT[NT];
 #pragma unroll
@@ -142,23 +139,12 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
     okT[nt] = t < T;
     xr[nt] = x + size_t(okT[nt] ? t : 0) * K;
   }
-  float acc[NT][4];
 #pragma unroll
   for (int nt = 0; nt < NT; nt++)
 #pragma unroll
     for (int i = 0; i < 4; i++) acc[nt][i] = 0.f;
-
-  // Programmatic dependent launch (the program is GridDependent): the
-  // index math above overlaps the kernel ahead; nothing is read before it
-  // has finished.
-  gridDependencyWait();
-  gridLaunchDependents();
-
-  // Warp w takes k-blocks w, w+kSplit, ... in order, the next block's
-  // weights loaded before the current one's math (16 loads in flight).
   const int nBlocks = (K + kBlockK - 1) / kBlockK;
-  uint4 wa[kSubs], wb[kSubs], na[kSubs], nb[kSubs];
-  if (warp < nBlocks) loadW(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K);
+  uint4 na[kSubs], nb[kSubs];
   for (int blk = warp; blk < nBlocks; blk += kSplit) {
     if (blk + kSplit < nBlocks) loadW(na, nb, rowA, rowB, okA, okB, (blk + kSplit) * kBlockK + q * kChunk, K);
 #pragma unroll
@@ -186,9 +172,20 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
 #pragma unroll
     for (int s = 0; s < kSubs; s++) wa[s] = na[s], wb[s] = nb[s];
   }
+}
 
-  // Warps 1..kSplit-1 hand their partials to warp 0, which adds them in
-  // warp order, then the bias.
+// firstBlock loads warp `warp`'s first k-block of an m-tile (nothing where
+// the warp has none).
+__device__ __forceinline__ void firstBlock(uint4 (&wa)[kSubs], uint4 (&wb)[kSubs], const u16* rowA, const u16* rowB,
+                                           bool okA, bool okB, int K, int warp, int q) {
+  if (warp * kBlockK < K) loadW(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K);
+}
+
+// sumClasses adds the kSplit warps' partials of one m-tile in warp order
+// (warp 0's acc first) into warp 0's acc; part is the tile's shared
+// buffer. Every thread of the CTA calls it (one barrier).
+template <int NT>
+__device__ __forceinline__ void sumClasses(float (&acc)[NT][4], float (*part)[NT * 4][32], int warp, int lane) {
   if (warp > 0) {
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
@@ -203,16 +200,248 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
     for (int nt = 0; nt < NT; nt++)
 #pragma unroll
       for (int i = 0; i < 4; i++) acc[nt][i] += part[s][nt * 4 + i][lane];
-  // C fragment: c0, c1 channel g, tokens 2q, 2q+1; c2, c3 channel g+8.
-  const int chA = m0 + g, chB = m0 + g + 8;
-  const float biasA = bias && okA ? bias[chA] : 0.f, biasB = bias && okB ? bias[chB] : 0.f;
-#pragma unroll
-  for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-      const int ch = i < 2 ? chA : chB, t = tok0 + nt * kN + 2 * q + (i & 1);
-      if (ch < N && t < T) y[size_t(t) * N + ch] = acc[nt][i] + (i < 2 ? biasA : biasB);
+}
+
+// Tile is one m-tile of a grouped launch: its weight, bias, output and
+// channel count, its first channel m0, and the lane's two weight rows
+// (tilePtrs).
+struct Tile {
+  const u16* W;
+  const float* bias;
+  float* y;
+  int N, m0;
+  const u16* rowA;
+  const u16* rowB;
+  bool okA, okB;
+};
+
+// groupTile returns m-tile `tile` of the launch's concatenated groups
+// (tiles0 and tiles1 the first two groups' m-tile counts) for lane row g.
+__device__ __forceinline__ Tile groupTile(int tile, int tiles0, int tiles1, int K, int g, const u16* w0,
+                                          const float* b0, float* y0, int n0, const u16* w1, const float* b1,
+                                          float* y1, int n1, const u16* w2, const float* b2, float* y2, int n2) {
+  Tile t{w0, b0, y0, n0, 0, nullptr, nullptr, false, false};
+  if (tile >= tiles0 + tiles1) {
+    tile -= tiles0 + tiles1;
+    t.W = w2, t.bias = b2, t.y = y2, t.N = n2;
+  } else if (tile >= tiles0) {
+    tile -= tiles0;
+    t.W = w1, t.bias = b1, t.y = y1, t.N = n1;
+  }
+  t.m0 = tile * kM;
+  tilePtrs(t.W, t.N, K, t.m0, g, t.rowA, t.rowB, t.okA, t.okB);
+  return t;
+}
+
+// linear_f16 computes NT n-tiles (NT·8 tokens) of m-tiles blockIdx.y,
+// blockIdx.y + gridDim.y, ... (one per CTA, or several in turn where the
+// grid is smaller than the tile count: each warp then loads the next
+// tile's first k-block before the current tile's partials are added, so
+// the SM's loads do not pause between tiles); the group arguments are (W,
+// bias, y, N) of up to three weights sharing x, n = 0 for an absent group.
+// Every tile is computed the same way whatever the grid. With early set,
+// each warp's first k-block of weights is loaded before the dependency
+// wait (the backend's weights are written only at load, never by a kernel
+// ahead).
+template <int NT>
+__global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__ x, int T, int K, int early,
+                                                       const u16* w0, const float* b0, float* y0, int n0,
+                                                       const u16* w1, const float* b1, float* y1, int n1,
+                                                       const u16* w2, const float* b2, float* y2, int n2) {
+  __shared__ float part[kSplit - 1][NT * 4][32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM;
+  const int nTiles = tiles0 + tiles1 + (n2 + kM - 1) / kM;
+  const int tok0 = blockIdx.x * (NT * kN);
+  Tile cur = groupTile(blockIdx.y, tiles0, tiles1, K, g, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+  uint4 wa[kSubs], wb[kSubs];
+  if (early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
+  // Programmatic dependent launch (the program is GridDependent): the
+  // index math above (and with early the first weights) overlaps the
+  // kernel ahead; nothing it writes is read before it has finished.
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
+  for (int tile = blockIdx.y; tile < nTiles; tile += gridDim.y) {
+    float acc[NT][4];
+    classChain<NT>(acc, wa, wb, x, T, K, tok0, cur.rowA, cur.rowB, cur.okA, cur.okB, warp, g, q);
+    const Tile t = cur;
+    if (tile + gridDim.y < nTiles) {
+      cur = groupTile(tile + gridDim.y, tiles0, tiles1, K, g, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+      firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
     }
+    // Warps 1..kSplit-1 hand their partials to warp 0, which adds them in
+    // warp order, then the bias.
+    sumClasses<NT>(acc, part, warp, lane);
+    if (warp == 0) {
+      // C fragment: c0, c1 channel g, tokens 2q, 2q+1; c2, c3 channel g+8.
+      const int chA = t.m0 + g, chB = t.m0 + g + 8;
+      const float biasA = t.bias && t.okA ? t.bias[chA] : 0.f, biasB = t.bias && t.okB ? t.bias[chB] : 0.f;
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          const int ch = i < 2 ? chA : chB, tk = tok0 + nt * kN + 2 * q + (i & 1);
+          if (ch < t.N && tk < T) t.y[size_t(tk) * t.N + ch] = acc[nt][i] + (i < 2 ? biasA : biasB);
+        }
+    }
+    __syncthreads();  // part is the next tile's
+  }
+}
+
+// Pair kernels (v5): the op after a grouped launch folded into its
+// epilogue, where that op combines two channels of the group's outputs
+// element by element (gemv.cu's pair kernels, decode-step.md v14, on
+// linear.cu's arithmetic). A CTA of 2·kSplit warps computes two m-tiles,
+// member m = warp / kSplit, each exactly as linear_f16 computes it (its
+// class chains, the partials in warp order, then the bias: the same bits),
+// stages both in shared memory, and its epilogue threads apply the op with
+// the separate kernel's float operations (ops.cu):
+//   kPairGLU   groups 0 (gate) and 1 (up) of the same N: pair p is gate's
+//              m-tile p and up's; dst[t, n] = act(g)·u as ops.cu's swiglu
+//              (act kActSiLU) or geglu (kActGeluTanh); gate's and up's
+//              outputs written where y0, y1 are set (null: not written).
+//   kPairRoPE  groups 0 (q) and 1 (k) in heads of D = 2·half (half a
+//              multiple of kM, N a multiple of D): pair (head, j) is the
+//              m-tiles of rows head·D + 16j and head·D + 16j + half, rotated
+//              in place as ops.cu's rope(_qk) rotates them (ropeCosSin,
+//              ropeRotate); group 2 (v, n2 may be 0) in pairs of adjacent
+//              m-tiles, written as computed.
+// Pairs: kPairGLU ceil(n0 / kM); kPairRoPE n0 / (2kM) + n1 / (2kM) +
+// ceil(ceil(n2 / kM) / 2), in that order; a CTA takes pairs blockIdx.y,
+// blockIdx.y + gridDim.y, ... as linear_f16 takes its tiles.
+constexpr int kPairGLU = 0;
+constexpr int kPairRoPE = 1;
+
+// PairRef is one pair of a pair launch: its group (kPairRoPE), its two
+// m-tiles, and for q and k the m-tile's index jj in half a head.
+struct PairRef {
+  int grp, tileA, tileB, jj;
+};
+
+template <int MODE>
+__device__ __forceinline__ PairRef pairOf(int p, int n0, int n1, int half) {
+  PairRef r{0, p, p, 0};
+  if (MODE == kPairGLU) return r;
+  const int hq = half / kM;  // m-tiles in half a head
+  const int c0 = n0 / (2 * kM), c1 = n1 / (2 * kM);
+  if (p >= c0 + c1) {
+    r.grp = 2, p -= c0 + c1;
+  } else if (p >= c0) {
+    r.grp = 1, p -= c0;
+  }
+  if (r.grp < 2) {
+    const int head = p / hq;
+    r.jj = p - head * hq;
+    r.tileA = head * 2 * hq + r.jj, r.tileB = r.tileA + hq;
+  } else {
+    r.tileA = 2 * p, r.tileB = 2 * p + 1;
+  }
+  return r;
+}
+
+// pairTile returns member m's m-tile of pair r (tilePtrs for lane row g).
+template <int MODE>
+__device__ __forceinline__ Tile pairTile(const PairRef& r, int m, int K, int g, const u16* w0, const float* b0,
+                                         float* y0, int n0, const u16* w1, const float* b1, float* y1, int n1,
+                                         const u16* w2, const float* b2, float* y2, int n2) {
+  Tile t;
+  if (MODE == kPairGLU) {
+    t.W = m == 0 ? w0 : w1, t.bias = m == 0 ? b0 : b1, t.y = m == 0 ? y0 : y1, t.N = n0;
+  } else {
+    t.W = r.grp == 0 ? w0 : r.grp == 1 ? w1 : w2, t.bias = r.grp == 0 ? b0 : r.grp == 1 ? b1 : b2;
+    t.y = r.grp == 0 ? y0 : r.grp == 1 ? y1 : y2, t.N = r.grp == 0 ? n0 : r.grp == 1 ? n1 : n2;
+  }
+  t.m0 = (m == 0 ? r.tileA : r.tileB) * kM;
+  tilePtrs(t.W, t.N, K, t.m0, g, t.rowA, t.rowB, t.okA, t.okB);
+  return t;
+}
+
+template <int NT, int MODE>
+__global__ void __launch_bounds__(2 * kThreads) linear_f16_pair(const float* __restrict__ x, int T, int K, int early,
+                                                                const u16* w0, const float* b0, float* y0, int n0,
+                                                                const u16* w1, const float* b1, float* y1, int n1,
+                                                                const u16* w2, const float* b2, float* y2, int n2,
+                                                                float* dst, const int* __restrict__ pos,
+                                                                const float* __restrict__ invFreq, int half,
+                                                                int act) {
+  __shared__ float part[2][kSplit - 1][NT * 4][32];
+  __shared__ float val[2][kM][NT * kN];
+  const int warp = threadIdx.x / 32 % kSplit, m = threadIdx.x / kThreads, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int tok0 = blockIdx.x * (NT * kN);
+  const int nPairs = MODE == kPairGLU ? (n0 + kM - 1) / kM
+                                      : n0 / (2 * kM) + n1 / (2 * kM) + ((n2 + kM - 1) / kM + 1) / 2;
+  PairRef pr = pairOf<MODE>(blockIdx.y, n0, n1, half);
+  Tile cur = pairTile<MODE>(pr, m, K, g, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+  uint4 wa[kSubs], wb[kSubs];
+  if (early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
+  for (int p = blockIdx.y; p < nPairs; p += gridDim.y) {
+    float acc[NT][4];
+    classChain<NT>(acc, wa, wb, x, T, K, tok0, cur.rowA, cur.rowB, cur.okA, cur.okB, warp, g, q);
+    const Tile t = cur;
+    const PairRef r = pr;
+    if (p + gridDim.y < nPairs) {
+      pr = pairOf<MODE>(p + gridDim.y, n0, n1, half);
+      cur = pairTile<MODE>(pr, m, K, g, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+      firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
+    }
+    // Each member's partials in warp order, then the bias, into val.
+    if (warp > 0) {
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) part[m][warp - 1][nt * 4 + i][lane] = acc[nt][i];
+    }
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+      for (int s = 0; s < kSplit - 1; s++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+          for (int i = 0; i < 4; i++) acc[nt][i] += part[m][s][nt * 4 + i][lane];
+      const float biasA = t.bias && t.okA ? t.bias[t.m0 + g] : 0.f;
+      const float biasB = t.bias && t.okB ? t.bias[t.m0 + g + 8] : 0.f;
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+          val[m][i < 2 ? g : g + 8][nt * kN + 2 * q + (i & 1)] = acc[nt][i] + (i < 2 ? biasA : biasB);
+    }
+    __syncthreads();
+    // The epilogue: one thread per (channel of the tile, token).
+    for (int e = threadIdx.x; e < kM * NT * kN; e += 2 * kThreads) {
+      const int c = e / (NT * kN), tl = e % (NT * kN), tk = tok0 + tl;
+      if (tk >= T) continue;
+      const float v0 = val[0][c][tl], v1 = val[1][c][tl];
+      if (MODE == kPairGLU) {
+        const int ch = r.tileA * kM + c;
+        if (ch >= n0) continue;
+        const size_t o = size_t(tk) * n0 + ch;
+        if (y0) y0[o] = v0;
+        if (y1) y1[o] = v1;
+        dst[o] = __fmul_rn(gluAct(act, v0), v1);  // ops.cu's swiglu (act kActSiLU) or geglu
+        continue;
+      }
+      float* row = t.y + size_t(tk) * t.N;
+      const int chA = r.tileA * kM + c, chB = r.tileB * kM + c;
+      if (r.grp == 2) {  // v: as computed
+        if (chA < t.N) row[chA] = v0;
+        if (chB < t.N) row[chB] = v1;
+        continue;
+      }
+      // ops.cu's rope: the angle's float32 product, cos and sin in double.
+      float rc, rs;
+      ropeCosSin(float(pos[tk]), invFreq[r.jj * kM + c], rc, rs);
+      ropeRotate(v0, v1, rc, rs, row[chA], row[chB]);
+    }
+    __syncthreads();  // part and val are the next pair's
+  }
 }
 
 // ----------------------------------------------------------------------------

@@ -19,6 +19,12 @@ const (
 	// linearSplit is linear.cu's kSplit: warps per CTA, one class of
 	// 128-channel k-blocks each.
 	linearSplit = 8
+	// LinearTunedMaxRows is the most rows for which Linear.EarlyWeights
+	// and Linear.Persistent apply, and the backend folds SwiGLU and RoPE
+	// into a narrow launch: one n-tile, the instantiation measured at one
+	// row (docs/perf/decode-step.md v30); 9-16 rows (two n-tiles, more
+	// registers) keep v4's launches until measured.
+	LinearTunedMaxRows = linearN
 	// LinearMaxGroups is the most weights one Linear launch computes.
 	LinearMaxGroups = 3
 	// LinearNarrowMaxRows is the most rows linear.cu's narrow kernel
@@ -36,12 +42,45 @@ const (
 // covers T.
 var linearNTs = [...]int{1, 2}
 
+// linear.cu's pair kernels' modes (kPairGLU, kPairRoPE).
+const (
+	linearPairGLU = iota
+	linearPairRoPE
+	linearPairModes
+)
+
 // Linear holds linear.cu's batch-invariant tensor-core kernels: y = x·Wᵀ +
 // bias for any number of rows, each row's result bitwise independent of
 // the others and of T.
 type Linear struct {
 	fns         [len(linearNTs)]cuda.Function
+	pairs       [len(linearNTs)][linearPairModes]cuda.Function
 	wide, toF16 cuda.Function
+	// EarlyWeights makes the narrow kernels (LinearTunedMaxRows rows or
+	// fewer, the pair kernels too) load each warp's first k-block of
+	// weights before their dependency wait, so that it overlaps the
+	// kernel ahead under programmatic dependent launch (the backend's
+	// weights are written only at load, which ends in a stream sync). The
+	// same loads and bits either way.
+	EarlyWeights bool
+	// Persistent makes a narrow (or pair) launch of at most
+	// LinearTunedMaxRows rows and more m-tiles than fit on the GPU at once
+	// run a grid of as many CTAs as fit, each taking its tiles in turn
+	// with the next tile's first weights loaded before the current one's
+	// partials are added (linear.cu v5); the same bits.
+	Persistent bool
+	// resident[i] (pairResident[i][mode]) is how many CTAs of the narrow
+	// (pair) kernel at linearNTs[i] fit on the GPU at once.
+	resident     [len(linearNTs)]int
+	pairResident [len(linearNTs)][linearPairModes]int
+	saved        *linearResident // LimitResident's copy (tests)
+}
+
+// linearResident is a copy of a Linear's resident counts (LimitResident,
+// in tests).
+type linearResident struct {
+	resident     [len(linearNTs)]int
+	pairResident [len(linearNTs)][linearPairModes]int
 }
 
 // LinearGroup is one weight of a grouped launch: w [N][K] fp16, bias [N]
@@ -54,10 +93,14 @@ type LinearGroup struct {
 // LoadLinear compiles linear.cu (once per device).
 func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	expr := func(nt int) string { return fmt.Sprintf("linear::linear_f16<%d>", nt) }
+	pairExpr := func(nt, mode int) string { return fmt.Sprintf("linear::linear_f16_pair<%d, %d>", nt, mode) }
 	const wide, toF16 = "linear::linear_f16_wide", "linear::linear_x_f16"
 	exprs := []string{wide, toF16}
 	for _, nt := range linearNTs {
 		exprs = append(exprs, expr(nt))
+		for mode := range linearPairModes {
+			exprs = append(exprs, pairExpr(nt, mode))
+		}
 	}
 	mod, err := dev.Compile(program("linear.cu", linearSource, exprs, nil))
 	if err != nil {
@@ -74,6 +117,30 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		if l.fns[i], err = mod.Function(expr(nt)); err != nil {
 			return nil, err
 		}
+		for mode := range linearPairModes {
+			if l.pairs[i][mode], err = mod.Function(pairExpr(nt, mode)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	err = dev.Do(func(c *cuda.Ctx) error {
+		for i := range linearNTs {
+			n, err := c.MaxActiveBlocksPerSM(l.fns[i], linearSplit*32, 0)
+			if err != nil {
+				return err
+			}
+			l.resident[i] = max(1, n) * dev.SMs()
+			for mode := range linearPairModes {
+				if n, err = c.MaxActiveBlocksPerSM(l.pairs[i][mode], 2*linearSplit*32, 0); err != nil {
+					return err
+				}
+				l.pairResident[i][mode] = max(1, n) * dev.SMs()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -153,9 +220,98 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 			g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
 	}
 	i, blocks := linearNTFor(T)
-	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: linearSplit * 32}, 0, st,
-		x, int32(T), int32(K),
+	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: l.gridY(T, tiles, blocks, l.resident[i])}, cuda.Dim3{X: linearSplit * 32}, 0, st,
+		x, int32(T), int32(K), l.early(T),
 		g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 		g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
 		g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
+}
+
+// gridY is a narrow or pair launch's grid height for T rows, n m-tiles
+// (pairs) and `blocks` token blocks: n, or with Persistent (at most
+// LinearTunedMaxRows rows) at most as many CTAs as fit on the GPU at once
+// (resident) over the token blocks.
+func (l *Linear) gridY(T, n, blocks, resident int) int {
+	if !l.Persistent || T > LinearTunedMaxRows {
+		return n
+	}
+	return max(1, min(n, resident/blocks))
+}
+
+// early is a narrow or pair launch's early flag for T rows: EarlyWeights
+// at most LinearTunedMaxRows rows.
+func (l *Linear) early(T int) int32 {
+	return b2i32(l.EarlyWeights && T <= LinearTunedMaxRows)
+}
+
+// b2i32 is 1 for true, 0 for false (a kernel's int flag).
+func b2i32(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// PairFits reports whether LaunchGLU and LaunchRoPE take x [T, K]: the
+// narrow kernel's rows (1 to LinearNarrowMaxRows) and CheckLinearShape's K.
+func (l *Linear) PairFits(T, K int) bool {
+	return T <= LinearNarrowMaxRows && CheckLinearShape(T, K) == nil
+}
+
+// RoPEPairFits reports whether LaunchRoPE takes q, k and v of nq, nk and nv
+// channels in heads of D = 2·half: half a multiple of the m-tile (16
+// channels), q and k whole heads.
+func RoPEPairFits(nq, nk, nv, half int) bool {
+	D := 2 * half
+	return half >= linearM && half%linearM == 0 && nq >= D && nq%D == 0 && nk >= D && nk%D == 0 && nv >= 0
+}
+
+// LaunchGLU computes gate and up (LaunchGroups' bits, each written where
+// its Y is set, 0: not written) and, in the same launch's epilogue, dst =
+// act(gate) ⊙ up with Ops.SwiGLU's (ActSiLU) or Ops.GeGLU's (ActGeluTanh)
+// float operations: the bits of LaunchGroups then the separate op. x [T,
+// K] with T <= LinearNarrowMaxRows (PairFits); dst must not overlap x.
+func (l *Linear) LaunchGLU(c *cuda.Ctx, st cuda.Stream, act Act, x cuda.DevicePtr, T, K int, gate, up LinearGroup, dst cuda.DevicePtr) error {
+	if act != ActSiLU && act != ActGeluTanh {
+		return fmt.Errorf("kernels: linear glu: unknown activation %v", act)
+	}
+	if !l.PairFits(T, K) {
+		return fmt.Errorf("kernels: linear glu: x [%d, %d] does not fit the narrow kernel", T, K)
+	}
+	if gate.N < 1 || up.N != gate.N || gate.W == 0 || up.W == 0 || dst == 0 {
+		return fmt.Errorf("kernels: linear glu: gate N = %d, up N = %d (want equal, at least 1), weights and dst set", gate.N, up.N)
+	}
+	i, blocks := linearNTFor(T)
+	pairs := (gate.N + linearM - 1) / linearM
+	return c.Launch(l.pairs[i][linearPairGLU], cuda.Dim3{X: blocks, Y: l.gridY(T, pairs, blocks, l.pairResident[i][linearPairGLU])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
+		x, int32(T), int32(K), l.early(T),
+		gate.W, gate.Bias, gate.Y, int32(gate.N),
+		up.W, up.Bias, up.Y, int32(up.N),
+		cuda.DevicePtr(0), cuda.DevicePtr(0), cuda.DevicePtr(0), int32(0),
+		dst, cuda.DevicePtr(0), cuda.DevicePtr(0), int32(0), int32(act))
+}
+
+// LaunchRoPE computes q, k and v (v.N may be 0) as LaunchGroups does and,
+// in the same launch's epilogue, rotates q and k in place as Ops.RoPEQK
+// without norms does (heads of D = 2·half; pos [T] int32, invFreq [half]
+// float32): the bits of LaunchGroups then Ops.RoPEQK. x [T, K] with T <=
+// LinearNarrowMaxRows (PairFits); the shapes as RoPEPairFits says.
+func (l *Linear) LaunchRoPE(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K int, q, k, v LinearGroup, pos, invFreq cuda.DevicePtr, half int) error {
+	if !l.PairFits(T, K) {
+		return fmt.Errorf("kernels: linear rope: x [%d, %d] does not fit the narrow kernel", T, K)
+	}
+	if !RoPEPairFits(q.N, k.N, v.N, half) {
+		return fmt.Errorf("kernels: linear rope: q N = %d, k N = %d (want multiples of D = %d), v N = %d, half %d (want a multiple of %d)", q.N, k.N, 2*half, v.N, half, linearM)
+	}
+	if q.Y == 0 || k.Y == 0 || q.W == 0 || k.W == 0 || (v.N > 0 && (v.Y == 0 || v.W == 0)) || pos == 0 || invFreq == 0 {
+		return fmt.Errorf("kernels: linear rope: an output, weight, pos or invFreq is not set")
+	}
+	pairs := q.N/(2*linearM) + k.N/(2*linearM) + ((v.N+linearM-1)/linearM+1)/2
+	i, blocks := linearNTFor(T)
+	return c.Launch(l.pairs[i][linearPairRoPE], cuda.Dim3{X: blocks, Y: l.gridY(T, pairs, blocks, l.pairResident[i][linearPairRoPE])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
+		x, int32(T), int32(K), l.early(T),
+		q.W, q.Bias, q.Y, int32(q.N),
+		k.W, k.Bias, k.Y, int32(k.N),
+		v.W, v.Bias, v.Y, int32(v.N),
+		cuda.DevicePtr(0), pos, invFreq, int32(half), int32(0))
 }
