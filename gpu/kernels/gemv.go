@@ -389,14 +389,11 @@ func (g *GEMV) LaunchGeGLU(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K i
 // (ActSiLU: SwiGLU, ActGeluTanh: GeGLU), which gemv.cu's pair kernel takes
 // in its otherwise unused half parameter: one kernel for both.
 func (g *GEMV) LaunchGLUSplit(c *cuda.Ctx, st cuda.Stream, act Act, x cuda.DevicePtr, T, K, split int, gate, up LinearGroup, dst cuda.DevicePtr) error {
-	if act != ActSiLU && act != ActGeluTanh {
-		return fmt.Errorf("kernels: gemv swiglu: unknown activation %v", act)
+	if err := checkGLU("gemv swiglu", act, gate, up, dst); err != nil {
+		return err
 	}
 	if !g.Fits(T, K) {
 		return fmt.Errorf("kernels: gemv swiglu: x [%d, %d] does not fit", T, K)
-	}
-	if gate.N < 1 || up.N != gate.N || gate.W == 0 || up.W == 0 || dst == 0 {
-		return fmt.Errorf("kernels: gemv swiglu: gate N = %d, up N = %d (want equal, at least 1), weights and dst set", gate.N, up.N)
 	}
 	i, err := splitIndex(split)
 	if err != nil {

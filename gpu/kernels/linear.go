@@ -272,14 +272,11 @@ func RoPEPairFits(nq, nk, nv, half int) bool {
 // float operations: the bits of LaunchGroups then the separate op. x [T,
 // K] with T <= LinearNarrowMaxRows (PairFits); dst must not overlap x.
 func (l *Linear) LaunchGLU(c *cuda.Ctx, st cuda.Stream, act Act, x cuda.DevicePtr, T, K int, gate, up LinearGroup, dst cuda.DevicePtr) error {
-	if act != ActSiLU && act != ActGeluTanh {
-		return fmt.Errorf("kernels: linear glu: unknown activation %v", act)
+	if err := checkGLU("linear glu", act, gate, up, dst); err != nil {
+		return err
 	}
 	if !l.PairFits(T, K) {
 		return fmt.Errorf("kernels: linear glu: x [%d, %d] does not fit the narrow kernel", T, K)
-	}
-	if gate.N < 1 || up.N != gate.N || gate.W == 0 || up.W == 0 || dst == 0 {
-		return fmt.Errorf("kernels: linear glu: gate N = %d, up N = %d (want equal, at least 1), weights and dst set", gate.N, up.N)
 	}
 	i, blocks := linearNTFor(T)
 	pairs := (gate.N + linearM - 1) / linearM

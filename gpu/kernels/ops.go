@@ -504,6 +504,19 @@ const (
 	ActGeluTanh Act = 1 // gelu_pytorch_tanh: GeGLU (Gemma)
 )
 
+// checkGLU is the operand check the fused gate|up launches share (gemv.cu's
+// and linear.cu's pair kernels; who names the launch): a known activation,
+// gate and up of one width N >= 1, both weights and dst set.
+func checkGLU(who string, act Act, gate, up LinearGroup, dst cuda.DevicePtr) error {
+	if act != ActSiLU && act != ActGeluTanh {
+		return fmt.Errorf("kernels: %s: unknown activation %v", who, act)
+	}
+	if gate.N < 1 || up.N != gate.N || gate.W == 0 || up.W == 0 || dst == 0 {
+		return fmt.Errorf("kernels: %s: gate N = %d, up N = %d (want equal, at least 1), weights and dst set", who, gate.N, up.N)
+	}
+	return nil
+}
+
 // String names the activation.
 func (a Act) String() string {
 	switch a {
