@@ -710,15 +710,26 @@ func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8, la bool) (prog c
 // decode_mma.cu's kScaledV off, v2.11's value unpack.
 const mmaV211UnpackDefine = "-DBD_SCALED_V=0"
 
-// planMMA plans decode_mma.cu (mmaConfig, mmaProgram).
-func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
+// sizeMMATile sizes decode_mma.cu's plan for shape s (sizeMMA, then
+// oneSMSplits' re-cut) and picks its tile: mmaConfig's, or mmaOneSMTile's
+// where the plan runs one CTA an SM with the default tile and no ring.
+func sizeMMATile(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (p *DecodePlan, mt, stages, minB int, err error) {
 	mt, stages, minB, ctas := mmaConfig(l, t.MMA)
-	p, err := sizeMMA(dev, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, t)
+	p, err = sizeMMA(dev, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, t)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, 0, err
 	}
 	if p.oneSMSplits(s, t) && t.MMA.MT == 0 && stages == 0 {
 		mt = mmaOneSMTile(mt, p.splitLen)
+	}
+	return p, mt, stages, minB, nil
+}
+
+// planMMA plans decode_mma.cu (sizeMMATile, mmaProgram).
+func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*DecodePlan, error) {
+	p, mt, stages, minB, err := sizeMMATile(dev, l, s, t)
+	if err != nil {
+		return nil, err
 	}
 	if stages > 0 {
 		p.smem = mmaRingSmem(l, mt, stages)

@@ -291,20 +291,7 @@ func TestMMAOneSMSplits(t *testing.T) {
 		{"int4", 1, 1024, -1, DecodeTuning{TargetCTAs: 8}, 1024},
 		{"int4", 1, 1024, 0, DecodeTuning{}, 512},
 	} {
-		l, err := LayoutFor(kv.MustResolve(tc.format, 128).WithOrder(kv.MMA))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := DecodeShape{B: tc.b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: tc.l / l.Nr, MaxL: tc.l}
-		if tc.splitLen == 0 {
-			s.SplitLen = 512
-		}
-		_, _, _, ctas := mmaConfig(l, tc.tuning.MMA)
-		p, err := sizeMMA(nil, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, tc.tuning)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.oneSMSplits(s, tc.tuning)
+		p, _, s := oneSMPlan(t, tc.format, tc.b, tc.l, tc.splitLen == 0, tc.tuning)
 		if p.splitLen != tc.want || p.maxSplits != (tc.l+tc.want-1)/tc.want {
 			t.Errorf("%s %d x %d %+v: %d splits of %d tokens, want splits of %d", tc.format, tc.b, tc.l, tc.tuning, p.maxSplits, p.splitLen, tc.want)
 		}
@@ -354,24 +341,29 @@ func TestMMAOneSMTile(t *testing.T) {
 		{"int4", 1, 1024, -1, DecodeTuning{}, 4},
 		{"k4v2", 1, 1024, -1, DecodeTuning{}, 4},
 	} {
-		l, err := LayoutFor(kv.MustResolve(tc.format, 128).WithOrder(kv.MMA))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := DecodeShape{B: tc.b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: max(1, tc.l/l.Nr), MaxL: tc.l}
-		if tc.splitLen == 0 {
-			s.SplitLen = 512
-		}
-		mt, stages, _, ctas := mmaConfig(l, tc.tuning.MMA)
-		p, err := sizeMMA(nil, l, s, ctas, mmaSplitRule, mmaMinSplitTokens, tc.tuning)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.oneSMSplits(s, tc.tuning) && stages == 0 {
-			mt = mmaOneSMTile(mt, p.splitLen)
-		}
+		p, mt, _ := oneSMPlan(t, tc.format, tc.b, tc.l, tc.splitLen == 0, tc.tuning)
 		if mt != tc.want {
 			t.Errorf("%s %d x %d %+v (splits of %d): tile of %d groups, want %d", tc.format, tc.b, tc.l, tc.tuning, p.splitLen, mt, tc.want)
 		}
 	}
+}
+
+// oneSMPlan is planMMA's split plan and tile (sizeMMATile) for b sequences of
+// l tokens of format (Hq 32, Hkv 8, D 128; fixed: batch invariance's split
+// of 512 tokens), for TestMMAOneSMSplits and TestMMAOneSMTile.
+func oneSMPlan(t *testing.T, format string, b, l int, fixed bool, tuning DecodeTuning) (*DecodePlan, int, DecodeShape) {
+	t.Helper()
+	lay, err := LayoutFor(kv.MustResolve(format, 128).WithOrder(kv.MMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DecodeShape{B: b, Hq: 32, Hkv: 8, Tq: 1, MaxBlocks: max(1, l/lay.Nr), MaxL: l}
+	if fixed {
+		s.SplitLen = 512
+	}
+	p, mt, _, _, err := sizeMMATile(nil, lay, s, tuning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, mt, s
 }
