@@ -512,12 +512,33 @@ BD_DEVICE float4 clusterLoadF32x4(const float* p, u32 rank) {
 // (normsel_internal_test.go's model, checked against wq). Every thread
 // must call it (it synchronizes); hist holds kSelBuckets ints a warp
 // (16-byte aligned), wmax THREADS/32.
+// selectChunk's build knobs (NVRTC -D options; LoadOpsOptions). SEL_DIAG
+// (default 0) times its parts in BenchmarkOpsSelDiag and makes wrong
+// lists: 1 ranks nothing, 2 stops after the histograms' barrier, 3 stores
+// the list to shared memory instead of out, 4 fills the histograms with
+// plain stores instead of atomics, 5 stops after the walk (B found).
+// SEL_MATCH 1 aggregates each atomic's lanes of one bucket first
+// (__match_any_sync: one atomic a bucket, no conflicting lanes); SEL_SCAN
+// 1 places the taken channels by session 20b's packed warp scan instead
+// of ballots (session 21, docs/perf/dec.md). The lists of every non-DIAG
+// build are the same.
+#ifndef SEL_DIAG
+#define SEL_DIAG 0
+#endif
+#ifndef SEL_MATCH
+#define SEL_MATCH 0
+#endif
+#ifndef SEL_SCAN
+#define SEL_SCAN 0
+#endif
+
 template <int THREADS>
 BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc, int c0, int* __restrict__ out,
                            int* hist, int* wmax) {
   constexpr int PER = kSelChunk / THREADS, WARPS = THREADS / 32, WCH = 32 * PER;
   constexpr unsigned kAll = 0xffffffffu;
   static_assert(THREADS * PER == kSelChunk && kSelBuckets == 32 * 8, "the ranking's partition");
+  if constexpr (SEL_DIAG == 1) return;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   int* hw = hist + warp * kSelBuckets;
   reinterpret_cast<int4*>(hw)[lane] = make_int4(0, 0, 0, 0);  // this warp's 256 buckets
@@ -532,10 +553,20 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
   m = __reduce_max_sync(kAll, m);
   __syncwarp();  // the warp's zeros before any of its atomics
 #pragma unroll
-  for (int j = 0; j < PER; j++)
-    if (key[j] >= 0) atomicAdd(&hw[min(m - key[j], kSelBuckets - 1)], 1);
+  for (int j = 0; j < PER; j++) {
+    const int bj = key[j] >= 0 ? min(m - key[j], kSelBuckets - 1) : -1;
+    if constexpr (SEL_DIAG == 4) {
+      if (bj >= 0) hw[bj] = 1;
+    } else if constexpr (SEL_MATCH) {
+      const unsigned same = __match_any_sync(kAll, bj);  // this instruction's lanes of bucket bj
+      if (bj >= 0 && lane == __ffs(same) - 1) atomicAdd(&hw[bj], __popc(same));
+    } else {
+      if (bj >= 0) atomicAdd(&hw[bj], 1);
+    }
+  }
   if (lane == 0) wmax[warp] = m;
   __syncthreads();  // the one barrier: every warp's histogram and maximum
+  if constexpr (SEL_DIAG == 2) return;
   int wm[WARPS], keyMax = -1;
 #pragma unroll
   for (int w = 0; w < WARPS; w++) {
@@ -575,24 +606,58 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
   early = __reduce_add_sync(kAll, early);
   if (B == kSelBuckets - 1) earlyIn = min(c, warp * WCH) - early;  // the earlier warps' channels in the rest
   const int fill = kc - above;
-  int b[PER], below = 0, in = 0;
-#pragma unroll
-  for (int j = 0; j < PER; j++) {
-    b[j] = key[j] >= 0 ? min(keyMax - key[j], kSelBuckets - 1) : kSelBuckets;
-    below += b[j] < B;
-    in += b[j] == B;
+  if constexpr (SEL_DIAG == 5) {
+    if (fill == -1) out[0] = B;  // never (fill >= 1): keeps the walk
+    return;
   }
-  const int packed = below | in << 16;  // each count <= 1024
-  const int pex = warpInclusiveSum(packed, lane) - packed;
-  int nb = early + (pex & 0xffff), ni = earlyIn + (pex >> 16);
+  int b[PER];
+#pragma unroll
+  for (int j = 0; j < PER; j++) b[j] = key[j] >= 0 ? min(keyMax - key[j], kSelBuckets - 1) : kSelBuckets;
+  int nb = early, ni = earlyIn;
+  if constexpr (SEL_SCAN) {
+    int below = 0, in = 0;
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+      below += b[j] < B;
+      in += b[j] == B;
+    }
+    const int packed = below | in << 16;  // each count <= 1024
+    const int pex = warpInclusiveSum(packed, lane) - packed;
+    nb += pex & 0xffff, ni += pex >> 16;
+  } else {
+    // The lanes before this one hold the warp's earlier channels: count
+    // theirs below B and in B from one ballot of each per channel slot
+    // (independent instructions, no chain of shuffles).
+    const unsigned before = (1u << lane) - 1u;
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+      nb += __popc(__ballot_sync(kAll, b[j] < B) & before);
+      ni += __popc(__ballot_sync(kAll, b[j] == B) & before);
+    }
+  }
+  [[maybe_unused]] int* sink = nullptr;
+  if constexpr (SEL_DIAG == 3) {
+    __shared__ int selSink[32];  // the stores' sink: no global store
+    sink = selSink;
+  }
 #pragma unroll
   for (int j = 0; j < PER; j++) {
     const int ch = c0 + tid * PER + j;
     if (b[j] < B) {
-      out[nb + min(ni, fill)] = ch;
+      if constexpr (SEL_DIAG == 3) {
+        sink[lane] = nb + min(ni, fill) + ch;
+      } else {
+        out[nb + min(ni, fill)] = ch;
+      }
       nb++;
     } else if (b[j] == B) {
-      if (ni < fill) out[nb + ni] = ch;
+      if (ni < fill) {
+        if constexpr (SEL_DIAG == 3) {
+          sink[lane] = nb + ni + ch;
+        } else {
+          out[nb + ni] = ch;
+        }
+      }
       ni++;
     }
   }

@@ -68,8 +68,14 @@ type Ops struct {
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
 // module) and looks its kernels up.
-func LoadOps(dev *cuda.Device) (*Ops, error) {
-	mod, err := dev.Compile(program("ops.cu", opsSource, nil, nil))
+func LoadOps(dev *cuda.Device) (*Ops, error) { return LoadOpsOptions(dev) }
+
+// LoadOpsOptions is LoadOps with extra NVRTC options: ops.cu's
+// diagnostics (-DSEL_DIAG=1, ...; see selectChunk), for timing the parts
+// of DEC's list producers (BenchmarkOpsSelDiag). A diagnostic build's
+// lists are wrong by design; the default build has none of it.
+func LoadOpsOptions(dev *cuda.Device, opts ...string) (*Ops, error) {
+	mod, err := dev.Compile(program("ops.cu", opsSource, nil, opts))
 	if err != nil {
 		return nil, err
 	}
