@@ -35,20 +35,14 @@ func BenchmarkOpsSel(b *testing.B) {
 	}
 }
 
-// opsSelDiagBuilds are the ops.cu builds BenchmarkOpsSelDiag times
-// (selectChunk's knobs, ops.cu): the default, session 20b's placement by
-// a packed warp scan, the atomics aggregated by __match_any_sync, and the
-// diagnostics that leave out one part each (their lists are wrong).
-var opsSelDiagBuilds = []struct{ name, opt string }{
-	{"default", ""}, {"scan", "-DSEL_SCAN=1"}, {"match", "-DSEL_MATCH=1"},
-	{"noRank", "-DSEL_DIAG=1"}, {"histOnly", "-DSEL_DIAG=2"}, {"noStores", "-DSEL_DIAG=3"},
-	{"noAtomics", "-DSEL_DIAG=4"}, {"walkOnly", "-DSEL_DIAG=5"},
-}
+// opsSelDiagBuilds are the ops.cu builds BenchmarkOpsSelDiag times: the
+// default and session 20b's ranking (SEL_V20B, ops.cu), in one process.
+var opsSelDiagBuilds = []struct{ name, opt string }{{"default", ""}, {"v20b", "-DSEL_V20B=1"}}
 
 // BenchmarkOpsSelDiag (session 21, docs/perf/dec.md) times the list
 // producers at k_chunk 8 (and the plain kernels once) in each of
-// opsSelDiagBuilds, as BenchmarkOpsSel does: where a list's ~1 us over
-// its plain kernel goes.
+// opsSelDiagBuilds, as BenchmarkOpsSel does, alternating the builds
+// within one process.
 //
 //	./kernels.test -test.run '^$' -test.bench OpsSelDiag -test.benchtime 500x
 func BenchmarkOpsSelDiag(b *testing.B) {

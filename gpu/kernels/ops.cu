@@ -489,60 +489,68 @@ BD_DEVICE float4 clusterLoadF32x4(const float* p, u32 rank) {
   return v;
 }
 
+// selectChunk's histograms in shared memory (session 21): each warp's
+// region is kSelHistPad zeros, its kSelBuckets buckets, then a word that
+// the channels past the chunk's end count into (never read), rounded to
+// 16 bytes. The zeros let the ranking read a warp's bucket b − d for any
+// shift d <= kSelHistPad without a bounds test. SEL_V20B 1 builds session
+// 20b's ranking instead (kSelBuckets ints a warp; for A/B timing in one
+// process, BenchmarkOpsSelDiag); its lists are the same.
+#ifndef SEL_V20B
+#define SEL_V20B 0
+#endif
+constexpr int kSelHistPad = 256;
+constexpr int kSelHistStride = SEL_V20B ? kSelBuckets : kSelHistPad + kSelBuckets + 4;
+static_assert(kSelHistPad >= kSelBuckets && kSelHistStride % 4 == 0, "a warp's histogram region");
+
+// selHistZero zeroes this warp's histogram region (pad and buckets), to be
+// called by every thread early in a producer, off the ranking's chain
+// (selectChunk's __syncwarp orders it before the warp's atomics).
+BD_DEVICE void selHistZero(int* hist) {
+  if constexpr (!SEL_V20B) {
+    const int lane = threadIdx.x & 31;
+    int4* hw = reinterpret_cast<int4*>(hist + (threadIdx.x >> 5) * kSelHistStride);
+#pragma unroll
+    for (int q = 0; q < (kSelHistPad + kSelBuckets) / 4 / 32; q++) hw[lane + 32 * q] = make_int4(0, 0, 0, 0);
+  }
+}
+
 // selectChunk writes wq.SelectApprox's list of one chunk of c channels
 // (c0 its first, kc = ChunkSelect(kChunk, c) >= 1 of them taken) to out
 // [kc], in increasing order, in a CTA of THREADS threads (128 or 256):
 // thread t holds the chunk's channels t·PER + m (m < PER = 1024/THREADS)
-// in v, those at or past c ignored. Session 20b's version: one CTA
-// barrier (session 19b's took five). Before it each warp builds its own
-// 256-bucket histogram relative to its own key maximum wmax (bucket
-// min(wmax − key, 255); zeroed, filled by shared atomics, ordered by
-// __syncwarp alone) and publishes wmax. After it every warp, redundantly,
-// takes keyMax = max wmax and walks the chunk's buckets b = keyMax − key
-// 32 at a time: lane l's bucket count is the sum over warps w of w's
-// histogram at b − (keyMax − wmax_w) (never w's clipped last bucket, as
-// b < 255 there; bucket 255 holds the rest and always reaches kc), one
-// warp scan finds B, the first bucket whose inclusive count reaches kc,
-// and the count above it; the same loads summed over the warps before
-// this one give their channels below B and in B. A warp scan of each
-// thread's packed (below B, in B) counts then gives every taken channel
-// its place: the channels before it below B plus min(the channels before
-// it in B, fill), fill = kc − (count above B): the first fill channels of
-// bucket B in channel order, as wq's scan takes them
+// in v, those at or past c ignored. One CTA barrier (session 20b). Before
+// it each warp fills its own 256-bucket histogram relative to its own key
+// maximum wmax (bucket min(wmax − key, 255); zeroed by selHistZero, filled
+// by shared atomics, ordered by __syncwarp alone) and publishes wmax.
+// After it every warp, redundantly, takes keyMax = max wmax and walks the
+// chunk's buckets b = keyMax − key 32 at a time: lane l's bucket count is
+// the sum over warps w of w's histogram at b − (keyMax − wmax_w) (never
+// w's clipped last bucket, as b < 255 there; below 0 the region's zeros;
+// bucket 255 holds the rest and always reaches kc), one warp scan finds B,
+// the first bucket whose inclusive count reaches kc, and the count above
+// it; the same loads summed over the warps before this one give their
+// channels below B and in B. Ballots of each channel slot then give every
+// taken channel its place: the channels before it below B plus min(the
+// channels before it in B, fill), fill = kc − (count above B): the first
+// fill channels of bucket B in channel order, as wq's scan takes them
 // (normsel_internal_test.go's model, checked against wq). Every thread
-// must call it (it synchronizes); hist holds kSelBuckets ints a warp
-// (16-byte aligned), wmax THREADS/32.
-// selectChunk's build knobs (NVRTC -D options; LoadOpsOptions). SEL_DIAG
-// (default 0) times its parts in BenchmarkOpsSelDiag and makes wrong
-// lists: 1 ranks nothing, 2 stops after the histograms' barrier, 3 stores
-// the list to shared memory instead of out, 4 fills the histograms with
-// plain stores instead of atomics, 5 stops after the walk (B found).
-// SEL_MATCH 1 aggregates each atomic's lanes of one bucket first
-// (__match_any_sync: one atomic a bucket, no conflicting lanes); SEL_SCAN
-// 1 places the taken channels by session 20b's packed warp scan instead
-// of ballots (session 21, docs/perf/dec.md). The lists of every non-DIAG
-// build are the same.
-#ifndef SEL_DIAG
-#define SEL_DIAG 0
-#endif
-#ifndef SEL_MATCH
-#define SEL_MATCH 0
-#endif
-#ifndef SEL_SCAN
-#define SEL_SCAN 0
-#endif
-
+// must call it (it synchronizes), after selHistZero; hist holds
+// kSelHistStride ints a warp (16-byte aligned), wmax THREADS/32.
 template <int THREADS>
 BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc, int c0, int* __restrict__ out,
                            int* hist, int* wmax) {
   constexpr int PER = kSelChunk / THREADS, WARPS = THREADS / 32, WCH = 32 * PER;
   constexpr unsigned kAll = 0xffffffffu;
   static_assert(THREADS * PER == kSelChunk && kSelBuckets == 32 * 8, "the ranking's partition");
-  if constexpr (SEL_DIAG == 1) return;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+#if SEL_V20B
   int* hw = hist + warp * kSelBuckets;
   reinterpret_cast<int4*>(hw)[lane] = make_int4(0, 0, 0, 0);  // this warp's 256 buckets
   reinterpret_cast<int4*>(hw)[lane + 32] = make_int4(0, 0, 0, 0);
+#else
+  int* hw = hist + warp * kSelHistStride + kSelHistPad;  // bucket 0 of this warp
+#endif
   int key[PER];
   int m = -1;
 #pragma unroll
@@ -554,42 +562,57 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
   __syncwarp();  // the warp's zeros before any of its atomics
 #pragma unroll
   for (int j = 0; j < PER; j++) {
-    const int bj = key[j] >= 0 ? min(m - key[j], kSelBuckets - 1) : -1;
-    if constexpr (SEL_DIAG == 4) {
-      if (bj >= 0) hw[bj] = 1;
-    } else if constexpr (SEL_MATCH) {
-      const unsigned same = __match_any_sync(kAll, bj);  // this instruction's lanes of bucket bj
-      if (bj >= 0 && lane == __ffs(same) - 1) atomicAdd(&hw[bj], __popc(same));
-    } else {
-      if (bj >= 0) atomicAdd(&hw[bj], 1);
-    }
+#if SEL_V20B
+    if (key[j] >= 0) atomicAdd(&hw[min(m - key[j], kSelBuckets - 1)], 1);
+#else
+    // No branch: a channel past the chunk's end counts into the word after
+    // the buckets.
+    atomicAdd(&hw[key[j] >= 0 ? min(m - key[j], kSelBuckets - 1) : kSelBuckets], 1);
+#endif
   }
   if (lane == 0) wmax[warp] = m;
   __syncthreads();  // the one barrier: every warp's histogram and maximum
-  if constexpr (SEL_DIAG == 2) return;
   int wm[WARPS], keyMax = -1;
 #pragma unroll
   for (int w = 0; w < WARPS; w++) {
     wm[w] = wmax[w];
     keyMax = max(keyMax, wm[w]);
   }
+#if !SEL_V20B
+  // Warp w's bucket keyMax − key is its own wm[w] − key: its histogram
+  // read d = keyMax − wm[w] buckets lower, d capped at the pad (a warp
+  // that far below, or with no channel, adds zeros to buckets < 255);
+  // hb[w] is this lane's bucket 0 of it.
+  const int* hb[WARPS];
+#pragma unroll
+  for (int w = 0; w < WARPS; w++)
+    hb[w] = hist + w * kSelHistStride + kSelHistPad - min(keyMax - wm[w], kSelHistPad) + lane;
+#endif
   // B, the count above it, and the earlier warps' channels below B
   // (early, summed over lanes) and in B (earlyIn).
   int B = kSelBuckets - 1, above = 0, early = 0, earlyIn = 0, base = 0;
+  // Unrolled (SEL_V20B: not): each step's loads are a warp's pointer plus
+  // a constant.
+#if SEL_V20B
 #pragma unroll 1
+#else
+#pragma unroll
+#endif
   for (int s = 0; s < kSelBuckets / 32; s++) {
     const int bk = s * 32 + lane;
-    int tot = kSelChunk, pre = 0;  // bucket 255: the rest, always reaching kc
-    if (bk < kSelBuckets - 1) {
-      tot = 0;
+    int tot = 0, pre = 0;
 #pragma unroll
-      for (int w = 0; w < WARPS; w++) {
-        const int i = bk - (keyMax - wm[w]);  // <= 254: never w's clipped bucket
-        const int n = wm[w] >= 0 && i >= 0 ? hist[w * kSelBuckets + i] : 0;
-        tot += n;
-        if (w < warp) pre += n;
-      }
+    for (int w = 0; w < WARPS; w++) {
+#if SEL_V20B
+      const int i = bk - (keyMax - wm[w]);  // <= 254: never w's clipped bucket
+      const int n = bk < kSelBuckets - 1 && wm[w] >= 0 && i >= 0 ? hist[w * kSelBuckets + i] : 0;
+#else
+      const int n = hb[w][s * 32];  // bk − d >= −kSelHistPad: a pad zero below 0
+#endif
+      tot += n;
+      if (w < warp) pre += n;
     }
+    if (bk == kSelBuckets - 1) tot = kSelChunk, pre = 0;  // bucket 255: the rest, always reaching kc
     const int incl = warpInclusiveSum(tot, lane);
     const unsigned reach = __ballot_sync(kAll, base + incl >= kc);
     if (reach != 0) {  // the same for the whole warp
@@ -606,60 +629,25 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
   early = __reduce_add_sync(kAll, early);
   if (B == kSelBuckets - 1) earlyIn = min(c, warp * WCH) - early;  // the earlier warps' channels in the rest
   const int fill = kc - above;
-  if constexpr (SEL_DIAG == 5) {
-    if (fill == -1) out[0] = B;  // never (fill >= 1): keeps the walk
-    return;
-  }
   int b[PER];
 #pragma unroll
   for (int j = 0; j < PER; j++) b[j] = key[j] >= 0 ? min(keyMax - key[j], kSelBuckets - 1) : kSelBuckets;
+  // The lanes before this one hold the warp's earlier channels: count
+  // theirs below B and in B from one ballot of each per channel slot.
   int nb = early, ni = earlyIn;
-  if constexpr (SEL_SCAN) {
-    int below = 0, in = 0;
+  const unsigned before = (1u << lane) - 1u;
 #pragma unroll
-    for (int j = 0; j < PER; j++) {
-      below += b[j] < B;
-      in += b[j] == B;
-    }
-    const int packed = below | in << 16;  // each count <= 1024
-    const int pex = warpInclusiveSum(packed, lane) - packed;
-    nb += pex & 0xffff, ni += pex >> 16;
-  } else {
-    // The lanes before this one hold the warp's earlier channels: count
-    // theirs below B and in B from one ballot of each per channel slot
-    // (independent instructions, no chain of shuffles).
-    const unsigned before = (1u << lane) - 1u;
-#pragma unroll
-    for (int j = 0; j < PER; j++) {
-      nb += __popc(__ballot_sync(kAll, b[j] < B) & before);
-      ni += __popc(__ballot_sync(kAll, b[j] == B) & before);
-    }
-  }
-  [[maybe_unused]] int* sink = nullptr;
-  if constexpr (SEL_DIAG == 3) {
-    __shared__ int selSink[32];  // the stores' sink: no global store
-    sink = selSink;
+  for (int j = 0; j < PER; j++) {
+    nb += __popc(__ballot_sync(kAll, b[j] < B) & before);
+    ni += __popc(__ballot_sync(kAll, b[j] == B) & before);
   }
 #pragma unroll
   for (int j = 0; j < PER; j++) {
-    const int ch = c0 + tid * PER + j;
-    if (b[j] < B) {
-      if constexpr (SEL_DIAG == 3) {
-        sink[lane] = nb + min(ni, fill) + ch;
-      } else {
-        out[nb + min(ni, fill)] = ch;
-      }
-      nb++;
-    } else if (b[j] == B) {
-      if (ni < fill) {
-        if constexpr (SEL_DIAG == 3) {
-          sink[lane] = nb + ni + ch;
-        } else {
-          out[nb + ni] = ch;
-        }
-      }
-      ni++;
-    }
+    const bool lt = b[j] < B, eq = b[j] == B;
+    const int at = lt ? nb + min(ni, fill) : (eq && ni < fill ? nb + ni : -1);
+    if (at >= 0) out[at] = c0 + tid * PER + j;
+    nb += lt;
+    ni += eq;
   }
 }
 
@@ -705,9 +693,10 @@ __device__ __forceinline__ void addRMSNormCluster(float* h, float* x, const floa
   if constexpr (SEL) {
     __shared__ __align__(16) float vsBuf[kNormClusterThreads * kNormClusterRegs];
     __shared__ __align__(16) float wsBuf[kNormClusterThreads * kNormClusterRegs];
-    __shared__ __align__(16) int histBuf[kNormClusterWarps * kSelBuckets];
+    __shared__ __align__(16) int histBuf[kNormClusterWarps * kSelHistStride];
     __shared__ int wmaxBuf[kNormClusterWarps];
     vs = vsBuf, ws = wsBuf, hist = histBuf, wmax = wmaxBuf;
+    selHistZero(hist);
   }
   if (!early) normLoad(v, wv, hs, w, lo, hi, tid);
 #pragma unroll
@@ -854,8 +843,9 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
                             int* __restrict__ sel, int selStride, int kChunk) {
   startDependentFirst();  // as f16_to_f32_hadamard_warp
   __shared__ float cs[kSelChunk];
-  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelHistStride];
   __shared__ int wmax[kSelCTA / 32];
+  selHistZero(hist);
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, rowLen - c0);
   const long long base = (long long)t * rowLen + c0;
   switch (D) {
@@ -875,8 +865,9 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
                    int kChunk) {
   startDependent();  // as f16_to_f32
   __shared__ float cs[kSelChunk];
-  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelHistStride];
   __shared__ int wmax[kSelCTA / 32];
+  selHistZero(hist);
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, rowLen - c0);
   const long long base = (long long)t * rowLen + c0;
   for (int i = threadIdx.x; i < c; i += kSelCTA) {
@@ -1083,8 +1074,9 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
     swiglu_cols_sel(const float* __restrict__ y, float* dst, float* gate, float* up, const float* __restrict__ bg,
                     const float* __restrict__ bu, int N, int act, int* __restrict__ sel, int selStride, int kChunk) {
   startDependent();
-  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelHistStride];
   __shared__ int wmax[kSelCTA / 32];
+  selHistZero(hist);
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, N - c0);
   const int q = N / 4, cc = c0 / 4 + int(threadIdx.x);
   float v[4] = {0.f, 0.f, 0.f, 0.f};
