@@ -36,8 +36,11 @@ func BenchmarkOpsSel(b *testing.B) {
 }
 
 // opsSelDiagBuilds are the ops.cu builds BenchmarkOpsSelDiag times: the
-// default and session 20b's ranking (SEL_V20B, ops.cu), in one process.
-var opsSelDiagBuilds = []struct{ name, opt string }{{"default", ""}, {"v20b", "-DSEL_V20B=1"}}
+// default (session 20b's ranking) and session 21's (SEL_V21, ops.cu),
+// unrolled and rolled, in one process.
+var opsSelDiagBuilds = []struct{ name, opt string }{
+	{"default", ""}, {"v21", "-DSEL_V21=1"}, {"v21rolled", "-DSEL_V21=1 -DSEL_V21_ROLLED=1"},
+}
 
 // BenchmarkOpsSelDiag (session 21, docs/perf/dec.md) times the list
 // producers at k_chunk 8 (and the plain kernels once) in each of
@@ -48,11 +51,7 @@ var opsSelDiagBuilds = []struct{ name, opt string }{{"default", ""}, {"v20b", "-
 func BenchmarkOpsSelDiag(b *testing.B) {
 	d, _ := opsSetup(b)
 	for i, bd := range opsSelDiagBuilds {
-		var opts []string
-		if bd.opt != "" {
-			opts = append(opts, bd.opt)
-		}
-		o, err := kernels.LoadOpsOptions(d, opts...)
+		o, err := kernels.LoadOpsOptions(d, strings.Fields(bd.opt)...)
 		if err != nil {
 			b.Fatalf("%s: %v", bd.name, err)
 		}

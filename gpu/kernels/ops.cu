@@ -489,25 +489,33 @@ BD_DEVICE float4 clusterLoadF32x4(const float* p, u32 rank) {
   return v;
 }
 
-// selectChunk's histograms in shared memory (session 21): each warp's
-// region is kSelHistPad zeros, its kSelBuckets buckets, then a word that
-// the channels past the chunk's end count into (never read), rounded to
-// 16 bytes. The zeros let the ranking read a warp's bucket b − d for any
-// shift d <= kSelHistPad without a bounds test. SEL_V20B 1 builds session
-// 20b's ranking instead (kSelBuckets ints a warp; for A/B timing in one
-// process, BenchmarkOpsSelDiag); its lists are the same.
-#ifndef SEL_V20B
-#define SEL_V20B 0
+// selectChunk's builds (NVRTC -D options; LoadOpsOptions). The default is
+// session 20b's ranking. SEL_V21 1 builds session 21's (docs/perf/dec.md):
+// the same lists, each warp's histogram region 256 zeros, its 256 buckets
+// and a word that the channels past a partial chunk's end count into
+// (never read), zeroed early by selHistZero; the walk reads warp w's
+// bucket b − d at a pointer fixed after the barrier (the zeros below 0),
+// unrolled (SEL_V21_ROLLED 1: a loop), and the atomics and the list's
+// stores have no branches. It is 0.2-0.6 us a launch faster in
+// BenchmarkOpsSel but was not faster in the 8B step (session 21's call
+// 2), so it stays off.
+#ifndef SEL_V21
+#define SEL_V21 0
+#endif
+#ifndef SEL_V21_ROLLED
+#define SEL_V21_ROLLED 0
 #endif
 constexpr int kSelHistPad = 256;
-constexpr int kSelHistStride = SEL_V20B ? kSelBuckets : kSelHistPad + kSelBuckets + 4;
+constexpr int kSelHistStride = SEL_V21 ? kSelHistPad + kSelBuckets + 4 : kSelBuckets;
 static_assert(kSelHistPad >= kSelBuckets && kSelHistStride % 4 == 0, "a warp's histogram region");
 
-// selHistZero zeroes this warp's histogram region (pad and buckets), to be
-// called by every thread early in a producer, off the ranking's chain
-// (selectChunk's __syncwarp orders it before the warp's atomics).
+// selHistZero zeroes this warp's histogram region (SEL_V21's pad and
+// buckets; nothing in the default build, whose selectChunk zeroes its
+// own), to be called by every thread early in a producer, off the
+// ranking's chain (selectChunk's __syncwarp orders it before the warp's
+// atomics).
 BD_DEVICE void selHistZero(int* hist) {
-  if constexpr (!SEL_V20B) {
+  if constexpr (SEL_V21 != 0) {
     const int lane = threadIdx.x & 31;
     int4* hw = reinterpret_cast<int4*>(hist + (threadIdx.x >> 5) * kSelHistStride);
 #pragma unroll
@@ -515,14 +523,16 @@ BD_DEVICE void selHistZero(int* hist) {
   }
 }
 
+#if SEL_V21
 // selectChunk writes wq.SelectApprox's list of one chunk of c channels
 // (c0 its first, kc = ChunkSelect(kChunk, c) >= 1 of them taken) to out
 // [kc], in increasing order, in a CTA of THREADS threads (128 or 256):
 // thread t holds the chunk's channels t·PER + m (m < PER = 1024/THREADS)
-// in v, those at or past c ignored. One CTA barrier (session 20b). Before
-// it each warp fills its own 256-bucket histogram relative to its own key
-// maximum wmax (bucket min(wmax − key, 255); zeroed by selHistZero, filled
-// by shared atomics, ordered by __syncwarp alone) and publishes wmax.
+// in v, those at or past c ignored. One CTA barrier (session 20b), in
+// session 21's form (SEL_V21). Before it each warp fills its own
+// 256-bucket histogram relative to its own key maximum wmax (bucket
+// min(wmax − key, 255); zeroed by selHistZero, filled by shared atomics,
+// ordered by __syncwarp alone) and publishes wmax.
 // After it every warp, redundantly, takes keyMax = max wmax and walks the
 // chunk's buckets b = keyMax − key 32 at a time: lane l's bucket count is
 // the sum over warps w of w's histogram at b − (keyMax − wmax_w) (never
@@ -544,13 +554,7 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
   constexpr unsigned kAll = 0xffffffffu;
   static_assert(THREADS * PER == kSelChunk && kSelBuckets == 32 * 8, "the ranking's partition");
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-#if SEL_V20B
-  int* hw = hist + warp * kSelBuckets;
-  reinterpret_cast<int4*>(hw)[lane] = make_int4(0, 0, 0, 0);  // this warp's 256 buckets
-  reinterpret_cast<int4*>(hw)[lane + 32] = make_int4(0, 0, 0, 0);
-#else
   int* hw = hist + warp * kSelHistStride + kSelHistPad;  // bucket 0 of this warp
-#endif
   int key[PER];
   int m = -1;
 #pragma unroll
@@ -562,13 +566,9 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
   __syncwarp();  // the warp's zeros before any of its atomics
 #pragma unroll
   for (int j = 0; j < PER; j++) {
-#if SEL_V20B
-    if (key[j] >= 0) atomicAdd(&hw[min(m - key[j], kSelBuckets - 1)], 1);
-#else
     // No branch: a channel past the chunk's end counts into the word after
     // the buckets.
     atomicAdd(&hw[key[j] >= 0 ? min(m - key[j], kSelBuckets - 1) : kSelBuckets], 1);
-#endif
   }
   if (lane == 0) wmax[warp] = m;
   __syncthreads();  // the one barrier: every warp's histogram and maximum
@@ -578,7 +578,6 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
     wm[w] = wmax[w];
     keyMax = max(keyMax, wm[w]);
   }
-#if !SEL_V20B
   // Warp w's bucket keyMax − key is its own wm[w] − key: its histogram
   // read d = keyMax − wm[w] buckets lower, d capped at the pad (a warp
   // that far below, or with no channel, adds zeros to buckets < 255);
@@ -587,13 +586,12 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
 #pragma unroll
   for (int w = 0; w < WARPS; w++)
     hb[w] = hist + w * kSelHistStride + kSelHistPad - min(keyMax - wm[w], kSelHistPad) + lane;
-#endif
   // B, the count above it, and the earlier warps' channels below B
   // (early, summed over lanes) and in B (earlyIn).
   int B = kSelBuckets - 1, above = 0, early = 0, earlyIn = 0, base = 0;
-  // Unrolled (SEL_V20B: not): each step's loads are a warp's pointer plus
-  // a constant.
-#if SEL_V20B
+  // Unrolled (SEL_V21_ROLLED: not): each step's loads are a warp's
+  // pointer plus a constant.
+#if SEL_V21_ROLLED
 #pragma unroll 1
 #else
 #pragma unroll
@@ -603,12 +601,7 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
     int tot = 0, pre = 0;
 #pragma unroll
     for (int w = 0; w < WARPS; w++) {
-#if SEL_V20B
-      const int i = bk - (keyMax - wm[w]);  // <= 254: never w's clipped bucket
-      const int n = bk < kSelBuckets - 1 && wm[w] >= 0 && i >= 0 ? hist[w * kSelBuckets + i] : 0;
-#else
       const int n = hb[w][s * 32];  // bk − d >= −kSelHistPad: a pad zero below 0
-#endif
       tot += n;
       if (w < warp) pre += n;
     }
@@ -650,6 +643,116 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
     ni += eq;
   }
 }
+#else
+// selectChunk writes wq.SelectApprox's list of one chunk of c channels
+// (c0 its first, kc = ChunkSelect(kChunk, c) >= 1 of them taken) to out
+// [kc], in increasing order, in a CTA of THREADS threads (128 or 256):
+// thread t holds the chunk's channels t·PER + m (m < PER = 1024/THREADS)
+// in v, those at or past c ignored. Session 20b's version: one CTA
+// barrier (session 19b's took five). Before it each warp builds its own
+// 256-bucket histogram relative to its own key maximum wmax (bucket
+// min(wmax − key, 255); zeroed, filled by shared atomics, ordered by
+// __syncwarp alone) and publishes wmax. After it every warp, redundantly,
+// takes keyMax = max wmax and walks the chunk's buckets b = keyMax − key
+// 32 at a time: lane l's bucket count is the sum over warps w of w's
+// histogram at b − (keyMax − wmax_w) (never w's clipped last bucket, as
+// b < 255 there; bucket 255 holds the rest and always reaches kc), one
+// warp scan finds B, the first bucket whose inclusive count reaches kc,
+// and the count above it; the same loads summed over the warps before
+// this one give their channels below B and in B. A warp scan of each
+// thread's packed (below B, in B) counts then gives every taken channel
+// its place: the channels before it below B plus min(the channels before
+// it in B, fill), fill = kc − (count above B): the first fill channels of
+// bucket B in channel order, as wq's scan takes them
+// (normsel_internal_test.go's model, checked against wq). Every thread
+// must call it (it synchronizes); hist holds kSelBuckets ints a warp
+// (16-byte aligned), wmax THREADS/32.
+template <int THREADS>
+BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc, int c0, int* __restrict__ out,
+                           int* hist, int* wmax) {
+  constexpr int PER = kSelChunk / THREADS, WARPS = THREADS / 32, WCH = 32 * PER;
+  constexpr unsigned kAll = 0xffffffffu;
+  static_assert(THREADS * PER == kSelChunk && kSelBuckets == 32 * 8, "the ranking's partition");
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int* hw = hist + warp * kSelBuckets;
+  reinterpret_cast<int4*>(hw)[lane] = make_int4(0, 0, 0, 0);  // this warp's 256 buckets
+  reinterpret_cast<int4*>(hw)[lane + 32] = make_int4(0, 0, 0, 0);
+  int key[PER];
+  int m = -1;
+#pragma unroll
+  for (int j = 0; j < PER; j++) {
+    key[j] = tid * PER + j < c ? int((__float_as_uint(v[j]) & 0x7fffffffu) >> kSelBucketShift) : -1;
+    m = max(m, key[j]);
+  }
+  m = __reduce_max_sync(kAll, m);
+  __syncwarp();  // the warp's zeros before any of its atomics
+#pragma unroll
+  for (int j = 0; j < PER; j++)
+    if (key[j] >= 0) atomicAdd(&hw[min(m - key[j], kSelBuckets - 1)], 1);
+  if (lane == 0) wmax[warp] = m;
+  __syncthreads();  // the one barrier: every warp's histogram and maximum
+  int wm[WARPS], keyMax = -1;
+#pragma unroll
+  for (int w = 0; w < WARPS; w++) {
+    wm[w] = wmax[w];
+    keyMax = max(keyMax, wm[w]);
+  }
+  // B, the count above it, and the earlier warps' channels below B
+  // (early, summed over lanes) and in B (earlyIn).
+  int B = kSelBuckets - 1, above = 0, early = 0, earlyIn = 0, base = 0;
+#pragma unroll 1
+  for (int s = 0; s < kSelBuckets / 32; s++) {
+    const int bk = s * 32 + lane;
+    int tot = kSelChunk, pre = 0;  // bucket 255: the rest, always reaching kc
+    if (bk < kSelBuckets - 1) {
+      tot = 0;
+#pragma unroll
+      for (int w = 0; w < WARPS; w++) {
+        const int i = bk - (keyMax - wm[w]);  // <= 254: never w's clipped bucket
+        const int n = wm[w] >= 0 && i >= 0 ? hist[w * kSelBuckets + i] : 0;
+        tot += n;
+        if (w < warp) pre += n;
+      }
+    }
+    const int incl = warpInclusiveSum(tot, lane);
+    const unsigned reach = __ballot_sync(kAll, base + incl >= kc);
+    if (reach != 0) {  // the same for the whole warp
+      const int l = __ffs(reach) - 1;
+      B = s * 32 + l;
+      above = base + __shfl_sync(kAll, incl - tot, l);
+      earlyIn = __shfl_sync(kAll, pre, l);
+      if (lane < l) early += pre;
+      break;
+    }
+    early += pre;
+    base += __shfl_sync(kAll, incl, 31);
+  }
+  early = __reduce_add_sync(kAll, early);
+  if (B == kSelBuckets - 1) earlyIn = min(c, warp * WCH) - early;  // the earlier warps' channels in the rest
+  const int fill = kc - above;
+  int b[PER], below = 0, in = 0;
+#pragma unroll
+  for (int j = 0; j < PER; j++) {
+    b[j] = key[j] >= 0 ? min(keyMax - key[j], kSelBuckets - 1) : kSelBuckets;
+    below += b[j] < B;
+    in += b[j] == B;
+  }
+  const int packed = below | in << 16;  // each count <= 1024
+  const int pex = warpInclusiveSum(packed, lane) - packed;
+  int nb = early + (pex & 0xffff), ni = earlyIn + (pex >> 16);
+#pragma unroll
+  for (int j = 0; j < PER; j++) {
+    const int ch = c0 + tid * PER + j;
+    if (b[j] < B) {
+      out[nb + min(ni, fill)] = ch;
+      nb++;
+    } else if (b[j] == B) {
+      if (ni < fill) out[nb + ni] = ch;
+      ni++;
+    }
+  }
+}
+#endif  // SEL_V21
 
 // addRMSNormCluster is add_rmsnorm_cluster's body (SEL false) and
 // add_rmsnorm_cluster_sel's (SEL true): the same h, x and xh, bit for bit;

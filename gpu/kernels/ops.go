@@ -70,10 +70,10 @@ type Ops struct {
 // module) and looks its kernels up.
 func LoadOps(dev *cuda.Device) (*Ops, error) { return LoadOpsOptions(dev) }
 
-// LoadOpsOptions is LoadOps with extra NVRTC options: ops.cu's
-// diagnostics (-DSEL_DIAG=1, ...; see selectChunk), for timing the parts
-// of DEC's list producers (BenchmarkOpsSelDiag). A diagnostic build's
-// lists are wrong by design; the default build has none of it.
+// LoadOpsOptions is LoadOps with extra NVRTC options: ops.cu's build
+// knobs (-DSEL_V21=1, ...; see selectChunk), for timing other forms of
+// DEC's list producers beside the default in one process
+// (BenchmarkOpsSelDiag).
 func LoadOpsOptions(dev *cuda.Device, opts ...string) (*Ops, error) {
 	mod, err := dev.Compile(program("ops.cu", opsSource, nil, opts))
 	if err != nil {
