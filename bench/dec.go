@@ -137,10 +137,13 @@ type DECConfig struct {
 	// (DECPoint.ListedPct) where fused mode times one: the lists made where
 	// x is produced, as backend/gpu runs them unless
 	// Options.NoDECNormSelect (EnvNoDECNormSelect; sessions 19b-20). The
-	// sweep's stop and the tuning's picks use it; the producers' own
-	// ranking (docs/perf/dec.md) is not in it.
+	// sweep's stop and the tuning's picks use it. The producers' own
+	// ranking is in it (DECPoint.ListUS, session 21) unless NoListCost.
 	ListGiven bool
-	Progress  io.Writer // one line per timed point; nil: quiet
+	// NoListCost leaves the lists' ranking out of the list-given step
+	// (session 20's picks, for comparison).
+	NoListCost bool
+	Progress   io.Writer // one line per timed point; nil: quiet
 }
 
 // The activation distributions DECConfig.Activations names.
@@ -189,8 +192,13 @@ type DECPoint struct {
 	// Fused mode: the step with each token's list made before the launch
 	// (kernels.DECLaunch.Listed, untimed), as a LinearGroup's weights after
 	// the first run it, or a selection where x is produced would.
-	ListedUS  float64 `json:"step_listed_us,omitempty"`
-	ListedPct float64 `json:"overhead_listed_pct,omitempty"` // 100·(ListedUS/BaseUS − 1)
+	ListedUS float64 `json:"step_listed_us,omitempty"`
+	// ListUS is what one GEMV of the shape carries of its lists' ranking
+	// at this k_chunk (decLister.costUS: each list's producer over its
+	// plain kernel, shared among the GEMVs that read it), charged to the
+	// list-given step (DECConfig.ListGiven, unless NoListCost).
+	ListUS    float64 `json:"list_us,omitempty"`
+	ListedPct float64 `json:"overhead_listed_pct,omitempty"` // 100·((ListedUS + ListUS)/BaseUS − 1)
 }
 
 // decBlocksFor returns the n_tb values of want that a shape allows (in
@@ -482,7 +490,20 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 			lists = append(lists, p)
 		}
 	}
+	// The lists' ranking, charged to the list-given step.
+	var lister *decLister
+	if lists != nil && cfg.ListGiven && !cfg.NoListCost && t.ops.AddRMSNormSelects(kernels.NormClusterMinG) {
+		if lister, err = t.newDECLister(c, st, r, alloc, s.Name, K, cfg.KChunks[len(cfg.KChunks)-1]); err != nil {
+			return nil, err
+		}
+	}
 	for _, k := range cfg.KChunks {
+		listUS := 0.0
+		if lister != nil {
+			if listUS, err = lister.costUS(c, st, s.Name, k); err != nil {
+				return nil, err
+			}
+		}
 		launch := func(i, nTB int) *kernels.DECLaunch {
 			return &kernels.DECLaunch{X: xs[i%decCopies], Y: y, Sel: sel, R: res, T: T, KChunk: k, Blocks: nTB}
 		}
@@ -540,8 +561,9 @@ func (t *timer) shape(c *cuda.Ctx, st cuda.Stream, s DECShape, tag string) (*DEC
 				}); err != nil {
 					return nil, err
 				}
-				p.ListedPct = 100 * (p.ListedUS/out.BaseUS - 1)
-				listed = fmt.Sprintf(", list given %7.1f us (%+6.1f%%)", p.ListedUS, p.ListedPct)
+				p.ListUS = listUS
+				p.ListedPct = 100 * ((p.ListedUS+p.ListUS)/out.BaseUS - 1)
+				listed = fmt.Sprintf(", list given %7.1f us + ranking %4.2f us (%+6.1f%%)", p.ListedUS, p.ListUS, p.ListedPct)
 			}
 			out.Points = append(out.Points, p)
 			if cost := p.cost(cfg.ListGiven); best == 0 || cost < best {
@@ -789,7 +811,7 @@ func (s *DECShapeResult) pick(pct float64, listed bool) model.DECPick {
 	for _, p := range s.Points {
 		cost, us := p.OverheadPct, p.StepUS
 		if listed && p.ListedUS > 0 {
-			cost, us = p.ListedPct, p.ListedUS
+			cost, us = p.ListedPct, p.ListedUS+p.ListUS
 		}
 		if cost > pct {
 			continue
@@ -839,13 +861,13 @@ func (rep *DECReport) Tuning(targets []float64, source string) *model.DECTuning 
 // WriteTable prints every point as a Markdown table.
 func (rep *DECReport) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "DEC on %s, %s mode, base %s, residual %s in %s memory, T = %d; pinned copy %.1f GB/s\n\n", rep.Device, rep.Mode, rep.Weights, rep.Residual, rep.At, rep.Tokens, rep.PCIeGBps)
-	fmt.Fprintln(w, "| layers | N x K | base us | k_chunk | rows/token | n_tb | select us | compensate us | step us | overhead | step, list given | residual KiB | read GB/s |")
+	fmt.Fprintln(w, "| layers | N x K | base us | k_chunk | rows/token | n_tb | select us | compensate us | step us | overhead | step, list given + its ranking | residual KiB | read GB/s |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range rep.Shapes {
 		for _, p := range s.Points {
 			listed := "-"
 			if p.ListedUS > 0 {
-				listed = fmt.Sprintf("%.1f (%+.1f%%)", p.ListedUS, p.ListedPct)
+				listed = fmt.Sprintf("%.1f + %.2f (%+.1f%%)", p.ListedUS, p.ListUS, p.ListedPct)
 			}
 			fmt.Fprintf(w, "| %s | %dx%d | %.1f | %d | %d | %d | %.1f | %.1f | %.1f | %+.1f%% | %s | %.1f | %.1f |\n", s.Name, s.N, s.K, s.BaseUS,
 				p.KChunk, p.Selected, p.Blocks, p.SelectUS, p.CompUS, p.StepUS, p.OverheadPct, listed, float64(p.Bytes)/1024, p.GBps)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"reflect"
 	"testing"
 
@@ -103,5 +104,49 @@ func TestDECPickListGiven(t *testing.T) {
 		if got := c.p.cost(c.listed); got != c.want {
 			t.Errorf("%+v cost(listed %v) = %g, want %g", c.p, c.listed, got, c.want)
 		}
+	}
+}
+
+// TestDECListShare: a Llama shape's GEMV carries its layers' mean share of
+// the lists it reads (q, k and v share the attention norm's list, gate and
+// up the MLP norm's; o and down have one each); an unknown name a whole
+// norm list.
+func TestDECListShare(t *testing.T) {
+	const eps = 1e-12
+	for _, c := range []struct {
+		name string
+		want map[string]float64
+	}{
+		{"q_proj/o_proj", map[string]float64{decListNorm: 1.0 / 6, decListOut: 0.5}},
+		{"k_proj/v_proj", map[string]float64{decListNorm: 1.0 / 3}},
+		{"gate_proj/up_proj", map[string]float64{decListNorm: 0.5}},
+		{"down_proj", map[string]float64{decListGLU: 1}},
+		{"4096x4096", map[string]float64{decListNorm: 1}},
+	} {
+		got := decListShare(c.name)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+			continue
+		}
+		for p, w := range c.want {
+			if math.Abs(got[p]-w) > eps {
+				t.Errorf("%s: %s share %g, want %g", c.name, p, got[p], w)
+			}
+		}
+	}
+}
+
+// TestDECPickListCost: a list-given point's cost is its ListedPct (which
+// includes its lists' ranking, ListUS) and its time ListedUS + ListUS.
+func TestDECPickListCost(t *testing.T) {
+	s := DECShapeResult{DECShape: DECShape{N: 4096, K: 4096}, BaseUS: 10, Points: []DECPoint{
+		{KChunk: 4, StepUS: 12, OverheadPct: 20, ListedUS: 10.2, ListUS: 0.2, ListedPct: 4},
+		{KChunk: 8, StepUS: 12.5, OverheadPct: 25, ListedUS: 10.4, ListUS: 0.3, ListedPct: 7},
+	}}
+	if p := s.pick(5, true); p.KChunk != 4 || math.Abs(p.US-10.4) > 1e-9 || p.OverheadPct != 4 {
+		t.Errorf("pick(5%%) = %+v, want k_chunk 4 at 10.4 us (+4%%)", p)
+	}
+	if p := s.pick(3, true); p.KChunk != 0 || p.US != 10 {
+		t.Errorf("pick(3%%) = %+v, want off", p)
 	}
 }

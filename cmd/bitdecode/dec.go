@@ -156,6 +156,7 @@ type decFlags struct {
 	modelDir, shapes, weights, residual, kChunks, blocks, device, mode, at *string
 	activations                                                            *string
 	tokens, runs                                                           *int
+	listCost                                                               *bool
 }
 
 func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
@@ -171,6 +172,7 @@ func addDECFlags(fs *flag.FlagSet, kDefault string) decFlags {
 		device:      fs.String("device", "cuda", "cuda (or auto): the timings need a GPU"),
 		tokens:      fs.Int("tokens", 1, "rows of x per step (1: single-sequence decode; at most 8)"),
 		runs:        fs.Int("runs", 30, "timed runs per point (median reported)"),
+		listCost:    fs.Bool("list-cost", true, "with the lists made where x is produced: charge each list's ranking (its producer's time over the plain kernel's, shared among the GEMVs that read it) to the list-given step; false: session 20's picks"),
 		activations: fs.String("activations", bench.DECOutliers, "how x is drawn: outliers (Gaussian with outlier channels) or narrow (every |x| within 1% of 1: the selection's worst case for v6's histogram)"),
 	}
 }
@@ -256,7 +258,7 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 	}
 	cfg = bench.DECConfig{Shapes: shapes, Weights: ws, Residual: res.Elem, Tokens: *f.tokens, KChunks: ks, Blocks: blocks,
 		Runs: *f.runs, Mode: mode, ResidualOnDevice: at == "device", Activations: *f.activations, Q3: q3, ListGiven: !noLists,
-		Progress: progress}
+		NoListCost: !*f.listCost, Progress: progress}
 	return cfg, nil
 }
 
@@ -345,8 +347,11 @@ the file's other settings. 'run' and 'eval ppl' then take --dec-k tuned:5%:
 each layer gets its shape's k_chunk and n_tb for a 5% slowdown. A shape's
 cost is its step with the list given, where fused mode times one (the CUDA
 backend makes the lists where x is produced, no selection launch;
-docs/perf/dec.md sessions 19b-20); $BITDECODE_NO_DEC_NORM_SELECT=1 turns
-the lists off there and makes the cost the step with its selection.
+docs/perf/dec.md sessions 19b-20), plus the shape's share of its lists'
+ranking (session 21: each list's producer, timed as the step chains it,
+over the plain kernel it replaces, split among the GEMVs that read the
+list; --list-cost=false leaves it out); $BITDECODE_NO_DEC_NORM_SELECT=1
+turns the lists off there and makes the cost the step with its selection.
 
 Without --model, --shapes times a preset's shapes on random weights
 (llama-3.1-8b, llama-3.2-1b) or a list NxK,...; nothing is saved unless

@@ -3,6 +3,7 @@ package kernels_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,13 +24,56 @@ const selBenchChain = 64
 // q6 route), f16_to_f32_hadamard_warp against f16_to_f32_hadamard_sel (32
 // heads of 128) and swiglu_cols against swiglu_cols_sel (N 14336), the
 // lists at k_chunk 4, 8 and 64. It reports us/launch (a graph of
-// selBenchChain launches of one kernel, replayed). Uses only kernels API
-// that main had at 3536c42, so that the same file times the base. Run on
-// the GPU machine:
+// selBenchChain launches of one kernel, replayed). Run on the GPU
+// machine:
 //
 //	./kernels.test -test.run '^$' -test.bench OpsSel -test.benchtime 2000x -test.count 3
 func BenchmarkOpsSel(b *testing.B) {
 	d, o := opsSetup(b)
+	for _, k := range opsSelKernels(b, d, o, []int{4, 8, 64}) {
+		b.Run(k.name, func(b *testing.B) { timeOpsSelChain(b, d, k.launch) })
+	}
+}
+
+// opsSelDiagBuilds are the ops.cu builds BenchmarkOpsSelDiag times: the
+// default (session 20b's ranking) and session 21's (SEL_V21, ops.cu),
+// unrolled and rolled, in one process.
+var opsSelDiagBuilds = []struct{ name, opt string }{
+	{"default", ""}, {"v21", "-DSEL_V21=1"}, {"v21rolled", "-DSEL_V21=1 -DSEL_V21_ROLLED=1"},
+}
+
+// BenchmarkOpsSelDiag (session 21, docs/perf/dec.md) times the list
+// producers at k_chunk 8 (and the plain kernels once) in each of
+// opsSelDiagBuilds, as BenchmarkOpsSel does, alternating the builds
+// within one process.
+//
+//	./kernels.test -test.run '^$' -test.bench OpsSelDiag -test.benchtime 500x
+func BenchmarkOpsSelDiag(b *testing.B) {
+	d, _ := opsSetup(b)
+	for i, bd := range opsSelDiagBuilds {
+		o, err := kernels.LoadOpsOptions(d, strings.Fields(bd.opt)...)
+		if err != nil {
+			b.Fatalf("%s: %v", bd.name, err)
+		}
+		for _, k := range opsSelKernels(b, d, o, []int{8}) {
+			if i > 0 && strings.HasSuffix(k.name, "/plain") {
+				continue // the plain kernels do not change with the knobs
+			}
+			b.Run(bd.name+"/"+k.name, func(b *testing.B) { timeOpsSelChain(b, d, k.launch) })
+		}
+	}
+}
+
+// opsSelKernel is one kernel BenchmarkOpsSel times: its name and launch.
+type opsSelKernel struct {
+	name   string
+	launch func(c *cuda.Ctx, s cuda.Stream) error
+}
+
+// opsSelKernels makes BenchmarkOpsSel's inputs on d and returns its
+// kernels of o: each plain kernel, then its producer at each k_chunk of ks.
+func opsSelKernels(b *testing.B, d *cuda.Device, o *kernels.Ops, ks []int) []opsSelKernel {
+	b.Helper()
 	if !o.AddRMSNormSelects(4096) {
 		b.Skipf("%s: no list producers (no clusters)", d.Arch())
 	}
@@ -59,84 +103,82 @@ func BenchmarkOpsSel(b *testing.B) {
 	y := put(append(kernels.DECTestActivations(r, I, 0), randF32(r, I, 1)...))
 	dst, up := benchAlloc(b, d, 4*I), benchAlloc(b, d, 4*I)
 	sel := benchAlloc(b, d, 4*I) // every list fits: at most I channels
-	type kernel struct {
-		name   string
-		launch func(c *cuda.Ctx, s cuda.Stream) error
-	}
-	var ks []kernel
-	ks = append(ks, kernel{"norm/plain", func(c *cuda.Ctx, s cuda.Stream) error {
+	var out []opsSelKernel
+	out = append(out, opsSelKernel{"norm/plain", func(c *cuda.Ctx, s cuda.Stream) error {
 		return o.AddRMSNormHalfEarly(c, s, h, x, 0, delta, w, 1, H, eps, true)
 	}})
-	for _, k := range []int{4, 8, 64} {
-		ks = append(ks, kernel{fmt.Sprintf("norm/sel-k%d", k), func(c *cuda.Ctx, s cuda.Stream) error {
+	for _, k := range ks {
+		out = append(out, opsSelKernel{fmt.Sprintf("norm/sel-k%d", k), func(c *cuda.Ctx, s cuda.Stream) error {
 			return o.AddRMSNormSel(c, s, h, x, 0, delta, w, 1, H, eps, true, sel, k)
 		}})
 	}
-	ks = append(ks, kernel{"out/plain", func(c *cuda.Ctx, s cuda.Stream) error {
+	out = append(out, opsSelKernel{"out/plain", func(c *cuda.Ctx, s cuda.Stream) error {
 		return o.F16ToF32Hadamard(c, s, x, att, heads, D)
 	}})
-	for _, k := range []int{4, 8, 64} {
-		ks = append(ks, kernel{fmt.Sprintf("out/sel-k%d", k), func(c *cuda.Ctx, s cuda.Stream) error {
+	for _, k := range ks {
+		out = append(out, opsSelKernel{fmt.Sprintf("out/sel-k%d", k), func(c *cuda.Ctx, s cuda.Stream) error {
 			return o.F16ToF32HadamardSel(c, s, x, att, 1, heads*D, D, sel, k)
 		}})
 	}
 	upOut := kernels.ColsOut{Y: up, N: I}
-	ks = append(ks, kernel{"glu/plain", func(c *cuda.Ctx, s cuda.Stream) error {
+	out = append(out, opsSelKernel{"glu/plain", func(c *cuda.Ctx, s cuda.Stream) error {
 		return o.GLUColsHalf(c, s, kernels.ActSiLU, y, dst, 0, 1, kernels.ColsOut{N: I}, upOut)
 	}})
-	for _, k := range []int{4, 8, 64} {
-		ks = append(ks, kernel{fmt.Sprintf("glu/sel-k%d", k), func(c *cuda.Ctx, s cuda.Stream) error {
+	for _, k := range ks {
+		out = append(out, opsSelKernel{fmt.Sprintf("glu/sel-k%d", k), func(c *cuda.Ctx, s cuda.Stream) error {
 			return o.GLUColsSel(c, s, kernels.ActSiLU, y, dst, 1, kernels.ColsOut{N: I}, upOut, sel, k)
 		}})
 	}
-	for _, k := range ks {
-		b.Run(k.name, func(b *testing.B) {
-			var elapsed time.Duration
-			err := d.Do(func(c *cuda.Ctx) error {
-				prev := c.SetGridDependentLaunch(true)
-				defer c.SetGridDependentLaunch(prev)
-				s := d.Stream()
-				if err := c.BeginCapture(s); err != nil {
-					return err
-				}
-				var lerr error
-				for range selBenchChain {
-					if lerr = k.launch(c, s); lerr != nil {
-						break
-					}
-				}
-				gr, err := c.EndCapture(s)
-				if lerr != nil {
-					return lerr
-				}
-				if err != nil {
-					return err
-				}
-				defer c.DestroyGraph(gr)
-				for range 3 { // warm up
-					if err := c.LaunchGraph(gr, s); err != nil {
-						return err
-					}
-				}
-				if err := c.SyncStream(s); err != nil {
-					return err
-				}
-				start := time.Now()
-				for b.Loop() {
-					if err := c.LaunchGraph(gr, s); err != nil {
-						return err
-					}
-				}
-				if err := c.SyncStream(s); err != nil {
-					return err
-				}
-				elapsed = time.Since(start)
-				return nil
-			})
-			if err != nil {
-				b.Fatal(err)
+	return out
+}
+
+// timeOpsSelChain reports launch's us/launch: a graph of selBenchChain
+// launches, each a programmatic dependent of the one before, replayed.
+func timeOpsSelChain(b *testing.B, d *cuda.Device, launch func(c *cuda.Ctx, s cuda.Stream) error) {
+	var elapsed time.Duration
+	err := d.Do(func(c *cuda.Ctx) error {
+		prev := c.SetGridDependentLaunch(true)
+		defer c.SetGridDependentLaunch(prev)
+		s := d.Stream()
+		if err := c.BeginCapture(s); err != nil {
+			return err
+		}
+		var lerr error
+		for range selBenchChain {
+			if lerr = launch(c, s); lerr != nil {
+				break
 			}
-			b.ReportMetric(elapsed.Seconds()/float64(b.N)/selBenchChain*1e6, "us/launch")
-		})
+		}
+		gr, err := c.EndCapture(s)
+		if lerr != nil {
+			return lerr
+		}
+		if err != nil {
+			return err
+		}
+		defer c.DestroyGraph(gr)
+		for range 3 { // warm up
+			if err := c.LaunchGraph(gr, s); err != nil {
+				return err
+			}
+		}
+		if err := c.SyncStream(s); err != nil {
+			return err
+		}
+		start := time.Now()
+		for b.Loop() {
+			if err := c.LaunchGraph(gr, s); err != nil {
+				return err
+			}
+		}
+		if err := c.SyncStream(s); err != nil {
+			return err
+		}
+		elapsed = time.Since(start)
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.ReportMetric(elapsed.Seconds()/float64(b.N)/selBenchChain*1e6, "us/launch")
 }
