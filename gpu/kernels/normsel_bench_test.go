@@ -3,7 +3,6 @@ package kernels_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -32,35 +31,6 @@ func BenchmarkOpsSel(b *testing.B) {
 	d, o := opsSetup(b)
 	for _, k := range opsSelKernels(b, d, o, []int{4, 8, 64}) {
 		b.Run(k.name, func(b *testing.B) { timeOpsSelChain(b, d, k.launch) })
-	}
-}
-
-// opsSelDiagBuilds are the ops.cu builds BenchmarkOpsSelDiag times: the
-// default (session 20b's ranking) and session 21's (SEL_V21, ops.cu),
-// unrolled and rolled, in one process.
-var opsSelDiagBuilds = []struct{ name, opt string }{
-	{"default", ""}, {"v21", "-DSEL_V21=1"}, {"v21rolled", "-DSEL_V21=1 -DSEL_V21_ROLLED=1"},
-}
-
-// BenchmarkOpsSelDiag (session 21, docs/perf/dec.md) times the list
-// producers at k_chunk 8 (and the plain kernels once) in each of
-// opsSelDiagBuilds, as BenchmarkOpsSel does, alternating the builds
-// within one process.
-//
-//	./kernels.test -test.run '^$' -test.bench OpsSelDiag -test.benchtime 500x
-func BenchmarkOpsSelDiag(b *testing.B) {
-	d, _ := opsSetup(b)
-	for i, bd := range opsSelDiagBuilds {
-		o, err := kernels.LoadOpsOptions(d, strings.Fields(bd.opt)...)
-		if err != nil {
-			b.Fatalf("%s: %v", bd.name, err)
-		}
-		for _, k := range opsSelKernels(b, d, o, []int{8}) {
-			if i > 0 && strings.HasSuffix(k.name, "/plain") {
-				continue // the plain kernels do not change with the knobs
-			}
-			b.Run(bd.name+"/"+k.name, func(b *testing.B) { timeOpsSelChain(b, d, k.launch) })
-		}
 	}
 }
 

@@ -489,161 +489,6 @@ BD_DEVICE float4 clusterLoadF32x4(const float* p, u32 rank) {
   return v;
 }
 
-// selectChunk's builds (NVRTC -D options; LoadOpsOptions). The default is
-// session 20b's ranking. SEL_V21 1 builds session 21's (docs/perf/dec.md):
-// the same lists, each warp's histogram region 256 zeros, its 256 buckets
-// and a word that the channels past a partial chunk's end count into
-// (never read), zeroed early by selHistZero; the walk reads warp w's
-// bucket b − d at a pointer fixed after the barrier (the zeros below 0),
-// unrolled (SEL_V21_ROLLED 1: a loop), and the atomics and the list's
-// stores have no branches. It is 0.2-0.6 us a launch faster in
-// BenchmarkOpsSel but was not faster in the 8B step (session 21's call
-// 2), so it stays off.
-#ifndef SEL_V21
-#define SEL_V21 0
-#endif
-#ifndef SEL_V21_ROLLED
-#define SEL_V21_ROLLED 0
-#endif
-constexpr int kSelHistPad = 256;
-constexpr int kSelHistStride = SEL_V21 ? kSelHistPad + kSelBuckets + 4 : kSelBuckets;
-static_assert(kSelHistPad >= kSelBuckets && kSelHistStride % 4 == 0, "a warp's histogram region");
-
-// selHistZero zeroes this warp's histogram region (SEL_V21's pad and
-// buckets; nothing in the default build, whose selectChunk zeroes its
-// own), to be called by every thread early in a producer, off the
-// ranking's chain (selectChunk's __syncwarp orders it before the warp's
-// atomics).
-BD_DEVICE void selHistZero(int* hist) {
-  if constexpr (SEL_V21 != 0) {
-    const int lane = threadIdx.x & 31;
-    int4* hw = reinterpret_cast<int4*>(hist + (threadIdx.x >> 5) * kSelHistStride);
-#pragma unroll
-    for (int q = 0; q < (kSelHistPad + kSelBuckets) / 4 / 32; q++) hw[lane + 32 * q] = make_int4(0, 0, 0, 0);
-  }
-}
-
-#if SEL_V21
-// selectChunk writes wq.SelectApprox's list of one chunk of c channels
-// (c0 its first, kc = ChunkSelect(kChunk, c) >= 1 of them taken) to out
-// [kc], in increasing order, in a CTA of THREADS threads (128 or 256):
-// thread t holds the chunk's channels t·PER + m (m < PER = 1024/THREADS)
-// in v, those at or past c ignored. One CTA barrier (session 20b), in
-// session 21's form (SEL_V21). Before it each warp fills its own
-// 256-bucket histogram relative to its own key maximum wmax (bucket
-// min(wmax − key, 255); zeroed by selHistZero, filled by shared atomics,
-// ordered by __syncwarp alone) and publishes wmax.
-// After it every warp, redundantly, takes keyMax = max wmax and walks the
-// chunk's buckets b = keyMax − key 32 at a time: lane l's bucket count is
-// the sum over warps w of w's histogram at b − (keyMax − wmax_w) (never
-// w's clipped last bucket, as b < 255 there; below 0 the region's zeros;
-// bucket 255 holds the rest and always reaches kc), one warp scan finds B,
-// the first bucket whose inclusive count reaches kc, and the count above
-// it; the same loads summed over the warps before this one give their
-// channels below B and in B. Ballots of each channel slot then give every
-// taken channel its place: the channels before it below B plus min(the
-// channels before it in B, fill), fill = kc − (count above B): the first
-// fill channels of bucket B in channel order, as wq's scan takes them
-// (normsel_internal_test.go's model, checked against wq). Every thread
-// must call it (it synchronizes), after selHistZero; hist holds
-// kSelHistStride ints a warp (16-byte aligned), wmax THREADS/32.
-template <int THREADS>
-BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc, int c0, int* __restrict__ out,
-                           int* hist, int* wmax) {
-  constexpr int PER = kSelChunk / THREADS, WARPS = THREADS / 32, WCH = 32 * PER;
-  constexpr unsigned kAll = 0xffffffffu;
-  static_assert(THREADS * PER == kSelChunk && kSelBuckets == 32 * 8, "the ranking's partition");
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  int* hw = hist + warp * kSelHistStride + kSelHistPad;  // bucket 0 of this warp
-  int key[PER];
-  int m = -1;
-#pragma unroll
-  for (int j = 0; j < PER; j++) {
-    key[j] = tid * PER + j < c ? int((__float_as_uint(v[j]) & 0x7fffffffu) >> kSelBucketShift) : -1;
-    m = max(m, key[j]);
-  }
-  m = __reduce_max_sync(kAll, m);
-  __syncwarp();  // the warp's zeros before any of its atomics
-#pragma unroll
-  for (int j = 0; j < PER; j++) {
-    // No branch: a channel past the chunk's end counts into the word after
-    // the buckets.
-    atomicAdd(&hw[key[j] >= 0 ? min(m - key[j], kSelBuckets - 1) : kSelBuckets], 1);
-  }
-  if (lane == 0) wmax[warp] = m;
-  __syncthreads();  // the one barrier: every warp's histogram and maximum
-  int wm[WARPS], keyMax = -1;
-#pragma unroll
-  for (int w = 0; w < WARPS; w++) {
-    wm[w] = wmax[w];
-    keyMax = max(keyMax, wm[w]);
-  }
-  // Warp w's bucket keyMax − key is its own wm[w] − key: its histogram
-  // read d = keyMax − wm[w] buckets lower, d capped at the pad (a warp
-  // that far below, or with no channel, adds zeros to buckets < 255);
-  // hb[w] is this lane's bucket 0 of it.
-  const int* hb[WARPS];
-#pragma unroll
-  for (int w = 0; w < WARPS; w++)
-    hb[w] = hist + w * kSelHistStride + kSelHistPad - min(keyMax - wm[w], kSelHistPad) + lane;
-  // B, the count above it, and the earlier warps' channels below B
-  // (early, summed over lanes) and in B (earlyIn).
-  int B = kSelBuckets - 1, above = 0, early = 0, earlyIn = 0, base = 0;
-  // Unrolled (SEL_V21_ROLLED: not): each step's loads are a warp's
-  // pointer plus a constant.
-#if SEL_V21_ROLLED
-#pragma unroll 1
-#else
-#pragma unroll
-#endif
-  for (int s = 0; s < kSelBuckets / 32; s++) {
-    const int bk = s * 32 + lane;
-    int tot = 0, pre = 0;
-#pragma unroll
-    for (int w = 0; w < WARPS; w++) {
-      const int n = hb[w][s * 32];  // bk − d >= −kSelHistPad: a pad zero below 0
-      tot += n;
-      if (w < warp) pre += n;
-    }
-    if (bk == kSelBuckets - 1) tot = kSelChunk, pre = 0;  // bucket 255: the rest, always reaching kc
-    const int incl = warpInclusiveSum(tot, lane);
-    const unsigned reach = __ballot_sync(kAll, base + incl >= kc);
-    if (reach != 0) {  // the same for the whole warp
-      const int l = __ffs(reach) - 1;
-      B = s * 32 + l;
-      above = base + __shfl_sync(kAll, incl - tot, l);
-      earlyIn = __shfl_sync(kAll, pre, l);
-      if (lane < l) early += pre;
-      break;
-    }
-    early += pre;
-    base += __shfl_sync(kAll, incl, 31);
-  }
-  early = __reduce_add_sync(kAll, early);
-  if (B == kSelBuckets - 1) earlyIn = min(c, warp * WCH) - early;  // the earlier warps' channels in the rest
-  const int fill = kc - above;
-  int b[PER];
-#pragma unroll
-  for (int j = 0; j < PER; j++) b[j] = key[j] >= 0 ? min(keyMax - key[j], kSelBuckets - 1) : kSelBuckets;
-  // The lanes before this one hold the warp's earlier channels: count
-  // theirs below B and in B from one ballot of each per channel slot.
-  int nb = early, ni = earlyIn;
-  const unsigned before = (1u << lane) - 1u;
-#pragma unroll
-  for (int j = 0; j < PER; j++) {
-    nb += __popc(__ballot_sync(kAll, b[j] < B) & before);
-    ni += __popc(__ballot_sync(kAll, b[j] == B) & before);
-  }
-#pragma unroll
-  for (int j = 0; j < PER; j++) {
-    const bool lt = b[j] < B, eq = b[j] == B;
-    const int at = lt ? nb + min(ni, fill) : (eq && ni < fill ? nb + ni : -1);
-    if (at >= 0) out[at] = c0 + tid * PER + j;
-    nb += lt;
-    ni += eq;
-  }
-}
-#else
 // selectChunk writes wq.SelectApprox's list of one chunk of c channels
 // (c0 its first, kc = ChunkSelect(kChunk, c) >= 1 of them taken) to out
 // [kc], in increasing order, in a CTA of THREADS threads (128 or 256):
@@ -752,7 +597,6 @@ BD_DEVICE void selectChunk(const float (&v)[kSelChunk / THREADS], int c, int kc,
     }
   }
 }
-#endif  // SEL_V21
 
 // addRMSNormCluster is add_rmsnorm_cluster's body (SEL false) and
 // add_rmsnorm_cluster_sel's (SEL true): the same h, x and xh, bit for bit;
@@ -796,10 +640,9 @@ __device__ __forceinline__ void addRMSNormCluster(float* h, float* x, const floa
   if constexpr (SEL) {
     __shared__ __align__(16) float vsBuf[kNormClusterThreads * kNormClusterRegs];
     __shared__ __align__(16) float wsBuf[kNormClusterThreads * kNormClusterRegs];
-    __shared__ __align__(16) int histBuf[kNormClusterWarps * kSelHistStride];
+    __shared__ __align__(16) int histBuf[kNormClusterWarps * kSelBuckets];
     __shared__ int wmaxBuf[kNormClusterWarps];
     vs = vsBuf, ws = wsBuf, hist = histBuf, wmax = wmaxBuf;
-    selHistZero(hist);
   }
   if (!early) normLoad(v, wv, hs, w, lo, hi, tid);
 #pragma unroll
@@ -946,9 +789,8 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
                             int* __restrict__ sel, int selStride, int kChunk) {
   startDependentFirst();  // as f16_to_f32_hadamard_warp
   __shared__ float cs[kSelChunk];
-  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelHistStride];
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
   __shared__ int wmax[kSelCTA / 32];
-  selHistZero(hist);
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, rowLen - c0);
   const long long base = (long long)t * rowLen + c0;
   switch (D) {
@@ -968,9 +810,8 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
                    int kChunk) {
   startDependent();  // as f16_to_f32
   __shared__ float cs[kSelChunk];
-  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelHistStride];
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
   __shared__ int wmax[kSelCTA / 32];
-  selHistZero(hist);
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, rowLen - c0);
   const long long base = (long long)t * rowLen + c0;
   for (int i = threadIdx.x; i < c; i += kSelCTA) {
@@ -1177,9 +1018,8 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
     swiglu_cols_sel(const float* __restrict__ y, float* dst, float* gate, float* up, const float* __restrict__ bg,
                     const float* __restrict__ bu, int N, int act, int* __restrict__ sel, int selStride, int kChunk) {
   startDependent();
-  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelHistStride];
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
   __shared__ int wmax[kSelCTA / 32];
-  selHistZero(hist);
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, N - c0);
   const int q = N / 4, cc = c0 / 4 + int(threadIdx.x);
   float v[4] = {0.f, 0.f, 0.f, 0.f};

@@ -68,14 +68,8 @@ type Ops struct {
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
 // module) and looks its kernels up.
-func LoadOps(dev *cuda.Device) (*Ops, error) { return LoadOpsOptions(dev) }
-
-// LoadOpsOptions is LoadOps with extra NVRTC options: ops.cu's build
-// knobs (-DSEL_V21=1, ...; see selectChunk), for timing other forms of
-// DEC's list producers beside the default in one process
-// (BenchmarkOpsSelDiag).
-func LoadOpsOptions(dev *cuda.Device, opts ...string) (*Ops, error) {
-	mod, err := dev.Compile(program("ops.cu", opsSource, nil, opts))
+func LoadOps(dev *cuda.Device) (*Ops, error) {
+	mod, err := dev.Compile(program("ops.cu", opsSource, nil, nil))
 	if err != nil {
 		return nil, err
 	}
