@@ -41,6 +41,40 @@ func pairInputs(t *testing.T, m *gpuMem, r *rand.Rand, T, K int, Ns ...int) (cud
 	return m.put(cuda.Bytes(x)), groups
 }
 
+// poisonedOuts returns a copy of gs whose groups of N > 0 each write a
+// fresh poisoned float32 output of T rows.
+func poisonedOuts(m *gpuMem, gs []kernels.LinearGroup, T int) []kernels.LinearGroup {
+	o := append([]kernels.LinearGroup(nil), gs...)
+	for i := range o {
+		if o[i].N > 0 {
+			o[i].Y = m.poisonedF32(T * o[i].N)
+		}
+	}
+	return o
+}
+
+// ropeInputs makes the operands of a q|k(|v) launch with a RoPE epilogue:
+// pairInputs' x [T, K] and groups of widths Ns (q Hq·D, k Hk·D, and v Nv
+// when Nv > 0; gs then ends with an empty v group when Nv is 0), T
+// positions from pos, and the inverse frequencies of base 500000 at head
+// dim D (inv, D/2 of them), both also on the device.
+func ropeInputs(t *testing.T, m *gpuMem, r *rand.Rand, T, K, D, Hq, Hk, Nv int, pos []int32) (xp cuda.DevicePtr, gs []kernels.LinearGroup, Ns []int, inv []float32, posP, invP cuda.DevicePtr) {
+	t.Helper()
+	Ns = []int{Hq * D, Hk * D}
+	if Nv > 0 {
+		Ns = append(Ns, Nv)
+	}
+	xp, gs = pairInputs(t, m, r, T, K, Ns...)
+	if Nv == 0 {
+		gs = append(gs, kernels.LinearGroup{})
+	}
+	inv = make([]float32, D/2)
+	for i := range inv {
+		inv[i] = float32(math.Pow(500000, -float64(2*i)/float64(D)))
+	}
+	return xp, gs, Ns, inv, m.put(cuda.Bytes(pos[:T])), m.put(cuda.Bytes(inv))
+}
+
 // ulpsApart reports how many float32 steps lie between a and b (a large
 // number for NaNs or different signs far from 0).
 func ulpsApart(a, b float32) int64 {
@@ -175,37 +209,14 @@ func TestGEMVRoPE(t *testing.T) {
 		t.Run(fmt.Sprintf("T%d-K%d-D%d-Hq%d-Hk%d-Nv%d", sh.T, sh.K, sh.D, sh.Hq, sh.Hk, sh.Nv), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			hf := sh.D / 2
-			Ns := []int{sh.Hq * sh.D, sh.Hk * sh.D}
-			if sh.Nv > 0 {
-				Ns = append(Ns, sh.Nv)
-			}
-			xp, gs := pairInputs(t, m, r, sh.T, sh.K, Ns...)
-			if sh.Nv == 0 {
-				gs = append(gs, kernels.LinearGroup{})
-			}
-			posv := make([]int32, sh.T)
-			for i := range posv {
-				posv[i] = []int32{0, 7, 131071, 5000, 1, 65536, 999, 32767}[i]
-			}
-			inv := make([]float32, hf)
-			for i := range inv {
-				inv[i] = float32(math.Pow(500000, -float64(2*i)/float64(sh.D)))
-			}
-			pos, invFreq := m.put(cuda.Bytes(posv)), m.put(cuda.Bytes(inv))
+			posv := []int32{0, 7, 131071, 5000, 1, 65536, 999, 32767}[:sh.T]
+			xp, gs, Ns, inv, pos, invFreq := ropeInputs(t, m, r, sh.T, sh.K, sh.D, sh.Hq, sh.Hk, sh.Nv, posv)
 			for _, split := range []int{1, 2, 4, 0} {
 				auto := split == 0
 				if auto {
 					split = kernels.GroupSplit(sh.T, Ns...)
 				}
-				outs := func() []kernels.LinearGroup {
-					o := append([]kernels.LinearGroup(nil), gs...)
-					for i := range o {
-						if o[i].N > 0 {
-							o[i].Y = m.poisonedF32(sh.T * o[i].N)
-						}
-					}
-					return o
-				}
+				outs := func() []kernels.LinearGroup { return poisonedOuts(m, gs, sh.T) }
 				lin := outs() // the GEMV alone
 				m.run(func(c *cuda.Ctx, s cuda.Stream) error {
 					return g.LaunchGroupsSplit(c, s, xp, sh.T, sh.K, split, lin[:len(Ns)]...)

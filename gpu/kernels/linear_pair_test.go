@@ -7,7 +7,6 @@ package kernels_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -49,10 +48,7 @@ func TestLinearEarlyWeights(t *testing.T) {
 		xp, gs := pairInputs(t, m, r, T, K, 1000, 256, 40)
 		run := func(mode int) [][]float32 {
 			setMode(l, mode)
-			o := append([]kernels.LinearGroup(nil), gs...)
-			for i := range o {
-				o[i].Y = m.poisonedF32(T * o[i].N)
-			}
+			o := poisonedOuts(m, gs, T)
 			m.run(func(c *cuda.Ctx, s cuda.Stream) error { return l.LaunchGroups(c, s, xp, 0, T, K, o...) })
 			var ys [][]float32
 			for _, g := range o {
@@ -173,28 +169,8 @@ func TestLinearRoPE(t *testing.T) {
 		t.Run(fmt.Sprintf("T%d-K%d-D%d-Hq%d-Hk%d-Nv%d", sh.T, sh.K, sh.D, sh.Hq, sh.Hk, sh.Nv), func(t *testing.T) {
 			m := newGPUMem(t, d)
 			hf := sh.D / 2
-			Ns := []int{sh.Hq * sh.D, sh.Hk * sh.D}
-			if sh.Nv > 0 {
-				Ns = append(Ns, sh.Nv)
-			}
-			xp, gs := pairInputs(t, m, r, sh.T, sh.K, Ns...)
-			if sh.Nv == 0 {
-				gs = append(gs, kernels.LinearGroup{})
-			}
-			inv := make([]float32, hf)
-			for i := range inv {
-				inv[i] = float32(math.Pow(500000, -float64(2*i)/float64(sh.D)))
-			}
-			pos, invFreq := m.put(cuda.Bytes(posAll[:sh.T])), m.put(cuda.Bytes(inv))
-			outs := func(T int) []kernels.LinearGroup {
-				o := append([]kernels.LinearGroup(nil), gs...)
-				for i := range o {
-					if o[i].N > 0 {
-						o[i].Y = m.poisonedF32(T * o[i].N)
-					}
-				}
-				return o
-			}
+			xp, gs, Ns, _, pos, invFreq := ropeInputs(t, m, r, sh.T, sh.K, sh.D, sh.Hq, sh.Hk, sh.Nv, posAll)
+			outs := func(T int) []kernels.LinearGroup { return poisonedOuts(m, gs, T) }
 			ref := outs(sh.T) // the narrow kernel, then rope_qk
 			m.run(func(c *cuda.Ctx, s cuda.Stream) error {
 				if err := l.LaunchGroups(c, s, xp, 0, sh.T, sh.K, ref[:len(Ns)]...); err != nil {
