@@ -175,3 +175,41 @@ func TestPaddedScores(t *testing.T) {
 		}
 	}
 }
+
+// TestValueParamsGroups: valueParams gives every value group's scales and
+// zeros (vs, zs: group-major, npad apart) the fp16 values as stored, with
+// two and four groups (deinterleave, round 24) and eight (the loop), at
+// every level.
+func TestValueParamsGroups(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 4))
+	for _, k := range allKernelSets() {
+		for _, c := range []struct {
+			spec string
+			d    int
+		}{{"int4", 256}, {"int4:kc64:v64", 128}, {"int4:kc32:v32", 128}, {"int2:kc32:v32", 256}, {"int8:v64", 256}} {
+			f := kv.MustParseSpec(c.spec)
+			fm, err := f.Resolve(c.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newWorker(Params{Format: fm, Shape: Shape{Hq: 4, Hkv: 1, D: c.d}, Tq: 1}, k)
+			lay := &fm.V
+			groups := c.d / lay.Group
+			v := randBytes(r, lay.Bytes)
+			for i := lay.ParamsOffset; i < lay.Bytes; i += 2 { // finite fp16 (no NaN: bit patterns compared anyway)
+				v[i+1] &= 0x7b
+			}
+			n := fm.Residual
+			w.valueParams(v, n, groups)
+			for tk := 0; tk < n; tk++ {
+				for j := 0; j < groups; j++ {
+					sc, zc := lay.Param(v, lay.ParamIndex(tk, j*lay.Group))
+					if w.vs[j*w.npad+tk] != fp16ToF32[sc] || w.zs[j*w.npad+tk] != fp16ToF32[zc] {
+						t.Fatalf("%v %s D=%d: token %d group %d: (%g, %g), want (%g, %g)", k, c.spec, c.d, tk, j,
+							w.vs[j*w.npad+tk], w.zs[j*w.npad+tk], fp16ToF32[sc], fp16ToF32[zc])
+					}
+				}
+			}
+		}
+	}
+}
