@@ -27,12 +27,21 @@ func padAlign(f *kv.Format) int {
 }
 
 // padParams returns the Params the workers run for p: p itself, or, where
-// p's head dim is not a multiple of 64, both halves are integer and the
-// kernel set pads (padRows), p at the padded width (the format resolved
-// there, the softmax scale of the real head dim), and true.
+// p's head dim is not a multiple of 64, both halves are integer (and not
+// 8-bit rows for one query row) and the kernel set pads (padRows), p at
+// the padded width (the format resolved there, the softmax scale of the
+// real head dim), and true.
 func padParams(p Params, k *kernels) (Params, bool) {
 	f, d := &p.Format, p.Shape.D
 	if k.padRows == nil || d%zmmBytes == 0 || f.Planes.On || !f.K.Elem.IsInt() || !f.V.Elem.IsInt() {
+		return p, false
+	}
+	if p.Shape.Group()*p.Tq == 1 && (f.K.Elem == kv.Int8 || f.V.Elem == kv.Int8) {
+		// One query row (MHA decode) of 8-bit rows: its own path (one-row
+		// scores, pvCodes: v67) beat the padded one, whose 8-bit rows copy
+		// two 64-byte chunks each (round 24: Phi-3-mini's shape int8 70.9
+		// -> 76.9 cycles a pair padded; int4 and int2 gain there, int8 at
+		// two rows or more too).
 		return p, false
 	}
 	a := padAlign(f)

@@ -73,6 +73,15 @@ func TestPadParams(t *testing.T) {
 			if wp.scale() != p.scale() {
 				t.Fatalf("%s D=%d: scale %g at the padded width, want %g", c.spec, c.d, wp.scale(), p.scale())
 			}
+			// One query row (MHA, Tq 1) pads unless a half is 8-bit;
+			// three rows (Tq 3) as GQA.
+			for _, tq := range []int{1, 3} {
+				mha := Params{Format: f, Shape: Shape{Hq: 2, Hkv: 2, D: c.d}, Tq: tq}
+				want := c.padded && (tq > 1 || f.K.Elem != kv.Int8 && f.V.Elem != kv.Int8)
+				if _, ok := padParams(mha, k); ok != want {
+					t.Fatalf("%s D=%d MHA Tq %d: padded %v, want %v", c.spec, c.d, tq, ok, want)
+				}
+			}
 		}
 		if _, ok := padParams(p, &genericKernels); ok {
 			t.Fatalf("%s D=%d padded by a set without padRows", c.spec, c.d)
@@ -105,7 +114,7 @@ func TestPaddedDecode(t *testing.T) {
 				if !ok {
 					continue
 				}
-				if _, ok := padParams(Params{Format: f, Shape: sh, Tq: 1}, k); !ok {
+				if _, ok := padParams(Params{Format: f, Shape: sh, Tq: 3}, k); !ok {
 					t.Fatalf("%v %s %v: not padded", k, spec, sh)
 				}
 				caches, _, _ := buildBatch(t, r, f, sh, []int{5, 600, 1030})
