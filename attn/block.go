@@ -1113,7 +1113,7 @@ func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
 	switch {
 	case groups == 1:
 		w.paramPairs(w.vs, w.zs, lay, v, 0, n)
-	case (groups == 2 || groups == 4) && n%vecLen == 0:
+	case (groups == 2 || groups == 4) && n%TileTokens == 0:
 		// The pairs [t][j] as two arrays of n·groups (w.vf: no float V rows
 		// on these paths), then each split by group with deinterleave:
 		// vector kernels instead of the loop below's scalar moves
