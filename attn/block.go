@@ -103,24 +103,36 @@ type worker struct {
 	nextK  []byte     // the next block's K half, prefetched by the int4 score kernel
 	nextV  []byte     // the next block's V half, prefetched by the int4 PV kernel
 	follow []byte     // the first block (this head's bytes) of the task likely to follow, or nil
+	// The padded width (v82, pad.go): with pad, p is the Params at the
+	// padded width d, and sf and sd are the format and head dim the
+	// sequence stores (the blocks' addresses, the residual's rows).
+	pad  bool
+	sf   kv.Format
+	sd   int
+	pblk []byte   // two scratch blocks of p.Format (padK, padV)
+	rpad []uint16 // [Nr][d] the residual's rows at the padded width
 }
 
 // workerPool keeps workers (their scratch) between calls.
 var workerPool sync.Pool
 
-// getWorker returns a pooled worker whose buffers fit p, or a new one.
-func getWorker(p Params, k *kernels) *worker {
-	if w, ok := workerPool.Get().(*worker); ok && w.r == p.Shape.Group()*p.Tq && w.d == p.Shape.D && w.nr == p.Format.Residual {
-		w.p, w.k = p, k
-		return w
+// getWorker returns a pooled worker whose buffers fit wp, the Params it
+// runs (padParams: p, or p at a padded width), or a new one; p is the
+// Params the sequences are stored in.
+func getWorker(p, wp Params, k *kernels) *worker {
+	w, ok := workerPool.Get().(*worker)
+	if !ok || w.r != wp.Shape.Group()*wp.Tq || w.d != wp.Shape.D || w.nr != wp.Format.Residual {
+		w = newWorker(wp, k)
 	}
-	return newWorker(p, k)
+	w.p, w.k = wp, k
+	w.sf, w.sd, w.pad = p.Format, p.Shape.D, p.Shape.D != wp.Shape.D
+	return w
 }
 
 func newWorker(p Params, k *kernels) *worker {
 	r, d, nr := p.Shape.Group()*p.Tq, p.Shape.D, p.Format.Residual
 	npad := (nr + TileTokens - 1) / TileTokens * TileTokens
-	w := &worker{p: p, k: k, r: r, d: d, nr: nr, npad: npad,
+	w := &worker{p: p, k: k, r: r, d: d, nr: nr, npad: npad, sf: p.Format, sd: d,
 		q: make([]float32, r*d), qs: make([]float32, r*d), qi: make([]int8, r*d), qlo: make([]int8, r*d),
 		qb4: make([]int8, rows4(r)*4*d), qlo4: make([]int8, rows4(r)*4*d),
 		qa: make([]float32, r), qb: make([]float32, r),
@@ -149,13 +161,14 @@ func newWorker(p Params, k *kernels) *worker {
 // loadQueries fills w.q with the scaled (rotated) queries of sequence b's
 // KV head h.
 func (w *worker) loadQueries(q []float32, b, h int) {
-	sh, d := w.p.Shape, w.d
+	sh, d := w.p.Shape, w.sd // the stored head dim: w.d past it stays zero (padded)
 	scale := w.p.scale()
 	for row := 0; row < w.r; row++ {
 		i, j := row/sh.Group(), row%sh.Group()
 		off := ((b*w.p.Tq+i)*sh.Hq + h*sh.Group() + j) * d
-		dst := w.q[row*d : (row+1)*d]
+		dst := w.q[row*w.d : row*w.d+d]
 		copy(dst, q[off:off+d])
+		clear(w.q[row*w.d+d : (row+1)*w.d]) // the padded channels (a pooled worker may hold another call's)
 		if w.p.Format.Rotate {
 			w.k.rotate(dst)
 		}
@@ -168,6 +181,7 @@ func (w *worker) loadQueries(q []float32, b, h int) {
 // run computes the state of tokens [lo, hi) of sequence s, KV head h.
 func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 	f := &w.p.Format // a pointer: the layouts are not copied per block (v78)
+	sf := &w.sf      // the blocks as stored (f itself unless padded)
 	w.loadQueries(q, b, h)
 	w.qReady = false
 	l := s.Len(f.Residual)
@@ -195,7 +209,7 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 			continue
 		}
 		if blk < len(s.Blocks) {
-			base := s.Blocks[blk][h*f.BlockBytes():]
+			base := s.Blocks[blk][h*sf.BlockBytes():]
 			// Prefetch the next block where it is small enough to sit in L2
 			// beside this one (the integer formats; it did not help fp16):
 			// its K half before this block's scores, its V half before the
@@ -211,13 +225,13 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 			var next []byte
 			switch {
 			case blk+1 < len(s.Blocks) && t+nr < hi:
-				next = s.Blocks[blk+1][h*f.BlockBytes():]
+				next = s.Blocks[blk+1][h*sf.BlockBytes():]
 			case t+nr >= hi:
 				next = w.follow // this task's last block: the next task's first
 			}
 			if w.k.prefetch != nil && next != nil {
-				nk, nv := next[:f.K.Bytes], next[f.K.Bytes:f.BlockBytes()]
-				small := f.BlockBytes() <= prefetchMaxBytes
+				nk, nv := next[:sf.K.Bytes], next[sf.K.Bytes:sf.BlockBytes()]
+				small := sf.BlockBytes() <= prefetchMaxBytes
 				switch {
 				case w.intKeys(&f.K, nr) || (f.K.Elem == kv.FP16 && w.k.scoresHalf2 != nil):
 					w.nextK = nk
@@ -231,21 +245,21 @@ func (w *worker) run(st *state, q []float32, b, h int, s *Seq, lo, hi int) {
 					w.k.prefetch(nv)
 				}
 			}
-			w.blockScores(base[:f.K.Bytes], nr)
+			w.blockScores(w.padK(base, 0), nr)
 			w.expU8 = w.fusedExpU8(&f.V, nr)
 			w.softmax(st, t, nr)
-			w.blockValues(st, base[f.K.Bytes:f.K.Bytes+f.V.Bytes], nr)
+			w.blockValues(st, w.padV(base, 0), nr)
 			t += nr
 			blk++
 			continue
 		}
 		n := hi - t // residual tokens
-		off := h * nr * w.d
+		off := h * nr * w.sd
 		w.nextK, w.nextV = nil, nil
-		w.floatScores(&keySrc{kind: srcHalf, u16: s.ResK[off : off+n*w.d]}, n)
+		w.floatScores(&keySrc{kind: srcHalf, u16: w.padResidual(s.ResK[off:], n)}, n)
 		w.expU8 = false
 		w.softmax(st, t, n)
-		w.halfValues(st, s.ResV[off:off+n*w.d], n)
+		w.halfValues(st, w.padResidual(s.ResV[off:], n), n)
 		t += n
 	}
 	w.channelOrder(st) // the task's states merge and finish in channel order
@@ -277,7 +291,7 @@ func (w *worker) pairPath() bool {
 // prefetches the half two kernels ahead in the order K_A, K_B, V_A, V_B,
 // then the next blocks' halves, as run's one-block loop does in its order.
 func (w *worker) runPair(st *state, s *Seq, h, blk, t, hi int) {
-	f := &w.p.Format
+	f := &w.sf // the blocks' addresses as stored (padK and padV lay them out)
 	nr, bb, kb := f.Residual, f.BlockBytes(), f.K.Bytes
 	a, b := s.Blocks[blk][h*bb:], s.Blocks[blk+1][h*bb:]
 	var pf [4][]byte // the kernels' prefetches, in their order
@@ -302,14 +316,14 @@ func (w *worker) runPair(st *state, s *Seq, h, blk, t, hi int) {
 	}
 	w.expU8 = true
 	w.nextK = pf[0]
-	w.blockScores(a[:kb], nr)
+	w.blockScores(w.padK(a, 0), nr)
 	sc := w.scores
 	w.scores, w.nextK = w.scoreB, pf[1]
-	w.blockScores(b[:kb], nr)
+	w.blockScores(w.padK(b, 1), nr)
 	w.scores, w.nextK = sc, nil
 	w.softmax(st, t, nr)
 	w.softmaxNext(st, t+nr, nr)
-	w.pairValues(st, a[kb:bb], b[kb:bb], nr, pf[2], pf[3])
+	w.pairValues(st, w.padV(a, 0), w.padV(b, 1), nr, pf[2], pf[3])
 }
 
 // channelOrder puts st's accumulators in channel order where int4 pvU8
@@ -1096,9 +1110,19 @@ func (w *worker) codeValues(st *state, v []byte, n, groups int) {
 // groups is w.vgrps).
 func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
 	np, lay := w.npad, &w.p.Format.V
-	if groups == 1 {
+	switch {
+	case groups == 1:
 		w.paramPairs(w.vs, w.zs, lay, v, 0, n)
-	} else {
+	case (groups == 2 || groups == 4) && n%TileTokens == 0:
+		// The pairs [t][j] as two arrays of n·groups (w.vf: no float V rows
+		// on these paths), then each split by group with deinterleave:
+		// vector kernels instead of the loop below's scalar moves
+		// (round 24: ~6-12 cycles a pair at D 256's two groups).
+		s, z := w.vf[:n*groups], w.vf[n*groups:2*n*groups]
+		w.paramPairs(s, z, lay, v, 0, n*groups)
+		w.splitGroups(w.vs, s, n, groups)
+		w.splitGroups(w.zs, z, n, groups)
+	default:
 		w.params(w.pf[:2*n*groups], lay, v, 0)
 		for t := 0; t < n; t++ {
 			for j := 0; j < groups; j++ {
@@ -1107,6 +1131,21 @@ func (w *worker) valueParams(v []byte, n, groups int) (gshift int) {
 		}
 	}
 	return w.vshift
+}
+
+// splitGroups writes src[t·groups+j] (t < n, groups 2 or 4) to
+// dst[j·npad+t]: one deinterleave for two groups, three for four (the
+// even groups' and the odd groups' values through w.pf first).
+func (w *worker) splitGroups(dst, src []float32, n, groups int) {
+	np := w.npad
+	if groups == 2 {
+		w.k.deinterleave(dst[:n], dst[np:np+n], src[:2*n])
+		return
+	}
+	even, odd := w.pf[:2*n], w.pf[2*n:4*n] // groups 0, 2 and 1, 3, token-major
+	w.k.deinterleave(even, odd, src[:4*n])
+	w.k.deinterleave(dst[:n], dst[2*np:2*np+n], even)
+	w.k.deinterleave(dst[np:np+n], dst[3*np:3*np+n], odd)
 }
 
 // intValues is the integer PV of the VNNI path (on byte codes, or on

@@ -38,3 +38,12 @@ var fp8Tables = func() (t [2][256]float32) {
 	}
 	return
 }()
+
+// u16Bytes returns the memory of u as bytes (2·len(u), in the machine's
+// order): for copies that move whole values.
+func u16Bytes(u []uint16) []byte {
+	if len(u) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&u[0])), 2*len(u))
+}

@@ -86,11 +86,12 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 	}
 	states := resize(cs.states, len(tasks))
 	kern := activeKernels()
+	wp, _ := padParams(p, kern) // the workers' Params: p, or p at a padded head dim (v82)
 	vgroups := 0
-	if p.Format.V.Elem.IsInt() {
-		vgroups = p.Format.D / p.Format.V.Group
+	if wp.Format.V.Elem.IsInt() {
+		vgroups = wp.Format.D / wp.Format.V.Group
 	}
-	cs.slab = newStates(states, p.Shape.Group()*p.Tq, p.Shape.D, vgroups, cs.slab)
+	cs.slab = newStates(states, wp.Shape.Group()*wp.Tq, wp.Shape.D, vgroups, cs.slab)
 	// left[b·Hkv+h] counts the tasks of sequence b's KV head h still to
 	// run: the task that brings it to 0 merges the head's splits (v45).
 	left := resize(cs.left, len(seqs)*p.Shape.Hkv)
@@ -125,7 +126,7 @@ func Decode(out, q []float32, seqs []*Seq, p Params) error {
 		return s, lo, min(lo+splitLen[tk.b], s.Len(nr))
 	}
 	team.Run(threads, len(tasks), func(j int) {
-		w := getWorker(p, kern)
+		w := getWorker(p, wp, kern)
 		defer workerPool.Put(w)
 		i := order[j]
 		tk := tasks[i]

@@ -1,6 +1,7 @@
 package attn
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
@@ -230,6 +231,12 @@ type kernels struct {
 	// the level converts the rows first); with 4 rows, pf, if not empty, is
 	// prefetched two lines per token of each 64-channel pass.
 	pvHalf func(acc []float32, ldacc int, w []float32, ldw int, v []uint16, ldv, n, rows, cols int, pf []byte)
+	// padRows copies n rows of srcRow bytes (src, srcRow apart) to rows of
+	// dstRow >= srcRow bytes (dst, dstRow apart), each followed by zero
+	// bytes up to dstRow: a block's rows at a head dim that is not a
+	// multiple of 64 laid out as the padded width's (v82). Nil where the
+	// level does not pad (then such head dims keep their own paths).
+	padRows func(dst, src []byte, n, srcRow, dstRow int)
 }
 
 // PVMaxTokens is the most tokens one integer PV call sums: n·32767·255
@@ -272,6 +279,7 @@ var genericVNNIKernels = func() kernels {
 	// No scoresU8x4 (scoresU8x4Go is its reference in the kernel tests):
 	// this set keeps the row-at-a-time integer scores under test.
 	k.bcastQ = bcastQGo
+	k.padRows = padRowsGo
 	return k
 }()
 
@@ -297,6 +305,22 @@ func activeKernels() *kernels {
 		return testKernels
 	}
 	return kernelsFor(cpufeat.Active(), cpufeat.VNNI(), cpufeat.VBMI())
+}
+
+// padRowsGo is padRows in Go.
+func padRowsGo(dst, src []byte, n, srcRow, dstRow int) {
+	if !(srcRow >= 0 && dstRow >= srcRow && len(src) >= n*srcRow && len(dst) >= n*dstRow) {
+		panic(fmt.Sprintf("attn: padRows: n %d, rows of %d to %d bytes, src %d, dst %d", n, srcRow, dstRow, len(src), len(dst)))
+	}
+	if srcRow == dstRow {
+		copy(dst[:n*dstRow], src)
+		return
+	}
+	for i := range n {
+		row := dst[i*dstRow : (i+1)*dstRow]
+		copy(row, src[i*srcRow:(i+1)*srcRow])
+		clear(row[srcRow:])
+	}
 }
 
 // fp16ToF32 maps every fp16 bit pattern to its float32 value: the pure-Go

@@ -60,6 +60,9 @@ func dotF32AVX512(a, b *float32, n int) float32
 func scaleF32AVX512(x *float32, n int, a float32)
 
 //go:noescape
+func padRowsAVX512(dst, src *byte, n, srcRow, dstRow int)
+
+//go:noescape
 func foldQueryAVX512(qi *int8, qs, q, s, z *float32, d int) (a, bias float32)
 
 // qPermPk holds foldQuery4AVX512's VPERMB indices per layout: first the
@@ -827,6 +830,20 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			softmaxU8HGo(wq, ldw, x, ldx, m, pairs, pairs2, n, rows, mid, delta, zsum, lsum, sw)
 		}
 		k.twoBlocks = true
+	}
+	if vnni {
+		k.padRows = func(dst, src []byte, n, srcRow, dstRow int) {
+			if !(srcRow >= 0 && dstRow >= srcRow && len(src) >= n*srcRow && len(dst) >= n*dstRow) {
+				bad("padRows", n, srcRow, dstRow)
+			}
+			switch {
+			case n == 0 || dstRow == 0:
+			case srcRow == dstRow:
+				copy(dst[:n*dstRow], src)
+			default:
+				padRowsAVX512(&dst[0], &src[0], n, srcRow, dstRow)
+			}
+		}
 	}
 	return k
 }

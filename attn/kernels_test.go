@@ -1394,7 +1394,11 @@ func TestTwoBlocksDecode(t *testing.T) {
 		}
 		without := *k
 		without.twoBlocks = false
-		shapes := []Shape{{Hq: 8, Hkv: 2, D: 128}, {Hq: 4, Hkv: 2, D: 128}}
+		// Groups 4 and 2, and the other groups checkpoints have (1, 3, 7,
+		// 8: R = group·Tq a multiple of 4 or not) and D = 96 at the padded
+		// width (v82).
+		shapes := []Shape{{Hq: 8, Hkv: 2, D: 128}, {Hq: 4, Hkv: 2, D: 128}, {Hq: 2, Hkv: 2, D: 128}, {Hq: 6, Hkv: 2, D: 128},
+			{Hq: 14, Hkv: 2, D: 128}, {Hq: 8, Hkv: 1, D: 128}, {Hq: 8, Hkv: 2, D: 96}}
 		specs := []string{"int4", "int2", "k4v2", "int2:kc128:v128:res128", "int4:kc32:v32"}
 		if raceEnabled { // the pair path and a format gated off it, at one shape
 			shapes, specs = shapes[:1], specs[:2]

@@ -332,8 +332,12 @@ func rowLine(r AttnRow) string {
 
 // WriteTable prints the report as a Markdown table.
 func (rep *AttnReport) WriteTable(w io.Writer) {
+	sh := MainShape
+	if len(rep.Rows) > 0 { // the shape the rows ran (AttnConfig.Shape)
+		sh = attn.Shape{Hq: rep.Rows[0].Hq, Hkv: rep.Rows[0].Hkv, D: rep.Rows[0].D}
+	}
 	fmt.Fprintf(w, "CPU decode attention, %s, %d threads, Hq=%d Hkv=%d D=%d, %s\n", rep.Machine, rep.Threads,
-		MainShape.Hq, MainShape.Hkv, MainShape.D, rep.Date)
+		sh.Hq, sh.Hkv, sh.D, rep.Date)
 	fmt.Fprintf(w, "read ceiling (streaming read with the widest loads, fastest of 5 passes over 1 GiB, same run): %.1f GB/s (%d threads; the higher of %.1f before the rows and %.1f after), %.1f GB/s (1 thread)\n\n", rep.ReadGBps, rep.Threads, rep.ReadBeforeGBps, rep.ReadAfterGBps, rep.ReadGBps1T)
 	fmt.Fprintln(w, "| format | B | L | bits/elem | time us | bytes read | GB/s | of read ceiling | vs fp32 | max abs err vs f64 |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")

@@ -14,11 +14,12 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--json FILE] | e2e [flags] | model [flags] | gemv [flags] | gemvq [flags] | dec [flags] | linear [flags] | moe [flags]",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--heads N --kv-heads N --head-dim D] [--json FILE] | e2e [flags] | model [flags] | gemv [flags] | gemvq [flags] | dec [flags] | linear [flags] | moe [flags]",
 	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the fp16 linear kernels (gemv), the low-bit weight GEMV (gemvq), DEC on the GPU (dec), the CPU's linear layers and decode step (linear), or a mixture-of-experts layer on the GPU (moe)",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
-on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128), and this machine's read
+on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128; on the CPU --heads,
+--kv-heads and --head-dim time another shape), and this machine's read
 bandwidth in the same run. Each row reports the median time, the bytes the step
 actually reads (packed K/V, scales, fp16 residual, Q and O), the achieved GB/s,
 its fraction of the measured read ceiling (on the CPU probed before and after
@@ -98,6 +99,9 @@ func benchFlags(fs *flag.FlagSet) (device *string, quick *bool, kvs, grid, jsonP
 	grid = fs.String("grid", "", "comma-separated BxL points, e.g. 1x8192,8x8192 (default: the CPU protocol grid, or the quick grid)")
 	jsonPath = fs.String("json", "", "also write the results as JSON to this file")
 	reps = fs.Int("reps", 0, "timed runs per row on the CPU, median reported (default: at least 15 and as many more as 0.3 s of runs take; 3 with --quick; N runs exactly N)")
+	fs.Int("heads", bench.MainShape.Hq, "cpu: query heads of the attention shape (the GQA group is heads / kv-heads)")
+	fs.Int("kv-heads", bench.MainShape.Hkv, "cpu: KV heads of the attention shape")
+	fs.Int("head-dim", bench.MainShape.D, "cpu: head dim of the attention shape ("+kv.HeadDimRule+")")
 	return
 }
 
@@ -150,6 +154,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	shape := bench.MainShape
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"heads", &shape.Hq}, {"kv-heads", &shape.Hkv}, {"head-dim", &shape.D}} {
+		if v := fs.Lookup(f.name); v != nil {
+			*f.dst = v.Value.(flag.Getter).Get().(int)
+		}
+	}
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, e2e, model, gemv, gemvq, dec, linear and moe, which come first)", fs.Arg(0))
 	}
@@ -168,6 +181,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 			formats = append(formats, s)
 		}
+	}
+	if dev == "cuda" && shape != bench.MainShape {
+		return usageErrorf("--heads, --kv-heads and --head-dim: the CPU benchmark's (the GPU's runs %d/%d heads, head dim %d)", bench.MainShape.Hq, bench.MainShape.Hkv, bench.MainShape.D)
 	}
 	if dev == "cuda" {
 		gcfg := bench.GPUConfig{Formats: formats, Grid: bench.GPUGrid, Shape: bench.MainShape,
@@ -202,7 +218,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		return writeReport(stdout, stderr, rep, *jsonPath)
 	}
-	cfg := bench.AttnConfig{Shape: bench.MainShape, Reps: *reps, Progress: stderr, Formats: formats}
+	if err := shape.Validate(); err != nil || !kv.HeadDimOK(shape.D) {
+		return usageErrorf("--heads %d --kv-heads %d --head-dim %d: want query heads a multiple of the KV heads and a head dim %s", shape.Hq, shape.Hkv, shape.D, kv.HeadDimRule)
+	}
+	for _, s := range formats {
+		if _, err := kv.MustParseSpec(s).Resolve(shape.D); err != nil {
+			return usageErrorf("--kv %s at --head-dim %d: %v", s, shape.D, err)
+		}
+	}
+	cfg := bench.AttnConfig{Shape: shape, Reps: *reps, Progress: stderr, Formats: formats}
 	cfg.Grid = bench.CPUGrid
 	if *quick {
 		cfg.Grid = bench.CPUQuickGrid
