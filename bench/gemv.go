@@ -252,8 +252,7 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, o GPUOptions, progres
 		return nil, err
 	}
 	o.SetLinear(l)
-	fmt.Fprintf(progress, "linear.cu: early weights %v, persistent grids %v, L2 256B fetch %v, L2 prefetch %v\n",
-		l.EarlyWeights, l.Persistent, l.L2Fetch256, l.L2Prefetch)
+	fmt.Fprintf(progress, "linear.cu: early weights %v, persistent grids %v\n", l.EarlyWeights, l.Persistent)
 	ops, err := kernels.LoadOps(dev)
 	if err != nil {
 		return nil, err

@@ -85,13 +85,6 @@ const (
 	// narrow launches in the batch-invariant mode run a CTA an m-tile
 	// (comparisons).
 	EnvNoLinearPersistent = "BITDECODE_NO_LINEAR_PERSISTENT"
-	// EnvLinearL2Fetch is Options.LinearL2Fetch: linear.cu's narrow
-	// kernels' weight loads ask the L2 for 256 bytes (comparisons).
-	EnvLinearL2Fetch = "BITDECODE_LINEAR_L2_FETCH"
-	// EnvLinearL2Prefetch is Options.LinearL2Prefetch: linear.cu's narrow
-	// kernels prefetch their weights two rounds ahead into the L2
-	// (comparisons).
-	EnvLinearL2Prefetch = "BITDECODE_LINEAR_L2_PREFETCH"
 	// EnvNoLinearFold is Options.NoLinearFold: SwiGLU (GeGLU) and RoPE run
 	// as their own launches after linear.cu's narrow kernel (comparisons).
 	EnvNoLinearFold = "BITDECODE_NO_LINEAR_FOLD"
@@ -269,14 +262,6 @@ type Options struct {
 	// each taking its tiles in turn (kernels.Linear.Persistent;
 	// decode-step.md v30). The same bits.
 	NoLinearPersistent bool
-	// LinearL2Fetch, in the batch-invariant mode, makes linear.cu's narrow
-	// kernels load their weights with .L2::256B
-	// (kernels.Linear.L2Fetch256; decode-step.md v31). The same bits.
-	LinearL2Fetch bool
-	// LinearL2Prefetch, in the batch-invariant mode, makes each warp of
-	// linear.cu's narrow kernels prefetch its k-block two rounds ahead into
-	// the L2 (kernels.Linear.L2Prefetch; decode-step.md v31). The same bits.
-	LinearL2Prefetch bool
 	// NoLinearFold, in the batch-invariant mode, keeps SwiGLU (GeGLU) and
 	// RoPEQK apart from a grouped linear.cu narrow launch (at most
 	// kernels.LinearTunedMaxRows rows) queued before them (fuse.go; by
@@ -417,7 +402,6 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoLinearEarly, &o.NoLinearEarly}, {EnvNoLinearFold, &o.NoLinearFold}, {EnvNoLinearPersistent, &o.NoLinearPersistent},
-		{EnvLinearL2Fetch, &o.LinearL2Fetch}, {EnvLinearL2Prefetch, &o.LinearL2Prefetch},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
 		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked},
@@ -543,15 +527,13 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 }
 
 // SetLinear sets linear.cu's launch settings as the backend runs them
-// (decode-step.md v30, v31): in the batch-invariant mode early weight
-// loads and persistent grids unless turned off, the L2 fetch and prefetch
-// where asked for; outside it none (the default mode's few linear.cu
-// launches). bench gemv uses it to time the backend's settings.
+// (decode-step.md v30): in the batch-invariant mode early weight loads and
+// persistent grids unless turned off; outside it neither (the default
+// mode's few linear.cu launches). bench gemv uses it to time linear.cu as
+// the backend runs it.
 func (o Options) SetLinear(l *kernels.Linear) {
 	l.EarlyWeights = o.BatchInvariant && !o.NoLinearEarly
 	l.Persistent = o.BatchInvariant && !o.NoLinearPersistent
-	l.L2Fetch256 = o.BatchInvariant && o.LinearL2Fetch
-	l.L2Prefetch = o.BatchInvariant && o.LinearL2Prefetch
 }
 
 // skinnyMode returns the Skinny option with the default resolved.

@@ -90,7 +90,6 @@ constexpr int kSubs = 4;     // 32-k blocks per k-block
 constexpr int kBlockK = kSubs * kBlock;  // 128: one k-block, 8 loads of 16 B per lane
 constexpr int kSplit = 8;    // warps per m-tile, one class of k-blocks each (fixed: one reduction order)
 constexpr int kThreads = kSplit * 32;
-constexpr int kPrefetchAhead = 2;  // rounds of kSplit k-blocks a warp's L2 prefetch runs ahead of its math
 
 // pack2 rounds two floats to fp16 (nearest even) into one register, lo in
 // the low half (the mma operand order).
@@ -100,50 +99,17 @@ __device__ __forceinline__ u32 pack2(float lo, float hi) {
   return r;
 }
 
-// ldgStream256 is ldgStream with the L2 asked to fetch the whole aligned
-// 256 bytes around p on a miss (.L2::256B): a k-block's 256 bytes of a
-// weight row, which the lane and its neighbours read in four 64-byte
-// pieces, one DRAM request instead of up to four.
-__device__ __forceinline__ uint4 ldgStream256(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// prefetchL2 asks the L2 to fetch bytes (a multiple of 16) at p (16-byte
-// aligned) from device memory, with nothing returned to the thread (the
-// copy engine's bulk prefetch, sm_90).
-__device__ __forceinline__ void prefetchL2(const void* p, int bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
-// kFlagEarly, kFlagL2 and kFlagPrefetch are the narrow kernels' flags: the
-// first weights before the dependency wait (Linear.EarlyWeights), the
-// weights' loads with .L2::256B (Linear.L2Fetch256), and the weights of
-// the k-block kPrefetchAhead rounds ahead prefetched into the L2
-// (Linear.L2Prefetch).
-constexpr int kFlagEarly = 1;
-constexpr int kFlagL2 = 2;
-constexpr int kFlagPrefetch = 4;
-
 // loadW loads one k-block of the lane's two weight rows: 16 bytes of row
 // g and of row g+8 at k = k + 32s for each s < kSubs (zeros past K and for
-// rows past N); l2 asks the L2 for whole 256-byte pieces (ldgStream256).
+// rows past N).
 __device__ __forceinline__ void loadW(uint4 (&a)[kSubs], uint4 (&b)[kSubs], const u16* rowA, const u16* rowB,
-                                      bool okA, bool okB, int k, int K, bool l2 = false) {
+                                      bool okA, bool okB, int k, int K) {
   const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int s = 0; s < kSubs; s++) {
     const bool ok = k + s * kBlock < K;
-    if (l2) {
-      a[s] = ok && okA ? ldgStream256(rowA + k + s * kBlock) : zero;
-      b[s] = ok && okB ? ldgStream256(rowB + k + s * kBlock) : zero;
-    } else {
-      a[s] = ok && okA ? ldgStream(rowA + k + s * kBlock) : zero;
-      b[s] = ok && okB ? ldgStream(rowB + k + s * kBlock) : zero;
-    }
+    a[s] = ok && okA ? ldgStream(rowA + k + s * kBlock) : zero;
+    b[s] = ok && okB ? ldgStream(rowB + k + s * kBlock) : zero;
   }
 }
 
@@ -164,8 +130,7 @@ __device__ __forceinline__ void tilePtrs(const u16* W, int N, int K, int m0, int
 template <int NT>
 __device__ __forceinline__ void classChain(float (&acc)[NT][4], uint4 (&wa)[kSubs], uint4 (&wb)[kSubs],
                                            const float* __restrict__ x, int T, int K, int tok0, const u16* rowA,
-                                           const u16* rowB, bool okA, bool okB, int warp, int g, int q, bool l2,
-                                           bool pf) {
+                                           const u16* rowB, bool okA, bool okB, int warp, int g, int q) {
   const float* xr[NT];
   bool okT[NT];
 #pragma unroll
@@ -181,15 +146,7 @@ __device__ __forceinline__ void classChain(float (&acc)[NT][4], uint4 (&wa)[kSub
   const int nBlocks = (K + kBlockK - 1) / kBlockK;
   uint4 na[kSubs], nb[kSubs];
   for (int blk = warp; blk < nBlocks; blk += kSplit) {
-    if (blk + kSplit < nBlocks) loadW(na, nb, rowA, rowB, okA, okB, (blk + kSplit) * kBlockK + q * kChunk, K, l2);
-    // With pf, lanes q = 0 and 1 of each row group ask the L2 for their row
-    // g (g + 8) of the block kPrefetchAhead rounds ahead: one request a row
-    // a block, a round before the registers' loads reach it. Data movement
-    // only: the same loads and bits follow.
-    if (pf && q < 2 && (q == 0 ? okA : okB) && blk + kPrefetchAhead * kSplit < nBlocks) {
-      const int kp = (blk + kPrefetchAhead * kSplit) * kBlockK;
-      prefetchL2((q == 0 ? rowA : rowB) + kp, 2 * min(kBlockK, K - kp));
-    }
+    if (blk + kSplit < nBlocks) loadW(na, nb, rowA, rowB, okA, okB, (blk + kSplit) * kBlockK + q * kChunk, K);
 #pragma unroll
     for (int s = 0; s < kSubs; s++) {
       const int k = blk * kBlockK + s * kBlock + q * kChunk;
@@ -220,8 +177,8 @@ __device__ __forceinline__ void classChain(float (&acc)[NT][4], uint4 (&wa)[kSub
 // firstBlock loads warp `warp`'s first k-block of an m-tile (nothing where
 // the warp has none).
 __device__ __forceinline__ void firstBlock(uint4 (&wa)[kSubs], uint4 (&wb)[kSubs], const u16* rowA, const u16* rowB,
-                                           bool okA, bool okB, int K, int warp, int q, bool l2) {
-  if (warp * kBlockK < K) loadW(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K, l2);
+                                           bool okA, bool okB, int K, int warp, int q) {
+  if (warp * kBlockK < K) loadW(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K);
 }
 
 // sumClasses adds the kSplit warps' partials of one m-tile in warp order
@@ -282,14 +239,12 @@ __device__ __forceinline__ Tile groupTile(int tile, int tiles0, int tiles1, int 
 // tile's first k-block before the current tile's partials are added, so
 // the SM's loads do not pause between tiles); the group arguments are (W,
 // bias, y, N) of up to three weights sharing x, n = 0 for an absent group.
-// Every tile is computed the same way whatever the grid. With kFlagEarly
-// in flags, each warp's first k-block of weights is loaded before the
-// dependency wait (the backend's weights are written only at load, never
-// by a kernel ahead); with kFlagL2 the weights' loads ask the L2 for 256
-// bytes (ldgStream256); with kFlagPrefetch each warp prefetches its k-block
-// kPrefetchAhead rounds ahead into the L2. The same bits every way.
+// Every tile is computed the same way whatever the grid. With early set,
+// each warp's first k-block of weights is loaded before the dependency
+// wait (the backend's weights are written only at load, never by a kernel
+// ahead).
 template <int NT>
-__global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__ x, int T, int K, int flags,
+__global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__ x, int T, int K, int early,
                                                        const u16* w0, const float* b0, float* y0, int n0,
                                                        const u16* w1, const float* b1, float* y1, int n1,
                                                        const u16* w2, const float* b2, float* y2, int n2) {
@@ -300,22 +255,21 @@ __global__ void __launch_bounds__(kThreads) linear_f16(const float* __restrict__
   const int nTiles = tiles0 + tiles1 + (n2 + kM - 1) / kM;
   const int tok0 = blockIdx.x * (NT * kN);
   Tile cur = groupTile(blockIdx.y, tiles0, tiles1, K, g, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
-  const bool early = flags & kFlagEarly, l2 = flags & kFlagL2, pf = flags & kFlagPrefetch;
   uint4 wa[kSubs], wb[kSubs];
-  if (early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q, l2);
+  if (early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
   // Programmatic dependent launch (the program is GridDependent): the
   // index math above (and with early the first weights) overlaps the
   // kernel ahead; nothing it writes is read before it has finished.
   gridDependencyWait();
   gridLaunchDependents();
-  if (!early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q, l2);
+  if (!early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
   for (int tile = blockIdx.y; tile < nTiles; tile += gridDim.y) {
     float acc[NT][4];
-    classChain<NT>(acc, wa, wb, x, T, K, tok0, cur.rowA, cur.rowB, cur.okA, cur.okB, warp, g, q, l2, pf);
+    classChain<NT>(acc, wa, wb, x, T, K, tok0, cur.rowA, cur.rowB, cur.okA, cur.okB, warp, g, q);
     const Tile t = cur;
     if (tile + gridDim.y < nTiles) {
       cur = groupTile(tile + gridDim.y, tiles0, tiles1, K, g, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
-      firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q, l2);
+      firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
     }
     // Warps 1..kSplit-1 hand their partials to warp 0, which adds them in
     // warp order, then the bias.
@@ -405,7 +359,7 @@ __device__ __forceinline__ Tile pairTile(const PairRef& r, int m, int K, int g, 
 }
 
 template <int NT, int MODE>
-__global__ void __launch_bounds__(2 * kThreads) linear_f16_pair(const float* __restrict__ x, int T, int K, int flags,
+__global__ void __launch_bounds__(2 * kThreads) linear_f16_pair(const float* __restrict__ x, int T, int K, int early,
                                                                 const u16* w0, const float* b0, float* y0, int n0,
                                                                 const u16* w1, const float* b1, float* y1, int n1,
                                                                 const u16* w2, const float* b2, float* y2, int n2,
@@ -421,21 +375,20 @@ __global__ void __launch_bounds__(2 * kThreads) linear_f16_pair(const float* __r
                                       : n0 / (2 * kM) + n1 / (2 * kM) + ((n2 + kM - 1) / kM + 1) / 2;
   PairRef pr = pairOf<MODE>(blockIdx.y, n0, n1, half);
   Tile cur = pairTile<MODE>(pr, m, K, g, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
-  const bool early = flags & kFlagEarly, l2 = flags & kFlagL2, pf = flags & kFlagPrefetch;
   uint4 wa[kSubs], wb[kSubs];
-  if (early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q, l2);
+  if (early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
   gridDependencyWait();
   gridLaunchDependents();
-  if (!early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q, l2);
+  if (!early) firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
   for (int p = blockIdx.y; p < nPairs; p += gridDim.y) {
     float acc[NT][4];
-    classChain<NT>(acc, wa, wb, x, T, K, tok0, cur.rowA, cur.rowB, cur.okA, cur.okB, warp, g, q, l2, pf);
+    classChain<NT>(acc, wa, wb, x, T, K, tok0, cur.rowA, cur.rowB, cur.okA, cur.okB, warp, g, q);
     const Tile t = cur;
     const PairRef r = pr;
     if (p + gridDim.y < nPairs) {
       pr = pairOf<MODE>(p + gridDim.y, n0, n1, half);
       cur = pairTile<MODE>(pr, m, K, g, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
-      firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q, l2);
+      firstBlock(wa, wb, cur.rowA, cur.rowB, cur.okA, cur.okB, K, warp, q);
     }
     // Each member's partials in warp order, then the bias, into val.
     if (warp > 0) {

@@ -63,16 +63,6 @@ type Linear struct {
 	// weights are written only at load, which ends in a stream sync). The
 	// same loads and bits either way.
 	EarlyWeights bool
-	// L2Fetch256 makes the narrow (and pair) kernels' weight loads ask the
-	// L2 for the whole aligned 256 bytes on a miss (PTX .L2::256B): a
-	// k-block's piece of a weight row, which a warp reads in four 64-byte
-	// loads. The same loads and bits either way.
-	L2Fetch256 bool
-	// L2Prefetch makes each warp of a narrow (or pair) launch prefetch its
-	// k-block two rounds ahead into the L2 (cp.async.bulk.prefetch.L2, one
-	// request a weight row a block), a round before its register loads
-	// reach it. The same loads and bits either way.
-	L2Prefetch bool
 	// Persistent makes a narrow (or pair) launch of at most
 	// LinearTunedMaxRows rows and more m-tiles than fit on the GPU at once
 	// run a grid of as many CTAs as fit, each taking its tiles in turn
@@ -231,7 +221,7 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 	}
 	i, blocks := linearNTFor(T)
 	return c.Launch(l.fns[i], cuda.Dim3{X: blocks, Y: l.gridY(T, tiles, blocks, l.resident[i])}, cuda.Dim3{X: linearSplit * 32}, 0, st,
-		x, int32(T), int32(K), l.flags(T),
+		x, int32(T), int32(K), l.early(T),
 		g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 		g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
 		g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
@@ -248,11 +238,10 @@ func (l *Linear) gridY(T, n, blocks, resident int) int {
 	return max(1, min(n, resident/blocks))
 }
 
-// flags is a narrow or pair launch's flags argument for T rows
-// (linear.cu's kFlagEarly: EarlyWeights at most LinearTunedMaxRows rows;
-// kFlagL2: L2Fetch256; kFlagPrefetch: L2Prefetch).
-func (l *Linear) flags(T int) int32 {
-	return b2i32(l.EarlyWeights && T <= LinearTunedMaxRows) | 2*b2i32(l.L2Fetch256) | 4*b2i32(l.L2Prefetch)
+// early is a narrow or pair launch's early flag for T rows: EarlyWeights
+// at most LinearTunedMaxRows rows.
+func (l *Linear) early(T int) int32 {
+	return b2i32(l.EarlyWeights && T <= LinearTunedMaxRows)
 }
 
 // b2i32 is 1 for true, 0 for false (a kernel's int flag).
@@ -292,7 +281,7 @@ func (l *Linear) LaunchGLU(c *cuda.Ctx, st cuda.Stream, act Act, x cuda.DevicePt
 	i, blocks := linearNTFor(T)
 	pairs := (gate.N + linearM - 1) / linearM
 	return c.Launch(l.pairs[i][linearPairGLU], cuda.Dim3{X: blocks, Y: l.gridY(T, pairs, blocks, l.pairResident[i][linearPairGLU])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
-		x, int32(T), int32(K), l.flags(T),
+		x, int32(T), int32(K), l.early(T),
 		gate.W, gate.Bias, gate.Y, int32(gate.N),
 		up.W, up.Bias, up.Y, int32(up.N),
 		cuda.DevicePtr(0), cuda.DevicePtr(0), cuda.DevicePtr(0), int32(0),
@@ -317,7 +306,7 @@ func (l *Linear) LaunchRoPE(c *cuda.Ctx, st cuda.Stream, x cuda.DevicePtr, T, K 
 	pairs := q.N/(2*linearM) + k.N/(2*linearM) + ((v.N+linearM-1)/linearM+1)/2
 	i, blocks := linearNTFor(T)
 	return c.Launch(l.pairs[i][linearPairRoPE], cuda.Dim3{X: blocks, Y: l.gridY(T, pairs, blocks, l.pairResident[i][linearPairRoPE])}, cuda.Dim3{X: 2 * linearSplit * 32}, 0, st,
-		x, int32(T), int32(K), l.flags(T),
+		x, int32(T), int32(K), l.early(T),
 		q.W, q.Bias, q.Y, int32(q.N),
 		k.W, k.Bias, k.Y, int32(k.N),
 		v.W, v.Bias, v.Y, int32(v.N),

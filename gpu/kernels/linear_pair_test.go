@@ -15,31 +15,27 @@ import (
 )
 
 // linearModes are the narrow launch settings the tests below compare
-// bitwise: early weight loads, persistent grids (Linear.Persistent) of 7
-// CTAs (every CTA takes several tiles in turn) or of the GPU's count, the
-// weights' loads with .L2::256B (Linear.L2Fetch256), and the weights
-// prefetched into the L2 two rounds ahead (Linear.L2Prefetch).
+// bitwise: early weight loads, and persistent grids (Linear.Persistent) of
+// 7 CTAs (every CTA takes several tiles in turn) or of the GPU's count.
 var linearModes = []struct {
-	early, persistent, l2, pf bool
-	limit                     int
-}{{false, false, false, false, 0}, {true, false, false, false, 0}, {false, true, false, false, 7}, {true, true, false, false, 7},
-	{true, true, true, false, 0}, {false, false, true, false, 0}, {false, false, false, true, 0}, {true, true, false, true, 7},
-	{true, true, true, true, 0}}
+	early, persistent bool
+	limit             int
+}{{false, false, 0}, {true, false, 0}, {false, true, 7}, {true, true, 7}, {true, true, 0}}
 
 // setMode sets l's launch settings to linearModes[i]; resetLinear restores
 // the defaults.
 func setMode(l *kernels.Linear, i int) string {
 	m := linearModes[i]
-	l.EarlyWeights, l.Persistent, l.L2Fetch256, l.L2Prefetch = m.early, m.persistent, m.l2, m.pf
+	l.EarlyWeights, l.Persistent = m.early, m.persistent
 	l.LimitResident(m.limit)
-	return fmt.Sprintf("early %v persistent %v (limit %d) L2 256B %v L2 prefetch %v", m.early, m.persistent, m.limit, m.l2, m.pf)
+	return fmt.Sprintf("early %v persistent %v (limit %d)", m.early, m.persistent, m.limit)
 }
 
 func resetLinear(l *kernels.Linear) { setMode(l, 0) }
 
 // TestLinearEarlyWeights checks that the narrow kernel's early weight
-// loads (Linear.EarlyWeights), persistent grids (Linear.Persistent) and
-// L2 fetch and prefetch (Linear.L2Fetch256, L2Prefetch) change no bit: T = 1 and 8, a group with a partial m-tile, every mode
+// loads (Linear.EarlyWeights) and persistent grids (Linear.Persistent)
+// change no bit: T = 1 and 8, a group with a partial m-tile, every mode
 // against the plain launch; at 9 and 16 rows (past
 // kernels.LinearTunedMaxRows) the modes must not apply, so the same bits.
 func TestLinearEarlyWeights(t *testing.T) {
