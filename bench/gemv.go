@@ -234,7 +234,10 @@ func LinearF16Shapes(c *model.Config) []struct {
 // (cuda.Ctx.SetGEMMTuning: the cuBLASLt and joined columns run the tuned
 // choice), and for each shape's one GEMM over all its channels every
 // algorithm the tuning considers is timed too (LinearF16Row.Algos).
-func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) ([]LinearF16Row, error) {
+// linear.cu runs with the launch settings o gives it in the backend
+// (Options.SetLinear: none outside the batch-invariant mode), printed on
+// progress.
+func SweepLinearF16(c *model.Config, Ts []int, algos bool, o GPUOptions, progress io.Writer) ([]LinearF16Row, error) {
 	dev, bw, err := openProbed("linear", progress)
 	if err != nil {
 		return nil, err
@@ -248,6 +251,8 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, progress io.Writer) (
 	if err != nil {
 		return nil, err
 	}
+	o.SetLinear(l)
+	fmt.Fprintf(progress, "linear.cu: early weights %v, persistent grids %v\n", l.EarlyWeights, l.Persistent)
 	ops, err := kernels.LoadOps(dev)
 	if err != nil {
 		return nil, err

@@ -242,8 +242,7 @@ func Open(ordinal int, o Options) (*Backend, error) {
 		dev.Close()
 		return nil, fmt.Errorf("backend/gpu: kernels for %s: %w", dev.Name(), err)
 	}
-	lin.EarlyWeights = o.BatchInvariant && !o.NoLinearEarly // decode-step.md v30
-	lin.Persistent = o.BatchInvariant && !o.NoLinearPersistent
+	o.SetLinear(lin)
 	var skinny *kernels.Skinny
 	var skws cuda.DevicePtr
 	if !o.BatchInvariant && o.skinnyMode() != SkinnyOff { // the invariant mode runs linear.cu at every T

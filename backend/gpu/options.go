@@ -526,6 +526,16 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 	return o, nil
 }
 
+// SetLinear sets linear.cu's launch settings as the backend runs them
+// (decode-step.md v30): in the batch-invariant mode early weight loads and
+// persistent grids unless turned off; outside it neither (the default
+// mode's few linear.cu launches). bench gemv uses it to time linear.cu as
+// the backend runs it.
+func (o Options) SetLinear(l *kernels.Linear) {
+	l.EarlyWeights = o.BatchInvariant && !o.NoLinearEarly
+	l.Persistent = o.BatchInvariant && !o.NoLinearPersistent
+}
+
 // skinnyMode returns the Skinny option with the default resolved.
 func (o Options) skinnyMode() SkinnyMode {
 	if o.Skinny == SkinnyDefault {

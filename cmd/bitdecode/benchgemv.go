@@ -15,8 +15,9 @@ const benchGEMVHelp = `usage: bitdecode bench gemv [--preset NAME] [--rows T,...
 
 Times the GPU's fp16 linear layers on the shapes of a preset model, weights
 cold in L2, at each row count T: linear.cu (the batch-invariant tensor-core
-kernel; q/k/v and gate/up as one grouped launch each), gemv.cu (one launch
-per weight, T <= 8) and cuBLASLt (x to fp16, one GEMM per weight; for a
+kernel; q/k/v and gate/up as one grouped launch each; with the backend's
+launch settings, BITDECODE_BATCH_INVARIANT=1 and its knobs included),
+gemv.cu (one launch per weight, T <= 8) and cuBLASLt (x to fp16, one GEMM per weight; for a
 group also one GEMM over its weights joined in one allocation, then the
 copy of each weight's columns to its output, as the backend runs it). Each
 figure comes with its fraction of the read ceiling on the weight bytes,
@@ -83,7 +84,11 @@ func runBenchGEMV(args []string, stdout, stderr io.Writer) error {
 		}
 		return writeJSON(*jsonPath, out)
 	}
-	out, err := bench.SweepLinearF16(mc, Ts, *algos, stdout)
+	gpuSettings, err := bench.GPUSettings(lookupEnv)
+	if err != nil {
+		return err
+	}
+	out, err := bench.SweepLinearF16(mc, Ts, *algos, gpuSettings, stdout)
 	if err != nil {
 		return err
 	}
