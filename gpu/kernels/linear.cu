@@ -99,17 +99,34 @@ __device__ __forceinline__ u32 pack2(float lo, float hi) {
   return r;
 }
 
+// ldgStream256 is ldgStream with the L2 asked to fetch the whole aligned
+// 256 bytes around p on a miss (PTX .L2::256B): a k-block's 256 bytes of a
+// weight row, which the row's four lanes read in four 64-byte pieces (a
+// warp's load covers 8 rows x 64 bytes), one DRAM request instead of up
+// to four (decode-step.md v31).
+__device__ __forceinline__ uint4 ldgStream256(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 // loadW loads one k-block of the lane's two weight rows: 16 bytes of row
 // g and of row g+8 at k = k + 32s for each s < kSubs (zeros past K and for
-// rows past N).
+// rows past N); L2 (the narrow kernels) loads with ldgStream256. The same
+// registers either way.
+template <bool L2>
 __device__ __forceinline__ void loadW(uint4 (&a)[kSubs], uint4 (&b)[kSubs], const u16* rowA, const u16* rowB,
                                       bool okA, bool okB, int k, int K) {
   const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int s = 0; s < kSubs; s++) {
     const bool ok = k + s * kBlock < K;
-    a[s] = ok && okA ? ldgStream(rowA + k + s * kBlock) : zero;
-    b[s] = ok && okB ? ldgStream(rowB + k + s * kBlock) : zero;
+    const u16* pa = rowA + k + s * kBlock;
+    const u16* pb = rowB + k + s * kBlock;
+    a[s] = ok && okA ? (L2 ? ldgStream256(pa) : ldgStream(pa)) : zero;
+    b[s] = ok && okB ? (L2 ? ldgStream256(pb) : ldgStream(pb)) : zero;
   }
 }
 
@@ -146,7 +163,7 @@ __device__ __forceinline__ void classChain(float (&acc)[NT][4], uint4 (&wa)[kSub
   const int nBlocks = (K + kBlockK - 1) / kBlockK;
   uint4 na[kSubs], nb[kSubs];
   for (int blk = warp; blk < nBlocks; blk += kSplit) {
-    if (blk + kSplit < nBlocks) loadW(na, nb, rowA, rowB, okA, okB, (blk + kSplit) * kBlockK + q * kChunk, K);
+    if (blk + kSplit < nBlocks) loadW<true>(na, nb, rowA, rowB, okA, okB, (blk + kSplit) * kBlockK + q * kChunk, K);
 #pragma unroll
     for (int s = 0; s < kSubs; s++) {
       const int k = blk * kBlockK + s * kBlock + q * kChunk;
@@ -178,7 +195,7 @@ __device__ __forceinline__ void classChain(float (&acc)[NT][4], uint4 (&wa)[kSub
 // the warp has none).
 __device__ __forceinline__ void firstBlock(uint4 (&wa)[kSubs], uint4 (&wb)[kSubs], const u16* rowA, const u16* rowB,
                                            bool okA, bool okB, int K, int warp, int q) {
-  if (warp * kBlockK < K) loadW(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K);
+  if (warp * kBlockK < K) loadW<true>(wa, wb, rowA, rowB, okA, okB, warp * kBlockK + q * kChunk, K);
 }
 
 // sumClasses adds the kSplit warps' partials of one m-tile in warp order
@@ -543,14 +560,14 @@ __global__ void __launch_bounds__(kWideThreads, 1) linear_f16_wide(const u16* __
   // Prologue: block 0's x and weights.
   stageX(xs[0], xh, T, K, tok0, 0);
   cpAsyncCommit();
-  loadW(wa, wb, rowA, rowB, okA, okB, q * kChunk, K);
+  loadW<false>(wa, wb, rowA, rowB, okA, okB, q * kChunk, K);
   int buf = 0;
   for (int c = 0; c < kSplit; c++) {
     for (int blk = c; blk < nBlocks; blk += kSplit) {
       const int next = nextBlock(blk, nBlocks);
       if (next >= 0) {
         stageX(xs[buf ^ 1], xh, T, K, tok0, next);
-        loadW(na, nb, rowA, rowB, okA, okB, next * kBlockK + q * kChunk, K);
+        loadW<false>(na, nb, rowA, rowB, okA, okB, next * kBlockK + q * kChunk, K);
       }
       cpAsyncCommit();
       cpAsyncWait<1>();
