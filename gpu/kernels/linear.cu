@@ -74,6 +74,10 @@
 //      sum). The same bits (every tile computed as v4 computes it). H100,
 //      Llama-3.1-8B step at B = 1, 8K of int4 KV in a 128K cache, the
 //      batch-invariant mode: 6.82 -> 6.41 ms (the fast path 5.94).
+//   v6 (decode-step.md v31) the narrow kernels' weight loads ask the L2
+//      for the aligned 256 bytes (ldgStream256, at compile time: loadW's
+//      template flag; the wide kernel unchanged). Same bits. T = 1 lm_head
+//      357 -> 347 us, gate+up 85.5 -> 83.2; the step above 6.40 -> 6.26 ms.
 //
 // Go wrapper: linear.go; tests: linear_test.go (float64 reference on the
 // fp16-rounded x, invariance across T and row order).
