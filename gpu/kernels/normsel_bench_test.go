@@ -127,25 +127,8 @@ func timeOpsSelChain(b *testing.B, d *cuda.Device, launch func(c *cuda.Ctx, s cu
 			return err
 		}
 		defer c.DestroyGraph(gr)
-		for range 3 { // warm up
-			if err := c.LaunchGraph(gr, s); err != nil {
-				return err
-			}
-		}
-		if err := c.SyncStream(s); err != nil {
-			return err
-		}
-		start := time.Now()
-		for b.Loop() {
-			if err := c.LaunchGraph(gr, s); err != nil {
-				return err
-			}
-		}
-		if err := c.SyncStream(s); err != nil {
-			return err
-		}
-		elapsed = time.Since(start)
-		return nil
+		elapsed, err = timeBenchLoop(b, c, s, func() error { return c.LaunchGraph(gr, s) })
+		return err
 	})
 	if err != nil {
 		b.Fatal(err)

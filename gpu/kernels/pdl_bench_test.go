@@ -130,25 +130,9 @@ func BenchmarkDecodeLayersPDL(b *testing.B) {
 						defer c.DestroyGraph(gr)
 						run = func() error { return c.LaunchGraph(gr, s) }
 					}
-					for range 3 { // warm up
-						if err := run(); err != nil {
-							return err
-						}
-					}
-					if err := c.SyncStream(s); err != nil {
-						return err
-					}
-					start := time.Now()
-					for b.Loop() {
-						if err := run(); err != nil {
-							return err
-						}
-					}
-					if err := c.SyncStream(s); err != nil {
-						return err
-					}
-					elapsed = time.Since(start)
-					return nil
+					var err error
+					elapsed, err = timeBenchLoop(b, c, s, run)
+					return err
 				})
 				if err != nil {
 					b.Fatal(err)
@@ -164,6 +148,30 @@ func BenchmarkDecodeLayersPDL(b *testing.B) {
 // pdlBenchLayers is how many layers BenchmarkDecodeLayersPDL runs: 3.5 GB
 // of weights, so that every layer reads its weights from DRAM.
 const pdlBenchLayers = 8
+
+// timeBenchLoop runs run three times to warm up, then once per b.Loop
+// iteration, and returns the time of the loop, s synchronized before and
+// after.
+func timeBenchLoop(b *testing.B, c *cuda.Ctx, s cuda.Stream, run func() error) (time.Duration, error) {
+	for range 3 {
+		if err := run(); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.SyncStream(s); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for b.Loop() {
+		if err := run(); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.SyncStream(s); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
 
 // benchAlloc allocates bytes of device memory that b frees when it ends.
 func benchAlloc(b testing.TB, d *cuda.Device, bytes int) cuda.DevicePtr {
