@@ -263,13 +263,7 @@ func TestSplitBlocksShortestRun(t *testing.T) {
 // every other plan, and every plan with a fixed split, a CTA target or a
 // minimum split, keeps sizeMMA's.
 func TestMMAOneSMSplits(t *testing.T) {
-	for _, tc := range []struct {
-		format   string
-		b, l     int
-		splitLen int // 0: a fixed split of 512 tokens (batch invariance)
-		tuning   DecodeTuning
-		want     int
-	}{
+	for _, tc := range []oneSMCase{
 		// int4 KC, blocks of 128 tokens: 1K 2 -> 8 splits, 2K 4 -> 16,
 		// 3K 6 -> 12, 4K 8 -> 16; 8K (16 splits of 4 blocks) and longer keep theirs.
 		{"int4", 1, 1024, -1, DecodeTuning{}, 128},
@@ -319,13 +313,7 @@ func TestMMAOneSMSplits(t *testing.T) {
 // minimum split, a CTA target, and the layouts of 64-token tiles keep
 // theirs.
 func TestMMAOneSMTile(t *testing.T) {
-	for _, tc := range []struct {
-		format   string
-		b, l     int
-		splitLen int // 0: a fixed split of 512 tokens (batch invariance)
-		tuning   DecodeTuning
-		want     int
-	}{
+	for _, tc := range []oneSMCase{
 		{"int2", 1, 1024, -1, DecodeTuning{}, 4},
 		{"int2", 1, 2048, -1, DecodeTuning{}, 4},
 		{"int2", 1, 3072, -1, DecodeTuning{}, 4},
@@ -346,6 +334,17 @@ func TestMMAOneSMTile(t *testing.T) {
 			t.Errorf("%s %d x %d %+v (splits of %d): tile of %d groups, want %d", tc.format, tc.b, tc.l, tc.tuning, p.splitLen, mt, tc.want)
 		}
 	}
+}
+
+// oneSMCase is a row of TestMMAOneSMSplits' and TestMMAOneSMTile's tables:
+// b sequences of l tokens of format, a split length (0: batch invariance's
+// fixed 512 tokens, -1: the plan's), the tuning, and the expected value.
+type oneSMCase struct {
+	format   string
+	b, l     int
+	splitLen int
+	tuning   DecodeTuning
+	want     int
 }
 
 // oneSMPlan is planMMA's split plan and tile (sizeMMATile) for b sequences of
