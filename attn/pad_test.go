@@ -108,6 +108,9 @@ func TestPaddedDecode(t *testing.T) {
 			sets = append(sets, k)
 		}
 	}
+	if raceEnabled && len(sets) > 1 { // the workers' sharing, not every kernel set
+		sets = sets[:1]
+	}
 	for _, sh := range shapes {
 		for _, spec := range specs {
 			f, ok := resolveOrSkip(t, spec, sh.D)
