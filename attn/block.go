@@ -479,7 +479,7 @@ func (w *worker) blockScores(k []byte, n int) {
 	}
 	vnni := w.k.vnni
 	// int4 keys on the VNNI path are scored from the packed nibbles.
-	w.i4 = vnni && lay.Elem == kv.Int4 && w.k.scoresI4x4 != nil && d%(2*zmmBytes) == 0 &&
+	w.i4 = vnni && lay.Elem == kv.Int4 && w.k.scoresI4x4 != nil && d%zmmBytes == 0 &&
 		(lay.Scaling == kv.PerChannel || lay.Group == d)
 	// int2 keys with VBMI too: the codes are extracted in the score kernel.
 	w.i2 = vnni && lay.Elem == kv.Int2 && w.k.scoresI2x4 != nil && d%zmmBytes == 0 && n%x4Tokens == 0 &&

@@ -208,7 +208,7 @@ type kernels struct {
 	// bcastQ4 and scoresI4x4 are bcastQ and scoresU8x4 for packed int4
 	// keys read as stored (no unpacking): q's even channels (the low
 	// nibbles) and odd channels per 32, each repeated in four lanes; d a
-	// multiple of 128; A and B empty stand for ones (KC keys; scoresI4x4
+	// multiple of 64; A and B empty stand for ones (KC keys; scoresI4x4
 	// only); pf, if not empty, is prefetched a share per tile. Nil where
 	// the level has no such kernel.
 	bcastQ4    func(dst, q []int8)

@@ -649,7 +649,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 		}
 		k.scoresI4x4 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
 			unit := len(A) == 0 && len(B) == 0
-			if !(n%16 == 0 && d%128 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
+			if !(n%16 == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
 				len(kc) >= n*d/2 && (unit || len(A) >= n && len(B) >= n) && len(ab) >= 8) {
 				bad("scoresI4x4", n, d, ldo)
 			}
@@ -663,7 +663,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			}
 		}
 		k.scoresI4x2 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
-			if !(n%16 == 0 && d%128 == 0 && d > 0 && ldo >= n && len(out) >= ldo+n && len(q) >= 8*d &&
+			if !(n%16 == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= ldo+n && len(q) >= 8*d &&
 				len(kc) >= n*d/2 && len(A) >= n && len(B) >= n && len(ab) >= 8) {
 				bad("scoresI4x2", n, d, ldo)
 			}

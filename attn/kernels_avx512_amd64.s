@@ -2201,6 +2201,47 @@ done:
 	VPUNPCKLQDQ Z27, Z25, C  \
 	VPUNPCKHQDQ Z27, Z25, D
 
+// LANET4(V0, V1, V2, V3) is SUBT4's transpose by 128-bit lanes of Z24..Z27
+// (loaded from tokens 0, 4, 8, 12 of a sub-tile): Vj holds lane j of each
+// in lane i. Z24..Z28, Z31 scratch.
+#define LANET4(V0, V1, V2, V3) \
+	VSHUFI32X4 $0x44, Z25, Z24, Z28      \
+	VSHUFI32X4 $0xee, Z25, Z24, Z31      \
+	VSHUFI32X4 $0x44, Z27, Z26, Z24      \
+	VSHUFI32X4 $0xee, Z27, Z26, Z25      \
+	VSHUFI32X4 $0x88, Z24, Z28, V0       \
+	VSHUFI32X4 $0xdd, Z24, Z28, V1       \
+	VSHUFI32X4 $0x88, Z25, Z31, V2       \
+	VSHUFI32X4 $0xdd, Z25, Z31, V3
+
+// SUBT4W(V0, V1, V2, V3) is SUBT4 for rows of 32 packed bytes (d 64): each
+// 64-byte load at DX (stride R10 = 4 rows, R13 = 12) holds tokens 4i and
+// 4i+1, so V0 and V1 get the first and second 16 bytes of token 4i in lane
+// i, V2 and V3 those of token 4i+1; then DX moves two tokens on.
+#define SUBT4W(V0, V1, V2, V3) \
+	VMOVDQU64 (DX), Z24          \
+	VMOVDQU64 (DX)(R10*1), Z25   \
+	VMOVDQU64 (DX)(R10*2), Z26   \
+	VMOVDQU64 (DX)(R13*1), Z27   \
+	LANET4(V0, V1, V2, V3)       \
+	LEAQ      (DX)(BX*2), DX
+
+// SUBT4H is SUBT4W for the last 32 packed bytes of longer rows (d % 128 ==
+// 64, d > 64): token 4i's 32 bytes at DX in lanes 0 and 1, token 4i+1's in
+// lanes 2 and 3 (a 32-byte load and an insert each). R8 scratch.
+#define SUBT4H(V0, V1, V2, V3) \
+	LEAQ         (DX)(BX*1), R8             \
+	VMOVDQU64      (DX), Y24                  \
+	VINSERTI64X4 $1, (R8), Z24, Z24         \
+	VMOVDQU64      (DX)(R10*1), Y25           \
+	VINSERTI64X4 $1, (R8)(R10*1), Z25, Z25  \
+	VMOVDQU64      (DX)(R10*2), Y26           \
+	VINSERTI64X4 $1, (R8)(R10*2), Z26, Z26  \
+	VMOVDQU64      (DX)(R13*1), Y27           \
+	VINSERTI64X4 $1, (R8)(R13*1), Z27, Z27  \
+	LANET4(V0, V1, V2, V3)                  \
+	LEAQ         (DX)(BX*2), DX
+
 // STEP4(W, QOFF) multiplies the vector W, whose dword t holds token t's
 // packed channels c..c+7, with the four rows' query: W & 0x0f (the even
 // channels) into Z0..Z3 and W & 0xf0 (16 times the odd ones) into Z4..Z7,
@@ -2301,6 +2342,8 @@ pfdone:
 	LEAQ   (R10)(R10*2), R13          // twelve rows
 	MOVQ   q+16(FP), R9
 	XORQ   AX, AX                     // byte offset in the packed rows
+	CMPQ   BX, $64
+	JLT    half                       // d 64: one half chunk
 chunk:
 	LEAQ  (CX)(AX*1), DX
 	SUBT4(Z8, Z9, Z10, Z11)           // tokens 4i
@@ -2313,8 +2356,25 @@ chunk:
 	CHUNK4(Z11, Z15, Z19, Z23, 384)   // 96..127
 	ADDQ  $512, R9
 	ADDQ  $64, AX
+	LEAQ  64(AX), DX
+	CMPQ  DX, BX
+	JLE   chunk                       // another whole 64 bytes
 	CMPQ  AX, BX
-	JLT   chunk
+	JEQ   sums
+half:                                     // the rows' last 32 bytes (d % 128 == 64)
+	LEAQ  (CX)(AX*1), DX
+	CMPQ  BX, $32
+	JNE   halfins
+	SUBT4W(Z8, Z9, Z12, Z13)          // tokens 4i, 4i+1
+	SUBT4W(Z16, Z17, Z20, Z21)        // 4i+2, 4i+3
+	JMP   halfmul
+halfins:
+	SUBT4H(Z8, Z9, Z12, Z13)
+	SUBT4H(Z16, Z17, Z20, Z21)
+halfmul:
+	CHUNK4(Z8, Z12, Z16, Z20, 0)      // packed bytes 0..15 of the 32
+	CHUNK4(Z9, Z13, Z17, Z21, 128)    // 16..31
+sums:
 	MOVQ  out+0(FP), AX
 	MOVQ  ab+48(FP), DX
 	MOVL  c+72(FP), R13
@@ -3369,6 +3429,33 @@ out:
 	SPLIT4X2(Z22, S0, S1, 256)           \
 	SPLIT4X2(Z23, S0, S1, 384)
 
+// HALF4X2(S0, S1) adds the products of the rows' last 32 packed bytes
+// (d % 128 == 64) of four tokens with two rows' query into S0 and S1, as
+// SUBTILE4X2 does for 64: Z16 holds tokens 0 and 1 (lanes 0, 1 and 2, 3),
+// Z17 tokens 2 and 3 (loaded by HALFW or HALFH), gathered by lanes into Z20
+// (each token's first 16 bytes, token i in lane i) and Z21 (the next 16).
+#define HALF4X2(S0, S1) \
+	VSHUFI32X4 $0x88, Z17, Z16, Z20 \
+	VSHUFI32X4 $0xdd, Z17, Z16, Z21 \
+	SPLIT4X2(Z20, S0, S1, 0)        \
+	SPLIT4X2(Z21, S0, S1, 128)
+
+// HALFW(S0, S1) is HALF4X2 for rows of 32 bytes (d 64): one 64-byte load
+// holds two tokens.
+#define HALFW(S0, S1) \
+	VMOVDQU64 (R8), Z16        \
+	VMOVDQU64 (R8)(BX*2), Z17  \
+	HALF4X2(S0, S1)
+
+// HALFH(S0, S1) is HALF4X2 for longer rows: a 32-byte load and an insert a
+// token.
+#define HALFH(S0, S1) \
+	VMOVDQU64      (R8), Y16                 \
+	VINSERTI64X4 $1, (R8)(BX*1), Z16, Z16  \
+	VMOVDQU64      (R8)(BX*2), Y17           \
+	VINSERTI64X4 $1, (R8)(R10*1), Z17, Z17 \
+	HALF4X2(S0, S1)
+
 // func scoresI4x2VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 // scoresI4x4VNNI for two rows (a GQA group of 2): rows 0 and 1 of out,
 // q and ab (a in ab[0:2], b in ab[4:6]), the same sums per row.
@@ -3414,6 +3501,8 @@ pfdone:
 	VPXORD Z13, Z13, Z13
 	MOVQ   q+16(FP), R9
 	XORQ   AX, AX
+	CMPQ   BX, $64
+	JLT    half                // d 64: one half chunk
 chunk:
 	LEAQ (CX)(AX*1), R8
 	SUBTILE4X2(Z0, Z1)
@@ -3425,8 +3514,32 @@ chunk:
 	SUBTILE4X2(Z12, Z13)
 	ADDQ $512, R9
 	ADDQ $64, AX
+	LEAQ 64(AX), R8
+	CMPQ R8, BX
+	JLE  chunk                 // another whole 64 bytes
 	CMPQ AX, BX
-	JLT  chunk
+	JEQ  sums
+half:                              // the rows' last 32 bytes (d % 128 == 64)
+	LEAQ (CX)(AX*1), R8
+	CMPQ BX, $32
+	JNE  halfins
+	HALFW(Z0, Z1)
+	LEAQ (R8)(BX*4), R8
+	HALFW(Z4, Z5)
+	LEAQ (R8)(BX*4), R8
+	HALFW(Z8, Z9)
+	LEAQ (R8)(BX*4), R8
+	HALFW(Z12, Z13)
+	JMP  sums
+halfins:
+	HALFH(Z0, Z1)
+	LEAQ (R8)(BX*4), R8
+	HALFH(Z4, Z5)
+	LEAQ (R8)(BX*4), R8
+	HALFH(Z8, Z9)
+	LEAQ (R8)(BX*4), R8
+	HALFH(Z12, Z13)
+sums:
 	MOVQ out+0(FP), AX
 	ROWOUT(Z0, Z4, Z8, Z12, 0, 16)
 	ROWOUT(Z1, Z5, Z9, Z13, 4, 20)

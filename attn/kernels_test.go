@@ -166,7 +166,7 @@ func dotTol(a, b []float32) float64 {
 func TestScoreKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, k := range levelSets() {
-		for _, d := range []int{16, 64, 80, 96, 128, 256} {
+		for _, d := range []int{16, 64, 80, 96, 128, 192, 256} {
 			for _, n := range []int{8, 16, 24, 48, 136} {
 				q, kr := randF32(r, d, 1), randF32(r, n*d, 3)
 				A, B := randF32(r, n, 1), randF32(r, n, 1)
@@ -216,7 +216,7 @@ func TestScoreKernels(t *testing.T) {
 				k.scoresU8(got, qi, codes, A, B, 0.5, 0, 1)
 				scoresU8Go(want, qi, codes, A, B, 0.5, 0, 1)
 				sameBits(t, fmt.Sprintf("%v scoresU8 c=1 d=%d n=%d", k, d, n), got, want)
-				if k.scoresI4x4 != nil && d%128 == 0 && n%16 == 0 { // packed int4 keys, four rows
+				if k.scoresI4x4 != nil && d%64 == 0 && n%16 == 0 { // packed int4 keys, four rows (d % 128 == 64: the half chunk)
 					qs4, qb, qb2 := make([]int8, 4*d), make([]int8, 16*d), make([]int8, 16*d)
 					for i := range qs4 {
 						qs4[i] = int8(r.IntN(255) - 127)
@@ -560,7 +560,7 @@ func TestFoldDequantKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	g := &genericKernels
 	for _, k := range levelSets() {
-		for _, d := range []int{16, 64, 80, 96, 128, 256} {
+		for _, d := range []int{16, 64, 80, 96, 128, 192, 256} {
 			q, s, z := randF32(r, d, 1), randF32(r, d, 0.1), randF32(r, d, 2)
 			s[d/2] *= 40 // an outlier channel
 			qs1, qs2 := nanSlice(d), nanSlice(d)
