@@ -13,18 +13,22 @@ import (
 // scoresU8x4, the path before round 25): the integer sums are exact and
 // the float steps the same. KC keys (int4, k4v2: unit factors) and KT
 // keys (int4:kt128), groups 1, 2, 3, 4 and 8 (scoresI4x4 with padded
-// rows, scoresI4x2, scoresI4x4).
+// rows, scoresI4x2, scoresI4x4). -short: D 64, groups 1, 2 and 4.
 func TestPackedI4Scores(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 64))
 	ran := false
+	dims, groups := []int{64, 192}, []int{1, 2, 3, 4, 8}
+	if testing.Short() {
+		dims, groups = dims[:1], []int{1, 2, 4}
+	}
 	for _, k := range levelSets() {
 		if k.scoresI4x4 == nil || !k.vnni {
 			continue
 		}
 		unpacked := *k // the same set without the packed-nibble kernels
 		unpacked.scoresI4x4, unpacked.scoresI4x2 = nil, nil
-		for _, d := range []int{64, 192} {
-			for _, g := range []int{1, 2, 3, 4, 8} {
+		for _, d := range dims {
+			for _, g := range groups {
 				sh := Shape{Hq: 2 * g, Hkv: 2, D: d}
 				for _, spec := range []string{"int4", "int4:kt128", "k4v2"} {
 					f, ok := resolveOrSkip(t, spec, d)
