@@ -1231,8 +1231,11 @@ func (w *worker) intValuesU8(st *state, packed []byte, pairs []uint16, n, groups
 				pf = w.nextV
 			}
 			rows := 4
-			if w.r-r <= 2 { // a group of 2 (or the last two rows)
+			switch w.r - r {
+			case 1, 2: // a group of 2 (or the last two rows)
 				rows = 2
+			case 3: // the last three rows: no zero fourth row's multiplies (v86)
+				rows = 3
 			}
 			w.k.pvU8(st.acc[r*d:cap(st.acc)], d, w.delta[r:], w.wq8[r*ldw:], ldw, np, packed[t0*d*bits/8:], tn, d, gshift, bits, rows, pf)
 		}

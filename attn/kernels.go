@@ -136,8 +136,8 @@ type kernels struct {
 	// the same sums per row, for a GQA group of 2. Nil where the level has
 	// no such kernel.
 	pvI4x2 func(acc []float32, ldacc int, delta []float32, wq []int16, ldw, ldq int, packed []byte, n, d, gshift int, pf []byte)
-	// pvU8 is the integer PV with 8-bit weights for rows r < rows (2 or
-	// 4): it adds delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·code(t, c)
+	// pvU8 is the integer PV with 8-bit weights for rows r < rows (2, 3
+	// or 4; 3 for a last group of three rows, R % 4 == 3, v86): it adds delta[r]·Σ_t wq[r·ldw + (c>>gshift)·ldq + t]·code(t, c)
 	// over t < n (a multiple of 4, at most PVMaxTokens) to acc[r·ldacc+c]
 	// for channels c < d (a multiple of 64), the codes read from packed
 	// rows of bits (4 or 2) bits per code as stored (d·bits/8 bytes), groups

@@ -155,10 +155,16 @@ func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, 
 func pvU8I4x4VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
+func pvU8I4x3VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+
+//go:noescape
 func pvU8I4x2VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
 func pvU8I2x4VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+
+//go:noescape
+func pvU8I2x3VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
 func pvU8I2x2VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
@@ -752,7 +758,7 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 		k.pvU8 = func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {
 			groups := d >> gshift
 			if !(d%64 == 0 && d > 0 && n%4 == 0 && n <= PVMaxTokens && gshift >= 6 && groups<<gshift == d && n <= ldq &&
-				(bits == 4 || bits == 2) && (rows == 4 || rows == 2) && len(acc) >= (rows-1)*ldacc+d && len(delta) >= rows &&
+				(bits == 4 || bits == 2) && rows >= 2 && rows <= 4 && len(acc) >= (rows-1)*ldacc+d && len(delta) >= rows &&
 				len(wq) >= (rows-1)*ldw+(groups-1)*ldq+n && len(packed) >= n*d*bits/8) {
 				bad("pvU8", n, d, gshift, bits, rows)
 			}
@@ -772,10 +778,14 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			}
 			fn := pvU8I4x4VBMI
 			switch {
+			case bits == 4 && rows == 3:
+				fn = pvU8I4x3VBMI
 			case bits == 4 && rows == 2:
 				fn = pvU8I4x2VBMI
 			case bits == 2 && rows == 4:
 				fn = pvU8I2x4VBMI
+			case bits == 2 && rows == 3:
+				fn = pvU8I2x3VBMI
 			case bits == 2:
 				fn = pvU8I2x2VBMI
 			}

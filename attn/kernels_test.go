@@ -1147,7 +1147,7 @@ func TestAccOrder(t *testing.T) {
 // TestPVU8: the u8-weight PV on packed int4 and int2 rows at every level
 // that has it gives the bits of the pure-Go version (steps of powers of two,
 // so that the fused and unfused epilogues round alike), for every group
-// size, two and four rows; rows past the kernel's are untouched.
+// size, two, three and four rows; rows past the kernel's are untouched.
 func TestPVU8(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	ran := 0
@@ -1159,7 +1159,7 @@ func TestPVU8(t *testing.T) {
 		for _, bits := range []int{4, 2} {
 			for _, d := range []int{64, 128, 192, 256} { // 192: groups of 64 only
 				for gshift := 6; 1<<gshift <= d && d%(1<<gshift) == 0; gshift++ {
-					for _, rows := range []int{2, 4} {
+					for _, rows := range []int{2, 3, 4} {
 						for _, n := range []int{100, PVMaxTokens} {
 							ldq := n + 12
 							groups := d >> gshift
@@ -1429,5 +1429,60 @@ func TestTwoBlocksDecode(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestThreeRowPVDecode: at R % 4 == 3 (groups 3 and 7, Tq 1; group 1 at
+// Tq 3) the decode's last three rows run pvU8 with rows 3 (v86), and its
+// output is bitwise that of the same kernel set whose pvU8 runs them as
+// four rows, the fourth a zero padding row (main's path before v86).
+func TestThreeRowPVDecode(t *testing.T) {
+	r := rand.New(rand.NewPCG(86, 3))
+	ran := false
+	for _, k := range levelSets() {
+		if k.pvU8 == nil {
+			continue
+		}
+		padded := *k // rows 3 as four rows, the fourth's sums dropped
+		padded.pvU8 = func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {
+			if rows == 3 {
+				rows = 4
+				ran = true
+			}
+			k.pvU8(acc, ldacc, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, pf)
+		}
+		shapes := []Shape{{Hq: 6, Hkv: 2, D: 128}, {Hq: 7, Hkv: 1, D: 128}}
+		if testing.Short() {
+			shapes = shapes[:1]
+		}
+		for _, sh := range shapes {
+			for _, spec := range []string{"int4", "int2", "k4v2"} {
+				f, err := kv.MustParseSpec(spec).Resolve(sh.D)
+				if err != nil {
+					t.Fatal(err)
+				}
+				caches, _, _ := buildBatch(t, r, f, sh, []int{700, 1100})
+				seqs := seqsOf(caches)
+				for _, tq := range []int{1, 3} {
+					p := Params{Format: f, Shape: sh, Tq: tq}
+					q := randF32(r, len(seqs)*tq*sh.Hq*sh.D, 1)
+					got, want := nanSlice(len(q)), nanSlice(len(q))
+					withKernels(k, func() {
+						if err := Decode(got, q, seqs, p); err != nil {
+							t.Fatal(err)
+						}
+					})
+					withKernels(&padded, func() {
+						if err := Decode(want, q, seqs, p); err != nil {
+							t.Fatal(err)
+						}
+					})
+					sameBits(t, fmt.Sprintf("%v %s %v Tq %d: three-row pvU8 against the padded four rows", k, spec, sh, tq), got, want)
+				}
+			}
+		}
+	}
+	if f := cpufeat.Detected(); f.Max == cpufeat.AVX512 && f.VNNI && f.VBMI && !ran {
+		t.Fatal("no decode ran pvU8 with three rows")
 	}
 }

@@ -262,6 +262,111 @@ out:
 	VZEROUPPER
 	RET
 
+// func pvU8I4x3VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+// pvU8 for 3 rows of packed int4 codes (kernels.go; a group of three rows,
+// R % 4 == 3, without a zero fourth row's work, v86): pvU8I4x4VBMI without
+// its fourth row. Accumulators Z0..Z11 (row r: Z4r..Z4r+3), codes
+// Z16..Z19, weights Z24..Z26.
+TEXT ·pvU8I4x3VBMI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
+	MOVQ         ldw+32(FP), R10
+	MOVQ         d+64(FP), DX
+	SHRQ         $1, DX              // packed row stride: d/2
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z23
+	VMOVDQU64    u8I4Perm<>+0(SB), Z28
+	VMOVDQU64    u8I4Perm<>+64(SB), Z29
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	MOVQ  gshift+72(FP), CX
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ ldq+40(FP), R8
+	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $1, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $2, CX
+	JZ    out
+quad:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	LEAQ         (SI)(DX*2), AX
+	VMOVDQU64    (SI), Y20
+	VINSERTI64X4 $1, (SI)(DX*1), Z20, Z20
+	VMOVDQU64    (AX), Y21
+	VINSERTI64X4 $1, (AX)(DX*1), Z21, Z21
+	VMOVDQA64    Z20, Z22
+	VPERMT2B     Z21, Z28, Z22      // lane L: byte L of t0..t3
+	VPERMT2B     Z21, Z29, Z20      // byte 16+L
+	VPSRLW       $4, Z22, Z17
+	VPSRLW       $4, Z20, Z19
+	VPANDD       Z23, Z22, Z16      // channel 2L
+	VPANDD       Z23, Z17, Z17      // channel 2L+1
+	VPANDD       Z23, Z20, Z18      // channel 32+2L
+	VPANDD       Z23, Z19, Z19      // channel 33+2L
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPBROADCASTD (R8)(R10*2), Z26
+	VPDPBUSD     Z16, Z24, Z0
+	VPDPBUSD     Z17, Z24, Z1
+	VPDPBUSD     Z18, Z24, Z2
+	VPDPBUSD     Z19, Z24, Z3
+	VPDPBUSD     Z16, Z25, Z4
+	VPDPBUSD     Z17, Z25, Z5
+	VPDPBUSD     Z18, Z25, Z6
+	VPDPBUSD     Z19, Z25, Z7
+	VPDPBUSD     Z16, Z26, Z8
+	VPDPBUSD     Z17, Z26, Z9
+	VPDPBUSD     Z18, Z26, Z10
+	VPDPBUSD     Z19, Z26, Z11
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*4), SI
+	DECQ         CX
+	JNZ          quad
+out:
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS 0(R13), Z26
+	U8OUT4(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	U8OUT4(Z4, Z5, Z6, Z7)
+	ADDQ         R12, AX
+	VBROADCASTSS 8(R13), Z26
+	U8OUT4(Z8, Z9, Z10, Z11)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET
+
 // func pvU8I4x2VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 // pvU8 for 2 rows of packed int4 codes (kernels.go): accumulators
 // Z0..Z7 (row r: Z4r..Z4r+3), codes Z16..Z19, weights Z24..Z25.
@@ -466,6 +571,113 @@ out:
 	ADDQ         R12, AX
 	VBROADCASTSS 12(R13), Z26
 	U8OUT2(Z12, Z13, Z14, Z15)
+	ADDQ         $64, BX
+	CMPQ         BX, d+64(FP)
+	JLT          half
+	VZEROUPPER
+	RET
+
+// func pvU8I2x3VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
+// pvU8 for 3 rows of packed int2 codes (kernels.go; a group of three rows,
+// R % 4 == 3, without a zero fourth row's work, v86): pvU8I2x4VBMI without
+// its fourth row. Accumulators Z0..Z11 (row r: Z4r..Z4r+3), codes
+// Z16..Z19, weights Z24..Z26.
+TEXT ·pvU8I2x3VBMI(SB), NOSPLIT, $0-96
+	MOVQ         pf+80(FP), R14
+	MOVQ         pfLines+88(FP), R15
+	MOVQ         ldw+32(FP), R10
+	MOVQ         d+64(FP), DX
+	SHRQ         $2, DX              // packed row stride: d/4
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z23
+	VMOVDQU64    u8I2Perm<>+0(SB), Z28
+	VMOVDQU64    u8QwIdx<>+0(SB), Z30
+	VMOVDQU64    u8QwIdx<>+64(SB), Z31
+	XORQ         BX, BX              // c0, channels
+half:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	MOVQ  gshift+72(FP), CX
+	MOVQ  BX, R8
+	SHRQ  CX, R8
+	IMULQ ldq+40(FP), R8
+	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
+	MOVQ  packed+48(FP), SI
+	MOVQ  BX, AX
+	SHRQ  $2, AX
+	ADDQ  AX, SI
+	MOVQ  n+56(FP), CX
+	SHRQ  $2, CX
+	JZ    out
+quad:
+	TESTQ        R15, R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+	JZ           nopf
+	PREFETCHT1   (R14)
+	ADDQ         $64, R14
+	DECQ         R15
+nopf:
+	LEAQ         (SI)(DX*2), AX
+	VMOVDQU64    (SI), X20
+	VINSERTI32X4 $1, (SI)(DX*1), Z20, Z20
+	VINSERTI32X4 $2, (AX), Z20, Z20
+	VINSERTI32X4 $3, (AX)(DX*1), Z20, Z20
+	VPERMB       Z20, Z28, Z20      // lane L: byte L of t0..t3
+	VPSRLW       $2, Z20, Z17
+	VPSRLW       $4, Z20, Z18
+	VPSRLW       $6, Z20, Z19
+	VPANDD       Z23, Z20, Z16      // channel 4L
+	VPANDD       Z23, Z17, Z17      // channel 4L+1
+	VPANDD       Z23, Z18, Z18      // channel 4L+2
+	VPANDD       Z23, Z19, Z19      // channel 4L+3
+	VPBROADCASTD (R8), Z24
+	VPBROADCASTD (R8)(R10*1), Z25
+	VPBROADCASTD (R8)(R10*2), Z26
+	VPDPBUSD     Z16, Z24, Z0
+	VPDPBUSD     Z17, Z24, Z1
+	VPDPBUSD     Z18, Z24, Z2
+	VPDPBUSD     Z19, Z24, Z3
+	VPDPBUSD     Z16, Z25, Z4
+	VPDPBUSD     Z17, Z25, Z5
+	VPDPBUSD     Z18, Z25, Z6
+	VPDPBUSD     Z19, Z25, Z7
+	VPDPBUSD     Z16, Z26, Z8
+	VPDPBUSD     Z17, Z26, Z9
+	VPDPBUSD     Z18, Z26, Z10
+	VPDPBUSD     Z19, Z26, Z11
+	ADDQ         $4, R8
+	LEAQ         (SI)(DX*4), SI
+	DECQ         CX
+	JNZ          quad
+out:
+	VMOVDQU32    u8DwIdx<>+0(SB), Z24
+	VMOVDQU32    u8DwIdx<>+64(SB), Z25
+	MOVQ         delta+16(FP), R13
+	MOVQ         ldacc+8(FP), R12
+	SHLQ         $2, R12
+	MOVQ         acc+0(FP), AX
+	LEAQ         (AX)(BX*4), AX
+	VBROADCASTSS 0(R13), Z26
+	U8OUT2(Z0, Z1, Z2, Z3)
+	ADDQ         R12, AX
+	VBROADCASTSS 4(R13), Z26
+	U8OUT2(Z4, Z5, Z6, Z7)
+	ADDQ         R12, AX
+	VBROADCASTSS 8(R13), Z26
+	U8OUT2(Z8, Z9, Z10, Z11)
 	ADDQ         $64, BX
 	CMPQ         BX, d+64(FP)
 	JLT          half
