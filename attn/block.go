@@ -704,6 +704,10 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 				w.k.scoresI4x2(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A, B, ab, m, d, 0, pf)
 				continue
 			}
+			if w.r-r0 == 3 && w.k.scoresI4x3 != nil { // the last three rows (v87)
+				w.k.scoresI4x3(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A4, B4, ab, m, d, 0, pf)
+				continue
+			}
 			w.k.scoresI4x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/2:], A4, B4, ab, m, d, 0, pf)
 		}
 		return

@@ -213,6 +213,11 @@ type kernels struct {
 	// the level has no such kernel.
 	bcastQ4    func(dst, q []int8)
 	scoresI4x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
+	// scoresI4x3 is scoresI4x4 for three rows (rows 0..2 of out, q and
+	// ab; out's row 3 not written), for a last group of three rows (R %
+	// 4 == 3: GQA groups 3 and 7) without a zero fourth row's multiplies
+	// (v87). Nil where the level has no such kernel.
+	scoresI4x3 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// scoresI4x2 is scoresI4x4 for two rows (rows 0 and 1 of out, q and
 	// ab; a in ab[0:2], b in ab[4:6]), for a GQA group of 2. Nil where the
 	// level has no such kernel.

@@ -149,6 +149,9 @@ func bcastQ4(dst *int8, q *int8, d int)
 func scoresI4x4VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 
 //go:noescape
+func scoresI4x3VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+
+//go:noescape
 func pvI4VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
@@ -666,6 +669,21 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 					ap, bp = &A[0], &B[0]
 				}
 				scoresI4x4VNNI(&out[0], ldo, &q[0], &kc[0], ap, bp, &ab[0], n, d, c, pfp, pfTile)
+			}
+		}
+		k.scoresI4x3 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+			unit := len(A) == 0 && len(B) == 0
+			if !(n%16 == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= 2*ldo+n && len(q) >= 12*d &&
+				len(kc) >= n*d/2 && (unit || len(A) >= n && len(B) >= n) && len(ab) >= 8) {
+				bad("scoresI4x3", n, d, ldo)
+			}
+			if n > 0 {
+				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
+				var ap, bp *float32 // nil: every factor 1
+				if !unit {
+					ap, bp = &A[0], &B[0]
+				}
+				scoresI4x3VNNI(&out[0], ldo, &q[0], &kc[0], ap, bp, &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
 		k.scoresI4x2 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {

@@ -2402,6 +2402,128 @@ done:
 	VZEROUPPER
 	RET
 
+// STEP3(W, QOFF) is STEP4 for rows 0..2 only (scoresI4x3VNNI).
+#define STEP3(W, QOFF) \
+	VPANDD        Z30, W, Z28                 \
+	VPANDND       W, Z30, Z31                 \
+	VPDPBUSD.BCST QOFF(R9), Z28, Z0           \
+	VPDPBUSD.BCST QOFF(R9)(R11*1), Z28, Z1    \
+	VPDPBUSD.BCST QOFF(R9)(R11*2), Z28, Z2    \
+	VPDPBUSD.BCST QOFF+64(R9), Z31, Z4        \
+	VPDPBUSD.BCST QOFF+64(R9)(R11*1), Z31, Z5 \
+	VPDPBUSD.BCST QOFF+64(R9)(R11*2), Z31, Z6
+
+// CHUNK3(A, B, C, D, QOFF) is CHUNK4 with STEP3 (three rows).
+#define CHUNK3(A, B, C, D, QOFF) \
+	TR4(A, B, C, D)     \
+	STEP3(A, QOFF)      \
+	STEP3(B, QOFF+4)    \
+	STEP3(C, QOFF+8)    \
+	STEP3(D, QOFF+12)
+
+// func scoresI4x3VNNI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+// scoresI4x4VNNI for three rows (rows 0..2 of out, q and ab; out's row 3
+// not written): a group of three query rows (R % 4 == 3: GQA groups 3 and
+// 7) without a zero fourth row's multiplies (STEP3: 6 of STEP4's 8
+// VPDPBUSD; the loads and transposes shared, v87). Row r in Z(r) and
+// Z(4+r); Z3 and Z7 unused.
+TEXT ·scoresI4x3VNNI(SB), NOSPLIT, $0-96
+	MOVQ         d+64(FP), R11
+	MOVQ         R11, BX
+	SHRQ         $1, BX               // packed row stride: d/2 bytes
+	LEAQ         (BX*4), R10          // four rows
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	LEAQ         (R11)(R11*2), R12
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	VBROADCASTSS c+72(FP), Z29
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	MOVQ  pf+80(FP), R9
+	MOVQ  pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ    pfdone
+pfloop:
+	PREFETCHT1 (R9)
+	ADDQ       $64, R9
+	DECQ       R8
+	JNZ        pfloop
+	MOVQ       R9, pf+80(FP)
+pfdone:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	LEAQ   (R10)(R10*2), R13          // twelve rows
+	MOVQ   q+16(FP), R9
+	XORQ   AX, AX                     // byte offset in the packed rows
+	CMPQ   BX, $64
+	JLT    half                       // d 64: one half chunk
+chunk:
+	LEAQ  (CX)(AX*1), DX
+	SUBT4(Z8, Z9, Z10, Z11)           // tokens 4i
+	SUBT4(Z12, Z13, Z14, Z15)         // 4i+1
+	SUBT4(Z16, Z17, Z18, Z19)         // 4i+2
+	SUBT4(Z20, Z21, Z22, Z23)         // 4i+3
+	CHUNK3(Z8, Z12, Z16, Z20, 0)      // packed bytes 0..15: channels 0..31
+	CHUNK3(Z9, Z13, Z17, Z21, 128)    // 32..63
+	CHUNK3(Z10, Z14, Z18, Z22, 256)   // 64..95
+	CHUNK3(Z11, Z15, Z19, Z23, 384)   // 96..127
+	ADDQ  $512, R9
+	ADDQ  $64, AX
+	LEAQ  64(AX), DX
+	CMPQ  DX, BX
+	JLE   chunk                       // another whole 64 bytes
+	CMPQ  AX, BX
+	JEQ   sums
+half:                                     // the rows' last 32 bytes (d % 128 == 64)
+	LEAQ  (CX)(AX*1), DX
+	CMPQ  BX, $32
+	JNE   halfins
+	SUBT4W(Z8, Z9, Z12, Z13)          // tokens 4i, 4i+1
+	SUBT4W(Z16, Z17, Z20, Z21)        // 4i+2, 4i+3
+	JMP   halfmul
+halfins:
+	SUBT4H(Z8, Z9, Z12, Z13)
+	SUBT4H(Z16, Z17, Z20, Z21)
+halfmul:
+	CHUNK3(Z8, Z12, Z16, Z20, 0)      // packed bytes 0..15 of the 32
+	CHUNK3(Z9, Z13, Z17, Z21, 128)    // 16..31
+sums:
+	MOVQ  out+0(FP), AX
+	MOVQ  ab+48(FP), DX
+	MOVL  c+72(FP), R13
+	TESTQ SI, SI
+	JZ    unit
+	ROWOUT4(Z0, Z4, 0, 16)
+	ROWOUT4(Z1, Z5, 4, 20)
+	ROWOUT4(Z2, Z6, 8, 24)
+	ADDQ  $64, SI
+	ADDQ  $64, R15
+	JMP   next
+unit:
+	ROWOUT4U(Z0, Z4, 0, 16)
+	ROWOUT4U(Z1, Z5, 4, 20)
+	ROWOUT4U(Z2, Z6, 8, 24)
+next:
+	ADDQ $64, out+0(FP)
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
+done:
+	VZEROUPPER
+	RET
+
 // PVOUT4(A0, A1, A2, A3) writes 64 channels of one row of pvI4: the sums
 // of the even channels (A0: words 8L..8L+3 of each lane L, A1: 8L+4..)
 // and odd ones (A2, A3) interleaved by dwords (VPUNPCKL/HDQ: channels

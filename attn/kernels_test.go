@@ -1432,10 +1432,11 @@ func TestTwoBlocksDecode(t *testing.T) {
 	}
 }
 
-// TestThreeRowPVDecode: at R % 4 == 3 (groups 3 and 7, Tq 1; group 1 at
-// Tq 3) the decode's last three rows run pvU8 with rows 3 (v86), and its
-// output is bitwise that of the same kernel set whose pvU8 runs them as
-// four rows, the fourth a zero padding row (main's path before v86).
+// TestThreeRowPVDecode: at R % 4 == 3 (groups 3 and 7, Tq 1) the decode's
+// last three rows run pvU8 with rows 3 (v86) and, int4 keys, scoresI4x3
+// (v87), and its output is bitwise that of the same kernel set without
+// scoresI4x3 and whose pvU8 runs them as four rows, the fourth a zero
+// padding row (main's path before v86).
 func TestThreeRowPVDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(86, 3))
 	ran := false
@@ -1444,6 +1445,7 @@ func TestThreeRowPVDecode(t *testing.T) {
 			continue
 		}
 		padded := *k // rows 3 as four rows, the fourth's sums dropped
+		padded.scoresI4x3 = nil
 		padded.pvU8 = func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {
 			if rows == 3 {
 				rows = 4
@@ -1484,5 +1486,47 @@ func TestThreeRowPVDecode(t *testing.T) {
 	}
 	if f := cpufeat.Detected(); f.Max == cpufeat.AVX512 && f.VNNI && f.VBMI && !ran {
 		t.Fatal("no decode ran pvU8 with three rows")
+	}
+}
+
+// TestScoresI4x3: the three-row packed int4 score kernel writes rows 0..2
+// bitwise as scoresI4x4 does (KC unit factors and KT's A and B, c 0 and
+// not, every d % 64 == 0 up to 256) and leaves row 3 untouched.
+func TestScoresI4x3(t *testing.T) {
+	r := rand.New(rand.NewPCG(87, 3))
+	ran := false
+	for _, k := range levelSets() {
+		if k.scoresI4x3 == nil {
+			continue
+		}
+		ran = true
+		for _, d := range []int{64, 128, 192, 256} {
+			for _, unit := range []bool{true, false} {
+				for _, c := range []float32{0, 0.5} {
+					n, ldo := 48, 52
+					q := make([]int8, 16*d)
+					for i := range q {
+						q[i] = int8(r.IntN(256) - 128)
+					}
+					kc := randBytes(r, n*d/2)
+					var A, B []float32
+					if !unit {
+						A, B = randF32(r, n, 1), randF32(r, n, 1)
+					}
+					ab := randF32(r, 8, 1)
+					out3 := randF32(r, 4*ldo, 1)
+					out4 := append([]float32(nil), out3...)
+					out0 := append([]float32(nil), out3...)
+					k.scoresI4x3(out3, ldo, q, kc, A, B, ab, n, d, c, nil)
+					k.scoresI4x4(out4, ldo, q, kc, A, B, ab, n, d, c, nil)
+					name := fmt.Sprintf("%v scoresI4x3 d=%d unit=%v c=%v", k, d, unit, c)
+					sameBits(t, name, out3[:3*ldo], out4[:3*ldo])
+					sameBits(t, name+" row 3 untouched", out3[3*ldo:], out0[3*ldo:])
+				}
+			}
+		}
+	}
+	if f := cpufeat.Detected(); f.Max == cpufeat.AVX512 && f.VNNI && !ran {
+		t.Fatal("this CPU has AVX-512 VNNI, but no kernel set has scoresI4x3")
 	}
 }
