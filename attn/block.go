@@ -719,6 +719,10 @@ func (w *worker) intScores(codes []uint8, t0, m int, A, B []float32, wide bool) 
 		}
 		for r0 := 0; r0 < w.r; r0 += 4 {
 			ab, pf := w.rowGroup(r0, t0)
+			if w.r-r0 == 3 && w.k.scoresI2x3 != nil { // the last three rows (v87)
+				w.k.scoresI2x3(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/4:], A, B, ab, m, d, 0, pf)
+				continue
+			}
 			w.k.scoresI2x4(w.scores[r0*np+t0:], np, w.qb4[4*r0*d:], w.packed[t0*d/4:], A, B, ab, m, d, 0, pf)
 		}
 		return

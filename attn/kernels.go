@@ -230,6 +230,10 @@ type kernels struct {
 	// such kernel.
 	bcastQ2    func(dst, q []int8)
 	scoresI2x4 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
+	// scoresI2x3 is scoresI2x4 for three rows (rows 0..2 of out, q and
+	// ab; out's row 3 not written), as scoresI4x3 (v87). Nil where the
+	// level has no such kernel.
+	scoresI2x3 func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 	// splitQuery quantizes q to 15 bits in two int8 halves (block.go).
 	splitQuery func(hi, lo []int8, q []float32) float32
 	// pvHalf is pvF32 on fp16 V rows converted in registers (nil where

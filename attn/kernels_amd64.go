@@ -191,6 +191,9 @@ func bcastQ2(dst *int8, q *int8, d int)
 func scoresI2x4VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
 
 //go:noescape
+func scoresI2x3VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+
+//go:noescape
 func pvI4x2VNNI(acc *float32, ldacc int, delta *float32, wq *int16, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 
 //go:noescape
@@ -771,6 +774,21 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 					ap, bp = &A[0], &B[0]
 				}
 				scoresI2x4VBMI(&out[0], ldo, &q[0], &kc[0], ap, bp, &ab[0], n, d, c, pfp, pfTile)
+			}
+		}
+		k.scoresI2x3 = func(out []float32, ldo int, q []int8, kc []byte, A, B, ab []float32, n, d int, c float32, pf []byte) {
+			unit := len(A) == 0 && len(B) == 0
+			if !(n%16 == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= 2*ldo+n && len(q) >= 12*d &&
+				len(kc) >= n*d/4 && (unit || len(A) >= n && len(B) >= n) && len(ab) >= 8) {
+				bad("scoresI2x3", n, d, ldo)
+			}
+			if n > 0 {
+				pfp, pfTile := tilePrefetch(pf, n/x4Tokens)
+				var ap, bp *float32 // nil: every factor 1
+				if !unit {
+					ap, bp = &A[0], &B[0]
+				}
+				scoresI2x3VBMI(&out[0], ldo, &q[0], &kc[0], ap, bp, &ab[0], n, d, c, pfp, pfTile)
 			}
 		}
 		k.pvU8 = func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {

@@ -3159,6 +3159,159 @@ done:
 	VZEROUPPER
 	RET
 
+// STEP23(W, QOFF) is STEP2 for rows 0..2 only (scoresI2x3VBMI).
+#define STEP23(W, QOFF) \
+	VPSRLW        $4, W, Z8                   \
+	VPANDD        Z30, W, Z9                  \
+	VPANDD        Z31, W, Z10                 \
+	VPANDD        Z30, Z8, Z11                \
+	VPANDD        Z31, Z8, Z12                \
+	VPDPBUSD.BCST QOFF(R9), Z9, Z0            \
+	VPDPBUSD.BCST QOFF(R9)(R11*1), Z9, Z1     \
+	VPDPBUSD.BCST QOFF(R9)(R11*2), Z9, Z2     \
+	VPDPBUSD.BCST QOFF+4(R9), Z10, Z4         \
+	VPDPBUSD.BCST QOFF+4(R9)(R11*1), Z10, Z5  \
+	VPDPBUSD.BCST QOFF+4(R9)(R11*2), Z10, Z6  \
+	VPDPBUSD.BCST QOFF+8(R9), Z11, Z0         \
+	VPDPBUSD.BCST QOFF+8(R9)(R11*1), Z11, Z1  \
+	VPDPBUSD.BCST QOFF+8(R9)(R11*2), Z11, Z2  \
+	VPDPBUSD.BCST QOFF+12(R9), Z12, Z4        \
+	VPDPBUSD.BCST QOFF+12(R9)(R11*1), Z12, Z5 \
+	VPDPBUSD.BCST QOFF+12(R9)(R11*2), Z12, Z6
+
+// func scoresI2x3VBMI(out *float32, ldo int, q *int8, k *byte, A, B, ab *float32, n, d int, c float32, pf *byte, pfTile int)
+// scoresI2x4VBMI for three rows (rows 0..2 of out, q and ab; out's row 3
+// not written): a group of three query rows (R % 4 == 3: GQA groups 3 and
+// 7) without a zero fourth row's multiplies (STEP23: 12 of STEP2's 16
+// VPDPBUSD; the gathers and transposes shared, v87). Row r in Z(r) and
+// Z(4+r); Z3 and Z7 unused.
+TEXT ·scoresI2x3VBMI(SB), NOSPLIT, $0-96
+	MOVQ         d+64(FP), R11
+	MOVQ         R11, BX
+	SHRQ         $2, BX               // packed row stride: d/4 bytes
+	LEAQ         (BX*4), R10          // four rows
+	SHLQ         $2, R11              // query row stride: d·4 bytes
+	LEAQ         (R11)(R11*2), R12
+	MOVQ         ldo+8(FP), R14
+	SHLQ         $2, R14
+	VBROADCASTSS c+72(FP), Z29
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z30
+	MOVL         $0x0c0c0c0c, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         A+32(FP), SI
+	MOVQ         B+40(FP), R15
+	MOVQ         k+24(FP), CX
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+	JZ           done
+tile:
+	MOVQ  pf+80(FP), R9
+	MOVQ  pfTile+88(FP), R8
+	TESTQ R8, R8
+	JZ    pfdone
+pfloop:
+	PREFETCHT1 (R9)
+	ADDQ       $64, R9
+	DECQ       R8
+	JNZ        pfloop
+	MOVQ       R9, pf+80(FP)
+pfdone:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	LEAQ   (R10)(R10*2), R13          // twelve rows
+	MOVQ   q+16(FP), R9
+	XORQ   AX, AX                     // byte offset in the packed rows
+chunk:
+	LEAQ        (CX)(AX*1), DX
+	GATHER2(Z16, X16)
+	GATHER2(Z17, X17)
+	GATHER2(Z18, X18)
+	GATHER2(Z19, X19)
+	VPUNPCKLDQ  Z17, Z16, Z24
+	VPUNPCKHDQ  Z17, Z16, Z25
+	VPUNPCKLDQ  Z19, Z18, Z26
+	VPUNPCKHDQ  Z19, Z18, Z27
+	VPUNPCKLQDQ Z26, Z24, Z20         // dword t: token t's channels 0..15 of the chunk
+	VPUNPCKHQDQ Z26, Z24, Z21         // 16..31
+	VPUNPCKLQDQ Z27, Z25, Z22         // 32..47
+	VPUNPCKHQDQ Z27, Z25, Z23         // 48..63
+	STEP23(Z20, 0)
+	STEP23(Z21, 16)
+	STEP23(Z22, 32)
+	STEP23(Z23, 48)
+	ADDQ $256, R9
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLT  chunk
+	MOVQ out+0(FP), AX
+	MOVQ ab+48(FP), DX
+	MOVL c+72(FP), R13
+	TESTQ SI, SI
+	JZ    unit
+	ROWOUT2(Z0, Z4, 0, 16)
+	ROWOUT2(Z1, Z5, 4, 20)
+	ROWOUT2(Z2, Z6, 8, 24)
+	ADDQ $64, SI
+	ADDQ $64, R15
+	JMP  next
+unit:
+	TESTL R13, R13
+	JZ    sums
+	ROWOUT2U(Z0, Z4, 0, 16)
+	ROWOUT2U(Z1, Z5, 4, 20)
+	ROWOUT2U(Z2, Z6, 8, 24)
+	JMP   next
+sums:
+	ROWSUM2(Z0, Z4)
+	ROWSUM2(Z1, Z5)
+	ROWSUM2(Z2, Z6)
+next:
+	ADDQ $64, out+0(FP)
+	LEAQ (CX)(BX*8), CX
+	LEAQ (CX)(BX*8), CX
+	DECQ DI
+	JNZ  tile
+	TESTQ SI, SI
+	JNZ   done
+	TESTL R13, R13
+	JNZ   done
+	// The unit factors without c (v72): each row's sums, stored as int32
+	// by ROWSUM2, made x·a + b in place (ROWOUT2U's operations on the same
+	// values, so the same bits), after the tiles' multiplies instead of
+	// between them.
+	MOVQ         n+56(FP), CX
+	SHLQ         $2, CX
+	MOVQ         out+0(FP), AX
+	SUBQ         CX, AX              // the rows' first scores (out moved 4n)
+	MOVQ         ab+48(FP), DX
+	XORQ         BX, BX              // row
+frow:
+	VBROADCASTSS (DX)(BX*4), Z24     // a
+	VBROADCASTSS 16(DX)(BX*4), Z25   // b
+	MOVQ         AX, R9
+	MOVQ         n+56(FP), DI
+	SHRQ         $4, DI
+fvec:
+	VCVTDQ2PS    (R9), Z17
+	VMULPS       Z24, Z17, Z17
+	VADDPS       Z25, Z17, Z17
+	VMOVUPS      Z17, (R9)
+	ADDQ         $64, R9
+	DECQ         DI
+	JNZ          fvec
+	ADDQ         R14, AX
+	INCQ         BX
+	CMPQ         BX, $3
+	JLT          frow
+done:
+	VZEROUPPER
+	RET
+
 // FOLD1 is foldQueryAVX512's pass-1 step for one row: the query chunk at
 // QM times the scales (Z8) to SM, its products with the zeros (Z9) into
 // BACC, max |qs| into MACC (mask Z7).

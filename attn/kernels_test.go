@@ -1433,9 +1433,9 @@ func TestTwoBlocksDecode(t *testing.T) {
 }
 
 // TestThreeRowPVDecode: at R % 4 == 3 (groups 3 and 7, Tq 1) the decode's
-// last three rows run pvU8 with rows 3 (v86) and, int4 keys, scoresI4x3
+// last three rows run pvU8 with rows 3 (v86) and scoresI4x3 or scoresI2x3
 // (v87), and its output is bitwise that of the same kernel set without
-// scoresI4x3 and whose pvU8 runs them as four rows, the fourth a zero
+// those and whose pvU8 runs them as four rows, the fourth a zero
 // padding row (main's path before v86).
 func TestThreeRowPVDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(86, 3))
@@ -1445,7 +1445,7 @@ func TestThreeRowPVDecode(t *testing.T) {
 			continue
 		}
 		padded := *k // rows 3 as four rows, the fourth's sums dropped
-		padded.scoresI4x3 = nil
+		padded.scoresI4x3, padded.scoresI2x3 = nil, nil
 		padded.pvU8 = func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {
 			if rows == 3 {
 				rows = 4
@@ -1489,44 +1489,58 @@ func TestThreeRowPVDecode(t *testing.T) {
 	}
 }
 
-// TestScoresI4x3: the three-row packed int4 score kernel writes rows 0..2
-// bitwise as scoresI4x4 does (KC unit factors and KT's A and B, c 0 and
-// not, every d % 64 == 0 up to 256) and leaves row 3 untouched.
-func TestScoresI4x3(t *testing.T) {
+// TestThreeRowScores: the three-row packed int4 and int2 score kernels write
+// rows 0..2 bitwise as scoresI4x4 and scoresI2x4 do (KC unit factors and
+// KT's A and B, c 0 and not, every d % 64 == 0 up to 256) and leave row 3
+// untouched.
+func TestThreeRowScores(t *testing.T) {
 	r := rand.New(rand.NewPCG(87, 3))
 	ran := false
 	for _, k := range levelSets() {
-		if k.scoresI4x3 == nil {
-			continue
+		type pair struct {
+			name        string
+			bits        int
+			three, four func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)
 		}
-		ran = true
-		for _, d := range []int{64, 128, 192, 256} {
-			for _, unit := range []bool{true, false} {
-				for _, c := range []float32{0, 0.5} {
-					n, ldo := 48, 52
-					q := make([]int8, 16*d)
-					for i := range q {
-						q[i] = int8(r.IntN(256) - 128)
-					}
-					kc := randBytes(r, n*d/2)
-					var A, B []float32
-					if !unit {
-						A, B = randF32(r, n, 1), randF32(r, n, 1)
-					}
-					ab := randF32(r, 8, 1)
-					out3 := randF32(r, 4*ldo, 1)
-					out4 := append([]float32(nil), out3...)
-					out0 := append([]float32(nil), out3...)
-					k.scoresI4x3(out3, ldo, q, kc, A, B, ab, n, d, c, nil)
-					k.scoresI4x4(out4, ldo, q, kc, A, B, ab, n, d, c, nil)
-					name := fmt.Sprintf("%v scoresI4x3 d=%d unit=%v c=%v", k, d, unit, c)
-					sameBits(t, name, out3[:3*ldo], out4[:3*ldo])
-					sameBits(t, name+" row 3 untouched", out3[3*ldo:], out0[3*ldo:])
-				}
+		for _, kp := range []pair{{"scoresI4x3", 4, k.scoresI4x3, k.scoresI4x4}, {"scoresI2x3", 2, k.scoresI2x3, k.scoresI2x4}} {
+			if kp.three == nil {
+				continue
 			}
+			ran = true
+			testThreeRows(t, r, k, kp.name, kp.bits, kp.three, kp.four)
 		}
 	}
 	if f := cpufeat.Detected(); f.Max == cpufeat.AVX512 && f.VNNI && !ran {
 		t.Fatal("this CPU has AVX-512 VNNI, but no kernel set has scoresI4x3")
+	}
+}
+
+// testThreeRows is TestThreeRowScores for one kernel pair (keys of bits bits).
+func testThreeRows(t *testing.T, r *rand.Rand, k *kernels, kname string, bits int, three, four func(out []float32, ldo int, q []int8, k []byte, A, B, ab []float32, n, d int, c float32, pf []byte)) {
+	t.Helper()
+	for _, d := range []int{64, 128, 192, 256} {
+		for _, unit := range []bool{true, false} {
+			for _, c := range []float32{0, 0.5} {
+				n, ldo := 48, 52
+				q := make([]int8, 16*d)
+				for i := range q {
+					q[i] = int8(r.IntN(256) - 128)
+				}
+				kc := randBytes(r, n*d*bits/8)
+				var A, B []float32
+				if !unit {
+					A, B = randF32(r, n, 1), randF32(r, n, 1)
+				}
+				ab := randF32(r, 8, 1)
+				out3 := randF32(r, 4*ldo, 1)
+				out4 := append([]float32(nil), out3...)
+				out0 := append([]float32(nil), out3...)
+				three(out3, ldo, q, kc, A, B, ab, n, d, c, nil)
+				four(out4, ldo, q, kc, A, B, ab, n, d, c, nil)
+				name := fmt.Sprintf("%v %s d=%d unit=%v c=%v", k, kname, d, unit, c)
+				sameBits(t, name, out3[:3*ldo], out4[:3*ldo])
+				sameBits(t, name+" row 3 untouched", out3[3*ldo:], out0[3*ldo:])
+			}
+		}
 	}
 }
