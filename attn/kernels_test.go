@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
@@ -1439,7 +1440,7 @@ func TestTwoBlocksDecode(t *testing.T) {
 // padding row (main's path before v86).
 func TestThreeRowPVDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(86, 3))
-	ran := false
+	var ran atomic.Bool // set by the decode's workers
 	for _, k := range levelSets() {
 		if k.pvU8 == nil {
 			continue
@@ -1449,7 +1450,7 @@ func TestThreeRowPVDecode(t *testing.T) {
 		padded.pvU8 = func(acc []float32, ldacc int, delta []float32, wq []uint8, ldw, ldq int, packed []byte, n, d, gshift, bits, rows int, pf []byte) {
 			if rows == 3 {
 				rows = 4
-				ran = true
+				ran.Store(true)
 			}
 			k.pvU8(acc, ldacc, delta, wq, ldw, ldq, packed, n, d, gshift, bits, rows, pf)
 		}
@@ -1484,7 +1485,7 @@ func TestThreeRowPVDecode(t *testing.T) {
 			}
 		}
 	}
-	if f := cpufeat.Detected(); f.Max == cpufeat.AVX512 && f.VNNI && f.VBMI && !ran {
+	if f := cpufeat.Detected(); f.Max == cpufeat.AVX512 && f.VNNI && f.VBMI && !ran.Load() {
 		t.Fatal("no decode ran pvU8 with three rows")
 	}
 }
