@@ -146,6 +146,99 @@ GLOBL u8QwIdx<>(SB), RODATA|NOPTR, $128
 	VPERMT2Q  A2, Z31, A0      \
 	U8CVT(Z22, Z20, Z21, A0)
 
+// The pvU8 kernels' shared pieces (pvU8I4x4VBMI ... pvU8I2x2VBMI: four,
+// three or two rows of int4 or int2 codes, one task's 64-channel passes).
+// Registers: BX the pass's first channel, R8 its weights (ldq a channel
+// group, R10 = ldw a row), SI the codes (DX a token's packed row), CX the
+// token quads left, R14/R15 the prefetch pointer and lines left, Z23 the
+// code mask, Z28 (and Z29) the code permutes, Z16..Z19 a quad's codes.
+
+// PVU8ZERO zeroes four accumulators.
+#define PVU8ZERO(A, B, C, D) \
+	VPXORD A, A, A \
+	VPXORD B, B, B \
+	VPXORD C, C, C \
+	VPXORD D, D, D
+
+// PVU8PASS points R8 at pass BX's weights and SI at its codes (BX >> SHIFT
+// bytes in: $1 int4, $2 int2) and sets CX to the task's token quads (n/4).
+#define PVU8PASS(SHIFT) \
+	MOVQ  gshift+72(FP), CX \
+	MOVQ  BX, R8 \
+	SHRQ  CX, R8 \
+	IMULQ ldq+40(FP), R8 \
+	ADDQ  wq+24(FP), R8 \
+	MOVQ  packed+48(FP), SI \
+	MOVQ  BX, AX \
+	SHRQ  SHIFT, AX \
+	ADDQ  AX, SI \
+	MOVQ  n+56(FP), CX \
+	SHRQ  $2, CX
+
+// PVU8PF prefetches up to two of the pfLines lines left at R14; the
+// caller's next line is its label nopf, where it jumps when none is left.
+#define PVU8PF \
+	TESTQ      R15, R15 \
+	JZ         nopf \
+	PREFETCHT1 (R14) \
+	ADDQ       $64, R14 \
+	DECQ       R15 \
+	JZ         nopf \
+	PREFETCHT1 (R14) \
+	ADDQ       $64, R14 \
+	DECQ       R15
+
+// PVU8CODES4 loads four tokens' packed int4 codes of the pass and unpacks
+// them: lane L of Z16..Z19 holds channels 2L, 2L+1, 32+2L, 33+2L of t0..t3
+// (one byte a token). Z20..Z22 scratch.
+#define PVU8CODES4 \
+	LEAQ         (SI)(DX*2), AX \
+	VMOVDQU64    (SI), Y20 \
+	VINSERTI64X4 $1, (SI)(DX*1), Z20, Z20 \
+	VMOVDQU64    (AX), Y21 \
+	VINSERTI64X4 $1, (AX)(DX*1), Z21, Z21 \
+	VMOVDQA64    Z20, Z22 \
+	VPERMT2B     Z21, Z28, Z22 \
+	VPERMT2B     Z21, Z29, Z20 \
+	VPSRLW       $4, Z22, Z17 \
+	VPSRLW       $4, Z20, Z19 \
+	VPANDD       Z23, Z22, Z16 \
+	VPANDD       Z23, Z17, Z17 \
+	VPANDD       Z23, Z20, Z18 \
+	VPANDD       Z23, Z19, Z19
+
+// PVU8CODES2 is PVU8CODES4 for int2: lane L of Z16..Z19 holds channels
+// 4L..4L+3 of t0..t3. Z20 scratch.
+#define PVU8CODES2 \
+	LEAQ         (SI)(DX*2), AX \
+	VMOVDQU64    (SI), X20 \
+	VINSERTI32X4 $1, (SI)(DX*1), Z20, Z20 \
+	VINSERTI32X4 $2, (AX), Z20, Z20 \
+	VINSERTI32X4 $3, (AX)(DX*1), Z20, Z20 \
+	VPERMB       Z20, Z28, Z20 \
+	VPSRLW       $2, Z20, Z17 \
+	VPSRLW       $4, Z20, Z18 \
+	VPSRLW       $6, Z20, Z19 \
+	VPANDD       Z23, Z20, Z16 \
+	VPANDD       Z23, Z17, Z17 \
+	VPANDD       Z23, Z18, Z18 \
+	VPANDD       Z23, Z19, Z19
+
+// PVU8DOT adds one row's four weights W (broadcast dwords) times the
+// quad's codes Z16..Z19 into its accumulators A..D.
+#define PVU8DOT(W, A, B, C, D) \
+	VPDPBUSD Z16, W, A \
+	VPDPBUSD Z17, W, B \
+	VPDPBUSD Z18, W, C \
+	VPDPBUSD Z19, W, D
+
+// PVU8NEXT steps to the next token quad (weights 4 bytes on, codes four
+// packed rows on) and counts it; the caller's JNZ loops.
+#define PVU8NEXT \
+	ADDQ $4, R8 \
+	LEAQ (SI)(DX*4), SI \
+	DECQ CX
+
 // func pvU8I4x4VBMI(acc *float32, ldacc int, delta *float32, wq *uint8, ldw, ldq int, packed *byte, n, d, gshift int, pf *byte, pfLines int)
 // pvU8 for 4 rows of packed int4 codes (kernels.go): accumulators
 // Z0..Z15 (row r: Z4r..Z4r+3), codes Z16..Z19, weights Z24..Z27.
@@ -162,82 +255,25 @@ TEXT ·pvU8I4x4VBMI(SB), NOSPLIT, $0-96
 	VMOVDQU64    u8I4Perm<>+64(SB), Z29
 	XORQ         BX, BX              // c0, channels
 half:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	MOVQ  gshift+72(FP), CX
-	MOVQ  BX, R8
-	SHRQ  CX, R8
-	IMULQ ldq+40(FP), R8
-	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
-	MOVQ  packed+48(FP), SI
-	MOVQ  BX, AX
-	SHRQ  $1, AX
-	ADDQ  AX, SI
-	MOVQ  n+56(FP), CX
-	SHRQ  $2, CX
+	PVU8ZERO(Z0, Z1, Z2, Z3)
+	PVU8ZERO(Z4, Z5, Z6, Z7)
+	PVU8ZERO(Z8, Z9, Z10, Z11)
+	PVU8ZERO(Z12, Z13, Z14, Z15)
+	PVU8PASS($1)
 	JZ    out
 quad:
-	TESTQ        R15, R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
+	PVU8PF
 nopf:
-	LEAQ         (SI)(DX*2), AX
-	VMOVDQU64    (SI), Y20
-	VINSERTI64X4 $1, (SI)(DX*1), Z20, Z20
-	VMOVDQU64    (AX), Y21
-	VINSERTI64X4 $1, (AX)(DX*1), Z21, Z21
-	VMOVDQA64    Z20, Z22
-	VPERMT2B     Z21, Z28, Z22      // lane L: byte L of t0..t3
-	VPERMT2B     Z21, Z29, Z20      // byte 16+L
-	VPSRLW       $4, Z22, Z17
-	VPSRLW       $4, Z20, Z19
-	VPANDD       Z23, Z22, Z16      // channel 2L
-	VPANDD       Z23, Z17, Z17      // channel 2L+1
-	VPANDD       Z23, Z20, Z18      // channel 32+2L
-	VPANDD       Z23, Z19, Z19      // channel 33+2L
+	PVU8CODES4
 	VPBROADCASTD (R8), Z24
 	VPBROADCASTD (R8)(R10*1), Z25
 	VPBROADCASTD (R8)(R10*2), Z26
 	VPBROADCASTD (R8)(R11*1), Z27
-	VPDPBUSD     Z16, Z24, Z0
-	VPDPBUSD     Z17, Z24, Z1
-	VPDPBUSD     Z18, Z24, Z2
-	VPDPBUSD     Z19, Z24, Z3
-	VPDPBUSD     Z16, Z25, Z4
-	VPDPBUSD     Z17, Z25, Z5
-	VPDPBUSD     Z18, Z25, Z6
-	VPDPBUSD     Z19, Z25, Z7
-	VPDPBUSD     Z16, Z26, Z8
-	VPDPBUSD     Z17, Z26, Z9
-	VPDPBUSD     Z18, Z26, Z10
-	VPDPBUSD     Z19, Z26, Z11
-	VPDPBUSD     Z16, Z27, Z12
-	VPDPBUSD     Z17, Z27, Z13
-	VPDPBUSD     Z18, Z27, Z14
-	VPDPBUSD     Z19, Z27, Z15
-	ADDQ         $4, R8
-	LEAQ         (SI)(DX*4), SI
-	DECQ         CX
+	PVU8DOT(Z24, Z0, Z1, Z2, Z3)
+	PVU8DOT(Z25, Z4, Z5, Z6, Z7)
+	PVU8DOT(Z26, Z8, Z9, Z10, Z11)
+	PVU8DOT(Z27, Z12, Z13, Z14, Z15)
+	PVU8NEXT
 	JNZ          quad
 out:
 	MOVQ         delta+16(FP), R13
@@ -279,73 +315,22 @@ TEXT ·pvU8I4x3VBMI(SB), NOSPLIT, $0-96
 	VMOVDQU64    u8I4Perm<>+64(SB), Z29
 	XORQ         BX, BX              // c0, channels
 half:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	MOVQ  gshift+72(FP), CX
-	MOVQ  BX, R8
-	SHRQ  CX, R8
-	IMULQ ldq+40(FP), R8
-	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
-	MOVQ  packed+48(FP), SI
-	MOVQ  BX, AX
-	SHRQ  $1, AX
-	ADDQ  AX, SI
-	MOVQ  n+56(FP), CX
-	SHRQ  $2, CX
+	PVU8ZERO(Z0, Z1, Z2, Z3)
+	PVU8ZERO(Z4, Z5, Z6, Z7)
+	PVU8ZERO(Z8, Z9, Z10, Z11)
+	PVU8PASS($1)
 	JZ    out
 quad:
-	TESTQ        R15, R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
+	PVU8PF
 nopf:
-	LEAQ         (SI)(DX*2), AX
-	VMOVDQU64    (SI), Y20
-	VINSERTI64X4 $1, (SI)(DX*1), Z20, Z20
-	VMOVDQU64    (AX), Y21
-	VINSERTI64X4 $1, (AX)(DX*1), Z21, Z21
-	VMOVDQA64    Z20, Z22
-	VPERMT2B     Z21, Z28, Z22      // lane L: byte L of t0..t3
-	VPERMT2B     Z21, Z29, Z20      // byte 16+L
-	VPSRLW       $4, Z22, Z17
-	VPSRLW       $4, Z20, Z19
-	VPANDD       Z23, Z22, Z16      // channel 2L
-	VPANDD       Z23, Z17, Z17      // channel 2L+1
-	VPANDD       Z23, Z20, Z18      // channel 32+2L
-	VPANDD       Z23, Z19, Z19      // channel 33+2L
+	PVU8CODES4
 	VPBROADCASTD (R8), Z24
 	VPBROADCASTD (R8)(R10*1), Z25
 	VPBROADCASTD (R8)(R10*2), Z26
-	VPDPBUSD     Z16, Z24, Z0
-	VPDPBUSD     Z17, Z24, Z1
-	VPDPBUSD     Z18, Z24, Z2
-	VPDPBUSD     Z19, Z24, Z3
-	VPDPBUSD     Z16, Z25, Z4
-	VPDPBUSD     Z17, Z25, Z5
-	VPDPBUSD     Z18, Z25, Z6
-	VPDPBUSD     Z19, Z25, Z7
-	VPDPBUSD     Z16, Z26, Z8
-	VPDPBUSD     Z17, Z26, Z9
-	VPDPBUSD     Z18, Z26, Z10
-	VPDPBUSD     Z19, Z26, Z11
-	ADDQ         $4, R8
-	LEAQ         (SI)(DX*4), SI
-	DECQ         CX
+	PVU8DOT(Z24, Z0, Z1, Z2, Z3)
+	PVU8DOT(Z25, Z4, Z5, Z6, Z7)
+	PVU8DOT(Z26, Z8, Z9, Z10, Z11)
+	PVU8NEXT
 	JNZ          quad
 out:
 	MOVQ         delta+16(FP), R13
@@ -383,64 +368,19 @@ TEXT ·pvU8I4x2VBMI(SB), NOSPLIT, $0-96
 	VMOVDQU64    u8I4Perm<>+64(SB), Z29
 	XORQ         BX, BX              // c0, channels
 half:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	MOVQ  gshift+72(FP), CX
-	MOVQ  BX, R8
-	SHRQ  CX, R8
-	IMULQ ldq+40(FP), R8
-	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
-	MOVQ  packed+48(FP), SI
-	MOVQ  BX, AX
-	SHRQ  $1, AX
-	ADDQ  AX, SI
-	MOVQ  n+56(FP), CX
-	SHRQ  $2, CX
+	PVU8ZERO(Z0, Z1, Z2, Z3)
+	PVU8ZERO(Z4, Z5, Z6, Z7)
+	PVU8PASS($1)
 	JZ    out
 quad:
-	TESTQ        R15, R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
+	PVU8PF
 nopf:
-	LEAQ         (SI)(DX*2), AX
-	VMOVDQU64    (SI), Y20
-	VINSERTI64X4 $1, (SI)(DX*1), Z20, Z20
-	VMOVDQU64    (AX), Y21
-	VINSERTI64X4 $1, (AX)(DX*1), Z21, Z21
-	VMOVDQA64    Z20, Z22
-	VPERMT2B     Z21, Z28, Z22      // lane L: byte L of t0..t3
-	VPERMT2B     Z21, Z29, Z20      // byte 16+L
-	VPSRLW       $4, Z22, Z17
-	VPSRLW       $4, Z20, Z19
-	VPANDD       Z23, Z22, Z16      // channel 2L
-	VPANDD       Z23, Z17, Z17      // channel 2L+1
-	VPANDD       Z23, Z20, Z18      // channel 32+2L
-	VPANDD       Z23, Z19, Z19      // channel 33+2L
+	PVU8CODES4
 	VPBROADCASTD (R8), Z24
 	VPBROADCASTD (R8)(R10*1), Z25
-	VPDPBUSD     Z16, Z24, Z0
-	VPDPBUSD     Z17, Z24, Z1
-	VPDPBUSD     Z18, Z24, Z2
-	VPDPBUSD     Z19, Z24, Z3
-	VPDPBUSD     Z16, Z25, Z4
-	VPDPBUSD     Z17, Z25, Z5
-	VPDPBUSD     Z18, Z25, Z6
-	VPDPBUSD     Z19, Z25, Z7
-	ADDQ         $4, R8
-	LEAQ         (SI)(DX*4), SI
-	DECQ         CX
+	PVU8DOT(Z24, Z0, Z1, Z2, Z3)
+	PVU8DOT(Z25, Z4, Z5, Z6, Z7)
+	PVU8NEXT
 	JNZ          quad
 out:
 	MOVQ         delta+16(FP), R13
@@ -476,81 +416,25 @@ TEXT ·pvU8I2x4VBMI(SB), NOSPLIT, $0-96
 	VMOVDQU64    u8QwIdx<>+64(SB), Z31
 	XORQ         BX, BX              // c0, channels
 half:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	MOVQ  gshift+72(FP), CX
-	MOVQ  BX, R8
-	SHRQ  CX, R8
-	IMULQ ldq+40(FP), R8
-	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
-	MOVQ  packed+48(FP), SI
-	MOVQ  BX, AX
-	SHRQ  $2, AX
-	ADDQ  AX, SI
-	MOVQ  n+56(FP), CX
-	SHRQ  $2, CX
+	PVU8ZERO(Z0, Z1, Z2, Z3)
+	PVU8ZERO(Z4, Z5, Z6, Z7)
+	PVU8ZERO(Z8, Z9, Z10, Z11)
+	PVU8ZERO(Z12, Z13, Z14, Z15)
+	PVU8PASS($2)
 	JZ    out
 quad:
-	TESTQ        R15, R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
+	PVU8PF
 nopf:
-	LEAQ         (SI)(DX*2), AX
-	VMOVDQU64    (SI), X20
-	VINSERTI32X4 $1, (SI)(DX*1), Z20, Z20
-	VINSERTI32X4 $2, (AX), Z20, Z20
-	VINSERTI32X4 $3, (AX)(DX*1), Z20, Z20
-	VPERMB       Z20, Z28, Z20      // lane L: byte L of t0..t3
-	VPSRLW       $2, Z20, Z17
-	VPSRLW       $4, Z20, Z18
-	VPSRLW       $6, Z20, Z19
-	VPANDD       Z23, Z20, Z16      // channel 4L
-	VPANDD       Z23, Z17, Z17      // channel 4L+1
-	VPANDD       Z23, Z18, Z18      // channel 4L+2
-	VPANDD       Z23, Z19, Z19      // channel 4L+3
+	PVU8CODES2
 	VPBROADCASTD (R8), Z24
 	VPBROADCASTD (R8)(R10*1), Z25
 	VPBROADCASTD (R8)(R10*2), Z26
 	VPBROADCASTD (R8)(R11*1), Z27
-	VPDPBUSD     Z16, Z24, Z0
-	VPDPBUSD     Z17, Z24, Z1
-	VPDPBUSD     Z18, Z24, Z2
-	VPDPBUSD     Z19, Z24, Z3
-	VPDPBUSD     Z16, Z25, Z4
-	VPDPBUSD     Z17, Z25, Z5
-	VPDPBUSD     Z18, Z25, Z6
-	VPDPBUSD     Z19, Z25, Z7
-	VPDPBUSD     Z16, Z26, Z8
-	VPDPBUSD     Z17, Z26, Z9
-	VPDPBUSD     Z18, Z26, Z10
-	VPDPBUSD     Z19, Z26, Z11
-	VPDPBUSD     Z16, Z27, Z12
-	VPDPBUSD     Z17, Z27, Z13
-	VPDPBUSD     Z18, Z27, Z14
-	VPDPBUSD     Z19, Z27, Z15
-	ADDQ         $4, R8
-	LEAQ         (SI)(DX*4), SI
-	DECQ         CX
+	PVU8DOT(Z24, Z0, Z1, Z2, Z3)
+	PVU8DOT(Z25, Z4, Z5, Z6, Z7)
+	PVU8DOT(Z26, Z8, Z9, Z10, Z11)
+	PVU8DOT(Z27, Z12, Z13, Z14, Z15)
+	PVU8NEXT
 	JNZ          quad
 out:
 	VMOVDQU32    u8DwIdx<>+0(SB), Z24
@@ -595,72 +479,22 @@ TEXT ·pvU8I2x3VBMI(SB), NOSPLIT, $0-96
 	VMOVDQU64    u8QwIdx<>+64(SB), Z31
 	XORQ         BX, BX              // c0, channels
 half:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	MOVQ  gshift+72(FP), CX
-	MOVQ  BX, R8
-	SHRQ  CX, R8
-	IMULQ ldq+40(FP), R8
-	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
-	MOVQ  packed+48(FP), SI
-	MOVQ  BX, AX
-	SHRQ  $2, AX
-	ADDQ  AX, SI
-	MOVQ  n+56(FP), CX
-	SHRQ  $2, CX
+	PVU8ZERO(Z0, Z1, Z2, Z3)
+	PVU8ZERO(Z4, Z5, Z6, Z7)
+	PVU8ZERO(Z8, Z9, Z10, Z11)
+	PVU8PASS($2)
 	JZ    out
 quad:
-	TESTQ        R15, R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
+	PVU8PF
 nopf:
-	LEAQ         (SI)(DX*2), AX
-	VMOVDQU64    (SI), X20
-	VINSERTI32X4 $1, (SI)(DX*1), Z20, Z20
-	VINSERTI32X4 $2, (AX), Z20, Z20
-	VINSERTI32X4 $3, (AX)(DX*1), Z20, Z20
-	VPERMB       Z20, Z28, Z20      // lane L: byte L of t0..t3
-	VPSRLW       $2, Z20, Z17
-	VPSRLW       $4, Z20, Z18
-	VPSRLW       $6, Z20, Z19
-	VPANDD       Z23, Z20, Z16      // channel 4L
-	VPANDD       Z23, Z17, Z17      // channel 4L+1
-	VPANDD       Z23, Z18, Z18      // channel 4L+2
-	VPANDD       Z23, Z19, Z19      // channel 4L+3
+	PVU8CODES2
 	VPBROADCASTD (R8), Z24
 	VPBROADCASTD (R8)(R10*1), Z25
 	VPBROADCASTD (R8)(R10*2), Z26
-	VPDPBUSD     Z16, Z24, Z0
-	VPDPBUSD     Z17, Z24, Z1
-	VPDPBUSD     Z18, Z24, Z2
-	VPDPBUSD     Z19, Z24, Z3
-	VPDPBUSD     Z16, Z25, Z4
-	VPDPBUSD     Z17, Z25, Z5
-	VPDPBUSD     Z18, Z25, Z6
-	VPDPBUSD     Z19, Z25, Z7
-	VPDPBUSD     Z16, Z26, Z8
-	VPDPBUSD     Z17, Z26, Z9
-	VPDPBUSD     Z18, Z26, Z10
-	VPDPBUSD     Z19, Z26, Z11
-	ADDQ         $4, R8
-	LEAQ         (SI)(DX*4), SI
-	DECQ         CX
+	PVU8DOT(Z24, Z0, Z1, Z2, Z3)
+	PVU8DOT(Z25, Z4, Z5, Z6, Z7)
+	PVU8DOT(Z26, Z8, Z9, Z10, Z11)
+	PVU8NEXT
 	JNZ          quad
 out:
 	VMOVDQU32    u8DwIdx<>+0(SB), Z24
@@ -701,63 +535,19 @@ TEXT ·pvU8I2x2VBMI(SB), NOSPLIT, $0-96
 	VMOVDQU64    u8QwIdx<>+64(SB), Z31
 	XORQ         BX, BX              // c0, channels
 half:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	MOVQ  gshift+72(FP), CX
-	MOVQ  BX, R8
-	SHRQ  CX, R8
-	IMULQ ldq+40(FP), R8
-	ADDQ  wq+24(FP), R8              // this 64-channel pass's weights
-	MOVQ  packed+48(FP), SI
-	MOVQ  BX, AX
-	SHRQ  $2, AX
-	ADDQ  AX, SI
-	MOVQ  n+56(FP), CX
-	SHRQ  $2, CX
+	PVU8ZERO(Z0, Z1, Z2, Z3)
+	PVU8ZERO(Z4, Z5, Z6, Z7)
+	PVU8PASS($2)
 	JZ    out
 quad:
-	TESTQ        R15, R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
-	JZ           nopf
-	PREFETCHT1   (R14)
-	ADDQ         $64, R14
-	DECQ         R15
+	PVU8PF
 nopf:
-	LEAQ         (SI)(DX*2), AX
-	VMOVDQU64    (SI), X20
-	VINSERTI32X4 $1, (SI)(DX*1), Z20, Z20
-	VINSERTI32X4 $2, (AX), Z20, Z20
-	VINSERTI32X4 $3, (AX)(DX*1), Z20, Z20
-	VPERMB       Z20, Z28, Z20      // lane L: byte L of t0..t3
-	VPSRLW       $2, Z20, Z17
-	VPSRLW       $4, Z20, Z18
-	VPSRLW       $6, Z20, Z19
-	VPANDD       Z23, Z20, Z16      // channel 4L
-	VPANDD       Z23, Z17, Z17      // channel 4L+1
-	VPANDD       Z23, Z18, Z18      // channel 4L+2
-	VPANDD       Z23, Z19, Z19      // channel 4L+3
+	PVU8CODES2
 	VPBROADCASTD (R8), Z24
 	VPBROADCASTD (R8)(R10*1), Z25
-	VPDPBUSD     Z16, Z24, Z0
-	VPDPBUSD     Z17, Z24, Z1
-	VPDPBUSD     Z18, Z24, Z2
-	VPDPBUSD     Z19, Z24, Z3
-	VPDPBUSD     Z16, Z25, Z4
-	VPDPBUSD     Z17, Z25, Z5
-	VPDPBUSD     Z18, Z25, Z6
-	VPDPBUSD     Z19, Z25, Z7
-	ADDQ         $4, R8
-	LEAQ         (SI)(DX*4), SI
-	DECQ         CX
+	PVU8DOT(Z24, Z0, Z1, Z2, Z3)
+	PVU8DOT(Z25, Z4, Z5, Z6, Z7)
+	PVU8NEXT
 	JNZ          quad
 out:
 	VMOVDQU32    u8DwIdx<>+0(SB), Z24
