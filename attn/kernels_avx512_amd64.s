@@ -2958,6 +2958,24 @@ done:
 	VINSERTI32X4 $3, (DX)(R13*1), V, V   \
 	ADDQ         BX, DX
 
+// TOKENS2 gathers a tile's 16 tokens' 16 bytes of packed int2 codes at DX
+// (GATHER2) and transposes them: dword t of Z20, Z21, Z22, Z23 holds token
+// t's channels 0..15, 16..31, 32..47, 48..63 of the chunk. Z16..Z19,
+// Z24..Z27 scratch (scoresI2x4VBMI, scoresI2x3VBMI).
+#define TOKENS2 \
+	GATHER2(Z16, X16) \
+	GATHER2(Z17, X17) \
+	GATHER2(Z18, X18) \
+	GATHER2(Z19, X19) \
+	VPUNPCKLDQ  Z17, Z16, Z24 \
+	VPUNPCKHDQ  Z17, Z16, Z25 \
+	VPUNPCKLDQ  Z19, Z18, Z26 \
+	VPUNPCKHDQ  Z19, Z18, Z27 \
+	VPUNPCKLQDQ Z26, Z24, Z20 \
+	VPUNPCKHQDQ Z26, Z24, Z21 \
+	VPUNPCKLQDQ Z27, Z25, Z22 \
+	VPUNPCKHQDQ Z27, Z25, Z23
+
 // STEP2(W, QOFF) multiplies the vector W, whose dword t holds token t's
 // packed channels 16g..16g+15 (QOFF = 16g), with the four rows' query:
 // W & 3 (channels 16g+4b) and (W >> 4) & 3 (16g+4b+2) into Z0..Z3, W & 12
@@ -3072,18 +3090,7 @@ pfdone:
 	XORQ   AX, AX                     // byte offset in the packed rows
 chunk:
 	LEAQ        (CX)(AX*1), DX
-	GATHER2(Z16, X16)
-	GATHER2(Z17, X17)
-	GATHER2(Z18, X18)
-	GATHER2(Z19, X19)
-	VPUNPCKLDQ  Z17, Z16, Z24
-	VPUNPCKHDQ  Z17, Z16, Z25
-	VPUNPCKLDQ  Z19, Z18, Z26
-	VPUNPCKHDQ  Z19, Z18, Z27
-	VPUNPCKLQDQ Z26, Z24, Z20         // dword t: token t's channels 0..15 of the chunk
-	VPUNPCKHQDQ Z26, Z24, Z21         // 16..31
-	VPUNPCKLQDQ Z27, Z25, Z22         // 32..47
-	VPUNPCKHQDQ Z27, Z25, Z23         // 48..63
+	TOKENS2
 	STEP2(Z20, 0)
 	STEP2(Z21, 16)
 	STEP2(Z22, 32)
@@ -3228,18 +3235,7 @@ pfdone:
 	XORQ   AX, AX                     // byte offset in the packed rows
 chunk:
 	LEAQ        (CX)(AX*1), DX
-	GATHER2(Z16, X16)
-	GATHER2(Z17, X17)
-	GATHER2(Z18, X18)
-	GATHER2(Z19, X19)
-	VPUNPCKLDQ  Z17, Z16, Z24
-	VPUNPCKHDQ  Z17, Z16, Z25
-	VPUNPCKLDQ  Z19, Z18, Z26
-	VPUNPCKHDQ  Z19, Z18, Z27
-	VPUNPCKLQDQ Z26, Z24, Z20         // dword t: token t's channels 0..15 of the chunk
-	VPUNPCKHQDQ Z26, Z24, Z21         // 16..31
-	VPUNPCKLQDQ Z27, Z25, Z22         // 32..47
-	VPUNPCKHQDQ Z27, Z25, Z23         // 48..63
+	TOKENS2
 	STEP23(Z20, 0)
 	STEP23(Z21, 16)
 	STEP23(Z22, 32)
