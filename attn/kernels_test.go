@@ -1237,18 +1237,7 @@ func TestFoldPairsDecode(t *testing.T) {
 			seqs := seqsOf(caches)
 			p := Params{Format: f, Shape: sh, Tq: 1}
 			q := randF32(r, len(seqs)*sh.Hq*sh.D, 1)
-			got, want := nanSlice(len(q)), nanSlice(len(q))
-			withKernels(k, func() {
-				if err := Decode(got, q, seqs, p); err != nil {
-					t.Fatal(err)
-				}
-			})
-			withKernels(&without, func() {
-				if err := Decode(want, q, seqs, p); err != nil {
-					t.Fatal(err)
-				}
-			})
-			sameBits(t, fmt.Sprintf("%v %s decode with foldQuery4H", k, spec), got, want)
+			sameDecodeBits(t, fmt.Sprintf("%v %s decode with foldQuery4H", k, spec), k, &without, q, seqs, p)
 		}
 	}
 }
@@ -1332,18 +1321,7 @@ func TestSoftmaxU8HDecode(t *testing.T) {
 			for _, tq := range []int{1, 3} {
 				p := Params{Format: f, Shape: sh, Tq: tq}
 				q := randF32(r, len(seqs)*tq*sh.Hq*sh.D, 1)
-				got, want := nanSlice(len(q)), nanSlice(len(q))
-				withKernels(k, func() {
-					if err := Decode(got, q, seqs, p); err != nil {
-						t.Fatal(err)
-					}
-				})
-				withKernels(&without, func() {
-					if err := Decode(want, q, seqs, p); err != nil {
-						t.Fatal(err)
-					}
-				})
-				sameBits(t, fmt.Sprintf("%v %s Tq %d decode with softmaxU8H", k, spec, tq), got, want)
+				sameDecodeBits(t, fmt.Sprintf("%v %s Tq %d decode with softmaxU8H", k, spec, tq), k, &without, q, seqs, p)
 			}
 		}
 	}
@@ -1415,18 +1393,7 @@ func TestTwoBlocksDecode(t *testing.T) {
 				for _, c := range [][2]int{{1, 0}, {3, 0}, {1, 300}, {2, 700}} { // Tq, window
 					p := Params{Format: f, Shape: sh, Tq: c[0], Window: c[1]}
 					q := randF32(r, len(seqs)*c[0]*sh.Hq*sh.D, 1)
-					got, want := nanSlice(len(q)), nanSlice(len(q))
-					withKernels(k, func() {
-						if err := Decode(got, q, seqs, p); err != nil {
-							t.Fatal(err)
-						}
-					})
-					withKernels(&without, func() {
-						if err := Decode(want, q, seqs, p); err != nil {
-							t.Fatal(err)
-						}
-					})
-					sameBits(t, fmt.Sprintf("%v %s %v Tq %d window %d decode with two blocks a softmaxU8H call", k, spec, sh, c[0], c[1]), got, want)
+					sameDecodeBits(t, fmt.Sprintf("%v %s %v Tq %d window %d decode with two blocks a softmaxU8H call", k, spec, sh, c[0], c[1]), k, &without, q, seqs, p)
 				}
 			}
 		}
@@ -1469,18 +1436,7 @@ func TestThreeRowPVDecode(t *testing.T) {
 				for _, tq := range []int{1, 3} {
 					p := Params{Format: f, Shape: sh, Tq: tq}
 					q := randF32(r, len(seqs)*tq*sh.Hq*sh.D, 1)
-					got, want := nanSlice(len(q)), nanSlice(len(q))
-					withKernels(k, func() {
-						if err := Decode(got, q, seqs, p); err != nil {
-							t.Fatal(err)
-						}
-					})
-					withKernels(&padded, func() {
-						if err := Decode(want, q, seqs, p); err != nil {
-							t.Fatal(err)
-						}
-					})
-					sameBits(t, fmt.Sprintf("%v %s %v Tq %d: three-row pvU8 against the padded four rows", k, spec, sh, tq), got, want)
+					sameDecodeBits(t, fmt.Sprintf("%v %s %v Tq %d: three-row pvU8 against the padded four rows", k, spec, sh, tq), k, &padded, q, seqs, p)
 				}
 			}
 		}
@@ -1544,4 +1500,22 @@ func testThreeRows(t *testing.T, r *rand.Rand, k *kernels, kname string, bits in
 			}
 		}
 	}
+}
+
+// sameDecodeBits decodes q over seqs with p under the kernel sets a and b
+// and asserts the same bits (name says what differs).
+func sameDecodeBits(t *testing.T, name string, a, b *kernels, q []float32, seqs []*Seq, p Params) {
+	t.Helper()
+	got, want := nanSlice(len(q)), nanSlice(len(q))
+	for _, run := range []struct {
+		k   *kernels
+		out []float32
+	}{{a, got}, {b, want}} {
+		withKernels(run.k, func() {
+			if err := Decode(run.out, q, seqs, p); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	sameBits(t, name, got, want)
 }
