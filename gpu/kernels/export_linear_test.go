@@ -18,3 +18,26 @@ func (l *Linear) LimitResident(n int) {
 		}
 	}
 }
+
+// ForceWide pins the tiled wide kernel's token tile bn (64 or 128) and
+// cluster size split (1, 2, 4 or 8; the device must have clusters above
+// 1); 0, 0 restores tiledFor's choice.
+func (l *Linear) ForceWide(bn, split int) { l.forceBN, l.forceSplit = bn, split }
+
+// HasWideSplit reports whether the tiled wide kernel at cluster size split
+// was loaded (1 always; 2-8 where the device has clusters).
+func (l *Linear) HasWideSplit(split int) bool {
+	for si, S := range linearWideSplits {
+		if S == split {
+			return l.tiled[0][si].Name() != ""
+		}
+	}
+	return false
+}
+
+// WideChoice is tiledFor's (token tile, cluster size) for T rows and
+// `tiles` m-tiles.
+func (l *Linear) WideChoice(T, tiles int) (bn, split int) {
+	bi, si := l.tiledFor(T, tiles)
+	return linearTiledBNs[bi], linearWideSplits[si]
+}

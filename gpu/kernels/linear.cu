@@ -615,4 +615,347 @@ __global__ void __launch_bounds__(kWideThreads, 1) linear_f16_wide(const u16* __
     }
 }
 
+// ----------------------------------------------------------------------------
+// The tiled wide kernel (v7, T > kNarrowRows; linear_f16_wide above is v3,
+// kept as Linear.WideV3): the same arithmetic per output as the narrow
+// kernel, with both operands staged through shared memory and reused
+// across a warp's 2-4 m-tiles and 4 n-tiles.
+//
+// A CTA computes kTileM = 128 channels (8 m-tiles of the concatenated
+// groups, blockIdx.y) x BN tokens (64 or 128) for S (1, 2, 4, 8) of the
+// kSplit classes of k-blocks. Its 8 warps form kWarpsM x kWarpsN; warp
+// (wm, wn) owns MT m-tiles x kTiledNT = 4 n-tiles (a 64x32 or 32x32
+// accumulator tile). Every k-block is walked as two stages of kStageK = 64
+// k: W's 128 rows and x's BN rows of the stage are copied by cp.async into
+// a ring of STAGES buffers (STAGES - 1 in flight while one is multiplied),
+// rows of 128 bytes whose 16-byte chunks are XOR-swizzled by the row's
+// parity (chunk c of row r at c ^ 4(r & 1)): a quarter-warp's 8 lanes (rows
+// 2p, 2p+1, chunks 4s..4s+3) then hit 8 distinct bank groups. Per 32-k
+// step each lane reads 16 bytes (LDS.128) of its rows g and g+8 per m-tile
+// and of token g per n-tile: the narrow kernel's registers (its permuted
+// k), and every accumulator takes the lo mma then the hi mma of the step,
+// steps in k order, blocks of its class in order, from zero.
+//
+// The classes: with S = 1 a CTA walks the classes 0..kSplit-1 in turn as
+// v3 does, total = class 0, then + class 1, ... (empty classes included).
+// With S > 1 the S CTAs of a thread block cluster (blockIdx.x % S their
+// rank) share one output tile: in round j rank r computes class jS + r;
+// at the round's end ranks 1..S-1 put their accumulators in shared memory
+// and rank 0 adds its own class then theirs in rank order, read through
+// distributed shared memory (two cluster barriers a round): class order
+// again. So every output element is bitwise the narrow kernel's and v3's,
+// at any BN and S. Rank 0 adds the bias and writes y.
+constexpr int kTileM = 128;                       // channels a CTA: 8 m-tiles
+constexpr int kStageK = 64;                       // k a ring stage: half a k-block
+constexpr int kStageChunks = kStageK / kChunk;    // 16-byte chunks a row a stage (8)
+constexpr int kTiledNT = 4;                       // n-tiles a warp: 32 tokens
+static_assert(kStageChunks == 8 && kBlockK == 2 * kStageK, "two 128-byte stages a k-block");
+
+// TiledShape is the warp layout of a BN-token CTA tile.
+template <int BN>
+struct TiledShape {
+  static constexpr int kWarpsN = BN / (kTiledNT * kN);     // 2 (BN 64) or 4 (BN 128)
+  static constexpr int kWarpsM = kSplit / kWarpsN;         // 4 or 2
+  static constexpr int kMT = kTileM / kM / kWarpsM;        // m-tiles a warp: 2 or 4
+  static constexpr int kStages = BN == 64 ? 3 : 4;         // ring depth
+  static constexpr int kStageHalves = (kTileM + BN) * kStageK;
+  static constexpr int kRingBytes = kStages * kStageHalves * 2;
+  static constexpr int kRedBytes = kTileM * BN * 4;        // one accumulator tile (S > 1)
+  static_assert(kWarpsM * kWarpsN == kSplit && kMT * kM * kWarpsM == kTileM, "8 warps cover the tile");
+};
+
+// cpAsync16Z copies 16 bytes global -> shared (cp.async, the L2 asked for
+// the aligned 256 bytes around src), or writes 16 zero bytes when !ok
+// (src-size 0: src is not read).
+__device__ __forceinline__ void cpAsync16Z(u32 dst, const void* src, bool ok) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0)
+               : "memory");
+}
+
+// swz is the physical 16-byte chunk of chunk c in a row of parity (r & 1).
+__device__ __forceinline__ int swz(int r, int c) { return c ^ ((r & 1) << 2); }
+
+// tileGroup resolves m-tile `tile` of the concatenated groups: its weight,
+// bias, output, channel count and first channel (N = 0 past the last).
+__device__ __forceinline__ void tileGroup(int tile, int tiles0, int tiles1, int tiles2, const u16* w0,
+                                          const float* b0, float* y0, int n0, const u16* w1, const float* b1,
+                                          float* y1, int n1, const u16* w2, const float* b2, float* y2, int n2,
+                                          const u16*& W, const float*& bias, float*& y, int& N, int& m0) {
+  W = w0, bias = b0, y = y0, N = n0;
+  if (tile >= tiles0 + tiles1 + tiles2) {
+    N = 0, tile = 0;
+  } else if (tile >= tiles0 + tiles1) {
+    tile -= tiles0 + tiles1;
+    W = w2, bias = b2, y = y2, N = n2;
+  } else if (tile >= tiles0) {
+    tile -= tiles0;
+    W = w1, bias = b1, y = y1, N = n1;
+  }
+  m0 = tile * kM;
+}
+
+// TiledSeq walks one CTA's k-blocks in order (classes rank, rank + S, ...;
+// each class's blocks in order; two stages a block): blk < 0 after the last.
+template <int S>
+struct TiledSeq {
+  int j, blk, half;
+  __device__ __forceinline__ void seek(int rank, int nBlocks) {  // first non-empty class from j
+    for (; j < kSplit / S; j++)
+      if (j * S + rank < nBlocks) {
+        blk = j * S + rank;
+        return;
+      }
+    blk = -1;
+  }
+  __device__ __forceinline__ void next(int rank, int nBlocks) {
+    if (half ^= 1) return;
+    blk += kSplit;
+    if (blk < nBlocks) return;
+    j++;
+    seek(rank, nBlocks);
+  }
+};
+
+// The cluster's pieces (Hopper): rank, split barrier, and a float4 of
+// another CTA's shared memory.
+__device__ __forceinline__ u32 tiledClusterRank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void tiledClusterArrive() { asm volatile("barrier.cluster.arrive.aligned;" ::: "memory"); }
+__device__ __forceinline__ void tiledClusterWait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+__device__ __forceinline__ float4 tiledClusterLoad(const float4* p, u32 rank) {
+  const u32 local = u32(__cvta_generic_to_shared(p));
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+
+// tiledBody is linear_f16_tiled's work (the cluster attribute is the only
+// difference between the S instantiations' entry points).
+template <int BN, int S>
+__device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0,
+                                          float* y0, int n0, const u16* w1, const float* b1, float* y1, int n1,
+                                          const u16* w2, const float* b2, float* y2, int n2) {
+  using Sh = TiledShape<BN>;
+  constexpr int MT = Sh::kMT, NT = kTiledNT, STAGES = Sh::kStages;
+  extern __shared__ __align__(128) unsigned char tiledSmem[];
+  u16* ring = reinterpret_cast<u16*>(tiledSmem);
+  gridDependencyWait();
+  gridLaunchDependents();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int wm = warp % Sh::kWarpsM, wn = warp / Sh::kWarpsM;
+  int rank = 0;
+  if constexpr (S > 1) rank = int(tiledClusterRank());
+  const int tok0 = int(blockIdx.x / S) * BN;
+  const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM, tiles2 = (n2 + kM - 1) / kM;
+  const int nBlocks = (K + kBlockK - 1) / kBlockK;
+
+  // The loader: thread i copies chunk i % 8 of rows i / 8 + 32j of W's
+  // 128 rows (j < 4) and of x's BN rows (j < BN / 32) each stage.
+  const int lc = threadIdx.x % kStageChunks, lr = threadIdx.x / kStageChunks;
+  constexpr int kRowsPer = kThreads / kStageChunks;  // 32
+  const u16* wsrc[kTileM / kRowsPer];
+#pragma unroll
+  for (int j = 0; j < kTileM / kRowsPer; j++) {
+    const int r = lr + j * kRowsPer;
+    const u16* W;
+    const float* bias;
+    float* y;
+    int N, m0;
+    tileGroup(blockIdx.y * (kTileM / kM) + r / kM, tiles0, tiles1, tiles2, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2,
+              y2, n2, W, bias, y, N, m0);
+    wsrc[j] = m0 + r % kM < N ? W + size_t(m0 + r % kM) * K + lc * kChunk : nullptr;
+  }
+  const u32 ring0 = u32(__cvta_generic_to_shared(ring));
+  auto load = [&](int buf, int blk, int half) {
+    const int k = blk * kBlockK + half * kStageK + lc * kChunk;
+    const bool kOK = k < K;
+    const u32 base = ring0 + u32(buf * Sh::kStageHalves * 2);
+#pragma unroll
+    for (int j = 0; j < kTileM / kRowsPer; j++) {
+      const int r = lr + j * kRowsPer;
+      const bool ok = kOK && wsrc[j] != nullptr;
+      cpAsync16Z(base + u32((r * kStageK + swz(r, lc) * kChunk) * 2), ok ? wsrc[j] + (k - lc * kChunk) : w0, ok);
+    }
+#pragma unroll
+    for (int j = 0; j < BN / kRowsPer; j++) {
+      const int r = lr + j * kRowsPer, t = tok0 + r;
+      const bool ok = kOK && t < T;
+      cpAsync16Z(base + u32(((kTileM + r) * kStageK + swz(r, lc) * kChunk) * 2), ok ? xh + size_t(t) * K + k : xh,
+                 ok);
+    }
+  };
+
+  float tot[MT][NT][4], acc[MT][NT][4];
+#pragma unroll
+  for (int m = 0; m < MT; m++)
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) tot[m][n][i] = 0.f, acc[m][n][i] = 0.f;
+
+  TiledSeq<S> pro{0, -1, 0};
+  pro.seek(rank, nBlocks);
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; st++) {
+    if (pro.blk >= 0) {
+      load(st, pro.blk, pro.half);
+      pro.next(rank, nBlocks);
+    }
+    cpAsyncCommit();
+  }
+  int cbuf = 0, pbuf = STAGES - 1;
+  // The lane's swizzled chunk of each 32-k step (rows g, g+8 and token
+  // rows g share g's parity: every row base below is even).
+  const int ch0 = swz(g, q), ch1 = swz(g, 4 + q);
+  const float4* red = reinterpret_cast<const float4*>(tiledSmem + Sh::kRingBytes);
+  for (int j = 0; j < kSplit / S; j++) {
+    for (int blk = j * S + rank; blk < nBlocks; blk += kSplit) {
+#pragma unroll 1
+      for (int half = 0; half < 2; half++) {
+        cpAsyncWait<STAGES - 2>();
+        __syncthreads();
+        if (pro.blk >= 0) {
+          load(pbuf, pro.blk, pro.half);
+          pro.next(rank, nBlocks);
+        }
+        cpAsyncCommit();
+        pbuf = pbuf == STAGES - 1 ? 0 : pbuf + 1;
+        const u16* Ws = ring + cbuf * Sh::kStageHalves;
+        const u16* Xs = Ws + kTileM * kStageK;
+        cbuf = cbuf == STAGES - 1 ? 0 : cbuf + 1;
+#pragma unroll
+        for (int s2 = 0; s2 < 2; s2++) {
+          const int ch = (s2 ? ch1 : ch0) * kChunk;
+          uint4 a[MT][2], b[NT];
+#pragma unroll
+          for (int m = 0; m < MT; m++) {
+            const int r = (wm * MT + m) * kM + g;
+            a[m][0] = *reinterpret_cast<const uint4*>(Ws + r * kStageK + ch);
+            a[m][1] = *reinterpret_cast<const uint4*>(Ws + (r + 8) * kStageK + ch);
+          }
+#pragma unroll
+          for (int n = 0; n < NT; n++)
+            b[n] = *reinterpret_cast<const uint4*>(Xs + ((wn * NT + n) * kN + g) * kStageK + ch);
+          // Every accumulator's lo mma, then every hi mma (the step's order
+          // per accumulator; independent chains between them).
+#pragma unroll
+          for (int m = 0; m < MT; m++) {
+            const u32 lo[4] = {a[m][0].x, a[m][1].x, a[m][0].y, a[m][1].y};
+#pragma unroll
+            for (int n = 0; n < NT; n++) mma16816(acc[m][n], lo, b[n].x, b[n].y);
+          }
+#pragma unroll
+          for (int m = 0; m < MT; m++) {
+            const u32 hi[4] = {a[m][0].z, a[m][1].z, a[m][0].w, a[m][1].w};
+#pragma unroll
+            for (int n = 0; n < NT; n++) mma16816(acc[m][n], hi, b[n].z, b[n].w);
+          }
+        }
+      }
+    }
+    // The round's classes into the total, in class order.
+    if constexpr (S == 1) {
+#pragma unroll
+      for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+          for (int i = 0; i < 4; i++) tot[m][n][i] = j == 0 ? acc[m][n][i] : tot[m][n][i] + acc[m][n][i];
+    } else {
+      float4* mine = const_cast<float4*>(red) + warp * MT * NT * 32 + lane;
+      if (j > 0) tiledClusterWait();  // rank 0 has read the last round's
+      if (rank > 0) {
+#pragma unroll
+        for (int m = 0; m < MT; m++)
+#pragma unroll
+          for (int n = 0; n < NT; n++)
+            mine[(m * NT + n) * 32] = make_float4(acc[m][n][0], acc[m][n][1], acc[m][n][2], acc[m][n][3]);
+      }
+      tiledClusterArrive();
+      tiledClusterWait();
+      if (rank == 0) {
+#pragma unroll
+        for (int m = 0; m < MT; m++)
+#pragma unroll
+          for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) tot[m][n][i] = j == 0 ? acc[m][n][i] : tot[m][n][i] + acc[m][n][i];
+#pragma unroll 1
+        for (int r = 1; r < S; r++) {
+#pragma unroll
+          for (int m = 0; m < MT; m++)
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+              const float4 v = tiledClusterLoad(mine + (m * NT + n) * 32, u32(r));
+              tot[m][n][0] += v.x, tot[m][n][1] += v.y, tot[m][n][2] += v.z, tot[m][n][3] += v.w;
+            }
+        }
+      }
+      tiledClusterArrive();
+    }
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+      for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[m][n][i] = 0.f;
+  }
+  cpAsyncWait<0>();
+  if constexpr (S > 1) {
+    tiledClusterWait();  // no CTA leaves before rank 0 has read its shared memory
+    if (rank > 0) return;
+  }
+  // C fragment: c0, c1 channel g, tokens 2q, 2q+1; c2, c3 channel g+8.
+#pragma unroll
+  for (int m = 0; m < MT; m++) {
+    const u16* W;
+    const float* bias;
+    float* y;
+    int N, m0;
+    tileGroup(blockIdx.y * (kTileM / kM) + wm * MT + m, tiles0, tiles1, tiles2, w0, b0, y0, n0, w1, b1, y1, n1, w2,
+              b2, y2, n2, W, bias, y, N, m0);
+    const int chA = m0 + g, chB = m0 + g + 8;
+    const float biasA = bias && chA < N ? bias[chA] : 0.f, biasB = bias && chB < N ? bias[chB] : 0.f;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const int ch = i < 2 ? chA : chB, t = tok0 + (wn * NT + n) * kN + 2 * q + (i & 1);
+        if (ch < N && t < T) y[size_t(t) * N + ch] = tot[m][n][i] + (i < 2 ? biasA : biasB);
+      }
+  }
+}
+
+// linear_f16_tiled: grid (token blocks of BN) · S x ceil(m-tiles / 8),
+// kThreads threads, TiledShape<BN>::kRingBytes (+ kRedBytes where S > 1)
+// of dynamic shared memory; the group arguments as linear_f16_wide's.
+template <int BN>
+__global__ void __launch_bounds__(kThreads, BN == 64 ? 2 : 1)
+    linear_f16_tiled(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0, float* y0, int n0,
+                     const u16* w1, const float* b1, float* y1, int n1, const u16* w2, const float* b2, float* y2,
+                     int n2) {
+  tiledBody<BN, 1>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// linear_f16_tiled_c<BN, S>: linear_f16_tiled over clusters of S CTAs
+// along x (Hopper), each a share of the classes.
+template <int BN, int S>
+__global__ void __cluster_dims__(S, 1, 1) __launch_bounds__(kThreads, BN == 64 ? 2 : 1)
+    linear_f16_tiled_c(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0, float* y0, int n0,
+                       const u16* w1, const float* b1, float* y1, int n1, const u16* w2, const float* b2, float* y2,
+                       int n2) {
+  tiledBody<BN, S>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+}
+#endif
+
 }  // namespace linear

@@ -3,6 +3,7 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -35,7 +36,35 @@ const (
 	// tile: kWideWarps m-tiles by kWideTokens tokens.
 	linearWideWarps  = 8
 	linearWideTokens = 64
+	// linearTileM is the tiled wide kernel's kTileM: channels (m-tiles x
+	// 16) a CTA.
+	linearTileM = 128
+	// linearTiledSmallMaxRows is the most rows the tiled wide kernel
+	// takes in 64-token CTAs (linearTiledBNs[0]); more take 128.
+	linearTiledSmallMaxRows = 64
+	// linearStageK is linear.cu's kStageK: k a ring stage.
+	linearStageK = 64
 )
+
+// linearTiledBNs are the tiled wide kernel's token tiles (BN) and
+// linearWideSplits its cluster sizes S (1: no cluster), as instantiated.
+var (
+	linearTiledBNs    = [...]int{64, 128}
+	linearWideSplits  = [...]int{1, 2, 4, 8}
+	linearTiledStages = [...]int{3, 4} // TiledShape<BN>::kStages
+)
+
+// linearTiledSmem is the dynamic shared memory of linear_f16_tiled at
+// token tile linearTiledBNs[bi] and cluster size S: the ring, and with S >
+// 1 one accumulator tile (TiledShape's kRingBytes, kRedBytes).
+func linearTiledSmem(bi, S int) int {
+	bn := linearTiledBNs[bi]
+	n := linearTiledStages[bi] * (linearTileM + bn) * linearStageK * 2
+	if S > 1 {
+		n += linearTileM * bn * 4
+	}
+	return n
+}
 
 // linearNTs are the n-tiles per CTA the narrow kernel is instantiated
 // with; a launch of T <= LinearNarrowMaxRows rows takes the first that
@@ -56,6 +85,20 @@ type Linear struct {
 	fns         [len(linearNTs)]cuda.Function
 	pairs       [len(linearNTs)][linearPairModes]cuda.Function
 	wide, toF16 cuda.Function
+	// tiled[bi][si] is the tiled wide kernel (v7) at token tile
+	// linearTiledBNs[bi] and cluster size linearWideSplits[si]; the
+	// clustered ones (si > 0) only where the device has clusters (zero
+	// Function otherwise). tiledResident is how many CTAs of each fit on
+	// the GPU at once.
+	tiled         [len(linearTiledBNs)][len(linearWideSplits)]cuda.Function
+	tiledResident [len(linearTiledBNs)][len(linearWideSplits)]int
+	// WideV3 makes launches of more than LinearNarrowMaxRows rows run v3's
+	// wide kernel (linear_f16_wide: one m-tile a warp, weights straight to
+	// registers) instead of the tiled one; the same bits (tests, A/B).
+	WideV3 bool
+	// forceBN and forceSplit, when nonzero, pin the tiled kernel's token
+	// tile and cluster size (ForceWide, in tests).
+	forceBN, forceSplit int
 	// EarlyWeights makes the narrow kernels (LinearTunedMaxRows rows or
 	// fewer, the pair kernels too) load each warp's first k-block of
 	// weights before their dependency wait, so that it overlaps the
@@ -96,6 +139,24 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	pairExpr := func(nt, mode int) string { return fmt.Sprintf("linear::linear_f16_pair<%d, %d>", nt, mode) }
 	const wide, toF16 = "linear::linear_f16_wide", "linear::linear_x_f16"
 	exprs := []string{wide, toF16}
+	tiledExpr := func(bn, S int) string {
+		if S == 1 {
+			return fmt.Sprintf("linear::linear_f16_tiled<%d>", bn)
+		}
+		return fmt.Sprintf("linear::linear_f16_tiled_c<%d, %d>", bn, S)
+	}
+	// The clustered kernels exist from sm_90 (linear.cu's #if).
+	clusters := false
+	if major, _ := dev.ComputeCapability(); major >= 9 {
+		clusters = true
+	}
+	for _, bn := range linearTiledBNs {
+		for _, S := range linearWideSplits {
+			if S == 1 || clusters {
+				exprs = append(exprs, tiledExpr(bn, S))
+			}
+		}
+	}
 	for _, nt := range linearNTs {
 		exprs = append(exprs, expr(nt))
 		for mode := range linearPairModes {
@@ -123,7 +184,33 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 			}
 		}
 	}
+	for bi, bn := range linearTiledBNs {
+		for si, S := range linearWideSplits {
+			if S == 1 || clusters {
+				if l.tiled[bi][si], err = mod.Function(tiledExpr(bn, S)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	err = dev.Do(func(c *cuda.Ctx) error {
+		for bi := range linearTiledBNs {
+			for si, S := range linearWideSplits {
+				f := l.tiled[bi][si]
+				if S > 1 && !clusters {
+					continue
+				}
+				smem := linearTiledSmem(bi, S)
+				if err := c.SetMaxDynamicShared(f, smem); err != nil {
+					return err
+				}
+				n, err := c.MaxActiveBlocksPerSM(f, linearSplit*32, smem)
+				if err != nil {
+					return err
+				}
+				l.tiledResident[bi][si] = max(1, n) * dev.SMs()
+			}
+		}
 		for i := range linearNTs {
 			n, err := c.MaxActiveBlocksPerSM(l.fns[i], linearSplit*32, 0)
 			if err != nil {
@@ -212,6 +299,16 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 		if err := c.Launch(l.toF16, cuda.Dim3{X: blocks}, cuda.Dim3{X: 256}, 0, st, xh, x, int64(n)); err != nil {
 			return err
 		}
+		if !l.WideV3 {
+			bi, si := l.tiledFor(T, tiles)
+			bn, S := linearTiledBNs[bi], linearWideSplits[si]
+			return c.Launch(l.tiled[bi][si], cuda.Dim3{X: (T + bn - 1) / bn * S, Y: (tiles*linearM + linearTileM - 1) / linearTileM},
+				cuda.Dim3{X: linearSplit * 32}, linearTiledSmem(bi, S), st,
+				xh, int32(T), int32(K),
+				g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
+				g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
+				g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
+		}
 		return c.Launch(l.wide, cuda.Dim3{X: (T + linearWideTokens - 1) / linearWideTokens, Y: (tiles + linearWideWarps - 1) / linearWideWarps},
 			cuda.Dim3{X: linearWideWarps * 32}, 0, st,
 			xh, int32(T), int32(K),
@@ -225,6 +322,31 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 		g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 		g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
 		g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
+}
+
+// tiledFor picks the tiled wide kernel for T rows and `tiles` m-tiles:
+// the token tile (64 up to linearTiledSmallMaxRows rows, else 128) and the
+// largest cluster size whose grid still fits on the GPU at once (the
+// classes spread over more SMs where the m-blocks and token blocks alone
+// leave SMs idle: o, down, q|k|v at 17-128 rows); ForceWide's choice
+// where set. Returns indices into linearTiledBNs and linearWideSplits.
+func (l *Linear) tiledFor(T, tiles int) (bi, si int) {
+	if T > linearTiledSmallMaxRows {
+		bi = 1
+	}
+	if l.forceBN != 0 {
+		bi = slices.Index(linearTiledBNs[:], l.forceBN)
+	}
+	bn := linearTiledBNs[bi]
+	ctas := (T + bn - 1) / bn * ((tiles*linearM + linearTileM - 1) / linearTileM)
+	if l.forceSplit != 0 {
+		return bi, slices.Index(linearWideSplits[:], l.forceSplit)
+	}
+	for si+1 < len(linearWideSplits) && l.tiled[bi][si+1] != (cuda.Function{}) &&
+		ctas*linearWideSplits[si+1] <= l.tiledResident[bi][si+1] {
+		si++
+	}
+	return bi, si
 }
 
 // gridY is a narrow or pair launch's grid height for T rows, n m-tiles

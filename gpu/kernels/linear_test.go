@@ -184,6 +184,99 @@ func TestLinearBatchInvariant(t *testing.T) {
 	}
 }
 
+// TestLinearWideTiled checks the tiled wide kernel (linear.cu v7) at every
+// token tile and cluster size against v3's wide kernel (Linear.WideV3),
+// bitwise: row counts on both sides of the token tiles, groups whose
+// m-tiles straddle the 128-channel CTA tiles, partial m-tiles, K from one
+// k-block (seven empty classes) to 33 k-blocks and not a multiple of the
+// 64-k stage; then the default choice against v3 and the float64
+// reference. Every output starts as NaN.
+func TestLinearWideTiled(t *testing.T) {
+	d, l := linearSetup(t)
+	defer l.ForceWide(0, 0)
+	r := rand.New(rand.NewPCG(11, 12))
+	shapes := []struct {
+		T  int
+		Ns []int
+		K  int
+	}{
+		{17, []int{100}, 8}, {33, []int{200, 37, 64}, 1032}, {64, []int{48}, 136}, {65, []int{300}, 520},
+		{100, []int{129, 1000}, 4104}, {130, []int{77}, 2048}, {257, []int{260, 20}, 1032},
+	}
+	if testing.Short() {
+		shapes = shapes[:3]
+	}
+	for _, sh := range shapes {
+		t.Run(fmt.Sprintf("T%d-N%v-K%d", sh.T, sh.Ns, sh.K), func(t *testing.T) {
+			m := newGPUMem(t, d)
+			x := newLinearData(r, sh.T, 1, sh.K).x
+			xp := m.put(cuda.Bytes(x))
+			xh := m.put(make([]byte, kernels.LinearScratchBytes(sh.T, sh.K)))
+			var lds []*linearData
+			var groups []kernels.LinearGroup
+			for i, N := range sh.Ns {
+				ld := newLinearData(r, sh.T, N, sh.K)
+				ld.x = x
+				lds = append(lds, ld)
+				g := kernels.LinearGroup{W: m.put(cuda.Bytes(ld.w)), N: N}
+				if i != 1 {
+					g.Bias = m.put(cuda.Bytes(ld.bias))
+				}
+				groups = append(groups, g)
+			}
+			// launch runs the groups into fresh NaN outputs and returns them.
+			launch := func() [][]float32 {
+				gs := append([]kernels.LinearGroup(nil), groups...)
+				for i := range gs {
+					gs[i].Y = m.poisonedF32(sh.T * gs[i].N)
+				}
+				m.run(func(c *cuda.Ctx, s cuda.Stream) error {
+					return l.LaunchGroups(c, s, xp, xh, sh.T, sh.K, gs...)
+				})
+				var out [][]float32
+				for _, g := range gs {
+					out = append(out, m.f32s(g.Y, sh.T*g.N))
+				}
+				return out
+			}
+			same := func(what string, got, want [][]float32) {
+				t.Helper()
+				for i := range got {
+					for j := range got[i] {
+						if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) || got[i][j] != got[i][j] {
+							t.Fatalf("%s: group %d y[%d,%d] = %g, v3 %g", what, i, j/sh.Ns[i], j%sh.Ns[i], got[i][j], want[i][j])
+						}
+					}
+				}
+			}
+			l.WideV3 = true
+			v3 := launch()
+			l.WideV3 = false
+			for _, bn := range []int{64, 128} {
+				for _, S := range []int{1, 2, 4, 8} {
+					if !l.HasWideSplit(S) {
+						continue
+					}
+					l.ForceWide(bn, S)
+					same(fmt.Sprintf("BN %d S %d", bn, S), launch(), v3)
+				}
+			}
+			l.ForceWide(0, 0)
+			tiles := 0
+			for _, N := range sh.Ns {
+				tiles += (N + 15) / 16
+			}
+			bn, S := l.WideChoice(sh.T, tiles)
+			t.Logf("default: BN %d, cluster %d", bn, S)
+			got := launch()
+			same("default", got, v3)
+			for i := range lds {
+				lds[i].check(t, got[i], i != 1)
+			}
+		})
+	}
+}
+
 // TestLinearGroups checks a grouped launch (three weights of different N
 // sharing x, one with a partial m-tile, biases on two; the narrow and the
 // wide kernel) against one launch per weight, bitwise, and each against
