@@ -651,13 +651,16 @@ constexpr int kStageChunks = kStageK / kChunk;    // 16-byte chunks a row a stag
 constexpr int kTiledNT = 4;                       // n-tiles a warp: 32 tokens
 static_assert(kStageChunks == 8 && kBlockK == 2 * kStageK, "two 128-byte stages a k-block");
 
-// TiledShape is the warp layout of a BN-token CTA tile.
-template <int BN>
+// TiledShape is the warp layout and shared memory of a BN-token CTA tile
+// whose classes are split over a cluster of S CTAs.
+template <int BN, int S>
 struct TiledShape {
   static constexpr int kWarpsN = BN / (kTiledNT * kN);     // 2 (BN 64) or 4 (BN 128)
   static constexpr int kWarpsM = kSplit / kWarpsN;         // 4 or 2
   static constexpr int kMT = kTileM / kM / kWarpsM;        // m-tiles a warp: 2 or 4
-  static constexpr int kStages = BN == 64 ? 3 : 4;         // ring depth
+  // Ring depth: 2 CTAs an SM at BN 64 (3 stages beside the cluster's
+  // accumulator tile, 4 without), one at BN 128.
+  static constexpr int kStages = BN == 64 && S > 1 ? 3 : 4;
   static constexpr int kStageHalves = (kTileM + BN) * kStageK;
   static constexpr int kRingBytes = kStages * kStageHalves * 2;
   static constexpr int kRedBytes = kTileM * BN * 4;        // one accumulator tile (S > 1)
@@ -738,17 +741,16 @@ __device__ __forceinline__ float4 tiledClusterLoad(const float4* p, u32 rank) {
 }
 
 // tiledBody is linear_f16_tiled's work (the cluster attribute is the only
-// difference between the S instantiations' entry points).
+// difference between the S instantiations' entry points), called after the
+// kernel's dependency wait.
 template <int BN, int S>
 __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0,
                                           float* y0, int n0, const u16* w1, const float* b1, float* y1, int n1,
                                           const u16* w2, const float* b2, float* y2, int n2) {
-  using Sh = TiledShape<BN>;
+  using Sh = TiledShape<BN, S>;
   constexpr int MT = Sh::kMT, NT = kTiledNT, STAGES = Sh::kStages;
   extern __shared__ __align__(128) unsigned char tiledSmem[];
   u16* ring = reinterpret_cast<u16*>(tiledSmem);
-  gridDependencyWait();
-  gridLaunchDependents();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
   const int wm = warp % Sh::kWarpsM, wn = warp / Sh::kWarpsM;
@@ -936,13 +938,15 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
 }
 
 // linear_f16_tiled: grid (token blocks of BN) · S x ceil(m-tiles / 8),
-// kThreads threads, TiledShape<BN>::kRingBytes (+ kRedBytes where S > 1)
+// kThreads threads, TiledShape<BN, S>::kRingBytes (+ kRedBytes where S > 1)
 // of dynamic shared memory; the group arguments as linear_f16_wide's.
 template <int BN>
 __global__ void __launch_bounds__(kThreads, BN == 64 ? 2 : 1)
     linear_f16_tiled(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0, float* y0, int n0,
                      const u16* w1, const float* b1, float* y1, int n1, const u16* w2, const float* b2, float* y2,
                      int n2) {
+  gridDependencyWait();
+  gridLaunchDependents();
   tiledBody<BN, 1>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
 }
 
@@ -954,6 +958,8 @@ __global__ void __cluster_dims__(S, 1, 1) __launch_bounds__(kThreads, BN == 64 ?
     linear_f16_tiled_c(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0, float* y0, int n0,
                        const u16* w1, const float* b1, float* y1, int n1, const u16* w2, const float* b2, float* y2,
                        int n2) {
+  gridDependencyWait();
+  gridLaunchDependents();
   tiledBody<BN, S>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
 }
 #endif

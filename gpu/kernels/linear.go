@@ -49,17 +49,25 @@ const (
 // linearTiledBNs are the tiled wide kernel's token tiles (BN) and
 // linearWideSplits its cluster sizes S (1: no cluster), as instantiated.
 var (
-	linearTiledBNs    = [...]int{64, 128}
-	linearWideSplits  = [...]int{1, 2, 4, 8}
-	linearTiledStages = [...]int{3, 4} // TiledShape<BN>::kStages
+	linearTiledBNs   = [...]int{64, 128}
+	linearWideSplits = [...]int{1, 2, 4, 8}
 )
+
+// linearTiledStages is TiledShape<BN, S>::kStages for token tile
+// linearTiledBNs[bi]: 3 at BN 64 in a cluster, else 4.
+func linearTiledStages(bi, S int) int {
+	if linearTiledBNs[bi] == 64 && S > 1 {
+		return 3
+	}
+	return 4
+}
 
 // linearTiledSmem is the dynamic shared memory of linear_f16_tiled at
 // token tile linearTiledBNs[bi] and cluster size S: the ring, and with S >
 // 1 one accumulator tile (TiledShape's kRingBytes, kRedBytes).
 func linearTiledSmem(bi, S int) int {
 	bn := linearTiledBNs[bi]
-	n := linearTiledStages[bi] * (linearTileM + bn) * linearStageK * 2
+	n := linearTiledStages(bi, S) * (linearTileM + bn) * linearStageK * 2
 	if S > 1 {
 		n += linearTileM * bn * 4
 	}
@@ -324,12 +332,23 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 		g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
 }
 
+// linearClusterFitNum / linearClusterFitDen is the share of the GPU's
+// resident CTAs a clustered grid may fill and still run in one wave: a
+// cluster's CTAs must share one GPC, and GPCs of different sizes leave
+// some SMs no whole cluster (session 22, call 1: o and down at 55 rows
+// over clusters of 8 filling 256 of 264 slots ran ~2x their bytes' time).
+const (
+	linearClusterFitNum = 7
+	linearClusterFitDen = 8
+)
+
 // tiledFor picks the tiled wide kernel for T rows and `tiles` m-tiles:
 // the token tile (64 up to linearTiledSmallMaxRows rows, else 128) and the
-// largest cluster size whose grid still fits on the GPU at once (the
-// classes spread over more SMs where the m-blocks and token blocks alone
-// leave SMs idle: o, down, q|k|v at 17-128 rows); ForceWide's choice
-// where set. Returns indices into linearTiledBNs and linearWideSplits.
+// largest cluster size whose grid still fits on the GPU at once with
+// room for GPC remainders (the classes spread over more SMs where the
+// m-blocks and token blocks alone leave SMs idle: o, down, q|k|v at
+// 17-128 rows); ForceWide's choice where set. Returns indices into
+// linearTiledBNs and linearWideSplits.
 func (l *Linear) tiledFor(T, tiles int) (bi, si int) {
 	if T > linearTiledSmallMaxRows {
 		bi = 1
@@ -343,7 +362,7 @@ func (l *Linear) tiledFor(T, tiles int) (bi, si int) {
 		return bi, slices.Index(linearWideSplits[:], l.forceSplit)
 	}
 	for si+1 < len(linearWideSplits) && l.tiled[bi][si+1] != (cuda.Function{}) &&
-		ctas*linearWideSplits[si+1] <= l.tiledResident[bi][si+1] {
+		ctas*linearWideSplits[si+1]*linearClusterFitDen <= l.tiledResident[bi][si+1]*linearClusterFitNum {
 		si++
 	}
 	return bi, si
