@@ -21,8 +21,13 @@ func (l *Linear) LimitResident(n int) {
 
 // ForceWide pins the tiled wide kernel's token tile bn (64 or 128) and
 // cluster size split (1, 2, 4 or 8; the device must have clusters above
-// 1); 0, 0 restores tiledFor's choice.
+// 1); 0, 0 restores tiledFor's choice. ForceWideStage(128) runs BN 128
+// without a cluster in 128-k stages (linear_f16_tiled<128, 128>), 0 the
+// default 64.
 func (l *Linear) ForceWide(bn, split int) { l.forceBN, l.forceSplit = bn, split }
+
+// ForceWideStage: see ForceWide.
+func (l *Linear) ForceWideStage(ks int) { l.forceStageK = ks }
 
 // HasWideSplit reports whether the tiled wide kernel at cluster size split
 // was loaded (1 always; 2-8 where the device has clusters).

@@ -625,12 +625,13 @@ __global__ void __launch_bounds__(kWideThreads, 1) linear_f16_wide(const u16* __
 // groups, blockIdx.y) x BN tokens (64 or 128) for S (1, 2, 4, 8) of the
 // kSplit classes of k-blocks. Its 8 warps form kWarpsM x kWarpsN; warp
 // (wm, wn) owns MT m-tiles x kTiledNT = 4 n-tiles (a 64x32 or 32x32
-// accumulator tile). Every k-block is walked as two stages of kStageK = 64
-// k: W's 128 rows and x's BN rows of the stage are copied by cp.async into
-// a ring of STAGES buffers (STAGES - 1 in flight while one is multiplied),
-// rows of 128 bytes whose 16-byte chunks are XOR-swizzled by the row's
-// parity (chunk c of row r at c ^ 4(r & 1)): a quarter-warp's 8 lanes (rows
-// 2p, 2p+1, chunks 4s..4s+3) then hit 8 distinct bank groups. Per 32-k
+// accumulator tile). Every k-block is walked as two stages of KS = kStageK =
+// 64 k (or one of 128: linear_f16_tiled<128, 128>, a variant): W's 128 rows
+// and x's BN rows of the stage are copied by cp.async into a ring of STAGES
+// buffers (STAGES - 1 in flight while one is multiplied), rows of 2·KS
+// bytes whose 16-byte chunks are XOR-swizzled by the row's parity (chunk c
+// of row r at c ^ 4(r & 1)): a quarter-warp's 8 lanes (rows 2p, 2p+1,
+// chunks 4s..4s+3) then hit 8 distinct bank groups. Per 32-k
 // step each lane reads 16 bytes (LDS.128) of its rows g and g+8 per m-tile
 // and of token g per n-tile: the narrow kernel's registers (its permuted
 // k), and every accumulator takes the lo mma then the hi mma of the step,
@@ -646,22 +647,24 @@ __global__ void __launch_bounds__(kWideThreads, 1) linear_f16_wide(const u16* __
 // again. So every output element is bitwise the narrow kernel's and v3's,
 // at any BN and S. Rank 0 adds the bias and writes y.
 constexpr int kTileM = 128;                       // channels a CTA: 8 m-tiles
-constexpr int kStageK = 64;                       // k a ring stage: half a k-block
-constexpr int kStageChunks = kStageK / kChunk;    // 16-byte chunks a row a stage (8)
+constexpr int kStageK = 64;                       // k a ring stage (KS): half a k-block
 constexpr int kTiledNT = 4;                       // n-tiles a warp: 32 tokens
-static_assert(kStageChunks == 8 && kBlockK == 2 * kStageK, "two 128-byte stages a k-block");
 
 // TiledShape is the warp layout and shared memory of a BN-token CTA tile
-// whose classes are split over a cluster of S CTAs.
-template <int BN, int S>
+// whose classes are split over a cluster of S CTAs, in ring stages of KS k
+// (kStageK, or a whole k-block: kBlockK).
+template <int BN, int S, int KS>
 struct TiledShape {
   static constexpr int kWarpsN = BN / (kTiledNT * kN);     // 2 (BN 64) or 4 (BN 128)
   static constexpr int kWarpsM = kSplit / kWarpsN;         // 4 or 2
   static constexpr int kMT = kTileM / kM / kWarpsM;        // m-tiles a warp: 2 or 4
   // Ring depth: 2 CTAs an SM at BN 64 (3 stages beside the cluster's
-  // accumulator tile, 4 without), one at BN 128.
-  static constexpr int kStages = BN == 64 && S > 1 ? 3 : 4;
-  static constexpr int kStageHalves = (kTileM + BN) * kStageK;
+  // accumulator tile, 4 without), one at BN 128; 3 whole k-blocks.
+  static constexpr int kStages = KS == kBlockK || (BN == 64 && S > 1) ? 3 : 4;
+  static constexpr int kChunks = KS / kChunk;              // 16-byte chunks a row a stage (8 or 16)
+  static constexpr int kPerBlock = kBlockK / KS;           // stages a k-block (2 or 1)
+  static constexpr int kStageHalves = (kTileM + BN) * KS;
+  static_assert((KS == kStageK || KS == kBlockK) && kChunks % 8 == 0, "128- or 256-byte rows");
   static constexpr int kRingBytes = kStages * kStageHalves * 2;
   static constexpr int kRedBytes = kTileM * BN * 4;        // one accumulator tile (S > 1)
   static_assert(kWarpsM * kWarpsN == kSplit && kMT * kM * kWarpsM == kTileM, "8 warps cover the tile");
@@ -698,8 +701,8 @@ __device__ __forceinline__ void tileGroup(int tile, int tiles0, int tiles1, int 
 }
 
 // TiledSeq walks one CTA's k-blocks in order (classes rank, rank + S, ...;
-// each class's blocks in order; two stages a block): blk < 0 after the last.
-template <int S>
+// each class's blocks in order; PER stages a block): blk < 0 after the last.
+template <int S, int PER>
 struct TiledSeq {
   int j, blk, half;
   __device__ __forceinline__ void seek(int rank, int nBlocks) {  // first non-empty class from j
@@ -711,7 +714,8 @@ struct TiledSeq {
     blk = -1;
   }
   __device__ __forceinline__ void next(int rank, int nBlocks) {
-    if (half ^= 1) return;
+    if (++half < PER) return;
+    half = 0;
     blk += kSplit;
     if (blk < nBlocks) return;
     j++;
@@ -743,11 +747,11 @@ __device__ __forceinline__ float4 tiledClusterLoad(const float4* p, u32 rank) {
 // tiledBody is linear_f16_tiled's work (the cluster attribute is the only
 // difference between the S instantiations' entry points), called after the
 // kernel's dependency wait.
-template <int BN, int S>
+template <int BN, int S, int KS>
 __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0,
                                           float* y0, int n0, const u16* w1, const float* b1, float* y1, int n1,
                                           const u16* w2, const float* b2, float* y2, int n2) {
-  using Sh = TiledShape<BN, S>;
+  using Sh = TiledShape<BN, S, KS>;
   constexpr int MT = Sh::kMT, NT = kTiledNT, STAGES = Sh::kStages;
   extern __shared__ __align__(128) unsigned char tiledSmem[];
   u16* ring = reinterpret_cast<u16*>(tiledSmem);
@@ -760,10 +764,11 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
   const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM, tiles2 = (n2 + kM - 1) / kM;
   const int nBlocks = (K + kBlockK - 1) / kBlockK;
 
-  // The loader: thread i copies chunk i % 8 of rows i / 8 + 32j of W's
-  // 128 rows (j < 4) and of x's BN rows (j < BN / 32) each stage.
-  const int lc = threadIdx.x % kStageChunks, lr = threadIdx.x / kStageChunks;
-  constexpr int kRowsPer = kThreads / kStageChunks;  // 32
+  // The loader: thread i copies chunk i % C of rows i / C + Pj of W's
+  // 128 rows (j < 128 / P) and of x's BN rows (j < BN / P) each stage (C
+  // chunks a row, P = kThreads / C rows a pass).
+  const int lc = threadIdx.x % Sh::kChunks, lr = threadIdx.x / Sh::kChunks;
+  constexpr int kRowsPer = kThreads / Sh::kChunks;  // 32 or 16
   const u16* wsrc[kTileM / kRowsPer];
 #pragma unroll
   for (int j = 0; j < kTileM / kRowsPer; j++) {
@@ -778,20 +783,20 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
   }
   const u32 ring0 = u32(__cvta_generic_to_shared(ring));
   auto load = [&](int buf, int blk, int half) {
-    const int k = blk * kBlockK + half * kStageK + lc * kChunk;
+    const int k = blk * kBlockK + half * KS + lc * kChunk;
     const bool kOK = k < K;
     const u32 base = ring0 + u32(buf * Sh::kStageHalves * 2);
 #pragma unroll
     for (int j = 0; j < kTileM / kRowsPer; j++) {
       const int r = lr + j * kRowsPer;
       const bool ok = kOK && wsrc[j] != nullptr;
-      cpAsync16Z(base + u32((r * kStageK + swz(r, lc) * kChunk) * 2), ok ? wsrc[j] + (k - lc * kChunk) : w0, ok);
+      cpAsync16Z(base + u32((r * KS + swz(r, lc) * kChunk) * 2), ok ? wsrc[j] + (k - lc * kChunk) : w0, ok);
     }
 #pragma unroll
     for (int j = 0; j < BN / kRowsPer; j++) {
       const int r = lr + j * kRowsPer, t = tok0 + r;
       const bool ok = kOK && t < T;
-      cpAsync16Z(base + u32(((kTileM + r) * kStageK + swz(r, lc) * kChunk) * 2), ok ? xh + size_t(t) * K + k : xh,
+      cpAsync16Z(base + u32(((kTileM + r) * KS + swz(r, lc) * kChunk) * 2), ok ? xh + size_t(t) * K + k : xh,
                  ok);
     }
   };
@@ -804,7 +809,7 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
 #pragma unroll
       for (int i = 0; i < 4; i++) tot[m][n][i] = 0.f, acc[m][n][i] = 0.f;
 
-  TiledSeq<S> pro{0, -1, 0};
+  TiledSeq<S, Sh::kPerBlock> pro{0, -1, 0};
   pro.seek(rank, nBlocks);
 #pragma unroll
   for (int st = 0; st < STAGES - 1; st++) {
@@ -815,14 +820,13 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
     cpAsyncCommit();
   }
   int cbuf = 0, pbuf = STAGES - 1;
-  // The lane's swizzled chunk of each 32-k step (rows g, g+8 and token
-  // rows g share g's parity: every row base below is even).
-  const int ch0 = swz(g, q), ch1 = swz(g, 4 + q);
+  // The lane's chunk of each 32-k step s2 is swz(g, 4·s2 + q): rows g,
+  // g+8 and token rows g share g's parity (every row base below is even).
   const float4* red = reinterpret_cast<const float4*>(tiledSmem + Sh::kRingBytes);
   for (int j = 0; j < kSplit / S; j++) {
     for (int blk = j * S + rank; blk < nBlocks; blk += kSplit) {
 #pragma unroll 1
-      for (int half = 0; half < 2; half++) {
+      for (int half = 0; half < Sh::kPerBlock; half++) {
         cpAsyncWait<STAGES - 2>();
         __syncthreads();
         if (pro.blk >= 0) {
@@ -832,21 +836,21 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
         cpAsyncCommit();
         pbuf = pbuf == STAGES - 1 ? 0 : pbuf + 1;
         const u16* Ws = ring + cbuf * Sh::kStageHalves;
-        const u16* Xs = Ws + kTileM * kStageK;
+        const u16* Xs = Ws + kTileM * KS;
         cbuf = cbuf == STAGES - 1 ? 0 : cbuf + 1;
 #pragma unroll
-        for (int s2 = 0; s2 < 2; s2++) {
-          const int ch = (s2 ? ch1 : ch0) * kChunk;
+        for (int s2 = 0; s2 < KS / kBlock; s2++) {
+          const int ch = swz(g, 4 * s2 + q) * kChunk;
           uint4 a[MT][2], b[NT];
 #pragma unroll
           for (int m = 0; m < MT; m++) {
             const int r = (wm * MT + m) * kM + g;
-            a[m][0] = *reinterpret_cast<const uint4*>(Ws + r * kStageK + ch);
-            a[m][1] = *reinterpret_cast<const uint4*>(Ws + (r + 8) * kStageK + ch);
+            a[m][0] = *reinterpret_cast<const uint4*>(Ws + r * KS + ch);
+            a[m][1] = *reinterpret_cast<const uint4*>(Ws + (r + 8) * KS + ch);
           }
 #pragma unroll
           for (int n = 0; n < NT; n++)
-            b[n] = *reinterpret_cast<const uint4*>(Xs + ((wn * NT + n) * kN + g) * kStageK + ch);
+            b[n] = *reinterpret_cast<const uint4*>(Xs + ((wn * NT + n) * kN + g) * KS + ch);
           // Every accumulator's lo mma, then every hi mma (the step's order
           // per accumulator; independent chains between them).
 #pragma unroll
@@ -938,16 +942,16 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
 }
 
 // linear_f16_tiled: grid (token blocks of BN) · S x ceil(m-tiles / 8),
-// kThreads threads, TiledShape<BN, S>::kRingBytes (+ kRedBytes where S > 1)
-// of dynamic shared memory; the group arguments as linear_f16_wide's.
-template <int BN>
+// kThreads threads, TiledShape<BN, S, KS>::kRingBytes (+ kRedBytes where S >
+// 1) of dynamic shared memory; the group arguments as linear_f16_wide's.
+template <int BN, int KS>
 __global__ void __launch_bounds__(kThreads, BN == 64 ? 2 : 1)
     linear_f16_tiled(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0, float* y0, int n0,
                      const u16* w1, const float* b1, float* y1, int n1, const u16* w2, const float* b2, float* y2,
                      int n2) {
   gridDependencyWait();
   gridLaunchDependents();
-  tiledBody<BN, 1>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+  tiledBody<BN, 1, KS>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -960,7 +964,7 @@ __global__ void __cluster_dims__(S, 1, 1) __launch_bounds__(kThreads, BN == 64 ?
                        int n2) {
   gridDependencyWait();
   gridLaunchDependents();
-  tiledBody<BN, S>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+  tiledBody<BN, S, kStageK>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
 }
 #endif
 

@@ -53,21 +53,22 @@ var (
 	linearWideSplits = [...]int{1, 2, 4, 8}
 )
 
-// linearTiledStages is TiledShape<BN, S>::kStages for token tile
-// linearTiledBNs[bi]: 3 at BN 64 in a cluster, else 4.
-func linearTiledStages(bi, S int) int {
-	if linearTiledBNs[bi] == 64 && S > 1 {
+// linearTiledStages is TiledShape<BN, S, KS>::kStages for token tile
+// linearTiledBNs[bi] and stage k ks: 3 at BN 64 in a cluster or at
+// 128-k stages, else 4.
+func linearTiledStages(bi, S, ks int) int {
+	if ks == 2*linearStageK || linearTiledBNs[bi] == 64 && S > 1 {
 		return 3
 	}
 	return 4
 }
 
 // linearTiledSmem is the dynamic shared memory of linear_f16_tiled at
-// token tile linearTiledBNs[bi] and cluster size S: the ring, and with S >
-// 1 one accumulator tile (TiledShape's kRingBytes, kRedBytes).
-func linearTiledSmem(bi, S int) int {
+// token tile linearTiledBNs[bi], cluster size S and stage k ks: the ring,
+// and with S > 1 one accumulator tile (TiledShape's kRingBytes, kRedBytes).
+func linearTiledSmem(bi, S, ks int) int {
 	bn := linearTiledBNs[bi]
-	n := linearTiledStages(bi, S) * (linearTileM + bn) * linearStageK * 2
+	n := linearTiledStages(bi, S, ks) * (linearTileM + bn) * ks * 2
 	if S > 1 {
 		n += linearTileM * bn * 4
 	}
@@ -100,13 +101,16 @@ type Linear struct {
 	// the GPU at once.
 	tiled         [len(linearTiledBNs)][len(linearWideSplits)]cuda.Function
 	tiledResident [len(linearTiledBNs)][len(linearWideSplits)]int
+	// tiledK is linear_f16_tiled<128, 128>: BN 128 without a cluster in
+	// 128-k stages (one barrier a k-block), a variant only ForceWide runs.
+	tiledK cuda.Function
 	// WideV3 makes launches of more than LinearNarrowMaxRows rows run v3's
 	// wide kernel (linear_f16_wide: one m-tile a warp, weights straight to
 	// registers) instead of the tiled one; the same bits (tests, A/B).
 	WideV3 bool
-	// forceBN and forceSplit, when nonzero, pin the tiled kernel's token
-	// tile and cluster size (ForceWide, in tests).
-	forceBN, forceSplit int
+	// forceBN, forceSplit and forceStageK, when nonzero, pin the tiled
+	// kernel's token tile, cluster size and stage k (ForceWide, in tests).
+	forceBN, forceSplit, forceStageK int
 	// EarlyWeights makes the narrow kernels (LinearTunedMaxRows rows or
 	// fewer, the pair kernels too) load each warp's first k-block of
 	// weights before their dependency wait, so that it overlaps the
@@ -149,7 +153,7 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	exprs := []string{wide, toF16}
 	tiledExpr := func(bn, S int) string {
 		if S == 1 {
-			return fmt.Sprintf("linear::linear_f16_tiled<%d>", bn)
+			return fmt.Sprintf("linear::linear_f16_tiled<%d, %d>", bn, linearStageK)
 		}
 		return fmt.Sprintf("linear::linear_f16_tiled_c<%d, %d>", bn, S)
 	}
@@ -165,6 +169,8 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 			}
 		}
 	}
+	const tiledKExpr = "linear::linear_f16_tiled<128, 128>"
+	exprs = append(exprs, tiledKExpr)
 	for _, nt := range linearNTs {
 		exprs = append(exprs, expr(nt))
 		for mode := range linearPairModes {
@@ -201,14 +207,20 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 			}
 		}
 	}
+	if l.tiledK, err = mod.Function(tiledKExpr); err != nil {
+		return nil, err
+	}
 	err = dev.Do(func(c *cuda.Ctx) error {
+		if err := c.SetMaxDynamicShared(l.tiledK, linearTiledSmem(1, 1, 2*linearStageK)); err != nil {
+			return err
+		}
 		for bi := range linearTiledBNs {
 			for si, S := range linearWideSplits {
 				f := l.tiled[bi][si]
 				if S > 1 && !clusters {
 					continue
 				}
-				smem := linearTiledSmem(bi, S)
+				smem := linearTiledSmem(bi, S, linearStageK)
 				if err := c.SetMaxDynamicShared(f, smem); err != nil {
 					return err
 				}
@@ -310,8 +322,12 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 		if !l.WideV3 {
 			bi, si := l.tiledFor(T, tiles)
 			bn, S := linearTiledBNs[bi], linearWideSplits[si]
-			return c.Launch(l.tiled[bi][si], cuda.Dim3{X: (T + bn - 1) / bn * S, Y: (tiles*linearM + linearTileM - 1) / linearTileM},
-				cuda.Dim3{X: linearSplit * 32}, linearTiledSmem(bi, S), st,
+			f, ks := l.tiled[bi][si], linearStageK
+			if l.forceStageK == 2*linearStageK && bn == 128 && S == 1 {
+				f, ks = l.tiledK, l.forceStageK
+			}
+			return c.Launch(f, cuda.Dim3{X: (T + bn - 1) / bn * S, Y: (tiles*linearM + linearTileM - 1) / linearTileM},
+				cuda.Dim3{X: linearSplit * 32}, linearTiledSmem(bi, S, ks), st,
 				xh, int32(T), int32(K),
 				g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 				g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),

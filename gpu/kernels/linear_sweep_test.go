@@ -17,7 +17,8 @@ const linearSweepBytes = 200 << 20
 // TestLinearWideSweep times (no assertion of speed; it fails only on a
 // launch error) the wide kernels on Llama-3.1-8B's layer shapes at 55, 100
 // and 256 rows: v3 (Linear.WideV3), the tiled kernel at every token tile
-// and cluster size (ForceWide), and tiledFor's choice, each the median of
+// and cluster size (ForceWide), BN 128 in 128-k stages (ForceWideStage),
+// and tiledFor's choice, each the median of
 // 20 launches (x's conversion included) over weight copies in rotation.
 // A tool for choosing the tile and cluster rule (docs/perf/decode-step.md
 // v32); runs only with BITDECODE_WIDE_SWEEP=1.
@@ -28,6 +29,7 @@ func TestLinearWideSweep(t *testing.T) {
 	d, l := linearSetup(t)
 	_, ops := opsSetup(t)
 	defer l.ForceWide(0, 0)
+	defer l.ForceWideStage(0)
 	defer func() { l.WideV3 = false }()
 	shapes := []struct {
 		name string
@@ -126,6 +128,13 @@ func TestLinearWideSweep(t *testing.T) {
 					}
 					b.WriteString(" |")
 				}
+				l.ForceWide(128, 1)
+				l.ForceWideStage(128)
+				if us, err = time(); err != nil {
+					return err
+				}
+				fmt.Fprintf(&b, " 128/1/k128 %6.1f |", us)
+				l.ForceWideStage(0)
 				l.ForceWide(0, 0)
 				if us, err = time(); err != nil {
 					return err

@@ -185,7 +185,8 @@ func TestLinearBatchInvariant(t *testing.T) {
 }
 
 // TestLinearWideTiled checks the tiled wide kernel (linear.cu v7) at every
-// token tile and cluster size against v3's wide kernel (Linear.WideV3),
+// token tile and cluster size, and in 128-k stages, against v3's wide
+// kernel (Linear.WideV3),
 // bitwise: row counts on both sides of the token tiles, groups whose
 // m-tiles straddle the 128-channel CTA tiles, partial m-tiles, K from one
 // k-block (seven empty classes) to 33 k-blocks and not a multiple of the
@@ -194,6 +195,7 @@ func TestLinearBatchInvariant(t *testing.T) {
 func TestLinearWideTiled(t *testing.T) {
 	d, l := linearSetup(t)
 	defer l.ForceWide(0, 0)
+	defer l.ForceWideStage(0)
 	r := rand.New(rand.NewPCG(11, 12))
 	shapes := []struct {
 		T  int
@@ -261,6 +263,10 @@ func TestLinearWideTiled(t *testing.T) {
 					same(fmt.Sprintf("BN %d S %d", bn, S), launch(), v3)
 				}
 			}
+			l.ForceWide(128, 1)
+			l.ForceWideStage(128)
+			same("BN 128 S 1 in 128-k stages", launch(), v3)
+			l.ForceWideStage(0)
 			l.ForceWide(0, 0)
 			tiles := 0
 			for _, N := range sh.Ns {
