@@ -21,9 +21,9 @@ func (l *Linear) LimitResident(n int) {
 
 // ForceWide pins the tiled wide kernel's token tile bn (64 or 128) and
 // cluster size split (1, 2, 4 or 8; the device must have clusters above
-// 1); 0, 0 restores tiledFor's choice. ForceWideStage(128) runs BN 128
-// without a cluster in 128-k stages (linear_f16_tiled<128, 128>), 0 the
-// default 64.
+// 1); 0, 0 restores tiledFor's choice. ForceWideStage pins the stage k of
+// BN 128 without a cluster: 64 (linear_f16_tiled<128, 64>) or 128
+// (linear_f16_tiled<128, 128>, tiledFor's choice); 0 restores it.
 func (l *Linear) ForceWide(bn, split int) { l.forceBN, l.forceSplit = bn, split }
 
 // ForceWideStage: see ForceWide.
@@ -40,9 +40,24 @@ func (l *Linear) HasWideSplit(split int) bool {
 	return false
 }
 
-// WideChoice is tiledFor's (token tile, cluster size) for T rows and
-// `tiles` m-tiles.
-func (l *Linear) WideChoice(T, tiles int) (bn, split int) {
-	bi, si := l.tiledFor(T, tiles)
-	return linearTiledBNs[bi], linearWideSplits[si]
+// WideChoice is tiledFor's (token tile, cluster size, stage k) for T rows
+// and `tiles` m-tiles.
+func (l *Linear) WideChoice(T, tiles int) (bn, split, ks int) {
+	bi, si, ks := l.tiledFor(T, tiles)
+	return linearTiledBNs[bi], linearWideSplits[si], ks
+}
+
+// NewWideRuleLinear returns a Linear with no kernels whose tiled wide
+// kernels fit perSM[bi][si] CTAs an SM on sms SMs (bi: token tile 64,
+// 128; si: cluster size 1, 2, 4, 8), with clustered kernels where clusters
+// is set: for tiledFor's rule without a GPU.
+func NewWideRuleLinear(sms int, perSM [2][4]int, clusters bool) *Linear {
+	l := &Linear{clusters: clusters}
+	for bi := range perSM {
+		for si, n := range perSM[bi] {
+			l.tiledPerSM[bi][si] = n
+			l.tiledResident[bi][si] = n * sms
+		}
+	}
+	return l
 }

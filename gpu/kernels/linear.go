@@ -54,10 +54,9 @@ var (
 )
 
 // linearTiledStages is TiledShape<BN, S, KS>::kStages for token tile
-// linearTiledBNs[bi] and stage k ks: 3 at BN 64 in a cluster or at
-// 128-k stages, else 4.
-func linearTiledStages(bi, S, ks int) int {
-	if ks == 2*linearStageK || linearTiledBNs[bi] == 64 && S > 1 {
+// linearTiledBNs[bi] and stage k ks: 3 at BN 64 or in 128-k stages, else 4.
+func linearTiledStages(bi, ks int) int {
+	if ks == 2*linearStageK || linearTiledBNs[bi] == 64 {
 		return 3
 	}
 	return 4
@@ -68,7 +67,7 @@ func linearTiledStages(bi, S, ks int) int {
 // and with S > 1 one accumulator tile (TiledShape's kRingBytes, kRedBytes).
 func linearTiledSmem(bi, S, ks int) int {
 	bn := linearTiledBNs[bi]
-	n := linearTiledStages(bi, S, ks) * (linearTileM + bn) * ks * 2
+	n := linearTiledStages(bi, ks) * (linearTileM + bn) * ks * 2
 	if S > 1 {
 		n += linearTileM * bn * 4
 	}
@@ -101,15 +100,20 @@ type Linear struct {
 	// the GPU at once.
 	tiled         [len(linearTiledBNs)][len(linearWideSplits)]cuda.Function
 	tiledResident [len(linearTiledBNs)][len(linearWideSplits)]int
+	// tiledPerSM is how many CTAs of each fit on one SM; clusters
+	// whether the clustered ones were loaded.
+	tiledPerSM [len(linearTiledBNs)][len(linearWideSplits)]int
+	clusters   bool
 	// tiledK is linear_f16_tiled<128, 128>: BN 128 without a cluster in
-	// 128-k stages (one barrier a k-block), a variant only ForceWide runs.
+	// 128-k stages (one barrier a k-block), tiledFor's choice there.
 	tiledK cuda.Function
 	// WideV3 makes launches of more than LinearNarrowMaxRows rows run v3's
 	// wide kernel (linear_f16_wide: one m-tile a warp, weights straight to
 	// registers) instead of the tiled one; the same bits (tests, A/B).
 	WideV3 bool
 	// forceBN, forceSplit and forceStageK, when nonzero, pin the tiled
-	// kernel's token tile, cluster size and stage k (ForceWide, in tests).
+	// kernel's token tile, cluster size and stage k (ForceWide and
+	// ForceWideStage, in tests).
 	forceBN, forceSplit, forceStageK int
 	// EarlyWeights makes the narrow kernels (LinearTunedMaxRows rows or
 	// fewer, the pair kernels too) load each warp's first k-block of
@@ -181,7 +185,7 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Linear{}
+	l := &Linear{clusters: clusters}
 	if l.wide, err = mod.Function(wide); err != nil {
 		return nil, err
 	}
@@ -228,6 +232,7 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 				if err != nil {
 					return err
 				}
+				l.tiledPerSM[bi][si] = max(1, n)
 				l.tiledResident[bi][si] = max(1, n) * dev.SMs()
 			}
 		}
@@ -320,11 +325,11 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 			return err
 		}
 		if !l.WideV3 {
-			bi, si := l.tiledFor(T, tiles)
+			bi, si, ks := l.tiledFor(T, tiles)
 			bn, S := linearTiledBNs[bi], linearWideSplits[si]
-			f, ks := l.tiled[bi][si], linearStageK
-			if l.forceStageK == 2*linearStageK && bn == 128 && S == 1 {
-				f, ks = l.tiledK, l.forceStageK
+			f := l.tiled[bi][si]
+			if ks != linearStageK {
+				f = l.tiledK
 			}
 			return c.Launch(f, cuda.Dim3{X: (T + bn - 1) / bn * S, Y: (tiles*linearM + linearTileM - 1) / linearTileM},
 				cuda.Dim3{X: linearSplit * 32}, linearTiledSmem(bi, S, ks), st,
@@ -348,24 +353,24 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 		g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
 }
 
-// linearClusterFitNum / linearClusterFitDen is the share of the GPU's
-// resident CTAs a clustered grid may fill and still run in one wave: a
-// cluster's CTAs must share one GPC, and GPCs of different sizes leave
-// some SMs no whole cluster (session 22, call 1: o and down at 55 rows
-// over clusters of 8 filling 256 of 264 slots ran ~2x their bytes' time).
-const (
-	linearClusterFitNum = 7
-	linearClusterFitDen = 8
-)
+// linearClusterSMs is the most SMs' worth of CTA slots one cluster of the
+// tiled wide kernel may span: a cluster's CTAs must be placed at once
+// within one GPC, and clusters of 4 CTAs at one CTA an SM (or 8 at two)
+// ran slower than clusters of 2 (4) on 13 of 15 of Llama-3.1-8B's
+// shape and row counts where both fit (session 22 call 2's sweep,
+// docs/perf/decode-step.md v32).
+const linearClusterSMs = 2
 
 // tiledFor picks the tiled wide kernel for T rows and `tiles` m-tiles:
-// the token tile (64 up to linearTiledSmallMaxRows rows, else 128) and the
-// largest cluster size whose grid still fits on the GPU at once with
-// room for GPC remainders (the classes spread over more SMs where the
-// m-blocks and token blocks alone leave SMs idle: o, down, q|k|v at
-// 17-128 rows); ForceWide's choice where set. Returns indices into
-// linearTiledBNs and linearWideSplits.
-func (l *Linear) tiledFor(T, tiles int) (bi, si int) {
+// the token tile (64 up to linearTiledSmallMaxRows rows, else 128); the
+// largest cluster size that spans at most linearClusterSMs SMs' slots and
+// whose grid fits on the GPU at once (the classes spread over more SMs
+// where the m-blocks and token blocks alone leave SMs idle: o, down,
+// q|k|v); and the stage k (whole k-blocks at BN 128 without a cluster,
+// else linearStageK). ForceWide's and ForceWideStage's choices where set.
+// Returns indices into linearTiledBNs and linearWideSplits, and the stage
+// k.
+func (l *Linear) tiledFor(T, tiles int) (bi, si, ks int) {
 	if T > linearTiledSmallMaxRows {
 		bi = 1
 	}
@@ -375,13 +380,24 @@ func (l *Linear) tiledFor(T, tiles int) (bi, si int) {
 	bn := linearTiledBNs[bi]
 	ctas := (T + bn - 1) / bn * ((tiles*linearM + linearTileM - 1) / linearTileM)
 	if l.forceSplit != 0 {
-		return bi, slices.Index(linearWideSplits[:], l.forceSplit)
+		si = slices.Index(linearWideSplits[:], l.forceSplit)
+	} else {
+		for l.clusters && si+1 < len(linearWideSplits) {
+			S := linearWideSplits[si+1]
+			if S > linearClusterSMs*l.tiledPerSM[bi][si+1] || ctas*S > l.tiledResident[bi][si+1] {
+				break
+			}
+			si++
+		}
 	}
-	for si+1 < len(linearWideSplits) && l.tiled[bi][si+1] != (cuda.Function{}) &&
-		ctas*linearWideSplits[si+1]*linearClusterFitDen <= l.tiledResident[bi][si+1]*linearClusterFitNum {
-		si++
+	ks = linearStageK
+	if bn == 128 && si == 0 {
+		ks = 2 * linearStageK
 	}
-	return bi, si
+	if l.forceStageK != 0 && bn == 128 && si == 0 {
+		ks = l.forceStageK
+	}
+	return bi, si, ks
 }
 
 // gridY is a narrow or pair launch's grid height for T rows, n m-tiles

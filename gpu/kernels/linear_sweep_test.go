@@ -17,8 +17,8 @@ const linearSweepBytes = 200 << 20
 // TestLinearWideSweep times (no assertion of speed; it fails only on a
 // launch error) the wide kernels on Llama-3.1-8B's layer shapes at 55, 100
 // and 256 rows: v3 (Linear.WideV3), the tiled kernel at every token tile
-// and cluster size (ForceWide), BN 128 in 128-k stages (ForceWideStage),
-// and tiledFor's choice, each the median of
+// and cluster size (ForceWide) in 64-k stages, BN 128 without a cluster in
+// 128-k stages (ForceWideStage), and tiledFor's choice, each the median of
 // 20 launches (x's conversion included) over weight copies in rotation.
 // A tool for choosing the tile and cluster rule (docs/perf/decode-step.md
 // v32); runs only with BITDECODE_WIDE_SWEEP=1.
@@ -115,6 +115,7 @@ func TestLinearWideSweep(t *testing.T) {
 				}
 				fmt.Fprintf(&b, " v3 %6.1f |", us)
 				l.WideV3 = false
+				l.ForceWideStage(64)
 				for _, bn := range []int{64, 128} {
 					for _, S := range []int{1, 2, 4, 8} {
 						if !l.HasWideSplit(S) {
@@ -143,8 +144,8 @@ func TestLinearWideSweep(t *testing.T) {
 				for _, N := range sh.Ns {
 					tiles += (N + 15) / 16
 				}
-				bn, S := l.WideChoice(T, tiles)
-				fmt.Fprintf(&b, " auto %d/%d %6.1f us (%.0f%% of 3000 GB/s)", bn, S, us, float64(bytes)/us/1e3/3000*100)
+				bn, S, ks := l.WideChoice(T, tiles)
+				fmt.Fprintf(&b, " auto %d/%d/k%d %6.1f us (%.0f%% of 3000 GB/s)", bn, S, ks, us, float64(bytes)/us/1e3/3000*100)
 				t.Log(b.String())
 			}
 			return nil

@@ -254,6 +254,7 @@ func TestLinearWideTiled(t *testing.T) {
 			l.WideV3 = true
 			v3 := launch()
 			l.WideV3 = false
+			l.ForceWideStage(64)
 			for _, bn := range []int{64, 128} {
 				for _, S := range []int{1, 2, 4, 8} {
 					if !l.HasWideSplit(S) {
@@ -272,14 +273,45 @@ func TestLinearWideTiled(t *testing.T) {
 			for _, N := range sh.Ns {
 				tiles += (N + 15) / 16
 			}
-			bn, S := l.WideChoice(sh.T, tiles)
-			t.Logf("default: BN %d, cluster %d", bn, S)
+			bn, S, ks := l.WideChoice(sh.T, tiles)
+			t.Logf("default: BN %d, cluster %d, stage k %d", bn, S, ks)
 			got := launch()
 			same("default", got, v3)
 			for i := range lds {
 				lds[i].check(t, got[i], i != 1)
 			}
 		})
+	}
+}
+
+// TestLinearWideRule checks tiledFor's choices on an H100's occupancy (132
+// SMs; two CTAs an SM at BN 64, one at BN 128) for Llama-3.1-8B's layers at
+// 55, 100 and 256 rows (the choices session 22's sweep measured best or
+// within 2-5% of best but for down at 100 rows), and without clusters.
+func TestLinearWideRule(t *testing.T) {
+	h100 := [2][4]int{{2, 2, 2, 2}, {1, 1, 1, 1}}
+	l := kernels.NewWideRuleLinear(132, h100, true)
+	const o, qkv, gateUp, down, lmHead = 256, 384, 1792, 256, 8016 // m-tiles
+	for _, c := range []struct {
+		name         string
+		T, tiles     int
+		bn, split, k int
+	}{
+		{"o", 55, o, 64, 4, 64}, {"qkv", 55, qkv, 64, 4, 64}, {"gate+up", 55, gateUp, 64, 1, 64},
+		{"down", 55, down, 64, 4, 64}, {"lm_head", 55, lmHead, 64, 1, 64},
+		{"o", 100, o, 128, 2, 64}, {"qkv", 100, qkv, 128, 2, 64}, {"gate+up", 100, gateUp, 128, 1, 128},
+		{"down", 100, down, 128, 2, 64}, {"lm_head", 100, lmHead, 128, 1, 128},
+		{"o", 256, o, 128, 2, 64}, {"qkv", 256, qkv, 128, 1, 128}, {"gate+up", 256, gateUp, 128, 1, 128},
+		{"down", 256, down, 128, 2, 64}, {"o", 17, o, 64, 4, 64},
+	} {
+		bn, S, k := l.WideChoice(c.T, c.tiles)
+		if bn != c.bn || S != c.split || k != c.k {
+			t.Errorf("%s at %d rows: BN %d, cluster %d, stage k %d; want %d, %d, %d", c.name, c.T, bn, S, k, c.bn, c.split, c.k)
+		}
+	}
+	none := kernels.NewWideRuleLinear(132, h100, false)
+	if bn, S, k := none.WideChoice(55, o); bn != 64 || S != 1 || k != 64 {
+		t.Errorf("o at 55 rows without clusters: BN %d, cluster %d, stage k %d; want 64, 1, 64", bn, S, k)
 	}
 }
 
