@@ -16,7 +16,8 @@
 // changes no bit either.
 //
 // Two kernels, one arithmetic: the narrow kernel (T <= 16, decode) below,
-// and the wide kernel (T > 16) after it, which computes every output
+// and the wide kernel (T > 16) after it (the tiled linear_f16_tiled since
+// v7; v3's linear_f16_wide kept beside it), which computes every output
 // element with the same operations in the same order.
 //
 // Narrow: a CTA computes one m-tile (kM = 16 output channels) for a block
@@ -78,6 +79,18 @@
 //      for the aligned 256 bytes (ldgStream256, at compile time: loadW's
 //      template flag; the wide kernel unchanged). Same bits. T = 1 lm_head
 //      357 -> 347 us, gate+up 85.5 -> 83.2; the step above 6.40 -> 6.26 ms.
+//   v7 (decode-step.md v32) the tiled wide kernel, linear_f16_tiled: W and
+//      x both staged by cp.async in a ring, 2-4 m-tiles x 4 n-tiles a
+//      warp, the k-block classes over a cluster of 2-4 CTAs where the
+//      m-blocks alone leave SMs idle (rank 0 adds them in class order
+//      through distributed shared memory). The same bits as v3 and the
+//      narrow kernel. bench gemv (x's conversion included), v3 -> v7, us:
+//      55 rows o 64.5 -> 35.3, q|k|v 61.6 -> 36.8, gate+up 124 -> 97.3,
+//      down 213 -> 80.4, lm_head 485 -> 391 (cuBLASLt 19.7, 38, 97.5,
+//      54.7, 398); 256 rows o 61.5 -> 56.9, q|k|v 115 -> 74.2, gate+up 396
+//      -> 279, down 200 -> 148.9, lm_head 1730 -> 1065 (cuBLASLt 27.6,
+//      47.5, 116, 71, 461). The int4 55 x 32K step in the batch-invariant
+//      mode 43.5-43.8 -> 36.8-36.9 ms (the fast path 28.5).
 //
 // Go wrapper: linear.go; tests: linear_test.go (float64 reference on the
 // fp16-rounded x, invariance across T and row order).

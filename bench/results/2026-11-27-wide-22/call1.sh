@@ -1,0 +1,46 @@
+#!/bin/bash
+# Session 22 (wide), call 1: linear.cu v7 (linear_f16_tiled) against main's v3 wide kernel.
+# Tests (parallel, with the bench caches warmed beside them), then bench gemv --rows 55,100,256
+# base/new alternated twice, then the int4 55 x 32K step batch-invariant (base, new) and fast (new, base).
+# Binaries in .gpu-wide/a.tar.xz (base = main fd512dc).
+set -o pipefail
+cd .gpu-wide; G=$PWD; R=$OUT/r; mkdir -p $R
+python3 -c "
+import lzma,tarfile
+tarfile.open(fileobj=lzma.open('a.tar.xz')).extractall('.')
+"
+chmod +x base new *.test
+snap() { (cd $OUT && tar czf results.tmp r && mv results.tmp results.tgz); }
+T0=$(date +%s)
+t() { echo "$(date -u +%T) $(( $(date +%s) - T0 ))s $*" >> $R/times.txt; }
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; } > $R/gpu.txt 2>&1
+export BITDECODE_CACHE_DIR=$G/cache
+mkdir -p $G/backend/gpu $G/gpu/kernels
+tst() { local to=$1; shift; (cd $G/$4 && timeout $to $G/$2 -test.v -test.timeout ${to}s -test.run "$3" > $R/$1.log 2>&1; echo "rc=$?" >> $R/$1.log) & }
+tst 170 tk kernels.test '^(TestLinear.*|TestGridDependentKernelsWait)$' gpu/kernels
+tst 170 tb backend.test '^(TestLinear.*|TestBatchInvariantLinear)$' backend/gpu
+( timeout 120 ./base bench gemv --rows 17 > $R/warm_b.log 2>&1; t warm_b
+  timeout 120 ./new bench gemv --rows 17 > $R/warm_n.log 2>&1; t warm_n ) &
+wait; t tests; snap
+for rep in 1 2; do
+  for v in base new; do
+    timeout 60 ./$v bench gemv --rows 55,100,256 > $R/gemv_${v}_$rep.log 2>&1; t gemv_${v}_$rep
+  done
+  snap
+  [ $(( $(date +%s) - T0 )) -gt 175 ] && break
+done
+M="--ctx 32k --kv int4 --batch 55 --steps 16 --no-linears"
+for v in base new; do
+  BITDECODE_BATCH_INVARIANT=1 timeout 40 ./$v bench model $M > $R/m_bi_$v.log 2>&1; t m_bi_$v; snap
+  [ $(( $(date +%s) - T0 )) -gt 250 ] && break
+done
+for v in new base; do
+  [ $(( $(date +%s) - T0 )) -gt 250 ] && break
+  timeout 40 ./$v bench model $M > $R/m_fast_$v.log 2>&1; t m_fast_$v; snap
+done
+for f in $R/t?.log; do echo "== $(basename $f): $(grep -c -- '--- FAIL' $f) FAIL, $(grep -c -- '--- PASS' $f) PASS, $(grep -c -- '--- SKIP' $f) SKIP, $(tail -1 $f)"; done
+grep -h -- "--- FAIL\|default: BN" $R/t?.log | head -20
+grep -h "read ceiling" $R/gemv_*.log | head -4
+grep -H "^linear \(q/o\|qkv\|gate+up\|down\|lm_head\)" $R/gemv_*.log | sed 's|.*/r/||' | cut -c1-150
+grep -H "| int4" $R/m_*.log | sed 's|.*/r/||' | cut -c1-200
+cat $R/times.txt
