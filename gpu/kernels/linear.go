@@ -74,6 +74,11 @@ func linearTiledSmem(bi, S, ks int) int {
 	return n
 }
 
+// linearTiledMaxSmem is the most dynamic shared memory a tiled wide
+// kernel takes (BN 128 in a cluster, or in 128-k stages: 192 KiB); a
+// device that gives a block less runs v3's wide kernel.
+var linearTiledMaxSmem = max(linearTiledSmem(1, 2, linearStageK), linearTiledSmem(1, 1, 2*linearStageK))
+
 // linearNTs are the n-tiles per CTA the narrow kernel is instantiated
 // with; a launch of T <= LinearNarrowMaxRows rows takes the first that
 // covers T.
@@ -101,15 +106,20 @@ type Linear struct {
 	tiled         [len(linearTiledBNs)][len(linearWideSplits)]cuda.Function
 	tiledResident [len(linearTiledBNs)][len(linearWideSplits)]int
 	// tiledPerSM is how many CTAs of each fit on one SM; clusters
-	// whether the clustered ones were loaded.
+	// whether the clustered ones were loaded; noTiled that the device's
+	// shared memory a block is too small for the tiled kernels (v3 runs
+	// instead).
 	tiledPerSM [len(linearTiledBNs)][len(linearWideSplits)]int
 	clusters   bool
+	noTiled    bool
 	// tiledK is linear_f16_tiled<128, 128>: BN 128 without a cluster in
 	// 128-k stages (one barrier a k-block), tiledFor's choice there.
 	tiledK cuda.Function
 	// WideV3 makes launches of more than LinearNarrowMaxRows rows run v3's
 	// wide kernel (linear_f16_wide: one m-tile a warp, weights straight to
-	// registers) instead of the tiled one; the same bits (tests, A/B).
+	// registers) instead of the tiled one; the same bits (tests, A/B). v3
+	// also runs where the device gives a block less shared memory than
+	// the tiled kernels take (noTiled).
 	WideV3 bool
 	// forceBN, forceSplit and forceStageK, when nonzero, pin the tiled
 	// kernel's token tile, cluster size and stage k (ForceWide and
@@ -185,7 +195,7 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Linear{clusters: clusters}
+	l := &Linear{clusters: clusters, noTiled: dev.MaxSharedPerBlock() < linearTiledMaxSmem}
 	if l.wide, err = mod.Function(wide); err != nil {
 		return nil, err
 	}
@@ -215,6 +225,9 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		return nil, err
 	}
 	err = dev.Do(func(c *cuda.Ctx) error {
+		if l.noTiled {
+			return nil
+		}
 		if err := c.SetMaxDynamicShared(l.tiledK, linearTiledSmem(1, 1, 2*linearStageK)); err != nil {
 			return err
 		}
@@ -324,7 +337,7 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 		if err := c.Launch(l.toF16, cuda.Dim3{X: blocks}, cuda.Dim3{X: 256}, 0, st, xh, x, int64(n)); err != nil {
 			return err
 		}
-		if !l.WideV3 {
+		if !l.WideV3 && !l.noTiled {
 			bi, si, ks := l.tiledFor(T, tiles)
 			bn, S := linearTiledBNs[bi], linearWideSplits[si]
 			f := l.tiled[bi][si]
