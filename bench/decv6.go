@@ -31,15 +31,19 @@ var DefaultDECV6Shapes = []DECShape{{"q/o", 4096, 4096}, {"k/v", 1024, 4096}, {"
 var DefaultDECV6KChunks = []int{1, 8, 16, 32, 64}
 
 // decV6Forms are gemv_q6_dec's diagnostic builds (DECV6Config.Diag): the
-// NVRTC options of each (gemvq6dec.cu's GEMVQ6DEC_DIAG and
-// GEMVQ6DEC_WARPS).
+// NVRTC options of each (gemvq6dec.cu's GEMVQ6DEC_SPREAD, GEMVQ6DEC_TAILPF,
+// GEMVQ6DEC_DIAG and GEMVQ6DEC_WARPS). "warp" is sessions 18-22's default
+// (the DEC warp sums every row), "tail" every row over every warp after the
+// base, the default (session 22b) the DEC warp until the base is done and
+// the tail for the rest.
 var decV6Forms = []struct{ name, opts string }{
 	{"default", ""},
-	{"dec-alone", "-DGEMVQ6DEC_DIAG=1"},
-	{"sums-alone", "-DGEMVQ6DEC_DIAG=2"},
-	{"copies-alone", "-DGEMVQ6DEC_DIAG=3"},
-	{"pair", "-DGEMVQ6DEC_WARPS=2"},
-	{"pair-dec-alone", "-DGEMVQ6DEC_WARPS=2 -DGEMVQ6DEC_DIAG=1"},
+	{"warp", "-DGEMVQ6DEC_SPREAD=0"},
+	{"tail", "-DGEMVQ6DEC_SPREAD=1"},
+	{"tail-pf", "-DGEMVQ6DEC_SPREAD=1 -DGEMVQ6DEC_TAILPF=1"},
+	{"default-pf", "-DGEMVQ6DEC_TAILPF=1"},
+	{"warp-alone", "-DGEMVQ6DEC_SPREAD=0 -DGEMVQ6DEC_DIAG=1"},
+	{"tail-alone", "-DGEMVQ6DEC_SPREAD=1 -DGEMVQ6DEC_DIAG=1"},
 }
 
 // DECV6Config configures RunDECV6.
@@ -50,7 +54,7 @@ type DECV6Config struct {
 	KChunks []int      // increasing (nil: DefaultDECV6KChunks)
 	Runs    int        // timed runs a point, median (0: 30)
 	// Diag times the diagnostic builds (decV6Forms) on the shapes at
-	// k_chunk 0, 8 and 64 instead of the table.
+	// k_chunk 0 and KChunks instead of the table.
 	Diag bool
 	Out  io.Writer // the lines
 }
@@ -122,7 +126,7 @@ func RunDECV6(cfg DECV6Config) error {
 				func(i int) error { return launch(i % decCopies) })
 		}
 		if cfg.Diag {
-			fmt.Fprintf(cfg.Out, "gemv_q6_dec diagnostics on %s: us, median of %d, L2 flushed each run, k_chunk 0 / 8 / 64\n", dev.Name(), cfg.Runs)
+			fmt.Fprintf(cfg.Out, "gemv_q6_dec diagnostics on %s: us, median of %d, L2 flushed each run, k_chunk 0 and %v\n", dev.Name(), cfg.Runs, cfg.KChunks)
 		} else {
 			fmt.Fprintf(cfg.Out, "gemv_q6_dec on %s: us, median of %d, L2 flushed each run, list given\n", dev.Name(), cfg.Runs)
 		}
@@ -257,7 +261,7 @@ func decV6Shape(c *cuda.Ctx, st cuda.Stream, g *kernels.GEMVQ, dk *kernels.DEC, 
 				return err
 			}
 			line += fmt.Sprintf(" | %s (%d regs, %d CTAs/SM):", decV6Forms[fi].name, fi2.Registers, perSM)
-			for _, kc := range []int{0, 8, 64} {
+			for _, kc := range append([]int{0}, cfg.KChunks...) {
 				us, err := decAt(k, kc, split)
 				if err != nil {
 					return err

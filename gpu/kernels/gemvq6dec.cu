@@ -26,6 +26,14 @@
 // The CTA has kThreads + 32 threads, the launch bounds keep v6.1's 2 CTAs an
 // SM (at most 112 registers a thread), and the DEC buffers take 2 ·
 // GEMVQ6DEC_BUF bytes of dynamic shared memory after the base's ring.
+//
+// Session 22b (GEMVQ6DEC_SPREAD, default 2): the one DEC warp issued every
+// row's products at ~40-80 cycles a row, so at k 64 it ended long after the
+// base. Now it sums rows only until the base warps' loops are done; then
+// every warp of the CTA forms the products of the rest of the list into the
+// freed rings (decTailProducts, a lane a row and code word) and the DEC warp
+// adds them to its sums in list order (decTailSum, one rounded add a term,
+// ~4 cycles a row): the same terms in the same order, so the same bits.
 
 #include "gemvq4.cu"
 #include "dec.cu"  // select_topk_cta (select_q6); built with DEC_NO_SELFTEST
@@ -57,6 +65,32 @@ constexpr int kDecBufBytes = GEMVQ6DEC_BUF;
 #endif
 constexpr int kDecWarps = GEMVQ6DEC_WARPS;
 static_assert(kDecWarps == 1 || kDecWarps == 2, "one or two DEC warps");
+
+// GEMVQ6DEC_SPREAD (an NVRTC -D knob; session 22b, docs/perf/dec.md "Session
+// 22b"): who forms the selected rows' products.
+//   0: the DEC warp(s) alone, while the base streams (sessions 18-22);
+//   1: the tail: once the base warps' loops are done, every warp of the
+//      CTA forms the products of all nsel rows into the freed rings, and
+//      the DEC warp adds them in list order (decTail);
+//   2: both: the DEC warp sums rows as in 0 until the base warps are done
+//      (a flag they raise after their loops), then the tail takes the rest
+//      of the list from where it stopped, its sums continuing in its
+//      registers. The stopping row depends on timing, the bits do not: every
+//      product is formed the same way and every output adds its terms in
+//      list order, on one lane.
+#ifndef GEMVQ6DEC_SPREAD
+#define GEMVQ6DEC_SPREAD 2
+#endif
+constexpr int kDecSpread = GEMVQ6DEC_SPREAD;
+static_assert(kDecSpread >= 0 && kDecSpread <= 2, "GEMVQ6DEC_SPREAD is 0, 1 or 2");
+static_assert(kDecSpread == 0 || kDecWarps == 1, "the tail takes over from one DEC warp");
+
+// GEMVQ6DEC_TAILPF=1 (an NVRTC -D knob, with SPREAD 1 or 2): the DEC warp
+// first asks L2 to keep every listed row's slice, (scale, zero) pair and x
+// (prefetch.global.L2::evict_last), so that the tail's loads hit L2.
+#ifndef GEMVQ6DEC_TAILPF
+#define GEMVQ6DEC_TAILPF 0
+#endif
 constexpr int kDecThreads = kThreads + 32 * kDecWarps;  // the base warps and the DEC warps
 constexpr int kResGroup = 128;              // wq.ResidualGroup: outputs a residual (scale, zero) pair covers
 
@@ -175,30 +209,56 @@ __device__ __forceinline__ void decRows8(float& acc, u32 s, int r, int lane) {
   for (int j = 0; j < 4; j++) acc = __fadd_rn(acc, __shfl_down_sync(0xffffffffu, pr[j], 16));
 }
 
+// ldsVolatileU32 reads a u32 at the shared address a that another warp may
+// write (the tail's flag: a fresh read each time).
+__device__ __forceinline__ u32 ldsVolatileU32(u32 a) {
+  u32 v;
+  asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
+  return v;
+}
+
+// decStop reports, the same on every lane, whether the base warps have
+// raised the flag at the shared address flag (SPREAD 2: the tail takes the
+// rest of the list).
+__device__ __forceinline__ bool decStop(u32 flag) { return __any_sync(0xffffffffu, ldsVolatileU32(flag) != 0u); }
+
 // decSum adds the rn rows of the buffer at s to the lane's sums in row
-// order: decRows8 eight rows at a time at split 8, decRow otherwise.
-template <int S>
-__device__ __forceinline__ void decSum(float (&acc)[DecStage<S>::kP], u32 s, int rn, int wi, const int (&sh)[DecStage<S>::kP], int lane) {
+// order: decRows8 eight rows at a time at split 8, decRow otherwise, and
+// returns the rows added: rn, or with STOP fewer where the flag at flag
+// was raised (checked before every eight or four rows).
+template <int S, bool STOP = false>
+__device__ __forceinline__ int decSum(float (&acc)[DecStage<S>::kP], u32 s, int rn, int wi, const int (&sh)[DecStage<S>::kP], int lane,
+                                      u32 flag = 0) {
   using D = DecStage<S>;
   int r = 0;
   if constexpr (D::kOut == 16) {
-    for (; r + 8 <= rn; r += 8) decRows8(acc[0], s, r, lane);
+    for (; r + 8 <= rn; r += 8) {
+      if (STOP && decStop(flag)) return r;
+      decRows8(acc[0], s, r, lane);
+    }
   }
-  if (lane < D::kLanes) {
-    for (; r + 4 <= rn; r += 4) {
+  for (; r + 4 <= rn; r += 4) {
+    if (STOP && decStop(flag)) return r;
+    if (lane < D::kLanes) {
 #pragma unroll
       for (int j = 0; j < 4; j++) decRow<S>(acc, s, r + j, wi, sh);
     }
+  }
+  if (lane < D::kLanes) {
     for (; r < rn; r++) decRow<S>(acc, s, r, wi, sh);
   }
+  return rn;
 }
 
-// decWarp is the DEC warp's whole work: the compensation of the CTA's kOut
-// outputs from cta0 for the nsel listed rows, written to comp[0, kOut) in
-// shared memory (comp aliases buffer 0, written after the last batch).
-template <int S>
-__device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
-                                        const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane) {
+// decRun is the DEC warp's pass over the list (sessions 18-22): it adds
+// the listed rows' terms of the CTA's kOut outputs from cta0 to acc in
+// list order, staging the rows in the two buffers at buf, and returns the
+// rows added: nsel, or with STOP the rows before the one where it saw the
+// flag at flag raised (its copies of later batches may still be in
+// flight: decComp waits for them).
+template <int S, bool STOP>
+__device__ __forceinline__ int decRun(float (&acc)[DecStage<S>::kP], u32 buf, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
+                                      const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane, u32 flag) {
   using D = DecStage<S>;
   const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
   const u32* wbase = rw + cta0 / 8;
@@ -210,9 +270,6 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
     const int e = (o0 + p) % 8;  // wq's int4 word: element 2m at bits 4m, 2m + 1 at 16 + 4m
     sh[p] = (e & 1) * 16 + (e >> 1) * 4;
   }
-  float acc[D::kP];
-#pragma unroll
-  for (int p = 0; p < D::kP; p++) acc[p] = 0.f;
   const int nb = (nsel + D::kRows1 - 1) / D::kRows1;
   unsigned ks[kDecIt<S>];
   decList<S>(ks, 0, sel, nsel, lane);
@@ -227,17 +284,203 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
     __syncwarp();  // every lane's copies of batch b are visible
     const u32 s = buf + u32((b & 1) * kDecBufBytes);
     const int rn = min(D::kRows1, nsel - b * D::kRows1);
-    if constexpr (GEMVQ6DEC_DIAG != 3) decSum<S>(acc, s, rn, wi, sh, lane);
+    if constexpr (GEMVQ6DEC_DIAG != 3) {
+      const int done = decSum<S, STOP>(acc, s, rn, wi, sh, lane, flag);
+      if (STOP && done < rn) return b * D::kRows1 + done;
+    }
     __syncwarp();  // batch b's reads are done before its buffer is refilled
     if constexpr (GEMVQ6DEC_DIAG != 2) decIssue<S>(buf, b + 2, ks, x, nsel, wbase, pbase, rowW, rowP, lane);
     cpAsyncCommit();
     decList<S>(ks, b + 3, sel, nsel, lane);
   }
+  return nsel;
+}
+
+// decComp writes the lane's sums acc to comp[0, kOut) in shared memory
+// once the DEC warp's copies have all landed (comp aliases buffer 0).
+template <int S>
+__device__ __forceinline__ void decComp(float* comp, const float (&acc)[DecStage<S>::kP], int lane) {
+  using D = DecStage<S>;
   cpAsyncWait<0>();
   __syncwarp();
   if (lane < D::kLanes) {
 #pragma unroll
-    for (int p = 0; p < D::kP; p++) comp[o0 + p] = acc[p];
+    for (int p = 0; p < D::kP; p++) comp[lane * D::kP + p] = acc[p];
+  }
+}
+
+// decWarp is the DEC warp's whole work at SPREAD 0: the compensation of
+// the CTA's kOut outputs from cta0 for the nsel listed rows, written to
+// comp[0, kOut) in shared memory (comp aliases buffer 0, written after
+// the last batch).
+template <int S>
+__device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
+                                        const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane) {
+  float acc[DecStage<S>::kP];
+#pragma unroll
+  for (int p = 0; p < DecStage<S>::kP; p++) acc[p] = 0.f;
+  decRun<S, false>(acc, buf, sel, x, nsel, rw, rp, N, cta0, lane, 0);
+  decComp<S>(comp, acc, lane);
+}
+
+// DecTail<S> is the tail's geometry at split S (SPREAD 1 and 2): a pass
+// takes kRowsT rows of the list; each output's products of the pass are
+// a row of kPitch floats (≡ 4 words mod 32: a quarter-warp's 16-byte reads
+// of eight outputs' rows are free of bank conflicts) at output place
+// σ(o) = (o % kP)·kLanes + o / kP (lane l's p-th output at p·kLanes + l),
+// kBytes in all at the start of the freed rings. A unit is 32 consecutive
+// rows of one code word (a lane a row: stores to consecutive banks); the
+// kTW warps of the CTA take kUT units each at most.
+template <int S>
+struct DecTail {
+  using D = DecStage<S>;
+  static constexpr int kRowsT = 20480 / D::kOut;
+  static constexpr int kPitch = kRowsT + 4;
+  static constexpr int kUnits = kRowsT / 32 * D::kRowWords;
+  static constexpr int kTW = kDecThreads / 32;
+  static constexpr int kUT = (kUnits + kTW - 1) / kTW;
+  static constexpr int kBytes = 4 * D::kOut * kPitch;
+  static constexpr int kStep = 16 / D::kP;  // rows a summing step: four 16-byte reads a lane
+  static_assert(kRowsT % 32 == 0 && kPitch % 32 == 4, "whole units, conflict-free rows");
+  static_assert(kBytes <= kWarps * kRingBytes<3> && kBytes <= kWarps * kRingBytes<4>, "a pass's products fit in the freed rings");
+};
+
+// prefetchL2Last asks L2 to fetch the line at g and keep it (evict_last).
+__device__ __forceinline__ void prefetchL2Last(const void* g) { asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(g)); }
+
+// decTailPrefetch (GEMVQ6DEC_TAILPF) asks L2 for every listed row's slice
+// of the CTA's outputs, (scale, zero) pair and x, a lane a row.
+template <int S>
+__device__ __forceinline__ void decTailPrefetch(const int* __restrict__ sel, const float* __restrict__ x, int nsel, const u32* __restrict__ rw,
+                                                const u32* __restrict__ rp, int N, int cta0, int lane) {
+  const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
+  const u32* wbase = rw + cta0 / 8;
+  const u32* pbase = rp + cta0 / kResGroup;
+  for (int i = lane; i < nsel; i += 32) {
+    const unsigned k = unsigned(__ldg(sel + i));
+    prefetchL2Last(wbase + k * rowW);
+    prefetchL2Last(pbase + k * rowP);
+    prefetchL2Last(x + k);
+  }
+}
+
+// stsF32 writes v at the shared address a.
+__device__ __forceinline__ void stsF32(u32 a, float v) { asm volatile("st.shared.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory"); }
+
+// decTailProducts forms the products of list rows r0 .. r0 + n − 1 (n <=
+// kRowsT) for the CTA's outputs into the products at prod (DecTail's
+// places), every warp of the CTA its units: each lane loads its row's
+// channel, then its code word, (scale, zero) pair and x, then writes the
+// word's eight terms fl(x·fl(s·q + z)), decRow's terms bit for bit.
+template <int S>
+__device__ __forceinline__ void decTailProducts(u32 prod, const int* __restrict__ sel, const float* __restrict__ x, int r0, int n,
+                                                const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int warp, int lane) {
+  using D = DecStage<S>;
+  using T = DecTail<S>;
+  const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
+  const u32* wbase = rw + cta0 / 8;
+  const u32* pbase = rp + cta0 / kResGroup;
+  unsigned k[T::kUT];
+#pragma unroll
+  for (int j = 0; j < T::kUT; j++) {
+    const int u = warp + T::kTW * j, r = 32 * (u / D::kRowWords) + lane;
+    k[j] = u < T::kUnits && r < n ? unsigned(__ldg(sel + r0 + r)) : ~0u;
+  }
+  u32 w[T::kUT], pz[T::kUT];
+  float xk[T::kUT];
+#pragma unroll
+  for (int j = 0; j < T::kUT; j++) {
+    const int u = warp + T::kTW * j;
+    if (k[j] != ~0u) {
+      w[j] = __ldg(wbase + k[j] * rowW + unsigned(u % D::kRowWords));
+      pz[j] = __ldg(pbase + k[j] * rowP);
+      xk[j] = __ldg(x + k[j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < T::kUT; j++) {
+    const int u = warp + T::kTW * j, wi = u % D::kRowWords, r = 32 * (u / D::kRowWords) + lane;
+    if (k[j] != ~0u) {
+      const float sc = h2f(u16(pz[j] & 0xffffu)), z = h2f(u16(pz[j] >> 16));
+      // Output o = 8·wi + e sits at σ(o) = (e % kP)·kLanes + 8·wi/kP + e/kP
+      // (kP divides 8): the word's first place plus a constant an element.
+      const u32 at = prod + u32(4 * ((8 * wi / D::kP) * T::kPitch + r));
+#pragma unroll
+      for (int e = 0; e < 8; e++) {
+        const float q = __uint_as_float(0x4b000000u | ((w[j] >> ((e & 1) * 16 + (e >> 1) * 4)) & 0xfu)) - 8388608.f;
+        stsF32(at + u32(4 * ((e % D::kP) * D::kLanes + e / D::kP) * T::kPitch), __fmul_rn(xk[j], fmaf(sc, q, z)));
+      }
+    }
+  }
+}
+
+// decTailLoad reads the lane's kStep rows from r of its outputs' products
+// (kP outputs, 4 / kP 16-byte reads each).
+template <int S>
+__device__ __forceinline__ void decTailLoad(uint4 (&v)[DecStage<S>::kP][4 / DecStage<S>::kP], const u32 (&a)[DecStage<S>::kP], int r) {
+  using D = DecStage<S>;
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) {
+#pragma unroll
+    for (int i = 0; i < 4 / D::kP; i++) v[p][i] = ldsV4(a[p] + u32(4 * (r + 4 * i)));
+  }
+}
+
+// decTailAdd adds decTailLoad's rows to acc, each output's in row order.
+template <int S>
+__device__ __forceinline__ void decTailAdd(float (&acc)[DecStage<S>::kP], const uint4 (&v)[DecStage<S>::kP][4 / DecStage<S>::kP]) {
+  using D = DecStage<S>;
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) {
+#pragma unroll
+    for (int i = 0; i < 4 / D::kP; i++) {
+      acc[p] = __fadd_rn(acc[p], __uint_as_float(v[p][i].x));
+      acc[p] = __fadd_rn(acc[p], __uint_as_float(v[p][i].y));
+      acc[p] = __fadd_rn(acc[p], __uint_as_float(v[p][i].z));
+      acc[p] = __fadd_rn(acc[p], __uint_as_float(v[p][i].w));
+    }
+  }
+}
+
+// decTailSum adds the n rows of products at prod to the DEC warp's sums
+// acc (lane l's outputs l·kP + p, as decRun's), in row order: one rounded
+// add a term, so the sums continue decRun's chain bit for bit. At one
+// output a lane the next step's reads are issued before this step's adds.
+template <int S>
+__device__ __forceinline__ void decTailSum(float (&acc)[DecStage<S>::kP], u32 prod, int n, int lane) {
+  using D = DecStage<S>;
+  using T = DecTail<S>;
+  if (lane >= D::kLanes) return;
+  u32 a[D::kP];
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) a[p] = prod + u32(4 * (p * D::kLanes + lane) * T::kPitch);
+  int r = 0;
+  if constexpr (D::kP > 1) {
+    // kP chains a lane hide each other's latency: no read ahead.
+    for (; r + T::kStep <= n; r += T::kStep) {
+      uint4 v[D::kP][4 / D::kP];
+      decTailLoad<S>(v, a, r);
+      decTailAdd<S>(acc, v);
+    }
+  } else if (n >= T::kStep) {
+    uint4 v[D::kP][4 / D::kP];
+    decTailLoad<S>(v, a, 0);
+    for (; r + 2 * T::kStep <= n; r += T::kStep) {
+      uint4 u[D::kP][4 / D::kP];
+      decTailLoad<S>(u, a, r + T::kStep);
+      decTailAdd<S>(acc, v);
+#pragma unroll
+      for (int p = 0; p < D::kP; p++) {
+#pragma unroll
+        for (int i = 0; i < 4 / D::kP; i++) v[p][i] = u[p][i];
+      }
+    }
+    decTailAdd<S>(acc, v);
+    r += T::kStep;
+  }
+  for (; r < n; r++) {
+#pragma unroll
+    for (int p = 0; p < D::kP; p++) acc[p] = __fadd_rn(acc[p], ldsF32(a[p] + u32(4 * r)));
   }
 }
 
@@ -246,6 +489,16 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
 constexpr int kBarFull = 1, kBarEmpty = 3;
 __device__ __forceinline__ void barArrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void barSync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
+
+// kBarBase (SPREAD 2) is the named barrier the base warps sync on after
+// their loops and the DEC warp arrives at once it has lowered the flag;
+// barArriveN and barSyncN arrive at or wait on barrier id for n threads.
+constexpr int kBarBase = 5;
+__device__ __forceinline__ void barArriveN(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void barSyncN(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+
+// stsVolatileU32 writes v at the shared address a (the tail's flag).
+__device__ __forceinline__ void stsVolatileU32(u32 a, u32 v) { asm volatile("st.volatile.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory"); }
 
 // decPair is decWarp on two warps (GEMVQ6DEC_WARPS=2): the copier (role
 // 0) issues the batches into the two buffers and publishes each once its
@@ -312,7 +565,9 @@ __device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const in
 // the tiled layout: words, params), the last warp DEC's: y = v6.1's y +
 // the compensation of the nsel rows sel (their x, x[sel]) of the int4 residual (rw,
 // rp: wq's packed rows of Rᵀ [K][N], N a multiple of 128), added once;
-// with nsel = 0, v6.1's y.
+// with nsel = 0, v6.1's y. With SPREAD 1 or 2 and nsel > 0 every warp joins
+// the tail after the base's barrier (the rings are free then), and a
+// barrier after it publishes comp to the epilogue.
 template <int BITS, int S>
 __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
     gemv_q6_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params, const float* __restrict__ bias,
@@ -327,43 +582,83 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   extern __shared__ __align__(16) unsigned char gemvq6dRing[];
   __shared__ XStage<U> xs[kWarps];
   __shared__ float part[kWarps][kRows];
+  __shared__ int decX;       // SPREAD 2: the list rows the DEC warp added before the tail
+  __shared__ u32 decFlag;    // SPREAD 2: raised once every base warp's loop is done
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* comp = reinterpret_cast<float*>(gemvq6dRing + ringBytes);
+  float dacc[D::kP];  // the DEC warp's sums (SPREAD 1 and 2: carried into the tail)
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) dacc[p] = 0.f;
   if (warp >= kWarps) {
     gridDependencyWait();
     gridLaunchDependents();
-    if constexpr (kDecWarps == 2) {
-      if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
-    } else {
-      if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+    if constexpr (kDecSpread == 0) {
+      if constexpr (kDecWarps == 2) {
+        if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+      } else {
+        if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+      }
+    } else if (nsel > 0) {
+      if constexpr (GEMVQ6DEC_TAILPF != 0) decTailPrefetch<S>(sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+      if constexpr (kDecSpread == 2) {
+        const u32 flag = sharedAddr(&decFlag);
+        if (lane == 0) decFlag = 0u;
+        __syncwarp();
+        barArriveN(kBarBase, kDecThreads);  // the flag is down before any base warp can raise it
+        const int done = decRun<S, true>(dacc, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane, flag);
+        if (lane == 0) decX = done;
+      }
     }
-    __syncthreads();  // the base's split reduction: comp is written
-    return;
-  }
-  if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
-  const int slice = warp % S, g = lane / 4, c = lane % 4;
-  const int rg = blockIdx.x * kGroups + warp / S, n0 = rg * kRows;
-  const int tiles = K / kTile, steps = (tiles + U - 1) / U, per = (steps + S - 1) / S;
-  const int tb = min(tiles, slice * per * U), te = min(tiles, (slice + 1) * per * U);
-  const int groups = tiles >> gshift;
-  const u32* prm = reinterpret_cast<const u32*>(params);
-  const Rows rws{words, prm, 0, 0, unsigned(rg * groups * kRows + g), unsigned(rg * groups * kRows + g + 8)};
-  CoalRows cr;
-#pragma unroll
-  for (int i = 0; i < 4; i++) cr.w[i] = unsigned(rg * steps) * kTiledStepWords<BITS> + unsigned(4 * i + lane / 8) * 32 + lane % 8 * 4;
-  Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq6dRing) + warp * kRing;
-  float acc[2] = {0.f, 0.f};
-  if constexpr (GEMVQ6DEC_DIAG >= 1) {
-    gridDependencyWait();
-    gridLaunchDependents();
   } else {
-    leanLoop<BITS, U, true, kTStride, kPStride>(acc, ring, xs[warp], x, words, cr, rws, tb, te, gshift, early, lane);
+    if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
+    const int slice = warp % S, g = lane / 4, c = lane % 4;
+    const int rg = blockIdx.x * kGroups + warp / S;
+    const int tiles = K / kTile, steps = (tiles + U - 1) / U, per = (steps + S - 1) / S;
+    const int tb = min(tiles, slice * per * U), te = min(tiles, (slice + 1) * per * U);
+    const int groups = tiles >> gshift;
+    const u32* prm = reinterpret_cast<const u32*>(params);
+    const Rows rws{words, prm, 0, 0, unsigned(rg * groups * kRows + g), unsigned(rg * groups * kRows + g + 8)};
+    CoalRows cr;
+#pragma unroll
+    for (int i = 0; i < 4; i++) cr.w[i] = unsigned(rg * steps) * kTiledStepWords<BITS> + unsigned(4 * i + lane / 8) * 32 + lane % 8 * 4;
+    Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq6dRing) + warp * kRing;
+    float acc[2] = {0.f, 0.f};
+    if constexpr (GEMVQ6DEC_DIAG >= 1) {
+      gridDependencyWait();
+      gridLaunchDependents();
+    } else {
+      leanLoop<BITS, U, true, kTStride, kPStride>(acc, ring, xs[warp], x, words, cr, rws, tb, te, gshift, early, lane);
+    }
+    if constexpr (kDecSpread == 2) {
+      if (nsel > 0) {
+        barSyncN(kBarBase, kDecThreads);  // every base warp's loop is done (and the DEC warp's flag down)
+        if (threadIdx.x == 0) stsVolatileU32(sharedAddr(&decFlag), 1u);
+      }
+    }
+    // storeRows<S>'s reduction and store, with the compensation added last.
+    if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
   }
-  // storeRows<S>'s reduction and store, with the compensation added last.
-  if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
-  __syncthreads();
+  __syncthreads();  // the base's split reduction: part (SPREAD 0: comp) is written; the rings are free
+  if constexpr (kDecSpread != 0) {
+    if (nsel > 0) {
+      // The tail: the rest of the list, its products by every warp into
+      // the freed rings, its sums on the DEC warp.
+      using T = DecTail<S>;
+      const u32 prod = sharedAddr(gemvq6dRing);
+      for (int r0 = kDecSpread == 2 ? decX : 0; r0 < nsel; r0 += T::kRowsT) {
+        const int n = min(T::kRowsT, nsel - r0);
+        decTailProducts<S>(prod, sel, x, r0, n, rw, rp, N, blockIdx.x * D::kOut, warp, lane);
+        __syncthreads();  // the pass's products are written
+        if (warp == kWarps) decTailSum<S>(dacc, prod, n, lane);
+        __syncthreads();  // and read, before the next pass writes
+      }
+      if (warp == kWarps) decComp<S>(comp, dacc, lane);
+      __syncthreads();  // comp is written
+    }
+  }
+  if (warp >= kWarps) return;
+  const int slice = warp % S, n = blockIdx.x * kGroups * kRows + (warp / S) * kRows + lane;
   if (slice != 0 || lane >= kRows) return;
-  const int n = n0 + lane;
   if (n >= N) return;
   float v = part[warp][lane];
 #pragma unroll

@@ -21,7 +21,10 @@ var gemvq6decSource string
 // runs it at one row of x for a packed weight in the tiled layout with a
 // device residual (and for a joined group's weights over their residuals
 // joined by JoinRows), the list made by DEC.Select first; 'bitdecode bench
-// dec --v6' times it per shape.
+// dec --v6' times it per shape. Session 22b (docs/perf/dec.md "Session
+// 22b"): the rows the DEC warp has not summed when the base warps are done
+// are spread over every warp of the CTA (GEMVQ6DEC_SPREAD, default 2; 0 is
+// sessions 18-22's one warp), the same bits.
 
 // gemvq6DECBits are the base code widths gemv_q6_dec is instantiated for
 // (v6.1 over the tiled layout: int4 and int3), in its index order.
@@ -46,7 +49,9 @@ func gemvq6DECExpr(bits, s int) string { return fmt.Sprintf("gemvq4::gemv_q6_dec
 
 // LoadGEMVQ6DEC compiles gemvq6dec.cu (gemvq4.cu and gemvq.cu as headers,
 // GridDependent as gemvq4.cu) with extra NVRTC options (-DGEMVQ6DEC_BUF=n
-// sets the staging buffer, -DGEMVQ6DEC_WARPS=2 a copier and a summer warp).
+// sets the staging buffer, -DGEMVQ6DEC_SPREAD=0 the DEC warp alone and 1
+// the tail alone, -DGEMVQ6DEC_TAILPF=1 the tail's rows asked of L2 first,
+// -DGEMVQ6DEC_SPREAD=0 -DGEMVQ6DEC_WARPS=2 a copier and a summer warp).
 func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
 	const joinExpr, selExpr = "gemvq4::dec_join_rows", "gemvq4::select_q6"
 	exprs := []string{joinExpr, selExpr}
