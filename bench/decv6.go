@@ -31,19 +31,21 @@ var DefaultDECV6Shapes = []DECShape{{"q/o", 4096, 4096}, {"k/v", 1024, 4096}, {"
 var DefaultDECV6KChunks = []int{1, 8, 16, 32, 64}
 
 // decV6Forms are gemv_q6_dec's diagnostic builds (DECV6Config.Diag): the
-// NVRTC options of each (gemvq6dec.cu's GEMVQ6DEC_SPREAD, GEMVQ6DEC_TAILPF,
-// GEMVQ6DEC_DIAG and GEMVQ6DEC_WARPS). "warp" is sessions 18-22's default
-// (the DEC warp sums every row), "tail" every row over every warp after the
-// base, the default (session 22b) the DEC warp until the base is done and
-// the tail for the rest.
-var decV6Forms = []struct{ name, opts string }{
-	{"default", ""},
-	{"warp", "-DGEMVQ6DEC_SPREAD=0"},
-	{"tail", "-DGEMVQ6DEC_SPREAD=1"},
-	{"tail-pf", "-DGEMVQ6DEC_SPREAD=1 -DGEMVQ6DEC_TAILPF=1"},
-	{"default-pf", "-DGEMVQ6DEC_TAILPF=1"},
-	{"warp-alone", "-DGEMVQ6DEC_SPREAD=0 -DGEMVQ6DEC_DIAG=1"},
-	{"tail-alone", "-DGEMVQ6DEC_SPREAD=1 -DGEMVQ6DEC_DIAG=1"},
+// NVRTC options of each (gemvq6dec.cu's GEMVQ6DEC_DIAG and GEMVQ6DEC_WARPS)
+// and the form Launch runs. "warp" is sessions 18-22's (the DEC warp sums
+// every row while the base streams), "tail" session 22b's (every row over
+// every warp after the base), "default" the one Launch picks by the list's
+// length.
+var decV6Forms = []struct {
+	name, opts string
+	tail       kernels.GEMVQ6DECTail
+}{
+	{"default", "", kernels.TailAuto},
+	{"warp", "", kernels.TailNever},
+	{"tail", "", kernels.TailAlways},
+	{"warp-alone", "-DGEMVQ6DEC_DIAG=1", kernels.TailNever},
+	{"tail-alone", "-DGEMVQ6DEC_DIAG=1", kernels.TailAlways},
+	{"pair", "-DGEMVQ6DEC_WARPS=2", kernels.TailNever},
 }
 
 // DECV6Config configures RunDECV6.
@@ -103,16 +105,22 @@ func RunDECV6(cfg DECV6Config) error {
 	if cfg.Diag {
 		forms = decV6Forms
 	}
+	loaded := map[string]*kernels.GEMVQ6DEC{}
 	for _, f := range forms {
-		var opts []string
-		if f.opts != "" {
-			opts = strings.Fields(f.opts)
+		k := loaded[f.opts]
+		if k == nil {
+			var opts []string
+			if f.opts != "" {
+				opts = strings.Fields(f.opts)
+			}
+			if k, err = kernels.LoadGEMVQ6DEC(dev, opts...); err != nil {
+				return err
+			}
+			loaded[f.opts] = k
 		}
-		k, err := kernels.LoadGEMVQ6DEC(dev, opts...)
-		if err != nil {
-			return err
-		}
-		ks = append(ks, k)
+		kf := *k
+		kf.Tail = f.tail
+		ks = append(ks, &kf)
 	}
 	return dev.Do(func(c *cuda.Ctx) error {
 		st := dev.Stream()

@@ -27,13 +27,16 @@
 // SM (at most 112 registers a thread), and the DEC buffers take 2 ·
 // GEMVQ6DEC_BUF bytes of dynamic shared memory after the base's ring.
 //
-// Session 22b (GEMVQ6DEC_SPREAD, default 2): the one DEC warp issued every
-// row's products at ~40-80 cycles a row, so at k 64 it ended long after the
-// base. Now it sums rows only until the base warps' loops are done; then
-// every warp of the CTA forms the products of the rest of the list into the
-// freed rings (decTailProducts, a lane a row and code word) and the DEC warp
-// adds them to its sums in list order (decTailSum, one rounded add a term,
-// ~4 cycles a row): the same terms in the same order, so the same bits.
+// Session 22b (docs/perf/dec.md "Session 22b"): gemv_q6_dec<BITS, S, TAIL>.
+// TAIL false is the above. The one DEC warp issues every row's copies and
+// products at ~40-110 cycles a row, so at k 32-64 it ends long after the
+// base. TAIL true leaves the DEC warp idle while the base streams; after
+// the base's barrier (the rings are free then) every warp of the CTA forms
+// the listed rows' products into the rings (decTailProducts: a lane a row,
+// its slice in one to four 16-byte loads), and the DEC warp adds them in
+// list order (decTailSum, one rounded add a term): the same terms in the
+// same order, so the same bits. GEMVQ6DEC.Launch picks the form by the
+// list's length.
 
 #include "gemvq4.cu"
 #include "dec.cu"  // select_topk_cta (select_q6); built with DEC_NO_SELFTEST
@@ -65,32 +68,6 @@ constexpr int kDecBufBytes = GEMVQ6DEC_BUF;
 #endif
 constexpr int kDecWarps = GEMVQ6DEC_WARPS;
 static_assert(kDecWarps == 1 || kDecWarps == 2, "one or two DEC warps");
-
-// GEMVQ6DEC_SPREAD (an NVRTC -D knob; session 22b, docs/perf/dec.md "Session
-// 22b"): who forms the selected rows' products.
-//   0: the DEC warp(s) alone, while the base streams (sessions 18-22);
-//   1: the tail: once the base warps' loops are done, every warp of the
-//      CTA forms the products of all nsel rows into the freed rings, and
-//      the DEC warp adds them in list order (decTail);
-//   2: both: the DEC warp sums rows as in 0 until the base warps are done
-//      (a flag they raise after their loops), then the tail takes the rest
-//      of the list from where it stopped, its sums continuing in its
-//      registers. The stopping row depends on timing, the bits do not: every
-//      product is formed the same way and every output adds its terms in
-//      list order, on one lane.
-#ifndef GEMVQ6DEC_SPREAD
-#define GEMVQ6DEC_SPREAD 2
-#endif
-constexpr int kDecSpread = GEMVQ6DEC_SPREAD;
-static_assert(kDecSpread >= 0 && kDecSpread <= 2, "GEMVQ6DEC_SPREAD is 0, 1 or 2");
-static_assert(kDecSpread == 0 || kDecWarps == 1, "the tail takes over from one DEC warp");
-
-// GEMVQ6DEC_TAILPF=1 (an NVRTC -D knob, with SPREAD 1 or 2): the DEC warp
-// first asks L2 to keep every listed row's slice, (scale, zero) pair and x
-// (prefetch.global.L2::evict_last), so that the tail's loads hit L2.
-#ifndef GEMVQ6DEC_TAILPF
-#define GEMVQ6DEC_TAILPF 0
-#endif
 constexpr int kDecThreads = kThreads + 32 * kDecWarps;  // the base warps and the DEC warps
 constexpr int kResGroup = 128;              // wq.ResidualGroup: outputs a residual (scale, zero) pair covers
 
@@ -209,56 +186,30 @@ __device__ __forceinline__ void decRows8(float& acc, u32 s, int r, int lane) {
   for (int j = 0; j < 4; j++) acc = __fadd_rn(acc, __shfl_down_sync(0xffffffffu, pr[j], 16));
 }
 
-// ldsVolatileU32 reads a u32 at the shared address a that another warp may
-// write (the tail's flag: a fresh read each time).
-__device__ __forceinline__ u32 ldsVolatileU32(u32 a) {
-  u32 v;
-  asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
-  return v;
-}
-
-// decStop reports, the same on every lane, whether the base warps have
-// raised the flag at the shared address flag (SPREAD 2: the tail takes the
-// rest of the list).
-__device__ __forceinline__ bool decStop(u32 flag) { return __any_sync(0xffffffffu, ldsVolatileU32(flag) != 0u); }
-
 // decSum adds the rn rows of the buffer at s to the lane's sums in row
-// order: decRows8 eight rows at a time at split 8, decRow otherwise, and
-// returns the rows added: rn, or with STOP fewer where the flag at flag
-// was raised (checked before every eight or four rows).
-template <int S, bool STOP = false>
-__device__ __forceinline__ int decSum(float (&acc)[DecStage<S>::kP], u32 s, int rn, int wi, const int (&sh)[DecStage<S>::kP], int lane,
-                                      u32 flag = 0) {
+// order: decRows8 eight rows at a time at split 8, decRow otherwise.
+template <int S>
+__device__ __forceinline__ void decSum(float (&acc)[DecStage<S>::kP], u32 s, int rn, int wi, const int (&sh)[DecStage<S>::kP], int lane) {
   using D = DecStage<S>;
   int r = 0;
   if constexpr (D::kOut == 16) {
-    for (; r + 8 <= rn; r += 8) {
-      if (STOP && decStop(flag)) return r;
-      decRows8(acc[0], s, r, lane);
-    }
+    for (; r + 8 <= rn; r += 8) decRows8(acc[0], s, r, lane);
   }
-  for (; r + 4 <= rn; r += 4) {
-    if (STOP && decStop(flag)) return r;
-    if (lane < D::kLanes) {
+  if (lane < D::kLanes) {
+    for (; r + 4 <= rn; r += 4) {
 #pragma unroll
       for (int j = 0; j < 4; j++) decRow<S>(acc, s, r + j, wi, sh);
     }
-  }
-  if (lane < D::kLanes) {
     for (; r < rn; r++) decRow<S>(acc, s, r, wi, sh);
   }
-  return rn;
 }
 
-// decRun is the DEC warp's pass over the list (sessions 18-22): it adds
-// the listed rows' terms of the CTA's kOut outputs from cta0 to acc in
-// list order, staging the rows in the two buffers at buf, and returns the
-// rows added: nsel, or with STOP the rows before the one where it saw the
-// flag at flag raised (its copies of later batches may still be in
-// flight: decComp waits for them).
-template <int S, bool STOP>
-__device__ __forceinline__ int decRun(float (&acc)[DecStage<S>::kP], u32 buf, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
-                                      const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane, u32 flag) {
+// decWarp is the DEC warp's whole work: the compensation of the CTA's kOut
+// outputs from cta0 for the nsel listed rows, written to comp[0, kOut) in
+// shared memory (comp aliases buffer 0, written after the last batch).
+template <int S>
+__device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
+                                        const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane) {
   using D = DecStage<S>;
   const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
   const u32* wbase = rw + cta0 / 8;
@@ -270,6 +221,9 @@ __device__ __forceinline__ int decRun(float (&acc)[DecStage<S>::kP], u32 buf, co
     const int e = (o0 + p) % 8;  // wq's int4 word: element 2m at bits 4m, 2m + 1 at 16 + 4m
     sh[p] = (e & 1) * 16 + (e >> 1) * 4;
   }
+  float acc[D::kP];
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) acc[p] = 0.f;
   const int nb = (nsel + D::kRows1 - 1) / D::kRows1;
   unsigned ks[kDecIt<S>];
   decList<S>(ks, 0, sel, nsel, lane);
@@ -284,84 +238,65 @@ __device__ __forceinline__ int decRun(float (&acc)[DecStage<S>::kP], u32 buf, co
     __syncwarp();  // every lane's copies of batch b are visible
     const u32 s = buf + u32((b & 1) * kDecBufBytes);
     const int rn = min(D::kRows1, nsel - b * D::kRows1);
-    if constexpr (GEMVQ6DEC_DIAG != 3) {
-      const int done = decSum<S, STOP>(acc, s, rn, wi, sh, lane, flag);
-      if (STOP && done < rn) return b * D::kRows1 + done;
-    }
+    if constexpr (GEMVQ6DEC_DIAG != 3) decSum<S>(acc, s, rn, wi, sh, lane);
     __syncwarp();  // batch b's reads are done before its buffer is refilled
     if constexpr (GEMVQ6DEC_DIAG != 2) decIssue<S>(buf, b + 2, ks, x, nsel, wbase, pbase, rowW, rowP, lane);
     cpAsyncCommit();
     decList<S>(ks, b + 3, sel, nsel, lane);
   }
-  return nsel;
-}
-
-// decComp writes the lane's sums acc to comp[0, kOut) in shared memory
-// once the DEC warp's copies have all landed (comp aliases buffer 0).
-template <int S>
-__device__ __forceinline__ void decComp(float* comp, const float (&acc)[DecStage<S>::kP], int lane) {
-  using D = DecStage<S>;
   cpAsyncWait<0>();
   __syncwarp();
   if (lane < D::kLanes) {
 #pragma unroll
-    for (int p = 0; p < D::kP; p++) comp[lane * D::kP + p] = acc[p];
+    for (int p = 0; p < D::kP; p++) comp[o0 + p] = acc[p];
   }
 }
 
-// decWarp is the DEC warp's whole work at SPREAD 0: the compensation of
-// the CTA's kOut outputs from cta0 for the nsel listed rows, written to
-// comp[0, kOut) in shared memory (comp aliases buffer 0, written after
-// the last batch).
-template <int S>
-__device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
-                                        const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane) {
-  float acc[DecStage<S>::kP];
-#pragma unroll
-  for (int p = 0; p < DecStage<S>::kP; p++) acc[p] = 0.f;
-  decRun<S, false>(acc, buf, sel, x, nsel, rw, rp, N, cta0, lane, 0);
-  decComp<S>(comp, acc, lane);
-}
-
-// DecTail<S> is the tail's geometry at split S (SPREAD 1 and 2): a pass
-// takes kRowsT rows of the list; each output's products of the pass are
-// a row of kPitch floats (≡ 4 words mod 32: a quarter-warp's 16-byte reads
-// of eight outputs' rows are free of bank conflicts) at output place
-// σ(o) = (o % kP)·kLanes + o / kP (lane l's p-th output at p·kLanes + l),
-// kBytes in all at the start of the freed rings. A unit is 32 consecutive
-// rows of one code word (a lane a row: stores to consecutive banks); the
-// kTW warps of the CTA take kUT units each at most.
+// DecTail<S> is the tail's geometry at split S (TAIL): a pass takes
+// kRowsT rows of the list; each output's products of the pass are a row of
+// kPitch floats (≡ 4 words mod 32: a quarter-warp's 16-byte reads of eight
+// outputs' rows are free of bank conflicts) at output place σ(o) = (o %
+// kP)·kLanes + o / kP (lane l's p-th output at p·kLanes + l), kBytes in all
+// at the start of the freed rings. A unit is 32 consecutive rows (a lane a
+// row: its stores go to consecutive banks) by kQ code words of the row's
+// slice, read in one 8- or 16-byte load (kUR units a row); the kTW warps of
+// the CTA take kUT units each at most.
 template <int S>
 struct DecTail {
   using D = DecStage<S>;
   static constexpr int kRowsT = 20480 / D::kOut;
   static constexpr int kPitch = kRowsT + 4;
-  static constexpr int kUnits = kRowsT / 32 * D::kRowWords;
+  static constexpr int kQ = D::kRowWords < 4 ? D::kRowWords : 4;
+  static constexpr int kUR = D::kRowWords / kQ;
+  static constexpr int kUnits = kRowsT / 32 * kUR;
   static constexpr int kTW = kDecThreads / 32;
   static constexpr int kUT = (kUnits + kTW - 1) / kTW;
   static constexpr int kBytes = 4 * D::kOut * kPitch;
   static constexpr int kStep = 16 / D::kP;  // rows a summing step: four 16-byte reads a lane
   static_assert(kRowsT % 32 == 0 && kPitch % 32 == 4, "whole units, conflict-free rows");
+  static_assert(kQ == 2 || kQ == 4, "a unit's words are one 8- or 16-byte load");
   static_assert(kBytes <= kWarps * kRingBytes<3> && kBytes <= kWarps * kRingBytes<4>, "a pass's products fit in the freed rings");
 };
 
-// prefetchL2Last asks L2 to fetch the line at g and keep it (evict_last).
-__device__ __forceinline__ void prefetchL2Last(const void* g) { asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(g)); }
+// DecWords<Q> is Q code words read in one load.
+template <int Q>
+struct DecWords {
+  u32 w[Q];
+};
 
-// decTailPrefetch (GEMVQ6DEC_TAILPF) asks L2 for every listed row's slice
-// of the CTA's outputs, (scale, zero) pair and x, a lane a row.
-template <int S>
-__device__ __forceinline__ void decTailPrefetch(const int* __restrict__ sel, const float* __restrict__ x, int nsel, const u32* __restrict__ rw,
-                                                const u32* __restrict__ rp, int N, int cta0, int lane) {
-  const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
-  const u32* wbase = rw + cta0 / 8;
-  const u32* pbase = rp + cta0 / kResGroup;
-  for (int i = lane; i < nsel; i += 32) {
-    const unsigned k = unsigned(__ldg(sel + i));
-    prefetchL2Last(wbase + k * rowW);
-    prefetchL2Last(pbase + k * rowP);
-    prefetchL2Last(x + k);
+// decLoadWords reads Q (2 or 4) u32 words at g (8- or 16-byte aligned)
+// through the read-only path.
+template <int Q>
+__device__ __forceinline__ DecWords<Q> decLoadWords(const u32* g) {
+  DecWords<Q> r;
+  if constexpr (Q == 4) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(g));
+    r.w[0] = v.x, r.w[1] = v.y, r.w[2] = v.z, r.w[3] = v.w;
+  } else {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(g));
+    r.w[0] = v.x, r.w[1] = v.y;
   }
+  return r;
 }
 
 // stsF32 writes v at the shared address a.
@@ -370,8 +305,9 @@ __device__ __forceinline__ void stsF32(u32 a, float v) { asm volatile("st.shared
 // decTailProducts forms the products of list rows r0 .. r0 + n − 1 (n <=
 // kRowsT) for the CTA's outputs into the products at prod (DecTail's
 // places), every warp of the CTA its units: each lane loads its row's
-// channel, then its code word, (scale, zero) pair and x, then writes the
-// word's eight terms fl(x·fl(s·q + z)), decRow's terms bit for bit.
+// channel, then its kQ code words (one load), (scale, zero) pair and x,
+// every unit's loads in flight together, then writes the words' 8·kQ terms
+// fl(x·fl(s·q + z)), decRow's terms bit for bit.
 template <int S>
 __device__ __forceinline__ void decTailProducts(u32 prod, const int* __restrict__ sel, const float* __restrict__ x, int r0, int n,
                                                 const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int warp, int lane) {
@@ -383,32 +319,37 @@ __device__ __forceinline__ void decTailProducts(u32 prod, const int* __restrict_
   unsigned k[T::kUT];
 #pragma unroll
   for (int j = 0; j < T::kUT; j++) {
-    const int u = warp + T::kTW * j, r = 32 * (u / D::kRowWords) + lane;
+    const int u = warp + T::kTW * j, r = 32 * (u / T::kUR) + lane;
     k[j] = u < T::kUnits && r < n ? unsigned(__ldg(sel + r0 + r)) : ~0u;
   }
-  u32 w[T::kUT], pz[T::kUT];
+  DecWords<T::kQ> w[T::kUT];
+  u32 pz[T::kUT];
   float xk[T::kUT];
 #pragma unroll
   for (int j = 0; j < T::kUT; j++) {
     const int u = warp + T::kTW * j;
     if (k[j] != ~0u) {
-      w[j] = __ldg(wbase + k[j] * rowW + unsigned(u % D::kRowWords));
+      w[j] = decLoadWords<T::kQ>(wbase + k[j] * rowW + unsigned(T::kQ * (u % T::kUR)));
       pz[j] = __ldg(pbase + k[j] * rowP);
       xk[j] = __ldg(x + k[j]);
     }
   }
 #pragma unroll
   for (int j = 0; j < T::kUT; j++) {
-    const int u = warp + T::kTW * j, wi = u % D::kRowWords, r = 32 * (u / D::kRowWords) + lane;
+    const int u = warp + T::kTW * j, r = 32 * (u / T::kUR) + lane;
     if (k[j] != ~0u) {
       const float sc = h2f(u16(pz[j] & 0xffffu)), z = h2f(u16(pz[j] >> 16));
-      // Output o = 8·wi + e sits at σ(o) = (e % kP)·kLanes + 8·wi/kP + e/kP
-      // (kP divides 8): the word's first place plus a constant an element.
-      const u32 at = prod + u32(4 * ((8 * wi / D::kP) * T::kPitch + r));
+      // Output o = o0 + 8·i + e (o0 = 8·kQ·(u % kUR)) sits at σ(o) = (e %
+      // kP)·kLanes + o0/kP + 8·i/kP + e/kP (kP divides 8): the unit's first
+      // place plus a constant an element.
+      const u32 at = prod + u32(4 * ((8 * T::kQ * (u % T::kUR) / D::kP) * T::kPitch + r));
 #pragma unroll
-      for (int e = 0; e < 8; e++) {
-        const float q = __uint_as_float(0x4b000000u | ((w[j] >> ((e & 1) * 16 + (e >> 1) * 4)) & 0xfu)) - 8388608.f;
-        stsF32(at + u32(4 * ((e % D::kP) * D::kLanes + e / D::kP) * T::kPitch), __fmul_rn(xk[j], fmaf(sc, q, z)));
+      for (int i = 0; i < T::kQ; i++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+          const float q = __uint_as_float(0x4b000000u | ((w[j].w[i] >> ((e & 1) * 16 + (e >> 1) * 4)) & 0xfu)) - 8388608.f;
+          stsF32(at + u32(4 * ((e % D::kP) * D::kLanes + 8 * i / D::kP + e / D::kP) * T::kPitch), __fmul_rn(xk[j], fmaf(sc, q, z)));
+        }
       }
     }
   }
@@ -490,16 +431,6 @@ constexpr int kBarFull = 1, kBarEmpty = 3;
 __device__ __forceinline__ void barArrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void barSync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 
-// kBarBase (SPREAD 2) is the named barrier the base warps sync on after
-// their loops and the DEC warp arrives at once it has lowered the flag;
-// barArriveN and barSyncN arrive at or wait on barrier id for n threads.
-constexpr int kBarBase = 5;
-__device__ __forceinline__ void barArriveN(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void barSyncN(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-
-// stsVolatileU32 writes v at the shared address a (the tail's flag).
-__device__ __forceinline__ void stsVolatileU32(u32 a, u32 v) { asm volatile("st.volatile.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory"); }
-
 // decPair is decWarp on two warps (GEMVQ6DEC_WARPS=2): the copier (role
 // 0) issues the batches into the two buffers and publishes each once its
 // copies landed; the summer (role 1) sums them in list order, as decWarp,
@@ -559,16 +490,43 @@ __device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const in
   }
 }
 
+// decTail is every warp's part of the tail (TAIL, after the base's barrier,
+// the rings free): for each pass of the list the warps form its products
+// at prod, and the DEC warp (warp kWarps) adds them to its sums in list
+// order; then it writes them to comp[0, kOut), published by the last
+// barrier.
+template <int S>
+__device__ __forceinline__ void decTail(float* comp, u32 prod, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
+                                        const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int warp, int lane) {
+  using D = DecStage<S>;
+  using T = DecTail<S>;
+  float acc[D::kP];
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) acc[p] = 0.f;
+  for (int r0 = 0; r0 < nsel; r0 += T::kRowsT) {
+    const int n = min(T::kRowsT, nsel - r0);
+    decTailProducts<S>(prod, sel, x, r0, n, rw, rp, N, cta0, warp, lane);
+    __syncthreads();  // the pass's products are written
+    if (warp == kWarps) decTailSum<S>(acc, prod, n, lane);
+    if (r0 + T::kRowsT < nsel) __syncthreads();  // and read, before the next pass writes
+  }
+  if (warp == kWarps && lane < D::kLanes) {
+#pragma unroll
+    for (int p = 0; p < D::kP; p++) comp[lane * D::kP + p] = acc[p];
+  }
+  __syncthreads();  // comp is written
+}
+
 // gemv_q6_dec: grid (N / (kRows·kWarps/S)), block kDecThreads, dynamic
 // shared memory ringBytes (>= kWarps·kRingBytes<BITS>) + 2·kDecBufBytes.
 // The base warps are gemv_q5<BITS, S, true, true, false, true>'s (v6.1 over
 // the tiled layout: words, params), the last warp DEC's: y = v6.1's y +
 // the compensation of the nsel rows sel (their x, x[sel]) of the int4 residual (rw,
 // rp: wq's packed rows of Rᵀ [K][N], N a multiple of 128), added once;
-// with nsel = 0, v6.1's y. With SPREAD 1 or 2 and nsel > 0 every warp joins
-// the tail after the base's barrier (the rings are free then), and a
-// barrier after it publishes comp to the epilogue.
-template <int BITS, int S>
+// with nsel = 0, v6.1's y. TAIL: the DEC warp idle until the base's
+// barrier, then the list over every warp (decTail), its barriers after the
+// base's.
+template <int BITS, int S, bool TAIL>
 __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
     gemv_q6_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params, const float* __restrict__ bias,
                 float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes, const int* __restrict__ sel, int nsel,
@@ -582,83 +540,51 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   extern __shared__ __align__(16) unsigned char gemvq6dRing[];
   __shared__ XStage<U> xs[kWarps];
   __shared__ float part[kWarps][kRows];
-  __shared__ int decX;       // SPREAD 2: the list rows the DEC warp added before the tail
-  __shared__ u32 decFlag;    // SPREAD 2: raised once every base warp's loop is done
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* comp = reinterpret_cast<float*>(gemvq6dRing + ringBytes);
-  float dacc[D::kP];  // the DEC warp's sums (SPREAD 1 and 2: carried into the tail)
-#pragma unroll
-  for (int p = 0; p < D::kP; p++) dacc[p] = 0.f;
   if (warp >= kWarps) {
     gridDependencyWait();
     gridLaunchDependents();
-    if constexpr (kDecSpread == 0) {
+    if constexpr (TAIL) {
+      __syncthreads();  // the base's split reduction: the rings are free
+      if (nsel > 0) decTail<S>(comp, sharedAddr(gemvq6dRing), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, warp, lane);
+    } else {
       if constexpr (kDecWarps == 2) {
         if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
       } else {
         if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
       }
-    } else if (nsel > 0) {
-      if constexpr (GEMVQ6DEC_TAILPF != 0) decTailPrefetch<S>(sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
-      if constexpr (kDecSpread == 2) {
-        const u32 flag = sharedAddr(&decFlag);
-        if (lane == 0) decFlag = 0u;
-        __syncwarp();
-        barArriveN(kBarBase, kDecThreads);  // the flag is down before any base warp can raise it
-        const int done = decRun<S, true>(dacc, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane, flag);
-        if (lane == 0) decX = done;
-      }
+      __syncthreads();  // the base's split reduction: comp is written
     }
-  } else {
-    if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
-    const int slice = warp % S, g = lane / 4, c = lane % 4;
-    const int rg = blockIdx.x * kGroups + warp / S;
-    const int tiles = K / kTile, steps = (tiles + U - 1) / U, per = (steps + S - 1) / S;
-    const int tb = min(tiles, slice * per * U), te = min(tiles, (slice + 1) * per * U);
-    const int groups = tiles >> gshift;
-    const u32* prm = reinterpret_cast<const u32*>(params);
-    const Rows rws{words, prm, 0, 0, unsigned(rg * groups * kRows + g), unsigned(rg * groups * kRows + g + 8)};
-    CoalRows cr;
+    return;
+  }
+  if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
+  const int slice = warp % S, g = lane / 4, c = lane % 4;
+  const int rg = blockIdx.x * kGroups + warp / S, n0 = rg * kRows;
+  const int tiles = K / kTile, steps = (tiles + U - 1) / U, per = (steps + S - 1) / S;
+  const int tb = min(tiles, slice * per * U), te = min(tiles, (slice + 1) * per * U);
+  const int groups = tiles >> gshift;
+  const u32* prm = reinterpret_cast<const u32*>(params);
+  const Rows rws{words, prm, 0, 0, unsigned(rg * groups * kRows + g), unsigned(rg * groups * kRows + g + 8)};
+  CoalRows cr;
 #pragma unroll
-    for (int i = 0; i < 4; i++) cr.w[i] = unsigned(rg * steps) * kTiledStepWords<BITS> + unsigned(4 * i + lane / 8) * 32 + lane % 8 * 4;
-    Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq6dRing) + warp * kRing;
-    float acc[2] = {0.f, 0.f};
-    if constexpr (GEMVQ6DEC_DIAG >= 1) {
-      gridDependencyWait();
-      gridLaunchDependents();
-    } else {
-      leanLoop<BITS, U, true, kTStride, kPStride>(acc, ring, xs[warp], x, words, cr, rws, tb, te, gshift, early, lane);
-    }
-    if constexpr (kDecSpread == 2) {
-      if (nsel > 0) {
-        barSyncN(kBarBase, kDecThreads);  // every base warp's loop is done (and the DEC warp's flag down)
-        if (threadIdx.x == 0) stsVolatileU32(sharedAddr(&decFlag), 1u);
-      }
-    }
-    // storeRows<S>'s reduction and store, with the compensation added last.
-    if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
+  for (int i = 0; i < 4; i++) cr.w[i] = unsigned(rg * steps) * kTiledStepWords<BITS> + unsigned(4 * i + lane / 8) * 32 + lane % 8 * 4;
+  Slot<BITS, U>* ring = reinterpret_cast<Slot<BITS, U>*>(gemvq6dRing) + warp * kRing;
+  float acc[2] = {0.f, 0.f};
+  if constexpr (GEMVQ6DEC_DIAG >= 1) {
+    gridDependencyWait();
+    gridLaunchDependents();
+  } else {
+    leanLoop<BITS, U, true, kTStride, kPStride>(acc, ring, xs[warp], x, words, cr, rws, tb, te, gshift, early, lane);
   }
-  __syncthreads();  // the base's split reduction: part (SPREAD 0: comp) is written; the rings are free
-  if constexpr (kDecSpread != 0) {
-    if (nsel > 0) {
-      // The tail: the rest of the list, its products by every warp into
-      // the freed rings, its sums on the DEC warp.
-      using T = DecTail<S>;
-      const u32 prod = sharedAddr(gemvq6dRing);
-      for (int r0 = kDecSpread == 2 ? decX : 0; r0 < nsel; r0 += T::kRowsT) {
-        const int n = min(T::kRowsT, nsel - r0);
-        decTailProducts<S>(prod, sel, x, r0, n, rw, rp, N, blockIdx.x * D::kOut, warp, lane);
-        __syncthreads();  // the pass's products are written
-        if (warp == kWarps) decTailSum<S>(dacc, prod, n, lane);
-        __syncthreads();  // and read, before the next pass writes
-      }
-      if (warp == kWarps) decComp<S>(comp, dacc, lane);
-      __syncthreads();  // comp is written
-    }
+  // storeRows<S>'s reduction and store, with the compensation added last.
+  if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
+  __syncthreads();
+  if constexpr (TAIL) {
+    if (nsel > 0) decTail<S>(comp, sharedAddr(gemvq6dRing), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, warp, lane);
   }
-  if (warp >= kWarps) return;
-  const int slice = warp % S, n = blockIdx.x * kGroups * kRows + (warp / S) * kRows + lane;
   if (slice != 0 || lane >= kRows) return;
+  const int n = n0 + lane;
   if (n >= N) return;
   float v = part[warp][lane];
 #pragma unroll

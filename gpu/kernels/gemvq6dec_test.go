@@ -37,27 +37,33 @@ func gemvq6DECSetup(t *testing.T) (*cuda.Device, *kernels.GEMVQ, *kernels.GEMVQ6
 // 64-byte row slices, 1-4 outputs a lane), k_chunk 0, 1, 8, 64 and 128 (one
 // batch and several: down's 896 rows), activations with outliers, ties,
 // zeros, signed zeros and subnormals, a bias, K with a short last chunk.
-// The default build (session 22b: the DEC warp until the base warps are
-// done, then the rest of the list over every warp: the stopping row varies
-// with timing, the bits must not), the tail alone (GEMVQ6DEC_SPREAD=1:
-// every row over every warp, several passes where the list is longer than
-// a pass: split 1 and 2 at k 64, split 8 at k 128), and sessions 18-22's
-// copier and summer (GEMVQ6DEC_SPREAD=0 GEMVQ6DEC_WARPS=2). y starts as
-// NaN. Select (select_q6) must write wq.SelectApprox's list.
+// Both forms (session 22b): the DEC warp summing every row while the base
+// streams, and the tail (every row over every warp after the base; several
+// passes where the list is longer than a pass: splits 1 and 2 at k 64,
+// split 8 at k 128), each with one DEC warp and with a copier and a summer
+// (GEMVQ6DEC_WARPS=2), and the form Launch picks. y starts as NaN. Select
+// (select_q6) must write wq.SelectApprox's list.
 func TestGEMVQ6DECMatchesV61(t *testing.T) {
 	d, g, k1 := gemvq6DECSetup(t)
-	k2, err := kernels.LoadGEMVQ6DEC(d, "-DGEMVQ6DEC_SPREAD=0", "-DGEMVQ6DEC_WARPS=2")
+	k2, err := kernels.LoadGEMVQ6DEC(d, "-DGEMVQ6DEC_WARPS=2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	k3, err := kernels.LoadGEMVQ6DEC(d, "-DGEMVQ6DEC_SPREAD=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	builds := []struct {
+	type build struct {
 		name string
 		k    *kernels.GEMVQ6DEC
-	}{{"default", k1}, {"pair", k2}, {"tail", k3}}
+	}
+	var builds []build
+	for _, b := range []build{{"one DEC warp", k1}, {"pair", k2}} {
+		for _, f := range []struct {
+			name string
+			tail kernels.GEMVQ6DECTail
+		}{{"auto", kernels.TailAuto}, {"warp", kernels.TailNever}, {"tail", kernels.TailAlways}} {
+			k := *b.k
+			k.Tail = f.tail
+			builds = append(builds, build{b.name + ", " + f.name, &k})
+		}
+	}
 	r := rand.New(rand.NewPCG(18, 22))
 	type tc struct {
 		bits, N, K int
