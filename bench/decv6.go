@@ -35,7 +35,7 @@ var DefaultDECV6KChunks = []int{1, 8, 16, 32, 64}
 // and the form Launch runs. "warp" is sessions 18-22's (the DEC warp sums
 // every row while the base streams), "tail" session 22b's (every row over
 // every warp after the base), "default" the one Launch picks by the list's
-// length.
+// length and the split.
 var decV6Forms = []struct {
 	name, opts string
 	tail       kernels.GEMVQ6DECTail

@@ -36,7 +36,7 @@
 // its slice in one to four 16-byte loads), and the DEC warp adds them in
 // list order (decTailSum, one rounded add a term): the same terms in the
 // same order, so the same bits. GEMVQ6DEC.Launch picks the form by the
-// list's length.
+// list's length and the split.
 
 #include "gemvq4.cu"
 #include "dec.cu"  // select_topk_cta (select_q6); built with DEC_NO_SELFTEST

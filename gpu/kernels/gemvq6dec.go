@@ -35,19 +35,23 @@ var gemvq6DECBits = [...]int{4, 3}
 // 3.5 KB a CTA).
 const gemvq6DECBuf = 1792
 
-// gemvq6DECTailKChunk is the mean k_chunk (selected channels a 1024-channel
-// chunk, nsel·1024/K) from which Launch runs the tail form: below it the DEC
-// warp ends about with the base (session 22b, call 1: at k 16 the DEC warp
-// was 0.4-0.8 us faster on q/o and k/v, 0.9 us slower on down; at k 32
-// slower on all three).
-const gemvq6DECTailKChunk = 20
+// gemvq6DECTailRows is the list length from which Launch runs the tail
+// form at splits 2-8; at split 1 (128 outputs a CTA, a 64-byte slice a
+// row: twelve scattered loads a row in the tail) it keeps the DEC warp's.
+// Session 22b, call 2 (int4, list given, both forms at every point): the
+// tail was faster at 128 rows and more on every split 2-8 shape (q/o and
+// k/v k 32, gate/up k 32, down k 16, q|k|v k 32), the DEC warp's at 64-112
+// rows or within 0.1 us; at split 1 the DEC warp's up to k 64 (gate|up
+// 44.2 against 47.0 us).
+const gemvq6DECTailRows = 128
 
 // GEMVQ6DECTail is which form of gemv_q6_dec GEMVQ6DEC.Launch runs.
 type GEMVQ6DECTail int
 
 // The GEMVQ6DECTail values; the zero value picks by the list's length.
 const (
-	// TailAuto: the tail from a mean k_chunk of gemvq6DECTailKChunk.
+	// TailAuto: the tail from gemvq6DECTailRows selected rows at
+	// splits 2-8.
 	TailAuto GEMVQ6DECTail = iota
 	// TailNever: the DEC warp sums every row while the base streams
 	// (sessions 18-22).
@@ -156,8 +160,8 @@ func GEMVQ6DECReads(bits, G, N, K int) error {
 // memory, sel the nsel selected channels (wq.SelectApprox's list, increasing;
 // DEC.Select's for one token). y = LaunchV6's y at the same split and
 // early + wq.Compensate's compensation, bit for bit; nsel = 0 gives
-// LaunchV6's y. d.Tail picks the form (by default the tail from a mean
-// k_chunk of gemvq6DECTailKChunk); both give the same bits.
+// LaunchV6's y. d.Tail picks the form (by default the tail from
+// gemvq6DECTailRows rows at splits 2-8); both give the same bits.
 func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel cuda.DevicePtr, nsel int, res *DECResidual,
 	N, K, bits, G, S int, early bool) error {
 	if err := GEMVQ6DECReads(bits, G, N, K); err != nil {
@@ -174,16 +178,16 @@ func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel 
 		return fmt.Errorf("kernels: gemvq v6.1 + DEC: split %d is not one of %v", S, gemvq4Splits)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
-	return c.Launch(d.fns[bi][si][d.form(nsel, K)], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
+	return c.Launch(d.fns[bi][si][d.form(nsel, S)], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring[bi]),
 		sel, int32(nsel), res.Words, res.Params)
 }
 
-// form is the index of the form Launch runs for nsel selected channels of
-// K: 1, the tail, or 0, the DEC warp's.
-func (d *GEMVQ6DEC) form(nsel, K int) int {
+// form is the index of the form Launch runs for nsel selected channels at
+// split S: 1, the tail, or 0, the DEC warp's.
+func (d *GEMVQ6DEC) form(nsel, S int) int {
 	switch {
-	case d.Tail == TailAlways || (d.Tail == TailAuto && nsel*wq.ChunkChannels >= gemvq6DECTailKChunk*K):
+	case d.Tail == TailAlways || (d.Tail == TailAuto && S > 1 && nsel >= gemvq6DECTailRows):
 		return 1
 	default:
 		return 0
