@@ -31,15 +31,21 @@ var DefaultDECV6Shapes = []DECShape{{"q/o", 4096, 4096}, {"k/v", 1024, 4096}, {"
 var DefaultDECV6KChunks = []int{1, 8, 16, 32, 64}
 
 // decV6Forms are gemv_q6_dec's diagnostic builds (DECV6Config.Diag): the
-// NVRTC options of each (gemvq6dec.cu's GEMVQ6DEC_DIAG and
-// GEMVQ6DEC_WARPS).
-var decV6Forms = []struct{ name, opts string }{
-	{"default", ""},
-	{"dec-alone", "-DGEMVQ6DEC_DIAG=1"},
-	{"sums-alone", "-DGEMVQ6DEC_DIAG=2"},
-	{"copies-alone", "-DGEMVQ6DEC_DIAG=3"},
-	{"pair", "-DGEMVQ6DEC_WARPS=2"},
-	{"pair-dec-alone", "-DGEMVQ6DEC_WARPS=2 -DGEMVQ6DEC_DIAG=1"},
+// NVRTC options of each (gemvq6dec.cu's GEMVQ6DEC_DIAG and GEMVQ6DEC_WARPS)
+// and the form Launch runs. "warp" is sessions 18-22's (the DEC warp sums
+// every row while the base streams), "tail" session 22b's (every row over
+// every warp after the base), "default" the one Launch picks by the list's
+// length and the split.
+var decV6Forms = []struct {
+	name, opts string
+	tail       kernels.GEMVQ6DECTail
+}{
+	{"default", "", kernels.TailAuto},
+	{"warp", "", kernels.TailNever},
+	{"tail", "", kernels.TailAlways},
+	{"warp-alone", "-DGEMVQ6DEC_DIAG=1", kernels.TailNever},
+	{"tail-alone", "-DGEMVQ6DEC_DIAG=1", kernels.TailAlways},
+	{"pair", "-DGEMVQ6DEC_WARPS=2", kernels.TailNever},
 }
 
 // DECV6Config configures RunDECV6.
@@ -50,7 +56,7 @@ type DECV6Config struct {
 	KChunks []int      // increasing (nil: DefaultDECV6KChunks)
 	Runs    int        // timed runs a point, median (0: 30)
 	// Diag times the diagnostic builds (decV6Forms) on the shapes at
-	// k_chunk 0, 8 and 64 instead of the table.
+	// k_chunk 0 and KChunks instead of the table.
 	Diag bool
 	Out  io.Writer // the lines
 }
@@ -99,16 +105,22 @@ func RunDECV6(cfg DECV6Config) error {
 	if cfg.Diag {
 		forms = decV6Forms
 	}
+	loaded := map[string]*kernels.GEMVQ6DEC{}
 	for _, f := range forms {
-		var opts []string
-		if f.opts != "" {
-			opts = strings.Fields(f.opts)
+		k := loaded[f.opts]
+		if k == nil {
+			var opts []string
+			if f.opts != "" {
+				opts = strings.Fields(f.opts)
+			}
+			if k, err = kernels.LoadGEMVQ6DEC(dev, opts...); err != nil {
+				return err
+			}
+			loaded[f.opts] = k
 		}
-		k, err := kernels.LoadGEMVQ6DEC(dev, opts...)
-		if err != nil {
-			return err
-		}
-		ks = append(ks, k)
+		kf := *k
+		kf.Tail = f.tail
+		ks = append(ks, &kf)
 	}
 	return dev.Do(func(c *cuda.Ctx) error {
 		st := dev.Stream()
@@ -122,7 +134,7 @@ func RunDECV6(cfg DECV6Config) error {
 				func(i int) error { return launch(i % decCopies) })
 		}
 		if cfg.Diag {
-			fmt.Fprintf(cfg.Out, "gemv_q6_dec diagnostics on %s: us, median of %d, L2 flushed each run, k_chunk 0 / 8 / 64\n", dev.Name(), cfg.Runs)
+			fmt.Fprintf(cfg.Out, "gemv_q6_dec diagnostics on %s: us, median of %d, L2 flushed each run, k_chunk 0 and %v\n", dev.Name(), cfg.Runs, cfg.KChunks)
 		} else {
 			fmt.Fprintf(cfg.Out, "gemv_q6_dec on %s: us, median of %d, L2 flushed each run, list given\n", dev.Name(), cfg.Runs)
 		}
@@ -257,7 +269,7 @@ func decV6Shape(c *cuda.Ctx, st cuda.Stream, g *kernels.GEMVQ, dk *kernels.DEC, 
 				return err
 			}
 			line += fmt.Sprintf(" | %s (%d regs, %d CTAs/SM):", decV6Forms[fi].name, fi2.Registers, perSM)
-			for _, kc := range []int{0, 8, 64} {
+			for _, kc := range append([]int{0}, cfg.KChunks...) {
 				us, err := decAt(k, kc, split)
 				if err != nil {
 					return err

@@ -287,9 +287,11 @@ shapes and the joined q|k|v and gate|up) and base width (--weights, int4
 and int3 by default), v6.1 at its split, gemv_q6_dec with no rows, each
 --k-chunk (default 1,8,16,32,64) with the list given, the selection launch
 alone and ahead of the largest k_chunk, and the largest at every split.
---v6-diag prints the diagnostic builds instead (the DEC warp alone, its
-sums alone, its copies alone, a copier and a summer warp; k_chunk 0, 8, 64;
-default shapes q/o and down).
+--v6-diag prints the diagnostic forms instead (the default, which picks by
+the list's length and the split; the DEC warp summing every row, as in sessions 18-22;
+every row in the tail after the base; those two with the base warps idle;
+a copier and a summer warp; k_chunk 0 and each --k-chunk; default shapes
+q/o and down).
 
 example:
   bitdecode bench dec --json dec.json

@@ -26,6 +26,17 @@
 // The CTA has kThreads + 32 threads, the launch bounds keep v6.1's 2 CTAs an
 // SM (at most 112 registers a thread), and the DEC buffers take 2 ·
 // GEMVQ6DEC_BUF bytes of dynamic shared memory after the base's ring.
+//
+// Session 22b (docs/perf/dec.md "Session 22b"): gemv_q6_dec<BITS, S, TAIL>.
+// TAIL false is the above. The one DEC warp issues every row's copies and
+// products at ~40-110 cycles a row, so at k 32-64 it ends long after the
+// base. TAIL true leaves the DEC warp idle while the base streams; after
+// the base's barrier (the rings are free then) every warp of the CTA forms
+// the listed rows' products into the rings (decTailProducts: a lane a row,
+// its slice in one to four 16-byte loads), and the DEC warp adds them in
+// list order (decTailSum, one rounded add a term): the same terms in the
+// same order, so the same bits. GEMVQ6DEC.Launch picks the form by the
+// list's length and the split.
 
 #include "gemvq4.cu"
 #include "dec.cu"  // select_topk_cta (select_q6); built with DEC_NO_SELFTEST
@@ -241,6 +252,179 @@ __device__ __forceinline__ void decWarp(float* comp, u32 buf, const int* __restr
   }
 }
 
+// DecTail<S> is the tail's geometry at split S (TAIL): a pass takes
+// kRowsT rows of the list; each output's products of the pass are a row of
+// kPitch floats (≡ 4 words mod 32: a quarter-warp's 16-byte reads of eight
+// outputs' rows are free of bank conflicts) at output place σ(o) = (o %
+// kP)·kLanes + o / kP (lane l's p-th output at p·kLanes + l), kBytes in all
+// at the start of the freed rings. A unit is 32 consecutive rows (a lane a
+// row: its stores go to consecutive banks) by kQ code words of the row's
+// slice, read in one 8- or 16-byte load (kUR units a row); the kTW warps of
+// the CTA take kUT units each at most.
+template <int S>
+struct DecTail {
+  using D = DecStage<S>;
+  static constexpr int kRowsT = 20480 / D::kOut;
+  static constexpr int kPitch = kRowsT + 4;
+  static constexpr int kQ = D::kRowWords < 4 ? D::kRowWords : 4;
+  static constexpr int kUR = D::kRowWords / kQ;
+  static constexpr int kUnits = kRowsT / 32 * kUR;
+  static constexpr int kTW = kDecThreads / 32;
+  static constexpr int kUT = (kUnits + kTW - 1) / kTW;
+  static constexpr int kBytes = 4 * D::kOut * kPitch;
+  static constexpr int kStep = 16 / D::kP;  // rows a summing step: four 16-byte reads a lane
+  static_assert(kRowsT % 32 == 0 && kPitch % 32 == 4, "whole units, conflict-free rows");
+  static_assert(kQ == 2 || kQ == 4, "a unit's words are one 8- or 16-byte load");
+  static_assert(kBytes <= kWarps * kRingBytes<3> && kBytes <= kWarps * kRingBytes<4>, "a pass's products fit in the freed rings");
+};
+
+// DecWords<Q> is Q code words read in one load.
+template <int Q>
+struct DecWords {
+  u32 w[Q];
+};
+
+// decLoadWords reads Q (2 or 4) u32 words at g (8- or 16-byte aligned)
+// through the read-only path.
+template <int Q>
+__device__ __forceinline__ DecWords<Q> decLoadWords(const u32* g) {
+  DecWords<Q> r;
+  if constexpr (Q == 4) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(g));
+    r.w[0] = v.x, r.w[1] = v.y, r.w[2] = v.z, r.w[3] = v.w;
+  } else {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(g));
+    r.w[0] = v.x, r.w[1] = v.y;
+  }
+  return r;
+}
+
+// stsF32 writes v at the shared address a.
+__device__ __forceinline__ void stsF32(u32 a, float v) { asm volatile("st.shared.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory"); }
+
+// decTailProducts forms the products of list rows r0 .. r0 + n − 1 (n <=
+// kRowsT) for the CTA's outputs into the products at prod (DecTail's
+// places), every warp of the CTA its units: each lane loads its row's
+// channel, then its kQ code words (one load), (scale, zero) pair and x,
+// every unit's loads in flight together, then writes the words' 8·kQ terms
+// fl(x·fl(s·q + z)), decRow's terms bit for bit.
+template <int S>
+__device__ __forceinline__ void decTailProducts(u32 prod, const int* __restrict__ sel, const float* __restrict__ x, int r0, int n,
+                                                const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int warp, int lane) {
+  using D = DecStage<S>;
+  using T = DecTail<S>;
+  const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
+  const u32* wbase = rw + cta0 / 8;
+  const u32* pbase = rp + cta0 / kResGroup;
+  unsigned k[T::kUT];
+#pragma unroll
+  for (int j = 0; j < T::kUT; j++) {
+    const int u = warp + T::kTW * j, r = 32 * (u / T::kUR) + lane;
+    k[j] = u < T::kUnits && r < n ? unsigned(__ldg(sel + r0 + r)) : ~0u;
+  }
+  DecWords<T::kQ> w[T::kUT];
+  u32 pz[T::kUT];
+  float xk[T::kUT];
+#pragma unroll
+  for (int j = 0; j < T::kUT; j++) {
+    const int u = warp + T::kTW * j;
+    if (k[j] != ~0u) {
+      w[j] = decLoadWords<T::kQ>(wbase + k[j] * rowW + unsigned(T::kQ * (u % T::kUR)));
+      pz[j] = __ldg(pbase + k[j] * rowP);
+      xk[j] = __ldg(x + k[j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < T::kUT; j++) {
+    const int u = warp + T::kTW * j, r = 32 * (u / T::kUR) + lane;
+    if (k[j] != ~0u) {
+      const float sc = h2f(u16(pz[j] & 0xffffu)), z = h2f(u16(pz[j] >> 16));
+      // Output o = o0 + 8·i + e (o0 = 8·kQ·(u % kUR)) sits at σ(o) = (e %
+      // kP)·kLanes + o0/kP + 8·i/kP + e/kP (kP divides 8): the unit's first
+      // place plus a constant an element.
+      const u32 at = prod + u32(4 * ((8 * T::kQ * (u % T::kUR) / D::kP) * T::kPitch + r));
+#pragma unroll
+      for (int i = 0; i < T::kQ; i++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+          const float q = __uint_as_float(0x4b000000u | ((w[j].w[i] >> ((e & 1) * 16 + (e >> 1) * 4)) & 0xfu)) - 8388608.f;
+          stsF32(at + u32(4 * ((e % D::kP) * D::kLanes + 8 * i / D::kP + e / D::kP) * T::kPitch), __fmul_rn(xk[j], fmaf(sc, q, z)));
+        }
+      }
+    }
+  }
+}
+
+// decTailLoad reads the lane's kStep rows from r of its outputs' products
+// (kP outputs, 4 / kP 16-byte reads each).
+template <int S>
+__device__ __forceinline__ void decTailLoad(uint4 (&v)[DecStage<S>::kP][4 / DecStage<S>::kP], const u32 (&a)[DecStage<S>::kP], int r) {
+  using D = DecStage<S>;
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) {
+#pragma unroll
+    for (int i = 0; i < 4 / D::kP; i++) v[p][i] = ldsV4(a[p] + u32(4 * (r + 4 * i)));
+  }
+}
+
+// decTailAdd adds decTailLoad's rows to acc, each output's in row order.
+template <int S>
+__device__ __forceinline__ void decTailAdd(float (&acc)[DecStage<S>::kP], const uint4 (&v)[DecStage<S>::kP][4 / DecStage<S>::kP]) {
+  using D = DecStage<S>;
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) {
+#pragma unroll
+    for (int i = 0; i < 4 / D::kP; i++) {
+      acc[p] = __fadd_rn(acc[p], __uint_as_float(v[p][i].x));
+      acc[p] = __fadd_rn(acc[p], __uint_as_float(v[p][i].y));
+      acc[p] = __fadd_rn(acc[p], __uint_as_float(v[p][i].z));
+      acc[p] = __fadd_rn(acc[p], __uint_as_float(v[p][i].w));
+    }
+  }
+}
+
+// decTailSum adds the n rows of products at prod to the DEC warp's sums
+// acc (lane l's outputs l·kP + p, as decRun's), in row order: one rounded
+// add a term, so the sums continue decRun's chain bit for bit. At one
+// output a lane the next step's reads are issued before this step's adds.
+template <int S>
+__device__ __forceinline__ void decTailSum(float (&acc)[DecStage<S>::kP], u32 prod, int n, int lane) {
+  using D = DecStage<S>;
+  using T = DecTail<S>;
+  if (lane >= D::kLanes) return;
+  u32 a[D::kP];
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) a[p] = prod + u32(4 * (p * D::kLanes + lane) * T::kPitch);
+  int r = 0;
+  if constexpr (D::kP > 1) {
+    // kP chains a lane hide each other's latency: no read ahead.
+    for (; r + T::kStep <= n; r += T::kStep) {
+      uint4 v[D::kP][4 / D::kP];
+      decTailLoad<S>(v, a, r);
+      decTailAdd<S>(acc, v);
+    }
+  } else if (n >= T::kStep) {
+    uint4 v[D::kP][4 / D::kP];
+    decTailLoad<S>(v, a, 0);
+    for (; r + 2 * T::kStep <= n; r += T::kStep) {
+      uint4 u[D::kP][4 / D::kP];
+      decTailLoad<S>(u, a, r + T::kStep);
+      decTailAdd<S>(acc, v);
+#pragma unroll
+      for (int p = 0; p < D::kP; p++) {
+#pragma unroll
+        for (int i = 0; i < 4 / D::kP; i++) v[p][i] = u[p][i];
+      }
+    }
+    decTailAdd<S>(acc, v);
+    r += T::kStep;
+  }
+  for (; r < n; r++) {
+#pragma unroll
+    for (int p = 0; p < D::kP; p++) acc[p] = __fadd_rn(acc[p], ldsF32(a[p] + u32(4 * r)));
+  }
+}
+
 // Named barriers of decPair (0 is __syncthreads'): buffer i full (the
 // copier's copies landed) and empty (the summer is done with it).
 constexpr int kBarFull = 1, kBarEmpty = 3;
@@ -306,14 +490,43 @@ __device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const in
   }
 }
 
+// decTail is every warp's part of the tail (TAIL, after the base's barrier,
+// the rings free): for each pass of the list the warps form its products
+// at prod, and the DEC warp (warp kWarps) adds them to its sums in list
+// order; then it writes them to comp[0, kOut), published by the last
+// barrier.
+template <int S>
+__device__ __forceinline__ void decTail(float* comp, u32 prod, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
+                                        const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int warp, int lane) {
+  using D = DecStage<S>;
+  using T = DecTail<S>;
+  float acc[D::kP];
+#pragma unroll
+  for (int p = 0; p < D::kP; p++) acc[p] = 0.f;
+  for (int r0 = 0; r0 < nsel; r0 += T::kRowsT) {
+    const int n = min(T::kRowsT, nsel - r0);
+    decTailProducts<S>(prod, sel, x, r0, n, rw, rp, N, cta0, warp, lane);
+    __syncthreads();  // the pass's products are written
+    if (warp == kWarps) decTailSum<S>(acc, prod, n, lane);
+    if (r0 + T::kRowsT < nsel) __syncthreads();  // and read, before the next pass writes
+  }
+  if (warp == kWarps && lane < D::kLanes) {
+#pragma unroll
+    for (int p = 0; p < D::kP; p++) comp[lane * D::kP + p] = acc[p];
+  }
+  __syncthreads();  // comp is written
+}
+
 // gemv_q6_dec: grid (N / (kRows·kWarps/S)), block kDecThreads, dynamic
 // shared memory ringBytes (>= kWarps·kRingBytes<BITS>) + 2·kDecBufBytes.
 // The base warps are gemv_q5<BITS, S, true, true, false, true>'s (v6.1 over
 // the tiled layout: words, params), the last warp DEC's: y = v6.1's y +
 // the compensation of the nsel rows sel (their x, x[sel]) of the int4 residual (rw,
 // rp: wq's packed rows of Rᵀ [K][N], N a multiple of 128), added once;
-// with nsel = 0, v6.1's y.
-template <int BITS, int S>
+// with nsel = 0, v6.1's y. TAIL: the DEC warp idle until the base's
+// barrier, then the list over every warp (decTail), its barriers after the
+// base's.
+template <int BITS, int S, bool TAIL>
 __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
     gemv_q6_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params, const float* __restrict__ bias,
                 float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes, const int* __restrict__ sel, int nsel,
@@ -332,12 +545,17 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   if (warp >= kWarps) {
     gridDependencyWait();
     gridLaunchDependents();
-    if constexpr (kDecWarps == 2) {
-      if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+    if constexpr (TAIL) {
+      __syncthreads();  // the base's split reduction: the rings are free
+      if (nsel > 0) decTail<S>(comp, sharedAddr(gemvq6dRing), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, warp, lane);
     } else {
-      if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+      if constexpr (kDecWarps == 2) {
+        if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+      } else {
+        if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+      }
+      __syncthreads();  // the base's split reduction: comp is written
     }
-    __syncthreads();  // the base's split reduction: comp is written
     return;
   }
   if (ringBytes < kWarps * kRingBytes<BITS>) __trap();
@@ -362,6 +580,9 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   // storeRows<S>'s reduction and store, with the compensation added last.
   if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
   __syncthreads();
+  if constexpr (TAIL) {
+    if (nsel > 0) decTail<S>(comp, sharedAddr(gemvq6dRing), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, warp, lane);
+  }
   if (slice != 0 || lane >= kRows) return;
   const int n = n0 + lane;
   if (n >= N) return;

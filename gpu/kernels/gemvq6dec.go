@@ -21,7 +21,10 @@ var gemvq6decSource string
 // runs it at one row of x for a packed weight in the tiled layout with a
 // device residual (and for a joined group's weights over their residuals
 // joined by JoinRows), the list made by DEC.Select first; 'bitdecode bench
-// dec --v6' times it per shape.
+// dec --v6' times it per shape. Session 22b (docs/perf/dec.md "Session
+// 22b"): a second form (gemv_q6_dec<BITS, S, true>, the tail) forms the
+// listed rows' products on every warp of the CTA once the base is done and
+// sums them on the DEC warp, the same bits; Launch runs it for long lists.
 
 // gemvq6DECBits are the base code widths gemv_q6_dec is instantiated for
 // (v6.1 over the tiled layout: int4 and int3), in its index order.
@@ -32,9 +35,39 @@ var gemvq6DECBits = [...]int{4, 3}
 // 3.5 KB a CTA).
 const gemvq6DECBuf = 1792
 
-// GEMVQ6DEC holds gemv_q6_dec for every base width and split.
+// gemvq6DECTailRows is the list length from which Launch runs the tail
+// form at splits 2-8; at split 1 (128 outputs a CTA, a 64-byte slice a
+// row: twelve scattered loads a row in the tail) it keeps the DEC warp's.
+// Session 22b, call 2 (int4, list given, both forms at every point): the
+// tail was faster at 128 rows and more on every split 2-8 shape (q/o and
+// k/v k 32, gate/up k 32, down k 16, q|k|v k 32), the DEC warp's at 64-112
+// rows or within 0.1 us; at split 1 the DEC warp's up to k 64 (gate|up
+// 44.2 against 47.0 us).
+const gemvq6DECTailRows = 128
+
+// GEMVQ6DECTail is which form of gemv_q6_dec GEMVQ6DEC.Launch runs.
+type GEMVQ6DECTail int
+
+// The GEMVQ6DECTail values; the zero value picks by the list's length.
+const (
+	// TailAuto: the tail from gemvq6DECTailRows selected rows at
+	// splits 2-8.
+	TailAuto GEMVQ6DECTail = iota
+	// TailNever: the DEC warp sums every row while the base streams
+	// (sessions 18-22).
+	TailNever
+	// TailAlways: every row in the tail, after the base.
+	TailAlways
+)
+
+// GEMVQ6DEC holds gemv_q6_dec for every base width and split, in both
+// forms (the DEC warp's, index 0, and the tail, index 1).
 type GEMVQ6DEC struct {
-	fns     [len(gemvq6DECBits)][len(gemvq4Splits)]cuda.Function
+	// Tail picks the form Launch runs (comparisons and tests; both give
+	// the same bits).
+	Tail GEMVQ6DECTail
+
+	fns     [len(gemvq6DECBits)][len(gemvq4Splits)][2]cuda.Function
 	join    cuda.Function           // dec_join_rows
 	sel     cuda.Function           // select_q6
 	ring    [len(gemvq6DECBits)]int // v6.1's ring bytes of the width
@@ -42,7 +75,9 @@ type GEMVQ6DEC struct {
 	threads int                     // the block: v6.1's warps and the DEC warps (GEMVQ6DEC_WARPS)
 }
 
-func gemvq6DECExpr(bits, s int) string { return fmt.Sprintf("gemvq4::gemv_q6_dec<%d, %d>", bits, s) }
+func gemvq6DECExpr(bits, s, tail int) string {
+	return fmt.Sprintf("gemvq4::gemv_q6_dec<%d, %d, %t>", bits, s, tail == 1)
+}
 
 // LoadGEMVQ6DEC compiles gemvq6dec.cu (gemvq4.cu and gemvq.cu as headers,
 // GridDependent as gemvq4.cu) with extra NVRTC options (-DGEMVQ6DEC_BUF=n
@@ -52,7 +87,7 @@ func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
 	exprs := []string{joinExpr, selExpr}
 	for _, b := range gemvq6DECBits {
 		for _, s := range gemvq4Splits {
-			exprs = append(exprs, gemvq6DECExpr(b, s))
+			exprs = append(exprs, gemvq6DECExpr(b, s, 0), gemvq6DECExpr(b, s, 1))
 		}
 	}
 	// dec.cu without its fused self-test: select_q6 is its select_topk.
@@ -82,16 +117,20 @@ func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
 	for bi, b := range gemvq6DECBits {
 		d.ring[bi] = gemvq5RingBytes(b, opts)
 		for si, s := range gemvq4Splits {
-			if d.fns[bi][si], err = mod.Function(gemvq6DECExpr(b, s)); err != nil {
-				return nil, err
+			for t := range 2 {
+				if d.fns[bi][si][t], err = mod.Function(gemvq6DECExpr(b, s, t)); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
 	return d, dev.Do(func(c *cuda.Ctx) error {
 		for bi := range gemvq6DECBits {
 			for si := range gemvq4Splits {
-				if err := c.SetMaxDynamicShared(d.fns[bi][si], d.shared(bi)); err != nil {
-					return fmt.Errorf("kernels: gemvq v6.1 + DEC: %w", err)
+				for _, f := range d.fns[bi][si] {
+					if err := c.SetMaxDynamicShared(f, d.shared(bi)); err != nil {
+						return fmt.Errorf("kernels: gemvq v6.1 + DEC: %w", err)
+					}
 				}
 			}
 		}
@@ -121,7 +160,8 @@ func GEMVQ6DECReads(bits, G, N, K int) error {
 // memory, sel the nsel selected channels (wq.SelectApprox's list, increasing;
 // DEC.Select's for one token). y = LaunchV6's y at the same split and
 // early + wq.Compensate's compensation, bit for bit; nsel = 0 gives
-// LaunchV6's y.
+// LaunchV6's y. d.Tail picks the form (by default the tail from
+// gemvq6DECTailRows rows at splits 2-8); both give the same bits.
 func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel cuda.DevicePtr, nsel int, res *DECResidual,
 	N, K, bits, G, S int, early bool) error {
 	if err := GEMVQ6DECReads(bits, G, N, K); err != nil {
@@ -138,9 +178,20 @@ func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel 
 		return fmt.Errorf("kernels: gemvq v6.1 + DEC: split %d is not one of %v", S, gemvq4Splits)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
-	return c.Launch(d.fns[bi][si], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
+	return c.Launch(d.fns[bi][si][d.form(nsel, S)], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring[bi]),
 		sel, int32(nsel), res.Words, res.Params)
+}
+
+// form is the index of the form Launch runs for nsel selected channels at
+// split S: 1, the tail, or 0, the DEC warp's.
+func (d *GEMVQ6DEC) form(nsel, S int) int {
+	switch {
+	case d.Tail == TailAlways || (d.Tail == TailAuto && S > 1 && nsel >= gemvq6DECTailRows):
+		return 1
+	default:
+		return 0
+	}
 }
 
 // Select is DEC.Select (each token's list, wq.SelectApprox, to l.Sel: the
@@ -180,17 +231,22 @@ func (d *GEMVQ6DEC) JoinRows(c *cuda.Ctx, st cuda.Stream, dst, src cuda.DevicePt
 		src, dst, int32(K), int32(w), int32(dw), int32(off))
 }
 
-// Info returns gemv_q6_dec's resources for a width and split, and the CTAs
-// an SM holds at its shared memory.
+// Info returns gemv_q6_dec's resources for a width and split (the form
+// d.Tail names; TailAuto: the DEC warp's), and the CTAs an SM holds at its
+// shared memory.
 func (d *GEMVQ6DEC) Info(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, int, error) {
 	bi, si := slices.Index(gemvq6DECBits[:], bits), slices.Index(gemvq4Splits[:], S)
 	if bi < 0 || si < 0 {
 		return cuda.FuncInfo{}, 0, fmt.Errorf("kernels: gemvq v6.1 + DEC: no kernel for int%d split %d", bits, S)
 	}
-	fi, err := c.FuncInfo(d.fns[bi][si])
+	f := d.fns[bi][si][0]
+	if d.Tail == TailAlways {
+		f = d.fns[bi][si][1]
+	}
+	fi, err := c.FuncInfo(f)
 	if err != nil {
 		return fi, 0, err
 	}
-	n, err := c.MaxActiveBlocksPerSM(d.fns[bi][si], d.threads, d.shared(bi))
+	n, err := c.MaxActiveBlocksPerSM(f, d.threads, d.shared(bi))
 	return fi, n, err
 }

@@ -34,16 +34,35 @@ func gemvq6DECSetup(t *testing.T) (*cuda.Device, *kernels.GEMVQ, *kernels.GEMVQ6
 // for bit, which ties it to the float64 reference through v6.1's bound
 // (TestGEMVQ6MatchesV5) and wq's DEC tests; with nsel = 0 it is v6.1's y.
 // int4 and int3 bases, every split (16-128 outputs a CTA: 8-, 16- and
-// 64-byte row slices, 1-4 outputs a lane), k_chunk 0, 1, 8 and 64 (one
+// 64-byte row slices, 1-4 outputs a lane), k_chunk 0, 1, 8, 64 and 128 (one
 // batch and several: down's 896 rows), activations with outliers, ties,
 // zeros, signed zeros and subnormals, a bias, K with a short last chunk.
-// One DEC warp, and a copier and a summer (GEMVQ6DEC_WARPS=2). y starts as
-// NaN. Select (select_q6) must write wq.SelectApprox's list.
+// Both forms (session 22b): the DEC warp summing every row while the base
+// streams, and the tail (every row over every warp after the base; several
+// passes where the list is longer than a pass: splits 1 and 2 at k 64,
+// split 8 at k 128), each with one DEC warp and with a copier and a summer
+// (GEMVQ6DEC_WARPS=2), and the form Launch picks. y starts as NaN. Select
+// (select_q6) must write wq.SelectApprox's list.
 func TestGEMVQ6DECMatchesV61(t *testing.T) {
 	d, g, k1 := gemvq6DECSetup(t)
 	k2, err := kernels.LoadGEMVQ6DEC(d, "-DGEMVQ6DEC_WARPS=2")
 	if err != nil {
 		t.Fatal(err)
+	}
+	type build struct {
+		name string
+		k    *kernels.GEMVQ6DEC
+	}
+	var builds []build
+	for _, b := range []build{{"one DEC warp", k1}, {"pair", k2}} {
+		for _, f := range []struct {
+			name string
+			tail kernels.GEMVQ6DECTail
+		}{{"auto", kernels.TailAuto}, {"warp", kernels.TailNever}, {"tail", kernels.TailAlways}} {
+			k := *b.k
+			k.Tail = f.tail
+			builds = append(builds, build{b.name + ", " + f.name, &k})
+		}
 	}
 	r := rand.New(rand.NewPCG(18, 22))
 	type tc struct {
@@ -56,7 +75,7 @@ func TestGEMVQ6DECMatchesV61(t *testing.T) {
 	cases := []tc{
 		{4, 4096, 4096, all, []int{0, 1, 3, 8, 64}, 0},
 		{4, 1024, 4096, all, []int{64}, 1},
-		{4, 4096, 14336, []int{2, 8}, []int{8, 64}, 0},
+		{4, 4096, 14336, []int{2, 8}, []int{8, 64, 128}, 0},
 		{4, 2048, 1152, all, []int{1, 64}, 2},
 		{3, 4096, 4096, all, []int{0, 8, 64}, 0},
 		{3, 1024, 2176, []int{1, 8}, []int{64}, 2},
@@ -112,15 +131,15 @@ func TestGEMVQ6DECMatchesV61(t *testing.T) {
 								t.Fatalf("k %d: select_q6's list differs from wq.SelectApprox's", kc)
 							}
 						}
-						for wi, k := range []*kernels.GEMVQ6DEC{k1, k2} {
+						for _, b := range builds {
 							yp := m.poisonedF32(c.N)
 							m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-								return k.Launch(cx, s, yp, xp, twp, tpp, bp, sp, len(sel), res, c.N, c.K, c.bits, G, split, early)
+								return b.k.Launch(cx, s, yp, xp, twp, tpp, bp, sp, len(sel), res, c.N, c.K, c.bits, G, split, early)
 							})
 							got := m.f32s(yp, c.N)
 							for n := range c.N {
 								if math.Float32bits(got[n]) != math.Float32bits(want[n]) || got[n] != got[n] {
-									t.Fatalf("%d DEC warps, split %d early %v k %d: y[%d] = %g (%#08x), want v6.1 %g + wq.Compensate = %g (%#08x)", wi+1,
+									t.Fatalf("%s build, split %d early %v k %d: y[%d] = %g (%#08x), want v6.1 %g + wq.Compensate = %g (%#08x)", b.name,
 										split, early, kc, n, got[n], math.Float32bits(got[n]), base[n], want[n], math.Float32bits(want[n]))
 								}
 							}
