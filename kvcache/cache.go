@@ -119,10 +119,12 @@ type Options struct {
 	// (the prefill chunk; GPU caches plan their prefill launch for it).
 	// Default 512.
 	MaxChunk int
-	// BatchInvariant fixes a GPU cache's decode split length, so that a
-	// sequence's attention does not depend on the batch it runs in. Off,
-	// each batch size gets splits sized to fill the GPU (faster at large
-	// batch). CPU caches are always batch-invariant.
+	// BatchInvariant makes a GPU cache split a sequence's decode by that
+	// sequence's own length only (the paged cache: 512 tokens, doubling
+	// with the length up to 4096), so that its attention does not depend on
+	// the batch it runs in. Off, each batch size gets splits sized to fill
+	// the GPU (faster at large batch). CPU caches are always
+	// batch-invariant.
 	BatchInvariant bool
 	// Log receives the one line a tensor-parallel cache writes when it
 	// replicates KV heads (fewer KV heads than ranks); nil: quiet.

@@ -892,22 +892,37 @@ BD_DEVICE void combineRow(const float* partO, const float* partML, u16* out, siz
   }
 }
 
+// seqSplitLen is the split length of a sequence of L tokens (decode.go's
+// seqSplitLen, the same rule): splitLen where splitCap is 0 (one length for
+// every sequence); else splitBase·2^k tokens, k the smallest with
+// L <= splitCap·splitBase·2^k, but at most splitMax. Either way it depends
+// on the sequence's own length only, so its bits do not depend on its batch.
+BD_DEVICE int seqSplitLen(int L, int splitLen, int splitBase, int splitCap, int splitMax) {
+  if (splitCap == 0) return splitLen;
+  int s = splitBase;
+  while (s < splitMax && L > splitCap * s) s *= 2;
+  return s;
+}
+
 // decode_combine merges the splits of one query row in split order and
 // writes the fp16 output (combineRow): one CTA per (KV head and row chunk,
 // sequence, row). The decode family's second launch (v1 always; the
 // tensor-core kernels past kFuseMaxSplits splits).
-//   lens [B] int32: the rows of sequence b have ⌈L_b / splitLen⌉ splits
+//   lens [B] int32: the rows of sequence b have ⌈L_b / S_b⌉ splits, S_b its
+//        seqSplitLen
 //   out  [B][Tq][Hq][D] fp16
 template <int D, int RMAX>
 __global__ void __launch_bounds__(kMergeThreads) decode_combine(
     const float* __restrict__ partO, const float* __restrict__ partML, const int* __restrict__ lens,
-    u16* __restrict__ out, int Hq, int Hkv, int Tq, int splitLen, int maxSplits, int rowChunks) {
+    u16* __restrict__ out, int Hq, int Hkv, int Tq, int splitLen, int splitBase, int splitCap, int splitMax, int maxSplits,
+    int rowChunks) {
   gridDependencyWait();  // the partials of the split kernel ahead (a no-op unless launched as a dependent)
   const int b = blockIdx.y, h = blockIdx.x / rowChunks, rc = blockIdx.x % rowChunks, r = blockIdx.z;
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = rc * RMAX, nrows = min(RMAX, R - row0);
   if (r >= nrows) return;
-  const int nSplits = (lens[b] + splitLen - 1) / splitLen;
+  const int L = lens[b], sl = seqSplitLen(L, splitLen, splitBase, splitCap, splitMax);
+  const int nSplits = (L + sl - 1) / sl;
   const size_t part0 = (size_t(b) * Hkv * rowChunks + blockIdx.x) * maxSplits;
   combineRow<D, RMAX, false>(partO, partML, out, part0, nSplits, r, b, h, row0, group, Hq, Tq, [](int, float, float) {});
 }

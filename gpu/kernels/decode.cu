@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(kThreads) decode_split(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u16* __restrict__ resK, const u16* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
-    int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
+    int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window) {
   constexpr int kTPR = D / kChunk;       // threads per token row
   constexpr int kTL = kThreads / kTPR;   // token lanes
@@ -141,6 +141,7 @@ __global__ void __launch_bounds__(kThreads) decode_split(
   const int split = blockIdx.x, b = blockIdx.z;
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
   const int L = lens[b];
+  const int splitLen = seqSplitLen(L, splitLenArg, splitBase, splitCap, splitMax);
   const int t0 = split * splitLen;
   if (t0 >= L) return;  // this sequence has fewer splits
   const int t1 = min(L, t0 + splitLen);

@@ -191,6 +191,15 @@ type DecodeShape struct {
 	// batch it is decoded in (what an engine wants: batched = solo, bit for
 	// bit). 0 lets the planner size splits to fill the GPU for this shape.
 	SplitLen int
+	// SplitCap and SplitMax (with SplitLen) let each sequence take its own
+	// split length from its own length (seqSplitLen, bitdecode.cuh's
+	// seqSplitLen): SplitLen·2^k tokens, k the smallest for which the
+	// sequence needs at most SplitCap splits, but at most SplitMax tokens
+	// (SplitLen times a power of two). A sequence's result still depends on
+	// its own length only, never on its batch, while a long one runs in
+	// fewer, longer splits than a fixed SplitLen gives it. SplitCap 0 (and
+	// SplitMax 0): every sequence splits at SplitLen.
+	SplitCap, SplitMax int
 	// Window is the layer's sliding window (0: none): a query at position
 	// p sees the keys at [max(0, p-Window+1), p] (package attn's
 	// Params.Window), the keys before masked in every kernel (bitdecode.cuh's
@@ -219,11 +228,15 @@ type DecodePlan struct {
 	shape               DecodeShape
 	rmax, rowChunks     int
 	splitLen, maxSplits int
-	split, combine      cuda.Function
-	smem                int // dynamic shared memory of split (the cp.async or TMA ring)
-	threads             int // threads per CTA of split
-	kernel              DecodeKernel
-	partO, partML       cuda.DevicePtr
+	// splitBase, splitCap and splitMax are the shape's SplitLen, SplitCap
+	// and SplitMax where SplitCap is set (seqSplitLen), else 0; splitLen is
+	// then the split of the plan's longest sequence.
+	splitBase, splitCap, splitMax int
+	split, combine                cuda.Function
+	smem                          int // dynamic shared memory of split (the cp.async or TMA ring)
+	threads                       int // threads per CTA of split
+	kernel                        DecodeKernel
+	partO, partML                 cuda.DevicePtr
 	// counters, when not 0, fuses the merge of the splits into the split
 	// kernel (v2.5): one zeroed int per (sequence, KV head x row chunk)
 	// that tells the last split to finish that it merges (finishSplits in
@@ -279,8 +292,45 @@ func (p *DecodePlan) LA() bool { return p.la }
 func (p *DecodePlan) Kernel() DecodeKernel { return p.kernel }
 
 // SplitLen returns the tokens per split and the number of splits of the
-// longest sequence.
+// longest sequence (with DecodeShape.SplitCap: the split of a sequence of
+// the plan's MaxL tokens, and the most splits any sequence takes).
 func (p *DecodePlan) SplitLen() (tokens, splits int) { return p.splitLen, p.maxSplits }
+
+// SeqSplitLen returns the tokens per split of a sequence of n tokens: the
+// plan's split length, or with DecodeShape.SplitCap the sequence's own
+// (seqSplitLen).
+func (p *DecodePlan) SeqSplitLen(n int) int {
+	return seqSplitLen(n, p.splitLen, p.splitBase, p.splitCap, p.splitMax)
+}
+
+// seqSplitLen is bitdecode.cuh's seqSplitLen, the split length of a
+// sequence of n tokens: splitLen where splitCap is 0; else base·2^k, k the
+// smallest with n <= splitCap·base·2^k, but at most most.
+func seqSplitLen(n, splitLen, base, splitCap, most int) int {
+	if splitCap == 0 {
+		return splitLen
+	}
+	s := base
+	for s < most && n > splitCap*s {
+		s *= 2
+	}
+	return s
+}
+
+// splitsFor returns the split grid's width for sequences of at most maxL
+// tokens: the most splits any of them takes. With per-sequence splits a
+// sequence of up to SplitCap·base tokens takes ⌈n/base⌉; a longer one at
+// most SplitCap while its split can still double, past SplitCap·SplitMax
+// ⌈n/SplitMax⌉, which grows with n.
+func (p *DecodePlan) splitsFor(maxL int) int {
+	if p.splitCap == 0 {
+		return (maxL + p.splitLen - 1) / p.splitLen
+	}
+	if maxL <= p.splitCap*p.splitBase {
+		return (maxL + p.splitBase - 1) / p.splitBase
+	}
+	return max(p.splitCap, (maxL+p.splitMax-1)/p.splitMax)
+}
 
 // decodeRefSMs is the SM count the tensor-core kernels' split planner
 // sizes waves for (an H100 SXM). A constant, not read from the device, so
@@ -368,7 +418,7 @@ func sizeMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, ctasPerSM int, rul
 	if err := p.fixSplit(s); err != nil {
 		return nil, err
 	}
-	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
+	p.maxSplits = p.splitsFor(s.MaxL)
 	p.slots = ctasPerSM * decodeRefSMs
 	return p, nil
 }
@@ -834,18 +884,31 @@ const mmaOneSMMinTokens = 128
 // 1 x 8K does.
 const mmaOneSMMaxSplits = 16
 
-// fixSplit applies a fixed split length from the shape, if it asks for one.
+// fixSplit applies a fixed split length from the shape, if it asks for one,
+// or its per-sequence split rule (DecodeShape.SplitCap).
 func (p *DecodePlan) fixSplit(s DecodeShape) error {
 	if s.SplitLen == 0 {
+		if s.SplitCap != 0 || s.SplitMax != 0 {
+			return fmt.Errorf("kernels: decode: SplitCap %d and SplitMax %d need a SplitLen", s.SplitCap, s.SplitMax)
+		}
 		return nil
 	}
 	if s.SplitLen < 0 || s.SplitLen%p.layout.Nr != 0 || s.SplitLen%decodeTile != 0 {
 		return fmt.Errorf("kernels: decode: split of %d tokens is not a multiple of the block (%d) and tile (%d)", s.SplitLen, p.layout.Nr, decodeTile)
 	}
-	if (s.MaxL+s.SplitLen-1)/s.SplitLen > decodeMaxSplits {
-		return fmt.Errorf("kernels: decode: %d tokens in splits of %d exceed %d splits", s.MaxL, s.SplitLen, decodeMaxSplits)
-	}
 	p.splitLen = s.SplitLen
+	if s.SplitCap != 0 || s.SplitMax != 0 {
+		r := s.SplitMax / s.SplitLen
+		if s.SplitCap < 1 || s.SplitCap > decodeFuseMaxSplits || s.SplitMax < s.SplitLen || s.SplitMax%s.SplitLen != 0 || r&(r-1) != 0 {
+			return fmt.Errorf("kernels: decode: per-sequence splits of %d tokens doubling up to %d, at most %d a sequence: want a cap of 1-%d and the longest split the shortest times a power of two",
+				s.SplitLen, s.SplitMax, s.SplitCap, decodeFuseMaxSplits)
+		}
+		p.splitBase, p.splitCap, p.splitMax = s.SplitLen, s.SplitCap, s.SplitMax
+		p.splitLen = p.SeqSplitLen(s.MaxL)
+	}
+	if n := p.splitsFor(s.MaxL); n > decodeMaxSplits {
+		return fmt.Errorf("kernels: decode: %d tokens in splits of %d exceed %d splits", s.MaxL, p.splitLen, decodeMaxSplits)
+	}
 	return nil
 }
 
@@ -996,7 +1059,7 @@ func PlanDecodeWith(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeSh
 	if err := p.fixSplit(s); err != nil {
 		return nil, err
 	}
-	p.maxSplits = (s.MaxL + p.splitLen - 1) / p.splitLen
+	p.maxSplits = p.splitsFor(s.MaxL)
 
 	prog, splitExpr, combineExpr := v1Program(l, p.rmax)
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
@@ -1038,8 +1101,9 @@ func (p *DecodePlan) Launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, scale 
 
 // LaunchShape queues a decode of shape s, which must fit the plan: the same
 // heads and block-table width, at most the plan's sequences, query rows and
-// length. The split length stays the plan's, so with a fixed
-// DecodeShape.SplitLen a sequence's result does not depend on s.
+// length. The split length stays the plan's (with DecodeShape.SplitCap,
+// each sequence's own), so with a DecodeShape.SplitLen a sequence's result
+// does not depend on s.
 func (p *DecodePlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s DecodeShape, scale float32) error {
 	ps := p.shape
 	if s.Hq != ps.Hq || s.Hkv != ps.Hkv || s.MaxBlocks != ps.MaxBlocks || s.B < 1 || s.B > ps.B ||
@@ -1047,7 +1111,7 @@ func (p *DecodePlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s
 		return fmt.Errorf("kernels: decode: shape %+v does not fit the plan's %+v", s, ps)
 	}
 	rows := s.Hq / s.Hkv * s.Tq
-	return p.launch(c, st, b, s, (rows+p.rmax-1)/p.rmax, (s.MaxL+p.splitLen-1)/p.splitLen, scale)
+	return p.launch(c, st, b, s, (rows+p.rmax-1)/p.rmax, p.splitsFor(s.MaxL), scale)
 }
 
 func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s DecodeShape, rowChunks, maxSplits int, scale float32) error {
@@ -1056,8 +1120,12 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(l.D)))
 	}
+	// The split of the launch's longest sequence: the kernels' guess of a
+	// CTA's first block before its length is read (per-sequence splits).
+	sl := int32(p.SeqSplitLen(s.MaxL))
+	sb, sc, sm := int32(p.splitBase), int32(p.splitCap), int32(p.splitMax)
 	args := []any{b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, p.partO, p.partML,
-		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(p.splitLen), int32(maxSplits), int32(rowChunks),
+		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), sl, sb, sc, sm, int32(maxSplits), int32(rowChunks),
 		int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff), int32(max(l.GK, 1)), int32(max(l.GV, 1)),
 		float32(float64(scale) * log2e), int32(s.Window)}
 	if p.kernel != DecodeV1 {
@@ -1079,7 +1147,7 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 		return err
 	}
 	return c.Launch(p.combine, cuda.Dim3{X: s.Hkv * rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: decodeThreads}, 0, st,
-		p.partO, p.partML, b.Lens, b.Out, int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(p.splitLen), int32(maxSplits), int32(rowChunks))
+		p.partO, p.partML, b.Lens, b.Out, int32(s.Hq), int32(s.Hkv), int32(s.Tq), sl, sb, sc, sm, int32(maxSplits), int32(rowChunks))
 }
 
 // LayoutFor returns the decode kernel's view of KV format f, or an error

@@ -908,7 +908,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
-    int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
+    int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
     int* __restrict__ counters, u16* __restrict__ out BD_TL_PARAM) {
 #if BD_TIMELINE
@@ -932,14 +932,17 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
   constexpr int TT = MT * kFragTokens;
-  const int t0 = split * splitLen;
   // v2.16: the block-table entry of the warp's first tile, guessed for a
   // split of whole tiles (every split but a sequence's last), is read beside
   // lens rather than after it: one dependent trip fewer before the first
   // tile's load (entryFirst below; a wrong guess reads the table again).
-  const int specBlk = (t0 + warp * ((splitLen / TT + kWarps - 1) / kWarps) * TT) / Nr;
+  // With per-sequence splits (splitCap > 0) the guess takes splitLenArg,
+  // the split of the launch's longest sequence.
+  const int specBlk = (split * splitLenArg + warp * ((splitLenArg / TT + kWarps - 1) / kWarps) * TT) / Nr;
   const int specEntry = specBlk < maxBlocks ? blockTable[b * maxBlocks + specBlk] : 0;
   const int L = lens[b];
+  const int splitLen = seqSplitLen(L, splitLenArg, splitBase, splitCap, splitMax);
+  const int t0 = split * splitLen;
   if (t0 >= L) {
 #if BD_TIMELINE
     if (threadIdx.x == 0) tlRec[kTLInfo] = ~0ull;  // no tokens: Go skips the CTA

@@ -45,6 +45,9 @@ type gpuCase struct {
 	// splitLen fixes the split length (0: the planner's).
 	tune     *kernels.DecodeTuning
 	splitLen int
+	// splitCap and splitMax, with splitLen, split each sequence by its own
+	// length (DecodeShape.SplitCap; 0: a fixed split).
+	splitCap, splitMax int
 	// window is the sliding window (0: none), given to the kernels in the
 	// plan's shape over the whole block table (no view: whole splits before
 	// a window are masked too).
@@ -125,7 +128,8 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 	if c.tune != nil {
 		tune = *c.tune
 	}
-	plan, err := kernels.PlanDecodeWith(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL, SplitLen: c.splitLen, Window: c.window}, tune)
+	plan, err := kernels.PlanDecodeWith(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL, SplitLen: c.splitLen,
+		SplitCap: c.splitCap, SplitMax: c.splitMax, Window: c.window}, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,6 +598,84 @@ func TestGPUDecodeOneSplitMatchesCombine(t *testing.T) {
 			for j := range want {
 				if got[j] != want[j] {
 					t.Fatalf("%s %+v lens %v split %d: element %d is %#04x, decode_combine's %#04x", c.spec, c.sh, split.lens, split.splitLen, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// TestGPUDecodeSeqSplits runs per-sequence splits (DecodeShape.SplitCap,
+// kvcache/gpukv's batch-invariant decode) on a batch whose sequences split
+// at three lengths, most of them unlike the launch's guess (the longest
+// sequence's split), one past SplitCap splits at SplitMax: against the
+// float64 reference and for determinism (runCase), and each sequence's
+// output against the same batch run with a fixed split of that sequence's
+// own length, bit for bit (a fixed split is batch-invariant: so is a split
+// that depends on the sequence's own length only). With the fused merge and
+// without it (decode_combine's per-sequence splits), on decode_mma.cu,
+// decode_wgmma.cu (Hopper) and v1.
+func TestGPUDecodeSeqSplits(t *testing.T) {
+	d := device(t)
+	const base, splitCap, most = 256, 4, 1024 // S(n): 256 to 1K tokens, 512 to 2K, then 1024
+	lens := []int{5000, 300, 1500, 37, 2100, 1024}
+	own := func(n int) int {
+		s := base
+		for s < most && n > splitCap*s {
+			s *= 2
+		}
+		return s
+	}
+	cases := []struct {
+		kernel kernels.DecodeKernel
+		spec   string
+		sh     attn.Shape
+		tq     int
+	}{
+		{kernels.DecodeMMA, "int4", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
+		{kernels.DecodeMMA, "k4v2", attn.Shape{Hq: 14, Hkv: 2, D: 128}, 3}, // 21 rows: three row chunks
+		{kernels.DecodeMMA, "int2", attn.Shape{Hq: 8, Hkv: 2, D: 128}, 1},
+		{kernels.DecodeWGMMA, "fp16", attn.Shape{Hq: 10, Hkv: 2, D: 128}, 1},
+		{kernels.DecodeWGMMA, "int8", attn.Shape{Hq: 8, Hkv: 1, D: 128}, 3},
+		{kernels.DecodeV1, "int4:kc64:res64", attn.Shape{Hq: 16, Hkv: 2, D: 64}, 1},
+	}
+	if testing.Short() {
+		cases = cases[:2]
+	}
+	for i, c := range cases {
+		if c.kernel == kernels.DecodeWGMMA {
+			f := kv.MustResolve(c.spec, c.sh.D).WithOrder(kv.MMA)
+			lay, err := kernels.LayoutFor(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := kernels.WGMMASupports(d, lay); err != nil {
+				t.Logf("%s: %v", c.spec, err)
+				continue
+			}
+		}
+		run := func(splitLen, splitCap, splitMax int, noFuse bool) []uint16 {
+			tune := tuning.Decode
+			tune.NoFuse = noFuse
+			r := rand.New(rand.NewPCG(43, uint64(i)))
+			return runCase(t, r, gpuCase{kernel: c.kernel, spec: c.spec, sh: c.sh, lens: lens, tq: c.tq, tune: &tune,
+				splitLen: splitLen, splitCap: splitCap, splitMax: splitMax})
+		}
+		fixed := map[int][]uint16{}
+		for _, n := range lens {
+			if s := own(n); fixed[s] == nil {
+				fixed[s] = run(s, 0, 0, false)
+			}
+		}
+		per := c.tq * c.sh.Hq * c.sh.D
+		for _, noFuse := range []bool{false, true} {
+			got := run(base, splitCap, most, noFuse)
+			for b, n := range lens {
+				want := fixed[own(n)]
+				for j := b * per; j < (b+1)*per; j++ {
+					if got[j] != want[j] {
+						t.Fatalf("%v %s %+v lens %v (no fuse %t): sequence %d (%d tokens, splits of %d) element %d is %#04x, %#04x with a fixed split of %d",
+							c.kernel, c.spec, c.sh, lens, noFuse, b, n, own(n), j-b*per, got[j], want[j], own(n))
+					}
 				}
 			}
 		}

@@ -378,7 +378,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ qIn, float* __restrict__ partO, float* __restrict__ partML,
-    int Hq, int Hkv, int Tq, int Nr, int splitLen, int maxSplits, int rowChunks,
+    int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
     int* __restrict__ counters, u16* __restrict__ out) {
   constexpr int VGB = VBITS < 16 ? VG : 1;
@@ -402,12 +402,15 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
   }
   const int split = blockIdx.x, b = blockIdx.z;
   const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
-  const int t0 = split * splitLen;
   // v3.5: the first tile's block-table entry (t0's block, known before the
-  // length) is read beside lens, not after it.
-  const int blk0 = t0 / Nr;
+  // length) is read beside lens, not after it; with per-sequence splits
+  // (splitCap > 0) t0 is guessed from splitLenArg, the split of the launch's
+  // longest sequence, and a wrong guess reads the table again.
+  const int blk0 = split * splitLenArg / Nr;
   const int entry0 = blk0 < maxBlocks ? blockTable[b * maxBlocks + blk0] : 0;
   const int L = lens[b];
+  const int splitLen = seqSplitLen(L, splitLenArg, splitBase, splitCap, splitMax);
+  const int t0 = split * splitLen;
   if (t0 >= L) return;
   const int t1 = min(L, t0 + splitLen);
   const int nPacked = L / Nr;

@@ -366,3 +366,55 @@ func oneSMPlan(t *testing.T, format string, b, l int, fixed bool, tuning DecodeT
 	}
 	return p, mt, s
 }
+
+// TestSeqSplitLen checks the per-sequence split rule (seqSplitLen, as
+// bitdecode.cuh's) at the batch-invariant cache's constants and the grid
+// width it plans (splitsFor): for every maxL, the most splits any sequence
+// of at most maxL tokens takes, exactly; and that fixSplit refuses rules
+// the kernels cannot follow.
+func TestSeqSplitLen(t *testing.T) {
+	for _, c := range []struct{ n, want int }{
+		{1, 512}, {8192, 512}, {8213, 512}, {8704, 512}, {8705, 1024}, {17408, 1024}, {17409, 2048}, {32768, 2048}, {32789, 2048},
+		{34816, 2048}, {34817, 4096}, {65536, 4096}, {131072, 4096},
+	} {
+		if got := seqSplitLen(c.n, 0, 512, 17, 4096); got != c.want {
+			t.Errorf("seqSplitLen(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	if got := seqSplitLen(100000, 768, 0, 0, 0); got != 768 {
+		t.Errorf("a fixed split: %d, want 768", got)
+	}
+	for _, r := range []struct{ base, cap, most int }{{512, 17, 4096}, {512, 16, 4096}, {256, 4, 1024}, {128, 2, 512}, {512, 16, 512}, {64, 1, 256}} {
+		p := &DecodePlan{splitBase: r.base, splitCap: r.cap, splitMax: r.most}
+		most := 0
+		for n := 1; n <= 300000; n++ {
+			s := seqSplitLen(n, 0, r.base, r.cap, r.most)
+			if s%r.base != 0 || s > r.most || (s > r.base && (n+s/2-1)/(s/2) <= r.cap) {
+				t.Fatalf("rule %+v: %d tokens split at %d: not the shortest split of at most %d splits", r, n, s, r.cap)
+			}
+			most = max(most, (n+s-1)/s)
+			if got := p.splitsFor(n); got != most {
+				t.Fatalf("rule %+v: splitsFor(%d) = %d, the most splits up to it %d", r, n, got, most)
+			}
+		}
+	}
+	for _, s := range []DecodeShape{
+		{MaxL: 4096, SplitCap: 4, SplitMax: 1024},                 // no SplitLen
+		{MaxL: 4096, SplitLen: 256, SplitCap: 4, SplitMax: 768},   // 3x: not a power of two
+		{MaxL: 4096, SplitLen: 256, SplitCap: 0, SplitMax: 1024},  // no cap
+		{MaxL: 4096, SplitLen: 256, SplitCap: 65, SplitMax: 1024}, // past the fused merge
+		{MaxL: 4096, SplitLen: 256, SplitCap: 4, SplitMax: 128},   // shorter than the base
+	} {
+		p := &DecodePlan{layout: DecodeLayout{Nr: 128}}
+		if err := p.fixSplit(s); err == nil {
+			t.Errorf("fixSplit(%+v) took it", s)
+		}
+	}
+	p := &DecodePlan{layout: DecodeLayout{Nr: 128}}
+	if err := p.fixSplit(DecodeShape{MaxL: 5000, SplitLen: 256, SplitCap: 4, SplitMax: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	if p.splitLen != 1024 || p.splitsFor(5000) != 5 || p.SeqSplitLen(1500) != 512 {
+		t.Errorf("plan of 5000 tokens: split %d, %d splits, 1500 tokens at %d; want 1024, 5, 512", p.splitLen, p.splitsFor(5000), p.SeqSplitLen(1500))
+	}
+}

@@ -156,8 +156,31 @@ func randomPrompt(r *rand.Rand, n, vocab int) []int32 {
 // that join before it, during its prefill and during its decode (their
 // prefill chunks share its steps, their lengths differ, they finish at
 // other times), and requires every logits row it gets, and so every greedy
-// token, to be bitwise the same.
+// token, to be bitwise the same. "default" runs the cache's split rule
+// (biSplit), under which sequences this short all split at 512 tokens;
+// "scaled" the same rule scaled down (128 tokens, at most 2 splits while it
+// can double, at most 512): the sequences' splits then grow with their
+// lengths (128, 256, 512 tokens) and differ from the launch's guess.
 func TestGPUBatchInvariantLogits(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		base, cap, most int
+	}{
+		{"default", gpuDecodeSplit, gpuDecodeSplitCap, gpuDecodeSplitMax},
+		{"scaled", 128, 2, 512},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			old := biSplit
+			defer func() { biSplit = old }()
+			biSplit.base, biSplit.cap, biSplit.max = c.base, c.cap, c.most
+			testBatchInvariantLogits(t)
+		})
+	}
+}
+
+// testBatchInvariantLogits is TestGPUBatchInvariantLogits under the
+// current biSplit.
+func testBatchInvariantLogits(t *testing.T) {
 	be, m, _ := invariantModel(t)
 	vocab := m.Config().Vocab
 	r := rand.New(rand.NewPCG(11, 12))

@@ -24,12 +24,29 @@ const (
 	// gpuDefaultChunk is the default longest run of new tokens of one
 	// sequence in a batch (a prefill chunk).
 	gpuDefaultChunk = 512
-	// gpuDecodeSplit is the fixed split length (tokens) of decode steps
-	// with kvcache.Options.BatchInvariant: a sequence's attention then
-	// depends on its own length only, never on the batch it runs in. 512 tokens keep every warp of a split busy
-	// (kernels' mmaMinSplitTokens) and give a 32K context 64 splits per KV
-	// head, enough CTAs to fill the GPU at batch 1.
-	gpuDecodeSplit = 512
+	// gpuDecodeSplit is the shortest split (tokens) of decode steps with
+	// kvcache.Options.BatchInvariant, and gpuDecodeSplitCap and
+	// gpuDecodeSplitMax how a longer sequence's split grows: it doubles
+	// until the sequence needs at most gpuDecodeSplitCap splits, up to
+	// gpuDecodeSplitMax tokens (kernels.DecodeShape.SplitCap). A sequence's
+	// attention then depends on its own length only, never on the batch it
+	// runs in. 512 tokens keep every warp of a split busy (kernels'
+	// mmaMinSplitTokens). The cap is 16 whole splits and the partial one
+	// of a length a little past a power of two (contexts, caches and
+	// benchmarks are sized in powers of two): up to 8.5K a sequence splits
+	// at 512 (8K: 16 splits, the fast path's own plan at one sequence, and
+	// main's), to 17K at 1024, to 34K at 2048, longer at 4096 (128K: 32
+	// splits, again the fast path's at one sequence). Until session 22
+	// every sequence split at 512: at 55 sequences of 32K (and a few
+	// tokens) that was 65 splits a KV head, 28600 CTAs a layer, 36.6-36.9
+	// ms a step of the 8B model where 17 splits of 2048 took 31.8 and the
+	// fast path (3 splits) 28.5; at one sequence of 32K 512 gave 6.86 ms,
+	// 1024 6.57, 2048 6.66, 4096 6.97; of 128K 512 9.30, 4096 7.70 (int4,
+	// H100, docs/perf/decode-step.md v33, which also measured a cap of 16:
+	// 31.3 ms at 55 x 32K, its 9 splits of 4096, but 6.96 ms at one).
+	gpuDecodeSplit    = 512
+	gpuDecodeSplitCap = 17
+	gpuDecodeSplitMax = 4096
 	// gpuPrefillSplit is the split length of prefill chunks, whose many
 	// query rows fill the GPU without splitting the context finely (and
 	// keep the split workspace small).
@@ -62,8 +79,9 @@ const (
 //  3. converts the output to float32 (rotating it back for a rotated format:
 //     kernels.Ops.F16ToF32Hadamard).
 //
-// Decode steps use a fixed split length, so a sequence's output does not
-// depend on the other sequences of its batch.
+// With BatchInvariant, decode steps split each sequence by its own length
+// (biSplit), so a sequence's output does not depend on the other sequences
+// of its batch.
 //
 // Sequences with a common prompt prefix share its packed blocks: blocks are
 // reference counted (kvcache.BlockAllocator), and a freed block stays
@@ -186,11 +204,12 @@ func (c *Paged) bucket(n int) int {
 // lenBucket returns the length a decode run whose longest sequence holds
 // maxL tokens is planned and launched for: the power of two at or above
 // maxL (at least minLenBucket), at most the cache's MaxLen. With
-// BatchInvariant the splits have a fixed length whatever the plan's
-// length, so the bucket changes only how many CTAs of the grid exit at
-// once (a sequence's bits stay its own: TestGPUCacheBatchInvariant runs it
-// alone and beside a longer one across a bucket); MaxLen's grid was 256
-// splits a sequence and KV head at 128K. A plan sized for
+// BatchInvariant each sequence's splits follow its own length whatever the
+// plan's length, so the bucket changes only the grid's width (how many of
+// its CTAs exit at once) and the kernels' guess of a CTA's first block (a
+// sequence's bits stay its own: TestGPUCacheBatchInvariant runs it alone
+// and beside longer ones across buckets and split lengths); MaxLen's grid
+// was 256 splits a sequence and KV head at 128K. A plan sized for
 // MaxLen splits the cache's longest sequence: a 1K conversation in a cache
 // of 128K then ran in one split a KV head, its warps' tiles in series
 // (int4 13.3 us at 1K and 58.5 at 8K a layer against 11.8 and 13.4 with
@@ -214,9 +233,16 @@ func lengthBound(n, least, maxLen int) int {
 // minLenBucket is the shortest length bucket (lenBucket).
 const minLenBucket = 1024
 
+// biSplit is the batch-invariant decode's split rule (decodePlan): the
+// shortest split, the most splits a sequence takes while its split can
+// still double, and the longest split, in tokens (gpuDecodeSplit,
+// gpuDecodeSplitCap, gpuDecodeSplitMax; max over base a power of two). A
+// variable so that tests can scale the rule down to short sequences.
+var biSplit = struct{ base, cap, max int }{gpuDecodeSplit, gpuDecodeSplitCap, gpuDecodeSplitMax}
+
 // decodePlan returns lk's decode plan for a batch bucket and a length
 // bucket (lenBucket), made on first use with splits sized for them (with
-// BatchInvariant, of a fixed split length).
+// BatchInvariant, each sequence's by its own length: biSplit).
 func (c *Paged) decodePlan(lk *layerKernels, bucket, maxL int) (*kernels.DecodePlan, error) {
 	key := decodeKey{bucket, maxL}
 	if p := lk.decode[key]; p != nil {
@@ -225,7 +251,8 @@ func (c *Paged) decodePlan(lk *layerKernels, bucket, maxL int) (*kernels.DecodeP
 	nr := lk.format.Residual
 	shape := kernels.DecodeShape{B: bucket, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: maxL}
 	if c.opts.BatchInvariant {
-		shape.SplitLen = (max(gpuDecodeSplit, 64) + nr - 1) / nr * nr
+		base := (max(biSplit.base, 64) + nr - 1) / nr * nr // whole blocks
+		shape.SplitLen, shape.SplitCap, shape.SplitMax = base, biSplit.cap, base*max(1, biSplit.max/biSplit.base)
 	}
 	p, err := kernels.PlanDecodeWith(c.dev, kernels.DecodeAuto, lk.lay, shape, c.tuning.Decode)
 	if err != nil {

@@ -300,31 +300,50 @@ func checkGPUExtra(t *testing.T, what string, f kv.Format, sh attn.Shape, st att
 }
 
 // TestGPUCacheBatchInvariant decodes one sequence alone and inside a batch
-// (kvcache.Options.BatchInvariant)
-// with two others: its outputs must be the same bits.
+// (kvcache.Options.BatchInvariant) with two others: its outputs must be the
+// same bits. "short": every sequence splits at 512 tokens (biSplit); alone,
+// sequence 0's decode runs are planned for 4096 tokens (lenBucket), beside
+// sequence 2 (4000+) for 8192. "long": sequence 0 (9000+, splits of 1024)
+// beside one of 20000+ (2048) and one of 70000+ (4096, 18 splits: past
+// the cap, whose split stops growing), planned for 128K, so that its CTAs'
+// guess of their first block (the longest's split) is wrong; alone its
+// run is planned for 16K, whose split is its own.
 func TestGPUCacheBatchInvariant(t *testing.T) {
 	be := gpuBackend(t)
 	sh := attn.Shape{Hq: 28, Hkv: 4, D: 128} // group 7
-	cfg := &model.Config{Architecture: "test", Layers: 1, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 8192}
 	sp := kv.MustParseSpec("int4")
 	qw, kvw := sh.Hq*sh.D, sh.Hkv*sh.D
+	for _, c := range []struct {
+		name   string
+		maxLen int
+		lens   [3]int
+	}{
+		{"short", 16384, [3]int{3000, 700, 4000}},
+		{"long", 131072, [3]int{9000, 20000, 70000}},
+	} {
+		t.Run(c.name, func(t *testing.T) { testCacheBatchInvariant(t, be, sh, sp, qw, kvw, c.maxLen, c.lens) })
+	}
+}
+
+// testCacheBatchInvariant is TestGPUCacheBatchInvariant's case of a cache
+// of maxLen tokens and sequences of lens tokens (sequence 0 the one alone).
+func testCacheBatchInvariant(t *testing.T, be *gpu.Backend, sh attn.Shape, sp kv.Spec, qw, kvw, maxLen int, lens [3]int) {
+	cfg := &model.Config{Architecture: "test", Layers: 1, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: maxLen}
 	run := func(others bool) [][]float32 {
 		r := rand.New(rand.NewPCG(1, 2))
-		// MaxLen 16K: alone, sequence 0's decode runs are planned for
-		// 4096 tokens (lenBucket), beside sequence 2 (4000+) for 8192.
-		gc, err := NewPaged(be, cfg, sp, kvcache.Options{MaxSeqs: 3, MaxLen: 16384, MaxChunk: 512, BatchInvariant: true})
+		gc, err := NewPaged(be, cfg, sp, kvcache.Options{MaxSeqs: 3, MaxLen: maxLen, MaxChunk: 512, BatchInvariant: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer gc.Close()
-		if err := gc.FillRandom(0, 3000, 5); err != nil {
+		if err := gc.FillRandom(0, lens[0], 5); err != nil {
 			t.Fatal(err)
 		}
 		if others {
-			if err := gc.FillRandom(1, 700, 6); err != nil {
+			if err := gc.FillRandom(1, lens[1], 6); err != nil {
 				t.Fatal(err)
 			}
-			if err := gc.FillRandom(2, 4000, 7); err != nil {
+			if err := gc.FillRandom(2, lens[2], 7); err != nil {
 				t.Fatal(err)
 			}
 		}
