@@ -584,8 +584,11 @@ func (g *gen) widen512(f wfmt) {
 // --- int4 with integer dot products (AVX-512 VNNI; qint4.go) ---
 
 // kernelInt4VNNI (MR = 1): per group of 128 channels (16 words) and row c,
-// D = VPDPBUSD of the low and high nibbles with the token's int8 x (lanes:
-// words), acc_c += float(D)·(s·sx), and the scalar zs_c += z·X.
+// the exact int32 lane sums D = 254·D1 + D2, D1 and D2 the VPDPBUSD of the
+// low and high nibbles with the token's two int8 code terms (lanes: words;
+// the product by 254 a VPMULLD between the two chains), then
+// acc_c += float(D)·(s·sx), and the scalar zs_c += z·X. With 4 rows the
+// group's 256 bytes of x codes sit in Z16-Z19, loaded once for the 4 rows.
 func (g *gen) kernelInt4VNNI(nr int) {
 	name := fmt.Sprintf("int4VNNI_1x%d", nr)
 	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
@@ -610,6 +613,8 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	}
 	g.p("MOVL $0x0f0f0f0f, AX")
 	g.p("VPBROADCASTD AX, Z31")
+	g.p("MOVL $%d, AX", int4XRatio)
+	g.p("VPBROADCASTD AX, Z23")
 	g.p("XORQ AX, AX")
 	g.p("MOVQ pz+56(FP), DX")
 	g.p("MOVQ ps+64(FP), BX")
@@ -622,14 +627,25 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	g.p("ADDQ $%d, R8", nr*64)
 	g.p("VMOVUPS (R9), Z27") // sx of each lane's 8 channels
 	g.p("VMOVSS (R10), X24") // X
+	// The x codes: q1 of the low and high nibbles, then q2 of each.
+	xs := [4]string{"(SI)(AX*4)", "64(SI)(AX*4)", "128(SI)(AX*4)", "192(SI)(AX*4)"}
+	if nr > 1 {
+		for i := range xs {
+			g.p("VMOVDQU32 %s, Z%d", xs[i], 16+i)
+			xs[i] = fmt.Sprintf("Z%d", 16+i)
+		}
+	}
 	for c := range nr {
 		g.p("VMOVDQU32 (%s)(AX*1), Z28", wrows[c])
 		g.p("VPANDD Z31, Z28, Z29")
 		g.p("VPSRLD $4, Z28, Z28")
 		g.p("VPANDD Z31, Z28, Z28")
 		g.p("VPXORD Z30, Z30, Z30")
-		g.p("VPDPBUSD (SI)(AX*2), Z29, Z30")
-		g.p("VPDPBUSD 64(SI)(AX*2), Z28, Z30")
+		g.p("VPDPBUSD %s, Z29, Z30", xs[0])
+		g.p("VPDPBUSD %s, Z28, Z30", xs[1])
+		g.p("VPMULLD Z23, Z30, Z30") // 254·D1
+		g.p("VPDPBUSD %s, Z29, Z30", xs[2])
+		g.p("VPDPBUSD %s, Z28, Z30", xs[3])
 		g.p("VCVTDQ2PS Z30, Z30")
 		g.p("VBROADCASTSS %d(DX), Z26", 8*c)
 		g.p("VMULPS Z27, Z26, Z26") // u_l = s·sx_l
@@ -664,10 +680,16 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	g.p("RET")
 }
 
+// int4XRatio is the weight of x's first int8 code term against its second
+// (qint4.go: c = 254·q1 + q2).
+const int4XRatio = 254
+
 // kernelInt4AVX2 (MR = NR = 1) is kernelInt4VNNI for AVX2: VPMADDUBSW
 // (unsigned 4-bit codes × signed x codes, pairs summed in int16: at most
-// 2·15·127, no saturation) then VPMADDWD by ones gives the same int32 lane
-// sums as VPDPBUSD; the float combination is the same.
+// 2·15·127) for the low and the high nibbles, the two added in int16 (at
+// most 4·15·127 = 7620, no saturation), then VPMADDWD by 254 for the q1 term
+// and by ones for the q2 term gives the same int32 lane sums 254·D1 + D2 as
+// VPDPBUSD; the float combination is the same.
 func (g *gen) kernelInt4AVX2() {
 	name := "int4AVX2_1x1"
 	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
@@ -688,6 +710,9 @@ func (g *gen) kernelInt4AVX2() {
 	g.p("MOVL $0x00010001, AX")
 	g.p("MOVQ AX, X10")
 	g.p("VPBROADCASTD X10, Y10")
+	g.p("MOVL $0x%08x, AX", int4XRatio<<16|int4XRatio)
+	g.p("MOVQ AX, X15")
+	g.p("VPBROADCASTD X15, Y15")
 	g.p("XORQ AX, AX")
 	g.p("MOVQ pz+56(FP), DX")
 	g.p("MOVQ ps+64(FP), BX")
@@ -703,10 +728,14 @@ func (g *gen) kernelInt4AVX2() {
 		g.p("VPAND Y11, Y6, Y7")
 		g.p("VPSRLD $4, Y6, Y8")
 		g.p("VPAND Y11, Y8, Y8")
-		g.p("VPMADDUBSW %d(SI)(AX*2), Y7, Y9", 32*h)
-		g.p("VPMADDWD Y10, Y9, Y9")
-		g.p("VPMADDUBSW %d(SI)(AX*2), Y8, Y13", 64+32*h)
-		g.p("VPMADDWD Y10, Y13, Y13")
+		g.p("VPMADDUBSW %d(SI)(AX*4), Y7, Y9", 32*h)
+		g.p("VPMADDUBSW %d(SI)(AX*4), Y8, Y13", 64+32*h)
+		g.p("VPADDW Y13, Y9, Y9")
+		g.p("VPMADDWD Y15, Y9, Y9") // 254·D1
+		g.p("VPMADDUBSW %d(SI)(AX*4), Y7, Y13", 128+32*h)
+		g.p("VPMADDUBSW %d(SI)(AX*4), Y8, Y14", 192+32*h)
+		g.p("VPADDW Y14, Y13, Y13")
+		g.p("VPMADDWD Y10, Y13, Y13") // D2
 		g.p("VPADDD Y13, Y9, Y9")
 		g.p("VCVTDQ2PS Y9, Y9")
 		g.p("VMULPS %d(R9), Y5, Y13", 32*h) // u_l = s·sx_l

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
@@ -147,11 +148,11 @@ func TestPackedPermutation(t *testing.T) {
 // baseTol bounds |y − Σ x·ŵ| for row n of m and token row x (len K) on
 // the quantized Linear's own arithmetic (int8dot: the integer int4 path):
 // linearTol for the float orders;
-// for int4 with groups of 128 (qint4.go) the rounding of x to int8 codes in
-// blocks of 8 (each code off by at most sx/2, weighted by s·q) plus the
-// float32 combination: products, lane sums over K/128 groups, the tree, the
-// z·X sum and the bias (depth K/128 + 7), and each X's own float32 sum of
-// 128 terms.
+// for int4 with groups of 128 (qint4.go) the rounding of x to its codes in
+// blocks of 8 (each code off by at most sx/2, weighted by |ŵ|: the path
+// computes the dot product of the quantized x with Ŵ) plus the float32
+// combination: products, lane sums over K/128 groups, the tree, the z·X̂
+// sum and the bias (depth K/128 + 7), and each X̂'s one rounding.
 func baseTol(m *wq.Matrix, x, wh []float32, n int, int8dot bool) float64 {
 	K := m.K
 	if !int8dot {
@@ -162,24 +163,117 @@ func baseTol(m *wq.Matrix, x, wh []float32, n int, int8dot bool) float64 {
 	for g := 0; g < K/int4Group; g++ {
 		s16, z16 := m.Param(n, g)
 		s, z := float64(half.ToFloat32(s16)), float64(half.ToFloat32(z16))
-		var absX, sumX float64
+		var absXh float64 // Σ|x̂| ≤ Σ (|x| + sx/2)
 		for b := 0; b < int4Group/8; b++ {
 			k0 := g*int4Group + 8*b
 			var amax float32
 			for _, v := range x[k0 : k0+8] {
 				amax = max(amax, float32(math.Abs(float64(v))))
 			}
-			sx := float64(amax / 127)
+			sx := float64(amax / int4XMax)
 			for k := k0; k < k0+8; k++ {
 				sq := s * float64(m.Raw(n, k))
-				quant += sq * sx / 2
-				terms += sq * (math.Abs(float64(x[k])) + sx/2)
-				absX += math.Abs(float64(x[k]))
-				sumX += float64(x[k])
+				xh := math.Abs(float64(x[k])) + sx/2
+				quant += math.Abs(float64(wh[n*K+k])) * sx / 2
+				terms += sq * xh
+				absXh += xh
 			}
 		}
-		terms += math.Abs(z * sumX)
-		xsumErr += math.Abs(z) * int4Group * u * absX
+		terms += math.Abs(z) * absXh
+		xsumErr += math.Abs(z) * u * absXh
 	}
 	return quant + float64(K/int4Group+7)*u*terms + xsumErr + 1e-30
+}
+
+// TestQuantizeInt4X checks the integer int4 path's x codes: both int8
+// terms within ±127, the code c = 254·q1 + q2 within sx/2 of x/sx·sx (each
+// channel off by at most half its block's step, max|x|/64516), the scale
+// max|x|/32258 per block of 8, the group sums X̂ of the quantized x (one
+// rounding of the exact Σ sx·c), an all-zero block all zero,
+// and a block with an Inf or NaN scaled by NaN.
+func TestQuantizeInt4X(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	const K = 384
+	x := activations(r, 1, K)
+	x[9] = 0x1p-130 // a subnormal beside normal values
+	for k := 16; k < 24; k++ {
+		x[k] = 0
+	}
+	x[300] = float32(math.Inf(-1))
+	x[333] = float32(math.NaN())
+	tok := int4Token{xq: make([]int8, 2*K), sx: make([]float32, K/8), xsum: make([]float32, K/int4Group)}
+	quantizeInt4X(tok, x)
+	order := [8]int{0, 4, 1, 5, 2, 6, 3, 7}
+	for g := 0; g < K/int4Group; g++ {
+		var sum float64 // X̂: Σ sx·c, exact in float64 here
+		for l := range dotLanes {
+			k0 := g*int4Group + 8*l
+			var amax float32
+			for _, v := range x[k0 : k0+8] {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			sx := tok.sx[g*dotLanes+l]
+			if amax > math.MaxFloat32 || amax != amax {
+				if !math.IsNaN(float64(sx)) {
+					t.Errorf("block %d holds %v: sx = %v, want NaN", k0/8, x[k0:k0+8], sx)
+				}
+				sum = math.NaN()
+				continue
+			}
+			if want := amax / int4XMax; sx != want {
+				t.Errorf("block %d: sx = %v, want %v", k0/8, sx, want)
+			}
+			for i, ch := range order {
+				at := 2*g*int4Group + (i/4)*64 + 4*l + i%4
+				q1, q2 := tok.xq[at], tok.xq[at+128]
+				if q1 < -127 || q2 < -127 {
+					t.Fatalf("channel %d: terms %d, %d out of [-127, 127]", k0+ch, q1, q2)
+				}
+				c := int4XRatio*float64(q1) + float64(q2)
+				sum += c * float64(sx)
+				v := float64(x[k0+ch])
+				if d := math.Abs(c*float64(sx) - v); !(d <= float64(sx)/2*(1+0x1p-20)) {
+					t.Errorf("channel %d: x = %v, codes %d·%d + %d at sx %v give %v (off by %g > sx/2)", k0+ch, v, int4XRatio, q1, q2, sx, c*float64(sx), d)
+				}
+			}
+		}
+		if want := float32(sum); math.Float32bits(want) != math.Float32bits(tok.xsum[g]) && !(math.IsNaN(float64(want)) && math.IsNaN(float64(tok.xsum[g]))) {
+			t.Errorf("group %d: X̂ = %v, want %v", g, tok.xsum[g], want)
+		}
+	}
+}
+
+// TestConfigureInt4 checks EnvInt4: unset, empty or "int8dot" select the
+// integer int4 path, "float" the float packed order, anything else fails
+// naming the variable; and that a weight takes the path set at its load.
+func TestConfigureInt4(t *testing.T) {
+	defer func() { int4IntegerOn = true }()
+	m, err := wq.Quantize(wq.Int4, int4Group, 4, 256, llmWeight(rand.New(rand.NewPCG(37, 38)), 4, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		set  bool
+		val  string
+		want bool
+	}{{set: false, want: true}, {set: true, val: "", want: true}, {set: true, val: "int8dot", want: true}, {set: true, val: "float", want: false}} {
+		int4IntegerOn = !tc.want
+		env := func(k string) (string, bool) {
+			if k == EnvInt4 && tc.set {
+				return tc.val, true
+			}
+			return "", false
+		}
+		if err := configure(env); err != nil {
+			t.Fatalf("%q: %v", tc.val, err)
+		}
+		w := mustQuant(t, New(1), m, nil).(*qweight)
+		if int4IntegerOn != tc.want || w.int8dot != tc.want {
+			t.Errorf("%s=%q (set %v): integer path %v, weight %v; want %v", EnvInt4, tc.val, tc.set, int4IntegerOn, w.int8dot, tc.want)
+		}
+	}
+	err = configure(func(k string) (string, bool) { return "int4dot", k == EnvInt4 })
+	if err == nil || !strings.Contains(err.Error(), EnvInt4) {
+		t.Errorf("a bad value: error %v, want one naming %s", err, EnvInt4)
+	}
 }
