@@ -185,24 +185,62 @@ func baseTol(m *wq.Matrix, x, wh []float32, n int, int8dot bool) float64 {
 	return quant + float64(K/int4Group+7)*u*terms + xsumErr + 1e-30
 }
 
-// TestQuantizeInt4X checks the integer int4 path's x codes: both int8
+// TestQuantizeInt4X checks the integer int4 path's x codes at every SIMD
+// level (the same bits as the Go reference, quantizeInt4XGeneric): both int8
 // terms within ±127, the code c = 254·q1 + q2 within sx/2 of x/sx·sx (each
 // channel off by at most half its block's step, max|x|/64516), the scale
 // max|x|/32258 per block of 8, the group sums X̂ of the quantized x (one
-// rounding of the exact Σ sx·c), an all-zero block all zero,
-// and a block with an Inf or NaN scaled by NaN.
+// rounding of the exact Σ sx·c), an all-zero block all zero, a block
+// whose scale underflows, subnormal and huge values, and a block with an
+// Inf or NaN scaled by NaN.
 func TestQuantizeInt4X(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 36))
-	const K = 384
+	const K = 768
 	x := activations(r, 1, K)
 	x[9] = 0x1p-130 // a subnormal beside normal values
 	for k := 16; k < 24; k++ {
 		x[k] = 0
 	}
+	x[30] = 0x1p-149                   // a block whose scale underflows to 0
+	x[40], x[41] = 0x1p-128, -0x1p-127 // subnormal scale
+	x[50] = 3e38
 	x[300] = float32(math.Inf(-1))
 	x[333] = float32(math.NaN())
-	tok := int4Token{xq: make([]int8, 2*K), sx: make([]float32, K/8), xsum: make([]float32, K/int4Group)}
-	quantizeInt4X(tok, x)
+	x[420] = float32(math.Inf(1))
+	for k := 512; k < K; k++ { // ties of x/sx and of c/254 (x = m·max/32258)
+		x[k] = float32(r.IntN(2*int4XMax+1)-int4XMax) * (1.5 / int4XMax)
+		if k%8 == 0 {
+			x[k] = 1.5
+		}
+	}
+	want := int4Token{xq: make([]int8, 2*K), sx: make([]float32, K/8), xsum: make([]float32, K/int4Group)}
+	quantizeInt4XGeneric(want, x)
+	for _, lvl := range cpufeat.Levels() {
+		_, restore := cpufeat.Force(lvl)
+		tok := int4Token{xq: make([]int8, 2*K), sx: make([]float32, K/8), xsum: make([]float32, K/int4Group)}
+		for i := range tok.xq {
+			tok.xq[i] = int8(r.Uint32())
+		}
+		quantizeInt4X(tok, x, make([]int32, K/8))
+		restore()
+		same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+		for i := range tok.xq {
+			if tok.xq[i] != want.xq[i] {
+				t.Fatalf("%v: code byte %d = %d, want %d (Go)", lvl, i, tok.xq[i], want.xq[i])
+			}
+		}
+		for i := range tok.sx {
+			if !same(tok.sx[i], want.sx[i]) {
+				t.Fatalf("%v: sx[%d] = %v, want %v (Go)", lvl, i, tok.sx[i], want.sx[i])
+			}
+		}
+		for i := range tok.xsum {
+			if !same(tok.xsum[i], want.xsum[i]) {
+				t.Fatalf("%v: X̂[%d] = %v, want %v (Go)", lvl, i, tok.xsum[i], want.xsum[i])
+			}
+		}
+	}
+	tok := want
 	order := [8]int{0, 4, 1, 5, 2, 6, 3, 7}
 	for g := 0; g < K/int4Group; g++ {
 		var sum float64 // X̂: Σ sx·c, exact in float64 here

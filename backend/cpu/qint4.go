@@ -18,8 +18,8 @@ package cpu
 // product of the quantized x with Ŵ (its error Σ ŵ·δx, not Σ s·q·δx: with a
 // zero point z near −7.5·s the codes' part s·q is about three times ŵ in
 // magnitude, and an exact X would leave its share of δx uncancelled). A code is
-// stored as two int8 terms, c = 254·q1 + q2 with q1 = rint(c/254) and q2 the
-// remainder, both in [−127, 127]: VNNI multiplies bytes, and the unpacked
+// stored as two int8 terms, c = 254·q1 + q2 with q1 = floor((c+127)/254) and
+// q2 the remainder, both in [−127, 127]: VNNI multiplies bytes, and the unpacked
 // weight bytes serve both terms. With ŵ = s·q + z,
 //
 //	Σ_k x_k·ŵ_k ≈ Σ_j s·sx_j·Σ_{k∈j} q_k·c_k + z·X̂
@@ -106,38 +106,88 @@ type int4Token struct {
 	xsum []float32 // K/128
 }
 
-// quantizeInt4X fills tok from the token's x (len K).
-func quantizeInt4X(tok int4Token, x []float32) {
+// quantizeInt4X fills tok from the token's x (len K); cs (len K/8) is
+// scratch. Every level gives the same bits: int4QuantXAVX512 computes the
+// same codes, scales and block sums (X̂ then summed here, in order).
+func quantizeInt4X(tok int4Token, x []float32, cs []int32) {
+	G := len(x) / int4Group
+	if cpufeat.Active() < cpufeat.AVX512 || G == 0 {
+		quantizeInt4XGeneric(tok, x)
+		return
+	}
+	int4QuantXAVX512(&x[0], &tok.xq[0], &tok.sx[0], &cs[0], G)
+	for g := range G {
+		var sum float64
+		for l := range dotLanes {
+			j := g*dotLanes + l
+			sx := tok.sx[j]
+			if !(sx > 0 && sx <= math.MaxFloat32) {
+				// max|x| was 0 (or sx underflowed), ±Inf or NaN: no codes.
+				if sx != 0 {
+					sx = float32(math.NaN())
+					tok.sx[j] = sx
+				}
+				q := tok.xq[2*g*int4Group:]
+				for _, o := range [4]int{0, 64, 128, 192} {
+					*(*[4]int8)(q[o+4*l : o+4*l+4]) = [4]int8{}
+				}
+				cs[j] = 0
+			}
+			sum += float64(cs[j]) * float64(sx)
+		}
+		tok.xsum[g] = float32(sum)
+	}
+}
+
+// quantizeInt4XGeneric is quantizeInt4X in Go: the reference.
+func quantizeInt4XGeneric(tok int4Token, x []float32) {
 	for g := 0; g < len(x)/int4Group; g++ {
 		xs := x[g*int4Group : (g+1)*int4Group]
 		q := tok.xq[2*g*int4Group : 2*(g+1)*int4Group]
 		var sum float64 // X̂ = Σ_j sx_j·C_j: exact products, 16 terms
 		for l := range dotLanes {
-			k0 := 8 * l
-			var amax float32
-			for _, v := range xs[k0 : k0+8] {
-				amax = max(amax, float32(math.Abs(float64(v))))
+			blk := (*[8]float32)(xs[8*l : 8*l+8])
+			// max|x| on the bits: |v|'s bits order as the values do, ±Inf
+			// and NaN above every finite one.
+			var m0, m1 uint32
+			for i := 0; i < 8; i += 2 {
+				m0 = max(m0, math.Float32bits(blk[i])&0x7fffffff)
+				m1 = max(m1, math.Float32bits(blk[i+1])&0x7fffffff)
 			}
+			amax := math.Float32frombits(max(m0, m1))
 			sx := amax / int4XMax
-			finite := amax <= math.MaxFloat32
+			finite := max(m0, m1) <= math.Float32bits(math.MaxFloat32)
 			if !finite {
 				sx = float32(math.NaN())
 			}
 			tok.sx[g*dotLanes+l] = sx
-			var C int32 // Σ c over the block
+			var c [8]int32
+			if sx > 0 && finite {
+				inv := 1 / float64(sx) // v·inv is within 2⁻⁵² of v/sx
+				for i, v := range blk {
+					c[i] = max(-int4XMax, min(int4XMax, int32(math.RoundToEven(float64(v)*inv))))
+				}
+			} else if !finite {
+				sum = math.NaN()
+			}
 			// Word l's low nibbles are channels k0, k0+4, k0+1, k0+5 (as
 			// bytes 0..3 of w & 0x0f0f0f0f); its high ones k0+2, k0+6,
 			// k0+3, k0+7 (wq's layout).
+			lo, hi := (*[4]int8)(q[4*l:4*l+4]), (*[4]int8)(q[64+4*l:64+4*l+4])
+			lo2, hi2 := (*[4]int8)(q[128+4*l:128+4*l+4]), (*[4]int8)(q[192+4*l:192+4*l+4])
+			var C int32 // Σ c over the block
 			for i, ch := range [8]int{0, 4, 1, 5, 2, 6, 3, 7} {
-				var q1, q2 int8
-				if sx > 0 && finite {
-					c := int32(max(-int4XMax, min(int4XMax, math.RoundToEven(float64(xs[k0+ch]/sx)))))
-					h := int32(math.RoundToEven(float64(c) / int4XRatio))
-					q1, q2 = int8(h), int8(c-int4XRatio*h)
+				ci := c[ch]
+				C += ci
+				// q1 = floor((c + 127)/254) ∈ [−127, 127], q2 = c − 254·q1
+				// ∈ [−127, 126] (the offset keeps the division's operand
+				// positive).
+				h := int32(uint32(ci+int4XMax+int4XRatio/2)/int4XRatio) - 127
+				if i < 4 {
+					lo[i], lo2[i] = int8(h), int8(ci-int4XRatio*h)
+				} else {
+					hi[i-4], hi2[i-4] = int8(h), int8(ci-int4XRatio*h)
 				}
-				q[(i/4)*64+4*l+i%4] = q1
-				q[128+(i/4)*64+4*l+i%4] = q2
-				C += int4XRatio*int32(q1) + int32(q2)
 			}
 			sum += float64(C) * float64(sx)
 		}
@@ -224,6 +274,7 @@ func (b *Backend) qlinearInt4(y, x []float32, w *qweight, bias []float32, T int)
 	qbuf := make([]int8, 2*T*K)
 	sbuf := getScratch(T * (K/8 + G))
 	defer scratchPool.Put(sbuf)
+	cbuf := make([]int32, T*K/8)
 	toks := make([]int4Token, T)
 	for t := range toks {
 		f := (*sbuf)[t*(K/8+G) : (t+1)*(K/8+G)]
@@ -231,7 +282,7 @@ func (b *Backend) qlinearInt4(y, x []float32, w *qweight, bias []float32, T int)
 	}
 	b.parallelRows(T, K, func(t0, t1 int) {
 		for t := t0; t < t1; t++ {
-			quantizeInt4X(toks[t], x[t*K:(t+1)*K])
+			quantizeInt4X(toks[t], x[t*K:(t+1)*K], cbuf[t*K/8:(t+1)*K/8])
 		}
 	})
 	tn := b.rowsPerItem(T, N)
