@@ -864,6 +864,153 @@ func (g *gen) kernelInt4Quant() {
 // int4XMax is the largest x code of the integer int4 path (qint4.go).
 const int4XMax = 127 * int4XRatio
 
+// --- int3 with integer dot products (AVX-512 VNNI + VBMI; qint3.go) ---
+
+// int3IConsts returns int3VNNI's constant vectors as 64-byte rows: the
+// VPMULTISHIFTQB controls of passes 0 and 1 (fields 0-3 and 4-7 of each
+// word: a byte of dword lane l takes the qword's bits from 32(l mod 2) +
+// the field's offset), then per zmm i of a chunk (words 16i..16i+15, word
+// j = (i + l) mod 3 of its block) the controls of pass 2 (fields 8 and 9,
+// then bit 15 and bit 31 shifted up to bit j), the masks of pass 2 (7, 7,
+// 1<<j, 1<<j), and the permutation that gives lane l its group's scale,
+// (16i + l)/12.
+func int3IConsts() [][64]byte {
+	var rows [][64]byte
+	shift := func(f int) int { r := f % 10; return 3*(r/2) + 16*(r%2) }
+	for pass := range 2 {
+		var r [64]byte
+		for l := range 16 {
+			for e := range 4 {
+				r[4*l+e] = byte(32*(l%2) + shift(4*pass+e))
+			}
+		}
+		rows = append(rows, r)
+	}
+	for i := range 3 {
+		var ctl, mask, perm [64]byte
+		for l := range 16 {
+			j := (i + l) % 3
+			for e, c := range [4]int{shift(8), shift(9), 15 - j, 31 - j} {
+				ctl[4*l+e] = byte(32*(l%2) + c)
+			}
+			mask[4*l], mask[4*l+1], mask[4*l+2], mask[4*l+3] = 7, 7, 1<<j, 1<<j
+			perm[4*l] = byte((16*i + l) / 12)
+		}
+		rows = append(rows, ctl, mask, perm)
+	}
+	return rows
+}
+
+// kernelInt3VNNI: per chunk of 512 channels (48 words, 3 zmm) and row c,
+// each zmm's words widened to 12 bytes by three VPMULTISHIFTQB + masks
+// (pass p's byte e of lane l is the code, or channel 30's or 31's code bit
+// j moved to bit j, of word 16i + l), D = 254·D1 + D2 exact from six
+// VPDPBUSD with the token's two code terms, acc_c += float(D)·(s·sx) with
+// s the lane's group scale (VPERMD of the chunk's 4) and sx its block's,
+// and the chunk's 4 lanes z·X̂ added in an xmm.
+func (g *gen) kernelInt3VNNI(nr int) {
+	name := fmt.Sprintf("int3VNNI_1x%d", nr)
+	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.p("MOVQ xq+0(FP), SI")
+	g.p("MOVQ sx+8(FP), R9")
+	g.p("MOVQ xsum+16(FP), R10")
+	g.p("MOVQ w+24(FP), DI")
+	g.p("MOVQ ws+32(FP), BX")
+	g.p("MOVQ rowBytes+40(FP), CX")
+	for c := 1; c < nr; c++ {
+		g.p("LEAQ (%s)(BX*1), %s", wrows[c-1], wrows[c])
+	}
+	g.p("MOVQ BX, R8")
+	if nr > 1 {
+		g.p("IMULQ $%d, R8", nr)
+	}
+	g.p("ADDQ DI, R8")
+	for c := range nr {
+		g.p("VPXORD Z%d, Z%d, Z%d", c, c, c)
+		g.p("VPXORD Z%d, Z%d, Z%d", 4+c, 4+c, 4+c)
+	}
+	g.p("VMOVDQU32 int3IConst<>+0(SB), Z8")
+	g.p("VMOVDQU32 int3IConst<>+64(SB), Z9")
+	for i := range 3 {
+		g.p("VMOVDQU32 int3IConst<>+%d(SB), Z%d", 128+192*i, 10+i)
+		g.p("VMOVDQU32 int3IConst<>+%d(SB), Z%d", 192+192*i, 13+i)
+		g.p("VMOVDQU32 int3IConst<>+%d(SB), Z%d", 256+192*i, 18+i)
+	}
+	g.p("MOVL $0x07070707, AX")
+	g.p("VPBROADCASTD AX, Z16")
+	g.p("MOVL $%d, AX", int4XRatio)
+	g.p("VPBROADCASTD AX, Z17")
+	g.p("XORQ AX, AX")
+	g.p("MOVQ pz+56(FP), DX")
+	g.p("MOVQ ps+64(FP), BX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	g.loop(name + "_loop")
+	for off := 0; off < nr*192; off += 64 {
+		g.p("PREFETCHT0 %d(R8)", off)
+	}
+	g.p("ADDQ $%d, R8", nr*192)
+	for c := range nr {
+		g.p("VMOVUPS %d(DX), Z28", 32*c) // the row's 4 scales, 4 zeros
+		for i := range 3 {
+			g.p("VMOVDQU32 %d(%s)(AX*1), Z21", 64*i, wrows[c])
+			g.p("VPMULTISHIFTQB Z21, Z8, Z22")
+			g.p("VPANDD Z16, Z22, Z22")
+			g.p("VPMULTISHIFTQB Z21, Z9, Z23")
+			g.p("VPANDD Z16, Z23, Z23")
+			g.p("VPMULTISHIFTQB Z21, Z%d, Z24", 10+i)
+			g.p("VPANDD Z%d, Z24, Z24", 13+i)
+			g.p("VPXORD Z25, Z25, Z25")
+			// x codes at 384i + 192t + 64p of the chunk's 1152 bytes.
+			for t := range 2 {
+				for p, r := range []string{"Z22", "Z23", "Z24"} {
+					g.p("VPDPBUSD %d(SI), %s, Z25", 384*i+192*t+64*p, r)
+				}
+				if t == 0 {
+					g.p("VPMULLD Z17, Z25, Z25")
+				}
+			}
+			g.p("VCVTDQ2PS Z25, Z25")
+			g.p("VPERMD Z28, Z%d, Z26", 18+i) // s of the lane's group
+			g.p("VMULPS %d(R9), Z26, Z26", 64*i)
+			g.p("VMULPS Z26, Z25, Z25")
+			g.p("VADDPS Z25, Z%d, Z%d", c, c)
+		}
+		g.p("VMOVUPS %d(DX), X29", 32*c+16) // z
+		g.p("VMULPS (R10), X29, X29")
+		g.p("VADDPS X29, X%d, X%d", 4+c, 4+c)
+	}
+	g.p("ADDQ $192, AX")
+	g.p("ADDQ $1152, SI")
+	g.p("ADDQ BX, DX")
+	g.p("ADDQ $192, R9")
+	g.p("ADDQ $16, R10")
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.p("MOVQ dst+48(FP), DI")
+	for c := range nr {
+		a, z := c, 4+c
+		g.p("VEXTRACTF64X4 $1, Z%d, Y30", a)
+		g.p("VADDPS Y30, Y%d, Y%d", a, a)
+		g.p("VEXTRACTF32X4 $1, Y%d, X30", a)
+		g.p("VADDPS X30, X%d, X%d", a, a)
+		g.p("VMOVHLPS X%d, X%d, X30", a, a)
+		g.p("VADDPS X30, X%d, X%d", a, a)
+		g.p("VMOVSHDUP X%d, X30", a)
+		g.p("VADDSS X30, X%d, X%d", a, a)
+		g.p("VMOVHLPS X%d, X%d, X30", z, z) // (z0·X0 + z2·X2) + (z1·X1 + z3·X3)
+		g.p("VADDPS X30, X%d, X%d", z, z)
+		g.p("VMOVSHDUP X%d, X30", z)
+		g.p("VADDSS X30, X%d, X%d", z, z)
+		g.p("VADDSS X%d, X%d, X%d", z, a, a)
+		g.p("VMOVSS X%d, %d(DI)", a, 4*c)
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
 const header = "// Code generated by gen_dot.go; DO NOT EDIT.\n\n"
 
 func main() {
@@ -888,6 +1035,16 @@ func main() {
 		fmt.Fprintf(&asm.s, "DATA int4QConst<>+%d(SB)/4, $%d\n", 4*i, ch)
 	}
 	asm.s.WriteString("GLOBL int4QConst<>(SB), RODATA|NOPTR, $64\n")
+	for r, row := range int3IConsts() {
+		for q := range 8 {
+			var v uint64
+			for b := range 8 {
+				v |= uint64(row[8*q+b]) << (8 * b)
+			}
+			fmt.Fprintf(&asm.s, "DATA int3IConst<>+%d(SB)/8, $0x%016x\n", 64*r+8*q, v)
+		}
+	}
+	fmt.Fprintf(&asm.s, "GLOBL int3IConst<>(SB), RODATA|NOPTR, $%d\n", 64*len(int3IConsts()))
 	var decl strings.Builder
 	decl.WriteString(header)
 	decl.WriteString("//go:build !purego\n\npackage cpu\n\nimport \"unsafe\"\n\n")
@@ -933,6 +1090,10 @@ func main() {
 	}
 	asm.kernelInt4AVX2()
 	asm.kernelInt4Quant()
+	for _, nr := range []int{1, 4} {
+		asm.kernelInt3VNNI(nr)
+		fmt.Fprintf(&decl, "//go:noescape\nfunc int3VNNI_1x%d(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n", nr)
+	}
 	decl.WriteString("//go:noescape\nfunc int4QuantXAVX512(x *float32, xq *int8, sx *float32, cs *int32, groups int)\n\n")
 	decl.WriteString("//go:noescape\nfunc int4AVX2_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n")
 	// The dispatch table: kernels by level, format and tile.

@@ -61,17 +61,20 @@ func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int,
 	for i := range bv {
 		bv[i] = float32(r.NormFloat64())
 	}
-	var ref []float32
+	refs := map[bool][]float32{}
 	for _, lvl := range cpufeat.Levels() {
 		_, restore := cpufeat.Force(lvl)
 		for _, threads := range []int{1, 2} {
 			b := New(threads)
 			w := mustQuant(t, b, m, nil)
+			// int3 takes its integer path only where VNNI and VBMI are
+			// active; each path has its reference bits.
+			int3dot := w.(*qweight).int3dot
 			x := mustTensor(t, b, xv, T, K)
 			y := poisoned(t, b, T, N)
 			b.Linear(y, x, w, mustWeight(t, b, "bias", bv, N))
 			got := download(t, b, y)
-			if ref == nil {
+			if refs[int3dot] == nil {
 				for i, v := range got {
 					tt, n := i/N, i%N
 					want := float64(bv[n])
@@ -79,21 +82,22 @@ func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int,
 						want += float64(xv[tt*K+k]) * float64(wh[n*K+k])
 					}
 					tol := canonicalTol(xv[tt*K:(tt+1)*K], wh[n*K:(n+1)*K], bv[n], K)
-					if int8dot {
+					if int8dot || int3dot {
 						tol = baseTol(m, xv[tt*K:(tt+1)*K], wh, n, true) + 0x1p-24*math.Abs(want)
 					}
 					if d := math.Abs(float64(v) - want); !(d <= tol) {
 						restore()
-						t.Fatalf("%v: y[%d,%d] = %v, want %v (err %g, tol %g)", lvl, tt, n, v, want, d, tol)
+						t.Fatalf("%v (int3 integer %v): y[%d,%d] = %v, want %v (err %g, tol %g)", lvl, int3dot, tt, n, v, want, d, tol)
 					}
 				}
-				ref = got
+				refs[int3dot] = got
 				continue
 			}
+			ref := refs[int3dot]
 			for i, v := range got {
 				if math.Float32bits(v) != math.Float32bits(ref[i]) {
 					restore()
-					t.Fatalf("%v, %d threads: y[%d,%d] = %v, want the bits of %v (generic, 1 thread)", lvl, threads, i/N, i%N, v, ref[i])
+					t.Fatalf("%v, %d threads: y[%d,%d] = %v, want the bits of %v (the first level of its path, 1 thread)", lvl, threads, i/N, i%N, v, ref[i])
 				}
 			}
 		}
@@ -146,32 +150,39 @@ func TestPackedPermutation(t *testing.T) {
 }
 
 // baseTol bounds |y − Σ x·ŵ| for row n of m and token row x (len K) on
-// the quantized Linear's own arithmetic (int8dot: the integer int4 path):
-// linearTol for the float orders;
+// the quantized Linear's own arithmetic (integer: the integer int4 or int3
+// path): linearTol for the float orders;
 // for int4 with groups of 128 (qint4.go) the rounding of x to its codes in
-// blocks of 8 (each code off by at most sx/2, weighted by |ŵ|: the path
+// blocks of 8 (int3: 32; each code off by at most sx/2, weighted by |ŵ|: the path
 // computes the dot product of the quantized x with Ŵ) plus the float32
 // combination: products, lane sums over K/128 groups, the tree, the z·X̂
 // sum and the bias (depth K/128 + 7), and each X̂'s one rounding.
-func baseTol(m *wq.Matrix, x, wh []float32, n int, int8dot bool) float64 {
+func baseTol(m *wq.Matrix, x, wh []float32, n int, integer bool) float64 {
 	K := m.K
-	if !int8dot {
+	if !integer {
 		return linearTol(x, wh[n*K:(n+1)*K], 0, 0, K)
 	}
 	const u = 0x1p-24
+	// x's blocks and the depth of the float32 combination: int4 sums K/128
+	// groups per lane, then the tree, z·X̂ and the bias; int3 (qint3.go)
+	// 3 per chunk of 512, the tree, the z·X̂ of 4 lanes and the bias.
+	B, depth := 8, K/int4Group+7
+	if m.Elem == wq.Int3 {
+		B, depth = 32, 3*K/int3Chunk+4+K/int4Group+3
+	}
 	var quant, terms, xsumErr float64
 	for g := 0; g < K/int4Group; g++ {
 		s16, z16 := m.Param(n, g)
 		s, z := float64(half.ToFloat32(s16)), float64(half.ToFloat32(z16))
 		var absXh float64 // Σ|x̂| ≤ Σ (|x| + sx/2)
-		for b := 0; b < int4Group/8; b++ {
-			k0 := g*int4Group + 8*b
+		for b := 0; b < int4Group/B; b++ {
+			k0 := g*int4Group + B*b
 			var amax float32
-			for _, v := range x[k0 : k0+8] {
+			for _, v := range x[k0 : k0+B] {
 				amax = max(amax, float32(math.Abs(float64(v))))
 			}
 			sx := float64(amax / int4XMax)
-			for k := k0; k < k0+8; k++ {
+			for k := k0; k < k0+B; k++ {
 				sq := s * float64(m.Raw(n, k))
 				xh := math.Abs(float64(x[k])) + sx/2
 				quant += math.Abs(float64(wh[n*K+k])) * sx / 2
@@ -182,7 +193,7 @@ func baseTol(m *wq.Matrix, x, wh []float32, n int, int8dot bool) float64 {
 		terms += math.Abs(z) * absXh
 		xsumErr += math.Abs(z) * u * absXh
 	}
-	return quant + float64(K/int4Group+7)*u*terms + xsumErr + 1e-30
+	return quant + float64(depth)*u*terms + xsumErr + 1e-30
 }
 
 // TestQuantizeInt4X checks the integer int4 path's x codes at every SIMD
@@ -313,5 +324,52 @@ func TestConfigureInt4(t *testing.T) {
 	err = configure(func(k string) (string, bool) { return "int4dot", k == EnvInt4 })
 	if err == nil || !strings.Contains(err.Error(), EnvInt4) {
 		t.Errorf("a bad value: error %v, want one naming %s", err, EnvInt4)
+	}
+}
+
+// TestInt3Integer checks the integer int3 path's VNNI + VBMI tiles against
+// its Go reference, bit for bit, and both against the float64 reference over
+// Ŵ within the bound of x's codes (baseTol), on ragged N, T = 1 and 3, K =
+// 512 to 2048; and that a token holding an Inf gives NaN in every output.
+func TestInt3Integer(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 40))
+	for _, sh := range []struct{ T, K, N int }{{1, 512, 37}, {3, 1536, 66}, {2, 2048, 9}} {
+		m, err := wq.Quantize(wq.Int3, 128, sh.N, sh.K, llmWeight(r, sh.N, sh.K))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wh := dequantized(m)
+		pz := packedFormats[wq.Int3].params(m)
+		xv := activations(r, sh.T, sh.K)
+		C := sh.K / int3Chunk
+		toks := make([]int3Token, sh.T)
+		for i := range toks {
+			toks[i] = int3Token{xq: make([]int8, C*int3XBytes), sxw: make([]float32, C*int3Words), xsum: make([]float32, 4*C)}
+			quantizeInt3X(toks[i], xv[i*sh.K:(i+1)*sh.K])
+		}
+		y := make([]float32, sh.T*sh.N)
+		int3Tile(toks, y, m, pz, nil, 0, sh.T, 0, sh.N)
+		for i, v := range y {
+			tt, n := i/sh.N, i%sh.N
+			if g := dotInt3IntGeneric(toks[tt], m, pz, n); math.Float32bits(g) != math.Float32bits(v) {
+				t.Fatalf("K=%d: y[%d,%d] = %v, the Go reference %v", sh.K, tt, n, v, g)
+			}
+			var want float64
+			for k := range sh.K {
+				want += float64(xv[tt*sh.K+k]) * float64(wh[n*sh.K+k])
+			}
+			tol := baseTol(m, xv[tt*sh.K:(tt+1)*sh.K], wh, n, true) + 0x1p-24*math.Abs(want)
+			if d := math.Abs(float64(v) - want); !(d <= tol) {
+				t.Fatalf("K=%d: y[%d,%d] = %v, want %v (err %g, tol %g)", sh.K, tt, n, v, want, d, tol)
+			}
+		}
+		xv[sh.K-5] = float32(math.Inf(1))
+		quantizeInt3X(toks[0], xv[:sh.K])
+		int3Tile(toks[:1], y, m, pz, nil, 0, 1, 0, sh.N)
+		for n, v := range y[:sh.N] {
+			if !math.IsNaN(float64(v)) {
+				t.Fatalf("K=%d: x holds +Inf: y[0,%d] = %v, want NaN", sh.K, n, v)
+			}
+		}
 	}
 }

@@ -49,8 +49,9 @@ type qweight struct {
 	// zero) pairs (qdot.go); nil for formats that dequantize tiles.
 	packed *packedFormat
 	pz     []float32
-	// int8dot: int4 by integer dot products (qint4.go), chosen at load.
-	int8dot bool
+	// int8dot: int4 by integer dot products (qint4.go), chosen at load;
+	// int3dot: int3 the same way (qint3.go).
+	int8dot, int3dot bool
 }
 
 func (w *qweight) Name() string { return w.name }
@@ -73,7 +74,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 			return nil, fmt.Errorf("cpu: weight %s: negative DEC k_chunk %d", name, dec.KChunk)
 		}
 	}
-	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), int8dot: int4IntegerOn && int4Integer(m)}
+	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), int8dot: int4IntegerOn && int4Integer(m), int3dot: int4IntegerOn && int3Integer(m)}
 	if w.packed != nil {
 		w.pz = w.packed.params(m)
 	}
@@ -98,6 +99,11 @@ func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 	N, K := m.N, m.K
 	if w.int8dot {
 		b.qlinearInt4(y, x, w, bias, T)
+		b.dec(y, x, w, T)
+		return
+	}
+	if w.int3dot {
+		b.qlinearInt3(y, x, w, bias, T)
 		b.dec(y, x, w, T)
 		return
 	}
