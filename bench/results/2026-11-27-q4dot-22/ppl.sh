@@ -12,3 +12,11 @@ run() { # binary mode out
 run /tmp/q4/bd-new int8dot ppl_new_int
 run /tmp/q4/bd-new float ppl_new_float
 run /tmp/q4/bd-base int8dot ppl_base_int8dot
+# int3 (after the int3 integer path, binary bd-new3 of this branch):
+run3() {
+  BITDECODE_CPU_INT4=$2 $1 eval ppl --model $M --file $M/heldout.txt \
+    --ctx 2048 --windows 2 --kv fp16 --weights fp16,int3,int3:gptq --dec-k 0,32 \
+    --calib calib.txt --device cpu --json $3.json > $3.md 2> $3.log
+}
+run3 /tmp/q4/bd-new3 int8dot ppl3_new_int
+run3 /tmp/q4/bd-new3 float ppl3_new_float
