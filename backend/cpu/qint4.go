@@ -4,8 +4,9 @@ package cpu
 // (BITDECODE_CPU_INT4=float selects the float packed order of qdot.go
 // instead, for comparisons; the setting is handed to the device at a
 // program's edge by backend.ConfigureDevices and used for weights loaded
-// after). The integer path runs the int4 GEMV about twice as fast as the
-// float one at the float path's accuracy (docs/perf/cpu-linear.md v2.12).
+// after; it also covers int3's integer path, qint3.go). The integer path
+// runs the int4 GEMV about 1.5-2 times as fast as the float one at the
+// float path's perplexity (docs/perf/cpu-linear.md v2.12).
 //
 // Each token's x is quantized to 16-bit codes in blocks of 8 channels:
 // block j (channels 8j..8j+7, the 8 codes of one packed word) gets sx_j =
@@ -66,9 +67,9 @@ const (
 	int4XMax   = 127 * int4XRatio
 )
 
-// EnvInt4 names the environment variable that selects the int4 path:
-// "int8dot" (the default) for integer dot products, "float" for the float
-// packed order.
+// EnvInt4 names the environment variable that selects the int4 and int3
+// paths: "int8dot" (the default) for integer dot products, "float" for the
+// float packed order.
 const EnvInt4 = "BITDECODE_CPU_INT4"
 
 // int4IntegerOn is whether weights loaded now take the integer path

@@ -9,8 +9,9 @@ package cpu
 // Kernel: the weight stays packed (int4: 4.25 bits per weight with its
 // params, a quarter of fp16). int8, int4 and int3 with groups of 128 run in
 // their packed order (qdot.go): SIMD tiles decode the codes in registers
-// (ŵ = s·q + z by one FMA, exact) and sum x·ŵ in 16 lanes (int4 optionally
-// by integer dot products, qint4.go). Other formats
+// (ŵ = s·q + z by one FMA, exact) and sum x·ŵ in 16 lanes; by default int4
+// (and int3 on CPUs with VNNI and VBMI) multiply by integer dot products
+// instead, x rounded to 16-bit codes (qint4.go, qint3.go). Other formats
 // (fp16, other group sizes) dequantize: a work item of qTileN output rows
 // dequantizes them once into a per-worker float32 scratch, row-major, then
 // every token of the batch runs the F32 SIMD tiles over it (dot.go). Either
