@@ -866,6 +866,147 @@ const int4XMax = 127 * int4XRatio
 
 // --- int3 with integer dot products (AVX-512 VNNI + VBMI; qint3.go) ---
 
+// int3QPerm returns int3QuantXVBMI's VPERMB tables: for term t (q1, q2),
+// output byte o < 36 is word j = o/12's pass p = o%12/4 byte e = o%4, the
+// code of block channel int3PassChan(j, p, e) (qint3.go), taken from byte
+// 32t + that channel of the block's 64 code bytes (q1 of channels 0-31,
+// then q2).
+func int3QPerm() [2][64]byte {
+	var r [2][64]byte
+	for t := range 2 {
+		for o := range 36 {
+			j, p, e := o/12, o%12/4, o%4
+			ch := 10*j + 4*p + e
+			if p == 2 && e >= 2 {
+				ch = 28 + e
+			}
+			r[t][o] = byte(32*t + ch)
+		}
+	}
+	return r
+}
+
+// kernelInt3Quant writes int3QuantXVBMI (qint3.go's quantizeInt3X for
+// whole chunks of 512 channels, AVX-512 + VBMI): per block of 32 channels
+// (two zmm) max|x| on the bits, sx = max/32258 (stored for the block's
+// three words), c = rint(x·(1/sx)) in float64 clamped to ±32258, q1 and q2
+// as in kernelInt4Quant, the 32 q1 and 32 q2 bytes permuted by VPERMB into
+// the 9 dwords (3 words × 3 passes) of each term and stored at their places
+// (384i + 64p + 4l of the chunk, + 192 for q2; word v = 3b + j, i = v/16,
+// l = v%16), and the block's Σ c. Blocks whose sx is 0, ±Inf or NaN get
+// garbage codes here: the Go caller zeroes them (and sets sx to NaN).
+func (g *gen) kernelInt3Quant() {
+	name := "int3QuantXVBMI"
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xq *int8, sxw *float32, cs *int32, chunks int)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+	g.p("MOVQ x+0(FP), SI")
+	g.p("MOVQ xq+8(FP), DI")
+	g.p("MOVQ sxw+16(FP), R8")
+	g.p("MOVQ cs+24(FP), R9")
+	g.p("MOVQ chunks+32(FP), CX")
+	g.p("VMOVDQU8 int3QConst<>+0(SB), Z20")
+	g.p("VMOVDQU8 int3QConst<>+64(SB), Z21")
+	for _, c := range []struct {
+		reg string
+		v   uint32
+	}{{"Z30", 0x7fffffff}, {"Z29", 0x46fc0400 /* 32258.0 */}, {"Z27", int4XMax}, {"Z26", uint32(0x100000000 - int4XMax)}, {"Z25", int4XMax + int4XRatio/2}, {"Z24", 66053}, {"Z23", 127}, {"Z22", int4XRatio}} {
+		g.p("MOVL $0x%08x, AX", c.v)
+		g.p("VPBROADCASTD AX, %s", c.reg)
+	}
+	g.p("MOVQ $0x3ff0000000000000, AX") // 1.0
+	g.p("VPBROADCASTQ AX, Z28")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_done", name)
+	g.loop(name + "_loop")
+	for b := range 16 {
+		g.p("VMOVDQU32 %d(SI), Z0", 128*b)
+		g.p("VMOVDQU32 %d(SI), Z1", 128*b+64)
+		g.p("VPANDD Z30, Z0, Z2")
+		g.p("VPANDD Z30, Z1, Z3")
+		g.p("VPMAXUD Z3, Z2, Z2")
+		for _, sh := range []string{"VSHUFI32X4 $0x4e, Z2, Z2, Z3", "VSHUFI32X4 $0xb1, Z2, Z2, Z3", "VPSHUFD $0x4e, Z2, Z3", "VPSHUFD $0xb1, Z2, Z3"} {
+			g.p("%s", sh)
+			g.p("VPMAXUD Z3, Z2, Z2")
+		}
+		g.p("VDIVPS Z29, Z2, Z2") // sx in every lane
+		for j := range 3 {
+			g.p("VMOVSS X2, %d(R8)", 4*(3*b+j))
+		}
+		g.p("VCVTPS2PD Y2, Z4")
+		g.p("VDIVPD Z4, Z28, Z4") // 1/sx
+		for h, src := range []string{"Z0", "Z1"} {
+			lo, hi := fmt.Sprintf("Z%d", 6+2*h), fmt.Sprintf("Z%d", 7+2*h)
+			loY, hiY := fmt.Sprintf("Y%d", 6+2*h), fmt.Sprintf("Y%d", 7+2*h)
+			g.p("VCVTPS2PD Y%s, %s", src[1:], lo)
+			g.p("VEXTRACTF64X4 $1, %s, %s", src, hiY)
+			g.p("VCVTPS2PD %s, %s", hiY, hi)
+			g.p("VMULPD Z4, %s, %s", lo, lo)
+			g.p("VMULPD Z4, %s, %s", hi, hi)
+			g.p("VCVTPD2DQ %s, %s", lo, loY)
+			g.p("VCVTPD2DQ %s, %s", hi, hiY)
+			g.p("VINSERTI64X4 $1, %s, %s, %s", hiY, lo, lo)
+			g.p("VPMINSD Z27, %s, %s", lo, lo)
+			g.p("VPMAXSD Z26, %s, %s", lo, lo) // c of channels 16h..16h+15
+		}
+		// Σ c over the block.
+		g.p("VPADDD Z8, Z6, Z10")
+		for _, sh := range []string{"VSHUFI32X4 $0x4e, Z10, Z10, Z11", "VSHUFI32X4 $0xb1, Z10, Z10, Z11", "VPSHUFD $0x4e, Z10, Z11", "VPSHUFD $0xb1, Z10, Z11"} {
+			g.p("%s", sh)
+			g.p("VPADDD Z11, Z10, Z10")
+		}
+		g.p("VMOVD X10, %d(R9)", 4*b)
+		// q1, q2 of both halves, narrowed: Z12 = q1 of channels 0-31, then q2.
+		for h, c := range []string{"Z6", "Z8"} {
+			q1, q2 := fmt.Sprintf("Z%d", 14+2*h), fmt.Sprintf("Z%d", 15+2*h)
+			g.p("VPADDD Z25, %s, %s", c, q1)
+			g.p("VPMULLD Z24, %s, %s", q1, q1)
+			g.p("VPSRLD $24, %s, %s", q1, q1)
+			g.p("VPSUBD Z23, %s, %s", q1, q1)
+			g.p("VPMULLD Z22, %s, %s", q1, q2)
+			g.p("VPSUBD %s, %s, %s", q2, c, q2)
+		}
+		g.p("VPMOVDB Z14, X12")
+		g.p("VPMOVDB Z16, X13")
+		g.p("VINSERTI128 $1, X13, Y12, Y12")
+		g.p("VPMOVDB Z15, X13")
+		g.p("VPMOVDB Z17, X11")
+		g.p("VINSERTI128 $1, X11, Y13, Y13")
+		g.p("VINSERTI64X4 $1, Y13, Z12, Z12")
+		for t := range 2 {
+			g.p("VPERMB Z12, Z%d, Z14", 20+t)
+			for lane := range 3 {
+				src := "X14"
+				if lane > 0 {
+					g.p("VEXTRACTI32X4 $%d, Z14, X15", lane)
+					src = "X15"
+				}
+				for k := range 4 {
+					o := 4*lane + k // dword o: word o/3, pass o%3
+					if o >= 9 {
+						break
+					}
+					v := 3*b + o/3
+					at := 384*(v/16) + 192*t + 64*(o%3) + 4*(v%16)
+					if k == 0 {
+						g.p("VMOVD %s, %d(DI)", src, at)
+					} else {
+						g.p("VPEXTRD $%d, %s, %d(DI)", k, src, at)
+					}
+				}
+			}
+		}
+	}
+	g.p("ADDQ $2048, SI")
+	g.p("ADDQ $%d, DI", 1152)
+	g.p("ADDQ $192, R8")
+	g.p("ADDQ $64, R9")
+	g.p("DECQ CX")
+	g.p("JNE %s_loop", name)
+	g.label(name + "_done")
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
 // int3IConsts returns int3VNNI's constant vectors as 64-byte rows: the
 // VPMULTISHIFTQB controls of passes 0 and 1 (fields 0-3 and 4-7 of each
 // word: a byte of dword lane l takes the qword's bits from 32(l mod 2) +
@@ -1045,6 +1186,16 @@ func main() {
 		}
 	}
 	fmt.Fprintf(&asm.s, "GLOBL int3IConst<>(SB), RODATA|NOPTR, $%d\n", 64*len(int3IConsts()))
+	for t, row := range int3QPerm() {
+		for q := range 8 {
+			var v uint64
+			for b := range 8 {
+				v |= uint64(row[8*q+b]) << (8 * b)
+			}
+			fmt.Fprintf(&asm.s, "DATA int3QConst<>+%d(SB)/8, $0x%016x\n", 64*t+8*q, v)
+		}
+	}
+	asm.s.WriteString("GLOBL int3QConst<>(SB), RODATA|NOPTR, $128\n")
 	var decl strings.Builder
 	decl.WriteString(header)
 	decl.WriteString("//go:build !purego\n\npackage cpu\n\nimport \"unsafe\"\n\n")
@@ -1090,6 +1241,8 @@ func main() {
 	}
 	asm.kernelInt4AVX2()
 	asm.kernelInt4Quant()
+	asm.kernelInt3Quant()
+	decl.WriteString("//go:noescape\nfunc int3QuantXVBMI(x *float32, xq *int8, sxw *float32, cs *int32, chunks int)\n\n")
 	for _, nr := range []int{1, 4} {
 		asm.kernelInt3VNNI(nr)
 		fmt.Fprintf(&decl, "//go:noescape\nfunc int3VNNI_1x%d(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n", nr)

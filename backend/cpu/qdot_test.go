@@ -345,7 +345,7 @@ func TestInt3Integer(t *testing.T) {
 		toks := make([]int3Token, sh.T)
 		for i := range toks {
 			toks[i] = int3Token{xq: make([]int8, C*int3XBytes), sxw: make([]float32, C*int3Words), xsum: make([]float32, 4*C)}
-			quantizeInt3X(toks[i], xv[i*sh.K:(i+1)*sh.K])
+			quantizeInt3X(toks[i], xv[i*sh.K:(i+1)*sh.K], make([]int32, sh.K/32))
 		}
 		y := make([]float32, sh.T*sh.N)
 		int3Tile(toks, y, m, pz, nil, 0, sh.T, 0, sh.N)
@@ -364,11 +364,97 @@ func TestInt3Integer(t *testing.T) {
 			}
 		}
 		xv[sh.K-5] = float32(math.Inf(1))
-		quantizeInt3X(toks[0], xv[:sh.K])
+		quantizeInt3X(toks[0], xv[:sh.K], make([]int32, sh.K/32))
 		int3Tile(toks[:1], y, m, pz, nil, 0, 1, 0, sh.N)
 		for n, v := range y[:sh.N] {
 			if !math.IsNaN(float64(v)) {
 				t.Fatalf("K=%d: x holds +Inf: y[0,%d] = %v, want NaN", sh.K, n, v)
+			}
+		}
+	}
+}
+
+// TestQuantizeInt3X checks int3QuantXVBMI against the Go reference bit for
+// bit at every level (codes, scales per word, X̂), on activations with
+// outliers, ties, an all-zero block, a block whose scale underflows,
+// subnormal and huge values, and blocks holding Inf or NaN; and the codes
+// themselves: each channel's two terms rebuild a code within sx/2 of x,
+// channels 30 and 31 repeated for each of the block's words.
+func TestQuantizeInt3X(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	const K = 2048
+	x := activations(r, 1, K)
+	x[9] = 0x1p-130
+	for k := 64; k < 96; k++ {
+		x[k] = 0
+	}
+	x[100] = 0x1p-149 // block 3 (channels 96-127) holds only this...
+	for k := 96; k < 128; k++ {
+		if k != 100 {
+			x[k] = 0
+		}
+	}
+	x[130], x[131] = 0x1p-128, -0x1p-127
+	x[170] = 3e38
+	x[700] = float32(math.Inf(-1))
+	x[990] = float32(math.NaN())
+	x[1055] = float32(math.Inf(1))
+	for k := 1536; k < K; k++ { // ties of x/sx and of c/254
+		x[k] = float32(r.IntN(2*int4XMax+1)-int4XMax) * (1.5 / int4XMax)
+		if k%32 == 5 {
+			x[k] = -1.5
+		}
+	}
+	C := K / int3Chunk
+	newTok := func() int3Token {
+		tok := int3Token{xq: make([]int8, C*int3XBytes), sxw: make([]float32, C*int3Words), xsum: make([]float32, 4*C)}
+		for i := range tok.xq {
+			tok.xq[i] = int8(r.Uint32())
+		}
+		return tok
+	}
+	want := newTok()
+	quantizeInt3XGeneric(want, x)
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+	for _, lvl := range cpufeat.Levels() {
+		_, restore := cpufeat.Force(lvl)
+		tok := newTok()
+		quantizeInt3X(tok, x, make([]int32, K/32))
+		restore()
+		for i := range tok.xq {
+			if tok.xq[i] != want.xq[i] {
+				t.Fatalf("%v: code byte %d = %d, want %d (Go)", lvl, i, tok.xq[i], want.xq[i])
+			}
+		}
+		for i := range tok.sxw {
+			if !same(tok.sxw[i], want.sxw[i]) {
+				t.Fatalf("%v: sx of word %d = %v, want %v (Go)", lvl, i, tok.sxw[i], want.sxw[i])
+			}
+		}
+		for i := range tok.xsum {
+			if !same(tok.xsum[i], want.xsum[i]) {
+				t.Fatalf("%v: X̂[%d] = %v, want %v (Go)", lvl, i, tok.xsum[i], want.xsum[i])
+			}
+		}
+	}
+	for ch := range C {
+		for b := range 16 {
+			sx := float64(want.sxw[ch*int3Words+3*b])
+			if sx != sx {
+				continue
+			}
+			for j := range 3 {
+				v := 3*b + j
+				for p := range 3 {
+					for e := range 4 {
+						at := ch*int3XBytes + 384*(v/16) + 64*p + 4*(v%16) + e
+						c := int4XRatio*float64(want.xq[at]) + float64(want.xq[at+192])
+						k := ch*int3Chunk + 32*b + int3PassChan(j, p, e)
+						if d := math.Abs(c*sx - float64(x[k])); !(d <= sx/2*(1+0x1p-20)) && !(sx == 0 && c == 0) {
+							t.Fatalf("channel %d (word %d, pass %d, byte %d): x = %v, code %v at sx %v", k, v, p, e, x[k], c, sx)
+						}
+					}
+				}
 			}
 		}
 	}

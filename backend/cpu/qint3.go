@@ -70,8 +70,48 @@ func int3PassChan(j, p, e int) int {
 	return 10*j + 4*p + e
 }
 
-// quantizeInt3X fills tok from the token's x (len K).
-func quantizeInt3X(tok int3Token, x []float32) {
+// quantizeInt3X fills tok from the token's x (len K); cs (len K/32) is
+// scratch. Every level gives the same bits: int3QuantXVBMI computes the
+// same codes, scales and block sums (X̂ then summed here, in order).
+func quantizeInt3X(tok int3Token, x []float32, cs []int32) {
+	C := len(x) / int3Chunk
+	if !cpufeat.VBMI() || C == 0 {
+		quantizeInt3XGeneric(tok, x)
+		return
+	}
+	int3QuantXVBMI(&x[0], &tok.xq[0], &tok.sxw[0], &cs[0], C)
+	for ch := range C {
+		var sum float64
+		for b := range 16 {
+			sx := tok.sxw[ch*int3Words+3*b]
+			if !(sx > 0 && sx <= math.MaxFloat32) {
+				// max|x| was 0 (or sx underflowed), ±Inf or NaN: no codes.
+				if sx != 0 {
+					sx = float32(math.NaN())
+				}
+				xq := tok.xq[ch*int3XBytes : (ch+1)*int3XBytes]
+				for j := range 3 {
+					v := 3*b + j
+					tok.sxw[ch*int3Words+v] = sx
+					for p := range 3 {
+						at := 384*(v/16) + 64*p + 4*(v%16)
+						*(*[4]int8)(xq[at : at+4]) = [4]int8{}
+						*(*[4]int8)(xq[at+192 : at+196]) = [4]int8{}
+					}
+				}
+				cs[16*ch+b] = 0
+			}
+			sum += float64(cs[16*ch+b]) * float64(sx)
+			if b%4 == 3 {
+				tok.xsum[4*ch+b/4] = float32(sum)
+				sum = 0
+			}
+		}
+	}
+}
+
+// quantizeInt3XGeneric is quantizeInt3X in Go: the reference.
+func quantizeInt3XGeneric(tok int3Token, x []float32) {
 	for ch := 0; ch < len(x)/int3Chunk; ch++ {
 		xq := tok.xq[ch*int3XBytes : (ch+1)*int3XBytes]
 		var sum float64
@@ -208,6 +248,7 @@ func (b *Backend) qlinearInt3(y, x []float32, w *qweight, bias []float32, T int)
 	per := C*int3Words + 4*C
 	sbuf := getScratch(T * per)
 	defer scratchPool.Put(sbuf)
+	cbuf := make([]int32, T*K/32)
 	toks := make([]int3Token, T)
 	for t := range toks {
 		f := (*sbuf)[t*per : (t+1)*per]
@@ -215,7 +256,7 @@ func (b *Backend) qlinearInt3(y, x []float32, w *qweight, bias []float32, T int)
 	}
 	b.parallelRows(T, K, func(t0, t1 int) {
 		for t := t0; t < t1; t++ {
-			quantizeInt3X(toks[t], x[t*K:(t+1)*K])
+			quantizeInt3X(toks[t], x[t*K:(t+1)*K], cbuf[t*K/32:(t+1)*K/32])
 		}
 	})
 	tn := b.rowsPerItem(T, N)
