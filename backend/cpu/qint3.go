@@ -28,8 +28,9 @@ package cpu
 // The blocks of 32 (int4's are 8) cost an outlier channel 2⁻¹⁶ of its value
 // on its 31 neighbours, still far below a float32 sum's rounding at these
 // depths for typical activations. dotInt3IntGeneric is the reference of the
-// tiles int3VNNI_1x4 and _1x1; CPUs without VNNI and VBMI run int3 on the
-// float packed order.
+// tiles int3VNNI_1x4 and _1x1, quantizeInt3XGeneric that of int3QuantXVBMI
+// (the same codes, scales and block sums); CPUs without VNNI and VBMI run
+// int3 on the float packed order.
 
 import (
 	"math"
