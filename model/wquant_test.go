@@ -17,11 +17,12 @@ import (
 type plainBackend struct{ backend.Backend }
 
 // TestLoadQuantized loads the reference checkpoint with int4 weights, on the
-// CPU backend's packed path and through the dequantize-to-float32 fallback:
-// both compute float32 sums of the same products x·ŵ, in the packed order
-// and in the canonical order of backend/cpu, so the logits (int4, then
-// int8) agree to float32 rounding, far below the formats' own error, and
-// pick the same tokens.
+// CPU backend's packed paths and through the dequantize-to-float32 fallback:
+// the float packed orders compute float32 sums of the same products x·ŵ as
+// the canonical order of backend/cpu, so the logits (int4 on its float
+// path, then int8) agree to float32 rounding; int4's default integer path
+// rounds x to 16-bit codes first and agrees within that rounding's bound;
+// all far below the formats' own error, and pick the same tokens.
 // The accounting must match the format; DEC and GPTQ without what they need
 // must fail clearly.
 func TestLoadQuantized(t *testing.T) {
@@ -62,9 +63,29 @@ func TestLoadQuantized(t *testing.T) {
 		}
 		return lg.Data
 	}
-	// A few hundred float32 roundings of the largest logit: two summation
-	// orders through the layers, nowhere near the formats' own error.
-	compareLogits(t, "int4", logits(packed), logits(fallback), cfg.Vocab, 1e-5)
+	// The default int4 path multiplies by integer dot products with x
+	// rounded to 16-bit codes per block of 8 channels (backend/cpu
+	// qint4.go): half a step is 2⁻¹⁷ of the block's largest |x| (2-3 times
+	// a typical |x|), against the float sum's ~36 roundings of 2⁻²⁴ at K =
+	// 512, so about ten times the float orders' difference per layer.
+	compareLogits(t, "int4 (integer)", logits(packed), logits(fallback), cfg.Vocab, 1e-4)
+	// The float packed order (BITDECODE_CPU_INT4=float): a few hundred
+	// float32 roundings of the largest logit, two summation orders through
+	// the layers, nowhere near the formats' own error.
+	setInt4 := func(v string) {
+		t.Helper()
+		if err := backend.ConfigureDevices(func(k string) (string, bool) { return v, v != "" && k == cpu.EnvInt4 }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setInt4("float")
+	pf, err := Load(dir, be, LoadOptions{Weights: spec, Quantized: cache})
+	setInt4("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	compareLogits(t, "int4 (float)", logits(pf), logits(fallback), cfg.Vocab, 1e-5)
 	spec8, err := wq.ParseSpec("int8")
 	if err != nil {
 		t.Fatal(err)

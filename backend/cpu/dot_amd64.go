@@ -187,6 +187,18 @@ func int4VNNI_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uin
 func int4VNNI_1x4(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)
 
 //go:noescape
+func int3QuantXVBMI(x *float32, xq *int8, sxw *float32, cs *int32, chunks int)
+
+//go:noescape
+func int3VNNI_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)
+
+//go:noescape
+func int3VNNI_1x4(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)
+
+//go:noescape
+func int4QuantXAVX512(x *float32, xq *int8, sx *float32, cs *int32, groups int)
+
+//go:noescape
 func int4AVX2_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)
 
 // asmDots lists the generated tiles by level, format and (MR, NR).

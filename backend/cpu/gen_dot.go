@@ -584,8 +584,11 @@ func (g *gen) widen512(f wfmt) {
 // --- int4 with integer dot products (AVX-512 VNNI; qint4.go) ---
 
 // kernelInt4VNNI (MR = 1): per group of 128 channels (16 words) and row c,
-// D = VPDPBUSD of the low and high nibbles with the token's int8 x (lanes:
-// words), acc_c += float(D)·(s·sx), and the scalar zs_c += z·X.
+// the exact int32 lane sums D = 254·D1 + D2, D1 and D2 the VPDPBUSD of the
+// low and high nibbles with the token's two int8 code terms (lanes: words;
+// the product by 254 a VPMULLD between the two chains), then
+// acc_c += float(D)·(s·sx), and the scalar zs_c += z·X. With 4 rows the
+// group's 256 bytes of x codes sit in Z16-Z19, loaded once for the 4 rows.
 func (g *gen) kernelInt4VNNI(nr int) {
 	name := fmt.Sprintf("int4VNNI_1x%d", nr)
 	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
@@ -610,6 +613,8 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	}
 	g.p("MOVL $0x0f0f0f0f, AX")
 	g.p("VPBROADCASTD AX, Z31")
+	g.p("MOVL $%d, AX", int4XRatio)
+	g.p("VPBROADCASTD AX, Z23")
 	g.p("XORQ AX, AX")
 	g.p("MOVQ pz+56(FP), DX")
 	g.p("MOVQ ps+64(FP), BX")
@@ -622,14 +627,25 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	g.p("ADDQ $%d, R8", nr*64)
 	g.p("VMOVUPS (R9), Z27") // sx of each lane's 8 channels
 	g.p("VMOVSS (R10), X24") // X
+	// The x codes: q1 of the low and high nibbles, then q2 of each.
+	xs := [4]string{"(SI)(AX*4)", "64(SI)(AX*4)", "128(SI)(AX*4)", "192(SI)(AX*4)"}
+	if nr > 1 {
+		for i := range xs {
+			g.p("VMOVDQU32 %s, Z%d", xs[i], 16+i)
+			xs[i] = fmt.Sprintf("Z%d", 16+i)
+		}
+	}
 	for c := range nr {
 		g.p("VMOVDQU32 (%s)(AX*1), Z28", wrows[c])
 		g.p("VPANDD Z31, Z28, Z29")
 		g.p("VPSRLD $4, Z28, Z28")
 		g.p("VPANDD Z31, Z28, Z28")
 		g.p("VPXORD Z30, Z30, Z30")
-		g.p("VPDPBUSD (SI)(AX*2), Z29, Z30")
-		g.p("VPDPBUSD 64(SI)(AX*2), Z28, Z30")
+		g.p("VPDPBUSD %s, Z29, Z30", xs[0])
+		g.p("VPDPBUSD %s, Z28, Z30", xs[1])
+		g.p("VPMULLD Z23, Z30, Z30") // 254·D1
+		g.p("VPDPBUSD %s, Z29, Z30", xs[2])
+		g.p("VPDPBUSD %s, Z28, Z30", xs[3])
 		g.p("VCVTDQ2PS Z30, Z30")
 		g.p("VBROADCASTSS %d(DX), Z26", 8*c)
 		g.p("VMULPS Z27, Z26, Z26") // u_l = s·sx_l
@@ -664,10 +680,16 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	g.p("RET")
 }
 
+// int4XRatio is the weight of x's first int8 code term against its second
+// (qint4.go: c = 254·q1 + q2).
+const int4XRatio = 254
+
 // kernelInt4AVX2 (MR = NR = 1) is kernelInt4VNNI for AVX2: VPMADDUBSW
 // (unsigned 4-bit codes × signed x codes, pairs summed in int16: at most
-// 2·15·127, no saturation) then VPMADDWD by ones gives the same int32 lane
-// sums as VPDPBUSD; the float combination is the same.
+// 2·15·127) for the low and the high nibbles, the two added in int16 (at
+// most 4·15·127 = 7620, no saturation), then VPMADDWD by 254 for the q1 term
+// and by ones for the q2 term gives the same int32 lane sums 254·D1 + D2 as
+// VPDPBUSD; the float combination is the same.
 func (g *gen) kernelInt4AVX2() {
 	name := "int4AVX2_1x1"
 	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
@@ -688,6 +710,9 @@ func (g *gen) kernelInt4AVX2() {
 	g.p("MOVL $0x00010001, AX")
 	g.p("MOVQ AX, X10")
 	g.p("VPBROADCASTD X10, Y10")
+	g.p("MOVL $0x%08x, AX", int4XRatio<<16|int4XRatio)
+	g.p("MOVQ AX, X15")
+	g.p("VPBROADCASTD X15, Y15")
 	g.p("XORQ AX, AX")
 	g.p("MOVQ pz+56(FP), DX")
 	g.p("MOVQ ps+64(FP), BX")
@@ -703,10 +728,14 @@ func (g *gen) kernelInt4AVX2() {
 		g.p("VPAND Y11, Y6, Y7")
 		g.p("VPSRLD $4, Y6, Y8")
 		g.p("VPAND Y11, Y8, Y8")
-		g.p("VPMADDUBSW %d(SI)(AX*2), Y7, Y9", 32*h)
-		g.p("VPMADDWD Y10, Y9, Y9")
-		g.p("VPMADDUBSW %d(SI)(AX*2), Y8, Y13", 64+32*h)
-		g.p("VPMADDWD Y10, Y13, Y13")
+		g.p("VPMADDUBSW %d(SI)(AX*4), Y7, Y9", 32*h)
+		g.p("VPMADDUBSW %d(SI)(AX*4), Y8, Y13", 64+32*h)
+		g.p("VPADDW Y13, Y9, Y9")
+		g.p("VPMADDWD Y15, Y9, Y9") // 254·D1
+		g.p("VPMADDUBSW %d(SI)(AX*4), Y7, Y13", 128+32*h)
+		g.p("VPMADDUBSW %d(SI)(AX*4), Y8, Y14", 192+32*h)
+		g.p("VPADDW Y14, Y13, Y13")
+		g.p("VPMADDWD Y10, Y13, Y13") // D2
 		g.p("VPADDD Y13, Y9, Y9")
 		g.p("VCVTDQ2PS Y9, Y9")
 		g.p("VMULPS %d(R9), Y5, Y13", 32*h) // u_l = s·sx_l
@@ -737,6 +766,392 @@ func (g *gen) kernelInt4AVX2() {
 	g.p("RET")
 }
 
+// kernelInt4Quant writes int4QuantXAVX512 (qint4.go's quantizeInt4X for
+// whole groups of 128 channels, AVX-512 F): per 16 channels (blocks 2i and
+// 2i+1) the floats are permuted into the tiles' byte order (each block's
+// low-nibble channels 0, 4, 1, 5 of both blocks, then the high-nibble ones
+// 2, 6, 3, 7), each block's max|x| taken on the bits (a 128-bit lane holds
+// 4 of a block's channels: a max within lanes, then across the 256-bit
+// halves), sx = max/32258 in float32, c = x·(1/sx) in float64 rounded to
+// the nearest even integer (VCVTPD2DQ under the default rounding, as
+// math.RoundToEven then int32), clamped to ±32258; q1 = ((c + 32385)·66053
+// >> 24) − 127, which is floor((c + 127)/254) for c + 32385 < 2¹⁶ (and the
+// product stays below 2³²), q2 = c − 254·q1, both narrowed to bytes; and
+// each block's Σ c. Blocks whose sx is 0, ±Inf or NaN get garbage codes
+// here: the Go caller zeroes them (and sets sx to NaN for ±Inf).
+func (g *gen) kernelInt4Quant() {
+	name := "int4QuantXAVX512"
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xq *int8, sx *float32, cs *int32, groups int)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+	g.p("MOVQ x+0(FP), SI")
+	g.p("MOVQ xq+8(FP), DI")
+	g.p("MOVQ sx+16(FP), R8")
+	g.p("MOVQ cs+24(FP), R9")
+	g.p("MOVQ groups+32(FP), CX")
+	g.p("VMOVDQU32 int4QConst<>(SB), Z31") // the permutation
+	for _, c := range []struct {
+		reg string
+		v   uint32
+	}{{"Z30", 0x7fffffff}, {"Z29", 0x46fc0400 /* 32258.0 */}, {"Z27", int4XMax}, {"Z26", uint32(0x100000000 - int4XMax)}, {"Z25", int4XMax + int4XRatio/2}, {"Z24", 66053}, {"Z23", 127}, {"Z22", int4XRatio}} {
+		g.p("MOVL $0x%08x, AX", c.v)
+		g.p("VPBROADCASTD AX, %s", c.reg)
+	}
+	g.p("MOVQ $0x3ff0000000000000, AX") // 1.0
+	g.p("VPBROADCASTQ AX, Z28")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_done", name)
+	g.loop(name + "_loop")
+	for i := range 8 {
+		g.p("VPERMD %d(SI), Z31, Z0", 64*i)
+		g.p("VPANDD Z30, Z0, Z1")
+		g.p("VPSHUFD $0x4e, Z1, Z2")
+		g.p("VPMAXUD Z2, Z1, Z1")
+		g.p("VPSHUFD $0xb1, Z1, Z2")
+		g.p("VPMAXUD Z2, Z1, Z1")
+		g.p("VSHUFI32X4 $0x4e, Z1, Z1, Z2")
+		g.p("VPMAXUD Z2, Z1, Z1")
+		g.p("VDIVPS Z29, Z1, Z2") // sx
+		g.p("VMOVSS X2, %d(R8)", 8*i)
+		g.p("VEXTRACTF32X4 $1, Z2, X3")
+		g.p("VMOVSS X3, %d(R8)", 8*i+4)
+		// 1/sx for lanes 0-7 (blocks 2i, 2i+1 four times each), which
+		// serves both halves of the channels (the same block pattern).
+		g.p("VCVTPS2PD Y2, Z4")
+		g.p("VDIVPD Z4, Z28, Z4")
+		g.p("VCVTPS2PD Y0, Z6")
+		g.p("VEXTRACTF64X4 $1, Z0, Y7")
+		g.p("VCVTPS2PD Y7, Z7")
+		g.p("VMULPD Z4, Z6, Z6")
+		g.p("VMULPD Z4, Z7, Z7")
+		g.p("VCVTPD2DQ Z6, Y6")
+		g.p("VCVTPD2DQ Z7, Y7")
+		g.p("VINSERTI64X4 $1, Y7, Z6, Z6")
+		g.p("VPMINSD Z27, Z6, Z6")
+		g.p("VPMAXSD Z26, Z6, Z6") // c
+		g.p("VPADDD Z25, Z6, Z8")
+		g.p("VPMULLD Z24, Z8, Z8")
+		g.p("VPSRLD $24, Z8, Z8")
+		g.p("VPSUBD Z23, Z8, Z8") // q1
+		g.p("VPMULLD Z22, Z8, Z9")
+		g.p("VPSUBD Z9, Z6, Z9") // q2
+		g.p("VPMOVDB Z8, X10")
+		g.p("VMOVQ X10, %d(DI)", 8*i)
+		g.p("VPEXTRQ $1, X10, %d(DI)", 64+8*i)
+		g.p("VPMOVDB Z9, X11")
+		g.p("VMOVQ X11, %d(DI)", 128+8*i)
+		g.p("VPEXTRQ $1, X11, %d(DI)", 192+8*i)
+		g.p("VPSHUFD $0x4e, Z6, Z10") // Σ c per block
+		g.p("VPADDD Z10, Z6, Z10")
+		g.p("VPSHUFD $0xb1, Z10, Z11")
+		g.p("VPADDD Z11, Z10, Z10")
+		g.p("VSHUFI32X4 $0x4e, Z10, Z10, Z11")
+		g.p("VPADDD Z11, Z10, Z10")
+		g.p("VMOVD X10, %d(R9)", 8*i)
+		g.p("VEXTRACTI32X4 $1, Z10, X11")
+		g.p("VMOVD X11, %d(R9)", 8*i+4)
+	}
+	g.p("ADDQ $512, SI")
+	g.p("ADDQ $256, DI")
+	g.p("ADDQ $64, R8")
+	g.p("ADDQ $64, R9")
+	g.p("DECQ CX")
+	g.p("JNE %s_loop", name)
+	g.label(name + "_done")
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+// int4XMax is the largest x code of the integer int4 path (qint4.go).
+const int4XMax = 127 * int4XRatio
+
+// --- int3 with integer dot products (AVX-512 VNNI + VBMI; qint3.go) ---
+
+// int3QPerm returns int3QuantXVBMI's VPERMB tables: for term t (q1, q2),
+// output byte o < 36 is word j = o/12's pass p = o%12/4 byte e = o%4, the
+// code of block channel int3PassChan(j, p, e) (qint3.go), taken from byte
+// 32t + that channel of the block's 64 code bytes (q1 of channels 0-31,
+// then q2).
+func int3QPerm() [2][64]byte {
+	var r [2][64]byte
+	for t := range 2 {
+		for o := range 36 {
+			j, p, e := o/12, o%12/4, o%4
+			ch := 10*j + 4*p + e
+			if p == 2 && e >= 2 {
+				ch = 28 + e
+			}
+			r[t][o] = byte(32*t + ch)
+		}
+	}
+	return r
+}
+
+// kernelInt3Quant writes int3QuantXVBMI (qint3.go's quantizeInt3X for
+// whole chunks of 512 channels, AVX-512 + VBMI): per block of 32 channels
+// (two zmm) max|x| on the bits, sx = max/32258 (stored for the block's
+// three words), c = rint(x·(1/sx)) in float64 clamped to ±32258, q1 and q2
+// as in kernelInt4Quant, the 32 q1 and 32 q2 bytes permuted by VPERMB into
+// the 9 dwords (3 words × 3 passes) of each term and stored at their places
+// (384i + 64p + 4l of the chunk, + 192 for q2; word v = 3b + j, i = v/16,
+// l = v%16), and the block's Σ c. Blocks whose sx is 0, ±Inf or NaN get
+// garbage codes here: the Go caller zeroes them (and sets sx to NaN).
+func (g *gen) kernelInt3Quant() {
+	name := "int3QuantXVBMI"
+	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xq *int8, sxw *float32, cs *int32, chunks int)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+	g.p("MOVQ x+0(FP), SI")
+	g.p("MOVQ xq+8(FP), DI")
+	g.p("MOVQ sxw+16(FP), R8")
+	g.p("MOVQ cs+24(FP), R9")
+	g.p("MOVQ chunks+32(FP), CX")
+	g.p("VMOVDQU8 int3QConst<>+0(SB), Z20")
+	g.p("VMOVDQU8 int3QConst<>+64(SB), Z21")
+	for _, c := range []struct {
+		reg string
+		v   uint32
+	}{{"Z30", 0x7fffffff}, {"Z29", 0x46fc0400 /* 32258.0 */}, {"Z27", int4XMax}, {"Z26", uint32(0x100000000 - int4XMax)}, {"Z25", int4XMax + int4XRatio/2}, {"Z24", 66053}, {"Z23", 127}, {"Z22", int4XRatio}} {
+		g.p("MOVL $0x%08x, AX", c.v)
+		g.p("VPBROADCASTD AX, %s", c.reg)
+	}
+	g.p("MOVQ $0x3ff0000000000000, AX") // 1.0
+	g.p("VPBROADCASTQ AX, Z28")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_done", name)
+	g.loop(name + "_loop")
+	for b := range 16 {
+		g.p("VMOVDQU32 %d(SI), Z0", 128*b)
+		g.p("VMOVDQU32 %d(SI), Z1", 128*b+64)
+		g.p("VPANDD Z30, Z0, Z2")
+		g.p("VPANDD Z30, Z1, Z3")
+		g.p("VPMAXUD Z3, Z2, Z2")
+		for _, sh := range []string{"VSHUFI32X4 $0x4e, Z2, Z2, Z3", "VSHUFI32X4 $0xb1, Z2, Z2, Z3", "VPSHUFD $0x4e, Z2, Z3", "VPSHUFD $0xb1, Z2, Z3"} {
+			g.p("%s", sh)
+			g.p("VPMAXUD Z3, Z2, Z2")
+		}
+		g.p("VDIVPS Z29, Z2, Z2") // sx in every lane
+		for j := range 3 {
+			g.p("VMOVSS X2, %d(R8)", 4*(3*b+j))
+		}
+		g.p("VCVTPS2PD Y2, Z4")
+		g.p("VDIVPD Z4, Z28, Z4") // 1/sx
+		for h, src := range []string{"Z0", "Z1"} {
+			lo, hi := fmt.Sprintf("Z%d", 6+2*h), fmt.Sprintf("Z%d", 7+2*h)
+			loY, hiY := fmt.Sprintf("Y%d", 6+2*h), fmt.Sprintf("Y%d", 7+2*h)
+			g.p("VCVTPS2PD Y%s, %s", src[1:], lo)
+			g.p("VEXTRACTF64X4 $1, %s, %s", src, hiY)
+			g.p("VCVTPS2PD %s, %s", hiY, hi)
+			g.p("VMULPD Z4, %s, %s", lo, lo)
+			g.p("VMULPD Z4, %s, %s", hi, hi)
+			g.p("VCVTPD2DQ %s, %s", lo, loY)
+			g.p("VCVTPD2DQ %s, %s", hi, hiY)
+			g.p("VINSERTI64X4 $1, %s, %s, %s", hiY, lo, lo)
+			g.p("VPMINSD Z27, %s, %s", lo, lo)
+			g.p("VPMAXSD Z26, %s, %s", lo, lo) // c of channels 16h..16h+15
+		}
+		// Σ c over the block.
+		g.p("VPADDD Z8, Z6, Z10")
+		for _, sh := range []string{"VSHUFI32X4 $0x4e, Z10, Z10, Z11", "VSHUFI32X4 $0xb1, Z10, Z10, Z11", "VPSHUFD $0x4e, Z10, Z11", "VPSHUFD $0xb1, Z10, Z11"} {
+			g.p("%s", sh)
+			g.p("VPADDD Z11, Z10, Z10")
+		}
+		g.p("VMOVD X10, %d(R9)", 4*b)
+		// q1, q2 of both halves, narrowed: Z12 = q1 of channels 0-31, then q2.
+		for h, c := range []string{"Z6", "Z8"} {
+			q1, q2 := fmt.Sprintf("Z%d", 14+2*h), fmt.Sprintf("Z%d", 15+2*h)
+			g.p("VPADDD Z25, %s, %s", c, q1)
+			g.p("VPMULLD Z24, %s, %s", q1, q1)
+			g.p("VPSRLD $24, %s, %s", q1, q1)
+			g.p("VPSUBD Z23, %s, %s", q1, q1)
+			g.p("VPMULLD Z22, %s, %s", q1, q2)
+			g.p("VPSUBD %s, %s, %s", q2, c, q2)
+		}
+		g.p("VPMOVDB Z14, X12")
+		g.p("VPMOVDB Z16, X13")
+		g.p("VINSERTI128 $1, X13, Y12, Y12")
+		g.p("VPMOVDB Z15, X13")
+		g.p("VPMOVDB Z17, X11")
+		g.p("VINSERTI128 $1, X11, Y13, Y13")
+		g.p("VINSERTI64X4 $1, Y13, Z12, Z12")
+		for t := range 2 {
+			g.p("VPERMB Z12, Z%d, Z14", 20+t)
+			for lane := range 3 {
+				src := "X14"
+				if lane > 0 {
+					g.p("VEXTRACTI32X4 $%d, Z14, X15", lane)
+					src = "X15"
+				}
+				for k := range 4 {
+					o := 4*lane + k // dword o: word o/3, pass o%3
+					if o >= 9 {
+						break
+					}
+					v := 3*b + o/3
+					at := 384*(v/16) + 192*t + 64*(o%3) + 4*(v%16)
+					if k == 0 {
+						g.p("VMOVD %s, %d(DI)", src, at)
+					} else {
+						g.p("VPEXTRD $%d, %s, %d(DI)", k, src, at)
+					}
+				}
+			}
+		}
+	}
+	g.p("ADDQ $2048, SI")
+	g.p("ADDQ $%d, DI", 1152)
+	g.p("ADDQ $192, R8")
+	g.p("ADDQ $64, R9")
+	g.p("DECQ CX")
+	g.p("JNE %s_loop", name)
+	g.label(name + "_done")
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+// int3IConsts returns int3VNNI's constant vectors as 64-byte rows: the
+// VPMULTISHIFTQB controls of passes 0 and 1 (fields 0-3 and 4-7 of each
+// word: a byte of dword lane l takes the qword's bits from 32(l mod 2) +
+// the field's offset), then per zmm i of a chunk (words 16i..16i+15, word
+// j = (i + l) mod 3 of its block) the controls of pass 2 (fields 8 and 9,
+// then bit 15 and bit 31 shifted up to bit j), the masks of pass 2 (7, 7,
+// 1<<j, 1<<j), and the permutation that gives lane l its group's scale,
+// (16i + l)/12.
+func int3IConsts() [][64]byte {
+	var rows [][64]byte
+	shift := func(f int) int { r := f % 10; return 3*(r/2) + 16*(r%2) }
+	for pass := range 2 {
+		var r [64]byte
+		for l := range 16 {
+			for e := range 4 {
+				r[4*l+e] = byte(32*(l%2) + shift(4*pass+e))
+			}
+		}
+		rows = append(rows, r)
+	}
+	for i := range 3 {
+		var ctl, mask, perm [64]byte
+		for l := range 16 {
+			j := (i + l) % 3
+			for e, c := range [4]int{shift(8), shift(9), 15 - j, 31 - j} {
+				ctl[4*l+e] = byte(32*(l%2) + c)
+			}
+			mask[4*l], mask[4*l+1], mask[4*l+2], mask[4*l+3] = 7, 7, 1<<j, 1<<j
+			perm[4*l] = byte((16*i + l) / 12)
+		}
+		rows = append(rows, ctl, mask, perm)
+	}
+	return rows
+}
+
+// kernelInt3VNNI: per chunk of 512 channels (48 words, 3 zmm) and row c,
+// each zmm's words widened to 12 bytes by three VPMULTISHIFTQB + masks
+// (pass p's byte e of lane l is the code, or channel 30's or 31's code bit
+// j moved to bit j, of word 16i + l), D = 254·D1 + D2 exact from six
+// VPDPBUSD with the token's two code terms, acc_c += float(D)·(s·sx) with
+// s the lane's group scale (VPERMD of the chunk's 4) and sx its block's,
+// and the chunk's 4 lanes z·X̂ added in an xmm.
+func (g *gen) kernelInt3VNNI(nr int) {
+	name := fmt.Sprintf("int3VNNI_1x%d", nr)
+	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.p("MOVQ xq+0(FP), SI")
+	g.p("MOVQ sx+8(FP), R9")
+	g.p("MOVQ xsum+16(FP), R10")
+	g.p("MOVQ w+24(FP), DI")
+	g.p("MOVQ ws+32(FP), BX")
+	g.p("MOVQ rowBytes+40(FP), CX")
+	for c := 1; c < nr; c++ {
+		g.p("LEAQ (%s)(BX*1), %s", wrows[c-1], wrows[c])
+	}
+	g.p("MOVQ BX, R8")
+	if nr > 1 {
+		g.p("IMULQ $%d, R8", nr)
+	}
+	g.p("ADDQ DI, R8")
+	for c := range nr {
+		g.p("VPXORD Z%d, Z%d, Z%d", c, c, c)
+		g.p("VPXORD Z%d, Z%d, Z%d", 4+c, 4+c, 4+c)
+	}
+	g.p("VMOVDQU32 int3IConst<>+0(SB), Z8")
+	g.p("VMOVDQU32 int3IConst<>+64(SB), Z9")
+	for i := range 3 {
+		g.p("VMOVDQU32 int3IConst<>+%d(SB), Z%d", 128+192*i, 10+i)
+		g.p("VMOVDQU32 int3IConst<>+%d(SB), Z%d", 192+192*i, 13+i)
+		g.p("VMOVDQU32 int3IConst<>+%d(SB), Z%d", 256+192*i, 18+i)
+	}
+	g.p("MOVL $0x07070707, AX")
+	g.p("VPBROADCASTD AX, Z16")
+	g.p("MOVL $%d, AX", int4XRatio)
+	g.p("VPBROADCASTD AX, Z17")
+	g.p("XORQ AX, AX")
+	g.p("MOVQ pz+56(FP), DX")
+	g.p("MOVQ ps+64(FP), BX")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	g.loop(name + "_loop")
+	for off := 0; off < nr*192; off += 64 {
+		g.p("PREFETCHT0 %d(R8)", off)
+	}
+	g.p("ADDQ $%d, R8", nr*192)
+	for c := range nr {
+		g.p("VMOVUPS %d(DX), Z28", 32*c) // the row's 4 scales, 4 zeros
+		for i := range 3 {
+			g.p("VMOVDQU32 %d(%s)(AX*1), Z21", 64*i, wrows[c])
+			g.p("VPMULTISHIFTQB Z21, Z8, Z22")
+			g.p("VPANDD Z16, Z22, Z22")
+			g.p("VPMULTISHIFTQB Z21, Z9, Z23")
+			g.p("VPANDD Z16, Z23, Z23")
+			g.p("VPMULTISHIFTQB Z21, Z%d, Z24", 10+i)
+			g.p("VPANDD Z%d, Z24, Z24", 13+i)
+			g.p("VPXORD Z25, Z25, Z25")
+			// x codes at 384i + 192t + 64p of the chunk's 1152 bytes.
+			for t := range 2 {
+				for p, r := range []string{"Z22", "Z23", "Z24"} {
+					g.p("VPDPBUSD %d(SI), %s, Z25", 384*i+192*t+64*p, r)
+				}
+				if t == 0 {
+					g.p("VPMULLD Z17, Z25, Z25")
+				}
+			}
+			g.p("VCVTDQ2PS Z25, Z25")
+			g.p("VPERMD Z28, Z%d, Z26", 18+i) // s of the lane's group
+			g.p("VMULPS %d(R9), Z26, Z26", 64*i)
+			g.p("VMULPS Z26, Z25, Z25")
+			g.p("VADDPS Z25, Z%d, Z%d", c, c)
+		}
+		g.p("VMOVUPS %d(DX), X29", 32*c+16) // z
+		g.p("VMULPS (R10), X29, X29")
+		g.p("VADDPS X29, X%d, X%d", 4+c, 4+c)
+	}
+	g.p("ADDQ $192, AX")
+	g.p("ADDQ $1152, SI")
+	g.p("ADDQ BX, DX")
+	g.p("ADDQ $192, R9")
+	g.p("ADDQ $16, R10")
+	g.p("CMPQ AX, CX")
+	g.p("JLT %s_loop", name)
+	g.label(name + "_reduce")
+	g.p("MOVQ dst+48(FP), DI")
+	for c := range nr {
+		a, z := c, 4+c
+		g.p("VEXTRACTF64X4 $1, Z%d, Y30", a)
+		g.p("VADDPS Y30, Y%d, Y%d", a, a)
+		g.p("VEXTRACTF32X4 $1, Y%d, X30", a)
+		g.p("VADDPS X30, X%d, X%d", a, a)
+		g.p("VMOVHLPS X%d, X%d, X30", a, a)
+		g.p("VADDPS X30, X%d, X%d", a, a)
+		g.p("VMOVSHDUP X%d, X30", a)
+		g.p("VADDSS X30, X%d, X%d", a, a)
+		g.p("VMOVHLPS X%d, X%d, X30", z, z) // (z0·X0 + z2·X2) + (z1·X1 + z3·X3)
+		g.p("VADDPS X30, X%d, X%d", z, z)
+		g.p("VMOVSHDUP X%d, X30", z)
+		g.p("VADDSS X30, X%d, X%d", z, z)
+		g.p("VADDSS X%d, X%d, X%d", z, a, a)
+		g.p("VMOVSS X%d, %d(DI)", a, 4*c)
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
 const header = "// Code generated by gen_dot.go; DO NOT EDIT.\n\n"
 
 func main() {
@@ -755,6 +1170,32 @@ func main() {
 		fmt.Fprintf(&asm.s, "DATA int3Const<>+%d(SB)/4, $%d\n", 128+4*l, 4+l/4)
 	}
 	asm.s.WriteString("GLOBL int3Const<>(SB), RODATA|NOPTR, $192\n")
+	// int4QuantXAVX512's permutation: 16 channels (two blocks of 8) into
+	// the tiles' byte order.
+	for i, ch := range []int{0, 4, 1, 5, 8, 12, 9, 13, 2, 6, 3, 7, 10, 14, 11, 15} {
+		fmt.Fprintf(&asm.s, "DATA int4QConst<>+%d(SB)/4, $%d\n", 4*i, ch)
+	}
+	asm.s.WriteString("GLOBL int4QConst<>(SB), RODATA|NOPTR, $64\n")
+	for r, row := range int3IConsts() {
+		for q := range 8 {
+			var v uint64
+			for b := range 8 {
+				v |= uint64(row[8*q+b]) << (8 * b)
+			}
+			fmt.Fprintf(&asm.s, "DATA int3IConst<>+%d(SB)/8, $0x%016x\n", 64*r+8*q, v)
+		}
+	}
+	fmt.Fprintf(&asm.s, "GLOBL int3IConst<>(SB), RODATA|NOPTR, $%d\n", 64*len(int3IConsts()))
+	for t, row := range int3QPerm() {
+		for q := range 8 {
+			var v uint64
+			for b := range 8 {
+				v |= uint64(row[8*q+b]) << (8 * b)
+			}
+			fmt.Fprintf(&asm.s, "DATA int3QConst<>+%d(SB)/8, $0x%016x\n", 64*t+8*q, v)
+		}
+	}
+	asm.s.WriteString("GLOBL int3QConst<>(SB), RODATA|NOPTR, $128\n")
 	var decl strings.Builder
 	decl.WriteString(header)
 	decl.WriteString("//go:build !purego\n\npackage cpu\n\nimport \"unsafe\"\n\n")
@@ -799,6 +1240,14 @@ func main() {
 		fmt.Fprintf(&decl, "//go:noescape\nfunc int4VNNI_1x%d(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n", nr)
 	}
 	asm.kernelInt4AVX2()
+	asm.kernelInt4Quant()
+	asm.kernelInt3Quant()
+	decl.WriteString("//go:noescape\nfunc int3QuantXVBMI(x *float32, xq *int8, sxw *float32, cs *int32, chunks int)\n\n")
+	for _, nr := range []int{1, 4} {
+		asm.kernelInt3VNNI(nr)
+		fmt.Fprintf(&decl, "//go:noescape\nfunc int3VNNI_1x%d(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n", nr)
+	}
+	decl.WriteString("//go:noescape\nfunc int4QuantXAVX512(x *float32, xq *int8, sx *float32, cs *int32, groups int)\n\n")
 	decl.WriteString("//go:noescape\nfunc int4AVX2_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n")
 	// The dispatch table: kernels by level, format and tile.
 	decl.WriteString("// asmDots lists the generated tiles by level, format and (MR, NR).\nvar asmDots = []asmDot{\n")

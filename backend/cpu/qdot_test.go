@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
@@ -60,17 +61,20 @@ func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int,
 	for i := range bv {
 		bv[i] = float32(r.NormFloat64())
 	}
-	var ref []float32
+	refs := map[bool][]float32{}
 	for _, lvl := range cpufeat.Levels() {
 		_, restore := cpufeat.Force(lvl)
 		for _, threads := range []int{1, 2} {
 			b := New(threads)
 			w := mustQuant(t, b, m, nil)
+			// int3 takes its integer path only where VNNI and VBMI are
+			// active; each path has its reference bits.
+			int3dot := w.(*qweight).int3dot
 			x := mustTensor(t, b, xv, T, K)
 			y := poisoned(t, b, T, N)
 			b.Linear(y, x, w, mustWeight(t, b, "bias", bv, N))
 			got := download(t, b, y)
-			if ref == nil {
+			if refs[int3dot] == nil {
 				for i, v := range got {
 					tt, n := i/N, i%N
 					want := float64(bv[n])
@@ -78,21 +82,22 @@ func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int,
 						want += float64(xv[tt*K+k]) * float64(wh[n*K+k])
 					}
 					tol := canonicalTol(xv[tt*K:(tt+1)*K], wh[n*K:(n+1)*K], bv[n], K)
-					if int8dot {
+					if int8dot || int3dot {
 						tol = baseTol(m, xv[tt*K:(tt+1)*K], wh, n, true) + 0x1p-24*math.Abs(want)
 					}
 					if d := math.Abs(float64(v) - want); !(d <= tol) {
 						restore()
-						t.Fatalf("%v: y[%d,%d] = %v, want %v (err %g, tol %g)", lvl, tt, n, v, want, d, tol)
+						t.Fatalf("%v (int3 integer %v): y[%d,%d] = %v, want %v (err %g, tol %g)", lvl, int3dot, tt, n, v, want, d, tol)
 					}
 				}
-				ref = got
+				refs[int3dot] = got
 				continue
 			}
+			ref := refs[int3dot]
 			for i, v := range got {
 				if math.Float32bits(v) != math.Float32bits(ref[i]) {
 					restore()
-					t.Fatalf("%v, %d threads: y[%d,%d] = %v, want the bits of %v (generic, 1 thread)", lvl, threads, i/N, i%N, v, ref[i])
+					t.Fatalf("%v, %d threads: y[%d,%d] = %v, want the bits of %v (the first level of its path, 1 thread)", lvl, threads, i/N, i%N, v, ref[i])
 				}
 			}
 		}
@@ -145,41 +150,312 @@ func TestPackedPermutation(t *testing.T) {
 }
 
 // baseTol bounds |y − Σ x·ŵ| for row n of m and token row x (len K) on
-// the quantized Linear's own arithmetic (int8dot: the integer int4 path):
-// linearTol for the float orders;
-// for int4 with groups of 128 (qint4.go) the rounding of x to int8 codes in
-// blocks of 8 (each code off by at most sx/2, weighted by s·q) plus the
-// float32 combination: products, lane sums over K/128 groups, the tree, the
-// z·X sum and the bias (depth K/128 + 7), and each X's own float32 sum of
-// 128 terms.
-func baseTol(m *wq.Matrix, x, wh []float32, n int, int8dot bool) float64 {
+// the quantized Linear's own arithmetic (integer: the integer int4 or int3
+// path): linearTol for the float orders;
+// for int4 with groups of 128 (qint4.go) the rounding of x to its codes in
+// blocks of 8 (int3: 32; each code off by at most sx/2, weighted by |ŵ|: the path
+// computes the dot product of the quantized x with Ŵ) plus the float32
+// combination: products, lane sums over K/128 groups, the tree, the z·X̂
+// sum and the bias (depth K/128 + 7), and each X̂'s one rounding.
+func baseTol(m *wq.Matrix, x, wh []float32, n int, integer bool) float64 {
 	K := m.K
-	if !int8dot {
+	if !integer {
 		return linearTol(x, wh[n*K:(n+1)*K], 0, 0, K)
 	}
 	const u = 0x1p-24
+	// x's blocks and the depth of the float32 combination: int4 sums K/128
+	// groups per lane, then the tree, z·X̂ and the bias; int3 (qint3.go)
+	// 3 per chunk of 512, the tree, the z·X̂ of 4 lanes and the bias.
+	B, depth := 8, K/int4Group+7
+	if m.Elem == wq.Int3 {
+		B, depth = 32, 3*K/int3Chunk+4+K/int4Group+3
+	}
 	var quant, terms, xsumErr float64
 	for g := 0; g < K/int4Group; g++ {
 		s16, z16 := m.Param(n, g)
 		s, z := float64(half.ToFloat32(s16)), float64(half.ToFloat32(z16))
-		var absX, sumX float64
-		for b := 0; b < int4Group/8; b++ {
-			k0 := g*int4Group + 8*b
+		var absXh float64 // Σ|x̂| ≤ Σ (|x| + sx/2)
+		for b := 0; b < int4Group/B; b++ {
+			k0 := g*int4Group + B*b
+			var amax float32
+			for _, v := range x[k0 : k0+B] {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			sx := float64(amax / int4XMax)
+			for k := k0; k < k0+B; k++ {
+				sq := s * float64(m.Raw(n, k))
+				xh := math.Abs(float64(x[k])) + sx/2
+				quant += math.Abs(float64(wh[n*K+k])) * sx / 2
+				terms += sq * xh
+				absXh += xh
+			}
+		}
+		terms += math.Abs(z) * absXh
+		xsumErr += math.Abs(z) * u * absXh
+	}
+	return quant + float64(depth)*u*terms + xsumErr + 1e-30
+}
+
+// TestQuantizeInt4X checks the integer int4 path's x codes at every SIMD
+// level (the same bits as the Go reference, quantizeInt4XGeneric): both int8
+// terms within ±127, the code c = 254·q1 + q2 within sx/2 of x/sx·sx (each
+// channel off by at most half its block's step, max|x|/64516), the scale
+// max|x|/32258 per block of 8, the group sums X̂ of the quantized x (one
+// rounding of the exact Σ sx·c), an all-zero block all zero, a block
+// whose scale underflows, subnormal and huge values, and a block with an
+// Inf or NaN scaled by NaN.
+func TestQuantizeInt4X(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	const K = 768
+	x := activations(r, 1, K)
+	x[9] = 0x1p-130 // a subnormal beside normal values
+	for k := 16; k < 24; k++ {
+		x[k] = 0
+	}
+	x[30] = 0x1p-149                   // a block whose scale underflows to 0
+	x[40], x[41] = 0x1p-128, -0x1p-127 // subnormal scale
+	x[50] = 3e38
+	x[300] = float32(math.Inf(-1))
+	x[333] = float32(math.NaN())
+	x[420] = float32(math.Inf(1))
+	for k := 512; k < K; k++ { // ties of x/sx and of c/254 (x = m·max/32258)
+		x[k] = float32(r.IntN(2*int4XMax+1)-int4XMax) * (1.5 / int4XMax)
+		if k%8 == 0 {
+			x[k] = 1.5
+		}
+	}
+	want := int4Token{xq: make([]int8, 2*K), sx: make([]float32, K/8), xsum: make([]float32, K/int4Group)}
+	quantizeInt4XGeneric(want, x)
+	for _, lvl := range cpufeat.Levels() {
+		_, restore := cpufeat.Force(lvl)
+		tok := int4Token{xq: make([]int8, 2*K), sx: make([]float32, K/8), xsum: make([]float32, K/int4Group)}
+		for i := range tok.xq {
+			tok.xq[i] = int8(r.Uint32())
+		}
+		quantizeInt4X(tok, x, make([]int32, K/8))
+		restore()
+		same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+		for i := range tok.xq {
+			if tok.xq[i] != want.xq[i] {
+				t.Fatalf("%v: code byte %d = %d, want %d (Go)", lvl, i, tok.xq[i], want.xq[i])
+			}
+		}
+		for i := range tok.sx {
+			if !same(tok.sx[i], want.sx[i]) {
+				t.Fatalf("%v: sx[%d] = %v, want %v (Go)", lvl, i, tok.sx[i], want.sx[i])
+			}
+		}
+		for i := range tok.xsum {
+			if !same(tok.xsum[i], want.xsum[i]) {
+				t.Fatalf("%v: X̂[%d] = %v, want %v (Go)", lvl, i, tok.xsum[i], want.xsum[i])
+			}
+		}
+	}
+	tok := want
+	order := [8]int{0, 4, 1, 5, 2, 6, 3, 7}
+	for g := 0; g < K/int4Group; g++ {
+		var sum float64 // X̂: Σ sx·c, exact in float64 here
+		for l := range dotLanes {
+			k0 := g*int4Group + 8*l
 			var amax float32
 			for _, v := range x[k0 : k0+8] {
 				amax = max(amax, float32(math.Abs(float64(v))))
 			}
-			sx := float64(amax / 127)
-			for k := k0; k < k0+8; k++ {
-				sq := s * float64(m.Raw(n, k))
-				quant += sq * sx / 2
-				terms += sq * (math.Abs(float64(x[k])) + sx/2)
-				absX += math.Abs(float64(x[k]))
-				sumX += float64(x[k])
+			sx := tok.sx[g*dotLanes+l]
+			if amax > math.MaxFloat32 || amax != amax {
+				if !math.IsNaN(float64(sx)) {
+					t.Errorf("block %d holds %v: sx = %v, want NaN", k0/8, x[k0:k0+8], sx)
+				}
+				sum = math.NaN()
+				continue
+			}
+			if want := amax / int4XMax; sx != want {
+				t.Errorf("block %d: sx = %v, want %v", k0/8, sx, want)
+			}
+			for i, ch := range order {
+				at := 2*g*int4Group + (i/4)*64 + 4*l + i%4
+				q1, q2 := tok.xq[at], tok.xq[at+128]
+				if q1 < -127 || q2 < -127 {
+					t.Fatalf("channel %d: terms %d, %d out of [-127, 127]", k0+ch, q1, q2)
+				}
+				c := int4XRatio*float64(q1) + float64(q2)
+				sum += c * float64(sx)
+				v := float64(x[k0+ch])
+				if d := math.Abs(c*float64(sx) - v); !(d <= float64(sx)/2*(1+0x1p-20)) {
+					t.Errorf("channel %d: x = %v, codes %d·%d + %d at sx %v give %v (off by %g > sx/2)", k0+ch, v, int4XRatio, q1, q2, sx, c*float64(sx), d)
+				}
 			}
 		}
-		terms += math.Abs(z * sumX)
-		xsumErr += math.Abs(z) * int4Group * u * absX
+		if want := float32(sum); math.Float32bits(want) != math.Float32bits(tok.xsum[g]) && !(math.IsNaN(float64(want)) && math.IsNaN(float64(tok.xsum[g]))) {
+			t.Errorf("group %d: X̂ = %v, want %v", g, tok.xsum[g], want)
+		}
 	}
-	return quant + float64(K/int4Group+7)*u*terms + xsumErr + 1e-30
+}
+
+// TestConfigureInt4 checks EnvInt4: unset, empty or "int8dot" select the
+// integer int4 path, "float" the float packed order, anything else fails
+// naming the variable; and that a weight takes the path set at its load.
+func TestConfigureInt4(t *testing.T) {
+	defer func() { int4IntegerOn = true }()
+	m, err := wq.Quantize(wq.Int4, int4Group, 4, 256, llmWeight(rand.New(rand.NewPCG(37, 38)), 4, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		set  bool
+		val  string
+		want bool
+	}{{set: false, want: true}, {set: true, val: "", want: true}, {set: true, val: "int8dot", want: true}, {set: true, val: "float", want: false}} {
+		int4IntegerOn = !tc.want
+		env := func(k string) (string, bool) {
+			if k == EnvInt4 && tc.set {
+				return tc.val, true
+			}
+			return "", false
+		}
+		if err := configure(env); err != nil {
+			t.Fatalf("%q: %v", tc.val, err)
+		}
+		w := mustQuant(t, New(1), m, nil).(*qweight)
+		if int4IntegerOn != tc.want || w.int8dot != tc.want {
+			t.Errorf("%s=%q (set %v): integer path %v, weight %v; want %v", EnvInt4, tc.val, tc.set, int4IntegerOn, w.int8dot, tc.want)
+		}
+	}
+	err = configure(func(k string) (string, bool) { return "int4dot", k == EnvInt4 })
+	if err == nil || !strings.Contains(err.Error(), EnvInt4) {
+		t.Errorf("a bad value: error %v, want one naming %s", err, EnvInt4)
+	}
+}
+
+// TestInt3Integer checks the integer int3 path's VNNI + VBMI tiles against
+// its Go reference, bit for bit, and both against the float64 reference over
+// Ŵ within the bound of x's codes (baseTol), on ragged N, T = 1 and 3, K =
+// 512 to 2048; and that a token holding an Inf gives NaN in every output.
+func TestInt3Integer(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 40))
+	for _, sh := range []struct{ T, K, N int }{{1, 512, 37}, {3, 1536, 66}, {2, 2048, 9}} {
+		m, err := wq.Quantize(wq.Int3, 128, sh.N, sh.K, llmWeight(r, sh.N, sh.K))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wh := dequantized(m)
+		pz := packedFormats[wq.Int3].params(m)
+		xv := activations(r, sh.T, sh.K)
+		C := sh.K / int3Chunk
+		toks := make([]int3Token, sh.T)
+		for i := range toks {
+			toks[i] = int3Token{xq: make([]int8, C*int3XBytes), sxw: make([]float32, C*int3Words), xsum: make([]float32, 4*C)}
+			quantizeInt3X(toks[i], xv[i*sh.K:(i+1)*sh.K], make([]int32, sh.K/32))
+		}
+		y := make([]float32, sh.T*sh.N)
+		int3Tile(toks, y, m, pz, nil, 0, sh.T, 0, sh.N)
+		for i, v := range y {
+			tt, n := i/sh.N, i%sh.N
+			if g := dotInt3IntGeneric(toks[tt], m, pz, n); math.Float32bits(g) != math.Float32bits(v) {
+				t.Fatalf("K=%d: y[%d,%d] = %v, the Go reference %v", sh.K, tt, n, v, g)
+			}
+			var want float64
+			for k := range sh.K {
+				want += float64(xv[tt*sh.K+k]) * float64(wh[n*sh.K+k])
+			}
+			tol := baseTol(m, xv[tt*sh.K:(tt+1)*sh.K], wh, n, true) + 0x1p-24*math.Abs(want)
+			if d := math.Abs(float64(v) - want); !(d <= tol) {
+				t.Fatalf("K=%d: y[%d,%d] = %v, want %v (err %g, tol %g)", sh.K, tt, n, v, want, d, tol)
+			}
+		}
+		xv[sh.K-5] = float32(math.Inf(1))
+		quantizeInt3X(toks[0], xv[:sh.K], make([]int32, sh.K/32))
+		int3Tile(toks[:1], y, m, pz, nil, 0, 1, 0, sh.N)
+		for n, v := range y[:sh.N] {
+			if !math.IsNaN(float64(v)) {
+				t.Fatalf("K=%d: x holds +Inf: y[0,%d] = %v, want NaN", sh.K, n, v)
+			}
+		}
+	}
+}
+
+// TestQuantizeInt3X checks int3QuantXVBMI against the Go reference bit for
+// bit at every level (codes, scales per word, X̂), on activations with
+// outliers, ties, an all-zero block, a block whose scale underflows,
+// subnormal and huge values, and blocks holding Inf or NaN; and the codes
+// themselves: each channel's two terms rebuild a code within sx/2 of x,
+// channels 30 and 31 repeated for each of the block's words.
+func TestQuantizeInt3X(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	const K = 2048
+	x := activations(r, 1, K)
+	x[9] = 0x1p-130
+	for k := 64; k < 96; k++ {
+		x[k] = 0
+	}
+	x[100] = 0x1p-149 // block 3 (channels 96-127) holds only this...
+	for k := 96; k < 128; k++ {
+		if k != 100 {
+			x[k] = 0
+		}
+	}
+	x[130], x[131] = 0x1p-128, -0x1p-127
+	x[170] = 3e38
+	x[700] = float32(math.Inf(-1))
+	x[990] = float32(math.NaN())
+	x[1055] = float32(math.Inf(1))
+	for k := 1536; k < K; k++ { // ties of x/sx and of c/254
+		x[k] = float32(r.IntN(2*int4XMax+1)-int4XMax) * (1.5 / int4XMax)
+		if k%32 == 5 {
+			x[k] = -1.5
+		}
+	}
+	C := K / int3Chunk
+	newTok := func() int3Token {
+		tok := int3Token{xq: make([]int8, C*int3XBytes), sxw: make([]float32, C*int3Words), xsum: make([]float32, 4*C)}
+		for i := range tok.xq {
+			tok.xq[i] = int8(r.Uint32())
+		}
+		return tok
+	}
+	want := newTok()
+	quantizeInt3XGeneric(want, x)
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+	for _, lvl := range cpufeat.Levels() {
+		_, restore := cpufeat.Force(lvl)
+		tok := newTok()
+		quantizeInt3X(tok, x, make([]int32, K/32))
+		restore()
+		for i := range tok.xq {
+			if tok.xq[i] != want.xq[i] {
+				t.Fatalf("%v: code byte %d = %d, want %d (Go)", lvl, i, tok.xq[i], want.xq[i])
+			}
+		}
+		for i := range tok.sxw {
+			if !same(tok.sxw[i], want.sxw[i]) {
+				t.Fatalf("%v: sx of word %d = %v, want %v (Go)", lvl, i, tok.sxw[i], want.sxw[i])
+			}
+		}
+		for i := range tok.xsum {
+			if !same(tok.xsum[i], want.xsum[i]) {
+				t.Fatalf("%v: X̂[%d] = %v, want %v (Go)", lvl, i, tok.xsum[i], want.xsum[i])
+			}
+		}
+	}
+	for ch := range C {
+		for b := range 16 {
+			sx := float64(want.sxw[ch*int3Words+3*b])
+			if sx != sx {
+				continue
+			}
+			for j := range 3 {
+				v := 3*b + j
+				for p := range 3 {
+					for e := range 4 {
+						at := ch*int3XBytes + 384*(v/16) + 64*p + 4*(v%16) + e
+						c := int4XRatio*float64(want.xq[at]) + float64(want.xq[at+192])
+						k := ch*int3Chunk + 32*b + int3PassChan(j, p, e)
+						if d := math.Abs(c*sx - float64(x[k])); !(d <= sx/2*(1+0x1p-20)) && !(sx == 0 && c == 0) {
+							t.Fatalf("channel %d (word %d, pass %d, byte %d): x = %v, code %v at sx %v", k, v, p, e, x[k], c, sx)
+						}
+					}
+				}
+			}
+		}
+	}
 }

@@ -15,3 +15,19 @@ func int4VNNI_1x4(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uin
 func int4AVX2_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr) {
 	panic("cpu: no SIMD kernels in this build")
 }
+
+func int4QuantXAVX512(x *float32, xq *int8, sx *float32, cs *int32, groups int) {
+	panic("cpu: no SIMD kernels in this build")
+}
+
+func int3VNNI_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr) {
+	panic("cpu: no SIMD kernels in this build")
+}
+
+func int3VNNI_1x4(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr) {
+	panic("cpu: no SIMD kernels in this build")
+}
+
+func int3QuantXVBMI(x *float32, xq *int8, sxw *float32, cs *int32, chunks int) {
+	panic("cpu: no SIMD kernels in this build")
+}

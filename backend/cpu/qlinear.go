@@ -9,8 +9,9 @@ package cpu
 // Kernel: the weight stays packed (int4: 4.25 bits per weight with its
 // params, a quarter of fp16). int8, int4 and int3 with groups of 128 run in
 // their packed order (qdot.go): SIMD tiles decode the codes in registers
-// (ŵ = s·q + z by one FMA, exact) and sum x·ŵ in 16 lanes (int4 optionally
-// by integer dot products, qint4.go). Other formats
+// (ŵ = s·q + z by one FMA, exact) and sum x·ŵ in 16 lanes; by default int4
+// (and int3 on CPUs with VNNI and VBMI) multiply by integer dot products
+// instead, x rounded to 16-bit codes (qint4.go, qint3.go). Other formats
 // (fp16, other group sizes) dequantize: a work item of qTileN output rows
 // dequantizes them once into a per-worker float32 scratch, row-major, then
 // every token of the batch runs the F32 SIMD tiles over it (dot.go). Either
@@ -49,8 +50,9 @@ type qweight struct {
 	// zero) pairs (qdot.go); nil for formats that dequantize tiles.
 	packed *packedFormat
 	pz     []float32
-	// int8dot: int4 by integer dot products (qint4.go), chosen at load.
-	int8dot bool
+	// int8dot: int4 by integer dot products (qint4.go), chosen at load;
+	// int3dot: int3 the same way (qint3.go).
+	int8dot, int3dot bool
 }
 
 func (w *qweight) Name() string { return w.name }
@@ -73,7 +75,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 			return nil, fmt.Errorf("cpu: weight %s: negative DEC k_chunk %d", name, dec.KChunk)
 		}
 	}
-	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), int8dot: int4IntegerOn && int4Integer(m)}
+	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), int8dot: int4IntegerOn && int4Integer(m), int3dot: int4IntegerOn && int3Integer(m)}
 	if w.packed != nil {
 		w.pz = w.packed.params(m)
 	}
@@ -98,6 +100,11 @@ func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 	N, K := m.N, m.K
 	if w.int8dot {
 		b.qlinearInt4(y, x, w, bias, T)
+		b.dec(y, x, w, T)
+		return
+	}
+	if w.int3dot {
+		b.qlinearInt3(y, x, w, bias, T)
 		b.dec(y, x, w, T)
 		return
 	}

@@ -45,7 +45,8 @@ func mustQuant(t *testing.T, b *Backend, m *wq.Matrix, dec *wq.DEC) backend.Weig
 	return w
 }
 
-// TestQuantLinear checks the packed-weight Linear against the float64
+// TestQuantLinear checks the packed-weight Linear (int4 and int3: the
+// default integer paths where the CPU has them) against the float64
 // reference over the dequantized matrix, for every format, ragged N, batch
 // sizes 1 to 70, with and without bias; and that each token's output is
 // bitwise the same alone (decode) and in the batch (prefill).
@@ -64,13 +65,14 @@ func TestQuantLinear(t *testing.T) {
 				bv := randVec(r, tc.N)
 				xv := randVec(r, tc.T*tc.K)
 				w := mustQuant(t, b, m, nil)
+				qw := w.(*qweight)
 				x := mustTensor(t, b, xv, tc.T, tc.K)
 				y := poisoned(t, b, tc.T, tc.N)
 				b.Linear(y, x, w, mustWeight(t, b, "bias", bv, tc.N))
 				got := download(t, b, y)
 				want := linearRef(xv, wh, bv, tc.T, tc.K, tc.N)
 				for i := range got {
-					tol := baseTol(m, xv[(i/tc.N)*tc.K:(i/tc.N+1)*tc.K], wh, i%tc.N, false) + 0x1p-24*math.Abs(want[i])
+					tol := baseTol(m, xv[(i/tc.N)*tc.K:(i/tc.N+1)*tc.K], wh, i%tc.N, qw.int8dot || qw.int3dot) + 0x1p-24*math.Abs(want[i])
 					if d := math.Abs(float64(got[i]) - want[i]); !(d <= tol) {
 						t.Fatalf("y[%d,%d] = %v, want %v (tol %g)", i/tc.N, i%tc.N, got[i], want[i], tol)
 					}
