@@ -902,15 +902,9 @@ constexpr int kTLFirst = 6;  // + warp: its first tile computed (Go: tlFirst)
 // LA (v2.24): int2 keys per channel whose key group is one tile (gK = 16·MT,
 // the planner's mmaLA) refold the query for tile i+1 under tile i's P·V,
 // with the query floats in the warp's slice of redO (see the loop).
-//
-// splitUnit is one split CTA's work (v2.28: a unit): split split of the
-// (KV head x row chunk) hc of sequence b, its partials (or, fused, the
-// merge if it ends last) written exactly as the unit's own CTA wrote them.
-// It reports whether the split had tokens (the CTA then used its shared
-// memory, and a unit after it must pass a barrier first).
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K, bool P8V, bool LA>
-__device__ __forceinline__ bool splitUnit(
-    const int split, const int hc, const int b,
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false, bool P8V = false,
+          bool LA = false>
+__global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
@@ -934,7 +928,8 @@ __device__ __forceinline__ bool splitUnit(
   float(&redO)[kWarps][kQueryRows][D] = *reinterpret_cast<float(*)[kWarps][kQueryRows][D]>(ST > 0 ? static_cast<void*>(ring) : static_cast<void*>(redOs));
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
-  const int h = hc / rowChunks, rc = hc % rowChunks;
+  const int split = blockIdx.x, b = blockIdx.z;
+  const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
   constexpr int TT = MT * kFragTokens;
   // v2.16: the block-table entry of the warp's first tile, guessed for a
@@ -952,7 +947,7 @@ __device__ __forceinline__ bool splitUnit(
 #if BD_TIMELINE
     if (threadIdx.x == 0) tlRec[kTLInfo] = ~0ull;  // no tokens: Go skips the CTA
 #endif
-    return false;
+    return;
   }
   BD_TL_MARK(kTLLens, threadIdx.x == 0);  // after the branch on L: its load has returned
   const int t1 = min(L, t0 + splitLen);
@@ -1417,63 +1412,18 @@ __device__ __forceinline__ bool splitUnit(
   if (counters && nSplits == 1) {  // v2.15: the row chunk's only split writes the output itself
     finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, b, h, row0, nrows, group, Hq, Tq);
     BD_TL_MARK(kTLExit, threadIdx.x == 0);
-    return true;
+    return;
   }
   // Merge the warps in order.
-  const size_t part = (size_t(b) * Hkv * rowChunks + hc) * maxSplits + split;
+  const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps4<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);  // v2.18
   BD_TL_MARK(kTLPartial, threadIdx.x == 0);
   if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
     finishSplits<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(
-        partO, partML, &counters[size_t(b) * Hkv * rowChunks + hc], out, part - split, nSplits, b, h, row0, nrows, group, Hq,
+        partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows, group, Hq,
         Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, BD_TL_ARRIVED);
   }
   BD_TL_MARK(kTLExit, threadIdx.x == 0);
-  return true;
-}
-
-// decode_mma: one CTA a unit (split, KV head x row chunk, sequence) of the
-// grid (maxSplits, Hkv·rowChunks, B); with PU (v2.28, an opt-in
-// experiment: DecodeTuning.Units, decode-step.md v34) a grid of fewer CTAs,
-// each of which runs the units blockIdx.x, + gridDim.x, ... of the
-// flattened grid's units (split fastest, as the hardware orders a grid's
-// CTAs) in turn. Every unit is the same code on the same tokens, so its
-// partials and merge are the same bits, while a CTA's start and end are
-// paid once for several units. (NVRTC 12.5: the loop keeps the first
-// unit's parameter-derived values live across the next, 400-700 bytes of
-// spills at 255 registers; hence not the default.)
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false, bool P8V = false,
-          bool LA = false, bool PU = false>
-__global__ void __launch_bounds__(kThreads, MINB) decode_mma(
-    const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
-    const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
-    const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
-    int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
-    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
-    int* __restrict__ counters, u16* __restrict__ out, int units BD_TL_PARAM) {
-#if BD_TIMELINE
-#define BD_TL_ARG , tl
-#else
-#define BD_TL_ARG
-#endif
-  if constexpr (!PU) {
-    splitUnit<D, KBITS, VBITS, KC, KG, VG, MT, BF, ST, MINB, Q8K, P8V, LA>(
-        blockIdx.x, blockIdx.y, blockIdx.z, pool, blockTable, maxBlocks, resK, resV, resSlots, lens, q, partO, partML, Hq, Hkv, Tq, Nr,
-        splitLenArg, splitBase, splitCap, splitMax, maxSplits, rowChunks, blockBytes, kBytes, kParamsOff, vParamsOff, gK, gV, scaleLog2,
-        window, counters, out BD_TL_ARG);
-  } else {
-    const int hcs = Hkv * rowChunks;
-#pragma unroll 1
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      const int hcb = u / maxSplits;
-      if (splitUnit<D, KBITS, VBITS, KC, KG, VG, MT, BF, ST, MINB, Q8K, P8V, LA>(
-              u - hcb * maxSplits, hcb % hcs, hcb / hcs, pool, blockTable, maxBlocks, resK, resV, resSlots, lens, q, partO, partML, Hq, Hkv,
-              Tq, Nr, splitLenArg, splitBase, splitCap, splitMax, maxSplits, rowChunks, blockBytes, kBytes, kParamsOff, vParamsOff, gK,
-              gV, scaleLog2, window, counters, out BD_TL_ARG))
-        __syncthreads();  // the unit's shared memory is read before the next one writes it
-    }
-  }
-#undef BD_TL_ARG
 }
 
 }  // namespace mma
