@@ -47,11 +47,22 @@ const (
 )
 
 // linearTiledBNs are the tiled wide kernel's token tiles (BN) and
-// linearWideSplits its cluster sizes S (1: no cluster), as instantiated.
+// linearWideSplits its cluster sizes S (1: no cluster), as instantiated;
+// linearDeepSplits the cluster sizes of its deep-ring variant (BN 64,
+// linearDeepStages stages at one CTA an SM: linear_f16_tiled_c<64, S,
+// true>, v8).
 var (
 	linearTiledBNs   = [...]int{64, 128}
 	linearWideSplits = [...]int{1, 2, 4, 8}
+	linearDeepSplits = [...]int{2, 4}
 )
+
+// linearDeepStages is linear.cu's kDeepStages: the deep ring's depth.
+const linearDeepStages = 8
+
+// linearDeepSmem is the deep variant's dynamic shared memory: the ring of
+// linearDeepStages BN-64 stages and one accumulator tile (224 KiB).
+const linearDeepSmem = linearDeepStages*(linearTileM+64)*linearStageK*2 + linearTileM*64*4
 
 // linearTiledStages is TiledShape<BN, S, KS>::kStages for token tile
 // linearTiledBNs[bi] and stage k ks: 3 at BN 64 or in 128-k stages, else 4.
@@ -115,6 +126,13 @@ type Linear struct {
 	// tiledK is linear_f16_tiled<128, 128>: BN 128 without a cluster in
 	// 128-k stages (one barrier a k-block), tiledFor's choice there.
 	tiledK cuda.Function
+	// deep[di] is the deep-ring variant at cluster size
+	// linearDeepSplits[di] (loaded with clusters; hasDeep where the device
+	// gives a block linearDeepSmem), deepResident how many CTAs of it fit
+	// on the GPU at once.
+	deep         [len(linearDeepSplits)]cuda.Function
+	deepResident [len(linearDeepSplits)]int
+	hasDeep      bool
 	// WideV3 makes launches of more than LinearNarrowMaxRows rows run v3's
 	// wide kernel (linear_f16_wide: one m-tile a warp, weights straight to
 	// registers) instead of the tiled one; the same bits (tests, A/B). v3
@@ -123,14 +141,18 @@ type Linear struct {
 	WideV3 bool
 	// forceBN, forceSplit and forceStageK, when nonzero, pin the tiled
 	// kernel's token tile, cluster size and stage k (ForceWide and
-	// ForceWideStage, in tests).
-	forceBN, forceSplit, forceStageK int
+	// ForceWideStage, in tests); forceDeep 1 pins the deep-ring variant
+	// (with forceSplit), -1 keeps it off, 0 leaves it to tiledFor
+	// (ForceWideDeep).
+	forceBN, forceSplit, forceStageK, forceDeep int
 	// EarlyWeights makes the narrow kernels (LinearTunedMaxRows rows or
 	// fewer, the pair kernels too) load each warp's first k-block of
 	// weights before their dependency wait, so that it overlaps the
 	// kernel ahead under programmatic dependent launch (the backend's
-	// weights are written only at load, which ends in a stream sync). The
-	// same loads and bits either way.
+	// weights are written only at load, which ends in a stream sync); and
+	// the tiled wide kernels (more than LinearNarrowMaxRows rows) issue
+	// their ring's first stages of weights before theirs (v8: overlapping
+	// x's conversion). The same loads and bits either way.
 	EarlyWeights bool
 	// Persistent makes a narrow (or pair) launch of at most
 	// LinearTunedMaxRows rows and more m-tiles than fit on the GPU at once
@@ -169,8 +191,9 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		if S == 1 {
 			return fmt.Sprintf("linear::linear_f16_tiled<%d, %d>", bn, linearStageK)
 		}
-		return fmt.Sprintf("linear::linear_f16_tiled_c<%d, %d>", bn, S)
+		return fmt.Sprintf("linear::linear_f16_tiled_c<%d, %d, false>", bn, S)
 	}
+	deepExpr := func(S int) string { return fmt.Sprintf("linear::linear_f16_tiled_c<64, %d, true>", S) }
 	// The clustered kernels exist from sm_90 (linear.cu's #if).
 	clusters := false
 	if major, _ := dev.ComputeCapability(); major >= 9 {
@@ -185,6 +208,11 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	}
 	const tiledKExpr = "linear::linear_f16_tiled<128, 128>"
 	exprs = append(exprs, tiledKExpr)
+	if clusters {
+		for _, S := range linearDeepSplits {
+			exprs = append(exprs, deepExpr(S))
+		}
+	}
 	for _, nt := range linearNTs {
 		exprs = append(exprs, expr(nt))
 		for mode := range linearPairModes {
@@ -196,6 +224,7 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		return nil, err
 	}
 	l := &Linear{clusters: clusters, noTiled: dev.MaxSharedPerBlock() < linearTiledMaxSmem}
+	l.hasDeep = clusters && !l.noTiled && dev.MaxSharedPerBlock() >= linearDeepSmem
 	if l.wide, err = mod.Function(wide); err != nil {
 		return nil, err
 	}
@@ -224,12 +253,32 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	if l.tiledK, err = mod.Function(tiledKExpr); err != nil {
 		return nil, err
 	}
+	if clusters {
+		for di, S := range linearDeepSplits {
+			if l.deep[di], err = mod.Function(deepExpr(S)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	err = dev.Do(func(c *cuda.Ctx) error {
 		if l.noTiled {
 			return nil
 		}
 		if err := c.SetMaxDynamicShared(l.tiledK, linearTiledSmem(1, 1, 2*linearStageK)); err != nil {
 			return err
+		}
+		for di := range linearDeepSplits {
+			if !l.hasDeep {
+				break
+			}
+			if err := c.SetMaxDynamicShared(l.deep[di], linearDeepSmem); err != nil {
+				return err
+			}
+			n, err := c.MaxActiveBlocksPerSM(l.deep[di], linearSplit*32, linearDeepSmem)
+			if err != nil {
+				return err
+			}
+			l.deepResident[di] = max(1, n) * dev.SMs()
 		}
 		for bi := range linearTiledBNs {
 			for si, S := range linearWideSplits {
@@ -338,15 +387,18 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 			return err
 		}
 		if !l.WideV3 && !l.noTiled {
-			bi, si, ks := l.tiledFor(T, tiles)
+			bi, si, ks, di := l.tiledFor(T, tiles)
 			bn, S := linearTiledBNs[bi], linearWideSplits[si]
-			f := l.tiled[bi][si]
+			f, smem := l.tiled[bi][si], linearTiledSmem(bi, S, ks)
 			if ks != linearStageK {
 				f = l.tiledK
 			}
+			if di >= 0 {
+				f, smem = l.deep[di], linearDeepSmem
+			}
 			return c.Launch(f, cuda.Dim3{X: (T + bn - 1) / bn * S, Y: (tiles*linearM + linearTileM - 1) / linearTileM},
-				cuda.Dim3{X: linearSplit * 32}, linearTiledSmem(bi, S, ks), st,
-				xh, int32(T), int32(K),
+				cuda.Dim3{X: linearSplit * 32}, smem, st,
+				xh, int32(T), int32(K), b2i32(l.EarlyWeights),
 				g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 				g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
 				g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
@@ -380,10 +432,14 @@ const linearClusterSMs = 2
 // whose grid fits on the GPU at once (the classes spread over more SMs
 // where the m-blocks and token blocks alone leave SMs idle: o, down,
 // q|k|v); and the stage k (whole k-blocks at BN 128 without a cluster,
-// else linearStageK). ForceWide's and ForceWideStage's choices where set.
-// Returns indices into linearTiledBNs and linearWideSplits, and the stage
-// k.
-func (l *Linear) tiledFor(T, tiles int) (bi, si, ks int) {
+// else linearStageK). Where that is a BN-64 cluster, the deep-ring
+// variant (v8) at the largest of linearDeepSplits whose grid fits at one
+// CTA an SM takes its place: the grid fits at once either way, so the
+// deeper ring only adds weight bytes in flight an SM. ForceWide's,
+// ForceWideStage's and ForceWideDeep's choices where set. Returns indices
+// into linearTiledBNs and linearWideSplits, the stage k, and the index
+// into linearDeepSplits of the deep variant (-1: none).
+func (l *Linear) tiledFor(T, tiles int) (bi, si, ks, di int) {
 	if T > linearTiledSmallMaxRows {
 		bi = 1
 	}
@@ -403,6 +459,18 @@ func (l *Linear) tiledFor(T, tiles int) (bi, si, ks int) {
 			si++
 		}
 	}
+	di = -1
+	switch {
+	case l.forceDeep > 0:
+		di = slices.Index(linearDeepSplits[:], linearWideSplits[si])
+	case l.forceDeep == 0 && l.forceSplit == 0 && l.hasDeep && bn == 64 && si > 0:
+		for d := len(linearDeepSplits) - 1; d >= 0; d-- {
+			if ctas*linearDeepSplits[d] <= l.deepResident[d] {
+				di, si = d, slices.Index(linearWideSplits[:], linearDeepSplits[d])
+				break
+			}
+		}
+	}
 	ks = linearStageK
 	if bn == 128 && si == 0 {
 		ks = 2 * linearStageK
@@ -410,7 +478,7 @@ func (l *Linear) tiledFor(T, tiles int) (bi, si, ks int) {
 	if l.forceStageK != 0 && bn == 128 && si == 0 {
 		ks = l.forceStageK
 	}
-	return bi, si, ks
+	return bi, si, ks, di
 }
 
 // gridY is a narrow or pair launch's grid height for T rows, n m-tiles
