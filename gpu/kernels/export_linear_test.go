@@ -29,8 +29,8 @@ func (l *Linear) ForceWide(bn, split int) { l.forceBN, l.forceSplit = bn, split 
 // ForceWideStage: see ForceWide.
 func (l *Linear) ForceWideStage(ks int) { l.forceStageK = ks }
 
-// ForceWideDeep pins the deep-ring variant (on > 0: at ForceWide's BN 64
-// and a cluster size of 2 or 4) or keeps it off (on < 0); 0 leaves it to
+// ForceWideDeep pins the deep-ring variant (on > 0: BN 64 in clusters of
+// 2, whatever ForceWide says) or keeps it off (on < 0); 0 leaves it to
 // tiledFor.
 func (l *Linear) ForceWideDeep(on int) { l.forceDeep = on }
 
@@ -52,8 +52,8 @@ func (l *Linear) HasWideSplit(split int) bool {
 // WideChoice is tiledFor's (token tile, cluster size, stage k, deep-ring
 // variant) for T rows and `tiles` m-tiles.
 func (l *Linear) WideChoice(T, tiles int) (bn, split, ks int, deep bool) {
-	bi, si, ks, di := l.tiledFor(T, tiles)
-	return linearTiledBNs[bi], linearWideSplits[si], ks, di >= 0
+	bi, si, ks, deep := l.tiledFor(T, tiles)
+	return linearTiledBNs[bi], linearWideSplits[si], ks, deep
 }
 
 // NewWideRuleLinear returns a Linear with no kernels whose tiled wide
@@ -63,9 +63,7 @@ func (l *Linear) WideChoice(T, tiles int) (bn, split, ks int, deep bool) {
 // rule without a GPU.
 func NewWideRuleLinear(sms int, perSM [2][4]int, clusters bool) *Linear {
 	l := &Linear{clusters: clusters, hasDeep: clusters}
-	for di := range l.deepResident {
-		l.deepResident[di] = sms
-	}
+	l.deepResident = sms
 	for bi := range perSM {
 		for si, n := range perSM[bi] {
 			l.tiledPerSM[bi][si] = n

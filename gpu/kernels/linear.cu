@@ -827,11 +827,13 @@ __device__ __forceinline__ int tiledRank() {
   return 0;
 }
 
-// tiledEarlyW issues the weight copies of the ring's first STAGES - 1
-// stages (v8: with early, before the kernel's dependency wait: the
-// backend's weights are written only at load, never by a kernel ahead);
-// tiledBody's prologue then adds each stage's x copies and commits. The
-// same copies, into the same buffers, as without early.
+// tiledEarlyW issues the weight copies of the ring's first stage (v8:
+// with early, before the kernel's dependency wait: the backend's weights
+// are written only at load, never by a kernel ahead); tiledBody's prologue
+// then adds that stage's x copies and commits them as one group, as
+// without early. (All STAGES - 1 prologue stages early made the first
+// stage's group wait for them all: lm_head at 100 rows +1%, wide2 call 1.)
+// The same copies, into the same buffers, as without early.
 template <int BN, int S, int KS, bool DEEP>
 __device__ __forceinline__ void tiledEarlyW(int K, const u16* w0, int n0, const u16* w1, int n1, const u16* w2,
                                             int n2) {
@@ -842,19 +844,13 @@ __device__ __forceinline__ void tiledEarlyW(int K, const u16* w0, int n0, const 
   const int rank = tiledRank<S>(), nBlocks = (K + kBlockK - 1) / kBlockK;
   TiledSeq<S, Sh::kPerBlock> pro{0, -1, 0};
   pro.seek(rank, nBlocks);
-#pragma unroll
-  for (int st = 0; st < Sh::kStages - 1; st++) {
-    if (pro.blk >= 0) {
-      ld.loadW(st, pro.blk, pro.half);
-      pro.next(rank, nBlocks);
-    }
-  }
+  if (pro.blk >= 0) ld.loadW(0, pro.blk, pro.half);
 }
 
 // tiledBody is linear_f16_tiled's work (the cluster attribute is the only
 // difference between the S instantiations' entry points), called after the
-// kernel's dependency wait; early: tiledEarlyW has issued the prologue's
-// weight copies.
+// kernel's dependency wait; early: tiledEarlyW has issued the first
+// stage's weight copies.
 template <int BN, int S, int KS, bool DEEP>
 __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int K, int early, const u16* w0,
                                           const float* b0, float* y0, int n0, const u16* w1, const float* b1,
@@ -886,7 +882,7 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
 #pragma unroll
   for (int st = 0; st < STAGES - 1; st++) {
     if (pro.blk >= 0) {
-      if (!early) ld.loadW(st, pro.blk, pro.half);
+      if (st > 0 || !early) ld.loadW(st, pro.blk, pro.half);
       ld.loadX(st, pro.blk, pro.half);
       pro.next(rank, nBlocks);
     }
@@ -1018,8 +1014,8 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
 // linear_f16_tiled: grid (token blocks of BN) · S x ceil(m-tiles / 8),
 // kThreads threads, TiledShape<BN, S, KS, DEEP>::kRingBytes (+ kRedBytes
 // where S > 1) of dynamic shared memory; the group arguments as
-// linear_f16_wide's; early as linear_f16's (the prologue's weight copies
-// before the dependency wait: tiledEarlyW).
+// linear_f16_wide's; early as linear_f16's (the first stage's weight
+// copies before the dependency wait: tiledEarlyW).
 template <int BN, int KS>
 __global__ void __launch_bounds__(kThreads, TiledShape<BN, 1, KS>::kMinBlocks)
     linear_f16_tiled(const u16* __restrict__ xh, int T, int K, int early, const u16* w0, const float* b0, float* y0,

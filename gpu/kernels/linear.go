@@ -47,18 +47,19 @@ const (
 )
 
 // linearTiledBNs are the tiled wide kernel's token tiles (BN) and
-// linearWideSplits its cluster sizes S (1: no cluster), as instantiated;
-// linearDeepSplits the cluster sizes of its deep-ring variant (BN 64,
-// linearDeepStages stages at one CTA an SM: linear_f16_tiled_c<64, S,
-// true>, v8).
+// linearWideSplits its cluster sizes S (1: no cluster), as instantiated.
 var (
 	linearTiledBNs   = [...]int{64, 128}
 	linearWideSplits = [...]int{1, 2, 4, 8}
-	linearDeepSplits = [...]int{2, 4}
 )
 
-// linearDeepStages is linear.cu's kDeepStages: the deep ring's depth.
-const linearDeepStages = 8
+// The tiled wide kernel's deep-ring variant (v8): BN 64 in clusters of
+// linearDeepSplit CTAs with a ring of linearDeepStages (linear.cu's
+// kDeepStages) stages, one CTA an SM (linear_f16_tiled_c<64, 2, true>).
+const (
+	linearDeepSplit  = 2
+	linearDeepStages = 8
+)
 
 // linearDeepSmem is the deep variant's dynamic shared memory: the ring of
 // linearDeepStages BN-64 stages and one accumulator tile (224 KiB).
@@ -126,12 +127,11 @@ type Linear struct {
 	// tiledK is linear_f16_tiled<128, 128>: BN 128 without a cluster in
 	// 128-k stages (one barrier a k-block), tiledFor's choice there.
 	tiledK cuda.Function
-	// deep[di] is the deep-ring variant at cluster size
-	// linearDeepSplits[di] (loaded with clusters; hasDeep where the device
-	// gives a block linearDeepSmem), deepResident how many CTAs of it fit
-	// on the GPU at once.
-	deep         [len(linearDeepSplits)]cuda.Function
-	deepResident [len(linearDeepSplits)]int
+	// deep is the deep-ring variant (loaded with clusters; hasDeep where
+	// the device gives a block linearDeepSmem), deepResident how many CTAs
+	// of it fit on the GPU at once.
+	deep         cuda.Function
+	deepResident int
 	hasDeep      bool
 	// WideV3 makes launches of more than LinearNarrowMaxRows rows run v3's
 	// wide kernel (linear_f16_wide: one m-tile a warp, weights straight to
@@ -193,7 +193,7 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		}
 		return fmt.Sprintf("linear::linear_f16_tiled_c<%d, %d, false>", bn, S)
 	}
-	deepExpr := func(S int) string { return fmt.Sprintf("linear::linear_f16_tiled_c<64, %d, true>", S) }
+	deepExpr := fmt.Sprintf("linear::linear_f16_tiled_c<64, %d, true>", linearDeepSplit)
 	// The clustered kernels exist from sm_90 (linear.cu's #if).
 	clusters := false
 	if major, _ := dev.ComputeCapability(); major >= 9 {
@@ -209,9 +209,7 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	const tiledKExpr = "linear::linear_f16_tiled<128, 128>"
 	exprs = append(exprs, tiledKExpr)
 	if clusters {
-		for _, S := range linearDeepSplits {
-			exprs = append(exprs, deepExpr(S))
-		}
+		exprs = append(exprs, deepExpr)
 	}
 	for _, nt := range linearNTs {
 		exprs = append(exprs, expr(nt))
@@ -254,10 +252,8 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		return nil, err
 	}
 	if clusters {
-		for di, S := range linearDeepSplits {
-			if l.deep[di], err = mod.Function(deepExpr(S)); err != nil {
-				return nil, err
-			}
+		if l.deep, err = mod.Function(deepExpr); err != nil {
+			return nil, err
 		}
 	}
 	err = dev.Do(func(c *cuda.Ctx) error {
@@ -267,18 +263,15 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		if err := c.SetMaxDynamicShared(l.tiledK, linearTiledSmem(1, 1, 2*linearStageK)); err != nil {
 			return err
 		}
-		for di := range linearDeepSplits {
-			if !l.hasDeep {
-				break
-			}
-			if err := c.SetMaxDynamicShared(l.deep[di], linearDeepSmem); err != nil {
+		if l.hasDeep {
+			if err := c.SetMaxDynamicShared(l.deep, linearDeepSmem); err != nil {
 				return err
 			}
-			n, err := c.MaxActiveBlocksPerSM(l.deep[di], linearSplit*32, linearDeepSmem)
+			n, err := c.MaxActiveBlocksPerSM(l.deep, linearSplit*32, linearDeepSmem)
 			if err != nil {
 				return err
 			}
-			l.deepResident[di] = max(1, n) * dev.SMs()
+			l.deepResident = max(1, n) * dev.SMs()
 		}
 		for bi := range linearTiledBNs {
 			for si, S := range linearWideSplits {
@@ -387,14 +380,14 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 			return err
 		}
 		if !l.WideV3 && !l.noTiled {
-			bi, si, ks, di := l.tiledFor(T, tiles)
+			bi, si, ks, deep := l.tiledFor(T, tiles)
 			bn, S := linearTiledBNs[bi], linearWideSplits[si]
 			f, smem := l.tiled[bi][si], linearTiledSmem(bi, S, ks)
 			if ks != linearStageK {
 				f = l.tiledK
 			}
-			if di >= 0 {
-				f, smem = l.deep[di], linearDeepSmem
+			if deep {
+				f, smem = l.deep, linearDeepSmem
 			}
 			return c.Launch(f, cuda.Dim3{X: (T + bn - 1) / bn * S, Y: (tiles*linearM + linearTileM - 1) / linearTileM},
 				cuda.Dim3{X: linearSplit * 32}, smem, st,
@@ -432,22 +425,33 @@ const linearClusterSMs = 2
 // whose grid fits on the GPU at once (the classes spread over more SMs
 // where the m-blocks and token blocks alone leave SMs idle: o, down,
 // q|k|v); and the stage k (whole k-blocks at BN 128 without a cluster,
-// else linearStageK). Where that is a BN-64 cluster, the deep-ring
-// variant (v8) at the largest of linearDeepSplits whose grid fits at one
-// CTA an SM takes its place: the grid fits at once either way, so the
-// deeper ring only adds weight bytes in flight an SM. ForceWide's,
-// ForceWideStage's and ForceWideDeep's choices where set. Returns indices
-// into linearTiledBNs and linearWideSplits, the stage k, and the index
-// into linearDeepSplits of the deep variant (-1: none).
-func (l *Linear) tiledFor(T, tiles int) (bi, si, ks, di int) {
+// else linearStageK). Above linearTiledSmallMaxRows rows, where the deep
+// variant's grid (BN 64, clusters of linearDeepSplit) fits on the GPU at
+// once, it takes the place of BN 128: o and down at 100 rows 54 -> 37 and
+// 137 -> 91 us (session 22 wide2 call 1's sweep, docs/perf/decode-step.md
+// v35; at 55 rows it ran 1-5 us behind BN 64 in clusters of 4 at two CTAs
+// an SM, at 256 rows it does not fit). ForceWide's, ForceWideStage's and
+// ForceWideDeep's choices where set. Returns indices into linearTiledBNs
+// and linearWideSplits, the stage k, and whether the deep variant runs.
+func (l *Linear) tiledFor(T, tiles int) (bi, si, ks int, deep bool) {
 	if T > linearTiledSmallMaxRows {
 		bi = 1
 	}
 	if l.forceBN != 0 {
 		bi = slices.Index(linearTiledBNs[:], l.forceBN)
 	}
+	mBlocks := (tiles*linearM + linearTileM - 1) / linearTileM
+	switch {
+	case l.forceDeep > 0:
+		deep = true
+	case l.forceDeep == 0 && l.forceBN == 0 && l.forceSplit == 0 && l.hasDeep && bi == 1:
+		deep = (T+linearTiledBNs[0]-1)/linearTiledBNs[0]*mBlocks*linearDeepSplit <= l.deepResident
+	}
+	if deep {
+		return 0, slices.Index(linearWideSplits[:], linearDeepSplit), linearStageK, true
+	}
 	bn := linearTiledBNs[bi]
-	ctas := (T + bn - 1) / bn * ((tiles*linearM + linearTileM - 1) / linearTileM)
+	ctas := (T + bn - 1) / bn * mBlocks
 	if l.forceSplit != 0 {
 		si = slices.Index(linearWideSplits[:], l.forceSplit)
 	} else {
@@ -459,18 +463,6 @@ func (l *Linear) tiledFor(T, tiles int) (bi, si, ks, di int) {
 			si++
 		}
 	}
-	di = -1
-	switch {
-	case l.forceDeep > 0:
-		di = slices.Index(linearDeepSplits[:], linearWideSplits[si])
-	case l.forceDeep == 0 && l.forceSplit == 0 && l.hasDeep && bn == 64 && si > 0:
-		for d := len(linearDeepSplits) - 1; d >= 0; d-- {
-			if ctas*linearDeepSplits[d] <= l.deepResident[d] {
-				di, si = d, slices.Index(linearWideSplits[:], linearDeepSplits[d])
-				break
-			}
-		}
-	}
 	ks = linearStageK
 	if bn == 128 && si == 0 {
 		ks = 2 * linearStageK
@@ -478,7 +470,7 @@ func (l *Linear) tiledFor(T, tiles int) (bi, si, ks, di int) {
 	if l.forceStageK != 0 && bn == 128 && si == 0 {
 		ks = l.forceStageK
 	}
-	return bi, si, ks, di
+	return bi, si, ks, false
 }
 
 // gridY is a narrow or pair launch's grid height for T rows, n m-tiles

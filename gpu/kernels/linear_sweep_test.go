@@ -19,7 +19,7 @@ const linearSweepBytes = 200 << 20
 // and 256 rows: v3 (Linear.WideV3), the tiled kernel at every token tile
 // and cluster size (ForceWide) in 64-k stages, BN 128 without a cluster in
 // 128-k stages (ForceWideStage), BN 64 in the deep ring at clusters of 2
-// and 4 (ForceWideDeep), and tiledFor's choice without and with early
+// (ForceWideDeep), and tiledFor's choice without and with early
 // weight loads (Linear.EarlyWeights), each the median of
 // 20 launches (x's conversion included) over weight copies in rotation.
 // A tool for choosing the tile and cluster rule (docs/perf/decode-step.md
@@ -134,14 +134,10 @@ func TestLinearWideSweep(t *testing.T) {
 				}
 				if l.HasWideDeep() {
 					l.ForceWideDeep(1)
-					for _, S := range []int{2, 4} {
-						l.ForceWide(64, S)
-						if us, err = time(); err != nil {
-							return err
-						}
-						fmt.Fprintf(&b, " 64/%dd %6.1f", S, us)
+					if us, err = time(); err != nil {
+						return err
 					}
-					b.WriteString(" |")
+					fmt.Fprintf(&b, " 64/2d %6.1f |", us)
 					l.ForceWideDeep(-1)
 				}
 				l.ForceWide(128, 1)
