@@ -79,7 +79,7 @@ const (
 	EnvNoNormEarly = "BITDECODE_NO_NORM_EARLY"
 	// EnvNoLinearEarly is Options.NoLinearEarly: linear.cu's narrow and
 	// tiled wide kernels load their weights after their dependency wait,
-	// and an add_rmsnorm after a narrow one reads its inputs after its own
+	// and an add_rmsnorm after one reads its inputs after its own
 	// (comparisons).
 	EnvNoLinearEarly = "BITDECODE_NO_LINEAR_EARLY"
 	// EnvNoLinearPersistent is Options.NoLinearPersistent: linear.cu's
