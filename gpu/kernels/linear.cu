@@ -91,6 +91,13 @@
 //      -> 279, down 200 -> 148.9, lm_head 1730 -> 1065 (cuBLASLt 27.6,
 //      47.5, 116, 71, 461). The int4 55 x 32K step in the batch-invariant
 //      mode 43.5-43.8 -> 36.8-36.9 ms (the fast path 28.5).
+//   v8 (decode-step.md v35) the deep ring: BN 64 in clusters of 2 with an
+//      8-stage ring at one CTA an SM (linear_f16_tiled_c<64, 2, true>) in
+//      place of BN 128 above 64 rows where its grid fits at once; the
+//      first stage's weights before the dependency wait (early). The same
+//      bits. bench gemv, 100 rows: o 54.8 -> 36.6, down 139.7 -> 90.2, k/v
+//      52.5 -> 35.4 us; 55 rows unchanged (deep clusters of 4 ran 1.2x
+//      slower there). The int4 100 x 16K step in the mode 36.3 -> 34.05 ms.
 //
 // Go wrapper: linear.go; tests: linear_test.go (float64 reference on the
 // fp16-rounded x, invariance across T and row order).
