@@ -77,9 +77,10 @@ const (
 	// residual and the norm's weight after its dependency wait always
 	// (comparisons).
 	EnvNoNormEarly = "BITDECODE_NO_NORM_EARLY"
-	// EnvNoLinearEarly is Options.NoLinearEarly: linear.cu's narrow
-	// kernels load their weights after their dependency wait, and an
-	// add_rmsnorm after one reads its inputs after its own (comparisons).
+	// EnvNoLinearEarly is Options.NoLinearEarly: linear.cu's narrow and
+	// tiled wide kernels load their weights after their dependency wait,
+	// and an add_rmsnorm after one reads its inputs after its own
+	// (comparisons).
 	EnvNoLinearEarly = "BITDECODE_NO_LINEAR_EARLY"
 	// EnvNoLinearPersistent is Options.NoLinearPersistent: linear.cu's
 	// narrow launches in the batch-invariant mode run a CTA an m-tile
@@ -250,7 +251,9 @@ type Options struct {
 	NoEarlyNorm bool
 	// NoLinearEarly, in the batch-invariant mode, keeps linear.cu's narrow
 	// kernels' first weight loads (at most kernels.LinearTunedMaxRows
-	// rows) after their dependency wait (kernels.Linear.EarlyWeights), and
+	// rows) and its tiled wide kernels' first weight stage (more than
+	// kernels.LinearNarrowMaxRows rows) after their dependency wait
+	// (kernels.Linear.EarlyWeights), and
 	// an AddRMSNorm queued after such a launch reading its inputs after its
 	// own (earlyNormInputs), as before decode-step.md v30. The same bits.
 	// (The default mode's linear.cu launches never load early.)

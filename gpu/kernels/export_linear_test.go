@@ -29,6 +29,15 @@ func (l *Linear) ForceWide(bn, split int) { l.forceBN, l.forceSplit = bn, split 
 // ForceWideStage: see ForceWide.
 func (l *Linear) ForceWideStage(ks int) { l.forceStageK = ks }
 
+// ForceWideDeep pins the deep-ring variant (on > 0: BN 64 in clusters of
+// 2, whatever ForceWide says) or keeps it off (on < 0); 0 leaves it to
+// tiledFor.
+func (l *Linear) ForceWideDeep(on int) { l.forceDeep = on }
+
+// HasWideDeep reports whether the deep-ring variant was loaded and fits
+// the device's shared memory a block.
+func (l *Linear) HasWideDeep() bool { return l.hasDeep }
+
 // HasWideSplit reports whether the tiled wide kernel at cluster size split
 // was loaded (1 always; 2-8 where the device has clusters).
 func (l *Linear) HasWideSplit(split int) bool {
@@ -40,19 +49,21 @@ func (l *Linear) HasWideSplit(split int) bool {
 	return false
 }
 
-// WideChoice is tiledFor's (token tile, cluster size, stage k) for T rows
-// and `tiles` m-tiles.
-func (l *Linear) WideChoice(T, tiles int) (bn, split, ks int) {
-	bi, si, ks := l.tiledFor(T, tiles)
-	return linearTiledBNs[bi], linearWideSplits[si], ks
+// WideChoice is tiledFor's (token tile, cluster size, stage k, deep-ring
+// variant) for T rows and `tiles` m-tiles.
+func (l *Linear) WideChoice(T, tiles int) (bn, split, ks int, deep bool) {
+	bi, si, ks, deep := l.tiledFor(T, tiles)
+	return linearTiledBNs[bi], linearWideSplits[si], ks, deep
 }
 
 // NewWideRuleLinear returns a Linear with no kernels whose tiled wide
 // kernels fit perSM[bi][si] CTAs an SM on sms SMs (bi: token tile 64,
 // 128; si: cluster size 1, 2, 4, 8), with clustered kernels where clusters
-// is set: for tiledFor's rule without a GPU.
+// is set (and then the deep-ring variants, one CTA an SM): for tiledFor's
+// rule without a GPU.
 func NewWideRuleLinear(sms int, perSM [2][4]int, clusters bool) *Linear {
-	l := &Linear{clusters: clusters}
+	l := &Linear{clusters: clusters, hasDeep: clusters}
+	l.deepResident = sms
 	for bi := range perSM {
 		for si, n := range perSM[bi] {
 			l.tiledPerSM[bi][si] = n

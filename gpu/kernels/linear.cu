@@ -91,6 +91,13 @@
 //      -> 279, down 200 -> 148.9, lm_head 1730 -> 1065 (cuBLASLt 27.6,
 //      47.5, 116, 71, 461). The int4 55 x 32K step in the batch-invariant
 //      mode 43.5-43.8 -> 36.8-36.9 ms (the fast path 28.5).
+//   v8 (decode-step.md v35) the deep ring: BN 64 in clusters of 2 with an
+//      8-stage ring at one CTA an SM (linear_f16_tiled_c<64, 2, true>) in
+//      place of BN 128 above 64 rows where its grid fits at once; the
+//      first stage's weights before the dependency wait (early). The same
+//      bits. bench gemv, 100 rows: o 54.8 -> 36.6, down 139.7 -> 90.2, k/v
+//      52.5 -> 35.4 us; 55 rows unchanged (deep clusters of 4 ran 1.2x
+//      slower there). The int4 100 x 16K step in the mode 36.3 -> 34.05 ms.
 //
 // Go wrapper: linear.go; tests: linear_test.go (float64 reference on the
 // fp16-rounded x, invariance across T and row order).
@@ -662,18 +669,26 @@ __global__ void __launch_bounds__(kWideThreads, 1) linear_f16_wide(const u16* __
 constexpr int kTileM = 128;                       // channels a CTA: 8 m-tiles
 constexpr int kStageK = 64;                       // k a ring stage (KS): half a k-block
 constexpr int kTiledNT = 4;                       // n-tiles a warp: 32 tokens
+// kDeepStages is the deep ring's depth (v8: BN 64 in a cluster at one CTA
+// an SM; 8 x 24 KiB + the 32 KiB accumulator tile = 224 KiB, under the
+// H100's 227 KiB a block): 7 stages in flight.
+constexpr int kDeepStages = 8;
 
 // TiledShape is the warp layout and shared memory of a BN-token CTA tile
 // whose classes are split over a cluster of S CTAs, in ring stages of KS k
 // (kStageK, or a whole k-block: kBlockK).
-template <int BN, int S, int KS>
+template <int BN, int S, int KS, bool DEEP = false>
 struct TiledShape {
   static constexpr int kWarpsN = BN / (kTiledNT * kN);     // 2 (BN 64) or 4 (BN 128)
   static constexpr int kWarpsM = kSplit / kWarpsN;         // 4 or 2
   static constexpr int kMT = kTileM / kM / kWarpsM;        // m-tiles a warp: 2 or 4
   // Ring depth: 3 stages at BN 64 (2 CTAs an SM; 4 measured 2-5% slower
-  // at 55 rows, session 22 call 2) and of whole k-blocks, 4 at BN 128.
-  static constexpr int kStages = KS == kBlockK || BN == 64 ? 3 : 4;
+  // at 55 rows, session 22 call 2) and of whole k-blocks, 4 at BN 128;
+  // DEEP (BN 64 in a cluster, v8): kDeepStages, one CTA an SM.
+  static constexpr int kStages = DEEP ? kDeepStages : KS == kBlockK || BN == 64 ? 3 : 4;
+  static_assert(!DEEP || (BN == 64 && KS == kStageK && S > 1), "the deep ring is BN 64's clustered variant");
+  // CTAs an SM the launch bounds ask for: 2 at BN 64 but DEEP, else 1.
+  static constexpr int kMinBlocks = BN == 64 && !DEEP ? 2 : 1;
   static constexpr int kChunks = KS / kChunk;              // 16-byte chunks a row a stage (8 or 16)
   static constexpr int kPerBlock = kBlockK / KS;           // stages a k-block (2 or 1)
   static constexpr int kStageHalves = (kTileM + BN) * KS;
@@ -757,62 +772,109 @@ __device__ __forceinline__ float4 tiledClusterLoad(const float4* p, u32 rank) {
   return v;
 }
 
+// TiledLoader issues a CTA's ring copies: thread i copies chunk i % C of
+// rows i / C + Pj of W's 128 rows (j < 128 / P) and of x's BN rows (j < BN
+// / P) each stage (C chunks a row, P = kThreads / C rows a pass), zero-filled
+// past N, T and K. No commits: the caller commits a stage's group.
+template <int BN, int S, int KS, bool DEEP>
+struct TiledLoader {
+  using Sh = TiledShape<BN, S, KS, DEEP>;
+  static constexpr int kRowsPer = kThreads / Sh::kChunks;  // 32 or 16
+  const u16* wsrc[kTileM / kRowsPer];
+  const u16 *xh, *w0;
+  int T, K, tok0, lc, lr;
+  u32 ring0;
+  __device__ __forceinline__ TiledLoader(const u16* xh_, int T_, int K_, const u16* w0_, const float* b0, float* y0,
+                                         int n0, const u16* w1, const float* b1, float* y1, int n1, const u16* w2,
+                                         const float* b2, float* y2, int n2, u32 ring)
+      : xh(xh_), w0(w0_), T(T_), K(K_), tok0(int(blockIdx.x / S) * BN), lc(int(threadIdx.x) % Sh::kChunks),
+        lr(int(threadIdx.x) / Sh::kChunks), ring0(ring) {
+    const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM, tiles2 = (n2 + kM - 1) / kM;
+#pragma unroll
+    for (int j = 0; j < kTileM / kRowsPer; j++) {
+      const int r = lr + j * kRowsPer;
+      const u16* W;
+      const float* bias;
+      float* y;
+      int N, m0;
+      tileGroup(blockIdx.y * (kTileM / kM) + r / kM, tiles0, tiles1, tiles2, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2,
+                y2, n2, W, bias, y, N, m0);
+      wsrc[j] = m0 + r % kM < N ? W + size_t(m0 + r % kM) * K + lc * kChunk : nullptr;
+    }
+  }
+  // loadW copies W's rows of stage (blk, half) into ring buffer buf.
+  __device__ __forceinline__ void loadW(int buf, int blk, int half) const {
+    const int k = blk * kBlockK + half * KS + lc * kChunk;
+    const u32 base = ring0 + u32(buf * Sh::kStageHalves * 2);
+#pragma unroll
+    for (int j = 0; j < kTileM / kRowsPer; j++) {
+      const int r = lr + j * kRowsPer;
+      const bool ok = k < K && wsrc[j] != nullptr;
+      cpAsync16Z(base + u32((r * KS + swz(r, lc) * kChunk) * 2), ok ? wsrc[j] + (k - lc * kChunk) : w0, ok);
+    }
+  }
+  // loadX copies x's BN rows of stage (blk, half) into ring buffer buf.
+  __device__ __forceinline__ void loadX(int buf, int blk, int half) const {
+    const int k = blk * kBlockK + half * KS + lc * kChunk;
+    const u32 base = ring0 + u32(buf * Sh::kStageHalves * 2);
+#pragma unroll
+    for (int j = 0; j < BN / kRowsPer; j++) {
+      const int r = lr + j * kRowsPer, t = tok0 + r;
+      const bool ok = k < K && t < T;
+      cpAsync16Z(base + u32(((kTileM + r) * KS + swz(r, lc) * kChunk) * 2), ok ? xh + size_t(t) * K + k : xh,
+                 ok);
+    }
+  }
+};
+
+// tiledRank is the CTA's rank in its cluster of S (0 without one).
+template <int S>
+__device__ __forceinline__ int tiledRank() {
+  if constexpr (S > 1) return int(tiledClusterRank());
+  return 0;
+}
+
+// tiledEarlyW issues the weight copies of the ring's first stage (v8:
+// with early, before the kernel's dependency wait: the backend's weights
+// are written only at load, never by a kernel ahead); tiledBody's prologue
+// then adds that stage's x copies and commits them as one group, as
+// without early. (All STAGES - 1 prologue stages early made the first
+// stage's group wait for them all: lm_head at 100 rows +1%, wide2 call 1.)
+// The same copies, into the same buffers, as without early.
+template <int BN, int S, int KS, bool DEEP>
+__device__ __forceinline__ void tiledEarlyW(int K, const u16* w0, int n0, const u16* w1, int n1, const u16* w2,
+                                            int n2) {
+  using Sh = TiledShape<BN, S, KS, DEEP>;
+  extern __shared__ __align__(128) unsigned char tiledSmem[];
+  const TiledLoader<BN, S, KS, DEEP> ld(nullptr, 0, K, w0, nullptr, nullptr, n0, w1, nullptr, nullptr, n1, w2,
+                                        nullptr, nullptr, n2, u32(__cvta_generic_to_shared(tiledSmem)));
+  const int rank = tiledRank<S>(), nBlocks = (K + kBlockK - 1) / kBlockK;
+  TiledSeq<S, Sh::kPerBlock> pro{0, -1, 0};
+  pro.seek(rank, nBlocks);
+  if (pro.blk >= 0) ld.loadW(0, pro.blk, pro.half);
+}
+
 // tiledBody is linear_f16_tiled's work (the cluster attribute is the only
 // difference between the S instantiations' entry points), called after the
-// kernel's dependency wait.
-template <int BN, int S, int KS>
-__device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0,
-                                          float* y0, int n0, const u16* w1, const float* b1, float* y1, int n1,
-                                          const u16* w2, const float* b2, float* y2, int n2) {
-  using Sh = TiledShape<BN, S, KS>;
+// kernel's dependency wait; early: tiledEarlyW has issued the first
+// stage's weight copies.
+template <int BN, int S, int KS, bool DEEP>
+__device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int K, int early, const u16* w0,
+                                          const float* b0, float* y0, int n0, const u16* w1, const float* b1,
+                                          float* y1, int n1, const u16* w2, const float* b2, float* y2, int n2) {
+  using Sh = TiledShape<BN, S, KS, DEEP>;
   constexpr int MT = Sh::kMT, NT = kTiledNT, STAGES = Sh::kStages;
   extern __shared__ __align__(128) unsigned char tiledSmem[];
   u16* ring = reinterpret_cast<u16*>(tiledSmem);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
   const int wm = warp % Sh::kWarpsM, wn = warp / Sh::kWarpsM;
-  int rank = 0;
-  if constexpr (S > 1) rank = int(tiledClusterRank());
+  const int rank = tiledRank<S>();
   const int tok0 = int(blockIdx.x / S) * BN;
   const int tiles0 = (n0 + kM - 1) / kM, tiles1 = (n1 + kM - 1) / kM, tiles2 = (n2 + kM - 1) / kM;
   const int nBlocks = (K + kBlockK - 1) / kBlockK;
-
-  // The loader: thread i copies chunk i % C of rows i / C + Pj of W's
-  // 128 rows (j < 128 / P) and of x's BN rows (j < BN / P) each stage (C
-  // chunks a row, P = kThreads / C rows a pass).
-  const int lc = threadIdx.x % Sh::kChunks, lr = threadIdx.x / Sh::kChunks;
-  constexpr int kRowsPer = kThreads / Sh::kChunks;  // 32 or 16
-  const u16* wsrc[kTileM / kRowsPer];
-#pragma unroll
-  for (int j = 0; j < kTileM / kRowsPer; j++) {
-    const int r = lr + j * kRowsPer;
-    const u16* W;
-    const float* bias;
-    float* y;
-    int N, m0;
-    tileGroup(blockIdx.y * (kTileM / kM) + r / kM, tiles0, tiles1, tiles2, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2,
-              y2, n2, W, bias, y, N, m0);
-    wsrc[j] = m0 + r % kM < N ? W + size_t(m0 + r % kM) * K + lc * kChunk : nullptr;
-  }
-  const u32 ring0 = u32(__cvta_generic_to_shared(ring));
-  auto load = [&](int buf, int blk, int half) {
-    const int k = blk * kBlockK + half * KS + lc * kChunk;
-    const bool kOK = k < K;
-    const u32 base = ring0 + u32(buf * Sh::kStageHalves * 2);
-#pragma unroll
-    for (int j = 0; j < kTileM / kRowsPer; j++) {
-      const int r = lr + j * kRowsPer;
-      const bool ok = kOK && wsrc[j] != nullptr;
-      cpAsync16Z(base + u32((r * KS + swz(r, lc) * kChunk) * 2), ok ? wsrc[j] + (k - lc * kChunk) : w0, ok);
-    }
-#pragma unroll
-    for (int j = 0; j < BN / kRowsPer; j++) {
-      const int r = lr + j * kRowsPer, t = tok0 + r;
-      const bool ok = kOK && t < T;
-      cpAsync16Z(base + u32(((kTileM + r) * KS + swz(r, lc) * kChunk) * 2), ok ? xh + size_t(t) * K + k : xh,
-                 ok);
-    }
-  };
+  const TiledLoader<BN, S, KS, DEEP> ld(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2,
+                                        u32(__cvta_generic_to_shared(ring)));
 
   float tot[MT][NT][4], acc[MT][NT][4];
 #pragma unroll
@@ -827,7 +889,8 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
 #pragma unroll
   for (int st = 0; st < STAGES - 1; st++) {
     if (pro.blk >= 0) {
-      load(st, pro.blk, pro.half);
+      if (st > 0 || !early) ld.loadW(st, pro.blk, pro.half);
+      ld.loadX(st, pro.blk, pro.half);
       pro.next(rank, nBlocks);
     }
     cpAsyncCommit();
@@ -843,7 +906,8 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
         cpAsyncWait<STAGES - 2>();
         __syncthreads();
         if (pro.blk >= 0) {
-          load(pbuf, pro.blk, pro.half);
+          ld.loadW(pbuf, pro.blk, pro.half);
+          ld.loadX(pbuf, pro.blk, pro.half);
           pro.next(rank, nBlocks);
         }
         cpAsyncCommit();
@@ -955,29 +1019,34 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
 }
 
 // linear_f16_tiled: grid (token blocks of BN) · S x ceil(m-tiles / 8),
-// kThreads threads, TiledShape<BN, S, KS>::kRingBytes (+ kRedBytes where S >
-// 1) of dynamic shared memory; the group arguments as linear_f16_wide's.
+// kThreads threads, TiledShape<BN, S, KS, DEEP>::kRingBytes (+ kRedBytes
+// where S > 1) of dynamic shared memory; the group arguments as
+// linear_f16_wide's; early as linear_f16's (the first stage's weight
+// copies before the dependency wait: tiledEarlyW).
 template <int BN, int KS>
-__global__ void __launch_bounds__(kThreads, BN == 64 ? 2 : 1)
-    linear_f16_tiled(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0, float* y0, int n0,
-                     const u16* w1, const float* b1, float* y1, int n1, const u16* w2, const float* b2, float* y2,
-                     int n2) {
+__global__ void __launch_bounds__(kThreads, TiledShape<BN, 1, KS>::kMinBlocks)
+    linear_f16_tiled(const u16* __restrict__ xh, int T, int K, int early, const u16* w0, const float* b0, float* y0,
+                     int n0, const u16* w1, const float* b1, float* y1, int n1, const u16* w2, const float* b2,
+                     float* y2, int n2) {
+  if (early) tiledEarlyW<BN, 1, KS, false>(K, w0, n0, w1, n1, w2, n2);
   gridDependencyWait();
   gridLaunchDependents();
-  tiledBody<BN, 1, KS>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+  tiledBody<BN, 1, KS, false>(xh, T, K, early, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// linear_f16_tiled_c<BN, S>: linear_f16_tiled over clusters of S CTAs
-// along x (Hopper), each a share of the classes.
-template <int BN, int S>
-__global__ void __cluster_dims__(S, 1, 1) __launch_bounds__(kThreads, BN == 64 ? 2 : 1)
-    linear_f16_tiled_c(const u16* __restrict__ xh, int T, int K, const u16* w0, const float* b0, float* y0, int n0,
-                       const u16* w1, const float* b1, float* y1, int n1, const u16* w2, const float* b2, float* y2,
-                       int n2) {
+// linear_f16_tiled_c<BN, S, DEEP>: linear_f16_tiled over clusters of S
+// CTAs along x (Hopper), each a share of the classes; DEEP (BN 64): the
+// kDeepStages ring at one CTA an SM (v8).
+template <int BN, int S, bool DEEP>
+__global__ void __cluster_dims__(S, 1, 1) __launch_bounds__(kThreads, TiledShape<BN, S, kStageK, DEEP>::kMinBlocks)
+    linear_f16_tiled_c(const u16* __restrict__ xh, int T, int K, int early, const u16* w0, const float* b0,
+                       float* y0, int n0, const u16* w1, const float* b1, float* y1, int n1, const u16* w2,
+                       const float* b2, float* y2, int n2) {
+  if (early) tiledEarlyW<BN, S, kStageK, DEEP>(K, w0, n0, w1, n1, w2, n2);
   gridDependencyWait();
   gridLaunchDependents();
-  tiledBody<BN, S, kStageK>(xh, T, K, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
+  tiledBody<BN, S, kStageK, DEEP>(xh, T, K, early, w0, b0, y0, n0, w1, b1, y1, n1, w2, b2, y2, n2);
 }
 #endif
 

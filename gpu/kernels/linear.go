@@ -53,6 +53,18 @@ var (
 	linearWideSplits = [...]int{1, 2, 4, 8}
 )
 
+// The tiled wide kernel's deep-ring variant (v8): BN 64 in clusters of
+// linearDeepSplit CTAs with a ring of linearDeepStages (linear.cu's
+// kDeepStages) stages, one CTA an SM (linear_f16_tiled_c<64, 2, true>).
+const (
+	linearDeepSplit  = 2
+	linearDeepStages = 8
+)
+
+// linearDeepSmem is the deep variant's dynamic shared memory: the ring of
+// linearDeepStages BN-64 stages and one accumulator tile (224 KiB).
+const linearDeepSmem = linearDeepStages*(linearTileM+64)*linearStageK*2 + linearTileM*64*4
+
 // linearTiledStages is TiledShape<BN, S, KS>::kStages for token tile
 // linearTiledBNs[bi] and stage k ks: 3 at BN 64 or in 128-k stages, else 4.
 func linearTiledStages(bi, ks int) int {
@@ -115,6 +127,12 @@ type Linear struct {
 	// tiledK is linear_f16_tiled<128, 128>: BN 128 without a cluster in
 	// 128-k stages (one barrier a k-block), tiledFor's choice there.
 	tiledK cuda.Function
+	// deep is the deep-ring variant (loaded with clusters; hasDeep where
+	// the device gives a block linearDeepSmem), deepResident how many CTAs
+	// of it fit on the GPU at once.
+	deep         cuda.Function
+	deepResident int
+	hasDeep      bool
 	// WideV3 makes launches of more than LinearNarrowMaxRows rows run v3's
 	// wide kernel (linear_f16_wide: one m-tile a warp, weights straight to
 	// registers) instead of the tiled one; the same bits (tests, A/B). v3
@@ -123,14 +141,18 @@ type Linear struct {
 	WideV3 bool
 	// forceBN, forceSplit and forceStageK, when nonzero, pin the tiled
 	// kernel's token tile, cluster size and stage k (ForceWide and
-	// ForceWideStage, in tests).
-	forceBN, forceSplit, forceStageK int
+	// ForceWideStage, in tests); forceDeep 1 pins the deep-ring variant
+	// (with forceSplit), -1 keeps it off, 0 leaves it to tiledFor
+	// (ForceWideDeep).
+	forceBN, forceSplit, forceStageK, forceDeep int
 	// EarlyWeights makes the narrow kernels (LinearTunedMaxRows rows or
 	// fewer, the pair kernels too) load each warp's first k-block of
 	// weights before their dependency wait, so that it overlaps the
 	// kernel ahead under programmatic dependent launch (the backend's
-	// weights are written only at load, which ends in a stream sync). The
-	// same loads and bits either way.
+	// weights are written only at load, which ends in a stream sync); and
+	// the tiled wide kernels (more than LinearNarrowMaxRows rows) issue
+	// their ring's first stages of weights before theirs (v8: overlapping
+	// x's conversion). The same loads and bits either way.
 	EarlyWeights bool
 	// Persistent makes a narrow (or pair) launch of at most
 	// LinearTunedMaxRows rows and more m-tiles than fit on the GPU at once
@@ -169,8 +191,9 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		if S == 1 {
 			return fmt.Sprintf("linear::linear_f16_tiled<%d, %d>", bn, linearStageK)
 		}
-		return fmt.Sprintf("linear::linear_f16_tiled_c<%d, %d>", bn, S)
+		return fmt.Sprintf("linear::linear_f16_tiled_c<%d, %d, false>", bn, S)
 	}
+	deepExpr := fmt.Sprintf("linear::linear_f16_tiled_c<64, %d, true>", linearDeepSplit)
 	// The clustered kernels exist from sm_90 (linear.cu's #if).
 	clusters := false
 	if major, _ := dev.ComputeCapability(); major >= 9 {
@@ -185,6 +208,9 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	}
 	const tiledKExpr = "linear::linear_f16_tiled<128, 128>"
 	exprs = append(exprs, tiledKExpr)
+	if clusters {
+		exprs = append(exprs, deepExpr)
+	}
 	for _, nt := range linearNTs {
 		exprs = append(exprs, expr(nt))
 		for mode := range linearPairModes {
@@ -196,6 +222,7 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 		return nil, err
 	}
 	l := &Linear{clusters: clusters, noTiled: dev.MaxSharedPerBlock() < linearTiledMaxSmem}
+	l.hasDeep = clusters && !l.noTiled && dev.MaxSharedPerBlock() >= linearDeepSmem
 	if l.wide, err = mod.Function(wide); err != nil {
 		return nil, err
 	}
@@ -224,12 +251,27 @@ func LoadLinear(dev *cuda.Device) (*Linear, error) {
 	if l.tiledK, err = mod.Function(tiledKExpr); err != nil {
 		return nil, err
 	}
+	if clusters {
+		if l.deep, err = mod.Function(deepExpr); err != nil {
+			return nil, err
+		}
+	}
 	err = dev.Do(func(c *cuda.Ctx) error {
 		if l.noTiled {
 			return nil
 		}
 		if err := c.SetMaxDynamicShared(l.tiledK, linearTiledSmem(1, 1, 2*linearStageK)); err != nil {
 			return err
+		}
+		if l.hasDeep {
+			if err := c.SetMaxDynamicShared(l.deep, linearDeepSmem); err != nil {
+				return err
+			}
+			n, err := c.MaxActiveBlocksPerSM(l.deep, linearSplit*32, linearDeepSmem)
+			if err != nil {
+				return err
+			}
+			l.deepResident = max(1, n) * dev.SMs()
 		}
 		for bi := range linearTiledBNs {
 			for si, S := range linearWideSplits {
@@ -338,15 +380,18 @@ func (l *Linear) LaunchGroups(c *cuda.Ctx, st cuda.Stream, x, xh cuda.DevicePtr,
 			return err
 		}
 		if !l.WideV3 && !l.noTiled {
-			bi, si, ks := l.tiledFor(T, tiles)
+			bi, si, ks, deep := l.tiledFor(T, tiles)
 			bn, S := linearTiledBNs[bi], linearWideSplits[si]
-			f := l.tiled[bi][si]
+			f, smem := l.tiled[bi][si], linearTiledSmem(bi, S, ks)
 			if ks != linearStageK {
 				f = l.tiledK
 			}
+			if deep {
+				f, smem = l.deep, linearDeepSmem
+			}
 			return c.Launch(f, cuda.Dim3{X: (T + bn - 1) / bn * S, Y: (tiles*linearM + linearTileM - 1) / linearTileM},
-				cuda.Dim3{X: linearSplit * 32}, linearTiledSmem(bi, S, ks), st,
-				xh, int32(T), int32(K),
+				cuda.Dim3{X: linearSplit * 32}, smem, st,
+				xh, int32(T), int32(K), b2i32(l.EarlyWeights),
 				g[0].W, g[0].Bias, g[0].Y, int32(g[0].N),
 				g[1].W, g[1].Bias, g[1].Y, int32(g[1].N),
 				g[2].W, g[2].Bias, g[2].Y, int32(g[2].N))
@@ -380,18 +425,33 @@ const linearClusterSMs = 2
 // whose grid fits on the GPU at once (the classes spread over more SMs
 // where the m-blocks and token blocks alone leave SMs idle: o, down,
 // q|k|v); and the stage k (whole k-blocks at BN 128 without a cluster,
-// else linearStageK). ForceWide's and ForceWideStage's choices where set.
-// Returns indices into linearTiledBNs and linearWideSplits, and the stage
-// k.
-func (l *Linear) tiledFor(T, tiles int) (bi, si, ks int) {
+// else linearStageK). Above linearTiledSmallMaxRows rows, where the deep
+// variant's grid (BN 64, clusters of linearDeepSplit) fits on the GPU at
+// once, it takes the place of BN 128: o and down at 100 rows 54 -> 37 and
+// 137 -> 91 us (session 22 wide2 call 1's sweep, docs/perf/decode-step.md
+// v35; at 55 rows it ran 1-5 us behind BN 64 in clusters of 4 at two CTAs
+// an SM, at 256 rows it does not fit). ForceWide's, ForceWideStage's and
+// ForceWideDeep's choices where set. Returns indices into linearTiledBNs
+// and linearWideSplits, the stage k, and whether the deep variant runs.
+func (l *Linear) tiledFor(T, tiles int) (bi, si, ks int, deep bool) {
 	if T > linearTiledSmallMaxRows {
 		bi = 1
 	}
 	if l.forceBN != 0 {
 		bi = slices.Index(linearTiledBNs[:], l.forceBN)
 	}
+	mBlocks := (tiles*linearM + linearTileM - 1) / linearTileM
+	switch {
+	case l.forceDeep > 0:
+		deep = true
+	case l.forceDeep == 0 && l.forceBN == 0 && l.forceSplit == 0 && l.hasDeep && bi == 1:
+		deep = (T+linearTiledBNs[0]-1)/linearTiledBNs[0]*mBlocks*linearDeepSplit <= l.deepResident
+	}
+	if deep {
+		return 0, slices.Index(linearWideSplits[:], linearDeepSplit), linearStageK, true
+	}
 	bn := linearTiledBNs[bi]
-	ctas := (T + bn - 1) / bn * ((tiles*linearM + linearTileM - 1) / linearTileM)
+	ctas := (T + bn - 1) / bn * mBlocks
 	if l.forceSplit != 0 {
 		si = slices.Index(linearWideSplits[:], l.forceSplit)
 	} else {
@@ -410,7 +470,7 @@ func (l *Linear) tiledFor(T, tiles int) (bi, si, ks int) {
 	if l.forceStageK != 0 && bn == 128 && si == 0 {
 		ks = l.forceStageK
 	}
-	return bi, si, ks
+	return bi, si, ks, false
 }
 
 // gridY is a narrow or pair launch's grid height for T rows, n m-tiles

@@ -18,7 +18,9 @@ const linearSweepBytes = 200 << 20
 // launch error) the wide kernels on Llama-3.1-8B's layer shapes at 55, 100
 // and 256 rows: v3 (Linear.WideV3), the tiled kernel at every token tile
 // and cluster size (ForceWide) in 64-k stages, BN 128 without a cluster in
-// 128-k stages (ForceWideStage), and tiledFor's choice, each the median of
+// 128-k stages (ForceWideStage), BN 64 in the deep ring at clusters of 2
+// (ForceWideDeep), and tiledFor's choice without and with early
+// weight loads (Linear.EarlyWeights), each the median of
 // 20 launches (x's conversion included) over weight copies in rotation.
 // A tool for choosing the tile and cluster rule (docs/perf/decode-step.md
 // v32); runs only with BITDECODE_WIDE_SWEEP=1.
@@ -30,7 +32,8 @@ func TestLinearWideSweep(t *testing.T) {
 	_, ops := opsSetup(t)
 	defer l.ForceWide(0, 0)
 	defer l.ForceWideStage(0)
-	defer func() { l.WideV3 = false }()
+	defer l.ForceWideDeep(0)
+	defer func() { l.WideV3, l.EarlyWeights = false, false }()
 	shapes := []struct {
 		name string
 		Ns   []int
@@ -129,6 +132,14 @@ func TestLinearWideSweep(t *testing.T) {
 					}
 					b.WriteString(" |")
 				}
+				if l.HasWideDeep() {
+					l.ForceWideDeep(1)
+					if us, err = time(); err != nil {
+						return err
+					}
+					fmt.Fprintf(&b, " 64/2d %6.1f |", us)
+					l.ForceWideDeep(-1)
+				}
 				l.ForceWide(128, 1)
 				l.ForceWideStage(128)
 				if us, err = time(); err != nil {
@@ -137,6 +148,7 @@ func TestLinearWideSweep(t *testing.T) {
 				fmt.Fprintf(&b, " 128/1/k128 %6.1f |", us)
 				l.ForceWideStage(0)
 				l.ForceWide(0, 0)
+				l.ForceWideDeep(0)
 				if us, err = time(); err != nil {
 					return err
 				}
@@ -144,8 +156,14 @@ func TestLinearWideSweep(t *testing.T) {
 				for _, N := range sh.Ns {
 					tiles += (N + 15) / 16
 				}
-				bn, S, ks := l.WideChoice(T, tiles)
-				fmt.Fprintf(&b, " auto %d/%d/k%d %6.1f us (%.0f%% of 3000 GB/s)", bn, S, ks, us, float64(bytes)/us/1e3/3000*100)
+				bn, S, ks, deep := l.WideChoice(T, tiles)
+				fmt.Fprintf(&b, " auto %d/%d/k%d/deep=%v %6.1f us (%.0f%% of 3000 GB/s)", bn, S, ks, deep, us, float64(bytes)/us/1e3/3000*100)
+				l.EarlyWeights = true
+				if us, err = time(); err != nil {
+					return err
+				}
+				l.EarlyWeights = false
+				fmt.Fprintf(&b, " | auto early %6.1f", us)
 				t.Log(b.String())
 			}
 			return nil

@@ -196,6 +196,8 @@ func TestLinearWideTiled(t *testing.T) {
 	d, l := linearSetup(t)
 	defer l.ForceWide(0, 0)
 	defer l.ForceWideStage(0)
+	defer l.ForceWideDeep(0)
+	defer func() { l.EarlyWeights = false }()
 	r := rand.New(rand.NewPCG(11, 12))
 	shapes := []struct {
 		T  int
@@ -254,40 +256,53 @@ func TestLinearWideTiled(t *testing.T) {
 			l.WideV3 = true
 			v3 := launch()
 			l.WideV3 = false
-			l.ForceWideStage(64)
-			for _, bn := range []int{64, 128} {
-				for _, S := range []int{1, 2, 4, 8} {
-					if !l.HasWideSplit(S) {
-						continue
+			// Every variant with its weights' first stages loaded after
+			// and before the dependency wait (EarlyWeights).
+			for _, early := range []bool{false, true} {
+				l.EarlyWeights = early
+				l.ForceWideStage(64)
+				l.ForceWideDeep(-1)
+				for _, bn := range []int{64, 128} {
+					for _, S := range []int{1, 2, 4, 8} {
+						if !l.HasWideSplit(S) {
+							continue
+						}
+						l.ForceWide(bn, S)
+						same(fmt.Sprintf("BN %d S %d early %v", bn, S, early), launch(), v3)
 					}
-					l.ForceWide(bn, S)
-					same(fmt.Sprintf("BN %d S %d", bn, S), launch(), v3)
 				}
+				if l.HasWideDeep() {
+					l.ForceWideDeep(1)
+					same(fmt.Sprintf("BN 64 S 2 deep early %v", early), launch(), v3)
+				}
+				l.ForceWideDeep(0)
+				l.ForceWide(128, 1)
+				l.ForceWideStage(128)
+				same(fmt.Sprintf("BN 128 S 1 in 128-k stages early %v", early), launch(), v3)
+				l.ForceWideStage(0)
+				l.ForceWide(0, 0)
 			}
-			l.ForceWide(128, 1)
-			l.ForceWideStage(128)
-			same("BN 128 S 1 in 128-k stages", launch(), v3)
-			l.ForceWideStage(0)
-			l.ForceWide(0, 0)
 			tiles := 0
 			for _, N := range sh.Ns {
 				tiles += (N + 15) / 16
 			}
-			bn, S, ks := l.WideChoice(sh.T, tiles)
-			t.Logf("default: BN %d, cluster %d, stage k %d", bn, S, ks)
+			bn, S, ks, deep := l.WideChoice(sh.T, tiles)
+			t.Logf("default: BN %d, cluster %d, stage k %d, deep %v", bn, S, ks, deep)
 			got := launch()
-			same("default", got, v3)
+			same("default, early", got, v3)
 			for i := range lds {
 				lds[i].check(t, got[i], i != 1)
 			}
+			l.EarlyWeights = false
 		})
 	}
 }
 
 // TestLinearWideRule checks tiledFor's choices on an H100's occupancy (132
-// SMs; two CTAs an SM at BN 64, one at BN 128) for Llama-3.1-8B's layers at
-// 55, 100 and 256 rows (the choices session 22's sweep measured best or
-// within 2-5% of best but for down at 100 rows), and without clusters.
+// SMs; two CTAs an SM at BN 64, one at BN 128 and in the deep ring) for
+// Llama-3.1-8B's layers at 55, 100 and 256 rows (the choices session 22's
+// sweep measured best or within 2-5% of best; o and down at 100 rows in
+// the deep ring, v8: wide2 call 1's sweep), and without clusters.
 func TestLinearWideRule(t *testing.T) {
 	h100 := [2][4]int{{2, 2, 2, 2}, {1, 1, 1, 1}}
 	l := kernels.NewWideRuleLinear(132, h100, true)
@@ -296,22 +311,24 @@ func TestLinearWideRule(t *testing.T) {
 		name         string
 		T, tiles     int
 		bn, split, k int
+		deep         bool
 	}{
-		{"o", 55, o, 64, 4, 64}, {"qkv", 55, qkv, 64, 4, 64}, {"gate+up", 55, gateUp, 64, 1, 64},
-		{"down", 55, down, 64, 4, 64}, {"lm_head", 55, lmHead, 64, 1, 64},
-		{"o", 100, o, 128, 2, 64}, {"qkv", 100, qkv, 128, 2, 64}, {"gate+up", 100, gateUp, 128, 1, 128},
-		{"down", 100, down, 128, 2, 64}, {"lm_head", 100, lmHead, 128, 1, 128},
-		{"o", 256, o, 128, 2, 64}, {"qkv", 256, qkv, 128, 1, 128}, {"gate+up", 256, gateUp, 128, 1, 128},
-		{"down", 256, down, 128, 2, 64}, {"o", 17, o, 64, 4, 64},
+		{"o", 55, o, 64, 4, 64, false}, {"qkv", 55, qkv, 64, 4, 64, false}, {"gate+up", 55, gateUp, 64, 1, 64, false},
+		{"down", 55, down, 64, 4, 64, false}, {"lm_head", 55, lmHead, 64, 1, 64, false},
+		{"o", 100, o, 64, 2, 64, true}, {"qkv", 100, qkv, 128, 2, 64, false}, {"gate+up", 100, gateUp, 128, 1, 128, false},
+		{"down", 100, down, 64, 2, 64, true}, {"lm_head", 100, lmHead, 128, 1, 128, false},
+		{"o", 128, o, 64, 2, 64, true}, {"o", 129, o, 128, 2, 64, false},
+		{"o", 256, o, 128, 2, 64, false}, {"qkv", 256, qkv, 128, 1, 128, false}, {"gate+up", 256, gateUp, 128, 1, 128, false},
+		{"down", 256, down, 128, 2, 64, false}, {"o", 17, o, 64, 4, 64, false},
 	} {
-		bn, S, k := l.WideChoice(c.T, c.tiles)
-		if bn != c.bn || S != c.split || k != c.k {
-			t.Errorf("%s at %d rows: BN %d, cluster %d, stage k %d; want %d, %d, %d", c.name, c.T, bn, S, k, c.bn, c.split, c.k)
+		bn, S, k, deep := l.WideChoice(c.T, c.tiles)
+		if bn != c.bn || S != c.split || k != c.k || deep != c.deep {
+			t.Errorf("%s at %d rows: BN %d, cluster %d, stage k %d, deep %v; want %d, %d, %d, %v", c.name, c.T, bn, S, k, deep, c.bn, c.split, c.k, c.deep)
 		}
 	}
 	none := kernels.NewWideRuleLinear(132, h100, false)
-	if bn, S, k := none.WideChoice(55, o); bn != 64 || S != 1 || k != 64 {
-		t.Errorf("o at 55 rows without clusters: BN %d, cluster %d, stage k %d; want 64, 1, 64", bn, S, k)
+	if bn, S, k, deep := none.WideChoice(55, o); bn != 64 || S != 1 || k != 64 || deep {
+		t.Errorf("o at 55 rows without clusters: BN %d, cluster %d, stage k %d, deep %v; want 64, 1, 64, false", bn, S, k, deep)
 	}
 }
 

@@ -43,9 +43,10 @@ var helperHead = regexp.MustCompile(`__device__\s+(?:__forceinline__\s+)?void\s+
 // earlyWeights matches the loads allowed before the dependency wait, of
 // memory the kernel right ahead does not write: gemv.cu's and skinny.cu's
 // early weight loads (their one call of prefetch, preloadW or preloadW2)
-// and add_rmsnorm_cluster's residual and norm weight (normLoad), each where
-// its early argument is set.
-var earlyWeights = regexp.MustCompile(`if \(early\) (?:prefetch<U>|preloadCodes|preloadW<NT>|preloadW2|normLoad)\([^;]*\);`)
+// and add_rmsnorm_cluster's residual and norm weight (normLoad), and
+// linear.cu's tiled kernels' first stages of weights (tiledEarlyW), each
+// where its early argument is set.
+var earlyWeights = regexp.MustCompile(`if \(early\) (?:prefetch<U>|preloadCodes|preloadW<NT>|preloadW2|normLoad|tiledEarlyW<[^>]*>)\([^;]*\);`)
 
 // globalHead matches the start of a kernel definition.
 var globalHead = regexp.MustCompile(`__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*(\w+)\s*\(`)
