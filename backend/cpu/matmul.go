@@ -65,14 +65,34 @@ func (b *Backend) rowsPerItem(T, N int) int {
 // linear computes y = x·wᵀ + bias for x [T, K], matrix w [N, K], y [T, N],
 // bias [N] or nil, on b's worker goroutines.
 func (b *Backend) linear(y, x []float32, w *weight, bias []float32, T, K, N int) {
+	b.tiles(T, N, func(t0, t1, n0, n1 int) { linearTile(y, x, w, bias, K, N, t0, t1, n0, n1) })
+}
+
+// tiles runs tile over the [T, N] output in work items of tileT tokens by
+// rowsPerItem outputs, on b's worker goroutines: the one walk every Linear
+// path (float, packed, integer) shares.
+func (b *Backend) tiles(T, N int, tile func(t0, t1, n0, n1 int)) {
 	tn := b.rowsPerItem(T, N)
 	tilesT := (T + tileT - 1) / tileT
 	tilesN := (N + tn - 1) / tn
 	b.parallel(tilesT*tilesN, func(item int) {
 		t0 := (item / tilesN) * tileT
 		n0 := (item % tilesN) * tn
-		linearTile(y, x, w, bias, K, N, t0, min(T, t0+tileT), n0, min(N, n0+tn))
+		tile(t0, min(T, t0+tileT), n0, min(N, n0+tn))
 	})
+}
+
+// addBias adds bias [N] to the tile [t0, t1) x [n0, n1) of y [T, N]; a nil
+// bias adds nothing.
+func addBias(y, bias []float32, N, t0, t1, n0, n1 int) {
+	if bias == nil {
+		return
+	}
+	for t := t0; t < t1; t++ {
+		for n := n0; n < n1; n++ {
+			y[t*N+n] += bias[n]
+		}
+	}
 }
 
 // linearPart is one weight of a grouped Linear: y [T, N] = x·wᵀ + bias, N

@@ -241,11 +241,5 @@ func packedTile(p *packedFormat, y, xp []float32, m *wq.Matrix, pz, bias []float
 			n += nr
 		}
 	}
-	if bias != nil {
-		for t := t0; t < t1; t++ {
-			for n := n0; n < n1; n++ {
-				y[t*N+n] += bias[n]
-			}
-		}
-	}
+	addBias(y, bias, N, t0, t1, n0, n1)
 }

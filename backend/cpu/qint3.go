@@ -231,13 +231,7 @@ func int3Tile(toks []int3Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 			}
 		}
 	}
-	if bias != nil {
-		for t := t0; t < t1; t++ {
-			for n := n0; n < n1; n++ {
-				y[t*N+n] += bias[n]
-			}
-		}
-	}
+	addBias(y, bias, N, t0, t1, n0, n1)
 }
 
 // qlinearInt3 is qlinear for an int3 weight on the integer path.
@@ -260,12 +254,5 @@ func (b *Backend) qlinearInt3(y, x []float32, w *qweight, bias []float32, T int)
 			quantizeInt3X(toks[t], x[t*K:(t+1)*K], cbuf[t*K/32:(t+1)*K/32])
 		}
 	})
-	tn := b.rowsPerItem(T, N)
-	tilesT := (T + tileT - 1) / tileT
-	tilesN := (N + tn - 1) / tn
-	b.parallel(tilesT*tilesN, func(item int) {
-		t0 := (item / tilesN) * tileT
-		n0 := (item % tilesN) * tn
-		int3Tile(toks, y, m, w.pz, bias, t0, min(T, t0+tileT), n0, min(N, n0+tn))
-	})
+	b.tiles(T, N, func(t0, t1, n0, n1 int) { int3Tile(toks, y, m, w.pz, bias, t0, t1, n0, n1) })
 }

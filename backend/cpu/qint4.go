@@ -258,13 +258,7 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 			}
 		}
 	}
-	if bias != nil {
-		for t := t0; t < t1; t++ {
-			for n := n0; n < n1; n++ {
-				y[t*N+n] += bias[n]
-			}
-		}
-	}
+	addBias(y, bias, N, t0, t1, n0, n1)
 }
 
 // qlinearInt4 is qlinear for an int4 weight on the integer path.
@@ -286,12 +280,5 @@ func (b *Backend) qlinearInt4(y, x []float32, w *qweight, bias []float32, T int)
 			quantizeInt4X(toks[t], x[t*K:(t+1)*K], cbuf[t*K/8:(t+1)*K/8])
 		}
 	})
-	tn := b.rowsPerItem(T, N)
-	tilesT := (T + tileT - 1) / tileT
-	tilesN := (N + tn - 1) / tn
-	b.parallel(tilesT*tilesN, func(item int) {
-		t0 := (item / tilesN) * tileT
-		n0 := (item % tilesN) * tn
-		int4Tile(toks, y, m, w.pz, bias, t0, min(T, t0+tileT), n0, min(N, n0+tn))
-	})
+	b.tiles(T, N, func(t0, t1, n0, n1 int) { int4Tile(toks, y, m, w.pz, bias, t0, t1, n0, n1) })
 }

@@ -117,14 +117,7 @@ func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 				p.permute(xp[t*K:(t+1)*K], x[t*K:(t+1)*K])
 			}
 		})
-		tn := b.rowsPerItem(T, N)
-		tilesT := (T + tileT - 1) / tileT
-		tilesN := (N + tn - 1) / tn
-		b.parallel(tilesT*tilesN, func(item int) {
-			t0 := (item / tilesN) * tileT
-			n0 := (item % tilesN) * tn
-			packedTile(p, y, xp, m, w.pz, bias, t0, min(T, t0+tileT), n0, min(N, n0+tn))
-		})
+		b.tiles(T, N, func(t0, t1, n0, n1 int) { packedTile(p, y, xp, m, w.pz, bias, t0, t1, n0, n1) })
 		b.dec(y, x, w, T)
 		return
 	}
