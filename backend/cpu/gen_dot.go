@@ -789,18 +789,7 @@ func (g *gen) kernelInt4Quant() {
 	g.p("MOVQ cs+24(FP), R9")
 	g.p("MOVQ groups+32(FP), CX")
 	g.p("VMOVDQU32 int4QConst<>(SB), Z31") // the permutation
-	for _, c := range []struct {
-		reg string
-		v   uint32
-	}{{"Z30", 0x7fffffff}, {"Z29", 0x46fc0400 /* 32258.0 */}, {"Z27", int4XMax}, {"Z26", uint32(0x100000000 - int4XMax)}, {"Z25", int4XMax + int4XRatio/2}, {"Z24", 66053}, {"Z23", 127}, {"Z22", int4XRatio}} {
-		g.p("MOVL $0x%08x, AX", c.v)
-		g.p("VPBROADCASTD AX, %s", c.reg)
-	}
-	g.p("MOVQ $0x3ff0000000000000, AX") // 1.0
-	g.p("VPBROADCASTQ AX, Z28")
-	g.p("TESTQ CX, CX")
-	g.p("JEQ %s_done", name)
-	g.loop(name + "_loop")
+	g.quantXPrologue(name)
 	for i := range 8 {
 		g.p("VPERMD %d(SI), Z31, Z0", 64*i)
 		g.p("VPANDD Z30, Z0, Z1")
@@ -886,6 +875,27 @@ func int3QPerm() [2][64]byte {
 	return r
 }
 
+// quantXPrologue writes the constants the x quantizers (kernelInt4Quant,
+// kernelInt3Quant) keep in registers — Z30 the |x| mask, Z29 32258.0, Z27 and
+// Z26 the code's clamp ±int4XMax, Z25, Z24 and Z23 the terms of q1 =
+// ((c + 32385)·66053 >> 24) − 127, Z22 int4XRatio (q2 = c − 254·q1), Z28 1.0
+// in float64 — then skips to name_done when CX (the count) is 0 and opens
+// name_loop.
+func (g *gen) quantXPrologue(name string) {
+	for _, c := range []struct {
+		reg string
+		v   uint32
+	}{{"Z30", 0x7fffffff}, {"Z29", 0x46fc0400 /* 32258.0 */}, {"Z27", int4XMax}, {"Z26", uint32(0x100000000 - int4XMax)}, {"Z25", int4XMax + int4XRatio/2}, {"Z24", 66053}, {"Z23", 127}, {"Z22", int4XRatio}} {
+		g.p("MOVL $0x%08x, AX", c.v)
+		g.p("VPBROADCASTD AX, %s", c.reg)
+	}
+	g.p("MOVQ $0x3ff0000000000000, AX") // 1.0
+	g.p("VPBROADCASTQ AX, Z28")
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_done", name)
+	g.loop(name + "_loop")
+}
+
 // kernelInt3Quant writes int3QuantXVBMI (qint3.go's quantizeInt3X for
 // whole chunks of 512 channels, AVX-512 + VBMI): per block of 32 channels
 // (two zmm) max|x| on the bits, sx = max/32258 (stored for the block's
@@ -906,18 +916,7 @@ func (g *gen) kernelInt3Quant() {
 	g.p("MOVQ chunks+32(FP), CX")
 	g.p("VMOVDQU8 int3QConst<>+0(SB), Z20")
 	g.p("VMOVDQU8 int3QConst<>+64(SB), Z21")
-	for _, c := range []struct {
-		reg string
-		v   uint32
-	}{{"Z30", 0x7fffffff}, {"Z29", 0x46fc0400 /* 32258.0 */}, {"Z27", int4XMax}, {"Z26", uint32(0x100000000 - int4XMax)}, {"Z25", int4XMax + int4XRatio/2}, {"Z24", 66053}, {"Z23", 127}, {"Z22", int4XRatio}} {
-		g.p("MOVL $0x%08x, AX", c.v)
-		g.p("VPBROADCASTD AX, %s", c.reg)
-	}
-	g.p("MOVQ $0x3ff0000000000000, AX") // 1.0
-	g.p("VPBROADCASTQ AX, Z28")
-	g.p("TESTQ CX, CX")
-	g.p("JEQ %s_done", name)
-	g.loop(name + "_loop")
+	g.quantXPrologue(name)
 	for b := range 16 {
 		g.p("VMOVDQU32 %d(SI), Z0", 128*b)
 		g.p("VMOVDQU32 %d(SI), Z1", 128*b+64)
