@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // TestLinearGroup checks that LinearGroup gives bitwise the results of one
@@ -53,6 +54,76 @@ func TestLinearGroup(t *testing.T) {
 		b.LinearGroup(bad.dsts, x, ws, bad.biases)
 		if err := b.Sync(); err == nil {
 			t.Errorf("%s: no error", bad.name)
+		}
+	}
+}
+
+// TestLinearGroupQuant checks that LinearGroup over quantized weights (one
+// quantization of x shared by the parts on an integer path; DEC on a part;
+// biases on some) gives bitwise the results of one Linear per weight, at
+// one and several tokens and one and two threads, and that a group mixing
+// formats (each weight then runs its own Linear) does too.
+func TestLinearGroupQuant(t *testing.T) {
+	const K = 512
+	Ns := []int{128, 9, 40} // part 0 carries DEC: its residual's groups of 128 outputs
+	for _, tc := range []struct {
+		name  string
+		elems []wq.Elem // one per part; nil: a float32 weight
+	}{
+		{"int4", []wq.Elem{wq.Int4, wq.Int4, wq.Int4}},
+		{"int3", []wq.Elem{wq.Int3, wq.Int3, wq.Int3}},
+		{"mixed", []wq.Elem{wq.Int4, wq.Int3, 0}},
+	} {
+		for _, threads := range []int{1, 2} {
+			for _, T := range []int{1, 5} {
+				b := New(threads)
+				r := rand.New(rand.NewPCG(uint64(41+T), uint64(threads)))
+				x := mustTensor(t, b, randVec(r, T*K), T, K)
+				var ws, bs []backend.Weight
+				var grouped, alone []backend.Tensor
+				for i, N := range Ns {
+					wv := llmWeight(r, N, K)
+					if tc.elems[i] == 0 {
+						ws = append(ws, mustWeight(t, b, "w", wv, N, K))
+					} else {
+						m, err := wq.Quantize(tc.elems[i], 128, N, K, wv)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var dec *wq.DEC
+						if i == 0 {
+							res, err := wq.NewResidual(wv, m, wq.Int4)
+							if err != nil {
+								t.Fatal(err)
+							}
+							dec = &wq.DEC{R: res, KChunk: 16}
+						}
+						ws = append(ws, mustQuant(t, b, m, dec))
+					}
+					var bias backend.Weight
+					if i != 1 {
+						bias = mustWeight(t, b, "b", randVec(r, N), N)
+					}
+					bs = append(bs, bias)
+					grouped = append(grouped, poisoned(t, b, T, N))
+					alone = append(alone, poisoned(t, b, T, N))
+				}
+				b.LinearGroup(grouped, x, ws, bs)
+				for i := range ws {
+					b.Linear(alone[i], x, ws[i], bs[i])
+				}
+				if err := b.Sync(); err != nil {
+					t.Fatalf("%s T=%d threads=%d: %v", tc.name, T, threads, err)
+				}
+				for i := range ws {
+					g, a := download(t, b, grouped[i]), download(t, b, alone[i])
+					for j := range g {
+						if math.Float32bits(g[j]) != math.Float32bits(a[j]) || g[j] != g[j] {
+							t.Fatalf("%s T=%d threads=%d layer %d: element %d = %g grouped, %g alone", tc.name, T, threads, i, j, g[j], a[j])
+						}
+					}
+				}
+			}
 		}
 	}
 }

@@ -111,21 +111,34 @@ type linearPart struct {
 // the same bits as a separate linear call. Shapes are the caller's to
 // check (a grouped op checks each part as Linear does).
 func (b *Backend) linearGroup(x []float32, T, K int, parts []linearPart) {
-	starts := make([]int, len(parts)+1) // part i's items are [starts[i], starts[i+1])
+	Ns := make([]int, len(parts))
 	for i, p := range parts {
-		N := p.w.shape[0]
+		Ns[i] = p.w.shape[0]
+	}
+	b.groupTiles(T, Ns, func(i, t0, t1, n0, n1 int) {
+		p := parts[i]
+		linearTile(p.y, x, p.w, p.bias, K, Ns[i], t0, t1, n0, n1)
+	})
+}
+
+// groupTiles runs tile over the outputs [T, Ns[i]] of a group's parts in
+// one parallel region: part i is cut into exactly the tiles b.tiles(T,
+// Ns[i]) makes, and the work items of every part, in part order, come
+// from one counter (linearGroup).
+func (b *Backend) groupTiles(T int, Ns []int, tile func(i, t0, t1, n0, n1 int)) {
+	starts := make([]int, len(Ns)+1) // part i's items are [starts[i], starts[i+1])
+	for i, N := range Ns {
 		tn := b.rowsPerItem(T, N)
 		starts[i+1] = starts[i] + (T+tileT-1)/tileT*((N+tn-1)/tn)
 	}
-	b.parallel(starts[len(parts)], func(item int) {
+	b.parallel(starts[len(Ns)], func(item int) {
 		i := sort.SearchInts(starts, item+1) - 1
-		p := parts[i]
-		N := p.w.shape[0]
+		N := Ns[i]
 		tn := b.rowsPerItem(T, N)
 		tilesN := (N + tn - 1) / tn
 		j := item - starts[i]
 		t0 := (j / tilesN) * tileT
 		n0 := (j % tilesN) * tn
-		linearTile(p.y, x, p.w, p.bias, K, N, t0, min(T, t0+tileT), n0, min(N, n0+tn))
+		tile(i, t0, min(T, t0+tileT), n0, min(N, n0+tn))
 	})
 }

@@ -140,8 +140,9 @@ func (b *Backend) linearOperands(op string, dst, x backend.Tensor, w, bias backe
 
 // LinearGroup implements backend.Backend: the layers' work items run in one
 // parallel region (linearGroup), each cut into the tiles Linear uses, so
-// the results are bitwise those of separate calls. Packed low-bit weights
-// run one Linear each.
+// the results are bitwise those of separate calls. Quantized weights on one
+// integer path share one quantization of x (linearGroupQuant); other
+// packed low-bit weights run one Linear each.
 func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
 	const op = "LinearGroup"
 	if b.failed() {
@@ -153,9 +154,7 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 	}
 	for _, w := range ws {
 		if b.quantWeight(w) != nil {
-			for i, w := range ws {
-				b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
-			}
+			b.linearGroupQuant(op, dsts, x, ws, biases)
 			return
 		}
 	}

@@ -236,15 +236,21 @@ func int3Tile(toks []int3Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 
 // qlinearInt3 is qlinear for an int3 weight on the integer path.
 func (b *Backend) qlinearInt3(y, x []float32, w *qweight, bias []float32, T int) {
-	m := w.m
-	N, K := m.N, m.K
+	toks, release := b.quantizeInt3Rows(x, T, w.m.K)
+	defer release()
+	b.tiles(T, w.m.N, func(t0, t1, n0, n1 int) { int3Tile(toks, y, w.m, w.pz, bias, t0, t1, n0, n1) })
+}
+
+// quantizeInt3Rows quantizes x [T, K] for the int3 integer path, one token
+// a row, on b's worker goroutines; release returns the scratch once the
+// tokens are no longer read.
+func (b *Backend) quantizeInt3Rows(x []float32, T, K int) (toks []int3Token, release func()) {
 	C := K / int3Chunk
 	qbuf := make([]int8, T*C*int3XBytes)
 	per := C*int3Words + 4*C
 	sbuf := getScratch(T * per)
-	defer scratchPool.Put(sbuf)
 	cbuf := make([]int32, T*K/32)
-	toks := make([]int3Token, T)
+	toks = make([]int3Token, T)
 	for t := range toks {
 		f := (*sbuf)[t*per : (t+1)*per]
 		toks[t] = int3Token{xq: qbuf[t*C*int3XBytes : (t+1)*C*int3XBytes], sxw: f[:C*int3Words], xsum: f[C*int3Words:]}
@@ -254,5 +260,5 @@ func (b *Backend) qlinearInt3(y, x []float32, w *qweight, bias []float32, T int)
 			quantizeInt3X(toks[t], x[t*K:(t+1)*K], cbuf[t*K/32:(t+1)*K/32])
 		}
 	})
-	b.tiles(T, N, func(t0, t1, n0, n1 int) { int3Tile(toks, y, m, w.pz, bias, t0, t1, n0, n1) })
+	return toks, func() { scratchPool.Put(sbuf) }
 }

@@ -263,14 +263,20 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 
 // qlinearInt4 is qlinear for an int4 weight on the integer path.
 func (b *Backend) qlinearInt4(y, x []float32, w *qweight, bias []float32, T int) {
-	m := w.m
-	N, K := m.N, m.K
+	toks, release := b.quantizeInt4Rows(x, T, w.m.K)
+	defer release()
+	b.tiles(T, w.m.N, func(t0, t1, n0, n1 int) { int4Tile(toks, y, w.m, w.pz, bias, t0, t1, n0, n1) })
+}
+
+// quantizeInt4Rows quantizes x [T, K] for the int4 integer path, one token
+// a row, on b's worker goroutines; release returns the scratch once the
+// tokens are no longer read.
+func (b *Backend) quantizeInt4Rows(x []float32, T, K int) (toks []int4Token, release func()) {
 	G := K / int4Group
 	qbuf := make([]int8, 2*T*K)
 	sbuf := getScratch(T * (K/8 + G))
-	defer scratchPool.Put(sbuf)
 	cbuf := make([]int32, T*K/8)
-	toks := make([]int4Token, T)
+	toks = make([]int4Token, T)
 	for t := range toks {
 		f := (*sbuf)[t*(K/8+G) : (t+1)*(K/8+G)]
 		toks[t] = int4Token{xq: qbuf[2*t*K : 2*(t+1)*K], sx: f[:K/8], xsum: f[K/8:]}
@@ -280,5 +286,5 @@ func (b *Backend) qlinearInt4(y, x []float32, w *qweight, bias []float32, T int)
 			quantizeInt4X(toks[t], x[t*K:(t+1)*K], cbuf[t*K/8:(t+1)*K/8])
 		}
 	})
-	b.tiles(T, N, func(t0, t1, n0, n1 int) { int4Tile(toks, y, m, w.pz, bias, t0, t1, n0, n1) })
+	return toks, func() { scratchPool.Put(sbuf) }
 }

@@ -179,24 +179,110 @@ func (b *Backend) freeQuant(w backend.Weight) bool {
 
 // linearQuant is Linear for a quantized weight: checks, then qlinear.
 func (b *Backend) linearQuant(op string, d, xt *tensor, qw *qweight, bias backend.Weight) {
-	if qw.m == nil {
-		b.fail(fmt.Errorf("cpu: %s: weight %s used after FreeWeight", op, qw.name))
+	bv, err := b.quantOperands(op, d, xt, qw, bias)
+	if err != nil {
+		b.fail(err)
 		return
+	}
+	T, _ := xt.matrix()
+	b.qlinear(d.f32, xt.f32, qw, bv, T)
+}
+
+// quantOperands checks the operands of one Linear with a quantized weight
+// and returns the bias values (nil without a bias).
+func (b *Backend) quantOperands(op string, d, xt *tensor, qw *qweight, bias backend.Weight) ([]float32, error) {
+	if qw.m == nil {
+		return nil, fmt.Errorf("cpu: %s: weight %s used after FreeWeight", op, qw.name)
 	}
 	var bv []float32
 	var bn backend.Named
 	if bias != nil {
 		bt, err := b.weightOf(op, bias)
 		if err != nil {
-			b.fail(err)
-			return
+			return nil, err
 		}
 		bv, bn = bt.f32, backend.Named{Name: bt.name, Shape: bt.shape}
 	}
 	if err := backend.CheckLinear(d.shape, xt.shape, backend.Named{Name: qw.name, Shape: []int{qw.m.N, qw.m.K}}, bn, d == xt); err != nil {
+		return nil, err
+	}
+	return bv, nil
+}
+
+// integerPath names the integer dot-product path a quantized weight runs
+// on (qint4.go, qint3.go), or pathNone.
+func (w *qweight) integerPath() intPath {
+	switch {
+	case w.int8dot:
+		return pathInt4
+	case w.int3dot:
+		return pathInt3
+	}
+	return pathNone
+}
+
+// intPath is a quantized weight's integer path: weights on the same path
+// and K can share one quantization of x.
+type intPath int
+
+const (
+	pathNone intPath = iota
+	pathInt4
+	pathInt3
+)
+
+// linearGroupQuant is LinearGroup where a weight is quantized. When every
+// weight runs the same integer path, x is quantized once and every part's
+// tiles run in one parallel region (groupTiles), each tile as qlinear cuts
+// it, so the outputs are bitwise those of separate Linear calls; otherwise
+// each weight runs its own Linear.
+func (b *Backend) linearGroupQuant(op string, dsts []backend.Tensor, x backend.Tensor, ws, biases []backend.Weight) {
+	qs := make([]*qweight, len(ws))
+	path := pathNone
+	for i, w := range ws {
+		qs[i] = b.quantWeight(w)
+		if qs[i] == nil || qs[i].m == nil || (i > 0 && qs[i].integerPath() != path) {
+			path = pathNone
+			break
+		}
+		path = qs[i].integerPath()
+	}
+	if path == pathNone {
+		for i, w := range ws {
+			b.Linear(dsts[i], x, w, backend.BiasAt(biases, i))
+		}
+		return
+	}
+	xt, err := b.f32(op, x)
+	if err != nil {
 		b.fail(err)
 		return
 	}
-	T, _ := xt.matrix()
-	b.qlinear(d.f32, xt.f32, qw, bv, T)
+	ys, bvs, Ns := make([][]float32, len(ws)), make([][]float32, len(ws)), make([]int, len(ws))
+	for i, qw := range qs {
+		d, err := b.f32(op, dsts[i])
+		if err != nil {
+			b.fail(err)
+			return
+		}
+		if bvs[i], err = b.quantOperands(op, d, xt, qw, backend.BiasAt(biases, i)); err != nil {
+			b.fail(err)
+			return
+		}
+		ys[i], Ns[i] = d.f32, qw.m.N
+	}
+	T, K := xt.matrix()
+	switch path {
+	case pathInt4:
+		toks, release := b.quantizeInt4Rows(xt.f32, T, K)
+		defer release()
+		b.groupTiles(T, Ns, func(i, t0, t1, n0, n1 int) { int4Tile(toks, ys[i], qs[i].m, qs[i].pz, bvs[i], t0, t1, n0, n1) })
+	case pathInt3:
+		toks, release := b.quantizeInt3Rows(xt.f32, T, K)
+		defer release()
+		b.groupTiles(T, Ns, func(i, t0, t1, n0, n1 int) { int3Tile(toks, ys[i], qs[i].m, qs[i].pz, bvs[i], t0, t1, n0, n1) })
+	}
+	for i, qw := range qs {
+		b.dec(ys[i], xt.f32, qw, T)
+	}
 }
