@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -29,18 +30,7 @@ func TestLinearGroup(t *testing.T) {
 		grouped = append(grouped, poisoned(t, b, T, N))
 		alone = append(alone, poisoned(t, b, T, N))
 	}
-	b.LinearGroup(grouped, x, ws, bs)
-	for i := range ws {
-		b.Linear(alone[i], x, ws[i], bs[i])
-	}
-	for i := range ws {
-		g, a := download(t, b, grouped[i]), download(t, b, alone[i])
-		for j := range g {
-			if math.Float32bits(g[j]) != math.Float32bits(a[j]) || g[j] != g[j] {
-				t.Fatalf("layer %d: element %d = %g grouped, %g alone", i, j, g[j], a[j])
-			}
-		}
-	}
+	groupMatchesAlone(t, b, "", grouped, alone, x, ws, bs)
 	for _, bad := range []struct {
 		name   string
 		dsts   []backend.Tensor
@@ -108,21 +98,29 @@ func TestLinearGroupQuant(t *testing.T) {
 					grouped = append(grouped, poisoned(t, b, T, N))
 					alone = append(alone, poisoned(t, b, T, N))
 				}
-				b.LinearGroup(grouped, x, ws, bs)
-				for i := range ws {
-					b.Linear(alone[i], x, ws[i], bs[i])
-				}
-				if err := b.Sync(); err != nil {
-					t.Fatalf("%s T=%d threads=%d: %v", tc.name, T, threads, err)
-				}
-				for i := range ws {
-					g, a := download(t, b, grouped[i]), download(t, b, alone[i])
-					for j := range g {
-						if math.Float32bits(g[j]) != math.Float32bits(a[j]) || g[j] != g[j] {
-							t.Fatalf("%s T=%d threads=%d layer %d: element %d = %g grouped, %g alone", tc.name, T, threads, i, j, g[j], a[j])
-						}
-					}
-				}
+				groupMatchesAlone(t, b, fmt.Sprintf("%s T=%d threads=%d: ", tc.name, T, threads), grouped, alone, x, ws, bs)
+			}
+		}
+	}
+}
+
+// groupMatchesAlone runs LinearGroup into grouped and one Linear per
+// weight into alone, and fails unless every output is bitwise the same
+// (and not NaN: the outputs start poisoned).
+func groupMatchesAlone(t *testing.T, b *Backend, label string, grouped, alone []backend.Tensor, x backend.Tensor, ws, bs []backend.Weight) {
+	t.Helper()
+	b.LinearGroup(grouped, x, ws, bs)
+	for i := range ws {
+		b.Linear(alone[i], x, ws[i], bs[i])
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatalf("%s%v", label, err)
+	}
+	for i := range ws {
+		g, a := download(t, b, grouped[i]), download(t, b, alone[i])
+		for j := range g {
+			if math.Float32bits(g[j]) != math.Float32bits(a[j]) || g[j] != g[j] {
+				t.Fatalf("%slayer %d: element %d = %g grouped, %g alone", label, i, j, g[j], a[j])
 			}
 		}
 	}
