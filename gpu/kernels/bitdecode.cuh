@@ -198,6 +198,35 @@ BD_DEVICE void gridLaunchDependents() {
 #endif
 }
 
+// Thread-block clusters (Hopper; ops.cu's clustered norm, linear.cu's
+// clustered tiled GEMM): the CTA's rank in its cluster, the cluster
+// barrier's halves and a read of another CTA's shared memory. Only kernels
+// compiled for sm_90 and up may call them.
+BD_DEVICE u32 clusterRank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// The cluster barrier's halves; arrive releases and wait acquires (their
+// default semantics) this thread's and the cluster's memory accesses.
+BD_DEVICE void clusterArrive() { asm volatile("barrier.cluster.arrive.aligned;" ::: "memory"); }
+BD_DEVICE void clusterWait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+
+// clusterLoadF32x4 reads the four floats at p (shared memory, 16-byte
+// aligned; a float or float4 pointer) of CTA rank of the cluster.
+template <class T>
+BD_DEVICE float4 clusterLoadF32x4(const T* p, u32 rank) {
+  const u32 local = u32(__cvta_generic_to_shared(p));
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+
 // The decode kernels as programmatic dependents (decode_mma.cu,
 // decode_wgmma.cu; docs/perf/decode-attention.md, session 17). A launch's
 // kernel ahead (the KV append, or the pack of the block its tokens fill)

@@ -751,27 +751,6 @@ struct TiledSeq {
   }
 };
 
-// The cluster's pieces (Hopper): rank, split barrier, and a float4 of
-// another CTA's shared memory.
-__device__ __forceinline__ u32 tiledClusterRank() {
-  u32 r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void tiledClusterArrive() { asm volatile("barrier.cluster.arrive.aligned;" ::: "memory"); }
-__device__ __forceinline__ void tiledClusterWait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
-__device__ __forceinline__ float4 tiledClusterLoad(const float4* p, u32 rank) {
-  const u32 local = u32(__cvta_generic_to_shared(p));
-  u32 remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(remote)
-               : "memory");
-  return v;
-}
-
 // TiledLoader issues a CTA's ring copies: thread i copies chunk i % C of
 // rows i / C + Pj of W's 128 rows (j < 128 / P) and of x's BN rows (j < BN
 // / P) each stage (C chunks a row, P = kThreads / C rows a pass), zero-filled
@@ -830,7 +809,7 @@ struct TiledLoader {
 // tiledRank is the CTA's rank in its cluster of S (0 without one).
 template <int S>
 __device__ __forceinline__ int tiledRank() {
-  if constexpr (S > 1) return int(tiledClusterRank());
+  if constexpr (S > 1) return int(clusterRank());
   return 0;
 }
 
@@ -955,7 +934,7 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
           for (int i = 0; i < 4; i++) tot[m][n][i] = j == 0 ? acc[m][n][i] : tot[m][n][i] + acc[m][n][i];
     } else {
       float4* mine = const_cast<float4*>(red) + warp * MT * NT * 32 + lane;
-      if (j > 0) tiledClusterWait();  // rank 0 has read the last round's
+      if (j > 0) clusterWait();  // rank 0 has read the last round's
       if (rank > 0) {
 #pragma unroll
         for (int m = 0; m < MT; m++)
@@ -963,8 +942,8 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
           for (int n = 0; n < NT; n++)
             mine[(m * NT + n) * 32] = make_float4(acc[m][n][0], acc[m][n][1], acc[m][n][2], acc[m][n][3]);
       }
-      tiledClusterArrive();
-      tiledClusterWait();
+      clusterArrive();
+      clusterWait();
       if (rank == 0) {
 #pragma unroll
         for (int m = 0; m < MT; m++)
@@ -978,12 +957,12 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
           for (int m = 0; m < MT; m++)
 #pragma unroll
             for (int n = 0; n < NT; n++) {
-              const float4 v = tiledClusterLoad(mine + (m * NT + n) * 32, u32(r));
+              const float4 v = clusterLoadF32x4(mine + (m * NT + n) * 32, u32(r));
               tot[m][n][0] += v.x, tot[m][n][1] += v.y, tot[m][n][2] += v.z, tot[m][n][3] += v.w;
             }
         }
       }
-      tiledClusterArrive();
+      clusterArrive();
     }
 #pragma unroll
     for (int m = 0; m < MT; m++)
@@ -994,7 +973,7 @@ __device__ __forceinline__ void tiledBody(const u16* __restrict__ xh, int T, int
   }
   cpAsyncWait<0>();
   if constexpr (S > 1) {
-    tiledClusterWait();  // no CTA leaves before rank 0 has read its shared memory
+    clusterWait();  // no CTA leaves before rank 0 has read its shared memory
     if (rank > 0) return;
   }
   // C fragment: c0, c1 channel g, tokens 2q, 2q+1; c2, c3 channel g+8.

@@ -416,15 +416,6 @@ constexpr int kNormCluster = 8;
 constexpr int kNormClusterThreads = 128;
 constexpr int kNormClusterRegs = 8;
 
-BD_DEVICE u32 clusterRank() {
-  u32 r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// The cluster barrier's halves; arrive releases and wait acquires (their
-// default semantics) this thread's and the cluster's memory accesses.
-BD_DEVICE void clusterArrive() { asm volatile("barrier.cluster.arrive.aligned;" ::: "memory"); }
-BD_DEVICE void clusterWait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 // clusterLoadF64 reads the double at p (shared memory) of CTA rank of the cluster.
 BD_DEVICE double clusterLoadF64(const double* p, u32 rank) {
   const u32 local = u32(__cvta_generic_to_shared(p));
@@ -473,20 +464,6 @@ BD_DEVICE int selChunkSelect(int kChunk, int c) {
   if (kChunk <= 0 || c <= 0) return 0;
   const int k = (kChunk * c + kSelChunk - 1) / kSelChunk;
   return k < c ? k : c;
-}
-
-// clusterLoadF32x4 reads the four floats at p (shared memory, 16-byte
-// aligned) of CTA rank of the cluster.
-BD_DEVICE float4 clusterLoadF32x4(const float* p, u32 rank) {
-  const u32 local = u32(__cvta_generic_to_shared(p));
-  u32 remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(remote)
-               : "memory");
-  return v;
 }
 
 // selectChunk writes wq.SelectApprox's list of one chunk of c channels
