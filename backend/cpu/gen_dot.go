@@ -170,20 +170,27 @@ func (g *gen) step512(f wfmt, mr, nr, off int) {
 	}
 }
 
+// hsum512 sums the 16 floats of Z(a) into X(a)'s lane 0, in the order
+// every tile's reduction uses (halves, quarters, pairs, then the last two);
+// Y30 is scratch.
+func (g *gen) hsum512(a int) {
+	g.p("VEXTRACTF64X4 $1, Z%d, Y30", a)
+	g.p("VADDPS Y30, Y%d, Y%d", a, a)
+	g.p("VEXTRACTF32X4 $1, Y%d, X30", a)
+	g.p("VADDPS X30, X%d, X%d", a, a)
+	g.p("VMOVHLPS X%d, X%d, X30", a, a)
+	g.p("VADDPS X30, X%d, X%d", a, a)
+	g.p("VMOVSHDUP X%d, X30", a)
+	g.p("VADDSS X30, X%d, X%d", a, a)
+}
+
 func (g *gen) reduce512(mr, nr int) {
 	g.p("MOVQ dst+40(FP), DI")
 	g.p("MOVQ ds+48(FP), DX")
 	for r := range mr {
 		for c := range nr {
 			a := acc512(mr, nr, r, c)
-			g.p("VEXTRACTF64X4 $1, Z%d, Y30", a)
-			g.p("VADDPS Y30, Y%d, Y%d", a, a)
-			g.p("VEXTRACTF32X4 $1, Y%d, X30", a)
-			g.p("VADDPS X30, X%d, X%d", a, a)
-			g.p("VMOVHLPS X%d, X%d, X30", a, a)
-			g.p("VADDPS X30, X%d, X%d", a, a)
-			g.p("VMOVSHDUP X%d, X30", a)
-			g.p("VADDSS X30, X%d, X%d", a, a)
+			g.hsum512(a)
 			g.p("VMOVSS X%d, %d(DI)", a, 4*c)
 		}
 		if r+1 < mr {
@@ -583,14 +590,13 @@ func (g *gen) widen512(f wfmt) {
 
 // --- int4 with integer dot products (AVX-512 VNNI; qint4.go) ---
 
-// kernelInt4VNNI (MR = 1): per group of 128 channels (16 words) and row c,
-// the exact int32 lane sums D = 254·D1 + D2, D1 and D2 the VPDPBUSD of the
-// low and high nibbles with the token's two int8 code terms (lanes: words;
-// the product by 254 a VPMULLD between the two chains), then
-// acc_c += float(D)·(s·sx), and the scalar zs_c += z·X. With 4 rows the
-// group's 256 bytes of x codes sit in Z16-Z19, loaded once for the 4 rows.
-func (g *gen) kernelInt4VNNI(nr int) {
-	name := fmt.Sprintf("int4VNNI_1x%d", nr)
+// intTilePrologue opens an integer-path tile kernel (kernelInt4VNNI,
+// kernelInt3VNNI): its Go declaration and TEXT line, the arguments (SI the
+// x codes, R9 the block scales, R10 the group sums X̂, DI and the wrows the
+// tile's nr weight rows, BX the row stride, CX the row's bytes), R8 the
+// prefetch pointer (the rows after the tile's), and the row accumulators
+// Z0..Z(nr-1) and Z4..Z(4+nr-1) zeroed.
+func (g *gen) intTilePrologue(name string, nr int) {
 	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 	g.p("MOVQ xq+0(FP), SI")
@@ -602,7 +608,7 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	for c := 1; c < nr; c++ {
 		g.p("LEAQ (%s)(BX*1), %s", wrows[c-1], wrows[c])
 	}
-	g.p("MOVQ BX, R8") // prefetch pointer: the rows after the tile's
+	g.p("MOVQ BX, R8")
 	if nr > 1 {
 		g.p("IMULQ $%d, R8", nr)
 	}
@@ -611,6 +617,17 @@ func (g *gen) kernelInt4VNNI(nr int) {
 		g.p("VPXORD Z%d, Z%d, Z%d", c, c, c)
 		g.p("VPXORD Z%d, Z%d, Z%d", 4+c, 4+c, 4+c)
 	}
+}
+
+// kernelInt4VNNI (MR = 1): per group of 128 channels (16 words) and row c,
+// the exact int32 lane sums D = 254·D1 + D2, D1 and D2 the VPDPBUSD of the
+// low and high nibbles with the token's two int8 code terms (lanes: words;
+// the product by 254 a VPMULLD between the two chains), then
+// acc_c += float(D)·(s·sx), and the scalar zs_c += z·X. With 4 rows the
+// group's 256 bytes of x codes sit in Z16-Z19, loaded once for the 4 rows.
+func (g *gen) kernelInt4VNNI(nr int) {
+	name := fmt.Sprintf("int4VNNI_1x%d", nr)
+	g.intTilePrologue(name, nr)
 	g.p("MOVL $0x0f0f0f0f, AX")
 	g.p("VPBROADCASTD AX, Z31")
 	g.p("MOVL $%d, AX", int4XRatio)
@@ -665,14 +682,7 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	g.p("MOVQ dst+48(FP), DI")
 	for c := range nr {
 		a := c
-		g.p("VEXTRACTF64X4 $1, Z%d, Y30", a)
-		g.p("VADDPS Y30, Y%d, Y%d", a, a)
-		g.p("VEXTRACTF32X4 $1, Y%d, X30", a)
-		g.p("VADDPS X30, X%d, X%d", a, a)
-		g.p("VMOVHLPS X%d, X%d, X30", a, a)
-		g.p("VADDPS X30, X%d, X%d", a, a)
-		g.p("VMOVSHDUP X%d, X30", a)
-		g.p("VADDSS X30, X%d, X%d", a, a)
+		g.hsum512(a)
 		g.p("VADDSS X%d, X%d, X%d", 4+c, a, a) // + Σ z·X
 		g.p("VMOVSS X%d, %d(DI)", a, 4*c)
 	}
@@ -1050,26 +1060,7 @@ func int3IConsts() [][64]byte {
 // and the chunk's 4 lanes z·X̂ added in an xmm.
 func (g *gen) kernelInt3VNNI(nr int) {
 	name := fmt.Sprintf("int3VNNI_1x%d", nr)
-	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n", name)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
-	g.p("MOVQ xq+0(FP), SI")
-	g.p("MOVQ sx+8(FP), R9")
-	g.p("MOVQ xsum+16(FP), R10")
-	g.p("MOVQ w+24(FP), DI")
-	g.p("MOVQ ws+32(FP), BX")
-	g.p("MOVQ rowBytes+40(FP), CX")
-	for c := 1; c < nr; c++ {
-		g.p("LEAQ (%s)(BX*1), %s", wrows[c-1], wrows[c])
-	}
-	g.p("MOVQ BX, R8")
-	if nr > 1 {
-		g.p("IMULQ $%d, R8", nr)
-	}
-	g.p("ADDQ DI, R8")
-	for c := range nr {
-		g.p("VPXORD Z%d, Z%d, Z%d", c, c, c)
-		g.p("VPXORD Z%d, Z%d, Z%d", 4+c, 4+c, 4+c)
-	}
+	g.intTilePrologue(name, nr)
 	g.p("VMOVDQU32 int3IConst<>+0(SB), Z8")
 	g.p("VMOVDQU32 int3IConst<>+64(SB), Z9")
 	for i := range 3 {
@@ -1132,14 +1123,7 @@ func (g *gen) kernelInt3VNNI(nr int) {
 	g.p("MOVQ dst+48(FP), DI")
 	for c := range nr {
 		a, z := c, 4+c
-		g.p("VEXTRACTF64X4 $1, Z%d, Y30", a)
-		g.p("VADDPS Y30, Y%d, Y%d", a, a)
-		g.p("VEXTRACTF32X4 $1, Y%d, X30", a)
-		g.p("VADDPS X30, X%d, X%d", a, a)
-		g.p("VMOVHLPS X%d, X%d, X30", a, a)
-		g.p("VADDPS X30, X%d, X%d", a, a)
-		g.p("VMOVSHDUP X%d, X30", a)
-		g.p("VADDSS X30, X%d, X%d", a, a)
+		g.hsum512(a)
 		g.p("VMOVHLPS X%d, X%d, X30", z, z) // (z0·X0 + z2·X2) + (z1·X1 + z3·X3)
 		g.p("VADDPS X30, X%d, X%d", z, z)
 		g.p("VMOVSHDUP X%d, X30", z)
