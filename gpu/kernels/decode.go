@@ -756,6 +756,27 @@ func mmaProgram(l DecodeLayout, mt, stages, minB int, qk8, pv8, la bool) (prog c
 	return program("decode_mma.cu", decodeMMASource, []string{splitExpr, combineExpr}, nil), splitExpr, combineExpr
 }
 
+// mmaFixedSplitDefine is the NVRTC option of a decode_mma.cu plan whose
+// sequences all split at one length (splitCap 0): the kernel takes its
+// split length from its argument, not from the per-sequence rule
+// (decode_mma.cu's kSeqSplits, v2.33).
+const mmaFixedSplitDefine = "-DBD_SEQ_SPLITS=0"
+
+// mmaSplitOptions adds mmaFixedSplitDefine to decode_mma.cu's program prog
+// where the plan's splitCap is 0. The per-sequence rule's split length is a
+// register from the sequence's length to the split count after the tile
+// loop; with it CUDA 13's ptxas spilled int2's look-ahead kernel 28 / 32
+// bytes (session 30, docs/perf/decode-attention.md: int2 100 x 32K 762 us
+// against 735 before the rule, 1 x 128K 42.8 against 41.2-41.7). Only the
+// batch-invariant mode's plans (per-sequence splits) keep the rule. The
+// same values either way, so the same bits (TestGPUDecodeSeqSplits: each
+// sequence of a per-sequence plan bitwise the fixed plan of its split).
+func mmaSplitOptions(prog *cuda.Program, splitCap int) {
+	if splitCap == 0 {
+		prog.Options = append(prog.Options, mmaFixedSplitDefine)
+	}
+}
+
 // mmaV211UnpackDefine is the NVRTC option of MMATuning.V211Unpack:
 // decode_mma.cu's kScaledV off, v2.11's value unpack.
 const mmaV211UnpackDefine = "-DBD_SCALED_V=0"
@@ -788,6 +809,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	p.pv8 = mmaPV8(l, mt, t.MMA)
 	p.la = mmaLA(l, mt, stages, p.qk8, p.pv8, p.splitLen, t.MMA)
 	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8, p.la)
+	mmaSplitOptions(&prog, p.splitCap)
 	if t.MMA.V211Unpack {
 		prog.Options = append(prog.Options, mmaV211UnpackDefine)
 	}

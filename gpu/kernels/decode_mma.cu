@@ -149,6 +149,11 @@
 //        tiles (decode.go's mmaLA: one sequence at 8K and 32K was 0.2-0.3 us
 //        slower). The next tile's scores there too (mode 2, 116 / 108 bytes
 //        of spill) were 5-6% slower than main: dropped.
+//   v2.33 (session 30) plans of one split length for every sequence
+//        (splitCap 0, all but the batch-invariant mode's) compile without
+//        the per-sequence split rule (BD_SEQ_SPLITS=0, kSeqSplits): its
+//        register had made CUDA 13 spill int2's look-ahead kernel (28 / 32
+//        bytes) since the rule came in; the same bits.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -156,6 +161,21 @@
 #include "bitdecode.cuh"
 
 namespace mma {
+
+// kSeqSplits (v2.33): the kernel reads per-sequence splits (splitCap > 0:
+// each sequence's split from its own length, seqSplitLen). Compiled with
+// -DBD_SEQ_SPLITS=0 (decode.go's mmaFixedSplitDefine, every plan whose
+// splitCap is 0) the split length is the kernel argument itself, a
+// constant-bank operand, where seqSplitLen's value held a register from
+// the sequence's length to the split count after the tile loop: on CUDA
+// 13's ptxas that made int2's look-ahead kernel spill 28 / 32 bytes (it had
+// none before the per-sequence splits), int2 100 x 32K 735 -> 762 us and 1 x
+// 128K 41.2-41.7 -> 42.8 us (docs/perf/decode-attention.md, session 30).
+// The same values either way, so the same bits.
+#ifndef BD_SEQ_SPLITS
+#define BD_SEQ_SPLITS 1
+#endif
+constexpr bool kSeqSplits = BD_SEQ_SPLITS != 0;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
@@ -941,7 +961,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   const int specBlk = (split * splitLenArg + warp * ((splitLenArg / TT + kWarps - 1) / kWarps) * TT) / Nr;
   const int specEntry = specBlk < maxBlocks ? blockTable[b * maxBlocks + specBlk] : 0;
   const int L = lens[b];
-  const int splitLen = seqSplitLen(L, splitLenArg, splitBase, splitCap, splitMax);
+  const int splitLen = kSeqSplits ? seqSplitLen(L, splitLenArg, splitBase, splitCap, splitMax) : splitLenArg;  // v2.33
   const int t0 = split * splitLen;
   if (t0 >= L) {
 #if BD_TIMELINE

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/kv"
@@ -416,5 +417,26 @@ func TestSeqSplitLen(t *testing.T) {
 	}
 	if p.splitLen != 1024 || p.splitsFor(5000) != 5 || p.SeqSplitLen(1500) != 512 {
 		t.Errorf("plan of 5000 tokens: split %d, %d splits, 1500 tokens at %d; want 1024, 5, 512", p.splitLen, p.splitsFor(5000), p.SeqSplitLen(1500))
+	}
+}
+
+// TestMMASplitOptions checks v2.33's program option: decode_mma.cu plans
+// with one split length for every sequence (splitCap 0) compile without the
+// per-sequence rule, plans with per-sequence splits keep it, and the define
+// names the macro the kernel reads.
+func TestMMASplitOptions(t *testing.T) {
+	for _, tt := range []struct {
+		splitCap int
+		opts     string
+	}{{0, mmaFixedSplitDefine}, {17, ""}, {1, ""}} {
+		prog := program("decode_mma.cu", "", nil, nil)
+		mmaSplitOptions(&prog, tt.splitCap)
+		if got := strings.Join(prog.Options, " "); got != tt.opts {
+			t.Errorf("splitCap %d: options %q, want %q", tt.splitCap, got, tt.opts)
+		}
+	}
+	macro := strings.TrimSuffix(strings.TrimPrefix(mmaFixedSplitDefine, "-D"), "=0")
+	if !strings.Contains(decodeMMASource, "#ifndef "+macro+"\n") || !strings.Contains(decodeMMASource, macro+" != 0") {
+		t.Errorf("decode_mma.cu does not read %s", macro)
 	}
 }
