@@ -19,7 +19,7 @@ TL=BITDECODE_DECODE_TIMELINE=1
 warm() { local n=$1; shift; ( timeout 110 "$@" > $R/warm_$n.md 2>&1; echo "warm_$n rc=$? $(el)s" >> $R/times.txt ) & }
 warm ptx env BITDECODE_PTXAS_VERBOSE=1 $B bench attn --device cuda --kv int2,int4 --grid 1x131072,100x32768
 warm plain $B bench attn --device cuda --kv int2,int4,k4v2 $G1
-warm tl env $TL $B bench attn --device cuda --kv int2 $G1
+warm tl env $TL $B bench attn --device cuda --kv int2,int4 $G1
 warm minb env BITDECODE_DECODE_MINB=3 BITDECODE_PTXAS_VERBOSE=1 $B bench attn --device cuda --kv int2,int4 $G1
 warm minbq env BITDECODE_DECODE_MINB=3 $B bench attn --device cuda --kv int2,int4 $G1
 wait
