@@ -876,9 +876,10 @@ func (w *worker) softmax(st *state, t0, n int) {
 	}
 }
 
-// maskMax masks the scores sc (rows at stride w.npad) of tokens [t0,
-// t0+n) past each row's last visible token and before its first, puts the
-// rows' maxima in w.rmax, and returns n rounded up to whole tiles.
+// maskMax soft-caps the visible scores where p.Softcap asks, masks the
+// scores sc (rows at stride w.npad) of tokens [t0, t0+n) past each row's
+// last visible token and before its first, puts the rows' maxima in
+// w.rmax, and returns n rounded up to whole tiles.
 func (w *worker) maskMax(scores []float32, t0, n int) int {
 	np := w.npad
 	ninf := float32(math.Inf(-1))
@@ -886,6 +887,12 @@ func (w *worker) maskMax(scores []float32, t0, n int) int {
 	for r := 0; r < w.r; r++ {
 		sc := scores[r*np : r*np+end]
 		vis := min(n, max(0, w.limits[r]-t0+1)) // visible tokens of this row
+		if w.p.Softcap != 0 && vis > 0 {
+			// Soft-capping after the scale and before the mask, as
+			// transformers orders it, on the visible scores (the others are
+			// masked next).
+			softcapGo(sc[min(vis, max(0, w.firsts[r]-t0)):vis], w.p.Softcap, 1/w.p.Softcap)
+		}
 		for t := vis; t < end; t++ {
 			sc[t] = ninf
 		}

@@ -965,3 +965,61 @@ func quantU8Rows(wq []uint8, ldw, ldq int, p []float32, ldp int, s, z []float32,
 		}
 	}
 }
+
+// Soft-capping (Params.Softcap): tanh32's two ranges. Below
+// tanhSeriesMax, tanh's odd Taylor series through x¹¹ (its first omitted
+// term, 21844/6081075·x¹³, is below 2.2e-10 of x there); from it on,
+// (1 − e)/(1 + e) with e = exp32(−2|x|) ≤ e^(−1/2), where exp32's relative
+// error δ (expRelErr) moves 1 − e by at most e·δ/(1 − e) ≤ 1.55·δ relative.
+const (
+	tanhSeriesMax = 0.25
+	tanhC3        = -1.0 / 3
+	tanhC5        = 2.0 / 15
+	tanhC7        = -17.0 / 315
+	tanhC9        = 62.0 / 2835
+	tanhC11       = -1382.0 / 155925
+	// tanhRelErr bounds tanh32's error relative to tanh(x) (TestTanh32):
+	// 1.55·expRelErr and four roundings (1 − e, 1 + e, the quotient, the
+	// sign), or the series' few roundings.
+	tanhRelErr = 12 * eps32f
+)
+
+// tanh32 returns tanh(x) in float32 with a relative error of at most
+// tanhRelErr, from the package's exp32; NaN stays NaN.
+func tanh32(x float32) float32 {
+	ax := abs32(x)
+	if ax < tanhSeriesMax {
+		z := x * x
+		p := float32(tanhC11)
+		p = p*z + tanhC9
+		p = p*z + tanhC7
+		p = p*z + tanhC5
+		p = p*z + tanhC3
+		return x + x*(p*z)
+	}
+	if x != x {
+		return x
+	}
+	e := exp32(-2 * ax)
+	t := (1 - e) / (1 + e)
+	if x < 0 {
+		return -t
+	}
+	return t
+}
+
+// softcapGo soft-caps x in place: x = c·tanh(x·inv), inv = 1/c
+// (Params.Softcap; transformers divides by c: the product by its float32
+// reciprocal differs from the quotient by at most one rounding).
+func softcapGo(x []float32, c, inv float32) {
+	for i, s := range x {
+		x[i] = c * tanh32(s*inv)
+	}
+}
+
+// Softcap soft-caps x in place, x[i] = c·tanh(x[i]/c), with tanh32 (a
+// relative error of at most 12 float32 epsilons, TestTanh32): the CPU
+// attention's soft-capping (Params.Softcap), for other users of the same
+// rule such as a model's final logits (Gemma 2's final_logit_softcapping).
+// c must be finite and > 0.
+func Softcap(x []float32, c float32) { softcapGo(x, c, 1/c) }
