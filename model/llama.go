@@ -115,7 +115,7 @@ type LlamaLayer struct {
 }
 
 func init() {
-	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma3_text",
+	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma2", "gemma3_text",
 		"mixtral", "qwen2_moe", "qwen3_moe")
 }
 
@@ -522,7 +522,7 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 	// lm_head on the output rows of the final norm (x).
 	be.Rows(hOut, x, rows)
 	be.Linear(logits, hOut, m.Output, nil)
-	out, err := readOutputs(be, a, b, logits, R, cfg.Vocab)
+	out, err := readOutputs(be, a, b, logits, R, cfg.Vocab, cfg.FinalSoftcap)
 	if err != nil {
 		return nil, m.fail(-1, err)
 	}
