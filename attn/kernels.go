@@ -65,6 +65,10 @@ type kernels struct {
 	// maxF32 returns the largest value of x (-Inf for none; len(x) a
 	// multiple of 16).
 	maxF32 func(x []float32) float32
+	// softcap soft-caps x in place, x[i] = c·tanh(x[i]·inv) within
+	// tanhRelErr of tanh (len(x) a multiple of 16). Nil where the level
+	// has none: softcapRow's Go loops around expSub serve.
+	softcap func(x []float32, c, inv float32)
 	// max4 writes maxF32 of the four rows x[r·ld : r·ld+n] to out[r], the
 	// same bits, in one call (n a multiple of 16, not 0). Nil where the
 	// level has no such kernel.

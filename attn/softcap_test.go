@@ -201,3 +201,56 @@ func TestSoftcapRefused(t *testing.T) {
 	}
 	sameBits(t, "cap 0", b, a)
 }
+
+// TestSoftcapKernels holds every level's soft-cap of a row (softcapRow:
+// the AVX-512 kernel, or Go loops around the level's expSub) to
+// c·math.Tanh(x/c) of the float32 quotient, within tanhRelErr of tanh
+// (and the rounding of c·t), over a dense sweep across both of tanh32's
+// ranges, the switch, far scores, ±Inf and NaN.
+func TestSoftcapKernels(t *testing.T) {
+	const c = 50
+	var x []float32
+	for i := -20000; i <= 20000; i++ {
+		x = append(x, float32(float64(i)*0.01)) // scores in [-200, 200]: |x/c| up to 4
+	}
+	s := float32(c * tanhSeriesMax)
+	for range 64 {
+		s = math.Nextafter32(s, 0)
+	}
+	for range 128 {
+		x = append(x, s, -s) // around the switch
+		s = math.Nextafter32(s, 100)
+	}
+	x = append(x, float32(math.Inf(1)), float32(math.Inf(-1)), 1e30, -1e-30, 0, float32(math.NaN()))
+	for len(x)%vecLenTest != 0 {
+		x = append(x, 1)
+	}
+	for _, k := range levelSets() {
+		w := newWorker(Params{Format: kv.MustResolve("fp16", 64), Shape: Shape{Hq: 1, Hkv: 1, D: 64}, Tq: 1, Softcap: c}, k)
+		got := append([]float32(nil), x...)
+		w.softcapRow(got)
+		worst := 0.0
+		for i, s := range x {
+			g := float64(got[i])
+			if s != s {
+				if g == g {
+					t.Fatalf("%v: soft-cap of NaN = %g", k, g)
+				}
+				continue
+			}
+			want := c * math.Tanh(float64(s*(1.0/c)))
+			e := math.Abs(g - want)
+			if want != 0 {
+				e /= math.Abs(want)
+			}
+			worst = max(worst, e)
+			if g != g || e > tanhRelErr+eps32 {
+				t.Fatalf("%v: soft-cap of %g = %g, want %g (relative error %.3g)", k, s, g, want, e)
+			}
+		}
+		t.Logf("%v: worst relative error %.3g (%.2f eps)", k, worst, worst/eps32)
+	}
+}
+
+// vecLenTest is the row length unit of softcapRow (TileTokens).
+const vecLenTest = TileTokens
