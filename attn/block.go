@@ -885,14 +885,12 @@ func (w *worker) maskMax(scores []float32, t0, n int) int {
 	np := w.npad
 	ninf := float32(math.Inf(-1))
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
+	if w.p.Softcap != 0 {
+		w.softcapRows(scores, t0, n)
+	}
 	for r := 0; r < w.r; r++ {
 		sc := scores[r*np : r*np+end]
 		vis := min(n, max(0, w.limits[r]-t0+1)) // visible tokens of this row
-		if w.p.Softcap != 0 && vis > 0 {
-			// Soft-capping after the scale and before the mask, as
-			// transformers orders it (the scores past vis are masked next).
-			w.softcapRow(sc[:(vis+TileTokens-1)/TileTokens*TileTokens])
-		}
 		for t := vis; t < end; t++ {
 			sc[t] = ninf
 		}
@@ -910,6 +908,19 @@ func (w *worker) maskMax(scores []float32, t0, n int) int {
 		}
 	}
 	return end
+}
+
+// softcapRows soft-caps each row's visible scores of tokens [t0, t0+n)
+// (whole tiles of them; the rest are masked next) in place, after the
+// scale and before the mask, as transformers orders it. A pass of its own
+// before maskMax's loop, which stays as it was without a cap.
+func (w *worker) softcapRows(scores []float32, t0, n int) {
+	np := w.npad
+	for r := 0; r < w.r; r++ {
+		if vis := min(n, max(0, w.limits[r]-t0+1)); vis > 0 {
+			w.softcapRow(scores[r*np : r*np+(vis+TileTokens-1)/TileTokens*TileTokens])
+		}
+	}
 }
 
 // softcapRow soft-caps one row of scores in place (Params.Softcap c:
