@@ -1021,9 +1021,18 @@ func softcapGo(x []float32, c, inv float32) {
 	}
 }
 
-// Softcap soft-caps x in place, x[i] = c·tanh(x[i]/c), with tanh32 (a
-// relative error of at most 12 float32 epsilons, TestTanh32): the CPU
+// Softcap soft-caps x in place, x[i] = c·tanh(x[i]/c), within 12 float32
+// epsilons of tanh (tanhRelErr; TestTanh32, TestSoftcapKernels): the CPU
 // attention's soft-capping (Params.Softcap), for other users of the same
-// rule such as a model's final logits (Gemma 2's final_logit_softcapping).
-// c must be finite and > 0.
-func Softcap(x []float32, c float32) { softcapGo(x, c, 1/c) }
+// rule such as a model's final logits (Gemma 2's final_logit_softcapping),
+// by the active level's kernel where it has one (the last len(x) mod 16
+// values by tanh32). c must be finite and > 0.
+func Softcap(x []float32, c float32) {
+	inv := 1 / c
+	n := 0
+	if k := activeKernels(); k.softcap != nil {
+		n = len(x) / TileTokens * TileTokens
+		k.softcap(x[:n], c, inv)
+	}
+	softcapGo(x[n:], c, inv)
+}

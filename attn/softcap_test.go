@@ -250,6 +250,17 @@ func TestSoftcapKernels(t *testing.T) {
 		}
 		t.Logf("%v: worst relative error %.3g (%.2f eps)", k, worst, worst/eps32)
 	}
+	// Softcap (the final logits'): the active level's kernel and tanh32
+	// for the tail of a length off the vector.
+	y := x[:len(x)-3]
+	got := append([]float32(nil), y...)
+	Softcap(got, c)
+	for i, s := range y {
+		want := c * math.Tanh(float64(s*(1.0/c)))
+		if g := float64(got[i]); (s == s) != (g == g) || s == s && math.Abs(g-want) > (tanhRelErr+eps32)*math.Abs(want) {
+			t.Fatalf("Softcap of %g = %g, want %g", s, g, want)
+		}
+	}
 }
 
 // vecLenTest is the row length unit of softcapRow (TileTokens).
