@@ -109,10 +109,16 @@ func nanSlice(n int) []float32 {
 //     each within 2·eps relative (value fold p·s·code + p·z), so
 //     (Nr + L/Nr + 32)·2·eps·MaxAbsV; the float32 exp is within expRelErr
 //     of e^x, 2·expRelErr·MaxAbsV more; the output rotation adds
-//     log2(D)·sqrt(D)·2·eps·MaxAbsV.
+//     log2(D)·sqrt(D)·2·eps·MaxAbsV;
+//   - soft-capping (Params.Softcap c) passes a score's error on times
+//     c·tanh's slope, at most 1, and adds tanh32's own, tanhRelErr·c, and
+//     the rounding of s/c, at most max|x·sech²x|·eps·c < eps·c.
 func decodeTol(st RefStats, p Params, row int, qTol float64) float64 {
 	d := float64(p.Shape.D)
 	scoreTol := float64(p.scale())*(d+4+math.Log2(d)+2)*eps32*st.ScoreMag[row] + qTol
+	if c := float64(p.Softcap); c != 0 {
+		scoreTol += (tanhRelErr + eps32) * c
+	}
 	nr := float64(p.Format.Residual)
 	acc := (nr+float64(st.MaxL)/nr+32)*2*eps32 + 2*expRelErr
 	if p.Format.Rotate {

@@ -93,6 +93,7 @@ type worker struct {
 	onesD  []float32  // [D] 1
 	hpad   []uint16   // the residual's last fp16 rows, padded to a tile
 	spare  []float32  // [npad] the unused second output of an odd row
+	capE   []float32  // [npad] exp(−2|s/c|) of one row of soft-capped scores (softcapRow)
 	limits []int      // [R] last visible token of each row
 	firsts []int      // [R] first visible token of each row (sliding window; else 0)
 	out    []float32  // [D] one output row of mergeHead
@@ -876,13 +877,17 @@ func (w *worker) softmax(st *state, t0, n int) {
 	}
 }
 
-// maskMax masks the scores sc (rows at stride w.npad) of tokens [t0,
-// t0+n) past each row's last visible token and before its first, puts the
-// rows' maxima in w.rmax, and returns n rounded up to whole tiles.
+// maskMax soft-caps the visible scores where p.Softcap asks, masks the
+// scores sc (rows at stride w.npad) of tokens [t0, t0+n) past each row's
+// last visible token and before its first, puts the rows' maxima in
+// w.rmax, and returns n rounded up to whole tiles.
 func (w *worker) maskMax(scores []float32, t0, n int) int {
 	np := w.npad
 	ninf := float32(math.Inf(-1))
 	end := (n + TileTokens - 1) / TileTokens * TileTokens
+	if w.p.Softcap != 0 {
+		w.softcapRows(scores, t0, n)
+	}
 	for r := 0; r < w.r; r++ {
 		sc := scores[r*np : r*np+end]
 		vis := min(n, max(0, w.limits[r]-t0+1)) // visible tokens of this row
@@ -903,6 +908,53 @@ func (w *worker) maskMax(scores []float32, t0, n int) int {
 		}
 	}
 	return end
+}
+
+// softcapRows soft-caps each row's visible scores of tokens [t0, t0+n)
+// (whole tiles of them; the rest are masked next) in place, after the
+// scale and before the mask, as transformers orders it. A pass of its own
+// before maskMax's loop, which stays as it was without a cap.
+func (w *worker) softcapRows(scores []float32, t0, n int) {
+	np := w.npad
+	for r := 0; r < w.r; r++ {
+		if vis := min(n, max(0, w.limits[r]-t0+1)); vis > 0 {
+			w.softcapRow(scores[r*np : r*np+(vis+TileTokens-1)/TileTokens*TileTokens])
+		}
+	}
+}
+
+// softcapRow soft-caps one row of scores in place (Params.Softcap c:
+// c·tanh(s/c)), len(sc) a multiple of TileTokens: tanh32's arithmetic with
+// its exp32(−2|s/c|) from the level's vector expSub over the row at once
+// (within expRelErr of exp32, as tanhRelErr assumes), so that the scalar
+// loops around it hold no exp.
+func (w *worker) softcapRow(sc []float32) {
+	c := w.p.Softcap
+	inv := 1 / c
+	if w.k.softcap != nil {
+		w.k.softcap(sc, c, inv)
+		return
+	}
+	if cap(w.capE) < len(sc) {
+		w.capE = make([]float32, max(w.npad, len(sc)))
+	}
+	e := w.capE[:len(sc)]
+	for i, s := range sc {
+		e[i] = -2 * abs32(s*inv)
+	}
+	w.k.expSub(e, 0)
+	for i, s := range sc {
+		x := s * inv
+		if ax := abs32(x); ax < tanhSeriesMax || x != x {
+			sc[i] = c * tanh32(x) // the series (or NaN), as tanh32 computes it
+			continue
+		}
+		t := (1 - e[i]) / (1 + e[i])
+		if x < 0 {
+			t = -t
+		}
+		sc[i] = c * t
+	}
 }
 
 // rescale multiplies row r's denominator, accumulators and zeros' sums by

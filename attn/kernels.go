@@ -65,6 +65,10 @@ type kernels struct {
 	// maxF32 returns the largest value of x (-Inf for none; len(x) a
 	// multiple of 16).
 	maxF32 func(x []float32) float32
+	// softcap soft-caps x in place, x[i] = c·tanh(x[i]·inv) within
+	// tanhRelErr of tanh (len(x) a multiple of 16). Nil where the level
+	// has none: softcapRow's Go loops around expSub serve.
+	softcap func(x []float32, c, inv float32)
 	// max4 writes maxF32 of the four rows x[r·ld : r·ld+n] to out[r], the
 	// same bits, in one call (n a multiple of 16, not 0). Nil where the
 	// level has no such kernel.
@@ -964,4 +968,71 @@ func quantU8Rows(wq []uint8, ldw, ldq int, p []float32, ldp int, s, z []float32,
 			zsum[r*groups+j] += float32(mid * corr)
 		}
 	}
+}
+
+// Soft-capping (Params.Softcap): tanh32's two ranges. Below
+// tanhSeriesMax, tanh's odd Taylor series through x¹¹ (its first omitted
+// term, 21844/6081075·x¹³, is below 2.2e-10 of x there); from it on,
+// (1 − e)/(1 + e) with e = exp32(−2|x|) ≤ e^(−1/2), where exp32's relative
+// error δ (expRelErr) moves 1 − e by at most e·δ/(1 − e) ≤ 1.55·δ relative.
+const (
+	tanhSeriesMax = 0.25
+	tanhC3        = -1.0 / 3
+	tanhC5        = 2.0 / 15
+	tanhC7        = -17.0 / 315
+	tanhC9        = 62.0 / 2835
+	tanhC11       = -1382.0 / 155925
+	// tanhRelErr bounds tanh32's error relative to tanh(x) (TestTanh32):
+	// 1.55·expRelErr and four roundings (1 − e, 1 + e, the quotient, the
+	// sign), or the series' few roundings.
+	tanhRelErr = 12 * eps32f
+)
+
+// tanh32 returns tanh(x) in float32 with a relative error of at most
+// tanhRelErr, from the package's exp32; NaN stays NaN.
+func tanh32(x float32) float32 {
+	ax := abs32(x)
+	if ax < tanhSeriesMax {
+		z := x * x
+		p := float32(tanhC11)
+		p = p*z + tanhC9
+		p = p*z + tanhC7
+		p = p*z + tanhC5
+		p = p*z + tanhC3
+		return x + x*(p*z)
+	}
+	if x != x {
+		return x
+	}
+	e := exp32(-2 * ax)
+	t := (1 - e) / (1 + e)
+	if x < 0 {
+		return -t
+	}
+	return t
+}
+
+// softcapGo soft-caps x in place: x = c·tanh(x·inv), inv = 1/c
+// (Params.Softcap; transformers divides by c: the product by its float32
+// reciprocal differs from the quotient by at most one rounding).
+func softcapGo(x []float32, c, inv float32) {
+	for i, s := range x {
+		x[i] = c * tanh32(s*inv)
+	}
+}
+
+// Softcap soft-caps x in place, x[i] = c·tanh(x[i]/c), within 12 float32
+// epsilons of tanh (tanhRelErr; TestTanh32, TestSoftcapKernels): the CPU
+// attention's soft-capping (Params.Softcap), for other users of the same
+// rule such as a model's final logits (Gemma 2's final_logit_softcapping),
+// by the active level's kernel where it has one (the last len(x) mod 16
+// values by tanh32). c must be finite and > 0.
+func Softcap(x []float32, c float32) {
+	inv := 1 / c
+	n := 0
+	if k := activeKernels(); k.softcap != nil {
+		n = len(x) / TileTokens * TileTokens
+		k.softcap(x[:n], c, inv)
+	}
+	softcapGo(x[n:], c, inv)
 }

@@ -54,6 +54,9 @@ func expSubAVX512(x *float32, n int, m float32) float32
 func maxF32AVX512(x *float32, n int) float32
 
 //go:noescape
+func softcapAVX512(x *float32, n int, c, inv float32)
+
+//go:noescape
 func dotF32AVX512(a, b *float32, n int) float32
 
 //go:noescape
@@ -494,6 +497,14 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 		}
 	}
 	if level >= cpufeat.AVX512 {
+		k.softcap = func(x []float32, c, inv float32) {
+			if len(x)%vecLen != 0 {
+				bad("softcap", len(x))
+			}
+			if len(x) > 0 {
+				softcapAVX512(&x[0], len(x), c, inv)
+			}
+		}
 		k.max4 = func(out, x []float32, ld, n int) {
 			if !(n%vecLen == 0 && n > 0 && ld >= n && len(x) >= 3*ld+n && len(out) >= 4) {
 				bad("max4", n, ld)

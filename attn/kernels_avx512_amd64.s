@@ -3892,3 +3892,99 @@ fold:
 	VMOVSS X3, 12(DX)
 	VZEROUPPER
 	RET
+
+// Constants of softcapAVX512 beyond expm<>: tanh32's series coefficients
+// (c11 first), the switch tanhSeriesMax, −2, and the sign and magnitude
+// masks.
+DATA tanhc<>+0(SB)/4, $-0.008863235529902197 // -1382/155925
+DATA tanhc<>+4(SB)/4, $0.021869488536155203  // 62/2835
+DATA tanhc<>+8(SB)/4, $-0.05396825396825397  // -17/315
+DATA tanhc<>+12(SB)/4, $0.13333333333333333  // 2/15
+DATA tanhc<>+16(SB)/4, $-0.3333333333333333  // -1/3
+DATA tanhc<>+20(SB)/4, $0.25
+DATA tanhc<>+24(SB)/4, $-2.0
+DATA tanhc<>+28(SB)/4, $0x80000000
+DATA tanhc<>+32(SB)/4, $0x7fffffff
+GLOBL tanhc<>(SB), RODATA|NOPTR, $36
+
+// func softcapAVX512(x *float32, n int, c, inv float32)
+// x[i] = c·tanh(x[i]·inv), n a multiple of 16: tanh32 on 16 lanes, both
+// of its ranges computed and each lane's picked by |x·inv| < 0.25 (the
+// series, by FMAs), else (1 − e)/(1 + e) with e = e^(−2|x·inv|) by
+// expSubAVX512's steps (0 below expMin), the sign put back; NaN passes
+// through. The FMAs round the series' steps once where tanh32 rounds
+// twice: within tanhRelErr all the same (TestSoftcapKernels).
+TEXT ·softcapAVX512(SB), NOSPLIT, $0-24
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS c+16(FP), Z10
+	VBROADCASTSS inv+20(FP), Z11
+	VBROADCASTSS expm<>+0(SB), Z21  // expMin
+	VBROADCASTSS expm<>+4(SB), Z22  // log2 e
+	VBROADCASTSS expm<>+8(SB), Z23  // C1
+	VBROADCASTSS expm<>+12(SB), Z24 // C2
+	VBROADCASTSS expm<>+16(SB), Z25 // 1.5·2^23
+	VBROADCASTSS expm<>+20(SB), Z26 // c5
+	VBROADCASTSS expm<>+24(SB), Z27
+	VBROADCASTSS expm<>+28(SB), Z28
+	VBROADCASTSS expm<>+32(SB), Z29
+	VBROADCASTSS expm<>+36(SB), Z30 // c1
+	VBROADCASTSS expm<>+40(SB), Z31 // 1
+	VBROADCASTSS tanhc<>+0(SB), Z12 // c11
+	VBROADCASTSS tanhc<>+4(SB), Z13 // c9
+	VBROADCASTSS tanhc<>+8(SB), Z14 // c7
+	VBROADCASTSS tanhc<>+12(SB), Z15 // c5
+	VBROADCASTSS tanhc<>+16(SB), Z16 // c3
+	VBROADCASTSS tanhc<>+20(SB), Z17 // tanhSeriesMax
+	VBROADCASTSS tanhc<>+24(SB), Z18 // -2
+	VBROADCASTSS tanhc<>+28(SB), Z19 // sign mask
+	VBROADCASTSS tanhc<>+32(SB), Z20 // magnitude mask
+	SHRQ         $4, CX
+	JZ           done
+loop:
+	VMOVUPS      (DI), Z1
+	VMULPS       Z11, Z1, Z1        // x = s·inv
+	VANDPS       Z20, Z1, Z5        // |x|
+	VCMPPS       $0x11, Z17, Z5, K2 // |x| < tanhSeriesMax (LT_OQ)
+	VCMPPS       $0x03, Z1, Z1, K3  // x is NaN (UNORD_Q)
+	// The series: x + x·(p·z), p = c3 + z·(c5 + z·(c7 + z·(c9 + z·c11))).
+	VMULPS       Z1, Z1, Z6         // z = x²
+	VMOVAPS      Z12, Z7
+	VFMADD213PS  Z13, Z6, Z7        // p = p·z + c9
+	VFMADD213PS  Z14, Z6, Z7
+	VFMADD213PS  Z15, Z6, Z7
+	VFMADD213PS  Z16, Z6, Z7        // p·z + c3
+	VMULPS       Z6, Z7, Z7         // p·z
+	VFMADD213PS  Z1, Z1, Z7         // x·(p·z) + x
+	// e = exp(u), u = −2|x|, as expSubAVX512.
+	VMULPS       Z18, Z5, Z8        // u
+	VCMPPS       $0x1d, Z21, Z8, K1 // u >= expMin
+	VMOVAPS      Z25, Z2
+	VFMADD231PS  Z22, Z8, Z2        // t = u·log2 e + 1.5·2^23
+	VSUBPS       Z25, Z2, Z3        // n
+	VFNMADD231PS Z23, Z3, Z8        // r = u - n·C1
+	VFNMADD231PS Z24, Z3, Z8        // r -= n·C2
+	VMOVAPS      Z26, Z4
+	VFMADD213PS  Z27, Z8, Z4
+	VFMADD213PS  Z28, Z8, Z4
+	VFMADD213PS  Z29, Z8, Z4
+	VFMADD213PS  Z30, Z8, Z4
+	VFMADD213PS  Z31, Z8, Z4        // p·r + 1
+	VPSLLD       $23, Z2, Z2
+	VPADDD       Z2, Z4, Z4         // e
+	VMOVAPS.Z    Z4, K1, Z4
+	VSUBPS       Z4, Z31, Z9        // 1 - e
+	VADDPS       Z4, Z31, Z4        // 1 + e
+	VDIVPS       Z4, Z9, Z9         // tanh|x|
+	VANDPS       Z19, Z1, Z6        // x's sign
+	VORPS        Z6, Z9, Z9
+	VMOVAPS      Z7, K2, Z9         // the series below the switch
+	VMOVAPS      Z1, K3, Z9         // NaN
+	VMULPS       Z10, Z9, Z9        // c·tanh
+	VMOVUPS      Z9, (DI)
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          loop
+done:
+	VZEROUPPER
+	RET

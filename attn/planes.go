@@ -173,6 +173,9 @@ func (p Params) checkPlanes(out, q []float32, seqs []*PlaneSeq, mass [][][]float
 	if p.Window != 0 {
 		return fmt.Errorf("attn: the bit-plane decode has no sliding window (window %d)", p.Window)
 	}
+	if p.Softcap != 0 {
+		return fmt.Errorf("attn: the bit-plane decode has no attention logit soft-capping (cap %g)", p.Softcap)
+	}
 	n := len(seqs) * p.Tq * p.Shape.Hq * p.Shape.D
 	if len(q) != n || len(out) != n {
 		return fmt.Errorf("attn: q has %d and out %d values; want B*Tq*Hq*D = %d", len(q), len(out), n)

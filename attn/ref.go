@@ -24,6 +24,12 @@ type Params struct {
 	// mask); 0 is full causal attention. Decode (and Reference) take it;
 	// DecodePlanes refuses it.
 	Window int
+	// Softcap, when positive, soft-caps every score s (after Scale) to
+	// Softcap·tanh(s/Softcap) before the mask and the softmax (Gemma 2's
+	// attn_logit_softcapping, as transformers' eager attention orders
+	// it); 0 is off. Decode and Reference take it; DecodePlanes refuses
+	// it.
+	Softcap float32
 	// MassEvery samples the attention mass of the bw decode (DecodePlanes,
 	// ReferencePlanes): only query token i, at position L-Tq+i, with
 	// kv.MassSampled(L-Tq+i, MassEvery) adds its rows' probabilities to
@@ -38,6 +44,14 @@ func (p Params) FirstVisible(pos int) int {
 		return 0
 	}
 	return max(0, pos-p.Window+1)
+}
+
+// checkSoftcap refuses a soft-cap that is negative, infinite or NaN.
+func (p Params) checkSoftcap() error {
+	if c := float64(p.Softcap); !(c >= 0) || math.IsInf(c, 0) {
+		return fmt.Errorf("attn: soft-cap %g, want a finite cap > 0 (0: none)", c)
+	}
+	return nil
 }
 
 func (p Params) scale() float32 {
@@ -59,6 +73,9 @@ func (p Params) check(out, q []float32, seqs []*Seq) error {
 	}
 	if p.Window < 0 {
 		return fmt.Errorf("attn: window %d, want >= 0 (0: none)", p.Window)
+	}
+	if err := p.checkSoftcap(); err != nil {
+		return err
 	}
 	n := len(seqs) * p.Tq * p.Shape.Hq * p.Shape.D
 	if len(q) != n || len(out) != n {
@@ -146,6 +163,10 @@ func Reference(out, q []float32, seqs []*Seq, p Params) (RefStats, error) {
 							mag += math.Abs(qv[c]) * (math.Abs(keys[t*d+c]) + 2*math.Abs(zeros[t*d+c]))
 						}
 						scores[t] = sum * scale
+						if p.Softcap != 0 {
+							c := float64(p.Softcap)
+							scores[t] = c * math.Tanh(scores[t]/c)
+						}
 						m = max(m, scores[t])
 						st.ScoreMag[off/d] = max(st.ScoreMag[off/d], mag)
 					}

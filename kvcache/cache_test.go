@@ -1,9 +1,11 @@
 package kvcache
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/model"
 )
 
@@ -27,4 +29,24 @@ func TestSlidingWindowLimit(t *testing.T) {
 	if err := CheckWindow(4096, &over); err == nil || !strings.Contains(err.Error(), "sliding window of 4096") {
 		t.Fatalf("beyond the window: err = %v", err)
 	}
+}
+
+// TestPlanesRefuseSoftcap: the bw cache, whose decode has no soft-cap,
+// refuses a model with soft-capped attention scores (Gemma 2) by name,
+// and takes the same model without the cap.
+func TestPlanesRefuseSoftcap(t *testing.T) {
+	m, _, be := tiny(t)
+	cfg := *m.Config()
+	cfg.AttnSoftcap = 50
+	spec := kv.MustParseSpec(planeServeSpec)
+	_, err := NewPlanes(be, &cfg, spec, Options{MaxSeqs: 1, Blocks: 4})
+	if !errors.Is(err, model.ErrAttnSoftcap) || !strings.Contains(err.Error(), "bw") {
+		t.Fatalf("NewPlanes with a soft-capped model: %v, want a refusal wrapping model.ErrAttnSoftcap naming the bw cache", err)
+	}
+	cfg.AttnSoftcap = 0
+	pc, err := NewPlanes(be, &cfg, spec, Options{MaxSeqs: 1, Blocks: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Close()
 }

@@ -45,7 +45,8 @@ type Paged struct {
 	formats []kv.Format // each layer's
 	shape   attn.Shape
 	layers  int
-	windows []int // per layer: the sliding window (0: full attention)
+	windows []int   // per layer: the sliding window (0: full attention)
+	softcap float32 // the attention scores' soft-cap (model.Config.AttnSoftcap; 0: none)
 	host    hostBuffers
 
 	// The pool of a sized cache; alloc is nil in an unbounded one.
@@ -97,7 +98,7 @@ func NewPaged(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	c := &Paged{format: f, formats: fs, shape: sh, layers: cfg.Layers, seqs: map[int]*pagedSeq{}, windows: layerWindows(cfg), host: hostBuffers{be: be}}
+	c := &Paged{format: f, formats: fs, shape: sh, layers: cfg.Layers, seqs: map[int]*pagedSeq{}, windows: layerWindows(cfg), softcap: float32(cfg.AttnSoftcap), host: hostBuffers{be: be}}
 	if o.Blocks == 0 && o.MemoryBytes == 0 {
 		return c, nil
 	}
@@ -479,7 +480,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		if err := lc.Append(h.k[sq.Start*kvw:(sq.Start+sq.Len)*kvw], h.v[sq.Start*kvw:(sq.Start+sq.Len)*kvw]); err != nil {
 			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}
-		p := attn.Params{Format: c.formats[layer], Shape: c.shape, Tq: sq.Len, Window: c.windows[layer]}
+		p := attn.Params{Format: c.formats[layer], Shape: c.shape, Tq: sq.Len, Window: c.windows[layer], Softcap: c.softcap}
 		if err := attn.Decode(h.out[sq.Start*qw:(sq.Start+sq.Len)*qw], h.q[sq.Start*qw:(sq.Start+sq.Len)*qw], []*attn.Seq{&lc.Seq}, p); err != nil {
 			return fmt.Errorf("kvcache: layer %d: %w", layer, err)
 		}

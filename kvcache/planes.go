@@ -137,6 +137,9 @@ func NewPlanes(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (
 			return nil, fmt.Errorf("kvcache: the bw cache does not support sliding-window attention (layer %d has a window of %d tokens)", l, w)
 		}
 	}
+	if err := cfg.RefuseAttnSoftcap("kvcache: the bw cache"); err != nil {
+		return nil, err
+	}
 	f, err := spec.Resolve(cfg.HeadDim)
 	if err != nil {
 		return nil, fmt.Errorf("kvcache: %w", err)

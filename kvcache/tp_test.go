@@ -74,6 +74,9 @@ func synthCheckpoint(t *testing.T, cfg *model.Config, seed uint64) *safetensors.
 		if cfg.QKNorm {
 			shapes[p+"self_attn.q_norm.weight"], shapes[p+"self_attn.k_norm.weight"] = []int{D}, []int{D}
 		}
+		if cfg.SandwichNorms {
+			shapes[p+"pre_feedforward_layernorm.weight"], shapes[p+"post_feedforward_layernorm.weight"] = []int{H}, []int{H}
+		}
 	}
 	names := make([]string, 0, len(shapes))
 	for n := range shapes {
@@ -299,6 +302,52 @@ func TestTPQwen3(t *testing.T) {
 		t.Fatal("qwen3 config without QKNorm")
 	}
 	compareTP(t, synthLoad(t, cfg, ""), []int{2, 4}, []int32{3, 50, 7, 96, 9, 11, 112, 0}, 4)
+}
+
+// TestTPGemma2: Gemma 2's soft-capped attention (a cap of 0.5, which
+// bends these weights' scores) and logits through the ranks' caches
+// (TPCache's per-rank kvcache.New carries Config.AttnSoftcap), its four
+// norms a layer, an alternating window of 3 and query_pre_attn_scalar;
+// 4 query heads over 2 KV heads.
+func TestTPGemma2(t *testing.T) {
+	cfg := synthConfig(t, `{"model_type": "gemma2", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 101, "query_pre_attn_scalar": 48,
+		"max_position_embeddings": 256, "rms_norm_eps": 1e-6, "sliding_window": 3,
+		"attn_logit_softcapping": 0.5, "final_logit_softcapping": 3.0}`)
+	if cfg.AttnSoftcap != 0.5 || cfg.FinalSoftcap != 3 || !cfg.SandwichNorms || cfg.LayerWindows[0] != 3 {
+		t.Fatalf("gemma2 config: %+v", cfg)
+	}
+	load, prompt := synthLoad(t, cfg, ""), []int32{3, 50, 7, 96, 9, 11, 100, 0}
+	compareTP(t, load, []int{2}, prompt, 4)
+	// compareTP's reference is a group of one rank, through TPCache too:
+	// hold it to the plain CPU backend's paged cache, which soft-caps
+	// (internal/hfcheck's TestSoftcapPagedCPU), so that ranks that lost
+	// the cap would fail here.
+	plain, _, err := backend.OpenDevice("cpu", backend.OpenOptions{Threads: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	m0, err := load(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m0.Close()
+	one := tpBackend(t, 1)
+	m1, err := load(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m1.Close()
+	want, got := greedy(t, m0, plain, "fp16", prompt, 4), greedy(t, m1, one, "fp16", prompt, 4)
+	for s := range want.logits {
+		tol := logitTol(want.logits[s], cfg.Layers)
+		for i, v := range got.logits[s] {
+			if d := math.Abs(float64(v - want.logits[s][i])); !(d <= tol) {
+				t.Fatalf("step %d: logit %d = %g on one rank, %g on the plain backend (|Δ| %g > %g)", s, i, v, want.logits[s][i], d, tol)
+			}
+		}
+	}
 }
 
 // TestTPPaddedHeads: heads of 96 padded to 128 at load (as the CUDA

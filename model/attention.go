@@ -29,7 +29,9 @@ import (
 //	out[t, h] = Σ_j softmax_j(q[t,h]·K[j]ᵀ / sqrt(D)) · V[j]
 //
 // over the cached positions j of s with j <= p (causal) and, for a layer with
-// a sliding window W, j > p-W. Sequences never see each other's tokens.
+// a sliding window W, j > p-W; with Config.AttnSoftcap c, each score s is
+// c·tanh(s/c) first. Sequences never see each other's tokens. A cache that
+// cannot soft-cap refuses such a model when it is made.
 //
 // A Batch's Seq.Pos must equal the number of tokens the cache holds for the
 // sequence at that layer; an implementation returns an error otherwise. If
@@ -64,7 +66,8 @@ type DenseCache struct {
 	layers  int
 	hq, hkv int
 	d       int
-	windows []int // per layer, 0 = full attention
+	windows []int   // per layer, 0 = full attention
+	softcap float64 // Config.AttnSoftcap (0: none)
 	seqs    map[int]*denseSeq
 
 	// host copies of the current layer's tensors, reused across calls
@@ -86,6 +89,7 @@ func NewDenseCache(be backend.Backend, cfg *Config) *DenseCache {
 		hkv:     cfg.KVHeads,
 		d:       cfg.HeadDim,
 		windows: append([]int(nil), cfg.LayerWindows...),
+		softcap: cfg.AttnSoftcap,
 		seqs:    make(map[int]*denseSeq),
 	}
 }
@@ -200,7 +204,7 @@ func (c *DenseCache) attend(layer int, b *Batch) {
 	D, group := c.d, c.hq/c.hkv
 	qw, kvw := c.hq*D, c.hkv*D
 	scale := 1 / math.Sqrt(float64(D))
-	window := c.windows[layer]
+	window, softcap := c.windows[layer], c.softcap
 	work := func(it item, h int, scores []float64, acc []float64) {
 		kh := h / group
 		q := c.q[it.t*qw+h*D : it.t*qw+(h+1)*D]
@@ -217,6 +221,9 @@ func (c *DenseCache) attend(layer int, b *Batch) {
 				s += float64(qd) * float64(kj[d])
 			}
 			s *= scale
+			if softcap != 0 {
+				s = softcap * math.Tanh(s/softcap)
+			}
 			scores[j-lo] = s
 			m = max(m, s)
 		}

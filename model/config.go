@@ -25,6 +25,7 @@ var supported = []struct{ modelType, architecture string }{
 	{"gemma", "GemmaForCausalLM"},
 	{"granite", "GraniteForCausalLM"},
 	{"olmo2", "Olmo2ForCausalLM"},
+	{"gemma2", "Gemma2ForCausalLM"},
 	{"gemma3_text", "Gemma3ForCausalLM"},
 	{"mixtral", "MixtralForCausalLM"},
 	{"qwen2_moe", "Qwen2MoeForCausalLM"},
@@ -35,7 +36,6 @@ var supported = []struct{ modelType, architecture string }{
 // that this package refuses, with what it lacks for each: the error then
 // says why rather than only that the name is unknown.
 var unsupportedFamilies = map[string]string{
-	"gemma2": "Gemma 2 needs attention and final logit soft-capping, alternating sliding-window layers and pre/post feed-forward norms",
 	"gemma3": "Gemma 3's multimodal checkpoints (Gemma3ForConditionalGeneration) hold a vision tower and nest the text model's config; a text-only checkpoint (Gemma3ForCausalLM, gemma3_text) runs",
 	"phi":    "Phi-1/Phi-2 use LayerNorm, a parallel attention/MLP block, partial rotary embeddings and biased projections",
 	"phimoe": "Phi-3.5-MoE's router is sparsemixer with jitter, and its attention and MLP carry LayerNorm and biases",
@@ -54,8 +54,8 @@ var unsupportedFamilies = map[string]string{
 // unsupportedArchitectures maps the architectures of unsupportedFamilies
 // to their model types.
 var unsupportedArchitectures = map[string]string{
-	"Gemma2ForCausalLM": "gemma2", "Gemma3ForConditionalGeneration": "gemma3",
-	"PhiForCausalLM": "phi", "PhiMoEForCausalLM": "phimoe", "Phi4MMForCausalLM": "phi4mm",
+	"Gemma3ForConditionalGeneration": "gemma3",
+	"PhiForCausalLM":                 "phi", "PhiMoEForCausalLM": "phimoe", "Phi4MMForCausalLM": "phi4mm",
 	"DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
 	"Qwen3NextForCausalLM": "qwen3_next", "GptOssForCausalLM": "gpt_oss",
 	"GraniteMoeForCausalLM": "granitemoe", "OlmoeForCausalLM": "olmoe", "DbrxForCausalLM": "dbrx",
@@ -81,9 +81,18 @@ const (
 	maxExperts = 1 << 12
 	// defaultRopeTheta is transformers' default when a config has none.
 	defaultRopeTheta = 10000.0
-	// defaultQueryPreAttnScalar is Gemma3TextConfig's default
-	// query_pre_attn_scalar.
+	// defaultQueryPreAttnScalar is Gemma2Config's and Gemma3TextConfig's
+	// default query_pre_attn_scalar.
 	defaultQueryPreAttnScalar = 256.0
+	// defaultGemmaSlidingWindow is Gemma2Config's and Gemma3TextConfig's
+	// sliding_window where config.json has none (null: no window).
+	defaultGemmaSlidingWindow = 4096
+	// Gemma2Config's soft-caps where config.json has none (null: off).
+	defaultGemma2AttnSoftcap  = 50.0
+	defaultGemma2FinalSoftcap = 30.0
+	// gemma2WindowPattern: Gemma2Config's layers without layer_types
+	// alternate, sliding first (every second layer global).
+	gemma2WindowPattern = 2
 	// maxConfigSize bounds the size of config.json read into memory.
 	maxConfigSize = 16 << 20
 )
@@ -167,6 +176,17 @@ type Config struct {
 	// QKNormFull: RMSNorm of q over all Hq·D values of a token and of k over
 	// all Hkv·D before RoPE (OLMo 2), not per head as QKNorm.
 	QKNormFull bool
+	// AttnSoftcap, if not 0, soft-caps every attention score s (after the
+	// softmax scale, before the mask) to AttnSoftcap·tanh(s/AttnSoftcap)
+	// (Gemma 2's attn_logit_softcapping, 50 in its checkpoints). The KV
+	// cache applies it (attn.Params.Softcap); a cache whose kernels have
+	// none refuses the model (RefuseAttnSoftcap: the GPU's caches, the bw
+	// caches).
+	AttnSoftcap float64
+	// FinalSoftcap, if not 0, soft-caps the logits the same way
+	// (final_logit_softcapping, 30 in Gemma 2's checkpoints); Forward
+	// applies it to every row it returns.
+	FinalSoftcap float64
 
 	// StoredHeadDim, if not 0, is the checkpoint's head dim where the
 	// loader padded each head to HeadDim for the backend's kernels
@@ -243,6 +263,21 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // architecture or model type this package does not run.
 var ErrUnsupportedArchitecture = errors.New("unsupported architecture")
 
+// ErrAttnSoftcap is the cause of a KV cache's refusal of a model whose
+// attention scores are soft-capped (Config.AttnSoftcap) where the cache's
+// kernels have no soft-cap (RefuseAttnSoftcap).
+var ErrAttnSoftcap = errors.New("attention logit soft-capping is not implemented")
+
+// RefuseAttnSoftcap returns nil where c has no attention soft-cap, else an
+// error wrapping ErrAttnSoftcap that names where (a cache or device that
+// lacks it), the model's cap and the way out, for a cache to return.
+func (c *Config) RefuseAttnSoftcap(where string) error {
+	if c.AttnSoftcap == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %w there (%s's attn_logit_softcapping is %g); the CPU's paged and dense caches apply it (--device cpu, a paged format)", where, ErrAttnSoftcap, c.ModelType, c.AttnSoftcap)
+}
+
 // rawConfig is config.json as written. Pointers and raw messages tell absent
 // and null fields from zero values.
 type rawConfig struct {
@@ -296,6 +331,10 @@ type rawConfig struct {
 	DecoderSparseStep            *int  `json:"decoder_sparse_step"`
 	MLPOnlyLayers                []int `json:"mlp_only_layers"`
 	QKVBias                      *bool `json:"qkv_bias"`
+
+	// present holds the top-level keys config.json has, null or not:
+	// Gemma 2's defaults apply to absent fields only.
+	present map[string]bool
 }
 
 // rawRope is a "rope_scaling" or "rope_parameters" object.
@@ -334,13 +373,22 @@ func LoadConfig(path string) (*Config, error) {
 // *ConfigError values naming the field.
 func ParseConfig(data []byte) (*Config, error) {
 	var raw rawConfig
-	if err := json.Unmarshal(data, &raw); err != nil {
+	var keys map[string]json.RawMessage
+	err := json.Unmarshal(data, &raw)
+	if err == nil {
+		err = json.Unmarshal(data, &keys)
+	}
+	if err != nil {
 		field := ""
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			field = te.Field
 		}
 		return nil, &ConfigError{Field: field, Err: err}
+	}
+	raw.present = make(map[string]bool, len(keys))
+	for k := range keys {
+		raw.present[k] = true
 	}
 	c := &Config{BOSTokenID: -1}
 	if err := c.family(&raw); err != nil {
@@ -350,7 +398,6 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, err
 	}
 
-	var err error
 	dims := []struct {
 		dst   *int
 		src   *int
@@ -640,6 +687,11 @@ func (c *Config) biases(raw *rawConfig) {
 		c.FusedQKV = true // Phi3Attention's qkv_proj, Phi3MLP's gate_up_proj; no biases
 	case "gemma":
 		c.QKVBias, c.OBias = attn, attn // GemmaAttention is LlamaAttention
+	case "gemma2":
+		// Gemma2Attention: biases per attention_bias, no q/k norms;
+		// Gemma2DecoderLayer's four norms (Gemma 3's).
+		c.QKVBias, c.OBias = attn, attn
+		c.PostNorms, c.SandwichNorms = true, true
 	case "gemma3_text":
 		// Gemma3Attention: biases per attention_bias, per-head q_norm and
 		// k_norm; Gemma3DecoderLayer's four norms.
@@ -657,6 +709,12 @@ func (c *Config) biases(raw *rawConfig) {
 		c.QKNormFull, c.PostNorms = true, true
 	}
 	c.TieWordEmbeddings = raw.TieWordEmbeddings != nil && *raw.TieWordEmbeddings
+	if raw.TieWordEmbeddings == nil && c.isGemma() {
+		// GemmaConfig's, Gemma2Config's and Gemma3TextConfig's default
+		// (gemma-7b's and gemma-2-2b's config.json leave it out; their
+		// checkpoints hold no lm_head).
+		c.TieWordEmbeddings = true
+	}
 }
 
 // windows sets SlidingWindow and LayerWindows the way transformers does.
@@ -669,6 +727,8 @@ func (c *Config) windows(raw *rawConfig) error {
 		if w = *raw.SlidingWindow; w <= 0 {
 			return &ConfigError{Field: "sliding_window", Err: fmt.Errorf("%d is not a positive window", w)}
 		}
+	} else if sw == nil && c.hasSlidingLayers() && !raw.present["sliding_window"] {
+		w = defaultGemmaSlidingWindow // absent, not null
 	}
 	var sliding func(layer int) bool
 	switch {
@@ -682,11 +742,14 @@ func (c *Config) windows(raw *rawConfig) error {
 			}
 		}
 		sliding = func(i int) bool { return raw.LayerTypes[i] == "sliding_attention" }
-	case c.ModelType == "gemma3_text":
+	case c.hasSlidingLayers():
 		// Gemma3TextConfig without layer_types: every
-		// sliding_window_pattern-th layer global, the others sliding.
+		// sliding_window_pattern-th layer global, the others sliding;
+		// Gemma2Config: every second (it reads no pattern).
 		pattern := 6
-		if raw.SlidingWindowPattern != nil {
+		if c.ModelType == "gemma2" {
+			pattern = gemma2WindowPattern
+		} else if raw.SlidingWindowPattern != nil {
 			if pattern = *raw.SlidingWindowPattern; pattern <= 0 {
 				return &ConfigError{Field: "sliding_window_pattern", Err: fmt.Errorf("%d is not a positive pattern", pattern)}
 			}
@@ -750,7 +813,7 @@ func (c *Config) activation(raw *rawConfig) error {
 	if raw.HiddenAct != nil {
 		act = *raw.HiddenAct
 	}
-	if c.ModelType != "gemma" && c.ModelType != "gemma3_text" {
+	if !c.isGemma() {
 		if act != actSiLU && act != actSwish {
 			return &ConfigError{Field: field, Err: fmt.Errorf("activation %q is not supported for %s (want silu)", act, c.ModelType)}
 		}
@@ -770,25 +833,34 @@ func (c *Config) activation(raw *rawConfig) error {
 	return nil
 }
 
+// isGemma reports whether c is a Gemma family (gemma, gemma2,
+// gemma3_text): 1 + w norms, the embedding scale, GeGLU by
+// hidden_activation.
+func (c *Config) isGemma() bool {
+	return c.ModelType == "gemma" || c.ModelType == "gemma2" || c.ModelType == "gemma3_text"
+}
+
+// hasSlidingLayers reports whether c's family alternates sliding and
+// global layers without layer_types (Gemma 2 and 3), with a default
+// window (defaultGemmaSlidingWindow) where config.json has none.
+func (c *Config) hasSlidingLayers() bool {
+	return c.ModelType == "gemma2" || c.ModelType == "gemma3_text"
+}
+
 // gemma sets Gemma's RMSNorm of 1 + w and its embedding scale, √hidden
 // rounded to the checkpoint's dtype (GemmaModel multiplies the embeddings
 // by a tensor of that dtype; float32 where the config names none).
 //
-// Gemma 3 (gemma3_text) adds its attention scale, query_pre_attn_scalar^-½
-// (AttnScale, where that is not 1/√D), and refuses logit soft-capping
-// (null in Gemma 3's configs; Gemma 2's).
+// Gemma 2 and Gemma 3 (gemma2, gemma3_text) add their attention scale,
+// query_pre_attn_scalar^-½ (AttnScale, where that is not 1/√D), and the
+// logit soft-caps (softcaps).
 func (c *Config) gemma(raw *rawConfig) error {
-	if c.ModelType != "gemma" && c.ModelType != "gemma3_text" {
+	if !c.isGemma() {
 		return nil
 	}
-	if c.ModelType == "gemma3_text" {
-		for _, f := range []struct {
-			name string
-			v    json.RawMessage
-		}{{"attn_logit_softcapping", raw.AttnLogitSoftcapping}, {"final_logit_softcapping", raw.FinalLogitSoftcapping}} {
-			if !isNull(f.v) {
-				return &ConfigError{Field: f.name, Err: fmt.Errorf("logit soft-capping (%s) is not supported", bytes.TrimSpace(f.v))}
-			}
+	if c.ModelType != "gemma" {
+		if err := c.softcaps(raw); err != nil {
+			return err
 		}
 		qpas := defaultQueryPreAttnScalar
 		if raw.QueryPreAttnScalar != nil {
@@ -813,6 +885,41 @@ func (c *Config) gemma(raw *rawConfig) error {
 		s = half.ToFloat32(half.FromFloat32(s))
 	}
 	c.EmbedScale = s
+	return nil
+}
+
+// softcaps reads attn_logit_softcapping and final_logit_softcapping
+// (AttnSoftcap, FinalSoftcap): a finite cap > 0, or null for none. Where
+// config.json has no such field, Gemma2Config's defaults apply (50 and
+// 30); Gemma3TextConfig's are null.
+func (c *Config) softcaps(raw *rawConfig) error {
+	for _, f := range []struct {
+		name string
+		v    json.RawMessage
+		def  float64
+		dst  *float64
+	}{
+		{"attn_logit_softcapping", raw.AttnLogitSoftcapping, defaultGemma2AttnSoftcap, &c.AttnSoftcap},
+		{"final_logit_softcapping", raw.FinalLogitSoftcapping, defaultGemma2FinalSoftcap, &c.FinalSoftcap},
+	} {
+		switch {
+		case !raw.present[f.name]:
+			if c.ModelType == "gemma2" {
+				*f.dst = f.def
+			}
+			continue
+		case isNull(f.v):
+			continue
+		}
+		var v float64
+		if err := json.Unmarshal(f.v, &v); err != nil {
+			return &ConfigError{Field: f.name, Err: fmt.Errorf("want a soft-cap (a number) or null: %w", err)}
+		}
+		if !(v > 0) || math.IsInf(v, 0) || v > math.MaxFloat32 {
+			return &ConfigError{Field: f.name, Err: fmt.Errorf("%g is not a finite soft-cap > 0 (null: none)", v)}
+		}
+		*f.dst = v
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -345,7 +346,6 @@ func TestNewFamilyConfigs(t *testing.T) {
 		{"partial rotary longrope of head_dim/2", strings.Replace(phi3, "%s", `,"partial_rotary_factor":0.75,"rope_scaling":{"type":"longrope","short_factor":[`+strings.Join(short, ",")+`],"long_factor":[`+strings.Join(long, ",")+`]}`, 1), "rotary dimensions/2"},
 		{"partial rotary outside phi3", strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": null, "partial_rotary_factor": 0.5`, 1), "only Phi-3"},
 		{"longrope short", strings.Replace(phi3, "%s", `,"rope_scaling":{"type":"longrope","short_factor":[1.0],"long_factor":[1.0]}`, 1), "head_dim/2"},
-		{"gemma2", `{"model_type":"gemma2","architectures":["Gemma2ForCausalLM"]}`, "soft-capping"},
 		{"gemma3 multimodal", `{"architectures":["Gemma3ForConditionalGeneration"]}`, "vision tower"},
 		{"phi-2", `{"model_type":"phi","architectures":["PhiForCausalLM"]}`, "LayerNorm"},
 	} {
@@ -471,8 +471,6 @@ func TestGraniteOlmo2Gemma3Configs(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, js, want string }{
 		{"granite negative multiplier", strings.Replace(granite, `"residual_multiplier":0.22`, `"residual_multiplier":-1`, 1), "residual_multiplier"},
-		{"gemma3 final soft-capping", fmt.Sprintf(gemma3, `,"final_logit_softcapping":30.0`), "soft-capping"},
-		{"gemma3 attention soft-capping", fmt.Sprintf(gemma3, `,"attn_logit_softcapping":50.0`), "soft-capping"},
 		{"gemma3 sliding layers scaled", fmt.Sprintf(gemma3, `,"rope_parameters":{"full_attention":{"rope_type":"default","rope_theta":1e6},
 			"sliding_attention":{"rope_type":"linear","factor":2.0,"rope_theta":1e4}}`), "sliding layers"},
 		{"gemma3 unknown layer type", fmt.Sprintf(gemma3, `,"rope_parameters":{"chunked_attention":{"rope_type":"default"}}`), "chunked_attention"},
@@ -482,5 +480,106 @@ func TestGraniteOlmo2Gemma3Configs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want one saying %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestGemma2Config checks Gemma 2's configs, written after the released
+// gemma-2-2b's and gemma-2-27b's (their published values, from memory of
+// transformers 4.42's config.json, not fetched here; shortened to the
+// fields read): the soft-caps, query_pre_attn_scalar, the four norms
+// without q/k norms, one RoPE base, the alternating windows (sliding
+// first) where layer_types is absent, and transformers 5.17's defaults
+// for absent fields (caps 50 and 30, window 4096, tied embeddings) against
+// null ones (no cap); then the caps' validation, and Gemma 3's caps, which
+// now load too.
+func TestGemma2Config(t *testing.T) {
+	const gemma2 = `{"architectures":["Gemma2ForCausalLM"],"attention_bias":false,"attn_logit_softcapping":50.0,
+		"bos_token_id":2,"eos_token_id":[1,107],"final_logit_softcapping":30.0,"head_dim":256,"hidden_act":"gelu_pytorch_tanh",
+		"hidden_activation":"gelu_pytorch_tanh","hidden_size":2304,"intermediate_size":9216,"max_position_embeddings":8192,
+		"model_type":"gemma2","num_attention_heads":8,"num_hidden_layers":26,"num_key_value_heads":4,"pad_token_id":0,
+		"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_theta":10000.0,"sliding_window":4096,"torch_dtype":"float32",
+		"vocab_size":256000%s}`
+	c, err := ParseConfig([]byte(fmt.Sprintf(gemma2, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AttnSoftcap != 50 || c.FinalSoftcap != 30 || c.AttnScale != 0 || !c.PostNorms || !c.SandwichNorms || c.QKNorm ||
+		!c.NormPlusOne || !c.GeGLU || c.LocalRopeTheta != 0 || c.RopeTheta != 1e4 || c.EmbedScale != 48 || !c.TieWordEmbeddings ||
+		c.HeadDim != 256 || c.KVHeads != 4 || c.QKVBias || c.OBias {
+		t.Errorf("gemma-2-2b: %+v", c)
+	}
+	for i, w := range c.LayerWindows {
+		if want := map[bool]int{true: 4096, false: 0}[i%2 == 0]; w != want {
+			t.Errorf("gemma-2-2b layer %d: window %d, want %d", i, w, want)
+		}
+	}
+	// gemma-2-27b: query_pre_attn_scalar 144 = hidden/heads ≠ head_dim 128.
+	c, err = ParseConfig([]byte(strings.NewReplacer(`"head_dim":256`, `"head_dim":128`, `"hidden_size":2304`, `"hidden_size":4608`,
+		`"num_attention_heads":8`, `"num_attention_heads":32`, `"num_key_value_heads":4`, `"num_key_value_heads":16`,
+		`"query_pre_attn_scalar":256`, `"query_pre_attn_scalar":144`, `"torch_dtype":"float32"`, `"torch_dtype":"bfloat16"`).Replace(fmt.Sprintf(gemma2, ""))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AttnScale != 1.0/12 || c.AttnSoftcap != 50 || c.FinalSoftcap != 30 || c.EmbedScale != 68 { // √4608 = 67.88 in bfloat16
+		t.Errorf("gemma-2-27b: AttnScale %v, caps %v %v, embed scale %v", c.AttnScale, c.AttnSoftcap, c.FinalSoftcap, c.EmbedScale)
+	}
+	// Absent fields take Gemma2Config's defaults; null ones are off.
+	bare := strings.NewReplacer(`"attn_logit_softcapping":50.0,`, "", `"final_logit_softcapping":30.0,`, "", `"sliding_window":4096,`, "").Replace(fmt.Sprintf(gemma2, ""))
+	if c, err = ParseConfig([]byte(bare)); err != nil {
+		t.Fatal(err)
+	}
+	if c.AttnSoftcap != 50 || c.FinalSoftcap != 30 || c.LayerWindows[0] != 4096 || c.LayerWindows[1] != 0 {
+		t.Errorf("gemma2 without caps or window: caps %v %v, windows %v", c.AttnSoftcap, c.FinalSoftcap, c.LayerWindows[:2])
+	}
+	nulls := strings.NewReplacer(`"attn_logit_softcapping":50.0`, `"attn_logit_softcapping":null`, `"final_logit_softcapping":30.0`, `"final_logit_softcapping":null`).Replace(fmt.Sprintf(gemma2, ""))
+	if c, err = ParseConfig([]byte(nulls)); err != nil {
+		t.Fatal(err)
+	}
+	if c.AttnSoftcap != 0 || c.FinalSoftcap != 0 {
+		t.Errorf("gemma2 with null caps: %v %v, want 0 0", c.AttnSoftcap, c.FinalSoftcap)
+	}
+	// transformers 5's spelling: layer_types and rope_parameters.
+	c, err = ParseConfig([]byte(fmt.Sprintf(strings.Replace(gemma2, `"rope_theta":10000.0,`, "", 1), `,"num_hidden_layers":3,
+		"layer_types":["full_attention","sliding_attention","sliding_attention"],"rope_parameters":{"rope_type":"default","rope_theta":20000.0},
+		"tie_word_embeddings":false`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RopeTheta != 2e4 || c.TieWordEmbeddings || !slices.Equal(c.LayerWindows, []int{0, 4096, 4096}) {
+		t.Errorf("gemma2 layer_types: rope %v, tied %v, windows %v", c.RopeTheta, c.TieWordEmbeddings, c.LayerWindows)
+	}
+	for _, tc := range []struct{ name, field, value string }{
+		{"negative attention cap", "attn_logit_softcapping", "-50"},
+		{"zero attention cap", "attn_logit_softcapping", "0"},
+		{"string final cap", "final_logit_softcapping", `"30"`},
+		{"huge final cap", "final_logit_softcapping", "1e300"},
+		{"zero final cap", "final_logit_softcapping", "0.0"},
+	} {
+		js := fmt.Sprintf(gemma2, fmt.Sprintf(`,%q:%s`, tc.field, tc.value))
+		_, err := ParseConfig([]byte(js))
+		if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "soft-cap") {
+			t.Errorf("%s: err = %v, want a refusal naming %s", tc.name, err, tc.field)
+		}
+	}
+	// Gemma 3 (null caps by default) takes caps where a config sets them.
+	const gemma3 = `{"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","hidden_size":1152,"intermediate_size":6912,
+		"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"vocab_size":262144,"rms_norm_eps":1e-6,
+		"sliding_window":512%s}`
+	if c, err = ParseConfig([]byte(fmt.Sprintf(gemma3, ""))); err != nil || c.AttnSoftcap != 0 || c.FinalSoftcap != 0 {
+		t.Errorf("gemma3 without caps: %v, caps %v %v", err, c.AttnSoftcap, c.FinalSoftcap)
+	}
+	if c, err = ParseConfig([]byte(fmt.Sprintf(gemma3, `,"attn_logit_softcapping":50.0,"final_logit_softcapping":30.0`))); err != nil || c.AttnSoftcap != 50 || c.FinalSoftcap != 30 {
+		t.Errorf("gemma3 with caps: %v, caps %v %v", err, c.AttnSoftcap, c.FinalSoftcap)
+	}
+	// Llama ignores the fields, as LlamaConfig does.
+	if c, err = ParseConfig([]byte(strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": null, "attn_logit_softcapping": 50.0`, 1))); err != nil || c.AttnSoftcap != 0 {
+		t.Errorf("llama with attn_logit_softcapping: %v, cap %v", err, c.AttnSoftcap)
+	}
+	if err := c.RefuseAttnSoftcap("x"); err != nil {
+		t.Errorf("RefuseAttnSoftcap without a cap: %v", err)
+	}
+	c.AttnSoftcap = 50
+	if err := c.RefuseAttnSoftcap("the GPU"); !errors.Is(err, ErrAttnSoftcap) || !strings.Contains(err.Error(), "the GPU") || !strings.Contains(err.Error(), "soft-capping") {
+		t.Errorf("RefuseAttnSoftcap: %v", err)
 	}
 }

@@ -28,6 +28,10 @@ import (
 //	                   op) and, folded into weights at load (attnFolds), the
 //	                   attention scale (q), the residual scale (o, down) and
 //	                   1/logits_scaling (the final norm)
+//	Gemma 2            Gemma 3's layer without q/k norms, one RoPE base; the
+//	                   attention scores soft-capped by the KV cache
+//	                   (Config.AttnSoftcap) and the logits by Forward
+//	                   (FinalSoftcap)
 //	OLMo 2             post-norm blocks, h = h + RMSNorm(attn(h)) and
 //	                   h = h + RMSNorm(mlp(h)), no input norm; q_norm and
 //	                   k_norm over the whole q and k projections
@@ -115,7 +119,7 @@ type LlamaLayer struct {
 }
 
 func init() {
-	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma3_text",
+	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma2", "gemma3_text",
 		"mixtral", "qwen2_moe", "qwen3_moe")
 }
 
@@ -388,7 +392,8 @@ func (m *Llama) Config() *Config { return m.cfg }
 // (GeGLU), and longrope's q scaled by its attention factor squared after
 // RoPE, with the long frequencies where the batch reaches past the
 // original context (transformers' choice per forward pass);
-// and the logits are RMSNorm(h)·Wlmᵀ for the output rows, returned whole or
+// and the logits are RMSNorm(h)·Wlmᵀ for the output rows (soft-capped on
+// the host where Config.FinalSoftcap asks: readOutputs), returned whole or
 // as their greedy tokens as each sequence asks (Seq.Output). The small ops
 // run fused where the backend has an op for two of them (the same results,
 // bitwise but for the ulp AddRMSNorm allows): each residual add with the norm after it (AddRMSNorm; a layer's
@@ -522,7 +527,7 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 	// lm_head on the output rows of the final norm (x).
 	be.Rows(hOut, x, rows)
 	be.Linear(logits, hOut, m.Output, nil)
-	out, err := readOutputs(be, a, b, logits, R, cfg.Vocab)
+	out, err := readOutputs(be, a, b, logits, R, cfg.Vocab, cfg.FinalSoftcap)
 	if err != nil {
 		return nil, m.fail(-1, err)
 	}

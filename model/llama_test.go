@@ -107,6 +107,17 @@ var synthFamilies = []struct {
 		"vocab_size":100,"rms_norm_eps":1e-6,"query_pre_attn_scalar":24,"attention_bias":true,
 		"sliding_window":3,"sliding_window_pattern":2,"rope_theta":1000000.0,"rope_local_base_freq":500.0,"rope_scaling":null,
 		"tie_word_embeddings":false}`},
+	// Gemma 2 with caps small enough to bend most scores and logits of
+	// these weights (the released 50 and 30 barely touch them).
+	{"gemma2 soft-capped alternating windows qpas bf16", safetensors.BF16, `{"architectures":["Gemma2ForCausalLM"],"model_type":"gemma2",
+		"hidden_size":64,"intermediate_size":96,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,
+		"vocab_size":100,"rms_norm_eps":1e-6,"hidden_activation":"gelu_pytorch_tanh","query_pre_attn_scalar":24,
+		"sliding_window":4,"attn_logit_softcapping":1.5,"final_logit_softcapping":2.0,"rope_theta":10000.0,"torch_dtype":"bfloat16"}`},
+	{"gemma2 soft-capped gqa 3 layer_types attention bias f32", safetensors.F32, `{"architectures":["Gemma2ForCausalLM"],"model_type":"gemma2",
+		"hidden_size":48,"intermediate_size":80,"num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":2,"head_dim":16,
+		"vocab_size":100,"rms_norm_eps":1e-6,"query_pre_attn_scalar":16,"attention_bias":true,"sliding_window":3,
+		"layer_types":["full_attention","sliding_attention"],"attn_logit_softcapping":0.8,"final_logit_softcapping":null,
+		"rope_parameters":{"rope_type":"default","rope_theta":500.0},"tie_word_embeddings":false}`},
 	{"mixtral 8 experts top-2 gqa bf16", safetensors.BF16, `{"architectures":["MixtralForCausalLM"],"model_type":"mixtral",
 		"hidden_size":64,"intermediate_size":48,"num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":2,"head_dim":32,
 		"vocab_size":100,"rms_norm_eps":1e-5,"rope_theta":1000000.0,"sliding_window":null,"tie_word_embeddings":false,

@@ -9,6 +9,7 @@ package model
 import (
 	"fmt"
 
+	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
 )
 
@@ -37,11 +38,23 @@ func wholeRows(b *Batch, R int) []int32 {
 // it downloads the whole tensor (Logits.Token then picks on the host);
 // otherwise be picks every row's token, and only the rows wanted whole are
 // gathered (Rows) and downloaded. a holds the extra tensors.
-func readOutputs(be backend.Backend, a *arena, b *Batch, logits backend.Tensor, R, V int) (*Logits, error) {
+//
+// With softcap c (Config.FinalSoftcap; 0: none) every downloaded row is
+// soft-capped on the host, c·tanh(x/c) (attn.Softcap), as transformers
+// caps the logits before anything reads them. The tokens be picks come
+// from the logits before the cap: c·tanh(x/c) increases with x, so the
+// largest logit stays the largest (two logits within a rounding of each
+// other may tie after a float32 cap; argmax before it keeps the larger).
+func readOutputs(be backend.Backend, a *arena, b *Batch, logits backend.Tensor, R, V int, softcap float64) (out *Logits, err error) {
+	defer func() {
+		if err == nil && softcap != 0 {
+			attn.Softcap(out.Data, float32(softcap))
+		}
+	}()
 	whole := wholeRows(b, R)
 	am, ok := be.(backend.Argmaxer)
 	if len(whole) == R || !ok {
-		out := &Logits{Vocab: V, Data: make([]float32, R*V)}
+		out = &Logits{Vocab: V, Data: make([]float32, R*V)}
 		if err := be.Download(out.Data, logits); err != nil {
 			return nil, err
 		}
@@ -56,7 +69,7 @@ func readOutputs(be backend.Backend, a *arena, b *Batch, logits backend.Tensor, 
 	if a.err != nil {
 		return nil, a.err
 	}
-	out := &Logits{Vocab: V, Tokens: make([]int32, R), rowOf: make([]int32, R)}
+	out = &Logits{Vocab: V, Tokens: make([]int32, R), rowOf: make([]int32, R)}
 	am.ArgmaxRows(tokens, logits)
 	for i := range out.rowOf {
 		out.rowOf[i] = -1

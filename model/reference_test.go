@@ -12,7 +12,8 @@ import (
 // This file holds a plain float64 forward pass of the Llama family written
 // from transformers' modeling code (LlamaForCausalLM, MistralForCausalLM,
 // Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, GemmaForCausalLM,
-// GraniteForCausalLM, Olmo2ForCausalLM, Gemma3ForCausalLM),
+// GraniteForCausalLM, Olmo2ForCausalLM, Gemma2ForCausalLM,
+// Gemma3ForCausalLM),
 // independent of the backend and of llama.go, and the synthetic
 // checkpoints the tests run it on.
 
@@ -238,7 +239,7 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 		for k := range H {
 			h[t][k] = float64(E[int(id)*H+k])
 			switch cfg.ModelType {
-			case "gemma", "gemma3_text": // GemmaTextScaledWordEmbedding
+			case "gemma", "gemma2", "gemma3_text": // GemmaTextScaledWordEmbedding
 				h[t][k] *= float64(cfg.EmbedScale)
 			case "granite": // GraniteModel's embedding_multiplier
 				h[t][k] *= cfg.refGranite().embedding
@@ -283,7 +284,7 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 		switch cfg.ModelType {
 		case "granite": // GraniteAttention.scaling
 			scale = cfg.refGranite().attention
-		case "gemma3_text": // Gemma3Attention.scaling: query_pre_attn_scalar^-½
+		case "gemma2", "gemma3_text": // Gemma2Attention.scaling: query_pre_attn_scalar^-½
 			if cfg.AttnScale != 0 {
 				scale = cfg.AttnScale
 			}
@@ -308,6 +309,9 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 						s += q[t][hh*D+d] * k[j][g*D+d]
 					}
 					scores[j] = s * scale
+					if c := cfg.AttnSoftcap; c != 0 { // eager_attention_forward's softcap, before the mask
+						scores[j] = c * math.Tanh(scores[j]/c)
+					}
 					m = max(m, scores[j])
 				}
 				var sum float64
@@ -368,6 +372,11 @@ func refForwardChunks(cfg *Config, w refWeights, tokens []int32, chunks []int) [
 		if cfg.ModelType == "granite" { // GraniteForCausalLM: logits / logits_scaling
 			for i := range logits[t] {
 				logits[t][i] /= cfg.refGranite().logits
+			}
+		}
+		if c := cfg.FinalSoftcap; c != 0 { // Gemma2ForCausalLM's final_logit_softcapping
+			for i, x := range logits[t] {
+				logits[t][i] = c * math.Tanh(x/c)
 			}
 		}
 	}

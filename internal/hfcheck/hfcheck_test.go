@@ -9,18 +9,19 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/internal/hfcheck"
+	"github.com/bitdecode/bitdecode/internal/synthmodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/model/safetensors"
 )
 
 // hfUnsupported names the fixtures of families bitdecode does not run yet:
 // loading them must fail with model.ErrUnsupportedArchitecture. Adding a
 // family removes its fixtures here, and the same test then holds them to
-// transformers' logits (Phi-3 and Gemma: session 17).
-var hfUnsupported = []string{
-	"gemma2-swa16-bf16",
-}
+// transformers' logits (Phi-3 and Gemma: session 17; Gemma 2: session
+// 23). Every fixture's family runs today.
+var hfUnsupported = []string{}
 
 // Bounds on ‖ours − transformers‖₂ / ‖transformers‖₂ of a row of logits, per
 // KV cache. Both sides compute in float32 from the same stored weights.
@@ -171,5 +172,95 @@ func TestFixtures(t *testing.T) {
 		if g.Architecture == "" || g.ModelType == "" || g.Versions.Transformers == "" {
 			t.Errorf("%s: architecture %q, model_type %q, transformers %q", g.Name, g.Architecture, g.ModelType, g.Versions.Transformers)
 		}
+	}
+}
+
+// softcapConfig is a small Gemma 2 whose attention soft-cap (1.5) bends
+// most of its scores, unlike the fixture's released cap of 50, which moves
+// gemma2-swa16-bf16's logits by 1.7e-4 at most (dense), below the paged
+// caches' bounds; %s takes the cap. The final cap is off: these rows
+// compare the attention.
+const softcapConfig = `{"architectures":["Gemma2ForCausalLM"],"model_type":"gemma2","hidden_size":64,"intermediate_size":96,
+	"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,"vocab_size":128,"rms_norm_eps":1e-6,
+	"hidden_activation":"gelu_pytorch_tanh","query_pre_attn_scalar":64,"sliding_window":16,"attn_logit_softcapping":%s,
+	"final_logit_softcapping":null,"rope_theta":10000.0,"torch_dtype":"bfloat16"}`
+
+// TestSoftcapPagedCPU holds the CPU paged caches' soft-capped attention
+// (attn.Params.Softcap, through kvcache.Paged) to the dense cache's
+// (model's float64 attention, itself held to the float64 reference by
+// model's TestSyntheticFamilies) on a synthetic Gemma 2 with a cap of 1.5,
+// run as TestTransformersCPU runs a fixture (prefill chunks across the
+// blocks, then decode steps, past the window), within the same bounds;
+// and requires the cap to move the dense rows by more than the fp16 and
+// int8 bounds, so that a paged path that skipped it would fail.
+func TestSoftcapPagedCPU(t *testing.T) {
+	be := cpu.New(2)
+	load := func(cap string) model.Model {
+		dir := t.TempDir()
+		js := fmt.Sprintf(softcapConfig, cap)
+		cfg, err := model.ParseConfig([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
+			KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
+			NormPlusOne: cfg.NormPlusOne, PostNorms: cfg.PostNorms, SandwichNorms: cfg.SandwichNorms}
+		if _, err := synthmodel.Write(dir, js, s, safetensors.BF16, 23, nil); err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Load(dir, be, model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	m, plain := load("1.5"), load("null")
+	if m.Config().AttnSoftcap != 1.5 || plain.Config().AttnSoftcap != 0 {
+		t.Fatalf("caps %v and %v, want 1.5 and 0", m.Config().AttnSoftcap, plain.Config().AttnSoftcap)
+	}
+	f := &hfcheck.Fixture{Golden: hfcheck.Golden{Name: "gemma2-softcap1.5-synthetic"}}
+	for i := range 48 {
+		f.Golden.PromptIDs = append(f.Golden.PromptIDs, int32(i*37%128))
+	}
+	for i := range 16 {
+		f.Golden.GreedyIDs = append(f.Golden.GreedyIDs, int32(i*11%128))
+	}
+	want, err := hfcheck.Run(m, model.NewDenseCache(be, m.Config()), f, prefillChunk, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncapped, err := hfcheck.Run(plain, model.NewDenseCache(be, plain.Config()), f, prefillChunk, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0.0
+	for i := range want {
+		moved = max(moved, hfcheck.RelL2(uncapped[i], want[i]))
+	}
+	t.Logf("the cap moves the dense rows by up to %.2e", moved)
+	if moved < 2*tolInt8 {
+		t.Fatalf("the cap moves the rows by %.2e at most, under twice the int8 bound %.2e: the test would not see it skipped", moved, tolInt8)
+	}
+	for _, c := range cpuKV {
+		sp := kv.MustParseSpec(c.spec).WithDefaultRotation(m.Config().HeadDim)
+		cache, err := kvcache.NewPaged(be, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxChunk: prefillChunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := hfcheck.Run(m, cache, f, prefillChunk, 0)
+		cache.Close()
+		if err != nil {
+			t.Fatalf("%s KV: %v", sp, err)
+		}
+		worst := 0.0
+		for i := range want {
+			e := hfcheck.RelL2(rows[i], want[i])
+			if !(e <= c.tol) {
+				t.Fatalf("%s KV: row %d: ‖paged − dense‖/‖dense‖ = %.3g > %.3g", sp, i, e, c.tol)
+			}
+			worst = max(worst, e)
+		}
+		t.Logf("%s KV: %d rows: worst ‖paged − dense‖/‖dense‖ %.2e (bound %.1e)", sp, len(rows), worst, c.tol)
 	}
 }

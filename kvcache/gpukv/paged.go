@@ -293,6 +293,9 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	if spec.Planes.On {
 		return nil, fmt.Errorf("gpukv: format %s: the paged GPU cache does not hold bit planes (bw); Planes does (kvcache.New picks it)", spec.String())
 	}
+	if err := cfg.RefuseAttnSoftcap("gpukv: the GPU's decode and prefill kernels"); err != nil {
+		return nil, err
+	}
 	f, fs, err := kvcache.LayerFormats(cfg, spec)
 	if err != nil {
 		return nil, err

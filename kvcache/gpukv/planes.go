@@ -173,6 +173,9 @@ func NewPlanes(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Optio
 	if err := sh.Validate(); err != nil {
 		return nil, fmt.Errorf("gpukv: model %s: %w", cfg.Architecture, err)
 	}
+	if err := cfg.RefuseAttnSoftcap("gpukv: the GPU's bit-plane kernels"); err != nil {
+		return nil, err
+	}
 	f, err := spec.Resolve(cfg.HeadDim)
 	if err != nil {
 		return nil, fmt.Errorf("gpukv: %w", err)
