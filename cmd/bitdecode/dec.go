@@ -22,24 +22,30 @@ import (
 // decTunedPrefix starts a --dec-k value that names a tuned slowdown.
 const decTunedPrefix = "tuned:"
 
-// decChoice is one --dec-k value: k_chunk for every linear layer, or
+// decChoice is one --dec-k value: k_chunk for every linear layer,
 // tuned:P%, the per-shape k_chunk and n_tb that 'tune dec' saved in the
-// model's bitdecode.json for a slowdown of P percent.
+// model's bitdecode.json for a slowdown of P percent, or k_chunk by
+// projection (down_proj:32+v_proj:256: model.DECAlloc).
 type decChoice struct {
 	k     int
-	tuned float64 // percent; 0: not tuned
+	tuned float64        // percent; 0: not tuned
+	alloc model.DECAlloc // by projection; nil: not
 }
 
-// String returns the value as typed canonically: "32" or "tuned:5%".
+// String returns the value as typed canonically: "32", "tuned:5%" or
+// "v_proj:256+o_proj:64+down_proj:32".
 func (d decChoice) String() string {
-	if d.tuned > 0 {
+	switch {
+	case d.alloc != nil:
+		return d.alloc.String()
+	case d.tuned > 0:
 		return decTunedPrefix + formatPct(d.tuned)
 	}
 	return strconv.Itoa(d.k)
 }
 
 // on reports whether the value asks for DEC.
-func (d decChoice) on() bool { return d.k > 0 || d.tuned > 0 }
+func (d decChoice) on() bool { return d.k > 0 || d.tuned > 0 || d.alloc.On() }
 
 func formatPct(p float64) string { return strconv.FormatFloat(p, 'g', -1, 64) + "%" }
 
@@ -53,11 +59,30 @@ func parsePct(s string) (float64, error) {
 }
 
 // decKUsage is the help of --dec-k.
-const decKUsage = "DEC: k_chunk, the input channels per 1024 whose residual rows are added (0: off), or tuned:P% for the k_chunk and n_tb per layer shape that 'bitdecode tune dec' saved in the model's bitdecode.json for a P% slowdown"
+const decKUsage = "DEC: k_chunk, the input channels per 1024 whose residual rows are added (0: off), tuned:P% for the k_chunk and n_tb per layer shape that 'bitdecode tune dec' saved in the model's bitdecode.json for a P% slowdown, or k_chunk by projection (down_proj:32,v_proj:256,o_proj:64: the others off; " + decAllocPreset + " is int3's half-the-loss allocation)"
+
+// decAllocPreset names the allocation of docs/perf/dec.md's session 22
+// (gocoder-23m, int3 RTN): the projections that recover half of int3's
+// perplexity loss with the fewest residual rows.
+const decAllocPreset = "half3"
+
+// decAllocHalf3 is decAllocPreset's allocation: down 32, v 256, o 64
+// (9.0906 against int3 RTN's 9.6044 and fp16's 8.5682 on gocoder-23m).
+const decAllocHalf3 = "down_proj:32+v_proj:256+o_proj:64"
 
 // parseDECChoice parses one --dec-k value.
 func parseDECChoice(s string) (decChoice, error) {
 	s = strings.TrimSpace(s)
+	if s == decAllocPreset {
+		s = decAllocHalf3
+	}
+	if model.IsDECAllocEntry(s) {
+		a, err := model.ParseDECAlloc(s)
+		if err != nil {
+			return decChoice{}, usageErrorf("--dec-k: %v", err)
+		}
+		return decChoice{alloc: a}, nil
+	}
 	if rest, ok := strings.CutPrefix(s, decTunedPrefix); ok {
 		p, err := parsePct(rest)
 		if err != nil {
@@ -72,13 +97,26 @@ func parseDECChoice(s string) (decChoice, error) {
 	return decChoice{k: k}, nil
 }
 
-// parseDECChoices parses a comma-separated list of --dec-k values.
+// parseDECChoices parses a comma-separated list of --dec-k values. The
+// entries of a by-projection value may be joined by '+' or by commas:
+// consecutive name:k entries form one value, until a name repeats, which
+// starts the next ("0,down_proj:32,v_proj:256,down_proj:16,v_proj:256,64"
+// is four values).
 func parseDECChoices(s string) ([]decChoice, error) {
 	var out []decChoice
+	var fields []string
 	for _, f := range strings.Split(s, ",") {
-		if strings.TrimSpace(f) == "" {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "":
 			continue
+		case model.IsDECAllocEntry(f) && len(fields) > 0 && model.IsDECAllocEntry(fields[len(fields)-1]) && !allocNames(fields[len(fields)-1], f):
+			fields[len(fields)-1] += "+" + f
+		default:
+			fields = append(fields, f)
 		}
+	}
+	for _, f := range fields {
 		d, err := parseDECChoice(f)
 		if err != nil {
 			return nil, err
@@ -91,8 +129,24 @@ func parseDECChoices(s string) ([]decChoice, error) {
 	return out, nil
 }
 
+// allocNames reports whether the by-projection value have ("a:1+b:2")
+// names a projection that entries ("b:3+c:4") name too.
+func allocNames(have, entries string) bool {
+	for _, e := range strings.Split(entries, "+") {
+		name, _, _ := strings.Cut(e, ":")
+		for _, h := range strings.Split(have, "+") {
+			if hn, _, _ := strings.Cut(h, ":"); strings.TrimSpace(hn) == strings.TrimSpace(name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // engine returns the choice as engine.Options.DEC.
-func (d decChoice) engine() engine.DEC { return engine.DEC{KChunk: d.k, TunedPct: d.tuned} }
+func (d decChoice) engine() engine.DEC {
+	return engine.DEC{KChunk: d.k, TunedPct: d.tuned, ByLayer: d.alloc}
+}
 
 // decLabel describes a model's DEC for tables: "32", "down_proj:4 ...",
 // or "-".
