@@ -236,8 +236,10 @@ func SaveDECTuning(path, key string, t *DECTuning) error {
 
 // decJoined are the linear layers of an attention block that a backend
 // joins into one launch only when their DEC agrees (backend/gpu's
-// JoinWeights: every member with the same k_chunk, or none with DEC): q, k
-// and v. The other joined groups (gate|up, the shared expert's and each
+// JoinWeights: every member with the same k_chunk, or, since session 23,
+// a run of members at one k_chunk and the others none): q, k and v. The
+// choices by shape keep them at one k_chunk (decByLayer); DECAlloc's by
+// projection do not (decByKind). The other joined groups (gate|up, the shared expert's and each
 // routed expert's gate|up) are one shape each, so choices by shape agree on
 // them already.
 var decJoined = []string{"q_proj", "k_proj", "v_proj"}
