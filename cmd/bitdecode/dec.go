@@ -194,13 +194,24 @@ func decShapes(dir, shapes string) ([]bench.DECShape, error) {
 	var out []bench.DECShape
 	for _, f := range strings.Split(shapes, ",") {
 		f = strings.TrimSpace(f)
-		n, k, ok := strings.Cut(strings.ToLower(f), "x")
+		nk, part, hasPart := strings.Cut(f, "@")
+		n, k, ok := strings.Cut(strings.ToLower(nk), "x")
 		N, err1 := strconv.Atoi(n)
 		K, err2 := strconv.Atoi(k)
 		if !ok || err1 != nil || err2 != nil || N <= 0 || K <= 0 {
-			return nil, usageErrorf("--shapes %q: want a preset (%s) or NxK,... (e.g. 4096x4096,14336x4096)", shapes, strings.Join(bench.PresetNames(), ", "))
+			return nil, usageErrorf("--shapes %q: want a preset (%s) or NxK,... (e.g. 4096x4096,14336x4096; NxK@LO+N gives DEC to outputs [LO, LO+N) only, --v6)", shapes, strings.Join(bench.PresetNames(), ", "))
 		}
-		out = append(out, bench.DECShape{Name: f, N: N, K: K})
+		s := bench.DECShape{Name: f, N: N, K: K}
+		if hasPart {
+			lo, dn, ok := strings.Cut(part, "+")
+			var err1, err2 error
+			s.Lo, err1 = strconv.Atoi(lo)
+			s.DECN, err2 = strconv.Atoi(dn)
+			if !ok || err1 != nil || err2 != nil || s.Lo < 0 || s.DECN <= 0 || s.Lo+s.DECN > N {
+				return nil, usageErrorf("--shapes %q: after @ want LO+N, the outputs with DEC within the shape's %d (e.g. 6144x4096@5120+1024)", f, N)
+			}
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }
