@@ -59,16 +59,19 @@ func parsePct(s string) (float64, error) {
 }
 
 // decKUsage is the help of --dec-k.
-const decKUsage = "DEC: k_chunk, the input channels per 1024 whose residual rows are added (0: off), tuned:P% for the k_chunk and n_tb per layer shape that 'bitdecode tune dec' saved in the model's bitdecode.json for a P% slowdown, or k_chunk by projection (down_proj:32,v_proj:256,o_proj:64: the others off; " + decAllocPreset + " is int3's half-the-loss allocation)"
+const decKUsage = "DEC: k_chunk, the input channels per 1024 whose residual rows are added (0: off), tuned:P% for the k_chunk and n_tb per layer shape that 'bitdecode tune dec' saved in the model's bitdecode.json for a P% slowdown, or k_chunk by projection (down_proj:32,v_proj:256,o_proj:64: the others off; " + decAllocPreset + " is an allocation that brings back half of int3 RTN's perplexity loss: docs/weights.md)"
 
-// decAllocPreset names the allocation of docs/perf/dec.md's session 22
-// (gocoder-23m, int3 RTN): the projections that recover half of int3's
-// perplexity loss with the fewest residual rows.
+// decAllocPreset names an allocation of docs/perf/dec.md's sessions 22-23
+// (gocoder-23m, int3 RTN): one that recovers half of int3's perplexity loss
+// with few residual rows, and the cheapest such on the GPU measured.
 const decAllocPreset = "half3"
 
-// decAllocHalf3 is decAllocPreset's allocation: down 32, v 256, o 64
-// (9.0906 against int3 RTN's 9.6044 and fp16's 8.5682 on gocoder-23m).
-const decAllocHalf3 = "down_proj:32+v_proj:256+o_proj:64"
+// decAllocHalf3 is decAllocPreset's allocation: down 16, v 256, o 32, gate
+// 32, up 32 (9.0841 on the CPU's float path, 9.0825 on its int3 integer
+// path, against int3 RTN's 9.6044, fp16's 8.5682 and the half-way line
+// 9.0863; the 8B step +33-34% on the H100, session 23, the same as down 32
+// + v 256 + o 64, whose 9.0906 misses the line by 0.004).
+const decAllocHalf3 = "down_proj:16+v_proj:256+o_proj:32+gate_proj:32+up_proj:32"
 
 // parseDECChoice parses one --dec-k value.
 func parseDECChoice(s string) (decChoice, error) {

@@ -18,7 +18,7 @@ func TestParseDECChoices(t *testing.T) {
 		{"0,down_proj:32,v_proj:256,down_proj:16,v_proj:256,64", []string{"0", "v_proj:256+down_proj:32", "v_proj:256+down_proj:16", "64"}},
 		{"down_proj:32+v_proj:256,gate_proj:64", []string{"v_proj:256+gate_proj:64+down_proj:32"}},
 		{"down_proj:32+v_proj:256,v_proj:8+o_proj:8", []string{"v_proj:256+down_proj:32", "v_proj:8+o_proj:8"}},
-		{"half3,0", []string{"v_proj:256+o_proj:64+down_proj:32", "0"}},
+		{"half3,0", []string{"v_proj:256+o_proj:32+gate_proj:32+up_proj:32+down_proj:16", "0"}},
 	} {
 		got, err := parseDECChoices(tc.in)
 		if err != nil {
