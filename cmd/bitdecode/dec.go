@@ -256,6 +256,11 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
+	for _, s := range shapes {
+		if s.DECN > 0 {
+			return cfg, usageErrorf("--shapes %s: DEC on part of the outputs (@LO+N) is timed by 'bench dec --v6' only", s.Name)
+		}
+	}
 	ws, err := parseWeightSpec(*f.weights)
 	if err != nil {
 		return cfg, err

@@ -49,3 +49,17 @@ func TestParseDECChoices(t *testing.T) {
 		}
 	}
 }
+
+// TestDECShapesPart checks --shapes NxK@LO+N: the part's outputs parsed,
+// and one outside the shape refused.
+func TestDECShapesPart(t *testing.T) {
+	got, err := decShapes("", "6144x4096@5120+1024,4096x4096")
+	if err != nil || len(got) != 2 || got[0].N != 6144 || got[0].K != 4096 || got[0].Lo != 5120 || got[0].DECN != 1024 || got[1].DECN != 0 {
+		t.Fatalf("decShapes = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"6144x4096@5500+1024", "6144x4096@5120", "6144x4096@x+8"} {
+		if _, err := decShapes("", bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
