@@ -72,6 +72,11 @@ type DECShape struct {
 	Name string `json:"name"` // the layers that have it ("gate_proj/up_proj"), or "NxK"
 	N    int    `json:"n"`
 	K    int    `json:"k"`
+	// Lo and DECN, where DECN > 0, give DEC to the outputs [Lo, Lo + DECN)
+	// only ('bench dec --v6': a joined group whose parts have DEC or not,
+	// GEMVQ6DEC.LaunchPart; "6144x4096@5120+1024" is q|k|v with v's).
+	Lo   int `json:"dec_lo,omitempty"`
+	DECN int `json:"dec_n,omitempty"`
 }
 
 // DECShapesOf returns the distinct linear-layer shapes of c, named by

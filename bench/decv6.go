@@ -24,8 +24,8 @@ import (
 // DefaultDECV6Shapes are the shapes --v6 times by default: Llama-3.1-8B's
 // four and the two joined groups the backend runs at one row (q|k|v,
 // gate|up).
-var DefaultDECV6Shapes = []DECShape{{"q/o", 4096, 4096}, {"k/v", 1024, 4096}, {"gate/up", 14336, 4096}, {"down", 4096, 14336},
-	{"q|k|v", 6144, 4096}, {"gate|up", 28672, 4096}}
+var DefaultDECV6Shapes = []DECShape{{Name: "q/o", N: 4096, K: 4096}, {Name: "k/v", N: 1024, K: 4096}, {Name: "gate/up", N: 14336, K: 4096},
+	{Name: "down", N: 4096, K: 14336}, {Name: "q|k|v", N: 6144, K: 4096}, {Name: "gate|up", N: 28672, K: 4096}}
 
 // DefaultDECV6KChunks are the k_chunk values --v6 times.
 var DefaultDECV6KChunks = []int{1, 8, 16, 32, 64}
@@ -194,7 +194,11 @@ func decV6Shape(c *cuda.Ctx, st cuda.Stream, g *kernels.GEMVQ, dk *kernels.DEC, 
 	if err := g.PackTiles(c, st, twp, tpp, wp, pp, N, K, bits, G); err != nil {
 		return err
 	}
-	rw, rpar := randomPacked(r, wq.Int4, wq.ResidualGroup, K, N)
+	RN := N // the residual's outputs: all, or [s.Lo, s.Lo + s.DECN)
+	if s.DECN > 0 {
+		RN = s.DECN
+	}
+	rw, rpar := randomPacked(r, wq.Int4, wq.ResidualGroup, K, RN)
 	for i := range rpar {
 		if i%2 == 0 {
 			rpar[i] = half.FromFloat32(float32(0.001 * (1 + r.Float64())))
@@ -208,7 +212,7 @@ func decV6Shape(c *cuda.Ctx, st cuda.Stream, g *kernels.GEMVQ, dk *kernels.DEC, 
 	if err != nil {
 		return err
 	}
-	res := &kernels.DECResidual{Elem: wq.Int4, Words: rwp, Params: rpp, N: N, K: K}
+	res := &kernels.DECResidual{Elem: wq.Int4, Words: rwp, Params: rpp, N: RN, K: K}
 	var xs [decCopies]cuda.DevicePtr
 	var xv [decCopies][]float32
 	for i := range xs {
@@ -252,7 +256,7 @@ func decV6Shape(c *cuda.Ctx, st cuda.Stream, g *kernels.GEMVQ, dk *kernels.DEC, 
 			return 0, err
 		}
 		return median(func(i int) error {
-			return k.Launch(c, st, yp, xs[i], twp, tpp, 0, sp[i], n, res, N, K, bits, G, S, true)
+			return k.LaunchPart(c, st, yp, xs[i], twp, tpp, 0, sp[i], n, res, s.Lo, N, K, bits, G, S, true)
 		})
 	}
 	g.EarlyWeights = true
@@ -317,7 +321,7 @@ func decV6Shape(c *cuda.Ctx, st cuda.Stream, g *kernels.GEMVQ, dk *kernels.DEC, 
 		if err := dk.Select(c, st, selectL(i)); err != nil {
 			return err
 		}
-		return k.Launch(c, st, yp, xs[i], twp, tpp, 0, selp, n, res, N, K, bits, G, split, true)
+		return k.LaunchPart(c, st, yp, xs[i], twp, tpp, 0, selp, n, res, s.Lo, N, K, bits, G, split, true)
 	})
 	if err != nil {
 		return err
@@ -328,7 +332,7 @@ func decV6Shape(c *cuda.Ctx, st cuda.Stream, g *kernels.GEMVQ, dk *kernels.DEC, 
 		if err := k.Select(c, st, selectL(i)); err != nil {
 			return err
 		}
-		return k.Launch(c, st, yp, xs[i], twp, tpp, 0, selp, n, res, N, K, bits, G, split, true)
+		return k.LaunchPart(c, st, yp, xs[i], twp, tpp, 0, selp, n, res, s.Lo, N, K, bits, G, split, true)
 	})
 	if err != nil {
 		return err

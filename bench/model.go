@@ -102,15 +102,20 @@ type ModelConfig struct {
 }
 
 // ModelDEC is one DEC setting of the model benchmark: a fixed k_chunk for
-// every layer (n_tb the backend's default), or the per-shape picks of a
-// 'tune dec' run for a slowdown target in percent.
+// every layer (n_tb the backend's default), the per-shape picks of a
+// 'tune dec' run for a slowdown target in percent, or k_chunk by
+// projection (Alloc, not nil).
 type ModelDEC struct {
 	KChunk int
 	Tuned  float64
+	Alloc  model.DECAlloc
 }
 
 // String names the setting as --dec-k takes it.
 func (d ModelDEC) String() string {
+	if d.Alloc != nil {
+		return d.Alloc.String()
+	}
 	if d.Tuned > 0 {
 		return fmt.Sprintf("tuned:%g%%", d.Tuned)
 	}
@@ -443,7 +448,7 @@ func (g *gpus) checkFits(cfg ModelConfig, mc *model.Config, w wq.Spec) error {
 // format wspec.
 func runWeights(rep *ModelReport, g *gpus, mc *model.Config, wspec wq.Spec, d ModelDEC, decFor func(N, K int) wq.DEC, cfg ModelConfig, progress io.Writer) error {
 	decName := ""
-	if decFor != nil {
+	if decFor != nil || d.Alloc.On() {
 		decName = d.String()
 	}
 	fmt.Fprintf(progress, "building %s with random %s weights (DEC %s)\n", cfg.Preset, wspec, cmp.Or(decName, "off"))
@@ -452,7 +457,12 @@ func runWeights(rep *ModelReport, g *gpus, mc *model.Config, wspec wq.Spec, d Mo
 	if err != nil {
 		return err
 	}
-	m, err := model.NewRandomWeights(mc, g.be, 1, wspec, decFor)
+	var m model.Model
+	if d.Alloc != nil {
+		m, err = model.NewRandomWeightsAlloc(mc, g.be, 1, wspec, d.Alloc)
+	} else {
+		m, err = model.NewRandomWeights(mc, g.be, 1, wspec, decFor)
+	}
 	if err != nil {
 		return err
 	}

@@ -86,14 +86,16 @@ type Options struct {
 // KChunk channels per wq.ChunkChannels inputs for every linear layer, or,
 // with TunedPct > 0, the k_chunk and thread blocks per layer shape that
 // 'bitdecode tune dec' saved in the model's settings for a decode slowdown
-// of TunedPct percent. The zero value is off.
+// of TunedPct percent, or, with ByLayer set, k_chunk per kind of linear
+// layer (model.DECAlloc: "down_proj:32+v_proj:256"). The zero value is off.
 type DEC struct {
 	KChunk   int
 	TunedPct float64
+	ByLayer  model.DECAlloc
 }
 
 // On reports whether d asks for DEC.
-func (d DEC) On() bool { return d.KChunk > 0 || d.TunedPct > 0 }
+func (d DEC) On() bool { return d.KChunk > 0 || d.TunedPct > 0 || d.ByLayer.On() }
 
 // Calib is GPTQ's calibration data: the first MaxTokens tokens (0: 16384)
 // of the text in File.
@@ -198,7 +200,7 @@ func Open(dir string, o Options) (m *Model, err error) {
 			return m, err
 		}
 		lo.Progress = nil // 2 MB: no bar
-		lo.DECKChunk = o.DEC.KChunk
+		lo.DECKChunk, lo.DECByLayer = o.DEC.KChunk, o.DEC.ByLayer
 		m.Model, err = gotiny.Load(m.Backend, lo)
 		return m, m.finish(o, err)
 	}
@@ -388,12 +390,17 @@ func (m *Model) Encode(prompt string, chat bool) ([]int, error) {
 }
 
 // applyDEC sets the load options' DEC for weight format ws: k_chunk for
-// every layer, or the tuned picks of the settings file (every linear-layer
-// shape of the model must be tuned), saying on the log what a tuned value
-// chose.
+// every layer, k_chunk by projection (checked against the model at load),
+// or the tuned picks of the settings file (every linear-layer shape of the
+// model must be tuned), saying on the log what a tuned value chose.
 func (m *Model) applyDEC(lo *model.LoadOptions, d DEC, ws wq.Spec) error {
 	if d.On() && !ws.IsQuantized() {
 		return fmt.Errorf("engine: DEC needs quantized weights (int8, int4, int3), not %s", ws.Short())
+	}
+	if d.ByLayer != nil {
+		m.logf("DEC by projection: %s (every other linear layer without)", d.ByLayer)
+		lo.DECKChunk, lo.DECByLayer = 0, d.ByLayer
+		return nil
 	}
 	if d.TunedPct == 0 {
 		lo.DECKChunk = d.KChunk

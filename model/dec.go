@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bitdecode/bitdecode/wq"
@@ -234,8 +236,10 @@ func SaveDECTuning(path, key string, t *DECTuning) error {
 
 // decJoined are the linear layers of an attention block that a backend
 // joins into one launch only when their DEC agrees (backend/gpu's
-// JoinWeights: every member with the same k_chunk, or none with DEC): q, k
-// and v. The other joined groups (gate|up, the shared expert's and each
+// JoinWeights: every member with the same k_chunk, or, since session 23,
+// a run of members at one k_chunk and the others none): q, k and v. The
+// choices by shape keep them at one k_chunk (decByLayer); DECAlloc's by
+// projection do not (decByKind). The other joined groups (gate|up, the shared expert's and each
 // routed expert's gate|up) are one shape each, so choices by shape agree on
 // them already.
 var decJoined = []string{"q_proj", "k_proj", "v_proj"}
@@ -283,6 +287,121 @@ func decByLayer(specs []weightSpec, choose func(N, K int) DECChoice) map[string]
 				out[n] = DECChoice{KChunk: least.KChunk}
 			}
 		}
+	}
+	return out
+}
+
+// DECAlloc is a DEC choice by projection: k_chunk for each kind of linear
+// layer it names ("down_proj": 32, "v_proj": 256), every layer of that kind
+// alike; a kind it does not name has no DEC. Unlike the choices by shape
+// (decByLayer), the q, k and v of a layer keep their own k_chunk: a backend
+// that joins them (backend/gpu) runs the members without DEC at k_chunk 0 in
+// the joined launch (docs/perf/dec.md, "Session 23").
+type DECAlloc map[string]int
+
+// DECProjections are the linear layer kinds a DECAlloc may name, in the
+// order String lists them: those of every supported family (Llama's).
+var DECProjections = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+// decAllocSep joins a DECAlloc's entries in its canonical form; ParseDECAlloc
+// also takes commas ("down_proj:32,v_proj:256"), which lists of DEC
+// settings use between settings.
+const decAllocSep = "+"
+
+// IsDECAllocEntry reports whether s looks like one entry of a DECAlloc
+// ("v_proj:256"): a name, a colon and anything after. Lists of --dec-k
+// values use it to tell an entry from a k_chunk or tuned:P%.
+func IsDECAllocEntry(s string) bool {
+	name, _, ok := strings.Cut(strings.TrimSpace(s), ":")
+	return ok && strings.HasSuffix(name, "_proj")
+}
+
+// ParseDECAlloc parses "name:k" entries separated by '+' or ','
+// ("down_proj:32+v_proj:256+o_proj:64"): each name one of DECProjections,
+// at most once, each k a non-negative k_chunk (0: that kind off). The
+// errors name the bad entry and the valid names.
+func ParseDECAlloc(s string) (DECAlloc, error) {
+	a := DECAlloc{}
+	for _, e := range strings.FieldsFunc(s, func(r rune) bool { return r == '+' || r == ',' }) {
+		e = strings.TrimSpace(e)
+		name, kv, ok := strings.Cut(e, ":")
+		if !ok {
+			return nil, fmt.Errorf("DEC by projection: %q: want name:k_chunk (e.g. down_proj:32)", e)
+		}
+		name = strings.TrimSpace(name)
+		if !slices.Contains(DECProjections, name) {
+			return nil, fmt.Errorf("DEC by projection: %q: unknown projection %q; known: %s", e, name, strings.Join(DECProjections, ", "))
+		}
+		if _, dup := a[name]; dup {
+			return nil, fmt.Errorf("DEC by projection: %q: %s given twice", s, name)
+		}
+		k, err := strconv.Atoi(strings.TrimSpace(kv))
+		if err != nil || k < 0 {
+			return nil, fmt.Errorf("DEC by projection: %q: want a non-negative k_chunk after %s:", e, name)
+		}
+		a[name] = k
+	}
+	if len(a) == 0 {
+		return nil, fmt.Errorf("DEC by projection: %q names no projection", s)
+	}
+	return a, nil
+}
+
+// String returns the canonical form ParseDECAlloc reads: the named kinds in
+// DECProjections' order, joined by '+' ("v_proj:256+o_proj:64+down_proj:32").
+func (a DECAlloc) String() string {
+	var parts []string
+	for _, p := range DECProjections {
+		if k, ok := a[p]; ok {
+			parts = append(parts, fmt.Sprintf("%s:%d", p, k))
+		}
+	}
+	return strings.Join(parts, decAllocSep)
+}
+
+// On reports whether a gives some projection a non-zero k_chunk.
+func (a DECAlloc) On() bool {
+	for _, k := range a {
+		if k > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Check reports a name a does not know or that cfg's linear layers lack
+// (a model without one of Llama's projections), and a negative k_chunk.
+func (a DECAlloc) Check(cfg *Config) error {
+	shapes, err := LinearShapes(cfg)
+	if err != nil {
+		return err
+	}
+	var kinds []string
+	for _, s := range shapes {
+		kinds = append(kinds, s.Layers...)
+	}
+	for _, p := range slices.Sorted(maps.Keys(a)) {
+		switch {
+		case a[p] < 0:
+			return fmt.Errorf("model: DEC by projection: %s:%d: want a non-negative k_chunk", p, a[p])
+		case !slices.Contains(kinds, p):
+			return fmt.Errorf("model: DEC by projection: the model has no %s (its linear layers: %s)", p, strings.Join(kinds, ", "))
+		}
+	}
+	return nil
+}
+
+// decByKind returns the DEC choice of every linear weight of specs by
+// tensor name: a's k_chunk for its kind (n_tb 0, the backend's default),
+// k_chunk 0 for a kind a does not name.
+func decByKind(specs []weightSpec, a DECAlloc) map[string]DECChoice {
+	out := make(map[string]DECChoice, len(specs))
+	for _, s := range specs {
+		if !s.linear || len(s.shape) != 2 {
+			continue
+		}
+		_, kind := linearKind(s.name)
+		out[s.name] = DECChoice{KChunk: a[kind]}
 	}
 	return out
 }

@@ -203,3 +203,130 @@ func TestDECByLayerJoinsQKV(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDECAlloc checks the by-projection form: '+' and ',' between
+// entries, the canonical String, and an error naming each bad entry.
+func TestParseDECAlloc(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"down_proj:32,v_proj:256,o_proj:64", "v_proj:256+o_proj:64+down_proj:32"},
+		{" down_proj:16 + v_proj:256+o_proj:32+gate_proj:32+up_proj:32", "v_proj:256+o_proj:32+gate_proj:32+up_proj:32+down_proj:16"},
+		{"q_proj:0", "q_proj:0"},
+	} {
+		a, err := ParseDECAlloc(tc.in)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
+		if a.String() != tc.want {
+			t.Errorf("%q: String %q, want %q", tc.in, a.String(), tc.want)
+		}
+		if b, err := ParseDECAlloc(a.String()); err != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%q: round trip %v, %v", tc.in, b, err)
+		}
+	}
+	if a, _ := ParseDECAlloc("q_proj:0"); a.On() {
+		t.Error("q_proj:0 is on")
+	}
+	if a, _ := ParseDECAlloc("q_proj:0+v_proj:8"); !a.On() {
+		t.Error("v_proj:8 is off")
+	}
+	for _, tc := range []struct{ in, msg string }{
+		{"", "names no projection"},
+		{"foo_proj:8", "unknown projection \"foo_proj\""},
+		{"v:8", "unknown projection"},
+		{"v_proj", "want name:k_chunk"},
+		{"v_proj:-1", "non-negative"},
+		{"v_proj:x", "non-negative"},
+		{"v_proj:8+v_proj:16", "v_proj given twice"},
+	} {
+		if _, err := ParseDECAlloc(tc.in); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%q: error %v, want one with %q", tc.in, err, tc.msg)
+		}
+	}
+	for s, want := range map[string]bool{"v_proj:8": true, " down_proj:": true, "tuned:5%": false, "32": false, "v_proj": false} {
+		if IsDECAllocEntry(s) != want {
+			t.Errorf("IsDECAllocEntry(%q) = %v", s, !want)
+		}
+	}
+}
+
+// TestLoadDECByLayer loads the reference model with DEC by projection on the
+// CPU: every projection named at one k_chunk gives the bits of that k_chunk
+// everywhere; v and down alone give residuals for those two only (q, k and
+// v no longer agree: decByKind), other logits than DEC off, and a
+// negative k_chunk is refused.
+func TestLoadDECByLayer(t *testing.T) {
+	dir := testmodel.Dir(t)
+	spec, _ := wq.ParseSpec("int4")
+	be := cpu.New(2)
+	cache := map[string]*wq.Matrix{}
+	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(o LoadOptions) Model {
+		o.Weights, o.Quantized = spec, cache
+		m, err := Load(dir, be, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	ids := []int32{5, 100, 2000, 7, 42}
+	logits := func(m Model) []float32 {
+		var b Batch
+		b.Add(0, 0, ids...)
+		b.AllLogits = true
+		lg, err := m.Forward(&b, noAttention{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lg.Data
+	}
+	every := DECAlloc{}
+	for _, p := range DECProjections {
+		every[p] = 16
+	}
+	a, c := logits(load(LoadOptions{DECKChunk: 16})), logits(load(LoadOptions{DECByLayer: every}))
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(c[i]) {
+			t.Fatalf("logit %d: k_chunk 16 %v, every projection at 16 %v", i, a[i], c[i])
+		}
+	}
+	vd := load(LoadOptions{DECByLayer: DECAlloc{"v_proj": 16, "down_proj": 8}})
+	wm := WeightMemoryOf(vd)
+	var vShape, dShape Shape
+	shapes, err := LinearShapes(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range shapes {
+		for _, l := range s.Layers {
+			switch l {
+			case "v_proj":
+				vShape = s.Shape
+			case "down_proj":
+				dShape = s.Shape
+			}
+		}
+	}
+	want := int64(cfg.Layers) * (wq.Bytes(wq.Int4, wq.ResidualGroup, vShape.K, vShape.N) + wq.Bytes(wq.Int4, wq.ResidualGroup, dShape.K, dShape.N))
+	if wm.DECBytes != want || wm.DECPerLayer["v_proj"] != 16 || wm.DECPerLayer["down_proj"] != 8 || wm.DECPerLayer["q_proj"] != 0 ||
+		wm.DECPerLayer["k_proj"] != 0 || len(wm.DECPerLayer) != 7 {
+		t.Errorf("v 16 and down 8: %+v, want %d residual bytes (v's and down's)", wm, want)
+	}
+	off, on := logits(load(LoadOptions{})), logits(vd)
+	same := true
+	for i := range off {
+		same = same && off[i] == on[i]
+	}
+	if same {
+		t.Error("DEC on v and down left every logit as without DEC")
+	}
+	if _, err := Load(dir, be, LoadOptions{Weights: spec, Quantized: cache, DECByLayer: DECAlloc{"v_proj": -1}}); err == nil || !strings.Contains(err.Error(), "non-negative") {
+		t.Errorf("a negative k_chunk: %v", err)
+	}
+	if _, err := Load(dir, be, LoadOptions{DECByLayer: DECAlloc{"v_proj": 8}}); err == nil {
+		t.Error("DEC by projection with fp16 weights was accepted")
+	}
+}

@@ -55,6 +55,10 @@ type LoadOptions struct {
 	// tuned choices of the settings file: DECTuning.Choices); a shape it
 	// lacks gets DECKChunk.
 	DECByShape map[Shape]DECChoice
+	// DECByLayer, if not nil, sets DEC per kind of linear layer instead
+	// of DECKChunk and DECByShape (a kind it does not name: none); each
+	// name must be one of the model's (DECAlloc.Check).
+	DECByLayer DECAlloc
 	// DECResidual is the element type of the DEC residual (0: wq.Int4).
 	DECResidual wq.Elem
 	// Log receives one line per load-time path decision (a backend without
@@ -161,6 +165,14 @@ func loadCheckpoint(cfg *Config, ck *safetensors.Checkpoint, be backend.Backend,
 		}
 		if c.KChunk > 0 && !opts.Weights.IsQuantized() {
 			return nil, fmt.Errorf("model: DEC (k_chunk %d for shape %v) needs quantized weights, not %q", c.KChunk, sh, opts.Weights.Short())
+		}
+	}
+	if opts.DECByLayer != nil {
+		if err := opts.DECByLayer.Check(cfg); err != nil {
+			return nil, err
+		}
+		if opts.DECByLayer.On() && !opts.Weights.IsQuantized() {
+			return nil, fmt.Errorf("model: DEC (%s) needs quantized weights, not %q", opts.DECByLayer, opts.Weights.Short())
 		}
 	}
 	cfg, err := padHeads(cfg, be, opts.HeadDim)
@@ -302,7 +314,8 @@ type loader struct {
 	quant *QuantConfig // int8 weights with scales (nil: none)
 	opts  LoadOptions
 	// decNamed is the DEC choice of each linear weight by tensor name
-	// (decByLayer) where LoadOptions.DECByShape is set, nil otherwise.
+	// (decByLayer) where LoadOptions.DECByShape is set (decByKind where
+	// DECByLayer is), nil otherwise.
 	decNamed map[string]DECChoice
 	view     viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
 	copyView bool       // view must get copies: the caller unmaps the checkpoint
@@ -358,7 +371,9 @@ func (ld *loader) load(dst any) error {
 	if ld.random != nil {
 		return ld.random.load(ld.be, specs)
 	}
-	if by := ld.opts.DECByShape; by != nil {
+	if a := ld.opts.DECByLayer; a != nil {
+		ld.decNamed = decByKind(specs, a)
+	} else if by := ld.opts.DECByShape; by != nil {
 		ld.decNamed = decByLayer(specs, func(N, K int) DECChoice {
 			if c, ok := by[Shape{N, K}]; ok {
 				return c

@@ -56,11 +56,39 @@ func NewRandomWeights(cfg *Config, be backend.Backend, seed uint64, w wq.Spec, d
 	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed, weights: w, decFor: decFor}})
 }
 
+// NewRandomWeightsAlloc is NewRandomWeights with DEC by projection: each
+// linear layer of a kind alloc names gets its k_chunk (random residuals),
+// the others none; q, k and v keep their own (DECAlloc).
+func NewRandomWeightsAlloc(cfg *Config, be backend.Backend, seed uint64, w wq.Spec, alloc DECAlloc) (Model, error) {
+	if err := alloc.Check(cfg); err != nil {
+		return nil, err
+	}
+	if alloc.On() && !w.IsQuantized() {
+		return nil, fmt.Errorf("model: DEC (%s) needs quantized weights, not %s", alloc, w)
+	}
+	newModel, ok := families[cfg.ModelType]
+	if !ok {
+		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
+	}
+	if w.IsQuantized() {
+		_, split := be.(backend.RandomQuantSplitLoader)
+		if _, ok := be.(backend.RandomQuantLoader); !ok && !split {
+			return nil, fmt.Errorf("model: random %s weights need a backend that makes packed weights (the CUDA backend)", w)
+		}
+	}
+	cfg, err := padHeads(cfg, be, 0)
+	if err != nil {
+		return nil, err
+	}
+	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed, weights: w, alloc: alloc}})
+}
+
 // randomSource makes NewRandom's weights.
 type randomSource struct {
 	seed    uint64
 	weights wq.Spec               // the linear layers' format
 	decFor  func(N, K int) wq.DEC // DEC per linear shape, or nil
+	alloc   DECAlloc              // DEC per projection (instead of decFor), or nil
 }
 
 func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
@@ -68,7 +96,9 @@ func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
 	rs, splitFill := be.(backend.RandomSplitLoader)
 	sl, splitting := be.(backend.SplitLoader)
 	var decNamed map[string]DECChoice
-	if r.decFor != nil {
+	if r.alloc != nil {
+		decNamed = decByKind(specs, r.alloc)
+	} else if r.decFor != nil {
 		decNamed = decByLayer(specs, func(N, K int) DECChoice {
 			d := r.decFor(N, K)
 			return DECChoice{KChunk: d.KChunk, Blocks: d.Blocks}

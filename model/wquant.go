@@ -24,7 +24,7 @@ type WeightMemory struct {
 	DECKChunk int    `json:"dec_k_chunk,omitempty"` // k_chunk of DEC, 0 without (or when set per shape)
 	// DECPerLayer is k_chunk by linear layer ("q_proj", "down_proj") when
 	// LoadOptions.DECByShape set it (by shape, then q, k and v agreed:
-	// decByLayer), nil otherwise.
+	// decByLayer) or LoadOptions.DECByLayer did, nil otherwise.
 	DECPerLayer map[string]int `json:"dec_k_chunk_per_layer,omitempty"`
 }
 
@@ -63,6 +63,12 @@ func decodeFloat32(dt backend.DType, data []byte) ([]float32, error) {
 	return out, nil
 }
 
+// kindOf is the kind of a linear weight's tensor name ("q_proj").
+func kindOf(name string) string {
+	_, kind := linearKind(name)
+	return kind
+}
+
 // loadLinear quantizes one linear layer's weight [N, K] to the load
 // options' format and hands it to the backend: packed through
 // backend.QuantWeightLoader, or dequantized to float32 through LoadWeight
@@ -97,17 +103,19 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 	}
 	var dec *wq.DEC
 	choice := DECChoice{KChunk: o.DECKChunk}
+	if o.DECByLayer != nil {
+		choice = DECChoice{KChunk: o.DECByLayer[kindOf(name)]}
+	}
 	if c, ok := ld.decNamed[name]; ok {
 		choice = c
 	} else if c, ok := o.DECByShape[Shape{N, K}]; ok {
 		choice = c
 	}
-	if o.DECByShape != nil {
+	if o.DECByShape != nil || o.DECByLayer != nil {
 		if ld.mem.DECPerLayer == nil {
 			ld.mem.DECPerLayer = map[string]int{}
 		}
-		_, kind := linearKind(name)
-		ld.mem.DECPerLayer[kind] = choice.KChunk
+		ld.mem.DECPerLayer[kindOf(name)] = choice.KChunk
 	}
 	if choice.KChunk > 0 {
 		re := o.DECResidual

@@ -48,18 +48,22 @@ type weightBlock struct {
 	dec *jointDEC
 }
 
-// jointDEC is the DEC state of a joined tiled group whose weights all have
-// DEC at one k_chunk: the weights' int4 residuals joined into the residual
-// of the [ΣN, K] weight (each input channel's rows of every weight side by
-// side: wq's Rᵀ of the joined weight), in one allocation ptr with the
-// scratch sel of one token's list, so that LinearGroup at one row runs one
-// selection and one gemv_q6_dec over the group (joinedLaunch.gemm).
+// jointDEC is the DEC state of a joined tiled group whose weights with DEC
+// (all of them, or a run of them next to each other: DEC by projection)
+// have it at one k_chunk: those weights' int4 residuals joined into the
+// residual of their outputs [lo, lo + res.N) of the [N, K] joined weight
+// (each input channel's rows of those weights side by side: wq's Rᵀ of
+// those rows), in one allocation ptr with the scratch sel of one token's
+// list, so that LinearGroup at one row runs one selection and one
+// gemv_q6_dec over the group (joinedLaunch.gemm), which compensates those
+// outputs only (GEMVQ6DEC.LaunchPart).
 type jointDEC struct {
 	ptr    cuda.DevicePtr
 	res    kernels.DECResidual
 	sel    cuda.DevicePtr // [S] int32
 	kChunk int
 	S      int
+	lo, N  int // the residual's first output in the joined weight, and the joined weight's outputs
 }
 
 // release returns what freeing a weight whose own device memory (its fp16
@@ -203,9 +207,11 @@ const tiledJoinAlign = 256
 // as over wq's layout), and LinearGroup at one row runs v6.1 once over the
 // joined rows (launchJoinedTiled). Otherwise it does nothing: a group whose
 // weights each run v6.1 alone (gate|up) keeps them apart (one launch each,
-// each at its own split). A group whose weights all have DEC (joinableDEC)
-// is joined even so, and its residuals too (joinDEC): one selection and one
-// gemv_q6_dec launch at one row instead of one each a weight (session 19).
+// each at its own split). A group whose weights have DEC (joinableDEC: all
+// of them, or since session 23 a run of them at one k_chunk, the others
+// none) is joined even so, and its residuals too (joinDEC): one selection
+// and one gemv_q6_dec launch at one row instead of one each a weight
+// (session 19), compensating the outputs of the weights with DEC only.
 func (b *Backend) joinTiled(op string, cws []*weight) error {
 	g, err := b.quantKernels()
 	if err != nil {
@@ -226,8 +232,8 @@ func (b *Backend) joinTiled(op string, cws []*weight) error {
 		N, words, params = N+n, words+tw, params+tp
 		alone = alone && tiledLayout(&b.opts, g, bits, n, K, G, true)
 	}
-	withDEC := decs == len(cws)
-	if decs > 0 && (!withDEC || !b.joinableDEC(g, cws, N, K)) {
+	withDEC := decs > 0
+	if withDEC && !b.joinableDEC(g, cws, N, K) {
 		return nil
 	}
 	tw, tp := kernels.TiledBytes(bits, N, K, G)
@@ -289,10 +295,13 @@ func (b *Backend) joinTiled(op string, cws []*weight) error {
 	return b.freeOld(op, old)
 }
 
-// joinableDEC reports whether the packed weights cws, all with DEC, joined
+// joinableDEC reports whether the packed weights cws, some with DEC, joined
 // into one [N, K] weight may run DEC inside v6.1 (q6DEC's rule for the
-// joined weight): int4 residuals in device memory at one k_chunk, fused
-// mode, not Options.DECQ3, v6.1 (not v6: V51), a shape gemv_q6_dec reads.
+// joined weight): the weights with DEC next to each other (decRun), with
+// int4 residuals in device memory at one k_chunk, fused mode, not
+// Options.DECQ3, v6.1 (not v6: V51), a shape gemv_q6_dec reads. A group
+// whose weights with DEC differ in k_chunk or lie apart (q and v with DEC,
+// k without) is not joined: each weight runs alone with its own DEC.
 func (b *Backend) joinableDEC(g *kernels.GEMVQ, cws []*weight, N, K int) bool {
 	w0 := cws[0]
 	o := &b.opts
@@ -300,9 +309,13 @@ func (b *Backend) joinableDEC(g *kernels.GEMVQ, cws []*weight, N, K int) bool {
 		kernels.GEMVQ6DECReads(w0.qbits, w0.qgroup, N, K) != nil {
 		return false
 	}
-	for _, cw := range cws {
+	i0, i1, _, _, ok := decRun(cws)
+	if !ok {
+		return false
+	}
+	for _, cw := range cws[i0:i1] {
 		dw := cw.dec
-		if dw.host != nil || dw.res.Elem != wq.Int4 || dw.kChunk != w0.dec.kChunk {
+		if dw.host != nil || dw.res.Elem != wq.Int4 || dw.kChunk != cws[i0].dec.kChunk {
 			return false
 		}
 	}
@@ -310,33 +323,68 @@ func (b *Backend) joinableDEC(g *kernels.GEMVQ, cws []*weight, N, K int) bool {
 	return err == nil
 }
 
-// joinDEC joins the device residuals of cws (each [K, N_i], wq's int4 Rᵀ,
-// the same k_chunk) into one allocation: the residual of the joined [N, K]
-// weight (codes, then params at a 256-byte boundary, each input channel's
-// row the weights' rows side by side: GEMVQ6DEC.JoinRows), then one
-// token's list scratch. The weights keep their own residuals (2-16 rows
-// and prefill compensate each weight apart).
+// decRun returns the weights of cws with DEC, cws[i0:i1], and their outputs
+// [lo, lo + n) in the joined weight, where they are a run next to each
+// other with lo and n whole residual groups (GEMVQ6DEC.LaunchPart); ok
+// false otherwise or where none has DEC.
+func decRun(cws []*weight) (i0, i1, lo, n int, ok bool) {
+	i0, i1 = -1, -1
+	off := 0
+	for i, cw := range cws {
+		switch {
+		case cw.dec != nil && i0 < 0:
+			i0, lo = i, off
+		case cw.dec != nil && i1 >= 0:
+			return 0, 0, 0, 0, false // a second run
+		case cw.dec == nil && i0 >= 0 && i1 < 0:
+			i1 = i
+		}
+		if cw.dec != nil {
+			n += cw.shape[0]
+		}
+		off += cw.shape[0]
+	}
+	if i0 < 0 {
+		return 0, 0, 0, 0, false
+	}
+	if i1 < 0 {
+		i1 = len(cws)
+	}
+	return i0, i1, lo, n, lo%wq.ResidualGroup == 0 && n%wq.ResidualGroup == 0
+}
+
+// joinDEC joins the device residuals of the weights of cws with DEC (each
+// [K, N_i], wq's int4 Rᵀ, the same k_chunk, a run: decRun) into one
+// allocation: the residual of their outputs of the joined [N, K] weight
+// (codes, then params at a 256-byte boundary, each input channel's row
+// those weights' rows side by side: GEMVQ6DEC.JoinRows), then one token's
+// list scratch. The weights keep their own residuals (2-16 rows and
+// prefill compensate each weight apart).
 func (b *Backend) joinDEC(cws []*weight, N, K int) (*jointDEC, error) {
-	dw0 := cws[0].dec
+	i0, i1, lo, RN, ok := decRun(cws)
+	if !ok {
+		return nil, fmt.Errorf("the weights with DEC are not one run of whole %d-output groups", wq.ResidualGroup)
+	}
+	dw0 := cws[i0].dec
 	S := kernels.DECSelected(K, dw0.kChunk)
-	words, params := 4*K*N/8, 4*K*N/wq.ResidualGroup
+	words, params := 4*K*RN/8, 4*K*RN/wq.ResidualGroup
 	poff := (words + tiledJoinAlign - 1) / tiledJoinAlign * tiledJoinAlign
 	soff := (poff + params + tiledJoinAlign - 1) / tiledJoinAlign * tiledJoinAlign
-	j := &jointDEC{kChunk: dw0.kChunk, S: S}
+	j := &jointDEC{kChunk: dw0.kChunk, S: S, lo: lo, N: N}
 	err := b.Do(func(c *cuda.Ctx) error {
 		var err error
 		if j.ptr, err = c.Alloc(soff + 4*max(S, 1)); err != nil {
 			return err
 		}
-		j.res = kernels.DECResidual{Elem: wq.Int4, Words: j.ptr, Params: j.ptr + cuda.DevicePtr(poff), N: N, K: K}
+		j.res = kernels.DECResidual{Elem: wq.Int4, Words: j.ptr, Params: j.ptr + cuda.DevicePtr(poff), N: RN, K: K}
 		j.sel = j.ptr + cuda.DevicePtr(soff)
 		n0 := 0
-		for _, cw := range cws {
+		for _, cw := range cws[i0:i1] {
 			r, n := cw.dec.res, cw.shape[0]
-			if err := b.q6K.JoinRows(c, b.stream, j.res.Words, r.Words, K, n/8, N/8, n0/8); err != nil {
+			if err := b.q6K.JoinRows(c, b.stream, j.res.Words, r.Words, K, n/8, RN/8, n0/8); err != nil {
 				return err
 			}
-			if err := b.q6K.JoinRows(c, b.stream, j.res.Params, r.Params, K, n/wq.ResidualGroup, N/wq.ResidualGroup, n0/wq.ResidualGroup); err != nil {
+			if err := b.q6K.JoinRows(c, b.stream, j.res.Params, r.Params, K, n/wq.ResidualGroup, RN/wq.ResidualGroup, n0/wq.ResidualGroup); err != nil {
 				return err
 			}
 			n0 += n
@@ -415,7 +463,7 @@ func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
 		if js := b.opts.GEMVQJoinSplit; js > 0 {
 			S = js
 		}
-		return b.q6K.Launch(c, b.stream, l.y, l.x, t.tw, t.tp, 0, j.sel, j.S, &j.res, l.N, l.K, t.bits, t.G, S, b.gemvq.EarlyWeights)
+		return b.q6K.LaunchPart(c, b.stream, l.y, l.x, t.tw, t.tp, 0, j.sel, j.S, &j.res, j.lo, l.N, l.K, t.bits, t.G, S, b.gemvq.EarlyWeights)
 	}
 	if t := l.tiled; t != nil {
 		if S := b.opts.GEMVQJoinSplit; S > 0 {
@@ -512,15 +560,16 @@ func (b *Backend) tiledGroup(T, K int, groups []kernels.LinearGroup, w func(i in
 		wt := w(i)
 		// With DEC, a bias keeps the weights apart: the joined launch
 		// adds the compensation before split_cols adds the bias, a
-		// weight alone after (wq.Compensate's order).
-		if wt.block != w0.block || wt.qt != tw || wt.qtp != tp || (wt.dec != nil) != (t.dec != nil) || wt.qbits != t.bits || wt.qgroup != t.G ||
+		// weight alone after (wq.Compensate's order). A group with DEC
+		// may have weights without (joinDEC).
+		if wt.block != w0.block || wt.qt != tw || wt.qtp != tp || (wt.dec != nil && t.dec == nil) || wt.qbits != t.bits || wt.qgroup != t.G ||
 			!kernels.ColsFit(g.N) || g.Y%16 != 0 || g.Bias%16 != 0 || (t.dec != nil && g.Bias != 0) {
 			return nil
 		}
 		cw, cp := kernels.TiledBytes(t.bits, g.N, K, t.G)
 		tw, tp, N = tw+cuda.DevicePtr(cw), tp+cuda.DevicePtr(cp), N+g.N
 	}
-	if !b.gemvq.UsesV6(T, N, K, t.bits, t.G) || (t.dec != nil && (T != 1 || t.dec.res.N != N)) {
+	if !b.gemvq.UsesV6(T, N, K, t.bits, t.G) || (t.dec != nil && (T != 1 || t.dec.N != N)) {
 		return nil
 	}
 	return t

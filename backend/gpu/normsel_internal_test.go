@@ -113,7 +113,10 @@ func openSelPair(t *testing.T) (bSel, bRef *Backend) {
 // x and every output have the bits of the same ops with the lists off (select_q6 then gemv_q6_dec), which are
 // the plain weights' outputs then wq.Compensate; after a warm-up run,
 // three runs each of normSelPairs pairs in one flush, the last replaying a
-// CUDA graph.
+// CUDA graph. Session 23: joined groups whose parts have DEC or not (DEC by
+// projection: v alone at k 64 and 256, q alone, gate of gate|up alone):
+// the parts without DEC keep the plain weights' bits, the others get
+// wq.Compensate's, as each part alone.
 func TestQ6DECNormSelect(t *testing.T) {
 	bSel, bRef := openSelPair(t)
 	const K, eps = 4096, 1e-5
@@ -191,10 +194,15 @@ func TestQ6DECNormSelect(t *testing.T) {
 		e      wq.Elem
 		kChunk int
 		Ns     []int
+		off    []bool // parts without DEC (nil: none)
 	}{
-		{wq.Int4, 8, []int{4096, 1024, 1024}}, {wq.Int4, 64, []int{4096, 1024, 1024}},
-		{wq.Int3, 8, []int{4096, 1024, 1024}}, {wq.Int3, 64, []int{4096, 1024, 1024}},
-		{wq.Int4, 16, []int{4096}}, {wq.Int3, 64, []int{4096}},
+		{wq.Int4, 8, []int{4096, 1024, 1024}, nil}, {wq.Int4, 64, []int{4096, 1024, 1024}, nil},
+		{wq.Int3, 8, []int{4096, 1024, 1024}, nil}, {wq.Int3, 64, []int{4096, 1024, 1024}, nil},
+		{wq.Int4, 16, []int{4096}, nil}, {wq.Int3, 64, []int{4096}, nil},
+		{wq.Int4, 64, []int{4096, 1024, 1024}, []bool{true, true, false}},
+		{wq.Int3, 256, []int{4096, 1024, 1024}, []bool{true, true, false}},
+		{wq.Int4, 32, []int{4096, 1024, 1024}, []bool{false, true, true}},
+		{wq.Int3, 64, []int{2048, 2048}, []bool{false, true}},
 	} {
 		var sel, ref, plain []backend.Weight
 		var res []*wq.Matrix
@@ -209,8 +217,12 @@ func TestQ6DECNormSelect(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := fmt.Sprintf("w%d", i)
-			sel = append(sel, load(bSel, name, m, &wq.DEC{R: rm, KChunk: c.kChunk}))
-			ref = append(ref, load(bRef, name, m, &wq.DEC{R: rm, KChunk: c.kChunk}))
+			dec := &wq.DEC{R: rm, KChunk: c.kChunk}
+			if c.off != nil && c.off[i] {
+				dec, rm = nil, nil
+			}
+			sel = append(sel, load(bSel, name, m, dec))
+			ref = append(ref, load(bRef, name, m, dec))
 			plain = append(plain, load(bRef, name+".plain", m, nil))
 			res = append(res, rm)
 		}
@@ -226,6 +238,12 @@ func TestQ6DECNormSelect(t *testing.T) {
 			}
 		}
 		for i := range sel {
+			if res[i] == nil {
+				if cw := sel[i].(*weight); cw.dec != nil || (len(c.Ns) > 1) != (cw.block != nil && cw.block.dec != nil) {
+					t.Fatalf("int%d k%d weight %d without DEC: not in the joined DEC group", c.e.Bits(), c.kChunk, i)
+				}
+				continue
+			}
 			if q6, joint := Q6DEC(sel[i]); !q6 || joint != (len(c.Ns) > 1) {
 				t.Fatalf("int%d k%d weight %d: q6 %v, joint %v", c.e.Bits(), c.kChunk, i, q6, joint)
 			}
@@ -258,8 +276,12 @@ func TestQ6DECNormSelect(t *testing.T) {
 			foldSameBits(t, name+": h (plain)", hS, h0)
 			for i := range yS {
 				want := slices.Clone(y0[i])
-				wq.Compensate(want, x0, wq.SelectApprox(nil, x0, c.kChunk), res[i], nil)
 				foldSameBits(t, fmt.Sprintf("%s: output %d against the option off", name, i), yS[i], yR[i])
+				if res[i] == nil { // a part without DEC: the plain weight's bits
+					foldSameBits(t, fmt.Sprintf("%s: output %d (no DEC) against the plain weight", name, i), yS[i], want)
+					continue
+				}
+				wq.Compensate(want, x0, wq.SelectApprox(nil, x0, c.kChunk), res[i], nil)
 				foldSameBits(t, fmt.Sprintf("%s: output %d against wq.Compensate", name, i), yS[i], want)
 				if slices.Equal(want, y0[i]) {
 					t.Fatalf("%s: output %d: DEC changed nothing", name, i)

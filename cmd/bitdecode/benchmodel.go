@@ -32,8 +32,10 @@ row's logits instead (R x vocab float32, 28 MB at 55 rows of Llama-3's
 --weights int4,int3,... runs the rows again with the linear layers in those
 formats (random packed codes with plausible scales: the bytes and kernels of a
 real quantized model, not its values). --dec-k adds DEC to them (random int4
-residuals in mapped host memory): fixed k_chunk values, or tuned:P%% with the
-picks of 'bitdecode tune dec' read from --dec-settings DIR. A table of each linear layer's GEMV
+residuals in mapped host memory): fixed k_chunk values, tuned:P%% with the
+picks of 'bitdecode tune dec' read from --dec-settings DIR, or k_chunk by
+projection (down_proj:32+v_proj:256+o_proj:64, or half3; commas also join
+one value's entries until a name repeats). A table of each linear layer's GEMV
 time (fp16 gemv.cu, cuBLASLt, and gemvq.cu in int4, int3 and int8) comes
 first unless --no-linears.
 
@@ -143,7 +145,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 			if c.tuned > 0 && *decSettings == "" {
 				return usageErrorf("--dec-k %s needs --dec-settings DIR (the bitdecode.json that 'bitdecode tune dec --out DIR/bitdecode.json' wrote)", c)
 			}
-			cfg.DEC = append(cfg.DEC, bench.ModelDEC{KChunk: c.k, Tuned: c.tuned})
+			cfg.DEC = append(cfg.DEC, bench.ModelDEC{KChunk: c.k, Tuned: c.tuned, Alloc: c.alloc})
 		}
 	}
 	if *decSettings != "" {

@@ -22,24 +22,30 @@ import (
 // decTunedPrefix starts a --dec-k value that names a tuned slowdown.
 const decTunedPrefix = "tuned:"
 
-// decChoice is one --dec-k value: k_chunk for every linear layer, or
+// decChoice is one --dec-k value: k_chunk for every linear layer,
 // tuned:P%, the per-shape k_chunk and n_tb that 'tune dec' saved in the
-// model's bitdecode.json for a slowdown of P percent.
+// model's bitdecode.json for a slowdown of P percent, or k_chunk by
+// projection (down_proj:32+v_proj:256: model.DECAlloc).
 type decChoice struct {
 	k     int
-	tuned float64 // percent; 0: not tuned
+	tuned float64        // percent; 0: not tuned
+	alloc model.DECAlloc // by projection; nil: not
 }
 
-// String returns the value as typed canonically: "32" or "tuned:5%".
+// String returns the value as typed canonically: "32", "tuned:5%" or
+// "v_proj:256+o_proj:64+down_proj:32".
 func (d decChoice) String() string {
-	if d.tuned > 0 {
+	switch {
+	case d.alloc != nil:
+		return d.alloc.String()
+	case d.tuned > 0:
 		return decTunedPrefix + formatPct(d.tuned)
 	}
 	return strconv.Itoa(d.k)
 }
 
 // on reports whether the value asks for DEC.
-func (d decChoice) on() bool { return d.k > 0 || d.tuned > 0 }
+func (d decChoice) on() bool { return d.k > 0 || d.tuned > 0 || d.alloc.On() }
 
 func formatPct(p float64) string { return strconv.FormatFloat(p, 'g', -1, 64) + "%" }
 
@@ -53,11 +59,33 @@ func parsePct(s string) (float64, error) {
 }
 
 // decKUsage is the help of --dec-k.
-const decKUsage = "DEC: k_chunk, the input channels per 1024 whose residual rows are added (0: off), or tuned:P% for the k_chunk and n_tb per layer shape that 'bitdecode tune dec' saved in the model's bitdecode.json for a P% slowdown"
+const decKUsage = "DEC: k_chunk, the input channels per 1024 whose residual rows are added (0: off), tuned:P% for the k_chunk and n_tb per layer shape that 'bitdecode tune dec' saved in the model's bitdecode.json for a P% slowdown, or k_chunk by projection (down_proj:32,v_proj:256,o_proj:64: the others off; " + decAllocPreset + " is an allocation that brings back half of int3 RTN's perplexity loss: docs/weights.md)"
+
+// decAllocPreset names an allocation of docs/perf/dec.md's sessions 22-23
+// (gocoder-23m, int3 RTN): one that recovers half of int3's perplexity loss
+// with few residual rows, and the cheapest such on the GPU measured.
+const decAllocPreset = "half3"
+
+// decAllocHalf3 is decAllocPreset's allocation: down 16, v 256, o 32, gate
+// 32, up 32 (9.0841 on the CPU's float path, 9.0825 on its int3 integer
+// path, against int3 RTN's 9.6044, fp16's 8.5682 and the half-way line
+// 9.0863; the 8B step +33-34% on the H100, session 23, the same as down 32
+// + v 256 + o 64, whose 9.0906 misses the line by 0.004).
+const decAllocHalf3 = "down_proj:16+v_proj:256+o_proj:32+gate_proj:32+up_proj:32"
 
 // parseDECChoice parses one --dec-k value.
 func parseDECChoice(s string) (decChoice, error) {
 	s = strings.TrimSpace(s)
+	if s == decAllocPreset {
+		s = decAllocHalf3
+	}
+	if model.IsDECAllocEntry(s) {
+		a, err := model.ParseDECAlloc(s)
+		if err != nil {
+			return decChoice{}, usageErrorf("--dec-k: %v", err)
+		}
+		return decChoice{alloc: a}, nil
+	}
 	if rest, ok := strings.CutPrefix(s, decTunedPrefix); ok {
 		p, err := parsePct(rest)
 		if err != nil {
@@ -72,13 +100,26 @@ func parseDECChoice(s string) (decChoice, error) {
 	return decChoice{k: k}, nil
 }
 
-// parseDECChoices parses a comma-separated list of --dec-k values.
+// parseDECChoices parses a comma-separated list of --dec-k values. The
+// entries of a by-projection value may be joined by '+' or by commas:
+// consecutive name:k entries form one value, until a name repeats, which
+// starts the next ("0,down_proj:32,v_proj:256,down_proj:16,v_proj:256,64"
+// is four values).
 func parseDECChoices(s string) ([]decChoice, error) {
 	var out []decChoice
+	var fields []string
 	for _, f := range strings.Split(s, ",") {
-		if strings.TrimSpace(f) == "" {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "":
 			continue
+		case model.IsDECAllocEntry(f) && len(fields) > 0 && model.IsDECAllocEntry(fields[len(fields)-1]) && !allocNames(fields[len(fields)-1], f):
+			fields[len(fields)-1] += "+" + f
+		default:
+			fields = append(fields, f)
 		}
+	}
+	for _, f := range fields {
 		d, err := parseDECChoice(f)
 		if err != nil {
 			return nil, err
@@ -91,8 +132,24 @@ func parseDECChoices(s string) ([]decChoice, error) {
 	return out, nil
 }
 
+// allocNames reports whether the by-projection value have ("a:1+b:2")
+// names a projection that entries ("b:3+c:4") name too.
+func allocNames(have, entries string) bool {
+	for _, e := range strings.Split(entries, "+") {
+		name, _, _ := strings.Cut(e, ":")
+		for _, h := range strings.Split(have, "+") {
+			if hn, _, _ := strings.Cut(h, ":"); strings.TrimSpace(hn) == strings.TrimSpace(name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // engine returns the choice as engine.Options.DEC.
-func (d decChoice) engine() engine.DEC { return engine.DEC{KChunk: d.k, TunedPct: d.tuned} }
+func (d decChoice) engine() engine.DEC {
+	return engine.DEC{KChunk: d.k, TunedPct: d.tuned, ByLayer: d.alloc}
+}
 
 // decLabel describes a model's DEC for tables: "32", "down_proj:4 ...",
 // or "-".
@@ -140,13 +197,24 @@ func decShapes(dir, shapes string) ([]bench.DECShape, error) {
 	var out []bench.DECShape
 	for _, f := range strings.Split(shapes, ",") {
 		f = strings.TrimSpace(f)
-		n, k, ok := strings.Cut(strings.ToLower(f), "x")
+		nk, part, hasPart := strings.Cut(f, "@")
+		n, k, ok := strings.Cut(strings.ToLower(nk), "x")
 		N, err1 := strconv.Atoi(n)
 		K, err2 := strconv.Atoi(k)
 		if !ok || err1 != nil || err2 != nil || N <= 0 || K <= 0 {
-			return nil, usageErrorf("--shapes %q: want a preset (%s) or NxK,... (e.g. 4096x4096,14336x4096)", shapes, strings.Join(bench.PresetNames(), ", "))
+			return nil, usageErrorf("--shapes %q: want a preset (%s) or NxK,... (e.g. 4096x4096,14336x4096; NxK@LO+N gives DEC to outputs [LO, LO+N) only, --v6)", shapes, strings.Join(bench.PresetNames(), ", "))
 		}
-		out = append(out, bench.DECShape{Name: f, N: N, K: K})
+		s := bench.DECShape{Name: f, N: N, K: K}
+		if hasPart {
+			lo, dn, ok := strings.Cut(part, "+")
+			var err1, err2 error
+			s.Lo, err1 = strconv.Atoi(lo)
+			s.DECN, err2 = strconv.Atoi(dn)
+			if !ok || err1 != nil || err2 != nil || s.Lo < 0 || s.DECN <= 0 || s.Lo+s.DECN > N {
+				return nil, usageErrorf("--shapes %q: after @ want LO+N, the outputs with DEC within the shape's %d (e.g. 6144x4096@5120+1024)", f, N)
+			}
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }
@@ -187,6 +255,11 @@ func (f decFlags) config(progress io.Writer) (bench.DECConfig, error) {
 	shapes, err := decShapes(*f.modelDir, *f.shapes)
 	if err != nil {
 		return cfg, err
+	}
+	for _, s := range shapes {
+		if s.DECN > 0 {
+			return cfg, usageErrorf("--shapes %s: DEC on part of the outputs (@LO+N) is timed by 'bench dec --v6' only", s.Name)
+		}
 	}
 	ws, err := parseWeightSpec(*f.weights)
 	if err != nil {

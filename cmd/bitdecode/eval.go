@@ -21,11 +21,11 @@ import (
 )
 
 // variantName names an eval configuration: "int4:gptq+dec16 kv int4",
-// "int4+dec(tuned:5%) kv fp16".
+// "int4+dec(tuned:5%) kv fp16", "int3+dec(v_proj:256+down_proj:32) kv fp16".
 func variantName(ws wq.Spec, d decChoice, sp *kv.Spec) string {
 	s := ws.Short()
 	switch {
-	case d.tuned > 0:
+	case d.tuned > 0 || d.alloc.On():
 		s += "+dec(" + d.String() + ")"
 	case d.k > 0:
 		s += fmt.Sprintf("+dec%d", d.k)
@@ -59,7 +59,8 @@ format as resolved for the model's head dim.
 ...; see the grammar on a bad spec) and --dec-k the DEC k_chunk values
 (channels per 1024 inputs whose residual rows are added back; 0: no DEC;
 tuned:5%: per layer shape from the model's bitdecode.json, 'bitdecode tune
-dec').
+dec'; down_proj:32+v_proj:256+o_proj:64 or half3: k_chunk by projection, the
+others off; commas also join one value's entries until a name repeats).
 Every weight format is scored with every k (fp16 only with 0) and every KV
 format; the first combination is the baseline. GPTQ formats calibrate on
 --calib FILE (its first --calib-tokens tokens), which must not overlap TEXT's

@@ -40,7 +40,10 @@ calibrates on --calib FILE; embeddings and the LM head stay 16-bit), and
 per 1024 with the largest activations add their residual rows back;
 --dec-k tuned:5% takes k_chunk (and the GPU's thread blocks) per layer shape
 from the model's bitdecode.json, as 'bitdecode tune dec' measured them for a
-5% slower decode step. On the GPU the residuals stay in host memory.
+5% slower decode step; --dec-k down_proj:32,v_proj:256,o_proj:64 sets k_chunk
+by projection (the others without DEC; half3 names an allocation that brings
+back half of int3 RTN's perplexity loss on gocoder-23m: docs/weights.md). On
+the GPU the residuals stay in host memory unless BITDECODE_DEC_RESIDUAL=device.
 
 The embedded model decodes with --repeat-penalty 1.3 unless the flag is
 given: a 2 MB model repeats one line forever under plain greedy decoding.

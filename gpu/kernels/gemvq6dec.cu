@@ -522,15 +522,17 @@ __device__ __forceinline__ void decTail(float* comp, u32 prod, const int* __rest
 // The base warps are gemv_q5<BITS, S, true, true, false, true>'s (v6.1 over
 // the tiled layout: words, params), the last warp DEC's: y = v6.1's y +
 // the compensation of the nsel rows sel (their x, x[sel]) of the int4 residual (rw,
-// rp: wq's packed rows of Rᵀ [K][N], N a multiple of 128), added once;
-// with nsel = 0, v6.1's y. TAIL: the DEC warp idle until the base's
-// barrier, then the list over every warp (decTail), its barriers after the
-// base's.
+// rp: wq's packed rows of Rᵀ [K][rn] for the outputs [rlo, rlo + rn), rlo
+// and rn multiples of 128), added once to those outputs; the other CTAs'
+// outputs, and every output with nsel = 0, are v6.1's y (a joined launch
+// whose parts have DEC or not: docs/perf/dec.md, "Session 23"). TAIL: the
+// DEC warp idle until the base's barrier, then the list over every warp
+// (decTail), its barriers after the base's.
 template <int BITS, int S, bool TAIL>
 __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
     gemv_q6_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params, const float* __restrict__ bias,
                 float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes, const int* __restrict__ sel, int nsel,
-                const u32* __restrict__ rw, const u32* __restrict__ rp) {
+                const u32* __restrict__ rw, const u32* __restrict__ rp, int rlo, int rn) {
   constexpr int U = kStageTiles<BITS>;
   constexpr int kGroups = kWarps / S;
   static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
@@ -542,17 +544,22 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   __shared__ float part[kWarps][kRows];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* comp = reinterpret_cast<float*>(gemvq6dRing + ringBytes);
+  // The CTA's outputs from cta0 lie all inside the residual's or all
+  // outside (rlo and rn are whole CTAs): outside, no DEC (uniform a CTA,
+  // so decTail's barriers stay uniform).
+  const int cta0 = blockIdx.x * D::kOut;
+  if (cta0 < rlo || cta0 >= rlo + rn) nsel = 0;
   if (warp >= kWarps) {
     gridDependencyWait();
     gridLaunchDependents();
     if constexpr (TAIL) {
       __syncthreads();  // the base's split reduction: the rings are free
-      if (nsel > 0) decTail<S>(comp, sharedAddr(gemvq6dRing), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, warp, lane);
+      if (nsel > 0) decTail<S>(comp, sharedAddr(gemvq6dRing), sel, x, nsel, rw, rp, rn, cta0 - rlo, warp, lane);
     } else {
       if constexpr (kDecWarps == 2) {
-        if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+        if (nsel > 0) decPair<S>(warp - kWarps, comp, sharedAddr(comp), sel, x, nsel, rw, rp, rn, cta0 - rlo, lane);
       } else {
-        if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, lane);
+        if (nsel > 0) decWarp<S>(comp, sharedAddr(comp), sel, x, nsel, rw, rp, rn, cta0 - rlo, lane);
       }
       __syncthreads();  // the base's split reduction: comp is written
     }
@@ -581,7 +588,7 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
   if (c == 0) part[warp][g] = acc[0], part[warp][g + 8] = acc[1];
   __syncthreads();
   if constexpr (TAIL) {
-    if (nsel > 0) decTail<S>(comp, sharedAddr(gemvq6dRing), sel, x, nsel, rw, rp, N, blockIdx.x * D::kOut, warp, lane);
+    if (nsel > 0) decTail<S>(comp, sharedAddr(gemvq6dRing), sel, x, nsel, rw, rp, rn, cta0 - rlo, warp, lane);
   }
   if (slice != 0 || lane >= kRows) return;
   const int n = n0 + lane;

@@ -164,11 +164,25 @@ func GEMVQ6DECReads(bits, G, N, K int) error {
 // gemvq6DECTailRows rows at splits 2-8); both give the same bits.
 func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel cuda.DevicePtr, nsel int, res *DECResidual,
 	N, K, bits, G, S int, early bool) error {
+	if res == nil || res.N != N {
+		return fmt.Errorf("kernels: gemvq v6.1 + DEC: want an int4 residual of [%d, %d]", N, K)
+	}
+	return d.LaunchPart(c, st, y, x, tw, tp, bias, sel, nsel, res, 0, N, K, bits, G, S, early)
+}
+
+// LaunchPart is Launch with a residual res of the outputs [lo, lo + res.N)
+// only (lo and res.N multiples of wq.ResidualGroup, within N): those
+// outputs get the compensation, the others are LaunchV6's y, bit for bit
+// (a joined group whose parts have DEC or not: docs/perf/dec.md,
+// "Session 23").
+func (d *GEMVQ6DEC) LaunchPart(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel cuda.DevicePtr, nsel int, res *DECResidual, lo,
+	N, K, bits, G, S int, early bool) error {
 	if err := GEMVQ6DECReads(bits, G, N, K); err != nil {
 		return err
 	}
-	if res == nil || res.Elem != wq.Int4 || res.N != N || res.K != K {
-		return fmt.Errorf("kernels: gemvq v6.1 + DEC: want an int4 residual of [%d, %d]", N, K)
+	if res == nil || res.Elem != wq.Int4 || res.K != K || res.N <= 0 || lo < 0 || lo+res.N > N ||
+		lo%wq.ResidualGroup != 0 || res.N%wq.ResidualGroup != 0 {
+		return fmt.Errorf("kernels: gemvq v6.1 + DEC: want an int4 residual of [%d, %d] for outputs from a multiple of %d within %d", K, max(N-lo, 0), wq.ResidualGroup, N)
 	}
 	if nsel < 0 || nsel > K {
 		return fmt.Errorf("kernels: gemvq v6.1 + DEC: %d selected channels of %d", nsel, K)
@@ -180,7 +194,7 @@ func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel 
 	rows := gemvq4Rows * gemvq4Warps / S
 	return c.Launch(d.fns[bi][si][d.form(nsel, S)], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring[bi]),
-		sel, int32(nsel), res.Words, res.Params)
+		sel, int32(nsel), res.Words, res.Params, int32(lo), int32(res.N))
 }
 
 // form is the index of the form Launch runs for nsel selected channels at

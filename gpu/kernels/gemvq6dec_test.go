@@ -150,3 +150,148 @@ func TestGEMVQ6DECMatchesV61(t *testing.T) {
 		})
 	}
 }
+
+// TestGEMVQ6DECPart checks LaunchPart (session 23, DEC by projection) on the
+// GPU: a joined weight of parts one after another (their tiled layouts
+// concatenated, as backend/gpu's joinTiled), with a residual for one part
+// or a run of parts only: the outputs of those parts have the bits of
+// Launch over each part alone at the same split (v6.1 + wq.Compensate), the
+// others v6.1's y of the joined weight (LaunchV6), bit for bit. q|k|v of
+// the 8B (v alone, k alone, q alone, k|v), gate|up-like halves, int4 and
+// int3, every split, k_chunk 8, 64 and 256, both forms (the DEC warp's and
+// the tail). y starts as NaN. A residual past N or not on whole residual
+// groups is refused.
+func TestGEMVQ6DECPart(t *testing.T) {
+	d, g, k0 := gemvq6DECSetup(t)
+	r := rand.New(rand.NewPCG(23, 22))
+	const G, K = 128, 4096
+	type tc struct {
+		bits int
+		Ns   []int
+		on   [2]int // the parts [on[0], on[1]) have DEC
+	}
+	cases := []tc{
+		{4, []int{4096, 1024, 1024}, [2]int{2, 3}},
+		{4, []int{4096, 1024, 1024}, [2]int{1, 2}},
+		{3, []int{4096, 1024, 1024}, [2]int{0, 1}},
+		{3, []int{4096, 1024, 1024}, [2]int{1, 3}},
+		{4, []int{2048, 2048}, [2]int{0, 1}},
+		{3, []int{2048, 2048}, [2]int{1, 2}},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("int%d-%v-parts%d-%d", c.bits, c.Ns, c.on[0], c.on[1]), func(t *testing.T) {
+			m := newGPUMem(t, d)
+			e := wq.Int4
+			if c.bits == 3 {
+				e = wq.Int3
+			}
+			N, lo, RN := 0, 0, 0
+			var tw, tp []byte
+			type part struct {
+				tw, tp cuda.DevicePtr
+				n, at  int
+			}
+			var parts []part
+			for i, n := range c.Ns {
+				qm := gemvqWeight(t, r, e, G, n, K)
+				w, p, err := kernels.PackTiles(c.bits, n, K, G, qm.Words, qm.Params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tw, tp = append(tw, cuda.Bytes(w)...), append(tp, cuda.Bytes(p)...)
+				parts = append(parts, part{m.put(cuda.Bytes(w)), m.put(cuda.Bytes(p)), n, N})
+				if i == c.on[0] {
+					lo = N
+				}
+				if i >= c.on[0] && i < c.on[1] {
+					RN += n
+				}
+				N += n
+			}
+			twp, tpp := m.put(tw), m.put(tp)
+			rm := fixture(t, fixtureKey{e: wq.Int4, N: RN, K: K})
+			res := &kernels.DECResidual{Elem: wq.Int4, Words: m.put(cuda.Bytes(rm.Words)), Params: m.put(cuda.Bytes(rm.Params)), N: RN, K: K}
+			x := kernels.DECTestActivations(r, K, 0)
+			xp := m.put(cuda.Bytes(x))
+			for _, split := range kernels.GEMVQ4Splits() {
+				yb := m.poisonedF32(N)
+				m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+					return g.LaunchV6(cx, s, yb, xp, twp, tpp, 0, N, K, c.bits, G, split)
+				})
+				base := m.f32s(yb, N)
+				for _, kc := range []int{8, 64, 256} {
+					sel := wq.SelectApprox(nil, x, kc)
+					sp := m.put(cuda.Bytes(append(sel, 0)))
+					for _, form := range []kernels.GEMVQ6DECTail{kernels.TailNever, kernels.TailAlways} {
+						k := *k0
+						k.Tail = form
+						yp := m.poisonedF32(N)
+						m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+							return k.LaunchPart(cx, s, yp, xp, twp, tpp, 0, sp, len(sel), res, lo, N, K, c.bits, G, split, false)
+						})
+						got := m.f32s(yp, N)
+						want := slices.Clone(base)
+						// Each part with DEC alone: its own residual rows
+						// (the part's columns of the run's), Launch.
+						for i := c.on[0]; i < c.on[1]; i++ {
+							p := parts[i]
+							pr, err := residualColumns(rm, p.at-lo, p.n)
+							if err != nil {
+								t.Fatal(err)
+							}
+							pres := &kernels.DECResidual{Elem: wq.Int4, Words: m.put(cuda.Bytes(pr.Words)), Params: m.put(cuda.Bytes(pr.Params)), N: p.n, K: K}
+							ya := m.poisonedF32(p.n)
+							m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
+								return k.Launch(cx, s, ya, xp, p.tw, p.tp, 0, sp, len(sel), pres, p.n, K, c.bits, G, split, false)
+							})
+							alone := m.f32s(ya, p.n)
+							ref := slices.Clone(base[p.at : p.at+p.n])
+							wq.Compensate(ref, x, sel, pr, nil)
+							for n := range p.n {
+								if math.Float32bits(alone[n]) != math.Float32bits(ref[n]) {
+									t.Fatalf("split %d k %d form %d: part %d alone y[%d] = %g, want v6.1 + wq.Compensate %g", split, kc, form, i, n, alone[n], ref[n])
+								}
+							}
+							copy(want[p.at:], alone)
+						}
+						for n := range N {
+							if math.Float32bits(got[n]) != math.Float32bits(want[n]) || got[n] != got[n] {
+								t.Fatalf("split %d k %d form %d: y[%d] = %g (%#08x), want %g (%#08x) (DEC on [%d, %d))", split, kc, form, n,
+									got[n], math.Float32bits(got[n]), want[n], math.Float32bits(want[n]), lo, lo+RN)
+							}
+						}
+					}
+				}
+			}
+			bad := *res
+			bad.N = RN + wq.ResidualGroup
+			if err := d.Do(func(cx *cuda.Ctx) error {
+				return k0.LaunchPart(cx, 0, 0, xp, twp, tpp, 0, 0, 0, &bad, N-RN, N, K, c.bits, G, 1, false)
+			}); err == nil {
+				t.Error("a residual past N was accepted")
+			}
+			if err := d.Do(func(cx *cuda.Ctx) error {
+				return k0.LaunchPart(cx, 0, 0, xp, twp, tpp, 0, 0, 0, res, 64, N, K, c.bits, G, 1, false)
+			}); err == nil {
+				t.Error("a residual from output 64 was accepted")
+			}
+		})
+	}
+}
+
+// residualColumns returns columns [a, a + n) of the int4 residual Rᵀ rm
+// (outputs of one part of a joined weight; a and n whole groups): the
+// part's own residual, as wq.NewResidual makes it for the part alone.
+func residualColumns(rm *wq.Matrix, a, n int) (*wq.Matrix, error) {
+	out, err := wq.NewMatrix(rm.Elem, rm.Group, rm.N, n)
+	if err != nil {
+		return nil, err
+	}
+	w, ow := rm.Elem.RowWords(rm.K), rm.Elem.RowWords(n)
+	g, og := rm.K/rm.Group, n/rm.Group
+	for k := range rm.N {
+		copy(out.Words[k*ow:(k+1)*ow], rm.Words[k*w+rm.Elem.RowWords(a):])
+		copy(out.Params[2*k*og:2*(k+1)*og], rm.Params[2*(k*g+a/rm.Group):])
+	}
+	return out, nil
+}
