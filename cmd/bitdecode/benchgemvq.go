@@ -39,7 +39,7 @@ route before session 16) and v6.2 (gemv_q7, session 23; int3, --bits 3:
 v6.1 and v6.2 only), on gate/up, down and "gate/up x4" (four
 times gate/up's rows), one launch a timed region and four back to back
 (with and without early loads), for each variant of gemvq4.cu's knobs
-(GEMVQ5_STAGES, GEMVQ5_MIN_BLOCKS). --diag-runs 1 runs each point once, with
+(GEMVQ5_STAGES, GEMVQ5_MIN_BLOCKS; GEMVQ7_DEEP=n: v6.2's deepest ring n). --diag-runs 1 runs each point once, with
 no warm-up and no back-to-back: for a profiler (ncu).
 
 example:

@@ -960,6 +960,35 @@ __device__ __forceinline__ void splitXCTA(XTile* xs, float* sx, const float* __r
   __syncthreads();
 }
 
+// codesSpanX is gemvq.cu's codesSpan (the same exact half2 codes) with
+// int3's pairs taken in place where fp16's magic allows: pair p of a word
+// (bits 3p..3p+2 of each 16-bit half) masked in place is 1024 + 8^p·q, exact
+// for p <= 2 (8^2·7 < 1024), so pairs 1 and 2 need one fma (·8^-p −
+// 1024·8^-p, exact: the result q is an integer) instead of a shift and a
+// subtraction, and pairs 3 and 4 are pairs 0 and 1 of the word shifted by
+// 9: one shift a word instead of four (int3's step 305 -> ~270 SASS
+// instructions). int4 and int8: codesSpan.
+template <int BITS>
+__device__ __forceinline__ void codesSpanX(u32 (&out)[16], const Span<BITS>& s) {
+  if constexpr (BITS == 3) {
+    constexpr u32 kEighth = 0x30003000u, kSixtyFourth = 0x24002400u;  // half2 (1/8, 1/8), (1/64, 1/64)
+    constexpr u32 kMinus128 = 0xd800d800u, kMinus16 = 0xcc00cc00u;      // half2 (−128, −128), (−16, −16)
+#pragma unroll
+    for (int j = 0; j < 3; j++) {
+      const u32 w = s.w[j], v = s.w[j] >> 9;
+      out[5 * j] = gemvq::sub1024(gemvq::lop3OrMask(w, 0x00070007u));
+      out[5 * j + 1] = hfma2(gemvq::lop3OrMask(w, 0x00380038u), kEighth, kMinus128);
+      out[5 * j + 2] = hfma2(gemvq::lop3OrMask(w, 0x01c001c0u), kSixtyFourth, kMinus16);
+      out[5 * j + 3] = gemvq::sub1024(gemvq::lop3OrMask(v, 0x00070007u));
+      out[5 * j + 4] = hfma2(gemvq::lop3OrMask(v, 0x00380038u), kEighth, kMinus128);
+    }
+    const u32 q = ((s.w[0] >> 15) & 0x00010001u) | ((s.w[1] >> 14) & 0x00020002u) | ((s.w[2] >> 13) & 0x00040004u);
+    out[15] = gemvq::sub1024(q | kMagic);
+  } else {
+    gemvq::codesSpan<BITS>(out, s);
+  }
+}
+
 // tileDotX is tileDot with B read from the CTA's XTiles (tile t0 + u at the
 // shared address xa + 512·(t0 + u)) and Σx from sx: the same mma chains
 // and fma in the same order. xl is the lane's place in an XTile: lo's half
@@ -972,8 +1001,8 @@ __device__ __forceinline__ void tileDotX(float (&acc)[2], const Step<BITS, U>& s
   for (int u = 0; u < U; u++) {
     if (!FULL && t0 + u >= te) break;  // warp-uniform
     u32 w0[16], w1[16], xb[16];
-    gemvq::codesSpan<BITS>(w0, st.a[u][0]);
-    gemvq::codesSpan<BITS>(w1, st.a[u][1]);
+    codesSpanX<BITS>(w0, st.a[u][0]);
+    codesSpanX<BITS>(w1, st.a[u][1]);
     const int tu = (u + g / 2) % U;
     const u32 a = xa + u32(sizeof(XTile)) * u32(t0 + tu) + xl;
 #pragma unroll

@@ -209,6 +209,11 @@ func (g *GEMVQ) PackTiles(c *cuda.Ctx, st cuda.Stream, tw, tp, words, params cud
 // are v5.0's int3, V5Lanes, bit for bit, int8's v5.1's); v6.2's sums are
 // v6.1's, bit for bit.
 func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int) error {
+	return g.launchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, S, true)
+}
+
+// launchV6 is LaunchV6, with v6.2 only where v62 is set.
+func (g *GEMVQ) launchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int, v62 bool) error {
 	if N <= 0 || !g.ReadsV6(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq v6: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
 	}
@@ -218,7 +223,7 @@ func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.De
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
 	grid, block := cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}
-	if ri := g.v7Ring(bits, K); ri >= 0 {
+	if ri := g.v7Ring(bits, K); ri >= 0 && v62 {
 		smem := gemvq7Shared(bits, K, gemvq7Rings[ri])
 		return c.Launch(g.v7[gemvqTiledIndex(bits)][ri][si], grid, block, smem, st,
 			x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(smem))
@@ -277,20 +282,33 @@ func (g *GEMVQ) v7Ring(bits, K int) int {
 	return gemvq7Ring(bits, K)
 }
 
+// gemvq7Routed reports whether LaunchTiled runs v6.2 (where it fits) for
+// a width at split S: int4 and int3 at splits of 1 or 2, where 4-8 row
+// groups of a CTA share each slice of x, so that the CTA's one split
+// replaces 4-8 warps' (H100, session 23: int4 gate/up S 2 13.3 -> 12.8 us
+// back to back, int3 13.3 -> 12.2). At S 4-8 a warp splits as many tiles
+// in the prologue as v6.1 does in its steps, and the prologue's barriers and
+// K 14336's ring of 3 cost more (int4 down S 8 13.2 -> 15.8 us back to
+// back): v6.1 there. int8 (v6.1 already 86-90% back to back) stays on
+// v6.1.
+func gemvq7Routed(bits, S int) bool { return S <= 2 && (bits == 4 || bits == 3) }
+
 // gemvq7Expr is gemv_q7's name expression for a code width, split s and
 // ring depth r.
 func gemvq7Expr(bits, s, r int) string { return fmt.Sprintf("gemvq4::gemv_q7<%d, %d, %d>", bits, s, r) }
 
 // LaunchTiled is Launch over a weight in the tiled layout (tw, tp:
 // PackTiles' output) for T <= GEMVQMaxRows rows of x: v6 (v6.1 unless
-// V51) at SplitV5For's split where UsesV6 (one row), else v2 over the tiled
+// V51; v6.2 where gemvq7Routed and it fits, unless V61) at SplitV5For's
+// split where UsesV6 (one row), else v2 over the tiled
 // layout at Launch's v2 split (gemvqSplitFor). The same bits as Launch
 // over wq's layout wherever Launch runs v5 or v2 (T >= 2, or V2 set);
 // with V3 or V4 set, one row runs v2 here where Launch runs v3 (int3 at
 // one row: v6.1 where Launch runs v3.2, within v4's bound, not its bits).
 func (g *GEMVQ) LaunchTiled(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, T, N, K, bits, G int) error {
 	if g.UsesV6(T, N, K, bits, G) {
-		return g.LaunchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, g.SplitV5For(N, K, bits))
+		S := g.SplitV5For(N, K, bits)
+		return g.launchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, S, gemvq7Routed(bits, S))
 	}
 	return g.LaunchSplitTiled(c, st, y, x, tw, tp, bias, T, N, K, bits, G, gemvqSplitFor(N, K))
 }
@@ -354,10 +372,25 @@ func (g *GEMVQ) v6Func(bits, si int) cuda.Function {
 // wq's layout: int8's route at one row before session 16). A bench tool,
 // compiled on its own (one small module).
 type GEMVQDiag struct {
-	fns  [len(GEMVQDiagForms)][len(gemvq4Splits)]cuda.Function
-	fns7 [len(gemvq7Rings)][len(gemvq4Splits)]cuda.Function // v6.2 at each ring depth
-	ring int
-	bits int
+	fns   [len(GEMVQDiagForms)][len(gemvq4Splits)]cuda.Function
+	fns7  [len(gemvq7Rings)][len(gemvq4Splits)]cuda.Function // v6.2 at each ring depth
+	rings [len(gemvq7Rings)]int                              // v6.2's ring depths (gemvq7Rings, or -DGEMVQ7_DEEP=n for the deepest)
+	ring  int
+	bits  int
+}
+
+// gemvq7DiagRings returns v6.2's ring depths for the diagnostic: gemvq7Rings,
+// with the deepest replaced by n where opts hold -DGEMVQ7_DEEP=n (n > 1; a
+// Go-side knob, gemvq4.cu ignores the macro).
+func gemvq7DiagRings(opts []string) [len(gemvq7Rings)]int {
+	r := gemvq7Rings
+	for _, o := range opts {
+		var n int
+		if _, err := fmt.Sscanf(o, "-DGEMVQ7_DEEP=%d", &n); err == nil && n > 1 {
+			r[0] = n
+		}
+	}
+	return r
 }
 
 // GEMVQDiagForms name GEMVQDiag's forms, in its index order: "v5.1",
@@ -404,11 +437,12 @@ func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, erro
 		}
 		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v, %v>", bits, s, GEMVQDiagTiled(f), gemvqDiagLoads(f), gemvqDiagLean(f))
 	}
+	rings := gemvq7DiagRings(opts)
 	var exprs []string
 	for f := range GEMVQDiagForms {
 		for _, s := range gemvq4Splits {
 			if f == gemvqDiagV62 {
-				for _, r := range gemvq7Rings {
+				for _, r := range rings {
 					exprs = append(exprs, gemvq7Expr(bits, s, r))
 				}
 			} else if GEMVQDiagBuilt(bits, f) {
@@ -420,11 +454,11 @@ func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, erro
 	if err != nil {
 		return nil, err
 	}
-	d := &GEMVQDiag{ring: gemvq5RingBytes(bits, opts), bits: bits}
+	d := &GEMVQDiag{ring: gemvq5RingBytes(bits, opts), bits: bits, rings: rings}
 	for f := range GEMVQDiagForms {
 		for si, s := range gemvq4Splits {
 			if f == gemvqDiagV62 {
-				for ri, r := range gemvq7Rings {
+				for ri, r := range rings {
 					if d.fns7[ri][si], err = mod.Function(gemvq7Expr(bits, s, r)); err != nil {
 						return nil, err
 					}
@@ -473,11 +507,11 @@ func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, para
 	}
 	fn, smem := d.fns[f][si], d.ring
 	if f == gemvqDiagV62 {
-		ri := gemvq7Ring(d.bits, K)
+		ri := slices.IndexFunc(d.rings[:], func(r int) bool { return gemvq7Shared(d.bits, K, r) <= gemvq7SharedMax })
 		if ri < 0 {
 			return fmt.Errorf("kernels: gemvq diag: v6.2 has no ring for int%d K %d", d.bits, K)
 		}
-		fn, smem = d.fns7[ri][si], gemvq7Shared(d.bits, K, gemvq7Rings[ri])
+		fn, smem = d.fns7[ri][si], gemvq7Shared(d.bits, K, d.rings[ri])
 	}
 	return c.Launch(fn, grid, block, smem, st,
 		x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(smem))
