@@ -884,8 +884,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
 // codes' mma and the scales. The ring's slots hold no x (Lean's XSLOT
 // false: 2176 bytes of int4 a slot instead of 3200), so the CTA's shared
 // memory is kWarps rings of R slots plus K/128 XTiles of 512 bytes and
-// K/128 floats: R 4 on K 4096 (86 KB of int4), R 3 on K 14336 (110 KB), two
-// CTAs an SM either way (gemvq6.go gemvq7Ring picks R). The prologue
+// K/128 floats: R 5 on K 4096 (101 KB of int4), R 3 on K 14336 (110 KB), at
+// least 80 KB so that two CTAs an SM, not three, run it (gemvq6.go
+// gemvq7Ring picks R, gemvq7MinShared: three lost back to back). The prologue
 // commits each step's copies as its own group (v6.1's first group holds
 // every prologue step's codes), so the first step waits for its own 2 KB.
 //

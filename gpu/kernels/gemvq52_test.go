@@ -24,7 +24,7 @@ import (
 // every split whose slices start at the same tiles (v4Aligned: every split
 // of the 8B shapes' K), and LaunchTiled, where UsesV6, runs v6.1 (Launch's
 // v4.1 route: compared where its split and slices are v6.1's). v6.2
-// (session 23: LaunchV6 without V61, gemv_q7 at a ring of 4 or 3 by K) gives
+// (session 23: LaunchV6 without V61, gemv_q7 at a ring of 5, 4 or 3 by K) gives
 // v6.1's y (V61) for every width. All within v4's
 // float64 bound ((K/64 + 83)·2⁻²⁴ of Σ(|s|q + |z|)|x| + 2⁻³⁶·Σ(|s|q + |z|),
 // TestGEMVQMatchesReference). N not a multiple of 16, an odd number of

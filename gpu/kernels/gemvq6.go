@@ -239,9 +239,20 @@ func (g *GEMVQ) launchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.De
 // and scales; the ring's slots hold no x. The same bits as v6.1.
 
 // gemvq7Rings are the ring depths gemv_q7 is built with, deepest first:
-// v6.1's 4 where two CTAs an SM still fit with x's split (K up to ~7K of
-// int4), else 3 (K 14336 of int4 and int8).
-var gemvq7Rings = [...]int{4, 3}
+// 5 where two CTAs an SM still fit with x's split (int4 K up to 6784: the
+// 8B's gate/up, 4 steps of copies before the dependency wait), else v6.1's
+// 4, else 3 (K 14336 of int4 and int8). Session 23's call 2 (H100, gate/up
+// S 2 back to back with early loads): int4 12.6 us at 5 against 12.9 at 4,
+// int3 11.7 at 5 (alone 16.8 and 16.2 against 15.7 and 15.1).
+var gemvq7Rings = [...]int{5, 4, 3}
+
+// gemvq7MinShared is the least dynamic shared memory a gemv_q7 CTA takes:
+// more than a third of an SM's 228 KB, so that at most two CTAs share an
+// SM. int3's v6.2 at K 4096 with a ring of 4 (70 KB, 80 registers) ran
+// three CTAs an SM in call 2: alone faster (15.1 us against 16.2), back to
+// back under PDL slower (14.7 against 11.7-12.2 at two), as sessions 15
+// and 16 found for v6.1's three-CTA variants.
+const gemvq7MinShared = 80 * 1024
 
 // gemvq7SharedMax is the most dynamic shared memory a gemv_q7 CTA takes:
 // two CTAs an SM (228 KB, 1 KB reserved a CTA, storeRows' 512 static
@@ -253,12 +264,13 @@ const gemvq7XChain = 4
 
 // gemvq7Shared is gemv_q7's dynamic shared memory for K with a ring of R
 // slots: K/128 tiles of x split (512 bytes and a float each, rounded up to
-// gemvq7XChain tiles), then gemvq4Warps rings of R slots without x.
+// gemvq7XChain tiles), then gemvq4Warps rings of R slots without x; at
+// least gemvq7MinShared.
 func gemvq7Shared(bits, K, R int) int {
 	xt := (K/gemvq4Tile + gemvq7XChain - 1) / gemvq7XChain * gemvq7XChain
 	u := gemvq5StageTiles(bits)
 	slot := u*2*bits*32*4 + u*gemvq4Rows*4
-	return xt*(512+4) + gemvq4Warps*R*slot
+	return max(xt*(512+4)+gemvq4Warps*R*slot, gemvq7MinShared)
 }
 
 // gemvq7Ring returns the index in gemvq7Rings of the deepest ring with
@@ -477,12 +489,15 @@ func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, erro
 				continue // static shared memory only, or not built
 			}
 			for si := range gemvq4Splits {
-				fns, max := []cuda.Function{d.fns[f][si]}, d.ring
+				fns, most := []cuda.Function{d.fns[f][si]}, d.ring
 				if f == gemvqDiagV62 {
-					fns, max = []cuda.Function{d.fns7[0][si], d.fns7[1][si]}, gemvq7SharedMax
+					fns, most = nil, gemvq7SharedMax
+					for ri := range d.rings {
+						fns = append(fns, d.fns7[ri][si])
+					}
 				}
 				for _, fn := range fns {
-					if err := c.SetMaxDynamicShared(fn, max); err != nil {
+					if err := c.SetMaxDynamicShared(fn, most); err != nil {
 						return fmt.Errorf("kernels: gemvq diag: %w", err)
 					}
 				}
