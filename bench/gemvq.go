@@ -17,7 +17,7 @@ import (
 // gemvq.cu sweep.
 type GEMVQRow struct {
 	Variant    string  `json:"variant"` // NVRTC -D options, "" for the defaults
-	Version    int     `json:"version"` // 2: gemvq.cu (tensor cores), 3: gemvq3.cu (CUDA cores, T <= 2), 4: gemvq4.cu (tensor cores, T = 1), 5: its gemv_q5 (v4 fed by a cp.async ring, coalesced copies; the LEAN step, v5.2, where built, else v5.1), 6: gemv_q5 with each lane's own copies (v5.0, GEMVQ.V5Lanes), 7: gemv_q5 with session 15's step (v5.1, GEMVQ.V51), 8: v6.1 over the tiled layout (int4, int3, int8: GEMVQ.LaunchV6)
+	Version    int     `json:"version"` // 2: gemvq.cu (tensor cores), 3: gemvq3.cu (CUDA cores, T <= 2), 4: gemvq4.cu (tensor cores, T = 1), 5: its gemv_q5 (v4 fed by a cp.async ring, coalesced copies; the LEAN step, v5.2, where built, else v5.1), 6: gemv_q5 with each lane's own copies (v5.0, GEMVQ.V5Lanes), 7: gemv_q5 with session 15's step (v5.1, GEMVQ.V51), 8: v6.1 over the tiled layout (int4, int3, int8: GEMVQ.LaunchV6 with V61), 9: v6.2 (gemv_q7, v6.1 with x split once a CTA: LaunchV6)
 	Bits       int     `json:"bits"`
 	Name       string  `json:"name"`
 	N          int     `json:"n"`
@@ -115,7 +115,7 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 					if err := x.Memset32Async(xp, 0x3f800000, T*sh.K, st); err != nil {
 						return err
 					}
-					// v6.1 (ver 8) reads each cold copy's tiled layout,
+					// v6.1 (ver 8) and v6.2 (ver 9) read each cold copy's tiled layout,
 					// packed on the device.
 					var tws, tps []cuda.DevicePtr
 					if T == 1 && g.ReadsV6(b, 128, sh.K) {
@@ -137,15 +137,15 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 					// v2, v3 (T <= 2) and v4 (T = 1) alternate at each
 					// split, so that a drift of the clocks touches all.
 					for _, s := range splits {
-						for _, ver := range []int{2, 3, 4, 5, 6, 7, 8} {
+						for _, ver := range []int{2, 3, 4, 5, 6, 7, 8, 9} {
 							if ver == 2 && s > kernels.GEMVQMaxSplit(T) || ver == 3 && (T > kernels.GEMVQ3MaxRows || !slices.Contains(kernels.GEMVQ3Splits(), s)) ||
-								ver >= 4 && (T != 1 || !slices.Contains(kernels.GEMVQ4Splits(), s)) || ver == 8 && len(tws) == 0 {
+								ver >= 4 && (T != 1 || !slices.Contains(kernels.GEMVQ4Splits(), s)) || ver >= 8 && len(tws) == 0 {
 								continue
 							}
 							us, err := x.MedianUS(st, 3, 20, func(i int) error {
 								switch ver {
-								case 8:
-									g.V51 = false
+								case 8, 9:
+									g.V51, g.V61 = false, ver == 8
 									return g.LaunchV6(x, st, yp, xp, tws[i%len(tws)], tps[i%len(tps)], 0, sh.N, sh.K, b, 128, s)
 								case 5, 6, 7:
 									g.V5Lanes, g.V51 = ver == 6, ver == 7
@@ -172,8 +172,9 @@ func sweepGEMVQ(dev *cuda.Device, c *model.Config, T int, variants []string, bit
 							case 5, 6, 7:
 								fi, err = g.InfoV5(x, b, s)
 								auto = g.SplitV5For(sh.N, sh.K, b)
-							case 8:
-								fi, err = g.InfoV6(x, b, s)
+							case 8, 9:
+								g.V61 = ver == 8
+								fi, err = g.InfoV6(x, b, sh.K, s)
 								auto = g.SplitV5For(sh.N, sh.K, b)
 							}
 							if err != nil {

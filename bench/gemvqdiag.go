@@ -13,8 +13,8 @@ import (
 	"github.com/bitdecode/bitdecode/wq"
 )
 
-// GEMVQDiagRow is one point of `bench gemvq --diag`: a form of int4 or
-// int8 gemv_q5 or gemv_q4 (kernels.GEMVQDiagForms) on a shape at a split, launched once a
+// GEMVQDiagRow is one point of `bench gemvq --diag`: a form of int4, int8
+// or int3 gemv_q5, gemv_q4 or gemv_q7 (kernels.GEMVQDiagForms) on a shape at a split, launched once a
 // timed region (Launches 1) or Launches times back to back on distinct
 // cold copies (US is then the time a launch), with or without early loads.
 type GEMVQDiagRow struct {
@@ -38,9 +38,10 @@ const gemvqDiagBackToBack = 4
 
 // SweepGEMVQDiag times, for each code width of bits (4, 8), the forms of
 // gemv_q5 that tell the access pattern from the fixed cost of a kernel
-// (docs/perf/gemvq.md, sessions 15, 15b, 16): v5.1, its copies alone over
+// (docs/perf/gemvq.md, sessions 15, 15b, 16, 23): v5.1, its copies alone over
 // wq's layout and over the tiled one (loads, loads-tiled), v6 (v5.1 over
-// the tiled layout), v5.2 and v6.1 (LEAN) and v4.1 (gemv_q4), alternated at
+// the tiled layout), v5.2 and v6.1 (LEAN), v4.1 (gemv_q4) and v6.2
+// (gemv_q7; int3: v6.1 and v6.2 only, kernels.GEMVQDiagBuilt), alternated at
 // each split, on config c's gate/up and down and on gate/up x4 (four
 // times gate/up's rows: ~117 MB), weights cold in L2; then each form
 // gemvqDiagBackToBack times back to back, with and without early loads
@@ -51,7 +52,7 @@ const gemvqDiagBackToBack = 4
 func SweepGEMVQDiag(c *model.Config, variants []string, bits []int, shapes0 []string, splits []int, runs int, progress io.Writer) ([]GEMVQDiagRow, error) {
 	for _, b := range bits {
 		if !kernels.GEMVQDiagBits(b) {
-			return nil, fmt.Errorf("bench: gemvq diag: no forms for int%d (int4, int8)", b)
+			return nil, fmt.Errorf("bench: gemvq diag: no forms for int%d (int4, int8, int3)", b)
 		}
 	}
 	dev, bw, err := openProbed("gemvq diag", progress)
@@ -142,6 +143,9 @@ func sweepGEMVQDiag(dev *cuda.Device, bw cuda.Bandwidth, c *model.Config, varian
 					for _, s := range splits {
 						for vi, d := range mods {
 							for f := range kernels.GEMVQDiagForms {
+								if !kernels.GEMVQDiagBuilt(bits, f) {
+									continue
+								}
 								b := bufs[kernels.GEMVQDiagTiled(f)]
 								us, err := x.MedianUS(st, warm, runs, func(i int) error {
 									for l := range launches {
@@ -189,7 +193,7 @@ func uploadDiag(c *cuda.Ctx, bits, N, K, x int) (bufs map[bool]diagBufs, bytes i
 	for i := range w {
 		w[i] = float32(0.02 * r.NormFloat64())
 	}
-	m, err := wq.Quantize(map[int]wq.Elem{4: wq.Int4, 8: wq.Int8}[bits], 128, N, K, w)
+	m, err := wq.Quantize(map[int]wq.Elem{3: wq.Int3, 4: wq.Int4, 8: wq.Int8}[bits], 128, N, K, w)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -109,6 +109,9 @@ const (
 	// 15's step (v5.1, v6) instead of v5.2's and v6.1's (comparisons; the
 	// same bits).
 	EnvGEMVQV51 = "BITDECODE_GEMVQ_V51"
+	// EnvGEMVQV61 is Options.GEMVQV61: tiled weights at one row of x run
+	// v6.1 instead of v6.2 (comparisons; the same bits).
+	EnvGEMVQV61 = "BITDECODE_GEMVQ_V61"
 	// EnvGEMVQInt3V32 is Options.GEMVQInt3V32: int3 weights keep wq's
 	// layout and gemvq3.cu's v3.2 at one row of x instead of the tiled
 	// layout and v6.1 (comparisons; other sums).
@@ -306,6 +309,12 @@ type Options struct {
 	// instructions a step (kernels.GEMVQ.V51; docs/perf/gemvq.md, session
 	// 15b). The same bits either way.
 	GEMVQV51 bool
+	// GEMVQV61 makes tiled weights at one row of x run v6.1 (gemvq4.cu's
+	// gemv_q5 LEAN over the tiled layout) where v6.2 (gemv_q7: v6.1 with x
+	// split once a CTA instead of every step in every warp) would
+	// (kernels.GEMVQ.V61; docs/perf/gemvq.md, session 23). The same bits
+	// either way.
+	GEMVQV61 bool
 	// GEMVQInt3V32 keeps int3 weights without DEC that v6.1 would read at
 	// one row of x (kernels.GEMVQ.UsesV6: 2048 rows or more) in wq's
 	// layout, read by gemvq3.cu's v3.2 at one row as before session 15d.
@@ -406,7 +415,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
 		{EnvNoLinearEarly, &o.NoLinearEarly}, {EnvNoLinearFold, &o.NoLinearFold}, {EnvNoLinearPersistent, &o.NoLinearPersistent},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
-		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
+		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQV61, &o.GEMVQV61}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
 		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked},
 		{EnvDECQ3, &o.DECQ3}, {EnvNoDECNormSelect, &o.NoDECNormSelect}} {
 		if v, ok := get(b.name); ok {

@@ -670,7 +670,7 @@ func (b *Backend) quantKernels() (*kernels.GEMVQ, error) {
 		if b.gemvq, b.gemvqErr = kernels.LoadGEMVQ(b.dev); b.gemvqErr == nil {
 			// v3's and v4's first codes load before their dependency
 			// wait: the backend writes packed weights once, at load.
-			b.gemvq.V2, b.gemvq.V3, b.gemvq.V51, b.gemvq.EarlyWeights = b.opts.GEMVQV2, b.opts.GEMVQV3, b.opts.GEMVQV51, true
+			b.gemvq.V2, b.gemvq.V3, b.gemvq.V51, b.gemvq.V61, b.gemvq.EarlyWeights = b.opts.GEMVQV2, b.opts.GEMVQV3, b.opts.GEMVQV51, b.opts.GEMVQV61, true
 			b.gemvq.V32Int3, b.gemvq.V4Int8 = b.opts.GEMVQInt3V32, b.opts.GEMVQInt8V4
 		}
 	})

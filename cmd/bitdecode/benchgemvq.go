@@ -13,7 +13,7 @@ import (
 
 // benchGEMVQHelp is the help of 'bitdecode bench gemvq'.
 const benchGEMVQHelp = `usage: bitdecode bench gemvq [--preset NAME] [--rows T] [--bits 4,3,8] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
-       bitdecode bench gemvq --diag [--diag-runs N] [--bits 4,8] [--preset NAME] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
+       bitdecode bench gemvq --diag [--diag-runs N] [--bits 4,8,3] [--preset NAME] [--shapes L,...] [--splits S,...] [--variants V;V;...] [--json FILE]
 
 Times gemvq.cu (v2), at 1-2 rows gemvq3.cu (v3) and at one row gemvq4.cu
 (v4), the decode GEMVs over packed low-bit weights, on the linear-layer
@@ -26,18 +26,20 @@ separated by ';', and "" is the defaults. Each line gives the time, GB/s on
 the packed bytes, the fraction of the read ceiling, and the kernel's
 registers and local (spill) bytes. At one row, v8 is v6.1 (gemv_q5's LEAN
 step) over each cold copy's tiled layout, packed on the device (int4,
-int3 since session 15d, int8 since session 16). A tool for kernel work
-(docs/perf).
+int3 since session 15d, int8 since session 16), and v9 v6.2 (gemv_q7:
+v6.1 with x split once a CTA, session 23; LaunchV6's default). A tool for
+kernel work (docs/perf).
 
 --diag times instead the int4 (or, with --bits 8, int8) forms of
 gemvq4.cu's gemv_q5 that tell the access pattern from a kernel's fixed
 cost (docs/perf/gemvq.md, sessions 15 and 16): v5.1, its copies alone
 over wq's layout and over the tiled one, v6 (v5.1 over the tiled layout),
-v5.2 and v6.1 (their LEAN step, session 15b), and v4.1 (gemv_q4, int8's
-route before session 16), on gate/up, down and "gate/up x4" (four
+v5.2 and v6.1 (their LEAN step, session 15b), v4.1 (gemv_q4, int8's
+route before session 16) and v6.2 (gemv_q7, session 23; int3, --bits 3:
+v6.1 and v6.2 only), on gate/up, down and "gate/up x4" (four
 times gate/up's rows), one launch a timed region and four back to back
 (with and without early loads), for each variant of gemvq4.cu's knobs
-(GEMVQ5_STAGES, GEMVQ5_MIN_BLOCKS). --diag-runs 1 runs each point once, with
+(GEMVQ5_STAGES, GEMVQ5_MIN_BLOCKS; GEMVQ7_DEEP=n: v6.2's deepest ring n). --diag-runs 1 runs each point once, with
 no warm-up and no back-to-back: for a profiler (ncu).
 
 example:

@@ -260,6 +260,9 @@ type GEMVQ struct {
 	v6   [len(gemvq4Splits)]cuda.Function                 // v5.1 over the tiled layout (int4: gemvq6Bits)
 	// v6n is v6.1 (v5.2 over the tiled layout), [gemvqTiledBits index][split].
 	v6n [len(gemvqTiledBits)][len(gemvq4Splits)]cuda.Function
+	// v7 is v6.2 (gemv_q7: v6.1 with x split once a CTA),
+	// [gemvqTiledBits index][gemvq7Rings index][split].
+	v7 [len(gemvqTiledBits)][len(gemvq7Rings)][len(gemvq4Splits)]cuda.Function
 	// gemvT is v2 over the tiled layout, [gemvqTiledBits index][n-tiles-1][split].
 	gemvT [len(gemvqTiledBits)][2][len(gemvqSplits)]cuda.Function
 	pack  [len(gemvqTiledBits)]cuda.Function // gemvq4::tile_pack<bits>
@@ -308,6 +311,10 @@ type GEMVQ struct {
 	// (gemvq4.cu LEAN; docs/perf/gemvq.md, session 15b): a knob for A/Bs
 	// and tests.
 	V51 bool
+	// V61 makes v6 run v6.1 where v6.2 (gemvq4.cu's gemv_q7: v6.1 with x
+	// split once a CTA, the same bits; docs/perf/gemvq.md, session 23)
+	// would: a knob for A/Bs (backend/gpu's Options.GEMVQV61) and tests.
+	V61 bool
 	// V32Int3 keeps int3 weights on v3.2 (gemvq3.cu over wq's layout) at
 	// one row of x where v6.1 over the tiled layout would run (UsesV6; the
 	// backend then keeps such weights in wq's layout): a knob for A/Bs
@@ -476,6 +483,9 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 	for _, b := range gemvqTiledBits {
 		for _, s := range gemvq4Splits {
 			exprs = append(exprs, gemvq5LeanExpr(b, s, true))
+			for _, r := range gemvq7Rings {
+				exprs = append(exprs, gemvq7Expr(b, s, r))
+			}
 		}
 		exprs = append(exprs, gemvq6PackExpr(b))
 	}
@@ -511,6 +521,11 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			if g.v6n[ti][si], err = mod.Function(gemvq5LeanExpr(b, s, true)); err != nil {
 				return err
 			}
+			for ri, r := range gemvq7Rings {
+				if g.v7[ti][ri][si], err = mod.Function(gemvq7Expr(b, s, r)); err != nil {
+					return err
+				}
+			}
 		}
 		if g.pack[ti], err = mod.Function(gemvq6PackExpr(b)); err != nil {
 			return err
@@ -539,6 +554,15 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 				for _, f := range fns {
 					if err := c.SetMaxDynamicShared(f, ring); err != nil {
 						return fmt.Errorf("kernels: gemvq v5: %w", err)
+					}
+				}
+			}
+			if ti := gemvqTiledIndex(b); ti >= 0 {
+				for ri := range gemvq7Rings {
+					for si := range gemvq4Splits {
+						if err := c.SetMaxDynamicShared(g.v7[ti][ri][si], gemvq7SharedMax); err != nil {
+							return fmt.Errorf("kernels: gemvq v6.2: %w", err)
+						}
 					}
 				}
 			}

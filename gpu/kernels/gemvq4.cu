@@ -597,18 +597,19 @@ __device__ __forceinline__ u32 ldsU32(u32 a) {
   return v;
 }
 
-// Lean<BITS, U, TILED, TSTRIDE, PSTRIDE> is a lane's places of v5.1's
+// Lean<BITS, U, TILED, TSTRIDE, PSTRIDE, XSLOT> is a lane's places of v5.1's
 // coalesced copies (issueCodesCoal, issueParams, issueX) and reads
 // (readStepCoal, stageXSlot) as offsets in a slot, and the sources of the
 // next step it copies: codes and params (tc) and x (tx) advance apart, as
 // the prologue issues the codes of its steps before the dependency wait and
-// their x after it.
-template <int BITS, int U, bool TILED, unsigned TSTRIDE, unsigned PSTRIDE>
+// their x after it. XSLOT false (v6.2, gemv_q7): the slots hold no x (a
+// slot is Slot's w and prm only, kX bytes) and xs is not called.
+template <int BITS, int U, bool TILED, unsigned TSTRIDE, unsigned PSTRIDE, bool XSLOT = true>
 struct Lean {
   using SlotT = Slot<BITS, U>;
-  static constexpr u32 kSlot = sizeof(SlotT);
   static constexpr u32 kPrm = sizeof(SlotT::w), kX = kPrm + sizeof(SlotT::prm);  // Slot's members in order, no padding
-  static_assert(kX + sizeof(SlotT::x) == kSlot, "Slot is w, prm, x back to back");
+  static constexpr u32 kSlot = XSLOT ? u32(sizeof(SlotT)) : kX;
+  static_assert(kX + sizeof(SlotT::x) == sizeof(SlotT), "Slot is w, prm, x back to back");
   static constexpr bool k3 = BITS == 3;      // int3 over the tiled layout: the block copied whole, a lane's 12 words read at 48·lane
   static_assert(!k3 || TILED, "int3's LEAN step reads the tiled layout");
   static constexpr int kCW = TILED ? 1 : 4;   // code pointers (tiled: copy i at +kRows·32/4·i words)
@@ -867,6 +868,233 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q5(const float* __
   }
   cpAsyncWait<0>();
   if constexpr (LOADS) acc[0] = __uint_as_float(fold & 0x3fffffffu);  // finite
+  storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
+}
+
+// ============================================================================
+// v6.2 (gemv_q7, session 23): v6.1 with x split once a CTA. v6.1's int4 step
+// (312 SASS instructions for 2 tiles, NVRTC 12.5) spends ~40 on stageX (each
+// warp splitting its slot's float4 of x into hi and lo and storing them for
+// the mma lanes, two __syncwarp), ~8 on x's copies into the ring and ~15 on
+// Σx (an mma chain with A = ones, its ones rebuilt, a shuffle a tile), every
+// step, in every warp of the slice. Here the CTA splits x once after the
+// dependency wait, every tile of K into shared memory in the layout the mma
+// lanes read (XTile), and sums each tile's Σx once by the same mma chain
+// (sx); a step is then the codes' copies, the slot's reads, the unpack, the
+// codes' mma and the scales. The ring's slots hold no x (Lean's XSLOT
+// false: 2176 bytes of int4 a slot instead of 3200), so the CTA's shared
+// memory is kWarps rings of R slots plus K/128 XTiles of 512 bytes and
+// K/128 floats: R 5 on K 4096 (101 KB of int4), R 3 on K 14336 (110 KB), at
+// least 80 KB so that two CTAs an SM, not three, run it (gemvq6.go
+// gemvq7Ring picks R, gemvq7MinShared: three lost back to back). The prologue
+// commits each step's copies as its own group (v6.1's first group holds
+// every prologue step's codes), so the first step waits for its own 2 KB.
+//
+// The same sums as v6.1, bit for bit: B's columns hold the same hi and lo
+// at the same k for every tile (tiles past a warp's run hold x instead of
+// v6.1's zeros, in columns whose sums no lane uses: the mma's columns are
+// independent), Σx of a tile is the same chain of 8 mma over the same
+// column (the chain here sums 4 tiles in B's 8 columns, v6.1's 2 tiles
+// twice), and the accumulator's fma are tileDot's in its order.
+
+// XTile is one tile of x split for the mma lanes: hi[q][c] the 4 half2 of
+// channels 32c+8q..+7 (XStage's hi of one tile), lo likewise but at
+// lo[q ^ 1][c], so that a quarter warp's 16-byte reads of one tile (lanes
+// g = 2m hi, g = 2m+1 lo, c = 0..3) fall in the two halves of the banks
+// without XStage's pad.
+struct XTile {
+  uint4 hi[4][4];
+  uint4 lo[4][4];
+};
+
+// kXChain is the tiles one Σx mma chain sums (B's 8 columns: hi and lo of
+// 4 tiles); the CTA's XTiles are a multiple of it, the ones past K zeros.
+constexpr int kXChain = 4;
+
+// xTiles is the XTiles a CTA holds for K/kTile tiles.
+__device__ __forceinline__ int xTiles(int tiles) { return (tiles + kXChain - 1) / kXChain * kXChain; }
+
+// splitXCTA splits x (tiles tiles of kTile floats) into the CTA's xt (a
+// multiple of kXChain) XTiles at xs (zeros past tiles: warp w takes tiles
+// w, w + kWarps, ..., kLoads loads in flight, lane l channels 4l..4l+3 as
+// stageXFrom), then sums Σx of every tile into sx (warp w chains w, w +
+// kWarps, ...: lanes g = 2m read tile 4b + m's hi, g = 2m+1 its lo, the
+// mma with A = ones sums each column, lane c = 0..3 of row 0 keeps tile 4b
+// + c's Σhi + 2⁻¹¹·Σlo, tileDot's sxl). Every thread of the CTA calls it
+// (two barriers).
+__device__ __forceinline__ void splitXCTA(XTile* xs, float* sx, const float* __restrict__ x, int tiles, int xt, int warp, int lane) {
+  constexpr int kLoads = 4;
+  const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
+  for (int t0 = warp; t0 < xt; t0 += kLoads * kWarps) {
+    float4 v[kLoads];
+#pragma unroll
+    for (int i = 0; i < kLoads; i++) {
+      const int t = t0 + i * kWarps;
+      v[i] = t < tiles ? *reinterpret_cast<const float4*>(x + t * kTile + 4 * lane) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int i = 0; i < kLoads; i++) {
+      const int t = t0 + i * kWarps;
+      if (t >= xt) break;
+      u32 h0, l0, h1, l1;
+      split2(v[i].x, v[i].y, h0, l0);
+      split2(v[i].z, v[i].w, h1, l1);
+      reinterpret_cast<uint2*>(&xs[t].hi[q][c])[h] = make_uint2(h0, h1);
+      reinterpret_cast<uint2*>(&xs[t].lo[q ^ 1][c])[h] = make_uint2(l0, l1);
+    }
+  }
+  __syncthreads();
+  const int g = lane / 4, cc = lane % 4, p = g & 1;
+  for (int b = warp; b < xt / kXChain; b += kWarps) {
+    const XTile& xt4 = xs[kXChain * b + g / 2];
+    u32 xb[16];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const uint4 v = p ? xt4.lo[j ^ 1][cc] : xt4.hi[j][cc];
+      xb[4 * j] = v.x, xb[4 * j + 1] = v.y, xb[4 * j + 2] = v.z, xb[4 * j + 3] = v.w;
+    }
+    float e[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < 8; j++) gemvq::mmaA4(e, gemvq::kOnes, gemvq::kOnes, gemvq::kOnes, gemvq::kOnes, xb[2 * j], xb[2 * j + 1]);
+    if (g == 0) sx[kXChain * b + cc] = fmaf(e[1], kLoUnscale, e[0]);
+  }
+  __syncthreads();
+}
+
+// codesSpanX is gemvq.cu's codesSpan (the same exact half2 codes) with
+// int3's pairs taken in place where fp16's magic allows: pair p of a word
+// (bits 3p..3p+2 of each 16-bit half) masked in place is 1024 + 8^p·q, exact
+// for p <= 2 (8^2·7 < 1024), so pairs 1 and 2 need one fma (·8^-p −
+// 1024·8^-p, exact: the result q is an integer) instead of a shift and a
+// subtraction, and pairs 3 and 4 are pairs 0 and 1 of the word shifted by
+// 9: one shift a word instead of four (int3's step 305 -> ~270 SASS
+// instructions). int4 and int8: codesSpan.
+template <int BITS>
+__device__ __forceinline__ void codesSpanX(u32 (&out)[16], const Span<BITS>& s) {
+  if constexpr (BITS == 3) {
+    constexpr u32 kEighth = 0x30003000u, kSixtyFourth = 0x24002400u;  // half2 (1/8, 1/8), (1/64, 1/64)
+    constexpr u32 kMinus128 = 0xd800d800u, kMinus16 = 0xcc00cc00u;      // half2 (−128, −128), (−16, −16)
+#pragma unroll
+    for (int j = 0; j < 3; j++) {
+      const u32 w = s.w[j], v = s.w[j] >> 9;
+      out[5 * j] = gemvq::sub1024(gemvq::lop3OrMask(w, 0x00070007u));
+      out[5 * j + 1] = hfma2(gemvq::lop3OrMask(w, 0x00380038u), kEighth, kMinus128);
+      out[5 * j + 2] = hfma2(gemvq::lop3OrMask(w, 0x01c001c0u), kSixtyFourth, kMinus16);
+      out[5 * j + 3] = gemvq::sub1024(gemvq::lop3OrMask(v, 0x00070007u));
+      out[5 * j + 4] = hfma2(gemvq::lop3OrMask(v, 0x00380038u), kEighth, kMinus128);
+    }
+    const u32 q = ((s.w[0] >> 15) & 0x00010001u) | ((s.w[1] >> 14) & 0x00020002u) | ((s.w[2] >> 13) & 0x00040004u);
+    out[15] = gemvq::sub1024(q | kMagic);
+  } else {
+    gemvq::codesSpan<BITS>(out, s);
+  }
+}
+
+// tileDotX is tileDot with B read from the CTA's XTiles (tile t0 + u at the
+// shared address xa + 512·(t0 + u)) and Σx from sx: the same mma chains
+// and fma in the same order. xl is the lane's place in an XTile: lo's half
+// for g odd, lane c's 16 bytes; q's unit is at xl + 64·(q ^ (g & 1)).
+template <int BITS, int U, bool FULL>
+__device__ __forceinline__ void tileDotX(float (&acc)[2], const Step<BITS, U>& st, u32 xa, u32 xl, const float* sx, int t0, int te, int lane) {
+  static_assert(U == 1 || U == 2 || U == 4, "B's 8 columns hold the hi and lo of at most 4 tiles");
+  const int g = lane / 4, p = g & 1;
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    if (!FULL && t0 + u >= te) break;  // warp-uniform
+    u32 w0[16], w1[16], xb[16];
+    codesSpanX<BITS>(w0, st.a[u][0]);
+    codesSpanX<BITS>(w1, st.a[u][1]);
+    const int tu = (u + g / 2) % U;
+    const u32 a = xa + u32(sizeof(XTile)) * u32(t0 + tu) + xl;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      const uint4 v = ldsV4(a + u32(64 * q) + (q & 1 ? -u32(64 * p) : u32(64 * p)));
+      xb[4 * q] = v.x, xb[4 * q + 1] = v.y, xb[4 * q + 2] = v.z, xb[4 * q + 3] = v.w;
+    }
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < 8; j++) gemvq::mmaA4(d, w0[2 * j], w1[2 * j], w0[2 * j + 1], w1[2 * j + 1], xb[2 * j], xb[2 * j + 1]);
+    const float s = sx[t0 + u];
+    const float2 sz0 = h2x2(st.sz[u][0]), sz1 = h2x2(st.sz[u][1]);  // (scale, zero)
+    acc[0] = fmaf(sz0.x, fmaf(d[1], kLoUnscale, d[0]), fmaf(sz0.y, s, acc[0]));
+    acc[1] = fmaf(sz1.x, fmaf(d[3], kLoUnscale, d[2]), fmaf(sz1.y, s, acc[1]));
+  }
+}
+
+// xStep is one step of v6.2's loop over the slot at rd (tiles t..t+U−1, all
+// below te where FULL), the step R − 1 ahead copied into the slot at wr.
+template <int BITS, int U, int R, bool FULL, typename L>
+__device__ __forceinline__ void xStep(float (&acc)[2], L& lc, u32 xa, u32 xl, const float* sx, u32 rd, u32 wr, int t, int te, int gshift,
+                                      int lane) {
+  cpAsyncWait<R - 2>();
+  __syncwarp();  // every lane's copies of this step (the params) are visible; slot wr's last reads are done
+  lc.codes(wr, te, gshift, lane);  // step t + (R − 1)·U: its tiles past te copy nothing
+  cpAsyncCommit();
+  Step<BITS, U> st;
+  lc.read(st, rd, lane);
+  tileDotX<BITS, U, FULL>(acc, st, xa, xl, sx, t, te, lane);
+}
+
+// gemv_q7 (v6.2): gemv_q5<BITS, S, true, true, false, true>'s grid, CTA,
+// split and sums over the tiled layout, x split once a CTA (above). Dynamic
+// shared memory: xTiles(K/kTile) XTiles, as many floats of Σx, then kWarps
+// rings of R slots of Lean<…, false>::kSlot bytes (smem, checked: the kernel
+// traps if it is smaller).
+template <int BITS, int S, int R>
+__global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q7(const float* __restrict__ x, const u32* __restrict__ words,
+                                                       const u16* __restrict__ params, const float* __restrict__ bias,
+                                                       float* __restrict__ y, int N, int K, int gshift, int early, int smem) {
+  constexpr int U = kStageTiles<BITS>;
+  constexpr int kGroups = kWarps / S;  // row groups per CTA
+  constexpr unsigned kTStride = kTiledStepWords<BITS> / U, kPStride = kRows;
+  static_assert(kWarps % S == 0, "splits must divide the CTA's warps");
+  static_assert(R >= 2, "a ring of at least two slots");
+  using L = Lean<BITS, U, true, kTStride, kPStride, false>;
+  const int tiles = K / kTile, xt = xTiles(tiles);
+  if (smem < int(xt * (sizeof(XTile) + sizeof(float)) + kWarps * R * L::kSlot)) __trap();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, slice = warp % S;
+  const int g = lane / 4, c = lane % 4;
+  const int rg = blockIdx.x * kGroups + warp / S, n0 = rg * kRows;
+  const int steps = (tiles + U - 1) / U, per = (steps + S - 1) / S;
+  const int tb = min(tiles, slice * per * U), te = min(tiles, (slice + 1) * per * U);
+  const int groups = tiles >> gshift;
+  const Rows rw{words, reinterpret_cast<const u32*>(params), 0, 0, unsigned(rg * groups * kRows + g), unsigned(rg * groups * kRows + g + 8)};
+  CoalRows cr;
+#pragma unroll
+  for (int i = 0; i < 4; i++) cr.w[i] = unsigned(rg * steps) * kTiledStepWords<BITS> + unsigned(4 * i + lane / 8) * 32 + lane % 8 * 4;
+  extern __shared__ __align__(16) unsigned char gemvq7Smem[];
+  XTile* xs = reinterpret_cast<XTile*>(gemvq7Smem);
+  float* sx = reinterpret_cast<float*>(xs + xt);
+  L lc(words, cr, rw, x, tb, lane);
+  const u32 r0 = sharedAddr(sx + xt) + u32(warp * R) * L::kSlot, rEnd = r0 + R * L::kSlot;
+  if (early) {
+#pragma unroll
+    for (int s = 0; s < R - 1; s++) {
+      lc.codes(r0 + s * L::kSlot, te, gshift, lane);
+      cpAsyncCommit();
+    }
+  }
+  gridDependencyWait();
+  gridLaunchDependents();
+  if (!early) {
+#pragma unroll
+    for (int s = 0; s < R - 1; s++) {
+      lc.codes(r0 + s * L::kSlot, te, gshift, lane);
+      cpAsyncCommit();
+    }
+  }
+  splitXCTA(xs, sx, x, tiles, xt, warp, lane);
+  const u32 xa = sharedAddr(xs), xl = u32((g & 1) * sizeof(XTile::hi) + 16 * c);
+  float acc[2] = {0.f, 0.f};
+  u32 rd = r0, wr = r0 + (R - 1) * L::kSlot;
+  int t = tb;
+  for (; t + U <= te; t += U) {
+    xStep<BITS, U, R, true>(acc, lc, xa, xl, sx, rd, wr, t, te, gshift, lane);
+    rd = rd + L::kSlot == rEnd ? r0 : rd + L::kSlot;
+    wr = wr + L::kSlot == rEnd ? r0 : wr + L::kSlot;
+  }
+  if (t < te) xStep<BITS, U, R, false>(acc, lc, xa, xl, sx, rd, wr, t, te, gshift, lane);
+  cpAsyncWait<0>();
   storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
 }
 

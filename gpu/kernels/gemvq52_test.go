@@ -23,7 +23,9 @@ import (
 // y, and v4.1's (LaunchV4, gemv_q4 over wq's layout, two tiles a step) at
 // every split whose slices start at the same tiles (v4Aligned: every split
 // of the 8B shapes' K), and LaunchTiled, where UsesV6, runs v6.1 (Launch's
-// v4.1 route: compared where its split and slices are v6.1's). All within v4's
+// v4.1 route: compared where its split and slices are v6.1's). v6.2
+// (session 23: LaunchV6 without V61, gemv_q7 at a ring of 5, 4 or 3 by K) gives
+// v6.1's y (V61) for every width. All within v4's
 // float64 bound ((K/64 + 83)·2⁻²⁴ of Σ(|s|q + |z|)|x| + 2⁻³⁶·Σ(|s|q + |z|),
 // TestGEMVQMatchesReference). N not a multiple of 16, an odd number of
 // tiles (a slice's last step of one tile: the partial step), groups of 128
@@ -81,21 +83,22 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 			// twice, then v6.1 twice, and LaunchTiled's route; int8: v4.1
 			// and LaunchTiled's route).
 			type form struct {
-				name                 string
-				v51, tiled, auto, v4 bool
+				name                      string
+				v51, tiled, auto, v4, v61 bool
 			}
-			forms := []form{{"v5.1", true, false, false, false}, {"v5.2", false, false, false, false}}
+			forms := []form{{"v5.1", true, false, false, false, false}, {"v5.2", false, false, false, false, false}}
 			if tiled {
-				forms = append(forms, form{"v6", true, true, false, false}, form{"v6.1", false, true, false, false})
+				forms = append(forms, form{"v6", true, true, false, false, false}, form{"v6.1", false, true, false, false, true},
+					form{"v6.2", false, true, false, false, false})
 			}
 			if c.e == wq.Int8 {
-				forms = append(forms, form{"v4.1", false, false, false, true})
+				forms = append(forms, form{"v4.1", false, false, false, true, false})
 			}
 			autoTiled := (c.e == wq.Int3 || c.e == wq.Int8) && g.UsesV6(1, c.N, c.K, c.e.Bits(), c.G)
 			if autoTiled {
-				forms = append(forms, form{"LaunchTiled", false, true, true, false})
+				forms = append(forms, form{"LaunchTiled", false, true, true, false, false})
 				if c.e == wq.Int8 { // Launch: v4.1 over wq's layout at its split
-					forms = append(forms, form{"Launch", false, false, true, true})
+					forms = append(forms, form{"Launch", false, false, true, true, false})
 				}
 			}
 			if c.e == wq.Int8 && !autoTiled && c.N >= 2048 {
@@ -118,8 +121,8 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 						}
 						yp := m.put(cuda.Bytes(nanF32(c.N)))
 						m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-							g.EarlyWeights, g.V51 = early, f.v51
-							defer func() { g.EarlyWeights, g.V51 = false, false }()
+							g.EarlyWeights, g.V51, g.V61 = early, f.v51, f.v61
+							defer func() { g.EarlyWeights, g.V51, g.V61 = false, false, false }()
 							if f.auto && !f.tiled {
 								return g.Launch(cx, s, yp, xp, wp, pp, bp, 1, c.N, c.K, c.e.Bits(), c.G)
 							}

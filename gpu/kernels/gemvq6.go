@@ -203,9 +203,17 @@ func (g *GEMVQ) PackTiles(c *cuda.Ctx, st cuda.Stream, tw, tp, words, params cud
 // LaunchV6 is v6 over one row of x with S warps per row group (1, 2, 4
 // or 8): tw and tp a weight's tiled layout (PackTiles), the rest as
 // LaunchV5; the same sums as LaunchV5 over wq's layout, bit for bit. It
-// runs v6.1 (v5.2's step) unless V51 (int4; int3 and int8 have v6.1 only:
-// int3's sums are v5.0's int3, V5Lanes, bit for bit, int8's v5.1's).
+// runs v6.2 (gemv_q7: v6.1 with x split once a CTA, session 23) where x's
+// split fits (gemvq7Ring: K up to ~14K), else or with V61 v6.1 (v5.2's
+// step), and v6 with V51 (int4; int3 and int8 have v6.1 only: int3's sums
+// are v5.0's int3, V5Lanes, bit for bit, int8's v5.1's); v6.2's sums are
+// v6.1's, bit for bit.
 func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int) error {
+	return g.launchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, S, true)
+}
+
+// launchV6 is LaunchV6, with v6.2 only where v62 is set.
+func (g *GEMVQ) launchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int, v62 bool) error {
 	if N <= 0 || !g.ReadsV6(bits, G, K) {
 		return fmt.Errorf("kernels: gemvq v6: N=%d K=%d bits=%d G=%d has no kernel", N, K, bits, G)
 	}
@@ -214,21 +222,105 @@ func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.De
 		return fmt.Errorf("kernels: gemvq v6: split %d is not one of %v", S, gemvq4Splits)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
+	grid, block := cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}
+	if ri := g.v7Ring(bits, K); ri >= 0 && v62 {
+		smem := gemvq7Shared(bits, K, gemvq7Rings[ri])
+		return c.Launch(g.v7[gemvqTiledIndex(bits)][ri][si], grid, block, smem, st,
+			x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(smem))
+	}
 	ring := g.v5Ring[gemvqBitsIndex(bits)]
-	return c.Launch(g.v6Func(bits, si), cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}, ring, st,
+	return c.Launch(g.v6Func(bits, si), grid, block, ring, st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(ring))
 }
 
+// v6.2 (session 23, gemvq4.cu's gemv_q7): v6.1 with x split once a CTA
+// into shared memory (hi and lo halves where the mma lanes read them, and
+// each tile's Σx), so that a step is the codes' copies, reads, unpack, mma
+// and scales; the ring's slots hold no x. The same bits as v6.1.
+
+// gemvq7Rings are the ring depths gemv_q7 is built with, deepest first:
+// 5 where two CTAs an SM still fit with x's split (int4 K up to 6784: the
+// 8B's gate/up, 4 steps of copies before the dependency wait), else v6.1's
+// 4, else 3 (K 14336 of int4 and int8). Session 23's call 2 (H100, gate/up
+// S 2 back to back with early loads): int4 12.6 us at 5 against 12.9 at 4,
+// int3 11.7 at 5 (alone 16.8 and 16.2 against 15.7 and 15.1).
+var gemvq7Rings = [...]int{5, 4, 3}
+
+// gemvq7MinShared is the least dynamic shared memory a gemv_q7 CTA takes:
+// more than a third of an SM's 228 KB, so that at most two CTAs share an
+// SM. int3's v6.2 at K 4096 with a ring of 4 (70 KB, 80 registers) ran
+// three CTAs an SM in call 2: alone faster (15.1 us against 16.2), back to
+// back under PDL slower (14.7 against 11.7-12.2 at two), as sessions 15
+// and 16 found for v6.1's three-CTA variants.
+const gemvq7MinShared = 80 * 1024
+
+// gemvq7SharedMax is the most dynamic shared memory a gemv_q7 CTA takes:
+// two CTAs an SM (228 KB, 1 KB reserved a CTA, storeRows' 512 static
+// bytes) with room to spare.
+const gemvq7SharedMax = 112 * 1024
+
+// gemvq7XChain is gemvq4.cu's kXChain: x's split tiles come in multiples of it.
+const gemvq7XChain = 4
+
+// gemvq7Shared is gemv_q7's dynamic shared memory for K with a ring of R
+// slots: K/128 tiles of x split (512 bytes and a float each, rounded up to
+// gemvq7XChain tiles), then gemvq4Warps rings of R slots without x; at
+// least gemvq7MinShared.
+func gemvq7Shared(bits, K, R int) int {
+	xt := (K/gemvq4Tile + gemvq7XChain - 1) / gemvq7XChain * gemvq7XChain
+	u := gemvq5StageTiles(bits)
+	slot := u*2*bits*32*4 + u*gemvq4Rows*4
+	return max(xt*(512+4)+gemvq4Warps*R*slot, gemvq7MinShared)
+}
+
+// gemvq7Ring returns the index in gemvq7Rings of the deepest ring with
+// which gemv_q7 fits gemvq7SharedMax for K, -1 if none.
+func gemvq7Ring(bits, K int) int {
+	for ri, r := range gemvq7Rings {
+		if gemvq7Shared(bits, K, r) <= gemvq7SharedMax {
+			return ri
+		}
+	}
+	return -1
+}
+
+// v7Ring is the gemvq7Rings index LaunchV6 runs v6.2 with for a tiled
+// width over K, -1 where it runs v6.1 or v6: V61, V51 on int4, or a K too
+// long for x's split.
+func (g *GEMVQ) v7Ring(bits, K int) int {
+	if g.V61 || g.V51 && bits == gemvq6Bits || gemvqTiledIndex(bits) < 0 {
+		return -1
+	}
+	return gemvq7Ring(bits, K)
+}
+
+// gemvq7Routed reports whether LaunchTiled runs v6.2 (where it fits) for
+// a width at split S: int4 and int3 at splits of 1 or 2, where 4-8 row
+// groups of a CTA share each slice of x, so that the CTA's one split
+// replaces 4-8 warps' (H100, session 23: int4 gate/up S 2 13.3 -> 12.8 us
+// back to back, int3 13.3 -> 12.2). At S 4-8 a warp splits as many tiles
+// in the prologue as v6.1 does in its steps, and the prologue's barriers and
+// K 14336's ring of 3 cost more (int4 down S 8 13.2 -> 15.8 us back to
+// back): v6.1 there. int8 (v6.1 already 86-90% back to back) stays on
+// v6.1.
+func gemvq7Routed(bits, S int) bool { return S <= 2 && (bits == 4 || bits == 3) }
+
+// gemvq7Expr is gemv_q7's name expression for a code width, split s and
+// ring depth r.
+func gemvq7Expr(bits, s, r int) string { return fmt.Sprintf("gemvq4::gemv_q7<%d, %d, %d>", bits, s, r) }
+
 // LaunchTiled is Launch over a weight in the tiled layout (tw, tp:
 // PackTiles' output) for T <= GEMVQMaxRows rows of x: v6 (v6.1 unless
-// V51) at SplitV5For's split where UsesV6 (one row), else v2 over the tiled
+// V51; v6.2 where gemvq7Routed and it fits, unless V61) at SplitV5For's
+// split where UsesV6 (one row), else v2 over the tiled
 // layout at Launch's v2 split (gemvqSplitFor). The same bits as Launch
 // over wq's layout wherever Launch runs v5 or v2 (T >= 2, or V2 set);
 // with V3 or V4 set, one row runs v2 here where Launch runs v3 (int3 at
 // one row: v6.1 where Launch runs v3.2, within v4's bound, not its bits).
 func (g *GEMVQ) LaunchTiled(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, T, N, K, bits, G int) error {
 	if g.UsesV6(T, N, K, bits, G) {
-		return g.LaunchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, g.SplitV5For(N, K, bits))
+		S := g.SplitV5For(N, K, bits)
+		return g.launchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, S, gemvq7Routed(bits, S))
 	}
 	return g.LaunchSplitTiled(c, st, y, x, tw, tp, bias, T, N, K, bits, G, gemvqSplitFor(N, K))
 }
@@ -262,12 +354,16 @@ func (g *GEMVQ) DequantTiled(c *cuda.Ctx, st cuda.Stream, out, tw, tp cuda.Devic
 	return c.Launch(fn, gemvqDequantGrid(N, K), cuda.Dim3{X: gemvqDequantThreads}, 0, st, tw, tp, out, int32(N), int32(K), int32(G))
 }
 
-// InfoV6 returns the resources of v6's kernel for a code width at split
-// S (v6.1 unless V51 and int4).
-func (g *GEMVQ) InfoV6(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, error) {
+// InfoV6 returns the resources of the kernel LaunchV6 runs for a code
+// width over K at split S (v6.2 where v7Ring finds a ring, else v6.1
+// unless V51 and int4).
+func (g *GEMVQ) InfoV6(c *cuda.Ctx, bits, K, S int) (cuda.FuncInfo, error) {
 	si := slices.Index(gemvq4Splits[:], S)
 	if si < 0 || gemvqTiledIndex(bits) < 0 {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v6: no kernel for bits=%d split %d", bits, S)
+	}
+	if ri := g.v7Ring(bits, K); ri >= 0 {
+		return c.FuncInfo(g.v7[gemvqTiledIndex(bits)][ri][si])
 	}
 	return c.FuncInfo(g.v6Func(bits, si))
 }
@@ -288,22 +384,42 @@ func (g *GEMVQ) v6Func(bits, si int) cuda.Function {
 // wq's layout: int8's route at one row before session 16). A bench tool,
 // compiled on its own (one small module).
 type GEMVQDiag struct {
-	fns  [len(GEMVQDiagForms)][len(gemvq4Splits)]cuda.Function
-	ring int
-	bits int
+	fns   [len(GEMVQDiagForms)][len(gemvq4Splits)]cuda.Function
+	fns7  [len(gemvq7Rings)][len(gemvq4Splits)]cuda.Function // v6.2 at each ring depth
+	rings [len(gemvq7Rings)]int                              // v6.2's ring depths (gemvq7Rings, or -DGEMVQ7_DEEP=n for the deepest)
+	ring  int
+	bits  int
+}
+
+// gemvq7DiagRings returns v6.2's ring depths for the diagnostic: gemvq7Rings,
+// with the deepest replaced by n where opts hold -DGEMVQ7_DEEP=n (n > 1; a
+// Go-side knob, gemvq4.cu ignores the macro).
+func gemvq7DiagRings(opts []string) [len(gemvq7Rings)]int {
+	r := gemvq7Rings
+	for _, o := range opts {
+		var n int
+		if _, err := fmt.Sscanf(o, "-DGEMVQ7_DEEP=%d", &n); err == nil && n > 1 {
+			r[0] = n
+		}
+	}
+	return r
 }
 
 // GEMVQDiagForms name GEMVQDiag's forms, in its index order: "v5.1",
 // "loads" (v5.1's copies, no math), "loads-tiled" (the same over the
 // tiled layout), "v6", "v5.2" (v5.1's LEAN step), "v6.1" (v6's), "v4.1"
-// (gemv_q4, session 16).
-var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6", "v5.2", "v6.1", "v4.1"}
+// (gemv_q4, session 16), "v6.2" (gemv_q7, session 23).
+var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6", "v5.2", "v6.1", "v4.1", "v6.2"}
 
-// gemvqDiagV4 is the index of the v4.1 form in GEMVQDiagForms.
-const gemvqDiagV4 = 6
+// gemvqDiagV4 and gemvqDiagV62 are the indices of the v4.1 and v6.2 forms
+// in GEMVQDiagForms.
+const (
+	gemvqDiagV4  = 6
+	gemvqDiagV62 = 7
+)
 
 // GEMVQDiagTiled reports whether form f reads the tiled layout.
-func GEMVQDiagTiled(f int) bool { return f == 2 || f == 3 || f == 5 }
+func GEMVQDiagTiled(f int) bool { return f == 2 || f == 3 || f == 5 || f == gemvqDiagV62 }
 
 // gemvqDiagLoads and gemvqDiagLean report whether form f is a copies-only
 // form and a LEAN one.
@@ -311,12 +427,18 @@ func gemvqDiagLoads(f int) bool { return f == 1 || f == 2 }
 func gemvqDiagLean(f int) bool  { return f == 4 || f == 5 }
 
 // GEMVQDiagBits reports whether the diagnostic forms are built for a code
-// width: the coalesced copies' widths (int4, int8).
-func GEMVQDiagBits(bits int) bool { return bits == 4 || bits == 8 }
+// width: the coalesced copies' widths (int4, int8) and int3 (v6.1 and v6.2
+// only, GEMVQDiagBuilt).
+func GEMVQDiagBits(bits int) bool { return bits == 4 || bits == 8 || bits == 3 }
 
-// LoadGEMVQDiag compiles gemvq4.cu's gemv_q5 for an int4 or int8 weight in
-// GEMVQDiagForms' forms at every split, with extra NVRTC options (its
-// knobs: -DGEMVQ5_STAGES=n, -DGEMVQ5_MIN_BLOCKS=n).
+// GEMVQDiagBuilt reports whether form f is built for a code width: every
+// form for int4 and int8, v6.1 and v6.2 for int3 (its other forms need the
+// coalesced copies of 16-byte spans).
+func GEMVQDiagBuilt(bits, f int) bool { return bits != 3 || f == 5 || f == gemvqDiagV62 }
+
+// LoadGEMVQDiag compiles gemvq4.cu's gemv_q5 for an int4, int8 or int3
+// weight in GEMVQDiagForms' forms (GEMVQDiagBuilt) at every split, with
+// extra NVRTC options (its knobs: -DGEMVQ5_STAGES=n, -DGEMVQ5_MIN_BLOCKS=n).
 func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, error) {
 	if !GEMVQDiagBits(bits) {
 		return nil, fmt.Errorf("kernels: gemvq diag: no forms for int%d", bits)
@@ -327,32 +449,57 @@ func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, erro
 		}
 		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v, %v>", bits, s, GEMVQDiagTiled(f), gemvqDiagLoads(f), gemvqDiagLean(f))
 	}
+	rings := gemvq7DiagRings(opts)
 	var exprs []string
 	for f := range GEMVQDiagForms {
 		for _, s := range gemvq4Splits {
-			exprs = append(exprs, expr(f, s))
+			if f == gemvqDiagV62 {
+				for _, r := range rings {
+					exprs = append(exprs, gemvq7Expr(bits, s, r))
+				}
+			} else if GEMVQDiagBuilt(bits, f) {
+				exprs = append(exprs, expr(f, s))
+			}
 		}
 	}
 	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
 	if err != nil {
 		return nil, err
 	}
-	d := &GEMVQDiag{ring: gemvq5RingBytes(bits, opts), bits: bits}
+	d := &GEMVQDiag{ring: gemvq5RingBytes(bits, opts), bits: bits, rings: rings}
 	for f := range GEMVQDiagForms {
 		for si, s := range gemvq4Splits {
-			if d.fns[f][si], err = mod.Function(expr(f, s)); err != nil {
-				return nil, err
+			if f == gemvqDiagV62 {
+				for ri, r := range rings {
+					if d.fns7[ri][si], err = mod.Function(gemvq7Expr(bits, s, r)); err != nil {
+						return nil, err
+					}
+				}
+				d.fns[f][si] = d.fns7[0][si]
+			} else if GEMVQDiagBuilt(bits, f) {
+				if d.fns[f][si], err = mod.Function(expr(f, s)); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
 	return d, dev.Do(func(c *cuda.Ctx) error {
 		for f := range GEMVQDiagForms {
-			if f == gemvqDiagV4 {
-				continue // static shared memory only
+			if f == gemvqDiagV4 || !GEMVQDiagBuilt(bits, f) {
+				continue // static shared memory only, or not built
 			}
 			for si := range gemvq4Splits {
-				if err := c.SetMaxDynamicShared(d.fns[f][si], d.ring); err != nil {
-					return fmt.Errorf("kernels: gemvq diag: %w", err)
+				fns, most := []cuda.Function{d.fns[f][si]}, d.ring
+				if f == gemvqDiagV62 {
+					fns, most = nil, gemvq7SharedMax
+					for ri := range d.rings {
+						fns = append(fns, d.fns7[ri][si])
+					}
+				}
+				for _, fn := range fns {
+					if err := c.SetMaxDynamicShared(fn, most); err != nil {
+						return fmt.Errorf("kernels: gemvq diag: %w", err)
+					}
 				}
 			}
 		}
@@ -365,7 +512,7 @@ func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, erro
 // as GEMVQ.EarlyWeights.
 func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, params cuda.DevicePtr, N, K, G, S int, early bool) error {
 	si := slices.Index(gemvq4Splits[:], S)
-	if f < 0 || f >= len(GEMVQDiagForms) || si < 0 || gemvq4Shift(G, K) < 0 {
+	if f < 0 || f >= len(GEMVQDiagForms) || !GEMVQDiagBuilt(d.bits, f) || si < 0 || gemvq4Shift(G, K) < 0 {
 		return fmt.Errorf("kernels: gemvq diag: form %d split %d G %d K %d has no kernel", f, S, G, K)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
@@ -373,14 +520,22 @@ func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, para
 	if f == gemvqDiagV4 {
 		return c.Launch(d.fns[f][si], grid, block, 0, st, x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early))
 	}
-	return c.Launch(d.fns[f][si], grid, block, d.ring, st,
-		x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring))
+	fn, smem := d.fns[f][si], d.ring
+	if f == gemvqDiagV62 {
+		ri := slices.IndexFunc(d.rings[:], func(r int) bool { return gemvq7Shared(d.bits, K, r) <= gemvq7SharedMax })
+		if ri < 0 {
+			return fmt.Errorf("kernels: gemvq diag: v6.2 has no ring for int%d K %d", d.bits, K)
+		}
+		fn, smem = d.fns7[ri][si], gemvq7Shared(d.bits, K, d.rings[ri])
+	}
+	return c.Launch(fn, grid, block, smem, st,
+		x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(smem))
 }
 
-// Info returns the resources of form f at split S.
+// Info returns the resources of form f at split S (v6.2: its ring of 4).
 func (d *GEMVQDiag) Info(c *cuda.Ctx, f, S int) (cuda.FuncInfo, error) {
 	si := slices.Index(gemvq4Splits[:], S)
-	if f < 0 || f >= len(GEMVQDiagForms) || si < 0 {
+	if f < 0 || f >= len(GEMVQDiagForms) || !GEMVQDiagBuilt(d.bits, f) || si < 0 {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq diag: no form %d split %d", f, S)
 	}
 	return c.FuncInfo(d.fns[f][si])
