@@ -8,8 +8,8 @@ package model
 
 import (
 	"fmt"
+	"math"
 
-	"github.com/bitdecode/bitdecode/attn"
 	"github.com/bitdecode/bitdecode/backend"
 )
 
@@ -40,7 +40,7 @@ func wholeRows(b *Batch, R int) []int32 {
 // gathered (Rows) and downloaded. a holds the extra tensors.
 //
 // With softcap c (Config.FinalSoftcap; 0: none) every downloaded row is
-// soft-capped on the host, c·tanh(x/c) (attn.Softcap), as transformers
+// soft-capped on the host, c·tanh(x/c) (softcapLogits), as transformers
 // caps the logits before anything reads them. The tokens be picks come
 // from the logits before the cap: c·tanh(x/c) increases with x, so the
 // largest logit stays the largest (two logits within a rounding of each
@@ -48,7 +48,7 @@ func wholeRows(b *Batch, R int) []int32 {
 func readOutputs(be backend.Backend, a *arena, b *Batch, logits backend.Tensor, R, V int, softcap float64) (out *Logits, err error) {
 	defer func() {
 		if err == nil && softcap != 0 {
-			attn.Softcap(out.Data, float32(softcap))
+			softcapLogits(out.Data, softcap)
 		}
 	}()
 	whole := wholeRows(b, R)
@@ -91,4 +91,15 @@ func readOutputs(be backend.Backend, a *arena, b *Batch, logits backend.Tensor, 
 		return nil, fmt.Errorf("the greedy tokens: %w", err)
 	}
 	return out, nil
+}
+
+// softcapLogits soft-caps the logits x in place, x[i] = c·tanh(x[i]/c),
+// in float64 and rounded once (Gemma 2's final_logit_softcapping; c > 0).
+// The model layer keeps to plain Go here: attn's SIMD soft-cap serves the
+// attention scores, a layer below the model's reach (docs/architecture.md),
+// and a row of logits is read once a step.
+func softcapLogits(x []float32, c float64) {
+	for i, v := range x {
+		x[i] = float32(c * math.Tanh(float64(v)/c))
+	}
 }
