@@ -55,7 +55,7 @@ func softcapMoved(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, q []fl
 // the mask and the softmax) in every decode kernel (decode_mma.cu,
 // decode.cu's v1, decode_wgmma.cu) against attn.Reference with the same
 // cap, in float64: fp16, bf16, int8, int4 (KC and KT, value groups), int2
-// (KC, value groups), k4v2 and int4's residual of 64; groups 1 and 4; Tq 1
+// (KC, value groups) and k4v2; groups 1 and 4, head dims 64, 128, 256; Tq 1
 // (decode), 5 and 37 (prefill chunks: the paged caches' prefill runs these
 // kernels at Tq = the chunk), with a sliding window in one case; caps 1.5
 // and 4 (Gemma 2's 50 barely moves random scores). Each kernel must see
@@ -66,7 +66,7 @@ func TestGPUDecodeSoftcapMatchesReference(t *testing.T) {
 		t.Run(k.String(), func(t *testing.T) {
 			device(t)
 			r := rand.New(rand.NewPCG(61, 62))
-			specs := []string{"fp16", "bf16", "int8", "int4", "int4:kt32:v32", "int2", "int2:kc32:v32", "k4v2", "int4:kc64:res64"}
+			specs := []string{"fp16", "bf16", "int8", "int4", "int4:kt32:v32", "int2", "int2:kc32:v32", "k4v2"}
 			shapes := []attn.Shape{{Hq: 8, Hkv: 8, D: 128}, {Hq: 16, Hkv: 4, D: 128}, {Hq: 8, Hkv: 2, D: 64}, {Hq: 8, Hkv: 2, D: 256}}
 			caps := []float32{1.5, 4}
 			if testing.Short() {
@@ -91,6 +91,7 @@ func TestGPUDecodeSoftcapMatchesReference(t *testing.T) {
 						}
 						runCase(t, r, gpuCase{kernel: k, spec: spec, sh: sh, lens: lens, tq: tq, window: window, softcap: c, moved: &moved})
 					}
+					t.Logf("%v %s %+v cap %g: Tq 1, 5, 37 within the bound (moved so far %.3g tolerances)", k, spec, sh, c, moved)
 				}
 			}
 			if moved < 4 {
