@@ -208,6 +208,20 @@ type Argmaxer interface {
 	DownloadInt32(dst []int32, src Tensor) error
 }
 
+// Softcapper is implemented by backends that soft-cap a tensor in place
+// where it is (the CUDA backend): x -> c·tanh(x/c), Gemma 2's final logit
+// soft-cap (model.Config.FinalSoftcap). model's Forward applies it to the
+// logits before an Argmaxer's pick and before any row is downloaded, so the
+// device's greedy token is picked from the capped logits as the host's is;
+// where it is missing, Forward caps the downloaded rows on the host
+// (attn.Softcap) with the same arithmetic.
+type Softcapper interface {
+	// Softcap replaces each value v of the F32 tensor x by c·tanh(v/c)
+	// (c a finite cap > 0). It is an op: queued in order with the others,
+	// its error recorded.
+	Softcap(x Tensor, c float32)
+}
+
 // HeadDimPadder is implemented by backends whose attention kernels take only
 // some head dimensions (the CUDA backend: 64, 128 and 256). The model
 // loader asks it for each model's head dim D and, where the answer Dp is

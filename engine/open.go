@@ -152,11 +152,6 @@ func Open(dir string, o Options) (m *Model, err error) {
 	}()
 	m.TP = 1
 	bo := backend.OpenOptions{Threads: o.Threads, Env: o.Env, BatchInvariant: o.BatchInvariant}
-	if o.Backend == nil {
-		if o.Device, err = m.deviceFor(dir, o.Device); err != nil {
-			return m, err
-		}
-	}
 	switch {
 	case o.TP < 0:
 		return m, fmt.Errorf("engine: tensor-parallel degree %d: want at least 1", o.TP)
@@ -232,34 +227,6 @@ func Open(dir string, o Options) (m *Model, err error) {
 		err = fmt.Errorf("%w (is %s a Hugging Face checkpoint directory?)", err, dir)
 	}
 	return m, m.finish(o, err)
-}
-
-// deviceFor returns the device to open for the checkpoint in dir, given
-// the user's choice: the choice itself, but for a model whose attention
-// scores are soft-capped (Gemma 2's attn_logit_softcapping), which the
-// GPU's attention kernels lack: "auto" then resolves to the CPU (one line
-// on the log where it would have picked a GPU), and an explicit GPU device
-// is refused naming the feature. A config that cannot be read is left to
-// model.Load to report.
-func (m *Model) deviceFor(dir, choice string) (string, error) {
-	if dir == "" || choice == "cpu" {
-		return choice, nil
-	}
-	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
-	if err != nil || cfg.AttnSoftcap == 0 {
-		return choice, nil
-	}
-	if choice != "" && choice != backend.Auto {
-		return "", fmt.Errorf("engine: --device %s: %w", choice, cfg.RefuseAttnSoftcap("the GPU's attention kernels"))
-	}
-	name, err := backend.ResolveDevice(choice, m.log)
-	if err != nil {
-		return "", err
-	}
-	if name != "cpu" {
-		m.logf("bitdecode: %s soft-caps its attention scores (attn_logit_softcapping %g), which the %s attention kernels do not implement; running on the CPU", cfg.ModelType, cfg.AttnSoftcap, name)
-	}
-	return "cpu", nil
 }
 
 // openGroup opens a tensor-parallel group of n ranks of the device choice

@@ -179,13 +179,14 @@ type Config struct {
 	// AttnSoftcap, if not 0, soft-caps every attention score s (after the
 	// softmax scale, before the mask) to AttnSoftcap·tanh(s/AttnSoftcap)
 	// (Gemma 2's attn_logit_softcapping, 50 in its checkpoints). The KV
-	// cache applies it (attn.Params.Softcap); a cache whose kernels have
-	// none refuses the model (RefuseAttnSoftcap: the GPU's caches, the bw
-	// caches).
+	// cache applies it (attn.Params.Softcap on the CPU, the GPU's paged
+	// caches through kernels.DecodeShape.Softcap); a cache whose kernels
+	// have none refuses the model (RefuseAttnSoftcap: the bw caches).
 	AttnSoftcap float64
 	// FinalSoftcap, if not 0, soft-caps the logits the same way
 	// (final_logit_softcapping, 30 in Gemma 2's checkpoints); Forward
-	// applies it to every row it returns.
+	// applies it to every row it returns (on the device before its greedy
+	// pick where the backend is a backend.Softcapper, the CUDA backend).
 	FinalSoftcap float64
 
 	// StoredHeadDim, if not 0, is the checkpoint's head dim where the
@@ -275,7 +276,7 @@ func (c *Config) RefuseAttnSoftcap(where string) error {
 	if c.AttnSoftcap == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: %w there (%s's attn_logit_softcapping is %g); the CPU's paged and dense caches apply it (--device cpu, a paged format)", where, ErrAttnSoftcap, c.ModelType, c.AttnSoftcap)
+	return fmt.Errorf("%s: %w there (%s's attn_logit_softcapping is %g); the paged and dense caches apply it (a paged format such as int4, on the CPU or the GPU)", where, ErrAttnSoftcap, c.ModelType, c.AttnSoftcap)
 }
 
 // rawConfig is config.json as written. Pointers and raw messages tell absent

@@ -392,8 +392,8 @@ func (m *Llama) Config() *Config { return m.cfg }
 // (GeGLU), and longrope's q scaled by its attention factor squared after
 // RoPE, with the long frequencies where the batch reaches past the
 // original context (transformers' choice per forward pass);
-// and the logits are RMSNorm(h)·Wlmᵀ for the output rows (soft-capped on
-// the host where Config.FinalSoftcap asks: readOutputs), returned whole or
+// and the logits are RMSNorm(h)·Wlmᵀ for the output rows (soft-capped where
+// Config.FinalSoftcap asks, on the device or the host: readOutputs), returned whole or
 // as their greedy tokens as each sequence asks (Seq.Output). The small ops
 // run fused where the backend has an op for two of them (the same results,
 // bitwise but for the ulp AddRMSNorm allows): each residual add with the norm after it (AddRMSNorm; a layer's

@@ -39,13 +39,18 @@ func wholeRows(b *Batch, R int) []int32 {
 // otherwise be picks every row's token, and only the rows wanted whole are
 // gathered (Rows) and downloaded. a holds the extra tensors.
 //
-// With softcap c (Config.FinalSoftcap; 0: none) every downloaded row is
-// soft-capped on the host, c·tanh(x/c) (softcapLogits), as transformers
-// caps the logits before anything reads them. The tokens be picks come
-// from the logits before the cap: c·tanh(x/c) increases with x, so the
-// largest logit stays the largest (two logits within a rounding of each
-// other may tie after a float32 cap; argmax before it keeps the larger).
+// With softcap c (Config.FinalSoftcap; 0: none) the logits are soft-capped,
+// c·tanh(x/c), as transformers caps them before anything reads them: on
+// the device before be picks any token or a row is downloaded where be is
+// a backend.Softcapper (the CUDA backend, session 23), so its greedy
+// tokens come from the capped logits as the host's do (two logits within
+// a rounding of each other may tie after a float32 cap: the first wins on
+// both); else every downloaded row on the host (softcapLogits).
 func readOutputs(be backend.Backend, a *arena, b *Batch, logits backend.Tensor, R, V int, softcap float64) (out *Logits, err error) {
+	if sc, ok := be.(backend.Softcapper); ok && softcap != 0 {
+		sc.Softcap(logits, float32(softcap)) // where the logits are: before the pick and the downloads
+		softcap = 0
+	}
 	defer func() {
 		if err == nil && softcap != 0 {
 			softcapLogits(out.Data, softcap)

@@ -7,6 +7,7 @@ package gpu
 import (
 	"cmp"
 	"fmt"
+	"math"
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -69,4 +70,30 @@ func (b *Backend) DownloadInt32(dst []int32, src backend.Tensor) error {
 	return b.copyOut("DownloadInt32", t, cuda.Bytes(dst), false)
 }
 
-var _ backend.Argmaxer = (*Backend)(nil)
+// Softcap implements backend.Softcapper: one softcap_rows launch over x in
+// place (the final logit soft-cap, before ArgmaxRows and the downloads).
+func (b *Backend) Softcap(x backend.Tensor, c float32) {
+	const op = "Softcap"
+	if b.failed() {
+		return
+	}
+	t, err := b.f32(op, x)
+	if err != nil {
+		b.fail(err)
+		return
+	}
+	k, err := b.sampleKernels()
+	if err != nil {
+		b.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
+		return
+	}
+	t.host = nil
+	b.launch(op, func(ctx *cuda.Ctx) error {
+		return k.SoftcapRows(ctx, b.stream, t.ptr, t.n, c)
+	}, u64(t.ptr), u64(t.n), u64(uint64(math.Float32bits(c))))
+}
+
+var (
+	_ backend.Argmaxer   = (*Backend)(nil)
+	_ backend.Softcapper = (*Backend)(nil)
+)

@@ -477,6 +477,23 @@ BD_DEVICE void loadQueryFrag(const u16* q, int b, int Tq, int Hq, int h, int gro
 // INT_MAX, and no real row (limit < INT_MAX) masks a token by it.
 BD_DEVICE int windowSpan(int window) { return window > 0 ? window : 0x7fffffff; }
 
+// The attention soft-cap (Gemma 2's attn_logit_softcapping, session 23):
+// each score s becomes c·tanh(s/c) after the softmax scale and before the
+// mask, the running max and the exp. The decode kernels' scores are in
+// log2 units (the query is scaled by scale·log2(e)), and
+// c·tanh(s/c)·log2(e) = c'·tanh(s·log2(e)/c') with c' = c·log2(e), so the
+// launcher (decode.go's softcapOptions) defines BD_SOFTCAP as c' (a float
+// literal) where the model has a cap. Without it nothing of the cap is
+// compiled: the kernels guard it with #ifdef (not if constexpr on a
+// namespace-scope constant, which NVRTC emits as a constant-bank symbol,
+// changing every cubin), so they compile as before, byte for byte. The
+// tanh is CUDA's tanhf (2 ulp, the CUDA Math API's bound; no fast math
+// here), in float32: relative error ~3·2^-24 with the multiply by 1/c'.
+#ifdef BD_SOFTCAP
+// softcapScore returns the soft-capped score c'·tanh(s/c') (c': BD_SOFTCAP).
+BD_DEVICE float softcapScore(float s) { return (BD_SOFTCAP) * tanhf(s * (1.f / (BD_SOFTCAP))); }
+#endif
+
 // causalLimits returns the last token rows 2q and 2q+1 of a row chunk may
 // see (query token i of a sequence of L tokens sees tokens <= L - Tq + i);
 // rows beyond nrows see everything (their results are not written).

@@ -200,6 +200,9 @@ __global__ void __launch_bounds__(kThreads) decode_split(
         for (int k = 0; k < kChunk; k++) p = fmaf(qr[r][k], x[k], p);
 #pragma unroll
         for (int off = kTPR / 2; off > 0; off /= 2) p += __shfl_xor_sync(0xffffffffu, p, off);
+#ifdef BD_SOFTCAP
+        p = softcapScore(p);  // the attention soft-cap (bitdecode.cuh), before the mask
+#endif
         if (chunk == 0) sc[r][tt] = (t < t1 && t <= limit[r] && limit[r] - t < span) ? p : kNegInf;
       }
     }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -209,6 +210,13 @@ type DecodeShape struct {
 	// of the first visible key (block table offset, lengths reduced by whole
 	// blocks; kvcache/gpukv's Paged does).
 	Window int
+	// Softcap is the attention scores' soft-cap c (0: none; Gemma 2's
+	// attn_logit_softcapping, package attn's Params.Softcap): each score s
+	// (after the scale) becomes c·tanh(s/c) before the mask and the
+	// softmax. It is compiled into the plan's kernels (softcapOptions:
+	// bitdecode.cuh's BD_SOFTCAP), so a launch's shape must carry the
+	// plan's; without a cap the kernels are those of before, byte for byte.
+	Softcap float32
 }
 
 // DecodeBuffers are the device buffers of one call (see decode.cu for layouts).
@@ -937,6 +945,7 @@ func (p *DecodePlan) fixSplit(s DecodeShape) error {
 // load compiles the plan's kernels (prog, whose name expressions are
 // splitExpr and combineExpr) and allocates its workspace.
 func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combineExpr string, t DecodeTuning) (err error) {
+	softcapOptions(&prog, p.shape.Softcap)
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
 	}
@@ -985,6 +994,25 @@ func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combin
 		return err
 	}
 	return dev.Do(func(c *cuda.Ctx) error { return c.Memset32(p.counters, 0, n) })
+}
+
+// softcapOptions adds to decode program prog the define of the attention
+// soft-cap c where c is not 0 (DecodeShape.Softcap): bitdecode.cuh's
+// BD_SOFTCAP, the cap in the kernels' log2 units (softcapDefine). Without
+// a cap the program is left as it was.
+func softcapOptions(prog *cuda.Program, c float32) {
+	if c != 0 {
+		prog.Options = append(prog.Options, softcapDefine(c))
+	}
+}
+
+// softcapDefine is the NVRTC option of soft-cap c: -DBD_SOFTCAP=c' with
+// c' = c·log2(e) as the shortest float32 literal that reads back as it
+// (the kernels' scores are s·log2(e): their query is scaled by
+// scale·log2(e), and c'·tanh(s·log2(e)/c') = c·tanh(s/c)·log2(e)).
+func softcapDefine(c float32) string {
+	const log2e = 1.4426950408889634
+	return "-DBD_SOFTCAP=" + strconv.FormatFloat(float64(float32(float64(c)*log2e)), 'e', -1, 32) + "f"
 }
 
 // HeadDims are the head dimensions the GPU attention kernels (decode and
@@ -1048,6 +1076,9 @@ func PlanDecodeWith(dev *cuda.Device, k DecodeKernel, l DecodeLayout, s DecodeSh
 	}
 	if err := t.check(); err != nil {
 		return nil, err
+	}
+	if c := float64(s.Softcap); !(c >= 0) || math.IsInf(c, 0) {
+		return nil, fmt.Errorf("kernels: decode: soft-cap %v: want 0 (none) or a finite cap > 0", s.Softcap)
 	}
 	if k == DecodeAuto {
 		k = PickDecodeKernel(dev, l, s)
@@ -1122,14 +1153,14 @@ func (p *DecodePlan) Launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, scale 
 }
 
 // LaunchShape queues a decode of shape s, which must fit the plan: the same
-// heads and block-table width, at most the plan's sequences, query rows and
-// length. The split length stays the plan's (with DecodeShape.SplitCap,
+// heads, block-table width and soft-cap, at most the plan's sequences,
+// query rows and length. The split length stays the plan's (with DecodeShape.SplitCap,
 // each sequence's own), so with a DecodeShape.SplitLen a sequence's result
 // does not depend on s.
 func (p *DecodePlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s DecodeShape, scale float32) error {
 	ps := p.shape
 	if s.Hq != ps.Hq || s.Hkv != ps.Hkv || s.MaxBlocks != ps.MaxBlocks || s.B < 1 || s.B > ps.B ||
-		s.Tq < 1 || s.Tq > ps.Tq || s.MaxL < s.Tq || s.MaxL > ps.MaxL || s.Window < 0 {
+		s.Tq < 1 || s.Tq > ps.Tq || s.MaxL < s.Tq || s.MaxL > ps.MaxL || s.Window < 0 || s.Softcap != ps.Softcap {
 		return fmt.Errorf("kernels: decode: shape %+v does not fit the plan's %+v", s, ps)
 	}
 	rows := s.Hq / s.Hkv * s.Tq

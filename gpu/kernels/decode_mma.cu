@@ -783,6 +783,13 @@ BD_DEVICE void tile(WarpState<D, VG>& st, TileRaw<D, KBITS, VBITS, MT, KG, VG>& 
     }
     if (NX) loadKGroup<D, KBITS, KC, KG, PP>(raw, mt, next, kParamsOff, lane);
   }
+  // The attention soft-cap (bitdecode.cuh's BD_SOFTCAP), before the mask.
+#ifdef BD_SOFTCAP
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) s[mt][e] = softcapScore(s[mt][e]);
+#endif
   // Mask padding past the end, tokens after a query token's position and
   // tokens before its sliding window (windowSpan) (v2.12: not in a full
   // tile, which every row sees whole: a warp-uniform branch around the

@@ -52,10 +52,20 @@ type gpuCase struct {
 	// plan's shape over the whole block table (no view: whole splits before
 	// a window are masked too).
 	window int
+	// softcap is the attention soft-cap (DecodeShape.Softcap, attn's
+	// Params.Softcap; 0: none). With a cap, runCase also computes the
+	// reference without it and stores in moved (where not nil) the largest
+	// over rows of how many of the row's tolerances the cap moves it.
+	softcap float32
+	moved   *float64
 }
 
 func (c gpuCase) String() string {
-	return fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d window=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq, c.window)
+	s := fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d window=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq, c.window)
+	if c.softcap != 0 {
+		s += fmt.Sprintf(" softcap=%g", c.softcap)
+	}
+	return s
 }
 
 // runCase runs c and returns the first run's output (the later runs must
@@ -119,9 +129,12 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 		q[i] = half.ToFloat32(qh[i]) // the reference sees the fp16 query the GPU sees
 	}
 	want := make([]float32, nq)
-	st, err := attn.Reference(want, q, seqs, attn.Params{Format: f, Shape: c.sh, Tq: c.tq, Window: c.window})
+	st, err := attn.Reference(want, q, seqs, attn.Params{Format: f, Shape: c.sh, Tq: c.tq, Window: c.window, Softcap: c.softcap})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.softcap != 0 && c.moved != nil {
+		*c.moved = max(*c.moved, softcapMoved(t, c, f, st, q, seqs, want))
 	}
 
 	tune := tuning.Decode
@@ -129,7 +142,7 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 		tune = *c.tune
 	}
 	plan, err := kernels.PlanDecodeWith(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL, SplitLen: c.splitLen,
-		SplitCap: c.splitCap, SplitMax: c.splitMax, Window: c.window}, tune)
+		SplitCap: c.splitCap, SplitMax: c.splitMax, Window: c.window, Softcap: c.softcap}, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +230,7 @@ func checkOut(t *testing.T, c gpuCase, f kv.Format, st attn.RefStats, got []uint
 	d := c.sh.D
 	ratio, vratio := 0.0, 0.0
 	for row := 0; row < len(got)/d; row++ {
-		tol := kvtest.DecodeTol(f, st, d, row, c.kernel != kernels.DecodeV1)
+		tol := kvtest.DecodeTol(f, st, d, row, c.kernel != kernels.DecodeV1) + softcapTol(c.softcap, st)
 		if q8 != nil {
 			fp16Term := epsFP16 / math.Sqrt(float64(d)) * st.ScoreMag[row]
 			tol += st.MaxAbsV * 2.5 * max(0, q8[row]-fp16Term)

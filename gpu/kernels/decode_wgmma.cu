@@ -258,6 +258,11 @@ BD_DEVICE void tileWG(State<D, VG>& st, Shared<D, VGB, MW>& sh, const u8* kdat, 
 #pragma unroll
       for (int e = 0; e < 4; e++) s[m][e] = c[m][0][e] + biasC[e & 1];
     }
+    // The attention soft-cap (bitdecode.cuh's BD_SOFTCAP), before the mask.
+#ifdef BD_SOFTCAP
+#pragma unroll
+    for (int e = 0; e < 4; e++) s[m][e] = softcapScore(s[m][e]);
+#endif
 #pragma unroll
     for (int e = 0; e < 4; e++) {
       const int t = tok0 + t16 + g + 8 * (e >> 1);

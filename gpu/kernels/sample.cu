@@ -39,9 +39,16 @@
 //      rows 28.54-28.86 -> 27.90-27.95. A row split over several blocks
 //      (B = 1: one SM reads the whole 501 KiB row) is not built.
 //
-// Go wrapper: kernels.Sample.ArgmaxRows (sample.go); tests
+//   softcap_rows  x[i] = c·tanhf(x[i]·inv) for i < n, inv = 1/c as float32:
+//                the final logit soft-cap (Gemma 2's final_logit_softcapping,
+//                session 23), in place before argmax_rows reads the logits
+//                or they are copied to the host; the same arithmetic as the
+//                host's attn.Softcap (x·inv, tanh, times c), with CUDA's
+//                tanhf (2 ulp) for its tanh32.
+//
+// Go wrapper: kernels.Sample.ArgmaxRows and SoftcapRows (sample.go); tests
 // gpu/kernels/sample_test.go (against model.Argmax's rule on rows with
-// ties, NaNs, ±Inf, ±0 and awkward V).
+// ties, NaNs, ±Inf, ±0 and awkward V; the cap against float64 tanh).
 
 #include "bitdecode.cuh"
 
@@ -146,4 +153,15 @@ extern "C" __global__ void __launch_bounds__(kArgmaxThreads)
     // than it); so does 0 for a row of NaNs alone (bi still kNoIndex).
     dst[blockIdx.x] = (isNaN(x[0]) || bi == kNoIndex) ? 0 : bi;
   }
+}
+
+// kSoftcapThreads is softcap_rows' block size (sample.go's softcapThreads).
+constexpr int kSoftcapThreads = 256;
+
+// softcap_rows: grid (ceil(n / kSoftcapThreads)), block kSoftcapThreads.
+// x [n] float32 in place: x[i] = c·tanhf(x[i]·inv), inv = 1/c.
+extern "C" __global__ void __launch_bounds__(kSoftcapThreads)
+    softcap_rows(float* __restrict__ x, int n, float c, float inv) {
+  const int i = blockIdx.x * kSoftcapThreads + threadIdx.x;
+  if (i < n) x[i] = c * tanhf(x[i] * inv);
 }

@@ -6,6 +6,7 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"math"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -16,9 +17,12 @@ var sampleSource string
 // argmaxThreads is sample.cu's kArgmaxThreads: argmax_rows's block size.
 const argmaxThreads = 1024
 
+// softcapThreads is sample.cu's kSoftcapThreads: softcap_rows' block size.
+const softcapThreads = 256
+
 // Sample holds the compiled kernels of sample.cu.
 type Sample struct {
-	argmax cuda.Function
+	argmax, softcap cuda.Function
 }
 
 // LoadSample compiles sample.cu for dev (once per device; later calls reuse
@@ -30,6 +34,9 @@ func LoadSample(dev *cuda.Device) (*Sample, error) {
 	}
 	k := &Sample{}
 	if k.argmax, err = mod.Function("argmax_rows"); err != nil {
+		return nil, err
+	}
+	if k.softcap, err = mod.Function("softcap_rows"); err != nil {
 		return nil, err
 	}
 	return k, nil
@@ -45,4 +52,16 @@ func (k *Sample) ArgmaxRows(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr,
 	}
 	vec4 := flagArg(V%4 == 0 && src%16 == 0)
 	return c.Launch(k.argmax, cuda.Dim3{X: R}, cuda.Dim3{X: argmaxThreads}, 0, s, dst, src, int32(V), vec4)
+}
+
+// SoftcapRows soft-caps the n float32 values at x in place: x -> c·tanh(x/c)
+// (the final logit soft-cap, model.Config.FinalSoftcap), computed as the
+// host's attn.Softcap does (x·(1/c), tanh, times c) with CUDA's tanhf. c
+// must be a finite cap > 0.
+func (k *Sample) SoftcapRows(ctx *cuda.Ctx, s cuda.Stream, x cuda.DevicePtr, n int, c float32) error {
+	if n <= 0 || n > math.MaxInt32-softcapThreads || !(c > 0) || math.IsInf(float64(c), 0) {
+		return fmt.Errorf("kernels: softcap_rows: %d values, cap %v", n, c)
+	}
+	grid := (n + softcapThreads - 1) / softcapThreads
+	return ctx.Launch(k.softcap, cuda.Dim3{X: grid}, cuda.Dim3{X: softcapThreads}, 0, s, x, int32(n), c, 1/c)
 }

@@ -12,11 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitdecode/bitdecode/backend"
+	"github.com/bitdecode/bitdecode/backend/cpu"
 	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/internal/hfcheck"
+	"github.com/bitdecode/bitdecode/internal/synthmodel"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/model/safetensors"
 )
 
 // Bounds on ‖gpu − transformers‖₂ / ‖transformers‖₂ of a row of logits.
@@ -79,6 +83,15 @@ func TestGPUTransformers(t *testing.T) {
 				}
 				t.Logf("head dim %d runs padded to %d; paged GPU caches refuse %d itself, as they should: %v", D, dp, D, err)
 			}
+			if cfg.AttnSoftcap != 0 {
+				// The bit-plane kernels (bw) have no soft-cap: NewPlanes
+				// refuses the model by name.
+				_, err := NewPlanes(gb, cfg, kv.MustParseSpec("bw"), kvcache.Options{MaxSeqs: 1, MaxLen: n, MaxChunk: hfChunk})
+				if !errors.Is(err, model.ErrAttnSoftcap) {
+					t.Fatalf("bw KV of a soft-capped model: err = %v, want a refusal wrapping model.ErrAttnSoftcap", err)
+				}
+				t.Logf("bw KV refuses the soft-capped model, as it should: %v", err)
+			}
 			for _, c := range hfGPUKV {
 				var cache model.Attention = model.NewDenseCache(gb, m.Config())
 				name := "dense fp32"
@@ -87,17 +100,10 @@ func TestGPUTransformers(t *testing.T) {
 					// cache's windowed layers see their window (gpuView,
 					// kernels.DecodeShape.Window).
 					sp := kv.MustParseSpec(c.spec).WithDefaultRotation(m.Config().HeadDim)
+					// Gemma 2's attention soft-cap runs in the paged
+					// caches' kernels (kernels.DecodeShape.Softcap, since
+					// session 23's s23-gemma2gpu), held to the same bounds.
 					pc, err := NewPaged(gb, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxLen: n, MaxChunk: hfChunk})
-					if cfg.AttnSoftcap != 0 {
-						// Gemma 2: the GPU's attention kernels have no
-						// soft-cap; the paged caches refuse the model by
-						// name (the dense cache above attends on the host).
-						if !errors.Is(err, model.ErrAttnSoftcap) {
-							t.Fatalf("%s KV of a soft-capped model: err = %v, want a refusal wrapping model.ErrAttnSoftcap", c.spec, err)
-						}
-						t.Logf("%s KV refuses the soft-capped model, as it should: %v", c.spec, err)
-						continue
-					}
 					if err != nil {
 						t.Fatalf("%s KV: %v", c.spec, err)
 					}
@@ -114,5 +120,112 @@ func TestGPUTransformers(t *testing.T) {
 				t.Logf("%s KV on %s: %d rows: worst ‖gpu − hf‖/‖hf‖ %.2e (row %d, bound %.1e); greedy %d/%d", name, gb.Name(), len(rows), rep.Worst, rep.WorstRow, c.tol, rep.Greedy, rep.Steps)
 			}
 		})
+	}
+}
+
+// softcapGemma2Config is a synthetic Gemma 2 (internal/hfcheck's
+// TestSoftcapPagedCPU's, with a final cap too): head dim 64, GQA 2, a
+// sliding window of 16, attention cap %s, final cap %s.
+const softcapGemma2Config = `{"architectures":["Gemma2ForCausalLM"],"model_type":"gemma2","hidden_size":64,"intermediate_size":96,
+	"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,"vocab_size":128,"rms_norm_eps":1e-6,
+	"hidden_activation":"gelu_pytorch_tanh","query_pre_attn_scalar":64,"sliding_window":16,"attn_logit_softcapping":%s,
+	"final_logit_softcapping":%s,"rope_theta":10000.0,"torch_dtype":"bfloat16"}`
+
+// TestGPUSoftcapPaged holds the GPU's soft-caps (session 23, branch
+// s23-gemma2gpu) where they matter, which the gemma2 fixture's released caps
+// (50 and 30) barely are: a synthetic Gemma 2 with an attention cap of 1.5
+// and a final cap of 2, run as TestGPUTransformers runs a fixture (prefill
+// chunks of 20 across the 32-token blocks, then decode steps, past the
+// window) on the CUDA backend's dense cache (attention on the host, the
+// final cap on the device: backend.Softcapper) and its paged caches (the
+// attention cap in the decode kernels: kernels.DecodeShape.Softcap), against
+// the CPU backend's dense cache (float64 attention, the final cap on the
+// host) within TestGPUTransformers' bounds. It requires each cap to move
+// the reference rows by more than twice the fp16 cache's bound, so that a
+// GPU path that skipped either would fail.
+func TestGPUSoftcapPaged(t *testing.T) {
+	cb := cpu.New(2)
+	dir := map[string]string{}
+	load := func(be backend.Backend, attnCap, finalCap string) model.Model {
+		js := fmt.Sprintf(softcapGemma2Config, attnCap, finalCap)
+		if dir[js] == "" {
+			cfg, err := model.ParseConfig([]byte(js))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := synthmodel.Shape{Hidden: cfg.Hidden, Intermediate: cfg.Intermediate, Layers: cfg.Layers, Heads: cfg.Heads,
+				KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, Tied: cfg.TieWordEmbeddings,
+				NormPlusOne: cfg.NormPlusOne, PostNorms: cfg.PostNorms, SandwichNorms: cfg.SandwichNorms}
+			dir[js] = t.TempDir()
+			if _, err := synthmodel.Write(dir[js], js, s, safetensors.BF16, 23, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := model.Load(dir[js], be, model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	f := &hfcheck.Fixture{Golden: hfcheck.Golden{Name: "gemma2-softcap-synthetic"}}
+	for i := range 48 {
+		f.Golden.PromptIDs = append(f.Golden.PromptIDs, int32(i*37%128))
+	}
+	for i := range 16 {
+		f.Golden.GreedyIDs = append(f.Golden.GreedyIDs, int32(i*11%128))
+	}
+	ref := func(attnCap, finalCap string) [][]float32 {
+		m := load(cb, attnCap, finalCap)
+		rows, err := hfcheck.Run(m, model.NewDenseCache(cb, m.Config()), f, hfChunk, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	want := ref("1.5", "2.0")
+	for _, off := range []struct{ name, attnCap, finalCap string }{{"attention", "null", "2.0"}, {"final", "1.5", "null"}} {
+		rows, moved := ref(off.attnCap, off.finalCap), 0.0
+		for i := range want {
+			moved = max(moved, hfcheck.RelL2(rows[i], want[i]))
+		}
+		t.Logf("the %s cap moves the reference rows by up to %.2e", off.name, moved)
+		if moved < 2*(hfGPUTol+hfFP16Tol) {
+			t.Fatalf("the %s cap moves the rows by %.2e at most, under twice the fp16 bound: the test would not see it skipped", off.name, moved)
+		}
+	}
+	gb := gpuBackend(t) // the reference's checks above run without a GPU too
+	m := load(gb, "1.5", "2.0")
+	if c := m.Config(); c.AttnSoftcap != 1.5 || c.FinalSoftcap != 2 {
+		t.Fatalf("caps %v %v, want 1.5 2", c.AttnSoftcap, c.FinalSoftcap)
+	}
+	n := len(f.Golden.PromptIDs) + len(f.Golden.GreedyIDs)
+	for _, c := range hfGPUKV {
+		var cache model.Attention = model.NewDenseCache(gb, m.Config())
+		name := "dense fp32"
+		if c.spec != "" {
+			sp := kv.MustParseSpec(c.spec).WithDefaultRotation(m.Config().HeadDim)
+			pc, err := NewPaged(gb, m.Config(), sp, kvcache.Options{MaxSeqs: 1, MaxLen: n, MaxChunk: hfChunk})
+			if err != nil {
+				t.Fatalf("%s KV: %v", c.spec, err)
+			}
+			cache, name = pc, sp.String()
+		}
+		rows, err := hfcheck.Run(m, cache, f, hfChunk, 0)
+		if cl, ok := cache.(interface{ Close() error }); ok {
+			cl.Close()
+		}
+		if err != nil {
+			t.Fatalf("%s KV: %v", name, err)
+		}
+		worst := 0.0
+		for i := range want {
+			e := hfcheck.RelL2(rows[i], want[i])
+			if !(e <= c.tol) {
+				t.Fatalf("%s KV: row %d: ‖gpu − cpu dense‖/‖cpu dense‖ = %.3g > %.3g", name, i, e, c.tol)
+			}
+			worst = max(worst, e)
+		}
+		t.Logf("%s KV on %s: %d rows: worst ‖gpu − cpu dense‖/‖cpu dense‖ %.2e (bound %.1e)", name, gb.Name(), len(rows), worst, c.tol)
 	}
 }

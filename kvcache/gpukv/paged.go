@@ -116,6 +116,10 @@ type Paged struct {
 	// the block tables and lengths per window (gpuView).
 	windows []int
 	views   []int
+	// softcap is the attention scores' soft-cap (model.Config.AttnSoftcap;
+	// 0: none), compiled into every decode and prefill plan
+	// (kernels.DecodeShape.Softcap).
+	softcap float32
 
 	// id tells caches apart in graph keys: a new cache's buffers may reuse
 	// a closed one's addresses, but never its captured graphs.
@@ -249,7 +253,7 @@ func (c *Paged) decodePlan(lk *layerKernels, bucket, maxL int) (*kernels.DecodeP
 		return p, nil
 	}
 	nr := lk.format.Residual
-	shape := kernels.DecodeShape{B: bucket, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: maxL}
+	shape := kernels.DecodeShape{B: bucket, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: maxL, Softcap: c.softcap}
 	if c.opts.BatchInvariant {
 		base := (max(biSplit.base, 64) + nr - 1) / nr * nr // whole blocks
 		shape.SplitLen, shape.SplitCap, shape.SplitMax = base, biSplit.cap, base*max(1, biSplit.max/biSplit.base)
@@ -293,9 +297,6 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	if spec.Planes.On {
 		return nil, fmt.Errorf("gpukv: format %s: the paged GPU cache does not hold bit planes (bw); Planes does (kvcache.New picks it)", spec.String())
 	}
-	if err := cfg.RefuseAttnSoftcap("gpukv: the GPU's decode and prefill kernels"); err != nil {
-		return nil, err
-	}
 	f, fs, err := kvcache.LayerFormats(cfg, spec)
 	if err != nil {
 		return nil, err
@@ -328,7 +329,8 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	// must fit, and is the canonical chunk of prefix sharing.
 	o.MaxChunk = min((o.MaxChunk+nr-1)/nr*nr, o.MaxLen)
 	c := &Paged{gpuBuffers: gpuBuffers{be: be, dev: be.Device()}, tuning: be.Options().Tuning, format: f, shape: sh, layers: cfg.Layers, opts: o, id: gpuCacheIDs.Add(1),
-		maxBlk: (o.MaxLen + nr - 1) / nr, attended: make([]bool, cfg.Layers), windows: make([]int, cfg.Layers)}
+		maxBlk: (o.MaxLen + nr - 1) / nr, attended: make([]bool, cfg.Layers), windows: make([]int, cfg.Layers),
+		softcap: float32(cfg.AttnSoftcap)}
 	copy(c.windows, cfg.LayerWindows)
 	for _, w := range c.windows {
 		if w > 0 && !slices.Contains(c.views, w) {
@@ -385,7 +387,7 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 		}
 		if lk.prefill, err = kernels.PlanDecodeWith(c.dev, kernels.DecodeAuto, lk.lay, kernels.DecodeShape{
 			B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: c.opts.MaxChunk, MaxBlocks: c.maxBlk, MaxL: o.MaxLen,
-			SplitLen: split(gpuPrefillSplit)}, c.tuning.Decode); err != nil {
+			SplitLen: split(gpuPrefillSplit), Softcap: c.softcap}, c.tuning.Decode); err != nil {
 			return nil, err
 		}
 	}
@@ -884,7 +886,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),
 				Q: c.qh + cuda.DevicePtr(r.tok0*qw*2), Out: c.oh + cuda.DevicePtr(r.tok0*qw*2),
 			}
-			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r), Window: window}
+			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r), Window: window, Softcap: c.softcap}
 			if err := plan.LaunchShape(x, st, bufs, shape, 0); err != nil {
 				return err
 			}
