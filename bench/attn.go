@@ -41,6 +41,11 @@ type AttnConfig struct {
 	Grid    []Point
 	Shape   attn.Shape
 	Reps    int // timed runs per row (median reported)
+	// Softcap is the attention scores' soft-cap c (attn.Params.Softcap;
+	// 0: none): every format's row runs with it and its error column is
+	// against attn.Reference with the cap on sequence 0's stored values;
+	// the fp32 baseline row runs without (attn.DecodeF32 has no cap).
+	Softcap float32
 	// MinSeconds is the least time a row's timed runs take together: more
 	// runs are added until they do. RunAttnCPU sets DefaultCPUMinSeconds
 	// when Reps is left 0 (the protocol's rows); 0 with Reps set runs Reps.
@@ -75,6 +80,8 @@ type AttnRow struct {
 	// timed beside another process's work reads up to 2x its cycles on a
 	// 2-core machine (BusyOtherCores).
 	OtherCores float64 `json:"other_cores,omitempty"`
+	// Softcap is the attention soft-cap the row ran with (0: none).
+	Softcap float32 `json:"softcap,omitempty"`
 }
 
 // jsonNum returns x, or 0 for NaN (which JSON cannot hold).
@@ -177,6 +184,9 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 				return nil, err
 			}
 			if f.Planes.On {
+				if cfg.Softcap != 0 {
+					return nil, fmt.Errorf("%s: the bit-plane decode has no soft-cap (attn.Params.Softcap)", spec)
+				}
 				row, err := runPlanesCPU(f, sh, pt, keys, vals, q, exact, base, cfg.Reps, cfg.MinSeconds)
 				if err != nil {
 					return nil, fmt.Errorf("%s B=%d L=%d: %w", spec, pt.B, pt.L, err)
@@ -200,7 +210,15 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 				bytesRead += f.ReadBytes(pt.L) * int64(sh.Hkv)
 			}
 			bytesRead += int64(2 * len(q) * 4)
-			p := attn.Params{Format: f, Shape: sh, Tq: 1}
+			p := attn.Params{Format: f, Shape: sh, Tq: 1, Softcap: cfg.Softcap}
+			want := exact
+			if cfg.Softcap != 0 {
+				want = make([]float32, sh.Hq*sh.D)
+				ref := attn.Params{Format: f, Shape: sh, Tq: 1, Softcap: cfg.Softcap}
+				if _, err := attn.Reference(want, q[:sh.Hq*sh.D], seqs[:1], ref); err != nil {
+					return nil, err
+				}
+			}
 			sec, other := timeItOther(cfg.Reps, cfg.MinSeconds, func() {
 				if err := attn.Decode(out, q, seqs, p); err != nil {
 					panic(err)
@@ -208,8 +226,8 @@ func RunAttnCPU(cfg AttnConfig) (*AttnReport, error) {
 			})
 			row := AttnRow{Device: "cpu", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 				TimeUS: sec * 1e6, BytesRead: bytesRead, GBps: float64(bytesRead) / sec / 1e9,
-				Speedup: base / sec, MaxAbsErr: maxAbsDiff(out[:len(exact)], exact),
-				BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement(), OtherCores: jsonNum(other)}
+				Speedup: base / sec, MaxAbsErr: maxAbsDiff(out[:len(want)], want),
+				BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement(), OtherCores: jsonNum(other), Softcap: cfg.Softcap}
 			row.FracCeiling = row.GBps / rep.ReadGBps
 			rep.Rows = append(rep.Rows, row)
 			fmt.Fprintf(progress, "%s\n", rowLine(row))

@@ -47,6 +47,9 @@ type GPUConfig struct {
 	Formats []string
 	Grid    []Point
 	Shape   attn.Shape
+	// Softcap is the attention scores' soft-cap c (DecodeShape.Softcap;
+	// 0: none), the float64 check's too.
+	Softcap float32
 	// ResidualFull runs every row with Nr-1 tokens in the residual block
 	// (L-1 cached tokens) instead of none.
 	ResidualFull bool
@@ -172,6 +175,9 @@ func runFormat(dev *cuda.Device, cfg GPUConfig, spec string, rep *GPUReport, fp1
 	}
 	for _, pt := range cfg.Grid {
 		var row *GPURow
+		if f.Planes.On && cfg.Softcap != 0 {
+			return fmt.Errorf("%s: the bit-plane kernels have no soft-cap", spec)
+		}
 		if f.Planes.On {
 			row, err = runPlanesPoint(dev, f, cfg, pt)
 		} else {
@@ -259,7 +265,7 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if err != nil {
 		return nil, err
 	}
-	plan, err := kernels.PlanDecodeWith(dev, cfg.Kernel, lay, kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l}, cfg.GPU.Tuning.Decode)
+	plan, err := kernels.PlanDecodeWith(dev, cfg.Kernel, lay, kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l, Softcap: cfg.Softcap}, cfg.GPU.Tuning.Decode)
 	if err != nil {
 		return nil, err
 	}
@@ -304,12 +310,12 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 		kname += "+la" // decode_mma.cu's look-ahead refold (v2.24)
 	}
 	row = &GPURow{Kernel: kname, AttnRow: AttnRow{Device: "cuda", Format: f.Spec.String(), B: pt.B, L: pt.L, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
-		TimeUS: us, BytesRead: bytes, GBps: float64(bytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement()},
+		TimeUS: us, BytesRead: bytes, GBps: float64(bytes) / us / 1e3, BytesPerToken: f.BytesPerToken(), BitsPerElem: f.BitsPerElement(), Softcap: cfg.Softcap},
 		Splits: splits, ResidualLen: l % nr, Paged: cfg.Paged, KernelErr: -1, PackUS: packUS}
 	if l <= gpuErrCheckTokens {
 		// The last run used set (gpuWarmups+gpuRuns-1)%sets.
 		tbl := hostTables[(gpuWarmups+gpuRuns-1)%sets]
-		if row.KernelErr, err = checkDecode(dev, outPtr, qh, cache, tbl[:nBlocks], l, f, sh); err != nil {
+		if row.KernelErr, err = checkDecode(dev, outPtr, qh, cache, tbl[:nBlocks], l, f, sh, cfg.Softcap); err != nil {
 			return nil, err
 		}
 	}
@@ -320,7 +326,7 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 // against the float64 reference over the values the kernel read: table's
 // pool blocks (pool block j holds prototype j mod gpuPrototypes of cache)
 // and cache's residual, l tokens in all.
-func checkDecode(dev *cuda.Device, out cuda.DevicePtr, qh []uint16, cache *attn.Cache, table []int32, l int, f kv.Format, sh attn.Shape) (float64, error) {
+func checkDecode(dev *cuda.Device, out cuda.DevicePtr, qh []uint16, cache *attn.Cache, table []int32, l int, f kv.Format, sh attn.Shape, softcap float32) (float64, error) {
 	got := make([]uint16, len(qh))
 	if err := dev.DtoH(cuda.Bytes(got), out); err != nil {
 		return 0, err
@@ -331,7 +337,7 @@ func checkDecode(dev *cuda.Device, out cuda.DevicePtr, qh []uint16, cache *attn.
 	}
 	q0 := fp16ToFloat32s(qh[:sh.Hq*sh.D])
 	want := make([]float32, len(q0))
-	if _, err := attn.Reference(want, q0, []*attn.Seq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1}); err != nil {
+	if _, err := attn.Reference(want, q0, []*attn.Seq{seq}, attn.Params{Format: f, Shape: sh, Tq: 1, Softcap: softcap}); err != nil {
 		return 0, err
 	}
 	return maxAbsErrFP16(got, want), nil

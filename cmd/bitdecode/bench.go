@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -14,7 +15,7 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--heads N --kv-heads N --head-dim D] [--json FILE] | e2e [flags] | model [flags] | gemv [flags] | gemvq [flags] | dec [flags] | linear [flags] | moe [flags]",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--heads N --kv-heads N --head-dim D] [--softcap C] [--json FILE] | e2e [flags] | model [flags] | gemv [flags] | gemvq [flags] | dec [flags] | linear [flags] | moe [flags]",
 	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the fp16 linear kernels (gemv), the low-bit weight GEMV (gemvq), DEC on the GPU (dec), the CPU's linear layers and decode step (linear), or a mixture-of-experts layer on the GPU (moe)",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
@@ -102,6 +103,7 @@ func benchFlags(fs *flag.FlagSet) (device *string, quick *bool, kvs, grid, jsonP
 	fs.Int("heads", bench.MainShape.Hq, "cpu: query heads of the attention shape (the GQA group is heads / kv-heads)")
 	fs.Int("kv-heads", bench.MainShape.Hkv, "cpu: KV heads of the attention shape")
 	fs.Int("head-dim", bench.MainShape.D, "cpu: head dim of the attention shape ("+kv.HeadDimRule+")")
+	fs.Float64("softcap", 0, "attention logit soft-cap c (Gemma 2's attn_logit_softcapping, 50): every score s becomes c·tanh(s/c) (0: none; bw formats have none); the CPU's fp32 baseline row runs without it")
 	return
 }
 
@@ -163,6 +165,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			*f.dst = v.Value.(flag.Getter).Get().(int)
 		}
 	}
+	softcap := fs.Lookup("softcap").Value.(flag.Getter).Get().(float64)
+	if !(softcap >= 0) || math.IsInf(softcap, 0) {
+		return usageErrorf("--softcap %v: want 0 (none) or a finite cap > 0", softcap)
+	}
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q (the benchmarks are attn, the default, e2e, model, gemv, gemvq, dec, linear and moe, which come first)", fs.Arg(0))
 	}
@@ -187,7 +193,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if dev == "cuda" {
 		gcfg := bench.GPUConfig{Formats: formats, Grid: bench.GPUGrid, Shape: bench.MainShape,
-			ResidualFull: *gf.residualFull, Paged: *gf.paged, Progress: stderr}
+			ResidualFull: *gf.residualFull, Paged: *gf.paged, Progress: stderr, Softcap: float32(softcap)}
 		if gcfg.GPU, err = bench.GPUSettings(lookupEnv); err != nil {
 			return err
 		}
@@ -226,7 +232,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return usageErrorf("--kv %s at --head-dim %d: %v", s, shape.D, err)
 		}
 	}
-	cfg := bench.AttnConfig{Shape: shape, Reps: *reps, Progress: stderr, Formats: formats}
+	cfg := bench.AttnConfig{Shape: shape, Reps: *reps, Progress: stderr, Formats: formats, Softcap: float32(softcap)}
 	cfg.Grid = bench.CPUGrid
 	if *quick {
 		cfg.Grid = bench.CPUQuickGrid
