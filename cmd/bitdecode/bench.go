@@ -10,12 +10,13 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/bench"
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--heads N --kv-heads N --head-dim D] [--softcap C] [--json FILE] | e2e [flags] | model [flags] | gemv [flags] | gemvq [flags] | dec [flags] | linear [flags] | moe [flags]",
+	usage:   "[attn] [--device auto|cpu|cuda] [--quick] [--kv SPEC,...] [--grid BxL,...] [--heads N --kv-heads N --head-dim D] [--softcap C] [--simd LEVEL] [--json FILE] | e2e [flags] | model [flags] | gemv [flags] | gemvq [flags] | dec [flags] | linear [flags] | moe [flags]",
 	summary: "benchmark decode attention per KV format (attn), whole generation on a model (e2e), model decode steps on the GPU (model), the fp16 linear kernels (gemv), the low-bit weight GEMV (gemvq), DEC on the GPU (dec), the CPU's linear layers and decode step (linear), or a mixture-of-experts layer on the GPU (moe)",
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
@@ -153,6 +154,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(benchCmd, stdout)
 	device, quick, kvs, grid, jsonPath, reps := benchFlags(fs)
 	gf := addGPUBenchFlags(fs)
+	simd := fs.String("simd", "", "cpu: SIMD level to run the decode at: generic, avx2 or avx512 (default: the CPU's)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -231,6 +233,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if _, err := kv.MustParseSpec(s).Resolve(shape.D); err != nil {
 			return usageErrorf("--kv %s at --head-dim %d: %v", s, shape.D, err)
 		}
+	}
+	if *simd != "" {
+		lvl, err := cpufeat.ParseLevel(*simd)
+		if err != nil {
+			return usageErrorf("--simd: %v", err)
+		}
+		got, restore := cpufeat.Force(lvl)
+		defer restore()
+		fmt.Fprintf(stdout, "simd level: %s (asked %s)\n", got, lvl)
 	}
 	cfg := bench.AttnConfig{Shape: shape, Reps: *reps, Progress: stderr, Formats: formats, Softcap: float32(softcap)}
 	cfg.Grid = bench.CPUGrid
