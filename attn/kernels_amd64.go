@@ -247,6 +247,9 @@ func maxF32AVX2(x *float32, n int) float32
 //go:noescape
 func dotF32AVX2(a, b *float32, n int) float32
 
+//go:noescape
+func softcapAVX2(x *float32, n int, c, inv float32)
+
 // vecLen is the length unit of the element-wise kernels: 16 floats (one
 // zmm, two ymm).
 const vecLen = 16
@@ -309,6 +312,7 @@ type simd struct {
 	pvCodes1     func(acc *float32, w *float32, codes *uint8, ldc, n, cols int) // nil where the level has none
 	pvNib41      func(acc *float32, w *float32, packed *byte, ldb, n, cols int) // nil where the level has none
 	quantW       func(wq *int16, ldq int, p, s *float32, lds, n, groups int) float32
+	softcap      func(x *float32, n int, c, inv float32) // c·tanh(x·inv) in place, n a multiple of vecLen
 	pvHalf4      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 	pvHalf2      func(acc *float32, ldacc int, w *float32, ldw int, v *uint16, ldv, n, cols int, pf *byte, pfLines int)
 	pvHalf1      func(acc *float32, w *float32, v *uint16, ldv, n, cols int)
@@ -496,15 +500,17 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			foldQuery4AVX512(&qi[0], &qs[0], &q[0], pp, pp, d, &a[0], &bias[0], dp, perm, nperm, 1)
 		}
 	}
-	if level >= cpufeat.AVX512 {
+	if s.softcap != nil {
 		k.softcap = func(x []float32, c, inv float32) {
 			if len(x)%vecLen != 0 {
 				bad("softcap", len(x))
 			}
 			if len(x) > 0 {
-				softcapAVX512(&x[0], len(x), c, inv)
+				s.softcap(&x[0], len(x), c, inv)
 			}
 		}
+	}
+	if level >= cpufeat.AVX512 {
 		k.max4 = func(out, x []float32, ld, n int) {
 			if !(n%vecLen == 0 && n > 0 && ld >= n && len(x) >= 3*ld+n && len(out) >= 4) {
 				bad("max4", n, ld)
@@ -910,10 +916,10 @@ var (
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
 		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
 		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512, pvCodes1: pvCodesx1AVX512, pvNib41: pvNib4x1AVX512,
-		quantW: quantWAVX512, pvHalf4: pvHalfx4AVX512, pvHalf2: pvHalfx2AVX512, pvHalf1: pvHalfx1AVX512}
+		quantW: quantWAVX512, softcap: softcapAVX512, pvHalf4: pvHalfx4AVX512, pvHalf2: pvHalfx2AVX512, pvHalf1: pvHalfx1AVX512}
 	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, cvtFP8: cvtFP8AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,
-		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2, dequantV: dequantVAVX2}
+		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2, dequantV: dequantVAVX2, softcap: softcapAVX2}
 
 	avx512VBMIKernels = avx512.set(cpufeat.AVX512, true, true)
 	avx512VNNIKernels = avx512.set(cpufeat.AVX512, true, false)

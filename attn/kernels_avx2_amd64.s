@@ -613,3 +613,212 @@ e4:
 done:
 	VZEROUPPER
 	RET
+
+// softcapAVX2's constants, each repeated over a vector (the memory
+// operands of its FMAs): tanh32's series coefficients (c11 first), the
+// switch tanhSeriesMax, the sign mask, then softcapAVX512's exp (expm<>
+// in kernels_avx512_amd64.s: expMin, log2 e, C1, C2 and the minimax
+// polynomial's c5 to c1). Offsets: c11 at 0, c9 at 32, c7 at 64, c5 at 96, c3 at 128, smax at 160, sign at 192, emin at 224, log2e at 256, C1 at 288, C2 at 320, e5 at 352, e4 at 384, e3 at 416, e2 at 448, e1 at 480.
+DATA tanh8<>+0(SB)/4, $-0.008863235529902197
+DATA tanh8<>+4(SB)/4, $-0.008863235529902197
+DATA tanh8<>+8(SB)/4, $-0.008863235529902197
+DATA tanh8<>+12(SB)/4, $-0.008863235529902197
+DATA tanh8<>+16(SB)/4, $-0.008863235529902197
+DATA tanh8<>+20(SB)/4, $-0.008863235529902197
+DATA tanh8<>+24(SB)/4, $-0.008863235529902197
+DATA tanh8<>+28(SB)/4, $-0.008863235529902197
+DATA tanh8<>+32(SB)/4, $0.021869488536155203
+DATA tanh8<>+36(SB)/4, $0.021869488536155203
+DATA tanh8<>+40(SB)/4, $0.021869488536155203
+DATA tanh8<>+44(SB)/4, $0.021869488536155203
+DATA tanh8<>+48(SB)/4, $0.021869488536155203
+DATA tanh8<>+52(SB)/4, $0.021869488536155203
+DATA tanh8<>+56(SB)/4, $0.021869488536155203
+DATA tanh8<>+60(SB)/4, $0.021869488536155203
+DATA tanh8<>+64(SB)/4, $-0.05396825396825397
+DATA tanh8<>+68(SB)/4, $-0.05396825396825397
+DATA tanh8<>+72(SB)/4, $-0.05396825396825397
+DATA tanh8<>+76(SB)/4, $-0.05396825396825397
+DATA tanh8<>+80(SB)/4, $-0.05396825396825397
+DATA tanh8<>+84(SB)/4, $-0.05396825396825397
+DATA tanh8<>+88(SB)/4, $-0.05396825396825397
+DATA tanh8<>+92(SB)/4, $-0.05396825396825397
+DATA tanh8<>+96(SB)/4, $0.13333333333333333
+DATA tanh8<>+100(SB)/4, $0.13333333333333333
+DATA tanh8<>+104(SB)/4, $0.13333333333333333
+DATA tanh8<>+108(SB)/4, $0.13333333333333333
+DATA tanh8<>+112(SB)/4, $0.13333333333333333
+DATA tanh8<>+116(SB)/4, $0.13333333333333333
+DATA tanh8<>+120(SB)/4, $0.13333333333333333
+DATA tanh8<>+124(SB)/4, $0.13333333333333333
+DATA tanh8<>+128(SB)/4, $-0.3333333333333333
+DATA tanh8<>+132(SB)/4, $-0.3333333333333333
+DATA tanh8<>+136(SB)/4, $-0.3333333333333333
+DATA tanh8<>+140(SB)/4, $-0.3333333333333333
+DATA tanh8<>+144(SB)/4, $-0.3333333333333333
+DATA tanh8<>+148(SB)/4, $-0.3333333333333333
+DATA tanh8<>+152(SB)/4, $-0.3333333333333333
+DATA tanh8<>+156(SB)/4, $-0.3333333333333333
+DATA tanh8<>+160(SB)/4, $0.25
+DATA tanh8<>+164(SB)/4, $0.25
+DATA tanh8<>+168(SB)/4, $0.25
+DATA tanh8<>+172(SB)/4, $0.25
+DATA tanh8<>+176(SB)/4, $0.25
+DATA tanh8<>+180(SB)/4, $0.25
+DATA tanh8<>+184(SB)/4, $0.25
+DATA tanh8<>+188(SB)/4, $0.25
+DATA tanh8<>+192(SB)/4, $0x80000000
+DATA tanh8<>+196(SB)/4, $0x80000000
+DATA tanh8<>+200(SB)/4, $0x80000000
+DATA tanh8<>+204(SB)/4, $0x80000000
+DATA tanh8<>+208(SB)/4, $0x80000000
+DATA tanh8<>+212(SB)/4, $0x80000000
+DATA tanh8<>+216(SB)/4, $0x80000000
+DATA tanh8<>+220(SB)/4, $0x80000000
+DATA tanh8<>+224(SB)/4, $-87.33654
+DATA tanh8<>+228(SB)/4, $-87.33654
+DATA tanh8<>+232(SB)/4, $-87.33654
+DATA tanh8<>+236(SB)/4, $-87.33654
+DATA tanh8<>+240(SB)/4, $-87.33654
+DATA tanh8<>+244(SB)/4, $-87.33654
+DATA tanh8<>+248(SB)/4, $-87.33654
+DATA tanh8<>+252(SB)/4, $-87.33654
+DATA tanh8<>+256(SB)/4, $1.44269504088896341
+DATA tanh8<>+260(SB)/4, $1.44269504088896341
+DATA tanh8<>+264(SB)/4, $1.44269504088896341
+DATA tanh8<>+268(SB)/4, $1.44269504088896341
+DATA tanh8<>+272(SB)/4, $1.44269504088896341
+DATA tanh8<>+276(SB)/4, $1.44269504088896341
+DATA tanh8<>+280(SB)/4, $1.44269504088896341
+DATA tanh8<>+284(SB)/4, $1.44269504088896341
+DATA tanh8<>+288(SB)/4, $0.693359375
+DATA tanh8<>+292(SB)/4, $0.693359375
+DATA tanh8<>+296(SB)/4, $0.693359375
+DATA tanh8<>+300(SB)/4, $0.693359375
+DATA tanh8<>+304(SB)/4, $0.693359375
+DATA tanh8<>+308(SB)/4, $0.693359375
+DATA tanh8<>+312(SB)/4, $0.693359375
+DATA tanh8<>+316(SB)/4, $0.693359375
+DATA tanh8<>+320(SB)/4, $-2.12194440e-4
+DATA tanh8<>+324(SB)/4, $-2.12194440e-4
+DATA tanh8<>+328(SB)/4, $-2.12194440e-4
+DATA tanh8<>+332(SB)/4, $-2.12194440e-4
+DATA tanh8<>+336(SB)/4, $-2.12194440e-4
+DATA tanh8<>+340(SB)/4, $-2.12194440e-4
+DATA tanh8<>+344(SB)/4, $-2.12194440e-4
+DATA tanh8<>+348(SB)/4, $-2.12194440e-4
+DATA tanh8<>+352(SB)/4, $0.008290290146997401
+DATA tanh8<>+356(SB)/4, $0.008290290146997401
+DATA tanh8<>+360(SB)/4, $0.008290290146997401
+DATA tanh8<>+364(SB)/4, $0.008290290146997401
+DATA tanh8<>+368(SB)/4, $0.008290290146997401
+DATA tanh8<>+372(SB)/4, $0.008290290146997401
+DATA tanh8<>+376(SB)/4, $0.008290290146997401
+DATA tanh8<>+380(SB)/4, $0.008290290146997401
+DATA tanh8<>+384(SB)/4, $0.041898062196643784
+DATA tanh8<>+388(SB)/4, $0.041898062196643784
+DATA tanh8<>+392(SB)/4, $0.041898062196643784
+DATA tanh8<>+396(SB)/4, $0.041898062196643784
+DATA tanh8<>+400(SB)/4, $0.041898062196643784
+DATA tanh8<>+404(SB)/4, $0.041898062196643784
+DATA tanh8<>+408(SB)/4, $0.041898062196643784
+DATA tanh8<>+412(SB)/4, $0.041898062196643784
+DATA tanh8<>+416(SB)/4, $0.16667637309411668
+DATA tanh8<>+420(SB)/4, $0.16667637309411668
+DATA tanh8<>+424(SB)/4, $0.16667637309411668
+DATA tanh8<>+428(SB)/4, $0.16667637309411668
+DATA tanh8<>+432(SB)/4, $0.16667637309411668
+DATA tanh8<>+436(SB)/4, $0.16667637309411668
+DATA tanh8<>+440(SB)/4, $0.16667637309411668
+DATA tanh8<>+444(SB)/4, $0.16667637309411668
+DATA tanh8<>+448(SB)/4, $0.499991485559959
+DATA tanh8<>+452(SB)/4, $0.499991485559959
+DATA tanh8<>+456(SB)/4, $0.499991485559959
+DATA tanh8<>+460(SB)/4, $0.499991485559959
+DATA tanh8<>+464(SB)/4, $0.499991485559959
+DATA tanh8<>+468(SB)/4, $0.499991485559959
+DATA tanh8<>+472(SB)/4, $0.499991485559959
+DATA tanh8<>+476(SB)/4, $0.499991485559959
+DATA tanh8<>+480(SB)/4, $0.9999997066842039
+DATA tanh8<>+484(SB)/4, $0.9999997066842039
+DATA tanh8<>+488(SB)/4, $0.9999997066842039
+DATA tanh8<>+492(SB)/4, $0.9999997066842039
+DATA tanh8<>+496(SB)/4, $0.9999997066842039
+DATA tanh8<>+500(SB)/4, $0.9999997066842039
+DATA tanh8<>+504(SB)/4, $0.9999997066842039
+DATA tanh8<>+508(SB)/4, $0.9999997066842039
+GLOBL tanh8<>(SB), RODATA|NOPTR, $512
+
+// func softcapAVX2(x *float32, n int, c, inv float32)
+// softcapAVX512 on 8 lanes, n a multiple of 8: the same operations in the
+// same order on the same constants, so the same bits (TestSoftcapKernels),
+// but for the picks: no mask registers, so the series is blended in
+// (VBLENDVPS) where |x·inv| is below tanhSeriesMax or unordered (NGE_UQ),
+// which carries a NaN through the series (a NaN too: softcapAVX512 passes
+// x·inv itself), and e is zeroed below expMin by an AND with the compare.
+// 14 of the 16 registers; the constants used once a step are memory
+// operands of tanh8<>.
+TEXT ·softcapAVX2(SB), NOSPLIT, $0-24
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS c+16(FP), Y15
+	VBROADCASTSS inv+20(FP), Y14
+	MOVL         $0x4b400000, AX // 1.5·2^23
+	MOVQ         AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $0x3f800000, AX // 1
+	MOVQ         AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL         $0x7fffffff, AX // magnitude mask
+	MOVQ         AX, X11
+	VPBROADCASTD X11, Y11
+	MOVL         $0xc0000000, AX // -2
+	MOVQ         AX, X10
+	VPBROADCASTD X10, Y10
+	SHRQ         $3, CX
+	JZ           done
+loop:
+	VMOVUPS      (DI), Y1
+	VMULPS       Y14, Y1, Y1                 // x = s·inv
+	VANDPS       Y11, Y1, Y5                 // |x|
+	VCMPPS       $0x19, tanh8<>+160(SB), Y5, Y0 // |x| < tanhSeriesMax or NaN (NGE_UQ)
+	// The series: x + x·(p·z), p = c3 + z·(c5 + z·(c7 + z·(c9 + z·c11))).
+	VMULPS       Y1, Y1, Y6                  // z = x²
+	VMOVUPS      tanh8<>+0(SB), Y7
+	VFMADD213PS  tanh8<>+32(SB), Y6, Y7  // p = p·z + c9
+	VFMADD213PS  tanh8<>+64(SB), Y6, Y7
+	VFMADD213PS  tanh8<>+96(SB), Y6, Y7
+	VFMADD213PS  tanh8<>+128(SB), Y6, Y7 // p·z + c3
+	VMULPS       Y6, Y7, Y7                  // p·z
+	VFMADD213PS  Y1, Y1, Y7                  // x·(p·z) + x
+	// e = exp(u), u = −2|x|, as expSubAVX512.
+	VMULPS       Y10, Y5, Y8                 // u
+	VCMPPS       $0x1d, tanh8<>+224(SB), Y8, Y9 // u >= expMin (GE_OQ)
+	VMOVAPS      Y13, Y2
+	VFMADD231PS  tanh8<>+256(SB), Y8, Y2 // t = u·log2 e + 1.5·2^23
+	VSUBPS       Y13, Y2, Y3                 // n
+	VFNMADD231PS tanh8<>+288(SB), Y3, Y8 // r = u - n·C1
+	VFNMADD231PS tanh8<>+320(SB), Y3, Y8 // r -= n·C2
+	VMOVUPS      tanh8<>+352(SB), Y4
+	VFMADD213PS  tanh8<>+384(SB), Y8, Y4
+	VFMADD213PS  tanh8<>+416(SB), Y8, Y4
+	VFMADD213PS  tanh8<>+448(SB), Y8, Y4
+	VFMADD213PS  tanh8<>+480(SB), Y8, Y4
+	VFMADD213PS  Y12, Y8, Y4                 // p·r + 1
+	VPSLLD       $23, Y2, Y2
+	VPADDD       Y2, Y4, Y4                  // e
+	VANDPS       Y9, Y4, Y4                  // 0 below expMin
+	VSUBPS       Y4, Y12, Y9                 // 1 - e
+	VADDPS       Y4, Y12, Y4                 // 1 + e
+	VDIVPS       Y4, Y9, Y9                  // tanh|x|
+	VANDPS       tanh8<>+192(SB), Y1, Y6 // x's sign
+	VORPS        Y6, Y9, Y9
+	VBLENDVPS    Y0, Y7, Y9, Y9              // the series below the switch (and NaN)
+	VMULPS       Y15, Y9, Y9                 // c·tanh
+	VMOVUPS      Y9, (DI)
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          loop
+done:
+	VZEROUPPER
+	RET
