@@ -10,57 +10,111 @@ import (
 	"github.com/bitdecode/bitdecode/kv"
 )
 
-// TestTanh32 holds the soft-cap's tanh to math.Tanh of the float32
-// argument: relative error within tanhRelErr on a dense sweep of
-// [-20, 20] (both of tanh32's ranges and the switch between them), on
-// tiny and subnormal arguments, and exactly ±1 far out, ±1 at ±Inf and
-// NaN at NaN.
-func TestTanh32(t *testing.T) {
-	worst := 0.0
-	check := func(x float32) {
-		got, want := float64(tanh32(x)), math.Tanh(float64(x))
-		if want == 0 {
-			if got != 0 {
-				t.Fatalf("tanh32(%g) = %g, want 0", x, got)
-			}
-			return
-		}
-		e := math.Abs(got-want) / math.Abs(want)
-		worst = max(worst, e)
-		if got != got || e > tanhRelErr {
-			t.Fatalf("tanh32(%g) = %g, want %g (relative error %.3g > %.3g)", x, got, want, e, float64(tanhRelErr))
-		}
-	}
+// tanhSweep returns TestTanh32's arguments: a dense sweep of [-20, 20]
+// (both of tanh32's ranges and the switch between them), every float32
+// around the switch, powers of two (and 1.375 times them) down to the
+// subnormals, the region where tanh rounds to ±1 in float32 (|x| near 9)
+// and where exp(−2|x|) falls below expMin (|x| near 43.7), 0 and −0.
+func tanhSweep() []float32 {
+	var xs []float32
 	const n = 400000
 	for i := -n; i <= n; i++ {
-		check(float32(20 * float64(i) / n))
+		xs = append(xs, float32(20*float64(i)/n))
 	}
-	// Every float32 around the switch, and powers of two down to the
-	// subnormals.
 	for _, x0 := range []float32{tanhSeriesMax, -tanhSeriesMax} {
 		x := x0
 		for range 4096 {
 			x = math.Nextafter32(x, 0)
 		}
 		for range 8192 {
-			check(x)
+			xs = append(xs, x)
 			x = math.Nextafter32(x, x0*2)
 		}
 	}
 	for x := float32(1); x > 0; x /= 2 {
-		check(x)
-		check(-x)
-		check(x * 1.375)
+		xs = append(xs, x, -x, x*1.375)
 	}
-	t.Logf("tanh32: worst relative error %.3g (%.2f eps)", worst, worst/eps32)
-	inf := float32(math.Inf(1))
-	for _, c := range []struct{ x, want float32 }{{inf, 1}, {-inf, -1}, {100, 1}, {-100, -1}, {1e30, 1}, {0, 0}} {
-		if got := tanh32(c.x); got != c.want {
-			t.Errorf("tanh32(%g) = %g, want %g", c.x, got, c.want)
+	for _, x0 := range []float32{9.01, -expMin / 2} { // saturation in float32; exp32's underflow
+		for i := -2000; i <= 2000; i++ {
+			x := x0 + float32(i)*1e-3
+			xs = append(xs, x, -x)
 		}
 	}
-	if got := tanh32(float32(math.NaN())); got == got {
-		t.Errorf("tanh32(NaN) = %g, want NaN", got)
+	return append(xs, 0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32)
+}
+
+// TestTanh32 holds the soft-cap's tanh to math.Tanh of the float32
+// argument: relative error within tanhRelErr over tanhSweep, exactly ±1
+// far out, ±1 at ±Inf and NaN at NaN; tanh32 and each level's soft-cap
+// kernel at c = 1 (c·tanh(x·1): tanh itself, no rounding of its own).
+// The kernels (AVX-512 and AVX2) run the same operations, so give the
+// same bits.
+func TestTanh32(t *testing.T) {
+	xs := tanhSweep()
+	inf := float32(math.Inf(1))
+	exact := []struct{ x, want float32 }{{inf, 1}, {-inf, -1}, {100, 1}, {-100, -1}, {1e30, 1}, {-math.MaxFloat32, -1}, {0, 0}}
+	type impl struct {
+		name string
+		f    func(x []float32) // in place
+	}
+	impls := []impl{{"tanh32", func(x []float32) {
+		for i := range x {
+			x[i] = tanh32(x[i])
+		}
+	}}}
+	for _, k := range levelSets() {
+		if k.softcap != nil {
+			impls = append(impls, impl{k.String() + " softcap", func(x []float32) { k.softcap(x, 1, 1) }})
+		}
+	}
+	in := append([]float32(nil), xs...) // xs, the exact cases, NaN, zeros to whole vectors
+	for _, c := range exact {
+		in = append(in, c.x)
+	}
+	in = append(in, float32(math.NaN()))
+	for len(in)%vecLenTest != 0 {
+		in = append(in, 0)
+	}
+	var first []float32 // the first kernel's results
+	for _, im := range impls {
+		x := append([]float32(nil), in...)
+		im.f(x)
+		worst := 0.0
+		for i, a := range xs {
+			got, want := float64(x[i]), math.Tanh(float64(a))
+			if want == 0 {
+				if got != 0 {
+					t.Fatalf("%s(%g) = %g, want 0", im.name, a, got)
+				}
+				continue
+			}
+			e := math.Abs(got-want) / math.Abs(want)
+			worst = max(worst, e)
+			if got != got || e > tanhRelErr {
+				t.Fatalf("%s(%g) = %g, want %g (relative error %.3g > %.3g)", im.name, a, got, want, e, float64(tanhRelErr))
+			}
+		}
+		t.Logf("%s: worst relative error %.3g (%.2f eps) over %d arguments", im.name, worst, worst/eps32, len(xs))
+		for j, c := range exact {
+			if got := x[len(xs)+j]; got != c.want {
+				t.Errorf("%s(%g) = %g, want %g", im.name, c.x, got, c.want)
+			}
+		}
+		if got := x[len(xs)+len(exact)]; got == got {
+			t.Errorf("%s(NaN) = %g, want NaN", im.name, got)
+		}
+		if im.name == "tanh32" {
+			continue
+		}
+		if first == nil {
+			first = x
+			continue
+		}
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(first[i]) && (x[i] == x[i] || first[i] == first[i]) {
+				t.Fatalf("%s: tanh(%g) = %g (%#x), the first kernel's %g (%#x)", im.name, in[i], x[i], math.Float32bits(x[i]), first[i], math.Float32bits(first[i]))
+			}
+		}
 	}
 	x := []float32{-1e4, -60, -1, 0, 0.1, 49, 50, 1e4}
 	softcapGo(x, 50, 1.0/50)
@@ -203,10 +257,12 @@ func TestSoftcapRefused(t *testing.T) {
 }
 
 // TestSoftcapKernels holds every level's soft-cap of a row (softcapRow:
-// the AVX-512 kernel, or Go loops around the level's expSub) to
+// the AVX-512 or AVX2 kernel, or Go loops around the level's expSub) to
 // c·math.Tanh(x/c) of the float32 quotient, within tanhRelErr of tanh
 // (and the rounding of c·t), over a dense sweep across both of tanh32's
-// ranges, the switch, far scores, ±Inf and NaN.
+// ranges, the switch, tanhSweep's tiny and saturating arguments times c,
+// far scores, subnormals, ±Inf and NaN; the levels' kernels bit for bit
+// alike (NaN for NaN).
 func TestSoftcapKernels(t *testing.T) {
 	const c = 50
 	var x []float32
@@ -221,10 +277,14 @@ func TestSoftcapKernels(t *testing.T) {
 		x = append(x, s, -s) // around the switch
 		s = math.Nextafter32(s, 100)
 	}
-	x = append(x, float32(math.Inf(1)), float32(math.Inf(-1)), 1e30, -1e-30, 0, float32(math.NaN()))
+	for _, a := range tanhSweep()[800001:] { // past the dense sweep: the switch, tiny, saturating
+		x = append(x, c*a)
+	}
+	x = append(x, float32(math.Inf(1)), float32(math.Inf(-1)), 1e30, -1e-30, 0, float32(math.NaN()), 1e-40, -1e-44, math.MaxFloat32, -math.MaxFloat32)
 	for len(x)%vecLenTest != 0 {
 		x = append(x, 1)
 	}
+	var first []float32 // the first level's kernel's results: the kernels agree bit for bit
 	for _, k := range levelSets() {
 		w := newWorker(Params{Format: kv.MustResolve("fp16", 64), Shape: Shape{Hq: 1, Hkv: 1, D: 64}, Tq: 1, Softcap: c}, k)
 		got := append([]float32(nil), x...)
@@ -249,6 +309,18 @@ func TestSoftcapKernels(t *testing.T) {
 			}
 		}
 		t.Logf("%v: worst relative error %.3g (%.2f eps)", k, worst, worst/eps32)
+		if k.softcap == nil {
+			continue
+		}
+		if first == nil {
+			first = got
+			continue
+		}
+		for i, g := range got {
+			if f := first[i]; math.Float32bits(g) != math.Float32bits(f) && (g == g || f == f) {
+				t.Fatalf("%v: soft-cap of %g = %g, the first kernel's %g", k, x[i], g, f)
+			}
+		}
 	}
 	// Softcap (the final logits'): the active level's kernel and tanh32
 	// for the tail of a length off the vector.
