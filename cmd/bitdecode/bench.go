@@ -21,9 +21,10 @@ var benchCmd = &command{
 	help: `Measures one decode step of attention (one new query token per sequence) over
 a cache of L tokens for each format and each (batch B, context L) grid point,
 on Llama-3-8B attention shapes (Hq=32, Hkv=8, D=128; on the CPU --heads,
---kv-heads and --head-dim time another shape), and this machine's read
-bandwidth in the same run. Each row reports the median time, the bytes the step
-actually reads (packed K/V, scales, fp16 residual, Q and O), the achieved GB/s,
+--kv-heads and --head-dim time another shape, --simd a lower SIMD level),
+and this machine's read bandwidth in the same run. Each row reports the
+median time, the bytes the step actually reads (packed K/V, scales, fp16
+residual, Q and O), the achieved GB/s,
 its fraction of the measured read ceiling (on the CPU probed before and after
 the rows, the higher taken), the speedup over the fp32 baseline,
 and the largest error against float64 attention on the unquantized K/V.

@@ -84,6 +84,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"bench", "attn", "--device", "cpu", "--heads", "30", "--kv-heads", "8"}, 2, "", "want query heads a multiple of the KV heads"},
 		{[]string{"bench", "attn", "--device", "cpu", "--kv", "int4:rot", "--head-dim", "96"}, 2, "", "--kv int4:rot at --head-dim 96"},
 		{[]string{"help", "bench"}, 0, "--kv-heads and --head-dim time another shape", ""},
+		{[]string{"bench", "attn", "--device", "cpu", "--simd", "sse"}, 2, "", "unknown SIMD level"},
 		{[]string{"bench", "model", "--preset", "llama-3.1-8b", "--tp", "3"}, 2, "", "32 query heads"},
 		{[]string{"help", "run"}, 0, "--tp N (tensor parallelism)", ""},
 		{[]string{"help", "serve"}, 0, "--kv-memory is each GPU's", ""},
