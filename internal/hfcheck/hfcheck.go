@@ -254,6 +254,27 @@ type Report struct {
 	Flips []int
 }
 
+// CheckRows requires every row of rows to lie within tol of want's row of
+// the same index (RelL2), failing t at the first that does not (its
+// message names what and the row), and returns the worst: the comparison
+// of one cache's logits against another's (a paged cache against the
+// dense one) where Check compares against transformers'.
+func CheckRows(t testing.TB, what string, rows, want [][]float32, tol float64) float64 {
+	t.Helper()
+	if len(rows) < len(want) {
+		t.Fatalf("%s: %d rows, want %d", what, len(rows), len(want))
+	}
+	worst := 0.0
+	for i := range want {
+		e := RelL2(rows[i], want[i])
+		if !(e <= tol) {
+			t.Fatalf("%s: row %d: ‖got − want‖₂/‖want‖₂ = %.3g > %.3g", what, i, e, tol)
+		}
+		worst = max(worst, e)
+	}
+	return worst
+}
+
 // Check compares rows (Run's: the first len(rows) reference rows) with the
 // fixture's reference logits and fails t where they disagree beyond tol:
 //

@@ -253,14 +253,7 @@ func TestSoftcapPagedCPU(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s KV: %v", sp, err)
 		}
-		worst := 0.0
-		for i := range want {
-			e := hfcheck.RelL2(rows[i], want[i])
-			if !(e <= c.tol) {
-				t.Fatalf("%s KV: row %d: ‖paged − dense‖/‖dense‖ = %.3g > %.3g", sp, i, e, c.tol)
-			}
-			worst = max(worst, e)
-		}
+		worst := hfcheck.CheckRows(t, sp.String()+" KV against the dense cache", rows, want, c.tol)
 		t.Logf("%s KV: %d rows: worst ‖paged − dense‖/‖dense‖ %.2e (bound %.1e)", sp, len(rows), worst, c.tol)
 	}
 }

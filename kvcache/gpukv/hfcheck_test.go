@@ -218,14 +218,7 @@ func TestGPUSoftcapPaged(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s KV: %v", name, err)
 		}
-		worst := 0.0
-		for i := range want {
-			e := hfcheck.RelL2(rows[i], want[i])
-			if !(e <= c.tol) {
-				t.Fatalf("%s KV: row %d: ‖gpu − cpu dense‖/‖cpu dense‖ = %.3g > %.3g", name, i, e, c.tol)
-			}
-			worst = max(worst, e)
-		}
+		worst := hfcheck.CheckRows(t, name+" KV on the GPU against the CPU's dense cache", rows, want, c.tol)
 		t.Logf("%s KV on %s: %d rows: worst ‖gpu − cpu dense‖/‖cpu dense‖ %.2e (bound %.1e)", name, gb.Name(), len(rows), worst, c.tol)
 	}
 }
