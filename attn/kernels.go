@@ -1011,28 +1011,3 @@ func tanh32(x float32) float32 {
 	}
 	return t
 }
-
-// softcapGo soft-caps x in place: x = c·tanh(x·inv), inv = 1/c
-// (Params.Softcap; transformers divides by c: the product by its float32
-// reciprocal differs from the quotient by at most one rounding).
-func softcapGo(x []float32, c, inv float32) {
-	for i, s := range x {
-		x[i] = c * tanh32(s*inv)
-	}
-}
-
-// Softcap soft-caps x in place, x[i] = c·tanh(x[i]/c), within 12 float32
-// epsilons of tanh (tanhRelErr; TestTanh32, TestSoftcapKernels): the CPU
-// attention's soft-capping (Params.Softcap), for other users of the same
-// rule such as a model's final logits (Gemma 2's final_logit_softcapping),
-// by the active level's kernel where it has one (the last len(x) mod 16
-// values by tanh32). c must be finite and > 0.
-func Softcap(x []float32, c float32) {
-	inv := 1 / c
-	n := 0
-	if k := activeKernels(); k.softcap != nil {
-		n = len(x) / TileTokens * TileTokens
-		k.softcap(x[:n], c, inv)
-	}
-	softcapGo(x[n:], c, inv)
-}

@@ -116,13 +116,6 @@ func TestTanh32(t *testing.T) {
 			}
 		}
 	}
-	x := []float32{-1e4, -60, -1, 0, 0.1, 49, 50, 1e4}
-	softcapGo(x, 50, 1.0/50)
-	for i, want := range []float64{-50, -50 * math.Tanh(1.2), -50 * math.Tanh(0.02), 0, 50 * math.Tanh(0.002), 50 * math.Tanh(0.98), 50 * math.Tanh(1), 50} {
-		if math.Abs(float64(x[i])-want) > (tanhRelErr+eps32)*50 {
-			t.Errorf("softcapGo element %d: %g, want %g", i, x[i], want)
-		}
-	}
 }
 
 // softcapShapes are the shapes of the soft-capping tests: query groups of
@@ -325,17 +318,6 @@ func TestSoftcapKernels(t *testing.T) {
 			if f := first[i]; math.Float32bits(g) != math.Float32bits(f) && (g == g || f == f) {
 				t.Fatalf("%v: soft-cap of %g = %g, the first kernel's %g", k, x[i], g, f)
 			}
-		}
-	}
-	// Softcap (the final logits'): the active level's kernel and tanh32
-	// for the tail of a length off the vector.
-	y := x[:len(x)-3]
-	got := append([]float32(nil), y...)
-	Softcap(got, c)
-	for i, s := range y {
-		want := c * math.Tanh(float64(s*(1.0/c)))
-		if g := float64(got[i]); (s == s) != (g == g) || s == s && math.Abs(g-want) > (tanhRelErr+eps32)*math.Abs(want) {
-			t.Fatalf("Softcap of %g = %g, want %g", s, g, want)
 		}
 	}
 }

@@ -214,7 +214,7 @@ type Argmaxer interface {
 // logits before an Argmaxer's pick and before any row is downloaded, so the
 // device's greedy token is picked from the capped logits as the host's is;
 // where it is missing, Forward caps the downloaded rows on the host
-// (attn.Softcap) with the same arithmetic.
+// (c·tanh(x/c) in float64, rounded once).
 type Softcapper interface {
 	// Softcap replaces each value v of the F32 tensor x by c·tanh(v/c)
 	// (c a finite cap > 0). It is an op: queued in order with the others,

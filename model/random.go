@@ -33,27 +33,10 @@ func NewRandom(cfg *Config, be backend.Backend, seed uint64) (Model, error) {
 // [N, K] linear layer its DEC (k_chunk, n_tb; random residuals), where the
 // q, k and v of a layer take one choice (decByLayer).
 func NewRandomWeights(cfg *Config, be backend.Backend, seed uint64, w wq.Spec, decFor func(N, K int) wq.DEC) (Model, error) {
-	newModel, ok := families[cfg.ModelType]
-	if !ok {
-		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
-	}
-	if w.IsQuantized() {
-		_, split := be.(backend.RandomQuantSplitLoader)
-		if _, ok := be.(backend.RandomQuantLoader); !ok && !split {
-			return nil, fmt.Errorf("model: random %s weights need a backend that makes packed weights (the CUDA backend)", w)
-		}
-	}
 	if decFor != nil && !w.IsQuantized() {
 		return nil, fmt.Errorf("model: DEC needs quantized weights, not %s", w)
 	}
-	// Padded heads (backend.HeadDimPadder) get random weights of the
-	// padded shapes: the work of the model Load would build, not its
-	// zeros.
-	cfg, err := padHeads(cfg, be, 0)
-	if err != nil {
-		return nil, err
-	}
-	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed, weights: w, decFor: decFor}})
+	return newRandomModel(cfg, be, &randomSource{seed: seed, weights: w, decFor: decFor})
 }
 
 // NewRandomWeightsAlloc is NewRandomWeights with DEC by projection: each
@@ -66,11 +49,20 @@ func NewRandomWeightsAlloc(cfg *Config, be backend.Backend, seed uint64, w wq.Sp
 	if alloc.On() && !w.IsQuantized() {
 		return nil, fmt.Errorf("model: DEC (%s) needs quantized weights, not %s", alloc, w)
 	}
+	return newRandomModel(cfg, be, &randomSource{seed: seed, weights: w, alloc: alloc})
+}
+
+// newRandomModel makes cfg's model over be with src's random weights: the
+// family's constructor, a backend that makes packed weights where src's
+// format is an integer one, and padded heads (backend.HeadDimPadder) with
+// random weights of the padded shapes: the work of the model Load would
+// build, not its zeros.
+func newRandomModel(cfg *Config, be backend.Backend, src *randomSource) (Model, error) {
 	newModel, ok := families[cfg.ModelType]
 	if !ok {
 		return nil, fmt.Errorf("model: %w %q; supported: %s", ErrUnsupportedArchitecture, cfg.ModelType, supportedList())
 	}
-	if w.IsQuantized() {
+	if w := src.weights; w.IsQuantized() {
 		_, split := be.(backend.RandomQuantSplitLoader)
 		if _, ok := be.(backend.RandomQuantLoader); !ok && !split {
 			return nil, fmt.Errorf("model: random %s weights need a backend that makes packed weights (the CUDA backend)", w)
@@ -80,7 +72,7 @@ func NewRandomWeightsAlloc(cfg *Config, be backend.Backend, seed uint64, w wq.Sp
 	if err != nil {
 		return nil, err
 	}
-	return newModel(cfg, &loader{be: be, random: &randomSource{seed: seed, weights: w, alloc: alloc}})
+	return newModel(cfg, &loader{be: be, random: src})
 }
 
 // randomSource makes NewRandom's weights.

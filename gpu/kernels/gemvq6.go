@@ -275,13 +275,12 @@ func gemvq7Shared(bits, K, R int) int {
 
 // gemvq7Ring returns the index in gemvq7Rings of the deepest ring with
 // which gemv_q7 fits gemvq7SharedMax for K, -1 if none.
-func gemvq7Ring(bits, K int) int {
-	for ri, r := range gemvq7Rings {
-		if gemvq7Shared(bits, K, r) <= gemvq7SharedMax {
-			return ri
-		}
-	}
-	return -1
+func gemvq7Ring(bits, K int) int { return gemvq7RingOf(gemvq7Rings[:], bits, K) }
+
+// gemvq7RingOf returns the index of the first of rings (deepest first)
+// with which gemv_q7 fits gemvq7SharedMax for K, -1 if none.
+func gemvq7RingOf(rings []int, bits, K int) int {
+	return slices.IndexFunc(rings, func(r int) bool { return gemvq7Shared(bits, K, r) <= gemvq7SharedMax })
 }
 
 // v7Ring is the gemvq7Rings index LaunchV6 runs v6.2 with for a tiled
@@ -522,7 +521,7 @@ func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, para
 	}
 	fn, smem := d.fns[f][si], d.ring
 	if f == gemvqDiagV62 {
-		ri := slices.IndexFunc(d.rings[:], func(r int) bool { return gemvq7Shared(d.bits, K, r) <= gemvq7SharedMax })
+		ri := gemvq7RingOf(d.rings[:], d.bits, K)
 		if ri < 0 {
 			return fmt.Errorf("kernels: gemvq diag: v6.2 has no ring for int%d K %d", d.bits, K)
 		}
@@ -532,7 +531,7 @@ func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, para
 		x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(smem))
 }
 
-// Info returns the resources of form f at split S (v6.2: its ring of 4).
+// Info returns the resources of form f at split S (v6.2: its deepest ring).
 func (d *GEMVQDiag) Info(c *cuda.Ctx, f, S int) (cuda.FuncInfo, error) {
 	si := slices.Index(gemvq4Splits[:], S)
 	if f < 0 || f >= len(GEMVQDiagForms) || !GEMVQDiagBuilt(d.bits, f) || si < 0 {

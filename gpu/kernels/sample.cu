@@ -42,9 +42,8 @@
 //   softcap_rows  x[i] = c·tanhf(x[i]·inv) for i < n, inv = 1/c as float32:
 //                the final logit soft-cap (Gemma 2's final_logit_softcapping,
 //                session 23), in place before argmax_rows reads the logits
-//                or they are copied to the host; the same arithmetic as the
-//                host's attn.Softcap (x·inv, tanh, times c), with CUDA's
-//                tanhf (2 ulp) for its tanh32.
+//                or they are copied to the host: x·inv, CUDA's tanhf (2 ulp),
+//                times c (the host's rows: c·tanh(x/c) in float64).
 //
 // Go wrapper: kernels.Sample.ArgmaxRows and SoftcapRows (sample.go); tests
 // gpu/kernels/sample_test.go (against model.Argmax's rule on rows with

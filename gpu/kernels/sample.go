@@ -55,8 +55,8 @@ func (k *Sample) ArgmaxRows(c *cuda.Ctx, s cuda.Stream, dst, src cuda.DevicePtr,
 }
 
 // SoftcapRows soft-caps the n float32 values at x in place: x -> c·tanh(x/c)
-// (the final logit soft-cap, model.Config.FinalSoftcap), computed as the
-// host's attn.Softcap does (x·(1/c), tanh, times c) with CUDA's tanhf. c
+// (the final logit soft-cap, model.Config.FinalSoftcap), as x·(1/c),
+// CUDA's tanhf, times c (the host's rows: c·tanh(x/c) in float64). c
 // must be a finite cap > 0.
 func (k *Sample) SoftcapRows(ctx *cuda.Ctx, s cuda.Stream, x cuda.DevicePtr, n int, c float32) error {
 	if n <= 0 || n > math.MaxInt32-softcapThreads || !(c > 0) || math.IsInf(float64(c), 0) {

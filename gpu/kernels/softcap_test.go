@@ -140,7 +140,8 @@ func TestGPUDecodeSoftcapShape(t *testing.T) {
 // soft-cap) against c·tanh(x/c) in float64 within softcapTanhULPs·eps32·c,
 // over logits from small to far past the cap, ±0, ±Inf (±c) and NaN (kept),
 // at an odd count; and that argmax_rows then picks model.Argmax's token of
-// the row capped on the host (attn.Softcap), also where the cap makes two
+// the row capped as the host caps it (c·tanh(x/c) in float64, rounded
+// once: model's softcapLogits), also where the cap makes two
 // distinct logits equal: the greedy token equals the CPU's.
 func TestGPUSoftcapRows(t *testing.T) {
 	d := device(t)
@@ -200,8 +201,10 @@ func TestGPUSoftcapRows(t *testing.T) {
 	if err := d.DtoH(cuda.Bytes(toks), tok); err != nil {
 		t.Fatal(err)
 	}
-	host := append([]float32(nil), x...)
-	attn.Softcap(host, c)
+	host := make([]float32, len(x))
+	for i, v := range x {
+		host[i] = float32(float64(c) * math.Tanh(float64(v)/float64(c)))
+	}
 	for i, v := range x {
 		want := float64(c) * math.Tanh(float64(v)/float64(c))
 		g := float64(got[i])
