@@ -38,7 +38,7 @@ func variantName(ws wq.Spec, d decChoice, sp *kv.Spec) string {
 
 var evalCmd = &command{
 	name:    "eval",
-	usage:   "ppl|needle --model DIR --file TEXT [--device auto|cpu|cuda] [--tp N] [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K|tuned:P%,...] [--calib FILE] [--chunk C] [--reuse-gap N] [--json FILE]",
+	usage:   "ppl|needle --model DIR --file TEXT [--device auto|cpu|cuda] [--tp N] [--ctx N] [--windows W] [--first-window I] [--kv SPEC,...] [--weights SPEC,...] [--dec-k K|tuned:P%|NAME:K,...] [--calib FILE] [--chunk C] [--reuse-gap N] [--json FILE]",
 	summary: "accuracy of KV and weight formats: perplexity, KL divergence and top-1 agreement against the first",
 	help: `'eval ppl' tokenizes TEXT (no BOS), cuts it into windows of --ctx tokens
 starting at token 0, ctx, 2·ctx, ... and scores every next token with each KV

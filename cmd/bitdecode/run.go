@@ -21,7 +21,7 @@ import (
 
 var runCmd = &command{
 	name:    "run",
-	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K|tuned:P%]] [--compare-fp16] [--device auto|cpu|cuda] [--tp N] [sampling flags] PROMPT | - | --prompt-file FILE",
+	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K|tuned:P%|NAME:K,...]] [--compare-fp16] [--device auto|cpu|cuda] [--tp N] [sampling flags] PROMPT | - | --prompt-file FILE",
 	summary: "generate text from a Hugging Face checkpoint with a low-bit KV cache",
 	help: `Loads config.json, *.safetensors and tokenizer.json from DIR (without
 --model: the embedded default model, a 2 MB Llama trained on the Go standard
