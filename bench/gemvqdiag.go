@@ -41,9 +41,12 @@ const gemvqDiagBackToBack = 4
 // (docs/perf/gemvq.md, sessions 15, 15b, 16, 23): v5.1, its copies alone over
 // wq's layout and over the tiled one (loads, loads-tiled), v6 (v5.1 over
 // the tiled layout), v5.2 and v6.1 (LEAN), v4.1 (gemv_q4) and v6.2
-// (gemv_q7; int3: v6.1 and v6.2 only, kernels.GEMVQDiagBuilt), alternated at
-// each split, on config c's gate/up and down and on gate/up x4 (four
-// times gate/up's rows: ~117 MB), weights cold in L2; then each form
+// (gemv_q7), v6.3 (gemv_q7 with x split a slice; int4, int3) and v6.1c
+// (int3's codes in place; int3) (int3: v6.1, v6.2, v6.3, v6.1c only,
+// kernels.GEMVQDiagBuilt), alternated at each split, on config c's gate/up
+// and down, on gate/up x4 (four times gate/up's rows: ~117 MB) and, when
+// shapes0 names them, on q/o (Hidden x Hidden) and q|k|v (the joined
+// projections' rows), weights cold in L2; then each form
 // gemvqDiagBackToBack times back to back, with and without early loads
 // (programmatic dependent launches). runs is the timed runs of each point
 // (1: no warm-up and no back-to-back, for a profiler). Each compile-time
@@ -85,9 +88,10 @@ func sweepGEMVQDiag(dev *cuda.Device, bw cuda.Bandwidth, c *model.Config, varian
 			return nil, fmt.Errorf("bench: gemvq diag variant %q: %w", v, err)
 		}
 	}
-	H, I := c.Hidden, c.Intermediate
+	H, I, qd, kvd := c.Hidden, c.Intermediate, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	shapes := []diagShape{{"gate/up", I, H, 1}, {"down", H, I, 1}, {"gate/up x4", 4 * I, H, 4}}
 	if len(shapes0) > 0 {
+		shapes = append(shapes, diagShape{"q/o", qd, H, 1}, diagShape{"q|k|v", qd + 2*kvd, H, 1})
 		shapes = slices.DeleteFunc(shapes, func(s diagShape) bool { return !slices.Contains(shapes0, s.name) })
 	}
 	if len(splits) == 0 {
