@@ -41,9 +41,8 @@ const gemvqDiagBackToBack = 4
 // (docs/perf/gemvq.md, sessions 15, 15b, 16, 23): v5.1, its copies alone over
 // wq's layout and over the tiled one (loads, loads-tiled), v6 (v5.1 over
 // the tiled layout), v5.2 and v6.1 (LEAN), v4.1 (gemv_q4) and v6.2
-// (gemv_q7), v6.3 (gemv_q7 with x split a slice; int4, int3) and v6.1c
-// (int3's codes in place; int3) (int3: v6.1, v6.2, v6.3, v6.1c only,
-// kernels.GEMVQDiagBuilt), alternated at each split, on config c's gate/up
+// (gemv_q7) and v6.1c (int3's codes in place; int3 only) (int3: v6.1,
+// v6.2 and v6.1c only, kernels.GEMVQDiagBuilt), alternated at each split, on config c's gate/up
 // and down, on gate/up x4 (four times gate/up's rows: ~117 MB) and, when
 // shapes0 names them, on q/o (Hidden x Hidden) and q|k|v (the joined
 // projections' rows), weights cold in L2; then each form

@@ -263,9 +263,6 @@ type GEMVQ struct {
 	// v7 is v6.2 (gemv_q7: v6.1 with x split once a CTA),
 	// [gemvqTiledBits index][gemvq7Rings index][split].
 	v7 [len(gemvqTiledBits)][len(gemvq7Rings)][len(gemvq4Splits)]cuda.Function
-	// v8 is v6.3 (gemv_q7 with SLICE: x split by each slice's warps),
-	// [gemvq8Bits index][gemvq7Rings index][gemvq8Splits index].
-	v8 [len(gemvq8Bits)][len(gemvq7Rings)][len(gemvq8Splits)]cuda.Function
 	// v6c is v6.1c (v6.1 with int3's codes in place, gemv_q5's XC) for
 	// int3, [split].
 	v6c [len(gemvq4Splits)]cuda.Function
@@ -318,14 +315,9 @@ type GEMVQ struct {
 	// and tests.
 	V51 bool
 	// V61 makes v6 run v6.1 where v6.2 (gemvq4.cu's gemv_q7: v6.1 with x
-	// split once a CTA, the same bits; docs/perf/gemvq.md, session 23),
-	// v6.3 (V63) or, for int3, v6.1c (its codes in place, session 24)
-	// would: a knob for A/Bs (backend/gpu's Options.GEMVQV61) and tests.
+	// split once a CTA, the same bits; docs/perf/gemvq.md, session 23)
+	// or, for int3, v6.1c (its codes in place, session 24) would: a knob for A/Bs (backend/gpu's Options.GEMVQV61) and tests.
 	V61 bool
-	// V63 makes LaunchV6 run v6.3 (gemv_q7 with x split by each slice's
-	// warps, session 24; the same bits) where v6.2 would, at gemvq8Splits
-	// for int4 and int3: a knob for tests and A/Bs.
-	V63 bool
 	// V32Int3 keeps int3 weights on v3.2 (gemvq3.cu over wq's layout) at
 	// one row of x where v6.1 over the tiled layout would run (UsesV6; the
 	// backend then keeps such weights in wq's layout): a knob for A/Bs
@@ -503,13 +495,6 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 	for _, s := range gemvq4Splits {
 		exprs = append(exprs, gemvq6cExpr(s))
 	}
-	for _, b := range gemvq8Bits {
-		for _, s := range gemvq8Splits {
-			for _, r := range gemvq7Rings {
-				exprs = append(exprs, gemvq8Expr(b, s, r))
-			}
-		}
-	}
 	mod, err := dev.Compile(program("gemvq4.cu", gemvq4Source, exprs, opts, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}))
 	if err != nil {
 		return err
@@ -557,15 +542,6 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 			return err
 		}
 	}
-	for bi, b := range gemvq8Bits {
-		for si, s := range gemvq8Splits {
-			for ri, r := range gemvq7Rings {
-				if g.v8[bi][ri][si], err = mod.Function(gemvq8Expr(b, s, r)); err != nil {
-					return err
-				}
-			}
-		}
-	}
 	return dev.Do(func(c *cuda.Ctx) error {
 		for bi, b := range gemvqBits {
 			n, err := c.MaxActiveBlocksPerSM(g.v4[bi][0], 32*gemvq4Warps, 0)
@@ -600,15 +576,6 @@ func (g *GEMVQ) loadV4(dev *cuda.Device, opts []string) error {
 					for si := range gemvq4Splits {
 						if err := c.SetMaxDynamicShared(g.v7[ti][ri][si], gemvq7SharedMax); err != nil {
 							return fmt.Errorf("kernels: gemvq v6.2: %w", err)
-						}
-					}
-				}
-			}
-			if bi8 := slices.Index(gemvq8Bits[:], b); bi8 >= 0 {
-				for ri := range gemvq7Rings {
-					for si := range gemvq8Splits {
-						if err := c.SetMaxDynamicShared(g.v8[bi8][ri][si], gemvq7SharedMax); err != nil {
-							return fmt.Errorf("kernels: gemvq v6.3: %w", err)
 						}
 					}
 				}

@@ -218,8 +218,9 @@ __device__ __forceinline__ void stageX(XStage<U>& xs, const float* __restrict__ 
 // for p <= 2 (8^2·7 < 1024), so pairs 1 and 2 need one fma (·8^-p −
 // 1024·8^-p, exact: the result q is an integer) instead of a shift and a
 // subtraction, and pairs 3 and 4 are pairs 0 and 1 of the word shifted by
-// 9: one shift a word instead of four (int3's step 305 -> ~270 SASS
-// instructions). int4 and int8: codesSpan.
+// 9: one shift a word instead of four (int3's step, NVRTC 12.5: v6.2's 305
+// -> 272 SASS instructions, v6.1's 362 -> 328 as v6.1c). int4 and int8:
+// codesSpan.
 template <int BITS>
 __device__ __forceinline__ void codesSpanX(u32 (&out)[16], const Span<BITS>& s) {
   if constexpr (BITS == 3) {
@@ -999,76 +1000,11 @@ __device__ __forceinline__ void splitXCTA(XTile* xs, float* sx, const float* __r
   __syncthreads();
 }
 
-// kXLoads is the float4 loads of x a warp of v6.3 (splitXSlice) keeps in
-// flight: its lane's channels of 16 tiles, a slice of up to 16 tiles in one
-// round (down at S 8: 14; v6.2's splitXCTA: 4 a round, K 14336's 112 tiles
-// in 4 rounds a warp).
-constexpr int kXLoads = 16;
-
-// sliceSync syncs the warps of a slice of gemv_q7's CTA (warps slice,
-// slice + S, ...): a __syncwarp where the slice is one warp (S = kWarps),
-// else the named barrier 1 + slice over their 32·kWarps/S threads
-// (storeRows' __syncthreads is barrier 0).
-template <int S>
-__device__ __forceinline__ void sliceSync(int slice) {
-  if constexpr (S == kWarps) __syncwarp();
-  else asm volatile("bar.sync %0, %1;" ::"r"(1 + slice), "n"(32 * (kWarps / S)) : "memory");
-}
-
-// splitXSlice is splitXCTA for one slice (v6.3): the slice's kWarps/S warps
-// split x's tiles tb..te−1 into xs (warp j of the slice takes tiles tb + j,
-// tb + j + kWarps/S, ..., kXLoads loads in flight) and sum their Σx into sx
-// in chains of kXChain tiles from tb (a chain's tiles past te read tile
-// te − 1; their sums are not stored), syncing the slice's warps only.
-template <int S>
-__device__ __forceinline__ void splitXSlice(XTile* xs, float* sx, const float* __restrict__ x, int tb, int te, int j, int slice, int lane) {
-  constexpr int kGroups = kWarps / S;  // the slice's warps
-  const int c = lane / 8, q = lane % 8 / 2, h = lane % 2;
-  for (int t0 = tb + j; t0 < te; t0 += kXLoads * kGroups) {
-    float4 v[kXLoads];
-#pragma unroll
-    for (int i = 0; i < kXLoads; i++) {
-      const int t = t0 + i * kGroups;
-      if (t < te) v[i] = *reinterpret_cast<const float4*>(x + t * kTile + 4 * lane);
-    }
-#pragma unroll
-    for (int i = 0; i < kXLoads; i++) {
-      const int t = t0 + i * kGroups;
-      if (t >= te) break;
-      u32 h0, l0, h1, l1;
-      split2(v[i].x, v[i].y, h0, l0);
-      split2(v[i].z, v[i].w, h1, l1);
-      reinterpret_cast<uint2*>(&xs[t].hi[q][c])[h] = make_uint2(h0, h1);
-      reinterpret_cast<uint2*>(&xs[t].lo[q ^ 1][c])[h] = make_uint2(l0, l1);
-    }
-  }
-  sliceSync<S>(slice);
-  const int g = lane / 4, cc = lane % 4, p = g & 1;
-  for (int b = tb + kXChain * j; b < te; b += kXChain * kGroups) {
-    const XTile& xt4 = xs[min(b + g / 2, te - 1)];
-    u32 xb[16];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-      const uint4 v = p ? xt4.lo[k ^ 1][cc] : xt4.hi[k][cc];
-      xb[4 * k] = v.x, xb[4 * k + 1] = v.y, xb[4 * k + 2] = v.z, xb[4 * k + 3] = v.w;
-    }
-    float e[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-    for (int k = 0; k < 8; k++) gemvq::mmaA4(e, gemvq::kOnes, gemvq::kOnes, gemvq::kOnes, gemvq::kOnes, xb[2 * k], xb[2 * k + 1]);
-    if (g == 0 && b + cc < te) sx[b + cc] = fmaf(e[1], kLoUnscale, e[0]);
-  }
-  sliceSync<S>(slice);
-}
-
 // tileDotX is tileDot with B read from the CTA's XTiles (tile t0 + u at the
 // shared address xa + 512·(t0 + u)) and Σx from sx: the same mma chains
 // and fma in the same order. xl is the lane's place in an XTile: lo's half
 // for g odd, lane c's 16 bytes; q's unit is at xl + 64·(q ^ (g & 1)).
-// CLAMP (v6.3): in a step past the warp's run's last whole step, the lanes
-// whose B columns hold a tile at or past te read tile t0 instead (their
-// columns' sums are unused; v6.3's tiles past a slice belong to another
-// slice's warps, which may still be writing them).
-template <int BITS, int U, bool FULL, bool CLAMP = false>
+template <int BITS, int U, bool FULL>
 __device__ __forceinline__ void tileDotX(float (&acc)[2], const Step<BITS, U>& st, u32 xa, u32 xl, const float* sx, int t0, int te, int lane) {
   static_assert(U == 1 || U == 2 || U == 4, "B's 8 columns hold the hi and lo of at most 4 tiles");
   const int g = lane / 4, p = g & 1;
@@ -1079,8 +1015,7 @@ __device__ __forceinline__ void tileDotX(float (&acc)[2], const Step<BITS, U>& s
     codesSpanX<BITS>(w0, st.a[u][0]);
     codesSpanX<BITS>(w1, st.a[u][1]);
     const int tu = (u + g / 2) % U;
-    const int tx = CLAMP && !FULL && t0 + tu >= te ? t0 : t0 + tu;
-    const u32 a = xa + u32(sizeof(XTile)) * u32(tx) + xl;
+    const u32 a = xa + u32(sizeof(XTile)) * u32(t0 + tu) + xl;
 #pragma unroll
     for (int q = 0; q < 4; q++) {
       const uint4 v = ldsV4(a + u32(64 * q) + (q & 1 ? -u32(64 * p) : u32(64 * p)));
@@ -1098,7 +1033,7 @@ __device__ __forceinline__ void tileDotX(float (&acc)[2], const Step<BITS, U>& s
 
 // xStep is one step of v6.2's loop over the slot at rd (tiles t..t+U−1, all
 // below te where FULL), the step R − 1 ahead copied into the slot at wr.
-template <int BITS, int U, int R, bool FULL, bool CLAMP = false, typename L>
+template <int BITS, int U, int R, bool FULL, typename L>
 __device__ __forceinline__ void xStep(float (&acc)[2], L& lc, u32 xa, u32 xl, const float* sx, u32 rd, u32 wr, int t, int te, int gshift,
                                       int lane) {
   cpAsyncWait<R - 2>();
@@ -1107,7 +1042,7 @@ __device__ __forceinline__ void xStep(float (&acc)[2], L& lc, u32 xa, u32 xl, co
   cpAsyncCommit();
   Step<BITS, U> st;
   lc.read(st, rd, lane);
-  tileDotX<BITS, U, FULL, CLAMP>(acc, st, xa, xl, sx, t, te, lane);
+  tileDotX<BITS, U, FULL>(acc, st, xa, xl, sx, t, te, lane);
 }
 
 // gemv_q7 (v6.2): gemv_q5<BITS, S, true, true, false, true>'s grid, CTA,
@@ -1115,17 +1050,8 @@ __device__ __forceinline__ void xStep(float (&acc)[2], L& lc, u32 xa, u32 xl, co
 // shared memory: xTiles(K/kTile) XTiles, as many floats of Σx, then kWarps
 // rings of R slots of Lean<…, false>::kSlot bytes (smem, checked: the kernel
 // traps if it is smaller).
-//
-// SLICE (v6.3, session 24): each slice's warps split only the slice's tiles
-// of x (splitXSlice: all of a warp's loads in flight in one round, the
-// slice's warps synced by a named barrier, at S 8 by a __syncwarp) instead
-// of the CTA splitting all of K behind two __syncthreads. At S 8 (down,
-// q/o: one row group a CTA, so no x to share) v6.2's prologue cost 0.5-2.6
-// us against v6.1 (session 23): K 14336's four rounds of loads a warp and
-// the CTA's barriers waiting for its slowest warp. The same sums, bit for
-// bit (the same XTiles and Σx chains per tile; the lanes reading a tile
-// past the slice in its last, partial step read tile t instead: CLAMP).
-template <int BITS, int S, int R, bool SLICE = false>
+
+template <int BITS, int S, int R>
 __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q7(const float* __restrict__ x, const u32* __restrict__ words,
                                                        const u16* __restrict__ params, const float* __restrict__ bias,
                                                        float* __restrict__ y, int N, int K, int gshift, int early, int smem) {
@@ -1168,18 +1094,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks5) gemv_q7(const float* __
       cpAsyncCommit();
     }
   }
-  if constexpr (SLICE) splitXSlice<S>(xs, sx, x, tb, te, warp / S, slice, lane);
-  else splitXCTA(xs, sx, x, tiles, xt, warp, lane);
+  splitXCTA(xs, sx, x, tiles, xt, warp, lane);
   const u32 xa = sharedAddr(xs), xl = u32((g & 1) * sizeof(XTile::hi) + 16 * c);
   float acc[2] = {0.f, 0.f};
   u32 rd = r0, wr = r0 + (R - 1) * L::kSlot;
   int t = tb;
   for (; t + U <= te; t += U) {
-    xStep<BITS, U, R, true, SLICE>(acc, lc, xa, xl, sx, rd, wr, t, te, gshift, lane);
+    xStep<BITS, U, R, true>(acc, lc, xa, xl, sx, rd, wr, t, te, gshift, lane);
     rd = rd + L::kSlot == rEnd ? r0 : rd + L::kSlot;
     wr = wr + L::kSlot == rEnd ? r0 : wr + L::kSlot;
   }
-  if (t < te) xStep<BITS, U, R, false, SLICE>(acc, lc, xa, xl, sx, rd, wr, t, te, gshift, lane);
+  if (t < te) xStep<BITS, U, R, false>(acc, lc, xa, xl, sx, rd, wr, t, te, gshift, lane);
   cpAsyncWait<0>();
   storeRows<S>(acc, y, bias, N, n0, warp, slice, lane, g, c);
 }

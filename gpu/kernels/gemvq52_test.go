@@ -25,10 +25,9 @@ import (
 // of the 8B shapes' K), and LaunchTiled, where UsesV6, runs v6.1 (Launch's
 // v4.1 route: compared where its split and slices are v6.1's). v6.2
 // (session 23: LaunchV6 without V61, gemv_q7 at a ring of 5, 4 or 3 by K) gives
-// v6.1's y (V61) for every width. Session 24: v6.3 (LaunchV6 with V63,
-// gemv_q7 with x split by each slice's warps, at splits 4 and 8 for int4
-// and int3; v6.2 elsewhere) and LaunchV61 (v6.1, int3's v6.1c with its
-// codes in place: LaunchTiled's route at splits 4-8) give v6.1's y too.
+// v6.1's y (V61) for every width. Session 24: LaunchV61 (v6.1; int3's
+// v6.1c, its codes in place: LaunchTiled's route at splits 4-8) gives
+// v6.1's y too.
 // All within v4's
 // float64 bound ((K/64 + 83)·2⁻²⁴ of Σ(|s|q + |z|)|x| + 2⁻³⁶·Σ(|s|q + |z|),
 // TestGEMVQMatchesReference). N not a multiple of 16, an odd number of
@@ -89,12 +88,12 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 			type form struct {
 				name                      string
 				v51, tiled, auto, v4, v61 bool
-				v63, v61c                 bool // V63 set; LaunchV61
+				v61c                      bool // LaunchV61
 			}
 			forms := []form{{name: "v5.1", v51: true}, {name: "v5.2"}}
 			if tiled {
 				forms = append(forms, form{name: "v6", v51: true, tiled: true}, form{name: "v6.1", tiled: true, v61: true},
-					form{name: "v6.2", tiled: true}, form{name: "v6.3", tiled: true, v63: true}, form{name: "v6.1c", tiled: true, v61c: true})
+					form{name: "v6.2", tiled: true}, form{name: "v6.1c", tiled: true, v61c: true})
 			}
 			if c.e == wq.Int8 {
 				forms = append(forms, form{name: "v4.1", v4: true})
@@ -126,8 +125,8 @@ func TestGEMVQ52MatchesV51(t *testing.T) {
 						}
 						yp := m.put(cuda.Bytes(nanF32(c.N)))
 						m.run(func(cx *cuda.Ctx, s cuda.Stream) error {
-							g.EarlyWeights, g.V51, g.V61, g.V63 = early, f.v51, f.v61, f.v63
-							defer func() { g.EarlyWeights, g.V51, g.V61, g.V63 = false, false, false, false }()
+							g.EarlyWeights, g.V51, g.V61 = early, f.v51, f.v61
+							defer func() { g.EarlyWeights, g.V51, g.V61 = false, false, false }()
 							if f.auto && !f.tiled {
 								return g.Launch(cx, s, yp, xp, wp, pp, bp, 1, c.N, c.K, c.e.Bits(), c.G)
 							}

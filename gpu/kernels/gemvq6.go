@@ -208,17 +208,13 @@ func (g *GEMVQ) PackTiles(c *cuda.Ctx, st cuda.Stream, tw, tp, words, params cud
 // step), and v6 with V51 (int4; int3 and int8 have v6.1 only: int3's sums
 // are v5.0's int3, V5Lanes, bit for bit, int8's v5.1's); v6.2's sums are
 // v6.1's, bit for bit.
-//
-// With V63, v6.3 (gemv_q7 with x split by each slice's warps, session 24)
-// runs where it is built (gemvq8Bits at gemvq8Splits) and x's split fits,
-// in place of v6.2 or v6.1; the same bits.
 func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int) error {
 	return g.launchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, S, true)
 }
 
 // LaunchV61 is LaunchV6 without v6.2: v6.1 (int3: v6.1c, its codes in
-// place, unless V61 or V51; v6.3 with V63), as LaunchTiled runs it at
-// splits that gemvq7Routed leaves to v6.1: for tests.
+// place, unless V61 or V51), as LaunchTiled runs it at the splits that
+// gemvq7Routed leaves to v6.1: for tests.
 func (g *GEMVQ) LaunchV61(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int) error {
 	return g.launchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, S, false)
 }
@@ -234,11 +230,6 @@ func (g *GEMVQ) launchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.De
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
 	grid, block := cuda.Dim3{X: (N + rows - 1) / rows}, cuda.Dim3{X: 32 * gemvq4Warps}
-	if fn, ri := g.v8Func(bits, K, S); ri >= 0 {
-		smem := gemvq7Shared(bits, K, gemvq7Rings[ri])
-		return c.Launch(fn, grid, block, smem, st,
-			x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(smem))
-	}
 	if ri := g.v7Ring(bits, K); ri >= 0 && v62 {
 		smem := gemvq7Shared(bits, K, gemvq7Rings[ri])
 		return c.Launch(g.v7[gemvqTiledIndex(bits)][ri][si], grid, block, smem, st,
@@ -324,42 +315,6 @@ func gemvq7Routed(bits, S int) bool { return S <= 2 && (bits == 4 || bits == 3) 
 // ring depth r.
 func gemvq7Expr(bits, s, r int) string { return fmt.Sprintf("gemvq4::gemv_q7<%d, %d, %d>", bits, s, r) }
 
-// v6.3 (session 24, gemv_q7 with SLICE): v6.2 with x split by each slice's
-// warps for that slice only, all of a warp's loads of x in flight at once
-// and the slice's warps synced by a named barrier (a __syncwarp at S 8)
-// instead of the CTA's two __syncthreads: v6.2's shared memory and ring
-// (gemvq7Shared, gemvq7Ring), v6.1's bits. Built for int4 and int3 at the
-// splits where v6.2 lost to v6.1 (session 23: one row group a CTA at S 8,
-// so no x to share); LaunchV6 runs it with V63.
-
-// gemvq8Bits and gemvq8Splits are the code widths and splits v6.3 is
-// built for.
-var (
-	gemvq8Bits   = [...]int{4, 3}
-	gemvq8Splits = [...]int{4, 8}
-)
-
-// gemvq8Expr is v6.3's name expression for a code width, split s and ring
-// depth r.
-func gemvq8Expr(bits, s, r int) string {
-	return fmt.Sprintf("gemvq4::gemv_q7<%d, %d, %d, true>", bits, s, r)
-}
-
-// v8Func returns v6.3's kernel for a code width over K at split S and its
-// gemvq7Rings index, or -1 where LaunchV6 does not run it (V63 unset, V61,
-// V51, a width or split it is not built for, a K too long for x's split).
-func (g *GEMVQ) v8Func(bits, K, S int) (cuda.Function, int) {
-	bi, si := slices.Index(gemvq8Bits[:], bits), slices.Index(gemvq8Splits[:], S)
-	if !g.V63 || g.V61 || g.V51 || bi < 0 || si < 0 {
-		return cuda.Function{}, -1
-	}
-	ri := gemvq7Ring(bits, K)
-	if ri < 0 {
-		return cuda.Function{}, -1
-	}
-	return g.v8[bi][ri][si], ri
-}
-
 // v6.1c (session 24, gemv_q5's XC): v6.1 with int3's codes unpacked in
 // place (gemvq4.cu codesSpanX, v6.2's: 362 -> 328 SASS instructions an
 // int3 step, NVRTC 12.5), the same codes and so v6.1's bits. LaunchV6 runs
@@ -420,15 +375,12 @@ func (g *GEMVQ) DequantTiled(c *cuda.Ctx, st cuda.Stream, out, tw, tp cuda.Devic
 }
 
 // InfoV6 returns the resources of the kernel LaunchV6 runs for a code
-// width over K at split S (v6.3 where v8Func finds it, v6.2 where v7Ring
-// finds a ring, else v6.1 unless V51 and int4, int3's v6.1c).
+// width over K at split S (v6.2 where v7Ring finds a ring, else v6.1
+// unless V51 and int4, int3's v6.1c).
 func (g *GEMVQ) InfoV6(c *cuda.Ctx, bits, K, S int) (cuda.FuncInfo, error) {
 	si := slices.Index(gemvq4Splits[:], S)
 	if si < 0 || gemvqTiledIndex(bits) < 0 {
 		return cuda.FuncInfo{}, fmt.Errorf("kernels: gemvq v6: no kernel for bits=%d split %d", bits, S)
-	}
-	if fn, ri := g.v8Func(bits, K, S); ri >= 0 {
-		return c.FuncInfo(fn)
 	}
 	if ri := g.v7Ring(bits, K); ri >= 0 {
 		return c.FuncInfo(g.v7[gemvqTiledIndex(bits)][ri][si])
@@ -458,7 +410,6 @@ func (g *GEMVQ) v6Func(bits, si int) cuda.Function {
 type GEMVQDiag struct {
 	fns   [len(GEMVQDiagForms)][len(gemvq4Splits)]cuda.Function
 	fns7  [len(gemvq7Rings)][len(gemvq4Splits)]cuda.Function // v6.2 at each ring depth
-	fns8  [len(gemvq7Rings)][len(gemvq4Splits)]cuda.Function // v6.3 at each ring depth
 	rings [len(gemvq7Rings)]int                              // v6.2's ring depths (gemvq7Rings, or -DGEMVQ7_DEEP=n for the deepest)
 	ring  int
 	bits  int
@@ -481,28 +432,22 @@ func gemvq7DiagRings(opts []string) [len(gemvq7Rings)]int {
 // GEMVQDiagForms name GEMVQDiag's forms, in its index order: "v5.1",
 // "loads" (v5.1's copies, no math), "loads-tiled" (the same over the
 // tiled layout), "v6", "v5.2" (v5.1's LEAN step), "v6.1" (v6's), "v4.1"
-// (gemv_q4, session 16), "v6.2" (gemv_q7, session 23), "v6.3" (gemv_q7
-// with SLICE, session 24; int4 and int3), "v6.1c" (v6.1 with int3's codes
-// in place, session 24; int3 only).
-var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6", "v5.2", "v6.1", "v4.1", "v6.2", "v6.3", "v6.1c"}
+// (gemv_q4, session 16), "v6.2" (gemv_q7, session 23), "v6.1c" (v6.1
+// with int3's codes in place, session 24; int3 only).
+var GEMVQDiagForms = [...]string{"v5.1", "loads", "loads-tiled", "v6", "v5.2", "v6.1", "v4.1", "v6.2", "v6.1c"}
 
-// gemvqDiagV4, gemvqDiagV62, gemvqDiagV63 and gemvqDiagV61c are the
-// indices of the v4.1, v6.2, v6.3 and v6.1c forms in GEMVQDiagForms.
+// gemvqDiagV4, gemvqDiagV62 and gemvqDiagV61c are the indices of the
+// v4.1, v6.2 and v6.1c forms in GEMVQDiagForms.
 const (
 	gemvqDiagV4   = 6
 	gemvqDiagV62  = 7
-	gemvqDiagV63  = 8
-	gemvqDiagV61c = 9
+	gemvqDiagV61c = 8
 )
 
 // GEMVQDiagTiled reports whether form f reads the tiled layout.
 func GEMVQDiagTiled(f int) bool {
-	return f == 2 || f == 3 || f == 5 || f == gemvqDiagV62 || f == gemvqDiagV63 || f == gemvqDiagV61c
+	return f == 2 || f == 3 || f == 5 || f == gemvqDiagV62 || f == gemvqDiagV61c
 }
-
-// gemvqDiagQ7 reports whether form f is a gemv_q7 form (v6.2, v6.3):
-// built at every ring depth, launched with gemvq7Shared's memory.
-func gemvqDiagQ7(f int) bool { return f == gemvqDiagV62 || f == gemvqDiagV63 }
 
 // gemvqDiagLoads and gemvqDiagLean report whether form f is a copies-only
 // form and a LEAN one.
@@ -515,14 +460,10 @@ func gemvqDiagLean(f int) bool  { return f == 4 || f == 5 }
 func GEMVQDiagBits(bits int) bool { return bits == 4 || bits == 8 || bits == 3 }
 
 // GEMVQDiagBuilt reports whether form f is built for a code width: every
-// form but v6.3 and v6.1c for int4 and int8, v6.1, v6.2 and v6.1c for
-// int3 (its other forms need the coalesced copies of 16-byte spans), v6.3
-// for int4 and int3 (gemvq8Bits).
+// form but v6.1c for int4 and int8, v6.1, v6.2 and v6.1c for int3 (its
+// other forms need the coalesced copies of 16-byte spans).
 func GEMVQDiagBuilt(bits, f int) bool {
-	switch f {
-	case gemvqDiagV63:
-		return slices.Contains(gemvq8Bits[:], bits)
-	case gemvqDiagV61c:
+	if f == gemvqDiagV61c {
 		return bits == gemvq6cBits
 	}
 	return bits != 3 || f == 5 || f == gemvqDiagV62
@@ -552,12 +493,6 @@ func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, erro
 				for _, r := range rings {
 					exprs = append(exprs, gemvq7Expr(bits, s, r))
 				}
-			} else if f == gemvqDiagV63 {
-				if GEMVQDiagBuilt(bits, f) {
-					for _, r := range rings {
-						exprs = append(exprs, gemvq8Expr(bits, s, r))
-					}
-				}
 			} else if GEMVQDiagBuilt(bits, f) {
 				exprs = append(exprs, expr(f, s))
 			}
@@ -577,15 +512,6 @@ func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, erro
 					}
 				}
 				d.fns[f][si] = d.fns7[0][si]
-			} else if f == gemvqDiagV63 {
-				if GEMVQDiagBuilt(bits, f) {
-					for ri, r := range rings {
-						if d.fns8[ri][si], err = mod.Function(gemvq8Expr(bits, s, r)); err != nil {
-							return nil, err
-						}
-					}
-					d.fns[f][si] = d.fns8[0][si]
-				}
 			} else if GEMVQDiagBuilt(bits, f) {
 				if d.fns[f][si], err = mod.Function(expr(f, s)); err != nil {
 					return nil, err
@@ -600,14 +526,10 @@ func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, erro
 			}
 			for si := range gemvq4Splits {
 				fns, most := []cuda.Function{d.fns[f][si]}, d.ring
-				if gemvqDiagQ7(f) {
+				if f == gemvqDiagV62 {
 					fns, most = nil, gemvq7SharedMax
 					for ri := range d.rings {
-						if f == gemvqDiagV62 {
-							fns = append(fns, d.fns7[ri][si])
-						} else {
-							fns = append(fns, d.fns8[ri][si])
-						}
+						fns = append(fns, d.fns7[ri][si])
 					}
 				}
 				for _, fn := range fns {
@@ -635,15 +557,12 @@ func (d *GEMVQDiag) Launch(c *cuda.Ctx, st cuda.Stream, f int, y, x, words, para
 		return c.Launch(d.fns[f][si], grid, block, 0, st, x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early))
 	}
 	fn, smem := d.fns[f][si], d.ring
-	if gemvqDiagQ7(f) {
+	if f == gemvqDiagV62 {
 		ri := gemvq7RingOf(d.rings[:], d.bits, K)
 		if ri < 0 {
-			return fmt.Errorf("kernels: gemvq diag: %s has no ring for int%d K %d", GEMVQDiagForms[f], d.bits, K)
+			return fmt.Errorf("kernels: gemvq diag: v6.2 has no ring for int%d K %d", d.bits, K)
 		}
 		fn, smem = d.fns7[ri][si], gemvq7Shared(d.bits, K, d.rings[ri])
-		if f == gemvqDiagV63 {
-			fn = d.fns8[ri][si]
-		}
 	}
 	return c.Launch(fn, grid, block, smem, st,
 		x, words, params, cuda.DevicePtr(0), y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(smem))
