@@ -110,7 +110,8 @@ const (
 	// same bits).
 	EnvGEMVQV51 = "BITDECODE_GEMVQ_V51"
 	// EnvGEMVQV61 is Options.GEMVQV61: tiled weights at one row of x run
-	// v6.1 instead of v6.2 (comparisons; the same bits).
+	// v6.1 instead of v6.2 or, for int3, v6.1c (comparisons; the same
+	// bits).
 	EnvGEMVQV61 = "BITDECODE_GEMVQ_V61"
 	// EnvGEMVQInt3V32 is Options.GEMVQInt3V32: int3 weights keep wq's
 	// layout and gemvq3.cu's v3.2 at one row of x instead of the tiled
@@ -311,9 +312,9 @@ type Options struct {
 	GEMVQV51 bool
 	// GEMVQV61 makes tiled weights at one row of x run v6.1 (gemvq4.cu's
 	// gemv_q5 LEAN over the tiled layout) where v6.2 (gemv_q7: v6.1 with x
-	// split once a CTA instead of every step in every warp) would
-	// (kernels.GEMVQ.V61; docs/perf/gemvq.md, session 23). The same bits
-	// either way.
+	// split once a CTA instead of every step in every warp) or, for int3,
+	// v6.1c (int3's codes unpacked in place) would (kernels.GEMVQ.V61;
+	// docs/perf/gemvq.md, sessions 23 and 24). The same bits either way.
 	GEMVQV61 bool
 	// GEMVQInt3V32 keeps int3 weights without DEC that v6.1 would read at
 	// one row of x (kernels.GEMVQ.UsesV6: 2048 rows or more) in wq's

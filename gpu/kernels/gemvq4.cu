@@ -90,6 +90,12 @@
 //        loads faster (23.0 against 23.3, 86% of the ceiling; down 22.1
 //        against 23.1, 90%); the int8 step -0.02 ms at 1K, -0.04 at 32K.
 //        LaunchTiled runs it where Launch runs v4.1 (UsesV6).
+//   v6.2 (session 23, gemv_q7 below) x split once a CTA: int4/int3 at
+//        splits 1-2 (gate/up: int4 12.6 us back to back, 81%).
+//   v6.1c int3 (session 24, gemv_q5's XC) v6.1 with v6.2's in-place int3
+//        codes (362 -> 328 SASS a step): down S 8 12.1 -> 11.9-12.0 us
+//        back to back (66%); slower where a warp takes 2 steps (o at S 8),
+//        so LaunchV6 runs it from 4 steps a warp (gemvq6cUses).
 //
 // Go wrapper: gemvq.go, gemvq6.go (v6, the tiled layout, the bench's
 // forms); tests: gemvq_test.go, gemvq6_test.go; docs/perf/gemvq.md.

@@ -26,8 +26,8 @@ import (
 // v4.1 route: compared where its split and slices are v6.1's). v6.2
 // (session 23: LaunchV6 without V61, gemv_q7 at a ring of 5, 4 or 3 by K) gives
 // v6.1's y (V61) for every width. Session 24: LaunchV61 (v6.1; int3's
-// v6.1c, its codes in place: LaunchTiled's route at splits 4-8) gives
-// v6.1's y too.
+// v6.1c, its codes in place, where a warp takes 4+ steps: LaunchTiled's
+// route at splits 4-8) gives v6.1's y too.
 // All within v4's
 // float64 bound ((K/64 + 83)·2⁻²⁴ of Σ(|s|q + |z|)|x| + 2⁻³⁶·Σ(|s|q + |z|),
 // TestGEMVQMatchesReference). N not a multiple of 16, an odd number of

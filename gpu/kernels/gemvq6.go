@@ -213,8 +213,8 @@ func (g *GEMVQ) LaunchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.De
 }
 
 // LaunchV61 is LaunchV6 without v6.2: v6.1 (int3: v6.1c, its codes in
-// place, unless V61 or V51), as LaunchTiled runs it at the splits that
-// gemvq7Routed leaves to v6.1: for tests.
+// place, where gemvq6cUses, unless V61 or V51), as LaunchTiled runs it at
+// the splits that gemvq7Routed leaves to v6.1: for tests.
 func (g *GEMVQ) LaunchV61(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.DevicePtr, N, K, bits, G, S int) error {
 	return g.launchV6(c, st, y, x, tw, tp, bias, N, K, bits, G, S, false)
 }
@@ -236,7 +236,7 @@ func (g *GEMVQ) launchV6(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias cuda.De
 			x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(smem))
 	}
 	ring := g.v5Ring[gemvqBitsIndex(bits)]
-	return c.Launch(g.v6Func(bits, si), grid, block, ring, st,
+	return c.Launch(g.v6Func(bits, K, si), grid, block, ring, st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(g.EarlyWeights), int32(ring))
 }
 
@@ -318,7 +318,23 @@ func gemvq7Expr(bits, s, r int) string { return fmt.Sprintf("gemvq4::gemv_q7<%d,
 // v6.1c (session 24, gemv_q5's XC): v6.1 with int3's codes unpacked in
 // place (gemvq4.cu codesSpanX, v6.2's: 362 -> 328 SASS instructions an
 // int3 step, NVRTC 12.5), the same codes and so v6.1's bits. LaunchV6 runs
-// it for int3 where it runs v6.1, unless V61 or V51.
+// it for int3 where it runs v6.1 and gemvq6cUses, unless V61 or V51.
+
+// gemvq6cMinSteps is the fewest ring steps a warp takes for which v6.1c
+// runs in place of v6.1. H100, session 24's two calls, back to back with
+// early loads: at 4-14 steps a warp (down at splits 4 and 8, q|k|v and o at
+// split 4) v6.1c is 0.1-0.5 us faster (int3 down S 8 12.1 -> 11.9-12.0 us);
+// at 2 (o and q|k|v at split 8) 0.1-0.3 us slower (alone 0.2-1.2), though
+// it issues fewer instructions: not understood.
+const gemvq6cMinSteps = 4
+
+// gemvq6cUses reports whether LaunchV6 runs v6.1c (not v6.1) for an int3
+// weight over K at split S: a warp's slice of at least gemvq6cMinSteps
+// steps.
+func gemvq6cUses(K, S int) bool {
+	steps := (K/gemvq4Tile + gemvq5StageTiles(gemvq6cBits) - 1) / gemvq5StageTiles(gemvq6cBits)
+	return (steps+S-1)/S >= gemvq6cMinSteps
+}
 
 // gemvq6cBits is the code width v6.1c is built for (its unpack differs
 // from v6.1's for int3 only).
@@ -385,17 +401,17 @@ func (g *GEMVQ) InfoV6(c *cuda.Ctx, bits, K, S int) (cuda.FuncInfo, error) {
 	if ri := g.v7Ring(bits, K); ri >= 0 {
 		return c.FuncInfo(g.v7[gemvqTiledIndex(bits)][ri][si])
 	}
-	return c.FuncInfo(g.v6Func(bits, si))
+	return c.FuncInfo(g.v6Func(bits, K, si))
 }
 
-// v6Func is v6's kernel for a tiled code width at split index si: v6.1
-// unless V51 and int4 (int3 and int8 have no v6.1-less form); int3's v6.1c
-// unless V61 or V51.
-func (g *GEMVQ) v6Func(bits, si int) cuda.Function {
+// v6Func is v6's kernel for a tiled code width over K at split index si:
+// v6.1 unless V51 and int4 (int3 and int8 have no v6.1-less form); int3's
+// v6.1c where gemvq6cUses, unless V61 or V51.
+func (g *GEMVQ) v6Func(bits, K, si int) cuda.Function {
 	if g.V51 && bits == gemvq6Bits {
 		return g.v6[si]
 	}
-	if bits == gemvq6cBits && !g.V61 && !g.V51 {
+	if bits == gemvq6cBits && !g.V61 && !g.V51 && gemvq6cUses(K, gemvq4Splits[si]) {
 		return g.v6c[si]
 	}
 	return g.v6n[gemvqTiledIndex(bits)][si]

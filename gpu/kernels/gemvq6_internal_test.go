@@ -238,3 +238,27 @@ func TestPackTilesInt8MatchesWQ(t *testing.T) {
 		})
 	}
 }
+
+// TestGEMVQ6cUses checks v6.1c's route (session 24) on the Llama-3.1-8B
+// int3 shapes at LaunchTiled's splits: down (K 14336, split 8: 7 steps a
+// warp) and q|k|v (K 4096, split 4: 4 steps) run v6.1c, o (K 4096, split
+// 8: 2 steps) v6.1; and the knobs that keep v6.1 everywhere.
+func TestGEMVQ6cUses(t *testing.T) {
+	var g GEMVQ
+	g.v5Slots[gemvqBitsIndex(3)] = 2 * gemvq4Warps * 132 // the H100's 132 SMs, two CTAs each
+	for _, c := range []struct {
+		name    string
+		N, K, S int
+		want    bool
+	}{{"down", 4096, 14336, 8, true}, {"q|k|v", 6144, 4096, 4, true}, {"o", 4096, 4096, 8, false}} {
+		if S := g.SplitV5For(c.N, c.K, 3); S != c.S {
+			t.Fatalf("%s: SplitV5For %d, want %d", c.name, S, c.S)
+		}
+		if got := gemvq6cUses(c.K, c.S); got != c.want {
+			t.Errorf("%s: gemvq6cUses(%d, %d) = %v, want %v", c.name, c.K, c.S, got, c.want)
+		}
+	}
+	if !gemvq6cUses(1152, 1) || gemvq6cUses(1152, 2) || gemvq6cUses(384, 1) {
+		t.Errorf("gemvq6cUses at K 1152 (5 steps) S 1, 2 or K 384: %v %v %v", gemvq6cUses(1152, 1), gemvq6cUses(1152, 2), gemvq6cUses(384, 1))
+	}
+}
