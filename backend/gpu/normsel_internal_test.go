@@ -453,10 +453,14 @@ func TestQ6DECDownSelect(t *testing.T) {
 		}
 		return m, rm
 	}
+	// apart: gate and up without DEC (not joined: two GEMVs, then
+	// SwiGLU's own op, whose swiglu_sel variant writes down's list;
+	// session 24).
 	for _, c := range []struct {
 		e      wq.Elem
 		kChunk int
-	}{{wq.Int4, 8}, {wq.Int3, 64}} {
+		apart  bool
+	}{{wq.Int4, 8, false}, {wq.Int3, 64, false}, {wq.Int4, 16, true}, {wq.Int3, 32, true}} {
 		mg, rg := quant(c.e, F, K)
 		mu, ru := quant(c.e, F, K)
 		md, rd := quant(c.e, K, F)
@@ -467,18 +471,30 @@ func TestQ6DECDownSelect(t *testing.T) {
 		}
 		newRig := func(b *Backend) *rig {
 			load := func(name string, m, res *wq.Matrix) backend.Weight {
-				w, err := b.LoadQuantWeight(name, m, &wq.DEC{R: res, KChunk: c.kChunk})
+				var dec *wq.DEC
+				if res != nil {
+					dec = &wq.DEC{R: res, KChunk: c.kChunk}
+				}
+				w, err := b.LoadQuantWeight(name, m, dec)
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { b.FreeWeight(w) })
 				return w
 			}
-			g := &rig{b: b, gate: load("gate", mg, rg), up: load("up", mu, ru), down: load("down", md, rd)}
+			rgu, ruu := rg, ru
+			if c.apart {
+				rgu, ruu = nil, nil
+			}
+			g := &rig{b: b, gate: load("gate", mg, rgu), up: load("up", mu, ruu), down: load("down", md, rd)}
 			if err := b.JoinWeights(g.gate, g.up); err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range []backend.Weight{g.gate, g.up, g.down} {
+			q6s := []backend.Weight{g.gate, g.up, g.down}
+			if c.apart {
+				q6s = q6s[2:]
+			}
+			for _, w := range q6s {
 				if q6, _ := Q6DEC(w); !q6 {
 					t.Fatalf("int%d: a weight is not a q6 weight", c.e.Bits())
 				}
@@ -504,7 +520,7 @@ func TestQ6DECDownSelect(t *testing.T) {
 			ops = queuedOps(b)
 			return ops, foldDown(t, b, g.g), foldDown(t, b, g.u), foldDown(t, b, g.y)
 		}
-		name := fmt.Sprintf("int%d k%d", c.e.Bits(), c.kChunk)
+		name := fmt.Sprintf("int%d k%d apart %v", c.e.Bits(), c.kChunk, c.apart)
 		gSel, gRef := newRig(bSel), newRig(bRef)
 		plain, err := bRef.LoadQuantWeight("down.plain", md, nil)
 		if err != nil {
@@ -516,7 +532,10 @@ func TestQ6DECDownSelect(t *testing.T) {
 			what := fmt.Sprintf("%s run %d", name, rep)
 			opsSel, aS, uS, yS := step(gSel)
 			opsRef, aR, uR, yR := step(gRef)
-			const variant = "LinearGroup(joined)+SwiGLU+DEC list"
+			variant := "LinearGroup(joined)+SwiGLU+DEC list"
+			if c.apart {
+				variant = "SwiGLU+DEC list"
+			}
 			if count(opsSel, variant) != normSelPairs || count(opsRef, variant) != 0 || len(opsSel) != len(opsRef) {
 				t.Fatalf("%s: queued with the option %q, without %q", what, opsSel, opsRef)
 			}

@@ -67,6 +67,21 @@ constexpr int kDecBufBytes = GEMVQ6DEC_BUF;
 #define GEMVQ6DEC_WARPS 1
 #endif
 constexpr int kDecWarps = GEMVQ6DEC_WARPS;
+
+// GEMVQ6DEC_MAXNREG (an NVRTC -D knob, session 24): where > 0 gemv_q6_dec
+// is compiled with __maxnreg__(GEMVQ6DEC_MAXNREG) instead of its launch
+// bounds' cap (112 registers at 2 CTAs an SM), so that two CTAs leave an
+// SM room for the registers of the kernel after it in the step (PDL: its
+// CTAs resident, and waiting, while this one runs). NVRTC 12.5 at 88: no
+// spills at any width, split or form (84-96 registers otherwise).
+#ifndef GEMVQ6DEC_MAXNREG
+#define GEMVQ6DEC_MAXNREG 0
+#endif
+#if GEMVQ6DEC_MAXNREG > 0
+#define GEMVQ6DEC_BOUNDS __maxnreg__(GEMVQ6DEC_MAXNREG)
+#else
+#define GEMVQ6DEC_BOUNDS __launch_bounds__(kDecThreads, kMinBlocks5)
+#endif
 static_assert(kDecWarps == 1 || kDecWarps == 2, "one or two DEC warps");
 constexpr int kDecThreads = kThreads + 32 * kDecWarps;  // the base warps and the DEC warps
 constexpr int kResGroup = 128;              // wq.ResidualGroup: outputs a residual (scale, zero) pair covers
@@ -529,7 +544,7 @@ __device__ __forceinline__ void decTail(float* comp, u32 prod, const int* __rest
 // DEC warp idle until the base's barrier, then the list over every warp
 // (decTail), its barriers after the base's.
 template <int BITS, int S, bool TAIL>
-__global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
+__global__ void GEMVQ6DEC_BOUNDS
     gemv_q6_dec(const float* __restrict__ x, const u32* __restrict__ words, const u16* __restrict__ params, const float* __restrict__ bias,
                 float* __restrict__ y, int N, int K, int gshift, int early, int ringBytes, const int* __restrict__ sel, int nsel,
                 const u32* __restrict__ rw, const u32* __restrict__ rp, int rlo, int rn) {
