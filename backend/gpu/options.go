@@ -140,9 +140,6 @@ const (
 	// route runs, "auto" (the default: the tail from 128 selected rows at
 	// splits 2-8), "never" (the DEC warp's) or "always" (comparisons).
 	EnvDECTail = "BITDECODE_DEC_TAIL"
-	// EnvDECSlim is Options.DECSlim: gemv_q6_dec with at most 88
-	// registers and 1 KB staging buffers (session 24; comparisons).
-	EnvDECSlim = "BITDECODE_DEC_SLIM"
 	// EnvDECDiag is Options.DECNoRows when "norows": a diagnostic that
 	// launches every q6 GEMV with an empty list (its list still made), so
 	// that the step times the kernel and the list's producer without the
@@ -384,12 +381,6 @@ type Options struct {
 	// (kernels.GEMVQ6DEC.Tail; the zero value picks by the list's length).
 	// Both forms give the same bits. A knob for A/Bs.
 	DECTail kernels.GEMVQ6DECTail
-	// DECSlim compiles gemv_q6_dec with at most 88 registers and 1 KB
-	// staging buffers (GEMVQ6DEC_MAXNREG, GEMVQ6DEC_BUF): two CTAs then
-	// leave an SM room for the next kernel's CTAs (the norm after o and
-	// down) to be resident early under PDL (session 24, docs/perf/dec.md).
-	// The same bits.
-	DECSlim bool
 	// DECNoRows launches every q6 GEMV with an empty list (a diagnostic:
 	// the step's time without the rows' work; no compensation).
 	DECNoRows bool
@@ -442,7 +433,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQV61, &o.GEMVQV61}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
 		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked},
-		{EnvDECQ3, &o.DECQ3}, {EnvNoDECNormSelect, &o.NoDECNormSelect}, {EnvDECSlim, &o.DECSlim}} {
+		{EnvDECQ3, &o.DECQ3}, {EnvNoDECNormSelect, &o.NoDECNormSelect}} {
 		if v, ok := get(b.name); ok {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

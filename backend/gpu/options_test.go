@@ -47,9 +47,9 @@ func TestParseOptions(t *testing.T) {
 		t.Errorf("GEMVQ_APART=1 GEMVQ_JOIN_SPLIT=2: %v %d, %v", o.GEMVQApart, o.GEMVQJoinSplit, err)
 	}
 	for v, want := range map[string]kernels.GEMVQ6DECTail{"auto": kernels.TailAuto, "Never": kernels.TailNever, "always": kernels.TailAlways} {
-		if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvDECTail: v, gpu.EnvDECSlim: "1", gpu.EnvDECDiag: "norows"})); err != nil ||
-			o.DECTail != want || !o.DECSlim || !o.DECNoRows {
-			t.Errorf("%s=%s, %s=1, %s=norows: %v %v %v, %v", gpu.EnvDECTail, v, gpu.EnvDECSlim, gpu.EnvDECDiag, o.DECTail, o.DECSlim, o.DECNoRows, err)
+		if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvDECTail: v, gpu.EnvDECDiag: "norows"})); err != nil ||
+			o.DECTail != want || !o.DECNoRows {
+			t.Errorf("%s=%s, %s=norows: %v %v, %v", gpu.EnvDECTail, v, gpu.EnvDECDiag, o.DECTail, o.DECNoRows, err)
 		}
 	}
 	for _, kv := range []map[string]string{{gpu.EnvDECTail: "sometimes"}, {gpu.EnvDECDiag: "rows"}} {

@@ -409,23 +409,10 @@ func (dw *decWeight) beside(T int) bool {
 	return dw != nil && ((dw.part != 0 || dw.flags != 0) && T <= kernels.GEMVMaxRows || dw.q6 && T == 1)
 }
 
-// decSlimRegs and decSlimBuf are gemv_q6_dec's register cap and staging
-// buffer bytes with Options.DECSlim: two CTAs of v6.1 int4 with the DEC
-// warp then leave an SM 10 K registers and ~3.5 KB of shared memory, room
-// for add_rmsnorm_cluster's CTA (48 registers, 1 KB; NVRTC 12.5).
-const (
-	decSlimRegs = 88
-	decSlimBuf  = 1024
-)
-
 // q6Kernels compiles gemvq6dec.cu on first use.
 func (b *Backend) q6Kernels() (*kernels.GEMVQ6DEC, error) {
 	b.q6Once.Do(func() {
-		var opts []string
-		if b.opts.DECSlim {
-			opts = append(opts, fmt.Sprintf("-DGEMVQ6DEC_MAXNREG=%d", decSlimRegs), fmt.Sprintf("-DGEMVQ6DEC_BUF=%d", decSlimBuf))
-		}
-		if b.q6K, b.q6Err = kernels.LoadGEMVQ6DEC(b.dev, opts...); b.q6Err == nil {
+		if b.q6K, b.q6Err = kernels.LoadGEMVQ6DEC(b.dev); b.q6Err == nil {
 			b.q6K.Tail = b.opts.DECTail
 		}
 	})

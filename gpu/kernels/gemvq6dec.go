@@ -138,27 +138,10 @@ func LoadGEMVQ6DEC(dev *cuda.Device, opts ...string) (*GEMVQ6DEC, error) {
 	})
 }
 
-// gemvq6DECCompBytes is the tail form's dynamic shared memory past the
-// ring: the compensation of a CTA's outputs (at most 128 floats, split 1),
-// where the DEC warp's form keeps its two staging buffers (comp aliases
-// the first). The tail forms its products in the freed rings.
-const gemvq6DECCompBytes = 4 * gemvq4Rows * gemvq4Warps
-
-// shared is the dynamic shared memory of width index bi, the most either
-// form takes: v6.1's ring and the two staging buffers.
+// shared is the dynamic shared memory of width index bi: v6.1's ring and
+// the two staging buffers (the DEC warp's batches; the tail form's staged
+// rows, session 24).
 func (d *GEMVQ6DEC) shared(bi int) int { return d.ring[bi] + 2*d.buf }
-
-// sharedFor is the dynamic shared memory of width index bi for the form
-// (Launch's index): the tail form needs no staging buffers, only comp, so
-// two CTAs of it leave an SM ~7 KB more for the kernel queued after it
-// (session 24, docs/perf/dec.md; with PDL that kernel's CTAs are resident
-// while this one runs where they fit).
-func (d *GEMVQ6DEC) sharedFor(bi, form int) int {
-	if form == 1 {
-		return d.ring[bi] + gemvq6DECCompBytes
-	}
-	return d.shared(bi)
-}
 
 // GEMVQ6DECReads reports whether gemv_q6_dec runs a base of this width and
 // group over an [N, K] weight with an int4 residual, and why not: int4 or
@@ -210,8 +193,7 @@ func (d *GEMVQ6DEC) LaunchPart(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, 
 		return fmt.Errorf("kernels: gemvq v6.1 + DEC: split %d is not one of %v", S, gemvq4Splits)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
-	form := d.form(nsel, S)
-	return c.Launch(d.fns[bi][si][form], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.sharedFor(bi, form), st,
+	return c.Launch(d.fns[bi][si][d.form(nsel, S)], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring[bi]),
 		sel, int32(nsel), res.Words, res.Params, int32(lo), int32(res.N))
 }
@@ -281,6 +263,6 @@ func (d *GEMVQ6DEC) Info(c *cuda.Ctx, bits, S int) (cuda.FuncInfo, int, error) {
 	if err != nil {
 		return fi, 0, err
 	}
-	n, err := c.MaxActiveBlocksPerSM(f, d.threads, d.sharedFor(bi, form))
+	n, err := c.MaxActiveBlocksPerSM(f, d.threads, d.shared(bi))
 	return fi, n, err
 }
