@@ -428,6 +428,9 @@ func TestQ6DECOutSelect(t *testing.T) {
 // have the bits of the same ops with the lists off; down's output also equals the
 // plain down weight's over the same input, then wq.Compensate.
 // normSelPairs steps a flush, three runs, the third replaying a graph.
+// Session 24: the same with gate and up without DEC (apart: two GEMVs,
+// then SwiGLU's own op queued as swiglu_sel's variant), as many steps as
+// fill one graph.
 func TestQ6DECDownSelect(t *testing.T) {
 	bSel, bRef := openSelPair(t)
 	const K, F = 4096, 4096 // the model's width and the MLP's (gate, up: [F, K]; down: [K, F])
@@ -502,6 +505,12 @@ func TestQ6DECDownSelect(t *testing.T) {
 			g.x, g.g, g.u, g.y = foldTensor(t, b, xv, 1, K), foldTensor(t, b, nil, 1, F), foldTensor(t, b, nil, 1, F), foldTensor(t, b, nil, 1, K)
 			return g
 		}
+		// Apart, a pair is four ops (gate, up, SwiGLU, down): as many pairs
+		// as make one graph's worth, under a segment (no flush between).
+		pairs := normSelPairs
+		if c.apart {
+			pairs = (graphMinOps + 3) / 4
+		}
 		step := func(g *rig) (ops []string, act, up, y []float32) {
 			b := g.b
 			for _, tt := range []backend.Tensor{g.g, g.u, g.y} {
@@ -512,7 +521,7 @@ func TestQ6DECDownSelect(t *testing.T) {
 			if err := b.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			for range normSelPairs {
+			for range pairs {
 				b.LinearGroup([]backend.Tensor{g.g, g.u}, g.x, []backend.Weight{g.gate, g.up}, nil)
 				b.SwiGLU(g.g, g.g, g.u)
 				b.Linear(g.y, g.g, g.down, nil)
@@ -536,7 +545,7 @@ func TestQ6DECDownSelect(t *testing.T) {
 			if c.apart {
 				variant = "SwiGLU+DEC list"
 			}
-			if count(opsSel, variant) != normSelPairs || count(opsRef, variant) != 0 || len(opsSel) != len(opsRef) {
+			if count(opsSel, variant) != pairs || count(opsRef, variant) != 0 || len(opsSel) != len(opsRef) {
 				t.Fatalf("%s: queued with the option %q, without %q", what, opsSel, opsRef)
 			}
 			foldSameBits(t, what+": SwiGLU", aS, aR)

@@ -310,22 +310,17 @@ __device__ __forceinline__ void stsF32(u32 a, float v) { asm volatile("st.shared
 // fl(x·fl(s·q + z)), decRow's terms bit for bit.
 template <int S>
 __device__ __forceinline__ void decTailProducts(u32 prod, const int* __restrict__ sel, const float* __restrict__ x, int r0, int n,
-                                                const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int warp, int lane,
-                                                u32 stg, int nst) {
+                                                const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int warp, int lane) {
   using D = DecStage<S>;
   using T = DecTail<S>;
   const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
   const u32* wbase = rw + cta0 / 8;
   const u32* pbase = rp + cta0 / kResGroup;
-  // k[j]: the unit's row's channel (read from global memory), kStaged
-  // (list rows r0 + r < nst: decStage's, read from the staging buffers at
-  // stg), or ~0u (none).
-  constexpr unsigned kStaged = ~0u - 1;
   unsigned k[T::kUT];
 #pragma unroll
   for (int j = 0; j < T::kUT; j++) {
     const int u = warp + T::kTW * j, r = 32 * (u / T::kUR) + lane;
-    k[j] = u < T::kUnits && r < n ? (r0 + r < nst ? kStaged : unsigned(__ldg(sel + r0 + r))) : ~0u;
+    k[j] = u < T::kUnits && r < n ? unsigned(__ldg(sel + r0 + r)) : ~0u;
   }
   DecWords<T::kQ> w[T::kUT];
   u32 pz[T::kUT];
@@ -333,17 +328,7 @@ __device__ __forceinline__ void decTailProducts(u32 prod, const int* __restrict_
 #pragma unroll
   for (int j = 0; j < T::kUT; j++) {
     const int u = warp + T::kTW * j;
-    if (k[j] == kStaged) {
-      // List row i, in buffer i / kRows1 as decIssue lays a batch out:
-      // the same words, pair and x as the global loads below.
-      const int i = r0 + 32 * (u / T::kUR) + lane, b = i / D::kRows1, ii = i - b * D::kRows1;
-      const u32 sb = stg + u32(b * kDecBufBytes);
-      const u32 wa = sb + u32(4 * (D::kRowWords * ii + T::kQ * (u % T::kUR)));
-#pragma unroll
-      for (int q = 0; q < T::kQ; q++) w[j].w[q] = ldsU32(wa + u32(4 * q));
-      pz[j] = ldsU32(sb + u32(D::kPrmOff + 4 * ii));
-      xk[j] = ldsF32(sb + u32(D::kXOff + 4 * ii));
-    } else if (k[j] != ~0u) {
+    if (k[j] != ~0u) {
       w[j] = decLoadWords<T::kQ>(wbase + k[j] * rowW + unsigned(T::kQ * (u % T::kUR)));
       pz[j] = __ldg(pbase + k[j] * rowP);
       xk[j] = __ldg(x + k[j]);
@@ -505,62 +490,6 @@ __device__ __forceinline__ void decPair(int role, float* comp, u32 buf, const in
   }
 }
 
-// kDecPrefetchRows is how many list rows past the staged ones decStage
-// asks into L2 (a multiple of 32).
-constexpr int kDecPrefetchRows = 128;
-
-// decStaged is how many of a list of nsel rows decStage loads: the two
-// staging buffers' worth (2·kRows1 rows: 224 at split 8, 148 at split 4),
-// all within the tail's first pass.
-template <int S>
-__device__ __forceinline__ int decStaged(int nsel) {
-  static_assert(2 * DecStage<S>::kRows1 <= DecTail<S>::kRowsT, "the staged rows lie in the first pass");
-  return min(nsel, 2 * DecStage<S>::kRows1);
-}
-
-// decStage (session 24, the tail form): the DEC warp, idle while the base
-// runs, loads the list's first decStaged rows (codes, (scale, zero) pair
-// and x, as decIssue lays out a batch) into the two staging buffers at buf
-// right after its dependency wait (both batches' list loads first, then
-// their copies; the first pass's next kDecPrefetchRows rows into L2) and
-// waits for them before the base's barrier. In the step the base's weights
-// are loaded before the wait (early), so the base after it is short and
-// the list's and the rows' round trips would otherwise follow it
-// (docs/perf/dec.md, "Session 24"). decTailProducts reads them.
-template <int S>
-__device__ __forceinline__ void decStage(u32 buf, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
-                                         const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int lane) {
-  const unsigned rowW = unsigned(N) / 8, rowP = unsigned(N) / kResGroup;
-  const u32* wbase = rw + cta0 / 8;
-  const u32* pbase = rp + cta0 / kResGroup;
-  const int nst = decStaged<S>(nsel);
-  unsigned k0[kDecIt<S>], k1[kDecIt<S>];
-  decList<S>(k0, 0, sel, nst, lane);
-  decList<S>(k1, 1, sel, nst, lane);
-  decIssue<S>(buf, 0, k0, x, nst, wbase, pbase, rowW, rowP, lane);
-  decIssue<S>(buf, 1, k1, x, nst, wbase, pbase, rowW, rowP, lane);
-  cpAsyncCommit();
-  // The first pass's next kDecPrefetchRows rows past the staged ones:
-  // their slices and pairs asked into L2 meanwhile (the list entries
-  // loaded together: one round trip), so that the tail's loads of them
-  // wait on L2.
-  const int n1 = min(nsel, DecTail<S>::kRowsT);
-  unsigned kp[kDecPrefetchRows / 32];
-#pragma unroll
-  for (int j = 0; j < kDecPrefetchRows / 32; j++) {
-    const int r = nst + 32 * j + lane;
-    kp[j] = r < n1 ? unsigned(__ldg(sel + r)) : ~0u;
-  }
-#pragma unroll
-  for (int j = 0; j < kDecPrefetchRows / 32; j++) {
-    if (kp[j] != ~0u) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(wbase + kp[j] * rowW));
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(pbase + kp[j] * rowP));
-    }
-  }
-  cpAsyncWait<0>();
-}
-
 // decTail is every warp's part of the tail (TAIL, after the base's barrier,
 // the rings free): for each pass of the list the warps form its products
 // at prod, and the DEC warp (warp kWarps) adds them to its sums in list
@@ -569,7 +498,6 @@ __device__ __forceinline__ void decStage(u32 buf, const int* __restrict__ sel, c
 template <int S>
 __device__ __forceinline__ void decTail(float* comp, u32 prod, const int* __restrict__ sel, const float* __restrict__ x, int nsel,
                                         const u32* __restrict__ rw, const u32* __restrict__ rp, int N, int cta0, int warp, int lane) {
-  const int nst = decStaged<S>(nsel);  // the first pass's rows decStage loaded (at comp: the staging buffers)
   using D = DecStage<S>;
   using T = DecTail<S>;
   float acc[D::kP];
@@ -577,7 +505,7 @@ __device__ __forceinline__ void decTail(float* comp, u32 prod, const int* __rest
   for (int p = 0; p < D::kP; p++) acc[p] = 0.f;
   for (int r0 = 0; r0 < nsel; r0 += T::kRowsT) {
     const int n = min(T::kRowsT, nsel - r0);
-    decTailProducts<S>(prod, sel, x, r0, n, rw, rp, N, cta0, warp, lane, sharedAddr(comp), r0 == 0 ? nst : 0);
+    decTailProducts<S>(prod, sel, x, r0, n, rw, rp, N, cta0, warp, lane);
     __syncthreads();  // the pass's products are written
     if (warp == kWarps) decTailSum<S>(acc, prod, n, lane);
     if (r0 + T::kRowsT < nsel) __syncthreads();  // and read, before the next pass writes
@@ -625,8 +553,7 @@ __global__ void __launch_bounds__(kDecThreads, kMinBlocks5)
     gridDependencyWait();
     gridLaunchDependents();
     if constexpr (TAIL) {
-      if (nsel > 0) decStage<S>(sharedAddr(comp), sel, x, nsel, rw, rp, rn, cta0 - rlo, lane);
-      __syncthreads();  // the base's split reduction: the rings are free, the staged rows visible
+      __syncthreads();  // the base's split reduction: the rings are free
       if (nsel > 0) decTail<S>(comp, sharedAddr(gemvq6dRing), sel, x, nsel, rw, rp, rn, cta0 - rlo, warp, lane);
     } else {
       if constexpr (kDecWarps == 2) {
