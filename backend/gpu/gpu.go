@@ -112,6 +112,11 @@ type Backend struct {
 
 	ropeAppends atomic.Int64 // attention ops folded onto q|k|v's GEMM (ropekv.go)
 	listsGiven  atomic.Int64 // q6 GEMVs whose list the op before wrote (normsel.go)
+	// q6Loaded is set once a weight runs DEC in gemv_q6_dec (q6DEC, or a
+	// joined group's): only then does SwiGLU over gate and up apart
+	// offer its DEC-list variant (normsel.go's queueGLUSel), so steps
+	// without DEC keep their queue as it was.
+	q6Loaded atomic.Bool
 
 	// Linear's fp16 copy of x; touched only by ops (one goroutine at a
 	// time) on the owner thread.

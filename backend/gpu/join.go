@@ -289,6 +289,7 @@ func (b *Backend) joinTiled(op string, cws []*weight) error {
 			// (k and v came in wq's layout with fused mode's buffers).
 			old = append(old, dw.part, dw.flags)
 			dw.part, dw.flags, dw.mode, dw.q6 = 0, 0, kernels.DECSerial, true
+			b.q6Loaded.Store(true)
 		}
 	}
 	b.memMu.Unlock()
@@ -463,7 +464,7 @@ func (l *joinedLaunch) gemm(b *Backend, c *cuda.Ctx) error {
 		if js := b.opts.GEMVQJoinSplit; js > 0 {
 			S = js
 		}
-		return b.q6K.LaunchPart(c, b.stream, l.y, l.x, t.tw, t.tp, 0, j.sel, j.S, &j.res, j.lo, l.N, l.K, t.bits, t.G, S, b.gemvq.EarlyWeights)
+		return b.q6K.LaunchPart(c, b.stream, l.y, l.x, t.tw, t.tp, 0, j.sel, b.decRows(j.S), &j.res, j.lo, l.N, l.K, t.bits, t.G, S, b.gemvq.EarlyWeights)
 	}
 	if t := l.tiled; t != nil {
 		if S := b.opts.GEMVQJoinSplit; S > 0 {

@@ -428,6 +428,9 @@ func TestQ6DECOutSelect(t *testing.T) {
 // have the bits of the same ops with the lists off; down's output also equals the
 // plain down weight's over the same input, then wq.Compensate.
 // normSelPairs steps a flush, three runs, the third replaying a graph.
+// Session 24: the same with gate and up without DEC (apart: two GEMVs,
+// then SwiGLU's own op queued as swiglu_sel's variant), as many steps as
+// fill one graph.
 func TestQ6DECDownSelect(t *testing.T) {
 	bSel, bRef := openSelPair(t)
 	const K, F = 4096, 4096 // the model's width and the MLP's (gate, up: [F, K]; down: [K, F])
@@ -453,10 +456,14 @@ func TestQ6DECDownSelect(t *testing.T) {
 		}
 		return m, rm
 	}
+	// apart: gate and up without DEC (not joined: two GEMVs, then
+	// SwiGLU's own op, whose swiglu_sel variant writes down's list;
+	// session 24).
 	for _, c := range []struct {
 		e      wq.Elem
 		kChunk int
-	}{{wq.Int4, 8}, {wq.Int3, 64}} {
+		apart  bool
+	}{{wq.Int4, 8, false}, {wq.Int3, 64, false}, {wq.Int4, 16, true}, {wq.Int3, 32, true}} {
 		mg, rg := quant(c.e, F, K)
 		mu, ru := quant(c.e, F, K)
 		md, rd := quant(c.e, K, F)
@@ -467,24 +474,42 @@ func TestQ6DECDownSelect(t *testing.T) {
 		}
 		newRig := func(b *Backend) *rig {
 			load := func(name string, m, res *wq.Matrix) backend.Weight {
-				w, err := b.LoadQuantWeight(name, m, &wq.DEC{R: res, KChunk: c.kChunk})
+				var dec *wq.DEC
+				if res != nil {
+					dec = &wq.DEC{R: res, KChunk: c.kChunk}
+				}
+				w, err := b.LoadQuantWeight(name, m, dec)
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { b.FreeWeight(w) })
 				return w
 			}
-			g := &rig{b: b, gate: load("gate", mg, rg), up: load("up", mu, ru), down: load("down", md, rd)}
+			rgu, ruu := rg, ru
+			if c.apart {
+				rgu, ruu = nil, nil
+			}
+			g := &rig{b: b, gate: load("gate", mg, rgu), up: load("up", mu, ruu), down: load("down", md, rd)}
 			if err := b.JoinWeights(g.gate, g.up); err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range []backend.Weight{g.gate, g.up, g.down} {
+			q6s := []backend.Weight{g.gate, g.up, g.down}
+			if c.apart {
+				q6s = q6s[2:]
+			}
+			for _, w := range q6s {
 				if q6, _ := Q6DEC(w); !q6 {
 					t.Fatalf("int%d: a weight is not a q6 weight", c.e.Bits())
 				}
 			}
 			g.x, g.g, g.u, g.y = foldTensor(t, b, xv, 1, K), foldTensor(t, b, nil, 1, F), foldTensor(t, b, nil, 1, F), foldTensor(t, b, nil, 1, K)
 			return g
+		}
+		// Apart, a pair is four ops (gate, up, SwiGLU, down): as many pairs
+		// as make one graph's worth, under a segment (no flush between).
+		pairs := normSelPairs
+		if c.apart {
+			pairs = (graphMinOps + 3) / 4
 		}
 		step := func(g *rig) (ops []string, act, up, y []float32) {
 			b := g.b
@@ -496,7 +521,7 @@ func TestQ6DECDownSelect(t *testing.T) {
 			if err := b.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			for range normSelPairs {
+			for range pairs {
 				b.LinearGroup([]backend.Tensor{g.g, g.u}, g.x, []backend.Weight{g.gate, g.up}, nil)
 				b.SwiGLU(g.g, g.g, g.u)
 				b.Linear(g.y, g.g, g.down, nil)
@@ -504,7 +529,7 @@ func TestQ6DECDownSelect(t *testing.T) {
 			ops = queuedOps(b)
 			return ops, foldDown(t, b, g.g), foldDown(t, b, g.u), foldDown(t, b, g.y)
 		}
-		name := fmt.Sprintf("int%d k%d", c.e.Bits(), c.kChunk)
+		name := fmt.Sprintf("int%d k%d apart %v", c.e.Bits(), c.kChunk, c.apart)
 		gSel, gRef := newRig(bSel), newRig(bRef)
 		plain, err := bRef.LoadQuantWeight("down.plain", md, nil)
 		if err != nil {
@@ -516,8 +541,11 @@ func TestQ6DECDownSelect(t *testing.T) {
 			what := fmt.Sprintf("%s run %d", name, rep)
 			opsSel, aS, uS, yS := step(gSel)
 			opsRef, aR, uR, yR := step(gRef)
-			const variant = "LinearGroup(joined)+SwiGLU+DEC list"
-			if count(opsSel, variant) != normSelPairs || count(opsRef, variant) != 0 || len(opsSel) != len(opsRef) {
+			variant := "LinearGroup(joined)+SwiGLU+DEC list"
+			if c.apart {
+				variant = "SwiGLU+DEC list"
+			}
+			if count(opsSel, variant) != pairs || count(opsRef, variant) != 0 || len(opsSel) != len(opsRef) {
 				t.Fatalf("%s: queued with the option %q, without %q", what, opsSel, opsRef)
 			}
 			foldSameBits(t, what+": SwiGLU", aS, aR)

@@ -900,10 +900,12 @@ func (b *Backend) RoPEQK(q, k backend.Tensor, pos backend.Tensor, invFreq backen
 
 // SwiGLU implements backend.Backend. Right after a decode LinearGroup
 // that computes gate and up it runs in that launch's epilogue (fuse.go),
-// or in the split of a joined group's GEMM output (join.go).
+// or in the split of a joined group's GEMM output (join.go); otherwise,
+// at one row with a q6 DEC weight loaded, as an op that can also write
+// down's DEC list (normsel.go's queueGLUSel).
 func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
 	b.elementwise("SwiGLU", dst, gate, up, b.ops.SwiGLU, func(d, g, u *tensor) bool {
-		return b.foldGLU(kernels.ActSiLU, d, g, u) || b.foldGLUJoined(kernels.ActSiLU, d, g, u)
+		return b.foldGLU(kernels.ActSiLU, d, g, u) || b.foldGLUJoined(kernels.ActSiLU, d, g, u) || b.queueGLUSel(kernels.ActSiLU, d, g, u)
 	})
 }
 
@@ -911,7 +913,7 @@ func (b *Backend) SwiGLU(dst, gate, up backend.Tensor) {
 // same kernels with GeGLU's activation.
 func (b *Backend) GeGLU(dst, gate, up backend.Tensor) {
 	b.elementwise("GeGLU", dst, gate, up, b.ops.GeGLU, func(d, g, u *tensor) bool {
-		return b.foldGLU(kernels.ActGeluTanh, d, g, u) || b.foldGLUJoined(kernels.ActGeluTanh, d, g, u)
+		return b.foldGLU(kernels.ActGeluTanh, d, g, u) || b.foldGLUJoined(kernels.ActGeluTanh, d, g, u) || b.queueGLUSel(kernels.ActGeluTanh, d, g, u)
 	})
 }
 

@@ -137,6 +137,15 @@ const (
 	// (AddRMSNorm, the attention output's conversion, gate|up's SwiGLU
 	// split; sessions 19b-20; comparisons).
 	EnvNoDECNormSelect = "BITDECODE_NO_DEC_NORM_SELECT"
+	// EnvDECTail is Options.DECTail: which form of gemv_q6_dec the q6
+	// route runs, "auto" (the default: the tail from 128 selected rows at
+	// splits 2-8), "never" (the DEC warp's) or "always" (comparisons).
+	EnvDECTail = "BITDECODE_DEC_TAIL"
+	// EnvDECDiag is Options.DECNoRows when "norows": a diagnostic that
+	// launches every q6 GEMV with an empty list (its list still made), so
+	// that the step times the kernel and the list's producer without the
+	// rows' work. Its outputs lack the compensation: timing only.
+	EnvDECDiag = "BITDECODE_DEC_DIAG"
 	// EnvGEMVQJoinSplit is Options.GEMVQJoinSplit: the warps per row group
 	// (1, 2, 4 or 8) of the one v6.1 launch over a joined packed group
 	// (comparisons).
@@ -369,6 +378,13 @@ type Options struct {
 	// launches a layer (layer 0: three) gone (normsel.go). A knob for
 	// A/Bs and tests.
 	NoDECNormSelect bool
+	// DECTail is the form of gemv_q6_dec the q6 route runs
+	// (kernels.GEMVQ6DEC.Tail; the zero value picks by the list's length).
+	// Both forms give the same bits. A knob for A/Bs.
+	DECTail kernels.GEMVQ6DECTail
+	// DECNoRows launches every q6 GEMV with an empty list (a diagnostic:
+	// the step's time without the rows' work; no compensation).
+	DECNoRows bool
 	// GEMVQJoinSplit is the warps per row group (1, 2, 4 or 8) of the v6.1
 	// launch over a joined packed group at one row; 0 takes SplitV5For's
 	// rule over the joined rows. Other splits give other sums (within the
@@ -433,6 +449,24 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 			return Options{}, bad(EnvDECMode, v, "serial, concurrent or fused")
 		}
 		o.DECMode = m
+	}
+	if v, ok := get(EnvDECTail); ok {
+		switch strings.ToLower(v) {
+		case "auto":
+			o.DECTail = kernels.TailAuto
+		case "never":
+			o.DECTail = kernels.TailNever
+		case "always":
+			o.DECTail = kernels.TailAlways
+		default:
+			return Options{}, bad(EnvDECTail, v, "auto, never or always")
+		}
+	}
+	if v, ok := get(EnvDECDiag); ok {
+		if strings.ToLower(v) != "norows" {
+			return Options{}, bad(EnvDECDiag, v, "norows")
+		}
+		o.DECNoRows = true
 	}
 	if v, ok := get(EnvMoEGroupRows); ok {
 		n, err := strconv.Atoi(v)

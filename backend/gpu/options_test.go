@@ -46,6 +46,17 @@ func TestParseOptions(t *testing.T) {
 	if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvGEMVQApart: "1", gpu.EnvGEMVQJoinSplit: "2"})); err != nil || !o.GEMVQApart || o.GEMVQJoinSplit != 2 {
 		t.Errorf("GEMVQ_APART=1 GEMVQ_JOIN_SPLIT=2: %v %d, %v", o.GEMVQApart, o.GEMVQJoinSplit, err)
 	}
+	for v, want := range map[string]kernels.GEMVQ6DECTail{"auto": kernels.TailAuto, "Never": kernels.TailNever, "always": kernels.TailAlways} {
+		if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvDECTail: v, gpu.EnvDECDiag: "norows"})); err != nil ||
+			o.DECTail != want || !o.DECNoRows {
+			t.Errorf("%s=%s, %s=norows: %v %v, %v", gpu.EnvDECTail, v, gpu.EnvDECDiag, o.DECTail, o.DECNoRows, err)
+		}
+	}
+	for _, kv := range []map[string]string{{gpu.EnvDECTail: "sometimes"}, {gpu.EnvDECDiag: "rows"}} {
+		if _, err := gpu.ParseOptions(env(kv)); err == nil {
+			t.Errorf("%v: no error", kv)
+		}
+	}
 	for v, want := range map[string]int{"": 0, "off": -1, "64": 64} {
 		if o, err := gpu.ParseOptions(env(map[string]string{gpu.EnvMoEGroupRows: v})); err != nil || o.MoEGroupRows != want {
 			t.Errorf("%s=%q: MoEGroupRows %d, %v; want %d", gpu.EnvMoEGroupRows, v, o.MoEGroupRows, err, want)

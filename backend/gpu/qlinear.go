@@ -164,6 +164,7 @@ func (b *Backend) attachDEC(w *weight, dec *wq.DEC) error {
 			return err
 		}
 		mode = kernels.DECSerial // no part, no flags: linearQuantQ6, or the tiled base and Compensate
+		b.q6Loaded.Store(true)
 	}
 	dw := &decWeight{kChunk: dec.KChunk, blocks: blocks, S: kernels.DECSelected(K, dec.KChunk), mode: mode, q6: q6}
 	w.dec = dw // freed with the weight from here on
@@ -410,7 +411,11 @@ func (dw *decWeight) beside(T int) bool {
 
 // q6Kernels compiles gemvq6dec.cu on first use.
 func (b *Backend) q6Kernels() (*kernels.GEMVQ6DEC, error) {
-	b.q6Once.Do(func() { b.q6K, b.q6Err = kernels.LoadGEMVQ6DEC(b.dev) })
+	b.q6Once.Do(func() {
+		if b.q6K, b.q6Err = kernels.LoadGEMVQ6DEC(b.dev); b.q6Err == nil {
+			b.q6K.Tail = b.opts.DECTail
+		}
+	})
 	return b.q6K, b.q6Err
 }
 
@@ -445,7 +450,7 @@ func (b *Backend) linearQuantQ6Op(d, xt *tensor, wt *weight, bp cuda.DevicePtr, 
 		switch {
 		case err != nil:
 		case b.gemvq.UsesV6(1, N, K, wt.qbits, wt.qgroup):
-			err = b.q6K.Launch(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, dw.sel, dw.S, &dw.res, N, K, wt.qbits, wt.qgroup,
+			err = b.q6K.Launch(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, dw.sel, b.decRows(dw.S), &dw.res, N, K, wt.qbits, wt.qgroup,
 				b.gemvq.SplitV5For(N, K, wt.qbits), b.gemvq.EarlyWeights)
 		default:
 			err = b.gemvq.LaunchTiled(c, b.stream, d.ptr, xt.ptr, wt.qt, wt.qtp, bp, 1, N, K, wt.qbits, wt.qgroup)
@@ -856,4 +861,13 @@ func (b *Backend) linearFused(d, xt *tensor, wt *weight, bp cuda.DevicePtr, T, N
 		return nil
 	}, u64(d.ptr), u64(xt.ptr), u64(wt.qt), u64(wt.qtp), u64(bp), u64(sp), u64(T), u64(N), u64(K), u64(wt.qbits), u64(wt.qgroup))
 	return true
+}
+
+// decRows is the list length a q6 GEMV launches with for a list of S
+// channels: S, or 0 under the Options.DECNoRows diagnostic.
+func (b *Backend) decRows(S int) int {
+	if b.opts.DECNoRows {
+		return 0
+	}
+	return S
 }

@@ -45,13 +45,38 @@ const gemvq6DECBuf = 1792
 // 44.2 against 47.0 us).
 const gemvq6DECTailRows = 128
 
+// gemvq6DECPrefetchedRows is the longest list for which Launch keeps the
+// DEC warp's form where a warp's whole slice of the base is loaded before
+// the dependency wait (gemvq6DECPrefetched: o and k/v at split 8 over K
+// 4096). Session 24 (docs/perf/dec.md, H100, the 8B step at 1K): there the
+// base after the wait is short (x's loads and the math), so the tail, which
+// starts after the base's barrier, is exposed, where the DEC warp starts
+// its rows right after the wait: o's DEC cost a layer, DEC warp against
+// tail, 4.5 against 8.5 us at k 16 (64 rows), 6.1-7.2 against 8.0-9.5 at
+// k 32, 7.2 against 9.6 at k 64 (256 rows); per shape alone (L2 flushed,
+// the base streaming after the launch) the tail was the faster from 128
+// rows (session 22b). Longer lists keep the tail (the DEC warp's ~40-80
+// cycles a row).
+const gemvq6DECPrefetchedRows = 256
+
+// gemvq6DECPrefetched reports whether v6.1's base at split S over K loads a
+// warp's whole slice of the weights before its dependency wait: early set,
+// and the slice's steps no more than the gemvq5Ring − 1 that gemv_q5's
+// prologue issues before the wait.
+func gemvq6DECPrefetched(bits, K, S int, early bool) bool {
+	u := gemvq5StageTiles(bits)
+	steps := (K/gemvq4Tile + u - 1) / u
+	return early && (steps+S-1)/S <= gemvq5Ring-1
+}
+
 // GEMVQ6DECTail is which form of gemv_q6_dec GEMVQ6DEC.Launch runs.
 type GEMVQ6DECTail int
 
 // The GEMVQ6DECTail values; the zero value picks by the list's length.
 const (
 	// TailAuto: the tail from gemvq6DECTailRows selected rows at
-	// splits 2-8.
+	// splits 2-8, but for lists of up to gemvq6DECPrefetchedRows rows
+	// where the base is loaded before the wait (gemvq6DECPrefetched).
 	TailAuto GEMVQ6DECTail = iota
 	// TailNever: the DEC warp sums every row while the base streams
 	// (sessions 18-22).
@@ -161,7 +186,9 @@ func GEMVQ6DECReads(bits, G, N, K int) error {
 // DEC.Select's for one token). y = LaunchV6's y at the same split and
 // early + wq.Compensate's compensation, bit for bit; nsel = 0 gives
 // LaunchV6's y. d.Tail picks the form (by default the tail from
-// gemvq6DECTailRows rows at splits 2-8); both give the same bits.
+// gemvq6DECTailRows rows at splits 2-8, where the base is not wholly loaded
+// before the wait or the list is longer than gemvq6DECPrefetchedRows);
+// both give the same bits.
 func (d *GEMVQ6DEC) Launch(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, sel cuda.DevicePtr, nsel int, res *DECResidual,
 	N, K, bits, G, S int, early bool) error {
 	if res == nil || res.N != N {
@@ -192,16 +219,19 @@ func (d *GEMVQ6DEC) LaunchPart(c *cuda.Ctx, st cuda.Stream, y, x, tw, tp, bias, 
 		return fmt.Errorf("kernels: gemvq v6.1 + DEC: split %d is not one of %v", S, gemvq4Splits)
 	}
 	rows := gemvq4Rows * gemvq4Warps / S
-	return c.Launch(d.fns[bi][si][d.form(nsel, S)], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
+	return c.Launch(d.fns[bi][si][d.form(nsel, S, gemvq6DECPrefetched(bits, K, S, early))], cuda.Dim3{X: N / rows}, cuda.Dim3{X: d.threads}, d.shared(bi), st,
 		x, tw, tp, bias, y, int32(N), int32(K), int32(gemvq4Shift(G, K)), flagArg(early), int32(d.ring[bi]),
 		sel, int32(nsel), res.Words, res.Params, int32(lo), int32(res.N))
 }
 
 // form is the index of the form Launch runs for nsel selected channels at
-// split S: 1, the tail, or 0, the DEC warp's.
-func (d *GEMVQ6DEC) form(nsel, S int) int {
+// split S, the base's weights loaded before the wait where prefetched
+// (gemvq6DECPrefetched): 1, the tail, or 0, the DEC warp's.
+func (d *GEMVQ6DEC) form(nsel, S int, prefetched bool) int {
 	switch {
-	case d.Tail == TailAlways || (d.Tail == TailAuto && S > 1 && nsel >= gemvq6DECTailRows):
+	case d.Tail == TailAlways:
+		return 1
+	case d.Tail == TailAuto && S > 1 && nsel >= gemvq6DECTailRows && !(prefetched && nsel <= gemvq6DECPrefetchedRows):
 		return 1
 	default:
 		return 0

@@ -241,3 +241,77 @@ func TestOpsGLUColsSel(t *testing.T) {
 		}
 	}
 }
+
+// TestOpsGLUSel checks swiglu_sel (session 24): over gate and up apart,
+// dst is SwiGLU's (GeGLU's) bit for bit, also where dst is gate (the
+// model's SwiGLU(gate, gate, up)), and each row's list is
+// wq.SelectApprox's of dst, on outliers, ties, zeros and a partial last
+// chunk.
+func TestOpsGLUSel(t *testing.T) {
+	d, o := opsSetup(t)
+	if !o.GLUSelects(1, 14336) {
+		t.Skipf("%s: no swiglu_sel (no clusters)", d.Arch())
+	}
+	g := newGPUMem(t, d)
+	r := rand.New(rand.NewPCG(24, 1))
+	for _, sh := range []struct{ T, N int }{{1, 14336}, {2, 4096}, {1, 3000}} {
+		for _, kChunk := range []int{1, 16, 64, 1024} {
+			for mode := range 3 {
+				var gv, uv []float32
+				for range sh.T {
+					gr := kernels.DECTestActivations(r, sh.N, mode)
+					ur := randF32(r, sh.N, 1)
+					for i := range ur {
+						switch {
+						case mode == 1:
+							ur[i] = 1 // ties pass through
+						case mode == 2 && i%5 == 0:
+							ur[i] = 0
+						}
+					}
+					gv, uv = append(gv, gr...), append(uv, ur...)
+				}
+				S := kernels.DECSelected(sh.N, kChunk)
+				n := sh.T * sh.N
+				for _, mo := range []struct {
+					act     kernels.Act
+					inPlace bool
+				}{{kernels.ActSiLU, true}, {kernels.ActGeluTanh, false}} {
+					what := fmt.Sprintf("%+v k_chunk %d mode %d %+v", sh, kChunk, mode, mo)
+					plain := o.SwiGLU
+					if mo.act == kernels.ActGeluTanh {
+						plain = o.GeGLU
+					}
+					gRef, uRef, dRef := g.put(cuda.Bytes(gv)), g.put(cuda.Bytes(uv)), g.poisonedF32(n)
+					gp, up := g.put(cuda.Bytes(gv)), g.put(cuda.Bytes(uv))
+					dp := g.poisonedF32(n)
+					if mo.inPlace {
+						dp = gp
+					}
+					sel := g.put(cuda.Bytes(slices.Repeat([]int32{-7}, sh.T*S)))
+					g.run(func(c *cuda.Ctx, s cuda.Stream) error {
+						if err := plain(c, s, dRef, gRef, uRef, n); err != nil {
+							return err
+						}
+						return o.GLUSel(c, s, mo.act, dp, gp, up, sh.T, sh.N, sel, kChunk)
+					})
+					x := g.f32s(dp, n)
+					sameF32(t, what+": dst", x, g.f32s(dRef, n))
+					sameF32(t, what+": up", g.f32s(up, n), uv)
+					got := make([]int32, sh.T*S)
+					g.read(cuda.Bytes(got), sel)
+					for row := range sh.T {
+						want := wq.SelectApprox(nil, x[row*sh.N:(row+1)*sh.N], kChunk)
+						if gr := got[row*S : (row+1)*S]; !slices.Equal(gr, want) {
+							i := 0
+							for i < len(want) && gr[i] == want[i] {
+								i++
+							}
+							t.Fatalf("%s row %d: the list differs from wq.SelectApprox's first at %d of %d: %d, want %d", what, row, i, S, gr[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

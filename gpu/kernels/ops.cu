@@ -1015,6 +1015,41 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
     selectChunk<kSelCTA>(v, c, kc, c0, out, hist, wmax);
   }
 }
+
+// swiglu_sel (session 24, docs/perf/dec.md): swiglu's dst (geglu's with
+// act kActGeluTanh; the same operations, the same bits) over gate and up
+// [T, N] apart (gate|up's GEMVs not joined: no DEC on them), that also
+// writes each row's DEC list of dst as swiglu_cols_sel does, for down's q6
+// GEMV after it, which then needs no select_q6 launch. Grid (chunks of N,
+// T), kSelCTA threads, thread l of CTA (ch, t) the float4 of row t's
+// channels ch·1024 + 4l .. + 3 (N a multiple of 4, pointers 16-byte
+// aligned); dst may alias gate or up (each thread reads its float4 of both
+// before writing it).
+extern "C" __global__ void __launch_bounds__(kSelCTA)
+    swiglu_sel(float* dst, const float* gate, const float* up, int N, int act, int* __restrict__ sel, int selStride,
+               int kChunk) {
+  startDependent();
+  __shared__ __align__(16) int hist[kSelCTA / 32 * kSelBuckets];
+  __shared__ int wmax[kSelCTA / 32];
+  const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, N - c0);
+  const int cc = c0 / 4 + int(threadIdx.x);
+  float v[4] = {0.f, 0.f, 0.f, 0.f};
+  if (int(threadIdx.x) * 4 < c) {
+    const long long i = (long long)t * (N / 4) + cc;
+    const float4 g = reinterpret_cast<const float4*>(gate)[i], u = reinterpret_cast<const float4*>(up)[i];
+    const float4 d = make_float4(glu_mul(act, g.x, u.x), glu_mul(act, g.y, u.y), glu_mul(act, g.z, u.z), glu_mul(act, g.w, u.w));
+    reinterpret_cast<float4*>(dst)[i] = d;
+    v[0] = d.x;
+    v[1] = d.y;
+    v[2] = d.z;
+    v[3] = d.w;
+  }
+  const int kc = selChunkSelect(kChunk, c);
+  if (kc > 0) {  // the same for the whole CTA
+    int* out = sel + (long long)t * selStride + (long long)blockIdx.x * selChunkSelect(kChunk, kSelChunk);
+    selectChunk<kSelCTA>(v, c, kc, c0, out, hist, wmax);
+  }
+}
 #endif
 
 // rope_cols: split_cols of y [T, Hq·D + Hk·D + Nv] (one GEMM's output over

@@ -62,8 +62,9 @@ type Ops struct {
 	// f16ToF32Sel and f16ToF32HadamardSel are o's input with its list
 	// (f16_to_f32_sel, f16_to_f32_hadamard_sel), compiled with them.
 	addRMSNormClusterSel, f16ToF32Sel, f16ToF32HadamardSel cuda.Function
-	// swigluColsSel is swiglu_cols_sel (down's input with its list).
-	swigluColsSel cuda.Function
+	// swigluColsSel is swiglu_cols_sel (down's input with its list);
+	// swigluSel is swiglu_sel (the same over gate and up apart).
+	swigluColsSel, swigluSel cuda.Function
 }
 
 // LoadOps compiles ops.cu for dev (once per device; later calls reuse the
@@ -104,7 +105,7 @@ func LoadOps(dev *cuda.Device) (*Ops, error) {
 			f    *cuda.Function
 			name string
 		}{{&o.addRMSNormClusterSel, "add_rmsnorm_cluster_sel"}, {&o.f16ToF32Sel, "f16_to_f32_sel"}, {&o.f16ToF32HadamardSel, "f16_to_f32_hadamard_sel"},
-			{&o.swigluColsSel, "swiglu_cols_sel"}} {
+			{&o.swigluColsSel, "swiglu_cols_sel"}, {&o.swigluSel, "swiglu_sel"}} {
 			if *k.f, err = mod.Function(k.name); err != nil {
 				return nil, fmt.Errorf("kernels: ops.cu for %s: %w", dev.Arch(), err)
 			}
@@ -648,6 +649,30 @@ func (o *Ops) GLUColsSel(c *cuda.Ctx, s cuda.Stream, act Act, y, dst cuda.Device
 	grid := cuda.Dim3{X: (N + wq.ChunkChannels - 1) / wq.ChunkChannels, Y: T}
 	return c.Launch(o.swigluColsSel, grid, cuda.Dim3{X: selectThreads}, 0, s, y, dst, gate.Y, up.Y, gate.Bias, up.Bias,
 		int32(N), int32(act), sel, int32(DECSelected(N, kChunk)), int32(kChunk))
+}
+
+// GLUSel is SwiGLU (act ActSiLU) or GeGLU (ActGeluTanh) over T rows of
+// N channels, gate and up apart (swiglu_sel: the same dst, bit for bit;
+// dst may be gate or up), that also writes each row's DEC list of dst,
+// wq.SelectApprox at k_chunk kChunk, to sel [T][DECSelected(N, kChunk)]
+// int32: down's input at one row where gate and up run as two GEMVs (no
+// DEC on them, so not joined), whose q6 GEMV then needs no select_q6
+// launch (session 24, docs/perf/dec.md). Only where GLUSelects(T, N), and
+// dst, gate and up 16-byte aligned.
+func (o *Ops) GLUSel(c *cuda.Ctx, s cuda.Stream, act Act, dst, gate, up cuda.DevicePtr, T, N int, sel cuda.DevicePtr, kChunk int) error {
+	if act != ActSiLU && act != ActGeluTanh {
+		return fmt.Errorf("kernels: swiglu_sel: unknown activation %v", act)
+	}
+	if !o.GLUSelects(T, N) || dst == 0 || dst%16 != 0 || gate%16 != 0 || up%16 != 0 || gate == 0 || up == 0 {
+		return fmt.Errorf("kernels: swiglu_sel: [%d, %d] at %#x, %#x into %#x: want clusters, a multiple of 4 and 16-byte alignment", T, N, gate, up, dst)
+	}
+	if sel == 0 || kChunk <= 0 {
+		return fmt.Errorf("kernels: swiglu_sel: list %#x, k_chunk %d", sel, kChunk)
+	}
+	kChunk = min(kChunk, wq.ChunkChannels)
+	grid := cuda.Dim3{X: (N + wq.ChunkChannels - 1) / wq.ChunkChannels, Y: T}
+	return c.Launch(o.swigluSel, grid, cuda.Dim3{X: selectThreads}, 0, s, dst, gate, up, int32(N), int32(act), sel,
+		int32(DECSelected(N, kChunk)), int32(kChunk))
 }
 
 // ropeColsVBlocks is how many blocks of a rope_cols row copy v's columns.
