@@ -1150,6 +1150,16 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   int limit[2];  // last visible token of rows 2q, 2q+1 (beyond nrows: all)
   causalLimits(limit, row0, nrows, qd, L, Tq, group);
   const int span = windowSpan(window);
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN == 2
+  // v2.34 (kSeqLean, parked): the values the code after the tile loop needs,
+  // in the warp's slot of shared memory rather than registers through it.
+  __shared__ int seqPark[kWarps][16];
+  if (lane == 0) {
+    seqPark[warp][0] = t0, seqPark[warp][1] = t1, seqPark[warp][2] = packedEnd, seqPark[warp][3] = nPacked * Nr;
+    seqPark[warp][4] = span, seqPark[warp][5] = L, seqPark[warp][6] = splitLen;
+  }
+  if (lane < 4) seqPark[warp][8 + 2 * lane] = limit[0], seqPark[warp][9 + 2 * lane] = limit[1];
+#endif
   float ones[D / 4];
 #pragma unroll
   for (int i = 0; i < D / 4; i++) ones[i] = 1.f;
@@ -1424,14 +1434,19 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   // cannot keep the values from before the loop instead); the same values.
   // Otherwise (every other kernel: the same code as before v2.34) the
   // values from before the loop.
-#if BD_SEQ_SPLITS && BD_SEQ_LEAN
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN == 2
+  __syncwarp();
+  const volatile int* park = seqPark[warp];
+  const int s0 = park[0], s1 = park[1], sPackedEnd = park[2], resStartR = park[3], spanR = park[4], Lr = park[5], sLen = park[6];
+  const int limitR[2] = {park[8 + 2 * qd], park[9 + 2 * qd]};
+#elif BD_SEQ_SPLITS && BD_SEQ_LEAN
   int Lr = L, win = window;
   asm("" : "+r"(Lr), "+r"(win));
   const int sLen = seqSplitLen(Lr, splitLenArg, splitBase, splitCap, splitMax);
   const int s0 = split * sLen, s1 = min(Lr, s0 + sLen), sPacked = Lr / Nr, sPackedEnd = min(s1, sPacked * Nr);
   int limitR[2];
   causalLimits(limitR, row0, nrows, qd, Lr, Tq, group);
-  const int spanR = windowSpan(win);
+  const int spanR = windowSpan(win), resStartR = sPacked * Nr;
 #else
   const int Lr = L, sLen = splitLen, s0 = t0, s1 = t1, sPacked = nPacked, sPackedEnd = packedEnd, spanR = span;
   const int(&limitR)[2] = limit;
@@ -1447,7 +1462,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       makeB<D>(qv, ones, bPlain);
     }
     const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN
+    const int resStart = resStartR;
+#else
     const int resStart = sPacked * Nr;
+#endif
     float qsum1[2][1] = {{0.f}, {0.f}};
     WarpState<D, 1> rs;  // residual uses unscaled values: a state without groups
     rs.m[0] = st.m[0]; rs.m[1] = st.m[1]; rs.l[0] = st.l[0]; rs.l[1] = st.l[1];
