@@ -792,16 +792,21 @@ func mmaSplitOptions(prog *cuda.Program, splitCap int, lean bool) {
 // mmaSeqLeanDefine is the NVRTC option of v2.34's leaner per-sequence
 // kernel (decode_mma.cu's kSeqLean): the packed tiles' mask without the
 // split's end, the tile loop in two copies (one without the mask's values
-// for a warp whose tiles are all full: every decode step's) and the
-// split's range recomputed after the loop, not held through it. The same
-// values, so the same bits (TestGPUDecodeSeqSplits).
+// for a warp whose tiles are all full: every decode step's) and the values
+// the code after the loop needs parked in shared memory, not held through
+// it. CUDA 13 spills the look-ahead kernel 28 / 32 bytes without it, none
+// with it: int2 batch-invariant rows 2-6% faster on the H100 (session 31,
+// docs/perf/decode-attention.md). The same values, so the same bits
+// (TestGPUDecodeSeqSplits).
 const mmaSeqLeanDefine = "-DBD_SEQ_LEAN=1"
 
 // mmaSeqLean is the planner's rule for v2.34's leaner per-sequence kernel
 // (mmaSeqLeanDefine) under tuning t, for a plan whose kernel runs the
 // look-ahead refold or not (la): on for the look-ahead kernel, whose
-// per-sequence build CUDA 13 spilled (28 / 32 bytes, session 30), unless
-// t says otherwise (SeqLean 1: every per-sequence kernel; -1: none).
+// per-sequence build CUDA 13 spilled (28 / 32 bytes, session 30) and which
+// the H100 measured faster with it (session 31), unless t says otherwise
+// (SeqLean 1: every per-sequence kernel, whose other builds were not timed
+// with it; -1: none, the kernel of before).
 func mmaSeqLean(la bool, t MMATuning) bool {
 	if t.SeqLean != 0 {
 		return t.SeqLean > 0

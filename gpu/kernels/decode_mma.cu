@@ -180,12 +180,16 @@ constexpr bool kSeqSplits = BD_SEQ_SPLITS != 0;
 // kSeqLean (v2.34): the per-sequence kernel (kSeqSplits, the batch-invariant
 // mode's) with a tile loop that holds fewer values: its packed tiles'
 // mask without the split's end (kNoEnd), the loop in two copies (one for a
-// warp whose tiles are all full, without the mask's values), and the split's
-// range recomputed after the loop rather than held through it. Compiled in
-// by -DBD_SEQ_LEAN=1 (decode.go's mmaSeqLeanDefine, MMATuning.SeqLean);
-// without it the code is that of before, byte for byte. The rule's value
-// had made CUDA 13 spill int2's look-ahead kernel (session 30); the same
-// values either way, so the same bits.
+// warp whose tiles are all full, without the mask's values), and what the
+// code after the loop needs (the split's range, the residual's, the mask's
+// limits) parked in shared memory rather than held through the loop.
+// Compiled in by -DBD_SEQ_LEAN=1 (decode.go's mmaSeqLeanDefine,
+// MMATuning.SeqLean); without it the code is that of before, byte for byte.
+// The rule's values had made CUDA 13 spill int2's look-ahead kernel (28 / 32
+// bytes, 6 local loads a tile: session 30); v2.34 has none (CUDA 13: 0 / 0;
+// int2 batch-invariant 100 x 32K 885 -> 835 us, 1 x 128K 43.0 -> 40.8:
+// docs/perf/decode-attention.md, session 31). The same values either way,
+// so the same bits.
 #ifndef BD_SEQ_LEAN
 #define BD_SEQ_LEAN 0
 #endif
@@ -1150,9 +1154,10 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   int limit[2];  // last visible token of rows 2q, 2q+1 (beyond nrows: all)
   causalLimits(limit, row0, nrows, qd, L, Tq, group);
   const int span = windowSpan(window);
-#if BD_SEQ_SPLITS && BD_SEQ_LEAN == 2
-  // v2.34 (kSeqLean, parked): the values the code after the tile loop needs,
-  // in the warp's slot of shared memory rather than registers through it.
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN
+  // v2.34 (kSeqLean): the values the code after the tile loop needs, parked
+  // in the warp's slot of shared memory rather than held in registers
+  // through the loop (lane 0 the warp's, lanes 0-3 their rows' limits).
   __shared__ int seqPark[kWarps][16];
   if (lane == 0) {
     seqPark[warp][0] = t0, seqPark[warp][1] = t1, seqPark[warp][2] = packedEnd, seqPark[warp][3] = nPacked * Nr;
@@ -1326,8 +1331,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     // copy for a warp whose every tile is full (every decode step's, Tq 1
     // without a window), whose tiles take no mask: it keeps neither visEnd
     // and visBegin nor the mask's limits and span in registers (the code
-    // after the loop recomputes what it needs), so the per-sequence split
-    // rule's values do not push the loop's state into local memory.
+    // after the loop reads what it needs from seqPark), so the per-sequence
+    // split rule's values do not push the loop's state into local memory.
     auto& fullTile = full;
     auto pipeline = [&](auto allFull) {
       auto full = [&](int ti) { return decltype(allFull)::value || fullTile(ti); };
@@ -1428,25 +1433,16 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   }
   BD_TL_MARK(kTLLoop + warp, lane == 0);
   // The split's range, the residual's tokens, the mask's limits and the
-  // split count after the loop. v2.34 (kSeqLean): recomputed here from the
-  // sequence's length and the arguments, not held through the loop (the
-  // empty asm hides that Lr and win are L and window, so the compiler
-  // cannot keep the values from before the loop instead); the same values.
-  // Otherwise (every other kernel: the same code as before v2.34) the
+  // split count after the loop: v2.34 (kSeqLean) reads them back from the
+  // warp's slot (volatile: loads from shared memory, never the registers of
+  // before the loop; every lane past the stores: the __syncwarp), no
+  // division. Otherwise (every other kernel: the code of before v2.34) the
   // values from before the loop.
-#if BD_SEQ_SPLITS && BD_SEQ_LEAN == 2
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN
   __syncwarp();
   const volatile int* park = seqPark[warp];
   const int s0 = park[0], s1 = park[1], sPackedEnd = park[2], resStartR = park[3], spanR = park[4], Lr = park[5], sLen = park[6];
   const int limitR[2] = {park[8 + 2 * qd], park[9 + 2 * qd]};
-#elif BD_SEQ_SPLITS && BD_SEQ_LEAN
-  int Lr = L, win = window;
-  asm("" : "+r"(Lr), "+r"(win));
-  const int sLen = seqSplitLen(Lr, splitLenArg, splitBase, splitCap, splitMax);
-  const int s0 = split * sLen, s1 = min(Lr, s0 + sLen), sPacked = Lr / Nr, sPackedEnd = min(s1, sPacked * Nr);
-  int limitR[2];
-  causalLimits(limitR, row0, nrows, qd, Lr, Tq, group);
-  const int spanR = windowSpan(win), resStartR = sPacked * Nr;
 #else
   const int Lr = L, sLen = splitLen, s0 = t0, s1 = t1, sPacked = nPacked, sPackedEnd = packedEnd, spanR = span;
   const int(&limitR)[2] = limit;
