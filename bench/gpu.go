@@ -17,6 +17,7 @@ import (
 	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/kvtest"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/kvcache/gpukv"
 )
 
 // GPUGrid is BENCHMARKS.md's decode-attention grid.
@@ -55,6 +56,11 @@ type GPUConfig struct {
 	ResidualFull bool
 	// Paged shuffles the block table (pages scattered over the pool).
 	Paged bool
+	// BatchInvariant plans every row as kvcache/gpukv's batch-invariant
+	// mode does (serve --batch-invariant, the default there): each
+	// sequence's splits from its own length (gpukv.BatchInvariantSplits,
+	// DecodeShape.SplitCap), the per-sequence kernel.
+	BatchInvariant bool
 	// Kernel is the decode implementation to time.
 	Kernel kernels.DecodeKernel
 	// Kernels, when set, times each of them in turn in place of Kernel (a
@@ -265,7 +271,11 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 	if err != nil {
 		return nil, err
 	}
-	plan, err := kernels.PlanDecodeWith(dev, cfg.Kernel, lay, kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l, Softcap: cfg.Softcap}, cfg.GPU.Tuning.Decode)
+	shape := kernels.DecodeShape{B: pt.B, Hq: sh.Hq, Hkv: sh.Hkv, Tq: 1, MaxBlocks: maxBlocks, MaxL: l, Softcap: cfg.Softcap}
+	if cfg.BatchInvariant {
+		shape.SplitLen, shape.SplitCap, shape.SplitMax = gpukv.BatchInvariantSplits(nr)
+	}
+	plan, err := kernels.PlanDecodeWith(dev, cfg.Kernel, lay, shape, cfg.GPU.Tuning.Decode)
 	if err != nil {
 		return nil, err
 	}

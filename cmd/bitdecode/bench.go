@@ -80,18 +80,20 @@ examples:
 
 // gpuBenchFlags are the flags that apply to --device cuda only.
 type gpuBenchFlags struct {
-	residualFull *bool
-	paged        *bool
-	anchor       *string
-	kernel       *string
+	residualFull   *bool
+	paged          *bool
+	anchor         *string
+	kernel         *string
+	batchInvariant *bool
 }
 
 func addGPUBenchFlags(fs *flag.FlagSet) gpuBenchFlags {
 	return gpuBenchFlags{
-		residualFull: fs.Bool("residual-full", false, "cuda: cache L-1 tokens so the fp16 residual block holds Nr-1 (default: none)"),
-		paged:        fs.Bool("paged", false, "cuda: scatter the KV blocks over the pool through a shuffled block table"),
-		anchor:       fs.String("anchor", "", "cuda: JSON from bench/anchors/sdpa_decode.py measured in the same session, for the speedup column"),
-		kernel:       fs.String("kernel", "auto", "cuda: decode kernel: auto (what the engine plans: the faster of mma and wgmma for each format and shape), mma (tensor cores, mma.sync), wgmma (Hopper: TMA ring + wgmma) or v1 (CUDA cores); a comma-separated list times them side by side"),
+		residualFull:   fs.Bool("residual-full", false, "cuda: cache L-1 tokens so the fp16 residual block holds Nr-1 (default: none)"),
+		paged:          fs.Bool("paged", false, "cuda: scatter the KV blocks over the pool through a shuffled block table"),
+		anchor:         fs.String("anchor", "", "cuda: JSON from bench/anchors/sdpa_decode.py measured in the same session, for the speedup column"),
+		kernel:         fs.String("kernel", "auto", "cuda: decode kernel: auto (what the engine plans: the faster of mma and wgmma for each format and shape), mma (tensor cores, mma.sync), wgmma (Hopper: TMA ring + wgmma) or v1 (CUDA cores); a comma-separated list times them side by side"),
+		batchInvariant: fs.Bool("batch-invariant", false, "cuda: plan as serve --batch-invariant's cache does (its default): each sequence split by its own length, the per-sequence kernel"),
 	}
 }
 
@@ -196,7 +198,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if dev == "cuda" {
 		gcfg := bench.GPUConfig{Formats: formats, Grid: bench.GPUGrid, Shape: bench.MainShape,
-			ResidualFull: *gf.residualFull, Paged: *gf.paged, Progress: stderr, Softcap: float32(softcap)}
+			ResidualFull: *gf.residualFull, Paged: *gf.paged, BatchInvariant: *gf.batchInvariant, Progress: stderr, Softcap: float32(softcap)}
 		if gcfg.GPU, err = bench.GPUSettings(lookupEnv); err != nil {
 			return err
 		}

@@ -779,10 +779,39 @@ const mmaFixedSplitDefine = "-DBD_SEQ_SPLITS=0"
 // batch-invariant mode's plans (per-sequence splits) keep the rule. The
 // same values either way, so the same bits (TestGPUDecodeSeqSplits: each
 // sequence of a per-sequence plan bitwise the fixed plan of its split).
-func mmaSplitOptions(prog *cuda.Program, splitCap int) {
+//
+// lean (mmaSeqLean) adds mmaSeqLeanDefine to a per-sequence plan's program.
+func mmaSplitOptions(prog *cuda.Program, splitCap int, lean bool) {
 	if splitCap == 0 {
 		prog.Options = append(prog.Options, mmaFixedSplitDefine)
+	} else if lean {
+		prog.Options = append(prog.Options, mmaSeqLeanDefine)
 	}
+}
+
+// mmaSeqLeanDefine is the NVRTC option of v2.34's leaner per-sequence
+// kernel (decode_mma.cu's kSeqLean): the packed tiles' mask without the
+// split's end, the tile loop in two copies (one without the mask's values
+// for a warp whose tiles are all full: every decode step's) and the values
+// the code after the loop needs parked in shared memory, not held through
+// it. CUDA 13 spills the look-ahead kernel 28 / 32 bytes without it, none
+// with it: int2 batch-invariant rows 2-6% faster on the H100 (session 31,
+// docs/perf/decode-attention.md). The same values, so the same bits
+// (TestGPUDecodeSeqSplits).
+const mmaSeqLeanDefine = "-DBD_SEQ_LEAN=1"
+
+// mmaSeqLean is the planner's rule for v2.34's leaner per-sequence kernel
+// (mmaSeqLeanDefine) under tuning t, for a plan whose kernel runs the
+// look-ahead refold or not (la): on for the look-ahead kernel, whose
+// per-sequence build CUDA 13 spilled (28 / 32 bytes, session 30) and which
+// the H100 measured faster with it (session 31), unless t says otherwise
+// (SeqLean 1: every per-sequence kernel, whose other builds were not timed
+// with it; -1: none, the kernel of before).
+func mmaSeqLean(la bool, t MMATuning) bool {
+	if t.SeqLean != 0 {
+		return t.SeqLean > 0
+	}
+	return la
 }
 
 // mmaV211UnpackDefine is the NVRTC option of MMATuning.V211Unpack:
@@ -817,7 +846,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	p.pv8 = mmaPV8(l, mt, t.MMA)
 	p.la = mmaLA(l, mt, stages, p.qk8, p.pv8, p.splitLen, t.MMA)
 	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8, p.la)
-	mmaSplitOptions(&prog, p.splitCap)
+	mmaSplitOptions(&prog, p.splitCap, mmaSeqLean(p.la, t.MMA))
 	if t.MMA.V211Unpack {
 		prog.Options = append(prog.Options, mmaV211UnpackDefine)
 	}

@@ -154,6 +154,11 @@
 //        the per-sequence split rule (BD_SEQ_SPLITS=0, kSeqSplits): its
 //        register had made CUDA 13 spill int2's look-ahead kernel (28 / 32
 //        bytes) since the rule came in; the same bits.
+//   v2.34 (session 31) the per-sequence look-ahead kernel (the
+//        batch-invariant mode's from 32K) with a leaner tile loop
+//        (kSeqLean: BD_SEQ_LEAN=1): CUDA 13 28 / 32 -> 0 / 0 bytes of
+//        spill, int2 batch-invariant 100 x 32K 885 -> 835 us, 8 x 32K 84 ->
+//        81, 1 x 128K 43.0 -> 40.8; the same bits.
 // The fragment layout, the unpack, the online softmax and the merges are the
 // decode family's, in bitdecode.cuh.
 // Go wrapper and tests: decode.go (planMMA), decode_test.go.
@@ -177,8 +182,32 @@ namespace mma {
 #endif
 constexpr bool kSeqSplits = BD_SEQ_SPLITS != 0;
 
+// kSeqLean (v2.34): the per-sequence kernel (kSeqSplits, the batch-invariant
+// mode's) with a tile loop that holds fewer values: its packed tiles'
+// mask without the split's end (kNoEnd), the loop in two copies (one for a
+// warp whose tiles are all full, without the mask's values), and what the
+// code after the loop needs (the split's range, the residual's, the mask's
+// limits) parked in shared memory rather than held through the loop.
+// Compiled in by -DBD_SEQ_LEAN=1 (decode.go's mmaSeqLeanDefine,
+// MMATuning.SeqLean); without it the code is that of before, byte for byte.
+// The rule's values had made CUDA 13 spill int2's look-ahead kernel (28 / 32
+// bytes, 6 local loads a tile: session 30); v2.34 has none (CUDA 13: 0 / 0;
+// int2 batch-invariant 100 x 32K 885 -> 835 us, 1 x 128K 43.0 -> 40.8:
+// docs/perf/decode-attention.md, session 31). The same values either way,
+// so the same bits.
+#ifndef BD_SEQ_LEAN
+#define BD_SEQ_LEAN 0
+#endif
+constexpr bool kSeqLean = kSeqSplits && BD_SEQ_LEAN != 0;
+
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
+
+// kNoEnd is the packed tiles' end in tile's mask with kSeqLean: none. A
+// packed tile ends at or before the split's packed end, itself at or
+// before the split's end t1, so t >= t1 never masks a packed token; t1
+// there kept the split's end in a register through the loop.
+constexpr int kNoEnd = 0x7fffffff;
 
 // WarpState is one warp's online softmax over its tiles (bitdecode.cuh):
 // lane (g, q) holds rows 2q and 2q+1, and O^T accumulators acc[mb] =
@@ -1130,6 +1159,17 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   int limit[2];  // last visible token of rows 2q, 2q+1 (beyond nrows: all)
   causalLimits(limit, row0, nrows, qd, L, Tq, group);
   const int span = windowSpan(window);
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN
+  // v2.34 (kSeqLean): the values the code after the tile loop needs, parked
+  // in the warp's slot of shared memory rather than held in registers
+  // through the loop (lane 0 the warp's, lanes 0-3 their rows' limits).
+  __shared__ int seqPark[kWarps][16];
+  if (lane == 0) {
+    seqPark[warp][0] = t0, seqPark[warp][1] = t1, seqPark[warp][2] = packedEnd, seqPark[warp][3] = nPacked * Nr;
+    seqPark[warp][4] = span, seqPark[warp][5] = L, seqPark[warp][6] = splitLen;
+  }
+  if (lane < 4) seqPark[warp][8 + 2 * lane] = limit[0], seqPark[warp][9 + 2 * lane] = limit[1];
+#endif
   float ones[D / 4];
 #pragma unroll
   for (int i = 0; i < D / 4; i++) ones[i] = 1.f;
@@ -1243,7 +1283,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       }
     }
     tile<D, KBITS, VBITS, KC, KG, VG, MT, BF, (NX && kPP) || RG, NX, Q8K, P8V, RG>(st, r, p.khalf, p.vhalf, kParamsOff, vParamsOff, gK, gV, p.within,
-                                                                               tok, t1, limit, span, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC,
+                                                                               tok, kSeqLean ? kNoEnd : t1, limit, span, kKC ? bScaled : bPlainT, kKC ? biasC : zeroC, qsumC,
                                                                                lane, next, &q8, slot, full, mid);
   };
   // v2.12: every row of the chunk sees the tokens before visEnd (row0's
@@ -1291,6 +1331,19 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       compute(r1, ti + 1, Flag<false>(), p1, opens(ti + 1, p1), TilePos{}, nullptr, full(ti + 1), noStage, NoMid{});
     }
   } else if (kPipe && tileBegin < tileEnd) {
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN
+    // v2.34 (kSeqLean): the loop runs as one of two copies, allFull the
+    // copy for a warp whose every tile is full (every decode step's, Tq 1
+    // without a window), whose tiles take no mask: it keeps neither visEnd
+    // and visBegin nor the mask's limits and span in registers (the code
+    // after the loop reads what it needs from seqPark), so the per-sequence
+    // split rule's values do not push the loop's state into local memory.
+    auto& fullTile = full;
+    auto pipeline = [&](auto allFull) {
+      auto full = [&](int ti) { return decltype(allFull)::value || fullTile(ti); };
+#else
+    {
+#endif
     // v2.12: the tiles' places step through the block table (a tile never
     // straddles a block: Nr is a multiple of TT), and the key group by a
     // running remainder, instead of dividing by Nr and gK at every tile.
@@ -1373,20 +1426,48 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
       blk += nb;
       cur = next;
     }
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN
+    };
+    // The warp's tiles are contiguous: all full if the first starts at or
+    // after visBegin and the last ends at or before visEnd.
+    if (t0 + tileBegin * TT >= visBegin && t0 + tileEnd * TT <= visEnd) pipeline(Flag<true>());
+    else pipeline(Flag<false>());
+#else
+    }
+#endif
   }
   BD_TL_MARK(kTLLoop + warp, lane == 0);
+  // The split's range, the residual's tokens, the mask's limits and the
+  // split count after the loop: v2.34 (kSeqLean) reads them back from the
+  // warp's slot (volatile: loads from shared memory, never the registers of
+  // before the loop; every lane past the stores: the __syncwarp), no
+  // division. Otherwise (every other kernel: the code of before v2.34) the
+  // values from before the loop.
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN
+  __syncwarp();
+  const volatile int* park = seqPark[warp];
+  const int s0 = park[0], s1 = park[1], sPackedEnd = park[2], resStartR = park[3], spanR = park[4], Lr = park[5], sLen = park[6];
+  const int limitR[2] = {park[8 + 2 * qd], park[9 + 2 * qd]};
+#else
+  const int Lr = L, sLen = splitLen, s0 = t0, s1 = t1, sPacked = nPacked, sPackedEnd = packedEnd, spanR = span;
+  const int(&limitR)[2] = limit;
+#endif
   // v2.12: the packed tiles' values were scaled (unpackV): unscale before
   // the residual's fp16 values join the same accumulators.
   if constexpr (kScaledV && (VBITS == 2 || VBITS == 4) && !P8V && !BF) unscaleV<D, VBITS>(st.acc);
   // Residual tokens (fp16, mma order), one 16-token group per tile.
-  if (t1 > packedEnd) {
+  if (s1 > sPackedEnd) {
     if constexpr (LA) {  // v2.24: the plain operand from the parked floats (makeB's bits)
       float qv[D / 16][4];
       unpark(qv);
       makeB<D>(qv, ones, bPlain);
     }
     const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
-    const int resStart = nPacked * Nr;
+#if BD_SEQ_SPLITS && BD_SEQ_LEAN
+    const int resStart = resStartR;
+#else
+    const int resStart = sPacked * Nr;
+#endif
     float qsum1[2][1] = {{0.f}, {0.f}};
     WarpState<D, 1> rs;  // residual uses unscaled values: a state without groups
     rs.m[0] = st.m[0]; rs.m[1] = st.m[1]; rs.l[0] = st.l[0]; rs.l[1] = st.l[1];
@@ -1395,12 +1476,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
 #pragma unroll
       for (int e = 0; e < 4; e++) rs.acc[mb][e] = st.acc[mb][e];
     rs.zacc[0][0] = rs.zacc[1][0] = 0.f;
-    for (int tok = max(t0, packedEnd) + warp * kFragTokens; tok < t1; tok += kWarps * kFragTokens) {
+    for (int tok = max(s0, sPackedEnd) + warp * kFragTokens; tok < s1; tok += kWarps * kFragTokens) {
       const int within = tok - resStart;
       const int fb = (within / kFragTokens) * kFragTokens * D * 2;
       TileRaw<D, 16, 16, 1> raw;
       loadTile<D, 16, 16, 1>(raw, resK + off + fb, resV + off + fb, lane);
-      tile<D, 16, 16, false, 1, 1, 1, false>(rs, raw, nullptr, nullptr, 0, 0, 1, 1, within, tok, t1, limit, span, bPlain, zeroC, qsum1, lane);
+      tile<D, 16, 16, false, 1, 1, 1, false>(rs, raw, nullptr, nullptr, 0, 0, 1, 1, within, tok, s1, limitR, spanR, bPlain, zeroC, qsum1, lane);
     }
     // The residual tiles rescaled acc and zacc alike only through alpha: carry
     // the zeros' scale by replaying the max change on zacc.
@@ -1435,7 +1516,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
   BD_TL_MARK(kTLWarpsDone, threadIdx.x == 0);
-  const int nSplits = (L + splitLen - 1) / splitLen;
+  const int nSplits = (Lr + sLen - 1) / sLen;
   if (counters && nSplits == 1) {  // v2.15: the row chunk's only split writes the output itself
     finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, b, h, row0, nrows, group, Hq, Tq);
     BD_TL_MARK(kTLExit, threadIdx.x == 0);

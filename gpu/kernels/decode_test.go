@@ -626,7 +626,12 @@ func TestGPUDecodeOneSplitMatchesCombine(t *testing.T) {
 // own length, bit for bit (a fixed split is batch-invariant: so is a split
 // that depends on the sequence's own length only). With the fused merge and
 // without it (decode_combine's per-sequence splits), on decode_mma.cu,
-// decode_wgmma.cu (Hopper) and v1.
+// decode_wgmma.cu (Hopper) and v1. The int2 case with la forces the
+// look-ahead refold (MMATuning.LA) at these short splits, so that the
+// per-sequence look-ahead kernel (v2.34's leaner loop by default,
+// mmaSeqLean) runs, with Tq 2 (a causal mask in each sequence's last tile:
+// both of that loop's copies); BITDECODE_DECODE_SEQLEAN=1 gives every
+// per-sequence kernel the leaner loop.
 func TestGPUDecodeSeqSplits(t *testing.T) {
 	d := device(t)
 	const base, splitCap, most = 256, 4, 1024 // S(n): 256 to 1K tokens, 512 to 2K, then 1024
@@ -643,13 +648,15 @@ func TestGPUDecodeSeqSplits(t *testing.T) {
 		spec   string
 		sh     attn.Shape
 		tq     int
+		la     bool
 	}{
-		{kernels.DecodeMMA, "int4", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1},
-		{kernels.DecodeMMA, "k4v2", attn.Shape{Hq: 14, Hkv: 2, D: 128}, 3}, // 21 rows: three row chunks
-		{kernels.DecodeMMA, "int2", attn.Shape{Hq: 8, Hkv: 2, D: 128}, 1},
-		{kernels.DecodeWGMMA, "fp16", attn.Shape{Hq: 10, Hkv: 2, D: 128}, 1},
-		{kernels.DecodeWGMMA, "int8", attn.Shape{Hq: 8, Hkv: 1, D: 128}, 3},
-		{kernels.DecodeV1, "int4:kc64:res64", attn.Shape{Hq: 16, Hkv: 2, D: 64}, 1},
+		{kernels.DecodeMMA, "int4", attn.Shape{Hq: 32, Hkv: 8, D: 128}, 1, false},
+		{kernels.DecodeMMA, "k4v2", attn.Shape{Hq: 14, Hkv: 2, D: 128}, 3, false}, // 21 rows: three row chunks
+		{kernels.DecodeMMA, "int2", attn.Shape{Hq: 8, Hkv: 2, D: 128}, 1, false},
+		{kernels.DecodeMMA, "int2", attn.Shape{Hq: 8, Hkv: 2, D: 128}, 2, true},
+		{kernels.DecodeWGMMA, "fp16", attn.Shape{Hq: 10, Hkv: 2, D: 128}, 1, false},
+		{kernels.DecodeWGMMA, "int8", attn.Shape{Hq: 8, Hkv: 1, D: 128}, 3, false},
+		{kernels.DecodeV1, "int4:kc64:res64", attn.Shape{Hq: 16, Hkv: 2, D: 64}, 1, false},
 	}
 	if testing.Short() {
 		cases = cases[:2]
@@ -669,6 +676,9 @@ func TestGPUDecodeSeqSplits(t *testing.T) {
 		run := func(splitLen, splitCap, splitMax int, noFuse bool) []uint16 {
 			tune := tuning.Decode
 			tune.NoFuse = noFuse
+			if c.la {
+				tune.MMA.LA = 1
+			}
 			r := rand.New(rand.NewPCG(43, uint64(i)))
 			return runCase(t, r, gpuCase{kernel: c.kernel, spec: c.spec, sh: c.sh, lens: lens, tq: c.tq, tune: &tune,
 				splitLen: splitLen, splitCap: splitCap, splitMax: splitMax})
@@ -686,8 +696,8 @@ func TestGPUDecodeSeqSplits(t *testing.T) {
 				want := fixed[own(n)]
 				for j := b * per; j < (b+1)*per; j++ {
 					if got[j] != want[j] {
-						t.Fatalf("%v %s %+v lens %v (no fuse %t): sequence %d (%d tokens, splits of %d) element %d is %#04x, %#04x with a fixed split of %d",
-							c.kernel, c.spec, c.sh, lens, noFuse, b, n, own(n), j-b*per, got[j], want[j], own(n))
+						t.Fatalf("%v %s %+v la %t lens %v (no fuse %t): sequence %d (%d tokens, splits of %d) element %d is %#04x, %#04x with a fixed split of %d",
+							c.kernel, c.spec, c.sh, c.la, lens, noFuse, b, n, own(n), j-b*per, got[j], want[j], own(n))
 					}
 				}
 			}

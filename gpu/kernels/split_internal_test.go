@@ -427,16 +427,33 @@ func TestSeqSplitLen(t *testing.T) {
 func TestMMASplitOptions(t *testing.T) {
 	for _, tt := range []struct {
 		splitCap int
+		lean     bool
 		opts     string
-	}{{0, mmaFixedSplitDefine}, {17, ""}, {1, ""}} {
+	}{{0, false, mmaFixedSplitDefine}, {0, true, mmaFixedSplitDefine}, {17, false, ""}, {1, false, ""}, {17, true, mmaSeqLeanDefine}} {
 		prog := program("decode_mma.cu", "", nil, nil)
-		mmaSplitOptions(&prog, tt.splitCap)
+		mmaSplitOptions(&prog, tt.splitCap, tt.lean)
 		if got := strings.Join(prog.Options, " "); got != tt.opts {
-			t.Errorf("splitCap %d: options %q, want %q", tt.splitCap, got, tt.opts)
+			t.Errorf("splitCap %d lean %t: options %q, want %q", tt.splitCap, tt.lean, got, tt.opts)
 		}
 	}
-	macro := strings.TrimSuffix(strings.TrimPrefix(mmaFixedSplitDefine, "-D"), "=0")
-	if !strings.Contains(decodeMMASource, "#ifndef "+macro+"\n") || !strings.Contains(decodeMMASource, macro+" != 0") {
-		t.Errorf("decode_mma.cu does not read %s", macro)
+	for _, def := range []string{mmaFixedSplitDefine, mmaSeqLeanDefine} {
+		macro, _, _ := strings.Cut(strings.TrimPrefix(def, "-D"), "=")
+		if !strings.Contains(decodeMMASource, "#ifndef "+macro+"\n") || !strings.Contains(decodeMMASource, macro+" != 0") {
+			t.Errorf("decode_mma.cu does not read %s", macro)
+		}
+	}
+}
+
+// TestMMASeqLean checks the planner's rule for v2.34's leaner per-sequence
+// kernel: the look-ahead kernel's by default, the tuning's where it says.
+func TestMMASeqLean(t *testing.T) {
+	for _, tt := range []struct {
+		la   bool
+		tune int
+		want bool
+	}{{true, 0, true}, {false, 0, false}, {false, 1, true}, {true, -1, false}, {true, 1, true}, {false, -1, false}} {
+		if got := mmaSeqLean(tt.la, MMATuning{SeqLean: tt.tune}); got != tt.want {
+			t.Errorf("mmaSeqLean(la %t, SeqLean %d) = %t, want %t", tt.la, tt.tune, got, tt.want)
+		}
 	}
 }

@@ -50,6 +50,11 @@ const (
 	// look-ahead refold for int2 keys (v2.24) off, true (1) on where it
 	// reads the layout; unset, the planner's rule (mmaLA).
 	EnvDecodeLA = "BITDECODE_DECODE_LA"
+	// EnvDecodeSeqLean is MMATuning.SeqLean: true (1) compiles every
+	// per-sequence decode_mma.cu kernel (the batch-invariant mode's) with
+	// v2.34's leaner tile loop, false (0) none (the kernel of before);
+	// unset, the planner's rule (mmaSeqLean).
+	EnvDecodeSeqLean = "BITDECODE_DECODE_SEQLEAN"
 	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
 	// the splits left to decode_combine (a second launch), for comparisons.
 	EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
@@ -296,6 +301,11 @@ type MMATuning struct {
 	// P·V, the query floats in shared memory): 1 on where it reads the
 	// layout, -1 off, 0 the planner's rule (mmaLA).
 	LA int
+	// SeqLean switches v2.34's leaner tile loop in the per-sequence kernel
+	// (plans whose splits follow each sequence's own length, DecodeShape's
+	// SplitCap > 0: decode_mma.cu's kSeqLean): 1 on, -1 off, 0 the
+	// planner's rule (mmaSeqLean). Fixed-split plans never take it.
+	SeqLean int
 }
 
 // WGMMATuning is decode_wgmma.cu's. Zero fields are the defaults.
@@ -463,6 +473,12 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 		d.MMA.LA = -1
 		if on {
 			d.MMA.LA = 1
+		}
+	}
+	if on, ok := p.boolean(EnvDecodeSeqLean); ok {
+		d.MMA.SeqLean = -1
+		if on {
+			d.MMA.SeqLean = 1
 		}
 	}
 	if fuse, ok := p.boolean(EnvDecodeFuse); ok {

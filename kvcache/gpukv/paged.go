@@ -244,6 +244,16 @@ const minLenBucket = 1024
 // variable so that tests can scale the rule down to short sequences.
 var biSplit = struct{ base, cap, max int }{gpuDecodeSplit, gpuDecodeSplitCap, gpuDecodeSplitMax}
 
+// BatchInvariantSplits returns the batch-invariant decode's split rule for
+// a format of nr-token blocks as kernels.DecodeShape's SplitLen, SplitCap
+// and SplitMax: biSplit's, the shortest split rounded up to whole blocks
+// (at least 64 tokens) and the longest as many doublings above it. bench
+// attn --batch-invariant plans with it too.
+func BatchInvariantSplits(nr int) (splitLen, splitCap, splitMax int) {
+	base := (max(biSplit.base, 64) + nr - 1) / nr * nr // whole blocks
+	return base, biSplit.cap, base * max(1, biSplit.max/biSplit.base)
+}
+
 // decodePlan returns lk's decode plan for a batch bucket and a length
 // bucket (lenBucket), made on first use with splits sized for them (with
 // BatchInvariant, each sequence's by its own length: biSplit).
@@ -255,8 +265,7 @@ func (c *Paged) decodePlan(lk *layerKernels, bucket, maxL int) (*kernels.DecodeP
 	nr := lk.format.Residual
 	shape := kernels.DecodeShape{B: bucket, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: 1, MaxBlocks: c.maxBlk, MaxL: maxL, Softcap: c.softcap}
 	if c.opts.BatchInvariant {
-		base := (max(biSplit.base, 64) + nr - 1) / nr * nr // whole blocks
-		shape.SplitLen, shape.SplitCap, shape.SplitMax = base, biSplit.cap, base*max(1, biSplit.max/biSplit.base)
+		shape.SplitLen, shape.SplitCap, shape.SplitMax = BatchInvariantSplits(nr)
 	}
 	p, err := kernels.PlanDecodeWith(c.dev, kernels.DecodeAuto, lk.lay, shape, c.tuning.Decode)
 	if err != nil {
