@@ -4,5 +4,9 @@ package attn
 
 import "github.com/bitdecode/bitdecode/internal/cpufeat"
 
+// asmKernels reports whether this build has assembly kernels: it has none
+// (arm64 runs the pure-Go kernels at every level, NEON included).
+const asmKernels = false
+
 // kernelsFor returns the pure-Go kernels: this build has no assembly.
 func kernelsFor(cpufeat.Level, bool, bool) *kernels { return &genericKernels }

@@ -112,7 +112,7 @@ type int4Token struct {
 // same codes, scales and block sums (X̂ then summed here, in order).
 func quantizeInt4X(tok int4Token, x []float32, cs []int32) {
 	G := len(x) / int4Group
-	if cpufeat.Active() < cpufeat.AVX512 || G == 0 {
+	if cpufeat.Active() != cpufeat.AVX512 || G == 0 {
 		quantizeInt4XGeneric(tok, x)
 		return
 	}
@@ -244,7 +244,7 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 			}
 			n += nr
 		}
-	} else if cpufeat.Active() >= cpufeat.AVX2 {
+	} else if lvl := cpufeat.Active(); lvl == cpufeat.AVX2 || lvl == cpufeat.AVX512 {
 		RW := m.Elem.RowWords(m.K)
 		for n := n0; n < n1; n++ {
 			for t := t0; t < t1; t++ {

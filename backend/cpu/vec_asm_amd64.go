@@ -23,4 +23,4 @@ func swigluAVX2(dst, gate, u *float32, n int)
 func gegluAVX2(dst, gate, u *float32, n int)
 
 // vecSIMD reports whether the elementwise kernels of vec_amd64.s run now.
-func vecSIMD() bool { return cpufeat.Active() >= cpufeat.AVX2 }
+func vecSIMD() bool { lvl := cpufeat.Active(); return lvl == cpufeat.AVX2 || lvl == cpufeat.AVX512 }
