@@ -117,6 +117,26 @@ func canonicalTol(x, w []float32, bias float32, K int) float64 {
 	return float64(depth)*0x1p-24*s*1.0001 + 1e-30
 }
 
+// TestTilesPresent checks that every SIMD level this CPU runs has the tiles
+// of the F32, BF16, F16 and I8 (groups 32, 64, 128) formats, so that the
+// bitwise comparisons of TestLinearFormats compare assembly with the
+// pure-Go tile rather than the pure-Go tile with itself.
+func TestTilesPresent(t *testing.T) {
+	formats := []*weight{
+		{format: wF32}, {format: wBF16}, {format: wF16},
+		{format: wI8, group: 32}, {format: wI8, group: 64}, {format: wI8, group: 128},
+	}
+	for _, lvl := range cpufeat.Levels()[1:] {
+		_, restore := cpufeat.Force(lvl)
+		for _, w := range formats {
+			if ts, ok := tilesFor(w); !ok || ts.k14 == nil {
+				t.Errorf("%v: no tiles for %v (group %d)", lvl, w.format, w.group)
+			}
+		}
+		restore()
+	}
+}
+
 // TestLinearFormats checks Linear on every storage format and SIMD level
 // against the float64 reference, on awkward shapes (K and N off the vector
 // width and the tiles; T = 1, 2, 3, 7, 64, 300), with NaN-poisoned outputs;
