@@ -41,7 +41,8 @@ package cpu
 // speed instead of the FP pipes'. Every level computes the same bits
 // (integer sums are exact in any order): the AVX-512 VNNI tiles
 // int4VNNI_1x4 and _1x1, the AVX2 tile int4AVX2_1x1 (VPMADDUBSW and
-// VPMADDWD: the same int32 sums) where VNNI is missing, and
+// VPMADDWD: the same int32 sums) where VNNI is missing, arm64's
+// int4SDOT_1x1 (SDOT, FEAT_DotProd) at the NEON level, and
 // dotInt4Generic, the reference.
 //
 // v2.9 rounded x to one int8 code per channel (sx = max|x|/127): as fast,
@@ -243,6 +244,13 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 				k(&toks[t].xq[0], &toks[t].sx[0], &toks[t].xsum[0], unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), 4*RW, &y[t*N+n], &pz[2*n], uintptr(8*N))
 			}
 			n += nr
+		}
+	} else if cpufeat.DotProd() {
+		RW := m.Elem.RowWords(m.K)
+		for n := n0; n < n1; n++ {
+			for t := t0; t < t1; t++ {
+				int4SDOT_1x1(&toks[t].xq[0], &toks[t].sx[0], &toks[t].xsum[0], unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), 4*RW, &y[t*N+n], &pz[2*n], uintptr(8*N))
+			}
 		}
 	} else if lvl := cpufeat.Active(); lvl == cpufeat.AVX2 || lvl == cpufeat.AVX512 {
 		RW := m.Elem.RowWords(m.K)
