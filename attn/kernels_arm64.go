@@ -6,8 +6,8 @@ import "github.com/bitdecode/bitdecode/internal/cpufeat"
 
 // The NEON kernel set of arm64: the pure-Go set with the fp16 conversion,
 // the byte codes' conversion and int4 unpacking, the float32 scores, the PV
-// sums, max and dot of kernels_arm64.s. The rest (exp, the query folds, the
-// integer paths of the VNNI sets) stays in Go.
+// sums, the softmax's exp, max and dot of kernels_arm64.s. The rest (the
+// query folds, the integer paths of the VNNI sets) stays in Go.
 
 //go:noescape
 func cvtHalfNEON(dst *float32, src *uint16, n int)
@@ -29,6 +29,9 @@ func maxF32NEON(x *float32, n int) float32
 
 //go:noescape
 func dotF32NEON(a, b *float32, n int) float32
+
+//go:noescape
+func expSubNEON(x *float32, n int, m float32) float32
 
 // neonLanes is the element count the NEON loops step by; the wrappers run
 // any rest in Go.
@@ -104,6 +107,13 @@ func dotF32N(a, b []float32) float32 {
 	return dotF32NEON(&a[0], &b[0], len(a))
 }
 
+func expSubN(x []float32, m float32) float32 {
+	if len(x)%neonLanes != 0 || len(x) == 0 {
+		return expSubGo(x, m)
+	}
+	return expSubNEON(&x[0], len(x), m)
+}
+
 // neonKernels is the NEON set.
 var neonKernels = func() kernels {
 	k := genericKernels
@@ -115,6 +125,7 @@ var neonKernels = func() kernels {
 	k.pvF32 = pvF32N
 	k.maxF32 = maxF32N
 	k.dotF32 = dotF32N
+	k.expSub = expSubN
 	return k
 }()
 

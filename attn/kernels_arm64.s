@@ -286,3 +286,108 @@ dt_reduce:
 	REDUCE16(16, 17, 18, 19, 0)
 	FMOVS F0, ret+24(FP)
 	RET
+
+// FSUB, FMUL Vd.4S, Vn.4S, Vm.4S; FMLS Vd.4S, Vn.4S, Vm.4S (Vd -= Vn·Vm,
+// one rounding)
+#define FSUB4S(d, n, m) WORD $(0x4EA0D400 | ((m)<<16) | ((n)<<5) | (d))
+#define FMUL4S(d, n, m) WORD $(0x6E20DC00 | ((m)<<16) | ((n)<<5) | (d))
+#define FMLS4S(d, n, m) WORD $(0x4EA0CC00 | ((m)<<16) | ((n)<<5) | (d))
+
+// FCMGE Vd.4S, Vn.4S, Vm.4S (all ones where Vn >= Vm; false for NaN)
+#define FCMGE4S(d, n, m) WORD $(0x6E20E400 | ((m)<<16) | ((n)<<5) | (d))
+
+// FRINTN Vd.4S, Vn.4S (round to nearest, ties to even) and FCVTZS Vd.4S,
+// Vn.4S (to int32)
+#define FRINTN4S(d, n) WORD $(0x4E218800 | ((n)<<5) | (d))
+#define FCVTZS4S(d, n) WORD $(0x4EA1B800 | ((n)<<5) | (d))
+
+// ADD Vd.4S, Vn.4S, Vm.4S (int32) and SHL Vd.4S, Vn.4S, #23
+#define ADD4S(d, n, m) WORD $(0x4EA08400 | ((m)<<16) | ((n)<<5) | (d))
+#define SHL23(d, n) WORD $(0x4F375400 | ((n)<<5) | (d))
+
+// expSub's constants (kernels.go's exp32): expMin, log2 e, C1, C2, P0..P5,
+// 1, and the exponent bias 127 as an int32.
+DATA expConst<>+0(SB)/4, $0xc2aeac4f  // expMin
+DATA expConst<>+4(SB)/4, $0x3fb8aa3b  // expLog2e
+DATA expConst<>+8(SB)/4, $0x3f318000  // expC1
+DATA expConst<>+12(SB)/4, $0xb95e8083 // expC2
+DATA expConst<>+16(SB)/4, $0x39506967 // expP0
+DATA expConst<>+20(SB)/4, $0x3ab743ce // expP1
+DATA expConst<>+24(SB)/4, $0x3c088908 // expP2
+DATA expConst<>+28(SB)/4, $0x3d2aa9c1 // expP3
+DATA expConst<>+32(SB)/4, $0x3e2aaaaa // expP4
+DATA expConst<>+36(SB)/4, $0x3f000000 // expP5
+DATA expConst<>+40(SB)/4, $0x3f800000 // 1
+DATA expConst<>+44(SB)/4, $127        // exponent bias
+GLOBL expConst<>(SB), RODATA|NOPTR, $48
+
+// EXP4 replaces Vv (4 scores) by exp32(v − m) (0 below expMin, for −Inf and
+// NaN) and adds the results to Va: exp32's steps with its multiply-adds
+// fused, as Go compiles them on arm64. V4-V7 are scratch; V16-V28 hold m
+// and the constants.
+#define EXP4(v, a) \
+	FSUB4S(v, v, 16); \
+	FCMGE4S(7, v, 17); \
+	FMUL4S(4, v, 18); \
+	FRINTN4S(4, 4); \
+	FMLS4S(v, 4, 19); \
+	FMLS4S(v, 4, 20); \
+	VMOV V22.B16, V5.B16; \
+	FMLA4S(5, 21, v); \
+	VMOV V23.B16, V6.B16; \
+	FMLA4S(6, 5, v); \
+	VMOV V24.B16, V5.B16; \
+	FMLA4S(5, 6, v); \
+	VMOV V25.B16, V6.B16; \
+	FMLA4S(6, 5, v); \
+	VMOV V26.B16, V5.B16; \
+	FMLA4S(5, 6, v); \
+	FMUL4S(6, v, v); \
+	FMLA4S(v, 5, 6); \
+	FADD4S(v, v, 27); \
+	FCVTZS4S(4, 4); \
+	ADD4S(4, 4, 28); \
+	SHL23(4, 4); \
+	FMUL4S(v, v, 4); \
+	AND16B(v, v, 7); \
+	FADD4S(a, a, v)
+
+// func expSubNEON(x *float32, n int, m float32) float32
+// x[i] = exp32(x[i] − m) for i < n (a multiple of 16) and the sum of the
+// results in 16 lanes (lane i%16) reduced as sum16.
+TEXT ·expSubNEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD n+8(FP), R1
+	MOVD $m+16(FP), R2
+	VLD1R (R2), [V16.S4]
+	MOVD $expConst<>(SB), R3
+	VLD1R.P 4(R3), [V17.S4]
+	VLD1R.P 4(R3), [V18.S4]
+	VLD1R.P 4(R3), [V19.S4]
+	VLD1R.P 4(R3), [V20.S4]
+	VLD1R.P 4(R3), [V21.S4]
+	VLD1R.P 4(R3), [V22.S4]
+	VLD1R.P 4(R3), [V23.S4]
+	VLD1R.P 4(R3), [V24.S4]
+	VLD1R.P 4(R3), [V25.S4]
+	VLD1R.P 4(R3), [V26.S4]
+	VLD1R.P 4(R3), [V27.S4]
+	VLD1R (R3), [V28.S4]
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	CBZ R1, ex_reduce
+ex_loop:
+	VLD1 (R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	EXP4(0, 8)
+	EXP4(1, 9)
+	EXP4(2, 10)
+	EXP4(3, 11)
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	SUBS $16, R1, R1
+	BNE ex_loop
+ex_reduce:
+	REDUCE16(8, 9, 10, 11, 0)
+	FMOVS F0, ret+24(FP)
+	RET
