@@ -117,6 +117,26 @@
 	FADD4S(a, a, b); \
 	FADDPS(r, a)
 
+// The packed wq formats (qdot.go): FIELD extracts field (w << l) >> r of
+// the 16 words' lanes in Vw (in place: shifts l then r, SHL and USHR on
+// 32-bit lanes), converts it to float (UCVTF), makes ŵ = s·q + z (Vs, Vz:
+// FMUL then FADD, which is the FMA's value since s·q is exact) and adds
+// x·ŵ (x lanes in Vx, x = V0-V3 by k) to Va, the product rounded first.
+// SHL Vd.4S, Vn.4S, #l (0 <= l < 32) and USHR Vd.4S, Vn.4S, #r (0 < r <= 32)
+#define SHL4S(d, n, l) WORD $(0x4F005400 | ((32+(l))<<16) | ((n)<<5) | (d))
+#define USHR4S(d, n, r) WORD $(0x6F000400 | ((64-(r))<<16) | ((n)<<5) | (d))
+// UCVTF Vd.4S, Vn.4S
+#define UCVTF4S(d, n) WORD $(0x6E21D800 | ((n)<<5) | (d))
+
+#define FIELD(w, l, r, s, z, k, a) \
+	SHL4S(w, w, l); \
+	USHR4S(w, w, r); \
+	UCVTF4S(w, w); \
+	FMUL4S(w, w, s); \
+	FADD4S(w, w, z); \
+	FMUL4S(w, w, k); \
+	FADD4S(a, a, w)
+
 // func dotF32_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotF32_1x1NEON(SB), NOSPLIT, $0-72
 	MOVD x+0(FP), R0
@@ -527,6 +547,502 @@ chunkI8G128_1x4:
 	SUBS $16, R5, R5
 	BNE loopI8G128_1x4
 reduceI8G128_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
+// func dotWQ8G128_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotWQ8G128_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5 // the row's bytes
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks left in the current group
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceWQ8G128_1x1
+loopWQ8G128_1x1:
+	CBNZ R7, chunkWQ8G128_1x1
+	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD R9, R8, R8
+	MOVD $2, R7
+chunkWQ8G128_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 8, 9, 0, 16)
+	FIELD(5, 24, 24, 8, 9, 1, 17)
+	FIELD(6, 24, 24, 8, 9, 2, 18)
+	FIELD(7, 24, 24, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 8, 9, 0, 16)
+	FIELD(5, 16, 24, 8, 9, 1, 17)
+	FIELD(6, 16, 24, 8, 9, 2, 18)
+	FIELD(7, 16, 24, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 8, 9, 0, 16)
+	FIELD(5, 8, 24, 8, 9, 1, 17)
+	FIELD(6, 8, 24, 8, 9, 2, 18)
+	FIELD(7, 8, 24, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 8, 9, 0, 16)
+	FIELD(5, 0, 24, 8, 9, 1, 17)
+	FIELD(6, 0, 24, 8, 9, 2, 18)
+	FIELD(7, 0, 24, 8, 9, 3, 19)
+	ADD $64, R1
+	SUB $1, R7, R7
+	SUBS $64, R5, R5
+	BNE loopWQ8G128_1x1
+reduceWQ8G128_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotWQ8G128_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotWQ8G128_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5 // the row's bytes
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks left in the current group
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceWQ8G128_1x4
+loopWQ8G128_1x4:
+	CBNZ R7, chunkWQ8G128_1x4
+	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD $8, R8, R11
+	VLD1R (R11), [V10.S4]
+	ADD $12, R8, R11
+	VLD1R (R11), [V11.S4]
+	ADD $16, R8, R11
+	VLD1R (R11), [V12.S4]
+	ADD $20, R8, R11
+	VLD1R (R11), [V13.S4]
+	ADD $24, R8, R11
+	VLD1R (R11), [V14.S4]
+	ADD $28, R8, R11
+	VLD1R (R11), [V15.S4]
+	ADD R9, R8, R8
+	MOVD $2, R7
+chunkWQ8G128_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 8, 9, 0, 16)
+	FIELD(5, 24, 24, 8, 9, 1, 17)
+	FIELD(6, 24, 24, 8, 9, 2, 18)
+	FIELD(7, 24, 24, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 10, 11, 0, 20)
+	FIELD(5, 24, 24, 10, 11, 1, 21)
+	FIELD(6, 24, 24, 10, 11, 2, 22)
+	FIELD(7, 24, 24, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 12, 13, 0, 24)
+	FIELD(5, 24, 24, 12, 13, 1, 25)
+	FIELD(6, 24, 24, 12, 13, 2, 26)
+	FIELD(7, 24, 24, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 14, 15, 0, 28)
+	FIELD(5, 24, 24, 14, 15, 1, 29)
+	FIELD(6, 24, 24, 14, 15, 2, 30)
+	FIELD(7, 24, 24, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 8, 9, 0, 16)
+	FIELD(5, 16, 24, 8, 9, 1, 17)
+	FIELD(6, 16, 24, 8, 9, 2, 18)
+	FIELD(7, 16, 24, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 10, 11, 0, 20)
+	FIELD(5, 16, 24, 10, 11, 1, 21)
+	FIELD(6, 16, 24, 10, 11, 2, 22)
+	FIELD(7, 16, 24, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 12, 13, 0, 24)
+	FIELD(5, 16, 24, 12, 13, 1, 25)
+	FIELD(6, 16, 24, 12, 13, 2, 26)
+	FIELD(7, 16, 24, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 14, 15, 0, 28)
+	FIELD(5, 16, 24, 14, 15, 1, 29)
+	FIELD(6, 16, 24, 14, 15, 2, 30)
+	FIELD(7, 16, 24, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 8, 9, 0, 16)
+	FIELD(5, 8, 24, 8, 9, 1, 17)
+	FIELD(6, 8, 24, 8, 9, 2, 18)
+	FIELD(7, 8, 24, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 10, 11, 0, 20)
+	FIELD(5, 8, 24, 10, 11, 1, 21)
+	FIELD(6, 8, 24, 10, 11, 2, 22)
+	FIELD(7, 8, 24, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 12, 13, 0, 24)
+	FIELD(5, 8, 24, 12, 13, 1, 25)
+	FIELD(6, 8, 24, 12, 13, 2, 26)
+	FIELD(7, 8, 24, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 14, 15, 0, 28)
+	FIELD(5, 8, 24, 14, 15, 1, 29)
+	FIELD(6, 8, 24, 14, 15, 2, 30)
+	FIELD(7, 8, 24, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 8, 9, 0, 16)
+	FIELD(5, 0, 24, 8, 9, 1, 17)
+	FIELD(6, 0, 24, 8, 9, 2, 18)
+	FIELD(7, 0, 24, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 10, 11, 0, 20)
+	FIELD(5, 0, 24, 10, 11, 1, 21)
+	FIELD(6, 0, 24, 10, 11, 2, 22)
+	FIELD(7, 0, 24, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 12, 13, 0, 24)
+	FIELD(5, 0, 24, 12, 13, 1, 25)
+	FIELD(6, 0, 24, 12, 13, 2, 26)
+	FIELD(7, 0, 24, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 14, 15, 0, 28)
+	FIELD(5, 0, 24, 14, 15, 1, 29)
+	FIELD(6, 0, 24, 14, 15, 2, 30)
+	FIELD(7, 0, 24, 14, 15, 3, 31)
+	ADD $64, R1
+	ADD $64, R2
+	ADD $64, R3
+	ADD $64, R4
+	SUB $1, R7, R7
+	SUBS $64, R5, R5
+	BNE loopWQ8G128_1x4
+reduceWQ8G128_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
+// func dotWQ4G128_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotWQ4G128_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5 // the row's bytes
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks left in the current group
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceWQ4G128_1x1
+loopWQ4G128_1x1:
+	CBNZ R7, chunkWQ4G128_1x1
+	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD R9, R8, R8
+	MOVD $1, R7
+chunkWQ4G128_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 8, 9, 0, 16)
+	FIELD(5, 28, 28, 8, 9, 1, 17)
+	FIELD(6, 28, 28, 8, 9, 2, 18)
+	FIELD(7, 28, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 8, 9, 0, 16)
+	FIELD(5, 24, 28, 8, 9, 1, 17)
+	FIELD(6, 24, 28, 8, 9, 2, 18)
+	FIELD(7, 24, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 8, 9, 0, 16)
+	FIELD(5, 20, 28, 8, 9, 1, 17)
+	FIELD(6, 20, 28, 8, 9, 2, 18)
+	FIELD(7, 20, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 8, 9, 0, 16)
+	FIELD(5, 16, 28, 8, 9, 1, 17)
+	FIELD(6, 16, 28, 8, 9, 2, 18)
+	FIELD(7, 16, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 4
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 8, 9, 0, 16)
+	FIELD(5, 12, 28, 8, 9, 1, 17)
+	FIELD(6, 12, 28, 8, 9, 2, 18)
+	FIELD(7, 12, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 5
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 8, 9, 0, 16)
+	FIELD(5, 8, 28, 8, 9, 1, 17)
+	FIELD(6, 8, 28, 8, 9, 2, 18)
+	FIELD(7, 8, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 6
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 8, 9, 0, 16)
+	FIELD(5, 4, 28, 8, 9, 1, 17)
+	FIELD(6, 4, 28, 8, 9, 2, 18)
+	FIELD(7, 4, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 7
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 8, 9, 0, 16)
+	FIELD(5, 0, 28, 8, 9, 1, 17)
+	FIELD(6, 0, 28, 8, 9, 2, 18)
+	FIELD(7, 0, 28, 8, 9, 3, 19)
+	ADD $64, R1
+	SUB $1, R7, R7
+	SUBS $64, R5, R5
+	BNE loopWQ4G128_1x1
+reduceWQ4G128_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotWQ4G128_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotWQ4G128_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5 // the row's bytes
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks left in the current group
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceWQ4G128_1x4
+loopWQ4G128_1x4:
+	CBNZ R7, chunkWQ4G128_1x4
+	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD $8, R8, R11
+	VLD1R (R11), [V10.S4]
+	ADD $12, R8, R11
+	VLD1R (R11), [V11.S4]
+	ADD $16, R8, R11
+	VLD1R (R11), [V12.S4]
+	ADD $20, R8, R11
+	VLD1R (R11), [V13.S4]
+	ADD $24, R8, R11
+	VLD1R (R11), [V14.S4]
+	ADD $28, R8, R11
+	VLD1R (R11), [V15.S4]
+	ADD R9, R8, R8
+	MOVD $1, R7
+chunkWQ4G128_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 8, 9, 0, 16)
+	FIELD(5, 28, 28, 8, 9, 1, 17)
+	FIELD(6, 28, 28, 8, 9, 2, 18)
+	FIELD(7, 28, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 10, 11, 0, 20)
+	FIELD(5, 28, 28, 10, 11, 1, 21)
+	FIELD(6, 28, 28, 10, 11, 2, 22)
+	FIELD(7, 28, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 12, 13, 0, 24)
+	FIELD(5, 28, 28, 12, 13, 1, 25)
+	FIELD(6, 28, 28, 12, 13, 2, 26)
+	FIELD(7, 28, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 14, 15, 0, 28)
+	FIELD(5, 28, 28, 14, 15, 1, 29)
+	FIELD(6, 28, 28, 14, 15, 2, 30)
+	FIELD(7, 28, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 8, 9, 0, 16)
+	FIELD(5, 24, 28, 8, 9, 1, 17)
+	FIELD(6, 24, 28, 8, 9, 2, 18)
+	FIELD(7, 24, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 10, 11, 0, 20)
+	FIELD(5, 24, 28, 10, 11, 1, 21)
+	FIELD(6, 24, 28, 10, 11, 2, 22)
+	FIELD(7, 24, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 12, 13, 0, 24)
+	FIELD(5, 24, 28, 12, 13, 1, 25)
+	FIELD(6, 24, 28, 12, 13, 2, 26)
+	FIELD(7, 24, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 14, 15, 0, 28)
+	FIELD(5, 24, 28, 14, 15, 1, 29)
+	FIELD(6, 24, 28, 14, 15, 2, 30)
+	FIELD(7, 24, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 8, 9, 0, 16)
+	FIELD(5, 20, 28, 8, 9, 1, 17)
+	FIELD(6, 20, 28, 8, 9, 2, 18)
+	FIELD(7, 20, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 10, 11, 0, 20)
+	FIELD(5, 20, 28, 10, 11, 1, 21)
+	FIELD(6, 20, 28, 10, 11, 2, 22)
+	FIELD(7, 20, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 12, 13, 0, 24)
+	FIELD(5, 20, 28, 12, 13, 1, 25)
+	FIELD(6, 20, 28, 12, 13, 2, 26)
+	FIELD(7, 20, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 14, 15, 0, 28)
+	FIELD(5, 20, 28, 14, 15, 1, 29)
+	FIELD(6, 20, 28, 14, 15, 2, 30)
+	FIELD(7, 20, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 8, 9, 0, 16)
+	FIELD(5, 16, 28, 8, 9, 1, 17)
+	FIELD(6, 16, 28, 8, 9, 2, 18)
+	FIELD(7, 16, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 10, 11, 0, 20)
+	FIELD(5, 16, 28, 10, 11, 1, 21)
+	FIELD(6, 16, 28, 10, 11, 2, 22)
+	FIELD(7, 16, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 12, 13, 0, 24)
+	FIELD(5, 16, 28, 12, 13, 1, 25)
+	FIELD(6, 16, 28, 12, 13, 2, 26)
+	FIELD(7, 16, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 14, 15, 0, 28)
+	FIELD(5, 16, 28, 14, 15, 1, 29)
+	FIELD(6, 16, 28, 14, 15, 2, 30)
+	FIELD(7, 16, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 4
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 8, 9, 0, 16)
+	FIELD(5, 12, 28, 8, 9, 1, 17)
+	FIELD(6, 12, 28, 8, 9, 2, 18)
+	FIELD(7, 12, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 10, 11, 0, 20)
+	FIELD(5, 12, 28, 10, 11, 1, 21)
+	FIELD(6, 12, 28, 10, 11, 2, 22)
+	FIELD(7, 12, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 12, 13, 0, 24)
+	FIELD(5, 12, 28, 12, 13, 1, 25)
+	FIELD(6, 12, 28, 12, 13, 2, 26)
+	FIELD(7, 12, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 14, 15, 0, 28)
+	FIELD(5, 12, 28, 14, 15, 1, 29)
+	FIELD(6, 12, 28, 14, 15, 2, 30)
+	FIELD(7, 12, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 5
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 8, 9, 0, 16)
+	FIELD(5, 8, 28, 8, 9, 1, 17)
+	FIELD(6, 8, 28, 8, 9, 2, 18)
+	FIELD(7, 8, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 10, 11, 0, 20)
+	FIELD(5, 8, 28, 10, 11, 1, 21)
+	FIELD(6, 8, 28, 10, 11, 2, 22)
+	FIELD(7, 8, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 12, 13, 0, 24)
+	FIELD(5, 8, 28, 12, 13, 1, 25)
+	FIELD(6, 8, 28, 12, 13, 2, 26)
+	FIELD(7, 8, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 14, 15, 0, 28)
+	FIELD(5, 8, 28, 14, 15, 1, 29)
+	FIELD(6, 8, 28, 14, 15, 2, 30)
+	FIELD(7, 8, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 6
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 8, 9, 0, 16)
+	FIELD(5, 4, 28, 8, 9, 1, 17)
+	FIELD(6, 4, 28, 8, 9, 2, 18)
+	FIELD(7, 4, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 10, 11, 0, 20)
+	FIELD(5, 4, 28, 10, 11, 1, 21)
+	FIELD(6, 4, 28, 10, 11, 2, 22)
+	FIELD(7, 4, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 12, 13, 0, 24)
+	FIELD(5, 4, 28, 12, 13, 1, 25)
+	FIELD(6, 4, 28, 12, 13, 2, 26)
+	FIELD(7, 4, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 14, 15, 0, 28)
+	FIELD(5, 4, 28, 14, 15, 1, 29)
+	FIELD(6, 4, 28, 14, 15, 2, 30)
+	FIELD(7, 4, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 7
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 8, 9, 0, 16)
+	FIELD(5, 0, 28, 8, 9, 1, 17)
+	FIELD(6, 0, 28, 8, 9, 2, 18)
+	FIELD(7, 0, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 10, 11, 0, 20)
+	FIELD(5, 0, 28, 10, 11, 1, 21)
+	FIELD(6, 0, 28, 10, 11, 2, 22)
+	FIELD(7, 0, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 12, 13, 0, 24)
+	FIELD(5, 0, 28, 12, 13, 1, 25)
+	FIELD(6, 0, 28, 12, 13, 2, 26)
+	FIELD(7, 0, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 14, 15, 0, 28)
+	FIELD(5, 0, 28, 14, 15, 1, 29)
+	FIELD(6, 0, 28, 14, 15, 2, 30)
+	FIELD(7, 0, 28, 14, 15, 3, 31)
+	ADD $64, R1
+	ADD $64, R2
+	ADD $64, R3
+	ADD $64, R4
+	SUB $1, R7, R7
+	SUBS $64, R5, R5
+	BNE loopWQ4G128_1x4
+reduceWQ4G128_1x4:
 	REDUCE(16, 17, 18, 19, 8)
 	FMOVS F8, 0(R6)
 	REDUCE(20, 21, 22, 23, 9)
