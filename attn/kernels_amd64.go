@@ -927,6 +927,9 @@ var (
 	avx2Kernels       = avx2.set(cpufeat.AVX2, false, false)
 )
 
+// asmKernels reports whether this build has assembly kernels.
+const asmKernels = true
+
 // kernelsFor returns the kernel set of a SIMD level; vnni selects the int8
 // dot products for integer keys (AVX-512 only), vbmi with vnni the int2
 // kernels of AVX-512 VBMI (a CPU with VBMI and no VNNI runs without them).

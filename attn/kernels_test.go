@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -18,7 +19,11 @@ import (
 func levelSets() []*kernels {
 	var out []*kernels
 	for _, l := range cpufeat.Levels() {
-		out = append(out, kernelsFor(l, false, false))
+		if k := kernelsFor(l, false, false); !slices.Contains(out, k) {
+			// A level without kernels of its own (NEON) runs a set
+			// already listed.
+			out = append(out, k)
+		}
 		if l == cpufeat.AVX512 && cpufeat.Detected().VNNI {
 			out = append(out, kernelsFor(l, true, false))
 			if cpufeat.Detected().VBMI {
@@ -400,7 +405,7 @@ func TestPVCodesKernel(t *testing.T) {
 			}
 		}
 	}
-	if ran == 0 && cpufeat.Detected().Max >= cpufeat.AVX512 {
+	if ran == 0 && cpufeat.Detected().Max == cpufeat.AVX512 {
 		t.Error("no AVX-512 kernel set has pvCodes")
 	}
 }
@@ -740,7 +745,11 @@ func TestForceSelectsKernels(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := cpufeat.Detected()
-		if k.level != got || k.vnni != (got == cpufeat.AVX512 && d.VNNI) || k.vbmi != (got == cpufeat.AVX512 && d.VNNI && d.VBMI) {
+		wantLevel := got
+		if !asmKernels {
+			wantLevel = cpufeat.Generic
+		}
+		if k.level != wantLevel || k.vnni != (got == cpufeat.AVX512 && d.VNNI) || k.vbmi != (got == cpufeat.AVX512 && d.VNNI && d.VBMI) {
 			t.Fatalf("Force(%v): kernels of level %v (vnni %v, vbmi %v)", l, k.level, k.vnni, k.vbmi)
 		}
 		compareDecode(t, "forced "+l.String(), p, q, out, want, st, queryQuantTol(k, p, seqsOf(caches), q), valueQuantTol(k, p, seqsOf(caches), st))

@@ -15,8 +15,8 @@ type asmDot struct {
 // tileTable holds the SIMD tiles by level and tileFormats index;
 // widenTable the widening kernels.
 var (
-	tileTable  [cpufeat.AVX512 + 1][len(tileFormats)]tiles
-	widenTable [cpufeat.AVX512 + 1][len(tileFormats)]widenFunc
+	tileTable  [cpufeat.NumLevels][len(tileFormats)]tiles
+	widenTable [cpufeat.NumLevels][len(tileFormats)]widenFunc
 )
 
 func init() {

@@ -1,4 +1,4 @@
-//go:build !amd64 || purego
+//go:build !(amd64 || arm64) || purego
 
 package cpu
 
@@ -7,6 +7,6 @@ import "github.com/bitdecode/bitdecode/internal/cpufeat"
 // tileTable and widenTable are empty without assembly: every weight runs
 // on dotGeneric and widens in Go.
 var (
-	tileTable  [cpufeat.AVX512 + 1][len(tileFormats)]tiles
-	widenTable [cpufeat.AVX512 + 1][len(tileFormats)]widenFunc
+	tileTable  [cpufeat.NumLevels][len(tileFormats)]tiles
+	widenTable [cpufeat.NumLevels][len(tileFormats)]widenFunc
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/wq"
 )
 
 // storedWeight is a test matrix in one storage format: its bytes as a
@@ -115,6 +116,32 @@ func canonicalTol(x, w []float32, bias float32, K int) float64 {
 	s += math.Abs(float64(bias))
 	depth := K/dotLanes + 4 + K%dotLanes + 2
 	return float64(depth)*0x1p-24*s*1.0001 + 1e-30
+}
+
+// TestTilesPresent checks that every SIMD level this CPU runs has the tiles
+// of the F32, BF16, F16 and I8 (groups 32, 64, 128) formats and of the
+// packed wq int8 and int4 formats, so that the bitwise comparisons of
+// TestLinearFormats and TestQuantLinearLevels compare assembly with the
+// pure-Go tile rather than the pure-Go tile with itself.
+func TestTilesPresent(t *testing.T) {
+	formats := []*weight{
+		{format: wF32}, {format: wBF16}, {format: wF16},
+		{format: wI8, group: 32}, {format: wI8, group: 64}, {format: wI8, group: 128},
+	}
+	for _, lvl := range cpufeat.Levels()[1:] {
+		_, restore := cpufeat.Force(lvl)
+		for _, w := range formats {
+			if ts, ok := tilesFor(w); !ok || ts.k14 == nil {
+				t.Errorf("%v: no tiles for %v (group %d)", lvl, w.format, w.group)
+			}
+		}
+		for _, e := range []wq.Elem{wq.Int8, wq.Int4} {
+			if ts := tileTable[lvl][packedFormats[e].tile]; ts.k11 == nil || ts.k14 == nil {
+				t.Errorf("%v: no packed tiles for %v", lvl, e)
+			}
+		}
+		restore()
+	}
 }
 
 // TestLinearFormats checks Linear on every storage format and SIMD level

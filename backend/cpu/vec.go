@@ -1,7 +1,8 @@
 package cpu
 
 // Elementwise float32 kernels of RMSNorm, RoPE, SwiGLU, GeGLU and Add: the SIMD
-// versions (vec_amd64.s, 8 lanes) and their pure-Go references, which do
+// versions (vec_amd64.s, 8 lanes; vec_arm64.s, two 4-lane registers, with
+// no SwiGLU or GeGLU kernel) and their pure-Go references, which do
 // the same float32 operations in the same order (products rounded before
 // any add: no fused multiply-add), so every level gives the same bits.
 // Each function takes whole slices; the SIMD kernel covers the first
@@ -18,7 +19,7 @@ func addVec(dst, a, b []float32) {
 	a, b = a[:n], b[:n]
 	i := 0
 	if v := n &^ (vecLanes - 1); v > 0 && vecSIMD() {
-		addAVX2(&dst[0], &a[0], &b[0], v)
+		addSIMD(&dst[0], &a[0], &b[0], v)
 		i = v
 	}
 	for ; i < n; i++ {
@@ -32,7 +33,7 @@ func scaleMulVec(dst, x, w []float32, r float32) {
 	x, w = x[:n], w[:n]
 	i := 0
 	if v := n &^ (vecLanes - 1); v > 0 && vecSIMD() {
-		scaleMulAVX2(&dst[0], &x[0], &w[0], v, r)
+		scaleMulSIMD(&dst[0], &x[0], &w[0], v, r)
 		i = v
 	}
 	for ; i < n; i++ {
@@ -47,7 +48,7 @@ func ropeVec(lo, hi, cos, sin []float32) {
 	hi, cos, sin = hi[:n], cos[:n], sin[:n]
 	i := 0
 	if v := n &^ (vecLanes - 1); v > 0 && vecSIMD() {
-		ropeAVX2(&lo[0], &hi[0], &cos[0], &sin[0], v)
+		ropeSIMD(&lo[0], &hi[0], &cos[0], &sin[0], v)
 		i = v
 	}
 	for ; i < n; i++ {
@@ -66,7 +67,7 @@ func swigluVec(dst, g, u []float32) {
 	g, u = g[:n], u[:n]
 	i := 0
 	if v := n &^ (vecLanes - 1); v > 0 && vecSIMD() {
-		swigluAVX2(&dst[0], &g[0], &u[0], v)
+		swigluSIMD(&dst[0], &g[0], &u[0], v)
 		i = v
 	}
 	for ; i < n; i++ {
@@ -111,7 +112,7 @@ func geluTanhF64(g float32) float32 {
 // glu64 returns float32(g/(1 + e^x)) with e^x in float64: x clamped to
 // [siluLo, siluHi], n = round(x·log2 e), r = x − n·ln2 (in two parts), e^r
 // by Horner's rule on 1/k!, times 2^n. Every product is rounded before its
-// add (no fused multiply-add), so swigluAVX2 and gegluAVX2 compute the
+// add (no fused multiply-add), so swigluSIMD and gegluSIMD compute the
 // same bits.
 func glu64(g float32, x float64) float32 {
 	x = max(x, siluLo)
@@ -136,7 +137,7 @@ func gegluVec(dst, g, u []float32) {
 	g, u = g[:n], u[:n]
 	i := 0
 	if v := n &^ (vecLanes - 1); v > 0 && vecSIMD() {
-		gegluAVX2(&dst[0], &g[0], &u[0], v)
+		gegluSIMD(&dst[0], &g[0], &u[0], v)
 		i = v
 	}
 	for ; i < n; i++ {
@@ -164,7 +165,7 @@ func sumSquares(x []float32) float64 {
 	k16 := len(x) &^ (dotLanes - 1)
 	var sc [2 * dotLanes]float32
 	if k16 > 0 && vecSIMD() {
-		sumSquaresAVX2(&x[0], k16, &sc)
+		sumSquaresSIMD(&x[0], k16, &sc)
 	} else {
 		s, c := sc[:dotLanes], sc[dotLanes:]
 		for k := 0; k < k16; k += dotLanes {

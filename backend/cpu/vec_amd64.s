@@ -32,8 +32,8 @@ DATA vecConst<>+136(SB)/8, $0x3fa6e4e26d4801f7 // geluCubic 0.044715
 DATA vecConst<>+144(SB)/8, $0xbff9884533d43651 // geluNegK −2·√(2/π)
 GLOBL vecConst<>(SB), RODATA|NOPTR, $152
 
-// func addAVX2(dst, a, b *float32, n int)
-TEXT ·addAVX2(SB), NOSPLIT, $0-32
+// func addSIMD(dst, a, b *float32, n int)
+TEXT ·addSIMD(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DX
@@ -51,8 +51,8 @@ add_done:
 	VZEROUPPER
 	RET
 
-// func scaleMulAVX2(dst, x, w *float32, n int, r float32)
-TEXT ·scaleMulAVX2(SB), NOSPLIT, $0-36
+// func scaleMulSIMD(dst, x, w *float32, n int, r float32)
+TEXT ·scaleMulSIMD(SB), NOSPLIT, $0-36
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ w+16(FP), DX
@@ -71,8 +71,8 @@ sm_done:
 	VZEROUPPER
 	RET
 
-// func ropeAVX2(lo, hi, cos, sin *float32, n int)
-TEXT ·ropeAVX2(SB), NOSPLIT, $0-40
+// func ropeSIMD(lo, hi, cos, sin *float32, n int)
+TEXT ·ropeSIMD(SB), NOSPLIT, $0-40
 	MOVQ lo+0(FP), DI
 	MOVQ hi+8(FP), SI
 	MOVQ cos+16(FP), DX
@@ -100,10 +100,10 @@ rope_done:
 	VZEROUPPER
 	RET
 
-// func swigluAVX2(dst, gate, u *float32, n int)
+// func swigluSIMD(dst, gate, u *float32, n int)
 // silu in float64, 4 lanes at a time (siluF64), rounded once to float32,
 // times u in float32.
-TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
+TEXT ·swigluSIMD(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ gate+8(FP), SI
 	MOVQ u+16(FP), DX
@@ -174,10 +174,10 @@ sw_done:
 	VZEROUPPER
 	RET
 
-// func gegluAVX2(dst, gate, u *float32, n int)
-// gelu_tanh in float64, 4 lanes at a time (geluTanhF64): swigluAVX2 with
+// func gegluSIMD(dst, gate, u *float32, n int)
+// gelu_tanh in float64, 4 lanes at a time (geluTanhF64): swigluSIMD with
 // x = geluNegK·(g + geluCubic·((g·g)·g)) in place of x = −g.
-TEXT ·gegluAVX2(SB), NOSPLIT, $0-32
+TEXT ·gegluSIMD(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ gate+8(FP), SI
 	MOVQ u+16(FP), DX
@@ -253,11 +253,11 @@ ge_done:
 	VZEROUPPER
 	RET
 
-// func sumSquaresAVX2(x *float32, n int, sc *[32]float32)
+// func sumSquaresSIMD(x *float32, n int, sc *[32]float32)
 // Kahan-compensated sums of squares in 16 float32 lanes (lane l: elements
 // l, l+16, ...): sc[l] the sum, sc[16+l] its compensation. n is a multiple
 // of 16.
-TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-24
+TEXT ·sumSquaresSIMD(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	MOVQ sc+16(FP), DI

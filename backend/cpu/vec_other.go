@@ -1,4 +1,4 @@
-//go:build !amd64 || purego
+//go:build !(amd64 || arm64) || purego
 
 package cpu
 
@@ -6,9 +6,9 @@ package cpu
 
 func vecSIMD() bool { return false }
 
-func addAVX2(dst, a, b *float32, n int)                 { panic("cpu: no SIMD kernels in this build") }
-func scaleMulAVX2(dst, x, w *float32, n int, r float32) { panic("cpu: no SIMD kernels in this build") }
-func ropeAVX2(lo, hi, cos, sin *float32, n int)         { panic("cpu: no SIMD kernels in this build") }
-func sumSquaresAVX2(x *float32, n int, sc *[32]float32) { panic("cpu: no SIMD kernels in this build") }
-func swigluAVX2(dst, gate, u *float32, n int)           { panic("cpu: no SIMD kernels in this build") }
-func gegluAVX2(dst, gate, u *float32, n int)            { panic("cpu: no SIMD kernels in this build") }
+func addSIMD(dst, a, b *float32, n int)                 { panic("cpu: no SIMD kernels in this build") }
+func scaleMulSIMD(dst, x, w *float32, n int, r float32) { panic("cpu: no SIMD kernels in this build") }
+func ropeSIMD(lo, hi, cos, sin *float32, n int)         { panic("cpu: no SIMD kernels in this build") }
+func sumSquaresSIMD(x *float32, n int, sc *[32]float32) { panic("cpu: no SIMD kernels in this build") }
+func swigluSIMD(dst, gate, u *float32, n int)           { panic("cpu: no SIMD kernels in this build") }
+func gegluSIMD(dst, gate, u *float32, n int)            { panic("cpu: no SIMD kernels in this build") }

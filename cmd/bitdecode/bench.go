@@ -157,7 +157,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(benchCmd, stdout)
 	device, quick, kvs, grid, jsonPath, reps := benchFlags(fs)
 	gf := addGPUBenchFlags(fs)
-	simd := fs.String("simd", "", "cpu: SIMD level to run the decode at: generic, avx2 or avx512 (default: the CPU's)")
+	simd := fs.String("simd", "", "cpu: SIMD level to run the decode at: generic, avx2 or avx512 (amd64), neon (arm64) (default: the CPU's)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

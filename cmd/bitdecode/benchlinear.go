@@ -40,7 +40,7 @@ func runBenchLinear(args []string, stdout, stderr io.Writer) error {
 	kvs := fs.String("kv", "fp16,int4", "comma-separated KV formats for the decode steps (empty: no steps)")
 	ctx := fs.String("ctx", "1024,8192", "comma-separated contexts (tokens in the cache) for the decode steps")
 	threads := fs.Int("threads", 0, "goroutines per op (default GOMAXPROCS)")
-	simd := fs.String("simd", "", "SIMD level to run at: generic, avx2 or avx512 (default: the CPU's)")
+	simd := fs.String("simd", "", "SIMD level to run at: generic, avx2 or avx512 (amd64), neon (arm64) (default: the CPU's)")
 	steps := fs.Int("steps", 30, "timed decode steps per row (median reported)")
 	reps := fs.Int("reps", 50, "timed calls per layer row (median reported)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")

@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // libSpec says how to find one shared library: a Config field that, when
@@ -39,10 +37,6 @@ func (s libSpec) candidates(c Config) []string {
 // opener opens a shared library by name or path; dlopenNow in production,
 // a fake in tests.
 type opener func(name string) (uintptr, error)
-
-func dlopenNow(name string) (uintptr, error) {
-	return purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-}
 
 // library is an opened shared library.
 type library struct {
@@ -81,7 +75,7 @@ func (s *symbols) need(name string) uintptr {
 	if s.err != nil {
 		return 0
 	}
-	p, err := purego.Dlsym(s.lib.handle, name)
+	p, err := dlsym(s.lib.handle, name)
 	if err != nil || p == 0 {
 		s.err = fmt.Errorf("%s has no symbol %s (library too old?)", s.lib.name, name)
 		return 0
@@ -96,7 +90,7 @@ func (s *symbols) first(names ...string) uintptr {
 		return 0
 	}
 	for _, n := range names {
-		if p, err := purego.Dlsym(s.lib.handle, n); err == nil && p != 0 {
+		if p, err := dlsym(s.lib.handle, n); err == nil && p != 0 {
 			return p
 		}
 	}
@@ -106,7 +100,7 @@ func (s *symbols) first(names ...string) uintptr {
 
 // optional returns the address of a symbol, or 0.
 func (s *symbols) optional(name string) uintptr {
-	p, err := purego.Dlsym(s.lib.handle, name)
+	p, err := dlsym(s.lib.handle, name)
 	if err != nil {
 		return 0
 	}

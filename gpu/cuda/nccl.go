@@ -102,12 +102,12 @@ func loadNCCL() (*nccl, error) {
 // setNCCLEnv writes ncclEnv into libc's environment (setenv with
 // overwrite), where NCCL reads it, and reads each value back.
 func setNCCLEnv() error {
-	libc, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	libc, err := dlopenNow("libc.so.6")
 	if err != nil {
 		return fmt.Errorf("libc.so.6 (to set NCCL's environment): %v", err)
 	}
-	setenv, err1 := purego.Dlsym(libc, "setenv")
-	getenv, err2 := purego.Dlsym(libc, "getenv")
+	setenv, err1 := dlsym(libc, "setenv")
+	getenv, err2 := dlsym(libc, "getenv")
 	if err := errors.Join(err1, err2); err != nil {
 		return fmt.Errorf("libc.so.6: %v", err)
 	}
@@ -131,11 +131,11 @@ func setNCCLEnv() error {
 // cgetenv returns name's value in libc's environment ("" when unset), for
 // tests that check what NCCL sees.
 func cgetenv(name string) string {
-	libc, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	libc, err := dlopenNow("libc.so.6")
 	if err != nil {
 		return ""
 	}
-	getenv, err := purego.Dlsym(libc, "getenv")
+	getenv, err := dlsym(libc, "getenv")
 	if err != nil {
 		return ""
 	}

@@ -63,11 +63,11 @@ func TestNCCLEnvNVLSOff(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("libc.so.6 is Linux's")
 	}
-	libc, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	libc, err := dlopenNow("libc.so.6")
 	if err != nil {
 		t.Skipf("no libc.so.6: %v", err)
 	}
-	setenv, err := purego.Dlsym(libc, "setenv")
+	setenv, err := dlsym(libc, "setenv")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,8 @@
+//go:build linux
+
+// The owner tests name OS threads by gettid, which is Linux's (and CUDA
+// runs on Linux only).
+
 package cuda
 
 import (

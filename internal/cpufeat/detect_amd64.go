@@ -4,6 +4,9 @@ package cpufeat
 
 import "golang.org/x/sys/cpu"
 
+// archLevels is amd64's chain of levels.
+var archLevels = []Level{Generic, AVX2, AVX512}
+
 func detect() Features {
 	x := cpu.X86
 	var f Features

@@ -1,0 +1,142 @@
+//go:build !purego
+
+package attn
+
+import "github.com/bitdecode/bitdecode/internal/cpufeat"
+
+// The NEON kernel set of arm64: the pure-Go set with the fp16 conversion,
+// the byte codes' conversion and int4 unpacking, the float32 scores, the PV
+// sums, the softmax's exp, max and dot of kernels_arm64.s. The rest (the
+// query folds, the integer paths of the VNNI sets) stays in Go.
+
+//go:noescape
+func cvtHalfNEON(dst *float32, src *uint16, n int)
+
+//go:noescape
+func codesF32NEON(dst *float32, src *uint8, n int)
+
+//go:noescape
+func unpack4NEON(dst *uint8, src *byte, n int)
+
+//go:noescape
+func scoresF32NEON(out, q, k, A, B *float32, n, d int, a, b float32)
+
+//go:noescape
+func pvF32NEON(acc *float32, ldacc int, w *float32, ldw int, v *float32, ldv, n, rows, cols int)
+
+//go:noescape
+func maxF32NEON(x *float32, n int) float32
+
+//go:noescape
+func dotF32NEON(a, b *float32, n int) float32
+
+//go:noescape
+func expSubNEON(x *float32, n int, m float32) float32
+
+// neonLanes is the element count the NEON loops step by; the wrappers run
+// any rest in Go.
+const neonLanes = 16
+
+func cvtHalfN(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	v := len(src) &^ (neonLanes - 1)
+	if v > 0 {
+		cvtHalfNEON(&dst[0], &src[0], v)
+	}
+	cvtHalfGo(dst[v:], src[v:])
+}
+
+func codesF32N(dst []float32, src []uint8) {
+	dst = dst[:len(src)]
+	v := len(src) &^ (neonLanes - 1)
+	if v > 0 {
+		codesF32NEON(&dst[0], &src[0], v)
+	}
+	codesF32Go(dst[v:], src[v:])
+}
+
+func unpack4N(dst []uint8, src []byte) {
+	dst = dst[:2*len(src)]
+	v := len(src) &^ (neonLanes - 1)
+	if v > 0 {
+		unpack4NEON(&dst[0], &src[0], v)
+	}
+	unpack4Go(dst[2*v:], src[v:])
+}
+
+func scoresF32N(out, q, k, A, B []float32, a, b float32) {
+	d, n := len(q), len(out)
+	if d%neonLanes != 0 || n == 0 {
+		scoresF32Go(out, q, k, A, B, a, b)
+		return
+	}
+	_, _, _ = k[n*d-1], A[n-1], B[n-1]
+	scoresF32NEON(&out[0], &q[0], &k[0], &A[0], &B[0], n, d, a, b)
+}
+
+func pvF32N(acc []float32, ldacc int, w []float32, ldw int, v []float32, ldv, n, rows, cols int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	if cols%neonLanes != 0 || rows > 4 {
+		pvF32Go(acc, ldacc, w, ldw, v, ldv, n, rows, cols)
+		return
+	}
+	_ = acc[(rows-1)*ldacc+cols-1]
+	wp, vp := &acc[0], &acc[0] // any valid pointer where n is 0: never read
+	if n > 0 {
+		_, _ = w[(rows-1)*ldw+n-1], v[(n-1)*ldv+cols-1]
+		wp, vp = &w[0], &v[0]
+	}
+	pvF32NEON(&acc[0], ldacc, wp, ldw, vp, ldv, n, rows, cols)
+}
+
+func maxF32N(x []float32) float32 {
+	v := len(x) &^ (neonLanes - 1)
+	if v == 0 {
+		return maxF32Go(x)
+	}
+	return max(maxF32NEON(&x[0], v), maxF32Go(x[v:]))
+}
+
+func dotF32N(a, b []float32) float32 {
+	if len(a)%neonLanes != 0 || len(a) == 0 {
+		return dotF32Go(a, b)
+	}
+	_ = b[len(a)-1]
+	return dotF32NEON(&a[0], &b[0], len(a))
+}
+
+func expSubN(x []float32, m float32) float32 {
+	if len(x)%neonLanes != 0 || len(x) == 0 {
+		return expSubGo(x, m)
+	}
+	return expSubNEON(&x[0], len(x), m)
+}
+
+// neonKernels is the NEON set.
+var neonKernels = func() kernels {
+	k := genericKernels
+	k.level = cpufeat.NEON
+	k.cvtHalf = cvtHalfN
+	k.codesF32 = codesF32N
+	k.unpack4 = unpack4N
+	k.scoresF32 = scoresF32N
+	k.pvF32 = pvF32N
+	k.maxF32 = maxF32N
+	k.dotF32 = dotF32N
+	k.expSub = expSubN
+	return k
+}()
+
+// asmKernels reports whether this build has assembly kernels.
+const asmKernels = true
+
+// kernelsFor returns the kernel set of a SIMD level: NEON's, or the pure-Go
+// set (vnni and vbmi are amd64's).
+func kernelsFor(l cpufeat.Level, vnni, vbmi bool) *kernels {
+	if l == cpufeat.NEON {
+		return &neonKernels
+	}
+	return &genericKernels
+}

@@ -1,0 +1,393 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// NEON kernels of attn's decode for arm64 (kernels_arm64.go wraps them):
+// fp16 conversion, byte codes to float32, int4 unpacking, the float32
+// scores, the PV sums, max and dot. The Go assembler has no vector
+// floating-point arithmetic for arm64, so those instructions are WORD
+// encodings made by the macros below, each named by its mnemonic, register
+// arguments V-register numbers. R18 (darwin's platform register) is never
+// used.
+
+// FADD Vd.4S, Vn.4S, Vm.4S
+#define FADD4S(d, n, m) WORD $(0x4E20D400 | ((m)<<16) | ((n)<<5) | (d))
+
+// FMLA Vd.4S, Vn.4S, Vm.4S (Vd += Vn·Vm, one rounding)
+#define FMLA4S(d, n, m) WORD $(0x4E20CC00 | ((m)<<16) | ((n)<<5) | (d))
+
+// FMAX Vd.4S, Vn.4S, Vm.4S
+#define FMAX4S(d, n, m) WORD $(0x4E20F400 | ((m)<<16) | ((n)<<5) | (d))
+
+// FMAXV Sd, Vn.4S
+#define FMAXV4S(d, n) WORD $(0x6E30F800 | ((n)<<5) | (d))
+
+// FADDP Sd, Vn.2S (Sd = Vn.S[0] + Vn.S[1])
+#define FADDPS(d, n) WORD $(0x7E30D800 | ((n)<<5) | (d))
+
+// EXT Vd.16B, Vn.16B, Vm.16B, #8
+#define EXT8(d, n, m) WORD $(0x6E004000 | ((m)<<16) | ((n)<<5) | (d))
+
+// FCVTL Vd.4S, Vn.4H and FCVTL2 Vd.4S, Vn.8H (fp16 -> float32, exact)
+#define FCVTL(d, n) WORD $(0x0E217800 | ((n)<<5) | (d))
+#define FCVTL2(d, n) WORD $(0x4E217800 | ((n)<<5) | (d))
+
+// UXTL Vd.8H, Vn.8B and UXTL2 Vd.8H, Vn.16B; UXTL Vd.4S, Vn.4H and UXTL2
+// Vd.4S, Vn.8H (zero extension)
+#define UXTLB(d, n) WORD $(0x2F08A400 | ((n)<<5) | (d))
+#define UXTL2B(d, n) WORD $(0x6F08A400 | ((n)<<5) | (d))
+#define UXTLH(d, n) WORD $(0x2F10A400 | ((n)<<5) | (d))
+#define UXTL2H(d, n) WORD $(0x6F10A400 | ((n)<<5) | (d))
+
+// UCVTF Vd.4S, Vn.4S (uint32 -> float32)
+#define UCVTF4S(d, n) WORD $(0x6E21D800 | ((n)<<5) | (d))
+
+// MOVI Vd.16B, #0x0f
+#define MOVI0F(d) WORD $(0x4F00E5E0 | (d))
+
+// AND Vd.16B, Vn.16B, Vm.16B
+#define AND16B(d, n, m) WORD $(0x4E201C00 | ((m)<<16) | ((n)<<5) | (d))
+
+// USHR Vd.16B, Vn.16B, #4
+#define USHR4B(d, n) WORD $(0x6F0C0400 | ((n)<<5) | (d))
+
+// ZIP1 Vd.16B, Vn.16B, Vm.16B and ZIP2 (bytes of Vn and Vm interleaved,
+// Vn's first; ZIP1 the low halves, ZIP2 the high)
+#define ZIP1B(d, n, m) WORD $(0x4E003800 | ((m)<<16) | ((n)<<5) | (d))
+#define ZIP2B(d, n, m) WORD $(0x4E007800 | ((m)<<16) | ((n)<<5) | (d))
+
+// REDUCE16 sums 16 lanes Va..Vd (lanes 0-3, ..., 12-15) into Sr in
+// sum16's order: lanes l + l+8, then + l+4, + l+2, + l+1. It overwrites Va
+// and Vb.
+#define REDUCE16(a, b, c, d, r) \
+	FADD4S(a, a, c); \
+	FADD4S(b, b, d); \
+	FADD4S(a, a, b); \
+	EXT8(b, a, a); \
+	FADD4S(a, a, b); \
+	FADDPS(r, a)
+
+// func cvtHalfNEON(dst *float32, src *uint16, n int)
+// n a multiple of 16.
+TEXT ·cvtHalfNEON(SB), NOSPLIT, $0-24
+	MOVD dst+0(FP), R0
+	MOVD src+8(FP), R1
+	MOVD n+16(FP), R2
+	CBZ R2, ch_done
+ch_loop:
+	VLD1.P 32(R1), [V0.H8, V1.H8]
+	FCVTL(4, 0)
+	FCVTL2(5, 0)
+	FCVTL(6, 1)
+	FCVTL2(7, 1)
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
+	SUBS $16, R2, R2
+	BNE ch_loop
+ch_done:
+	RET
+
+// func codesF32NEON(dst *float32, src *uint8, n int)
+// n a multiple of 16.
+TEXT ·codesF32NEON(SB), NOSPLIT, $0-24
+	MOVD dst+0(FP), R0
+	MOVD src+8(FP), R1
+	MOVD n+16(FP), R2
+	CBZ R2, cf_done
+cf_loop:
+	VLD1.P 16(R1), [V0.B16]
+	UXTLB(1, 0)
+	UXTL2B(2, 0)
+	UXTLH(4, 1)
+	UXTL2H(5, 1)
+	UXTLH(6, 2)
+	UXTL2H(7, 2)
+	UCVTF4S(4, 4)
+	UCVTF4S(5, 5)
+	UCVTF4S(6, 6)
+	UCVTF4S(7, 7)
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
+	SUBS $16, R2, R2
+	BNE cf_loop
+cf_done:
+	RET
+
+// func unpack4NEON(dst *uint8, src *byte, n int)
+// n source bytes (a multiple of 16) to 2n codes, the low nibble first.
+TEXT ·unpack4NEON(SB), NOSPLIT, $0-24
+	MOVD dst+0(FP), R0
+	MOVD src+8(FP), R1
+	MOVD n+16(FP), R2
+	MOVI0F(31)
+	CBZ R2, u4_done
+u4_loop:
+	VLD1.P 16(R1), [V0.B16]
+	AND16B(1, 0, 31)
+	USHR4B(2, 0)
+	ZIP1B(3, 1, 2)
+	ZIP2B(4, 1, 2)
+	VST1.P [V3.B16, V4.B16], 32(R0)
+	SUBS $16, R2, R2
+	BNE u4_loop
+u4_done:
+	RET
+
+// func scoresF32NEON(out, q, k, A, B *float32, n, d int, a, b float32)
+// out[t] = (a·A[t])·(q·k[t]) + b·B[t] for t < n, k rows of d floats (d a
+// multiple of 16): the dot product in 16 lanes (V16-V19, fused
+// multiply-adds) reduced as sum16.
+TEXT ·scoresF32NEON(SB), NOSPLIT, $0-64
+	MOVD out+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD k+16(FP), R2
+	MOVD A+24(FP), R3
+	MOVD B+32(FP), R4
+	MOVD n+40(FP), R5
+	MOVD d+48(FP), R6
+	FMOVS a+56(FP), F20
+	FMOVS b+60(FP), F21
+	CBZ R5, sc_done
+sc_token:
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R1, R7
+	MOVD R6, R8
+sc_chunk:
+	VLD1.P 64(R7), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FMLA4S(16, 0, 4)
+	FMLA4S(17, 1, 5)
+	FMLA4S(18, 2, 6)
+	FMLA4S(19, 3, 7)
+	SUBS $16, R8, R8
+	BNE sc_chunk
+	REDUCE16(16, 17, 18, 19, 8)
+	FMOVS.P 4(R3), F9
+	FMOVS.P 4(R4), F10
+	FMULS F20, F9, F9   // a·A[t]
+	FMULS F9, F8, F8    // · dot
+	FMULS F21, F10, F10 // b·B[t]
+	FADDS F10, F8, F8
+	FMOVS.P F8, 4(R0)
+	SUBS $1, R5, R5
+	BNE sc_token
+sc_done:
+	RET
+
+// func pvF32NEON(acc *float32, ldacc int, w *float32, ldw int, v *float32, ldv, n, rows, cols int)
+// For rows r < rows and 16-column chunks c0 < cols: s = Σ_t w[r·ldw+t]·
+// v[t·ldv+c0..c0+16] (tokens of weight 0 skipped, a fused multiply-add per
+// term, in token order: axpy's), then acc[r·ldacc+c0..] += s.
+TEXT ·pvF32NEON(SB), NOSPLIT, $0-72
+	MOVD acc+0(FP), R0
+	MOVD ldacc+8(FP), R1
+	MOVD w+16(FP), R2
+	MOVD ldw+24(FP), R3
+	MOVD v+32(FP), R4
+	MOVD ldv+40(FP), R5
+	MOVD n+48(FP), R6
+	MOVD rows+56(FP), R7
+	MOVD cols+64(FP), R8
+	LSL $2, R1, R1 // strides in bytes
+	LSL $2, R3, R3
+	LSL $2, R5, R5
+	LSL $2, R8, R8 // cols in bytes
+	CBZ R7, pv_done
+pv_row:
+	MOVD $0, R9 // column offset in bytes
+pv_chunk:
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R2, R10      // w row
+	ADD R9, R4, R11   // v + c0
+	MOVD R6, R12      // tokens left
+	CBZ R12, pv_add
+pv_token:
+	FMOVS.P 4(R10), F20
+	FCMPS $(0.0), F20
+	BEQ pv_skip
+	VDUP V20.S[0], V20.S4
+	VLD1 (R11), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FMLA4S(16, 4, 20)
+	FMLA4S(17, 5, 20)
+	FMLA4S(18, 6, 20)
+	FMLA4S(19, 7, 20)
+pv_skip:
+	ADD R5, R11, R11
+	SUBS $1, R12, R12
+	BNE pv_token
+pv_add:
+	ADD R9, R0, R13
+	VLD1 (R13), [V0.S4, V1.S4, V2.S4, V3.S4]
+	FADD4S(0, 0, 16)
+	FADD4S(1, 1, 17)
+	FADD4S(2, 2, 18)
+	FADD4S(3, 3, 19)
+	VST1 [V0.S4, V1.S4, V2.S4, V3.S4], (R13)
+	ADD $64, R9, R9
+	CMP R8, R9
+	BLT pv_chunk
+	ADD R1, R0, R0
+	ADD R3, R2, R2
+	SUBS $1, R7, R7
+	BNE pv_row
+pv_done:
+	RET
+
+// func maxF32NEON(x *float32, n int) float32
+// The largest of x[:n] (n a multiple of 16, not 0).
+TEXT ·maxF32NEON(SB), NOSPLIT, $0-20
+	MOVD x+0(FP), R0
+	MOVD n+8(FP), R1
+	VLD1.P 64(R0), [V16.S4, V17.S4, V18.S4, V19.S4]
+	SUBS $16, R1, R1
+	BEQ mx_reduce
+mx_loop:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	FMAX4S(16, 16, 0)
+	FMAX4S(17, 17, 1)
+	FMAX4S(18, 18, 2)
+	FMAX4S(19, 19, 3)
+	SUBS $16, R1, R1
+	BNE mx_loop
+mx_reduce:
+	FMAX4S(16, 16, 17)
+	FMAX4S(18, 18, 19)
+	FMAX4S(16, 16, 18)
+	FMAXV4S(0, 16)
+	FMOVS F0, ret+16(FP)
+	RET
+
+// func dotF32NEON(a, b *float32, n int) float32
+// Σ a[i]·b[i] in 16 lanes (lane i%16, a fused multiply-add per term)
+// reduced as sum16; n a multiple of 16.
+TEXT ·dotF32NEON(SB), NOSPLIT, $0-28
+	MOVD a+0(FP), R0
+	MOVD b+8(FP), R1
+	MOVD n+16(FP), R2
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	CBZ R2, dt_reduce
+dt_loop:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FMLA4S(16, 0, 4)
+	FMLA4S(17, 1, 5)
+	FMLA4S(18, 2, 6)
+	FMLA4S(19, 3, 7)
+	SUBS $16, R2, R2
+	BNE dt_loop
+dt_reduce:
+	REDUCE16(16, 17, 18, 19, 0)
+	FMOVS F0, ret+24(FP)
+	RET
+
+// FSUB, FMUL Vd.4S, Vn.4S, Vm.4S; FMLS Vd.4S, Vn.4S, Vm.4S (Vd -= Vn·Vm,
+// one rounding)
+#define FSUB4S(d, n, m) WORD $(0x4EA0D400 | ((m)<<16) | ((n)<<5) | (d))
+#define FMUL4S(d, n, m) WORD $(0x6E20DC00 | ((m)<<16) | ((n)<<5) | (d))
+#define FMLS4S(d, n, m) WORD $(0x4EA0CC00 | ((m)<<16) | ((n)<<5) | (d))
+
+// FCMGE Vd.4S, Vn.4S, Vm.4S (all ones where Vn >= Vm; false for NaN)
+#define FCMGE4S(d, n, m) WORD $(0x6E20E400 | ((m)<<16) | ((n)<<5) | (d))
+
+// FRINTN Vd.4S, Vn.4S (round to nearest, ties to even) and FCVTZS Vd.4S,
+// Vn.4S (to int32)
+#define FRINTN4S(d, n) WORD $(0x4E218800 | ((n)<<5) | (d))
+#define FCVTZS4S(d, n) WORD $(0x4EA1B800 | ((n)<<5) | (d))
+
+// ADD Vd.4S, Vn.4S, Vm.4S (int32) and SHL Vd.4S, Vn.4S, #23
+#define ADD4S(d, n, m) WORD $(0x4EA08400 | ((m)<<16) | ((n)<<5) | (d))
+#define SHL23(d, n) WORD $(0x4F375400 | ((n)<<5) | (d))
+
+// expSub's constants (kernels.go's exp32): expMin, log2 e, C1, C2, P0..P5,
+// 1, and the exponent bias 127 as an int32.
+DATA expConst<>+0(SB)/4, $0xc2aeac4f  // expMin
+DATA expConst<>+4(SB)/4, $0x3fb8aa3b  // expLog2e
+DATA expConst<>+8(SB)/4, $0x3f318000  // expC1
+DATA expConst<>+12(SB)/4, $0xb95e8083 // expC2
+DATA expConst<>+16(SB)/4, $0x39506967 // expP0
+DATA expConst<>+20(SB)/4, $0x3ab743ce // expP1
+DATA expConst<>+24(SB)/4, $0x3c088908 // expP2
+DATA expConst<>+28(SB)/4, $0x3d2aa9c1 // expP3
+DATA expConst<>+32(SB)/4, $0x3e2aaaaa // expP4
+DATA expConst<>+36(SB)/4, $0x3f000000 // expP5
+DATA expConst<>+40(SB)/4, $0x3f800000 // 1
+DATA expConst<>+44(SB)/4, $127        // exponent bias
+GLOBL expConst<>(SB), RODATA|NOPTR, $48
+
+// EXP4 replaces Vv (4 scores) by exp32(v − m) (0 below expMin, for −Inf and
+// NaN) and adds the results to Va: exp32's steps with its multiply-adds
+// fused, as Go compiles them on arm64. V4-V7 are scratch; V16-V28 hold m
+// and the constants.
+#define EXP4(v, a) \
+	FSUB4S(v, v, 16); \
+	FCMGE4S(7, v, 17); \
+	FMUL4S(4, v, 18); \
+	FRINTN4S(4, 4); \
+	FMLS4S(v, 4, 19); \
+	FMLS4S(v, 4, 20); \
+	VMOV V22.B16, V5.B16; \
+	FMLA4S(5, 21, v); \
+	VMOV V23.B16, V6.B16; \
+	FMLA4S(6, 5, v); \
+	VMOV V24.B16, V5.B16; \
+	FMLA4S(5, 6, v); \
+	VMOV V25.B16, V6.B16; \
+	FMLA4S(6, 5, v); \
+	VMOV V26.B16, V5.B16; \
+	FMLA4S(5, 6, v); \
+	FMUL4S(6, v, v); \
+	FMLA4S(v, 5, 6); \
+	FADD4S(v, v, 27); \
+	FCVTZS4S(4, 4); \
+	ADD4S(4, 4, 28); \
+	SHL23(4, 4); \
+	FMUL4S(v, v, 4); \
+	AND16B(v, v, 7); \
+	FADD4S(a, a, v)
+
+// func expSubNEON(x *float32, n int, m float32) float32
+// x[i] = exp32(x[i] − m) for i < n (a multiple of 16) and the sum of the
+// results in 16 lanes (lane i%16) reduced as sum16.
+TEXT ·expSubNEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD n+8(FP), R1
+	MOVD $m+16(FP), R2
+	VLD1R (R2), [V16.S4]
+	MOVD $expConst<>(SB), R3
+	VLD1R.P 4(R3), [V17.S4]
+	VLD1R.P 4(R3), [V18.S4]
+	VLD1R.P 4(R3), [V19.S4]
+	VLD1R.P 4(R3), [V20.S4]
+	VLD1R.P 4(R3), [V21.S4]
+	VLD1R.P 4(R3), [V22.S4]
+	VLD1R.P 4(R3), [V23.S4]
+	VLD1R.P 4(R3), [V24.S4]
+	VLD1R.P 4(R3), [V25.S4]
+	VLD1R.P 4(R3), [V26.S4]
+	VLD1R.P 4(R3), [V27.S4]
+	VLD1R (R3), [V28.S4]
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	CBZ R1, ex_reduce
+ex_loop:
+	VLD1 (R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	EXP4(0, 8)
+	EXP4(1, 9)
+	EXP4(2, 10)
+	EXP4(3, 11)
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	SUBS $16, R1, R1
+	BNE ex_loop
+ex_reduce:
+	REDUCE16(8, 9, 10, 11, 0)
+	FMOVS F0, ret+24(FP)
+	RET

@@ -1,0 +1,1055 @@
+//go:build !purego
+
+// NEON tiles of Linear for arm64 (dot_asm_arm64.go lists them): for one row
+// of x against 1 or 4 weight rows, the canonical sum of dot.go. The 16 lanes
+// of the canonical order are four 128-bit accumulators per output (lanes
+// 0-3, 4-7, 8-11, 12-15); a product is rounded before its add (FMUL then
+// FADD, never FMLA), and the lanes reduce by dot.go's tree (acc_l +
+// acc_{l+8}, then + l+4, + l+2, + l+1), so every output is bitwise the
+// pure-Go tile's. Weights widen exactly: BF16 by SHLL #16, F16 by FCVTL, I8
+// by SXTL, SCVTF and a multiply by the group's scale (float32(q)·scale, as
+// weight.i8Value).
+//
+// The Go assembler has no vector floating-point arithmetic for arm64, so
+// those instructions are WORD encodings made by the macros below, each
+// named by its mnemonic; register arguments are V-register numbers. R18 (the
+// platform register on darwin) is never used.
+
+#include "textflag.h"
+
+// FMUL Vd.4S, Vn.4S, Vm.4S
+#define FMUL4S(d, n, m) WORD $(0x6E20DC00 | ((m)<<16) | ((n)<<5) | (d))
+
+// FADD Vd.4S, Vn.4S, Vm.4S
+#define FADD4S(d, n, m) WORD $(0x4E20D400 | ((m)<<16) | ((n)<<5) | (d))
+
+// FADDP Sd, Vn.2S (Sd = Vn.S[0] + Vn.S[1])
+#define FADDPS(d, n) WORD $(0x7E30D800 | ((n)<<5) | (d))
+
+// EXT Vd.16B, Vn.16B, Vm.16B, #8 (Vd = Vn's high 8 bytes, then Vm's low 8)
+#define EXT8(d, n, m) WORD $(0x6E004000 | ((m)<<16) | ((n)<<5) | (d))
+
+// SHLL Vd.4S, Vn.4H, #16 and SHLL2 Vd.4S, Vn.8H, #16 (bf16 -> float32 bits)
+#define SHLL16(d, n) WORD $(0x2E613800 | ((n)<<5) | (d))
+#define SHLL16HI(d, n) WORD $(0x6E613800 | ((n)<<5) | (d))
+
+// FCVTL Vd.4S, Vn.4H and FCVTL2 Vd.4S, Vn.8H (fp16 -> float32, exact)
+#define FCVTL(d, n) WORD $(0x0E217800 | ((n)<<5) | (d))
+#define FCVTL2(d, n) WORD $(0x4E217800 | ((n)<<5) | (d))
+
+// SXTL Vd.8H, Vn.8B and SXTL2 Vd.8H, Vn.16B (int8 -> int16)
+#define SXTLB(d, n) WORD $(0x0F08A400 | ((n)<<5) | (d))
+#define SXTL2B(d, n) WORD $(0x4F08A400 | ((n)<<5) | (d))
+
+// SXTL Vd.4S, Vn.4H and SXTL2 Vd.4S, Vn.8H (int16 -> int32)
+#define SXTLH(d, n) WORD $(0x0F10A400 | ((n)<<5) | (d))
+#define SXTL2H(d, n) WORD $(0x4F10A400 | ((n)<<5) | (d))
+
+// SCVTF Vd.4S, Vn.4S (int32 -> float32, exact for |q| < 2^24)
+#define SCVTF4S(d, n) WORD $(0x4E21D800 | ((n)<<5) | (d))
+
+// ZERO4 clears four vector registers.
+#define ZERO4(a, b, c, d) \
+	VEOR a.B16, a.B16, a.B16; \
+	VEOR b.B16, b.B16, b.B16; \
+	VEOR c.B16, c.B16, c.B16; \
+	VEOR d.B16, d.B16, d.B16
+
+// LOADW_* load the next 16 weights of the row at rp (advancing rp) into
+// V4-V7 as float32: lanes 0-3, 4-7, 8-11, 12-15. They use V8-V9 (BF16,
+// F16) or V12-V14 (I8) as scratch.
+#define LOADW_F32(rp) \
+	VLD1.P 64(rp), [V4.S4, V5.S4, V6.S4, V7.S4]
+
+#define LOADW_BF16(rp) \
+	VLD1.P 32(rp), [V8.H8, V9.H8]; \
+	SHLL16(4, 8); \
+	SHLL16HI(5, 8); \
+	SHLL16(6, 9); \
+	SHLL16HI(7, 9)
+
+#define LOADW_F16(rp) \
+	VLD1.P 32(rp), [V8.H8, V9.H8]; \
+	FCVTL(4, 8); \
+	FCVTL2(5, 8); \
+	FCVTL(6, 9); \
+	FCVTL2(7, 9)
+
+// LOADW_I8 also multiplies by the row's scale, broadcast in V(s).
+#define LOADW_I8(rp, s) \
+	VLD1.P 16(rp), [V12.B16]; \
+	SXTLB(13, 12); \
+	SXTL2B(14, 12); \
+	SXTLH(4, 13); \
+	SXTL2H(5, 13); \
+	SXTLH(6, 14); \
+	SXTL2H(7, 14); \
+	SCVTF4S(4, 4); \
+	SCVTF4S(5, 5); \
+	SCVTF4S(6, 6); \
+	SCVTF4S(7, 7); \
+	FMUL4S(4, 4, s); \
+	FMUL4S(5, 5, s); \
+	FMUL4S(6, 6, s); \
+	FMUL4S(7, 7, s)
+
+// ACC adds the products of x (V0-V3) and the weights (V4-V7, overwritten)
+// to the accumulators Va..Vd: lane by lane, the product rounded first.
+#define ACC(a, b, c, d) \
+	FMUL4S(4, 0, 4); \
+	FMUL4S(5, 1, 5); \
+	FMUL4S(6, 2, 6); \
+	FMUL4S(7, 3, 7); \
+	FADD4S(a, a, 4); \
+	FADD4S(b, b, 5); \
+	FADD4S(c, c, 6); \
+	FADD4S(d, d, 7)
+
+// REDUCE reduces the accumulators Va..Vd (lanes 0-15) into Sr by the
+// canonical tree: v = lanes l + l+8 (Va+Vc, Vb+Vd), r = v_l + v_{l+4}, u_l
+// = r_l + r_{l+2} (r plus r rotated by 8 bytes), s = u_0 + u_1. It
+// overwrites Va and Vb.
+#define REDUCE(a, b, c, d, r) \
+	FADD4S(a, a, c); \
+	FADD4S(b, b, d); \
+	FADD4S(a, a, b); \
+	EXT8(b, a, a); \
+	FADD4S(a, a, b); \
+	FADDPS(r, a)
+
+// The packed wq formats (qdot.go): FIELD extracts field (w << l) >> r of
+// the 16 words' lanes in Vw (in place: shifts l then r, SHL and USHR on
+// 32-bit lanes), converts it to float (UCVTF), makes ŵ = s·q + z (Vs, Vz:
+// FMUL then FADD, which is the FMA's value since s·q is exact) and adds
+// x·ŵ (x lanes in Vx, x = V0-V3 by k) to Va, the product rounded first.
+// SHL Vd.4S, Vn.4S, #l (0 <= l < 32) and USHR Vd.4S, Vn.4S, #r (0 < r <= 32)
+#define SHL4S(d, n, l) WORD $(0x4F005400 | ((32+(l))<<16) | ((n)<<5) | (d))
+#define USHR4S(d, n, r) WORD $(0x6F000400 | ((64-(r))<<16) | ((n)<<5) | (d))
+// UCVTF Vd.4S, Vn.4S
+#define UCVTF4S(d, n) WORD $(0x6E21D800 | ((n)<<5) | (d))
+
+#define FIELD(w, l, r, s, z, k, a) \
+	SHL4S(w, w, l); \
+	USHR4S(w, w, r); \
+	UCVTF4S(w, w); \
+	FMUL4S(w, w, s); \
+	FADD4S(w, w, z); \
+	FMUL4S(w, w, k); \
+	FADD4S(a, a, w)
+
+// func dotF32_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotF32_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceF32_1x1
+loopF32_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_F32(R1)
+	ACC(16, 17, 18, 19)
+	SUBS $16, R5, R5
+	BNE loopF32_1x1
+reduceF32_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotF32_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotF32_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceF32_1x4
+loopF32_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_F32(R1)
+	ACC(16, 17, 18, 19)
+	LOADW_F32(R2)
+	ACC(20, 21, 22, 23)
+	LOADW_F32(R3)
+	ACC(24, 25, 26, 27)
+	LOADW_F32(R4)
+	ACC(28, 29, 30, 31)
+	SUBS $16, R5, R5
+	BNE loopF32_1x4
+reduceF32_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
+// func dotBF16_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotBF16_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceBF16_1x1
+loopBF16_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_BF16(R1)
+	ACC(16, 17, 18, 19)
+	SUBS $16, R5, R5
+	BNE loopBF16_1x1
+reduceBF16_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotBF16_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotBF16_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceBF16_1x4
+loopBF16_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_BF16(R1)
+	ACC(16, 17, 18, 19)
+	LOADW_BF16(R2)
+	ACC(20, 21, 22, 23)
+	LOADW_BF16(R3)
+	ACC(24, 25, 26, 27)
+	LOADW_BF16(R4)
+	ACC(28, 29, 30, 31)
+	SUBS $16, R5, R5
+	BNE loopBF16_1x4
+reduceBF16_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
+// func dotF16_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotF16_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceF16_1x1
+loopF16_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_F16(R1)
+	ACC(16, 17, 18, 19)
+	SUBS $16, R5, R5
+	BNE loopF16_1x1
+reduceF16_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotF16_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotF16_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceF16_1x4
+loopF16_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_F16(R1)
+	ACC(16, 17, 18, 19)
+	LOADW_F16(R2)
+	ACC(20, 21, 22, 23)
+	LOADW_F16(R3)
+	ACC(24, 25, 26, 27)
+	LOADW_F16(R4)
+	ACC(28, 29, 30, 31)
+	SUBS $16, R5, R5
+	BNE loopF16_1x4
+reduceF16_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
+// func dotI8G32_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotI8G32_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks of 16 left in the current group
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceI8G32_1x1
+loopI8G32_1x1:
+	CBNZ R7, chunkI8G32_1x1
+	// A new group: broadcast each row's scale, step to the next group's.
+	VLD1R (R8), [V8.S4]
+	ADD R9, R8, R8
+	MOVD $2, R7
+chunkI8G32_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_I8(R1, 8)
+	ACC(16, 17, 18, 19)
+	SUB $1, R7, R7
+	SUBS $16, R5, R5
+	BNE loopI8G32_1x1
+reduceI8G32_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotI8G32_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotI8G32_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks of 16 left in the current group
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceI8G32_1x4
+loopI8G32_1x4:
+	CBNZ R7, chunkI8G32_1x4
+	// A new group: broadcast each row's scale, step to the next group's.
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD $8, R8, R11
+	VLD1R (R11), [V10.S4]
+	ADD $12, R8, R11
+	VLD1R (R11), [V11.S4]
+	ADD R9, R8, R8
+	MOVD $2, R7
+chunkI8G32_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_I8(R1, 8)
+	ACC(16, 17, 18, 19)
+	LOADW_I8(R2, 9)
+	ACC(20, 21, 22, 23)
+	LOADW_I8(R3, 10)
+	ACC(24, 25, 26, 27)
+	LOADW_I8(R4, 11)
+	ACC(28, 29, 30, 31)
+	SUB $1, R7, R7
+	SUBS $16, R5, R5
+	BNE loopI8G32_1x4
+reduceI8G32_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
+// func dotI8G64_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotI8G64_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks of 16 left in the current group
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceI8G64_1x1
+loopI8G64_1x1:
+	CBNZ R7, chunkI8G64_1x1
+	// A new group: broadcast each row's scale, step to the next group's.
+	VLD1R (R8), [V8.S4]
+	ADD R9, R8, R8
+	MOVD $4, R7
+chunkI8G64_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_I8(R1, 8)
+	ACC(16, 17, 18, 19)
+	SUB $1, R7, R7
+	SUBS $16, R5, R5
+	BNE loopI8G64_1x1
+reduceI8G64_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotI8G64_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotI8G64_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks of 16 left in the current group
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceI8G64_1x4
+loopI8G64_1x4:
+	CBNZ R7, chunkI8G64_1x4
+	// A new group: broadcast each row's scale, step to the next group's.
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD $8, R8, R11
+	VLD1R (R11), [V10.S4]
+	ADD $12, R8, R11
+	VLD1R (R11), [V11.S4]
+	ADD R9, R8, R8
+	MOVD $4, R7
+chunkI8G64_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_I8(R1, 8)
+	ACC(16, 17, 18, 19)
+	LOADW_I8(R2, 9)
+	ACC(20, 21, 22, 23)
+	LOADW_I8(R3, 10)
+	ACC(24, 25, 26, 27)
+	LOADW_I8(R4, 11)
+	ACC(28, 29, 30, 31)
+	SUB $1, R7, R7
+	SUBS $16, R5, R5
+	BNE loopI8G64_1x4
+reduceI8G64_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
+// func dotI8G128_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotI8G128_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks of 16 left in the current group
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceI8G128_1x1
+loopI8G128_1x1:
+	CBNZ R7, chunkI8G128_1x1
+	// A new group: broadcast each row's scale, step to the next group's.
+	VLD1R (R8), [V8.S4]
+	ADD R9, R8, R8
+	MOVD $8, R7
+chunkI8G128_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_I8(R1, 8)
+	ACC(16, 17, 18, 19)
+	SUB $1, R7, R7
+	SUBS $16, R5, R5
+	BNE loopI8G128_1x1
+reduceI8G128_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotI8G128_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotI8G128_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks of 16 left in the current group
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceI8G128_1x4
+loopI8G128_1x4:
+	CBNZ R7, chunkI8G128_1x4
+	// A new group: broadcast each row's scale, step to the next group's.
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD $8, R8, R11
+	VLD1R (R11), [V10.S4]
+	ADD $12, R8, R11
+	VLD1R (R11), [V11.S4]
+	ADD R9, R8, R8
+	MOVD $8, R7
+chunkI8G128_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	LOADW_I8(R1, 8)
+	ACC(16, 17, 18, 19)
+	LOADW_I8(R2, 9)
+	ACC(20, 21, 22, 23)
+	LOADW_I8(R3, 10)
+	ACC(24, 25, 26, 27)
+	LOADW_I8(R4, 11)
+	ACC(28, 29, 30, 31)
+	SUB $1, R7, R7
+	SUBS $16, R5, R5
+	BNE loopI8G128_1x4
+reduceI8G128_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
+// func dotWQ8G128_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotWQ8G128_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5 // the row's bytes
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks left in the current group
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceWQ8G128_1x1
+loopWQ8G128_1x1:
+	CBNZ R7, chunkWQ8G128_1x1
+	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD R9, R8, R8
+	MOVD $2, R7
+chunkWQ8G128_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 8, 9, 0, 16)
+	FIELD(5, 24, 24, 8, 9, 1, 17)
+	FIELD(6, 24, 24, 8, 9, 2, 18)
+	FIELD(7, 24, 24, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 8, 9, 0, 16)
+	FIELD(5, 16, 24, 8, 9, 1, 17)
+	FIELD(6, 16, 24, 8, 9, 2, 18)
+	FIELD(7, 16, 24, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 8, 9, 0, 16)
+	FIELD(5, 8, 24, 8, 9, 1, 17)
+	FIELD(6, 8, 24, 8, 9, 2, 18)
+	FIELD(7, 8, 24, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 8, 9, 0, 16)
+	FIELD(5, 0, 24, 8, 9, 1, 17)
+	FIELD(6, 0, 24, 8, 9, 2, 18)
+	FIELD(7, 0, 24, 8, 9, 3, 19)
+	ADD $64, R1
+	SUB $1, R7, R7
+	SUBS $64, R5, R5
+	BNE loopWQ8G128_1x1
+reduceWQ8G128_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotWQ8G128_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotWQ8G128_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5 // the row's bytes
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks left in the current group
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceWQ8G128_1x4
+loopWQ8G128_1x4:
+	CBNZ R7, chunkWQ8G128_1x4
+	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD $8, R8, R11
+	VLD1R (R11), [V10.S4]
+	ADD $12, R8, R11
+	VLD1R (R11), [V11.S4]
+	ADD $16, R8, R11
+	VLD1R (R11), [V12.S4]
+	ADD $20, R8, R11
+	VLD1R (R11), [V13.S4]
+	ADD $24, R8, R11
+	VLD1R (R11), [V14.S4]
+	ADD $28, R8, R11
+	VLD1R (R11), [V15.S4]
+	ADD R9, R8, R8
+	MOVD $2, R7
+chunkWQ8G128_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 8, 9, 0, 16)
+	FIELD(5, 24, 24, 8, 9, 1, 17)
+	FIELD(6, 24, 24, 8, 9, 2, 18)
+	FIELD(7, 24, 24, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 10, 11, 0, 20)
+	FIELD(5, 24, 24, 10, 11, 1, 21)
+	FIELD(6, 24, 24, 10, 11, 2, 22)
+	FIELD(7, 24, 24, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 12, 13, 0, 24)
+	FIELD(5, 24, 24, 12, 13, 1, 25)
+	FIELD(6, 24, 24, 12, 13, 2, 26)
+	FIELD(7, 24, 24, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 24, 14, 15, 0, 28)
+	FIELD(5, 24, 24, 14, 15, 1, 29)
+	FIELD(6, 24, 24, 14, 15, 2, 30)
+	FIELD(7, 24, 24, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 8, 9, 0, 16)
+	FIELD(5, 16, 24, 8, 9, 1, 17)
+	FIELD(6, 16, 24, 8, 9, 2, 18)
+	FIELD(7, 16, 24, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 10, 11, 0, 20)
+	FIELD(5, 16, 24, 10, 11, 1, 21)
+	FIELD(6, 16, 24, 10, 11, 2, 22)
+	FIELD(7, 16, 24, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 12, 13, 0, 24)
+	FIELD(5, 16, 24, 12, 13, 1, 25)
+	FIELD(6, 16, 24, 12, 13, 2, 26)
+	FIELD(7, 16, 24, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 24, 14, 15, 0, 28)
+	FIELD(5, 16, 24, 14, 15, 1, 29)
+	FIELD(6, 16, 24, 14, 15, 2, 30)
+	FIELD(7, 16, 24, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 8, 9, 0, 16)
+	FIELD(5, 8, 24, 8, 9, 1, 17)
+	FIELD(6, 8, 24, 8, 9, 2, 18)
+	FIELD(7, 8, 24, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 10, 11, 0, 20)
+	FIELD(5, 8, 24, 10, 11, 1, 21)
+	FIELD(6, 8, 24, 10, 11, 2, 22)
+	FIELD(7, 8, 24, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 12, 13, 0, 24)
+	FIELD(5, 8, 24, 12, 13, 1, 25)
+	FIELD(6, 8, 24, 12, 13, 2, 26)
+	FIELD(7, 8, 24, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 24, 14, 15, 0, 28)
+	FIELD(5, 8, 24, 14, 15, 1, 29)
+	FIELD(6, 8, 24, 14, 15, 2, 30)
+	FIELD(7, 8, 24, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 8, 9, 0, 16)
+	FIELD(5, 0, 24, 8, 9, 1, 17)
+	FIELD(6, 0, 24, 8, 9, 2, 18)
+	FIELD(7, 0, 24, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 10, 11, 0, 20)
+	FIELD(5, 0, 24, 10, 11, 1, 21)
+	FIELD(6, 0, 24, 10, 11, 2, 22)
+	FIELD(7, 0, 24, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 12, 13, 0, 24)
+	FIELD(5, 0, 24, 12, 13, 1, 25)
+	FIELD(6, 0, 24, 12, 13, 2, 26)
+	FIELD(7, 0, 24, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 24, 14, 15, 0, 28)
+	FIELD(5, 0, 24, 14, 15, 1, 29)
+	FIELD(6, 0, 24, 14, 15, 2, 30)
+	FIELD(7, 0, 24, 14, 15, 3, 31)
+	ADD $64, R1
+	ADD $64, R2
+	ADD $64, R3
+	ADD $64, R4
+	SUB $1, R7, R7
+	SUBS $64, R5, R5
+	BNE loopWQ8G128_1x4
+reduceWQ8G128_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
+// func dotWQ4G128_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotWQ4G128_1x1NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD k16+32(FP), R5 // the row's bytes
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks left in the current group
+	ZERO4(V16, V17, V18, V19)
+	CBZ R5, reduceWQ4G128_1x1
+loopWQ4G128_1x1:
+	CBNZ R7, chunkWQ4G128_1x1
+	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD R9, R8, R8
+	MOVD $1, R7
+chunkWQ4G128_1x1:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 8, 9, 0, 16)
+	FIELD(5, 28, 28, 8, 9, 1, 17)
+	FIELD(6, 28, 28, 8, 9, 2, 18)
+	FIELD(7, 28, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 8, 9, 0, 16)
+	FIELD(5, 24, 28, 8, 9, 1, 17)
+	FIELD(6, 24, 28, 8, 9, 2, 18)
+	FIELD(7, 24, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 8, 9, 0, 16)
+	FIELD(5, 20, 28, 8, 9, 1, 17)
+	FIELD(6, 20, 28, 8, 9, 2, 18)
+	FIELD(7, 20, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 8, 9, 0, 16)
+	FIELD(5, 16, 28, 8, 9, 1, 17)
+	FIELD(6, 16, 28, 8, 9, 2, 18)
+	FIELD(7, 16, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 4
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 8, 9, 0, 16)
+	FIELD(5, 12, 28, 8, 9, 1, 17)
+	FIELD(6, 12, 28, 8, 9, 2, 18)
+	FIELD(7, 12, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 5
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 8, 9, 0, 16)
+	FIELD(5, 8, 28, 8, 9, 1, 17)
+	FIELD(6, 8, 28, 8, 9, 2, 18)
+	FIELD(7, 8, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 6
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 8, 9, 0, 16)
+	FIELD(5, 4, 28, 8, 9, 1, 17)
+	FIELD(6, 4, 28, 8, 9, 2, 18)
+	FIELD(7, 4, 28, 8, 9, 3, 19)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 7
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 8, 9, 0, 16)
+	FIELD(5, 0, 28, 8, 9, 1, 17)
+	FIELD(6, 0, 28, 8, 9, 2, 18)
+	FIELD(7, 0, 28, 8, 9, 3, 19)
+	ADD $64, R1
+	SUB $1, R7, R7
+	SUBS $64, R5, R5
+	BNE loopWQ4G128_1x1
+reduceWQ4G128_1x1:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	RET
+
+// func dotWQ4G128_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+TEXT ·dotWQ4G128_1x4NEON(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R0
+	MOVD w+16(FP), R1
+	MOVD ws+24(FP), R10
+	ADD R10, R1, R2
+	ADD R10, R2, R3
+	ADD R10, R3, R4
+	MOVD k16+32(FP), R5 // the row's bytes
+	MOVD dst+40(FP), R6
+	MOVD sc+56(FP), R8
+	MOVD ss+64(FP), R9
+	MOVD $0, R7 // chunks left in the current group
+	ZERO4(V16, V17, V18, V19)
+	ZERO4(V20, V21, V22, V23)
+	ZERO4(V24, V25, V26, V27)
+	ZERO4(V28, V29, V30, V31)
+	CBZ R5, reduceWQ4G128_1x4
+loopWQ4G128_1x4:
+	CBNZ R7, chunkWQ4G128_1x4
+	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
+	VLD1R (R8), [V8.S4]
+	ADD $4, R8, R11
+	VLD1R (R11), [V9.S4]
+	ADD $8, R8, R11
+	VLD1R (R11), [V10.S4]
+	ADD $12, R8, R11
+	VLD1R (R11), [V11.S4]
+	ADD $16, R8, R11
+	VLD1R (R11), [V12.S4]
+	ADD $20, R8, R11
+	VLD1R (R11), [V13.S4]
+	ADD $24, R8, R11
+	VLD1R (R11), [V14.S4]
+	ADD $28, R8, R11
+	VLD1R (R11), [V15.S4]
+	ADD R9, R8, R8
+	MOVD $1, R7
+chunkWQ4G128_1x4:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 8, 9, 0, 16)
+	FIELD(5, 28, 28, 8, 9, 1, 17)
+	FIELD(6, 28, 28, 8, 9, 2, 18)
+	FIELD(7, 28, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 10, 11, 0, 20)
+	FIELD(5, 28, 28, 10, 11, 1, 21)
+	FIELD(6, 28, 28, 10, 11, 2, 22)
+	FIELD(7, 28, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 12, 13, 0, 24)
+	FIELD(5, 28, 28, 12, 13, 1, 25)
+	FIELD(6, 28, 28, 12, 13, 2, 26)
+	FIELD(7, 28, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 28, 28, 14, 15, 0, 28)
+	FIELD(5, 28, 28, 14, 15, 1, 29)
+	FIELD(6, 28, 28, 14, 15, 2, 30)
+	FIELD(7, 28, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 8, 9, 0, 16)
+	FIELD(5, 24, 28, 8, 9, 1, 17)
+	FIELD(6, 24, 28, 8, 9, 2, 18)
+	FIELD(7, 24, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 10, 11, 0, 20)
+	FIELD(5, 24, 28, 10, 11, 1, 21)
+	FIELD(6, 24, 28, 10, 11, 2, 22)
+	FIELD(7, 24, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 12, 13, 0, 24)
+	FIELD(5, 24, 28, 12, 13, 1, 25)
+	FIELD(6, 24, 28, 12, 13, 2, 26)
+	FIELD(7, 24, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 24, 28, 14, 15, 0, 28)
+	FIELD(5, 24, 28, 14, 15, 1, 29)
+	FIELD(6, 24, 28, 14, 15, 2, 30)
+	FIELD(7, 24, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 8, 9, 0, 16)
+	FIELD(5, 20, 28, 8, 9, 1, 17)
+	FIELD(6, 20, 28, 8, 9, 2, 18)
+	FIELD(7, 20, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 10, 11, 0, 20)
+	FIELD(5, 20, 28, 10, 11, 1, 21)
+	FIELD(6, 20, 28, 10, 11, 2, 22)
+	FIELD(7, 20, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 12, 13, 0, 24)
+	FIELD(5, 20, 28, 12, 13, 1, 25)
+	FIELD(6, 20, 28, 12, 13, 2, 26)
+	FIELD(7, 20, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 20, 28, 14, 15, 0, 28)
+	FIELD(5, 20, 28, 14, 15, 1, 29)
+	FIELD(6, 20, 28, 14, 15, 2, 30)
+	FIELD(7, 20, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 8, 9, 0, 16)
+	FIELD(5, 16, 28, 8, 9, 1, 17)
+	FIELD(6, 16, 28, 8, 9, 2, 18)
+	FIELD(7, 16, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 10, 11, 0, 20)
+	FIELD(5, 16, 28, 10, 11, 1, 21)
+	FIELD(6, 16, 28, 10, 11, 2, 22)
+	FIELD(7, 16, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 12, 13, 0, 24)
+	FIELD(5, 16, 28, 12, 13, 1, 25)
+	FIELD(6, 16, 28, 12, 13, 2, 26)
+	FIELD(7, 16, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 16, 28, 14, 15, 0, 28)
+	FIELD(5, 16, 28, 14, 15, 1, 29)
+	FIELD(6, 16, 28, 14, 15, 2, 30)
+	FIELD(7, 16, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 4
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 8, 9, 0, 16)
+	FIELD(5, 12, 28, 8, 9, 1, 17)
+	FIELD(6, 12, 28, 8, 9, 2, 18)
+	FIELD(7, 12, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 10, 11, 0, 20)
+	FIELD(5, 12, 28, 10, 11, 1, 21)
+	FIELD(6, 12, 28, 10, 11, 2, 22)
+	FIELD(7, 12, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 12, 13, 0, 24)
+	FIELD(5, 12, 28, 12, 13, 1, 25)
+	FIELD(6, 12, 28, 12, 13, 2, 26)
+	FIELD(7, 12, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 12, 28, 14, 15, 0, 28)
+	FIELD(5, 12, 28, 14, 15, 1, 29)
+	FIELD(6, 12, 28, 14, 15, 2, 30)
+	FIELD(7, 12, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 5
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 8, 9, 0, 16)
+	FIELD(5, 8, 28, 8, 9, 1, 17)
+	FIELD(6, 8, 28, 8, 9, 2, 18)
+	FIELD(7, 8, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 10, 11, 0, 20)
+	FIELD(5, 8, 28, 10, 11, 1, 21)
+	FIELD(6, 8, 28, 10, 11, 2, 22)
+	FIELD(7, 8, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 12, 13, 0, 24)
+	FIELD(5, 8, 28, 12, 13, 1, 25)
+	FIELD(6, 8, 28, 12, 13, 2, 26)
+	FIELD(7, 8, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 8, 28, 14, 15, 0, 28)
+	FIELD(5, 8, 28, 14, 15, 1, 29)
+	FIELD(6, 8, 28, 14, 15, 2, 30)
+	FIELD(7, 8, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 6
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 8, 9, 0, 16)
+	FIELD(5, 4, 28, 8, 9, 1, 17)
+	FIELD(6, 4, 28, 8, 9, 2, 18)
+	FIELD(7, 4, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 10, 11, 0, 20)
+	FIELD(5, 4, 28, 10, 11, 1, 21)
+	FIELD(6, 4, 28, 10, 11, 2, 22)
+	FIELD(7, 4, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 12, 13, 0, 24)
+	FIELD(5, 4, 28, 12, 13, 1, 25)
+	FIELD(6, 4, 28, 12, 13, 2, 26)
+	FIELD(7, 4, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 4, 28, 14, 15, 0, 28)
+	FIELD(5, 4, 28, 14, 15, 1, 29)
+	FIELD(6, 4, 28, 14, 15, 2, 30)
+	FIELD(7, 4, 28, 14, 15, 3, 31)
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 7
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 8, 9, 0, 16)
+	FIELD(5, 0, 28, 8, 9, 1, 17)
+	FIELD(6, 0, 28, 8, 9, 2, 18)
+	FIELD(7, 0, 28, 8, 9, 3, 19)
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 10, 11, 0, 20)
+	FIELD(5, 0, 28, 10, 11, 1, 21)
+	FIELD(6, 0, 28, 10, 11, 2, 22)
+	FIELD(7, 0, 28, 10, 11, 3, 23)
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 12, 13, 0, 24)
+	FIELD(5, 0, 28, 12, 13, 1, 25)
+	FIELD(6, 0, 28, 12, 13, 2, 26)
+	FIELD(7, 0, 28, 12, 13, 3, 27)
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FIELD(4, 0, 28, 14, 15, 0, 28)
+	FIELD(5, 0, 28, 14, 15, 1, 29)
+	FIELD(6, 0, 28, 14, 15, 2, 30)
+	FIELD(7, 0, 28, 14, 15, 3, 31)
+	ADD $64, R1
+	ADD $64, R2
+	ADD $64, R3
+	ADD $64, R4
+	SUB $1, R7, R7
+	SUBS $64, R5, R5
+	BNE loopWQ4G128_1x4
+reduceWQ4G128_1x4:
+	REDUCE(16, 17, 18, 19, 8)
+	FMOVS F8, 0(R6)
+	REDUCE(20, 21, 22, 23, 9)
+	FMOVS F9, 4(R6)
+	REDUCE(24, 25, 26, 27, 10)
+	FMOVS F10, 8(R6)
+	REDUCE(28, 29, 30, 31, 11)
+	FMOVS F11, 12(R6)
+	RET
+
