@@ -256,10 +256,6 @@ type DecodePlan struct {
 	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)
 	pv8      bool // decode_mma.cu's P·V on int8 tensor cores (v2.9)
 	la       bool // decode_mma.cu's look-ahead refold (v2.24)
-	// units is decode_mma.cu's persistent grid (DecodeTuning.Units): at
-	// most that many CTAs run the split grid's units in turn; 0: one CTA a
-	// unit.
-	units int
 	// slots is how many split CTAs the planner counts on running at once
 	// (its CTAs per SM times decodeRefSMs): a launch of more than that
 	// many, or of several sequences, starts after the kernel ahead of it
@@ -851,15 +847,6 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 	p.la = mmaLA(l, mt, stages, p.qk8, p.pv8, p.splitLen, t.MMA)
 	prog, splitExpr, combineExpr := mmaProgram(l, mt, stages, minB, p.qk8, p.pv8, p.la)
 	mmaSplitOptions(&prog, p.splitCap, mmaSeqLean(p.la, t.MMA))
-	if t.Units > 0 && p.splitCap > 0 && !t.Timeline {
-		// decode_mma's PU, its fourteenth template argument (LA's named).
-		p.units = t.Units
-		if !p.la {
-			splitExpr = strings.TrimSuffix(splitExpr, ">") + ", false>"
-		}
-		splitExpr = strings.TrimSuffix(splitExpr, ">") + ", true>"
-		prog.Exprs[0] = splitExpr
-	}
 	if t.MMA.V211Unpack {
 		prog.Options = append(prog.Options, mmaV211UnpackDefine)
 	}
@@ -1226,15 +1213,6 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	if p.kernel != DecodeV1 {
 		args = append(args, p.counters, b.Out) // counters 0: decode_combine merges
 	}
-	grid := cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}
-	if p.kernel == DecodeMMA {
-		units := 0 // the grid is one CTA a unit
-		if p.units > 0 {
-			units = maxSplits * s.Hkv * rowChunks * s.B
-			grid = cuda.Dim3{X: min(units, p.units), Y: 1, Z: 1}
-		}
-		args = append(args, int32(units))
-	}
 	if !p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B, s.Hkv*rowChunks*s.B) && c.GridDependentLaunch() {
 		// Off for this launch, the Ctx's setting (true) restored after it.
 		defer c.SetGridDependentLaunch(c.SetGridDependentLaunch(false))
@@ -1246,7 +1224,7 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 		}
 		args = append(args, region)
 	}
-	err := c.Launch(p.split, grid, cuda.Dim3{X: p.threads}, p.smem, st, args...)
+	err := c.Launch(p.split, cuda.Dim3{X: maxSplits, Y: s.Hkv * rowChunks, Z: s.B}, cuda.Dim3{X: p.threads}, p.smem, st, args...)
 	if err != nil || p.counters != 0 {
 		return err
 	}

@@ -901,15 +901,6 @@ BD_DEVICE void makeB(const float qf[D / 16][4], const float* sc, u32 bq[D / 16][
 // of 264 slots at 8 CTAs a split), as planes' kMergeAhead. 32 float4
 // registers, free after the tile loop.
 constexpr int kMergeAheadMMA = 32;
-// kMergeAheadPU is kMergeAheadMMA for PU (v2.35): one. finishSplits loads
-// its AHEAD partials under a condition, and a conditional load keeps its
-// register's old value where it does not run, which ptxas counts as a
-// read: in a loop of units the 32 float4 registers stayed live around the
-// loop, through every tile loop (NVRTC 12.5: int4 KC 16 / 40 bytes of spill
-// with one unit a CTA, 540 / 724 with the loop and 32 ahead, 0 / 0 with 1).
-// How many are loaded ahead moves only when they are loaded, not the
-// merge's order: the same bits.
-constexpr int kMergeAheadPU = 1;
 
 // finishOneSplit (v2.15) ends the CTA of a row chunk whose sequence has a
 // single split, where the plan fuses the merge (counters): it writes the
@@ -967,43 +958,9 @@ constexpr int kTLFirst = 6;  // + warp: its first tile computed (Go: tlFirst)
 // LA (v2.24): int2 keys per channel whose key group is one tile (gK = 16·MT,
 // the planner's mmaLA) refold the query for tile i+1 under tile i's P·V,
 // with the query floats in the warp's slice of redO (see the loop).
-
-// loadQueryFragPU is bitdecode.cuh's loadQueryFrag (the same floats) for
-// PU (v2.35): a row beyond nrows reads the chunk's first row, then takes
-// zero, so no load is predicated. A predicated load keeps its register's
-// old value where it does not run, which ptxas counts as a read: in a loop
-// of units that kept 21 registers live around the loop.
-template <int D>
-BD_DEVICE void loadQueryFragPU(const u16* q, int b, int Tq, int Hq, int h, int group, int row0, int nrows, int g, int qd,
-                               float scaleLog2, float (&qf)[D / 16][4]) {
-  const bool in = g < nrows;
-  const int row = row0 + (in ? g : 0), i = row / group, hq = h * group + row % group;
-  const u16* qp = q + ((size_t(b) * Tq + i) * Hq + hq) * D;
-#pragma unroll
-  for (int kb = 0; kb < D / 16; kb++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const int c = 16 * kb + 2 * qd + (e & 1) + 8 * (e >> 1);
-      const float v = h2f(qp[c]) * scaleLog2;
-      qf[kb][e] = in ? v : 0.f;
-    }
-}
-
-// unitPark (PU, v2.35): each warp's copy of its CTA's current unit, written
-// by its lane 0 before the unit (kUnit*: split, head x row chunk, sequence,
-// head, row chunk, the unit's flat index), read by splitUnit at each use.
-enum : int { kUnitSplit, kUnitHC, kUnitB, kUnitH, kUnitRC, kUnitU };
-__shared__ int unitPark[kWarps][8];
-
-//
-// splitUnit is one split CTA's work (v2.35: a unit): split split of the
-// (KV head x row chunk) hc of sequence b, its partials (or, fused, the
-// merge if it ends last) written exactly as the unit's own CTA wrote them.
-// It reports whether the split had tokens (the CTA then used its shared
-// memory, and a unit after it must pass a barrier first).
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K, bool P8V, bool LA, bool PU>
-__device__ __forceinline__ bool splitUnit(
-    const int splitA, const int hcA, const int bA,
+template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false, bool P8V = false,
+          bool LA = false>
+__global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
@@ -1027,19 +984,8 @@ __device__ __forceinline__ bool splitUnit(
   float(&redO)[kWarps][kQueryRows][D] = *reinterpret_cast<float(*)[kWarps][kQueryRows][D]>(ST > 0 ? static_cast<void*>(ring) : static_cast<void*>(redOs));
   __shared__ float redM[kWarps][kQueryRows], redL[kWarps][kQueryRows];
 
-  // The unit's indices: with PU (v2.35) read from the warp's unitPark slot
-  // at every use (volatile: a load from shared memory each time, so no
-  // register holds them across the unit), as blockIdx is re-read for free.
-  const int hA = unsigned(hcA) / rowChunks, rcA = unsigned(hcA) % rowChunks;  // (unsigned: blockIdx.y's arithmetic)
-  auto unitIdx = [&](int v, int i) -> int {
-    if constexpr (PU) return reinterpret_cast<const volatile int*>(unitPark[threadIdx.x / 32])[i];
-    return v;
-  };
-  auto uSplit = [&] { return unitIdx(splitA, kUnitSplit); };
-  auto uHC = [&] { return unitIdx(hcA, kUnitHC); };
-  auto uB = [&] { return unitIdx(bA, kUnitB); };
-  auto uH = [&] { return unitIdx(hA, kUnitH); };
-  auto uRC = [&] { return unitIdx(rcA, kUnitRC); };
+  const int split = blockIdx.x, b = blockIdx.z;
+  const int h = blockIdx.y / rowChunks, rc = blockIdx.y % rowChunks;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
   constexpr int TT = MT * kFragTokens;
   // v2.16: the block-table entry of the warp's first tile, guessed for a
@@ -1048,21 +994,21 @@ __device__ __forceinline__ bool splitUnit(
   // tile's load (entryFirst below; a wrong guess reads the table again).
   // With per-sequence splits (splitCap > 0) the guess takes splitLenArg,
   // the split of the launch's longest sequence.
-  const int specBlk = (uSplit() * splitLenArg + warp * ((splitLenArg / TT + kWarps - 1) / kWarps) * TT) / Nr;
-  const int specEntry = specBlk < maxBlocks ? blockTable[uB() * maxBlocks + specBlk] : 0;
-  const int L = lens[uB()];
+  const int specBlk = (split * splitLenArg + warp * ((splitLenArg / TT + kWarps - 1) / kWarps) * TT) / Nr;
+  const int specEntry = specBlk < maxBlocks ? blockTable[b * maxBlocks + specBlk] : 0;
+  const int L = lens[b];
   const int splitLen = kSeqSplits ? seqSplitLen(L, splitLenArg, splitBase, splitCap, splitMax) : splitLenArg;  // v2.33
-  const int t0 = uSplit() * splitLen;
+  const int t0 = split * splitLen;
   if (t0 >= L) {
 #if BD_TIMELINE
     if (threadIdx.x == 0) tlRec[kTLInfo] = ~0ull;  // no tokens: Go skips the CTA
 #endif
-    return false;
+    return;
   }
   BD_TL_MARK(kTLLens, threadIdx.x == 0);  // after the branch on L: its load has returned
   const int t1 = min(L, t0 + splitLen);
   const int group = Hq / Hkv, R = group * Tq;
-  const int row0 = uRC() * kQueryRows, nrows = min(kQueryRows, R - row0);
+  const int row0 = rc * kQueryRows, nrows = min(kQueryRows, R - row0);
 
   const int nPacked = L / Nr;
   const int packedEnd = min(t1, nPacked * Nr);
@@ -1079,13 +1025,13 @@ __device__ __forceinline__ bool splitUnit(
   // at returns the place of the tile that starts at token tok of the sequence.
   auto at = [&](int tok) -> TilePos {
     const int blk = tok / Nr;
-    const u8* half = pool + (size_t(blockTable[uB() * maxBlocks + blk]) * Hkv + uH()) * blockBytes;
+    const u8* half = pool + (size_t(blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
     return TilePos{half, half + kBytes, tok - blk * Nr};
   };
   // atFirst is at for the warp's first tile, from the guessed entry if right.
   auto atFirst = [&](int tok) -> TilePos {
     const int blk = tok / Nr;
-    const u8* half = pool + (size_t(blk == specBlk ? specEntry : blockTable[uB() * maxBlocks + blk]) * Hkv + uH()) * blockBytes;
+    const u8* half = pool + (size_t(blk == specBlk ? specEntry : blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes;
     return TilePos{half, half + kBytes, tok - blk * Nr};
   };
   // v2.2: register double buffering pays for fp16 (v2.1: (16,32K) 91% ->
@@ -1203,8 +1149,7 @@ __device__ __forceinline__ bool splitUnit(
   // Queries of row g (zero beyond nrows), scaled by scale·log2(e), for the
   // lane's B-fragment channels.
   float qf[D / 16][4];
-  if constexpr (PU) loadQueryFragPU<D>(q, uB(), Tq, Hq, uH(), group, row0, nrows, g, qd, scaleLog2, qf);
-  else loadQueryFrag<D>(q, uB(), Tq, Hq, uH(), group, row0, nrows, g, qd, scaleLog2, qf);
+  loadQueryFrag<D>(q, b, Tq, Hq, h, group, row0, nrows, g, qd, scaleLog2, qf);
 #if BD_TIMELINE
   if (threadIdx.x == 0) {
     asm volatile("" ::"f"(qf[0][0]));  // the mark waits for the lane's query values (volatile asm keeps its order)
@@ -1232,12 +1177,8 @@ __device__ __forceinline__ bool splitUnit(
   // D/4 floats, lane-contiguous 16-byte words: no bank conflicts), written
   // only after the residual, instead of D/4 registers through the loop; the
   // refold and the residual's plain operand read them back (the same floats).
-  // PU (v2.35): parked the same way for every refold where that kept the
-  // unit loop from spilling on NVRTC 12.5 (int4 KC 8 / 16 bytes -> 0, int2
-  // 220 / 256 -> 64 / 88; k4v2 0 without it, 12 / 12 with it).
-  constexpr bool kParkQ = LA || (PU && ST == 0 && KBITS == VBITS);
   float4* const qPark = reinterpret_cast<float4*>(&redO[warp][0][0]);
-  if constexpr (kParkQ) {
+  if constexpr (LA) {
     static_assert(kQueryRows * D == 32 * (D / 4), "a warp's redO slice holds its lanes' query floats");
 #pragma unroll
     for (int kb = 0; kb < D / 16; kb++) qPark[kb * 32 + lane] = make_float4(qf[kb][0], qf[kb][1], qf[kb][2], qf[kb][3]);
@@ -1250,7 +1191,7 @@ __device__ __forceinline__ bool splitUnit(
     }
   };
   u32 bPlain[D / 16][2];
-  if constexpr (!kParkQ) makeB<D>(qf, ones, bPlain);
+  if constexpr (!LA) makeB<D>(qf, ones, bPlain);
   u32 bPlainT[D / 16][2];  // the packed blocks' operand type (bf16 for bf16 storage)
   makeB<D, BF>(qf, ones, bPlainT);
   Q8<D> q8;  // v2.8: the int8 path's query (per channel: refolded with the key scales)
@@ -1305,9 +1246,6 @@ __device__ __forceinline__ bool splitUnit(
         }
         float sc[D / 4];
         float bias = 0.f;
-        float qp[D / 16][4];  // kParkQ: the parked query floats (qf's values)
-        if constexpr (kParkQ) unpark(qp);
-        const float(&qv)[D / 16][4] = kParkQ ? qp : qf;
 #pragma unroll
         for (int kb = 0; kb < D / 16; kb++)
 #pragma unroll
@@ -1333,14 +1271,14 @@ __device__ __forceinline__ bool splitUnit(
             }
             sc[4 * kb + 2 * hi] = s0;
             sc[4 * kb + 2 * hi + 1] = s1;
-            bias += qv[kb][2 * hi] * z0 + qv[kb][2 * hi + 1] * z1;
+            bias += qf[kb][2 * hi] * z0 + qf[kb][2 * hi + 1] * z1;
           }
         if (NX) {
           __syncwarp();  // every lane has read the pairs before they are replaced
           stage();
         }
-        if (Q8K) makeQ8<D, (Q8K ? KBITS : 2)>(qv, sc, qd, q8);
-        else makeB<D>(qv, sc, bScaled);
+        if (Q8K) makeQ8<D, (Q8K ? KBITS : 2)>(qf, sc, qd, q8);
+        else makeB<D>(qf, sc, bScaled);
         toC(quadSum(bias), qd, biasC);
       }
     }
@@ -1410,7 +1348,7 @@ __device__ __forceinline__ bool splitUnit(
     // straddles a block: Nr is a multiple of TT), and the key group by a
     // running remainder, instead of dividing by Nr and gK at every tile.
     // half is the K half of packed block blk of the sequence.
-    auto half = [&](int blk) { return pool + (size_t(blockTable[uB() * maxBlocks + blk]) * Hkv + uH()) * blockBytes; };
+    auto half = [&](int blk) { return pool + (size_t(blockTable[b * maxBlocks + blk]) * Hkv + h) * blockBytes; };
     const int tok0 = t0 + tileBegin * TT;
     int blk = tok0 / Nr;
     TilePos cur = at(tok0);
@@ -1519,12 +1457,12 @@ __device__ __forceinline__ bool splitUnit(
   if constexpr (kScaledV && (VBITS == 2 || VBITS == 4) && !P8V && !BF) unscaleV<D, VBITS>(st.acc);
   // Residual tokens (fp16, mma order), one 16-token group per tile.
   if (s1 > sPackedEnd) {
-    if constexpr (kParkQ) {  // v2.24: the plain operand from the parked floats (makeB's bits)
+    if constexpr (LA) {  // v2.24: the plain operand from the parked floats (makeB's bits)
       float qv[D / 16][4];
       unpark(qv);
       makeB<D>(qv, ones, bPlain);
     }
-    const size_t off = (size_t(resSlots ? resSlots[uB()] : uB()) * Hkv + uH()) * Nr * D * 2;
+    const size_t off = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
 #if BD_SEQ_SPLITS && BD_SEQ_LEAN
     const int resStart = resStartR;
 #else
@@ -1580,82 +1518,20 @@ __device__ __forceinline__ bool splitUnit(
   BD_TL_MARK(kTLWarpsDone, threadIdx.x == 0);
   const int nSplits = (Lr + sLen - 1) / sLen;
   if (counters && nSplits == 1) {  // v2.15: the row chunk's only split writes the output itself
-    finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, uB(), uH(), row0, nrows, group, Hq, Tq);
+    finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, b, h, row0, nrows, group, Hq, Tq);
     BD_TL_MARK(kTLExit, threadIdx.x == 0);
-    return true;
+    return;
   }
   // Merge the warps in order.
-  const size_t part = (size_t(uB()) * Hkv * rowChunks + unsigned(uHC())) * maxSplits + uSplit();
+  const size_t part = (size_t(b) * Hkv * rowChunks + blockIdx.y) * maxSplits + split;
   mergeWarps4<D, kWarps, kQueryRows>(redO, redM, redL, partO, partML, part);  // v2.18
   BD_TL_MARK(kTLPartial, threadIdx.x == 0);
   if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
-    finishSplits<D, kQueryRows, false, PU ? kMergeAheadPU : kMergeAheadMMA, !kMergeFenceSC>(
-        partO, partML, &counters[size_t(uB()) * Hkv * rowChunks + unsigned(uHC())], out, part - uSplit(), nSplits, uB(), uH(), row0, nrows, group, Hq,
+    finishSplits<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(
+        partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows, group, Hq,
         Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, BD_TL_ARRIVED);
   }
   BD_TL_MARK(kTLExit, threadIdx.x == 0);
-  return true;
-}
-
-// decode_mma: one CTA a unit (split, KV head x row chunk, sequence) of the
-// grid (maxSplits, Hkv·rowChunks, B); with PU (v2.35, opt-in:
-// DecodeTuning.Units, decode-step.md v34 and v36) a grid of fewer CTAs,
-// each of which runs the units blockIdx.x, + gridDim.x, ... of the
-// flattened grid's units (split fastest, as the hardware orders a grid's
-// CTAs) in turn. Every unit is the same code on the same tokens, so its
-// partials and merge are the same bits, while a CTA's start is paid once
-// for several units. v34's loop spilled 500-800 bytes at 255 registers:
-// what a unit reads before it writes it (finishSplits' 32 conditional
-// partial loads ahead, loadQueryFrag's conditional loads) was live around
-// the loop, through every tile loop. v2.35 has none of it (kMergeAheadPU,
-// loadQueryFragPU, the query floats parked, kParkQ, the unit's indices in
-// unitPark): NVRTC 12.5 int4 KC and k4v2 0 bytes of spill (their one-unit
-// kernels 16 / 40 and 0), int2's look-ahead kernel 68 / 52 but none in the
-// tile loop (one unit: 32 / 28, 3 local loads a tile).
-template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, int MT, bool BF, int ST, int MINB, bool Q8K = false, bool P8V = false,
-          bool LA = false, bool PU = false>
-__global__ void __launch_bounds__(kThreads, MINB) decode_mma(
-    const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
-    const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
-    const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
-    int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
-    int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
-    int* __restrict__ counters, u16* __restrict__ out, int units BD_TL_PARAM) {
-#if BD_TIMELINE
-#define BD_TL_ARG , tl
-#else
-#define BD_TL_ARG
-#endif
-  if constexpr (!PU) {
-    splitUnit<D, KBITS, VBITS, KC, KG, VG, MT, BF, ST, MINB, Q8K, P8V, LA, false>(
-        blockIdx.x, blockIdx.y, blockIdx.z, pool, blockTable, maxBlocks, resK, resV, resSlots, lens, q, partO, partML, Hq, Hkv, Tq, Nr,
-        splitLenArg, splitBase, splitCap, splitMax, maxSplits, rowChunks, blockBytes, kBytes, kParamsOff, vParamsOff, gK, gV, scaleLog2,
-        window, counters, out BD_TL_ARG);
-  } else {
-    // v2.35: the unit's indices go to the warp's unitPark slot, where
-    // splitUnit reads them at each use, and the next unit's index comes
-    // from there too: no register is live from one unit into the next.
-    const volatile int* park = unitPark[threadIdx.x / 32];
-#pragma unroll 1
-    for (int u = blockIdx.x; u < units; u = park[kUnitU] + gridDim.x) {
-      __syncwarp();  // every lane has read the last unit's indices
-      if (threadIdx.x % 32 == 0) {
-        const int hcs = Hkv * rowChunks, hcb = u / maxSplits, hc = hcb % hcs;
-        int* w = unitPark[threadIdx.x / 32];
-        w[kUnitSplit] = u - hcb * maxSplits, w[kUnitHC] = hc, w[kUnitB] = hcb / hcs;
-        w[kUnitH] = hc / rowChunks, w[kUnitRC] = hc % rowChunks, w[kUnitU] = u;
-      }
-      __syncwarp();
-      if (splitUnit<D, KBITS, VBITS, KC, KG, VG, MT, BF, ST, MINB, Q8K, P8V, LA, true>(
-              0, 0, 0, pool, blockTable, maxBlocks, resK, resV, resSlots, lens, q, partO, partML, Hq, Hkv, Tq, Nr, splitLenArg, splitBase,
-              splitCap, splitMax, maxSplits, rowChunks, blockBytes, kBytes, kParamsOff, vParamsOff, gK, gV, scaleLog2, window, counters,
-              out BD_TL_ARG)) {
-        cpAsyncWait<0>();  // no copy of the unit's (the look-ahead's last stage) lands in the next one's shared memory
-        __syncthreads();   // the unit's shared memory is read before the next one writes it
-      }
-    }
-  }
-#undef BD_TL_ARG
 }
 
 }  // namespace mma

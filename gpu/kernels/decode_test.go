@@ -673,13 +673,12 @@ func TestGPUDecodeSeqSplits(t *testing.T) {
 				continue
 			}
 		}
-		run := func(splitLen, splitCap, splitMax int, noFuse bool, units int) []uint16 {
+		run := func(splitLen, splitCap, splitMax int, noFuse bool) []uint16 {
 			tune := tuning.Decode
 			tune.NoFuse = noFuse
 			if c.la {
 				tune.MMA.LA = 1
 			}
-			tune.Units = units
 			r := rand.New(rand.NewPCG(43, uint64(i)))
 			return runCase(t, r, gpuCase{kernel: c.kernel, spec: c.spec, sh: c.sh, lens: lens, tq: c.tq, tune: &tune,
 				splitLen: splitLen, splitCap: splitCap, splitMax: splitMax})
@@ -687,24 +686,18 @@ func TestGPUDecodeSeqSplits(t *testing.T) {
 		fixed := map[int][]uint16{}
 		for _, n := range lens {
 			if s := own(n); fixed[s] == nil {
-				fixed[s] = run(s, 0, 0, false, 0)
+				fixed[s] = run(s, 0, 0, false)
 			}
 		}
 		per := c.tq * c.sh.Hq * c.sh.D
-		// units: decode_mma's persistent grid (DecodeTuning.Units, v34) of 7
-		// or 1 CTAs running the plan's units in turn (ignored by the other
-		// kernels): the same bits.
-		for _, v := range []struct {
-			noFuse bool
-			units  int
-		}{{false, 0}, {true, 0}, {false, 7}, {true, 7}, {false, 1}} {
-			got := run(base, splitCap, most, v.noFuse, v.units)
+		for _, noFuse := range []bool{false, true} {
+			got := run(base, splitCap, most, noFuse)
 			for b, n := range lens {
 				want := fixed[own(n)]
 				for j := b * per; j < (b+1)*per; j++ {
 					if got[j] != want[j] {
-						t.Fatalf("%v %s %+v la %t lens %v (no fuse %t, units %d): sequence %d (%d tokens, splits of %d) element %d is %#04x, %#04x with a fixed split of %d",
-							c.kernel, c.spec, c.sh, c.la, lens, v.noFuse, v.units, b, n, own(n), j-b*per, got[j], want[j], own(n))
+						t.Fatalf("%v %s %+v la %t lens %v (no fuse %t): sequence %d (%d tokens, splits of %d) element %d is %#04x, %#04x with a fixed split of %d",
+							c.kernel, c.spec, c.sh, c.la, lens, noFuse, b, n, own(n), j-b*per, got[j], want[j], own(n))
 					}
 				}
 			}

@@ -16,8 +16,7 @@ var gridDependentSources = map[string]string{"ops.cu": opsSource, "gemv.cu": gem
 // write). For them the test asks instead that the last wait of the body
 // come before everything the kernel ahead may write or the kernel writes:
 // the query, the residual, the outputs and the merge.
-// (decode_mma's body is splitUnit's, a waiting helper, v34.)
-var earlyReaders = map[string]bool{"splitUnit": true, "decode_wgmma": true}
+var earlyReaders = map[string]bool{"decode_mma": true, "decode_wgmma": true}
 
 // afterWait are the accesses an early reader may only make after its last
 // dependency wait.
@@ -28,19 +27,18 @@ var afterWait = []string{"loadQueryFrag", "resK", "resSlots", "partO[", "partML[
 // program: bitdecode.cuh's gridDependencyWait, ops.cu's startDependent or
 // startDependentFirst (each makes it first but for the trigger, which
 // touches no memory), or a call of a waiting helper (waitingHelpers).
-var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent|startDependentFirst)\(\);|\b(rowSums|leanLoop|addRMSNormCluster|splitUnit)<[^>]*>\(`)
+var dependentWait = regexp.MustCompile(`\b(gridDependencyWait|startDependent|startDependentFirst)\(\);|\b(rowSums|leanLoop|addRMSNormCluster)<[^>]*>\(`)
 
 // waitingHelpers are the device functions that make a kernel's dependency
 // wait in its stead (gemvq3.cu's rowSums, v3.2's sums of gemv_q3 and
 // gemv_q3_dec, early code loads and all; gemvq4.cu's leanLoop, gemv_q5's
 // LEAN prologue and loop; ops.cu's addRMSNormCluster, add_rmsnorm_cluster's
-// and add_rmsnorm_cluster_sel's body; decode_mma.cu's splitUnit, decode_mma's
-// unit, an early reader): the test holds each one's body to a
+// and add_rmsnorm_cluster_sel's body): the test holds each one's body to a
 // kernel's rule, and dependentWait counts a call of it as the wait.
-var waitingHelpers = map[string]bool{"rowSums": true, "leanLoop": true, "addRMSNormCluster": true, "splitUnit": true}
+var waitingHelpers = map[string]bool{"rowSums": true, "leanLoop": true, "addRMSNormCluster": true}
 
 // helperHead matches the start of a device function's definition.
-var helperHead = regexp.MustCompile(`__device__\s+(?:__forceinline__\s+)?(?:void|bool)\s+(\w+)\s*\(`)
+var helperHead = regexp.MustCompile(`__device__\s+(?:__forceinline__\s+)?void\s+(\w+)\s*\(`)
 
 // earlyWeights matches the loads allowed before the dependency wait, of
 // memory the kernel right ahead does not write: gemv.cu's and skinny.cu's

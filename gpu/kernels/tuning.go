@@ -58,10 +58,6 @@ const (
 	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
 	// the splits left to decode_combine (a second launch), for comparisons.
 	EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
-	// EnvDecodeUnits is DecodeTuning.Units: decode_mma.cu's persistent grid
-	// of that many CTAs for the per-sequence split rule (the batch-invariant
-	// mode), an opt-in experiment (decode-step.md v34).
-	EnvDecodeUnits = "BITDECODE_DECODE_UNITS"
 	// EnvDecodePDL is DecodeTuning.PDL: how the tensor-core decode kernels
 	// start after the kernel ahead (the KV append or pack). "early" and
 	// "wait" run both as programmatic dependents, reading the blocks packed
@@ -175,13 +171,6 @@ type DecodeTuning struct {
 	// NoFuse leaves the merge of the splits to decode_combine, a second
 	// launch, instead of the last split of each row chunk (v2.5).
 	NoFuse bool
-	// Units, where not 0 and the plan splits each sequence by its own
-	// length (DecodeShape.SplitCap), runs decode_mma.cu's split grid as at
-	// most Units CTAs, each running several of the grid's (split, head,
-	// sequence) units in turn (decode_mma.cu's PU): the same units, so the
-	// same bits. An opt-in experiment (decode-step.md v34: the loop spills
-	// at 255 registers); 0, the default, is one CTA a unit.
-	Units int
 	// PDL is how the tensor-core kernels start after the kernel ahead of
 	// them on the stream (session 17); the zero value PDLAuto is the
 	// measured default. Ctx.SetGridDependentLaunch(false) (gpu.Options.NoPDL)
@@ -495,7 +484,6 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	if fuse, ok := p.boolean(EnvDecodeFuse); ok {
 		d.NoFuse = !fuse
 	}
-	d.Units = p.intRange(EnvDecodeUnits, 1, 1<<20, "a number of CTAs of at least 1")
 	if v, ok := p.get(EnvDecodePDL); ok {
 		i := slices.Index(pdlModes, v)
 		if i < 0 {
