@@ -317,7 +317,9 @@ func activeKernels() *kernels {
 	if testKernels != nil {
 		return testKernels
 	}
-	return kernelsFor(cpufeat.Active(), cpufeat.VNNI(), cpufeat.VBMI())
+	// The integer dot products: AVX-512 VNNI on amd64, the dot-product
+	// extension (SDOT) on arm64; each is false on the other architecture.
+	return kernelsFor(cpufeat.Active(), cpufeat.VNNI() || cpufeat.DotProd(), cpufeat.VBMI())
 }
 
 // padRowsGo is padRows in Go.

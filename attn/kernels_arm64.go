@@ -4,10 +4,13 @@ package attn
 
 import "github.com/bitdecode/bitdecode/internal/cpufeat"
 
-// The NEON kernel set of arm64: the pure-Go set with the fp16 conversion,
+// The NEON kernel sets of arm64: the pure-Go set with the fp16 conversion,
 // the byte codes' conversion and int4 unpacking, the float32 scores, the PV
-// sums, the softmax's exp, max and dot of kernels_arm64.s. The rest (the
-// query folds, the integer paths of the VNNI sets) stays in Go.
+// sums, the softmax's exp, max and dot of kernels_arm64.s; and, where the
+// CPU has the dot-product extension (cpufeat.DotProd), the same set with
+// the integer-key scores of the VNNI path (queries quantized to int8, the
+// dot products by SDOT). The rest (the query folds, the four-row and packed
+// score kernels, the integer PV) stays in Go or on the float path.
 
 //go:noescape
 func cvtHalfNEON(dst *float32, src *uint16, n int)
@@ -32,6 +35,9 @@ func dotF32NEON(a, b *float32, n int) float32
 
 //go:noescape
 func expSubNEON(x *float32, n int, m float32) float32
+
+//go:noescape
+func scoresU8SDOT(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b, c float32, corr int32)
 
 // neonLanes is the element count the NEON loops step by; the wrappers run
 // any rest in Go.
@@ -114,6 +120,26 @@ func expSubN(x []float32, m float32) float32 {
 	return expSubNEON(&x[0], len(x), m)
 }
 
+// sdotTokens is the token count scoresU8SDOT steps by.
+const sdotTokens = 4
+
+// scoresU8S is scoresU8 with SDOT (scoresU8Go's bits): the codes are read
+// as code-128 by the kernel, which adds back 128·Σq (the row's sum, formed
+// here once a call).
+func scoresU8S(out []float32, q []int8, k []uint8, A, B []float32, a, b, c float32) {
+	n, d := len(out), len(q)
+	if n%sdotTokens != 0 || d%neonLanes != 0 || n == 0 || d == 0 {
+		scoresU8Go(out, q, k, A, B, a, b, c)
+		return
+	}
+	_, _, _ = k[n*d-1], A[n-1], B[n-1]
+	var sq int32
+	for _, x := range q {
+		sq += int32(x)
+	}
+	scoresU8SDOT(&out[0], &q[0], &k[0], &A[0], &B[0], n, d, a, b, c, sq<<7)
+}
+
 // neonKernels is the NEON set.
 var neonKernels = func() kernels {
 	k := genericKernels
@@ -129,13 +155,27 @@ var neonKernels = func() kernels {
 	return k
 }()
 
+// neonDotKernels is the NEON set with the integer-key scores (the VNNI
+// path's vnni flag: int8 queries, the sums by SDOT); the integer PV
+// (pvS16) stays nil, so the values run the float PV of the NEON set.
+var neonDotKernels = func() kernels {
+	k := neonKernels
+	k.vnni = true
+	k.scoresU8 = scoresU8S
+	return k
+}()
+
 // asmKernels reports whether this build has assembly kernels.
 const asmKernels = true
 
-// kernelsFor returns the kernel set of a SIMD level: NEON's, or the pure-Go
-// set (vnni and vbmi are amd64's).
+// kernelsFor returns the kernel set of a SIMD level: NEON's, with the
+// integer-key scores where vnni (here: the dot-product extension) is set,
+// or the pure-Go set (vbmi is amd64's).
 func kernelsFor(l cpufeat.Level, vnni, vbmi bool) *kernels {
 	if l == cpufeat.NEON {
+		if vnni {
+			return &neonDotKernels
+		}
 		return &neonKernels
 	}
 	return &genericKernels

@@ -391,3 +391,93 @@ ex_reduce:
 	REDUCE16(8, 9, 10, 11, 0)
 	FMOVS F0, ret+24(FP)
 	RET
+
+// The integer-key scores with the dot-product extension (FEAT_DotProd).
+
+// SDOT Vd.4S, Vn.16B, Vm.16B (signed bytes, four products into each 32-bit
+// lane, exact)
+#define SDOT(d, n, m) WORD $(0x4E809400 | ((m)<<16) | ((n)<<5) | (d))
+
+// ADDP Vd.4S, Vn.4S, Vm.4S (integer pairwise; ADD4S is above)
+#define ADDP4S(d, n, m) WORD $(0x4EA0BC00 | ((m)<<16) | ((n)<<5) | (d))
+
+// MOVI Vd.16B, #0x80
+#define MOVI80(d) WORD $(0x4F04E400 | (d))
+
+// SCVTF Vd.4S, Vn.4S (int32 -> float32, rounded to nearest; FMUL4S is
+// above)
+#define SCVTF4S(d, n) WORD $(0x4E21D800 | ((n)<<5) | (d))
+
+// func scoresU8SDOT(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b, c float32, corr int32)
+// scoresU8Go's arithmetic four tokens at a time (n a multiple of 4, d of
+// 16): SDOT takes signed bytes, so each code is read as code-128 (EOR
+// 0x80) and corr = 128·Σq added back: the exact int32 sum Σ q·code. The
+// float steps are those Go compiles scoresU8Go to on arm64: a·A[t], times
+// float32(s), then B[t]·b added by a fused multiply-add, and where c is not
+// 0 (NaN included) out[t]·c by another: the same bits.
+TEXT ·scoresU8SDOT(SB), NOSPLIT, $0-72
+	MOVD out+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD k+16(FP), R2
+	MOVD A+24(FP), R3
+	MOVD B+32(FP), R4
+	MOVD n+40(FP), R5
+	MOVD d+48(FP), R6
+	FMOVS a+56(FP), F20
+	FMOVS b+60(FP), F21
+	FMOVS c+64(FP), F22
+	MOVW corr+68(FP), R7
+	VDUP V20.S[0], V20.S4
+	VDUP V21.S[0], V21.S4
+	VDUP V22.S[0], V22.S4
+	VDUP R7, V23.S4
+	MOVI80(31)
+	CBZ R5, su_done
+su_tokens:
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	MOVD R1, R8         // q
+	MOVD R2, R9         // token t's row
+	ADD R6, R9, R10     // t+1
+	ADD R6, R10, R11    // t+2
+	ADD R6, R11, R12    // t+3
+	MOVD R6, R13
+su_chunk:
+	VLD1.P 16(R8), [V4.B16]
+	VLD1.P 16(R9), [V5.B16]
+	VLD1.P 16(R10), [V6.B16]
+	VLD1.P 16(R11), [V7.B16]
+	VLD1.P 16(R12), [V16.B16]
+	VEOR V31.B16, V5.B16, V5.B16
+	VEOR V31.B16, V6.B16, V6.B16
+	VEOR V31.B16, V7.B16, V7.B16
+	VEOR V31.B16, V16.B16, V16.B16
+	SDOT(0, 5, 4)
+	SDOT(1, 6, 4)
+	SDOT(2, 7, 4)
+	SDOT(3, 16, 4)
+	SUBS $16, R13, R13
+	BNE su_chunk
+	MOVD R12, R2        // the next four tokens' rows
+	ADDP4S(0, 0, 1)     // lane pairs of tokens t, t+1
+	ADDP4S(2, 2, 3)     // t+2, t+3
+	ADDP4S(0, 0, 2)     // the four sums, token order
+	ADD4S(0, 0, 23)     // + 128·Σq
+	SCVTF4S(0, 0)
+	VLD1.P 16(R3), [V8.S4]
+	VLD1.P 16(R4), [V9.S4]
+	FMUL4S(8, 8, 20)    // A[t]·a
+	FMUL4S(0, 0, 8)     // float32(s)·(a·A[t])
+	FMLA4S(0, 9, 21)    // + B[t]·b, one rounding
+	FCMPS $(0.0), F22
+	BEQ su_store
+	VLD1 (R0), [V10.S4]
+	FMLA4S(0, 10, 22)   // + out[t]·c, one rounding
+su_store:
+	VST1.P [V0.S4], 16(R0)
+	SUBS $4, R5, R5
+	BNE su_tokens
+su_done:
+	RET

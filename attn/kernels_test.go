@@ -15,7 +15,8 @@ import (
 
 // levelSets returns the kernel sets this CPU runs, generic first: every
 // SIMD level, AVX-512 with and without VNNI, and with VNNI with and
-// without VBMI (the int2 kernels of a CPU without VBMI run too).
+// without VBMI (the int2 kernels of a CPU without VBMI run too); NEON with
+// and without the dot-product extension.
 func levelSets() []*kernels {
 	var out []*kernels
 	for _, l := range cpufeat.Levels() {
@@ -23,6 +24,11 @@ func levelSets() []*kernels {
 			// A level without kernels of its own (NEON) runs a set
 			// already listed.
 			out = append(out, k)
+		}
+		if l == cpufeat.NEON && cpufeat.Detected().DotProd {
+			// The NEON set with SDOT's integer-key scores, after the one
+			// without (the float path a CPU without DotProd runs).
+			out = append(out, kernelsFor(l, true, false))
 		}
 		if l == cpufeat.AVX512 && cpufeat.Detected().VNNI {
 			out = append(out, kernelsFor(l, true, false))
@@ -36,7 +42,10 @@ func levelSets() []*kernels {
 
 func (k *kernels) String() string {
 	s := k.level.String()
-	if k.vnni {
+	switch {
+	case k.vnni && k.level == cpufeat.NEON:
+		s += "+dotprod"
+	case k.vnni:
 		s += "+vnni"
 	}
 	if k.vbmi {
@@ -222,6 +231,11 @@ func TestScoreKernels(t *testing.T) {
 				k.scoresU8(got, qi, codes, A, B, 0.5, 0, 1)
 				scoresU8Go(want, qi, codes, A, B, 0.5, 0, 1)
 				sameBits(t, fmt.Sprintf("%v scoresU8 c=1 d=%d n=%d", k, d, n), got, want)
+				// A step that brings a·A·s near b·B (|s| ~ 1e4-1e5): where Go
+				// fuses b·B into the add (arm64), rounding b·B apart shows.
+				k.scoresU8(got, qi, codes, A, B, 2e-5, b, 0)
+				scoresU8Go(want, qi, codes, A, B, 2e-5, b, 0)
+				sameBits(t, fmt.Sprintf("%v scoresU8 small a d=%d n=%d", k, d, n), got, want)
 				if k.scoresI4x4 != nil && d%64 == 0 && n%16 == 0 { // packed int4 keys, four rows (d % 128 == 64: the half chunk)
 					qs4, qb, qb2 := make([]int8, 4*d), make([]int8, 16*d), make([]int8, 16*d)
 					for i := range qs4 {
@@ -749,7 +763,8 @@ func TestForceSelectsKernels(t *testing.T) {
 		if !asmKernels {
 			wantLevel = cpufeat.Generic
 		}
-		if k.level != wantLevel || k.vnni != (got == cpufeat.AVX512 && d.VNNI) || k.vbmi != (got == cpufeat.AVX512 && d.VNNI && d.VBMI) {
+		intDot := got == cpufeat.AVX512 && d.VNNI || got == cpufeat.NEON && d.DotProd && asmKernels
+		if k.level != wantLevel || k.vnni != intDot || k.vbmi != (got == cpufeat.AVX512 && d.VNNI && d.VBMI) {
 			t.Fatalf("Force(%v): kernels of level %v (vnni %v, vbmi %v)", l, k.level, k.vnni, k.vbmi)
 		}
 		compareDecode(t, "forced "+l.String(), p, q, out, want, st, queryQuantTol(k, p, seqsOf(caches), q), valueQuantTol(k, p, seqsOf(caches), st))
