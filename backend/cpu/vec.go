@@ -1,8 +1,9 @@
 package cpu
 
 // Elementwise float32 kernels of RMSNorm, RoPE, SwiGLU, GeGLU and Add: the SIMD
-// versions (vec_amd64.s, 8 lanes; vec_arm64.s, two 4-lane registers, with
-// no SwiGLU or GeGLU kernel) and their pure-Go references, which do
+// versions (vec_amd64.s, 8 lanes; vec_arm64.s, two 4-lane registers, and
+// SwiGLU's and GeGLU's float64 steps two lanes a register) and their
+// pure-Go references, which do
 // the same float32 operations in the same order (products rounded before
 // any add: no fused multiply-add), so every level gives the same bits.
 // Each function takes whole slices; the SIMD kernel covers the first

@@ -142,3 +142,156 @@ ss_done:
 	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R2)
 	VST1 [V20.S4, V21.S4, V22.S4, V23.S4], (R2)
 	RET
+
+// SwiGLU and GeGLU: glu64's float64 steps two lanes a register, each
+// product rounded before its add (no FMLA), as vec.go's Go (which rounds
+// every product explicitly) and vec_amd64.s compute them: the same bits.
+
+// Float64 lanes: FADD, FSUB (Vd = Vn - Vm), FMUL, FDIV (Vd = Vn / Vm), FMAX,
+// FMIN Vd.2D, Vn.2D, Vm.2D; FNEG Vd.2D, Vn.2D
+#define FADD2D(d, n, m) WORD $(0x4E60D400 | ((m)<<16) | ((n)<<5) | (d))
+#define FSUB2D(d, n, m) WORD $(0x4EE0D400 | ((m)<<16) | ((n)<<5) | (d))
+#define FMUL2D(d, n, m) WORD $(0x6E60DC00 | ((m)<<16) | ((n)<<5) | (d))
+#define FDIV2D(d, n, m) WORD $(0x6E60FC00 | ((m)<<16) | ((n)<<5) | (d))
+#define FMAX2D(d, n, m) WORD $(0x4E60F400 | ((m)<<16) | ((n)<<5) | (d))
+#define FMIN2D(d, n, m) WORD $(0x4EE0F400 | ((m)<<16) | ((n)<<5) | (d))
+#define FNEG2D(d, n) WORD $(0x6EE0F800 | ((n)<<5) | (d))
+
+// FCVTL Vd.2D, Vn.2S and FCVTL2 Vd.2D, Vn.4S (float32 -> float64, exact);
+// FCVTN Vd.2S, Vn.2D and FCVTN2 Vd.4S, Vn.2D (float64 -> float32, rounded
+// to nearest even; FCVTN2 writes the high half)
+#define FCVTL2S(d, n) WORD $(0x0E617800 | ((n)<<5) | (d))
+#define FCVTL24S(d, n) WORD $(0x4E617800 | ((n)<<5) | (d))
+#define FCVTN2S(d, n) WORD $(0x0E616800 | ((n)<<5) | (d))
+#define FCVTN24S(d, n) WORD $(0x4E616800 | ((n)<<5) | (d))
+
+// FCVTZS Vd.2D, Vn.2D (to int64; n is an integer already), ADD Vd.2D (int64),
+// SHL Vd.2D, Vn.2D, #52
+#define FCVTZS2D(d, n) WORD $(0x4EE1B800 | ((n)<<5) | (d))
+#define ADD2D(d, n, m) WORD $(0x4EE08400 | ((m)<<16) | ((n)<<5) | (d))
+#define SHL52(d, n) WORD $(0x4F745400 | ((n)<<5) | (d))
+
+// GLUCONST loads glu64's constants: V16 siluLo, V17 siluHi, V18 log2 e,
+// V19 the magic 1.5·2^52, V20 ln2 hi, V21 ln2 lo, V22-V29 siluCoef (1/9!
+// .. 1/2), V30 1.0, V31 1023 (int64). It uses F0 and R4.
+#define GLUCONST \
+	FMOVD $(-708.0), F16; VDUP V16.D[0], V16.D2; \
+	FMOVD $(708.0), F17; VDUP V17.D[0], V17.D2; \
+	FMOVD $(1.4426950408889634), F18; VDUP V18.D[0], V18.D2; \
+	FMOVD $(6755399441055744.0), F19; VDUP V19.D[0], V19.D2; \
+	FMOVD $(6.93147180369123816490e-01), F20; VDUP V20.D[0], V20.D2; \
+	FMOVD $(1.90821492927058770002e-10), F21; VDUP V21.D[0], V21.D2; \
+	FMOVD $(2.7557319223985893e-06), F22; VDUP V22.D[0], V22.D2; \
+	FMOVD $(2.48015873015873e-05), F23; VDUP V23.D[0], V23.D2; \
+	FMOVD $(0.0001984126984126984), F24; VDUP V24.D[0], V24.D2; \
+	FMOVD $(0.001388888888888889), F25; VDUP V25.D[0], V25.D2; \
+	FMOVD $(0.008333333333333333), F26; VDUP V26.D[0], V26.D2; \
+	FMOVD $(0.041666666666666664), F27; VDUP V27.D[0], V27.D2; \
+	FMOVD $(0.16666666666666666), F28; VDUP V28.D[0], V28.D2; \
+	FMOVD $(0.5), F29; VDUP V29.D[0], V29.D2; \
+	FMOVD $(1.0), F30; VDUP V30.D[0], V30.D2; \
+	MOVD $1023, R4; VDUP R4, V31.D2
+
+// GLU replaces Vg (float64 g) by g/(1 + e^x), x in Vx (overwritten, then
+// r), glu64's steps; Vn and Vp are scratch.
+#define GLU(g, x, n, p) \
+	FMAX2D(x, x, 16); \
+	FMIN2D(x, x, 17); \
+	FMUL2D(n, x, 18); \
+	FADD2D(n, n, 19); \
+	FSUB2D(n, n, 19); \
+	FMUL2D(p, n, 20); \
+	FSUB2D(x, x, p); \
+	FMUL2D(p, n, 21); \
+	FSUB2D(x, x, p); \
+	FMUL2D(p, 22, x); \
+	FADD2D(p, p, 23); \
+	FMUL2D(p, p, x); \
+	FADD2D(p, p, 24); \
+	FMUL2D(p, p, x); \
+	FADD2D(p, p, 25); \
+	FMUL2D(p, p, x); \
+	FADD2D(p, p, 26); \
+	FMUL2D(p, p, x); \
+	FADD2D(p, p, 27); \
+	FMUL2D(p, p, x); \
+	FADD2D(p, p, 28); \
+	FMUL2D(p, p, x); \
+	FADD2D(p, p, 29); \
+	FMUL2D(p, p, x); \
+	FMUL2D(p, p, x); \
+	FADD2D(p, p, x); \
+	FADD2D(p, p, 30); \
+	FCVTZS2D(n, n); \
+	ADD2D(n, n, 31); \
+	SHL52(n, n); \
+	FMUL2D(p, p, n); \
+	FADD2D(p, p, 30); \
+	FDIV2D(g, g, p)
+
+// func swigluSIMD(dst, gate, u *float32, n int)
+// dst = float32(siluF64(g))·u, four elements a step (n a multiple of 8).
+TEXT ·swigluSIMD(SB), NOSPLIT, $0-32
+	MOVD dst+0(FP), R0
+	MOVD gate+8(FP), R1
+	MOVD u+16(FP), R2
+	MOVD n+24(FP), R3
+	GLUCONST
+	CBZ R3, sw_done
+sw_loop:
+	VLD1.P 16(R1), [V12.S4]
+	FCVTL2S(0, 12)
+	FCVTL24S(1, 12)
+	FNEG2D(2, 0)        // x = -g
+	FNEG2D(3, 1)
+	GLU(0, 2, 4, 5)
+	GLU(1, 3, 6, 7)
+	FCVTN2S(10, 0)
+	FCVTN24S(10, 1)
+	VLD1.P 16(R2), [V11.S4]
+	FMUL4S(10, 10, 11)
+	VST1.P [V10.S4], 16(R0)
+	SUBS $4, R3, R3
+	BNE sw_loop
+sw_done:
+	RET
+
+// func gegluSIMD(dst, gate, u *float32, n int)
+// dst = float32(geluTanhF64(g))·u: swigluSIMD with x = geluNegK·(g +
+// geluCubic·((g·g)·g)) in place of -g.
+TEXT ·gegluSIMD(SB), NOSPLIT, $0-32
+	MOVD dst+0(FP), R0
+	MOVD gate+8(FP), R1
+	MOVD u+16(FP), R2
+	MOVD n+24(FP), R3
+	GLUCONST
+	FMOVD $(0.044715), F13
+	VDUP V13.D[0], V13.D2
+	FMOVD $(-1.5957691216057307117597842), F14
+	VDUP V14.D[0], V14.D2
+	CBZ R3, ge_done
+ge_loop:
+	VLD1.P 16(R1), [V12.S4]
+	FCVTL2S(0, 12)
+	FCVTL24S(1, 12)
+	FMUL2D(2, 0, 0)     // x = negK·(g + cubic·((g·g)·g))
+	FMUL2D(3, 1, 1)
+	FMUL2D(2, 2, 0)
+	FMUL2D(3, 3, 1)
+	FMUL2D(2, 2, 13)
+	FMUL2D(3, 3, 13)
+	FADD2D(2, 0, 2)
+	FADD2D(3, 1, 3)
+	FMUL2D(2, 2, 14)
+	FMUL2D(3, 3, 14)
+	GLU(0, 2, 4, 5)
+	GLU(1, 3, 6, 7)
+	FCVTN2S(10, 0)
+	FCVTN24S(10, 1)
+	VLD1.P 16(R2), [V11.S4]
+	FMUL4S(10, 10, 11)
+	VST1.P [V10.S4], 16(R0)
+	SUBS $4, R3, R3
+	BNE ge_loop
+ge_done:
+	RET
