@@ -2,15 +2,20 @@
 
 package attn
 
-import "github.com/bitdecode/bitdecode/internal/cpufeat"
+import (
+	"fmt"
+
+	"github.com/bitdecode/bitdecode/internal/cpufeat"
+)
 
 // The NEON kernel sets of arm64: the pure-Go set with the fp16 conversion,
 // the byte codes' conversion and int4 unpacking, the float32 scores, the PV
 // sums, the softmax's exp, max and dot of kernels_arm64.s; and, where the
 // CPU has the dot-product extension (cpufeat.DotProd), the same set with
 // the integer-key scores of the VNNI path (queries quantized to int8, the
-// dot products by SDOT). The rest (the query folds, the four-row and packed
-// score kernels, the integer PV) stays in Go or on the float path.
+// dot products by SDOT, one or four query rows a call). The rest (the query
+// folds, the packed int4/int2 score kernels, the integer PV) stays in Go or
+// on the float path.
 
 //go:noescape
 func cvtHalfNEON(dst *float32, src *uint16, n int)
@@ -38,6 +43,9 @@ func expSubNEON(x *float32, n int, m float32) float32
 
 //go:noescape
 func scoresU8SDOT(out *float32, q *int8, k *uint8, A, B *float32, n, d int, a, b, c float32, corr int32)
+
+//go:noescape
+func scoresU8x4SDOT(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32, corr *int32)
 
 // neonLanes is the element count the NEON loops step by; the wrappers run
 // any rest in Go.
@@ -140,6 +148,31 @@ func scoresU8S(out []float32, q []int8, k []uint8, A, B []float32, a, b, c float
 	scoresU8SDOT(&out[0], &q[0], &k[0], &A[0], &B[0], n, d, a, b, c, sq<<7)
 }
 
+// scoresU8x4S is scoresU8x4 with SDOT: four rows of bcastQ's layout (the
+// first copy of each 16-byte chunk read), each row's 128·Σq formed here;
+// the bits of scoresU8Go per row.
+func scoresU8x4S(out []float32, ldo int, q []int8, k []uint8, A, B, ab []float32, n, d int, c float32, pf []byte) {
+	if !(n%x4Tokens == 0 && d%64 == 0 && d > 0 && ldo >= n && len(out) >= 3*ldo+n && len(q) >= 16*d &&
+		len(k) >= n*d && len(A) >= n && len(B) >= n && len(ab) >= 8) {
+		panic(fmt.Sprint("attn: scoresU8x4: bad lengths ", n, d, ldo))
+	}
+	if n == 0 {
+		return
+	}
+	var corr [4]int32
+	for r := range corr {
+		row := q[r*4*d : (r+1)*4*d]
+		var sq int32
+		for j := 0; j < 4*d; j += 4 * neonLanes { // the first copy of each chunk
+			for _, x := range row[j : j+neonLanes] {
+				sq += int32(x)
+			}
+		}
+		corr[r] = sq << 7
+	}
+	scoresU8x4SDOT(&out[0], ldo, &q[0], &k[0], &A[0], &B[0], &ab[0], n, d, c, &corr[0])
+}
+
 // neonKernels is the NEON set.
 var neonKernels = func() kernels {
 	k := genericKernels
@@ -157,11 +190,16 @@ var neonKernels = func() kernels {
 
 // neonDotKernels is the NEON set with the integer-key scores (the VNNI
 // path's vnni flag: int8 queries, the sums by SDOT); the integer PV
-// (pvS16) stays nil, so the values run the float PV of the NEON set.
+// (pvS16) stays nil, so the values run the float PV of the NEON set. Four
+// query rows score at once (scoresU8x4; bcastQ's layout written in Go)
+// where the head dim is a multiple of 64; int4 and int2 keys are unpacked
+// to byte codes first (no packed score kernels).
 var neonDotKernels = func() kernels {
 	k := neonKernels
 	k.vnni = true
 	k.scoresU8 = scoresU8S
+	k.bcastQ = bcastQGo
+	k.scoresU8x4 = scoresU8x4S
 	return k
 }()
 

@@ -481,3 +481,148 @@ su_store:
 	BNE su_tokens
 su_done:
 	RET
+
+// ST1 {Vt.4S}, [Xn], #16 (Xn a general register number)
+#define ST1P4S(t, n) WORD $(0x4C9F7800 | ((n)<<5) | (t))
+
+// X4SUM folds the four tokens' lane sums of one row, Vt0..Vt3
+// (overwritten), into Vt0 by ADDP, adds 128·Σq of the row (corr, at
+// coff(R15)) and converts to float32, then takes scoresU8Go's float steps
+// with the row's a and b (aoff(R7), boff(R7)): A·a (A in V24), times
+// float32(s), B·b (B in V25) added by a fused multiply-add.
+#define X4SUM(t0, t1, t2, t3, coff, aoff, boff) \
+	ADDP4S(t0, t0, t1); \
+	ADDP4S(t2, t2, t3); \
+	ADDP4S(t0, t0, t2); \
+	FMOVS coff(R15), F30; \
+	VDUP V30.S[0], V30.S4; \
+	ADD4S(t0, t0, 30); \
+	SCVTF4S(t0, t0); \
+	FMOVS aoff(R7), F27; \
+	VDUP V27.S[0], V27.S4; \
+	FMOVS boff(R7), F28; \
+	VDUP V28.S[0], V28.S4; \
+	FMUL4S(26, 24, 27); \
+	FMUL4S(t0, t0, 26); \
+	FMLA4S(t0, 25, 28)
+
+// X4ROW is one row's epilogue where c is 0 (out not read): X4SUM, then the
+// four scores stored at Rout (register number rout), which advances.
+#define X4ROW(t0, t1, t2, t3, coff, aoff, boff, rout) \
+	X4SUM(t0, t1, t2, t3, coff, aoff, boff); \
+	ST1P4S(t0, rout)
+
+// X4ROWC is X4ROW where c is not 0: out·c (c in V29) added by a fused
+// multiply-add before the store.
+#define X4ROWC(t0, t1, t2, t3, coff, aoff, boff, Rout, rout) \
+	X4SUM(t0, t1, t2, t3, coff, aoff, boff); \
+	VLD1 (Rout), [V26.S4]; \
+	FMLA4S(t0, 26, 29); \
+	ST1P4S(t0, rout)
+
+// func scoresU8x4SDOT(out *float32, ldo int, q *int8, k *uint8, A, B, ab *float32, n, d int, c float32, corr *int32)
+// scoresU8SDOT for four query rows at once (the rows of out ldo floats
+// apart, q the rows' bcastQ layout at stride 4·d, of which the first of the
+// four copies of each 16-byte chunk is read; a in ab[0:4], b in ab[4:8];
+// corr[r] = 128·Σq of row r): per 16 channels the four rows' query bytes
+// and four tokens' codes (read as code-128), 16 SDOTs into V0-V15 (row r,
+// token j in V(4r+j)); n a multiple of 4, d of 16. The same bits as
+// scoresU8Go per row.
+TEXT ·scoresU8x4SDOT(SB), NOSPLIT, $0-88
+	MOVD out+0(FP), R0
+	MOVD ldo+8(FP), R19
+	MOVD q+16(FP), R1
+	MOVD k+24(FP), R2
+	MOVD A+32(FP), R3
+	MOVD B+40(FP), R4
+	MOVD ab+48(FP), R7
+	MOVD n+56(FP), R5
+	MOVD d+64(FP), R6
+	FMOVS c+72(FP), F29
+	MOVD corr+80(FP), R15
+	VDUP V29.S[0], V29.S4
+	MOVI80(31)
+	LSL $2, R19, R19    // ldo in bytes
+	ADD R19, R0, R20    // out rows 1..3
+	ADD R19, R20, R21
+	ADD R19, R21, R22
+	LSL $2, R6, R16     // the query rows' stride, 4·d bytes
+	MOVD $64, R14       // a chunk's four copies
+	CBZ R5, s4_done
+s4_tokens:
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R1, R8         // query rows 0..3
+	ADD R16, R8, R23
+	ADD R16, R23, R24
+	ADD R16, R24, R25
+	MOVD R2, R9         // tokens t..t+3
+	ADD R6, R9, R10
+	ADD R6, R10, R11
+	ADD R6, R11, R12
+	MOVD R6, R13
+s4_chunk:
+	VLD1.P (R8)(R14), [V16.B16]
+	VLD1.P (R23)(R14), [V17.B16]
+	VLD1.P (R24)(R14), [V18.B16]
+	VLD1.P (R25)(R14), [V19.B16]
+	VLD1.P 16(R9), [V20.B16]
+	VLD1.P 16(R10), [V21.B16]
+	VLD1.P 16(R11), [V22.B16]
+	VLD1.P 16(R12), [V23.B16]
+	VEOR V31.B16, V20.B16, V20.B16
+	VEOR V31.B16, V21.B16, V21.B16
+	VEOR V31.B16, V22.B16, V22.B16
+	VEOR V31.B16, V23.B16, V23.B16
+	SDOT(0, 20, 16)
+	SDOT(1, 21, 16)
+	SDOT(2, 22, 16)
+	SDOT(3, 23, 16)
+	SDOT(4, 20, 17)
+	SDOT(5, 21, 17)
+	SDOT(6, 22, 17)
+	SDOT(7, 23, 17)
+	SDOT(8, 20, 18)
+	SDOT(9, 21, 18)
+	SDOT(10, 22, 18)
+	SDOT(11, 23, 18)
+	SDOT(12, 20, 19)
+	SDOT(13, 21, 19)
+	SDOT(14, 22, 19)
+	SDOT(15, 23, 19)
+	SUBS $16, R13, R13
+	BNE s4_chunk
+	MOVD R12, R2        // the next four tokens' rows
+	VLD1.P 16(R3), [V24.S4]
+	VLD1.P 16(R4), [V25.S4]
+	FCMPS $(0.0), F29   // c = 0 (not NaN): out is not read
+	BEQ s4_plain
+	X4ROWC(0, 1, 2, 3, 0, 0, 16, R0, 0)
+	X4ROWC(4, 5, 6, 7, 4, 4, 20, R20, 20)
+	X4ROWC(8, 9, 10, 11, 8, 8, 24, R21, 21)
+	X4ROWC(12, 13, 14, 15, 12, 12, 28, R22, 22)
+	B s4_next
+s4_plain:
+	X4ROW(0, 1, 2, 3, 0, 0, 16, 0)
+	X4ROW(4, 5, 6, 7, 4, 4, 20, 20)
+	X4ROW(8, 9, 10, 11, 8, 8, 24, 21)
+	X4ROW(12, 13, 14, 15, 12, 12, 28, 22)
+s4_next:
+	SUBS $4, R5, R5
+	BNE s4_tokens
+s4_done:
+	RET

@@ -355,7 +355,13 @@ func TestScoreKernels(t *testing.T) {
 						k.bcastQ(qb[row*4*d:], qs4[row*d:(row+1)*d])
 					}
 					ab := randF32(r, 8, 1)
-					for _, c := range []float32{0, 1} {
+					for _, c := range []float32{0, 1, -1} {
+						if c < 0 { // small steps: a·A·s near b·B (see scoresU8's case)
+							c = 0
+							for i := range 4 {
+								ab[i] *= 2e-5
+							}
+						}
 						ldo := n + 16
 						o4, w4 := nanSlice(4*ldo), nanSlice(4*ldo)
 						if c != 0 {
