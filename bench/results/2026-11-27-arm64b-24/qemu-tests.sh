@@ -24,3 +24,6 @@ done
 go test -c -o "$out/engine.test" ./engine
 (cd engine && { time qemu-aarch64-static "$out/engine.test" -test.run 'TestEmbeddedGolden$' -test.v ; } > "$out/golden.log" 2>&1) || echo "FAIL golden"
 grep -E 'greedy tokens agreeing|^(PASS|FAIL)' "$out/golden.log"
+# attn with -tags purego (the Generic level only).
+go test -c -tags purego -o "$out/attn-purego.test" ./attn
+(cd attn && { time qemu-aarch64-static "$out/attn-purego.test" -test.short -test.timeout 25m ; } > "$out/attn-purego.log" 2>&1) || echo "FAIL attn purego"
