@@ -137,425 +137,188 @@
 	FMUL4S(w, w, k); \
 	FADD4S(a, a, w)
 
+// The tiles' bodies. Every tile takes (x, xs, w, ws, k16, dst, ds, sc, ss)
+// (dot_asm_arm64.go); the 1x4 tiles read rows w, w+ws, w+2ws, w+3ws. The
+// labels are each TEXT's own (the assembler scopes labels to a function).
+
+// TILE_1x1 is the 1x1 tile whose 16 weights a step LOAD(rp) widens.
+#define TILE_1x1(LOAD) \
+	MOVD x+0(FP), R0; \
+	MOVD w+16(FP), R1; \
+	MOVD k16+32(FP), R5; \
+	MOVD dst+40(FP), R6; \
+	ZERO4(V16, V17, V18, V19); \
+	CBZ R5, reduce; \
+loop: \
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]; \
+	LOAD(R1); \
+	ACC(16, 17, 18, 19); \
+	SUBS $16, R5, R5; \
+	BNE loop; \
+reduce: \
+	REDUCE(16, 17, 18, 19, 8); \
+	FMOVS F8, 0(R6); \
+	RET
+
+// ROWS_1x4 sets R1-R4 to the four weight rows and R5, R6 to k16 and dst,
+// and clears the 1x4 tiles' accumulators V16-V31.
+#define ROWS_1x4 \
+	MOVD x+0(FP), R0; \
+	MOVD w+16(FP), R1; \
+	MOVD ws+24(FP), R10; \
+	ADD R10, R1, R2; \
+	ADD R10, R2, R3; \
+	ADD R10, R3, R4; \
+	MOVD k16+32(FP), R5; \
+	MOVD dst+40(FP), R6; \
+	ZERO4(V16, V17, V18, V19); \
+	ZERO4(V20, V21, V22, V23); \
+	ZERO4(V24, V25, V26, V27); \
+	ZERO4(V28, V29, V30, V31)
+
+// REDUCE_1x4 stores the 1x4 tiles' four sums at dst.
+#define REDUCE_1x4 \
+	REDUCE(16, 17, 18, 19, 8); \
+	FMOVS F8, 0(R6); \
+	REDUCE(20, 21, 22, 23, 9); \
+	FMOVS F9, 4(R6); \
+	REDUCE(24, 25, 26, 27, 10); \
+	FMOVS F10, 8(R6); \
+	REDUCE(28, 29, 30, 31, 11); \
+	FMOVS F11, 12(R6)
+
+// TILE_1x4 is the 1x4 tile whose 16 weights a step and row LOAD(rp) widens.
+#define TILE_1x4(LOAD) \
+	ROWS_1x4; \
+	CBZ R5, reduce; \
+loop: \
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]; \
+	LOAD(R1); \
+	ACC(16, 17, 18, 19); \
+	LOAD(R2); \
+	ACC(20, 21, 22, 23); \
+	LOAD(R3); \
+	ACC(24, 25, 26, 27); \
+	LOAD(R4); \
+	ACC(28, 29, 30, 31); \
+	SUBS $16, R5, R5; \
+	BNE loop; \
+reduce: \
+	REDUCE_1x4; \
+	RET
+
+// I8_1x1 is the I8 1x1 tile for groups of chunks·16 weights: each group
+// broadcasts its row's scale (sc, a stride of ss a group) into V8.
+#define I8_1x1(chunks) \
+	MOVD x+0(FP), R0; \
+	MOVD w+16(FP), R1; \
+	MOVD k16+32(FP), R5; \
+	MOVD dst+40(FP), R6; \
+	MOVD sc+56(FP), R8; \
+	MOVD ss+64(FP), R9; \
+	MOVD $0, R7; \
+	ZERO4(V16, V17, V18, V19); \
+	CBZ R5, reduce; \
+loop: \
+	CBNZ R7, chunk; \
+	VLD1R (R8), [V8.S4]; \
+	ADD R9, R8, R8; \
+	MOVD $chunks, R7; \
+chunk: \
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]; \
+	LOADW_I8(R1, 8); \
+	ACC(16, 17, 18, 19); \
+	SUB $1, R7, R7; \
+	SUBS $16, R5, R5; \
+	BNE loop; \
+reduce: \
+	REDUCE(16, 17, 18, 19, 8); \
+	FMOVS F8, 0(R6); \
+	RET
+
+// I8_1x4 is I8_1x1 for four rows: their scales sc[0..3] in V8-V11. R7 counts
+// the chunks of 16 left in the current group.
+#define I8_1x4(chunks) \
+	ROWS_1x4; \
+	MOVD sc+56(FP), R8; \
+	MOVD ss+64(FP), R9; \
+	MOVD $0, R7; \
+	CBZ R5, reduce; \
+loop: \
+	CBNZ R7, chunk; \
+	VLD1R (R8), [V8.S4]; \
+	ADD $4, R8, R11; \
+	VLD1R (R11), [V9.S4]; \
+	ADD $8, R8, R11; \
+	VLD1R (R11), [V10.S4]; \
+	ADD $12, R8, R11; \
+	VLD1R (R11), [V11.S4]; \
+	ADD R9, R8, R8; \
+	MOVD $chunks, R7; \
+chunk: \
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]; \
+	LOADW_I8(R1, 8); \
+	ACC(16, 17, 18, 19); \
+	LOADW_I8(R2, 9); \
+	ACC(20, 21, 22, 23); \
+	LOADW_I8(R3, 10); \
+	ACC(24, 25, 26, 27); \
+	LOADW_I8(R4, 11); \
+	ACC(28, 29, 30, 31); \
+	SUB $1, R7, R7; \
+	SUBS $16, R5, R5; \
+	BNE loop; \
+reduce: \
+	REDUCE_1x4; \
+	RET
+
 // func dotF32_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotF32_1x1NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	ZERO4(V16, V17, V18, V19)
-	CBZ R5, reduceF32_1x1
-loopF32_1x1:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_F32(R1)
-	ACC(16, 17, 18, 19)
-	SUBS $16, R5, R5
-	BNE loopF32_1x1
-reduceF32_1x1:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	RET
+	TILE_1x1(LOADW_F32)
 
 // func dotF32_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotF32_1x4NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD ws+24(FP), R10
-	ADD R10, R1, R2
-	ADD R10, R2, R3
-	ADD R10, R3, R4
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	ZERO4(V16, V17, V18, V19)
-	ZERO4(V20, V21, V22, V23)
-	ZERO4(V24, V25, V26, V27)
-	ZERO4(V28, V29, V30, V31)
-	CBZ R5, reduceF32_1x4
-loopF32_1x4:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_F32(R1)
-	ACC(16, 17, 18, 19)
-	LOADW_F32(R2)
-	ACC(20, 21, 22, 23)
-	LOADW_F32(R3)
-	ACC(24, 25, 26, 27)
-	LOADW_F32(R4)
-	ACC(28, 29, 30, 31)
-	SUBS $16, R5, R5
-	BNE loopF32_1x4
-reduceF32_1x4:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	REDUCE(20, 21, 22, 23, 9)
-	FMOVS F9, 4(R6)
-	REDUCE(24, 25, 26, 27, 10)
-	FMOVS F10, 8(R6)
-	REDUCE(28, 29, 30, 31, 11)
-	FMOVS F11, 12(R6)
-	RET
+	TILE_1x4(LOADW_F32)
 
 // func dotBF16_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotBF16_1x1NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	ZERO4(V16, V17, V18, V19)
-	CBZ R5, reduceBF16_1x1
-loopBF16_1x1:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_BF16(R1)
-	ACC(16, 17, 18, 19)
-	SUBS $16, R5, R5
-	BNE loopBF16_1x1
-reduceBF16_1x1:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	RET
+	TILE_1x1(LOADW_BF16)
 
 // func dotBF16_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotBF16_1x4NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD ws+24(FP), R10
-	ADD R10, R1, R2
-	ADD R10, R2, R3
-	ADD R10, R3, R4
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	ZERO4(V16, V17, V18, V19)
-	ZERO4(V20, V21, V22, V23)
-	ZERO4(V24, V25, V26, V27)
-	ZERO4(V28, V29, V30, V31)
-	CBZ R5, reduceBF16_1x4
-loopBF16_1x4:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_BF16(R1)
-	ACC(16, 17, 18, 19)
-	LOADW_BF16(R2)
-	ACC(20, 21, 22, 23)
-	LOADW_BF16(R3)
-	ACC(24, 25, 26, 27)
-	LOADW_BF16(R4)
-	ACC(28, 29, 30, 31)
-	SUBS $16, R5, R5
-	BNE loopBF16_1x4
-reduceBF16_1x4:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	REDUCE(20, 21, 22, 23, 9)
-	FMOVS F9, 4(R6)
-	REDUCE(24, 25, 26, 27, 10)
-	FMOVS F10, 8(R6)
-	REDUCE(28, 29, 30, 31, 11)
-	FMOVS F11, 12(R6)
-	RET
+	TILE_1x4(LOADW_BF16)
 
 // func dotF16_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotF16_1x1NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	ZERO4(V16, V17, V18, V19)
-	CBZ R5, reduceF16_1x1
-loopF16_1x1:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_F16(R1)
-	ACC(16, 17, 18, 19)
-	SUBS $16, R5, R5
-	BNE loopF16_1x1
-reduceF16_1x1:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	RET
+	TILE_1x1(LOADW_F16)
 
 // func dotF16_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotF16_1x4NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD ws+24(FP), R10
-	ADD R10, R1, R2
-	ADD R10, R2, R3
-	ADD R10, R3, R4
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	ZERO4(V16, V17, V18, V19)
-	ZERO4(V20, V21, V22, V23)
-	ZERO4(V24, V25, V26, V27)
-	ZERO4(V28, V29, V30, V31)
-	CBZ R5, reduceF16_1x4
-loopF16_1x4:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_F16(R1)
-	ACC(16, 17, 18, 19)
-	LOADW_F16(R2)
-	ACC(20, 21, 22, 23)
-	LOADW_F16(R3)
-	ACC(24, 25, 26, 27)
-	LOADW_F16(R4)
-	ACC(28, 29, 30, 31)
-	SUBS $16, R5, R5
-	BNE loopF16_1x4
-reduceF16_1x4:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	REDUCE(20, 21, 22, 23, 9)
-	FMOVS F9, 4(R6)
-	REDUCE(24, 25, 26, 27, 10)
-	FMOVS F10, 8(R6)
-	REDUCE(28, 29, 30, 31, 11)
-	FMOVS F11, 12(R6)
-	RET
+	TILE_1x4(LOADW_F16)
 
 // func dotI8G32_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotI8G32_1x1NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks of 16 left in the current group
-	ZERO4(V16, V17, V18, V19)
-	CBZ R5, reduceI8G32_1x1
-loopI8G32_1x1:
-	CBNZ R7, chunkI8G32_1x1
-	// A new group: broadcast each row's scale, step to the next group's.
-	VLD1R (R8), [V8.S4]
-	ADD R9, R8, R8
-	MOVD $2, R7
-chunkI8G32_1x1:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_I8(R1, 8)
-	ACC(16, 17, 18, 19)
-	SUB $1, R7, R7
-	SUBS $16, R5, R5
-	BNE loopI8G32_1x1
-reduceI8G32_1x1:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	RET
+	I8_1x1(2)
 
 // func dotI8G32_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotI8G32_1x4NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD ws+24(FP), R10
-	ADD R10, R1, R2
-	ADD R10, R2, R3
-	ADD R10, R3, R4
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks of 16 left in the current group
-	ZERO4(V16, V17, V18, V19)
-	ZERO4(V20, V21, V22, V23)
-	ZERO4(V24, V25, V26, V27)
-	ZERO4(V28, V29, V30, V31)
-	CBZ R5, reduceI8G32_1x4
-loopI8G32_1x4:
-	CBNZ R7, chunkI8G32_1x4
-	// A new group: broadcast each row's scale, step to the next group's.
-	VLD1R (R8), [V8.S4]
-	ADD $4, R8, R11
-	VLD1R (R11), [V9.S4]
-	ADD $8, R8, R11
-	VLD1R (R11), [V10.S4]
-	ADD $12, R8, R11
-	VLD1R (R11), [V11.S4]
-	ADD R9, R8, R8
-	MOVD $2, R7
-chunkI8G32_1x4:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_I8(R1, 8)
-	ACC(16, 17, 18, 19)
-	LOADW_I8(R2, 9)
-	ACC(20, 21, 22, 23)
-	LOADW_I8(R3, 10)
-	ACC(24, 25, 26, 27)
-	LOADW_I8(R4, 11)
-	ACC(28, 29, 30, 31)
-	SUB $1, R7, R7
-	SUBS $16, R5, R5
-	BNE loopI8G32_1x4
-reduceI8G32_1x4:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	REDUCE(20, 21, 22, 23, 9)
-	FMOVS F9, 4(R6)
-	REDUCE(24, 25, 26, 27, 10)
-	FMOVS F10, 8(R6)
-	REDUCE(28, 29, 30, 31, 11)
-	FMOVS F11, 12(R6)
-	RET
+	I8_1x4(2)
 
 // func dotI8G64_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotI8G64_1x1NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks of 16 left in the current group
-	ZERO4(V16, V17, V18, V19)
-	CBZ R5, reduceI8G64_1x1
-loopI8G64_1x1:
-	CBNZ R7, chunkI8G64_1x1
-	// A new group: broadcast each row's scale, step to the next group's.
-	VLD1R (R8), [V8.S4]
-	ADD R9, R8, R8
-	MOVD $4, R7
-chunkI8G64_1x1:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_I8(R1, 8)
-	ACC(16, 17, 18, 19)
-	SUB $1, R7, R7
-	SUBS $16, R5, R5
-	BNE loopI8G64_1x1
-reduceI8G64_1x1:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	RET
+	I8_1x1(4)
 
 // func dotI8G64_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotI8G64_1x4NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD ws+24(FP), R10
-	ADD R10, R1, R2
-	ADD R10, R2, R3
-	ADD R10, R3, R4
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks of 16 left in the current group
-	ZERO4(V16, V17, V18, V19)
-	ZERO4(V20, V21, V22, V23)
-	ZERO4(V24, V25, V26, V27)
-	ZERO4(V28, V29, V30, V31)
-	CBZ R5, reduceI8G64_1x4
-loopI8G64_1x4:
-	CBNZ R7, chunkI8G64_1x4
-	// A new group: broadcast each row's scale, step to the next group's.
-	VLD1R (R8), [V8.S4]
-	ADD $4, R8, R11
-	VLD1R (R11), [V9.S4]
-	ADD $8, R8, R11
-	VLD1R (R11), [V10.S4]
-	ADD $12, R8, R11
-	VLD1R (R11), [V11.S4]
-	ADD R9, R8, R8
-	MOVD $4, R7
-chunkI8G64_1x4:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_I8(R1, 8)
-	ACC(16, 17, 18, 19)
-	LOADW_I8(R2, 9)
-	ACC(20, 21, 22, 23)
-	LOADW_I8(R3, 10)
-	ACC(24, 25, 26, 27)
-	LOADW_I8(R4, 11)
-	ACC(28, 29, 30, 31)
-	SUB $1, R7, R7
-	SUBS $16, R5, R5
-	BNE loopI8G64_1x4
-reduceI8G64_1x4:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	REDUCE(20, 21, 22, 23, 9)
-	FMOVS F9, 4(R6)
-	REDUCE(24, 25, 26, 27, 10)
-	FMOVS F10, 8(R6)
-	REDUCE(28, 29, 30, 31, 11)
-	FMOVS F11, 12(R6)
-	RET
+	I8_1x4(4)
 
 // func dotI8G128_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotI8G128_1x1NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks of 16 left in the current group
-	ZERO4(V16, V17, V18, V19)
-	CBZ R5, reduceI8G128_1x1
-loopI8G128_1x1:
-	CBNZ R7, chunkI8G128_1x1
-	// A new group: broadcast each row's scale, step to the next group's.
-	VLD1R (R8), [V8.S4]
-	ADD R9, R8, R8
-	MOVD $8, R7
-chunkI8G128_1x1:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_I8(R1, 8)
-	ACC(16, 17, 18, 19)
-	SUB $1, R7, R7
-	SUBS $16, R5, R5
-	BNE loopI8G128_1x1
-reduceI8G128_1x1:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	RET
+	I8_1x1(8)
 
 // func dotI8G128_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotI8G128_1x4NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD ws+24(FP), R10
-	ADD R10, R1, R2
-	ADD R10, R2, R3
-	ADD R10, R3, R4
-	MOVD k16+32(FP), R5
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks of 16 left in the current group
-	ZERO4(V16, V17, V18, V19)
-	ZERO4(V20, V21, V22, V23)
-	ZERO4(V24, V25, V26, V27)
-	ZERO4(V28, V29, V30, V31)
-	CBZ R5, reduceI8G128_1x4
-loopI8G128_1x4:
-	CBNZ R7, chunkI8G128_1x4
-	// A new group: broadcast each row's scale, step to the next group's.
-	VLD1R (R8), [V8.S4]
-	ADD $4, R8, R11
-	VLD1R (R11), [V9.S4]
-	ADD $8, R8, R11
-	VLD1R (R11), [V10.S4]
-	ADD $12, R8, R11
-	VLD1R (R11), [V11.S4]
-	ADD R9, R8, R8
-	MOVD $8, R7
-chunkI8G128_1x4:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	LOADW_I8(R1, 8)
-	ACC(16, 17, 18, 19)
-	LOADW_I8(R2, 9)
-	ACC(20, 21, 22, 23)
-	LOADW_I8(R3, 10)
-	ACC(24, 25, 26, 27)
-	LOADW_I8(R4, 11)
-	ACC(28, 29, 30, 31)
-	SUB $1, R7, R7
-	SUBS $16, R5, R5
-	BNE loopI8G128_1x4
-reduceI8G128_1x4:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	REDUCE(20, 21, 22, 23, 9)
-	FMOVS F9, 4(R6)
-	REDUCE(24, 25, 26, 27, 10)
-	FMOVS F10, 8(R6)
-	REDUCE(28, 29, 30, 31, 11)
-	FMOVS F11, 12(R6)
-	RET
+	I8_1x4(8)
 
 // func dotWQ8G128_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotWQ8G128_1x1NEON(SB), NOSPLIT, $0-72
