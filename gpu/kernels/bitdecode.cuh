@@ -244,6 +244,71 @@ constexpr bool kPDLEarly = BD_PDL_EARLY != 0;
 // (Nr tokens each) hold none of the launch's Tq newest tokens.
 BD_DEVICE int oldBlocks(int L, int Tq, int Nr) { return (L - Tq) / Nr; }
 
+// The L2 warm-up (docs/perf/decode-step.md v37; compiled only with
+// -DBD_L2WARM=1 or 2, the planner's DecodeTuning.L2Warm, so the default
+// kernels are those of before, byte for byte): a one-sequence decode leaves
+// the DRAM idle for part of its launch (its start, the SMs' spread, the
+// merge), and the step's next weights (o's) are known before it runs. The
+// split kernels then take two more parameters (BD_WARM_PARAM), a region of
+// global memory that nothing in the step writes, and each CTA asks L2 for
+// its 1/grid slice of it with bulk prefetches (l2Warm): at its entry
+// (BD_L2WARM=1, kWarmEntry) or once its tiles are done (2, kWarmTail).
+// A prefetch is a hint: nothing is read back, so the outputs' bits are
+// those of the kernel without it. BD_L2WARM_LAST=1 tags the lines
+// evict_last (createpolicy) so that the KV streamed after them goes first.
+#ifndef BD_L2WARM
+#define BD_L2WARM 0
+#endif
+#ifndef BD_L2WARM_LAST
+#define BD_L2WARM_LAST 0
+#endif
+constexpr int kWarmEntry = 1;  // BD_L2WARM: at the CTA's entry
+constexpr int kWarmTail = 2;   // BD_L2WARM: after the CTA's tiles
+// kWarmPiece is the most bytes one bulk prefetch asks for (a CTA's slice
+// is a few of them).
+constexpr unsigned kWarmPiece = 32768;
+// kWarmAlign is what a slice's start and length are multiples of: an L2
+// line (the bulk prefetch needs 16 bytes).
+constexpr unsigned long long kWarmAlign = 128;
+
+// l2Warm asks L2 for this CTA's slice of the n bytes at p (n a multiple of
+// 16, p 16-byte aligned; n = 0: nothing): the grid's CTAs in blockIdx
+// order (x fastest) take consecutive slices of ceil(n / CTAs) bytes
+// rounded up to kWarmAlign. Called by one thread of the CTA.
+BD_DEVICE void l2Warm(const u8* p, unsigned long long n) {
+  if (n == 0) return;
+  const unsigned long long ctas = (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
+  const unsigned long long cta = ((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  const unsigned long long slice = (n + ctas - 1) / ctas, step = (slice + kWarmAlign - 1) / kWarmAlign * kWarmAlign;
+  const unsigned long long begin = cta * step, end = begin + step < n ? begin + step : n;
+#if BD_L2WARM_LAST
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+#endif
+  for (unsigned long long o = begin; o < end; o += kWarmPiece) {
+    const unsigned size = unsigned(end - o < kWarmPiece ? end - o : kWarmPiece);
+#if BD_L2WARM_LAST
+    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p + o), "r"(size), "l"(policy) : "memory");
+#else
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + o), "r"(size) : "memory");
+#endif
+  }
+}
+#if BD_L2WARM
+#define BD_WARM_PARAM , const u8* __restrict__ warm, unsigned long long warmBytes
+// BD_WARM(when, cond): where the kernel's BD_L2WARM is when, the thread
+// for which cond holds asks L2 for the CTA's slice of the warm region.
+#define BD_WARM(when, cond)                              \
+  do {                                                   \
+    if (BD_L2WARM == (when) && (cond)) l2Warm(warm, warmBytes); \
+  } while (0)
+#else
+#define BD_WARM_PARAM
+#define BD_WARM(when, cond) \
+  do {                      \
+  } while (0)
+#endif
+
 // mma16816 is mma.sync.m16n8k16 with fp16 operands and fp32 accumulators:
 // c += A·B, A in registers a[0..3] (row-major 16x16), B in b0, b1 (16x8).
 BD_DEVICE void mma16816(float c[4], const u32 a[4], u32 b0, u32 b1) {

@@ -385,7 +385,8 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     const int* __restrict__ lens, const u16* __restrict__ qIn, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
-    int* __restrict__ counters, u16* __restrict__ out) {
+    int* __restrict__ counters, u16* __restrict__ out BD_WARM_PARAM) {
+  BD_WARM(kWarmEntry, threadIdx.x == 0);  // v37: the step's next weights into L2 (bitdecode.cuh's l2Warm)
   constexpr int VGB = VBITS < 16 ? VG : 1;
   constexpr int TT = MW * kTileTokens;  // tokens per tile
   constexpr int kKCode = TT * D * KBITS / 8, kVCode = TT * D * VBITS / 8;
@@ -416,7 +417,10 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
   const int L = lens[b];
   const int splitLen = seqSplitLen(L, splitLenArg, splitBase, splitCap, splitMax);
   const int t0 = split * splitLen;
-  if (t0 >= L) return;
+  if (t0 >= L) {
+    BD_WARM(kWarmTail, threadIdx.x == 0);  // its slice all the same
+    return;
+  }
   const int t1 = min(L, t0 + splitLen);
   const int nPacked = L / Nr;
   const int packedEnd = min(t1, nPacked * Nr);
@@ -468,6 +472,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
         }
         if (kVPar > 0) bulkCopy(dst + kKCode + kVCode + kKPar, half + kBytes + vParamsOff + within * VG * 4, kVPar, &full[s]);
       }
+      BD_WARM(kWarmTail, true);  // v37: the CTA's last tile is requested
     }
     return;
   }

@@ -80,6 +80,10 @@ const (
 	// EnvDecodeTimelineCSV is DecodeTuning.TimelineCSV: a file that bench
 	// attn appends every timed CTA's record to, as CSV (session 26).
 	EnvDecodeTimelineCSV = "BITDECODE_DECODE_TIMELINE_CSV"
+	// EnvDecodeL2Warm is DecodeTuning.L2Warm and L2WarmLast: "entry" or
+	// "tail", optionally followed by ":last" ("tail:last"); "off" or unset:
+	// none (decode-step.md v37).
+	EnvDecodeL2Warm = "BITDECODE_DECODE_L2WARM"
 	// EnvWGMMAStages, EnvWGMMAMW and EnvWGMMAMinB are WGMMATuning's ring
 	// depth (2-8 tiles), tile (1 or 2 wgmma M-blocks of 64 tokens) and CTAs
 	// per SM the registers must allow (1-4).
@@ -190,9 +194,45 @@ type DecodeTuning struct {
 	// TimelineCSV, when not empty with Timeline, names a file that bench
 	// attn appends the timed CTAs' records to (WriteTimelineCSV).
 	TimelineCSV string
+	// L2Warm compiles the tensor-core decode kernels with the L2 warm-up
+	// (bitdecode.cuh's l2Warm, decode-step.md v37): a launch of one wave for
+	// one sequence (DecodePlan.dependentLaunch's) asks L2 for the bytes at
+	// DecodeBuffers.Warm (the step's next weights), each CTA its slice, at
+	// its entry or after its tiles; other launches pass none. L2WarmOff,
+	// the zero value, compiles none of it (the kernels of before). The
+	// same bits either way (a prefetch reads nothing back).
+	L2Warm L2WarmMode
+	// L2WarmLast tags the warmed lines evict_last (createpolicy).
+	L2WarmLast bool
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each decode program as it is compiled.
 	Ptxas io.Writer
+}
+
+// L2WarmMode is where a decode CTA asks L2 for its slice of the warm
+// region (DecodeTuning.L2Warm).
+type L2WarmMode int
+
+const (
+	// L2WarmOff: no warm-up compiled in.
+	L2WarmOff L2WarmMode = iota
+	// L2WarmEntry: at the CTA's entry (bitdecode.cuh's kWarmEntry).
+	L2WarmEntry
+	// L2WarmTail: once the CTA's tiles are done (decode_mma.cu) or
+	// requested (decode_wgmma.cu's producer) (kWarmTail).
+	L2WarmTail
+)
+
+// l2WarmModes are the names of the L2WarmMode values, in order
+// (EnvDecodeL2Warm).
+var l2WarmModes = []string{"off", "entry", "tail"}
+
+// String returns "off", "entry" or "tail".
+func (m L2WarmMode) String() string {
+	if m >= 0 && int(m) < len(l2WarmModes) {
+		return l2WarmModes[m]
+	}
+	return fmt.Sprintf("L2WarmMode(%d)", int(m))
 }
 
 // PDLMode is how a decode program starts after the kernel ahead of it
@@ -497,6 +537,14 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 		}
 		d.MergeFenceSC = v == "sc"
 	}
+	if v, ok := p.get(EnvDecodeL2Warm); ok {
+		mode, last := strings.CutSuffix(v, ":last")
+		i := slices.Index(l2WarmModes, mode)
+		if i < 0 || (last && i == 0) {
+			p.fail(EnvDecodeL2Warm, v, "off, entry or tail, the last two optionally with :last")
+		}
+		d.L2Warm, d.L2WarmLast = L2WarmMode(max(i, 0)), last && i > 0
+	}
 	d.Timeline, _ = p.boolean(EnvDecodeTimeline)
 	d.TimelineCSV, _ = p.get(EnvDecodeTimelineCSV)
 	if on, _ := p.boolean(EnvPtxasVerbose); on {
@@ -670,6 +718,8 @@ func (t DecodeTuning) check() error {
 		return bad("DecodeTuning.PDL", int(t.PDL), "PDLEarly (1), PDLWait (2) or PDLOff (3)")
 	case t.SplitRun < SplitRunAuto || t.SplitRun > SplitRunLargest:
 		return bad("DecodeTuning.SplitRun", int(t.SplitRun), "SplitRunShortest (1) or SplitRunLargest (2)")
+	case t.L2Warm < L2WarmOff || t.L2Warm > L2WarmTail:
+		return bad("DecodeTuning.L2Warm", int(t.L2Warm), "L2WarmEntry (1) or L2WarmTail (2)")
 	}
 	return nil
 }
