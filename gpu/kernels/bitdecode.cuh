@@ -245,14 +245,18 @@ constexpr bool kPDLEarly = BD_PDL_EARLY != 0;
 BD_DEVICE int oldBlocks(int L, int Tq, int Nr) { return (L - Tq) / Nr; }
 
 // The L2 warm-up (docs/perf/decode-step.md v37; compiled only with
-// -DBD_L2WARM=1 or 2, the planner's DecodeTuning.L2Warm, so the default
+// -DBD_L2WARM=1, 2 or 3, the planner's DecodeTuning.L2Warm, so the default
 // kernels are those of before, byte for byte): a one-sequence decode leaves
 // the DRAM idle for part of its launch (its start, the SMs' spread, the
 // merge), and the step's next weights (o's) are known before it runs. The
 // split kernels then take two more parameters (BD_WARM_PARAM), a region of
 // global memory that nothing in the step writes, and each CTA asks L2 for
 // its 1/grid slice of it with bulk prefetches (l2Warm): at its entry
-// (BD_L2WARM=1, kWarmEntry) or once its tiles are done (2, kWarmTail).
+// (BD_L2WARM=1, kWarmEntry), once its tiles are done (2, kWarmTail:
+// decode_mma after the warp-merge barrier, decode_wgmma once the split's
+// partial is written) or at its exit (3, kWarmExit: after the merge). A CTA
+// without tokens asks for nothing (none at one sequence, whose splits the
+// plan sizes to its length).
 // A prefetch is a hint: nothing is read back, so the outputs' bits are
 // those of the kernel without it. BD_L2WARM_LAST=1 tags the lines
 // evict_last (createpolicy) so that the KV streamed after them goes first.
@@ -264,6 +268,7 @@ BD_DEVICE int oldBlocks(int L, int Tq, int Nr) { return (L - Tq) / Nr; }
 #endif
 constexpr int kWarmEntry = 1;  // BD_L2WARM: at the CTA's entry
 constexpr int kWarmTail = 2;   // BD_L2WARM: after the CTA's tiles
+constexpr int kWarmExit = 3;   // BD_L2WARM: at the CTA's exit
 // kWarmPiece is the most bytes one bulk prefetch asks for (a CTA's slice
 // is a few of them).
 constexpr unsigned kWarmPiece = 32768;

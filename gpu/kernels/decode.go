@@ -274,8 +274,10 @@ type DecodePlan struct {
 	// tl.buf is 0 without it.
 	tl launchTimeline
 	// warm: the split kernel takes the L2 warm-up's region
-	// (DecodeTuning.L2Warm; bitdecode.cuh's BD_WARM_PARAM).
-	warm bool
+	// (DecodeTuning.L2Warm; bitdecode.cuh's BD_WARM_PARAM); warmMiB is
+	// DecodeTuning.L2WarmMiB.
+	warm    bool
+	warmMiB int
 }
 
 // Warms reports whether the plan's launches of one wave for one sequence
@@ -871,7 +873,7 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 		prog.Exprs = append(prog.Exprs, timelineStampExpr)
 	}
 	sessionOptions(&prog, DecodeMMA, t, false)
-	p.warm = t.L2Warm != L2WarmOff
+	p.warm, p.warmMiB = t.L2Warm != L2WarmOff, t.L2WarmMiB
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 
@@ -1236,7 +1238,10 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 			return fmt.Errorf("kernels: decode: L2 warm region %#x of %d bytes: want multiples of 16", uint64(b.Warm), b.WarmBytes)
 		}
 		w, n := b.Warm, uint64(b.WarmBytes)
-		if !oneWave || w == 0 {
+		if p.warmMiB > 0 {
+			n = min(n, uint64(p.warmMiB)<<20)
+		}
+		if !oneWave || w == 0 || p.warmMiB < 0 {
 			w, n = 0, 0
 		}
 		args = append(args, w, n)

@@ -1004,7 +1004,6 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
 #if BD_TIMELINE
     if (threadIdx.x == 0) tlRec[kTLInfo] = ~0ull;  // no tokens: Go skips the CTA
 #endif
-    BD_WARM(kWarmTail, threadIdx.x == 0);  // its slice all the same
     return;
   }
   BD_TL_MARK(kTLLens, threadIdx.x == 0);  // after the branch on L: its load has returned
@@ -1523,6 +1522,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   if (counters && nSplits == 1) {  // v2.15: the row chunk's only split writes the output itself
     finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, b, h, row0, nrows, group, Hq, Tq);
     BD_TL_MARK(kTLExit, threadIdx.x == 0);
+    BD_WARM(kWarmExit, threadIdx.x == 0);
     return;
   }
   // Merge the warps in order.
@@ -1535,6 +1535,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
         Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, BD_TL_ARRIVED);
   }
   BD_TL_MARK(kTLExit, threadIdx.x == 0);
+  BD_WARM(kWarmExit, threadIdx.x == 0);  // v37: the CTA's work is done
 }
 
 }  // namespace mma

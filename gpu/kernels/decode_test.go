@@ -854,10 +854,11 @@ func TestPlanDecodeV1RejectsBF16(t *testing.T) {
 // the outputs must be equal bit for bit (and within the reference bound,
 // which runCase checks), with several splits merged and with one split.
 // TestGPUDecodeL2WarmSameBits checks the L2 warm-up (DecodeTuning.L2Warm,
-// decode-step.md v37): plans compiled with it, at the CTA's entry and after
-// its tiles (evict_last too), asking L2 for a region of o's size at one
-// sequence (and ignoring it at three), give bitwise the outputs of the
-// plan without it, each within the reference's tolerance (runCase).
+// decode-step.md v37): plans compiled with it, at the CTA's entry, after
+// its tiles (evict_last) and at its exit (the whole region and its first 8
+// MiB), asking L2 for a region of o's size at one sequence (and ignoring
+// it at three), give bitwise the outputs of the plan without it, each
+// within the reference's tolerance (runCase).
 func TestGPUDecodeL2WarmSameBits(t *testing.T) {
 	d := device(t)
 	type tc struct {
@@ -865,9 +866,10 @@ func TestGPUDecodeL2WarmSameBits(t *testing.T) {
 		spec   string
 	}
 	cases := []tc{{kernels.DecodeMMA, "int4"}, {kernels.DecodeMMA, "int2"}, {kernels.DecodeWGMMA, "fp16"}}
-	modes := []kernels.DecodeTuning{{L2Warm: kernels.L2WarmEntry}, {L2Warm: kernels.L2WarmTail}, {L2Warm: kernels.L2WarmTail, L2WarmLast: true}}
+	modes := []kernels.DecodeTuning{{L2Warm: kernels.L2WarmEntry}, {L2Warm: kernels.L2WarmTail, L2WarmLast: true}, {L2Warm: kernels.L2WarmExit},
+		{L2Warm: kernels.L2WarmExit, L2WarmMiB: 8}}
 	if testing.Short() {
-		cases, modes = cases[:1], modes[1:2]
+		cases, modes = cases[:1], modes[2:3]
 	}
 	sh := attn.Shape{Hq: 32, Hkv: 8, D: 128}
 	warm := 2 * sh.Hq * sh.D * sh.Hq * sh.D // o's weights at this shape, fp16
@@ -897,7 +899,7 @@ func TestGPUDecodeL2WarmSameBits(t *testing.T) {
 				got := run(m, warm)
 				for j := range want {
 					if got[j] != want[j] {
-						t.Fatalf("%v %s lens %v L2 warm %v last %v: element %d is %#04x, %#04x without", c.kernel, c.spec, lens, m.L2Warm, m.L2WarmLast, j, got[j], want[j])
+						t.Fatalf("%v %s lens %v L2 warm %+v: element %d is %#04x, %#04x without", c.kernel, c.spec, lens, m, j, got[j], want[j])
 					}
 				}
 			}

@@ -417,10 +417,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
   const int L = lens[b];
   const int splitLen = seqSplitLen(L, splitLenArg, splitBase, splitCap, splitMax);
   const int t0 = split * splitLen;
-  if (t0 >= L) {
-    BD_WARM(kWarmTail, threadIdx.x == 0);  // its slice all the same
-    return;
-  }
+  if (t0 >= L) return;
   const int t1 = min(L, t0 + splitLen);
   const int nPacked = L / Nr;
   const int packedEnd = min(t1, nPacked * Nr);
@@ -472,7 +469,6 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
         }
         if (kVPar > 0) bulkCopy(dst + kKCode + kVCode + kKPar, half + kBytes + vParamsOff + within * VG * 4, kVPar, &full[s]);
       }
-      BD_WARM(kWarmTail, true);  // v37: the CTA's last tile is requested
     }
     return;
   }
@@ -607,10 +603,12 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
       partML[(part * kQueryRows + 2 * qd + r) * 2 + 1] = l;
     }
   }
+  BD_WARM(kWarmTail, threadIdx.x == 0);  // v37: the split's partial is written
   if (counters) {  // the last split merges (finishSplits' arithmetic, bitdecode.cuh)
     mergeSplits<D, kQueryRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
                                (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x);
   }
+  BD_WARM(kWarmExit, threadIdx.x == 0);  // v37: the CTA's work is done
 }
 
 }  // namespace wg

@@ -79,9 +79,9 @@ func sessionOptions(prog *cuda.Program, k DecodeKernel, t DecodeTuning, few bool
 }
 
 // l2WarmDefine returns the NVRTC options of DecodeTuning.L2Warm m (not
-// L2WarmOff) and L2WarmLast: bitdecode.cuh's BD_L2WARM (its kWarmEntry
-// and kWarmTail are L2WarmEntry's and L2WarmTail's values) and
-// BD_L2WARM_LAST.
+// L2WarmOff) and L2WarmLast: bitdecode.cuh's BD_L2WARM (its kWarmEntry,
+// kWarmTail and kWarmExit are L2WarmEntry's, L2WarmTail's and
+// L2WarmExit's values) and BD_L2WARM_LAST.
 func l2WarmDefine(m L2WarmMode, last bool) []string {
 	opts := []string{fmt.Sprintf("-DBD_L2WARM=%d", int(m))}
 	if last {

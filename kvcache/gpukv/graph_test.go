@@ -107,13 +107,13 @@ func sameBits(got, want []float32) error {
 
 // TestGPUL2WarmSameBits runs TestGPUGraphReplaySameBits' sequences with
 // graphs on, the decode plans compiled without the L2 warm-up and with it
-// (kernels.DecodeTuning.L2Warm at the CTA's entry, and after its tiles with
-// evict_last; decode-step.md v37), and requires every logits row to be
+// (kernels.DecodeTuning.L2Warm at the CTA's entry, after its tiles with
+// evict_last, and at its exit over o's first MiB; decode-step.md v37), and requires every logits row to be
 // bitwise the same: a prefetch reads nothing back. The warm-up's backends
 // must have folded attention ops onto o's GEMV (backend/gpu's L2Warms), or
 // the test would compare the same steps.
 func TestGPUL2WarmSameBits(t *testing.T) {
-	modes := []kernels.DecodeTuning{{}, {L2Warm: kernels.L2WarmEntry}, {L2Warm: kernels.L2WarmTail, L2WarmLast: true}}
+	modes := []kernels.DecodeTuning{{}, {L2Warm: kernels.L2WarmEntry}, {L2Warm: kernels.L2WarmTail, L2WarmLast: true}, {L2Warm: kernels.L2WarmExit, L2WarmMiB: 1}}
 	for _, spec := range []string{"fp16", "int4:rot", "int2"} {
 		t.Run(spec, func(t *testing.T) {
 			var rows [][][]float32 // [mode's sequences][step]
@@ -157,13 +157,13 @@ func TestGPUL2WarmSameBits(t *testing.T) {
 				if be.L2Warms() == 0 {
 					t.Fatalf("L2 warm %v: no attention op warmed L2, nothing to compare", m.L2Warm)
 				}
-				t.Logf("L2 warm %v last %v: %d attention ops warmed L2, %+v flushes", m.L2Warm, m.L2WarmLast, be.L2Warms(), be.GraphStats())
+				t.Logf("L2 warm %+v: %d attention ops warmed L2, %+v flushes", m, be.L2Warms(), be.GraphStats())
 				if len(got) != len(rows[0]) {
 					t.Fatalf("L2 warm %v: %d logits rows, %d without", m.L2Warm, len(got), len(rows[0]))
 				}
 				for j := range got {
 					if err := sameBits(got[j], rows[0][j]); err != nil {
-						t.Fatalf("L2 warm %v last %v: row %d: %v", m.L2Warm, m.L2WarmLast, j, err)
+						t.Fatalf("L2 warm %+v: row %d: %v", m, j, err)
 					}
 				}
 			}
