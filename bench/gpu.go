@@ -36,10 +36,6 @@ const (
 	gpuMaxPoolBytes   = 40 << 30
 	gpuPrototypes     = 16    // distinct random blocks replicated over the pool
 	gpuErrCheckTokens = 32768 // check against the float64 reference up to this length
-	// gpuWarmRegions is how many regions of o's size the launches of a
-	// plan with the L2 warm-up take in turn: 4 x 32 MiB at Llama-3.1-8B's
-	// shape, more than L2 holds, so none is served from an earlier launch.
-	gpuWarmRegions = 4
 )
 
 // GPUConfig configures RunAttnGPU.
@@ -284,31 +280,12 @@ func runGPUPoint(dev *cuda.Device, f kv.Format, cfg GPUConfig, pt Point) (row *G
 		return nil, err
 	}
 	defer plan.Close()
-	// With the L2 warm-up compiled in (DecodeTuning.L2Warm), each launch
-	// asks L2 for a region of o's size at this shape, as the step's do, one
-	// of gpuWarmRegions in turn so that none is still in L2 from the launch
-	// before (decode-step.md v37).
-	var warm []cuda.DevicePtr
-	warmBytes := 0
-	if cfg.GPU.Tuning.Decode.L2Warm != kernels.L2WarmOff {
-		warmBytes = 2 * sh.Hq * sh.D * sh.Hq * sh.D
-		for range gpuWarmRegions {
-			w, err := a.alloc(warmBytes)
-			if err != nil {
-				return nil, err
-			}
-			warm = append(warm, w)
-		}
-	}
 	var us float64
 	err = dev.Do(func(c *cuda.Ctx) (err error) {
 		us, err = c.MedianUS(dev.Stream(), gpuWarmups, gpuRuns, func(i int) error {
 			s := i % sets
-			bufs := kernels.DecodeBuffers{Pool: pool, BlockTable: tables[s], ResK: resKs[s], ResV: resVs[s], Lens: lensPtr, Q: qPtr, Out: outPtr}
-			if len(warm) > 0 {
-				bufs.Warm, bufs.WarmBytes = warm[i%len(warm)], warmBytes
-			}
-			return plan.Launch(c, dev.Stream(), bufs, 0)
+			return plan.Launch(c, dev.Stream(), kernels.DecodeBuffers{Pool: pool, BlockTable: tables[s], ResK: resKs[s], ResV: resVs[s],
+				Lens: lensPtr, Q: qPtr, Out: outPtr}, 0)
 		})
 		return err
 	})

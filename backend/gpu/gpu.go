@@ -111,7 +111,6 @@ type Backend struct {
 	graphs *graphCache // touched on the owner thread only
 
 	ropeAppends atomic.Int64 // attention ops folded onto q|k|v's GEMM (ropekv.go)
-	l2Warms     atomic.Int64 // attention ops that warm L2 with the next GEMV's weights (warm.go)
 	listsGiven  atomic.Int64 // q6 GEMVs whose list the op before wrote (normsel.go)
 	// q6Loaded is set once a weight runs DEC in gemv_q6_dec (q6DEC, or a
 	// joined group's): only then does SwiGLU over gate and up apart
@@ -331,17 +330,13 @@ type queuedOp struct {
 	// (normsel.go); nil for every other op, and with
 	// Options.NoDECNormSelect.
 	sel *selOut
-	// warm: a variant of the op (a KV cache's attention) that asks L2 for
-	// the weights of the gemv.cu GEMV queued after it (warm.go); nil for
-	// every other op.
-	warm *warmOut
 }
 
 // foldable reports whether the op after q may fold into it (fuse.go,
 // join.go, half.go, ropekv.go): the queue then keeps q past a segment's
 // end.
 func (q *queuedOp) foldable() bool {
-	return q.gemv != nil || q.lin != nil || q.joined != nil || q.half != nil || q.rope != nil || q.sel != nil || q.warm != nil
+	return q.gemv != nil || q.lin != nil || q.joined != nil || q.half != nil || q.rope != nil || q.sel != nil
 }
 
 // tensor is the CUDA backend's backend.Tensor.

@@ -382,9 +382,7 @@ func (b *Backend) linear(d, xt *tensor, wt, bt *weight) {
 		// as float32 (gemv.cu); the bias is fused. The launch's operands
 		// ride in the queue (an AddRMSNorm after it may start early:
 		// fuse.go's earlyNormInputs).
-		// An attention op queued right before it may ask L2 for the
-		// weights while its launches leave the DRAM idle (warm.go).
-		b.queueAfterWarm(wt.f16, 2*N*K, queuedOp{op: op, f: func(c *cuda.Ctx) error {
+		b.queueOp(queuedOp{op: op, f: func(c *cuda.Ctx) error {
 			if err := b.gemv.Launch(c, b.stream, d.ptr, xt.ptr, wt.f16, bp, T, N, K); err != nil {
 				return fmt.Errorf("weight %s: %w", wt.name, err)
 			}

@@ -73,12 +73,6 @@ type AttendOp struct {
 	// next (o) then skips its selection launch (unless Options.NoDECNormSelect,
 	// normsel.go; session 19b).
 	RunSel func(c *cuda.Ctx, src *kernels.RoPEQKV, sel cuda.DevicePtr, kChunk int) error
-	// RunWarm, where not nil, is Run (without Out's fp16 copy) whose
-	// attention launches also ask L2 for the n bytes at w while they leave
-	// the DRAM idle (kernels.DecodeBuffers.Warm): the weights of a gemv.cu
-	// GEMV queued next (o), which then reads them from L2 (warm.go;
-	// decode-step.md v37).
-	RunWarm func(c *cuda.Ctx, src *kernels.RoPEQKV, w cuda.DevicePtr, n int) error
 }
 
 // EnqueueAttend queues a KV cache's attention op: EnqueueOut's where
@@ -144,22 +138,6 @@ func attendOp(a AttendOp, op string, prefix []uint64, pre func(c *cuda.Ctx) erro
 				k = withKey(key, u64(xh))
 			}
 			return queuedOp{op: op + "+fp16", f: run(xh), key: k}
-		}}
-	}
-	if a.RunWarm != nil {
-		q.warm = &warmOut{with: func(w cuda.DevicePtr, n int) queuedOp {
-			var k []uint64
-			if key != nil {
-				k = withKey(key, u64(w), u64(n))
-			}
-			return queuedOp{op: op + "+L2 warm", key: k, f: func(c *cuda.Ctx) error {
-				if pre != nil {
-					if err := pre(c); err != nil {
-						return err
-					}
-				}
-				return a.RunWarm(c, src, w, n)
-			}}
 		}}
 	}
 	if sel && a.RunSel != nil && a.T > 0 && a.N > 0 && a.N%a.T == 0 {

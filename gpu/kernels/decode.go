@@ -227,15 +227,6 @@ type DecodeBuffers struct {
 	ResSlots   cuda.DevicePtr // [B] int32 residual slot of each sequence; 0: slot b
 	Lens       cuda.DevicePtr // [B] int32
 	Q, Out     cuda.DevicePtr // [B][Tq][Hq][D] fp16
-	// Warm and WarmBytes, where not 0, are a region that nothing queued
-	// between the launch and its next reader writes (the step's next
-	// weights: o's), which a plan compiled with DecodeTuning.L2Warm asks
-	// L2 for during a launch of one wave for one sequence
-	// (dependentLaunch's), each CTA its slice (decode-step.md v37); other
-	// plans and launches ignore them. Warm and WarmBytes must be multiples
-	// of 16.
-	Warm      cuda.DevicePtr
-	WarmBytes int
 }
 
 // DecodePlan is a compiled, sized decode for one (layout, shape): the
@@ -273,16 +264,7 @@ type DecodePlan struct {
 	// tl is the launch timeline (DecodeTuning.Timeline, decode_timeline.go);
 	// tl.buf is 0 without it.
 	tl launchTimeline
-	// warm: the split kernel takes the L2 warm-up's region
-	// (DecodeTuning.L2Warm; bitdecode.cuh's BD_WARM_PARAM); warmMiB is
-	// DecodeTuning.L2WarmMiB.
-	warm    bool
-	warmMiB int
 }
-
-// Warms reports whether the plan's launches of one wave for one sequence
-// ask L2 for DecodeBuffers.Warm (DecodeTuning.L2Warm).
-func (p *DecodePlan) Warms() bool { return p.warm }
 
 // dependentLaunch reports whether a split grid of ctas CTAs for items
 // (sequence, KV head x row chunk) pairs goes out as a programmatic
@@ -873,7 +855,6 @@ func planMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*
 		prog.Exprs = append(prog.Exprs, timelineStampExpr)
 	}
 	sessionOptions(&prog, DecodeMMA, t, false)
-	p.warm, p.warmMiB = t.L2Warm != L2WarmOff, t.L2WarmMiB
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 
@@ -1232,21 +1213,7 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	if p.kernel != DecodeV1 {
 		args = append(args, p.counters, b.Out) // counters 0: decode_combine merges
 	}
-	oneWave := p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B, s.Hkv*rowChunks*s.B)
-	if p.warm {
-		if b.Warm%16 != 0 || b.WarmBytes%16 != 0 || b.WarmBytes < 0 {
-			return fmt.Errorf("kernels: decode: L2 warm region %#x of %d bytes: want multiples of 16", uint64(b.Warm), b.WarmBytes)
-		}
-		w, n := b.Warm, uint64(b.WarmBytes)
-		if p.warmMiB > 0 {
-			n = min(n, uint64(p.warmMiB)<<20)
-		}
-		if !oneWave || w == 0 || p.warmMiB < 0 {
-			w, n = 0, 0
-		}
-		args = append(args, w, n)
-	}
-	if !oneWave && c.GridDependentLaunch() {
+	if !p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B, s.Hkv*rowChunks*s.B) && c.GridDependentLaunch() {
 		// Off for this launch, the Ctx's setting (true) restored after it.
 		defer c.SetGridDependentLaunch(c.SetGridDependentLaunch(false))
 	}

@@ -966,12 +966,11 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
-    int* __restrict__ counters, u16* __restrict__ out BD_WARM_PARAM BD_TL_PARAM) {
+    int* __restrict__ counters, u16* __restrict__ out BD_TL_PARAM) {
 #if BD_TIMELINE
   unsigned long long* const tlRec = tlRecord(tl);
 #endif
   BD_TL_MARK(kTLEntry, threadIdx.x == 0);
-  BD_WARM(kWarmEntry, threadIdx.x == 0);  // v37: the step's next weights into L2 (bitdecode.cuh's l2Warm)
   static_assert(KBITS == 16 || KC || KG >= 1, "key groups");
   static_assert(!Q8K || ((KBITS == 2 || KBITS == 4) && !BF && (KC || D / KG % 32 == 0)), "int8 K·q: int2/int4 keys, KT groups of 32k channels");
   static_assert(!P8V || (VBITS == 2 && VG == 1 && MT % 2 == 0 && MT <= 8 && !BF), "int8 P·V: int2 values, one pair per token, 2-8 groups");
@@ -1517,12 +1516,10 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   st.storeRows(redM, redL, warp, g, qd);
   __syncthreads();
   BD_TL_MARK(kTLWarpsDone, threadIdx.x == 0);
-  BD_WARM(kWarmTail, threadIdx.x == 0);  // v37: every warp's tiles are done
   const int nSplits = (Lr + sLen - 1) / sLen;
   if (counters && nSplits == 1) {  // v2.15: the row chunk's only split writes the output itself
     finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, b, h, row0, nrows, group, Hq, Tq);
     BD_TL_MARK(kTLExit, threadIdx.x == 0);
-    BD_WARM(kWarmExit, threadIdx.x == 0);
     return;
   }
   // Merge the warps in order.
@@ -1535,7 +1532,6 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
         Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, BD_TL_ARRIVED);
   }
   BD_TL_MARK(kTLExit, threadIdx.x == 0);
-  BD_WARM(kWarmExit, threadIdx.x == 0);  // v37: the CTA's work is done
 }
 
 }  // namespace mma

@@ -58,9 +58,6 @@ type gpuCase struct {
 	// over rows of how many of the row's tolerances the cap moves it.
 	softcap float32
 	moved   *float64
-	// warm, where not 0, is the bytes of a region every launch passes as
-	// DecodeBuffers.Warm (the L2 warm-up, decode-step.md v37).
-	warm int
 }
 
 func (c gpuCase) String() string {
@@ -179,10 +176,6 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 		poison[i] = 0x7e00 // fp16 NaN
 	}
 	up(&bufs.Out, cuda.Bytes(poison))
-	if c.warm > 0 {
-		up(&bufs.Warm, make([]byte, c.warm))
-		bufs.WarmBytes = c.warm
-	}
 
 	var q8, pv8 []float64
 	if plan.QK8() {
@@ -853,60 +846,6 @@ func TestPlanDecodeV1RejectsBF16(t *testing.T) {
 // inputs: the timeline only reads the clock and writes its own buffer, so
 // the outputs must be equal bit for bit (and within the reference bound,
 // which runCase checks), with several splits merged and with one split.
-// TestGPUDecodeL2WarmSameBits checks the L2 warm-up (DecodeTuning.L2Warm,
-// decode-step.md v37): plans compiled with it, at the CTA's entry, after
-// its tiles (evict_last) and at its exit (the whole region and its first 8
-// MiB), asking L2 for a region of o's size at one sequence (and ignoring
-// it at three), give bitwise the outputs of the plan without it, each
-// within the reference's tolerance (runCase).
-func TestGPUDecodeL2WarmSameBits(t *testing.T) {
-	d := device(t)
-	type tc struct {
-		kernel kernels.DecodeKernel
-		spec   string
-	}
-	cases := []tc{{kernels.DecodeMMA, "int4"}, {kernels.DecodeMMA, "int2"}, {kernels.DecodeWGMMA, "fp16"}}
-	modes := []kernels.DecodeTuning{{L2Warm: kernels.L2WarmEntry}, {L2Warm: kernels.L2WarmTail, L2WarmLast: true}, {L2Warm: kernels.L2WarmExit},
-		{L2Warm: kernels.L2WarmExit, L2WarmMiB: 8}}
-	if testing.Short() {
-		cases, modes = cases[:1], modes[2:3]
-	}
-	sh := attn.Shape{Hq: 32, Hkv: 8, D: 128}
-	warm := 2 * sh.Hq * sh.D * sh.Hq * sh.D // o's weights at this shape, fp16
-	for i, c := range cases {
-		if c.kernel == kernels.DecodeWGMMA {
-			f, err := kv.MustParseSpec(c.spec).Resolve(sh.D)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lay, err := kernels.LayoutFor(f.WithOrder(c.kernel.Order()))
-			if err == nil {
-				err = kernels.WGMMASupports(d, lay)
-			}
-			if err != nil {
-				t.Logf("%s on %v skipped: %v", c.spec, c.kernel, err)
-				continue
-			}
-		}
-		for _, lens := range [][]int{{8192}, {700}, {4099, 1000, 5}} {
-			run := func(tune kernels.DecodeTuning, warm int) []uint16 {
-				tune.MMA, tune.WGMMA, tune.PDL = tuning.Decode.MMA, tuning.Decode.WGMMA, tuning.Decode.PDL
-				r := rand.New(rand.NewPCG(47, uint64(i)))
-				return runCase(t, r, gpuCase{kernel: c.kernel, spec: c.spec, sh: sh, lens: lens, tq: 1, tune: &tune, warm: warm})
-			}
-			want := run(kernels.DecodeTuning{}, 0)
-			for _, m := range modes {
-				got := run(m, warm)
-				for j := range want {
-					if got[j] != want[j] {
-						t.Fatalf("%v %s lens %v L2 warm %+v: element %d is %#04x, %#04x without", c.kernel, c.spec, lens, m, j, got[j], want[j])
-					}
-				}
-			}
-		}
-	}
-}
-
 func TestGPUDecodeTimelineSameBits(t *testing.T) {
 	device(t)
 	specs := []string{"int4", "int2"}

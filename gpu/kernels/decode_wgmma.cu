@@ -385,8 +385,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     const int* __restrict__ lens, const u16* __restrict__ qIn, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
-    int* __restrict__ counters, u16* __restrict__ out BD_WARM_PARAM) {
-  BD_WARM(kWarmEntry, threadIdx.x == 0);  // v37: the step's next weights into L2 (bitdecode.cuh's l2Warm)
+    int* __restrict__ counters, u16* __restrict__ out) {
   constexpr int VGB = VBITS < 16 ? VG : 1;
   constexpr int TT = MW * kTileTokens;  // tokens per tile
   constexpr int kKCode = TT * D * KBITS / 8, kVCode = TT * D * VBITS / 8;
@@ -603,12 +602,10 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
       partML[(part * kQueryRows + 2 * qd + r) * 2 + 1] = l;
     }
   }
-  BD_WARM(kWarmTail, threadIdx.x == 0);  // v37: the split's partial is written
   if (counters) {  // the last split merges (finishSplits' arithmetic, bitdecode.cuh)
     mergeSplits<D, kQueryRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
                                (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x);
   }
-  BD_WARM(kWarmExit, threadIdx.x == 0);  // v37: the CTA's work is done
 }
 
 }  // namespace wg

@@ -170,7 +170,6 @@ func planWGMMA(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) 
 	p.threads, p.kernel = wgmmaThreads, DecodeWGMMA
 	prog, splitExpr, combineExpr := wgmmaProgram(l, mw, st, minB)
 	sessionOptions(&prog, DecodeWGMMA, t, few)
-	p.warm, p.warmMiB = t.L2Warm != L2WarmOff, t.L2WarmMiB
 	return p, p.load(dev, prog, splitExpr, combineExpr, t)
 }
 

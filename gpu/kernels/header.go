@@ -5,7 +5,6 @@ package kernels
 
 import (
 	_ "embed"
-	"fmt"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -73,21 +72,6 @@ func sessionOptions(prog *cuda.Program, k DecodeKernel, t DecodeTuning, few bool
 	if t.MergeFenceSC {
 		prog.Options = append(prog.Options, mergeFenceSCDefine)
 	}
-	if t.L2Warm != L2WarmOff {
-		prog.Options = append(prog.Options, l2WarmDefine(t.L2Warm, t.L2WarmLast)...)
-	}
-}
-
-// l2WarmDefine returns the NVRTC options of DecodeTuning.L2Warm m (not
-// L2WarmOff) and L2WarmLast: bitdecode.cuh's BD_L2WARM (its kWarmEntry,
-// kWarmTail and kWarmExit are L2WarmEntry's, L2WarmTail's and
-// L2WarmExit's values) and BD_L2WARM_LAST.
-func l2WarmDefine(m L2WarmMode, last bool) []string {
-	opts := []string{fmt.Sprintf("-DBD_L2WARM=%d", int(m))}
-	if last {
-		opts = append(opts, "-DBD_L2WARM_LAST=1")
-	}
-	return opts
 }
 
 // program returns the NVRTC program of source src named name, with

@@ -182,8 +182,6 @@ func TestSessionOptions(t *testing.T) {
 		{DecodeWGMMA, DecodeTuning{PDL: PDLEarly}, false, true, nil},
 		{DecodeMMA, DecodeTuning{PDL: PDLWait}, false, true, []string{pdlEarlyDefine}},
 		{DecodeMMA, DecodeTuning{PDL: PDLOff, MergeFenceSC: true}, false, false, []string{mergeFenceSCDefine}},
-		{DecodeMMA, DecodeTuning{L2Warm: L2WarmTail}, false, true, []string{"-DBD_L2WARM=2"}},
-		{DecodeWGMMA, DecodeTuning{L2Warm: L2WarmEntry, L2WarmLast: true}, true, true, []string{wgmmaFewDefine, "-DBD_L2WARM=1", "-DBD_L2WARM_LAST=1"}},
 	} {
 		name := map[DecodeKernel]string{DecodeMMA: "decode_mma.cu", DecodeWGMMA: "decode_wgmma.cu"}[tt.k]
 		prog := program(name, "", nil, nil)

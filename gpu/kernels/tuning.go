@@ -80,12 +80,6 @@ const (
 	// EnvDecodeTimelineCSV is DecodeTuning.TimelineCSV: a file that bench
 	// attn appends every timed CTA's record to, as CSV (session 26).
 	EnvDecodeTimelineCSV = "BITDECODE_DECODE_TIMELINE_CSV"
-	// EnvDecodeL2Warm is DecodeTuning.L2Warm, L2WarmLast and L2WarmMiB:
-	// "entry", "tail" or "exit", optionally followed by ":last" and then by
-	// ":N", the region's first N MiB ("exit:8", "tail:last:16"; ":0" asks
-	// for nothing, the code's cost alone); "off" or unset: none
-	// (decode-step.md v37).
-	EnvDecodeL2Warm = "BITDECODE_DECODE_L2WARM"
 	// EnvWGMMAStages, EnvWGMMAMW and EnvWGMMAMinB are WGMMATuning's ring
 	// depth (2-8 tiles), tile (1 or 2 wgmma M-blocks of 64 tokens) and CTAs
 	// per SM the registers must allow (1-4).
@@ -196,52 +190,9 @@ type DecodeTuning struct {
 	// TimelineCSV, when not empty with Timeline, names a file that bench
 	// attn appends the timed CTAs' records to (WriteTimelineCSV).
 	TimelineCSV string
-	// L2Warm compiles the tensor-core decode kernels with the L2 warm-up
-	// (bitdecode.cuh's l2Warm, decode-step.md v37): a launch of one wave for
-	// one sequence (DecodePlan.dependentLaunch's) asks L2 for the bytes at
-	// DecodeBuffers.Warm (the step's next weights), each CTA its slice, at
-	// its entry or after its tiles; other launches pass none. L2WarmOff,
-	// the zero value, compiles none of it (the kernels of before). The
-	// same bits either way (a prefetch reads nothing back).
-	L2Warm L2WarmMode
-	// L2WarmLast tags the warmed lines evict_last (createpolicy).
-	L2WarmLast bool
-	// L2WarmMiB caps the region a launch asks L2 for at its first
-	// L2WarmMiB MiB (o's first CTAs' rows); 0 asks for the whole region,
-	// and a negative value for nothing (the warm-up's code without its
-	// traffic, for measurements).
-	L2WarmMiB int
 	// Ptxas, when not nil, receives ptxas's register and spill report of
 	// each decode program as it is compiled.
 	Ptxas io.Writer
-}
-
-// L2WarmMode is where a decode CTA asks L2 for its slice of the warm
-// region (DecodeTuning.L2Warm).
-type L2WarmMode int
-
-const (
-	// L2WarmOff: no warm-up compiled in.
-	L2WarmOff L2WarmMode = iota
-	// L2WarmEntry: at the CTA's entry (bitdecode.cuh's kWarmEntry).
-	L2WarmEntry
-	// L2WarmTail: once the CTA's tiles are done (decode_mma.cu) or its
-	// split's partial is written (decode_wgmma.cu) (kWarmTail).
-	L2WarmTail
-	// L2WarmExit: at the CTA's exit, after the merge (kWarmExit).
-	L2WarmExit
-)
-
-// l2WarmModes are the names of the L2WarmMode values, in order
-// (EnvDecodeL2Warm).
-var l2WarmModes = []string{"off", "entry", "tail", "exit"}
-
-// String returns "off", "entry", "tail" or "exit".
-func (m L2WarmMode) String() string {
-	if m >= 0 && int(m) < len(l2WarmModes) {
-		return l2WarmModes[m]
-	}
-	return fmt.Sprintf("L2WarmMode(%d)", int(m))
 }
 
 // PDLMode is how a decode program starts after the kernel ahead of it
@@ -546,31 +497,6 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 		}
 		d.MergeFenceSC = v == "sc"
 	}
-	if v, ok := p.get(EnvDecodeL2Warm); ok {
-		const want = "off, or entry, tail or exit, then optionally :last, then optionally :N (MiB)"
-		f := strings.Split(v, ":")
-		i := slices.Index(l2WarmModes, f[0])
-		if i > 0 && len(f) > 1 && f[1] == "last" {
-			d.L2WarmLast, f = true, f[1:]
-		}
-		if i > 0 && len(f) == 2 {
-			n, err := strconv.Atoi(f[1])
-			if err != nil || n < 0 {
-				i = -1
-			}
-			d.L2WarmMiB = n
-			if n == 0 {
-				d.L2WarmMiB = -1
-			}
-		} else if len(f) > 1 {
-			i = -1
-		}
-		if i < 0 {
-			p.fail(EnvDecodeL2Warm, v, want)
-			d.L2WarmLast, d.L2WarmMiB = false, 0
-		}
-		d.L2Warm = L2WarmMode(max(i, 0))
-	}
 	d.Timeline, _ = p.boolean(EnvDecodeTimeline)
 	d.TimelineCSV, _ = p.get(EnvDecodeTimelineCSV)
 	if on, _ := p.boolean(EnvPtxasVerbose); on {
@@ -744,8 +670,6 @@ func (t DecodeTuning) check() error {
 		return bad("DecodeTuning.PDL", int(t.PDL), "PDLEarly (1), PDLWait (2) or PDLOff (3)")
 	case t.SplitRun < SplitRunAuto || t.SplitRun > SplitRunLargest:
 		return bad("DecodeTuning.SplitRun", int(t.SplitRun), "SplitRunShortest (1) or SplitRunLargest (2)")
-	case t.L2Warm < L2WarmOff || t.L2Warm > L2WarmExit:
-		return bad("DecodeTuning.L2Warm", int(t.L2Warm), "L2WarmEntry (1), L2WarmTail (2) or L2WarmExit (3)")
 	}
 	return nil
 }

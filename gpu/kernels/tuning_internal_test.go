@@ -42,15 +42,6 @@ func TestParseTuning(t *testing.T) {
 	if got, err := ParseTuning(lookup(map[string]string{EnvDecodeMT: " ", EnvDecodeFuse: "1", EnvWGMMAPad: "1", EnvPtxasVerbose: "0", EnvDecodePDL: "auto", EnvDecodeMergeFence: "rel", EnvDecodeSplits: "auto"})); err != nil || got != (Tuning{}) {
 		t.Errorf("empty/default values: %+v, %v", got, err)
 	}
-	// L2WARM: a mode, optionally evict_last (decode-step.md v37); off is the default.
-	for v, want := range map[string]DecodeTuning{"entry": {L2Warm: L2WarmEntry}, "tail": {L2Warm: L2WarmTail},
-		"tail:last": {L2Warm: L2WarmTail, L2WarmLast: true}, "entry:last": {L2Warm: L2WarmEntry, L2WarmLast: true}, "off": {},
-		"exit": {L2Warm: L2WarmExit}, "exit:8": {L2Warm: L2WarmExit, L2WarmMiB: 8}, "tail:last:16": {L2Warm: L2WarmTail, L2WarmLast: true, L2WarmMiB: 16},
-		"tail:0": {L2Warm: L2WarmTail, L2WarmMiB: -1}} {
-		if got, err := ParseTuning(lookup(map[string]string{EnvDecodeL2Warm: v})); err != nil || got != (Tuning{Decode: want}) {
-			t.Errorf("%s=%s: %+v, %v; want %+v", EnvDecodeL2Warm, v, got, err, want)
-		}
-	}
 	// SPLITS also names how one sequence's one-wave plan is cut.
 	for v, want := range map[string]SplitRunMode{"shortest": SplitRunShortest, "largest": SplitRunLargest} {
 		if got, err := ParseTuning(lookup(map[string]string{EnvDecodeSplits: v})); err != nil || got != (Tuning{Decode: DecodeTuning{SplitRun: want}}) {
@@ -72,10 +63,6 @@ func TestParseTuning(t *testing.T) {
 		{EnvDecodeFuse, "no", "1, t, true, 0, f or false"},
 		{EnvDecodePDL, "0", "auto, early, wait or off"},
 		{EnvDecodeMergeFence, "acq_rel", "rel or sc"},
-		{EnvDecodeL2Warm, "late", "off, or entry, tail or exit, then optionally :last, then optionally :N (MiB)"},
-		{EnvDecodeL2Warm, "off:last", "off, or entry, tail or exit, then optionally :last, then optionally :N (MiB)"},
-		{EnvDecodeL2Warm, "tail:-1", "off, or entry, tail or exit, then optionally :last, then optionally :N (MiB)"},
-		{EnvDecodeL2Warm, "tail:8:last", "off, or entry, tail or exit, then optionally :last, then optionally :N (MiB)"},
 		{EnvWGMMAStages, "9", "2 to 8"},
 		{EnvWGMMAMW, "4", "1 or 2"},
 		{EnvWGMMAMinB, "5", "1 to 4"},

@@ -15,7 +15,6 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend/gpu"
 	"github.com/bitdecode/bitdecode/gpu/cuda"
-	"github.com/bitdecode/bitdecode/gpu/kernels"
 	"github.com/bitdecode/bitdecode/kv"
 	"github.com/bitdecode/bitdecode/kvcache"
 	"github.com/bitdecode/bitdecode/model"
@@ -103,70 +102,4 @@ func sameBits(got, want []float32) error {
 		}
 	}
 	return nil
-}
-
-// TestGPUL2WarmSameBits runs TestGPUGraphReplaySameBits' sequences with
-// graphs on, the decode plans compiled without the L2 warm-up and with it
-// (kernels.DecodeTuning.L2Warm at the CTA's entry, after its tiles with
-// evict_last, and at its exit over o's first MiB; decode-step.md v37), and requires every logits row to be
-// bitwise the same: a prefetch reads nothing back. The warm-up's backends
-// must have folded attention ops onto o's GEMV (backend/gpu's L2Warms), or
-// the test would compare the same steps.
-func TestGPUL2WarmSameBits(t *testing.T) {
-	modes := []kernels.DecodeTuning{{}, {L2Warm: kernels.L2WarmEntry}, {L2Warm: kernels.L2WarmTail, L2WarmLast: true}, {L2Warm: kernels.L2WarmExit, L2WarmMiB: 1}}
-	for _, spec := range []string{"fp16", "int4:rot", "int2"} {
-		t.Run(spec, func(t *testing.T) {
-			var rows [][][]float32 // [mode's sequences][step]
-			for i, m := range modes {
-				be, err := gpu.Open(0, gpu.Options{Tuning: kernels.Tuning{Decode: m}})
-				if err != nil {
-					if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
-						t.Skipf("no CUDA device: %v", err)
-					}
-					t.Fatal(err)
-				}
-				defer be.Close()
-				mdl, err := gotiny.Load(be, model.LoadOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer mdl.Close()
-				c, err := NewPaged(be, mdl.Config(), kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 4, MaxLen: 640, MaxChunk: invariantChunk})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				r := rand.New(rand.NewPCG(19, 3))
-				vocab := mdl.Config().Vocab
-				seqs := []*greedySeq{
-					{id: 0, join: 0, gen: 150, prompt: randomPrompt(r, 100, vocab)},
-					{id: 1, join: 30, gen: 20, prompt: randomPrompt(r, 40, vocab)},
-				}
-				runGreedy(t, mdl, c, seqs)
-				var got [][]float32
-				for _, s := range seqs {
-					got = append(got, s.rows...)
-				}
-				if i == 0 {
-					if be.L2Warms() != 0 {
-						t.Fatalf("no warm-up compiled in, yet %d attention ops warmed L2", be.L2Warms())
-					}
-					rows = append(rows, got)
-					continue
-				}
-				if be.L2Warms() == 0 {
-					t.Fatalf("L2 warm %v: no attention op warmed L2, nothing to compare", m.L2Warm)
-				}
-				t.Logf("L2 warm %+v: %d attention ops warmed L2, %+v flushes", m, be.L2Warms(), be.GraphStats())
-				if len(got) != len(rows[0]) {
-					t.Fatalf("L2 warm %v: %d logits rows, %d without", m.L2Warm, len(got), len(rows[0]))
-				}
-				for j := range got {
-					if err := sameBits(got[j], rows[0][j]); err != nil {
-						t.Fatalf("L2 warm %+v: row %d: %v", m, j, err)
-					}
-				}
-			}
-		})
-	}
 }

@@ -838,12 +838,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 	// With sel (not 0) the last launch also writes DEC's list of each
 	// token's output for o's q6 GEMV (backend/gpu's AttendOp.RunSel; no
 	// fp16 copy then).
-	//
-	// With warm (not 0) the decode launches also ask L2 for the warmBytes
-	// at warm, the weights of o's GEMV queued next (backend/gpu's
-	// AttendOp.RunWarm; only plans compiled with DecodeTuning.L2Warm, and
-	// only their launches of one wave for one sequence; decode-step.md v37).
-	runSel := func(x *cuda.Ctx, xh cuda.DevicePtr, src *kernels.RoPEQKV, sel cuda.DevicePtr, kChunk int, warm cuda.DevicePtr, warmBytes int) error {
+	runSel := func(x *cuda.Ctx, xh cuda.DevicePtr, src *kernels.RoPEQKV, sel cuda.DevicePtr, kChunk int) error {
 		if src != nil && len(rounds) != 1 { // Fold below says no
 			return fmt.Errorf("gpukv: GPU cache layer %d: q, k and v before RoPE for %d write rounds", layer, len(rounds))
 		}
@@ -899,7 +894,6 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				Pool: c.pool[layer], BlockTable: word(table + r.first*c.maxBlk),
 				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),
 				Q: c.qh + cuda.DevicePtr(r.tok0*qw*2), Out: c.oh + cuda.DevicePtr(r.tok0*qw*2),
-				Warm: warm, WarmBytes: warmBytes,
 			}
 			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r), Window: window, Softcap: c.softcap}
 			if err := plan.LaunchShape(x, st, bufs, shape, 0); err != nil {
@@ -916,9 +910,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		}
 		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
 	}
-	run := func(x *cuda.Ctx, xh cuda.DevicePtr, src *kernels.RoPEQKV) error {
-		return runSel(x, xh, src, 0, 0, 0, 0)
-	}
+	run := func(x *cuda.Ctx, xh cuda.DevicePtr, src *kernels.RoPEQKV) error { return runSel(x, xh, src, 0, 0) }
 	a := gpu.AttendOp{Op: fmt.Sprintf("GPU KV cache layer %d", layer), Q: ptr[0], K: ptr[1], V: ptr[2], T: T, Hq: sh.Hq, Hkv: sh.Hkv, D: sh.D,
 		Fold: len(rounds) == 1 && kernels.AppendRoPEFits(sh.D), Run: run, Out: ptr[3], N: T * qw, Key: key}
 	rotD := 0
@@ -927,12 +919,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 	}
 	if c.ops.OutSelects(T, qw, rotD) {
 		a.RunSel = func(x *cuda.Ctx, src *kernels.RoPEQKV, sel cuda.DevicePtr, kChunk int) error {
-			return runSel(x, 0, src, sel, kChunk, 0, 0)
-		}
-	}
-	if c.tuning.Decode.L2Warm != kernels.L2WarmOff {
-		a.RunWarm = func(x *cuda.Ctx, src *kernels.RoPEQKV, w cuda.DevicePtr, n int) error {
-			return runSel(x, 0, src, 0, 0, w, n)
+			return runSel(x, 0, src, sel, kChunk)
 		}
 	}
 	if lk.rotate {
