@@ -320,499 +320,137 @@ TEXT ·dotI8G128_1x1NEON(SB), NOSPLIT, $0-72
 TEXT ·dotI8G128_1x4NEON(SB), NOSPLIT, $0-72
 	I8_1x4(8)
 
+// The packed wq tiles (int8 and int4 codes, groups of 128, a scale and a
+// zero a row and group at sc + 8·row; the row's bytes in k16). Each step
+// reads 64 bytes of a row: 16 words of four (int8) or eight (int4) code
+// fields, the field at bit l of every word taken by FIELD(·, l, r, ...)
+// against 16 values of x (V0-V3), x advancing by 64 floats a field.
+
+// WQ_ROW applies FIELD at bits l (field width 32 - r) to the row's 16 words
+// in V4-V7 with scale and zero in Vs, Vz, adding into a0-a3.
+#define WQ_ROW(l, r, s, z, a0, a1, a2, a3) \
+	FIELD(4, l, r, s, z, 0, a0); \
+	FIELD(5, l, r, s, z, 1, a1); \
+	FIELD(6, l, r, s, z, 2, a2); \
+	FIELD(7, l, r, s, z, 3, a3)
+
+// WQ_FIELD_1x1 and WQ_FIELD_1x4 are one field of a step for one row (R1)
+// and for four (R1-R4, scales and zeros in V8-V15).
+#define WQ_FIELD_1x1(l, r) \
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]; \
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]; \
+	WQ_ROW(l, r, 8, 9, 16, 17, 18, 19)
+
+#define WQ_FIELD_1x4(l, r) \
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]; \
+	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]; \
+	WQ_ROW(l, r, 8, 9, 16, 17, 18, 19); \
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]; \
+	WQ_ROW(l, r, 10, 11, 20, 21, 22, 23); \
+	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]; \
+	WQ_ROW(l, r, 12, 13, 24, 25, 26, 27); \
+	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]; \
+	WQ_ROW(l, r, 14, 15, 28, 29, 30, 31)
+
+// WQ8_STEP and WQ4_STEP are a step's fields, high bits first, each by
+// FIELD_(l, r): four int8 fields, eight int4 fields.
+#define WQ8_STEP(FIELD_) \
+	FIELD_(24, 24); \
+	FIELD_(16, 24); \
+	FIELD_(8, 24); \
+	FIELD_(0, 24)
+
+#define WQ4_STEP(FIELD_) \
+	FIELD_(28, 28); \
+	FIELD_(24, 28); \
+	FIELD_(20, 28); \
+	FIELD_(16, 28); \
+	FIELD_(12, 28); \
+	FIELD_(8, 28); \
+	FIELD_(4, 28); \
+	FIELD_(0, 28)
+
+// WQ_1x1 is the one-row wq tile whose steps STEP takes, chunks steps a
+// group: each group broadcasts the row's scale and zero into V8, V9.
+#define WQ_1x1(chunks, STEP) \
+	MOVD x+0(FP), R0; \
+	MOVD w+16(FP), R1; \
+	MOVD k16+32(FP), R5; \
+	MOVD dst+40(FP), R6; \
+	MOVD sc+56(FP), R8; \
+	MOVD ss+64(FP), R9; \
+	MOVD $0, R7; \
+	ZERO4(V16, V17, V18, V19); \
+	CBZ R5, reduce; \
+loop: \
+	CBNZ R7, chunk; \
+	VLD1R (R8), [V8.S4]; \
+	ADD $4, R8, R11; \
+	VLD1R (R11), [V9.S4]; \
+	ADD R9, R8, R8; \
+	MOVD $chunks, R7; \
+chunk: \
+	STEP(WQ_FIELD_1x1); \
+	ADD $64, R1; \
+	SUB $1, R7, R7; \
+	SUBS $64, R5, R5; \
+	BNE loop; \
+reduce: \
+	REDUCE(16, 17, 18, 19, 8); \
+	FMOVS F8, 0(R6); \
+	RET
+
+// WQ_1x4 is WQ_1x1 for four rows: row c's scale and zero in V8+2c, V9+2c.
+#define WQ_1x4(chunks, STEP) \
+	ROWS_1x4; \
+	MOVD sc+56(FP), R8; \
+	MOVD ss+64(FP), R9; \
+	MOVD $0, R7; \
+	CBZ R5, reduce; \
+loop: \
+	CBNZ R7, chunk; \
+	VLD1R (R8), [V8.S4]; \
+	ADD $4, R8, R11; \
+	VLD1R (R11), [V9.S4]; \
+	ADD $8, R8, R11; \
+	VLD1R (R11), [V10.S4]; \
+	ADD $12, R8, R11; \
+	VLD1R (R11), [V11.S4]; \
+	ADD $16, R8, R11; \
+	VLD1R (R11), [V12.S4]; \
+	ADD $20, R8, R11; \
+	VLD1R (R11), [V13.S4]; \
+	ADD $24, R8, R11; \
+	VLD1R (R11), [V14.S4]; \
+	ADD $28, R8, R11; \
+	VLD1R (R11), [V15.S4]; \
+	ADD R9, R8, R8; \
+	MOVD $chunks, R7; \
+chunk: \
+	STEP(WQ_FIELD_1x4); \
+	ADD $64, R1; \
+	ADD $64, R2; \
+	ADD $64, R3; \
+	ADD $64, R4; \
+	SUB $1, R7, R7; \
+	SUBS $64, R5, R5; \
+	BNE loop; \
+reduce: \
+	REDUCE_1x4; \
+	RET
+
 // func dotWQ8G128_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotWQ8G128_1x1NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD k16+32(FP), R5 // the row's bytes
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks left in the current group
-	ZERO4(V16, V17, V18, V19)
-	CBZ R5, reduceWQ8G128_1x1
-loopWQ8G128_1x1:
-	CBNZ R7, chunkWQ8G128_1x1
-	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
-	VLD1R (R8), [V8.S4]
-	ADD $4, R8, R11
-	VLD1R (R11), [V9.S4]
-	ADD R9, R8, R8
-	MOVD $2, R7
-chunkWQ8G128_1x1:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 24, 8, 9, 0, 16)
-	FIELD(5, 24, 24, 8, 9, 1, 17)
-	FIELD(6, 24, 24, 8, 9, 2, 18)
-	FIELD(7, 24, 24, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 24, 8, 9, 0, 16)
-	FIELD(5, 16, 24, 8, 9, 1, 17)
-	FIELD(6, 16, 24, 8, 9, 2, 18)
-	FIELD(7, 16, 24, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 24, 8, 9, 0, 16)
-	FIELD(5, 8, 24, 8, 9, 1, 17)
-	FIELD(6, 8, 24, 8, 9, 2, 18)
-	FIELD(7, 8, 24, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 24, 8, 9, 0, 16)
-	FIELD(5, 0, 24, 8, 9, 1, 17)
-	FIELD(6, 0, 24, 8, 9, 2, 18)
-	FIELD(7, 0, 24, 8, 9, 3, 19)
-	ADD $64, R1
-	SUB $1, R7, R7
-	SUBS $64, R5, R5
-	BNE loopWQ8G128_1x1
-reduceWQ8G128_1x1:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	RET
+	WQ_1x1(2, WQ8_STEP)
 
 // func dotWQ8G128_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotWQ8G128_1x4NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD ws+24(FP), R10
-	ADD R10, R1, R2
-	ADD R10, R2, R3
-	ADD R10, R3, R4
-	MOVD k16+32(FP), R5 // the row's bytes
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks left in the current group
-	ZERO4(V16, V17, V18, V19)
-	ZERO4(V20, V21, V22, V23)
-	ZERO4(V24, V25, V26, V27)
-	ZERO4(V28, V29, V30, V31)
-	CBZ R5, reduceWQ8G128_1x4
-loopWQ8G128_1x4:
-	CBNZ R7, chunkWQ8G128_1x4
-	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
-	VLD1R (R8), [V8.S4]
-	ADD $4, R8, R11
-	VLD1R (R11), [V9.S4]
-	ADD $8, R8, R11
-	VLD1R (R11), [V10.S4]
-	ADD $12, R8, R11
-	VLD1R (R11), [V11.S4]
-	ADD $16, R8, R11
-	VLD1R (R11), [V12.S4]
-	ADD $20, R8, R11
-	VLD1R (R11), [V13.S4]
-	ADD $24, R8, R11
-	VLD1R (R11), [V14.S4]
-	ADD $28, R8, R11
-	VLD1R (R11), [V15.S4]
-	ADD R9, R8, R8
-	MOVD $2, R7
-chunkWQ8G128_1x4:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 24, 8, 9, 0, 16)
-	FIELD(5, 24, 24, 8, 9, 1, 17)
-	FIELD(6, 24, 24, 8, 9, 2, 18)
-	FIELD(7, 24, 24, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 24, 10, 11, 0, 20)
-	FIELD(5, 24, 24, 10, 11, 1, 21)
-	FIELD(6, 24, 24, 10, 11, 2, 22)
-	FIELD(7, 24, 24, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 24, 12, 13, 0, 24)
-	FIELD(5, 24, 24, 12, 13, 1, 25)
-	FIELD(6, 24, 24, 12, 13, 2, 26)
-	FIELD(7, 24, 24, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 24, 14, 15, 0, 28)
-	FIELD(5, 24, 24, 14, 15, 1, 29)
-	FIELD(6, 24, 24, 14, 15, 2, 30)
-	FIELD(7, 24, 24, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 24, 8, 9, 0, 16)
-	FIELD(5, 16, 24, 8, 9, 1, 17)
-	FIELD(6, 16, 24, 8, 9, 2, 18)
-	FIELD(7, 16, 24, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 24, 10, 11, 0, 20)
-	FIELD(5, 16, 24, 10, 11, 1, 21)
-	FIELD(6, 16, 24, 10, 11, 2, 22)
-	FIELD(7, 16, 24, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 24, 12, 13, 0, 24)
-	FIELD(5, 16, 24, 12, 13, 1, 25)
-	FIELD(6, 16, 24, 12, 13, 2, 26)
-	FIELD(7, 16, 24, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 24, 14, 15, 0, 28)
-	FIELD(5, 16, 24, 14, 15, 1, 29)
-	FIELD(6, 16, 24, 14, 15, 2, 30)
-	FIELD(7, 16, 24, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 24, 8, 9, 0, 16)
-	FIELD(5, 8, 24, 8, 9, 1, 17)
-	FIELD(6, 8, 24, 8, 9, 2, 18)
-	FIELD(7, 8, 24, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 24, 10, 11, 0, 20)
-	FIELD(5, 8, 24, 10, 11, 1, 21)
-	FIELD(6, 8, 24, 10, 11, 2, 22)
-	FIELD(7, 8, 24, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 24, 12, 13, 0, 24)
-	FIELD(5, 8, 24, 12, 13, 1, 25)
-	FIELD(6, 8, 24, 12, 13, 2, 26)
-	FIELD(7, 8, 24, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 24, 14, 15, 0, 28)
-	FIELD(5, 8, 24, 14, 15, 1, 29)
-	FIELD(6, 8, 24, 14, 15, 2, 30)
-	FIELD(7, 8, 24, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 24, 8, 9, 0, 16)
-	FIELD(5, 0, 24, 8, 9, 1, 17)
-	FIELD(6, 0, 24, 8, 9, 2, 18)
-	FIELD(7, 0, 24, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 24, 10, 11, 0, 20)
-	FIELD(5, 0, 24, 10, 11, 1, 21)
-	FIELD(6, 0, 24, 10, 11, 2, 22)
-	FIELD(7, 0, 24, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 24, 12, 13, 0, 24)
-	FIELD(5, 0, 24, 12, 13, 1, 25)
-	FIELD(6, 0, 24, 12, 13, 2, 26)
-	FIELD(7, 0, 24, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 24, 14, 15, 0, 28)
-	FIELD(5, 0, 24, 14, 15, 1, 29)
-	FIELD(6, 0, 24, 14, 15, 2, 30)
-	FIELD(7, 0, 24, 14, 15, 3, 31)
-	ADD $64, R1
-	ADD $64, R2
-	ADD $64, R3
-	ADD $64, R4
-	SUB $1, R7, R7
-	SUBS $64, R5, R5
-	BNE loopWQ8G128_1x4
-reduceWQ8G128_1x4:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	REDUCE(20, 21, 22, 23, 9)
-	FMOVS F9, 4(R6)
-	REDUCE(24, 25, 26, 27, 10)
-	FMOVS F10, 8(R6)
-	REDUCE(28, 29, 30, 31, 11)
-	FMOVS F11, 12(R6)
-	RET
+	WQ_1x4(2, WQ8_STEP)
 
 // func dotWQ4G128_1x1NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotWQ4G128_1x1NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD k16+32(FP), R5 // the row's bytes
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks left in the current group
-	ZERO4(V16, V17, V18, V19)
-	CBZ R5, reduceWQ4G128_1x1
-loopWQ4G128_1x1:
-	CBNZ R7, chunkWQ4G128_1x1
-	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
-	VLD1R (R8), [V8.S4]
-	ADD $4, R8, R11
-	VLD1R (R11), [V9.S4]
-	ADD R9, R8, R8
-	MOVD $1, R7
-chunkWQ4G128_1x1:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 28, 28, 8, 9, 0, 16)
-	FIELD(5, 28, 28, 8, 9, 1, 17)
-	FIELD(6, 28, 28, 8, 9, 2, 18)
-	FIELD(7, 28, 28, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 28, 8, 9, 0, 16)
-	FIELD(5, 24, 28, 8, 9, 1, 17)
-	FIELD(6, 24, 28, 8, 9, 2, 18)
-	FIELD(7, 24, 28, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 20, 28, 8, 9, 0, 16)
-	FIELD(5, 20, 28, 8, 9, 1, 17)
-	FIELD(6, 20, 28, 8, 9, 2, 18)
-	FIELD(7, 20, 28, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 28, 8, 9, 0, 16)
-	FIELD(5, 16, 28, 8, 9, 1, 17)
-	FIELD(6, 16, 28, 8, 9, 2, 18)
-	FIELD(7, 16, 28, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 4
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 12, 28, 8, 9, 0, 16)
-	FIELD(5, 12, 28, 8, 9, 1, 17)
-	FIELD(6, 12, 28, 8, 9, 2, 18)
-	FIELD(7, 12, 28, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 5
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 28, 8, 9, 0, 16)
-	FIELD(5, 8, 28, 8, 9, 1, 17)
-	FIELD(6, 8, 28, 8, 9, 2, 18)
-	FIELD(7, 8, 28, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 6
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 4, 28, 8, 9, 0, 16)
-	FIELD(5, 4, 28, 8, 9, 1, 17)
-	FIELD(6, 4, 28, 8, 9, 2, 18)
-	FIELD(7, 4, 28, 8, 9, 3, 19)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 7
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 28, 8, 9, 0, 16)
-	FIELD(5, 0, 28, 8, 9, 1, 17)
-	FIELD(6, 0, 28, 8, 9, 2, 18)
-	FIELD(7, 0, 28, 8, 9, 3, 19)
-	ADD $64, R1
-	SUB $1, R7, R7
-	SUBS $64, R5, R5
-	BNE loopWQ4G128_1x1
-reduceWQ4G128_1x1:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	RET
+	WQ_1x1(1, WQ4_STEP)
 
 // func dotWQ4G128_1x4NEON(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 TEXT ·dotWQ4G128_1x4NEON(SB), NOSPLIT, $0-72
-	MOVD x+0(FP), R0
-	MOVD w+16(FP), R1
-	MOVD ws+24(FP), R10
-	ADD R10, R1, R2
-	ADD R10, R2, R3
-	ADD R10, R3, R4
-	MOVD k16+32(FP), R5 // the row's bytes
-	MOVD dst+40(FP), R6
-	MOVD sc+56(FP), R8
-	MOVD ss+64(FP), R9
-	MOVD $0, R7 // chunks left in the current group
-	ZERO4(V16, V17, V18, V19)
-	ZERO4(V20, V21, V22, V23)
-	ZERO4(V24, V25, V26, V27)
-	ZERO4(V28, V29, V30, V31)
-	CBZ R5, reduceWQ4G128_1x4
-loopWQ4G128_1x4:
-	CBNZ R7, chunkWQ4G128_1x4
-	// A new group: each row's scale and zero, broadcast (row c's at sc + 8c).
-	VLD1R (R8), [V8.S4]
-	ADD $4, R8, R11
-	VLD1R (R11), [V9.S4]
-	ADD $8, R8, R11
-	VLD1R (R11), [V10.S4]
-	ADD $12, R8, R11
-	VLD1R (R11), [V11.S4]
-	ADD $16, R8, R11
-	VLD1R (R11), [V12.S4]
-	ADD $20, R8, R11
-	VLD1R (R11), [V13.S4]
-	ADD $24, R8, R11
-	VLD1R (R11), [V14.S4]
-	ADD $28, R8, R11
-	VLD1R (R11), [V15.S4]
-	ADD R9, R8, R8
-	MOVD $1, R7
-chunkWQ4G128_1x4:
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 0
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 28, 28, 8, 9, 0, 16)
-	FIELD(5, 28, 28, 8, 9, 1, 17)
-	FIELD(6, 28, 28, 8, 9, 2, 18)
-	FIELD(7, 28, 28, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 28, 28, 10, 11, 0, 20)
-	FIELD(5, 28, 28, 10, 11, 1, 21)
-	FIELD(6, 28, 28, 10, 11, 2, 22)
-	FIELD(7, 28, 28, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 28, 28, 12, 13, 0, 24)
-	FIELD(5, 28, 28, 12, 13, 1, 25)
-	FIELD(6, 28, 28, 12, 13, 2, 26)
-	FIELD(7, 28, 28, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 28, 28, 14, 15, 0, 28)
-	FIELD(5, 28, 28, 14, 15, 1, 29)
-	FIELD(6, 28, 28, 14, 15, 2, 30)
-	FIELD(7, 28, 28, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 1
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 28, 8, 9, 0, 16)
-	FIELD(5, 24, 28, 8, 9, 1, 17)
-	FIELD(6, 24, 28, 8, 9, 2, 18)
-	FIELD(7, 24, 28, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 28, 10, 11, 0, 20)
-	FIELD(5, 24, 28, 10, 11, 1, 21)
-	FIELD(6, 24, 28, 10, 11, 2, 22)
-	FIELD(7, 24, 28, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 28, 12, 13, 0, 24)
-	FIELD(5, 24, 28, 12, 13, 1, 25)
-	FIELD(6, 24, 28, 12, 13, 2, 26)
-	FIELD(7, 24, 28, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 24, 28, 14, 15, 0, 28)
-	FIELD(5, 24, 28, 14, 15, 1, 29)
-	FIELD(6, 24, 28, 14, 15, 2, 30)
-	FIELD(7, 24, 28, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 2
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 20, 28, 8, 9, 0, 16)
-	FIELD(5, 20, 28, 8, 9, 1, 17)
-	FIELD(6, 20, 28, 8, 9, 2, 18)
-	FIELD(7, 20, 28, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 20, 28, 10, 11, 0, 20)
-	FIELD(5, 20, 28, 10, 11, 1, 21)
-	FIELD(6, 20, 28, 10, 11, 2, 22)
-	FIELD(7, 20, 28, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 20, 28, 12, 13, 0, 24)
-	FIELD(5, 20, 28, 12, 13, 1, 25)
-	FIELD(6, 20, 28, 12, 13, 2, 26)
-	FIELD(7, 20, 28, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 20, 28, 14, 15, 0, 28)
-	FIELD(5, 20, 28, 14, 15, 1, 29)
-	FIELD(6, 20, 28, 14, 15, 2, 30)
-	FIELD(7, 20, 28, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 3
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 28, 8, 9, 0, 16)
-	FIELD(5, 16, 28, 8, 9, 1, 17)
-	FIELD(6, 16, 28, 8, 9, 2, 18)
-	FIELD(7, 16, 28, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 28, 10, 11, 0, 20)
-	FIELD(5, 16, 28, 10, 11, 1, 21)
-	FIELD(6, 16, 28, 10, 11, 2, 22)
-	FIELD(7, 16, 28, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 28, 12, 13, 0, 24)
-	FIELD(5, 16, 28, 12, 13, 1, 25)
-	FIELD(6, 16, 28, 12, 13, 2, 26)
-	FIELD(7, 16, 28, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 16, 28, 14, 15, 0, 28)
-	FIELD(5, 16, 28, 14, 15, 1, 29)
-	FIELD(6, 16, 28, 14, 15, 2, 30)
-	FIELD(7, 16, 28, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 4
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 12, 28, 8, 9, 0, 16)
-	FIELD(5, 12, 28, 8, 9, 1, 17)
-	FIELD(6, 12, 28, 8, 9, 2, 18)
-	FIELD(7, 12, 28, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 12, 28, 10, 11, 0, 20)
-	FIELD(5, 12, 28, 10, 11, 1, 21)
-	FIELD(6, 12, 28, 10, 11, 2, 22)
-	FIELD(7, 12, 28, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 12, 28, 12, 13, 0, 24)
-	FIELD(5, 12, 28, 12, 13, 1, 25)
-	FIELD(6, 12, 28, 12, 13, 2, 26)
-	FIELD(7, 12, 28, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 12, 28, 14, 15, 0, 28)
-	FIELD(5, 12, 28, 14, 15, 1, 29)
-	FIELD(6, 12, 28, 14, 15, 2, 30)
-	FIELD(7, 12, 28, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 5
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 28, 8, 9, 0, 16)
-	FIELD(5, 8, 28, 8, 9, 1, 17)
-	FIELD(6, 8, 28, 8, 9, 2, 18)
-	FIELD(7, 8, 28, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 28, 10, 11, 0, 20)
-	FIELD(5, 8, 28, 10, 11, 1, 21)
-	FIELD(6, 8, 28, 10, 11, 2, 22)
-	FIELD(7, 8, 28, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 28, 12, 13, 0, 24)
-	FIELD(5, 8, 28, 12, 13, 1, 25)
-	FIELD(6, 8, 28, 12, 13, 2, 26)
-	FIELD(7, 8, 28, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 8, 28, 14, 15, 0, 28)
-	FIELD(5, 8, 28, 14, 15, 1, 29)
-	FIELD(6, 8, 28, 14, 15, 2, 30)
-	FIELD(7, 8, 28, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 6
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 4, 28, 8, 9, 0, 16)
-	FIELD(5, 4, 28, 8, 9, 1, 17)
-	FIELD(6, 4, 28, 8, 9, 2, 18)
-	FIELD(7, 4, 28, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 4, 28, 10, 11, 0, 20)
-	FIELD(5, 4, 28, 10, 11, 1, 21)
-	FIELD(6, 4, 28, 10, 11, 2, 22)
-	FIELD(7, 4, 28, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 4, 28, 12, 13, 0, 24)
-	FIELD(5, 4, 28, 12, 13, 1, 25)
-	FIELD(6, 4, 28, 12, 13, 2, 26)
-	FIELD(7, 4, 28, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 4, 28, 14, 15, 0, 28)
-	FIELD(5, 4, 28, 14, 15, 1, 29)
-	FIELD(6, 4, 28, 14, 15, 2, 30)
-	FIELD(7, 4, 28, 14, 15, 3, 31)
-	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4] // x, field 7
-	VLD1 (R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 28, 8, 9, 0, 16)
-	FIELD(5, 0, 28, 8, 9, 1, 17)
-	FIELD(6, 0, 28, 8, 9, 2, 18)
-	FIELD(7, 0, 28, 8, 9, 3, 19)
-	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 28, 10, 11, 0, 20)
-	FIELD(5, 0, 28, 10, 11, 1, 21)
-	FIELD(6, 0, 28, 10, 11, 2, 22)
-	FIELD(7, 0, 28, 10, 11, 3, 23)
-	VLD1 (R3), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 28, 12, 13, 0, 24)
-	FIELD(5, 0, 28, 12, 13, 1, 25)
-	FIELD(6, 0, 28, 12, 13, 2, 26)
-	FIELD(7, 0, 28, 12, 13, 3, 27)
-	VLD1 (R4), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FIELD(4, 0, 28, 14, 15, 0, 28)
-	FIELD(5, 0, 28, 14, 15, 1, 29)
-	FIELD(6, 0, 28, 14, 15, 2, 30)
-	FIELD(7, 0, 28, 14, 15, 3, 31)
-	ADD $64, R1
-	ADD $64, R2
-	ADD $64, R3
-	ADD $64, R4
-	SUB $1, R7, R7
-	SUBS $64, R5, R5
-	BNE loopWQ4G128_1x4
-reduceWQ4G128_1x4:
-	REDUCE(16, 17, 18, 19, 8)
-	FMOVS F8, 0(R6)
-	REDUCE(20, 21, 22, 23, 9)
-	FMOVS F9, 4(R6)
-	REDUCE(24, 25, 26, 27, 10)
-	FMOVS F10, 8(R6)
-	REDUCE(28, 29, 30, 31, 11)
-	FMOVS F11, 12(R6)
-	RET
-
+	WQ_1x4(1, WQ4_STEP)
