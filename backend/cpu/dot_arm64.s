@@ -16,18 +16,7 @@
 // platform register on darwin) is never used.
 
 #include "textflag.h"
-
-// FMUL Vd.4S, Vn.4S, Vm.4S
-#define FMUL4S(d, n, m) WORD $(0x6E20DC00 | ((m)<<16) | ((n)<<5) | (d))
-
-// FADD Vd.4S, Vn.4S, Vm.4S
-#define FADD4S(d, n, m) WORD $(0x4E20D400 | ((m)<<16) | ((n)<<5) | (d))
-
-// FADDP Sd, Vn.2S (Sd = Vn.S[0] + Vn.S[1])
-#define FADDPS(d, n) WORD $(0x7E30D800 | ((n)<<5) | (d))
-
-// EXT Vd.16B, Vn.16B, Vm.16B, #8 (Vd = Vn's high 8 bytes, then Vm's low 8)
-#define EXT8(d, n, m) WORD $(0x6E004000 | ((m)<<16) | ((n)<<5) | (d))
+#include "neon_arm64.h"
 
 // SHLL Vd.4S, Vn.4H, #16 and SHLL2 Vd.4S, Vn.8H, #16 (bf16 -> float32 bits)
 #define SHLL16(d, n) WORD $(0x2E613800 | ((n)<<5) | (d))
@@ -44,9 +33,6 @@
 // SXTL Vd.4S, Vn.4H and SXTL2 Vd.4S, Vn.8H (int16 -> int32)
 #define SXTLH(d, n) WORD $(0x0F10A400 | ((n)<<5) | (d))
 #define SXTL2H(d, n) WORD $(0x4F10A400 | ((n)<<5) | (d))
-
-// SCVTF Vd.4S, Vn.4S (int32 -> float32, exact for |q| < 2^24)
-#define SCVTF4S(d, n) WORD $(0x4E21D800 | ((n)<<5) | (d))
 
 // ZERO4 clears four vector registers.
 #define ZERO4(a, b, c, d) \

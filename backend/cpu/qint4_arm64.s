@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "neon_arm64.h"
 
 // The int4 integer path's tile for arm64 with the dot-product extension
 // (qint4.go explains the arithmetic; int4VNNI_1x1 is amd64's): per group of
@@ -26,15 +27,6 @@
 // AND Vd.16B, Vn.16B, Vm.16B and USHR Vd.16B, Vn.16B, #4
 #define AND16B(d, n, m) WORD $(0x4E201C00 | ((m)<<16) | ((n)<<5) | (d))
 #define USHR4B(d, n) WORD $(0x6F0C0400 | ((n)<<5) | (d))
-
-// SCVTF Vd.4S, Vn.4S; FMUL, FADD Vd.4S, Vn.4S, Vm.4S
-#define SCVTF4S(d, n) WORD $(0x4E21D800 | ((n)<<5) | (d))
-#define FMUL4S(d, n, m) WORD $(0x6E20DC00 | ((m)<<16) | ((n)<<5) | (d))
-#define FADD4S(d, n, m) WORD $(0x4E20D400 | ((m)<<16) | ((n)<<5) | (d))
-
-// FADDP Sd, Vn.2S and EXT Vd.16B, Vn.16B, Vm.16B, #8
-#define FADDPS(d, n) WORD $(0x7E30D800 | ((n)<<5) | (d))
-#define EXT8(d, n, m) WORD $(0x6E004000 | ((m)<<16) | ((n)<<5) | (d))
 
 // LANES4 handles lanes 4k..4k+3 (words in Vw, x's q1 bytes for the low and
 // high nibbles in Vq1l and Vq1h, q2's in Vq2l and Vq2h) into accumulator

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "neon_arm64.h"
 
 // Elementwise float32 kernels of ops.go for arm64 (NEON, 8 elements a step
 // in two 4-lane registers). Each computes exactly what its pure-Go reference
@@ -9,15 +10,6 @@
 // or of 16 (sumSquares); the callers do the rest. The vector floating-point
 // instructions are WORD encodings (the Go assembler has none for arm64),
 // each macro named by its mnemonic, register arguments V-register numbers.
-
-// FADD Vd.4S, Vn.4S, Vm.4S
-#define FADD4S(d, n, m) WORD $(0x4E20D400 | ((m)<<16) | ((n)<<5) | (d))
-
-// FSUB Vd.4S, Vn.4S, Vm.4S (Vd = Vn - Vm)
-#define FSUB4S(d, n, m) WORD $(0x4EA0D400 | ((m)<<16) | ((n)<<5) | (d))
-
-// FMUL Vd.4S, Vn.4S, Vm.4S
-#define FMUL4S(d, n, m) WORD $(0x6E20DC00 | ((m)<<16) | ((n)<<5) | (d))
 
 // func addSIMD(dst, a, b *float32, n int)
 TEXT ·addSIMD(SB), NOSPLIT, $0-32
