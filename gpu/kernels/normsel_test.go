@@ -79,18 +79,7 @@ func TestOpsAddRMSNormSel(t *testing.T) {
 					if mo.half {
 						sameU16(t, what+": xh", g.u16s(xhp, n), g.u16s(xhb, n))
 					}
-					got := make([]int32, sh.rows*S)
-					g.read(cuda.Bytes(got), sel)
-					for row := range sh.rows {
-						want := wq.SelectApprox(nil, x[row*sh.G:(row+1)*sh.G], kChunk)
-						if gr := got[row*S : (row+1)*S]; !slices.Equal(gr, want) {
-							i := 0
-							for i < len(want) && gr[i] == want[i] {
-								i++
-							}
-							t.Fatalf("%s row %d: the list differs from wq.SelectApprox's first at %d of %d: %d, want %d", what, row, i, S, gr[i], want[i])
-						}
-					}
+					sameLists(t, g, what+" row", sel, x, sh.G, kChunk)
 				}
 			}
 		}
@@ -141,18 +130,7 @@ func TestOpsOutSel(t *testing.T) {
 					})
 					y := g.f32s(yp, n)
 					sameF32(t, what+": y", y, g.f32s(yb, n))
-					got := make([]int32, sh.T*S)
-					g.read(cuda.Bytes(got), sel)
-					for row := range sh.T {
-						want := wq.SelectApprox(nil, y[row*rowLen:(row+1)*rowLen], kChunk)
-						if gr := got[row*S : (row+1)*S]; !slices.Equal(gr, want) {
-							i := 0
-							for i < len(want) && gr[i] == want[i] {
-								i++
-							}
-							t.Fatalf("%s token %d: the list differs from wq.SelectApprox's first at %d of %d: %d, want %d", what, row, i, S, gr[i], want[i])
-						}
-					}
+					sameLists(t, g, what+" token", sel, y, rowLen, kChunk)
 				}
 			}
 		}
@@ -176,16 +154,7 @@ func TestOpsGLUColsSel(t *testing.T) {
 			for mode := range 3 {
 				var yv []float32
 				for range sh.T {
-					gv := kernels.DECTestActivations(r, sh.N, mode)
-					uv := randF32(r, sh.N, 1)
-					for i := range uv {
-						switch {
-						case mode == 1:
-							uv[i] = 1 // ties pass through
-						case mode == 2 && i%5 == 0:
-							uv[i] = 0
-						}
-					}
+					gv, uv := gluTestRow(r, sh.N, mode)
 					yv = append(append(yv, gv...), uv...)
 				}
 				yp := g.put(cuda.Bytes(yv))
@@ -224,18 +193,7 @@ func TestOpsGLUColsSel(t *testing.T) {
 					if !mo.replace {
 						sameF32(t, what+": gate", g.f32s(gp.Y, n), g.f32s(gb.Y, n))
 					}
-					got := make([]int32, sh.T*S)
-					g.read(cuda.Bytes(got), sel)
-					for row := range sh.T {
-						want := wq.SelectApprox(nil, x[row*sh.N:(row+1)*sh.N], kChunk)
-						if gr := got[row*S : (row+1)*S]; !slices.Equal(gr, want) {
-							i := 0
-							for i < len(want) && gr[i] == want[i] {
-								i++
-							}
-							t.Fatalf("%s row %d: the list differs from wq.SelectApprox's first at %d of %d: %d, want %d", what, row, i, S, gr[i], want[i])
-						}
-					}
+					sameLists(t, g, what+" row", sel, x, sh.N, kChunk)
 				}
 			}
 		}
@@ -259,16 +217,7 @@ func TestOpsGLUSel(t *testing.T) {
 			for mode := range 3 {
 				var gv, uv []float32
 				for range sh.T {
-					gr := kernels.DECTestActivations(r, sh.N, mode)
-					ur := randF32(r, sh.N, 1)
-					for i := range ur {
-						switch {
-						case mode == 1:
-							ur[i] = 1 // ties pass through
-						case mode == 2 && i%5 == 0:
-							ur[i] = 0
-						}
-					}
+					gr, ur := gluTestRow(r, sh.N, mode)
 					gv, uv = append(gv, gr...), append(uv, ur...)
 				}
 				S := kernels.DECSelected(sh.N, kChunk)
@@ -298,20 +247,46 @@ func TestOpsGLUSel(t *testing.T) {
 					x := g.f32s(dp, n)
 					sameF32(t, what+": dst", x, g.f32s(dRef, n))
 					sameF32(t, what+": up", g.f32s(up, n), uv)
-					got := make([]int32, sh.T*S)
-					g.read(cuda.Bytes(got), sel)
-					for row := range sh.T {
-						want := wq.SelectApprox(nil, x[row*sh.N:(row+1)*sh.N], kChunk)
-						if gr := got[row*S : (row+1)*S]; !slices.Equal(gr, want) {
-							i := 0
-							for i < len(want) && gr[i] == want[i] {
-								i++
-							}
-							t.Fatalf("%s row %d: the list differs from wq.SelectApprox's first at %d of %d: %d, want %d", what, row, i, S, gr[i], want[i])
-						}
-					}
+					sameLists(t, g, what+" row", sel, x, sh.N, kChunk)
 				}
 			}
+		}
+	}
+}
+
+// gluTestRow draws one row of a GLU's gate (DEC's test activations of
+// mode) and up (random; all 1 in mode 1, so that the gate's ties pass
+// through; every fifth 0 in mode 2).
+func gluTestRow(r *rand.Rand, n, mode int) (gate, up []float32) {
+	gate, up = kernels.DECTestActivations(r, n, mode), randF32(r, n, 1)
+	for i := range up {
+		switch {
+		case mode == 1:
+			up[i] = 1
+		case mode == 2 && i%5 == 0:
+			up[i] = 0
+		}
+	}
+	return gate, up
+}
+
+// sameLists checks DEC's lists in sel (S = DECSelected(rowLen, kChunk)
+// slots a row) against wq.SelectApprox of each row of x, exactly; what
+// names the case and the kind of row.
+func sameLists(t *testing.T, g *gpuMem, what string, sel cuda.DevicePtr, x []float32, rowLen, kChunk int) {
+	t.Helper()
+	S := kernels.DECSelected(rowLen, kChunk)
+	rows := len(x) / rowLen
+	got := make([]int32, rows*S)
+	g.read(cuda.Bytes(got), sel)
+	for row := range rows {
+		want := wq.SelectApprox(nil, x[row*rowLen:(row+1)*rowLen], kChunk)
+		if gr := got[row*S : (row+1)*S]; !slices.Equal(gr, want) {
+			i := 0
+			for i < len(want) && gr[i] == want[i] {
+				i++
+			}
+			t.Fatalf("%s %d: the list differs from wq.SelectApprox's first at %d of %d: %d, want %d", what, row, i, S, gr[i], want[i])
 		}
 	}
 }
