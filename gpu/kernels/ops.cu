@@ -983,6 +983,20 @@ extern "C" __global__ void swiglu_cols(const float* __restrict__ y, float* dst, 
   }
 }
 
+// selectRowChunk is the GLU kernels' DEC list (swiglu_cols_sel, swiglu_sel):
+// thread l's float4 d of the c channels from c0 of row t (zeros past c) ranked
+// with the CTA's others into row t's list in sel (selectChunk<kSelCTA>),
+// k_chunk kChunk; hist and wmax the CTA's shared scratch.
+__device__ __forceinline__ void selectRowChunk(float4 d, int c, int c0, int t, int* __restrict__ sel, int selStride,
+                                               int kChunk, int* hist, int* wmax) {
+  float v[4] = {d.x, d.y, d.z, d.w};
+  const int kc = selChunkSelect(kChunk, c);
+  if (kc > 0) {  // the same for the whole CTA
+    int* out = sel + (long long)t * selStride + (long long)blockIdx.x * selChunkSelect(kChunk, kSelChunk);
+    selectChunk<kSelCTA>(v, c, kc, c0, out, hist, wmax);
+  }
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // swiglu_cols_sel (session 19b): swiglu_cols's dst, gate and up (no fp16
 // copy; the same operations, the same bits) that also writes each row's
@@ -999,21 +1013,13 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
   __shared__ int wmax[kSelCTA / 32];
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, N - c0);
   const int q = N / 4, cc = c0 / 4 + int(threadIdx.x);
-  float v[4] = {0.f, 0.f, 0.f, 0.f};
+  float4 d = make_float4(0.f, 0.f, 0.f, 0.f);
   if (int(threadIdx.x) * 4 < c) {
     const long long i = (long long)t * q + cc;
-    const float4 d = gluCols4(y, gate, up, bg, bu, q, t, cc, i, act);
+    d = gluCols4(y, gate, up, bg, bu, q, t, cc, i, act);
     reinterpret_cast<float4*>(dst)[i] = d;
-    v[0] = d.x;
-    v[1] = d.y;
-    v[2] = d.z;
-    v[3] = d.w;
   }
-  const int kc = selChunkSelect(kChunk, c);
-  if (kc > 0) {  // the same for the whole CTA
-    int* out = sel + (long long)t * selStride + (long long)blockIdx.x * selChunkSelect(kChunk, kSelChunk);
-    selectChunk<kSelCTA>(v, c, kc, c0, out, hist, wmax);
-  }
+  selectRowChunk(d, c, c0, t, sel, selStride, kChunk, hist, wmax);
 }
 
 // swiglu_sel (session 24, docs/perf/dec.md): swiglu's dst (geglu's with
@@ -1033,22 +1039,14 @@ extern "C" __global__ void __launch_bounds__(kSelCTA)
   __shared__ int wmax[kSelCTA / 32];
   const int t = blockIdx.y, c0 = blockIdx.x * kSelChunk, c = min(kSelChunk, N - c0);
   const int cc = c0 / 4 + int(threadIdx.x);
-  float v[4] = {0.f, 0.f, 0.f, 0.f};
+  float4 d = make_float4(0.f, 0.f, 0.f, 0.f);
   if (int(threadIdx.x) * 4 < c) {
     const long long i = (long long)t * (N / 4) + cc;
     const float4 g = reinterpret_cast<const float4*>(gate)[i], u = reinterpret_cast<const float4*>(up)[i];
-    const float4 d = make_float4(glu_mul(act, g.x, u.x), glu_mul(act, g.y, u.y), glu_mul(act, g.z, u.z), glu_mul(act, g.w, u.w));
+    d = make_float4(glu_mul(act, g.x, u.x), glu_mul(act, g.y, u.y), glu_mul(act, g.z, u.z), glu_mul(act, g.w, u.w));
     reinterpret_cast<float4*>(dst)[i] = d;
-    v[0] = d.x;
-    v[1] = d.y;
-    v[2] = d.z;
-    v[3] = d.w;
   }
-  const int kc = selChunkSelect(kChunk, c);
-  if (kc > 0) {  // the same for the whole CTA
-    int* out = sel + (long long)t * selStride + (long long)blockIdx.x * selChunkSelect(kChunk, kSelChunk);
-    selectChunk<kSelCTA>(v, c, kc, c0, out, hist, wmax);
-  }
+  selectRowChunk(d, c, c0, t, sel, selStride, kChunk, hist, wmax);
 }
 #endif
 
