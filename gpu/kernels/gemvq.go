@@ -217,6 +217,13 @@ func gemvq5StageTiles(bits int) int {
 	return 2
 }
 
+// gemvq5Steps is the number of v5/v6 ring steps (gemvq5StageTiles tiles
+// each, the last possibly partial) over K inputs of a code width.
+func gemvq5Steps(bits, K int) int {
+	u := gemvq5StageTiles(bits)
+	return (K/gemvq4Tile + u - 1) / u
+}
+
 // gemvq5SlotBytes is the size of gemvq4.cu's Slot<BITS, U>: a lane's span
 // of two rows of U tiles (BITS words each), 16 rows' params of U tiles and
 // x's 128 floats of U tiles.
@@ -242,8 +249,7 @@ func gemvq5RingBytes(bits int, opts []string) int {
 // gemvq5StageTiles tiles, its slots those of its ring's occupancy.
 func gemvq5SplitFor(N, K, bits, slots int) int {
 	groups := (N + gemvq4Rows - 1) / gemvq4Rows
-	steps := (K/gemvq4Tile + gemvq5StageTiles(bits) - 1) / gemvq5StageTiles(bits)
-	return splitForWave(groups, steps, slots, gemvq4Splits[:])
+	return splitForWave(groups, gemvq5Steps(bits, K), slots, gemvq4Splits[:])
 }
 
 // GEMVQ holds gemvq.cu's, gemvq3.cu's and gemvq4.cu's kernels: the decode

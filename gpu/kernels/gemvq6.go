@@ -94,9 +94,7 @@ const (
 // (gemvq5StageTiles tiles: 32 words of int4 and int8, 24 of int3) for each
 // row group of 16 rows and each ring step.
 func TiledWords(bits, N, K int) int {
-	u := gemvq5StageTiles(bits)
-	steps := (K/gemvq4Tile + u - 1) / u
-	return (N + gemvq4Rows - 1) / gemvq4Rows * steps * gemvqTiledStepWords(bits)
+	return (N + gemvq4Rows - 1) / gemvq4Rows * gemvq5Steps(bits, K) * gemvqTiledStepWords(bits)
 }
 
 // gemvqTiledStepWords is gemvq4.cu's kTiledStepWords: the words of a block
@@ -140,8 +138,7 @@ func PackTiles(bits, N, K, G int, words []uint32, params []uint16) (tw, tp []uin
 		return nil, nil, fmt.Errorf("kernels: tiled layout: int%d [%d, %d] G %d with %d words and %d params", bits, N, K, G, len(words), len(params))
 	}
 	rowWords, groups := K/32*bits, K/G
-	u := gemvq5StageTiles(bits)
-	steps := (K/gemvq4Tile + u - 1) / u
+	steps := gemvq5Steps(bits, K)
 	tw = make([]uint32, TiledWords(bits, N, K))
 	tp = make([]uint32, TiledParams(N, K, G))
 	for n := range N {
@@ -332,8 +329,7 @@ const gemvq6cMinSteps = 4
 // weight over K at split S: a warp's slice of at least gemvq6cMinSteps
 // steps.
 func gemvq6cUses(K, S int) bool {
-	steps := (K/gemvq4Tile + gemvq5StageTiles(gemvq6cBits) - 1) / gemvq5StageTiles(gemvq6cBits)
-	return (steps+S-1)/S >= gemvq6cMinSteps
+	return (gemvq5Steps(gemvq6cBits, K)+S-1)/S >= gemvq6cMinSteps
 }
 
 // gemvq6cBits is the code width v6.1c is built for (its unpack differs
@@ -497,7 +493,7 @@ func LoadGEMVQDiag(dev *cuda.Device, bits int, opts ...string) (*GEMVQDiag, erro
 			return fmt.Sprintf("gemvq4::gemv_q4<%d, %d>", bits, s)
 		}
 		if f == gemvqDiagV61c {
-			return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, true, false, true, true>", bits, s)
+			return gemvq6cExpr(s) // int3 only (GEMVQDiagBuilt)
 		}
 		return fmt.Sprintf("gemvq4::gemv_q5<%d, %d, true, %v, %v, %v>", bits, s, GEMVQDiagTiled(f), gemvqDiagLoads(f), gemvqDiagLean(f))
 	}

@@ -64,9 +64,7 @@ const gemvq6DECPrefetchedRows = 256
 // and the slice's steps no more than the gemvq5Ring − 1 that gemv_q5's
 // prologue issues before the wait.
 func gemvq6DECPrefetched(bits, K, S int, early bool) bool {
-	u := gemvq5StageTiles(bits)
-	steps := (K/gemvq4Tile + u - 1) / u
-	return early && (steps+S-1)/S <= gemvq5Ring-1
+	return early && (gemvq5Steps(bits, K)+S-1)/S <= gemvq5Ring-1
 }
 
 // GEMVQ6DECTail is which form of gemv_q6_dec GEMVQ6DEC.Launch runs.
