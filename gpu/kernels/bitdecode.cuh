@@ -887,9 +887,20 @@ BD_DEVICE void writeLanePartials(float (&red)[TL][RMAX][D], const float (&acc)[R
   }
 }
 
+// storeOut writes one output element of the merges: its fp16 value at
+// out[i] and, where out32 is not null, that value widened to float32 at
+// out32[i] (the bits of ops.cu's f16_to_f32 of it, the launch a cache whose
+// format needs no rotation back then skips: decode-step.md v39).
+BD_DEVICE void storeOut(u16* __restrict__ out, float* __restrict__ out32, size_t i, float v) {
+  const u16 h = f2h(v);
+  out[i] = h;
+  if (out32 != nullptr) out32[i] = h2f(h);
+}
+
 // combineRow merges row r's nSplits partials from part0, in split order,
 // by one CTA of kMergeThreads threads, and writes the fp16 output row of
-// (sequence b, KV head h, row row0 + r):
+// (sequence b, KV head h, row row0 + r), and its float32 widening to out32
+// where that is not null (storeOut):
 //   1. M = max over splits of the running max (a tree: max is exact);
 //   2. w_s = exp2(m_s - M) in shared memory, L = Σ l_s·w_s (warp 0, each
 //      lane a fixed stride, then a fixed shuffle tree);
@@ -898,7 +909,7 @@ BD_DEVICE void writeLanePartials(float (&red)[TL][RMAX][D], const float (&acc)[R
 // EMPTY allows rows that saw no token (L = 0: zeros out). final(row, M, L)
 // runs between 2 and 3 (planes' combine keeps them for its mass pass).
 template <int D, int RMAX, bool EMPTY, typename FINAL>
-BD_DEVICE void combineRow(const float* partO, const float* partML, u16* out, size_t part0, int nSplits, int r, int b,
+BD_DEVICE void combineRow(const float* partO, const float* partML, u16* out, float* out32, size_t part0, int nSplits, int r, int b,
                           int h, int row0, int group, int Hq, int Tq, FINAL final) {
   __shared__ float w[kMaxSplits];
   __shared__ float red[kMergeThreads / 32];
@@ -934,7 +945,7 @@ BD_DEVICE void combineRow(const float* partO, const float* partML, u16* out, siz
     float o = 0.f;
 #pragma unroll 8
     for (int s = 0; s < nSplits; s++) o = fmaf(po[size_t(s) * RMAX * D], w[s], o);
-    out[((size_t(b) * Tq + i) * Hq + hq) * D + c] = f2h(o * inv);
+    storeOut(out, out32, ((size_t(b) * Tq + i) * Hq + hq) * D + c, o * inv);
   }
 }
 
@@ -957,10 +968,11 @@ BD_DEVICE int seqSplitLen(int L, int splitLen, int splitBase, int splitCap, int 
 //   lens [B] int32: the rows of sequence b have ⌈L_b / S_b⌉ splits, S_b its
 //        seqSplitLen
 //   out  [B][Tq][Hq][D] fp16
+//   out32 [B][Tq][Hq][D] float32, out widened, or nullptr (storeOut)
 template <int D, int RMAX>
 __global__ void __launch_bounds__(kMergeThreads) decode_combine(
     const float* __restrict__ partO, const float* __restrict__ partML, const int* __restrict__ lens,
-    u16* __restrict__ out, int Hq, int Hkv, int Tq, int splitLen, int splitBase, int splitCap, int splitMax, int maxSplits,
+    u16* __restrict__ out, float* __restrict__ out32, int Hq, int Hkv, int Tq, int splitLen, int splitBase, int splitCap, int splitMax, int maxSplits,
     int rowChunks) {
   gridDependencyWait();  // the partials of the split kernel ahead (a no-op unless launched as a dependent)
   const int b = blockIdx.y, h = blockIdx.x / rowChunks, rc = blockIdx.x % rowChunks, r = blockIdx.z;
@@ -970,7 +982,7 @@ __global__ void __launch_bounds__(kMergeThreads) decode_combine(
   const int L = lens[b], sl = seqSplitLen(L, splitLen, splitBase, splitCap, splitMax);
   const int nSplits = (L + sl - 1) / sl;
   const size_t part0 = (size_t(b) * Hkv * rowChunks + blockIdx.x) * maxSplits;
-  combineRow<D, RMAX, false>(partO, partML, out, part0, nSplits, r, b, h, row0, group, Hq, Tq, [](int, float, float) {});
+  combineRow<D, RMAX, false>(partO, partML, out, out32, part0, nSplits, r, b, h, row0, group, Hq, Tq, [](int, float, float) {});
 }
 
 // The fused merge's marks (session 26; the timeline's sub-phases of the
@@ -1120,7 +1132,8 @@ struct TLArrivedHook {
 // v2.5, decode_wgmma, planes' split_mma): every CTA of a (row chunk,
 // sequence) counts itself done on counter after writing its partials; the
 // last one merges the splits of its rows in split order with
-// decode_combine's arithmetic, writes the fp16 output and resets the
+// decode_combine's arithmetic, writes the fp16 output (and its float32
+// widening to out32 where that is not null, as storeOut) and resets the
 // counter for the next launch. Which CTA is last varies from run to run;
 // the order of the merge does not, so the bits do not either. Called by
 // the kMergeThreads threads that wrote the partials; sync synchronizes
@@ -1143,7 +1156,7 @@ struct TLArrivedHook {
 // runs in every thread once the count has said whether this CTA merges;
 // the default does nothing.
 template <int D, int RMAX, bool EMPTY, int AHEAD, bool REL = false, typename SYNC, typename FINAL, typename ARRIVED = NoArrivedHook>
-BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0,
+BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, float* __restrict__ out32, size_t part0,
                             int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid, SYNC sync,
                             FINAL final, ARRIVED arrived = ARRIVED()) {
   static_assert(D % 4 == 0 && kFuseMaxSplits <= 64, "float4 channels; two splits a lane");
@@ -1221,8 +1234,12 @@ BD_DEVICE void finishSplits(const float* partO, const float* partML, int* counte
       o.x = fmaf(v.x, ws, o.x), o.y = fmaf(v.y, ws, o.y), o.z = fmaf(v.z, ws, o.z), o.w = fmaf(v.w, ws, o.w);
     }
     const int row = row0 + r, i = row / group, hq = h * group + row % group;
-    u16* dst = out + ((size_t(b) * Tq + i) * Hq + hq) * D + c;
-    dst[0] = f2h(o.x * inv[r]), dst[1] = f2h(o.y * inv[r]), dst[2] = f2h(o.z * inv[r]), dst[3] = f2h(o.w * inv[r]);
+    const size_t at = ((size_t(b) * Tq + i) * Hq + hq) * D + c;
+    const u16 hx = f2h(o.x * inv[r]), hy = f2h(o.y * inv[r]), hz = f2h(o.z * inv[r]), hw = f2h(o.w * inv[r]);
+    u16* dst = out + at;
+    dst[0] = hx, dst[1] = hy, dst[2] = hz, dst[3] = hw;
+    if (out32 != nullptr)  // storeOut's widening, four channels in one store (c is a multiple of 4)
+      *reinterpret_cast<float4*>(out32 + at) = make_float4(h2f(hx), h2f(hy), h2f(hz), h2f(hw));
   }
   arrived.mark(kMarkMerged);
   if (tid == 0) *counter = 0;

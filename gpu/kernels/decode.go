@@ -227,6 +227,11 @@ type DecodeBuffers struct {
 	ResSlots   cuda.DevicePtr // [B] int32 residual slot of each sequence; 0: slot b
 	Lens       cuda.DevicePtr // [B] int32
 	Q, Out     cuda.DevicePtr // [B][Tq][Hq][D] fp16
+	// Out32, where not 0, also receives Out widened to float32 ([B][Tq][Hq][D]
+	// float32, Ops.F16ToF32's bits), written by the merges that write Out:
+	// a caller that wants float32 needs no conversion launch after the
+	// decode (decode-step.md v39).
+	Out32 cuda.DevicePtr
 }
 
 // DecodePlan is a compiled, sized decode for one (layout, shape): the
@@ -256,6 +261,7 @@ type DecodePlan struct {
 	qk8      bool // decode_mma.cu's scores on int8 tensor cores (v2.8)
 	pv8      bool // decode_mma.cu's P·V on int8 tensor cores (v2.9)
 	la       bool // decode_mma.cu's look-ahead refold (v2.24)
+	noOut32  bool // DecodeTuning.NoOut32 (Out32)
 	// slots is how many split CTAs the planner counts on running at once
 	// (its CTAs per SM times decodeRefSMs): a launch of more than that
 	// many, or of several sequences, starts after the kernel ahead of it
@@ -298,6 +304,12 @@ func (p *DecodePlan) LA() bool { return p.la }
 
 // Kernel returns the kernel the plan runs (DecodeAuto's pick).
 func (p *DecodePlan) Kernel() DecodeKernel { return p.kernel }
+
+// Out32 reports whether the plan's launches write DecodeBuffers.Out32 (every
+// kernel family's merge can, since decode-step.md v39; DecodeTuning.NoOut32
+// says no, so that a caller converts as before). Where it is false, a
+// launch leaves Out32 alone, whatever it points at.
+func (p *DecodePlan) Out32() bool { return !p.noOut32 }
 
 // SplitLen returns the tokens per split and the number of splits of the
 // longest sequence (with DecodeShape.SplitCap: the split of a sequence of
@@ -974,6 +986,7 @@ func (p *DecodePlan) fixSplit(s DecodeShape) error {
 // load compiles the plan's kernels (prog, whose name expressions are
 // splitExpr and combineExpr) and allocates its workspace.
 func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combineExpr string, t DecodeTuning) (err error) {
+	p.noOut32 = t.NoOut32
 	softcapOptions(&prog, p.shape.Softcap)
 	if t.Ptxas != nil {
 		prog.Options = append(prog.Options, "--ptxas-options=-v")
@@ -1206,12 +1219,16 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 	// CTA's first block before its length is read (per-sequence splits).
 	sl := int32(p.SeqSplitLen(s.MaxL))
 	sb, sc, sm := int32(p.splitBase), int32(p.splitCap), int32(p.splitMax)
+	out32 := b.Out32
+	if p.noOut32 {
+		out32 = 0
+	}
 	args := []any{b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, p.partO, p.partML,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), sl, sb, sc, sm, int32(maxSplits), int32(rowChunks),
 		int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff), int32(max(l.GK, 1)), int32(max(l.GV, 1)),
 		float32(float64(scale) * log2e), int32(s.Window)}
 	if p.kernel != DecodeV1 {
-		args = append(args, p.counters, b.Out) // counters 0: decode_combine merges
+		args = append(args, p.counters, b.Out, out32) // counters 0: decode_combine merges
 	}
 	if !p.dependentLaunch(maxSplits*s.Hkv*rowChunks*s.B, s.Hkv*rowChunks*s.B) && c.GridDependentLaunch() {
 		// Off for this launch, the Ctx's setting (true) restored after it.
@@ -1229,7 +1246,7 @@ func (p *DecodePlan) launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s Deco
 		return err
 	}
 	return c.Launch(p.combine, cuda.Dim3{X: s.Hkv * rowChunks, Y: s.B, Z: p.rmax}, cuda.Dim3{X: decodeThreads}, 0, st,
-		p.partO, p.partML, b.Lens, b.Out, int32(s.Hq), int32(s.Hkv), int32(s.Tq), sl, sb, sc, sm, int32(maxSplits), int32(rowChunks))
+		p.partO, p.partML, b.Lens, b.Out, out32, int32(s.Hq), int32(s.Hkv), int32(s.Tq), sl, sb, sc, sm, int32(maxSplits), int32(rowChunks))
 }
 
 // LayoutFor returns the decode kernel's view of KV format f, or an error

@@ -925,9 +925,11 @@ constexpr int kMergeAheadMMA = 32;
 // So with a finite m the output is f2h((o + 0) · (1 / l)): a multiplication
 // by the reciprocal of the row sum, not a division, as the merge does it.
 // Every thread of the CTA calls it once redO, redM and redL are complete.
+// out32, where not null, gets the output widened to float32 (storeOut).
 template <int D, int WARPS, int ROWS>
 BD_DEVICE void finishOneSplit(const float (&redO)[WARPS][ROWS][D], const float (&redM)[WARPS][ROWS], const float (&redL)[WARPS][ROWS],
-                              u16* __restrict__ out, int b, int h, int row0, int nrows, int group, int Hq, int Tq) {
+                              u16* __restrict__ out, float* __restrict__ out32, int b, int h, int row0, int nrows, int group, int Hq,
+                              int Tq) {
   for (int idx = threadIdx.x; idx < nrows * D; idx += WARPS * 32) {
     const int r = idx / D, c = idx % D;
     // 1. mergeWarps' merge (bitdecode.cuh's mergeWarpRow).
@@ -938,7 +940,7 @@ BD_DEVICE void finishOneSplit(const float (&redO)[WARPS][ROWS][D], const float (
     const float ws = m == kNegInf ? 0.f : exp2f(m - mAll);
     const float inv = 1.f / fmaf(l, ws, 0.f);
     const int row = row0 + r, i = row / group, hq = h * group + row % group;
-    out[((size_t(b) * Tq + i) * Hq + hq) * D + c] = f2h(fmaf(o, ws, 0.f) * inv);
+    storeOut(out, out32, ((size_t(b) * Tq + i) * Hq + hq) * D + c, fmaf(o, ws, 0.f) * inv);
   }
 }
 
@@ -966,7 +968,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
     const int* __restrict__ lens, const u16* __restrict__ q, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
-    int* __restrict__ counters, u16* __restrict__ out BD_TL_PARAM) {
+    int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ out32 BD_TL_PARAM) {
 #if BD_TIMELINE
   unsigned long long* const tlRec = tlRecord(tl);
 #endif
@@ -1518,7 +1520,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   BD_TL_MARK(kTLWarpsDone, threadIdx.x == 0);
   const int nSplits = (Lr + sLen - 1) / sLen;
   if (counters && nSplits == 1) {  // v2.15: the row chunk's only split writes the output itself
-    finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, b, h, row0, nrows, group, Hq, Tq);
+    finishOneSplit<D, kWarps, kQueryRows>(redO, redM, redL, out, out32, b, h, row0, nrows, group, Hq, Tq);
     BD_TL_MARK(kTLExit, threadIdx.x == 0);
     return;
   }
@@ -1528,7 +1530,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_mma(
   BD_TL_MARK(kTLPartial, threadIdx.x == 0);
   if (counters) {  // v2.5: the last split merges; v2.17: its loads ahead (finishSplits, bitdecode.cuh)
     finishSplits<D, kQueryRows, false, kMergeAheadMMA, !kMergeFenceSC>(
-        partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows, group, Hq,
+        partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, out32, part - split, nSplits, b, h, row0, nrows, group, Hq,
         Tq, threadIdx.x, [] { __syncthreads(); }, [](int, float, float) {}, BD_TL_ARRIVED);
   }
   BD_TL_MARK(kTLExit, threadIdx.x == 0);

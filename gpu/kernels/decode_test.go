@@ -176,6 +176,14 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 		poison[i] = 0x7e00 // fp16 NaN
 	}
 	up(&bufs.Out, cuda.Bytes(poison))
+	// The later runs also ask for the float32 output (DecodeBuffers.Out32):
+	// the fp16 output's exact widening, and the fp16 output unchanged.
+	var out32 cuda.DevicePtr
+	poison32 := make([]float32, nq)
+	for i := range poison32 {
+		poison32[i] = float32(math.NaN())
+	}
+	up(&out32, cuda.Bytes(poison32))
 
 	var q8, pv8 []float64
 	if plan.QK8() {
@@ -189,8 +197,15 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 		if err := d.HtoD(bufs.Out, cuda.Bytes(poison)); err != nil {
 			t.Fatal(err)
 		}
+		b := bufs
+		if run > 0 && plan.Out32() {
+			if err := d.HtoD(out32, cuda.Bytes(poison32)); err != nil {
+				t.Fatal(err)
+			}
+			b.Out32 = out32
+		}
 		err := d.Do(func(cx *cuda.Ctx) error {
-			if err := plan.Launch(cx, d.Stream(), bufs, 0); err != nil {
+			if err := plan.Launch(cx, d.Stream(), b, 0); err != nil {
 				return err
 			}
 			return cx.SyncStream(d.Stream())
@@ -210,6 +225,17 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 		for i := range got {
 			if got[i] != first[i] {
 				t.Fatalf("%v: run %d element %d: %#04x, first run %#04x: not deterministic", c, run, i, got[i], first[i])
+			}
+		}
+		if b.Out32 != 0 {
+			got32 := make([]float32, nq)
+			if err := d.DtoH(cuda.Bytes(got32), out32); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range got32 {
+				if w := half.ToFloat32(got[i]); math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+					t.Fatalf("%v: run %d float32 output element %d is %g, the fp16 output %#04x widens to %g", c, run, i, v, got[i], w)
+				}
 			}
 		}
 	}

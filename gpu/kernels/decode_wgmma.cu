@@ -366,10 +366,10 @@ constexpr int kMergePre = 16;
 // over the split kernel alone under ncu, session 16). It counts with one
 // thread's release and acquire (lastArrivalRel, v3.5) unless kMergeFenceSC.
 template <int D, int RMAX>
-BD_DEVICE void mergeSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, size_t part0, int nSplits,
-                           int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid) {
+BD_DEVICE void mergeSplits(const float* partO, const float* partML, int* counter, u16* __restrict__ out, float* __restrict__ out32,
+                           size_t part0, int nSplits, int b, int h, int row0, int nrows, int group, int Hq, int Tq, int tid) {
   finishSplits<D, RMAX, false, kMergePre, !kMergeFenceSC>(
-      partO, partML, counter, out, part0, nSplits, b, h, row0, nrows, group, Hq, Tq, tid, [] { consumerSync(); },
+      partO, partML, counter, out, out32, part0, nSplits, b, h, row0, nrows, group, Hq, Tq, tid, [] { consumerSync(); },
       [](int, float, float) {});
 }
 
@@ -377,7 +377,8 @@ BD_DEVICE void mergeSplits(const float* partO, const float* partML, int* counter
 // partials) for tiles of 64·MW tokens through an ST-stage TMA ring.
 //   KBITS/VBITS, KC, KG, VG, BF as in decode_mma; ST ring stages; MW m64
 //   blocks per tile; MINB CTAs per SM the registers must allow.
-//   counters, out: the fused merge (finishSplits), or nullptr.
+//   counters, out: the fused merge (finishSplits), or nullptr; out32 its
+//   output widened to float32 (storeOut), or nullptr.
 template <int D, int KBITS, int VBITS, bool KC, int KG, int VG, bool BF, int ST, int MW, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
@@ -385,7 +386,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     const int* __restrict__ lens, const u16* __restrict__ qIn, float* __restrict__ partO, float* __restrict__ partML,
     int Hq, int Hkv, int Tq, int Nr, int splitLenArg, int splitBase, int splitCap, int splitMax, int maxSplits, int rowChunks,
     int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV, float scaleLog2, int window,
-    int* __restrict__ counters, u16* __restrict__ out) {
+    int* __restrict__ counters, u16* __restrict__ out, float* __restrict__ out32) {
   constexpr int VGB = VBITS < 16 ? VG : 1;
   constexpr int TT = MW * kTileTokens;  // tokens per tile
   constexpr int kKCode = TT * D * KBITS / 8, kVCode = TT * D * VBITS / 8;
@@ -603,7 +604,7 @@ __global__ void __launch_bounds__(kThreads, MINB) decode_wgmma(
     }
   }
   if (counters) {  // the last split merges (finishSplits' arithmetic, bitdecode.cuh)
-    mergeSplits<D, kQueryRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split,
+    mergeSplits<D, kQueryRows>(partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, out32, part - split,
                                (L + splitLen - 1) / splitLen, b, h, row0, nrows, group, Hq, Tq, threadIdx.x);
   }
 }

@@ -1230,7 +1230,7 @@ __global__ void __launch_bounds__(kThreads, MINB) split_mma(
   // the same count and merge, so the same bits.
   if (counters != nullptr) {
     finishSplits<D, kQueryRows, true, kMergeAhead, true>(
-        partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, part - split, nSplits, b, h, row0, nrows,
+        partO, partML, &counters[size_t(b) * Hkv * rowChunks + blockIdx.y], out, nullptr, part - split, nSplits, b, h, row0, nrows,
         group, Hq, Tq, threadIdx.x, [] { __syncthreads(); },
         [&](int row, float m, float l) {
           if (finalML != nullptr) {
@@ -1406,7 +1406,7 @@ __global__ void __launch_bounds__(kThreads) combine(
   if (r >= nrows) return;
   const int nSplits = (padGroups(counts + 4 * (b * Hkv + h)) * kGroup + splitLen - 1) / splitLen;
   const size_t part0 = (size_t(b) * Hkv * rowChunks + blockIdx.x) * maxSplits;
-  combineRow<D, RMAX, true>(partO, partML, out, part0, nSplits, r, b, h, row0, group, Hq, Tq, [&](int row, float m, float total) {
+  combineRow<D, RMAX, true>(partO, partML, out, nullptr, part0, nSplits, r, b, h, row0, group, Hq, Tq, [&](int row, float m, float total) {
     if (finalML != nullptr && threadIdx.x == 0) {
       finalML[((size_t(b) * Hkv + h) * R + row) * 2] = m;
       finalML[((size_t(b) * Hkv + h) * R + row) * 2 + 1] = total;

@@ -58,6 +58,11 @@ const (
 	// EnvDecodeFuse set to false (0) is DecodeTuning.NoFuse: the merge of
 	// the splits left to decode_combine (a second launch), for comparisons.
 	EnvDecodeFuse = "BITDECODE_DECODE_FUSE"
+	// EnvDecodeOut32 set to false (0) is DecodeTuning.NoOut32: the decode
+	// plans report that they write no float32 output (DecodePlan.Out32), so
+	// a cache converts theirs in a launch of its own, as before
+	// decode-step.md v39, for comparisons.
+	EnvDecodeOut32 = "BITDECODE_DECODE_OUT32"
 	// EnvDecodePDL is DecodeTuning.PDL: how the tensor-core decode kernels
 	// start after the kernel ahead (the KV append or pack). "early" and
 	// "wait" run both as programmatic dependents, reading the blocks packed
@@ -171,6 +176,9 @@ type DecodeTuning struct {
 	// NoFuse leaves the merge of the splits to decode_combine, a second
 	// launch, instead of the last split of each row chunk (v2.5).
 	NoFuse bool
+	// NoOut32 makes DecodePlan.Out32 false: callers convert the fp16
+	// output to float32 in a launch of their own (before v39).
+	NoOut32 bool
 	// PDL is how the tensor-core kernels start after the kernel ahead of
 	// them on the stream (session 17); the zero value PDLAuto is the
 	// measured default. Ctx.SetGridDependentLaunch(false) (gpu.Options.NoPDL)
@@ -483,6 +491,9 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	}
 	if fuse, ok := p.boolean(EnvDecodeFuse); ok {
 		d.NoFuse = !fuse
+	}
+	if out32, ok := p.boolean(EnvDecodeOut32); ok {
+		d.NoOut32 = !out32
 	}
 	if v, ok := p.get(EnvDecodePDL); ok {
 		i := slices.Index(pdlModes, v)

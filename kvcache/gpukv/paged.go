@@ -888,12 +888,24 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		// the blocks before the run's new tokens, so nothing queued between
 		// Begin's upload and here may write those; q, the residual and the
 		// blocks the rounds above pack are read after the wait.
+		//
+		// A format that needs no rotation back has its float32 output
+		// written by the decode kernels' merges (DecodeBuffers.Out32), with
+		// the bits of the conversion it then skips (decode-step.md v39),
+		// unless a DEC list is made from it or a plan says it cannot.
+		out32 := sel == 0 && !lk.rotate
+		for _, r := range runs {
+			out32 = out32 && lk.plan(r).Out32()
+		}
 		for _, r := range runs {
 			plan := lk.plan(r)
 			bufs := kernels.DecodeBuffers{
 				Pool: c.pool[layer], BlockTable: word(table + r.first*c.maxBlk),
 				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),
 				Q: c.qh + cuda.DevicePtr(r.tok0*qw*2), Out: c.oh + cuda.DevicePtr(r.tok0*qw*2),
+			}
+			if out32 {
+				bufs.Out32 = ptr[3] + cuda.DevicePtr(r.tok0*qw*4)
 			}
 			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r), Window: window, Softcap: c.softcap}
 			if err := plan.LaunchShape(x, st, bufs, shape, 0); err != nil {
@@ -907,6 +919,8 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 			return c.ops.F16ToF32Sel(x, st, ptr[3], c.oh, T, qw, sel, kChunk)
 		case lk.rotate: // the output rotated back on its way to float32
 			return c.ops.F16ToF32HadamardHalf(x, st, ptr[3], xh, c.oh, T*sh.Hq, sh.D)
+		case out32:
+			return nil
 		}
 		return c.ops.F16ToF32(x, st, ptr[3], c.oh, T*qw)
 	}
