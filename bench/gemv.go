@@ -186,17 +186,19 @@ type LinearF16Row struct {
 	// already in fp16, no split: the step's GEMM since v19's producers).
 	GEMMUS   float64 `json:"cublaslt_gemm_us,omitempty"`
 	GEMMFrac float64 `json:"cublaslt_gemm_ceiling_fraction,omitempty"`
-	// SkinnyUS is skinny.cu (v2) over the same joined weights and fp16 x
-	// at SkinnySplit's split (Split); SkinnyEarlyUS the same with early
-	// weight loads; SkinnySplitUS at splits 1, 2, ... (those whose partials
-	// fit the sweep's workspace); SkinnyV1US v1 at its own split. T <=
-	// kernels.SkinnyMaxRows only.
+	// SkinnyUS is skinny.cu (its default version: v3 on compute capability
+	// 9.0, else v2) over the same joined weights and fp16 x at
+	// SkinnySplit's split (Split); SkinnyEarlyUS the same with early weight
+	// loads; SkinnySplitUS at splits 1, 2, ... (those whose partials fit
+	// the sweep's workspace); SkinnyV1US and SkinnyV2US v1 and v2 at their
+	// own splits (where not the default). T <= kernels.SkinnyMaxRows only.
 	SkinnyUS      float64    `json:"skinny_us,omitempty"`
 	SkinnyFrac    float64    `json:"skinny_ceiling_fraction,omitempty"`
 	Split         int        `json:"skinny_split,omitempty"`
 	SkinnyEarlyUS float64    `json:"skinny_early_us,omitempty"`
 	SkinnySplitUS []float64  `json:"skinny_split_us,omitempty"`
 	SkinnyV1US    float64    `json:"skinny_v1_us,omitempty"`
+	SkinnyV2US    float64    `json:"skinny_v2_us,omitempty"`
 	Chosen        string     `json:"cublaslt_chosen,omitempty"`
 	Tuned         bool       `json:"cublaslt_tuned,omitempty"`
 	Algos         []AlgoTime `json:"cublaslt_algos,omitempty"`
@@ -410,14 +412,23 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, o GPUOptions, progres
 						}
 						r.SkinnySplitUS = append(r.SkinnySplitUS, us)
 					}
-					sk.Version = kernels.SkinnyV1
-					r.SkinnyV1US, err = skinny(sk.SkinnySplit(T, total, sh.K), false)
-					sk.Version = kernels.SkinnyV2
-					if err != nil {
-						return err
+					def := sk.Version
+					for _, o := range []struct {
+						v  int
+						us *float64
+					}{{kernels.SkinnyV1, &r.SkinnyV1US}, {kernels.SkinnyV2, &r.SkinnyV2US}} {
+						if o.v == def {
+							continue
+						}
+						sk.Version = o.v
+						*o.us, err = skinny(sk.SkinnySplit(T, total, sh.K), false)
+						sk.Version = def
+						if err != nil {
+							return err
+						}
 					}
-					fmt.Fprintf(progress, "  gemm alone %8.1f us (%3.0f%%)  skinny.cu v2 split %d %8.1f us (%3.0f%%)  early %8.1f us  by split %.1f  v1 %8.1f us\n",
-						r.GEMMUS, 100*r.GEMMFrac, r.Split, r.SkinnyUS, 100*r.SkinnyFrac, r.SkinnyEarlyUS, r.SkinnySplitUS, r.SkinnyV1US)
+					fmt.Fprintf(progress, "  gemm alone %8.1f us (%3.0f%%)  skinny.cu v%d split %d %8.1f us (%3.0f%%)  early %8.1f us  by split %.1f  v1 %8.1f us  v2 %8.1f us\n",
+						r.GEMMUS, 100*r.GEMMFrac, def, r.Split, r.SkinnyUS, 100*r.SkinnyFrac, r.SkinnyEarlyUS, r.SkinnySplitUS, r.SkinnyV1US, r.SkinnyV2US)
 				}
 				if a, tuned, ok := x.GEMMChoice(g); ok {
 					r.Chosen, r.Tuned = a.String(), tuned

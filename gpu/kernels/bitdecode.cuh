@@ -279,6 +279,11 @@ BD_DEVICE void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// fenceProxyAsync makes this thread's generic-proxy writes to shared memory
+// (stores, cp.async copies it has waited for) visible to the async proxy's
+// reads (wgmma's operands, the TMA): decode_wgmma.cu, skinny.cu's v3.
+BD_DEVICE void fenceProxyAsync() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // ============================================================================
 // 3. The kv.MMA fragment layout (kv/mma.go).
 //

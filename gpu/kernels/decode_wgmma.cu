@@ -101,9 +101,6 @@ BD_DEVICE void bulkCopy(void* dst, const void* src, u32 bytes, u64* bar) {
                "l"(src), "r"(bytes), "r"(smemAddr(bar))
                : "memory");
 }
-// Generic-proxy writes to shared memory become visible to wgmma (async
-// proxy) reads only after this fence.
-BD_DEVICE void fenceProxyAsync() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 BD_DEVICE void consumerSync() { asm volatile("bar.sync %0, %1;" ::"n"(kBarConsumers), "n"(kConsumers) : "memory"); }
 
 // descB is the wgmma descriptor of a K-major B operand of one k16 step at

@@ -59,6 +59,13 @@
 //      down 58.8 (66%), lm_head 420.8 (82%): still slower than cuBLASLt on
 //      every shape at 15-100 rows, so the backend keeps cuBLASLt unless
 //      asked (Options.Skinny).
+//   v3 skinny_f16_v3 (below; compute capability 9.0, the default there):
+//      v1's ring read by wgmma from shared memory. 55 / 100 rows at its
+//      split (decode-step.md v40, bench/results/2026-11-27-skinny3-26): o
+//      21.0 / 25.5 us (cuBLASLt 17.5 / 17.2), q|k|v 28.2 / 32.5 (24.2 /
+//      23.9), gate+up 92.8 / 101.5 (91.2 / 97.2), down 52.6 / 57.6 (48.4 /
+//      51.5), lm_head 385.9 / 413.5 (398.0 / 401.8): 1.1-2.5x v2, still
+//      behind cuBLASLt on the split shapes (their fill and serial sum).
 //
 // Go wrapper: skinny.go; tests: skinny_test.go (float64 reference on
 // NaN-poisoned y, T = 17..128, K not a multiple of the tile, every split).
@@ -340,6 +347,61 @@ struct X2 {
   static constexpr int SharedBytes = kStages * Halves * 2;
 };
 
+// sumSplits is the last split CTA's sum of an m-block's S partials [S][T][N]
+// at part into y (v2, v3): every split's load first, then the adds in split
+// order (0 + 1 + ... + S-1), then the bias; THREADS threads.
+template <int THREADS>
+BD_DEVICE void sumSplits(const float* part, float* __restrict__ y, const float* __restrict__ bias, int T, int N, int m0, int S) {
+  const int cols = min(kBM, N - m0);
+  const size_t plane = size_t(T) * N;
+  if ((N & 3) == 0) {
+    // kSumUnroll float4 columns a thread at a time: their S loads each in
+    // flight together (the tail no other CTA overlaps).
+    constexpr int kSumUnroll = 4;
+    for (int e0 = threadIdx.x; e0 < T * (kBM / 4); e0 += kSumUnroll * THREADS) {
+      float4 p[kSumUnroll][kMaxSplit];
+#pragma unroll
+      for (int u = 0; u < kSumUnroll; u++) {
+        const int e = e0 + u * THREADS;
+        const int tok = e / (kBM / 4), c = e % (kBM / 4) * 4;
+        if (e < T * (kBM / 4) && c < cols) {
+          const size_t at = size_t(tok) * N + m0 + c;
+#pragma unroll
+          for (int s = 0; s < kMaxSplit; s++)
+            if (s < S) p[u][s] = __ldcg(reinterpret_cast<const float4*>(part + s * plane + at));
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kSumUnroll; u++) {
+        const int e = e0 + u * THREADS;
+        const int tok = e / (kBM / 4), c = e % (kBM / 4) * 4;
+        if (e >= T * (kBM / 4) || c >= cols) continue;
+        float4 v = p[u][0];
+#pragma unroll
+        for (int s = 1; s < kMaxSplit; s++)
+          if (s < S) v.x += p[u][s].x, v.y += p[u][s].y, v.z += p[u][s].z, v.w += p[u][s].w;
+        if (bias) v.x += bias[m0 + c], v.y += bias[m0 + c + 1], v.z += bias[m0 + c + 2], v.w += bias[m0 + c + 3];
+        *reinterpret_cast<float4*>(y + size_t(tok) * N + m0 + c) = v;
+      }
+    }
+  } else {
+    for (int e = threadIdx.x; e < T * kBM; e += THREADS) {
+      const int tok = e / kBM, c = e % kBM;
+      if (c >= cols) continue;
+      const size_t at = size_t(tok) * N + m0 + c;
+      float p[kMaxSplit];
+#pragma unroll
+      for (int s = 0; s < kMaxSplit; s++)
+        if (s < S) p[s] = __ldcg(part + s * plane + at);
+      float v = p[0];
+#pragma unroll
+      for (int s = 1; s < kMaxSplit; s++)
+        if (s < S) v += p[s];
+      y[at] = bias ? v + bias[m0 + c] : v;
+    }
+  }
+}
+
 // skinny_f16_v2 is skinny_f16 (same arguments, grid and result order) with
 // the weights in registers.
 template <int NT>
@@ -434,55 +496,190 @@ __global__ void __launch_bounds__(Config<NT>::Threads) skinny_f16_v2(const u16* 
   // The last of the m-block's splits sums the partials in split order:
   // every split's load first, then the adds (0 + 1 + ... + S-1), the bias.
   if (!lastArrival(ws + blockIdx.x, S, threadIdx.x, [] { __syncthreads(); })) return;
-  const int cols = min(kBM, N - m0);
-  const size_t plane = size_t(T) * N;
-  if ((N & 3) == 0) {
-    // kSumUnroll float4 columns a thread at a time: their S loads each in
-    // flight together (the tail no other CTA overlaps).
-    constexpr int kSumUnroll = 4;
-    for (int e0 = threadIdx.x; e0 < T * (kBM / 4); e0 += kSumUnroll * C::Threads) {
-      float4 p[kSumUnroll][kMaxSplit];
-#pragma unroll
-      for (int u = 0; u < kSumUnroll; u++) {
-        const int e = e0 + u * C::Threads;
-        const int tok = e / (kBM / 4), c = e % (kBM / 4) * 4;
-        if (e < T * (kBM / 4) && c < cols) {
-          const size_t at = size_t(tok) * N + m0 + c;
-#pragma unroll
-          for (int s = 0; s < kMaxSplit; s++)
-            if (s < S) p[u][s] = __ldcg(reinterpret_cast<const float4*>(part + s * plane + at));
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kSumUnroll; u++) {
-        const int e = e0 + u * C::Threads;
-        const int tok = e / (kBM / 4), c = e % (kBM / 4) * 4;
-        if (e >= T * (kBM / 4) || c >= cols) continue;
-        float4 v = p[u][0];
-#pragma unroll
-        for (int s = 1; s < kMaxSplit; s++)
-          if (s < S) v.x += p[u][s].x, v.y += p[u][s].y, v.z += p[u][s].z, v.w += p[u][s].w;
-        if (bias) v.x += bias[m0 + c], v.y += bias[m0 + c + 1], v.z += bias[m0 + c + 2], v.w += bias[m0 + c + 3];
-        *reinterpret_cast<float4*>(y + size_t(tok) * N + m0 + c) = v;
-      }
-    }
-  } else {
-    for (int e = threadIdx.x; e < T * kBM; e += C::Threads) {
-      const int tok = e / kBM, c = e % kBM;
-      if (c >= cols) continue;
-      const size_t at = size_t(tok) * N + m0 + c;
-      float p[kMaxSplit];
-#pragma unroll
-      for (int s = 0; s < kMaxSplit; s++)
-        if (s < S) p[s] = __ldcg(part + s * plane + at);
-      float v = p[0];
-#pragma unroll
-      for (int s = 1; s < kMaxSplit; s++)
-        if (s < S) v += p[s];
-      y[at] = bias ? v + bias[m0 + c] : v;
-    }
-  }
+  sumSplits<C::Threads>(part, y, bias, T, N, m0, S);
   if (threadIdx.x == 0) ws[blockIdx.x] = 0;
+}
+
+
+// ----------------------------------------------------------------------------
+// v3: v1's ring, both operands read from shared memory by Hopper's wgmma.
+//
+// v1 lost to cuBLASLt on shared-memory traffic: every warp's ldmatrix read
+// all of x's tile into registers. v3 keeps v1's stages (each k-block's W
+// tile, 128 rows x 128 bytes, and x tile, NT·8 rows x 128 bytes, copied with
+// cp.async, chunk c of row r at c ^ (r % 8)), which is exactly the
+// 128-byte-swizzled K-major layout that wgmma's shared-memory descriptors
+// read when a tile starts on a 1024-byte boundary; so the two warpgroups
+// multiply straight from the stage, no ldmatrix and no operand registers:
+// warpgroup w computes channels 64w..64w+63 of the m-block against all of
+// x's NT·8 rows (wgmma.m64nNk16, N = NT·8, four k16 steps a stage, each
+// descriptor's start advanced 32 bytes within the swizzle atom). The
+// reduction order is v1's: each k-run's accumulator over its k-blocks in
+// order (the tensor core's own order within a k16 step), the split partials
+// summed in split order by the last CTA, then the bias. sm_90a only
+// (__CUDA_ARCH_FEAT_SM90_ALL); Go loads it on compute capability 9.0.
+constexpr int kWarpGroups3 = kBM / 64;  // consumer warpgroups: 64 channels each
+constexpr int kThreads3 = 128 * kWarpGroups3;
+constexpr int kAtomBytes = 1024;        // a 128-byte swizzle atom: 8 rows of 128 bytes
+
+// Config3 is v3's shape for NT n-tiles of tokens.
+template <int NT>
+struct Config3 {
+  static constexpr int Tokens = NT * 8;
+  static constexpr int WHalves = kBM * kBK;
+  static constexpr int StageHalves = WHalves + Tokens * kBK;
+  // The ring, plus the slack that aligns it to a swizzle atom.
+  static constexpr int SharedBytes = kStages * StageHalves * 2 + kAtomBytes;
+  static_assert((StageHalves * 2) % kAtomBytes == 0 && (WHalves * 2) % kAtomBytes == 0, "tiles on swizzle atoms");
+  static_assert((kBM * kChunks) % kThreads3 == 0 && (Tokens * kChunks) % kThreads3 == 0, "copies divide among threads");
+};
+
+// loadRows3 queues the copies of k-block kb of rows row0.. (ROWS of them,
+// n in all: zeros past n and K) of src [n][K] into the swizzled tile at sm.
+template <int ROWS>
+BD_DEVICE void loadRows3(u16* sm, const u16* __restrict__ src, int n, int K, int row0, int kb) {
+#pragma unroll
+  for (int j = 0; j < ROWS * kChunks / kThreads3; j++) {
+    const int i = threadIdx.x + j * kThreads3;
+    const int r = i / kChunks, c = i % kChunks;
+    const int k = kb * kBK + c * kChunk;
+    const bool ok = row0 + r < n && k < K;
+    copy16(sharedAddr(sm + swz(r, c)), ok ? src + size_t(row0 + r) * K + k : src, ok);
+  }
+}
+
+// desc128 is the wgmma descriptor of a K-major operand tile at shared
+// address a (1024-byte aligned, or advanced by 32 bytes a k16 step inside
+// its atoms): 128-byte swizzle, 8-row groups 1024 bytes apart (the stride
+// offset), the leading offset unused by this layout (1).
+BD_DEVICE unsigned long long desc128(u32 a) {
+  return (unsigned long long)((a & 0x3ffff) >> 4) | (1ull << 16) | ((unsigned long long)(kAtomBytes >> 4) << 32) | (1ull << 62);
+}
+
+// wgmmaSS is wgmma.m64nNk16 (fp16 in, fp32 accumulators d, N/2 a thread)
+// with both operands in shared memory: d += A·Bᵀ.
+template <int N>
+BD_DEVICE void wgmmaSS(float (&d)[N / 2], unsigned long long a, unsigned long long b);
+
+template <>
+BD_DEVICE void wgmmaSS<32>(float (&d)[16], unsigned long long a, unsigned long long b) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b), "r"(1)
+      : "memory");
+}
+
+template <>
+BD_DEVICE void wgmmaSS<64>(float (&d)[32], unsigned long long a, unsigned long long b) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b), "r"(1)
+      : "memory");
+}
+
+template <>
+BD_DEVICE void wgmmaSS<128>(float (&d)[64], unsigned long long a, unsigned long long b) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;\n}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "r"(1)
+      : "memory");
+}
+
+// skinny_f16_v3 is skinny_f16 (same arguments, grid and result order) on
+// wgmma. Accumulator element 4j + e of a thread (warp w of its warpgroup,
+// lane g·4 + q): channel 16w + g (+8 for e >= 2), token 8j + 2q + (e & 1).
+// The split's partials go through ws and the m-block's last CTA sums them
+// (v2's sumSplits). (Summing them within a cluster of the S CTAs instead,
+// each CTA a slice from the others' shared memory, measured no better at 55
+// rows and up to 1.6x slower at 100, where clusters of one-CTA-an-SM CTAs
+// leave SMs idle: decode-step.md v40.)
+template <int NT>
+__global__ void __launch_bounds__(kThreads3) skinny_f16_v3(const u16* __restrict__ x, const u16* __restrict__ W,
+                                                          const float* __restrict__ bias, float* __restrict__ y, int* ws,
+                                                          int T, int N, int K, int early) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = Config3<NT>;
+  constexpr int kN = C::Tokens;
+  extern __shared__ __align__(128) u16 smemRaw[];
+  u16* smem = reinterpret_cast<u16*>((reinterpret_cast<size_t>(smemRaw) + kAtomBytes - 1) & ~size_t(kAtomBytes - 1));
+  const int wg = threadIdx.x / 128, w = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+  const int m0 = blockIdx.x * kBM;
+  const int S = gridDim.y, split = blockIdx.y;
+  const int nBlocks = (K + kBK - 1) / kBK;
+  const int kb0 = split * nBlocks / S, nb = (split + 1) * nBlocks / S - kb0;
+  constexpr int P = kStages - 1;
+
+  // The weights of the first P stages need nothing from the kernel ahead.
+  if (early)
+#pragma unroll
+    for (int s = 0; s < P; s++)
+      if (s < nb) loadRows3<kBM>(smem + s * C::StageHalves, W, N, K, m0, kb0 + s);
+  cpAsyncCommit();
+  gridDependencyWait();
+  gridLaunchDependents();
+#pragma unroll
+  for (int s = 0; s < P; s++) {
+    if (s < nb) {
+      u16* st = smem + s * C::StageHalves;
+      if (!early) loadRows3<kBM>(st, W, N, K, m0, kb0 + s);
+      loadRows3<kN>(st + C::WHalves, x, T, K, 0, kb0 + s);
+    }
+    cpAsyncCommit();
+  }
+
+  float acc[kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; i++) acc[i] = 0.f;
+
+  for (int i = 0; i < nb; i++) {
+    cpAsyncWait<P - 1>();
+    fenceProxyAsync();  // this thread's copies of stage i, visible to wgmma (the async proxy)
+    __syncthreads();    // every thread's copies of stage i; every warpgroup done with stage i-1
+    if (i + P < nb) {
+      u16* st = smem + ((i + P) % kStages) * C::StageHalves;
+      loadRows3<kBM>(st, W, N, K, m0, kb0 + i + P);
+      loadRows3<kN>(st + C::WHalves, x, T, K, 0, kb0 + i + P);
+    }
+    cpAsyncCommit();
+    const u16* wsm = smem + (i % kStages) * C::StageHalves;
+    const unsigned long long a = desc128(sharedAddr(wsm + wg * 64 * kBK)), b = desc128(sharedAddr(wsm + C::WHalves));
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; kk++) wgmmaSS<kN>(acc, a + 2 * kk, b + 2 * kk);  // +32 bytes a k16 step
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  }
+  cpAsyncWait<0>();
+
+  float* part = reinterpret_cast<float*>(ws + kCounters);
+  float* dst = S == 1 ? y : part + size_t(split) * T * N;
+  const int g = lane / 4, q = lane % 4;
+#pragma unroll
+  for (int j = 0; j < kN / 8; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int ch = m0 + wg * 64 + 16 * w + g + (e < 2 ? 0 : 8);
+      const int tok = 8 * j + 2 * q + (e & 1);
+      if (ch < N && tok < T) {
+        const float v = acc[4 * j + e];
+        dst[size_t(tok) * N + ch] = S == 1 && bias ? v + bias[ch] : v;
+      }
+    }
+  if (S == 1) return;
+
+  // The last of the m-block's splits sums the partials in split order.
+  if (!lastArrival(ws + blockIdx.x, S, threadIdx.x, [] { __syncthreads(); })) return;
+  sumSplits<kThreads3>(part, y, bias, T, N, m0, S);
+  if (threadIdx.x == 0) ws[blockIdx.x] = 0;
+#else
+  __trap();  // wgmma needs sm_90a (skinny.go loads v3 on compute capability 9.0 only)
+#endif
 }
 
 }  // namespace skinny

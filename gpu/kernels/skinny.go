@@ -21,6 +21,10 @@ const (
 	// skinnyWarpsM is skinny.cu's kWarpsM, skinnyMaxWN its kMaxWN.
 	skinnyWarpsM = 4
 	skinnyMaxWN  = 8
+	// skinnyThreads3 is skinny.cu's kThreads3 (v3: two warpgroups), and
+	// skinnyAtomBytes its kAtomBytes (a 128-byte swizzle atom).
+	skinnyThreads3  = 256
+	skinnyAtomBytes = 1024
 	// skinnyCounters is skinny.cu's kCounters: the int counters at the
 	// start of a split launch's workspace, one per m-block.
 	skinnyCounters = 4096
@@ -40,11 +44,13 @@ var skinnyNTs = [...]int{4, 8, 16}
 // summed in split order (deterministic for a shape and split; not
 // batch-invariant).
 type Skinny struct {
-	fns, fnsV1 [len(skinnyNTs)]cuda.Function
-	sms        int
-	// Version is the kernel a launch runs: SkinnyV2 (the default: weights
-	// in registers) or SkinnyV1 (weights through shared memory), the same
-	// arguments and result order.
+	fns, fnsV1, fnsV3 [len(skinnyNTs)]cuda.Function
+	sms               int
+	hopper            bool // compute capability 9.0: v3 runs
+	// Version is the kernel a launch runs: SkinnyV3 (the default on
+	// compute capability 9.0: wgmma from the shared stages), SkinnyV2 (the
+	// default elsewhere: weights in registers) or SkinnyV1 (weights through
+	// shared memory, mma.sync), the same arguments and result order.
 	Version int
 }
 
@@ -52,6 +58,7 @@ type Skinny struct {
 const (
 	SkinnyV1 = 1
 	SkinnyV2 = 2
+	SkinnyV3 = 3
 )
 
 // LoadSkinny compiles skinny.cu (once per device) and raises its kernels'
@@ -59,20 +66,28 @@ const (
 func LoadSkinny(dev *cuda.Device) (*Skinny, error) {
 	expr := func(nt int) string { return fmt.Sprintf("skinny::skinny_f16_v2<%d>", nt) }
 	exprV1 := func(nt int) string { return fmt.Sprintf("skinny::skinny_f16<%d>", nt) }
+	exprV3 := func(nt int) string { return fmt.Sprintf("skinny::skinny_f16_v3<%d>", nt) }
 	var exprs []string
 	for _, nt := range skinnyNTs {
-		exprs = append(exprs, expr(nt), exprV1(nt))
+		exprs = append(exprs, expr(nt), exprV1(nt), exprV3(nt))
 	}
 	mod, err := dev.Compile(program("skinny.cu", skinnySource, exprs, nil))
 	if err != nil {
 		return nil, err
 	}
-	s := &Skinny{sms: dev.SMs(), Version: SkinnyV2}
+	major, minor := dev.ComputeCapability()
+	s := &Skinny{sms: dev.SMs(), Version: SkinnyV2, hopper: major == 9 && minor == 0}
+	if s.hopper {
+		s.Version = SkinnyV3
+	}
 	for i, nt := range skinnyNTs {
 		if s.fns[i], err = mod.Function(expr(nt)); err != nil {
 			return nil, err
 		}
 		if s.fnsV1[i], err = mod.Function(exprV1(nt)); err != nil {
+			return nil, err
+		}
+		if s.fnsV3[i], err = mod.Function(exprV3(nt)); err != nil {
 			return nil, err
 		}
 	}
@@ -82,6 +97,9 @@ func LoadSkinny(dev *cuda.Device) (*Skinny, error) {
 				return fmt.Errorf("kernels: skinny: %w", err)
 			}
 			if err := c.SetMaxDynamicShared(s.fnsV1[i], skinnySharedBytes(SkinnyV1, nt)); err != nil {
+				return fmt.Errorf("kernels: skinny: %w", err)
+			}
+			if err := c.SetMaxDynamicShared(s.fnsV3[i], skinnySharedBytes(SkinnyV3, nt)); err != nil {
 				return fmt.Errorf("kernels: skinny: %w", err)
 			}
 		}
@@ -95,10 +113,14 @@ func LoadSkinny(dev *cuda.Device) (*Skinny, error) {
 
 // skinnySharedBytes is skinny.cu's dynamic shared memory for NT n-tiles:
 // v1's Config<NT>::SharedBytes (the ring of W and x tiles), v2's
-// X2<NT>::SharedBytes (the ring of x tiles).
+// X2<NT>::SharedBytes (the ring of x tiles), v3's Config3<NT>::SharedBytes
+// (v1's ring and the slack that aligns it to a 1024-byte swizzle atom).
 func skinnySharedBytes(version, nt int) int {
-	if version == SkinnyV1 {
+	switch version {
+	case SkinnyV1:
 		return skinnyStages * (skinnyBM + nt*8) * skinnyBK * 2
+	case SkinnyV3:
+		return skinnyStages*(skinnyBM+nt*8)*skinnyBK*2 + skinnyAtomBytes
 	}
 	return skinnyStages * nt * 8 * skinnyBK * 2
 }
@@ -119,8 +141,8 @@ func skinnyNTFor(T int) int {
 // SM, at 128, 128 and 256 threads).
 func (s *Skinny) skinnyCTAsPerSM(T int) int {
 	nt := skinnyNTs[skinnyNTFor(T)]
-	if s.Version == SkinnyV1 {
-		return max(1, (228<<10)/(skinnySharedBytes(SkinnyV1, nt)+1<<10))
+	if s.Version == SkinnyV1 || s.Version == SkinnyV3 {
+		return max(1, (228<<10)/(skinnySharedBytes(s.Version, nt)+1<<10))
 	}
 	switch nt {
 	case 4:
@@ -142,6 +164,16 @@ func (s *Skinny) SkinnySplit(T, N, K int) int {
 	nb := (K + skinnyBK - 1) / skinnyBK
 	if mb > skinnyCounters {
 		return 1
+	}
+	if s.Version == SkinnyV3 {
+		// v3 (measured at 55 and 100 rows, decode-step.md v40): the most
+		// splits whose CTAs fit the SMs one each, at least 8 k-blocks a
+		// split; more CTAs than SMs cost more in fixed work than they add.
+		best := 1
+		for S := 2; S <= SkinnyMaxSplit && S*8 <= nb && mb*S <= s.sms; S++ {
+			best = S
+		}
+		return best
 	}
 	slots := s.sms * s.skinnyCTAsPerSM(T)
 	best, bestCost := 1, 0.0
@@ -194,12 +226,18 @@ func (s *Skinny) Launch(c *cuda.Ctx, st cuda.Stream, y, xh, w, bias, ws cuda.Dev
 	}
 	i := skinnyNTFor(T)
 	nt := skinnyNTs[i]
-	warpsN := nt / min(nt, skinnyMaxWN)
+	threads := 32 * skinnyWarpsM * (nt / min(nt, skinnyMaxWN))
 	e := flagArg(early)
 	fn := s.fns[i]
-	if s.Version == SkinnyV1 {
+	switch s.Version {
+	case SkinnyV1:
 		fn = s.fnsV1[i]
+	case SkinnyV3:
+		if !s.hopper {
+			return fmt.Errorf("kernels: skinny: v3 (wgmma) needs compute capability 9.0")
+		}
+		fn, threads = s.fnsV3[i], skinnyThreads3
 	}
-	return c.Launch(fn, cuda.Dim3{X: (N + skinnyBM - 1) / skinnyBM, Y: S}, cuda.Dim3{X: 32 * skinnyWarpsM * warpsN},
+	return c.Launch(fn, cuda.Dim3{X: (N + skinnyBM - 1) / skinnyBM, Y: S}, cuda.Dim3{X: threads},
 		skinnySharedBytes(s.Version, nt), st, xh, w, bias, y, ws, int32(T), int32(N), int32(K), e)
 }

@@ -37,7 +37,7 @@ func skinnyTol(K, S int, mag float64) float64 {
 
 // checkSkinny compares y [T][N] with the float64 reference over the
 // fp16-rounded x (the kernel's operand) and the fp16 weights.
-func checkSkinny(t *testing.T, d *linearData, y []float32, withBias bool, S int) {
+func checkSkinny(t *testing.T, d *linearData, y []float32, withBias bool, S, version int) {
 	t.Helper()
 	xh := make([]float64, len(d.x))
 	for i, v := range d.x {
@@ -58,13 +58,14 @@ func checkSkinny(t *testing.T, d *linearData, y []float32, withBias bool, S int)
 			tol := skinnyTol(d.K, S, mag)
 			g := float64(y[ti*d.N+n])
 			if g != g || math.Abs(g-want) > tol {
-				t.Fatalf("split %d, bias %v: y[%d,%d] = %g, want %g (tol %.3g)", S, withBias, ti, n, g, want, tol)
+				t.Fatalf("v%d split %d, bias %v: y[%d,%d] = %g, want %g (tol %.3g)", version, S, withBias, ti, n, g, want, tol)
 			}
 		}
 	}
 }
 
-// TestSkinnyMatchesReference checks skinny.cu (v1 and v2) against the
+// TestSkinnyMatchesReference checks skinny.cu (v1, v2, and v3 on compute
+// capability 9.0) against the
 // float64 reference on NaN-poisoned outputs for awkward row counts (17, 55, 100,
 // 127, 128: every n-tile count, rows past T in a tile), N with a partial
 // m-block, K a multiple of 8 but not of the 64-channel stage, every split
@@ -73,6 +74,10 @@ func checkSkinny(t *testing.T, d *linearData, y []float32, withBias bool, S int)
 // split's sum order does not depend on which CTA finishes last).
 func TestSkinnyMatchesReference(t *testing.T) {
 	d, s := skinnySetup(t)
+	versions := []int{kernels.SkinnyV1, kernels.SkinnyV2}
+	if s.Version == kernels.SkinnyV3 { // compute capability 9.0: wgmma
+		versions = append(versions, kernels.SkinnyV3)
+	}
 	r := rand.New(rand.NewPCG(21, 22))
 	shapes := []struct{ T, N, K int }{
 		{17, 200, 1032}, {55, 300, 4104}, {100, 129, 2056}, {127, 520, 776}, {128, 64, 8}, {32, 1000, 4096}, {64, 384, 1000},
@@ -92,7 +97,7 @@ func TestSkinnyMatchesReference(t *testing.T) {
 			wp, xp, bp := m.put(cuda.Bytes(ld.w)), m.put(cuda.Bytes(xh)), m.put(cuda.Bytes(ld.bias))
 			ws := m.put(make([]byte, max(16, kernels.SkinnyWorkspaceBytes(sh.T, sh.N, kernels.SkinnyMaxSplit))))
 			nb := (sh.K + 63) / 64
-			for _, v := range []int{kernels.SkinnyV1, kernels.SkinnyV2} {
+			for _, v := range versions {
 				s.Version = v
 				for _, S := range splits {
 					if S > nb {
@@ -113,7 +118,7 @@ func TestSkinnyMatchesReference(t *testing.T) {
 							return nil
 						})
 						y0 := m.f32s(ys[0], sh.T*sh.N)
-						checkSkinny(t, ld, y0, withBias, S)
+						checkSkinny(t, ld, y0, withBias, S, v)
 						for i := 1; i < len(ys); i++ {
 							yi := m.f32s(ys[i], sh.T*sh.N)
 							for j := range y0 {
