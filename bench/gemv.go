@@ -405,7 +405,7 @@ func SweepLinearF16(c *model.Config, Ts []int, algos bool, o GPUOptions, progres
 					if r.SkinnyEarlyUS, err = skinny(r.Split, true); err != nil {
 						return err
 					}
-					for S := 1; S <= kernels.SkinnyMaxSplit && kernels.CheckSkinnyShape(T, total, sh.K, S) == nil && kernels.SkinnyWorkspaceBytes(T, total, S) <= wsBytes; S++ {
+					for S := 1; S <= kernels.SkinnyMaxSplit && sk.CheckSplit(T, total, sh.K, S) == nil && kernels.SkinnyWorkspaceBytes(T, total, S) <= wsBytes; S++ {
 						us, err := skinny(S, false)
 						if err != nil {
 							return err

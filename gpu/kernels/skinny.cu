@@ -60,12 +60,13 @@
 //      every shape at 15-100 rows, so the backend keeps cuBLASLt unless
 //      asked (Options.Skinny).
 //   v3 skinny_f16_v3 (below; compute capability 9.0, the default there):
-//      v1's ring read by wgmma from shared memory. 55 / 100 rows at its
+//      v1's ring read by wgmma from shared memory; the split's partials
+//      summed a slice by each of its CTAs (v40c). 55 / 100 rows at its
 //      split (decode-step.md v40, bench/results/2026-11-27-skinny3-26): o
-//      21.0 / 25.5 us (cuBLASLt 17.5 / 17.2), q|k|v 28.2 / 32.5 (24.2 /
-//      23.9), gate+up 92.8 / 101.5 (91.2 / 97.2), down 52.6 / 57.6 (48.4 /
-//      51.5), lm_head 385.9 / 413.5 (398.0 / 401.8): 1.1-2.5x v2, still
-//      behind cuBLASLt on the split shapes (their fill and serial sum).
+//      20.3 / 23.1 us (cuBLASLt 17.5 / 17.3), q|k|v 28.4 / 32.0 (25.0 /
+//      24.1), gate+up 96.0 / 101.7 (89.8 / 96.6), down 52.1 / 56.3 (48.2 /
+//      51.4), lm_head 391.0 / 416.6 (394.5 / 400.8): 1.1-2.5x v2, still
+//      behind cuBLASLt on the split shapes (their fill and the split).
 //
 // Go wrapper: skinny.go; tests: skinny_test.go (float64 reference on
 // NaN-poisoned y, T = 17..128, K not a multiple of the tile, every split).
@@ -402,6 +403,45 @@ BD_DEVICE void sumSplits(const float* part, float* __restrict__ y, const float* 
   }
 }
 
+// sumSlice is sumSplits' sum of slice r of S (in float4 columns of the T x
+// kBM outputs: [r·n/S, (r+1)·n/S)) by one of the m-block's S CTAs (v3).
+template <int THREADS>
+BD_DEVICE void sumSlice(const float* part, float* __restrict__ y, const float* __restrict__ bias, int T, int N, int m0, int S,
+                        int r) {
+  const int cols = min(kBM, N - m0);
+  const size_t plane = size_t(T) * N;
+  const int n4 = T * (kBM / 4), e0 = r * n4 / S, e1 = (r + 1) * n4 / S;
+  for (int e = e0 + int(threadIdx.x); e < e1; e += THREADS) {
+    const int tok = e / (kBM / 4), c = e % (kBM / 4) * 4;
+    if (c >= cols) continue;
+    const size_t at = size_t(tok) * N + m0 + c;
+    if ((N & 3) == 0) {
+      float4 p[kMaxSplit];
+#pragma unroll
+      for (int s = 0; s < kMaxSplit; s++)
+        if (s < S) p[s] = __ldcg(reinterpret_cast<const float4*>(part + s * plane + at));
+      float4 v = p[0];
+#pragma unroll
+      for (int s = 1; s < kMaxSplit; s++)
+        if (s < S) v.x += p[s].x, v.y += p[s].y, v.z += p[s].z, v.w += p[s].w;
+      if (bias) v.x += bias[m0 + c], v.y += bias[m0 + c + 1], v.z += bias[m0 + c + 2], v.w += bias[m0 + c + 3];
+      *reinterpret_cast<float4*>(y + at) = v;
+    } else {
+      for (int u = 0; u < 4 && c + u < cols; u++) {
+        float p[kMaxSplit];
+#pragma unroll
+        for (int s = 0; s < kMaxSplit; s++)
+          if (s < S) p[s] = __ldcg(part + s * plane + at + u);
+        float v = p[0];
+#pragma unroll
+        for (int s = 1; s < kMaxSplit; s++)
+          if (s < S) v += p[s];
+        y[at + u] = bias ? v + bias[m0 + c + u] : v;
+      }
+    }
+  }
+}
+
 // skinny_f16_v2 is skinny_f16 (same arguments, grid and result order) with
 // the weights in registers.
 template <int NT>
@@ -594,11 +634,12 @@ BD_DEVICE void wgmmaSS<128>(float (&d)[64], unsigned long long a, unsigned long 
 // skinny_f16_v3 is skinny_f16 (same arguments, grid and result order) on
 // wgmma. Accumulator element 4j + e of a thread (warp w of its warpgroup,
 // lane g·4 + q): channel 16w + g (+8 for e >= 2), token 8j + 2q + (e & 1).
-// The split's partials go through ws and the m-block's last CTA sums them
-// (v2's sumSplits). (Summing them within a cluster of the S CTAs instead,
-// each CTA a slice from the others' shared memory, measured no better at 55
-// rows and up to 1.6x slower at 100, where clusters of one-CTA-an-SM CTAs
-// leave SMs idle: decode-step.md v40.)
+// The split's partials go through ws, and each of the m-block's S CTAs sums
+// a slice of them once all are written (v40c; ws's counters: two an
+// m-block). (Summing them within a cluster of the S CTAs instead, each CTA
+// a slice from the others' shared memory, measured no better at 55 rows
+// and up to 1.6x slower at 100, where clusters of one-CTA-an-SM CTAs leave
+// SMs idle: decode-step.md v40.)
 template <int NT>
 __global__ void __launch_bounds__(kThreads3) skinny_f16_v3(const u16* __restrict__ x, const u16* __restrict__ W,
                                                           const float* __restrict__ bias, float* __restrict__ y, int* ws,
@@ -673,10 +714,24 @@ __global__ void __launch_bounds__(kThreads3) skinny_f16_v3(const u16* __restrict
     }
   if (S == 1) return;
 
-  // The last of the m-block's splits sums the partials in split order.
-  if (!lastArrival(ws + blockIdx.x, S, threadIdx.x, [] { __syncthreads(); })) return;
-  sumSplits<kThreads3>(part, y, bias, T, N, m0, S);
-  if (threadIdx.x == 0) ws[blockIdx.x] = 0;
+  // Every split sums a slice (v40c): once all S partials are written (the
+  // grid is one wave, so the S CTAs are resident together: Skinny.Launch),
+  // split r sums the r-th S-th of the m-block's T x 128 outputs over the S
+  // partials in split order and adds the bias, where v2's last CTA sums all
+  // of them alone. The same sums in the same order, so sumSplits' bits.
+  int* arrived = ws + 2 * blockIdx.x;
+  int* left = arrived + 1;
+  __syncthreads();  // every thread's partials are written (CTA scope)
+  if (threadIdx.x == 0) {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");  // release: this CTA's partials before its count
+    atomicAdd(arrived, 1);
+    while (atomicAdd(arrived, 0) < S) __nanosleep(64);
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");  // acquire: the others' partials after their counts
+  }
+  __syncthreads();
+  sumSlice<kThreads3>(part, y, bias, T, N, m0, S, split);
+  __syncthreads();  // this CTA's reads of the partials are done
+  if (threadIdx.x == 0 && atomicAdd(left, 1) == S - 1) *arrived = 0, *left = 0;  // the last one out resets
 #else
   __trap();  // wgmma needs sm_90a (skinny.go loads v3 on compute capability 9.0 only)
 #endif

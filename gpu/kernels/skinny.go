@@ -211,6 +211,21 @@ func CheckSkinnyShape(T, N, K, S int) error {
 	return nil
 }
 
+// CheckSplit is CheckSkinnyShape for the launch's version: v3's splits sum
+// their slices once all S CTAs of an m-block have written their partials,
+// so a v3 launch with S > 1 must fit the GPU in one wave (every CTA
+// resident together) and its m-blocks two counters each.
+func (s *Skinny) CheckSplit(T, N, K, S int) error {
+	if err := CheckSkinnyShape(T, N, K, S); err != nil {
+		return err
+	}
+	mb := (N + skinnyBM - 1) / skinnyBM
+	if s.Version == SkinnyV3 && S > 1 && (mb*S > s.sms*s.skinnyCTAsPerSM(T) || 2*mb > skinnyCounters) {
+		return fmt.Errorf("kernels: skinny: v3 split %d of N = %d: %d CTAs do not fit one wave of %d", S, N, mb*S, s.sms*s.skinnyCTAsPerSM(T))
+	}
+	return nil
+}
+
 // Launch computes y = x·Wᵀ + bias (bias may be 0): xh [T][K] fp16, w [N][K]
 // fp16, bias [N] float32, y [T][N] float32, at split S (SkinnySplit's, or
 // any other for a sweep); ws holds SkinnyWorkspaceBytes(T, N, S) bytes
@@ -218,7 +233,7 @@ func CheckSkinnyShape(T, N, K, S int) error {
 // With early the kernel copies its first stages' weights before waiting
 // for the kernel ahead (only where no kernel ahead writes w).
 func (s *Skinny) Launch(c *cuda.Ctx, st cuda.Stream, y, xh, w, bias, ws cuda.DevicePtr, T, N, K, S int, early bool) error {
-	if err := CheckSkinnyShape(T, N, K, S); err != nil {
+	if err := s.CheckSplit(T, N, K, S); err != nil {
 		return err
 	}
 	if S > 1 && ws == 0 {

@@ -152,4 +152,16 @@ func TestSkinnySplitAndRefusals(t *testing.T) {
 			t.Errorf("T=%d N=%d K=%d S=%d: no error", sh.T, sh.N, sh.K, sh.S)
 		}
 	}
+	if s.Version == kernels.SkinnyV3 {
+		// v3's splits sum their slices together: a grid of more than one
+		// wave could wait for CTAs that cannot start.
+		if err := s.CheckSplit(100, 28672, 4096, 8); err == nil {
+			t.Errorf("v3: 1792 CTAs at split 8: no error")
+		}
+		for _, sh := range []struct{ T, N, K int }{{55, 4096, 4096}, {100, 4096, 14336}, {100, 28672, 4096}, {17, 1024, 4096}} {
+			if S := s.SkinnySplit(sh.T, sh.N, sh.K); s.CheckSplit(sh.T, sh.N, sh.K, S) != nil {
+				t.Errorf("v3 T=%d N=%d K=%d: SkinnySplit %d does not fit one wave", sh.T, sh.N, sh.K, S)
+			}
+		}
+	}
 }
