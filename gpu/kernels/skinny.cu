@@ -597,7 +597,9 @@ BD_DEVICE unsigned long long desc128(u32 a) {
 }
 
 // wgmmaSS is wgmma.m64nNk16 (fp16 in, fp32 accumulators d, N/2 a thread)
-// with both operands in shared memory: d += A·Bᵀ.
+// with both operands in shared memory: d += A·Bᵀ. One specialization per N
+// of skinnyNTs (skinny.go), alike but for N and the register list, which
+// inline PTX cannot loop over.
 template <int N>
 BD_DEVICE void wgmmaSS(float (&d)[N / 2], unsigned long long a, unsigned long long b);
 
