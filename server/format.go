@@ -91,16 +91,22 @@ func (s *Server) parseFormat(c *commonRequest) (*constrain.Grammar, *apiError) {
 // compileSchema compiles a schema, its errors as 400s for param.
 func (s *Server) compileSchema(schema json.RawMessage, strict bool, param, name string) (*constrain.Grammar, *apiError) {
 	g, err := s.grammars.get(schema, strict)
-	if err == nil {
-		return g, nil
+	if err != nil {
+		return nil, schemaError(err, param, name)
 	}
+	return g, nil
+}
+
+// schemaError is a schema's compile error as a 400 for param (name: the
+// response_format's name, or "").
+func schemaError(err error, param, name string) *apiError {
 	what := "schema"
 	if name != "" {
 		what = "schema for response_format '" + name + "'"
 	}
 	var se *constrain.SchemaError
 	if errors.As(err, &se) && se.Unsupported {
-		return nil, invalid(param, "unsupported_schema_keyword", "Unsupported %s: %v. Constrained decoding refuses what it cannot enforce rather than ignore it.", what, strings.TrimPrefix(se.Error(), "the schema: "))
+		return invalid(param, "unsupported_schema_keyword", "Unsupported %s: %v. Constrained decoding refuses what it cannot enforce rather than ignore it.", what, strings.TrimPrefix(se.Error(), "the schema: "))
 	}
-	return nil, invalid(param, "invalid_schema", "Invalid %s: %v.", what, strings.TrimPrefix(err.Error(), "the schema: "))
+	return invalid(param, "invalid_schema", "Invalid %s: %v.", what, strings.TrimPrefix(err.Error(), "the schema: "))
 }

@@ -261,3 +261,104 @@ func TestToolsAutoTemplate(t *testing.T) {
 		t.Errorf("the tools did not reach the prompt: %d prompt tokens with them, %d with tool_choice none", with, none)
 	}
 }
+
+// TestRebaseRefs moves a schema's local references under the pointer where
+// tool_choice "required" embeds it, and nothing else: not a $ref that is a
+// property's name or inside a const, enum, default or example value, not
+// an external reference, not the key order.
+func TestRebaseRefs(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"$ref":"#"}`, `{"$ref":"#/$defs/tool3"}`},
+		{`{"type":"object","properties":{"z":{"$ref":"#/$defs/Unit"},"a":{"type":"array","items":{"$ref":"#"}}},"$defs":{"Unit":{"enum":["c","f"]}}}`,
+			`{"type":"object","properties":{"z":{"$ref":"#/$defs/tool3/$defs/Unit"},"a":{"type":"array","items":{"$ref":"#/$defs/tool3"}}},"$defs":{"Unit":{"enum":["c","f"]}}}`},
+		{`{"anyOf":[{"$ref":"#/definitions/A"},{"type":"null"}],"definitions":{"A":{"$ref":"#/definitions/B"},"B":{"type":"integer"}}}`,
+			`{"anyOf":[{"$ref":"#/$defs/tool3/definitions/A"},{"type":"null"}],"definitions":{"A":{"$ref":"#/$defs/tool3/definitions/B"},"B":{"type":"integer"}}}`},
+		{`{"properties":{"$ref":{"const":{"$ref":"#"}},"enum":{"enum":[{"$ref":"#/x"}]},"d":{"default":{"$ref":"#"},"examples":[{"$ref":"#"}],"type":"string"}}}`,
+			`{"properties":{"$ref":{"const":{"$ref":"#"}},"enum":{"enum":[{"$ref":"#/x"}]},"d":{"default":{"$ref":"#"},"examples":[{"$ref":"#"}],"type":"string"}}}`},
+		{`{"$ref":"http://example.com/s.json","x":[1,2.50,-3e2,true,null,"\u003c"]}`, `{"$ref":"http://example.com/s.json","x":[1,2.50,-3e2,true,null,"\u003c"]}`},
+	} {
+		got, err := rebaseRefs([]byte(c.in), "#/$defs/tool3")
+		if err != nil || string(got) != c.want {
+			t.Errorf("rebaseRefs(%s) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{`{"a":`, `{} {}`, `[1,]`} {
+		if got, err := rebaseRefs([]byte(bad), "#/$defs/tool0"); err == nil {
+			t.Errorf("rebaseRefs(%s) = %s, want an error", bad, got)
+		}
+	}
+}
+
+// TestToolRequiredRefs: tool_choice "required" with parameters that use
+// $defs and recursion (as pydantic and zod write nested models) was refused
+// ("#/$defs/Unit does not resolve") because the parameters were embedded in
+// the call array's schema, where their references meant something else.
+// The call must now be made and match the tool's own schema; a tool whose
+// parameters cannot be enforced is named in the error.
+func TestToolRequiredRefs(t *testing.T) {
+	ts := newTestServer(t, 200, 8)
+	chat := ts.url + "/v1/chat/completions"
+	weather := `{"type":"function","function":{"name":"weather","parameters":{"type":"object","$defs":{"Unit":{"type":"string","enum":["c","f"]}},` +
+		`"properties":{"unit":{"$ref":"#/$defs/Unit"}},"required":["unit"],"additionalProperties":false}}}`
+	tree := `{"type":"function","function":{"name":"tree","parameters":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"},"maxItems":1}},"required":["kids"]}}}`
+	for _, tools := range []string{weather, tree, weather + "," + tree} {
+		body := `{"model":"tiny","messages":[{"role":"user","content":"go"}],"max_tokens":300,"temperature":0,"tool_choice":"required","parallel_tool_calls":false,"tools":[` + tools + `]}`
+		code, b := post(t, t.Context(), chat, body)
+		var r struct {
+			Choices []struct {
+				Message struct {
+					ToolCalls []toolCallOut `json:"tool_calls"`
+				} `json:"message"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if code != 200 || json.Unmarshal(b, &r) != nil || len(r.Choices) != 1 {
+			t.Fatalf("tools %s: status %d, %s", tools, code, b)
+		}
+		calls := r.Choices[0].Message.ToolCalls
+		if r.Choices[0].FinishReason != "tool_calls" || len(calls) != 1 {
+			t.Fatalf("tools %s: finish %q, calls %+v", tools, r.Choices[0].FinishReason, calls)
+		}
+		var args map[string]any
+		if err := json.Unmarshal([]byte(calls[0].Function.Arguments), &args); err != nil {
+			t.Fatalf("tools %s: arguments %q: %v", tools, calls[0].Function.Arguments, err)
+		}
+		switch calls[0].Function.Name {
+		case "weather":
+			if u, ok := args["unit"].(string); !ok || (u != "c" && u != "f") || len(args) != 1 {
+				t.Errorf("weather(%s) does not match its schema", calls[0].Function.Arguments)
+			}
+		case "tree":
+			if !isTree(args) {
+				t.Errorf("tree(%s) does not match its schema", calls[0].Function.Arguments)
+			}
+		default:
+			t.Errorf("tools %s: call to %q", tools, calls[0].Function.Name)
+		}
+	}
+	bad := `{"type":"function","function":{"name":"when","parameters":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}}`
+	code, b := post(t, t.Context(), chat, `{"model":"tiny","messages":[{"role":"user","content":"go"}],"tool_choice":"required","tools":[`+weather+`,`+bad+`]}`)
+	if typ, param, ecode, msg := apiErr(t, b); code != 400 || typ != "invalid_request_error" || param != "tools[1].function.parameters" ||
+		ecode != "unsupported_schema_keyword" || !strings.Contains(msg, `keyword "format"`) {
+		t.Errorf("an unenforceable tool: status %d, %s", code, b)
+	}
+}
+
+// isTree reports whether v matches TestToolRequiredRefs' recursive tree
+// schema: {"kids": [at most one tree]}, other properties allowed.
+func isTree(v any) bool {
+	o, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	kids, ok := o["kids"].([]any)
+	if !ok || len(kids) > 1 {
+		return false
+	}
+	for _, k := range kids {
+		if !isTree(k) {
+			return false
+		}
+	}
+	return true
+}
