@@ -159,6 +159,9 @@ func decodeJSON(body []byte, v any) *apiError {
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field == "" {
+			return invalid("", "", "The request body must be a JSON object, got a JSON %s.", te.Value)
+		}
 		if errors.As(err, &te) {
 			field := strings.TrimPrefix(te.Field, "commonRequest.")
 			return invalid(field, "", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
@@ -169,17 +172,20 @@ func decodeJSON(body []byte, v any) *apiError {
 }
 
 func jsonKind(goType string) string {
+	goType = strings.TrimPrefix(goType, "*")
 	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.HasPrefix(goType, "map["):
+		return "an object"
 	case strings.Contains(goType, "int"):
 		return "an integer"
 	case strings.Contains(goType, "float"):
 		return "a number"
-	case goType == "bool" || goType == "*bool":
+	case goType == "bool":
 		return "a boolean"
-	case strings.Contains(goType, "string"):
+	case goType == "string":
 		return "a string"
-	case strings.HasPrefix(goType, "[]") || strings.HasPrefix(goType, "*[]"):
-		return "an array"
 	}
 	return "an object"
 }
@@ -187,27 +193,27 @@ func jsonKind(goType string) string {
 // maxStops is the OpenAI limit on stop sequences.
 const maxStops = 4
 
-// parseStop reads stop: null, a string or an array of up to 4 strings.
+// parseStop reads stop: null, a string or an array of up to 4 strings of at
+// most engine.MaxStopBytes bytes each; empty strings are dropped.
 func parseStop(raw json.RawMessage) ([]string, *apiError) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
+	var many []string
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
-		if one == "" {
-			return nil, nil
-		}
-		return []string{one}, nil
-	}
-	var many []string
-	if err := json.Unmarshal(raw, &many); err != nil {
+		many = []string{one}
+	} else if err := json.Unmarshal(raw, &many); err != nil {
 		return nil, invalid("stop", "", "Invalid type for 'stop': expected a string or an array of strings.")
 	}
 	if len(many) > maxStops {
 		return nil, invalid("stop", "", "Invalid 'stop': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxStops, len(many))
 	}
 	var out []string
-	for _, s := range many {
+	for i, s := range many {
+		if len(s) > engine.MaxStopBytes {
+			return nil, invalid("stop", "string_above_max_length", "Invalid 'stop': stop sequence %d is %d bytes long; at most %d bytes are supported.", i, len(s), engine.MaxStopBytes)
+		}
 		if s != "" {
 			out = append(out, s)
 		}

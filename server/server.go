@@ -362,29 +362,37 @@ func (j *job) echo(c int) string {
 	return j.prompts[c/j.n].text
 }
 
+// tokenLimit is a request's limit on completion tokens: the value given
+// (nil: none), the parameter that gave it, and the least value allowed.
+type tokenLimit struct {
+	value *int
+	param string // "max_tokens" or "max_completion_tokens"
+	min   int
+}
+
 // prepare fills the engine request from the common fields and checks the
-// context length; max tokens below minTokens are refused.
-func (s *Server) prepare(c *commonRequest, sample engine.SampleOptions, n int, maxTokens *int, minTokens int, prompt []int, param string) (*job, *apiError) {
+// context length; a limit below lim.min is refused.
+func (s *Server) prepare(c *commonRequest, sample engine.SampleOptions, n int, lim tokenLimit, prompt []int, param string) (*job, *apiError) {
 	stops, e := parseStop(c.Stop)
 	if e != nil {
 		return nil, e
 	}
 	limit := s.cfg.Scheduler.ContextLimit()
-	var max int
-	if maxTokens != nil {
-		max = *maxTokens
-		if max < minTokens {
-			return nil, invalid("max_tokens", "integer_below_min_value", "Invalid 'max_tokens': integer below minimum value. Expected a value >= %d, but got %d instead.", minTokens, max)
+	var most int
+	if lim.value != nil {
+		most = *lim.value
+		if most < lim.min {
+			return nil, invalid(lim.param, "integer_below_min_value", "Invalid '%s': integer below minimum value. Expected a value >= %d, but got %d instead.", lim.param, lim.min, most)
 		}
 	} else {
-		max = limit - len(prompt)
+		most = max(limit-len(prompt), 0) // the rest of the context
 	}
-	// Compared without adding: max may be any int (2^63-1 included).
-	if len(prompt) > limit || max > limit-len(prompt) || max < minTokens {
-		return nil, contextError(limit, len(prompt), max, param)
+	// Compared without adding: most may be any int (2^63-1 included).
+	if len(prompt) > limit || most > limit-len(prompt) || most < lim.min {
+		return nil, contextError(limit, len(prompt), most, param)
 	}
 	j := &job{n: n, stream: c.Stream, includeUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage, param: param}
-	j.req = engine.Request{Prompt: prompt, MaxTokens: max, Stop: stops, Sample: sample}
+	j.req = engine.Request{Prompt: prompt, MaxTokens: most, Stop: stops, Sample: sample}
 	if c.IgnoreEOS {
 		j.req.StopIDs = []int{}
 	}
@@ -414,10 +422,23 @@ func tiersError(err error) *apiError {
 	return invalid("kv_tiers", "invalid_value", "Invalid 'kv_tiers' %q: %v. Expected a tier policy such as \"h20:m40:l40\": hP, mP, lP, eP (percent of cached tokens read at 16, 8, 4 bits or not at all, summing to 100), wN, sN, rN, kN (the window, sinks, re-tier period and mass sampling).", te.KVTiers, te.Err)
 }
 
+// contextError is the 400 for a prompt of prompt tokens and a completion
+// of max that do not fit the context limit. max 0 is a request that asked
+// for no completion (none given and the prompt fills the context, or echo
+// with max_tokens 0): the prompt alone is at fault.
 func contextError(limit, prompt, max int, param string) *apiError {
+	if max <= 0 {
+		leaves := ""
+		if prompt <= limit {
+			leaves = ", which leaves no room for the completion"
+		}
+		return invalid(param, "context_length_exceeded",
+			"This model's maximum context length is %d tokens. However, your %s resulted in %d tokens%s. Please reduce the length of the %s.",
+			limit, param, prompt, leaves, param)
+	}
 	return invalid(param, "context_length_exceeded",
 		"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.",
-		limit, prompt+max, prompt, param, max, param)
+		limit, uint64(prompt)+uint64(max), prompt, param, max, param) // in uint64: max may be 2^63-1
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -509,11 +530,11 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	if err != nil {
 		return nil, invalid("messages", "", "The conversation cannot be rendered with the model's chat template: %v", err)
 	}
-	maxTokens := req.MaxCompletionTokens
-	if maxTokens == nil {
-		maxTokens = req.MaxTokens
+	lim := tokenLimit{value: req.MaxCompletionTokens, param: "max_completion_tokens", min: 1}
+	if lim.value == nil {
+		lim.value, lim.param = req.MaxTokens, "max_tokens"
 	}
-	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, 1, prompt, "messages")
+	j, e := s.prepare(&req.commonRequest, sample, n, lim, prompt, "messages")
 	if e != nil {
 		return nil, e
 	}
@@ -562,23 +583,22 @@ func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	maxTokens := req.MaxTokens
-	if maxTokens == nil {
+	lim := tokenLimit{value: req.MaxTokens, param: "max_tokens", min: 1}
+	if lim.value == nil {
 		d := defaultCompletionMaxTokens
-		maxTokens = &d
+		lim.value = &d
 	}
 	// With echo, max_tokens 0 returns the prompt alone (with logprobs, the
 	// prompt scored: what evaluation harnesses ask for).
-	minTokens := 1
 	if req.Echo {
-		minTokens = 0
+		lim.min = 0
 	}
-	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, minTokens, prompts[0].ids, "prompt")
+	j, e := s.prepare(&req.commonRequest, sample, n, lim, prompts[0].ids, "prompt")
 	if e != nil {
 		return nil, e
 	}
 	for _, p := range prompts[1:] {
-		if _, e := s.prepare(&req.commonRequest, sample, n, maxTokens, minTokens, p.ids, "prompt"); e != nil {
+		if _, e := s.prepare(&req.commonRequest, sample, n, lim, p.ids, "prompt"); e != nil {
 			return nil, e
 		}
 	}
