@@ -224,3 +224,30 @@ func TestRequestLog(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyTooLargeUnread: a request whose Content-Length is over the limit
+// gets its 413 at once, before the body is read: a client that sent
+// "Expect: 100-continue" is not asked to upload it (before, the server
+// answered "100 Continue" and waited for the body).
+func TestBodyTooLargeUnread(t *testing.T) {
+	ts := newGuardedServer(t, nil) // 64 KiB limit
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", 1<<30)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if typ, _, code, _ := apiErr(t, b); resp.StatusCode != http.StatusRequestEntityTooLarge || typ != "invalid_request_error" || code != "request_too_large" || !resp.Close {
+		t.Errorf("status %d (close %v), %s; want 413 request_too_large and the connection closed", resp.StatusCode, resp.Close, b)
+	}
+	// The server still answers.
+	if resp, body := do(t, http.MethodPost, ts.url+"/v1/completions", guardBody, jsonCT); resp.StatusCode != 200 {
+		t.Errorf("after it: %d %s", resp.StatusCode, body)
+	}
+}

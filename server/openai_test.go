@@ -304,7 +304,10 @@ func TestErrors(t *testing.T) {
 	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
 		t.Errorf("GET chat: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 	}
-
+	code, b := post(t, context.Background(), ts.url+"/metrics", `{}`)
+	if typ, _, _, _ := apiErr(t, b); code != 405 || typ != "invalid_request_error" {
+		t.Errorf("POST /metrics: %d, %s", code, b)
+	}
 	// Models.
 	resp, err = http.Get(ts.url + "/v1/models")
 	if err != nil {

@@ -227,10 +227,7 @@ func (s *Server) counted(endpoint, method string, h http.HandlerFunc) http.Handl
 		defer s.active.Done()
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		if method != "" && r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
-			sw.Header().Set("Allow", method)
-			writeError(sw, &apiError{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("Method %s is not allowed for %s; use %s.", r.Method, r.URL.Path, method), Type: "invalid_request_error"})
-		} else {
+		if allowMethod(sw, r, method) {
 			h(sw, r)
 		}
 		switch {
@@ -242,6 +239,17 @@ func (s *Server) counted(endpoint, method string, h http.HandlerFunc) http.Handl
 		}
 		s.cfg.Metrics.observeRequest(endpoint, sw.code, time.Since(start))
 	}
+}
+
+// allowMethod reports whether r's method is method ("": any; GET allows
+// HEAD too); if not, it answers 405 with an Allow header.
+func allowMethod(w http.ResponseWriter, r *http.Request, method string) bool {
+	if method == "" || r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("Method %s is not allowed for %s; use %s.", r.Method, r.URL.Path, method), Type: "invalid_request_error"})
+	return false
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -288,6 +296,9 @@ func modelNotFound(id string) *apiError {
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	if !allowMethod(w, r, http.MethodGet) {
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	s.cfg.Metrics.write(w, s.cfg.Scheduler.Stats(), s.cfg.BlockBytes)
 }
@@ -296,6 +307,12 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	if s.draining.Load() {
 		return nil, &apiError{Status: http.StatusServiceUnavailable, Message: "The server is shutting down; retry on another instance.", Type: "server_error", Code: strp("shutting_down")}
+	}
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		// Refused before reading: a client that sent "Expect: 100-continue"
+		// is not asked for the body.
+		w.Header().Set("Connection", "close")
+		return nil, bodyTooLarge(s.cfg.MaxBodyBytes)
 	}
 	// The body must arrive within BodyTimeout; the deadline is cleared
 	// once it has (a server-wide ReadTimeout would cut long streams).
@@ -312,12 +329,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", mb.Limit),
-				Type: "invalid_request_error", Code: strp("request_too_large")}
+			return nil, bodyTooLarge(mb.Limit)
 		}
 		return nil, invalid("", "", "Could not read the request body: %v", err)
 	}
 	return body, nil
+}
+
+func bodyTooLarge(limit int64) *apiError {
+	return &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", limit),
+		Type: "invalid_request_error", Code: strp("request_too_large")}
 }
 
 // job is a validated generation request.
