@@ -129,16 +129,16 @@ type responseFormat struct {
 // chatRequest is the body of POST /v1/chat/completions.
 type chatRequest struct {
 	commonRequest
-	Messages            []chatMessage   `json:"messages"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Logprobs            *bool           `json:"logprobs"`
-	TopLogprobs         *int            `json:"top_logprobs"`
-	Tools               json.RawMessage `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls"` // false: at most one call
-	Functions           json.RawMessage `json:"functions"`
-	Modalities          []string        `json:"modalities"`
-	Audio               json.RawMessage `json:"audio"`
+	Messages            []json.RawMessage `json:"messages"` // chatMessages, read one by one (decodeAt)
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	Logprobs            *bool             `json:"logprobs"`
+	TopLogprobs         *int              `json:"top_logprobs"`
+	Tools               json.RawMessage   `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls   *bool             `json:"parallel_tool_calls"` // false: at most one call
+	Functions           json.RawMessage   `json:"functions"`
+	Modalities          []string          `json:"modalities"`
+	Audio               json.RawMessage   `json:"audio"`
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -169,6 +169,24 @@ func decodeJSON(body []byte, v any) *apiError {
 		return invalid("", "", "We could not parse the JSON body of your request (%v). The OpenAI API expects a JSON payload.", err)
 	}
 	return nil
+}
+
+// decodeAt parses raw, the value of param in the body, into v: a type
+// error names the field under param ("messages.[2].role").
+func decodeAt(raw []byte, v any, param string) *apiError {
+	err := json.Unmarshal(raw, v)
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return invalid(param, "", "Invalid '%s': %v.", param, err)
+	}
+	field := param
+	if te.Field != "" {
+		field += "." + te.Field
+	}
+	return invalid(field, "", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
 }
 
 func jsonKind(goType string) string {

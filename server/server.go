@@ -518,7 +518,11 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 		return nil, e
 	}
 	msgs := make([]tokenizer.Message, len(req.Messages))
-	for i, m := range req.Messages {
+	for i, raw := range req.Messages {
+		var m chatMessage
+		if e := decodeAt(raw, &m, fmt.Sprintf("messages.[%d]", i)); e != nil {
+			return nil, e
+		}
 		role := m.Role
 		switch role {
 		case "system", "user", "assistant", "tool":
