@@ -96,6 +96,7 @@ type Server struct {
 	logMu    sync.Mutex // serializes RequestLog lines
 	active   sync.WaitGroup
 	grammars grammarCache // compiled response_format schemas
+	parsing  *byteBudget  // bodies being parsed and tokenized (2 × MaxBodyBytes)
 }
 
 // New returns a server for cfg.
@@ -127,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	s := &Server{cfg: cfg, created: time.Now().Unix(), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, created: time.Now().Unix(), mux: http.NewServeMux(), parsing: newByteBudget(2 * cfg.MaxBodyBytes)}
 	s.mux.HandleFunc("/v1/chat/completions", s.counted("chat", http.MethodPost, s.chat))
 	s.mux.HandleFunc("/v1/completions", s.counted("completions", http.MethodPost, s.completions))
 	s.mux.HandleFunc("/v1/models", s.counted("models", http.MethodGet, s.models))
@@ -477,7 +478,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byt
 		writeError(w, e)
 		return
 	}
+	release, err := s.parsing.acquire(r.Context(), int64(len(body)))
+	if err != nil {
+		return // the client left while waiting
+	}
 	j, e := parse(body)
+	release()
 	if e != nil {
 		writeError(w, e)
 		return
