@@ -362,3 +362,53 @@ func isTree(v any) bool {
 	}
 	return true
 }
+
+// FuzzToolText reads arbitrary answers (a client can force any text with
+// logit_bias) in every tool mode, whole and streamed through the gate in
+// pieces: no panic; every call names a tool and has JSON arguments; an
+// answer without calls is all content; the stream finds the same calls and,
+// but for surrounding whitespace, the same content as the whole answer.
+// Run with
+//
+//	go test ./server -run '^$' -fuzz FuzzToolText
+func FuzzToolText(f *testing.F) {
+	f.Add("Sure. <tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>", uint8(3))
+	f.Add(`[{"name": "add", "parameters": {"a": 5}}]`, uint8(1))
+	f.Add(`<|python_tag|>{"name": "add", "parameters": {"a": 1}}; {"name": "get_weather", "parameters": {"city": "Rome"}}`, uint8(2))
+	f.Add(`[TOOL_CALLS] [{"name": "add", "arguments": {}}]`, uint8(5))
+	f.Add(`  {"name": "add", "arguments": "{\"a\": 1}"}`, uint8(7))
+	f.Fuzz(func(t *testing.T, text string, split uint8) {
+		modes := []*toolMode{
+			testToolMode(toolAuto, "<tool_call>"), testToolMode(toolAuto, "[TOOL_CALLS]"), testToolMode(toolAuto, "<|python_tag|>"),
+			testToolMode(toolAuto, "<|tool_call|>", "<tool_call>"), testToolMode(toolRequired), testToolMode(toolNamed),
+		}
+		for mi, m := range modes {
+			for _, single := range []bool{false, true} {
+				m.single = single
+				content, calls, ok := m.read(text)
+				for _, c := range calls {
+					if !m.names[c.name] || !json.Valid(c.args) {
+						t.Fatalf("mode %d: call %s(%s)", mi, c.name, c.args)
+					}
+				}
+				if !ok && content != text {
+					t.Fatalf("mode %d: no call but content %q != text", mi, content)
+				}
+				g := &toolGate{m: m}
+				var out strings.Builder
+				step := int(split%7) + 1
+				for i := 0; i < len(text); i += step {
+					out.WriteString(g.add(text[i:min(i+step, len(text))]))
+				}
+				rest, gcalls := g.finish()
+				if len(gcalls) != len(calls) {
+					t.Fatalf("mode %d single %v: stream %d calls, whole %d (text %q)", mi, single, len(gcalls), len(calls), text)
+				}
+				streamed := out.String() + rest
+				if strings.TrimSpace(streamed) != strings.TrimSpace(content) {
+					t.Fatalf("mode %d single %v: streamed content %q, whole %q (text %q)", mi, single, streamed, content, text)
+				}
+			}
+		}
+	})
+}
