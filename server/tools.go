@@ -183,6 +183,8 @@ func (s *Server) requiredGrammar(defs []toolDef, single bool) (*constrain.Gramma
 			return nil, schemaError(err, fmt.Sprintf("tools[%d].function.parameters", i), "")
 		}
 	}
+	// Each is fine alone; together they are not (too large, most likely).
+	e.Message = "With tool_choice \"required\" every tool's parameters make one schema, the call array's. " + e.Message + " Send fewer tools, or name one in tool_choice."
 	return nil, e
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -341,6 +342,20 @@ func TestToolRequiredRefs(t *testing.T) {
 	if typ, param, ecode, msg := apiErr(t, b); code != 400 || typ != "invalid_request_error" || param != "tools[1].function.parameters" ||
 		ecode != "unsupported_schema_keyword" || !strings.Contains(msg, `keyword "format"`) {
 		t.Errorf("an unenforceable tool: status %d, %s", code, b)
+	}
+	// Tools fine alone but over constrain.MaxSchemaBytes together are
+	// refused for the call array, saying why.
+	big := newGuardedServer(t, func(c *Config) { c.MaxBodyBytes = 1 << 20 })
+	var props, tools []string
+	for i := range 1100 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string"}`, i))
+	}
+	for i := range 12 {
+		tools = append(tools, fmt.Sprintf(`{"type":"function","function":{"name":"f%d","parameters":{"type":"object","properties":{%s}}}}`, i, strings.Join(props, ",")))
+	}
+	code, b = post(t, t.Context(), big.url+"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"go"}],"tool_choice":"required","tools":[`+strings.Join(tools, ",")+`]}`)
+	if _, param, ecode, msg := apiErr(t, b); code != 400 || param != "tools" || ecode != "invalid_schema" || !strings.Contains(msg, "every tool's parameters make one schema") {
+		t.Errorf("tools too large together: status %d, %s", code, b)
 	}
 }
 
