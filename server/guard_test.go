@@ -168,6 +168,21 @@ func TestTimeouts(t *testing.T) {
 	fmt.Fprintf(c1, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\"")
 	closedWithin("body never sent", c1, 5*time.Second)
 	c1.Close()
+	// Headers sent a byte at a time, never finished (slowloris).
+	c0, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for _, b := range []byte("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") {
+			if _, err := c0.Write([]byte{b}); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	closedWithin("headers trickled", c0, 5*time.Second)
+	c0.Close()
 	// An idle keep-alive connection after one request.
 	c2, err := net.Dial("tcp", addr)
 	if err != nil {
