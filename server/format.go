@@ -77,10 +77,10 @@ func (s *Server) parseFormat(c *commonRequest) (*constrain.Grammar, *apiError) {
 	case "json_schema":
 		js := rf.JSONSchema
 		if js == nil {
-			return nil, invalid("response_format.json_schema", "", "Missing required parameter: 'response_format.json_schema'.")
+			return nil, invalid("response_format.json_schema", "missing_required_parameter", "Missing required parameter: 'response_format.json_schema'.")
 		}
 		if raw := bytes.TrimSpace(js.Schema); len(raw) == 0 || string(raw) == "null" {
-			return nil, invalid("response_format.json_schema.schema", "", "Missing required parameter: 'response_format.json_schema.schema'.")
+			return nil, invalid("response_format.json_schema.schema", "missing_required_parameter", "Missing required parameter: 'response_format.json_schema.schema'.")
 		}
 		strict := js.Strict != nil && *js.Strict
 		return s.compileSchema(js.Schema, strict, "response_format.json_schema.schema", js.Name)

@@ -164,7 +164,7 @@ func decodeJSON(body []byte, v any) *apiError {
 		}
 		if errors.As(err, &te) {
 			field := strings.TrimPrefix(te.Field, "commonRequest.")
-			return invalid(field, "", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
+			return invalid(field, "invalid_type", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
 		}
 		return invalid("", "", "We could not parse the JSON body of your request (%v). The OpenAI API expects a JSON payload.", err)
 	}
@@ -186,7 +186,7 @@ func decodeAt(raw []byte, v any, param string) *apiError {
 	if te.Field != "" {
 		field += "." + te.Field
 	}
-	return invalid(field, "", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
+	return invalid(field, "invalid_type", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
 }
 
 func jsonKind(goType string) string {
@@ -222,10 +222,10 @@ func parseStop(raw json.RawMessage) ([]string, *apiError) {
 	if json.Unmarshal(raw, &one) == nil {
 		many = []string{one}
 	} else if err := json.Unmarshal(raw, &many); err != nil {
-		return nil, invalid("stop", "", "Invalid type for 'stop': expected a string or an array of strings.")
+		return nil, invalid("stop", "invalid_type", "Invalid type for 'stop': expected a string or an array of strings.")
 	}
 	if len(many) > maxStops {
-		return nil, invalid("stop", "", "Invalid 'stop': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxStops, len(many))
+		return nil, invalid("stop", "array_above_max_length", "Invalid 'stop': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxStops, len(many))
 	}
 	var out []string
 	for i, s := range many {
@@ -253,7 +253,7 @@ func messageText(i int, m chatMessage) (string, *apiError) {
 	}
 	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", invalid(param, "", "Invalid type for '%s': expected a string or an array of content parts.", param)
+		return "", invalid(param, "invalid_type", "Invalid type for '%s': expected a string or an array of content parts.", param)
 	}
 	var b strings.Builder
 	for j, p := range parts {

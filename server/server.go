@@ -516,8 +516,11 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 			sample.TopLogprobs = *req.TopLogprobs
 		}
 	}
+	if req.Messages == nil {
+		return nil, invalid("messages", "missing_required_parameter", "Missing required parameter: 'messages'.")
+	}
 	if len(req.Messages) == 0 {
-		return nil, invalid("messages", "", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+		return nil, invalid("messages", "empty_array", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
 	}
 	tools, mode, toolGrammar, e := s.parseTools(&req)
 	if e != nil {
@@ -547,7 +550,7 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 			return nil, invalid(fmt.Sprintf("messages.[%d].tool_calls", i), "", "Only assistant messages carry 'tool_calls'.")
 		}
 		if role == "tool" && m.ToolCallID == "" {
-			return nil, invalid(fmt.Sprintf("messages.[%d].tool_call_id", i), "", "Missing required parameter: 'messages.[%d].tool_call_id'.", i)
+			return nil, invalid(fmt.Sprintf("messages.[%d].tool_call_id", i), "missing_required_parameter", "Missing required parameter: 'messages.[%d].tool_call_id'.", i)
 		}
 		msg := tokenizer.Message{Role: role, ToolCalls: calls, ToolCallID: m.ToolCallID, Name: m.Name}
 		if raw := strings.TrimSpace(string(m.Content)); len(calls) > 0 && (raw == "" || raw == "null") {
@@ -676,12 +679,12 @@ func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]jobPrompt, *ap
 	case json.Unmarshal(raw, &idss1) == nil:
 		idss = idss1
 	default:
-		return nil, invalid("prompt", "", "Invalid type for 'prompt': expected a string, an array of strings, an array of integers, or an array of integer arrays.")
+		return nil, invalid("prompt", "invalid_type", "Invalid type for 'prompt': expected a string, an array of strings, an array of integers, or an array of integer arrays.")
 	}
 	count := len(strs) + len(idss)
 	switch {
 	case count == 0:
-		return nil, invalid("prompt", "", "Invalid 'prompt': empty array. Expected at least one prompt.")
+		return nil, invalid("prompt", "empty_array", "Invalid 'prompt': empty array. Expected at least one prompt.")
 	case count > maxPrompts:
 		return nil, invalid("prompt", "array_above_max_length", "Invalid 'prompt': %d prompts; at most %d are served in one request.", count, maxPrompts)
 	case count*n > maxBatchChoices:

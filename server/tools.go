@@ -83,7 +83,7 @@ func (s *Server) parseTools(r *chatRequest) ([]json.RawMessage, *toolMode, *cons
 	var raws []json.RawMessage
 	if t := bytes.TrimSpace(r.Tools); len(t) > 0 && string(t) != "null" {
 		if err := json.Unmarshal(t, &raws); err != nil {
-			return nil, nil, nil, invalid("tools", "", "Invalid type for 'tools': expected an array of tools.")
+			return nil, nil, nil, invalid("tools", "invalid_type", "Invalid type for 'tools': expected an array of tools.")
 		}
 	}
 	if len(raws) > maxTools {
@@ -108,7 +108,7 @@ func (s *Server) parseTools(r *chatRequest) ([]json.RawMessage, *toolMode, *cons
 		}
 		names[name] = true
 		if pr := bytes.TrimSpace(defs[i].Function.Parameters); len(pr) > 0 && pr[0] != '{' && string(pr) != "null" {
-			return nil, nil, nil, invalid(p+".function.parameters", "", "Invalid type for '%s.function.parameters': expected a JSON Schema object.", p)
+			return nil, nil, nil, invalid(p+".function.parameters", "invalid_type", "Invalid type for '%s.function.parameters': expected a JSON Schema object.", p)
 		}
 	}
 	choice, named, e := parseToolChoice(r.ToolChoice, names)
@@ -365,7 +365,7 @@ func chatToolCalls(i int, raw json.RawMessage) ([]tokenizer.ToolCall, *apiError)
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &calls); err != nil {
-		return nil, invalid(p, "", "Invalid type for '%s': expected an array of tool calls.", p)
+		return nil, invalid(p, "invalid_type", "Invalid type for '%s': expected an array of tool calls.", p)
 	}
 	out := make([]tokenizer.ToolCall, len(calls))
 	for j, c := range calls {
