@@ -3,11 +3,14 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/bitdecode/bitdecode/engine"
 )
 
 // The request bodies below are what the official clients send: openai-
@@ -331,6 +334,25 @@ func TestErrors(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestGenerationError: a generation that fails because the request's
+// constraint cannot be spelled by the vocabulary is the request's fault (a
+// 400), a shutdown a 503, anything else the server's (500).
+func TestGenerationError(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+		typ    string
+	}{
+		{fmt.Errorf("step: %w", engine.ErrConstraint), 400, "invalid_request_error"},
+		{engine.ErrClosed, 503, "server_error"},
+		{errors.New("backend: out of memory"), 500, "server_error"},
+	} {
+		if e := generationError(c.err); e.Status != c.status || e.Type != c.typ || e.Message == "" {
+			t.Errorf("%v: %d %s %q, want %d %s", c.err, e.Status, e.Type, e.Message, c.status, c.typ)
 		}
 	}
 }

@@ -864,9 +864,17 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// generationError is the API error of a request whose generation failed:
+// 503 when the server shut down, 400 when its response_format or
+// tool_choice asks for text the model's vocabulary cannot spell
+// (engine.ErrConstraint: the request, not the server, is at fault), 500
+// otherwise.
 func generationError(err error) *apiError {
-	if errors.Is(err, engine.ErrClosed) {
+	switch {
+	case errors.Is(err, engine.ErrClosed):
 		return &apiError{Status: http.StatusServiceUnavailable, Message: "The server shut down before the request finished.", Type: "server_error", Code: strp("shutting_down")}
+	case errors.Is(err, engine.ErrConstraint):
+		return invalid("", "constraint_unsatisfiable", "The output format this request requires (response_format, json_schema or a tool_choice that forces a call) needs text that no token of this model's vocabulary continues: %v.", err)
 	}
 	return &apiError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("Generation failed: %v", err), Type: "server_error"}
 }
