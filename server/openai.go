@@ -83,18 +83,18 @@ type streamOptions struct {
 
 // commonRequest holds the fields shared by chat and text completions.
 type commonRequest struct {
-	Model            string             `json:"model"`
-	MaxTokens        *int               `json:"max_tokens"`
-	Temperature      *float64           `json:"temperature"`
-	TopP             *float64           `json:"top_p"`
-	N                *int               `json:"n"`
-	Stream           bool               `json:"stream"`
-	StreamOptions    *streamOptions     `json:"stream_options"`
-	Stop             json.RawMessage    `json:"stop"`
-	Seed             *int64             `json:"seed"`
-	FrequencyPenalty *float64           `json:"frequency_penalty"`
-	PresencePenalty  *float64           `json:"presence_penalty"`
-	LogitBias        map[string]float64 `json:"logit_bias"`
+	Model            string              `json:"model"`
+	MaxTokens        *int                `json:"max_tokens"`
+	Temperature      *float64            `json:"temperature"`
+	TopP             *float64            `json:"top_p"`
+	N                *int                `json:"n"`
+	Stream           bool                `json:"stream"`
+	StreamOptions    *streamOptions      `json:"stream_options"`
+	Stop             json.RawMessage     `json:"stop"`
+	Seed             *int64              `json:"seed"`
+	FrequencyPenalty *float64            `json:"frequency_penalty"`
+	PresencePenalty  *float64            `json:"presence_penalty"`
+	LogitBias        map[string]*float64 `json:"logit_bias"` // nil values: null, refused
 	// TopK, MinP and RepetitionPenalty are vLLM's sampling extensions
 	// (top_k -1 or 0: off; repetition_penalty 1: off).
 	TopK              *int     `json:"top_k"`
@@ -432,11 +432,20 @@ func checkSampling(c *commonRequest, vocab int) (engine.SampleOptions, int, *api
 			return o, 0, invalid("logit_bias", "", "Invalid 'logit_bias': %d entries, at most %d.", len(c.LogitBias), maxLogitBias)
 		}
 		o.LogitBias = make(map[int]float64, len(c.LogitBias))
-		for key, b := range c.LogitBias {
+		keys := make([]string, 0, len(c.LogitBias))
+		for key := range c.LogitBias {
+			keys = append(keys, key)
+		}
+		sort.Strings(keys) // the same error for the same request
+		for _, key := range keys {
 			id, err := strconv.Atoi(key)
 			if err != nil || id < 0 || id >= vocab {
 				return o, 0, invalid("logit_bias", "invalid_value", "Invalid key %q in 'logit_bias': expected a token id in [0, %d).", key, vocab)
 			}
+			if c.LogitBias[key] == nil {
+				return o, 0, invalid("logit_bias", "invalid_type", "Invalid type for 'logit_bias.%s': expected a number, got null.", key)
+			}
+			b := *c.LogitBias[key]
 			if b < -100 || b > 100 || math.IsNaN(b) {
 				return o, 0, invalid("logit_bias", "decimal_out_of_range", "Invalid value for token %d in 'logit_bias': expected a value between -100 and 100, but got %g instead.", id, b)
 			}

@@ -661,6 +661,10 @@ func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]jobPrompt, *ap
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, invalid("prompt", "", "You must provide a prompt parameter.")
 	}
+	if at, ok := nullElement(raw); ok {
+		// encoding/json would read it as "" or as token 0.
+		return nil, invalid("prompt", "invalid_type", "Invalid type for 'prompt%s': expected a string or an integer, got null.", at)
+	}
 	// Each form decodes into its own variable: a failed Unmarshal may leave
 	// a partial value behind (an id array read as strings: empty ones).
 	var strs []string
@@ -711,6 +715,30 @@ func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]jobPrompt, *ap
 		prompts = append(prompts, jobPrompt{ids: ids, text: str})
 	}
 	return prompts, nil
+}
+
+// nullElement finds a null inside a JSON array or an array of arrays and
+// returns its index path ("[2]", "[0][5]").
+func nullElement(raw json.RawMessage) (string, bool) {
+	var outer []json.RawMessage
+	if json.Unmarshal(raw, &outer) != nil {
+		return "", false
+	}
+	for i, e := range outer {
+		if string(e) == "null" {
+			return fmt.Sprintf("[%d]", i), true
+		}
+		var inner []json.RawMessage
+		if json.Unmarshal(e, &inner) != nil {
+			continue
+		}
+		for j, f := range inner {
+			if string(f) == "null" {
+				return fmt.Sprintf("[%d][%d]", i, j), true
+			}
+		}
+	}
+	return "", false
 }
 
 func (s *Server) checkModel(name string) *apiError {
