@@ -420,6 +420,8 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"enum":[1],"type":"string"}`, "enum", ""},
 		{`{"not":{}}`, "not", ""},
 		{`{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, "", ""},
+		// An object that requires itself: no finite document.
+		{`{"$defs":{"a":{"type":"object","properties":{"x":{"$ref":"#/$defs/a"}},"required":["x"]}},"$ref":"#/$defs/a"}`, "", ""},
 		{`{"type":"array","minItems":1000000000}`, "", ""},
 		{`{"type":"array","maxItems":1000000000}`, "", ""},
 	} {
@@ -438,6 +440,34 @@ func TestSchemaErrors(t *testing.T) {
 	}
 	if _, err := JSONSchema([]byte(`false`), SchemaOptions{}); err == nil {
 		t.Error("the schema false compiled")
+	}
+}
+
+// TestUnproductivePruned: a branch that can never end (an object that
+// requires itself) is dropped, so decoding cannot start it; the other
+// branches, and a recursion that can end, are kept.
+func TestUnproductivePruned(t *testing.T) {
+	endless := `{"type":"object","properties":{"x":{"$ref":"#/$defs/a"}},"required":["x"],"additionalProperties":false}`
+	g, err := JSONSchema([]byte(`{"$defs":{"a":`+endless+`},"anyOf":[{"type":"integer"},{"$ref":"#/$defs/a"}]}`), SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		doc      string
+		badAt    int // the first byte refused, -1: none
+		complete bool
+	}{{"12", -1, true}, {`{"x":`, 0, false}} {
+		if at, ok := accepts(g, c.doc); at != c.badAt || ok != c.complete {
+			t.Errorf("%s: refused at %d, complete %v; want %d, %v", c.doc, at, ok, c.badAt, c.complete)
+		}
+	}
+	// A recursion with a way out stays whole.
+	g, err = JSONSchema([]byte(`{"$defs":{"a":{"type":"object","properties":{"x":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/a"}]}},"required":["x"],"additionalProperties":false}},"$ref":"#/$defs/a"}`), SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := accepts(g, `{"x":{"x":{"x":null}}}`); at != -1 || !ok {
+		t.Errorf("a finite nesting: refused at %d, complete %v", at, ok)
 	}
 }
 
