@@ -304,6 +304,8 @@ var schemaCases = []struct {
 		good: []string{`{"a":true,"b":null}`, `{"a":false,"b":"x"}`}, bad: []string{`{"a":true}`, `{"b":null}`, `{}`}},
 	{name: "optional", schema: `{"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"null"},"c":{"type":"number"}},"required":["b"]}`,
 		good: []string{`{"b":null}`, `{"a":true,"b":null}`, `{"b":null,"c":1.5}`, `{"a":false,"b":null,"c":-2e3}`}, bad: []string{`{}`, `{"a":true,"c":1}`, `{"b":1}`}},
+	{name: "const with enum (pydantic's one-member Enum)", schema: `{"type":"object","properties":{"k":{"const":"a","enum":["a"],"title":"K","type":"string"}},"required":["k"],"additionalProperties":false}`,
+		good: []string{`{"k":"a"}`}, bad: []string{`{"k":"b"}`, `{"k":1}`, `{}`}},
 	{name: "enum", schema: `{"enum":["red","green",1,null,{"x":[1,2]},"a\"<b"]}`,
 		good: []string{`"red"`, `1`, `null`, `{"x":[1,2]}`, `"a\"<b"`}, bad: []string{`"blue"`, `2`, `{"x":[1]}`}},
 	{name: "const", schema: `{"type":"object","properties":{"kind":{"const":"point"},"xy":{"type":"array","prefixItems":[{"type":"number"},{"type":"number"}],"items":false,"minItems":2}},"required":["kind","xy"]}`,
@@ -418,6 +420,7 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"$ref":"#/$defs/missing"}`, "$ref", ""},
 		{`{"type":"string","minLength":5,"maxLength":2}`, "maxLength", ""},
 		{`{"enum":[1],"type":"string"}`, "enum", ""},
+		{`{"const":"a","enum":["b"]}`, "enum", ""},
 		{`{"not":{}}`, "not", ""},
 		{`{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, "", ""},
 		// An object that requires itself: no finite document.

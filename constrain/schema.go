@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -472,16 +473,29 @@ func (c *schemaCompiler) ref(v any, path string) (sym, error) {
 	return ref(r), nil
 }
 
+// compactJSON is a value spelled as encodeJSON writes it.
+func compactJSON(v any) string {
+	var b bytes.Buffer
+	encodeJSON(&b, v)
+	return b.String()
+}
+
 // enum builds the alternatives of const or enum: each value spelled
 // compactly, as encodeJSON writes it.
 func (c *schemaCompiler) enum(s *object, path string, alone func(string, ...string) error) (sym, error) {
 	kw := "enum"
 	var vals []any
+	beside := []string{"type", "nullable"} // the keywords allowed beside kw
 	if v, ok := s.vals["const"]; ok {
 		kw = "const"
 		vals = []any{v}
-		if _, both := s.vals["enum"]; both {
-			return sym{}, errAt(path, "enum", "cannot be combined with const")
+		if e, both := s.vals["enum"]; both {
+			// Both must hold: the const, if enum lists it (pydantic writes
+			// both for an Enum of one member).
+			if a, ok := e.([]any); !ok || !slices.ContainsFunc(a, func(x any) bool { return compactJSON(x) == compactJSON(v) }) {
+				return sym{}, errAt(path, "enum", "does not list const's value %s: no value matches both", compactJSON(v))
+			}
+			beside = append(beside, "enum")
 		}
 	} else {
 		a, ok := s.vals["enum"].([]any)
@@ -490,7 +504,7 @@ func (c *schemaCompiler) enum(s *object, path string, alone func(string, ...stri
 		}
 		vals = a
 	}
-	if err := alone(kw, "type", "nullable"); err != nil {
+	if err := alone(kw, beside...); err != nil {
 		return sym{}, err
 	}
 	var types []string
@@ -507,13 +521,12 @@ func (c *schemaCompiler) enum(s *object, path string, alone func(string, ...stri
 			!(jsonType(v) == "number" && contains(types, "integer") && isIntegral(v)) {
 			continue // excluded by type
 		}
-		var b bytes.Buffer
-		encodeJSON(&b, v)
-		if seen[b.String()] {
+		enc := compactJSON(v)
+		if seen[enc] {
 			continue
 		}
-		seen[b.String()] = true
-		alts = append(alts, lit(b.String()))
+		seen[enc] = true
+		alts = append(alts, lit(enc))
 	}
 	if len(alts) == 0 {
 		return sym{}, errAt(path, kw, "no value is of the schema's type")
