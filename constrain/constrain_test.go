@@ -306,6 +306,10 @@ var schemaCases = []struct {
 		good: []string{`{"b":null}`, `{"a":true,"b":null}`, `{"b":null,"c":1.5}`, `{"a":false,"b":null,"c":-2e3}`}, bad: []string{`{}`, `{"a":true,"c":1}`, `{"b":1}`}},
 	{name: "const with enum (pydantic's one-member Enum)", schema: `{"type":"object","properties":{"k":{"const":"a","enum":["a"],"title":"K","type":"string"}},"required":["k"],"additionalProperties":false}`,
 		good: []string{`{"k":"a"}`}, bad: []string{`{"k":"b"}`, `{"k":1}`, `{}`}},
+	{name: "discriminated union (pydantic)", schema: `{"$defs":{"Cat":{"type":"object","properties":{"pet_type":{"const":"cat","type":"string"},"meows":{"type":"integer"}},"required":["pet_type","meows"],"additionalProperties":false},` +
+		`"Dog":{"type":"object","properties":{"pet_type":{"const":"dog","type":"string"},"barks":{"type":"number"}},"required":["pet_type","barks"],"additionalProperties":false}},` +
+		`"type":"object","properties":{"pet":{"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],"discriminator":{"propertyName":"pet_type","mapping":{"cat":"#/$defs/Cat","dog":"#/$defs/Dog"}}}},"required":["pet"],"additionalProperties":false}`,
+		good: []string{`{"pet":{"pet_type":"cat","meows":3}}`, `{"pet":{"pet_type":"dog","barks":1.5}}`}, bad: []string{`{"pet":{"pet_type":"cat","barks":1}}`, `{"pet":{"pet_type":"cow","meows":1}}`}},
 	{name: "enum", schema: `{"enum":["red","green",1,null,{"x":[1,2]},"a\"<b"]}`,
 		good: []string{`"red"`, `1`, `null`, `{"x":[1,2]}`, `"a\"<b"`}, bad: []string{`"blue"`, `2`, `{"x":[1]}`}},
 	{name: "const", schema: `{"type":"object","properties":{"kind":{"const":"point"},"xy":{"type":"array","prefixItems":[{"type":"number"},{"type":"number"}],"items":false,"minItems":2}},"required":["kind","xy"]}`,

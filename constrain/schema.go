@@ -146,7 +146,10 @@ func encodeJSON(b *bytes.Buffer, v any) {
 // Keywords that annotate a schema and never constrain a value: accepted and
 // ignored.
 var annotations = map[string]bool{"title": true, "description": true, "$schema": true, "$id": true, "$comment": true,
-	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true, "$anchor": true}
+	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true, "$anchor": true,
+	// OpenAPI's hint beside a oneOf of objects (pydantic writes it for a
+	// discriminated union): the oneOf already admits exactly its branches.
+	"discriminator": true}
 
 // Keywords this package enforces, and where ($defs and definitions hold
 // schemas reached through $ref).
