@@ -165,7 +165,7 @@ await check("errors name their parameter", async () => {
   const cases = [
     [() => client.chat.completions.create({ model, messages: user, max_completion_tokens: 0 }), OpenAI.BadRequestError, "max_completion_tokens", "integer_below_min_value"],
     [() => client.chat.completions.create({ model, messages: user, stop: ["x".repeat(300)] }), OpenAI.BadRequestError, "stop", "string_above_max_length"],
-    [() => client.chat.completions.create({ model, messages: [...user, { role: "user", content: "x", name: 5 }] }), OpenAI.BadRequestError, "messages.[1].name", null],
+    [() => client.chat.completions.create({ model, messages: [...user, { role: "user", content: "x", name: 5 }] }), OpenAI.BadRequestError, "messages.[1].name", "invalid_type"],
     [() => client.completions.create({ model, prompt: "x".repeat(5 << 20) }), OpenAI.APIError, null, "request_too_large"],
   ];
   for (const [call, want, param, code] of cases) {
