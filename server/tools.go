@@ -459,7 +459,7 @@ func (m *toolMode) readAll(text string) (content string, calls []parsedCall, ok 
 	at := m.markerAt(text)
 	if at >= 0 {
 		if calls, ok := m.markedCalls(text[at:]); ok {
-			return strings.TrimSpace(text[:at]), calls, true
+			return strings.TrimRight(text[:at], " \t\r\n"), calls, true
 		}
 	}
 	// Bare JSON: a marker that was a special token, skipped in the text.
@@ -591,7 +591,10 @@ func compact(s string) json.RawMessage {
 // toolGate holds back, while a choice streams, the text that may be a tool
 // call: from the first marker (or a text that could still become one) to
 // the end, and the whole answer when it starts as JSON (bare calls) or
-// when decoding is constrained to calls. What it lets through is content.
+// when decoding is constrained to calls. What it lets through is content:
+// with finish's rest, exactly the content read would give the whole answer
+// (whitespace before a call is not content, so trailing whitespace waits
+// for what follows it).
 type toolGate struct {
 	m     *toolMode
 	text  strings.Builder // everything so far
@@ -620,12 +623,13 @@ func (g *toolGate) add(s string) string {
 		}
 	}
 	if at := g.m.markerAt(t[g.sent:]); at >= 0 {
-		out := t[g.sent : g.sent+at]
-		g.sent += at
+		out := strings.TrimRight(t[g.sent:g.sent+at], " \t\r\n")
+		g.sent += len(out) // the whitespace before the marker waits for finish
 		g.held = true
 		return out
 	}
-	// Keep back a tail that a marker may start with.
+	// Keep back a tail that a marker may start with, and the whitespace
+	// before it (not content if a call follows).
 	end := len(t)
 	for _, mk := range g.m.markers {
 		for k := min(len(mk)-1, len(t)-g.sent); k > 0; k-- {
@@ -635,6 +639,7 @@ func (g *toolGate) add(s string) string {
 			}
 		}
 	}
+	end = max(g.sent, len(strings.TrimRight(t[:end], " \t\r\n")))
 	out := t[g.sent:end]
 	g.sent = end
 	return out

@@ -68,9 +68,11 @@ func TestToolGate(t *testing.T) {
 		name, text, streamed, rest string
 		calls                      int
 	}{
-		{"content then a call", "Sure. <tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>", "Sure. ", "", 1},
+		{"content then a call", "Sure. <tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>", "Sure.", "", 1},
 		{"a call alone", "<tool_call>{\"name\": \"add\", \"arguments\": {}}</tool_call>", "", "", 1},
-		{"text with <", "a <b> and <tool", "a <b> and ", "<tool", 0},
+		{"text with <", "a <b> and <tool", "a <b> and", " <tool", 0},
+		{"spaces before a call", "  Hi  \n <tool_call>{\"name\": \"add\", \"arguments\": {}}</tool_call>", "  Hi", "", 1},
+		{"trailing spaces without a call", "Hi  \n", "Hi", "  \n", 0},
 		{"bare JSON call", "  {\"name\": \"add\", \"arguments\": {}}", "", "", 1},
 		{"JSON that is no call", "{\"x\": 1}", "", "{\"x\": 1}", 0},
 		{"plain", "hello world", "hello world", "", 0},
@@ -381,8 +383,8 @@ func isTree(v any) bool {
 // FuzzToolText reads arbitrary answers (a client can force any text with
 // logit_bias) in every tool mode, whole and streamed through the gate in
 // pieces: no panic; every call names a tool and has JSON arguments; an
-// answer without calls is all content; the stream finds the same calls and,
-// but for surrounding whitespace, the same content as the whole answer.
+// answer without calls is all content; the stream finds the same calls and
+// the same content as the whole answer.
 // Run with
 //
 //	go test ./server -run '^$' -fuzz FuzzToolText
@@ -419,8 +421,7 @@ func FuzzToolText(f *testing.F) {
 				if len(gcalls) != len(calls) {
 					t.Fatalf("mode %d single %v: stream %d calls, whole %d (text %q)", mi, single, len(gcalls), len(calls), text)
 				}
-				streamed := out.String() + rest
-				if strings.TrimSpace(streamed) != strings.TrimSpace(content) {
+				if streamed := out.String() + rest; streamed != content {
 					t.Fatalf("mode %d single %v: streamed content %q, whole %q (text %q)", mi, single, streamed, content, text)
 				}
 			}
