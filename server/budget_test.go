@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -102,5 +104,28 @@ func TestParseBudget(t *testing.T) {
 	b.mu.Unlock()
 	if peak := b.peakUsed(); peak < int64(len(body)) || peak > 128<<10 || used != 0 {
 		t.Errorf("peak %d bytes parsed at once (budget %d), %d in use after", peak, 128<<10, used)
+	}
+}
+
+// TestParseBudgetPanic: a parse that panics (net/http recovers handlers'
+// panics) gives its bytes back; a leak would starve every later request.
+func TestParseBudgetPanic(t *testing.T) {
+	ts := newTestServer(t, 40, 4)
+	req := httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"tiny","prompt":"a"}`))
+	req.Header.Set("Content-Type", "application/json")
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the parse's panic did not reach the handler's caller")
+			}
+		}()
+		ts.srv.handle(httptest.NewRecorder(), req, func([]byte) (*job, *apiError) { panic("parse failed") }, false)
+	}()
+	b := ts.srv.parsing
+	b.mu.Lock()
+	used := b.used
+	b.mu.Unlock()
+	if used != 0 {
+		t.Errorf("%d bytes of the budget still taken after the panic", used)
 	}
 }

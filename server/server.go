@@ -482,8 +482,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byt
 	if err != nil {
 		return // the client left while waiting
 	}
-	j, e := parse(body)
-	release()
+	j, e := func() (*job, *apiError) {
+		defer release() // even if parse panics (net/http recovers it): the budget must not leak
+		return parse(body)
+	}()
 	if e != nil {
 		writeError(w, e)
 		return
