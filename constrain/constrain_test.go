@@ -304,6 +304,12 @@ var schemaCases = []struct {
 		good: []string{`{"a":true,"b":null}`, `{"a":false,"b":"x"}`}, bad: []string{`{"a":true}`, `{"b":null}`, `{}`}},
 	{name: "optional", schema: `{"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"null"},"c":{"type":"number"}},"required":["b"]}`,
 		good: []string{`{"b":null}`, `{"a":true,"b":null}`, `{"b":null,"c":1.5}`, `{"a":false,"b":null,"c":-2e3}`}, bad: []string{`{}`, `{"a":true,"c":1}`, `{"b":1}`}},
+	{name: "const with enum (pydantic's one-member Enum)", schema: `{"type":"object","properties":{"k":{"const":"a","enum":["a"],"title":"K","type":"string"}},"required":["k"],"additionalProperties":false}`,
+		good: []string{`{"k":"a"}`}, bad: []string{`{"k":"b"}`, `{"k":1}`, `{}`}},
+	{name: "discriminated union (pydantic)", schema: `{"$defs":{"Cat":{"type":"object","properties":{"pet_type":{"const":"cat","type":"string"},"meows":{"type":"integer"}},"required":["pet_type","meows"],"additionalProperties":false},` +
+		`"Dog":{"type":"object","properties":{"pet_type":{"const":"dog","type":"string"},"barks":{"type":"number"}},"required":["pet_type","barks"],"additionalProperties":false}},` +
+		`"type":"object","properties":{"pet":{"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],"discriminator":{"propertyName":"pet_type","mapping":{"cat":"#/$defs/Cat","dog":"#/$defs/Dog"}}}},"required":["pet"],"additionalProperties":false}`,
+		good: []string{`{"pet":{"pet_type":"cat","meows":3}}`, `{"pet":{"pet_type":"dog","barks":1.5}}`}, bad: []string{`{"pet":{"pet_type":"cat","barks":1}}`, `{"pet":{"pet_type":"cow","meows":1}}`}},
 	{name: "enum", schema: `{"enum":["red","green",1,null,{"x":[1,2]},"a\"<b"]}`,
 		good: []string{`"red"`, `1`, `null`, `{"x":[1,2]}`, `"a\"<b"`}, bad: []string{`"blue"`, `2`, `{"x":[1]}`}},
 	{name: "const", schema: `{"type":"object","properties":{"kind":{"const":"point"},"xy":{"type":"array","prefixItems":[{"type":"number"},{"type":"number"}],"items":false,"minItems":2}},"required":["kind","xy"]}`,
@@ -418,8 +424,11 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"$ref":"#/$defs/missing"}`, "$ref", ""},
 		{`{"type":"string","minLength":5,"maxLength":2}`, "maxLength", ""},
 		{`{"enum":[1],"type":"string"}`, "enum", ""},
+		{`{"const":"a","enum":["b"]}`, "enum", ""},
 		{`{"not":{}}`, "not", ""},
 		{`{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, "", ""},
+		// An object that requires itself: no finite document.
+		{`{"$defs":{"a":{"type":"object","properties":{"x":{"$ref":"#/$defs/a"}},"required":["x"]}},"$ref":"#/$defs/a"}`, "", ""},
 		{`{"type":"array","minItems":1000000000}`, "", ""},
 		{`{"type":"array","maxItems":1000000000}`, "", ""},
 	} {
@@ -438,6 +447,34 @@ func TestSchemaErrors(t *testing.T) {
 	}
 	if _, err := JSONSchema([]byte(`false`), SchemaOptions{}); err == nil {
 		t.Error("the schema false compiled")
+	}
+}
+
+// TestUnproductivePruned: a branch that can never end (an object that
+// requires itself) is dropped, so decoding cannot start it; the other
+// branches, and a recursion that can end, are kept.
+func TestUnproductivePruned(t *testing.T) {
+	endless := `{"type":"object","properties":{"x":{"$ref":"#/$defs/a"}},"required":["x"],"additionalProperties":false}`
+	g, err := JSONSchema([]byte(`{"$defs":{"a":`+endless+`},"anyOf":[{"type":"integer"},{"$ref":"#/$defs/a"}]}`), SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		doc      string
+		badAt    int // the first byte refused, -1: none
+		complete bool
+	}{{"12", -1, true}, {`{"x":`, 0, false}} {
+		if at, ok := accepts(g, c.doc); at != c.badAt || ok != c.complete {
+			t.Errorf("%s: refused at %d, complete %v; want %d, %v", c.doc, at, ok, c.badAt, c.complete)
+		}
+	}
+	// A recursion with a way out stays whole.
+	g, err = JSONSchema([]byte(`{"$defs":{"a":{"type":"object","properties":{"x":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/a"}]}},"required":["x"],"additionalProperties":false}},"$ref":"#/$defs/a"}`), SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := accepts(g, `{"x":{"x":{"x":null}}}`); at != -1 || !ok {
+		t.Errorf("a finite nesting: refused at %d, complete %v", at, ok)
 	}
 }
 

@@ -22,7 +22,9 @@
 package constrain
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -328,6 +330,9 @@ func (b *builder) compile(root int) (*Grammar, error) {
 			g.elems = append(g.elems, elem{kind: elemEnd})
 		}
 	}
+	if err := g.pruneUnproductive(); err != nil {
+		return nil, err
+	}
 	for g.end = g.alts[g.root][0]; g.elems[g.end].kind != elemEnd; g.end++ {
 	}
 	g.cut = int32(len(g.elems))
@@ -336,6 +341,43 @@ func (b *builder) compile(root int) (*Grammar, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// pruneUnproductive drops the alternatives that can never end: those that
+// reach a rule whose every alternative recurses forever (a schema object
+// that requires a property of its own type, with no way out). They match
+// no finite document, so the language is the same without them, and
+// decoding can no longer enter a branch it cannot leave (the answer would
+// run to max_tokens and stop mid-document). A grammar whose root can never
+// end is an error. Rules left unproductive keep their alternatives but are
+// no longer reached from the root.
+func (g *Grammar) pruneUnproductive() error {
+	productive := make([]bool, len(g.alts))
+	ends := func(a int32) bool { // the alternative at a matches some finite string
+		for p := a; g.elems[p].kind != elemEnd; p++ {
+			if e := g.elems[p]; e.kind == elemRef && !productive[e.arg] {
+				return false
+			}
+		}
+		return true
+	}
+	for changed := true; changed; {
+		changed = false
+		for r, alts := range g.alts {
+			if !productive[r] && slices.ContainsFunc(alts, ends) {
+				productive[r], changed = true, true
+			}
+		}
+	}
+	if !productive[g.root] {
+		return errors.New("constrain: no finite document matches: every branch recurses without end")
+	}
+	for r, alts := range g.alts {
+		if productive[r] {
+			g.alts[r] = slices.DeleteFunc(alts, func(a int32) bool { return !ends(a) })
+		}
+	}
+	return nil
 }
 
 // checkLeftRecursion returns an error if a rule can reach itself without

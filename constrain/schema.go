@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -145,7 +146,10 @@ func encodeJSON(b *bytes.Buffer, v any) {
 // Keywords that annotate a schema and never constrain a value: accepted and
 // ignored.
 var annotations = map[string]bool{"title": true, "description": true, "$schema": true, "$id": true, "$comment": true,
-	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true, "$anchor": true}
+	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true, "$anchor": true,
+	// OpenAPI's hint beside a oneOf of objects (pydantic writes it for a
+	// discriminated union): the oneOf already admits exactly its branches.
+	"discriminator": true}
 
 // Keywords this package enforces, and where ($defs and definitions hold
 // schemas reached through $ref).
@@ -472,16 +476,29 @@ func (c *schemaCompiler) ref(v any, path string) (sym, error) {
 	return ref(r), nil
 }
 
+// compactJSON is a value spelled as encodeJSON writes it.
+func compactJSON(v any) string {
+	var b bytes.Buffer
+	encodeJSON(&b, v)
+	return b.String()
+}
+
 // enum builds the alternatives of const or enum: each value spelled
 // compactly, as encodeJSON writes it.
 func (c *schemaCompiler) enum(s *object, path string, alone func(string, ...string) error) (sym, error) {
 	kw := "enum"
 	var vals []any
+	beside := []string{"type", "nullable"} // the keywords allowed beside kw
 	if v, ok := s.vals["const"]; ok {
 		kw = "const"
 		vals = []any{v}
-		if _, both := s.vals["enum"]; both {
-			return sym{}, errAt(path, "enum", "cannot be combined with const")
+		if e, both := s.vals["enum"]; both {
+			// Both must hold: the const, if enum lists it (pydantic writes
+			// both for an Enum of one member).
+			if a, ok := e.([]any); !ok || !slices.ContainsFunc(a, func(x any) bool { return compactJSON(x) == compactJSON(v) }) {
+				return sym{}, errAt(path, "enum", "does not list const's value %s: no value matches both", compactJSON(v))
+			}
+			beside = append(beside, "enum")
 		}
 	} else {
 		a, ok := s.vals["enum"].([]any)
@@ -490,7 +507,7 @@ func (c *schemaCompiler) enum(s *object, path string, alone func(string, ...stri
 		}
 		vals = a
 	}
-	if err := alone(kw, "type", "nullable"); err != nil {
+	if err := alone(kw, beside...); err != nil {
 		return sym{}, err
 	}
 	var types []string
@@ -507,13 +524,12 @@ func (c *schemaCompiler) enum(s *object, path string, alone func(string, ...stri
 			!(jsonType(v) == "number" && contains(types, "integer") && isIntegral(v)) {
 			continue // excluded by type
 		}
-		var b bytes.Buffer
-		encodeJSON(&b, v)
-		if seen[b.String()] {
+		enc := compactJSON(v)
+		if seen[enc] {
 			continue
 		}
-		seen[b.String()] = true
-		alts = append(alts, lit(b.String()))
+		seen[enc] = true
+		alts = append(alts, lit(enc))
 	}
 	if len(alts) == 0 {
 		return sym{}, errAt(path, kw, "no value is of the schema's type")

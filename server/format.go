@@ -77,10 +77,10 @@ func (s *Server) parseFormat(c *commonRequest) (*constrain.Grammar, *apiError) {
 	case "json_schema":
 		js := rf.JSONSchema
 		if js == nil {
-			return nil, invalid("response_format.json_schema", "", "Missing required parameter: 'response_format.json_schema'.")
+			return nil, invalid("response_format.json_schema", "missing_required_parameter", "Missing required parameter: 'response_format.json_schema'.")
 		}
 		if raw := bytes.TrimSpace(js.Schema); len(raw) == 0 || string(raw) == "null" {
-			return nil, invalid("response_format.json_schema.schema", "", "Missing required parameter: 'response_format.json_schema.schema'.")
+			return nil, invalid("response_format.json_schema.schema", "missing_required_parameter", "Missing required parameter: 'response_format.json_schema.schema'.")
 		}
 		strict := js.Strict != nil && *js.Strict
 		return s.compileSchema(js.Schema, strict, "response_format.json_schema.schema", js.Name)
@@ -91,16 +91,22 @@ func (s *Server) parseFormat(c *commonRequest) (*constrain.Grammar, *apiError) {
 // compileSchema compiles a schema, its errors as 400s for param.
 func (s *Server) compileSchema(schema json.RawMessage, strict bool, param, name string) (*constrain.Grammar, *apiError) {
 	g, err := s.grammars.get(schema, strict)
-	if err == nil {
-		return g, nil
+	if err != nil {
+		return nil, schemaError(err, param, name)
 	}
+	return g, nil
+}
+
+// schemaError is a schema's compile error as a 400 for param (name: the
+// response_format's name, or "").
+func schemaError(err error, param, name string) *apiError {
 	what := "schema"
 	if name != "" {
 		what = "schema for response_format '" + name + "'"
 	}
 	var se *constrain.SchemaError
 	if errors.As(err, &se) && se.Unsupported {
-		return nil, invalid(param, "unsupported_schema_keyword", "Unsupported %s: %v. Constrained decoding refuses what it cannot enforce rather than ignore it.", what, strings.TrimPrefix(se.Error(), "the schema: "))
+		return invalid(param, "unsupported_schema_keyword", "Unsupported %s: %v. Constrained decoding refuses what it cannot enforce rather than ignore it.", what, strings.TrimPrefix(se.Error(), "the schema: "))
 	}
-	return nil, invalid(param, "invalid_schema", "Invalid %s: %v.", what, strings.TrimPrefix(err.Error(), "the schema: "))
+	return invalid(param, "invalid_schema", "Invalid %s: %v.", what, strings.TrimPrefix(err.Error(), "the schema: "))
 }

@@ -168,6 +168,21 @@ func TestTimeouts(t *testing.T) {
 	fmt.Fprintf(c1, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\"")
 	closedWithin("body never sent", c1, 5*time.Second)
 	c1.Close()
+	// Headers sent a byte at a time, never finished (slowloris).
+	c0, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for _, b := range []byte("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") {
+			if _, err := c0.Write([]byte{b}); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	closedWithin("headers trickled", c0, 5*time.Second)
+	c0.Close()
 	// An idle keep-alive connection after one request.
 	c2, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -222,5 +237,32 @@ func TestRequestLog(t *testing.T) {
 		if l.Endpoint != "completions" || l.Choices != 2 || l.CompletionTokens != 10 || l.PromptTokens == 0 || l.Finish != "length,length" || l.ID == "" {
 			t.Errorf("JSON log line %+v", l)
 		}
+	}
+}
+
+// TestBodyTooLargeUnread: a request whose Content-Length is over the limit
+// gets its 413 at once, before the body is read: a client that sent
+// "Expect: 100-continue" is not asked to upload it (before, the server
+// answered "100 Continue" and waited for the body).
+func TestBodyTooLargeUnread(t *testing.T) {
+	ts := newGuardedServer(t, nil) // 64 KiB limit
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", 1<<30)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if typ, _, code, _ := apiErr(t, b); resp.StatusCode != http.StatusRequestEntityTooLarge || typ != "invalid_request_error" || code != "request_too_large" || !resp.Close {
+		t.Errorf("status %d (close %v), %s; want 413 request_too_large and the connection closed", resp.StatusCode, resp.Close, b)
+	}
+	// The server still answers.
+	if resp, body := do(t, http.MethodPost, ts.url+"/v1/completions", guardBody, jsonCT); resp.StatusCode != 200 {
+		t.Errorf("after it: %d %s", resp.StatusCode, body)
 	}
 }

@@ -83,18 +83,18 @@ type streamOptions struct {
 
 // commonRequest holds the fields shared by chat and text completions.
 type commonRequest struct {
-	Model            string             `json:"model"`
-	MaxTokens        *int               `json:"max_tokens"`
-	Temperature      *float64           `json:"temperature"`
-	TopP             *float64           `json:"top_p"`
-	N                *int               `json:"n"`
-	Stream           bool               `json:"stream"`
-	StreamOptions    *streamOptions     `json:"stream_options"`
-	Stop             json.RawMessage    `json:"stop"`
-	Seed             *int64             `json:"seed"`
-	FrequencyPenalty *float64           `json:"frequency_penalty"`
-	PresencePenalty  *float64           `json:"presence_penalty"`
-	LogitBias        map[string]float64 `json:"logit_bias"`
+	Model            string              `json:"model"`
+	MaxTokens        *int                `json:"max_tokens"`
+	Temperature      *float64            `json:"temperature"`
+	TopP             *float64            `json:"top_p"`
+	N                *int                `json:"n"`
+	Stream           bool                `json:"stream"`
+	StreamOptions    *streamOptions      `json:"stream_options"`
+	Stop             json.RawMessage     `json:"stop"`
+	Seed             *int64              `json:"seed"`
+	FrequencyPenalty *float64            `json:"frequency_penalty"`
+	PresencePenalty  *float64            `json:"presence_penalty"`
+	LogitBias        map[string]*float64 `json:"logit_bias"` // nil values: null, refused
 	// TopK, MinP and RepetitionPenalty are vLLM's sampling extensions
 	// (top_k -1 or 0: off; repetition_penalty 1: off).
 	TopK              *int     `json:"top_k"`
@@ -129,16 +129,16 @@ type responseFormat struct {
 // chatRequest is the body of POST /v1/chat/completions.
 type chatRequest struct {
 	commonRequest
-	Messages            []chatMessage   `json:"messages"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Logprobs            *bool           `json:"logprobs"`
-	TopLogprobs         *int            `json:"top_logprobs"`
-	Tools               json.RawMessage `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls"` // false: at most one call
-	Functions           json.RawMessage `json:"functions"`
-	Modalities          []string        `json:"modalities"`
-	Audio               json.RawMessage `json:"audio"`
+	Messages            []json.RawMessage `json:"messages"` // chatMessages, read one by one (decodeAt)
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	Logprobs            *bool             `json:"logprobs"`
+	TopLogprobs         *int              `json:"top_logprobs"`
+	Tools               json.RawMessage   `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls   *bool             `json:"parallel_tool_calls"` // false: at most one call
+	Functions           json.RawMessage   `json:"functions"`
+	Modalities          []string          `json:"modalities"`
+	Audio               json.RawMessage   `json:"audio"`
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -159,27 +159,51 @@ func decodeJSON(body []byte, v any) *apiError {
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field == "" {
+			return invalid("", "", "The request body must be a JSON object, got a JSON %s.", te.Value)
+		}
 		if errors.As(err, &te) {
 			field := strings.TrimPrefix(te.Field, "commonRequest.")
-			return invalid(field, "", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
+			return invalid(field, "invalid_type", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
 		}
 		return invalid("", "", "We could not parse the JSON body of your request (%v). The OpenAI API expects a JSON payload.", err)
 	}
 	return nil
 }
 
+// decodeAt parses raw, the value of param in the body, into v: a type
+// error names the field under param ("messages.[2].role").
+func decodeAt(raw []byte, v any, param string) *apiError {
+	err := json.Unmarshal(raw, v)
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return invalid(param, "", "Invalid '%s': %v.", param, err)
+	}
+	field := param
+	if te.Field != "" {
+		field += "." + te.Field
+	}
+	return invalid(field, "invalid_type", "Invalid type for '%s': expected %s, got a JSON %s.", field, jsonKind(te.Type.String()), te.Value)
+}
+
 func jsonKind(goType string) string {
+	goType = strings.TrimPrefix(goType, "*")
 	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.HasPrefix(goType, "map["):
+		return "an object"
 	case strings.Contains(goType, "int"):
 		return "an integer"
 	case strings.Contains(goType, "float"):
 		return "a number"
-	case goType == "bool" || goType == "*bool":
+	case goType == "bool":
 		return "a boolean"
-	case strings.Contains(goType, "string"):
+	case goType == "string":
 		return "a string"
-	case strings.HasPrefix(goType, "[]") || strings.HasPrefix(goType, "*[]"):
-		return "an array"
 	}
 	return "an object"
 }
@@ -187,27 +211,27 @@ func jsonKind(goType string) string {
 // maxStops is the OpenAI limit on stop sequences.
 const maxStops = 4
 
-// parseStop reads stop: null, a string or an array of up to 4 strings.
+// parseStop reads stop: null, a string or an array of up to 4 strings of at
+// most engine.MaxStopBytes bytes each; empty strings are dropped.
 func parseStop(raw json.RawMessage) ([]string, *apiError) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
+	var many []string
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
-		if one == "" {
-			return nil, nil
-		}
-		return []string{one}, nil
-	}
-	var many []string
-	if err := json.Unmarshal(raw, &many); err != nil {
-		return nil, invalid("stop", "", "Invalid type for 'stop': expected a string or an array of strings.")
+		many = []string{one}
+	} else if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, invalid("stop", "invalid_type", "Invalid type for 'stop': expected a string or an array of strings.")
 	}
 	if len(many) > maxStops {
-		return nil, invalid("stop", "", "Invalid 'stop': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxStops, len(many))
+		return nil, invalid("stop", "array_above_max_length", "Invalid 'stop': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxStops, len(many))
 	}
 	var out []string
-	for _, s := range many {
+	for i, s := range many {
+		if len(s) > engine.MaxStopBytes {
+			return nil, invalid("stop", "string_above_max_length", "Invalid 'stop': stop sequence %d is %d bytes long; at most %d bytes are supported.", i, len(s), engine.MaxStopBytes)
+		}
 		if s != "" {
 			out = append(out, s)
 		}
@@ -229,7 +253,7 @@ func messageText(i int, m chatMessage) (string, *apiError) {
 	}
 	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", invalid(param, "", "Invalid type for '%s': expected a string or an array of content parts.", param)
+		return "", invalid(param, "invalid_type", "Invalid type for '%s': expected a string or an array of content parts.", param)
 	}
 	var b strings.Builder
 	for j, p := range parts {
@@ -408,11 +432,20 @@ func checkSampling(c *commonRequest, vocab int) (engine.SampleOptions, int, *api
 			return o, 0, invalid("logit_bias", "", "Invalid 'logit_bias': %d entries, at most %d.", len(c.LogitBias), maxLogitBias)
 		}
 		o.LogitBias = make(map[int]float64, len(c.LogitBias))
-		for key, b := range c.LogitBias {
+		keys := make([]string, 0, len(c.LogitBias))
+		for key := range c.LogitBias {
+			keys = append(keys, key)
+		}
+		sort.Strings(keys) // the same error for the same request
+		for _, key := range keys {
 			id, err := strconv.Atoi(key)
 			if err != nil || id < 0 || id >= vocab {
 				return o, 0, invalid("logit_bias", "invalid_value", "Invalid key %q in 'logit_bias': expected a token id in [0, %d).", key, vocab)
 			}
+			if c.LogitBias[key] == nil {
+				return o, 0, invalid("logit_bias", "invalid_type", "Invalid type for 'logit_bias.%s': expected a number, got null.", key)
+			}
+			b := *c.LogitBias[key]
 			if b < -100 || b > 100 || math.IsNaN(b) {
 				return o, 0, invalid("logit_bias", "decimal_out_of_range", "Invalid value for token %d in 'logit_bias': expected a value between -100 and 100, but got %g instead.", id, b)
 			}

@@ -3,10 +3,14 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/bitdecode/bitdecode/engine"
 )
 
 // The request bodies below are what the official clients send: openai-
@@ -180,6 +184,10 @@ func checkCompletion(t *testing.T, r map[string]any, chat bool) {
 // TestErrors checks that invalid, unsupported, oversized and misrouted
 // requests get the OpenAI error object with the right status, type, param
 // and code, and that the server keeps serving.
+// negativeCount matches a negative token count in an error message (the
+// context error once said "-3986 in the completion").
+var negativeCount = regexp.MustCompile(`-\d+ (tokens|in the)`)
+
 func TestErrors(t *testing.T) {
 	ts := newTestServer(t, 40, 4)
 	chat, comp := ts.url+"/v1/chat/completions", ts.url+"/v1/completions"
@@ -195,7 +203,8 @@ func TestErrors(t *testing.T) {
 		{"empty body", chat, ``, 400, "invalid_request_error", "", "", "empty"},
 		{"no model", chat, `{` + user + `}`, 400, "invalid_request_error", "model", "", "model parameter"},
 		{"unknown model", chat, `{"model":"gpt-4o",` + user + `}`, 404, "invalid_request_error", "model", "model_not_found", "gpt-4o"},
-		{"no messages", chat, `{"model":"tiny","messages":[]}`, 400, "invalid_request_error", "messages", "", "empty array"},
+		{"messages missing", chat, `{"model":"tiny"}`, 400, "invalid_request_error", "messages", "missing_required_parameter", "Missing required parameter: 'messages'"},
+		{"no messages", chat, `{"model":"tiny","messages":[]}`, 400, "invalid_request_error", "messages", "empty_array", "empty array"},
 		{"n 0", chat, `{"model":"tiny","n":0,` + user + `}`, 400, "invalid_request_error", "n", "integer_below_min_value", ">= 1"},
 		{"n 17", chat, `{"model":"tiny","n":17,` + user + `}`, 400, "invalid_request_error", "n", "integer_above_max_value", "<= 16"},
 		{"top_logprobs 21", chat, `{"model":"tiny","logprobs":true,"top_logprobs":21,` + user + `}`, 400, "invalid_request_error", "top_logprobs", "integer_out_of_range", "between 0 and 20"},
@@ -212,32 +221,46 @@ func TestErrors(t *testing.T) {
 		{"tool twice", chat, `{"model":"tiny","tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}],` + user + `}`, 400, "invalid_request_error", "tools[1].function.name", "invalid_value", "twice"},
 		{"tool_choice unknown", chat, `{"model":"tiny","tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}},` + user + `}`, 400, "invalid_request_error", "tool_choice.function.name", "invalid_value", "no tool named 'g'"},
 		{"tool_choice without tools", chat, `{"model":"tiny","tool_choice":"required",` + user + `}`, 400, "invalid_request_error", "tool_choice", "", "needs 'tools'"},
-		{"tool params keyword", chat, `{"model":"tiny","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"d":{"type":"string","pattern":"x"}}}}}],"tool_choice":"required",` + user + `}`, 400, "invalid_request_error", "tools", "unsupported_schema_keyword", "pattern"},
+		{"tool params keyword", chat, `{"model":"tiny","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"d":{"type":"string","pattern":"x"}}}}}],"tool_choice":"required",` + user + `}`, 400, "invalid_request_error", "tools[0].function.parameters", "unsupported_schema_keyword", "pattern"},
 		{"functions", chat, `{"model":"tiny","functions":[{"name":"f"}],` + user + `}`, 400, "invalid_request_error", "functions", "unsupported_parameter", "tools"},
 		{"image part", chat, `{"model":"tiny","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "invalid_request_error", "messages.[0].content.[0].type", "unsupported_content", "image_url"},
 		{"bad role", chat, `{"model":"tiny","messages":[{"role":"wizard","content":"x"}]}`, 400, "invalid_request_error", "messages.[0].role", "invalid_value", "wizard"},
-		{"tool result without id", chat, `{"model":"tiny","messages":[{"role":"user","content":"x"},{"role":"tool","content":"x"}]}`, 400, "invalid_request_error", "messages.[1].tool_call_id", "", "tool_call_id"},
+		{"tool result without id", chat, `{"model":"tiny","messages":[{"role":"user","content":"x"},{"role":"tool","content":"x"}]}`, 400, "invalid_request_error", "messages.[1].tool_call_id", "missing_required_parameter", "tool_call_id"},
 		{"tool calls on a user", chat, `{"model":"tiny","messages":[{"role":"user","content":"x","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, 400, "invalid_request_error", "messages.[0].tool_calls", "", "Only assistant"},
 		{"function role", chat, `{"model":"tiny","messages":[{"role":"function","content":"x","name":"f"}]}`, 400, "invalid_request_error", "messages.[0].role", "unsupported_value", "function"},
 		{"temperature range", chat, `{"model":"tiny","temperature":3,` + user + `}`, 400, "invalid_request_error", "temperature", "decimal_out_of_range", "between 0 and 2"},
-		{"temperature type", chat, `{"model":"tiny","temperature":"hot",` + user + `}`, 400, "invalid_request_error", "temperature", "", "temperature"},
+		{"temperature type", chat, `{"model":"tiny","temperature":"hot",` + user + `}`, 400, "invalid_request_error", "temperature", "invalid_type", "temperature"},
 		{"top_p range", chat, `{"model":"tiny","top_p":1.5,` + user + `}`, 400, "invalid_request_error", "top_p", "decimal_out_of_range", "top_p"},
+		{"max_completion_tokens 0", chat, `{"model":"tiny","max_completion_tokens":0,` + user + `}`, 400, "invalid_request_error", "max_completion_tokens", "integer_below_min_value", "Invalid 'max_completion_tokens'"},
+		{"max_tokens 2^63-1", chat, `{"model":"tiny","max_tokens":9223372036854775807,` + user + `}`, 400, "invalid_request_error", "messages", "context_length_exceeded", "you requested 92233720368547758"},
+		{"messages fill the context", chat, `{"model":"tiny","messages":[{"role":"user","content":"` + strings.Repeat("x", 2000) + `"}]}`, 400, "invalid_request_error", "messages", "context_length_exceeded", "However, your messages resulted in 20"},
+		{"stop too long", chat, `{"model":"tiny","stop":["a","` + strings.Repeat("x", 257) + `"],` + user + `}`, 400, "invalid_request_error", "stop", "string_above_max_length", "stop sequence 1 is 257 bytes"},
+		{"modalities type", chat, `{"model":"tiny","modalities":"text",` + user + `}`, 400, "invalid_request_error", "modalities", "invalid_type", "expected an array, got a JSON string"},
+		{"logit_bias type", chat, `{"model":"tiny","logit_bias":[1],` + user + `}`, 400, "invalid_request_error", "logit_bias", "invalid_type", "expected an object, got a JSON array"},
+		{"message role type", chat, `{"model":"tiny","messages":[{"role":1,"content":"x"}]}`, 400, "invalid_request_error", "messages.[0].role", "invalid_type", "Invalid type for 'messages.[0].role': expected a string, got a JSON number"},
+		{"message not an object", chat, `{"model":"tiny","messages":["hi"]}`, 400, "invalid_request_error", "messages.[0]", "invalid_type", "expected an object, got a JSON string"},
+		{"second message name type", chat, `{"model":"tiny","messages":[{"role":"user","content":"x"},{"role":"user","content":"y","name":5}]}`, 400, "invalid_request_error", "messages.[1].name", "invalid_type", "expected a string"},
+		{"body not an object", chat, `[{"model":"tiny"}]`, 400, "invalid_request_error", "", "", "must be a JSON object, got a JSON array"},
 		{"max_tokens 0", chat, `{"model":"tiny","max_tokens":0,` + user + `}`, 400, "invalid_request_error", "max_tokens", "integer_below_min_value", ">= 1"},
-		{"five stops", chat, `{"model":"tiny","stop":["a","b","c","d","e"],` + user + `}`, 400, "invalid_request_error", "stop", "", "maximum length 4"},
+		{"five stops", chat, `{"model":"tiny","stop":["a","b","c","d","e"],` + user + `}`, 400, "invalid_request_error", "stop", "array_above_max_length", "maximum length 4"},
 		{"stream_options alone", chat, `{"model":"tiny","stream_options":{"include_usage":true},` + user + `}`, 400, "invalid_request_error", "stream_options", "", "only allowed when 'stream'"},
 		{"format type", chat, `{"model":"tiny","response_format":{"type":"yaml"},` + user + `}`, 400, "invalid_request_error", "response_format.type", "invalid_value", "yaml"},
-		{"schema missing", chat, `{"model":"tiny","response_format":{"type":"json_schema","json_schema":{"name":"x"}},` + user + `}`, 400, "invalid_request_error", "response_format.json_schema.schema", "", "schema"},
+		{"schema missing", chat, `{"model":"tiny","response_format":{"type":"json_schema","json_schema":{"name":"x"}},` + user + `}`, 400, "invalid_request_error", "response_format.json_schema.schema", "missing_required_parameter", "schema"},
 		{"schema keyword", chat, `{"model":"tiny","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}},` + user + `}`, 400, "invalid_request_error", "response_format.json_schema.schema", "unsupported_schema_keyword", "/properties/d: keyword \"format\""},
 		{"schema invalid", comp, `{"model":"tiny","prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"strung"}}}}`, 400, "invalid_request_error", "response_format.json_schema.schema", "invalid_schema", "unknown type"},
+		{"schema without a finite document", comp, `{"model":"tiny","prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"$defs":{"a":{"type":"object","properties":{"x":{"$ref":"#/$defs/a"}},"required":["x"]}},"$ref":"#/$defs/a"}}}}`, 400, "invalid_request_error", "response_format.json_schema.schema", "invalid_schema", "no finite document"},
 		{"llama json_schema", comp, `{"model":"tiny","prompt":"x","json_schema":{"type":"integer","minimum":0}}`, 400, "invalid_request_error", "json_schema", "unsupported_schema_keyword", "minimum"},
 		{"context too long", chat, `{"model":"tiny","max_tokens":5000,` + user + `}`, 400, "invalid_request_error", "messages", "context_length_exceeded", "maximum context length is 1311 tokens"},
 		{"prompt too long", comp, `{"model":"tiny","prompt":"` + strings.Repeat("x", 2000) + `"}`, 400, "invalid_request_error", "prompt", "context_length_exceeded", "(2001 in the prompt, 16 in the completion)"},
 		{"no prompt", comp, `{"model":"tiny"}`, 400, "invalid_request_error", "prompt", "", "prompt parameter"},
 		{"prompts times n", comp, `{"model":"tiny","n":16,"prompt":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]}`, 400, "invalid_request_error", "n", "unsupported_value", "272 choices"},
-		{"empty prompt array", comp, `{"model":"tiny","prompt":[]}`, 400, "invalid_request_error", "prompt", "", "empty array"},
+		{"empty prompt array", comp, `{"model":"tiny","prompt":[]}`, 400, "invalid_request_error", "prompt", "empty_array", "empty array"},
 		{"empty prompt in a batch", comp, `{"model":"tiny","prompt":[[1,2],[]]}`, 400, "invalid_request_error", "prompt", "", "Prompt 1 is empty"},
 		{"bad token id", comp, `{"model":"tiny","prompt":[1,99999]}`, 400, "invalid_request_error", "prompt", "invalid_value", "99999"},
-		{"prompt object", comp, `{"model":"tiny","prompt":{"a":1}}`, 400, "invalid_request_error", "prompt", "", "Invalid type for 'prompt'"},
+		{"null in a prompt", comp, `{"model":"tiny","prompt":["a", null]}`, 400, "invalid_request_error", "prompt", "invalid_type", "'prompt[1]': expected a string or an integer, got null"},
+		{"null token id", comp, `{"model":"tiny","prompt":[[1,2],[3, null]]}`, 400, "invalid_request_error", "prompt", "invalid_type", "'prompt[1][1]'"},
+		{"null logit_bias", chat, `{"model":"tiny","logit_bias":{"5":null},` + user + `}`, 400, "invalid_request_error", "logit_bias", "invalid_type", "'logit_bias.5': expected a number, got null"},
+		{"prompt object", comp, `{"model":"tiny","prompt":{"a":1}}`, 400, "invalid_request_error", "prompt", "invalid_type", "Invalid type for 'prompt'"},
 		{"suffix", comp, `{"model":"tiny","prompt":"a","suffix":"b"}`, 400, "invalid_request_error", "suffix", "unsupported_parameter", "suffix"},
 		{"completion logprobs 6", comp, `{"model":"tiny","prompt":"a","logprobs":6}`, 400, "invalid_request_error", "logprobs", "integer_out_of_range", "between 0 and 5"},
 		{"completion max_tokens 0 without echo", comp, `{"model":"tiny","prompt":"a","max_tokens":0}`, 400, "invalid_request_error", "max_tokens", "integer_below_min_value", ">= 1"},
@@ -268,7 +291,9 @@ func TestErrors(t *testing.T) {
 		if e.Error.Code != nil {
 			ecode = *e.Error.Code
 		}
-		if code != tc.status || e.Error.Type != tc.typ || param != tc.param || ecode != tc.code || !strings.Contains(e.Error.Message, tc.msg) {
+		if code != tc.status || e.Error.Type != tc.typ || param != tc.param || ecode != tc.code || !strings.Contains(e.Error.Message, tc.msg) ||
+			negativeCount.MatchString(e.Error.Message) {
+
 			t.Errorf("%s: status %d type %q param %q code %q message %q; want %d %q %q %q ~%q",
 				tc.name, code, e.Error.Type, param, ecode, e.Error.Message, tc.status, tc.typ, tc.param, tc.code, tc.msg)
 		}
@@ -290,6 +315,10 @@ func TestErrors(t *testing.T) {
 	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
 		t.Errorf("GET chat: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 	}
+	code, b := post(t, context.Background(), ts.url+"/metrics", `{}`)
+	if typ, _, _, _ := apiErr(t, b); code != 405 || typ != "invalid_request_error" {
+		t.Errorf("POST /metrics: %d, %s", code, b)
+	}
 	// Models.
 	resp, err = http.Get(ts.url + "/v1/models")
 	if err != nil {
@@ -309,6 +338,25 @@ func TestErrors(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestGenerationError: a generation that fails because the request's
+// constraint cannot be spelled by the vocabulary is the request's fault (a
+// 400), a shutdown a 503, anything else the server's (500).
+func TestGenerationError(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+		typ    string
+	}{
+		{fmt.Errorf("step: %w", engine.ErrConstraint), 400, "invalid_request_error"},
+		{engine.ErrClosed, 503, "server_error"},
+		{errors.New("backend: out of memory"), 500, "server_error"},
+	} {
+		if e := generationError(c.err); e.Status != c.status || e.Type != c.typ || e.Message == "" {
+			t.Errorf("%v: %d %s %q, want %d %s", c.err, e.Status, e.Type, e.Message, c.status, c.typ)
 		}
 	}
 }

@@ -96,6 +96,7 @@ type Server struct {
 	logMu    sync.Mutex // serializes RequestLog lines
 	active   sync.WaitGroup
 	grammars grammarCache // compiled response_format schemas
+	parsing  *byteBudget  // bodies being parsed and tokenized (2 × MaxBodyBytes)
 }
 
 // New returns a server for cfg.
@@ -127,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	s := &Server{cfg: cfg, created: time.Now().Unix(), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, created: time.Now().Unix(), mux: http.NewServeMux(), parsing: newByteBudget(2 * cfg.MaxBodyBytes)}
 	s.mux.HandleFunc("/v1/chat/completions", s.counted("chat", http.MethodPost, s.chat))
 	s.mux.HandleFunc("/v1/completions", s.counted("completions", http.MethodPost, s.completions))
 	s.mux.HandleFunc("/v1/models", s.counted("models", http.MethodGet, s.models))
@@ -227,10 +228,7 @@ func (s *Server) counted(endpoint, method string, h http.HandlerFunc) http.Handl
 		defer s.active.Done()
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		if method != "" && r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
-			sw.Header().Set("Allow", method)
-			writeError(sw, &apiError{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("Method %s is not allowed for %s; use %s.", r.Method, r.URL.Path, method), Type: "invalid_request_error"})
-		} else {
+		if allowMethod(sw, r, method) {
 			h(sw, r)
 		}
 		switch {
@@ -242,6 +240,17 @@ func (s *Server) counted(endpoint, method string, h http.HandlerFunc) http.Handl
 		}
 		s.cfg.Metrics.observeRequest(endpoint, sw.code, time.Since(start))
 	}
+}
+
+// allowMethod reports whether r's method is method ("": any; GET allows
+// HEAD too); if not, it answers 405 with an Allow header.
+func allowMethod(w http.ResponseWriter, r *http.Request, method string) bool {
+	if method == "" || r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("Method %s is not allowed for %s; use %s.", r.Method, r.URL.Path, method), Type: "invalid_request_error"})
+	return false
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -288,6 +297,9 @@ func modelNotFound(id string) *apiError {
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	if !allowMethod(w, r, http.MethodGet) {
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	s.cfg.Metrics.write(w, s.cfg.Scheduler.Stats(), s.cfg.BlockBytes)
 }
@@ -296,6 +308,12 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	if s.draining.Load() {
 		return nil, &apiError{Status: http.StatusServiceUnavailable, Message: "The server is shutting down; retry on another instance.", Type: "server_error", Code: strp("shutting_down")}
+	}
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		// Refused before reading: a client that sent "Expect: 100-continue"
+		// is not asked for the body.
+		w.Header().Set("Connection", "close")
+		return nil, bodyTooLarge(s.cfg.MaxBodyBytes)
 	}
 	// The body must arrive within BodyTimeout; the deadline is cleared
 	// once it has (a server-wide ReadTimeout would cut long streams).
@@ -312,12 +330,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", mb.Limit),
-				Type: "invalid_request_error", Code: strp("request_too_large")}
+			return nil, bodyTooLarge(mb.Limit)
 		}
 		return nil, invalid("", "", "Could not read the request body: %v", err)
 	}
 	return body, nil
+}
+
+func bodyTooLarge(limit int64) *apiError {
+	return &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", limit),
+		Type: "invalid_request_error", Code: strp("request_too_large")}
 }
 
 // job is a validated generation request.
@@ -362,29 +384,37 @@ func (j *job) echo(c int) string {
 	return j.prompts[c/j.n].text
 }
 
+// tokenLimit is a request's limit on completion tokens: the value given
+// (nil: none), the parameter that gave it, and the least value allowed.
+type tokenLimit struct {
+	value *int
+	param string // "max_tokens" or "max_completion_tokens"
+	min   int
+}
+
 // prepare fills the engine request from the common fields and checks the
-// context length; max tokens below minTokens are refused.
-func (s *Server) prepare(c *commonRequest, sample engine.SampleOptions, n int, maxTokens *int, minTokens int, prompt []int, param string) (*job, *apiError) {
+// context length; a limit below lim.min is refused.
+func (s *Server) prepare(c *commonRequest, sample engine.SampleOptions, n int, lim tokenLimit, prompt []int, param string) (*job, *apiError) {
 	stops, e := parseStop(c.Stop)
 	if e != nil {
 		return nil, e
 	}
 	limit := s.cfg.Scheduler.ContextLimit()
-	var max int
-	if maxTokens != nil {
-		max = *maxTokens
-		if max < minTokens {
-			return nil, invalid("max_tokens", "integer_below_min_value", "Invalid 'max_tokens': integer below minimum value. Expected a value >= %d, but got %d instead.", minTokens, max)
+	var most int
+	if lim.value != nil {
+		most = *lim.value
+		if most < lim.min {
+			return nil, invalid(lim.param, "integer_below_min_value", "Invalid '%s': integer below minimum value. Expected a value >= %d, but got %d instead.", lim.param, lim.min, most)
 		}
 	} else {
-		max = limit - len(prompt)
+		most = max(limit-len(prompt), 0) // the rest of the context
 	}
-	// Compared without adding: max may be any int (2^63-1 included).
-	if len(prompt) > limit || max > limit-len(prompt) || max < minTokens {
-		return nil, contextError(limit, len(prompt), max, param)
+	// Compared without adding: most may be any int (2^63-1 included).
+	if len(prompt) > limit || most > limit-len(prompt) || most < lim.min {
+		return nil, contextError(limit, len(prompt), most, param)
 	}
 	j := &job{n: n, stream: c.Stream, includeUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage, param: param}
-	j.req = engine.Request{Prompt: prompt, MaxTokens: max, Stop: stops, Sample: sample}
+	j.req = engine.Request{Prompt: prompt, MaxTokens: most, Stop: stops, Sample: sample}
 	if c.IgnoreEOS {
 		j.req.StopIDs = []int{}
 	}
@@ -414,10 +444,23 @@ func tiersError(err error) *apiError {
 	return invalid("kv_tiers", "invalid_value", "Invalid 'kv_tiers' %q: %v. Expected a tier policy such as \"h20:m40:l40\": hP, mP, lP, eP (percent of cached tokens read at 16, 8, 4 bits or not at all, summing to 100), wN, sN, rN, kN (the window, sinks, re-tier period and mass sampling).", te.KVTiers, te.Err)
 }
 
+// contextError is the 400 for a prompt of prompt tokens and a completion
+// of max that do not fit the context limit. max 0 is a request that asked
+// for no completion (none given and the prompt fills the context, or echo
+// with max_tokens 0): the prompt alone is at fault.
 func contextError(limit, prompt, max int, param string) *apiError {
+	if max <= 0 {
+		leaves := ""
+		if prompt <= limit {
+			leaves = ", which leaves no room for the completion"
+		}
+		return invalid(param, "context_length_exceeded",
+			"This model's maximum context length is %d tokens. However, your %s resulted in %d tokens%s. Please reduce the length of the %s.",
+			limit, param, prompt, leaves, param)
+	}
 	return invalid(param, "context_length_exceeded",
 		"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.",
-		limit, prompt+max, prompt, param, max, param)
+		limit, uint64(prompt)+uint64(max), prompt, param, max, param) // in uint64: max may be 2^63-1
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -435,7 +478,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byt
 		writeError(w, e)
 		return
 	}
-	j, e := parse(body)
+	release, err := s.parsing.acquire(r.Context(), int64(len(body)))
+	if err != nil {
+		return // the client left while waiting
+	}
+	j, e := func() (*job, *apiError) {
+		defer release() // even if parse panics (net/http recovers it): the budget must not leak
+		return parse(body)
+	}()
 	if e != nil {
 		writeError(w, e)
 		return
@@ -468,15 +518,22 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 			sample.TopLogprobs = *req.TopLogprobs
 		}
 	}
+	if req.Messages == nil {
+		return nil, invalid("messages", "missing_required_parameter", "Missing required parameter: 'messages'.")
+	}
 	if len(req.Messages) == 0 {
-		return nil, invalid("messages", "", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+		return nil, invalid("messages", "empty_array", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
 	}
 	tools, mode, toolGrammar, e := s.parseTools(&req)
 	if e != nil {
 		return nil, e
 	}
 	msgs := make([]tokenizer.Message, len(req.Messages))
-	for i, m := range req.Messages {
+	for i, raw := range req.Messages {
+		var m chatMessage
+		if e := decodeAt(raw, &m, fmt.Sprintf("messages.[%d]", i)); e != nil {
+			return nil, e
+		}
 		role := m.Role
 		switch role {
 		case "system", "user", "assistant", "tool":
@@ -495,7 +552,7 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 			return nil, invalid(fmt.Sprintf("messages.[%d].tool_calls", i), "", "Only assistant messages carry 'tool_calls'.")
 		}
 		if role == "tool" && m.ToolCallID == "" {
-			return nil, invalid(fmt.Sprintf("messages.[%d].tool_call_id", i), "", "Missing required parameter: 'messages.[%d].tool_call_id'.", i)
+			return nil, invalid(fmt.Sprintf("messages.[%d].tool_call_id", i), "missing_required_parameter", "Missing required parameter: 'messages.[%d].tool_call_id'.", i)
 		}
 		msg := tokenizer.Message{Role: role, ToolCalls: calls, ToolCallID: m.ToolCallID, Name: m.Name}
 		if raw := strings.TrimSpace(string(m.Content)); len(calls) > 0 && (raw == "" || raw == "null") {
@@ -509,11 +566,11 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	if err != nil {
 		return nil, invalid("messages", "", "The conversation cannot be rendered with the model's chat template: %v", err)
 	}
-	maxTokens := req.MaxCompletionTokens
-	if maxTokens == nil {
-		maxTokens = req.MaxTokens
+	lim := tokenLimit{value: req.MaxCompletionTokens, param: "max_completion_tokens", min: 1}
+	if lim.value == nil {
+		lim.value, lim.param = req.MaxTokens, "max_tokens"
 	}
-	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, 1, prompt, "messages")
+	j, e := s.prepare(&req.commonRequest, sample, n, lim, prompt, "messages")
 	if e != nil {
 		return nil, e
 	}
@@ -562,23 +619,22 @@ func (s *Server) parseCompletion(body []byte) (*job, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	maxTokens := req.MaxTokens
-	if maxTokens == nil {
+	lim := tokenLimit{value: req.MaxTokens, param: "max_tokens", min: 1}
+	if lim.value == nil {
 		d := defaultCompletionMaxTokens
-		maxTokens = &d
+		lim.value = &d
 	}
 	// With echo, max_tokens 0 returns the prompt alone (with logprobs, the
 	// prompt scored: what evaluation harnesses ask for).
-	minTokens := 1
 	if req.Echo {
-		minTokens = 0
+		lim.min = 0
 	}
-	j, e := s.prepare(&req.commonRequest, sample, n, maxTokens, minTokens, prompts[0].ids, "prompt")
+	j, e := s.prepare(&req.commonRequest, sample, n, lim, prompts[0].ids, "prompt")
 	if e != nil {
 		return nil, e
 	}
 	for _, p := range prompts[1:] {
-		if _, e := s.prepare(&req.commonRequest, sample, n, maxTokens, minTokens, p.ids, "prompt"); e != nil {
+		if _, e := s.prepare(&req.commonRequest, sample, n, lim, p.ids, "prompt"); e != nil {
 			return nil, e
 		}
 	}
@@ -607,6 +663,10 @@ func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]jobPrompt, *ap
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, invalid("prompt", "", "You must provide a prompt parameter.")
 	}
+	if at, ok := nullElement(raw); ok {
+		// encoding/json would read it as "" or as token 0.
+		return nil, invalid("prompt", "invalid_type", "Invalid type for 'prompt%s': expected a string or an integer, got null.", at)
+	}
 	// Each form decodes into its own variable: a failed Unmarshal may leave
 	// a partial value behind (an id array read as strings: empty ones).
 	var strs []string
@@ -625,12 +685,12 @@ func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]jobPrompt, *ap
 	case json.Unmarshal(raw, &idss1) == nil:
 		idss = idss1
 	default:
-		return nil, invalid("prompt", "", "Invalid type for 'prompt': expected a string, an array of strings, an array of integers, or an array of integer arrays.")
+		return nil, invalid("prompt", "invalid_type", "Invalid type for 'prompt': expected a string, an array of strings, an array of integers, or an array of integer arrays.")
 	}
 	count := len(strs) + len(idss)
 	switch {
 	case count == 0:
-		return nil, invalid("prompt", "", "Invalid 'prompt': empty array. Expected at least one prompt.")
+		return nil, invalid("prompt", "empty_array", "Invalid 'prompt': empty array. Expected at least one prompt.")
 	case count > maxPrompts:
 		return nil, invalid("prompt", "array_above_max_length", "Invalid 'prompt': %d prompts; at most %d are served in one request.", count, maxPrompts)
 	case count*n > maxBatchChoices:
@@ -657,6 +717,30 @@ func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]jobPrompt, *ap
 		prompts = append(prompts, jobPrompt{ids: ids, text: str})
 	}
 	return prompts, nil
+}
+
+// nullElement finds a null inside a JSON array or an array of arrays and
+// returns its index path ("[2]", "[0][5]").
+func nullElement(raw json.RawMessage) (string, bool) {
+	var outer []json.RawMessage
+	if json.Unmarshal(raw, &outer) != nil {
+		return "", false
+	}
+	for i, e := range outer {
+		if string(e) == "null" {
+			return fmt.Sprintf("[%d]", i), true
+		}
+		var inner []json.RawMessage
+		if json.Unmarshal(e, &inner) != nil {
+			continue
+		}
+		for j, f := range inner {
+			if string(f) == "null" {
+				return fmt.Sprintf("[%d][%d]", i, j), true
+			}
+		}
+	}
+	return "", false
 }
 
 func (s *Server) checkModel(name string) *apiError {
@@ -810,9 +894,17 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// generationError is the API error of a request whose generation failed:
+// 503 when the server shut down, 400 when its response_format or
+// tool_choice asks for text the model's vocabulary cannot spell
+// (engine.ErrConstraint: the request, not the server, is at fault), 500
+// otherwise.
 func generationError(err error) *apiError {
-	if errors.Is(err, engine.ErrClosed) {
+	switch {
+	case errors.Is(err, engine.ErrClosed):
 		return &apiError{Status: http.StatusServiceUnavailable, Message: "The server shut down before the request finished.", Type: "server_error", Code: strp("shutting_down")}
+	case errors.Is(err, engine.ErrConstraint):
+		return invalid("", "constraint_unsatisfiable", "The output format this request requires (response_format, json_schema or a tool_choice that forces a call) needs text that no token of this model's vocabulary continues: %v.", err)
 	}
 	return &apiError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("Generation failed: %v", err), Type: "server_error"}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 
@@ -81,7 +83,7 @@ func (s *Server) parseTools(r *chatRequest) ([]json.RawMessage, *toolMode, *cons
 	var raws []json.RawMessage
 	if t := bytes.TrimSpace(r.Tools); len(t) > 0 && string(t) != "null" {
 		if err := json.Unmarshal(t, &raws); err != nil {
-			return nil, nil, nil, invalid("tools", "", "Invalid type for 'tools': expected an array of tools.")
+			return nil, nil, nil, invalid("tools", "invalid_type", "Invalid type for 'tools': expected an array of tools.")
 		}
 	}
 	if len(raws) > maxTools {
@@ -106,7 +108,7 @@ func (s *Server) parseTools(r *chatRequest) ([]json.RawMessage, *toolMode, *cons
 		}
 		names[name] = true
 		if pr := bytes.TrimSpace(defs[i].Function.Parameters); len(pr) > 0 && pr[0] != '{' && string(pr) != "null" {
-			return nil, nil, nil, invalid(p+".function.parameters", "", "Invalid type for '%s.function.parameters': expected a JSON Schema object.", p)
+			return nil, nil, nil, invalid(p+".function.parameters", "invalid_type", "Invalid type for '%s.function.parameters': expected a JSON Schema object.", p)
 		}
 	}
 	choice, named, e := parseToolChoice(r.ToolChoice, names)
@@ -140,21 +142,160 @@ func (s *Server) parseTools(r *chatRequest) ([]json.RawMessage, *toolMode, *cons
 			}
 		}
 	case toolRequired:
-		var alts []string
-		for _, d := range defs {
-			name, _ := json.Marshal(d.Function.Name)
-			alts = append(alts, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},"parameters":%s},"required":["name","parameters"],"additionalProperties":false}`, name, paramsSchema(d)))
-		}
-		most := ""
-		if m.single {
-			most = `"maxItems":1,`
-		}
-		schema := `{"type":"array","minItems":1,` + most + `"items":{"anyOf":[` + strings.Join(alts, ",") + `]}}`
-		if g, e = s.compileSchema(json.RawMessage(schema), false, "tools", ""); e != nil {
+		if g, e = s.requiredGrammar(defs, m.single); e != nil {
 			return nil, nil, nil, e
 		}
 	}
 	return raws, m, g, nil
+}
+
+// requiredGrammar compiles tool_choice "required": a JSON array of at least
+// one (at most one when single) {"name", "parameters"} call to the tools.
+// Each tool's parameters go under the array schema's $defs, as tool<i>, with
+// their local $refs rebased there ("#/$defs/X" becomes "#/$defs/tool<i>/$defs/X"),
+// so that a schema with $defs (as pydantic and zod write nested models)
+// means what it meant alone.
+func (s *Server) requiredGrammar(defs []toolDef, single bool) (*constrain.Grammar, *apiError) {
+	var params, alts []string
+	for i, d := range defs {
+		p := fmt.Sprintf("tools[%d].function.parameters", i)
+		base := fmt.Sprintf("#/$defs/tool%d", i)
+		rebased, err := rebaseRefs(paramsSchema(d), base)
+		if err != nil {
+			return nil, invalid(p, "invalid_schema", "Invalid '%s': %v.", p, err)
+		}
+		params = append(params, fmt.Sprintf(`"tool%d":%s`, i, rebased))
+		name, _ := json.Marshal(d.Function.Name)
+		alts = append(alts, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},"parameters":{"$ref":%q}},"required":["name","parameters"],"additionalProperties":false}`, name, base))
+	}
+	most := ""
+	if single {
+		most = `"maxItems":1,`
+	}
+	schema := `{"$defs":{` + strings.Join(params, ",") + `},"type":"array","minItems":1,` + most + `"items":{"anyOf":[` + strings.Join(alts, ",") + `]}}`
+	g, e := s.compileSchema(json.RawMessage(schema), false, "tools", "")
+	if e == nil {
+		return g, nil
+	}
+	// Name the tool whose parameters are at fault where one is.
+	for i, d := range defs {
+		if _, err := constrain.JSONSchema(paramsSchema(d), constrain.SchemaOptions{}); err != nil {
+			return nil, schemaError(err, fmt.Sprintf("tools[%d].function.parameters", i), "")
+		}
+	}
+	// Each is fine alone; together they are not (too large, most likely).
+	e.Message = "With tool_choice \"required\" every tool's parameters make one schema, the call array's. " + e.Message + " Send fewer tools, or name one in tool_choice."
+	return nil, e
+}
+
+// schemaLiterals are the keywords whose values are JSON values, not
+// schemas; schemaMaps those whose values map names to schemas.
+var (
+	schemaLiterals = map[string]bool{"const": true, "enum": true, "default": true, "examples": true}
+	schemaMaps     = map[string]bool{"properties": true, "$defs": true, "definitions": true, "patternProperties": true, "dependentSchemas": true}
+)
+
+// rebaseRefs returns schema with its local references ("#", "#/...") made
+// relative to base, the JSON pointer (as a "#/..." reference) where the
+// schema is embedded in a larger one. Key order is kept (it is the order
+// in which constrained decoding writes properties); values of const, enum,
+// default and examples are copied as they are.
+func rebaseRefs(schema []byte, base string) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(schema))
+	d.UseNumber()
+	var out bytes.Buffer
+	if err := rebaseValue(d, &out, base, inSchema); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("not one JSON value")
+	}
+	return out.Bytes(), nil
+}
+
+// What a JSON value is to rebaseValue.
+const (
+	inSchema  = iota // a schema (or an array of them): its $ref is rebased
+	inMap            // an object of schemas by name (properties, $defs)
+	inLiteral        // a JSON value, copied as it is
+)
+
+func rebaseValue(d *json.Decoder, out *bytes.Buffer, base string, kind int) error {
+	if kind == inLiteral {
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return err
+		}
+		out.Write(raw)
+		return nil
+	}
+	t, err := d.Token()
+	if err != nil {
+		return err
+	}
+	switch t {
+	case json.Delim('['):
+		out.WriteByte('[')
+		for i := 0; d.More(); i++ {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			if err := rebaseValue(d, out, base, kind); err != nil {
+				return err
+			}
+		}
+		out.WriteByte(']')
+	case json.Delim('{'):
+		out.WriteByte('{')
+		for i := 0; d.More(); i++ {
+			kt, err := d.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string)
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			writeScalar(out, key)
+			out.WriteByte(':')
+			child := kind
+			switch {
+			case kind == inMap:
+				child = inSchema
+			case schemaLiterals[key]:
+				child = inLiteral
+			case schemaMaps[key]:
+				child = inMap
+			case key == "$ref":
+				var ref string
+				var raw json.RawMessage
+				if err := d.Decode(&raw); err != nil {
+					return err
+				}
+				if json.Unmarshal(raw, &ref) == nil && (ref == "#" || strings.HasPrefix(ref, "#/")) {
+					writeScalar(out, base+ref[1:])
+				} else {
+					out.Write(raw) // not a local reference: the compiler says why
+				}
+				continue
+			}
+			if err := rebaseValue(d, out, base, child); err != nil {
+				return err
+			}
+		}
+		out.WriteByte('}')
+	default:
+		writeScalar(out, t)
+		return nil
+	}
+	_, err = d.Token() // the closing delimiter
+	return err
+}
+
+// writeScalar writes a string, number, boolean or null as JSON.
+func writeScalar(out *bytes.Buffer, v any) {
+	b, _ := json.Marshal(v)
+	out.Write(b)
 }
 
 // paramsSchema is a tool's parameters schema ({"type": "object"} when it
@@ -224,7 +365,7 @@ func chatToolCalls(i int, raw json.RawMessage) ([]tokenizer.ToolCall, *apiError)
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &calls); err != nil {
-		return nil, invalid(p, "", "Invalid type for '%s': expected an array of tool calls.", p)
+		return nil, invalid(p, "invalid_type", "Invalid type for '%s': expected an array of tool calls.", p)
 	}
 	out := make([]tokenizer.ToolCall, len(calls))
 	for j, c := range calls {
@@ -318,7 +459,7 @@ func (m *toolMode) readAll(text string) (content string, calls []parsedCall, ok 
 	at := m.markerAt(text)
 	if at >= 0 {
 		if calls, ok := m.markedCalls(text[at:]); ok {
-			return strings.TrimSpace(text[:at]), calls, true
+			return strings.TrimRight(text[:at], " \t\r\n"), calls, true
 		}
 	}
 	// Bare JSON: a marker that was a special token, skipped in the text.
@@ -450,7 +591,10 @@ func compact(s string) json.RawMessage {
 // toolGate holds back, while a choice streams, the text that may be a tool
 // call: from the first marker (or a text that could still become one) to
 // the end, and the whole answer when it starts as JSON (bare calls) or
-// when decoding is constrained to calls. What it lets through is content.
+// when decoding is constrained to calls. What it lets through is content:
+// with finish's rest, exactly the content read would give the whole answer
+// (whitespace before a call is not content, so trailing whitespace waits
+// for what follows it).
 type toolGate struct {
 	m     *toolMode
 	text  strings.Builder // everything so far
@@ -479,12 +623,13 @@ func (g *toolGate) add(s string) string {
 		}
 	}
 	if at := g.m.markerAt(t[g.sent:]); at >= 0 {
-		out := t[g.sent : g.sent+at]
-		g.sent += at
+		out := strings.TrimRight(t[g.sent:g.sent+at], " \t\r\n")
+		g.sent += len(out) // the whitespace before the marker waits for finish
 		g.held = true
 		return out
 	}
-	// Keep back a tail that a marker may start with.
+	// Keep back a tail that a marker may start with, and the whitespace
+	// before it (not content if a call follows).
 	end := len(t)
 	for _, mk := range g.m.markers {
 		for k := min(len(mk)-1, len(t)-g.sent); k > 0; k-- {
@@ -494,6 +639,7 @@ func (g *toolGate) add(s string) string {
 			}
 		}
 	}
+	end = max(g.sent, len(strings.TrimRight(t[:end], " \t\r\n")))
 	out := t[g.sent:end]
 	g.sent = end
 	return out

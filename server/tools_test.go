@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -67,9 +68,11 @@ func TestToolGate(t *testing.T) {
 		name, text, streamed, rest string
 		calls                      int
 	}{
-		{"content then a call", "Sure. <tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>", "Sure. ", "", 1},
+		{"content then a call", "Sure. <tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>", "Sure.", "", 1},
 		{"a call alone", "<tool_call>{\"name\": \"add\", \"arguments\": {}}</tool_call>", "", "", 1},
-		{"text with <", "a <b> and <tool", "a <b> and ", "<tool", 0},
+		{"text with <", "a <b> and <tool", "a <b> and", " <tool", 0},
+		{"spaces before a call", "  Hi  \n <tool_call>{\"name\": \"add\", \"arguments\": {}}</tool_call>", "  Hi", "", 1},
+		{"trailing spaces without a call", "Hi  \n", "Hi", "  \n", 0},
 		{"bare JSON call", "  {\"name\": \"add\", \"arguments\": {}}", "", "", 1},
 		{"JSON that is no call", "{\"x\": 1}", "", "{\"x\": 1}", 0},
 		{"plain", "hello world", "hello world", "", 0},
@@ -260,4 +263,168 @@ func TestToolsAutoTemplate(t *testing.T) {
 	if with <= none+20 {
 		t.Errorf("the tools did not reach the prompt: %d prompt tokens with them, %d with tool_choice none", with, none)
 	}
+}
+
+// TestRebaseRefs moves a schema's local references under the pointer where
+// tool_choice "required" embeds it, and nothing else: not a $ref that is a
+// property's name or inside a const, enum, default or example value, not
+// an external reference, not the key order.
+func TestRebaseRefs(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"$ref":"#"}`, `{"$ref":"#/$defs/tool3"}`},
+		{`{"type":"object","properties":{"z":{"$ref":"#/$defs/Unit"},"a":{"type":"array","items":{"$ref":"#"}}},"$defs":{"Unit":{"enum":["c","f"]}}}`,
+			`{"type":"object","properties":{"z":{"$ref":"#/$defs/tool3/$defs/Unit"},"a":{"type":"array","items":{"$ref":"#/$defs/tool3"}}},"$defs":{"Unit":{"enum":["c","f"]}}}`},
+		{`{"anyOf":[{"$ref":"#/definitions/A"},{"type":"null"}],"definitions":{"A":{"$ref":"#/definitions/B"},"B":{"type":"integer"}}}`,
+			`{"anyOf":[{"$ref":"#/$defs/tool3/definitions/A"},{"type":"null"}],"definitions":{"A":{"$ref":"#/$defs/tool3/definitions/B"},"B":{"type":"integer"}}}`},
+		{`{"properties":{"$ref":{"const":{"$ref":"#"}},"enum":{"enum":[{"$ref":"#/x"}]},"d":{"default":{"$ref":"#"},"examples":[{"$ref":"#"}],"type":"string"}}}`,
+			`{"properties":{"$ref":{"const":{"$ref":"#"}},"enum":{"enum":[{"$ref":"#/x"}]},"d":{"default":{"$ref":"#"},"examples":[{"$ref":"#"}],"type":"string"}}}`},
+		{`{"$ref":"http://example.com/s.json","x":[1,2.50,-3e2,true,null,"\u003c"]}`, `{"$ref":"http://example.com/s.json","x":[1,2.50,-3e2,true,null,"\u003c"]}`},
+	} {
+		got, err := rebaseRefs([]byte(c.in), "#/$defs/tool3")
+		if err != nil || string(got) != c.want {
+			t.Errorf("rebaseRefs(%s) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{`{"a":`, `{} {}`, `[1,]`} {
+		if got, err := rebaseRefs([]byte(bad), "#/$defs/tool0"); err == nil {
+			t.Errorf("rebaseRefs(%s) = %s, want an error", bad, got)
+		}
+	}
+}
+
+// TestToolRequiredRefs: tool_choice "required" with parameters that use
+// $defs and recursion (as pydantic and zod write nested models) was refused
+// ("#/$defs/Unit does not resolve") because the parameters were embedded in
+// the call array's schema, where their references meant something else.
+// The call must now be made and match the tool's own schema; a tool whose
+// parameters cannot be enforced is named in the error.
+func TestToolRequiredRefs(t *testing.T) {
+	ts := newTestServer(t, 200, 8)
+	chat := ts.url + "/v1/chat/completions"
+	weather := `{"type":"function","function":{"name":"weather","parameters":{"type":"object","$defs":{"Unit":{"type":"string","enum":["c","f"]}},` +
+		`"properties":{"unit":{"$ref":"#/$defs/Unit"}},"required":["unit"],"additionalProperties":false}}}`
+	tree := `{"type":"function","function":{"name":"tree","parameters":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"},"maxItems":1}},"required":["kids"]}}}`
+	for _, tools := range []string{weather, tree, weather + "," + tree} {
+		body := `{"model":"tiny","messages":[{"role":"user","content":"go"}],"max_tokens":300,"temperature":0,"tool_choice":"required","parallel_tool_calls":false,"tools":[` + tools + `]}`
+		code, b := post(t, t.Context(), chat, body)
+		var r struct {
+			Choices []struct {
+				Message struct {
+					ToolCalls []toolCallOut `json:"tool_calls"`
+				} `json:"message"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if code != 200 || json.Unmarshal(b, &r) != nil || len(r.Choices) != 1 {
+			t.Fatalf("tools %s: status %d, %s", tools, code, b)
+		}
+		calls := r.Choices[0].Message.ToolCalls
+		if r.Choices[0].FinishReason != "tool_calls" || len(calls) != 1 {
+			t.Fatalf("tools %s: finish %q, calls %+v", tools, r.Choices[0].FinishReason, calls)
+		}
+		var args map[string]any
+		if err := json.Unmarshal([]byte(calls[0].Function.Arguments), &args); err != nil {
+			t.Fatalf("tools %s: arguments %q: %v", tools, calls[0].Function.Arguments, err)
+		}
+		switch calls[0].Function.Name {
+		case "weather":
+			if u, ok := args["unit"].(string); !ok || (u != "c" && u != "f") || len(args) != 1 {
+				t.Errorf("weather(%s) does not match its schema", calls[0].Function.Arguments)
+			}
+		case "tree":
+			if !isTree(args) {
+				t.Errorf("tree(%s) does not match its schema", calls[0].Function.Arguments)
+			}
+		default:
+			t.Errorf("tools %s: call to %q", tools, calls[0].Function.Name)
+		}
+	}
+	bad := `{"type":"function","function":{"name":"when","parameters":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}}`
+	code, b := post(t, t.Context(), chat, `{"model":"tiny","messages":[{"role":"user","content":"go"}],"tool_choice":"required","tools":[`+weather+`,`+bad+`]}`)
+	if typ, param, ecode, msg := apiErr(t, b); code != 400 || typ != "invalid_request_error" || param != "tools[1].function.parameters" ||
+		ecode != "unsupported_schema_keyword" || !strings.Contains(msg, `keyword "format"`) {
+		t.Errorf("an unenforceable tool: status %d, %s", code, b)
+	}
+	// Tools fine alone but over constrain.MaxSchemaBytes together are
+	// refused for the call array, saying why.
+	big := newGuardedServer(t, func(c *Config) { c.MaxBodyBytes = 1 << 20 })
+	var props, tools []string
+	for i := range 1100 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string"}`, i))
+	}
+	for i := range 12 {
+		tools = append(tools, fmt.Sprintf(`{"type":"function","function":{"name":"f%d","parameters":{"type":"object","properties":{%s}}}}`, i, strings.Join(props, ",")))
+	}
+	code, b = post(t, t.Context(), big.url+"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"go"}],"tool_choice":"required","tools":[`+strings.Join(tools, ",")+`]}`)
+	if _, param, ecode, msg := apiErr(t, b); code != 400 || param != "tools" || ecode != "invalid_schema" || !strings.Contains(msg, "every tool's parameters make one schema") {
+		t.Errorf("tools too large together: status %d, %s", code, b)
+	}
+}
+
+// isTree reports whether v matches TestToolRequiredRefs' recursive tree
+// schema: {"kids": [at most one tree]}, other properties allowed.
+func isTree(v any) bool {
+	o, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	kids, ok := o["kids"].([]any)
+	if !ok || len(kids) > 1 {
+		return false
+	}
+	for _, k := range kids {
+		if !isTree(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzToolText reads arbitrary answers (a client can force any text with
+// logit_bias) in every tool mode, whole and streamed through the gate in
+// pieces: no panic; every call names a tool and has JSON arguments; an
+// answer without calls is all content; the stream finds the same calls and
+// the same content as the whole answer.
+// Run with
+//
+//	go test ./server -run '^$' -fuzz FuzzToolText
+func FuzzToolText(f *testing.F) {
+	f.Add("Sure. <tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>", uint8(3))
+	f.Add(`[{"name": "add", "parameters": {"a": 5}}]`, uint8(1))
+	f.Add(`<|python_tag|>{"name": "add", "parameters": {"a": 1}}; {"name": "get_weather", "parameters": {"city": "Rome"}}`, uint8(2))
+	f.Add(`[TOOL_CALLS] [{"name": "add", "arguments": {}}]`, uint8(5))
+	f.Add(`  {"name": "add", "arguments": "{\"a\": 1}"}`, uint8(7))
+	f.Fuzz(func(t *testing.T, text string, split uint8) {
+		modes := []*toolMode{
+			testToolMode(toolAuto, "<tool_call>"), testToolMode(toolAuto, "[TOOL_CALLS]"), testToolMode(toolAuto, "<|python_tag|>"),
+			testToolMode(toolAuto, "<|tool_call|>", "<tool_call>"), testToolMode(toolRequired), testToolMode(toolNamed),
+		}
+		for mi, m := range modes {
+			for _, single := range []bool{false, true} {
+				m.single = single
+				content, calls, ok := m.read(text)
+				for _, c := range calls {
+					if !m.names[c.name] || !json.Valid(c.args) {
+						t.Fatalf("mode %d: call %s(%s)", mi, c.name, c.args)
+					}
+				}
+				if !ok && content != text {
+					t.Fatalf("mode %d: no call but content %q != text", mi, content)
+				}
+				g := &toolGate{m: m}
+				var out strings.Builder
+				step := int(split%7) + 1
+				for i := 0; i < len(text); i += step {
+					out.WriteString(g.add(text[i:min(i+step, len(text))]))
+				}
+				rest, gcalls := g.finish()
+				if len(gcalls) != len(calls) {
+					t.Fatalf("mode %d single %v: stream %d calls, whole %d (text %q)", mi, single, len(gcalls), len(calls), text)
+				}
+				if streamed := out.String() + rest; streamed != content {
+					t.Fatalf("mode %d single %v: streamed content %q, whole %q (text %q)", mi, single, streamed, content, text)
+				}
+			}
+		}
+	})
 }

@@ -161,6 +161,23 @@ await check("errors", async () => {
   }
 });
 
+await check("errors name their parameter", async () => {
+  const cases = [
+    [() => client.chat.completions.create({ model, messages: user, max_completion_tokens: 0 }), OpenAI.BadRequestError, "max_completion_tokens", "integer_below_min_value"],
+    [() => client.chat.completions.create({ model, messages: user, stop: ["x".repeat(300)] }), OpenAI.BadRequestError, "stop", "string_above_max_length"],
+    [() => client.chat.completions.create({ model, messages: [...user, { role: "user", content: "x", name: 5 }] }), OpenAI.BadRequestError, "messages.[1].name", "invalid_type"],
+    [() => client.completions.create({ model, prompt: "x".repeat(5 << 20) }), OpenAI.APIError, null, "request_too_large"],
+  ];
+  for (const [call, want, param, code] of cases) {
+    try {
+      await call();
+      throw new Error("accepted");
+    } catch (e) {
+      assert(e instanceof want && e.param === param && e.code === code, `${e} (param ${e.param}, code ${e.code}), want ${want.name} ${param} ${code}`);
+    }
+  }
+});
+
 const schema = { type: "object", properties: { name: { type: "string", maxLength: 12 }, lines: { type: "integer" } }, required: ["name", "lines"], additionalProperties: false };
 await check("response_format json_schema (strict) parses", async () => {
   const r = await client.chat.completions.create({ model, messages: user, max_tokens: 80, temperature: 0,
@@ -200,6 +217,19 @@ await check("tools: required, one call, streamed", async () => {
   assert(calls.length === 1 && finish === "tool_calls", `${JSON.stringify(calls)} finish ${finish}`);
   JSON.parse(calls[0].function.arguments);
   return `${calls[0].function.name}(${calls[0].function.arguments})`;
+});
+
+await check("tools: required, parameters with $defs and $ref (as zod and pydantic write them)", async () => {
+  const weather = { type: "function", function: { name: "get_weather", parameters: { type: "object",
+    $defs: { Unit: { type: "string", enum: ["celsius", "fahrenheit"] } },
+    properties: { city: { type: "string", maxLength: 10 }, unit: { $ref: "#/$defs/Unit" } }, required: ["city", "unit"], additionalProperties: false } } };
+  const r = await client.chat.completions.create({ model, messages: toolTurns, tools: [weather], max_tokens: 200, temperature: 0,
+    tool_choice: "required", parallel_tool_calls: false });
+  const call = r.choices[0].message.tool_calls?.[0];
+  assert(call && r.choices[0].finish_reason === "tool_calls", JSON.stringify(r));
+  const args = JSON.parse(call.function.arguments);
+  assert(typeof args.city === "string" && ["celsius", "fahrenheit"].includes(args.unit), call.function.arguments);
+  return `${call.function.name}(${call.function.arguments})`;
 });
 
 await check("32 concurrent streams, every fourth aborted", async () => {
