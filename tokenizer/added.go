@@ -10,7 +10,7 @@ import (
 type AddedToken struct {
 	ID         int    // token id
 	Content    string // text of the token, e.g. "<|eot_id|>"
-	Special    bool   // a control token: skipped by DecodeOptions.SkipSpecial, kept as text by SpecialAsText
+	Special    bool   // a control token: skipped by DecodeOptions.SkipSpecial (unless normalized into another string), kept as text by SpecialAsText
 	LStrip     bool   // the match swallows the whitespace on its left
 	RStrip     bool   // the match swallows the whitespace on its right
 	SingleWord bool   // only matches when not inside a word

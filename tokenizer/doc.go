@@ -43,7 +43,10 @@
 //     post-processor) the template becomes [BOS] text [EOS] from those flags.
 //
 // Decode maps ids to their tokens (added tokens with normalized=true by their
-// normalized form), drops special tokens if asked, and runs the decoder:
+// normalized form), drops special tokens if asked (as HF does, by that
+// string: a special token with normalized=true whose normalized form is no
+// special token's content, "▁<s>" under a Prepend normalizer, is kept), and
+// runs the decoder:
 // ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, BPEDecoder,
 // Sequence; without a decoder tokens are joined by spaces, as in HF. Invalid
 // UTF-8 becomes U+FFFD the way Rust's from_utf8_lossy does it. DecodeStream

@@ -38,6 +38,8 @@ const perFixture = {
   zoo_invert: ["hello world. foo; bar", "a1b22c333 d", "end.", "no-match"],
   zoo_metaspace: ["  Hello World  ", "a  b", "UPPER lower", "İstanbul"],
   zoo_whitespace: ["foo.bar, baz!! qux", "a1b22 x", "ﬁne ①②", "#a#", "aaa!?", "xx y_z"],
+  spm_normspecial: ["<s>Hello</s>", "a <x y> b", "<x y><x y>", "x<ctl>y <ctl>", "<raw> <raw>", "\u2581<s>",
+    "<s> <s>", "hello</s>world", "<x▁y>", "<x  y>"],
 };
 
 // Random text from a pool of characters that exercise every branch of the
