@@ -203,7 +203,7 @@ func New(f Files) (*Tokenizer, error) {
 		t.addTokens(t.cfg.addedTokens)
 		t.addNamedSpecials()
 	}
-	var gen generationConfig
+	gen := generationConfig{bos: -1} // none: no bos_token_id
 	if f.GenerationConfig != nil {
 		if gen, err = parseGenerationConfig(f.GenerationConfig); err != nil {
 			return nil, err
