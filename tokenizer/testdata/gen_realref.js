@@ -18,7 +18,8 @@
 // gen_reference.js does), the decoded text with and without
 // skip_special_tokens, and what HF's DecodeStream returns at each step.
 // Random id sequences (what a model may generate: byte tokens, specials,
-// anything) are decoded and streamed the same way.
+// anything, and a few ids past the vocabulary) are decoded and streamed the
+// same way.
 //
 // The Node binding has no DecodeStream, so streamStep below is the Rust
 // step_decode_stream (tokenizers/src/tokenizer/mod.rs) line by line, over
@@ -278,14 +279,14 @@ async function run(dir, name) {
 
   // Random id sequences (what a model may generate: byte tokens, specials,
   // anything): the added tokens and the low ids (byte tokens of
-  // SentencePiece vocabularies) drawn more often.
+  // SentencePiece vocabularies) drawn more often, 1% past the vocabulary.
   const r = rng(0xdec0de + name.length);
   const size = tok.getVocabSize(true);
   const randomIDs = (count) => {
     const ids = [];
     for (let k = 0; k < count; k++) {
       const u = r.f();
-      ids.push(u < 0.15 && addedIDs.length ? r.pick(addedIDs) : u < 0.4 ? r.int(Math.min(size, 600)) : r.int(size));
+      ids.push(u < 0.15 && addedIDs.length ? r.pick(addedIDs) : u < 0.4 ? r.int(Math.min(size, 600)) : u < 0.41 ? size + r.int(1000) : r.int(size));
     }
     return ids;
   };
