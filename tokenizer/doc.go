@@ -104,6 +104,11 @@
 // 100,000 random strings over every fixture, normalization form and a
 // regexp2-only pattern, and on a synthetic 128k-token Llama-3-style
 // vocabulary over heldout.txt (1.9 million tokens), without a difference.
+// TestRealTokenizers compares Encode, Decode and DecodeStream the same way
+// on real tokenizer.json files (Llama 2, 3, 3.1, Gemma, Gemma 3, Qwen3,
+// o200k, and composites of the other families) where BITDECODE_REALTOK_DIR
+// names them (testdata/realtok_dir.py, testdata/gen_realref.js;
+// docs/conformance.md, session 26).
 //
 // # Speed
 //

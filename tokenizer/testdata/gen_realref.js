@@ -198,7 +198,8 @@ function longWord(r) {
 }
 
 // makeTexts returns the texts of one tokenizer; REALREF_SCALE (default 1)
-// multiplies the number of random ones. decoded holds texts decoded from
+// multiplies the number of random ones, REALREF_SEED (default 0) draws
+// others. decoded holds texts decoded from
 // random ids of its vocabulary, which are encoded again.
 function makeTexts(seed, added, decoded) {
   const r = rng(seed);
@@ -281,7 +282,8 @@ async function run(dir, name) {
   // Random id sequences (what a model may generate: byte tokens, specials,
   // anything): the added tokens and the low ids (byte tokens of
   // SentencePiece vocabularies) drawn more often, 1% past the vocabulary.
-  const r = rng(0xdec0de + name.length);
+  const seed = Number(process.env.REALREF_SEED || 0);
+  const r = rng(0xdec0de + name.length + seed);
   const size = tok.getVocabSize(true);
   const randomIDs = (count) => {
     const ids = [];
@@ -296,7 +298,7 @@ async function run(dir, name) {
   for (let i = 0; i < Math.round(60 * scale); i++) decoded.push(await tok.decode(randomIDs(1 + r.int(60)), i % 2 == 0));
 
   const cases = [];
-  for (const text of makeTexts(0x5eed + name.length * 7919, added, decoded)) {
+  for (const text of makeTexts(0x5eed + name.length * 7919 + seed, added, decoded)) {
     const idsSpecial = (await tok.encode(text, null, { addSpecialTokens: true })).getIds();
     cases.push({
       text,
