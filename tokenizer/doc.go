@@ -20,7 +20,9 @@
 //     the Unicode forms NFC, NFD, NFKC, NFKD (Qwen2 and Qwen2.5 use NFC). Go's
 //     standard library has no Unicode normalization and this module takes no
 //     new dependency for it, so unorm.go implements UAX #15 over tables
-//     generated from Python's unicodedata (gen_unorm.py).
+//     generated from Python's unicodedata (gen_unorm.py), less the
+//     decompositions and combining classes that the reference's older
+//     tables lack: the four forms give HF's result on every code point.
 //  3. pre_tokenizer: ByteLevel (add_prefix_space, use_regex with the GPT-2
 //     regex), Split (String or Regex pattern; Removed, Isolated,
 //     MergedWithPrevious, MergedWithNext, Contiguous; invert), Metaspace
@@ -128,8 +130,6 @@
 //   - Patterns run by regexp2 may still split rare characters differently
 //     from Oniguruma (case folding of U+017F, classes of characters new in
 //     Unicode 16.0); the three common patterns do not go through it.
-//   - NFC/NFKC tables are Unicode 14.0 (Python's), HF's crate is older;
-//     they differ only on characters added since.
 //   - Metaspace prepend_scheme "first" decides from the piece's position in
 //     the input; HF's offset arithmetic differs when a Prepend normalizer
 //     precedes it, a combination no released tokenizer uses.
