@@ -31,6 +31,29 @@ REFERENCE_LACKS_DECOMP = [
     0x11938, 0x1F16C, 0x1FBF0, 0x1FBF1, 0x1FBF2, 0x1FBF3, 0x1FBF4, 0x1FBF5, 0x1FBF6, 0x1FBF7,
     0x1FBF8, 0x1FBF9,
 ]
+# Ranges [lo, hi] of code points that are combining marks (Mn, Mc, Me) for
+# Python and not for the reference's crate, which StripAccents removes, and
+# the reverse.
+REFERENCE_LACKS_MARK = [
+    [0x07FD, 0x07FD], [0x0898, 0x089F], [0x08CA, 0x08D3], [0x09FE, 0x09FE], [0x0AFA, 0x0AFF],
+    [0x0B55, 0x0B55], [0x0C04, 0x0C04], [0x0C3C, 0x0C3C], [0x0D00, 0x0D00], [0x0D3B, 0x0D3C],
+    [0x0D81, 0x0D81], [0x0EBA, 0x0EBA], [0x1715, 0x1715], [0x180F, 0x180F], [0x1ABF, 0x1ACE],
+    [0x1CF7, 0x1CF7], [0x1DF6, 0x1DFA], [0xA82C, 0xA82C], [0xA8FF, 0xA8FF], [0x10D24, 0x10D27],
+    [0x10EAB, 0x10EAC], [0x10F46, 0x10F50], [0x10F82, 0x10F85], [0x11070, 0x11070],
+    [0x11073, 0x11074], [0x110C2, 0x110C2], [0x11145, 0x11146], [0x111C9, 0x111C9],
+    [0x111CE, 0x111CF], [0x1133B, 0x1133B], [0x1145E, 0x1145E], [0x1182C, 0x1183A],
+    [0x11930, 0x11935], [0x11937, 0x11938], [0x1193B, 0x1193E], [0x11940, 0x11940],
+    [0x11942, 0x11943], [0x119D1, 0x119D7], [0x119DA, 0x119E0], [0x119E4, 0x119E4],
+    [0x11A01, 0x11A0A], [0x11A33, 0x11A39], [0x11A3B, 0x11A3E], [0x11A47, 0x11A47],
+    [0x11A51, 0x11A5B], [0x11A8A, 0x11A99], [0x11D31, 0x11D36], [0x11D3A, 0x11D3A],
+    [0x11D3C, 0x11D3D], [0x11D3F, 0x11D45], [0x11D47, 0x11D47], [0x11D8A, 0x11D8E],
+    [0x11D90, 0x11D91], [0x11D93, 0x11D97], [0x11EF3, 0x11EF6], [0x16F4F, 0x16F4F],
+    [0x16F7F, 0x16F87], [0x16FE4, 0x16FE4], [0x16FF0, 0x16FF1], [0x1CF00, 0x1CF2D],
+    [0x1CF30, 0x1CF46], [0x1E130, 0x1E136], [0x1E2AE, 0x1E2AE], [0x1E2EC, 0x1E2EF],
+]
+REFERENCE_EXTRA_MARK = [
+    [0x1CF2, 0x1CF3],
+]
 REFERENCE_LACKS_CCC = [
     0x07FD, 0x0898, 0x0899, 0x089A, 0x089B, 0x089C, 0x089D, 0x089E, 0x089F, 0x08CA, 0x08CB, 0x08CC,
     0x08CD, 0x08CE, 0x08CF, 0x08D0, 0x08D1, 0x08D2, 0x08D3, 0x09FE, 0x0C3C, 0x0D3B, 0x0D3C, 0x0EBA,
@@ -45,6 +68,21 @@ REFERENCE_LACKS_CCC = [
 
 def is_hangul(cp):
     return 0xAC00 <= cp <= 0xD7A3
+
+def is_mark(cp):
+    return unicodedata.category(chr(cp)) in ('Mn', 'Mc', 'Me')
+
+def ranges(cps):
+    out = []
+    for c in sorted(cps):
+        if out and out[-1][1] == c - 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return out
+
+def in_ranges(cp, rs):
+    return any(lo <= cp <= hi for lo, hi in rs)
 
 def probe(form, cp):
     """The strings gen_unorm_ref.js normalizes for cp."""
@@ -75,6 +113,10 @@ if len(sys.argv) == 3 and sys.argv[1] == '--reference':
                 lacks_ccc.append(cp)
             else:
                 other.append(('ccc', cp))
+    marks = set(ref['marks'])
+    mine = set(c for c in range(0x110000) if not (0xD800 <= c <= 0xDFFF or c == 10) and is_mark(c))
+    print('REFERENCE_LACKS_MARK =', ['[0x%04X, 0x%04X]' % tuple(r) for r in ranges(mine - marks)])
+    print('REFERENCE_EXTRA_MARK =', ['[0x%04X, 0x%04X]' % tuple(r) for r in ranges(marks - mine)])
     print('REFERENCE_LACKS_DECOMP =', ['0x%04X' % c for c in sorted(lacks_decomp)])
     print('REFERENCE_LACKS_CCC =', ['0x%04X' % c for c in lacks_ccc])
     print('differences of another kind:', other)
@@ -136,6 +178,15 @@ out.append('\td      string')
 out.append('}{')
 for cp, compat, seq in decomp:
     out.append('\t{0x%04X, %s, %s},' % (cp, 'true' if compat else 'false', gostr(seq)))
+out.append('}')
+out.append('')
+marks = [c for c in range(0x110000) if not (0xD800 <= c <= 0xDFFF)
+         and ((is_mark(c) and not in_ranges(c, REFERENCE_LACKS_MARK)) or in_ranges(c, REFERENCE_EXTRA_MARK))]
+out.append('// combiningMarks lists, as [lo, hi] ranges, the code points StripAccents removes: the')
+out.append('// reference\'s combining marks.')
+out.append('var combiningMarks = [...][2]rune{')
+for lo, hi in ranges(marks):
+    out.append('\t{0x%04X, 0x%04X},' % (lo, hi))
 out.append('}')
 out.append('')
 out.append('// compositions lists the primary composites: [first, second, composite].')

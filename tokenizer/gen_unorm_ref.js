@@ -12,7 +12,8 @@
 // separator of the batches): "nfd" and "nfkd", the code points that NFD
 // and NFKD change, with what they give; "ccc", the code points with a
 // non-zero canonical combining class, found by reordering against two marks
-// of classes 1 (U+0334) and 230 (U+0301).
+// of classes 1 (U+0334) and 230 (U+0301); "marks", the code points the
+// StripAccents normalizer removes (its crate's combining marks).
 const t = require('tokenizers');
 const cps = [];
 for (let cp = 0; cp < 0x110000; cp++) if ((cp < 0xd800 || cp > 0xdfff) && cp !== 10) cps.push(cp);
@@ -29,7 +30,7 @@ function run(normalizer, f) {
   return out;
 }
 
-const res = { nfd: {}, nfkd: {}, ccc: [] };
+const res = { nfd: {}, nfkd: {}, ccc: [], marks: [] };
 for (const [name, n] of [['nfd', t.nfdNormalizer()], ['nfkd', t.nfkdNormalizer()]]) {
   const r = run(n, (c) => String.fromCodePoint(c));
   cps.forEach((c, i) => { if (r[i] !== String.fromCodePoint(c)) res[name][c] = [...r[i]].map((x) => x.codePointAt(0)); });
@@ -44,4 +45,6 @@ cps.forEach((c, i) => {
   const alone = nfd.normalizeString(ch);
   if (low[i] !== 'a' + alone + '\u0334' || high[i] !== 'a\u0301' + alone) res.ccc.push(c);
 });
+const stripped = run(t.stripAccentsNormalizer(), (c) => 'x' + String.fromCodePoint(c) + 'x');
+cps.forEach((c, i) => { if (stripped[i] === 'xx') res.marks.push(c); });
 process.stdout.write(JSON.stringify(res) + '\n');
