@@ -164,6 +164,14 @@ func isNumber(r rune) bool {
 	return unicode.IsNumber(r) || (r >= 0x10D40 && unicode.Is(unicode16Number, r))
 }
 
+// isRustNumeric is Rust's char::is_numeric (Nd, Nl, No of Unicode 17.0),
+// which HF's Digits pre-tokenizer splits on: \p{N} of Oniguruma's 16.0 and
+// the numbers 17.0 added, all of them, read from the reference's Digits
+// over every code point.
+func isRustNumeric(r rune) bool {
+	return isNumber(r) || (r >= 0x11DE0 && r <= 0x11DE9) || (r >= 0x16FF4 && r <= 0x16FF6)
+}
+
 // isWord is Oniguruma's \w (see onigWordClass), checked against the
 // reference's classes by TestCharacterClasses.
 func isWord(r rune) bool {

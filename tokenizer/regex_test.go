@@ -145,6 +145,20 @@ func TestCharacterClasses(t *testing.T) {
 	}
 }
 
+// TestRustNumeric checks the class of the Digits pre-tokenizer against the
+// reference's (HF tokenizers 0.23.2): numbers of Unicode 17.0 included.
+func TestRustNumeric(t *testing.T) {
+	for r, want := range map[rune]bool{
+		'7': true, 'a': false, '\u0660': true, '½': true, 'Ⅻ': true, '\U00010D40': true,
+		'\U00011DE0': true, '\U00011DE9': true, '\U00016FF4': true, '\U00016FF6': true, // 17.0
+		'\U00016FF7': false, '\u3000': false,
+	} {
+		if got := isRustNumeric(r); got != want {
+			t.Errorf("isRustNumeric(%U) = %v, want %v", r, got, want)
+		}
+	}
+}
+
 // BenchmarkPreTokenize compares the Llama 3 scanner with regexp2 running the
 // same pattern on heldout.txt (2.86 MB), the measurement behind the design
 // note in regex.go.
