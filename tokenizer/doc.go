@@ -128,8 +128,10 @@
 //     with U+FFFD.
 //   - VocabSize is one more than the largest id, not HF's count of tokens.
 //   - Patterns run by regexp2 may still split rare characters differently
-//     from Oniguruma (case folding of U+017F, classes of characters new in
-//     Unicode 16.0); the three common patterns do not go through it.
+//     from Oniguruma (case folding of U+017F; \P{Cat} inside brackets and
+//     \p{Mn} keep Go's Unicode 15.0 classes); the three common patterns do
+//     not go through it, and o200k's (Phi-4-mini) and Mistral Nemo's split
+//     every code point as the reference does.
 //   - Metaspace prepend_scheme "first" decides from the piece's position in
 //     the input; HF's offset arithmetic differs when a Prepend normalizer
 //     precedes it, a combination no released tokenizer uses.
