@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -114,6 +115,68 @@ func checkRealTokenizer(t *testing.T, dir string) {
 		t.Errorf("... and %d more differences", bad-maxErrors)
 	}
 	t.Logf("%d texts, %d id sequences, %d differences", len(ref.Cases), len(ref.IDCases), bad)
+	if !testing.Short() {
+		checkAllCodePoints(t, tok, filepath.Join(dir, "allcp.jsonl"))
+	}
+}
+
+// checkAllCodePoints compares Encode with the reference on allcp.jsonl (every
+// code point in a few contexts, written by gen_realref.js with
+// REALREF_ALLCP=1) when the file is there, naming the pieces that differ.
+func checkAllCodePoints(t *testing.T, tok *Tokenizer, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var sep string
+	for _, a := range tok.AddedTokens() {
+		if a.Special {
+			sep = a.Content
+			break
+		}
+	}
+	sepID, _ := tok.TokenToID(sep)
+	split := func(ids []int) [][]int {
+		out := [][]int{nil}
+		for _, id := range ids {
+			if id == sepID {
+				out = append(out, nil)
+			} else {
+				out[len(out)-1] = append(out[len(out)-1], id)
+			}
+		}
+		return out
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<26)
+	chunks, bad := 0, 0
+	for sc.Scan() {
+		var c struct {
+			Text string `json:"text"`
+			IDs  []int  `json:"ids"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		chunks++
+		got := tok.Encode(c.Text, false)
+		if equalInts(got, c.IDs) {
+			continue
+		}
+		pieces, g, w := strings.Split(c.Text, sep), split(got), split(c.IDs)
+		for i := range pieces {
+			if i >= len(g) || i >= len(w) || !equalInts(g[i], w[i]) {
+				if bad++; bad <= 10 {
+					t.Errorf("allcp: Encode(%+q) piece\n got %v\nwant %v", pieces[i], g[min(i, len(g)-1)], w[min(i, len(w)-1)])
+				}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("allcp: %d chunks, %d pieces differ", chunks, bad)
 }
 
 // checkRealDecode compares Decode and DecodeStream, with and without

@@ -20,7 +20,8 @@
 // skip_special_tokens, and what HF's DecodeStream returns at each step.
 // Random id sequences (what a model may generate: byte tokens, specials,
 // anything, and a few ids past the vocabulary) are decoded and streamed the
-// same way.
+// same way. With REALREF_ALLCP=1 it also writes allcp.jsonl: every code point
+// in context, encoded (see allCodePoints).
 //
 // The Node binding has no DecodeStream, so streamStep below is the Rust
 // step_decode_stream (tokenizers/src/tokenizer/mod.rs) line by line, over
@@ -330,6 +331,34 @@ async function run(dir, name) {
   lines.push(']}');
   fs.writeFileSync(path.join(dir, name, 'reference.json'), lines.join('\n') + '\n');
   console.log(name + ': ' + cases.length + ' texts, ' + idCases.length + ' id sequences');
+  if (process.env.REALREF_ALLCP) await allCodePoints(dir, name, tok, j.added_tokens);
+}
+
+// allCodePoints writes allcp.jsonl: every code point but the surrogates in
+// a few contexts ("x" c "y " c c, " " c "'s1" c "\n" c " \u0301" c), the
+// pieces joined by the file's first special token so that each is
+// tokenized alone, encoded in chunks of 8000 pieces; one line {"text",
+// "ids"} a chunk. About 240 MB and a few minutes a tokenizer.
+async function allCodePoints(dir, name, tok, addedTokens) {
+  const special = addedTokens.find((t) => t.special);
+  if (!special) return;
+  const ctx = [(c) => 'x' + c + 'y ' + c + c, (c) => ' ' + c + "'s1" + c + '\n' + c + ' \u0301' + c];
+  const out = fs.openSync(path.join(dir, name, 'allcp.jsonl'), 'w');
+  let pieces = [];
+  const flush = async () => {
+    const text = pieces.join(special.content);
+    const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
+    fs.writeSync(out, JSON.stringify({ text, ids }) + '\n');
+    pieces = [];
+  };
+  for (let cp = 0; cp < 0x110000; cp++) {
+    if (cp >= 0xd800 && cp <= 0xdfff) continue;
+    for (const f of ctx) pieces.push(f(String.fromCodePoint(cp)));
+    if (pieces.length >= 8000) await flush();
+  }
+  await flush();
+  fs.closeSync(out);
+  console.log(name + ': allcp.jsonl written');
 }
 
 (async () => {
