@@ -10,7 +10,7 @@ import (
 type AddedToken struct {
 	ID         int    // token id
 	Content    string // text of the token, e.g. "<|eot_id|>"
-	Special    bool   // a control token: skipped by DecodeOptions.SkipSpecial, kept as text by SpecialAsText
+	Special    bool   // a control token: skipped by DecodeOptions.SkipSpecial (unless normalized into another string), kept as text by SpecialAsText
 	LStrip     bool   // the match swallows the whitespace on its left
 	RStrip     bool   // the match swallows the whitespace on its right
 	SingleWord bool   // only matches when not inside a word
@@ -156,10 +156,22 @@ func (av *addedVocab) split(t *trie, p piece, base int, protect protectFunc, dst
 
 func endsWithWord(s string) bool {
 	r, _ := utf8.DecodeLastRuneInString(s)
-	return s != "" && isWord(r)
+	return s != "" && isRustWord(r)
 }
 
 func startsWithWord(s string) bool {
 	r, _ := utf8.DecodeRuneInString(s)
-	return s != "" && isWord(r)
+	return s != "" && isRustWord(r)
+}
+
+// isRustWord is \w of Rust's regex crate, which HF's added vocabulary uses
+// for single_word (not Oniguruma's \w, isWord): Alphabetic (letters, letter
+// numbers, Other_Alphabetic), marks, decimal digits, connector punctuation
+// and Join_Control (ZWNJ, ZWJ); unlike Oniguruma's, not Latin-1's ¹²³¼½¾.
+func isRustWord(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == '_' || ('0' <= r && r <= '9') || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z')
+	}
+	return isLetter(r) || unicode.IsMark(r) || unicode.In(r, unicode.Nd, unicode.Nl, unicode.Pc,
+		unicode.Other_Alphabetic, unicode.Join_Control)
 }

@@ -79,6 +79,18 @@ func TestSpecialTokensAndConfig(t *testing.T) {
 	if ids := tok.Encode("Hi", true); !equalInts(ids, tok.Encode("Hi", false)) {
 		t.Errorf("Qwen adds no special tokens: %v", ids)
 	}
+
+	// Without generation_config.json, Qwen (bos_token null, nothing added
+	// by the post-processor) has no BOS; id 0 ("!") is none.
+	for _, f := range []Files{{Tokenizer: tb, TokenizerConfig: mustRead(t, "testdata/qwen2_nfc.config.json")}, {Tokenizer: tb}} {
+		tok, err := New(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, ok := tok.BOS(); ok {
+			t.Errorf("BOS = %d with no bos_token, bos_token_id or template BOS, want none", b)
+		}
+	}
 }
 
 // TestVocabulary checks the id <-> token maps and VocabSize.

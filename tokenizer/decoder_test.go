@@ -70,3 +70,34 @@ func joinBar(s []string) string {
 	}
 	return out
 }
+
+// TestSkipSpecialNormalized checks which special tokens SkipSpecial drops:
+// HF drops a token when the string it decodes as is a special token's
+// content, and a special token with normalized=true decodes as its
+// normalized form ("▁<s>" under a Prepend normalizer), so it is kept. Some
+// Llama 2 derived tokenizer.json files mark <s> and </s> so. The ids and
+// texts are the reference's (HF tokenizers 0.23.2 on testdata/spm_normspecial.json).
+func TestSkipSpecialNormalized(t *testing.T) {
+	tok := loadFixture(t, "spm_normspecial")
+	id := func(s string) int {
+		i, ok := tok.TokenToID(s)
+		if !ok {
+			t.Fatalf("no token %q", s)
+		}
+		return i
+	}
+	hello := tok.Encode("Hello", false)
+	tests := []struct {
+		ids  []int
+		want string
+	}{
+		{append([]int{id("<s>")}, hello...), "<s> Hello"},           // "▁<s>" is no special content: kept
+		{append(hello, id("<x y>"), id("<raw>")), "Hello <x y>"},    // "▁<x▁y>" kept; <raw> (normalized=false) dropped
+		{[]int{id("<unk>"), id("<ctl>"), id("</s>")}, "<ctl> </s>"}, // <unk> (normalized=false) dropped
+	}
+	for _, tc := range tests {
+		if got := tok.DecodeWith(tc.ids, DecodeOptions{SkipSpecial: true}); got != tc.want {
+			t.Errorf("DecodeWith(%v, SkipSpecial) = %q, want %q", tc.ids, got, tc.want)
+		}
+	}
+}

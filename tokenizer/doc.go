@@ -20,7 +20,9 @@
 //     the Unicode forms NFC, NFD, NFKC, NFKD (Qwen2 and Qwen2.5 use NFC). Go's
 //     standard library has no Unicode normalization and this module takes no
 //     new dependency for it, so unorm.go implements UAX #15 over tables
-//     generated from Python's unicodedata (gen_unorm.py).
+//     generated from Python's unicodedata (gen_unorm.py), less the
+//     decompositions and combining classes that the reference's older
+//     tables lack: the four forms give HF's result on every code point.
 //  3. pre_tokenizer: ByteLevel (add_prefix_space, use_regex with the GPT-2
 //     regex), Split (String or Regex pattern; Removed, Isolated,
 //     MergedWithPrevious, MergedWithNext, Contiguous; invert), Metaspace
@@ -43,7 +45,10 @@
 //     post-processor) the template becomes [BOS] text [EOS] from those flags.
 //
 // Decode maps ids to their tokens (added tokens with normalized=true by their
-// normalized form), drops special tokens if asked, and runs the decoder:
+// normalized form), drops special tokens if asked (as HF does, by that
+// string: a special token with normalized=true whose normalized form is no
+// special token's content, "▁<s>" under a Prepend normalizer, is kept), and
+// runs the decoder:
 // ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, BPEDecoder,
 // Sequence; without a decoder tokens are joined by spaces, as in HF. Invalid
 // UTF-8 becomes U+FFFD the way Rust's from_utf8_lossy does it. DecodeStream
@@ -101,6 +106,11 @@
 // 100,000 random strings over every fixture, normalization form and a
 // regexp2-only pattern, and on a synthetic 128k-token Llama-3-style
 // vocabulary over heldout.txt (1.9 million tokens), without a difference.
+// TestRealTokenizers compares Encode, Decode and DecodeStream the same way
+// on real tokenizer.json files (Llama 2, 3, 3.1, Gemma, Gemma 3, Qwen3,
+// o200k, and composites of the other families) where BITDECODE_REALTOK_DIR
+// names them (testdata/realtok_dir.py, testdata/gen_realref.js;
+// docs/conformance.md, session 26).
 //
 // # Speed
 //
@@ -118,10 +128,10 @@
 //     with U+FFFD.
 //   - VocabSize is one more than the largest id, not HF's count of tokens.
 //   - Patterns run by regexp2 may still split rare characters differently
-//     from Oniguruma (case folding of U+017F, classes of characters new in
-//     Unicode 16.0); the three common patterns do not go through it.
-//   - NFC/NFKC tables are Unicode 14.0 (Python's), HF's crate is older;
-//     they differ only on characters added since.
+//     from Oniguruma (case folding of U+017F; \P{Cat} inside brackets and
+//     \p{Mn} keep Go's Unicode 15.0 classes); the three common patterns do
+//     not go through it, and o200k's (Phi-4-mini) and Mistral Nemo's split
+//     every code point as the reference does.
 //   - Metaspace prepend_scheme "first" decides from the piece's position in
 //     the input; HF's offset arithmetic differs when a Prepend normalizer
 //     precedes it, a combination no released tokenizer uses.

@@ -71,8 +71,34 @@ func (lowercaseNorm) normalize(s string) string {
 		if r == 'İ' {
 			return -1 // handled below: it lowercases to two characters
 		}
-		return unicode.ToLower(r)
+		if l := unicode.ToLower(r); l != r || r < 0x1C89 {
+			return l
+		}
+		return lowerNewer(r)
 	}, strings.ReplaceAll(s, "İ", "i\u0307"))
+}
+
+// lowerNewer lowercases the capitals that the reference knows (Rust's
+// Unicode 17.0) and Go's Unicode 15.0 tables do not: all of them, read from
+// the reference's Lowercase normalizer over every code point.
+func lowerNewer(r rune) rune {
+	switch {
+	case r >= 0x10D50 && r <= 0x10D65: // Garay (16.0)
+		return r + 0x20
+	case r >= 0x16EA0 && r <= 0x16EB8: // Beria Erfe (17.0)
+		return r + 0x1B
+	}
+	switch r {
+	case 0x1C89: // CYRILLIC CAPITAL LETTER TJE (16.0)
+		return 0x1C8A
+	case 0xA7CB: // LATIN CAPITAL LETTER RAMS HORN (16.0)
+		return 0x0264
+	case 0xA7CC, 0xA7CE, 0xA7D2, 0xA7D4, 0xA7DA: // Latin capitals of 16.0 or 17.0
+		return r + 1
+	case 0xA7DC: // LATIN CAPITAL LETTER LAMBDA WITH STROKE (16.0)
+		return 0x019B
+	}
+	return r
 }
 
 // stripNorm is Strip: leading and/or trailing whitespace removed.
@@ -89,12 +115,13 @@ func (st stripNorm) normalize(s string) string {
 }
 
 // stripAccentsNorm is StripAccents: combining marks removed (meant to follow
-// NFD, as in HF).
+// NFD, as in HF). The marks are those of the reference's Unicode tables
+// (combiningMarks): Mn, Mc and Me of an older version than Go's.
 type stripAccentsNorm struct{}
 
 func (stripAccentsNorm) normalize(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Mn, r) {
+		if isCombiningMark(r) {
 			return -1
 		}
 		return r

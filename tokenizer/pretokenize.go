@@ -353,7 +353,7 @@ func parsePreTokenizer(n jnode, depth int) (preTokenizer, error) {
 		if ind {
 			b = splitIsolated
 		}
-		return &splitPre{m: runeMatcher(isNumber), behavior: b}, nil
+		return &splitPre{m: runeMatcher(isRustNumeric), behavior: b}, nil
 	case "Whitespace":
 		// \w+|[^\w\s]+ kept, the rest removed.
 		return &splitPre{m: wordOrPunctMatcher{}, behavior: splitRemoved, invert: true}, nil

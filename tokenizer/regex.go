@@ -35,8 +35,11 @@ import (
 // lines on the hot path of every prompt. They
 // also follow Oniguruma where regexp2 (which follows .NET) does not: (?i)
 // folds U+017F LONG S to s, and \p{L}/\p{N} are Unicode 16.0. For other
-// patterns, onigToDotNet rewrites \w to Oniguruma's class; remaining
-// differences between the engines are possible on rare characters.
+// patterns, onigToDotNet rewrites \w to Oniguruma's class and adds to each
+// \p{Cat} the code points Oniguruma's Unicode 16.0 has there and Go's 15.0
+// lacks (onigclass_tables.go, generated from the reference's own classes by
+// gen_onigclass.js and gen_onigclass.go); remaining differences between the
+// engines are possible on rare characters.
 const (
 	gpt2Pattern   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 	llama3Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
@@ -80,6 +83,20 @@ func compileRegexp2(p string) (matcher, error) {
 	return &regexp2Matcher{re: re}, nil
 }
 
+// onigNewerClass returns the code points onigNewer adds to the category cat,
+// as the body of a character class ("" when none).
+func onigNewerClass(cat string) string {
+	var b strings.Builder
+	for _, r := range onigNewer[cat] {
+		b.WriteRune(r[0])
+		if r[1] > r[0] {
+			b.WriteByte('-')
+			b.WriteRune(r[1])
+		}
+	}
+	return b.String()
+}
+
 // onigWordClass is the body of a character class equal to Oniguruma's \w:
 // letters, marks, decimal and letter numbers, connector punctuation, and
 // the Latin-1 digits ¹²³ and fractions ¼½¾ (regexp2, like .NET, leaves out
@@ -87,7 +104,9 @@ func compileRegexp2(p string) (matcher, error) {
 const onigWordClass = `\p{L}\p{M}\p{Nd}\p{Nl}\p{Pc}\u00B2\u00B3\u00B9\u00BC-\u00BE`
 
 // onigToDotNet rewrites the constructs whose meaning differs between
-// Oniguruma and regexp2: \w (in and out of brackets) and \W (outside).
+// Oniguruma and regexp2: \w (in and out of brackets), \W (outside), and
+// \p{Cat} (in and out) and \P{Cat} (outside), to which the code points of
+// Oniguruma's newer Unicode tables are added (onigNewer).
 func onigToDotNet(p string) string {
 	var b strings.Builder
 	depth := 0
@@ -96,6 +115,21 @@ func onigToDotNet(p string) string {
 		switch {
 		case c == '\\' && i+1 < len(p):
 			switch n := p[i+1]; {
+			case (n == 'p' || n == 'P') && strings.HasPrefix(p[i+2:], "{") && strings.Contains(p[i+2:], "}"):
+				end := i + 2 + strings.IndexByte(p[i+2:], '}')
+				class, extra := p[i:end+1], onigNewerClass(p[i+3:end])
+				switch {
+				case extra == "" || (n == 'P' && depth > 0):
+					b.WriteString(class)
+				case depth > 0:
+					b.WriteString(class + extra)
+				case n == 'p':
+					b.WriteString("[" + class + extra + "]")
+				default:
+					b.WriteString("[^\\p" + class[2:] + extra + "]")
+				}
+				i = end
+				continue
 			case n == 'w' && depth > 0:
 				b.WriteString(onigWordClass)
 			case n == 'w':
@@ -162,6 +196,14 @@ func isLetter(r rune) bool {
 // isNumber is \p{N} of the reference (see isLetter).
 func isNumber(r rune) bool {
 	return unicode.IsNumber(r) || (r >= 0x10D40 && unicode.Is(unicode16Number, r))
+}
+
+// isRustNumeric is Rust's char::is_numeric (Nd, Nl, No of Unicode 17.0),
+// which HF's Digits pre-tokenizer splits on: \p{N} of Oniguruma's 16.0 and
+// the numbers 17.0 added, all of them, read from the reference's Digits
+// over every code point.
+func isRustNumeric(r rune) bool {
+	return isNumber(r) || (r >= 0x11DE0 && r <= 0x11DE9) || (r >= 0x16FF4 && r <= 0x16FF6)
 }
 
 // isWord is Oniguruma's \w (see onigWordClass), checked against the

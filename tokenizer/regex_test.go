@@ -119,6 +119,53 @@ func TestScannersMatchRegexp2(t *testing.T) {
 	}
 }
 
+// TestRegexp2NewerClasses checks that patterns run by regexp2 (Go's Unicode
+// 15.0) see the characters of Unicode 16.0 in the classes Oniguruma (the
+// reference) puts them in: U+0897 ARABIC PEPET is a mark, U+1C89 a letter,
+// U+10D40 GARAY DIGIT ZERO a number, U+105C0 TODHRI LETTER A a letter. The
+// scanners follow Oniguruma's classes and must agree with regexp2 there.
+func TestRegexp2NewerClasses(t *testing.T) {
+	for _, c := range []struct{ pattern, in, want string }{
+		{`\p{M}+`, "a\u0897b", "\u0897"},
+		{`[^\p{L}]+`, "x\u1c89y-", "-"},
+		{`\P{N}+`, "1\U00010d40a", "a"},
+		{`[\p{Lu}\p{Lo}]+`, "\u1c89\U000105c0a", "\u1c89\U000105c0"},
+	} {
+		re, err := compileRegexp2(c.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(splitWith(re, c.in), "|"); got != c.want {
+			t.Errorf("%s on %+q: %+q, want %+q", c.pattern, c.in, got, c.want)
+		}
+	}
+	newer := []string{"\u0897", "\u1c89", "\u1c8a", "\U00010d40", "\U000105c0", "\ua7cb", " ", "a", "'s", "1", "!", "\n"}
+	r := rand.New(rand.NewSource(2))
+	for _, c := range []struct {
+		pattern string
+		m       matcher
+	}{
+		{gpt2Pattern, gpt2Matcher{}},
+		{llama3Pattern, llama3Matcher{maxDigits: 3}},
+		{qwen2Pattern, llama3Matcher{maxDigits: 1}},
+	} {
+		re, err := compileRegexp2(c.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 500; i++ {
+			var sb strings.Builder
+			for j := 0; j < 1+r.Intn(12); j++ {
+				sb.WriteString(newer[r.Intn(len(newer))])
+			}
+			s := sb.String()
+			if got, want := splitWith(c.m, s), splitWith(re, s); !equalStrings(got, want) {
+				t.Fatalf("pattern %q on %+q:\nscanner %q\nregexp2 %q", c.pattern, s, got, want)
+			}
+		}
+	}
+}
+
 // TestCharacterClasses spot-checks the classes against values read from the
 // reference's regex engine (Unicode 16.0), including characters Go's Unicode
 // 15.0 tables do not know.
@@ -141,6 +188,20 @@ func TestCharacterClasses(t *testing.T) {
 		if isLetter(tc.r) != tc.letter || isNumber(tc.r) != tc.number || (isWord(tc.r) != tc.word && tc.r != '\U00010D40') {
 			t.Errorf("%U: letter %v number %v word %v, want %v %v %v", tc.r,
 				isLetter(tc.r), isNumber(tc.r), isWord(tc.r), tc.letter, tc.number, tc.word)
+		}
+	}
+}
+
+// TestRustNumeric checks the class of the Digits pre-tokenizer against the
+// reference's (HF tokenizers 0.23.2): numbers of Unicode 17.0 included.
+func TestRustNumeric(t *testing.T) {
+	for r, want := range map[rune]bool{
+		'7': true, 'a': false, '\u0660': true, '½': true, 'Ⅻ': true, '\U00010D40': true,
+		'\U00011DE0': true, '\U00011DE9': true, '\U00016FF4': true, '\U00016FF6': true, // 17.0
+		'\U00016FF7': false, '\u3000': false,
+	} {
+		if got := isRustNumeric(r); got != want {
+			t.Errorf("isRustNumeric(%U) = %v, want %v", r, got, want)
 		}
 	}
 }

@@ -203,7 +203,7 @@ func New(f Files) (*Tokenizer, error) {
 		t.addTokens(t.cfg.addedTokens)
 		t.addNamedSpecials()
 	}
-	var gen generationConfig
+	gen := generationConfig{bos: -1} // none: no bos_token_id
 	if f.GenerationConfig != nil {
 		if gen, err = parseGenerationConfig(f.GenerationConfig); err != nil {
 			return nil, err
@@ -565,21 +565,33 @@ func (t *Tokenizer) DecodeWith(ids []int, opts DecodeOptions) string {
 	return strings.Join(t.dec.decodeChain(toks), "")
 }
 
+// decodeToken returns the string id decodes as, and false for an id that
+// names no token or that skipSpecial drops.
 func (t *Tokenizer) decodeToken(id int, skipSpecial bool) (string, bool) {
 	if id < 0 || id >= len(t.idToTok) || !t.hasID[id] {
 		return "", false
 	}
+	s := t.idToTok[id]
 	if i, ok := t.added.byID[int32(id)]; ok {
-		at := &t.added.tokens[i]
-		if skipSpecial && at.Special {
-			return "", false
+		s = t.added.tokens[i].Content
+		if d, ok := t.added.decodeAs[int32(id)]; ok {
+			s = d
 		}
-		if s, ok := t.added.decodeAs[int32(id)]; ok {
-			return s, true
-		}
-		return at.Content, true
 	}
-	return t.idToTok[id], true
+	// HF drops a token when the string it decodes as is the content of a
+	// special token (AddedVocabulary::is_special_token on the string): a
+	// special token with normalized=true whose normalized form differs from
+	// its content is kept.
+	if skipSpecial && t.isSpecialContent(s) {
+		return "", false
+	}
+	return s, true
+}
+
+// isSpecialContent reports whether s is the content of a special added token.
+func (t *Tokenizer) isSpecialContent(s string) bool {
+	id, ok := t.added.content[s]
+	return ok && t.added.tokens[t.added.byID[id]].Special
 }
 
 // VocabSize returns the number of token ids: one more than the largest id of

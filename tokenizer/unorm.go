@@ -181,3 +181,12 @@ func (u *unormData) composePair(a, b rune) (rune, bool) {
 	r, ok := u.comp[pairKey(a, b)]
 	return r, ok
 }
+
+// isCombiningMark reports whether r is one of combiningMarks.
+func isCombiningMark(r rune) bool {
+	if r < 0x300 {
+		return false
+	}
+	i := sort.Search(len(combiningMarks), func(i int) bool { return combiningMarks[i][1] >= r })
+	return i < len(combiningMarks) && combiningMarks[i][0] <= r
+}

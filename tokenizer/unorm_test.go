@@ -24,6 +24,13 @@ func TestNormalizeUnicode(t *testing.T) {
 		{"NFKD", "\u2460", "1"},                  // circled digit
 		{"NFKC", "\uff76\uff9e", "\u30ac"},       // half-width kana + voiced mark
 		{"NFC", "plain ASCII", "plain ASCII"},
+		// Data of characters newer than the reference's tables is left out
+		// (gen_unorm.py, REFERENCE_LACKS_*); the values are HF tokenizers'.
+		{"NFKC", "\u32ff", "\u32ff"},                            // SQUARE ERA NAME REIWA (12.1): Python gives 令和
+		{"NFKC", "\U0001fbf07", "\U0001fbf07"},                  // SEGMENTED DIGIT ZERO (13.0): Python gives 0
+		{"NFD", "\U00011938", "\U00011938"},                     // DIVES AKURU VOWEL SIGN O (13.0) stays whole
+		{"NFC", "\U00011935\U00011930", "\U00011935\U00011930"}, // and its parts do not compose
+		{"NFD", "a\u0301\u1ac0", "a\u0301\u1ac0"},               // U+1AC0 (14.0, class 220 in Python) is class 0: no reordering
 	}
 	for _, tc := range tests {
 		u := unicodeNorm{compat: tc.form[2] == 'K', compose: tc.form[len(tc.form)-1] == 'C'}

@@ -288,3 +288,23 @@ zoo("zoo_whitespace", {"type": "Sequence", "pretokenizers": [
         {"type": "Replace", "pattern": {"Regex": "a+"}, "content": "A"},
         {"type": "Fuse"},
         {"type": "Strip", "content": "#", "start": 2, "stop": 0}]})
+
+# 8. Special added tokens with normalized=true on the SentencePiece-style
+# model (some Llama 2 derived files ship <s> and </s> so): HF matches them in
+# the normalized text and decodes them as their normalized form ("▁<s>"),
+# which is no special token's content, so skip_special_tokens keeps them.
+vocab, merges = spm_vocab(250, set("éïüß"))
+n = len(vocab)
+write("spm_normspecial", {
+    "version": "1.0", "truncation": None, "padding": None,
+    "added_tokens": [added(0, "<unk>"), added(1, "<s>", normalized=True), added(2, "</s>", normalized=True),
+                     added(n, "<x y>", normalized=True), added(n + 1, "<ctl>", normalized=True),
+                     added(n + 2, "<raw>")],
+    "normalizer": {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "pre_tokenizer": None,
+    "post_processor": tmpl("<s>", 1),
+    "decoder": spm_decoder,
+    "model": bpe_model(vocab, [a + " " + b for a, b in merges], unk_token="<unk>", fuse_unk=True, byte_fallback=True),
+})

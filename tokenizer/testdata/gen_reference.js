@@ -32,12 +32,16 @@ const perFixture = {
   llama2_spm: ["<s>Hello", "Hello</s>", "Héllo straße", "über ïß", "<unk>", "a<s>b", " <s> x"],
   mistral_metaspace: ["[INST] Hello [/INST]", "[INST]Hello[/INST] Sure", "<s>[INST] a b [/INST]", "Héllo ïß x"],
   added_strip: ["hello <mask> world", "hello   <mask>   world", "<mask>", "a [SEP]   b", "a   <both>   b",
-    "word", "a word here", "sword words", "word.", "<mask>x <mask>xy", "<mas <mask", "xaby ab", "<s>a</s>"],
+    "word", "a word here", "sword words", "word.", "<mask>x <mask>xy", "<mas <mask", "xaby ab", "<s>a</s>",
+    "word\u200d", "\u200dword", "a\u200cword b", "\u00b2word", "word\u00bd", "\u00b9word\u00be", "\u24b6word",
+    "word\u216b", "\u0301word", "word\u0903", "word\u20dd", "\u09f4word", "word\u1c89", "\u2028word\u3000"],
   qwen2_nfc: ["<|im_start|>user\nHello<|im_end|>\n", "e\u0301t\u00e9", "Å Å Å", "12345", "한국어 \u1100\u1161\u11a8"],
   zoo_split: ["a,b,,c d  e", "aeiou xyz 1234 a1b2", ",start end,", "  ", "x"],
   zoo_invert: ["hello world. foo; bar", "a1b22c333 d", "end.", "no-match"],
   zoo_metaspace: ["  Hello World  ", "a  b", "UPPER lower", "İstanbul"],
   zoo_whitespace: ["foo.bar, baz!! qux", "a1b22 x", "ﬁne ①②", "#a#", "aaa!?", "xx y_z"],
+  spm_normspecial: ["<s>Hello</s>", "a <x y> b", "<x y><x y>", "x<ctl>y <ctl>", "<raw> <raw>", "\u2581<s>",
+    "<s> <s>", "hello</s>world", "<x▁y>", "<x  y>"],
 };
 
 // Random text from a pool of characters that exercise every branch of the
