@@ -16,16 +16,12 @@ import (
 // runs only where such a directory is given.
 const envRealTok = "BITDECODE_REALTOK_DIR"
 
-// realCase is one text of a reference.json written by gen_realref.js.
+// realCase is one text of a reference.json written by gen_realref.js:
+// gen_reference.js's fields and the streaming decoder's chunks.
 type realCase struct {
-	Text             string   `json:"text"`
-	IDs              []int    `json:"ids"`                 // add_special_tokens=False
-	IDsSpecial       []int    `json:"ids_special"`         // add_special_tokens=True
-	IDsSpecialAsText []int    `json:"ids_special_as_text"` // encode_special_tokens=True
-	Decoded          string   `json:"decoded"`             // decode(ids_special, skip_special_tokens=False)
-	DecodedSkip      string   `json:"decoded_skip"`        // decode(ids_special, skip_special_tokens=True)
-	Stream           []string `json:"stream"`              // DecodeStream over ids_special, one chunk a step; nil: HF fails
-	StreamSkip       []string `json:"stream_skip"`         // the same with skip_special_tokens=True
+	referenceCase
+	Stream     []string `json:"stream"`      // DecodeStream over ids_special, one chunk a step; nil: HF fails
+	StreamSkip []string `json:"stream_skip"` // the same with skip_special_tokens=True
 }
 
 // realIDCase is one random id sequence of a reference.json.

@@ -92,19 +92,23 @@ func randomText(r *rand.Rand, n int) string {
 	return b.String()
 }
 
+// scannerPatterns are the pre-tokenizer patterns that have hand-written
+// scanners, each with its scanner.
+var scannerPatterns = []struct {
+	pattern string
+	m       matcher
+}{
+	{gpt2Pattern, gpt2Matcher{}},
+	{llama3Pattern, llama3Matcher{maxDigits: 3}},
+	{qwen2Pattern, llama3Matcher{maxDigits: 1}},
+}
+
 // TestScannersMatchRegexp2 checks the hand-written scanners against the
 // general regex engine running the same patterns. U+017F is left out: its
 // case folding to s is Oniguruma's (see TestPreTokenizerRegex), not regexp2's.
 func TestScannersMatchRegexp2(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
-	for _, c := range []struct {
-		pattern string
-		m       matcher
-	}{
-		{gpt2Pattern, gpt2Matcher{}},
-		{llama3Pattern, llama3Matcher{maxDigits: 3}},
-		{qwen2Pattern, llama3Matcher{maxDigits: 1}},
-	} {
+	for _, c := range scannerPatterns {
 		re, err := compileRegexp2(c.pattern)
 		if err != nil {
 			t.Fatal(err)
@@ -141,14 +145,7 @@ func TestRegexp2NewerClasses(t *testing.T) {
 	}
 	newer := []string{"\u0897", "\u1c89", "\u1c8a", "\U00010d40", "\U000105c0", "\ua7cb", " ", "a", "'s", "1", "!", "\n"}
 	r := rand.New(rand.NewSource(2))
-	for _, c := range []struct {
-		pattern string
-		m       matcher
-	}{
-		{gpt2Pattern, gpt2Matcher{}},
-		{llama3Pattern, llama3Matcher{maxDigits: 3}},
-		{qwen2Pattern, llama3Matcher{maxDigits: 1}},
-	} {
+	for _, c := range scannerPatterns {
 		re, err := compileRegexp2(c.pattern)
 		if err != nil {
 			t.Fatal(err)
