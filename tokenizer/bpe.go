@@ -392,6 +392,13 @@ func addSymbol(syms []symbol, id int32, size int) []symbol {
 func (m *bpe) mergeWord(w string, dst []int32) []int32 {
 	var symBuf [64]symbol
 	syms := symBuf[:0]
+	if len(w) > len(symBuf) {
+		// A long word (a run of spaces, a minified line) gets its symbols
+		// in one allocation, a character each (byte fallback may add
+		// more), instead of append's growth: 4 MiB of spaces allocated
+		// ~5x its final symbols that way.
+		syms = make([]symbol, 0, utf8.RuneCountInString(w))
+	}
 	unkID, unkLen := int32(-1), 0
 	for i := 0; i < len(w); {
 		_, size := utf8.DecodeRuneInString(w[i:])
@@ -449,6 +456,9 @@ func (m *bpe) mergeWord(w string, dst []int32) []int32 {
 	if len(syms) > 1 && len(m.merges) > 0 {
 		var heapBuf [64]mergeItem
 		q := mergeHeap(heapBuf[:0])
+		if len(syms) > len(heapBuf) {
+			q = make(mergeHeap, 0, len(syms)) // at most a pair a symbol to start with
+		}
 		for i := 0; i+1 < len(syms); i++ {
 			if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
 				q.push(mergeItem{rank: mg.rank, pos: int32(i), id: mg.id})
