@@ -169,6 +169,12 @@ def spm_vocab(n_merges, exclude):
     return {t: i for i, t in enumerate(toks)}, merges
 
 vocab, merges = spm_vocab(250, set("éïüß"))
+# The Llama 2 (SentencePiece-style) pipeline's normalizer and model, shared
+# by the fixtures built on it.
+spm_normalizer = {"type": "Sequence", "normalizers": [
+    {"type": "Prepend", "prepend": "\u2581"},
+    {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+spm_model = bpe_model(vocab, [a + " " + b for a, b in merges], unk_token="<unk>", fuse_unk=True, byte_fallback=True)
 spm_decoder = {"type": "Sequence", "decoders": [
     {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
     {"type": "ByteFallback"}, {"type": "Fuse"},
@@ -176,13 +182,11 @@ spm_decoder = {"type": "Sequence", "decoders": [
 write("llama2_spm", {
     "version": "1.0", "truncation": None, "padding": None,
     "added_tokens": [added(0, "<unk>"), added(1, "<s>"), added(2, "</s>")],
-    "normalizer": {"type": "Sequence", "normalizers": [
-        {"type": "Prepend", "prepend": "\u2581"},
-        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "normalizer": spm_normalizer,
     "pre_tokenizer": None,
     "post_processor": tmpl("<s>", 1),
     "decoder": spm_decoder,
-    "model": bpe_model(vocab, [a + " " + b for a, b in merges], unk_token="<unk>", fuse_unk=True, byte_fallback=True),
+    "model": spm_model,
 }, config={"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
            "add_bos_token": True, "add_eos_token": False,
            "chat_template": "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}",
@@ -300,11 +304,9 @@ write("spm_normspecial", {
     "added_tokens": [added(0, "<unk>"), added(1, "<s>", normalized=True), added(2, "</s>", normalized=True),
                      added(n, "<x y>", normalized=True), added(n + 1, "<ctl>", normalized=True),
                      added(n + 2, "<raw>")],
-    "normalizer": {"type": "Sequence", "normalizers": [
-        {"type": "Prepend", "prepend": "\u2581"},
-        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "normalizer": spm_normalizer,
     "pre_tokenizer": None,
     "post_processor": tmpl("<s>", 1),
     "decoder": spm_decoder,
-    "model": bpe_model(vocab, [a + " " + b for a, b in merges], unk_token="<unk>", fuse_unk=True, byte_fallback=True),
+    "model": spm_model,
 })
