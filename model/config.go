@@ -30,6 +30,9 @@ var supported = []struct{ modelType, architecture string }{
 	{"mixtral", "MixtralForCausalLM"},
 	{"qwen2_moe", "Qwen2MoeForCausalLM"},
 	{"qwen3_moe", "Qwen3MoeForCausalLM"},
+	{"smollm3", "SmolLM3ForCausalLM"},
+	{"olmo3", "Olmo3ForCausalLM"},
+	{"seed_oss", "SeedOssForCausalLM"},
 }
 
 // unsupportedFamilies are families that real checkpoints often name and
@@ -79,6 +82,20 @@ const (
 	maxLayers = 1 << 12
 	// maxExperts bounds num_experts (DeepSeek-V3's 256, Qwen3-30B-A3B's 128).
 	maxExperts = 1 << 12
+	// seedOSSHeadDim is SeedOssConfig's head_dim where config.json has none.
+	seedOSSHeadDim = 128
+	// defaultOlmo3SlidingWindow is Olmo3Config's sliding_window where
+	// config.json has none, and olmo3WindowPattern its layer pattern
+	// without layer_types (every fourth layer full, the others sliding).
+	defaultOlmo3SlidingWindow = 4096
+	olmo3WindowPattern        = 4
+	// olmo3DefaultTheta and smolLM3DefaultTheta are their configs'
+	// default_theta, the RoPE base where config.json gives none.
+	olmo3DefaultTheta   = 500000.0
+	smolLM3DefaultTheta = 2000000.0
+	// smolLM3NoRoPEInterval is SmolLM3Config's no_rope_layer_interval
+	// default: every fourth layer without RoPE.
+	smolLM3NoRoPEInterval = 4
 	// defaultRopeTheta is transformers' default when a config has none.
 	defaultRopeTheta = 10000.0
 	// defaultQueryPreAttnScalar is Gemma2Config's and Gemma3TextConfig's
@@ -125,6 +142,9 @@ type Config struct {
 	// (Gemma 3's rope_local_base_freq, or rope_parameters'
 	// sliding_attention); the other layers use RopeTheta and RopeScaling.
 	LocalRopeTheta float64
+	// NoRoPE, where not nil, holds one entry a layer: true for a layer
+	// that applies no RoPE at all (SmolLM3's no_rope_layers 0: NoPE).
+	NoRoPE []bool
 	// RotaryDim is R, the number of each head's dimensions that RoPE
 	// rotates (int(head_dim·partial_rotary_factor), Phi-4-mini's 96 of
 	// 128); 0 means the whole head (RotaryDims returns D then). See
@@ -218,21 +238,27 @@ type Config struct {
 
 // RopeScaling is a RoPE frequency scaling rule of transformers.
 type RopeScaling struct {
-	// Type is "linear" (positions divided by Factor) or "llama3" (Llama 3.1
+	// Type is "linear" (positions divided by Factor), "llama3" (Llama 3.1
 	// and 3.2: low frequencies divided by Factor, high ones kept, a smooth
-	// blend between).
+	// blend between), "longrope" (Phi-3) or "yarn" (YaRN: InvFreq).
 	Type   string
 	Factor float64
 	// The llama3 parameters.
 	LowFreqFactor        float64
 	HighFreqFactor       float64
-	OriginalMaxPositions int // llama3 and longrope
+	OriginalMaxPositions int // llama3, longrope and yarn
+	// The yarn parameters: the ramp between BetaFast and BetaSlow
+	// rotations of the original context (32 and 1 where absent), its ends
+	// rounded outwards unless NoTruncate (truncate false).
+	BetaFast, BetaSlow float64
+	NoTruncate         bool
 	// The longrope parameters (Phi-3 128k, Phi-3.5): D/2 divisors of the
 	// inverse frequencies for sequences up to OriginalMaxPositions
-	// (ShortFactor) and beyond (LongFactor), and AttentionFactor, which
-	// multiplies cos and sin (so q·k by its square).
+	// (ShortFactor) and beyond (LongFactor).
 	ShortFactor, LongFactor []float64
-	AttentionFactor         float64
+	// AttentionFactor (longrope and yarn; 1 for the others' 0) multiplies
+	// cos and sin, so q·k by its square on the rotated dimensions.
+	AttentionFactor float64
 }
 
 // ConfigError reports a config.json that cannot be used. It names the file
@@ -332,6 +358,10 @@ type rawConfig struct {
 	DecoderSparseStep            *int  `json:"decoder_sparse_step"`
 	MLPOnlyLayers                []int `json:"mlp_only_layers"`
 	QKVBias                      *bool `json:"qkv_bias"`
+	// SmolLM3's NoPE layers; Seed-OSS's o_proj bias.
+	NoRoPELayers        []int `json:"no_rope_layers"`
+	NoRoPELayerInterval *int  `json:"no_rope_layer_interval"`
+	AttentionOutBias    *bool `json:"attention_out_bias"`
 
 	// present holds the top-level keys config.json has, null or not:
 	// Gemma 2's defaults apply to absent fields only.
@@ -351,6 +381,12 @@ type rawRope struct {
 	LongFactor                    []float64 `json:"long_factor"`
 	AttentionFactor               *float64  `json:"attention_factor"`
 	PartialRotaryFactor           *float64  `json:"partial_rotary_factor"`
+	// YaRN's (yarn).
+	BetaFast     *float64 `json:"beta_fast"`
+	BetaSlow     *float64 `json:"beta_slow"`
+	Mscale       *float64 `json:"mscale"`
+	MscaleAllDim *float64 `json:"mscale_all_dim"`
+	Truncate     *bool    `json:"truncate"`
 }
 
 // LoadConfig reads and validates the config.json at path.
@@ -429,6 +465,8 @@ func ParseConfig(data []byte) (*Config, error) {
 		if c.HeadDim, err = positive(raw.HeadDim, "head_dim", maxDim); err != nil {
 			return nil, err
 		}
+	} else if c.ModelType == "seed_oss" {
+		c.HeadDim = seedOSSHeadDim // SeedOssConfig's default, not hidden/heads
 	} else {
 		if c.Hidden%c.Heads != 0 {
 			return nil, &ConfigError{Field: "head_dim", Err: fmt.Errorf("absent, and hidden_size %d is not a multiple of num_attention_heads %d", c.Hidden, c.Heads)}
@@ -456,6 +494,9 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, err
 	}
 	c.biases(&raw)
+	if err := c.noRoPE(&raw); err != nil {
+		return nil, err
+	}
 	if err := c.windows(&raw); err != nil {
 		return nil, err
 	}
@@ -533,7 +574,7 @@ func (c *Config) family(raw *rawConfig) error {
 // rope reads the RoPE base and scaling from "rope_parameters" (transformers
 // 5) or "rope_theta" and "rope_scaling" (earlier versions).
 func (c *Config) rope(raw *rawConfig) error {
-	c.RopeTheta = defaultRopeTheta
+	c.RopeTheta = c.defaultTheta()
 	if raw.RopeTheta != nil {
 		c.RopeTheta = *raw.RopeTheta
 	}
@@ -559,10 +600,29 @@ func (c *Config) rope(raw *rawConfig) error {
 			return err
 		}
 	}
+	if c.ModelType == "olmo3" && c.LocalRopeTheta == 0 {
+		// Olmo3Config without per-layer-type parameters: rope_theta and
+		// rope_scaling are the full layers'; the sliding ones run unscaled
+		// RoPE at its default_theta (convert_rope_params_to_dict has
+		// popped rope_theta for the full layers by then).
+		c.LocalRopeTheta = olmo3DefaultTheta
+	}
 	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
 		return &ConfigError{Field: "rope_theta", Err: fmt.Errorf("%g is not a finite base > 1", c.RopeTheta)}
 	}
 	return nil
+}
+
+// defaultTheta is the family's RoPE base where config.json gives none
+// (its config class's default_theta).
+func (c *Config) defaultTheta() float64 {
+	switch c.ModelType {
+	case "olmo3":
+		return olmo3DefaultTheta
+	case "smollm3":
+		return smolLM3DefaultTheta
+	}
+	return defaultRopeTheta
 }
 
 // ropeObject reads one "rope_scaling" or "rope_parameters" object msg
@@ -575,8 +635,8 @@ func (c *Config) ropeObject(raw *rawConfig, msg json.RawMessage, field string) e
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if v := bytes.TrimSpace(fields[k]); len(v) > 0 && v[0] == '{' {
 			// transformers 5 nests parameters per layer type for models
-			// that mix attention kinds (Gemma 3: ropeByLayerType).
-			if c.ModelType == "gemma3_text" {
+			// that mix attention kinds (Gemma 3, OLMo 3: ropeByLayerType).
+			if c.ModelType == "gemma3_text" || c.ModelType == "olmo3" {
 				return c.ropeByLayerType(raw, fields, field)
 			}
 			return &ConfigError{Field: field, Err: fmt.Errorf("per-layer-type parameters (%q) are not supported", k)}
@@ -601,12 +661,24 @@ func (c *Config) ropeObject(raw *rawConfig, msg json.RawMessage, field string) e
 	}
 	switch typ {
 	case "default":
-	case "longrope", "su", "yarn":
-		// Phi3Config renames its older "su" and "yarn" to longrope;
-		// other families' yarn is another rule.
-		if typ == "yarn" && c.ModelType != "phi3" {
-			return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope)", typ)}
+	case "yarn":
+		if c.ModelType == "phi3" {
+			// Phi3Config renames its older "su" and "yarn" to longrope.
+			s, err := c.longrope(raw, &rr, field)
+			if err != nil {
+				return err
+			}
+			c.RopeScaling = s
+			break
 		}
+		// Inside per-layer-type parameters (ropeByLayerType's fields
+		// rope_parameters.<type>) transformers reads some keys elsewhere.
+		s, err := c.yarn(raw, &rr, field, strings.Count(field, ".") > 0)
+		if err != nil {
+			return err
+		}
+		c.RopeScaling = s
+	case "longrope", "su":
 		s, err := c.longrope(raw, &rr, field)
 		if err != nil {
 			return err
@@ -629,15 +701,15 @@ func (c *Config) ropeObject(raw *rawConfig, msg json.RawMessage, field string) e
 		}
 		c.RopeScaling = s
 	default:
-		return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope)", typ)}
+		return &ConfigError{Field: field + ".rope_type", Err: fmt.Errorf("RoPE type %q is not supported (supported: default, linear, llama3, longrope, yarn)", typ)}
 	}
 	return nil
 }
 
-// ropeByLayerType reads transformers 5's rope_parameters of Gemma 3, one
-// object per layer type: "full_attention" gives RopeTheta and RopeScaling
-// (the global layers'), "sliding_attention" LocalRopeTheta, where scaling
-// is refused (Gemma 3's local layers have none).
+// ropeByLayerType reads transformers 5's rope_parameters of Gemma 3 and
+// OLMo 3, one object per layer type: "full_attention" gives RopeTheta and
+// RopeScaling (the global layers'), "sliding_attention" LocalRopeTheta,
+// where scaling is refused (their local layers have none).
 func (c *Config) ropeByLayerType(raw *rawConfig, fields map[string]json.RawMessage, field string) error {
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		switch k {
@@ -646,7 +718,8 @@ func (c *Config) ropeByLayerType(raw *rawConfig, fields map[string]json.RawMessa
 				return err
 			}
 		case "sliding_attention":
-			local := &Config{ModelType: c.ModelType, HeadDim: c.HeadDim, RopeTheta: defaultRopeTheta}
+			local := &Config{ModelType: c.ModelType, HeadDim: c.HeadDim}
+			local.RopeTheta = local.defaultTheta()
 			if err := local.ropeObject(raw, fields[k], field+"."+k); err != nil {
 				return err
 			}
@@ -702,12 +775,25 @@ func (c *Config) biases(raw *rawConfig) {
 		// GraniteAttention and GraniteMLP are Llama's.
 		c.QKVBias, c.OBias = attn, attn
 		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
-	case "olmo2":
+	case "olmo2", "olmo3":
 		// OlmoAttention's q, k, v, o biases follow attention_bias; OlmoMLP
 		// has none. Olmo2Attention's q_norm and k_norm span the whole
-		// projections; Olmo2DecoderLayer's norms follow its blocks.
+		// projections; Olmo2DecoderLayer's norms follow its blocks (OLMo
+		// 3's are OLMo 2's, with sliding layers: windows).
 		c.QKVBias, c.OBias = attn, attn
 		c.QKNormFull, c.PostNorms = true, true
+	case "smollm3":
+		// SmolLM3Attention: q, k, v and o biased per attention_bias;
+		// SmolLM3MLP per mlp_bias (Llama's).
+		c.QKVBias, c.OBias = attn, attn
+		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
+	case "seed_oss":
+		// SeedOssAttention: q, k, v per attention_bias (true unless set),
+		// o per attention_out_bias (false unless set); the MLP per
+		// mlp_bias.
+		c.QKVBias = raw.AttentionBias == nil || *raw.AttentionBias
+		c.OBias = raw.AttentionOutBias != nil && *raw.AttentionOutBias
+		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
 	}
 	c.TieWordEmbeddings = raw.TieWordEmbeddings != nil && *raw.TieWordEmbeddings
 	if raw.TieWordEmbeddings == nil && c.isGemma() {
@@ -730,19 +816,33 @@ func (c *Config) windows(raw *rawConfig) error {
 		}
 	} else if sw == nil && c.hasSlidingLayers() && !raw.present["sliding_window"] {
 		w = defaultGemmaSlidingWindow // absent, not null
+	} else if sw == nil && c.ModelType == "olmo3" && !raw.present["sliding_window"] {
+		w = defaultOlmo3SlidingWindow
 	}
 	var sliding func(layer int) bool
 	switch {
-	case len(raw.LayerTypes) > 0:
-		if len(raw.LayerTypes) != c.Layers {
-			return &ConfigError{Field: "layer_types", Err: fmt.Errorf("%d entries for %d layers", len(raw.LayerTypes), c.Layers)}
+	case c.ModelType == "smollm3":
+		// SmolLM3Attention slides only with use_sliding_window, on the
+		// layers layer_types names (by default the NoPE layers).
+		if raw.UseSlidingWindow == nil || !*raw.UseSlidingWindow || w == 0 {
+			return nil
 		}
-		for i, t := range raw.LayerTypes {
-			if t != "full_attention" && t != "sliding_attention" {
-				return &ConfigError{Field: "layer_types", Err: fmt.Errorf("layer %d: type %q is not supported (want full_attention or sliding_attention)", i, t)}
+		if len(raw.LayerTypes) > 0 {
+			if err := c.checkLayerTypes(raw.LayerTypes); err != nil {
+				return err
 			}
+			sliding = func(i int) bool { return raw.LayerTypes[i] == "sliding_attention" }
+		} else {
+			sliding = func(i int) bool { return c.NoRoPE[i] }
+		}
+	case len(raw.LayerTypes) > 0:
+		if err := c.checkLayerTypes(raw.LayerTypes); err != nil {
+			return err
 		}
 		sliding = func(i int) bool { return raw.LayerTypes[i] == "sliding_attention" }
+	case c.ModelType == "olmo3":
+		// Olmo3Config without layer_types: every fourth layer full.
+		sliding = func(i int) bool { return (i+1)%olmo3WindowPattern != 0 }
 	case c.hasSlidingLayers():
 		// Gemma3TextConfig without layer_types: every
 		// sliding_window_pattern-th layer global, the others sliding;
@@ -793,6 +893,53 @@ func (c *Config) windows(raw *rawConfig) error {
 			c.LayerWindows[i] = w
 			c.SlidingWindow = w
 		}
+	}
+	return nil
+}
+
+// checkLayerTypes checks a layer_types list: one entry a layer, each
+// full_attention or sliding_attention.
+func (c *Config) checkLayerTypes(types []string) error {
+	if len(types) != c.Layers {
+		return &ConfigError{Field: "layer_types", Err: fmt.Errorf("%d entries for %d layers", len(types), c.Layers)}
+	}
+	for i, t := range types {
+		if t != "full_attention" && t != "sliding_attention" {
+			return &ConfigError{Field: "layer_types", Err: fmt.Errorf("layer %d: type %q is not supported (want full_attention or sliding_attention)", i, t)}
+		}
+	}
+	return nil
+}
+
+// noRoPE reads SmolLM3's NoPE layers into NoRoPE: no_rope_layers (one 0 or
+// 1 a layer, 0 for no RoPE) or, where absent, every
+// no_rope_layer_interval-th layer (4 by default) without RoPE, as
+// SmolLM3Config derives them. Other families have none.
+func (c *Config) noRoPE(raw *rawConfig) error {
+	if c.ModelType != "smollm3" {
+		return nil
+	}
+	c.NoRoPE = make([]bool, c.Layers)
+	if raw.NoRoPELayers != nil {
+		if len(raw.NoRoPELayers) != c.Layers {
+			return &ConfigError{Field: "no_rope_layers", Err: fmt.Errorf("%d entries for %d layers", len(raw.NoRoPELayers), c.Layers)}
+		}
+		for i, v := range raw.NoRoPELayers {
+			if v != 0 && v != 1 {
+				return &ConfigError{Field: "no_rope_layers", Err: fmt.Errorf("layer %d: %d (want 1 for RoPE, 0 for none)", i, v)}
+			}
+			c.NoRoPE[i] = v == 0
+		}
+		return nil
+	}
+	n := smolLM3NoRoPEInterval
+	if raw.NoRoPELayerInterval != nil {
+		if n = *raw.NoRoPELayerInterval; n <= 0 {
+			return &ConfigError{Field: "no_rope_layer_interval", Err: fmt.Errorf("%d is not a positive interval", n)}
+		}
+	}
+	for i := range c.NoRoPE {
+		c.NoRoPE[i] = (i+1)%n == 0
 	}
 	return nil
 }
@@ -1021,6 +1168,72 @@ func (c *Config) longrope(raw *rawConfig, rr *rawRope, field string) (*RopeScali
 	if !(s.AttentionFactor > 0) || math.IsInf(s.AttentionFactor, 0) {
 		return nil, &ConfigError{Field: field + ".attention_factor", Err: fmt.Errorf("%g is not a finite factor > 0", s.AttentionFactor)}
 	}
+	return s, nil
+}
+
+// yarn reads YaRN's parameters as transformers 5 does
+// (_compute_yarn_parameters after standardize_rope_params):
+// original_max_position_embeddings from the config's top level where it
+// has one (transformers gives it priority over the RoPE object's, but not
+// inside per-layer-type parameters: nested), else the object's, else
+// max_position_embeddings; factor (max_position_embeddings over the
+// original where absent); attention_factor where given, else
+// mscale(factor, mscale) / mscale(factor, mscale_all_dim) where both are
+// set (and not 0), else mscale(factor, 1), with mscale(f, m) = 0.1·m·ln f
+// + 1 (1 for f <= 1); beta_fast and beta_slow (32 and 1 where absent or
+// 0); truncate (true where absent, and always inside per-layer-type
+// parameters: transformers reads it from the outer object there).
+func (c *Config) yarn(raw *rawConfig, rr *rawRope, field string, nested bool) (*RopeScaling, error) {
+	s := &RopeScaling{Type: "yarn", BetaFast: 32, BetaSlow: 1}
+	switch {
+	case raw.OriginalMaxPositions != nil && !nested:
+		s.OriginalMaxPositions = *raw.OriginalMaxPositions
+	case rr.OriginalMaxPositionEmbeddings != nil:
+		s.OriginalMaxPositions = *rr.OriginalMaxPositionEmbeddings
+	case raw.MaxPositionEmbeddings != nil:
+		s.OriginalMaxPositions = *raw.MaxPositionEmbeddings
+	}
+	if s.OriginalMaxPositions <= 0 {
+		return nil, &ConfigError{Field: field + ".original_max_position_embeddings", Err: errors.New("yarn scaling needs a positive original_max_position_embeddings (or max_position_embeddings)")}
+	}
+	switch {
+	case rr.Factor != nil:
+		s.Factor = *rr.Factor
+	case raw.MaxPositionEmbeddings != nil:
+		s.Factor = float64(*raw.MaxPositionEmbeddings) / float64(s.OriginalMaxPositions)
+	default:
+		return nil, &ConfigError{Field: field + ".factor", Err: errors.New("yarn scaling needs factor or max_position_embeddings")}
+	}
+	if !(s.Factor > 0) || math.IsInf(s.Factor, 0) {
+		return nil, &ConfigError{Field: field + ".factor", Err: fmt.Errorf("%g is not a finite factor > 0", s.Factor)}
+	}
+	mscale := func(f, m float64) float64 {
+		if f <= 1 {
+			return 1
+		}
+		return 0.1*m*math.Log(f) + 1
+	}
+	switch {
+	case rr.AttentionFactor != nil:
+		s.AttentionFactor = *rr.AttentionFactor
+	case rr.Mscale != nil && *rr.Mscale != 0 && rr.MscaleAllDim != nil && *rr.MscaleAllDim != 0:
+		s.AttentionFactor = mscale(s.Factor, *rr.Mscale) / mscale(s.Factor, *rr.MscaleAllDim)
+	default:
+		s.AttentionFactor = mscale(s.Factor, 1)
+	}
+	if !(s.AttentionFactor > 0) || math.IsInf(s.AttentionFactor, 0) {
+		return nil, &ConfigError{Field: field + ".attention_factor", Err: fmt.Errorf("%g is not a finite factor > 0", s.AttentionFactor)}
+	}
+	if rr.BetaFast != nil && *rr.BetaFast != 0 {
+		s.BetaFast = *rr.BetaFast
+	}
+	if rr.BetaSlow != nil && *rr.BetaSlow != 0 {
+		s.BetaSlow = *rr.BetaSlow
+	}
+	if !(s.BetaFast > 0 && s.BetaSlow > 0) || math.IsInf(s.BetaFast, 0) || math.IsInf(s.BetaSlow, 0) {
+		return nil, &ConfigError{Field: field, Err: fmt.Errorf("yarn's beta_fast %g and beta_slow %g must be finite and > 0", s.BetaFast, s.BetaSlow)}
+	}
+	s.NoTruncate = !nested && rr.Truncate != nil && !*rr.Truncate
 	return s, nil
 }
 

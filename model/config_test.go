@@ -192,7 +192,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"hidden not multiple of heads", strings.Replace(cfgLlama3, `"hidden_size": 4096`, `"hidden_size": 4097`, 1), "head_dim", "multiple"},
 		{"odd head_dim", strings.Replace(cfgLlama32, `"head_dim": 64`, `"head_dim": 63`, 1), "head_dim", "odd"},
 		{"gelu", strings.Replace(cfgLlama3, `"silu"`, `"gelu"`, 1), "hidden_act", "gelu"},
-		{"yarn", strings.Replace(cfgLlama31, `"llama3"`, `"yarn"`, 1), "rope_scaling.rope_type", `"yarn" is not supported (supported: default, linear, llama3, longrope)`},
+		{"yarn factor 0", strings.Replace(strings.Replace(cfgLlama31, `"llama3"`, `"yarn"`, 1), `"factor": 8.0`, `"factor": 0`, 1), "rope_scaling.factor", "not a finite factor > 0"},
+		{"yarn negative beta", strings.Replace(strings.Replace(cfgLlama31, `"llama3"`, `"yarn"`, 1), `"factor": 8.0`, `"factor": 8.0, "beta_fast": -4`, 1), "rope_scaling", "beta_fast"},
+		{"yarn negative attention factor", strings.Replace(strings.Replace(cfgLlama31, `"llama3"`, `"yarn"`, 1), `"factor": 8.0`, `"factor": 8.0, "attention_factor": -1`, 1), "rope_scaling.attention_factor", "not a finite factor > 0"},
+		{"dynamic", strings.Replace(cfgLlama31, `"llama3"`, `"dynamic"`, 1), "rope_scaling.rope_type", `"dynamic" is not supported (supported: default, linear, llama3, longrope, yarn)`},
+		{"smollm3 no_rope_layers length", strings.Replace(strings.Replace(cfgLlama3, `"model_type": "llama"`, `"model_type": "smollm3", "no_rope_layers": [1, 0]`, 1), `"LlamaForCausalLM"`, `"SmolLM3ForCausalLM"`, 1), "no_rope_layers", "2 entries for 32 layers"},
+		{"smollm3 no_rope_layers value", strings.Replace(strings.Replace(cfgLlama3, `"model_type": "llama"`, `"model_type": "smollm3", "no_rope_layers": [`+strings.Repeat("1, ", 31)+`2]`, 1), `"LlamaForCausalLM"`, `"SmolLM3ForCausalLM"`, 1), "no_rope_layers", "layer 31: 2"},
 		{"dynamic old spelling", strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": {"type": "dynamic", "factor": 2.0}`, 1), "rope_scaling.rope_type", "dynamic"},
 		{"llama3 missing factors", strings.Replace(cfgLlama31, `"low_freq_factor": 1.0,`, ``, 1), "rope_scaling", "low_freq_factor"},
 		{"llama3 equal factors", strings.Replace(cfgLlama31, `"high_freq_factor": 4.0`, `"high_freq_factor": 1.0`, 1), "rope_scaling", "low_freq_factor < high_freq_factor"},
@@ -581,5 +586,112 @@ func TestGemma2Config(t *testing.T) {
 	c.AttnSoftcap = 50
 	if err := c.RefuseAttnSoftcap("the GPU"); !errors.Is(err, ErrAttnSoftcap) || !strings.Contains(err.Error(), "the GPU") || !strings.Contains(err.Error(), "soft-capping") {
 		t.Errorf("RefuseAttnSoftcap: %v", err)
+	}
+}
+
+// TestYarnOlmo3SmolLM3SeedOSSConfigs checks the families and RoPE rule of
+// session 27 on configs written after the released checkpoints' (from
+// memory of their config.json, shortened to the fields read; not fetched
+// here): OLMo 3 (transformers 4.57's spelling: rope_scaling yarn for the
+// full layers beside layer_types; the sliding layers unscaled at
+// Olmo3Config's default_theta), SmolLM3 (no_rope_layers, its default
+// interval where absent), Seed-OSS (head_dim 128 and q/k/v biases by
+// default, o without), and Qwen3 with its model card's yarn.
+func TestYarnOlmo3SmolLM3SeedOSSConfigs(t *testing.T) {
+	olmo3 := `{"architectures":["Olmo3ForCausalLM"],"model_type":"olmo3","hidden_size":4096,"intermediate_size":11008,
+		"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":32,"vocab_size":100278,"rms_norm_eps":1e-6,
+		"max_position_embeddings":65536,"rope_theta":500000,"sliding_window":4096,"attention_bias":false,
+		"rope_scaling":{"attention_factor":1.2079441541679836,"beta_fast":32,"beta_slow":1,"factor":8.0,
+		"original_max_position_embeddings":8192,"rope_type":"yarn"},
+		"layer_types":[` + strings.TrimSuffix(strings.Repeat(`"sliding_attention","sliding_attention","sliding_attention","full_attention",`, 8), ",") + `]}`
+	c, err := ParseConfig([]byte(olmo3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.RopeScaling
+	if !c.PostNorms || !c.QKNormFull || s == nil || s.Type != "yarn" || s.Factor != 8 || s.OriginalMaxPositions != 8192 ||
+		s.AttentionFactor != 1.2079441541679836 || s.BetaFast != 32 || s.BetaSlow != 1 || s.NoTruncate ||
+		c.RopeTheta != 5e5 || c.LocalRopeTheta != 5e5 {
+		t.Errorf("olmo3: %+v, scaling %+v", c, s)
+	}
+	for i, w := range c.LayerWindows {
+		if want := map[bool]int{true: 0, false: 4096}[(i+1)%4 == 0]; w != want {
+			t.Errorf("olmo3 layer %d: window %d, want %d", i, w, want)
+		}
+	}
+	// Without layer_types and sliding_window: Olmo3Config's pattern and window.
+	c, err = ParseConfig([]byte(strings.Replace(strings.Replace(olmo3, `"sliding_window":4096,`, ``, 1), `"layer_types":[`, `"unused":[`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LayerWindows[0] != defaultOlmo3SlidingWindow || c.LayerWindows[3] != 0 || c.LayerWindows[4] != defaultOlmo3SlidingWindow {
+		t.Errorf("olmo3 defaults: windows %v", c.LayerWindows)
+	}
+
+	smol := `{"architectures":["SmolLM3ForCausalLM"],"model_type":"smollm3","hidden_size":2048,"intermediate_size":11008,
+		"num_hidden_layers":36,"num_attention_heads":16,"num_key_value_heads":4,"vocab_size":128256,"rms_norm_eps":1e-6,
+		"max_position_embeddings":65536,"rope_theta":5000000.0,"rope_scaling":null,
+		"use_sliding_window":false,"sliding_window":null,"tie_word_embeddings":true,"attention_bias":false,"mlp_bias":false,
+		"no_rope_layers":[` + strings.TrimSuffix(strings.Repeat(`1,1,1,0,`, 9), ",") + `]}`
+	if c, err = ParseConfig([]byte(smol)); err != nil {
+		t.Fatal(err)
+	}
+	for i, no := range c.NoRoPE {
+		if no != ((i+1)%4 == 0) || c.LayerWindows[i] != 0 {
+			t.Errorf("smollm3 layer %d: no RoPE %v, window %d", i, no, c.LayerWindows[i])
+		}
+	}
+	if c.RopeTheta != 5e6 || c.HeadDim != 128 || c.QKVBias || c.OBias || !c.TieWordEmbeddings {
+		t.Errorf("smollm3: %+v", c)
+	}
+	// Without no_rope_layers: every no_rope_layer_interval-th layer; with a
+	// window, the NoPE layers slide (SmolLM3Config's layer_types).
+	c, err = ParseConfig([]byte(strings.Replace(strings.Replace(smol, `"no_rope_layers"`, `"no_rope_layer_interval":3,"unused"`, 1),
+		`"use_sliding_window":false,"sliding_window":null`, `"use_sliding_window":true,"sliding_window":2048`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, no := range c.NoRoPE {
+		w := map[bool]int{true: 2048, false: 0}[(i+1)%3 == 0]
+		if no != ((i+1)%3 == 0) || c.LayerWindows[i] != w {
+			t.Errorf("smollm3 interval 3, layer %d: no RoPE %v, window %d", i, no, c.LayerWindows[i])
+		}
+	}
+
+	seed := `{"architectures":["SeedOssForCausalLM"],"model_type":"seed_oss","hidden_size":5120,"intermediate_size":27648,
+		"num_hidden_layers":64,"num_attention_heads":80,"num_key_value_heads":8,"vocab_size":155136,"rms_norm_eps":1e-6,
+		"max_position_embeddings":524288,"rope_theta":10000000.0,"rope_scaling":{"rope_type":"default"},"tie_word_embeddings":false}`
+	if c, err = ParseConfig([]byte(seed)); err != nil {
+		t.Fatal(err)
+	}
+	if c.HeadDim != 128 || !c.QKVBias || c.OBias || c.MLPBias || c.RopeScaling != nil {
+		t.Errorf("seed_oss: %+v", c)
+	}
+
+	// Qwen3's model card: "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+	// "original_max_position_embeddings": 32768}; the attention factor
+	// 0.1·ln 4 + 1.
+	qwen3 := `{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":4096,"intermediate_size":12288,
+		"num_hidden_layers":36,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"vocab_size":151936,
+		"rms_norm_eps":1e-6,"max_position_embeddings":40960,"rope_theta":1000000,
+		"rope_scaling":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768}}`
+	if c, err = ParseConfig([]byte(qwen3)); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.RopeScaling; s == nil || s.Type != "yarn" || s.Factor != 4 || s.OriginalMaxPositions != 32768 ||
+		math.Abs(c.RopeAttentionFactor()-(0.1*math.Log(4)+1)) > 1e-15 {
+		t.Errorf("qwen3 yarn: %+v", c.RopeScaling)
+	}
+	inv := c.InvFreq()
+	// The fastest pairs keep θ^(-2i/D); the slowest are divided by 4.
+	if base := c.baseInvFreq(); inv[0] != base[0] || math.Abs(float64(inv[63])-float64(base[63])/4) > 1e-6*float64(base[63]) {
+		t.Errorf("qwen3 yarn frequencies: first %g (base %g), last %g (base %g / 4)", inv[0], base[0], inv[63], base[63])
+	}
+	// Without factor: max_position_embeddings over the original.
+	if c, err = ParseConfig([]byte(strings.Replace(qwen3, `"factor":4.0,`, ``, 1))); err != nil {
+		t.Fatal(err)
+	}
+	if c.RopeScaling.Factor != 40960.0/32768 {
+		t.Errorf("qwen3 yarn without factor: %g", c.RopeScaling.Factor)
 	}
 }

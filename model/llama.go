@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/bitdecode/bitdecode/backend"
@@ -38,7 +39,14 @@ import (
 //	Mixtral, Qwen2-MoE, a mixture of experts in place of the MLP of the
 //	Qwen3-MoE          sparse layers (Config.MoE, moe.go): a router, top-k
 //	                   SwiGLU experts, Qwen2-MoE's gated shared expert
+//	OLMo 3             OLMo 2 with sliding layers (layer_types), each kind
+//	                   with its RoPE (the full layers' may be yarn-scaled)
+//	SmolLM3            Llama with NoPE layers (Config.NoRoPE: zero
+//	                   frequencies, so RoPE leaves q and k unchanged)
+//	Seed-OSS           Llama with q/k/v biases and none on o by default
 //
+// Any of them may scale RoPE by yarn (Config.InvFreq; its attention factor
+// squared scales q after RoPE on the layers that use those frequencies).
 // Every variant may tie lm_head to the token embedding. The fields are the
 // weights, tagged with their Hugging Face tensor names; Load fills them. The
 // tp tags say how each splits over tensor-parallel ranks (Megatron's
@@ -57,17 +65,22 @@ type Llama struct {
 	be      backend.Backend
 	invFreq backend.Weight // RoPE inverse frequencies [D/2]
 	// invFreqLong are longrope's frequencies past the original context
-	// (nil for other RoPE types); qScale is its attention factor squared,
-	// by which q is scaled after RoPE (0: none).
+	// (nil for other RoPE types); qScale is the attention factor squared
+	// of longrope or yarn (Config.RopeAttentionFactor), by which q is
+	// scaled after RoPE on the layers that use invFreq (0: none).
 	invFreqLong backend.Weight
 	// invFreqLocal are the sliding layers' frequencies where they have
-	// their own (Gemma 3's LocalRopeTheta), nil otherwise.
+	// their own (Gemma 3's and OLMo 3's LocalRopeTheta), nil otherwise.
 	invFreqLocal backend.Weight
-	qScale       float32
-	eps          float32
-	qkEps        float32 // the q and k norms' (Config.QKEps: eps·D/Dp for padded heads)
-	mem          WeightMemory
-	ck           *safetensors.Checkpoint // closed in Close: the backend may read its bytes in place
+	// invFreqNone are zeros, the frequencies of the layers that apply no
+	// RoPE (Config.NoRoPE: angle 0, cos 1, sin 0, q and k unchanged), nil
+	// where every layer applies it.
+	invFreqNone backend.Weight
+	qScale      float32
+	eps         float32
+	qkEps       float32 // the q and k norms' (Config.QKEps: eps·D/Dp for padded heads)
+	mem         WeightMemory
+	ck          *safetensors.Checkpoint // closed in Close: the backend may read its bytes in place
 }
 
 // LlamaLayer is one decoder layer's weights.
@@ -120,11 +133,16 @@ type LlamaLayer struct {
 
 func init() {
 	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma2", "gemma3_text",
-		"mixtral", "qwen2_moe", "qwen3_moe")
+		"mixtral", "qwen2_moe", "qwen3_moe", "smollm3", "olmo3", "seed_oss")
 }
 
 // newLlama loads the weights of cfg from the loader's checkpoint.
 func newLlama(cfg *Config, ld *loader) (Model, error) {
+	if cfg.RopeAttentionFactor() != 1 && cfg.RotaryDims() != cfg.HeadDim && (slices.Contains(cfg.NoRoPE, true) || cfg.LocalRopeTheta != 0) {
+		// The loader folds the factor into every layer's q rows there
+		// (headLayout), where only the layers with scaled RoPE take it.
+		return nil, fmt.Errorf("model: %s: a RoPE attention factor with partial rotary embeddings is not supported beside layers without that scaling (NoPE or sliding layers with their own RoPE)", cfg.ModelType)
+	}
 	if _, tp := ld.be.(backend.SplitLoader); tp && cfg.QKNormFull {
 		// Each rank holds some heads of q and k; the norm spans them all.
 		return nil, fmt.Errorf("model: %s: q_norm and k_norm over the whole projections are not supported with tensor parallelism", cfg.ModelType)
@@ -186,12 +204,18 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 			m.Close()
 			return nil, fmt.Errorf("model: %w", err)
 		}
-		if f := cfg.RopeScaling.AttentionFactor; f != 1 && cfg.RotaryDims() == cfg.HeadDim {
-			// (Partial rotary and padded heads: the loader folds f² into
-			// q's rotated rows, headLayout. Random weights, NewRandom,
-			// have none.)
-			m.qScale = float32(f * f)
+	}
+	if slices.Contains(cfg.NoRoPE, true) {
+		if m.invFreqNone, err = loadVector(m.be, "rope.none_inv_freq", make([]float32, cfg.HeadDim/2)); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("model: %w", err)
 		}
+	}
+	if f := cfg.RopeAttentionFactor(); f != 1 && cfg.RotaryDims() == cfg.HeadDim {
+		// (Partial rotary and padded heads: the loader folds f² into
+		// q's rotated rows, headLayout. Random weights, NewRandom,
+		// have none.)
+		m.qScale = float32(f * f)
 	}
 	return m, nil
 }
@@ -250,11 +274,7 @@ func setupLlama(cfg *Config, ld *loader) {
 	}
 	ld.normPlusOne = cfg.NormPlusOne
 	if R := cfg.RotaryDims(); R != cfg.HeadDim {
-		f := 1.0
-		if s := cfg.RopeScaling; s != nil && s.Type == "longrope" {
-			f = s.AttentionFactor
-		}
-		ld.heads = newHeadLayout(D, cfg.HeadDim, R, f)
+		ld.heads = newHeadLayout(D, cfg.HeadDim, R, cfg.RopeAttentionFactor())
 	}
 	if cfg.FusedQKV {
 		ld.fused = phi3Fused(cfg)
@@ -478,9 +498,12 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 
 		// Self-attention block.
 		be.LinearGroup(qkv, in, []backend.Weight{l.Q, l.K, l.V}, []backend.Weight{l.QBias, l.KBias, l.VBias})
-		freq := invFreq
-		if m.invFreqLocal != nil && cfg.LayerWindows[i] > 0 {
-			freq = m.invFreqLocal
+		freq, scaled := invFreq, true // scaled: the layer takes qScale
+		switch {
+		case cfg.NoRoPE != nil && cfg.NoRoPE[i]:
+			freq, scaled = m.invFreqNone, false
+		case m.invFreqLocal != nil && cfg.LayerWindows[i] > 0:
+			freq, scaled = m.invFreqLocal, false
 		}
 		if l.QNormFull != nil {
 			be.RMSNorm(qn, q, l.QNormFull, m.qkEps)
@@ -490,7 +513,7 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 		} else {
 			be.RoPEQK(q, k, pos, freq, l.QNorm, l.KNorm, m.qkEps)
 		}
-		if m.qScale != 0 {
+		if m.qScale != 0 && scaled {
 			be.Scale(qkv[0], qkv[0], m.qScale)
 		}
 		if err := be.Err(); err != nil {
@@ -617,7 +640,8 @@ func (m *Llama) Close() error {
 	m.be.FreeWeight(m.invFreq)
 	m.be.FreeWeight(m.invFreqLong)
 	m.be.FreeWeight(m.invFreqLocal)
-	m.invFreq, m.invFreqLong, m.invFreqLocal = nil, nil, nil
+	m.be.FreeWeight(m.invFreqNone)
+	m.invFreq, m.invFreqLong, m.invFreqLocal, m.invFreqNone = nil, nil, nil, nil
 	if m.ck != nil {
 		ck := m.ck
 		m.ck = nil

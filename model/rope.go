@@ -26,9 +26,13 @@ import "math"
 //
 // For "longrope" (Phi-3 128k, Phi-3.5) it returns the frequencies of
 // sequences up to the original context: InvFreqLong's with ShortFactor.
+// For "yarn", yarnInvFreq's.
 func (c *Config) InvFreq() []float32 {
 	if s := c.RopeScaling; s != nil && s.Type == "longrope" {
 		return c.longropeInvFreq(s.ShortFactor)
+	}
+	if s := c.RopeScaling; s != nil && s.Type == "yarn" {
+		return c.yarnInvFreq(s)
 	}
 	inv := c.baseInvFreq()
 	s := c.RopeScaling
@@ -106,4 +110,58 @@ func (c *Config) LocalInvFreq() []float32 {
 	local := *c
 	local.RopeTheta, local.RopeScaling = c.LocalRopeTheta, nil
 	return local.baseInvFreq()
+}
+
+// yarnInvFreq returns YaRN's inverse frequencies as transformers'
+// _compute_yarn_parameters computes them in float32, with R the rotary
+// dimensions, θ the base, s the factor and Lo the original context:
+//
+//	p[i]     = θ^(float32(2i)/R)                 (pos_freqs)
+//	ramp[i]  = clamp((i − lo) / (hi − lo), 0, 1)
+//	inv[i]   = 1/(s·p[i])·ramp[i] + 1/p[i]·(1 − ramp[i])
+//
+// where lo and hi are the dimensions at which a frequency turns BetaFast
+// and BetaSlow times over Lo positions, d(n) = R·ln(Lo/(2πn)) / (2 ln θ),
+// rounded down and up (unless NoTruncate), clamped to [0, R−1] (hi + 0.001
+// where they meet): the fast dimensions keep their frequencies, the slow
+// ones are interpolated by s. 0 past R/2 (InvFreq). The attention factor
+// (RopeScaling.AttentionFactor) is applied by the model, not here.
+func (c *Config) yarnInvFreq(s *RopeScaling) []float32 {
+	R := c.RotaryDims()
+	corr := func(n float64) float64 {
+		return float64(R) * math.Log(float64(s.OriginalMaxPositions)/(n*2*math.Pi)) / (2 * math.Log(c.RopeTheta))
+	}
+	lo, hi := corr(s.BetaFast), corr(s.BetaSlow)
+	if !s.NoTruncate {
+		lo, hi = math.Floor(lo), math.Ceil(hi)
+	}
+	lo, hi = max(lo, 0), min(hi, float64(R-1))
+	if lo == hi {
+		hi += 0.001
+	}
+	span := float32(hi - lo)
+	factor := float32(s.Factor)
+	inv := make([]float32, c.HeadDim/2)
+	for i := range inv[:R/2] {
+		// Each operation rounded to float32 (explicit conversions: no fused
+		// multiply-add), as torch's float32 tensors compute it.
+		p := float32(math.Pow(c.RopeTheta, float64(float32(2*i)/float32(R))))
+		extra := 1 / p
+		inter := 1 / float32(factor*p)
+		ramp := float32(float32(i)-float32(lo)) / span
+		ramp = min(max(ramp, 0), 1)
+		ef := 1 - ramp
+		inv[i] = float32(inter*float32(1-ef)) + float32(extra*ef)
+	}
+	return inv
+}
+
+// RopeAttentionFactor returns the factor by which the config's RoPE
+// scaling multiplies cos and sin (longrope's and yarn's attention factor),
+// 1 for none.
+func (c *Config) RopeAttentionFactor() float64 {
+	if s := c.RopeScaling; s != nil && (s.Type == "longrope" || s.Type == "yarn") && s.AttentionFactor != 0 {
+		return s.AttentionFactor
+	}
+	return 1
 }

@@ -3,6 +3,7 @@ package hfcheck_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -256,4 +257,81 @@ func TestSoftcapPagedCPU(t *testing.T) {
 		worst := hfcheck.CheckRows(t, sp.String()+" KV against the dense cache", rows, want, c.tol)
 		t.Logf("%s KV: %d rows: worst ‖paged − dense‖/‖dense‖ %.2e (bound %.1e)", sp, len(rows), worst, c.tol)
 	}
+}
+
+// TestRoPEFrequencies compares each fixture's RoPE inverse frequencies and
+// attention factor, as model.Config computes them from its config.json,
+// with the buffers transformers built (golden.json's notes: inv_freq and
+// attention_scaling of the model's rotary embedding, or one inv_freq a
+// layer type) for every fixture: default, linear, llama3, longrope (short
+// factors) and yarn (with mscale, attention_factor and truncate false;
+// OLMo 3's full layers beside its unscaled sliding ones). transformers
+// computes in float32 tensors; the bound is 2 ulps.
+func TestRoPEFrequencies(t *testing.T) {
+	checked, maxULPs := 0, int64(0)
+	for _, f := range hfcheck.LoadAll(t) {
+		cfg, err := model.LoadConfig(f.Dir + "/config.json")
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name(), err)
+		}
+		// Per-layer-type RoPE (Gemma 3, OLMo 3): each kind's buffer.
+		if bufs, ok := f.Golden.Notes["inv_freq_buffers"].(map[string]any); ok {
+			for name, want := range map[string][]float32{"full_attention_inv_freq": cfg.InvFreq(), "sliding_attention_inv_freq": cfg.LocalInvFreq()} {
+				raw, ok := bufs[name].([]any)
+				if !ok {
+					t.Fatalf("%s: no %s among transformers' buffers", f.Name(), name)
+				}
+				for i, v := range raw {
+					if d := ulps(want[i], float32(v.(float64))); d > 2 {
+						t.Errorf("%s: %s[%d] = %g, transformers %g (%d ulps)", f.Name(), name, i, want[i], v, d)
+					}
+				}
+			}
+			checked++
+			continue
+		}
+		raw, ok := f.Golden.Notes["inv_freq"].([]any)
+		if !ok {
+			continue
+		}
+		got := cfg.InvFreq()
+		// transformers' buffer covers the rotary pairs only (partial rotary:
+		// R/2 of D/2); ours is 0 past them.
+		if len(raw) > len(got) {
+			t.Fatalf("%s: transformers has %d frequencies, we %d", f.Name(), len(raw), len(got))
+		}
+		for i, v := range raw {
+			want := float32(v.(float64))
+			if d := ulps(got[i], want); d > maxULPs {
+				maxULPs = d
+			}
+			if d := ulps(got[i], want); d > 2 {
+				t.Errorf("%s: inv_freq[%d] = %g, transformers %g (%d ulps)", f.Name(), i, got[i], want, d)
+			}
+		}
+		for i := len(raw); i < len(got); i++ {
+			if got[i] != 0 {
+				t.Errorf("%s: inv_freq[%d] = %g past the rotary pairs, want 0", f.Name(), i, got[i])
+			}
+		}
+		if a, ok := f.Golden.Notes["attention_scaling"].(float64); ok {
+			if af := cfg.RopeAttentionFactor(); math.Abs(af-a) > 1e-12*a {
+				t.Errorf("%s: attention factor %.17g, transformers %.17g", f.Name(), af, a)
+			}
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Fatalf("only %d fixtures carry transformers' inv_freq", checked)
+	}
+	t.Logf("%d fixtures' frequencies within %d ulps of transformers'", checked, maxULPs)
+}
+
+// ulps returns how many float32 values lie between a and b (same sign).
+func ulps(a, b float32) int64 {
+	d := int64(math.Float32bits(a)) - int64(math.Float32bits(b))
+	if d < 0 {
+		d = -d
+	}
+	return d
 }

@@ -205,6 +205,61 @@ FIXTURES = [
           moe_intermediate_size=32, decoder_sparse_step=1, mlp_only_layers=[],
           rope_parameters=dict(rope_type="default", rope_theta=1000000.0), attention_bias=False,
           use_sliding_window=False, tie_word_embeddings=True)),
+    # YaRN RoPE (the rule Qwen2.5's and Qwen3's model cards add to config.json for
+    # long contexts, OLMo 3's and SmolLM3's): inverse frequencies blended between
+    # extrapolation and interpolation by factor over a ramp between beta_fast and
+    # beta_slow rotations of the original context; cos and sin scaled by the attention
+    # factor (0.1 ln factor + 1 by default). Qwen3 shape, GQA 2, head_dim 128.
+    ("qwen3-yarn-gqa2-d128-bf16", "Qwen3Config", "Qwen3ForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
+          head_dim=128, rms_norm_eps=1e-6,
+          rope_parameters=dict(rope_type="yarn", rope_theta=1000000.0, factor=4.0,
+                               original_max_position_embeddings=64),
+          tie_word_embeddings=True, attention_bias=False, use_sliding_window=False)),
+    # YaRN with DeepSeek's mscale and mscale_all_dim (the attention factor their
+    # ratio), beta_fast and beta_slow given, fp16, Llama with head_dim 64.
+    ("llama-yarn-mscale-d64-fp16", "LlamaConfig", "LlamaForCausalLM", "float16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          head_dim=64, rms_norm_eps=1e-5,
+          rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=8.0, beta_fast=16.0,
+                               beta_slow=2.0, mscale=1.0, mscale_all_dim=0.5,
+                               original_max_position_embeddings=32),
+          tie_word_embeddings=False)),
+    # YaRN with the attention factor given and truncate false (gpt-oss's spelling), on
+    # Qwen2 with biases, MQA.
+    ("qwen2-yarn-af-notrunc-bf16", "Qwen2Config", "Qwen2ForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          head_dim=64, rms_norm_eps=1e-6,
+          rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=2.0, attention_factor=1.25,
+                               truncate=False, original_max_position_embeddings=128),
+          tie_word_embeddings=False, use_sliding_window=False)),
+    # SmolLM3: Llama with NoPE layers (no_rope_layers[i] = 0: layer i applies no RoPE).
+    ("smollm3-nope-gqa2-bf16", "SmolLM3Config", "SmolLM3ForCausalLM", "bfloat16", True,
+     dict(hidden_size=128, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=5000000.0),
+          no_rope_layers=[1, 0], use_sliding_window=False, tie_word_embeddings=True)),
+    # OLMo 3: OLMo 2's post-norm blocks and whole-projection q/k norms, with sliding
+    # layers (window 16 < the prompt) beside full ones (layer_types), each kind with
+    # its RoPE (rope_parameters by layer type): the full layers' yarn-scaled, as
+    # OLMo 3's long-context checkpoints have them.
+    ("olmo3-swa16-yarn-gqa2-bf16", "Olmo3Config", "Olmo3ForCausalLM", "bfloat16", True,
+     dict(hidden_size=128, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+          rms_norm_eps=1e-6,
+          rope_parameters=dict(full_attention=dict(rope_type="yarn", rope_theta=500000.0, factor=4.0,
+                                                   original_max_position_embeddings=32),
+                               sliding_attention=dict(rope_type="default", rope_theta=500000.0)),
+          sliding_window=16, layer_types=["sliding_attention", "full_attention"],
+          tie_word_embeddings=False)),
+    # Seed-OSS: Llama with q/k/v biases but none on o_proj (attention_out_bias).
+    ("seedoss-bias-gqa2-bf16", "SeedOssConfig", "SeedOssForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
+          head_dim=64, rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=10000000.0),
+          attention_bias=True, attention_out_bias=False, mlp_bias=False, tie_word_embeddings=False)),
+    # SmolLM3 with use_sliding_window: its NoPE layer slides (window 16 < the prompt).
+    ("smollm3-nope-swa16-bf16", "SmolLM3Config", "SmolLM3ForCausalLM", "bfloat16", True,
+     dict(hidden_size=128, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
+          rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=2000000.0),
+          no_rope_layers=[1, 0], use_sliding_window=True, sliding_window=16, tie_word_embeddings=False)),
 ]
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -252,6 +307,11 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
     seed = 1000 + idx
     torch.manual_seed(seed)
     cfg = getattr(transformers, cfg_cls)(**COMMON, **kw)
+    import inspect
+    known = set(inspect.signature(getattr(transformers, cfg_cls).__init__).parameters)
+    unknown = sorted(k for k in kw if k not in known)
+    if unknown:  # taken through **kwargs: the base class's, or ignored if misspelled
+        log(f"{name}: {cfg_cls}.__init__ does not name {unknown}")
     model = getattr(transformers, model_cls)(cfg).float()
     init_weights(model, seed, cfg_cls.startswith("Gemma"))
     notes = {}
