@@ -39,7 +39,6 @@ var supported = []struct{ modelType, architecture string }{
 // that this package refuses, with what it lacks for each: the error then
 // says why rather than only that the name is unknown.
 var unsupportedFamilies = map[string]string{
-	"gemma3": "Gemma 3's multimodal checkpoints (Gemma3ForConditionalGeneration) hold a vision tower and nest the text model's config; a text-only checkpoint (Gemma3ForCausalLM, gemma3_text) runs",
 	"phi":    "Phi-1/Phi-2 use LayerNorm, a parallel attention/MLP block, partial rotary embeddings and biased projections",
 	"phimoe": "Phi-3.5-MoE's router is sparsemixer with jitter, and its attention and MLP carry LayerNorm and biases",
 	"phi4mm": "Phi-4-multimodal has vision and audio towers and LoRA adapters",
@@ -57,11 +56,103 @@ var unsupportedFamilies = map[string]string{
 // unsupportedArchitectures maps the architectures of unsupportedFamilies
 // to their model types.
 var unsupportedArchitectures = map[string]string{
-	"Gemma3ForConditionalGeneration": "gemma3",
-	"PhiForCausalLM":                 "phi", "PhiMoEForCausalLM": "phimoe", "Phi4MMForCausalLM": "phi4mm",
+	"PhiForCausalLM": "phi", "PhiMoEForCausalLM": "phimoe", "Phi4MMForCausalLM": "phi4mm",
 	"DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
 	"Qwen3NextForCausalLM": "qwen3_next", "GptOssForCausalLM": "gpt_oss",
 	"GraniteMoeForCausalLM": "granitemoe", "OlmoeForCausalLM": "olmoe", "DbrxForCausalLM": "dbrx",
+}
+
+// multimodal are the multimodal checkpoints whose text model this package
+// runs, the vision tower and projector left unread: the wrapper's
+// model_type and architecture, its text model's (text_config's) family,
+// and that family's config defaults for the fields a nested text_config
+// may leave out (transformers 4.5x saved only those that differ from its
+// config class's defaults: gemma-3-4b-it's text_config names six).
+var multimodal = []struct {
+	modelType, architecture string
+	textType, textArch      string
+	defaults                string
+}{
+	// Gemma3Config: Gemma3TextConfig's defaults.
+	{"gemma3", "Gemma3ForConditionalGeneration", "gemma3_text", "Gemma3ForCausalLM", `{"vocab_size": 262208,
+		"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+		"num_key_value_heads": 4, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+		"max_position_embeddings": 131072, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "attention_bias": false,
+		"query_pre_attn_scalar": 256, "sliding_window": 4096, "final_logit_softcapping": null,
+		"attn_logit_softcapping": null, "rope_scaling": null, "rope_local_base_freq": 10000.0,
+		"sliding_window_pattern": 6, "tie_word_embeddings": true, "bos_token_id": 2, "eos_token_id": 1}`},
+	// Mistral3Config (Mistral Small 3.1, 3.2): MistralConfig's defaults.
+	{"mistral3", "Mistral3ForConditionalGeneration", "mistral", "MistralForCausalLM", `{"vocab_size": 32000,
+		"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+		"num_key_value_heads": 8, "hidden_act": "silu", "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+		"rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false, "bos_token_id": 1,
+		"eos_token_id": 2}`},
+}
+
+// multimodalWrapper reports whether raw is one of the multimodal
+// checkpoints' configs (by model_type or architecture), and which.
+func multimodalWrapper(raw *rawConfig) (int, bool) {
+	for i, m := range multimodal {
+		if raw.ModelType != nil && *raw.ModelType == m.modelType || slices.Contains(raw.Architectures, m.architecture) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// parseTextConfig parses the text model of multimodal[w] from the
+// wrapper's config.json keys: text_config over its family's defaults, the
+// checkpoint's dtype from the top level where text_config has none, and
+// the text model's architecture. Config.Wrapper records the wrapper.
+func parseTextConfig(w int, keys map[string]json.RawMessage) (*Config, error) {
+	m := multimodal[w]
+	text, ok := keys["text_config"]
+	if !ok || isNull(text) {
+		return nil, &ConfigError{Field: "text_config", Err: fmt.Errorf("missing: %s (%s) nests its text model's config there", m.architecture, m.modelType)}
+	}
+	var merged map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(m.defaults), &merged); err != nil {
+		panic("model: multimodal defaults: " + err.Error())
+	}
+	var tc map[string]json.RawMessage
+	if err := json.Unmarshal(text, &tc); err != nil {
+		return nil, &ConfigError{Field: "text_config", Err: fmt.Errorf("want an object: %w", err)}
+	}
+	if t, ok := tc["model_type"]; ok {
+		var typ string
+		if json.Unmarshal(t, &typ) != nil || typ != m.textType {
+			return nil, &ConfigError{Field: "text_config.model_type", Err: fmt.Errorf("%s, want %q (%s's text model)", t, m.textType, m.architecture)}
+		}
+	}
+	// The top level's dtype and special tokens where text_config has none
+	// (over the family's defaults).
+	for _, k := range []string{"torch_dtype", "dtype", "bos_token_id", "eos_token_id"} {
+		if v, ok := keys[k]; ok {
+			merged[k] = v
+		}
+	}
+	maps.Copy(merged, tc)
+	if _, ok := tc["rope_parameters"]; ok {
+		// transformers 5 writes rope_parameters (with rope_theta inside):
+		// the 4.5x defaults' rope_theta and rope_scaling must not add to it.
+		delete(merged, "rope_scaling")
+	}
+	merged["model_type"], _ = json.Marshal(m.textType)
+	merged["architectures"], _ = json.Marshal([]string{m.textArch})
+	data, err := json.Marshal(merged)
+	if err != nil {
+		return nil, &ConfigError{Field: "text_config", Err: err}
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) && ce.Field != "" && !strings.HasPrefix(ce.Field, "text_config") {
+			ce.Field = "text_config." + ce.Field
+		}
+		return nil, err
+	}
+	c.Wrapper, c.WrapperArchitecture = m.modelType, m.architecture
+	return c, nil
 }
 
 // supportedList names the supported families for error messages.
@@ -120,6 +211,12 @@ const (
 type Config struct {
 	ModelType    string // a model_type of supported: "llama", "mistral", ..., "mixtral", "qwen2_moe", "qwen3_moe"
 	Architecture string // e.g. "LlamaForCausalLM"; "" if the config names none
+	// Wrapper and WrapperArchitecture name the multimodal checkpoint whose
+	// text model this is ("gemma3", "Gemma3ForConditionalGeneration"; see
+	// multimodal), "" for a text checkpoint. ModelType and Architecture
+	// are then its text model's, and the loader reads the text model's
+	// tensors under the wrapper's prefix (textTensors).
+	Wrapper, WrapperArchitecture string
 
 	Hidden       int // hidden_size
 	Intermediate int // intermediate_size of the SwiGLU MLP
@@ -414,6 +511,11 @@ func ParseConfig(data []byte) (*Config, error) {
 	err := json.Unmarshal(data, &raw)
 	if err == nil {
 		err = json.Unmarshal(data, &keys)
+	}
+	if err == nil {
+		if w, ok := multimodalWrapper(&raw); ok {
+			return parseTextConfig(w, keys)
+		}
 	}
 	if err != nil {
 		field := ""

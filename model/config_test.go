@@ -351,7 +351,9 @@ func TestNewFamilyConfigs(t *testing.T) {
 		{"partial rotary longrope of head_dim/2", strings.Replace(phi3, "%s", `,"partial_rotary_factor":0.75,"rope_scaling":{"type":"longrope","short_factor":[`+strings.Join(short, ",")+`],"long_factor":[`+strings.Join(long, ",")+`]}`, 1), "rotary dimensions/2"},
 		{"partial rotary outside phi3", strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": null, "partial_rotary_factor": 0.5`, 1), "only Phi-3"},
 		{"longrope short", strings.Replace(phi3, "%s", `,"rope_scaling":{"type":"longrope","short_factor":[1.0],"long_factor":[1.0]}`, 1), "head_dim/2"},
-		{"gemma3 multimodal", `{"architectures":["Gemma3ForConditionalGeneration"]}`, "vision tower"},
+		{"gemma3 multimodal without text_config", `{"architectures":["Gemma3ForConditionalGeneration"]}`, "nests its text model's config"},
+		{"mistral3 of another text family", `{"model_type":"mistral3","text_config":{"model_type":"llama"}}`, `want "mistral"`},
+		{"gemma3 multimodal text field", `{"model_type":"gemma3","text_config":{"num_hidden_layers":-1}}`, "text_config.num_hidden_layers"},
 		{"phi-2", `{"model_type":"phi","architectures":["PhiForCausalLM"]}`, "LayerNorm"},
 	} {
 		_, err := ParseConfig([]byte(tc.js))

@@ -150,6 +150,13 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 	if _, tp := ld.be.(backend.SplitLoader); tp && cfg.MoE != nil {
 		return nil, fmt.Errorf("model: %s: %w", cfg.ModelType, errMoETP)
 	}
+	if cfg.Wrapper != "" && ld.ck != nil {
+		// A multimodal checkpoint's head is tied where it stores none:
+		// transformers 4.5x read text_config's tie_word_embeddings, 5.x
+		// the top level's (true by default for Mistral3Config), and each
+		// checkpoint stores the head exactly when its model is untied.
+		cfg.TieWordEmbeddings = !ld.storesTextHead()
+	}
 	m := &Llama{cfg: cfg, be: ld.be, eps: float32(cfg.RMSNormEps), qkEps: float32(cfg.QKEps()), Layers: newLayers(cfg)}
 	setupLlama(cfg, ld)
 	if err := ld.load(m); err != nil {
@@ -273,6 +280,7 @@ func setupLlama(cfg *Config, ld *loader) {
 		}
 	}
 	ld.normPlusOne = cfg.NormPlusOne
+	ld.wrapper = cfg.Wrapper
 	if R := cfg.RotaryDims(); R != cfg.HeadDim {
 		ld.heads = newHeadLayout(D, cfg.HeadDim, R, cfg.RopeAttentionFactor())
 	}

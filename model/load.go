@@ -293,6 +293,13 @@ type loader struct {
 	// dense MLP or mixture of experts), indexed by layer.
 	layerConds map[string][]bool
 	ignore     func(name string) bool
+	// wrapper is Config.Wrapper: the checkpoint is a multimodal model's,
+	// whose text model's tensors load reads under the wrapper's prefix
+	// (textTensors sets rename); "" for a text checkpoint.
+	wrapper string
+	// rename, if set, maps a field's Hugging Face name to the name the
+	// checkpoint stores it under.
+	rename func(name string) string
 	// fused, if set, says where a field's tensor lies inside another
 	// stored tensor (ok false: stored under its own name).
 	fused func(name string) (rs rowSlice, ok bool)
@@ -371,6 +378,11 @@ func (ld *loader) load(dst any) error {
 	if ld.random != nil {
 		return ld.random.load(ld.be, specs)
 	}
+	if ld.wrapper != "" {
+		if err := ld.textTensors(); err != nil {
+			return err
+		}
+	}
 	if a := ld.opts.DECByLayer; a != nil {
 		ld.decNamed = decByKind(specs, a)
 	} else if by := ld.opts.DECByShape; by != nil {
@@ -386,6 +398,9 @@ func (ld *loader) load(dst any) error {
 	for i := range specs {
 		s := &specs[i]
 		s.from = rowSlice{Tensor: s.name, Hi: s.stored[0], Rows: s.stored[0]}
+		if ld.rename != nil {
+			s.from.Tensor = ld.rename(s.name)
+		}
 		if ld.fused != nil {
 			if rs, ok := ld.fused(s.name); ok {
 				s.from = rs
@@ -433,7 +448,7 @@ func (ld *loader) load(dst any) error {
 		if err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
-		if s.from.Tensor != s.name {
+		if s.from.Lo != 0 || s.from.Hi != s.from.Rows || s.from.Shape != nil {
 			// Rows [Lo, Hi) of the fused tensor: a view of its bytes.
 			row := len(t.Data) / s.from.Rows
 			t.Data = t.Data[s.from.Lo*row : s.from.Hi*row]
@@ -934,4 +949,64 @@ func freeWeights(be backend.Backend, v reflect.Value) {
 		}
 	}
 	walk(v)
+}
+
+// Where the text model of a multimodal checkpoint lies (Config.Wrapper):
+// transformers 4.5x saved Gemma3ForConditionalGeneration and
+// Mistral3ForConditionalGeneration with the text model under
+// "language_model.model." and its head as "language_model.lm_head.weight";
+// transformers 5 saves "model.language_model." and "lm_head.weight". Both
+// put the vision tower and the projector beside it.
+var textLayouts = []struct{ model, head string }{
+	{"language_model.model.", "language_model.lm_head.weight"},
+	{"model.language_model.", "lm_head.weight"},
+}
+
+// storesTextHead reports whether a multimodal checkpoint stores its text
+// model's LM head (either layout of textLayouts).
+func (ld *loader) storesTextHead() bool {
+	for _, l := range textLayouts {
+		if _, ok := ld.ck.Info(l.head); ok {
+			if _, ok := ld.ck.Info(l.model + "embed_tokens.weight"); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// textTensors sets rename to the layout of textLayouts the checkpoint
+// uses (found by its token embedding), and ignore to pass over every
+// tensor outside the text model: the vision tower and projector.
+func (ld *loader) textTensors() error {
+	for _, l := range textLayouts {
+		if _, ok := ld.ck.Info(l.model + "embed_tokens.weight"); !ok {
+			continue
+		}
+		ld.rename = func(name string) string {
+			if rest, ok := strings.CutPrefix(name, "model."); ok {
+				return l.model + rest
+			}
+			if name == "lm_head.weight" {
+				return l.head
+			}
+			return name
+		}
+		inner := ld.ignore
+		ld.ignore = func(name string) bool {
+			var hf string
+			switch rest, ok := strings.CutPrefix(name, l.model); {
+			case ok:
+				hf = "model." + rest
+			case name == l.head:
+				hf = "lm_head.weight"
+			default:
+				return true // the vision tower's, the projector's
+			}
+			return inner != nil && inner(hf)
+		}
+		return nil
+	}
+	return fmt.Errorf("model: %s checkpoint without its text model's token embedding (looked for %q and %q)", ld.wrapper,
+		textLayouts[0].model+"embed_tokens.weight", textLayouts[1].model+"embed_tokens.weight")
 }

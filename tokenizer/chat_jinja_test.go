@@ -192,6 +192,36 @@ func TestChatJinjaNamedTemplates(t *testing.T) {
 	if got, err := tok2.RenderChat(msgs, ChatOptions{}); err != nil || got != "F<s>x" {
 		t.Errorf("chat_template.jinja: got %q, %v; want \"F<s>x\"", got, err)
 	}
+
+	// chat_template.json (a multimodal checkpoint's processor template)
+	// only where neither of the others has one.
+	proc := []byte(`{"chat_template": "P{{ messages[0].content }}"}`)
+	var noTemplate map[string]any
+	if err := json.Unmarshal(cb, &noTemplate); err != nil {
+		t.Fatal(err)
+	}
+	delete(noTemplate, "chat_template")
+	cbNone, _ := json.Marshal(noTemplate)
+	for _, tc := range []struct {
+		f    Files
+		want string
+	}{
+		{Files{Tokenizer: tb, TokenizerConfig: cbNone, ProcessorChatTemplate: proc}, "Px"},
+		{Files{Tokenizer: tb, TokenizerConfig: cbNone, ChatTemplate: []byte("F{{ messages[0].content }}"), ProcessorChatTemplate: proc}, "Fx"},
+		{Files{Tokenizer: tb, TokenizerConfig: cb, ProcessorChatTemplate: proc}, ""}, // tokenizer_config.json's
+	} {
+		tok3, err := New(tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tok3.RenderChat(msgs, ChatOptions{})
+		if err != nil || (tc.want != "" && got != tc.want) || (tc.want == "" && strings.HasPrefix(got, "P")) {
+			t.Errorf("processor template case %q: got %q, %v", tc.want, got, err)
+		}
+	}
+	if _, err := New(Files{Tokenizer: tb, TokenizerConfig: cbNone, ProcessorChatTemplate: []byte(`{"chat_template": 3}`)}); err == nil || !strings.Contains(err.Error(), "chat_template.json") {
+		t.Errorf("a malformed chat_template.json: err = %v", err)
+	}
 }
 
 // TestChatJinjaErrors checks that templates that do not compile or fail

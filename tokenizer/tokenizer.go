@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +25,10 @@ const (
 	// tokenizer_config.json (optional); it takes precedence over
 	// tokenizer_config.json's chat_template, as in transformers.
 	ChatTemplateFile = "chat_template.jinja"
+	// ProcessorChatTemplateFile is a multimodal checkpoint's processor
+	// template, {"chat_template": "..."} (optional): used where neither
+	// chat_template.jinja nor tokenizer_config.json has a template.
+	ProcessorChatTemplateFile = "chat_template.json"
 )
 
 // maxTokenID bounds token ids read from files (16M, far above any real
@@ -37,6 +42,9 @@ type Files struct {
 	TokenizerConfig  []byte // tokenizer_config.json: bos/eos, add_bos_token, chat_template
 	GenerationConfig []byte // generation_config.json: eos_token_id (stop tokens)
 	ChatTemplate     []byte // chat_template.jinja: the chat template, overriding tokenizer_config.json's
+	// ProcessorChatTemplate is chat_template.json (a multimodal
+	// checkpoint's processor template), the last resort.
+	ProcessorChatTemplate []byte
 }
 
 // Tokenizer encodes text to token ids and decodes them back, as the Hugging
@@ -116,6 +124,9 @@ func Load(path string) (*Tokenizer, error) {
 		return nil, err
 	}
 	if f.ChatTemplate, err = read(ChatTemplateFile); err != nil {
+		return nil, err
+	}
+	if f.ProcessorChatTemplate, err = read(ProcessorChatTemplateFile); err != nil {
 		return nil, err
 	}
 	return New(f)
@@ -236,6 +247,14 @@ func New(f Files) (*Tokenizer, error) {
 	if f.ChatTemplate != nil {
 		t.cfg.chatTemplate = string(f.ChatTemplate)
 		t.cfg.chatTemplates = nil
+	} else if f.ProcessorChatTemplate != nil && t.cfg.chatTemplate == "" && len(t.cfg.chatTemplates) == 0 {
+		var p struct {
+			ChatTemplate *string `json:"chat_template"`
+		}
+		if err := json.Unmarshal(f.ProcessorChatTemplate, &p); err != nil || p.ChatTemplate == nil {
+			return nil, &LoadError{File: ProcessorChatTemplateFile, Err: fmt.Errorf("want an object with a chat_template string: %v", err)}
+		}
+		t.cfg.chatTemplate = *p.ChatTemplate
 	}
 	t.chat = chooseChatTemplate(t.cfg.chatTemplate, t.hasAddedToken)
 	t.initJinja()

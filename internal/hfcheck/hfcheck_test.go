@@ -1,9 +1,13 @@
 package hfcheck_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -334,4 +338,130 @@ func ulps(a, b float32) int64 {
 		d = -d
 	}
 	return d
+}
+
+// TestMultimodalLayouts loads the text models of the two multimodal
+// fixtures (gemma3mm, mistral3mm: saved by transformers 5.17 with the 4.5x
+// tensor names, "language_model.model.") from rewritten copies, each of
+// which must give the original's logits bit for bit on the dense cache:
+//   - the tensors under transformers 5's names ("model.language_model.",
+//     "model.vision_tower.", "lm_head.weight");
+//   - text_config cut to the keys that differ from its family's defaults,
+//     as 4.5x saved gemma-3-4b-it's (Gemma3TextConfig's defaults fill in);
+//   - mistral3mm with its head stored (the token embedding's copy as
+//     "language_model.lm_head.weight"): a stored head is read, not tied.
+func TestMultimodalLayouts(t *testing.T) {
+	be := cpu.New(2)
+	fs := hfcheck.LoadAll(t)
+	byName := map[string]*hfcheck.Fixture{}
+	for _, f := range fs {
+		byName[f.Name()] = f
+	}
+	logits := func(t *testing.T, dir string, f *hfcheck.Fixture) [][]float32 {
+		m, err := model.Load(dir, be, model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if m.Config().Wrapper == "" {
+			t.Fatalf("%s: loaded as a text checkpoint", dir)
+		}
+		rows, err := hfcheck.Run(m, model.NewDenseCache(be, m.Config()), f, prefillChunk, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	for _, tc := range []struct {
+		fixture string
+		rename  func(string) string
+		config  func(map[string]any)
+		extra   func(ck *safetensors.Checkpoint) []safetensors.Tensor
+	}{
+		{"gemma3mm-swa16-gqa2-bf16", func(n string) string {
+			if rest, ok := strings.CutPrefix(n, "language_model.model."); ok {
+				return "model.language_model." + rest
+			}
+			return "model." + n // vision_tower., multi_modal_projector.
+		}, nil, nil},
+		{"gemma3mm-swa16-gqa2-bf16", nil, func(c map[string]any) {
+			// 4.5x's spelling of the text model: what differs from
+			// Gemma3TextConfig's defaults, rope_theta and rope_scaling at
+			// the top level of text_config.
+			tc := c["text_config"].(map[string]any)
+			keep := map[string]any{"model_type": "gemma3_text", "layer_types": tc["layer_types"]}
+			for _, k := range []string{"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+				"num_key_value_heads", "head_dim", "query_pre_attn_scalar", "sliding_window", "vocab_size", "rms_norm_eps"} {
+				keep[k] = tc[k]
+			}
+			keep["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 8.0}
+			keep["rope_theta"], keep["rope_local_base_freq"] = 1000000.0, 10000.0
+			keep["bos_token_id"], keep["eos_token_id"] = nil, nil
+			c["text_config"] = keep
+		}, nil},
+		{"mistral3mm-gqa2-d128-bf16", nil, nil, func(ck *safetensors.Checkpoint) []safetensors.Tensor {
+			emb, err := ck.Tensor("language_model.model.embed_tokens.weight")
+			if err != nil {
+				t.Fatal(err)
+			}
+			emb.Name = "language_model.lm_head.weight"
+			return []safetensors.Tensor{emb}
+		}},
+	} {
+		f := byName[tc.fixture]
+		if f == nil {
+			t.Fatalf("no fixture %s", tc.fixture)
+		}
+		want := logits(t, f.Dir, f)
+		dir := t.TempDir()
+		ck, err := safetensors.OpenDir(f.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []safetensors.Tensor
+		for _, n := range ck.Names() {
+			x, err := ck.Tensor(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.rename != nil {
+				x.Name = tc.rename(n)
+			}
+			ts = append(ts, x)
+		}
+		if tc.extra != nil {
+			ts = append(ts, tc.extra(ck)...)
+		}
+		var buf bytes.Buffer
+		if err := safetensors.Write(&buf, ts, nil); err != nil {
+			t.Fatal(err)
+		}
+		ck.Close()
+		if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(f.Dir, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c map[string]any
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		if tc.config != nil {
+			tc.config(c)
+		}
+		if raw, err = json.Marshal(c); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got := logits(t, dir, f)
+		for i := range want {
+			if !slices.Equal(got[i], want[i]) {
+				t.Fatalf("%s rewritten: row %d differs from the fixture's own", tc.fixture, i)
+			}
+		}
+	}
 }

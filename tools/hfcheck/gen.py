@@ -255,6 +255,30 @@ FIXTURES = [
      dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
           head_dim=64, rms_norm_eps=1e-6, rope_parameters=dict(rope_type="default", rope_theta=10000000.0),
           attention_bias=True, attention_out_bias=False, mlp_bias=False, tie_word_embeddings=False)),
+    # Multimodal checkpoints whose text model bitdecode runs (the vision tower and
+    # projector ignored): Gemma 3 4B-27B (Gemma3ForConditionalGeneration) and Mistral
+    # Small 3.1/3.2 (Mistral3ForConditionalGeneration). text_config takes COMMON; tiny
+    # vision towers; the image tokens out of the vocabulary (random prompts never
+    # hold them). The reference is the conditional model run on token ids alone.
+    ("gemma3mm-swa16-gqa2-bf16", "Gemma3Config", "Gemma3ForConditionalGeneration", "bfloat16", True,
+     dict(text_config=dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
+                           head_dim=64, rms_norm_eps=1e-6, sliding_window=16, query_pre_attn_scalar=64,
+                           layer_types=["sliding_attention", "full_attention"],
+                           rope_parameters=dict(full_attention=dict(rope_type="linear", factor=8.0, rope_theta=1000000.0),
+                                                sliding_attention=dict(rope_type="default", rope_theta=10000.0)),
+                           tie_word_embeddings=True),
+          vision_config=dict(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=1,
+                             image_size=28, patch_size=14),
+          mm_tokens_per_image=4, image_token_index=1000, boi_token_index=1001, eoi_token_index=1002)),
+    ("mistral3mm-gqa2-d128-bf16", "Mistral3Config", "Mistral3ForConditionalGeneration", "bfloat16", True,
+     dict(text_config=dict(model_type="mistral", hidden_size=64, intermediate_size=32, num_attention_heads=4,
+                           num_key_value_heads=2, head_dim=128, rms_norm_eps=1e-5, sliding_window=None,
+                           rope_parameters=dict(rope_type="default", rope_theta=1000000000.0),
+                           tie_word_embeddings=False),
+          vision_config=dict(model_type="pixtral", hidden_size=16, intermediate_size=16, num_hidden_layers=1,
+                             num_attention_heads=1, head_dim=16, image_size=28, patch_size=14),
+          image_token_index=1000, spatial_merge_size=1, projector_hidden_act="gelu",
+          multimodal_projector_bias=False)),
     # SmolLM3 with use_sliding_window: its NoPE layer slides (window 16 < the prompt).
     ("smollm3-nope-swa16-bf16", "SmolLM3Config", "SmolLM3ForCausalLM", "bfloat16", True,
      dict(hidden_size=128, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
@@ -279,7 +303,8 @@ def init_weights(model, seed, gemma_norm):
             elif p.dim() == 1:  # a norm's weight
                 p.copy_((0.0 if gemma_norm else 1.0) + NORM_STD * n)
             elif "embed_tokens" in name:
-                tied = getattr(model.config, "tie_word_embeddings", False)
+                tcfg = getattr(model.config, "text_config", None) or model.config
+                tied = getattr(tcfg, "tie_word_embeddings", False)
                 p.copy_((HEAD_GAIN / math.sqrt(p.shape[1]) if tied else EMBED_STD) * n)
             elif name.endswith("mlp.gate.weight") or name.endswith("block_sparse_moe.gate.weight"):
                 p.copy_(ROUTER_GAIN / math.sqrt(p.shape[-1]) * n)
@@ -289,8 +314,9 @@ def init_weights(model, seed, gemma_norm):
                 p.copy_(LINEAR_GAIN / math.sqrt(p.shape[-1]) * n)
 
 
-def load_ref(d, attn, **kw):
-    m = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation=attn, **kw)
+def load_ref(d, attn, cls=None, **kw):
+    cls = getattr(transformers, cls) if cls else AutoModelForCausalLM
+    m = cls.from_pretrained(d, dtype=torch.float32, attn_implementation=attn, **kw)
     m.eval()
     return m
 
@@ -306,7 +332,12 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
     os.makedirs(d)
     seed = 1000 + idx
     torch.manual_seed(seed)
-    cfg = getattr(transformers, cfg_cls)(**COMMON, **kw)
+    if "text_config" in kw:  # a multimodal model: COMMON is its text model's
+        kw = dict(kw, text_config={**COMMON, **kw["text_config"]})
+        cfg = getattr(transformers, cfg_cls)(**kw)
+    else:
+        cfg = getattr(transformers, cfg_cls)(**COMMON, **kw)
+    tcfg = getattr(cfg, "text_config", None) or cfg
     import inspect
     known = set(inspect.signature(getattr(transformers, cfg_cls).__init__).parameters)
     unknown = sorted(k for k in kw if k not in known)
@@ -315,11 +346,12 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
     model = getattr(transformers, model_cls)(cfg).float()
     init_weights(model, seed, cfg_cls.startswith("Gemma"))
     notes = {}
-    attn0 = model.model.layers[0].self_attn
+    lm = getattr(model.model, "language_model", model.model)  # the text model
+    attn0 = lm.layers[0].self_attn
     notes["head_dim_used"] = int(getattr(attn0, "head_dim", -1))
     if "head_dim" in kw and notes["head_dim_used"] != kw["head_dim"]:
         raise RuntimeError(f"{name}: transformers used head_dim {notes['head_dim_used']}, not the config's {kw['head_dim']}")
-    notes["layer_types"] = list(getattr(cfg, "layer_types", None) or [])
+    notes["layer_types"] = list(getattr(tcfg, "layer_types", None) or [])
     model = model.to(DTYPES[dtype])
     model.save_pretrained(d)
     files = sorted(os.listdir(d))
@@ -327,8 +359,9 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
     with open(os.path.join(d, "config.json")) as f:
         saved_cfg = json.load(f)
 
-    ref = load_ref(d, "eager")
-    rot = getattr(ref.model, "rotary_emb", None)
+    ref = load_ref(d, "eager", model_cls)
+    ref_lm = getattr(ref.model, "language_model", ref.model)
+    rot = getattr(ref_lm, "rotary_emb", None)
     if rot is not None and hasattr(rot, "inv_freq"):
         notes["inv_freq"] = [float(x) for x in rot.inv_freq.float().tolist()]
         notes["rope_type"] = str(getattr(rot, "rope_type", ""))
@@ -337,7 +370,7 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
         notes["inv_freq_buffers"] = {n: [float(x) for x in b.float().tolist()]
                                      for n, b in rot.named_buffers() if "inv_freq" in n}
         notes["rope_type"] = repr(getattr(rot, "rope_type", ""))
-    attn_scaling = getattr(ref.model.layers[0].self_attn, "scaling", None)
+    attn_scaling = getattr(ref_lm.layers[0].self_attn, "scaling", None)
     if attn_scaling is not None:
         notes["attn_scaling_layer0"] = float(attn_scaling)
     g = torch.Generator().manual_seed(seed + 1)
@@ -376,7 +409,7 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
     notes["generate_vs_forward_max_abs"] = gen_diff
     # sdpa against eager.
     try:
-        lg_sdpa = logits_of(load_ref(d, "sdpa"), full)
+        lg_sdpa = logits_of(load_ref(d, "sdpa", model_cls), full)
         notes["sdpa_vs_eager_max_abs"] = float((lg_sdpa - lg).abs().max())
     except Exception as e:  # noqa: BLE001 - recorded, not fatal
         notes["sdpa_error"] = repr(e)
@@ -385,10 +418,10 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
     if kw.get("sliding_window"):
         for attn in ("eager", "sdpa"):
             try:
-                base = lg if attn == "eager" else logits_of(load_ref(d, attn), full)
+                base = lg if attn == "eager" else logits_of(load_ref(d, attn, model_cls), full)
                 wide = AutoConfig.from_pretrained(d)
                 wide.sliding_window = WIDE_WINDOW
-                nowin = logits_of(load_ref(d, attn, config=wide), full)
+                nowin = logits_of(load_ref(d, attn, model_cls, config=wide), full)
                 notes[f"window_changes_logits_{attn}_max_abs"] = float((nowin - base).abs().max())
             except Exception as e:  # noqa: BLE001
                 notes[f"window_check_error_{attn}"] = repr(e)
