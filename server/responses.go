@@ -227,8 +227,12 @@ const (
 // log probabilities.
 const responsesInclude = "message.output_text.logprobs"
 
-// responses serves POST /v1/responses.
+// responses serves POST /v1/responses. The response's id goes out first as
+// the X-Request-Id header (the official clients' request_id), errors
+// included, so that a client's failure can be found in the request log.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
+	id := newID("resp_")
+	w.Header().Set("X-Request-Id", id)
 	body, e := s.readBody(w, r)
 	if e != nil {
 		writeError(w, e)
@@ -246,6 +250,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	resp.ID = id
 	s.runResponse(w, r, j, resp)
 }
 
@@ -837,8 +842,8 @@ func responsesParam(e *apiError) *apiError {
 // chatNames renames the chat request's fields in error messages.
 var chatNames = strings.NewReplacer("response_format", "text.format", "max_completion_tokens", "max_output_tokens")
 
-// runResponse submits the job and writes the response object, or streams
-// its events.
+// runResponse submits the job and writes the response object (resp, its
+// id set), or streams its events.
 func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, j *job, resp *responseObject) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel() // ends the generation if the handler returns early
@@ -849,7 +854,7 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, j *job, res
 		return
 	}
 	st := streams[0] // a Responses request has one choice
-	resp.ID, resp.CreatedAt = newID("resp_"), time.Now().Unix()
+	resp.CreatedAt = time.Now().Unix()
 	b := &responseBuilder{s: s, j: j, resp: resp}
 	if j.tools != nil {
 		b.gate = &toolGate{m: j.tools}

@@ -1054,3 +1054,32 @@ func FuzzParseResponses(f *testing.F) {
 		}
 	})
 }
+
+// TestResponsesRequestID: the X-Request-Id header is the response's id,
+// whole and streamed, and an error's answer has one too.
+func TestResponsesRequestID(t *testing.T) {
+	ts := newGotinyServer(t, 64, 4, nil)
+	for _, c := range []struct {
+		body string
+		code int
+	}{
+		{`{"model":"gotiny","input":"a","max_output_tokens":2}`, 200},
+		{`{"model":"gotiny","input":"a","max_output_tokens":2,"stream":true}`, 200},
+		{`{"model":"gotiny","input":"a","max_output_tokens":0}`, 400},
+	} {
+		resp, err := http.Post(ts.url+"/v1/responses", "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		id := resp.Header.Get("X-Request-Id")
+		if resp.StatusCode != c.code || !strings.HasPrefix(id, "resp_") {
+			t.Errorf("%s: %d, X-Request-Id %q", c.body, resp.StatusCode, id)
+			continue
+		}
+		if c.code == 200 && !bytes.Contains(b, []byte(`"id":"`+id+`"`)) {
+			t.Errorf("%s: X-Request-Id %q is not the response's id: %.300s", c.body, id, b)
+		}
+	}
+}
