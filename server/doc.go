@@ -1,8 +1,9 @@
 // Package server is bitdecode's OpenAI-compatible HTTP API over an
 // engine.Scheduler: POST /v1/chat/completions and /v1/completions
 // (streaming over server-sent events exactly as OpenAI streams, or whole),
-// GET /v1/models, /health and /metrics (Prometheus text format). It uses
-// net/http only.
+// POST /v1/responses (OpenAI's Responses API, served as the equivalent chat
+// request: responses.go), GET /v1/models, /health and /metrics (Prometheus
+// text format). It uses net/http only.
 //
 // Requests are validated as OpenAI validates them and refused with OpenAI
 // error objects ({"error": {"message", "type", "param", "code"}}): 400 for

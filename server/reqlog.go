@@ -38,6 +38,9 @@ func (s *Server) logRequest(id string, j *job, results []engine.Result, start ti
 	if j.chat {
 		l.Endpoint = "chat"
 	}
+	if j.endpoint != "" {
+		l.Endpoint = j.endpoint
+	}
 	var finish []string
 	var decode time.Duration
 	for i, r := range results {

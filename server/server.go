@@ -131,6 +131,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, created: time.Now().Unix(), mux: http.NewServeMux(), parsing: newByteBudget(2 * cfg.MaxBodyBytes)}
 	s.mux.HandleFunc("/v1/chat/completions", s.counted("chat", http.MethodPost, s.chat))
 	s.mux.HandleFunc("/v1/completions", s.counted("completions", http.MethodPost, s.completions))
+	s.mux.HandleFunc("/v1/responses", s.counted("responses", http.MethodPost, s.responses))
+	s.mux.HandleFunc("/v1/responses/{rest...}", s.counted("responses", "", s.responsesStored))
 	s.mux.HandleFunc("/v1/models", s.counted("models", http.MethodGet, s.models))
 	s.mux.HandleFunc("/v1/models/{id...}", s.counted("models", http.MethodGet, s.model))
 	s.mux.HandleFunc("/v1/embeddings", s.counted("other", "", func(w http.ResponseWriter, r *http.Request) {
@@ -357,6 +359,9 @@ type job struct {
 	prompts []jobPrompt
 	param   string    // the prompt's parameter name, for context errors
 	tools   *toolMode // a chat's tools: its answers' calls are read (nil: none)
+	// endpoint names the request log's endpoint when it is not the job's
+	// kind ("responses": a chat job from /v1/responses).
+	endpoint string
 }
 
 // jobPrompt is one prompt of a job.
@@ -502,6 +507,12 @@ func (s *Server) parseChat(body []byte) (*job, *apiError) {
 	if e := checkFields(body, &req); e != nil {
 		return nil, e
 	}
+	return s.chatJob(req)
+}
+
+// chatJob validates a decoded chat request and builds its job (the
+// Responses API builds a chatRequest too: responses.go).
+func (s *Server) chatJob(req chatRequest) (*job, *apiError) {
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, e
 	}

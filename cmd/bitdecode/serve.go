@@ -29,7 +29,9 @@ model, model/gotiny; --model org/name takes a Hugging Face Hub repository,
 served under that name) and serves the OpenAI API on --addr:
 POST /v1/chat/completions and /v1/completions (streaming or not; a
 completion's prompt may be a batch, and echo with logprobs scores the
-prompt, as evaluation harnesses ask), GET /v1/models, /health and
+prompt, as evaluation harnesses ask), POST /v1/responses (OpenAI's
+Responses API, served as the equivalent chat request; nothing is stored,
+so GET /v1/responses/{id} answers 404), GET /v1/models, /health and
 /metrics (Prometheus). Every request's KV cache lives
 in a shared pool of --kv-memory bytes, cut into blocks of the format's
 residual size (128 tokens for int4); up to --max-seqs sequences run in one
