@@ -592,3 +592,37 @@ func TestCompatConcurrentAndAborts(t *testing.T) {
 		t.Errorf("no stream was aborted: %+v", st)
 	}
 }
+
+// TestCompatNullParameters: a parameter sent as null is the parameter not
+// sent, known or not, as the official Python client sends every argument
+// given as None (function_call=None, reasoning_effort=None, ...); one that
+// this server does not know, with a value, is still refused.
+func TestCompatNullParameters(t *testing.T) {
+	ts := newGotinyServer(t, 64, 4, nil)
+	comp, chat := ts.url+"/v1/completions", ts.url+"/v1/chat/completions"
+	const msgs = `"model":"gotiny","messages":[{"role":"user","content":"a loop"}],"max_completion_tokens":8,"temperature":0`
+	want := postJSON(t, chat, `{`+msgs+`}`).text(0)
+	nulls := `"top_p":null,"n":null,"stop":null,"max_tokens":null,"seed":null,"tools":null,"tool_choice":null,"response_format":null,` +
+		`"logprobs":null,"top_logprobs":null,"presence_penalty":null,"frequency_penalty":null,"logit_bias":null,"user":null,` +
+		`"parallel_tool_calls":null,"functions":null,"function_call":null,"metadata":null,"store":null,"service_tier":null,` +
+		`"modalities":null,"audio":null,"stream_options":null,"prediction":null,"reasoning_effort":null,"web_search_options":null,` +
+		`"verbosity":null,"prompt_cache_key":null,"safety_identifier":null,"json_schema":null,"kv_tiers":null`
+	if got := postJSON(t, chat, `{`+msgs+`,`+nulls+`}`).text(0); got != want {
+		t.Errorf("chat with null parameters: %q, without %q", got, want)
+	}
+	const prompt = `"model":"gotiny","prompt":"func main() {","max_tokens":8,"temperature":0`
+	wantText := postJSON(t, comp, `{`+prompt+`}`).text(0)
+	if got := postJSON(t, comp, `{`+prompt+`,"suffix":null,"echo":null,"best_of":null,"logprobs":null,"guided_json":null,"stream":null}`).text(0); got != wantText {
+		t.Errorf("completion with null parameters: %q, without %q", got, wantText)
+	}
+	for _, body := range []string{`{` + msgs + `,"function_call":"auto"}`, `{` + msgs + `,"reasoning_effort":"low"}`, `{` + prompt + `,"guided_json":{}}`} {
+		url := chat
+		if strings.Contains(body, `"prompt"`) {
+			url = comp
+		}
+		code, b := post(t, t.Context(), url, body)
+		if typ, param, ecode, _ := apiErr(t, b); code != 400 || typ != "invalid_request_error" || ecode != "unknown_parameter" || !strings.Contains(body, `"`+param+`":`) {
+			t.Errorf("%s: status %d, %s", body, code, b)
+		}
+	}
+}
