@@ -626,3 +626,51 @@ func TestCompatNullParameters(t *testing.T) {
 		}
 	}
 }
+
+// TestCompatRequestID: every response of a generation endpoint, errors
+// included, carries X-Request-Id (what the official clients read as
+// request_id), the response's id: whole, and in every chunk of a stream.
+func TestCompatRequestID(t *testing.T) {
+	ts := newGotinyServer(t, 64, 4, nil)
+	do := func(url, body string) (string, []byte) {
+		t.Helper()
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Get("X-Request-Id"), b
+	}
+	seen := map[string]bool{}
+	for _, c := range []struct{ path, body, prefix string }{
+		{"/v1/chat/completions", `{"model":"gotiny","messages":[{"role":"user","content":"a loop"}],"max_tokens":4}`, "chatcmpl-"},
+		{"/v1/completions", `{"model":"gotiny","prompt":"func","max_tokens":4}`, "cmpl-"},
+	} {
+		rid, b := do(ts.url+c.path, c.body)
+		var r struct{ ID string }
+		if err := json.Unmarshal(b, &r); err != nil || rid != r.ID || !strings.HasPrefix(rid, c.prefix) || seen[rid] {
+			t.Errorf("%s: X-Request-Id %q, id %q (%v)", c.path, rid, r.ID, err)
+		}
+		seen[rid] = true
+		rid, b = do(ts.url+c.path, c.body[:len(c.body)-1]+`,"stream":true}`)
+		events := sseEvents(t, bytes.NewReader(b))
+		for _, e := range events[:len(events)-1] {
+			if err := json.Unmarshal([]byte(e), &r); err != nil || r.ID != rid {
+				t.Errorf("%s stream: X-Request-Id %q, chunk id %q (%v)", c.path, rid, r.ID, err)
+			}
+		}
+		if !strings.HasPrefix(rid, c.prefix) || seen[rid] {
+			t.Errorf("%s stream: X-Request-Id %q", c.path, rid)
+		}
+		seen[rid] = true
+		rid, b = do(ts.url+c.path, c.body[:len(c.body)-1]+`,"temperature":5}`)
+		if _, param, _, _ := apiErr(t, b); param != "temperature" || !strings.HasPrefix(rid, c.prefix) || seen[rid] {
+			t.Errorf("%s error: X-Request-Id %q, %s", c.path, rid, b)
+		}
+		seen[rid] = true
+	}
+}

@@ -344,6 +344,7 @@ func bodyTooLarge(limit int64) *apiError {
 
 // job is a validated generation request.
 type job struct {
+	id           string         // the response's id, also its X-Request-Id header
 	req          engine.Request // choice 0's; choice i adds i to the seed
 	n            int            // choices
 	seeded       bool           // the client gave a seed
@@ -471,8 +472,16 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	s.handle(w, r, s.parseCompletion, false)
 }
 
-// handle reads and parses a generation request and runs it.
+// handle reads and parses a generation request and runs it. The response's
+// id goes out first as the X-Request-Id header (the official clients'
+// request_id, kept for errors too), so that a client's failure can be
+// found in the server's log.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byte) (*job, *apiError), chat bool) {
+	id := newID("cmpl-")
+	if chat {
+		id = newID("chatcmpl-")
+	}
+	w.Header().Set("X-Request-Id", id)
 	body, e := s.readBody(w, r)
 	if e != nil {
 		writeError(w, e)
@@ -490,6 +499,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byt
 		writeError(w, e)
 		return
 	}
+	j.id = id
 	s.run(w, r, j, chat)
 }
 
@@ -811,10 +821,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 		writeError(w, submitError(err, j.param))
 		return
 	}
-	id, created := newID("cmpl-"), time.Now().Unix()
-	if chat {
-		id = newID("chatcmpl-")
-	}
+	id, created := j.id, time.Now().Unix()
 	if j.stream {
 		results := s.stream(ctx, w, streams, j, chat, id, created)
 		s.logRequest(id, j, results, start)
