@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -672,5 +673,106 @@ func TestCompatRequestID(t *testing.T) {
 			t.Errorf("%s error: X-Request-Id %q, %s", c.path, rid, b)
 		}
 		seen[rid] = true
+	}
+}
+
+// TestCompatToolStreamContent: a streamed answer with tools reads as the
+// whole one does when the clients' stream helpers accumulate its deltas: a
+// call alone has content null (no delta carries content, the role chunk
+// included), an answer without calls has its content, "" if empty; without
+// tools the role chunk carries content "" as before.
+func TestCompatToolStreamContent(t *testing.T) {
+	ts := newGotinyServer(t, 128, 4, func(c *Config) {
+		tok, err := c.Tokenizer.WithChatTemplate(toolTemplate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Tokenizer = tok
+	})
+	chat := ts.url + "/v1/chat/completions"
+	const tools = `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":8}},"required":["city"],"additionalProperties":false}}}]`
+	const base = `{"model":"gotiny","messages":[{"role":"user","content":"Weather in Oslo?"}],"max_tokens":120,"temperature":0,` + tools
+	// streamed returns the accumulated content (nil: no delta had any) and
+	// the number of calls.
+	streamed := func(body string) (*string, int) {
+		t.Helper()
+		var content *string
+		calls := 0
+		for _, e := range postStream(t, chat, body) {
+			var ch struct {
+				Choices []struct {
+					Delta map[string]json.RawMessage `json:"delta"`
+				} `json:"choices"`
+			}
+			if e == "[DONE]" || json.Unmarshal([]byte(e), &ch) != nil || len(ch.Choices) == 0 {
+				continue
+			}
+			d := ch.Choices[0].Delta
+			if raw, ok := d["content"]; ok {
+				var s string
+				if err := json.Unmarshal(raw, &s); err != nil {
+					t.Fatalf("content %s: %v", raw, err)
+				}
+				if content == nil {
+					content = new(string)
+				}
+				*content += s
+			}
+			var tc []toolCallOut
+			if raw, ok := d["tool_calls"]; ok && json.Unmarshal(raw, &tc) == nil {
+				calls += len(tc)
+			}
+		}
+		return content, calls
+	}
+	whole := func(body string) (*string, int, string) {
+		t.Helper()
+		var r struct {
+			Choices []struct {
+				Message struct {
+					Content   *string       `json:"content"`
+					ToolCalls []toolCallOut `json:"tool_calls"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		code, b := post(t, t.Context(), chat, body)
+		if code != 200 || json.Unmarshal(b, &r) != nil || len(r.Choices) != 1 {
+			t.Fatalf("%s: status %d, %s", body, code, b)
+		}
+		return r.Choices[0].Message.Content, len(r.Choices[0].Message.ToolCalls), string(b)
+	}
+	show := func(p *string) string {
+		if p == nil {
+			return "null"
+		}
+		return strconv.Quote(*p)
+	}
+	for _, choice := range []string{`"required","parallel_tool_calls":false`, `{"type":"function","function":{"name":"get_weather"}}`} {
+		body := base + `,"tool_choice":` + choice + `}`
+		wc, wn, b := whole(body)
+		sc, sn := streamed(body[:len(body)-1] + `,"stream":true}`)
+		if wc != nil || wn != 1 || sc != nil || sn != 1 {
+			t.Errorf("tool_choice %s: whole content %s with %d calls, streamed %s with %d (%s)", choice, show(wc), wn, show(sc), sn, b)
+		}
+	}
+	// "auto", answered with text: the same content whole and streamed; cut
+	// by a stop string at its first byte, "" both ways.
+	wc, wn, b := whole(base + `,"tool_choice":"auto"}`)
+	if wn != 0 || wc == nil || *wc == "" {
+		t.Fatalf("auto: %s", b)
+	}
+	sc, _ := streamed(base + `,"tool_choice":"auto","stream":true}`)
+	if sc == nil || *sc != *wc {
+		t.Errorf("auto: streamed content %s, whole %s", show(sc), show(wc))
+	}
+	stop, _ := json.Marshal((*wc)[:1])
+	wc, _, b = whole(base + `,"tool_choice":"auto","stop":` + string(stop) + `}`)
+	sc, _ = streamed(base + `,"tool_choice":"auto","stop":` + string(stop) + `,"stream":true}`)
+	if wc == nil || *wc != "" || sc == nil || *sc != "" {
+		t.Errorf("auto, empty answer: whole content %s, streamed %s (%s)", show(wc), show(sc), b)
+	}
+	// Without tools the role chunk carries content "".
+	if ev := postStream(t, chat, `{"model":"gotiny","messages":[{"role":"user","content":"a loop"}],"max_tokens":4,"stream":true}`); !strings.Contains(ev[0], `"delta":{"role":"assistant","content":""}`) {
+		t.Errorf("role chunk without tools: %s", ev[0])
 	}
 }

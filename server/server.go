@@ -993,10 +993,18 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 			gates[i] = &toolGate{m: j.tools}
 		}
 	}
+	// With tools, the role chunk has no content: an answer that is only
+	// calls then streams as its whole message reads, content null (OpenAI
+	// streams calls so); contentSent says whether a choice's content began.
+	contentSent := make([]bool, len(streams))
 	for i := range streams {
 		empty := ""
+		role := chunkDelta{Role: "assistant", Content: &empty}
+		if gates[i] != nil {
+			role.Content = nil
+		}
 		switch {
-		case chat && !send(chatChunkOf(i, chunkDelta{Role: "assistant", Content: &empty}, nil, nil)):
+		case chat && !send(chatChunkOf(i, role, nil, nil)):
 			return results
 		case !chat && j.echo(i) != "" && !j.logprobs && !send(textChunkOf(i, j.echo(i), nil, nil)):
 			return results
@@ -1054,6 +1062,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 					}
 				}
 				ok = (delta.Content == nil && lp == nil) || send(chatChunkOf(i, delta, lp, nil))
+				contentSent[i] = contentSent[i] || delta.Content != nil
 			} else {
 				var lp *textLogprobs
 				if j.logprobs {
@@ -1084,7 +1093,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 		fr := res.FinishReason
 		if chat && gates[i] != nil {
 			content, calls := gates[i].finish()
-			if content != "" && !send(chatChunkOf(i, chunkDelta{Content: &content}, nil, nil)) {
+			// An answer without calls has content, "" at least, as whole.
+			if (content != "" || (len(calls) == 0 && !contentSent[i])) && !send(chatChunkOf(i, chunkDelta{Content: &content}, nil, nil)) {
 				return results
 			}
 			if len(calls) > 0 {
