@@ -150,6 +150,15 @@ def greedy_chat():
     return state["chat"]
 
 
+def long_chat():
+    """A chat request that runs to the end of the context (every token
+    generated, the stop tokens ignored): longer than any case waits."""
+    greedy_chat()
+    ctx = client.models.retrieve(model).model_extra["max_model_len"]
+    return dict(model=model, messages=user, max_tokens=ctx - state["chat_usage"].prompt_tokens, temperature=0,
+                extra_body={"ignore_eos": True})
+
+
 def first_unique(text, start, width):
     """The first k >= start where text[k:k+width] first occurs (a stop string
     that cuts text at k), or None."""
@@ -841,8 +850,9 @@ def _():
 
 @check("a stream closed early: the server cancels it and stays healthy")
 def _():
+    long = long_chat()
     before = settled()
-    s = client.chat.completions.create(model=model, messages=user, max_tokens=600, temperature=0, stream=True)
+    s = client.chat.completions.create(**long, stream=True)
     n = 0
     for _ in s:
         n += 1
@@ -851,7 +861,7 @@ def _():
     s.close()
     after = settled()
     require(after[CANCELLED] == before[CANCELLED] + 1, f"cancelled {before[CANCELLED]:.0f} -> {after[CANCELLED]:.0f}")
-    require(after["bitdecode_generation_tokens_total"] - before["bitdecode_generation_tokens_total"] < 600,
+    require(after["bitdecode_generation_tokens_total"] - before["bitdecode_generation_tokens_total"] < long["max_tokens"],
             "the stream ran to its end")
     healthy()
     require(client.completions.create(model=model, prompt=prompt, max_tokens=32, temperature=0).choices[0].text
@@ -861,10 +871,7 @@ def _():
 
 @check("APITimeoutError with a tiny timeout; the server cancels the request")
 def _():
-    ctx = client.models.retrieve(model).model_extra["max_model_len"]
-    # The rest of the context, every token generated: longer than 50 ms.
-    long = dict(model=model, messages=user, max_tokens=ctx - state["chat_usage"].prompt_tokens, temperature=0,
-                extra_body={"ignore_eos": True})
+    long = long_chat()
     before = settled()
     t0 = time.perf_counter()
     try:
@@ -930,12 +937,15 @@ def _():
 def _():
     need_aux()
 
+    # 300 tokens each (ignoring the stop tokens): the first still runs when
+    # the others arrive.
+    burst_kw = dict(model=aux_model, prompt=prompt, max_tokens=300, temperature=0, extra_body={"ignore_eos": True})
+
     async def burst(retries, n=6):
         async with AsyncOpenAI(base_url=aux_url, api_key=aux_key, max_retries=retries) as ac:
             async def one(i):  # odd ones streamed: refused before the stream starts, as a status
                 try:
-                    raw = await ac.completions.with_raw_response.create(model=aux_model, prompt=prompt, max_tokens=100,
-                                                                        temperature=0, stream=i % 2 == 1)
+                    raw = await ac.completions.with_raw_response.create(**burst_kw, stream=i % 2 == 1)
                     if i % 2:
                         return raw.retries_taken, "".join([c.choices[0].text async for c in raw.parse() if c.choices])
                     return raw.retries_taken, raw.parse().choices[0].text
@@ -945,7 +955,7 @@ def _():
             return await asyncio.gather(*(one(i) for i in range(n)))
 
     ac = OpenAI(base_url=aux_url, api_key=aux_key, max_retries=0)
-    want = ac.completions.create(model=aux_model, prompt=prompt, max_tokens=100, temperature=0).choices[0].text
+    want = ac.completions.create(**burst_kw).choices[0].text
     out = asyncio.run(burst(0))
     errs = [e for e, _ in out if isinstance(e, Exception)]
     require(errs, "six requests at once on a queue of one: none refused")
@@ -963,26 +973,27 @@ def _():
 
 @check("asyncio tasks cancelled mid-stream among 16 concurrent streams")
 def _():
-    solo = greedy_chat()
+    solo, long = greedy_chat(), long_chat()
     before = settled()
 
     async def main():
         async with AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0) as ac:
-            started = asyncio.Event()
+            started = [asyncio.Event() for _ in range(16)]
 
             async def one(i):
-                s = await ac.chat.completions.create(model=model, messages=user, temperature=0, stream=True,
-                                                     max_tokens=24 if i % 2 == 0 else 600)
+                kw = dict(model=model, messages=user, max_tokens=24, temperature=0) if i % 2 == 0 else long
+                s = await ac.chat.completions.create(**kw, stream=True)
                 text = ""
                 async for c in s:
-                    if i % 2:
-                        started.set()
+                    started[i].set()
                     if c.choices:
                         text += c.choices[0].delta.content or ""
                 return text
 
             tasks = [asyncio.create_task(one(i)) for i in range(16)]
-            await started.wait()
+            # Each odd stream is cancelled once it has begun (a task cancelled
+            # before its request went out never reaches the server).
+            await asyncio.gather(*(started[i].wait() for i in range(1, 16, 2)))
             for i in range(1, 16, 2):
                 tasks[i].cancel()
             return await asyncio.gather(*tasks, return_exceptions=True)
