@@ -23,6 +23,7 @@ openai package is not installed.
 
 import asyncio
 import collections
+import enum
 import json
 import os
 import socket
@@ -643,9 +644,14 @@ def _():
     return f"{len(partial)} partial documents"
 
 
-class GetWeather(BaseModel):
+class Unit(str, enum.Enum):
+    celsius = "celsius"
+    fahrenheit = "fahrenheit"
+
+
+class GetWeather(BaseModel):  # the Enum goes to $defs, referred to by $ref (check.mjs's $defs case)
     city: str = Field(max_length=10)
-    unit: Literal["celsius", "fahrenheit"]
+    unit: Unit
 
 
 weather_tool = openai.pydantic_function_tool(GetWeather, name="get_weather", description="Weather of a city")
@@ -654,7 +660,9 @@ py_turns = [{"role": "user", "content": "What is the weather in Oslo?"}]
 
 @check("tools: pydantic_function_tool, named and required, parsed_arguments (parse and stream)")
 def _():
-    require(weather_tool["function"]["strict"] is True, weather_tool)
+    params = weather_tool["function"]["parameters"]
+    require(weather_tool["function"]["strict"] is True and "Unit" in params["$defs"]
+            and params["properties"]["unit"] == {"$ref": "#/$defs/Unit"}, weather_tool)
     named = {"type": "function", "function": {"name": "get_weather"}}
     r = client.chat.completions.parse(model=model, messages=py_turns, tools=[weather_tool], tool_choice=named,
                                       max_tokens=100, temperature=0)
