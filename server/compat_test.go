@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -590,5 +591,188 @@ func TestCompatConcurrentAndAborts(t *testing.T) {
 	}
 	if st := ts.sched.Stats(); st.Cancelled == 0 {
 		t.Errorf("no stream was aborted: %+v", st)
+	}
+}
+
+// TestCompatNullParameters: a parameter sent as null is the parameter not
+// sent, known or not, as the official Python client sends every argument
+// given as None (function_call=None, reasoning_effort=None, ...); one that
+// this server does not know, with a value, is still refused.
+func TestCompatNullParameters(t *testing.T) {
+	ts := newGotinyServer(t, 64, 4, nil)
+	comp, chat := ts.url+"/v1/completions", ts.url+"/v1/chat/completions"
+	const msgs = `"model":"gotiny","messages":[{"role":"user","content":"a loop"}],"max_completion_tokens":8,"temperature":0`
+	want := postJSON(t, chat, `{`+msgs+`}`).text(0)
+	nulls := `"top_p":null,"n":null,"stop":null,"max_tokens":null,"seed":null,"tools":null,"tool_choice":null,"response_format":null,` +
+		`"logprobs":null,"top_logprobs":null,"presence_penalty":null,"frequency_penalty":null,"logit_bias":null,"user":null,` +
+		`"parallel_tool_calls":null,"functions":null,"function_call":null,"metadata":null,"store":null,"service_tier":null,` +
+		`"modalities":null,"audio":null,"stream_options":null,"prediction":null,"reasoning_effort":null,"web_search_options":null,` +
+		`"verbosity":null,"prompt_cache_key":null,"safety_identifier":null,"json_schema":null,"kv_tiers":null`
+	if got := postJSON(t, chat, `{`+msgs+`,`+nulls+`}`).text(0); got != want {
+		t.Errorf("chat with null parameters: %q, without %q", got, want)
+	}
+	const prompt = `"model":"gotiny","prompt":"func main() {","max_tokens":8,"temperature":0`
+	wantText := postJSON(t, comp, `{`+prompt+`}`).text(0)
+	if got := postJSON(t, comp, `{`+prompt+`,"suffix":null,"echo":null,"best_of":null,"logprobs":null,"guided_json":null,"stream":null}`).text(0); got != wantText {
+		t.Errorf("completion with null parameters: %q, without %q", got, wantText)
+	}
+	for _, body := range []string{`{` + msgs + `,"function_call":"auto"}`, `{` + msgs + `,"reasoning_effort":"low"}`, `{` + prompt + `,"guided_json":{}}`} {
+		url := chat
+		if strings.Contains(body, `"prompt"`) {
+			url = comp
+		}
+		code, b := post(t, t.Context(), url, body)
+		if typ, param, ecode, _ := apiErr(t, b); code != 400 || typ != "invalid_request_error" || ecode != "unknown_parameter" || !strings.Contains(body, `"`+param+`":`) {
+			t.Errorf("%s: status %d, %s", body, code, b)
+		}
+	}
+}
+
+// TestCompatRequestID: every response of a generation endpoint, errors
+// included, carries X-Request-Id (what the official clients read as
+// request_id), the response's id: whole, and in every chunk of a stream.
+func TestCompatRequestID(t *testing.T) {
+	ts := newGotinyServer(t, 64, 4, nil)
+	do := func(url, body string) (string, []byte) {
+		t.Helper()
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Get("X-Request-Id"), b
+	}
+	seen := map[string]bool{}
+	for _, c := range []struct{ path, body, prefix string }{
+		{"/v1/chat/completions", `{"model":"gotiny","messages":[{"role":"user","content":"a loop"}],"max_tokens":4}`, "chatcmpl-"},
+		{"/v1/completions", `{"model":"gotiny","prompt":"func","max_tokens":4}`, "cmpl-"},
+	} {
+		rid, b := do(ts.url+c.path, c.body)
+		var r struct{ ID string }
+		if err := json.Unmarshal(b, &r); err != nil || rid != r.ID || !strings.HasPrefix(rid, c.prefix) || seen[rid] {
+			t.Errorf("%s: X-Request-Id %q, id %q (%v)", c.path, rid, r.ID, err)
+		}
+		seen[rid] = true
+		rid, b = do(ts.url+c.path, c.body[:len(c.body)-1]+`,"stream":true}`)
+		events := sseEvents(t, bytes.NewReader(b))
+		for _, e := range events[:len(events)-1] {
+			if err := json.Unmarshal([]byte(e), &r); err != nil || r.ID != rid {
+				t.Errorf("%s stream: X-Request-Id %q, chunk id %q (%v)", c.path, rid, r.ID, err)
+			}
+		}
+		if !strings.HasPrefix(rid, c.prefix) || seen[rid] {
+			t.Errorf("%s stream: X-Request-Id %q", c.path, rid)
+		}
+		seen[rid] = true
+		rid, b = do(ts.url+c.path, c.body[:len(c.body)-1]+`,"temperature":5}`)
+		if _, param, _, _ := apiErr(t, b); param != "temperature" || !strings.HasPrefix(rid, c.prefix) || seen[rid] {
+			t.Errorf("%s error: X-Request-Id %q, %s", c.path, rid, b)
+		}
+		seen[rid] = true
+	}
+}
+
+// TestCompatToolStreamContent: a streamed answer with tools reads as the
+// whole one does when the clients' stream helpers accumulate its deltas: a
+// call alone has content null (no delta carries content, the role chunk
+// included), an answer without calls has its content, "" if empty; without
+// tools the role chunk carries content "" as before.
+func TestCompatToolStreamContent(t *testing.T) {
+	ts := newGotinyServer(t, 128, 4, func(c *Config) {
+		tok, err := c.Tokenizer.WithChatTemplate(toolTemplate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Tokenizer = tok
+	})
+	chat := ts.url + "/v1/chat/completions"
+	const tools = `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":8}},"required":["city"],"additionalProperties":false}}}]`
+	const base = `{"model":"gotiny","messages":[{"role":"user","content":"Weather in Oslo?"}],"max_tokens":120,"temperature":0,` + tools
+	// streamed returns the accumulated content (nil: no delta had any) and
+	// the number of calls.
+	streamed := func(body string) (*string, int) {
+		t.Helper()
+		var content *string
+		calls := 0
+		for _, e := range postStream(t, chat, body) {
+			var ch struct {
+				Choices []struct {
+					Delta map[string]json.RawMessage `json:"delta"`
+				} `json:"choices"`
+			}
+			if e == "[DONE]" || json.Unmarshal([]byte(e), &ch) != nil || len(ch.Choices) == 0 {
+				continue
+			}
+			d := ch.Choices[0].Delta
+			if raw, ok := d["content"]; ok {
+				var s string
+				if err := json.Unmarshal(raw, &s); err != nil {
+					t.Fatalf("content %s: %v", raw, err)
+				}
+				if content == nil {
+					content = new(string)
+				}
+				*content += s
+			}
+			var tc []toolCallOut
+			if raw, ok := d["tool_calls"]; ok && json.Unmarshal(raw, &tc) == nil {
+				calls += len(tc)
+			}
+		}
+		return content, calls
+	}
+	whole := func(body string) (*string, int, string) {
+		t.Helper()
+		var r struct {
+			Choices []struct {
+				Message struct {
+					Content   *string       `json:"content"`
+					ToolCalls []toolCallOut `json:"tool_calls"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		code, b := post(t, t.Context(), chat, body)
+		if code != 200 || json.Unmarshal(b, &r) != nil || len(r.Choices) != 1 {
+			t.Fatalf("%s: status %d, %s", body, code, b)
+		}
+		return r.Choices[0].Message.Content, len(r.Choices[0].Message.ToolCalls), string(b)
+	}
+	show := func(p *string) string {
+		if p == nil {
+			return "null"
+		}
+		return strconv.Quote(*p)
+	}
+	for _, choice := range []string{`"required","parallel_tool_calls":false`, `{"type":"function","function":{"name":"get_weather"}}`} {
+		body := base + `,"tool_choice":` + choice + `}`
+		wc, wn, b := whole(body)
+		sc, sn := streamed(body[:len(body)-1] + `,"stream":true}`)
+		if wc != nil || wn != 1 || sc != nil || sn != 1 {
+			t.Errorf("tool_choice %s: whole content %s with %d calls, streamed %s with %d (%s)", choice, show(wc), wn, show(sc), sn, b)
+		}
+	}
+	// "auto", answered with text: the same content whole and streamed; cut
+	// by a stop string at its first byte, "" both ways.
+	wc, wn, b := whole(base + `,"tool_choice":"auto"}`)
+	if wn != 0 || wc == nil || *wc == "" {
+		t.Fatalf("auto: %s", b)
+	}
+	sc, _ := streamed(base + `,"tool_choice":"auto","stream":true}`)
+	if sc == nil || *sc != *wc {
+		t.Errorf("auto: streamed content %s, whole %s", show(sc), show(wc))
+	}
+	stop, _ := json.Marshal((*wc)[:1])
+	wc, _, b = whole(base + `,"tool_choice":"auto","stop":` + string(stop) + `}`)
+	sc, _ = streamed(base + `,"tool_choice":"auto","stop":` + string(stop) + `,"stream":true}`)
+	if wc == nil || *wc != "" || sc == nil || *sc != "" {
+		t.Errorf("auto, empty answer: whole content %s, streamed %s (%s)", show(wc), show(sc), b)
+	}
+	// Without tools the role chunk carries content "".
+	if ev := postStream(t, chat, `{"model":"gotiny","messages":[{"role":"user","content":"a loop"}],"max_tokens":4,"stream":true}`); !strings.Contains(ev[0], `"delta":{"role":"assistant","content":""}`) {
+		t.Errorf("role chunk without tools: %s", ev[0])
 	}
 }

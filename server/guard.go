@@ -32,9 +32,18 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			h := w.Header()
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Add("Vary", "Origin")
+			// What the official clients read beyond the safelisted headers.
+			h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
 			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+				// The headers the page asks to send (the official JS client
+				// sends X-Stainless-* and OpenAI-Organization), as vLLM's CORS
+				// allows any: the origin is trusted.
+				allow := "Authorization, Content-Type"
+				if asked := r.Header.Get("Access-Control-Request-Headers"); headerList(asked) {
+					allow = asked
+				}
+				h.Set("Access-Control-Allow-Headers", allow)
 				h.Set("Access-Control-Max-Age", "600")
 				w.WriteHeader(http.StatusNoContent)
 				return
@@ -88,6 +97,25 @@ func (s *Server) hostAllowed(host string) bool {
 // originAllowed checks an Origin header against CORSOrigins.
 func (s *Server) originAllowed(origin string) bool {
 	return slices.Contains(s.cfg.CORSOrigins, "*") || slices.ContainsFunc(s.cfg.CORSOrigins, func(o string) bool { return strings.EqualFold(o, origin) })
+}
+
+// headerList reports whether s is a comma-separated list of header names.
+func headerList(s string) bool {
+	if len(s) > 4096 {
+		return false
+	}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			return false
+		}
+		for _, c := range []byte(name) {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // jsonContentType reports whether a Content-Type is JSON.

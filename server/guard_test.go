@@ -131,6 +131,40 @@ func TestCrossSite(t *testing.T) {
 	}
 }
 
+// TestCORSClientHeaders: a listed origin's preflight allows the headers
+// the browser asks for (the official JS client, with dangerouslyAllowBrowser,
+// sends X-Stainless-* headers and OpenAI-Organization; before, only
+// Authorization and Content-Type were allowed and the browser refused to
+// send the request), and its responses expose X-Request-Id and Retry-After,
+// which the client reads (request_id, the wait before a retry).
+func TestCORSClientHeaders(t *testing.T) {
+	ts := newGuardedServer(t, func(c *Config) { c.CORSOrigins = []string{"https://app.example"} })
+	url := ts.url + "/v1/completions"
+	asked := "authorization,content-type,openai-organization,x-stainless-arch,x-stainless-lang,x-stainless-os,x-stainless-package-version,x-stainless-retry-count,x-stainless-runtime,x-stainless-runtime-version,x-stainless-timeout"
+	resp, b := do(t, http.MethodOptions, url, "", map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+		"Access-Control-Request-Headers": asked})
+	allowed := map[string]bool{}
+	for _, h := range strings.Split(resp.Header.Get("Access-Control-Allow-Headers"), ",") {
+		allowed[strings.ToLower(strings.TrimSpace(h))] = true
+	}
+	for _, h := range strings.Split(asked, ",") {
+		if resp.StatusCode != 204 || !allowed[h] {
+			t.Errorf("preflight: %d %s, Access-Control-Allow-Headers %q lacks %s", resp.StatusCode, b, resp.Header.Get("Access-Control-Allow-Headers"), h)
+		}
+	}
+	// A list that is not one of header names is not echoed.
+	resp, _ = do(t, http.MethodOptions, url, "", map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+		"Access-Control-Request-Headers": "x-a, bad header"})
+	if got := resp.Header.Get("Access-Control-Allow-Headers"); got != "Authorization, Content-Type" {
+		t.Errorf("malformed request headers: Access-Control-Allow-Headers %q", got)
+	}
+	resp, b = do(t, http.MethodPost, url, guardBody, map[string]string{"Content-Type": "application/json", "Origin": "https://app.example"})
+	exposed := strings.ToLower(resp.Header.Get("Access-Control-Expose-Headers"))
+	if resp.StatusCode != 200 || !strings.Contains(exposed, "x-request-id") || !strings.Contains(exposed, "retry-after") {
+		t.Errorf("listed origin: %d %s, Access-Control-Expose-Headers %q", resp.StatusCode, b, exposed)
+	}
+}
+
 // TestTimeouts serves on a real listener with short timeouts: a request
 // whose body never arrives and an idle keep-alive connection are both
 // closed by the server (before, both held the connection forever), while a

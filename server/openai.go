@@ -467,7 +467,11 @@ var ignoredFields = map[string]bool{"user": true, "metadata": true, "store": tru
 	"prompt_cache_key": true, "safety_identifier": true}
 
 // checkFields returns a 400 naming the first field of body that the request
-// type v does not declare and that is not in ignoredFields.
+// type v does not declare and that is not in ignoredFields. A field whose
+// value is null is not checked: null asks for the default, which is what
+// this server does without the field (the official Python client sends
+// null for every parameter a caller passes as None: function_call=None,
+// reasoning_effort=None, ...).
 func checkFields(body []byte, v any) *apiError {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(body, &keys); err != nil {
@@ -475,8 +479,10 @@ func checkFields(body []byte, v any) *apiError {
 	}
 	known := jsonFields(reflect.TypeOf(v))
 	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
+	for k, v := range keys {
+		if string(v) != "null" {
+			names = append(names, k)
+		}
 	}
 	sort.Strings(names)
 	for _, k := range names {

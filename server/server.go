@@ -346,6 +346,7 @@ func bodyTooLarge(limit int64) *apiError {
 
 // job is a validated generation request.
 type job struct {
+	id           string         // the response's id, also its X-Request-Id header
 	req          engine.Request // choice 0's; choice i adds i to the seed
 	n            int            // choices
 	seeded       bool           // the client gave a seed
@@ -476,8 +477,16 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	s.handle(w, r, s.parseCompletion, false)
 }
 
-// handle reads and parses a generation request and runs it.
+// handle reads and parses a generation request and runs it. The response's
+// id goes out first as the X-Request-Id header (the official clients'
+// request_id, kept for errors too), so that a client's failure can be
+// found in the server's log.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byte) (*job, *apiError), chat bool) {
+	id := newID("cmpl-")
+	if chat {
+		id = newID("chatcmpl-")
+	}
+	w.Header().Set("X-Request-Id", id)
 	body, e := s.readBody(w, r)
 	if e != nil {
 		writeError(w, e)
@@ -495,6 +504,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byt
 		writeError(w, e)
 		return
 	}
+	j.id = id
 	s.run(w, r, j, chat)
 }
 
@@ -822,10 +832,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 		writeError(w, submitError(err, j.param))
 		return
 	}
-	id, created := newID("cmpl-"), time.Now().Unix()
-	if chat {
-		id = newID("chatcmpl-")
-	}
+	id, created := j.id, time.Now().Unix()
 	if j.stream {
 		results := s.stream(ctx, w, streams, j, chat, id, created)
 		s.logRequest(id, j, results, start)
@@ -997,10 +1004,18 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 			gates[i] = &toolGate{m: j.tools}
 		}
 	}
+	// With tools, the role chunk has no content: an answer that is only
+	// calls then streams as its whole message reads, content null (OpenAI
+	// streams calls so); contentSent says whether a choice's content began.
+	contentSent := make([]bool, len(streams))
 	for i := range streams {
 		empty := ""
+		role := chunkDelta{Role: "assistant", Content: &empty}
+		if gates[i] != nil {
+			role.Content = nil
+		}
 		switch {
-		case chat && !send(chatChunkOf(i, chunkDelta{Role: "assistant", Content: &empty}, nil, nil)):
+		case chat && !send(chatChunkOf(i, role, nil, nil)):
 			return results
 		case !chat && j.echo(i) != "" && !j.logprobs && !send(textChunkOf(i, j.echo(i), nil, nil)):
 			return results
@@ -1058,6 +1073,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 					}
 				}
 				ok = (delta.Content == nil && lp == nil) || send(chatChunkOf(i, delta, lp, nil))
+				contentSent[i] = contentSent[i] || delta.Content != nil
 			} else {
 				var lp *textLogprobs
 				if j.logprobs {
@@ -1088,7 +1104,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, streams []*e
 		fr := res.FinishReason
 		if chat && gates[i] != nil {
 			content, calls := gates[i].finish()
-			if content != "" && !send(chatChunkOf(i, chunkDelta{Content: &content}, nil, nil)) {
+			// An answer without calls has content, "" at least, as whole.
+			if (content != "" || (len(calls) == 0 && !contentSent[i])) && !send(chatChunkOf(i, chunkDelta{Content: &content}, nil, nil)) {
 				return results
 			}
 			if len(calls) > 0 {
