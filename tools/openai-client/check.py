@@ -10,8 +10,7 @@ cancellation.
     # server with a key, a queue of one and a template that shows tools
     bitdecode serve --kv int4 --addr 127.0.0.1:8081 --api-key sk-aux --max-seqs 1 --max-queue 1 \\
         --chat-template tokenizer/testdata/chat_tools.jinja &
-    pip install openai      # or, without PyPI: tools/openai-client/pyenv.sh and
-                            # PYTHONPATH=/tmp/pyclient/site
+    pip install openai
     BASE_URL=http://127.0.0.1:8080/v1 MODEL=NAME \\
         AUX_BASE_URL=http://127.0.0.1:8081/v1 AUX_API_KEY=sk-aux AUX_MODEL=gotiny python3 check.py
 
