@@ -71,10 +71,16 @@ var unsupportedArchitectures = map[string]string{
 var multimodal = []struct {
 	modelType, architecture string
 	textType, textArch      string
-	defaults                string
+	// textTypes are the model_type values text_config may carry (textType
+	// where empty: the family's own).
+	textTypes []string
+	// flat: a config without text_config is the text model's, at the top
+	// level beside vision_config (Qwen2.5-VL as 4.5x saved it).
+	flat     bool
+	defaults string
 }{
 	// Gemma3Config: Gemma3TextConfig's defaults.
-	{"gemma3", "Gemma3ForConditionalGeneration", "gemma3_text", "Gemma3ForCausalLM", `{"vocab_size": 262208,
+	{"gemma3", "Gemma3ForConditionalGeneration", "gemma3_text", "Gemma3ForCausalLM", nil, false, `{"vocab_size": 262208,
 		"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
 		"num_key_value_heads": 4, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
 		"max_position_embeddings": 131072, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "attention_bias": false,
@@ -82,11 +88,19 @@ var multimodal = []struct {
 		"attn_logit_softcapping": null, "rope_scaling": null, "rope_local_base_freq": 10000.0,
 		"sliding_window_pattern": 6, "tie_word_embeddings": true, "bos_token_id": 2, "eos_token_id": 1}`},
 	// Mistral3Config (Mistral Small 3.1, 3.2): MistralConfig's defaults.
-	{"mistral3", "Mistral3ForConditionalGeneration", "mistral", "MistralForCausalLM", `{"vocab_size": 32000,
+	{"mistral3", "Mistral3ForConditionalGeneration", "mistral", "MistralForCausalLM", nil, false, `{"vocab_size": 32000,
 		"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
 		"num_key_value_heads": 8, "hidden_act": "silu", "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
 		"rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false, "bos_token_id": 1,
 		"eos_token_id": 2}`},
+	// Qwen2.5-VL and Qwen3-VL: Qwen2's and Qwen3's decoders. Their
+	// multimodal RoPE (mrope_section: the rotary pairs split between the
+	// temporal, height and width positions) is 1-D RoPE on text alone,
+	// where the three positions are equal; so its sections are ignored and
+	// 4.5x's rope type "mrope" reads as "default". Their published configs
+	// are complete: no defaults are filled in.
+	{"qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration", "qwen2", "Qwen2ForCausalLM", []string{"qwen2_5_vl_text", "qwen2_5_vl"}, true, `{}`},
+	{"qwen3_vl", "Qwen3VLForConditionalGeneration", "qwen3", "Qwen3ForCausalLM", []string{"qwen3_vl_text"}, false, `{}`},
 }
 
 // multimodalWrapper reports whether raw is one of the multimodal
@@ -106,22 +120,46 @@ func multimodalWrapper(raw *rawConfig) (int, bool) {
 // the text model's architecture. Config.Wrapper records the wrapper.
 func parseTextConfig(w int, keys map[string]json.RawMessage) (*Config, error) {
 	m := multimodal[w]
-	text, ok := keys["text_config"]
-	if !ok || isNull(text) {
-		return nil, &ConfigError{Field: "text_config", Err: fmt.Errorf("missing: %s (%s) nests its text model's config there", m.architecture, m.modelType)}
-	}
 	var merged map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(m.defaults), &merged); err != nil {
 		panic("model: multimodal defaults: " + err.Error())
 	}
 	var tc map[string]json.RawMessage
-	if err := json.Unmarshal(text, &tc); err != nil {
-		return nil, &ConfigError{Field: "text_config", Err: fmt.Errorf("want an object: %w", err)}
+	text, ok := keys["text_config"]
+	switch {
+	case ok && !isNull(text):
+		if err := json.Unmarshal(text, &tc); err != nil {
+			return nil, &ConfigError{Field: "text_config", Err: fmt.Errorf("want an object: %w", err)}
+		}
+	case m.flat:
+		tc = maps.Clone(keys)
+		delete(tc, "vision_config")
+		delete(tc, "text_config")
+		delete(tc, "model_type")
+	default:
+		return nil, &ConfigError{Field: "text_config", Err: fmt.Errorf("missing: %s (%s) nests its text model's config there", m.architecture, m.modelType)}
 	}
 	if t, ok := tc["model_type"]; ok {
+		types := m.textTypes
+		if types == nil {
+			types = []string{m.textType}
+		}
 		var typ string
-		if json.Unmarshal(t, &typ) != nil || typ != m.textType {
-			return nil, &ConfigError{Field: "text_config.model_type", Err: fmt.Errorf("%s, want %q (%s's text model)", t, m.textType, m.architecture)}
+		if json.Unmarshal(t, &typ) != nil || !slices.Contains(types, typ) {
+			return nil, &ConfigError{Field: "text_config.model_type", Err: fmt.Errorf("%s, want %q (%s's text model)", t, types, m.architecture)}
+		}
+	}
+	for _, k := range []string{"rope_scaling", "rope_parameters"} {
+		// Qwen2.5-VL's "mrope" (4.5x's spelling) is 1-D RoPE on text.
+		var r map[string]json.RawMessage
+		if json.Unmarshal(tc[k], &r) != nil {
+			continue
+		}
+		for _, tk := range []string{"type", "rope_type"} {
+			if string(r[tk]) == `"mrope"` {
+				r[tk] = json.RawMessage(`"default"`)
+				tc[k], _ = json.Marshal(r)
+			}
 		}
 	}
 	// The top level's dtype and special tokens where text_config has none

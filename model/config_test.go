@@ -352,7 +352,7 @@ func TestNewFamilyConfigs(t *testing.T) {
 		{"partial rotary outside phi3", strings.Replace(cfgLlama2, `"rope_scaling": null`, `"rope_scaling": null, "partial_rotary_factor": 0.5`, 1), "only Phi-3"},
 		{"longrope short", strings.Replace(phi3, "%s", `,"rope_scaling":{"type":"longrope","short_factor":[1.0],"long_factor":[1.0]}`, 1), "head_dim/2"},
 		{"gemma3 multimodal without text_config", `{"architectures":["Gemma3ForConditionalGeneration"]}`, "nests its text model's config"},
-		{"mistral3 of another text family", `{"model_type":"mistral3","text_config":{"model_type":"llama"}}`, `want "mistral"`},
+		{"mistral3 of another text family", `{"model_type":"mistral3","text_config":{"model_type":"llama"}}`, `want ["mistral"]`},
 		{"gemma3 multimodal text field", `{"model_type":"gemma3","text_config":{"num_hidden_layers":-1}}`, "text_config.num_hidden_layers"},
 		{"phi-2", `{"model_type":"phi","architectures":["PhiForCausalLM"]}`, "LayerNorm"},
 	} {
@@ -695,5 +695,60 @@ func TestYarnOlmo3SmolLM3SeedOSSConfigs(t *testing.T) {
 	}
 	if c.RopeScaling.Factor != 40960.0/32768 {
 		t.Errorf("qwen3 yarn without factor: %g", c.RopeScaling.Factor)
+	}
+}
+
+// TestMultimodalTextConfigs parses the text models of multimodal
+// checkpoints' configs written after the published ones (from memory,
+// shortened; not fetched here): gemma-3-4b-it's sparse text_config over
+// Gemma3TextConfig's defaults, Mistral-Small-3.1's, and Qwen2.5-VL-7B's
+// flat 4.5x config with its "mrope" RoPE (1-D on text).
+func TestMultimodalTextConfigs(t *testing.T) {
+	gemma := `{"architectures":["Gemma3ForConditionalGeneration"],"model_type":"gemma3","boi_token_index":255999,
+		"eoi_token_index":256000,"eos_token_id":[1,106],"image_token_index":262144,"mm_tokens_per_image":256,
+		"text_config":{"hidden_size":2560,"intermediate_size":10240,"model_type":"gemma3_text","num_hidden_layers":34,
+		"rope_scaling":{"factor":8.0,"rope_type":"linear"},"sliding_window":1024},"torch_dtype":"bfloat16",
+		"vision_config":{"hidden_size":1152,"model_type":"siglip_vision_model","patch_size":14}}`
+	c, err := ParseConfig([]byte(gemma))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Wrapper != "gemma3" || c.ModelType != "gemma3_text" || c.Heads != 8 || c.KVHeads != 4 || c.HeadDim != 256 ||
+		c.Vocab != 262208 || c.Layers != 34 || c.RopeTheta != 1e6 || c.LocalRopeTheta != 1e4 || c.RopeScaling == nil ||
+		c.RopeScaling.Factor != 8 || c.AttnScale != 0 || !c.GeGLU || c.DType != "bfloat16" ||
+		!slices.Equal(c.EOSTokenIDs, []int{1, 106}) || c.BOSTokenID != 2 {
+		t.Errorf("gemma-3-4b-it: %+v", c)
+	}
+	for i, w := range c.LayerWindows {
+		if want := map[bool]int{true: 0, false: 1024}[(i+1)%6 == 0]; w != want {
+			t.Errorf("gemma-3-4b-it layer %d: window %d, want %d", i, w, want)
+		}
+	}
+	mistral := `{"architectures":["Mistral3ForConditionalGeneration"],"image_token_index":10,"model_type":"mistral3",
+		"multimodal_projector_bias":false,"projector_hidden_act":"gelu","spatial_merge_size":2,
+		"text_config":{"head_dim":128,"hidden_act":"silu","hidden_size":5120,"intermediate_size":32768,
+		"max_position_embeddings":131072,"model_type":"mistral","num_attention_heads":32,"num_hidden_layers":40,
+		"num_key_value_heads":8,"rms_norm_eps":1e-05,"rope_theta":1000000000.0,"sliding_window":null,"vocab_size":131072},
+		"torch_dtype":"bfloat16","vision_config":{"model_type":"pixtral"}}`
+	if c, err = ParseConfig([]byte(mistral)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Wrapper != "mistral3" || c.ModelType != "mistral" || c.HeadDim != 128 || c.RopeTheta != 1e9 || c.SlidingWindow != 0 ||
+		c.TieWordEmbeddings || c.Vocab != 131072 {
+		t.Errorf("Mistral-Small-3.1: %+v", c)
+	}
+	qwen := `{"architectures":["Qwen2_5_VLForConditionalGeneration"],"bos_token_id":151643,"eos_token_id":151645,
+		"image_token_id":151655,"hidden_act":"silu","hidden_size":3584,"intermediate_size":18944,
+		"max_position_embeddings":128000,"max_window_layers":28,"model_type":"qwen2_5_vl","num_attention_heads":28,
+		"num_hidden_layers":28,"num_key_value_heads":4,"rms_norm_eps":1e-06,"rope_theta":1000000.0,"sliding_window":32768,
+		"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_sliding_window":false,
+		"vision_config":{"depth":32,"hidden_size":1280},"rope_scaling":{"type":"mrope","mrope_section":[16,24,24]},
+		"vocab_size":152064}`
+	if c, err = ParseConfig([]byte(qwen)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Wrapper != "qwen2_5_vl" || c.ModelType != "qwen2" || c.Heads != 28 || c.KVHeads != 4 || c.HeadDim != 128 ||
+		!c.QKVBias || c.OBias || c.RopeScaling != nil || c.SlidingWindow != 0 || c.EOSTokenIDs[0] != 151645 {
+		t.Errorf("Qwen2.5-VL-7B: %+v", c)
 	}
 }

@@ -954,12 +954,17 @@ func freeWeights(be backend.Backend, v reflect.Value) {
 // Where the text model of a multimodal checkpoint lies (Config.Wrapper):
 // transformers 4.5x saved Gemma3ForConditionalGeneration and
 // Mistral3ForConditionalGeneration with the text model under
-// "language_model.model." and its head as "language_model.lm_head.weight";
-// transformers 5 saves "model.language_model." and "lm_head.weight". Both
-// put the vision tower and the projector beside it.
+// "language_model.model." and its head as "language_model.lm_head.weight"
+// (and 5.17 still does); transformers 5's module names are
+// "model.language_model." and "lm_head.weight" (Qwen3-VL's checkpoints).
+// All put the vision tower and the projector beside it. The first layout
+// whose token embedding the checkpoint holds is the one read.
 var textLayouts = []struct{ model, head string }{
 	{"language_model.model.", "language_model.lm_head.weight"},
 	{"model.language_model.", "lm_head.weight"},
+	// Qwen2.5-VL as 4.5x saved it: the text model's own names, the
+	// vision tower beside them as "visual.".
+	{"model.", "lm_head.weight"},
 }
 
 // storesTextHead reports whether a multimodal checkpoint stores its text
@@ -1007,6 +1012,9 @@ func (ld *loader) textTensors() error {
 		}
 		return nil
 	}
-	return fmt.Errorf("model: %s checkpoint without its text model's token embedding (looked for %q and %q)", ld.wrapper,
-		textLayouts[0].model+"embed_tokens.weight", textLayouts[1].model+"embed_tokens.weight")
+	var names []string
+	for _, l := range textLayouts {
+		names = append(names, strconv.Quote(l.model+"embed_tokens.weight"))
+	}
+	return fmt.Errorf("model: %s checkpoint without its text model's token embedding (looked for %s)", ld.wrapper, strings.Join(names, ", "))
 }

@@ -348,8 +348,12 @@ func ulps(a, b float32) int64 {
 //     "model.vision_tower.", "lm_head.weight");
 //   - text_config cut to the keys that differ from its family's defaults,
 //     as 4.5x saved gemma-3-4b-it's (Gemma3TextConfig's defaults fill in);
+//   - qwen25vl's config flattened as 4.5x saved Qwen2.5-VL's (the text
+//     model's keys at the top level, rope_scaling of type "mrope");
 //   - mistral3mm with its head stored (the token embedding's copy as
 //     "language_model.lm_head.weight"): a stored head is read, not tied.
+// (qwen25vl and qwen3vl themselves hold the two other tensor layouts:
+// "model." beside "visual.", and "model.language_model.".)
 func TestMultimodalLayouts(t *testing.T) {
 	be := cpu.New(2)
 	fs := hfcheck.LoadAll(t)
@@ -398,6 +402,20 @@ func TestMultimodalLayouts(t *testing.T) {
 			keep["rope_theta"], keep["rope_local_base_freq"] = 1000000.0, 10000.0
 			keep["bos_token_id"], keep["eos_token_id"] = nil, nil
 			c["text_config"] = keep
+		}, nil},
+		{"qwen25vl-gqa2-bf16", nil, func(c map[string]any) {
+			// Qwen2.5-VL as 4.5x saved it: the text model's keys at the top
+			// level beside vision_config, rope_scaling of type "mrope".
+			tc := c["text_config"].(map[string]any)
+			delete(c, "text_config")
+			for k, v := range tc {
+				if k != "model_type" && k != "rope_parameters" {
+					c[k] = v
+				}
+			}
+			rp := tc["rope_parameters"].(map[string]any)
+			c["rope_theta"] = rp["rope_theta"]
+			c["rope_scaling"] = map[string]any{"type": "mrope", "mrope_section": rp["mrope_section"]}
 		}, nil},
 		{"mistral3mm-gqa2-d128-bf16", nil, nil, func(ck *safetensors.Checkpoint) []safetensors.Tensor {
 			emb, err := ck.Tensor("language_model.model.embed_tokens.weight")
