@@ -352,6 +352,7 @@ func ulps(a, b float32) int64 {
 //     model's keys at the top level, rope_scaling of type "mrope");
 //   - mistral3mm with its head stored (the token embedding's copy as
 //     "language_model.lm_head.weight"): a stored head is read, not tied.
+//
 // (qwen25vl and qwen3vl themselves hold the two other tensor layouts:
 // "model." beside "visual.", and "model.language_model.".)
 func TestMultimodalLayouts(t *testing.T) {
