@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,5 +300,34 @@ func TestBodyTooLargeUnread(t *testing.T) {
 	// The server still answers.
 	if resp, body := do(t, http.MethodPost, ts.url+"/v1/completions", guardBody, jsonCT); resp.StatusCode != 200 {
 		t.Errorf("after it: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestRequestLogClientGone checks that a request whose client has left
+// still gets its one log line, its unfinished choices as cancelled, streamed
+// or not: the handler runs on a request whose context is already cancelled
+// (the scheduler takes the sequences; the first read sees the client gone).
+func TestRequestLogClientGone(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	ts := newGuardedServer(t, func(c *Config) { c.RequestLog = &lockedWriter{mu: &mu, w: &buf} })
+	for _, stream := range []bool{false, true} {
+		body := fmt.Sprintf(`{"model":"tiny","prompt":"ab","max_tokens":1000,"temperature":0,"ignore_eos":true,"n":2,"stream":%v}`, stream)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		ts.srv.Handler().ServeHTTP(httptest.NewRecorder(), req)
+	}
+	mu.Lock()
+	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("%d log lines for two requests whose clients left: %q", len(got), got)
+	}
+	for i, l := range got {
+		if !strings.Contains(l, "choices=2") || !strings.Contains(l, "finish=cancelled,cancelled") || !strings.Contains(l, []string{"stream=false", "stream=true"}[i]) {
+			t.Errorf("line %d: %q, want stream=%v, two choices, finish=cancelled,cancelled", i, l, i == 1)
+		}
 	}
 }

@@ -28,7 +28,9 @@ type requestLine struct {
 	Error            string  `json:"error,omitempty"`
 }
 
-// logRequest writes the request log's line for a finished request.
+// logRequest writes the request log's line for a request that has ended:
+// finished, failed, or left by its client (choices still unfinished then
+// log finish_reason "cancelled").
 func (s *Server) logRequest(id string, j *job, results []engine.Result, start time.Time) {
 	if s.cfg.RequestLog == nil {
 		return
@@ -50,7 +52,13 @@ func (s *Server) logRequest(id string, j *job, results []engine.Result, start ti
 		l.CompletionTokens += r.CompletionTokens
 		l.Preemptions += r.Preemptions
 		decode = max(decode, r.Decode)
-		finish = append(finish, r.FinishReason)
+		f := r.FinishReason
+		if f == "" {
+			// Still running when the request ended: its client left, and
+			// the scheduler is cancelling it.
+			f = engine.FinishCancelled
+		}
+		finish = append(finish, f)
 		if r.Err != nil && l.Error == "" {
 			l.Error = r.Err.Error()
 		}

@@ -845,7 +845,15 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, chat bool) 
 		for {
 			ch, err := st.NextChunk(ctx)
 			if err != nil {
-				return // the client left; the scheduler frees the sequences
+				// The client left; the scheduler frees the sequences. The
+				// log still gets the request's line (each choice as far as
+				// it went, unfinished ones as cancelled).
+				results := make([]engine.Result, len(streams))
+				for i, st := range streams {
+					results[i] = st.Result()
+				}
+				s.logRequest(id, j, results, start)
+				return
 			}
 			c.text.WriteString(ch.Text)
 			c.tokens = append(c.tokens, ch.Tokens...)
