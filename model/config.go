@@ -1286,16 +1286,9 @@ func (c *Config) longrope(raw *rawConfig, rr *rawRope, field string) (*RopeScali
 	if s.OriginalMaxPositions <= 0 {
 		return nil, &ConfigError{Field: "original_max_position_embeddings", Err: errors.New("longrope scaling needs a positive original_max_position_embeddings")}
 	}
-	switch {
-	case rr.Factor != nil:
-		s.Factor = *rr.Factor
-	case raw.MaxPositionEmbeddings != nil:
-		s.Factor = float64(*raw.MaxPositionEmbeddings) / float64(s.OriginalMaxPositions)
-	default:
-		return nil, &ConfigError{Field: field + ".factor", Err: errors.New("longrope scaling needs factor or max_position_embeddings")}
-	}
-	if !(s.Factor > 0) || math.IsInf(s.Factor, 0) {
-		return nil, &ConfigError{Field: field + ".factor", Err: fmt.Errorf("%g is not a finite factor > 0", s.Factor)}
+	var err error
+	if s.Factor, err = scalingFactor(raw, rr, field, s); err != nil {
+		return nil, err
 	}
 	switch {
 	case rr.AttentionFactor != nil:
@@ -1309,6 +1302,26 @@ func (c *Config) longrope(raw *rawConfig, rr *rawRope, field string) (*RopeScali
 		return nil, &ConfigError{Field: field + ".attention_factor", Err: fmt.Errorf("%g is not a finite factor > 0", s.AttentionFactor)}
 	}
 	return s, nil
+}
+
+// scalingFactor reads the factor of a longrope or yarn scaling s (whose
+// OriginalMaxPositions is set): the RoPE object's, else
+// max_position_embeddings over the original context, as transformers
+// derives it; a finite factor > 0.
+func scalingFactor(raw *rawConfig, rr *rawRope, field string, s *RopeScaling) (float64, error) {
+	var f float64
+	switch {
+	case rr.Factor != nil:
+		f = *rr.Factor
+	case raw.MaxPositionEmbeddings != nil:
+		f = float64(*raw.MaxPositionEmbeddings) / float64(s.OriginalMaxPositions)
+	default:
+		return 0, &ConfigError{Field: field + ".factor", Err: fmt.Errorf("%s scaling needs factor or max_position_embeddings", s.Type)}
+	}
+	if !(f > 0) || math.IsInf(f, 0) {
+		return 0, &ConfigError{Field: field + ".factor", Err: fmt.Errorf("%g is not a finite factor > 0", f)}
+	}
+	return f, nil
 }
 
 // yarn reads YaRN's parameters as transformers 5 does
@@ -1336,16 +1349,9 @@ func (c *Config) yarn(raw *rawConfig, rr *rawRope, field string, nested bool) (*
 	if s.OriginalMaxPositions <= 0 {
 		return nil, &ConfigError{Field: field + ".original_max_position_embeddings", Err: errors.New("yarn scaling needs a positive original_max_position_embeddings (or max_position_embeddings)")}
 	}
-	switch {
-	case rr.Factor != nil:
-		s.Factor = *rr.Factor
-	case raw.MaxPositionEmbeddings != nil:
-		s.Factor = float64(*raw.MaxPositionEmbeddings) / float64(s.OriginalMaxPositions)
-	default:
-		return nil, &ConfigError{Field: field + ".factor", Err: errors.New("yarn scaling needs factor or max_position_embeddings")}
-	}
-	if !(s.Factor > 0) || math.IsInf(s.Factor, 0) {
-		return nil, &ConfigError{Field: field + ".factor", Err: fmt.Errorf("%g is not a finite factor > 0", s.Factor)}
+	var err error
+	if s.Factor, err = scalingFactor(raw, rr, field, s); err != nil {
+		return nil, err
 	}
 	mscale := func(f, m float64) float64 {
 		if f <= 1 {

@@ -231,23 +231,13 @@ const responsesInclude = "message.output_text.logprobs"
 // the X-Request-Id header (the official clients' request_id), errors
 // included, so that a client's failure can be found in the request log.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
-	id := newID("resp_")
-	w.Header().Set("X-Request-Id", id)
-	body, e := s.readBody(w, r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	release, err := s.parsing.acquire(r.Context(), int64(len(body)))
-	if err != nil {
-		return // the client left while waiting
-	}
-	j, resp, e := func() (*job, *responseObject, *apiError) {
-		defer release() // even if parsing panics (net/http recovers it)
-		return s.parseResponses(body)
-	}()
-	if e != nil {
-		writeError(w, e)
+	var j *job
+	var resp *responseObject
+	id, ok := s.admit(w, r, "resp_", func(body []byte) (e *apiError) {
+		j, resp, e = s.parseResponses(body)
+		return e
+	})
+	if !ok {
 		return
 	}
 	resp.ID = id

@@ -482,30 +482,49 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 // request_id, kept for errors too), so that a client's failure can be
 // found in the server's log.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, parse func([]byte) (*job, *apiError), chat bool) {
-	id := newID("cmpl-")
+	prefix := "cmpl-"
 	if chat {
-		id = newID("chatcmpl-")
+		prefix = "chatcmpl-"
 	}
-	w.Header().Set("X-Request-Id", id)
-	body, e := s.readBody(w, r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	release, err := s.parsing.acquire(r.Context(), int64(len(body)))
-	if err != nil {
-		return // the client left while waiting
-	}
-	j, e := func() (*job, *apiError) {
-		defer release() // even if parse panics (net/http recovers it): the budget must not leak
-		return parse(body)
-	}()
-	if e != nil {
-		writeError(w, e)
+	var j *job
+	id, ok := s.admit(w, r, prefix, func(body []byte) (e *apiError) {
+		j, e = parse(body)
+		return e
+	})
+	if !ok {
 		return
 	}
 	j.id = id
 	s.run(w, r, j, chat)
+}
+
+// admit starts a generation request: a new id (prefix and random hex) sent
+// at once as the X-Request-Id header, the body read within its limit, and
+// parse run on it inside the parse budget (released even if parse
+// panics, which net/http recovers: the budget must not leak). It writes
+// the error and reports false where the request goes no further (a client
+// that left while waiting for the budget gets nothing).
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, prefix string, parse func([]byte) *apiError) (string, bool) {
+	id := newID(prefix)
+	w.Header().Set("X-Request-Id", id)
+	body, e := s.readBody(w, r)
+	if e != nil {
+		writeError(w, e)
+		return id, false
+	}
+	release, err := s.parsing.acquire(r.Context(), int64(len(body)))
+	if err != nil {
+		return id, false // the client left while waiting
+	}
+	e = func() *apiError {
+		defer release()
+		return parse(body)
+	}()
+	if e != nil {
+		writeError(w, e)
+		return id, false
+	}
+	return id, true
 }
 
 // parseChat validates a chat completion request and builds its job.
