@@ -33,6 +33,8 @@ var supported = []struct{ modelType, architecture string }{
 	{"smollm3", "SmolLM3ForCausalLM"},
 	{"olmo3", "Olmo3ForCausalLM"},
 	{"seed_oss", "SeedOssForCausalLM"},
+	{"glm4", "Glm4ForCausalLM"},
+	{"exaone4", "Exaone4ForCausalLM"},
 }
 
 // unsupportedFamilies are families that real checkpoints often name and
@@ -211,6 +213,10 @@ const (
 	maxLayers = 1 << 12
 	// maxExperts bounds num_experts (DeepSeek-V3's 256, Qwen3-30B-A3B's 128).
 	maxExperts = 1 << 12
+	// glm4PartialRotary is Glm4Config's partial_rotary_factor where
+	// config.json has none; glm4HeadDim its head_dim.
+	glm4PartialRotary = 0.5
+	glm4HeadDim       = 128
 	// seedOSSHeadDim is SeedOssConfig's head_dim where config.json has none.
 	seedOSSHeadDim = 128
 	// defaultOlmo3SlidingWindow is Olmo3Config's sliding_window where
@@ -280,6 +286,10 @@ type Config struct {
 	// NoRoPE, where not nil, holds one entry a layer: true for a layer
 	// that applies no RoPE at all (SmolLM3's no_rope_layers 0: NoPE).
 	NoRoPE []bool
+	// RopeInterleaved: RoPE rotates each head's dimension pairs (2i, 2i+1)
+	// of its rotary part, not (i, i + R/2) (GLM-4's apply_rotary_pos_emb);
+	// the loader lays them out as the backends' pairs (headLayout).
+	RopeInterleaved bool
 	// RotaryDim is R, the number of each head's dimensions that RoPE
 	// rotates (int(head_dim·partial_rotary_factor), Phi-4-mini's 96 of
 	// 128); 0 means the whole head (RotaryDims returns D then). See
@@ -295,6 +305,9 @@ type Config struct {
 	// gate and up rows of one gate_up_proj (gate|up) (Phi-3). The loader
 	// splits them into the usual weights.
 	FusedQKV bool
+	// FusedGateUp: gate and up alone are rows of one gate_up_proj
+	// (GLM-4's; q, k and v apart).
+	FusedGateUp bool
 	// GeGLU: the MLP's gate activation is gelu_pytorch_tanh (Gemma's
 	// hidden_activation) instead of silu.
 	GeGLU bool
@@ -469,20 +482,22 @@ type rawConfig struct {
 	UseSlidingWindow      *bool           `json:"use_sliding_window"`
 	MaxWindowLayers       *int            `json:"max_window_layers"`
 	LayerTypes            []string        `json:"layer_types"`
-	SlidingWindowPattern  *int            `json:"sliding_window_pattern"`
-	RopeLocalBaseFreq     *float64        `json:"rope_local_base_freq"`
-	QueryPreAttnScalar    *float64        `json:"query_pre_attn_scalar"`
-	AttnLogitSoftcapping  json.RawMessage `json:"attn_logit_softcapping"`
-	FinalLogitSoftcapping json.RawMessage `json:"final_logit_softcapping"`
-	EmbeddingMultiplier   *float64        `json:"embedding_multiplier"`
-	AttentionMultiplier   *float64        `json:"attention_multiplier"`
-	ResidualMultiplier    *float64        `json:"residual_multiplier"`
-	LogitsScaling         *float64        `json:"logits_scaling"`
-	TorchDType            *string         `json:"torch_dtype"`
-	DType                 *string         `json:"dtype"`
-	BOSTokenID            json.RawMessage `json:"bos_token_id"`
-	EOSTokenID            json.RawMessage `json:"eos_token_id"`
-	QuantizationConfig    json.RawMessage `json:"quantization_config"`
+	// SlidingWindowPatternRaw: a layer count (Gemma 3, EXAONE 4), or
+	// EXAONE 4's "LLLG" spelling.
+	SlidingWindowPatternRaw json.RawMessage `json:"sliding_window_pattern"`
+	RopeLocalBaseFreq       *float64        `json:"rope_local_base_freq"`
+	QueryPreAttnScalar      *float64        `json:"query_pre_attn_scalar"`
+	AttnLogitSoftcapping    json.RawMessage `json:"attn_logit_softcapping"`
+	FinalLogitSoftcapping   json.RawMessage `json:"final_logit_softcapping"`
+	EmbeddingMultiplier     *float64        `json:"embedding_multiplier"`
+	AttentionMultiplier     *float64        `json:"attention_multiplier"`
+	ResidualMultiplier      *float64        `json:"residual_multiplier"`
+	LogitsScaling           *float64        `json:"logits_scaling"`
+	TorchDType              *string         `json:"torch_dtype"`
+	DType                   *string         `json:"dtype"`
+	BOSTokenID              json.RawMessage `json:"bos_token_id"`
+	EOSTokenID              json.RawMessage `json:"eos_token_id"`
+	QuantizationConfig      json.RawMessage `json:"quantization_config"`
 	// Mixtures of experts (moe.go).
 	NumLocalExperts              *int  `json:"num_local_experts"`
 	NumExperts                   *int  `json:"num_experts"`
@@ -607,6 +622,8 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 	} else if c.ModelType == "seed_oss" {
 		c.HeadDim = seedOSSHeadDim // SeedOssConfig's default, not hidden/heads
+	} else if c.ModelType == "glm4" {
+		c.HeadDim = glm4HeadDim // Glm4Config's default
 	} else {
 		if c.Hidden%c.Heads != 0 {
 			return nil, &ConfigError{Field: "head_dim", Err: fmt.Errorf("absent, and hidden_size %d is not a multiple of num_attention_heads %d", c.Hidden, c.Heads)}
@@ -639,6 +656,14 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if err := c.windows(&raw); err != nil {
 		return nil, err
+	}
+	if c.ModelType == "exaone4" && (raw.SlidingWindow != nil && *raw.SlidingWindow > 0 || !raw.present["sliding_window"]) {
+		// Exaone4Attention with a sliding window: RoPE on the sliding
+		// layers only, the global ones NoPE (with none, RoPE everywhere).
+		c.NoRoPE = make([]bool, c.Layers)
+		for i, w := range c.LayerWindows {
+			c.NoRoPE[i] = w == 0
+		}
 	}
 	switch {
 	case raw.TorchDType != nil:
@@ -740,6 +765,13 @@ func (c *Config) rope(raw *rawConfig) error {
 			return err
 		}
 	}
+	if c.ModelType == "glm4" && c.RotaryDim == 0 && raw.PartialRotaryFactor == nil && !ropeNames(msg, "partial_rotary_factor") {
+		// Glm4Config's default partial_rotary_factor, 0.5.
+		half := glm4PartialRotary
+		if err := c.partialRotary(&half, "partial_rotary_factor"); err != nil {
+			return err
+		}
+	}
 	if c.ModelType == "olmo3" && c.LocalRopeTheta == 0 {
 		// Olmo3Config without per-layer-type parameters: rope_theta and
 		// rope_scaling are the full layers'; the sliding ones run unscaled
@@ -751,6 +783,17 @@ func (c *Config) rope(raw *rawConfig) error {
 		return &ConfigError{Field: "rope_theta", Err: fmt.Errorf("%g is not a finite base > 1", c.RopeTheta)}
 	}
 	return nil
+}
+
+// ropeNames reports whether the RoPE object msg (null or absent: no)
+// names key.
+func ropeNames(msg json.RawMessage, key string) bool {
+	var fields map[string]json.RawMessage
+	if isNull(msg) || json.Unmarshal(msg, &fields) != nil {
+		return false
+	}
+	_, ok := fields[key]
+	return ok
 }
 
 // defaultTheta is the family's RoPE base where config.json gives none
@@ -927,6 +970,20 @@ func (c *Config) biases(raw *rawConfig) {
 		// SmolLM3MLP per mlp_bias (Llama's).
 		c.QKVBias, c.OBias = attn, attn
 		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
+	case "exaone4":
+		// Exaone4Attention: no biases, per-head q_norm and k_norm before
+		// RoPE; Olmo2DecoderLayer's post-norm blocks.
+		c.QKNorm, c.PostNorms = true, true
+	case "glm4":
+		// Glm4Attention: q, k, v biased per attention_bias (true unless
+		// set), o never; Glm4DecoderLayer's four norms are Gemma 3's
+		// (post_self_attn_layernorm after the attention,
+		// post_attention_layernorm before the MLP, post_mlp_layernorm after
+		// it: glm4Norms), without (1 + w); gate and up fused, RoPE on
+		// interleaved pairs of the rotary half.
+		c.QKVBias = raw.AttentionBias == nil || *raw.AttentionBias
+		c.PostNorms, c.SandwichNorms = true, true
+		c.FusedGateUp, c.RopeInterleaved = true, true
 	case "seed_oss":
 		// SeedOssAttention: q, k, v per attention_bias (true unless set),
 		// o per attention_out_bias (false unless set); the MLP per
@@ -956,8 +1013,8 @@ func (c *Config) windows(raw *rawConfig) error {
 		}
 	} else if sw == nil && c.hasSlidingLayers() && !raw.present["sliding_window"] {
 		w = defaultGemmaSlidingWindow // absent, not null
-	} else if sw == nil && c.ModelType == "olmo3" && !raw.present["sliding_window"] {
-		w = defaultOlmo3SlidingWindow
+	} else if sw == nil && (c.ModelType == "olmo3" || c.ModelType == "exaone4") && !raw.present["sliding_window"] {
+		w = defaultOlmo3SlidingWindow // Olmo3Config's and Exaone4Config's
 	}
 	var sliding func(layer int) bool
 	switch {
@@ -983,6 +1040,18 @@ func (c *Config) windows(raw *rawConfig) error {
 	case c.ModelType == "olmo3":
 		// Olmo3Config without layer_types: every fourth layer full.
 		sliding = func(i int) bool { return (i+1)%olmo3WindowPattern != 0 }
+	case c.ModelType == "exaone4" && w > 0:
+		// Exaone4Config without layer_types: every
+		// sliding_window_pattern-th layer global (4 by default). Its
+		// "LLLG" string spelling comes with layer_types in the published
+		// configs; alone it is refused rather than guessed.
+		pattern := olmo3WindowPattern
+		if p := raw.SlidingWindowPatternRaw; !isNull(p) {
+			if err := json.Unmarshal(p, &pattern); err != nil || pattern <= 0 {
+				return &ConfigError{Field: "sliding_window_pattern", Err: fmt.Errorf("%s without layer_types is not supported (want a positive layer count, or layer_types)", p)}
+			}
+		}
+		sliding = func(i int) bool { return (i+1)%pattern != 0 }
 	case c.hasSlidingLayers():
 		// Gemma3TextConfig without layer_types: every
 		// sliding_window_pattern-th layer global, the others sliding;
@@ -990,9 +1059,9 @@ func (c *Config) windows(raw *rawConfig) error {
 		pattern := 6
 		if c.ModelType == "gemma2" {
 			pattern = gemma2WindowPattern
-		} else if raw.SlidingWindowPattern != nil {
-			if pattern = *raw.SlidingWindowPattern; pattern <= 0 {
-				return &ConfigError{Field: "sliding_window_pattern", Err: fmt.Errorf("%d is not a positive pattern", pattern)}
+		} else if p := raw.SlidingWindowPatternRaw; !isNull(p) {
+			if err := json.Unmarshal(p, &pattern); err != nil || pattern <= 0 {
+				return &ConfigError{Field: "sliding_window_pattern", Err: fmt.Errorf("%s is not a positive pattern", p)}
 			}
 		}
 		sliding = func(i int) bool { return (i+1)%pattern != 0 }
@@ -1385,9 +1454,10 @@ func (c *Config) yarn(raw *rawConfig, rr *rawRope, field string, nested bool) (*
 
 // partialRotary reads a partial_rotary_factor (nil: absent) into
 // RotaryDim: R = int(D·factor), as transformers' RoPE initializers compute
-// it. Only Phi-3 (Phi3ForCausalLM: Phi-4-mini's 0.75) applies a partial
-// rotary in transformers' modeling; the other families' attention rotates
-// the whole head, so a factor other than 1 is refused there. The factor
+// it. Only Phi-3 (Phi3ForCausalLM: Phi-4-mini's 0.75) and GLM-4 (0.5)
+// apply a partial rotary in transformers' modeling; the other families'
+// attention rotates the whole head, so a factor other than 1 is refused
+// there. The factor
 // may be given at the config's top level and in its RoPE object
 // (transformers 5's rope_parameters); a second, different value is an
 // error.
@@ -1405,8 +1475,8 @@ func (c *Config) partialRotary(f *float64, field string) error {
 	if R == c.HeadDim {
 		return nil
 	}
-	if c.ModelType != "phi3" {
-		return &ConfigError{Field: field, Err: fmt.Errorf("%g is not supported for %s: only Phi-3's modeling (phi3) applies partial rotary embeddings in transformers; %s's attention rotates the whole head", *f, c.ModelType, c.ModelType)}
+	if c.ModelType != "phi3" && c.ModelType != "glm4" {
+		return &ConfigError{Field: field, Err: fmt.Errorf("%g is not supported for %s: only Phi-3's and GLM-4's modeling (phi3, glm4) apply partial rotary embeddings in transformers; %s's attention rotates the whole head", *f, c.ModelType, c.ModelType)}
 	}
 	if R <= 0 || R%2 != 0 {
 		return &ConfigError{Field: field, Err: fmt.Errorf("%g of head_dim %d gives %d rotary dimensions: RoPE needs an even, positive number (the loader pairs dimension i with i + R/2, and the %d others two by two)", *f, c.HeadDim, R, c.HeadDim-R)}

@@ -752,3 +752,65 @@ func TestMultimodalTextConfigs(t *testing.T) {
 		t.Errorf("Qwen2.5-VL-7B: %+v", c)
 	}
 }
+
+// TestGLM4Exaone4Configs parses configs written after GLM-4-9B-0414's and
+// EXAONE-4.0-32B's and -1.2B's (from memory, shortened; not fetched here):
+// GLM-4's partial rotary (0.5 by default) on interleaved pairs, four norms
+// and q/k/v biases; EXAONE 4's post-norm blocks with per-head q/k norms,
+// its "LLLG" pattern beside layer_types, NoPE on the global layers where a
+// window is set and RoPE everywhere where none is.
+func TestGLM4Exaone4Configs(t *testing.T) {
+	glm := `{"architectures":["Glm4ForCausalLM"],"attention_bias":true,"eos_token_id":[151329,151336,151338],
+		"head_dim":128,"hidden_act":"silu","hidden_size":4096,"intermediate_size":13696,"max_position_embeddings":32768,
+		"model_type":"glm4","num_attention_heads":32,"num_hidden_layers":40,"num_key_value_heads":2,
+		"pad_token_id":151329,"partial_rotary_factor":0.5,"rms_norm_eps":1e-05,"rope_theta":10000.0,
+		"tie_word_embeddings":false,"torch_dtype":"bfloat16","vocab_size":151552}`
+	c, err := ParseConfig([]byte(glm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RotaryDims() != 64 || !c.RopeInterleaved || !c.FusedGateUp || c.FusedQKV || !c.QKVBias || c.OBias ||
+		!c.PostNorms || !c.SandwichNorms || c.NormPlusOne || c.KVHeads != 2 {
+		t.Errorf("GLM-4-9B-0414: %+v", c)
+	}
+	// Without partial_rotary_factor: Glm4Config's 0.5; given as 1: the whole head.
+	if c, err = ParseConfig([]byte(strings.Replace(glm, `"partial_rotary_factor":0.5,`, ``, 1))); err != nil || c.RotaryDims() != 64 {
+		t.Errorf("GLM-4 without partial_rotary_factor: R %d, %v", c.RotaryDims(), err)
+	}
+	if c, err = ParseConfig([]byte(strings.Replace(glm, `"partial_rotary_factor":0.5,`, `"partial_rotary_factor":1.0,`, 1))); err != nil || c.RotaryDims() != 128 {
+		t.Errorf("GLM-4 with partial_rotary_factor 1: R %d, %v", c.RotaryDims(), err)
+	}
+
+	exa := `{"architectures":["Exaone4ForCausalLM"],"bos_token_id":1,"eos_token_id":361,"head_dim":128,"hidden_act":"silu",
+		"hidden_size":5120,"intermediate_size":27392,"max_position_embeddings":131072,"model_type":"exaone4",
+		"num_attention_heads":40,"num_hidden_layers":64,"num_key_value_heads":8,"rms_norm_eps":1e-05,
+		"rope_scaling":{"factor":16.0,"high_freq_factor":4.0,"low_freq_factor":1.0,"original_max_position_embeddings":8192,
+		"rope_type":"llama3"},"rope_theta":1000000,"sliding_window":4096,"sliding_window_pattern":"LLLG",
+		"layer_types":[` + strings.TrimSuffix(strings.Repeat(`"sliding_attention","sliding_attention","sliding_attention","full_attention",`, 16), ",") + `],
+		"tie_word_embeddings":false,"vocab_size":102400}`
+	if c, err = ParseConfig([]byte(exa)); err != nil {
+		t.Fatal(err)
+	}
+	if !c.QKNorm || !c.PostNorms || c.SandwichNorms || c.QKVBias || c.RopeScaling == nil || c.RopeScaling.Type != "llama3" {
+		t.Errorf("EXAONE-4.0-32B: %+v", c)
+	}
+	for i := range c.Layers {
+		global := (i+1)%4 == 0
+		if c.NoRoPE[i] != global || (c.LayerWindows[i] == 0) != global {
+			t.Errorf("EXAONE-4.0-32B layer %d: no RoPE %v, window %d", i, c.NoRoPE[i], c.LayerWindows[i])
+		}
+	}
+	// The 1.2B: no window, so every layer global with RoPE.
+	small := strings.Replace(strings.Replace(exa, `"sliding_window":4096,"sliding_window_pattern":"LLLG",`, `"sliding_window":null,"sliding_window_pattern":null,`, 1),
+		`"layer_types":[`, `"unused":[`, 1)
+	if c, err = ParseConfig([]byte(small)); err != nil {
+		t.Fatal(err)
+	}
+	if c.NoRoPE != nil || c.SlidingWindow != 0 {
+		t.Errorf("EXAONE-4.0-1.2B: no RoPE %v, window %d", c.NoRoPE, c.SlidingWindow)
+	}
+	// The string pattern without layer_types is refused, not guessed.
+	if _, err := ParseConfig([]byte(strings.Replace(exa, `"layer_types":[`, `"unused":[`, 1))); err == nil || !strings.Contains(err.Error(), "sliding_window_pattern") {
+		t.Errorf(`EXAONE 4 "LLLG" without layer_types: err = %v`, err)
+	}
+}

@@ -133,7 +133,7 @@ type LlamaLayer struct {
 
 func init() {
 	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma2", "gemma3_text",
-		"mixtral", "qwen2_moe", "qwen3_moe", "smollm3", "olmo3", "seed_oss")
+		"mixtral", "qwen2_moe", "qwen3_moe", "smollm3", "olmo3", "seed_oss", "glm4", "exaone4")
 }
 
 // newLlama loads the weights of cfg from the loader's checkpoint.
@@ -281,11 +281,14 @@ func setupLlama(cfg *Config, ld *loader) {
 	}
 	ld.normPlusOne = cfg.NormPlusOne
 	ld.wrapper = cfg.Wrapper
-	if R := cfg.RotaryDims(); R != cfg.HeadDim {
-		ld.heads = newHeadLayout(D, cfg.HeadDim, R, cfg.RopeAttentionFactor())
+	if R := cfg.RotaryDims(); R != cfg.HeadDim || cfg.RopeInterleaved {
+		ld.heads = newHeadLayout(D, cfg.HeadDim, R, cfg.RopeAttentionFactor(), cfg.RopeInterleaved)
 	}
-	if cfg.FusedQKV {
+	if cfg.FusedQKV || cfg.FusedGateUp {
 		ld.fused = phi3Fused(cfg)
+	}
+	if cfg.ModelType == "glm4" {
+		ld.rename = glm4Norms
 	}
 	ld.scale = attnFolds(cfg)
 	if D != cfg.HeadDim {
@@ -379,11 +382,13 @@ func phi3Fused(cfg *Config) func(name string) (rowSlice, bool) {
 	D := cfg.CheckpointHeadDim() // the stored tensor's
 	QD, KVD, I := cfg.Heads*D, cfg.KVHeads*D, cfg.Intermediate
 	parts := map[string]rowSlice{
-		"self_attn.q_proj.weight": {"self_attn.qkv_proj.weight", 0, QD, QD + 2*KVD, nil},
-		"self_attn.k_proj.weight": {"self_attn.qkv_proj.weight", QD, QD + KVD, QD + 2*KVD, nil},
-		"self_attn.v_proj.weight": {"self_attn.qkv_proj.weight", QD + KVD, QD + 2*KVD, QD + 2*KVD, nil},
-		"mlp.gate_proj.weight":    {"mlp.gate_up_proj.weight", 0, I, 2 * I, nil},
-		"mlp.up_proj.weight":      {"mlp.gate_up_proj.weight", I, 2 * I, 2 * I, nil},
+		"mlp.gate_proj.weight": {"mlp.gate_up_proj.weight", 0, I, 2 * I, nil},
+		"mlp.up_proj.weight":   {"mlp.gate_up_proj.weight", I, 2 * I, 2 * I, nil},
+	}
+	if cfg.FusedQKV {
+		parts["self_attn.q_proj.weight"] = rowSlice{"self_attn.qkv_proj.weight", 0, QD, QD + 2*KVD, nil}
+		parts["self_attn.k_proj.weight"] = rowSlice{"self_attn.qkv_proj.weight", QD, QD + KVD, QD + 2*KVD, nil}
+		parts["self_attn.v_proj.weight"] = rowSlice{"self_attn.qkv_proj.weight", QD + KVD, QD + 2*KVD, QD + 2*KVD, nil}
 	}
 	return func(name string) (rowSlice, bool) {
 		rest, ok := strings.CutPrefix(name, "model.layers.")
@@ -398,6 +403,23 @@ func phi3Fused(cfg *Config) func(name string) (rowSlice, bool) {
 		rs.Tensor = "model.layers." + layer + "." + rs.Tensor
 		return rs, true
 	}
+}
+
+// glm4Norms maps Gemma 3's names of a layer's four norms (the fields'
+// tags, SandwichNorms) to GLM-4's: post_self_attn_layernorm after the
+// attention, post_attention_layernorm before the MLP, post_mlp_layernorm
+// after it (input_layernorm is the same).
+func glm4Norms(name string) string {
+	for _, r := range [...][2]string{
+		{".post_attention_layernorm.weight", ".post_self_attn_layernorm.weight"},
+		{".pre_feedforward_layernorm.weight", ".post_attention_layernorm.weight"},
+		{".post_feedforward_layernorm.weight", ".post_mlp_layernorm.weight"},
+	} {
+		if rest, ok := strings.CutSuffix(name, r[0]); ok {
+			return rest + r[1]
+		}
+	}
+	return name
 }
 
 // WeightMemory implements WeightReporter.

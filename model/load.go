@@ -751,8 +751,10 @@ type headLayout struct {
 
 // newHeadLayout returns the layout of heads of D stored dimensions, R of
 // them rotated (R <= D, both even), laid out in Dp >= D (even), with
-// longrope's attention factor f (1 for none).
-func newHeadLayout(D, Dp, R int, f float64) *headLayout {
+// longrope's attention factor f (1 for none). interleaved: the rotated
+// pairs are (2i, 2i+1) of the first R dimensions (GLM-4's), not (i, i +
+// R/2).
+func newHeadLayout(D, Dp, R int, f float64, interleaved bool) *headLayout {
 	src := make([]int, Dp)
 	for j := range src {
 		src[j] = -1
@@ -761,6 +763,9 @@ func newHeadLayout(D, Dp, R int, f float64) *headLayout {
 	for j := range h {
 		src[j] = j          // HF's first halves of the rotated pairs
 		src[Dp/2+j] = h + j // and their partners
+		if interleaved {
+			src[j], src[Dp/2+j] = 2*j, 2*j+1
+		}
 	}
 	for j := range p {
 		src[h+j] = R + j // the pass-through dimensions, two by two

@@ -302,6 +302,21 @@ FIXTURES = [
                              deepstack_visual_indexes=[0]),
           image_token_id=1000, video_token_id=1001, vision_start_token_id=1002, vision_end_token_id=1003,
           tie_word_embeddings=False)),
+    # GLM-4 (0414): four norms a layer as Gemma 3's (named post_self_attn_layernorm,
+    # post_attention_layernorm before the MLP, post_mlp_layernorm), gate_up_proj
+    # fused, q/k/v biases, RoPE on interleaved pairs of half of each head
+    # (partial_rotary_factor 0.5).
+    ("glm4-partial-gqa2-bf16", "Glm4Config", "Glm4ForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+          rms_norm_eps=1e-5, attention_bias=True, partial_rotary_factor=0.5,
+          rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5),
+          tie_word_embeddings=False)),
+    # EXAONE 4.0: OLMo 2's post-norm blocks, per-head q/k norms, a sliding layer with
+    # RoPE (window 16) and a global one without (NoPE on the global layers).
+    ("exaone4-swa16-nope-gqa2-bf16", "Exaone4Config", "Exaone4ForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+          rms_norm_eps=1e-5, rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+          sliding_window=16, layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False)),
     # SmolLM3 with use_sliding_window: its NoPE layer slides (window 16 < the prompt).
     ("smollm3-nope-swa16-bf16", "SmolLM3Config", "SmolLM3ForCausalLM", "bfloat16", True,
      dict(hidden_size=128, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
