@@ -35,6 +35,7 @@ var supported = []struct{ modelType, architecture string }{
 	{"seed_oss", "SeedOssForCausalLM"},
 	{"glm4", "Glm4ForCausalLM"},
 	{"exaone4", "Exaone4ForCausalLM"},
+	{"ernie4_5", "Ernie4_5ForCausalLM"},
 }
 
 // unsupportedFamilies are families that real checkpoints often name and
@@ -512,6 +513,7 @@ type rawConfig struct {
 	NoRoPELayers        []int `json:"no_rope_layers"`
 	NoRoPELayerInterval *int  `json:"no_rope_layer_interval"`
 	AttentionOutBias    *bool `json:"attention_out_bias"`
+	UseBias             *bool `json:"use_bias"` // ERNIE 4.5's, on every projection
 
 	// present holds the top-level keys config.json has, null or not:
 	// Gemma 2's defaults apply to absent fields only.
@@ -622,8 +624,8 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 	} else if c.ModelType == "seed_oss" {
 		c.HeadDim = seedOSSHeadDim // SeedOssConfig's default, not hidden/heads
-	} else if c.ModelType == "glm4" {
-		c.HeadDim = glm4HeadDim // Glm4Config's default
+	} else if c.ModelType == "glm4" || c.ModelType == "ernie4_5" {
+		c.HeadDim = glm4HeadDim // Glm4Config's and Ernie4_5Config's default
 	} else {
 		if c.Hidden%c.Heads != 0 {
 			return nil, &ConfigError{Field: "head_dim", Err: fmt.Errorf("absent, and hidden_size %d is not a multiple of num_attention_heads %d", c.Hidden, c.Heads)}
@@ -800,8 +802,8 @@ func ropeNames(msg json.RawMessage, key string) bool {
 // (its config class's default_theta).
 func (c *Config) defaultTheta() float64 {
 	switch c.ModelType {
-	case "olmo3":
-		return olmo3DefaultTheta
+	case "olmo3", "ernie4_5":
+		return olmo3DefaultTheta // Olmo3Config's and Ernie4_5Config's default_theta
 	case "smollm3":
 		return smolLM3DefaultTheta
 	}
@@ -970,6 +972,13 @@ func (c *Config) biases(raw *rawConfig) {
 		// SmolLM3MLP per mlp_bias (Llama's).
 		c.QKVBias, c.OBias = attn, attn
 		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
+	case "ernie4_5":
+		// Ernie4_5Attention and Ernie4_5MLP: every projection biased per
+		// use_bias; RoPE on interleaved pairs of the whole head (GLM's
+		// style), computed in float32.
+		b := raw.UseBias != nil && *raw.UseBias
+		c.QKVBias, c.OBias, c.MLPBias = b, b, b
+		c.RopeInterleaved = true
 	case "exaone4":
 		// Exaone4Attention: no biases, per-head q_norm and k_norm before
 		// RoPE; Olmo2DecoderLayer's post-norm blocks.
@@ -993,8 +1002,8 @@ func (c *Config) biases(raw *rawConfig) {
 		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
 	}
 	c.TieWordEmbeddings = raw.TieWordEmbeddings != nil && *raw.TieWordEmbeddings
-	if raw.TieWordEmbeddings == nil && c.isGemma() {
-		// GemmaConfig's, Gemma2Config's and Gemma3TextConfig's default
+	if raw.TieWordEmbeddings == nil && (c.isGemma() || c.ModelType == "ernie4_5") {
+		// GemmaConfig's, Gemma2Config's, Gemma3TextConfig's and Ernie4_5Config's default
 		// (gemma-7b's and gemma-2-2b's config.json leave it out; their
 		// checkpoints hold no lm_head).
 		c.TieWordEmbeddings = true

@@ -317,6 +317,12 @@ FIXTURES = [
      dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
           rms_norm_eps=1e-5, rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
           sliding_window=16, layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False)),
+    # ERNIE 4.5 (0.3B's family): biases on every projection (use_bias), RoPE on the
+    # interleaved pairs of the whole head, tied embeddings.
+    ("ernie45-bias-gqa2-bf16", "Ernie4_5Config", "Ernie4_5ForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+          rms_norm_eps=1e-5, use_bias=True, rope_parameters=dict(rope_type="default", rope_theta=500000.0),
+          tie_word_embeddings=True)),
     # SmolLM3 with use_sliding_window: its NoPE layer slides (window 16 < the prompt).
     ("smollm3-nope-swa16-bf16", "SmolLM3Config", "SmolLM3ForCausalLM", "bfloat16", True,
      dict(hidden_size=128, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
