@@ -54,6 +54,20 @@ var unsupportedFamilies = map[string]string{
 	"granitemoe":  "Granite-MoE needs Granite's multipliers over a mixture of experts (not implemented)",
 	"olmoe":       "OLMoE's q/k norms span the whole projections with a mixture of experts (not implemented)",
 	"dbrx":        "DBRX stores fused qkv with clipping, LayerNorm and its own expert layout",
+	// Families of 2025-2026 with pieces this package lacks.
+	"gemma4":           "Gemma 4 adds per-layer input embeddings, global layers with their own head dim and proportional RoPE, keys shared as values and KV shared across layers",
+	"gemma3n":          "Gemma 3n adds per-layer input embeddings, AltUp and Laurel blocks and KV shared across layers",
+	"llama4":           "Llama 4 uses chunked attention with NoPE layers, attention temperature tuning and a mixture of experts with a shared expert",
+	"cohere":           "Command R uses LayerNorm and a parallel attention/MLP block with a logit scale",
+	"cohere2":          "Command R7B/A uses LayerNorm and a parallel attention/MLP block with sliding and NoPE global layers",
+	"glm4_moe":         "GLM-4.5's mixture of experts routes by sigmoid scores with a correction bias and group-limited top-k",
+	"ernie4_5_moe":     "ERNIE 4.5's mixture of experts routes with a correction bias and shared experts",
+	"hunyuan_v1_dense": "Hunyuan normalizes q and k after RoPE, and scales RoPE by a dynamic alpha",
+	"apertus":          "Apertus uses the xIELU activation in a non-gated MLP",
+	"arcee":            "AFM uses a non-gated ReLU² MLP",
+	"falcon_h1":        "Falcon-H1 mixes Mamba-2 state-space layers with attention",
+	"lfm2":             "LFM2 mixes short convolution layers with attention",
+	"granitemoehybrid": "Granite 4 mixes Mamba-2 layers with attention and a mixture of experts",
 }
 
 // unsupportedArchitectures maps the architectures of unsupportedFamilies

@@ -355,6 +355,8 @@ func TestNewFamilyConfigs(t *testing.T) {
 		{"mistral3 of another text family", `{"model_type":"mistral3","text_config":{"model_type":"llama"}}`, `want ["mistral"]`},
 		{"gemma3 multimodal text field", `{"model_type":"gemma3","text_config":{"num_hidden_layers":-1}}`, "text_config.num_hidden_layers"},
 		{"phi-2", `{"model_type":"phi","architectures":["PhiForCausalLM"]}`, "LayerNorm"},
+		{"gemma4", `{"model_type":"gemma4","architectures":["Gemma4ForConditionalGeneration"]}`, "per-layer input embeddings"},
+		{"llama4", `{"model_type":"llama4","architectures":["Llama4ForConditionalGeneration"]}`, "chunked attention"},
 	} {
 		_, err := ParseConfig([]byte(tc.js))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
