@@ -42,6 +42,12 @@ func FuzzParseConfig(f *testing.F) {
 		case c.RMSNormEps < 0 || math.IsNaN(c.RMSNormEps) || math.IsInf(c.RMSNormEps, 0):
 			t.Fatalf("accepted rms_norm_eps %g", c.RMSNormEps)
 		}
+		if c.NoRoPE != nil && len(c.NoRoPE) != c.Layers || len(c.LayerWindows) != c.Layers {
+			t.Fatalf("accepted %d NoPE flags and %d windows for %d layers", len(c.NoRoPE), len(c.LayerWindows), c.Layers)
+		}
+		if f := c.RopeAttentionFactor(); !(f > 0) || math.IsInf(f, 0) {
+			t.Fatalf("accepted a RoPE attention factor %g", f)
+		}
 		if m := c.MoE; m != nil {
 			if m.Experts <= 0 || m.TopK <= 0 || m.TopK > m.Experts || m.Intermediate <= 0 || len(m.Sparse) != c.Layers {
 				t.Fatalf("accepted a mixture %+v over %d layers", *m, c.Layers)
