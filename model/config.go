@@ -36,6 +36,8 @@ var supported = []struct{ modelType, architecture string }{
 	{"glm4", "Glm4ForCausalLM"},
 	{"exaone4", "Exaone4ForCausalLM"},
 	{"ernie4_5", "Ernie4_5ForCausalLM"},
+	{"helium", "HeliumForCausalLM"},
+	{"ministral", "MinistralForCausalLM"},
 }
 
 // unsupportedFamilies are families that real checkpoints often name and
@@ -242,6 +244,7 @@ const (
 	// olmo3DefaultTheta and smolLM3DefaultTheta are their configs'
 	// default_theta, the RoPE base where config.json gives none.
 	olmo3DefaultTheta   = 500000.0
+	heliumDefaultTheta  = 100000.0 // HeliumConfig's default_theta
 	smolLM3DefaultTheta = 2000000.0
 	// smolLM3NoRoPEInterval is SmolLM3Config's no_rope_layer_interval
 	// default: every fourth layer without RoPE.
@@ -638,8 +641,8 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 	} else if c.ModelType == "seed_oss" {
 		c.HeadDim = seedOSSHeadDim // SeedOssConfig's default, not hidden/heads
-	} else if c.ModelType == "glm4" || c.ModelType == "ernie4_5" {
-		c.HeadDim = glm4HeadDim // Glm4Config's and Ernie4_5Config's default
+	} else if c.ModelType == "glm4" || c.ModelType == "ernie4_5" || c.ModelType == "helium" {
+		c.HeadDim = glm4HeadDim // Glm4Config's, Ernie4_5Config's and HeliumConfig's default
 	} else {
 		if c.Hidden%c.Heads != 0 {
 			return nil, &ConfigError{Field: "head_dim", Err: fmt.Errorf("absent, and hidden_size %d is not a multiple of num_attention_heads %d", c.Hidden, c.Heads)}
@@ -818,6 +821,8 @@ func (c *Config) defaultTheta() float64 {
 	switch c.ModelType {
 	case "olmo3", "ernie4_5":
 		return olmo3DefaultTheta // Olmo3Config's and Ernie4_5Config's default_theta
+	case "helium":
+		return heliumDefaultTheta
 	case "smollm3":
 		return smolLM3DefaultTheta
 	}
@@ -835,7 +840,7 @@ func (c *Config) ropeObject(raw *rawConfig, msg json.RawMessage, field string) e
 		if v := bytes.TrimSpace(fields[k]); len(v) > 0 && v[0] == '{' {
 			// transformers 5 nests parameters per layer type for models
 			// that mix attention kinds (Gemma 3, OLMo 3: ropeByLayerType).
-			if c.ModelType == "gemma3_text" || c.ModelType == "olmo3" {
+			if c.ModelType == "gemma3_text" || c.ModelType == "olmo3" || c.ModelType == "ministral" {
 				return c.ropeByLayerType(raw, fields, field)
 			}
 			return &ConfigError{Field: field, Err: fmt.Errorf("per-layer-type parameters (%q) are not supported", k)}
@@ -943,8 +948,8 @@ func (c *Config) biases(raw *rawConfig) {
 	case "llama":
 		c.QKVBias, c.OBias = attn, attn
 		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
-	case "mistral":
-		// Mistral's projections have no biases.
+	case "mistral", "ministral":
+		// Mistral's and Ministral's projections have no biases.
 	case "qwen2":
 		c.QKVBias = true // Qwen2Attention: q, k, v always biased, o never
 	case "qwen3", "qwen3_moe":
@@ -986,6 +991,13 @@ func (c *Config) biases(raw *rawConfig) {
 		// SmolLM3MLP per mlp_bias (Llama's).
 		c.QKVBias, c.OBias = attn, attn
 		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
+	case "helium":
+		// HeliumAttention: Llama's q, k, v (biased per attention_bias), o
+		// never biased; LlamaMLP's biases per mlp_bias; RoPE on interleaved
+		// pairs of the whole head.
+		c.QKVBias = raw.AttentionBias != nil && *raw.AttentionBias
+		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
+		c.RopeInterleaved = true
 	case "ernie4_5":
 		// Ernie4_5Attention and Ernie4_5MLP: every projection biased per
 		// use_bias; RoPE on interleaved pairs of the whole head (GLM's
@@ -1036,8 +1048,8 @@ func (c *Config) windows(raw *rawConfig) error {
 		}
 	} else if sw == nil && c.hasSlidingLayers() && !raw.present["sliding_window"] {
 		w = defaultGemmaSlidingWindow // absent, not null
-	} else if sw == nil && (c.ModelType == "olmo3" || c.ModelType == "exaone4") && !raw.present["sliding_window"] {
-		w = defaultOlmo3SlidingWindow // Olmo3Config's and Exaone4Config's
+	} else if sw == nil && (c.ModelType == "olmo3" || c.ModelType == "exaone4" || c.ModelType == "ministral") && !raw.present["sliding_window"] {
+		w = defaultOlmo3SlidingWindow // Olmo3Config's, Exaone4Config's and MinistralConfig's
 	}
 	var sliding func(layer int) bool
 	switch {
@@ -1088,7 +1100,7 @@ func (c *Config) windows(raw *rawConfig) error {
 			}
 		}
 		sliding = func(i int) bool { return (i+1)%pattern != 0 }
-	case c.ModelType == "mistral" || c.ModelType == "phi3" || c.ModelType == "mixtral":
+	case c.ModelType == "mistral" || c.ModelType == "phi3" || c.ModelType == "mixtral" || c.ModelType == "ministral":
 		// Phi3Model is MistralModel: sliding_window, where set, on every
 		// layer (Phi-3-mini-4k's 2047).
 		sliding = func(int) bool { return true }

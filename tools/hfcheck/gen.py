@@ -323,6 +323,18 @@ FIXTURES = [
      dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
           rms_norm_eps=1e-5, use_bias=True, rope_parameters=dict(rope_type="default", rope_theta=500000.0),
           tie_word_embeddings=True)),
+    # Helium (Kyutai): Llama with RoPE on interleaved pairs, q/k/v and MLP biases, none on o
+    # (whose input HeliumAttention sizes by hidden_size: heads·head_dim = hidden).
+    ("helium-bias-gqa2-bf16", "HeliumConfig", "HeliumForCausalLM", "bfloat16", True,
+     dict(hidden_size=128, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1, head_dim=64,
+          rms_norm_eps=1e-6, attention_bias=True, mlp_bias=True,
+          rope_parameters=dict(rope_type="default", rope_theta=100000.0), tie_word_embeddings=False)),
+    # Ministral: Mistral with layer_types (a sliding layer, window 16, and a full one)
+    # and RoPE by layer type.
+    ("ministral-swa16-gqa2-bf16", "MinistralConfig", "MinistralForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+          rms_norm_eps=1e-5, sliding_window=16, layer_types=["sliding_attention", "full_attention"],
+          tie_word_embeddings=False)),
     # SmolLM3 with use_sliding_window: its NoPE layer slides (window 16 < the prompt).
     ("smollm3-nope-swa16-bf16", "SmolLM3Config", "SmolLM3ForCausalLM", "bfloat16", True,
      dict(hidden_size=128, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
