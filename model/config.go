@@ -38,6 +38,7 @@ var supported = []struct{ modelType, architecture string }{
 	{"ernie4_5", "Ernie4_5ForCausalLM"},
 	{"helium", "HeliumForCausalLM"},
 	{"ministral", "MinistralForCausalLM"},
+	{"cwm", "CwmForCausalLM"},
 }
 
 // unsupportedFamilies are families that real checkpoints often name and
@@ -243,9 +244,15 @@ const (
 	olmo3WindowPattern        = 4
 	// olmo3DefaultTheta and smolLM3DefaultTheta are their configs'
 	// default_theta, the RoPE base where config.json gives none.
-	olmo3DefaultTheta   = 500000.0
-	heliumDefaultTheta  = 100000.0 // HeliumConfig's default_theta
-	smolLM3DefaultTheta = 2000000.0
+	olmo3DefaultTheta  = 500000.0
+	heliumDefaultTheta = 100000.0  // HeliumConfig's default_theta
+	cwmDefaultTheta    = 1000000.0 // CwmConfig's default_theta
+	// defaultCWMSlidingWindow is CwmConfig's sliding_window where
+	// config.json has none; cwmWindowPattern its layer pattern without
+	// layer_types (layers 0, 4, 8, ... full, the others sliding).
+	defaultCWMSlidingWindow = 8192
+	cwmWindowPattern        = 4
+	smolLM3DefaultTheta     = 2000000.0
 	// smolLM3NoRoPEInterval is SmolLM3Config's no_rope_layer_interval
 	// default: every fourth layer without RoPE.
 	smolLM3NoRoPEInterval = 4
@@ -821,6 +828,8 @@ func (c *Config) defaultTheta() float64 {
 	switch c.ModelType {
 	case "olmo3", "ernie4_5":
 		return olmo3DefaultTheta // Olmo3Config's and Ernie4_5Config's default_theta
+	case "cwm":
+		return cwmDefaultTheta
 	case "helium":
 		return heliumDefaultTheta
 	case "smollm3":
@@ -948,8 +957,10 @@ func (c *Config) biases(raw *rawConfig) {
 	case "llama":
 		c.QKVBias, c.OBias = attn, attn
 		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
-	case "mistral", "ministral":
-		// Mistral's and Ministral's projections have no biases.
+	case "mistral", "ministral", "cwm":
+		// Mistral's, Ministral's and CWM's projections have no biases
+		// (CwmConfig drops attention_bias; its MLP's follow mlp_bias).
+		c.MLPBias = c.ModelType == "cwm" && raw.MLPBias != nil && *raw.MLPBias
 	case "qwen2":
 		c.QKVBias = true // Qwen2Attention: q, k, v always biased, o never
 	case "qwen3", "qwen3_moe":
@@ -1050,6 +1061,8 @@ func (c *Config) windows(raw *rawConfig) error {
 		w = defaultGemmaSlidingWindow // absent, not null
 	} else if sw == nil && (c.ModelType == "olmo3" || c.ModelType == "exaone4" || c.ModelType == "ministral") && !raw.present["sliding_window"] {
 		w = defaultOlmo3SlidingWindow // Olmo3Config's, Exaone4Config's and MinistralConfig's
+	} else if sw == nil && c.ModelType == "cwm" && !raw.present["sliding_window"] {
+		w = defaultCWMSlidingWindow
 	}
 	var sliding func(layer int) bool
 	switch {
@@ -1072,6 +1085,9 @@ func (c *Config) windows(raw *rawConfig) error {
 			return err
 		}
 		sliding = func(i int) bool { return raw.LayerTypes[i] == "sliding_attention" }
+	case c.ModelType == "cwm":
+		// CwmConfig without layer_types: layers 0, 4, 8, ... full.
+		sliding = func(i int) bool { return i%cwmWindowPattern != 0 }
 	case c.ModelType == "olmo3":
 		// Olmo3Config without layer_types: every fourth layer full.
 		sliding = func(i int) bool { return (i+1)%olmo3WindowPattern != 0 }

@@ -133,7 +133,7 @@ type LlamaLayer struct {
 
 func init() {
 	register(newLlama, "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "granite", "olmo2", "gemma2", "gemma3_text",
-		"mixtral", "qwen2_moe", "qwen3_moe", "smollm3", "olmo3", "seed_oss", "glm4", "exaone4", "ernie4_5", "helium", "ministral")
+		"mixtral", "qwen2_moe", "qwen3_moe", "smollm3", "olmo3", "seed_oss", "glm4", "exaone4", "ernie4_5", "helium", "ministral", "cwm")
 }
 
 // newLlama loads the weights of cfg from the loader's checkpoint.

@@ -335,6 +335,14 @@ FIXTURES = [
      dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
           rms_norm_eps=1e-5, sliding_window=16, layer_types=["sliding_attention", "full_attention"],
           tie_word_embeddings=False)),
+    # CWM (Meta's Code World Model): Llama 3 with full and sliding layers (window 16),
+    # llama3 RoPE scaling, no biases.
+    ("cwm-swa16-gqa2-bf16", "CwmConfig", "CwmForCausalLM", "bfloat16", True,
+     dict(hidden_size=64, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+          rms_norm_eps=1e-5, sliding_window=16, layer_types=["full_attention", "sliding_attention"],
+          rope_parameters=dict(rope_type="llama3", rope_theta=1000000.0, factor=16.0, high_freq_factor=4.0,
+                               low_freq_factor=1.0, original_max_position_embeddings=64),
+          bos_token_id=1001, eos_token_id=[1002], tie_word_embeddings=False)),  # outside the vocabulary
     # SmolLM3 with use_sliding_window: its NoPE layer slides (window 16 < the prompt).
     ("smollm3-nope-swa16-bf16", "SmolLM3Config", "SmolLM3ForCausalLM", "bfloat16", True,
      dict(hidden_size=128, intermediate_size=32, num_attention_heads=4, num_key_value_heads=2,
@@ -391,8 +399,8 @@ def gen_one(out, idx, name, cfg_cls, model_cls, dtype, supported, kw):
     if "text_config" in kw:  # a multimodal model: COMMON is its text model's
         kw = dict(kw, text_config={**COMMON, **kw["text_config"]})
         cfg = getattr(transformers, cfg_cls)(**kw)
-    else:
-        cfg = getattr(transformers, cfg_cls)(**COMMON, **kw)
+    else:  # the fixture's own keys over COMMON's (CwmConfig wants integer special tokens)
+        cfg = getattr(transformers, cfg_cls)(**{**COMMON, **kw})
     tcfg = getattr(cfg, "text_config", None) or cfg
     import inspect
     known = set(inspect.signature(getattr(transformers, cfg_cls).__init__).parameters)
