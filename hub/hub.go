@@ -136,15 +136,18 @@ func (o *Options) fill() error {
 }
 
 // wanted reports whether bitdecode reads a repository file: the model's
-// config, tokenizer and generation files and its safetensors weights (at
-// the repository's top level; subfolders hold other formats).
+// config, tokenizer, chat template and generation files and its
+// safetensors weights (at the repository's top level; subfolders hold
+// other formats). The chat template may be chat_template.jinja (what
+// transformers has saved beside tokenizer_config.json since 4.43) or a
+// multimodal processor's chat_template.json.
 func wanted(name string) bool {
 	if strings.Contains(name, "/") {
 		return false
 	}
 	switch name {
 	case "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-		"special_tokens_map.json", indexFile, "bitdecode.json":
+		"special_tokens_map.json", "chat_template.jinja", "chat_template.json", indexFile, "bitdecode.json":
 		return true
 	}
 	return strings.HasSuffix(name, ".safetensors")

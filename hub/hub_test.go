@@ -58,6 +58,8 @@ func newFakeHub(t *testing.T) (*hubtest.Repo, *hubtest.Server) {
 		"tokenizer.json":                   []byte(`{"model":{}}`),
 		"tokenizer_config.json":            []byte(`{}`),
 		"generation_config.json":           []byte(`{}`),
+		"chat_template.jinja":              []byte(`{{ messages[0].content }}`),
+		"preprocessor_config.json":         []byte(`{}`), // a processor's: not read
 		"model.safetensors.index.json":     index,
 		"model-00001-of-00002.safetensors": randBytes(r, 300_000),
 		"model-00002-of-00002.safetensors": randBytes(r, 200_001),
@@ -99,7 +101,7 @@ func TestResolveDownloadsAndCaches(t *testing.T) {
 	for _, e := range got {
 		names = append(names, e.Name())
 	}
-	wantNames := "config.json generation_config.json model-00001-of-00002.safetensors model-00002-of-00002.safetensors model.safetensors.index.json tokenizer.json tokenizer_config.json"
+	wantNames := "chat_template.jinja config.json generation_config.json model-00001-of-00002.safetensors model-00002-of-00002.safetensors model.safetensors.index.json tokenizer.json tokenizer_config.json"
 	if strings.Join(names, " ") != wantNames {
 		t.Errorf("files %v, want %s", names, wantNames)
 	}
