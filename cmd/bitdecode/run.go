@@ -208,8 +208,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	cfg := lm.Config()
 	if !*f.quiet {
+		arch := cfg.Architecture
+		if cfg.Wrapper != "" {
+			arch = fmt.Sprintf("%s (the text model of %s; images are not supported)", arch, cfg.WrapperArchitecture)
+		}
 		fmt.Fprintf(stderr, "model %s (%d layers, %d/%d heads, head dim %s) on %s, KV cache %s\n",
-			cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, headDim(cfg), lm.Backend.Name(), cache.Format().Spec.String())
+			arch, cfg.Layers, cfg.Heads, cfg.KVHeads, headDim(cfg), lm.Backend.Name(), cache.Format().Spec.String())
 	}
 	fmt.Fprint(stdout, prompt)
 	st, err := engine.Generate(ctx, lm.Model, lm.Tokenizer, cache, 0, ids, opts, func(s string) { fmt.Fprint(stdout, s) })
