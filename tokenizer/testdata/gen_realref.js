@@ -331,24 +331,37 @@ async function run(dir, name) {
   lines.push(']}');
   fs.writeFileSync(path.join(dir, name, 'reference.json'), lines.join('\n') + '\n');
   console.log(name + ': ' + cases.length + ' texts, ' + idCases.length + ' id sequences');
-  if (process.env.REALREF_ALLCP) await allCodePoints(dir, name, tok, j.added_tokens);
+  // The file's own added tokens: j's special ones were renamed above.
+  if (process.env.REALREF_ALLCP) await allCodePoints(dir, name, tok, JSON.parse(json).added_tokens, addedIDs);
 }
 
 // allCodePoints writes allcp.jsonl: every code point but the surrogates in
-// a few contexts ("x" c "y " c c, " " c "'s1" c "\n" c " \u0301" c), the
-// pieces joined by the file's first special token so that each is
-// tokenized alone, encoded in chunks of 8000 pieces; one line {"text",
-// "ids"} a chunk. About 240 MB and a few minutes a tokenizer.
-async function allCodePoints(dir, name, tok, addedTokens) {
-  const special = addedTokens.find((t) => t.special);
-  if (!special) return;
+// a few contexts ("x" c "y " c c, " " c "'s1" c "\n" c " \u0301" c), in
+// chunks of 8000 pieces, one line a chunk. The pieces of a chunk are joined
+// by the special token of lowest id without lstrip, rstrip, single_word or
+// normalized (one that neither eats nor joins the pieces beside it), so that
+// each is tokenized alone, and the line is {"sep", "text", "ids"}; a file
+// with no such token gets each piece encoded alone, {"texts", "ids_list"}.
+// About 240 MB and a few minutes a tokenizer.
+async function allCodePoints(dir, name, tok, addedTokens, addedIDs) {
+  let special = null, specialID = 0;
+  addedTokens.forEach((t, i) => {
+    if (t.special && !t.lstrip && !t.rstrip && !t.single_word && !t.normalized && (!special || addedIDs[i] < specialID)) {
+      special = t; specialID = addedIDs[i];
+    }
+  });
   const ctx = [(c) => 'x' + c + 'y ' + c + c, (c) => ' ' + c + "'s1" + c + '\n' + c + ' \u0301' + c];
   const out = fs.openSync(path.join(dir, name, 'allcp.jsonl'), 'w');
   let pieces = [];
   const flush = async () => {
-    const text = pieces.join(special.content);
-    const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
-    fs.writeSync(out, JSON.stringify({ text, ids }) + '\n');
+    if (special) {
+      const text = pieces.join(special.content);
+      const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
+      fs.writeSync(out, JSON.stringify({ sep: special.content, text, ids }) + '\n');
+    } else {
+      const encs = await tok.encodeBatch(pieces, { addSpecialTokens: false });
+      fs.writeSync(out, JSON.stringify({ texts: pieces, ids_list: encs.map((e) => e.getIds()) }) + '\n');
+    }
     pieces = [];
   };
   for (let cp = 0; cp < 0x110000; cp++) {
