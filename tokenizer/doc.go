@@ -36,7 +36,10 @@
 //     stale-entry rule), behind a word cache. WordPiece, Unigram and WordLevel
 //     models are rejected with an error wrapping ErrUnsupported; LLMs that
 //     ship SentencePiece models (Llama 2, Mistral, Gemma) ship them converted
-//     to BPE in tokenizer.json.
+//     to BPE in tokenizer.json. A checkpoint without tokenizer.json (custom
+//     code over a SentencePiece tokenizer.model, as ChatGLM3's, Baichuan 2's
+//     and InternLM2's repositories have, a tiktoken file, a WordPiece
+//     vocab.txt) gets an error from Load naming what it has instead.
 //  5. post_processor, when Encode is asked for special tokens:
 //     TemplateProcessing (single template), RobertaProcessing,
 //     BertProcessing, ByteLevel (offsets only: nothing to do for ids),

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,6 +134,66 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.HasPrefix(err.Error(), "tokenizer: ") {
 		t.Errorf("Load(missing dir) = %v", err)
+	}
+}
+
+// TestLoadWithoutTokenizerJSON checks Load's error for a checkpoint whose
+// tokenizer is not a tokenizer.json: ChatGLM3's, Baichuan 2's and InternLM2's
+// repositories ship a SentencePiece tokenizer.model and custom code, Qwen's
+// first release a tiktoken file, BERT's a WordPiece vocab.txt, GPT-2's
+// slow files vocab.json and merges.txt.
+func TestLoadWithoutTokenizerJSON(t *testing.T) {
+	tests := []struct {
+		name        string
+		files       map[string]string
+		unsupported bool
+		want        string // the message after "tokenizer: DIR has no tokenizer.json (open DIR/tokenizer.json: ...)"
+	}{
+		{"chatglm3", map[string]string{
+			"tokenizer.model":       "x",
+			"tokenizer_config.json": `{"auto_map": {"AutoTokenizer": ["tokenization_chatglm.ChatGLMTokenizer", null]}, "tokenizer_class": "ChatGLMTokenizer", "eos_token": "</s>"}`,
+		}, true, ", the only tokenizer file this package reads (Hugging Face tokenizers' serialization); " +
+			"it has tokenizer_config.json's tokenizer_class ChatGLMTokenizer, custom Python code " +
+			"(tokenization_chatglm.ChatGLMTokenizer in auto_map), a SentencePiece model (tokenizer.model) instead: " +
+			"unsupported; a tokenizer.json converted from it would be read"},
+		{"qwen-tiktoken", map[string]string{
+			"qwen.tiktoken":         "x",
+			"tokenizer_config.json": `{"auto_map": {"AutoTokenizer": "tokenization_qwen.QWenTokenizer"}}`,
+		}, true, ", the only tokenizer file this package reads (Hugging Face tokenizers' serialization); " +
+			"it has custom Python code (tokenization_qwen.QWenTokenizer in auto_map), a tiktoken vocabulary (qwen.tiktoken) instead: " +
+			"unsupported; a tokenizer.json converted from it would be read"},
+		{"wordpiece", map[string]string{"vocab.txt": "[UNK]\n", "tokenizer_config.json": `{"tokenizer_class": "BertTokenizer"}`}, true,
+			", the only tokenizer file this package reads (Hugging Face tokenizers' serialization); " +
+				"it has tokenizer_config.json's tokenizer_class BertTokenizer, a WordPiece vocabulary (vocab.txt) instead: " +
+				"unsupported; a tokenizer.json converted from it would be read"},
+		{"gpt2-slow", map[string]string{"vocab.json": "{}", "merges.txt": ""}, true,
+			", the only tokenizer file this package reads (Hugging Face tokenizers' serialization); " +
+				"it has a byte-level BPE's vocab.json and merges.txt instead: unsupported; a tokenizer.json converted from it would be read"},
+		{"nothing", map[string]string{"config.json": "{}", "vocab.json": "{}"}, false,
+			" and no other tokenizer file; this package reads tokenizer.json (Hugging Face tokenizers' serialization)"},
+	}
+	for _, tc := range tests {
+		dir := t.TempDir()
+		for name, body := range tc.files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The directory, and the path of the missing tokenizer.json in it.
+		for _, path := range []string{dir, filepath.Join(dir, TokenizerFile)} {
+			_, err := Load(path)
+			if err == nil {
+				t.Fatalf("%s: Load(%s) succeeded", tc.name, path)
+			}
+			prefix := "tokenizer: " + dir + " has no tokenizer.json (open " + filepath.Join(dir, TokenizerFile) + ": "
+			if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, ")"+tc.want) {
+				t.Errorf("%s: Load(%s) = %q\nwant %q...%q", tc.name, path, msg, prefix, ")"+tc.want)
+			}
+			if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrUnsupported) != tc.unsupported {
+				t.Errorf("%s: Load(%s): errors.Is(err, fs.ErrNotExist) = %v, errors.Is(err, ErrUnsupported) = %v, want true, %v",
+					tc.name, path, errors.Is(err, fs.ErrNotExist), errors.Is(err, ErrUnsupported), tc.unsupported)
+			}
+		}
 	}
 }
 

@@ -119,21 +119,15 @@ func checkRealTokenizer(t *testing.T, dir string) {
 // checkAllCodePoints compares Encode with the reference on allcp.jsonl (every
 // code point in a few contexts, written by gen_realref.js with
 // REALREF_ALLCP=1) when the file is there, naming the pieces that differ.
+// A line holds pieces joined by a special token (sep) and their ids, or,
+// for a file with no special token to join them, each piece and its ids.
 func checkAllCodePoints(t *testing.T, tok *Tokenizer, path string) {
 	f, err := os.Open(path)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	var sep string
-	for _, a := range tok.AddedTokens() {
-		if a.Special {
-			sep = a.Content
-			break
-		}
-	}
-	sepID, _ := tok.TokenToID(sep)
-	split := func(ids []int) [][]int {
+	split := func(ids []int, sepID int) [][]int {
 		out := [][]int{nil}
 		for _, id := range ids {
 			if id == sepID {
@@ -146,33 +140,60 @@ func checkAllCodePoints(t *testing.T, tok *Tokenizer, path string) {
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<26)
-	chunks, bad := 0, 0
+	chunks, pieces, bad := 0, 0, 0
+	differ := func(piece string, got, want []int) {
+		if bad++; bad <= 10 {
+			t.Errorf("allcp: Encode(%+q) piece\n got %v\nwant %v", piece, got, want)
+		}
+	}
 	for sc.Scan() {
 		var c struct {
-			Text string `json:"text"`
-			IDs  []int  `json:"ids"`
+			Sep     string   `json:"sep"`
+			Text    string   `json:"text"`
+			IDs     []int    `json:"ids"`
+			Texts   []string `json:"texts"`
+			IDsList [][]int  `json:"ids_list"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
 			t.Fatal(err)
 		}
 		chunks++
+		if c.Sep == "" {
+			if len(c.Texts) != len(c.IDsList) {
+				t.Fatalf("allcp: line %d has %d texts and %d id lists", chunks, len(c.Texts), len(c.IDsList))
+			}
+			for i, s := range c.Texts {
+				pieces++
+				if got := tok.Encode(s, false); !equalInts(got, c.IDsList[i]) {
+					differ(s, got, c.IDsList[i])
+				}
+			}
+			continue
+		}
+		sepID, ok := tok.TokenToID(c.Sep)
+		if !ok {
+			t.Fatalf("allcp: separator %q is not a token", c.Sep)
+		}
+		ps := strings.Split(c.Text, c.Sep)
+		pieces += len(ps)
 		got := tok.Encode(c.Text, false)
 		if equalInts(got, c.IDs) {
 			continue
 		}
-		pieces, g, w := strings.Split(c.Text, sep), split(got), split(c.IDs)
-		for i := range pieces {
+		g, w := split(got, sepID), split(c.IDs, sepID)
+		for i := range ps {
 			if i >= len(g) || i >= len(w) || !equalInts(g[i], w[i]) {
-				if bad++; bad <= 10 {
-					t.Errorf("allcp: Encode(%+q) piece\n got %v\nwant %v", pieces[i], g[min(i, len(g)-1)], w[min(i, len(w)-1)])
-				}
+				differ(ps[i], g[min(i, len(g)-1)], w[min(i, len(w)-1)])
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("allcp: %d chunks, %d pieces differ", chunks, bad)
+	if chunks == 0 {
+		t.Errorf("allcp: %s is empty", path)
+	}
+	t.Logf("allcp: %d chunks, %d pieces, %d differ", chunks, pieces, bad)
 }
 
 // checkRealDecode compares Decode and DecodeStream, with and without

@@ -95,16 +95,24 @@ const (
 // Load reads a tokenizer from a checkpoint directory (tokenizer.json, and
 // tokenizer_config.json and generation_config.json when present) or from the
 // path of a tokenizer.json file (then the other two are looked for beside it).
+// A directory without tokenizer.json gives an error that wraps
+// fs.ErrNotExist and names the tokenizer the checkpoint has instead (its
+// tokenizer_class, custom code, a SentencePiece, tiktoken, WordPiece or
+// vocab.json/merges.txt file), wrapping ErrUnsupported too when it finds one.
 func Load(path string) (*Tokenizer, error) {
 	dir := path
-	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && !st.IsDir(), err != nil && strings.EqualFold(filepath.Ext(path), ".json"):
 		dir = filepath.Dir(path)
-	} else {
+	default:
 		path = filepath.Join(dir, TokenizerFile)
 	}
 	var f Files
-	var err error
 	if f.Tokenizer, err = fileio.ReadFile(path, MaxTokenizerBytes); err != nil {
+		if errors.Is(err, fs.ErrNotExist) && filepath.Base(path) == TokenizerFile {
+			return nil, noTokenizerJSON(dir, err)
+		}
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	read := func(name string) ([]byte, error) {
@@ -130,6 +138,64 @@ func Load(path string) (*Tokenizer, error) {
 		return nil, err
 	}
 	return New(f)
+}
+
+// noTokenizerJSON builds Load's error for a directory without
+// tokenizer.json (err, which it wraps): it names what the directory holds
+// instead, from tokenizer_config.json's tokenizer_class and auto_map and the
+// tokenizer files of transformers' slow tokenizers.
+func noTokenizerJSON(dir string, err error) error {
+	var has []string
+	if b, rerr := fileio.ReadFile(filepath.Join(dir, TokenizerConfigFile), MaxConfigBytes); rerr == nil {
+		var c struct {
+			Class   any `json:"tokenizer_class"`
+			AutoMap struct {
+				AutoTokenizer any `json:"AutoTokenizer"`
+			} `json:"auto_map"`
+		}
+		if json.Unmarshal(b, &c) == nil {
+			if class, ok := c.Class.(string); ok && class != "" {
+				has = append(has, "tokenizer_config.json's tokenizer_class "+class)
+			}
+			// auto_map's AutoTokenizer: "module.Class" or [slow, fast].
+			var code []string
+			switch v := c.AutoMap.AutoTokenizer.(type) {
+			case string:
+				code = append(code, v)
+			case []any:
+				for _, e := range v {
+					if s, ok := e.(string); ok && s != "" {
+						code = append(code, s)
+					}
+				}
+			}
+			if len(code) > 0 {
+				has = append(has, "custom Python code ("+strings.Join(code, ", ")+" in auto_map)")
+			}
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	for _, e := range entries {
+		switch n := e.Name(); {
+		case strings.Contains(strings.ToLower(n), "tiktoken"):
+			has = append(has, "a tiktoken vocabulary ("+n+")")
+		case strings.HasSuffix(n, ".model"):
+			has = append(has, "a SentencePiece model ("+n+")")
+		case n == "vocab.txt":
+			has = append(has, "a WordPiece vocabulary (vocab.txt)")
+		case n == "vocab.json" && names["merges.txt"]:
+			has = append(has, "a byte-level BPE's vocab.json and merges.txt")
+		}
+	}
+	if len(has) == 0 {
+		return fmt.Errorf("tokenizer: %s has no %s (%w) and no other tokenizer file; this package reads tokenizer.json (Hugging Face tokenizers' serialization)", dir, TokenizerFile, err)
+	}
+	return fmt.Errorf("tokenizer: %s has no %s (%w), the only tokenizer file this package reads (Hugging Face tokenizers' serialization); it has %s instead: %w; a tokenizer.json converted from it would be read",
+		dir, TokenizerFile, err, strings.Join(has, ", "), ErrUnsupported)
 }
 
 // New builds a tokenizer from the contents of its files. Malformed, truncated

