@@ -213,6 +213,27 @@ func parseTextConfig(w int, keys map[string]json.RawMessage) (*Config, error) {
 	return c, nil
 }
 
+// classDefaults are the values of the families whose config classes
+// default a field otherwise than transformers' base ones (or than
+// hidden/heads for head_dim), used where config.json leaves the field out.
+var classDefaults = map[string]struct {
+	headDim int     // head_dim (0: hidden_size / num_attention_heads)
+	theta   float64 // default_theta, the RoPE base (0: defaultRopeTheta)
+	window  int     // sliding_window where absent, not null (0: none)
+}{
+	"gemma2":      {window: defaultGemmaSlidingWindow},
+	"gemma3_text": {window: defaultGemmaSlidingWindow},
+	"olmo3":       {theta: 500000, window: 4096},
+	"exaone4":     {window: 4096},
+	"ministral":   {window: 4096},
+	"cwm":         {theta: 1000000, window: 8192},
+	"smollm3":     {theta: 2000000},
+	"helium":      {headDim: 128, theta: 100000},
+	"ernie4_5":    {headDim: 128, theta: 500000},
+	"glm4":        {headDim: 128},
+	"seed_oss":    {headDim: 128},
+}
+
 // supportedList names the supported families for error messages.
 func supportedList() string {
 	var s []string
@@ -232,27 +253,13 @@ const (
 	// maxExperts bounds num_experts (DeepSeek-V3's 256, Qwen3-30B-A3B's 128).
 	maxExperts = 1 << 12
 	// glm4PartialRotary is Glm4Config's partial_rotary_factor where
-	// config.json has none; glm4HeadDim its head_dim.
+	// config.json has none.
 	glm4PartialRotary = 0.5
-	glm4HeadDim       = 128
-	// seedOSSHeadDim is SeedOssConfig's head_dim where config.json has none.
-	seedOSSHeadDim = 128
-	// defaultOlmo3SlidingWindow is Olmo3Config's sliding_window where
-	// config.json has none, and olmo3WindowPattern its layer pattern
-	// without layer_types (every fourth layer full, the others sliding).
-	defaultOlmo3SlidingWindow = 4096
-	olmo3WindowPattern        = 4
-	// olmo3DefaultTheta and smolLM3DefaultTheta are their configs'
-	// default_theta, the RoPE base where config.json gives none.
-	olmo3DefaultTheta  = 500000.0
-	heliumDefaultTheta = 100000.0  // HeliumConfig's default_theta
-	cwmDefaultTheta    = 1000000.0 // CwmConfig's default_theta
-	// defaultCWMSlidingWindow is CwmConfig's sliding_window where
-	// config.json has none; cwmWindowPattern its layer pattern without
-	// layer_types (layers 0, 4, 8, ... full, the others sliding).
-	defaultCWMSlidingWindow = 8192
-	cwmWindowPattern        = 4
-	smolLM3DefaultTheta     = 2000000.0
+	// olmo3WindowPattern is Olmo3Config's (and Exaone4Config's) layer
+	// pattern without layer_types (every fourth layer full), and
+	// cwmWindowPattern CwmConfig's (layers 0, 4, 8, ... full).
+	olmo3WindowPattern = 4
+	cwmWindowPattern   = 4
 	// smolLM3NoRoPEInterval is SmolLM3Config's no_rope_layer_interval
 	// default: every fourth layer without RoPE.
 	smolLM3NoRoPEInterval = 4
@@ -646,10 +653,8 @@ func ParseConfig(data []byte) (*Config, error) {
 		if c.HeadDim, err = positive(raw.HeadDim, "head_dim", maxDim); err != nil {
 			return nil, err
 		}
-	} else if c.ModelType == "seed_oss" {
-		c.HeadDim = seedOSSHeadDim // SeedOssConfig's default, not hidden/heads
-	} else if c.ModelType == "glm4" || c.ModelType == "ernie4_5" || c.ModelType == "helium" {
-		c.HeadDim = glm4HeadDim // Glm4Config's, Ernie4_5Config's and HeliumConfig's default
+	} else if d := classDefaults[c.ModelType].headDim; d != 0 {
+		c.HeadDim = d // the config class's default, not hidden/heads
 	} else {
 		if c.Hidden%c.Heads != 0 {
 			return nil, &ConfigError{Field: "head_dim", Err: fmt.Errorf("absent, and hidden_size %d is not a multiple of num_attention_heads %d", c.Hidden, c.Heads)}
@@ -803,7 +808,7 @@ func (c *Config) rope(raw *rawConfig) error {
 		// rope_scaling are the full layers'; the sliding ones run unscaled
 		// RoPE at its default_theta (convert_rope_params_to_dict has
 		// popped rope_theta for the full layers by then).
-		c.LocalRopeTheta = olmo3DefaultTheta
+		c.LocalRopeTheta = c.defaultTheta()
 	}
 	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
 		return &ConfigError{Field: "rope_theta", Err: fmt.Errorf("%g is not a finite base > 1", c.RopeTheta)}
@@ -825,15 +830,8 @@ func ropeNames(msg json.RawMessage, key string) bool {
 // defaultTheta is the family's RoPE base where config.json gives none
 // (its config class's default_theta).
 func (c *Config) defaultTheta() float64 {
-	switch c.ModelType {
-	case "olmo3", "ernie4_5":
-		return olmo3DefaultTheta // Olmo3Config's and Ernie4_5Config's default_theta
-	case "cwm":
-		return cwmDefaultTheta
-	case "helium":
-		return heliumDefaultTheta
-	case "smollm3":
-		return smolLM3DefaultTheta
+	if t := classDefaults[c.ModelType].theta; t != 0 {
+		return t
 	}
 	return defaultRopeTheta
 }
@@ -1057,12 +1055,8 @@ func (c *Config) windows(raw *rawConfig) error {
 		if w = *raw.SlidingWindow; w <= 0 {
 			return &ConfigError{Field: "sliding_window", Err: fmt.Errorf("%d is not a positive window", w)}
 		}
-	} else if sw == nil && c.hasSlidingLayers() && !raw.present["sliding_window"] {
-		w = defaultGemmaSlidingWindow // absent, not null
-	} else if sw == nil && (c.ModelType == "olmo3" || c.ModelType == "exaone4" || c.ModelType == "ministral") && !raw.present["sliding_window"] {
-		w = defaultOlmo3SlidingWindow // Olmo3Config's, Exaone4Config's and MinistralConfig's
-	} else if sw == nil && c.ModelType == "cwm" && !raw.present["sliding_window"] {
-		w = defaultCWMSlidingWindow
+	} else if sw == nil && !raw.present["sliding_window"] {
+		w = classDefaults[c.ModelType].window // absent, not null: the class's
 	}
 	var sliding func(layer int) bool
 	switch {

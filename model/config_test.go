@@ -628,7 +628,7 @@ func TestYarnOlmo3SmolLM3SeedOSSConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.LayerWindows[0] != defaultOlmo3SlidingWindow || c.LayerWindows[3] != 0 || c.LayerWindows[4] != defaultOlmo3SlidingWindow {
+	if c.LayerWindows[0] != 4096 || c.LayerWindows[3] != 0 || c.LayerWindows[4] != 4096 {
 		t.Errorf("olmo3 defaults: windows %v", c.LayerWindows)
 	}
 
