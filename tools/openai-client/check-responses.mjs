@@ -12,27 +12,10 @@
 //
 // Prints one line per case and a summary; exits 1 if a case failed.
 import OpenAI from "openai";
+import { assert, baseURL, check, client, finish, model } from "./harness.mjs";
 import { readFileSync } from "node:fs";
 
 const clientVersion = JSON.parse(readFileSync(new URL("./node_modules/openai/package.json", import.meta.url))).version;
-
-const baseURL = process.env.BASE_URL ?? "http://127.0.0.1:8080/v1";
-const model = process.env.MODEL ?? "gocoder-23m";
-const client = new OpenAI({ baseURL, apiKey: process.env.API_KEY ?? "none", maxRetries: 0 });
-
-let failed = 0, passed = 0;
-async function check(name, fn) {
-  const t0 = performance.now();
-  try {
-    const note = await fn();
-    passed++;
-    console.log(`ok   ${name} (${(performance.now() - t0).toFixed(0)} ms)${note ? ": " + note : ""}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}: ${e?.stack ?? e}`);
-  }
-}
-function assert(cond, msg) { if (!cond) throw new Error(msg); }
 const show = (s) => JSON.stringify(s.length > 40 ? s.slice(0, 40) + "…" : s);
 
 // messageText is the text of a response's message items (what output_text
@@ -264,5 +247,4 @@ await check("16 concurrent streams, every fourth aborted", async () => {
   return `${aborted} aborted, 12 equal to the solo text`;
 });
 
-console.log(`\n${passed} passed, ${failed} failed (${baseURL}, model ${model}, openai ${clientVersion})`);
-process.exit(failed ? 1 : 0);
+finish(`, openai ${clientVersion}`);
