@@ -37,6 +37,23 @@ type gotinyServer struct {
 	srv   *Server
 }
 
+// waitIdle waits (20 s at most) until the scheduler runs and queues
+// nothing, then requires every block of the cache free: the requests'
+// sequences, aborted ones included, have ended and released theirs.
+func (ts *gotinyServer) waitIdle(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for st := ts.sched.Stats(); st.Running != 0 || st.Queued != 0; st = ts.sched.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still busy: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c := ts.lm.Cache; c.FreeBlocks() != c.TotalBlocks() {
+		t.Errorf("leak: %d of %d blocks free", c.FreeBlocks(), c.TotalBlocks())
+	}
+}
+
 func newGotinyServer(t testing.TB, blocks, seqs int, configure func(*Config)) *gotinyServer {
 	t.Helper()
 	lm, err := engine.Open("", engine.Options{Device: "cpu", KV: kv.MustParseSpec("int8:kc32:res32"),
@@ -575,20 +592,7 @@ func TestCompatConcurrentAndAborts(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := ts.sched.Stats()
-		if st.Running == 0 && st.Queued == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still busy: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if c := ts.lm.Cache; c.FreeBlocks() != c.TotalBlocks() {
-		t.Errorf("leak: %d of %d blocks free", c.FreeBlocks(), c.TotalBlocks())
-	}
+	ts.waitIdle(t)
 	if st := ts.sched.Stats(); st.Cancelled == 0 {
 		t.Errorf("no stream was aborted: %+v", st)
 	}

@@ -850,16 +850,7 @@ func TestResponsesAbort(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	deadline := time.Now().Add(20 * time.Second)
-	for st := ts.sched.Stats(); st.Running != 0 || st.Queued != 0; st = ts.sched.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still busy: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if c := ts.lm.Cache; c.FreeBlocks() != c.TotalBlocks() {
-		t.Errorf("leak: %d of %d blocks free", c.FreeBlocks(), c.TotalBlocks())
-	}
+	ts.waitIdle(t)
 	if st := ts.sched.Stats(); st.Cancelled == 0 {
 		t.Errorf("no stream was cancelled: %+v", st)
 	}
