@@ -955,10 +955,11 @@ func (c *Config) biases(raw *rawConfig) {
 	case "llama":
 		c.QKVBias, c.OBias = attn, attn
 		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
-	case "mistral", "ministral", "cwm":
-		// Mistral's, Ministral's and CWM's projections have no biases
-		// (CwmConfig drops attention_bias; its MLP's follow mlp_bias).
-		c.MLPBias = c.ModelType == "cwm" && raw.MLPBias != nil && *raw.MLPBias
+	case "mistral", "ministral":
+		// Mistral's and Ministral's projections have no biases.
+	case "cwm":
+		// CwmConfig drops attention_bias; its MLP's follow mlp_bias.
+		c.MLPBias = raw.MLPBias != nil && *raw.MLPBias
 	case "qwen2":
 		c.QKVBias = true // Qwen2Attention: q, k, v always biased, o never
 	case "qwen3", "qwen3_moe":
