@@ -126,33 +126,34 @@ BD_DEVICE void ldsm4(u32 (&r)[4], u32 addr) {
                : "r"(addr));
 }
 
-// loadW queues the copies of k-block kb's W tile (rows m0.., N rows in all)
-// into the stage at ws.
-template <int NT>
-BD_DEVICE void loadW(u16* wsm, const u16* __restrict__ W, int N, int K, int m0, int kb) {
-  using C = Config<NT>;
+// loadRows queues the copies of k-block kb of rows row0.. (ROWS of them,
+// n in all: zeros past n and K) of src [n][K] into the swizzled tile at
+// sm, THREADS threads sharing them: a stage's W tile (kBM rows from m0, N
+// in all) or x tile (NT·8 rows from 0, T in all), in v1 and in v3.
+template <int ROWS, int THREADS>
+BD_DEVICE void loadRows(u16* sm, const u16* __restrict__ src, int n, int K, int row0, int kb) {
+  static_assert((ROWS * kChunks) % THREADS == 0, "copies divide among threads");
 #pragma unroll
-  for (int j = 0; j < kBM * kChunks / C::Threads; j++) {
-    const int i = threadIdx.x + j * C::Threads;
+  for (int j = 0; j < ROWS * kChunks / THREADS; j++) {
+    const int i = threadIdx.x + j * THREADS;
     const int r = i / kChunks, c = i % kChunks;
     const int k = kb * kBK + c * kChunk;
-    const bool ok = m0 + r < N && k < K;
-    copy16(sharedAddr(wsm + swz(r, c)), ok ? W + size_t(m0 + r) * K + k : W, ok);
+    const bool ok = row0 + r < n && k < K;
+    copy16(sharedAddr(sm + swz(r, c)), ok ? src + size_t(row0 + r) * K + k : src, ok);
   }
+}
+
+// loadW queues the copies of k-block kb's W tile (rows m0.., N rows in all)
+// into the stage at wsm.
+template <int NT>
+BD_DEVICE void loadW(u16* wsm, const u16* __restrict__ W, int N, int K, int m0, int kb) {
+  loadRows<kBM, Config<NT>::Threads>(wsm, W, N, K, m0, kb);
 }
 
 // loadX queues the copies of k-block kb's x tile (T rows) into the stage at xsm.
 template <int NT>
 BD_DEVICE void loadX(u16* xsm, const u16* __restrict__ x, int T, int K, int kb) {
-  using C = Config<NT>;
-#pragma unroll
-  for (int j = 0; j < C::Tokens * kChunks / C::Threads; j++) {
-    const int i = threadIdx.x + j * C::Threads;
-    const int r = i / kChunks, c = i % kChunks;
-    const int k = kb * kBK + c * kChunk;
-    const bool ok = r < T && k < K;
-    copy16(sharedAddr(xsm + swz(r, c)), ok ? x + size_t(r) * K + k : x, ok);
-  }
+  loadRows<Config<NT>::Tokens, Config<NT>::Threads>(xsm, x, T, K, 0, kb);
 }
 
 // preloadW queues the weights of the first kStages - 1 stages of a k-run
@@ -574,20 +575,6 @@ struct Config3 {
   static_assert((kBM * kChunks) % kThreads3 == 0 && (Tokens * kChunks) % kThreads3 == 0, "copies divide among threads");
 };
 
-// loadRows3 queues the copies of k-block kb of rows row0.. (ROWS of them,
-// n in all: zeros past n and K) of src [n][K] into the swizzled tile at sm.
-template <int ROWS>
-BD_DEVICE void loadRows3(u16* sm, const u16* __restrict__ src, int n, int K, int row0, int kb) {
-#pragma unroll
-  for (int j = 0; j < ROWS * kChunks / kThreads3; j++) {
-    const int i = threadIdx.x + j * kThreads3;
-    const int r = i / kChunks, c = i % kChunks;
-    const int k = kb * kBK + c * kChunk;
-    const bool ok = row0 + r < n && k < K;
-    copy16(sharedAddr(sm + swz(r, c)), ok ? src + size_t(row0 + r) * K + k : src, ok);
-  }
-}
-
 // desc128 is the wgmma descriptor of a K-major operand tile at shared
 // address a (1024-byte aligned, or advanced by 32 bytes a k16 step inside
 // its atoms): 128-byte swizzle, 8-row groups 1024 bytes apart (the stride
@@ -662,7 +649,7 @@ __global__ void __launch_bounds__(kThreads3) skinny_f16_v3(const u16* __restrict
   if (early)
 #pragma unroll
     for (int s = 0; s < P; s++)
-      if (s < nb) loadRows3<kBM>(smem + s * C::StageHalves, W, N, K, m0, kb0 + s);
+      if (s < nb) loadRows<kBM, kThreads3>(smem + s * C::StageHalves, W, N, K, m0, kb0 + s);
   cpAsyncCommit();
   gridDependencyWait();
   gridLaunchDependents();
@@ -670,8 +657,8 @@ __global__ void __launch_bounds__(kThreads3) skinny_f16_v3(const u16* __restrict
   for (int s = 0; s < P; s++) {
     if (s < nb) {
       u16* st = smem + s * C::StageHalves;
-      if (!early) loadRows3<kBM>(st, W, N, K, m0, kb0 + s);
-      loadRows3<kN>(st + C::WHalves, x, T, K, 0, kb0 + s);
+      if (!early) loadRows<kBM, kThreads3>(st, W, N, K, m0, kb0 + s);
+      loadRows<kN, kThreads3>(st + C::WHalves, x, T, K, 0, kb0 + s);
     }
     cpAsyncCommit();
   }
@@ -686,8 +673,8 @@ __global__ void __launch_bounds__(kThreads3) skinny_f16_v3(const u16* __restrict
     __syncthreads();    // every thread's copies of stage i; every warpgroup done with stage i-1
     if (i + P < nb) {
       u16* st = smem + ((i + P) % kStages) * C::StageHalves;
-      loadRows3<kBM>(st, W, N, K, m0, kb0 + i + P);
-      loadRows3<kN>(st + C::WHalves, x, T, K, 0, kb0 + i + P);
+      loadRows<kBM, kThreads3>(st, W, N, K, m0, kb0 + i + P);
+      loadRows<kN, kThreads3>(st + C::WHalves, x, T, K, 0, kb0 + i + P);
     }
     cpAsyncCommit();
     const u16* wsm = smem + (i % kStages) * C::StageHalves;
