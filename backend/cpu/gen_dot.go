@@ -690,6 +690,136 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	g.p("RET")
 }
 
+// kernelInt4VNNI4x4 is kernelInt4VNNI for 4 tokens and 4 weight rows at
+// once (prefill): each row's codes are loaded and split into nibbles once
+// for the 4 tokens, each token's block scales once for the 4 rows, and the
+// 16 (row, token) sums run as independent chains (two tokens interleaved).
+// Per (row, token) every operation is the 1×4 kernel's, in its order: the
+// same int32 lane sums D, u_l = s·sx_l (VMULPS with s broadcast from
+// memory: the same product), acc += float(D)·u, and z·X summed group by
+// group (here in lane 2r+1 of token t's ymm, which holds the 4 rows' (s, z)
+// pairs times X: the odd lanes' sums are the scalar zs of each row), so the
+// outputs are bitwise the 1×4 kernel's. The 4 tokens' codes, block scales
+// and sums sit at one stride each (xs bytes for the codes, ss for the
+// scales and sums: quantizeInt4Rows's layout), the 4 rows at ws bytes.
+//
+// Registers: Z(4r+t) the accumulators, Y16-Y19 the zs of each token,
+// Z20/Z21 the low and high nibbles of the row, Z22/Z23 two tokens' D,
+// Z24-Z27 the tokens' block scales, Z28 the nibble mask, Z29 254, Z30/Z31
+// the two tokens' u (Y30 the group's (s, z) pairs at the group's start).
+func (g *gen) kernelInt4VNNI4x4() {
+	const name = "int4VNNI_4x4"
+	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, xs uintptr, sx *float32, xsum *float32, ss uintptr, w unsafe.Pointer, ws uintptr, groups int, dst *float32, ds uintptr, pz *float32, ps uintptr)\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $128-96\n", name)
+	g.p("MOVQ xq+0(FP), SI")
+	g.p("MOVQ xs+8(FP), R10")
+	g.p("LEAQ (SI)(R10*1), R8")
+	g.p("MOVQ sx+16(FP), R9")
+	g.p("MOVQ xsum+24(FP), BX")
+	g.p("MOVQ ss+32(FP), AX")
+	g.p("MOVQ w+40(FP), DI")
+	g.p("MOVQ ws+48(FP), R12")
+	g.p("LEAQ (DI)(R12*1), R11")
+	g.p("MOVQ groups+56(FP), CX")
+	g.p("MOVQ pz+80(FP), DX")
+	g.p("MOVL $0x0f0f0f0f, R13")
+	g.p("VPBROADCASTD R13, Z28")
+	g.p("MOVL $%d, R13", int4XRatio)
+	g.p("VPBROADCASTD R13, Z29")
+	for a := range 20 {
+		g.p("VPXORD Z%d, Z%d, Z%d", a, a, a)
+	}
+	g.p("TESTQ CX, CX")
+	g.p("JEQ %s_reduce", name)
+	// Token t's codes: (SI), (SI)(R10*1), (SI)(R10*2), (R8)(R10*2).
+	xt := func(t, off int) string {
+		switch t {
+		case 0:
+			return fmt.Sprintf("%d(SI)", off)
+		case 1:
+			return fmt.Sprintf("%d(SI)(R10*1)", off)
+		case 2:
+			return fmt.Sprintf("%d(SI)(R10*2)", off)
+		}
+		return fmt.Sprintf("%d(R8)(R10*2)", off)
+	}
+	rows := [4]string{"(DI)", "(DI)(R12*1)", "(DI)(R12*2)", "(R11)(R12*2)"}
+	g.loop(name + "_loop")
+	g.p("VMOVUPS (DX), Y30") // the 4 rows' (s, z) pairs
+	g.p("MOVQ BX, R13")
+	for t := range 4 {
+		g.p("VMULPS.BCST (R13), Y30, Y31") // (s, z)·X
+		g.p("VADDPS Y31, Y%d, Y%d", 16+t, 16+t)
+		if t < 3 {
+			g.p("ADDQ AX, R13")
+		}
+	}
+	g.p("MOVQ R9, R13")
+	for t := range 4 {
+		g.p("VMOVUPS (R13), Z%d", 24+t) // sx of each lane's 8 channels
+		if t < 3 {
+			g.p("ADDQ AX, R13")
+		}
+	}
+	for r := range 4 {
+		g.p("VMOVDQU32 %s, Z22", rows[r])
+		g.p("VPANDD Z28, Z22, Z20")
+		g.p("VPSRLD $4, Z22, Z21")
+		g.p("VPANDD Z28, Z21, Z21")
+		for ta := 0; ta < 4; ta += 2 {
+			tb := ta + 1
+			g.p("VPXORD Z22, Z22, Z22")
+			g.p("VPXORD Z23, Z23, Z23")
+			g.p("VPDPBUSD %s, Z20, Z22", xt(ta, 0))
+			g.p("VPDPBUSD %s, Z20, Z23", xt(tb, 0))
+			g.p("VPDPBUSD %s, Z21, Z22", xt(ta, 64))
+			g.p("VPDPBUSD %s, Z21, Z23", xt(tb, 64))
+			g.p("VPMULLD Z29, Z22, Z22") // 254·D1
+			g.p("VPMULLD Z29, Z23, Z23")
+			g.p("VPDPBUSD %s, Z20, Z22", xt(ta, 128))
+			g.p("VPDPBUSD %s, Z20, Z23", xt(tb, 128))
+			g.p("VPDPBUSD %s, Z21, Z22", xt(ta, 192))
+			g.p("VPDPBUSD %s, Z21, Z23", xt(tb, 192))
+			g.p("VCVTDQ2PS Z22, Z22")
+			g.p("VCVTDQ2PS Z23, Z23")
+			g.p("VMULPS.BCST %d(DX), Z%d, Z30", 8*r, 24+ta) // u_l = s·sx_l
+			g.p("VMULPS.BCST %d(DX), Z%d, Z31", 8*r, 24+tb)
+			g.p("VMULPS Z30, Z22, Z22")
+			g.p("VMULPS Z31, Z23, Z23")
+			g.p("VADDPS Z22, Z%d, Z%d", 4*r+ta, 4*r+ta)
+			g.p("VADDPS Z23, Z%d, Z%d", 4*r+tb, 4*r+tb)
+		}
+	}
+	g.p("ADDQ $256, SI")
+	g.p("ADDQ $256, R8")
+	g.p("ADDQ $64, DI")
+	g.p("ADDQ $64, R11")
+	g.p("ADDQ $64, R9")
+	g.p("ADDQ $4, BX")
+	g.p("ADDQ ps+88(FP), DX")
+	g.p("DECQ CX")
+	g.p("JNZ %s_loop", name)
+	g.label(name + "_reduce")
+	for t := range 4 {
+		g.p("VMOVUPS Y%d, %d(SP)", 16+t, 32*t)
+	}
+	g.p("MOVQ dst+64(FP), DI")
+	g.p("MOVQ ds+72(FP), DX")
+	for t := range 4 {
+		for r := range 4 {
+			a := 4*r + t
+			g.hsum512(a)
+			g.p("VADDSS %d(SP), X%d, X%d", 32*t+8*r+4, a, a) // + Σ z·X
+			g.p("VMOVSS X%d, %d(DI)", a, 4*r)
+		}
+		if t < 3 {
+			g.p("ADDQ DX, DI")
+		}
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
 // int4XRatio is the weight of x's first int8 code term against its second
 // (qint4.go: c = 254·q1 + q2).
 const int4XRatio = 254
@@ -1222,6 +1352,8 @@ func main() {
 		asm.kernelInt4VNNI(nr)
 		fmt.Fprintf(&decl, "//go:noescape\nfunc int4VNNI_1x%d(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n", nr)
 	}
+	asm.kernelInt4VNNI4x4()
+	decl.WriteString("//go:noescape\nfunc int4VNNI_4x4(xq *int8, xs uintptr, sx *float32, xsum *float32, ss uintptr, w unsafe.Pointer, ws uintptr, groups int, dst *float32, ds uintptr, pz *float32, ps uintptr)\n\n")
 	asm.kernelInt4AVX2()
 	asm.kernelInt4Quant()
 	asm.kernelInt3Quant()

@@ -40,8 +40,9 @@ package cpu
 // float, FMA, multiply, add) to about 17, so the GEMV runs at the memory's
 // speed instead of the FP pipes'. Every level computes the same bits
 // (integer sums are exact in any order): the AVX-512 VNNI tiles
-// int4VNNI_1x4 and _1x1, the AVX2 tile int4AVX2_1x1 (VPMADDUBSW and
-// VPMADDWD: the same int32 sums) where VNNI is missing, arm64's
+// int4VNNI_1x4 and _1x1 (and _4x4, 4 tokens at once, in prefill), the
+// AVX2 tile int4AVX2_1x1 (VPMADDUBSW and VPMADDWD: the same int32 sums)
+// where VNNI is missing, arm64's
 // int4SDOT_1x1 (SDOT, FEAT_DotProd) at the NEON level, and
 // dotInt4Generic, the reference.
 //
@@ -240,7 +241,12 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 			if nr == 4 {
 				k = int4VNNI_1x4
 			}
-			for t := t0; t < t1; t++ {
+			t := t0
+			for ; nr == 4 && t+4 <= t1 && int4Quad(toks[t:t+4]); t += 4 {
+				a := &toks[t]
+				int4VNNI_4x4(&a.xq[0], uintptr(len(a.xq)), &a.sx[0], &a.xsum[0], int4TokenStride(m.K), unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), m.K/int4Group, &y[t*N+n], uintptr(4*N), &pz[2*n], uintptr(8*N))
+			}
+			for ; t < t1; t++ {
 				k(&toks[t].xq[0], &toks[t].sx[0], &toks[t].xsum[0], unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), 4*RW, &y[t*N+n], &pz[2*n], uintptr(8*N))
 			}
 			n += nr
@@ -267,6 +273,28 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 		}
 	}
 	addBias(y, bias, N, t0, t1, n0, n1)
+}
+
+// int4TokenStride is the bytes from one token's block scales (and group
+// sums) to the next token's in quantizeInt4Rows's scratch: K/8 scales and
+// K/128 sums a token.
+func int4TokenStride(K int) uintptr { return uintptr(4 * (K/8 + K/int4Group)) }
+
+// int4Quad reports whether 4 quantized tokens sit as quantizeInt4Rows lays
+// them out (codes 2K bytes apart, scales and sums int4TokenStride apart,
+// each token's sums right after its scales), as int4VNNI_4x4 reads them.
+func int4Quad(q []int4Token) bool {
+	K := len(q[0].xq) / 2
+	xs, ss := uintptr(2*K), int4TokenStride(K)
+	x0, s0 := uintptr(unsafe.Pointer(&q[0].xq[0])), uintptr(unsafe.Pointer(&q[0].sx[0]))
+	for i, tok := range q {
+		d := uintptr(i)
+		if len(tok.xq) != 2*K || uintptr(unsafe.Pointer(&tok.xq[0])) != x0+d*xs ||
+			uintptr(unsafe.Pointer(&tok.sx[0])) != s0+d*ss || uintptr(unsafe.Pointer(&tok.xsum[0])) != s0+d*ss+uintptr(4*len(tok.sx)) {
+			return false
+		}
+	}
+	return true
 }
 
 // qlinearInt4 is qlinear for an int4 weight on the integer path.

@@ -12,6 +12,10 @@ func int4VNNI_1x4(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uin
 	panic("cpu: no SIMD kernels in this build")
 }
 
+func int4VNNI_4x4(xq *int8, xs uintptr, sx *float32, xsum *float32, ss uintptr, w unsafe.Pointer, ws uintptr, groups int, dst *float32, ds uintptr, pz *float32, ps uintptr) {
+	panic("cpu: no SIMD kernels in this build")
+}
+
 func int4AVX2_1x1(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr) {
 	panic("cpu: no SIMD kernels in this build")
 }
