@@ -17,6 +17,8 @@ type Backend struct {
 
 	mu  sync.Mutex
 	err error // first op error since the last Sync
+
+	huge hugeArena // matrix weights' memory (hugepages.go)
 }
 
 var _ backend.Backend = (*Backend)(nil)

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/bitdecode/bitdecode/backend"
@@ -32,4 +33,25 @@ func openGroup(n int, o backend.OpenOptions) ([]backend.Backend, backend.Communi
 		ranks[r] = New(max(1, threads/n))
 	}
 	return ranks, backend.NewHostCommunicator(ranks), nil
+}
+
+// configure reads the CPU device's settings from env: EnvInt4 ("int8dot",
+// the default, or "float") and EnvHugePages ("on", the default, or "off").
+// They apply to weights loaded after.
+func configure(env func(string) (string, bool)) error {
+	v, ok := env(EnvInt4)
+	switch {
+	case !ok || v == "" || v == "int8dot":
+		int4IntegerOn = true
+	case v == "float":
+		int4IntegerOn = false
+	default:
+		return fmt.Errorf("%s=%q: want int8dot or float", EnvInt4, v)
+	}
+	on, err := parseHugePages(env(EnvHugePages))
+	if err != nil {
+		return err
+	}
+	hugePagesOn = on
+	return nil
 }

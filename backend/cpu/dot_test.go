@@ -277,6 +277,8 @@ func TestEmbeddingFormats(t *testing.T) {
 // bytes (aligned data), unaligned data is copied, and bad shapes and sizes
 // are errors.
 func TestLoadViews(t *testing.T) {
+	defer func(on bool) { hugePagesOn = on }(hugePagesOn)
+	hugePagesOn = false
 	b := New(1)
 	buf := make([]byte, 2*4*8+1)
 	for i := range buf {
@@ -295,6 +297,29 @@ func TestLoadViews(t *testing.T) {
 	}
 	if cw := w.(*weight); cw.at(0, 0) != half.BF16ToFloat32(binary.LittleEndian.Uint16(buf[1:])) {
 		t.Errorf("unaligned BF16 view: element (0,0) = %v", cw.at(0, 0))
+	}
+	// With huge pages on, every view is a copy of the caller's bytes
+	// (aligned or not) where the system gives the memory.
+	hugePagesOn = true
+	for _, off := range []int{0, 1} {
+		w, err := b.LoadWeightView("w", backend.BF16, []int{4, 8}, buf[off:off+64])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cw := w.(*weight)
+		if cw.chunk == nil {
+			t.Logf("no huge-page memory on this system: views stay in place")
+			continue
+		}
+		if &cw.u16[0] == (*uint16)(unsafePointer(&buf[off])) || uintptr(unsafePointer((*byte)(unsafe.Pointer(&cw.u16[0]))))%hugeAlign != 0 {
+			t.Errorf("view at offset %d: the copy shares the caller's bytes or is not %d-byte aligned", off, hugeAlign)
+		}
+		for i := range 32 {
+			if got, want := cw.u16[i], binary.LittleEndian.Uint16(buf[off+2*i:]); got != want {
+				t.Fatalf("view at offset %d: element %d = %#x, want %#x", off, i, got, want)
+			}
+		}
+		b.FreeWeight(w)
 	}
 	for _, tc := range []struct {
 		shape        []int

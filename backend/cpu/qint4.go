@@ -51,7 +51,6 @@ package cpu
 // weights about 0.1% perplexity on gocoder-23m (docs/perf/cpu-linear.md).
 
 import (
-	"fmt"
 	"math"
 	"unsafe"
 
@@ -77,21 +76,6 @@ const EnvInt4 = "BITDECODE_CPU_INT4"
 // int4IntegerOn is whether weights loaded now take the integer path
 // (configure sets it from EnvInt4; tests set it directly).
 var int4IntegerOn = true
-
-// configure reads the CPU device's settings from env: EnvInt4, "int8dot"
-// (the default) or "float".
-func configure(env func(string) (string, bool)) error {
-	v, ok := env(EnvInt4)
-	switch {
-	case !ok || v == "" || v == "int8dot":
-		int4IntegerOn = true
-	case v == "float":
-		int4IntegerOn = false
-	default:
-		return fmt.Errorf("%s=%q: want int8dot or float", EnvInt4, v)
-	}
-	return nil
-}
 
 // int4Integer reports whether m can multiply by integer dot products.
 func int4Integer(m *wq.Matrix) bool {

@@ -64,6 +64,9 @@ type weight struct {
 	group  int // wI8: G, columns per scale
 	freed  bool
 	rope   *ropeCos // a RoPE inverse-frequency vector's cos/sin table (RoPE)
+	// chunk holds the matrix's elements where they were copied into huge
+	// pages (hugepages.go); nil otherwise.
+	chunk *hugeChunk
 }
 
 func (w *weight) Name() string { return w.name }
@@ -72,6 +75,10 @@ func (w *weight) Shape() []int { return slices.Clone(w.shape) }
 // free drops the weight's memory (FreeWeight).
 func (w *weight) free() {
 	w.f32, w.u16, w.i8, w.scales, w.rope, w.freed = nil, nil, nil, nil, nil, true
+	if w.chunk != nil {
+		w.chunk.release()
+		w.chunk = nil
+	}
 }
 
 // elemSize returns the bytes of one stored matrix element.
@@ -163,10 +170,12 @@ func (b *Backend) LoadWeight(name string, dtype backend.DType, shape []int, data
 	return b.loadWeight(name, dtype, shape, data, false)
 }
 
-// LoadWeightView is LoadWeight without the copy: a matrix weight computes on
-// data in place (a memory-mapped checkpoint's bytes), so data must stay valid
-// and unchanged until the weight is freed. Data that is not aligned to its
-// element size, or 16-bit data on a big-endian machine, is copied instead.
+// LoadWeightView is LoadWeight without the conversion: a matrix weight
+// computes on data's bytes as they are (a memory-mapped checkpoint's), copied
+// into huge pages where the system gives them (hugepages.go), else in place,
+// so data must stay valid and unchanged until the weight is freed. Data that
+// is not aligned to its element size, or 16-bit data on a big-endian machine,
+// is converted into a copy instead.
 func (b *Backend) LoadWeightView(name string, dtype backend.DType, shape []int, data []byte) (backend.Weight, error) {
 	return b.loadWeight(name, dtype, shape, data, true)
 }
@@ -192,6 +201,12 @@ func (b *Backend) loadWeight(name string, dtype backend.DType, shape []int, data
 		return w, nil
 	}
 	inPlace := view && hostLittleEndian && uintptr(unsafe.Pointer(unsafe.SliceData(data)))%uintptr(dtype.Size()) == 0
+	if view && hostLittleEndian {
+		// The view's bytes, copied into huge pages where they can be had.
+		if c, chunk := b.huge.copyIn(data); chunk != nil {
+			data, w.chunk, inPlace = c, chunk, true
+		}
+	}
 	switch dtype {
 	case backend.F32:
 		w.format = wF32
@@ -223,8 +238,10 @@ func (b *Backend) loadWeight(name string, dtype backend.DType, shape []int, data
 // LoadInt8WeightView makes a matrix weight [N, K] from int8 codes q (N·K
 // bytes, row-major) and little-endian fp16 scales [N, K/group]: element
 // (n, k) is float32(q[n, k])·scale[n, k/group], the checkpoint int8 format
-// of package model. The codes are used in place (q must stay valid and
-// unchanged until the weight is freed); the scales are copied, as float32.
+// of package model. The codes are used as they are: copied into huge pages
+// where the system gives them (hugepages.go), else in place (q must then stay
+// valid and unchanged until the weight is freed); the scales are copied, as
+// float32.
 func (b *Backend) LoadInt8WeightView(name string, shape []int, q, scales []byte, group int) (backend.Weight, error) {
 	if len(shape) != 2 || backend.NumElements(shape) < 0 {
 		return nil, fmt.Errorf("cpu: weight %s: int8 weights must be a matrix, got shape %v", name, shape)
@@ -238,6 +255,7 @@ func (b *Backend) LoadInt8WeightView(name string, shape []int, q, scales []byte,
 		return nil, fmt.Errorf("cpu: weight %s: %d bytes of codes and %d of scales for [%d, %d] with group %d (want %d and %d)", name, len(q), len(scales), N, K, group, N*K, 2*N*G)
 	}
 	w := &weight{owner: b, name: name, shape: slices.Clone(shape), format: wI8, group: group}
+	q, w.chunk = b.huge.copyIn(q) // the codes, in huge pages where they can be had
 	w.i8 = unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(q))), N*K)
 	w.scales = make([]float32, N*G)
 	for n := range N {
