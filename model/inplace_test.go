@@ -78,3 +78,30 @@ func TestLoadInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWeightMemoryStoredFormat checks that a model's weight memory names the
+// format its matrices were kept in: the checkpoint's dtype for bf16, fp16 and
+// fp32 checkpoints (the stats line once said "fp16" for every one).
+func TestWeightMemoryStoredFormat(t *testing.T) {
+	want := map[safetensors.DType]string{safetensors.BF16: "bf16", safetensors.F16: "fp16", safetensors.F32: "fp32"}
+	seen := map[safetensors.DType]bool{}
+	for i, fam := range synthFamilies {
+		if seen[fam.dtype] || want[fam.dtype] == "" {
+			continue
+		}
+		seen[fam.dtype] = true
+		dir := t.TempDir()
+		writeSynthetic(t, dir, fam.config, fam.dtype, uint64(300+i), nil)
+		m, err := Load(dir, cpu.New(1), LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wm := WeightMemoryOf(m); wm.Format != want[fam.dtype] {
+			t.Errorf("%s: weight memory %+v, want format %q", fam.name, wm, want[fam.dtype])
+		}
+		m.Close()
+	}
+	if len(seen) != len(want) {
+		t.Errorf("the synthetic families hold dtypes %v, want all of %v", seen, want)
+	}
+}

@@ -191,7 +191,7 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 	}
 	m.loadMixers(ld.opts.Log)
 	m.mem = ld.mem
-	m.mem.Format, m.mem.DECKChunk = "fp16", ld.opts.DECKChunk
+	m.mem.Format, m.mem.DECKChunk = ld.storedFormat(), ld.opts.DECKChunk
 	if ld.opts.Weights.IsQuantized() {
 		m.mem.Format = ld.opts.Weights.String()
 	}

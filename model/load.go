@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -327,8 +328,11 @@ type loader struct {
 	view     viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
 	copyView bool       // view must get copies: the caller unmaps the checkpoint
 
-	mem          WeightMemory // filled by load
-	fallbackSaid bool         // the dequantize-to-float32 line was logged
+	mem WeightMemory // filled by load
+	// keptFormats names the formats of the matrices load kept as stored
+	// ("bf16", "fp16", "fp32", "int8"), for WeightMemory.Format.
+	keptFormats  map[string]bool
+	fallbackSaid bool // the dequantize-to-float32 line was logged
 }
 
 // rowSlice is where a weight lies in a stored tensor that fuses several:
@@ -471,8 +475,10 @@ func (ld *loader) load(dst any) error {
 			if err != nil {
 				return err
 			}
-			ld.mem.FP16Bytes += 2 * int64(backend.NumElements(s.shape))
-			ld.mem.Bytes += 2 * int64(backend.NumElements(s.shape))
+			n := int64(backend.NumElements(s.shape))
+			ld.mem.FP16Bytes += 2 * n
+			ld.mem.Bytes += n + 2*n/int64(ld.quant.GroupSize) // codes and fp16 scales
+			ld.keptAs("int8")
 			*s.dst = w
 			bar.add(int64(len(t.Data)))
 			continue
@@ -500,6 +506,9 @@ func (ld *loader) load(dst any) error {
 		}
 		n := int64(backend.NumElements(s.shape))
 		ld.mem.FP16Bytes += 2 * n
+		if !quantized && len(s.shape) == 2 {
+			ld.keptAs(storedName(dt))
+		}
 		var w backend.Weight
 		switch {
 		case quantized:
@@ -1022,4 +1031,32 @@ func (ld *loader) textTensors() error {
 		names = append(names, strconv.Quote(l.model+"embed_tokens.weight"))
 	}
 	return fmt.Errorf("model: %s checkpoint without its text model's token embedding (looked for %s)", ld.wrapper, strings.Join(names, ", "))
+}
+
+// keptAs records that a matrix was loaded in the stored format name.
+func (ld *loader) keptAs(name string) {
+	if ld.keptFormats == nil {
+		ld.keptFormats = map[string]bool{}
+	}
+	ld.keptFormats[name] = true
+}
+
+// storedFormat names the formats the matrices were kept in ("bf16", or
+// "bf16+int8" for an int8 checkpoint's bf16 embeddings), "fp16" if none.
+func (ld *loader) storedFormat() string {
+	if len(ld.keptFormats) == 0 {
+		return "fp16"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(ld.keptFormats)), "+")
+}
+
+// storedName is the WeightMemory name of a checkpoint dtype.
+func storedName(dt backend.DType) string {
+	switch dt {
+	case backend.BF16:
+		return "bf16"
+	case backend.F32:
+		return "fp32"
+	}
+	return "fp16"
 }

@@ -17,7 +17,7 @@ import (
 // format, not how a backend stores it (the CPU backend reads 16-bit and
 // int8 checkpoint weights as stored; a GPU backend may convert them).
 type WeightMemory struct {
-	Format    string `json:"format"`                // the linear layers' format ("int4:g128:rtn", "fp16")
+	Format    string `json:"format"`                // the linear layers' format ("int4:g128:rtn"), or the stored matrices' ("bf16", "fp16", "bf16+int8")
 	Bytes     int64  `json:"bytes"`                 // all weights as stored (a tied LM head counted once)
 	FP16Bytes int64  `json:"fp16_bytes"`            // the same weights in fp16
 	DECBytes  int64  `json:"dec_bytes,omitempty"`   // DEC residuals (host memory on a GPU), 0 without DEC
