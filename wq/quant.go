@@ -85,19 +85,35 @@ func Quantize(e Elem, G, N, K int, w []float32) (*Matrix, error) {
 	if len(w) != N*K {
 		return nil, fmt.Errorf("wq: quantize: %d values for [%d, %d]", len(w), N, K)
 	}
-	row := make([]float32, K)
-	for n := range N {
-		for k := range K {
-			v := w[n*K+k]
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, fmt.Errorf("wq: quantize: non-finite weight %v at row %d, column %d", v, n, k)
+	// Rows are independent (each writes its own codes and params), so
+	// chunks of them run on GOMAXPROCS goroutines with the same result; the
+	// error reported is the first non-finite weight in row order.
+	chunks := (N + quantizeRowsChunk - 1) / quantizeRowsChunk
+	errs := make([]error, chunks)
+	parallelFor(chunks, func(c int) {
+		row := make([]float32, K)
+		for n := c * quantizeRowsChunk; n < min(N, (c+1)*quantizeRowsChunk); n++ {
+			for k := range K {
+				v := w[n*K+k]
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					errs[c] = fmt.Errorf("wq: quantize: non-finite weight %v at row %d, column %d", v, n, k)
+					return
+				}
+				row[k] = RoundFP16(v)
 			}
-			row[k] = RoundFP16(v)
+			m.quantizeRow(n, row)
 		}
-		m.quantizeRow(n, row)
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
+
+// quantizeRowsChunk is the rows of one Quantize work item.
+const quantizeRowsChunk = 64
 
 // quantizeRow stores one row of fp16-rounded values with RTN.
 func (m *Matrix) quantizeRow(n int, row []float32) {

@@ -2,8 +2,12 @@ package wq
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/internal/half"
@@ -437,5 +441,38 @@ func TestCompensate(t *testing.T) {
 		if d := math.Abs(float64(y[n]) - (float64(base[n]) + want)); !(d <= bound) {
 			t.Fatalf("output %d: %v, want %v ± %g", n, y[n], float64(base[n])+want, bound)
 		}
+	}
+}
+
+// TestQuantizeParallel checks that Quantize's row chunks on several
+// goroutines give the bytes of one goroutine, for every integer element and
+// a row count that leaves a partial chunk, and that its error names the first
+// non-finite weight in row order, not the first a goroutine met.
+func TestQuantizeParallel(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const N, K = 3*quantizeRowsChunk + 5, 256
+	w := make([]float32, N*K)
+	for i := range w {
+		w[i] = float32(r.NormFloat64() * 0.02)
+	}
+	for _, e := range []Elem{Int8, Int4, Int3, FP16} {
+		prev := runtime.GOMAXPROCS(1)
+		one, err := Quantize(e, 128, N, K, w)
+		runtime.GOMAXPROCS(max(4, prev))
+		many, err2 := Quantize(e, 128, N, K, w)
+		runtime.GOMAXPROCS(prev)
+		if err != nil || err2 != nil {
+			t.Fatal(err, err2)
+		}
+		if !slices.Equal(one.Words, many.Words) || !slices.Equal(one.Params, many.Params) {
+			t.Errorf("%v: the parallel Quantize differs from one goroutine's", e)
+		}
+	}
+	bad := slices.Clone(w)
+	bad[(N-1)*K+3] = float32(math.Inf(1)) // last chunk
+	bad[(quantizeRowsChunk+2)*K+7] = float32(math.NaN())
+	_, err := Quantize(Int4, 128, N, K, bad)
+	if want := fmt.Sprintf("at row %d, column 7", quantizeRowsChunk+2); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("two non-finite weights: err = %v, want the first in row order (%s)", err, want)
 	}
 }
