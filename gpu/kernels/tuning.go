@@ -63,6 +63,10 @@ const (
 	// a cache converts theirs in a launch of its own, as before
 	// decode-step.md v39, for comparisons.
 	EnvDecodeOut32 = "BITDECODE_DECODE_OUT32"
+	// EnvPrefillFA set to false (0) is DecodeTuning.NoPrefill: the GPU
+	// cache prefills through the decode kernel (Tq = the chunk) as before
+	// prefill.cu, for comparisons.
+	EnvPrefillFA = "BITDECODE_PREFILL_FA"
 	// EnvDecodePDL is DecodeTuning.PDL: how the tensor-core decode kernels
 	// start after the kernel ahead (the KV append or pack). "early" and
 	// "wait" run both as programmatic dependents, reading the blocks packed
@@ -179,6 +183,9 @@ type DecodeTuning struct {
 	// NoOut32 makes DecodePlan.Out32 false: callers convert the fp16
 	// output to float32 in a launch of their own (before v39).
 	NoOut32 bool
+	// NoPrefill keeps the GPU cache's prefill chunks on the decode kernel's
+	// plan (Tq = the chunk) instead of prefill.cu (PrefillRoute).
+	NoPrefill bool
 	// PDL is how the tensor-core kernels start after the kernel ahead of
 	// them on the stream (session 17); the zero value PDLAuto is the
 	// measured default. Ctx.SetGridDependentLaunch(false) (gpu.Options.NoPDL)
@@ -494,6 +501,9 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	}
 	if out32, ok := p.boolean(EnvDecodeOut32); ok {
 		d.NoOut32 = !out32
+	}
+	if fa, ok := p.boolean(EnvPrefillFA); ok {
+		d.NoPrefill = !fa
 	}
 	if v, ok := p.get(EnvDecodePDL); ok {
 		i := slices.Index(pdlModes, v)
