@@ -67,8 +67,16 @@ func TestGPUPrefillMatchesReference(t *testing.T) {
 	if testing.Short() {
 		specs = []string{"fp16", "bf16", "int4", "k4v2"}
 	}
-	seed := uint64(100)
 	for i, spec := range specs {
+		t.Run(spec, func(t *testing.T) { prefillSpecCases(t, i, spec, shapes) })
+	}
+}
+
+// prefillSpecCases runs TestGPUPrefillMatchesReference's cases of format
+// spec (the i-th).
+func prefillSpecCases(t *testing.T, i int, spec string, shapes []attn.Shape) {
+	seed := uint64(100 + 10*i)
+	{
 		nr := kv.MustParseSpec(spec).Residual
 		for j, sh := range shapes {
 			group := sh.Hq / sh.Hkv
