@@ -25,26 +25,36 @@
 // sequence); warp w owns rows 16w..16w+15 of the tile. Each lane keeps the
 // warp's query rows as mma.sync.m16n8k16 A fragments (fp16, scale·log2(e)
 // folded in; a bf16 copy for bf16 blocks) and, per key tile of TN tokens:
-//   1. the CTA dequantizes the tile's K and V into shared memory, token-major
-//      [TN][D + kPad] fp16 (bf16 for bf16 blocks): one 16-byte chunk of a
-//      lane's fragment words a unit (fragElem gives each code's token and
-//      channel), codes times scale plus zero in float, rounded once;
-//   2. S = Q·Kᵀ (ldmatrix of K rows as the B operand), the soft-cap, the
-//      mask (the rows' causal limits, the window, the tile's end), the
-//      online softmax in the log2 domain (ex2), P from the accumulators
-//      straight into A fragments, O += P·V (ldmatrix.trans of V).
+//   1. the CTA puts the tile's K and V into shared memory in kv.MMA's fp16
+//      fragment order (the stage layout below): 16-bit halves and the
+//      residual by cp.async, low-bit halves dequantized once (code·s + z by
+//      one f16x2 fma) from code words loaded a tile ahead into registers;
+//      two stages, so the next tile's loads run under this tile's math;
+//   2. each warp: S = Q·Kᵀ (the stage's key fragments are S's B operands
+//      as they lie), the soft-cap, the mask (the rows' causal limits, the
+//      window, the tile's end), the online softmax in the log2 domain
+//      (ex2), P from the accumulators straight into A fragments, O += P·V
+//      (the value fragments are its B operands as they lie).
 // Packed tokens run first, then the residual's (fp16 tiles), so a tile is
-// of one type. Padding tokens of a tile are written as zeros and masked.
+// of one type. Padding tokens of a tile (past the causal end or the packed
+// part) read finite data of the sequence's blocks and are masked.
 // The output is O / l, rounded to fp16 (and widened to out32 where given).
 // No splits and no atomics: deterministic, and a row's bits depend on its
-// sequence alone.
+// sequence and chunk alone.
 //
-// Tile constants: TN = 64 keys (32 at D = 256: registers) and kPad = 8
-// halves (a row stride of D + 8 halves puts ldmatrix's 8 rows in distinct
-// banks).
+// Tile constants: TN = 64 keys (32 at D = 256: registers); two stages of
+// 2·TN·D fp16 each (64 KiB at D = 128: two CTAs an SM).
 //
-// Versions (H100, Llama-3.1-8B shapes; docs/perf/prefill.md):
-//   v1 (session 28-prefill) the kernel above.
+// Versions (H100, Llama-3.1-8B shapes, bitdecode run --max-tokens 1, 32K
+// prompt, whole prefill; docs/perf/prefill.md):
+//   v1 (commit 74365ab1) one stage, K and V dequantized to token-major
+//      [TN][D + 8] rows (ldmatrix, .trans for V), per-element code and
+//      params, the tile's global loads after the barrier: fp16 5.28 -> 4.96 s,
+//      int4 3.24 -> 6.72 s (worse: 255 registers with spills, the loads and
+//      the dequantization in series with the math).
+//   v2 the fragment-order stage (no transposition, one 16-byte load per
+//      operand group), cp.async and a register prefetch a tile ahead,
+//      f16x2 dequantization by register.
 // Go wrapper and routing: prefill.go (PlanPrefill, PrefillRoute); test:
 // prefill_test.go (against attn.Reference and decode_mma.cu's prefill).
 
@@ -55,19 +65,6 @@ namespace pf {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRows = 16 * kWarps;  // query rows of a CTA
-constexpr int kPad = 8;             // halves of padding per shared row
-
-BD_DEVICE u32 smemAddr(const void* p) {
-  u32 s;
-  asm("{ .reg .u64 a;\n cvta.to.shared.u64 a, %1;\n cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(p));
-  return s;
-}
-BD_DEVICE void ldsm4(u32 addr, u32& d0, u32& d1, u32& d2, u32& d3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3) : "r"(addr));
-}
-BD_DEVICE void ldsm4t(u32 addr, u32& d0, u32& d1, u32& d2, u32& d3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3) : "r"(addr));
-}
 
 // Group is where one 16-token fragment group of a half lives: its codes
 // (kv.MMA order), the half whose (scale, zero) pairs it takes, and its first
@@ -78,87 +75,137 @@ struct Group {
   int within;
 };
 
-// dequantHalf writes the TN tokens of one half of a key tile (K: ROLE 0, V:
-// 1) into dst [TN][D + kPad] as 16-bit values, token-major; at(grp) returns
-// the tile's fragment group grp (Group). Tokens at or past valid (tile
-// relative) are written as zeros (masked later; a zero keeps 0·v finite).
-// BITS 16 copies fp16 or bf16 bits; 8, 4 and 2 dequantize code·s + z in
-// float32 (package kv's Dequant: the product rounded, then the sum), rounded
-// to fp16 once. Pairs (package kv's ParamIndex): keys per channel (KC)
-// (t/G)·D + c of their block, keys per token t·(D/G) + c/G, values
-// t·(D/G) + c/G (G the group: tokens for KC, channels otherwise), at
-// paramsOff of the half. Each unit is one lane's chunk j of a group, so a
-// warp's 32 units read one contiguous run (the decode kernels' loads); a
-// lane's code pair 2i, 2i+1 (bits p·BITS and 16 + p·BITS of a word) is two
-// channels of a token for keys, two tokens of a channel for values.
-template <int D, int BITS, int ROLE, bool KC, int TN, typename AT>
-BD_DEVICE void dequantHalf(u16* __restrict__ dst, AT at, int valid, int G, int paramsOff, int tid) {
+// Stage layout (v2): a tile's K and V halves in shared memory are kept in
+// kv.MMA's 16-bit fragment order, [TN/16 groups][D/8 chunks of 16 bytes
+// ordered (chunk, lane)], exactly the fp16 layout of a packed group. Lane
+// (g, q)'s chunk kb of a key group holds its A fragment a0..a3 of channel
+// block kb (rows = tokens g, g+8), which are the B fragments of S = Q·Kᵀ:
+// (a0, a2) for tokens 0-7 of the group, (a1, a3) for tokens 8-15. Its chunk
+// mb of a value group holds V^T's A fragment of channel block mb (rows =
+// channels g, g+8; columns = tokens), the B fragments of O += P·V: (a0, a2)
+// for channels 16mb + 0-7, (a1, a3) for 16mb + 8-15. So each lane reads its
+// operands with one 16-byte load per (group, block), no transposition;
+// 16-bit halves (fp16, bf16, the residual) are copied as they are
+// (cp.async), low-bit halves dequantized once into the same order.
+
+// Quant is the raw code words of the low-bit half (BITS < 16) of one tile
+// that a thread dequantizes: its kUnits units, each one lane's chunk j of a
+// fragment group (the decode kernels' 16-byte loads), loaded a tile ahead.
+template <int D, int BITS, int TN>
+struct Quant {
+  using F = Frag<D, (BITS < 16 ? BITS : 8)>;
+  static constexpr int kWords = F::kChunk / 4;                           // words per unit
+  static constexpr int kUnits = (TN / 16 * 32 * F::kChunks) / kThreads;  // units per thread
+  u32 w[(BITS < 16 ? kUnits * kWords : 1)];
+};
+
+// unitOf returns unit k of thread tid: its group, chunk and lane.
+template <int D, int BITS>
+BD_DEVICE void unitOf(int k, int tid, int& grp, int& j, int& lane) {
   using F = Frag<D, BITS>;
-  constexpr int kPerWord = 32 / BITS;
-  constexpr int kWordsPerChunk = F::kChunk / 4;
-  constexpr int kUnits = TN / 16 * 32 * F::kChunks;
-  constexpr int kStride = D + kPad;
-  static_assert(kUnits % kThreads == 0, "whole units per thread");
-#pragma unroll 2
-  for (int u = tid; u < kUnits; u += kThreads) {
-    const int grp = u / (32 * F::kChunks), rem = u % (32 * F::kChunks), j = rem / 32, lane = rem % 32;
+  const int u = tid + k * kThreads;
+  grp = u / (32 * F::kChunks);
+  const int rem = u % (32 * F::kChunks);
+  j = rem / 32, lane = rem % 32;
+}
+
+// fetchQuant loads thread tid's units of a low-bit half (at(grp): the
+// tile's groups) into r.
+template <int D, int BITS, int TN, typename AT>
+BD_DEVICE void fetchQuant(Quant<D, BITS, TN>& r, AT at, int tid) {
+  using F = Frag<D, BITS>;
+  using Q = Quant<D, BITS, TN>;
+  static_assert((TN / 16 * 32 * F::kChunks) % kThreads == 0, "whole units per thread");
+#pragma unroll
+  for (int k = 0; k < Q::kUnits; k++) {
+    int grp, j, lane;
+    unitOf<D, BITS>(k, tid, grp, j, lane);
+    const u8* p = at(grp).codes + (j * 32 + lane) * F::kChunk;
+    u32* w = &r.w[k * Q::kWords];
+    if constexpr (F::kChunk == 16) {
+      ldg128(p, w[0], w[1], w[2], w[3]);
+    } else if constexpr (F::kChunk == 8) {
+      ldg64(p, w[0], w[1]);
+    } else {
+      w[0] = ldg32(p);
+    }
+  }
+}
+
+// storeQuant dequantizes thread tid's units in r into dst (the stage's half,
+// fragment order): register position p of a word (codes 2i, 2i+1 of the
+// lane's fragment, code<BITS>'s exact integers as a half2) becomes
+// fma(code, s, z) in f16x2, one rounding of the exact code·s + z (package
+// kv's Dequant to float32, then fp16, rounds twice: within the format's
+// bound). Pairs (package kv's ParamIndex): keys per channel (KC) (t/G)·D + c
+// of their block, keys per token t·(D/G) + c/G, values t·(D/G) + c/G (G the
+// group: tokens for KC, channels otherwise), at paramsOff of the half; a
+// register's two elements are two channels of a token (keys) or two tokens
+// of a channel (values).
+template <int D, int BITS, int ROLE, bool KC, int TN, typename AT>
+BD_DEVICE void storeQuant(u8* __restrict__ dst, const Quant<D, BITS, TN>& r, AT at, int G, int paramsOff, int tid) {
+  using F = Frag<D, BITS>;
+  using Q = Quant<D, BITS, TN>;
+  constexpr int kRegsPerWord = 16 / BITS;  // f16x2 registers a word of codes unpacks to
+#pragma unroll
+  for (int k = 0; k < Q::kUnits; k++) {
+    int grp, j, lane;
+    unitOf<D, BITS>(k, tid, grp, j, lane);
     const int g = lane / 4, qd = lane % 4;
     const Group gr = at(grp);
-    u32 w[4];
-    const u8* p = gr.codes + (j * 32 + lane) * F::kChunk;
-    if constexpr (F::kChunk == 16) {
-      const uint4 v = *reinterpret_cast<const uint4*>(p);
-      w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-    } else if constexpr (F::kChunk == 8) {
-      const uint2 v = *reinterpret_cast<const uint2*>(p);
-      w[0] = v.x, w[1] = v.y;
-    } else {
-      w[0] = *reinterpret_cast<const u32*>(p);
-    }
+    const u8* pr = gr.half + paramsOff;
+    u8* gdst = dst + grp * (16 * D * 2);
 #pragma unroll
-    for (int ww = 0; ww < kWordsPerChunk; ww++) {
-      const int wi = j * kWordsPerChunk + ww;
+    for (int ww = 0; ww < Q::kWords; ww++) {
+      const u32 w = r.w[k * Q::kWords + ww], w8 = w >> 8;
+      const int wi = j * Q::kWords + ww;  // the word's index among the lane's
+      u32 h[kRegsPerWord];
 #pragma unroll
-      for (int pp = 0; pp < kPerWord; pp += 2) {
+      for (int p = 0; p < kRegsPerWord; p++) {
+        const int reg = wi * kRegsPerWord + p;  // fp16 register of the lane: elements 2reg, 2reg+1
         int t, c;
-        fragElem<ROLE>(0, g, qd, wi * kPerWord + pp, t, c);  // the pair's first element
-        u16 h0, h1;
-        if constexpr (BITS == 16) {
-          h0 = u16(w[ww] & 0xffff), h1 = u16(w[ww] >> 16);
+        fragElem<ROLE>(0, g, qd, 2 * reg, t, c);
+        const int tb = gr.within + t;  // token within its block
+        u32 s2, z2;
+        if constexpr (ROLE == 0 && KC) {
+          u32 p0, p1;
+          ldg64(pr + 4 * ((tb / G) * D + c), p0, p1);
+          s2 = prmt(p0, p1, 0x5410u), z2 = prmt(p0, p1, 0x7632u);
+        } else if constexpr (ROLE == 0) {
+          const u32 p0 = ldg32(pr + 4 * (tb * (D / G) + c / G));
+          s2 = prmt(p0, p0, 0x1010u), z2 = prmt(p0, p0, 0x3232u);
         } else {
-          const int s = (pp / 2) * BITS;
-          constexpr u32 kMask = (1u << BITS) - 1;
-          const float c0 = float((w[ww] >> s) & kMask), c1 = float((w[ww] >> (16 + s)) & kMask);
-          const int tb = gr.within + t;  // token within its block
-          float s0, z0, s1, z1;
-          if constexpr (ROLE == 0 && KC) {
-            const u32 i = (tb / G) * D + c;
-            u32 p0, p1;
-            ldg64(gr.half + paramsOff + 4 * i, p0, p1);
-            s0 = h2f(u16(p0 & 0xffff)), z0 = h2f(u16(p0 >> 16));
-            s1 = h2f(u16(p1 & 0xffff)), z1 = h2f(u16(p1 >> 16));
-          } else if constexpr (ROLE == 0) {
-            param(gr.half, paramsOff, tb * (D / G) + c / G, s0, z0);
-            s1 = s0, z1 = z0;
-          } else {
-            param(gr.half, paramsOff, tb * (D / G) + c / G, s0, z0);
-            param(gr.half, paramsOff, (tb + 1) * (D / G) + c / G, s1, z1);
-          }
-          h0 = f2h(__fadd_rn(__fmul_rn(s0, c0), z0));
-          h1 = f2h(__fadd_rn(__fmul_rn(s1, c1), z1));
+          const u32 p0 = ldg32(pr + 4 * (tb * (D / G) + c / G)), p1 = ldg32(pr + 4 * ((tb + 1) * (D / G) + c / G));
+          s2 = prmt(p0, p1, 0x5410u), z2 = prmt(p0, p1, 0x7632u);
         }
-        const int t1 = ROLE == 0 ? t : t + 1, c1 = ROLE == 0 ? c + 1 : c;
-        const int r0 = grp * 16 + t, r1 = grp * 16 + t1;
-        if (r0 >= valid) h0 = 0;
-        if (r1 >= valid) h1 = 0;
-        if constexpr (ROLE == 0) {
-          *reinterpret_cast<u32*>(&dst[r0 * kStride + c]) = u32(h0) | u32(h1) << 16;
+        h[p] = hfma2(code<BITS>(w, w8, p), s2, z2);
+      }
+      // The word's registers are lane registers wi·R .. wi·R + R - 1 (R =
+      // kRegsPerWord), whole or half 16-byte chunks of the fp16 order.
+#pragma unroll
+      for (int p = 0; p < kRegsPerWord; p += 4 < kRegsPerWord ? 4 : kRegsPerWord) {
+        const int reg = wi * kRegsPerWord + p;
+        u8* d = gdst + ((reg / 4) * 32 + lane) * 16 + (reg % 4) * 4;
+        if constexpr (kRegsPerWord >= 4) {
+          *reinterpret_cast<uint4*>(d) = make_uint4(h[p], h[p + 1], h[p + 2], h[p + 3]);
         } else {
-          dst[r0 * kStride + c] = h0;
-          dst[r1 * kStride + c1] = h1;
+          *reinterpret_cast<uint2*>(d) = make_uint2(h[0], h[1]);
         }
       }
     }
+  }
+}
+
+// copyHalf starts the cp.async copies of a 16-bit half of a tile (at(grp):
+// the tile's groups) into dst, in their fragment order (not committed).
+template <int D, int TN, typename AT>
+BD_DEVICE void copyHalf(u8* __restrict__ dst, AT at, int tid) {
+  constexpr int kChunksPerGroup = 16 * D * 2 / 16;
+  static_assert((TN / 16 * kChunksPerGroup) % kThreads == 0, "whole chunks per thread");
+#pragma unroll
+  for (int i = tid; i < TN / 16 * kChunksPerGroup; i += kThreads) {
+    const int grp = i / kChunksPerGroup, cc = i % kChunksPerGroup;
+    cpAsync16(dst + grp * (16 * D * 2) + cc * 16, at(grp).codes + cc * 16);
   }
 }
 
@@ -173,30 +220,26 @@ struct Rows {
   float acc[D / 8][4];
 };
 
-// tileStep runs one key tile of TN tokens starting at token tok0 (dequantized
-// in sK, sV) for the warp's 16 rows: S = Q·Kᵀ, the soft-cap, the mask (tokens
-// at or past tEnd, after a row's limit, or span or more before it), the
-// online softmax, O += P·V. qa: the query A fragments of the tile's type.
-// masked: whether any element can be masked (else the tests are skipped).
+// tileStep runs one key tile of TN tokens starting at token tok0 (the stage
+// sK, sV, fragment order) for the warp's 16 rows: S = Q·Kᵀ, the soft-cap,
+// the mask (tokens at or past tEnd, after a row's limit, or span or more
+// before it), the online softmax (log2 domain, ex2), O += P·V. qa: the
+// query A fragments of the tile's type (bf16 where BF). masked: whether
+// any element can be masked (else the tests are skipped).
 template <int D, int TN, bool BF>
-BD_DEVICE void tileStep(Rows<D>& st, const u32 (&qa)[D / 16][4], const u16* sK, const u16* sV, int tok0, int tEnd, int span,
+BD_DEVICE void tileStep(Rows<D>& st, const u32 (&qa)[D / 16][4], const u8* sK, const u8* sV, int tok0, int tEnd, int span,
                         bool masked, int lane) {
-  constexpr int kStride = D + kPad;
-  const int g = lane / 4, qd = lane % 4;
+  const int qd = lane % 4;
   float s[TN / 8][4];
 #pragma unroll
   for (int nb = 0; nb < TN / 8; nb++) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
-  // S: B fragments of K (rows = tokens): ldmatrix.x4 gives two k-blocks.
-  const int mi = lane / 8, mr = lane % 8;
-  const u32 kBase = smemAddr(sK) + ((mr)*kStride + (mi / 2) * 16 + (mi % 2) * 8) * 2;
 #pragma unroll
-  for (int nb = 0; nb < TN / 8; nb++)
+  for (int gi = 0; gi < TN / 16; gi++)
 #pragma unroll
-    for (int kb = 0; kb < D / 16; kb += 2) {
-      u32 b0, b1, b2, b3;
-      ldsm4(kBase + (nb * 8 * kStride + kb * 16) * 2, b0, b1, b2, b3);
-      mmaT<BF>(s[nb], qa[kb], b0, b1);
-      mmaT<BF>(s[nb], qa[kb + 1], b2, b3);
+    for (int kb = 0; kb < D / 16; kb++) {
+      const uint4 a = *reinterpret_cast<const uint4*>(sK + gi * (16 * D * 2) + (kb * 32 + lane) * 16);
+      mmaT<BF>(s[2 * gi], qa[kb], a.x, a.z);
+      mmaT<BF>(s[2 * gi + 1], qa[kb], a.y, a.w);
     }
 #ifdef BD_SOFTCAP
 #pragma unroll
@@ -213,7 +256,6 @@ BD_DEVICE void tileStep(Rows<D>& st, const u32 (&qa)[D / 16][4], const u16* sK, 
         if (t >= tEnd || t > lim || lim - t >= span) s[nb][e] = kNegInf;
       }
   }
-  // Online softmax (log2 domain) of rows g (e < 2) and g + 8 (e >= 2).
   float alpha[2];
 #pragma unroll
   for (int r = 0; r < 2; r++) {
@@ -245,9 +287,6 @@ BD_DEVICE void tileStep(Rows<D>& st, const u32 (&qa)[D / 16][4], const u16* sK, 
     st.acc[n][0] *= alpha[0], st.acc[n][1] *= alpha[0];
     st.acc[n][2] *= alpha[1], st.acc[n][3] *= alpha[1];
   }
-  // O += P·V: P's accumulators are the A fragments of 16 tokens; V's B
-  // fragments by ldmatrix.trans (rows = tokens), two channel blocks a load.
-  const u32 vBase = smemAddr(sV) + (((mi % 2) * 8 + mr) * kStride + (mi / 2) * 8) * 2;
 #pragma unroll
   for (int kt = 0; kt < TN / 16; kt++) {
     u32 a[4];
@@ -256,18 +295,25 @@ BD_DEVICE void tileStep(Rows<D>& st, const u32 (&qa)[D / 16][4], const u16* sK, 
     a[2] = pack2T<BF>(s[2 * kt + 1][0], s[2 * kt + 1][1]);
     a[3] = pack2T<BF>(s[2 * kt + 1][2], s[2 * kt + 1][3]);
 #pragma unroll
-    for (int n = 0; n < D / 8; n += 2) {
-      u32 b0, b1, b2, b3;
-      ldsm4t(vBase + (kt * 16 * kStride + n * 8) * 2, b0, b1, b2, b3);
-      mmaT<BF>(st.acc[n], a, b0, b1);
-      mmaT<BF>(st.acc[n + 1], a, b2, b3);
+    for (int mb = 0; mb < D / 16; mb++) {
+      const uint4 b = *reinterpret_cast<const uint4*>(sV + kt * (16 * D * 2) + (mb * 32 + lane) * 16);
+      mmaT<BF>(st.acc[2 * mb], a, b.x, b.z);
+      mmaT<BF>(st.acc[2 * mb + 1], a, b.y, b.w);
     }
   }
 }
 
+// prefillSmem is the dynamic shared memory of prefill_fa: two stages of a
+// tile's K and V halves, fp16 fragment order (prefill.go's prefillSmem).
+template <int D, int TN>
+constexpr int prefillSmem() {
+  return 2 * 2 * TN * D * 2;
+}
+
 // prefill_fa is the kernel (the opening comment). Template: D head dim; KBITS,
 // VBITS 16 (fp16, or bf16 where BF), 8, 4, 2; KC keys per channel; TN key tile.
-// Grid (row tiles, Hkv, B), kThreads threads.
+// Grid (row tiles, Hkv, B), kThreads threads, prefillSmem<D, TN>() bytes of
+// dynamic shared memory.
 template <int D, int KBITS, int VBITS, bool KC, bool BF, int TN>
 __global__ void __launch_bounds__(kThreads) prefill_fa(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
@@ -277,9 +323,10 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
     float scaleLog2, int window) {
   static_assert(!BF || (KBITS == 16 && VBITS == 16), "bf16 blocks are 16-bit");
   static_assert(TN % 16 == 0 && (D / 16) % 2 == 0, "tile shapes");
-  constexpr int kStride = D + kPad;
-  __shared__ __align__(16) u16 sK[TN * kStride];
-  __shared__ __align__(16) u16 sV[TN * kStride];
+  extern __shared__ __align__(16) u8 smem[];
+  constexpr int kHalfBytes = TN * D * 2;
+  auto stageK = [&](int st) { return smem + st * 2 * kHalfBytes; };
+  auto stageV = [&](int st) { return smem + st * 2 * kHalfBytes + kHalfBytes; };
 
   const int b = blockIdx.z, h = blockIdx.y;
   const int tileRow = gridDim.x - 1 - blockIdx.x;  // the longest row tiles first
@@ -337,50 +384,71 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
   const int tEnd = min(L, L - Tq + lastRow / group + 1);
   const int tBegin = window > 0 ? max(0, L - Tq + row0 / group - window + 1) / 16 * 16 : 0;
   // A warp's tile needs the mask unless every one of its rows sees the
-  // whole tile: from its first row's window start to its first row's limit.
+  // whole tile: from its last row's window start to its first row's limit.
   const int wRow0 = row0 + warp * 16, wRowN = min(R, wRow0 + 16) - 1;
-  const int wSeeTo = wRow0 < R ? L - Tq + wRow0 / group : -1;                                  // every row sees <= this
-  const int wSeeFrom = window > 0 && wRow0 < R ? L - Tq + wRowN / group - window + 1 : -0x7fffffff;  // and >= this
+  const int wSeeTo = wRow0 < R ? L - Tq + wRow0 / group : -1;
+  const int wSeeFrom = window > 0 && wRow0 < R ? L - Tq + wRowN / group - window + 1 : -0x7fffffff;
   const int nPacked = L / Nr, packedEnd = nPacked * Nr;
   const size_t resOff = (size_t(resSlots ? resSlots[b] : b) * Hkv + h) * Nr * D * 2;
 
-  // Packed tokens, then the residual's: tiles of TN tokens from tBegin.
-  for (int part = 0; part < 2; part++) {
-    const int from = part == 0 ? tBegin : max(tBegin, packedEnd);
-    const int to = part == 0 ? min(tEnd, packedEnd) : tEnd;
-    for (int tok0 = from; tok0 < to; tok0 += TN) {
-      const int valid = to - tok0;
-      __syncthreads();  // every warp has read the last tile
-      if (part == 0) {
-        auto at = [&](int grp, bool v) {
-          const int tok = tok0 + grp * 16, blk = tok / Nr, within = tok - blk * Nr;
-          const u8* kh = pool + (size_t(blockTable[b * maxBlocks + min(blk, nPacked - 1)]) * Hkv + h) * blockBytes;
-          const u8* hf = v ? kh + kBytes : kh;
-          const int bits = v ? VBITS : KBITS;
-          return Group{hf + (within / 16) * (16 * D * bits / 8), hf, within};
-        };
-        dequantHalf<D, KBITS, 0, KC, TN>(sK, [&](int grp) { return at(grp, false); }, valid, gK, kParamsOff, tid);
-        dequantHalf<D, VBITS, 1, false, TN>(sV, [&](int grp) { return at(grp, true); }, valid, gV, vParamsOff, tid);
-      } else {
-        auto at = [&](const u8* res, int grp) {
-          // (a padding group past the slot's Nr tokens reads its last group: zeroed anyway)
-          const int within = min(tok0 - packedEnd + grp * 16, Nr - 16);
-          return Group{res + resOff + size_t(within) * D * 2, nullptr, within};
-        };
-        dequantHalf<D, 16, 0, false, TN>(sK, [&](int grp) { return at(resK, grp); }, valid, 1, 0, tid);
-        dequantHalf<D, 16, 1, false, TN>(sV, [&](int grp) { return at(resV, grp); }, valid, 1, 0, tid);
-      }
-      __syncthreads();
-      if (wRow0 >= R) continue;  // a warp past the launch's rows (its rows are not written)
-      const bool masked = tok0 + TN > min(to, wSeeTo + 1) || tok0 < wSeeFrom;
-      if constexpr (BF) {
-        if (part == 0) {
-          tileStep<D, TN, true>(st, qb, sK, sV, tok0, to, span, masked, lane);
-          continue;
-        }
-      }
-      tileStep<D, TN, false>(st, qa, sK, sV, tok0, to, span, masked, lane);
+  // The tiles: packed tokens [tBegin, to0) first, then the residual's
+  // [from1, tEnd), TN tokens each (a tile is of one type).
+  const int to0 = min(tEnd, packedEnd), from1 = max(tBegin, packedEnd);
+  const int nT0 = to0 > tBegin ? (to0 - tBegin + TN - 1) / TN : 0;
+  const int nT1 = tEnd > from1 ? (tEnd - from1 + TN - 1) / TN : 0;
+  auto tileTok = [&](int ti) { return ti < nT0 ? tBegin + ti * TN : from1 + (ti - nT0) * TN; };
+  // Group grp of packed tile tok0 in half v (0: K, 1: V); padding groups
+  // past the packed tokens read the last packed block (finite, masked).
+  auto packedAt = [&](int tok0, int grp, int v) {
+    const int tok = tok0 + grp * 16, blk = tok / Nr, within = tok - blk * Nr;
+    const u8* kh = pool + (size_t(blockTable[b * maxBlocks + min(blk, nPacked - 1)]) * Hkv + h) * blockBytes;
+    const u8* hf = v ? kh + kBytes : kh;
+    return Group{hf + (within / 16) * (16 * D * (v ? VBITS : KBITS) / 8), hf, within};
+  };
+  // Group grp of residual tile tok0 (a padding group past the slot's Nr
+  // tokens reads its last group: finite, masked).
+  auto resAt = [&](const u8* res, int tok0, int grp) {
+    const int within = min(tok0 - packedEnd + grp * 16, Nr - 16);
+    return Group{res + resOff + size_t(within) * D * 2, nullptr, within};
+  };
+  Quant<D, KBITS, TN> rawK;
+  Quant<D, VBITS, TN> rawV;
+  // fetch starts tile ti's loads into stage sg: cp.async for 16-bit
+  // halves, registers (rawK, rawV) for low-bit ones.
+  auto fetch = [&](int ti, int sg) {
+    const int tok0 = tileTok(ti);
+    if (ti < nT0) {
+      if constexpr (KBITS == 16) copyHalf<D, TN>(stageK(sg), [&](int grp) { return packedAt(tok0, grp, 0); }, tid);
+      else fetchQuant<D, KBITS, TN>(rawK, [&](int grp) { return packedAt(tok0, grp, 0); }, tid);
+      if constexpr (VBITS == 16) copyHalf<D, TN>(stageV(sg), [&](int grp) { return packedAt(tok0, grp, 1); }, tid);
+      else fetchQuant<D, VBITS, TN>(rawV, [&](int grp) { return packedAt(tok0, grp, 1); }, tid);
+    } else {
+      copyHalf<D, TN>(stageK(sg), [&](int grp) { return resAt(resK, tok0, grp); }, tid);
+      copyHalf<D, TN>(stageV(sg), [&](int grp) { return resAt(resV, tok0, grp); }, tid);
     }
+    cpAsyncCommit();
+  };
+  const int nTiles = nT0 + nT1;
+  if (nTiles > 0) fetch(0, 0);
+  for (int ti = 0; ti < nTiles; ti++) {
+    const int sg = ti & 1, tok0 = tileTok(ti);
+    if (ti < nT0) {  // the low-bit halves of tile ti, from registers (stage sg was last read two tiles ago)
+      if constexpr (KBITS < 16) storeQuant<D, KBITS, 0, KC, TN>(stageK(sg), rawK, [&](int grp) { return packedAt(tok0, grp, 0); }, gK, kParamsOff, tid);
+      if constexpr (VBITS < 16) storeQuant<D, VBITS, 1, false, TN>(stageV(sg), rawV, [&](int grp) { return packedAt(tok0, grp, 1); }, gV, vParamsOff, tid);
+    }
+    cpAsyncWait<0>();
+    __syncthreads();  // stage sg complete; every warp done with tile ti - 1 (stage sg ^ 1)
+    if (ti + 1 < nTiles) fetch(ti + 1, sg ^ 1);
+    if (wRow0 >= R) continue;  // a warp past the launch's rows (its rows are not written)
+    const int to = ti < nT0 ? to0 : tEnd;
+    const bool masked = tok0 + TN > min(to, wSeeTo + 1) || tok0 < wSeeFrom;
+    if constexpr (BF) {
+      if (ti < nT0) {
+        tileStep<D, TN, true>(st, qb, stageK(sg), stageV(sg), tok0, to, span, masked, lane);
+        continue;
+      }
+    }
+    tileStep<D, TN, false>(st, qa, stageK(sg), stageV(sg), tok0, to, span, masked, lane);
   }
   if (wRow0 >= R) return;
   // Denominators over the quad, then O / l to out (fp16) and out32.

@@ -35,6 +35,10 @@ func prefillTile(d int) int {
 	return 64
 }
 
+// prefillSmem is prefill.cu's prefillSmem<D, TN>: two stages of a tile's K
+// and V in fp16 (64 KiB at D = 128: two CTAs an SM).
+func prefillSmem(d int) int { return 2 * 2 * prefillTile(d) * d * 2 }
+
 // PrefillReads reports whether prefill.cu reads layout l: every layout the
 // tensor-core decode kernels read (fp16, bf16, int8, int4, int2 halves, keys
 // per channel or per token, any value group), at head dims 64, 128 and 256,
@@ -68,6 +72,7 @@ type PrefillPlan struct {
 	layout  DecodeLayout
 	shape   DecodeShape
 	fn      cuda.Function
+	smem    int // dynamic shared memory (prefillSmem)
 	noOut32 bool
 }
 
@@ -100,9 +105,12 @@ func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning
 	if t.Ptxas != nil {
 		fmt.Fprintf(t.Ptxas, "%s [%s]:\n%s\n", prog.Name, expr, mod.Log())
 	}
-	p := &PrefillPlan{layout: l, shape: s, noOut32: t.NoOut32}
+	p := &PrefillPlan{layout: l, shape: s, smem: prefillSmem(l.D), noOut32: t.NoOut32}
 	if p.fn, err = mod.Function(expr); err != nil {
 		return nil, err
+	}
+	if err := dev.Do(func(c *cuda.Ctx) error { return c.SetMaxDynamicShared(p.fn, p.smem) }); err != nil {
+		return nil, fmt.Errorf("kernels: prefill %s: %w", expr, err)
 	}
 	return p, nil
 }
@@ -140,7 +148,7 @@ func (p *PrefillPlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, 
 	}
 	rows := s.Hq / s.Hkv * s.Tq
 	grid := cuda.Dim3{X: (rows + prefillRows - 1) / prefillRows, Y: s.Hkv, Z: s.B}
-	return c.Launch(p.fn, grid, cuda.Dim3{X: prefillThreads}, 0, st,
+	return c.Launch(p.fn, grid, cuda.Dim3{X: prefillThreads}, p.smem, st,
 		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, b.Out, out32,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff),
 		int32(max(l.GK, 1)), int32(max(l.GV, 1)), float32(float64(scale)*log2e), int32(s.Window))
