@@ -54,7 +54,11 @@
 //      the dequantization in series with the math).
 //   v2 the fragment-order stage (no transposition, one 16-byte load per
 //      operand group), cp.async and a register prefetch a tile ahead,
-//      f16x2 dequantization by register.
+//      f16x2 dequantization by register: fp16 5.27 -> 3.14 s, int4 3.24 ->
+//      4.35 s (still worse: two runtime divisions and two param loads per
+//      dequantized register).
+//   v3 the groups as template arguments, each pair loaded once per word
+//      (pairParams).
 // Go wrapper and routing: prefill.go (PlanPrefill, PrefillRoute); test:
 // prefill_test.go (against attn.Reference and decode_mma.cu's prefill).
 
@@ -132,19 +136,44 @@ BD_DEVICE void fetchQuant(Quant<D, BITS, TN>& r, AT at, int tid) {
   }
 }
 
+// pairParams returns the (scale, zero) pairs of a lane's fp16 register of
+// fragment block blk, rows hiRow, columns hiCol (a = hiRow + 2·hiCol: a0..a3)
+// as f16x2 (s2, z2), for the register's two elements: two channels of a
+// token (keys) or two tokens of a channel (values). Pair indices are package
+// kv's ParamIndex in the half's params at pr: keys per channel (KC)
+// (t/G)·D + c, keys per token t·(D/G) + c/G, values t·(D/G) + c/G (G the
+// group: tokens for KC, channels otherwise; t a token of the block). The
+// indices are written so that registers sharing a pair compute the same
+// expression (rows g and g + 8 share a KC key group, G >= 16; a 16-channel
+// block shares a channel group, G >= 16; every block shares it, G >= D), and
+// the compiler loads it once.
+template <int D, int ROLE, bool KC, int G>
+BD_DEVICE void pairParams(const u8* pr, int within, int g, int qd, int blk, int hiRow, int hiCol, u32& s2, u32& z2) {
+  if constexpr (ROLE == 0 && KC) {
+    const int kg = G >= 16 ? within / G : (within + g + 8 * hiRow) / G;
+    u32 p0, p1;
+    ldg64(pr + 4 * (kg * D + blk * 16 + 2 * qd + 8 * hiCol), p0, p1);
+    s2 = prmt(p0, p1, 0x5410u), z2 = prmt(p0, p1, 0x7632u);
+  } else if constexpr (ROLE == 0) {
+    const int cg = G >= D ? 0 : G >= 16 ? blk * 16 / G : (blk * 16 + 8 * hiCol) / G;
+    const u32 p0 = ldg32(pr + 4 * ((within + g + 8 * hiRow) * (D / G) + cg));
+    s2 = prmt(p0, p0, 0x1010u), z2 = prmt(p0, p0, 0x3232u);
+  } else {
+    const int cg = G >= D ? 0 : G >= 16 ? blk * 16 / G : (blk * 16 + 8 * hiRow) / G;
+    const int t = within + 2 * qd + 8 * hiCol;
+    const u32 p0 = ldg32(pr + 4 * (t * (D / G) + cg)), p1 = ldg32(pr + 4 * ((t + 1) * (D / G) + cg));
+    s2 = prmt(p0, p1, 0x5410u), z2 = prmt(p0, p1, 0x7632u);
+  }
+}
+
 // storeQuant dequantizes thread tid's units in r into dst (the stage's half,
 // fragment order): register position p of a word (codes 2i, 2i+1 of the
 // lane's fragment, code<BITS>'s exact integers as a half2) becomes
 // fma(code, s, z) in f16x2, one rounding of the exact code·s + z (package
 // kv's Dequant to float32, then fp16, rounds twice: within the format's
-// bound). Pairs (package kv's ParamIndex): keys per channel (KC) (t/G)·D + c
-// of their block, keys per token t·(D/G) + c/G, values t·(D/G) + c/G (G the
-// group: tokens for KC, channels otherwise), at paramsOff of the half; a
-// register's two elements are two channels of a token (keys) or two tokens
-// of a channel (values).
-template <int D, int BITS, int ROLE, bool KC, int TN, typename AT>
-BD_DEVICE void storeQuant(u8* __restrict__ dst, const Quant<D, BITS, TN>& r, AT at, int G, int paramsOff, int tid) {
-  using F = Frag<D, BITS>;
+// bound), with pairParams' pairs (G: the half's group).
+template <int D, int BITS, int ROLE, bool KC, int G, int TN, typename AT>
+BD_DEVICE void storeQuant(u8* __restrict__ dst, const Quant<D, BITS, TN>& r, AT at, int paramsOff, int tid) {
   using Q = Quant<D, BITS, TN>;
   constexpr int kRegsPerWord = 16 / BITS;  // f16x2 registers a word of codes unpacks to
 #pragma unroll
@@ -162,22 +191,12 @@ BD_DEVICE void storeQuant(u8* __restrict__ dst, const Quant<D, BITS, TN>& r, AT 
       u32 h[kRegsPerWord];
 #pragma unroll
       for (int p = 0; p < kRegsPerWord; p++) {
-        const int reg = wi * kRegsPerWord + p;  // fp16 register of the lane: elements 2reg, 2reg+1
-        int t, c;
-        fragElem<ROLE>(0, g, qd, 2 * reg, t, c);
-        const int tb = gr.within + t;  // token within its block
+        // fp16 register reg = wi·R + p of the lane (elements 2reg, 2reg+1):
+        // A fragment a = reg % 4 of block reg / 4.
+        const int reg = wi * kRegsPerWord + p;
+        const int a = kRegsPerWord >= 4 ? p % 4 : reg % 4;
         u32 s2, z2;
-        if constexpr (ROLE == 0 && KC) {
-          u32 p0, p1;
-          ldg64(pr + 4 * ((tb / G) * D + c), p0, p1);
-          s2 = prmt(p0, p1, 0x5410u), z2 = prmt(p0, p1, 0x7632u);
-        } else if constexpr (ROLE == 0) {
-          const u32 p0 = ldg32(pr + 4 * (tb * (D / G) + c / G));
-          s2 = prmt(p0, p0, 0x1010u), z2 = prmt(p0, p0, 0x3232u);
-        } else {
-          const u32 p0 = ldg32(pr + 4 * (tb * (D / G) + c / G)), p1 = ldg32(pr + 4 * ((tb + 1) * (D / G) + c / G));
-          s2 = prmt(p0, p1, 0x5410u), z2 = prmt(p0, p1, 0x7632u);
-        }
+        pairParams<D, ROLE, KC, G>(pr, gr.within, g, qd, reg / 4, a % 2, a / 2, s2, z2);
         h[p] = hfma2(code<BITS>(w, w8, p), s2, z2);
       }
       // The word's registers are lane registers wi·R .. wi·R + R - 1 (R =
@@ -311,10 +330,12 @@ constexpr int prefillSmem() {
 }
 
 // prefill_fa is the kernel (the opening comment). Template: D head dim; KBITS,
-// VBITS 16 (fp16, or bf16 where BF), 8, 4, 2; KC keys per channel; TN key tile.
+// VBITS 16 (fp16, or bf16 where BF), 8, 4, 2; KC keys per channel; GK, GV
+// the key and value groups (tokens for KC keys, channels otherwise; 1 for
+// 16-bit halves); TN key tile.
 // Grid (row tiles, Hkv, B), kThreads threads, prefillSmem<D, TN>() bytes of
 // dynamic shared memory.
-template <int D, int KBITS, int VBITS, bool KC, bool BF, int TN>
+template <int D, int KBITS, int VBITS, bool KC, bool BF, int GK, int GV, int TN>
 __global__ void __launch_bounds__(kThreads) prefill_fa(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
@@ -433,8 +454,8 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
   for (int ti = 0; ti < nTiles; ti++) {
     const int sg = ti & 1, tok0 = tileTok(ti);
     if (ti < nT0) {  // the low-bit halves of tile ti, from registers (stage sg was last read two tiles ago)
-      if constexpr (KBITS < 16) storeQuant<D, KBITS, 0, KC, TN>(stageK(sg), rawK, [&](int grp) { return packedAt(tok0, grp, 0); }, gK, kParamsOff, tid);
-      if constexpr (VBITS < 16) storeQuant<D, VBITS, 1, false, TN>(stageV(sg), rawV, [&](int grp) { return packedAt(tok0, grp, 1); }, gV, vParamsOff, tid);
+      if constexpr (KBITS < 16) storeQuant<D, KBITS, 0, KC, GK, TN>(stageK(sg), rawK, [&](int grp) { return packedAt(tok0, grp, 0); }, kParamsOff, tid);
+      if constexpr (VBITS < 16) storeQuant<D, VBITS, 1, false, GV, TN>(stageV(sg), rawV, [&](int grp) { return packedAt(tok0, grp, 1); }, vParamsOff, tid);
     }
     cpAsyncWait<0>();
     __syncthreads();  // stage sg complete; every warp done with tile ti - 1 (stage sg ^ 1)

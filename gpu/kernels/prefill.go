@@ -92,7 +92,14 @@ func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning
 	if c := float64(s.Softcap); !(c >= 0) || math.IsInf(c, 0) {
 		return nil, fmt.Errorf("kernels: prefill: soft-cap %v: want 0 (none) or a finite cap > 0", s.Softcap)
 	}
-	expr := fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, prefillTile(l.D))
+	gk, gv := 1, 1 // the groups of the low-bit halves (prefill.cu's GK, GV)
+	if l.KBits < 16 {
+		gk = l.GK
+	}
+	if l.VBits < 16 {
+		gv = l.GV
+	}
+	expr := fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, gk, gv, prefillTile(l.D))
 	prog := program("prefill.cu", prefillSource, []string{expr}, nil)
 	softcapOptions(&prog, s.Softcap)
 	if t.Ptxas != nil {
