@@ -48,6 +48,18 @@ func PrefillReads(l DecodeLayout) bool {
 	return l.check() == nil && l.Nr%16 == 0 && (!l.BF16 || l.KBits == 16 && l.VBits == 16)
 }
 
+// prefillFaster reports whether prefill.cu measured faster than (or was not
+// measured against) decode_mma.cu's prefill plan for layout l: every layout
+// but 8-bit halves at D = 256, whose prefill.cu kernel spills 1.2 KB a thread
+// (255 registers) and took 0.85-0.91x decode_mma.cu's speed (H100, one
+// 512-token chunk at 4K and 32K tokens; BenchmarkPrefillAttention,
+// bench/results/2026-11-27-prefill-28/call4). Every other measured layout
+// was 1.05-2.7x faster there (docs/perf/prefill.md); the unmeasured ones
+// (bf16, int2 and the mixes at D = 64 and 256, k8v4) take prefill.cu too.
+func prefillFaster(l DecodeLayout) bool {
+	return !(l.D == 256 && (l.KBits == 8 || l.VBits == 8))
+}
+
 // PrefillRoute is the routing of a prefill launch of shape s over layout l:
 // true sends it to prefill.cu (PrefillPlan), false to decode_mma.cu's plan
 // with Tq > 1 (DecodePlan), as before session 28. prefill.cu takes a launch
@@ -55,12 +67,13 @@ func PrefillReads(l DecodeLayout) bool {
 // group: a 512-token chunk of Llama-3.1-8B is 2048), of a layout it reads
 // (PrefillReads); the decode plan takes the rest: decode steps, short
 // chunks (whose few row tiles would leave SMs idle without a split of the
-// keys) and anything prefill.cu does not read. A caller that needs a
+// keys), anything prefill.cu does not read, and the layouts where it
+// measured slower (prefillFaster). A caller that needs a
 // prefill's bits to equal the decode kernel's (none does: the
 // batch-invariant cache keeps the decode plan to stay as it was measured)
 // does not call it.
 func PrefillRoute(l DecodeLayout, s DecodeShape) bool {
-	if !PrefillReads(l) || s.Hkv < 1 || s.Hq%s.Hkv != 0 {
+	if !PrefillReads(l) || !prefillFaster(l) || s.Hkv < 1 || s.Hq%s.Hkv != 0 {
 		return false
 	}
 	return s.Hq/s.Hkv*s.Tq >= prefillMinRows

@@ -36,6 +36,9 @@ func TestPrefillRoute(t *testing.T) {
 		{"bf16", 64, 4, 4, 255, false},
 		{"k4v2", 256, 7, 1, 37, true}, // MQA, group 7: 259 rows
 		{"int2:kc32:v32", 128, 14, 2, 100, true},
+		{"int8", 256, 32, 8, 512, false}, // measured slower there (prefillFaster)
+		{"k8v4", 256, 32, 8, 512, false},
+		{"int4", 256, 32, 8, 512, true},
 	} {
 		s := kernels.DecodeShape{B: 1, Hq: tt.hq, Hkv: tt.hkv, Tq: tt.tq, MaxBlocks: 64, MaxL: 4096}
 		if got := kernels.PrefillRoute(lay(tt.spec, tt.d), s); got != tt.want {

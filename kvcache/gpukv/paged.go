@@ -196,12 +196,13 @@ type layerKernels struct {
 }
 
 // faPlanned reports whether a cache plans prefill.cu (layerKernels.fa) for
-// layout l: wherever it reads the layout (kernels.PrefillReads), unless the
-// tuning says no (BITDECODE_PREFILL_FA=0) or the cache is batch-invariant,
-// whose prefill stays on the decode kernel it was measured and checked
-// with (TestGPUCacheBatchInvariant).
+// layout l: where a whole chunk of MaxChunk tokens would take it
+// (kernels.PrefillRoute), unless the tuning says no (BITDECODE_PREFILL_FA=0)
+// or the cache is batch-invariant, whose prefill stays on the decode kernel
+// it was measured and checked with (TestGPUCacheBatchInvariant).
 func (c *Paged) faPlanned(l kernels.DecodeLayout) bool {
-	return kernels.PrefillReads(l) && !c.tuning.Decode.NoPrefill && !c.opts.BatchInvariant
+	whole := kernels.DecodeShape{B: 1, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: c.opts.MaxChunk}
+	return kernels.PrefillRoute(l, whole) && !c.tuning.Decode.NoPrefill && !c.opts.BatchInvariant
 }
 
 // runFA reports whether run r of layer kernels lk launches prefill.cu
