@@ -332,10 +332,10 @@ constexpr int prefillSmem() {
 // prefill_fa is the kernel (the opening comment). Template: D head dim; KBITS,
 // VBITS 16 (fp16, or bf16 where BF), 8, 4, 2; KC keys per channel; GK, GV
 // the key and value groups (tokens for KC keys, channels otherwise; 1 for
-// 16-bit halves); TN key tile.
+// 16-bit halves); TN key tile (loads and stages), TC its math's step.
 // Grid (row tiles, Hkv, B), kThreads threads, prefillSmem<D, TN>() bytes of
 // dynamic shared memory.
-template <int D, int KBITS, int VBITS, bool KC, bool BF, int GK, int GV, int TN>
+template <int D, int KBITS, int VBITS, bool KC, bool BF, int GK, int GV, int TN, int TC>
 __global__ void __launch_bounds__(kThreads) prefill_fa(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
@@ -343,7 +343,7 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
     int Hq, int Hkv, int Tq, int Nr, int blockBytes, int kBytes, int kParamsOff, int vParamsOff, int gK, int gV,
     float scaleLog2, int window) {
   static_assert(!BF || (KBITS == 16 && VBITS == 16), "bf16 blocks are 16-bit");
-  static_assert(TN % 16 == 0 && (D / 16) % 2 == 0, "tile shapes");
+  static_assert(TN % 16 == 0 && TC % 16 == 0 && TN % TC == 0 && (D / 16) % 2 == 0, "tile shapes");
   extern __shared__ __align__(16) u8 smem[];
   constexpr int kHalfBytes = TN * D * 2;
   auto stageK = [&](int st) { return smem + st * 2 * kHalfBytes; };
@@ -462,14 +462,22 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
     if (ti + 1 < nTiles) fetch(ti + 1, sg ^ 1);
     if (wRow0 >= R) continue;  // a warp past the launch's rows (its rows are not written)
     const int to = ti < nT0 ? to0 : tEnd;
-    const bool masked = tok0 + TN > min(to, wSeeTo + 1) || tok0 < wSeeFrom;
-    if constexpr (BF) {
-      if (ti < nT0) {
-        tileStep<D, TN, true>(st, qb, stageK(sg), stageV(sg), tok0, to, span, masked, lane);
-        continue;
+    // The tile's math in steps of TC keys (each its own online-softmax
+    // step: TC/8·4 score registers a lane).
+#pragma unroll
+    for (int c0 = 0; c0 < TN; c0 += TC) {
+      const int t0 = tok0 + c0;
+      const bool masked = t0 + TC > min(to, wSeeTo + 1) || t0 < wSeeFrom;
+      const u8* sKc = stageK(sg) + c0 / 16 * (16 * D * 2);
+      const u8* sVc = stageV(sg) + c0 / 16 * (16 * D * 2);
+      if constexpr (BF) {
+        if (ti < nT0) {
+          tileStep<D, TC, true>(st, qb, sKc, sVc, t0, to, span, masked, lane);
+          continue;
+        }
       }
+      tileStep<D, TC, false>(st, qa, sKc, sVc, t0, to, span, masked, lane);
     }
-    tileStep<D, TN, false>(st, qa, stageK(sg), stageV(sg), tok0, to, span, masked, lane);
   }
   if (wRow0 >= R) return;
   // Denominators over the quad, then O / l to out (fp16) and out32.

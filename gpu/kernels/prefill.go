@@ -112,7 +112,12 @@ func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning
 	if l.VBits < 16 {
 		gv = l.GV
 	}
-	expr := fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, gk, gv, prefillTile(l.D))
+	tn := prefillTile(l.D)
+	tc := tn // the math's step (DecodeTuning.PrefillStep)
+	if t.PrefillStep > 0 && t.PrefillStep < tn {
+		tc = t.PrefillStep
+	}
+	expr := fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, gk, gv, tn, tc)
 	prog := program("prefill.cu", prefillSource, []string{expr}, nil)
 	softcapOptions(&prog, s.Softcap)
 	if t.Ptxas != nil {

@@ -34,7 +34,7 @@ func BenchmarkPrefillAttention(b *testing.B) {
 		cases = append(cases, bcase{spec, 32, 8, 64}, bcase{spec, 16, 8, 256})
 	}
 	const tq = 512
-	fmt.Printf("%-16s %4s %6s %12s %12s %8s\n", "format", "D", "L", "decode us", "prefill us", "speedup")
+	fmt.Printf("prefill step %d (0: the tile)\n%-16s %4s %6s %12s %12s %8s\n", tuning.Decode.PrefillStep, "format", "D", "L", "decode us", "prefill us", "speedup")
 	for _, c := range cases {
 		lay, err := kernels.LayoutFor(kv.MustResolve(c.spec, c.dd).WithOrder(kv.MMA))
 		if err != nil {
